@@ -1,0 +1,77 @@
+"""Exception types raised by bosaris_dask.
+
+Every error a user can cause by giving us bad input derives from :class:`BosarisError`, so the CLI
+can print it as one line (no traceback) and exit non-zero, and API users can catch exactly what we
+raise. Each class also derives from the builtin that best describes it (``ValueError``,
+``OSError``), so generic ``except ValueError`` handlers keep working.
+
+Examples
+--------
+>>> from bosaris_dask.errors import ParseError
+>>> str(ParseError("bad score 'x1'", path="scores.txt", line=12))
+"scores.txt:12: bad score 'x1'"
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = [
+    "BosarisError",
+    "ParseError",
+    "StoreError",
+    "TrialError",
+    "ScoreError",
+    "MissingTrialsError",
+]
+
+
+class BosarisError(Exception):
+    """Base class of every error bosaris_dask raises for bad input or bad state."""
+
+
+class ParseError(BosarisError, ValueError):
+    """A text file (or a dataset of a store) could not be parsed.
+
+    Parameters
+    ----------
+    message
+        What is wrong, e.g. ``"expected 3 fields, found 2"``.
+    path
+        The file (or store) in which the problem was found.
+    line
+        The 1-based line number in a text file, if known.
+    """
+
+    def __init__(
+        self, message: str, path: str | os.PathLike[str] | None = None, line: int | None = None
+    ):
+        self.message = message
+        self.path = None if path is None else os.fspath(path)
+        self.line = line
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        where = self.path or ""
+        if self.line is not None:
+            where = f"{where}:{self.line}"
+        return f"{where}: {self.message}" if where else self.message
+
+    def __reduce__(self):  # keep path and line when pickled between dask workers
+        return (type(self), (self.message, self.path, self.line))
+
+
+class StoreError(BosarisError, OSError):
+    """A store (zarr, HDF5) is missing, truncated, corrupt or of an unexpected layout."""
+
+
+class TrialError(BosarisError, ValueError):
+    """Trial objects are inconsistent: duplicate ids, conflicting labels, mismatched shapes."""
+
+
+class ScoreError(BosarisError, ValueError):
+    """Scores that cannot be evaluated: non-finite values, empty target or non-target sets."""
+
+
+class MissingTrialsError(TrialError):
+    """Trials of a key or index have no score (use ``allow_missing`` to drop them)."""

@@ -1,0 +1,540 @@
+"""Trial objects: Ndx, Key, Scores and Quality as labelled xarray objects.
+
+Every trial object is an :class:`xarray.Dataset` with dimensions ``("model", "segment")``, the
+model and segment ids as coordinates of those dimensions, and ``attrs["bosaris_kind"]`` naming
+what it is. The data are dask arrays, so a billion-trial object costs nothing until a pass runs.
+
+==========  ======================================================================================
+kind        data variables
+==========  ======================================================================================
+``ndx``     ``trial_mask`` (bool): which (model, segment) pairs are trials
+``key``     ``trial_mask`` (int8): +1 target, -1 non-target, 0 no trial. A key *derived from
+            labels* also has the coordinates ``model_label`` and ``segment_label``; its mask is
+            computed lazily (target iff the labels are equal), so it costs no storage
+``scores``  ``score`` (float32 or float64) and ``score_mask`` (bool): which entries are scores
+``quality`` ``model_quality`` (``model`` x ``model_measure``) and/or ``segment_quality``
+            (``segment`` x ``segment_measure``), float64; NaN rows mean "no quality"
+==========  ======================================================================================
+
+Examples
+--------
+>>> import numpy as np
+>>> key = make_key(["m1", "m2"], ["s1", "s2", "s3"], np.array([[1, -1, 0], [-1, 1, -1]]))
+>>> key.attrs["bosaris_kind"], dict(key.sizes)
+('key', {'model': 2, 'segment': 3})
+>>> scores = make_scores(["m2", "m1"], ["s3", "s1", "s2"], np.arange(6.0).reshape(2, 3))
+>>> target_scores(scores, key), nontarget_scores(scores, key)
+(array([4., 2.]), array([5., 1., 0.]))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import dask.array as da
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bosaris_dask.errors import MissingTrialsError, TrialError
+
+__all__ = [
+    "KINDS",
+    "make_ndx",
+    "make_key",
+    "key_from_masks",
+    "key_from_labels",
+    "make_scores",
+    "make_quality",
+    "quality_table",
+    "kind_of",
+    "validate",
+    "is_label_key",
+    "trial_classes",
+    "align",
+    "align_with",
+    "filter_trials",
+    "merge",
+    "key_to_ndx",
+    "target_scores",
+    "nontarget_scores",
+]
+
+KINDS = ("ndx", "key", "scores", "quality")
+DIMS = ("model", "segment")
+
+#: The fill value of each data variable where an alignment adds rows or columns.
+_FILL = {"trial_mask": 0, "score": 0.0, "score_mask": False}
+
+
+# --------------------------------------------------------------------------------------------
+# construction
+# --------------------------------------------------------------------------------------------
+
+
+def _ids(ids: Iterable[Any], what: str) -> np.ndarray:
+    """Ids as a 1-D object array of ``str``; duplicates are an error naming the first one."""
+    arr = np.asarray([str(i) for i in ids], dtype=object)
+    index = pd.Index(arr)
+    if not index.is_unique:
+        dup = index[index.duplicated()][0]
+        raise TrialError(f"duplicate {what} id {dup!r}")
+    return arr
+
+
+def _lazy(x: Any, chunks: Any, dtype: Any) -> da.Array:
+    if isinstance(x, da.Array):
+        arr = x if chunks is None else x.rechunk(chunks)
+    else:
+        arr = da.from_array(np.asarray(x), chunks="auto" if chunks is None else chunks)
+    return arr.astype(dtype, copy=False) if arr.dtype != dtype else arr
+
+
+def _check_shape(name: str, arr: Any, models: np.ndarray, segments: np.ndarray) -> None:
+    shape = np.shape(arr)
+    if tuple(shape) != (len(models), len(segments)):
+        raise TrialError(
+            f"{name} has shape {tuple(shape)} but there are {len(models)} model ids "
+            f"and {len(segments)} segment ids"
+        )
+
+
+def _dataset(kind: str, models: np.ndarray, segments: np.ndarray, **variables: Any) -> xr.Dataset:
+    data_vars = {name: (DIMS, arr) for name, arr in variables.items()}
+    return xr.Dataset(
+        data_vars, coords={"model": models, "segment": segments}, attrs={"bosaris_kind": kind}
+    )
+
+
+def make_ndx(
+    models: Iterable[Any],
+    segments: Iterable[Any],
+    trial_mask: Any | None = None,
+    *,
+    chunks: Any = None,
+) -> xr.Dataset:
+    """Build an Ndx (a trial list) from ids and a boolean mask.
+
+    Parameters
+    ----------
+    models, segments
+        Model (row) and segment (column) ids; converted to ``str``, must be unique.
+    trial_mask
+        Boolean ``(n_models, n_segments)`` array (numpy or dask). ``None`` means every
+        model-segment pair is a trial (a dense trial list), built lazily.
+    chunks
+        Dask chunks for numpy input (default: dask's ``"auto"``) or a rechunk of dask input.
+
+    Examples
+    --------
+    >>> ndx = make_ndx(["m1"], ["s1", "s2"])
+    >>> int(ndx.trial_mask.sum())
+    2
+    """
+    m, s = _ids(models, "model"), _ids(segments, "segment")
+    if trial_mask is None:
+        mask = da.ones((len(m), len(s)), dtype=bool, chunks="auto" if chunks is None else chunks)
+    else:
+        _check_shape("trial_mask", trial_mask, m, s)
+        mask = _lazy(trial_mask, chunks, bool)
+    return _dataset("ndx", m, s, trial_mask=mask)
+
+
+def make_key(
+    models: Iterable[Any], segments: Iterable[Any], trial_mask: Any, *, chunks: Any = None
+) -> xr.Dataset:
+    """Build a Key from ids and a signed mask: +1 target, -1 non-target, 0 no trial.
+
+    This is the BOSARIS HDF5 ``/trial_mask`` convention (``int8(tar) - int8(non)``).
+
+    Examples
+    --------
+    >>> key = make_key(["m1"], ["s1", "s2"], [[1, -1]])
+    >>> key.trial_mask.values.tolist()
+    [[1, -1]]
+    """
+    m, s = _ids(models, "model"), _ids(segments, "segment")
+    _check_shape("trial_mask", trial_mask, m, s)
+    return _dataset("key", m, s, trial_mask=_lazy(trial_mask, chunks, np.int8))
+
+
+def key_from_masks(
+    models: Iterable[Any],
+    segments: Iterable[Any],
+    targets: Any,
+    nontargets: Any,
+    *,
+    chunks: Any = None,
+) -> xr.Dataset:
+    """Build a Key from two boolean masks; a trial marked as both is an error.
+
+    Examples
+    --------
+    >>> key_from_masks(["m"], ["a", "b"], [[True, False]], [[False, True]]).trial_mask.values
+    array([[ 1, -1]], dtype=int8)
+    """
+    m, s = _ids(models, "model"), _ids(segments, "segment")
+    tar = _lazy(targets, chunks, bool)
+    non = _lazy(nontargets, tar.chunks, bool)
+    _check_shape("targets", tar, m, s)
+    _check_shape("nontargets", non, m, s)
+    both = int((tar & non).sum().compute())
+    if both:
+        raise TrialError(f"{both} trials are marked both target and non-target")
+    mask = tar.astype(np.int8) - non.astype(np.int8)
+    return _dataset("key", m, s, trial_mask=mask)
+
+
+def _label_codes(model_labels: Any, segment_labels: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes of two label arrays over their union; missing labels (NaN/None) give -1."""
+    ml, sl = pd.Series(np.asarray(model_labels)), pd.Series(np.asarray(segment_labels))
+    codes, _ = pd.factorize(pd.concat([ml, sl], ignore_index=True).astype(object))
+    return codes[: len(ml)].astype(np.int64), codes[len(ml) :].astype(np.int64)
+
+
+def _mask_from_codes(mcodes: np.ndarray, scodes: np.ndarray) -> np.ndarray:
+    same = mcodes[:, None] == scodes[None, :]
+    known = (mcodes[:, None] >= 0) & (scodes[None, :] >= 0)
+    return np.where(known, np.where(same, 1, -1), 0).astype(np.int8)
+
+
+def label_mask(model_labels: Any, segment_labels: Any, chunks: Any) -> da.Array:
+    """The lazy signed trial mask of a label-derived key, in the given 2-D ``chunks``.
+
+    Each block is computed from the labels alone (target iff the labels are equal, no trial
+    where a label is missing), so the mask is never stored.
+    """
+    mcodes, scodes = _label_codes(model_labels, segment_labels)
+    shape = (len(mcodes), len(scodes))
+    chunks = da.core.normalize_chunks(chunks, shape, dtype=np.int8)
+    mc = da.from_array(mcodes, chunks=(chunks[0],))
+    sc = da.from_array(scodes, chunks=(chunks[1],))
+    return da.blockwise(_mask_from_codes, "ij", mc, "i", sc, "j", dtype=np.int8, concatenate=True)
+
+
+def key_from_labels(
+    models: Iterable[Any],
+    model_labels: Sequence[Any] | np.ndarray,
+    segments: Iterable[Any],
+    segment_labels: Sequence[Any] | np.ndarray,
+    *,
+    chunks: Any = "auto",
+) -> xr.Dataset:
+    """Build a dense Key from one class label per model and per segment (target iff equal).
+
+    The key costs no storage: its ``trial_mask`` is computed block by block from the labels,
+    which are kept as the coordinates ``model_label`` and ``segment_label``.
+
+    Examples
+    --------
+    >>> key = key_from_labels(["m1", "m2"], ["spk1", "spk2"], ["s1", "s2"], ["spk2", "spk2"])
+    >>> key.trial_mask.values.tolist()
+    [[-1, -1], [1, 1]]
+    """
+    m, s = _ids(models, "model"), _ids(segments, "segment")
+    ml, sl = np.asarray(model_labels, dtype=object), np.asarray(segment_labels, dtype=object)
+    if ml.shape != m.shape or sl.shape != s.shape:
+        raise TrialError(
+            f"{len(ml)} model labels for {len(m)} models, "
+            f"{len(sl)} segment labels for {len(s)} segments"
+        )
+    key = _dataset("key", m, s, trial_mask=label_mask(ml, sl, chunks))
+    return key.assign_coords(model_label=("model", ml), segment_label=("segment", sl))
+
+
+def make_scores(
+    models: Iterable[Any],
+    segments: Iterable[Any],
+    score: Any,
+    score_mask: Any | None = None,
+    *,
+    chunks: Any = None,
+) -> xr.Dataset:
+    """Build Scores from ids, a float score matrix and an optional boolean mask.
+
+    ``score_mask=None`` means every entry is a score. float32 stays float32 (half the I/O of a
+    billion-trial matrix); anything else becomes float64.
+
+    Examples
+    --------
+    >>> s = make_scores(["m"], ["a", "b"], [[0.5, -1.0]])
+    >>> s.score.dtype, bool(s.score_mask.all())
+    (dtype('float64'), True)
+    """
+    m, s = _ids(models, "model"), _ids(segments, "segment")
+    _check_shape("score", score, m, s)
+    dtype = np.float32 if getattr(score, "dtype", None) == np.float32 else np.float64
+    values = _lazy(score, chunks, dtype)
+    if score_mask is None:
+        mask = da.ones(values.shape, dtype=bool, chunks=values.chunks)
+    else:
+        _check_shape("score_mask", score_mask, m, s)
+        mask = _lazy(score_mask, values.chunks, bool)
+    return _dataset("scores", m, s, score=values, score_mask=mask)
+
+
+def quality_table(ids: Iterable[Any], values: Any, *, measures: Iterable[Any] | None = None):
+    """A quality table: one row of ``q`` quality measures per model or segment id.
+
+    Returns a :class:`xarray.DataArray` named ``quality`` with dims ``("id", "measure")``.
+
+    Examples
+    --------
+    >>> t = quality_table(["s1", "s2"], [[0.1, 3.0], [0.2, 4.0]])
+    >>> t.dims, t.sel(id="s2").values.tolist()
+    (('id', 'measure'), [0.2, 4.0])
+    """
+    i = _ids(ids, "quality")
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim != 2 or v.shape[0] != len(i):
+        raise TrialError(f"quality values have shape {v.shape} for {len(i)} ids")
+    meas = np.arange(v.shape[1]) if measures is None else np.asarray(list(measures))
+    return xr.DataArray(
+        v, dims=("id", "measure"), coords={"id": i, "measure": meas}, name="quality"
+    )
+
+
+def make_quality(
+    model_quality: xr.DataArray | None = None, segment_quality: xr.DataArray | None = None
+) -> xr.Dataset:
+    """Combine a model-side and a segment-side quality table into a Quality object.
+
+    Examples
+    --------
+    >>> q = make_quality(segment_quality=quality_table(["s1"], [[1.0, 2.0]]))
+    >>> q.segment_quality.dims
+    ('segment', 'segment_measure')
+    """
+    if model_quality is None and segment_quality is None:
+        raise TrialError("a Quality object needs a model-side or a segment-side table")
+    parts = []
+    for side, table in (("model", model_quality), ("segment", segment_quality)):
+        if table is not None:
+            renamed = table.rename({"id": side, "measure": f"{side}_measure"})
+            parts.append(renamed.rename(f"{side}_quality").to_dataset())
+    ds = xr.merge(parts, compat="override", join="outer")
+    ds.attrs["bosaris_kind"] = "quality"
+    return ds
+
+
+# --------------------------------------------------------------------------------------------
+# inspection and validation
+# --------------------------------------------------------------------------------------------
+
+
+def kind_of(obj: xr.Dataset) -> str:
+    """The kind of a trial object: ``"ndx"``, ``"key"``, ``"scores"`` or ``"quality"``."""
+    kind = getattr(obj, "attrs", {}).get("bosaris_kind")
+    if kind not in KINDS:
+        raise TrialError(f"not a bosaris trial object (attrs['bosaris_kind'] = {kind!r})")
+    return kind
+
+
+def is_label_key(obj: xr.Dataset) -> bool:
+    """Whether ``obj`` is a key derived from class labels (its mask is never stored)."""
+    return kind_of(obj) == "key" and "model_label" in obj.coords and "segment_label" in obj.coords
+
+
+_REQUIRED = {
+    "ndx": {"trial_mask": "b"},
+    "key": {"trial_mask": "i"},
+    "scores": {"score": "f", "score_mask": "b"},
+}
+
+
+def validate(obj: xr.Dataset) -> xr.Dataset:
+    """Check the structure of a trial object and return it unchanged.
+
+    Checks the kind, the dimensions, the dtypes and that ids are unique; computes nothing.
+
+    Raises
+    ------
+    TrialError
+        Naming what is wrong.
+    """
+    kind = kind_of(obj)
+    for dim in ("model", "segment") if kind != "quality" else ():
+        if dim not in obj.coords:
+            raise TrialError(f"{kind} has no {dim!r} ids")
+        index = obj.indexes[dim]
+        if not index.is_unique:
+            raise TrialError(f"duplicate {dim} id {index[index.duplicated()][0]!r} in {kind}")
+    for name, dtype_kind in _REQUIRED.get(kind, {}).items():
+        if name not in obj.data_vars:
+            raise TrialError(f"{kind} has no {name!r} variable")
+        var = obj[name]
+        if var.dims != DIMS:
+            raise TrialError(f"{kind}.{name} has dims {var.dims}, expected {DIMS}")
+        if var.dtype.kind != dtype_kind:
+            raise TrialError(f"{kind}.{name} has dtype {var.dtype}")
+    return obj
+
+
+def trial_classes(trials: xr.Dataset, chunks: Any = None) -> da.Array:
+    """The signed trial mask of a Key (+1/-1/0) or an Ndx (+1/0) as a dask array.
+
+    For a label-derived key with ``chunks`` given, the mask is generated directly in those chunks
+    (no rechunking of a stored mask).
+    """
+    kind = kind_of(trials)
+    if kind == "key" and is_label_key(trials) and chunks is not None:
+        return label_mask(trials.model_label.values, trials.segment_label.values, chunks)
+    mask = trials.trial_mask.data
+    if not isinstance(mask, da.Array):
+        mask = da.from_array(mask, chunks="auto")
+    mask = mask.astype(np.int8)
+    if kind not in ("key", "ndx"):
+        raise TrialError(f"expected a key or an ndx, got {kind}")
+    return mask if chunks is None else mask.rechunk(chunks)
+
+
+# --------------------------------------------------------------------------------------------
+# reshaping by ids
+# --------------------------------------------------------------------------------------------
+
+
+def align(obj: xr.Dataset, models: Iterable[Any], segments: Iterable[Any]) -> xr.Dataset:
+    """Reorder and resize a trial object to the given ids.
+
+    Ids not in ``obj`` become empty rows/columns (no trial, no score); ids of ``obj`` not listed
+    are dropped. A label-derived key stays label-derived.
+
+    Examples
+    --------
+    >>> ndx = make_ndx(["m1", "m2"], ["s1"])
+    >>> align(ndx, ["m2", "m3"], ["s1"]).trial_mask.values.tolist()
+    [[True], [False]]
+    """
+    m, s = _ids(models, "model"), _ids(segments, "segment")
+    if is_label_key(obj):
+        ml = obj.model_label.to_series().reindex(m).to_numpy(dtype=object)
+        sl = obj.segment_label.to_series().reindex(s).to_numpy(dtype=object)
+        return key_from_labels(m, ml, s, sl, chunks=obj.trial_mask.data.chunksize)
+    fill = {k: v for k, v in _FILL.items() if k in obj.data_vars}
+    out = obj.reindex(model=m, segment=s, fill_value=fill)
+    for name in fill:  # reindexing with a fill value may upcast; restore dtypes
+        out[name] = out[name].astype(obj[name].dtype)
+    return out
+
+
+def align_with(obj: xr.Dataset, like: xr.Dataset) -> xr.Dataset:
+    """Align ``obj`` (typically Scores) to the model and segment ids of ``like`` (a Key or Ndx).
+
+    When the ids already agree, ``obj`` is returned as it is (no graph is added).
+    """
+    same = obj.indexes["model"].equals(like.indexes["model"]) and obj.indexes["segment"].equals(
+        like.indexes["segment"]
+    )
+    return obj if same else align(obj, like.model.values, like.segment.values)
+
+
+def filter_trials(
+    obj: xr.Dataset,
+    models: Iterable[Any] | None = None,
+    segments: Iterable[Any] | None = None,
+    *,
+    keep: bool = True,
+) -> xr.Dataset:
+    """Keep (``keep=True``) or drop (``keep=False``) lists of models and/or segments.
+
+    ``None`` leaves that dimension as it is. Listed ids that are absent are ignored.
+
+    Examples
+    --------
+    >>> ndx = make_ndx(["m1", "m2", "m3"], ["s1", "s2"])
+    >>> filter_trials(ndx, models=["m2"], keep=False).model.values.tolist()
+    ['m1', 'm3']
+    """
+    out = obj
+    for dim, ids in (("model", models), ("segment", segments)):
+        if ids is None:
+            continue
+        listed = out.indexes[dim].isin([str(i) for i in ids])
+        out = out.isel({dim: np.flatnonzero(listed if keep else ~listed)})
+    return out
+
+
+def merge(first: xr.Dataset, second: xr.Dataset) -> xr.Dataset:
+    """Merge two trial objects of the same kind over the union of their ids.
+
+    A trial present in both must agree: the same label (Key) — a trial scored twice (Scores) is
+    an error too. Checking this computes one pass over both objects.
+
+    Raises
+    ------
+    TrialError
+        When the kinds differ or the two objects conflict.
+
+    Examples
+    --------
+    >>> a = make_key(["m1"], ["s1"], [[1]])
+    >>> b = make_key(["m2"], ["s1"], [[-1]])
+    >>> merge(a, b).trial_mask.values.tolist()
+    [[1], [-1]]
+    """
+    kind = kind_of(first)
+    if kind_of(second) != kind or kind == "quality":
+        raise TrialError(f"cannot merge {kind} with {kind_of(second)}")
+    models = first.indexes["model"].union(second.indexes["model"], sort=False)
+    segments = first.indexes["segment"].union(second.indexes["segment"], sort=False)
+    a = align(first, models, segments)
+    b = align(second, models, segments)
+    if kind == "scores":
+        both = a.score_mask.data & b.score_mask.data
+        _raise_conflicts(both, a, "trials have a score in both inputs")
+        mask = a.score_mask.data | b.score_mask.data
+        score = da.where(a.score_mask.data, a.score.data, b.score.data)
+        return _dataset("scores", a.model.values, a.segment.values, score=score, score_mask=mask)
+    ma, mb = a.trial_mask.data, b.trial_mask.data
+    if kind == "key":
+        conflict = (ma != 0) & (mb != 0) & (ma != mb)
+        _raise_conflicts(conflict, a, "trials are target in one key and non-target in the other")
+        return _dataset(
+            "key", a.model.values, a.segment.values, trial_mask=da.where(ma != 0, ma, mb)
+        )
+    return _dataset("ndx", a.model.values, a.segment.values, trial_mask=ma | mb)
+
+
+def _raise_conflicts(bad: da.Array, like: xr.Dataset, what: str) -> None:
+    count = int(bad.sum().compute())
+    if count:
+        i, j = (int(x[0]) for x in np.nonzero(np.asarray(bad[: min(bad.shape[0], 10**4)])))
+        raise TrialError(f"{count} {what}, e.g. ({like.model.values[i]}, {like.segment.values[j]})")
+
+
+def key_to_ndx(key: xr.Dataset) -> xr.Dataset:
+    """The trial list of a key (its targets and non-targets)."""
+    if kind_of(key) != "key":
+        raise TrialError(f"expected a key, got {kind_of(key)}")
+    return _dataset("ndx", key.model.values, key.segment.values, trial_mask=trial_classes(key) != 0)
+
+
+# --------------------------------------------------------------------------------------------
+# small-data helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _scores_of_class(
+    scores: xr.Dataset, key: xr.Dataset, sign: int, allow_missing: bool
+) -> np.ndarray:
+    s = align_with(scores, key)
+    classes = trial_classes(key, chunks=s.score.data.chunks)
+    wanted = classes == sign
+    missing = int((wanted & ~s.score_mask.data).sum().compute())
+    if missing and not allow_missing:
+        raise MissingTrialsError(f"{missing} key trials have no score")
+    return np.asarray(s.score.data[wanted & s.score_mask.data].compute())
+
+
+def target_scores(scores: xr.Dataset, key: xr.Dataset, *, allow_missing: bool = False):
+    """The scores of the key's target trials as a numpy array (row-major trial order).
+
+    For small data and notebooks; the evaluation engine never materializes these.
+    """
+    return _scores_of_class(scores, key, 1, allow_missing)
+
+
+def nontarget_scores(scores: xr.Dataset, key: xr.Dataset, *, allow_missing: bool = False):
+    """The scores of the key's non-target trials as a numpy array (row-major trial order)."""
+    return _scores_of_class(scores, key, -1, allow_missing)
