@@ -23,6 +23,7 @@ __all__ = [
     "TrialError",
     "ScoreError",
     "MissingTrialsError",
+    "ClusterError",
 ]
 
 
@@ -75,3 +76,7 @@ class ScoreError(BosarisError, ValueError):
 
 class MissingTrialsError(TrialError):
     """Trials of a key or index have no score (use ``allow_missing`` to drop them)."""
+
+
+class ClusterError(BosarisError, RuntimeError):
+    """No dask cluster to run on: a scheduler unreachable or lost, no workers, bad cluster options."""
