@@ -1,0 +1,247 @@
+"""Small exact algorithms on merged count summaries: ROCCH (= PAV), EER, PRBEP, minDCF, minCllr.
+
+Everything here works on *bins*: groups of trials in ascending score order, each with a count of
+targets and non-targets. A bin is typically one distinct score value (ties pooled), but any
+grouping of adjacent scores is allowed; the results are exact for the thresholds that lie between
+bins. The evaluation engine supplies bins that are exact where it matters.
+
+Rejecting the first ``t`` bins (threshold between bin ``t-1`` and bin ``t``) gives ``misses[t] =
+cumsum(n_tar)[t]`` and ``false_alarms[t] = N - cumsum(n_non)[t]``, for ``t = 0..B``. The ROC convex
+hull (ROCCH) is the greatest convex minorant of the points ``(cumsum(n_non), cumsum(n_tar))``;
+its segments are exactly the pooled bins of the PAV solution on the labels sorted by score.
+
+Examples
+--------
+>>> import numpy as np
+from scipy.special import expit
+>>> n_tar = np.array([1, 0, 1, 2])     # targets per bin, ascending score
+>>> n_non = np.array([2, 1, 1, 0])     # non-targets per bin
+>>> hull = rocch(n_tar, n_non)
+>>> hull.positions.tolist(), hull.misses.tolist(), hull.false_alarms.tolist()
+([0, 3, 4], [0, 2, 4], [4, 0, 0])
+>>> float(rocch_eer(hull))
+0.5
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "Hull",
+    "rocch",
+    "convex_minorant",
+    "rocch_eer",
+    "prbep",
+    "min_dcf",
+    "min_cllr",
+    "pav_blocks",
+]
+
+
+@dataclass(frozen=True)
+class Hull:
+    """The vertices of an ROC convex hull, in counts.
+
+    Attributes
+    ----------
+    positions
+        For each vertex, how many leading bins are rejected (0 .. B), strictly increasing.
+    misses, false_alarms
+        Error counts at each vertex: misses increase from 0 to ``n_target``, false alarms
+        decrease from ``n_nontarget`` to 0.
+    n_target, n_nontarget
+        Totals.
+    """
+
+    positions: np.ndarray
+    misses: np.ndarray
+    false_alarms: np.ndarray
+    n_target: int
+    n_nontarget: int
+
+    @property
+    def pmiss(self) -> np.ndarray:
+        """Miss rate at each vertex."""
+        return self.misses / self.n_target
+
+    @property
+    def pfa(self) -> np.ndarray:
+        """False-alarm rate at each vertex."""
+        return self.false_alarms / self.n_nontarget
+
+
+def _cross_sign_exact(ox: int, oy: int, ax: int, ay: int, bx: int, by: int) -> int:
+    """Sign of the cross product (a - o) x (b - o) in exact integer arithmetic."""
+    value = (ax - ox) * (by - oy) - (ay - oy) * (bx - ox)
+    return (value > 0) - (value < 0)
+
+
+def _prune_above_chords(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Indices of points that may be vertices of the lower convex hull.
+
+    Repeatedly drops, all at once, every interior point that lies clearly above the chord of its
+    current neighbours (such a point can never be a lower-hull vertex). The test is done in
+    float64 with a safety margin, so a point is only dropped when that is certain; the exact
+    decision on what remains is left to :func:`convex_minorant`. Stops when a round drops
+    less than 1% of the points.
+    """
+    keep = np.arange(len(x))
+    while len(keep) > 64:
+        xs, ys = x[keep].astype(np.float64), y[keep].astype(np.float64)
+        dx0, dy0 = xs[1:-1] - xs[:-2], ys[1:-1] - ys[:-2]
+        dx1, dy1 = xs[2:] - xs[:-2], ys[2:] - ys[:-2]
+        cross = dx1 * dy0 - dy1 * dx0  # > 0: middle point above the chord
+        scale = np.abs(dx1 * dy0) + np.abs(dy1 * dx0)
+        above = cross > 1e-9 * scale + 1e-9
+        if above.sum() < 0.01 * len(keep):
+            break
+        drop = np.zeros(len(keep), dtype=bool)
+        drop[1:-1] = above
+        keep = keep[~drop]
+    return keep
+
+
+def convex_minorant(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Indices of the vertices of the greatest convex minorant of points sorted by ``x``.
+
+    ``x`` must be non-decreasing and the points integer-valued (counts), so that the decisions
+    are made exactly. Collinear points are not vertices; of points with equal ``x``, only the
+    lowest can be one, except that the first and the last point always are (for an ROC they are
+    "accept everything" and "reject everything").
+
+    Examples
+    --------
+    >>> convex_minorant(np.array([0, 1, 2, 3]), np.array([0, 5, 1, 6])).tolist()
+    [0, 2, 3]
+    """
+    candidates = _prune_above_chords(x, y)
+    xs = [int(v) for v in x[candidates]]
+    ys = [int(v) for v in y[candidates]]
+    stack: list[int] = []  # positions into candidates
+    last = len(xs) - 1
+    for k in range(len(xs)):
+        while stack and xs[stack[-1]] == xs[k] and ys[k] < ys[stack[-1]]:
+            stack.pop()  # a lower point with the same x replaces it
+        if stack and xs[stack[-1]] == xs[k]:
+            continue  # same x and not lower: not a vertex (the last point is added below)
+        while len(stack) >= 2:
+            o, a = stack[-2], stack[-1]
+            # drop a unless o -> a -> k turns strictly counter-clockwise (strictly convex)
+            if _cross_sign_exact(xs[o], ys[o], xs[a], ys[a], xs[k], ys[k]) <= 0:
+                stack.pop()
+            else:
+                break
+        stack.append(k)
+    if stack[-1] != last:
+        stack.append(last)  # the hull always ends at the last point (reject everything)
+    return candidates[np.asarray(stack, dtype=np.int64)]
+
+
+def rocch(n_tar: np.ndarray, n_non: np.ndarray) -> Hull:
+    """The ROC convex hull of binned target and non-target counts (ascending score).
+
+    Parameters
+    ----------
+    n_tar, n_non
+        Integer counts per bin, in ascending score order. Empty bins are allowed.
+
+    Returns
+    -------
+    Hull
+        Vertices from (misses 0, false alarms N) to (misses T, false alarms 0).
+    """
+    n_tar = np.asarray(n_tar, dtype=np.int64)
+    n_non = np.asarray(n_non, dtype=np.int64)
+    cum_tar = np.concatenate([[0], np.cumsum(n_tar)])
+    cum_non = np.concatenate([[0], np.cumsum(n_non)])
+    positions = convex_minorant(cum_non, cum_tar)
+    return Hull(
+        positions=positions,
+        misses=cum_tar[positions],
+        false_alarms=cum_non[-1] - cum_non[positions],
+        n_target=int(cum_tar[-1]),
+        n_nontarget=int(cum_non[-1]),
+    )
+
+
+def pav_blocks(n_tar: np.ndarray, n_non: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pooled blocks of PAV (isotonic regression of the target indicator on score).
+
+    Returns ``(starts, block_tar, block_non)``: the first bin of each block (with ``B``
+    appended), and the target and non-target counts pooled in each block. The block posteriors
+    ``block_tar / (block_tar + block_non)`` are strictly increasing. Leading or trailing empty
+    bins are pooled into their neighbouring block.
+
+    Examples
+    --------
+    >>> starts, t, n = pav_blocks(np.array([1, 0, 1, 2]), np.array([2, 1, 1, 0]))
+    >>> starts.tolist(), t.tolist(), n.tolist()
+    ([0, 3, 4], [2, 2], [4, 0])
+    """
+    hull = rocch(n_tar, n_non)
+    starts = hull.positions.copy()
+    starts[0], starts[-1] = 0, len(np.asarray(n_tar))
+    return starts, np.diff(hull.misses), -np.diff(hull.false_alarms)
+
+
+def _diagonal_crossing(x: np.ndarray, y: np.ndarray) -> float:
+    """max over hull segments of where the segment's line crosses ``y = x`` (0 if axis-parallel)."""
+    x1, x2, y1, y2 = x[:-1], x[1:], y[:-1], y[1:]
+    dx, dy = x2 - x1, y2 - y1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        crossing = (y1 * dx - x1 * dy) / (dx - dy)
+    crossing = np.where((dx == 0) | (dy == 0), 0.0, crossing)
+    return float(np.max(crossing, initial=0.0))
+
+
+def rocch_eer(hull: Hull) -> float:
+    """The ROCCH-EER: where the hull crosses ``Pmiss = Pfa`` (equals ``max_p minDCF(p)``)."""
+    return _diagonal_crossing(hull.pfa, hull.pmiss)
+
+
+def prbep(hull: Hull) -> float:
+    """The precision-recall break-even point, as a count: misses = false alarms on the hull."""
+    return _diagonal_crossing(hull.false_alarms.astype(np.float64), hull.misses.astype(np.float64))
+
+
+def min_dcf(hull: Hull, plo: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Raw minDCF (Bayes error rate, unit costs) at each prior log-odds, with its Pmiss and Pfa.
+
+    The effective prior is ``p = sigmoid(plo)`` and ``1 - p`` is computed as ``sigmoid(-plo)``,
+    so that both stay accurate far from ``plo = 0``. The minimum over all thresholds is attained
+    at a hull vertex; of tied vertices the first (lowest miss rate) is reported.
+
+    Returns
+    -------
+    dcf, pmiss, pfa
+        Arrays shaped like ``plo``.
+
+    Examples
+    --------
+    >>> hull = rocch(np.array([1, 0, 1, 2]), np.array([2, 1, 1, 0]))
+    >>> [float(v) for v in min_dcf(hull, np.array([0.0]))[0]]
+    [0.25]
+    """
+    plo = np.asarray(plo, dtype=np.float64)[..., None]
+    cost = expit(plo) * hull.pmiss + expit(-plo) * hull.pfa
+    best = np.argmin(cost, axis=-1)
+    return np.take_along_axis(cost, best[..., None], -1)[..., 0], hull.pmiss[best], hull.pfa[best]
+
+
+def min_cllr(hull: Hull) -> float:
+    """minCllr in bits: Cllr of the PAV-calibrated LLRs, from the hull's segments.
+
+    Each hull segment is one PAV block with ``dt`` targets and ``dn`` non-targets; its LLR is
+    ``log(dt/dn) - log(T/N)``. Pure blocks get infinite LLRs, which cost nothing.
+    """
+    dt = np.diff(hull.misses).astype(np.float64)
+    dn = -np.diff(hull.false_alarms).astype(np.float64)
+    T, N = hull.n_target, hull.n_nontarget
+    with np.errstate(divide="ignore", invalid="ignore"):
+        llr = np.log(dt) - np.log(dn) - np.log(T / N)
+        tar_cost = np.where(dt > 0, dt * np.logaddexp(0.0, -llr), 0.0)
+        non_cost = np.where(dn > 0, dn * np.logaddexp(0.0, llr), 0.0)
+    return float((tar_cost.sum() / T + non_cost.sum() / N) / (2 * np.log(2)))
