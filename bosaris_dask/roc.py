@@ -13,14 +13,13 @@ its segments are exactly the pooled bins of the PAV solution on the labels sorte
 Examples
 --------
 >>> import numpy as np
-from scipy.special import expit
 >>> n_tar = np.array([1, 0, 1, 2])     # targets per bin, ascending score
 >>> n_non = np.array([2, 1, 1, 0])     # non-targets per bin
 >>> hull = rocch(n_tar, n_non)
 >>> hull.positions.tolist(), hull.misses.tolist(), hull.false_alarms.tolist()
-([0, 3, 4], [0, 2, 4], [4, 0, 0])
+([0, 2, 3, 4], [0, 1, 2, 4], [4, 1, 0, 0])
 >>> float(rocch_eer(hull))
-0.5
+0.25
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import expit
 
 __all__ = [
     "Hull",
@@ -179,7 +179,7 @@ def pav_blocks(n_tar: np.ndarray, n_non: np.ndarray) -> tuple[np.ndarray, np.nda
     --------
     >>> starts, t, n = pav_blocks(np.array([1, 0, 1, 2]), np.array([2, 1, 1, 0]))
     >>> starts.tolist(), t.tolist(), n.tolist()
-    ([0, 3, 4], [2, 2], [4, 0])
+    ([0, 2, 3, 4], [1, 1, 2], [3, 1, 0])
     """
     hull = rocch(n_tar, n_non)
     starts = hull.positions.copy()
