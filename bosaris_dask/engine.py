@@ -1,0 +1,538 @@
+"""The evaluation engine: exact score summaries from a fixed number of passes over the chunks.
+
+This is the only module that builds dask graphs for evaluation passes. Scores never get sorted
+globally. Instead (see DESIGN.md, section 3.1):
+
+1. **Pass 1** keys every score (:mod:`bosaris_dask.keys`) and, in one fused kernel per chunk,
+   counts targets and non-targets per key prefix (the top ``coarse_bits`` bits), sums what needs
+   no refinement (Cllr terms, missing trials, non-finite scores). Chunk results are merged by
+   exact sums in a tree (``split_every``).
+2. On the client, the bin edges are exact ROC points. A bin can hide an ROC convex hull vertex
+   only if its optimistic corner lies below the hull of the edges; a Bayes threshold needs exact
+   counts only in the bin that contains it. Only those **candidate bins** are refined.
+3. **Refinement passes** sub-histogram the candidate bins on the next key bits, or, when few
+   trials remain in them, pull their exact keys. float32 scores are exact after two passes.
+
+The result of a system is a :class:`ScoreSummary`: ascending, non-empty key bins with target and
+non-target counts, exact (single keys) wherever a metric could depend on it.
+
+Examples
+--------
+>>> import numpy as np
+>>> from bosaris_dask.trials import make_key, make_scores
+>>> key = make_key(["m1", "m2"], ["s1", "s2"], np.array([[1, -1], [-1, 1]]))
+>>> scores = make_scores(["m1", "m2"], ["s1", "s2"], np.array([[2.0, 0.5], [-1.0, 0.5]]))
+>>> (summary,) = summarize([scores], key)
+>>> summary.n_target, summary.n_nontarget, summary.passes
+(2, 2, 2)
+>>> summary.n_tar.tolist(), summary.n_non.tolist(), summary.bits.tolist()
+([0, 1, 1], [1, 1, 0], [44, 0, 44])
+
+Only the mixed bin holding 0.5 was refined to an exact value: the pure bins cannot hide a hull
+vertex. :func:`score_bins` also resolves the bins PAV calibration needs:
+
+>>> score_bins(scores, key)[0].tolist()
+[-1.0, 0.5, 2.0]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from bosaris_dask import roc
+from bosaris_dask.errors import MissingTrialsError, ScoreError, TrialError
+from bosaris_dask.keys import key_bits, keys_to_values, order_keys, threshold_keys
+from bosaris_dask.progress import compute
+from bosaris_dask.trials import align_with, kind_of, trial_classes
+
+__all__ = ["ScoreSummary", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
+
+#: How many chunk results one merge task adds up.
+DEFAULT_SPLIT_EVERY = 8
+#: Elements a kernel processes at a time (bounds the temporaries of a task).
+_SLICE = 1 << 20
+#: Dense refinement histograms stay below this many bins per system (per chunk result).
+_DENSE_BUDGET = 1 << 21
+#: Pull exact keys instead of sub-histogramming when candidate bins hold at most this many trials.
+_RAW_LIMIT = 1 << 22
+
+
+# --------------------------------------------------------------------------------------------
+# the summary of one system
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ScoreSummary:
+    """Exact-where-it-matters summary of one system's scores against a key.
+
+    Attributes
+    ----------
+    dtype
+        The score dtype (float32 or float64).
+    lo, bits
+        Each non-empty bin covers the keys ``[lo, lo + 2**bits)``; ascending, disjoint. A bin
+        with ``bits == 0`` is one exact score value.
+    n_tar, n_non
+        Target and non-target counts per bin.
+    softplus_tar, softplus_non
+        ``sum log(1 + exp(-s))`` over targets and ``sum log(1 + exp(s))`` over non-targets
+        (natural log): Cllr without a second pass.
+    n_missing
+        Key trials without a score (dropped; non-zero only with ``allow_missing``).
+    passes
+        Passes over the data this summary took (shared by all systems of one call).
+    """
+
+    dtype: np.dtype
+    lo: np.ndarray
+    bits: np.ndarray
+    n_tar: np.ndarray
+    n_non: np.ndarray
+    softplus_tar: float
+    softplus_non: float
+    n_missing: int = 0
+    passes: int = 1
+    name: str = ""
+    _hull: roc.Hull | None = field(default=None, repr=False)
+
+    @property
+    def n_target(self) -> int:
+        """Number of target trials."""
+        return int(self.n_tar.sum())
+
+    @property
+    def n_nontarget(self) -> int:
+        """Number of non-target trials."""
+        return int(self.n_non.sum())
+
+    def values(self) -> np.ndarray:
+        """The lowest score value of each bin (the exact value where ``bits == 0``)."""
+        return keys_to_values(self.lo, self.dtype)
+
+    def upper_values(self) -> np.ndarray:
+        """The highest score value each bin can hold (exact where ``bits == 0``)."""
+        hi = self.lo + ((np.uint64(1) << self.bits.astype(np.uint64)) - np.uint64(1))
+        return keys_to_values(hi, self.dtype)
+
+    @property
+    def hull(self) -> roc.Hull:
+        """The ROC convex hull (exact: no vertex lies inside an unrefined bin)."""
+        if self._hull is None:
+            self._hull = roc.rocch(self.n_tar, self.n_non)
+        return self._hull
+
+    def error_counts(self, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Misses (targets below) and false alarms (non-targets at or above) at thresholds.
+
+        Exact for the thresholds the summary was refined for (and any between exact bins).
+        """
+        kappa = threshold_keys(np.asarray(thresholds, dtype=np.float64), self.dtype)
+        pos = np.searchsorted(self.lo, kappa.astype(np.uint64), side="left")
+        cum_tar = np.concatenate([[0], np.cumsum(self.n_tar)])
+        cum_non = np.concatenate([[0], np.cumsum(self.n_non)])
+        return cum_tar[pos], cum_non[-1] - cum_non[pos]
+
+
+# --------------------------------------------------------------------------------------------
+# per-chunk kernels (pure numpy)
+# --------------------------------------------------------------------------------------------
+
+
+def _slices(n: int):
+    for start in range(0, n, _SLICE):
+        yield slice(start, min(start + _SLICE, n))
+
+
+def _classes_of(classes: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    return np.where(mask, classes, 0).astype(np.int8)
+
+
+def _coarse_kernel(classes: np.ndarray, *pairs: np.ndarray, shift: int, nbins: int) -> np.ndarray:
+    """Pass 1 on one chunk: per system, counts per key prefix and the scalar sums.
+
+    Returns a float64 vector per system: ``[non-target counts (nbins), target counts (nbins),
+    softplus_tar, softplus_non, missing, non-finite]`` (counts are exact in float64).
+    """
+    cls_flat = classes.reshape(-1)
+    out = []
+    for s_block, m_block in zip(pairs[::2], pairs[1::2], strict=True):
+        s_flat, m_flat = s_block.reshape(-1), m_block.reshape(-1)
+        hist = np.zeros(3 * nbins, dtype=np.int64)
+        sums = np.zeros(3)
+        missing = bad = 0
+        for sl in _slices(s_flat.size):
+            s, key_cls, scored = s_flat[sl], cls_flat[sl], m_flat[sl]
+            c = _classes_of(key_cls, scored)
+            missing += int(np.count_nonzero((key_cls != 0) & ~scored))
+            finite = np.isfinite(s)
+            if not finite.all():
+                bad += int(np.count_nonzero(~finite & (c != 0)))
+                s = np.where(finite, s, 0)
+            code = (c + 1).astype(np.intp)  # 0 non-target, 1 no trial, 2 target
+            hist += np.bincount(
+                (order_keys(s) >> shift).astype(np.intp) * 3 + code, minlength=3 * nbins
+            )
+            z = -c.astype(np.float64) * s  # softplus(-s) for targets, softplus(s) for non
+            sums += np.bincount(code, weights=np.logaddexp(0.0, z), minlength=3)
+        h = hist.reshape(nbins, 3)
+        out.append(np.concatenate([h[:, 0], h[:, 2], [sums[2], sums[0], missing, bad]]))
+    return np.concatenate(out).astype(np.float64)[None, None, :]
+
+
+@dataclass(frozen=True)
+class _RefineSpec:
+    """What one refinement pass does for one system."""
+
+    lut: np.ndarray  # bool per coarse prefix: does it contain a candidate bin?
+    cand_lo: np.ndarray  # uint64, ascending
+    cand_bits: np.ndarray  # width bits of each candidate
+    sub_bits: np.ndarray  # sub-bins per candidate = 2**sub_bits (dense mode)
+    raw: bool  # pull exact keys instead of a dense sub-histogram
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum(np.left_shift(1, self.sub_bits.astype(np.int64)))])
+
+
+def _refine_kernel(
+    classes: np.ndarray, *pairs: np.ndarray, specs: tuple[_RefineSpec, ...], shift: int
+) -> np.ndarray:
+    """A refinement pass on one chunk: per system, a dense sub-histogram or exact key counts."""
+    cls_flat = classes.reshape(-1)
+    out = np.empty((1, 1), dtype=object)
+    results = []
+    for spec, s_block, m_block in zip(specs, pairs[::2], pairs[1::2], strict=True):
+        if spec is None:
+            results.append(None)
+            continue
+        s_flat, m_flat = s_block.reshape(-1), m_block.reshape(-1)
+        picked_keys, picked_tar = [], []
+        for sl in _slices(s_flat.size):
+            s = s_flat[sl]
+            c = _classes_of(cls_flat[sl], m_flat[sl])
+            s = np.where(np.isfinite(s), s, 0)
+            keys = order_keys(s)
+            sel = spec.lut[(keys >> shift).astype(np.intp)] & (c != 0)
+            keys = keys[sel].astype(np.uint64)
+            ci = np.searchsorted(spec.cand_lo, keys, side="right") - 1
+            rel = keys - spec.cand_lo[ci]
+            inside = (rel >> spec.cand_bits[ci].astype(np.uint64)) == 0
+            picked_keys.append(keys[inside])
+            picked_tar.append(c[sel][inside] == 1)
+        keys = np.concatenate(picked_keys)
+        is_tar = np.concatenate(picked_tar)
+        if spec.raw:
+            uniq, inverse = np.unique(keys, return_inverse=True)
+            counts = np.bincount(inverse * 2 + is_tar, minlength=2 * len(uniq)).reshape(-1, 2)
+            results.append((uniq, counts))
+        else:
+            ci = np.searchsorted(spec.cand_lo, keys, side="right") - 1
+            drop = (spec.cand_bits[ci] - spec.sub_bits[ci]).astype(np.uint64)
+            idx = spec.offsets[ci] + ((keys - spec.cand_lo[ci]) >> drop).astype(np.int64)
+            results.append(np.bincount(idx * 2 + is_tar, minlength=2 * spec.offsets[-1]))
+    out[0, 0] = results
+    return out
+
+
+def _merge_refinements(parts: list[list[Any]]) -> list[Any]:
+    """Combine per-chunk refinement results: add dense histograms, merge exact key counts."""
+    merged = []
+    for per_system in zip(*parts, strict=True):
+        first = per_system[0]
+        if first is None:
+            merged.append(None)
+        elif isinstance(first, tuple):
+            keys = np.concatenate([p[0] for p in per_system])
+            counts = np.concatenate([p[1] for p in per_system])
+            uniq, inverse = np.unique(keys, return_inverse=True)
+            total = np.zeros((len(uniq), 2), dtype=np.int64)
+            np.add.at(total, inverse, counts)
+            merged.append((uniq, total))
+        else:
+            merged.append(np.sum(per_system, axis=0))
+    return merged
+
+
+# --------------------------------------------------------------------------------------------
+# graph construction
+# --------------------------------------------------------------------------------------------
+
+
+def _blockwise(kernel: Callable, inputs: list[da.Array], length: int | None) -> da.Array:
+    args: list[Any] = []
+    for arr in inputs:
+        args += [arr, "ij"]
+    if length is None:  # one object per chunk
+        return da.blockwise(
+            kernel, "ij", *args, adjust_chunks={"i": 1, "j": 1}, dtype=object,
+            meta=np.empty((0, 0), dtype=object),
+        )  # fmt: skip
+    return da.blockwise(
+        kernel, "ijk", *args, new_axes={"k": length}, adjust_chunks={"i": 1, "j": 1},
+        dtype=np.float64, meta=np.empty((0, 0, 0)),
+    )  # fmt: skip
+
+
+def _object_tree_reduce(per_chunk: da.Array, split_every: int) -> da.Array:
+    def chunk(x, axis, keepdims):
+        return x
+
+    def combine(x, axis, keepdims):
+        parts = [v for v in np.asarray(x, dtype=object).ravel()]
+        out = np.empty((1,) * x.ndim if keepdims else (), dtype=object)
+        out[...] = None
+        out.flat[0] = _merge_refinements(parts)
+        return out
+
+    return da.reduction(
+        per_chunk, chunk=chunk, combine=combine, aggregate=combine, axis=(0, 1),
+        dtype=object, split_every=split_every, concatenate=True, meta=np.empty((), dtype=object),
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------
+# candidates
+# --------------------------------------------------------------------------------------------
+
+
+def _hull_candidates(s: ScoreSummary) -> np.ndarray:
+    """Mixed, unrefined bins whose optimistic corner lies below the hull of the bin edges."""
+    cum_tar = np.concatenate([[0], np.cumsum(s.n_tar)])
+    cum_non = np.concatenate([[0], np.cumsum(s.n_non)])
+    vertices = roc.convex_minorant(cum_non, cum_tar)
+    corner_x, corner_y = cum_non[1:], cum_tar[:-1]
+    hull_y = np.interp(corner_x, cum_non[vertices], cum_tar[vertices])
+    below = corner_y < hull_y * (1 + 1e-12) + 1e-9  # errs on the side of refining
+    mixed = (s.n_tar > 0) & (s.n_non > 0) & (s.bits > 0)
+    return np.flatnonzero(below & mixed)
+
+
+def _threshold_candidates(s: ScoreSummary, kappa: np.ndarray) -> np.ndarray:
+    """Unrefined bins that contain a threshold key strictly inside."""
+    if len(kappa) == 0:
+        return np.empty(0, dtype=np.int64)
+    k = kappa.astype(np.uint64)
+    i = np.searchsorted(s.lo, k, side="right") - 1
+    ok = i >= 0
+    i, k = i[ok], k[ok]
+    inside = (k > s.lo[i]) & (((k - s.lo[i]) >> s.bits[i].astype(np.uint64)) == 0)
+    return np.unique(i[inside & (s.bits[i] > 0)])
+
+
+def _pav_bound_candidates(s: ScoreSummary) -> np.ndarray:
+    """Unrefined bins next to a hull vertex, and the extreme bins: PAV needs their exact values."""
+    pos = s.hull.positions
+    nb = len(s.lo)
+    idx = np.concatenate([pos - 1, pos, [0, nb - 1]])
+    idx = np.unique(idx[(idx >= 0) & (idx < nb)])
+    return idx[s.bits[idx] > 0]
+
+
+def _plan(s: ScoreSummary, cands: np.ndarray, shift: int) -> _RefineSpec:
+    cand_lo = s.lo[cands]
+    cand_bits = s.bits[cands].astype(np.int64)
+    volume = int(s.n_tar[cands].sum() + s.n_non[cands].sum())
+    lut = np.zeros(1 << (key_bits(s.dtype) - shift), dtype=bool)
+    lut[(cand_lo >> np.uint64(shift)).astype(np.intp)] = True
+    raw = volume <= _RAW_LIMIT
+    sub = cand_bits.copy()
+    if not raw:  # the same number of sub-bits for every candidate, within the budget
+        per = max(1, int(math.floor(math.log2(max(1, _DENSE_BUDGET // len(cands))))))
+        sub = np.minimum(cand_bits, per)
+    return _RefineSpec(lut, cand_lo, cand_bits, sub, raw)
+
+
+def _apply_refinement(s: ScoreSummary, cands: np.ndarray, spec: _RefineSpec, result) -> None:
+    """Replace the candidate bins of ``s`` by what the refinement pass found inside them."""
+    if spec.raw:
+        lo, counts = result
+        lo = lo.astype(np.uint64)
+        bits = np.zeros(len(lo), dtype=np.int8)
+    else:
+        counts = np.asarray(result, dtype=np.int64).reshape(-1, 2)
+        owner = np.repeat(np.arange(len(cands)), np.diff(spec.offsets))
+        rank = np.arange(len(owner)) - spec.offsets[owner]
+        new_bits = (spec.cand_bits - spec.sub_bits)[owner]
+        lo = spec.cand_lo[owner] + (rank.astype(np.uint64) << new_bits.astype(np.uint64))
+        bits = new_bits.astype(np.int8)
+    found = counts.sum(axis=1) > 0
+    keep = np.ones(len(s.lo), dtype=bool)
+    keep[cands] = False
+    new_lo = np.concatenate([s.lo[keep], lo[found]])
+    order = np.argsort(new_lo, kind="stable")
+    s.lo = new_lo[order]
+    s.bits = np.concatenate([s.bits[keep], bits[found]])[order]
+    s.n_non = np.concatenate([s.n_non[keep], counts[found, 0]])[order]
+    s.n_tar = np.concatenate([s.n_tar[keep], counts[found, 1]])[order]
+    s._hull = None
+
+
+# --------------------------------------------------------------------------------------------
+# the public entry point
+# --------------------------------------------------------------------------------------------
+
+
+def _inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.Array], np.dtype]:
+    if kind_of(key) != "key":
+        raise TrialError(f"evaluation needs a key, got {kind_of(key)}")
+    aligned = [align_with(s, key) for s in scores]
+    dtypes = {np.dtype(s.score.dtype) for s in aligned}
+    chunks = aligned[0].score.data.chunks
+    inputs = [trial_classes(key, chunks=chunks)]
+    for s in aligned:
+        inputs += [s.score.data.rechunk(chunks), s.score_mask.data.rechunk(chunks)]
+    dtype = np.dtype(np.float32) if dtypes == {np.dtype(np.float32)} else np.dtype(np.float64)
+    if dtype == np.float64:
+        inputs = [a.astype(np.float64) if i % 2 == 1 else a for i, a in enumerate(inputs)]
+    return inputs, dtype
+
+
+def _coarse_bits(n_systems: int, dtype: np.dtype) -> int:
+    return 20 if n_systems <= 2 else 19 if n_systems <= 4 else 18
+
+
+def _locate(condition: da.Array, key: xr.Dataset, limit: int = 3) -> str:
+    """A few (model, segment) ids where a lazy boolean condition holds, for error messages."""
+    where = np.asarray(da.argwhere(condition)[: limit * 8].compute())[:limit]
+    models, segments = key.model.values, key.segment.values
+    return ", ".join(f"({models[i]}, {segments[j]})" for i, j in where)
+
+
+def summarize(
+    scores: Sequence[xr.Dataset],
+    key: xr.Dataset,
+    *,
+    thresholds: Sequence[float] | np.ndarray = (),
+    pav_bounds: bool = False,
+    allow_missing: bool = False,
+    split_every: int = DEFAULT_SPLIT_EVERY,
+    coarse_bits: int | None = None,
+    progress: bool = False,
+    names: Sequence[str] | None = None,
+) -> list[ScoreSummary]:
+    """Exact summaries of one or more systems' scores against one key.
+
+    Parameters
+    ----------
+    scores
+        Scores objects (one per system); each is aligned to the key's ids.
+    key
+        The Key (possibly label-derived).
+    thresholds
+        Score thresholds at which exact error counts are needed (e.g. Bayes thresholds
+        ``-plo``); bins containing them are refined.
+    pav_bounds
+        Also make exact the bins next to each hull vertex (the score range of every PAV block),
+        as PAV calibration needs.
+    allow_missing
+        Drop key trials that have no score instead of raising :class:`MissingTrialsError`.
+    split_every
+        How many chunk results one merge task combines.
+    coarse_bits
+        Key prefix bits of the first pass (default: 20 for one or two systems, fewer for more).
+    progress
+        Show a progress bar for each pass.
+    names
+        System names, stored in the summaries.
+
+    Returns
+    -------
+    list of ScoreSummary
+        One per system, in order.
+
+    Raises
+    ------
+    ScoreError
+        Non-finite scores on trials, or no targets or no non-targets.
+    MissingTrialsError
+        Key trials without a score, unless ``allow_missing``.
+    """
+    inputs, dtype = _inputs(scores, key)
+    n_sys = len(scores)
+    bits = coarse_bits or _coarse_bits(n_sys, dtype)
+    shift = key_bits(dtype) - bits
+    nbins = 1 << bits
+    kernel = partial(_coarse_kernel, shift=shift, nbins=nbins)
+    packed = _blockwise(kernel, inputs, n_sys * (2 * nbins + 4))
+    totals = compute(packed.sum(axis=(0, 1), split_every=split_every), progress=progress)
+    totals = totals.reshape(n_sys, 2 * nbins + 4)
+
+    summaries = []
+    for k, row in enumerate(totals):
+        name = names[k] if names else f"system-{k + 1}"
+        n_non, n_tar = row[:nbins].astype(np.int64), row[nbins : 2 * nbins].astype(np.int64)
+        sp_tar, sp_non, missing, bad = row[2 * nbins :]
+        if bad:
+            cond = ~da.isfinite(inputs[1 + 2 * k]) & (inputs[0] != 0) & inputs[2 + 2 * k]
+            raise ScoreError(
+                f"{name}: {int(bad)} trials have non-finite scores, e.g. {_locate(cond, key)}"
+            )
+        if missing and not allow_missing:
+            cond = (inputs[0] != 0) & ~inputs[2 + 2 * k]
+            raise MissingTrialsError(
+                f"{name}: {int(missing)} key trials have no score, e.g. {_locate(cond, key)} "
+                "(allow_missing drops them)"
+            )
+        nonempty = np.flatnonzero((n_tar + n_non) > 0)
+        summary = ScoreSummary(
+            dtype=dtype,
+            lo=nonempty.astype(np.uint64) << np.uint64(shift),
+            bits=np.full(len(nonempty), shift, dtype=np.int8),
+            n_tar=n_tar[nonempty],
+            n_non=n_non[nonempty],
+            softplus_tar=float(sp_tar),
+            softplus_non=float(sp_non),
+            n_missing=int(missing),
+            name=name,
+        )
+        if summary.n_target == 0 or summary.n_nontarget == 0:
+            raise ScoreError(
+                f"{name}: need both targets and non-targets, found {summary.n_target} targets "
+                f"and {summary.n_nontarget} non-targets"
+            )
+        summaries.append(summary)
+
+    kappa = threshold_keys(np.asarray(thresholds, dtype=np.float64), dtype)
+    passes = 1
+    while True:
+        plans: list[tuple[np.ndarray, _RefineSpec] | None] = []
+        for s in summaries:
+            parts = [_hull_candidates(s), _threshold_candidates(s, kappa)]
+            if pav_bounds:
+                parts.append(_pav_bound_candidates(s))
+            cands = np.unique(np.concatenate(parts)).astype(np.int64)
+            plans.append((cands, _plan(s, cands, shift)) if len(cands) else None)
+        if all(p is None for p in plans):
+            break
+        specs = tuple(p[1] if p else None for p in plans)
+        per_chunk = _blockwise(partial(_refine_kernel, specs=specs, shift=shift), inputs, None)
+        results = compute(_object_tree_reduce(per_chunk, split_every), progress=progress)[()]
+        passes += 1
+        for s, plan, result in zip(summaries, plans, results, strict=True):
+            if plan is not None:
+                _apply_refinement(s, plan[0], plan[1], result)
+    for s in summaries:
+        s.passes = passes
+    return summaries
+
+
+def score_bins(
+    scores: xr.Dataset, key: xr.Dataset, **kwargs: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Ascending score bins with exact PAV block boundaries, for PAV calibration at scale.
+
+    Returns ``(score_lo, score_hi, n_tar, n_non)``: the lowest and highest score each bin can
+    hold (exact values for bins next to a PAV block boundary and at both ends), and the counts.
+    Keyword arguments go to :func:`summarize`.
+    """
+    (s,) = summarize([scores], key, pav_bounds=True, **kwargs)
+    return s.values().astype(np.float64), s.upper_values().astype(np.float64), s.n_tar, s.n_non

@@ -1,0 +1,342 @@
+"""BOSARIS metrics: actDCF, minDCF, ROCCH, EER, PRBEP, Cllr, minCllr, DR30 and the NBE sweep.
+
+Definitions follow DESIGN.md section 2 (unit costs, effective prior ``p``, Bayes threshold
+``-logit(p)``, accept iff ``score >= threshold``). Everything is computed from
+:class:`~bosaris_dask.engine.ScoreSummary` objects, so the same code serves a few thousand scores
+in numpy arrays and a billion-trial store.
+
+Examples
+--------
+>>> import numpy as np
+>>> tar, non = np.array([1.0, 2.0, 3.0]), np.array([-1.0, 0.0, 1.5, -2.0])
+>>> round(eer(tar, non), 4), round(min_dcf(tar, non, 0.5), 4), round(act_dcf(tar, non, 0.5), 4)
+(0.1429, 0.25, 0.5)
+>>> ds = evaluate_arrays(tar, non, priors=[0.5, 0.1])
+>>> ds.act_dcf.sel(prior=0.1).item() == act_dcf(tar, non, 0.1)
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from scipy.special import expit, logit
+
+from bosaris_dask import roc
+from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
+from bosaris_dask.errors import ScoreError
+from bosaris_dask.keys import order_keys
+
+__all__ = [
+    "DEFAULT_PRIORS",
+    "default_sweep",
+    "effective_prior",
+    "summary_from_arrays",
+    "summary_metrics",
+    "evaluate",
+    "evaluate_arrays",
+    "act_dcf",
+    "min_dcf",
+    "eer",
+    "prbep",
+    "cllr",
+    "min_cllr",
+    "rocch",
+]
+
+#: Effective priors reported by default (SRE-style operating points).
+DEFAULT_PRIORS = (0.5, 0.1, 0.01, 0.001)
+#: Rule of 30: the error count below which a rate is considered unreliable.
+DR30_ERRORS = 30
+
+
+def default_sweep() -> np.ndarray:
+    """The default NBE sweep: 201 prior log-odds from -10 to 10."""
+    return np.linspace(-10.0, 10.0, 201)
+
+
+def effective_prior(p_target: float, c_miss: float = 1.0, c_fa: float = 1.0) -> float:
+    """The effective prior of an operating point given as target prior and costs.
+
+    Examples
+    --------
+    >>> effective_prior(0.01, c_miss=10, c_fa=1)  # the SRE'08 operating point
+    0.09174311926605505
+    """
+    return p_target * c_miss / (p_target * c_miss + (1 - p_target) * c_fa)
+
+
+def _check_priors(priors: Sequence[float]) -> np.ndarray:
+    p = np.atleast_1d(np.asarray(priors, dtype=np.float64))
+    if not np.all((p > 0) & (p < 1)):
+        raise ScoreError(f"effective priors must lie strictly between 0 and 1, got {p.tolist()}")
+    return p
+
+
+# --------------------------------------------------------------------------------------------
+# summaries of in-memory scores
+# --------------------------------------------------------------------------------------------
+
+
+def summary_from_arrays(tar: Any, non: Any, name: str = "system") -> ScoreSummary:
+    """An exact :class:`ScoreSummary` of target and non-target score arrays (one bin per value).
+
+    Examples
+    --------
+    >>> s = summary_from_arrays([1.0, 1.0, 2.0], [0.0, 1.0])
+    >>> s.values().tolist(), s.n_tar.tolist(), s.n_non.tolist()
+    ([0.0, 1.0, 2.0], [0, 2, 1], [1, 1, 0])
+    """
+    tar, non = np.asarray(tar), np.asarray(non)
+    dtype = np.float32 if tar.dtype == non.dtype == np.float32 else np.float64
+    tar, non = tar.astype(dtype).ravel(), non.astype(dtype).ravel()
+    both = np.concatenate([tar, non])
+    if not np.all(np.isfinite(both)):
+        raise ScoreError(f"{name}: {int(np.sum(~np.isfinite(both)))} scores are not finite")
+    if tar.size == 0 or non.size == 0:
+        raise ScoreError(f"{name}: need targets and non-targets, got {tar.size} and {non.size}")
+    keys, inverse = np.unique(order_keys(both), return_inverse=True)
+    n_tar = np.bincount(inverse[: tar.size], minlength=len(keys))
+    n_non = np.bincount(inverse[tar.size :], minlength=len(keys))
+    t64, n64 = tar.astype(np.float64), non.astype(np.float64)
+    return ScoreSummary(
+        dtype=np.dtype(dtype),
+        lo=keys.astype(np.uint64),
+        bits=np.zeros(len(keys), dtype=np.int8),
+        n_tar=n_tar,
+        n_non=n_non,
+        softplus_tar=float(np.logaddexp(0.0, -t64).sum()),
+        softplus_non=float(np.logaddexp(0.0, n64).sum()),
+        passes=0,
+        name=name,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# metrics of one summary
+# --------------------------------------------------------------------------------------------
+
+
+def _act(summary: ScoreSummary, plo: np.ndarray) -> dict[str, np.ndarray]:
+    misses, false_alarms = summary.error_counts(-plo)
+    pmiss, pfa = misses / summary.n_target, false_alarms / summary.n_nontarget
+    raw = expit(plo) * pmiss + expit(-plo) * pfa
+    return {"raw": raw, "pmiss": pmiss, "pfa": pfa, "misses": misses, "fas": false_alarms}
+
+
+def _normalizer(plo: np.ndarray) -> np.ndarray:
+    return np.minimum(expit(plo), expit(-plo))
+
+
+def _cllr(summary: ScoreSummary) -> float:
+    t, n = summary.n_target, summary.n_nontarget
+    return (summary.softplus_tar / t + summary.softplus_non / n) / (2 * np.log(2))
+
+
+def _dr30_plo(summary: ScoreSummary, sweep: np.ndarray) -> tuple[float, float]:
+    """Where the minDCF error counts along the sweep reach 30 false alarms / 30 misses.
+
+    Returns the first sweep point (from low prior log-odds) with at least 30 false alarms and
+    the last with at least 30 misses; NaN where there is none.
+    """
+    _, pmiss, pfa = roc.min_dcf(summary.hull, sweep)
+    fas = np.rint(pfa * summary.n_nontarget)
+    misses = np.rint(pmiss * summary.n_target)
+    fa_ok = np.flatnonzero(fas >= DR30_ERRORS)
+    miss_ok = np.flatnonzero(misses >= DR30_ERRORS)
+    return (
+        float(sweep[fa_ok[0]]) if len(fa_ok) else np.nan,
+        float(sweep[miss_ok[-1]]) if len(miss_ok) else np.nan,
+    )
+
+
+def summary_metrics(
+    summary: ScoreSummary, priors: Sequence[float], sweep: np.ndarray
+) -> dict[str, Any]:
+    """All metrics of one system from its summary, as a dict of scalars and arrays."""
+    plo = logit(_check_priors(priors))
+    sweep = np.asarray(sweep, dtype=np.float64)
+    hull = summary.hull
+    out: dict[str, Any] = {
+        "n_target": summary.n_target,
+        "n_nontarget": summary.n_nontarget,
+        "n_missing": summary.n_missing,
+        "eer": roc.rocch_eer(hull),
+        "prbep": roc.prbep(hull),
+        "cllr": _cllr(summary),
+        "min_cllr": roc.min_cllr(hull),
+        "pmiss30": DR30_ERRORS / summary.n_target,
+        "pfa30": DR30_ERRORS / summary.n_nontarget,
+        "rocch_pmiss": hull.pmiss,
+        "rocch_pfa": hull.pfa,
+    }
+    out["dr30_fa_plo"], out["dr30_miss_plo"] = _dr30_plo(summary, sweep)
+    for prefix, points in (("", plo), ("sweep_", sweep)):
+        act = _act(summary, points)
+        mn_raw, mn_pmiss, mn_pfa = roc.min_dcf(hull, points)
+        norm = _normalizer(points)
+        out[prefix + "act_dcf"] = act["raw"] / norm
+        out[prefix + "min_dcf"] = mn_raw / norm
+        out[prefix + "act_dcf_raw"] = act["raw"]
+        out[prefix + "min_dcf_raw"] = mn_raw
+        out[prefix + "act_pmiss"] = act["pmiss"]
+        out[prefix + "act_pfa"] = act["pfa"]
+        out[prefix + "min_pmiss"] = mn_pmiss
+        out[prefix + "min_pfa"] = mn_pfa
+    return out
+
+
+_SCALARS = ("n_target", "n_nontarget", "n_missing", "eer", "prbep", "cllr", "min_cllr",
+            "pmiss30", "pfa30", "dr30_fa_plo", "dr30_miss_plo")  # fmt: skip
+_PER_PRIOR = ("act_dcf", "min_dcf", "act_dcf_raw", "min_dcf_raw",
+              "act_pmiss", "act_pfa", "min_pmiss", "min_pfa")  # fmt: skip
+
+
+def _dataset(
+    summaries: Sequence[ScoreSummary], priors: Sequence[float], sweep: np.ndarray
+) -> xr.Dataset:
+    results = [summary_metrics(s, priors, sweep) for s in summaries]
+    n_vertex = max(len(r["rocch_pmiss"]) for r in results)
+
+    def padded(name: str) -> np.ndarray:
+        out = np.full((len(results), n_vertex), np.nan)
+        for i, r in enumerate(results):
+            out[i, : len(r[name])] = r[name]
+        return out
+
+    data: dict[str, Any] = {}
+    for name in _SCALARS:
+        data[name] = ("system", np.array([r[name] for r in results]))
+    for name in _PER_PRIOR:
+        data[name] = (("system", "prior"), np.array([r[name] for r in results]))
+        data["sweep_" + name] = (("system", "plo"), np.array([r["sweep_" + name] for r in results]))
+    data["rocch_pmiss"] = (("system", "vertex"), padded("rocch_pmiss"))
+    data["rocch_pfa"] = (("system", "vertex"), padded("rocch_pfa"))
+    p = _check_priors(priors)
+    return xr.Dataset(
+        data,
+        coords={
+            "system": [s.name for s in summaries],
+            "prior": p,
+            "prior_log_odds": ("prior", logit(p)),
+            "plo": np.asarray(sweep, dtype=np.float64),
+        },
+        attrs={"passes": max(s.passes for s in summaries), "dr30_errors": DR30_ERRORS},
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# public entry points
+# --------------------------------------------------------------------------------------------
+
+
+def evaluate(
+    scores: xr.Dataset | Sequence[xr.Dataset],
+    key: xr.Dataset,
+    *,
+    priors: Sequence[float] = DEFAULT_PRIORS,
+    sweep: np.ndarray | None = None,
+    names: Sequence[str] | None = None,
+    allow_missing: bool = False,
+    progress: bool = False,
+    split_every: int = DEFAULT_SPLIT_EVERY,
+) -> xr.Dataset:
+    """Evaluate one or more systems against a key, exactly, at any scale.
+
+    Parameters
+    ----------
+    scores
+        A Scores object or a list of them (one per system).
+    key
+        The Key (stored, in memory, or derived from labels).
+    priors
+        Effective priors of the reported operating points (unit costs).
+    sweep
+        Prior log-odds of the normalized Bayes error-rate sweep (default: 201 points, -10..10).
+    names
+        System names (default ``system-1``, ...).
+    allow_missing
+        Drop key trials without a score (their count is reported as ``n_missing``) instead of
+        raising :class:`~bosaris_dask.errors.MissingTrialsError`.
+    progress
+        Show a progress bar for each pass over the data.
+    split_every
+        How many chunk results each merge task combines.
+
+    Returns
+    -------
+    xarray.Dataset
+        Indexed by ``system`` and ``prior`` (operating points), ``plo`` (the sweep) and
+        ``vertex`` (ROCCH vertices, NaN-padded). Normalized DCFs are divided by
+        ``min(p, 1 - p)``; ``*_raw`` ones are Bayes error rates. ``attrs["passes"]`` says how
+        many passes over the data the evaluation took.
+    """
+    systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
+    sweep = default_sweep() if sweep is None else np.asarray(sweep, dtype=np.float64)
+    plo = logit(_check_priors(priors))
+    summaries = summarize(
+        systems,
+        key,
+        thresholds=-np.concatenate([plo, sweep]),
+        allow_missing=allow_missing,
+        progress=progress,
+        split_every=split_every,
+        names=names,
+    )
+    return _dataset(summaries, priors, sweep)
+
+
+def evaluate_arrays(
+    tar: Any,
+    non: Any,
+    *,
+    priors: Sequence[float] = DEFAULT_PRIORS,
+    sweep: np.ndarray | None = None,
+    name: str = "system",
+) -> xr.Dataset:
+    """:func:`evaluate` for in-memory target and non-target score arrays."""
+    sweep = default_sweep() if sweep is None else np.asarray(sweep, dtype=np.float64)
+    return _dataset([summary_from_arrays(tar, non, name)], priors, sweep)
+
+
+def act_dcf(tar: Any, non: Any, prior: float, *, normalize: bool = True) -> float:
+    """actDCF at an effective prior, treating scores as LLRs (threshold ``-logit(prior)``)."""
+    plo = logit(_check_priors([prior]))
+    act = _act(summary_from_arrays(tar, non), plo)["raw"]
+    return float((act / _normalizer(plo) if normalize else act)[0])
+
+
+def min_dcf(tar: Any, non: Any, prior: float, *, normalize: bool = True) -> float:
+    """minDCF at an effective prior (the best threshold, found on the ROC convex hull)."""
+    plo = logit(_check_priors([prior]))
+    raw = roc.min_dcf(summary_from_arrays(tar, non).hull, plo)[0]
+    return float((raw / _normalizer(plo) if normalize else raw)[0])
+
+
+def eer(tar: Any, non: Any) -> float:
+    """The ROCCH-EER of target and non-target scores."""
+    return roc.rocch_eer(summary_from_arrays(tar, non).hull)
+
+
+def prbep(tar: Any, non: Any) -> float:
+    """The PRBEP (a count) of target and non-target scores."""
+    return roc.prbep(summary_from_arrays(tar, non).hull)
+
+
+def cllr(tar: Any, non: Any) -> float:
+    """Cllr in bits, treating the scores as natural-log LLRs."""
+    return _cllr(summary_from_arrays(tar, non))
+
+
+def min_cllr(tar: Any, non: Any) -> float:
+    """minCllr in bits: Cllr after the optimal monotone (PAV) calibration."""
+    return roc.min_cllr(summary_from_arrays(tar, non).hull)
+
+
+def rocch(tar: Any, non: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The ROCCH vertices ``(pmiss, pfa)``, from (0, 1) to (1, 0)."""
+    hull = summary_from_arrays(tar, non).hull
+    return hull.pmiss, hull.pfa

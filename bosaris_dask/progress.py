@@ -1,0 +1,51 @@
+"""Computing dask graphs with an optional progress bar, on whatever scheduler is active.
+
+With a distributed client the bar is distributed's own (it follows tasks on the workers); with
+the local schedulers it is :class:`dask.diagnostics.ProgressBar`. Both write to stderr, so they
+never mix with a command's printed results.
+
+Examples
+--------
+>>> import dask.array as da
+>>> int(compute(da.ones(10, chunks=5).sum()))
+10
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import dask
+
+__all__ = ["compute", "current_client"]
+
+
+def current_client() -> Any | None:
+    """The active ``distributed.Client`` of this process, or None."""
+    try:
+        from distributed import default_client
+    except ImportError:  # pragma: no cover - distributed is a dependency
+        return None
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+def compute(x: Any, *, progress: bool = False) -> Any:
+    """Compute one dask collection, showing a progress bar on stderr when ``progress``."""
+    if not progress:
+        return dask.compute(x)[0]
+    client = current_client()
+    if client is not None:
+        from distributed import progress as distributed_progress
+
+        future = client.compute(x)
+        distributed_progress(future, multi=False)
+        sys.stderr.write("\n")
+        return future.result()
+    from dask.diagnostics import ProgressBar
+
+    with ProgressBar(out=sys.stderr, dt=0.5):
+        return dask.compute(x)[0]
