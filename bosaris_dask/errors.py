@@ -20,6 +20,7 @@ __all__ = [
     "BosarisError",
     "ParseError",
     "StoreError",
+    "StoreNotFoundError",
     "TrialError",
     "ScoreError",
     "MissingTrialsError",
@@ -64,6 +65,10 @@ class ParseError(BosarisError, ValueError):
 
 class StoreError(BosarisError, OSError):
     """A store (zarr, HDF5) is missing, truncated, corrupt or of an unexpected layout."""
+
+
+class StoreNotFoundError(StoreError, FileNotFoundError):
+    """A file or store to read does not exist (also a :class:`FileNotFoundError`)."""
 
 
 class TrialError(BosarisError, ValueError):
