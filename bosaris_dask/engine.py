@@ -401,10 +401,20 @@ def _coarse_bits(n_systems: int, dtype: np.dtype) -> int:
 
 
 def _locate(condition: da.Array, key: xr.Dataset, limit: int = 3) -> str:
-    """A few (model, segment) ids where a lazy boolean condition holds, for error messages."""
-    where = np.asarray(da.argwhere(condition)[: limit * 8].compute())[:limit]
+    """A few (model, segment) ids where a lazy boolean condition holds, for error messages.
+
+    Only runs when an error is reported: computes blocks in order until ``limit`` are found.
+    """
+    found: list[tuple[int, int]] = []
+    row_starts = np.cumsum((0,) + condition.chunks[0])
+    col_starts = np.cumsum((0,) + condition.chunks[1])
+    for (bi, bj), block in np.ndenumerate(condition.to_delayed()):
+        for i, j in np.argwhere(np.asarray(block.compute()))[: limit - len(found)]:
+            found.append((int(row_starts[bi] + i), int(col_starts[bj] + j)))
+        if len(found) >= limit:
+            break
     models, segments = key.model.values, key.segment.values
-    return ", ".join(f"({models[i]}, {segments[j]})" for i, j in where)
+    return ", ".join(f"({models[i]}, {segments[j]})" for i, j in found)
 
 
 def summarize(

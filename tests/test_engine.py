@@ -1,0 +1,203 @@
+"""The engine's summaries equal brute-force references under every chunking and merge tree."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy.special import logit
+
+from bosaris_dask import engine, metrics, roc
+from bosaris_dask.errors import MissingTrialsError, ScoreError
+from bosaris_dask.trials import key_from_labels, make_key, make_scores
+
+from . import reference as ref
+
+PLO = np.array([-6.9, -4.6, -2.2, 0.0, 1.3, 3.0])
+
+
+def _chunks(draw, n: int) -> tuple[int, ...]:
+    cuts = sorted(draw(st.sets(st.integers(1, n - 1), max_size=min(4, n - 1)))) if n > 1 else []
+    edges = [0, *cuts, n]
+    return tuple(b - a for a, b in zip(edges[:-1], edges[1:], strict=True))
+
+
+@st.composite
+def trial_sets(draw):
+    """Random key, scores (with ties), score mask and chunking."""
+    n_m, n_s = draw(st.integers(1, 9)), draw(st.integers(2, 11))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    ties = draw(st.sampled_from([1, 4, 64, None]))  # few distinct values .. all distinct
+    raw = rng.normal(size=(n_m, n_s)) * draw(st.sampled_from([0.01, 1.0, 1e4]))
+    values = np.round(raw * ties) / ties if ties else raw
+    mask = rng.choice(np.array([-1, 0, 1], dtype=np.int8), size=(n_m, n_s), p=[0.6, 0.15, 0.25])
+    values = (values + (mask == 1) * draw(st.sampled_from([0.0, 1.0]))).astype(dtype)
+    scored = rng.random((n_m, n_s)) > 0.1
+    mask[0, 0], mask[-1, -1] = 1, -1  # at least one of each
+    scored[0, 0] = scored[-1, -1] = True
+    if n_m * n_s > 4 and draw(st.booleans()):
+        values[~scored] = np.inf  # what a BOSARIS text read leaves where there is no score
+    chunks = (_chunks(draw, n_m), _chunks(draw, n_s))
+    return values, mask, scored, chunks
+
+
+def _objects(values, mask, scored, chunks):
+    models = [f"m{i}" for i in range(values.shape[0])]
+    segments = [f"s{j}" for j in range(values.shape[1])]
+    key = make_key(models, segments, mask, chunks=chunks)
+    scores = make_scores(models, segments, values, scored, chunks=chunks)
+    return key, scores
+
+
+def _split(values, mask, scored):
+    keep = scored & (mask != 0)
+    return values[keep & (mask == 1)], values[keep & (mask == -1)]
+
+
+def _assert_exact(summary, tar, non, plo=PLO):
+    misses, fas = ref.roc_points(tar, non)
+    ref.check_hull(misses, fas, summary.hull.misses, summary.hull.false_alarms)
+    exact = metrics.summary_from_arrays(tar, non)
+    np.testing.assert_array_equal(summary.hull.misses, exact.hull.misses)
+    np.testing.assert_array_equal(summary.hull.false_alarms, exact.hull.false_alarms)
+    got_m, got_f = summary.error_counts(-plo)
+    for p, m, f in zip(plo, got_m, got_f, strict=True):
+        assert m == (tar < -p).sum() and f == (non >= -p).sum()
+    for p in plo:
+        dcf, _, _ = roc.min_dcf(summary.hull, np.array([p]))
+        np.testing.assert_allclose(dcf[0], ref.min_dcf(tar, non, p), rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(
+        metrics._cllr(summary), ref.cllr(tar.astype(np.float64), non), rtol=1e-10
+    )
+    assert roc.rocch_eer(summary.hull) == roc.rocch_eer(exact.hull)
+    assert roc.min_cllr(summary.hull) == roc.min_cllr(exact.hull)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=trial_sets(), coarse=st.sampled_from([2, 6, 12, 20]), dense=st.booleans())
+def test_summary_is_exact_under_any_chunking(data, coarse, dense):
+    values, mask, scored, chunks = data
+    key, scores = _objects(values, mask, scored, chunks)
+    tar, non = _split(values, mask, scored)
+    # dense: sub-histograms only, with a tiny budget so float64 needs several passes
+    with (
+        mock.patch.object(engine, "_RAW_LIMIT", -1 if dense else 1 << 22),
+        mock.patch.object(engine, "_DENSE_BUDGET", 64),
+    ):
+        (summary,) = engine.summarize(
+            [scores], key, thresholds=-PLO, split_every=2, coarse_bits=coarse, allow_missing=True
+        )
+    assert summary.n_missing == int(((mask != 0) & ~scored).sum())
+    _assert_exact(summary, tar, non)
+
+
+def test_several_systems_in_one_pass_each_exact():
+    rng = np.random.default_rng(3)
+    mask = rng.choice(np.array([-1, 1], dtype=np.int8), size=(30, 40), p=[0.8, 0.2])
+    systems = [np.round(rng.normal(size=(30, 40)) + mask * k, 2) for k in (0.5, 1.0, 2.0)]
+    key = make_key(range(30), range(40), mask, chunks=(7, 9))
+    scores = [make_scores(range(30), range(40), v, chunks=(7, 9)) for v in systems]
+    summaries = engine.summarize(scores, key, thresholds=-PLO, split_every=2, coarse_bits=10)
+    for s, v in zip(summaries, systems, strict=True):
+        _assert_exact(s, v[mask == 1], v[mask == -1])
+
+
+def test_float32_takes_two_passes_and_counts_them():
+    rng = np.random.default_rng(0)
+    mask = rng.choice(np.array([-1, 1], dtype=np.int8), size=(40, 50))
+    values = (rng.normal(size=(40, 50)) + mask).astype(np.float32)
+    key = make_key(range(40), range(50), mask, chunks=(10, 25))
+    scores = make_scores(range(40), range(50), values, chunks=(10, 25))
+    computes = []
+
+    def counting_get(dsk, keys, **kwargs):
+        computes.append(keys)
+        return dask.get(dsk, keys, **kwargs)
+
+    with dask.config.set(scheduler=counting_get):
+        ds = metrics.evaluate(scores, key)
+    assert len(computes) == 2 == ds.attrs["passes"]
+
+
+def test_building_the_inputs_computes_nothing():
+    def refuse(*args, **kwargs):
+        raise AssertionError("computed while building a graph")
+
+    key = key_from_labels(range(100), np.arange(100) % 7, range(80), np.arange(80) % 7, chunks=30)
+    scores = make_scores(range(100), range(80), da.random.random((100, 80), chunks=30))
+    with dask.config.set(scheduler=refuse):
+        inputs, dtype = engine._inputs([scores], key)
+    assert dtype == np.float64 and inputs[0].chunks == scores.score.data.chunks
+
+
+def test_non_finite_score_names_the_trial():
+    values = np.array([[1.0, np.nan], [0.0, 2.0]])
+    key = make_key(["a", "b"], ["x", "y"], [[1, -1], [-1, 1]])
+    with pytest.raises(ScoreError, match=r"1 trials have non-finite scores, e.g. \(a, y\)"):
+        engine.summarize([make_scores(["a", "b"], ["x", "y"], values)], key)
+
+
+def test_missing_scores_are_an_error_unless_allowed():
+    key = make_key(["a", "b"], ["x", "y"], [[1, -1], [-1, 1]])
+    scores = make_scores(["a", "b"], ["x", "y"], np.ones((2, 2)), [[True, True], [False, True]])
+    with pytest.raises(MissingTrialsError, match=r"1 key trials have no score, e.g. \(b, x\)"):
+        engine.summarize([scores], key)
+    (s,) = engine.summarize([scores], key, allow_missing=True)
+    assert (s.n_missing, s.n_target, s.n_nontarget) == (1, 2, 1)
+
+
+def test_scores_with_other_ids_are_aligned_to_the_key():
+    key = make_key(["a", "b"], ["x", "y"], [[1, -1], [-1, 1]])
+    scores = make_scores(["b", "c", "a"], ["y", "x"], [[4.0, 3.0], [9.0, 9.0], [2.0, 1.0]])
+    (s,) = engine.summarize([scores], key)
+    # targets (a,x)=1.0 and (b,y)=4.0; non-targets (a,y)=2.0 and (b,x)=3.0
+    _assert_exact(s, np.array([1.0, 4.0]), np.array([2.0, 3.0]))
+
+
+def test_no_targets_is_a_clear_error():
+    key = make_key(["a"], ["x", "y"], [[-1, -1]])
+    with pytest.raises(ScoreError, match="0 targets and 2 non-targets"):
+        engine.summarize([make_scores(["a"], ["x", "y"], [[0.0, 1.0]])], key)
+
+
+def test_label_key_matches_explicit_key():
+    rng = np.random.default_rng(5)
+    ml, sl = rng.integers(0, 5, 25), rng.integers(0, 5, 35)
+    mask = np.where(ml[:, None] == sl[None, :], 1, -1).astype(np.int8)
+    values = rng.normal(size=(25, 35)) + mask
+    lk = key_from_labels(range(25), ml, range(35), sl, chunks=(10, 10))
+    sc = make_scores(range(25), range(35), values, chunks=(8, 12))
+    (s,) = engine.summarize([sc], lk, thresholds=-PLO)
+    _assert_exact(s, values[mask == 1], values[mask == -1])
+
+
+def test_pav_bounds_make_block_edges_exact():
+    rng = np.random.default_rng(9)
+    mask = rng.choice(np.array([-1, 1], dtype=np.int8), size=(50, 60))
+    values = rng.normal(size=(50, 60)) + mask
+    key = make_key(range(50), range(60), mask, chunks=20)
+    lo, hi, n_tar, n_non = engine.score_bins(make_scores(range(50), range(60), values), key)
+    starts, _, _ = roc.pav_blocks(n_tar, n_non)
+    tar, non = values[mask == 1], values[mask == -1]
+    exact = metrics.summary_from_arrays(tar, non)
+    e_starts, e_tar, e_non = roc.pav_blocks(exact.n_tar, exact.n_non)
+    np.testing.assert_array_equal(lo[starts[:-1]], exact.values()[e_starts[:-1]])
+    np.testing.assert_array_equal(hi[starts[1:] - 1], exact.values()[e_starts[1:] - 1])
+    assert lo[0] == values.min() and hi[-1] == values.max()
+
+
+def test_priors_are_checked():
+    with pytest.raises(ScoreError, match="strictly between 0 and 1"):
+        metrics.evaluate_arrays([1.0], [0.0], priors=[0.5, 1.0])
+
+
+def test_plo_and_priors_agree():
+    assert np.allclose(logit(np.array(metrics.DEFAULT_PRIORS)), [0, -2.1972, -4.5951, -6.9068],
+                       atol=1e-4)  # fmt: skip

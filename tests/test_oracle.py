@@ -1,0 +1,81 @@
+"""Our metrics reproduce the original MATLAB BOSARIS Toolkit on the gauss1 reference set.
+
+``tests/data/gauss1`` is a copy of ``shared/reference/gauss1`` (see its README there): 2,000
+target and 20,000 non-target scores and the values the toolkit computed from them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bosaris_dask import metrics
+from bosaris_dask.trials import make_key, make_scores
+
+DATA = Path(__file__).parent / "data" / "gauss1"
+ORACLE = json.loads((DATA / "oracle.json").read_text())
+TAR = np.loadtxt(DATA / "tar.txt")
+NON = np.loadtxt(DATA / "non.txt")
+RTOL = 1e-12
+
+
+def _as_trial_objects(chunks=(37, 1000)):
+    """gauss1 as a 110 x 200 trial matrix (targets first), chunked unevenly."""
+    values = np.concatenate([TAR, NON]).reshape(110, 200)
+    mask = np.where(np.arange(values.size) < TAR.size, 1, -1).astype(np.int8).reshape(110, 200)
+    models, segments = [f"m{i}" for i in range(110)], [f"s{j}" for j in range(200)]
+    key = make_key(models, segments, mask, chunks=chunks)
+    return make_scores(models, segments, values, chunks=chunks), key
+
+
+@pytest.fixture(scope="module", params=["arrays", "engine"])
+def results(request):
+    sweep = np.array(ORACLE["sweep"]["plo"])
+    priors = ORACLE["priors"]["P"]
+    if request.param == "arrays":
+        return metrics.evaluate_arrays(TAR, NON, priors=priors, sweep=sweep)
+    scores, key = _as_trial_objects()
+    return metrics.evaluate(scores, key, priors=priors, sweep=sweep, split_every=2)
+
+
+@pytest.mark.parametrize("ours, theirs", [
+    ("min_dcf_raw", "minDCF_raw"), ("min_dcf", "minDCF_norm"), ("min_pmiss", "minDCF_pmiss"),
+    ("min_pfa", "minDCF_pfa"), ("act_dcf_raw", "actDCF_raw"), ("act_dcf", "actDCF_norm"),
+    ("act_pmiss", "actDCF_pmiss"), ("act_pfa", "actDCF_pfa"),
+])  # fmt: skip
+def test_operating_points(results, ours, theirs):
+    np.testing.assert_allclose(results[ours].values[0], ORACLE["priors"][theirs], rtol=RTOL)
+    np.testing.assert_allclose(
+        results["sweep_" + ours].values[0], ORACLE["sweep"][theirs], rtol=RTOL, atol=1e-300
+    )
+
+
+def test_rocch_vertices(results):
+    n = ORACLE["rocch"]["nvertices"]
+    np.testing.assert_array_equal(results.rocch_pmiss.values[0, :n], ORACLE["rocch"]["pmiss"])
+    np.testing.assert_array_equal(results.rocch_pfa.values[0, :n], ORACLE["rocch"]["pfa"])
+    assert np.isnan(results.rocch_pmiss.values[0, n:]).all()
+
+
+def test_eer_prbep_cllr(results):
+    np.testing.assert_allclose(results.eer.item(), ORACLE["eer"]["rocch2eer"], rtol=RTOL)
+    np.testing.assert_allclose(results.prbep.item(), ORACLE["prbep"]["prbep_fn"], rtol=RTOL)
+    np.testing.assert_allclose(results.cllr.item(), ORACLE["cllr"]["cllr"], rtol=RTOL)
+    # the toolkit adds a 1e-6 ramp to the PAV LLRs; the exact minCllr differs by ~1e-9 (README)
+    np.testing.assert_allclose(results.min_cllr.item(), ORACLE["cllr"]["min_cllr"], rtol=1e-8)
+    np.testing.assert_allclose(results.min_cllr.item(), 0.49593208355, rtol=1e-10)
+
+
+def test_dr30(results):
+    dr30 = ORACLE["dr30"]
+    plo = np.array(ORACLE["sweep"]["plo"])
+    assert results.pfa30.item() == dr30["pfa30"] and results.pmiss30.item() == dr30["pmiss30"]
+    assert results.dr30_fa_plo.item() == plo[dr30["nbe_sweep_index_fa_1based"] - 1]
+    assert results.dr30_miss_plo.item() == plo[dr30["nbe_sweep_index_miss_1based"] - 1]
+
+
+def test_counts(results):
+    assert results.n_target.item() == 2000 and results.n_nontarget.item() == 20000
