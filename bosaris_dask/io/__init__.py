@@ -1,0 +1,195 @@
+"""Reading and writing trial objects: one entry point that chooses the format from the path.
+
+=========================================  ========  ========================================
+path                                       format    module
+=========================================  ========  ========================================
+``*.zarr``, or a directory with zarr.json  zarr      :mod:`bosaris_dask.io.zarr_store` (default)
+``*.h5``, ``*.hdf5``                       HDF5      :mod:`bosaris_dask.io.hdf5` (BOSARIS layout)
+anything else                              text      :mod:`bosaris_dask.io.text` (BOSARIS, Kaldi,
+                                                     NIST trial and score files)
+=========================================  ========  ========================================
+
+A path to read that does not exist raises :class:`~bosaris_dask.errors.StoreNotFoundError`
+(a :class:`~bosaris_dask.errors.StoreError` that is also a :class:`FileNotFoundError`) naming
+it. Zarr and HDF5 outputs are written atomically: they appear under their name only when
+complete.
+
+Examples
+--------
+>>> import tempfile, numpy as np
+>>> from bosaris_dask.trials import make_scores
+>>> scores = make_scores(["m1", "m2"], ["s1"], np.array([[1.5], [-2.0]]))
+>>> d = tempfile.mkdtemp()
+>>> [detect_format(write(scores, f"{d}/scores.{ext}")) for ext in ("zarr", "h5")]
+['zarr', 'hdf5']
+>>> read(f"{d}/scores.h5").score.values.tolist() == read(f"{d}/scores.zarr").score.values.tolist()
+True
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import xarray as xr
+
+from bosaris_dask.errors import StoreError, StoreNotFoundError
+from bosaris_dask.io.atomic import atomic_path, remove_stale
+from bosaris_dask.io.hdf5 import read_hdf5, read_quality_hdf5, write_hdf5, write_quality_hdf5
+from bosaris_dask.io.zarr_store import read_zarr, write_zarr
+
+__all__ = [
+    "read",
+    "write",
+    "read_quality",
+    "write_quality",
+    "detect_format",
+    "read_zarr",
+    "write_zarr",
+    "read_hdf5",
+    "write_hdf5",
+    "read_quality_hdf5",
+    "write_quality_hdf5",
+    "atomic_path",
+    "remove_stale",
+]
+
+Format = Literal["zarr", "hdf5", "text"]
+
+
+def detect_format(path: str | os.PathLike[str]) -> Format:
+    """The store format of ``path``: ``"zarr"``, ``"hdf5"`` or ``"text"``.
+
+    ``.zarr`` (or an existing directory holding ``zarr.json``) is zarr, ``.h5`` and ``.hdf5``
+    are HDF5 (case-insensitive), anything else is text.
+
+    Examples
+    --------
+    >>> detect_format("trials.zarr"), detect_format("key.H5"), detect_format("scores.txt")
+    ('zarr', 'hdf5', 'text')
+    """
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix == ".zarr" or (p.is_dir() and (p / "zarr.json").is_file()):
+        return "zarr"
+    if suffix in (".h5", ".hdf5"):
+        return "hdf5"
+    return "text"
+
+
+def _existing(path: str | os.PathLike[str]) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise StoreNotFoundError(f"{p}: no such file or store")
+    return p
+
+
+def read(
+    path: str | os.PathLike[str], kind: str | None = None, *, chunks: Any = None
+) -> xr.Dataset:
+    """Read a trial object (ndx, key or scores) from a zarr store, an HDF5 or a text file.
+
+    Parameters
+    ----------
+    path
+        The file or store; its format comes from :func:`detect_format`.
+    kind : {"ndx", "key", "scores"}, optional
+        What to expect. Zarr stores record their kind (a different one is an error), HDF5 and
+        text files are detected from their content unless ``kind`` is given.
+    chunks
+        Dask chunks of the data; by default the store's chunks (zarr) or about 64 MiB.
+
+    Returns
+    -------
+    xarray.Dataset
+        The trial object, lazily backed by the store where the format allows it.
+
+    Raises
+    ------
+    StoreNotFoundError
+        When ``path`` does not exist.
+    StoreError, ParseError
+        When the store or file is corrupt or not what ``kind`` says.
+    """
+    p = _existing(path)
+    fmt = detect_format(p)
+    if fmt == "zarr":
+        obj = read_zarr(p, chunks=chunks)
+        found = obj.attrs["bosaris_kind"]
+        if kind is not None and found != kind:
+            raise StoreError(f"{p}: holds a {found}, expected a {kind}")
+        return obj
+    if fmt == "hdf5":
+        return read_hdf5(p, kind, chunks=chunks)
+    if p.is_dir():
+        raise StoreError(f"{p}: a directory that is not a zarr store")
+    from bosaris_dask.io.text import read_text
+
+    return read_text(p, kind, chunks=chunks)
+
+
+def write(
+    obj: xr.Dataset, path: str | os.PathLike[str], *, progress: bool = False, **options: Any
+) -> Path:
+    """Write a trial object in the format given by the extension of ``path``.
+
+    Parameters
+    ----------
+    obj
+        An ndx, key or scores (or, for zarr, a quality object).
+    path
+        ``.zarr`` -> :func:`write_zarr`, ``.h5``/``.hdf5`` -> :func:`write_hdf5`, anything
+        else -> text (:func:`bosaris_dask.io.text.write_text`).
+    progress
+        Show progress while a zarr or HDF5 store is written (ignored for text).
+    **options
+        Passed to the writer: ``chunk_mb`` (zarr, HDF5), ``omit_true_masks`` (zarr),
+        ``header`` (text).
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    fmt = detect_format(path)
+    if fmt == "zarr":
+        return write_zarr(obj, path, progress=progress, **options)
+    if fmt == "hdf5":
+        return write_hdf5(obj, path, progress=progress, **options)
+    from bosaris_dask.io.text import write_text
+
+    write_text(obj, path, **options)
+    return Path(path)
+
+
+def read_quality(path: str | os.PathLike[str]) -> xr.DataArray:
+    """Read a quality table (ids x measures) from an HDF5 (``.h5``, ``.hdf5``) or text file.
+
+    Returns
+    -------
+    xarray.DataArray
+        A :func:`~bosaris_dask.trials.quality_table`.
+    """
+    p = _existing(path)
+    fmt = detect_format(p)
+    if fmt == "hdf5":
+        return read_quality_hdf5(p)
+    if fmt == "zarr":
+        raise StoreError(f"{p}: quality tables are read from HDF5 or text files, not zarr")
+    from bosaris_dask.io.text import read_quality_text
+
+    return read_quality_text(p)
+
+
+def write_quality(table: xr.DataArray, path: str | os.PathLike[str]) -> Path:
+    """Write a quality table to an HDF5 (``.h5``, ``.hdf5``) or text file."""
+    fmt = detect_format(path)
+    if fmt == "hdf5":
+        return write_quality_hdf5(table, path)
+    if fmt == "zarr":
+        raise StoreError(f"{path}: quality tables are written to HDF5 or text files, not zarr")
+    from bosaris_dask.io.text import write_quality_text
+
+    write_quality_text(table, path)
+    return Path(path)

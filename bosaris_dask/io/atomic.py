@@ -1,0 +1,204 @@
+"""Atomic writes: build an output under a temporary sibling name, rename it into place at the end.
+
+A store is either complete under its final name or not there at all: a writer that raises, or a
+process that is killed, never leaves a half-written file or zarr directory under the name a user
+(or the next step of a pipeline) will read. The temporary is a hidden sibling in the same
+directory (``.scores.zarr.tmp-1f2e3d4c5b6a``), so the final rename never crosses a file system.
+
+Replacing an existing directory (a zarr store) cannot be done with a plain ``rename``. On Linux
+the two directories are swapped in one atomic ``renameat2(RENAME_EXCHANGE)`` call; elsewhere the
+old one is first moved aside (``.scores.zarr.old-...``) and deleted only after the new one is in
+place. :func:`remove_stale` cleans up what an interrupted writer left behind.
+
+Examples
+--------
+>>> import pathlib, tempfile
+>>> final = pathlib.Path(tempfile.mkdtemp()) / "out.txt"
+>>> with atomic_path(final) as tmp:
+...     _ = tmp.write_text("done")
+...     final.exists()
+False
+>>> final.read_text()
+'done'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+from bosaris_dask.errors import StoreError
+
+__all__ = ["atomic_path", "remove_stale", "remove_path"]
+
+_TMP = ".tmp-"
+_OLD = ".old-"
+
+
+def _sibling(final: Path, tag: str) -> Path:
+    return final.with_name(f".{final.name}{tag}{uuid.uuid4().hex[:12]}")
+
+
+def remove_path(path: str | os.PathLike[str]) -> None:
+    """Delete a file, a link or a directory tree; a path that does not exist is ignored."""
+    p = Path(path)
+    if p.is_dir() and not p.is_symlink():
+        shutil.rmtree(p, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make a rename durable (best effort: not every platform can open a directory)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two paths with Linux ``renameat2(RENAME_EXCHANGE)``.
+
+    Returns False where the call is not available (other platforms, old C libraries, file
+    systems that do not support it), so the caller can fall back.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    c_int, c_path = ctypes.c_int, ctypes.c_char_p
+    renameat2.argtypes = [c_int, c_path, c_int, c_path, ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EXDEV):
+        return False
+    raise OSError(err, os.strerror(err), os.fspath(b))
+
+
+def _replace(tmp: Path, final: Path) -> None:
+    """Move the finished ``tmp`` onto ``final``, keeping the old ``final`` until the end."""
+    if not final.exists() and not final.is_symlink():
+        os.replace(tmp, final)
+        return
+    both_files = not tmp.is_dir() and (final.is_symlink() or not final.is_dir())
+    if both_files:
+        os.replace(tmp, final)  # atomic for files
+        return
+    if _exchange(tmp, final):  # tmp now holds the previous output
+        remove_path(tmp)
+        return
+    aside = _sibling(final, _OLD)
+    os.replace(final, aside)
+    try:
+        os.replace(tmp, final)
+    except BaseException:
+        os.replace(aside, final)  # put the previous output back
+        raise
+    remove_path(aside)
+
+
+@contextlib.contextmanager
+def atomic_path(final_path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary sibling path to write; rename it onto ``final_path`` on success.
+
+    The temporary is not created: the block creates it (a file or a directory). When the block
+    exits normally, the temporary replaces ``final_path`` (a previous file or directory of that
+    name is replaced; a previous directory is deleted only after the new output is in place).
+    When the block raises, the temporary is deleted and ``final_path`` is left as it was. If
+    the process is killed, nothing is renamed: only a hidden ``.NAME.tmp-*`` sibling remains,
+    which :func:`remove_stale` deletes.
+
+    Parameters
+    ----------
+    final_path
+        Where the output must appear. Its directory must exist.
+
+    Raises
+    ------
+    StoreError
+        If the directory of ``final_path`` does not exist.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> final = pathlib.Path(tempfile.mkdtemp()) / "store.zarr"
+    >>> try:
+    ...     with atomic_path(final) as tmp:
+    ...         tmp.mkdir()
+    ...         raise RuntimeError("interrupted")
+    ... except RuntimeError:
+    ...     pass
+    >>> final.exists(), sorted(p.name for p in final.parent.iterdir())
+    (False, [])
+    """
+    final = Path(final_path)
+    if not final.parent.is_dir():
+        raise StoreError(f"cannot write {final}: directory {final.parent} does not exist")
+    tmp = _sibling(final, _TMP)
+    try:
+        yield tmp
+        if not tmp.exists():
+            raise StoreError(f"nothing was written for {final}")
+        _replace(tmp, final)
+    except BaseException:
+        remove_path(tmp)
+        raise
+    _fsync_dir(final.parent)
+
+
+def remove_stale(final_path: str | os.PathLike[str], *, min_age_s: float = 3600.0) -> list[Path]:
+    """Clean up after writers of ``final_path`` that were killed.
+
+    If ``final_path`` is missing but a previous output was moved aside (a writer killed between
+    the two renames of the fallback replacement), that output is moved back. Then hidden
+    temporaries (``.NAME.tmp-*``) and set-aside outputs (``.NAME.old-*``) older than
+    ``min_age_s`` seconds are deleted; younger ones may belong to a writer still running.
+
+    Returns
+    -------
+    list of Path
+        The paths deleted.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> final = pathlib.Path(tempfile.mkdtemp()) / "s.h5"
+    >>> _ = (final.parent / ".s.h5.tmp-0123456789ab").write_text("partial")
+    >>> [p.name for p in remove_stale(final, min_age_s=0)]
+    ['.s.h5.tmp-0123456789ab']
+    """
+    final = Path(final_path)
+    parent = final.parent
+    if not parent.is_dir():
+        return []
+    olds = sorted(parent.glob(f".{final.name}{_OLD}*"), key=lambda p: p.stat().st_mtime)
+    if olds and not final.exists():
+        os.replace(olds.pop(), final)  # the newest set-aside output is the previous one
+    removed = []
+    now = time.time()
+    for p in [*parent.glob(f".{final.name}{_TMP}*"), *olds]:
+        try:
+            age = now - p.lstat().st_mtime
+        except FileNotFoundError:
+            continue
+        if age >= min_age_s:
+            remove_path(p)
+            removed.append(p)
+    return sorted(removed)

@@ -1,0 +1,535 @@
+"""Zarr v3 stores of trial objects: the default store of bosaris_dask.
+
+Layout of a store (a directory; every array has ``dimension_names``):
+
+==================================  =====================================================
+array                               content
+==================================  =====================================================
+``model``, ``segment``              the ids, variable-length UTF-8 strings (readable by any
+                                    zarr v3 reader, no fixed-length unicode extension)
+``score``                           float32 or float64, **uncompressed**, large chunks, NaN
+                                    fill value (a chunk that is somehow never read back as a
+                                    score cannot pass as one)
+``score_mask``, ``trial_mask``      bool (ndx, scores) or int8 (key), zstd-compressed, the
+                                    same chunk grid as ``score``
+``model_label``, ``segment_label``  a key derived from labels stores only these (no mask)
+==================================  =====================================================
+
+Root attributes: ``bosaris_kind``, ``bosaris_store_version`` and ``bosaris_all_true`` (the mask
+variables that were all true and therefore not stored).
+
+Writing streams chunk by chunk from dask into a hidden temporary directory renamed into place
+at the end (:func:`~bosaris_dask.io.atomic.atomic_path`). Reading is lazy and checks the layout
+and that every chunk file exists: zarr silently returns the fill value for a missing chunk.
+
+Examples
+--------
+>>> import tempfile, numpy as np
+>>> from bosaris_dask.trials import make_scores
+>>> path = tempfile.mkdtemp() + "/scores.zarr"
+>>> _ = write_zarr(make_scores(["m1", "m2"], ["s1"], np.array([[0.5], [-1.0]])), path)
+>>> back = read_zarr(path)
+>>> back.score.values.tolist(), back.model.values.tolist(), back.attrs["bosaris_kind"]
+([[0.5], [-1.0]], ['m1', 'm2'], 'scores')
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+import pandas as pd
+import xarray as xr
+import zarr
+
+from bosaris_dask.errors import StoreError, StoreNotFoundError, TrialError
+from bosaris_dask.io.atomic import atomic_path, remove_path
+from bosaris_dask.trials import (
+    DIMS,
+    is_label_key,
+    key_from_labels,
+    kind_of,
+    make_key,
+    make_ndx,
+    make_quality,
+    make_scores,
+    quality_table,
+    validate,
+)
+
+__all__ = ["write_zarr", "read_zarr", "plan_chunks", "compute_with_progress", "STORE_VERSION"]
+
+#: Version of the layout written by :func:`write_zarr`.
+STORE_VERSION = 1
+
+#: The data variables of each kind and the dtypes a store may hold for them.
+_VARIABLES: dict[str, dict[str, tuple[np.dtype, ...]]] = {
+    "ndx": {"trial_mask": (np.dtype(bool),)},
+    "key": {"trial_mask": (np.dtype(np.int8),)},
+    "scores": {
+        "score": (np.dtype(np.float32), np.dtype(np.float64)),
+        "score_mask": (np.dtype(bool),),
+    },
+}
+_MASKS = {"ndx": "trial_mask", "scores": "score_mask"}  # masks that may be omitted when all true
+_LABELS = ("model_label", "segment_label")
+_ZARR_ERRORS = (OSError, ValueError, KeyError, TypeError, zarr.errors.BaseZarrError)
+
+
+# --------------------------------------------------------------------------------------------
+# shared helpers (also used by the HDF5 store)
+# --------------------------------------------------------------------------------------------
+
+
+def plan_chunks(shape: tuple[int, int], itemsize: int, chunk_mb: float = 64) -> tuple[int, int]:
+    """The chunk shape for a ``(models, segments)`` matrix of about ``chunk_mb`` MiB per chunk.
+
+    Full rows of segments when a row fits (contiguous reads, one chunk per band of models);
+    otherwise square-ish chunks.
+
+    Examples
+    --------
+    >>> plan_chunks((30_000, 33_000), 8)
+    (254, 33000)
+    >>> plan_chunks((10, 10**9), 4, chunk_mb=1)
+    (10, 26214)
+    """
+    rows, cols = (max(1, int(n)) for n in shape)
+    limit = max(1, int(chunk_mb * 2**20) // max(1, itemsize))  # elements per chunk
+    if cols <= limit:
+        return min(rows, max(1, limit // cols)), cols
+    r = min(rows, max(1, math.isqrt(limit)))
+    return r, min(cols, max(1, limit // r))
+
+
+def _regular(chunks: tuple[tuple[int, ...], ...]) -> bool:
+    return all(len(set(c[:-1])) <= 1 and (len(c) < 2 or c[-1] <= c[0]) for c in chunks)
+
+
+def _write_chunks(arr: da.Array, itemsize: int, chunk_mb: float) -> tuple[int, int]:
+    """Keep the dask chunks when regular and within a factor 2 of ``chunk_mb``, else plan."""
+    limit = chunk_mb * 2**20
+    if _regular(arr.chunks) and 0 not in arr.shape:
+        shape = (arr.chunks[0][0], arr.chunks[1][0])
+        if limit / 2 <= shape[0] * shape[1] * itemsize <= 2 * limit:
+            return shape
+    return plan_chunks(arr.shape, itemsize, chunk_mb)
+
+
+def _as_dask(x: Any) -> da.Array:
+    return x if isinstance(x, da.Array) else da.from_array(np.asarray(x), chunks="auto")
+
+
+def _distributed_client() -> Any | None:
+    """The distributed client that dask uses now, if any."""
+    scheduler = dask.base.get_scheduler()
+    owner = getattr(scheduler, "__self__", None)
+    return owner if type(owner).__name__ == "Client" else None
+
+
+def compute_with_progress(*objs: Any, progress: bool = False) -> tuple[Any, ...]:
+    """``dask.compute(*objs)``, showing a progress bar when ``progress`` is true.
+
+    The bar is :func:`distributed.progress` when a distributed client is active, else
+    :class:`dask.diagnostics.ProgressBar` (on standard error).
+    """
+    if not progress:
+        return dask.compute(*objs)
+    client = _distributed_client()
+    if client is not None:
+        from distributed import progress as show_progress
+
+        futures = client.compute(list(objs))
+        show_progress(futures)
+        return tuple(client.gather(futures))
+    from dask.diagnostics import ProgressBar
+
+    with ProgressBar(out=sys.stderr):
+        return dask.compute(*objs)
+
+
+def _known_all_true(arr: da.Array) -> bool:
+    """Whether ``arr`` is cheaply known to be all true: a ``da.ones`` graph, maybe rechunked."""
+    ok = ("ones-", "ones_like-", "rechunk-", "astype-")
+    layers = arr.__dask_graph__().layers
+    return arr.dtype == bool and all(name.startswith(ok) for name in layers)
+
+
+# --------------------------------------------------------------------------------------------
+# labels of a label-derived key
+# --------------------------------------------------------------------------------------------
+
+
+def _label_kind(present: np.ndarray) -> str:
+    if all(isinstance(v, str) for v in present):
+        return "str"
+    if all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in present):
+        return "int"
+    if all(isinstance(v, int | float | np.integer | np.floating) for v in present):
+        return "float"
+    return "mixed"
+
+
+def _encode_labels(model_labels: Any, segment_labels: Any) -> dict[str, tuple]:
+    """Coordinates storing the labels of a label key.
+
+    Both sides are stored with one type (str, int64 or float64, chosen over the union so that
+    equal labels stay equal), plus a bool ``*_missing`` array where some labels are missing.
+    Labels of mixed types are stored as strings if that merges no two distinct labels.
+    """
+    sides = {"model_label": model_labels, "segment_label": segment_labels}
+    labels = {k: np.asarray(v, dtype=object) for k, v in sides.items()}
+    missing = {k: np.asarray(pd.isna(v), dtype=bool) for k, v in labels.items()}
+    present = np.concatenate([labels[k][~missing[k]] for k in sides])
+    kind = _label_kind(present)
+    if kind == "mixed":
+        as_str = np.array([str(v) for v in present], dtype=object)
+        if not np.array_equal(pd.factorize(present)[0], pd.factorize(as_str)[0]):
+            raise StoreError("labels of mixed types that collide as strings cannot be stored")
+    out: dict[str, tuple] = {}
+    for name, dim in zip(_LABELS, DIMS, strict=True):
+        lab, miss = labels[name], missing[name]
+        if kind == "int":
+            values = np.where(miss, 0, lab).astype(np.int64)
+        elif kind == "float":
+            values = np.where(miss, np.nan, lab).astype(np.float64)
+        else:
+            values = np.array([str(v) for v in np.where(miss, "", lab)], dtype=object)
+        out[name] = (dim, values)
+        if miss.any():
+            out[f"{name}_missing"] = (dim, miss)
+    return out
+
+
+def _decode_labels(ds: xr.Dataset, name: str) -> np.ndarray:
+    values = np.asarray(ds[name].values).astype(object)
+    if f"{name}_missing" in ds.variables:
+        values[np.asarray(ds[f"{name}_missing"].values, dtype=bool)] = None
+    elif values.dtype == object and ds[name].dtype.kind == "f":
+        values[pd.isna(values)] = None
+    return values
+
+
+# --------------------------------------------------------------------------------------------
+# writing
+# --------------------------------------------------------------------------------------------
+
+
+def _ids(obj: xr.Dataset, dim: str) -> np.ndarray:
+    return np.asarray([str(i) for i in obj[dim].values], dtype=object)
+
+
+def _trial_dataset(obj: xr.Dataset, kind: str, chunk_mb: float) -> tuple[xr.Dataset, dict]:
+    """The dataset to write and its encoding."""
+    coords: dict[str, Any] = {"model": _ids(obj, "model"), "segment": _ids(obj, "segment")}
+    attrs: dict[str, Any] = {"bosaris_kind": kind, "bosaris_store_version": STORE_VERSION}
+    if is_label_key(obj):
+        coords.update(_encode_labels(obj.model_label.values, obj.segment_label.values))
+        return xr.Dataset(coords=coords, attrs=attrs), {}
+    names = list(_VARIABLES[kind])
+    main = _as_dask(obj[names[0]].data)
+    itemsize = np.dtype(obj[names[0]].dtype).itemsize
+    chunks = _write_chunks(main, itemsize, chunk_mb)
+    data_vars, encoding, omitted = {}, {}, []
+    for name in names:
+        arr = _as_dask(obj[name].data).rechunk(chunks)
+        if name == _MASKS.get(kind) and _known_all_true(arr):
+            omitted.append(name)
+            continue
+        data_vars[name] = (DIMS, arr)
+        encoding[name] = {"chunks": chunks}
+        if name == "score":
+            encoding[name].update(compressors=None, _FillValue=np.nan)
+    attrs["bosaris_all_true"] = omitted
+    return xr.Dataset(data_vars, coords=coords, attrs=attrs), encoding
+
+
+def _quality_dataset(obj: xr.Dataset) -> xr.Dataset:
+    out = obj.drop_encoding().copy()
+    for side in DIMS:
+        if side in out.coords:
+            out = out.assign_coords({side: _ids(out, side)})
+    out.attrs = {"bosaris_kind": "quality", "bosaris_store_version": STORE_VERSION}
+    return out
+
+
+def write_zarr(
+    obj: xr.Dataset,
+    path: str | os.PathLike[str],
+    *,
+    chunk_mb: float = 64,
+    progress: bool = False,
+    omit_true_masks: bool = True,
+) -> Path:
+    """Write a trial object (ndx, key, scores or quality) to a zarr v3 store, atomically.
+
+    The data stream from dask chunk by chunk (memory stays bounded for lazy billion-trial
+    matrices). The store appears under ``path`` only once it is complete; an existing store of
+    that name is replaced.
+
+    Parameters
+    ----------
+    obj
+        The trial object. A key derived from labels is stored as its labels only.
+    path
+        The store directory (conventionally ending in ``.zarr``).
+    chunk_mb
+        Target chunk size in MiB of the score (or mask) matrix. Dask chunks that are regular and
+        within a factor of two of it are kept; otherwise the data are rechunked, to full rows of
+        segments when a row fits.
+    progress
+        Show a progress bar while the chunks are written.
+    omit_true_masks
+        Do not store a ``score_mask`` (scores) or ``trial_mask`` (ndx) that is all true: either
+        known from its graph (``da.ones``) or checked after writing by reading back the written,
+        compressed mask (1 byte per trial). The omission is recorded in the attribute
+        ``bosaris_all_true``.
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from bosaris_dask.trials import key_from_labels
+    >>> key = key_from_labels(["m1", "m2"], ["a", "b"], ["s1", "s2"], ["b", "c"])
+    >>> path = write_zarr(key, tempfile.mkdtemp() + "/key.zarr")
+    >>> sorted(p.name for p in path.iterdir())
+    ['model', 'model_label', 'segment', 'segment_label', 'zarr.json']
+    >>> read_zarr(path).trial_mask.values.tolist()
+    [[-1, -1], [1, -1]]
+    """
+    kind = kind_of(validate(obj))
+    path = Path(path)
+    if kind == "quality":
+        ds, encoding = _quality_dataset(obj), {}
+    else:
+        ds, encoding = _trial_dataset(obj, kind, chunk_mb)
+    with atomic_path(path) as tmp:
+        delayed = ds.to_zarr(
+            tmp,
+            mode="w-",
+            encoding=encoding,
+            consolidated=False,
+            zarr_format=3,
+            write_empty_chunks=True,
+            compute=False,
+        )
+        compute_with_progress(delayed, progress=progress)
+        mask = _MASKS.get(kind)
+        if omit_true_masks and mask in ds.data_vars:
+            stored = da.from_zarr(zarr.open_array(tmp / mask, mode="r"))
+            if bool(stored.all().compute()):
+                remove_path(tmp / mask)
+                zarr.open_group(tmp, mode="r+").attrs["bosaris_all_true"] = [mask]
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# reading
+# --------------------------------------------------------------------------------------------
+
+
+def _dims(arr: zarr.Array) -> tuple[str, ...] | None:
+    names = getattr(arr.metadata, "dimension_names", None)
+    if names is None:
+        names = arr.attrs.get("_ARRAY_DIMENSIONS")
+    return None if names is None else tuple(names)
+
+
+def _chunk_files(base: Path) -> dict[str, int]:
+    """Relative POSIX path -> size of every file under an array directory but its metadata."""
+    out: dict[str, int] = {}
+    stack = [base]
+    while stack:
+        with os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                elif entry.name not in ("zarr.json", ".zarray", ".zattrs"):
+                    rel = Path(entry.path).relative_to(base).as_posix()
+                    out[rel] = entry.stat().st_size
+    return out
+
+
+def _check_chunks(path: Path, name: str, arr: zarr.Array) -> None:
+    """Raise StoreError naming the first chunk of ``arr`` whose file is missing or truncated."""
+    if 0 in arr.shape:
+        return
+    outer = arr.shards or arr.chunks
+    grid = [range(math.ceil(s / c)) for s, c in zip(arr.shape, outer, strict=True)]
+    files = _chunk_files(path / name)
+    codecs = getattr(arr.metadata, "codecs", ())
+    raw = len(codecs) == 1 and type(codecs[0]).__name__ == "BytesCodec" and arr.shards is None
+    size = math.prod(outer) * arr.dtype.itemsize if raw else None
+    for index in itertools.product(*grid):
+        key = arr.metadata.encode_chunk_key(index)
+        if key not in files:
+            raise StoreError(f"{path}: array {name!r} is missing chunk {index} (file {key})")
+        if size is not None and files[key] != size:
+            raise StoreError(
+                f"{path}: array {name!r} chunk {index} (file {key}) has {files[key]} bytes, "
+                f"expected {size}"
+            )
+
+
+def _open_group(path: Path) -> tuple[dict[str, Any], dict[str, zarr.Array]]:
+    try:
+        group = zarr.open_group(store=os.fspath(path), mode="r")
+        attrs = dict(group.attrs)
+        arrays = dict(group.arrays())
+    except _ZARR_ERRORS as exc:
+        raise StoreError(f"{path}: not a readable zarr store ({exc})") from exc
+    return attrs, arrays
+
+
+def _require(path: Path, arrays: dict[str, zarr.Array], name: str, dims: tuple[str, ...]):
+    if name not in arrays:
+        raise StoreError(f"{path}: array {name!r} is missing")
+    arr = arrays[name]
+    if _dims(arr) != dims:
+        raise StoreError(f"{path}: array {name!r} has dimensions {_dims(arr)}, expected {dims}")
+    return arr
+
+
+def _check_trial_layout(path: Path, kind: str, attrs: dict, arrays: dict) -> None:
+    sizes = {}
+    for dim in DIMS:
+        ids = _require(path, arrays, dim, (dim,))
+        if ids.dtype.kind not in "TU":
+            raise StoreError(f"{path}: ids {dim!r} have dtype {ids.dtype}, expected strings")
+        sizes[dim] = ids.shape[0]
+    shape = (sizes["model"], sizes["segment"])
+    if "model_label" in arrays or "segment_label" in arrays:
+        if kind != "key":
+            raise StoreError(f"{path}: a {kind} store has label arrays")
+        for name, dim in zip(_LABELS, DIMS, strict=True):
+            if _require(path, arrays, name, (dim,)).shape != (sizes[dim],):
+                raise StoreError(f"{path}: {name} has {arrays[name].shape} for {sizes[dim]} ids")
+        return
+    omitted = list(attrs.get("bosaris_all_true", []))
+    if any(name != _MASKS.get(kind) for name in omitted):
+        raise StoreError(f"{path}: bosaris_all_true={omitted} is not valid for a {kind}")
+    for name, dtypes in _VARIABLES[kind].items():
+        if name in omitted:
+            continue
+        arr = _require(path, arrays, name, DIMS)
+        if arr.shape != shape:
+            raise StoreError(
+                f"{path}: array {name!r} has shape {arr.shape} but there are {shape[0]} model "
+                f"ids and {shape[1]} segment ids"
+            )
+        if arr.dtype not in dtypes:
+            raise StoreError(f"{path}: array {name!r} has dtype {arr.dtype}")
+
+
+def _open_xarray(path: Path) -> xr.Dataset:
+    try:
+        return xr.open_zarr(
+            os.fspath(path),
+            consolidated=False,
+            chunks={},
+            mask_and_scale=False,
+            decode_times=False,
+            zarr_format=3,
+        )
+    except _ZARR_ERRORS as exc:
+        raise StoreError(f"{path}: cannot open the zarr store ({exc})") from exc
+
+
+def _build(path: Path, kind: str, ds: xr.Dataset, attrs: dict, chunks: Any) -> xr.Dataset:
+    models, segments = ds["model"].values, ds["segment"].values
+    if "model_label" in ds.variables:
+        ml, sl = _decode_labels(ds, "model_label"), _decode_labels(ds, "segment_label")
+        plan = plan_chunks((len(models), len(segments)), 1) if chunks is None else chunks
+        return key_from_labels(models, ml, segments, sl, chunks=plan)
+    omitted = set(attrs.get("bosaris_all_true", []))
+    if kind == "key":
+        return make_key(models, segments, ds["trial_mask"].data, chunks=chunks)
+    if kind == "ndx":
+        if "trial_mask" in omitted:
+            plan = plan_chunks((len(models), len(segments)), 1) if chunks is None else chunks
+            return make_ndx(models, segments, None, chunks=plan)
+        return make_ndx(models, segments, ds["trial_mask"].data, chunks=chunks)
+    score = ds["score"].data
+    mask = None if "score_mask" in omitted else ds["score_mask"].data
+    return make_scores(models, segments, score, mask, chunks=chunks)
+
+
+def _build_quality(path: Path, ds: xr.Dataset) -> xr.Dataset:
+    tables = {}
+    for side in DIMS:
+        name = f"{side}_quality"
+        if name in ds.data_vars:
+            var = ds[name]
+            if var.dims != (side, f"{side}_measure"):
+                raise StoreError(f"{path}: {name} has dimensions {var.dims}")
+            tables[name] = quality_table(
+                var[side].values, var.values, measures=var[f"{side}_measure"].values
+            )
+    if not tables:
+        raise StoreError(f"{path}: a quality store holds no model_quality or segment_quality")
+    return make_quality(tables.get("model_quality"), tables.get("segment_quality"))
+
+
+def read_zarr(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset:
+    """Open a trial object stored by :func:`write_zarr`, lazily.
+
+    The layout is checked when the store is opened (cheap: metadata and a listing of the chunk
+    files): the kind, the dimension names, the shapes of the ids against the matrices, the
+    dtypes, and that no chunk file is missing or (for uncompressed arrays) truncated.
+
+    Parameters
+    ----------
+    path
+        The store directory.
+    chunks
+        Dask chunks of the returned arrays; ``None`` keeps the store's chunks.
+
+    Returns
+    -------
+    xarray.Dataset
+        The trial object; its data are dask arrays reading the store.
+
+    Raises
+    ------
+    StoreError
+        Naming the store (and the array and chunk) when it is missing, corrupt or not a
+        bosaris_dask store.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from bosaris_dask.trials import make_ndx
+    >>> ndx = make_ndx(["m"], ["a", "b"], [[True, False]])
+    >>> path = write_zarr(ndx, tempfile.mkdtemp() + "/n.zarr")
+    >>> read_zarr(path).trial_mask.values.tolist()
+    [[True, False]]
+    """
+    path = Path(path)
+    if not path.exists():
+        raise StoreNotFoundError(f"{path}: no such zarr store")
+    attrs, arrays = _open_group(path)
+    kind = attrs.get("bosaris_kind")
+    if kind not in ("ndx", "key", "scores", "quality"):
+        raise StoreError(f"{path}: not a bosaris_dask store (bosaris_kind = {kind!r})")
+    if kind != "quality":
+        _check_trial_layout(path, kind, attrs, arrays)
+    for name, arr in arrays.items():
+        _check_chunks(path, name, arr)
+    ds = _open_xarray(path)
+    try:
+        if kind == "quality":
+            return _build_quality(path, ds)
+        return _build(path, kind, ds, attrs, chunks)
+    except TrialError as exc:
+        raise StoreError(f"{path}: {exc}") from exc

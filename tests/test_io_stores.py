@@ -1,0 +1,687 @@
+"""Tests of the binary stores (zarr, BOSARIS HDF5), atomic writes and the I/O dispatcher."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import tempfile
+import warnings
+from pathlib import Path
+
+import dask
+import dask.array as da
+import h5py
+import numpy as np
+import pandas as pd
+import pytest
+import zarr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bosaris_dask import io
+from bosaris_dask.errors import StoreError, StoreNotFoundError
+from bosaris_dask.io import atomic, hdf5, zarr_store
+from bosaris_dask.trials import (
+    is_label_key,
+    key_from_labels,
+    make_key,
+    make_ndx,
+    make_quality,
+    make_scores,
+    quality_table,
+)
+
+MODELS = ["a", "ab", "a b", "é", "日本語", "m\tx", "A"]  # prefixes, space, unicode, tab, case
+SEGMENTS = ["s", "s1", "s10", "s1 ", "ß", "segment-with-a-rather-long-name"]
+
+
+def _rng(seed: int = 0) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def _key_matrix(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
+    return rng.integers(-1, 2, size=shape).astype(np.int8)
+
+
+def _objects(rng: np.random.Generator) -> dict[str, tuple]:
+    """name -> (object, expected arrays by variable) for every kind and score dtype."""
+    shape = (len(MODELS), len(SEGMENTS))
+    mask = rng.random(shape) < 0.7
+    key = _key_matrix(rng, shape)
+    s64 = rng.normal(size=shape) * 10.0 ** rng.integers(-30, 30, size=shape)
+    s32 = rng.normal(size=shape).astype(np.float32)
+    return {
+        "ndx": (make_ndx(MODELS, SEGMENTS, mask, chunks=(3, 4)), {"trial_mask": mask}),
+        "key": (make_key(MODELS, SEGMENTS, key, chunks=(2, 5)), {"trial_mask": key}),
+        "scores64": (
+            make_scores(MODELS, SEGMENTS, s64, mask, chunks=(4, 3)),
+            {"score": s64, "score_mask": mask},
+        ),
+        "scores32": (make_scores(MODELS, SEGMENTS, s32, mask), {"score": s32, "score_mask": mask}),
+    }
+
+
+def _assert_ids(obj, models=MODELS, segments=SEGMENTS) -> None:
+    assert obj.model.values.dtype == object and obj.segment.values.dtype == object
+    assert obj.model.values.tolist() == list(models)
+    assert obj.segment.values.tolist() == list(segments)
+    assert all(type(i) is str for i in obj.model.values)
+
+
+def _chunk_files(store: Path, name: str) -> list[Path]:
+    return sorted(p for p in (store / name).rglob("*") if p.is_file() and p.name != "zarr.json")
+
+
+# --------------------------------------------------------------------------------------------
+# zarr
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["ndx", "key", "scores64", "scores32"])
+def test_zarr_round_trip_is_exact_lazy_and_warning_free(tmp_path, name):
+    obj, expected = _objects(_rng())[name]
+    path = tmp_path / "out.zarr"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # zarr's fixed-length unicode warning among others
+        io.write_zarr(obj, path, chunk_mb=1e-4)
+        back = io.read_zarr(path)
+        for var, values in expected.items():
+            assert isinstance(back[var].data, da.Array)
+            got = back[var].values
+            assert got.dtype == values.dtype
+            np.testing.assert_array_equal(got, values)
+    _assert_ids(back)
+    assert back.attrs == {"bosaris_kind": obj.attrs["bosaris_kind"]}
+    meta = json.loads((path / "model" / "zarr.json").read_text())
+    assert meta["data_type"] == "string"  # variable-length, not the fixed-length extension
+    # any zarr reader sees the ids as plain strings
+    assert zarr.open_array(path / "segment", mode="r")[:].tolist() == SEGMENTS
+
+
+def test_zarr_scores_uncompressed_nan_fill_and_big_row_chunks(tmp_path):
+    rng = _rng(1)
+    score = da.from_array(rng.normal(size=(300, 200)), chunks=(7, 13))  # irregular for zarr
+    mask = da.from_array(rng.random((300, 200)) < 0.5, chunks=(50, 50))
+    obj = make_scores(range(300), range(200), score, mask)
+    path = io.write_zarr(obj, tmp_path / "s.zarr", chunk_mb=200 * 8 * 64 / 2**20)
+    meta = json.loads((path / "score" / "zarr.json").read_text())
+    assert [c["name"] for c in meta["codecs"]] == ["bytes"]  # no compressor
+    assert meta["fill_value"] == "NaN"
+    assert meta["chunk_grid"]["configuration"]["chunk_shape"] == [64, 200]  # full rows
+    mask_meta = json.loads((path / "score_mask" / "zarr.json").read_text())
+    assert mask_meta["chunk_grid"]["configuration"]["chunk_shape"] == [64, 200]
+    back = io.read_zarr(path)
+    assert back.score.data.chunks == ((64, 64, 64, 64, 44), (200,))
+    np.testing.assert_array_equal(back.score.values, score.compute())
+    np.testing.assert_array_equal(back.score_mask.values, mask.compute())
+    rechunked = io.read_zarr(path, chunks=(100, 100))
+    assert rechunked.score.data.chunks == ((100, 100, 100), (100, 100))
+
+
+def test_zarr_keeps_regular_dask_chunks_of_a_good_size(tmp_path):
+    obj = make_scores(range(40), range(30), np.ones((40, 30)), chunks=(10, 30))
+    path = io.write_zarr(obj, tmp_path / "s.zarr", chunk_mb=10 * 30 * 8 / 2**20)
+    assert io.read_zarr(path).score.data.chunks == ((10,) * 4, (30,))
+
+
+def test_plan_chunks_sizes():
+    assert zarr_store.plan_chunks((1000, 1000), 8, chunk_mb=1) == (131, 1000)
+    r, c = zarr_store.plan_chunks((10**5, 10**7), 8, chunk_mb=1)
+    assert c < 10**7 and r * c * 8 <= 2**20 and r * c * 8 > 0.9 * 2**20
+    assert zarr_store.plan_chunks((3, 4), 1) == (3, 4)
+
+
+def test_zarr_label_key_is_stored_as_labels_only(tmp_path):
+    ml = np.array(["spk1", "spk2", None, "spk1"], dtype=object)
+    sl = np.array(["spk2", "spk1", "spk3"], dtype=object)
+    key = key_from_labels(["m1", "m2", "m3", "m4"], ml, ["s1", "s2", "s3"], sl, chunks=(2, 2))
+    path = io.write_zarr(key, tmp_path / "k.zarr")
+    assert sorted(p.name for p in path.iterdir()) == [
+        "model",
+        "model_label",
+        "model_label_missing",
+        "segment",
+        "segment_label",
+        "zarr.json",
+    ]
+    back = io.read_zarr(path)
+    assert is_label_key(back)
+    expected = np.array([[-1, 1, -1], [1, -1, -1], [0, 0, 0], [-1, 1, -1]], dtype=np.int8)
+    np.testing.assert_array_equal(back.trial_mask.values, expected)
+    assert back.model_label.values[[0, 1, 3]].tolist() == ["spk1", "spk2", "spk1"]
+    assert pd.isna(back.model_label.values[2])
+    assert back.segment_label.values.tolist() == sl.tolist()
+    # the generated mask follows the chunks asked for
+    assert io.read_zarr(path, chunks=(3, 1)).trial_mask.data.chunks == ((3, 1), (1, 1, 1))
+
+
+@pytest.mark.parametrize(
+    "ml, sl",
+    [
+        ([1, 2, 3], [3, 2]),  # integers
+        ([1.5, np.nan, 2.0], [2.0, 1.5]),  # floats with a missing label
+        (["x", 3, None], [3, "x"]),  # mixed types: stored as strings, still the same classes
+    ],
+)
+def test_zarr_label_types_keep_the_same_trial_classes(tmp_path, ml, sl):
+    key = key_from_labels(["m1", "m2", "m3"], ml, ["s1", "s2"], sl)
+    back = io.read_zarr(io.write_zarr(key, tmp_path / "k.zarr"))
+    assert is_label_key(back)
+    np.testing.assert_array_equal(back.trial_mask.values, key.trial_mask.values)
+
+
+def test_zarr_mixed_labels_that_collide_as_strings_are_refused(tmp_path):
+    key = key_from_labels(["m1", "m2"], [1, "1"], ["s1"], ["1"])
+    with pytest.raises(StoreError, match="collide"):
+        io.write_zarr(key, tmp_path / "k.zarr")
+    assert not (tmp_path / "k.zarr").exists()
+
+
+def test_zarr_all_true_masks_are_not_stored(tmp_path):
+    dense = make_ndx(["m1", "m2"], ["s1", "s2", "s3"])  # a da.ones graph: known without a pass
+    scores_true = make_scores(["m"], ["a", "b"], np.array([[1.0, 2.0]]), np.ones((1, 2), bool))
+    scores_some = make_scores(["m"], ["a", "b"], np.array([[1.0, 2.0]]), [[True, False]])
+    for obj, name, omitted in [
+        (dense, "n.zarr", "trial_mask"),
+        (scores_true, "t.zarr", "score_mask"),  # checked after writing
+        (scores_some, "f.zarr", None),
+    ]:
+        path = io.write_zarr(obj, tmp_path / name)
+        stored = {p.name for p in path.iterdir()}
+        attrs = zarr.open_group(path, mode="r").attrs["bosaris_all_true"]
+        assert (omitted not in stored) if omitted else ("score_mask" in stored)
+        assert attrs == ([omitted] if omitted else [])
+        back = io.read_zarr(path)
+        for var in obj.data_vars:
+            np.testing.assert_array_equal(back[var].values, obj[var].values)
+    back = io.read_zarr(tmp_path / "t.zarr")
+    assert back.score_mask.data.chunks == back.score.data.chunks
+    kept = io.write_zarr(scores_true, tmp_path / "kept.zarr", omit_true_masks=False)
+    assert (kept / "score_mask").is_dir()
+
+
+def test_zarr_quality_round_trip(tmp_path):
+    q = make_quality(
+        model_quality=quality_table(["m1", "m2"], [[0.5, 1.0], [0.25, 2.0]]),
+        segment_quality=quality_table(["é", "s"], [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]),
+    )
+    back = io.read_zarr(io.write_zarr(q, tmp_path / "q.zarr"))
+    assert back.attrs["bosaris_kind"] == "quality"
+    np.testing.assert_array_equal(back.model_quality.values, q.model_quality.values)
+    np.testing.assert_array_equal(back.segment_quality.values, q.segment_quality.values)
+    assert back.segment.values.tolist() == ["é", "s"]
+
+
+def _written_scores(directory: Path, name: str = "s.zarr") -> Path:
+    """A 20 x 10 scores store in four chunks of 5 full rows."""
+    rng = _rng(2)
+    obj = make_scores(range(20), range(10), rng.normal(size=(20, 10)), rng.random((20, 10)) < 0.5)
+    return io.write_zarr(obj, directory / name, chunk_mb=5 * 10 * 8 / 2**20)
+
+
+def test_zarr_missing_chunk_is_a_store_error(tmp_path):
+    path = _written_scores(tmp_path)
+    chunks = _chunk_files(path, "score")
+    assert len(chunks) == 4
+    chunks[2].unlink()
+    with pytest.raises(StoreError, match=r"'score' is missing chunk \(2, 0\)"):
+        io.read_zarr(path)
+
+
+def test_zarr_missing_mask_chunk_and_truncated_chunk(tmp_path):
+    path = _written_scores(tmp_path)
+    _chunk_files(path, "score_mask")[0].unlink()
+    with pytest.raises(StoreError, match="'score_mask' is missing chunk"):
+        io.read_zarr(path)
+    path2 = _written_scores(tmp_path, "b.zarr")
+    victim = _chunk_files(path2, "score")[1]
+    victim.write_bytes(victim.read_bytes()[:-8])
+    with pytest.raises(StoreError, match="has 392 bytes, expected 400"):
+        io.read_zarr(path2)
+
+
+def test_zarr_corrupt_metadata_and_layout_errors(tmp_path):
+    path = _written_scores(tmp_path)
+    (path / "zarr.json").write_text("{not json")
+    with pytest.raises(StoreError, match=str(path)):
+        io.read_zarr(path)
+
+    path = _written_scores(tmp_path, "x.zarr")
+    group = zarr.open_group(path, mode="r+")
+    del group.attrs["bosaris_kind"]
+    with pytest.raises(StoreError, match="not a bosaris_dask store"):
+        io.read_zarr(path)
+
+    path = _written_scores(tmp_path, "y.zarr")
+    group = zarr.open_group(path, mode="r+")
+    del group["model"]
+    ids = group.create_array("model", shape=(19,), dtype=str, dimension_names=("model",))
+    ids[:] = np.array([f"m{i}" for i in range(19)])
+    with pytest.raises(StoreError, match="shape .20, 10. but there are 19 model ids"):
+        io.read_zarr(path)
+
+    path = _written_scores(tmp_path, "z.zarr")
+    group = zarr.open_group(path, mode="r+")
+    del group["score_mask"]
+    with pytest.raises(StoreError, match="'score_mask' is missing"):
+        io.read_zarr(path)
+
+    path = _written_scores(tmp_path, "w.zarr")
+    group = zarr.open_group(path, mode="r+")
+    del group["score"]
+    dims = ("model", "segment")
+    bad = group.create_array("score", shape=(20, 10), dtype=np.int32, dimension_names=dims)
+    bad[:] = 0
+    with pytest.raises(StoreError, match="'score' has dtype int32"):
+        io.read_zarr(path)
+
+
+def test_zarr_duplicate_ids_are_a_store_error(tmp_path):
+    path = _written_scores(tmp_path)
+    group = zarr.open_group(path, mode="r+")
+    group["segment"][:] = np.array(["s"] * 10)
+    with pytest.raises(StoreError, match="duplicate segment id 's'"):
+        io.read_zarr(path)
+
+
+# --------------------------------------------------------------------------------------------
+# HDF5
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["ndx", "key", "scores64", "scores32"])
+def test_hdf5_round_trip(tmp_path, name):
+    obj, expected = _objects(_rng(3))[name]
+    path = io.write_hdf5(obj, tmp_path / "out.h5")
+    back = io.read_hdf5(path)
+    assert back.attrs["bosaris_kind"] == obj.attrs["bosaris_kind"]
+    _assert_ids(back)
+    for var, values in expected.items():
+        assert isinstance(back[var].data, da.Array)
+        got = back[var].values
+        if var == "score":  # the BOSARIS layout stores double; masked-out scores become 0
+            assert got.dtype == np.float64
+            want = np.where(expected["score_mask"], values, 0).astype(np.float64)
+            np.testing.assert_array_equal(got, want)
+        else:
+            assert got.dtype == values.dtype
+            np.testing.assert_array_equal(got, values)
+
+
+def test_hdf5_layout_written(tmp_path):
+    objs = _objects(_rng(4))
+    io.write_hdf5(objs["key"][0], tmp_path / "k.h5")
+    io.write_hdf5(objs["ndx"][0], tmp_path / "n.h5")
+    io.write_hdf5(objs["scores32"][0], tmp_path / "s.h5")
+    with h5py.File(tmp_path / "k.h5") as f:
+        assert sorted(f) == ["ID", "file_format", "trial_mask"]
+        assert f["trial_mask"].dtype == np.int8 and f["trial_mask"].shape == (7, 6)
+        assert f["trial_mask"].compression is None and f["trial_mask"].chunks is None
+        assert f["file_format"].asstr()[()] == "2.0"
+        ids = f["ID/row_ids"]
+        info = h5py.check_string_dtype(ids.dtype)
+        assert info.length is not None and info.encoding == "utf-8"  # fixed length
+        assert ids.id.get_type().get_strpad() == h5py.h5t.STR_NULLTERM
+        assert ids.asstr()[()].tolist() == MODELS
+        np.testing.assert_array_equal(f["trial_mask"][()], objs["key"][1]["trial_mask"])
+    with h5py.File(tmp_path / "n.h5") as f:
+        assert sorted(f) == ["ID", "trial_mask"] and f["trial_mask"].dtype == np.uint8
+    with h5py.File(tmp_path / "s.h5") as f:
+        assert sorted(f) == ["ID", "score_mask", "scores"]
+        assert f["scores"].dtype == np.float64 and f["score_mask"].dtype == np.uint8
+        mask = objs["scores32"][1]["score_mask"]
+        assert (f["scores"][()][~mask] == 0).all()
+        np.testing.assert_array_equal(f["score_mask"][()], mask.astype(np.uint8))
+
+
+def test_hdf5_label_key_is_written_as_a_full_mask(tmp_path):
+    key = key_from_labels(["m1", "m2"], ["x", "y"], ["s1", "s2", "s3"], ["y", "x", "z"])
+    path = io.write_hdf5(key, tmp_path / "k.h5")
+    with h5py.File(path) as f:
+        np.testing.assert_array_equal(f["trial_mask"][()], [[-1, 1, -1], [1, -1, -1]])
+    back = io.read_hdf5(path)
+    assert not is_label_key(back)
+    np.testing.assert_array_equal(back.trial_mask.values, key.trial_mask.values)
+
+
+def test_hdf5_streams_many_batches(tmp_path, monkeypatch):
+    rng = _rng(5)
+    score = rng.normal(size=(50, 40))
+    mask = rng.random((50, 40)) < 0.8
+    monkeypatch.setattr(hdf5, "_BATCH_BYTES", 1)  # one block per batch
+    obj = make_scores(range(50), range(40), score, mask)
+    path = io.write_hdf5(obj, tmp_path / "s.h5", chunk_mb=3 * 40 * 8 / 2**20)
+    back = io.read_hdf5(path, chunks=(7, 40))
+    np.testing.assert_array_equal(back.score.values, np.where(mask, score, 0))
+    np.testing.assert_array_equal(back.score_mask.values, mask)
+    assert back.score.data.chunks[0][:2] == (7, 7)
+
+
+def _write_hand(path: Path, datasets: dict) -> Path:
+    with h5py.File(path, "w") as f:
+        for name, value in datasets.items():
+            f[name] = value
+    return path
+
+
+def test_hdf5_reads_fixed_nul_padded_2d_ids(tmp_path):
+    rows = np.array([[b"m1\x00\x00"], [b"m\xc3\xa9"]], dtype="S4")  # (n, 1), NUL padded
+    cols = np.array([[b"s1", b"s2", b"s3"]], dtype="S3")  # (1, n)
+    mask = np.array([[1, 0, 1], [0, 1, 1]], dtype=np.uint8)
+    path = _write_hand(
+        tmp_path / "n.h5", {"trial_mask": mask, "ID/row_ids": rows, "ID/column_ids": cols}
+    )
+    ndx = io.read_hdf5(path)
+    assert ndx.attrs["bosaris_kind"] == "ndx"
+    _assert_ids(ndx, ["m1", "mé"], ["s1", "s2", "s3"])
+    np.testing.assert_array_equal(ndx.trial_mask.values, mask.astype(bool))
+
+
+def test_hdf5_reads_variable_length_ids_and_sidekit_scores(tmp_path):
+    vlen = h5py.string_dtype()
+    score = np.array([[0.5, np.inf], [-1.0, 2.0]])
+    path = _write_hand(
+        tmp_path / "s.h5",
+        {
+            "scores": score,
+            "score_mask": np.array([[1, 0], [1, 1]], dtype=np.int8),  # as SIDEKIT wrote it
+            "ID/row_ids": np.array(["mé", "m2"], dtype=vlen),
+            "ID/column_ids": np.array([b"s1", b"s2"], dtype=h5py.string_dtype("ascii")),
+        },
+    )
+    scores = io.read_hdf5(path)
+    _assert_ids(scores, ["mé", "m2"], ["s1", "s2"])
+    np.testing.assert_array_equal(scores.score.values, [[0.5, 0.0], [-1.0, 2.0]])
+    np.testing.assert_array_equal(scores.score_mask.values, [[True, False], [True, True]])
+
+
+def test_hdf5_reads_the_old_key_format_and_float_masks(tmp_path):
+    tar = np.array([[1, 0, 0], [0, 0, 1]], dtype=np.uint8)
+    non = np.array([[0, 1, 0], [1, 0, 0]], dtype=np.uint8)
+    ids = {"ID/row_ids": np.array([b"m1", b"m2"]), "ID/column_ids": np.array([b"a", b"b", b"c"])}
+    old = _write_hand(tmp_path / "old.h5", {"target_mask": tar, "nontarget_mask": non, **ids})
+    key = io.read_hdf5(old)
+    assert key.attrs["bosaris_kind"] == "key"
+    np.testing.assert_array_equal(key.trial_mask.values, [[1, -1, 0], [-1, 0, 1]])
+
+    both = _write_hand(tmp_path / "both.h5", {"target_mask": tar, "nontarget_mask": tar, **ids})
+    with pytest.raises(StoreError, match="both /target_mask and /nontarget_mask"):
+        io.read_hdf5(both).trial_mask.values  # noqa: B018
+
+    floats = np.array([[0.9, -0.8, 0.1], [-1.0, 0.0, 1.0]])
+    fl = _write_hand(tmp_path / "f.h5", {"trial_mask": floats, "file_format": b"2.0", **ids})
+    np.testing.assert_array_equal(io.read_hdf5(fl).trial_mask.values, [[1, -1, 0], [-1, 0, 1]])
+    ambiguous = _write_hand(tmp_path / "a.h5", {"trial_mask": floats, **ids})
+    with pytest.raises(StoreError, match="pass kind="):
+        io.read_hdf5(ambiguous)
+    assert io.read_hdf5(ambiguous, "ndx").trial_mask.values.sum() == 5  # logical(): nonzero
+
+
+def test_hdf5_one_by_one_matrix_as_a_scalar(tmp_path):
+    path = _write_hand(
+        tmp_path / "k.h5",
+        {
+            "trial_mask": np.int8(-1),
+            "ID/row_ids": np.bytes_(b"m"),
+            "ID/column_ids": np.array([b"s"]),
+        },
+    )
+    key = io.read_hdf5(path)
+    assert key.trial_mask.values.tolist() == [[-1]]
+
+
+def test_hdf5_errors(tmp_path):
+    ids = {"ID/row_ids": np.array([b"m1", b"m2"]), "ID/column_ids": np.array([b"a", b"b"])}
+    mask = np.ones((2, 2), np.uint8)
+    good = _write_hand(tmp_path / "good.h5", {"trial_mask": mask, **ids})
+
+    numeric = _write_hand(
+        tmp_path / "num.h5",
+        {"trial_mask": mask, "ID/row_ids": np.array([1, 2]), "ID/column_ids": ids["ID/column_ids"]},
+    )
+    with pytest.raises(StoreError, match="/ID/row_ids holds int64, not strings"):
+        io.read_hdf5(numeric)
+
+    wrong = _write_hand(tmp_path / "shape.h5", {"trial_mask": np.ones((2, 3), np.uint8), **ids})
+    with pytest.raises(StoreError, match=r"/trial_mask has shape \(2, 3\) but there are 2 row"):
+        io.read_hdf5(wrong)
+
+    dup = {"ID/row_ids": np.array([b"m", b"m"]), "ID/column_ids": ids["ID/column_ids"]}
+    dups = _write_hand(tmp_path / "dup.h5", {"trial_mask": mask, **dup})
+    with pytest.raises(StoreError, match="duplicate id 'm' in /ID/row_ids"):
+        io.read_hdf5(dups)
+
+    missing = _write_hand(tmp_path / "noids.h5", {"trial_mask": mask})
+    with pytest.raises(StoreError, match="/ID/row_ids is missing"):
+        io.read_hdf5(missing)
+
+    truncated = tmp_path / "trunc.h5"
+    truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    with pytest.raises(StoreError, match=str(truncated)):
+        io.read_hdf5(truncated)
+
+    garbage = tmp_path / "garbage.h5"
+    garbage.write_bytes(b"not an hdf5 file at all")
+    with pytest.raises(StoreError, match="not a readable HDF5 file"):
+        io.read_hdf5(garbage)
+
+    with pytest.raises(StoreNotFoundError, match="nope.h5"):
+        io.read_hdf5(tmp_path / "nope.h5")
+
+
+def test_hdf5_lazy_arrays_pickle_and_reopen(tmp_path):
+    obj, expected = _objects(_rng(6))["scores64"]
+    path = io.write_hdf5(obj, tmp_path / "s.h5")
+    back = io.read_hdf5(path, chunks=(2, 3))
+    clone = pickle.loads(pickle.dumps(back.score.data))  # the open h5py.File is not pickled
+    want = np.where(expected["score_mask"], expected["score"], 0)
+    np.testing.assert_array_equal(clone.compute(scheduler="threads"), want)
+    # deterministic graph names: reading twice gives the same keys
+    assert io.read_hdf5(path, chunks=(2, 3)).score.data.name == back.score.data.name
+
+
+@pytest.mark.slow
+def test_hdf5_reads_under_distributed(tmp_path):
+    from distributed import Client, LocalCluster
+
+    rng = _rng(7)
+    score = rng.normal(size=(60, 50))
+    mask = rng.random((60, 50)) < 0.6
+    path = io.write_hdf5(make_scores(range(60), range(50), score, mask), tmp_path / "s.h5")
+    with (
+        LocalCluster(
+            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        back = io.read_hdf5(path, chunks=(10, 50))
+        total, count = dask.compute(back.score.sum(), back.score_mask.sum())
+        pids = set(client.run(lambda: __import__("os").getpid()).values())
+        copy = io.write_hdf5(back, tmp_path / "copy.h5", chunk_mb=0.01)  # blocks from workers
+    assert len(pids) == 2
+    assert float(total) == pytest.approx(np.where(mask, score, 0).sum(), rel=1e-12)
+    assert int(count) == mask.sum()
+    np.testing.assert_array_equal(io.read_hdf5(copy).score.values, np.where(mask, score, 0))
+
+
+def test_hdf5_quality_round_trip_and_variants(tmp_path):
+    t = quality_table(["s1", "é"], [[0.1, 2.0, 3.0], [0.2, 5.0, 6.0]])
+    path = io.write_quality_hdf5(t, tmp_path / "q.h5")
+    with h5py.File(path) as f:
+        assert f["values"].shape == (3, 2) and f["values"].dtype == np.float64
+    back = io.read_quality_hdf5(path)
+    assert back.dims == ("id", "measure")
+    assert back.id.values.tolist() == ["s1", "é"]
+    np.testing.assert_array_equal(back.values, t.values)
+    assert io.read_quality(path).equals(back)
+
+    one = _write_hand(tmp_path / "one.h5", {"values": np.array([1.0, 2.0]), "ids": [b"a", b"b"]})
+    assert io.read_quality_hdf5(one).values.tolist() == [[1.0], [2.0]]
+    bad = _write_hand(tmp_path / "bad.h5", {"values": np.ones((3, 4)), "ids": [b"a", b"b"]})
+    with pytest.raises(StoreError, match=r"/values has shape \(3, 4\) for 2 ids"):
+        io.read_quality_hdf5(bad)
+    with pytest.raises(StoreError, match="read_quality"):
+        io.read_hdf5(path)
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    rows=st.integers(1, 9),
+    cols=st.integers(1, 9),
+    seed=st.integers(0, 2**16),
+    chunk=st.integers(1, 5),
+)
+def test_random_matrices_round_trip_through_both_stores(rows, cols, seed, chunk):
+    rng = _rng(seed)
+    score = rng.normal(size=(rows, cols)).astype(rng.choice([np.float32, np.float64]))
+    mask = rng.random((rows, cols)) < 0.5
+    key = _key_matrix(rng, (rows, cols))
+    models = [f"m{i}" for i in rng.permutation(rows)]
+    segments = [f"é{i}" for i in rng.permutation(cols)]
+    scores = make_scores(models, segments, score, mask, chunks=chunk)
+    keyobj = make_key(models, segments, key, chunks=(chunk, chunk + 1))
+    with tempfile.TemporaryDirectory() as d:
+        for ext in ("zarr", "h5"):
+            s = io.read(io.write(scores, f"{d}/s.{ext}", chunk_mb=chunk * 1e-4))
+            k = io.read(io.write(keyobj, f"{d}/k.{ext}", chunk_mb=chunk * 1e-4))
+            want = score if ext == "zarr" else np.where(mask, score, 0)
+            np.testing.assert_array_equal(s.score.values, want)
+            np.testing.assert_array_equal(s.score_mask.values, mask)
+            np.testing.assert_array_equal(k.trial_mask.values, key)
+            assert s.model.values.tolist() == models and k.segment.values.tolist() == segments
+
+
+# --------------------------------------------------------------------------------------------
+# atomic writes
+# --------------------------------------------------------------------------------------------
+
+
+def _boom(block: np.ndarray, block_info=None) -> np.ndarray:
+    if block_info[0]["chunk-location"] == (1, 0):
+        raise RuntimeError("disk full")
+    return block
+
+
+def _failing_scores() -> object:
+    score = da.from_array(np.arange(40.0).reshape(8, 5), chunks=(4, 5)).map_blocks(
+        _boom, dtype=np.float64
+    )
+    return make_scores(range(8), range(5), score)
+
+
+@pytest.mark.parametrize("ext", ["zarr", "h5"])
+def test_failed_write_leaves_nothing(tmp_path, ext):
+    final = tmp_path / f"s.{ext}"
+    with pytest.raises(RuntimeError, match="disk full"):
+        io.write(_failing_scores(), final, chunk_mb=4 * 5 * 8 / 2**20)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("ext", ["zarr", "h5"])
+def test_failed_replacement_keeps_the_previous_store(tmp_path, ext):
+    final = tmp_path / f"s.{ext}"
+    previous = make_scores(["x"], ["y", "z"], np.array([[1.0, 2.0]]))
+    io.write(previous, final)
+    with pytest.raises(RuntimeError, match="disk full"):
+        io.write(_failing_scores(), final, chunk_mb=4 * 5 * 8 / 2**20)
+    assert [p.name for p in tmp_path.iterdir()] == [final.name]
+    back = io.read(final)
+    assert back.score.values.tolist() == [[1.0, 2.0]] and back.model.values.tolist() == ["x"]
+    # and a successful write replaces it completely
+    io.write(make_scores(["n"], ["y"], np.array([[3.0]])), final)
+    assert io.read(final).score.values.tolist() == [[3.0]]
+    assert [p.name for p in tmp_path.iterdir()] == [final.name]
+
+
+def test_atomic_path_files_and_directories(tmp_path):
+    final = tmp_path / "out"
+    with atomic.atomic_path(final) as tmp:
+        assert tmp.parent == tmp_path and tmp.name.startswith(".out.tmp-")
+        tmp.write_text("file")
+    assert final.read_text() == "file"
+    with atomic.atomic_path(final) as tmp:  # a directory replaces a file
+        tmp.mkdir()
+        (tmp / "inner").write_text("dir")
+    assert (final / "inner").read_text() == "dir"
+    with atomic.atomic_path(final) as tmp:  # a directory replaces a directory
+        tmp.mkdir()
+        (tmp / "other").write_text("dir2")
+    assert [p.name for p in final.iterdir()] == ["other"]
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def test_atomic_path_without_exchange_falls_back(tmp_path, monkeypatch):
+    monkeypatch.setattr(atomic, "_exchange", lambda a, b: False)
+    final = tmp_path / "d.zarr"
+    final.mkdir()
+    (final / "old").write_text("old")
+    with atomic.atomic_path(final) as tmp:
+        tmp.mkdir()
+        (tmp / "new").write_text("new")
+    assert [p.name for p in final.iterdir()] == ["new"]
+    assert [p.name for p in tmp_path.iterdir()] == ["d.zarr"]
+
+
+def test_atomic_path_errors(tmp_path):
+    with (
+        pytest.raises(StoreError, match="does not exist"),
+        atomic.atomic_path(tmp_path / "no" / "x"),
+    ):
+        pass
+    with pytest.raises(StoreError, match="nothing was written"), atomic.atomic_path(tmp_path / "x"):
+        pass
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_remove_stale_restores_and_deletes(tmp_path):
+    final = tmp_path / "s.zarr"
+    aside = tmp_path / ".s.zarr.old-0123456789ab"  # killed between the two fallback renames
+    aside.mkdir()
+    (aside / "zarr.json").write_text("{}")
+    tmp = tmp_path / ".s.zarr.tmp-0123456789ab"
+    tmp.mkdir()
+    other = tmp_path / ".t.zarr.tmp-0123456789ab"  # another store's temporary: not ours
+    other.mkdir()
+    assert atomic.remove_stale(final, min_age_s=3600) == []  # young temporaries are kept
+    assert (final / "zarr.json").exists() and tmp.exists()
+    assert atomic.remove_stale(final, min_age_s=0) == [tmp]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".t.zarr.tmp-0123456789ab", "s.zarr"]
+
+
+# --------------------------------------------------------------------------------------------
+# dispatcher
+# --------------------------------------------------------------------------------------------
+
+
+def test_detect_format(tmp_path):
+    assert io.detect_format("a.zarr") == "zarr"
+    assert io.detect_format("a.ZARR") == "zarr"
+    assert io.detect_format(Path("x/k.h5")) == "hdf5"
+    assert io.detect_format("k.hdf5") == "hdf5"
+    assert io.detect_format("scores.txt") == "text"
+    assert io.detect_format("trials") == "text"
+    store = io.write_zarr(make_ndx(["m"], ["s"]), tmp_path / "a.zarr")
+    renamed = store.rename(tmp_path / "plain_dir")
+    assert io.detect_format(renamed) == "zarr"
+    assert io.read(renamed).attrs["bosaris_kind"] == "ndx"
+
+
+def test_dispatcher_errors(tmp_path):
+    for name in ("missing.zarr", "missing.h5", "missing.txt"):
+        with pytest.raises(StoreNotFoundError, match=name) as info:
+            io.read(tmp_path / name)
+        assert isinstance(info.value, FileNotFoundError)
+    with pytest.raises(StoreNotFoundError):
+        io.read_quality(tmp_path / "q.h5")
+    path = io.write(make_ndx(["m"], ["s"]), tmp_path / "n.zarr")
+    with pytest.raises(StoreError, match="holds a ndx, expected a key"):
+        io.read(path, "key")
+    with pytest.raises(StoreError, match="not zarr"):
+        io.read_quality(path)
+    with pytest.raises(StoreError, match="not zarr"):
+        io.write_quality(quality_table(["a"], [[1.0]]), tmp_path / "q.zarr")
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(StoreError, match="not a zarr store"):
+        io.read(tmp_path / "plain")
+    assert io.read(path, "ndx").trial_mask.values.tolist() == [[True]]
+    assert io.read(tmp_path / "n.zarr", chunks=1).trial_mask.data.chunks == ((1,), (1,))
