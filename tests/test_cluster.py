@@ -1,0 +1,464 @@
+"""Tests of bosaris_dask.cluster with real dask components on loopback.
+
+Real worker processes (LocalCluster), a real ``dask scheduler`` and ``dask worker`` started as
+subprocesses, a worker killed with SIGKILL mid-computation. Everything binds to 127.0.0.1 and is
+torn down by fixtures, whatever the test does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+
+from bosaris_dask.cluster import (
+    CLUSTER_KINDS,
+    SMALL_JOB_TRIALS,
+    add_cluster_arguments,
+    connect,
+    connect_from_args,
+    current_client_or_none,
+    jobqueue_job_script,
+)
+from bosaris_dask.errors import BosarisError, ClusterError
+
+LOCAL = {"dashboard": False, "announce": None}
+
+
+def _data() -> tuple[np.ndarray, da.Array]:
+    """Float data whose sum depends on the summation order, chunked so a tree sum is needed."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(20_000) * 10.0 ** rng.integers(-8, 8, 20_000)
+    return x, da.from_array(x, chunks=1_000)
+
+
+def _threaded_sum(dx: da.Array) -> float:
+    return float(dx.sum(split_every=2).compute(scheduler="threads"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (exited, not yet reaped) still answers kill(0): read its state.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_dead(pids, timeout=15.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = [p for p in pids if _alive(p)]
+        if not alive:
+            return []
+        time.sleep(0.1)
+    return alive
+
+
+# --------------------------------------------------------------------------------------------
+# threaded scheduler, option handling
+# --------------------------------------------------------------------------------------------
+
+
+def test_threads_yields_none_and_uses_threaded_scheduler():
+    x, dx = _data()
+    with connect(cluster="threads", workers=2) as client:
+        assert client is None
+        assert dask.config.get("scheduler") == "threads"
+        assert dask.config.get("num_workers") == 2
+        total = float(dx.sum(split_every=2).compute())
+    assert total == _threaded_sum(dx)
+    assert total == pytest.approx(x.sum(), rel=1e-12, abs=1e-3)
+    assert dask.config.get("scheduler", None) is None
+
+
+def test_default_small_job_uses_threads():
+    assert current_client_or_none() is None
+    with connect(size_hint=SMALL_JOB_TRIALS - 1) as client:
+        assert client is None
+        assert dask.config.get("scheduler") == "threads"
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"scheduler": "tcp://127.0.0.1:1", "cluster": "local"}, "only one of"),
+        ({"scheduler": "tcp://127.0.0.1:1", "scheduler_file": "f.json"}, "only one of"),
+        ({"cluster": "yarn"}, "unknown cluster 'yarn'"),
+        ({"cluster": "local", "jobs": 2}, "jobs only apply to cluster='slurm'"),
+        ({"cluster": "threads", "queue": "q", "walltime": "1:00"}, "queue, walltime only"),
+        ({"cluster": "mpi", "workers": 4}, "mpirun -n N"),
+        ({"cluster": "slurm", "memory_limit": "4GB"}, "memory per job"),
+        ({"scheduler": "tcp://127.0.0.1:1", "workers": 2}, "only apply to a cluster we start"),
+        ({"cluster": "local", "workers": 0}, "workers must be a positive integer"),
+        ({"cluster": "local", "memory_limit": "lots"}, "invalid memory limit 'lots'"),
+        ({"cluster": "local", "memory_limit": -1}, "invalid memory limit -1"),
+    ],
+)
+def test_bad_options_raise_cluster_error(kwargs, match):
+    with pytest.raises(ClusterError, match=match):
+        with connect(**kwargs, announce=None):
+            pytest.fail("the block must not run")
+
+
+def test_cluster_error_is_a_bosaris_error():
+    assert issubclass(ClusterError, BosarisError)
+    assert issubclass(ClusterError, RuntimeError)
+
+
+def test_add_cluster_arguments_parses_and_defaults_to_none():
+    parser = argparse.ArgumentParser()
+    add_cluster_arguments(parser)
+    empty = parser.parse_args([])
+    for name in ("scheduler", "scheduler_file", "cluster", "workers", "threads_per_worker",
+                 "memory_limit", "queue", "cores", "memory", "walltime", "jobs", "interface",
+                 "dashboard", "timeout", "worker_timeout"):  # fmt: skip
+        assert getattr(empty, name) is None, name
+    args = parser.parse_args(
+        ["--cluster", "local", "--workers", "3", "--threads-per-worker", "2",
+         "--memory-limit", "0.25", "--no-dashboard", "--scheduler-timeout", "2.5"]
+    )  # fmt: skip
+    assert (args.cluster, args.workers, args.threads_per_worker) == ("local", 3, 2)
+    assert args.memory_limit == 0.25 and args.dashboard is False and args.timeout == 2.5
+    args = parser.parse_args(
+        [
+            "--cluster",
+            "pbs",
+            "--queue",
+            "long",
+            "--cores",
+            "8",
+            "--memory",
+            "32GB",
+            "--walltime",
+            "04:00:00",
+            "--jobs",
+            "5",
+        ]
+    )
+    assert (args.queue, args.cores, args.memory, args.walltime, args.jobs) == (
+        "long", 8, "32GB", "04:00:00", 5)  # fmt: skip
+    assert parser.parse_args(["--memory-limit", "4GB"]).memory_limit == "4GB"
+    assert parser.parse_args(["--memory-limit", "2000000000"]).memory_limit == 2_000_000_000
+    assert set(CLUSTER_KINDS) == {"local", "threads", "slurm", "pbs", "mpi"}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--workers", "0"],
+        ["--workers", "two"],
+        ["--memory-limit", "lots"],
+        ["--cluster", "yarn"],
+        ["--scheduler", "tcp://a:1", "--cluster", "local"],
+        ["--scheduler", "tcp://a:1", "--scheduler-file", "f"],
+        ["--scheduler-timeout", "0"],
+    ],
+)
+def test_add_cluster_arguments_rejects_bad_values(argv, capsys):
+    parser = argparse.ArgumentParser()
+    add_cluster_arguments(parser)
+    with pytest.raises(SystemExit) as info:
+        parser.parse_args(argv)
+    assert info.value.code == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_connect_from_args_threads():
+    parser = argparse.ArgumentParser()
+    add_cluster_arguments(parser)
+    args = parser.parse_args(["--cluster", "threads", "--workers", "3"])
+    _, dx = _data()
+    with connect_from_args(args) as client:
+        assert client is None
+        assert dask.config.get("num_workers") == 3
+        assert float(dx.sum(split_every=2).compute()) == _threaded_sum(dx)
+
+
+def test_missing_optional_dependency_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "dask_jobqueue", None)  # makes the import fail
+    with pytest.raises(ClusterError, match=r"dask_jobqueue.*pip install 'bosaris-dask\[hpc\]'"):
+        with connect(cluster="slurm", announce=None):
+            pass
+    monkeypatch.setitem(sys.modules, "dask_mpi", None)
+    with pytest.raises(ClusterError, match=r"dask_mpi.*bosaris-dask\[hpc\]"):
+        with connect(cluster="mpi", announce=None):
+            pass
+
+
+# --------------------------------------------------------------------------------------------
+# unreachable schedulers
+# --------------------------------------------------------------------------------------------
+
+
+def test_unreachable_scheduler_address_fails_fast():
+    address = f"tcp://127.0.0.1:{_free_port()}"  # nothing listens there
+    start = time.monotonic()
+    with pytest.raises(ClusterError, match=f"cannot reach the dask scheduler at {address}"):
+        with connect(scheduler=address, timeout=1.0, announce=None):
+            pytest.fail("the block must not run")
+    assert time.monotonic() - start < 10.0
+    assert current_client_or_none() is None
+
+
+def test_missing_scheduler_file_fails_fast(tmp_path):
+    start = time.monotonic()
+    with pytest.raises(ClusterError, match="cannot reach the dask scheduler of .*nope.json"):
+        with connect(scheduler_file=tmp_path / "nope.json", timeout=1.0, announce=None):
+            pytest.fail("the block must not run")
+    assert time.monotonic() - start < 10.0
+
+
+# --------------------------------------------------------------------------------------------
+# real LocalCluster
+# --------------------------------------------------------------------------------------------
+
+
+def test_local_cluster_two_processes_matches_threads():
+    x, dx = _data()
+    expected = _threaded_sum(dx)
+    messages: list[str] = []
+    with connect(cluster="local", workers=2, threads_per_worker=1, memory_limit="1GB",
+                 announce=messages.append) as client:  # fmt: skip
+        assert current_client_or_none() is client
+        info = client.scheduler_info()
+        assert len(info["workers"]) == 2
+        assert {w["nthreads"] for w in info["workers"].values()} == {1}
+        assert {w["memory_limit"] for w in info["workers"].values()} == {10**9}
+        assert all(a.startswith("tcp://127.0.0.1:") for a in info["workers"])
+        pids = set(client.run(os.getpid).values())
+        assert len(pids) == 2 and os.getpid() not in pids
+        # dask.compute inside the block runs on the cluster, not in this process.
+        task_pids = set(da.from_array(np.arange(8), chunks=1).map_blocks(
+            lambda b: np.array([os.getpid()])).compute().tolist())  # fmt: skip
+        assert task_pids <= pids
+        total = float(dx.sum(split_every=2).compute())
+        link = client.dashboard_link
+        # An existing client is reused as it is, and left open.
+        with connect(announce=None) as inner:
+            assert inner is client
+        assert client.status == "running"
+    assert total == expected
+    assert total == pytest.approx(x.sum(), rel=1e-12, abs=1e-3)
+    # The link is announced exactly when the dashboard runs (it needs bokeh).
+    assert messages == ([f"dask dashboard at {link}"] if link else [])
+    # What connect started is closed: client, scheduler, worker processes.
+    assert client.status == "closed"
+    assert current_client_or_none() is None
+    assert _wait_dead(pids) == []
+
+
+def test_worker_sigkill_mid_computation_gives_exact_result():
+    n_chunks, chunk = 24, 50_000
+    x = da.arange(n_chunks * chunk, chunks=chunk, dtype="int64")
+
+    def slow(block):
+        time.sleep(0.15)
+        return block * 3 + 1
+
+    y = x.map_blocks(slow, dtype="int64").sum(split_every=2)
+    n = n_chunks * chunk
+    expected = 3 * (n * (n - 1) // 2) + n
+    with connect(cluster="local", workers=2, threads_per_worker=1, **LOCAL) as client:
+        pids = client.run(os.getpid)
+        future = client.compute(y)
+        deadline = time.monotonic() + 20
+        while not client.processing() or not any(client.processing().values()):
+            assert time.monotonic() < deadline, "computation never started"
+            time.sleep(0.02)
+        time.sleep(0.5)  # a few chunks done, many more to go
+        victim_addr, victim = next(iter(pids.items()))
+        assert future.status == "pending"
+        os.kill(victim, signal.SIGKILL)
+        result = future.result(timeout=60)
+        assert _wait_dead([victim]) == []
+        # The nanny restarted the killed worker: a new process serves the cluster.
+        new_pids = set(client.run(os.getpid).values())
+        assert victim not in new_pids
+    assert result == expected
+
+
+# --------------------------------------------------------------------------------------------
+# dask scheduler + dask worker subprocesses and a scheduler file
+# --------------------------------------------------------------------------------------------
+
+
+class _SchedulerProcesses:
+    """A ``dask scheduler`` and one ``dask worker`` on loopback, as subprocesses."""
+
+    def __init__(self, directory: Path):
+        self.file = directory / "scheduler.json"
+        self.procs: list[subprocess.Popen] = []
+        self.log = directory / "dask.log"
+        self._out = open(self.log, "wb")  # closed in stop()
+        self.scheduler = self._start(
+            "distributed.cli.dask_scheduler", "--scheduler-file", str(self.file),
+            "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while not (self.file.exists() and self.file.stat().st_size):
+            if self.scheduler.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"dask scheduler did not start:\n{self.log.read_text()}")
+            time.sleep(0.05)
+        time.sleep(0.1)  # the file is written in one go, but let it be closed
+        self.address = json.loads(self.file.read_text())["address"]
+        self.worker = self._start(
+            "distributed.cli.dask_worker", "--scheduler-file", str(self.file),
+            "--host", "127.0.0.1", "--nthreads", "1", "--nworkers", "1", "--no-dashboard",
+            "--death-timeout", "20",
+        )  # fmt: skip
+
+    def _start(self, module: str, *args: str) -> subprocess.Popen:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", module, *args],
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group: the nanny's child dies with it
+        )
+        self.procs.append(proc)
+        return proc
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                with _suppress():
+                    os.killpg(proc.pid, signal.SIGTERM)
+        for proc in reversed(self.procs):
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                with _suppress():
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+        for proc in self.procs:  # stray children (the worker under its nanny)
+            with _suppress():
+                os.killpg(proc.pid, signal.SIGKILL)
+        self._out.close()
+
+
+def _suppress():
+    import contextlib
+
+    return contextlib.suppress(ProcessLookupError, PermissionError)
+
+
+@pytest.fixture
+def dask_processes(tmp_path):
+    procs = _SchedulerProcesses(tmp_path)
+    try:
+        yield procs
+    finally:
+        procs.stop()
+
+
+def test_scheduler_file_and_address_with_real_processes(dask_processes):
+    x, dx = _data()
+    expected = _threaded_sum(dx)
+    with connect(scheduler_file=dask_processes.file, timeout=20, worker_timeout=30,
+                 announce=None) as client:  # fmt: skip
+        assert client.scheduler.address == dask_processes.address
+        (worker_pid,) = client.run(os.getpid).values()
+        assert worker_pid != os.getpid()
+        assert float(dx.sum(split_every=2).compute()) == expected
+    assert client.status == "closed"
+    # Only the client was closed: the scheduler and worker go on serving.
+    assert dask_processes.scheduler.poll() is None and dask_processes.worker.poll() is None
+    with connect(scheduler=dask_processes.address, timeout=20, announce=None) as client:
+        assert client.run(os.getpid) == {next(iter(client.scheduler_info()["workers"])):
+                                         worker_pid}  # fmt: skip
+        assert float(dx.sum(split_every=2).compute()) == expected
+    assert dask_processes.scheduler.poll() is None
+    assert x.size == 20_000
+
+
+def test_scheduler_that_disappears_gives_cluster_error(dask_processes):
+    def slow(block):
+        time.sleep(0.5)
+        return block
+
+    y = da.ones(40, chunks=1).map_blocks(slow).sum()
+    start = time.monotonic()
+    with pytest.raises(ClusterError, match="lost the connection to the dask scheduler at"):
+        with connect(scheduler=dask_processes.address, timeout=3, announce=None) as client:
+            future = client.compute(y)
+            time.sleep(0.5)
+            os.killpg(dask_processes.scheduler.pid, signal.SIGKILL)
+            future.result(timeout=60)
+    assert time.monotonic() - start < 45
+    assert current_client_or_none() is None
+
+
+# --------------------------------------------------------------------------------------------
+# dask-jobqueue job scripts (no job system needed)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def jobqueue():
+    # Import before dask.config.set: leaving a config.set block drops keys set up inside it,
+    # which would drop the jobqueue defaults if the import happened there.
+    return pytest.importorskip("dask_jobqueue")
+
+
+def test_pbs_job_script_from_config_with_overrides(jobqueue):
+    config = {
+        "jobqueue.pbs.queue": "batch",
+        "jobqueue.pbs.account": "proj42",
+        "jobqueue.pbs.cores": 4,
+        "jobqueue.pbs.processes": 1,
+        "jobqueue.pbs.memory": "8GiB",
+        "jobqueue.pbs.walltime": "01:00:00",
+        "jobqueue.pbs.job-extra-directives": ["-m abe"],
+    }
+    with dask.config.set(config):
+        script = jobqueue_job_script("pbs")
+        overridden = jobqueue_job_script("pbs", queue="long", walltime="12:00:00", workers=2)
+    lines = script.splitlines()
+    assert lines[0] == "#!/usr/bin/env bash"
+    for directive in ("#PBS -q batch", "#PBS -A proj42", "#PBS -l select=1:ncpus=4:mem=8192MB",
+                      "#PBS -l walltime=01:00:00", "#PBS -m abe"):  # fmt: skip
+        assert directive in lines
+    assert "--nthreads 4 --memory-limit 8.00GiB" in script and "--nworkers" not in script
+    assert "#PBS -q long" in overridden and "#PBS -q batch" not in overridden
+    assert "#PBS -l walltime=12:00:00" in overridden
+    assert "--nthreads 2 --memory-limit 4.00GiB --nworkers 2" in overridden
+
+
+def test_slurm_job_script_from_arguments(jobqueue):
+    script = jobqueue_job_script("slurm", queue="debug", cores=2, memory="2GiB",
+                                 walltime="00:10:00", interface="lo")  # fmt: skip
+    lines = script.splitlines()
+    for directive in ("#SBATCH -p debug", "#SBATCH -n 1", "#SBATCH --cpus-per-task=2",
+                      "#SBATCH --mem=2G", "#SBATCH -t 00:10:00"):  # fmt: skip
+        assert directive in lines
+    assert "--interface lo" in script
+
+
+def test_jobqueue_without_cores_and_memory_is_a_clear_error(jobqueue):
+    with dask.config.set({"jobqueue.slurm.cores": None, "jobqueue.slurm.memory": None}):
+        with pytest.raises(ClusterError, match="jobqueue.slurm.cores"):
+            jobqueue_job_script("slurm")
+    with pytest.raises(ClusterError, match="not 'mpi'"):
+        jobqueue_job_script("mpi")
