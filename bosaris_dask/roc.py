@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.spatial import ConvexHull, QhullError
 from scipy.special import expit
 
 __all__ = [
@@ -79,29 +80,53 @@ def _cross_sign_exact(ox: int, oy: int, ax: int, ay: int, bx: int, by: int) -> i
     return (value > 0) - (value < 0)
 
 
-def _prune_above_chords(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Indices of points that may be vertices of the lower convex hull.
+def _drop_run_interiors(x: np.ndarray, y: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Drop repeated points and the interior points of horizontal and vertical runs.
 
-    Repeatedly drops, all at once, every interior point that lies clearly above the chord of its
-    current neighbours (such a point can never be a lower-hull vertex). The test is done in
-    float64 with a safety margin, so a point is only dropped when that is certain; the exact
-    decision on what remains is left to :func:`convex_minorant`. Stops when a round drops
-    less than 1% of the points.
+    Neither can be a strict vertex of the lower hull.
     """
-    keep = np.arange(len(x))
-    while len(keep) > 64:
-        xs, ys = x[keep].astype(np.float64), y[keep].astype(np.float64)
-        dx0, dy0 = xs[1:-1] - xs[:-2], ys[1:-1] - ys[:-2]
-        dx1, dy1 = xs[2:] - xs[:-2], ys[2:] - ys[:-2]
-        cross = dx1 * dy0 - dy1 * dx0  # > 0: middle point above the chord
-        scale = np.abs(dx1 * dy0) + np.abs(dy1 * dx0)
-        above = cross > 1e-9 * scale + 1e-9
-        if above.sum() < 0.01 * len(keep):
-            break
-        drop = np.zeros(len(keep), dtype=bool)
-        drop[1:-1] = above
-        keep = keep[~drop]
-    return keep
+    repeated = np.zeros(len(keep), dtype=bool)  # a point equal to the one before (empty bin)
+    repeated[1:] = (x[keep][1:] == x[keep][:-1]) & (y[keep][1:] == y[keep][:-1])
+    repeated[-1] = False  # the last point always stays
+    keep = keep[~repeated]
+    xs, ys = x[keep], y[keep]
+    interior = np.zeros(len(keep), dtype=bool)
+    same_x = (xs[1:-1] == xs[:-2]) & (xs[1:-1] == xs[2:])
+    same_y = (ys[1:-1] == ys[:-2]) & (ys[1:-1] == ys[2:])
+    interior[1:-1] = same_x | same_y
+    return keep[~interior]
+
+
+def _drop_above_qhull(x: np.ndarray, y: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Drop points that lie clearly above the lower hull found by Qhull (in float64).
+
+    Qhull's vertices are real points, so the piecewise-linear curve through them is never below
+    the exact hull: a point clearly above it is not a vertex. The margin keeps every decision
+    that float64 cannot make exactly for :func:`convex_minorant`'s integer arithmetic.
+    """
+    xs, ys = x[keep].astype(np.float64), y[keep].astype(np.float64)
+    try:
+        hull = ConvexHull(np.column_stack([xs, ys]))
+    except QhullError:  # degenerate (e.g. all points collinear): nothing to drop safely
+        return keep
+    vertices = np.unique(hull.vertices)
+    order = np.lexsort((ys[vertices], xs[vertices]))
+    vx, vy = xs[vertices][order], ys[vertices][order]
+    # the lower chain of the hull's vertices (a handful of points: a plain loop is fine)
+    chain: list[int] = []
+    for k in range(len(vx)):
+        while len(chain) >= 2:
+            o, a = chain[-2], chain[-1]
+            if (vx[a] - vx[o]) * (vy[k] - vy[o]) - (vy[a] - vy[o]) * (vx[k] - vx[o]) <= 0:
+                chain.pop()
+            else:
+                break
+        chain.append(k)
+    curve = np.interp(xs, vx[chain], vy[chain])
+    margin = 1e-9 * (np.abs(ys).max() + np.abs(xs).max() + 1.0)
+    above = ys > curve + margin
+    above[[0, -1]] = False
+    return keep[~above]
 
 
 def convex_minorant(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -117,7 +142,11 @@ def convex_minorant(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     >>> convex_minorant(np.array([0, 1, 2, 3]), np.array([0, 5, 1, 6])).tolist()
     [0, 2, 3]
     """
-    candidates = _prune_above_chords(x, y)
+    candidates = np.arange(len(x))
+    if len(candidates) > 2:
+        candidates = _drop_run_interiors(x, y, candidates)
+    if len(candidates) > 256:
+        candidates = _drop_above_qhull(x, y, candidates)
     xs = [int(v) for v in x[candidates]]
     ys = [int(v) for v in y[candidates]]
     stack: list[int] = []  # positions into candidates

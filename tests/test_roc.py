@@ -1,0 +1,68 @@
+"""The small exact kernels: hull, PAV blocks, EER, PRBEP, minDCF, minCllr."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bosaris_dask import roc
+
+from . import reference as ref
+
+
+def test_hand_worked_hull_and_summaries():
+    # scores ascending: non non non tar non tar tar (values -2 -1 0 1 1.5 2 3)
+    n_tar = np.array([0, 0, 0, 1, 0, 1, 1])
+    n_non = np.array([1, 1, 1, 0, 1, 0, 0])
+    hull = roc.rocch(n_tar, n_non)
+    assert hull.misses.tolist() == [0, 0, 1, 3] and hull.false_alarms.tolist() == [4, 1, 0, 0]
+    assert np.isclose(
+        roc.rocch_eer(hull), 1 / 7
+    )  # segment (Pfa 1/4, 0) -> (0, 1/3) meets Pmiss = Pfa
+    assert roc.prbep(hull) == 0.5  # segment (fa 1, miss 0) -> (fa 0, miss 1)
+    dcf, pmiss, pfa = roc.min_dcf(hull, np.array([0.0]))
+    assert (dcf[0], pmiss[0], pfa[0]) == (0.125, 0.0, 0.25)
+    # PAV blocks: [3 non], [1 tar + 1 non], [2 tar]; the middle one has LLR log(1) - log(T/N)
+    middle = np.log1p(np.exp(np.log(3 / 4))) / 3 + np.log1p(np.exp(-np.log(3 / 4))) / 4
+    assert np.isclose(roc.min_cllr(hull), middle / 2 / np.log(2), rtol=1e-15)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(300, 3000),
+    seed=st.integers(0, 2**32 - 1),
+    kind=st.sampled_from(["smooth", "noisy", "pure runs", "ties"]),
+)
+def test_hull_of_many_points_is_exact(n, seed, kind):
+    """Exercises the Qhull pre-filter (over 256 points) against an exact rational check."""
+    rng = np.random.default_rng(seed)
+    if kind == "smooth":  # large counts, locally convex: the hard case for pruning
+        n_tar = rng.poisson(np.linspace(1, 200, n) ** 1.5)
+        n_non = rng.poisson(np.linspace(200, 1, n) ** 1.5)
+    elif kind == "pure runs":
+        n_tar = rng.integers(0, 3, n) * (rng.random(n) < 0.3)
+        n_non = rng.integers(0, 3, n) * (n_tar == 0)
+    elif kind == "ties":
+        n_tar = rng.integers(0, 2, n)
+        n_non = rng.integers(0, 2, n)
+    else:
+        n_tar = rng.integers(0, 50, n)
+        n_non = rng.integers(0, 50, n)
+    n_tar[-1] += 1
+    n_non[0] += 1
+    hull = roc.rocch(n_tar, n_non)
+    misses = np.concatenate([[0], np.cumsum(n_tar)])
+    fas = n_non.sum() - np.concatenate([[0], np.cumsum(n_non)])
+    ref.check_hull(misses, fas, hull.misses, hull.false_alarms)
+
+
+def test_pav_blocks_have_increasing_posteriors():
+    rng = np.random.default_rng(0)
+    n_tar, n_non = rng.integers(0, 5, 500), rng.integers(0, 5, 500)
+    starts, t, n = roc.pav_blocks(n_tar, n_non)
+    assert starts[0] == 0 and starts[-1] == 500 and t.sum() == n_tar.sum()
+    post = t / (t + n)
+    assert np.all(np.diff(post) > 0)
+    for a, b, bt, bn in zip(starts[:-1], starts[1:], t, n, strict=True):
+        assert n_tar[a:b].sum() == bt and n_non[a:b].sum() == bn
