@@ -1,0 +1,155 @@
+"""The ``bosaris-dask`` command as users run it: real subprocesses and in-process ``main``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bosaris_dask import io, metrics
+from bosaris_dask.cli import main
+from bosaris_dask.simulate import simulate
+from bosaris_dask.trials import make_key, make_scores
+
+
+@pytest.fixture(scope="module")
+def small_set(tmp_path_factory):
+    """A 60 x 80 simulated key and two systems as zarr stores."""
+    out = tmp_path_factory.mktemp("sim")
+    assert (
+        main(
+            [
+                "simulate",
+                "--models",
+                "60",
+                "--segments",
+                "80",
+                "--systems",
+                "2",
+                "--target-rate",
+                "0.05",
+                "--out",
+                str(out),
+                "-q",
+                "--cluster",
+                "threads",
+            ]
+        )
+        == 0
+    )
+    return out  # fmt: skip
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "bosaris_dask.cli", *args], capture_output=True, text=True
+    )
+
+
+def test_simulate_writes_what_it_says(small_set):
+    key = io.read(small_set / "key.zarr")
+    assert key.attrs["bosaris_kind"] == "key" and "model_label" in key.coords
+    expected_key, expected = simulate(60, 80, systems=2, target_rate=0.05, seed=0)
+    for k in (1, 2):
+        stored = io.read(small_set / f"system-{k}.zarr")
+        assert stored.score.dtype == np.float32
+        np.testing.assert_array_equal(stored.score.values, expected[k - 1].score.values)
+    np.testing.assert_array_equal(key.trial_mask.values, expected_key.trial_mask.values)
+
+
+def test_evaluate_json_equals_the_api(small_set, tmp_path):
+    out = tmp_path / "r.json"
+    rc = main(["evaluate", "--key", str(small_set / "key.zarr"),
+               "--scores", str(small_set / "system-1.zarr"),
+               "--scores", str(small_set / "system-2.zarr"),
+               "--prior", "0.5", "0.1", "--prior", "0.01", "--json", str(out), "-q",
+               "--cluster", "threads"])  # fmt: skip
+    assert rc == 0
+    doc = json.loads(out.read_text())
+    key = io.read(small_set / "key.zarr")
+    api = metrics.evaluate(
+        [io.read(small_set / f"system-{k}.zarr") for k in (1, 2)], key, priors=[0.5, 0.1, 0.01]
+    )
+    assert [s["name"] for s in doc["systems"]] == ["system-1", "system-2"]
+    for k, system in enumerate(doc["systems"]):
+        assert system["n_target"] == int(api.n_target[k])
+        assert system["eer"] == float(api.eer[k]) and system["min_cllr"] == float(api.min_cllr[k])
+        assert [op["prior"] for op in system["operating_points"]] == [0.5, 0.1, 0.01]
+        for j, op in enumerate(system["operating_points"]):
+            assert op["act_dcf"] == float(api.act_dcf[k, j])
+            assert op["min_pfa"] == float(api.min_pfa[k, j])
+            assert set(op) == {"prior", "act_dcf", "min_dcf", "act_dcf_raw", "min_dcf_raw",
+                               "act_pmiss", "act_pfa", "min_pmiss", "min_pfa"}  # fmt: skip
+
+
+def test_evaluate_prints_a_table(small_set):
+    result = _run("evaluate", "--key", str(small_set / "key.zarr"),
+                  "--scores", str(small_set / "system-1.zarr"), "--cluster", "threads")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split()[:3] == ["system", "targets", "non-targets"]
+    assert lines[1].split()[0] == "system-1"
+    assert "P=0.001" in result.stdout and "passes over the data" in result.stderr
+
+
+def test_missing_input_is_one_line_and_status_1(tmp_path):
+    result = _run("evaluate", "--key", str(tmp_path / "nope.zarr"), "--scores", "x.zarr")
+    assert result.returncode == 1
+    assert result.stderr.strip().endswith("nope.zarr: no such file or store")
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_missing_scores_error_and_allow_missing(tmp_path):
+    key = make_key(["a", "b"], ["x", "y"], [[1, -1], [-1, 1]])
+    scores = make_scores(["a", "b"], ["x", "y"], [[2.0, 0.0], [0.0, 1.0]],
+                         [[True, True], [True, False]])  # fmt: skip
+    io.write(key, tmp_path / "key.zarr")
+    io.write(scores, tmp_path / "s.zarr")
+    args = ["evaluate", "--key", str(tmp_path / "key.zarr"), "--scores", str(tmp_path / "s.zarr"),
+            "--cluster", "threads"]  # fmt: skip
+    result = _run(*args)
+    assert result.returncode == 1
+    assert "1 key trials have no score, e.g. (b, y)" in result.stderr
+    result = _run(*args, "--allow-missing", "--json", str(tmp_path / "r.json"))
+    assert result.returncode == 0, result.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["systems"][0]["n_missing"] == 1 and doc["systems"][0]["n_target"] == 1
+
+
+def test_bad_prior_is_rejected():
+    result = _run("evaluate", "--key", "k", "--scores", "s", "--prior", "1.5")
+    assert result.returncode == 2 and "strictly between 0 and 1" in result.stderr
+
+
+def test_demo_says_where_outputs_are(tmp_path):
+    result = _run("demo", "--out", str(tmp_path / "demo"), "--models", "40", "--segments", "50")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads((tmp_path / "demo" / "results.json").read_text())
+    assert len(doc["systems"]) == 3
+    assert f"Outputs in {tmp_path / 'demo'}/" in result.stdout
+    for name in ("key.zarr", "system-1.zarr", "system-2.zarr", "system-3.zarr"):
+        assert (tmp_path / "demo" / name).is_dir()
+
+
+def test_info_reports_counts(small_set):
+    result = _run("info", str(small_set / "key.zarr"))
+    assert result.returncode == 0, result.stderr
+    key = io.read(small_set / "key.zarr")
+    n_tar = int((key.trial_mask.values == 1).sum())
+    assert f"({n_tar:,} targets, {60 * 80 - n_tar:,} non-targets)" in result.stdout
+    assert "derived from class labels" in result.stdout
+
+
+@pytest.mark.parametrize("command", ["convert", "info", "simulate", "evaluate", "demo"])
+def test_every_subcommand_has_help(command):
+    result = _run(command, "--help")
+    assert result.returncode == 0 and "usage: bosaris-dask " + command in result.stdout
+
+
+def test_help_lists_commands():
+    out = _run("--help").stdout
+    for command in ("convert", "info", "simulate", "evaluate", "demo"):
+        assert command in out
