@@ -1,0 +1,143 @@
+"""Launch machinery for the hpc tests: commands under mpirun, srun-less sbatch jobs, cleanup.
+
+Every launch is bounded in time and cleaned up (process group killed, job cancelled) whatever
+happens, and everything binds to loopback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+#: The command the hpc tests run; swap for ``[sys.executable, "-m", "bosaris_dask.cli", ...]``.
+JOB = [sys.executable, str(Path(__file__).with_name("dask_job.py"))]
+#: OpenMPI options: loopback only, TCP, and allowed to run as root (CI runs as root).
+MPI_OPTIONS = [
+    "--oversubscribe",
+    "--mca", "btl", "self,tcp",
+    "--mca", "btl_tcp_if_include", "lo",
+    "--mca", "oob_tcp_if_include", "lo",
+]  # fmt: skip
+
+
+def job_env() -> dict[str, str]:
+    """Environment for launched jobs: the repo importable, OpenMPI allowed to run as root."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    return env
+
+
+def require_mpi() -> str:
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        pytest.skip("mpirun not found: install OpenMPI with .ci/setup-hpc.sh")
+    pytest.importorskip("mpi4py", reason="mpi4py missing: pip install 'bosaris-dask[hpc]'")
+    pytest.importorskip("dask_mpi", reason="dask-mpi missing: pip install 'bosaris-dask[hpc]'")
+    return mpirun
+
+
+def require_slurm() -> str:
+    """Return the default partition of a running SLURM; skip when SLURM is not installed."""
+    if shutil.which("sinfo") is None or shutil.which("sbatch") is None:
+        pytest.skip("sinfo/sbatch not found: install and start SLURM with .ci/setup-hpc.sh")
+    out = subprocess.run(["sinfo", "-h", "-o", "%P %T"], capture_output=True, text=True,
+                         timeout=30)  # fmt: skip
+    if out.returncode != 0:
+        pytest.fail(f"SLURM is installed but does not answer (start it with .ci/setup-hpc.sh): "
+                    f"{out.stderr.strip()}")  # fmt: skip
+    rows = [line.split() for line in out.stdout.splitlines() if line.strip()]
+    usable = [p for p, state in rows if state.startswith(("idle", "mix", "alloc"))]
+    if not usable:
+        pytest.fail(f"no SLURM partition with a usable node (run .ci/setup-hpc.sh):\n{out.stdout}")
+    default = [p for p in usable if p.endswith("*")]
+    return (default or usable)[0].rstrip("*")
+
+
+def mpirun_command(n: int, command: list[str]) -> list[str]:
+    return [shutil.which("mpirun") or "mpirun", "-n", str(n), *MPI_OPTIONS, *command]
+
+
+def run(command: list[str], timeout: float, cwd: Path) -> subprocess.CompletedProcess:
+    """Run ``command`` in its own process group; kill the whole group on timeout."""
+    proc = subprocess.Popen(command, cwd=cwd, env=job_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
+                            start_new_session=True)  # fmt: skip
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        pytest.fail(f"{shlex.join(command)} ran past {timeout} s:\n{out[-4000:]}")
+    finally:
+        try:  # strays (scheduler or worker ranks) must not outlive the test
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return subprocess.CompletedProcess(command, proc.returncode, out, None)
+
+
+def sbatch_and_wait(script: str, directory: Path, timeout: float) -> tuple[str, str]:
+    """Submit ``script`` with ``sbatch --wait``; return (job id, its output). Cancel on timeout."""
+    path = directory / "job.sh"
+    path.write_text(script)
+    proc = subprocess.Popen(["sbatch", "--parsable", "--wait", str(path)], cwd=directory,
+                            env=job_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)  # fmt: skip
+    job_id = ""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        job_id = out.strip().split(";")[0]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        job_id = out.strip().split(";")[0]
+        if job_id:
+            subprocess.run(["scancel", job_id], timeout=30)
+        pytest.fail(f"sbatch job {job_id or '?'} ran past {timeout} s:\n{_job_output(directory)}")
+    if proc.returncode != 0:
+        pytest.fail(f"sbatch job {job_id} failed (exit {proc.returncode}): {err}\n"
+                    f"{_job_output(directory)}")  # fmt: skip
+    return job_id, _job_output(directory, tail=None)
+
+
+def _job_output(directory: Path, tail: int | None = 4000) -> str:
+    text = "\n".join(p.read_text() for p in sorted(directory.glob("slurm-*.out")))
+    return text if tail is None else text[-tail:]
+
+
+def squeue_ids() -> set[str]:
+    out = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True,
+                         timeout=30)  # fmt: skip
+    return set(out.stdout.split())
+
+
+def wait_until_gone(job_ids: set[str], timeout: float = 60) -> set[str]:
+    deadline = time.monotonic() + timeout
+    while (left := job_ids & squeue_ids()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return left
+
+
+def read_result(path: Path, log: str) -> dict:
+    assert path.exists(), f"the job wrote no result:\n{log[-4000:]}"
+    return json.loads(path.read_text())
+
+
+def check_sum_result(result: dict, n: int) -> None:
+    """The check for :data:`JOB` run with ``--n n``; swap with the command."""
+    assert result["total"] == sum(range(0, 3 * n, 3)) + n == result["expected"]
+    assert result["workers"], "no worker ran the job"
+    worker_pids = {w["pid"] for w in result["workers"]}
+    assert result["client"]["pid"] not in worker_pids
