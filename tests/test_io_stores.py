@@ -276,6 +276,13 @@ def test_zarr_corrupt_metadata_and_layout_errors(tmp_path):
         io.read_zarr(path)
 
 
+def test_zarr_corrupt_array_metadata_names_the_store(tmp_path):
+    path = _written_scores(tmp_path)
+    (path / "score_mask" / "zarr.json").write_text('{"zarr_format": 3, "node_type": "array"}')
+    with pytest.raises(StoreError, match=str(path)):
+        io.read_zarr(path)
+
+
 def test_zarr_duplicate_ids_are_a_store_error(tmp_path):
     path = _written_scores(tmp_path)
     group = zarr.open_group(path, mode="r+")
@@ -344,11 +351,10 @@ def test_hdf5_label_key_is_written_as_a_full_mask(tmp_path):
     np.testing.assert_array_equal(back.trial_mask.values, key.trial_mask.values)
 
 
-def test_hdf5_streams_many_batches(tmp_path, monkeypatch):
+def test_hdf5_streams_many_blocks(tmp_path):
     rng = _rng(5)
     score = rng.normal(size=(50, 40))
     mask = rng.random((50, 40)) < 0.8
-    monkeypatch.setattr(hdf5, "_BATCH_BYTES", 1)  # one block per batch
     obj = make_scores(range(50), range(40), score, mask)
     path = io.write_hdf5(obj, tmp_path / "s.h5", chunk_mb=3 * 40 * 8 / 2**20)
     back = io.read_hdf5(path, chunks=(7, 40))
@@ -481,7 +487,7 @@ def test_hdf5_lazy_arrays_pickle_and_reopen(tmp_path):
 
 
 @pytest.mark.slow
-def test_hdf5_reads_under_distributed(tmp_path):
+def test_hdf5_reads_and_writes_under_distributed(tmp_path, monkeypatch):
     from distributed import Client, LocalCluster
 
     rng = _rng(7)
@@ -490,14 +496,20 @@ def test_hdf5_reads_under_distributed(tmp_path):
     path = io.write_hdf5(make_scores(range(60), range(50), score, mask), tmp_path / "s.h5")
     with (
         LocalCluster(
-            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
+            n_workers=2,
+            processes=True,
+            threads_per_worker=1,
+            dashboard_address=":0",
+            host="127.0.0.1",
         ) as cluster,
         Client(cluster) as client,
     ):
+        assert zarr_store._distributed_client() is client
         back = io.read_hdf5(path, chunks=(10, 50))
         total, count = dask.compute(back.score.sum(), back.score_mask.sum())
         pids = set(client.run(lambda: __import__("os").getpid()).values())
-        copy = io.write_hdf5(back, tmp_path / "copy.h5", chunk_mb=0.01)  # blocks from workers
+        monkeypatch.setattr(hdf5, "_BATCH_BYTES", 1)  # pull one block at a time from the workers
+        copy = io.write_hdf5(back, tmp_path / "copy.h5", chunk_mb=0.01)
     assert len(pids) == 2
     assert float(total) == pytest.approx(np.where(mask, score, 0).sum(), rel=1e-12)
     assert int(count) == mask.sum()
@@ -651,6 +663,24 @@ def test_remove_stale_restores_and_deletes(tmp_path):
 # --------------------------------------------------------------------------------------------
 # dispatcher
 # --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ext", ["zarr", "h5"])
+def test_rewriting_a_store_from_itself(tmp_path, ext):
+    rng = _rng(8)
+    score, mask = rng.normal(size=(30, 20)), rng.random((30, 20)) < 0.5
+    path = io.write(make_scores(range(30), range(20), score, mask), tmp_path / f"s.{ext}")
+    io.write(io.read(path, chunks=(7, 20)), path, chunk_mb=0.002)  # read lazily while replaced
+    want = score if ext == "zarr" else np.where(mask, score, 0)  # HDF5 writes 0 where masked
+    np.testing.assert_array_equal(io.read(path).score.values, want)
+    np.testing.assert_array_equal(io.read(path).score_mask.values, mask)
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+@pytest.mark.parametrize("ext", ["zarr", "h5"])
+def test_progress_bar_on_stderr(tmp_path, capsys, ext):
+    io.write(make_scores(["m"], ["s"], np.array([[1.0]])), tmp_path / f"s.{ext}", progress=True)
+    assert "100%" in capsys.readouterr().err
 
 
 def test_detect_format(tmp_path):

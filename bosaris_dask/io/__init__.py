@@ -1,13 +1,10 @@
 """Reading and writing trial objects: one entry point that chooses the format from the path.
 
-=========================================  ========  ========================================
-path                                       format    module
-=========================================  ========  ========================================
-``*.zarr``, or a directory with zarr.json  zarr      :mod:`bosaris_dask.io.zarr_store` (default)
-``*.h5``, ``*.hdf5``                       HDF5      :mod:`bosaris_dask.io.hdf5` (BOSARIS layout)
-anything else                              text      :mod:`bosaris_dask.io.text` (BOSARIS, Kaldi,
-                                                     NIST trial and score files)
-=========================================  ========  ========================================
+- ``*.zarr``, or a directory holding ``zarr.json``: zarr, the default store
+  (:mod:`bosaris_dask.io.zarr_store`);
+- ``*.h5``, ``*.hdf5``: HDF5 in the layout of the BOSARIS Toolkit (:mod:`bosaris_dask.io.hdf5`);
+- anything else: text, i.e. BOSARIS, Kaldi and NIST trial and score files
+  (:mod:`bosaris_dask.io.text`).
 
 A path to read that does not exist raises :class:`~bosaris_dask.errors.StoreNotFoundError`
 (a :class:`~bosaris_dask.errors.StoreError` that is also a :class:`FileNotFoundError`) naming

@@ -37,14 +37,18 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import dask
 import dask.array as da
+import dask.local
+import dask.threaded
 import h5py
 import numpy as np
 import pandas as pd
@@ -53,7 +57,7 @@ from xarray.backends import CachingFileManager
 
 from bosaris_dask.errors import StoreError, StoreNotFoundError, TrialError
 from bosaris_dask.io.atomic import atomic_path
-from bosaris_dask.io.zarr_store import plan_chunks
+from bosaris_dask.io.zarr_store import _distributed_client, compute_with_progress, plan_chunks
 from bosaris_dask.trials import (
     kind_of,
     make_key,
@@ -72,8 +76,8 @@ __all__ = [
     "detect_hdf5_kind",
 ]
 
-#: How many bytes of blocks the writer pulls to the client at a time.
-_BATCH_BYTES = 256 * 2**20
+#: How many bytes of blocks the writer pulls from distributed workers at a time.
+_BATCH_BYTES = 128 * 2**20
 _ROWS, _COLUMNS = "ID/row_ids", "ID/column_ids"
 
 
@@ -329,22 +333,35 @@ def _matrices(obj: xr.Dataset, kind: str, chunk_mb: float) -> dict[str, da.Array
 
 
 def _stream(matrices: dict[str, da.Array], f: h5py.File, label: str, progress: bool) -> None:
-    """Compute the blocks a batch at a time and write them from this thread only."""
+    """Write the blocks of the dask arrays into new datasets of ``f``, from one process.
+
+    With a local scheduler, :func:`dask.array.store` writes each block as soon as it is
+    computed, under a lock (h5py writes are not thread-safe). With a distributed client, the
+    blocks are pulled to this process a small batch at a time and written here.
+    """
     arrays = list(matrices.values())
     datasets = [f.create_dataset(n, shape=a.shape, dtype=a.dtype) for n, a in matrices.items()]
     if 0 in arrays[0].shape:
         return
+    if _distributed_client() is None:
+        stored = da.store(arrays, datasets, lock=threading.Lock(), compute=False)
+        local = dask.base.get_scheduler() in (None, dask.threaded.get, dask.local.get_sync)
+        with contextlib.nullcontext() if local else dask.config.set(scheduler="threads"):
+            compute_with_progress(stored, progress=progress)
+        return
     blocks = [a.to_delayed(optimize_graph=True).ravel() for a in arrays]
     slices = list(da.core.slices_from_chunks(arrays[0].chunks))
-    block = arrays[0].chunks[0][0] * arrays[0].chunks[1][0]
-    block_bytes = block * sum(a.dtype.itemsize for a in arrays)
+    block_bytes = (
+        arrays[0].chunks[0][0] * arrays[0].chunks[1][0] * sum(a.dtype.itemsize for a in arrays)
+    )
     per_batch = max(1, _BATCH_BYTES // max(1, block_bytes))
     for start in range(0, len(slices), per_batch):
         batch = range(start, min(len(slices), start + per_batch))
-        values = dask.compute(*[b[i] for b in blocks for i in batch])
+        values = list(dask.compute(*[b[i] for b in blocks for i in batch]))
         for k, dset in enumerate(datasets):
             for j, i in enumerate(batch):
                 dset[slices[i]] = values[k * len(batch) + j]
+        del values  # free this batch before the next is computed
         if progress:
             end = "\n" if batch.stop == len(slices) else ""
             print(f"\r{label}: {batch.stop}/{len(slices)} blocks", end=end, file=sys.stderr)

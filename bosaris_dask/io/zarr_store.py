@@ -39,6 +39,7 @@ import itertools
 import math
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +81,14 @@ _VARIABLES: dict[str, dict[str, tuple[np.dtype, ...]]] = {
 }
 _MASKS = {"ndx": "trial_mask", "scores": "score_mask"}  # masks that may be omitted when all true
 _LABELS = ("model_label", "segment_label")
-_ZARR_ERRORS = (OSError, ValueError, KeyError, TypeError, zarr.errors.BaseZarrError)
+_ZARR_ERRORS = (
+    OSError,
+    ValueError,
+    KeyError,
+    TypeError,
+    zarr.errors.BaseZarrError,
+    zarr.errors.ZarrUserWarning,  # raised as an error while opening: a node zarr cannot parse
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -384,9 +392,11 @@ def _check_chunks(path: Path, name: str, arr: zarr.Array) -> None:
 
 def _open_group(path: Path) -> tuple[dict[str, Any], dict[str, zarr.Array]]:
     try:
-        group = zarr.open_group(store=os.fspath(path), mode="r")
-        attrs = dict(group.attrs)
-        arrays = dict(group.arrays())
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", zarr.errors.ZarrUserWarning)
+            group = zarr.open_group(store=os.fspath(path), mode="r")
+            attrs = dict(group.attrs)
+            arrays = dict(group.arrays())
     except _ZARR_ERRORS as exc:
         raise StoreError(f"{path}: not a readable zarr store ({exc})") from exc
     return attrs, arrays
@@ -440,7 +450,6 @@ def _open_xarray(path: Path) -> xr.Dataset:
             chunks={},
             mask_and_scale=False,
             decode_times=False,
-            zarr_format=3,
         )
     except _ZARR_ERRORS as exc:
         raise StoreError(f"{path}: cannot open the zarr store ({exc})") from exc
