@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 import pickle
+import signal
+import subprocess
+import sys
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -605,6 +609,39 @@ def test_failed_replacement_keeps_the_previous_store(tmp_path, ext):
     assert [p.name for p in tmp_path.iterdir()] == [final.name]
 
 
+_SLOW_WRITER = """
+import sys, time
+import dask.array as da, numpy as np
+from bosaris_dask import io
+from bosaris_dask.trials import make_scores
+
+def slow(block):
+    time.sleep(0.1)
+    return block
+
+score = da.from_array(np.zeros((100, 5)), chunks=(1, 5)).map_blocks(slow, dtype=np.float64)
+io.write_zarr(make_scores(range(100), range(5), score), sys.argv[1], chunk_mb=40 / 2**20)
+"""
+
+
+def test_killed_writer_leaves_only_a_hidden_temporary(tmp_path):
+    final = tmp_path / "s.zarr"
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, str(final)])
+    try:
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob(".s.zarr.tmp-*/score/c/*")):  # some chunks are written
+            assert proc.poll() is None and time.monotonic() < deadline, "writer did not start"
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert not final.exists()
+    (tmp,) = tmp_path.iterdir()
+    assert tmp.name.startswith(".s.zarr.tmp-")
+    assert atomic.remove_stale(final, min_age_s=0) == [tmp]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_atomic_path_files_and_directories(tmp_path):
     final = tmp_path / "out"
     with atomic.atomic_path(final) as tmp:
@@ -654,9 +691,10 @@ def test_remove_stale_restores_and_deletes(tmp_path):
     tmp.mkdir()
     other = tmp_path / ".t.zarr.tmp-0123456789ab"  # another store's temporary: not ours
     other.mkdir()
-    assert atomic.remove_stale(final, min_age_s=3600) == []  # young temporaries are kept
-    assert (final / "zarr.json").exists() and tmp.exists()
+    assert atomic.remove_stale(final, min_age_s=3600) == []  # young entries are left alone
+    assert not final.exists() and tmp.exists() and aside.exists()
     assert atomic.remove_stale(final, min_age_s=0) == [tmp]
+    assert (final / "zarr.json").exists()  # the previous output is back
     assert sorted(p.name for p in tmp_path.iterdir()) == [".t.zarr.tmp-0123456789ab", "s.zarr"]
 
 

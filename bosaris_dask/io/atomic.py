@@ -168,8 +168,9 @@ def remove_stale(final_path: str | os.PathLike[str], *, min_age_s: float = 3600.
 
     If ``final_path`` is missing but a previous output was moved aside (a writer killed between
     the two renames of the fallback replacement), that output is moved back. Then hidden
-    temporaries (``.NAME.tmp-*``) and set-aside outputs (``.NAME.old-*``) older than
-    ``min_age_s`` seconds are deleted; younger ones may belong to a writer still running.
+    temporaries (``.NAME.tmp-*``) and set-aside outputs (``.NAME.old-*``) are deleted. Only
+    entries older than ``min_age_s`` seconds are touched: younger ones may belong to a writer
+    that is still running.
 
     Returns
     -------
@@ -188,17 +189,18 @@ def remove_stale(final_path: str | os.PathLike[str], *, min_age_s: float = 3600.
     parent = final.parent
     if not parent.is_dir():
         return []
-    olds = sorted(parent.glob(f".{final.name}{_OLD}*"), key=lambda p: p.stat().st_mtime)
-    if olds and not final.exists():
-        os.replace(olds.pop(), final)  # the newest set-aside output is the previous one
-    removed = []
     now = time.time()
-    for p in [*parent.glob(f".{final.name}{_TMP}*"), *olds]:
+
+    def stale(p: Path) -> bool:
         try:
-            age = now - p.lstat().st_mtime
+            return now - p.lstat().st_mtime >= min_age_s
         except FileNotFoundError:
-            continue
-        if age >= min_age_s:
-            remove_path(p)
-            removed.append(p)
+            return False
+
+    olds = sorted(parent.glob(f".{final.name}{_OLD}*"), key=lambda p: p.lstat().st_mtime)
+    if olds and stale(olds[-1]) and not final.exists():
+        os.replace(olds.pop(), final)  # the newest set-aside output is the previous one
+    removed = [p for p in [*parent.glob(f".{final.name}{_TMP}*"), *olds] if stale(p)]
+    for p in removed:
+        remove_path(p)
     return sorted(removed)
