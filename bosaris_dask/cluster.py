@@ -55,6 +55,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
+import importlib.util
 import logging
 import os
 import sys
@@ -275,7 +277,11 @@ def connect(
             _wait_for_workers(client, kind, wait, where)
         link = client.dashboard_link
         if dashboard and link:
-            say(f"dask dashboard at {link}")
+            # A scheduler we start serves dashboard pages only where bokeh is installed.
+            if kind in ("address", "file") or importlib.util.find_spec("bokeh") is not None:
+                say(f"dask dashboard at {link}")
+            else:
+                _log.info("no dask dashboard: install bokeh to get one")
         try:
             yield client
         except BosarisError:
@@ -581,6 +587,12 @@ def _start_local(stack, workers, threads_per_worker, memory_limit, dashboard, ti
 def _start_mpi(stack, threads_per_worker, memory_limit, interface, dashboard, timeout) -> Client:
     dask_mpi = _import_optional("dask_mpi", "cluster='mpi'")
     _import_optional("mpi4py", "cluster='mpi'")
+    from mpi4py import MPI
+
+    if MPI.COMM_WORLD.Get_rank() != 1:
+        # The scheduler and worker ranks log every connection (and tracebacks of the closed
+        # connections at shutdown) at INFO: keep their output to warnings and errors.
+        logging.getLogger("distributed").setLevel(logging.WARNING)
     try:
         is_client = dask_mpi.initialize(
             interface=interface,
@@ -675,8 +687,6 @@ def _wait_for_workers(client: Client, kind: str, timeout: float, where: str) -> 
 
 
 def _import_optional(module: str, feature: str):
-    import importlib
-
     try:
         return importlib.import_module(module)
     except ImportError as exc:

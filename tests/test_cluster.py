@@ -462,3 +462,82 @@ def test_jobqueue_without_cores_and_memory_is_a_clear_error(jobqueue):
             jobqueue_job_script("slurm")
     with pytest.raises(ClusterError, match="not 'mpi'"):
         jobqueue_job_script("mpi")
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "hpc"
+
+
+def _flat(config: dict, prefix: str = "") -> dict:
+    """{"a": {"b": 1}} -> {"a.b": 1}: dask.config.set replaces nested dicts whole."""
+    out = {}
+    for key, value in config.items():
+        if isinstance(value, dict) and value:
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def test_example_jobqueue_yaml_gives_the_documented_jobs(jobqueue):
+    import yaml
+
+    config = yaml.safe_load((EXAMPLES / "jobqueue.yaml").read_text())
+    with dask.config.set(_flat(config)):
+        pbs = jobqueue_job_script("pbs").splitlines()
+        slurm = jobqueue_job_script("slurm", queue="long").splitlines()
+    for line in ("#PBS -N bosaris-worker", "#PBS -q workq",
+                 "#PBS -l select=1:ncpus=8:mem=30GB", "#PBS -l walltime=02:00:00"):  # fmt: skip
+        assert line in pbs
+    for line in ("#SBATCH -J bosaris-worker", "#SBATCH -p long", "#SBATCH --cpus-per-task=8",
+                 "#SBATCH --mem=30G", "#SBATCH -t 02:00:00"):  # fmt: skip
+        assert line in slurm
+    # 4 worker processes of 2 threads and 8 GB (32 GB / 4, written in GiB) per job.
+    for script in (pbs, slurm):
+        assert "--nthreads 2 --memory-limit 7.45GiB --nworkers 4" in script[-1]
+
+
+_FAKE_MPIRUN = """#!/bin/bash
+# Drop mpirun's own options; run the program once, as one rank would.
+while [[ $# -gt 0 && $1 != */bosaris-dask ]]; do shift; done
+exec "$@"
+"""
+_FAKE_CLI = """#!/bin/bash
+printf '%s\\n' "$@" > "$ARGV_FILE"
+"""
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in EXAMPLES.glob("*.sh")))
+def test_example_batch_scripts_run_a_command_the_cli_accepts(script, tmp_path):
+    from bosaris_dask.cli import build_parser
+
+    text = (EXAMPLES / script).read_text()
+    assert ("#SBATCH" in text) == script.startswith("slurm")
+    assert ("#PBS" in text) == script.startswith("pbs")
+    # Run the script with stand-ins for mpirun and bosaris-dask that record the arguments.
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for name, body in (("mpirun", _FAKE_MPIRUN), ("bosaris-dask", _FAKE_CLI)):
+        (fake / name).write_text(body)
+        (fake / name).chmod(0o755)
+    nodefile = tmp_path / "nodes"
+    nodefile.write_text("node1\n" * 20)
+    env = {
+        "PATH": f"{fake}:/usr/bin:/bin", "HOME": str(tmp_path), "USER": "me",
+        "ARGV_FILE": str(tmp_path / "argv"), "BOSARIS_DASK": str(fake / "bosaris-dask"),
+        "SLURM_JOB_ID": "42", "SLURM_NTASKS": "18", "SLURM_CPUS_PER_TASK": "4",
+        "PBS_JOBID": "42.pbs", "PBS_NODEFILE": str(nodefile), "PBS_O_WORKDIR": str(tmp_path),
+    }  # fmt: skip
+    done = subprocess.run(["bash", str(EXAMPLES / script)], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    argv = (tmp_path / "argv").read_text().splitlines()
+    args = build_parser().parse_args(argv)
+    assert args.command == "evaluate"
+    assert args.key == "/scratch/me/sre-1e9/key.zarr"
+    assert len(args.scores) == 2 and args.json.startswith("/scratch/me/sre-1e9/results-42")
+    if "mpi" in script:
+        assert args.cluster == "mpi"
+        assert args.threads_per_worker == 4 and args.memory_limit in ("7GB", "15GB")
+    else:
+        assert args.cluster == script.split("-")[0] and args.jobs == 8
+        assert args.worker_timeout == 3600

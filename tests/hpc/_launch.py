@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -88,13 +89,22 @@ def run(command: list[str], timeout: float, cwd: Path) -> subprocess.CompletedPr
     return subprocess.CompletedProcess(command, proc.returncode, out, None)
 
 
-def sbatch_and_wait(script: str, directory: Path, timeout: float) -> tuple[str, str]:
-    """Submit ``script`` with ``sbatch --wait``; return (job id, its output). Cancel on timeout."""
-    path = directory / "job.sh"
-    path.write_text(script)
-    proc = subprocess.Popen(["sbatch", "--parsable", "--wait", str(path)], cwd=directory,
-                            env=job_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)  # fmt: skip
+def sbatch_and_wait(
+    script: str | Path, directory: Path, timeout: float, options: Sequence[str] = ()
+) -> tuple[str, str]:
+    """Submit a job with ``sbatch --wait`` from ``directory``; return (job id, its output).
+
+    ``script`` is the script's text or a path to it; ``options`` go on sbatch's command line
+    (where they win over the script's ``#SBATCH`` lines). The job is cancelled on timeout.
+    """
+    if isinstance(script, str):
+        path = directory / "job.sh"
+        path.write_text(script)
+    else:
+        path = script
+    command = ["sbatch", "--parsable", "--wait", *options, str(path)]
+    proc = subprocess.Popen(command, cwd=directory, env=job_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
     job_id = ""
     try:
         out, err = proc.communicate(timeout=timeout)
