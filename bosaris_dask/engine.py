@@ -58,7 +58,7 @@ __all__ = ["ScoreSummary", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
 #: How many chunk results one merge task adds up.
 DEFAULT_SPLIT_EVERY = 8
 #: Elements a kernel processes at a time (bounds the temporaries of a task).
-_SLICE = 1 << 20
+_SLICE = 1 << 22
 #: Dense refinement histograms stay below this many bins per system (per chunk result).
 _DENSE_BUDGET = 1 << 21
 #: Pull exact keys instead of sub-histogramming when candidate bins hold at most this many trials.
@@ -156,6 +156,13 @@ def _classes_of(classes: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return np.where(mask, classes, 0).astype(np.int8)
 
 
+def _softplus(z: np.ndarray) -> np.ndarray:
+    """``log(1 + exp(z))`` in float64, accurate to ~1e-16 absolute (cheaper than logaddexp)."""
+    e = np.exp(-np.abs(z))
+    np.log1p(e, out=e)
+    return np.maximum(z, 0.0, out=z) + e
+
+
 def _coarse_kernel(classes: np.ndarray, *pairs: np.ndarray, shift: int, nbins: int) -> np.ndarray:
     """Pass 1 on one chunk: per system, counts per key prefix and the scalar sums.
 
@@ -166,25 +173,32 @@ def _coarse_kernel(classes: np.ndarray, *pairs: np.ndarray, shift: int, nbins: i
     out = []
     for s_block, m_block in zip(pairs[::2], pairs[1::2], strict=True):
         s_flat, m_flat = s_block.reshape(-1), m_block.reshape(-1)
-        hist = np.zeros(3 * nbins, dtype=np.int64)
+        hist = np.zeros(2 * nbins + 1, dtype=np.int64)  # the last bin collects non-trials
         sums = np.zeros(3)
         missing = bad = 0
         for sl in _slices(s_flat.size):
             s, key_cls, scored = s_flat[sl], cls_flat[sl], m_flat[sl]
-            c = _classes_of(key_cls, scored)
-            missing += int(np.count_nonzero((key_cls != 0) & ~scored))
+            c = key_cls if scored.all() else _classes_of(key_cls, scored)
+            if c is not key_cls:
+                missing += int(np.count_nonzero((key_cls != 0) & ~scored))
+            is_trial = c != 0
             finite = np.isfinite(s)
             if not finite.all():
-                bad += int(np.count_nonzero(~finite & (c != 0)))
+                bad += int(np.count_nonzero(~finite & is_trial))
                 s = np.where(finite, s, 0)
+            idx = (order_keys(s) >> shift).astype(np.intp)
+            idx <<= 1
+            idx += c > 0
+            if not is_trial.all():
+                idx[~is_trial] = 2 * nbins
+            hist += np.bincount(idx, minlength=2 * nbins + 1)
             code = (c + 1).astype(np.intp)  # 0 non-target, 1 no trial, 2 target
-            hist += np.bincount(
-                (order_keys(s) >> shift).astype(np.intp) * 3 + code, minlength=3 * nbins
-            )
-            z = -c.astype(np.float64) * s  # softplus(-s) for targets, softplus(s) for non
-            sums += np.bincount(code, weights=np.logaddexp(0.0, z), minlength=3)
-        h = hist.reshape(nbins, 3)
-        out.append(np.concatenate([h[:, 0], h[:, 2], [sums[2], sums[0], missing, bad]]))
+            z = c.astype(np.float64)
+            z *= s
+            np.negative(z, out=z)  # softplus(-s) for targets, softplus(s) for non-targets
+            sums += np.bincount(code, weights=_softplus(z), minlength=3)
+        h = hist[:-1].reshape(nbins, 2)
+        out.append(np.concatenate([h[:, 0], h[:, 1], [sums[2], sums[0], missing, bad]]))
     return np.concatenate(out).astype(np.float64)[None, None, :]
 
 
@@ -197,6 +211,7 @@ class _RefineSpec:
     cand_bits: np.ndarray  # width bits of each candidate
     sub_bits: np.ndarray  # sub-bins per candidate = 2**sub_bits (dense mode)
     raw: bool  # pull exact keys instead of a dense sub-histogram
+    rank: np.ndarray | None = None  # candidate index per coarse prefix, when all are coarse
 
     @property
     def offsets(self) -> np.ndarray:
@@ -217,12 +232,15 @@ def _refine_kernel(
         s_flat, m_flat = s_block.reshape(-1), m_block.reshape(-1)
         picked_keys, picked_tar = [], []
         for sl in _slices(s_flat.size):
-            s = s_flat[sl]
-            c = _classes_of(cls_flat[sl], m_flat[sl])
-            s = np.where(np.isfinite(s), s, 0)
-            keys = order_keys(s)
+            # pass 1 rejected non-finite trial scores; non-trials are dropped by the class test
+            c = cls_flat[sl] if m_flat[sl].all() else _classes_of(cls_flat[sl], m_flat[sl])
+            keys = order_keys(s_flat[sl])
             sel = spec.lut[(keys >> shift).astype(np.intp)] & (c != 0)
             keys = keys[sel].astype(np.uint64)
+            if spec.rank is not None:  # every candidate is a whole coarse bin
+                picked_keys.append(keys)
+                picked_tar.append(c[sel] == 1)
+                continue
             ci = np.searchsorted(spec.cand_lo, keys, side="right") - 1
             rel = keys - spec.cand_lo[ci]
             inside = (rel >> spec.cand_bits[ci].astype(np.uint64)) == 0
@@ -235,7 +253,10 @@ def _refine_kernel(
             counts = np.bincount(inverse * 2 + is_tar, minlength=2 * len(uniq)).reshape(-1, 2)
             results.append((uniq, counts))
         else:
-            ci = np.searchsorted(spec.cand_lo, keys, side="right") - 1
+            if spec.rank is not None:
+                ci = spec.rank[(keys >> np.uint64(shift)).astype(np.intp)]
+            else:
+                ci = np.searchsorted(spec.cand_lo, keys, side="right") - 1
             drop = (spec.cand_bits[ci] - spec.sub_bits[ci]).astype(np.uint64)
             idx = spec.offsets[ci] + ((keys - spec.cand_lo[ci]) >> drop).astype(np.int64)
             results.append(np.bincount(idx * 2 + is_tar, minlength=2 * spec.offsets[-1]))
@@ -348,7 +369,11 @@ def _plan(s: ScoreSummary, cands: np.ndarray, shift: int) -> _RefineSpec:
     if not raw:  # the same number of sub-bits for every candidate, within the budget
         per = max(1, int(math.floor(math.log2(max(1, _DENSE_BUDGET // len(cands))))))
         sub = np.minimum(cand_bits, per)
-    return _RefineSpec(lut, cand_lo, cand_bits, sub, raw)
+    rank = None
+    if np.all(cand_bits == shift):
+        rank = np.full(len(lut), -1, dtype=np.int64)
+        rank[(cand_lo >> np.uint64(shift)).astype(np.intp)] = np.arange(len(cand_lo))
+    return _RefineSpec(lut, cand_lo, cand_bits, sub, raw, rank)
 
 
 def _apply_refinement(s: ScoreSummary, cands: np.ndarray, spec: _RefineSpec, result) -> None:

@@ -84,4 +84,4 @@ class MissingTrialsError(TrialError):
 
 
 class ClusterError(BosarisError, RuntimeError):
-    """No dask cluster to run on: a scheduler unreachable or lost, no workers, bad cluster options."""
+    """No dask cluster to run on: scheduler unreachable or lost, no workers, bad options."""

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-from scipy.special import expit, logit
+from scipy.special import expit, logit, ndtri
 
 from bosaris_dask import roc
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
@@ -36,6 +36,7 @@ __all__ = [
     "effective_prior",
     "summary_from_arrays",
     "summary_metrics",
+    "steppy_roc",
     "evaluate",
     "evaluate_arrays",
     "act_dcf",
@@ -153,6 +154,24 @@ def _dr30_plo(summary: ScoreSummary, sweep: np.ndarray) -> tuple[float, float]:
     )
 
 
+def steppy_roc(summary: ScoreSummary, resolution: float = 0.005) -> tuple[np.ndarray, np.ndarray]:
+    """ROC points ``(pmiss, pfa)`` at the summary's bin edges, thinned for plotting.
+
+    Every point returned is an exact ROC point. Consecutive points closer than ``resolution``
+    on probit (DET) axes are merged, so a billion-trial curve is a few thousand points.
+    """
+    cum_tar = np.concatenate([[0], np.cumsum(summary.n_tar)])
+    cum_non = np.concatenate([[0], np.cumsum(summary.n_non)])
+    pmiss = cum_tar / summary.n_target
+    pfa = (cum_non[-1] - cum_non) / summary.n_nontarget
+    eps = 1e-12
+    cells = np.stack([ndtri(np.clip(pmiss, eps, 1 - eps)), ndtri(np.clip(pfa, eps, 1 - eps))])
+    cells = np.floor(cells / resolution)
+    keep = np.ones(len(pmiss), dtype=bool)
+    keep[1:-1] = np.any(cells[:, 1:-1] != cells[:, :-2], axis=0)
+    return pmiss[keep], pfa[keep]
+
+
 def summary_metrics(
     summary: ScoreSummary, priors: Sequence[float], sweep: np.ndarray
 ) -> dict[str, Any]:
@@ -173,6 +192,7 @@ def summary_metrics(
         "rocch_pmiss": hull.pmiss,
         "rocch_pfa": hull.pfa,
     }
+    out["roc_pmiss"], out["roc_pfa"] = steppy_roc(summary)
     out["dr30_fa_plo"], out["dr30_miss_plo"] = _dr30_plo(summary, sweep)
     for prefix, points in (("", plo), ("sweep_", sweep)):
         act = _act(summary, points)
@@ -199,10 +219,9 @@ def _dataset(
     summaries: Sequence[ScoreSummary], priors: Sequence[float], sweep: np.ndarray
 ) -> xr.Dataset:
     results = [summary_metrics(s, priors, sweep) for s in summaries]
-    n_vertex = max(len(r["rocch_pmiss"]) for r in results)
 
     def padded(name: str) -> np.ndarray:
-        out = np.full((len(results), n_vertex), np.nan)
+        out = np.full((len(results), max(len(r[name]) for r in results)), np.nan)
         for i, r in enumerate(results):
             out[i, : len(r[name])] = r[name]
         return out
@@ -215,6 +234,8 @@ def _dataset(
         data["sweep_" + name] = (("system", "plo"), np.array([r["sweep_" + name] for r in results]))
     data["rocch_pmiss"] = (("system", "vertex"), padded("rocch_pmiss"))
     data["rocch_pfa"] = (("system", "vertex"), padded("rocch_pfa"))
+    data["roc_pmiss"] = (("system", "roc_point"), padded("roc_pmiss"))
+    data["roc_pfa"] = (("system", "roc_point"), padded("roc_pfa"))
     p = _check_priors(priors)
     return xr.Dataset(
         data,
@@ -270,7 +291,8 @@ def evaluate(
     -------
     xarray.Dataset
         Indexed by ``system`` and ``prior`` (operating points), ``plo`` (the sweep) and
-        ``vertex`` (ROCCH vertices, NaN-padded). Normalized DCFs are divided by
+        ``vertex`` (ROCCH vertices, NaN-padded) and ``roc_point`` (exact steppy-ROC points,
+        thinned for plotting by :func:`steppy_roc`, NaN-padded). Normalized DCFs are divided by
         ``min(p, 1 - p)``; ``*_raw`` ones are Bayes error rates. ``attrs["passes"]`` says how
         many passes over the data the evaluation took.
     """

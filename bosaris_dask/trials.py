@@ -195,8 +195,10 @@ def _label_codes(model_labels: Any, segment_labels: Any) -> tuple[np.ndarray, np
 
 def _mask_from_codes(mcodes: np.ndarray, scodes: np.ndarray) -> np.ndarray:
     same = mcodes[:, None] == scodes[None, :]
-    known = (mcodes[:, None] >= 0) & (scodes[None, :] >= 0)
-    return np.where(known, np.where(same, 1, -1), 0).astype(np.int8)
+    mask = same.view(np.int8) * np.int8(2) - np.int8(1)  # +1 target, -1 non-target
+    if mcodes.min(initial=0) < 0 or scodes.min(initial=0) < 0:  # a missing label: no trial
+        mask[(mcodes < 0)[:, None] | (scodes < 0)[None, :]] = 0
+    return mask
 
 
 def label_mask(model_labels: Any, segment_labels: Any, chunks: Any) -> da.Array:

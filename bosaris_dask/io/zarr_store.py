@@ -52,6 +52,7 @@ import zarr
 
 from bosaris_dask.errors import StoreError, StoreNotFoundError, TrialError
 from bosaris_dask.io.atomic import atomic_path, remove_path
+from bosaris_dask.io.raw_chunks import raw_chunk_array
 from bosaris_dask.trials import (
     DIMS,
     is_label_key,
@@ -455,7 +456,9 @@ def _open_xarray(path: Path) -> xr.Dataset:
         raise StoreError(f"{path}: cannot open the zarr store ({exc})") from exc
 
 
-def _build(path: Path, kind: str, ds: xr.Dataset, attrs: dict, chunks: Any) -> xr.Dataset:
+def _build(
+    path: Path, kind: str, ds: xr.Dataset, attrs: dict, chunks: Any, arrays: dict | None = None
+) -> xr.Dataset:
     models, segments = ds["model"].values, ds["segment"].values
     if "model_label" in ds.variables:
         ml, sl = _decode_labels(ds, "model_label"), _decode_labels(ds, "segment_label")
@@ -469,7 +472,9 @@ def _build(path: Path, kind: str, ds: xr.Dataset, attrs: dict, chunks: Any) -> x
             plan = plan_chunks((len(models), len(segments)), 1) if chunks is None else chunks
             return make_ndx(models, segments, None, chunks=plan)
         return make_ndx(models, segments, ds["trial_mask"].data, chunks=chunks)
-    score = ds["score"].data
+    score = raw_chunk_array(path / "score", arrays["score"]) if arrays else None
+    if score is None or chunks is not None:
+        score = ds["score"].data
     mask = None if "score_mask" in omitted else ds["score_mask"].data
     return make_scores(models, segments, score, mask, chunks=chunks)
 
@@ -539,6 +544,6 @@ def read_zarr(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
     try:
         if kind == "quality":
             return _build_quality(path, ds)
-        return _build(path, kind, ds, attrs, chunks)
+        return _build(path, kind, ds, attrs, chunks, arrays)
     except TrialError as exc:
         raise StoreError(f"{path}: {exc}") from exc

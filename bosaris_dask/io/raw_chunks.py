@@ -1,0 +1,73 @@
+"""A fast read path for uncompressed zarr v3 chunks on a local filesystem.
+
+Score matrices are stored uncompressed (``bytes`` codec only): each chunk file is exactly the
+chunk's C-order bytes, edge chunks padded to the full chunk shape. Reading those files with
+:func:`numpy.fromfile` inside each task skips zarr's codec pipeline, which measured at
+0.4-0.6 GB/s here against 1.0-1.3 GB/s for the plain file read. Anything else (compression,
+sharding, remote stores) returns ``None`` and the caller keeps zarr's own reader.
+
+Examples
+--------
+>>> import tempfile, numpy as np, zarr
+>>> path = tempfile.mkdtemp() + "/a"
+>>> z = zarr.create_array(path, shape=(5, 3), chunks=(2, 3), dtype="f4", compressors=None)
+>>> z[:] = np.arange(15, dtype="f4").reshape(5, 3)
+>>> arr = raw_chunk_array(path, zarr.open_array(path, mode="r"))
+>>> arr.chunks, bool((arr.compute() == z[:]).all())
+(((2, 2, 1), (3,)), True)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import dask.array as da
+import numpy as np
+import zarr
+from dask.base import tokenize
+
+__all__ = ["raw_chunk_array"]
+
+
+def _read_chunk(path: str, dtype: str, full: tuple[int, ...], shape: tuple[int, ...]) -> np.ndarray:
+    data = np.fromfile(path, dtype=np.dtype(dtype)).reshape(full)
+    if data.shape != shape:
+        data = data[tuple(slice(0, n) for n in shape)]
+    return data.astype(data.dtype.newbyteorder("="), copy=False)
+
+
+def raw_chunk_array(array_dir: str | os.PathLike[str], arr: zarr.Array) -> da.Array | None:
+    """A dask array reading ``arr``'s uncompressed chunk files directly, or None if it can't.
+
+    Parameters
+    ----------
+    array_dir
+        The array's directory in a local zarr v3 store.
+    arr
+        The opened array (its metadata decides whether the fast path applies).
+    """
+    meta = arr.metadata
+    codecs = getattr(meta, "codecs", ())
+    if len(codecs) != 1 or type(codecs[0]).__name__ != "BytesCodec" or arr.shards is not None:
+        return None
+    endian = getattr(getattr(codecs[0], "endian", None), "value", "little")
+    dtype = arr.dtype.newbyteorder("<" if endian == "little" else ">")
+    base = Path(array_dir)
+    chunks = tuple(
+        tuple(min(c, n - k) for k in range(0, n, c))
+        for n, c in zip(arr.shape, arr.chunks, strict=True)
+    )
+    stamp = (base / "zarr.json").stat().st_mtime_ns
+    name = "raw-zarr-" + tokenize(
+        os.fspath(base.resolve()), arr.shape, arr.chunks, str(dtype), stamp
+    )
+    graph = {}
+    for index in np.ndindex(*(len(c) for c in chunks)):
+        shape = tuple(chunks[d][i] for d, i in enumerate(index))
+        file = base / meta.encode_chunk_key(index)
+        graph[(name, *index)] = (_read_chunk, os.fspath(file), dtype.str, arr.chunks, shape)
+    if math.prod(arr.shape) == 0:
+        return None
+    return da.Array(graph, name, chunks, dtype=arr.dtype)
