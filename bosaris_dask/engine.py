@@ -371,7 +371,7 @@ def _plan(s: ScoreSummary, cands: np.ndarray, shift: int) -> _RefineSpec:
         sub = np.minimum(cand_bits, per)
     rank = None
     if np.all(cand_bits == shift):
-        rank = np.full(len(lut), -1, dtype=np.int64)
+        rank = np.full(len(lut), -1, dtype=np.int32)
         rank[(cand_lo >> np.uint64(shift)).astype(np.intp)] = np.arange(len(cand_lo))
     return _RefineSpec(lut, cand_lo, cand_bits, sub, raw, rank)
 

@@ -1,0 +1,89 @@
+"""Evaluation on a real multi-process LocalCluster: identical to threads, even if a worker dies."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from bosaris_dask import io
+from bosaris_dask.cluster import connect
+from bosaris_dask.metrics import evaluate
+from bosaris_dask.simulate import simulate
+
+pytestmark = pytest.mark.slow
+LOCAL = {"dashboard": False, "announce": None}
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dist")
+    key, systems = simulate(300, 400, systems=2, target_rate=0.02, seed=3,
+                            chunks=(50, 200))  # fmt: skip
+    io.write(key, out / "key.zarr")
+    for k, s in enumerate(systems, start=1):
+        io.write(s, out / f"system-{k}.zarr", chunk_mb=0.1)
+    return out
+
+
+def _evaluate(stores):
+    key = io.read(stores / "key.zarr")
+    systems = [io.read(stores / f"system-{k}.zarr") for k in (1, 2)]
+    return evaluate(systems, key, split_every=2)
+
+
+def _slow(block):
+    time.sleep(0.2)
+    return block
+
+
+def test_local_cluster_equals_threads(stores):
+    expected = _evaluate(stores)
+    with connect(cluster="local", workers=2, threads_per_worker=1, **LOCAL) as client:
+        assert len(client.scheduler_info()["workers"]) == 2
+        got = _evaluate(stores)
+    xr.testing.assert_identical(got, expected)
+
+
+def test_worker_killed_mid_evaluation_still_exact(stores):
+    key = io.read(stores / "key.zarr")
+    systems = [io.read(stores / f"system-{k}.zarr") for k in (1, 2)]
+    rechunked = [
+        s.copy(data={"score": s.score.data.rechunk((30, 400)),
+                     "score_mask": s.score_mask.data.rechunk((30, 400))})
+        for s in systems
+    ]  # fmt: skip
+    expected = evaluate(rechunked, key, split_every=2)  # same chunks: same summation order
+    slowed = [
+        s.copy(data={"score": s.score.data.rechunk((30, 400)).map_blocks(_slow),
+                     "score_mask": s.score_mask.data.rechunk((30, 400))})
+        for s in systems
+    ]  # fmt: skip
+    assert slowed[0].score.data.npartitions >= 8
+    result: dict[str, object] = {}
+
+    def run():
+        try:
+            result["value"] = evaluate(slowed, key, split_every=2)
+        except Exception as error:  # reported by the assertion below
+            result["error"] = error
+
+    with connect(cluster="local", workers=2, threads_per_worker=1, **LOCAL) as client:
+        pids = list(client.run(os.getpid).values())
+        worker = threading.Thread(target=run)
+        worker.start()
+        deadline = time.monotonic() + 30
+        while not any(client.processing().values()):
+            assert time.monotonic() < deadline, "evaluation never started"
+            time.sleep(0.02)
+        time.sleep(0.5)
+        os.kill(pids[0], signal.SIGKILL)
+        worker.join(timeout=120)
+    assert "error" not in result, result.get("error")
+    xr.testing.assert_identical(result["value"], expected)
+    assert np.isfinite(expected.eer.values).all()
