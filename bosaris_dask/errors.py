@@ -25,6 +25,7 @@ __all__ = [
     "ScoreError",
     "MissingTrialsError",
     "ClusterError",
+    "PlotError",
 ]
 
 
@@ -85,3 +86,7 @@ class MissingTrialsError(TrialError):
 
 class ClusterError(BosarisError, RuntimeError):
     """No dask cluster to run on: scheduler unreachable or lost, no workers, bad options."""
+
+
+class PlotError(BosarisError, ValueError):
+    """A plot asked for with bad options: an unknown window, system or file format, bad limits."""
