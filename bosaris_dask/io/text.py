@@ -162,6 +162,9 @@ _WS = " \t\n\r\x0b\x0c"  # ASCII whitespace, as bytes.split() sees it
 _NOT_FLOAT = re.compile(rb"[\s_]")
 _BOOL_WORD = re.compile(rb"(?i)true|false")
 _HEADER_NAMES = {"scores": "LLR", "key": "targettype"}
+# pandas >= 3.1 always converts floats exactly (correctly rounded); before, only "round_trip" did
+_PANDAS = tuple(int(x) for x in re.findall(r"\d+", pd.__version__)[:2])
+_EXACT_FLOATS: dict[str, Any] = {} if _PANDAS >= (3, 1) else {"float_precision": "round_trip"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -418,24 +421,32 @@ def _parse_block(block: bytes, first_line: int, n_lines: int, layout: _Layout, p
     return chunk if chunk is not None else _parse_reference(block, first_line, layout, path)
 
 
-def _fits_fast_path(block: bytes, n_lines: int, layout: _Layout) -> bool:
-    """Whether the separator count fits every line having exactly ``nfields`` fields.
+def _fast_separator(block: bytes, n_lines: int, layout: _Layout) -> bytes | None:
+    """The single separator pandas can split this block on, or None (use the reference path).
 
     pandas' C parser (without ``usecols``) raises on a line with too many fields, so when the
-    total count fits, every line has exactly ``nfields - 1`` separators. Empty fields (blank
-    lines, doubled or edge spaces) still parse, as ``""``: the fast path rejects those after
-    parsing. A lone CR (CRLF was made LF) would end a line for pandas; other whitespace would
-    separate fields for ``bytes.split`` but not for pandas: the reference path takes those.
+    separator count fits, every line has exactly ``nfields - 1`` separators. Empty fields (blank
+    lines, doubled or edge separators) still parse, as ``""``: the fast path rejects those after
+    parsing. Headerless files may use spaces or tabs (not both in one block). A lone CR (CRLF
+    was made LF) would end a line for pandas, and vertical tabs or form feeds would separate
+    fields for ``bytes.split`` but not for pandas: the reference path takes those blocks.
     """
     if b"\r" in block:
-        return False
-    if layout.sep is None and (b"\t" in block or b"\x0b" in block or b"\x0c" in block):
-        return False
-    return block.count(layout.sep or b" ") == n_lines * (layout.nfields - 1)
+        return None
+    sep = layout.sep
+    if sep is None:
+        if b"\x0b" in block or b"\x0c" in block:
+            return None
+        tabs, spaces = b"\t" in block, b" " in block
+        if tabs and spaces:
+            return None
+        sep = b"\t" if tabs else b" "
+    return sep if block.count(sep) == n_lines * (layout.nfields - 1) else None
 
 
 def _parse_fast(block: bytes, first_line: int, n_lines: int, layout: _Layout) -> _Chunk | None:
-    if not _fits_fast_path(block, n_lines, layout):
+    sep = _fast_separator(block, n_lines, layout)
+    if sep is None:
         return None
     floats = {j for role, j in layout.roles if role in _FLOAT_ROLES}
     dtypes = {j: (np.float64 if j in floats else object) for j in range(layout.nfields)}
@@ -444,7 +455,7 @@ def _parse_fast(block: bytes, first_line: int, n_lines: int, layout: _Layout) ->
             warnings.simplefilter("ignore")
             df = pd.read_csv(
                 io.BytesIO(block),
-                sep=(layout.sep or b" ").decode(),
+                sep=sep.decode(),
                 header=None,
                 names=list(range(layout.nfields)),
                 index_col=False,
@@ -455,6 +466,7 @@ def _parse_fast(block: bytes, first_line: int, n_lines: int, layout: _Layout) ->
                 skip_blank_lines=False,
                 encoding="utf-8",
                 encoding_errors="strict",
+                **_EXACT_FLOATS,
             )
     except (ValueError, TypeError, OverflowError):  # the reference path says what is wrong
         return None
