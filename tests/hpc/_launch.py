@@ -92,34 +92,51 @@ def run(command: list[str], timeout: float, cwd: Path) -> subprocess.CompletedPr
 def sbatch_and_wait(
     script: str | Path, directory: Path, timeout: float, options: Sequence[str] = ()
 ) -> tuple[str, str]:
-    """Submit a job with ``sbatch --wait`` from ``directory``; return (job id, its output).
+    """Submit a job with ``sbatch`` from ``directory``, wait for it; return (job id, its output).
 
     ``script`` is the script's text or a path to it; ``options`` go on sbatch's command line
-    (where they win over the script's ``#SBATCH`` lines). The job is cancelled on timeout.
+    (where they win over the script's ``#SBATCH`` lines). The job's state is polled every half
+    second (``sbatch --wait`` polls at growing intervals: up to half a minute lost per job). A
+    job still running after ``timeout`` seconds is cancelled and the test fails; so does a job
+    that ends in any state but COMPLETED with exit code 0.
     """
     if isinstance(script, str):
         path = directory / "job.sh"
         path.write_text(script)
     else:
         path = script
-    command = ["sbatch", "--parsable", "--wait", *options, str(path)]
-    proc = subprocess.Popen(command, cwd=directory, env=job_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
-    job_id = ""
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        job_id = out.strip().split(";")[0]
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        job_id = out.strip().split(";")[0]
-        if job_id:
+    command = ["sbatch", "--parsable", *options, str(path)]
+    submitted = subprocess.run(command, cwd=directory, env=job_env(), capture_output=True,
+                               text=True, timeout=60)  # fmt: skip
+    if submitted.returncode != 0:
+        pytest.fail(f"sbatch refused {path}: {submitted.stderr}")
+    job_id = submitted.stdout.strip().split(";")[0]
+    deadline = time.monotonic() + timeout
+    state, exit_code = "PENDING", ""
+    while True:
+        fields = _job_fields(job_id)
+        if not fields:
+            state = "UNKNOWN (its record is gone)"
+            break
+        state, exit_code = fields.get("JobState", state), fields.get("ExitCode", exit_code)
+        if state not in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED"):
+            break
+        if time.monotonic() > deadline:
             subprocess.run(["scancel", job_id], timeout=30)
-        pytest.fail(f"sbatch job {job_id or '?'} ran past {timeout} s:\n{_job_output(directory)}")
-    if proc.returncode != 0:
-        pytest.fail(f"sbatch job {job_id} failed (exit {proc.returncode}): {err}\n"
+            pytest.fail(f"sbatch job {job_id} ran past {timeout} s:\n{_job_output(directory)}")
+        time.sleep(0.5)
+    if state != "COMPLETED" or exit_code != "0:0":
+        pytest.fail(f"sbatch job {job_id} ended {state} (exit {exit_code}):\n"
                     f"{_job_output(directory)}")  # fmt: skip
     return job_id, _job_output(directory, tail=None)
+
+
+def _job_fields(job_id: str) -> dict[str, str]:
+    """``scontrol show job`` as a dict; empty once the job's record is gone (MinJobAge)."""
+    out = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True,
+                         text=True, timeout=30)  # fmt: skip
+    pairs = (item.split("=", 1) for item in out.stdout.split() if "=" in item)
+    return dict(pairs) if out.returncode == 0 else {}
 
 
 def _job_output(directory: Path, tail: int | None = 4000) -> str:
