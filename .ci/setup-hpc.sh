@@ -22,6 +22,7 @@ T0=$(date +%s)
 log() { echo "[setup-hpc +$(($(date +%s) - T0))s] $*"; }
 fail() {
     echo "setup-hpc: FAILED at step '$STEP': $*" >&2
+    [[ $STEP == munge || $STEP == *slurm* || $STEP == "wait for idle node" ]] || exit 1
     for f in /var/log/slurm/slurmctld.log /var/log/slurm/slurmd.log /var/log/munge/munged.log; do
         if [[ -s $f ]]; then
             echo "--- last lines of $f" >&2
@@ -111,6 +112,7 @@ SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
 MpiDefault=none
+MailProg=/bin/true
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
