@@ -154,7 +154,7 @@ if ((CHANGED)); then
     for pidf in /run/slurmd.pid /run/slurmctld.pid; do
         if running "$pidf"; then
             log "restarting for the new slurm.conf: stopping pid $(cat "$pidf")"
-            kill "$(cat "$pidf")"
+            kill "$(cat "$pidf")" 2>/dev/null || true
             for _ in $(seq 20); do running "$pidf" || break; sleep 0.5; done
         fi
     done
@@ -178,7 +178,7 @@ fi
 STEP="wait for idle node"
 deadline=$(($(date +%s) + WAIT_S))
 while :; do
-    state=$(sinfo -h -n "$NODE" -o %T 2>/dev/null | head -n1)
+    state=$(sinfo -h -n "$NODE" -o %T 2>/dev/null | head -n1 || true)
     case $state in
         idle*) break ;;
         down* | drain* | drained* | fail*)
