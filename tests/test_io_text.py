@@ -365,6 +365,9 @@ def test_header_flag(tmp_path):
     path = _write(tmp_path, "model segment\nm1 s1\n")  # a header, or two trials?
     assert read_text(path).model.values.tolist() == ["m1"]
     assert read_text(path, header=False).model.values.tolist() == ["model", "m1"]
+    for data in ("model segment 1.5\n", "test enroll TARGET\n"):  # these look like trials
+        ds = read_text(_write(tmp_path, data + "m1 s1 1.5\n".replace("1.5", data.split()[2])))
+        assert ds.model.values.tolist() == [data.split()[0], "m1"]
     with pytest.raises(ParseError, match="header=True") as info:
         read_text(_write(tmp_path, "\nm1 s1\n", "h.txt"), header=True)
     assert info.value.line == 2

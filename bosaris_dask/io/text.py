@@ -41,9 +41,9 @@ Rules
   separated by single tabs if the header line contains a tab (empty fields are then allowed in
   ignored columns only, and spaces around a score or a label are ignored), otherwise by runs of
   whitespace. Every line has the header's number of fields.
-* The first non-blank line is a header when it names both a model and a segment column
-  (``header=None``); pass ``header=False`` for a headerless file whose first trial happens to be,
-  say, ``model segment``.
+* The first non-blank line is a header when it names both a model and a segment column and
+  none of its fields is a number or a label (``header=None``); pass ``header=False`` for a
+  headerless trial list whose first trial happens to be, say, ``model segment``.
 * The kind (when not given) is ``scores`` if there is a score column (a third field that parses
   as a number), ``key`` if there is a label column (``target``/``nontarget``), else ``ndx``. A
   NIST file with both a score and a label column reads as scores by default and as a key with
@@ -242,6 +242,9 @@ def _is_number(token: bytes) -> bool:
 
 def _header_roles(names: list[str], path: Any, lineno: int) -> dict[str, int] | None:
     """Role -> column of a header line, or None if the line does not look like a header."""
+    data_like = [_is_number(n.encode()) or n.lower() in ("target", "nontarget") for n in names]
+    if any(data_like):  # e.g. the trial "model segment 1.5" of a headerless file
+        return None
     roles: dict[str, int] = {}
     for j, name in enumerate(names):
         role = _ROLE_OF_NAME.get(name.strip().lower())
