@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 #: Trials per slab inside a chunk kernel: bounds the per-trial feature matrix of a task.
-SLAB = 1 << 18
+SLAB = 1 << 16
 
 Mode = Literal["f", "fg", "fgd", "fgH", "hv"]
 _COUNTS = ("n_target", "n_nontarget", "n_missing", "n_nonfinite")
@@ -358,41 +358,57 @@ def packed_length(n: int, mode: Mode) -> int:
 
 def _features(
     scores: Sequence[np.ndarray],
-    rows: np.ndarray,
-    cols: np.ndarray,
+    flat: np.ndarray,
+    n_cols: int,
     qm: np.ndarray | None,
     qs: np.ndarray | None,
     n_params: int,
 ) -> np.ndarray:
-    """Per-trial features ``[s_1 .. s_K, 1, phi_W]`` of the selected trials of one slab."""
+    """Features ``[s_1 .. s_K, 1, phi_W]`` of the selected trials of one slab, one per row.
+
+    ``flat`` are the trials' flat indices in the slab (``row * n_cols + col``); the result is
+    ``(n_params, m)`` (feature-major, so that every product below is a contiguous BLAS call).
+    """
     k = len(scores)
-    X = np.empty((len(rows), n_params))
+    X = np.empty((n_params, len(flat)))
     for i, s in enumerate(scores):
-        X[:, i] = s[rows, cols]
-    X[:, k] = 1.0
+        if s.dtype == np.float64:
+            np.take(s.reshape(-1), flat, out=X[i])
+        else:
+            X[i] = np.take(s.reshape(-1), flat)
+    X[k] = 1.0
     if n_params > k + 1:
-        QM, QS = qm[rows], qs[cols]
-        pi, pj = quality_pairs(QM.shape[1])
-        X[:, k + 1 :] = QM[:, pi] * QS[:, pj] + np.where(pi != pj, QM[:, pj] * QS[:, pi], 0.0)
+        QM = qm.T[:, flat // n_cols]  # (Q, m)
+        QS = qs.T[:, flat % n_cols]
+        for p, (a, b) in enumerate(zip(*quality_pairs(QM.shape[0]), strict=True)):
+            X[k + 1 + p] = QM[a] * QS[b] if a == b else QM[a] * QS[b] + QM[b] * QS[a]
     return X
 
 
 def _class_sums(X: np.ndarray, y: float, theta: np.ndarray, plo: float, mode: Mode, v) -> list:
-    """Sums over one class of the loss ``softplus(-y (x'theta + plo))`` and its derivatives."""
-    yz = y * (X @ theta + plo)
+    """Sums over one class of the loss ``softplus(-y (x'theta + plo))`` and its derivatives.
+
+    ``X`` is feature-major ``(n, m)``.
+    """
+    yz = theta @ X
+    yz += plo
+    yz *= y
     if mode == "hv":
-        h = expit(-yz) * expit(yz)
-        return [X.T @ (h * (X @ v))]
+        h = expit(-yz)
+        h *= expit(yz)
+        h *= v @ X
+        return [X @ h]
     parts = [np.array([np.logaddexp(0.0, -yz).sum()])]
     if mode == "f":
         return parts
     err = expit(-yz)  # probability of the wrong class
-    parts.append(X.T @ (-y * err))
-    h = err * expit(yz)
+    parts.append(X @ err * -y)
+    h = expit(yz)
+    h *= err
     if mode == "fgd":
-        parts.append(np.einsum("t,ti,ti->i", h, X, X))
+        parts.append((X * X) @ h)
     elif mode == "fgH":
-        H = (X.T * h) @ X
+        H = (X * h) @ X.T
         parts.append(H[np.triu_indices(len(theta))])
     return parts
 
@@ -446,11 +462,11 @@ def block_sums(
         slab = [s[sl] for s in scores]
         q_rows = None if qm is None else qm[sl]
         for which, y in ((0, 1.0), (1, -1.0)):
-            rows, cols = np.nonzero(finite & (c == (1 if y > 0 else -1)))
-            counts[which] += len(rows)
-            if not len(rows):
+            flat = np.flatnonzero(finite & (c == (1 if y > 0 else -1)))
+            counts[which] += len(flat)
+            if not len(flat):
                 continue
-            X = _features(slab, rows, cols, q_rows, qs, n)
+            X = _features(slab, flat, n_cols, q_rows, qs, n)
             sums = np.concatenate(_class_sums(X, y, theta, plo, mode, v))
             out[which * length : (which + 1) * length] += sums
     return out[None, None, :]

@@ -220,19 +220,22 @@ def solve_trust_region(
     def step(lam: float) -> np.ndarray:
         return -gq / (lam_h + lam)
 
-    if lam_min > tiny:
-        pq = step(0.0)
+    gnorm = float(np.linalg.norm(gq))
+    positive = lam_h > tiny
+    if lam_min >= -tiny and np.all(np.abs(gq[~positive]) <= 1e-12 * max(gnorm, _EPS)):
+        # convex and g in the range of H: the (minimum-norm) Newton step, if it fits. Leaving
+        # the null space alone matters: those directions do not change the objective at all.
+        pq = np.where(positive, -gq / np.where(positive, lam_h, 1.0), 0.0)
         if np.linalg.norm(pq) <= radius:
             p = Q @ pq
             return p, _model_reduction(g, H @ p, p), False
     if not math.isfinite(radius):
-        # no Newton step exists (indefinite or singular); fall back to a bounded radius
-        radius = float(np.linalg.norm(g)) / scale if np.any(g) else 1.0
+        # no Newton step exists (indefinite, or unbounded along the null space)
+        radius = gnorm / scale if gnorm > 0 else 1.0
     lo = max(0.0, -lam_min)
-    # the hard case: g has (numerically) no component on the smallest eigenvectors
+    # the hard case (negative curvature only): g has no component on the smallest eigenvectors
     on_min = np.abs(lam_h - lam_min) <= tiny
-    gnorm = float(np.linalg.norm(gq))
-    hard = bool(np.all(np.abs(gq[on_min]) <= 1e-12 * max(gnorm, _EPS)))
+    hard = lo > tiny and bool(np.all(np.abs(gq[on_min]) <= 1e-12 * max(gnorm, _EPS)))
     if hard:
         denom = lam_h + lo
         pq = np.where(on_min, 0.0, -gq / np.where(on_min, 1.0, denom))

@@ -448,6 +448,17 @@ def test_trials_without_quality_fall_back_to_linear() -> None:
     )
 
 
+def test_quality_fusion_without_any_quality_is_the_linear_fusion() -> None:
+    key, scores, quality, _ = trial_set(seed=12)
+    no_quality = quality.copy()
+    no_quality["segment_quality"] = xr.full_like(quality.segment_quality, np.nan)
+    qf = QualityFuser(0.5, gtol=1e-10).fit(key, scores, no_quality)
+    lin = LinearFuser(0.5, gtol=1e-10).fit(key, scores)
+    np.testing.assert_allclose(qf.quality_matrix_, 0.0, atol=1e-12)  # nothing to learn from
+    np.testing.assert_allclose(qf.weights_, lin.weights_, atol=1e-8)
+    assert qf.offset_ == pytest.approx(lin.offset_, abs=1e-8)
+
+
 def test_quality_starting_from_given_linear_and_bad_tables() -> None:
     key, scores, quality, _ = trial_set(seed=11)
     lin = LinearFuser(0.5).fit(key, scores)

@@ -64,6 +64,18 @@ def test_trust_region_newton_step_inside() -> None:
     assert reduction == pytest.approx(0.5 * g @ np.linalg.solve(H, g), rel=1e-14)
 
 
+def test_trust_region_singular_convex_takes_the_minimum_norm_step() -> None:
+    """Directions the objective does not depend on are left alone (no 'hard case' push)."""
+    H = np.diag([2.0, 0.0, 1.0])
+    g = np.array([2.0, 0.0, -1.0])
+    for radius in (np.inf, 10.0):
+        p, reduction, on_boundary = solve_trust_region(g, H, radius)
+        np.testing.assert_array_equal(p, [-1.0, 0.0, 1.0])
+        assert not on_boundary and reduction == pytest.approx(1.5)
+    p, _, on_boundary = solve_trust_region(g, H, 0.5)  # too long: shortened, still no push
+    assert on_boundary and p[1] == 0 and np.linalg.norm(p) == pytest.approx(0.5)
+
+
 def test_trust_region_infinite_radius_indefinite_is_bounded() -> None:
     p, reduction, on_boundary = solve_trust_region(
         np.array([1.0, 0.0]), np.diag([1.0, -1.0]), np.inf
