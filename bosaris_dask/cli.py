@@ -61,31 +61,33 @@ def cmd_info(args: argparse.Namespace) -> int:
 
     obj = io.read(args.path)
     kind = kind_of(obj)
-    print(f"path:      {args.path} ({io.detect_format(args.path)})")
-    print(f"kind:      {kind}{' (derived from class labels)' if is_label_key(obj) else ''}")
+    print(f"path:        {args.path} ({io.detect_format(args.path)})")
+    print(f"kind:        {kind}{' (derived from class labels)' if is_label_key(obj) else ''}")
     if kind == "quality":
         print(obj)
         return 0
     n_m, n_s = obj.sizes["model"], obj.sizes["segment"]
-    print(f"shape:     {n_m:,} models x {n_s:,} segments ({n_m * n_s:,} cells)")
+    print(f"shape:       {n_m:,} models x {n_s:,} segments ({n_m * n_s:,} cells)")
     for dim in ("model", "segment"):
         ids = obj[dim].values
         more = f", ... ({len(ids):,} ids)" if len(ids) > 4 else ""
-        print(f"{dim + ' ids:':<11}{', '.join(map(str, ids[:4]))}{more}")
+        print(f"{dim + ' ids:':<13}{', '.join(map(str, ids[:4]))}{more}")
     var = obj["score" if kind == "scores" else "trial_mask"]
     chunks = var.data.chunksize
-    print(f"chunks:    {chunks[0]:,} x {chunks[1]:,} ({var.data.npartitions} chunks, {var.dtype})")
+    print(
+        f"chunks:      {chunks[0]:,} x {chunks[1]:,} ({var.data.npartitions} chunks, {var.dtype})"
+    )
     if kind == "key" and is_label_key(obj):
         n_tar = _count_label_targets(obj)
-        print(f"trials:    {n_m * n_s:,} ({n_tar:,} targets, {n_m * n_s - n_tar:,} non-targets)")
+        print(f"trials:      {n_m * n_s:,} ({n_tar:,} targets, {n_m * n_s - n_tar:,} non-targets)")
     elif kind == "key":
         mask = obj.trial_mask.data
         n_tar, n_non = (int(v) for v in np.asarray(
             [(mask == 1).sum().compute(), (mask == -1).sum().compute()]))  # fmt: skip
-        print(f"trials:    {n_tar + n_non:,} ({n_tar:,} targets, {n_non:,} non-targets)")
+        print(f"trials:      {n_tar + n_non:,} ({n_tar:,} targets, {n_non:,} non-targets)")
     else:
         name = "trial_mask" if kind == "ndx" else "score_mask"
-        print(f"trials:    {int(obj[name].data.sum().compute()):,}")
+        print(f"trials:      {int(obj[name].data.sum().compute()):,}")
     return 0
 
 
