@@ -44,6 +44,7 @@ Examples
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import dask
@@ -70,6 +71,7 @@ __all__ = [
     "pav_map",
     "interpolate_map",
     "load_model",
+    "apply_model",
 ]
 
 #: Where the pseudo-observations sit (unless scores lie beyond).
@@ -538,3 +540,46 @@ def load_model(
     if kind not in _KINDS:
         raise TrialError(f"unknown model kind {kind!r}; expected one of {sorted(_KINDS)}")
     return _KINDS[kind].from_dict(d)
+
+
+def apply_model(
+    model: LinearCalibrator | LinearFuser | QualityFuser | PAVCalibrator,
+    scores: xr.Dataset | Sequence[xr.Dataset],
+    *,
+    quality: xr.Dataset | None = None,
+    ndx: xr.Dataset | None = None,
+) -> xr.Dataset:
+    """Apply any fitted calibrator or fuser to Scores, lazily (one entry point for the CLI).
+
+    Parameters
+    ----------
+    model
+        From :func:`load_model` or a ``fit``.
+    scores
+        One Scores object (calibrators) or the ``K`` systems' Scores in training order (fusers;
+        a single Scores is accepted when ``K = 1``).
+    quality
+        The Quality object, required by a quality fuser (ignored otherwise: an error).
+    ndx
+        Optional Ndx or Key: output on its ids, restricted to its trials.
+
+    Examples
+    --------
+    >>> from bosaris_dask.trials import make_scores
+    >>> cal = linear_calibrate(np.array([2.0, 3.0, 0.5]), np.array([0.0, -1.0, 1.0]))
+    >>> out = apply_model(load_model(cal.to_dict()), make_scores(["m"], ["s"], [[1.0]]))
+    >>> bool(np.isclose(out.score.values[0, 0], cal.transform_arrays(np.array([1.0]))[0]))
+    True
+    """
+    systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
+    if isinstance(model, QualityFuser):
+        if quality is None:
+            raise TrialError("a quality fusion model needs the quality measures")
+        return model.transform(systems, quality, ndx=ndx)
+    if quality is not None:
+        raise TrialError(f"a {model.kind} model takes no quality measures")
+    if isinstance(model, LinearCalibrator | PAVCalibrator):
+        if len(systems) != 1:
+            raise TrialError(f"a {model.kind} model takes one Scores object, got {len(systems)}")
+        return model.transform(systems[0], ndx=ndx)
+    return model.transform(systems, ndx=ndx)

@@ -20,6 +20,7 @@ from bosaris_dask import roc
 from bosaris_dask.calibration import (
     LinearCalibrator,
     PAVCalibrator,
+    apply_model,
     interpolate_map,
     linear_calibrate,
     load_model,
@@ -384,3 +385,19 @@ def test_load_model_rejects_unknown_kinds() -> None:
         load_model({"kind": "svm"})
     with pytest.raises(TrialError, match="non-decreasing"):
         PAVCalibrator.from_dict({"kind": "pav", "score_bounds": [1.0, 0.0], "llr_bounds": [0, 1]})
+
+
+def test_apply_model_dispatches_by_kind() -> None:
+    key, scores, cls, s, mask = _pav_trials(2)
+    pav = PAVCalibrator().fit(key, scores)
+    lin = LinearCalibrator().fit(key, scores)
+    for model in (pav, lin):
+        loaded = load_model(model.to_dict())
+        xr.testing.assert_equal(
+            apply_model(loaded, [scores], ndx=key).compute(),
+            model.transform(scores, ndx=key).compute(),
+        )
+    with pytest.raises(TrialError, match="one Scores"):
+        apply_model(pav, [scores, scores])
+    with pytest.raises(TrialError, match="no quality"):
+        apply_model(lin, scores, quality=xr.Dataset())
