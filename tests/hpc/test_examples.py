@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -28,8 +29,21 @@ EXAMPLES = REPO / "examples" / "hpc"
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    """A small simulated key and two systems, and their evaluation on the threaded scheduler."""
-    directory = tmp_path_factory.mktemp("data")
+    """A getter of a small simulated key and two systems, and their threaded evaluation.
+
+    Made on first use, so that a test skipped for a missing mpirun or SLURM costs nothing.
+    """
+    made: list[tuple[Path, dict]] = []
+
+    def get() -> tuple[Path, dict]:
+        if not made:
+            made.append(_simulate(tmp_path_factory.mktemp("data")))
+        return made[0]
+
+    return get
+
+
+def _simulate(directory: Path) -> tuple[Path, dict]:
     done = run([*CLI, "simulate", "--models", "40", "--segments", "70", "--systems", "2",
                 "--out", str(directory), "--cluster", "threads", "--quiet"],
                timeout=120, cwd=directory)  # fmt: skip
@@ -50,7 +64,7 @@ def _inputs(directory) -> list[str]:
 
 def test_evaluate_under_mpirun(data, tmp_path):
     require_mpi()
-    directory, reference = data
+    directory, reference = data()
     out = tmp_path / "results.json"
     command = mpirun_command(3, [*CLI, "evaluate", *_inputs(directory), "--json", str(out),
                                  "--cluster", "mpi", "--interface", "lo"])  # fmt: skip
@@ -63,7 +77,7 @@ def test_evaluate_under_mpirun(data, tmp_path):
 def test_example_slurm_mpi_script(data, tmp_path, monkeypatch):
     partition = require_slurm()
     require_mpi()
-    directory, reference = data
+    directory, reference = data()
     out = tmp_path / "results.json"
     for name, value in {
         "DATA": str(directory), "OUT": str(out), "MEMORY_LIMIT": "1GB",
@@ -84,7 +98,7 @@ def test_example_slurm_mpi_script(data, tmp_path, monkeypatch):
 def test_example_slurm_jobqueue_script(data, tmp_path, monkeypatch):
     partition = require_slurm()
     pytest.importorskip("dask_jobqueue", reason="dask-jobqueue missing: bosaris-dask[hpc]")
-    directory, reference = data
+    directory, reference = data()
     out = tmp_path / "results.json"
     # The example jobqueue.yaml, with its job size overridden on the command line to fit here.
     for name, value in {
