@@ -104,10 +104,9 @@ def _write_simulation(key: Any, systems: list[Any], out: Path, progress: bool) -
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from bosaris_dask.cluster import connect_from_args
     from bosaris_dask.simulate import simulate
 
-    with connect_from_args(args, size_hint=args.models * args.segments):
+    with _cluster(args, size_hint=args.models * args.segments):
         start = time.perf_counter()
         key, systems = simulate(
             args.models, args.segments, systems=args.systems, target_rate=args.target_rate,
@@ -159,7 +158,6 @@ def _write_json(path: str, document: dict[str, Any]) -> None:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from bosaris_dask.cluster import connect_from_args
     from bosaris_dask.report import format_table, to_json_dict
 
     _flatten_priors(args)
@@ -168,7 +166,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     # matrix size tells connect() whether worker processes are worth starting.
     loaded = None if args.cluster == "mpi" else _load(args.key, args.scores)
     size = None if loaded is None else loaded[0].sizes["model"] * loaded[0].sizes["segment"]
-    with connect_from_args(args, size_hint=size):
+    with _cluster(args, size_hint=size):
         start = time.perf_counter()
         key, systems = loaded or _load(args.key, args.scores)
         results = _evaluate(args, key, systems, args.scores)
@@ -178,6 +176,99 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if args.json:
             _write_json(args.json, to_json_dict(results))
             _say(args, f"wrote {args.json}")
+    return 0
+
+
+def _cluster(args: argparse.Namespace, size_hint: int | None = None):
+    from bosaris_dask.cluster import connect_from_args
+
+    quiet = {"announce": None} if args.quiet else {}
+    return connect_from_args(args, size_hint=size_hint, **quiet)
+
+
+def _read_quality(args: argparse.Namespace, path: str | None) -> Any:
+    """A Quality object from a zarr quality store, or from model/segment quality tables."""
+    from bosaris_dask import io
+    from bosaris_dask.trials import make_quality
+
+    if path is not None:
+        return io.read(path)
+    if args.model_quality is None and args.segment_quality is None:
+        return None
+    return make_quality(
+        io.read_quality(args.model_quality) if args.model_quality else None,
+        io.read_quality(args.segment_quality) if args.segment_quality else None,
+    )
+
+
+def _fit_and_apply(args: argparse.Namespace, model: Any, systems: list[Any], quality: Any) -> int:
+    from bosaris_dask import io
+    from bosaris_dask.calibration import apply_model
+
+    key = io.read(args.key, "key")
+    with _cluster(args, size_hint=key.sizes["model"] * key.sizes["segment"]):
+        start = time.perf_counter()
+        if quality is None:
+            model.fit(key, systems if len(systems) > 1 or args.command == "fuse" else systems[0])
+        else:
+            model.fit(key, systems, quality)
+        model.save_json(args.model_out)
+        doc = model.to_dict()
+        elapsed = time.perf_counter() - start
+        if "iterations" in doc:
+            fitted = (f"objective {doc['objective']:.6g} after {doc['iterations']} iterations, "
+                      f"{doc['passes']} passes over the data")  # fmt: skip
+        else:
+            fitted = f"{len(doc['score_bounds']) // 2} PAV blocks"
+        _say(args, f"{doc['kind']}: {fitted} ({elapsed:.1f} s); wrote {args.model_out}")
+        if args.apply:
+            if args.out is None:
+                raise BosarisError("--apply needs --out (where to write the calibrated scores)")
+            targets = [io.read(p, "scores") for p in args.apply]
+            eval_quality = _read_quality(args, args.apply_quality) if quality is not None else None
+            ndx = io.read(args.ndx) if args.ndx else None
+            out = apply_model(model, targets, quality=eval_quality or quality, ndx=ndx)
+            io.write(out, args.out, progress=_progress(args))
+            _say(args, f"wrote {args.out}")
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from bosaris_dask import io
+    from bosaris_dask.calibration import LinearCalibrator, PAVCalibrator
+
+    model = LinearCalibrator(args.prior) if args.method == "linear" else PAVCalibrator()
+    args.ndx = getattr(args, "ndx", None)
+    return _fit_and_apply(args, model, [io.read(args.scores, "scores")], None)
+
+
+def cmd_fuse(args: argparse.Namespace) -> int:
+    from bosaris_dask import io
+    from bosaris_dask.fusion import LinearFuser, QualityFuser
+
+    quality = _read_quality(args, args.quality)
+    if args.apply and len(args.apply) != len(args.scores):
+        raise BosarisError(
+            f"--apply takes the eval scores of the same {len(args.scores)} systems, in the same "
+            f"order; got {len(args.apply)}"
+        )
+    model = QualityFuser(args.prior) if quality is not None else LinearFuser(args.prior)
+    systems = [io.read(p, "scores") for p in args.scores]
+    return _fit_and_apply(args, model, systems, quality)
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    from bosaris_dask import io
+    from bosaris_dask.calibration import apply_model, load_model
+
+    model = load_model(args.model)
+    systems = [io.read(p, "scores") for p in args.scores]
+    quality = _read_quality(args, args.quality)
+    ndx = io.read(args.ndx) if args.ndx else None
+    with _cluster(args):
+        io.write(apply_model(model, systems, quality=quality, ndx=ndx), args.out,
+                 progress=_progress(args))  # fmt: skip
+    _say(args, f"wrote {args.out}")
     return 0
 
 
@@ -314,6 +405,93 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     add_cluster_arguments(p)
     p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser(
+        "calibrate",
+        help="train a calibration (linear or PAV), optionally apply",
+        description="Train a score-to-LLR calibration on a supervised set (KEY + "
+        "SCORES) and write it as JSON; with --apply, calibrate other scores.",
+    )
+    p.add_argument(
+        "--method",
+        choices=["linear", "pav"],
+        default="linear",
+        help="linear: LLR = a + b*score (logistic regression); pav: monotone PAV map",
+    )
+    p.add_argument("--key", required=True)
+    p.add_argument("--scores", required=True, help="the training scores")
+    p.add_argument(
+        "--prior",
+        type=_prior,
+        default=0.5,
+        help="effective prior of the training objective (default 0.5)",
+    )
+    p.add_argument("--model-out", required=True, metavar="MODEL.json")
+    p.add_argument("--apply", nargs=1, metavar="SCORES", help="scores to calibrate with the model")
+    p.add_argument("--ndx", help="with --apply: keep only these trials")
+    p.add_argument("--out", help="with --apply: where to write the calibrated scores")
+    _common(p)
+    add_cluster_arguments(p)
+    p.set_defaults(func=cmd_calibrate)
+
+    p = sub.add_parser(
+        "fuse",
+        help="train a linear (or quality) fusion of systems, optionally apply",
+        description="Train a logistic-regression fusion of several systems on a "
+        "supervised set and write it as JSON; with quality measures, a quality "
+        "fusion. With --apply, fuse the eval systems (same order).",
+    )
+    p.add_argument("--key", required=True)
+    p.add_argument(
+        "--scores",
+        required=True,
+        action="append",
+        help="training scores of one system; repeat for each system",
+    )
+    p.add_argument("--quality", help="a quality store (zarr) with model and segment quality")
+    p.add_argument("--model-quality", help="model-side quality table (text or HDF5)")
+    p.add_argument("--segment-quality", help="segment-side quality table (text or HDF5)")
+    p.add_argument("--apply-quality", help="quality store of the eval set (default: --quality)")
+    p.add_argument(
+        "--prior",
+        type=_prior,
+        default=0.5,
+        help="effective prior of the training objective (default 0.5)",
+    )
+    p.add_argument("--model-out", required=True, metavar="MODEL.json")
+    p.add_argument(
+        "--apply",
+        nargs="+",
+        metavar="SCORES",
+        help="eval scores of the same systems, in the same order",
+    )
+    p.add_argument("--ndx", help="with --apply: keep only these trials")
+    p.add_argument("--out", help="with --apply: where to write the fused scores")
+    _common(p)
+    add_cluster_arguments(p)
+    p.set_defaults(func=cmd_fuse)
+
+    p = sub.add_parser(
+        "apply",
+        help="apply a saved calibration or fusion model to scores",
+        description="Apply MODEL.json (from calibrate or fuse) to scores, lazily, "
+        "chunk by chunk, and write the result.",
+    )
+    p.add_argument("--model", required=True, metavar="MODEL.json")
+    p.add_argument(
+        "--scores",
+        required=True,
+        action="append",
+        help="scores of one system; repeat for each fused system, in training order",
+    )
+    p.add_argument("--quality", help="quality store, for a quality fusion model")
+    p.add_argument("--model-quality", help="model-side quality table (text or HDF5)")
+    p.add_argument("--segment-quality", help="segment-side quality table (text or HDF5)")
+    p.add_argument("--ndx", help="keep only these trials")
+    p.add_argument("--out", required=True)
+    _common(p)
+    add_cluster_arguments(p)
+    p.set_defaults(func=cmd_apply)
 
     p = sub.add_parser(
         "demo",

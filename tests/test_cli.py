@@ -143,7 +143,9 @@ def test_info_reports_counts(small_set):
     assert "derived from class labels" in result.stdout
 
 
-@pytest.mark.parametrize("command", ["convert", "info", "simulate", "evaluate", "demo"])
+@pytest.mark.parametrize(
+    "command", ["convert", "info", "simulate", "evaluate", "calibrate", "fuse", "apply", "demo"]
+)
 def test_every_subcommand_has_help(command):
     result = _run(command, "--help")
     assert result.returncode == 0 and "usage: bosaris-dask " + command in result.stdout
@@ -153,3 +155,76 @@ def test_help_lists_commands():
     out = _run("--help").stdout
     for command in ("convert", "info", "simulate", "evaluate", "demo"):
         assert command in out
+
+
+def test_calibrate_linear_writes_model_and_applies_it(small_set, tmp_path):
+    from bosaris_dask.calibration import LinearCalibrator
+
+    key, s2 = str(small_set / "key.zarr"), str(small_set / "system-2.zarr")
+    model, out = tmp_path / "cal.json", tmp_path / "cal.zarr"
+    result = _run("calibrate", "--key", key, "--scores", s2, "--prior", "0.1",
+                  "--model-out", str(model), "--apply", s2, "--out", str(out),
+                  "--cluster", "threads")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(model.read_text())
+    assert {"kind", "prior", "weights", "offset", "objective", "iterations", "passes"} <= set(doc)
+    assert doc["kind"] == "linear_calibration" and doc["prior"] == 0.1
+    api = LinearCalibrator(0.1).fit(io.read(key), io.read(s2))
+    np.testing.assert_allclose(doc["weights"], api.weights_, rtol=1e-10)
+    calibrated = io.read(out)
+    expected = doc["offset"] + doc["weights"][0] * io.read(s2).score.values.astype(np.float64)
+    np.testing.assert_allclose(calibrated.score.values, expected, rtol=1e-12)
+
+
+def test_calibrate_pav_gives_act_equal_min_on_itself(small_set, tmp_path):
+    key, s1 = str(small_set / "key.zarr"), str(small_set / "system-1.zarr")
+    result = _run("calibrate", "--method", "pav", "--key", key, "--scores", s1, "--model-out",
+                  str(tmp_path / "pav.json"), "--apply", s1, "--out", str(tmp_path / "p.zarr"),
+                  "--cluster", "threads")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "pav.json").read_text())["kind"] == "pav"
+    ds = metrics.evaluate(io.read(tmp_path / "p.zarr"), io.read(key), priors=[0.5, 0.1])
+    # pseudo-counts shift the map slightly: equal up to a small tolerance, never below minDCF
+    assert np.all(ds.act_dcf.values >= ds.min_dcf.values - 1e-12)
+    np.testing.assert_allclose(ds.act_dcf.values, ds.min_dcf.values, atol=0.02)
+
+
+def test_fuse_then_apply_command_gives_the_same_scores(small_set, tmp_path):
+    key = str(small_set / "key.zarr")
+    systems = [str(small_set / f"system-{k}.zarr") for k in (1, 2)]
+    model, fused = tmp_path / "fusion.json", tmp_path / "fused.zarr"
+    result = _run("fuse", "--key", key, "--scores", systems[0], "--scores", systems[1],
+                  "--model-out", str(model), "--apply", *systems, "--out", str(fused),
+                  "--cluster", "threads")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(model.read_text())
+    assert doc["kind"] == "linear_fusion" and len(doc["weights"]) == 2
+    again = tmp_path / "again.zarr"
+    result = _run("apply", "--model", str(model), "--scores", systems[0], "--scores",
+                  systems[1], "--out", str(again), "--cluster", "threads")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    np.testing.assert_array_equal(io.read(again).score.values, io.read(fused).score.values)
+    s = [io.read(p).score.values.astype(np.float64) for p in systems]
+    expected = doc["offset"] + doc["weights"][0] * s[0] + doc["weights"][1] * s[1]
+    np.testing.assert_allclose(io.read(fused).score.values, expected, rtol=1e-12)
+
+
+def test_fuse_apply_needs_every_system(small_set, tmp_path):
+    key, s1 = str(small_set / "key.zarr"), str(small_set / "system-1.zarr")
+    result = _run(
+        "fuse",
+        "--key",
+        key,
+        "--scores",
+        s1,
+        "--scores",
+        s1,
+        "--model-out",
+        str(tmp_path / "m.json"),
+        "--apply",
+        s1,
+        "--out",
+        str(tmp_path / "o.zarr"),
+    )
+    assert result.returncode == 1
+    assert "--apply takes the eval scores of the same 2 systems" in result.stderr
