@@ -60,7 +60,7 @@ if "$PYTHON" -c "import mpi4py, dask_mpi, dask_jobqueue" 2>/dev/null; then
     log "mpi4py, dask-mpi, dask-jobqueue already importable"
 else
     log "pip installing mpi4py dask-mpi dask-jobqueue"
-    "$PYTHON" -m pip install -q "mpi4py>=3.1" "dask-mpi>=2024.3" "dask-jobqueue>=0.9" \
+    "$PYTHON" -m pip install -q "mpi4py>=3.1" "dask-mpi>=2025.10" "dask-jobqueue>=0.9" \
         || fail "pip install mpi4py dask-mpi dask-jobqueue failed"
     "$PYTHON" -c "import mpi4py, dask_mpi, dask_jobqueue" \
         || fail "mpi4py/dask_mpi/dask_jobqueue still not importable with $PYTHON"
