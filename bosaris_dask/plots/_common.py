@@ -1,0 +1,142 @@
+"""What every plot shares: picking the curves to draw, colours, new Axes, saving figures."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib as mpl
+import numpy as np
+import xarray as xr
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from bosaris_dask.errors import PlotError
+
+__all__ = ["Results", "Curve", "curves", "new_axes", "save_figure", "FORMATS"]
+
+#: An evaluation (``metrics.evaluate``), or several by name (``{"dev": ..., "eval": ...}``).
+Results = xr.Dataset | Mapping[str, xr.Dataset]
+
+#: File formats :func:`save_figure` writes, by suffix.
+FORMATS = ("png", "pdf", "svg")
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One system of one evaluation, as a plot draws it."""
+
+    label: str
+    data: xr.Dataset  # results.sel(system=...)
+    color: str
+
+
+def _palette() -> list[str]:
+    colors = mpl.rcParams["axes.prop_cycle"].by_key().get("color")
+    return list(colors) if colors else ["C0", "C1", "C2", "C3"]
+
+
+def curves(results: Results, systems: Sequence[str] | None, ax: Axes, kind: str) -> list[Curve]:
+    """The systems to draw, labelled, each with a colour not yet used by a ``kind`` plot on ``ax``.
+
+    ``results`` is a Dataset (labels are the system names) or a mapping ``{set: Dataset}``
+    (labels ``"system [set]"``). ``systems`` selects and orders systems by name (all if None).
+    """
+    if isinstance(results, xr.Dataset):
+        sets: list[tuple[str | None, xr.Dataset]] = [(None, results)]
+    elif isinstance(results, Mapping) and results:
+        sets = [(str(k), v) for k, v in results.items()]
+    else:
+        raise PlotError("plot an evaluation Dataset, or a non-empty mapping of them by name")
+    out = []
+    for set_name, ds in sets:
+        if not isinstance(ds, xr.Dataset) or "system" not in ds.dims:
+            raise PlotError(f"{set_name or 'results'}: not an evaluation Dataset (no 'system')")
+        names = [str(s) for s in ds.system.values]
+        chosen = names if systems is None else [str(s) for s in systems]
+        unknown = [s for s in chosen if s not in names]
+        if unknown:
+            raise PlotError(
+                f"no system {', '.join(map(repr, unknown))} in {set_name or 'the results'} "
+                f"(systems: {', '.join(names)})"
+            )
+        for name in chosen:
+            label = name if set_name is None else f"{name} [{set_name}]"
+            out.append((label, ds.sel(system=name)))
+    if not out:
+        raise PlotError("no system to plot")
+    palette = _palette()
+    # Labels already drawn by a plot of this kind (gids "kind/what/label"): new colours after.
+    gids = [a.get_gid() for a in (*ax.get_lines(), *ax.patches)]
+    parts = [g.split("/", 2) for g in gids if g and g.startswith(f"{kind}/")]
+    start = len({p[2] for p in parts if len(p) == 3})
+    return [
+        Curve(label, data, palette[(start + i) % len(palette)])
+        for i, (label, data) in enumerate(out)
+    ]
+
+
+def new_axes(ax: Axes | None, figsize: tuple[float, float]) -> Axes:
+    """``ax``, or the Axes of a new pyplot figure (so that notebooks show it)."""
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    _, ax = plt.subplots(figsize=figsize, layout="constrained")
+    return ax
+
+
+def finite_values(a: xr.DataArray) -> np.ndarray:
+    """The non-NaN values of a NaN-padded 1-D variable."""
+    values = np.asarray(a.values, dtype=np.float64)
+    return values[~np.isnan(values)]
+
+
+def save_figure(figure: Figure | Axes, path: str | os.PathLike[str], *, dpi: float = 150) -> Path:
+    """Write a figure (or the figure of an Axes) atomically; the suffix picks the format.
+
+    Parameters
+    ----------
+    figure
+        A matplotlib Figure, or an Axes of one.
+    path
+        Output file ending in ``.png``, ``.pdf`` or ``.svg``. Its directory must exist.
+    dpi
+        Resolution of PNG output.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    PlotError
+        For another suffix.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from matplotlib.figure import Figure
+    >>> fig = Figure()
+    >>> _ = fig.add_subplot().plot([0, 1], [1, 0])
+    >>> out = save_figure(fig, pathlib.Path(tempfile.mkdtemp()) / "line.svg")
+    >>> out.read_text()[:5], out.suffix
+    ('<?xml', '.svg')
+    """
+    from bosaris_dask.io.atomic import atomic_path
+
+    fig = figure.get_figure() if isinstance(figure, Axes) else figure
+    if fig is None:
+        raise PlotError("this Axes belongs to no figure")
+    path = Path(path)
+    fmt = path.suffix.lower().lstrip(".")
+    if fmt not in FORMATS:
+        raise PlotError(f"{path}: plots are written as {', '.join(FORMATS)} (from the suffix)")
+    with atomic_path(path) as tmp:
+        # A fixed date keeps PDF and SVG output reproducible.
+        metadata = {"png": None, "pdf": {"CreationDate": None}, "svg": {"Date": None}}[fmt]
+        fig.savefig(tmp, format=fmt, dpi=dpi, metadata=metadata)
+    return path

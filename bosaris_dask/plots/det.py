@@ -1,0 +1,374 @@
+"""DET plots: steppy DET and ROCCH-DET curves on probit axes, with minDCF, EER and DR30 marks.
+
+The DET curve is the ROC with both axes warped by :func:`~bosaris_dask.plots.axes.probit`
+(false alarms on x, misses on y). Two curves can be drawn per system:
+
+- the **ROCCH-DET** (default): each segment of the ROC convex hull, sampled at
+  ``points_per_segment + 1`` points and warped, so it shows the curved image of the hull, the
+  curve on which every minDCF operating point lies (DESIGN.md section 2);
+- the **steppy DET**: the exact ROC points of the evaluation (``roc_pfa``, ``roc_pmiss``; thinned
+  in probit space by :func:`bosaris_dask.metrics.steppy_roc`) joined by straight lines.
+
+Marks: a filled marker per effective prior at the minDCF operating point (optionally a hollow
+one at the actDCF operating point, where the system's own threshold ``-logit(p)`` lands), the
+EER point on the diagonal ``Pmiss = Pfa``, and the DR30 lines ``Pfa = 30/N`` and
+``Pmiss = 30/T`` (left of and below them, fewer than 30 errors are behind a rate).
+
+The Axes' data are probit coordinates: ``ax.lines[i].get_xydata()`` is
+``probit([pfa, pmiss])`` of what is drawn.
+
+Examples
+--------
+>>> import numpy as np, matplotlib
+>>> matplotlib.use("Agg")
+>>> from bosaris_dask.metrics import evaluate_arrays
+>>> rng = np.random.default_rng(0)
+>>> ds = evaluate_arrays(rng.normal(3, 1, 500), rng.normal(0, 1, 5000), name="demo")
+>>> ax = det_plot(ds)
+>>> [line.get_gid() for line in ax.get_lines()][:3]
+['det/diagonal', 'det/curve/demo', 'det/eer/demo']
+>>> ax.get_legend().get_texts()[0].get_text()
+'demo (EER 5.90%)'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
+
+from bosaris_dask.errors import PlotError
+from bosaris_dask.plots._common import Results, curves, finite_values, new_axes
+from bosaris_dask.plots.axes import Window, probit, resolve_window, set_det_axes
+
+__all__ = ["rocch_det_points", "det_xy", "auto_window", "det_plot", "PRIOR_MARKERS"]
+
+#: Marker shapes of the operating points, in the order of the results' priors.
+PRIOR_MARKERS = ("o", "s", "^", "D", "v", "p", "h", "<", ">")
+
+# The EER mark: a star in the system's colour.
+_EER_STYLE: dict[str, Any] = dict(
+    linestyle="none", marker="*", markersize=12, markeredgecolor="black", markeredgewidth=0.8
+)
+
+# Probit coordinate standing in for probit(0) = -inf (and -that for probit(1)): beyond any window.
+_FAR = 40.0
+
+
+def det_xy(pfa: Any, pmiss: Any) -> np.ndarray:
+    """``(n, 2)`` DET coordinates ``probit([pfa, pmiss])``; rates 0 and 1 go to -40 and 40.
+
+    Examples
+    --------
+    >>> det_xy([0.5, 0.0], [0.5, 1.0]).tolist()
+    [[0.0, 0.0], [-40.0, 40.0]]
+    """
+    xy = probit(np.stack([np.asarray(pfa, float), np.asarray(pmiss, float)], axis=-1))
+    return np.clip(xy, -_FAR, _FAR)
+
+
+def rocch_det_points(
+    pmiss: Any,
+    pfa: Any,
+    window: str | Sequence[float] = "classic",
+    points_per_segment: int = 100,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ROCCH-DET curve: hull segments clipped to a window, sampled, in probit coordinates.
+
+    Each segment between consecutive hull vertices is clipped to the window's box (in ROC
+    space, where it is straight), then sampled at ``points_per_segment + 1`` equally spaced
+    points, both ends included, and warped by probit. Segments outside the box are skipped.
+    Consecutive segments share an end point, which appears twice.
+
+    Parameters
+    ----------
+    pmiss, pfa
+        Hull vertices in order, from ``(pfa=1, pmiss=0)`` to ``(pfa=0, pmiss=1)``
+        (``rocch_pmiss``, ``rocch_pfa`` of an evaluation; NaN padding is dropped).
+    window
+        A preset name or ``(pfa_low, pfa_high, pmiss_low, pmiss_high)``.
+    points_per_segment
+        Sampling intervals per (clipped) segment.
+
+    Returns
+    -------
+    x, y
+        ``probit(pfa)`` and ``probit(pmiss)`` along the curve.
+
+    Examples
+    --------
+    >>> x, y = rocch_det_points([0.0, 0.2, 1.0], [1.0, 0.2, 0.0], "classic", 2)
+    >>> np.round(x, 4).tolist(), np.round(y, 4).tolist()
+    ([0.0, -0.3853, -0.8416, -0.8416, -0.9842, -1.1503], [-1.1503, -0.9842, -0.8416, -0.8416, -0.3853, 0.0])
+    """  # noqa: E501
+    pmiss = np.asarray(pmiss, dtype=np.float64).ravel()
+    pfa = np.asarray(pfa, dtype=np.float64).ravel()
+    keep = ~(np.isnan(pmiss) | np.isnan(pfa))
+    pmiss, pfa = pmiss[keep], pfa[keep]
+    if points_per_segment < 1:
+        raise PlotError(f"points_per_segment must be at least 1, got {points_per_segment}")
+    pfa_lo, pfa_hi, pmiss_lo, pmiss_hi = resolve_window(window)
+    start = np.stack([pfa[:-1], pmiss[:-1]], axis=1)
+    step = np.stack([pfa[1:], pmiss[1:]], axis=1) - start
+    lo = np.array([pfa_lo, pmiss_lo])
+    hi = np.array([pfa_hi, pmiss_hi])
+    # Liang-Barsky: the parameter interval [t0, t1] of each segment inside the box.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ta, tb = (lo - start) / step, (hi - start) / step
+    inside = (start >= lo) & (start <= hi)
+    flat = step == 0
+    t_enter = np.where(flat, np.where(inside, -np.inf, np.inf), np.minimum(ta, tb))
+    t_leave = np.where(flat, np.where(inside, np.inf, -np.inf), np.maximum(ta, tb))
+    t0 = np.maximum(0.0, t_enter.max(axis=1))
+    t1 = np.minimum(1.0, t_leave.min(axis=1))
+    seg = t0 <= t1
+    u = np.linspace(0.0, 1.0, points_per_segment + 1)
+    t = t0[seg, None] + (t1 - t0)[seg, None] * u
+    points = start[seg, None, :] + t[..., None] * step[seg, None, :]
+    xy = probit(points.reshape(-1, 2))
+    return xy[:, 0], xy[:, 1]
+
+
+def auto_window(results: Results, systems: Sequence[str] | None = None) -> Window:
+    """A DET window fitted to the data: from half the DR30 rates up to the operating points.
+
+    The lower limits are half of the smallest ``Pfa = 30/N`` and ``Pmiss = 30/T`` of the
+    systems, rounded down to a 1-2-5 value (at least 1e-9). The upper limits are 50%, or the
+    next of 80%, 90%, 95%, 99% that holds every minDCF operating point lying within the other
+    axis' limits.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bosaris_dask.metrics import evaluate_arrays
+    >>> rng = np.random.default_rng(0)
+    >>> ds = evaluate_arrays(rng.normal(2, 1, 3000), rng.normal(0, 1, 300000))
+    >>> [float(f"{v:.3g}") for v in auto_window(ds)]
+    [5e-05, 0.5, 0.005, 0.95]
+    """
+    from matplotlib.figure import Figure
+
+    chosen = curves(results, systems, Figure().add_subplot(), "auto")
+    steps = np.array([m * 10.0**e for e in range(-9, 0) for m in (1.0, 2.0, 5.0)])
+    lows = []
+    for var in ("pfa30", "pmiss30"):
+        value = max(0.5 * min(float(c.data[var]) for c in chosen), steps[0])
+        lows.append(float(steps[steps <= value * (1 + 1e-9)][-1]))
+    pfa = np.concatenate([c.data.min_pfa.values for c in chosen])
+    pmiss = np.concatenate([c.data.min_pmiss.values for c in chosen])
+    tops = np.array([0.5, 0.8, 0.9, 0.95, 0.99])
+    highs = []
+    for mine, other, other_lo in ((pfa, pmiss, lows[1]), (pmiss, pfa, lows[0])):
+        need = mine[(other >= other_lo) & (mine < 1)]
+        top = max(float(need.max()) if len(need) else 0.0, 0.5)
+        highs.append(float(tops[min(np.searchsorted(tops, top * (1 - 1e-9)), len(tops) - 1)]))
+    return lows[0], highs[0], lows[1], highs[1]
+
+
+def _legend_proxy(**kwargs: Any) -> Line2D:
+    return Line2D([], [], **kwargs)
+
+
+def det_plot(
+    results: Results,
+    *,
+    ax: Axes | None = None,
+    systems: Sequence[str] | None = None,
+    window: str | Sequence[float] = "classic",
+    curve: Literal["rocch", "steppy", "both"] = "rocch",
+    points_per_segment: int = 100,
+    priors: Sequence[float] | None = None,
+    min_dcf: bool = True,
+    act_dcf: bool = False,
+    eer: bool = True,
+    dr30: bool = True,
+    legend: bool = True,
+    title: str | None = None,
+) -> Axes:
+    """Draw DET curves of one or more systems on probit axes.
+
+    Parameters
+    ----------
+    results
+        An evaluation Dataset (:func:`bosaris_dask.metrics.evaluate`), or a mapping of them by
+        name (e.g. ``{"dev": ..., "eval": ...}``; labels become ``"system [dev]"``).
+    ax
+        Axes to draw on (a new figure if None). Drawing twice on one Axes adds curves in new
+        colours.
+    systems
+        Names of the systems to draw, in order (default: all).
+    window : {"classic", "low_fa", "wide", "auto"} or (pfa_low, pfa_high, pmiss_low, pmiss_high)
+        The visible part of the DET, as probabilities:
+
+        - ``"classic"``: 0.05%..50% on both axes.
+        - ``"low_fa"``: false alarms 0.0001%..20%, misses 0.1%..95% (``P_tar = 0.001`` work).
+        - ``"wide"``: 0.0001%..99% on both axes.
+        - ``"auto"``: fitted to the data by :func:`auto_window`.
+    curve : {"rocch", "steppy", "both"}
+        - ``"rocch"``: the ROCCH-DET (where the minDCF points lie).
+        - ``"steppy"``: the exact ROC points joined by lines.
+        - ``"both"``: ROCCH-DET, with the steppy DET thinner and lighter.
+    points_per_segment
+        Samples per hull segment of the ROCCH-DET (see :func:`rocch_det_points`).
+    priors
+        Effective priors whose operating points are marked (default: all of the results');
+        each must be one of the results' priors.
+    min_dcf, act_dcf
+        Mark the minDCF operating points (filled) and the actDCF ones (hollow).
+    eer
+        Mark the EER point and draw the diagonal ``Pmiss = Pfa``.
+    dr30
+        Draw the DR30 lines ``Pfa = 30/N`` (vertical) and ``Pmiss = 30/T`` (horizontal).
+    legend
+        Add a legend (systems with their EER, then a key to the marks).
+    title
+        Axes title.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The Axes. Artists carry gids: ``det/curve/LABEL`` (ROCCH-DET, or the steppy DET when
+        ``curve="steppy"``), ``det/steppy/LABEL``, ``det/eer/LABEL``, ``det/min_dcf/LABEL``,
+        ``det/act_dcf/LABEL`` (one point per prior, in the results' prior order),
+        ``det/dr30-fa``, ``det/dr30-miss``, ``det/diagonal``.
+    """
+    if curve not in ("rocch", "steppy", "both"):
+        raise PlotError(f"curve must be 'rocch', 'steppy' or 'both', not {curve!r}")
+    ax = new_axes(ax, (6.0, 6.0))
+    limits = auto_window(results, systems) if window == "auto" else resolve_window(window)
+    chosen = curves(results, systems, ax, "det")
+    visible: dict[int, float] = {}
+
+    if eer and not any(line.get_gid() == "det/diagonal" for line in ax.get_lines()):
+        ax.plot([-_FAR, _FAR], [-_FAR, _FAR], color="0.75", linewidth=0.8, zorder=1,
+                gid="det/diagonal")  # fmt: skip
+
+    for c in chosen:
+        name = c.label if not eer else f"{c.label} (EER {100 * float(c.data.eer):.2f}%)"
+        if curve in ("rocch", "both"):
+            x, y = rocch_det_points(
+                c.data.rocch_pmiss, c.data.rocch_pfa, limits, points_per_segment
+            )
+            ax.plot(x, y, color=c.color, linewidth=1.8, label=name, zorder=3,
+                                    gid=f"det/curve/{c.label}")  # fmt: skip
+        if curve in ("steppy", "both"):
+            xy = det_xy(finite_values(c.data.roc_pfa), finite_values(c.data.roc_pmiss))
+            main = curve == "steppy"
+            ax.plot(
+                xy[:, 0], xy[:, 1], color=c.color, zorder=2.5,
+                linewidth=1.5 if main else 0.8, alpha=1.0 if main else 0.55,
+                label=name if main else "_nolegend_",
+                gid=f"det/curve/{c.label}" if main else f"det/steppy/{c.label}",
+            )  # fmt: skip
+        if eer:
+            e = float(probit(float(c.data.eer)))
+            ax.plot([e], [e], color=c.color, zorder=5, gid=f"det/eer/{c.label}", **_EER_STYLE)
+        _operating_points(ax, c, priors, min_dcf, act_dcf, limits, visible)
+
+    if dr30:
+        _dr30_lines(ax, chosen, limits)
+    set_det_axes(ax, limits)
+    if title:
+        ax.set_title(title)
+    if legend:
+        _legend(ax, _key(visible, min_dcf, act_dcf, eer, dr30))
+    return ax
+
+
+def _prior_indices(data: Any, priors: Sequence[float] | None) -> list[int]:
+    all_priors = np.asarray(data.prior.values, dtype=np.float64)
+    if priors is None:
+        return list(range(len(all_priors)))
+    out = []
+    for p in priors:
+        hit = np.flatnonzero(np.isclose(all_priors, float(p), rtol=1e-9, atol=0))
+        if not len(hit):
+            raise PlotError(f"prior {p} is not among the evaluated priors {all_priors.tolist()}")
+        out.append(int(hit[0]))
+    return out
+
+
+def _operating_points(
+    ax: Axes, c: Any, priors: Sequence[float] | None, min_dcf: bool, act_dcf: bool,
+    limits: Window, visible: dict[int, float],
+) -> None:  # fmt: skip
+    """Mark minDCF (filled) and actDCF (hollow) points; note in ``visible`` the priors seen."""
+    index = _prior_indices(c.data, priors)
+    box = probit(np.array(limits)).reshape(2, 2)
+    for which, on, filled in (("min", min_dcf, True), ("act", act_dcf, False)):
+        if not on:
+            continue
+        xy = det_xy(c.data[f"{which}_pfa"].values[index], c.data[f"{which}_pmiss"].values[index])
+        for i, (x, y) in zip(index, xy, strict=True):
+            ax.plot([x], [y], markerfacecolor=c.color if filled else "white",
+                    markeredgecolor="black" if filled else c.color,
+                    zorder=6, gid=f"det/{which}_dcf/{c.label}", **_marker_style(i))  # fmt: skip
+            if box[0, 0] <= x <= box[0, 1] and box[1, 0] <= y <= box[1, 1]:
+                visible[i] = float(c.data.prior.values[i])
+
+
+def _marker_style(i: int) -> dict[str, Any]:
+    marker = PRIOR_MARKERS[i % len(PRIOR_MARKERS)]
+    return dict(marker=marker, markersize=7, markeredgewidth=1.3, linestyle="none")
+
+
+def _key(
+    visible: dict[int, float], min_dcf: bool, act_dcf: bool, eer: bool, dr30: bool
+) -> list[tuple[Any, str]]:
+    """Legend entries explaining the marks: one per visible prior, EER, DR30."""
+    keyed: list[tuple[Any, str]] = []
+    what = "/".join(w for w, on in (("min", min_dcf), ("act", act_dcf)) if on)
+    for i in sorted(visible):
+        filled = _legend_proxy(markerfacecolor="0.55", markeredgecolor="black", **_marker_style(i))
+        hollow = _legend_proxy(markerfacecolor="white", markeredgecolor="0.3", **_marker_style(i))
+        handle = (filled, hollow) if min_dcf and act_dcf else filled if min_dcf else hollow
+        keyed.append((handle, f"{what}DCF, P={visible[i]:g}"))
+    if eer:
+        keyed.append((_legend_proxy(color="0.55", **_EER_STYLE), "EER"))
+    if dr30:
+        keyed.append((_legend_proxy(color="0.35", linestyle=":", linewidth=1.2),
+                      "DR30: 30 errors"))  # fmt: skip
+    return keyed
+
+
+def _dr30_lines(ax: Axes, chosen: Sequence[Any], limits: Window) -> None:
+    pfa_lo, pfa_hi, pmiss_lo, pmiss_hi = limits
+    for var, lo, hi, vertical, text in (
+        ("pfa30", pfa_lo, pfa_hi, True, "30 false alarms"),
+        ("pmiss30", pmiss_lo, pmiss_hi, False, "30 misses"),
+    ):
+        values = [float(c.data[var]) for c in chosen]
+        for value in dict.fromkeys(values):  # unique, in order
+            if not lo < value < hi:
+                continue
+            owners = [c for c, v in zip(chosen, values, strict=True) if v == value]
+            color = "0.35" if len(owners) == len(chosen) else owners[0].color
+            pos = float(probit(value))
+            gid = "det/dr30-fa" if vertical else "det/dr30-miss"
+            draw = ax.axvline if vertical else ax.axhline
+            draw(pos, color=color, linestyle=":", linewidth=1.2, zorder=2, gid=gid)
+            if vertical:
+                ax.annotate(text, (pos, 1.0), xycoords=("data", "axes fraction"), rotation=90,
+                            xytext=(3, -4), textcoords="offset points", ha="left", va="top",
+                            fontsize=7, color=color)  # fmt: skip
+            else:
+                ax.annotate(text, (1.0, pos), xycoords=("axes fraction", "data"),
+                            xytext=(-4, 3), textcoords="offset points", ha="right",
+                            va="bottom", fontsize=7, color=color)  # fmt: skip
+
+
+def _legend(ax: Axes, keyed: list[tuple[Any, str]]) -> None:
+    """Systems top right (above every DET curve), the key to the marks bottom left (below)."""
+    from matplotlib.legend_handler import HandlerTuple
+
+    if keyed:
+        key = ax.legend(
+            [h for h, _ in keyed], [label for _, label in keyed], loc="lower left", fontsize=7.5,
+            framealpha=0.9, handler_map={tuple: HandlerTuple(ndivide=None)},
+        )  # fmt: skip
+        key.set_gid("det/key")
+        ax.add_artist(key)
+    ax.legend(loc="upper right", fontsize=8, framealpha=0.9)

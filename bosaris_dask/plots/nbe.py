@@ -1,0 +1,235 @@
+"""Normalized Bayes error-rate (NBE) plots: actDCF and minDCF along a sweep of operating points.
+
+x is the prior log-odds ``plo = logit(p)`` of the effective prior, y the normalized DCF (the
+Bayes error rate divided by ``min(p, 1 - p)``, the error of a system that always decides by the
+prior alone, drawn as the line ``y = 1``). Per system:
+
+- **actDCF** (solid): the system's scores used as LLRs, threshold ``-plo``; it measures
+  discrimination *and* calibration;
+- **minDCF** (dashed): the best threshold at each ``plo``; the gap between the two curves is the
+  calibration loss at that operating point;
+- optionally the miss and false-alarm **contributions** to each curve (they add up to it);
+- **DR30** marks on the minDCF curve: left of the ``<`` mark fewer than 30 false alarms, right of
+  the ``>`` mark fewer than 30 misses, are behind minDCF (Doddington's rule of 30); when every
+  system shares the key, the unreliable ranges are shaded.
+
+Vertical dotted lines mark chosen operating points (by default the results' priors).
+
+Examples
+--------
+>>> import numpy as np, matplotlib
+>>> matplotlib.use("Agg")
+>>> from bosaris_dask.metrics import evaluate_arrays
+>>> rng = np.random.default_rng(0)
+>>> ds = evaluate_arrays(rng.normal(3, 1, 500), rng.normal(0, 1, 5000), name="demo")
+>>> ax = nbe_plot(ds)
+>>> [line.get_gid() for line in ax.get_lines()][:3]
+['nbe/act/demo', 'nbe/min/demo', 'nbe/dr30-fa/demo']
+>>> [float(v) for v in (*ax.get_xlim(), *ax.get_ylim())]
+[-10.0, 1.0, 0.0, 1.2]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
+from scipy.special import expit, logit
+
+from bosaris_dask.errors import PlotError
+from bosaris_dask.plots._common import Curve, Results, curves, new_axes
+
+__all__ = ["nbe_plot", "contributions"]
+
+
+def contributions(data: Any, which: str = "act") -> tuple[np.ndarray, np.ndarray]:
+    """The miss and false-alarm parts of a normalized DCF sweep: ``miss + fa = DCF``.
+
+    ``miss = p * Pmiss / min(p, 1 - p)`` and ``fa = (1 - p) * Pfa / min(p, 1 - p)`` along the
+    sweep ``plo = logit(p)``, for the ``"act"`` or ``"min"`` curve of one system.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bosaris_dask.metrics import evaluate_arrays
+    >>> ds = evaluate_arrays([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5], sweep=np.array([-1.0, 0.0]))
+    >>> miss, fa = contributions(ds.isel(system=0))
+    >>> np.allclose(miss + fa, ds.sweep_act_dcf.isel(system=0))
+    True
+    """
+    if which not in ("act", "min"):
+        raise PlotError(f"which must be 'act' or 'min', not {which!r}")
+    plo = np.asarray(data.plo.values, dtype=np.float64)
+    norm = np.minimum(expit(plo), expit(-plo))
+    miss = expit(plo) * data[f"sweep_{which}_pmiss"].values / norm
+    fa = expit(-plo) * data[f"sweep_{which}_pfa"].values / norm
+    return miss, fa
+
+
+def nbe_plot(
+    results: Results,
+    *,
+    ax: Axes | None = None,
+    systems: Sequence[str] | None = None,
+    xlim: tuple[float, float] = (-10.0, 1.0),
+    ylim: tuple[float, float] = (0.0, 1.2),
+    act_dcf: bool = True,
+    min_dcf: bool = True,
+    contributions: bool = False,
+    dr30: bool = True,
+    operating_points: Sequence[float] | None = None,
+    default: bool = True,
+    legend: bool = True,
+    title: str | None = None,
+) -> Axes:
+    """Draw the normalized Bayes error-rate plot of one or more systems.
+
+    Parameters
+    ----------
+    results
+        An evaluation Dataset (:func:`bosaris_dask.metrics.evaluate`), or a mapping of them by
+        name, e.g. ``{"dev": ..., "eval": ...}`` (labels become ``"system [dev]"``).
+    ax
+        Axes to draw on (a new figure if None). Drawing twice on one Axes adds curves in new
+        colours.
+    systems
+        Names of the systems to draw, in order (default: all).
+    xlim, ylim
+        Axis limits: prior log-odds (default -10..1: the low-prior side, where speaker
+        verification operates, up to just past ``P = 0.5``) and normalized DCF. The sweep itself
+        is set by ``evaluate`` (default -10..10).
+    act_dcf, min_dcf
+        Draw the actDCF (solid) and minDCF (dashed) curves.
+    contributions
+        Also draw the miss (dotted) and false-alarm (dash-dot) parts of each drawn curve.
+    dr30
+        Mark where minDCF rests on fewer than 30 false alarms / misses (see module docstring).
+    operating_points
+        Effective priors to mark with vertical lines (default: the results' priors; ``()`` for
+        none).
+    default
+        Draw ``y = 1``, the normalized DCF of deciding by the prior alone.
+    legend
+        Add a legend outside the Axes, on the right (systems, then a key to line styles and
+        marks), where it cannot hide a curve.
+    title
+        Axes title.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The Axes. Lines carry gids ``nbe/act/LABEL``, ``nbe/min/LABEL``,
+        ``nbe/act_miss/LABEL``, ``nbe/act_fa/LABEL`` (and ``min_`` ones), ``nbe/dr30-fa/LABEL``,
+        ``nbe/dr30-miss/LABEL``, ``nbe/default``, ``nbe/operating-point``; the x data are the
+        sweep's ``plo``.
+    """
+    if not (act_dcf or min_dcf):
+        raise PlotError("draw at least one of the actDCF and minDCF curves")
+    if not (xlim[0] < xlim[1] and ylim[0] < ylim[1]):
+        raise PlotError(f"axis limits must increase, got xlim={xlim}, ylim={ylim}")
+    ax = new_axes(ax, (8.5, 4.8))
+    chosen = curves(results, systems, ax, "nbe")
+    for c in chosen:
+        _system(ax, c, act_dcf, min_dcf, contributions, dr30)
+    if dr30:
+        _dr30_spans(ax, chosen, xlim)
+    if default and not any(line.get_gid() == "nbe/default" for line in ax.get_lines()):
+        ax.axhline(1.0, color="0.45", linewidth=1.0, linestyle=(0, (5, 3)), zorder=1,
+                   gid="nbe/default")  # fmt: skip
+    if operating_points is None:
+        operating_points = sorted({float(p) for c in chosen for p in c.data.prior.values})
+    _operating_points(ax, operating_points, xlim)
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    ax.set_xlabel(r"Prior log-odds  $\log\,\frac{p}{1-p}$")
+    ax.set_ylabel("Normalized DCF")
+    ax.grid(True, color="0.9", linewidth=0.6)
+    ax.set_axisbelow(True)
+    if title:
+        ax.set_title(title)
+    if legend:
+        _legend(ax, act_dcf, min_dcf, contributions, dr30, default)
+    return ax
+
+
+def _system(ax: Axes, c: Curve, act: bool, min_: bool, parts: bool, dr30: bool) -> None:
+    plo = c.data.plo.values
+    first = True
+    for which, on, style in (("act", act, "-"), ("min", min_, "--")):
+        if not on:
+            continue
+        ax.plot(plo, c.data[f"sweep_{which}_dcf"].values, color=c.color, linestyle=style,
+                linewidth=1.8, label=c.label if first else "_nolegend_", zorder=3,
+                gid=f"nbe/{which}/{c.label}")  # fmt: skip
+        first = False
+        if parts:
+            miss, fa = contributions(c.data, which)
+            for part, values, pstyle in (("miss", miss, ":"), ("fa", fa, "-.")):
+                ax.plot(plo, values, color=c.color, linestyle=pstyle, linewidth=1.0, alpha=0.8,
+                        zorder=2, gid=f"nbe/{which}_{part}/{c.label}")  # fmt: skip
+    if dr30:
+        curve = c.data.sweep_min_dcf if min_ else c.data.sweep_act_dcf
+        for var, marker in (("dr30_fa_plo", "<"), ("dr30_miss_plo", ">")):
+            at = float(c.data[var])
+            if np.isnan(at):
+                continue
+            y = float(curve.sel(plo=at).values)
+            ax.plot([at], [y], linestyle="none", marker=marker, markersize=8, color=c.color,
+                    markeredgecolor="black", markeredgewidth=0.8, zorder=5,
+                    gid=f"nbe/{var.replace('_plo', '').replace('_', '-')}/{c.label}")  # fmt: skip
+
+
+def _dr30_spans(ax: Axes, chosen: Sequence[Curve], xlim: tuple[float, float]) -> None:
+    """Shade the unreliable ranges when every system shares them (one key)."""
+    for var, left in (("dr30_fa_plo", True), ("dr30_miss_plo", False)):
+        values = {float(c.data[var]) for c in chosen}
+        if len(values) != 1:
+            continue
+        at = values.pop()
+        if np.isnan(at):
+            continue
+        lo, hi = (xlim[0], at) if left else (at, xlim[1])
+        if lo < hi:
+            ax.axvspan(lo, hi, color="0.5", alpha=0.08, linewidth=0, zorder=0,
+                       gid=f"nbe/dr30-span-{'fa' if left else 'miss'}")  # fmt: skip
+
+
+def _operating_points(ax: Axes, priors: Sequence[float], xlim: tuple[float, float]) -> None:
+    for p in priors:
+        p = float(p)
+        if not 0 < p < 1:
+            raise PlotError(f"operating points are effective priors in (0, 1), got {p}")
+        x = float(logit(p))
+        if not xlim[0] <= x <= xlim[1]:
+            continue
+        ax.axvline(x, color="0.35", linestyle=":", linewidth=1.0, zorder=1,
+                   gid="nbe/operating-point")  # fmt: skip
+        ax.annotate(f"P={p:g}", (x, 1.0), xycoords=("data", "axes fraction"), rotation=90,
+                    xytext=(-2, -4), textcoords="offset points", ha="right", va="top",
+                    fontsize=7.5, color="0.3")  # fmt: skip
+
+
+def _legend(ax: Axes, act: bool, min_: bool, parts: bool, dr30: bool, default: bool) -> None:
+    handles, labels = ax.get_legend_handles_labels()
+    black = dict(color="0.2", linewidth=1.5)
+    key: list[tuple[Line2D, str]] = []
+    if act:
+        key.append((Line2D([], [], linestyle="-", **black), "actDCF"))
+    if min_:
+        key.append((Line2D([], [], linestyle="--", **black), "minDCF"))
+    if parts:
+        thin = dict(color="0.2", linewidth=1.0)
+        key.append((Line2D([], [], linestyle=":", **thin), "miss part"))
+        key.append((Line2D([], [], linestyle="-.", **thin), "false-alarm part"))
+    if default:
+        key.append((Line2D([], [], color="0.45", linestyle=(0, (5, 3))), "default (prior only)"))
+    if dr30:
+        mark = dict(linestyle="none", color="0.6", markeredgecolor="black", markersize=7)
+        key.append((Line2D([], [], marker="<", **mark), "< 30 false alarms to the left"))
+        key.append((Line2D([], [], marker=">", **mark), "< 30 misses to the right"))
+    ax.legend(handles + [h for h, _ in key], labels + [label for _, label in key],
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8,
+              frameon=False)  # fmt: skip

@@ -1,0 +1,449 @@
+"""Plots: what is drawn is what was computed (line data, marks, ticks, limits, legends, files)."""
+
+import json
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from scipy.special import expit, logit, ndtr, ndtri  # noqa: E402
+
+from bosaris_dask.errors import BosarisError, PlotError  # noqa: E402
+from bosaris_dask.metrics import evaluate, evaluate_arrays, rocch  # noqa: E402
+from bosaris_dask.plots import (  # noqa: E402
+    DET_WINDOWS,
+    ape_plot,
+    auto_window,
+    cllr_plot,
+    det_plot,
+    nbe_plot,
+    rocch_det_points,
+    save_figure,
+    save_standard_plots,
+)
+from bosaris_dask.plots.axes import det_ticks, percent_label, resolve_window  # noqa: E402
+from bosaris_dask.plots.nbe import contributions  # noqa: E402
+from bosaris_dask.simulate import simulate  # noqa: E402
+
+DATA = Path(__file__).parent / "data" / "gauss1"
+NAMES = ["a", "b", "c"]
+
+
+@pytest.fixture(scope="module")
+def gauss1():
+    tar = np.loadtxt(DATA / "tar.txt")
+    non = np.loadtxt(DATA / "non.txt")
+    return tar, non, json.loads((DATA / "oracle.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def three():
+    """Three simulated systems on one key (2,400 targets, 117,600 non-targets)."""
+    key, scores = simulate(300, 400, systems=3, target_rate=0.02, seed=3)
+    return evaluate(scores, key, names=NAMES)
+
+
+@pytest.fixture(scope="module")
+def small():
+    rng = np.random.default_rng(5)
+    tar, non = rng.normal(2.0, 1.5, 400), rng.normal(-1.0, 1.0, 3000)
+    return tar, non, evaluate_arrays(tar, non, name="small")
+
+
+@pytest.fixture
+def ax():
+    fig = Figure(figsize=(6, 6))
+    return fig.add_subplot()
+
+
+def gid_lines(ax, gid):
+    return [line for line in ax.get_lines() if line.get_gid() == gid]
+
+
+def finite(a):
+    a = np.asarray(a, dtype=float)
+    return a[~np.isnan(a)]
+
+
+# --------------------------------------------------------------------------------------------
+# probit axes
+# --------------------------------------------------------------------------------------------
+
+
+def test_percent_labels_and_classic_ticks(ax):
+    assert [percent_label(p) for p in (5e-4, 0.001, 0.02, 0.1, 0.5, 0.8, 0.99, 1e-6)] == [
+        "0.05", "0.1", "2", "10", "50", "80", "99", "0.0001"
+    ]  # fmt: skip
+    det_plot(evaluate_arrays([1.0, 2.0], [0.0, 1.5]), ax=ax, window="classic")
+    expected = ["0.05", "0.1", "0.2", "0.5", "1", "2", "5", "10", "20", "50"]
+    values = np.array([0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50]) / 100
+    for axis in (ax.xaxis, ax.yaxis):
+        assert [t.get_text() for t in axis.get_ticklabels()] == expected
+        np.testing.assert_allclose(axis.get_ticklocs(), ndtri(values), rtol=1e-12)
+    np.testing.assert_allclose(ax.get_xlim(), ndtri([5e-4, 0.5]))
+    np.testing.assert_allclose(ax.get_ylim(), ndtri([5e-4, 0.5]))
+    assert ax.get_xlabel() == "False alarm probability (%)"
+    assert ax.get_ylabel() == "Miss probability (%)"
+
+
+@pytest.mark.parametrize("window", [*DET_WINDOWS.values(), (1e-9, 0.3, 0.02, 0.999)])
+def test_det_ticks_inside_window_and_apart(window):
+    for lo, hi in (window[:2], window[2:]):
+        ticks = det_ticks(lo, hi)
+        assert len(ticks) >= 4
+        assert np.all((ticks >= lo * (1 - 1e-9)) & (ticks <= hi * (1 + 1e-9)))
+        gaps = np.diff(ndtri(ticks))
+        assert gaps.min() >= 0.055 * (ndtri(hi) - ndtri(lo)) * (1 - 1e-6)
+        # every tick is a 1-2-5 probability or the mirror image of one
+        for t in ticks:
+            q = min(t, 1 - t)
+            mantissa = q / 10 ** math.floor(math.log10(q) + 1e-9)
+            assert min(abs(mantissa - m) for m in (1, 2, 5)) < 1e-6 or abs(q - 0.5) < 1e-12
+
+
+def test_low_fa_window_ticks(ax):
+    det_plot(evaluate_arrays([1.0, 2.0], [0.0, 1.5]), ax=ax, window="low_fa")
+    xs = [t.get_text() for t in ax.xaxis.get_ticklabels()]
+    ys = [t.get_text() for t in ax.yaxis.get_ticklabels()]
+    assert xs == ["0.0001", "0.001", "0.01", "0.1", "0.5", "1", "2", "5", "10", "20"]
+    assert ys[0] == "0.1" and ys[-3:] == ["80", "90", "95"]
+    np.testing.assert_allclose(ax.get_xlim(), ndtri([1e-6, 0.2]))
+
+
+@pytest.mark.parametrize(
+    "window", ["nope", (0.1, 0.05, 0.01, 0.5), (0.0, 0.5, 0.01, 0.5), (0.1, 0.5), "x" * 0]
+)
+def test_bad_windows(window):
+    with pytest.raises(PlotError):
+        resolve_window(window)
+
+
+# --------------------------------------------------------------------------------------------
+# ROCCH-DET points: the MATLAB toolkit's curve
+# --------------------------------------------------------------------------------------------
+
+
+def test_rocch_det_reproduces_the_toolkit(gauss1):
+    tar, non, oracle = gauss1
+    det = oracle["det"]
+    pfa_lo, pfa_hi, pmiss_lo, pmiss_hi = det["rocchdet_box"]
+    pmiss, pfa = rocch(tar, non)
+    x, y = rocch_det_points(pmiss, pfa, (pfa_lo, pfa_hi, pmiss_lo, pmiss_hi),
+                            oracle["meta"]["rocchdet_dps"])  # fmt: skip
+    assert len(x) == len(det["rocchdet_probit_pfa"]) == 3232
+    np.testing.assert_allclose(x, det["rocchdet_probit_pfa"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(y, det["rocchdet_probit_pmiss"], rtol=0, atol=1e-12)
+    # the same from an evaluation's NaN-padded vertices
+    ds = evaluate_arrays(tar, non)
+    x2, y2 = rocch_det_points(ds.rocch_pmiss[0], ds.rocch_pfa[0], "classic", 100)
+    np.testing.assert_array_equal(x, x2)
+    np.testing.assert_array_equal(y, y2)
+
+
+def test_rocch_det_points_lie_on_the_hull_inside_the_window(small):
+    tar, non, _ = small
+    pmiss, pfa = rocch(tar, non)
+    window = (0.002, 0.3, 0.01, 0.6)
+    x, y = rocch_det_points(pmiss, pfa, window, 7)
+    px, py = ndtr(x), ndtr(y)
+    tol = 1e-12
+    assert np.all((px >= window[0] - tol) & (px <= window[1] + tol))
+    assert np.all((py >= window[2] - tol) & (py <= window[3] + tol))
+    # each point is on the hull: the hull's Pmiss at that Pfa (linear interpolation)
+    order = np.argsort(pfa)
+    np.testing.assert_allclose(py, np.interp(px, pfa[order], pmiss[order]), atol=1e-12)
+    # every hull vertex strictly inside the window is drawn
+    inside = (pfa > window[0]) & (pfa < window[1]) & (pmiss > window[2]) & (pmiss < window[3])
+    for v_pfa, v_pmiss in zip(pfa[inside], pmiss[inside], strict=True):
+        assert np.min(np.hypot(px - v_pfa, py - v_pmiss)) < 1e-12
+    assert len(x) % 8 == 0  # 7 intervals: 8 points per drawn segment
+
+
+# --------------------------------------------------------------------------------------------
+# DET plots
+# --------------------------------------------------------------------------------------------
+
+
+def test_det_curves_marks_and_dr30_are_the_computed_values(three, ax):
+    det_plot(three, ax=ax, curve="both", act_dcf=True, window="low_fa")
+    colors = set()
+    for name in NAMES:
+        r = three.sel(system=name)
+        (curve,) = gid_lines(ax, f"det/curve/{name}")
+        x, y = rocch_det_points(r.rocch_pmiss, r.rocch_pfa, "low_fa", 100)
+        np.testing.assert_array_equal(curve.get_xydata(), np.column_stack([x, y]))
+        colors.add(curve.get_color())
+        (steppy,) = gid_lines(ax, f"det/steppy/{name}")
+        want = ndtri(np.column_stack([finite(r.roc_pfa), finite(r.roc_pmiss)]))
+        want = np.clip(want, -40, 40)
+        np.testing.assert_allclose(steppy.get_xydata(), want, rtol=1e-12)
+        (eer,) = gid_lines(ax, f"det/eer/{name}")
+        e = ndtri(float(r.eer))
+        np.testing.assert_allclose(eer.get_xydata(), [[e, e]])
+        for which in ("min", "act"):
+            marks = gid_lines(ax, f"det/{which}_dcf/{name}")
+            assert len(marks) == three.sizes["prior"]
+            got = np.vstack([m.get_xydata() for m in marks])
+            want = np.clip(ndtri(np.column_stack([r[f"{which}_pfa"], r[f"{which}_pmiss"]])),
+                           -40, 40)  # fmt: skip
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+            assert [m.get_marker() for m in marks] == ["o", "s", "^", "D"]
+    assert len(colors) == 3
+    # DR30: Pfa = 30/N (vertical) and Pmiss = 30/T (horizontal), shared by the three systems
+    (fa,) = gid_lines(ax, "det/dr30-fa")
+    (miss,) = gid_lines(ax, "det/dr30-miss")
+    np.testing.assert_allclose(fa.get_xdata(), [ndtri(30 / 117600)] * 2)
+    np.testing.assert_allclose(miss.get_ydata(), [ndtri(30 / 2400)] * 2)
+    assert {t.get_text() for t in ax.texts} == {"30 false alarms", "30 misses"}
+
+
+def test_det_legend_names_systems_with_eer_and_keys_the_marks(three, ax):
+    det_plot(three, ax=ax)
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert texts == [f"{n} (EER {100 * float(three.eer.sel(system=n)):.2f}%)" for n in NAMES]
+    (key,) = [a for a in ax.artists if a.get_gid() == "det/key"]
+    key_texts = [t.get_text() for t in key.get_texts()]
+    # the key lists the priors whose minDCF point is inside the classic window
+    pfa, pmiss = three.min_pfa.values, three.min_pmiss.values
+    inside = ((pfa >= 5e-4) & (pfa <= 0.5) & (pmiss >= 5e-4) & (pmiss <= 0.5)).any(axis=0)
+    assert 0 < inside.sum() < 4  # the test is worth something: some priors are outside
+    want = [f"minDCF, P={p:g}" for p in three.prior.values[inside]]
+    assert key_texts == [*want, "EER", "DR30: 30 errors"]
+
+
+def test_det_legends_do_not_cover_curves(three):
+    fig = Figure(figsize=(6.4, 6.4), layout="constrained")
+    ax = det_plot(three, ax=fig.add_subplot())
+    fig.canvas.draw()
+    boxes = [ax.get_legend().get_window_extent()]
+    boxes += [a.get_window_extent() for a in ax.artists if a.get_gid() == "det/key"]
+    for name in NAMES:
+        (curve,) = gid_lines(ax, f"det/curve/{name}")
+        points = ax.transData.transform(curve.get_xydata())
+        for box in boxes:
+            assert not np.any(_inside(box, points))
+
+
+def _inside(box, points):
+    return (points[:, 0] > box.x0) & (points[:, 0] < box.x1) & (
+        points[:, 1] > box.y0) & (points[:, 1] < box.y1)  # fmt: skip
+
+
+def test_det_steppy_only_and_selected_systems_and_priors(three, ax):
+    det_plot(three, ax=ax, systems=["c", "a"], curve="steppy", priors=[0.1], dr30=False,
+             eer=False)  # fmt: skip
+    assert [line.get_gid() for line in ax.get_lines()] == [
+        "det/curve/c", "det/min_dcf/c", "det/curve/a", "det/min_dcf/a"
+    ]  # fmt: skip
+    r = three.sel(system="a")
+    np.testing.assert_allclose(
+        gid_lines(ax, "det/min_dcf/a")[0].get_xydata(),
+        ndtri([[float(r.min_pfa.sel(prior=0.1)), float(r.min_pmiss.sel(prior=0.1))]]),
+    )
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["c", "a"]
+
+
+def test_det_dev_and_eval_share_an_axes_in_new_colours(three, small, ax):
+    _, _, ds = small
+    det_plot({"dev": three, "eval": ds}, ax=ax)
+    labels = [t.get_text().split(" (")[0] for t in ax.get_legend().get_texts()]
+    assert labels == ["a [dev]", "b [dev]", "c [dev]", "small [eval]"]
+    det_plot(ds, ax=ax)  # a second call on the same Axes takes the next colour
+    colors = [gid_lines(ax, f"det/curve/{lab}")[0].get_color() for lab in labels + ["small"]]
+    assert len(set(colors)) == 5
+    # two different trial counts: two DR30 lines per axis, in the curves' colours
+    assert len(gid_lines(ax, "det/dr30-fa")) >= 2
+
+
+def test_det_auto_window_and_custom_limits(small, ax):
+    tar, non, ds = small
+    lo_fa, hi_fa, lo_miss, hi_miss = auto_window(ds)
+    # lower limits: half the DR30 rates, rounded down to a 1-2-5 value
+    assert lo_fa == 0.005 and 30 / 3000 / 2 == 0.005
+    assert lo_miss == 0.02 and 30 / 400 / 2 == 0.0375
+    assert hi_fa == 0.5 and hi_miss >= 0.5
+    det_plot(ds, ax=ax, window=(0.01, 0.4, 0.02, 0.7))
+    np.testing.assert_allclose([*ax.get_xlim(), *ax.get_ylim()], ndtri([0.01, 0.4, 0.02, 0.7]))
+    x = gid_lines(ax, "det/curve/small")[0].get_xdata()
+    assert x.min() >= ndtri(0.01) - 1e-12 and x.max() <= ndtri(0.4) + 1e-12
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"systems": ["nope"]}, {"window": "tiny"}, {"curve": "smooth"}, {"priors": [0.3]},
+     {"points_per_segment": 0}],
+)  # fmt: skip
+def test_det_bad_options_raise_plot_errors(three, ax, kwargs):
+    with pytest.raises(PlotError):
+        det_plot(three, ax=ax, **kwargs)
+    assert issubclass(PlotError, BosarisError) and issubclass(PlotError, ValueError)
+
+
+def test_not_an_evaluation_is_a_plot_error(small, ax):
+    with pytest.raises(PlotError, match="not an evaluation"):
+        det_plot({"x": small[2].drop_dims("system")}, ax=ax)
+    with pytest.raises(PlotError):
+        nbe_plot({}, ax=ax)
+
+
+# --------------------------------------------------------------------------------------------
+# NBE plots
+# --------------------------------------------------------------------------------------------
+
+
+def brute_act(tar, non, plo):
+    """Normalized actDCF parts by brute force: accept iff score >= -plo."""
+    pmiss = (tar[None, :] < -plo[:, None]).mean(axis=1)
+    pfa = (non[None, :] >= -plo[:, None]).mean(axis=1)
+    norm = np.minimum(expit(plo), expit(-plo))
+    return expit(plo) * pmiss / norm, expit(-plo) * pfa / norm
+
+
+def test_nbe_curves_and_contributions_are_the_sweep(small, ax):
+    tar, non, ds = small
+    nbe_plot(ds, ax=ax, contributions=True)
+    r = ds.sel(system="small")
+    plo = ds.plo.values
+    np.testing.assert_array_equal(gid_lines(ax, "nbe/act/small")[0].get_xdata(), plo)
+    np.testing.assert_array_equal(gid_lines(ax, "nbe/act/small")[0].get_ydata(),
+                                  r.sweep_act_dcf.values)  # fmt: skip
+    np.testing.assert_array_equal(gid_lines(ax, "nbe/min/small")[0].get_ydata(),
+                                  r.sweep_min_dcf.values)  # fmt: skip
+    miss, fa = brute_act(tar, non, plo)
+    np.testing.assert_allclose(gid_lines(ax, "nbe/act_miss/small")[0].get_ydata(), miss,
+                               rtol=1e-12, atol=1e-15)  # fmt: skip
+    np.testing.assert_allclose(gid_lines(ax, "nbe/act_fa/small")[0].get_ydata(), fa,
+                               rtol=1e-12, atol=1e-15)  # fmt: skip
+    np.testing.assert_allclose(miss + fa, r.sweep_act_dcf.values, rtol=1e-12)
+    mm, mf = contributions(r, "min")
+    np.testing.assert_allclose(gid_lines(ax, "nbe/min_miss/small")[0].get_ydata(), mm)
+    np.testing.assert_allclose(mm + mf, r.sweep_min_dcf.values, rtol=1e-12)
+    assert gid_lines(ax, "nbe/act/small")[0].get_linestyle() == "-"
+    assert gid_lines(ax, "nbe/min/small")[0].get_linestyle() == "--"
+
+
+def test_nbe_dr30_marks_default_line_and_operating_points(small, ax):
+    tar, non, ds = small
+    nbe_plot(ds, ax=ax)
+    r = ds.sel(system="small")
+    plo = ds.plo.values
+    n_fa = np.rint(r.sweep_min_pfa.values * len(non))
+    n_miss = np.rint(r.sweep_min_pmiss.values * len(tar))
+    # the '<' mark: the first sweep point with 30 minDCF false alarms, on the minDCF curve
+    (fa,) = gid_lines(ax, "nbe/dr30-fa/small")
+    i = int(np.flatnonzero(n_fa >= 30)[0])
+    assert i > 0 and n_fa[i - 1] < 30
+    np.testing.assert_array_equal(fa.get_xydata(), [[plo[i], r.sweep_min_dcf.values[i]]])
+    assert fa.get_marker() == "<"
+    (miss,) = gid_lines(ax, "nbe/dr30-miss/small")
+    j = int(np.flatnonzero(n_miss >= 30)[-1])
+    assert j < len(plo) - 1 and n_miss[j + 1] < 30
+    np.testing.assert_array_equal(miss.get_xydata(), [[plo[j], r.sweep_min_dcf.values[j]]])
+    # one system: the unreliable ranges are shaded
+    assert {p.get_gid() for p in ax.patches} == {"nbe/dr30-span-fa", "nbe/dr30-span-miss"}
+    (default,) = gid_lines(ax, "nbe/default")
+    np.testing.assert_array_equal(default.get_ydata(), [1, 1])
+    ops = gid_lines(ax, "nbe/operating-point")
+    np.testing.assert_allclose(sorted(o.get_xdata()[0] for o in ops),
+                               sorted(logit([0.5, 0.1, 0.01, 0.001])))  # fmt: skip
+    assert sorted(t.get_text() for t in ax.texts) == ["P=0.001", "P=0.01", "P=0.1", "P=0.5"]
+    np.testing.assert_allclose([*ax.get_xlim(), *ax.get_ylim()], [-10, 1, 0, 1.2])
+
+
+def test_nbe_options_dev_eval_and_legend_outside(three, small, ax):
+    _, _, ds = small
+    nbe_plot({"dev": three, "eval": ds}, ax=ax, xlim=(-8, 4), min_dcf=False,
+             operating_points=[0.2], default=False, dr30=False)  # fmt: skip
+    gids = [line.get_gid() for line in ax.get_lines()]
+    assert gids == ["nbe/act/a [dev]", "nbe/act/b [dev]", "nbe/act/c [dev]",
+                    "nbe/act/small [eval]", "nbe/operating-point"]  # fmt: skip
+    np.testing.assert_allclose(gid_lines(ax, "nbe/operating-point")[0].get_xdata(),
+                               [logit(0.2)] * 2)  # fmt: skip
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert texts == ["a [dev]", "b [dev]", "c [dev]", "small [eval]", "actDCF"]
+    ax.figure.canvas.draw()
+    assert ax.get_legend().get_window_extent().x0 > ax.get_window_extent().x1
+    with pytest.raises(PlotError):
+        nbe_plot(ds, ax=ax, act_dcf=False, min_dcf=False)
+    with pytest.raises(PlotError):
+        nbe_plot(ds, ax=ax, operating_points=[1.5])
+
+
+# --------------------------------------------------------------------------------------------
+# APE and the Cllr decomposition
+# --------------------------------------------------------------------------------------------
+
+
+def test_ape_areas_are_cllr_and_min_cllr(ax):
+    rng = np.random.default_rng(11)
+    tar, non = rng.normal(1.5, 1.2, 150), rng.normal(-2.0, 1.5, 600)
+    sweep = np.linspace(-30, 30, 24001)
+    ds = evaluate_arrays(tar, non, sweep=sweep, name="s")
+    ape_plot(ds, ax=ax)
+    act = gid_lines(ax, "ape/act/s")[0].get_xydata()
+    low = gid_lines(ax, "ape/min/s")[0].get_xydata()
+    np.testing.assert_array_equal(act[:, 1], ds.sweep_act_dcf_raw.values[0])
+    np.testing.assert_array_equal(low[:, 0], sweep)
+    area = np.trapezoid(act[:, 1], act[:, 0]) / (2 * np.log(2))
+    min_area = np.trapezoid(low[:, 1], low[:, 0]) / (2 * np.log(2))
+    assert area == pytest.approx(float(ds.cllr[0]), rel=2e-3)
+    assert min_area == pytest.approx(float(ds.min_cllr[0]), rel=2e-3)
+    default = gid_lines(ax, "ape/default")[0].get_xydata()
+    assert np.trapezoid(default[:, 1], default[:, 0]) / (2 * np.log(2)) == pytest.approx(1, 1e-6)
+
+
+def test_cllr_bars_are_min_cllr_plus_calibration_loss(three, ax):
+    cllr_plot(three, ax=ax)
+    for name in NAMES:
+        r = three.sel(system=name)
+        (low,) = [p for p in ax.patches if p.get_gid() == f"cllr/min/{name}"]
+        (loss,) = [p for p in ax.patches if p.get_gid() == f"cllr/loss/{name}"]
+        assert low.get_x() == 0 and low.get_width() == pytest.approx(float(r.min_cllr))
+        assert loss.get_x() == pytest.approx(float(r.min_cllr))
+        assert loss.get_x() + loss.get_width() == pytest.approx(float(r.cllr))
+        assert low.get_y() == loss.get_y()
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["c", "b", "a"]  # a on top
+
+
+# --------------------------------------------------------------------------------------------
+# files
+# --------------------------------------------------------------------------------------------
+
+
+def test_save_standard_plots_writes_real_images_without_pyplot(three, tmp_path):
+    before = plt.get_fignums()
+    out = tmp_path / "new" / "plots"
+    paths = save_standard_plots(three, out, formats=("png", "pdf", "svg"))
+    assert plt.get_fignums() == before
+    names = [p.name for p in paths]
+    assert names[:3] == ["det.png", "det.pdf", "det.svg"] and len(paths) == 12
+    assert sorted(p.name for p in out.iterdir()) == sorted(names)  # no temporaries left
+    for p in paths:
+        head = p.read_bytes()[:8]
+        assert (
+            head
+            == {"png": b"\x89PNG\r\n\x1a\n", "pdf": b"%PDF-1.4", "svg": b"<?xml ve"}[p.suffix[1:]]
+        )
+    width, height = np.frombuffer((out / "det.png").read_bytes()[16:24], dtype=">u4")
+    assert (width, height) == (960, 960)  # 6.4 in at 150 dpi
+    with pytest.raises(PlotError, match="formats"):
+        save_standard_plots(three, out, formats=("jpg",))
+
+
+def test_save_figure_suffix_and_plot_functions_make_figures(small, tmp_path):
+    _, _, ds = small
+    ax = nbe_plot(ds)  # no ax: a new pyplot figure (what a notebook shows)
+    try:
+        assert ax.figure.number in plt.get_fignums()
+        assert save_figure(ax, tmp_path / "nbe.svg").read_text().startswith("<?xml")
+        with pytest.raises(PlotError, match="suffix"):
+            save_figure(ax, tmp_path / "nbe.jpeg")
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["nbe.svg"]
+    finally:
+        plt.close("all")
