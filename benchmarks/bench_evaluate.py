@@ -6,14 +6,17 @@ Usage::
 
 Simulates ``side x side`` float32 trials once (``bosaris-dask simulate``, one system), then runs
 each contender ``--repeat`` times in a fresh subprocess and prints the median wall time, the
-peak resident memory of that process tree, and the ratio against the baseline measured in the
+peak resident memory (of the driver process: ``ru_maxrss``; for the LocalCluster run, measure the
+whole tree with ``benchmarks/peak_memory.py``), and the ratio against the baseline measured in the
 same run:
 
 * ``reference``: the in-memory sort-based numpy evaluation a user would write: load the matrix,
   split targets and non-targets, ``argsort`` everything, cumulative counts at every distinct
   threshold, the ROC convex hull of those points, DCFs by ``searchsorted``, Cllr by summing.
-* ``bosaris-dask``: :func:`bosaris_dask.metrics.evaluate` on the zarr stores (threaded
-  scheduler, all cores), exact.
+* ``bosaris (threads)``: :func:`bosaris_dask.metrics.evaluate` on the zarr stores with dask's
+  threaded scheduler (what the API does for small jobs);
+* ``bosaris (2 procs)``: the same on a 2-process ``LocalCluster`` (what ``bosaris-dask
+  evaluate`` starts for 1e8 trials and more); its start-up time is included.
 
 Both give the same numbers (checked at the end to 1e-9).
 """
@@ -73,13 +76,16 @@ def run_reference(workdir: Path) -> dict:
     }  # fmt: skip
 
 
-def run_ours(workdir: Path) -> dict:
+def run_ours(workdir: Path, cluster: str = "threads") -> dict:
     from bosaris_dask import io
+    from bosaris_dask.cluster import connect
     from bosaris_dask.metrics import evaluate
 
     key = io.read(workdir / "key.zarr")
     scores = io.read(workdir / "system-1.zarr")
-    ds = evaluate(scores, key, priors=PRIORS, sweep=np.linspace(-10, 10, 201)).isel(system=0)
+    with connect(cluster=cluster, dashboard=False, announce=None):
+        ds = evaluate(scores, key, priors=PRIORS, sweep=np.linspace(-10, 10, 201))
+    ds = ds.isel(system=0)
     return {
         "eer": float(ds.eer), "prbep": float(ds.prbep), "cllr": float(ds.cllr),
         "min_cllr": float(ds.min_cllr), "passes": int(ds.attrs["passes"]),
@@ -90,7 +96,10 @@ def run_ours(workdir: Path) -> dict:
 
 def _child(mode: str, workdir: Path) -> None:
     start = time.perf_counter()
-    result = (run_ours if mode == "ours" else run_reference)(workdir)
+    if mode == "reference":
+        result = run_reference(workdir)
+    else:
+        result = run_ours(workdir, "threads" if mode == "ours" else "local")
     result["wall_s"] = time.perf_counter() - start
     usage = resource.getrusage(resource.RUSAGE_SELF)
     result["peak_rss_mb"] = usage.ru_maxrss / 1024
@@ -115,7 +124,9 @@ def main() -> None:
         action="store_true",
         help="only time bosaris-dask (for sizes the reference cannot hold)",
     )
-    parser.add_argument("--child", choices=["ours", "reference"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--child", choices=["ours", "ours-local", "reference"], help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.gettempdir()) / f"bosaris-bench-{args.side}"
     if args.child:
@@ -128,7 +139,9 @@ def main() -> None:
              "--systems", "1", "--out", str(workdir), "--cluster", "threads", "-q"],
             check=True,
         )  # fmt: skip
-    modes = ["ours"] if args.skip_reference else ["reference", "ours"]
+    modes = ["ours", "ours-local"]
+    if not args.skip_reference:
+        modes.insert(0, "reference")
     runs = {m: [_measure(m, workdir) for _ in range(args.repeat)] for m in modes}
     trials = args.side**2
     print(f"\n{trials:.2g} trials (float32), median of {args.repeat} runs each")
@@ -136,8 +149,12 @@ def main() -> None:
     for mode in modes:
         wall = statistics.median(r["wall_s"] for r in runs[mode])
         peak = max(r["peak_rss_mb"] for r in runs[mode])
-        label = "bosaris-dask" if mode == "ours" else "sort reference"
-        print(f"  {label:<15} {wall:8.2f} s  {trials / wall / 1e6:8.1f} M trials/s  "
+        label = {
+            "ours": "bosaris (threads)",
+            "ours-local": "bosaris (2 procs)",
+            "reference": "sort reference",
+        }[mode]
+        print(f"  {label:<18} {wall:8.2f} s  {trials / wall / 1e6:8.1f} M trials/s  "
               f"peak RSS {peak:8.0f} MB  speed-up x{base / wall:.2f}")  # fmt: skip
     if "reference" in runs:
         a, b = runs["reference"][0], runs["ours"][0]

@@ -49,7 +49,7 @@ import xarray as xr
 
 from bosaris_dask import roc
 from bosaris_dask.errors import MissingTrialsError, ScoreError, TrialError
-from bosaris_dask.keys import key_bits, keys_to_values, order_keys, threshold_keys
+from bosaris_dask.keys import key_bits, key_dtype, keys_to_values, order_keys, threshold_keys
 from bosaris_dask.progress import compute
 from bosaris_dask.trials import align_with, kind_of, trial_classes
 
@@ -156,11 +156,57 @@ def _classes_of(classes: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return np.where(mask, classes, 0).astype(np.int8)
 
 
-def _softplus(z: np.ndarray) -> np.ndarray:
-    """``log(1 + exp(z))`` in float64, accurate to ~1e-16 absolute (cheaper than logaddexp)."""
-    e = np.exp(-np.abs(z))
+class _Workspace:
+    """Buffers reused across the slices of one kernel call.
+
+    Fresh temporaries for every numpy operation cost page faults that serialize threads (on
+    this 2-core machine two threads ran a chunk slower than one); reusing buffers through
+    ``out=`` arguments makes the kernel scale with cores.
+    """
+
+    def __init__(self, size: int, dtype: np.dtype):
+        self.key = np.empty(size, dtype=key_dtype(dtype))
+        self.signs = np.empty(size, dtype=key_dtype(dtype))
+        self.idx = np.empty(size, dtype=np.intp)
+        self.flag = np.empty(size, dtype=bool)
+        self.z = np.empty(size, dtype=np.float64)
+        self.e = np.empty(size, dtype=np.float64)
+
+
+def _keys_into(s: np.ndarray, ws: _Workspace) -> np.ndarray:
+    """:func:`~bosaris_dask.keys.order_keys` of ``s`` into the workspace (no allocation)."""
+    n = s.size
+    key, signs = ws.key[:n], ws.signs[:n]
+    bits = s.dtype.itemsize * 8
+    np.add(s, s.dtype.type(0), out=key.view(s.dtype))  # -0.0 becomes +0.0
+    np.right_shift(key.view(signs.dtype.str.replace("u", "i")), bits - 1,
+                   out=signs.view(signs.dtype.str.replace("u", "i")))  # fmt: skip
+    np.bitwise_or(signs, signs.dtype.type(1 << (bits - 1)), out=signs)
+    np.bitwise_xor(key, signs, out=key)
+    return key
+
+
+def _softplus_sums(c: np.ndarray, s: np.ndarray, ws: _Workspace) -> np.ndarray:
+    """Per class code (0 non-target, 1 none, 2 target): the sums of softplus(-c * s).
+
+    That is ``log(1 + exp(-s))`` for targets and ``log(1 + exp(s))`` for non-targets, in
+    float64, accurate to ~1e-16 absolute per trial.
+    """
+    n = s.size
+    z, e = ws.z[:n], ws.e[:n]
+    np.multiply(c, s, out=z, dtype=np.float64)
+    np.negative(z, out=z)
+    np.abs(z, out=e)
+    np.negative(e, out=e)
+    np.exp(e, out=e)
     np.log1p(e, out=e)
-    return np.maximum(z, 0.0, out=z) + e
+    np.maximum(z, 0.0, out=z)
+    np.add(z, e, out=z)
+    flag = ws.flag[:n]
+    # masked reductions release the GIL (a weighted bincount does not)
+    non = np.add.reduce(z, where=np.less(c, 0, out=flag))
+    tar = np.add.reduce(z, where=np.greater(c, 0, out=flag))
+    return np.array([non, 0.0, tar])
 
 
 def _coarse_kernel(classes: np.ndarray, *pairs: np.ndarray, shift: int, nbins: int) -> np.ndarray:
@@ -171,6 +217,7 @@ def _coarse_kernel(classes: np.ndarray, *pairs: np.ndarray, shift: int, nbins: i
     """
     cls_flat = classes.reshape(-1)
     out = []
+    ws = _Workspace(min(cls_flat.size, _SLICE), pairs[0].dtype)
     for s_block, m_block in zip(pairs[::2], pairs[1::2], strict=True):
         s_flat, m_flat = s_block.reshape(-1), m_block.reshape(-1)
         hist = np.zeros(2 * nbins + 1, dtype=np.int64)  # the last bin collects non-trials
@@ -178,25 +225,24 @@ def _coarse_kernel(classes: np.ndarray, *pairs: np.ndarray, shift: int, nbins: i
         missing = bad = 0
         for sl in _slices(s_flat.size):
             s, key_cls, scored = s_flat[sl], cls_flat[sl], m_flat[sl]
+            n = s.size
             c = key_cls if scored.all() else _classes_of(key_cls, scored)
             if c is not key_cls:
                 missing += int(np.count_nonzero((key_cls != 0) & ~scored))
-            is_trial = c != 0
-            finite = np.isfinite(s)
+            finite = np.isfinite(s, out=ws.flag[:n])
             if not finite.all():
-                bad += int(np.count_nonzero(~finite & is_trial))
-                s = np.where(finite, s, 0)
-            idx = (order_keys(s) >> shift).astype(np.intp)
-            idx <<= 1
-            idx += c > 0
-            if not is_trial.all():
-                idx[~is_trial] = 2 * nbins
+                bad += int(np.count_nonzero(~finite & (c != 0)))
+                s = np.where(finite, s, s.dtype.type(0))
+            key = _keys_into(s, ws)
+            idx = ws.idx[:n]
+            np.right_shift(key, shift, out=key)
+            np.left_shift(key, 1, out=idx, casting="unsafe")
+            is_tar = np.greater(c, 0, out=ws.flag[:n])
+            np.add(idx, is_tar, out=idx, casting="unsafe")
+            if np.count_nonzero(c) != n:
+                idx[c == 0] = 2 * nbins
             hist += np.bincount(idx, minlength=2 * nbins + 1)
-            code = (c + 1).astype(np.intp)  # 0 non-target, 1 no trial, 2 target
-            z = c.astype(np.float64)
-            z *= s
-            np.negative(z, out=z)  # softplus(-s) for targets, softplus(s) for non-targets
-            sums += np.bincount(code, weights=_softplus(z), minlength=3)
+            sums += _softplus_sums(c, s, ws)
         h = hist[:-1].reshape(nbins, 2)
         out.append(np.concatenate([h[:, 0], h[:, 1], [sums[2], sums[0], missing, bad]]))
     return np.concatenate(out).astype(np.float64)[None, None, :]

@@ -1,9 +1,10 @@
 """A fast read path for uncompressed zarr v3 chunks on a local filesystem.
 
 Score matrices are stored uncompressed (``bytes`` codec only): each chunk file is exactly the
-chunk's C-order bytes, edge chunks padded to the full chunk shape. Reading those files with
-:func:`numpy.fromfile` inside each task skips zarr's codec pipeline, which measured at
-0.4-0.6 GB/s here against 1.0-1.3 GB/s for the plain file read. Anything else (compression,
+chunk's C-order bytes, edge chunks padded to the full chunk shape. Memory-mapping those files
+inside each task skips zarr's codec pipeline and the copy out of the page cache: on this
+machine zarr read 400 MB in 0.7-0.9 s, :func:`numpy.fromfile` in 0.33-0.53 s and a memory map
+(touching every value) in 0.14 s. Anything else (compression,
 sharding, remote stores) returns ``None`` and the caller keeps zarr's own reader.
 
 Examples
@@ -32,7 +33,8 @@ __all__ = ["raw_chunk_array"]
 
 
 def _read_chunk(path: str, dtype: str, full: tuple[int, ...], shape: tuple[int, ...]) -> np.ndarray:
-    data = np.fromfile(path, dtype=np.dtype(dtype)).reshape(full)
+    # a read-only memory map: the kernel reads the page cache directly, no copy is made
+    data = np.memmap(path, dtype=np.dtype(dtype), mode="r", shape=full)
     if data.shape != shape:
         data = data[tuple(slice(0, n) for n in shape)]
     return data.astype(data.dtype.newbyteorder("="), copy=False)

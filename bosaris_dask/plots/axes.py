@@ -99,14 +99,29 @@ def _ladder() -> tuple[np.ndarray, np.ndarray]:
     return np.array(values), np.array(ranks)
 
 
-def det_ticks(low: float, high: float, min_gap: float = 0.055) -> np.ndarray:
-    """Tick probabilities between ``low`` and ``high``, at least ``min_gap`` of the axis apart.
+def _label_width(p: float, fontsize: float) -> float:
+    """Width in inches of a tick label (DejaVu Sans: digits 0.636 em, the point 0.318 em)."""
+    text = percent_label(p)
+    return (0.636 * sum(c.isdigit() for c in text) + 0.318 * text.count(".")) * fontsize / 72
+
+
+def det_ticks(
+    low: float,
+    high: float,
+    min_gap: float = 0.055,
+    *,
+    length: float | None = None,
+    fontsize: float = 9.0,
+    horizontal: bool = True,
+) -> np.ndarray:
+    """Tick probabilities between ``low`` and ``high`` whose labels do not crowd or collide.
 
     Candidates are ``{1, 2, 5} x 10^k`` below 50%, 50%, and their mirror images ``1 - p`` above
     (80%, 90%, 95%, 98%, 99%...). They are taken by priority (powers of ten and 50%, then
     ``5 x 10^k``, then ``2 x 10^k``), each only if it lies at least ``min_gap`` times the probit
-    length of the axis from every tick already taken, so labels never collide and a window
-    spanning many decades thins itself.
+    length of the axis from every tick already taken, so a window spanning many decades thins
+    itself. Given the axis ``length`` in inches, a tick is also skipped where its label would
+    touch a neighbour's (labels ``fontsize`` points high; side by side if ``horizontal``).
 
     Examples
     --------
@@ -114,18 +129,31 @@ def det_ticks(low: float, high: float, min_gap: float = 0.055) -> np.ndarray:
     [0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0]
     >>> (det_ticks(1e-6, 0.2) * 100).round(4).tolist()
     [0.0001, 0.001, 0.01, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0]
+    >>> (det_ticks(5e-4, 0.5, length=2.0) * 100).round(4).tolist()  # a 2-inch axis
+    [0.1, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0]
     """
     values, ranks = _ladder()
     tol = 1e-9
     inside = (values >= low * (1 - tol)) & (1 - values >= (1 - high) * (1 - tol))
     values, ranks = values[inside], ranks[inside]
-    gap = min_gap * float(probit(high) - probit(low))
-    taken: list[float] = []
+    span = float(probit(high) - probit(low))
+    per_inch = span / length if length else 0.0
+    pad = 0.3 * fontsize / 72
+
+    def room(a: float, b: float) -> float:
+        if horizontal:
+            need = (_label_width(a, fontsize) + _label_width(b, fontsize)) / 2 + pad
+        else:
+            need = 1.2 * fontsize / 72
+        return max(min_gap * span, need * per_inch) * (1 - 1e-9)
+
+    taken: list[tuple[float, float]] = []  # (probit, probability)
     for i in np.lexsort((values, ranks)):
-        x = float(probit(values[i]))
-        if all(abs(x - t) >= gap * (1 - 1e-9) for t in taken):
-            taken.append(x)
-    return np.sort(inverse_probit(np.array(taken))) if taken else np.array([])
+        p = float(values[i])
+        x = float(probit(p))
+        if all(abs(x - t) >= room(p, q) for t, q in taken):
+            taken.append((x, p))
+    return np.sort(np.array([p for _, p in taken]))
 
 
 def percent_label(p: float) -> str:
@@ -172,7 +200,10 @@ def resolve_window(window: str | Sequence[float]) -> Window:
 
 
 def set_det_axes(
-    ax: Axes, window: str | Sequence[float] = "classic", min_gap: float = 0.055
+    ax: Axes,
+    window: str | Sequence[float] = "classic",
+    min_gap: float = 0.055,
+    fontsize: float = 9.0,
 ) -> None:
     """Turn ``ax`` into DET axes: probit limits of ``window``, percent ticks, grid, labels.
 
@@ -184,17 +215,33 @@ def set_det_axes(
         A name in :data:`DET_WINDOWS` or ``(pfa_low, pfa_high, pmiss_low, pmiss_high)``.
     min_gap
         Smallest distance between ticks, as a fraction of the axis (see :func:`det_ticks`).
+    fontsize
+        Size of the tick labels in points; ticks are thinned so that labels do not touch at the
+        Axes' current size.
     """
     pfa_lo, pfa_hi, pmiss_lo, pmiss_hi = resolve_window(window)
-    for axis, set_lim, lo, hi in (
-        (ax.xaxis, ax.set_xlim, pfa_lo, pfa_hi),
-        (ax.yaxis, ax.set_ylim, pmiss_lo, pmiss_hi),
+    width, height = _size_inches(ax)
+    for axis, set_lim, lo, hi, length, horizontal in (
+        (ax.xaxis, ax.set_xlim, pfa_lo, pfa_hi, width, True),
+        (ax.yaxis, ax.set_ylim, pmiss_lo, pmiss_hi, height, False),
     ):
-        ticks = det_ticks(lo, hi, min_gap)
+        ticks = det_ticks(lo, hi, min_gap, length=length, fontsize=fontsize,
+                          horizontal=horizontal)  # fmt: skip
         axis.set_ticks(probit(ticks), [percent_label(t) for t in ticks])
         axis.set_ticks([], minor=True)
         set_lim(float(probit(lo)), float(probit(hi)))
+    ax.tick_params(labelsize=fontsize)
     ax.grid(True, which="major", color="0.85", linewidth=0.6)
     ax.set_axisbelow(True)
     ax.set_xlabel("False alarm probability (%)")
     ax.set_ylabel("Miss probability (%)")
+
+
+def _size_inches(ax: Axes) -> tuple[float | None, float | None]:
+    """The Axes' width and height in inches (None where there is no figure to measure)."""
+    fig = ax.get_figure()
+    if fig is None:
+        return None, None
+    box = ax.get_position()
+    w, h = fig.get_size_inches()
+    return float(box.width * w), float(box.height * h)
