@@ -447,3 +447,18 @@ def test_save_figure_suffix_and_plot_functions_make_figures(small, tmp_path):
         assert sorted(p.name for p in tmp_path.iterdir()) == ["nbe.svg"]
     finally:
         plt.close("all")
+
+
+@pytest.mark.parametrize("size", [3.0, 4.5, 6.4])
+@pytest.mark.parametrize("window", ["classic", "low_fa", "wide"])
+def test_det_tick_labels_never_overlap(size, window):
+    fig = Figure(figsize=(size, size), layout="constrained")
+    ax = det_plot(evaluate_arrays([1.0, 2.0], [0.0, 1.5]), ax=fig.add_subplot(), window=window,
+                  legend=False)  # fmt: skip
+    fig.canvas.draw()
+    for labels, lo in ((ax.get_xticklabels(), "x0"), (ax.get_yticklabels(), "y0")):
+        boxes = sorted((t.get_window_extent() for t in labels if t.get_text()),
+                       key=lambda b: getattr(b, lo))  # fmt: skip
+        assert len(boxes) >= 5
+        for a, b in zip(boxes, boxes[1:], strict=False):
+            assert not a.overlaps(b), (size, window)
