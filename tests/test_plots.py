@@ -462,3 +462,22 @@ def test_det_tick_labels_never_overlap(size, window):
         assert len(boxes) >= 5
         for a, b in zip(boxes, boxes[1:], strict=False):
             assert not a.overlaps(b), (size, window)
+
+
+def test_save_plot_draws_one_kind_with_options(three, tmp_path):
+    from bosaris_dask.plots import save_plot
+
+    before = plt.get_fignums()
+    out = save_plot(three, "det", tmp_path / "det.png", window="low_fa", systems=["b"])
+    assert out.read_bytes()[:4] == b"\x89PNG" and plt.get_fignums() == before
+    for kind in ("nbe", "ape", "cllr"):
+        assert save_plot(three, kind, tmp_path / f"{kind}.pdf").read_bytes()[:4] == b"%PDF"
+    with pytest.raises(PlotError, match="unknown plot"):
+        save_plot(three, "roc", tmp_path / "roc.png")
+    with pytest.raises(PlotError, match="det plot"):
+        save_plot(three, "det", tmp_path / "x.png", xlim=(-5, 0))
+    with pytest.raises(PlotError, match="no system"):
+        save_plot(three, "nbe", tmp_path / "x.png", systems=["zzz"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "ape.pdf", "cllr.pdf", "det.png", "nbe.pdf"
+    ]  # fmt: skip

@@ -3,7 +3,8 @@
 Every plot function takes an evaluation Dataset (:func:`bosaris_dask.metrics.evaluate`), or a
 mapping of them by name (``{"dev": ..., "eval": ...}``), draws on a matplotlib Axes (a new
 pyplot figure when ``ax`` is None, so notebooks show it) and returns the Axes. Nothing needs a
-display: save with :func:`save_figure`, or write the standard set of files with
+display: save with :func:`save_figure`, draw and save one plot with :func:`save_plot` (what
+``bosaris-dask plot`` does), or write the standard set of files with
 :func:`save_standard_plots` (what ``bosaris-dask evaluate --plots DIR`` does).
 
 - :func:`det_plot`: DET curves (ROCCH-DET and/or steppy) on probit axes, ticks in percent,
@@ -32,10 +33,17 @@ from bosaris_dask.plots.ape import ape_plot, cllr_plot
 from bosaris_dask.plots.axes import DET_WINDOWS, probit, set_det_axes
 from bosaris_dask.plots.det import auto_window, det_plot, rocch_det_points
 from bosaris_dask.plots.nbe import nbe_plot
-from bosaris_dask.plots.standard import STANDARD_PLOTS, save_standard_plots, standard_figures
+from bosaris_dask.plots.standard import (
+    PLOT_KINDS,
+    STANDARD_PLOTS,
+    save_plot,
+    save_standard_plots,
+    standard_figures,
+)
 
 __all__ = [
     "DET_WINDOWS",
+    "PLOT_KINDS",
     "STANDARD_PLOTS",
     "ape_plot",
     "auto_window",
@@ -45,6 +53,7 @@ __all__ = [
     "probit",
     "rocch_det_points",
     "save_figure",
+    "save_plot",
     "save_standard_plots",
     "set_det_axes",
     "standard_figures",

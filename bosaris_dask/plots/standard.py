@@ -15,7 +15,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from bosaris_dask.errors import PlotError
@@ -24,7 +26,7 @@ from bosaris_dask.plots.ape import _count, ape_plot, cllr_plot
 from bosaris_dask.plots.det import det_plot
 from bosaris_dask.plots.nbe import nbe_plot
 
-__all__ = ["STANDARD_PLOTS", "standard_figures", "save_standard_plots"]
+__all__ = ["PLOT_KINDS", "STANDARD_PLOTS", "save_plot", "standard_figures", "save_standard_plots"]
 
 #: The files :func:`save_standard_plots` writes (one per format), and what each shows.
 STANDARD_PLOTS = {
@@ -65,6 +67,67 @@ _DRAW: dict[str, Callable[[Results, Sequence[str] | None], Figure]] = {
     "nbe": _nbe,
     "ape": _ape,
 }
+
+
+#: What :func:`save_plot` draws, by name: the plot function and the figure size in inches.
+PLOT_KINDS: dict[str, tuple[Callable[..., Axes], tuple[float, float]]] = {
+    "det": (det_plot, (6.4, 6.4)),
+    "nbe": (nbe_plot, (9.0, 5.0)),
+    "ape": (ape_plot, (9.0, 4.6)),
+    "cllr": (cllr_plot, (8.0, 2.5)),
+}
+
+
+def save_plot(
+    results: Results,
+    kind: str,
+    path: str | os.PathLike[str],
+    *,
+    dpi: float = 150,
+    **options: Any,
+) -> Path:
+    """Draw one plot on a new figure (no pyplot) and write it; the suffix picks the format.
+
+    What ``bosaris-dask plot det|nbe|ape|cllr ... --out FILE`` does.
+
+    Parameters
+    ----------
+    results
+        An evaluation Dataset, or a mapping of them by name.
+    kind : {"det", "nbe", "ape", "cllr"}
+        Which plot: :func:`det_plot`, :func:`nbe_plot`, :func:`ape_plot` or :func:`cllr_plot`.
+    path
+        Output file ending in ``.png``, ``.pdf`` or ``.svg``; its directory must exist.
+    dpi
+        Resolution of PNG output.
+    **options
+        Passed to the plot function (``window="low_fa"``, ``systems=[...]``, ``xlim=...``).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, numpy as np
+    >>> from bosaris_dask.metrics import evaluate_arrays
+    >>> ds = evaluate_arrays(np.array([1.0, 2.0, 3.0]), np.array([-1.0, 0.0, 1.5]))
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "det.svg"
+    >>> save_plot(ds, "det", out, window="wide").name
+    'det.svg'
+    """
+    if kind not in PLOT_KINDS:
+        raise PlotError(f"unknown plot {kind!r}: use one of {', '.join(PLOT_KINDS)}")
+    draw, size = PLOT_KINDS[kind]
+    if kind == "cllr":
+        size = (size[0], 1.2 + 0.5 * _count(results, options.get("systems")))
+    fig = Figure(figsize=size, layout="constrained")
+    try:
+        draw(results, ax=fig.add_subplot(), **options)
+    except TypeError as exc:  # an option the plot does not take
+        raise PlotError(f"{kind} plot: {exc}") from None
+    return save_figure(fig, path, dpi=dpi)
 
 
 def standard_figures(
