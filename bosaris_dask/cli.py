@@ -176,6 +176,24 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if args.json:
             _write_json(args.json, to_json_dict(results))
             _say(args, f"wrote {args.json}")
+        if args.plots:
+            from bosaris_dask.plots import save_standard_plots
+
+            written = save_standard_plots(results, args.plots)
+            _say(args, f"wrote {', '.join(str(p) for p in written)}")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from bosaris_dask.plots import save_plot
+
+    _flatten_priors(args)
+    loaded = _load(args.key, args.scores)
+    with _cluster(args, size_hint=loaded[0].sizes["model"] * loaded[0].sizes["segment"]):
+        results = _evaluate(args, *loaded, args.scores)
+    options = {"window": args.window} if args.kind == "det" and args.window else {}
+    save_plot(results, args.kind, args.out, **options)
+    _say(args, f"wrote {args.out}")
     return 0
 
 
@@ -398,6 +416,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     p.add_argument(
+        "--plots",
+        metavar="DIR",
+        help="also write DET, low-false-alarm DET, NBE and APE plots (PNG) into DIR",
+    )
+    p.add_argument(
         "--allow-missing",
         action="store_true",
         help="drop key trials without a score (and report how many)",
@@ -405,6 +428,39 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     add_cluster_arguments(p)
     p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser(
+        "plot",
+        help="draw a DET, NBE, APE or Cllr plot of one or more systems",
+        description="Evaluate systems against a key and draw one plot; the "
+        "format follows the extension of --out (.png, .pdf, .svg).",
+    )
+    p.add_argument(
+        "kind",
+        choices=["det", "nbe", "ape", "cllr"],
+        help="det: DET curves; nbe: normalized Bayes error rate vs prior log-odds; "
+        "ape: Bayes error-rate curves; cllr: Cllr = minCllr + calibration loss",
+    )
+    p.add_argument("--key", required=True)
+    p.add_argument(
+        "--scores",
+        required=True,
+        action="append",
+        help="scores of one system; repeat for several systems",
+    )
+    p.add_argument(
+        "--prior",
+        type=_prior,
+        nargs="+",
+        action="append",
+        help="operating points marked on the plot (default 0.5 0.1 0.01 0.001)",
+    )
+    p.add_argument("--window", help="DET axes window: classic (0.05-50%%), low_fa, wide, auto")
+    p.add_argument("--allow-missing", action="store_true")
+    p.add_argument("--out", required=True, metavar="FILE")
+    _common(p)
+    add_cluster_arguments(p)
+    p.set_defaults(func=cmd_plot)
 
     p = sub.add_parser(
         "calibrate",

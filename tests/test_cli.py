@@ -144,7 +144,8 @@ def test_info_reports_counts(small_set):
 
 
 @pytest.mark.parametrize(
-    "command", ["convert", "info", "simulate", "evaluate", "calibrate", "fuse", "apply", "demo"]
+    "command",
+    ["convert", "info", "simulate", "evaluate", "plot", "calibrate", "fuse", "apply", "demo"],
 )
 def test_every_subcommand_has_help(command):
     result = _run(command, "--help")
@@ -228,3 +229,24 @@ def test_fuse_apply_needs_every_system(small_set, tmp_path):
     )
     assert result.returncode == 1
     assert "--apply takes the eval scores of the same 2 systems" in result.stderr
+
+
+def test_plot_command_draws_the_evaluated_curves(small_set, tmp_path):
+    import matplotlib.image as mpimg
+
+    out = tmp_path / "det.png"
+    result = _run("plot", "det", "--key", str(small_set / "key.zarr"), "--scores",
+                  str(small_set / "system-1.zarr"), "--window", "low_fa", "--out", str(out),
+                  "--cluster", "threads")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    image = mpimg.imread(out)
+    assert image.ndim == 3 and image.shape[0] > 300 and image.std() > 0.05  # a drawn figure
+
+
+def test_evaluate_plots_writes_the_standard_set(small_set, tmp_path):
+    rc = main(["evaluate", "--key", str(small_set / "key.zarr"), "--scores",
+               str(small_set / "system-1.zarr"), "--plots", str(tmp_path / "plots"), "-q",
+               "--cluster", "threads"])  # fmt: skip
+    assert rc == 0
+    names = sorted(p.name for p in (tmp_path / "plots").iterdir())
+    assert names == ["ape.png", "det.png", "det_low_fa.png", "nbe.png"]
