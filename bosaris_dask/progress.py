@@ -1,8 +1,10 @@
 """Computing dask graphs with an optional progress bar, on whatever scheduler is active.
 
-With a distributed client the bar is distributed's own (it follows tasks on the workers); with
-the local schedulers it is :class:`dask.diagnostics.ProgressBar`. Both write to stderr, so they
-never mix with a command's printed results.
+With a distributed client the bar is distributed's text bar (it follows tasks on the workers),
+also in Jupyter, where distributed would otherwise build an ``ipywidgets`` widget (an optional
+package); with the local schedulers it is :class:`dask.diagnostics.ProgressBar`. Both write to
+stderr (distributed's bar writes to stdout, which is redirected while it runs), so they never
+mix with a command's printed results.
 
 Examples
 --------
@@ -14,6 +16,7 @@ Examples
 from __future__ import annotations
 
 import sys
+from contextlib import redirect_stdout
 from typing import Any
 
 import dask
@@ -42,7 +45,8 @@ def compute(x: Any, *, progress: bool = False) -> Any:
         from distributed import progress as distributed_progress
 
         future = client.compute(x)
-        distributed_progress(future, multi=False)
+        with redirect_stdout(sys.stderr):  # the text bar prints to stdout
+            distributed_progress(future, multi=False, notebook=False)
         sys.stderr.write("\n")
         return future.result()
     from dask.diagnostics import ProgressBar
