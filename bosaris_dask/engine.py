@@ -47,9 +47,9 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import roc
+from bosaris_dask import kernels, roc
 from bosaris_dask.errors import MissingTrialsError, ScoreError, TrialError
-from bosaris_dask.keys import key_bits, key_dtype, keys_to_values, order_keys, threshold_keys
+from bosaris_dask.keys import key_bits, keys_to_values, threshold_keys
 from bosaris_dask.progress import compute
 from bosaris_dask.trials import align_with, kind_of, trial_classes
 
@@ -57,8 +57,6 @@ __all__ = ["ScoreSummary", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
 
 #: How many chunk results one merge task adds up.
 DEFAULT_SPLIT_EVERY = 8
-#: Elements a kernel processes at a time (bounds the temporaries of a task).
-_SLICE = 1 << 22
 #: Dense refinement histograms stay below this many bins per system (per chunk result).
 _DENSE_BUDGET = 1 << 21
 #: Pull exact keys instead of sub-histogramming when candidate bins hold at most this many trials.
@@ -143,193 +141,6 @@ class ScoreSummary:
 
 
 # --------------------------------------------------------------------------------------------
-# per-chunk kernels (pure numpy)
-# --------------------------------------------------------------------------------------------
-
-
-def _slices(n: int):
-    for start in range(0, n, _SLICE):
-        yield slice(start, min(start + _SLICE, n))
-
-
-def _classes_of(classes: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    return np.where(mask, classes, 0).astype(np.int8)
-
-
-class _Workspace:
-    """Buffers reused across the slices of one kernel call.
-
-    Fresh temporaries for every numpy operation cost page faults that serialize threads (on
-    this 2-core machine two threads ran a chunk slower than one); reusing buffers through
-    ``out=`` arguments makes the kernel scale with cores.
-    """
-
-    def __init__(self, size: int, dtype: np.dtype):
-        self.key = np.empty(size, dtype=key_dtype(dtype))
-        self.signs = np.empty(size, dtype=key_dtype(dtype))
-        self.idx = np.empty(size, dtype=np.intp)
-        self.flag = np.empty(size, dtype=bool)
-        self.z = np.empty(size, dtype=np.float64)
-        self.e = np.empty(size, dtype=np.float64)
-
-
-def _keys_into(s: np.ndarray, ws: _Workspace) -> np.ndarray:
-    """:func:`~bosaris_dask.keys.order_keys` of ``s`` into the workspace (no allocation)."""
-    n = s.size
-    key, signs = ws.key[:n], ws.signs[:n]
-    bits = s.dtype.itemsize * 8
-    np.add(s, s.dtype.type(0), out=key.view(s.dtype))  # -0.0 becomes +0.0
-    np.right_shift(key.view(signs.dtype.str.replace("u", "i")), bits - 1,
-                   out=signs.view(signs.dtype.str.replace("u", "i")))  # fmt: skip
-    np.bitwise_or(signs, signs.dtype.type(1 << (bits - 1)), out=signs)
-    np.bitwise_xor(key, signs, out=key)
-    return key
-
-
-def _softplus_sums(c: np.ndarray, s: np.ndarray, ws: _Workspace) -> np.ndarray:
-    """Per class code (0 non-target, 1 none, 2 target): the sums of softplus(-c * s).
-
-    That is ``log(1 + exp(-s))`` for targets and ``log(1 + exp(s))`` for non-targets, in
-    float64, accurate to ~1e-16 absolute per trial.
-    """
-    n = s.size
-    z, e = ws.z[:n], ws.e[:n]
-    np.multiply(c, s, out=z, dtype=np.float64)
-    np.negative(z, out=z)
-    np.abs(z, out=e)
-    np.negative(e, out=e)
-    np.exp(e, out=e)
-    np.log1p(e, out=e)
-    np.maximum(z, 0.0, out=z)
-    np.add(z, e, out=z)
-    flag = ws.flag[:n]
-    # masked reductions release the GIL (a weighted bincount does not)
-    non = np.add.reduce(z, where=np.less(c, 0, out=flag))
-    tar = np.add.reduce(z, where=np.greater(c, 0, out=flag))
-    return np.array([non, 0.0, tar])
-
-
-def _coarse_kernel(classes: np.ndarray, *pairs: np.ndarray, shift: int, nbins: int) -> np.ndarray:
-    """Pass 1 on one chunk: per system, counts per key prefix and the scalar sums.
-
-    Returns a float64 vector per system: ``[non-target counts (nbins), target counts (nbins),
-    softplus_tar, softplus_non, missing, non-finite]`` (counts are exact in float64).
-    """
-    cls_flat = classes.reshape(-1)
-    out = []
-    ws = _Workspace(min(cls_flat.size, _SLICE), pairs[0].dtype)
-    for s_block, m_block in zip(pairs[::2], pairs[1::2], strict=True):
-        s_flat, m_flat = s_block.reshape(-1), m_block.reshape(-1)
-        hist = np.zeros(2 * nbins + 1, dtype=np.int64)  # the last bin collects non-trials
-        sums = np.zeros(3)
-        missing = bad = 0
-        for sl in _slices(s_flat.size):
-            s, key_cls, scored = s_flat[sl], cls_flat[sl], m_flat[sl]
-            n = s.size
-            c = key_cls if scored.all() else _classes_of(key_cls, scored)
-            if c is not key_cls:
-                missing += int(np.count_nonzero((key_cls != 0) & ~scored))
-            finite = np.isfinite(s, out=ws.flag[:n])
-            if not finite.all():
-                bad += int(np.count_nonzero(~finite & (c != 0)))
-                s = np.where(finite, s, s.dtype.type(0))
-            key = _keys_into(s, ws)
-            idx = ws.idx[:n]
-            np.right_shift(key, shift, out=key)
-            np.left_shift(key, 1, out=idx, casting="unsafe")
-            is_tar = np.greater(c, 0, out=ws.flag[:n])
-            np.add(idx, is_tar, out=idx, casting="unsafe")
-            if np.count_nonzero(c) != n:
-                idx[c == 0] = 2 * nbins
-            hist += np.bincount(idx, minlength=2 * nbins + 1)
-            sums += _softplus_sums(c, s, ws)
-        h = hist[:-1].reshape(nbins, 2)
-        out.append(np.concatenate([h[:, 0], h[:, 1], [sums[2], sums[0], missing, bad]]))
-    return np.concatenate(out).astype(np.float64)[None, None, :]
-
-
-@dataclass(frozen=True)
-class _RefineSpec:
-    """What one refinement pass does for one system."""
-
-    lut: np.ndarray  # bool per coarse prefix: does it contain a candidate bin?
-    cand_lo: np.ndarray  # uint64, ascending
-    cand_bits: np.ndarray  # width bits of each candidate
-    sub_bits: np.ndarray  # sub-bins per candidate = 2**sub_bits (dense mode)
-    raw: bool  # pull exact keys instead of a dense sub-histogram
-    rank: np.ndarray | None = None  # candidate index per coarse prefix, when all are coarse
-
-    @property
-    def offsets(self) -> np.ndarray:
-        return np.concatenate([[0], np.cumsum(np.left_shift(1, self.sub_bits.astype(np.int64)))])
-
-
-def _refine_kernel(
-    classes: np.ndarray, *pairs: np.ndarray, specs: tuple[_RefineSpec, ...], shift: int
-) -> np.ndarray:
-    """A refinement pass on one chunk: per system, a dense sub-histogram or exact key counts."""
-    cls_flat = classes.reshape(-1)
-    out = np.empty((1, 1), dtype=object)
-    results = []
-    for spec, s_block, m_block in zip(specs, pairs[::2], pairs[1::2], strict=True):
-        if spec is None:
-            results.append(None)
-            continue
-        s_flat, m_flat = s_block.reshape(-1), m_block.reshape(-1)
-        picked_keys, picked_tar = [], []
-        for sl in _slices(s_flat.size):
-            # pass 1 rejected non-finite trial scores; non-trials are dropped by the class test
-            c = cls_flat[sl] if m_flat[sl].all() else _classes_of(cls_flat[sl], m_flat[sl])
-            keys = order_keys(s_flat[sl])
-            sel = spec.lut[(keys >> shift).astype(np.intp)] & (c != 0)
-            keys = keys[sel].astype(np.uint64)
-            if spec.rank is not None:  # every candidate is a whole coarse bin
-                picked_keys.append(keys)
-                picked_tar.append(c[sel] == 1)
-                continue
-            ci = np.searchsorted(spec.cand_lo, keys, side="right") - 1
-            rel = keys - spec.cand_lo[ci]
-            inside = (rel >> spec.cand_bits[ci].astype(np.uint64)) == 0
-            picked_keys.append(keys[inside])
-            picked_tar.append(c[sel][inside] == 1)
-        keys = np.concatenate(picked_keys)
-        is_tar = np.concatenate(picked_tar)
-        if spec.raw:
-            uniq, inverse = np.unique(keys, return_inverse=True)
-            counts = np.bincount(inverse * 2 + is_tar, minlength=2 * len(uniq)).reshape(-1, 2)
-            results.append((uniq, counts))
-        else:
-            if spec.rank is not None:
-                ci = spec.rank[(keys >> np.uint64(shift)).astype(np.intp)]
-            else:
-                ci = np.searchsorted(spec.cand_lo, keys, side="right") - 1
-            drop = (spec.cand_bits[ci] - spec.sub_bits[ci]).astype(np.uint64)
-            idx = spec.offsets[ci] + ((keys - spec.cand_lo[ci]) >> drop).astype(np.int64)
-            results.append(np.bincount(idx * 2 + is_tar, minlength=2 * spec.offsets[-1]))
-    out[0, 0] = results
-    return out
-
-
-def _merge_refinements(parts: list[list[Any]]) -> list[Any]:
-    """Combine per-chunk refinement results: add dense histograms, merge exact key counts."""
-    merged = []
-    for per_system in zip(*parts, strict=True):
-        first = per_system[0]
-        if first is None:
-            merged.append(None)
-        elif isinstance(first, tuple):
-            keys = np.concatenate([p[0] for p in per_system])
-            counts = np.concatenate([p[1] for p in per_system])
-            uniq, inverse = np.unique(keys, return_inverse=True)
-            total = np.zeros((len(uniq), 2), dtype=np.int64)
-            np.add.at(total, inverse, counts)
-            merged.append((uniq, total))
-        else:
-            merged.append(np.sum(per_system, axis=0))
-    return merged
-
-
-# --------------------------------------------------------------------------------------------
 # graph construction
 # --------------------------------------------------------------------------------------------
 
@@ -357,7 +168,7 @@ def _object_tree_reduce(per_chunk: da.Array, split_every: int) -> da.Array:
         parts = [v for v in np.asarray(x, dtype=object).ravel()]
         out = np.empty((1,) * x.ndim if keepdims else (), dtype=object)
         out[...] = None
-        out.flat[0] = _merge_refinements(parts)
+        out.flat[0] = kernels.merge_refinements(parts)
         return out
 
     return da.reduction(
@@ -404,7 +215,7 @@ def _pav_bound_candidates(s: ScoreSummary) -> np.ndarray:
     return idx[s.bits[idx] > 0]
 
 
-def _plan(s: ScoreSummary, cands: np.ndarray, shift: int) -> _RefineSpec:
+def _plan(s: ScoreSummary, cands: np.ndarray, shift: int) -> kernels.RefineSpec:
     cand_lo = s.lo[cands]
     cand_bits = s.bits[cands].astype(np.int64)
     volume = int(s.n_tar[cands].sum() + s.n_non[cands].sum())
@@ -419,10 +230,10 @@ def _plan(s: ScoreSummary, cands: np.ndarray, shift: int) -> _RefineSpec:
     if np.all(cand_bits == shift):
         rank = np.full(len(lut), -1, dtype=np.int32)
         rank[(cand_lo >> np.uint64(shift)).astype(np.intp)] = np.arange(len(cand_lo))
-    return _RefineSpec(lut, cand_lo, cand_bits, sub, raw, rank)
+    return kernels.RefineSpec(lut, cand_lo, cand_bits, sub, raw, rank)
 
 
-def _apply_refinement(s: ScoreSummary, cands: np.ndarray, spec: _RefineSpec, result) -> None:
+def _apply_refinement(s: ScoreSummary, cands: np.ndarray, spec: kernels.RefineSpec, result) -> None:
     """Replace the candidate bins of ``s`` by what the refinement pass found inside them."""
     if spec.raw:
         lo, counts = result
@@ -542,7 +353,7 @@ def summarize(
     bits = coarse_bits or _coarse_bits(n_sys, dtype)
     shift = key_bits(dtype) - bits
     nbins = 1 << bits
-    kernel = partial(_coarse_kernel, shift=shift, nbins=nbins)
+    kernel = partial(kernels.coarse_kernel, shift=shift, nbins=nbins)
     packed = _blockwise(kernel, inputs, n_sys * (2 * nbins + 4))
     totals = compute(packed.sum(axis=(0, 1), split_every=split_every), progress=progress)
     totals = totals.reshape(n_sys, 2 * nbins + 4)
@@ -585,7 +396,7 @@ def summarize(
     kappa = threshold_keys(np.asarray(thresholds, dtype=np.float64), dtype)
     passes = 1
     while True:
-        plans: list[tuple[np.ndarray, _RefineSpec] | None] = []
+        plans: list[tuple[np.ndarray, kernels.RefineSpec] | None] = []
         for s in summaries:
             parts = [_hull_candidates(s), _threshold_candidates(s, kappa)]
             if pav_bounds:
@@ -595,7 +406,9 @@ def summarize(
         if all(p is None for p in plans):
             break
         specs = tuple(p[1] if p else None for p in plans)
-        per_chunk = _blockwise(partial(_refine_kernel, specs=specs, shift=shift), inputs, None)
+        per_chunk = _blockwise(
+            partial(kernels.refine_kernel, specs=specs, shift=shift), inputs, None
+        )
         results = compute(_object_tree_reduce(per_chunk, split_every), progress=progress)[()]
         passes += 1
         for s, plan, result in zip(summaries, plans, results, strict=True):
