@@ -399,6 +399,44 @@ def test_scheduler_file_and_address_with_real_processes(dask_processes):
     assert x.size == 20_000
 
 
+def test_evaluate_via_scheduler_file_gives_identical_json(dask_processes, tmp_path):
+    from bosaris_dask import io
+    from bosaris_dask.simulate import simulate
+
+    key, systems = simulate(120, 150, systems=2, target_rate=0.05, seed=4, chunks=(40, 150))
+    io.write(key, tmp_path / "key.zarr")
+    for k, scores in enumerate(systems, start=1):
+        io.write(scores, tmp_path / f"s{k}.zarr", chunk_mb=0.02)
+    common = [
+        "-m",
+        "bosaris_dask.cli",
+        "evaluate",
+        "--key",
+        str(tmp_path / "key.zarr"),
+        "--scores",
+        str(tmp_path / "s1.zarr"),
+        "--scores",
+        str(tmp_path / "s2.zarr"),
+        "-q",
+    ]
+    runs = {}
+    for name, where in (
+        ("threads", ["--cluster", "threads"]),
+        ("file", ["--scheduler-file", str(dask_processes.file)]),
+    ):
+        out = tmp_path / f"{name}.json"
+        result = subprocess.run(
+            [sys.executable, *common, *where, "--json", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        runs[name] = json.loads(out.read_text())
+    assert runs["file"] == runs["threads"]
+    assert dask_processes.scheduler.poll() is None  # the CLI closed only its client
+
+
 def test_scheduler_that_disappears_gives_cluster_error(dask_processes):
     def slow(block):
         time.sleep(0.5)

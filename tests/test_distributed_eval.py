@@ -1,4 +1,5 @@
-"""Evaluation on a real multi-process LocalCluster: identical to threads, even if a worker dies."""
+"""Evaluation and fusion on a real multi-process LocalCluster: identical to threads, even when a
+worker process is killed mid-pass."""
 
 from __future__ import annotations
 
@@ -87,3 +88,36 @@ def test_worker_killed_mid_evaluation_still_exact(stores):
     assert "error" not in result, result.get("error")
     xr.testing.assert_identical(result["value"], expected)
     assert np.isfinite(expected.eer.values).all()
+
+
+def test_worker_killed_mid_fusion_still_exact(stores):
+    from bosaris_dask.fusion import LinearFuser
+
+    key = io.read(stores / "key.zarr")
+    systems = [io.read(stores / f"system-{k}.zarr") for k in (1, 2)]
+    expected = LinearFuser(0.1).fit(key, systems)
+    slowed = [s.copy(data={"score": s.score.data.map_blocks(_slow), "score_mask":
+                           s.score_mask.data}) for s in systems]  # fmt: skip
+    result: dict[str, object] = {}
+
+    def run():
+        try:
+            result["value"] = LinearFuser(0.1).fit(key, slowed)
+        except Exception as error:  # reported by the assertion below
+            result["error"] = error
+
+    with connect(cluster="local", workers=2, threads_per_worker=1, **LOCAL) as client:
+        pids = list(client.run(os.getpid).values())
+        worker = threading.Thread(target=run)
+        worker.start()
+        deadline = time.monotonic() + 30
+        while not any(client.processing().values()):
+            assert time.monotonic() < deadline, "fusion never started"
+            time.sleep(0.02)
+        time.sleep(0.5)
+        os.kill(pids[1], signal.SIGKILL)
+        worker.join(timeout=180)
+    assert "error" not in result, result.get("error")
+    fitted = result["value"]
+    np.testing.assert_array_equal(fitted.weights_, expected.weights_)
+    assert fitted.offset_ == expected.offset_ and fitted.passes_ == expected.passes_
