@@ -342,6 +342,19 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
 
+def _quality_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quality", help="a quality store (zarr) with model and segment quality")
+    parser.add_argument("--model-quality", help="model-side quality table (text or HDF5)")
+    parser.add_argument("--segment-quality", help="segment-side quality table (text or HDF5)")
+
+
+def _apply_arguments(parser: argparse.ArgumentParser, nargs: int | str, what: str) -> None:
+    parser.add_argument("--apply", nargs=nargs, metavar="SCORES",
+                        help=f"{what} to apply the trained model to")  # fmt: skip
+    parser.add_argument("--ndx", help="with --apply: keep only these trials")
+    parser.add_argument("--out", help="with --apply: where to write the resulting scores")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``bosaris-dask`` (all subcommands)."""
     from bosaris_dask.cluster import add_cluster_arguments
@@ -483,9 +496,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="effective prior of the training objective (default 0.5)",
     )
     p.add_argument("--model-out", required=True, metavar="MODEL.json")
-    p.add_argument("--apply", nargs=1, metavar="SCORES", help="scores to calibrate with the model")
-    p.add_argument("--ndx", help="with --apply: keep only these trials")
-    p.add_argument("--out", help="with --apply: where to write the calibrated scores")
+    _apply_arguments(p, 1, "scores")
     _common(p)
     add_cluster_arguments(p)
     p.set_defaults(func=cmd_calibrate)
@@ -504,9 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         help="training scores of one system; repeat for each system",
     )
-    p.add_argument("--quality", help="a quality store (zarr) with model and segment quality")
-    p.add_argument("--model-quality", help="model-side quality table (text or HDF5)")
-    p.add_argument("--segment-quality", help="segment-side quality table (text or HDF5)")
+    _quality_arguments(p)
     p.add_argument("--apply-quality", help="quality store of the eval set (default: --quality)")
     p.add_argument(
         "--prior",
@@ -515,14 +524,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="effective prior of the training objective (default 0.5)",
     )
     p.add_argument("--model-out", required=True, metavar="MODEL.json")
-    p.add_argument(
-        "--apply",
-        nargs="+",
-        metavar="SCORES",
-        help="eval scores of the same systems, in the same order",
-    )
-    p.add_argument("--ndx", help="with --apply: keep only these trials")
-    p.add_argument("--out", help="with --apply: where to write the fused scores")
+    _apply_arguments(p, "+", "eval scores of the same systems, in the same order,")
     _common(p)
     add_cluster_arguments(p)
     p.set_defaults(func=cmd_fuse)
@@ -540,9 +542,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         help="scores of one system; repeat for each fused system, in training order",
     )
-    p.add_argument("--quality", help="quality store, for a quality fusion model")
-    p.add_argument("--model-quality", help="model-side quality table (text or HDF5)")
-    p.add_argument("--segment-quality", help="segment-side quality table (text or HDF5)")
+    _quality_arguments(p)
     p.add_argument("--ndx", help="keep only these trials")
     p.add_argument("--out", required=True)
     _common(p)

@@ -43,6 +43,31 @@ def _slow(block):
     return block
 
 
+def _run_while_killing_a_worker(job, victim: int):
+    """Run ``job()`` on a 2-process LocalCluster, SIGKILL one worker once tasks are running."""
+    result: dict[str, object] = {}
+
+    def run():
+        try:
+            result["value"] = job()
+        except Exception as error:  # reported by the assertion below
+            result["error"] = error
+
+    with connect(cluster="local", workers=2, threads_per_worker=1, **LOCAL) as client:
+        pids = list(client.run(os.getpid).values())
+        worker = threading.Thread(target=run)
+        worker.start()
+        deadline = time.monotonic() + 30
+        while not any(client.processing().values()):
+            assert time.monotonic() < deadline, "the computation never started"
+            time.sleep(0.02)
+        time.sleep(0.5)
+        os.kill(pids[victim], signal.SIGKILL)
+        worker.join(timeout=180)
+    assert "error" not in result, result.get("error")
+    return result["value"]
+
+
 def test_local_cluster_equals_threads(stores):
     expected = _evaluate(stores)
     with connect(cluster="local", workers=2, threads_per_worker=1, **LOCAL) as client:
@@ -66,27 +91,8 @@ def test_worker_killed_mid_evaluation_still_exact(stores):
         for s in systems
     ]  # fmt: skip
     assert slowed[0].score.data.npartitions >= 8
-    result: dict[str, object] = {}
-
-    def run():
-        try:
-            result["value"] = evaluate(slowed, key, split_every=2)
-        except Exception as error:  # reported by the assertion below
-            result["error"] = error
-
-    with connect(cluster="local", workers=2, threads_per_worker=1, **LOCAL) as client:
-        pids = list(client.run(os.getpid).values())
-        worker = threading.Thread(target=run)
-        worker.start()
-        deadline = time.monotonic() + 30
-        while not any(client.processing().values()):
-            assert time.monotonic() < deadline, "evaluation never started"
-            time.sleep(0.02)
-        time.sleep(0.5)
-        os.kill(pids[0], signal.SIGKILL)
-        worker.join(timeout=120)
-    assert "error" not in result, result.get("error")
-    xr.testing.assert_identical(result["value"], expected)
+    got = _run_while_killing_a_worker(lambda: evaluate(slowed, key, split_every=2), victim=0)
+    xr.testing.assert_identical(got, expected)
     assert np.isfinite(expected.eer.values).all()
 
 
@@ -98,26 +104,6 @@ def test_worker_killed_mid_fusion_still_exact(stores):
     expected = LinearFuser(0.1).fit(key, systems)
     slowed = [s.copy(data={"score": s.score.data.map_blocks(_slow), "score_mask":
                            s.score_mask.data}) for s in systems]  # fmt: skip
-    result: dict[str, object] = {}
-
-    def run():
-        try:
-            result["value"] = LinearFuser(0.1).fit(key, slowed)
-        except Exception as error:  # reported by the assertion below
-            result["error"] = error
-
-    with connect(cluster="local", workers=2, threads_per_worker=1, **LOCAL) as client:
-        pids = list(client.run(os.getpid).values())
-        worker = threading.Thread(target=run)
-        worker.start()
-        deadline = time.monotonic() + 30
-        while not any(client.processing().values()):
-            assert time.monotonic() < deadline, "fusion never started"
-            time.sleep(0.02)
-        time.sleep(0.5)
-        os.kill(pids[1], signal.SIGKILL)
-        worker.join(timeout=180)
-    assert "error" not in result, result.get("error")
-    fitted = result["value"]
+    fitted = _run_while_killing_a_worker(lambda: LinearFuser(0.1).fit(key, slowed), victim=1)
     np.testing.assert_array_equal(fitted.weights_, expected.weights_)
     assert fitted.offset_ == expected.offset_ and fitted.passes_ == expected.passes_
