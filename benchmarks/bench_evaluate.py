@@ -76,6 +76,60 @@ def run_reference(workdir: Path) -> dict:
     }  # fmt: skip
 
 
+def _load_tar_non(workdir: Path) -> tuple[np.ndarray, np.ndarray]:
+    from bosaris_dask import io
+    from bosaris_dask.trials import trial_classes
+
+    key = io.read(workdir / "key.zarr")
+    mask = np.asarray(trial_classes(key).compute())
+    values = np.asarray(io.read(workdir / "system-1.zarr").score.data.compute())
+    return values[mask == 1].astype(np.float64), values[mask == -1].astype(np.float64)
+
+
+def _unsorted(f, plo: np.ndarray) -> list[float]:
+    """``f`` on sorted prior log-odds (as llreval requires), returned in the original order."""
+    order = np.argsort(plo)
+    out = np.empty(len(plo))
+    out[order] = np.asarray(f(plo[order]))
+    return out.tolist()
+
+
+def run_llreval(workdir: Path) -> dict:
+    """The peer a BOSARIS user would pick in Python: llreval (PAV via scikit-learn)."""
+    from llreval.bayes_error_rate import fast_Bayes_error_rate
+    from llreval.cllr import cllr, min_cllr
+    from llreval.pav_rocch import PAV, ROCCH
+    from scipy.special import logit
+
+    tar, non = _load_tar_non(workdir)
+    scores = np.concatenate([tar, non])
+    labels = np.concatenate([np.ones(len(tar)), np.zeros(len(non))])
+    plo = np.concatenate([logit(np.array(PRIORS)), np.linspace(-10, 10, 201)])
+    pav = PAV(scores, labels)
+    rocch = ROCCH(pav)
+    return {
+        "eer": float(rocch.EER()), "cllr": float(cllr(tar, non)), "min_cllr": float(min_cllr(pav)),
+        "act": _unsorted(lambda x: fast_Bayes_error_rate(scores, labels, x), plo),
+        "min": np.asarray(rocch.Bayes_error_rate(plo)).tolist(),
+    }  # fmt: skip
+
+
+def run_sklearn(workdir: Path) -> dict:
+    """The scikit-learn recipe: roc_curve, then EER and minDCF from its points."""
+    from scipy.special import expit, logit
+    from sklearn.metrics import roc_curve
+
+    tar, non = _load_tar_non(workdir)
+    scores = np.concatenate([tar, non])
+    labels = np.concatenate([np.ones(len(tar)), np.zeros(len(non))])
+    fpr, tpr, _ = roc_curve(labels, scores)
+    fnr = 1 - tpr
+    plo = np.concatenate([logit(np.array(PRIORS)), np.linspace(-10, 10, 201)])
+    mindcf = [float(np.min(expit(p) * fnr + expit(-p) * fpr)) for p in plo]
+    i = np.nanargmin(np.abs(fnr - fpr))
+    return {"eer": float((fnr[i] + fpr[i]) / 2), "min": mindcf}  # a steppy EER, not ROCCH
+
+
 def run_ours(workdir: Path, cluster: str = "threads") -> dict:
     from bosaris_dask import io
     from bosaris_dask.cluster import connect
@@ -96,14 +150,24 @@ def run_ours(workdir: Path, cluster: str = "threads") -> dict:
 
 def _child(mode: str, workdir: Path) -> None:
     start = time.perf_counter()
-    if mode == "reference":
-        result = run_reference(workdir)
+    if mode in PEERS:
+        result = PEERS[mode](workdir)
     else:
         result = run_ours(workdir, "threads" if mode == "ours" else "local")
     result["wall_s"] = time.perf_counter() - start
     usage = resource.getrusage(resource.RUSAGE_SELF)
     result["peak_rss_mb"] = usage.ru_maxrss / 1024
     print(json.dumps(result))
+
+
+PEERS = {"reference": run_reference, "llreval": run_llreval, "sklearn": run_sklearn}
+LABELS = {
+    "ours": "bosaris (threads)",
+    "ours-local": "bosaris (2 procs)",
+    "reference": "sort reference",
+    "llreval": "llreval",
+    "sklearn": "sklearn roc_curve",
+}
 
 
 def _measure(mode: str, workdir: Path) -> dict:
@@ -125,8 +189,11 @@ def main() -> None:
         help="only time bosaris-dask (for sizes the reference cannot hold)",
     )
     parser.add_argument(
-        "--child", choices=["ours", "ours-local", "reference"], help=argparse.SUPPRESS
+        "--peers",
+        action="store_true",
+        help="also time llreval and a scikit-learn recipe (pip install 'bosaris-dask[benchmarks]')",
     )
+    parser.add_argument("--child", choices=["ours", "ours-local", *PEERS], help=argparse.SUPPRESS)
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.gettempdir()) / f"bosaris-bench-{args.side}"
     if args.child:
@@ -142,6 +209,8 @@ def main() -> None:
     modes = ["ours", "ours-local"]
     if not args.skip_reference:
         modes.insert(0, "reference")
+    if args.peers:
+        modes += ["llreval", "sklearn"]
     runs = {m: [_measure(m, workdir) for _ in range(args.repeat)] for m in modes}
     trials = args.side**2
     print(f"\n{trials:.2g} trials (float32), median of {args.repeat} runs each")
@@ -149,18 +218,23 @@ def main() -> None:
     for mode in modes:
         wall = statistics.median(r["wall_s"] for r in runs[mode])
         peak = max(r["peak_rss_mb"] for r in runs[mode])
-        label = {
-            "ours": "bosaris (threads)",
-            "ours-local": "bosaris (2 procs)",
-            "reference": "sort reference",
-        }[mode]
+        label = LABELS[mode]
         print(f"  {label:<18} {wall:8.2f} s  {trials / wall / 1e6:8.1f} M trials/s  "
               f"peak RSS {peak:8.0f} MB  speed-up x{base / wall:.2f}")  # fmt: skip
+    ours = runs["ours"][0]
     if "reference" in runs:
-        a, b = runs["reference"][0], runs["ours"][0]
+        a = runs["reference"][0]
         for name in ("eer", "prbep", "cllr", "min_cllr", "act", "min"):
-            np.testing.assert_allclose(b[name], a[name], rtol=1e-9)
-        print("  results agree (rtol 1e-9); passes over the data:", b["passes"])
+            np.testing.assert_allclose(ours[name], a[name], rtol=1e-9)
+        print("  results agree (rtol 1e-9); passes over the data:", ours["passes"])
+    for peer in ("llreval", "sklearn"):
+        if peer in runs:
+            diffs = {
+                k: float(np.max(np.abs(np.subtract(runs[peer][0][k], ours[k]))))
+                for k in ("eer", "cllr", "min_cllr", "act", "min")
+                if k in runs[peer][0]
+            }
+            print(f"  {peer}: largest absolute difference from ours per metric: {diffs}")
 
 
 if __name__ == "__main__":
