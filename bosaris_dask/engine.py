@@ -278,7 +278,9 @@ def _inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.Arra
     return inputs, dtype
 
 
-def _coarse_bits(n_systems: int, dtype: np.dtype) -> int:
+def _coarse_bits(n_systems: int) -> int:
+    """Key-prefix bits of pass 1: 16 MB of histogram per system and chunk at 20 bits, halved
+    for 3-4 systems and quartered beyond, so a chunk's result grows slower than the systems."""
     return 20 if n_systems <= 2 else 19 if n_systems <= 4 else 18
 
 
@@ -350,7 +352,7 @@ def summarize(
     """
     inputs, dtype = _inputs(scores, key)
     n_sys = len(scores)
-    bits = coarse_bits or _coarse_bits(n_sys, dtype)
+    bits = coarse_bits or _coarse_bits(n_sys)
     shift = key_bits(dtype) - bits
     nbins = 1 << bits
     kernel = partial(kernels.coarse_kernel, shift=shift, nbins=nbins)
