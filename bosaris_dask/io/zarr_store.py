@@ -40,6 +40,7 @@ import math
 import os
 import sys
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -143,25 +144,43 @@ def _distributed_client() -> Any | None:
     return owner if type(owner).__name__ == "Client" else None
 
 
+def _compute_threads(objs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``dask.compute`` on a thread pool of our own, drained before returning or raising.
+
+    When one write task fails, dask raises at once while the others keep running; a straggler
+    could then write a chunk into a temporary store that the caller has already removed (zarr
+    re-creates parent directories). Waiting for the pool makes cleanup final.
+    """
+    if dask.config.get("scheduler", None) not in (None, "threads", "threading"):
+        return dask.compute(*objs)
+    pool = ThreadPoolExecutor(os.cpu_count() or 1)
+    try:
+        return dask.compute(*objs, scheduler="threads", pool=pool)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def compute_with_progress(*objs: Any, progress: bool = False) -> tuple[Any, ...]:
     """``dask.compute(*objs)``, showing a progress bar when ``progress`` is true.
 
     The bar is :func:`distributed.progress` when a distributed client is active, else
-    :class:`dask.diagnostics.ProgressBar` (on standard error).
+    :class:`dask.diagnostics.ProgressBar` (on standard error). Without a distributed client
+    every task has finished when this returns or raises (see :func:`_compute_threads`).
     """
-    if not progress:
-        return dask.compute(*objs)
     client = _distributed_client()
     if client is not None:
-        from distributed import progress as show_progress
-
         futures = client.compute(list(objs))
-        show_progress(futures)
+        if progress:
+            from distributed import progress as show_progress
+
+            show_progress(futures)
         return tuple(client.gather(futures))
+    if not progress:
+        return _compute_threads(objs)
     from dask.diagnostics import ProgressBar
 
     with ProgressBar(out=sys.stderr):
-        return dask.compute(*objs)
+        return _compute_threads(objs)
 
 
 def _known_all_true(arr: da.Array) -> bool:
