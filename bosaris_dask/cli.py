@@ -355,9 +355,23 @@ def _apply_arguments(parser: argparse.ArgumentParser, nargs: int | str, what: st
     parser.add_argument("--out", help="with --apply: where to write the resulting scores")
 
 
+def _key_and_systems(parser: argparse.ArgumentParser, scores_help: str) -> None:
+    parser.add_argument("--key", required=True, help="the key (text, HDF5 or zarr)")
+    parser.add_argument("--scores", required=True, action="append", help=scores_help)
+
+
+def _finish(parser: argparse.ArgumentParser, func: Any, *, cluster: bool = True) -> None:
+    """The options every subcommand shares, and the function that runs it."""
+    from bosaris_dask.cluster import add_cluster_arguments
+
+    _common(parser)
+    if cluster:
+        add_cluster_arguments(parser)
+    parser.set_defaults(func=func)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``bosaris-dask`` (all subcommands)."""
-    from bosaris_dask.cluster import add_cluster_arguments
 
     parser = argparse.ArgumentParser(
         prog="bosaris-dask",
@@ -375,8 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("output", help="file or store to write (replaced atomically)")
     p.add_argument("--kind", choices=["key", "ndx", "scores"],
                    help="what the input holds (default: detected from the content)")  # fmt: skip
-    _common(p)
-    p.set_defaults(func=cmd_convert)
+    _finish(p, cmd_convert, cluster=False)
 
     p = sub.add_parser(
         "info",
@@ -384,8 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print kind, shape, ids, trial and target counts, chunking.",
     )
     p.add_argument("path")
-    _common(p)
-    p.set_defaults(func=cmd_info)
+    _finish(p, cmd_info, cluster=False)
 
     p = sub.add_parser(
         "simulate",
@@ -403,9 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
-    _common(p)
-    add_cluster_arguments(p)
-    p.set_defaults(func=cmd_simulate)
+    _finish(p, cmd_simulate)
 
     p = sub.add_parser(
         "evaluate",
@@ -413,13 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Evaluate systems against a key: actDCF and minDCF at each "
         "prior, ROCCH-EER, PRBEP, Cllr, minCllr (exact, any scale).",
     )
-    p.add_argument("--key", required=True, help="the key (text, HDF5 or zarr)")
-    p.add_argument(
-        "--scores",
-        required=True,
-        action="append",
-        help="scores of one system; repeat for several systems",
-    )
+    _key_and_systems(p, "scores of one system; repeat for several systems")
     p.add_argument(
         "--prior",
         type=_prior,
@@ -438,9 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="drop key trials without a score (and report how many)",
     )
-    _common(p)
-    add_cluster_arguments(p)
-    p.set_defaults(func=cmd_evaluate)
+    _finish(p, cmd_evaluate)
 
     p = sub.add_parser(
         "plot",
@@ -454,13 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="det: DET curves; nbe: normalized Bayes error rate vs prior log-odds; "
         "ape: Bayes error-rate curves; cllr: Cllr = minCllr + calibration loss",
     )
-    p.add_argument("--key", required=True)
-    p.add_argument(
-        "--scores",
-        required=True,
-        action="append",
-        help="scores of one system; repeat for several systems",
-    )
+    _key_and_systems(p, "scores of one system; repeat for several systems")
     p.add_argument(
         "--prior",
         type=_prior,
@@ -471,9 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--window", help="DET axes window: classic (0.05-50%%), low_fa, wide, auto")
     p.add_argument("--allow-missing", action="store_true")
     p.add_argument("--out", required=True, metavar="FILE")
-    _common(p)
-    add_cluster_arguments(p)
-    p.set_defaults(func=cmd_plot)
+    _finish(p, cmd_plot)
 
     p = sub.add_parser(
         "calibrate",
@@ -497,9 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--model-out", required=True, metavar="MODEL.json")
     _apply_arguments(p, 1, "scores")
-    _common(p)
-    add_cluster_arguments(p)
-    p.set_defaults(func=cmd_calibrate)
+    _finish(p, cmd_calibrate)
 
     p = sub.add_parser(
         "fuse",
@@ -508,13 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
         "supervised set and write it as JSON; with quality measures, a quality "
         "fusion. With --apply, fuse the eval systems (same order).",
     )
-    p.add_argument("--key", required=True)
-    p.add_argument(
-        "--scores",
-        required=True,
-        action="append",
-        help="training scores of one system; repeat for each system",
-    )
+    _key_and_systems(p, "training scores of one system; repeat for each system")
     _quality_arguments(p)
     p.add_argument("--apply-quality", help="quality store of the eval set (default: --quality)")
     p.add_argument(
@@ -525,9 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--model-out", required=True, metavar="MODEL.json")
     _apply_arguments(p, "+", "eval scores of the same systems, in the same order,")
-    _common(p)
-    add_cluster_arguments(p)
-    p.set_defaults(func=cmd_fuse)
+    _finish(p, cmd_fuse)
 
     p = sub.add_parser(
         "apply",
@@ -545,9 +529,7 @@ def build_parser() -> argparse.ArgumentParser:
     _quality_arguments(p)
     p.add_argument("--ndx", help="keep only these trials")
     p.add_argument("--out", required=True)
-    _common(p)
-    add_cluster_arguments(p)
-    p.set_defaults(func=cmd_apply)
+    _finish(p, cmd_apply)
 
     p = sub.add_parser(
         "demo",
@@ -559,8 +541,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--models", type=_positive, default=200)
     p.add_argument("--segments", type=_positive, default=500)
     p.add_argument("--seed", type=int, default=0)
-    _common(p)
-    p.set_defaults(func=cmd_demo)
+    _finish(p, cmd_demo, cluster=False)
     return parser
 
 
