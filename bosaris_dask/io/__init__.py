@@ -34,7 +34,7 @@ import xarray as xr
 from bosaris_dask.errors import StoreError, StoreNotFoundError
 from bosaris_dask.io.atomic import atomic_path, remove_stale
 from bosaris_dask.io.hdf5 import read_hdf5, read_quality_hdf5, write_hdf5, write_quality_hdf5
-from bosaris_dask.io.zarr_store import read_zarr, write_zarr
+from bosaris_dask.io.zarr_store import is_url, read_zarr, store_location, write_zarr
 
 __all__ = [
     "read",
@@ -66,6 +66,9 @@ def detect_format(path: str | os.PathLike[str]) -> Format:
     >>> detect_format("trials.zarr"), detect_format("key.H5"), detect_format("scores.txt")
     ('zarr', 'hdf5', 'text')
     """
+    if is_url(path):
+        suffix = "." + str(path).rstrip("/").rsplit(".", 1)[-1].lower()
+        return "zarr" if suffix == ".zarr" else "hdf5" if suffix in (".h5", ".hdf5") else "text"
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix == ".zarr" or (p.is_dir() and (p / "zarr.json").is_file()):
@@ -82,6 +85,13 @@ def _existing(path: str | os.PathLike[str]) -> Path:
     return p
 
 
+def _check_kind(obj: xr.Dataset, kind: str | None, path: Any) -> xr.Dataset:
+    found = obj.attrs["bosaris_kind"]
+    if kind is not None and found != kind:
+        raise StoreError(f"{path}: holds a {found}, expected a {kind}")
+    return obj
+
+
 def read(
     path: str | os.PathLike[str], kind: str | None = None, *, chunks: Any = None
 ) -> xr.Dataset:
@@ -90,7 +100,10 @@ def read(
     Parameters
     ----------
     path
-        The file or store; its format comes from :func:`detect_format`.
+        The file or store; its format comes from :func:`detect_format`. A zarr store may also
+        be an fsspec URL (``s3://bucket/scores.zarr``, ``gs://...``; the matching fsspec
+        package must be installed): read lazily through zarr, with the same layout checks
+        (writes go to a file system: object stores cannot rename atomically).
     kind : {"ndx", "key", "scores"}, optional
         What to expect. Zarr stores record their kind (a different one is an error), HDF5 and
         text files are detected from their content unless ``kind`` is given.
@@ -109,14 +122,15 @@ def read(
     StoreError, ParseError
         When the store or file is corrupt or not what ``kind`` says.
     """
+    path = store_location(path)
+    if is_url(path):
+        if detect_format(path) != "zarr":
+            raise StoreError(f"{path}: only zarr stores can be read from a URL")
+        return _check_kind(read_zarr(path, chunks=chunks), kind, path)
     p = _existing(path)
     fmt = detect_format(p)
     if fmt == "zarr":
-        obj = read_zarr(p, chunks=chunks)
-        found = obj.attrs["bosaris_kind"]
-        if kind is not None and found != kind:
-            raise StoreError(f"{p}: holds a {found}, expected a {kind}")
-        return obj
+        return _check_kind(read_zarr(p, chunks=chunks), kind, p)
     if fmt == "hdf5":
         return read_hdf5(p, kind, chunks=chunks)
     if p.is_dir():
@@ -149,6 +163,11 @@ def write(
     Path
         ``path``.
     """
+    if is_url(path):
+        raise StoreError(
+            f"{path}: writing to a URL is not supported (object stores cannot rename, so the "
+            "write could not be atomic); write to a local or shared file system"
+        )
     fmt = detect_format(path)
     if fmt == "zarr":
         return write_zarr(obj, path, progress=progress, **options)

@@ -389,6 +389,39 @@ def _chunk_files(base: Path) -> dict[str, int]:
     return out
 
 
+def is_url(path: Any) -> bool:
+    """Whether ``path`` is an fsspec URL (``s3://...``, ``gs://...``, ``memory://...``)."""
+    return isinstance(path, str) and "://" in path and not path.startswith("file://")
+
+
+def store_location(path: str | os.PathLike[str]) -> Path | str:
+    """A local :class:`~pathlib.Path`, or the URL string of a store fsspec reaches."""
+    if isinstance(path, str) and path.startswith("file://"):
+        return Path(path.removeprefix("file://"))
+    return path if is_url(path) else Path(path)
+
+
+def _store_exists(path: Path | str) -> bool:
+    if isinstance(path, Path):
+        return path.exists()
+    from fsspec.core import url_to_fs
+
+    try:
+        fs, root = url_to_fs(path)
+        return bool(fs.exists(root))
+    except (ImportError, OSError, ValueError) as exc:
+        raise StoreError(f"{path}: cannot reach the store ({exc})") from exc
+
+
+def _check_remote_chunks(path: str, name: str, arr: zarr.Array) -> None:
+    """The missing-chunk check for stores behind a URL: count the stored chunks."""
+    stored, expected = arr.nchunks_initialized, arr.nchunks
+    if stored < expected:
+        raise StoreError(
+            f"{path}: array {name!r} has {expected - stored} of its {expected} chunks missing"
+        )
+
+
 def _check_chunks(path: Path, name: str, arr: zarr.Array) -> None:
     """Raise StoreError naming the first chunk of ``arr`` whose file is missing or truncated."""
     if 0 in arr.shape:
@@ -491,7 +524,8 @@ def _build(
             plan = plan_chunks((len(models), len(segments)), 1) if chunks is None else chunks
             return make_ndx(models, segments, None, chunks=plan)
         return make_ndx(models, segments, ds["trial_mask"].data, chunks=chunks)
-    score = raw_chunk_array(path / "score", arrays["score"]) if arrays else None
+    local = arrays and isinstance(path, Path)
+    score = raw_chunk_array(path / "score", arrays["score"]) if local else None
     if score is None or chunks is not None:
         score = ds["score"].data
     mask = None if "score_mask" in omitted else ds["score_mask"].data
@@ -548,8 +582,8 @@ def read_zarr(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
     >>> read_zarr(path).trial_mask.values.tolist()
     [[True, False]]
     """
-    path = Path(path)
-    if not path.exists():
+    path = store_location(path)
+    if not _store_exists(path):
         raise StoreNotFoundError(f"{path}: no such zarr store")
     attrs, arrays = _open_group(path)
     kind = attrs.get("bosaris_kind")
@@ -558,7 +592,10 @@ def read_zarr(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
     if kind != "quality":
         _check_trial_layout(path, kind, attrs, arrays)
     for name, arr in arrays.items():
-        _check_chunks(path, name, arr)
+        if isinstance(path, Path):
+            _check_chunks(path, name, arr)
+        else:
+            _check_remote_chunks(path, name, arr)
     ds = _open_xarray(path)
     try:
         if kind == "quality":
