@@ -55,10 +55,10 @@ import xarray as xr
 from bosaris_dask.errors import ScoreError, TrialError
 from bosaris_dask.fusion import (
     MODEL_FORMAT,
+    JsonModel,
     LinearFuser,
     QualityFuser,
     _load_json,
-    _save_json,
 )
 from bosaris_dask.roc import pav_blocks
 from bosaris_dask.trials import align_with, kind_of, make_scores, trial_classes
@@ -299,7 +299,7 @@ def _score_bins(scores: xr.Dataset, key: xr.Dataset) -> tuple[tuple[np.ndarray, 
     return tuple(np.asarray(a) for a in bins), None
 
 
-class PAVCalibrator:
+class PAVCalibrator(JsonModel):
     """Non-parametric calibration: the PAV map of a supervised set (see the module docstring).
 
     Parameters
@@ -467,15 +467,6 @@ class PAVCalibrator:
         obj.score_bounds_, obj.llr_bounds_ = sb, lb
         obj.counts_ = {k: int(d[k]) for k in ("n_target", "n_nontarget", "n_missing") if k in d}
         return obj
-
-    def save_json(self, path: str | os.PathLike[str]) -> None:
-        """Write :meth:`to_dict` as JSON (atomically)."""
-        _save_json(self.to_dict(), path)
-
-    @classmethod
-    def load_json(cls, path: str | os.PathLike[str]) -> PAVCalibrator:
-        """Read a map written by :meth:`save_json`."""
-        return cls.from_dict(_load_json(path))
 
 
 def _pav_block(

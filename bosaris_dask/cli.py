@@ -348,7 +348,15 @@ def _quality_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--segment-quality", help="segment-side quality table (text or HDF5)")
 
 
-def _apply_arguments(parser: argparse.ArgumentParser, nargs: int | str, what: str) -> None:
+def _training_arguments(parser: argparse.ArgumentParser, nargs: int | str, what: str) -> None:
+    """What calibrate and fuse share: the objective's prior, the model file, --apply."""
+    parser.add_argument(
+        "--prior",
+        type=_prior,
+        default=0.5,
+        help="effective prior of the training objective (default 0.5)",
+    )
+    parser.add_argument("--model-out", required=True, metavar="MODEL.json")
     parser.add_argument("--apply", nargs=nargs, metavar="SCORES",
                         help=f"{what} to apply the trained model to")  # fmt: skip
     parser.add_argument("--ndx", help="with --apply: keep only these trials")
@@ -483,14 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--key", required=True)
     p.add_argument("--scores", required=True, help="the training scores")
-    p.add_argument(
-        "--prior",
-        type=_prior,
-        default=0.5,
-        help="effective prior of the training objective (default 0.5)",
-    )
-    p.add_argument("--model-out", required=True, metavar="MODEL.json")
-    _apply_arguments(p, 1, "scores")
+    _training_arguments(p, 1, "scores")
     _finish(p, cmd_calibrate)
 
     p = sub.add_parser(
@@ -503,14 +504,7 @@ def build_parser() -> argparse.ArgumentParser:
     _key_and_systems(p, "training scores of one system; repeat for each system")
     _quality_arguments(p)
     p.add_argument("--apply-quality", help="quality store of the eval set (default: --quality)")
-    p.add_argument(
-        "--prior",
-        type=_prior,
-        default=0.5,
-        help="effective prior of the training objective (default 0.5)",
-    )
-    p.add_argument("--model-out", required=True, metavar="MODEL.json")
-    _apply_arguments(p, "+", "eval scores of the same systems, in the same order,")
+    _training_arguments(p, "+", "eval scores of the same systems, in the same order,")
     _finish(p, cmd_fuse)
 
     p = sub.add_parser(

@@ -123,7 +123,20 @@ def _as_list(scores: xr.Dataset | Sequence[xr.Dataset]) -> list[xr.Dataset]:
     return [scores] if isinstance(scores, xr.Dataset) else list(scores)
 
 
-class LinearFuser:
+class JsonModel:
+    """``save_json`` / ``load_json`` for model classes with ``to_dict`` / ``from_dict``."""
+
+    def save_json(self, path: str | os.PathLike[str]) -> None:
+        """Write :meth:`to_dict` as JSON (atomically: a temporary file renamed into place)."""
+        _save_json(self.to_dict(), path)  # type: ignore[attr-defined]
+
+    @classmethod
+    def load_json(cls, path: str | os.PathLike[str]) -> Any:
+        """Read a model written by :meth:`save_json`."""
+        return cls.from_dict(_load_json(path))  # type: ignore[attr-defined]
+
+
+class LinearFuser(JsonModel):
     """Linear logistic-regression fusion ``l = a + sum_k b_k s_k`` of ``K`` systems.
 
     Parameters
@@ -372,15 +385,6 @@ class LinearFuser:
         obj.converged_ = bool(d.get("converged", False))
         obj.counts_ = {k: int(d[k]) for k in ("n_target", "n_nontarget", "n_missing") if k in d}
         return obj
-
-    def save_json(self, path: str | os.PathLike[str]) -> None:
-        """Write :meth:`to_dict` as JSON (atomically: a temporary file renamed into place)."""
-        _save_json(self.to_dict(), path)
-
-    @classmethod
-    def load_json(cls, path: str | os.PathLike[str]) -> LinearFuser:
-        """Read a model written by :meth:`save_json`."""
-        return cls.from_dict(_load_json(path))
 
 
 class QualityFuser(LinearFuser):
