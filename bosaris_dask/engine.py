@@ -47,10 +47,10 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import kernels, roc
+from bosaris_dask import kernels, memory, roc
 from bosaris_dask.errors import MissingTrialsError, ScoreError, TrialError
 from bosaris_dask.keys import key_bits, keys_to_values, threshold_keys
-from bosaris_dask.progress import compute
+from bosaris_dask.progress import compute, current_client
 from bosaris_dask.trials import align_with, kind_of, trial_classes
 
 __all__ = ["ScoreSummary", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
@@ -216,21 +216,15 @@ def _pav_bound_candidates(s: ScoreSummary) -> np.ndarray:
 
 
 def _plan(s: ScoreSummary, cands: np.ndarray, shift: int) -> kernels.RefineSpec:
-    cand_lo = s.lo[cands]
     cand_bits = s.bits[cands].astype(np.int64)
     volume = int(s.n_tar[cands].sum() + s.n_non[cands].sum())
-    lut = np.zeros(1 << (key_bits(s.dtype) - shift), dtype=bool)
-    lut[(cand_lo >> np.uint64(shift)).astype(np.intp)] = True
     raw = volume <= _RAW_LIMIT
     sub = cand_bits.copy()
     if not raw:  # the same number of sub-bits for every candidate, within the budget
         per = max(1, int(math.floor(math.log2(max(1, _DENSE_BUDGET // len(cands))))))
         sub = np.minimum(cand_bits, per)
-    rank = None
-    if np.all(cand_bits == shift):
-        rank = np.full(len(lut), -1, dtype=np.int32)
-        rank[(cand_lo >> np.uint64(shift)).astype(np.intp)] = np.arange(len(cand_lo))
-    return kernels.RefineSpec(lut, cand_lo, cand_bits, sub, raw, rank)
+    prefix_bits = key_bits(s.dtype) - shift
+    return kernels.RefineSpec(shift, prefix_bits, s.lo[cands], cand_bits, sub, raw)
 
 
 def _apply_refinement(s: ScoreSummary, cands: np.ndarray, spec: kernels.RefineSpec, result) -> None:
@@ -264,6 +258,7 @@ def _apply_refinement(s: ScoreSummary, cands: np.ndarray, spec: kernels.RefineSp
 
 
 def _inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.Array], np.dtype]:
+    """The kernels' inputs (key classes, then each system's scores and mask) and score dtype."""
     if kind_of(key) != "key":
         raise TrialError(f"evaluation needs a key, got {kind_of(key)}")
     aligned = [align_with(s, key) for s in scores]
@@ -276,6 +271,20 @@ def _inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.Arra
     if dtype == np.float64:
         inputs = [a.astype(np.float64) if i % 2 == 1 else a for i, a in enumerate(inputs)]
     return inputs, dtype
+
+
+def _task_memory(
+    inputs: list[da.Array], dtype: np.dtype, nbins: int, split_every: int
+) -> memory.TaskMemory:
+    """The peak memory of a task of this evaluation's passes."""
+    itemsizes = [a.dtype.itemsize for a in inputs]
+    if dtype == np.float64:  # float32 chunks converted in the graph: both copies are alive
+        itemsizes += [4] * (len(inputs) // 2)
+    return memory.pass_task_memory(
+        tuple(max(c) for c in inputs[0].chunks), input_itemsizes=itemsizes, score_dtype=dtype,
+        n_systems=len(inputs) // 2, nbins=nbins, split_every=split_every,
+        refine_bins=_DENSE_BUDGET, raw_trials=_RAW_LIMIT,
+    )  # fmt: skip
 
 
 def _coarse_bits(n_systems: int) -> int:
@@ -349,12 +358,15 @@ def summarize(
         Non-finite scores on trials, or no targets or no non-targets.
     MissingTrialsError
         Key trials without a score, unless ``allow_missing``.
+    MemoryLimitError
+        The distributed workers' memory limits cannot hold the tasks (checked before pass 1).
     """
     inputs, dtype = _inputs(scores, key)
     n_sys = len(scores)
     bits = coarse_bits or _coarse_bits(n_sys)
     shift = key_bits(dtype) - bits
     nbins = 1 << bits
+    memory.check_worker_memory(_task_memory(inputs, dtype, nbins, split_every), current_client())
     kernel = partial(kernels.coarse_kernel, shift=shift, nbins=nbins)
     packed = _blockwise(kernel, inputs, n_sys * (2 * nbins + 4))
     totals = compute(packed.sum(axis=(0, 1), split_every=split_every), progress=progress)
@@ -408,9 +420,7 @@ def summarize(
         if all(p is None for p in plans):
             break
         specs = tuple(p[1] if p else None for p in plans)
-        per_chunk = _blockwise(
-            partial(kernels.refine_kernel, specs=specs, shift=shift), inputs, None
-        )
+        per_chunk = _blockwise(partial(kernels.refine_kernel, specs=specs), inputs, None)
         results = compute(_object_tree_reduce(per_chunk, split_every), progress=progress)[()]
         passes += 1
         for s, plan, result in zip(summaries, plans, results, strict=True):

@@ -4,7 +4,8 @@
 Pass 1 (:func:`coarse_kernel`) counts targets and non-targets per key prefix and sums the Cllr
 terms; a refinement pass (:func:`refine_kernel`) sub-histograms, or pulls the exact keys of, the
 candidate bins chosen on the client. Every kernel works in slices of :data:`SLICE` elements with
-buffers reused through ``out=`` arguments (:class:`Workspace`).
+buffers reused through ``out=`` arguments: each thread keeps one :class:`Workspace` for all the
+chunks it processes (:func:`workspace`).
 
 Examples
 --------
@@ -18,16 +19,19 @@ Examples
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from bosaris_dask.keys import key_dtype, order_keys
+from bosaris_dask.keys import key_dtype
 
 __all__ = [
     "SLICE",
     "Workspace",
+    "workspace",
     "RefineSpec",
     "coarse_kernel",
     "refine_kernel",
@@ -48,20 +52,46 @@ def classes_of(classes: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 class Workspace:
-    """Buffers reused across the slices of one kernel call.
+    """Buffers reused across the slices of one kernel call, and across the calls of one thread.
 
-    Fresh temporaries for every numpy operation cost page faults that serialize threads (on
-    this 2-core machine two threads ran a chunk slower than one); reusing buffers through
-    ``out=`` arguments makes the kernel scale with cores.
+    Fresh temporaries for every numpy operation cost page faults that serialize threads (on a
+    2-core machine two threads ran a chunk slower than one), and buffers above glibc's 32 MiB
+    mmap threshold are returned to the kernel when freed, so even one set per task paid ~20 ns
+    per trial of page faults in pass 1 (35 vs 11 ns per trial). Reusing them through ``out=``
+    arguments, one set per thread (:func:`workspace`), makes the kernels scale with cores.
     """
 
     def __init__(self, size: int, dtype: np.dtype):
+        self.size = size
         self.key = np.empty(size, dtype=key_dtype(dtype))
         self.signs = np.empty(size, dtype=key_dtype(dtype))
         self.idx = np.empty(size, dtype=np.intp)
         self.flag = np.empty(size, dtype=bool)
+        self.flag2 = np.empty(size, dtype=bool)
         self.z = np.empty(size, dtype=np.float64)
         self.e = np.empty(size, dtype=np.float64)
+
+    @staticmethod
+    def nbytes_per_element(dtype: np.dtype) -> int:
+        """Bytes a workspace holds per element of a slice (for memory estimates)."""
+        return 2 * key_dtype(dtype).itemsize + np.dtype(np.intp).itemsize + 2 + 2 * 8
+
+
+_thread_local = threading.local()
+
+
+def workspace(size: int, dtype: np.dtype) -> Workspace:
+    """This thread's :class:`Workspace` for slices of ``size`` elements of ``dtype`` scores.
+
+    Kept between calls (one per thread and key width, at most :data:`SLICE` elements, about
+    140 MB for float32 scores), and grown when a bigger slice comes.
+    """
+    cache = _thread_local.__dict__.setdefault("workspaces", {})
+    kdt = key_dtype(dtype)
+    ws = cache.get(kdt)
+    if ws is None or ws.size < size:
+        ws = cache[kdt] = Workspace(size, dtype)
+    return ws
 
 
 def keys_into(s: np.ndarray, ws: Workspace) -> np.ndarray:
@@ -108,7 +138,7 @@ def coarse_kernel(classes: np.ndarray, *pairs: np.ndarray, shift: int, nbins: in
     """
     cls_flat = classes.reshape(-1)
     out = []
-    ws = Workspace(min(cls_flat.size, SLICE), pairs[0].dtype)
+    ws = workspace(min(cls_flat.size, SLICE), pairs[0].dtype)
     for s_block, m_block in zip(pairs[::2], pairs[1::2], strict=True):
         s_flat, m_flat = s_block.reshape(-1), m_block.reshape(-1)
         hist = np.zeros(2 * nbins + 1, dtype=np.int64)  # the last bin collects non-trials
@@ -141,22 +171,48 @@ def coarse_kernel(classes: np.ndarray, *pairs: np.ndarray, shift: int, nbins: in
 
 @dataclass(frozen=True)
 class RefineSpec:
-    """What one refinement pass does for one system."""
+    """What one refinement pass does for one system.
 
-    lut: np.ndarray  # bool per coarse prefix: does it contain a candidate bin?
+    Only the candidates travel in the task graph; the lookup tables by key prefix (megabytes at
+    20 prefix bits) are built where the kernel runs.
+    """
+
+    shift: int  # pass 1 binned keys by ``key >> shift``
+    prefix_bits: int  # ... into ``2**prefix_bits`` bins
     cand_lo: np.ndarray  # uint64, ascending
     cand_bits: np.ndarray  # width bits of each candidate
     sub_bits: np.ndarray  # sub-bins per candidate = 2**sub_bits (dense mode)
     raw: bool  # pull exact keys instead of a dense sub-histogram
-    rank: np.ndarray | None = None  # candidate index per coarse prefix, when all are coarse
 
-    @property
+    @cached_property
+    def prefixes(self) -> np.ndarray:
+        """The pass-1 bin of each candidate."""
+        return (self.cand_lo >> np.uint64(self.shift)).astype(np.intp)
+
+    @cached_property
+    def lut(self) -> np.ndarray:
+        """bool per pass-1 bin: does it hold a candidate?"""
+        lut = np.zeros(1 << self.prefix_bits, dtype=bool)
+        lut[self.prefixes] = True
+        return lut
+
+    @cached_property
+    def rank(self) -> np.ndarray | None:
+        """The candidate index per pass-1 bin, when every candidate is a whole pass-1 bin."""
+        if not np.all(self.cand_bits == self.shift):
+            return None
+        rank = np.full(1 << self.prefix_bits, -1, dtype=np.int32)
+        rank[self.prefixes] = np.arange(len(self.cand_lo), dtype=np.int32)
+        return rank
+
+    @cached_property
     def offsets(self) -> np.ndarray:
+        """Where each candidate's sub-bins start in a dense result."""
         return np.concatenate([[0], np.cumsum(np.left_shift(1, self.sub_bits.astype(np.int64)))])
 
 
 def refine_kernel(
-    classes: np.ndarray, *pairs: np.ndarray, specs: tuple[RefineSpec, ...], shift: int
+    classes: np.ndarray, *pairs: np.ndarray, specs: tuple[RefineSpec, ...]
 ) -> np.ndarray:
     """A refinement pass on one chunk: per system, a dense sub-histogram or exact key counts."""
     cls_flat = classes.reshape(-1)
@@ -167,12 +223,16 @@ def refine_kernel(
             results.append(None)
             continue
         s_flat, m_flat = s_block.reshape(-1), m_block.reshape(-1)
+        ws = workspace(min(s_flat.size, SLICE), s_flat.dtype)
         picked_keys, picked_tar = [], []
         for sl in slices(s_flat.size):
             # pass 1 rejected non-finite trial scores; non-trials are dropped by the class test
             c = cls_flat[sl] if m_flat[sl].all() else classes_of(cls_flat[sl], m_flat[sl])
-            keys = order_keys(s_flat[sl])
-            sel = spec.lut[(keys >> shift).astype(np.intp)] & (c != 0)
+            n = c.size
+            keys = keys_into(s_flat[sl], ws)
+            prefix = np.right_shift(keys, spec.shift, out=ws.idx[:n], casting="unsafe")
+            sel = np.take(spec.lut, prefix, out=ws.flag[:n])
+            np.logical_and(sel, np.not_equal(c, 0, out=ws.flag2[:n]), out=sel)
             keys = keys[sel].astype(np.uint64)
             if spec.rank is not None:  # every candidate is a whole coarse bin
                 picked_keys.append(keys)
@@ -191,7 +251,7 @@ def refine_kernel(
             results.append((uniq, counts))
         else:
             if spec.rank is not None:
-                ci = spec.rank[(keys >> np.uint64(shift)).astype(np.intp)]
+                ci = spec.rank[(keys >> np.uint64(spec.shift)).astype(np.intp)]
             else:
                 ci = np.searchsorted(spec.cand_lo, keys, side="right") - 1
             drop = (spec.cand_bits[ci] - spec.sub_bits[ci]).astype(np.uint64)
@@ -215,6 +275,9 @@ def merge_refinements(parts: list[list[Any]]) -> list[Any]:
             total = np.zeros((len(uniq), 2), dtype=np.int64)
             np.add.at(total, inverse, counts)
             merged.append((uniq, total))
-        else:
-            merged.append(np.sum(per_system, axis=0))
+        else:  # add in place: stacking the parts would double a merge task's memory
+            total = first.copy()
+            for part in per_system[1:]:
+                total += part
+            merged.append(total)
     return merged
