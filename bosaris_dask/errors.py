@@ -25,6 +25,7 @@ __all__ = [
     "ScoreError",
     "MissingTrialsError",
     "ClusterError",
+    "MemoryLimitError",
     "PlotError",
 ]
 
@@ -86,6 +87,10 @@ class MissingTrialsError(TrialError):
 
 class ClusterError(BosarisError, RuntimeError):
     """No dask cluster to run on: scheduler unreachable or lost, no workers, bad options."""
+
+
+class MemoryLimitError(ClusterError):
+    """The workers' memory limits cannot hold the tasks a computation needs (checked upfront)."""
 
 
 class PlotError(BosarisError, ValueError):

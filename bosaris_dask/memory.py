@@ -1,0 +1,189 @@
+"""What one task of an evaluation pass holds in memory, checked against the workers' limits.
+
+A pass runs one task per chunk, then merge tasks that add ``split_every`` chunk results. Before
+the first pass, :func:`check_worker_memory` estimates the peak of such a task
+(:func:`pass_task_memory`) and refuses, with :class:`~bosaris_dask.errors.MemoryLimitError`, a
+cluster whose workers cannot hold as many of them as they run threads. A clear message before
+the work starts beats workers killed for memory, their tasks retried on the next worker and
+killed again, an hour later.
+
+Examples
+--------
+>>> import numpy as np
+>>> need = pass_task_memory(
+...     (1677, 10_000), input_itemsizes=[1, 4, 1], score_dtype=np.float32, n_systems=1,
+...     nbins=1 << 20, split_every=8, refine_bins=1 << 21, raw_trials=1 << 22,
+... )
+>>> print(need.describe())
+chunk task 327 MB (inputs 127 MB, kernel buffers 136 MB, histograms 64 MB), merge task 288 MB, \
+results awaiting a merge 128 MB
+>>> need.peak // 2**20
+327
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dask
+import numpy as np
+
+from bosaris_dask.errors import MemoryLimitError
+from bosaris_dask.kernels import SLICE, Workspace
+
+__all__ = ["TaskMemory", "pass_task_memory", "check_worker_memory", "WORKER_BASELINE"]
+
+#: What a worker process holds before our first task: Python with numpy, dask, xarray, zarr.
+WORKER_BASELINE = 200 * 2**20
+
+_MB = 2**20
+
+
+@dataclass(frozen=True)
+class TaskMemory:
+    """Peak bytes of the tasks of one evaluation pass.
+
+    Attributes
+    ----------
+    inputs
+        One chunk of every input array (key classes, and each system's scores and mask).
+    buffers
+        The kernel's reusable buffers (one set per worker thread).
+    results
+        The chunk's count histograms and their temporaries.
+    merge
+        A merge task: ``split_every`` chunk results, their concatenation and their sum.
+    held
+        Finished chunk results a worker keeps while they wait for their merge task.
+    """
+
+    inputs: int
+    buffers: int
+    results: int
+    merge: int
+    held: int = 0
+
+    @property
+    def chunk(self) -> int:
+        """Peak bytes of a per-chunk task."""
+        return self.inputs + self.buffers + self.results
+
+    @property
+    def peak(self) -> int:
+        """Peak bytes of any task of the pass."""
+        return max(self.chunk, self.merge)
+
+    def describe(self) -> str:
+        """One line, in MB, for error messages."""
+        return (
+            f"chunk task {self.chunk // _MB} MB (inputs {self.inputs // _MB} MB, kernel buffers "
+            f"{self.buffers // _MB} MB, histograms {self.results // _MB} MB), "
+            f"merge task {self.merge // _MB} MB, results awaiting a merge {self.held // _MB} MB"
+        )
+
+
+def pass_task_memory(
+    chunk_shape: tuple[int, int],
+    *,
+    input_itemsizes: Sequence[int],
+    score_dtype: np.dtype | type,
+    n_systems: int,
+    nbins: int,
+    split_every: int,
+    refine_bins: int = 0,
+    raw_trials: int = 0,
+) -> TaskMemory:
+    """Estimate the peak memory of the tasks of the passes of one evaluation.
+
+    Parameters
+    ----------
+    chunk_shape
+        The largest chunk of the inputs, ``(models, segments)``.
+    input_itemsizes
+        Bytes per element of each input array of a chunk task (classes, then score and mask
+        of each system), including any dtype conversion made in the graph.
+    score_dtype
+        The dtype the kernels key (float32 or float64).
+    n_systems, nbins
+        Systems evaluated together, and the key-prefix bins of pass 1 per system.
+    split_every
+        Chunk results one merge task adds.
+    refine_bins, raw_trials
+        The most sub-bins a dense refinement result holds per system, and the most exact keys
+        a raw refinement pulls per system (the engine's budgets).
+
+    Returns
+    -------
+    TaskMemory
+    """
+    elements = int(chunk_shape[0]) * int(chunk_shape[1])
+    inputs = elements * (sum(input_itemsizes) + 2)  # + building the key classes of a chunk
+    buffers = min(elements, SLICE) * Workspace.nbytes_per_element(np.dtype(score_dtype))
+    row = (2 * nbins + 4) * 8  # one system's pass-1 result (float64 counts)
+    results = (2 * n_systems + 2) * row  # hist + bincount, the rows, their concatenation
+    merge = n_systems * max(
+        (2 * split_every + 1) * row,  # dask concatenates the rows it sums
+        (split_every + 1) * 2 * refine_bins * 8,  # refinements are added in place
+        raw_trials * 56,  # keys and counts, concatenated, then np.unique and a total
+    )
+    held = split_every * n_systems * row
+    return TaskMemory(inputs=inputs, buffers=buffers, results=results, merge=merge, held=held)
+
+
+def _workers(client: Any) -> list[tuple[str, int, int, int]]:
+    """``(address, memory_limit, nthreads, memory in use)`` of each worker of ``client``."""
+    info = client.scheduler_info(n_workers=-1)["workers"]
+    return [
+        (address, int(w.get("memory_limit") or 0), int(w.get("nthreads") or 1),
+         int(w.get("metrics", {}).get("memory") or 0))
+        for address, w in info.items()
+    ]  # fmt: skip
+
+
+def _terminate_fraction() -> float:
+    fraction = dask.config.get("distributed.worker.memory.terminate", 0.95)
+    return float(fraction) if fraction else 1.0
+
+
+def check_worker_memory(need: TaskMemory, client: Any | None) -> None:
+    """Raise :class:`MemoryLimitError` if a worker of ``client`` cannot run its threads' tasks.
+
+    A worker needs what it already holds (at least :data:`WORKER_BASELINE`), one peak task per
+    thread and the chunk results awaiting a merge, within the fraction of its ``memory_limit``
+    at which dask terminates it (``distributed.worker.memory.terminate``). Workers without a
+    limit, and the threaded scheduler (``client`` is None), are not checked.
+
+    Examples
+    --------
+    >>> class FakeClient:
+    ...     def scheduler_info(self, n_workers):
+    ...         return {"workers": {"tcp://w1": {"memory_limit": 400 * 2**20, "nthreads": 2,
+    ...                                          "metrics": {"memory": 150 * 2**20}}}}
+    >>> need = TaskMemory(inputs=100 * 2**20, buffers=40 * 2**20, results=10 * 2**20,
+    ...                   merge=60 * 2**20, held=20 * 2**20)
+    >>> check_worker_memory(need, FakeClient())
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.MemoryLimitError: worker tcp://w1 would need about 520 MB (200 MB for \
+itself, 2 threads x 150 MB; chunk task 150 MB (inputs 100 MB, kernel buffers 40 MB, histograms \
+10 MB), merge task 60 MB, results awaiting a merge 20 MB) but its memory limit is 400 MB: give \
+each worker more memory (--memory-limit), fewer threads (--threads-per-worker 1), or use \
+smaller chunks
+    """
+    if client is None:
+        return
+    fraction = _terminate_fraction()
+    for address, limit, nthreads, in_use in _workers(client):
+        if not limit:
+            continue
+        itself = max(in_use, WORKER_BASELINE)
+        total = itself + nthreads * need.peak + need.held
+        if total > fraction * limit:
+            raise MemoryLimitError(
+                f"worker {address} would need about {total // _MB} MB ({itself // _MB} MB for "
+                f"itself, {nthreads} threads x {need.peak // _MB} MB; {need.describe()}) but "
+                f"its memory limit is {limit // _MB} MB: give each worker more memory "
+                "(--memory-limit), fewer threads (--threads-per-worker 1), or use smaller chunks"
+            )

@@ -1,0 +1,126 @@
+"""Memory limits: the engine's per-task estimate, its refusal of workers too small for it, and an
+evaluation on memory-limited worker processes that completes without losing a worker.
+
+The 1e9-trial run on 1 GB workers is ``benchmarks/memory_limited.py`` (too big for CI); here the
+same checks run at 1e7 trials.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bosaris_dask import io
+from bosaris_dask.cli import main
+from bosaris_dask.cluster import connect
+from bosaris_dask.errors import MemoryLimitError
+from bosaris_dask.kernels import SLICE
+from bosaris_dask.memory import WORKER_BASELINE, TaskMemory, check_worker_memory, pass_task_memory
+from bosaris_dask.metrics import evaluate
+from bosaris_dask.simulate import simulate
+
+LOCAL = {"dashboard": False, "announce": None}
+MB = 2**20
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    """1e7 float32 trials in one 40 MB chunk (so one task holds a lot), and a key."""
+    out = tmp_path_factory.mktemp("memlim")
+    key, (system,) = simulate(2000, 5000, systems=1, seed=5, chunks=(2000, 5000))
+    io.write(key, out / "key.zarr")
+    io.write(system, out / "system-1.zarr", chunk_mb=64)
+    return out
+
+
+def test_estimate_adds_up_the_parts_by_hand():
+    need = pass_task_memory(
+        (1000, 3000), input_itemsizes=[1, 4, 1], score_dtype=np.float32, n_systems=2,
+        nbins=1024, split_every=4, refine_bins=5000, raw_trials=100,
+    )  # fmt: skip
+    elements = 3_000_000
+    assert need.inputs == elements * (1 + 4 + 1 + 2)
+    # per element: uint32 key and signs, intp index, two bool flags, two float64 temporaries
+    assert need.buffers == elements * (4 + 4 + 8 + 2 + 16)
+    row = (2 * 1024 + 4) * 8
+    assert need.results == (2 * 2 + 2) * row
+    assert need.merge == 2 * max(9 * row, 5 * 2 * 5000 * 8, 100 * 56)
+    assert need.held == 4 * 2 * row
+    assert need.peak == need.chunk == need.inputs + need.buffers + need.results
+
+
+def test_buffers_stop_growing_at_one_slice():
+    small = pass_task_memory((10, 10), input_itemsizes=[1, 8, 1], score_dtype=np.float64,
+                             n_systems=1, nbins=16, split_every=2)  # fmt: skip
+    big = pass_task_memory((10_000, 10_000), input_itemsizes=[1, 8, 1], score_dtype=np.float64,
+                           n_systems=1, nbins=16, split_every=2)  # fmt: skip
+    assert small.buffers == 100 * (8 + 8 + 8 + 2 + 16)
+    assert big.buffers == SLICE * (8 + 8 + 8 + 2 + 16)
+
+
+class _FakeClient:
+    def __init__(self, **workers):
+        self.workers = workers
+
+    def scheduler_info(self, n_workers):
+        return {"workers": self.workers}
+
+
+def test_check_counts_threads_baseline_and_the_terminate_fraction():
+    need = TaskMemory(inputs=100 * MB, buffers=50 * MB, results=50 * MB, merge=10 * MB,
+                      held=40 * MB)  # fmt: skip
+    roomy = {"memory_limit": 1000 * MB, "nthreads": 2, "metrics": {"memory": 300 * MB}}
+    check_worker_memory(need, _FakeClient(w1=roomy))  # 300 + 2 x 200 + 40 = 740 <= 950
+    check_worker_memory(need, _FakeClient(w1={"memory_limit": 0, "nthreads": 64}))  # no limit
+    check_worker_memory(need, None)  # threaded scheduler
+    tight = {"memory_limit": 1000 * MB, "nthreads": 4, "metrics": {"memory": 100 * MB}}
+    with pytest.raises(MemoryLimitError) as info:  # 200 (baseline) + 4 x 200 + 40 > 950
+        check_worker_memory(need, _FakeClient(w1=roomy, w2=tight))
+    message = str(info.value)
+    assert message.startswith(f"worker w2 would need about 1040 MB ({WORKER_BASELINE // MB} MB")
+    assert "4 threads x 200 MB" in message and "memory limit is 1000 MB" in message
+    just = {"memory_limit": 950 * MB, "nthreads": 1, "metrics": {"memory": 100 * MB}}
+    check_worker_memory(need, _FakeClient(w1=just))  # 200 + 200 + 40 = 440: fine
+
+
+@pytest.mark.slow
+def test_a_worker_too_small_for_one_task_is_refused_before_any_pass(stores, capsys):
+    key, scores = io.read(stores / "key.zarr"), io.read(stores / "system-1.zarr")
+    with connect(cluster="local", workers=1, threads_per_worker=1, memory_limit="300MB",
+                 **LOCAL) as client:  # fmt: skip
+        with pytest.raises(MemoryLimitError, match=r"memory limit is 286 MB"):
+            evaluate(scores, key)
+        assert client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)) == 0
+    argv = ["evaluate", "--key", str(stores / "key.zarr"), "--scores",
+            str(stores / "system-1.zarr"), "--cluster", "local", "--workers", "1",
+            "--memory-limit", "300MB", "--no-dashboard", "-q"]  # fmt: skip
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("bosaris-dask: error: worker tcp://127.0.0.1:")
+    assert "Traceback" not in "".join(err)
+
+
+@pytest.mark.slow
+def test_limited_workers_finish_without_losing_one(stores):
+    key, scores = io.read(stores / "key.zarr"), io.read(stores / "system-1.zarr")
+    expected = evaluate(scores, key, progress=False)
+    with connect(cluster="local", workers=2, threads_per_worker=1, memory_limit="700MB",
+                 **LOCAL) as client:  # fmt: skip
+        before = set(client.scheduler_info(n_workers=-1)["workers"])
+        got = evaluate(scores, key)
+        after = set(client.scheduler_info(n_workers=-1)["workers"])
+        peaks = client.run(_peak_rss)
+    assert before == after  # a worker killed for memory comes back under a new address
+    assert max(peaks.values()) < 700 * 10**6 * 0.95
+    for name in ("min_dcf", "act_dcf", "eer", "cllr", "min_cllr"):
+        np.testing.assert_array_equal(got[name].values, expected[name].values)
+
+
+def _peak_rss() -> int:
+    """This process's peak resident memory (``ru_maxrss`` would include the parent's before the
+    worker was spawned: Linux keeps it across ``exec``)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM in /proc/self/status")
