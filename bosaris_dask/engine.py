@@ -50,7 +50,7 @@ import xarray as xr
 from bosaris_dask import kernels, memory, roc
 from bosaris_dask.errors import MissingTrialsError, ScoreError, TrialError
 from bosaris_dask.keys import key_bits, keys_to_values, threshold_keys
-from bosaris_dask.progress import compute, current_client
+from bosaris_dask.progress import compute, compute_and_keep, current_client
 from bosaris_dask.trials import align_with, kind_of, trial_classes
 
 __all__ = ["ScoreSummary", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
@@ -61,6 +61,8 @@ DEFAULT_SPLIT_EVERY = 8
 _DENSE_BUDGET = 1 << 21
 #: Pull exact keys instead of sub-histogramming when candidate bins hold at most this many trials.
 _RAW_LIMIT = 1 << 22
+#: Keep the candidate trials in memory (5-9 bytes each) when all systems' hold at most this many.
+_KEEP_LIMIT = 1 << 24
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,6 +227,43 @@ def _plan(s: ScoreSummary, cands: np.ndarray, shift: int) -> kernels.RefineSpec:
         sub = np.minimum(cand_bits, per)
     prefix_bits = key_bits(s.dtype) - shift
     return kernels.RefineSpec(shift, prefix_bits, s.lo[cands], cand_bits, sub, raw)
+
+
+def _volume(summaries: list[ScoreSummary], plans: list) -> int:
+    """Trials in the candidate bins of all systems."""
+    return sum(
+        int(s.n_tar[p[0]].sum() + s.n_non[p[0]].sum())
+        for s, p in zip(summaries, plans, strict=True)
+        if p is not None
+    )
+
+
+@dataclass
+class _Selection:
+    """The candidate trials of every chunk, kept (persisted) after one pass over the data.
+
+    Refinement passes over these touch a few percent of the trials instead of reading, keying
+    and filtering all of them again.
+    """
+
+    specs: tuple[kernels.RefineSpec | None, ...]  # what was kept, per system
+    trials: da.Array  # one object per chunk: per system, (keys, is_target) or None
+
+    def holds(self, specs: tuple[kernels.RefineSpec | None, ...]) -> bool:
+        """Does every candidate bin of ``specs`` lie inside a kept candidate bin?"""
+        for old, new in zip(self.specs, specs, strict=True):
+            if new is None:
+                continue
+            if old is None:
+                return False
+            i = np.searchsorted(old.cand_lo, new.cand_lo, side="right") - 1
+            if np.any(i < 0):
+                return False
+            rel = new.cand_lo - old.cand_lo[i]
+            width = old.cand_bits[i].astype(np.uint64)
+            if np.any((rel >> width) != 0) or np.any(new.cand_bits > old.cand_bits[i]):
+                return False
+        return True
 
 
 def _apply_refinement(s: ScoreSummary, cands: np.ndarray, spec: kernels.RefineSpec, result) -> None:
@@ -409,6 +448,7 @@ def summarize(
 
     kappa = threshold_keys(np.asarray(thresholds, dtype=np.float64), dtype)
     passes = 1
+    selection: _Selection | None = None
     while True:
         plans: list[tuple[np.ndarray, kernels.RefineSpec] | None] = []
         for s in summaries:
@@ -420,9 +460,27 @@ def summarize(
         if all(p is None for p in plans):
             break
         specs = tuple(p[1] if p else None for p in plans)
-        per_chunk = _blockwise(partial(kernels.refine_kernel, specs=specs), inputs, None)
-        results = compute(_object_tree_reduce(per_chunk, split_every), progress=progress)[()]
-        passes += 1
+        if selection is not None and not selection.holds(specs):
+            selection = None  # a bin outside the kept trials became a candidate: read again
+        keep = None
+        if selection is None and _volume(summaries, plans) <= _KEEP_LIMIT:
+            keep = _blockwise(partial(kernels.select_kernel, specs=specs), inputs, None)
+            selection = _Selection(specs, keep)
+            passes += 1
+        if selection is not None:
+            per_chunk = selection.trials.map_blocks(
+                partial(kernels.refine_selection_kernel, specs=specs, kept_specs=selection.specs),
+                dtype=object,
+            )
+        else:
+            per_chunk = _blockwise(partial(kernels.refine_kernel, specs=specs), inputs, None)
+            passes += 1
+        reduced = _object_tree_reduce(per_chunk, split_every)
+        if keep is not None and selection is not None:  # select, keep and refine in one go
+            selection.trials, results = compute_and_keep(keep, reduced, progress=progress)
+        else:
+            results = compute(reduced, progress=progress)
+        results = results[()]
         for s, plan, result in zip(summaries, plans, results, strict=True):
             if plan is not None:
                 _apply_refinement(s, plan[0], plan[1], result)

@@ -35,6 +35,8 @@ __all__ = [
     "RefineSpec",
     "coarse_kernel",
     "refine_kernel",
+    "select_kernel",
+    "refine_selection_kernel",
     "merge_refinements",
 ]
 
@@ -211,54 +213,114 @@ class RefineSpec:
         return np.concatenate([[0], np.cumsum(np.left_shift(1, self.sub_bits.astype(np.int64)))])
 
 
+def _select(
+    cls_flat: np.ndarray, s_flat: np.ndarray, m_flat: np.ndarray, spec: RefineSpec
+) -> tuple[np.ndarray, np.ndarray]:
+    """The keys (native key dtype) and target flags of a chunk's trials inside the candidates."""
+    ws = workspace(min(s_flat.size, SLICE), s_flat.dtype)
+    picked_keys, picked_tar = [], []
+    for sl in slices(s_flat.size):
+        # pass 1 rejected non-finite trial scores; non-trials are dropped by the class test
+        c = cls_flat[sl] if m_flat[sl].all() else classes_of(cls_flat[sl], m_flat[sl])
+        n = c.size
+        keys = keys_into(s_flat[sl], ws)
+        prefix = np.right_shift(keys, spec.shift, out=ws.idx[:n], casting="unsafe")
+        sel = np.take(spec.lut, prefix, out=ws.flag[:n])
+        np.logical_and(sel, np.not_equal(c, 0, out=ws.flag2[:n]), out=sel)
+        keys, is_tar = keys[sel], c[sel] == 1
+        if spec.rank is None:  # candidates narrower than a pass-1 bin: test each one
+            keys, is_tar = _within(keys, is_tar, spec)
+        picked_keys.append(keys)
+        picked_tar.append(is_tar)
+    return np.concatenate(picked_keys), np.concatenate(picked_tar)
+
+
+def _within(
+    keys: np.ndarray, is_tar: np.ndarray, spec: RefineSpec
+) -> tuple[np.ndarray, np.ndarray]:
+    """The trials of a selection that lie inside ``spec``'s candidate bins."""
+    near = spec.lut[(keys >> keys.dtype.type(spec.shift)).astype(np.intp)]
+    if spec.rank is not None:  # whole pass-1 bins: the prefix decides
+        return keys[near], is_tar[near]
+    k = keys[near].astype(np.uint64)
+    ci = np.maximum(np.searchsorted(spec.cand_lo, k, side="right") - 1, 0)
+    inside = (k >= spec.cand_lo[ci]) & (
+        ((k - spec.cand_lo[ci]) >> spec.cand_bits[ci].astype(np.uint64)) == 0
+    )
+    return keys[near][inside], is_tar[near][inside]
+
+
+def _count(keys: np.ndarray, is_tar: np.ndarray, spec: RefineSpec) -> Any:
+    """A refinement result: exact ``(keys, counts)`` if ``spec.raw``, else sub-bin counts."""
+    keys = keys.astype(np.uint64)
+    if spec.raw:
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        counts = np.bincount(inverse * 2 + is_tar, minlength=2 * len(uniq)).reshape(-1, 2)
+        return uniq, counts
+    if spec.rank is not None:
+        ci = spec.rank[(keys >> np.uint64(spec.shift)).astype(np.intp)]
+    else:
+        ci = np.searchsorted(spec.cand_lo, keys, side="right") - 1
+    drop = (spec.cand_bits[ci] - spec.sub_bits[ci]).astype(np.uint64)
+    idx = spec.offsets[ci] + ((keys - spec.cand_lo[ci]) >> drop).astype(np.int64)
+    return np.bincount(idx * 2 + is_tar, minlength=2 * spec.offsets[-1])
+
+
+def _object_block(value: Any) -> np.ndarray:
+    out = np.empty((1, 1), dtype=object)
+    out[0, 0] = value
+    return out
+
+
 def refine_kernel(
-    classes: np.ndarray, *pairs: np.ndarray, specs: tuple[RefineSpec, ...]
+    classes: np.ndarray, *pairs: np.ndarray, specs: tuple[RefineSpec | None, ...]
 ) -> np.ndarray:
     """A refinement pass on one chunk: per system, a dense sub-histogram or exact key counts."""
     cls_flat = classes.reshape(-1)
-    out = np.empty((1, 1), dtype=object)
+    results = [
+        None
+        if spec is None
+        else _count(*_select(cls_flat, s.reshape(-1), m.reshape(-1), spec), spec)
+        for spec, s, m in zip(specs, pairs[::2], pairs[1::2], strict=True)
+    ]
+    return _object_block(results)
+
+
+def select_kernel(
+    classes: np.ndarray, *pairs: np.ndarray, specs: tuple[RefineSpec | None, ...]
+) -> np.ndarray:
+    """Keep a chunk's candidate trials: per system, their keys and target flags (or None).
+
+    The later refinement passes then run on these (:func:`refine_selection_kernel`) instead of
+    reading and keying every trial again.
+    """
+    cls_flat = classes.reshape(-1)
+    kept = [
+        None if spec is None else _select(cls_flat, s.reshape(-1), m.reshape(-1), spec)
+        for spec, s, m in zip(specs, pairs[::2], pairs[1::2], strict=True)
+    ]
+    return _object_block(kept)
+
+
+def refine_selection_kernel(
+    selection: np.ndarray,
+    specs: tuple[RefineSpec | None, ...],
+    kept_specs: tuple[RefineSpec | None, ...] = (),
+) -> np.ndarray:
+    """:func:`refine_kernel` on the trials :func:`select_kernel` kept of one chunk.
+
+    ``kept_specs`` are the specs the trials were selected with: a system refined with the same
+    spec needs no filtering.
+    """
     results = []
-    for spec, s_block, m_block in zip(specs, pairs[::2], pairs[1::2], strict=True):
+    for k, (spec, kept) in enumerate(zip(specs, selection[0, 0], strict=True)):
         if spec is None:
             results.append(None)
-            continue
-        s_flat, m_flat = s_block.reshape(-1), m_block.reshape(-1)
-        ws = workspace(min(s_flat.size, SLICE), s_flat.dtype)
-        picked_keys, picked_tar = [], []
-        for sl in slices(s_flat.size):
-            # pass 1 rejected non-finite trial scores; non-trials are dropped by the class test
-            c = cls_flat[sl] if m_flat[sl].all() else classes_of(cls_flat[sl], m_flat[sl])
-            n = c.size
-            keys = keys_into(s_flat[sl], ws)
-            prefix = np.right_shift(keys, spec.shift, out=ws.idx[:n], casting="unsafe")
-            sel = np.take(spec.lut, prefix, out=ws.flag[:n])
-            np.logical_and(sel, np.not_equal(c, 0, out=ws.flag2[:n]), out=sel)
-            keys = keys[sel].astype(np.uint64)
-            if spec.rank is not None:  # every candidate is a whole coarse bin
-                picked_keys.append(keys)
-                picked_tar.append(c[sel] == 1)
-                continue
-            ci = np.searchsorted(spec.cand_lo, keys, side="right") - 1
-            rel = keys - spec.cand_lo[ci]
-            inside = (rel >> spec.cand_bits[ci].astype(np.uint64)) == 0
-            picked_keys.append(keys[inside])
-            picked_tar.append(c[sel][inside] == 1)
-        keys = np.concatenate(picked_keys)
-        is_tar = np.concatenate(picked_tar)
-        if spec.raw:
-            uniq, inverse = np.unique(keys, return_inverse=True)
-            counts = np.bincount(inverse * 2 + is_tar, minlength=2 * len(uniq)).reshape(-1, 2)
-            results.append((uniq, counts))
+        elif k < len(kept_specs) and spec is kept_specs[k]:
+            results.append(_count(*kept, spec))
         else:
-            if spec.rank is not None:
-                ci = spec.rank[(keys >> np.uint64(spec.shift)).astype(np.intp)]
-            else:
-                ci = np.searchsorted(spec.cand_lo, keys, side="right") - 1
-            drop = (spec.cand_bits[ci] - spec.sub_bits[ci]).astype(np.uint64)
-            idx = spec.offsets[ci] + ((keys - spec.cand_lo[ci]) >> drop).astype(np.int64)
-            results.append(np.bincount(idx * 2 + is_tar, minlength=2 * spec.offsets[-1]))
-    out[0, 0] = results
-    return out
+            results.append(_count(*_within(*kept, spec), spec))
+    return _object_block(results)
 
 
 def merge_refinements(parts: list[list[Any]]) -> list[Any]:

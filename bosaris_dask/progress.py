@@ -20,8 +20,9 @@ from contextlib import redirect_stdout
 from typing import Any
 
 import dask
+import dask.array as da
 
-__all__ = ["compute", "current_client"]
+__all__ = ["compute", "compute_and_keep", "current_client"]
 
 
 def current_client() -> Any | None:
@@ -53,3 +54,25 @@ def compute(x: Any, *, progress: bool = False) -> Any:
 
     with ProgressBar(out=sys.stderr, dt=0.5):
         return dask.compute(x)[0]
+
+
+def compute_and_keep(keep: Any, x: Any, *, progress: bool = False) -> tuple[Any, Any]:
+    """Compute ``x`` and keep ``keep`` (a dask array ``x`` depends on) for later graphs.
+
+    With a distributed client, ``keep`` is persisted on the workers and ``x`` computed in the
+    same go (shared tasks run once). With the local schedulers both are computed together and
+    ``keep`` comes back as a dask array over the in-memory blocks (one block per element of its
+    chunk grid, as object arrays of shape ``(1, 1)`` are).
+    """
+    client = current_client()
+    if client is not None:
+        kept = client.persist(keep)
+        return kept, compute(x, progress=progress)
+    if progress:
+        from dask.diagnostics import ProgressBar
+
+        with ProgressBar(out=sys.stderr, dt=0.5):
+            blocks, value = dask.compute(keep, x)
+    else:
+        blocks, value = dask.compute(keep, x)
+    return da.from_array(blocks, chunks=1), value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from unittest import mock
 
 import dask
@@ -81,8 +82,11 @@ def _assert_exact(summary, tar, non, plo=PLO):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=trial_sets(), coarse=st.sampled_from([2, 6, 12, 20]), dense=st.booleans())
-def test_summary_is_exact_under_any_chunking(data, coarse, dense):
+@given(
+    data=trial_sets(), coarse=st.sampled_from([2, 6, 12, 20]), dense=st.booleans(),
+    keep=st.booleans(),
+)  # fmt: skip
+def test_summary_is_exact_under_any_chunking(data, coarse, dense, keep):
     values, mask, scored, chunks = data
     key, scores = _objects(values, mask, scored, chunks)
     tar, non = _split(values, mask, scored)
@@ -90,6 +94,7 @@ def test_summary_is_exact_under_any_chunking(data, coarse, dense):
     with (
         mock.patch.object(engine, "_RAW_LIMIT", -1 if dense else 1 << 22),
         mock.patch.object(engine, "_DENSE_BUDGET", 64),
+        mock.patch.object(engine, "_KEEP_LIMIT", 1 << 24 if keep else -1),
     ):
         (summary,) = engine.summarize(
             [scores], key, thresholds=-PLO, split_every=2, coarse_bits=coarse, allow_missing=True
@@ -109,21 +114,48 @@ def test_several_systems_in_one_pass_each_exact():
         _assert_exact(s, v[mask == 1], v[mask == -1])
 
 
+def _reads_per_chunk(scores, key, **kwargs):
+    """Evaluate, counting how often each score chunk is read: the passes over the data."""
+    reads: dict[tuple[int, ...], int] = {}
+    lock = threading.Lock()
+
+    def count(block, block_id=None):
+        if isinstance(block_id, tuple):  # not dask's calls to infer the output's meta
+            with lock:
+                reads[block_id] = reads.get(block_id, 0) + 1
+        return block
+
+    data = scores.score.data.map_blocks(count, dtype=scores.score.dtype)
+    counted = scores.copy(data={"score": data, "score_mask": scores.score_mask.data})
+    ds = metrics.evaluate(counted, key, **kwargs)
+    return reads, ds
+
+
 def test_float32_takes_two_passes_and_counts_them():
     rng = np.random.default_rng(0)
     mask = rng.choice(np.array([-1, 1], dtype=np.int8), size=(40, 50))
     values = (rng.normal(size=(40, 50)) + mask).astype(np.float32)
     key = make_key(range(40), range(50), mask, chunks=(10, 25))
     scores = make_scores(range(40), range(50), values, chunks=(10, 25))
-    computes = []
+    reads, ds = _reads_per_chunk(scores, key)
+    assert len(reads) == 8 and set(reads.values()) == {2} and ds.attrs["passes"] == 2
 
-    def counting_get(dsk, keys, **kwargs):
-        computes.append(keys)
-        return dask.get(dsk, keys, **kwargs)
 
-    with dask.config.set(scheduler=counting_get):
-        ds = metrics.evaluate(scores, key)
-    assert len(computes) == 2 == ds.attrs["passes"]
+def test_kept_candidates_spare_passes_over_the_data():
+    rng = np.random.default_rng(1)
+    mask = rng.choice(np.array([-1, 1], dtype=np.int8), size=(60, 70), p=[0.7, 0.3])
+    values = rng.normal(size=(60, 70)) + mask  # float64: several refinement rounds
+    key = make_key(range(60), range(70), mask, chunks=(20, 35))
+    scores = make_scores(range(60), range(70), values, chunks=(20, 35))
+    with mock.patch.object(engine, "_DENSE_BUDGET", 64), mock.patch.object(engine, "_RAW_LIMIT", 8):
+        kept_reads, kept = _reads_per_chunk(scores, key)
+        with mock.patch.object(engine, "_KEEP_LIMIT", -1):
+            full_reads, full = _reads_per_chunk(scores, key)
+    # without keeping, every refinement round reads every chunk again
+    assert set(full_reads.values()) == {full.attrs["passes"]} and full.attrs["passes"] >= 4
+    assert set(kept_reads.values()) == {kept.attrs["passes"]} == {2}
+    for name in ("min_dcf", "act_dcf", "eer", "prbep", "cllr", "min_cllr"):
+        np.testing.assert_array_equal(kept[name].values, full[name].values)
 
 
 def test_building_the_inputs_computes_nothing():
