@@ -322,7 +322,7 @@ def _task_memory(
     return memory.pass_task_memory(
         tuple(max(c) for c in inputs[0].chunks), input_itemsizes=itemsizes, score_dtype=dtype,
         n_systems=len(inputs) // 2, nbins=nbins, split_every=split_every,
-        refine_bins=_DENSE_BUDGET, raw_trials=_RAW_LIMIT,
+        refine_bins=_DENSE_BUDGET, raw_trials=_RAW_LIMIT, kept_trials=_KEEP_LIMIT,
     )  # fmt: skip
 
 

@@ -13,10 +13,11 @@ Examples
 >>> need = pass_task_memory(
 ...     (1677, 10_000), input_itemsizes=[1, 4, 1], score_dtype=np.float32, n_systems=1,
 ...     nbins=1 << 20, split_every=8, refine_bins=1 << 21, raw_trials=1 << 22,
+...     kept_trials=1 << 24,
 ... )
 >>> print(need.describe())
 chunk task 327 MB (inputs 127 MB, kernel buffers 136 MB, histograms 64 MB), merge task 288 MB, \
-results awaiting a merge 128 MB
+results awaiting a merge 128 MB, kept trials 80 MB
 >>> need.peak // 2**20
 327
 """
@@ -32,6 +33,7 @@ import numpy as np
 
 from bosaris_dask.errors import MemoryLimitError
 from bosaris_dask.kernels import SLICE, Workspace
+from bosaris_dask.keys import key_dtype
 
 __all__ = ["TaskMemory", "pass_task_memory", "check_worker_memory", "WORKER_BASELINE"]
 
@@ -57,6 +59,8 @@ class TaskMemory:
         A merge task: ``split_every`` chunk results, their concatenation and their sum.
     held
         Finished chunk results a worker keeps while they wait for their merge task.
+    kept
+        The candidate trials the engine may keep between passes, over all workers.
     """
 
     inputs: int
@@ -64,6 +68,7 @@ class TaskMemory:
     results: int
     merge: int
     held: int = 0
+    kept: int = 0
 
     @property
     def chunk(self) -> int:
@@ -80,7 +85,8 @@ class TaskMemory:
         return (
             f"chunk task {self.chunk // _MB} MB (inputs {self.inputs // _MB} MB, kernel buffers "
             f"{self.buffers // _MB} MB, histograms {self.results // _MB} MB), "
-            f"merge task {self.merge // _MB} MB, results awaiting a merge {self.held // _MB} MB"
+            f"merge task {self.merge // _MB} MB, results awaiting a merge {self.held // _MB} MB, "
+            f"kept trials {self.kept // _MB} MB"
         )
 
 
@@ -94,6 +100,7 @@ def pass_task_memory(
     split_every: int,
     refine_bins: int = 0,
     raw_trials: int = 0,
+    kept_trials: int = 0,
 ) -> TaskMemory:
     """Estimate the peak memory of the tasks of the passes of one evaluation.
 
@@ -110,9 +117,10 @@ def pass_task_memory(
         Systems evaluated together, and the key-prefix bins of pass 1 per system.
     split_every
         Chunk results one merge task adds.
-    refine_bins, raw_trials
-        The most sub-bins a dense refinement result holds per system, and the most exact keys
-        a raw refinement pulls per system (the engine's budgets).
+    refine_bins, raw_trials, kept_trials
+        The most sub-bins a dense refinement result holds per system, the most exact keys a raw
+        refinement pulls per system, and the most candidate trials kept in memory between
+        passes (the engine's budgets).
 
     Returns
     -------
@@ -129,7 +137,8 @@ def pass_task_memory(
         raw_trials * 56,  # keys and counts, concatenated, then np.unique and a total
     )
     held = split_every * n_systems * row
-    return TaskMemory(inputs=inputs, buffers=buffers, results=results, merge=merge, held=held)
+    kept = kept_trials * (key_dtype(score_dtype).itemsize + 1)  # a key and a target flag each
+    return TaskMemory(inputs, buffers, results, merge, held, kept)
 
 
 def _workers(client: Any) -> list[tuple[str, int, int, int]]:
@@ -151,9 +160,10 @@ def check_worker_memory(need: TaskMemory, client: Any | None) -> None:
     """Raise :class:`MemoryLimitError` if a worker of ``client`` cannot run its threads' tasks.
 
     A worker needs what it already holds (at least :data:`WORKER_BASELINE`), one peak task per
-    thread and the chunk results awaiting a merge, within the fraction of its ``memory_limit``
-    at which dask terminates it (``distributed.worker.memory.terminate``). Workers without a
-    limit, and the threaded scheduler (``client`` is None), are not checked.
+    thread, the chunk results awaiting a merge and its share of the kept trials, within the
+    fraction of its ``memory_limit`` at which dask terminates it
+    (``distributed.worker.memory.terminate``). Workers without a limit, and the threaded
+    scheduler (``client`` is None), are not checked.
 
     Examples
     --------
@@ -168,22 +178,24 @@ def check_worker_memory(need: TaskMemory, client: Any | None) -> None:
     ...
     bosaris_dask.errors.MemoryLimitError: worker tcp://w1 would need about 520 MB (200 MB for \
 itself, 2 threads x 150 MB; chunk task 150 MB (inputs 100 MB, kernel buffers 40 MB, histograms \
-10 MB), merge task 60 MB, results awaiting a merge 20 MB) but its memory limit is 400 MB: give \
-each worker more memory (--memory-limit), fewer threads (--threads-per-worker 1), or use \
-smaller chunks
+10 MB), merge task 60 MB, results awaiting a merge 20 MB, kept trials 0 MB) but its memory \
+limit is 400 MB: give each worker more memory (--memory-limit), fewer threads \
+(--threads-per-worker 1), or use smaller chunks
     """
     if client is None:
         return
     fraction = _terminate_fraction()
-    for address, limit, nthreads, in_use in _workers(client):
+    workers = _workers(client)
+    for address, limit, nthreads, in_use in workers:
         if not limit:
             continue
         itself = max(in_use, WORKER_BASELINE)
-        total = itself + nthreads * need.peak + need.held
+        total = itself + nthreads * need.peak + need.held + need.kept // len(workers)
         if total > fraction * limit:
+            threads = f"{nthreads} thread{'s' if nthreads > 1 else ''}"
             raise MemoryLimitError(
                 f"worker {address} would need about {total // _MB} MB ({itself // _MB} MB for "
-                f"itself, {nthreads} threads x {need.peak // _MB} MB; {need.describe()}) but "
+                f"itself, {threads} x {need.peak // _MB} MB; {need.describe()}) but "
                 f"its memory limit is {limit // _MB} MB: give each worker more memory "
                 "(--memory-limit), fewer threads (--threads-per-worker 1), or use smaller chunks"
             )
