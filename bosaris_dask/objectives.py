@@ -47,7 +47,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
-from bosaris_dask.errors import ScoreError, TrialError
+from bosaris_dask.errors import OptionError, ScoreError, TrialError
 from bosaris_dask.optimize import Evaluation
 from bosaris_dask.trials import align_with, kind_of, trial_classes
 
@@ -63,6 +63,7 @@ __all__ = [
     "quality_matrix",
     "quality_params",
     "n_quality_params",
+    "check_prior",
     "prior_entropy",
     "block_sums",
 ]
@@ -124,6 +125,23 @@ def quality_params(W: np.ndarray) -> np.ndarray:
     W = np.asarray(W, dtype=np.float64)
     i, j = quality_pairs(W.shape[0])
     return W[i, j].copy()
+
+
+def check_prior(prior: Any) -> float:
+    """The training prior as a float; anything not strictly between 0 and 1 is an error.
+
+    Raises
+    ------
+    OptionError
+        Naming the value.
+    """
+    try:
+        value = float(prior)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not 0.0 < value < 1.0:
+        raise OptionError(f"the prior must lie strictly between 0 and 1, got {prior!r}")
+    return value
 
 
 def prior_entropy(prior: float) -> float:
@@ -516,12 +534,11 @@ class FusionObjective:
         quality: bool | None = None,
         split_every: int | dict | None = None,
     ) -> None:
-        if not 0.0 < prior < 1.0:
-            raise ValueError(f"the prior must be in (0, 1), got {prior!r}")
+        prior = check_prior(prior)
         if l2 < 0:
-            raise ValueError(f"l2 must be non-negative, got {l2!r}")
+            raise OptionError(f"l2 must be non-negative, got {l2!r}")
         self.data = data
-        self.prior = float(prior)
+        self.prior = prior
         self.plo = math.log(prior) - math.log1p(-prior)
         self.l2 = float(l2)
         self.quality = data.model_quality is not None if quality is None else bool(quality)
