@@ -340,9 +340,7 @@ def _prior(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(
-            f"effective prior {text} is not strictly between 0 and 1"
-        )
+        raise argparse.ArgumentTypeError(f"effective prior {text} is not strictly between 0 and 1")
     return value
 
 
