@@ -49,7 +49,7 @@ from scipy.special import expit
 
 from bosaris_dask.errors import OptionError, ScoreError, TrialError
 from bosaris_dask.optimize import Evaluation
-from bosaris_dask.trials import align_with, kind_of, trial_classes
+from bosaris_dask.trials import align_with, kind_of, trial_classes, validate
 
 __all__ = [
     "SLAB",
@@ -205,7 +205,9 @@ def align_inputs(scores: Sequence[xr.Dataset], like: xr.Dataset) -> list[xr.Data
     Raises
     ------
     TrialError
-        If an input is not a Scores object.
+        If an input is not a Scores object (or its ids are not unique).
+    ScoreError
+        If its scores are not real numbers.
     """
     if not len(scores):
         raise TrialError("at least one Scores object is needed")
@@ -213,7 +215,7 @@ def align_inputs(scores: Sequence[xr.Dataset], like: xr.Dataset) -> list[xr.Data
     for s in scores:
         if kind_of(s) != "scores":
             raise TrialError(f"expected scores, got {kind_of(s)}")
-        aligned.append(align_with(s, like))
+        aligned.append(align_with(validate(s), like))
     chunks = aligned[0].score.data.chunks
     out = []
     for s in aligned:
