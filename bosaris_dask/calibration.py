@@ -58,7 +58,7 @@ from bosaris_dask.fusion import (
     JsonModel,
     LinearFuser,
     QualityFuser,
-    _load_json,
+    _from_json,
 )
 from bosaris_dask.roc import pav_blocks
 from bosaris_dask.trials import align_with, kind_of, make_scores, trial_classes
@@ -526,7 +526,10 @@ def load_model(
     >>> type(load_model(cal.to_dict())).__name__
     'LinearCalibrator'
     """
-    d = model if isinstance(model, dict) else _load_json(model)
+    return _model_of(model) if isinstance(model, dict) else _from_json(_model_of, model)
+
+
+def _model_of(d: dict[str, Any]) -> LinearCalibrator | LinearFuser | QualityFuser | PAVCalibrator:
     kind = d.get("kind")
     if kind not in _KINDS:
         raise TrialError(f"unknown model kind {kind!r}; expected one of {sorted(_KINDS)}")

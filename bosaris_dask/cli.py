@@ -61,6 +61,8 @@ def cmd_info(args: argparse.Namespace) -> int:
 
     obj = io.read(args.path)
     kind = kind_of(obj)
+    if args.key and kind != "scores":
+        raise BosarisError(f"--key compares scores with a key, but {args.path} holds a {kind}")
     print(f"path:        {args.path} ({io.detect_format(args.path)})")
     print(f"kind:        {kind}{' (derived from class labels)' if is_label_key(obj) else ''}")
     if kind == "quality":
@@ -88,7 +90,21 @@ def cmd_info(args: argparse.Namespace) -> int:
     else:
         name = "trial_mask" if kind == "ndx" else "score_mask"
         print(f"trials:      {int(obj[name].data.sum().compute()):,}")
+    if args.key:
+        _print_coverage(obj, args.key)
     return 0
+
+
+def _print_coverage(scores: Any, key_path: str) -> None:
+    """What ``evaluate`` would use of these scores: key trials with and without a score, and
+    scores of trials not in the key (which it ignores)."""
+    from bosaris_dask import io
+    from bosaris_dask.trials import coverage
+
+    c = coverage(scores, io.read(key_path))
+    print(f"key trials:  {c['trials']:,} in {key_path} ({c['scored']:,} with a score, "
+          f"{c['missing']:,} without)")  # fmt: skip
+    print(f"not in key:  {c['unused']:,} of {c['scores']:,} scores (evaluate ignores them)")
 
 
 def _write_simulation(key: Any, systems: list[Any], out: Path, progress: bool) -> list[Path]:
@@ -324,9 +340,7 @@ def _prior(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(
-            f"an effective prior lies strictly between 0 and 1: {text}"
-        )
+        raise argparse.ArgumentTypeError(f"effective prior {text} is not strictly between 0 and 1")
     return value
 
 
@@ -405,6 +419,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print kind, shape, ids, trial and target counts, chunking.",
     )
     p.add_argument("path")
+    p.add_argument(
+        "--key",
+        help="with scores: also count the key's trials with and without a score, and the "
+        "scores of trials not in the key (which evaluate ignores)",
+    )
     _finish(p, cmd_info, cluster=False)
 
     p = sub.add_parser(

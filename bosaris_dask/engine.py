@@ -48,10 +48,10 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask import kernels, memory, roc
-from bosaris_dask.errors import MissingTrialsError, ScoreError, TrialError
+from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.keys import key_bits, keys_to_values, threshold_keys
 from bosaris_dask.progress import compute, compute_and_keep, current_client
-from bosaris_dask.trials import align_with, kind_of, trial_classes
+from bosaris_dask.trials import align_with, kind_of, trial_classes, validate
 
 __all__ = ["ScoreSummary", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
 
@@ -296,10 +296,25 @@ def _apply_refinement(s: ScoreSummary, cands: np.ndarray, spec: kernels.RefineSp
 # --------------------------------------------------------------------------------------------
 
 
-def _inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.Array], np.dtype]:
-    """The kernels' inputs (key classes, then each system's scores and mask) and score dtype."""
+def _check_inputs(
+    scores: Sequence[xr.Dataset], key: xr.Dataset, names: Sequence[str] | None
+) -> None:
+    """Cheap structural checks (kinds, dims, dtypes, unique ids, names); computes nothing."""
     if kind_of(key) != "key":
         raise TrialError(f"evaluation needs a key, got {kind_of(key)}")
+    validate(key)
+    if len(scores) == 0:
+        raise TrialError("no systems to evaluate (an empty list of Scores)")
+    for k, s in enumerate(scores):
+        if kind_of(s) != "scores":
+            raise TrialError(f"system {k + 1} is a {kind_of(s)}, not Scores")
+        validate(s)
+    if names is not None and len(names) != len(scores):
+        raise OptionError(f"{len(names)} names for {len(scores)} systems")
+
+
+def _inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.Array], np.dtype]:
+    """The kernels' inputs (key classes, then each system's scores and mask) and score dtype."""
     aligned = [align_with(s, key) for s in scores]
     dtypes = {np.dtype(s.score.dtype) for s in aligned}
     chunks = aligned[0].score.data.chunks
@@ -393,13 +408,19 @@ def summarize(
 
     Raises
     ------
+    TrialError
+        ``key`` is not a Key, a system is not Scores, ids are not unique.
+    OptionError
+        ``names`` of another length than ``scores``.
     ScoreError
-        Non-finite scores on trials, or no targets or no non-targets.
+        Scores that are not real numbers, non-finite scores on trials, or no targets or no
+        non-targets.
     MissingTrialsError
         Key trials without a score, unless ``allow_missing``.
     MemoryLimitError
         The distributed workers' memory limits cannot hold the tasks (checked before pass 1).
     """
+    _check_inputs(scores, key, names)
     inputs, dtype = _inputs(scores, key)
     n_sys = len(scores)
     bits = coarse_bits or _coarse_bits(n_sys)

@@ -24,6 +24,7 @@ __all__ = [
     "TrialError",
     "ScoreError",
     "MissingTrialsError",
+    "OptionError",
     "ClusterError",
     "MemoryLimitError",
     "PlotError",
@@ -83,6 +84,11 @@ class ScoreError(BosarisError, ValueError):
 
 class MissingTrialsError(TrialError):
     """Trials of a key or index have no score (use ``allow_missing`` to drop them)."""
+
+
+class OptionError(BosarisError, ValueError):
+    """An argument outside its domain: a prior not strictly between 0 and 1, a negative cost,
+    a non-finite sweep point, system names that do not match the systems."""
 
 
 class ClusterError(BosarisError, RuntimeError):

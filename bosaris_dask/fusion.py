@@ -41,18 +41,25 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask.errors import ScoreError, TrialError
+from bosaris_dask.errors import (
+    ParseError,
+    ScoreError,
+    StoreError,
+    StoreNotFoundError,
+    TrialError,
+)
 from bosaris_dask.objectives import (
     FusionData,
     FusionObjective,
     align_inputs,
+    check_prior,
     fusion_data,
     fusion_data_from_arrays,
     n_quality_params,
@@ -133,7 +140,7 @@ class JsonModel:
     @classmethod
     def load_json(cls, path: str | os.PathLike[str]) -> Any:
         """Read a model written by :meth:`save_json`."""
-        return cls.from_dict(_load_json(path))  # type: ignore[attr-defined]
+        return _from_json(cls.from_dict, path)  # type: ignore[attr-defined]
 
 
 class LinearFuser(JsonModel):
@@ -189,9 +196,7 @@ class LinearFuser(JsonModel):
         split_every: int | dict | None = None,
         persist: bool = False,
     ) -> None:
-        if not 0.0 < float(prior) < 1.0:
-            raise ValueError(f"the prior must be in (0, 1), got {prior!r}")
-        self.prior = float(prior)
+        self.prior = check_prior(prior)
         self.l2 = float(l2)
         self.method = method
         self.gtol = float(gtol)
@@ -524,6 +529,38 @@ def _save_json(d: dict[str, Any], path: str | os.PathLike[str]) -> None:
     os.replace(tmp, path)
 
 
+def _from_json(build: Callable[[dict[str, Any]], Any], path: str | os.PathLike[str]) -> Any:
+    """``build(d)`` of the JSON object in a model file; what is wrong with it names the file.
+
+    Raises
+    ------
+    StoreNotFoundError
+        No such file.
+    ParseError
+        Not JSON, not an object, a missing field or a field ``build`` rejects.
+    """
+    d = _load_json(path)
+    try:
+        return build(d)
+    except KeyError as exc:
+        raise ParseError(f"the model has no {exc.args[0]!r} field", path=path) from None
+    except (TrialError, TypeError, ValueError) as exc:
+        raise ParseError(str(exc), path=path) from None
+
+
 def _load_json(path: str | os.PathLike[str]) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as fh:
-        return json.load(fh)
+    """A model file's JSON object; a missing file, bad JSON or a non-object is an error."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            d = json.load(fh)
+    except FileNotFoundError:
+        raise StoreNotFoundError(f"{os.fspath(path)}: no such model file") from None
+    except OSError as exc:
+        raise StoreError(f"{os.fspath(path)}: cannot read ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise ParseError(f"not UTF-8 text ({exc.reason})", path=path) from None
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"not a JSON model file: {exc.msg}", path=path, line=exc.lineno) from None
+    if not isinstance(d, dict):
+        raise ParseError(f"a model file holds a JSON object, not {type(d).__name__}", path=path)
+    return d

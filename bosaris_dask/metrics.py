@@ -27,7 +27,7 @@ from scipy.special import expit, logit, ndtri
 
 from bosaris_dask import roc
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
-from bosaris_dask.errors import ScoreError
+from bosaris_dask.errors import OptionError, ScoreError
 from bosaris_dask.keys import order_keys
 
 __all__ = [
@@ -62,19 +62,52 @@ def default_sweep() -> np.ndarray:
 def effective_prior(p_target: float, c_miss: float = 1.0, c_fa: float = 1.0) -> float:
     """The effective prior of an operating point given as target prior and costs.
 
+    Raises
+    ------
+    OptionError
+        If ``p_target`` is not strictly between 0 and 1 or a cost is not a positive number.
+
     Examples
     --------
     >>> effective_prior(0.01, c_miss=10, c_fa=1)  # the SRE'08 operating point
     0.09174311926605505
     """
-    return p_target * c_miss / (p_target * c_miss + (1 - p_target) * c_fa)
+    (p,) = _check_priors([p_target], "target prior")
+    for name, cost in (("c_miss", c_miss), ("c_fa", c_fa)):
+        try:
+            value = float(cost)
+        except (TypeError, ValueError):
+            value = np.nan
+        if not 0 < value < np.inf:
+            raise OptionError(f"{name} must be a positive finite cost, got {cost!r}")
+    return float(p * c_miss / (p * c_miss + (1 - p) * c_fa))
 
 
-def _check_priors(priors: Sequence[float]) -> np.ndarray:
-    p = np.atleast_1d(np.asarray(priors, dtype=np.float64))
-    if not np.all((p > 0) & (p < 1)):
-        raise ScoreError(f"effective priors must lie strictly between 0 and 1, got {p.tolist()}")
+def _check_priors(priors: Sequence[float], what: str = "effective prior") -> np.ndarray:
+    """Priors as a 1-D float64 array; anything not strictly between 0 and 1 is an error."""
+    try:
+        p = np.atleast_1d(np.asarray(priors, dtype=np.float64))
+    except (TypeError, ValueError):
+        raise OptionError(f"{what}s must be numbers, got {priors!r}") from None
+    if p.ndim != 1:
+        raise OptionError(f"{what}s must be a number or a 1-D list, got shape {p.shape}")
+    bad = ~((p > 0) & (p < 1))
+    if bad.any():
+        raise OptionError(f"{what} {p[bad][0]} is not strictly between 0 and 1")
     return p
+
+
+def _check_sweep(sweep: Any) -> np.ndarray:
+    """The NBE sweep (prior log-odds) as a 1-D float64 array of finite numbers."""
+    if sweep is None:
+        return default_sweep()
+    try:
+        plo = np.atleast_1d(np.asarray(sweep, dtype=np.float64))
+    except (TypeError, ValueError):
+        raise OptionError(f"the sweep holds prior log-odds (numbers), got {sweep!r}") from None
+    if plo.ndim != 1 or not np.isfinite(plo).all():
+        raise OptionError("the sweep must be a 1-D array of finite prior log-odds")
+    return plo
 
 
 # --------------------------------------------------------------------------------------------
@@ -92,6 +125,9 @@ def summary_from_arrays(tar: Any, non: Any, name: str = "system") -> ScoreSummar
     ([0.0, 1.0, 2.0], [0, 2, 1], [1, 1, 0])
     """
     tar, non = np.asarray(tar), np.asarray(non)
+    for side, arr in (("target", tar), ("non-target", non)):
+        if arr.dtype.kind not in "iuf":
+            raise ScoreError(f"{name}: {side} scores must be real numbers, got dtype {arr.dtype}")
     dtype = np.float32 if tar.dtype == non.dtype == np.float32 else np.float64
     tar, non = tar.astype(dtype).ravel(), non.astype(dtype).ravel()
     both = np.concatenate([tar, non])
@@ -281,7 +317,9 @@ def evaluate(
         System names (default ``system-1``, ...).
     allow_missing
         Drop key trials without a score (their count is reported as ``n_missing``) instead of
-        raising :class:`~bosaris_dask.errors.MissingTrialsError`.
+        raising :class:`~bosaris_dask.errors.MissingTrialsError`. Scores of trials that are
+        not in the key are always ignored, as in BOSARIS (count them with
+        :func:`bosaris_dask.trials.coverage`).
     progress
         Show a progress bar for each pass over the data.
     split_every
@@ -295,9 +333,22 @@ def evaluate(
         thinned for plotting by :func:`steppy_roc`, NaN-padded). Normalized DCFs are divided by
         ``min(p, 1 - p)``; ``*_raw`` ones are Bayes error rates. ``attrs["passes"]`` says how
         many passes over the data the evaluation took.
+
+    Raises
+    ------
+    OptionError
+        A prior not strictly between 0 and 1, a non-finite sweep point, names that do not
+        match the systems.
+    TrialError
+        ``key`` is not a Key or a system is not a Scores object.
+    ScoreError
+        Scores that are not real numbers, a non-finite score on a key trial, no target or no
+        non-target trial.
+    MissingTrialsError
+        Key trials without a score (unless ``allow_missing``), naming a few.
     """
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
-    sweep = default_sweep() if sweep is None else np.asarray(sweep, dtype=np.float64)
+    sweep = _check_sweep(sweep)
     plo = logit(_check_priors(priors))
     summaries = summarize(
         systems,
@@ -320,7 +371,7 @@ def evaluate_arrays(
     name: str = "system",
 ) -> xr.Dataset:
     """:func:`evaluate` for in-memory target and non-target score arrays."""
-    sweep = default_sweep() if sweep is None else np.asarray(sweep, dtype=np.float64)
+    sweep = _check_sweep(sweep)
     return _dataset([summary_from_arrays(tar, non, name)], priors, sweep)
 
 

@@ -47,9 +47,9 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
-from bosaris_dask.errors import ScoreError, TrialError
+from bosaris_dask.errors import OptionError, ScoreError, TrialError
 from bosaris_dask.optimize import Evaluation
-from bosaris_dask.trials import align_with, kind_of, trial_classes
+from bosaris_dask.trials import align_with, kind_of, trial_classes, validate
 
 __all__ = [
     "SLAB",
@@ -63,6 +63,7 @@ __all__ = [
     "quality_matrix",
     "quality_params",
     "n_quality_params",
+    "check_prior",
     "prior_entropy",
     "block_sums",
 ]
@@ -126,6 +127,23 @@ def quality_params(W: np.ndarray) -> np.ndarray:
     return W[i, j].copy()
 
 
+def check_prior(prior: Any) -> float:
+    """The training prior as a float; anything not strictly between 0 and 1 is an error.
+
+    Raises
+    ------
+    OptionError
+        Naming the value.
+    """
+    try:
+        value = float(prior)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not 0.0 < value < 1.0:
+        raise OptionError(f"the prior must lie strictly between 0 and 1, got {prior!r}")
+    return value
+
+
 def prior_entropy(prior: float) -> float:
     """``H(p) = -p log p - (1-p) log(1-p)`` in nats (``log 2`` at ``p = 0.5``)."""
     return float(-prior * math.log(prior) - (1.0 - prior) * math.log1p(-prior))
@@ -187,7 +205,9 @@ def align_inputs(scores: Sequence[xr.Dataset], like: xr.Dataset) -> list[xr.Data
     Raises
     ------
     TrialError
-        If an input is not a Scores object.
+        If an input is not a Scores object (or its ids are not unique).
+    ScoreError
+        If its scores are not real numbers.
     """
     if not len(scores):
         raise TrialError("at least one Scores object is needed")
@@ -195,7 +215,7 @@ def align_inputs(scores: Sequence[xr.Dataset], like: xr.Dataset) -> list[xr.Data
     for s in scores:
         if kind_of(s) != "scores":
             raise TrialError(f"expected scores, got {kind_of(s)}")
-        aligned.append(align_with(s, like))
+        aligned.append(align_with(validate(s), like))
     chunks = aligned[0].score.data.chunks
     out = []
     for s in aligned:
@@ -516,12 +536,11 @@ class FusionObjective:
         quality: bool | None = None,
         split_every: int | dict | None = None,
     ) -> None:
-        if not 0.0 < prior < 1.0:
-            raise ValueError(f"the prior must be in (0, 1), got {prior!r}")
+        prior = check_prior(prior)
         if l2 < 0:
-            raise ValueError(f"l2 must be non-negative, got {l2!r}")
+            raise OptionError(f"l2 must be non-negative, got {l2!r}")
         self.data = data
-        self.prior = float(prior)
+        self.prior = prior
         self.plo = math.log(prior) - math.log1p(-prior)
         self.l2 = float(l2)
         self.quality = data.model_quality is not None if quality is None else bool(quality)

@@ -32,12 +32,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import dask
 import dask.array as da
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bosaris_dask.errors import MissingTrialsError, TrialError
+from bosaris_dask.errors import MissingTrialsError, ScoreError, TrialError
 
 __all__ = [
     "KINDS",
@@ -57,6 +58,7 @@ __all__ = [
     "filter_trials",
     "merge",
     "key_to_ndx",
+    "coverage",
     "target_scores",
     "nontarget_scores",
 ]
@@ -156,7 +158,27 @@ def make_key(
     """
     m, s = _ids(models, "model"), _ids(segments, "segment")
     _check_shape("trial_mask", trial_mask, m, s)
+    _check_signs(trial_mask, m, s)
     return _dataset("key", m, s, trial_mask=_lazy(trial_mask, chunks, np.int8))
+
+
+def _check_signs(mask: Any, models: np.ndarray, segments: np.ndarray) -> None:
+    """A key mask holds only -1, 0 and +1: in memory every value is checked (a dask array, e.g.
+    read from a store, only by dtype: scanning it would cost a pass)."""
+    arr = mask if isinstance(mask, da.Array) else np.asarray(mask)
+    if arr.dtype.kind not in "biuf":
+        raise TrialError(f"a key's trial_mask must hold -1, 0 and +1, got dtype {arr.dtype}")
+    if isinstance(arr, da.Array):
+        return
+    bad = (arr != 1) & (arr != 0) & (arr != -1)
+    if bad.any():
+        i, j = (int(x[0]) for x in np.nonzero(bad))
+        others = int(bad.sum()) - 1
+        raise TrialError(
+            "a key's trial_mask holds only -1 (non-target), 0 (no trial) and +1 (target); "
+            f"found {arr[i, j].item()!r} at ({models[i]}, {segments[j]})"
+            + (f" and {others} more bad values" if others else "")
+        )
 
 
 def key_from_masks(
@@ -179,9 +201,7 @@ def key_from_masks(
     non = _lazy(nontargets, tar.chunks, bool)
     _check_shape("targets", tar, m, s)
     _check_shape("nontargets", non, m, s)
-    both = int((tar & non).sum().compute())
-    if both:
-        raise TrialError(f"{both} trials are marked both target and non-target")
+    _raise_conflicts(tar & non, m, s, "trials are marked both target and non-target")
     mask = tar.astype(np.int8) - non.astype(np.int8)
     return _dataset("key", m, s, trial_mask=mask)
 
@@ -266,6 +286,7 @@ def make_scores(
     """
     m, s = _ids(models, "model"), _ids(segments, "segment")
     _check_shape("score", score, m, s)
+    _check_score_dtype(score if isinstance(score, da.Array) else np.asarray(score))
     dtype = np.float32 if getattr(score, "dtype", None) == np.float32 else np.float64
     values = _lazy(score, chunks, dtype)
     if score_mask is None:
@@ -274,6 +295,15 @@ def make_scores(
         _check_shape("score_mask", score_mask, m, s)
         mask = _lazy(score_mask, values.chunks, bool)
     return _dataset("scores", m, s, score=values, score_mask=mask)
+
+
+def _check_score_dtype(score: Any, what: str = "scores") -> None:
+    """Scores are real numbers (float, or integers made float); strings, complex numbers,
+    booleans and Python objects are an error rather than a silent conversion."""
+    if score.dtype.kind not in "iuf":
+        raise ScoreError(
+            f"{what} must be real numbers (float32 or float64), got dtype {score.dtype}"
+        )
 
 
 def quality_table(ids: Iterable[Any], values: Any, *, measures: Iterable[Any] | None = None):
@@ -354,6 +384,8 @@ def validate(obj: xr.Dataset) -> xr.Dataset:
     ------
     TrialError
         Naming what is wrong.
+    ScoreError
+        If the scores are not real numbers.
     """
     kind = kind_of(obj)
     for dim in ("model", "segment") if kind != "quality" else ():
@@ -368,7 +400,9 @@ def validate(obj: xr.Dataset) -> xr.Dataset:
         var = obj[name]
         if var.dims != DIMS:
             raise TrialError(f"{kind}.{name} has dims {var.dims}, expected {DIMS}")
-        if var.dtype.kind != dtype_kind:
+        if name == "score":
+            _check_score_dtype(var, "scores.score")
+        elif var.dtype.kind != dtype_kind:
             raise TrialError(f"{kind}.{name} has dtype {var.dtype}")
     return obj
 
@@ -484,25 +518,45 @@ def merge(first: xr.Dataset, second: xr.Dataset) -> xr.Dataset:
     b = align(second, models, segments)
     if kind == "scores":
         both = a.score_mask.data & b.score_mask.data
-        _raise_conflicts(both, a, "trials have a score in both inputs")
+        _raise_conflicts(
+            both, a.model.values, a.segment.values, "trials have a score in both inputs"
+        )
         mask = a.score_mask.data | b.score_mask.data
         score = da.where(a.score_mask.data, a.score.data, b.score.data)
         return _dataset("scores", a.model.values, a.segment.values, score=score, score_mask=mask)
     ma, mb = a.trial_mask.data, b.trial_mask.data
     if kind == "key":
         conflict = (ma != 0) & (mb != 0) & (ma != mb)
-        _raise_conflicts(conflict, a, "trials are target in one key and non-target in the other")
+        _raise_conflicts(
+            conflict, a.model.values, a.segment.values,
+            "trials are target in one key and non-target in the other",
+        )  # fmt: skip
         return _dataset(
             "key", a.model.values, a.segment.values, trial_mask=da.where(ma != 0, ma, mb)
         )
     return _dataset("ndx", a.model.values, a.segment.values, trial_mask=ma | mb)
 
 
-def _raise_conflicts(bad: da.Array, like: xr.Dataset, what: str) -> None:
+def _raise_conflicts(bad: da.Array, models: np.ndarray, segments: np.ndarray, what: str) -> None:
     count = int(bad.sum().compute())
     if count:
-        i, j = (int(x[0]) for x in np.nonzero(np.asarray(bad[: min(bad.shape[0], 10**4)])))
-        raise TrialError(f"{count} {what}, e.g. ({like.model.values[i]}, {like.segment.values[j]})")
+        raise TrialError(f"{count} {what}, e.g. {_locate(bad, models, segments)}")
+
+
+def _locate(condition: da.Array, models: np.ndarray, segments: np.ndarray, limit: int = 3) -> str:
+    """A few ``(model, segment)`` ids where a lazy boolean matrix is true, for error messages.
+
+    Computes blocks in order until ``limit`` cells are found (only run when reporting an error).
+    """
+    found: list[tuple[int, int]] = []
+    row_starts = np.cumsum((0,) + condition.chunks[0])
+    col_starts = np.cumsum((0,) + condition.chunks[1])
+    for (bi, bj), block in np.ndenumerate(condition.to_delayed()):
+        for i, j in np.argwhere(np.asarray(block.compute()))[: limit - len(found)]:
+            found.append((int(row_starts[bi] + i), int(col_starts[bj] + j)))
+        if len(found) >= limit:
+            break
+    return ", ".join(f"({models[i]}, {segments[j]})" for i, j in found)
 
 
 def key_to_ndx(key: xr.Dataset) -> xr.Dataset:
@@ -510,6 +564,45 @@ def key_to_ndx(key: xr.Dataset) -> xr.Dataset:
     if kind_of(key) != "key":
         raise TrialError(f"expected a key, got {kind_of(key)}")
     return _dataset("ndx", key.model.values, key.segment.values, trial_mask=trial_classes(key) != 0)
+
+
+def coverage(scores: xr.Dataset, trials: xr.Dataset) -> dict[str, int]:
+    """How the scores of one system cover the trials of a Key (or Ndx), in one pass.
+
+    :func:`~bosaris_dask.metrics.evaluate` raises for key trials without a score (unless
+    ``allow_missing``) and ignores, as BOSARIS does, scores of trials that are not in the key
+    (ids the key does not have, or pairs it does not list). This counts both.
+
+    Returns
+    -------
+    dict
+        ``trials``: trials of the key; ``scored``: those with a score; ``missing``: those
+        without; ``scores``: entries of ``scores``; ``unused``: scores of trials not in the key.
+
+    Examples
+    --------
+    >>> key = make_key(["m1", "m2"], ["s1"], [[1], [-1]])
+    >>> scores = make_scores(["m1", "m3"], ["s1", "s2"], [[1.0, 2.0], [3.0, 4.0]])
+    >>> coverage(scores, key)
+    {'trials': 2, 'scored': 1, 'missing': 1, 'scores': 4, 'unused': 3}
+    """
+    if kind_of(scores) != "scores":
+        raise TrialError(f"expected Scores, got a {kind_of(scores)}")
+    aligned = align_with(scores, trials)
+    in_key = trial_classes(trials, chunks=aligned.score_mask.data.chunks) != 0
+    n_trials, n_scored, n_scores = (
+        int(n)
+        for n in dask.compute(
+            in_key.sum(), (in_key & aligned.score_mask.data).sum(), scores.score_mask.data.sum()
+        )
+    )
+    return {
+        "trials": n_trials,
+        "scored": n_scored,
+        "missing": n_trials - n_scored,
+        "scores": n_scores,
+        "unused": n_scores - n_scored,
+    }
 
 
 # --------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from scipy.special import logit
 
 from bosaris_dask import engine, metrics, roc
-from bosaris_dask.errors import MissingTrialsError, ScoreError
+from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError
 from bosaris_dask.trials import key_from_labels, make_key, make_scores
 
 from . import reference as ref
@@ -226,7 +226,7 @@ def test_pav_bounds_make_block_edges_exact():
 
 
 def test_priors_are_checked():
-    with pytest.raises(ScoreError, match="strictly between 0 and 1"):
+    with pytest.raises(OptionError, match=r"^effective prior 1.0 is not strictly between 0 and 1$"):
         metrics.evaluate_arrays([1.0], [0.0], priors=[0.5, 1.0])
 
 

@@ -186,11 +186,30 @@ def _key_signs(x: np.ndarray) -> np.ndarray:
     return np.where(x > 0.5, 1, np.where(x < -0.5, -1, 0)).astype(np.int8)
 
 
-def _key_from_two(tar: np.ndarray, non: np.ndarray, path: str) -> np.ndarray:
+def _key_from_two(
+    tar: np.ndarray, non: np.ndarray, path: str, block_info: dict | None = None
+) -> np.ndarray:
     tar, non = tar != 0, non != 0
-    if (tar & non).any():
-        raise StoreError(f"{path}: a trial is in both /target_mask and /nontarget_mask")
+    both = tar & non
+    if both.any():
+        i, j = (int(x[0]) for x in np.nonzero(both))
+        if block_info is not None:
+            (r0, _), (c0, _) = block_info[0]["array-location"]
+            i, j = i + r0, j + c0
+        raise StoreError(
+            f"{path}: trial {_trial_ids(path, i, j)} is in both /target_mask and /nontarget_mask"
+        )
     return tar.astype(np.int8) - non.astype(np.int8)
+
+
+def _trial_ids(path: str, i: int, j: int) -> str:
+    """``(model, segment)`` of cell ``(i, j)`` of a file, for an error message."""
+    try:
+        with h5py.File(path, "r") as f:
+            models, segments = _read_ids(Path(path), f, _ROWS), _read_ids(Path(path), f, _COLUMNS)
+    except (OSError, StoreError):  # the ids were readable when the file was opened
+        return f"(row {i + 1}, column {j + 1})"
+    return f"({models[i]}, {segments[j]})"
 
 
 def _lazy(

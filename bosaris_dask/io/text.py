@@ -316,8 +316,8 @@ def _kind_of_tokens(tokens: list[bytes], path: Any, lineno: int) -> str:
         if _is_number(tokens[2]):
             return "scores"
         raise ParseError(
-            f"cannot tell the kind of file: third field {tokens[2][:40]!r} is neither a finite "
-            "score nor target/nontarget",
+            f"cannot tell the kind of file: third field {_shown(tokens[2], 40)} is neither a "
+            "finite score nor target/nontarget",
             path=path,
             line=lineno,
         )
@@ -616,12 +616,17 @@ def _reference_floats(tokens: list[bytes], role: str):
     if values is None:  # find the first token that does not parse
         parsed = [_float_or_none(t) for t in tokens]
         first = next(i for i, v in enumerate(parsed) if v is None)
-        return np.zeros(len(tokens)), (first, f"cannot parse {what} {tokens[first][:60]!r}")
+        return np.zeros(len(tokens)), (first, f"cannot parse {what} {_shown(tokens[first])}")
     bad = np.isinf(values) if role == "value" else ~np.isfinite(values)
     if bad.any():
         first = int(np.flatnonzero(bad)[0])
-        return values, (first, f"{what} {tokens[first][:60].decode()!r} is not finite")
+        return values, (first, f"{what} {_shown(tokens[first])} is not finite")
     return values, None
+
+
+def _shown(token: bytes, limit: int = 60) -> str:
+    """A field as an error message quotes it: the text (not a bytes repr), cut at ``limit``."""
+    return repr(token[:limit].decode("utf-8", "backslashreplace"))
 
 
 def _float_or_none(token: bytes) -> float | None:
@@ -641,8 +646,8 @@ def _reference_labels(tokens: list[bytes]):
     err = None
     if bad:
         first = int(np.flatnonzero(np.isin(codes, bad))[0])
-        label = uniques[codes[first]][:60]
-        err = (first, f"label {label!r} is neither 'target' nor 'nontarget'")
+        label = _shown(uniques[codes[first]])
+        err = (first, f"label {label} is neither 'target' nor 'nontarget'")
     return sign[codes], err
 
 
@@ -1215,7 +1220,7 @@ def read_quality_text(
     if q < 1:
         raise ParseError(
             f"the first line of a quality file gives the number of measures (a positive "
-            f"integer), not {line[:60]!r}",
+            f"integer), not {_shown(line)}",
             path=path,
             line=lineno,
         )
