@@ -51,7 +51,7 @@ from bosaris_dask import kernels, memory, roc
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.keys import key_bits, keys_to_values, threshold_keys
 from bosaris_dask.progress import compute, compute_and_keep, current_client
-from bosaris_dask.trials import align_with, kind_of, trial_classes, validate
+from bosaris_dask.trials import align_with, kind_of, locate, trial_classes, validate
 
 __all__ = ["ScoreSummary", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
 
@@ -347,23 +347,6 @@ def _coarse_bits(n_systems: int) -> int:
     return 20 if n_systems <= 2 else 19 if n_systems <= 4 else 18
 
 
-def _locate(condition: da.Array, key: xr.Dataset, limit: int = 3) -> str:
-    """A few (model, segment) ids where a lazy boolean condition holds, for error messages.
-
-    Only runs when an error is reported: computes blocks in order until ``limit`` are found.
-    """
-    found: list[tuple[int, int]] = []
-    row_starts = np.cumsum((0,) + condition.chunks[0])
-    col_starts = np.cumsum((0,) + condition.chunks[1])
-    for (bi, bj), block in np.ndenumerate(condition.to_delayed()):
-        for i, j in np.argwhere(np.asarray(block.compute()))[: limit - len(found)]:
-            found.append((int(row_starts[bi] + i), int(col_starts[bj] + j)))
-        if len(found) >= limit:
-            break
-    models, segments = key.model.values, key.segment.values
-    return ", ".join(f"({models[i]}, {segments[j]})" for i, j in found)
-
-
 def summarize(
     scores: Sequence[xr.Dataset],
     key: xr.Dataset,
@@ -439,13 +422,13 @@ def summarize(
         sp_tar, sp_non, missing, bad = row[2 * nbins :]
         if bad:
             cond = ~da.isfinite(inputs[1 + 2 * k]) & (inputs[0] != 0) & inputs[2 + 2 * k]
-            raise ScoreError(
-                f"{name}: {int(bad)} trials have non-finite scores, e.g. {_locate(cond, key)}"
-            )
+            where = locate(cond, key.model.values, key.segment.values)
+            raise ScoreError(f"{name}: {int(bad)} trials have non-finite scores, e.g. {where}")
         if missing and not allow_missing:
             cond = (inputs[0] != 0) & ~inputs[2 + 2 * k]
+            where = locate(cond, key.model.values, key.segment.values)
             raise MissingTrialsError(
-                f"{name}: {int(missing)} key trials have no score, e.g. {_locate(cond, key)} "
+                f"{name}: {int(missing)} key trials have no score, e.g. {where} "
                 "(allow_missing drops them)"
             )
         nonempty = np.flatnonzero((n_tar + n_non) > 0)

@@ -540,13 +540,20 @@ def merge(first: xr.Dataset, second: xr.Dataset) -> xr.Dataset:
 def _raise_conflicts(bad: da.Array, models: np.ndarray, segments: np.ndarray, what: str) -> None:
     count = int(bad.sum().compute())
     if count:
-        raise TrialError(f"{count} {what}, e.g. {_locate(bad, models, segments)}")
+        raise TrialError(f"{count} {what}, e.g. {locate(bad, models, segments)}")
 
 
-def _locate(condition: da.Array, models: np.ndarray, segments: np.ndarray, limit: int = 3) -> str:
+def locate(condition: da.Array, models: np.ndarray, segments: np.ndarray, limit: int = 3) -> str:
     """A few ``(model, segment)`` ids where a lazy boolean matrix is true, for error messages.
 
     Computes blocks in order until ``limit`` cells are found (only run when reporting an error).
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> bad = da.from_array(np.array([[False, True], [True, True]]), chunks=1)
+    >>> locate(bad, np.array(["m1", "m2"]), np.array(["s1", "s2"]), limit=2)
+    '(m1, s2), (m2, s1)'
     """
     found: list[tuple[int, int]] = []
     row_starts = np.cumsum((0,) + condition.chunks[0])
