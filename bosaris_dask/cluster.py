@@ -64,6 +64,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from bosaris_dask.errors import BosarisError, ClusterError
+from bosaris_dask.progress import current_client
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -116,15 +117,7 @@ def current_client_or_none() -> Client | None:
     >>> current_client_or_none() is None
     True
     """
-    try:
-        from distributed import default_client
-    except ImportError:  # pragma: no cover - distributed is a hard dependency
-        return None
-    try:
-        client = default_client()
-    except ValueError:
-        return None
-    return client if client.status == "running" else None
+    return current_client()
 
 
 @contextlib.contextmanager

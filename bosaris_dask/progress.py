@@ -26,15 +26,16 @@ __all__ = ["compute", "compute_and_keep", "current_client"]
 
 
 def current_client() -> Any | None:
-    """The active ``distributed.Client`` of this process, or None."""
+    """The running default ``distributed.Client`` of this process, or None."""
     try:
         from distributed import default_client
     except ImportError:  # pragma: no cover - distributed is a dependency
         return None
     try:
-        return default_client()
+        client = default_client()
     except ValueError:
         return None
+    return client if client.status == "running" else None
 
 
 def compute(x: Any, *, progress: bool = False) -> Any:
