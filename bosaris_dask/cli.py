@@ -92,14 +92,24 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def _write_simulation(key: Any, systems: list[Any], out: Path, progress: bool) -> list[Path]:
-    from bosaris_dask import io
+    """Write ``key.zarr`` and ``system-K.zarr`` into ``out``; all of them appear together.
+
+    Every store is written under a hidden temporary name first and renamed into place only once
+    all are complete, so a run killed while writing leaves the previous set whole, never a new
+    key next to the previous run's scores.
+    """
+    from contextlib import ExitStack
+
+    from bosaris_dask.io import write_zarr
+    from bosaris_dask.io.atomic import atomic_path
 
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "key.zarr"]
-    io.write(key, paths[0])
-    for k, scores in enumerate(systems, start=1):
-        paths.append(out / f"system-{k}.zarr")
-        io.write(scores, paths[-1], progress=progress)
+    paths = [out / "key.zarr", *(out / f"system-{k}.zarr" for k in range(1, len(systems) + 1))]
+    with ExitStack() as stack:
+        tmps = [stack.enter_context(atomic_path(p)) for p in paths]
+        write_zarr(key, tmps[0])
+        for tmp, scores in zip(tmps[1:], systems, strict=True):
+            write_zarr(scores, tmp, progress=progress)
     return paths
 
 

@@ -43,7 +43,19 @@ _OLD = ".old-"
 
 
 def _sibling(final: Path, tag: str) -> Path:
-    return final.with_name(f".{final.name}{tag}{uuid.uuid4().hex[:12]}")
+    """A new hidden sibling ``.NAME<tag><12 hex digits>`` of ``final``.
+
+    When ``final`` is itself a temporary (``.NAME.tmp-...``, as when a writer that is atomic on
+    its own writes into a temporary that an outer :func:`atomic_path` gave out), the sibling is
+    another temporary of ``NAME``, not ``..NAME.tmp-....tmp-...``, so :func:`remove_stale` of
+    ``NAME`` still finds it after a kill.
+    """
+    name = final.name
+    if name.startswith(".") and _TMP in name:
+        base, _, suffix = name[1:].rpartition(_TMP)
+        if len(suffix) == 12 and all(c in "0123456789abcdef" for c in suffix):
+            name = base
+    return final.with_name(f".{name}{tag}{uuid.uuid4().hex[:12]}")
 
 
 def remove_path(path: str | os.PathLike[str]) -> None:
