@@ -150,3 +150,77 @@ def test_a_temporary_of_a_temporary_is_a_temporary_of_the_final_name(tmp_path):
         assert tmp.name.startswith("..x.tmp-notahexnumber.tmp-")
         tmp.write_text("x")
     assert odd.read_text() == "x"
+
+
+def _dirs(tmp_path, names, content):
+    for name in names:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "v").write_text(content)
+
+
+def test_atomic_paths_replace_all_outputs_together(tmp_path, monkeypatch):
+    names = ["key.zarr", "system-1.zarr", "system-2.zarr"]
+    _dirs(tmp_path, names, "old")
+    seen = []
+    remove_path = atomic.remove_path
+
+    def record(path):  # the previous outputs are deleted only once every new one is in place
+        seen.append(sorted((tmp_path / n / "v").read_text() for n in names))
+        remove_path(path)
+
+    monkeypatch.setattr(atomic, "remove_path", record)
+    with atomic.atomic_paths([tmp_path / n for n in names]) as tmps:
+        assert [t.name[: t.name.index(".tmp-")] for t in tmps] == [f".{n}" for n in names]
+        for t in tmps:
+            t.mkdir()
+            (t / "v").write_text("new")
+    assert seen == [["new"] * 3] * 3
+    assert sorted(os.listdir(tmp_path)) == names
+    assert all((tmp_path / n / "v").read_text() == "new" for n in names)
+
+
+def test_atomic_paths_failure_keeps_every_previous_output(tmp_path):
+    names = ["a.zarr", "b.zarr"]
+    _dirs(tmp_path, names, "old")
+    with (
+        pytest.raises(RuntimeError, match="disk full"),
+        atomic.atomic_paths([tmp_path / n for n in names]) as (a, b),
+    ):
+        a.mkdir()
+        (a / "v").write_text("new")
+        b.mkdir()
+        raise RuntimeError("disk full")
+    assert sorted(os.listdir(tmp_path)) == names
+    assert all((tmp_path / n / "v").read_text() == "old" for n in names)
+    with (
+        pytest.raises(StoreError, match=r"nothing was written for .*b\.zarr"),
+        atomic.atomic_paths([tmp_path / n for n in names]) as (a, _),
+    ):
+        a.mkdir()
+    assert sorted(os.listdir(tmp_path)) == names
+    assert all((tmp_path / n / "v").read_text() == "old" for n in names)
+
+
+def test_atomic_paths_failed_rename_cleans_up(tmp_path, monkeypatch):
+    names = ["a.zarr", "b.zarr"]
+    _dirs(tmp_path, names, "old")
+    swap = atomic._swap
+    calls = []
+
+    def second_fails(tmp, final):
+        calls.append(final.name)
+        if len(calls) == 2:
+            raise OSError(5, "Input/output error")
+        return swap(tmp, final)
+
+    monkeypatch.setattr(atomic, "_swap", second_fails)
+    with (
+        pytest.raises(OSError, match="Input/output"),
+        atomic.atomic_paths([tmp_path / n for n in names]) as tmps,
+    ):
+        for t in tmps:
+            t.mkdir()
+            (t / "v").write_text("new")
+    # the first output was already in place; nothing else is left behind
+    assert sorted(os.listdir(tmp_path)) == names
+    assert [(tmp_path / n / "v").read_text() for n in names] == ["new", "old"]
