@@ -105,14 +105,20 @@ class Kill:
 
 
 def kill_when(
-    args: list[str], ready: Callable[[], bool], *, delay_s: float = 0.0, timeout_s: float = 120
+    args: list[str],
+    ready: Callable[[], bool],
+    *,
+    delay_s: float = 0.0,
+    timeout_s: float = 120,
+    env: dict[str, str] | None = None,
 ) -> Kill:
     """Run the CLI with ``args``; SIGKILL it ``delay_s`` seconds after ``ready()`` first holds.
 
-    A run that exits before that is not killed (``Kill.killed`` is False).
+    A run that exits before that is not killed (``Kill.killed`` is False). ``env`` replaces
+    the environment of the command.
     """
     proc = subprocess.Popen(
-        [*CLI, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        [*CLI, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
     )
     start = time.monotonic()
     ready_s = float("nan")
@@ -248,6 +254,26 @@ CASES = (
     ),
     _training("calibrate", "model.json", "cal.zarr", (1,)),
     _training("fuse", "fusion.json", "fused.h5", (1, 2)),
+)
+
+
+def text_input(data: Inputs) -> Path:
+    """The big set's first system as a BOSARIS text score file (written once, here)."""
+    path = data.big / "system-1.txt"
+    if not path.exists():
+        io.write(io.read(data.big / "system-1.zarr"), path)
+    return path
+
+
+#: Cases only the kill campaign runs (reading a text file costs more than a unit test should).
+EXTRA_CASES = (
+    Case(
+        "convert-from-txt",
+        lambda d, o: ["convert", str(text_input(d)), str(o / "out.zarr"), "-q"],
+        lambda d, o: ["convert", _scores(d.small, 2), str(o / "out.zarr"), "-q"],
+        {"out.zarr": _read_big("system-1.zarr")},
+        watched="out.zarr",
+    ),
 )
 
 
