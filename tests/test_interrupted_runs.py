@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 
+import numpy as np
 import pytest
 
 from bosaris_dask.cli import main
@@ -224,3 +225,26 @@ def test_atomic_paths_failed_rename_cleans_up(tmp_path, monkeypatch):
     # the first output was already in place; nothing else is left behind
     assert sorted(os.listdir(tmp_path)) == names
     assert [(tmp_path / n / "v").read_text() for n in names] == ["new", "old"]
+
+
+def test_text_reader_spills_to_an_unnamed_file(tmp_path, monkeypatch):
+    """A reader killed while it spills parsed records leaves no scratch file behind."""
+    from bosaris_dask.io import text
+    from bosaris_dask.trials import make_scores
+
+    path = tmp_path / "s.txt"
+    text.write_text(make_scores([f"m{i}" for i in range(30)], ["a", "b"], np.ones((30, 2))), path)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(text, "_SPILL_BYTES", 100)
+    append, spilled = text._Spill.append, []
+
+    def append_and_look(self, records):
+        append(self, records)
+        spilled.append(self._file is not None)
+        assert os.listdir(scratch) == []  # a kill here would leave nothing named
+
+    monkeypatch.setattr(text._Spill, "append", append_and_look)
+    scores = text.read_text(path, scratch_dir=scratch, block_bytes=64)
+    assert any(spilled) and scores.score.values.tolist() == [[1.0, 1.0]] * 30
+    assert os.listdir(scratch) == []
