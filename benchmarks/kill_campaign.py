@@ -134,49 +134,61 @@ def one_kill(case: Case, data: Inputs, out: Path, previous: bool, delay: float, 
     return record
 
 
+def _state(record: dict) -> str:
+    """What a kill left of all the outputs of a run together."""
+    states = set(record["outputs"].values())
+    if "corrupt" in states:
+        return "corrupt"
+    return states.pop() if len(states) == 1 else "mixed"
+
+
+CASE_TITLES = {
+    "convert-zarr": "convert → zarr",
+    "convert-h5": "convert → HDF5",
+    "convert-txt": "convert → text",
+    "convert-from-txt": "convert text → zarr",
+    "simulate": "simulate (key + 2 systems, zarr)",
+    "calibrate": "calibrate --apply --out (zarr) --model-out (JSON)",
+    "fuse": "fuse --apply --out (HDF5) --model-out (JSON)",
+}
+
+
 def summarize(case: Case, records: list[dict], scale: tuple[int, int], mode: str) -> str:
-    outputs = Counter(v for r in records for v in r["outputs"].values())
+    """One Markdown row: fault | inputs tried | outcome."""
+    n = len(records)
+    over = {True: Counter(), False: Counter()}
+    for r in records:
+        over[r["previous"]][_state(r)] += 1
     models = Counter(v for r in records for v in r["models"].values())
     killed = sum(r["killed"] for r in records)
-    mid = sum(r["killed"] and all(v != "new" for v in r["outputs"].values()) for r in records)
     leftovers = sum(r["hidden_leftovers"] > 0 for r in records)
     stray = sum(bool(r["stray"]) for r in records)
-    mixed = sum(r["set"] == "mixed" for r in records)
-    reruns = sum(r["rerun_ok"] for r in records)
     scratch = sum(bool(r["tmpdir_files"]) for r in records)
+    reruns = sum(r["rerun_ok"] for r in records)
     clean = sum(r["clean_after_remove_stale"] for r in records)
-    n_prev = sum(r["previous"] for r in records)
-    what = {
-        "convert-zarr": "convert → zarr",
-        "convert-h5": "convert → HDF5",
-        "convert-txt": "convert → text",
-        "convert-from-txt": "convert text → zarr",
-        "simulate": "simulate → key + 2 systems (zarr)",
-        "calibrate": "calibrate --apply --out (zarr) + --model-out JSON",
-        "fuse": "fuse --apply --out (HDF5) + --model-out JSON",
-    }[case.name]
-    fault = f"SIGKILL mid-write of `{what}`"
+    fault = f"SIGKILL of `{CASE_TITLES[case.name]}`"
     inputs = (
-        f"{len(records)} kills at random times ({mode}), {scale[0]}×{scale[1]} trials, "
-        f"{n_prev} over a previous output, {len(records) - n_prev} over none"
+        f"{n} kills at uniformly random times of its {mode}, {scale[0]:,}×{scale[1]:,} trials; "
+        f"{sum(over[True].values())} over a previous output, {sum(over[False].values())} over none"
     )
+    p, a = over[True], over[False]
+    outputs = "previous outputs" if len(case.outputs) > 1 else "a previous output"
     parts = [
-        f"{killed} killed ({mid} before any output changed)",
-        f"outputs: {outputs['previous']} previous intact, {outputs['absent']} absent, "
-        f"{outputs['new']} complete new, {outputs['corrupt']} corrupt",
+        f"over {outputs}: {p['previous']} byte-identical, {p['new']} complete new "
+        f"(the rename came first)",
+        f"over none: {a['absent']} nothing under the name, {a['new']} complete new",
+        f"{p['mixed'] + a['mixed']} mixed old/new sets, {p['corrupt'] + a['corrupt']} corrupt",
     ]
     if case.models:
         parts.append(
-            f"model: {models['previous']} previous, {models['absent']} absent, "
+            f"model JSON: {models['previous']} previous, {models['absent']} absent, "
             f"{models['new']} complete new, {models['corrupt']} corrupt"
         )
-    if len(case.outputs) > 1:
-        parts.append(f"{mixed} mixed old/new sets")
     parts += [
-        f"hidden temporaries left by {leftovers}, other files by {stray}, "
-        f"files in TMPDIR by {scratch}",
-        f"reruns OK {reruns}/{len(records)}; remove_stale left only the outputs {clean}/"
-        f"{len(records)}",
+        f"{killed} killed, {n - killed} exited first",
+        f"hidden `.NAME.tmp-*` left by {leftovers} (remove_stale cleared {clean}/{n})",
+        f"other files beside the outputs: {stray}, in TMPDIR: {scratch}",
+        f"rerun OK {reruns}/{n}",
     ]
     return f"| {fault} | {inputs} | {'; '.join(parts)} |"
 
