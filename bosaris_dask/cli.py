@@ -108,14 +108,21 @@ def _print_coverage(scores: Any, key_path: str) -> None:
 
 
 def _write_simulation(key: Any, systems: list[Any], out: Path, progress: bool) -> list[Path]:
-    from bosaris_dask import io
+    """Write ``key.zarr`` and ``system-K.zarr`` into ``out``; all of them appear together.
+
+    Every store is written under a hidden temporary name first; all are renamed into place
+    together once complete (:func:`~bosaris_dask.io.atomic.atomic_paths`), so a run killed while
+    writing leaves the previous set whole, never a new key next to the previous run's scores.
+    """
+    from bosaris_dask.io import write_zarr
+    from bosaris_dask.io.atomic import atomic_paths
 
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "key.zarr"]
-    io.write(key, paths[0])
-    for k, scores in enumerate(systems, start=1):
-        paths.append(out / f"system-{k}.zarr")
-        io.write(scores, paths[-1], progress=progress)
+    paths = [out / "key.zarr", *(out / f"system-{k}.zarr" for k in range(1, len(systems) + 1))]
+    with atomic_paths(paths) as tmps:
+        write_zarr(key, tmps[0])
+        for tmp, scores in zip(tmps[1:], systems, strict=True):
+            write_zarr(scores, tmp, progress=progress)
     return paths
 
 

@@ -521,12 +521,18 @@ def linear_fuse(tar: np.ndarray, non: np.ndarray, prior: float = 0.5, **kwargs: 
 
 
 def _save_json(d: dict[str, Any], path: str | os.PathLike[str]) -> None:
-    path = os.fspath(path)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(d, fh, indent=2)
-        fh.write("\n")
-    os.replace(tmp, path)
+    """Write a model atomically: the file is the previous one or the complete new one.
+
+    The JSON text is built before anything is written (a value JSON cannot hold fails with
+    nothing on disk) and goes through :func:`~bosaris_dask.io.atomic.atomic_path`: a hidden
+    temporary sibling, removed if the write fails, which
+    :func:`~bosaris_dask.io.atomic.remove_stale` deletes if the process was killed.
+    """
+    from bosaris_dask.io.atomic import atomic_path
+
+    text = json.dumps(d, indent=2) + "\n"
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
 
 
 def _from_json(build: Callable[[dict[str, Any]], Any], path: str | os.PathLike[str]) -> Any:

@@ -31,19 +31,31 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from bosaris_dask.errors import StoreError
 
-__all__ = ["atomic_path", "remove_stale", "remove_path"]
+__all__ = ["atomic_path", "atomic_paths", "remove_stale", "remove_path"]
 
 _TMP = ".tmp-"
 _OLD = ".old-"
 
 
 def _sibling(final: Path, tag: str) -> Path:
-    return final.with_name(f".{final.name}{tag}{uuid.uuid4().hex[:12]}")
+    """A new hidden sibling ``.NAME<tag><12 hex digits>`` of ``final``.
+
+    When ``final`` is itself a temporary (``.NAME.tmp-...``, as when a writer that is atomic on
+    its own writes into a temporary that an outer :func:`atomic_path` gave out), the sibling is
+    another temporary of ``NAME``, not ``..NAME.tmp-....tmp-...``, so :func:`remove_stale` of
+    ``NAME`` still finds it after a kill.
+    """
+    name = final.name
+    if name.startswith(".") and _TMP in name:
+        base, _, suffix = name[1:].rpartition(_TMP)
+        if len(suffix) == 12 and all(c in "0123456789abcdef" for c in suffix):
+            name = base
+    return final.with_name(f".{name}{tag}{uuid.uuid4().hex[:12]}")
 
 
 def remove_path(path: str | os.PathLike[str]) -> None:
@@ -92,18 +104,22 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), os.fspath(b))
 
 
-def _replace(tmp: Path, final: Path) -> None:
-    """Move the finished ``tmp`` onto ``final``, keeping the old ``final`` until the end."""
+def _swap(tmp: Path, final: Path) -> Path | None:
+    """Move the finished ``tmp`` onto ``final``; return where the previous output now is.
+
+    That is ``tmp`` itself after an exchange, a ``.NAME.old-*`` sibling after the fallback, or
+    None where there was nothing to keep (no previous output, or a file simply replaced). The
+    caller deletes it once every output is in place.
+    """
     if not final.exists() and not final.is_symlink():
         os.replace(tmp, final)
-        return
+        return None
     both_files = not tmp.is_dir() and (final.is_symlink() or not final.is_dir())
     if both_files:
         os.replace(tmp, final)  # atomic for files
-        return
+        return None
     if _exchange(tmp, final):  # tmp now holds the previous output
-        remove_path(tmp)
-        return
+        return tmp
     aside = _sibling(final, _OLD)
     os.replace(final, aside)
     try:
@@ -111,7 +127,64 @@ def _replace(tmp: Path, final: Path) -> None:
     except BaseException:
         os.replace(aside, final)  # put the previous output back
         raise
-    remove_path(aside)
+    return aside
+
+
+@contextlib.contextmanager
+def atomic_paths(final_paths: Sequence[str | os.PathLike[str]]) -> Iterator[list[Path]]:
+    """:func:`atomic_path` for several outputs that must appear together.
+
+    Every output is written under its temporary first; only when the block exits normally are
+    they renamed into place, one right after the other, and the previous outputs deleted after
+    the last rename. A process killed while writing leaves every previous output as it was; only
+    a kill in the microseconds between two renames can leave some new outputs beside old ones.
+
+    Parameters
+    ----------
+    final_paths
+        Where the outputs must appear. Their directories must exist.
+
+    Raises
+    ------
+    StoreError
+        If the directory of one of ``final_paths`` does not exist, or the block did not create
+        one of the temporaries.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> with atomic_paths([d / "a.txt", d / "b.txt"]) as (a, b):
+    ...     _ = a.write_text("a")
+    ...     _ = b.write_text("b")
+    ...     sorted(p.name for p in d.iterdir() if not p.name.startswith("."))
+    []
+    >>> sorted(p.name for p in d.iterdir())
+    ['a.txt', 'b.txt']
+    """
+    finals = [Path(p) for p in final_paths]
+    for final in finals:
+        if not final.parent.is_dir():
+            raise StoreError(f"cannot write {final}: directory {final.parent} does not exist")
+    tmps = [_sibling(final, _TMP) for final in finals]
+    previous: list[Path] = []
+    try:
+        yield tmps
+        for tmp, final in zip(tmps, finals, strict=True):
+            if not tmp.exists():
+                raise StoreError(f"nothing was written for {final}")
+        for tmp, final in zip(tmps, finals, strict=True):
+            old = _swap(tmp, final)
+            if old is not None:
+                previous.append(old)
+    except BaseException:
+        for path in [*tmps, *previous]:
+            remove_path(path)
+        raise
+    for old in previous:
+        remove_path(old)
+    for directory in dict.fromkeys(final.parent for final in finals):
+        _fsync_dir(directory)
 
 
 @contextlib.contextmanager
@@ -135,6 +208,10 @@ def atomic_path(final_path: str | os.PathLike[str]) -> Iterator[Path]:
     StoreError
         If the directory of ``final_path`` does not exist.
 
+    See Also
+    --------
+    atomic_paths : several outputs that appear together.
+
     Examples
     --------
     >>> import pathlib, tempfile
@@ -148,19 +225,8 @@ def atomic_path(final_path: str | os.PathLike[str]) -> Iterator[Path]:
     >>> final.exists(), sorted(p.name for p in final.parent.iterdir())
     (False, [])
     """
-    final = Path(final_path)
-    if not final.parent.is_dir():
-        raise StoreError(f"cannot write {final}: directory {final.parent} does not exist")
-    tmp = _sibling(final, _TMP)
-    try:
+    with atomic_paths([final_path]) as (tmp,):
         yield tmp
-        if not tmp.exists():
-            raise StoreError(f"nothing was written for {final}")
-        _replace(tmp, final)
-    except BaseException:
-        remove_path(tmp)
-        raise
-    _fsync_dir(final.parent)
 
 
 def remove_stale(final_path: str | os.PathLike[str], *, min_age_s: float = 3600.0) -> list[Path]:

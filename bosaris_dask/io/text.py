@@ -666,14 +666,13 @@ class _Spill:
         self._sizes: list[int] = []
         self._nbytes = 0
         self._file: Any = None
-        self._path: str | None = None
 
     def append(self, records: np.ndarray) -> None:
         if self._file is None and self._nbytes + records.nbytes > _SPILL_BYTES:
-            fd, self._path = tempfile.mkstemp(
+            # Unnamed (on POSIX unlinked at once): a killed reader leaves nothing behind.
+            self._file = tempfile.TemporaryFile(
                 prefix="bosaris-spill-", suffix=".bin", dir=self._scratch_dir
             )
-            self._file = os.fdopen(fd, "w+b")
             for block in self._blocks:
                 block.tofile(self._file)
             self._blocks = []
@@ -698,7 +697,6 @@ class _Spill:
         if self._file is not None:
             self._file.close()
             self._file = None
-            _remove_quietly(self._path)
 
 
 def _remove_quietly(path: str | None) -> None:

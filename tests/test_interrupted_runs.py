@@ -1,0 +1,250 @@
+"""SIGKILL mid-write: outputs stay the previous ones (or absent), and a rerun succeeds.
+
+Each command runs as a real subprocess; it is killed as soon as a hidden temporary of its
+output holds some bytes. A run that finished before the signal arrived proves nothing: it is
+repeated on bigger data, and the test fails if no run could be caught mid-write.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from bosaris_dask.cli import main
+from bosaris_dask.errors import StoreError
+from bosaris_dask.fusion import LinearFuser
+from bosaris_dask.io import atomic
+from tests._interrupt import (
+    CASES,
+    SCALES,
+    Case,
+    check_complete,
+    is_temporary_of,
+    kill_when,
+    make_inputs,
+    snapshot,
+    writing,
+)
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("inputs")
+
+
+def _kill_mid_write(case: Case, data_root, tmp_path, previous: bool):
+    """Kill ``case`` mid-write, at growing sizes until a kill lands before its outputs change.
+
+    Returns the inputs, the output directory and the snapshots of every output before the run
+    and after the kill.
+    """
+    names = (*case.outputs, *case.models)
+    attempts = []
+    for attempt, scale in enumerate(SCALES):
+        data = make_inputs(data_root, scale)
+        out = tmp_path / f"run-{attempt}"
+        out.mkdir()
+        if previous:
+            assert main(case.previous(data, out)) == 0
+        before = {n: snapshot(out / n) for n in names}
+        assert all(before[n] is not None for n in names) == previous
+        kill = kill_when(case.command(data, out), lambda out=out: writing(out, case.watched))
+        assert kill.killed or kill.returncode == 0, kill.stderr  # no error of its own
+        after = {n: snapshot(out / n) for n in names}
+        if kill.killed and all(after[n] == before[n] for n in case.outputs):
+            return data, out, before, after
+        # Too late: the run got past its renames. What it left must then be complete.
+        changed = tuple(n for n in case.outputs if after[n] != before[n])
+        check_complete(case, data, out, changed)
+        how = "killed" if kill.killed else "exited 0"
+        attempts.append(f"{scale}: {how} {kill.ready_s:.2f} s in, changed {list(changed)}")
+    pytest.fail(f"{case.name}: no kill landed before the outputs changed: {attempts}")
+
+
+@pytest.mark.parametrize("previous", [True, False], ids=["previous-output", "no-output"])
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_sigkill_mid_write_keeps_outputs_whole_and_a_rerun_succeeds(
+    case, previous, data_root, tmp_path
+):
+    data, out, before, after = _kill_mid_write(case, data_root, tmp_path, previous)
+    names = (*case.outputs, *case.models)
+    # (a), (b): every output is the previous one byte for byte, or absent if there was none.
+    for name in case.outputs:
+        assert after[name] == before[name], name
+        assert (out / name).exists() == previous
+    leftovers = sorted(p.name for p in out.iterdir() if p.name not in names)
+    assert leftovers and all(is_temporary_of(p, names) for p in leftovers), leftovers
+    # (d): the rerun ignores the leftovers and writes what an uninterrupted run writes.
+    assert main(case.command(data, out)) == 0
+    check_complete(case, data, out, case.outputs)
+    for name in case.models:  # trained before the kill: the previous model or the new one
+        assert after[name] in (before[name], snapshot(out / name)), name
+        json.loads((out / name).read_text())
+    # (c): the leftovers are the killed run's hidden temporaries, which remove_stale deletes.
+    assert sorted(p.name for p in out.iterdir() if p.name not in names) == leftovers
+    removed = [p.name for n in names for p in atomic.remove_stale(out / n, min_age_s=0)]
+    assert sorted(removed) == leftovers
+    assert sorted(os.listdir(out)) == sorted(names)
+
+
+# --------------------------------------------------------------------------------------------
+# the pieces, in process
+# --------------------------------------------------------------------------------------------
+
+
+def _fuser() -> LinearFuser:
+    return LinearFuser.from_dict(
+        {"format": "bosaris_dask.model/1", "kind": "linear_fusion", "prior": 0.5,
+         "weights": [1.5, 0.25], "offset": -2.0, "objective": 0.25}
+    )  # fmt: skip
+
+
+def test_model_json_write_failure_keeps_the_previous_model(tmp_path, monkeypatch):
+    path = tmp_path / "model.json"
+    path.write_text("previous\n")
+
+    def fail_midway(self, text, encoding=None):
+        with open(self, "w", encoding=encoding) as f:
+            f.write(text[:10])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(type(path), "write_text", fail_midway)
+    with pytest.raises(OSError, match="No space left"):
+        _fuser().save_json(path)
+    monkeypatch.undo()
+    assert path.read_text() == "previous\n"
+    assert os.listdir(tmp_path) == ["model.json"]  # the partial temporary is gone
+    _fuser().save_json(path)
+    assert LinearFuser.load_json(path).to_dict() == _fuser().to_dict()
+    assert os.listdir(tmp_path) == ["model.json"]
+
+
+def test_model_json_that_cannot_be_encoded_writes_nothing(tmp_path):
+    fuser = _fuser()
+    fuser.prior = object()  # not JSON: fails before any file is created
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        fuser.save_json(tmp_path / "model.json")
+    assert os.listdir(tmp_path) == []
+
+
+def test_model_json_into_a_missing_directory_is_a_store_error(tmp_path):
+    with pytest.raises(StoreError, match="directory .*nowhere does not exist"):
+        _fuser().save_json(tmp_path / "nowhere" / "model.json")
+
+
+def test_a_temporary_of_a_temporary_is_a_temporary_of_the_final_name(tmp_path):
+    """A writer that is atomic on its own, writing into an outer temporary (as simulate does)."""
+    final = tmp_path / "s.zarr"
+    with atomic.atomic_path(final) as outer, atomic.atomic_path(outer) as inner:
+        assert is_temporary_of(outer.name, ("s.zarr",)) and is_temporary_of(inner.name, ("s.zarr",))
+        inner.mkdir()
+        # killed here: remove_stale of the final name finds the inner temporary
+        assert atomic.remove_stale(final, min_age_s=0) == [inner]
+        inner.mkdir()
+    assert final.is_dir() and os.listdir(tmp_path) == ["s.zarr"]
+    # a name that only looks like a temporary keeps its own name
+    odd = tmp_path / ".x.tmp-notahexnumber"
+    with atomic.atomic_path(odd) as tmp:
+        assert tmp.name.startswith("..x.tmp-notahexnumber.tmp-")
+        tmp.write_text("x")
+    assert odd.read_text() == "x"
+
+
+def _dirs(tmp_path, names, content):
+    for name in names:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "v").write_text(content)
+
+
+def test_atomic_paths_replace_all_outputs_together(tmp_path, monkeypatch):
+    names = ["key.zarr", "system-1.zarr", "system-2.zarr"]
+    _dirs(tmp_path, names, "old")
+    seen = []
+    remove_path = atomic.remove_path
+
+    def record(path):  # the previous outputs are deleted only once every new one is in place
+        seen.append(sorted((tmp_path / n / "v").read_text() for n in names))
+        remove_path(path)
+
+    monkeypatch.setattr(atomic, "remove_path", record)
+    with atomic.atomic_paths([tmp_path / n for n in names]) as tmps:
+        assert [t.name[: t.name.index(".tmp-")] for t in tmps] == [f".{n}" for n in names]
+        for t in tmps:
+            t.mkdir()
+            (t / "v").write_text("new")
+    assert seen == [["new"] * 3] * 3
+    assert sorted(os.listdir(tmp_path)) == names
+    assert all((tmp_path / n / "v").read_text() == "new" for n in names)
+
+
+def test_atomic_paths_failure_keeps_every_previous_output(tmp_path):
+    names = ["a.zarr", "b.zarr"]
+    _dirs(tmp_path, names, "old")
+    with (
+        pytest.raises(RuntimeError, match="disk full"),
+        atomic.atomic_paths([tmp_path / n for n in names]) as (a, b),
+    ):
+        a.mkdir()
+        (a / "v").write_text("new")
+        b.mkdir()
+        raise RuntimeError("disk full")
+    assert sorted(os.listdir(tmp_path)) == names
+    assert all((tmp_path / n / "v").read_text() == "old" for n in names)
+    with (
+        pytest.raises(StoreError, match=r"nothing was written for .*b\.zarr"),
+        atomic.atomic_paths([tmp_path / n for n in names]) as (a, _),
+    ):
+        a.mkdir()
+    assert sorted(os.listdir(tmp_path)) == names
+    assert all((tmp_path / n / "v").read_text() == "old" for n in names)
+
+
+def test_atomic_paths_failed_rename_cleans_up(tmp_path, monkeypatch):
+    names = ["a.zarr", "b.zarr"]
+    _dirs(tmp_path, names, "old")
+    swap = atomic._swap
+    calls = []
+
+    def second_fails(tmp, final):
+        calls.append(final.name)
+        if len(calls) == 2:
+            raise OSError(5, "Input/output error")
+        return swap(tmp, final)
+
+    monkeypatch.setattr(atomic, "_swap", second_fails)
+    with (
+        pytest.raises(OSError, match="Input/output"),
+        atomic.atomic_paths([tmp_path / n for n in names]) as tmps,
+    ):
+        for t in tmps:
+            t.mkdir()
+            (t / "v").write_text("new")
+    # the first output was already in place; nothing else is left behind
+    assert sorted(os.listdir(tmp_path)) == names
+    assert [(tmp_path / n / "v").read_text() for n in names] == ["new", "old"]
+
+
+def test_text_reader_spills_to_an_unnamed_file(tmp_path, monkeypatch):
+    """A reader killed while it spills parsed records leaves no scratch file behind."""
+    from bosaris_dask.io import text
+    from bosaris_dask.trials import make_scores
+
+    path = tmp_path / "s.txt"
+    text.write_text(make_scores([f"m{i}" for i in range(30)], ["a", "b"], np.ones((30, 2))), path)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(text, "_SPILL_BYTES", 100)
+    append, spilled = text._Spill.append, []
+
+    def append_and_look(self, records):
+        append(self, records)
+        spilled.append(self._file is not None)
+        assert os.listdir(scratch) == []  # a kill here would leave nothing named
+
+    monkeypatch.setattr(text._Spill, "append", append_and_look)
+    scores = text.read_text(path, scratch_dir=scratch, block_bytes=64)
+    assert any(spilled) and scores.score.values.tolist() == [[1.0, 1.0]] * 30
+    assert os.listdir(scratch) == []
