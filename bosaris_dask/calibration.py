@@ -244,6 +244,8 @@ def interpolate_map(s: np.ndarray, score_bounds: np.ndarray, llr_bounds: np.ndar
         slope = np.where(np.isfinite(slope), slope, 0.0)
         out = y0 + slope * (s - x0)
     inner = (s >= x0) & (s < x1)
+    # rounding may carry y0 + slope * (s - x0) one ulp past y1: keep the map monotone
+    out = np.where(inner, np.minimum(np.maximum(out, y0), y1), out)
     out = np.where(inner & np.isneginf(y0), -np.inf, out)
     out = np.where(inner & np.isposinf(y1) & (s > x0), np.inf, out)
     out = np.where(np.isinf(y0) & (y0 == y1), y0, out)

@@ -401,3 +401,19 @@ def test_apply_model_dispatches_by_kind() -> None:
         apply_model(pav, [scores, scores])
     with pytest.raises(TrialError, match="no quality"):
         apply_model(lin, scores, quality=xr.Dataset())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    x=st.lists(st.floats(-1e3, 1e3), min_size=2, max_size=6, unique=True),
+    y=st.lists(st.floats(-50, 50), min_size=6, max_size=6),
+    scale=st.sampled_from([1e-170, 1.0]),
+)
+def test_interpolated_map_is_monotone_right_below_each_knot(x, y, scale) -> None:
+    """y0 + slope * (s - x0) can round past y1 just below a knot (seen at 1e-171 spacings)."""
+    knots = np.sort(np.array(x)) * scale
+    values = np.sort(np.array(y[: len(knots)]))
+    s = np.sort(np.r_[knots, np.nextafter(knots, -np.inf), np.nextafter(knots, np.inf)])
+    out = interpolate_map(s, knots, values)
+    assert (np.diff(out) >= 0).all()
+    np.testing.assert_array_equal(interpolate_map(knots, knots, values), values)
