@@ -242,7 +242,8 @@ def interpolate_map(s: np.ndarray, score_bounds: np.ndarray, llr_bounds: np.ndar
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         slope = (y1 - y0) / (x1 - x0)
         slope = np.where(np.isfinite(slope), slope, 0.0)
-        out = y0 + slope * (s - x0)
+        # anchor at the nearer end: exact at every knot, the last one included
+        out = np.where(s >= x1, y1 + slope * (s - x1), y0 + slope * (s - x0))
     inner = (s >= x0) & (s < x1)
     # rounding may carry y0 + slope * (s - x0) one ulp past y1: keep the map monotone
     out = np.where(inner, np.minimum(np.maximum(out, y0), y1), out)
