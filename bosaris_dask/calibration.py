@@ -53,13 +53,8 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import ScoreError, TrialError
-from bosaris_dask.fusion import (
-    MODEL_FORMAT,
-    JsonModel,
-    LinearFuser,
-    QualityFuser,
-    _from_json,
-)
+from bosaris_dask.fusion import LinearFuser, QualityFuser
+from bosaris_dask.fusion.base import MODEL_FORMAT, JsonModel, _from_json
 from bosaris_dask.roc import pav_blocks
 from bosaris_dask.trials import align_with, kind_of, make_scores, trial_classes
 
