@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import xarray as xr
@@ -39,26 +39,41 @@ class LinearCalibrator(LinearFuser):
     @property
     def scale_(self) -> float:
         """The fitted scale (the single weight)."""
-        self._check_fitted()
-        return float(self.weights_[0])
+        weights, _ = self._check_fitted()
+        return float(weights[0])
 
-    def fit(self, key: xr.Dataset, scores: xr.Dataset, *, x0=None) -> LinearCalibrator:
+    def fit(
+        self,
+        key: xr.Dataset,
+        scores: xr.Dataset | Sequence[xr.Dataset],
+        *,
+        x0: np.ndarray | None = None,
+    ) -> Self:
         """Train on a Key and one Scores object (see :meth:`LinearFuser.fit`)."""
         if not isinstance(scores, xr.Dataset):
             raise TrialError("a calibrator takes one Scores object")
         return super().fit(key, [scores], x0=x0)
 
     def fit_arrays(
-        self, tar: np.ndarray, non: np.ndarray, *, x0=None, chunk: int = 1 << 20
-    ) -> LinearCalibrator:
+        self,
+        tar: np.ndarray,
+        non: np.ndarray,
+        *,
+        x0: np.ndarray | None = None,
+        chunk: int = 1 << 20,
+    ) -> Self:
         """Train on 1-D arrays of target and non-target scores."""
         tar, non = np.asarray(tar, dtype=np.float64), np.asarray(non, dtype=np.float64)
         if tar.ndim != 1 or non.ndim != 1:
             raise TrialError("a calibrator takes 1-D arrays of target and non-target scores")
         return super().fit_arrays(tar, non, x0=x0, chunk=chunk)
 
-    def transform(self, scores: xr.Dataset, *, ndx: xr.Dataset | None = None) -> xr.Dataset:
+    def transform(
+        self, scores: xr.Dataset | Sequence[xr.Dataset], *, ndx: xr.Dataset | None = None
+    ) -> xr.Dataset:
         """Calibrated LLRs as a lazy Scores object (see :meth:`LinearFuser.transform`)."""
+        if not isinstance(scores, xr.Dataset):
+            raise TrialError("a calibrator takes one Scores object")
         return super().transform([scores], ndx=ndx)
 
 

@@ -103,8 +103,8 @@ class PAVCalibrator(JsonModel):
     @property
     def n_blocks(self) -> int:
         """Number of PAV blocks of the map."""
-        self._check_fitted()
-        return len(self.score_bounds_) // 2
+        score_bounds, _ = self._check_fitted()
+        return len(score_bounds) // 2
 
     def fit_bins(
         self,
@@ -155,9 +155,11 @@ class PAVCalibrator(JsonModel):
         bins, missing = _score_bins(scores, key)
         return self.fit_bins(*bins, n_missing=missing)
 
-    def _check_fitted(self) -> None:
-        if self.score_bounds_ is None:
+    def _check_fitted(self) -> tuple[np.ndarray, np.ndarray]:
+        """The knots ``(score_bounds_, llr_bounds_)``; a :class:`TrialError` if not fitted."""
+        if self.score_bounds_ is None or self.llr_bounds_ is None:
             raise TrialError("this PAVCalibrator is not fitted")
+        return self.score_bounds_, self.llr_bounds_
 
     def transform_arrays(self, scores: np.ndarray) -> np.ndarray:
         """Calibrated LLRs of an array of scores (any shape).
@@ -167,18 +169,18 @@ class PAVCalibrator(JsonModel):
         ScoreError
             If a score is not finite.
         """
-        self._check_fitted()
+        score_bounds, llr_bounds = self._check_fitted()
         s = np.asarray(scores, dtype=np.float64)
         if not np.isfinite(s).all():
             raise ScoreError(f"{int((~np.isfinite(s)).sum())} scores are not finite")
-        return interpolate_map(s, self.score_bounds_, self.llr_bounds_)
+        return interpolate_map(s, score_bounds, llr_bounds)
 
     def transform(self, scores: xr.Dataset, *, ndx: xr.Dataset | None = None) -> xr.Dataset:
         """Calibrated LLRs as a lazy Scores object (float64; 0.0 where there is no score).
 
         ``ndx`` (optional Ndx or Key): output on its ids, mask ANDed with its trials.
         """
-        self._check_fitted()
+        score_bounds, llr_bounds = self._check_fitted()
         if kind_of(scores) != "scores":
             raise TrialError(f"expected scores, got {kind_of(scores)}")
         like = scores if ndx is None else ndx
@@ -190,8 +192,8 @@ class PAVCalibrator(JsonModel):
             _pav_block,
             s.score.data,
             s.score_mask.data,
-            score_bounds=self.score_bounds_,
-            llr_bounds=self.llr_bounds_,
+            score_bounds=score_bounds,
+            llr_bounds=llr_bounds,
             dtype=np.float64,
             meta=np.empty((0, 0)),
         )
@@ -203,15 +205,15 @@ class PAVCalibrator(JsonModel):
 
     def to_dict(self) -> dict[str, Any]:
         """The fitted map as a JSON-friendly dict (``+-Infinity`` only without pseudo-counts)."""
-        self._check_fitted()
+        score_bounds, llr_bounds = self._check_fitted()
         return {
             "format": MODEL_FORMAT,
             "kind": self.kind,
             "small_val": self.small_val,
             "pseudo_counts": self.pseudo_counts,
             "bound": self.bound,
-            "score_bounds": self.score_bounds_.tolist(),
-            "llr_bounds": self.llr_bounds_.tolist(),
+            "score_bounds": score_bounds.tolist(),
+            "llr_bounds": llr_bounds.tolist(),
             **self.counts_,
         }
 

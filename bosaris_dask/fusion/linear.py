@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import dask.array as da
 import numpy as np
@@ -113,9 +113,7 @@ class LinearFuser(JsonModel):
         self.counts_ = {k: v for k, v in (obj.counts or {}).items() if k != "n_nonfinite"}
         return res
 
-    def _fit_data(
-        self, data: FusionData, x0: np.ndarray | None, persisted: bool = False
-    ) -> LinearFuser:
+    def _fit_data(self, data: FusionData, x0: np.ndarray | None, persisted: bool = False) -> Self:
         k = data.n_systems
         start = np.r_[np.full(k, 1.0 / k), 0.0] if x0 is None else np.asarray(x0, float)
         if start.shape != (k + 1,):
@@ -131,7 +129,7 @@ class LinearFuser(JsonModel):
         scores: xr.Dataset | Sequence[xr.Dataset],
         *,
         x0: np.ndarray | None = None,
-    ) -> LinearFuser:
+    ) -> Self:
         """Train on a supervised set: a Key and ``K`` Scores (aligned to the key's ids).
 
         Trials of the key without a score in some system are dropped (counted in
@@ -148,7 +146,7 @@ class LinearFuser(JsonModel):
         *,
         x0: np.ndarray | None = None,
         chunk: int = 1 << 20,
-    ) -> LinearFuser:
+    ) -> Self:
         """Train on arrays of target ``(T, K)`` and non-target ``(N, K)`` scores.
 
         ``chunk``: trials per dask chunk (the passes run over chunks as for trial objects).
@@ -157,9 +155,11 @@ class LinearFuser(JsonModel):
 
     # -- applying ----------------------------------------------------------------------------
 
-    def _check_fitted(self) -> None:
-        if self.weights_ is None:
+    def _check_fitted(self) -> tuple[np.ndarray, float]:
+        """The fitted weights and offset; a :class:`TrialError` if the model is not fitted."""
+        if self.weights_ is None or self.offset_ is None:
             raise TrialError(f"this {type(self).__name__} is not fitted")
+        return self.weights_, self.offset_
 
     def _transform(
         self,
@@ -168,9 +168,9 @@ class LinearFuser(JsonModel):
         quality: xr.Dataset | None,
         W: np.ndarray | None,
     ) -> xr.Dataset:
-        self._check_fitted()
-        if len(scores) != len(self.weights_):
-            raise TrialError(f"expected {len(self.weights_)} Scores, got {len(scores)}")
+        weights, offset = self._check_fitted()
+        if len(scores) != len(weights):
+            raise TrialError(f"expected {len(weights)} Scores, got {len(scores)}")
         like = scores[0] if ndx is None else ndx
         aligned = align_inputs(scores, like)
         chunks = aligned[0].score.data.chunks
@@ -178,6 +178,8 @@ class LinearFuser(JsonModel):
         for a in (*(s.score.data for s in aligned), *(s.score_mask.data for s in aligned)):
             args += [a, "ij"]
         if W is not None:
+            if quality is None:
+                raise TrialError("the quality term needs a Quality object")
             qm, qs = quality_sides(quality, like.model.values, like.segment.values)
             args += [da.from_array(qm, chunks=(chunks[0], qm.shape[1])), "ia"]
             args += [da.from_array(qs, chunks=(chunks[1], qs.shape[1])), "jb"]
@@ -186,8 +188,8 @@ class LinearFuser(JsonModel):
             "ij",
             *args,
             n_systems=len(aligned),
-            weights=np.asarray(self.weights_),
-            offset=self.offset_,
+            weights=np.asarray(weights),
+            offset=offset,
             W=W,
             concatenate=True,
             dtype=np.float64,
@@ -218,14 +220,14 @@ class LinearFuser(JsonModel):
         ScoreError
             If a score is not finite.
         """
-        self._check_fitted()
+        weights, offset = self._check_fitted()
         s = np.asarray(scores, dtype=np.float64)
         s = s[:, None] if s.ndim == 1 else s
-        if s.ndim != 2 or s.shape[1] != len(self.weights_):
-            raise TrialError(f"expected scores of shape (n, {len(self.weights_)}), got {s.shape}")
+        if s.ndim != 2 or s.shape[1] != len(weights):
+            raise TrialError(f"expected scores of shape (n, {len(weights)}), got {s.shape}")
         if not np.isfinite(s).all():
             raise ScoreError(f"{int((~np.isfinite(s)).sum())} scores are not finite")
-        return self.offset_ + s @ self.weights_
+        return offset + s @ weights
 
     def fit_transform(
         self, key: xr.Dataset, scores: xr.Dataset | Sequence[xr.Dataset], **fit_kwargs: Any
@@ -238,14 +240,14 @@ class LinearFuser(JsonModel):
 
     def to_dict(self) -> dict[str, Any]:
         """The fitted model as a JSON-friendly dict (the CLI's ``MODEL.json``)."""
-        self._check_fitted()
+        weights, offset = self._check_fitted()
         return {
             "format": MODEL_FORMAT,
             "kind": self.kind,
             "prior": self.prior,
-            "weights": [float(w) for w in self.weights_],
-            "offset": float(self.offset_),
-            "objective": float(self.objective_),
+            "weights": [float(w) for w in weights],
+            "offset": float(offset),
+            "objective": None if self.objective_ is None else float(self.objective_),
             "iterations": int(self.iterations_),
             "passes": int(self.passes_),
             "converged": bool(self.converged_),
@@ -256,7 +258,7 @@ class LinearFuser(JsonModel):
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> LinearFuser:
+    def from_dict(cls, d: dict[str, Any]) -> Self:
         """Rebuild a fitted model from :meth:`to_dict` output."""
         if d.get("kind") != cls.kind:
             raise TrialError(f"a {cls.kind} model was expected, got kind {d.get('kind')!r}")

@@ -79,20 +79,28 @@ class QualityFuser(LinearFuser):
             )._fit_data(data, None, persisted=self.persist)
             self.linear_passes_, self.iterations_ = linear.passes_, linear.iterations_
         else:
-            linear._check_fitted()
-            if len(linear.weights_) != k:
-                raise TrialError(f"the linear fuser has {len(linear.weights_)} weights, not {k}")
+            weights, _ = linear._check_fitted()
+            if len(weights) != k:
+                raise TrialError(f"the linear fuser has {len(weights)} weights, not {k}")
             self.linear_passes_ = int(self.persist)  # persisting the data is a pass
             self.iterations_ = 0
         self.linear_ = linear
         self.passes_ = self.linear_passes_
-        x0 = np.r_[linear.weights_, linear.offset_, np.zeros(n_quality_params(data.n_measures))]
+        weights, offset = linear._check_fitted()
+        x0 = np.r_[weights, offset, np.zeros(n_quality_params(data.n_measures))]
         res = self._solve(self._objective(data, quality=True), x0)
         self.weights_, self.offset_ = res.x[:k].copy(), float(res.x[k])
         self.quality_matrix_ = quality_matrix(res.x[k + 1 :], data.n_measures)
         return self
 
-    def fit_arrays(self, *args: Any, **kwargs: Any) -> QualityFuser:  # type: ignore[override]
+    def _fitted_quality_matrix(self) -> np.ndarray:
+        """The fitted quality matrix ``W``; a :class:`TrialError` if the model is not fitted."""
+        self._check_fitted()
+        if self.quality_matrix_ is None:
+            raise TrialError(f"this {type(self).__name__} is not fitted")
+        return self.quality_matrix_
+
+    def fit_arrays(self, *args: Any, **kwargs: Any) -> QualityFuser:
         raise TrialError("quality fusion needs trial objects: use fit(key, scores, quality)")
 
     def transform(  # type: ignore[override]
@@ -104,10 +112,10 @@ class QualityFuser(LinearFuser):
     ) -> xr.Dataset:
         """The fused LLRs with the quality term, as a lazy Scores object (see
         :meth:`LinearFuser.transform`)."""
-        self._check_fitted()
+        W = self._fitted_quality_matrix()
         if kind_of(quality) != "quality":
             raise TrialError(f"expected quality, got {kind_of(quality)}")
-        return self._transform(_as_list(scores), ndx, quality, self.quality_matrix_)
+        return self._transform(_as_list(scores), ndx, quality, W)
 
     def transform_arrays(self, *args: Any, **kwargs: Any) -> np.ndarray:
         raise TrialError("quality fusion needs trial objects: use transform(scores, quality)")
@@ -120,8 +128,9 @@ class QualityFuser(LinearFuser):
 
     def to_dict(self) -> dict[str, Any]:
         d = super().to_dict()
-        d["quality_matrix"] = np.asarray(self.quality_matrix_).tolist()
-        d["n_measures"] = int(self.quality_matrix_.shape[0] - 1)
+        W = self._fitted_quality_matrix()
+        d["quality_matrix"] = np.asarray(W).tolist()
+        d["n_measures"] = int(W.shape[0] - 1)
         d["linear_passes"] = int(self.linear_passes_)
         return d
 

@@ -124,6 +124,8 @@ def _features(
             X[i] = np.take(s.reshape(-1), flat)
     X[k] = 1.0
     if n_params > k + 1:
+        if qm is None or qs is None:
+            raise ValueError("the quality parameters need both quality sides")
         QM = qm.T[:, flat // n_cols]  # (Q, m)
         QS = qs.T[:, flat % n_cols]
         for p, (a, b) in enumerate(zip(*quality_pairs(QM.shape[0]), strict=True)):

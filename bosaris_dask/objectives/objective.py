@@ -136,6 +136,8 @@ class FusionObjective:
 
     def _weights(self) -> tuple[float, float]:
         c = self.counts
+        if c is None:
+            raise RuntimeError("the class weights are known only after the first pass")
         return (
             self.prior / c["n_target"] / self._entropy,
             (1.0 - self.prior) / c["n_nontarget"] / self._entropy,
@@ -175,6 +177,8 @@ class FusionObjective:
     def value_and_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         """``(f, g)`` in one pass, in the form ``scipy.optimize.minimize(jac=True)`` wants."""
         ev = self.evaluate(x, "fg")
+        if ev.g is None:
+            raise RuntimeError("an evaluation of order 'fg' has a gradient")
         return ev.f, ev.g
 
     def data_term(self, f: float, x: np.ndarray) -> float:

@@ -14,6 +14,20 @@ from bosaris_dask.optimize.subproblem import _EPS, solve_trust_region, steihaug_
 EXACT_MAX_PARAMS = 50
 
 
+def _gradient(ev: Evaluation) -> np.ndarray:
+    """The gradient of an evaluation of an order that includes it."""
+    if ev.g is None:
+        raise ValueError("the objective returned no gradient where one was asked for")
+    return ev.g
+
+
+def _hessian(ev: Evaluation) -> np.ndarray:
+    """The full Hessian of an evaluation of order ``"fgH"``."""
+    if ev.H is None:
+        raise ValueError("the objective returned no Hessian where one was asked for")
+    return ev.H
+
+
 def _scaling(diag: np.ndarray | None, n: int) -> np.ndarray:
     """Jacobi scaling ``s = sqrt(diag(H))`` (variables ``y = s * x``), guarded against zeros."""
     if diag is None:
@@ -84,7 +98,7 @@ def minimize(
     start_passes = objective.passes
     ev = objective.evaluate(x, "fgH" if exact else "fgd")
     s = _scaling(ev.diag, n) if scale else np.ones(n)
-    g0norm = float(np.linalg.norm(ev.g))
+    g0norm = float(np.linalg.norm(_gradient(ev)))
     radius = math.inf if initial_radius is None else float(initial_radius)
     max_cg = max(2 * n, 10) if max_cg is None else max_cg
     history: list[tuple[float, float, float, bool]] = []
@@ -92,7 +106,7 @@ def minimize(
     converged, message = False, f"reached max_iter={max_iter}"
     stalls = 0
     while True:
-        gnorm = float(np.linalg.norm(ev.g))
+        gnorm = float(np.linalg.norm(_gradient(ev)))
         if not math.isfinite(ev.f) or not math.isfinite(gnorm):
             message = "the objective or its gradient is not finite"
             break
@@ -101,9 +115,9 @@ def minimize(
             break
         if iterations >= max_iter:
             break
-        gy = ev.g / s
+        gy = _gradient(ev) / s
         if exact:
-            Hy = ev.H / np.outer(s, s)
+            Hy = _hessian(ev) / np.outer(s, s)
             py, pred, on_boundary = solve_trust_region(gy, Hy, radius)
         else:
             rtol = min(0.5, math.sqrt(gnorm / g0norm))
@@ -134,7 +148,7 @@ def minimize(
             radius = 2.0 * max(step_norm, radius if math.isfinite(radius) else 0.0)
         elif not math.isfinite(radius):
             radius = step_norm
-        history.append((ev_new.f, float(np.linalg.norm(ev_new.g)), radius, accepted))
+        history.append((ev_new.f, float(np.linalg.norm(_gradient(ev_new))), radius, accepted))
         if accepted:
             stalls = stalls + 1 if pred <= noise else 0
             x = x_new

@@ -136,7 +136,7 @@ def _population(n_models: int, n_segments: int, seed: int) -> dict[str, np.ndarr
 def _offsets(pop: dict[str, np.ndarray], seed: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Model and segment offsets of system ``k``: a common part plus a private part."""
     private = math.sqrt(1.0 - _OFFSET_SHARED**2)
-    out = []
+    out: list[np.ndarray] = []
     for what, sd in (("model", _MODEL_OFFSET_SD), ("segment", _SEGMENT_OFFSET_SD)):
         common = pop[f"{what}_common"]
         own = _rng(seed, _SYSTEM_TABLES, k, len(out)).standard_normal(len(common))
