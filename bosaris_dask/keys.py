@@ -21,8 +21,14 @@ import numpy as np
 
 __all__ = ["key_dtype", "key_bits", "order_keys", "keys_to_values", "threshold_keys"]
 
-_UINT = {np.dtype(np.float32): np.dtype(np.uint32), np.dtype(np.float64): np.dtype(np.uint64)}
-_INT = {np.dtype(np.float32): np.dtype(np.int32), np.dtype(np.float64): np.dtype(np.int64)}
+_UINT: dict[np.dtype, np.dtype] = {
+    np.dtype(np.float32): np.dtype(np.uint32),
+    np.dtype(np.float64): np.dtype(np.uint64),
+}
+_INT: dict[np.dtype, np.dtype] = {
+    np.dtype(np.float32): np.dtype(np.int32),
+    np.dtype(np.float64): np.dtype(np.int64),
+}
 
 
 def key_dtype(score_dtype: np.dtype | type) -> np.dtype:

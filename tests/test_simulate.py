@@ -15,11 +15,11 @@ from bosaris_dask.errors import TrialError
 from bosaris_dask.simulate import (
     CHUNK_BYTES,
     SystemSpec,
-    _chunks,
-    _target_pairs,
     default_systems,
     simulate,
 )
+from bosaris_dask.simulate.graph import _chunks
+from bosaris_dask.simulate.model import _target_pairs
 from bosaris_dask.trials import is_label_key, kind_of
 
 

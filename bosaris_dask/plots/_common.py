@@ -6,12 +6,13 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import matplotlib as mpl
 import numpy as np
 import xarray as xr
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure, SubFigure
 
 from bosaris_dask.errors import PlotError
 
@@ -47,7 +48,7 @@ def curves(results: Results, systems: Sequence[str] | None, ax: Axes, kind: str)
     if isinstance(results, xr.Dataset):
         sets: list[tuple[str | None, xr.Dataset]] = [(None, results)]
     elif isinstance(results, Mapping) and results:
-        sets = [(str(k), v) for k, v in results.items()]
+        sets = [(str(k), v) for k, v in cast(Mapping[str, xr.Dataset], results).items()]
     else:
         raise PlotError("plot an evaluation Dataset, or a non-empty mapping of them by name")
     out = []
@@ -129,6 +130,8 @@ def save_figure(figure: Figure | Axes, path: str | os.PathLike[str], *, dpi: flo
     from bosaris_dask.io.atomic import atomic_path
 
     fig = figure.get_figure() if isinstance(figure, Axes) else figure
+    if isinstance(fig, SubFigure):
+        fig = fig.figure  # the figure the sub-figure is drawn in is what a file holds
     if fig is None:
         raise PlotError("this Axes belongs to no figure")
     path = Path(path)

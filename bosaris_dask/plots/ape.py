@@ -38,7 +38,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 from scipy.special import expit
 
 from bosaris_dask.plots._common import Results, curves, new_axes
@@ -152,7 +152,9 @@ def cllr_plot(
     """
     ax = new_axes(ax, (8.0, 1.2 + 0.5 * _count(results, systems)))
     chosen = curves(results, systems, ax, "cllr")
-    rows = np.arange(len(chosen))[::-1] + len({p.get_y() for p in ax.patches})
+    rows = np.arange(len(chosen))[::-1] + len(
+        {p.get_y() for p in ax.patches if isinstance(p, Rectangle)}
+    )
     top = 1.0
     for c, y in zip(chosen, rows, strict=True):
         cllr, mincllr = float(c.data.cllr), float(c.data.min_cllr)
@@ -165,8 +167,8 @@ def cllr_plot(
                     textcoords="offset points", va="center", fontsize=8)  # fmt: skip
         top = max(top, cllr)
     ax.axvline(1.0, color="0.5", linestyle=":", linewidth=1.2, zorder=0, gid="cllr/one-bit")
-    labels = {int(round(p.get_y() + p.get_height() / 2)): p.get_gid().split("/", 2)[2]
-              for p in ax.patches if p.get_gid()}  # fmt: skip
+    labels = {int(round(p.get_y() + p.get_height() / 2)): gid.split("/", 2)[2]
+              for p in ax.patches if isinstance(p, Rectangle) and (gid := p.get_gid())}  # fmt: skip
     ax.set_yticks(sorted(labels), [labels[k] for k in sorted(labels)])
     ax.set_xlim(0.0, max(ax.get_xlim()[1], 1.3 * top))
     ax.set_ylim(min(labels) - 0.6, max(labels) + 0.6)

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 from scipy.special import ndtr, ndtri
 
 from bosaris_dask.errors import PlotError
@@ -240,7 +241,7 @@ def set_det_axes(
 def _size_inches(ax: Axes) -> tuple[float | None, float | None]:
     """The Axes' width and height in inches (None where there is no figure to measure)."""
     fig = ax.get_figure()
-    if fig is None:
+    if not isinstance(fig, Figure):  # None, or a SubFigure (which has no size of its own)
         return None, None
     box = ax.get_position()
     w, h = fig.get_size_inches()

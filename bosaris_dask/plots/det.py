@@ -164,7 +164,7 @@ def auto_window(results: Results, systems: Sequence[str] | None = None) -> Windo
     for mine, other, other_lo in ((pfa, pmiss, lows[1]), (pmiss, pfa, lows[0])):
         need = mine[(other >= other_lo) & (mine < 1)]
         top = max(float(need.max()) if len(need) else 0.0, 0.5)
-        highs.append(float(tops[min(np.searchsorted(tops, top * (1 - 1e-9)), len(tops) - 1)]))
+        highs.append(float(tops[min(int(np.searchsorted(tops, top * (1 - 1e-9))), len(tops) - 1)]))
     return lows[0], highs[0], lows[1], highs[1]
 
 

@@ -214,20 +214,22 @@ def _operating_points(ax: Axes, priors: Sequence[float], xlim: tuple[float, floa
 
 def _legend(ax: Axes, act: bool, min_: bool, parts: bool, dr30: bool, default: bool) -> None:
     handles, labels = ax.get_legend_handles_labels()
-    black = dict(color="0.2", linewidth=1.5)
+    black: dict[str, Any] = dict(color="0.2", linewidth=1.5)
     key: list[tuple[Line2D, str]] = []
     if act:
         key.append((Line2D([], [], linestyle="-", **black), "actDCF"))
     if min_:
         key.append((Line2D([], [], linestyle="--", **black), "minDCF"))
     if parts:
-        thin = dict(color="0.2", linewidth=1.0)
+        thin: dict[str, Any] = dict(color="0.2", linewidth=1.0)
         key.append((Line2D([], [], linestyle=":", **thin), "miss part"))
         key.append((Line2D([], [], linestyle="-.", **thin), "false-alarm part"))
     if default:
         key.append((Line2D([], [], color="0.45", linestyle=(0, (5, 3))), "default (prior only)"))
     if dr30:
-        mark = dict(linestyle="none", color="0.6", markeredgecolor="black", markersize=7)
+        mark: dict[str, Any] = dict(
+            linestyle="none", color="0.6", markeredgecolor="black", markersize=7
+        )
         key.append((Line2D([], [], marker="<", **mark), "< 30 false alarms to the left"))
         key.append((Line2D([], [], marker=">", **mark), "< 30 misses to the right"))
     ax.legend(handles + [h for h, _ in key], labels + [label for _, label in key],

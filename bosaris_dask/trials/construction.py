@@ -1,30 +1,8 @@
-"""Trial objects: Ndx, Key, Scores and Quality as labelled xarray objects.
+"""Building trial objects (Ndx, Key, Scores, Quality) and checking what one is.
 
-Every trial object is an :class:`xarray.Dataset` with dimensions ``("model", "segment")``, the
-model and segment ids as coordinates of those dimensions, and ``attrs["bosaris_kind"]`` naming
-what it is. The data are dask arrays, so a billion-trial object costs nothing until a pass runs.
-
-==========  ======================================================================================
-kind        data variables
-==========  ======================================================================================
-``ndx``     ``trial_mask`` (bool): which (model, segment) pairs are trials
-``key``     ``trial_mask`` (int8): +1 target, -1 non-target, 0 no trial. A key *derived from
-            labels* also has the coordinates ``model_label`` and ``segment_label``; its mask is
-            computed lazily (target iff the labels are equal), so it costs no storage
-``scores``  ``score`` (float32 or float64) and ``score_mask`` (bool): which entries are scores
-``quality`` ``model_quality`` (``model`` x ``model_measure``) and/or ``segment_quality``
-            (``segment`` x ``segment_measure``), float64; NaN rows mean "no quality"
-==========  ======================================================================================
-
-Examples
---------
->>> import numpy as np
->>> key = make_key(["m1", "m2"], ["s1", "s2", "s3"], np.array([[1, -1, 0], [-1, 1, -1]]))
->>> key.attrs["bosaris_kind"], dict(key.sizes)
-('key', {'model': 2, 'segment': 3})
->>> scores = make_scores(["m2", "m1"], ["s3", "s1", "s2"], np.arange(6.0).reshape(2, 3))
->>> target_scores(scores, key), nontarget_scores(scores, key)
-(array([4., 2.]), array([5., 1., 0.]))
+Every constructor returns a validated :class:`xarray.Dataset` with lazy dask data (see
+:mod:`bosaris_dask.trials` for the layout of each kind); :func:`validate`, :func:`kind_of` and
+:func:`trial_classes` are what the rest of the package uses to accept one.
 """
 
 from __future__ import annotations
@@ -32,47 +10,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import dask
 import dask.array as da
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bosaris_dask.errors import MissingTrialsError, ScoreError, TrialError
-
-__all__ = [
-    "KINDS",
-    "make_ndx",
-    "make_key",
-    "key_from_masks",
-    "key_from_labels",
-    "make_scores",
-    "make_quality",
-    "quality_table",
-    "kind_of",
-    "validate",
-    "is_label_key",
-    "trial_classes",
-    "align",
-    "align_with",
-    "filter_trials",
-    "merge",
-    "key_to_ndx",
-    "coverage",
-    "target_scores",
-    "nontarget_scores",
-]
+from bosaris_dask.errors import ScoreError, TrialError
 
 KINDS = ("ndx", "key", "scores", "quality")
+
 DIMS = ("model", "segment")
-
-#: The fill value of each data variable where an alignment adds rows or columns.
-_FILL = {"trial_mask": 0, "score": 0.0, "score_mask": False}
-
-
-# --------------------------------------------------------------------------------------------
-# construction
-# --------------------------------------------------------------------------------------------
 
 
 def _ids(ids: Iterable[Any], what: str) -> np.ndarray:
@@ -179,6 +126,35 @@ def _check_signs(mask: Any, models: np.ndarray, segments: np.ndarray) -> None:
             f"found {arr[i, j].item()!r} at ({models[i]}, {segments[j]})"
             + (f" and {others} more bad values" if others else "")
         )
+
+
+def _raise_conflicts(bad: da.Array, models: np.ndarray, segments: np.ndarray, what: str) -> None:
+    count = int(bad.sum().compute())
+    if count:
+        raise TrialError(f"{count} {what}, e.g. {locate(bad, models, segments)}")
+
+
+def locate(condition: da.Array, models: np.ndarray, segments: np.ndarray, limit: int = 3) -> str:
+    """A few ``(model, segment)`` ids where a lazy boolean matrix is true, for error messages.
+
+    Computes blocks in order until ``limit`` cells are found (only run when reporting an error).
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> bad = da.from_array(np.array([[False, True], [True, True]]), chunks=1)
+    >>> locate(bad, np.array(["m1", "m2"]), np.array(["s1", "s2"]), limit=2)
+    '(m1, s2), (m2, s1)'
+    """
+    found: list[tuple[int, int]] = []
+    row_starts = np.cumsum((0,) + condition.chunks[0])
+    col_starts = np.cumsum((0,) + condition.chunks[1])
+    for (bi, bj), block in np.ndenumerate(condition.to_delayed()):
+        for i, j in np.argwhere(np.asarray(block.compute()))[: limit - len(found)]:
+            found.append((int(row_starts[bi] + i), int(col_starts[bj] + j)))
+        if len(found) >= limit:
+            break
+    return ", ".join(f"({models[i]}, {segments[j]})" for i, j in found)
 
 
 def key_from_masks(
@@ -350,11 +326,6 @@ def make_quality(
     return ds
 
 
-# --------------------------------------------------------------------------------------------
-# inspection and validation
-# --------------------------------------------------------------------------------------------
-
-
 def kind_of(obj: xr.Dataset) -> str:
     """The kind of a trial object: ``"ndx"``, ``"key"``, ``"scores"`` or ``"quality"``."""
     kind = getattr(obj, "attrs", {}).get("bosaris_kind")
@@ -423,220 +394,3 @@ def trial_classes(trials: xr.Dataset, chunks: Any = None) -> da.Array:
     if kind not in ("key", "ndx"):
         raise TrialError(f"expected a key or an ndx, got {kind}")
     return mask if chunks is None else mask.rechunk(chunks)
-
-
-# --------------------------------------------------------------------------------------------
-# reshaping by ids
-# --------------------------------------------------------------------------------------------
-
-
-def align(obj: xr.Dataset, models: Iterable[Any], segments: Iterable[Any]) -> xr.Dataset:
-    """Reorder and resize a trial object to the given ids.
-
-    Ids not in ``obj`` become empty rows/columns (no trial, no score); ids of ``obj`` not listed
-    are dropped. A label-derived key stays label-derived.
-
-    Examples
-    --------
-    >>> ndx = make_ndx(["m1", "m2"], ["s1"])
-    >>> align(ndx, ["m2", "m3"], ["s1"]).trial_mask.values.tolist()
-    [[True], [False]]
-    """
-    m, s = _ids(models, "model"), _ids(segments, "segment")
-    if is_label_key(obj):
-        ml = obj.model_label.to_series().reindex(m).to_numpy(dtype=object)
-        sl = obj.segment_label.to_series().reindex(s).to_numpy(dtype=object)
-        return key_from_labels(m, ml, s, sl, chunks=obj.trial_mask.data.chunksize)
-    fill = {k: v for k, v in _FILL.items() if k in obj.data_vars}
-    out = obj.reindex(model=m, segment=s, fill_value=fill)
-    for name in fill:  # reindexing with a fill value may upcast; restore dtypes
-        out[name] = out[name].astype(obj[name].dtype)
-    return out
-
-
-def align_with(obj: xr.Dataset, like: xr.Dataset) -> xr.Dataset:
-    """Align ``obj`` (typically Scores) to the model and segment ids of ``like`` (a Key or Ndx).
-
-    When the ids already agree, ``obj`` is returned as it is (no graph is added).
-    """
-    same = obj.indexes["model"].equals(like.indexes["model"]) and obj.indexes["segment"].equals(
-        like.indexes["segment"]
-    )
-    return obj if same else align(obj, like.model.values, like.segment.values)
-
-
-def filter_trials(
-    obj: xr.Dataset,
-    models: Iterable[Any] | None = None,
-    segments: Iterable[Any] | None = None,
-    *,
-    keep: bool = True,
-) -> xr.Dataset:
-    """Keep (``keep=True``) or drop (``keep=False``) lists of models and/or segments.
-
-    ``None`` leaves that dimension as it is. Listed ids that are absent are ignored.
-
-    Examples
-    --------
-    >>> ndx = make_ndx(["m1", "m2", "m3"], ["s1", "s2"])
-    >>> filter_trials(ndx, models=["m2"], keep=False).model.values.tolist()
-    ['m1', 'm3']
-    """
-    out = obj
-    for dim, ids in (("model", models), ("segment", segments)):
-        if ids is None:
-            continue
-        listed = out.indexes[dim].isin([str(i) for i in ids])
-        out = out.isel({dim: np.flatnonzero(listed if keep else ~listed)})
-    return out
-
-
-def merge(first: xr.Dataset, second: xr.Dataset) -> xr.Dataset:
-    """Merge two trial objects of the same kind over the union of their ids.
-
-    A trial present in both must agree: the same label (Key) — a trial scored twice (Scores) is
-    an error too. Checking this computes one pass over both objects.
-
-    Raises
-    ------
-    TrialError
-        When the kinds differ or the two objects conflict.
-
-    Examples
-    --------
-    >>> a = make_key(["m1"], ["s1"], [[1]])
-    >>> b = make_key(["m2"], ["s1"], [[-1]])
-    >>> merge(a, b).trial_mask.values.tolist()
-    [[1], [-1]]
-    """
-    kind = kind_of(first)
-    if kind_of(second) != kind or kind == "quality":
-        raise TrialError(f"cannot merge {kind} with {kind_of(second)}")
-    models = first.indexes["model"].union(second.indexes["model"], sort=False)
-    segments = first.indexes["segment"].union(second.indexes["segment"], sort=False)
-    a = align(first, models, segments)
-    b = align(second, models, segments)
-    if kind == "scores":
-        both = a.score_mask.data & b.score_mask.data
-        _raise_conflicts(
-            both, a.model.values, a.segment.values, "trials have a score in both inputs"
-        )
-        mask = a.score_mask.data | b.score_mask.data
-        score = da.where(a.score_mask.data, a.score.data, b.score.data)
-        return _dataset("scores", a.model.values, a.segment.values, score=score, score_mask=mask)
-    ma, mb = a.trial_mask.data, b.trial_mask.data
-    if kind == "key":
-        conflict = (ma != 0) & (mb != 0) & (ma != mb)
-        _raise_conflicts(
-            conflict, a.model.values, a.segment.values,
-            "trials are target in one key and non-target in the other",
-        )  # fmt: skip
-        return _dataset(
-            "key", a.model.values, a.segment.values, trial_mask=da.where(ma != 0, ma, mb)
-        )
-    return _dataset("ndx", a.model.values, a.segment.values, trial_mask=ma | mb)
-
-
-def _raise_conflicts(bad: da.Array, models: np.ndarray, segments: np.ndarray, what: str) -> None:
-    count = int(bad.sum().compute())
-    if count:
-        raise TrialError(f"{count} {what}, e.g. {locate(bad, models, segments)}")
-
-
-def locate(condition: da.Array, models: np.ndarray, segments: np.ndarray, limit: int = 3) -> str:
-    """A few ``(model, segment)`` ids where a lazy boolean matrix is true, for error messages.
-
-    Computes blocks in order until ``limit`` cells are found (only run when reporting an error).
-
-    Examples
-    --------
-    >>> import dask.array as da
-    >>> bad = da.from_array(np.array([[False, True], [True, True]]), chunks=1)
-    >>> locate(bad, np.array(["m1", "m2"]), np.array(["s1", "s2"]), limit=2)
-    '(m1, s2), (m2, s1)'
-    """
-    found: list[tuple[int, int]] = []
-    row_starts = np.cumsum((0,) + condition.chunks[0])
-    col_starts = np.cumsum((0,) + condition.chunks[1])
-    for (bi, bj), block in np.ndenumerate(condition.to_delayed()):
-        for i, j in np.argwhere(np.asarray(block.compute()))[: limit - len(found)]:
-            found.append((int(row_starts[bi] + i), int(col_starts[bj] + j)))
-        if len(found) >= limit:
-            break
-    return ", ".join(f"({models[i]}, {segments[j]})" for i, j in found)
-
-
-def key_to_ndx(key: xr.Dataset) -> xr.Dataset:
-    """The trial list of a key (its targets and non-targets)."""
-    if kind_of(key) != "key":
-        raise TrialError(f"expected a key, got {kind_of(key)}")
-    return _dataset("ndx", key.model.values, key.segment.values, trial_mask=trial_classes(key) != 0)
-
-
-def coverage(scores: xr.Dataset, trials: xr.Dataset) -> dict[str, int]:
-    """How the scores of one system cover the trials of a Key (or Ndx), in one pass.
-
-    :func:`~bosaris_dask.metrics.evaluate` raises for key trials without a score (unless
-    ``allow_missing``) and ignores, as BOSARIS does, scores of trials that are not in the key
-    (ids the key does not have, or pairs it does not list). This counts both.
-
-    Returns
-    -------
-    dict
-        ``trials``: trials of the key; ``scored``: those with a score; ``missing``: those
-        without; ``scores``: entries of ``scores``; ``unused``: scores of trials not in the key.
-
-    Examples
-    --------
-    >>> key = make_key(["m1", "m2"], ["s1"], [[1], [-1]])
-    >>> scores = make_scores(["m1", "m3"], ["s1", "s2"], [[1.0, 2.0], [3.0, 4.0]])
-    >>> coverage(scores, key)
-    {'trials': 2, 'scored': 1, 'missing': 1, 'scores': 4, 'unused': 3}
-    """
-    if kind_of(scores) != "scores":
-        raise TrialError(f"expected Scores, got a {kind_of(scores)}")
-    aligned = align_with(scores, trials)
-    in_key = trial_classes(trials, chunks=aligned.score_mask.data.chunks) != 0
-    n_trials, n_scored, n_scores = (
-        int(n)
-        for n in dask.compute(
-            in_key.sum(), (in_key & aligned.score_mask.data).sum(), scores.score_mask.data.sum()
-        )
-    )
-    return {
-        "trials": n_trials,
-        "scored": n_scored,
-        "missing": n_trials - n_scored,
-        "scores": n_scores,
-        "unused": n_scores - n_scored,
-    }
-
-
-# --------------------------------------------------------------------------------------------
-# small-data helpers
-# --------------------------------------------------------------------------------------------
-
-
-def _scores_of_class(
-    scores: xr.Dataset, key: xr.Dataset, sign: int, allow_missing: bool
-) -> np.ndarray:
-    s = align_with(scores, key)
-    classes = trial_classes(key, chunks=s.score.data.chunks)
-    wanted = classes == sign
-    missing = int((wanted & ~s.score_mask.data).sum().compute())
-    if missing and not allow_missing:
-        raise MissingTrialsError(f"{missing} key trials have no score")
-    return np.asarray(s.score.data[wanted & s.score_mask.data].compute())
-
-
-def target_scores(scores: xr.Dataset, key: xr.Dataset, *, allow_missing: bool = False):
-    """The scores of the key's target trials as a numpy array (row-major trial order).
-
-    For small data and notebooks; the evaluation engine never materializes these.
-    """
-    return _scores_of_class(scores, key, 1, allow_missing)
-
-
-def nontarget_scores(scores: xr.Dataset, key: xr.Dataset, *, allow_missing: bool = False):
-    """The scores of the key's non-target trials as a numpy array (row-major trial order)."""
-    return _scores_of_class(scores, key, -1, allow_missing)

@@ -1,0 +1,160 @@
+"""Linear calibration, and loading or applying any saved model by its kind.
+
+:class:`LinearCalibrator` is a :class:`~bosaris_dask.fusion.LinearFuser` of one system;
+:func:`load_model` and :func:`apply_model` dispatch over every model kind of the package
+(linear and PAV calibration, linear and quality fusion).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any, Self
+
+import numpy as np
+import xarray as xr
+
+from bosaris_dask.calibration.pav import PAVCalibrator
+from bosaris_dask.errors import TrialError
+from bosaris_dask.fusion import LinearFuser, QualityFuser
+from bosaris_dask.fusion.base import _from_json
+
+
+class LinearCalibrator(LinearFuser):
+    """Affine calibration ``llr = scale * s + offset`` by prior-weighted logistic regression.
+
+    A :class:`bosaris_dask.fusion.LinearFuser` of one system: same parameters, same objective
+    (normalized cross-entropy at ``prior``), same JSON fields (``"weights"`` holds the scale).
+
+    Examples
+    --------
+    >>> cal = LinearCalibrator(prior=0.5).fit_arrays(np.array([2.0, 3.0, 0.5]),
+    ...                                              np.array([0.0, -1.0, 1.0, -0.5]))
+    >>> bool(cal.scale_ > 0), cal.converged_
+    (True, True)
+    """
+
+    kind = "linear_calibration"
+
+    @property
+    def scale_(self) -> float:
+        """The fitted scale (the single weight)."""
+        weights, _ = self._check_fitted()
+        return float(weights[0])
+
+    def fit(
+        self,
+        key: xr.Dataset,
+        scores: xr.Dataset | Sequence[xr.Dataset],
+        *,
+        x0: np.ndarray | None = None,
+    ) -> Self:
+        """Train on a Key and one Scores object (see :meth:`LinearFuser.fit`)."""
+        if not isinstance(scores, xr.Dataset):
+            raise TrialError("a calibrator takes one Scores object")
+        return super().fit(key, [scores], x0=x0)
+
+    def fit_arrays(
+        self,
+        tar: np.ndarray,
+        non: np.ndarray,
+        *,
+        x0: np.ndarray | None = None,
+        chunk: int = 1 << 20,
+    ) -> Self:
+        """Train on 1-D arrays of target and non-target scores."""
+        tar, non = np.asarray(tar, dtype=np.float64), np.asarray(non, dtype=np.float64)
+        if tar.ndim != 1 or non.ndim != 1:
+            raise TrialError("a calibrator takes 1-D arrays of target and non-target scores")
+        return super().fit_arrays(tar, non, x0=x0, chunk=chunk)
+
+    def transform(
+        self, scores: xr.Dataset | Sequence[xr.Dataset], *, ndx: xr.Dataset | None = None
+    ) -> xr.Dataset:
+        """Calibrated LLRs as a lazy Scores object (see :meth:`LinearFuser.transform`)."""
+        if not isinstance(scores, xr.Dataset):
+            raise TrialError("a calibrator takes one Scores object")
+        return super().transform([scores], ndx=ndx)
+
+
+def linear_calibrate(
+    tar: np.ndarray, non: np.ndarray, prior: float = 0.5, **kwargs: Any
+) -> LinearCalibrator:
+    """Fit a :class:`LinearCalibrator` on 1-D arrays of target and non-target scores.
+
+    Examples
+    --------
+    >>> cal = linear_calibrate(np.array([2.0, 3.0, 0.5]), np.array([0.0, -1.0, 1.0]))
+    >>> cal.transform_arrays(np.array([0.0])).shape
+    (1,)
+    """
+    return LinearCalibrator(prior, **kwargs).fit_arrays(tar, non)
+
+
+_KINDS = {cls.kind: cls for cls in (LinearCalibrator, LinearFuser, QualityFuser, PAVCalibrator)}
+
+
+def load_model(
+    model: str | os.PathLike[str] | dict[str, Any],
+) -> LinearCalibrator | LinearFuser | QualityFuser | PAVCalibrator:
+    """A fitted calibrator or fuser from a JSON file or dict, by its ``"kind"``.
+
+    Kinds: ``"linear_calibration"``, ``"linear_fusion"``, ``"quality_fusion"``, ``"pav"``.
+
+    Examples
+    --------
+    >>> cal = linear_calibrate(np.array([2.0, 3.0, 0.5]), np.array([0.0, -1.0, 1.0]))
+    >>> type(load_model(cal.to_dict())).__name__
+    'LinearCalibrator'
+    """
+    return _model_of(model) if isinstance(model, dict) else _from_json(_model_of, model)
+
+
+def _model_of(d: dict[str, Any]) -> LinearCalibrator | LinearFuser | QualityFuser | PAVCalibrator:
+    kind = d.get("kind")
+    if kind not in _KINDS:
+        raise TrialError(f"unknown model kind {kind!r}; expected one of {sorted(_KINDS)}")
+    return _KINDS[kind].from_dict(d)
+
+
+def apply_model(
+    model: LinearCalibrator | LinearFuser | QualityFuser | PAVCalibrator,
+    scores: xr.Dataset | Sequence[xr.Dataset],
+    *,
+    quality: xr.Dataset | None = None,
+    ndx: xr.Dataset | None = None,
+) -> xr.Dataset:
+    """Apply any fitted calibrator or fuser to Scores, lazily (one entry point for the CLI).
+
+    Parameters
+    ----------
+    model
+        From :func:`load_model` or a ``fit``.
+    scores
+        One Scores object (calibrators) or the ``K`` systems' Scores in training order (fusers;
+        a single Scores is accepted when ``K = 1``).
+    quality
+        The Quality object, required by a quality fuser (ignored otherwise: an error).
+    ndx
+        Optional Ndx or Key: output on its ids, restricted to its trials.
+
+    Examples
+    --------
+    >>> from bosaris_dask.trials import make_scores
+    >>> cal = linear_calibrate(np.array([2.0, 3.0, 0.5]), np.array([0.0, -1.0, 1.0]))
+    >>> out = apply_model(load_model(cal.to_dict()), make_scores(["m"], ["s"], [[1.0]]))
+    >>> bool(np.isclose(out.score.values[0, 0], cal.transform_arrays(np.array([1.0]))[0]))
+    True
+    """
+    systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
+    if isinstance(model, QualityFuser):
+        if quality is None:
+            raise TrialError("a quality fusion model needs the quality measures")
+        return model.transform(systems, quality, ndx=ndx)
+    if quality is not None:
+        raise TrialError(f"a {model.kind} model takes no quality measures")
+    if isinstance(model, LinearCalibrator | PAVCalibrator):
+        if len(systems) != 1:
+            raise TrialError(f"a {model.kind} model takes one Scores object, got {len(systems)}")
+        return model.transform(systems[0], ndx=ndx)
+    return model.transform(systems, ndx=ndx)

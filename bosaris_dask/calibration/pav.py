@@ -1,0 +1,260 @@
+"""Non-parametric calibration as a fit/apply object: :class:`PAVCalibrator`.
+
+Fitting bins the supervised scores (with the engine's exact passes when it provides
+``score_bins``, else in memory) and builds the :func:`~bosaris_dask.calibration.pav_map`;
+``transform`` maps scores chunk by chunk, lazily.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from bosaris_dask.calibration.pav_map import DEFAULT_BOUND, interpolate_map, pav_map
+from bosaris_dask.errors import ScoreError, TrialError
+from bosaris_dask.fusion.base import MODEL_FORMAT, JsonModel
+from bosaris_dask.trials import align_with, kind_of, make_scores, trial_classes
+
+
+def _bins_of_arrays(tar: np.ndarray, non: np.ndarray) -> tuple[np.ndarray, ...]:
+    tar = np.asarray(tar, dtype=np.float64).ravel()
+    non = np.asarray(non, dtype=np.float64).ravel()
+    bad = int((~np.isfinite(tar)).sum() + (~np.isfinite(non)).sum())
+    if bad:
+        raise ScoreError(f"{bad} trials have a non-finite score")
+    values, inverse = np.unique(np.concatenate([tar, non]), return_inverse=True)
+    n_tar = np.bincount(inverse[: len(tar)], minlength=len(values))
+    n_non = np.bincount(inverse[len(tar) :], minlength=len(values))
+    return values, values, n_tar, n_non
+
+
+def _score_bins_in_memory(
+    scores: xr.Dataset, key: xr.Dataset
+) -> tuple[tuple[np.ndarray, ...], int]:
+    """Bins (distinct scores) of a supervised set, computed in memory in one pass.
+
+    A private fallback until ``bosaris_dask.engine.score_bins`` exists: it pulls every target
+    and non-target score to the client.
+    """
+    s = align_with(scores, key)
+    mask = s.score_mask.data
+    cls = trial_classes(key, chunks=mask.chunks)
+    values = s.score.data
+    tar, non, missing = dask.compute(
+        values[(cls == 1) & mask], values[(cls == -1) & mask], ((cls != 0) & ~mask).sum()
+    )
+    return _bins_of_arrays(tar, non), int(missing)
+
+
+def _score_bins(scores: xr.Dataset, key: xr.Dataset) -> tuple[tuple[np.ndarray, ...], int | None]:
+    """Bins for PAV: from the engine's exact passes, else from the in-memory fallback.
+
+    The engine's bins are exact around the PAV block boundaries of the data; the pseudo-counts
+    only remove block boundaries (a boundary of the augmented hull is one of the data's hull
+    vertices), so they are exact for the map with pseudo-counts too. Key trials without a score
+    are dropped (the engine does not report how many: ``n_missing`` is then ``None``).
+    """
+    try:
+        from bosaris_dask.engine import score_bins  # the exact, scalable engine passes
+    except ImportError:
+        return _score_bins_in_memory(scores, key)
+    bins = score_bins(scores, key, allow_missing=True)
+    return tuple(np.asarray(a) for a in bins), None
+
+
+class PAVCalibrator(JsonModel):
+    """Non-parametric calibration: the PAV map of a supervised set (see the module docstring).
+
+    Parameters
+    ----------
+    small_val
+        Half-height of the ramp inside each PAV block, which makes the map strictly
+        increasing (0: flat blocks; the BOSARIS reference shows 0 and 0.001).
+    pseudo_counts
+        Add one target below and one non-target above every score, so every LLR is finite
+        (``False``: the pure PAV LLRs, ``+-inf`` for pure end blocks).
+    bound
+        Position of the pseudo-observations (``-bound``, ``+bound``).
+
+    Attributes
+    ----------
+    score_bounds_, llr_bounds_
+        The knots of the map (two per PAV block).
+    counts_
+        ``n_target``, ``n_nontarget`` (without pseudo-counts) and, when known, ``n_missing``.
+    """
+
+    kind = "pav"
+
+    def __init__(
+        self, *, small_val: float = 1e-3, pseudo_counts: bool = True, bound: float = DEFAULT_BOUND
+    ) -> None:
+        self.small_val = float(small_val)
+        self.pseudo_counts = bool(pseudo_counts)
+        self.bound = float(bound)
+        self.score_bounds_: np.ndarray | None = None
+        self.llr_bounds_: np.ndarray | None = None
+        self.counts_: dict[str, int] = {}
+
+    @property
+    def n_blocks(self) -> int:
+        """Number of PAV blocks of the map."""
+        score_bounds, _ = self._check_fitted()
+        return len(score_bounds) // 2
+
+    def fit_bins(
+        self,
+        score_lo: np.ndarray,
+        score_hi: np.ndarray,
+        n_tar: np.ndarray,
+        n_non: np.ndarray,
+        *,
+        n_missing: int | None = None,
+    ) -> PAVCalibrator:
+        """Fit from binned counts in ascending score order (the core entry point).
+
+        Parameters
+        ----------
+        score_lo, score_hi
+            Lowest and highest score of each bin (bins ascending, disjoint).
+        n_tar, n_non
+            Target and non-target counts per bin.
+        n_missing
+            Trials dropped upstream for lack of a score (recorded in ``counts_``).
+        """
+        self.score_bounds_, self.llr_bounds_ = pav_map(
+            score_lo,
+            score_hi,
+            n_tar,
+            n_non,
+            small_val=self.small_val,
+            pseudo_counts=self.pseudo_counts,
+            bound=self.bound,
+        )
+        self.counts_ = {"n_target": int(np.sum(n_tar)), "n_nontarget": int(np.sum(n_non))}
+        if n_missing is not None:
+            self.counts_["n_missing"] = int(n_missing)
+        return self
+
+    def fit_arrays(self, tar: np.ndarray, non: np.ndarray) -> PAVCalibrator:
+        """Fit from arrays of target and non-target scores (ties pooled by ``np.unique``)."""
+        return self.fit_bins(*_bins_of_arrays(tar, non))
+
+    def fit(self, key: xr.Dataset, scores: xr.Dataset) -> PAVCalibrator:
+        """Fit on a supervised set: a Key and a Scores object (aligned to the key's ids).
+
+        Key trials without a score are dropped (counted); non-finite scores are a
+        :class:`ScoreError`.
+        """
+        if kind_of(key) != "key" or kind_of(scores) != "scores":
+            raise TrialError("PAVCalibrator.fit takes a Key and a Scores object")
+        bins, missing = _score_bins(scores, key)
+        return self.fit_bins(*bins, n_missing=missing)
+
+    def _check_fitted(self) -> tuple[np.ndarray, np.ndarray]:
+        """The knots ``(score_bounds_, llr_bounds_)``; a :class:`TrialError` if not fitted."""
+        if self.score_bounds_ is None or self.llr_bounds_ is None:
+            raise TrialError("this PAVCalibrator is not fitted")
+        return self.score_bounds_, self.llr_bounds_
+
+    def transform_arrays(self, scores: np.ndarray) -> np.ndarray:
+        """Calibrated LLRs of an array of scores (any shape).
+
+        Raises
+        ------
+        ScoreError
+            If a score is not finite.
+        """
+        score_bounds, llr_bounds = self._check_fitted()
+        s = np.asarray(scores, dtype=np.float64)
+        if not np.isfinite(s).all():
+            raise ScoreError(f"{int((~np.isfinite(s)).sum())} scores are not finite")
+        return interpolate_map(s, score_bounds, llr_bounds)
+
+    def transform(self, scores: xr.Dataset, *, ndx: xr.Dataset | None = None) -> xr.Dataset:
+        """Calibrated LLRs as a lazy Scores object (float64; 0.0 where there is no score).
+
+        ``ndx`` (optional Ndx or Key): output on its ids, mask ANDed with its trials.
+        """
+        score_bounds, llr_bounds = self._check_fitted()
+        if kind_of(scores) != "scores":
+            raise TrialError(f"expected scores, got {kind_of(scores)}")
+        like = scores if ndx is None else ndx
+        s = align_with(scores, like)
+        mask = s.score_mask.data
+        if ndx is not None:
+            mask = mask & (trial_classes(ndx, chunks=mask.chunks) != 0)
+        llr = da.map_blocks(
+            _pav_block,
+            s.score.data,
+            s.score_mask.data,
+            score_bounds=score_bounds,
+            llr_bounds=llr_bounds,
+            dtype=np.float64,
+            meta=np.empty((0, 0)),
+        )
+        return make_scores(like.model.values, like.segment.values, llr, mask)
+
+    def fit_transform(self, key: xr.Dataset, scores: xr.Dataset) -> xr.Dataset:
+        """Fit and apply on the same set (the "cheating" variant), on the key's trials."""
+        return self.fit(key, scores).transform(scores, ndx=key)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fitted map as a JSON-friendly dict (``+-Infinity`` only without pseudo-counts)."""
+        score_bounds, llr_bounds = self._check_fitted()
+        return {
+            "format": MODEL_FORMAT,
+            "kind": self.kind,
+            "small_val": self.small_val,
+            "pseudo_counts": self.pseudo_counts,
+            "bound": self.bound,
+            "score_bounds": score_bounds.tolist(),
+            "llr_bounds": llr_bounds.tolist(),
+            **self.counts_,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PAVCalibrator:
+        """Rebuild a fitted map from :meth:`to_dict` output."""
+        if d.get("kind") != cls.kind:
+            raise TrialError(f"a pav model was expected, got kind {d.get('kind')!r}")
+        obj = cls(
+            small_val=d.get("small_val", 1e-3),
+            pseudo_counts=d.get("pseudo_counts", True),
+            bound=d.get("bound", DEFAULT_BOUND),
+        )
+        sb = np.asarray(d["score_bounds"], dtype=np.float64)
+        lb = np.asarray(d["llr_bounds"], dtype=np.float64)
+        if sb.ndim != 1 or sb.shape != lb.shape or len(sb) < 2 or len(sb) % 2:
+            raise TrialError("score_bounds and llr_bounds must be equal-length even 1-D lists")
+        if (sb[1:] < sb[:-1]).any() or (lb[1:] < lb[:-1]).any():
+            raise TrialError("score_bounds and llr_bounds must be non-decreasing")
+        obj.score_bounds_, obj.llr_bounds_ = sb, lb
+        obj.counts_ = {k: int(d[k]) for k in ("n_target", "n_nontarget", "n_missing") if k in d}
+        return obj
+
+
+def _pav_block(
+    score: np.ndarray, mask: np.ndarray, *, score_bounds: np.ndarray, llr_bounds: np.ndarray
+) -> np.ndarray:
+    s = score.astype(np.float64, copy=False)
+    bad = int(np.count_nonzero(mask & ~np.isfinite(s)))
+    if bad:
+        raise ScoreError(f"{bad} scored trials have a non-finite score")
+    return np.where(mask, interpolate_map(np.where(mask, s, 0.0), score_bounds, llr_bounds), 0.0)
+
+
+def pav_calibrate(tar: np.ndarray, non: np.ndarray, **kwargs: Any) -> PAVCalibrator:
+    """Fit a :class:`PAVCalibrator` on arrays of target and non-target scores.
+
+    Examples
+    --------
+    >>> cal = pav_calibrate(np.array([2.0, 3.0]), np.array([0.0, 2.5]))
+    >>> bool(np.all(np.diff(cal.transform_arrays(np.linspace(-1, 4, 9))) > 0))
+    True
+    """
+    return PAVCalibrator(**kwargs).fit_arrays(tar, non)

@@ -1,0 +1,147 @@
+"""Subcommands that make or move trial data: ``convert``, ``info``, ``simulate``, ``demo``."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bosaris_dask.cli.common import (
+    _cluster,
+    _evaluate,
+    _flatten_priors,
+    _load,
+    _progress,
+    _say,
+    _write_json,
+)
+from bosaris_dask.errors import BosarisError
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from bosaris_dask import io
+
+    obj = io.read(args.input, args.kind)
+    io.write(obj, args.output, progress=_progress(args))
+    _say(args, f"wrote {obj.attrs['bosaris_kind']} {dict(obj.sizes)} to {args.output}")
+    return 0
+
+
+def _count_label_targets(obj: Any) -> int:
+    import pandas as pd
+
+    m = pd.Series(obj.model_label.values).value_counts()
+    s = pd.Series(obj.segment_label.values).value_counts()
+    return int((m * s.reindex(m.index).fillna(0)).sum())
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from bosaris_dask import io
+    from bosaris_dask.trials import is_label_key, kind_of
+
+    obj = io.read(args.path)
+    kind = kind_of(obj)
+    if args.key and kind != "scores":
+        raise BosarisError(f"--key compares scores with a key, but {args.path} holds a {kind}")
+    print(f"path:        {args.path} ({io.detect_format(args.path)})")
+    print(f"kind:        {kind}{' (derived from class labels)' if is_label_key(obj) else ''}")
+    if kind == "quality":
+        print(obj)
+        return 0
+    n_m, n_s = obj.sizes["model"], obj.sizes["segment"]
+    print(f"shape:       {n_m:,} models x {n_s:,} segments ({n_m * n_s:,} cells)")
+    for dim in ("model", "segment"):
+        ids = obj[dim].values
+        more = f", ... ({len(ids):,} ids)" if len(ids) > 4 else ""
+        print(f"{dim + ' ids:':<13}{', '.join(map(str, ids[:4]))}{more}")
+    var = obj["score" if kind == "scores" else "trial_mask"]
+    chunks = var.data.chunksize
+    print(
+        f"chunks:      {chunks[0]:,} x {chunks[1]:,} ({var.data.npartitions} chunks, {var.dtype})"
+    )
+    if kind == "key" and is_label_key(obj):
+        n_tar = _count_label_targets(obj)
+        print(f"trials:      {n_m * n_s:,} ({n_tar:,} targets, {n_m * n_s - n_tar:,} non-targets)")
+    elif kind == "key":
+        mask = obj.trial_mask.data
+        n_tar, n_non = (int(v) for v in np.asarray(
+            [(mask == 1).sum().compute(), (mask == -1).sum().compute()]))  # fmt: skip
+        print(f"trials:      {n_tar + n_non:,} ({n_tar:,} targets, {n_non:,} non-targets)")
+    else:
+        name = "trial_mask" if kind == "ndx" else "score_mask"
+        print(f"trials:      {int(obj[name].data.sum().compute()):,}")
+    if args.key:
+        _print_coverage(obj, args.key)
+    return 0
+
+
+def _print_coverage(scores: Any, key_path: str) -> None:
+    """What ``evaluate`` would use of these scores: key trials with and without a score, and
+    scores of trials not in the key (which it ignores)."""
+    from bosaris_dask import io
+    from bosaris_dask.trials import coverage
+
+    c = coverage(scores, io.read(key_path))
+    print(f"key trials:  {c['trials']:,} in {key_path} ({c['scored']:,} with a score, "
+          f"{c['missing']:,} without)")  # fmt: skip
+    print(f"not in key:  {c['unused']:,} of {c['scores']:,} scores (evaluate ignores them)")
+
+
+def _write_simulation(key: Any, systems: list[Any], out: Path, progress: bool) -> list[Path]:
+    """Write ``key.zarr`` and ``system-K.zarr`` into ``out``; all of them appear together.
+
+    Every store is written under a hidden temporary name first; all are renamed into place
+    together once complete (:func:`~bosaris_dask.io.atomic.atomic_paths`), so a run killed while
+    writing leaves the previous set whole, never a new key next to the previous run's scores.
+    """
+    from bosaris_dask.io import write_zarr
+    from bosaris_dask.io.atomic import atomic_paths
+
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "key.zarr", *(out / f"system-{k}.zarr" for k in range(1, len(systems) + 1))]
+    with atomic_paths(paths) as tmps:
+        write_zarr(key, tmps[0])
+        for tmp, scores in zip(tmps[1:], systems, strict=True):
+            write_zarr(scores, tmp, progress=progress)
+    return paths
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from bosaris_dask.simulate import simulate
+
+    with _cluster(args, size_hint=args.models * args.segments):
+        start = time.perf_counter()
+        key, systems = simulate(
+            args.models, args.segments, systems=args.systems, target_rate=args.target_rate,
+            seed=args.seed, dtype=np.dtype(args.dtype),
+        )  # fmt: skip
+        paths = _write_simulation(key, systems, Path(args.out), _progress(args))
+        _say(args, f"wrote {', '.join(str(p) for p in paths)} "
+                   f"in {time.perf_counter() - start:.1f} s")  # fmt: skip
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from bosaris_dask.report import format_table, to_json_dict
+    from bosaris_dask.simulate import simulate
+
+    out = Path(args.out)
+    _say(args, f"simulating {args.models} models x {args.segments} segments, 3 systems ...")
+    key, systems = simulate(args.models, args.segments, systems=3, seed=args.seed)
+    paths = _write_simulation(key, systems, out, progress=False)
+    args.prior, args.allow_missing = None, False
+    _flatten_priors(args)
+    score_paths = [str(p) for p in paths[1:]]
+    results = _evaluate(args, *_load(str(paths[0]), score_paths), score_paths)
+    print(format_table(results))
+    _write_json(str(out / "results.json"), to_json_dict(results))
+    print(
+        f"\nOutputs in {out}/: key.zarr (a label-derived key), "
+        f"{', '.join(p.name for p in paths[1:])} (scores), results.json (the metrics)."
+    )
+    print(f"Try: bosaris-dask info {paths[1]}")
+    print(f"     bosaris-dask evaluate --key {paths[0]} --scores {paths[1]} --prior 0.01")
+    return 0

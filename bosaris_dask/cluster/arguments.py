@@ -1,0 +1,138 @@
+"""Command-line options that choose where the work runs, and their value parsers."""
+
+from __future__ import annotations
+
+import argparse
+
+from bosaris_dask.cluster.scheduler import CLUSTER_KINDS
+
+
+def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options that choose where the work runs to a command-line parser.
+
+    The options go into their own argument group, with the destinations :func:`connect`'s
+    parameters have, so ``connect_from_args(parser.parse_args())`` passes them on. Options not
+    given stay ``None`` so that dask's config files (``jobqueue.*``) and :func:`connect`'s
+    defaults decide.
+
+    Parameters
+    ----------
+    parser
+        The parser (or sub-command parser) to extend.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser()
+    >>> add_cluster_arguments(parser)
+    >>> args = parser.parse_args(["--cluster", "slurm", "--jobs", "4", "--memory", "16GB"])
+    >>> args.cluster, args.jobs, args.memory, args.scheduler
+    ('slurm', 4, '16GB', None)
+    """
+    g = parser.add_argument_group(
+        "where to compute",
+        "Default: a dask client already running in this process, else the threaded scheduler "
+        "for small jobs and a local cluster of worker processes for large ones. SLURM and PBS "
+        "settings not given here come from dask's config (jobqueue.slurm.*, jobqueue.pbs.*, "
+        "e.g. ~/.config/dask/jobqueue.yaml).",
+    )
+    where = g.add_mutually_exclusive_group()
+    where.add_argument(
+        "--scheduler", metavar="ADDRESS",
+        help="connect to a running dask scheduler, e.g. tcp://10.0.0.5:8786",
+    )  # fmt: skip
+    where.add_argument(
+        "--scheduler-file", metavar="FILE",
+        help="connect to the scheduler described by FILE (dask scheduler --scheduler-file)",
+    )  # fmt: skip
+    where.add_argument(
+        "--cluster", choices=CLUSTER_KINDS,
+        help="start a cluster: local (worker processes on this machine), threads (no "
+        "processes), slurm or pbs (worker jobs via dask-jobqueue), mpi (inside 'mpirun -n N "
+        "bosaris-dask ...': rank 0 scheduler, rank 1 this program, the rest workers)",
+    )  # fmt: skip
+    g.add_argument(
+        "--workers", type=_positive_int, metavar="N",
+        help="local: worker processes; slurm/pbs: worker processes per job; threads: threads",
+    )  # fmt: skip
+    g.add_argument(
+        "--threads-per-worker", type=_positive_int, metavar="N",
+        help="threads per worker process (local, mpi)",
+    )  # fmt: skip
+    g.add_argument(
+        "--memory-limit", type=_memory_limit, metavar="BYTES",
+        help="memory per worker, e.g. 4GB, 0.5 (of the machine) or auto (local, mpi)",
+    )  # fmt: skip
+    g.add_argument("--queue", metavar="NAME", help="slurm partition or pbs queue")
+    g.add_argument("--cores", type=_positive_int, metavar="N", help="slurm/pbs: cores per job")
+    g.add_argument("--memory", metavar="BYTES", help="slurm/pbs: memory per job, e.g. 16GB")
+    g.add_argument("--walltime", metavar="HH:MM:SS", help="slurm/pbs: walltime per job")
+    g.add_argument("--jobs", type=_positive_int, metavar="N", help="slurm/pbs: jobs to submit")
+    g.add_argument(
+        "--interface", metavar="NAME",
+        help="network interface for scheduler and workers (slurm, pbs, mpi), e.g. ib0",
+    )  # fmt: skip
+    g.add_argument(
+        "--dashboard", action=argparse.BooleanOptionalAction, default=None,
+        help="start the dask dashboard and print its link (default: yes)",
+    )  # fmt: skip
+    g.add_argument(
+        "--scheduler-timeout", dest="timeout", type=_positive_float, metavar="SECONDS",
+        help="how long to try to reach the scheduler (default 30)",
+    )  # fmt: skip
+    g.add_argument(
+        "--worker-timeout", type=_positive_float, metavar="SECONDS",
+        help="how long to wait for the first worker (default 600 for slurm/pbs, else 60)",
+    )  # fmt: skip
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _memory_limit(value: str | int | float) -> str | int | float:
+    """Validate a memory limit as distributed understands it; return it in its typed form."""
+    from dask.utils import parse_bytes
+
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        ok = value > 0
+        parsed: str | int | float = value
+    elif isinstance(value, str):
+        text = value.strip()
+        parsed = text
+        if text == "auto":
+            ok = True
+        else:
+            try:
+                number = float(text)
+            except ValueError:
+                try:
+                    ok = parse_bytes(text) > 0
+                except ValueError:
+                    ok = False
+            else:
+                parsed = number if number <= 1 else int(number)
+                ok = number > 0
+    else:
+        ok = False
+        parsed = value
+    if not ok:
+        message = f"invalid memory limit {value!r}: use bytes, e.g. 4GB, a fraction, or 'auto'"
+        raise argparse.ArgumentTypeError(message)
+    return parsed

@@ -1,0 +1,162 @@
+"""Clusters on batch systems: dask-jobqueue (SLURM, PBS) worker jobs and dask-mpi ranks.
+
+The optional dependencies (``bosaris-dask[hpc]``) are imported only here, and only when one
+of these clusters is asked for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import logging
+from typing import TYPE_CHECKING
+
+from bosaris_dask.cluster.scheduler import _JOBQUEUE_KINDS, _client, _close_quietly, _log
+from bosaris_dask.errors import ClusterError
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+
+_HPC_EXTRA = "pip install 'bosaris-dask[hpc]'"
+
+
+def jobqueue_job_script(
+    cluster: str,
+    *,
+    workers: int | None = None,
+    queue: str | None = None,
+    cores: int | None = None,
+    memory: str | None = None,
+    walltime: str | None = None,
+    interface: str | None = None,
+) -> str:
+    """Return the batch script dask-jobqueue would submit for one worker job.
+
+    Settings come from dask's config (``jobqueue.<cluster>.*``) with the arguments given here
+    overriding them, exactly as :func:`connect` does; nothing is submitted (a short-lived
+    scheduler is started on loopback to fill in its address).
+
+    Parameters
+    ----------
+    cluster : {"slurm", "pbs"}
+        The job system.
+    workers, queue, cores, memory, walltime, interface
+        As for :func:`connect`.
+
+    Returns
+    -------
+    str
+        The job script (``#!/usr/bin/env bash``, ``#SBATCH`` or ``#PBS`` lines, the worker
+        command).
+
+    Examples
+    --------
+    >>> script = jobqueue_job_script("pbs", queue="long", cores=4, memory="8GB",
+    ...                              walltime="02:00:00")  # doctest: +SKIP
+    >>> "#PBS -q long" in script  # doctest: +SKIP
+    True
+    """
+    if cluster not in _JOBQUEUE_KINDS:
+        raise ClusterError(f"job scripts exist for {_JOBQUEUE_KINDS}, not {cluster!r}")
+    cls = _jobqueue_class(cluster)
+    kwargs = _jobqueue_kwargs(cluster, workers, queue, cores, memory, walltime, interface)
+    kwargs.setdefault("scheduler_options", {"host": "127.0.0.1", "dashboard": False})
+    with _jobqueue_cluster(cls, cluster, kwargs) as jq:
+        return str(jq.job_script())
+
+
+def _start_mpi(stack, threads_per_worker, memory_limit, interface, dashboard, timeout) -> Client:
+    dask_mpi = _import_optional("dask_mpi", "cluster='mpi'")
+    _import_optional("mpi4py", "cluster='mpi'")
+    from mpi4py import MPI
+
+    if MPI.COMM_WORLD.Get_rank() != 1:
+        # The scheduler and worker ranks log every connection (and tracebacks of the closed
+        # connections at shutdown) at INFO: keep their output to warnings and errors.
+        logging.getLogger("distributed").setLevel(logging.WARNING)
+    try:
+        is_client = dask_mpi.initialize(
+            interface=interface,
+            nthreads=threads_per_worker or 1,
+            memory_limit=memory_limit if memory_limit is not None else "auto",
+            dashboard=dashboard,
+            dashboard_address=":8787",
+            exit=False,
+        )
+    except dask_mpi.WorldTooSmallException as exc:
+        raise ClusterError(
+            f"{exc} Run under 'mpirun -n N' with N >= 3 (scheduler, this program, workers)."
+        ) from exc
+    if not is_client:
+        # Scheduler and worker ranks get here once the client rank has closed the cluster.
+        raise SystemExit(0)
+    stack.callback(_mpi_shutdown, dask_mpi)
+    import dask
+
+    address = dask.config.get("scheduler_address")
+    return _client(stack, timeout, f"the dask-mpi scheduler at {address}", address=address)
+
+
+def _mpi_shutdown(dask_mpi) -> None:
+    try:
+        dask_mpi.send_close_signal()
+    except Exception as exc:
+        _log.debug("dask-mpi close signal failed: %s", exc)
+
+
+def _jobqueue_class(kind: str):
+    dask_jobqueue = _import_optional("dask_jobqueue", f"cluster={kind!r}")
+    return dask_jobqueue.SLURMCluster if kind == "slurm" else dask_jobqueue.PBSCluster
+
+
+def _jobqueue_kwargs(kind, workers, queue, cores, memory, walltime, interface) -> dict:
+    overrides = {"processes": workers, "queue": queue, "cores": cores, "memory": memory,
+                 "walltime": walltime, "interface": interface}  # fmt: skip
+    return {k: v for k, v in overrides.items() if v is not None}
+
+
+@contextlib.contextmanager
+def _jobqueue_cluster(cls, kind: str, kwargs: dict):
+    try:
+        jq = cls(**kwargs)
+    except ValueError as exc:
+        raise ClusterError(
+            f"cannot configure the {kind} cluster: {exc}. Set jobqueue.{kind}.cores and "
+            f"jobqueue.{kind}.memory in dask's config (~/.config/dask/jobqueue.yaml) or pass "
+            "--cores/--memory."
+        ) from exc
+    except (OSError, TimeoutError) as exc:
+        raise ClusterError(f"could not start the {kind} cluster's scheduler: {exc}") from exc
+    try:
+        yield jq
+    finally:
+        _close_quietly(jq)
+
+
+def _start_jobqueue(stack, kind, workers, queue, cores, memory, walltime, jobs, interface,
+                    dashboard, timeout) -> Client:  # fmt: skip
+    cls = _jobqueue_class(kind)
+    kwargs = _jobqueue_kwargs(kind, workers, queue, cores, memory, walltime, interface)
+    if not dashboard:
+        kwargs["scheduler_options"] = {"dashboard": False}
+    jq = stack.enter_context(_jobqueue_cluster(cls, kind, kwargs))
+    client = _client(stack, timeout, f"the {kind} cluster's scheduler", address=jq)
+    try:
+        jq.scale(jobs=jobs or 1)
+    except Exception as exc:
+        raise ClusterError(
+            f"could not submit {kind} worker jobs ({type(exc).__name__}: {exc}); job script:\n"
+            f"{jq.job_script()}"
+        ) from exc
+    return client
+
+
+def _import_optional(module: str, feature: str):
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ClusterError(
+            f"{feature} needs the Python package {module!r} ({exc}); install it with {_HPC_EXTRA}"
+        ) from exc

@@ -1,0 +1,138 @@
+"""Reaching a dask scheduler: clients, scheduler files, a local cluster, the first worker.
+
+The building blocks :func:`bosaris_dask.cluster.connect` uses for every kind of cluster: each
+turns a failure into a :class:`~bosaris_dask.errors.ClusterError` and registers what it started
+on an :class:`contextlib.ExitStack` so that only that is closed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+from bosaris_dask.errors import ClusterError
+from bosaris_dask.progress import current_client
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+
+#: The values ``cluster`` (``--cluster``) accepts.
+CLUSTER_KINDS = ("local", "threads", "slurm", "pbs", "mpi")
+
+#: Below this many trials, ``cluster=None`` picks the threaded scheduler. Measured on a 2-core
+#: machine, threads beat a 2-process LocalCluster even at 1e9 trials (66 s vs 82 s, identical
+#: results): each pass merges a histogram per chunk, which processes must ship to each other.
+SMALL_JOB_TRIALS = 10_000_000_000
+
+_JOBQUEUE_KINDS = ("slurm", "pbs")
+
+_log = logging.getLogger("bosaris_dask.cluster")
+
+
+def current_client_or_none() -> Client | None:
+    """Return the distributed client this process uses by default, or ``None`` if none exists.
+
+    Python API functions call this to run on the user's cluster when one is set up (for example
+    ``client = Client("tcp://...")`` in a notebook) without being told about it.
+
+    Returns
+    -------
+    distributed.Client or None
+        ``distributed.default_client()`` if a client is running, else ``None``.
+
+    Examples
+    --------
+    >>> current_client_or_none() is None
+    True
+    """
+    return current_client()
+
+
+def _client(stack: contextlib.ExitStack, timeout: float, what: str, **kwargs) -> Client:
+    from distributed import Client
+
+    try:
+        client = Client(timeout=timeout, set_as_default=True, **kwargs)
+    except (OSError, TimeoutError) as exc:
+        raise ClusterError(
+            f"cannot reach {what} within {timeout:g} s ({type(exc).__name__}: {exc})"
+        ) from exc
+    stack.callback(_close_quietly, client)
+    return client
+
+
+def _read_scheduler_file(path: str, timeout: float) -> str:
+    """Wait up to ``timeout`` seconds for a scheduler file and return the address in it.
+
+    (``Client(scheduler_file=...)`` would wait forever for a file that never appears.)
+    """
+    import json
+    import time
+
+    deadline = time.monotonic() + timeout
+    problem = "does not exist"
+    while True:
+        try:
+            with open(path) as f:
+                address = json.load(f)["address"]
+            if isinstance(address, str) and address:
+                return address
+            problem = "has no scheduler address"
+        except FileNotFoundError:
+            problem = "does not exist"
+        except (ValueError, KeyError, TypeError):
+            problem = "is not a dask scheduler file (JSON with an 'address')"
+        except OSError as exc:
+            problem = f"cannot be read ({exc})"
+        if time.monotonic() >= deadline:
+            raise ClusterError(
+                f"cannot reach the dask scheduler of {path}: the file {problem} after {timeout:g} s"
+            )
+        time.sleep(0.05)
+
+
+def _close_quietly(closable) -> None:
+    try:
+        closable.close()
+    except Exception as exc:  # a dead scheduler must not hide the block's own error
+        _log.debug("closing %r failed: %s", closable, exc)
+
+
+def _start_local(stack, workers, threads_per_worker, memory_limit, dashboard, timeout) -> Client:
+    from distributed import LocalCluster
+
+    kwargs: dict[str, Any] = {
+        "processes": True,
+        "host": "127.0.0.1",
+        "dashboard_address": "127.0.0.1:8787" if dashboard else None,
+    }
+    if workers is not None:
+        kwargs["n_workers"] = workers
+    if threads_per_worker is not None:
+        kwargs["threads_per_worker"] = threads_per_worker
+    if memory_limit is not None:
+        kwargs["memory_limit"] = memory_limit
+    try:
+        local = LocalCluster(**kwargs)
+    except (OSError, TimeoutError) as exc:
+        raise ClusterError(f"could not start a local dask cluster: {exc}") from exc
+    stack.callback(_close_quietly, local)
+    return _client(stack, timeout, "the local dask cluster", address=local)
+
+
+def _wait_for_workers(client: Client, kind: str, timeout: float, where: str) -> None:
+    n = 1
+    if kind == "mpi":
+        from mpi4py import MPI
+
+        n = max(MPI.COMM_WORLD.Get_size() - 2, 1)
+    try:
+        client.wait_for_workers(n, timeout=timeout)
+    except (TimeoutError, OSError) as exc:
+        hint = {
+            "slurm": " (are the jobs still queued? see 'squeue' and the jobs' output files)",
+            "pbs": " (are the jobs still queued? see 'qstat' and the jobs' output files)",
+        }.get(kind, "")
+        raise ClusterError(f"no dask worker joined {where} within {timeout:g} s{hint}") from exc

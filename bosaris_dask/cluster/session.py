@@ -1,0 +1,296 @@
+"""The :func:`connect` context manager: choose where the work runs, check the options, start it.
+
+:func:`connect_from_args` calls it with the options of
+:func:`~bosaris_dask.cluster.add_cluster_arguments`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import importlib.util
+import os
+import sys
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from bosaris_dask.cluster.arguments import _memory_limit
+from bosaris_dask.cluster.hpc import _start_jobqueue, _start_mpi
+from bosaris_dask.cluster.scheduler import (
+    _JOBQUEUE_KINDS,
+    CLUSTER_KINDS,
+    SMALL_JOB_TRIALS,
+    _client,
+    _log,
+    _read_scheduler_file,
+    _start_local,
+    _wait_for_workers,
+    current_client_or_none,
+)
+from bosaris_dask.errors import BosarisError, ClusterError
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+
+def _announce_stderr(message: str) -> None:
+    print(f"bosaris-dask: {message}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def connect(
+    scheduler: str | None = None,
+    scheduler_file: str | os.PathLike[str] | None = None,
+    cluster: str | None = None,
+    *,
+    workers: int | None = None,
+    threads_per_worker: int | None = None,
+    memory_limit: str | int | float | None = None,
+    queue: str | None = None,
+    cores: int | None = None,
+    memory: str | None = None,
+    walltime: str | None = None,
+    jobs: int | None = None,
+    interface: str | None = None,
+    dashboard: bool = True,
+    timeout: float = 30.0,
+    worker_timeout: float | None = None,
+    size_hint: int | None = None,
+    announce: Callable[[str], None] | None = _announce_stderr,
+) -> Iterator[Client | None]:
+    """Provide a dask client for the duration of a ``with`` block.
+
+    Parameters
+    ----------
+    scheduler
+        Address of a running scheduler, e.g. ``"tcp://10.0.0.5:8786"``.
+    scheduler_file
+        JSON file written by ``dask scheduler --scheduler-file FILE`` (or dask-mpi).
+    cluster : {"local", "threads", "slurm", "pbs", "mpi"} or None
+        What to start when no scheduler is given (see the module docstring):
+
+        - ``"local"``: a LocalCluster of worker processes on this machine.
+        - ``"threads"``: no cluster, dask's threaded scheduler; yields ``None``.
+        - ``"slurm"``, ``"pbs"``: dask-jobqueue worker jobs (needs ``bosaris-dask[hpc]``).
+        - ``"mpi"``: dask-mpi in an ``mpirun`` job (needs ``bosaris-dask[hpc]``).
+        - ``None``: an existing default client, else threads or local by ``size_hint``.
+    workers
+        local: number of worker processes (default: sized to the machine). slurm/pbs: worker
+        processes per job (dask-jobqueue ``processes``). threads: number of threads. Not
+        allowed with mpi (the number of ranks sets it).
+    threads_per_worker
+        Threads per worker process (local, mpi; default 1 for mpi, sized for local).
+    memory_limit
+        Memory per worker before it spills and is restarted (local, mpi): bytes, ``"4GB"``,
+        a fraction of the machine's memory, or ``"auto"``. For slurm/pbs use ``memory``.
+    queue, cores, memory, walltime
+        slurm/pbs job settings (partition/queue, cores per job, memory per job such as
+        ``"8GB"``, walltime ``"01:00:00"``); override ``jobqueue.<kind>.*`` from dask config.
+    jobs
+        slurm/pbs: how many jobs to submit (default 1).
+    interface
+        Network interface for the scheduler and workers (slurm, pbs, mpi), e.g. ``"ib0"``;
+        ``"lo"`` keeps everything on loopback.
+    dashboard
+        Start the dashboard where we start a scheduler (if bokeh is installed) and announce its
+        link when there is one.
+    timeout
+        Seconds to wait to reach a scheduler; also how long a lost scheduler is retried.
+    worker_timeout
+        Seconds to wait for the first worker (slurm/pbs jobs may queue: default 600; else 60).
+    size_hint
+        Number of trials of the job, used only by ``cluster=None`` to choose threads or local.
+    announce
+        Called with one line for the user (the dashboard link); default prints to stderr.
+        ``None`` only logs it.
+
+    Yields
+    ------
+    distributed.Client or None
+        The client (already the default client, so ``dask.compute`` uses it), or ``None``
+        when the threaded scheduler runs the work.
+
+    Raises
+    ------
+    ClusterError
+        Conflicting or invalid options, an optional dependency missing, a scheduler that cannot
+        be reached within ``timeout`` or is lost during the block, no worker within
+        ``worker_timeout``.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> with connect(cluster="threads", workers=2) as client:
+    ...     int(da.ones(100, chunks=10).sum().compute())
+    100
+    >>> with connect(scheduler="tcp://127.0.0.1:9", timeout=0.5):  # doctest: +ELLIPSIS
+    ...     pass
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.ClusterError: cannot reach the dask scheduler at tcp://127.0.0.1:9 ...
+    """
+    kind = _choose_kind(scheduler, scheduler_file, cluster, size_hint)
+    if memory_limit is not None:
+        try:
+            memory_limit = _memory_limit(memory_limit)
+        except argparse.ArgumentTypeError as exc:
+            raise ClusterError(str(exc)) from None
+    _check_options(
+        kind, workers, threads_per_worker, memory_limit, queue, cores, memory, walltime, jobs
+    )
+    say = _announcer(announce)
+
+    if kind == "threads":
+        import dask
+
+        with dask.config.set(scheduler="threads", num_workers=workers):
+            yield None
+        return
+
+    if kind == "existing":
+        # Someone else's client: use it as it is, close nothing.
+        yield current_client_or_none()
+        return
+
+    stack = contextlib.ExitStack()
+    with stack:
+        if kind == "address":
+            where = f"the dask scheduler at {scheduler}"
+            client = _client(stack, timeout, where, address=scheduler)
+        elif kind == "file":
+            path = os.fspath(scheduler_file)  # type: ignore[arg-type]
+            where = f"the dask scheduler of {path}"
+            address = _read_scheduler_file(path, timeout)
+            client = _client(stack, timeout, f"{where} ({address})", address=address)
+        elif kind == "local":
+            where = "the local dask cluster"
+            client = _start_local(
+                stack, workers, threads_per_worker, memory_limit, dashboard, timeout
+            )
+        elif kind == "mpi":
+            where = "the dask-mpi scheduler"
+            client = _start_mpi(
+                stack, threads_per_worker, memory_limit, interface, dashboard, timeout
+            )
+        else:
+            where = f"the dask-jobqueue ({kind}) scheduler"
+            client = _start_jobqueue(
+                stack, kind, workers, queue, cores, memory, walltime, jobs, interface,
+                dashboard, timeout,
+            )  # fmt: skip
+
+        if kind in ("address", "file", "mpi", "slurm", "pbs"):
+            wait = (
+                worker_timeout
+                if worker_timeout is not None
+                else (600.0 if kind in _JOBQUEUE_KINDS else 60.0)
+            )
+            _wait_for_workers(client, kind, wait, where)
+        link = client.dashboard_link
+        if dashboard and link:
+            # A scheduler we start serves dashboard pages only where bokeh is installed.
+            if kind in ("address", "file") or importlib.util.find_spec("bokeh") is not None:
+                say(f"dask dashboard at {link}")
+            else:
+                _log.info("no dask dashboard: install bokeh to get one")
+        try:
+            yield client
+        except BosarisError:
+            raise
+        except Exception as exc:
+            if client.status != "running":
+                raise ClusterError(
+                    f"lost the connection to {where} ({type(exc).__name__}: {exc}); "
+                    "did the scheduler die, or its job end?"
+                ) from exc
+            raise
+
+
+def connect_from_args(
+    args: argparse.Namespace, **overrides: Any
+) -> contextlib.AbstractContextManager[Client | None]:
+    """Call :func:`connect` with the options :func:`add_cluster_arguments` added to a parser.
+
+    Parameters
+    ----------
+    args
+        Parsed arguments; options not present on it take :func:`connect`'s defaults.
+    **overrides
+        Extra keyword arguments for :func:`connect` (e.g. ``size_hint=n_trials``,
+        ``announce=None``), which win over ``args``.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+        The :func:`connect` context manager.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> from bosaris_dask.cluster import add_cluster_arguments
+    >>> parser = argparse.ArgumentParser()
+    >>> add_cluster_arguments(parser)
+    >>> with connect_from_args(parser.parse_args(["--cluster", "threads"])) as client:
+    ...     client is None
+    True
+    """
+    names = (
+        "scheduler", "scheduler_file", "cluster", "workers", "threads_per_worker",
+        "memory_limit", "queue", "cores", "memory", "walltime", "jobs", "interface",
+        "dashboard", "timeout", "worker_timeout",
+    )  # fmt: skip
+    kwargs = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+    kwargs.update(overrides)
+    return connect(**kwargs)
+
+
+def _choose_kind(scheduler, scheduler_file, cluster, size_hint) -> str:
+    given = [n for n, v in (("scheduler", scheduler), ("scheduler_file", scheduler_file),
+                            ("cluster", cluster)) if v is not None]  # fmt: skip
+    if len(given) > 1:
+        raise ClusterError(f"give only one of scheduler, scheduler_file, cluster (got {given})")
+    if scheduler is not None:
+        return "address"
+    if scheduler_file is not None:
+        return "file"
+    if cluster is None:
+        if current_client_or_none() is not None:
+            return "existing"
+        small = size_hint is not None and size_hint < SMALL_JOB_TRIALS
+        return "threads" if small else "local"
+    if cluster not in CLUSTER_KINDS:
+        raise ClusterError(f"unknown cluster {cluster!r}: choose one of {CLUSTER_KINDS}")
+    return cluster
+
+
+def _check_options(kind, workers, threads_per_worker, memory_limit, queue, cores, memory,
+                   walltime, jobs) -> None:  # fmt: skip
+    for name, value in (("workers", workers), ("threads_per_worker", threads_per_worker),
+                        ("cores", cores), ("jobs", jobs)):  # fmt: skip
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise ClusterError(f"{name} must be a positive integer, got {value!r}")
+    jobqueue_only = {"queue": queue, "cores": cores, "memory": memory, "walltime": walltime,
+                     "jobs": jobs}  # fmt: skip
+    bad = [n for n, v in jobqueue_only.items() if v is not None]
+    if bad and kind not in _JOBQUEUE_KINDS:
+        raise ClusterError(f"{', '.join(bad)} only apply to cluster='slurm' or 'pbs'")
+    if kind in _JOBQUEUE_KINDS and memory_limit is not None:
+        raise ClusterError("with slurm/pbs give the memory per job (memory=...), not memory_limit")
+    if kind == "mpi" and workers is not None:
+        raise ClusterError("with mpi the number of workers is set by 'mpirun -n N' (N - 2)")
+    if kind in ("address", "file", "existing") and any(
+        v is not None for v in (workers, threads_per_worker, memory_limit)
+    ):
+        raise ClusterError(
+            "workers, threads_per_worker and memory_limit only apply to a cluster we start"
+        )
+
+
+def _announcer(announce):
+    def say(message: str) -> None:
+        _log.info(message)
+        if announce is not None:
+            announce(message)
+
+    return say

@@ -1,0 +1,147 @@
+"""What every fitted score model shares: its JSON file, and applying it chunk by chunk.
+
+:class:`JsonModel` gives ``save_json``/``load_json`` (atomic writes, errors that name the file);
+:func:`apply_block` is the per-chunk kernel of every linear ``transform``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from bosaris_dask.errors import (
+    ParseError,
+    ScoreError,
+    StoreError,
+    StoreNotFoundError,
+    TrialError,
+)
+from bosaris_dask.trials import trial_classes
+
+#: The ``"format"`` field of every model dict.
+MODEL_FORMAT = "bosaris_dask.model/1"
+
+
+def apply_block(
+    *blocks: np.ndarray,
+    n_systems: int,
+    weights: np.ndarray,
+    offset: float,
+    W: np.ndarray | None = None,
+) -> np.ndarray:
+    """The fused LLRs of one chunk (0.0 where a trial has no score in some system).
+
+    ``blocks`` are ``K`` score blocks, ``K`` mask blocks and, with ``W``, the chunk's
+    model-side and segment-side quality vectors.
+
+    Raises
+    ------
+    ScoreError
+        If a scored trial's fused value is not finite (a non-finite input score).
+
+    Examples
+    --------
+    >>> apply_block(np.array([[1.0, np.nan]]), np.array([[True, False]]), n_systems=1,
+    ...             weights=np.array([2.0]), offset=-1.0).tolist()
+    [[1.0, 0.0]]
+    """
+    k = n_systems
+    scores, masks = blocks[:k], blocks[k : 2 * k]
+    mask = masks[0].copy()
+    for m in masks[1:]:
+        mask &= m
+    with np.errstate(invalid="ignore", over="ignore"):
+        llr = np.full(mask.shape, float(offset))
+        for w, s in zip(weights, scores, strict=True):
+            llr += float(w) * s.astype(np.float64, copy=False)
+        if W is not None:
+            qm, qs = blocks[2 * k], blocks[2 * k + 1]
+            llr += qm @ W @ qs.T
+    bad = int(np.count_nonzero(mask & ~np.isfinite(llr)))
+    if bad:
+        raise ScoreError(f"{bad} scored trials have a non-finite score")
+    return np.where(mask, llr, 0.0)
+
+
+def _output_mask(aligned: Sequence[xr.Dataset], ndx: xr.Dataset | None) -> da.Array:
+    mask = aligned[0].score_mask.data
+    for s in aligned[1:]:
+        mask = mask & s.score_mask.data
+    if ndx is not None:
+        mask = mask & (trial_classes(ndx, chunks=mask.chunks) != 0)
+    return mask
+
+
+def _as_list(scores: xr.Dataset | Sequence[xr.Dataset]) -> list[xr.Dataset]:
+    return [scores] if isinstance(scores, xr.Dataset) else list(scores)
+
+
+class JsonModel:
+    """``save_json`` / ``load_json`` for model classes with ``to_dict`` / ``from_dict``."""
+
+    def save_json(self, path: str | os.PathLike[str]) -> None:
+        """Write :meth:`to_dict` as JSON (atomically: a temporary file renamed into place)."""
+        _save_json(self.to_dict(), path)  # type: ignore[attr-defined]
+
+    @classmethod
+    def load_json(cls, path: str | os.PathLike[str]) -> Any:
+        """Read a model written by :meth:`save_json`."""
+        return _from_json(cls.from_dict, path)  # type: ignore[attr-defined]
+
+
+def _save_json(d: dict[str, Any], path: str | os.PathLike[str]) -> None:
+    """Write a model atomically: the file is the previous one or the complete new one.
+
+    The JSON text is built before anything is written (a value JSON cannot hold fails with
+    nothing on disk) and goes through :func:`~bosaris_dask.io.atomic.atomic_path`: a hidden
+    temporary sibling, removed if the write fails, which
+    :func:`~bosaris_dask.io.atomic.remove_stale` deletes if the process was killed.
+    """
+    from bosaris_dask.io.atomic import atomic_path
+
+    text = json.dumps(d, indent=2) + "\n"
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def _from_json(build: Callable[[dict[str, Any]], Any], path: str | os.PathLike[str]) -> Any:
+    """``build(d)`` of the JSON object in a model file; what is wrong with it names the file.
+
+    Raises
+    ------
+    StoreNotFoundError
+        No such file.
+    ParseError
+        Not JSON, not an object, a missing field or a field ``build`` rejects.
+    """
+    d = _load_json(path)
+    try:
+        return build(d)
+    except KeyError as exc:
+        raise ParseError(f"the model has no {exc.args[0]!r} field", path=path) from None
+    except (TrialError, TypeError, ValueError) as exc:
+        raise ParseError(str(exc), path=path) from None
+
+
+def _load_json(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A model file's JSON object; a missing file, bad JSON or a non-object is an error."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            d = json.load(fh)
+    except FileNotFoundError:
+        raise StoreNotFoundError(f"{os.fspath(path)}: no such model file") from None
+    except OSError as exc:
+        raise StoreError(f"{os.fspath(path)}: cannot read ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise ParseError(f"not UTF-8 text ({exc.reason})", path=path) from None
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"not a JSON model file: {exc.msg}", path=path, line=exc.lineno) from None
+    if not isinstance(d, dict):
+        raise ParseError(f"a model file holds a JSON object, not {type(d).__name__}", path=path)
+    return d

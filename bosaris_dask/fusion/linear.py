@@ -1,0 +1,290 @@
+"""Linear fusion of K systems (and, with K = 1, linear calibration): :class:`LinearFuser`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, Self
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from bosaris_dask.errors import (
+    ScoreError,
+    TrialError,
+)
+from bosaris_dask.fusion.base import MODEL_FORMAT, JsonModel, _as_list, _output_mask, apply_block
+from bosaris_dask.objectives import (
+    FusionData,
+    FusionObjective,
+    align_inputs,
+    check_prior,
+    fusion_data,
+    fusion_data_from_arrays,
+    quality_sides,
+)
+from bosaris_dask.optimize import OptimizeResult, minimize
+from bosaris_dask.trials import make_scores
+
+
+class LinearFuser(JsonModel):
+    """Linear logistic-regression fusion ``l = a + sum_k b_k s_k`` of ``K`` systems.
+
+    Parameters
+    ----------
+    prior
+        Target prior ``p`` of the prior-weighted cross-entropy (the output is an LLR at any
+        prior; ``p`` only sets what the training emphasizes).
+    l2
+        L2 penalty ``l2/2 * ||b||^2`` (the offset is not penalized); 0: none (BOSARIS default).
+    method : {"auto", "exact", "cg"}
+        Trust-region solver (:func:`bosaris_dask.optimize.minimize`): full Hessian in one pass
+        and an exact subproblem, or Steihaug CG on Hessian-vector products.
+    gtol
+        Stop when the gradient norm falls below ``gtol`` times its starting value.
+    max_iter
+        At most this many trust-region iterations.
+    split_every
+        ``split_every`` of the dask sum merging per-chunk results.
+    persist
+        Persist the aligned inputs before the passes (see
+        :func:`bosaris_dask.objectives.fusion_data`): one read of the stores instead of one
+        per pass, for the price of holding them in memory.
+
+    Attributes
+    ----------
+    weights_, offset_
+        The fitted ``b`` (``K``) and ``a``.
+    objective_
+        The minimized objective: normalized cross-entropy (``Cllr`` at ``p = 0.5``) plus the
+        L2 penalty, if any.
+    iterations_, passes_, converged_
+        Solver report (each pass is one dask compute over the data).
+    counts_
+        ``n_target``, ``n_nontarget`` and ``n_missing`` (key trials without a score in every
+        system, dropped from training).
+    result_
+        The :class:`bosaris_dask.optimize.OptimizeResult` (not serialized).
+    """
+
+    kind = "linear_fusion"
+
+    def __init__(
+        self,
+        prior: float = 0.5,
+        *,
+        l2: float = 0.0,
+        method: Literal["auto", "exact", "cg"] = "auto",
+        gtol: float = 1e-8,
+        max_iter: int = 100,
+        split_every: int | dict | None = None,
+        persist: bool = False,
+    ) -> None:
+        self.prior = check_prior(prior)
+        self.l2 = float(l2)
+        self.method = method
+        self.gtol = float(gtol)
+        self.max_iter = int(max_iter)
+        self.split_every = split_every
+        self.persist = persist
+        self.weights_: np.ndarray | None = None
+        self.offset_: float | None = None
+        self.objective_: float | None = None
+        self.iterations_ = 0
+        self.passes_ = 0
+        self.converged_ = False
+        self.counts_: dict[str, int] = {}
+        self.result_: OptimizeResult | None = None
+
+    # -- fitting -----------------------------------------------------------------------------
+
+    def _objective(self, data: FusionData, quality: bool) -> FusionObjective:
+        return FusionObjective(
+            data, self.prior, l2=self.l2, quality=quality, split_every=self.split_every
+        )
+
+    def _solve(self, obj: FusionObjective, x0: np.ndarray) -> OptimizeResult:
+        res = minimize(obj, x0, method=self.method, gtol=self.gtol, max_iter=self.max_iter)
+        self.result_ = res
+        self.iterations_ += res.iterations
+        self.passes_ += res.passes
+        self.converged_ = res.converged
+        self.objective_ = res.fun
+        self.counts_ = {k: v for k, v in (obj.counts or {}).items() if k != "n_nonfinite"}
+        return res
+
+    def _fit_data(self, data: FusionData, x0: np.ndarray | None, persisted: bool = False) -> Self:
+        k = data.n_systems
+        start = np.r_[np.full(k, 1.0 / k), 0.0] if x0 is None else np.asarray(x0, float)
+        if start.shape != (k + 1,):
+            raise ValueError(f"x0 must hold {k} weights and an offset, got shape {start.shape}")
+        self.iterations_, self.passes_ = 0, int(persisted)
+        res = self._solve(self._objective(data, quality=False), start)
+        self.weights_, self.offset_ = res.x[:k].copy(), float(res.x[k])
+        return self
+
+    def fit(
+        self,
+        key: xr.Dataset,
+        scores: xr.Dataset | Sequence[xr.Dataset],
+        *,
+        x0: np.ndarray | None = None,
+    ) -> Self:
+        """Train on a supervised set: a Key and ``K`` Scores (aligned to the key's ids).
+
+        Trials of the key without a score in some system are dropped (counted in
+        ``counts_["n_missing"]``); a non-finite score is a :class:`ScoreError`. The default
+        starting point is ``b_k = 1/K``, ``a = 0`` (as BOSARIS).
+        """
+        data = fusion_data(key, _as_list(scores), persist=self.persist)
+        return self._fit_data(data, x0, persisted=self.persist)  # persisting is a pass too
+
+    def fit_arrays(
+        self,
+        tar: np.ndarray,
+        non: np.ndarray,
+        *,
+        x0: np.ndarray | None = None,
+        chunk: int = 1 << 20,
+    ) -> Self:
+        """Train on arrays of target ``(T, K)`` and non-target ``(N, K)`` scores.
+
+        ``chunk``: trials per dask chunk (the passes run over chunks as for trial objects).
+        """
+        return self._fit_data(fusion_data_from_arrays(tar, non, chunk=chunk), x0)
+
+    # -- applying ----------------------------------------------------------------------------
+
+    def _check_fitted(self) -> tuple[np.ndarray, float]:
+        """The fitted weights and offset; a :class:`TrialError` if the model is not fitted."""
+        if self.weights_ is None or self.offset_ is None:
+            raise TrialError(f"this {type(self).__name__} is not fitted")
+        return self.weights_, self.offset_
+
+    def _transform(
+        self,
+        scores: Sequence[xr.Dataset],
+        ndx: xr.Dataset | None,
+        quality: xr.Dataset | None,
+        W: np.ndarray | None,
+    ) -> xr.Dataset:
+        weights, offset = self._check_fitted()
+        if len(scores) != len(weights):
+            raise TrialError(f"expected {len(weights)} Scores, got {len(scores)}")
+        like = scores[0] if ndx is None else ndx
+        aligned = align_inputs(scores, like)
+        chunks = aligned[0].score.data.chunks
+        args: list[Any] = []
+        for a in (*(s.score.data for s in aligned), *(s.score_mask.data for s in aligned)):
+            args += [a, "ij"]
+        if W is not None:
+            if quality is None:
+                raise TrialError("the quality term needs a Quality object")
+            qm, qs = quality_sides(quality, like.model.values, like.segment.values)
+            args += [da.from_array(qm, chunks=(chunks[0], qm.shape[1])), "ia"]
+            args += [da.from_array(qs, chunks=(chunks[1], qs.shape[1])), "jb"]
+        llr = da.blockwise(
+            apply_block,
+            "ij",
+            *args,
+            n_systems=len(aligned),
+            weights=np.asarray(weights),
+            offset=offset,
+            W=W,
+            concatenate=True,
+            dtype=np.float64,
+            meta=np.empty((0, 0)),
+        )
+        return make_scores(like.model.values, like.segment.values, llr, _output_mask(aligned, ndx))
+
+    def transform(
+        self, scores: xr.Dataset | Sequence[xr.Dataset], *, ndx: xr.Dataset | None = None
+    ) -> xr.Dataset:
+        """The fused LLRs as a lazy Scores object (computed chunk by chunk when used).
+
+        Parameters
+        ----------
+        scores
+            The ``K`` systems' Scores, in training order.
+        ndx
+            Optional Ndx (or Key) of the trials wanted: the output takes its ids and its mask
+            is ANDed with it. Default: the first input's ids.
+        """
+        return self._transform(_as_list(scores), ndx, None, None)
+
+    def transform_arrays(self, scores: np.ndarray) -> np.ndarray:
+        """Fused LLRs of an ``(n, K)`` array of scores (or ``(n,)`` when ``K = 1``).
+
+        Raises
+        ------
+        ScoreError
+            If a score is not finite.
+        """
+        weights, offset = self._check_fitted()
+        s = np.asarray(scores, dtype=np.float64)
+        s = s[:, None] if s.ndim == 1 else s
+        if s.ndim != 2 or s.shape[1] != len(weights):
+            raise TrialError(f"expected scores of shape (n, {len(weights)}), got {s.shape}")
+        if not np.isfinite(s).all():
+            raise ScoreError(f"{int((~np.isfinite(s)).sum())} scores are not finite")
+        return offset + s @ weights
+
+    def fit_transform(
+        self, key: xr.Dataset, scores: xr.Dataset | Sequence[xr.Dataset], **fit_kwargs: Any
+    ) -> xr.Dataset:
+        """Train and apply on the same set (the paper's "cheating" variant), restricted to the
+        key's trials."""
+        return self.fit(key, scores, **fit_kwargs).transform(scores, ndx=key)
+
+    # -- serialization -----------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fitted model as a JSON-friendly dict (the CLI's ``MODEL.json``)."""
+        weights, offset = self._check_fitted()
+        return {
+            "format": MODEL_FORMAT,
+            "kind": self.kind,
+            "prior": self.prior,
+            "weights": [float(w) for w in weights],
+            "offset": float(offset),
+            "objective": None if self.objective_ is None else float(self.objective_),
+            "iterations": int(self.iterations_),
+            "passes": int(self.passes_),
+            "converged": bool(self.converged_),
+            "l2": self.l2,
+            "method": self.method,
+            "gtol": self.gtol,
+            **{k: int(v) for k, v in self.counts_.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Self:
+        """Rebuild a fitted model from :meth:`to_dict` output."""
+        if d.get("kind") != cls.kind:
+            raise TrialError(f"a {cls.kind} model was expected, got kind {d.get('kind')!r}")
+        obj = cls(
+            prior=d["prior"],
+            l2=d.get("l2", 0.0),
+            method=d.get("method", "auto"),
+            gtol=d.get("gtol", 1e-8),
+        )
+        obj.weights_ = np.asarray(d["weights"], dtype=np.float64)
+        obj.offset_ = float(d["offset"])
+        obj.objective_ = d.get("objective")
+        obj.iterations_ = int(d.get("iterations", 0))
+        obj.passes_ = int(d.get("passes", 0))
+        obj.converged_ = bool(d.get("converged", False))
+        obj.counts_ = {k: int(d[k]) for k in ("n_target", "n_nontarget", "n_missing") if k in d}
+        return obj
+
+
+def linear_fuse(tar: np.ndarray, non: np.ndarray, prior: float = 0.5, **kwargs: Any) -> LinearFuser:
+    """Fit a :class:`LinearFuser` on arrays: ``tar`` ``(T, K)``, ``non`` ``(N, K)``.
+
+    Examples
+    --------
+    >>> f = linear_fuse(np.array([[2.0, 1.0], [1.0, 0.5]]), np.array([[0.0, 0.3], [1.5, -1]]))
+    >>> f.transform_arrays(np.zeros((1, 2))).shape
+    (1,)
+    """
+    return LinearFuser(prior, **kwargs).fit_arrays(tar, non)

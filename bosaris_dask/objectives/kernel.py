@@ -1,0 +1,220 @@
+"""The parameter layout of a fusion and the one-pass chunk kernel of its objective.
+
+``theta`` is ``[b_1 .. b_K, a, w_1 .. w_M]`` (see :mod:`bosaris_dask.objectives`); the functions
+here map it to and from the quality matrix ``W``, check the prior, and compute, for one chunk of
+trials, the packed vector of per-class sums (value, gradient, Hessian, counts) that a pass adds up.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+from scipy.special import expit
+
+from bosaris_dask.errors import OptionError
+
+#: Trials per slab inside a chunk kernel: bounds the per-trial feature matrix of a task.
+SLAB = 1 << 16
+
+Mode = Literal["f", "fg", "fgd", "fgH", "hv"]
+
+_COUNTS = ("n_target", "n_nontarget", "n_missing", "n_nonfinite")
+
+
+def quality_pairs(n_q: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column of each free entry of ``W`` (``n_q x n_q``): upper triangle minus the last.
+
+    Examples
+    --------
+    >>> [a.tolist() for a in quality_pairs(2)]
+    [[0, 0], [0, 1]]
+    """
+    i, j = np.triu_indices(n_q)
+    return i[:-1], j[:-1]
+
+
+def n_quality_params(n_measures: int) -> int:
+    """How many free entries ``W`` has for ``n_measures`` quality measures (0 -> 0).
+
+    Examples
+    --------
+    >>> [n_quality_params(m) for m in range(4)]
+    [0, 2, 5, 9]
+    """
+    n_q = n_measures + 1
+    return 0 if n_measures == 0 else n_q * (n_q + 1) // 2 - 1
+
+
+def quality_matrix(w: np.ndarray, n_measures: int) -> np.ndarray:
+    """The symmetric ``(n_measures+1)^2`` matrix ``W`` from its free entries.
+
+    Examples
+    --------
+    >>> quality_matrix(np.array([1.0, 2.0]), 1).tolist()
+    [[1.0, 2.0], [2.0, 0.0]]
+    """
+    n_q = n_measures + 1
+    W = np.zeros((n_q, n_q))
+    i, j = quality_pairs(n_q)
+    W[i, j] = w
+    W[j, i] = w
+    return W
+
+
+def quality_params(W: np.ndarray) -> np.ndarray:
+    """The free entries of a symmetric ``W`` (the inverse of :func:`quality_matrix`)."""
+    W = np.asarray(W, dtype=np.float64)
+    i, j = quality_pairs(W.shape[0])
+    return W[i, j].copy()
+
+
+def check_prior(prior: Any) -> float:
+    """The training prior as a float; anything not strictly between 0 and 1 is an error.
+
+    Raises
+    ------
+    OptionError
+        Naming the value.
+    """
+    try:
+        value = float(prior)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not 0.0 < value < 1.0:
+        raise OptionError(f"the prior must lie strictly between 0 and 1, got {prior!r}")
+    return value
+
+
+def prior_entropy(prior: float) -> float:
+    """``H(p) = -p log p - (1-p) log(1-p)`` in nats (``log 2`` at ``p = 0.5``)."""
+    return float(-prior * math.log(prior) - (1.0 - prior) * math.log1p(-prior))
+
+
+def _class_length(n: int, mode: Mode) -> int:
+    return {"f": 1, "fg": 1 + n, "fgd": 1 + 2 * n, "fgH": 1 + n + n * (n + 1) // 2, "hv": n}[mode]
+
+
+def packed_length(n: int, mode: Mode) -> int:
+    """Length of the packed vector: two classes (target, non-target) and four counts."""
+    return 2 * _class_length(n, mode) + len(_COUNTS)
+
+
+def _features(
+    scores: Sequence[np.ndarray],
+    flat: np.ndarray,
+    n_cols: int,
+    qm: np.ndarray | None,
+    qs: np.ndarray | None,
+    n_params: int,
+) -> np.ndarray:
+    """Features ``[s_1 .. s_K, 1, phi_W]`` of the selected trials of one slab, one per row.
+
+    ``flat`` are the trials' flat indices in the slab (``row * n_cols + col``); the result is
+    ``(n_params, m)`` (feature-major, so that every product below is a contiguous BLAS call).
+    """
+    k = len(scores)
+    X = np.empty((n_params, len(flat)))
+    for i, s in enumerate(scores):
+        if s.dtype == np.float64:
+            np.take(s.reshape(-1), flat, out=X[i])
+        else:
+            X[i] = np.take(s.reshape(-1), flat)
+    X[k] = 1.0
+    if n_params > k + 1:
+        if qm is None or qs is None:
+            raise ValueError("the quality parameters need both quality sides")
+        QM = qm.T[:, flat // n_cols]  # (Q, m)
+        QS = qs.T[:, flat % n_cols]
+        for p, (a, b) in enumerate(zip(*quality_pairs(QM.shape[0]), strict=True)):
+            X[k + 1 + p] = QM[a] * QS[b] if a == b else QM[a] * QS[b] + QM[b] * QS[a]
+    return X
+
+
+def _class_sums(X: np.ndarray, y: float, theta: np.ndarray, plo: float, mode: Mode, v) -> list:
+    """Sums over one class of the loss ``softplus(-y (x'theta + plo))`` and its derivatives.
+
+    ``X`` is feature-major ``(n, m)``.
+    """
+    yz = theta @ X
+    yz += plo
+    yz *= y
+    if mode == "hv":
+        h = expit(-yz)
+        h *= expit(yz)
+        h *= v @ X
+        return [X @ h]
+    parts = [np.array([np.logaddexp(0.0, -yz).sum()])]
+    if mode == "f":
+        return parts
+    err = expit(-yz)  # probability of the wrong class
+    parts.append(X @ err * -y)
+    h = expit(yz)
+    h *= err
+    if mode == "fgd":
+        parts.append((X * X) @ h)
+    elif mode == "fgH":
+        H = (X * h) @ X.T
+        parts.append(H[np.triu_indices(len(theta))])
+    return parts
+
+
+def block_sums(
+    *blocks: np.ndarray,
+    n_systems: int,
+    quality: bool,
+    mode: Mode,
+    theta: np.ndarray,
+    plo: float,
+    v: np.ndarray | None = None,
+) -> np.ndarray:
+    """The fused kernel of one chunk: packed sums of the objective's pieces.
+
+    ``blocks`` are the chunk's ``K`` score blocks, ``K`` mask blocks, the class block and,
+    with ``quality``, the model-side and segment-side quality rows of the chunk. Returns a
+    ``(1, 1, L)`` float64 array: for targets then non-targets, what ``mode`` asks for (value,
+    gradient, Hessian diagonal or upper triangle, or Hessian times ``v``), then the counts of
+    targets, non-targets, trials without a score (dropped) and non-finite scores (an error).
+
+    Examples
+    --------
+    >>> out = block_sums(np.array([[1.0, -1.0, 9.0]]), np.array([[True, True, False]]),
+    ...                  np.array([[1, -1, 1]], dtype=np.int8), n_systems=1, quality=False,
+    ...                  mode="f", theta=np.array([1.0, 0.0]), plo=0.0)
+    >>> np.allclose(out[0, 0], [np.logaddexp(0, -1), np.logaddexp(0, -1), 1, 1, 1, 0])
+    True
+    """
+    k = n_systems
+    scores, masks, cls = blocks[:k], blocks[k : 2 * k], blocks[2 * k]
+    qm, qs = (blocks[2 * k + 1], blocks[2 * k + 2]) if quality else (None, None)
+    n = len(theta)
+    length = _class_length(n, mode)
+    out = np.zeros(packed_length(n, mode))
+    counts = out[2 * length :]
+    n_rows, n_cols = cls.shape
+    step = max(1, SLAB // max(n_cols, 1))
+    for r0 in range(0, n_rows, step):
+        sl = slice(r0, r0 + step)
+        c = cls[sl]
+        trial = c != 0
+        scored = trial.copy()
+        for m in masks:
+            scored &= m[sl]
+        counts[2] += np.count_nonzero(trial) - np.count_nonzero(scored)
+        finite = scored.copy()
+        for s in scores:
+            finite &= np.isfinite(s[sl])
+        counts[3] += np.count_nonzero(scored) - np.count_nonzero(finite)
+        slab = [s[sl] for s in scores]
+        q_rows = None if qm is None else qm[sl]
+        for which, y in ((0, 1.0), (1, -1.0)):
+            flat = np.flatnonzero(finite & (c == (1 if y > 0 else -1)))
+            counts[which] += len(flat)
+            if not len(flat):
+                continue
+            X = _features(slab, flat, n_cols, q_rows, qs, n)
+            sums = np.concatenate(_class_sums(X, y, theta, plo, mode, v))
+            out[which * length : (which + 1) * length] += sums
+    return out[None, None, :]

@@ -1,0 +1,187 @@
+"""The objective of calibration and fusion as an :class:`~bosaris_dask.optimize.Objective`.
+
+:class:`FusionObjective` builds one dask graph of :func:`~bosaris_dask.objectives.block_sums` per
+evaluation, computes it (one pass), and unpacks value, gradient and Hessian.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import Any, Literal
+
+import dask
+import dask.array as da
+import numpy as np
+
+from bosaris_dask.errors import OptionError, ScoreError, TrialError
+from bosaris_dask.objectives.data import FusionData
+from bosaris_dask.objectives.kernel import (
+    _COUNTS,
+    Mode,
+    _class_length,
+    block_sums,
+    check_prior,
+    n_quality_params,
+    packed_length,
+    prior_entropy,
+)
+from bosaris_dask.optimize import Evaluation
+
+
+class FusionObjective:
+    """The normalized prior-weighted cross-entropy of a fusion, evaluated by passes over data.
+
+    Implements :class:`bosaris_dask.optimize.Objective`: each :meth:`evaluate` or
+    :meth:`hessp` is exactly one ``dask.compute`` over the data, counted in :attr:`passes`.
+
+    Parameters
+    ----------
+    data
+        The aligned inputs (:func:`fusion_data`, :func:`fusion_data_from_arrays`).
+    prior
+        The target prior ``p`` in ``(0, 1)`` at which the cross-entropy is weighted.
+    l2
+        L2 penalty ``l2/2 * ||theta||^2`` on everything but the offset (0: none).
+    quality
+        Fit the quality matrix too (default: whenever ``data`` has quality).
+    split_every
+        Passed to the dask sum that merges the per-chunk vectors (``None``: dask's default).
+
+    Attributes
+    ----------
+    n_params
+        ``K + 1`` (+ the free entries of ``W`` with quality).
+    passes
+        Passes so far.
+    counts
+        After the first pass: ``n_target``, ``n_nontarget``, ``n_missing`` (trials of the key
+        without a score in every system: dropped) and ``n_nonfinite``.
+    """
+
+    def __init__(
+        self,
+        data: FusionData,
+        prior: float,
+        *,
+        l2: float = 0.0,
+        quality: bool | None = None,
+        split_every: int | dict | None = None,
+    ) -> None:
+        prior = check_prior(prior)
+        if l2 < 0:
+            raise OptionError(f"l2 must be non-negative, got {l2!r}")
+        self.data = data
+        self.prior = prior
+        self.plo = math.log(prior) - math.log1p(-prior)
+        self.l2 = float(l2)
+        self.quality = data.model_quality is not None if quality is None else bool(quality)
+        if self.quality and data.model_quality is None:
+            raise TrialError("quality fusion needs quality measures")
+        self.split_every = split_every
+        self.n_params = data.n_systems + 1 + (n_quality_params(data.n_measures) * self.quality)
+        self.passes = 0
+        self.counts: dict[str, int] | None = None
+        self._entropy = prior_entropy(prior)
+        self._regularized = np.ones(self.n_params)
+        self._regularized[data.n_systems] = 0.0
+
+    # -- one pass ------------------------------------------------------------------------------
+
+    def _graph(self, mode: Mode, theta: np.ndarray, v: np.ndarray | None) -> da.Array:
+        d = self.data
+        args: list[Any] = []
+        for a in (*d.scores, *d.masks, d.classes):
+            args += [a, "ij"]
+        if self.quality:
+            args += [d.model_quality, "ia", d.segment_quality, "jb"]
+        kernel = partial(
+            block_sums,
+            n_systems=d.n_systems,
+            quality=self.quality,
+            mode=mode,
+            theta=np.asarray(theta, dtype=np.float64),
+            plo=self.plo,
+            v=None if v is None else np.asarray(v, dtype=np.float64),
+        )
+        blocks = da.blockwise(
+            kernel,
+            "ijl",
+            *args,
+            new_axes={"l": packed_length(self.n_params, mode)},
+            adjust_chunks={"i": 1, "j": 1},
+            concatenate=True,
+            dtype=np.float64,
+            meta=np.empty((0, 0, 0)),
+        )
+        return blocks.sum(axis=(0, 1), split_every=self.split_every)
+
+    def _pass(self, mode: Mode, theta: np.ndarray, v: np.ndarray | None = None) -> np.ndarray:
+        theta = np.asarray(theta, dtype=np.float64)
+        if theta.shape != (self.n_params,):
+            raise ValueError(f"expected {self.n_params} parameters, got shape {theta.shape}")
+        (packed,) = dask.compute(self._graph(mode, theta, v))
+        self.passes += 1
+        length = _class_length(self.n_params, mode)
+        counts = {k: int(round(c)) for k, c in zip(_COUNTS, packed[2 * length :], strict=True)}
+        if counts["n_nonfinite"]:
+            raise ScoreError(f"{counts['n_nonfinite']} trials have a non-finite score")
+        if counts["n_target"] == 0 or counts["n_nontarget"] == 0:
+            raise ScoreError(
+                f"fitting needs target and non-target trials with scores; found "
+                f"{counts['n_target']} targets and {counts['n_nontarget']} non-targets"
+            )
+        self.counts = counts
+        return packed
+
+    def _weights(self) -> tuple[float, float]:
+        c = self.counts
+        if c is None:
+            raise RuntimeError("the class weights are known only after the first pass")
+        return (
+            self.prior / c["n_target"] / self._entropy,
+            (1.0 - self.prior) / c["n_nontarget"] / self._entropy,
+        )
+
+    # -- the Objective protocol ----------------------------------------------------------------
+
+    def evaluate(self, x: np.ndarray, order: Literal["f", "fg", "fgd", "fgH"]) -> Evaluation:
+        """Value (and gradient, Hessian diagonal or full Hessian) at ``x``: one pass."""
+        packed = self._pass(order, x)
+        n, length = self.n_params, _class_length(self.n_params, order)
+        wt, wn = self._weights()
+        comb = wt * packed[:length] + wn * packed[length : 2 * length]
+        reg = self._regularized * np.asarray(x, dtype=np.float64)
+        f = float(comb[0] + 0.5 * self.l2 * (reg @ reg))
+        if order == "f":
+            return Evaluation(f)
+        g = comb[1 : 1 + n] + self.l2 * reg
+        if order == "fgd":
+            return Evaluation(f, g, diag=comb[1 + n :] + self.l2 * self._regularized)
+        if order == "fg":
+            return Evaluation(f, g)
+        H = np.zeros((n, n))
+        H[np.triu_indices(n)] = comb[1 + n :]
+        H = H + np.triu(H, 1).T + self.l2 * np.diag(self._regularized)
+        return Evaluation(f, g, H, np.diag(H).copy())
+
+    def hessp(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """The Hessian at ``x`` times ``v``: one pass."""
+        packed = self._pass("hv", x, v)
+        n = self.n_params
+        wt, wn = self._weights()
+        return wt * packed[:n] + wn * packed[n : 2 * n] + self.l2 * self._regularized * v
+
+    # -- conveniences (scipy drivers, reporting) -----------------------------------------------
+
+    def value_and_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        """``(f, g)`` in one pass, in the form ``scipy.optimize.minimize(jac=True)`` wants."""
+        ev = self.evaluate(x, "fg")
+        if ev.g is None:
+            raise RuntimeError("an evaluation of order 'fg' has a gradient")
+        return ev.f, ev.g
+
+    def data_term(self, f: float, x: np.ndarray) -> float:
+        """The normalized cross-entropy alone: ``f`` minus the L2 penalty at ``x``."""
+        reg = self._regularized * np.asarray(x, dtype=np.float64)
+        return float(f - 0.5 * self.l2 * (reg @ reg))

@@ -1,0 +1,174 @@
+"""The outer trust-region Newton iteration, :func:`minimize`: one pass per iteration."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+
+from bosaris_dask.optimize.problem import Evaluation, Objective, OptimizeResult
+from bosaris_dask.optimize.subproblem import _EPS, solve_trust_region, steihaug_cg
+
+#: Up to this many parameters, ``method="auto"`` computes full Hessians and solves exactly.
+EXACT_MAX_PARAMS = 50
+
+
+def _gradient(ev: Evaluation) -> np.ndarray:
+    """The gradient of an evaluation of an order that includes it."""
+    if ev.g is None:
+        raise ValueError("the objective returned no gradient where one was asked for")
+    return ev.g
+
+
+def _hessian(ev: Evaluation) -> np.ndarray:
+    """The full Hessian of an evaluation of order ``"fgH"``."""
+    if ev.H is None:
+        raise ValueError("the objective returned no Hessian where one was asked for")
+    return ev.H
+
+
+def _scaling(diag: np.ndarray | None, n: int) -> np.ndarray:
+    """Jacobi scaling ``s = sqrt(diag(H))`` (variables ``y = s * x``), guarded against zeros."""
+    if diag is None:
+        return np.ones(n)
+    d = np.abs(np.asarray(diag, dtype=np.float64))
+    top = float(d.max(initial=0.0))
+    if not top > 0.0 or not math.isfinite(top):
+        return np.ones(n)
+    return np.sqrt(np.maximum(d, 1e-12 * top))
+
+
+def minimize(
+    objective: Objective,
+    x0: np.ndarray,
+    *,
+    method: Literal["auto", "exact", "cg"] = "auto",
+    gtol: float = 1e-8,
+    max_iter: int = 100,
+    initial_radius: float | None = None,
+    max_cg: int | None = None,
+    scale: bool = True,
+) -> OptimizeResult:
+    """Minimize a smooth convex objective by trust-region Newton, counting passes.
+
+    Parameters
+    ----------
+    objective
+        An :class:`Objective`: every ``evaluate``/``hessp`` call is one pass over the data.
+    x0
+        Starting point.
+    method : {"auto", "exact", "cg"}
+        - ``"exact"``: one pass gives value, gradient and full Hessian; the subproblem is solved
+          exactly (:func:`solve_trust_region`). One pass per iteration.
+        - ``"cg"``: Steihaug CG on Hessian-vector products (:func:`steihaug_cg`); one pass per
+          product plus one per trial point.
+        - ``"auto"``: ``"exact"`` up to :data:`EXACT_MAX_PARAMS` parameters, else ``"cg"``.
+    gtol
+        Converged when ``||g|| <= gtol * ||g0||`` (2-norms of the gradient now and at ``x0``).
+    max_iter
+        At most this many trust-region iterations.
+    initial_radius
+        Trust-region radius of the first step, in the scaled variables; ``None`` allows a full
+        Newton step first.
+    max_cg
+        At most this many Hessian-vector products per CG solve (default ``max(2n, 10)``).
+    scale
+        Work in variables scaled by the square root of the Hessian diagonal at ``x0``.
+
+    Returns
+    -------
+    OptimizeResult
+
+    Examples
+    --------
+    >>> from bosaris_dask.optimize import QuadraticObjective
+    >>> A = np.diag([1.0, 100.0])
+    >>> res = minimize(QuadraticObjective(A, np.ones(2)), np.zeros(2), method="cg")
+    >>> np.round(res.x, 10).tolist(), res.converged
+    ([1.0, 0.01], True)
+    """
+    x = np.asarray(x0, dtype=np.float64).copy()
+    n = len(x)
+    if method == "auto":
+        method = "exact" if n <= EXACT_MAX_PARAMS else "cg"
+    if method not in ("exact", "cg"):
+        raise ValueError(f"method must be 'auto', 'exact' or 'cg', not {method!r}")
+    exact = method == "exact"
+    start_passes = objective.passes
+    ev = objective.evaluate(x, "fgH" if exact else "fgd")
+    s = _scaling(ev.diag, n) if scale else np.ones(n)
+    g0norm = float(np.linalg.norm(_gradient(ev)))
+    radius = math.inf if initial_radius is None else float(initial_radius)
+    max_cg = max(2 * n, 10) if max_cg is None else max_cg
+    history: list[tuple[float, float, float, bool]] = []
+    iterations = 0
+    converged, message = False, f"reached max_iter={max_iter}"
+    stalls = 0
+    while True:
+        gnorm = float(np.linalg.norm(_gradient(ev)))
+        if not math.isfinite(ev.f) or not math.isfinite(gnorm):
+            message = "the objective or its gradient is not finite"
+            break
+        if gnorm <= gtol * g0norm:
+            converged, message = True, f"||g|| <= gtol * ||g0|| (gtol={gtol:g})"
+            break
+        if iterations >= max_iter:
+            break
+        gy = _gradient(ev) / s
+        if exact:
+            Hy = _hessian(ev) / np.outer(s, s)
+            py, pred, on_boundary = solve_trust_region(gy, Hy, radius)
+        else:
+            rtol = min(0.5, math.sqrt(gnorm / g0norm))
+            xk = x
+
+            def hessp_y(v: np.ndarray, xk: np.ndarray = xk) -> np.ndarray:
+                return objective.hessp(xk, v / s) / s
+
+            py, pred, on_boundary, _ = steihaug_cg(gy, hessp_y, radius, rtol=rtol, max_iter=max_cg)
+        p = py / s
+        step_norm = float(np.linalg.norm(py))
+        if step_norm == 0.0 or not pred > 0.0:
+            message = "no descent step can be computed (at float precision)"
+            break
+        x_new = x + p
+        ev_new = objective.evaluate(x_new, "fgH" if exact else "fg")
+        iterations += 1
+        ared = ev.f - ev_new.f
+        noise = 64.0 * _EPS * max(abs(ev.f), abs(ev_new.f))
+        if pred <= noise:  # the model decrease is below what f can resolve: trust the model
+            rho = 1.0 if ared >= -noise else -1.0
+        else:
+            rho = ared / pred
+        accepted = rho > 1e-4 and math.isfinite(ev_new.f)
+        if rho < 0.25 or not math.isfinite(ev_new.f):
+            radius = 0.25 * step_norm
+        elif rho > 0.75 and (on_boundary or not math.isfinite(radius)):
+            radius = 2.0 * max(step_norm, radius if math.isfinite(radius) else 0.0)
+        elif not math.isfinite(radius):
+            radius = step_norm
+        history.append((ev_new.f, float(np.linalg.norm(_gradient(ev_new))), radius, accepted))
+        if accepted:
+            stalls = stalls + 1 if pred <= noise else 0
+            x = x_new
+            if ev_new.diag is None and ev.diag is not None:
+                ev_new = Evaluation(ev_new.f, ev_new.g, ev_new.H, ev.diag)
+            ev = ev_new
+            if stalls >= 3:
+                message = "the steps no longer change the objective (float precision)"
+                break
+        elif radius <= 1e-14 * max(float(np.linalg.norm(x * s)), 1.0):
+            message = "the trust region collapsed"
+            break
+    return OptimizeResult(
+        x=x,
+        fun=float(ev.f),
+        grad=np.asarray(ev.g),
+        iterations=iterations,
+        passes=objective.passes - start_passes,
+        converged=converged,
+        message=message,
+        method=method,
+        history=history,
+    )

@@ -1,0 +1,211 @@
+"""Operations on trial objects: align, filter, merge, coverage, and the scores of one class.
+
+All are lazy where the inputs are: aligning adds fill values (:data:`_FILL`) where rows or
+columns are new, merging checks for conflicting trials in one pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from bosaris_dask.errors import MissingTrialsError, TrialError
+from bosaris_dask.trials.construction import (
+    _dataset,
+    _ids,
+    _raise_conflicts,
+    is_label_key,
+    key_from_labels,
+    kind_of,
+    trial_classes,
+)
+
+#: The fill value of each data variable where an alignment adds rows or columns.
+_FILL = {"trial_mask": 0, "score": 0.0, "score_mask": False}
+
+
+def align(obj: xr.Dataset, models: Iterable[Any], segments: Iterable[Any]) -> xr.Dataset:
+    """Reorder and resize a trial object to the given ids.
+
+    Ids not in ``obj`` become empty rows/columns (no trial, no score); ids of ``obj`` not listed
+    are dropped. A label-derived key stays label-derived.
+
+    Examples
+    --------
+    >>> from bosaris_dask.trials import make_ndx
+    >>> ndx = make_ndx(["m1", "m2"], ["s1"])
+    >>> align(ndx, ["m2", "m3"], ["s1"]).trial_mask.values.tolist()
+    [[True], [False]]
+    """
+    m, s = _ids(models, "model"), _ids(segments, "segment")
+    if is_label_key(obj):
+        ml = obj.model_label.to_series().reindex(m).to_numpy(dtype=object)
+        sl = obj.segment_label.to_series().reindex(s).to_numpy(dtype=object)
+        return key_from_labels(m, ml, s, sl, chunks=obj.trial_mask.data.chunksize)
+    fill = {k: v for k, v in _FILL.items() if k in obj.data_vars}
+    out = obj.reindex(model=m, segment=s, fill_value=fill)
+    for name in fill:  # reindexing with a fill value may upcast; restore dtypes
+        out[name] = out[name].astype(obj[name].dtype)
+    return out
+
+
+def align_with(obj: xr.Dataset, like: xr.Dataset) -> xr.Dataset:
+    """Align ``obj`` (typically Scores) to the model and segment ids of ``like`` (a Key or Ndx).
+
+    When the ids already agree, ``obj`` is returned as it is (no graph is added).
+    """
+    same = obj.indexes["model"].equals(like.indexes["model"]) and obj.indexes["segment"].equals(
+        like.indexes["segment"]
+    )
+    return obj if same else align(obj, like.model.values, like.segment.values)
+
+
+def filter_trials(
+    obj: xr.Dataset,
+    models: Iterable[Any] | None = None,
+    segments: Iterable[Any] | None = None,
+    *,
+    keep: bool = True,
+) -> xr.Dataset:
+    """Keep (``keep=True``) or drop (``keep=False``) lists of models and/or segments.
+
+    ``None`` leaves that dimension as it is. Listed ids that are absent are ignored.
+
+    Examples
+    --------
+    >>> from bosaris_dask.trials import make_key, make_ndx
+    >>> ndx = make_ndx(["m1", "m2", "m3"], ["s1", "s2"])
+    >>> filter_trials(ndx, models=["m2"], keep=False).model.values.tolist()
+    ['m1', 'm3']
+    """
+    out = obj
+    for dim, ids in (("model", models), ("segment", segments)):
+        if ids is None:
+            continue
+        listed = out.indexes[dim].isin([str(i) for i in ids])
+        out = out.isel({dim: np.flatnonzero(listed if keep else ~listed)})
+    return out
+
+
+def merge(first: xr.Dataset, second: xr.Dataset) -> xr.Dataset:
+    """Merge two trial objects of the same kind over the union of their ids.
+
+    A trial present in both must agree: the same label (Key) — a trial scored twice (Scores) is
+    an error too. Checking this computes one pass over both objects.
+
+    Raises
+    ------
+    TrialError
+        When the kinds differ or the two objects conflict.
+
+    Examples
+    --------
+    >>> from bosaris_dask.trials import make_key
+    >>> a = make_key(["m1"], ["s1"], [[1]])
+    >>> b = make_key(["m2"], ["s1"], [[-1]])
+    >>> merge(a, b).trial_mask.values.tolist()
+    [[1], [-1]]
+    """
+    kind = kind_of(first)
+    if kind_of(second) != kind or kind == "quality":
+        raise TrialError(f"cannot merge {kind} with {kind_of(second)}")
+    models = first.indexes["model"].union(second.indexes["model"], sort=False)
+    segments = first.indexes["segment"].union(second.indexes["segment"], sort=False)
+    a = align(first, models, segments)
+    b = align(second, models, segments)
+    if kind == "scores":
+        both = a.score_mask.data & b.score_mask.data
+        _raise_conflicts(
+            both, a.model.values, a.segment.values, "trials have a score in both inputs"
+        )
+        mask = a.score_mask.data | b.score_mask.data
+        score = da.where(a.score_mask.data, a.score.data, b.score.data)
+        return _dataset("scores", a.model.values, a.segment.values, score=score, score_mask=mask)
+    ma, mb = a.trial_mask.data, b.trial_mask.data
+    if kind == "key":
+        conflict = (ma != 0) & (mb != 0) & (ma != mb)
+        _raise_conflicts(
+            conflict, a.model.values, a.segment.values,
+            "trials are target in one key and non-target in the other",
+        )  # fmt: skip
+        return _dataset(
+            "key", a.model.values, a.segment.values, trial_mask=da.where(ma != 0, ma, mb)
+        )
+    return _dataset("ndx", a.model.values, a.segment.values, trial_mask=ma | mb)
+
+
+def key_to_ndx(key: xr.Dataset) -> xr.Dataset:
+    """The trial list of a key (its targets and non-targets)."""
+    if kind_of(key) != "key":
+        raise TrialError(f"expected a key, got {kind_of(key)}")
+    return _dataset("ndx", key.model.values, key.segment.values, trial_mask=trial_classes(key) != 0)
+
+
+def coverage(scores: xr.Dataset, trials: xr.Dataset) -> dict[str, int]:
+    """How the scores of one system cover the trials of a Key (or Ndx), in one pass.
+
+    :func:`~bosaris_dask.metrics.evaluate` raises for key trials without a score (unless
+    ``allow_missing``) and ignores, as BOSARIS does, scores of trials that are not in the key
+    (ids the key does not have, or pairs it does not list). This counts both.
+
+    Returns
+    -------
+    dict
+        ``trials``: trials of the key; ``scored``: those with a score; ``missing``: those
+        without; ``scores``: entries of ``scores``; ``unused``: scores of trials not in the key.
+
+    Examples
+    --------
+    >>> from bosaris_dask.trials import make_key, make_scores
+    >>> key = make_key(["m1", "m2"], ["s1"], [[1], [-1]])
+    >>> scores = make_scores(["m1", "m3"], ["s1", "s2"], [[1.0, 2.0], [3.0, 4.0]])
+    >>> coverage(scores, key)
+    {'trials': 2, 'scored': 1, 'missing': 1, 'scores': 4, 'unused': 3}
+    """
+    if kind_of(scores) != "scores":
+        raise TrialError(f"expected Scores, got a {kind_of(scores)}")
+    aligned = align_with(scores, trials)
+    in_key = trial_classes(trials, chunks=aligned.score_mask.data.chunks) != 0
+    n_trials, n_scored, n_scores = (
+        int(n)
+        for n in dask.compute(
+            in_key.sum(), (in_key & aligned.score_mask.data).sum(), scores.score_mask.data.sum()
+        )
+    )
+    return {
+        "trials": n_trials,
+        "scored": n_scored,
+        "missing": n_trials - n_scored,
+        "scores": n_scores,
+        "unused": n_scores - n_scored,
+    }
+
+
+def _scores_of_class(
+    scores: xr.Dataset, key: xr.Dataset, sign: int, allow_missing: bool
+) -> np.ndarray:
+    s = align_with(scores, key)
+    classes = trial_classes(key, chunks=s.score.data.chunks)
+    wanted = classes == sign
+    missing = int((wanted & ~s.score_mask.data).sum().compute())
+    if missing and not allow_missing:
+        raise MissingTrialsError(f"{missing} key trials have no score")
+    return np.asarray(s.score.data[wanted & s.score_mask.data].compute())
+
+
+def target_scores(scores: xr.Dataset, key: xr.Dataset, *, allow_missing: bool = False):
+    """The scores of the key's target trials as a numpy array (row-major trial order).
+
+    For small data and notebooks; the evaluation engine never materializes these.
+    """
+    return _scores_of_class(scores, key, 1, allow_missing)
+
+
+def nontarget_scores(scores: xr.Dataset, key: xr.Dataset, *, allow_missing: bool = False):
+    """The scores of the key's non-target trials as a numpy array (row-major trial order)."""
+    return _scores_of_class(scores, key, -1, allow_missing)
