@@ -472,10 +472,10 @@ def summarize(
             selection = _Selection(specs, keep)
             passes += 1
         if selection is not None:
-            per_chunk = selection.trials.map_blocks(
-                partial(kernels.refine_selection_kernel, specs=specs, kept_specs=selection.specs),
-                dtype=object,
+            refine = partial(
+                kernels.refine_selection_kernel, specs=specs, kept_specs=selection.specs
             )
+            per_chunk = da.map_blocks(refine, selection.trials, dtype=object)
         else:
             per_chunk = _blockwise(partial(kernels.refine_kernel, specs=specs), inputs, None)
             passes += 1

@@ -312,20 +312,21 @@ def refine_selection_kernel(
     ``kept_specs`` are the specs the trials were selected with: a system refined with the same
     spec needs no filtering.
     """
-    results = []
+    results: list[Any] = []
     for k, (spec, kept) in enumerate(zip(specs, selection[0, 0], strict=True)):
         if spec is None:
             results.append(None)
-        elif k < len(kept_specs) and spec is kept_specs[k]:
-            results.append(_count(*kept, spec))
-        else:
-            results.append(_count(*_within(*kept, spec), spec))
+            continue
+        keys, is_tar = kept
+        if k >= len(kept_specs) or spec is not kept_specs[k]:
+            keys, is_tar = _within(keys, is_tar, spec)
+        results.append(_count(keys, is_tar, spec))
     return _object_block(results)
 
 
 def merge_refinements(parts: list[list[Any]]) -> list[Any]:
     """Combine per-chunk refinement results: add dense histograms, merge exact key counts."""
-    merged = []
+    merged: list[Any] = []
     for per_system in zip(*parts, strict=True):
         first = per_system[0]
         if first is None:
