@@ -3,9 +3,9 @@
 :mod:`bosaris_dask.engine` builds the dask graphs that run these and merges their results.
 Pass 1 (:func:`coarse_kernel`) counts targets and non-targets per key prefix and sums the Cllr
 terms; a refinement pass (:func:`refine_kernel`) sub-histograms, or pulls the exact keys of, the
-candidate bins chosen on the client. Every kernel works in slices of :data:`SLICE` elements with
-buffers reused through ``out=`` arguments: each thread keeps one :class:`Workspace` for all the
-chunks it processes (:func:`workspace`).
+candidate bins chosen on the client. Every kernel works in cache-sized blocks of :data:`BLOCK`
+elements with buffers reused through ``out=`` arguments: each thread keeps one
+:class:`Workspace` for all the chunks it processes (:func:`workspace`).
 
 Examples
 --------
@@ -30,6 +30,7 @@ from bosaris_dask.keys import key_dtype
 
 __all__ = [
     "SLICE",
+    "BLOCK",
     "Workspace",
     "workspace",
     "RefineSpec",
@@ -40,13 +41,18 @@ __all__ = [
     "merge_refinements",
 ]
 
-#: Elements a kernel processes at a time (bounds the temporaries of a task).
+#: Elements per histogram update (one ``bincount`` over this many prefix indices).
 SLICE = 1 << 22
+#: Elements per step of the element-wise work: its temporaries stay in the CPU cache. Streaming
+#: 4M-element temporaries through memory made pass 1 memory-bound (21 ns per trial on one core,
+#: 11 on two); blocks of 64K elements take it to 8 and 4.5 (benchmarks/README.md).
+BLOCK = 1 << 16
 
 
-def slices(n: int):
-    for start in range(0, n, SLICE):
-        yield slice(start, min(start + SLICE, n))
+def slices(n: int, size: int = SLICE, start: int = 0):
+    """Consecutive slices of ``size`` elements covering ``range(start, n)``."""
+    for lo in range(start, n, size):
+        yield slice(lo, min(lo + size, n))
 
 
 def classes_of(classes: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -54,46 +60,41 @@ def classes_of(classes: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 class Workspace:
-    """Buffers reused across the slices of one kernel call, and across the calls of one thread.
+    """Buffers reused across the blocks of a kernel call, and across the calls of one thread.
 
-    Fresh temporaries for every numpy operation cost page faults that serialize threads (on a
-    2-core machine two threads ran a chunk slower than one), and buffers above glibc's 32 MiB
-    mmap threshold are returned to the kernel when freed, so even one set per task paid ~20 ns
-    per trial of page faults in pass 1 (35 vs 11 ns per trial). Reusing them through ``out=``
+    The element-wise temporaries are :data:`BLOCK` long (cache-resident); only the prefix
+    indices of one histogram update are :data:`SLICE` long. Fresh temporaries for every numpy
+    operation cost page faults that serialize threads; reusing these through ``out=``
     arguments, one set per thread (:func:`workspace`), makes the kernels scale with cores.
     """
 
-    def __init__(self, size: int, dtype: np.dtype):
-        self.size = size
-        self.key = np.empty(size, dtype=key_dtype(dtype))
-        self.signs = np.empty(size, dtype=key_dtype(dtype))
-        self.idx = np.empty(size, dtype=np.intp)
-        self.flag = np.empty(size, dtype=bool)
-        self.flag2 = np.empty(size, dtype=bool)
-        self.z = np.empty(size, dtype=np.float64)
-        self.e = np.empty(size, dtype=np.float64)
+    def __init__(self, dtype: np.dtype):
+        kdt = key_dtype(dtype)
+        self.key = np.empty(BLOCK, dtype=kdt)
+        self.signs = np.empty(BLOCK, dtype=kdt)
+        self.flag = np.empty(BLOCK, dtype=bool)
+        self.flag2 = np.empty(BLOCK, dtype=bool)
+        self.z = np.empty(BLOCK, dtype=np.float64)
+        self.e = np.empty(BLOCK, dtype=np.float64)
+        self.idx = np.empty(SLICE, dtype=np.intp)  # pages are touched only as far as used
 
     @staticmethod
-    def nbytes_per_element(dtype: np.dtype) -> int:
-        """Bytes a workspace holds per element of a slice (for memory estimates)."""
-        return 2 * key_dtype(dtype).itemsize + np.dtype(np.intp).itemsize + 2 + 2 * 8
+    def nbytes(elements: int, dtype: np.dtype) -> int:
+        """Bytes a workspace touches for a chunk of ``elements`` (for memory estimates)."""
+        per_block = 2 * key_dtype(dtype).itemsize + 2 + 2 * 8
+        return min(elements, BLOCK) * per_block + min(elements, SLICE) * np.dtype(np.intp).itemsize
 
 
 _thread_local = threading.local()
 
 
-def workspace(size: int, dtype: np.dtype) -> Workspace:
-    """This thread's :class:`Workspace` for slices of ``size`` elements of ``dtype`` scores.
-
-    Kept between calls (one per thread and key width, at most :data:`SLICE` elements, about
-    140 MB for float32 scores), and grown when a bigger slice comes.
-    """
+def workspace(dtype: np.dtype) -> Workspace:
+    """This thread's :class:`Workspace` for ``dtype`` scores (kept between calls, ~40 MB)."""
     cache = _thread_local.__dict__.setdefault("workspaces", {})
     kdt = key_dtype(dtype)
-    ws = cache.get(kdt)
-    if ws is None or ws.size < size:
-        ws = cache[kdt] = Workspace(size, dtype)
-    return ws
+    if kdt not in cache:
+        cache[kdt] = Workspace(dtype)
+    return cache[kdt]
 
 
 def keys_into(s: np.ndarray, ws: Workspace) -> np.ndarray:
@@ -140,32 +141,34 @@ def coarse_kernel(classes: np.ndarray, *pairs: np.ndarray, shift: int, nbins: in
     """
     cls_flat = classes.reshape(-1)
     out = []
-    ws = workspace(min(cls_flat.size, SLICE), pairs[0].dtype)
+    ws = workspace(pairs[0].dtype)
     for s_block, m_block in zip(pairs[::2], pairs[1::2], strict=True):
         s_flat, m_flat = s_block.reshape(-1), m_block.reshape(-1)
         hist = np.zeros(2 * nbins + 1, dtype=np.int64)  # the last bin collects non-trials
         sums = np.zeros(3)
         missing = bad = 0
         for sl in slices(s_flat.size):
-            s, key_cls, scored = s_flat[sl], cls_flat[sl], m_flat[sl]
-            n = s.size
-            c = key_cls if scored.all() else classes_of(key_cls, scored)
-            if c is not key_cls:
-                missing += int(np.count_nonzero((key_cls != 0) & ~scored))
-            finite = np.isfinite(s, out=ws.flag[:n])
-            if not finite.all():
-                bad += int(np.count_nonzero(~finite & (c != 0)))
-                s = np.where(finite, s, s.dtype.type(0))
-            key = keys_into(s, ws)
-            idx = ws.idx[:n]
-            np.right_shift(key, shift, out=key)
-            np.left_shift(key, 1, out=idx, casting="unsafe")
-            is_tar = np.greater(c, 0, out=ws.flag[:n])
-            np.add(idx, is_tar, out=idx, casting="unsafe")
-            if np.count_nonzero(c) != n:
-                idx[c == 0] = 2 * nbins
-            hist += np.bincount(idx, minlength=2 * nbins + 1)
-            sums += softplus_sums(c, s, ws)
+            idx_slice = ws.idx[: sl.stop - sl.start]
+            for b in slices(sl.stop, BLOCK, sl.start):
+                s, key_cls, scored = s_flat[b], cls_flat[b], m_flat[b]
+                n = s.size
+                c = key_cls if scored.all() else classes_of(key_cls, scored)
+                if c is not key_cls:
+                    missing += int(np.count_nonzero((key_cls != 0) & ~scored))
+                finite = np.isfinite(s, out=ws.flag[:n])
+                if not finite.all():
+                    bad += int(np.count_nonzero(~finite & (c != 0)))
+                    s = np.where(finite, s, s.dtype.type(0))
+                key = keys_into(s, ws)
+                idx = idx_slice[b.start - sl.start : b.stop - sl.start]
+                np.right_shift(key, shift, out=key)
+                np.left_shift(key, 1, out=idx, casting="unsafe")
+                is_tar = np.greater(c, 0, out=ws.flag[:n])
+                np.add(idx, is_tar, out=idx, casting="unsafe")
+                if np.count_nonzero(c) != n:
+                    idx[c == 0] = 2 * nbins
+                sums += softplus_sums(c, s, ws)
+            hist += np.bincount(idx_slice, minlength=2 * nbins + 1)
         h = hist[:-1].reshape(nbins, 2)
         out.append(np.concatenate([h[:, 0], h[:, 1], [sums[2], sums[0], missing, bad]]))
     return np.concatenate(out).astype(np.float64)[None, None, :]
@@ -217,21 +220,26 @@ def _select(
     cls_flat: np.ndarray, s_flat: np.ndarray, m_flat: np.ndarray, spec: RefineSpec
 ) -> tuple[np.ndarray, np.ndarray]:
     """The keys (native key dtype) and target flags of a chunk's trials inside the candidates."""
-    ws = workspace(min(s_flat.size, SLICE), s_flat.dtype)
+    ws = workspace(s_flat.dtype)
     picked_keys, picked_tar = [], []
-    for sl in slices(s_flat.size):
+    for b in slices(s_flat.size, BLOCK):
         # pass 1 rejected non-finite trial scores; non-trials are dropped by the class test
-        c = cls_flat[sl] if m_flat[sl].all() else classes_of(cls_flat[sl], m_flat[sl])
+        c = cls_flat[b] if m_flat[b].all() else classes_of(cls_flat[b], m_flat[b])
         n = c.size
-        keys = keys_into(s_flat[sl], ws)
+        keys = keys_into(s_flat[b], ws)
         prefix = np.right_shift(keys, spec.shift, out=ws.idx[:n], casting="unsafe")
         sel = np.take(spec.lut, prefix, out=ws.flag[:n])
         np.logical_and(sel, np.not_equal(c, 0, out=ws.flag2[:n]), out=sel)
-        keys, is_tar = keys[sel], c[sel] == 1
+        at = np.flatnonzero(sel)  # then take: 6x faster than two boolean-mask indexings
+        if not len(at):
+            continue
+        keys, is_tar = keys.take(at), c.take(at) == 1
         if spec.rank is None:  # candidates narrower than a pass-1 bin: test each one
             keys, is_tar = _within(keys, is_tar, spec)
         picked_keys.append(keys)
         picked_tar.append(is_tar)
+    if not picked_keys:
+        return np.empty(0, dtype=key_dtype(s_flat.dtype)), np.empty(0, dtype=bool)
     return np.concatenate(picked_keys), np.concatenate(picked_tar)
 
 
@@ -239,15 +247,17 @@ def _within(
     keys: np.ndarray, is_tar: np.ndarray, spec: RefineSpec
 ) -> tuple[np.ndarray, np.ndarray]:
     """The trials of a selection that lie inside ``spec``'s candidate bins."""
-    near = spec.lut[(keys >> keys.dtype.type(spec.shift)).astype(np.intp)]
+    near = np.flatnonzero(spec.lut.take(keys >> keys.dtype.type(spec.shift)))
+    keys, is_tar = keys.take(near), is_tar.take(near)
     if spec.rank is not None:  # whole pass-1 bins: the prefix decides
-        return keys[near], is_tar[near]
-    k = keys[near].astype(np.uint64)
+        return keys, is_tar
+    k = keys.astype(np.uint64)
     ci = np.maximum(np.searchsorted(spec.cand_lo, k, side="right") - 1, 0)
     inside = (k >= spec.cand_lo[ci]) & (
         ((k - spec.cand_lo[ci]) >> spec.cand_bits[ci].astype(np.uint64)) == 0
     )
-    return keys[near][inside], is_tar[near][inside]
+    at = np.flatnonzero(inside)
+    return keys.take(at), is_tar.take(at)
 
 
 def _count(keys: np.ndarray, is_tar: np.ndarray, spec: RefineSpec) -> Any:

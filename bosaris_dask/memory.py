@@ -16,10 +16,10 @@ Examples
 ...     kept_trials=1 << 24,
 ... )
 >>> print(need.describe())
-chunk task 327 MB (inputs 127 MB, kernel buffers 136 MB, histograms 64 MB), merge task 288 MB, \
+chunk task 225 MB (inputs 127 MB, kernel buffers 33 MB, histograms 64 MB), merge task 288 MB, \
 results awaiting a merge 128 MB, kept trials 80 MB
 >>> need.peak // 2**20
-327
+288
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import dask
 import numpy as np
 
 from bosaris_dask.errors import MemoryLimitError
-from bosaris_dask.kernels import SLICE, Workspace
+from bosaris_dask.kernels import Workspace
 from bosaris_dask.keys import key_dtype
 
 __all__ = ["TaskMemory", "pass_task_memory", "check_worker_memory", "WORKER_BASELINE"]
@@ -128,7 +128,7 @@ def pass_task_memory(
     """
     elements = int(chunk_shape[0]) * int(chunk_shape[1])
     inputs = elements * (sum(input_itemsizes) + 2)  # + building the key classes of a chunk
-    buffers = min(elements, SLICE) * Workspace.nbytes_per_element(np.dtype(score_dtype))
+    buffers = Workspace.nbytes(elements, np.dtype(score_dtype))
     row = (2 * nbins + 4) * 8  # one system's pass-1 result (float64 counts)
     results = (2 * n_systems + 2) * row  # hist + bincount, the rows, their concatenation
     merge = n_systems * max(
