@@ -58,7 +58,7 @@ __all__ = ["ScoreSummary", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
 #: How many chunk results one merge task adds up.
 DEFAULT_SPLIT_EVERY = 8
 #: Dense refinement histograms stay below this many bins per system (per chunk result).
-_DENSE_BUDGET = 1 << 21
+_DENSE_BUDGET = 1 << 19
 #: Pull exact keys instead of sub-histogramming when candidate bins hold at most this many trials.
 _RAW_LIMIT = 1 << 22
 #: Keep the candidate trials in memory (5-9 bytes each) when all systems' hold at most this many.

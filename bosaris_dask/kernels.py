@@ -76,12 +76,13 @@ class Workspace:
         self.flag2 = np.empty(BLOCK, dtype=bool)
         self.z = np.empty(BLOCK, dtype=np.float64)
         self.e = np.empty(BLOCK, dtype=np.float64)
+        self.pos = np.empty(BLOCK, dtype=np.intp)
         self.idx = np.empty(SLICE, dtype=np.intp)  # pages are touched only as far as used
 
     @staticmethod
     def nbytes(elements: int, dtype: np.dtype) -> int:
         """Bytes a workspace touches for a chunk of ``elements`` (for memory estimates)."""
-        per_block = 2 * key_dtype(dtype).itemsize + 2 + 2 * 8
+        per_block = 2 * key_dtype(dtype).itemsize + 2 + 3 * 8
         return min(elements, BLOCK) * per_block + min(elements, SLICE) * np.dtype(np.intp).itemsize
 
 
@@ -206,9 +207,18 @@ class RefineSpec:
         """The candidate index per pass-1 bin, when every candidate is a whole pass-1 bin."""
         if not np.all(self.cand_bits == self.shift):
             return None
-        rank = np.full(1 << self.prefix_bits, -1, dtype=np.int32)
-        rank[self.prefixes] = np.arange(len(self.cand_lo), dtype=np.int32)
+        rank = np.full(1 << self.prefix_bits, -1, dtype=np.intp)
+        rank[self.prefixes] = np.arange(len(self.cand_lo), dtype=np.intp)
         return rank
+
+    @cached_property
+    def whole_bins_split_evenly(self) -> bool:
+        """Dense, every candidate a whole pass-1 bin, all split into as many sub-bins."""
+        return (
+            not self.raw
+            and self.rank is not None
+            and bool(np.all(self.sub_bits == self.sub_bits[0]))
+        )
 
     @cached_property
     def offsets(self) -> np.ndarray:
@@ -282,17 +292,56 @@ def _object_block(value: Any) -> np.ndarray:
     return out
 
 
+def _sub_histogram(
+    cls_flat: np.ndarray, s_flat: np.ndarray, m_flat: np.ndarray, spec: RefineSpec
+) -> np.ndarray:
+    """:func:`_count` of :func:`_select` for whole pass-1 bins split evenly, in one sweep.
+
+    The sub-bin of a key is ``rank[key >> shift] * 2**sub + (key >> drop) % 2**sub``: a few
+    cheap operations on cache-sized blocks and one ``bincount`` per slice, with no selected
+    keys gathered in between (at 1e9 trials over half of them fall in candidate bins).
+    """
+    ws = workspace(s_flat.dtype)
+    kdt = ws.key.dtype.type
+    sub = int(spec.sub_bits[0])
+    drop, mask = kdt(spec.shift - sub), kdt((1 << sub) - 1)
+    outside = 2 * int(spec.offsets[-1])  # one extra bin for trials outside every candidate
+    hist = np.zeros(outside + 1, dtype=np.int64)
+    for sl in slices(s_flat.size):
+        idx_slice = ws.idx[: sl.stop - sl.start]
+        for b in slices(sl.stop, BLOCK, sl.start):
+            c = cls_flat[b] if m_flat[b].all() else classes_of(cls_flat[b], m_flat[b])
+            n = c.size
+            idx = idx_slice[b.start - sl.start : b.stop - sl.start]
+            keys = keys_into(s_flat[b], ws)
+            prefix = np.right_shift(keys, spec.shift, out=ws.pos[:n], casting="unsafe")
+            np.take(spec.rank, prefix, out=idx)  # the candidate, or -1
+            drop_it = np.less(idx, 0, out=ws.flag[:n])
+            np.logical_or(drop_it, np.equal(c, 0, out=ws.flag2[:n]), out=drop_it)
+            np.left_shift(idx, sub + 1, out=idx)
+            np.right_shift(keys, drop, out=keys)
+            np.bitwise_and(keys, mask, out=keys)
+            np.left_shift(keys, 1, out=keys)
+            np.add(idx, keys, out=idx, casting="unsafe")
+            np.add(idx, np.greater(c, 0, out=ws.flag2[:n]), out=idx, casting="unsafe")
+            np.copyto(idx, outside, where=drop_it)
+        hist += np.bincount(idx_slice, minlength=outside + 1)
+    return hist[:-1]
+
+
 def refine_kernel(
     classes: np.ndarray, *pairs: np.ndarray, specs: tuple[RefineSpec | None, ...]
 ) -> np.ndarray:
     """A refinement pass on one chunk: per system, a dense sub-histogram or exact key counts."""
     cls_flat = classes.reshape(-1)
-    results = [
-        None
-        if spec is None
-        else _count(*_select(cls_flat, s.reshape(-1), m.reshape(-1), spec), spec)
-        for spec, s, m in zip(specs, pairs[::2], pairs[1::2], strict=True)
-    ]
+    results: list[Any] = []
+    for spec, s, m in zip(specs, pairs[::2], pairs[1::2], strict=True):
+        if spec is None:
+            results.append(None)
+        elif spec.whole_bins_split_evenly:
+            results.append(_sub_histogram(cls_flat, s.reshape(-1), m.reshape(-1), spec))
+        else:
+            results.append(_count(*_select(cls_flat, s.reshape(-1), m.reshape(-1), spec), spec))
     return _object_block(results)
 
 

@@ -16,7 +16,7 @@ Examples
 ...     kept_trials=1 << 24,
 ... )
 >>> print(need.describe())
-chunk task 225 MB (inputs 127 MB, kernel buffers 33 MB, histograms 64 MB), merge task 288 MB, \
+chunk task 226 MB (inputs 127 MB, kernel buffers 34 MB, histograms 64 MB), merge task 288 MB, \
 results awaiting a merge 128 MB, kept trials 80 MB
 >>> need.peak // 2**20
 288

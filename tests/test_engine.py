@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.special import logit
 
-from bosaris_dask import engine, metrics, roc
+from bosaris_dask import engine, kernels, metrics, roc
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError
+from bosaris_dask.keys import key_bits, order_keys
 from bosaris_dask.trials import key_from_labels, make_key, make_scores
 
 from . import reference as ref
@@ -233,3 +234,25 @@ def test_priors_are_checked():
 def test_plo_and_priors_agree():
     assert np.allclose(logit(np.array(metrics.DEFAULT_PRIORS)), [0, -2.1972, -4.5951, -6.9068],
                        atol=1e-4)  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), dtype=st.sampled_from([np.float32, np.float64]),
+       sub=st.integers(1, 6), n=st.integers(1, 3 * kernels.BLOCK))  # fmt: skip
+def test_sub_histogram_sweep_equals_select_then_count(seed, dtype, sub, n):
+    """The one-sweep dense refinement gives what selecting, then counting, gives."""
+    rng = np.random.default_rng(seed)
+    scores = np.round(rng.normal(size=n) * 4, 1).astype(dtype)
+    classes = rng.choice(np.array([-1, 0, 1], dtype=np.int8), size=n)
+    scored = rng.random(n) > 0.1
+    shift = key_bits(dtype) - 10
+    prefixes = np.unique(order_keys(scores) >> shift)
+    cands = rng.choice(prefixes, size=max(1, len(prefixes) // 2), replace=False)
+    cand_lo = np.sort(cands).astype(np.uint64) << np.uint64(shift)
+    spec = kernels.RefineSpec(
+        shift, 10, cand_lo, np.full(len(cand_lo), shift), np.full(len(cand_lo), sub), raw=False
+    )
+    assert spec.whole_bins_split_evenly
+    swept = kernels._sub_histogram(classes, scores, scored, spec)
+    selected = kernels._count(*kernels._select(classes, scores, scored, spec), spec)
+    np.testing.assert_array_equal(swept, selected)
