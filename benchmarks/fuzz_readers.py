@@ -3,8 +3,9 @@
 Run from the repository root: ``python benchmarks/fuzz_readers.py [EXAMPLES] [SEED]
 [--bit-flips]``. It runs the properties of ``tests/test_fuzz_readers.py`` with ``EXAMPLES``
 hypothesis examples each (default 5000) and a fixed seed (default 0); with ``--bit-flips`` it
-also flips every bit of the valid BOSARIS HDF5 files of those tests (scores, key, ndx), one at a
-time, and checks each with the same property (``check_hdf5``). It prints a markdown table of
+also flips every bit of the valid BOSARIS HDF5 files of those tests (scores, key, ndx, as
+written and in the HDF5 1.6 format), one at a time, and checks each with the same property
+(``check_hdf5``). It prints a markdown table of
 (property, outcome, count) and the wall time. Exit status 1 if any input failed the property
 (pytest's report, or the lines printed for bit flips, say which input and why).
 """
@@ -30,18 +31,18 @@ def bit_flips(outcomes: Counter) -> int:
 
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
-        originals = fuzz.hdf5_originals(Path(tmp))
-        for kind, original in originals.items():
-            for at, bit in itertools.product(range(len(original.data)), range(8)):
-                try:
-                    outcome = fuzz.check_hdf5(
-                        kind, originals, [("flip", at, 1 << bit)], None, Path(tmp)
-                    )
-                except (AssertionError, pytest.fail.Exception) as exc:
-                    failed += 1
-                    outcome = "FAILED"
-                    print(f"{kind}: bit {bit} of byte {at}: {exc}".splitlines()[0])
-                outcomes[f"hdf5 {kind}: every single-bit flip", outcome] += 1
+        for legacy, label in ((False, ""), (True, ", 1.6 format")):
+            originals = fuzz.hdf5_originals(Path(tmp), legacy=legacy)
+            for kind, original in originals.items():
+                for at, bit in itertools.product(range(len(original.data)), range(8)):
+                    ops = [("flip", at, 1 << bit)]
+                    try:
+                        outcome = fuzz.check_hdf5(kind, originals, ops, None, Path(tmp))
+                    except (AssertionError, pytest.fail.Exception) as exc:
+                        failed += 1
+                        outcome = "FAILED"
+                        print(f"{kind}{label}: bit {bit} of byte {at}: {exc}".splitlines()[0])
+                    outcomes[f"hdf5 {kind}{label}: every single-bit flip", outcome] += 1
     return failed
 
 

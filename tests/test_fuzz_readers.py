@@ -400,10 +400,8 @@ class Original:
     def __init__(self, path: Path, legacy: bool = False):
         self.path, self.data, self.legacy = path, path.read_bytes(), legacy
         self.trials = _trials_of(io.read(path))
-        regions = []
         with h5py.File(path, "r") as f:
-            f.visititems(lambda _, obj: regions.append(_region(obj)))
-        self.regions = [r for r in regions if r]  # [start, end) byte ranges
+            self.regions = [_region(d) for d in _datasets(f)]  # [start, end) byte ranges
 
     def __repr__(self) -> str:  # keeps hypothesis' failure reports short
         return f"Original({self.path.name}, {len(self.data)} bytes)"
@@ -429,10 +427,17 @@ def hdf5_originals(directory: Path, legacy: bool = False) -> dict[str, Original]
 
 
 def _legacy_copy(source: Path, target: Path) -> Path:
+    """``source``'s datasets written anew in the 1.6 format (a copy would keep their headers)."""
     with h5py.File(source) as a, h5py.File(target, "w", libver="earliest") as b:
-        for name in a:
-            a.copy(a[name], b, name=name)
+        for dset in _datasets(a):
+            b.create_dataset(dset.name, data=dset[()], dtype=dset.dtype)
     return target
+
+
+def _datasets(f: h5py.File) -> list[h5py.Dataset]:
+    found: list[h5py.Dataset] = []
+    f.visititems(lambda _, obj: found.append(obj) if isinstance(obj, h5py.Dataset) else None)
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -445,11 +450,9 @@ def h5_legacy(scratch) -> dict[str, Original]:
     return hdf5_originals(scratch, legacy=True)
 
 
-def _region(obj) -> tuple[int, int] | None:
-    if not isinstance(obj, h5py.Dataset) or obj.id.get_offset() is None:
-        return None
-    start = obj.id.get_offset()
-    return start, start + obj.id.get_storage_size()
+def _region(dset: h5py.Dataset) -> tuple[int, int]:
+    start = dset.id.get_offset()
+    return start, start + dset.id.get_storage_size()
 
 
 @st.composite
