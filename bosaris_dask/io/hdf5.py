@@ -15,9 +15,15 @@ quality  ``/values`` double (q measures x n ids), ``/ids``
 
 Reading is liberal about ids (fixed or variable-length strings, NUL-padded or not, 1-D or
 (n, 1)/(1, n)) and strict about everything else: ids must be unique strings and their numbers
-must match the matrix. Matrices are read lazily: each dask task reopens the file through a
-picklable :class:`xarray.backends.CachingFileManager` (pickling drops the open file, a worker
-reopens it), so a file is read in parallel under ``distributed``. Writing streams the blocks of
+must match the matrix; matrices hold little-endian IEEE 754 floats or integers, and integer
+masks only 0 and 1 (-1, 0, 1 for a key). A file is read from itself only: external links,
+external raw storage and virtual datasets are refused, never followed (soft links are resolved
+inside the file). Files are written in the HDF5 1.8 format, whose metadata carry checksums; raw
+data have none (in any BOSARIS file), so a corrupted score reads as another number.
+
+Matrices are read lazily: each dask task reopens the file through a picklable
+:class:`xarray.backends.CachingFileManager` (pickling drops the open file, a worker reopens it),
+so a file is read in parallel under ``distributed``. Writing streams the blocks of
 the dask arrays to the client, which alone writes the file (h5py writes are not thread-safe),
 into a temporary file renamed into place at the end.
 
@@ -79,6 +85,21 @@ __all__ = [
 #: How many bytes of blocks the writer pulls from distributed workers at a time.
 _BATCH_BYTES = 128 * 2**20
 _ROWS, _COLUMNS = "ID/row_ids", "ID/column_ids"
+#: What h5py raises when a file's metadata or data cannot be read (corrupt or truncated files).
+_H5_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError)
+#: The HDF5 file format written: that of HDF5 1.8 (readable by any HDF5 library since 1.8, 2008),
+#: whose metadata (superblock, object headers, links) carry checksums, so that a corrupted byte
+#: there is an error on reading rather than, say, a dataset silently read from another address.
+_LIBVER = ("v108", "v108")
+#: The number types matrices may hold (see _standard_type).
+_STANDARD_TYPES = (h5py.h5t.IEEE_F32LE, h5py.h5t.IEEE_F64LE) + tuple(
+    getattr(h5py.h5t, f"STD_{sign}{bits}{order}")
+    for sign in "IU"
+    for bits in (8, 16, 32, 64)
+    for order in ("LE", "BE")
+)
+#: Soft links followed in a row before a path is refused (a cycle).
+_MAX_SOFT_LINKS = 16
 
 
 # --------------------------------------------------------------------------------------------
@@ -112,8 +133,8 @@ class _H5Array:
             if dset.shape == self.shape:
                 return np.asarray(dset[key])
             return np.asarray(dset[()]).reshape(self.shape)[key]  # a 1x1 or 1xn matrix as (), (n,)
-        except (OSError, KeyError, ValueError, RuntimeError) as exc:
-            raise StoreError(f"{self._path}: cannot read /{self._name} ({exc})") from exc
+        except _H5_ERRORS as exc:
+            raise StoreError(f"{self._path}: cannot read {self._name} ({exc})") from exc
 
     def __dask_tokenize__(self) -> tuple:
         return ("bosaris-hdf5", self._path, self._name, self._token, self.shape)
@@ -123,16 +144,92 @@ def _open(path: Path) -> tuple[CachingFileManager, h5py.File]:
     manager = CachingFileManager(h5py.File, os.fspath(path), mode="r")
     try:
         return manager, manager.acquire()
-    except OSError as exc:
+    except _H5_ERRORS as exc:
         manager.close()
         raise StoreError(f"{path}: not a readable HDF5 file ({exc})") from exc
 
 
-def _dataset(path: Path, f: h5py.File, name: str) -> h5py.Dataset:
-    obj = f.get(name)
-    if not isinstance(obj, h5py.Dataset):
+def _resolve(path: Any, f: h5py.File, name: str, hops: int = 0) -> str | None:
+    """The in-file path that ``name`` leads to through hard and soft links; None if absent.
+
+    Each link is inspected without being followed (HDF5 would open the file an external link
+    names just to test that it exists), soft links are resolved here, component by component,
+    so the returned path holds only hard links: opening it reads nothing outside ``f``.
+
+    Raises
+    ------
+    StoreError
+        For an external link (a path to another file, never followed), a user-defined link, a
+        soft-link cycle, or link metadata that cannot be read (a corrupt file).
+    """
+    where = ""
+    for part in (p for p in name.split("/") if p not in ("", ".")):
+        here = f"{where}/{part}"
+        try:
+            if where and not isinstance(f.get(where), h5py.Group):
+                return None  # a component is a dataset: nothing below it
+            if not f.id.links.exists(here.encode()):
+                return None
+            info = f.id.links.get_info(here.encode())
+            target = f.id.links.get_val(here.encode()) if info.type != h5py.h5l.TYPE_HARD else None
+        except _H5_ERRORS as exc:
+            raise StoreError(f"{path}: cannot read the link {here} ({exc})") from exc
+        if info.type == h5py.h5l.TYPE_EXTERNAL:
+            file, inner = (t.decode("utf-8", "replace") for t in target)
+            raise StoreError(
+                f"{path}: {here} is an external link to {file!r}:{inner}; links to other files "
+                "are not followed"
+            )
+        if info.type == h5py.h5l.TYPE_SOFT:
+            if hops >= _MAX_SOFT_LINKS:
+                raise StoreError(f"{path}: more than {_MAX_SOFT_LINKS} soft links at {here}")
+            link = target.decode("utf-8", "replace")
+            here = _resolve(path, f, link if link.startswith("/") else f"{where}/{link}", hops + 1)
+            if here is None:
+                return None
+        elif info.type != h5py.h5l.TYPE_HARD:
+            raise StoreError(f"{path}: {here} is a user-defined link (type {info.type}), not read")
+        where = here
+    return where or "/"
+
+
+def _node(path: Any, f: h5py.File, name: str) -> tuple[str, Any] | None:
+    """``(in-file path, object)`` of ``name`` (see :func:`_resolve`), or None if absent."""
+    where = _resolve(path, f, name)
+    if where is None:
+        return None
+    try:
+        return where, f[where]
+    except _H5_ERRORS as exc:
+        raise StoreError(f"{path}: cannot open /{name.strip('/')} ({exc})") from exc
+
+
+def _dataset(path: Any, f: h5py.File, name: str) -> h5py.Dataset:
+    """Dataset ``name`` of ``f``, whose data are stored in ``f`` itself.
+
+    Refused: links to other files, datasets whose raw data live in external files, and
+    virtual datasets (mapped from other datasets, possibly of other files).
+    """
+    found = _node(path, f, name)
+    if found is None or not isinstance(found[1], h5py.Dataset):
         raise StoreError(f"{path}: dataset /{name} is missing")
-    return obj
+    dset = found[1]
+    try:
+        dset.dtype, dset.shape  # noqa: B018 (h5py raises here for types numpy cannot hold)
+        virtual, external = dset.is_virtual, dset.external
+    except _H5_ERRORS as exc:
+        raise StoreError(f"{path}: cannot read the layout of /{name} ({exc})") from exc
+    if virtual:
+        raise StoreError(
+            f"{path}: /{name} is a virtual dataset (mapped from other datasets or files); "
+            "it is not read"
+        )
+    if external:
+        raise StoreError(
+            f"{path}: /{name} keeps its data in the external file {external[0][0]!r}; "
+            "it is not read"
+        )
+    return dset
 
 
 def _read_ids(path: Path, f: h5py.File, name: str) -> np.ndarray:
@@ -144,7 +241,7 @@ def _read_ids(path: Path, f: h5py.File, name: str) -> np.ndarray:
         raise StoreError(f"{path}: dataset /{name} has shape {dset.shape}, expected (n,) or (n, 1)")
     try:
         raw = dset.asstr(encoding="utf-8")[()]
-    except (OSError, UnicodeDecodeError) as exc:
+    except (*_H5_ERRORS, UnicodeDecodeError) as exc:
         raise StoreError(f"{path}: cannot read the strings of /{name} ({exc})") from exc
     ids = np.array([s.rstrip("\x00") for s in np.ravel(raw)], dtype=object)
     index = pd.Index(ids)
@@ -166,18 +263,22 @@ def detect_hdf5_kind(f: h5py.File, path: str | os.PathLike[str] = "") -> str:
         When no kind fits, or ``/trial_mask`` is floating point without ``/file_format`` (then
         key and ndx cannot be told apart: pass ``kind``).
     """
-    if "scores" in f:
+
+    def has(name: str) -> bool:
+        return _resolve(path, f, name) is not None
+
+    if has("scores"):
         return "scores"
-    if "target_mask" in f or "file_format" in f:
+    if has("target_mask") or has("file_format"):
         return "key"
-    if "trial_mask" in f:
-        kind = getattr(f["trial_mask"], "dtype", np.dtype("V")).kind
-        if kind == "i":
+    if has("trial_mask"):
+        dtype = _dataset(path, f, "trial_mask").dtype
+        if dtype.kind == "i":
             return "key"
-        if kind in "ub":
+        if dtype.kind in "ub":
             return "ndx"
-        raise StoreError(f"{path}: /trial_mask holds {f['trial_mask'].dtype}; pass kind=")
-    if "values" in f and "ids" in f:
+        raise StoreError(f"{path}: /trial_mask holds {dtype}; pass kind=")
+    if has("values") and has("ids"):
         return "quality"
     raise StoreError(f"{path}: not a BOSARIS HDF5 file (no /trial_mask, /scores or /values)")
 
@@ -212,12 +313,53 @@ def _trial_ids(path: str, i: int, j: int) -> str:
     return f"({models[i]}, {segments[j]})"
 
 
+def _standard_type(path: Path, dset: h5py.Dataset) -> bool:
+    """Whether ``dset`` holds little-endian IEEE 754 floats or standard integers (or an enum of
+    them, as h5py stores booleans).
+
+    The BOSARIS layout has no checksums: a flipped bit in a datatype message (byte order,
+    exponent bias, ...) would otherwise silently change every value read.
+    """
+    try:
+        tid = dset.id.get_type()
+        if tid.get_class() == h5py.h5t.ENUM:
+            tid = tid.get_super()
+        return any(tid.equal(t) for t in _STANDARD_TYPES)
+    except _H5_ERRORS as exc:
+        raise StoreError(f"{path}: cannot read the type of {dset.name} ({exc})") from exc
+
+
+def _mask_values(x: np.ndarray, allowed: tuple[int, ...], where: str) -> np.ndarray:
+    """``x``, checked: an integer mask holding values other than ``allowed`` is corrupt (float
+    masks keep their MATLAB meaning: ``logical()``, or the sign past 0.5 for a key)."""
+    if x.dtype.kind in "iu":
+        bad = ~np.isin(x, allowed)
+        if bad.any():
+            raise StoreError(
+                f"{where} holds {x[bad][0]}, expected {', '.join(map(str, allowed))} (corrupt?)"
+            )
+    return x
+
+
 def _lazy(
-    path: Path, manager: CachingFileManager, f: h5py.File, name: str, shape: tuple, chunks: Any
+    path: Path,
+    manager: CachingFileManager,
+    f: h5py.File,
+    name: str,
+    allowed: tuple[int, ...] | None = None,
+    *,
+    shape: tuple,
+    chunks: Any,
 ) -> da.Array:
+    """Dataset ``name`` as a dask array; ``allowed``: the values an integer mask may hold."""
     dset = _dataset(path, f, name)
     if dset.dtype.kind not in "biuf":
         raise StoreError(f"{path}: /{name} holds {dset.dtype}, expected numbers")
+    if not _standard_type(path, dset):
+        raise StoreError(
+            f"{path}: /{name} holds a non-standard number type ({dset.dtype}); floats must be "
+            "little-endian IEEE 754, as MATLAB, h5py and SIDEKIT write them (corrupt?)"
+        )
     if dset.shape != shape and not (dset.ndim < 2 and dset.size == np.prod(shape)):
         raise StoreError(
             f"{path}: /{name} has shape {dset.shape} but there are {shape[0]} row ids and "
@@ -225,11 +367,14 @@ def _lazy(
         )
     stat = path.stat()
     arr = _H5Array(
-        manager, os.fspath(path), name, shape, dset.dtype, (stat.st_mtime_ns, stat.st_size)
+        manager, os.fspath(path), dset.name, shape, dset.dtype, (stat.st_mtime_ns, stat.st_size)
     )
-    return da.from_array(
+    out = da.from_array(
         arr, chunks=chunks, asarray=True, fancy=False, meta=np.empty((0, 0), dtype=dset.dtype)
     )
+    if allowed is None or dset.dtype.kind not in "iu":
+        return out
+    return out.map_blocks(_mask_values, allowed, f"{path}: /{name}", dtype=out.dtype)
 
 
 def read_hdf5(
@@ -285,18 +430,18 @@ def read_hdf5(
         plan = plan_chunks(shape, 8 if found == "scores" else 1) if chunks is None else chunks
         lazy = functools.partial(_lazy, path, manager, f, shape=shape, chunks=plan)
         if found == "scores":
-            mask = lazy("score_mask") != 0
+            mask = lazy("score_mask", (0, 1)) != 0
             raw = lazy("scores")
             score = raw if raw.dtype == np.float32 else raw.astype(np.float64)
             score = da.where(mask, score, score.dtype.type(0))
             return make_scores(models, segments, score, mask)
         if found == "ndx":
-            return make_ndx(models, segments, lazy("trial_mask") != 0)
-        if "target_mask" in f:
-            tar, non = lazy("target_mask"), lazy("nontarget_mask")
+            return make_ndx(models, segments, lazy("trial_mask", (0, 1)) != 0)
+        if _resolve(path, f, "target_mask") is not None:
+            tar, non = lazy("target_mask", (0, 1)), lazy("nontarget_mask", (0, 1))
             mask = da.map_blocks(_key_from_two, tar, non, os.fspath(path), dtype=np.int8)
         else:
-            mask = lazy("trial_mask").map_blocks(_key_signs, dtype=np.int8)
+            mask = lazy("trial_mask", (-1, 0, 1)).map_blocks(_key_signs, dtype=np.int8)
         return make_key(models, segments, mask)
     except TrialError as exc:
         manager.close()
@@ -426,7 +571,7 @@ def write_hdf5(
         raise StoreError(f"{path}: write quality tables with write_quality_hdf5")
     path = Path(path)
     matrices = _matrices(obj, kind, chunk_mb)
-    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+    with atomic_path(path) as tmp, h5py.File(tmp, "w", libver=_LIBVER) as f:
         _stream(matrices, f, f"writing {path}", progress)
         if kind == "key":
             _write_strings(f, "file_format", "2.0", scalar=True)
@@ -464,7 +609,7 @@ def read_quality_hdf5(path: str | os.PathLike[str]) -> xr.DataArray:
         raise StoreNotFoundError(f"{path}: no such HDF5 file")
     try:
         f = h5py.File(path, "r")
-    except OSError as exc:
+    except _H5_ERRORS as exc:
         raise StoreError(f"{path}: not a readable HDF5 file ({exc})") from exc
     with f:
         ids = _read_ids(path, f, "ids")
@@ -473,7 +618,7 @@ def read_quality_hdf5(path: str | os.PathLike[str]) -> xr.DataArray:
             raise StoreError(f"{path}: /values holds {dset.dtype}, expected numbers")
         try:
             values = np.asarray(dset[()], dtype=np.float64)
-        except OSError as exc:
+        except _H5_ERRORS as exc:
             raise StoreError(f"{path}: cannot read /values ({exc})") from exc
     n = len(ids)
     if values.ndim == 1 and values.size == n:
@@ -510,7 +655,7 @@ def write_quality_hdf5(table: xr.DataArray, path: str | os.PathLike[str]) -> Pat
     ids = table[table.dims[0]].values
     values = np.asarray(table.values, dtype=np.float64).T
     path = Path(path)
-    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+    with atomic_path(path) as tmp, h5py.File(tmp, "w", libver=_LIBVER) as f:
         f.create_dataset("values", data=values)
         _write_strings(f, "ids", ids)
     return path

@@ -246,17 +246,23 @@ def _header_roles(names: list[str], path: Any, lineno: int) -> dict[str, int] | 
     if any(data_like):  # e.g. the trial "model segment 1.5" of a headerless file
         return None
     roles: dict[str, int] = {}
+    twice: tuple[str, int, int] | None = None  # (role, first column, second column)
     for j, name in enumerate(names):
         role = _ROLE_OF_NAME.get(name.strip().lower())
         if role is not None and role in roles:
-            raise ParseError(
-                f"two {role} columns in the header: {names[roles[role]]!r} and {name!r}",
-                path=path,
-                line=lineno,
-            )
-        if role is not None:
+            twice = twice or (role, roles[role], j)
+        elif role is not None:
             roles[role] = j
-    return roles if "model" in roles and "segment" in roles else None
+    if "model" not in roles or "segment" not in roles:
+        return None  # e.g. the trial "modelid modelid" of a headerless file
+    if twice is not None:
+        role, a, b = twice
+        raise ParseError(
+            f"two {role} columns in the header: {names[a]!r} and {names[b]!r}",
+            path=path,
+            line=lineno,
+        )
+    return roles
 
 
 def _detect_layout(
@@ -613,13 +619,15 @@ def _reference_floats(tokens: list[bytes], role: str):
             values = np.fromiter(map(float, tokens), dtype=np.float64, count=len(tokens))
         except ValueError:
             values = None
-    if values is None:  # find the first token that does not parse
+    parsed = None
+    if values is None:  # some token does not parse: +inf stands for it in the checks below
         parsed = [_float_or_none(t) for t in tokens]
-        first = next(i for i, v in enumerate(parsed) if v is None)
-        return np.zeros(len(tokens)), (first, f"cannot parse {what} {_shown(tokens[first])}")
+        values = np.array([np.inf if v is None else v for v in parsed], dtype=np.float64)
     bad = np.isinf(values) if role == "value" else ~np.isfinite(values)
-    if bad.any():
+    if bad.any():  # the first bad token: unparsable or not finite
         first = int(np.flatnonzero(bad)[0])
+        if parsed is not None and parsed[first] is None:
+            return values, (first, f"cannot parse {what} {_shown(tokens[first])}")
         return values, (first, f"{what} {_shown(tokens[first])} is not finite")
     return values, None
 

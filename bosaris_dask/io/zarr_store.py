@@ -21,6 +21,9 @@ variables that were all true and therefore not stored).
 Writing streams chunk by chunk from dask into a hidden temporary directory renamed into place
 at the end (:func:`~bosaris_dask.io.atomic.atomic_path`). Reading is lazy and checks the layout
 and that every chunk file exists: zarr silently returns the fill value for a missing chunk.
+Before zarr reads a local store, the store is checked not to reach outside itself (a symbolic
+link resolving elsewhere, a FIFO) nor to ask for unpickling (numcodecs' ``pickle`` codec; zarr
+refuses object arrays too); consolidated metadata, a second copy, is ignored.
 
 Examples
 --------
@@ -36,6 +39,7 @@ Examples
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 import sys
@@ -88,6 +92,7 @@ _ZARR_ERRORS = (
     ValueError,
     KeyError,
     TypeError,
+    RecursionError,  # metadata JSON nested too deeply
     zarr.errors.BaseZarrError,
     zarr.errors.ZarrUserWarning,  # raised as an error while opening: a node zarr cannot parse
 )
@@ -443,11 +448,71 @@ def _check_chunks(path: Path, name: str, arr: zarr.Array) -> None:
             )
 
 
+_ARRAY_METADATA = ("zarr.json", ".zarray")
+
+
+def _codec_ids(meta: Any) -> list[str]:
+    """Every ``name`` and ``id`` string in array metadata but its attributes: the codecs (v3
+    ``codecs``, nested ones of sharding; v2 ``compressor``, ``filters``), data type, grid."""
+    if isinstance(meta, list):
+        return [i for item in meta for i in _codec_ids(item)]
+    if not isinstance(meta, dict):
+        return []
+    found = [v for k, v in meta.items() if k in ("name", "id") and isinstance(v, str)]
+    return found + [i for k, v in meta.items() if k != "attributes" for i in _codec_ids(v)]
+
+
+def _check_metadata(store: Path, file: Path) -> None:
+    """Refuse array metadata that would unpickle chunk data (numcodecs' ``pickle`` codec)."""
+    try:
+        meta = json.loads(file.read_bytes())
+    except (OSError, ValueError, RecursionError) as exc:
+        raise StoreError(f"{store}: cannot parse {file.relative_to(store)} ({exc})") from exc
+    unsafe = [i for i in _codec_ids(meta) if "pickle" in i.lower()]
+    if unsafe:
+        raise StoreError(
+            f"{store}: {file.relative_to(store)} asks for the codec {unsafe[0]!r}; stores whose "
+            "data would be unpickled are not read"
+        )
+
+
+def _check_local_store(path: Path) -> None:
+    """Check a local store before zarr reads any of it: it must not reach outside itself.
+
+    Every symbolic link inside the store must resolve inside it (the store itself may be a
+    link), every entry must be a directory or a regular file (a FIFO would block a read), and
+    no array's metadata may ask for unpickling.
+    """
+    root = os.path.realpath(path)
+    stack = [path]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError as exc:
+            raise StoreError(f"{path}: not a readable zarr store ({exc})") from exc
+        for entry in entries:
+            here = Path(entry.path)
+            if entry.is_symlink():
+                target = os.path.realpath(here)
+                if os.path.commonpath([root, target]) != root:
+                    raise StoreError(
+                        f"{path}: {here.relative_to(path)} is a symbolic link to {target}, "
+                        "outside the store; it is not followed"
+                    )
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(here)
+            elif not entry.is_file() and not entry.is_dir():
+                raise StoreError(f"{path}: {here.relative_to(path)} is not a regular file")
+            elif entry.name in _ARRAY_METADATA:
+                _check_metadata(path, here)
+
+
 def _open_group(path: Path) -> tuple[dict[str, Any], dict[str, zarr.Array]]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", zarr.errors.ZarrUserWarning)
-            group = zarr.open_group(store=os.fspath(path), mode="r")
+            # consolidated metadata is a second copy that could disagree with the arrays' own
+            group = zarr.open_group(store=os.fspath(path), mode="r", use_consolidated=False)
             attrs = dict(group.attrs)
             arrays = dict(group.arrays())
     except _ZARR_ERRORS as exc:
@@ -585,6 +650,8 @@ def read_zarr(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
     path = store_location(path)
     if not _store_exists(path):
         raise StoreNotFoundError(f"{path}: no such zarr store")
+    if isinstance(path, Path):
+        _check_local_store(path)
     attrs, arrays = _open_group(path)
     kind = attrs.get("bosaris_kind")
     if kind not in ("ndx", "key", "scores", "quality"):
