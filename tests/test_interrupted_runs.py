@@ -248,3 +248,27 @@ def test_text_reader_spills_to_an_unnamed_file(tmp_path, monkeypatch):
     scores = text.read_text(path, scratch_dir=scratch, block_bytes=64)
     assert any(spilled) and scores.score.values.tolist() == [[1.0, 1.0]] * 30
     assert os.listdir(scratch) == []
+
+
+def test_scratch_memmaps_of_killed_runs_are_swept_by_the_next(tmp_path):
+    """A SIGKILLed text read cannot delete its scratch memmaps; the next scratch file does."""
+    import subprocess
+    import sys
+
+    from bosaris_dask.io import text
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    host = text._scratch_owner().rsplit("-", 1)[0]
+    killed = tmp_path / f"bosaris-text-{host}-{int(dead.stdout)}-abc.dat"
+    alive = tmp_path / f"bosaris-text-{text._scratch_owner()}-def.dat"
+    elsewhere = tmp_path / f"bosaris-text-otherhost-{int(dead.stdout)}-ghi.dat"
+    unrelated = tmp_path / "bosaris-text-notes.txt"
+    for f in (killed, alive, elsewhere, unrelated):
+        f.write_bytes(b"x")
+    scratch = text._ScratchFile(tmp_path)
+    assert not killed.exists()
+    assert alive.exists() and elsewhere.exists() and unrelated.exists()
+    assert os.path.basename(scratch.path).startswith(f"bosaris-text-{text._scratch_owner()}-")
+    scratch.remove()
+    assert not os.path.exists(scratch.path)

@@ -96,6 +96,7 @@ import io
 import math
 import os
 import re
+import socket
 import tempfile
 import warnings
 import weakref
@@ -780,11 +781,44 @@ class _Collector:
 # --------------------------------------------------------------------------------------------
 
 
+_SCRATCH_PREFIX = "bosaris-text-"
+
+
+def _scratch_owner() -> str:
+    """``host-pid`` of this process, as scratch file names carry it."""
+    return f"{socket.gethostname().replace('-', '_')}-{os.getpid()}"
+
+
+def _sweep_dead_scratch(directory: str) -> None:
+    """Delete scratch files whose creating process, on this host, is gone (killed runs).
+
+    A name is ``bosaris-text-HOST-PID-*.dat``; files of other hosts (a shared scratch directory)
+    and of live processes are left alone.
+    """
+    host = _scratch_owner().rsplit("-", 1)[0]
+    for name in os.listdir(directory):
+        parts = name[len(_SCRATCH_PREFIX) :].split("-")
+        if not name.startswith(_SCRATCH_PREFIX) or len(parts) < 3 or parts[0] != host:
+            continue
+        try:
+            os.kill(int(parts[1]), 0)
+        except ProcessLookupError:
+            _remove_quietly(os.path.join(directory, name))
+        except (ValueError, PermissionError):  # not a pid, or another user's live process
+            continue
+
+
 class _ScratchFile:
-    """A temporary file, deleted when this object is garbage collected (or at exit)."""
+    """A temporary file, deleted when this object is garbage collected (or at exit).
+
+    A SIGKILLed run cannot delete its files: the next one sweeps them (:func:`_sweep_dead_scratch`).
+    """
 
     def __init__(self, scratch_dir: str | os.PathLike[str] | None):
-        fd, self.path = tempfile.mkstemp(prefix="bosaris-text-", suffix=".dat", dir=scratch_dir)
+        directory = os.fspath(scratch_dir) if scratch_dir is not None else tempfile.gettempdir()
+        _sweep_dead_scratch(directory)
+        prefix = f"{_SCRATCH_PREFIX}{_scratch_owner()}-"
+        fd, self.path = tempfile.mkstemp(prefix=prefix, suffix=".dat", dir=directory)
         os.close(fd)
         self.remove = weakref.finalize(self, _remove_quietly, self.path)
 
