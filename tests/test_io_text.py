@@ -705,3 +705,30 @@ def test_benchmark_body_runs():
         assert back.score.values.tolist() == case.scores.score.values.tolist()
     finally:
         case.teardown(400)
+
+
+def test_a_pipe_is_read_like_a_file_and_errors_name_it(tmp_path):
+    """``<(cmd)`` and /dev/stdin can be read once only; the reader copies them first."""
+    import threading
+
+    fifo = tmp_path / "scores.fifo"
+
+    def feed(text: str) -> threading.Thread:
+        os.mkfifo(fifo)
+        thread = threading.Thread(target=lambda: fifo.write_text(text))
+        thread.start()
+        return thread
+
+    writer = feed("m1 s1 2.0\nm1 s2 -1.5\nm2 s1 0.25\n")
+    scores = read_text(fifo, scratch_dir=tmp_path)
+    writer.join()
+    assert scores.model.values.tolist() == ["m1", "m2"]
+    np.testing.assert_array_equal(scores.score.values, [[2.0, -1.5], [0.25, 0.0]])
+    np.testing.assert_array_equal(scores.score_mask.values, [[True, True], [True, False]])
+    fifo.unlink()
+    writer = feed("m1 s1 2.0\nm1 s2 x\n")
+    with pytest.raises(ParseError) as info:
+        read_text(fifo, scratch_dir=tmp_path)
+    writer.join()
+    assert (info.value.path, info.value.line) == (str(fifo), 2)
+    assert not list(tmp_path.glob("bosaris-text-*"))  # the copies are gone

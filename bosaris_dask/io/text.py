@@ -96,7 +96,9 @@ import io
 import math
 import os
 import re
+import shutil
 import socket
+import stat
 import tempfile
 import warnings
 import weakref
@@ -784,6 +786,15 @@ class _Collector:
 _SCRATCH_PREFIX = "bosaris-text-"
 
 
+def _is_stream(path: str | os.PathLike[str]) -> bool:
+    """Is ``path`` a pipe, socket or character device (which can be read only once)?"""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False  # reported where the file is opened
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
+
+
 def _scratch_owner() -> str:
     """``host-pid`` of this process, as scratch file names carry it."""
     return f"{socket.gethostname().replace('-', '_')}-{os.getpid()}"
@@ -1064,6 +1075,19 @@ def read_text(
     ...
     bosaris_dask.errors.ParseError: ...key.txt:2: trial ('m1', 's1') is given twice, first on line 1
     """
+    if _is_stream(path):  # a pipe (``<(cmd)``, /dev/stdin): read twice below, so copy it first
+        copy = _ScratchFile(scratch_dir)
+        try:
+            with open(path, "rb") as source, open(copy.path, "wb") as target:
+                shutil.copyfileobj(source, target, 16 * 2**20)
+            return read_text(
+                copy.path, kind, header=header, chunks=chunks, scratch_dir=scratch_dir,
+                memmap_threshold=memmap_threshold, block_bytes=block_bytes,
+            )  # fmt: skip
+        except ParseError as error:
+            raise ParseError(error.message, path, error.line) from None
+        finally:
+            copy.remove()
     layout = _detect_layout(path, kind, header)
     collector = _Collector(layout, scratch_dir)
     try:
