@@ -330,14 +330,21 @@ def _inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.Arra
 def _task_memory(
     inputs: list[da.Array], dtype: np.dtype, nbins: int, split_every: int
 ) -> memory.TaskMemory:
-    """The peak memory of a task of this evaluation's passes."""
+    """The peak memory of a task of this evaluation's passes.
+
+    A merge adds at most as many results as there are chunks, and no pass pulls or keeps more
+    trials than there are cells: small jobs need little, whatever the budgets.
+    """
     itemsizes = [a.dtype.itemsize for a in inputs]
     if dtype == np.float64:  # float32 chunks converted in the graph: both copies are alive
         itemsizes += [4] * (len(inputs) // 2)
+    cells = int(np.prod(inputs[0].shape))
     return memory.pass_task_memory(
         tuple(max(c) for c in inputs[0].chunks), input_itemsizes=itemsizes, score_dtype=dtype,
-        n_systems=len(inputs) // 2, nbins=nbins, split_every=split_every,
-        refine_bins=_DENSE_BUDGET, raw_trials=_RAW_LIMIT, kept_trials=_KEEP_LIMIT,
+        n_systems=len(inputs) // 2, nbins=nbins,
+        split_every=max(1, min(split_every, inputs[0].npartitions)),
+        refine_bins=_DENSE_BUDGET, raw_trials=min(_RAW_LIMIT, cells),
+        kept_trials=min(_KEEP_LIMIT, cells),
     )  # fmt: skip
 
 
