@@ -63,7 +63,7 @@ from xarray.backends import CachingFileManager
 
 from bosaris_dask.errors import StoreError, StoreNotFoundError, TrialError
 from bosaris_dask.io.atomic import atomic_path
-from bosaris_dask.io.zarr_store import _distributed_client, compute_with_progress, plan_chunks
+from bosaris_dask.io.compute import _distributed_client, compute_with_progress, plan_chunks
 from bosaris_dask.trials import (
     kind_of,
     make_key,

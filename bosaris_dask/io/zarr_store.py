@@ -42,13 +42,10 @@ import itertools
 import json
 import math
 import os
-import sys
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import dask
 import dask.array as da
 import numpy as np
 import pandas as pd
@@ -57,6 +54,7 @@ import zarr
 
 from bosaris_dask.errors import StoreError, StoreNotFoundError, TrialError
 from bosaris_dask.io.atomic import atomic_path, remove_path
+from bosaris_dask.io.compute import compute_with_progress, plan_chunks
 from bosaris_dask.io.raw_chunks import raw_chunk_array
 from bosaris_dask.trials import (
     DIMS,
@@ -99,29 +97,8 @@ _ZARR_ERRORS = (
 
 
 # --------------------------------------------------------------------------------------------
-# shared helpers (also used by the HDF5 store)
+# chunks and dask arrays of a write
 # --------------------------------------------------------------------------------------------
-
-
-def plan_chunks(shape: tuple[int, int], itemsize: int, chunk_mb: float = 64) -> tuple[int, int]:
-    """The chunk shape for a ``(models, segments)`` matrix of about ``chunk_mb`` MiB per chunk.
-
-    Full rows of segments when a row fits (contiguous reads, one chunk per band of models);
-    otherwise square-ish chunks.
-
-    Examples
-    --------
-    >>> plan_chunks((30_000, 33_000), 8)
-    (254, 33000)
-    >>> plan_chunks((10, 10**9), 4, chunk_mb=1)
-    (10, 26214)
-    """
-    rows, cols = (max(1, int(n)) for n in shape)
-    limit = max(1, int(chunk_mb * 2**20) // max(1, itemsize))  # elements per chunk
-    if cols <= limit:
-        return min(rows, max(1, limit // cols)), cols
-    r = min(rows, max(1, math.isqrt(limit)))
-    return r, min(cols, max(1, limit // r))
 
 
 def _regular(chunks: tuple[tuple[int, ...], ...]) -> bool:
@@ -140,52 +117,6 @@ def _write_chunks(arr: da.Array, itemsize: int, chunk_mb: float) -> tuple[int, i
 
 def _as_dask(x: Any) -> da.Array:
     return x if isinstance(x, da.Array) else da.from_array(np.asarray(x), chunks="auto")
-
-
-def _distributed_client() -> Any | None:
-    """The distributed client that dask uses now, if any."""
-    scheduler = dask.base.get_scheduler()
-    owner = getattr(scheduler, "__self__", None)
-    return owner if type(owner).__name__ == "Client" else None
-
-
-def _compute_threads(objs: tuple[Any, ...]) -> tuple[Any, ...]:
-    """``dask.compute`` on a thread pool of our own, drained before returning or raising.
-
-    When one write task fails, dask raises at once while the others keep running; a straggler
-    could then write a chunk into a temporary store that the caller has already removed (zarr
-    re-creates parent directories). Waiting for the pool makes cleanup final.
-    """
-    if dask.config.get("scheduler", None) not in (None, "threads", "threading"):
-        return dask.compute(*objs)
-    pool = ThreadPoolExecutor(os.cpu_count() or 1)
-    try:
-        return dask.compute(*objs, scheduler="threads", pool=pool)
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def compute_with_progress(*objs: Any, progress: bool = False) -> tuple[Any, ...]:
-    """``dask.compute(*objs)``, showing a progress bar when ``progress`` is true.
-
-    The bar is :func:`distributed.progress` when a distributed client is active, else
-    :class:`dask.diagnostics.ProgressBar` (on standard error). Without a distributed client
-    every task has finished when this returns or raises (see :func:`_compute_threads`).
-    """
-    client = _distributed_client()
-    if client is not None:
-        futures = client.compute(list(objs))
-        if progress:
-            from distributed import progress as show_progress
-
-            show_progress(futures)
-        return tuple(client.gather(futures))
-    if not progress:
-        return _compute_threads(objs)
-    from dask.diagnostics import ProgressBar
-
-    with ProgressBar(out=sys.stderr):
-        return _compute_threads(objs)
 
 
 def _known_all_true(arr: da.Array) -> bool:
