@@ -74,9 +74,9 @@ def _assemble(
             "auto" if chunks is None else chunks, shape, dtype=spec[0][1]
         )
         for name, dt in spec:
-            arr = _ScratchArray(owners[name], owners[name].path, shape, dt)
+            source = _ScratchArray(owners[name], owners[name].path, shape, dt)
             label = f"text-{name}-{os.path.basename(owners[name].path)}"
-            data[name] = da.from_array(arr, chunks=chunks, name=label)
+            data[name] = da.from_array(source, chunks=chunks, name=label)
     else:
         data = {name: arr.reshape(shape) for name, arr in flat.items()}
     if kind == "scores":

@@ -158,11 +158,11 @@ def _detect_layout(
         raise ParseError(
             f"expected {expected[0]} fields for {kind}, found {len(tokens)}", path=path, line=lineno
         )
-    roles = (("model", 0), ("segment", 1))
+    fields: tuple[tuple[str, int], ...] = (("model", 0), ("segment", 1))
     if kind != "ndx":
-        roles += (("score" if kind == "scores" else "label", 2),)
+        fields += (("score" if kind == "scores" else "label", 2),)
     # the data start at line 1: blank lines before the first trial are skipped by the parser
-    return _Layout(kind, None, len(tokens), roles, origin, 1)
+    return _Layout(kind, None, len(tokens), fields, origin, 1)
 
 
 def _kind_of_tokens(tokens: list[bytes], path: Any, lineno: int) -> str:

@@ -78,6 +78,7 @@ def read_quality_text(
                 f"id {u!r} is given twice, first on line {earlier}", path=path, line=int(lines[i])
             )
         table.update(zip(uniques[codes].tolist(), lines.tolist(), strict=True))  # no repeats
+        assert chunk.values is not None  # a quality layout has value columns
         values.append(chunk.values)
     if not table:
         raise ParseError("no ids in the quality file", path=path, line=last)

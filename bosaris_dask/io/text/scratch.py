@@ -95,7 +95,7 @@ class _ScratchArray:
         return {"path": self.path, "shape": self.shape, "dtype": self.dtype.str}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(None, state["path"], state["shape"], state["dtype"])
+        _ScratchArray.__init__(self, None, state["path"], state["shape"], state["dtype"])
 
     def __copy__(self) -> _ScratchArray:
         return self
