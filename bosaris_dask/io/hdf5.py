@@ -184,9 +184,12 @@ def _resolve(path: Any, f: h5py.File, name: str, hops: int = 0) -> str | None:
             if hops >= _MAX_SOFT_LINKS:
                 raise StoreError(f"{path}: more than {_MAX_SOFT_LINKS} soft links at {here}")
             link = target.decode("utf-8", "replace")
-            here = _resolve(path, f, link if link.startswith("/") else f"{where}/{link}", hops + 1)
-            if here is None:
+            resolved = _resolve(
+                path, f, link if link.startswith("/") else f"{where}/{link}", hops + 1
+            )
+            if resolved is None:
                 return None
+            here = resolved
         elif info.type != h5py.h5l.TYPE_HARD:
             raise StoreError(f"{path}: {here} is a user-defined link (type {info.type}), not read")
         where = here

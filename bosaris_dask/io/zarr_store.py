@@ -201,7 +201,9 @@ def _trial_dataset(obj: xr.Dataset, kind: str, chunk_mb: float) -> tuple[xr.Data
     main = _as_dask(obj[names[0]].data)
     itemsize = np.dtype(obj[names[0]].dtype).itemsize
     chunks = _write_chunks(main, itemsize, chunk_mb)
-    data_vars, encoding, omitted = {}, {}, []
+    data_vars: dict[str, Any] = {}
+    encoding: dict[str, dict[str, Any]] = {}
+    omitted: list[str] = []
     for name in names:
         arr = _as_dask(obj[name].data).rechunk(chunks)
         if name == _MASKS.get(kind) and _known_all_true(arr):
@@ -274,8 +276,9 @@ def write_zarr(
     """
     kind = kind_of(validate(obj))
     path = Path(path)
+    encoding: dict[str, dict[str, Any]] = {}
     if kind == "quality":
-        ds, encoding = _quality_dataset(obj), {}
+        ds = _quality_dataset(obj)
     else:
         ds, encoding = _trial_dataset(obj, kind, chunk_mb)
     with atomic_path(path) as tmp:
@@ -290,7 +293,7 @@ def write_zarr(
         )
         compute_with_progress(delayed, progress=progress)
         mask = _MASKS.get(kind)
-        if omit_true_masks and mask in ds.data_vars:
+        if omit_true_masks and mask is not None and mask in ds.data_vars:
             stored = da.from_zarr(zarr.open_array(tmp / mask, mode="r"))
             if bool(stored.all().compute()):
                 remove_path(tmp / mask)
@@ -334,7 +337,7 @@ def store_location(path: str | os.PathLike[str]) -> Path | str:
     """A local :class:`~pathlib.Path`, or the URL string of a store fsspec reaches."""
     if isinstance(path, str) and path.startswith("file://"):
         return Path(path.removeprefix("file://"))
-    return path if is_url(path) else Path(path)
+    return path if isinstance(path, str) and is_url(path) else Path(path)
 
 
 def _store_exists(path: Path | str) -> bool:
@@ -438,7 +441,7 @@ def _check_local_store(path: Path) -> None:
                 _check_metadata(path, here)
 
 
-def _open_group(path: Path) -> tuple[dict[str, Any], dict[str, zarr.Array]]:
+def _open_group(path: Path | str) -> tuple[dict[str, Any], dict[str, zarr.Array]]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", zarr.errors.ZarrUserWarning)
@@ -451,7 +454,7 @@ def _open_group(path: Path) -> tuple[dict[str, Any], dict[str, zarr.Array]]:
     return attrs, arrays
 
 
-def _require(path: Path, arrays: dict[str, zarr.Array], name: str, dims: tuple[str, ...]):
+def _require(path: Path | str, arrays: dict[str, zarr.Array], name: str, dims: tuple[str, ...]):
     if name not in arrays:
         raise StoreError(f"{path}: array {name!r} is missing")
     arr = arrays[name]
@@ -460,7 +463,7 @@ def _require(path: Path, arrays: dict[str, zarr.Array], name: str, dims: tuple[s
     return arr
 
 
-def _check_trial_layout(path: Path, kind: str, attrs: dict, arrays: dict) -> None:
+def _check_trial_layout(path: Path | str, kind: str, attrs: dict, arrays: dict) -> None:
     sizes = {}
     for dim in DIMS:
         ids = _require(path, arrays, dim, (dim,))
@@ -491,7 +494,7 @@ def _check_trial_layout(path: Path, kind: str, attrs: dict, arrays: dict) -> Non
             raise StoreError(f"{path}: array {name!r} has dtype {arr.dtype}")
 
 
-def _open_xarray(path: Path) -> xr.Dataset:
+def _open_xarray(path: Path | str) -> xr.Dataset:
     try:
         return xr.open_zarr(
             os.fspath(path),
@@ -505,7 +508,12 @@ def _open_xarray(path: Path) -> xr.Dataset:
 
 
 def _build(
-    path: Path, kind: str, ds: xr.Dataset, attrs: dict, chunks: Any, arrays: dict | None = None
+    path: Path | str,
+    kind: str,
+    ds: xr.Dataset,
+    attrs: dict,
+    chunks: Any,
+    arrays: dict | None = None,
 ) -> xr.Dataset:
     models, segments = ds["model"].values, ds["segment"].values
     if "model_label" in ds.variables:
@@ -520,15 +528,16 @@ def _build(
             plan = plan_chunks((len(models), len(segments)), 1) if chunks is None else chunks
             return make_ndx(models, segments, None, chunks=plan)
         return make_ndx(models, segments, ds["trial_mask"].data, chunks=chunks)
-    local = arrays and isinstance(path, Path)
-    score = raw_chunk_array(path / "score", arrays["score"]) if local else None
+    score = None
+    if arrays and isinstance(path, Path):
+        score = raw_chunk_array(path / "score", arrays["score"])
     if score is None or chunks is not None:
         score = ds["score"].data
     mask = None if "score_mask" in omitted else ds["score_mask"].data
     return make_scores(models, segments, score, mask, chunks=chunks)
 
 
-def _build_quality(path: Path, ds: xr.Dataset) -> xr.Dataset:
+def _build_quality(path: Path | str, ds: xr.Dataset) -> xr.Dataset:
     tables = {}
     for side in DIMS:
         name = f"{side}_quality"
