@@ -236,15 +236,15 @@ def test_text_reader_spills_to_an_unnamed_file(tmp_path, monkeypatch):
     text.write_text(make_scores([f"m{i}" for i in range(30)], ["a", "b"], np.ones((30, 2))), path)
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    monkeypatch.setattr(text, "_SPILL_BYTES", 100)
-    append, spilled = text._Spill.append, []
+    monkeypatch.setattr(text.collect, "_SPILL_BYTES", 100)
+    append, spilled = text.collect._Spill.append, []
 
     def append_and_look(self, records):
         append(self, records)
         spilled.append(self._file is not None)
         assert os.listdir(scratch) == []  # a kill here would leave nothing named
 
-    monkeypatch.setattr(text._Spill, "append", append_and_look)
+    monkeypatch.setattr(text.collect._Spill, "append", append_and_look)
     scores = text.read_text(path, scratch_dir=scratch, block_bytes=64)
     assert any(spilled) and scores.score.values.tolist() == [[1.0, 1.0]] * 30
     assert os.listdir(scratch) == []
@@ -259,16 +259,18 @@ def test_scratch_memmaps_of_killed_runs_are_swept_by_the_next(tmp_path):
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)  # fmt: skip
-    host = text._scratch_owner().rsplit("-", 1)[0]
+    host = text.scratch._scratch_owner().rsplit("-", 1)[0]
     killed = tmp_path / f"bosaris-text-{host}-{int(dead.stdout)}-abc.dat"
-    alive = tmp_path / f"bosaris-text-{text._scratch_owner()}-def.dat"
+    alive = tmp_path / f"bosaris-text-{text.scratch._scratch_owner()}-def.dat"
     elsewhere = tmp_path / f"bosaris-text-otherhost-{int(dead.stdout)}-ghi.dat"
     unrelated = tmp_path / "bosaris-text-notes.txt"
     for f in (killed, alive, elsewhere, unrelated):
         f.write_bytes(b"x")
-    scratch = text._ScratchFile(tmp_path)
+    scratch = text.scratch._ScratchFile(tmp_path)
     assert not killed.exists()
     assert alive.exists() and elsewhere.exists() and unrelated.exists()
-    assert os.path.basename(scratch.path).startswith(f"bosaris-text-{text._scratch_owner()}-")
+    assert os.path.basename(scratch.path).startswith(
+        f"bosaris-text-{text.scratch._scratch_owner()}-"
+    )
     scratch.remove()
     assert not os.path.exists(scratch.path)

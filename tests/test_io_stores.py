@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from bosaris_dask import io
 from bosaris_dask.errors import StoreError, StoreNotFoundError
-from bosaris_dask.io import atomic, hdf5, zarr_store
+from bosaris_dask.io import atomic, compute, hdf5
 from bosaris_dask.trials import (
     is_label_key,
     key_from_labels,
@@ -129,10 +129,10 @@ def test_zarr_keeps_regular_dask_chunks_of_a_good_size(tmp_path):
 
 
 def test_plan_chunks_sizes():
-    assert zarr_store.plan_chunks((1000, 1000), 8, chunk_mb=1) == (131, 1000)
-    r, c = zarr_store.plan_chunks((10**5, 10**7), 8, chunk_mb=1)
+    assert compute.plan_chunks((1000, 1000), 8, chunk_mb=1) == (131, 1000)
+    r, c = compute.plan_chunks((10**5, 10**7), 8, chunk_mb=1)
     assert c < 10**7 and r * c * 8 <= 2**20 and r * c * 8 > 0.9 * 2**20
-    assert zarr_store.plan_chunks((3, 4), 1) == (3, 4)
+    assert compute.plan_chunks((3, 4), 1) == (3, 4)
 
 
 def test_zarr_label_key_is_stored_as_labels_only(tmp_path):
@@ -508,7 +508,7 @@ def test_hdf5_reads_and_writes_under_distributed(tmp_path, monkeypatch):
         ) as cluster,
         Client(cluster) as client,
     ):
-        assert zarr_store._distributed_client() is client
+        assert compute._distributed_client() is client
         back = io.read_hdf5(path, chunks=(10, 50))
         total, count = dask.compute(back.score.sum(), back.score_mask.sum())
         pids = set(client.run(lambda: __import__("os").getpid()).values())

@@ -37,7 +37,7 @@ from bosaris_dask.trials import (
 def parser(request, monkeypatch):
     """Run a test with pandas' parser where it applies, then with the reference parser only."""
     if request.param == "reference":
-        monkeypatch.setattr(text, "_parse_fast", lambda *args: None)
+        monkeypatch.setattr(text.parse, "_parse_fast", lambda *args: None)
     return request.param
 
 
@@ -126,7 +126,7 @@ def test_hard_decimals_are_correctly_rounded(tmp_path, monkeypatch):
     path = _write(tmp_path, "".join(f"m s{i} {d}\n" for i, d in enumerate(HARD_DECIMALS)))
     expected = [float(d) for d in HARD_DECIMALS]
     assert read_text(path).score.values[0].tolist() == expected  # pandas' parser
-    monkeypatch.setattr(text, "_parse_fast", lambda *args: None)
+    monkeypatch.setattr(text.parse, "_parse_fast", lambda *args: None)
     assert read_text(path).score.values[0].tolist() == expected  # the reference parser
 
 
@@ -191,8 +191,8 @@ def test_write_bands_and_batches(tmp_path, monkeypatch):
         [f"m{i}" for i in range(23)], [f"s{j}" for j in range(17)], rng.normal(size=(23, 17)), mask
     )
     reference = _rewrite(tmp_path, scores)
-    monkeypatch.setattr(text, "_WRITE_BAND_BYTES", 5 * 17 * 9)
-    monkeypatch.setattr(text, "_WRITE_LINES", 7)
+    monkeypatch.setattr(text.write, "_WRITE_BAND_BYTES", 5 * 17 * 9)
+    monkeypatch.setattr(text.write, "_WRITE_LINES", 7)
     rechunked = scores.chunk({"model": 4, "segment": 5})
     assert _rewrite(tmp_path, rechunked) == reference
     assert _rewrite(tmp_path, scores.load()) == reference  # numpy-backed
@@ -208,7 +208,7 @@ def test_write_bands_and_batches(tmp_path, monkeypatch):
 def test_row_bands_cover_rows_once():
     for chunks in [(5,), (3, 3, 3), (1, 7, 2), (10, 1)]:
         for max_rows in (1, 2, 4, 100):
-            bands = list(text._row_bands(chunks, max_rows))
+            bands = list(text.write._row_bands(chunks, max_rows))
             rows = [r for a, b in bands for r in range(a, b)]
             assert rows == list(range(sum(chunks)))
             assert all(0 < b - a <= max_rows for a, b in bands)
@@ -412,7 +412,7 @@ def test_memmap_path_spill_and_cleanup(tmp_path, monkeypatch):
     path = _write(tmp_path, content)
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    monkeypatch.setattr(text, "_SPILL_BYTES", 100)  # spill the parsed records to a file too
+    monkeypatch.setattr(text.collect, "_SPILL_BYTES", 100)  # spill the parsed records to a file too
     ds = read_text(path, memmap_threshold=0, scratch_dir=scratch, chunks=(7, 9), block_bytes=500)
     assert isinstance(ds.score.data, da.Array)
     assert ds.score.data.chunks[0] == (7, 7, 7, 7, 2) and ds.score.data.chunks[1][0] == 9
@@ -421,7 +421,9 @@ def test_memmap_path_spill_and_cleanup(tmp_path, monkeypatch):
     assert ds.score.values.tolist() == values.tolist()
     assert bool(ds.score_mask.all())
     # the lazily read chunks are pickled by path (a distributed worker reopens the file)
-    source = next(v for v in ds.score.data.dask.values() if isinstance(v, text._ScratchArray))
+    source = next(
+        v for v in ds.score.data.dask.values() if isinstance(v, text.scratch._ScratchArray)
+    )
     clone = pickle.loads(pickle.dumps(source))
     assert clone[3:5, 2:4].tolist() == values[3:5, 2:4].tolist()
     del ds, source, clone
@@ -473,9 +475,9 @@ TOKENS = [
 
 def _compare_parsers(block: bytes, layout) -> None:
     n = block.count(b"\n")
-    fast = text._parse_fast(block, 1, n, layout)
+    fast = text.parse._parse_fast(block, 1, n, layout)
     try:
-        ref = text._parse_reference(block, 1, layout, "x")
+        ref = text.parse._parse_reference(block, 1, layout, "x")
     except ParseError:
         assert fast is None
         return
@@ -508,17 +510,19 @@ def test_fast_parser_agrees_with_reference(rows, kind, tabs):
         "key": (("label", 2),),
     }.get(kind, ())
     nfields = 3 if kind != "ndx" else 2
-    layout = text._Layout(kind, b"\t" if tabs else None, nfields, roles, 0, 1, header=tabs)
+    layout = text.layout._Layout(kind, b"\t" if tabs else None, nfields, roles, 0, 1, header=tabs)
     _compare_parsers(block, layout)
 
 
 def test_fast_parser_is_used_for_canonical_blocks():
-    layout = text._Layout("scores", None, 3, (("model", 0), ("segment", 1), ("score", 2)), 0, 1)
+    layout = text.layout._Layout(
+        "scores", None, 3, (("model", 0), ("segment", 1), ("score", 2)), 0, 1
+    )
     block = b"m1 s1 1.5\nm1 s2 -2\n"
-    assert text._parse_fast(block, 1, 2, layout) is not None
-    assert text._parse_fast(b"m1\ts1\t1.5\nm1\ts2\t-2\n", 1, 2, layout) is not None
+    assert text.parse._parse_fast(block, 1, 2, layout) is not None
+    assert text.parse._parse_fast(b"m1\ts1\t1.5\nm1\ts2\t-2\n", 1, 2, layout) is not None
     for odd in (b"m1 s1 1.5\n\n", b"m1  s1 1.5\n", b" m1 s1 1.5\n", b"m1 s1 1.5 \n", b"m\ts 1\n"):
-        assert text._parse_fast(odd, 1, odd.count(b"\n"), layout) is None
+        assert text.parse._parse_fast(odd, 1, odd.count(b"\n"), layout) is None
 
 
 # --------------------------------------------------------------------------------------------

@@ -63,7 +63,7 @@ from xarray.backends import CachingFileManager
 
 from bosaris_dask.errors import StoreError, StoreNotFoundError, TrialError
 from bosaris_dask.io.atomic import atomic_path
-from bosaris_dask.io.zarr_store import _distributed_client, compute_with_progress, plan_chunks
+from bosaris_dask.io.compute import _distributed_client, compute_with_progress, plan_chunks
 from bosaris_dask.trials import (
     kind_of,
     make_key,
@@ -184,9 +184,12 @@ def _resolve(path: Any, f: h5py.File, name: str, hops: int = 0) -> str | None:
             if hops >= _MAX_SOFT_LINKS:
                 raise StoreError(f"{path}: more than {_MAX_SOFT_LINKS} soft links at {here}")
             link = target.decode("utf-8", "replace")
-            here = _resolve(path, f, link if link.startswith("/") else f"{where}/{link}", hops + 1)
-            if here is None:
+            resolved = _resolve(
+                path, f, link if link.startswith("/") else f"{where}/{link}", hops + 1
+            )
+            if resolved is None:
                 return None
+            here = resolved
         elif info.type != h5py.h5l.TYPE_HARD:
             raise StoreError(f"{path}: {here} is a user-defined link (type {info.type}), not read")
         where = here

@@ -42,13 +42,10 @@ import itertools
 import json
 import math
 import os
-import sys
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import dask
 import dask.array as da
 import numpy as np
 import pandas as pd
@@ -57,6 +54,7 @@ import zarr
 
 from bosaris_dask.errors import StoreError, StoreNotFoundError, TrialError
 from bosaris_dask.io.atomic import atomic_path, remove_path
+from bosaris_dask.io.compute import compute_with_progress, plan_chunks
 from bosaris_dask.io.raw_chunks import raw_chunk_array
 from bosaris_dask.trials import (
     DIMS,
@@ -99,29 +97,8 @@ _ZARR_ERRORS = (
 
 
 # --------------------------------------------------------------------------------------------
-# shared helpers (also used by the HDF5 store)
+# chunks and dask arrays of a write
 # --------------------------------------------------------------------------------------------
-
-
-def plan_chunks(shape: tuple[int, int], itemsize: int, chunk_mb: float = 64) -> tuple[int, int]:
-    """The chunk shape for a ``(models, segments)`` matrix of about ``chunk_mb`` MiB per chunk.
-
-    Full rows of segments when a row fits (contiguous reads, one chunk per band of models);
-    otherwise square-ish chunks.
-
-    Examples
-    --------
-    >>> plan_chunks((30_000, 33_000), 8)
-    (254, 33000)
-    >>> plan_chunks((10, 10**9), 4, chunk_mb=1)
-    (10, 26214)
-    """
-    rows, cols = (max(1, int(n)) for n in shape)
-    limit = max(1, int(chunk_mb * 2**20) // max(1, itemsize))  # elements per chunk
-    if cols <= limit:
-        return min(rows, max(1, limit // cols)), cols
-    r = min(rows, max(1, math.isqrt(limit)))
-    return r, min(cols, max(1, limit // r))
 
 
 def _regular(chunks: tuple[tuple[int, ...], ...]) -> bool:
@@ -140,52 +117,6 @@ def _write_chunks(arr: da.Array, itemsize: int, chunk_mb: float) -> tuple[int, i
 
 def _as_dask(x: Any) -> da.Array:
     return x if isinstance(x, da.Array) else da.from_array(np.asarray(x), chunks="auto")
-
-
-def _distributed_client() -> Any | None:
-    """The distributed client that dask uses now, if any."""
-    scheduler = dask.base.get_scheduler()
-    owner = getattr(scheduler, "__self__", None)
-    return owner if type(owner).__name__ == "Client" else None
-
-
-def _compute_threads(objs: tuple[Any, ...]) -> tuple[Any, ...]:
-    """``dask.compute`` on a thread pool of our own, drained before returning or raising.
-
-    When one write task fails, dask raises at once while the others keep running; a straggler
-    could then write a chunk into a temporary store that the caller has already removed (zarr
-    re-creates parent directories). Waiting for the pool makes cleanup final.
-    """
-    if dask.config.get("scheduler", None) not in (None, "threads", "threading"):
-        return dask.compute(*objs)
-    pool = ThreadPoolExecutor(os.cpu_count() or 1)
-    try:
-        return dask.compute(*objs, scheduler="threads", pool=pool)
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def compute_with_progress(*objs: Any, progress: bool = False) -> tuple[Any, ...]:
-    """``dask.compute(*objs)``, showing a progress bar when ``progress`` is true.
-
-    The bar is :func:`distributed.progress` when a distributed client is active, else
-    :class:`dask.diagnostics.ProgressBar` (on standard error). Without a distributed client
-    every task has finished when this returns or raises (see :func:`_compute_threads`).
-    """
-    client = _distributed_client()
-    if client is not None:
-        futures = client.compute(list(objs))
-        if progress:
-            from distributed import progress as show_progress
-
-            show_progress(futures)
-        return tuple(client.gather(futures))
-    if not progress:
-        return _compute_threads(objs)
-    from dask.diagnostics import ProgressBar
-
-    with ProgressBar(out=sys.stderr):
-        return _compute_threads(objs)
 
 
 def _known_all_true(arr: da.Array) -> bool:
@@ -270,7 +201,9 @@ def _trial_dataset(obj: xr.Dataset, kind: str, chunk_mb: float) -> tuple[xr.Data
     main = _as_dask(obj[names[0]].data)
     itemsize = np.dtype(obj[names[0]].dtype).itemsize
     chunks = _write_chunks(main, itemsize, chunk_mb)
-    data_vars, encoding, omitted = {}, {}, []
+    data_vars: dict[str, Any] = {}
+    encoding: dict[str, dict[str, Any]] = {}
+    omitted: list[str] = []
     for name in names:
         arr = _as_dask(obj[name].data).rechunk(chunks)
         if name == _MASKS.get(kind) and _known_all_true(arr):
@@ -343,8 +276,9 @@ def write_zarr(
     """
     kind = kind_of(validate(obj))
     path = Path(path)
+    encoding: dict[str, dict[str, Any]] = {}
     if kind == "quality":
-        ds, encoding = _quality_dataset(obj), {}
+        ds = _quality_dataset(obj)
     else:
         ds, encoding = _trial_dataset(obj, kind, chunk_mb)
     with atomic_path(path) as tmp:
@@ -359,7 +293,7 @@ def write_zarr(
         )
         compute_with_progress(delayed, progress=progress)
         mask = _MASKS.get(kind)
-        if omit_true_masks and mask in ds.data_vars:
+        if omit_true_masks and mask is not None and mask in ds.data_vars:
             stored = da.from_zarr(zarr.open_array(tmp / mask, mode="r"))
             if bool(stored.all().compute()):
                 remove_path(tmp / mask)
@@ -403,7 +337,7 @@ def store_location(path: str | os.PathLike[str]) -> Path | str:
     """A local :class:`~pathlib.Path`, or the URL string of a store fsspec reaches."""
     if isinstance(path, str) and path.startswith("file://"):
         return Path(path.removeprefix("file://"))
-    return path if is_url(path) else Path(path)
+    return path if isinstance(path, str) and is_url(path) else Path(path)
 
 
 def _store_exists(path: Path | str) -> bool:
@@ -507,7 +441,7 @@ def _check_local_store(path: Path) -> None:
                 _check_metadata(path, here)
 
 
-def _open_group(path: Path) -> tuple[dict[str, Any], dict[str, zarr.Array]]:
+def _open_group(path: Path | str) -> tuple[dict[str, Any], dict[str, zarr.Array]]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", zarr.errors.ZarrUserWarning)
@@ -520,7 +454,7 @@ def _open_group(path: Path) -> tuple[dict[str, Any], dict[str, zarr.Array]]:
     return attrs, arrays
 
 
-def _require(path: Path, arrays: dict[str, zarr.Array], name: str, dims: tuple[str, ...]):
+def _require(path: Path | str, arrays: dict[str, zarr.Array], name: str, dims: tuple[str, ...]):
     if name not in arrays:
         raise StoreError(f"{path}: array {name!r} is missing")
     arr = arrays[name]
@@ -529,7 +463,7 @@ def _require(path: Path, arrays: dict[str, zarr.Array], name: str, dims: tuple[s
     return arr
 
 
-def _check_trial_layout(path: Path, kind: str, attrs: dict, arrays: dict) -> None:
+def _check_trial_layout(path: Path | str, kind: str, attrs: dict, arrays: dict) -> None:
     sizes = {}
     for dim in DIMS:
         ids = _require(path, arrays, dim, (dim,))
@@ -560,7 +494,7 @@ def _check_trial_layout(path: Path, kind: str, attrs: dict, arrays: dict) -> Non
             raise StoreError(f"{path}: array {name!r} has dtype {arr.dtype}")
 
 
-def _open_xarray(path: Path) -> xr.Dataset:
+def _open_xarray(path: Path | str) -> xr.Dataset:
     try:
         return xr.open_zarr(
             os.fspath(path),
@@ -574,7 +508,12 @@ def _open_xarray(path: Path) -> xr.Dataset:
 
 
 def _build(
-    path: Path, kind: str, ds: xr.Dataset, attrs: dict, chunks: Any, arrays: dict | None = None
+    path: Path | str,
+    kind: str,
+    ds: xr.Dataset,
+    attrs: dict,
+    chunks: Any,
+    arrays: dict | None = None,
 ) -> xr.Dataset:
     models, segments = ds["model"].values, ds["segment"].values
     if "model_label" in ds.variables:
@@ -589,15 +528,16 @@ def _build(
             plan = plan_chunks((len(models), len(segments)), 1) if chunks is None else chunks
             return make_ndx(models, segments, None, chunks=plan)
         return make_ndx(models, segments, ds["trial_mask"].data, chunks=chunks)
-    local = arrays and isinstance(path, Path)
-    score = raw_chunk_array(path / "score", arrays["score"]) if local else None
+    score = None
+    if arrays and isinstance(path, Path):
+        score = raw_chunk_array(path / "score", arrays["score"])
     if score is None or chunks is not None:
         score = ds["score"].data
     mask = None if "score_mask" in omitted else ds["score_mask"].data
     return make_scores(models, segments, score, mask, chunks=chunks)
 
 
-def _build_quality(path: Path, ds: xr.Dataset) -> xr.Dataset:
+def _build_quality(path: Path | str, ds: xr.Dataset) -> xr.Dataset:
     tables = {}
     for side in DIMS:
         name = f"{side}_quality"

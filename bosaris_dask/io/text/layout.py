@@ -1,0 +1,192 @@
+"""What a text file is: its kind, header roles and separator, and where its data lines start."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from bosaris_dask.errors import ParseError, StoreError, TrialError
+
+#: Lines longer than this many bytes (without the newline) are an error.
+MAX_LINE_BYTES = 2**20
+_SYNONYMS = {
+    "model": ("modelid", "model", "model_id", "enrollment", "enroll", "enroll_id", "enrollment_id"),
+    "segment": ("segmentid", "segment", "segment_id", "test", "test_id", "testid"),
+    "label": ("targettype", "target_type", "label"),
+    "score": ("llr", "score"),
+}
+_ROLE_OF_NAME = {name: role for role, names in _SYNONYMS.items() for name in names}
+_KINDS = ("scores", "key", "ndx")
+_BOM = b"\xef\xbb\xbf"
+_NOT_FLOAT = re.compile(rb"[\s_]")
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """How to parse the data lines of a file."""
+
+    kind: str  # "scores" | "key" | "ndx" | "quality"
+    sep: bytes | None  # None: runs of whitespace; b"\t": single tabs
+    nfields: int
+    roles: tuple[tuple[str, int], ...]  # (role, field index); role "value" may repeat
+    start: int  # byte offset of the first data line
+    first_line: int  # its 1-based line number
+    header: bool = False  # whether the columns were named by a header line
+
+
+def _open(path: str | os.PathLike[str]):
+    try:
+        return open(path, "rb")  # noqa: SIM115 (closed by the callers' with blocks)
+    except OSError as e:
+        raise StoreError(f"cannot read {os.fspath(path)}: {e.strerror or e}") from e
+
+
+def _first_nonblank_line(path: str | os.PathLike[str]) -> tuple[bytes, int, int, int]:
+    """The first non-blank line: (its bytes, its 1-based number, the offset of line 1 (after a
+    byte-order mark), the offset after the line).
+
+    Reads at most ``MAX_LINE_BYTES`` past the start of any line, so a file without newlines is an
+    error, not a hang.
+    """
+    with _open(path) as f:
+        origin = len(_BOM) if f.read(3) == _BOM else 0
+        offset = origin
+        f.seek(origin)
+        lineno, buf = 1, b""
+        while True:
+            chunk = f.read(2**16)
+            buf += chunk
+            while True:
+                cut = buf.find(b"\n")
+                if cut < 0:
+                    break
+                line, buf = buf[:cut], buf[cut + 1 :]
+                _check_line(line, path, lineno)
+                if line.strip():
+                    return line.rstrip(b"\r"), lineno, origin, offset + cut + 1
+                offset += cut + 1
+                lineno += 1
+            _check_line(buf, path, lineno)
+            if not chunk:
+                if buf.strip():
+                    return buf.rstrip(b"\r"), lineno, origin, offset + len(buf)
+                what = "empty file" if offset + len(buf) == 0 else "no data (only blank lines)"
+                raise ParseError(what, path=path, line=lineno if buf else max(1, lineno - 1))
+
+
+def _check_line(line: bytes, path: Any, lineno: int) -> None:
+    if len(line) > MAX_LINE_BYTES:
+        raise ParseError(f"line longer than {MAX_LINE_BYTES} bytes", path=path, line=lineno)
+    if b"\0" in line:
+        raise ParseError("NUL byte in a text file (is it binary?)", path=path, line=lineno)
+
+
+def _is_number(token: bytes) -> bool:
+    try:
+        value = float(token)
+    except ValueError:
+        return False
+    return token.isascii() and not _NOT_FLOAT.search(token) and math.isfinite(value)
+
+
+def _header_roles(names: list[str], path: Any, lineno: int) -> dict[str, int] | None:
+    """Role -> column of a header line, or None if the line does not look like a header."""
+    data_like = [_is_number(n.encode()) or n.lower() in ("target", "nontarget") for n in names]
+    if any(data_like):  # e.g. the trial "model segment 1.5" of a headerless file
+        return None
+    roles: dict[str, int] = {}
+    twice: tuple[str, int, int] | None = None  # (role, first column, second column)
+    for j, name in enumerate(names):
+        role = _ROLE_OF_NAME.get(name.strip().lower())
+        if role is not None and role in roles:
+            twice = twice or (role, roles[role], j)
+        elif role is not None:
+            roles[role] = j
+    if "model" not in roles or "segment" not in roles:
+        return None  # e.g. the trial "modelid modelid" of a headerless file
+    if twice is not None:
+        role, a, b = twice
+        raise ParseError(
+            f"two {role} columns in the header: {names[a]!r} and {names[b]!r}",
+            path=path,
+            line=lineno,
+        )
+    return roles
+
+
+def _detect_layout(
+    path: str | os.PathLike[str], kind: str | None = None, header: bool | None = None
+) -> _Layout:
+    if kind is not None and kind not in _KINDS:
+        raise TrialError(f"kind must be one of {_KINDS} or None, not {kind!r}")
+    line, lineno, origin, after = _first_nonblank_line(path)
+    if header is not False:
+        sep = b"\t" if b"\t" in line else None
+        tokens = line.split(sep) if sep else line.split()
+        names = [t.decode("utf-8", "replace") for t in tokens]
+        roles = _header_roles(names, path, lineno)
+        if roles is None and header:
+            raise ParseError(
+                "header=True but this line names no model and segment columns "
+                f"(model: {', '.join(_SYNONYMS['model'])}; "
+                f"segment: {', '.join(_SYNONYMS['segment'])})",
+                path=path,
+                line=lineno,
+            )
+        if roles is not None:
+            if kind is None:
+                kind = "scores" if "score" in roles else "key" if "label" in roles else "ndx"
+            want = {"scores": "score", "key": "label"}.get(kind)
+            if want is not None and want not in roles:
+                raise ParseError(
+                    f"a {kind} table needs a {want} column ({', '.join(_SYNONYMS[want])}); "
+                    f"the header has {names}",
+                    path=path,
+                    line=lineno,
+                )
+            use = ("model", "segment") + ((want,) if want else ())
+            columns = tuple((r, roles[r]) for r in use)
+            return _Layout(kind, sep, len(tokens), columns, after, lineno + 1, header=True)
+    tokens = line.split()
+    if kind is None:
+        kind = _kind_of_tokens(tokens, path, lineno)
+    expected = {"scores": (3,), "key": (3,), "ndx": (2, 3)}[kind]
+    if len(tokens) not in expected:
+        raise ParseError(
+            f"expected {expected[0]} fields for {kind}, found {len(tokens)}", path=path, line=lineno
+        )
+    fields: tuple[tuple[str, int], ...] = (("model", 0), ("segment", 1))
+    if kind != "ndx":
+        fields += (("score" if kind == "scores" else "label", 2),)
+    # the data start at line 1: blank lines before the first trial are skipped by the parser
+    return _Layout(kind, None, len(tokens), fields, origin, 1)
+
+
+def _kind_of_tokens(tokens: list[bytes], path: Any, lineno: int) -> str:
+    if len(tokens) == 2:
+        return "ndx"
+    if len(tokens) == 3:
+        if tokens[2].lower() in (b"target", b"nontarget"):
+            return "key"
+        if _is_number(tokens[2]):
+            return "scores"
+        raise ParseError(
+            f"cannot tell the kind of file: third field {_shown(tokens[2], 40)} is neither a "
+            "finite score nor target/nontarget",
+            path=path,
+            line=lineno,
+        )
+    raise ParseError(
+        f"cannot tell the kind of file: expected 2 fields (ndx), 3 (key or scores) or a NIST "
+        f"header, found {len(tokens)} fields",
+        path=path,
+        line=lineno,
+    )
+
+
+def _shown(token: bytes, limit: int = 60) -> str:
+    """A field as an error message quotes it: the text (not a bytes repr), cut at ``limit``."""
+    return repr(token[:limit].decode("utf-8", "backslashreplace"))

@@ -1,0 +1,104 @@
+"""Scratch files: named memmaps owned by this process, swept after killed runs; pipes."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import tempfile
+import weakref
+from typing import Any
+
+import numpy as np
+
+_SCRATCH_PREFIX = "bosaris-text-"
+
+
+def _remove_quietly(path: str | None) -> None:
+    if path is not None:
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
+
+
+def _is_stream(path: str | os.PathLike[str]) -> bool:
+    """Is ``path`` a pipe, socket or character device (which can be read only once)?"""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False  # reported where the file is opened
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
+
+
+def _scratch_owner() -> str:
+    """``host-pid`` of this process, as scratch file names carry it."""
+    return f"{socket.gethostname().replace('-', '_')}-{os.getpid()}"
+
+
+def _sweep_dead_scratch(directory: str) -> None:
+    """Delete scratch files whose creating process, on this host, is gone (killed runs).
+
+    A name is ``bosaris-text-HOST-PID-*.dat``; files of other hosts (a shared scratch directory)
+    and of live processes are left alone.
+    """
+    host = _scratch_owner().rsplit("-", 1)[0]
+    for name in os.listdir(directory):
+        parts = name[len(_SCRATCH_PREFIX) :].split("-")
+        if not name.startswith(_SCRATCH_PREFIX) or len(parts) < 3 or parts[0] != host:
+            continue
+        try:
+            os.kill(int(parts[1]), 0)
+        except ProcessLookupError:
+            _remove_quietly(os.path.join(directory, name))
+        except (ValueError, PermissionError):  # not a pid, or another user's live process
+            continue
+
+
+class _ScratchFile:
+    """A temporary file, deleted when this object is garbage collected (or at exit).
+
+    A SIGKILLed run cannot delete its files: the next one sweeps them (:func:`_sweep_dead_scratch`).
+    """
+
+    def __init__(self, scratch_dir: str | os.PathLike[str] | None):
+        directory = os.fspath(scratch_dir) if scratch_dir is not None else tempfile.gettempdir()
+        _sweep_dead_scratch(directory)
+        prefix = f"{_SCRATCH_PREFIX}{_scratch_owner()}-"
+        fd, self.path = tempfile.mkstemp(prefix=prefix, suffix=".dat", dir=directory)
+        os.close(fd)
+        self.remove = weakref.finalize(self, _remove_quietly, self.path)
+
+
+class _ScratchArray:
+    """A read-only array in a scratch file, opened lazily as a memmap; picklable by path.
+
+    The process that created it owns the file (through ``_ScratchFile``): the file is deleted
+    when this object (held by the dask graph) is no longer referenced there. Unpickled copies
+    (e.g. on a distributed worker of the same machine) only read it.
+    """
+
+    def __init__(self, owner: _ScratchFile | None, path: str, shape: tuple[int, ...], dtype):
+        self._owner = owner
+        self.path = path
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.ndim = len(self.shape)
+        self._mm: np.memmap | None = None
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        if self._mm is None:
+            self._mm = np.memmap(self.path, dtype=self.dtype, mode="r", shape=self.shape)
+        return np.asarray(self._mm[key])
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"path": self.path, "shape": self.shape, "dtype": self.dtype.str}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        _ScratchArray.__init__(self, None, state["path"], state["shape"], state["dtype"])
+
+    def __copy__(self) -> _ScratchArray:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _ScratchArray:
+        return self

@@ -1,0 +1,164 @@
+"""Writing trial objects as BOSARIS lines or NIST tables, band of rows by band of rows."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from itertools import chain, repeat
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from bosaris_dask.errors import ScoreError, TrialError
+from bosaris_dask.io.atomic import atomic_path
+from bosaris_dask.trials import is_label_key, kind_of, trial_classes, validate
+
+#: Cells of the dense matrices computed at once by the writer (per band of rows).
+_WRITE_BAND_BYTES = 32 * 2**20
+#: Lines formatted at once by the writer.
+_WRITE_LINES = 2**18
+_HEADER_NAMES = {"scores": "LLR", "key": "targettype"}
+_ID_BAD = {
+    False: re.compile(r"[ \t\n\r\x0b\x0c\x00]|^\ufeff"),  # whitespace-separated fields
+    True: re.compile(r"[\t\n\r\x00]|^[ \x0b\x0c]|[ \x0b\x0c]$"),  # tab-separated fields
+}
+
+
+def _writable_ids(ids: Any, role: str, tabs: bool) -> np.ndarray:
+    """Ids as an object array of str; an id that would not read back is an error."""
+    out = np.array([str(i) for i in np.asarray(ids, dtype=object).ravel()], dtype=object)
+    bad = _ID_BAD[tabs]
+    for i in (k for k, u in enumerate(out) if u == "" or bad.search(u)):
+        why = "tabs, newlines, NUL" if tabs else "whitespace, NUL or a leading byte-order mark"
+        raise TrialError(
+            f"{role} id {out[i]!r} cannot be written to a text file "
+            f"(empty, or contains {why}); use a zarr or HDF5 store"
+        )
+    return out
+
+
+def _row_bands(row_chunks: tuple[int, ...], max_rows: int) -> Iterator[tuple[int, int]]:
+    """Bands of rows of at most ``max_rows``, cut at chunk boundaries where possible."""
+    start, edges = 0, []
+    for size in row_chunks:
+        edges.append((start, start + size))
+        start += size
+    band_start = None
+    for a, b in edges:
+        if band_start is not None and b - band_start > max_rows:
+            yield band_start, a
+            band_start = None
+        if band_start is None:
+            band_start = a
+        while b - band_start > max_rows:  # one chunk taller than a band: split it
+            yield band_start, band_start + max_rows
+            band_start += max_rows
+    if band_start is not None and band_start < start:
+        yield band_start, start
+
+
+def _rows(arrays: list[Any], a: int, b: int) -> list[np.ndarray]:
+    parts = [x[a:b] for x in arrays]
+    if any(isinstance(p, da.Array) for p in parts):
+        parts = list(dask.compute(*parts))
+    return [np.asarray(p) for p in parts]
+
+
+def write_text(obj: xr.Dataset, path: str | os.PathLike[str], *, header: bool = False) -> None:
+    """Write a trial object as a text file (trials only, row-major order).
+
+    Lines are ``model segment score`` (Scores, the masked-in entries), ``model segment
+    target|nontarget`` (Key) or ``model segment`` (Ndx), in model order then segment order.
+    float64 scores are written with the shortest repr that reads back exactly, float32 scores
+    with 9 significant digits. The matrices are read and formatted band of rows by band of rows,
+    so memory stays bounded. The file appears under ``path`` only once complete.
+
+    Parameters
+    ----------
+    obj
+        Scores, Key (explicit or label-derived) or Ndx.
+    path
+        The output file (its directory must exist).
+    header
+        ``False``: BOSARIS/Kaldi lines with single spaces. ``True``: a NIST table: a header line
+        (``modelid``, ``segmentid``, then ``LLR`` or ``targettype``) and tab-separated fields.
+
+    Raises
+    ------
+    TrialError
+        If an id cannot be written (empty, or holding whitespace, for space-separated output).
+    ScoreError
+        If a masked-in score is NaN or infinite.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from bosaris_dask.trials import make_key
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "key.tsv"
+    >>> write_text(make_key(["m1", "m2"], ["s1", "s2"], [[1, 0], [-1, 1]]), path, header=True)
+    >>> for line in path.read_text().splitlines():
+    ...     print(line.split("\\t"))
+    ['modelid', 'segmentid', 'targettype']
+    ['m1', 's1', 'target']
+    ['m2', 's1', 'nontarget']
+    ['m2', 's2', 'target']
+    """
+    kind = kind_of(obj)
+    if kind == "quality":
+        raise TrialError("write quality tables with write_quality_text")
+    validate(obj)
+    sep = "\t" if header else " "
+    models = _writable_ids(obj.model.values, "model", header)
+    segments = _writable_ids(obj.segment.values, "segment", header)
+    ns = len(segments)
+    if kind == "scores":
+        score = obj.score.data
+        arrays, cell_bytes = [score, obj.score_mask.data], score.dtype.itemsize + 1
+    else:
+        arrays, cell_bytes = [trial_classes(obj) if kind == "key" else obj.trial_mask.data], 1
+    max_rows = max(1, _WRITE_BAND_BYTES // max(1, ns * cell_bytes))
+    if is_label_key(obj):  # generate the mask directly in bands of rows
+        arrays = [trial_classes(obj, chunks=(max_rows, max(ns, 1)))]
+    row_chunks = arrays[0].chunks[0] if isinstance(arrays[0], da.Array) else (len(models),)
+    # each line is the concatenation of these pieces (separators included)
+    model_piece = np.array([m + sep for m in models], dtype=object)
+    segment_piece = np.array([s + ("\n" if kind == "ndx" else sep) for s in segments], object)
+    label_piece = np.array(["nontarget\n", "", "target\n"], dtype=object)
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        if header:
+            names = ["modelid", "segmentid", *([_HEADER_NAMES[kind]] if kind != "ndx" else [])]
+            f.write(("\t".join(names) + "\n").encode())
+        for a, b in _row_bands(tuple(row_chunks), max_rows):
+            band = _rows(arrays, a, b)
+            cells = np.flatnonzero(band[-1])  # row-major
+            for k in range(0, cells.size, _WRITE_LINES):
+                rr, cc = np.divmod(cells[k : k + _WRITE_LINES], max(ns, 1))
+                pieces: list[Any] = [model_piece[rr + a], segment_piece[cc]]
+                if kind == "scores":
+                    values = band[0][rr, cc]
+                    pieces += [_format_scores(values, models[rr + a], segments[cc]), repeat("\n")]
+                elif kind == "key":
+                    pieces.append(label_piece[band[0][rr, cc].astype(np.intp) + 1])
+                f.write(_join_lines(pieces))
+
+
+def _join_lines(pieces: list[Any]) -> bytes:
+    """Concatenate the pieces of each line, line after line (``repeat`` pieces are endless)."""
+    return "".join(chain.from_iterable(zip(*pieces, strict=False))).encode("utf-8")
+
+
+def _format_scores(values: np.ndarray, models: np.ndarray, segments: np.ndarray) -> Iterator[str]:
+    bad = ~np.isfinite(values)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ScoreError(
+            f"the score of trial ({models[i]!r}, {segments[i]!r}) is {values[i]}: "
+            "non-finite scores cannot be written"
+        )
+    if values.dtype == np.float32:
+        return map("{:.9g}".format, values.tolist())
+    return map(float.__repr__, values.astype(np.float64, copy=False).tolist())
