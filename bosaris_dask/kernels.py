@@ -301,6 +301,9 @@ def _sub_histogram(
     cheap operations on cache-sized blocks and one ``bincount`` per slice, with no selected
     keys gathered in between (at 1e9 trials over half of them fall in candidate bins).
     """
+    rank = spec.rank
+    if rank is None or not spec.whole_bins_split_evenly:
+        raise ValueError("_sub_histogram needs whole pass-1 bins split evenly")
     ws = workspace(s_flat.dtype)
     kdt = ws.key.dtype.type
     sub = int(spec.sub_bits[0])
@@ -315,7 +318,7 @@ def _sub_histogram(
             idx = idx_slice[b.start - sl.start : b.stop - sl.start]
             keys = keys_into(s_flat[b], ws)
             prefix = np.right_shift(keys, spec.shift, out=ws.pos[:n], casting="unsafe")
-            np.take(spec.rank, prefix, out=idx)  # the candidate, or -1
+            np.take(rank, prefix, out=idx)  # the candidate, or -1
             drop_it = np.less(idx, 0, out=ws.flag[:n])
             np.logical_or(drop_it, np.equal(c, 0, out=ws.flag2[:n]), out=drop_it)
             np.left_shift(idx, sub + 1, out=idx)
