@@ -76,4 +76,4 @@ def compute_and_keep(keep: Any, x: Any, *, progress: bool = False) -> tuple[Any,
             blocks, value = dask.compute(keep, x)
     else:
         blocks, value = dask.compute(keep, x)
-    return da.from_array(blocks, chunks=1), value
+    return da.from_array(blocks, chunks=1, name=False), value  # name=False: no hashing of the data
