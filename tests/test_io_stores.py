@@ -512,7 +512,7 @@ def test_hdf5_reads_and_writes_under_distributed(tmp_path, monkeypatch):
         back = io.read_hdf5(path, chunks=(10, 50))
         total, count = dask.compute(back.score.sum(), back.score_mask.sum())
         pids = set(client.run(lambda: __import__("os").getpid()).values())
-        monkeypatch.setattr(hdf5, "_BATCH_BYTES", 1)  # pull one block at a time from the workers
+        monkeypatch.setattr(hdf5.write, "_BATCH_BYTES", 1)  # pull one block at a time from workers
         copy = io.write_hdf5(back, tmp_path / "copy.h5", chunk_mb=0.01)
     assert len(pids) == 2
     assert float(total) == pytest.approx(np.where(mask, score, 0).sum(), rel=1e-12)

@@ -1,0 +1,162 @@
+"""Writing Key, Ndx and Scores in the BOSARIS HDF5 layout, streamed from dask, atomically.
+
+The blocks of the dask arrays are written by the client alone (h5py writes are not
+thread-safe), into a temporary file renamed into place at the end, in the HDF5 1.8 format.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import dask
+import dask.array as da
+import dask.local
+import dask.threaded
+import h5py
+import numpy as np
+import xarray as xr
+
+from bosaris_dask.errors import StoreError
+from bosaris_dask.io.atomic import atomic_path
+from bosaris_dask.io.compute import _distributed_client, compute_with_progress, plan_chunks
+from bosaris_dask.trials import kind_of, trial_classes, validate
+
+#: How many bytes of blocks the writer pulls from distributed workers at a time.
+_BATCH_BYTES = 128 * 2**20
+
+
+#: The HDF5 file format written: that of HDF5 1.8 (readable by any HDF5 library since 1.8, 2008),
+#: whose metadata (superblock, object headers, links) carry checksums, so that a corrupted byte
+#: there is an error on reading rather than, say, a dataset silently read from another address.
+_LIBVER = ("v108", "v108")
+
+
+def _write_strings(parent: h5py.Group, name: str, values: Any, *, scalar: bool = False) -> None:
+    """Fixed-length, NUL-terminated strings padded to the longest (as MATLAB writes them)."""
+    encoded = [str(v).encode("utf-8") for v in np.ravel(np.asarray(values, dtype=object))]
+    if any(b"\x00" in e for e in encoded):
+        raise StoreError(f"ids with NUL characters cannot be stored in HDF5 /{name}")
+    size = max((len(e) for e in encoded), default=0) + 1
+    tid = h5py.h5t.C_S1.copy()
+    tid.set_size(size)
+    tid.set_strpad(h5py.h5t.STR_NULLTERM)
+    ascii_only = all(e.isascii() for e in encoded)
+    tid.set_cset(h5py.h5t.CSET_ASCII if ascii_only else h5py.h5t.CSET_UTF8)
+    arr = np.array(encoded, dtype=f"S{size}")
+    if scalar:
+        space = h5py.h5s.create(h5py.h5s.SCALAR)
+        arr = arr.reshape(())
+    else:
+        space = h5py.h5s.create_simple((len(encoded),))
+    dset = h5py.h5d.create(parent.id, name.encode(), tid, space)
+    if arr.size:
+        dset.write(h5py.h5s.ALL, h5py.h5s.ALL, arr, mtype=tid)
+
+
+def _matrices(obj: xr.Dataset, kind: str, chunk_mb: float) -> dict[str, da.Array]:
+    """The dask arrays to write, by dataset name, in a common chunking."""
+    shape = (obj.sizes["model"], obj.sizes["segment"])
+    plan = plan_chunks(shape, 8 if kind == "scores" else 1, chunk_mb)
+
+    def lazy(name: str) -> da.Array:
+        x = obj[name].data
+        return (x if isinstance(x, da.Array) else da.from_array(np.asarray(x))).rechunk(plan)
+
+    if kind == "key":
+        return {"trial_mask": trial_classes(obj, chunks=plan).astype(np.int8)}
+    if kind == "ndx":
+        return {"trial_mask": lazy("trial_mask").astype(np.uint8)}
+    mask = lazy("score_mask").astype(bool)
+    score = da.where(mask, lazy("score").astype(np.float64), 0.0)
+    return {"scores": score, "score_mask": mask.astype(np.uint8)}
+
+
+def _stream(matrices: dict[str, da.Array], f: h5py.File, label: str, progress: bool) -> None:
+    """Write the blocks of the dask arrays into new datasets of ``f``, from one process.
+
+    With a local scheduler, :func:`dask.array.store` writes each block as soon as it is
+    computed, under a lock (h5py writes are not thread-safe). With a distributed client, the
+    blocks are pulled to this process a small batch at a time and written here.
+    """
+    arrays = list(matrices.values())
+    datasets = [f.create_dataset(n, shape=a.shape, dtype=a.dtype) for n, a in matrices.items()]
+    if 0 in arrays[0].shape:
+        return
+    if _distributed_client() is None:
+        stored = da.store(arrays, datasets, lock=threading.Lock(), compute=False)
+        local = dask.base.get_scheduler() in (None, dask.threaded.get, dask.local.get_sync)
+        with contextlib.nullcontext() if local else dask.config.set(scheduler="threads"):
+            compute_with_progress(stored, progress=progress)
+        return
+    blocks = [a.to_delayed(optimize_graph=True).ravel() for a in arrays]
+    slices = list(da.core.slices_from_chunks(arrays[0].chunks))
+    block_bytes = (
+        arrays[0].chunks[0][0] * arrays[0].chunks[1][0] * sum(a.dtype.itemsize for a in arrays)
+    )
+    per_batch = max(1, _BATCH_BYTES // max(1, block_bytes))
+    for start in range(0, len(slices), per_batch):
+        batch = range(start, min(len(slices), start + per_batch))
+        values = list(dask.compute(*[b[i] for b in blocks for i in batch]))
+        for k, dset in enumerate(datasets):
+            for j, i in enumerate(batch):
+                dset[slices[i]] = values[k * len(batch) + j]
+        del values  # free this batch before the next is computed
+        if progress:
+            end = "\n" if batch.stop == len(slices) else ""
+            print(f"\r{label}: {batch.stop}/{len(slices)} blocks", end=end, file=sys.stderr)
+
+
+def write_hdf5(
+    obj: xr.Dataset, path: str | os.PathLike[str], *, progress: bool = False, chunk_mb: float = 64
+) -> Path:
+    """Write a Key, Ndx or Scores in the BOSARIS HDF5 layout, atomically.
+
+    A key is written as the full signed ``/trial_mask`` (the layout has no label form, so a
+    label-derived key is expanded block by block). Scores are written as double, 0 where the
+    mask is 0. Matrices are contiguous and uncompressed, ids fixed-length NUL-terminated UTF-8
+    strings, as the MATLAB toolkit writes them.
+
+    Parameters
+    ----------
+    obj
+        The trial object.
+    path
+        The file to write (conventionally ``.h5``); an existing file is replaced.
+    progress
+        Report the blocks written on standard error.
+    chunk_mb
+        Size in MiB of the blocks computed and written at a time.
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np
+    >>> from bosaris_dask.io.hdf5 import read_hdf5
+    >>> from bosaris_dask.trials import make_scores
+    >>> scores = make_scores(["m"], ["a", "b"], np.array([[2.5, 7.0]]), [[True, False]])
+    >>> path = write_hdf5(scores, tempfile.mkdtemp() + "/s.h5")
+    >>> read_hdf5(path).score.values.tolist()
+    [[2.5, 0.0]]
+    """
+    kind = kind_of(validate(obj))
+    if kind == "quality":
+        raise StoreError(f"{path}: write quality tables with write_quality_hdf5")
+    path = Path(path)
+    matrices = _matrices(obj, kind, chunk_mb)
+    with atomic_path(path) as tmp, h5py.File(tmp, "w", libver=_LIBVER) as f:
+        _stream(matrices, f, f"writing {path}", progress)
+        if kind == "key":
+            _write_strings(f, "file_format", "2.0", scalar=True)
+        group = f.require_group("ID")
+        _write_strings(group, "row_ids", obj.model.values)
+        _write_strings(group, "column_ids", obj.segment.values)
+    return path
