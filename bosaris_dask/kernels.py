@@ -20,6 +20,7 @@ Examples
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -57,6 +58,23 @@ def slices(n: int, size: int = SLICE, start: int = 0):
 
 def classes_of(classes: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return np.where(mask, classes, 0).astype(np.int8)
+
+
+def blocked_bincount(
+    n: int, length: int, ws: Workspace, fill: Callable[[slice, np.ndarray], None]
+) -> np.ndarray:
+    """Counts of the bin indices ``fill`` writes, block by block, for elements ``0..n-1``.
+
+    ``fill(block, idx)`` writes the bin (``0 <= bin < length``) of each element of ``block``
+    into ``idx``; the indices of a :data:`SLICE` are counted with one ``bincount``.
+    """
+    hist = np.zeros(length, dtype=np.int64)
+    for sl in slices(n):
+        idx_slice = ws.idx[: sl.stop - sl.start]
+        for b in slices(sl.stop, BLOCK, sl.start):
+            fill(b, idx_slice[b.start - sl.start : b.stop - sl.start])
+        hist += np.bincount(idx_slice, minlength=length)
+    return hist
 
 
 class Workspace:
@@ -134,6 +152,38 @@ def softplus_sums(c: np.ndarray, s: np.ndarray, ws: Workspace) -> np.ndarray:
     return np.array([non, 0.0, tar])
 
 
+def _coarse_system(
+    cls_flat: np.ndarray, s_flat: np.ndarray, m_flat: np.ndarray, shift: int, nbins: int
+) -> np.ndarray:
+    """Pass 1 for one system's scores of a chunk (see :func:`coarse_kernel`)."""
+    ws = workspace(s_flat.dtype)
+    sums = np.zeros(3)
+    counts = {"missing": 0, "bad": 0}
+
+    def fill(b: slice, idx: np.ndarray) -> None:
+        s, key_cls, scored = s_flat[b], cls_flat[b], m_flat[b]
+        n = s.size
+        c = key_cls if scored.all() else classes_of(key_cls, scored)
+        if c is not key_cls:
+            counts["missing"] += int(np.count_nonzero((key_cls != 0) & ~scored))
+        finite = np.isfinite(s, out=ws.flag[:n])
+        if not finite.all():
+            counts["bad"] += int(np.count_nonzero(~finite & (c != 0)))
+            s = np.where(finite, s, s.dtype.type(0))
+        key = keys_into(s, ws)
+        np.right_shift(key, shift, out=key)
+        np.left_shift(key, 1, out=idx, casting="unsafe")
+        is_tar = np.greater(c, 0, out=ws.flag[:n])
+        np.add(idx, is_tar, out=idx, casting="unsafe")
+        if np.count_nonzero(c) != n:
+            idx[c == 0] = 2 * nbins  # the last bin collects non-trials
+        sums[:] += softplus_sums(c, s, ws)
+
+    h = blocked_bincount(s_flat.size, 2 * nbins + 1, ws, fill)[:-1].reshape(nbins, 2)
+    tail = [sums[2], sums[0], counts["missing"], counts["bad"]]
+    return np.concatenate([h[:, 0], h[:, 1], tail])
+
+
 def coarse_kernel(classes: np.ndarray, *pairs: np.ndarray, shift: int, nbins: int) -> np.ndarray:
     """Pass 1 on one chunk: per system, counts per key prefix and the scalar sums.
 
@@ -141,37 +191,10 @@ def coarse_kernel(classes: np.ndarray, *pairs: np.ndarray, shift: int, nbins: in
     softplus_tar, softplus_non, missing, non-finite]`` (counts are exact in float64).
     """
     cls_flat = classes.reshape(-1)
-    out = []
-    ws = workspace(pairs[0].dtype)
-    for s_block, m_block in zip(pairs[::2], pairs[1::2], strict=True):
-        s_flat, m_flat = s_block.reshape(-1), m_block.reshape(-1)
-        hist = np.zeros(2 * nbins + 1, dtype=np.int64)  # the last bin collects non-trials
-        sums = np.zeros(3)
-        missing = bad = 0
-        for sl in slices(s_flat.size):
-            idx_slice = ws.idx[: sl.stop - sl.start]
-            for b in slices(sl.stop, BLOCK, sl.start):
-                s, key_cls, scored = s_flat[b], cls_flat[b], m_flat[b]
-                n = s.size
-                c = key_cls if scored.all() else classes_of(key_cls, scored)
-                if c is not key_cls:
-                    missing += int(np.count_nonzero((key_cls != 0) & ~scored))
-                finite = np.isfinite(s, out=ws.flag[:n])
-                if not finite.all():
-                    bad += int(np.count_nonzero(~finite & (c != 0)))
-                    s = np.where(finite, s, s.dtype.type(0))
-                key = keys_into(s, ws)
-                idx = idx_slice[b.start - sl.start : b.stop - sl.start]
-                np.right_shift(key, shift, out=key)
-                np.left_shift(key, 1, out=idx, casting="unsafe")
-                is_tar = np.greater(c, 0, out=ws.flag[:n])
-                np.add(idx, is_tar, out=idx, casting="unsafe")
-                if np.count_nonzero(c) != n:
-                    idx[c == 0] = 2 * nbins
-                sums += softplus_sums(c, s, ws)
-            hist += np.bincount(idx_slice, minlength=2 * nbins + 1)
-        h = hist[:-1].reshape(nbins, 2)
-        out.append(np.concatenate([h[:, 0], h[:, 1], [sums[2], sums[0], missing, bad]]))
+    out = [
+        _coarse_system(cls_flat, s.reshape(-1), m.reshape(-1), shift, nbins)
+        for s, m in zip(pairs[::2], pairs[1::2], strict=True)
+    ]
     return np.concatenate(out).astype(np.float64)[None, None, :]
 
 
@@ -309,27 +332,24 @@ def _sub_histogram(
     sub = int(spec.sub_bits[0])
     drop, mask = kdt(spec.shift - sub), kdt((1 << sub) - 1)
     outside = 2 * int(spec.offsets[-1])  # one extra bin for trials outside every candidate
-    hist = np.zeros(outside + 1, dtype=np.int64)
-    for sl in slices(s_flat.size):
-        idx_slice = ws.idx[: sl.stop - sl.start]
-        for b in slices(sl.stop, BLOCK, sl.start):
-            c = cls_flat[b] if m_flat[b].all() else classes_of(cls_flat[b], m_flat[b])
-            n = c.size
-            idx = idx_slice[b.start - sl.start : b.stop - sl.start]
-            keys = keys_into(s_flat[b], ws)
-            prefix = np.right_shift(keys, spec.shift, out=ws.pos[:n], casting="unsafe")
-            np.take(rank, prefix, out=idx)  # the candidate, or -1
-            drop_it = np.less(idx, 0, out=ws.flag[:n])
-            np.logical_or(drop_it, np.equal(c, 0, out=ws.flag2[:n]), out=drop_it)
-            np.left_shift(idx, sub + 1, out=idx)
-            np.right_shift(keys, drop, out=keys)
-            np.bitwise_and(keys, mask, out=keys)
-            np.left_shift(keys, 1, out=keys)
-            np.add(idx, keys, out=idx, casting="unsafe")
-            np.add(idx, np.greater(c, 0, out=ws.flag2[:n]), out=idx, casting="unsafe")
-            np.copyto(idx, outside, where=drop_it)
-        hist += np.bincount(idx_slice, minlength=outside + 1)
-    return hist[:-1]
+
+    def fill(b: slice, idx: np.ndarray) -> None:
+        c = cls_flat[b] if m_flat[b].all() else classes_of(cls_flat[b], m_flat[b])
+        n = c.size
+        keys = keys_into(s_flat[b], ws)
+        prefix = np.right_shift(keys, spec.shift, out=ws.pos[:n], casting="unsafe")
+        np.take(rank, prefix, out=idx)  # the candidate, or -1
+        drop_it = np.less(idx, 0, out=ws.flag[:n])
+        np.logical_or(drop_it, np.equal(c, 0, out=ws.flag2[:n]), out=drop_it)
+        np.left_shift(idx, sub + 1, out=idx)
+        np.right_shift(keys, drop, out=keys)
+        np.bitwise_and(keys, mask, out=keys)
+        np.left_shift(keys, 1, out=keys)
+        np.add(idx, keys, out=idx, casting="unsafe")
+        np.add(idx, np.greater(c, 0, out=ws.flag2[:n]), out=idx, casting="unsafe")
+        np.copyto(idx, outside, where=drop_it)
+
+    return blocked_bincount(s_flat.size, outside + 1, ws, fill)[:-1]
 
 
 def refine_kernel(
