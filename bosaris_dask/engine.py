@@ -9,9 +9,11 @@ globally. Instead (see DESIGN.md, section 3.1):
    exact sums in a tree (``split_every``).
 2. On the client, the bin edges are exact ROC points. A bin can hide an ROC convex hull vertex
    only if its optimistic corner lies below the hull of the edges; a Bayes threshold needs exact
-   counts only in the bin that contains it. Only those **candidate bins** are refined.
+   counts only in the bin that contains it. Only those **candidate bins** are refined
+   (:mod:`bosaris_dask.refinement` chooses them and applies what a pass finds).
 3. **Refinement passes** sub-histogram the candidate bins on the next key bits, or, when few
-   trials remain in them, pull their exact keys. float32 scores are exact after two passes.
+   trials remain in them, pull their exact keys. When the candidate trials fit in memory, one
+   pass keeps them and every later round runs on them alone.
 
 The result of a system is a :class:`ScoreSummary`: ascending, non-empty key bins with target and
 non-target counts, exact (single keys) wherever a metric could depend on it.
@@ -37,7 +39,6 @@ vertex. :func:`score_bins` also resolves the bins PAV calibration needs:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -47,7 +48,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import kernels, memory, roc
+from bosaris_dask import kernels, memory, refinement, roc
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.keys import key_bits, keys_to_values, threshold_keys
 from bosaris_dask.progress import compute, compute_and_keep, current_client
@@ -57,12 +58,6 @@ __all__ = ["ScoreSummary", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
 
 #: How many chunk results one merge task adds up.
 DEFAULT_SPLIT_EVERY = 8
-#: Dense refinement histograms stay below this many bins per system (per chunk result).
-_DENSE_BUDGET = 1 << 19
-#: Pull exact keys instead of sub-histogramming when candidate bins hold at most this many trials.
-_RAW_LIMIT = 1 << 22
-#: Keep the candidate trials in memory (5-9 bytes each) when all systems' hold at most this many.
-_KEEP_LIMIT = 1 << 24
 
 
 # --------------------------------------------------------------------------------------------
@@ -180,118 +175,6 @@ def _object_tree_reduce(per_chunk: da.Array, split_every: int) -> da.Array:
 
 
 # --------------------------------------------------------------------------------------------
-# candidates
-# --------------------------------------------------------------------------------------------
-
-
-def _hull_candidates(s: ScoreSummary) -> np.ndarray:
-    """Mixed, unrefined bins whose optimistic corner lies below the hull of the bin edges."""
-    cum_tar = np.concatenate([[0], np.cumsum(s.n_tar)])
-    cum_non = np.concatenate([[0], np.cumsum(s.n_non)])
-    vertices = roc.convex_minorant(cum_non, cum_tar)
-    corner_x, corner_y = cum_non[1:], cum_tar[:-1]
-    hull_y = np.interp(corner_x, cum_non[vertices], cum_tar[vertices])
-    below = corner_y < hull_y * (1 + 1e-12) + 1e-9  # errs on the side of refining
-    mixed = (s.n_tar > 0) & (s.n_non > 0) & (s.bits > 0)
-    return np.flatnonzero(below & mixed)
-
-
-def _threshold_candidates(s: ScoreSummary, kappa: np.ndarray) -> np.ndarray:
-    """Unrefined bins that contain a threshold key strictly inside."""
-    if len(kappa) == 0:
-        return np.empty(0, dtype=np.int64)
-    k = kappa.astype(np.uint64)
-    i = np.searchsorted(s.lo, k, side="right") - 1
-    ok = i >= 0
-    i, k = i[ok], k[ok]
-    inside = (k > s.lo[i]) & (((k - s.lo[i]) >> s.bits[i].astype(np.uint64)) == 0)
-    return np.unique(i[inside & (s.bits[i] > 0)])
-
-
-def _pav_bound_candidates(s: ScoreSummary) -> np.ndarray:
-    """Unrefined bins next to a hull vertex, and the extreme bins: PAV needs their exact values."""
-    pos = s.hull.positions
-    nb = len(s.lo)
-    idx = np.concatenate([pos - 1, pos, [0, nb - 1]])
-    idx = np.unique(idx[(idx >= 0) & (idx < nb)])
-    return idx[s.bits[idx] > 0]
-
-
-def _plan(s: ScoreSummary, cands: np.ndarray, shift: int) -> kernels.RefineSpec:
-    cand_bits = s.bits[cands].astype(np.int64)
-    volume = int(s.n_tar[cands].sum() + s.n_non[cands].sum())
-    raw = volume <= _RAW_LIMIT
-    sub = cand_bits.copy()
-    if not raw:  # the same number of sub-bits for every candidate, within the budget
-        per = max(1, int(math.floor(math.log2(max(1, _DENSE_BUDGET // len(cands))))))
-        sub = np.minimum(cand_bits, per)
-    prefix_bits = key_bits(s.dtype) - shift
-    return kernels.RefineSpec(shift, prefix_bits, s.lo[cands], cand_bits, sub, raw)
-
-
-def _volume(summaries: list[ScoreSummary], plans: list) -> int:
-    """Trials in the candidate bins of all systems."""
-    return sum(
-        int(s.n_tar[p[0]].sum() + s.n_non[p[0]].sum())
-        for s, p in zip(summaries, plans, strict=True)
-        if p is not None
-    )
-
-
-@dataclass
-class _Selection:
-    """The candidate trials of every chunk, kept (persisted) after one pass over the data.
-
-    Refinement passes over these touch a few percent of the trials instead of reading, keying
-    and filtering all of them again.
-    """
-
-    specs: tuple[kernels.RefineSpec | None, ...]  # what was kept, per system
-    trials: da.Array  # one object per chunk: per system, (keys, is_target) or None
-
-    def holds(self, specs: tuple[kernels.RefineSpec | None, ...]) -> bool:
-        """Does every candidate bin of ``specs`` lie inside a kept candidate bin?"""
-        for old, new in zip(self.specs, specs, strict=True):
-            if new is None:
-                continue
-            if old is None:
-                return False
-            i = np.searchsorted(old.cand_lo, new.cand_lo, side="right") - 1
-            if np.any(i < 0):
-                return False
-            rel = new.cand_lo - old.cand_lo[i]
-            width = old.cand_bits[i].astype(np.uint64)
-            if np.any((rel >> width) != 0) or np.any(new.cand_bits > old.cand_bits[i]):
-                return False
-        return True
-
-
-def _apply_refinement(s: ScoreSummary, cands: np.ndarray, spec: kernels.RefineSpec, result) -> None:
-    """Replace the candidate bins of ``s`` by what the refinement pass found inside them."""
-    if spec.raw:
-        lo, counts = result
-        lo = lo.astype(np.uint64)
-        bits = np.zeros(len(lo), dtype=np.int8)
-    else:
-        counts = np.asarray(result, dtype=np.int64).reshape(-1, 2)
-        owner = np.repeat(np.arange(len(cands)), np.diff(spec.offsets))
-        rank = np.arange(len(owner)) - spec.offsets[owner]
-        new_bits = (spec.cand_bits - spec.sub_bits)[owner]
-        lo = spec.cand_lo[owner] + (rank.astype(np.uint64) << new_bits.astype(np.uint64))
-        bits = new_bits.astype(np.int8)
-    found = counts.sum(axis=1) > 0
-    keep = np.ones(len(s.lo), dtype=bool)
-    keep[cands] = False
-    new_lo = np.concatenate([s.lo[keep], lo[found]])
-    order = np.argsort(new_lo, kind="stable")
-    s.lo = new_lo[order]
-    s.bits = np.concatenate([s.bits[keep], bits[found]])[order]
-    s.n_non = np.concatenate([s.n_non[keep], counts[found, 0]])[order]
-    s.n_tar = np.concatenate([s.n_tar[keep], counts[found, 1]])[order]
-    s._hull = None
-
-
-# --------------------------------------------------------------------------------------------
 # the public entry point
 # --------------------------------------------------------------------------------------------
 
@@ -343,8 +226,8 @@ def _task_memory(
         tuple(max(c) for c in inputs[0].chunks), input_itemsizes=itemsizes, score_dtype=dtype,
         n_systems=len(inputs) // 2, nbins=nbins,
         split_every=max(1, min(split_every, inputs[0].npartitions)),
-        refine_bins=_DENSE_BUDGET, raw_trials=min(_RAW_LIMIT, cells),
-        kept_trials=min(_KEEP_LIMIT, cells),
+        refine_bins=refinement.DENSE_BUDGET, raw_trials=min(refinement.RAW_LIMIT, cells),
+        kept_trials=min(refinement.KEEP_LIMIT, cells),
     )  # fmt: skip
 
 
@@ -459,24 +342,21 @@ def summarize(
 
     kappa = threshold_keys(np.asarray(thresholds, dtype=np.float64), dtype)
     passes = 1
-    selection: _Selection | None = None
+    selection: refinement.Selection | None = None
     while True:
         plans: list[tuple[np.ndarray, kernels.RefineSpec] | None] = []
         for s in summaries:
-            parts = [_hull_candidates(s), _threshold_candidates(s, kappa)]
-            if pav_bounds:
-                parts.append(_pav_bound_candidates(s))
-            cands = np.unique(np.concatenate(parts)).astype(np.int64)
-            plans.append((cands, _plan(s, cands, shift)) if len(cands) else None)
+            cands = refinement.candidates(s, kappa, pav_bounds)
+            plans.append((cands, refinement.plan(s, cands, shift)) if len(cands) else None)
         if all(p is None for p in plans):
             break
         specs = tuple(p[1] if p else None for p in plans)
         if selection is not None and not selection.holds(specs):
             selection = None  # a bin outside the kept trials became a candidate: read again
         keep = None
-        if selection is None and _volume(summaries, plans) <= _KEEP_LIMIT:
+        if selection is None and refinement.volume(summaries, plans) <= refinement.KEEP_LIMIT:
             keep = _blockwise(partial(kernels.select_kernel, specs=specs), inputs, None)
-            selection = _Selection(specs, keep)
+            selection = refinement.Selection(specs, keep)
             passes += 1
         if selection is not None:
             refine = partial(
@@ -494,7 +374,7 @@ def summarize(
         results = results[()]
         for s, plan, result in zip(summaries, plans, results, strict=True):
             if plan is not None:
-                _apply_refinement(s, plan[0], plan[1], result)
+                refinement.apply_refinement(s, plan[0], plan[1], result)
     for s in summaries:
         s.passes = passes
     return summaries

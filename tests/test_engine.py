@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.special import logit
 
-from bosaris_dask import engine, kernels, metrics, roc
+from bosaris_dask import engine, kernels, metrics, refinement, roc
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError
 from bosaris_dask.keys import key_bits, order_keys
 from bosaris_dask.trials import key_from_labels, make_key, make_scores
@@ -93,9 +93,9 @@ def test_summary_is_exact_under_any_chunking(data, coarse, dense, keep):
     tar, non = _split(values, mask, scored)
     # dense: sub-histograms only, with a tiny budget so float64 needs several passes
     with (
-        mock.patch.object(engine, "_RAW_LIMIT", -1 if dense else 1 << 22),
-        mock.patch.object(engine, "_DENSE_BUDGET", 64),
-        mock.patch.object(engine, "_KEEP_LIMIT", 1 << 24 if keep else -1),
+        mock.patch.object(refinement, "RAW_LIMIT", -1 if dense else 1 << 22),
+        mock.patch.object(refinement, "DENSE_BUDGET", 64),
+        mock.patch.object(refinement, "KEEP_LIMIT", 1 << 24 if keep else -1),
     ):
         (summary,) = engine.summarize(
             [scores], key, thresholds=-PLO, split_every=2, coarse_bits=coarse, allow_missing=True
@@ -157,9 +157,12 @@ def test_kept_candidates_spare_passes_over_the_data():
     values = rng.normal(size=(60, 70)) + mask  # float64: several refinement rounds
     key = make_key(range(60), range(70), mask, chunks=(20, 35))
     scores = make_scores(range(60), range(70), values, chunks=(20, 35))
-    with mock.patch.object(engine, "_DENSE_BUDGET", 64), mock.patch.object(engine, "_RAW_LIMIT", 8):
+    with (
+        mock.patch.object(refinement, "DENSE_BUDGET", 64),
+        mock.patch.object(refinement, "RAW_LIMIT", 8),
+    ):
         kept_reads, kept = _reads_per_chunk(scores, key)
-        with mock.patch.object(engine, "_KEEP_LIMIT", -1):
+        with mock.patch.object(refinement, "KEEP_LIMIT", -1):
             full_reads, full = _reads_per_chunk(scores, key)
     # without keeping, every refinement round reads every chunk again
     assert set(full_reads.values()) == {full.attrs["passes"]} and full.attrs["passes"] >= 4

@@ -1,0 +1,164 @@
+"""Choosing, on the client, what each refinement pass of the engine refines, and applying
+what it found.
+
+After pass 1 (:mod:`bosaris_dask.engine`), a bin of a :class:`~bosaris_dask.engine.ScoreSummary`
+needs refining only if it could hide an ROC convex hull vertex, contains a Bayes threshold, or
+(for PAV calibration) borders a hull vertex. :func:`plan` turns those candidate bins into a
+:class:`~bosaris_dask.kernels.RefineSpec` within the budgets below; :class:`Selection` is the
+candidate trials kept in memory between rounds; :func:`apply_refinement` replaces the candidate
+bins by what a pass found inside them.
+
+Examples
+--------
+>>> import numpy as np
+>>> from bosaris_dask.engine import ScoreSummary
+>>> s = ScoreSummary(np.dtype(np.float64), lo=np.array([0, 16, 32], dtype=np.uint64),
+...                  bits=np.array([4, 4, 4], dtype=np.int8), n_tar=np.array([0, 3, 5]),
+...                  n_non=np.array([4, 2, 0]), softplus_tar=0.0, softplus_non=0.0)
+>>> hull_candidates(s).tolist()  # the only mixed bin: it may hide a hull vertex
+[1]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import dask.array as da
+import numpy as np
+
+from bosaris_dask import roc
+from bosaris_dask.kernels import RefineSpec
+from bosaris_dask.keys import key_bits
+
+if TYPE_CHECKING:
+    from bosaris_dask.engine import ScoreSummary
+
+__all__ = [
+    "DENSE_BUDGET", "RAW_LIMIT", "KEEP_LIMIT", "candidates", "hull_candidates",
+    "threshold_candidates", "pav_bound_candidates", "plan", "volume", "Selection",
+    "apply_refinement",
+]  # fmt: skip
+
+#: Dense refinement histograms stay below this many bins per system (per chunk result).
+DENSE_BUDGET = 1 << 19
+#: Pull exact keys instead of sub-histogramming when candidate bins hold at most this many trials.
+RAW_LIMIT = 1 << 22
+#: Keep the candidate trials in memory (5-9 bytes each) when all systems' hold at most this many.
+KEEP_LIMIT = 1 << 24
+
+
+def hull_candidates(s: ScoreSummary) -> np.ndarray:
+    """Mixed, unrefined bins whose optimistic corner lies below the hull of the bin edges."""
+    cum_tar = np.concatenate([[0], np.cumsum(s.n_tar)])
+    cum_non = np.concatenate([[0], np.cumsum(s.n_non)])
+    vertices = roc.convex_minorant(cum_non, cum_tar)
+    corner_x, corner_y = cum_non[1:], cum_tar[:-1]
+    hull_y = np.interp(corner_x, cum_non[vertices], cum_tar[vertices])
+    below = corner_y < hull_y * (1 + 1e-12) + 1e-9  # errs on the side of refining
+    mixed = (s.n_tar > 0) & (s.n_non > 0) & (s.bits > 0)
+    return np.flatnonzero(below & mixed)
+
+
+def threshold_candidates(s: ScoreSummary, kappa: np.ndarray) -> np.ndarray:
+    """Unrefined bins that contain a threshold key strictly inside."""
+    if len(kappa) == 0:
+        return np.empty(0, dtype=np.int64)
+    k = kappa.astype(np.uint64)
+    i = np.searchsorted(s.lo, k, side="right") - 1
+    ok = i >= 0
+    i, k = i[ok], k[ok]
+    inside = (k > s.lo[i]) & (((k - s.lo[i]) >> s.bits[i].astype(np.uint64)) == 0)
+    return np.unique(i[inside & (s.bits[i] > 0)])
+
+
+def pav_bound_candidates(s: ScoreSummary) -> np.ndarray:
+    """Unrefined bins next to a hull vertex, and the extreme bins: PAV needs their exact values."""
+    pos = s.hull.positions
+    nb = len(s.lo)
+    idx = np.concatenate([pos - 1, pos, [0, nb - 1]])
+    idx = np.unique(idx[(idx >= 0) & (idx < nb)])
+    return idx[s.bits[idx] > 0]
+
+
+def plan(s: ScoreSummary, cands: np.ndarray, shift: int) -> RefineSpec:
+    cand_bits = s.bits[cands].astype(np.int64)
+    volume = int(s.n_tar[cands].sum() + s.n_non[cands].sum())
+    raw = volume <= RAW_LIMIT
+    sub = cand_bits.copy()
+    if not raw:  # the same number of sub-bits for every candidate, within the budget
+        per = max(1, int(math.floor(math.log2(max(1, DENSE_BUDGET // len(cands))))))
+        sub = np.minimum(cand_bits, per)
+    prefix_bits = key_bits(s.dtype) - shift
+    return RefineSpec(shift, prefix_bits, s.lo[cands], cand_bits, sub, raw)
+
+
+def volume(summaries: list[ScoreSummary], plans: list) -> int:
+    """Trials in the candidate bins of all systems."""
+    return sum(
+        int(s.n_tar[p[0]].sum() + s.n_non[p[0]].sum())
+        for s, p in zip(summaries, plans, strict=True)
+        if p is not None
+    )
+
+
+@dataclass
+class Selection:
+    """The candidate trials of every chunk, kept (persisted) after one pass over the data.
+
+    Refinement passes over these touch a few percent of the trials instead of reading, keying
+    and filtering all of them again.
+    """
+
+    specs: tuple[RefineSpec | None, ...]  # what was kept, per system
+    trials: da.Array  # one object per chunk: per system, (keys, is_target) or None
+
+    def holds(self, specs: tuple[RefineSpec | None, ...]) -> bool:
+        """Does every candidate bin of ``specs`` lie inside a kept candidate bin?"""
+        for old, new in zip(self.specs, specs, strict=True):
+            if new is None:
+                continue
+            if old is None:
+                return False
+            i = np.searchsorted(old.cand_lo, new.cand_lo, side="right") - 1
+            if np.any(i < 0):
+                return False
+            rel = new.cand_lo - old.cand_lo[i]
+            width = old.cand_bits[i].astype(np.uint64)
+            if np.any((rel >> width) != 0) or np.any(new.cand_bits > old.cand_bits[i]):
+                return False
+        return True
+
+
+def apply_refinement(s: ScoreSummary, cands: np.ndarray, spec: RefineSpec, result) -> None:
+    """Replace the candidate bins of ``s`` by what the refinement pass found inside them."""
+    if spec.raw:
+        lo, counts = result
+        lo = lo.astype(np.uint64)
+        bits = np.zeros(len(lo), dtype=np.int8)
+    else:
+        counts = np.asarray(result, dtype=np.int64).reshape(-1, 2)
+        owner = np.repeat(np.arange(len(cands)), np.diff(spec.offsets))
+        rank = np.arange(len(owner)) - spec.offsets[owner]
+        new_bits = (spec.cand_bits - spec.sub_bits)[owner]
+        lo = spec.cand_lo[owner] + (rank.astype(np.uint64) << new_bits.astype(np.uint64))
+        bits = new_bits.astype(np.int8)
+    found = counts.sum(axis=1) > 0
+    keep = np.ones(len(s.lo), dtype=bool)
+    keep[cands] = False
+    new_lo = np.concatenate([s.lo[keep], lo[found]])
+    order = np.argsort(new_lo, kind="stable")
+    s.lo = new_lo[order]
+    s.bits = np.concatenate([s.bits[keep], bits[found]])[order]
+    s.n_non = np.concatenate([s.n_non[keep], counts[found, 0]])[order]
+    s.n_tar = np.concatenate([s.n_tar[keep], counts[found, 1]])[order]
+    s._hull = None
+
+
+def candidates(s: ScoreSummary, kappa: np.ndarray, pav_bounds: bool) -> np.ndarray:
+    """Every bin of ``s`` to refine next: hull and threshold candidates (and PAV bounds)."""
+    parts = [hull_candidates(s), threshold_candidates(s, kappa)]
+    if pav_bounds:
+        parts.append(pav_bound_candidates(s))
+    return np.unique(np.concatenate(parts)).astype(np.int64)
