@@ -753,3 +753,60 @@ def test_dispatcher_errors(tmp_path):
         io.read(tmp_path / "plain")
     assert io.read(path, "ndx").trial_mask.values.tolist() == [[True]]
     assert io.read(tmp_path / "n.zarr", chunks=1).trial_mask.data.chunks == ((1,), (1,))
+
+
+# --------------------------------------------------------------------------------------------
+# key codes outside {-1, 0, +1} (issue 11, item 1)
+# --------------------------------------------------------------------------------------------
+
+
+def _key_store_with(tmp_path: Path, value: int, cell: tuple[int, int]) -> tuple[Path, list, list]:
+    models, segments = [f"m{i}" for i in range(6)], [f"s{j}" for j in range(5)]
+    codes = _key_matrix(_rng(5), (6, 5))
+    path = io.write_zarr(make_key(models, segments, codes), tmp_path / "key.zarr", chunk_mb=1e-5)
+    stored = zarr.open_array(path / "trial_mask", mode="r+")
+    assert stored.nchunks > 1
+    stored[cell] = value
+    return path, models, segments
+
+
+@pytest.mark.parametrize("value", [7, -2, 127, -128])
+def test_zarr_key_codes_outside_the_allowed_set_are_a_trial_error(tmp_path, value):
+    import bosaris_dask as bd
+    from bosaris_dask.errors import TrialError
+
+    path, models, segments = _key_store_with(tmp_path, value, (4, 3))
+    key = io.read(path)  # lazy: nothing is read yet
+    message = rf"{path}: .*found {value} at \(m4, s3\)$"
+    with pytest.raises(TrialError, match=message):
+        key.trial_mask.compute()
+    rng = _rng(6)
+    scores = make_scores(models, segments, rng.normal(size=(6, 5)))
+    with pytest.raises(TrialError, match=message):
+        bd.evaluate(scores, key)
+
+
+def test_zarr_key_check_is_fused_into_the_read(tmp_path):
+    """The check adds no pass: after optimization the mask graph has one task per chunk more
+    only for the id slices, and no task reads a chunk twice."""
+    path, _, _ = _key_store_with(tmp_path, 1, (0, 0))
+    mask = io.read(path).trial_mask.data
+    (optimized,) = dask.optimize(mask)
+    graph = dict(optimized.__dask_graph__())
+    array_tasks = [k for k in graph if isinstance(k, tuple) and k[0] == optimized.name]
+    assert len(array_tasks) == mask.npartitions
+    assert io.read(path).trial_mask.values[0, 0] == 1
+
+
+def test_dask_key_codes_are_checked_before_the_int8_cast():
+    """An int16 256 would become 0 (no trial) when cast to int8: it must be refused."""
+    from bosaris_dask.errors import TrialError
+
+    codes = np.zeros((3, 4), dtype=np.int16)
+    codes[2, 1] = 256
+    key = make_key(["a", "b", "c"], list("wxyz"), da.from_array(codes, chunks=2))
+    with pytest.raises(TrialError, match=r"found 256 at \(c, x\)"):
+        key.trial_mask.compute()
+    floats = da.from_array(np.array([[1.0, 0.5]]), chunks=1)
+    with pytest.raises(TrialError, match=r"found 0.5 at \(a, y\)"):
+        make_key(["a"], ["x", "y"], floats).trial_mask.compute()

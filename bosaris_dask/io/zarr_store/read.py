@@ -26,6 +26,7 @@ from bosaris_dask.trials import (
     make_scores,
     quality_table,
 )
+from bosaris_dask.trials.construction import checked_codes
 
 _ZARR_ERRORS = (
     OSError,
@@ -194,8 +195,9 @@ def _build(
         plan = plan_chunks((len(models), len(segments)), 1) if chunks is None else chunks
         return key_from_labels(models, ml, segments, sl, chunks=plan)
     omitted = set(attrs.get("bosaris_all_true", []))
-    if kind == "key":
-        return make_key(models, segments, ds["trial_mask"].data, chunks=chunks)
+    if kind == "key":  # codes outside {-1, 0, +1} raise when a block is read, naming the trial
+        mask = checked_codes(ds["trial_mask"].data, models, segments, where=f"{path}: ")
+        return make_key(models, segments, mask, chunks=chunks)
     if kind == "ndx":
         if "trial_mask" in omitted:
             plan = plan_chunks((len(models), len(segments)), 1) if chunks is None else chunks
