@@ -198,7 +198,7 @@ def _check_inputs(
 
 def _inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.Array], np.dtype]:
     """The kernels' inputs (key classes, then each system's scores and mask) and score dtype."""
-    aligned = [align_with(s, key) for s in scores]
+    aligned = [align_with(s, key, once=True) for s in scores]  # passes: realign once
     dtypes = {np.dtype(s.score.dtype) for s in aligned}
     chunks = aligned[0].score.data.chunks
     inputs = [trial_classes(key, chunks=chunks)]
