@@ -89,3 +89,103 @@ def test_realigned_scores_with_missing_and_extra_ids(trials):
     xr.testing.assert_identical(aligned.compute(), lazy.compute())
     with pytest.raises(bd.errors.MissingTrialsError):
         bd.evaluate(shuffled, key)
+
+
+# --------------------------------------------------------------------------------------------
+# text inputs on a cluster of several hosts (issue 11, item 5)
+# --------------------------------------------------------------------------------------------
+
+KEY_TEXT = "m1 s1 target\nm1 s2 nontarget\nm2 s1 nontarget\nm2 s2 target\nm3 s1 nontarget\n"
+SCORES_TEXT = "m1 s1 2.5\nm1 s2 -1.0\nm2 s1 0.5\nm2 s2 1.5\nm3 s1 -3.0\n"
+
+
+@pytest.fixture
+def texts(tmp_path):
+    (tmp_path / "key.txt").write_text(KEY_TEXT)
+    (tmp_path / "scores.txt").write_text(SCORES_TEXT)
+    return tmp_path / "key.txt", tmp_path / "scores.txt"
+
+
+@pytest.fixture
+def cluster():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as local:
+        yield local
+
+
+@pytest.fixture
+def elsewhere(monkeypatch):
+    """Make every worker look as if it ran on another host."""
+    from bosaris_dask.io import staging
+
+    monkeypatch.setattr(staging, "_is_this_host", lambda host: False)
+
+
+def _read_staged(path, **options):
+    from bosaris_dask.io.text import read_text
+
+    return read_text(path, memmap_threshold=0, **options)  # always memory-mapped scratch
+
+
+def test_text_staged_for_workers_elsewhere_is_refused_with_advice(texts, cluster, elsewhere):
+    from distributed import Client
+
+    key_path, _ = texts
+    with Client(cluster), pytest.raises(bd.errors.ClusterError) as error:
+        _read_staged(key_path)
+    message = str(error.value)
+    assert "\n" not in message and message.startswith(f"{key_path}: ")
+    assert f"bosaris-dask convert {key_path} {key_path}.zarr" in message
+    assert "--scratch DIR" in message
+
+
+def test_text_staged_before_the_cluster_is_refused_when_it_comes(texts, cluster, elsewhere):
+    from distributed import Client
+
+    from bosaris_dask.io.staging import check_staged_readable
+
+    key = _read_staged(texts[0])  # no cluster yet: the temporary folder
+    check_staged_readable()  # no client: fine
+    with Client(cluster) as client, pytest.raises(bd.errors.ClusterError, match="convert it"):
+        check_staged_readable(client)
+    del key
+
+
+def test_scratch_directory_serves_workers_elsewhere(tmp_path, texts, cluster, elsewhere):
+    from distributed import Client
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    with Client(cluster):
+        key = _read_staged(texts[0], scratch_dir=shared)
+        scores = _read_staged(texts[1], scratch_dir=shared)
+        assert sorted(p.suffix for p in shared.iterdir()) == [".dat"] * 3  # mask, score, mask
+        with dask.config.set({"bosaris_dask.scratch": str(shared)}):
+            via_config = _read_staged(texts[0])
+        result = bd.evaluate(scores, key)
+    expected = bd.evaluate(bd.io.read(texts[1]), bd.io.read(texts[0]))
+    xr.testing.assert_identical(result, expected)
+    assert via_config.trial_mask.values.tolist() == key.trial_mask.values.tolist()
+
+
+def test_cli_scratch_option_and_refusal(tmp_path, texts, cluster, elsewhere, monkeypatch, capsys):
+    from bosaris_dask.cli import main
+    from bosaris_dask.io.text import read_text
+
+    staged = {**read_text.__kwdefaults__, "memmap_threshold": 0}  # text inputs memory-mapped
+    monkeypatch.setattr(read_text, "__kwdefaults__", staged)
+    key_path, scores_path = texts
+    argv = ["evaluate", "--key", str(key_path), "--scores", str(scores_path), "-q"]
+    argv += ["--scheduler", cluster.scheduler_address]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("bosaris-dask: error: ")
+    assert "bosaris-dask convert" in err and "--scratch DIR" in err
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    assert main([*argv, "--scratch", str(shared)]) == 0
+    assert "scores" in capsys.readouterr().out  # the table, named after the system
+    assert main([*argv, "--scratch", str(tmp_path / "nowhere")]) == 1
+    assert "scratch directory" in capsys.readouterr().err

@@ -26,6 +26,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if getattr(args, "scratch", None) is not None:
+            import dask
+
+            from bosaris_dask.io.staging import SCRATCH_CONFIG, scratch_directory
+
+            with dask.config.set({SCRATCH_CONFIG: scratch_directory(args.scratch)}):
+                return int(args.func(args) or 0)
         return int(args.func(args) or 0)
     except (BosarisError, FileNotFoundError, PermissionError) as error:
         if args.debug:

@@ -93,7 +93,11 @@ def _check_kind(obj: xr.Dataset, kind: str | None, path: Any) -> xr.Dataset:
 
 
 def read(
-    path: str | os.PathLike[str], kind: str | None = None, *, chunks: Any = None
+    path: str | os.PathLike[str],
+    kind: str | None = None,
+    *,
+    chunks: Any = None,
+    scratch: str | os.PathLike[str] | None = None,
 ) -> xr.Dataset:
     """Read a trial object (ndx, key or scores) from a zarr store, an HDF5 or a text file.
 
@@ -109,6 +113,12 @@ def read(
         text files are detected from their content unless ``kind`` is given.
     chunks
         Dask chunks of the data; by default the store's chunks (zarr) or about 64 MiB.
+    scratch
+        Where a large text input is staged for the workers (memory-mapped scratch files); by
+        default the dask config key ``bosaris_dask.scratch``, else the temporary folder, which
+        is refused when the workers of the active distributed client run on other hosts. On
+        a cluster of several hosts, give a directory they all share (or convert the text to a
+        zarr store first, ``bosaris-dask convert``).
 
     Returns
     -------
@@ -137,7 +147,7 @@ def read(
         raise StoreError(f"{p}: a directory that is not a zarr store")
     from bosaris_dask.io.text import read_text
 
-    return read_text(p, kind, chunks=chunks)
+    return read_text(p, kind, chunks=chunks, scratch_dir=scratch)
 
 
 def write(

@@ -42,7 +42,13 @@ from bosaris_dask.errors import ClusterError, StoreError
 from bosaris_dask.io.compute import _distributed_client, compute_with_progress
 from bosaris_dask.io.text.scratch import _ScratchArray, _ScratchFile
 
-__all__ = ["realign", "scratch_directory", "workers_off_this_host", "SCRATCH_CONFIG"]
+__all__ = [
+    "realign",
+    "scratch_directory",
+    "check_staged_readable",
+    "workers_off_this_host",
+    "SCRATCH_CONFIG",
+]
 
 _log = logging.getLogger("bosaris_dask.io")
 
@@ -119,6 +125,34 @@ def scratch_directory(scratch: str | os.PathLike[str] | None = None, *, what: st
             "system) or pass --scratch DIR (scratch= in Python) with DIR shared by all hosts"
         )
     return tempfile.gettempdir()
+
+
+def check_staged_readable(client: Any = None) -> None:
+    """Refuse inputs staged in this machine's temporary folder when workers run elsewhere.
+
+    The command line opens its inputs before it starts or reaches a cluster (so that a wrong
+    path fails fast); a large text input may then already be a memory map in the temporary
+    folder. Called once the cluster is there, this raises before any worker tries to read it.
+
+    Raises
+    ------
+    ClusterError
+        Naming the input, how to convert it first, and the ``--scratch`` option.
+    """
+    from bosaris_dask.io.text.scratch import _UNSHARED
+
+    staged = sorted({f.staged for f in list(_UNSHARED.values()) if f.staged})
+    if not staged:
+        return
+    off = workers_off_this_host(client)
+    if off:
+        source = staged[0]
+        raise ClusterError(
+            f"{source}: this text input was staged in this machine's temporary folder, which "
+            f"{len(off)} worker(s) on other hosts (e.g. {off[0]}) cannot read; convert it first "
+            f"(bosaris-dask convert {source} {source}.zarr, on a shared file system) or pass "
+            "--scratch DIR (scratch= in Python) with DIR shared by all hosts"
+        )
 
 
 class _FlatFile:
