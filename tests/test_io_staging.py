@@ -189,3 +189,21 @@ def test_cli_scratch_option_and_refusal(tmp_path, texts, cluster, elsewhere, mon
     assert "scores" in capsys.readouterr().out  # the table, named after the system
     assert main([*argv, "--scratch", str(tmp_path / "nowhere")]) == 1
     assert "scratch directory" in capsys.readouterr().err
+
+
+def test_cli_says_when_scores_are_realigned(tmp_path, trials, capsys):
+    from bosaris_dask import io
+    from bosaris_dask.cli import main
+
+    models, segments, key, score, mask = trials
+    pm = np.random.default_rng(13).permutation(M)
+    shuffled = make_scores(models[pm], segments, score[pm], mask[pm], chunks=(ROWS, S))
+    chunk_mb = ROWS * S * 8 / 2**20
+    io.write(key, tmp_path / "key.zarr", chunk_mb=chunk_mb)
+    io.write(shuffled, tmp_path / "sys.zarr", chunk_mb=chunk_mb)
+    argv = ["evaluate", "--key", str(tmp_path / "key.zarr"), "--scores", str(tmp_path / "sys.zarr")]
+    assert main([*argv, "--cluster", "threads"]) == 0
+    err = capsys.readouterr().err
+    assert "ids in another order than the key's: realigned once through" in err
+    assert main([*argv, "--cluster", "threads", "-q"]) == 0
+    assert capsys.readouterr().err == ""
