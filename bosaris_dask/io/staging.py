@@ -177,15 +177,18 @@ class _FlatFile:
 def _gather(
     rows: np.ndarray, cols: np.ndarray, *, source: _ScratchArray, fill: Any, identity: bool
 ) -> np.ndarray:
-    """The cells ``(rows, cols)`` of ``source`` (-1: an id it lacks, the fill value)."""
+    """The cells ``(rows, cols)`` of ``source`` (-1: an id it lacks, the fill value).
+
+    Only those cells are copied out of the memory map (a chunk narrower than the matrix does
+    not read whole rows).
+    """
     out = np.full((len(rows), len(cols)), fill, dtype=source.dtype)
     r_ok = np.flatnonzero(rows >= 0)
-    picked = source[(rows[r_ok],)]  # whole rows: contiguous reads
-    if not identity:
-        c_ok = np.flatnonzero(cols >= 0)
-        out[np.ix_(r_ok, c_ok)] = picked[:, cols[c_ok]]
+    if identity:  # the columns of this chunk are a contiguous run of the source's
+        out[r_ok] = source[(rows[r_ok], slice(int(cols[0]), int(cols[0]) + len(cols)))]
     else:
-        out[r_ok] = picked[:, cols[0] : cols[0] + len(cols)]
+        c_ok = np.flatnonzero(cols >= 0)
+        out[np.ix_(r_ok, c_ok)] = source[np.ix_(rows[r_ok], cols[c_ok])]
     return out
 
 
