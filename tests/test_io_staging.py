@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 import xarray as xr
 from dask.callbacks import Callback
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bosaris_dask as bd
-from bosaris_dask.trials import align_with, make_key, make_scores
+from bosaris_dask.trials import align_with, make_key, make_ndx, make_scores
 
 M, S, ROWS = 400, 30, 10  # 40 chunks of 10 full rows
 
@@ -207,3 +209,33 @@ def test_cli_says_when_scores_are_realigned(tmp_path, trials, capsys):
     assert "ids in another order than the key's: realigned once through" in err
     assert main([*argv, "--cluster", "threads", "-q"]) == 0
     assert capsys.readouterr().err == ""
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    rows=st.integers(1, 12),
+    cols=st.integers(1, 9),
+    chunk=st.tuples(st.integers(1, 5), st.integers(1, 5)),
+    seed=st.integers(0, 2**16),
+    dtype=st.sampled_from([np.float32, np.float64]),
+)
+def test_realigning_once_equals_the_lazy_reindex(rows, cols, chunk, seed, dtype):
+    """Any order, subset and superset of ids, any chunking: the same matrices as xarray's."""
+    rng = np.random.default_rng(seed)
+    models, segments = _ids("m", rows), _ids("s", cols)
+    score = rng.normal(size=(rows, cols)).astype(dtype)
+    mask = rng.random((rows, cols)) < 0.7
+    scores = make_scores(models, segments, score, mask, chunks=chunk)
+    pick_m = rng.permutation(rows)[: rng.integers(1, rows + 1)]
+    pick_s = rng.permutation(cols)[: rng.integers(1, cols + 1)]
+    new_m = np.concatenate([models[pick_m], _ids("x", int(rng.integers(0, 3)))])
+    new_s = np.concatenate([segments[pick_s], _ids("y", int(rng.integers(0, 3)))])
+    rng.shuffle(new_m)
+    like = make_ndx(new_m, new_s, chunks=(int(rng.integers(1, 6)), int(rng.integers(1, 6))))
+    once = align_with(scores, like, once=True)
+    lazy = align_with(scores, like)
+    for name in ("score", "score_mask"):
+        assert once[name].dtype == lazy[name].dtype
+        np.testing.assert_array_equal(once[name].values, lazy[name].values)
+    assert once.model.values.tolist() == new_m.tolist()
+    assert once.segment.values.tolist() == new_s.tolist()
