@@ -52,7 +52,7 @@ from bosaris_dask import kernels, memory, refinement, roc
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.keys import key_bits, keys_to_values, threshold_keys
 from bosaris_dask.progress import compute, compute_and_keep, current_client
-from bosaris_dask.trials import align_with, kind_of, locate, trial_classes, validate
+from bosaris_dask.trials import align_with, is_label_key, kind_of, locate, trial_classes, validate
 
 __all__ = ["ScoreSummary", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
 
@@ -142,8 +142,12 @@ class ScoreSummary:
 # --------------------------------------------------------------------------------------------
 
 
-def _blockwise(kernel: Callable, inputs: list[da.Array], length: int | None) -> da.Array:
-    args: list[Any] = []
+def _blockwise(
+    kernel: Callable, inputs: list[da.Array], length: int | None, lead: Sequence[Any] = ()
+) -> da.Array:
+    """``kernel`` on every chunk of ``inputs`` (all indexed ``ij``; ``lead`` are extra
+    ``(array, index)`` arguments first): one float64 vector of ``length``, or one object."""
+    args: list[Any] = list(lead)
     for arr in inputs:
         args += [arr, "ij"]
     if length is None:  # one object per chunk
@@ -155,6 +159,38 @@ def _blockwise(kernel: Callable, inputs: list[da.Array], length: int | None) -> 
         kernel, "ijk", *args, new_axes={"k": length}, adjust_chunks={"i": 1, "j": 1},
         dtype=np.float64, meta=np.empty((0, 0, 0)),
     )  # fmt: skip
+
+
+def _pass1_reduce(packed: da.Array, split_every: int) -> da.Array:
+    """Add pass 1's chunk vectors; the second field (the first bad trial) merges by ``min``."""
+
+    def chunk(x, axis, keepdims):
+        return x
+
+    def combine(x, axis, keepdims):
+        out = x.sum(axis=axis, keepdims=keepdims)
+        out[..., 1] = x[..., 1].min(axis=axis, keepdims=keepdims)
+        return out
+
+    return da.reduction(
+        packed, chunk=chunk, combine=combine, aggregate=combine, axis=(0, 1),
+        dtype=np.float64, split_every=split_every, concatenate=True, meta=np.empty((0,)),
+    )  # fmt: skip
+
+
+def _raise_bad_codes(head: np.ndarray, key: xr.Dataset, n_cols: int) -> None:
+    """Raise :class:`TrialError` naming a trial if pass 1 found key codes outside -1/0/+1."""
+    count, first = head
+    if not count:
+        return
+    i, j = divmod(int(first), n_cols)
+    code = key.trial_mask.data[i, j]
+    code = int(code.compute() if isinstance(code, da.Array) else code)
+    raise TrialError(
+        "a key's trial_mask holds only -1 (non-target), 0 (no trial) and +1 (target); "
+        f"found {code} at ({key.model.values[i]}, {key.segment.values[j]})"
+        + (f" and {int(count) - 1} more bad values" if count > 1 else "")
+    )
 
 
 def _object_tree_reduce(per_chunk: da.Array, split_every: int) -> da.Array:
@@ -198,6 +234,9 @@ def _check_inputs(
 
 def _inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.Array], np.dtype]:
     """The kernels' inputs (key classes, then each system's scores and mask) and score dtype."""
+    if not is_label_key(key) and key.trial_mask.dtype != np.int8:
+        # keep codes outside -1/0/+1 outside them when the kernels' int8 conversion wraps
+        key = key.assign(trial_mask=key.trial_mask.clip(-2, 2))
     aligned = [align_with(s, key) for s in scores]
     dtypes = {np.dtype(s.score.dtype) for s in aligned}
     chunks = aligned[0].score.data.chunks
@@ -300,10 +339,14 @@ def summarize(
     shift = key_bits(dtype) - bits
     nbins = 1 << bits
     memory.check_worker_memory(_task_memory(inputs, dtype, nbins, split_every), current_client())
-    kernel = partial(kernels.coarse_kernel, shift=shift, nbins=nbins)
-    packed = _blockwise(kernel, inputs, n_sys * (2 * nbins + 4))
-    totals = compute(packed.sum(axis=(0, 1), split_every=split_every), progress=progress)
-    totals = totals.reshape(n_sys, 2 * nbins + 4)
+    n_rows, n_cols = inputs[0].shape
+    kernel = partial(kernels.coarse_kernel, shift=shift, nbins=nbins, n_cols=n_cols)
+    positions = [da.arange(n_rows, chunks=inputs[0].chunks[0]), "i",
+                 da.arange(n_cols, chunks=inputs[0].chunks[1]), "j"]  # fmt: skip
+    packed = _blockwise(kernel, inputs, 2 + n_sys * (2 * nbins + 4), lead=positions)
+    totals = compute(_pass1_reduce(packed, split_every), progress=progress)
+    _raise_bad_codes(totals[:2], key, n_cols)
+    totals = totals[2:].reshape(n_sys, 2 * nbins + 4)
 
     summaries = []
     for k, row in enumerate(totals):

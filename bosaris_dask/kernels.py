@@ -12,7 +12,9 @@ Examples
 >>> import numpy as np
 >>> classes = np.array([[1, -1, -1, 0]], dtype=np.int8)
 >>> scores = np.array([[2.0, 0.5, -1.0, np.inf]])
->>> out = coarse_kernel(classes, scores, np.ones((1, 4), bool), shift=60, nbins=16)[0, 0]
+>>> rows, cols = np.arange(1), np.arange(4)
+>>> out = coarse_kernel(rows, cols, classes, scores, np.ones((1, 4), bool), shift=60, nbins=16,
+...                     n_cols=4)[0, 0, 2:]
 >>> int(out[:16].sum()), int(out[16:32].sum())  # non-targets, targets (inf is no trial)
 (2, 1)
 """
@@ -35,6 +37,7 @@ __all__ = [
     "Workspace",
     "workspace",
     "RefineSpec",
+    "bad_codes",
     "coarse_kernel",
     "refine_kernel",
     "select_kernel",
@@ -92,6 +95,7 @@ class Workspace:
         self.signs = np.empty(BLOCK, dtype=kdt)
         self.flag = np.empty(BLOCK, dtype=bool)
         self.flag2 = np.empty(BLOCK, dtype=bool)
+        self.u8 = np.empty(BLOCK, dtype=np.uint8)
         self.z = np.empty(BLOCK, dtype=np.float64)
         self.e = np.empty(BLOCK, dtype=np.float64)
         self.pos = np.empty(BLOCK, dtype=np.intp)
@@ -100,7 +104,7 @@ class Workspace:
     @staticmethod
     def nbytes(elements: int, dtype: np.dtype) -> int:
         """Bytes a workspace touches for a chunk of ``elements`` (for memory estimates)."""
-        per_block = 2 * key_dtype(dtype).itemsize + 2 + 3 * 8
+        per_block = 2 * key_dtype(dtype).itemsize + 3 + 3 * 8
         return min(elements, BLOCK) * per_block + min(elements, SLICE) * np.dtype(np.intp).itemsize
 
 
@@ -184,14 +188,61 @@ def _coarse_system(
     return np.concatenate([h[:, 0], h[:, 1], tail])
 
 
-def coarse_kernel(classes: np.ndarray, *pairs: np.ndarray, shift: int, nbins: int) -> np.ndarray:
+def bad_codes(classes: np.ndarray) -> tuple[int, int]:
+    """How many class codes of a chunk lie outside {-1, 0, +1}, and the flat index of the first.
+
+    One cheap pass over the (cache-resident, one byte per trial) codes, block by block: a key
+    read from a store is checked here, inside pass 1, not by a pass of its own. The index is -1
+    when every code is valid.
+
+    Examples
+    --------
+    >>> bad_codes(np.array([[1, -1], [7, 0]], dtype=np.int8))
+    (1, 2)
+    """
+    flat = classes.reshape(-1)
+    if flat.dtype != np.int8:
+        bad = (flat < -1) | (flat > 1)
+        count = int(np.count_nonzero(bad))
+        return count, int(np.argmax(bad)) if count else -1
+    codes = flat.view(np.uint8)
+    ws = workspace(np.dtype(np.float32))
+    count, first = 0, -1
+    for b in slices(codes.size, BLOCK):
+        n = b.stop - b.start
+        shifted = np.add(codes[b], np.uint8(1), out=ws.u8[:n])  # -1, 0, 1 -> 0, 1, 2
+        bad = np.greater(shifted, 2, out=ws.flag[:n])
+        k = int(np.count_nonzero(bad))
+        if k and first < 0:
+            first = b.start + int(np.argmax(bad))
+        count += k
+    return count, first
+
+
+def coarse_kernel(
+    rows: np.ndarray,
+    cols: np.ndarray,
+    classes: np.ndarray,
+    *pairs: np.ndarray,
+    shift: int,
+    nbins: int,
+    n_cols: int,
+) -> np.ndarray:
     """Pass 1 on one chunk: per system, counts per key prefix and the scalar sums.
 
-    Returns a float64 vector per system: ``[non-target counts (nbins), target counts (nbins),
+    ``rows`` and ``cols`` are the chunk's row and column numbers in the whole matrix, which has
+    ``n_cols`` columns. Returns a float64 vector ``[bad codes, first bad trial]`` (the count of
+    class codes outside {-1, 0, +1} and the flat row-major index of the first, ``inf`` if none;
+    merged by ``min``), then per system: ``[non-target counts (nbins), target counts (nbins),
     softplus_tar, softplus_non, missing, non-finite]`` (counts are exact in float64).
     """
     cls_flat = classes.reshape(-1)
-    out = [
+    n_bad, first = bad_codes(classes)
+    where = np.inf
+    if n_bad:
+        i, j = divmod(first, classes.shape[1])
+        where = float(int(rows[i]) * n_cols + int(cols[j]))
+    out = [np.array([n_bad, where])] + [
         _coarse_system(cls_flat, s.reshape(-1), m.reshape(-1), shift, nbins)
         for s, m in zip(pairs[::2], pairs[1::2], strict=True)
     ]

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from scipy.special import logit
 
 from bosaris_dask import engine, kernels, metrics, refinement, roc
-from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError
+from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.keys import key_bits, order_keys
 from bosaris_dask.trials import key_from_labels, make_key, make_scores
 
@@ -268,3 +268,58 @@ def test_sub_histogram_sweep_equals_select_then_count(seed, dtype, sub, n):
     swept = kernels._sub_histogram(classes, scores, scored, spec)
     selected = kernels._count(*kernels._select(classes, scores, scored, spec), spec)
     np.testing.assert_array_equal(swept, selected)
+
+
+# --------------------------------------------------------------------------------------------
+# key codes outside -1/0/+1 (from a store or any dask array) are found inside pass 1
+# --------------------------------------------------------------------------------------------
+
+
+def _key_with_code(code, dtype=np.int8, at=(3, 5)):
+    rng = np.random.default_rng(4)
+    mask = rng.choice(np.array([-1, 1], dtype=dtype), size=(6, 9))
+    mask[at] = code
+    models, segments = [f"m{i}" for i in range(6)], [f"s{j}" for j in range(9)]
+    key = make_key(models, segments, da.from_array(mask, chunks=(4, 4)))
+    scores = make_scores(models, segments, rng.normal(size=(6, 9)), chunks=(2, 5))
+    return key, scores
+
+
+@pytest.mark.parametrize(("code", "dtype"), [(7, np.int8), (-2, np.int8), (257, np.int16)])
+def test_a_bad_code_in_a_dask_key_names_the_trial(code, dtype):
+    key, scores = _key_with_code(code, dtype)
+    computes = []
+
+    def counting_get(dsk, keys, **kwargs):
+        computes.append(keys)
+        return dask.get(dsk, keys, **kwargs)
+
+    with (
+        dask.config.set(scheduler=counting_get),
+        pytest.raises(TrialError, match=rf"^a key's trial_mask .* found {code} at \(m3, s5\)$"),
+    ):
+        engine.summarize([scores], key)
+    # found by pass 1 itself; the second compute reads the one bad code for the message
+    assert len(computes) == 2
+
+
+def test_bad_codes_count_and_first_is_in_row_major_order():
+    key, scores = _key_with_code(7, at=(4, 1))
+    mask = key.trial_mask.data.compute()
+    mask[1, 8] = mask[5, 0] = 9
+    key = key.copy(data={"trial_mask": da.from_array(mask, chunks=(3, 2))})
+    with pytest.raises(TrialError, match=r"found 9 at \(m1, s8\) and 2 more bad values$"):
+        engine.summarize([scores], key, split_every=2)
+
+
+def test_a_bad_code_in_a_zarr_key_names_the_trial(tmp_path):
+    import zarr
+
+    from bosaris_dask import io
+
+    key, scores = _key_with_code(1)
+    path = io.write_zarr(key, tmp_path / "key.zarr")
+    arr = zarr.open_array(path / "trial_mask", mode="r+")
+    arr[2, 7] = 7
+    with pytest.raises(TrialError, match=r"found 7 at \(m2, s7\)"):
+        engine.summarize([scores], io.read_zarr(path))

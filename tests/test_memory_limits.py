@@ -42,7 +42,7 @@ def test_estimate_adds_up_the_parts_by_hand():
     assert need.inputs == elements * (1 + 4 + 1 + 2)
     # per element of a cache block: uint32 key and signs, two bool flags, two float64
     # temporaries and an intp position; per element of a histogram slice: an intp index
-    assert need.buffers == BLOCK * (4 + 4 + 2 + 16 + 8) + elements * 8  # a chunk below SLICE
+    assert need.buffers == BLOCK * (4 + 4 + 3 + 16 + 8) + elements * 8  # a chunk below SLICE
     row = (2 * 1024 + 4) * 8
     assert need.results == (2 * 2 + 2) * row
     assert need.merge == 2 * max(9 * row, 5 * 2 * 5000 * 8, 100 * 56)
@@ -56,8 +56,8 @@ def test_buffers_stop_growing_at_one_slice():
                              n_systems=1, nbins=16, split_every=2)  # fmt: skip
     big = pass_task_memory((10_000, 10_000), input_itemsizes=[1, 8, 1], score_dtype=np.float64,
                            n_systems=1, nbins=16, split_every=2)  # fmt: skip
-    assert small.buffers == 100 * (8 + 8 + 2 + 16 + 8) + 100 * 8
-    assert big.buffers == BLOCK * (8 + 8 + 2 + 16 + 8) + SLICE * 8
+    assert small.buffers == 100 * (8 + 8 + 3 + 16 + 8) + 100 * 8
+    assert big.buffers == BLOCK * (8 + 8 + 3 + 16 + 8) + SLICE * 8
 
 
 class _FakeClient:

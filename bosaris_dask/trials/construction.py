@@ -106,7 +106,10 @@ def make_key(
     m, s = _ids(models, "model"), _ids(segments, "segment")
     _check_shape("trial_mask", trial_mask, m, s)
     _check_signs(trial_mask, m, s)
-    return _dataset("key", m, s, trial_mask=_lazy(trial_mask, chunks, np.int8))
+    dtype = np.int8
+    if isinstance(trial_mask, da.Array) and trial_mask.dtype.kind == "i":
+        dtype = trial_mask.dtype  # unchecked codes (pass 1 checks them) must not wrap to -1/0/+1
+    return _dataset("key", m, s, trial_mask=_lazy(trial_mask, chunks, dtype))
 
 
 def _check_signs(mask: Any, models: np.ndarray, segments: np.ndarray) -> None:
