@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from unittest import mock
 
 import dask
 import dask.array as da
@@ -13,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.special import logit
 
-from bosaris_dask import engine, kernels, metrics, refinement, roc
+from bosaris_dask import engine, kernels, metrics, roc
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.keys import key_bits, order_keys
 from bosaris_dask.trials import key_from_labels, make_key, make_scores
@@ -92,11 +91,11 @@ def test_summary_is_exact_under_any_chunking(data, coarse, dense, keep):
     key, scores = _objects(values, mask, scored, chunks)
     tar, non = _split(values, mask, scored)
     # dense: sub-histograms only, with a tiny budget so float64 needs several passes
-    with (
-        mock.patch.object(refinement, "RAW_LIMIT", -1 if dense else 1 << 22),
-        mock.patch.object(refinement, "DENSE_BUDGET", 64),
-        mock.patch.object(refinement, "KEEP_LIMIT", 1 << 24 if keep else -1),
-    ):
+    with dask.config.set({
+        "bosaris_dask.raw-limit": 0 if dense else 1 << 22,
+        "bosaris_dask.dense-budget": 64,
+        "bosaris_dask.keep-limit": 1 << 24 if keep else 0,
+    }):  # fmt: skip
         (summary,) = engine.summarize(
             [scores], key, thresholds=-PLO, split_every=2, coarse_bits=coarse, allow_missing=True
         )
@@ -157,12 +156,9 @@ def test_kept_candidates_spare_passes_over_the_data():
     values = rng.normal(size=(60, 70)) + mask  # float64: several refinement rounds
     key = make_key(range(60), range(70), mask, chunks=(20, 35))
     scores = make_scores(range(60), range(70), values, chunks=(20, 35))
-    with (
-        mock.patch.object(refinement, "DENSE_BUDGET", 64),
-        mock.patch.object(refinement, "RAW_LIMIT", 8),
-    ):
+    with dask.config.set({"bosaris_dask.dense-budget": 64, "bosaris_dask.raw-limit": 8}):
         kept_reads, kept = _reads_per_chunk(scores, key)
-        with mock.patch.object(refinement, "KEEP_LIMIT", -1):
+        with dask.config.set({"bosaris_dask.keep-limit": 0}):
             full_reads, full = _reads_per_chunk(scores, key)
     # without keeping, every refinement round reads every chunk again
     assert set(full_reads.values()) == {full.attrs["passes"]} and full.attrs["passes"] >= 4
@@ -250,8 +246,9 @@ def test_plo_and_priors_agree():
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), dtype=st.sampled_from([np.float32, np.float64]),
-       sub=st.integers(1, 6), n=st.integers(1, 3 * kernels.BLOCK))  # fmt: skip
-def test_sub_histogram_sweep_equals_select_then_count(seed, dtype, sub, n):
+       sub=st.integers(1, 6), n=st.integers(1, 3 * 64), block=st.sampled_from([8, 32, 1 << 16]),
+       slice_size=st.sampled_from([8, 40, 1 << 22]))  # fmt: skip
+def test_sub_histogram_sweep_equals_select_then_count(seed, dtype, sub, n, block, slice_size):
     """The one-sweep dense refinement gives what selecting, then counting, gives."""
     rng = np.random.default_rng(seed)
     scores = np.round(rng.normal(size=n) * 4, 1).astype(dtype)
@@ -265,8 +262,9 @@ def test_sub_histogram_sweep_equals_select_then_count(seed, dtype, sub, n):
         shift, 10, cand_lo, np.full(len(cand_lo), shift), np.full(len(cand_lo), sub), raw=False
     )
     assert spec.whole_bins_split_evenly
-    swept = kernels._sub_histogram(classes, scores, scored, spec)
-    selected = kernels._count(*kernels._select(classes, scores, scored, spec), spec)
+    ws = kernels.workspace(np.dtype(dtype), block, slice_size)
+    swept = kernels._sub_histogram(classes, scores, scored, spec, ws)
+    selected = kernels._count(*kernels._select(classes, scores, scored, spec, ws), spec)
     np.testing.assert_array_equal(swept, selected)
 
 
@@ -323,3 +321,70 @@ def test_a_bad_code_in_a_zarr_key_names_the_trial(tmp_path):
     arr[2, 7] = 7
     with pytest.raises(TrialError, match=r"found 7 at \(m2, s7\)"):
         engine.summarize([scores], io.read_zarr(path))
+
+
+# --------------------------------------------------------------------------------------------
+# knobs: dask config keys and arguments, checked
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"bosaris_dask.block": 0}, r"bosaris_dask.block must be an integer from 1 to 65536, got 0$"),  # noqa: E501
+        ({"bosaris_dask.block": 1 << 17}, r"bosaris_dask.block must be .* to 65536"),
+        ({"bosaris_dask.slice": "big"}, r"bosaris_dask.slice must be an integer .*, got 'big'"),
+        ({"bosaris_dask.dense-budget": 0.5}, r"bosaris_dask.dense-budget must be an integer"),
+        ({"bosaris_dask.raw-limit": -1}, r"bosaris_dask.raw-limit must be an integer from 0 "),
+        ({"bosaris_dask.keep-limit": True}, r"bosaris_dask.keep-limit must be an integer"),
+    ],
+)
+def test_bad_config_knobs_are_one_line_errors(setting, message):
+    key = make_key(["a", "b"], ["x", "y"], [[1, -1], [-1, 1]])
+    scores = make_scores(["a", "b"], ["x", "y"], np.eye(2))
+    with dask.config.set(setting), pytest.raises(OptionError, match=f"^{message}"):
+        engine.summarize([scores], key)
+    assert issubclass(OptionError, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"coarse_bits": 0}, r"coarse_bits must be an integer from 1 to 24, got 0"),
+        ({"coarse_bits": 25}, r"coarse_bits must be an integer from 1 to 24, got 25"),
+        ({"coarse_bits": 12.0}, r"coarse_bits must be an integer from 1 to 24, got 12.0"),
+        ({"split_every": 1}, r"split_every must be an integer from 2 to 65536, got 1"),
+        ({"split_every": None}, r"split_every must be an integer from 2 to 65536, got None"),
+    ],
+)
+def test_bad_engine_arguments_are_one_line_errors(kwargs, message):
+    key = make_key(["a", "b"], ["x", "y"], [[1, -1], [-1, 1]])
+    scores = make_scores(["a", "b"], ["x", "y"], np.eye(2))
+    with pytest.raises(OptionError, match=f"^{message}$"):
+        engine.summarize([scores], key, **kwargs)
+
+
+def test_knobs_reach_the_kernels_as_arguments():
+    """The block sizes in the config when a graph is built are the ones its kernels use."""
+    seen = []
+    original = kernels.workspace
+
+    def spy(dtype, block, slice_size):
+        seen.append((block, slice_size))
+        return original(dtype, block, slice_size)
+
+    key = make_key(["a", "b"], ["x", "y"], [[1, -1], [-1, 1]])
+    scores = make_scores(["a", "b"], ["x", "y"], np.eye(2))
+    with dask.config.set({"bosaris_dask.block": 8, "bosaris_dask.slice": 24}):
+        inputs, _ = engine._inputs([scores], key)
+        knobs = engine._knobs()
+    assert (knobs["block"], knobs["slice"]) == (8, 24)
+    kernels.workspace = spy
+    try:
+        with dask.config.set(scheduler="sync"):
+            engine.summarize([scores], key)
+            with dask.config.set({"bosaris_dask.block": 8, "bosaris_dask.slice": 24}):
+                engine.summarize([scores], key)
+    finally:
+        kernels.workspace = original
+    assert (1 << 16, 1 << 22) in seen and (8, 24) in seen
