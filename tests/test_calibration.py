@@ -30,7 +30,7 @@ from bosaris_dask.calibration import (
 from bosaris_dask.errors import ScoreError, TrialError
 from bosaris_dask.trials import key_from_labels, make_key, make_ndx, make_scores
 
-GAUSS = Path("/work/shared/reference/gauss1")
+GAUSS = Path(__file__).parent / "data" / "gauss1"  # see its README.md
 
 
 @pytest.fixture(scope="module")

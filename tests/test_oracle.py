@@ -1,7 +1,7 @@
 """Our metrics reproduce the original MATLAB BOSARIS Toolkit on the gauss1 reference set.
 
-``tests/data/gauss1`` is a copy of ``shared/reference/gauss1`` (see its README there): 2,000
-target and 20,000 non-target scores and the values the toolkit computed from them.
+``tests/data/gauss1`` (see its README.md): 2,000 target and 20,000 non-target scores and the
+values the toolkit computed from them.
 """
 
 from __future__ import annotations
