@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from scipy import optimize as sciopt
 from scipy.special import expit
 
-from bosaris_dask import roc
 from bosaris_dask.calibration import (
     LinearCalibrator,
     PAVCalibrator,
@@ -29,6 +28,8 @@ from bosaris_dask.calibration import (
 )
 from bosaris_dask.errors import ScoreError, TrialError
 from bosaris_dask.trials import key_from_labels, make_key, make_ndx, make_scores
+
+from . import reference
 
 GAUSS = Path(__file__).parent / "data" / "gauss1"  # see its README.md
 
@@ -89,13 +90,6 @@ def act_dcf(tar_llr, non_llr, plo):
     pmiss = np.mean(tar_llr[None, :] < -plo, axis=1)
     pfa = np.mean(non_llr[None, :] >= -plo, axis=1)
     return expit(plo[:, 0]) * pmiss + expit(-plo[:, 0]) * pfa
-
-
-def min_dcf(tar, non, plo):
-    values, inverse = np.unique(np.r_[tar, non], return_inverse=True)
-    n_tar = np.bincount(inverse[: len(tar)], minlength=len(values))
-    n_non = np.bincount(inverse[len(tar) :], minlength=len(values))
-    return roc.min_dcf(roc.rocch(n_tar, n_non), plo)[0]
 
 
 # --------------------------------------------------------------------------------------------
@@ -206,7 +200,31 @@ def test_pure_pav_on_its_training_set_gives_act_dcf_equal_min_dcf(tar, non) -> N
     tar, non = np.array(tar), np.array(non)
     cal = PAVCalibrator(small_val=0.0, pseudo_counts=False).fit_arrays(tar, non)
     act = act_dcf(cal.transform_arrays(tar), cal.transform_arrays(non), PLO)
-    np.testing.assert_allclose(act, min_dcf(tar, non, PLO), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(act, reference.min_dcf(tar, non, PLO), rtol=0, atol=1e-12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(tar=scores_lists, non=scores_lists, pseudo_counts=st.booleans())
+def test_flat_pav_map_equals_the_brute_force_pav(tar, non, pseudo_counts) -> None:
+    """Knots against a plain pool-adjacent-violators loop in exact rationals (tests/reference)."""
+    cal = PAVCalibrator(small_val=0.0, pseudo_counts=pseudo_counts).fit_arrays(
+        np.array(tar), np.array(non)
+    )
+    blocks = reference.pav(tar, non, pseudo_counts=pseudo_counts)
+    np.testing.assert_array_equal(cal.score_bounds_, [s for b in blocks for s in b[:2]])
+    llr = np.repeat(reference.pav_llrs(blocks), 2)
+    np.testing.assert_allclose(cal.llr_bounds_, llr, rtol=0, atol=1e-13)
+    assert (np.isinf(cal.llr_bounds_) == np.isinf(llr)).all()
+
+
+def test_gauss1_pav_map_equals_the_brute_force_pav(gauss) -> None:
+    tar, non, _ = gauss
+    for pseudo_counts in (True, False):
+        cal = PAVCalibrator(small_val=0.0, pseudo_counts=pseudo_counts).fit_arrays(tar, non)
+        blocks = reference.pav(tar, non, pseudo_counts=pseudo_counts)
+        np.testing.assert_array_equal(cal.score_bounds_, [s for b in blocks for s in b[:2]])
+        llr = np.repeat(reference.pav_llrs(blocks), 2)
+        np.testing.assert_allclose(cal.llr_bounds_, llr, rtol=0, atol=1e-13)
 
 
 @settings(max_examples=150, deadline=None)
@@ -228,7 +246,7 @@ def test_default_pav_map_is_finite_monotone_and_near_optimal(tar, non, small_val
     else:
         assert (np.diff(llr) >= 0).all()
     tl, nl = cal.transform_arrays(tar), cal.transform_arrays(non)
-    assert (act_dcf(tl, nl, PLO) >= min_dcf(tar, non, PLO) - 1e-12).all()
+    assert (act_dcf(tl, nl, PLO) >= reference.min_dcf(tar, non, PLO) - 1e-12).all()
 
 
 @settings(max_examples=100, deadline=None)
