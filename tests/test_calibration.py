@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
@@ -353,19 +351,17 @@ def _pav_trials(seed=0):
     return key, scores, cls, s, mask
 
 
-@pytest.mark.parametrize("engine", [True, False])
-def test_pav_fit_and_transform_trial_objects(engine: bool, monkeypatch) -> None:
-    if not engine:  # the in-memory fallback (no engine module)
-        monkeypatch.setitem(sys.modules, "bosaris_dask.engine", None)
+def test_pav_fit_and_transform_trial_objects() -> None:
     key, scores, cls, s, mask = _pav_trials()
     cal = PAVCalibrator().fit(key, scores)
     s64 = s.astype(np.float64)
     ref = PAVCalibrator().fit_arrays(s64[(cls == 1) & mask], s64[(cls == -1) & mask])
     np.testing.assert_array_equal(cal.score_bounds_, ref.score_bounds_)
     np.testing.assert_array_equal(cal.llr_bounds_, ref.llr_bounds_)
-    assert cal.counts_.get("n_missing", -1) == (
-        int(((cls != 0) & ~mask).sum()) if not engine else -1
-    )
+    assert cal.counts_ == {
+        "n_target": int(((cls == 1) & mask).sum()),
+        "n_nontarget": int(((cls == -1) & mask).sum()),
+    }
     out = cal.fit_transform(key, scores).compute()
     want = (cls != 0) & mask
     assert list(out.segment.values) == list(key.segment.values) and out.score.dtype == np.float64
@@ -379,23 +375,6 @@ def test_pav_fit_and_transform_trial_objects(engine: bool, monkeypatch) -> None:
     bad["score_mask"] = xr.ones_like(bad.score_mask)
     with pytest.raises(ScoreError, match="non-finite"):
         PAVCalibrator().fit(key, bad)
-
-
-def test_pav_fit_uses_the_engine_when_it_exists(monkeypatch) -> None:
-    key, scores, *_ = _pav_trials(1)
-    calls = []
-
-    def score_bins(scores_, key_, **kwargs):
-        calls.append(kwargs)
-        return np.array([0.0, 1.0]), np.array([0.5, 2.0]), np.array([1, 3]), np.array([4, 1])
-
-    monkeypatch.setitem(
-        sys.modules, "bosaris_dask.engine", types.SimpleNamespace(score_bins=score_bins)
-    )
-    cal = PAVCalibrator(small_val=0).fit(key, scores)
-    assert calls == [{"allow_missing": True}] and "n_missing" not in cal.counts_
-    ref = PAVCalibrator(small_val=0).fit_bins([0.0, 1.0], [0.5, 2.0], [1, 3], [4, 1])
-    np.testing.assert_array_equal(cal.llr_bounds_, ref.llr_bounds_)
 
 
 def test_load_model_rejects_unknown_kinds() -> None:
