@@ -79,6 +79,10 @@ def _assert_exact(summary, tar, non, plo=PLO):
     )
     assert roc.rocch_eer(summary.hull) == roc.rocch_eer(exact.hull)
     assert roc.min_cllr(summary.hull) == roc.min_cllr(exact.hull)
+    for ours, truth in zip(
+        (roc.rocch_eer, roc.prbep, roc.min_cllr), (ref.eer, ref.prbep, ref.min_cllr), strict=True
+    ):
+        np.testing.assert_allclose(ours(summary.hull), truth(tar, non), rtol=1e-12, atol=0)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
