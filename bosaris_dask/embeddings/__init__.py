@@ -13,6 +13,7 @@ Modules: ``formats`` (one reader per file format), ``store`` (the labelled set),
 
 from __future__ import annotations
 
+from bosaris_dask.embeddings.cohort import cohort_quality, cohort_stats
 from bosaris_dask.embeddings.model_map import read_model_map
 from bosaris_dask.embeddings.prepare import estimate_center
 from bosaris_dask.embeddings.scoring import scores_from_embeddings
@@ -25,5 +26,7 @@ __all__ = [
     "read_model_map",
     "estimate_center",
     "scores_from_embeddings",
+    "cohort_stats",
+    "cohort_quality",
     "EMBEDDING_DIMS",
 ]

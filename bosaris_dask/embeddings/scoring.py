@@ -34,14 +34,18 @@ DEFAULT_CHUNKS = (4096, 4096)
 Embeddings = xr.Dataset | str | os.PathLike[str]
 
 
+def _check_dimensions(a: Side, b: Side) -> None:
+    if a.values.shape[1] != b.values.shape[1]:
+        raise TrialError(
+            f"embeddings of dimension {a.values.shape[1]} in {a.source} and "
+            f"{b.values.shape[1]} in {b.source} cannot be compared"
+        )
+
+
 def score_matrix(enrol: Side, test: Side) -> da.Array:
     """The lazy float32 ``(enrol x test)`` score matrix of two prepared sides, one block product
     per chunk (chunked as the sides' rows)."""
-    if enrol.values.shape[1] != test.values.shape[1]:
-        raise TrialError(
-            f"embeddings of dimension {enrol.values.shape[1]} in {enrol.source} and "
-            f"{test.values.shape[1]} in {test.source} cannot be compared"
-        )
+    _check_dimensions(enrol, test)
     return da.blockwise(
         score_block, "ij", enrol.values, "ik", test.values, "jk",
         dtype=np.float32, concatenate=True, meta=np.empty((0, 0), dtype=np.float32),
