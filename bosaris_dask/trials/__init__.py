@@ -55,6 +55,7 @@ from bosaris_dask.trials.operations import (
     nontarget_scores,
     target_scores,
 )
+from bosaris_dask.trials.missing import AlignmentReport, alignment_report, set_missing_to_value
 
 __all__ = [
     "KINDS",
@@ -75,6 +76,9 @@ __all__ = [
     "merge",
     "key_to_ndx",
     "coverage",
+    "AlignmentReport",
+    "alignment_report",
+    "set_missing_to_value",
     "target_scores",
     "nontarget_scores",
 ]
