@@ -96,9 +96,7 @@ def test_set_missing_to_value_fills_exactly_the_missing_trials(caplog):
         [True, False, True],
     ]
     score = np.where(out.score_mask.values, out.score.values, np.nan)
-    expected = np.array(
-        [[4.0, -0.5, np.nan], [2.0, -0.5, 1.0], [-0.5, np.nan, -0.5]]
-    )
+    expected = np.array([[4.0, -0.5, np.nan], [2.0, -0.5, 1.0], [-0.5, np.nan, -0.5]])
     np.testing.assert_array_equal(score, expected)
     assert out.score.dtype == np.float64
 

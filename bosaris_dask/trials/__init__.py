@@ -45,6 +45,7 @@ from bosaris_dask.trials.construction import (
     validate,
 )
 from bosaris_dask.trials.construction import locate as locate  # not in __all__; engine uses it
+from bosaris_dask.trials.missing import AlignmentReport, alignment_report, set_missing_to_value
 from bosaris_dask.trials.operations import (
     align,
     align_with,
@@ -55,7 +56,6 @@ from bosaris_dask.trials.operations import (
     nontarget_scores,
     target_scores,
 )
-from bosaris_dask.trials.missing import AlignmentReport, alignment_report, set_missing_to_value
 
 __all__ = [
     "KINDS",

@@ -6,8 +6,8 @@ columns are new, merging checks for conflicting trials in one pass.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 import dask
