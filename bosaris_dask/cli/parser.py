@@ -50,7 +50,18 @@ def _training_arguments(parser: argparse.ArgumentParser, nargs: int | str, what:
     parser.add_argument("--apply", nargs=nargs, metavar="SCORES",
                         help=f"{what} to apply the trained model to")  # fmt: skip
     parser.add_argument("--ndx", help="with --apply: keep only these trials")
+    _fill_missing_argument(parser)
     parser.add_argument("--out", help="with --apply: where to write the resulting scores")
+
+
+def _fill_missing_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--fill-missing",
+        type=float,
+        metavar="VALUE",
+        help="give the --ndx trials without a score this score in the output (after "
+        "calibration 0 means no information)",
+    )
 
 
 def _key_and_systems(parser: argparse.ArgumentParser, scores_help: str) -> None:
@@ -217,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _quality_arguments(p)
     p.add_argument("--ndx", help="keep only these trials")
+    _fill_missing_argument(p)
     p.add_argument("--out", required=True)
     _finish(p, cmd_apply)
 

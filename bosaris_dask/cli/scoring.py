@@ -75,6 +75,18 @@ def _read_quality(args: argparse.Namespace, path: str | None) -> Any:
     )
 
 
+def _fill_missing(args: argparse.Namespace, out: Any, ndx: Any) -> Any:
+    """With ``--fill-missing VALUE``: every trial of ``--ndx`` gets a score, VALUE if none."""
+    if getattr(args, "fill_missing", None) is None:
+        return out
+    if ndx is None:
+        raise BosarisError("--fill-missing needs --ndx (the trials that must all have a score)")
+    from bosaris_dask.trials import alignment_report, set_missing_to_value
+
+    _say(args, f"{alignment_report(out, ndx)}: filled with {args.fill_missing:g}")
+    return set_missing_to_value(out, ndx, args.fill_missing, log_missing=False)
+
+
 def _fit_and_apply(args: argparse.Namespace, model: Any, systems: list[Any], quality: Any) -> int:
     from bosaris_dask import io
     from bosaris_dask.calibration import apply_model
@@ -101,7 +113,9 @@ def _fit_and_apply(args: argparse.Namespace, model: Any, systems: list[Any], qua
             targets = [io.read(p, "scores") for p in args.apply]
             eval_quality = _read_quality(args, args.apply_quality) if quality is not None else None
             ndx = io.read(args.ndx) if args.ndx else None
-            out = apply_model(model, targets, quality=eval_quality or quality, ndx=ndx)
+            out = _fill_missing(
+                args, apply_model(model, targets, quality=eval_quality or quality, ndx=ndx), ndx
+            )
             io.write(out, args.out, progress=_progress(args))
             _say(args, f"wrote {args.out}")
     return 0
@@ -140,7 +154,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     quality = _read_quality(args, args.quality)
     ndx = io.read(args.ndx) if args.ndx else None
     with _cluster(args):
-        io.write(apply_model(model, systems, quality=quality, ndx=ndx), args.out,
-                 progress=_progress(args))  # fmt: skip
+        out = _fill_missing(args, apply_model(model, systems, quality=quality, ndx=ndx), ndx)
+        io.write(out, args.out, progress=_progress(args))
     _say(args, f"wrote {args.out}")
     return 0

@@ -1,0 +1,70 @@
+"""CLI options for BOSARIS parity (issue 17): --fill-missing, DET windows, dev+eval NBE."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from bosaris_dask import io
+from bosaris_dask.cli import main
+from bosaris_dask.trials import make_key, make_ndx, make_scores
+
+RNG = np.random.default_rng(17)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """A 4 x 30 dev key and scores (every trial scored), eval scores with two holes, an eval
+    ndx with a model the scores lack."""
+    d = tmp_path_factory.mktemp("tiny")
+    labels = RNG.integers(0, 4, size=30)
+    key_mask = np.where(np.arange(4)[:, None] == labels[None, :], 1, -1)
+    dev = key_mask * 1.5 + RNG.normal(size=key_mask.shape)
+    models, segments = [f"m{i}" for i in range(4)], [f"s{j}" for j in range(30)]
+    io.write(make_key(models, segments, key_mask), d / "key.h5")
+    io.write(make_scores(models, segments, dev), d / "dev.h5")
+    ev_mask = np.ones((4, 30), bool)
+    ev_mask[0, 3] = ev_mask[2, 7] = False
+    io.write(make_scores(models, segments, dev[::-1], ev_mask), d / "eval.h5")
+    io.write(make_ndx([*models, "m9"], segments), d / "ndx.h5")
+    return d
+
+
+def test_calibrate_apply_fill_missing(tiny, tmp_path, capsys):
+    out, model = tmp_path / "cal.h5", tmp_path / "cal.json"
+    rc = main(["calibrate", "--key", str(tiny / "key.h5"), "--scores", str(tiny / "dev.h5"),
+               "--model-out", str(model), "--apply", str(tiny / "eval.h5"),
+               "--ndx", str(tiny / "ndx.h5"), "--fill-missing", "0", "--out", str(out),
+               "--cluster", "threads"])  # fmt: skip
+    assert rc == 0
+    assert "32 of 150 trials: filled with 0" in capsys.readouterr().err  # m9: 30, two holes
+    doc = json.loads(model.read_text())
+    cal = io.read(out)
+    assert cal.model.values.tolist() == [*(f"m{i}" for i in range(4)), "m9"]
+    assert cal.score_mask.values.all()
+    ev = io.read(tiny / "eval.h5")
+    expected = np.zeros((5, 30))
+    expected[:4] = np.where(
+        ev.score_mask.values, doc["offset"] + doc["weights"][0] * ev.score.values, 0.0
+    )
+    np.testing.assert_allclose(cal.score.values, expected, rtol=1e-12, atol=1e-300)
+    assert cal.score.values[0, 3] == 0.0 and np.all(cal.score.values[4] == 0.0)
+
+
+def test_apply_fill_missing_needs_an_ndx(tiny, tmp_path, capsys):
+    model = tmp_path / "cal.json"
+    assert main(["calibrate", "--key", str(tiny / "key.h5"), "--scores", str(tiny / "dev.h5"),
+                 "--model-out", str(model), "-q", "--cluster", "threads"]) == 0  # fmt: skip
+    rc = main(["apply", "--model", str(model), "--scores", str(tiny / "eval.h5"),
+               "--fill-missing", "0", "--out", str(tmp_path / "o.h5")])  # fmt: skip
+    assert rc != 0
+    assert "--fill-missing needs --ndx" in capsys.readouterr().err
+    rc = main(["apply", "--model", str(model), "--scores", str(tiny / "eval.h5"),
+               "--ndx", str(tiny / "ndx.h5"), "--fill-missing", "-1.5",
+               "--out", str(tmp_path / "o.h5"), "--cluster", "threads"])  # fmt: skip
+    assert rc == 0
+    out = io.read(tmp_path / "o.h5")
+    assert out.score.values[2, 7] == -1.5 and out.score.values[4, 0] == -1.5
+    assert out.score_mask.values.all()
