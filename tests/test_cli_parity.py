@@ -68,3 +68,25 @@ def test_apply_fill_missing_needs_an_ndx(tiny, tmp_path, capsys):
     out = io.read(tmp_path / "o.h5")
     assert out.score.values[2, 7] == -1.5 and out.score.values[4, 0] == -1.5
     assert out.score_mask.values.all()
+
+
+def test_plot_det_window_and_dr30_from_the_cli(tiny, tmp_path, monkeypatch):
+    import bosaris_dask.plots as plots
+
+    seen = {}
+
+    def spy(results, kind, path, **options):
+        seen.update(options, kind=kind)
+        return original(results, kind, path, **options)
+
+    original = plots.save_plot
+    monkeypatch.setattr(plots, "save_plot", spy)
+    out = tmp_path / "det.png"
+    rc = main(["plot", "det", "--key", str(tiny / "key.h5"), "--scores", str(tiny / "dev.h5"),
+               "--window", "0.01,0.5,0.02,0.9", "--dr30", "miss", "--out", str(out), "-q",
+               "--cluster", "threads"])  # fmt: skip
+    assert rc == 0 and out.stat().st_size > 0
+    assert seen == {"kind": "det", "window": "0.01,0.5,0.02,0.9", "dr30": "miss"}
+    rc = main(["plot", "det", "--key", str(tiny / "key.h5"), "--scores", str(tiny / "dev.h5"),
+               "--window", "sre10", "--out", str(out), "-q", "--cluster", "threads"])  # fmt: skip
+    assert rc == 0 and seen["window"] == "sre10"

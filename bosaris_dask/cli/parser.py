@@ -178,7 +178,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         help="operating points marked on the plot (default 0.5 0.1 0.01 0.001)",
     )
-    p.add_argument("--window", help="DET axes window: classic (0.05-50%%), low_fa, wide, auto")
+    p.add_argument(
+        "--window",
+        help="DET axes window: classic (0.05-50%%), low_fa, wide, auto, the toolkit's old, new, "
+        "big, sre10, or PFA_MIN,PFA_MAX,PMISS_MIN,PMISS_MAX (probabilities)",
+    )
+    p.add_argument("--dr30", choices=["both", "miss", "fa", "none"], default="both",
+                   help="DR30 marks: for misses, false alarms, both (default) or none")  # fmt: skip
     p.add_argument("--allow-missing", action="store_true")
     p.add_argument("--out", required=True, metavar="FILE")
     _finish(p, cmd_plot)

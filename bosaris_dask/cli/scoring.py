@@ -55,6 +55,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
     with _cluster(args, size_hint=loaded[0].sizes["model"] * loaded[0].sizes["segment"]):
         results = _evaluate(args, *loaded, args.scores)
     options = {"window": args.window} if args.kind == "det" and args.window else {}
+    if args.kind in ("det", "nbe"):
+        options["dr30"] = args.dr30
     save_plot(results, args.kind, args.out, **options)
     _say(args, f"wrote {args.out}")
     return 0
