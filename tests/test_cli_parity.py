@@ -90,3 +90,53 @@ def test_plot_det_window_and_dr30_from_the_cli(tiny, tmp_path, monkeypatch):
     rc = main(["plot", "det", "--key", str(tiny / "key.h5"), "--scores", str(tiny / "dev.h5"),
                "--window", "sre10", "--out", str(out), "-q", "--cluster", "threads"])  # fmt: skip
     assert rc == 0 and seen["window"] == "sre10"
+
+
+def test_plot_nbe_dev_and_eval_in_one_plot(tiny, tmp_path, monkeypatch):
+    import bosaris_dask.plots as plots
+    from bosaris_dask.metrics import evaluate
+
+    seen = {}
+
+    def spy(results, kind, path, **options):
+        seen.update(results=results, options=options)
+        return original(results, kind, path, **options)
+
+    original = plots.save_plot
+    monkeypatch.setattr(plots, "save_plot", spy)
+    out = tmp_path / "nbe.pdf"
+    # eval: the dev key with the eval scores' holes filled (apply needs every key trial)
+    ev = io.read(tiny / "eval.h5")
+    io.write(make_scores(ev.model.values, ev.segment.values,
+                         np.where(ev.score_mask.values, ev.score.values, 0.0)),
+             tmp_path / "ev.h5")  # fmt: skip
+    rc = main(["plot", "nbe", "--key", str(tiny / "key.h5"), "--scores", str(tiny / "dev.h5"),
+               "--eval-key", str(tiny / "key.h5"), "--eval-scores", str(tmp_path / "ev.h5"),
+               "--prior", "0.01", "--out", str(out), "-q", "--cluster", "threads"])  # fmt: skip
+    assert rc == 0 and out.stat().st_size > 0
+    results, options = seen["results"], seen["options"]
+    assert list(results) == ["dev", "eval"] and options["contributions"] is True
+    expected = evaluate(io.read(tmp_path / "ev.h5"), io.read(tiny / "key.h5"), priors=[0.01])
+    np.testing.assert_allclose(
+        results["eval"].min_dcf.values.ravel(), expected.min_dcf.values.ravel(), rtol=1e-12
+    )
+    assert results["eval"].system.values.tolist() == ["dev"]  # named after the dev system
+    from matplotlib.figure import Figure
+
+    ax = Figure().add_subplot()
+    plots.nbe_plot(results, ax=ax, **options)
+    gids = {line.get_gid() for line in ax.get_lines()}
+    for part in ("act_miss", "act_fa", "min_miss", "min_fa"):
+        assert {f"nbe/{part}/dev [dev]", f"nbe/{part}/dev [eval]"} <= gids
+    (op,) = [line for line in ax.get_lines() if line.get_gid() == "nbe/operating-point"]
+    np.testing.assert_allclose(op.get_xdata(), [np.log(0.01 / 0.99)] * 2, rtol=1e-12)
+
+
+def test_plot_eval_options_are_checked(tiny, tmp_path, capsys):
+    base = ["plot", "nbe", "--key", str(tiny / "key.h5"), "--scores", str(tiny / "dev.h5"),
+            "--out", str(tmp_path / "x.png"), "-q"]  # fmt: skip
+    assert main([*base, "--eval-key", str(tiny / "key.h5")]) != 0
+    assert "--eval-key and --eval-scores go together" in capsys.readouterr().err
+    two = ["--eval-scores", str(tiny / "dev.h5")] * 2
+    assert main([*base, "--eval-key", str(tiny / "key.h5"), *two]) != 0
+    assert "same 1 systems" in capsys.readouterr().err

@@ -51,12 +51,25 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from bosaris_dask.plots import save_plot
 
     _flatten_priors(args)
+    eval_key, eval_scores = getattr(args, "eval_key", None), getattr(args, "eval_scores", None)
+    if (eval_key is None) != (eval_scores is None):
+        raise BosarisError("--eval-key and --eval-scores go together")
+    if eval_scores is not None and len(eval_scores) != len(args.scores):
+        raise BosarisError(
+            f"--eval-scores takes the eval scores of the same {len(args.scores)} systems, in the "
+            f"same order; got {len(eval_scores)}"
+        )
     loaded = _load(args.key, args.scores)
     with _cluster(args, size_hint=loaded[0].sizes["model"] * loaded[0].sizes["segment"]):
-        results = _evaluate(args, *loaded, args.scores)
-    options = {"window": args.window} if args.kind == "det" and args.window else {}
+        results: Any = _evaluate(args, *loaded, args.scores)
+        if eval_key is not None:  # the dev systems' names label the eval curves too
+            evaluated = _evaluate(args, *_load(eval_key, eval_scores), args.scores)
+            results = {"dev": results, "eval": evaluated}
+    options: dict[str, Any] = {"window": args.window} if args.kind == "det" and args.window else {}
     if args.kind in ("det", "nbe"):
         options["dr30"] = args.dr30
+    if args.kind == "nbe":
+        options["contributions"] = args.contributions or eval_key is not None
     save_plot(results, args.kind, args.out, **options)
     _say(args, f"wrote {args.out}")
     return 0
