@@ -140,3 +140,33 @@ def test_plot_eval_options_are_checked(tiny, tmp_path, capsys):
     two = ["--eval-scores", str(tiny / "dev.h5")] * 2
     assert main([*base, "--eval-key", str(tiny / "key.h5"), *two]) != 0
     assert "same 1 systems" in capsys.readouterr().err
+
+
+def test_fuse_apply_reports_target_proportions_and_kl(tiny, tmp_path, capsys):
+    from bosaris_dask.fusion.diagnostics import posterior_report
+
+    ev = io.read(tiny / "eval.h5")
+    filled = make_scores(ev.model.values, ev.segment.values,
+                         np.where(ev.score_mask.values, ev.score.values, 0.0))  # fmt: skip
+    io.write(filled, tmp_path / "ev.h5")
+    io.write(make_scores(ev.model.values, ev.segment.values, 0.5 * filled.score.values + 1),
+             tmp_path / "ev2.h5")  # fmt: skip
+    dev = io.read(tiny / "dev.h5")
+    io.write(make_scores(dev.model.values, dev.segment.values, 0.5 * dev.score.values + 1),
+             tmp_path / "dev2.h5")  # fmt: skip
+    out = tmp_path / "fused.h5"
+    rc = main(["fuse", "--key", str(tiny / "key.h5"), "--scores", str(tiny / "dev.h5"),
+               "--scores", str(tmp_path / "dev2.h5"), "--model-out", str(tmp_path / "f.json"),
+               "--apply", str(tmp_path / "ev.h5"), str(tmp_path / "ev2.h5"),
+               "--out", str(out), "--cluster", "threads"])  # fmt: skip
+    assert rc == 0
+    err = capsys.readouterr().err
+    want = posterior_report(
+        [filled, io.read(tmp_path / "ev2.h5"), io.read(out)],
+        prior=0.5, names=["ev", "ev2", "fused"],
+    )  # fmt: skip
+    assert "120 trials, posteriors at prior 0.5" in err
+    line = next(x for x in err.splitlines() if x.startswith("estimated target proportion"))
+    values = [float(v.split()[-1]) for v in line.split(":")[1].split(",")]
+    np.testing.assert_allclose(values, want.target_proportion.values, rtol=1e-5)
+    assert "KL(row || column), nats:" in err

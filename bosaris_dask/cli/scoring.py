@@ -133,7 +133,25 @@ def _fit_and_apply(args: argparse.Namespace, model: Any, systems: list[Any], qua
             )
             io.write(out, args.out, progress=_progress(args))
             _say(args, f"wrote {args.out}")
+            if args.command == "fuse":
+                _say_posterior_report(args, model, targets, io.read(args.out, "scores"), ndx)
     return 0
+
+
+def _say_posterior_report(
+    args: argparse.Namespace, model: Any, systems: list[Any], fused: Any, ndx: Any
+) -> None:
+    """After ``fuse --apply``: each eval system's (and the fusion's) estimated target
+    proportion and the pairwise KL divergences of their posteriors, at the model's prior."""
+    from bosaris_dask.cli.common import _system_name
+    from bosaris_dask.fusion.diagnostics import format_posterior_report, posterior_report
+
+    names = [_system_name(p) for p in args.apply]
+    if len(set(names)) < len(names) or "fused" in names:  # names must tell the systems apart
+        names = [f"system-{i + 1}" for i in range(len(names))]
+    names.append("fused")
+    report = posterior_report([*systems, fused], prior=model.prior, names=names, ndx=ndx)
+    _say(args, format_posterior_report(report))
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
