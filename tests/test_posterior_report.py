@@ -23,7 +23,7 @@ def _brute(llrs, prior):
     for i in range(k):
         for j in range(k):
             total = 0.0
-            for a, b in zip(post[i], post[j]):
+            for a, b in zip(post[i], post[j], strict=True):
                 total += a * math.log(a / b) + (1 - a) * math.log((1 - a) / (1 - b))
             kl[i][j] = total / n
     return prop, kl
@@ -35,7 +35,10 @@ def test_against_a_brute_force_loop_with_holes_and_shuffled_ids():
     models, segments = [f"m{i}" for i in range(9)], [f"s{j}" for j in range(13)]
     values = [rng.normal(-2, 2, shape), rng.normal(-1, 3, shape), rng.normal(0, 1, shape)]
     masks = [rng.random(shape) > 0.1 for _ in values]
-    systems = [make_scores(models, segments, v, m, chunks=(4, 5)) for v, m in zip(values, masks)]
+    systems = [
+        make_scores(models, segments, v, m, chunks=(4, 5))
+        for v, m in zip(values, masks, strict=True)
+    ]
     # the third system with its rows in another order: aligned by id
     perm = rng.permutation(9)
     systems[2] = make_scores([models[i] for i in perm], segments, values[2][perm],

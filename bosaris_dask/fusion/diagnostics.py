@@ -133,7 +133,9 @@ def format_posterior_report(report: xr.Dataset) -> str:
     lines = [
         f"{report.attrs['n_trials']} trials, posteriors at prior {report.attrs['prior']:g}",
         "estimated target proportion: "
-        + ", ".join(f"{n} {v:.6g}" for n, v in zip(names, report.target_proportion.values)),
+        + ", ".join(
+            f"{n} {v:.6g}" for n, v in zip(names, report.target_proportion.values, strict=True)
+        ),
         "KL(row || column), nats:",
         " " * (width - 1) + "".join(f"{n:<{width}}" for n in names).rstrip(),
     ]
