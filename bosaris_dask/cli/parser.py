@@ -50,7 +50,18 @@ def _training_arguments(parser: argparse.ArgumentParser, nargs: int | str, what:
     parser.add_argument("--apply", nargs=nargs, metavar="SCORES",
                         help=f"{what} to apply the trained model to")  # fmt: skip
     parser.add_argument("--ndx", help="with --apply: keep only these trials")
+    _fill_missing_argument(parser)
     parser.add_argument("--out", help="with --apply: where to write the resulting scores")
+
+
+def _fill_missing_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--fill-missing",
+        type=float,
+        metavar="VALUE",
+        help="give the --ndx trials without a score this score in the output (after "
+        "calibration 0 means no information)",
+    )
 
 
 def _key_and_systems(parser: argparse.ArgumentParser, scores_help: str) -> None:
@@ -167,7 +178,19 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         help="operating points marked on the plot (default 0.5 0.1 0.01 0.001)",
     )
-    p.add_argument("--window", help="DET axes window: classic (0.05-50%%), low_fa, wide, auto")
+    p.add_argument(
+        "--window",
+        help="DET axes window: classic (0.05-50%%), low_fa, wide, auto, the toolkit's old, new, "
+        "big, sre10, or PFA_MIN,PFA_MAX,PMISS_MIN,PMISS_MAX (probabilities)",
+    )
+    p.add_argument("--dr30", choices=["both", "miss", "fa", "none"], default="both",
+                   help="DR30 marks: for misses, false alarms, both (default) or none")  # fmt: skip
+    p.add_argument("--eval-key", help="an eval key: draw dev (--key) and eval in one plot")
+    p.add_argument("--eval-scores", action="append",
+                   help="eval scores of one system (same order as --scores); with --eval-key")
+    p.add_argument("--contributions", action="store_true",
+                   help="nbe: also draw the miss and false-alarm parts of each curve (always "
+                   "with --eval-key)")  # fmt: skip
     p.add_argument("--allow-missing", action="store_true")
     p.add_argument("--out", required=True, metavar="FILE")
     _finish(p, cmd_plot)
@@ -217,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _quality_arguments(p)
     p.add_argument("--ndx", help="keep only these trials")
+    _fill_missing_argument(p)
     p.add_argument("--out", required=True)
     _finish(p, cmd_apply)
 

@@ -51,10 +51,25 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from bosaris_dask.plots import save_plot
 
     _flatten_priors(args)
+    eval_key, eval_scores = getattr(args, "eval_key", None), getattr(args, "eval_scores", None)
+    if (eval_key is None) != (eval_scores is None):
+        raise BosarisError("--eval-key and --eval-scores go together")
+    if eval_scores is not None and len(eval_scores) != len(args.scores):
+        raise BosarisError(
+            f"--eval-scores takes the eval scores of the same {len(args.scores)} systems, in the "
+            f"same order; got {len(eval_scores)}"
+        )
     loaded = _load(args.key, args.scores)
     with _cluster(args, size_hint=loaded[0].sizes["model"] * loaded[0].sizes["segment"]):
-        results = _evaluate(args, *loaded, args.scores)
-    options = {"window": args.window} if args.kind == "det" and args.window else {}
+        results: Any = _evaluate(args, *loaded, args.scores)
+        if eval_key is not None:  # the dev systems' names label the eval curves too
+            evaluated = _evaluate(args, *_load(eval_key, eval_scores), args.scores)
+            results = {"dev": results, "eval": evaluated}
+    options: dict[str, Any] = {"window": args.window} if args.kind == "det" and args.window else {}
+    if args.kind in ("det", "nbe"):
+        options["dr30"] = args.dr30
+    if args.kind == "nbe":
+        options["contributions"] = args.contributions or eval_key is not None
     save_plot(results, args.kind, args.out, **options)
     _say(args, f"wrote {args.out}")
     return 0
@@ -73,6 +88,18 @@ def _read_quality(args: argparse.Namespace, path: str | None) -> Any:
         io.read_quality(args.model_quality) if args.model_quality else None,
         io.read_quality(args.segment_quality) if args.segment_quality else None,
     )
+
+
+def _fill_missing(args: argparse.Namespace, out: Any, ndx: Any) -> Any:
+    """With ``--fill-missing VALUE``: every trial of ``--ndx`` gets a score, VALUE if none."""
+    if getattr(args, "fill_missing", None) is None:
+        return out
+    if ndx is None:
+        raise BosarisError("--fill-missing needs --ndx (the trials that must all have a score)")
+    from bosaris_dask.trials import alignment_report, set_missing_to_value
+
+    _say(args, f"{alignment_report(out, ndx)}: filled with {args.fill_missing:g}")
+    return set_missing_to_value(out, ndx, args.fill_missing, log_missing=False)
 
 
 def _fit_and_apply(args: argparse.Namespace, model: Any, systems: list[Any], quality: Any) -> int:
@@ -101,10 +128,30 @@ def _fit_and_apply(args: argparse.Namespace, model: Any, systems: list[Any], qua
             targets = [io.read(p, "scores") for p in args.apply]
             eval_quality = _read_quality(args, args.apply_quality) if quality is not None else None
             ndx = io.read(args.ndx) if args.ndx else None
-            out = apply_model(model, targets, quality=eval_quality or quality, ndx=ndx)
+            out = _fill_missing(
+                args, apply_model(model, targets, quality=eval_quality or quality, ndx=ndx), ndx
+            )
             io.write(out, args.out, progress=_progress(args))
             _say(args, f"wrote {args.out}")
+            if args.command == "fuse":
+                _say_posterior_report(args, model, targets, io.read(args.out, "scores"), ndx)
     return 0
+
+
+def _say_posterior_report(
+    args: argparse.Namespace, model: Any, systems: list[Any], fused: Any, ndx: Any
+) -> None:
+    """After ``fuse --apply``: each eval system's (and the fusion's) estimated target
+    proportion and the pairwise KL divergences of their posteriors, at the model's prior."""
+    from bosaris_dask.cli.common import _system_name
+    from bosaris_dask.fusion.diagnostics import format_posterior_report, posterior_report
+
+    names = [_system_name(p) for p in args.apply]
+    if len(set(names)) < len(names) or "fused" in names:  # names must tell the systems apart
+        names = [f"system-{i + 1}" for i in range(len(names))]
+    names.append("fused")
+    report = posterior_report([*systems, fused], prior=model.prior, names=names, ndx=ndx)
+    _say(args, format_posterior_report(report))
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -140,7 +187,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     quality = _read_quality(args, args.quality)
     ndx = io.read(args.ndx) if args.ndx else None
     with _cluster(args):
-        io.write(apply_model(model, systems, quality=quality, ndx=ndx), args.out,
-                 progress=_progress(args))  # fmt: skip
+        out = _fill_missing(args, apply_model(model, systems, quality=quality, ndx=ndx), ndx)
+        io.write(out, args.out, progress=_progress(args))
     _say(args, f"wrote {args.out}")
     return 0
