@@ -203,7 +203,7 @@ def main() -> None:
         print(f"simulating {args.side} x {args.side} float32 trials into {workdir} ...")
         subprocess.run(
             ["bosaris-dask", "simulate", "--models", str(args.side), "--segments", str(args.side),
-             "--systems", "1", "--out", str(workdir), "--cluster", "threads", "-q"],
+             "--systems", "1", "--out-dir", str(workdir), "--cluster", "threads", "-q"],
             check=True,
         )  # fmt: skip
     modes = ["ours", "ours-local"]
