@@ -348,7 +348,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"simulating {args.side} x {args.side} float32 trials into {workdir} ...")
         subprocess.run(
             [sys.executable, "-m", "bosaris_dask.cli", "simulate", "--models", str(args.side),
-             "--segments", str(args.side), "--systems", "1", "--out", str(workdir),
+             "--segments", str(args.side), "--systems", "1", "--out-dir", str(workdir),
              "--cluster", "threads", "-q"],
             check=True,
         )  # fmt: skip

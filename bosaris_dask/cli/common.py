@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def _progress(args: argparse.Namespace) -> bool:
@@ -26,6 +29,22 @@ def _cluster(args: argparse.Namespace, size_hint: int | None = None):
     return connect_from_args(args, size_hint=size_hint, **quiet)
 
 
+@contextlib.contextmanager
+def _opened(
+    args: argparse.Namespace, open_inputs: Callable[[], T], size: Callable[[T], int]
+) -> Iterator[T]:
+    """Open the inputs (lazily), connect to where the work runs, and yield the inputs.
+
+    Outside MPI the inputs are opened first, so that a wrong path fails before a cluster starts
+    and their size tells :func:`~bosaris_dask.cluster.connect` whether worker processes are
+    worth starting. Under MPI every rank runs the command: the inputs are opened only on the
+    client rank, inside the cluster.
+    """
+    loaded = None if args.cluster == "mpi" else open_inputs()
+    with _cluster(args, size_hint=None if loaded is None else size(loaded)):
+        yield open_inputs() if loaded is None else loaded
+
+
 def _load(key_path: str, score_paths: Sequence[str]) -> tuple[Any, list[Any]]:
     """Open the key and the systems' scores (lazily: nothing is computed yet)."""
     from bosaris_dask import io
@@ -40,13 +59,17 @@ def _system_name(path: str) -> str:
     return name
 
 
-def _flatten_priors(args: argparse.Namespace) -> None:
+def _default_priors(args: argparse.Namespace) -> None:
+    """``--prior`` not given: the default operating points."""
     if args.prior is None:
         from bosaris_dask.metrics import DEFAULT_PRIORS
 
         args.prior = list(DEFAULT_PRIORS)
-    else:
-        args.prior = [p for group in args.prior for p in group]
+
+
+def _size(obj: Any) -> int:
+    """The number of cells of a trial object (the ``size_hint`` that picks a scheduler)."""
+    return int(obj.sizes.get("model", 0) * obj.sizes.get("segment", 0))
 
 
 def _evaluate(args: argparse.Namespace, key: Any, systems: list[Any], score_paths: Sequence[str]):
