@@ -24,7 +24,7 @@ from bosaris_dask.errors import BosarisError
 def cmd_convert(args: argparse.Namespace) -> int:
     from bosaris_dask import io
 
-    obj = io.read(args.input, args.kind)
+    obj = io.read(args.input, args.kind, text_format=args.format)
     io.write(obj, args.output, progress=_progress(args))
     _say(args, f"wrote {obj.attrs['bosaris_kind']} {dict(obj.sizes)} to {args.output}")
     return 0

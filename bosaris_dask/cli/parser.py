@@ -53,9 +53,28 @@ def _training_arguments(parser: argparse.ArgumentParser, nargs: int | str, what:
     parser.add_argument("--out", help="with --apply: where to write the resulting scores")
 
 
-def _key_and_systems(parser: argparse.ArgumentParser, scores_help: str) -> None:
-    parser.add_argument("--key", required=True, help="the key (text, HDF5 or zarr)")
+def _key_and_systems(
+    parser: argparse.ArgumentParser, scores_help: str, *, own_key: bool = False
+) -> None:
+    if not own_key:
+        parser.add_argument("--key", required=True, help="the key (text, HDF5 or zarr)")
+    else:
+        parser.add_argument("--key", help="the key (text, HDF5 or zarr); without it, the labels "
+                            "of the first --scores file (enrol test score label)")  # fmt: skip
     parser.add_argument("--scores", required=True, action="append", help=scores_help)
+    if own_key:
+        _format_argument(parser)
+
+
+def _format_argument(parser: argparse.ArgumentParser) -> None:
+    from bosaris_dask.io.text import TEXT_FORMATS
+
+    parser.add_argument(
+        "--format", choices=TEXT_FORMATS,
+        help="layout of the text inputs (default: detected from their first lines): bosaris "
+        "(model segment score|label), nist (header), voxceleb (label enrol test), wespeaker "
+        "(enrol test score label), 3dspeaker (enrol test label score)",
+    )  # fmt: skip
 
 
 def _finish(parser: argparse.ArgumentParser, func: Any, *, cluster: bool = True) -> None:
@@ -87,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("output", help="file or store to write (replaced atomically)")
     p.add_argument("--kind", choices=["key", "ndx", "scores"],
                    help="what the input holds (default: detected from the content)")  # fmt: skip
+    _format_argument(p)
     _finish(p, cmd_convert, cluster=False)
 
     p = sub.add_parser(
@@ -126,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Evaluate systems against a key: actDCF and minDCF at each "
         "prior, ROCCH-EER, PRBEP, Cllr, minCllr (exact, any scale).",
     )
-    _key_and_systems(p, "scores of one system; repeat for several systems")
+    _key_and_systems(p, "scores of one system; repeat for several systems", own_key=True)
     p.add_argument(
         "--prior",
         type=_prior,
@@ -159,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="det: DET curves; nbe: normalized Bayes error rate vs prior log-odds; "
         "ape: Bayes error-rate curves; cllr: Cllr = minCllr + calibration loss",
     )
-    _key_and_systems(p, "scores of one system; repeat for several systems")
+    _key_and_systems(p, "scores of one system; repeat for several systems", own_key=True)
     p.add_argument(
         "--prior",
         type=_prior,
