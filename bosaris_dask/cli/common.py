@@ -61,7 +61,9 @@ def _system_name(path: str) -> str:
 
 
 def _flatten_priors(args: argparse.Namespace) -> None:
-    if args.prior is None:
+    if args.prior is None and getattr(args, "operating_point", None):
+        args.prior = []  # only the operating points asked for
+    elif args.prior is None:
         from bosaris_dask.metrics import DEFAULT_PRIORS
 
         args.prior = list(DEFAULT_PRIORS)
@@ -74,6 +76,7 @@ def _evaluate(args: argparse.Namespace, key: Any, systems: list[Any], score_path
 
     return evaluate(
         systems, key, priors=args.prior, names=[_system_name(p) for p in score_paths],
+        operating_points=getattr(args, "operating_point", None) or (),
         allow_missing=args.allow_missing, progress=_progress(args),
     )  # fmt: skip
 

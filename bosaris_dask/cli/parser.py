@@ -20,6 +20,24 @@ def _prior(text: str) -> float:
     return value
 
 
+def _operating_point(text: str) -> Any:
+    from bosaris_dask.errors import OptionError
+    from bosaris_dask.operating_points import OperatingPoint
+
+    try:
+        return OperatingPoint.parse(text)
+    except OptionError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _operating_point_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--operating-point", type=_operating_point, action="append", metavar="PTAR:CMISS:CFA",
+        help="an operating point as target prior and costs, e.g. 0.01:10:1 or 0.05:1:1 "
+        "(reported at its effective prior, with its Bayes and minDCF thresholds); repeatable",
+    )  # fmt: skip
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -154,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         help="effective priors (default 0.5 0.1 0.01 0.001); may be repeated",
     )
+    _operating_point_argument(p)
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     p.add_argument(
         "--plots",
@@ -187,6 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         help="operating points marked on the plot (default 0.5 0.1 0.01 0.001)",
     )
+    _operating_point_argument(p)
     p.add_argument("--window", help="DET axes window: classic (0.05-50%%), low_fa, wide, auto")
     p.add_argument("--allow-missing", action="store_true")
     p.add_argument("--out", required=True, metavar="FILE")
