@@ -27,7 +27,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     _default_priors(args)
     start = time.perf_counter()
-    with _opened(args, lambda: _load(args.key, args.scores), lambda ks: _size(ks[0])) as loaded:
+    def open_inputs() -> tuple[Any, list[Any]]:
+        return _load(args.key, args.scores, args.format)
+
+    with _opened(args, open_inputs, lambda ks: _size(ks[0])) as loaded:
         key, systems = loaded
         results = _evaluate(args, key, systems, args.scores)
         elapsed = time.perf_counter() - start
@@ -56,7 +59,10 @@ def cmd_plot(args: argparse.Namespace) -> int:
             f"--eval-scores takes the eval scores of the same {len(args.scores)} systems, in the "
             f"same order; got {len(eval_scores)}"
         )
-    with _opened(args, lambda: _load(args.key, args.scores), lambda ks: _size(ks[0])) as loaded:
+    def open_inputs() -> tuple[Any, list[Any]]:
+        return _load(args.key, args.scores, args.format)
+
+    with _opened(args, open_inputs, lambda ks: _size(ks[0])) as loaded:
         results: Any = _evaluate(args, *loaded, args.scores)
         if eval_key is not None:  # the dev systems' names label the eval curves too
             evaluated = _evaluate(args, *_load(eval_key, eval_scores), args.scores)
