@@ -85,7 +85,8 @@ def test_realigned_scores_with_missing_and_extra_ids(trials):
     assert aligned.model.values.tolist() == models.tolist()
     assert aligned.score.data.npartitions == M // ROWS
     present = np.isin(np.arange(M), keep)
-    want_mask = np.where(present[:, None], mask, False)
+    trials_of_key = key.trial_mask.values != 0  # align_with keeps only the key's trials
+    want_mask = np.where(present[:, None], mask, False) & trials_of_key
     assert aligned.score_mask.values.tolist() == want_mask.tolist()
     assert aligned.score.values.tolist() == np.where(present[:, None], score, 0).tolist()
     xr.testing.assert_identical(aligned.compute(), lazy.compute())

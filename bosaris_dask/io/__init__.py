@@ -113,6 +113,7 @@ def read(
     *,
     chunks: Any = None,
     scratch: str | os.PathLike[str] | None = None,
+    text_format: str | None = None,
 ) -> xr.Dataset:
     """Read a trial object (ndx, key or scores) from a zarr store, an HDF5 or a text file.
 
@@ -134,6 +135,10 @@ def read(
         is refused when the workers of the active distributed client run on other hosts. On
         a cluster of several hosts, give a directory they all share (or convert the text to a
         zarr store first, ``bosaris-dask convert``).
+    text_format
+        For a text file, its layout (``"bosaris"``, ``"nist"``, ``"voxceleb"``, ``"wespeaker"``,
+        ``"3dspeaker"``; see :func:`bosaris_dask.io.text.read_text`); ``None`` detects it.
+        Ignored for zarr, HDF5 and MAT files.
 
     Returns
     -------
@@ -169,7 +174,7 @@ def read(
         raise StoreError(f"{p}: a directory that is not a zarr store")
     from bosaris_dask.io.text import read_text
 
-    return read_text(p, kind, chunks=chunks, scratch_dir=scratch)
+    return read_text(p, kind, chunks=chunks, scratch_dir=scratch, format=text_format)
 
 
 def _write_format(path: str | os.PathLike[str], format: Format | None) -> Format:

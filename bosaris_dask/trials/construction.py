@@ -107,7 +107,10 @@ def make_key(
     m, s = _ids(models, "model"), _ids(segments, "segment")
     _check_shape("trial_mask", trial_mask, m, s)
     trial_mask = _check_signs(trial_mask, m, s)
-    return _dataset("key", m, s, trial_mask=_lazy(trial_mask, chunks, np.int8))
+    dtype = np.int8
+    if isinstance(trial_mask, da.Array) and trial_mask.dtype.kind == "i":
+        dtype = trial_mask.dtype  # codes are checked per block and in pass 1: never wrap them
+    return _dataset("key", m, s, trial_mask=_lazy(trial_mask, chunks, dtype))
 
 
 def _check_signs(mask: Any, models: np.ndarray, segments: np.ndarray) -> Any:
