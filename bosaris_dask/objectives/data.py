@@ -181,7 +181,9 @@ def fusion_data(
     """
     if kind_of(key) != "key":
         raise TrialError(f"expected a key, got {kind_of(key)}")
-    aligned = align_inputs(scores, key, once=True)  # the fit's passes read them many times
+    # the fit's passes read them many times: realign ids in another order once (persisting
+    # computes the lazy reindex once anyway)
+    aligned = align_inputs(scores, key, once=not persist)
     chunks = aligned[0].score.data.chunks
     classes = trial_classes(key, chunks=chunks)
     qm = qs = None
