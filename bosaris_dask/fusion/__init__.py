@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from bosaris_dask.fusion.base import MODEL_FORMAT, apply_block
 from bosaris_dask.fusion.base import JsonModel as JsonModel  # not in __all__; a base class
+from bosaris_dask.fusion.diagnostics import format_posterior_report, posterior_report
 from bosaris_dask.fusion.linear import LinearFuser, linear_fuse
 from bosaris_dask.fusion.quality import QualityBackoffWarning, QualityFuser, transform_quality
 
@@ -52,4 +53,6 @@ __all__ = [
     "linear_fuse",
     "apply_block",
     "transform_quality",
+    "posterior_report",
+    "format_posterior_report",
 ]
