@@ -109,3 +109,17 @@ def test_set_missing_to_value_keeps_float32_and_rejects_nan():
     assert out.score.values.tolist() == [[1.5, 0.25]]
     with pytest.raises(TrialError, match="finite"):
         set_missing_to_value(s32, make_ndx(["m1"], ["s1"]), float("nan"))
+
+
+def test_alignment_report_is_one_pass():
+    from dask.callbacks import Callback
+
+    class Count(Callback):
+        n = 0
+
+        def _start(self, dsk):
+            Count.n += 1
+
+    with Count():
+        alignment_report(SCORES, KEY)
+    assert Count.n == 1
