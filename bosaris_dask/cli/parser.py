@@ -222,6 +222,12 @@ def build_parser() -> argparse.ArgumentParser:
     _key_and_systems(p, "training scores of one system; repeat for each system")
     _quality_arguments(p)
     p.add_argument("--apply-quality", help="quality store of the eval set (default: --quality)")
+    p.add_argument(
+        "--qtrans",
+        metavar="MATRIX.txt",
+        help="quality fusion: a text matrix (r rows, one column per quality measure) mapping "
+        "both sides' quality vectors before fusion (the toolkit's Qtrans)",
+    )
     _training_arguments(p, "+", "eval scores of the same systems, in the same order,")
     _finish(p, cmd_fuse)
 
