@@ -22,7 +22,10 @@ A fitted fuser serializes to a JSON-friendly dict (:meth:`LinearFuser.to_dict`, 
     {"format": "bosaris_dask.model/1", "kind": "linear_fusion", "prior": 0.5,
      "weights": [...], "offset": a, "objective": C, "iterations": n, "passes": n, ...}
 
-plus ``"quality_matrix"`` (the full symmetric ``W``) for quality fusion.
+plus, for quality fusion, ``"quality_matrix"`` (the full symmetric ``W``), ``"linear"`` (the
+first-stage linear fusion that trials without quality back off to) and ``"qtrans"`` if any.
+:func:`posterior_report` gives the target proportions and posterior KL divergences the toolkit
+prints after fusion.
 
 Examples
 --------
