@@ -58,7 +58,8 @@ def test_apply_fill_missing_needs_an_ndx(tiny, tmp_path, capsys):
     assert main(["calibrate", "--key", str(tiny / "key.h5"), "--scores", str(tiny / "dev.h5"),
                  "--model-out", str(model), "-q", "--cluster", "threads"]) == 0  # fmt: skip
     rc = main(["apply", "--model", str(model), "--scores", str(tiny / "eval.h5"),
-               "--fill-missing", "0", "--out", str(tmp_path / "o.h5")])  # fmt: skip
+               "--fill-missing", "0", "--out", str(tmp_path / "o.h5"),
+               "--cluster", "threads"])  # fmt: skip
     assert rc != 0
     assert "--fill-missing needs --ndx" in capsys.readouterr().err
     rc = main(["apply", "--model", str(model), "--scores", str(tiny / "eval.h5"),

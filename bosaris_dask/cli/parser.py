@@ -186,8 +186,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dr30", choices=["both", "miss", "fa", "none"], default="both",
                    help="DR30 marks: for misses, false alarms, both (default) or none")  # fmt: skip
     p.add_argument("--eval-key", help="an eval key: draw dev (--key) and eval in one plot")
-    p.add_argument("--eval-scores", action="append",
-                   help="eval scores of one system (same order as --scores); with --eval-key")
+    p.add_argument(
+        "--eval-scores",
+        action="append",
+        help="eval scores of one system (same order as --scores); with --eval-key",
+    )
     p.add_argument("--contributions", action="store_true",
                    help="nbe: also draw the miss and false-alarm parts of each curve (always "
                    "with --eval-key)")  # fmt: skip
