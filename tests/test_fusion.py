@@ -32,7 +32,7 @@ from bosaris_dask.trials import (
     quality_table,
 )
 
-GAUSS = Path("/work/shared/reference/gauss1")
+GAUSS = Path(__file__).parent / "data" / "gauss1"  # see its README.md
 
 
 class CountComputes(Callback):

@@ -10,28 +10,28 @@ from typing import Any
 
 from bosaris_dask.cli.common import (
     _cluster,
+    _default_priors,
     _evaluate,
-    _flatten_priors,
     _load,
+    _opened,
     _progress,
     _say,
+    _size,
     _write_json,
 )
-from bosaris_dask.errors import BosarisError
+from bosaris_dask.errors import BosarisError, OptionError
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from bosaris_dask.report import format_table, to_json_dict
 
-    _flatten_priors(args)
-    # Under MPI every rank runs this function: inputs are opened only on the client rank.
-    # Elsewhere they are opened first, so a wrong path fails before a cluster starts, and the
-    # matrix size tells connect() whether worker processes are worth starting.
-    loaded = None if args.cluster == "mpi" else _load(args.key, args.scores)
-    size = None if loaded is None else loaded[0].sizes["model"] * loaded[0].sizes["segment"]
-    with _cluster(args, size_hint=size):
-        start = time.perf_counter()
-        key, systems = loaded or _load(args.key, args.scores)
+    _default_priors(args)
+    start = time.perf_counter()
+    def open_inputs() -> tuple[Any, list[Any]]:
+        return _load(args.key, args.scores, args.format)
+
+    with _opened(args, open_inputs, lambda ks: _size(ks[0])) as loaded:
+        key, systems = loaded
         results = _evaluate(args, key, systems, args.scores)
         elapsed = time.perf_counter() - start
         print(format_table(results))
@@ -39,10 +39,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if args.json:
             _write_json(args.json, to_json_dict(results))
             _say(args, f"wrote {args.json}")
-        if args.plots:
+        if args.plots_dir:
             from bosaris_dask.plots import save_standard_plots
 
-            written = save_standard_plots(results, args.plots)
+            written = save_standard_plots(results, args.plots_dir)
             _say(args, f"wrote {', '.join(str(p) for p in written)}")
     return 0
 
@@ -50,7 +50,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_plot(args: argparse.Namespace) -> int:
     from bosaris_dask.plots import save_plot
 
-    _flatten_priors(args)
+    _default_priors(args)
     eval_key, eval_scores = getattr(args, "eval_key", None), getattr(args, "eval_scores", None)
     if (eval_key is None) != (eval_scores is None):
         raise BosarisError("--eval-key and --eval-scores go together")
@@ -59,8 +59,10 @@ def cmd_plot(args: argparse.Namespace) -> int:
             f"--eval-scores takes the eval scores of the same {len(args.scores)} systems, in the "
             f"same order; got {len(eval_scores)}"
         )
-    loaded = _load(args.key, args.scores)
-    with _cluster(args, size_hint=loaded[0].sizes["model"] * loaded[0].sizes["segment"]):
+    def open_inputs() -> tuple[Any, list[Any]]:
+        return _load(args.key, args.scores, args.format)
+
+    with _opened(args, open_inputs, lambda ks: _size(ks[0])) as loaded:
         results: Any = _evaluate(args, *loaded, args.scores)
         if eval_key is not None:  # the dev systems' names label the eval curves too
             evaluated = _evaluate(args, *_load(eval_key, eval_scores), args.scores)
@@ -158,8 +160,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from bosaris_dask import io
     from bosaris_dask.calibration import LinearCalibrator, PAVCalibrator
 
-    model = LinearCalibrator(args.prior) if args.method == "linear" else PAVCalibrator()
-    args.ndx = getattr(args, "ndx", None)
+    if args.apply and len(args.apply) > 1:
+        raise OptionError(
+            f"calibrate --apply takes the scores of one system, got {len(args.apply)}; "
+            "calibrate each system on its own"
+        )
+    model = LinearCalibrator(args.train_prior) if args.method == "linear" else PAVCalibrator()
     return _fit_and_apply(args, model, [io.read(args.scores, "scores")], None)
 
 
@@ -169,16 +175,17 @@ def cmd_fuse(args: argparse.Namespace) -> int:
 
     quality = _read_quality(args, args.quality)
     if args.apply and len(args.apply) != len(args.scores):
-        raise BosarisError(
+        raise OptionError(
             f"--apply takes the eval scores of the same {len(args.scores)} systems, in the same "
             f"order; got {len(args.apply)}"
         )
     qtrans = _read_qtrans(getattr(args, "qtrans", None))
     if qtrans is not None and quality is None:
         raise BosarisError("--qtrans maps quality measures: give them (--quality, ...)")
-    model = (
-        QualityFuser(args.prior, qtrans=qtrans) if quality is not None else LinearFuser(args.prior)
-    )
+    if quality is not None:
+        model: Any = QualityFuser(args.train_prior, qtrans=qtrans)
+    else:
+        model = LinearFuser(args.train_prior)
     systems = [io.read(p, "scores") for p in args.scores]
     return _fit_and_apply(args, model, systems, quality)
 
@@ -206,11 +213,13 @@ def cmd_apply(args: argparse.Namespace) -> int:
     from bosaris_dask import io
     from bosaris_dask.calibration import apply_model, load_model
 
-    model = load_model(args.model)
-    systems = [io.read(p, "scores") for p in args.scores]
-    quality = _read_quality(args, args.quality)
-    ndx = io.read(args.ndx) if args.ndx else None
-    with _cluster(args):
+    def open_inputs() -> tuple[Any, list[Any], Any, Any]:
+        systems = [io.read(p, "scores") for p in args.scores]
+        ndx = io.read(args.ndx) if args.ndx else None
+        return load_model(args.model), systems, _read_quality(args, args.quality), ndx
+
+    with _opened(args, open_inputs, lambda inputs: _size(inputs[1][0])) as inputs:
+        model, systems, quality, ndx = inputs
         out = _fill_missing(args, apply_model(model, systems, quality=quality, ndx=ndx), ndx)
         io.write(out, args.out, progress=_progress(args))
     _say(args, f"wrote {args.out}")
