@@ -301,8 +301,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dr30", choices=["both", "miss", "fa", "none"], default="both",
                    help="DR30 marks: for misses, false alarms, both (default) or none")  # fmt: skip
     p.add_argument("--eval-key", help="an eval key: draw dev (--key) and eval in one plot")
-    p.add_argument("--eval-scores", action="append",
-                   help="eval scores of one system (same order as --scores); with --eval-key")
+    p.add_argument(
+        "--eval-scores",
+        action="append",
+        help="eval scores of one system (same order as --scores); with --eval-key",
+    )
     p.add_argument("--contributions", action="store_true",
                    help="nbe: also draw the miss and false-alarm parts of each curve (always "
                    "with --eval-key)")  # fmt: skip
@@ -332,6 +335,12 @@ def build_parser() -> argparse.ArgumentParser:
     _key_and_systems(p, "training scores of one system; repeat for each system")
     _quality_arguments(p)
     p.add_argument("--apply-quality", help="quality store of the eval set (default: --quality)")
+    p.add_argument(
+        "--qtrans",
+        metavar="MATRIX.txt",
+        help="quality fusion: a text matrix (r rows, one column per quality measure) mapping "
+        "both sides' quality vectors before fusion (the toolkit's Qtrans)",
+    )
     _training_arguments(p, "eval scores of one system; repeat for each system, in the order "
                            "of --scores")  # fmt: skip
     _finish(p, cmd_fuse)

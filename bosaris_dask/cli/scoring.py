@@ -179,10 +179,34 @@ def cmd_fuse(args: argparse.Namespace) -> int:
             f"--apply takes the eval scores of the same {len(args.scores)} systems, in the same "
             f"order; got {len(args.apply)}"
         )
-    model = QualityFuser if quality is not None else LinearFuser
-    model = model(args.train_prior)
+    qtrans = _read_qtrans(getattr(args, "qtrans", None))
+    if qtrans is not None and quality is None:
+        raise BosarisError("--qtrans maps quality measures: give them (--quality, ...)")
+    if quality is not None:
+        model: Any = QualityFuser(args.train_prior, qtrans=qtrans)
+    else:
+        model = LinearFuser(args.train_prior)
     systems = [io.read(p, "scores") for p in args.scores]
     return _fit_and_apply(args, model, systems, quality)
+
+
+def _read_qtrans(path: str | None) -> Any:
+    """The ``--qtrans`` matrix: whitespace-separated numbers, one row per line."""
+    if path is None:
+        return None
+    import numpy as np
+
+    from bosaris_dask.errors import ParseError
+
+    try:
+        matrix = np.loadtxt(path, ndmin=2, dtype=np.float64)
+    except OSError as exc:
+        raise BosarisError(f"{path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ParseError(f"not a matrix of numbers ({exc})", path=path) from None
+    if matrix.size == 0 or not np.isfinite(matrix).all():
+        raise ParseError("Qtrans must be a non-empty matrix of finite numbers", path=path)
+    return matrix
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
