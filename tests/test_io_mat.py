@@ -211,3 +211,17 @@ def test_errors_name_the_file_and_field(tmp_path):
     io.write(key, tmp_path / "key.mat")
     with pytest.raises(StoreError, match="holds a key, expected a scores"):
         io.read(tmp_path / "key.mat", "scores")
+
+
+def test_v73_links_out_of_the_file_are_not_followed(tmp_path):
+    secret = tmp_path / "secret.h5"
+    with h5py.File(secret, "w") as f:
+        f["scores"] = np.ones((3, 2))
+    fields = {"row_ids": ["m1", "m2"], "column_ids": ["t1", "t2", "t3"],
+              "score_mask": np.ones((2, 3), dtype=np.uint8)}  # fmt: skip
+    path = tmp_path / "linked.mat"
+    _matlab_v73(path, "scr", fields)
+    with h5py.File(path, "r+") as f:
+        f["scr"]["scores"] = h5py.ExternalLink(str(secret), "/scores")
+    with pytest.raises(StoreError, match="external link to .*secret.h5.* not followed"):
+        io.read(path)

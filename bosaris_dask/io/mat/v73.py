@@ -20,7 +20,7 @@ import numpy as np
 
 from bosaris_dask.errors import StoreError
 from bosaris_dask.io.hdf5.read import _H5Array, _open
-from bosaris_dask.io.hdf5.safety import _H5_ERRORS
+from bosaris_dask.io.hdf5.safety import _H5_ERRORS, _dataset, _node, _standard_type
 
 #: Matrices larger than this many bytes are read lazily (dask), smaller ones at once.
 _LAZY_BYTES = 64 * 2**20
@@ -50,11 +50,25 @@ def _chars(values: np.ndarray) -> Any:
 
 
 class _Reader:
+    """Decodes MATLAB objects; follows no link or reference out of the file."""
+
     def __init__(self, path: Path):
         self.path = path
         self.manager, self.file = _open(path)
         stat = path.stat()
         self.token = (stat.st_mtime_ns, stat.st_size)
+
+    def node(self, name: str) -> Any:
+        """The object ``name``, through hard and in-file soft links only; a dataset must keep
+        its data in this file (as the HDF5 reader requires, :mod:`bosaris_dask.io.hdf5.safety`)."""
+        found = _node(self.path, self.file, name)
+        if found is None:
+            raise StoreError(f"{self.path}: {name} is missing")
+        return (
+            _dataset(self.path, self.file, found[0])
+            if isinstance(found[1], h5py.Dataset)
+            else found[1]
+        )
 
     def decode(self, obj: Any, depth: int = 0) -> Any:
         if depth > 8:
@@ -63,15 +77,15 @@ class _Reader:
         if isinstance(obj, h5py.Group):
             if cls not in ("struct", ""):
                 raise StoreError(f"{self.path}: {obj.name} is a MATLAB {cls}, not a struct")
-            return {name: self.decode(obj[name], depth + 1) for name in obj}
+            return {name: self.decode(self.node(f"{obj.name}/{name}"), depth + 1) for name in obj}
         if obj.attrs.get("MATLAB_empty", 0):
             return [] if cls in ("cell", "char") else np.zeros((0, 0))
         if cls == "cell":
             refs = np.ravel(np.asarray(obj[()]).T)
-            return [self.decode(self.file[r], depth + 1) for r in refs]
+            return [self.decode(self.node(self.file[r].name), depth + 1) for r in refs]
         if cls == "char":
             return _chars(obj[()])
-        if obj.dtype.kind not in "biuf":
+        if obj.dtype.kind not in "biuf" or not _standard_type(self.path, obj):
             raise StoreError(f"{self.path}: {obj.name} holds {obj.dtype} ({cls or 'no class'})")
         if obj.ndim != 2 or obj.size * obj.dtype.itemsize <= _LAZY_BYTES:
             value = np.asarray(obj[()])
@@ -88,7 +102,8 @@ def read_v73(path: str | os.PathLike[str]) -> dict[str, Any]:
     path = Path(path)
     try:
         reader = _Reader(path)
-        return {k: reader.decode(reader.file[k]) for k in reader.file if not k.startswith("#")}
+        names = [k for k in reader.file if not k.startswith("#")]
+        return {k: reader.decode(reader.node(k)) for k in names}
     except _H5_ERRORS as exc:
         raise StoreError(f"{path}: not a readable MAT 7.3 file ({exc})") from exc
 
