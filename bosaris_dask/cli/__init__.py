@@ -44,13 +44,13 @@ def _notes(args: argparse.Namespace) -> Iterator[None]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    """Run the subcommand, with the scratch directory of ``--scratch`` in dask's config."""
-    if getattr(args, "scratch", None) is not None:
+    """Run the subcommand, with the scratch directory of ``--scratch-dir`` in dask's config."""
+    if getattr(args, "scratch_dir", None) is not None:
         import dask
 
         from bosaris_dask.io.staging import SCRATCH_CONFIG, scratch_directory
 
-        with dask.config.set({SCRATCH_CONFIG: scratch_directory(args.scratch)}):
+        with dask.config.set({SCRATCH_CONFIG: scratch_directory(args.scratch_dir)}):
             return int(args.func(args) or 0)
     return int(args.func(args) or 0)
 
