@@ -246,6 +246,7 @@ def summary_metrics(
         "prbep": roc.prbep(hull),
         "cllr": _cllr(summary),
         "min_cllr": roc.min_cllr(hull),
+        "cllr_cal": _cllr(summary) - roc.min_cllr(hull),
         "pmiss30": DR30_ERRORS / summary.n_target,
         "pfa30": DR30_ERRORS / summary.n_nontarget,
         "rocch_pmiss": hull.pmiss,
@@ -272,7 +273,7 @@ def summary_metrics(
 
 
 _SCALARS = ("n_target", "n_nontarget", "n_missing", "eer", "prbep", "cllr", "min_cllr",
-            "pmiss30", "pfa30", "dr30_fa_plo", "dr30_miss_plo")  # fmt: skip
+            "cllr_cal", "pmiss30", "pfa30", "dr30_fa_plo", "dr30_miss_plo")  # fmt: skip
 _PER_PRIOR = ("act_dcf", "min_dcf", "act_dcf_raw", "min_dcf_raw",
               "act_pmiss", "act_pfa", "min_pmiss", "min_pfa")  # fmt: skip
 _PER_PRIOR_ONLY = ("min_threshold",)  # not computed along the sweep
@@ -371,7 +372,8 @@ def evaluate(
         ``vertex`` (ROCCH vertices, NaN-padded) and ``roc_point`` (exact steppy-ROC points,
         thinned for plotting by :func:`steppy_roc`, NaN-padded). Normalized DCFs are divided by
         ``min(p, 1 - p)``; ``*_raw`` ones are Bayes error rates. ``attrs["passes"]`` says how
-        many passes over the data the evaluation took. Each operating point (``prior``, the
+        many passes over the data the evaluation took. ``cllr_cal = cllr - min_cllr`` is the
+        calibration loss (the forensic community's Cllr_cal). Each operating point (``prior``, the
         effective prior) carries the coordinates ``p_target``, ``c_miss``, ``c_fa`` and
         ``act_threshold`` (the Bayes threshold ``-logit(p) = ln((1 - Ptar) Cfa / (Ptar Cmiss))``
         that actDCF applies), and ``min_threshold`` is a score threshold attaining minDCF

@@ -27,7 +27,10 @@ def _cluster(args: argparse.Namespace, size_hint: int | None = None):
 
 
 def _load(
-    key_path: str | None, score_paths: Sequence[str], text_format: str | None = None
+    key_path: str | None,
+    score_paths: Sequence[str],
+    text_format: str | None = None,
+    llr_base: str = "e",
 ) -> tuple[Any, list[Any]]:
     """Open the key and the systems' scores (lazily: nothing is computed yet).
 
@@ -37,20 +40,42 @@ def _load(
     """
     from bosaris_dask import io
 
-    systems = [io.read(p, "scores", text_format=text_format) for p in score_paths]
     if key_path is None:
         from bosaris_dask.errors import OptionError
         from bosaris_dask.io.text import text_has_labels
 
-        first = score_paths[0]
-        if io.detect_format(first) != "text" or not text_has_labels(first, format=text_format):
+        key_path = score_paths[0]
+        if io.detect_format(key_path) != "text" or not text_has_labels(
+            key_path, format=text_format
+        ):
             raise OptionError(
-                f"--key is needed: {first} carries no labels (only text files with both a score "
-                "and a label column, e.g. wespeaker's 'enrol test score label', can be their "
-                "own key)"
+                f"--key is needed: {key_path} carries no labels (only text files with both a "
+                "score and a label column, e.g. wespeaker's 'enrol test score label', can be "
+                "their own key)"
             )
-        key_path = first
-    return io.read(key_path, "key", text_format=text_format), systems
+    key = io.read(key_path, "key", text_format=text_format)
+    systems = [io.read(p, "scores", text_format=text_format) for p in score_paths]
+    if llr_base != "e":
+        from bosaris_dask.llr_base import to_natural
+
+        systems = [to_natural(s, llr_base) for s in systems]
+    return key, systems
+
+
+def _read_scores(args: argparse.Namespace, path: str) -> Any:
+    """Scores from a file, as natural-log LLRs (``--llr-base``)."""
+    from bosaris_dask import io
+    from bosaris_dask.llr_base import to_natural
+
+    return to_natural(io.read(path, "scores"), getattr(args, "llr_base", "e"))
+
+
+def _write_scores(args: argparse.Namespace, scores: Any, path: str) -> None:
+    """Write LLRs in the base of ``--llr-base``."""
+    from bosaris_dask import io
+    from bosaris_dask.llr_base import from_natural
+
+    io.write(from_natural(scores, getattr(args, "llr_base", "e")), path, progress=_progress(args))
 
 
 def _system_name(path: str) -> str:
@@ -72,13 +97,15 @@ def _flatten_priors(args: argparse.Namespace) -> None:
 
 
 def _evaluate(args: argparse.Namespace, key: Any, systems: list[Any], score_paths: Sequence[str]):
+    from bosaris_dask.llr_base import thresholds_from_natural
     from bosaris_dask.metrics import evaluate
 
-    return evaluate(
+    results = evaluate(
         systems, key, priors=args.prior, names=[_system_name(p) for p in score_paths],
         operating_points=getattr(args, "operating_point", None) or (),
         allow_missing=args.allow_missing, progress=_progress(args),
     )  # fmt: skip
+    return thresholds_from_natural(results, getattr(args, "llr_base", "e"))
 
 
 def _write_json(path: str, document: dict[str, Any]) -> None:

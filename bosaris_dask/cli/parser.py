@@ -38,6 +38,16 @@ def _operating_point_argument(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def _llr_base_argument(parser: argparse.ArgumentParser) -> None:
+    from bosaris_dask.llr_base import LLR_BASES
+
+    parser.add_argument(
+        "--llr-base", choices=LLR_BASES, default="e",
+        help="base of the LLRs read and written (default e; 10 for log10 LRs: scores are "
+        "multiplied by ln 10 on input and written LLRs divided by it)",
+    )  # fmt: skip
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -99,6 +109,8 @@ def _finish(parser: argparse.ArgumentParser, func: Any, *, cluster: bool = True)
     """The options every subcommand shares, and the function that runs it."""
     from bosaris_dask.cluster import add_cluster_arguments
 
+    if func in (cmd_evaluate, cmd_plot, cmd_calibrate, cmd_fuse, cmd_apply):
+        _llr_base_argument(parser)
     _common(parser)
     if cluster:
         add_cluster_arguments(parser)

@@ -13,9 +13,10 @@ from bosaris_dask.cli.common import (
     _evaluate,
     _flatten_priors,
     _load,
-    _progress,
+    _read_scores,
     _say,
     _write_json,
+    _write_scores,
 )
 from bosaris_dask.errors import BosarisError
 
@@ -27,11 +28,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     # Under MPI every rank runs this function: inputs are opened only on the client rank.
     # Elsewhere they are opened first, so a wrong path fails before a cluster starts, and the
     # matrix size tells connect() whether worker processes are worth starting.
-    loaded = None if args.cluster == "mpi" else _load(args.key, args.scores, args.format)
+    inputs = (args.key, args.scores, args.format, args.llr_base)
+    loaded = None if args.cluster == "mpi" else _load(*inputs)
     size = None if loaded is None else loaded[0].sizes["model"] * loaded[0].sizes["segment"]
     with _cluster(args, size_hint=size):
         start = time.perf_counter()
-        key, systems = loaded or _load(args.key, args.scores, args.format)
+        key, systems = loaded or _load(*inputs)
         results = _evaluate(args, key, systems, args.scores)
         elapsed = time.perf_counter() - start
         print(format_table(results))
@@ -51,7 +53,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from bosaris_dask.plots import save_plot
 
     _flatten_priors(args)
-    loaded = _load(args.key, args.scores, args.format)
+    loaded = _load(args.key, args.scores, args.format, args.llr_base)
     with _cluster(args, size_hint=loaded[0].sizes["model"] * loaded[0].sizes["segment"]):
         results = _evaluate(args, *loaded, args.scores)
     options = {"window": args.window} if args.kind == "det" and args.window else {}
@@ -98,26 +100,24 @@ def _fit_and_apply(args: argparse.Namespace, model: Any, systems: list[Any], qua
         if args.apply:
             if args.out is None:
                 raise BosarisError("--apply needs --out (where to write the calibrated scores)")
-            targets = [io.read(p, "scores") for p in args.apply]
+            targets = [_read_scores(args, p) for p in args.apply]
             eval_quality = _read_quality(args, args.apply_quality) if quality is not None else None
             ndx = io.read(args.ndx) if args.ndx else None
             out = apply_model(model, targets, quality=eval_quality or quality, ndx=ndx)
-            io.write(out, args.out, progress=_progress(args))
+            _write_scores(args, out, args.out)
             _say(args, f"wrote {args.out}")
     return 0
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from bosaris_dask import io
     from bosaris_dask.calibration import LinearCalibrator, PAVCalibrator
 
     model = LinearCalibrator(args.prior) if args.method == "linear" else PAVCalibrator()
     args.ndx = getattr(args, "ndx", None)
-    return _fit_and_apply(args, model, [io.read(args.scores, "scores")], None)
+    return _fit_and_apply(args, model, [_read_scores(args, args.scores)], None)
 
 
 def cmd_fuse(args: argparse.Namespace) -> int:
-    from bosaris_dask import io
     from bosaris_dask.fusion import LinearFuser, QualityFuser
 
     quality = _read_quality(args, args.quality)
@@ -127,7 +127,7 @@ def cmd_fuse(args: argparse.Namespace) -> int:
             f"order; got {len(args.apply)}"
         )
     model = QualityFuser(args.prior) if quality is not None else LinearFuser(args.prior)
-    systems = [io.read(p, "scores") for p in args.scores]
+    systems = [_read_scores(args, p) for p in args.scores]
     return _fit_and_apply(args, model, systems, quality)
 
 
@@ -136,11 +136,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
     from bosaris_dask.calibration import apply_model, load_model
 
     model = load_model(args.model)
-    systems = [io.read(p, "scores") for p in args.scores]
+    systems = [_read_scores(args, p) for p in args.scores]
     quality = _read_quality(args, args.quality)
     ndx = io.read(args.ndx) if args.ndx else None
     with _cluster(args):
-        io.write(apply_model(model, systems, quality=quality, ndx=ndx), args.out,
-                 progress=_progress(args))  # fmt: skip
+        _write_scores(args, apply_model(model, systems, quality=quality, ndx=ndx), args.out)
     _say(args, f"wrote {args.out}")
     return 0
