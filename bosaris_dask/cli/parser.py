@@ -31,6 +31,13 @@ def _operating_point(text: str) -> Any:
 
 
 def _operating_point_argument(parser: argparse.ArgumentParser) -> None:
+    from bosaris_dask.profiles import PROFILES
+
+    parser.add_argument(
+        "--profile", choices=list(PROFILES),
+        help="a published cost profile (sre18, sre21: Cprimary; voxsrc; asvspoof5-cm; ijbc); "
+        "it sets the operating points unless --prior or --operating-point is given",
+    )  # fmt: skip
     parser.add_argument(
         "--operating-point", type=_operating_point, action="append", metavar="PTAR:CMISS:CFA",
         help="an operating point as target prior and costs, e.g. 0.01:10:1 or 0.05:1:1 "

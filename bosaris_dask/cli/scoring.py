@@ -22,8 +22,10 @@ from bosaris_dask.errors import BosarisError
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from bosaris_dask.profiles import annotate_json, apply_profile, format_cprimary
     from bosaris_dask.report import format_table, to_json_dict
 
+    profile = apply_profile(args)
     _flatten_priors(args)
     # Under MPI every rank runs this function: inputs are opened only on the client rank.
     # Elsewhere they are opened first, so a wrong path fails before a cluster starts, and the
@@ -36,10 +38,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         key, systems = loaded or _load(*inputs)
         results = _evaluate(args, key, systems, args.scores)
         elapsed = time.perf_counter() - start
-        print(format_table(results))
+        print(format_table(results) + (format_cprimary(results, profile) if profile else ""))
         _say(args, f"\n{results.attrs['passes']} passes over the data in {elapsed:.1f} s")
         if args.json:
-            _write_json(args.json, to_json_dict(results))
+            doc = to_json_dict(results)
+            _write_json(args.json, annotate_json(doc, results, profile) if profile else doc)
             _say(args, f"wrote {args.json}")
         if args.plots:
             from bosaris_dask.plots import save_standard_plots
@@ -51,7 +54,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     from bosaris_dask.plots import save_plot
+    from bosaris_dask.profiles import apply_profile
 
+    apply_profile(args)
     _flatten_priors(args)
     loaded = _load(args.key, args.scores, args.format, args.llr_base)
     with _cluster(args, size_hint=loaded[0].sizes["model"] * loaded[0].sizes["segment"]):
