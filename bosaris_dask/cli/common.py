@@ -80,7 +80,7 @@ def _write_scores(args: argparse.Namespace, scores: Any, path: str) -> None:
 
 def _system_name(path: str) -> str:
     name = Path(path.rstrip("/")).name
-    for suffix in (".zarr", ".hdf5", ".h5", ".txt", ".tsv", ".scores"):
+    for suffix in (".zarr", ".hdf5", ".h5", ".txt", ".tsv", ".scores", ".score"):
         name = name.removesuffix(suffix)
     return name
 
