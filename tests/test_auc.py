@@ -6,13 +6,14 @@ from __future__ import annotations
 from fractions import Fraction
 from unittest import mock
 
+import dask
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score
 
-from bosaris_dask import engine, metrics, refinement
+from bosaris_dask import engine, metrics
 from bosaris_dask.trials import make_key, make_scores
 
 from . import reference as ref
@@ -80,8 +81,9 @@ def test_engine_bounds_contain_the_exact_auc(seed, coarse, ties, dense):
     sc = make_scores(range(6), range(9), values, chunks=(2, 7))
     with (
         mock.patch.object(engine, "_coarse_bits", lambda n: coarse),
-        mock.patch.object(refinement, "RAW_LIMIT", -1 if dense else 1 << 22),
-        mock.patch.object(refinement, "DENSE_BUDGET", 64),
+        dask.config.set(
+            {"bosaris_dask.raw-limit": 0 if dense else 1 << 22, "bosaris_dask.dense-budget": 64}
+        ),  # fmt: skip
     ):
         ds = metrics.evaluate(sc, key, priors=[0.5])
     exact = _pairwise_auc(values[mask == 1], values[mask == -1])
@@ -102,8 +104,7 @@ def test_engine_auc_is_not_exact_after_dense_refinement_but_bounded():
     sc = make_scores(range(6), range(9), values, chunks=(2, 7))
     with (
         mock.patch.object(engine, "_coarse_bits", lambda n: 2),
-        mock.patch.object(refinement, "RAW_LIMIT", -1),
-        mock.patch.object(refinement, "DENSE_BUDGET", 64),
+        dask.config.set({"bosaris_dask.raw-limit": 0, "bosaris_dask.dense-budget": 64}),
     ):
         ds = metrics.evaluate(sc, key, priors=[0.5])
     assert np.isnan(ds.auc.item()) and ds.auc_low.item() < ds.auc_high.item()

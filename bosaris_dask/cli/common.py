@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def _progress(args: argparse.Namespace) -> bool:
@@ -24,6 +27,22 @@ def _cluster(args: argparse.Namespace, size_hint: int | None = None):
 
     quiet = {"announce": None} if args.quiet else {}
     return connect_from_args(args, size_hint=size_hint, **quiet)
+
+
+@contextlib.contextmanager
+def _opened(
+    args: argparse.Namespace, open_inputs: Callable[[], T], size: Callable[[T], int]
+) -> Iterator[T]:
+    """Open the inputs (lazily), connect to where the work runs, and yield the inputs.
+
+    Outside MPI the inputs are opened first, so that a wrong path fails before a cluster starts
+    and their size tells :func:`~bosaris_dask.cluster.connect` whether worker processes are
+    worth starting. Under MPI every rank runs the command: the inputs are opened only on the
+    client rank, inside the cluster.
+    """
+    loaded = None if args.cluster == "mpi" else open_inputs()
+    with _cluster(args, size_hint=None if loaded is None else size(loaded)):
+        yield open_inputs() if loaded is None else loaded
 
 
 def _load(
@@ -53,8 +72,8 @@ def _load(
                 "score and a label column, e.g. wespeaker's 'enrol test score label', can be "
                 "their own key)"
             )
-    key = io.read(key_path, "key", text_format=text_format)
-    systems = [io.read(p, "scores", text_format=text_format) for p in score_paths]
+    key = io.read(key_path, "key", text_format=text_format)  # first: a wrong key path is the
+    systems = [io.read(p, "scores", text_format=text_format) for p in score_paths]  # 1st error
     if llr_base != "e":
         from bosaris_dask.llr_base import to_natural
 
@@ -70,12 +89,11 @@ def _read_scores(args: argparse.Namespace, path: str) -> Any:
     return to_natural(io.read(path, "scores"), getattr(args, "llr_base", "e"))
 
 
-def _write_scores(args: argparse.Namespace, scores: Any, path: str) -> None:
-    """Write LLRs in the base of ``--llr-base``."""
-    from bosaris_dask import io
+def _in_user_base(args: argparse.Namespace, scores: Any) -> Any:
+    """Natural-log LLRs as LLRs in the base of ``--llr-base`` (what is written)."""
     from bosaris_dask.llr_base import from_natural
 
-    io.write(from_natural(scores, getattr(args, "llr_base", "e")), path, progress=_progress(args))
+    return from_natural(scores, getattr(args, "llr_base", "e"))
 
 
 def _system_name(path: str) -> str:
@@ -85,15 +103,20 @@ def _system_name(path: str) -> str:
     return name
 
 
-def _flatten_priors(args: argparse.Namespace) -> None:
+def _default_priors(args: argparse.Namespace) -> None:
+    """``--prior`` not given: the default operating points (none when only
+    ``--operating-point`` is given)."""
     if args.prior is None and getattr(args, "operating_point", None):
         args.prior = []  # only the operating points asked for
     elif args.prior is None:
         from bosaris_dask.metrics import DEFAULT_PRIORS
 
         args.prior = list(DEFAULT_PRIORS)
-    else:
-        args.prior = [p for group in args.prior for p in group]
+
+
+def _size(obj: Any) -> int:
+    """The number of cells of a trial object (the ``size_hint`` that picks a scheduler)."""
+    return int(obj.sizes.get("model", 0) * obj.sizes.get("segment", 0))
 
 
 def _evaluate(args: argparse.Namespace, key: Any, systems: list[Any], score_paths: Sequence[str]):
