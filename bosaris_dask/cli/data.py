@@ -40,8 +40,11 @@ def _count_label_targets(obj: Any) -> int:
 
 def cmd_info(args: argparse.Namespace) -> int:
     from bosaris_dask import io
+    from bosaris_dask.cli.embeddings import cmd_embedding_info, is_embedding_file
     from bosaris_dask.trials import is_label_key, kind_of
 
+    if is_embedding_file(args.path):
+        return cmd_embedding_info(args)
     obj = io.read(args.path)
     kind = kind_of(obj)
     if args.key and kind != "scores":

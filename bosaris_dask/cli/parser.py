@@ -7,6 +7,7 @@ from typing import Any
 
 from bosaris_dask import __version__
 from bosaris_dask.cli.data import cmd_convert, cmd_demo, cmd_info, cmd_simulate
+from bosaris_dask.cli.embeddings import add_embedding_arguments, add_score_parser
 from bosaris_dask.cli.scoring import cmd_apply, cmd_calibrate, cmd_evaluate, cmd_fuse, cmd_plot
 
 
@@ -53,9 +54,11 @@ def _training_arguments(parser: argparse.ArgumentParser, nargs: int | str, what:
     parser.add_argument("--out", help="with --apply: where to write the resulting scores")
 
 
-def _key_and_systems(parser: argparse.ArgumentParser, scores_help: str) -> None:
+def _key_and_systems(
+    parser: argparse.ArgumentParser, scores_help: str, scores_required: bool = True
+) -> None:
     parser.add_argument("--key", required=True, help="the key (text, HDF5 or zarr)")
-    parser.add_argument("--scores", required=True, action="append", help=scores_help)
+    parser.add_argument("--scores", required=scores_required, action="append", help=scores_help)
 
 
 def _finish(parser: argparse.ArgumentParser, func: Any, *, cluster: bool = True) -> None:
@@ -126,7 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Evaluate systems against a key: actDCF and minDCF at each "
         "prior, ROCCH-EER, PRBEP, Cllr, minCllr (exact, any scale).",
     )
-    _key_and_systems(p, "scores of one system; repeat for several systems")
+    _key_and_systems(p, "scores of one system; repeat for several systems (or, or also, "
+                        "--enrol and --test)", scores_required=False)  # fmt: skip
+    add_embedding_arguments(p, required=False)
     p.add_argument(
         "--prior",
         type=_prior,
@@ -231,4 +236,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--segments", type=_positive, default=500)
     p.add_argument("--seed", type=int, default=0)
     _finish(p, cmd_demo, cluster=False)
+
+    add_score_parser(sub, _finish)
     return parser

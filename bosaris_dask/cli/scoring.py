@@ -27,11 +27,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     # Under MPI every rank runs this function: inputs are opened only on the client rank.
     # Elsewhere they are opened first, so a wrong path fails before a cluster starts, and the
     # matrix size tells connect() whether worker processes are worth starting.
-    loaded = None if args.cluster == "mpi" else _load(args.key, args.scores)
+    loaded = None if args.cluster == "mpi" else _load(args.key, args.scores, args)
     size = None if loaded is None else loaded[0].sizes["model"] * loaded[0].sizes["segment"]
     with _cluster(args, size_hint=size):
         start = time.perf_counter()
-        key, systems = loaded or _load(args.key, args.scores)
+        key, systems = loaded or _load(args.key, args.scores, args)
         results = _evaluate(args, key, systems, args.scores)
         elapsed = time.perf_counter() - start
         print(format_table(results))
