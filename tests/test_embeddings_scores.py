@@ -150,3 +150,33 @@ def test_bad_embeddings_are_named(sets, tmp_path):
     with pytest.raises(TrialError, match="key model id 'B' is not in the model map .*map.txt"):
         scores_from_embeddings(from_arrays(e_ids, e), T, models=path,
                                trials=make_key(["B"], [t_ids[0]], [[1]]))  # fmt: skip
+
+
+def test_blas_pin_is_shared_by_concurrent_tasks_and_restored(sets):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    (e_ids, _, e), (t_ids, _, t) = sets
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpoolctl.threadpool_info()
+                if i["user_api"] == "blas"]  # fmt: skip
+
+    before = blas_threads()
+    s = scores_from_embeddings(from_arrays(e_ids, e), from_arrays(t_ids, t), chunks=(4, 4))
+    runs = [s.score.data.compute(scheduler="threads", num_workers=4) for _ in range(3)]
+    assert all(r.tobytes() == runs[0].tobytes() for r in runs)
+    assert blas_threads() == before  # the last task out restored the original limits
+
+
+def test_benchmark_bodies_run(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "benchmarks" / "bench_embeddings.py"
+    spec = importlib.util.spec_from_file_location("bench_embeddings", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    bench = module.Embeddings()
+    bench.setup(side=60, dim=8, block=16)
+    for name in ("sgemm", "dgemm", "scores", "evaluate"):
+        getattr(bench, f"time_{name}")()
+    assert bench.results.attrs["passes"] >= 1

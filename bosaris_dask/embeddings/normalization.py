@@ -37,6 +37,7 @@ import numpy as np
 from bosaris_dask.embeddings.cohort import side_statistics
 from bosaris_dask.embeddings.kernel import score_block
 from bosaris_dask.embeddings.prepare import Side
+from bosaris_dask.embeddings.scoring import outer_blocks
 from bosaris_dask.errors import OptionError, ScoreError
 
 __all__ = ["NORMS", "normalized_matrix"]
@@ -98,8 +99,5 @@ def normalized_matrix(
 
     mu_e, sd_e = (lazy(e_stats[:, k], enrol.values) for k in cols)
     mu_t, sd_t = (lazy(t_stats[:, k], test.values) for k in cols)
-    return da.blockwise(
-        _normalize_block, "ij", enrol.values, "ik", test.values, "jk", mu_e, "i", sd_e, "i",
-        mu_t, "j", sd_t, "j", dtype=np.float32, concatenate=True,
-        meta=np.empty((0, 0), dtype=np.float32), norm=norm,
-    )  # fmt: skip
+    return outer_blocks(_normalize_block, enrol.values, test.values, mu_e, "i", sd_e, "i",
+                        mu_t, "j", sd_t, "j", norm=norm)  # fmt: skip

@@ -8,6 +8,7 @@ and recomputed, bit for bit, by every later pass.
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 import dask.array as da
@@ -46,10 +47,20 @@ def score_matrix(enrol: Side, test: Side) -> da.Array:
     """The lazy float32 ``(enrol x test)`` score matrix of two prepared sides, one block product
     per chunk (chunked as the sides' rows)."""
     _check_dimensions(enrol, test)
-    return da.blockwise(
-        score_block, "ij", enrol.values, "ik", test.values, "jk",
-        dtype=np.float32, concatenate=True, meta=np.empty((0, 0), dtype=np.float32),
-    )  # fmt: skip
+    return outer_blocks(score_block, enrol.values, test.values)
+
+
+def outer_blocks(kernel: Any, rows: da.Array, cols: da.Array, *extra: Any, **kwargs: Any):
+    """``kernel(rows_block, cols_block, *extra_blocks)`` for every pair of row chunks: the
+    float32 ``(rows x cols)`` matrix. ``extra`` alternates arrays and their index (``"i"`` or
+    ``"j"``). That the output has many more chunks than each input is the point, so dask's
+    warning about it is silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", da.PerformanceWarning)
+        return da.blockwise(
+            kernel, "ij", rows, "ik", cols, "jk", *extra, dtype=np.float32, concatenate=True,
+            meta=np.empty((0, 0), dtype=np.float32), **kwargs,
+        )  # fmt: skip
 
 
 def _sides(
