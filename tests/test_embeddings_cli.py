@@ -84,3 +84,19 @@ def test_errors_are_one_line(files, capsys, monkeypatch):
                  "--out", "x.zarr"]) == 1  # fmt: skip
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "has no embedding in cohort.npz" in err[0]
+
+
+def test_score_writes_cohort_statistics_as_quality(files, monkeypatch):
+    from bosaris_dask.embeddings import cohort_stats
+
+    monkeypatch.chdir(files)
+    assert main(["score", "--enrol", "enrol.npz", "--test", "test.npz", "--norm", "as",
+                 "--cohort", "cohort.npz", "--top-n", "6", "--out", "s.zarr",
+                 "--quality-out", "q.zarr", "-q"]) == 0  # fmt: skip
+    q = io.read(files / "q.zarr")
+    assert q.segment_quality.segment_measure.values.tolist() == [
+        "cohort_mean", "cohort_std", "top_mean", "top_std"]  # fmt: skip
+    ref = cohort_stats("test.npz", "cohort.npz", top_n=6)
+    np.testing.assert_array_equal(q.segment_quality.values[:, 2], ref.top_mean.values)
+    assert main(["score", "--enrol", "enrol.npz", "--test", "test.npz", "--out", "s.zarr",
+                 "--quality-out", "q.zarr"]) == 1  # fmt: skip

@@ -69,15 +69,17 @@ def embedding_system_name(args: argparse.Namespace) -> str:
     return Path(str(args.test).rstrip("/")).stem
 
 
-def embedding_scores(args: argparse.Namespace, trials: Any | None) -> Any:
-    """The lazy Scores of ``args.enrol`` against ``args.test`` (restricted to ``trials``)."""
-    from bosaris_dask.embeddings import scores_from_embeddings
+def embedding_scores(args: argparse.Namespace, trials: Any | None, quality: bool = False) -> Any:
+    """The lazy Scores of ``args.enrol`` against ``args.test`` (restricted to ``trials``); with
+    ``quality``, also the cohort statistics as a Quality object."""
+    from bosaris_dask.embeddings import scores_from_embeddings, scores_with_cohort_quality
 
-    return scores_from_embeddings(
-        args.enrol, args.test, backend=args.backend, center=args.center, models=args.models,
-        trials=trials, norm=args.norm, cohort=args.cohort, top_n=args.top_n,
-        chunks=(args.block, args.block),
-    )  # fmt: skip
+    options = {"backend": args.backend, "center": args.center, "models": args.models,
+               "trials": trials, "norm": args.norm, "cohort": args.cohort, "top_n": args.top_n,
+               "chunks": (args.block, args.block)}  # fmt: skip
+    if quality:
+        return scores_with_cohort_quality(args.enrol, args.test, **options)
+    return scores_from_embeddings(args.enrol, args.test, **options)
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -87,7 +89,18 @@ def cmd_score(args: argparse.Namespace) -> int:
     if args.key or args.ndx:
         trials = io.read(args.key, "key") if args.key else io.read(args.ndx, "ndx")
     start = time.perf_counter()
-    scores = embedding_scores(args, trials)
+    if args.quality_out:
+        if args.cohort is None:
+            raise BosarisError("--quality-out writes cohort statistics: it needs --cohort")
+        if io.detect_format(args.quality_out) != "zarr":
+            raise BosarisError(f"--quality-out is a quality store: {args.quality_out} should "
+                               "end in .zarr")  # fmt: skip
+        scores, quality = embedding_scores(args, trials, quality=True)
+        io.write(quality, args.quality_out)
+        _say(args, f"wrote the cohort statistics of {scores.sizes['model']:,} models and "
+                   f"{scores.sizes['segment']:,} segments to {args.quality_out}")  # fmt: skip
+    else:
+        scores = embedding_scores(args, trials)
     size = scores.sizes["model"] * scores.sizes["segment"]
     # The store keeps the score blocks as its chunks, so reading it back gives the evaluation
     # the same chunks, hence the same float sums (Cllr), as scoring on the fly.
@@ -115,6 +128,9 @@ def add_score_parser(sub: Any, finish: Callable[..., None]) -> None:
     which.add_argument("--ndx", help="score only this trial list")
     p.add_argument("--out", required=True, metavar="SCORES",
                    help="the score store to write (replaced atomically)")  # fmt: skip
+    p.add_argument("--quality-out", metavar="QUALITY.zarr",
+                   help="also write each model's and segment's cohort score statistics (mean, "
+                   "std; top-N mean, std with --top-n) as a quality store for fuse --quality")
     finish(p, cmd_score)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from bosaris_dask.embeddings.cohort import cohort_quality, cohort_stats
 from bosaris_dask.embeddings.model_map import read_model_map
 from bosaris_dask.embeddings.prepare import estimate_center
-from bosaris_dask.embeddings.scoring import scores_from_embeddings
+from bosaris_dask.embeddings.scoring import scores_from_embeddings, scores_with_cohort_quality
 from bosaris_dask.embeddings.store import EMBEDDING_DIMS, from_arrays, info, read
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "read_model_map",
     "estimate_center",
     "scores_from_embeddings",
+    "scores_with_cohort_quality",
     "cohort_stats",
     "cohort_quality",
     "EMBEDDING_DIMS",

@@ -137,9 +137,14 @@ def cohort_stats(
         side = prepare_models(emb, models, backend=backend, center=c)
     co = prepare(_load(cohort), backend=backend, center=c, what="cohort")
     (stats,) = side_statistics([side], co, top_n=top_n, block=block)
+    return stats_dataset(side.ids, stats, top_n)
+
+
+def stats_dataset(ids: np.ndarray, stats: np.ndarray, top_n: int | None) -> xr.Dataset:
+    """The ``(n, 4)`` statistics of :func:`side_statistics` as a Dataset over ``id``."""
     return xr.Dataset(
         {name: ("id", stats[:, k]) for k, name in enumerate(STATISTICS)},
-        coords={"id": side.ids}, attrs={"top_n": int(top_n or 0)},
+        coords={"id": ids}, attrs={"top_n": int(top_n or 0)},
     )  # fmt: skip
 
 
@@ -168,4 +173,7 @@ def cohort_quality(model_stats: xr.Dataset | None, segment_stats: xr.Dataset | N
         names = [n for n in STATISTICS if not np.isnan(st[n].values).all()]
         values = np.stack([st[n].values for n in names], axis=1)
         tables.append(quality_table(st.id.values, values, measures=names))
-    return make_quality(*tables)
+    quality = make_quality(*tables)
+    # measure names as variable-length strings: zarr v3 has no spec for fixed-length unicode
+    dims = [d for d in ("model_measure", "segment_measure") if d in quality.coords]
+    return quality.assign_coords({d: quality[d].values.astype(object) for d in dims})

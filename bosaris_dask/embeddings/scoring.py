@@ -27,7 +27,12 @@ from bosaris_dask.embeddings.prepare import (
 from bosaris_dask.errors import TrialError
 from bosaris_dask.trials import kind_of, make_scores, trial_classes
 
-__all__ = ["scores_from_embeddings", "score_matrix", "DEFAULT_CHUNKS"]
+__all__ = [
+    "scores_from_embeddings",
+    "scores_with_cohort_quality",
+    "score_matrix",
+    "DEFAULT_CHUNKS",
+]
 
 #: Score chunk shape: 4096 x 4096 float32 is 64 MiB (plus a 32 MiB float64 strip in the kernel).
 DEFAULT_CHUNKS = (4096, 4096)
@@ -158,19 +163,66 @@ def scores_from_embeddings(
     >>> s.score.values.astype(float).round(4).tolist()
     [[1.0, 0.0, -0.7071], [0.6, 0.8, -0.9899]]
     """
+    options = {"backend": backend, "center": center, "models": models, "trials": trials,
+               "norm": norm, "cohort": cohort, "top_n": top_n, "chunks": chunks}  # fmt: skip
+    return _build(enrol, test, quality=False, **options)[0]
+
+
+def scores_with_cohort_quality(
+    enrol: Embeddings, test: Embeddings, *, cohort: Embeddings, norm: str = "none",
+    **options: Any,
+) -> tuple[xr.Dataset, xr.Dataset]:  # fmt: skip
+    """:func:`scores_from_embeddings` and the cohort statistics of both sides as a Quality
+    object (measures ``cohort_mean``, ``cohort_std``, and with ``top_n`` also ``top_mean``,
+    ``top_std``), computed in the same pass as the normalization's.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bosaris_dask.embeddings import from_arrays
+    >>> e, t = from_arrays(["m"], [[1.0, 0.0]]), from_arrays(["t"], [[0.6, 0.8]])
+    >>> c = from_arrays(["c1", "c2"], [[1.0, 0.0], [0.0, 1.0]])
+    >>> scores, q = scores_with_cohort_quality(e, t, cohort=c, norm="z")
+    >>> q.model_quality.model_measure.values.tolist(), q.model_quality.values.tolist()
+    (['cohort_mean', 'cohort_std'], [[0.5, 0.5]])
+    >>> q.segment_quality.values.round(6).tolist()  # t scores the cohort 0.6 and 0.8 (float32)
+    [[0.7, 0.1]]
+    """
+    scores, quality = _build(enrol, test, cohort=cohort, norm=norm, quality=True, **options)
+    return scores, quality
+
+
+def _build(
+    enrol: Embeddings, test: Embeddings, *, backend: str = "cosine", center: Any = None,
+    models: Any = None, trials: xr.Dataset | None = None, norm: str = "none",
+    cohort: Embeddings | None = None, top_n: int | None = None,
+    chunks: tuple[int, int] = DEFAULT_CHUNKS, quality: bool,
+) -> tuple[xr.Dataset, xr.Dataset | None]:  # fmt: skip
     check_backend(backend)
     vector = resolve_center(center)
     e, t = _sides(enrol, test, backend=backend, center=vector, models=models, trials=trials,
                   chunks=chunks)  # fmt: skip
+    found = None
     if norm == "none" and cohort is None:
         score = score_matrix(e, t)
     else:
-        from bosaris_dask.embeddings.normalization import normalized_matrix
+        from bosaris_dask.embeddings.normalization import normalize
 
         c = None if cohort is None else prepare(
             _load(cohort), backend=backend, center=vector, what="cohort")
-        score = normalized_matrix(e, t, c, norm=norm, top_n=top_n)
+        if norm == "none" and quality:
+            from bosaris_dask.embeddings.cohort import side_statistics
+
+            score, found = score_matrix(e, t), side_statistics([e, t], c, top_n=top_n)
+        else:
+            score, *found = normalize(e, t, c, norm=norm, top_n=top_n, both_sides=quality)
     mask = None
     if trials is not None:
         mask = trial_classes(trials, chunks=score.chunks) != 0
-    return make_scores(e.ids, t.ids, score, mask)
+    scores = make_scores(e.ids, t.ids, score, mask)
+    if not quality:
+        return scores, None
+    from bosaris_dask.embeddings.cohort import cohort_quality, stats_dataset
+
+    return scores, cohort_quality(stats_dataset(e.ids, found[0], top_n),
+                                  stats_dataset(t.ids, found[1], top_n))  # fmt: skip
