@@ -114,3 +114,12 @@ def test_kaldi_vectors_of_another_dimension_are_named(tmp_path, values):
     emb = read(tmp_path / "v.scp")  # lazy: found when the rows are read
     with pytest.raises(ParseError, match="v.scp: id 'b' has dimension 3"):
         emb.embedding.compute()
+
+
+def test_kaldi_without_kaldiio_says_how_to_install(tmp_path, monkeypatch):
+    import sys
+
+    (tmp_path / "x.scp").write_text("a x.ark:5\n")
+    monkeypatch.setitem(sys.modules, "kaldiio", None)  # import kaldiio now fails
+    with pytest.raises(ImportError, match=r"needs kaldiio: pip install 'bosaris-dask\[emb"):
+        read(tmp_path / "x.scp")
