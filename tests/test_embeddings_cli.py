@@ -100,3 +100,32 @@ def test_score_writes_cohort_statistics_as_quality(files, monkeypatch):
     np.testing.assert_array_equal(q.segment_quality.values[:, 2], ref.top_mean.values)
     assert main(["score", "--enrol", "enrol.npz", "--test", "test.npz", "--out", "s.zarr",
                  "--quality-out", "q.zarr"]) == 1  # fmt: skip
+
+
+@pytest.mark.slow
+def test_worker_processes_read_the_files_and_give_the_same_bits(files):
+    """Two worker processes open the .npy rows themselves (the graph holds paths, not data) and
+    their evaluation equals the threaded one bit for bit."""
+    import xarray as xr
+
+    from bosaris_dask.cluster import connect
+    from bosaris_dask.embeddings import scores_from_embeddings
+    from bosaris_dask.metrics import evaluate
+
+    data = np.load(files / "test.npz")
+    np.save(files / "t.npy", data["embeddings"])
+    (files / "t.ids").write_text("\n".join(data["ids"]))
+    key = io.read(files / "key.zarr")
+
+    def run():
+        s = scores_from_embeddings(files / "enrol.npz", files / "t.npy", trials=key,
+                                   norm="as", cohort=files / "cohort.npz", top_n=5,
+                                   chunks=(8, 16))  # fmt: skip
+        return s.score.values, evaluate(s, key, split_every=2)
+
+    threads = run()
+    with connect(cluster="local", workers=2, threads_per_worker=1, dashboard=False,
+                 announce=None):  # fmt: skip
+        procs = run()
+    assert procs[0].tobytes() == threads[0].tobytes()
+    xr.testing.assert_identical(procs[1], threads[1])
