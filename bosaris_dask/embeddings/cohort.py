@@ -39,8 +39,9 @@ from bosaris_dask.errors import OptionError
 
 __all__ = ["COHORT_BLOCK", "STATISTICS", "side_statistics", "cohort_stats", "cohort_quality"]
 
-#: Cohort embeddings scored at once per chunk of rows.
-COHORT_BLOCK = 4096
+#: Cohort embeddings scored at once per chunk of rows (a 4096-row chunk then holds ~200 MB:
+#: the float32 block, its float64 copy, and the top-N candidates).
+COHORT_BLOCK = 2048
 
 #: The statistics per embedding, in the order of the last axis of :func:`side_statistics`.
 STATISTICS = ("cohort_mean", "cohort_std", "top_mean", "top_std")
@@ -55,7 +56,10 @@ def _stats_block(a: np.ndarray, cohort: np.ndarray, top_n: int, block: int) -> n
         s64 = s.astype(np.float64)
         nb = s.shape[1]
         mb = s64.mean(axis=1)
-        m2b = ((s64 - mb[:, None]) ** 2).sum(axis=1)
+        s64 -= mb[:, None]  # in place: one float64 copy of the block at a time
+        np.square(s64, out=s64)
+        m2b = s64.sum(axis=1)
+        del s64
         delta, total = mb - mean, count + nb
         mean = mean + delta * (nb / total)
         m2 = m2 + m2b + delta**2 * (count * nb / total)
