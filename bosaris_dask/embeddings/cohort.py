@@ -8,8 +8,9 @@ normalized score matrix (:mod:`bosaris_dask.embeddings.normalization`).
 For each chunk of rows, the cohort is scored in blocks of :data:`COHORT_BLOCK` embeddings with the
 same kernel as the trials (float32 scores). The full mean and variance are merged block by
 block (Chan et al.'s pairwise update, in float64). The top-N scores are kept by selection: the
-N best so far and the new block are concatenated and ``np.partition`` keeps the N largest; the
-cohort scores are never sorted, only the final N per row (for a fixed summation order).
+N best so far are merged with the values of the new block that beat the current N-th best
+(``np.partition``, see :func:`_merge_top`); the cohort scores are never sorted, only the final
+N per row (for a fixed summation order).
 Standard deviations are population ones (``ddof=0``), as in wespeaker's ``score_norm.py``.
 
 Examples
@@ -47,6 +48,31 @@ COHORT_BLOCK = 2048
 STATISTICS = ("cohort_mean", "cohort_std", "top_mean", "top_std")
 
 
+def _merge_top(top: np.ndarray, s: np.ndarray, n: int) -> np.ndarray:
+    """The ``n`` largest values per row of ``top`` (the best so far) and the new block ``s``.
+
+    Until ``n`` values are held, the two are concatenated and partitioned. After that only the
+    new values *above* each row's current ``n``-th best can enter (one equal to it would only
+    swap equal values), and they become rare as the cohort goes by (about ``n * B / k`` in the
+    ``k``-th block of ``B``), so they are gathered sparsely and partitioned with the best so
+    far: the work is a comparison per cohort score, not a selection.
+    """
+    if top.shape[1] < n:
+        cand = np.concatenate([top, s], axis=1)
+        kth = cand.shape[1] - n
+        return np.partition(cand, kth, axis=1)[:, kth:] if kth > 0 else cand
+    keep = s > top.min(axis=1)[:, None]
+    counts = keep.sum(axis=1)
+    width = int(counts.max(initial=0))
+    if width == 0:
+        return top
+    rows, cols = np.nonzero(keep)  # row-major: grouped by row
+    starts = np.cumsum(counts) - counts
+    pad = np.full((s.shape[0], width), -np.inf, dtype=s.dtype)
+    pad[rows, np.arange(rows.size) - np.repeat(starts, counts)] = s[rows, cols]
+    return np.partition(np.concatenate([top, pad], axis=1), width, axis=1)[:, width:]
+
+
 def _stats_block(a: np.ndarray, cohort: np.ndarray, top_n: int, block: int) -> np.ndarray:
     m = a.shape[0]
     count, mean, m2 = 0, np.zeros(m), np.zeros(m)
@@ -65,9 +91,7 @@ def _stats_block(a: np.ndarray, cohort: np.ndarray, top_n: int, block: int) -> n
         m2 = m2 + m2b + delta**2 * (count * nb / total)
         count = total
         if top_n:
-            cand = np.concatenate([top, s], axis=1)
-            kth = cand.shape[1] - top_n
-            top = np.partition(cand, kth, axis=1)[:, kth:] if kth > 0 else cand
+            top = _merge_top(top, s, top_n)
     out = np.empty((m, 4))
     out[:, 0], out[:, 1] = mean, np.sqrt(m2 / count)
     if top_n:
