@@ -24,7 +24,7 @@ from bosaris_dask.embeddings.prepare import (
     prepare_models,
     resolve_center,
 )
-from bosaris_dask.errors import TrialError
+from bosaris_dask.errors import OptionError, TrialError
 from bosaris_dask.trials import kind_of, make_scores, trial_classes
 
 __all__ = [
@@ -73,19 +73,18 @@ def _sides(
     trials: xr.Dataset | None, chunks: tuple[int, int],
 ) -> tuple[Side, Side]:  # fmt: skip
     """Both prepared sides, restricted to (and ordered as) the trials' ids when given."""
-    c = center
     model_ids = segment_ids = None
     if trials is not None:
         if kind_of(trials) not in ("key", "ndx"):
             raise TrialError(f"trials must be a key or an ndx, got {kind_of(trials)}")
         model_ids, segment_ids = trials.model.values, trials.segment.values
     if models is None:
-        e = prepare(enrol, model_ids, backend=backend, center=c, chunk_rows=chunks[0],
+        e = prepare(enrol, model_ids, backend=backend, center=center, chunk_rows=chunks[0],
                     what="key model")  # fmt: skip
     else:
-        e = prepare_models(enrol, models, model_ids, backend=backend, center=c,
+        e = prepare_models(enrol, models, model_ids, backend=backend, center=center,
                            chunk_rows=chunks[0])  # fmt: skip
-    t = prepare(test, segment_ids, backend=backend, center=c, chunk_rows=chunks[1],
+    t = prepare(test, segment_ids, backend=backend, center=center, chunk_rows=chunks[1],
                 what="key segment")  # fmt: skip
     return e, t
 
@@ -199,6 +198,8 @@ def _build(
     chunks: tuple[int, int] = DEFAULT_CHUNKS, quality: bool,
 ) -> tuple[xr.Dataset, xr.Dataset | None]:  # fmt: skip
     check_backend(backend)
+    if quality and cohort is None:
+        raise OptionError("cohort statistics (quality measures) need a cohort")
     vector = resolve_center(center)
     e, t = _sides(enrol, test, backend=backend, center=vector, models=models, trials=trials,
                   chunks=chunks)  # fmt: skip
