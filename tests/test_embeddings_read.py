@@ -123,3 +123,9 @@ def test_kaldi_without_kaldiio_says_how_to_install(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "kaldiio", None)  # import kaldiio now fails
     with pytest.raises(ImportError, match=r"needs kaldiio: pip install 'bosaris-dask\[emb"):
         read(tmp_path / "x.scp")
+
+
+@pytest.mark.parametrize("fmt", ["npy", "hdf5", "scp"])
+def test_graph_keys_follow_the_file(fmt, tmp_path, values):
+    path = _write(fmt, tmp_path, IDS, values)
+    assert read(path).embedding.data.name == read(path).embedding.data.name

@@ -58,6 +58,11 @@ def detect(path: str | os.PathLike[str]) -> str:
     return fmt
 
 
+def _identity(path: str) -> tuple[str, int, int]:
+    st = os.stat(path)
+    return os.path.abspath(path), st.st_size, st.st_mtime_ns
+
+
 class _Rows:
     """A picklable array-like whose ``__getitem__`` reopens the file and reads the rows asked.
 
@@ -68,6 +73,12 @@ class _Rows:
     def __init__(self, path: str, kind: str, name: str, shape: tuple[int, int], dtype: Any):
         self.path, self.kind, self.name = path, kind, name
         self.shape, self.dtype, self.ndim = shape, np.dtype(dtype), 2
+
+    def __dask_tokenize__(self) -> tuple:
+        """Graph keys follow the file's identity (path, size, modification time), so opening
+        the same unchanged file twice builds the same graph."""
+        return (type(self).__name__, *_identity(self.path), self.kind, self.name, self.shape,
+                str(self.dtype))  # fmt: skip
 
     def __getitem__(self, key: Any) -> np.ndarray:
         if self.kind == "npy":
@@ -227,6 +238,9 @@ class _KaldiRows:
     def __init__(self, path: str, specs: np.ndarray, ids: np.ndarray, dim: int, dtype: Any):
         self.path, self.specs, self.ids = path, specs, ids
         self.shape, self.dtype, self.ndim = (len(specs), dim), np.dtype(dtype), 2
+
+    def __dask_tokenize__(self) -> tuple:
+        return (type(self).__name__, *_identity(self.path), self.shape, str(self.dtype))
 
     def __getitem__(self, key: Any) -> np.ndarray:
         kaldiio = _kaldiio()
