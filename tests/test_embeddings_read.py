@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import zarr
 
-from bosaris_dask.embeddings import from_arrays, info, read
+from bosaris_dask.embeddings import from_arrays, info, read, write
 from bosaris_dask.errors import ParseError, StoreError, StoreNotFoundError, TrialError
 
 IDS = np.array([f"spk{i % 3}-utt{i}" for i in range(11)])
@@ -129,3 +129,20 @@ def test_kaldi_without_kaldiio_says_how_to_install(tmp_path, monkeypatch):
 def test_graph_keys_follow_the_file(fmt, tmp_path, values):
     path = _write(fmt, tmp_path, IDS, values)
     assert read(path).embedding.data.name == read(path).embedding.data.name
+
+
+@pytest.mark.parametrize("ext", ["npy", "npz", "h5", "zarr"])
+def test_write_then_read_gives_the_same_set(ext, tmp_path, values):
+    kaldiio = pytest.importorskip("kaldiio")
+    kaldiio.save_ark(str(tmp_path / "in.ark"), dict(zip(IDS, values, strict=True)))
+    emb = read(tmp_path / "in.ark", chunk_rows=4)
+    out = write(emb, tmp_path / f"out.{ext}", chunk_rows=3)
+    back = read(out)
+    assert back.id.values.tolist() == IDS.tolist()
+    assert back.embedding.values.tobytes() == values.tobytes()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_writing_kaldi_is_refused(tmp_path, values):
+    with pytest.raises(StoreError, match="kaldiio.save_ark"):
+        write(from_arrays(IDS, values), tmp_path / "x.ark")
