@@ -5,7 +5,8 @@ Python API: :func:`read` (an embedding file as a lazy labelled set, see
 :func:`scores_from_embeddings`, a lazy Scores object that every evaluation, calibration and
 fusion consumes like a stored score matrix.
 
-Modules: ``formats`` (one reader per file format), ``store`` (the labelled set), ``model_map``
+Modules: ``formats`` (one reader per file format), ``store`` (the labelled set), ``write``
+(atomic writers), ``model_map``
 (multi-session enrolment), ``prepare`` (selection, checks, centering, normalization),
 ``kernel`` (the deterministic block product), ``scoring`` (the lazy Scores), ``cohort`` and
 ``normalization`` (Z/T/S/AS-norm).
