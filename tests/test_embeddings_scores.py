@@ -59,7 +59,7 @@ def test_cosine_equals_float64_reference_to_float32_rounding(sets):
     assert bool(s.score_mask.all())
 
 
-def test_dot_backend_and_centering(sets):
+def test_dot_backend_and_centering(sets, tmp_path):
     (e_ids, _, e), (t_ids, _, t) = sets
     E, T = from_arrays(e_ids, e), from_arrays(t_ids, t)
     dot = scores_from_embeddings(E, T, backend="dot", chunks=(10, 10)).score.values
@@ -71,6 +71,12 @@ def test_dot_backend_and_centering(sets):
     _, _, c = _set(29, "c", 3)
     est = scores_from_embeddings(E, T, center=from_arrays([f"c{i}" for i in range(29)], c))
     _assert_rounded(est.score.values, _cosine_ref(e, t, c.astype(np.float64).mean(axis=0)))
+    # a .npy file: a 1-D vector is the mean itself, a 2-D array (no ids needed) gives its mean
+    np.save(tmp_path / "mean.npy", mu)
+    np.save(tmp_path / "rows.npy", c)
+    for path, vec in (("mean.npy", mu), ("rows.npy", c.astype(np.float64).mean(axis=0))):
+        got = scores_from_embeddings(E, T, center=tmp_path / path).score.values
+        _assert_rounded(got, _cosine_ref(e, t, vec))
 
 
 def test_model_map_averages_normalized_segments(sets, tmp_path):
