@@ -64,10 +64,10 @@ def _identity(path: str) -> tuple[str, int, int]:
 
 
 class _Rows:
-    """A picklable array-like whose ``__getitem__`` reopens the file and reads the rows asked.
-
-    ``opener(path)`` returns something indexable (a memory map, an h5py dataset); it is called
-    in the task, never pickled.
+    """A picklable array-like whose ``__getitem__`` reopens the file and reads the rows asked:
+    a memory map of a ``.npy`` (``kind="npy"``) or the dataset ``name`` of an HDF5 file. Only
+    the path and the shape are pickled; every task opens the file itself (an open per chunk of
+    thousands of rows costs little next to reading them).
     """
 
     def __init__(self, path: str, kind: str, name: str, shape: tuple[int, int], dtype: Any):
