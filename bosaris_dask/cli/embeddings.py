@@ -69,44 +69,58 @@ def embedding_system_name(args: argparse.Namespace) -> str:
     return Path(str(args.test).rstrip("/")).stem
 
 
-def embedding_scores(args: argparse.Namespace, trials: Any | None, quality: bool = False) -> Any:
+def embedding_scores(
+    args: argparse.Namespace, trials: Any | None, quality: bool = False,
+    enrol: Any = None, test: Any = None,
+) -> Any:  # fmt: skip
     """The lazy Scores of ``args.enrol`` against ``args.test`` (restricted to ``trials``); with
-    ``quality``, also the cohort statistics as a Quality object."""
+    ``quality``, also the cohort statistics as a Quality object. ``enrol``/``test``: the sets
+    already opened from those paths."""
     from bosaris_dask.embeddings import scores_from_embeddings, scores_with_cohort_quality
 
     options = {"backend": args.backend, "center": args.center, "models": args.models,
                "trials": trials, "norm": args.norm, "cohort": args.cohort, "top_n": args.top_n,
                "chunks": (args.block, args.block)}  # fmt: skip
+    e = args.enrol if enrol is None else enrol
+    t = args.test if test is None else test
     if quality:
-        return scores_with_cohort_quality(args.enrol, args.test, **options)
-    return scores_from_embeddings(args.enrol, args.test, **options)
+        return scores_with_cohort_quality(e, t, **options)
+    return scores_from_embeddings(e, t, **options)
 
 
 def cmd_score(args: argparse.Namespace) -> int:
     from bosaris_dask import io
+    from bosaris_dask.embeddings import read
 
-    trials = None
-    if args.key or args.ndx:
-        trials = io.read(args.key, "key") if args.key else io.read(args.ndx, "ndx")
-    start = time.perf_counter()
     if args.quality_out:
         if args.cohort is None:
             raise BosarisError("--quality-out writes cohort statistics: it needs --cohort")
         if io.detect_format(args.quality_out) != "zarr":
             raise BosarisError(f"--quality-out is a quality store: {args.quality_out} should "
                                "end in .zarr")  # fmt: skip
-        scores, quality = embedding_scores(args, trials, quality=True)
-        io.write(quality, args.quality_out)
-        _say(args, f"wrote the cohort statistics of {scores.sizes['model']:,} models and "
-                   f"{scores.sizes['segment']:,} segments to {args.quality_out}")  # fmt: skip
+    trials = None
+    if args.key or args.ndx:
+        trials = io.read(args.key, "key") if args.key else io.read(args.ndx, "ndx")
+    # Open the inputs first (ids only), so a wrong path fails before a cluster starts; the
+    # checks, cohort statistics and scores then run where the cluster is.
+    enrol, test = read(args.enrol), read(args.test)
+    if trials is not None:
+        size = trials.sizes["model"] * trials.sizes["segment"]
     else:
-        scores = embedding_scores(args, trials)
-    size = scores.sizes["model"] * scores.sizes["segment"]
-    # The store keeps the score blocks as its chunks, so reading it back gives the evaluation
-    # the same chunks, hence the same float sums (Cllr), as scoring on the fly.
-    text = io.detect_format(args.out) == "text"
-    options = {} if text else {"chunk_mb": args.block**2 * 4 / 2**20}
+        size = enrol.sizes["id"] * test.sizes["id"]
+    start = time.perf_counter()
     with _cluster(args, size_hint=size):
+        if args.quality_out:
+            scores, quality = embedding_scores(args, trials, True, enrol, test)
+            io.write(quality, args.quality_out)
+            _say(args, f"wrote the cohort statistics of {scores.sizes['model']:,} models and "
+                       f"{scores.sizes['segment']:,} segments to {args.quality_out}")  # fmt: skip
+        else:
+            scores = embedding_scores(args, trials, False, enrol, test)
+        # The store keeps the score blocks as its chunks, so reading it back gives an
+        # evaluation the same chunks as scoring on the fly.
+        text = io.detect_format(args.out) == "text"
+        options = {} if text else {"chunk_mb": args.block**2 * 4 / 2**20}
         io.write(scores, args.out, progress=_progress(args), **options)
     _say(args, f"wrote {scores.sizes['model']:,} x {scores.sizes['segment']:,} scores to "
                f"{args.out} in {time.perf_counter() - start:.1f} s")  # fmt: skip
