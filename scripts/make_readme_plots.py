@@ -8,7 +8,7 @@ cosine-similarity-like one and one printed with 3 decimals) on 2,000 models x 3,
 Usage::
 
     python scripts/make_readme_plots.py            # writes docs/images/{det,det_low_fa,nbe,ape}.png
-    python scripts/make_readme_plots.py --out /tmp/plots --models 500 --segments 800
+    python scripts/make_readme_plots.py --out-dir /tmp/plots --models 500 --segments 800
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "images")
+    parser.add_argument("--out-dir", type=Path, default=ROOT / "docs" / "images")
     parser.add_argument("--models", type=int, default=2000)
     parser.add_argument("--segments", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=7)
@@ -41,9 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     key, systems = simulate(args.models, args.segments, systems=len(NAMES), seed=args.seed)
     results = evaluate(systems, key, names=NAMES)
-    args.out.mkdir(parents=True, exist_ok=True)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
     for name, figure in standard_figures(results).items():
-        path = save_figure(figure, args.out / f"{name}.png", dpi=110)
+        path = save_figure(figure, args.out_dir / f"{name}.png", dpi=110)
         print(f"wrote {path}")
     print(f"{time.perf_counter() - start:.1f} s", file=sys.stderr)
     return 0

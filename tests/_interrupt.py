@@ -155,7 +155,7 @@ class Inputs:
 def simulate_args(scale: tuple[int, int], out: Path, seed: int = 0) -> list[str]:
     models, segments = scale
     return ["simulate", "--models", str(models), "--segments", str(segments), "--systems", "2",
-            "--seed", str(seed), "--out", str(out), *TAIL]  # fmt: skip
+            "--seed", str(seed), "--out-dir", str(out), *TAIL]  # fmt: skip
 
 
 def make_inputs(root: Path, scale: tuple[int, int]) -> Inputs:
@@ -222,9 +222,10 @@ def _training_args(
         order = systems[::-1] if previous else systems
         train = [a for k in order for a in ("--scores", _scores(d.small, k))]
         apply = [_scores(d.small if previous else d.big, k) for k in order]
-        prior = ["--prior", "0.1"] if previous else []
+        prior = ["--train-prior", "0.1"] if previous else []
+        apply_flags = [a for path in apply for a in ("--apply", path)]
         return [command, "--key", str(d.small / "key.zarr"), *train, *prior,
-                "--model-out", str(o / model), "--apply", *apply, "--out", str(o / output),
+                "--model-out", str(o / model), *apply_flags, "--out", str(o / output),
                 *TAIL]  # fmt: skip
 
     return args

@@ -31,7 +31,7 @@ def small_set(tmp_path_factory):
                 "2",
                 "--target-rate",
                 "0.05",
-                "--out",
+                "--out-dir",
                 str(out),
                 "-q",
                 "--cluster",
@@ -65,7 +65,7 @@ def test_evaluate_json_equals_the_api(small_set, tmp_path):
     rc = main(["evaluate", "--key", str(small_set / "key.zarr"),
                "--scores", str(small_set / "system-1.zarr"),
                "--scores", str(small_set / "system-2.zarr"),
-               "--prior", "0.5", "0.1", "--prior", "0.01", "--json", str(out), "-q",
+               "--prior", "0.5", "--prior", "0.1", "--prior", "0.01", "--json", str(out), "-q",
                "--cluster", "threads"])  # fmt: skip
     assert rc == 0
     doc = json.loads(out.read_text())
@@ -82,7 +82,8 @@ def test_evaluate_json_equals_the_api(small_set, tmp_path):
             assert op["act_dcf"] == float(api.act_dcf[k, j])
             assert op["min_pfa"] == float(api.min_pfa[k, j])
             assert set(op) == {"prior", "act_dcf", "min_dcf", "act_dcf_raw", "min_dcf_raw",
-                               "act_pmiss", "act_pfa", "min_pmiss", "min_pfa"}  # fmt: skip
+                               "act_pmiss", "act_pfa", "min_pmiss", "min_pfa", "p_target",
+                               "c_miss", "c_fa", "act_threshold", "min_threshold"}  # fmt: skip
 
 
 def test_evaluate_prints_a_table(small_set):
@@ -125,7 +126,7 @@ def test_bad_prior_is_rejected():
 
 
 def test_demo_says_where_outputs_are(tmp_path):
-    result = _run("demo", "--out", str(tmp_path / "demo"), "--models", "40", "--segments", "50")
+    result = _run("demo", "--out-dir", str(tmp_path / "demo"), "--models", "40", "--segments", "50")
     assert result.returncode == 0, result.stderr
     doc = json.loads((tmp_path / "demo" / "results.json").read_text())
     assert len(doc["systems"]) == 3
@@ -163,7 +164,7 @@ def test_calibrate_linear_writes_model_and_applies_it(small_set, tmp_path):
 
     key, s2 = str(small_set / "key.zarr"), str(small_set / "system-2.zarr")
     model, out = tmp_path / "cal.json", tmp_path / "cal.zarr"
-    result = _run("calibrate", "--key", key, "--scores", s2, "--prior", "0.1",
+    result = _run("calibrate", "--key", key, "--scores", s2, "--train-prior", "0.1",
                   "--model-out", str(model), "--apply", s2, "--out", str(out),
                   "--cluster", "threads")  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -195,7 +196,8 @@ def test_fuse_then_apply_command_gives_the_same_scores(small_set, tmp_path):
     systems = [str(small_set / f"system-{k}.zarr") for k in (1, 2)]
     model, fused = tmp_path / "fusion.json", tmp_path / "fused.zarr"
     result = _run("fuse", "--key", key, "--scores", systems[0], "--scores", systems[1],
-                  "--model-out", str(model), "--apply", *systems, "--out", str(fused),
+                  "--model-out", str(model), "--apply", systems[0], "--apply", systems[1],
+                  "--out", str(fused),
                   "--cluster", "threads")  # fmt: skip
     assert result.returncode == 0, result.stderr
     doc = json.loads(model.read_text())
@@ -245,8 +247,42 @@ def test_plot_command_draws_the_evaluated_curves(small_set, tmp_path):
 
 def test_evaluate_plots_writes_the_standard_set(small_set, tmp_path):
     rc = main(["evaluate", "--key", str(small_set / "key.zarr"), "--scores",
-               str(small_set / "system-1.zarr"), "--plots", str(tmp_path / "plots"), "-q",
+               str(small_set / "system-1.zarr"), "--plots-dir", str(tmp_path / "plots"), "-q",
                "--cluster", "threads"])  # fmt: skip
     assert rc == 0
     names = sorted(p.name for p in (tmp_path / "plots").iterdir())
     assert names == ["ape.png", "det.png", "det_low_fa.png", "nbe.png"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["evaluate", "--key", "k", "--scores", "s", "--prior", "0.1", "0.01"],
+         "argument --prior: one value per flag; repeat the flag: --prior 0.1 --prior 0.01"),
+        (["fuse", "--key", "k", "--scores", "a", "--scores", "b", "--model-out", "m.json",
+          "--apply", "a", "b", "--out", "o.zarr"],
+         "argument --apply: one value per flag; repeat the flag: --apply a --apply b"),
+        (["calibrate", "--key", "k", "--scores", "s", "--model-out", "m.json", "--prior", "0.1"],
+         "calibrate --prior is now --train-prior (--prior means evaluation operating points)"),
+        (["simulate", "--models", "2", "--segments", "2", "--out", "d"],
+         "simulate --out is now --out-dir (--out is always a file or store)"),
+        (["evaluate", "--key", "k", "--scores", "s", "--plots", "d"],
+         "evaluate --plots is now --plots-dir (a directory)"),
+    ],
+)
+def test_old_spellings_fail_with_the_new_one(argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("bosaris-dask") and last.endswith(f": error: {message}")
+
+
+def test_calibrate_apply_takes_one_system(small_set, tmp_path):
+    key, s1 = str(small_set / "key.zarr"), str(small_set / "system-1.zarr")
+    result = _run("calibrate", "--key", key, "--scores", s1, "--model-out",
+                  str(tmp_path / "m.json"), "--apply", s1, "--apply", s1, "--out",
+                  str(tmp_path / "o.zarr"), "--cluster", "threads")  # fmt: skip
+    assert result.returncode == 1
+    assert "calibrate --apply takes the scores of one system, got 2" in result.stderr
+    assert not (tmp_path / "m.json").exists()

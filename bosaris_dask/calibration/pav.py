@@ -1,7 +1,9 @@
 """Non-parametric calibration as a fit/apply object: :class:`PAVCalibrator`.
 
-Fitting bins the supervised scores (with the engine's exact passes when it provides
-``score_bins``, else in memory) and builds the :func:`~bosaris_dask.calibration.pav_map`;
+Fitting bins the supervised scores with the engine's exact passes
+(:func:`bosaris_dask.engine.score_bins`: the bins are exact around the PAV block boundaries; the
+pseudo-counts only remove block boundaries, so they are exact for the map with pseudo-counts
+too) and builds the :func:`~bosaris_dask.calibration.pav_map`;
 ``transform`` maps scores chunk by chunk, lazily.
 """
 
@@ -9,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
 
 from bosaris_dask.calibration.pav_map import DEFAULT_BOUND, interpolate_map, pav_map
+from bosaris_dask.engine import score_bins
 from bosaris_dask.errors import ScoreError, TrialError
 from bosaris_dask.fusion.base import MODEL_FORMAT, JsonModel
 from bosaris_dask.trials import align_with, kind_of, make_scores, trial_classes
@@ -30,40 +32,6 @@ def _bins_of_arrays(tar: np.ndarray, non: np.ndarray) -> tuple[np.ndarray, ...]:
     n_tar = np.bincount(inverse[: len(tar)], minlength=len(values))
     n_non = np.bincount(inverse[len(tar) :], minlength=len(values))
     return values, values, n_tar, n_non
-
-
-def _score_bins_in_memory(
-    scores: xr.Dataset, key: xr.Dataset
-) -> tuple[tuple[np.ndarray, ...], int]:
-    """Bins (distinct scores) of a supervised set, computed in memory in one pass.
-
-    A private fallback until ``bosaris_dask.engine.score_bins`` exists: it pulls every target
-    and non-target score to the client.
-    """
-    s = align_with(scores, key)
-    mask = s.score_mask.data
-    cls = trial_classes(key, chunks=mask.chunks)
-    values = s.score.data
-    tar, non, missing = dask.compute(
-        values[(cls == 1) & mask], values[(cls == -1) & mask], ((cls != 0) & ~mask).sum()
-    )
-    return _bins_of_arrays(tar, non), int(missing)
-
-
-def _score_bins(scores: xr.Dataset, key: xr.Dataset) -> tuple[tuple[np.ndarray, ...], int | None]:
-    """Bins for PAV: from the engine's exact passes, else from the in-memory fallback.
-
-    The engine's bins are exact around the PAV block boundaries of the data; the pseudo-counts
-    only remove block boundaries (a boundary of the augmented hull is one of the data's hull
-    vertices), so they are exact for the map with pseudo-counts too. Key trials without a score
-    are dropped (the engine does not report how many: ``n_missing`` is then ``None``).
-    """
-    try:
-        from bosaris_dask.engine import score_bins  # the exact, scalable engine passes
-    except ImportError:
-        return _score_bins_in_memory(scores, key)
-    bins = score_bins(scores, key, allow_missing=True)
-    return tuple(np.asarray(a) for a in bins), None
 
 
 class PAVCalibrator(JsonModel):
@@ -147,13 +115,13 @@ class PAVCalibrator(JsonModel):
     def fit(self, key: xr.Dataset, scores: xr.Dataset) -> PAVCalibrator:
         """Fit on a supervised set: a Key and a Scores object (aligned to the key's ids).
 
-        Key trials without a score are dropped (counted); non-finite scores are a
-        :class:`ScoreError`.
+        Key trials without a score are dropped (the engine does not report how many, so
+        ``counts_`` has no ``n_missing``); non-finite scores are a :class:`ScoreError`.
         """
         if kind_of(key) != "key" or kind_of(scores) != "scores":
             raise TrialError("PAVCalibrator.fit takes a Key and a Scores object")
-        bins, missing = _score_bins(scores, key)
-        return self.fit_bins(*bins, n_missing=missing)
+        bins = score_bins(scores, key, allow_missing=True)
+        return self.fit_bins(*(np.asarray(a) for a in bins))
 
     def _check_fitted(self) -> tuple[np.ndarray, np.ndarray]:
         """The knots ``(score_bounds_, llr_bounds_)``; a :class:`TrialError` if not fitted."""

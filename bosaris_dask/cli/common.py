@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from bosaris_dask.errors import BosarisError
+
+T = TypeVar("T")
 
 
 def _progress(args: argparse.Namespace) -> bool:
@@ -28,21 +31,70 @@ def _cluster(args: argparse.Namespace, size_hint: int | None = None):
     return connect_from_args(args, size_hint=size_hint, **quiet)
 
 
+@contextlib.contextmanager
+def _opened(
+    args: argparse.Namespace, open_inputs: Callable[[], T], size: Callable[[T], int]
+) -> Iterator[T]:
+    """Open the inputs (lazily), connect to where the work runs, and yield the inputs.
+
+    Outside MPI the inputs are opened first, so that a wrong path fails before a cluster starts
+    and their size tells :func:`~bosaris_dask.cluster.connect` whether worker processes are
+    worth starting. Under MPI every rank runs the command: the inputs are opened only on the
+    client rank, inside the cluster.
+    """
+    loaded = None if args.cluster == "mpi" else open_inputs()
+    with _cluster(args, size_hint=None if loaded is None else size(loaded)):
+        yield open_inputs() if loaded is None else loaded
+
+
 def _load(
-    key_path: str, score_paths: Sequence[str] | None, args: argparse.Namespace | None = None
+    key_path: str | None,
+    score_paths: Sequence[str] | None,
+    text_format: str | None = None,
+    args: argparse.Namespace | None = None,
 ) -> tuple[Any, list[Any]]:
-    """Open the key and the systems' scores (lazily: nothing is computed yet); with
-    ``--enrol``/``--test`` in ``args``, the scores from embeddings are the last system."""
+    """Open the key and the systems' scores (lazily: nothing is computed yet).
+
+    Without a key, the key comes from the labels of the first scores file (a wespeaker or
+    3D-Speaker score file, or a NIST table with a label column): it is read twice, once for its
+    labels and once for its scores, each streamed. With ``--enrol``/``--test`` in ``args``, the
+    scores from embeddings are the last system (:mod:`bosaris_dask.cli.embeddings`).
+    """
     from bosaris_dask import io
+    from bosaris_dask.errors import OptionError
+
+    score_paths = list(score_paths or [])
+    if key_path is not None:  # the key first: a wrong key path is the first error
+        key = io.read(key_path, "key", text_format=text_format)
+        systems = [io.read(p, "scores", text_format=text_format) for p in score_paths]
+        return key, _with_embeddings(args, key, systems)
+    if not score_paths:
+        raise OptionError("--key is needed: it selects the trials to score from embeddings")
+    systems = [io.read(p, "scores", text_format=text_format) for p in score_paths]
+    if key_path is None:
+        from bosaris_dask.io.text import text_has_labels
+
+        first = score_paths[0]
+        if io.detect_format(first) != "text" or not text_has_labels(first, format=text_format):
+            raise OptionError(
+                f"--key is needed: {first} carries no labels (only text files with both a score "
+                "and a label column, e.g. wespeaker's 'enrol test score label', can be their "
+                "own key)"
+            )
+        key_path = first
+    key = io.read(key_path, "key", text_format=text_format)
+    return key, _with_embeddings(args, key, systems)
+
+
+def _with_embeddings(args: argparse.Namespace | None, key: Any, systems: list[Any]) -> list[Any]:
+    """``systems`` and, with ``--enrol``/``--test``, the lazy scores from embeddings."""
     from bosaris_dask.cli.embeddings import embedding_scores, uses_embeddings
 
-    key = io.read(key_path, "key")
-    systems = [io.read(p, "scores") for p in score_paths or []]
     if args is not None and uses_embeddings(args):
-        systems.append(embedding_scores(args, key))
+        systems = [*systems, embedding_scores(args, key)]
     if not systems:
         raise BosarisError("no scores: give --scores, or --enrol and --test")
-    return key, systems
+    return systems
 
 
 def _system_name(path: str) -> str:
@@ -52,13 +104,20 @@ def _system_name(path: str) -> str:
     return name
 
 
-def _flatten_priors(args: argparse.Namespace) -> None:
-    if args.prior is None:
+def _default_priors(args: argparse.Namespace) -> None:
+    """``--prior`` not given: the default operating points (none when only
+    ``--operating-point`` is given)."""
+    if args.prior is None and getattr(args, "operating_point", None):
+        args.prior = []  # only the operating points asked for
+    elif args.prior is None:
         from bosaris_dask.metrics import DEFAULT_PRIORS
 
         args.prior = list(DEFAULT_PRIORS)
-    else:
-        args.prior = [p for group in args.prior for p in group]
+
+
+def _size(obj: Any) -> int:
+    """The number of cells of a trial object (the ``size_hint`` that picks a scheduler)."""
+    return int(obj.sizes.get("model", 0) * obj.sizes.get("segment", 0))
 
 
 def _evaluate(args: argparse.Namespace, key: Any, systems: list[Any], score_paths: Sequence[str]):
@@ -71,6 +130,7 @@ def _evaluate(args: argparse.Namespace, key: Any, systems: list[Any], score_path
         names.append(embedding_system_name(args))
     return evaluate(
         systems, key, priors=args.prior, names=names,
+        operating_points=getattr(args, "operating_point", None) or (),
         allow_missing=args.allow_missing, progress=_progress(args),
     )  # fmt: skip
 

@@ -11,11 +11,13 @@ import numpy as np
 
 from bosaris_dask.cli.common import (
     _cluster,
+    _default_priors,
     _evaluate,
-    _flatten_priors,
     _load,
+    _opened,
     _progress,
     _say,
+    _size,
     _write_json,
 )
 from bosaris_dask.errors import BosarisError
@@ -24,8 +26,11 @@ from bosaris_dask.errors import BosarisError
 def cmd_convert(args: argparse.Namespace) -> int:
     from bosaris_dask import io
 
-    obj = io.read(args.input, args.kind)
-    io.write(obj, args.output, progress=_progress(args))
+    def open_input() -> Any:
+        return io.read(args.input, args.kind, text_format=args.format)
+
+    with _opened(args, open_input, _size) as obj:
+        io.write(obj, args.output, progress=_progress(args))
     _say(args, f"wrote {obj.attrs['bosaris_kind']} {dict(obj.sizes)} to {args.output}")
     return 0
 
@@ -41,11 +46,18 @@ def _count_label_targets(obj: Any) -> int:
 def cmd_info(args: argparse.Namespace) -> int:
     from bosaris_dask import io
     from bosaris_dask.cli.embeddings import cmd_embedding_info, is_embedding_file
-    from bosaris_dask.trials import is_label_key, kind_of
 
     if is_embedding_file(args.path):
         return cmd_embedding_info(args)
-    obj = io.read(args.path)
+    with _opened(args, lambda: io.read(args.path), _size) as obj:
+        _print_info(args, obj)
+    return 0
+
+
+def _print_info(args: argparse.Namespace, obj: Any) -> None:
+    from bosaris_dask import io
+    from bosaris_dask.trials import is_label_key, kind_of
+
     kind = kind_of(obj)
     if args.key and kind != "scores":
         raise BosarisError(f"--key compares scores with a key, but {args.path} holds a {kind}")
@@ -53,7 +65,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"kind:        {kind}{' (derived from class labels)' if is_label_key(obj) else ''}")
     if kind == "quality":
         print(obj)
-        return 0
+        return
     n_m, n_s = obj.sizes["model"], obj.sizes["segment"]
     print(f"shape:       {n_m:,} models x {n_s:,} segments ({n_m * n_s:,} cells)")
     for dim in ("model", "segment"):
@@ -78,7 +90,6 @@ def cmd_info(args: argparse.Namespace) -> int:
         print(f"trials:      {int(obj[name].data.sum().compute()):,}")
     if args.key:
         _print_coverage(obj, args.key)
-    return 0
 
 
 def _print_coverage(scores: Any, key_path: str) -> None:
@@ -121,7 +132,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             args.models, args.segments, systems=args.systems, target_rate=args.target_rate,
             seed=args.seed, dtype=np.dtype(args.dtype),
         )  # fmt: skip
-        paths = _write_simulation(key, systems, Path(args.out), _progress(args))
+        paths = _write_simulation(key, systems, Path(args.out_dir), _progress(args))
         _say(args, f"wrote {', '.join(str(p) for p in paths)} "
                    f"in {time.perf_counter() - start:.1f} s")  # fmt: skip
     return 0
@@ -131,20 +142,27 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from bosaris_dask.report import format_table, to_json_dict
     from bosaris_dask.simulate import simulate
 
-    out = Path(args.out)
-    _say(args, f"simulating {args.models} models x {args.segments} segments, 3 systems ...")
-    key, systems = simulate(args.models, args.segments, systems=3, seed=args.seed)
-    paths = _write_simulation(key, systems, out, progress=False)
-    args.prior, args.allow_missing = None, False
-    _flatten_priors(args)
-    score_paths = [str(p) for p in paths[1:]]
-    results = _evaluate(args, *_load(str(paths[0]), score_paths), score_paths)
-    print(format_table(results))
-    _write_json(str(out / "results.json"), to_json_dict(results))
+    out = Path(args.out_dir)
+    with _cluster(args, size_hint=args.models * args.segments):
+        _say(args, f"simulating {args.models} models x {args.segments} segments, 3 systems ...")
+        key, systems = simulate(args.models, args.segments, systems=3, seed=args.seed)
+        paths = _write_simulation(key, systems, out, progress=False)
+        from bosaris_dask.cli.embeddings import write_demo_embeddings
+
+        embedding_paths = write_demo_embeddings(out, seed=args.seed)
+        args.prior, args.allow_missing = None, False
+        _default_priors(args)
+        score_paths = [str(p) for p in paths[1:]]
+        results = _evaluate(args, *_load(str(paths[0]), score_paths), score_paths)
+        print(format_table(results))
+        _write_json(str(out / "results.json"), to_json_dict(results))
     print(
         f"\nOutputs in {out}/: key.zarr (a label-derived key), "
-        f"{', '.join(p.name for p in paths[1:])} (scores), results.json (the metrics)."
+        f"{', '.join(p.name for p in paths[1:])} (scores), results.json (the metrics); "
+        f"{', '.join(p.name for p in embedding_paths[:3])} (speaker embeddings) and "
+        f"{embedding_paths[3].name} (their key)."
     )
     print(f"Try: bosaris-dask info {paths[1]}")
     print(f"     bosaris-dask evaluate --key {paths[0]} --scores {paths[1]} --prior 0.01")
+    print("     bosaris-dask evaluate --help   (every command's help ends with examples)")
     return 0

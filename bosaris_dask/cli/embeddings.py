@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bosaris_dask.cli.common import _cluster, _progress, _say
+from bosaris_dask.cli.common import _opened, _progress, _say
 from bosaris_dask.errors import BosarisError
 
 #: Extensions that only embedding files have (HDF5 and zarr are recognized by their content).
@@ -98,18 +98,23 @@ def cmd_score(args: argparse.Namespace) -> int:
         if io.detect_format(args.quality_out) != "zarr":
             raise BosarisError(f"--quality-out is a quality store: {args.quality_out} should "
                                "end in .zarr")  # fmt: skip
-    trials = None
-    if args.key or args.ndx:
-        trials = io.read(args.key, "key") if args.key else io.read(args.ndx, "ndx")
-    # Open the inputs first (ids only), so a wrong path fails before a cluster starts; the
-    # checks, cohort statistics and scores then run where the cluster is.
-    enrol, test = read(args.enrol), read(args.test)
-    if trials is not None:
-        size = trials.sizes["model"] * trials.sizes["segment"]
-    else:
-        size = enrol.sizes["id"] * test.sizes["id"]
+
+    def open_inputs() -> tuple[Any, Any, Any]:
+        trials = None
+        if args.key or args.ndx:
+            trials = io.read(args.key, "key") if args.key else io.read(args.ndx, "ndx")
+        return trials, read(args.enrol), read(args.test)  # ids only: cheap
+
+    def size(inputs: tuple[Any, Any, Any]) -> int:
+        trials, enrol, test = inputs
+        if trials is not None:
+            return int(trials.sizes["model"] * trials.sizes["segment"])
+        return int(enrol.sizes["id"] * test.sizes["id"])
+
+    # The inputs are opened first (a wrong path fails before a cluster starts); the checks,
+    # cohort statistics and scores then run where the cluster is.
     start = time.perf_counter()
-    with _cluster(args, size_hint=size):
+    with _opened(args, open_inputs, size) as (trials, enrol, test):
         if args.quality_out:
             scores, quality = embedding_scores(args, trials, True, enrol, test)
             io.write(quality, args.quality_out)
@@ -127,25 +132,39 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_score_parser(sub: Any, finish: Callable[..., None]) -> None:
-    """The ``score`` subcommand (``finish`` adds the shared options and the function)."""
-    p = sub.add_parser(
-        "score",
-        help="score embeddings (cosine, centering, model maps, Z/T/S/AS-norm) into a store",
-        description="Score enrolment against test embeddings by blocked matrix products and "
-        "write the scores (a .zarr store is the default choice; .h5 and text work too). "
-        "--key or --ndx restricts the scores to its ids and trials.",
-    )
+def add_score_parser(sub: Any, add: Callable[..., Any], finish: Callable[..., None]) -> None:
+    """The ``score`` subcommand (``add`` makes a subparser with its examples, ``finish`` adds
+    the shared options and the function)."""
+    p = add(sub, "score",
+            "score embeddings (cosine, centering, model maps, Z/T/S/AS-norm) into a store",
+            "Score enrolment against test embeddings by blocked matrix products and write the "
+            "scores (a .zarr store is the default choice; .h5 and text work too). --key or "
+            "--ndx restricts the scores to its ids and trials.")  # fmt: skip
     add_embedding_arguments(p, required=True)
     which = p.add_mutually_exclusive_group()
     which.add_argument("--key", help="score only this key's trials")
     which.add_argument("--ndx", help="score only this trial list")
-    p.add_argument("--out", required=True, metavar="SCORES",
-                   help="the score store to write (replaced atomically)")  # fmt: skip
+    p.add_argument("--out", required=True, metavar="STORE",
+                   help="file or store for the scores (replaced atomically)")  # fmt: skip
     p.add_argument("--quality-out", metavar="QUALITY.zarr",
                    help="also write each model's and segment's cohort score statistics (mean, "
                    "std; top-N mean, std with --top-n) as a quality store for fuse --quality")
     finish(p, cmd_score)
+
+
+def write_demo_embeddings(out: Path, seed: int = 0) -> list[Path]:
+    """Write ``enrol.npz``, ``test.npz``, ``cohort.npz`` and their key ``embeddings-key.zarr``
+    (synthetic speakers, :func:`bosaris_dask.embeddings.simulate.simulate_embeddings`)."""
+    from bosaris_dask import io
+    from bosaris_dask.embeddings import write
+    from bosaris_dask.embeddings.simulate import simulate_embeddings
+
+    enrol, test, cohort, key = simulate_embeddings(seed=seed)
+    paths = [out / "enrol.npz", out / "test.npz", out / "cohort.npz"]
+    for emb, path in zip((enrol, test, cohort), paths, strict=True):
+        write(emb, path)
+    io.write(key, out / "embeddings-key.zarr")
+    return [*paths, out / "embeddings-key.zarr"]
 
 
 def is_embedding_file(path: str) -> bool:

@@ -1,14 +1,90 @@
-"""The argument parser of ``bosaris-dask``: every subcommand, its options and their checks."""
+"""The argument parser of ``bosaris-dask``: every subcommand, its options and their checks.
+
+The rules every subcommand follows (issue 15; ``tests/test_cli_consistency.py`` checks them):
+
+- an option that takes several values is a repeatable flag with one value each
+  (``--scores A --scores B``, ``--prior 0.1 --prior 0.01``, ``fuse --apply A --apply B``);
+- ``--prior`` is an evaluation operating point; the prior of a training objective is
+  ``--train-prior``;
+- ``--out`` is a file or store; a directory is ``--out-dir`` (or ``--plots-dir``);
+- every subcommand takes the options that choose where the work runs (``--cluster`` ...);
+- every ``--help`` ends with examples that run on the demo's data
+  (:mod:`bosaris_dask.cli.examples`).
+
+Spellings of earlier releases (``--prior 0.1 0.01``, ``fuse --apply A B``, ``calibrate
+--prior``, ``simulate --out DIR``) fail with a one-line error that shows the new spelling.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from bosaris_dask import __version__
 from bosaris_dask.cli.data import cmd_convert, cmd_demo, cmd_info, cmd_simulate
 from bosaris_dask.cli.embeddings import add_embedding_arguments, add_score_parser
+from bosaris_dask.cli.examples import epilog
 from bosaris_dask.cli.scoring import cmd_apply, cmd_calibrate, cmd_evaluate, cmd_fuse, cmd_plot
+
+#: Options renamed in issue 15: ``{(command, old): new}``.
+RENAMED = {
+    ("calibrate", "--prior"): "--train-prior",
+    ("fuse", "--prior"): "--train-prior",
+    ("simulate", "--out"): "--out-dir",
+    ("demo", "--out"): "--out-dir",
+    ("evaluate", "--plots"): "--plots-dir",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors show the new spelling of an option that changed."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self._argv = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(self._argv, namespace)
+
+    def error(self, message: str) -> NoReturn:
+        argv = getattr(self, "_argv", [])
+        command = self.prog.split()[-1]  # a subcommand's parser: "bosaris-dask evaluate"
+        if command not in _COMMANDS:
+            command = next((a for a in argv if a in _COMMANDS), "")
+        hint = _old_spelling(argv, command, message)
+        super().error(hint or message)
+
+
+def _old_spelling(argv: list[str], command: str, message: str) -> str | None:
+    """The one-line error for an option spelled as in an earlier release, else ``None``."""
+    for old in argv:
+        new = RENAMED.get((command, old))
+        if new is not None:
+            return f"{command} {old} is now {new} ({_WHY[new]})"
+    prefix = "unrecognized arguments: "
+    if not message.startswith(prefix):
+        return None
+    unknown = message[len(prefix) :].split()
+    for i, option in enumerate(argv):
+        if not option.startswith("--"):
+            continue
+        values = []
+        for value in argv[i + 1 :]:
+            if value.startswith("-"):
+                break
+            values.append(value)
+        if len(values) > 1 and values[1] in unknown:
+            spelled = " ".join(f"{option} {v}" for v in values)
+            return f"argument {option}: one value per flag; repeat the flag: {spelled}"
+    return None
+
+
+_WHY = {
+    "--train-prior": "--prior means evaluation operating points",
+    "--out-dir": "--out is always a file or store",
+    "--plots-dir": "a directory",
+}
 
 
 def _prior(text: str) -> float:
@@ -21,10 +97,31 @@ def _prior(text: str) -> float:
     return value
 
 
+def _operating_point(text: str) -> Any:
+    from bosaris_dask.errors import OptionError
+    from bosaris_dask.operating_points import OperatingPoint
+
+    try:
+        return OperatingPoint.parse(text)
+    except OptionError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _operating_point_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--operating-point", type=_operating_point, action="append", metavar="PTAR:CMISS:CFA",
+        help="an operating point as target prior and costs, e.g. 0.01:10:1 or 0.05:1:1 "
+        "(reported at its effective prior, with its Bayes and minDCF thresholds); repeatable",
+    )  # fmt: skip
+
+
 def _positive(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
+        raise argparse.ArgumentTypeError(f"must be a positive integer: {text}")
     return value
 
 
@@ -33,88 +130,133 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
 
+def _operating_points(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--prior", type=_prior, action="append", metavar="P",
+        help=f"an effective prior (operating point) {what}; repeat for several "
+        "(default: 0.5, 0.1, 0.01, 0.001)",
+    )  # fmt: skip
+
+
 def _quality_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quality", help="a quality store (zarr) with model and segment quality")
     parser.add_argument("--model-quality", help="model-side quality table (text or HDF5)")
     parser.add_argument("--segment-quality", help="segment-side quality table (text or HDF5)")
 
 
-def _training_arguments(parser: argparse.ArgumentParser, nargs: int | str, what: str) -> None:
+def _training_arguments(parser: argparse.ArgumentParser, apply_help: str) -> None:
     """What calibrate and fuse share: the objective's prior, the model file, --apply."""
     parser.add_argument(
-        "--prior",
-        type=_prior,
-        default=0.5,
+        "--train-prior", type=_prior, default=0.5, metavar="P",
         help="effective prior of the training objective (default 0.5)",
-    )
-    parser.add_argument("--model-out", required=True, metavar="MODEL.json")
-    parser.add_argument("--apply", nargs=nargs, metavar="SCORES",
-                        help=f"{what} to apply the trained model to")  # fmt: skip
+    )  # fmt: skip
+    parser.add_argument("--model-out", required=True, metavar="MODEL.json",
+                        help="where to write the trained model (JSON)")  # fmt: skip
+    parser.add_argument("--apply", action="append", metavar="SCORES", help=apply_help)
     parser.add_argument("--ndx", help="with --apply: keep only these trials")
-    parser.add_argument("--out", help="with --apply: where to write the resulting scores")
+    _fill_missing_argument(parser)
+    parser.add_argument("--out", metavar="STORE",
+                        help="with --apply: file or store for the resulting scores")  # fmt: skip
+
+
+def _fill_missing_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--fill-missing",
+        type=float,
+        metavar="VALUE",
+        help="give the --ndx trials without a score this score in the output (after "
+        "calibration 0 means no information)",
+    )
 
 
 def _key_and_systems(
-    parser: argparse.ArgumentParser, scores_help: str, scores_required: bool = True
-) -> None:
-    parser.add_argument("--key", required=True, help="the key (text, HDF5 or zarr)")
-    parser.add_argument("--scores", required=scores_required, action="append", help=scores_help)
+    parser: argparse.ArgumentParser, scores_help: str, *, own_key: bool = False,
+    scores_required: bool = True,
+) -> None:  # fmt: skip
+    if not own_key:
+        parser.add_argument("--key", required=True, help="the key (text, HDF5 or zarr)")
+    else:
+        parser.add_argument("--key", help="the key (text, HDF5 or zarr); without it, the labels "
+                            "of the first --scores file (enrol test score label)")  # fmt: skip
+    parser.add_argument("--scores", required=scores_required, action="append",
+                        metavar="SCORES", help=scores_help)  # fmt: skip
+    if own_key:
+        _format_argument(parser)
 
 
-def _finish(parser: argparse.ArgumentParser, func: Any, *, cluster: bool = True) -> None:
+def _format_argument(parser: argparse.ArgumentParser) -> None:
+    from bosaris_dask.io.text import TEXT_FORMATS
+
+    parser.add_argument(
+        "--format", choices=TEXT_FORMATS,
+        help="layout of the text inputs (default: detected from their first lines): bosaris "
+        "(model segment score|label), nist (header), voxceleb (label enrol test), wespeaker "
+        "(enrol test score label), 3dspeaker (enrol test label score)",
+    )  # fmt: skip
+
+
+def _finish(parser: argparse.ArgumentParser, func: Any) -> None:
     """The options every subcommand shares, and the function that runs it."""
     from bosaris_dask.cluster import add_cluster_arguments
 
     _common(parser)
-    if cluster:
-        add_cluster_arguments(parser)
+    add_cluster_arguments(parser)
     parser.set_defaults(func=func)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``bosaris-dask`` (all subcommands)."""
+def _add(sub: Any, name: str, help: str, description: str) -> argparse.ArgumentParser:
+    return sub.add_parser(
+        name, help=help, description=description, epilog=epilog(name), allow_abbrev=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
 
-    parser = argparse.ArgumentParser(
-        prog="bosaris-dask",
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``bosaris-dask`` (all subcommands).
+
+    Examples
+    --------
+    >>> args = build_parser().parse_args(["evaluate", "--key", "k", "--scores", "a",
+    ...                                   "--scores", "b", "--prior", "0.1", "--prior", "0.01"])
+    >>> args.scores, args.prior
+    (['a', 'b'], [0.1, 0.01])
+    """
+    parser = _Parser(
+        prog="bosaris-dask", allow_abbrev=False,
         description="Exact BOSARIS-style evaluation, calibration and fusion of classifier "
         "scores, out of core with dask.",
-    )
+        epilog="Every command has --help, ending with examples; start with 'bosaris-dask demo'.",
+    )  # fmt: skip
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("convert", help="convert a key, ndx or scores between text, HDF5, zarr",
-                       description="Convert a Key, Ndx or Scores between formats, chosen by "
-                       "extension: .zarr (directory store), .h5/.hdf5 (BOSARIS layout), "
-                       "anything else is text.")  # fmt: skip
+    p = _add(sub, "convert", "convert a key, ndx or scores between text, HDF5, zarr",
+             "Convert a Key, Ndx or Scores between formats, chosen by extension: .zarr "
+             "(directory store), .h5/.hdf5 (BOSARIS layout), anything else is text.")  # fmt: skip
     p.add_argument("input", help="file or store to read")
     p.add_argument("output", help="file or store to write (replaced atomically)")
     p.add_argument("--kind", choices=["key", "ndx", "scores"],
                    help="what the input holds (default: detected from the content)")  # fmt: skip
-    _finish(p, cmd_convert, cluster=False)
+    _format_argument(p)
+    _finish(p, cmd_convert)
 
-    p = sub.add_parser(
-        "info",
-        help="describe a key, ndx, scores or quality store",
-        description="Print kind, shape, ids, trial and target counts, chunking.",
-    )
-    p.add_argument("path")
+    p = _add(sub, "info", "describe a key, ndx, scores or quality store",
+             "Print kind, shape, ids, trial and target counts, chunking.")  # fmt: skip
+    p.add_argument("path", help="file or store to describe")
     p.add_argument(
         "--key",
         help="with scores: also count the key's trials with and without a score, and the "
         "scores of trials not in the key (which evaluate ignores)",
     )
-    _finish(p, cmd_info, cluster=False)
+    _finish(p, cmd_info)
 
-    p = sub.add_parser(
-        "simulate",
-        help="write a synthetic key and K systems' scores as zarr",
-        description="Write DIR/key.zarr (a label-derived key) and "
-        "DIR/system-1.zarr ... DIR/system-K.zarr: K correlated, mis-calibrated "
-        "synthetic systems, chunk by chunk (bounded memory at 1e9 trials).",
-    )
+    p = _add(sub, "simulate", "write a synthetic key and K systems' scores as zarr",
+             "Write DIR/key.zarr (a label-derived key) and DIR/system-1.zarr ... "
+             "DIR/system-K.zarr: K correlated, mis-calibrated synthetic systems, chunk by chunk "
+             "(bounded memory at 1e9 trials).")  # fmt: skip
     p.add_argument("--models", type=_positive, required=True)
     p.add_argument("--segments", type=_positive, required=True)
-    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--out-dir", required=True, metavar="DIR", help="directory to write into")
     p.add_argument("--systems", type=_positive, default=3)
     p.add_argument(
         "--target-rate", type=float, default=0.005, help="fraction of target trials (default 0.005)"
@@ -123,28 +265,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     _finish(p, cmd_simulate)
 
-    p = sub.add_parser(
-        "evaluate",
-        help="exact DCF, EER, Cllr, ... of one or more systems",
-        description="Evaluate systems against a key: actDCF and minDCF at each "
-        "prior, ROCCH-EER, PRBEP, Cllr, minCllr (exact, any scale).",
-    )
+    p = _add(sub, "evaluate", "exact DCF, EER, Cllr, ... of one or more systems",
+             "Evaluate systems against a key: actDCF and minDCF at each prior, ROCCH-EER, "
+             "PRBEP, Cllr, minCllr (exact, any scale).")  # fmt: skip
     _key_and_systems(p, "scores of one system; repeat for several systems (or, or also, "
-                        "--enrol and --test)", scores_required=False)  # fmt: skip
+                     "--enrol and --test)", own_key=True, scores_required=False)  # fmt: skip
     add_embedding_arguments(p, required=False)
-    p.add_argument(
-        "--prior",
-        type=_prior,
-        nargs="+",
-        action="append",
-        help="effective priors (default 0.5 0.1 0.01 0.001); may be repeated",
-    )
+    _operating_points(p, "at which to report actDCF and minDCF")
+    _operating_point_argument(p)
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     p.add_argument(
-        "--plots",
-        metavar="DIR",
+        "--plots-dir", metavar="DIR",
         help="also write DET, low-false-alarm DET, NBE and APE plots (PNG) into DIR",
-    )
+    )  # fmt: skip
     p.add_argument(
         "--allow-missing",
         action="store_true",
@@ -152,90 +285,97 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _finish(p, cmd_evaluate)
 
-    p = sub.add_parser(
-        "plot",
-        help="draw a DET, NBE, APE or Cllr plot of one or more systems",
-        description="Evaluate systems against a key and draw one plot; the "
-        "format follows the extension of --out (.png, .pdf, .svg).",
-    )
+    p = _add(sub, "plot", "draw a DET, NBE, APE or Cllr plot of one or more systems",
+             "Evaluate systems against a key and draw one plot; the format follows the "
+             "extension of --out (.png, .pdf, .svg).")  # fmt: skip
     p.add_argument(
         "kind",
         choices=["det", "nbe", "ape", "cllr"],
         help="det: DET curves; nbe: normalized Bayes error rate vs prior log-odds; "
         "ape: Bayes error-rate curves; cllr: Cllr = minCllr + calibration loss",
     )
-    _key_and_systems(p, "scores of one system; repeat for several systems")
+    _key_and_systems(p, "scores of one system; repeat for several systems", own_key=True)
+    _operating_points(p, "marked on the plot")
+    _operating_point_argument(p)
     p.add_argument(
-        "--prior",
-        type=_prior,
-        nargs="+",
-        action="append",
-        help="operating points marked on the plot (default 0.5 0.1 0.01 0.001)",
+        "--window",
+        help="DET axes window: classic (0.05-50%%), low_fa, wide, auto, the toolkit's old, new, "
+        "big, sre10, or PFA_MIN,PFA_MAX,PMISS_MIN,PMISS_MAX (probabilities)",
     )
-    p.add_argument("--window", help="DET axes window: classic (0.05-50%%), low_fa, wide, auto")
-    p.add_argument("--allow-missing", action="store_true")
-    p.add_argument("--out", required=True, metavar="FILE")
+    p.add_argument("--dr30", choices=["both", "miss", "fa", "none"], default="both",
+                   help="DR30 marks: for misses, false alarms, both (default) or none")  # fmt: skip
+    p.add_argument("--eval-key", help="an eval key: draw dev (--key) and eval in one plot")
+    p.add_argument(
+        "--eval-scores",
+        action="append",
+        help="eval scores of one system (same order as --scores); with --eval-key",
+    )
+    p.add_argument("--contributions", action="store_true",
+                   help="nbe: also draw the miss and false-alarm parts of each curve (always "
+                   "with --eval-key)")  # fmt: skip
+    p.add_argument("--allow-missing", action="store_true",
+                   help="drop key trials without a score (and report how many)")  # fmt: skip
+    p.add_argument("--out", required=True, metavar="FILE", help="the image file to write")
     _finish(p, cmd_plot)
 
-    p = sub.add_parser(
-        "calibrate",
-        help="train a calibration (linear or PAV), optionally apply",
-        description="Train a score-to-LLR calibration on a supervised set (KEY + "
-        "SCORES) and write it as JSON; with --apply, calibrate other scores.",
-    )
+    p = _add(sub, "calibrate", "train a calibration (linear or PAV), optionally apply",
+             "Train a score-to-LLR calibration on a supervised set (KEY + SCORES) and write it "
+             "as JSON; with --apply, calibrate other scores.")  # fmt: skip
     p.add_argument(
         "--method",
         choices=["linear", "pav"],
         default="linear",
         help="linear: LLR = a + b*score (logistic regression); pav: monotone PAV map",
     )
-    p.add_argument("--key", required=True)
+    p.add_argument("--key", required=True, help="the key of the training set")
     p.add_argument("--scores", required=True, help="the training scores")
-    _training_arguments(p, 1, "scores")
+    _training_arguments(p, "scores to calibrate with the trained model (one system)")
     _finish(p, cmd_calibrate)
 
-    p = sub.add_parser(
-        "fuse",
-        help="train a linear (or quality) fusion of systems, optionally apply",
-        description="Train a logistic-regression fusion of several systems on a "
-        "supervised set and write it as JSON; with quality measures, a quality "
-        "fusion. With --apply, fuse the eval systems (same order).",
-    )
+    p = _add(sub, "fuse", "train a linear (or quality) fusion of systems, optionally apply",
+             "Train a logistic-regression fusion of several systems on a supervised set and "
+             "write it as JSON; with quality measures, a quality fusion. With --apply, fuse "
+             "the eval systems (same order).")  # fmt: skip
     _key_and_systems(p, "training scores of one system; repeat for each system")
     _quality_arguments(p)
     p.add_argument("--apply-quality", help="quality store of the eval set (default: --quality)")
-    _training_arguments(p, "+", "eval scores of the same systems, in the same order,")
+    p.add_argument(
+        "--qtrans",
+        metavar="MATRIX.txt",
+        help="quality fusion: a text matrix (r rows, one column per quality measure) mapping "
+        "both sides' quality vectors before fusion (the toolkit's Qtrans)",
+    )
+    _training_arguments(p, "eval scores of one system; repeat for each system, in the order "
+                           "of --scores")  # fmt: skip
     _finish(p, cmd_fuse)
 
-    p = sub.add_parser(
-        "apply",
-        help="apply a saved calibration or fusion model to scores",
-        description="Apply MODEL.json (from calibrate or fuse) to scores, lazily, "
-        "chunk by chunk, and write the result.",
-    )
+    p = _add(sub, "apply", "apply a saved calibration or fusion model to scores",
+             "Apply MODEL.json (from calibrate or fuse) to scores, lazily, chunk by chunk, and "
+             "write the result.")  # fmt: skip
     p.add_argument("--model", required=True, metavar="MODEL.json")
     p.add_argument(
-        "--scores",
-        required=True,
-        action="append",
+        "--scores", required=True, action="append", metavar="SCORES",
         help="scores of one system; repeat for each fused system, in training order",
-    )
+    )  # fmt: skip
     _quality_arguments(p)
     p.add_argument("--ndx", help="keep only these trials")
-    p.add_argument("--out", required=True)
+    _fill_missing_argument(p)
+    p.add_argument("--out", required=True, metavar="STORE", help="file or store to write")
     _finish(p, cmd_apply)
 
-    p = sub.add_parser(
-        "demo",
-        help="simulate a small example and evaluate it",
-        description="Generate a small realistic example (3 systems), evaluate it "
-        "and say where the outputs are.",
-    )
-    p.add_argument("--out", default="bosaris-demo", metavar="DIR")
+    p = _add(sub, "demo", "simulate a small example and evaluate it",
+             "Generate a small realistic example (3 systems), evaluate it and say where the "
+             "outputs are.")  # fmt: skip
+    p.add_argument("--out-dir", default="bosaris-demo", metavar="DIR",
+                   help="directory to write into (default bosaris-demo)")  # fmt: skip
     p.add_argument("--models", type=_positive, default=200)
     p.add_argument("--segments", type=_positive, default=500)
     p.add_argument("--seed", type=int, default=0)
-    _finish(p, cmd_demo, cluster=False)
+    _finish(p, cmd_demo)
 
-    add_score_parser(sub, _finish)
+    add_score_parser(sub, _add, _finish)
     return parser
+
+
+_COMMANDS = ("convert", "info", "simulate", "evaluate", "plot", "calibrate", "fuse", "apply",
+             "demo", "score")  # fmt: skip

@@ -10,28 +10,28 @@ from typing import Any
 
 from bosaris_dask.cli.common import (
     _cluster,
+    _default_priors,
     _evaluate,
-    _flatten_priors,
     _load,
+    _opened,
     _progress,
     _say,
+    _size,
     _write_json,
 )
-from bosaris_dask.errors import BosarisError
+from bosaris_dask.errors import BosarisError, OptionError
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from bosaris_dask.report import format_table, to_json_dict
 
-    _flatten_priors(args)
-    # Under MPI every rank runs this function: inputs are opened only on the client rank.
-    # Elsewhere they are opened first, so a wrong path fails before a cluster starts, and the
-    # matrix size tells connect() whether worker processes are worth starting.
-    loaded = None if args.cluster == "mpi" else _load(args.key, args.scores, args)
-    size = None if loaded is None else loaded[0].sizes["model"] * loaded[0].sizes["segment"]
-    with _cluster(args, size_hint=size):
-        start = time.perf_counter()
-        key, systems = loaded or _load(args.key, args.scores, args)
+    _default_priors(args)
+    start = time.perf_counter()
+    def open_inputs() -> tuple[Any, list[Any]]:
+        return _load(args.key, args.scores, args.format, args)
+
+    with _opened(args, open_inputs, lambda ks: _size(ks[0])) as loaded:
+        key, systems = loaded
         results = _evaluate(args, key, systems, args.scores)
         elapsed = time.perf_counter() - start
         print(format_table(results))
@@ -39,10 +39,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if args.json:
             _write_json(args.json, to_json_dict(results))
             _say(args, f"wrote {args.json}")
-        if args.plots:
+        if args.plots_dir:
             from bosaris_dask.plots import save_standard_plots
 
-            written = save_standard_plots(results, args.plots)
+            written = save_standard_plots(results, args.plots_dir)
             _say(args, f"wrote {', '.join(str(p) for p in written)}")
     return 0
 
@@ -50,11 +50,28 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_plot(args: argparse.Namespace) -> int:
     from bosaris_dask.plots import save_plot
 
-    _flatten_priors(args)
-    loaded = _load(args.key, args.scores)
-    with _cluster(args, size_hint=loaded[0].sizes["model"] * loaded[0].sizes["segment"]):
-        results = _evaluate(args, *loaded, args.scores)
-    options = {"window": args.window} if args.kind == "det" and args.window else {}
+    _default_priors(args)
+    eval_key, eval_scores = getattr(args, "eval_key", None), getattr(args, "eval_scores", None)
+    if (eval_key is None) != (eval_scores is None):
+        raise BosarisError("--eval-key and --eval-scores go together")
+    if eval_scores is not None and len(eval_scores) != len(args.scores):
+        raise BosarisError(
+            f"--eval-scores takes the eval scores of the same {len(args.scores)} systems, in the "
+            f"same order; got {len(eval_scores)}"
+        )
+    def open_inputs() -> tuple[Any, list[Any]]:
+        return _load(args.key, args.scores, args.format)
+
+    with _opened(args, open_inputs, lambda ks: _size(ks[0])) as loaded:
+        results: Any = _evaluate(args, *loaded, args.scores)
+        if eval_key is not None:  # the dev systems' names label the eval curves too
+            evaluated = _evaluate(args, *_load(eval_key, eval_scores), args.scores)
+            results = {"dev": results, "eval": evaluated}
+    options: dict[str, Any] = {"window": args.window} if args.kind == "det" and args.window else {}
+    if args.kind in ("det", "nbe"):
+        options["dr30"] = args.dr30
+    if args.kind == "nbe":
+        options["contributions"] = args.contributions or eval_key is not None
     save_plot(results, args.kind, args.out, **options)
     _say(args, f"wrote {args.out}")
     return 0
@@ -73,6 +90,18 @@ def _read_quality(args: argparse.Namespace, path: str | None) -> Any:
         io.read_quality(args.model_quality) if args.model_quality else None,
         io.read_quality(args.segment_quality) if args.segment_quality else None,
     )
+
+
+def _fill_missing(args: argparse.Namespace, out: Any, ndx: Any) -> Any:
+    """With ``--fill-missing VALUE``: every trial of ``--ndx`` gets a score, VALUE if none."""
+    if getattr(args, "fill_missing", None) is None:
+        return out
+    if ndx is None:
+        raise BosarisError("--fill-missing needs --ndx (the trials that must all have a score)")
+    from bosaris_dask.trials import alignment_report, set_missing_to_value
+
+    _say(args, f"{alignment_report(out, ndx)}: filled with {args.fill_missing:g}")
+    return set_missing_to_value(out, ndx, args.fill_missing, log_missing=False)
 
 
 def _fit_and_apply(args: argparse.Namespace, model: Any, systems: list[Any], quality: Any) -> int:
@@ -101,18 +130,42 @@ def _fit_and_apply(args: argparse.Namespace, model: Any, systems: list[Any], qua
             targets = [io.read(p, "scores") for p in args.apply]
             eval_quality = _read_quality(args, args.apply_quality) if quality is not None else None
             ndx = io.read(args.ndx) if args.ndx else None
-            out = apply_model(model, targets, quality=eval_quality or quality, ndx=ndx)
+            out = _fill_missing(
+                args, apply_model(model, targets, quality=eval_quality or quality, ndx=ndx), ndx
+            )
             io.write(out, args.out, progress=_progress(args))
             _say(args, f"wrote {args.out}")
+            if args.command == "fuse":
+                _say_posterior_report(args, model, targets, io.read(args.out, "scores"), ndx)
     return 0
+
+
+def _say_posterior_report(
+    args: argparse.Namespace, model: Any, systems: list[Any], fused: Any, ndx: Any
+) -> None:
+    """After ``fuse --apply``: each eval system's (and the fusion's) estimated target
+    proportion and the pairwise KL divergences of their posteriors, at the model's prior."""
+    from bosaris_dask.cli.common import _system_name
+    from bosaris_dask.fusion.diagnostics import format_posterior_report, posterior_report
+
+    names = [_system_name(p) for p in args.apply]
+    if len(set(names)) < len(names) or "fused" in names:  # names must tell the systems apart
+        names = [f"system-{i + 1}" for i in range(len(names))]
+    names.append("fused")
+    report = posterior_report([*systems, fused], prior=model.prior, names=names, ndx=ndx)
+    _say(args, format_posterior_report(report))
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from bosaris_dask import io
     from bosaris_dask.calibration import LinearCalibrator, PAVCalibrator
 
-    model = LinearCalibrator(args.prior) if args.method == "linear" else PAVCalibrator()
-    args.ndx = getattr(args, "ndx", None)
+    if args.apply and len(args.apply) > 1:
+        raise OptionError(
+            f"calibrate --apply takes the scores of one system, got {len(args.apply)}; "
+            "calibrate each system on its own"
+        )
+    model = LinearCalibrator(args.train_prior) if args.method == "linear" else PAVCalibrator()
     return _fit_and_apply(args, model, [io.read(args.scores, "scores")], None)
 
 
@@ -122,25 +175,52 @@ def cmd_fuse(args: argparse.Namespace) -> int:
 
     quality = _read_quality(args, args.quality)
     if args.apply and len(args.apply) != len(args.scores):
-        raise BosarisError(
+        raise OptionError(
             f"--apply takes the eval scores of the same {len(args.scores)} systems, in the same "
             f"order; got {len(args.apply)}"
         )
-    model = QualityFuser(args.prior) if quality is not None else LinearFuser(args.prior)
+    qtrans = _read_qtrans(getattr(args, "qtrans", None))
+    if qtrans is not None and quality is None:
+        raise BosarisError("--qtrans maps quality measures: give them (--quality, ...)")
+    if quality is not None:
+        model: Any = QualityFuser(args.train_prior, qtrans=qtrans)
+    else:
+        model = LinearFuser(args.train_prior)
     systems = [io.read(p, "scores") for p in args.scores]
     return _fit_and_apply(args, model, systems, quality)
+
+
+def _read_qtrans(path: str | None) -> Any:
+    """The ``--qtrans`` matrix: whitespace-separated numbers, one row per line."""
+    if path is None:
+        return None
+    import numpy as np
+
+    from bosaris_dask.errors import ParseError
+
+    try:
+        matrix = np.loadtxt(path, ndmin=2, dtype=np.float64)
+    except OSError as exc:
+        raise BosarisError(f"{path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ParseError(f"not a matrix of numbers ({exc})", path=path) from None
+    if matrix.size == 0 or not np.isfinite(matrix).all():
+        raise ParseError("Qtrans must be a non-empty matrix of finite numbers", path=path)
+    return matrix
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
     from bosaris_dask import io
     from bosaris_dask.calibration import apply_model, load_model
 
-    model = load_model(args.model)
-    systems = [io.read(p, "scores") for p in args.scores]
-    quality = _read_quality(args, args.quality)
-    ndx = io.read(args.ndx) if args.ndx else None
-    with _cluster(args):
-        io.write(apply_model(model, systems, quality=quality, ndx=ndx), args.out,
-                 progress=_progress(args))  # fmt: skip
+    def open_inputs() -> tuple[Any, list[Any], Any, Any]:
+        systems = [io.read(p, "scores") for p in args.scores]
+        ndx = io.read(args.ndx) if args.ndx else None
+        return load_model(args.model), systems, _read_quality(args, args.quality), ndx
+
+    with _opened(args, open_inputs, lambda inputs: _size(inputs[1][0])) as inputs:
+        model, systems, quality, ndx = inputs
+        out = _fill_missing(args, apply_model(model, systems, quality=quality, ndx=ndx), ndx)
+        io.write(out, args.out, progress=_progress(args))
     _say(args, f"wrote {args.out}")
     return 0

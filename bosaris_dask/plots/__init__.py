@@ -5,7 +5,7 @@ mapping of them by name (``{"dev": ..., "eval": ...}``), draws on a matplotlib A
 pyplot figure when ``ax`` is None, so notebooks show it) and returns the Axes. Nothing needs a
 display: save with :func:`save_figure`, draw and save one plot with :func:`save_plot` (what
 ``bosaris-dask plot`` does), or write the standard set of files with
-:func:`save_standard_plots` (what ``bosaris-dask evaluate --plots DIR`` does).
+:func:`save_standard_plots` (what ``bosaris-dask evaluate --plots-dir DIR`` does).
 
 - :func:`det_plot`: DET curves (ROCCH-DET and/or steppy) on probit axes, ticks in percent,
   preset windows (:data:`DET_WINDOWS`) or custom limits, minDCF/actDCF points, EER, DR30 lines.

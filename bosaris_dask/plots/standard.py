@@ -1,4 +1,4 @@
-"""The standard set of plot files of an evaluation, for ``bosaris-dask evaluate --plots DIR``.
+"""The standard set of plot files of an evaluation, for ``bosaris-dask evaluate --plots-dir DIR``.
 
 Examples
 --------

@@ -24,6 +24,6 @@ EXTRA_ARGS=${EXTRA_ARGS:-}      # e.g. "--queue long --walltime 04:00:00 --inter
 $BOSARIS_DASK evaluate \
     --key "$DATA/key.zarr" \
     --scores "$DATA/system-1.zarr" --scores "$DATA/system-2.zarr" \
-    --prior 0.5 0.01 0.001 \
+    --prior 0.5 --prior 0.01 --prior 0.001 \
     --json "$OUT" \
     --cluster pbs --jobs "$JOBS" --worker-timeout 3600 $EXTRA_ARGS

@@ -20,6 +20,6 @@ NRANKS=$(wc -l <"$PBS_NODEFILE")   # one line per MPI rank (mpiprocs)
 mpirun -n "$NRANKS" $BOSARIS_DASK evaluate \
     --key "$DATA/key.zarr" \
     --scores "$DATA/system-1.zarr" --scores "$DATA/system-2.zarr" \
-    --prior 0.5 0.01 0.001 \
+    --prior 0.5 --prior 0.01 --prior 0.001 \
     --json "$OUT" \
     --cluster mpi --threads-per-worker 4 --memory-limit 15GB

@@ -10,7 +10,7 @@
 #
 # DATA holds key.zarr, system-1.zarr and system-2.zarr; e.g. a synthetic 30,000 x 33,334
 # (1.0e9 trials) made with:
-#   bosaris-dask simulate --models 30000 --segments 33334 --systems 2 --out "$DATA"
+#   bosaris-dask simulate --models 30000 --segments 33334 --systems 2 --out-dir "$DATA"
 #
 #SBATCH --job-name=bosaris-evaluate
 #SBATCH --ntasks=1
@@ -30,6 +30,6 @@ EXTRA_ARGS=${EXTRA_ARGS:-}      # e.g. "--queue long --walltime 04:00:00 --inter
 $BOSARIS_DASK evaluate \
     --key "$DATA/key.zarr" \
     --scores "$DATA/system-1.zarr" --scores "$DATA/system-2.zarr" \
-    --prior 0.5 0.01 0.001 \
+    --prior 0.5 --prior 0.01 --prior 0.001 \
     --json "$OUT" \
     --cluster slurm --jobs "$JOBS" --worker-timeout 3600 $EXTRA_ARGS

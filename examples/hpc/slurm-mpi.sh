@@ -30,7 +30,7 @@ EXTRA_ARGS=${EXTRA_ARGS:-}          # e.g. "--interface ib0"
 mpirun $MPIRUN_ARGS -n "$SLURM_NTASKS" $BOSARIS_DASK evaluate \
     --key "$DATA/key.zarr" \
     --scores "$DATA/system-1.zarr" --scores "$DATA/system-2.zarr" \
-    --prior 0.5 0.01 0.001 \
+    --prior 0.5 --prior 0.01 --prior 0.001 \
     --json "$OUT" \
     --cluster mpi --threads-per-worker "${SLURM_CPUS_PER_TASK:-1}" \
     --memory-limit "$MEMORY_LIMIT" $EXTRA_ARGS

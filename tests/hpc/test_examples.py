@@ -45,7 +45,7 @@ def data(tmp_path_factory):
 
 def _simulate(directory: Path) -> tuple[Path, dict]:
     done = run([*CLI, "simulate", "--models", "40", "--segments", "70", "--systems", "2",
-                "--out", str(directory), "--cluster", "threads", "--quiet"],
+                "--out-dir", str(directory), "--cluster", "threads", "--quiet"],
                timeout=120, cwd=directory)  # fmt: skip
     assert done.returncode == 0, done.stdout
     reference = directory / "reference.json"
@@ -59,7 +59,7 @@ def _inputs(directory) -> list[str]:
     # The same systems, priors as the example scripts.
     systems = [["--scores", str(directory / f"system-{k}.zarr")] for k in (1, 2)]
     return ["--key", str(directory / "key.zarr"), *systems[0], *systems[1],
-            "--prior", "0.5", "0.01", "0.001"]  # fmt: skip
+            "--prior", "0.5", "--prior", "0.01", "--prior", "0.001"]  # fmt: skip
 
 
 def test_evaluate_under_mpirun(data, tmp_path):

@@ -1,0 +1,84 @@
+"""The examples that end every subcommand's ``--help``.
+
+Each one runs as written on the demo's data: ``bosaris-dask demo`` writes ``bosaris-demo/``
+(``key.zarr`` and ``system-1.zarr`` ... ``system-3.zarr``) in the current directory. Run in
+the order of :data:`EXAMPLES` (``demo`` first), later examples may use what earlier ones wrote
+(``apply`` uses the models that ``calibrate`` and ``fuse`` saved);
+``tests/test_cli_consistency.py`` runs every one of them in that order.
+"""
+
+from __future__ import annotations
+
+_K = "--key bosaris-demo/key.zarr"
+_S1, _S2, _S3 = (f"bosaris-demo/system-{k}.zarr" for k in (1, 2, 3))
+_EK = "--key bosaris-demo/embeddings-key.zarr"
+_E = "--enrol bosaris-demo/enrol.npz --test bosaris-demo/test.npz"
+
+#: Example command lines per subcommand, in the order they can be run one after the other.
+EXAMPLES: dict[str, list[str]] = {
+    "demo": [
+        "bosaris-dask demo",
+        "bosaris-dask demo --models 100 --segments 300 --seed 1 --out-dir demo-small",
+    ],
+    "convert": [
+        f"bosaris-dask convert {_S1} sys1.scores",
+        "bosaris-dask convert bosaris-demo/key.zarr trials.h5",
+        "bosaris-dask convert sys1.scores sys1.zarr",
+    ],
+    "info": [
+        "bosaris-dask info bosaris-demo/key.zarr",
+        f"bosaris-dask info {_S1} {_K}",
+    ],
+    "simulate": [
+        "bosaris-dask simulate --models 200 --segments 500 --out-dir sim",
+        "bosaris-dask simulate --models 100 --segments 400 --systems 2 --dtype float64 "
+        "--target-rate 0.01 --out-dir sim64",
+    ],
+    "evaluate": [
+        f"bosaris-dask evaluate {_K} --scores {_S1} --prior 0.01",
+        f"bosaris-dask evaluate {_EK} {_E} --norm s --cohort bosaris-demo/cohort.npz",
+        f"bosaris-dask evaluate {_K} --scores {_S1} --scores {_S2} --prior 0.1 --prior 0.01 "
+        "--json results.json",
+        f"bosaris-dask evaluate {_K} --scores {_S3} --plots-dir plots",
+    ],
+    "plot": [
+        f"bosaris-dask plot det {_K} --scores {_S1} --scores {_S2} --out det.png",
+        f"bosaris-dask plot nbe {_K} --scores {_S1} --prior 0.01 --out nbe.pdf",
+    ],
+    "calibrate": [
+        f"bosaris-dask calibrate {_K} --scores {_S2} --train-prior 0.1 --model-out cal.json",
+        f"bosaris-dask calibrate --method pav {_K} --scores {_S3} --model-out pav.json "
+        f"--apply {_S3} --out pav3.zarr",
+    ],
+    "fuse": [
+        f"bosaris-dask fuse {_K} --scores {_S1} --scores {_S2} --scores {_S3} "
+        "--model-out fusion.json",
+        f"bosaris-dask fuse {_K} --scores {_S1} --scores {_S2} --model-out fusion12.json "
+        f"--apply {_S1} --apply {_S2} --out fused12.zarr",
+    ],
+    "score": [
+        f"bosaris-dask score {_E} {_EK} --out emb.zarr",
+        f"bosaris-dask score {_E} --center bosaris-demo/cohort.npz --norm as "
+        "--cohort bosaris-demo/cohort.npz --top-n 10 --out emb-as.zarr "
+        "--quality-out emb-quality.zarr",
+    ],
+    "apply": [
+        f"bosaris-dask apply --model cal.json --scores {_S2} --out cal2.zarr",
+        f"bosaris-dask apply --model fusion.json --scores {_S1} --scores {_S2} --scores {_S3} "
+        "--out fused.zarr",
+    ],
+}
+
+
+def epilog(command: str) -> str:
+    """The ``examples:`` block that ends ``bosaris-dask COMMAND --help``.
+
+    Examples
+    --------
+    >>> print(epilog("info"))  # doctest: +NORMALIZE_WHITESPACE
+    examples (on the data that 'bosaris-dask demo' writes):
+      bosaris-dask info bosaris-demo/key.zarr
+      bosaris-dask info bosaris-demo/system-1.zarr --key bosaris-demo/key.zarr
+    """
+    lines = "\n".join(f"  {line}" for line in EXAMPLES[command])
+    return f"examples (on the data that 'bosaris-dask demo' writes):\n{lines}"
