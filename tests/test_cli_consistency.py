@@ -42,7 +42,7 @@ def _examples(command: str) -> list[str]:
 
 def test_the_parser_has_every_command():
     assert set(COMMANDS) == {"convert", "info", "simulate", "evaluate", "plot", "calibrate",
-                             "fuse", "apply", "demo"}  # fmt: skip
+                             "fuse", "apply", "demo", "score"}  # fmt: skip
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -132,6 +132,7 @@ def test_every_example_runs_on_the_demo_data(command, workdir, monkeypatch, caps
         "calibrate": ["cal.json", "pav.json", "pav3.zarr"],
         "fuse": ["fusion.json", "fusion12.json", "fused12.zarr"],
         "apply": ["cal2.zarr", "fused.zarr"],
+        "score": ["emb.zarr", "emb-as.zarr", "emb-quality.zarr"],
     }
     for name in wrote.get(command, []):
         assert (path / name).exists(), name

@@ -24,6 +24,7 @@ from typing import Any, NoReturn
 
 from bosaris_dask import __version__
 from bosaris_dask.cli.data import cmd_convert, cmd_demo, cmd_info, cmd_simulate
+from bosaris_dask.cli.embeddings import add_embedding_arguments, add_score_parser
 from bosaris_dask.cli.examples import epilog
 from bosaris_dask.cli.scoring import cmd_apply, cmd_calibrate, cmd_evaluate, cmd_fuse, cmd_plot
 
@@ -186,15 +187,16 @@ def _fill_missing_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def _key_and_systems(
-    parser: argparse.ArgumentParser, scores_help: str, *, own_key: bool = False
-) -> None:
+    parser: argparse.ArgumentParser, scores_help: str, *, own_key: bool = False,
+    scores_required: bool = True,
+) -> None:  # fmt: skip
     if not own_key:
         parser.add_argument("--key", required=True, help="the key (text, HDF5 or zarr)")
     else:
         parser.add_argument("--key", help="the key (text, HDF5 or zarr); without it, the labels "
                             "of the first --scores file (enrol test score label)")  # fmt: skip
-    parser.add_argument("--scores", required=True, action="append", metavar="SCORES",
-                        help=scores_help)  # fmt: skip
+    parser.add_argument("--scores", required=scores_required, action="append",
+                        metavar="SCORES", help=scores_help)  # fmt: skip
     if own_key:
         _format_argument(parser)
 
@@ -285,7 +287,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = _add(sub, "evaluate", "exact DCF, EER, Cllr, ... of one or more systems",
              "Evaluate systems against a key: actDCF and minDCF at each prior, ROCCH-EER, "
              "PRBEP, Cllr, minCllr (exact, any scale).")  # fmt: skip
-    _key_and_systems(p, "scores of one system; repeat for several systems", own_key=True)
+    _key_and_systems(p, "scores of one system; repeat for several systems (or, or also, "
+                     "--enrol and --test)", own_key=True, scores_required=False)  # fmt: skip
+    add_embedding_arguments(p, required=False)
     _operating_points(p, "at which to report actDCF and minDCF")
     _operating_point_argument(p)
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
@@ -387,8 +391,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--segments", type=_positive, default=500)
     p.add_argument("--seed", type=int, default=0)
     _finish(p, cmd_demo)
+
+    add_score_parser(sub, _add, _finish)
     return parser
 
 
 _COMMANDS = ("convert", "info", "simulate", "evaluate", "plot", "calibrate", "fuse", "apply",
-             "demo")  # fmt: skip
+             "demo", "score")  # fmt: skip

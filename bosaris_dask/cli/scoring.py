@@ -33,7 +33,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     start = time.perf_counter()
 
     def open_inputs() -> tuple[Any, list[Any]]:
-        return _load(args.key, args.scores, args.format, args.llr_base)
+        return _load(args.key, args.scores, args.format, args.llr_base, args)
 
     with _opened(args, open_inputs, lambda ks: _size(ks[0])) as loaded:
         key, systems = loaded
