@@ -24,11 +24,15 @@ def _say(args: argparse.Namespace, message: str) -> None:
         print(message, file=sys.stderr)
 
 
-def _cluster(args: argparse.Namespace, size_hint: int | None = None):
+@contextlib.contextmanager
+def _cluster(args: argparse.Namespace, size_hint: int | None = None) -> Iterator[Any]:
     from bosaris_dask.cluster import connect_from_args
+    from bosaris_dask.io.staging import check_staged_readable
 
     quiet = {"announce": None} if args.quiet else {}
-    return connect_from_args(args, size_hint=size_hint, **quiet)
+    with connect_from_args(args, size_hint=size_hint, **quiet) as client:
+        check_staged_readable(client)  # inputs opened before: can its workers read them?
+        yield client
 
 
 @contextlib.contextmanager
