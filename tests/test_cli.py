@@ -170,7 +170,7 @@ def test_calibrate_linear_writes_model_and_applies_it(small_set, tmp_path):
     doc = json.loads(model.read_text())
     assert {"kind", "prior", "weights", "offset", "objective", "iterations", "passes"} <= set(doc)
     assert doc["kind"] == "linear_calibration" and doc["prior"] == 0.1
-    api = LinearCalibrator(0.1).fit(io.read(key), io.read(s2))
+    api = LinearCalibrator(0.1).fit(io.read(s2), io.read(key))
     np.testing.assert_allclose(doc["weights"], api.weights_, rtol=1e-10)
     calibrated = io.read(out)
     expected = doc["offset"] + doc["weights"][0] * io.read(s2).score.values.astype(np.float64)

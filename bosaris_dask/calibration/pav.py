@@ -15,8 +15,8 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.calibration.pav_map import DEFAULT_BOUND, interpolate_map, pav_map
-from bosaris_dask.errors import ScoreError, TrialError
-from bosaris_dask.fusion.base import MODEL_FORMAT, JsonModel
+from bosaris_dask.errors import NotFittedError, ScoreError, TrialError
+from bosaris_dask.fusion.base import MODEL_FORMAT, JsonModel, scores_and_key
 from bosaris_dask.trials import align_with, kind_of, make_scores, trial_classes
 
 
@@ -144,21 +144,23 @@ class PAVCalibrator(JsonModel):
         """Fit from arrays of target and non-target scores (ties pooled by ``np.unique``)."""
         return self.fit_bins(*_bins_of_arrays(tar, non))
 
-    def fit(self, key: xr.Dataset, scores: xr.Dataset) -> PAVCalibrator:
-        """Fit on a supervised set: a Key and a Scores object (aligned to the key's ids).
+    def fit(self, scores: xr.Dataset, key: xr.Dataset) -> PAVCalibrator:
+        """Fit on a supervised set: a Scores object and a Key (the scores aligned to its ids).
 
         Key trials without a score are dropped (counted); non-finite scores are a
-        :class:`ScoreError`.
+        :class:`ScoreError`. The order ``fit(key, scores)`` of earlier releases still works,
+        with a ``FutureWarning``.
         """
+        scores, key = scores_and_key(scores, key, "PAVCalibrator.fit")
         if kind_of(key) != "key" or kind_of(scores) != "scores":
-            raise TrialError("PAVCalibrator.fit takes a Key and a Scores object")
+            raise TrialError("PAVCalibrator.fit takes a Scores object and a Key")
         bins, missing = _score_bins(scores, key)
         return self.fit_bins(*bins, n_missing=missing)
 
     def _check_fitted(self) -> tuple[np.ndarray, np.ndarray]:
-        """The knots ``(score_bounds_, llr_bounds_)``; a :class:`TrialError` if not fitted."""
+        """The knots ``(score_bounds_, llr_bounds_)``; a :class:`NotFittedError` before ``fit``."""
         if self.score_bounds_ is None or self.llr_bounds_ is None:
-            raise TrialError("this PAVCalibrator is not fitted")
+            raise NotFittedError("this PAVCalibrator is not fitted yet: call fit first")
         return self.score_bounds_, self.llr_bounds_
 
     def transform_arrays(self, scores: np.ndarray) -> np.ndarray:
@@ -199,9 +201,10 @@ class PAVCalibrator(JsonModel):
         )
         return make_scores(like.model.values, like.segment.values, llr, mask)
 
-    def fit_transform(self, key: xr.Dataset, scores: xr.Dataset) -> xr.Dataset:
+    def fit_transform(self, scores: xr.Dataset, key: xr.Dataset) -> xr.Dataset:
         """Fit and apply on the same set (the "cheating" variant), on the key's trials."""
-        return self.fit(key, scores).transform(scores, ndx=key)
+        scores, key = scores_and_key(scores, key, "PAVCalibrator.fit_transform")
+        return self.fit(scores, key).transform(scores, ndx=key)
 
     def to_dict(self) -> dict[str, Any]:
         """The fitted map as a JSON-friendly dict (``+-Infinity`` only without pseudo-counts)."""

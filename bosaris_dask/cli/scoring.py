@@ -79,10 +79,10 @@ def _fit_and_apply(args: argparse.Namespace, model: Any, systems: list[Any], qua
     with _cluster(args, size_hint=key.sizes["model"] * key.sizes["segment"]):
         start = time.perf_counter()
         if quality is None:
-            model.fit(key, systems if len(systems) > 1 or args.command == "fuse" else systems[0])
+            model.fit(systems if len(systems) > 1 or args.command == "fuse" else systems[0], key)
         else:
-            model.fit(key, systems, quality)
-        model.save_json(args.model_out)
+            model.fit(systems, key, quality)
+        model.save(args.model_out)
         doc = model.to_dict()
         elapsed = time.perf_counter() - start
         if "iterations" in doc:

@@ -10,10 +10,18 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import (
+    NotFittedError,
     ScoreError,
     TrialError,
 )
-from bosaris_dask.fusion.base import MODEL_FORMAT, JsonModel, _as_list, _output_mask, apply_block
+from bosaris_dask.fusion.base import (
+    MODEL_FORMAT,
+    JsonModel,
+    _as_list,
+    _output_mask,
+    apply_block,
+    scores_and_key,
+)
 from bosaris_dask.objectives import (
     FusionData,
     FusionObjective,
@@ -125,17 +133,19 @@ class LinearFuser(JsonModel):
 
     def fit(
         self,
-        key: xr.Dataset,
         scores: xr.Dataset | Sequence[xr.Dataset],
+        key: xr.Dataset,
         *,
         x0: np.ndarray | None = None,
     ) -> Self:
-        """Train on a supervised set: a Key and ``K`` Scores (aligned to the key's ids).
+        """Train on a supervised set: ``K`` Scores and a Key (the scores aligned to its ids).
 
         Trials of the key without a score in some system are dropped (counted in
         ``counts_["n_missing"]``); a non-finite score is a :class:`ScoreError`. The default
-        starting point is ``b_k = 1/K``, ``a = 0`` (as BOSARIS).
+        starting point is ``b_k = 1/K``, ``a = 0`` (as BOSARIS). The order ``fit(key, scores)``
+        of earlier releases still works, with a ``FutureWarning``.
         """
+        scores, key = scores_and_key(scores, key, f"{type(self).__name__}.fit")
         data = fusion_data(key, _as_list(scores), persist=self.persist)
         return self._fit_data(data, x0, persisted=self.persist)  # persisting is a pass too
 
@@ -156,9 +166,9 @@ class LinearFuser(JsonModel):
     # -- applying ----------------------------------------------------------------------------
 
     def _check_fitted(self) -> tuple[np.ndarray, float]:
-        """The fitted weights and offset; a :class:`TrialError` if the model is not fitted."""
+        """The fitted weights and offset; a :class:`NotFittedError` before ``fit``."""
         if self.weights_ is None or self.offset_ is None:
-            raise TrialError(f"this {type(self).__name__} is not fitted")
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit first")
         return self.weights_, self.offset_
 
     def _transform(
@@ -230,11 +240,12 @@ class LinearFuser(JsonModel):
         return offset + s @ weights
 
     def fit_transform(
-        self, key: xr.Dataset, scores: xr.Dataset | Sequence[xr.Dataset], **fit_kwargs: Any
+        self, scores: xr.Dataset | Sequence[xr.Dataset], key: xr.Dataset, **fit_kwargs: Any
     ) -> xr.Dataset:
         """Train and apply on the same set (the paper's "cheating" variant), restricted to the
         key's trials."""
-        return self.fit(key, scores, **fit_kwargs).transform(scores, ndx=key)
+        scores, key = scores_and_key(scores, key, f"{type(self).__name__}.fit_transform")
+        return self.fit(scores, key, **fit_kwargs).transform(scores, ndx=key)
 
     # -- serialization -----------------------------------------------------------------------
 

@@ -9,9 +9,10 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import (
+    NotFittedError,
     TrialError,
 )
-from bosaris_dask.fusion.base import _as_list
+from bosaris_dask.fusion.base import _as_list, scores_and_key
 from bosaris_dask.fusion.linear import LinearFuser
 from bosaris_dask.objectives import (
     fusion_data,
@@ -55,17 +56,19 @@ class QualityFuser(LinearFuser):
 
     def fit(  # type: ignore[override]
         self,
-        key: xr.Dataset,
         scores: xr.Dataset | Sequence[xr.Dataset],
+        key: xr.Dataset,
         quality: xr.Dataset,
         *,
         linear: LinearFuser | None = None,
     ) -> QualityFuser:
-        """Train on a Key, ``K`` Scores and a Quality object.
+        """Train on ``K`` Scores, a Key and a Quality object.
 
         ``linear``: an already fitted linear fuser to start from (its passes are not counted
-        again); by default one is trained first on the same data.
+        again); by default one is trained first on the same data. The order ``fit(key, scores,
+        quality)`` of earlier releases still works, with a ``FutureWarning``.
         """
+        scores, key = scores_and_key(scores, key, "QualityFuser.fit")
         data = fusion_data(key, _as_list(scores), quality, persist=self.persist)
         k = data.n_systems
         if linear is None:
@@ -94,14 +97,14 @@ class QualityFuser(LinearFuser):
         return self
 
     def _fitted_quality_matrix(self) -> np.ndarray:
-        """The fitted quality matrix ``W``; a :class:`TrialError` if the model is not fitted."""
+        """The fitted quality matrix ``W``; a :class:`NotFittedError` before ``fit``."""
         self._check_fitted()
         if self.quality_matrix_ is None:
-            raise TrialError(f"this {type(self).__name__} is not fitted")
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit first")
         return self.quality_matrix_
 
     def fit_arrays(self, *args: Any, **kwargs: Any) -> QualityFuser:
-        raise TrialError("quality fusion needs trial objects: use fit(key, scores, quality)")
+        raise TrialError("quality fusion needs trial objects: use fit(scores, key, quality)")
 
     def transform(  # type: ignore[override]
         self,
@@ -121,10 +124,11 @@ class QualityFuser(LinearFuser):
         raise TrialError("quality fusion needs trial objects: use transform(scores, quality)")
 
     def fit_transform(  # type: ignore[override]
-        self, key: xr.Dataset, scores: xr.Dataset | Sequence[xr.Dataset], quality: xr.Dataset
+        self, scores: xr.Dataset | Sequence[xr.Dataset], key: xr.Dataset, quality: xr.Dataset
     ) -> xr.Dataset:
         """Train and apply on the same set, restricted to the key's trials."""
-        return self.fit(key, scores, quality).transform(scores, quality, ndx=key)
+        scores, key = scores_and_key(scores, key, "QualityFuser.fit_transform")
+        return self.fit(scores, key, quality).transform(scores, quality, ndx=key)
 
     def to_dict(self) -> dict[str, Any]:
         d = super().to_dict()
