@@ -68,7 +68,7 @@ def run_reference(workdir: Path) -> dict:
     pmiss = np.searchsorted(tar_sorted, -plo, side="left") / len(tar)
     pfa = 1 - np.searchsorted(non_sorted, -plo, side="left") / len(non)
     act = expit(plo) * pmiss + expit(-plo) * pfa
-    mindcf = roc.min_dcf(hull, plo)[0]
+    mindcf = roc.min_bayes_error(hull, plo)[0]
     cllr = (np.logaddexp(0, -tar).mean() + np.logaddexp(0, non).mean()) / 2 / np.log(2)
     return {
         "eer": roc.rocch_eer(hull), "prbep": roc.prbep(hull), "cllr": float(cllr),

@@ -179,7 +179,7 @@ def _dr30_plo(summary: ScoreSummary, sweep: np.ndarray) -> tuple[float, float]:
     Returns the first sweep point (from low prior log-odds) with at least 30 false alarms and
     the last with at least 30 misses; NaN where there is none.
     """
-    _, pmiss, pfa = roc.min_dcf(summary.hull, sweep)
+    _, pmiss, pfa = roc.min_bayes_error(summary.hull, sweep)
     fas = np.rint(pfa * summary.n_nontarget)
     misses = np.rint(pmiss * summary.n_target)
     fa_ok = np.flatnonzero(fas >= DR30_ERRORS)
@@ -232,7 +232,7 @@ def summary_metrics(
     out["dr30_fa_plo"], out["dr30_miss_plo"] = _dr30_plo(summary, sweep)
     for prefix, points in (("", plo), ("sweep_", sweep)):
         act = _act(summary, points)
-        mn_raw, mn_pmiss, mn_pfa = roc.min_dcf(hull, points)
+        mn_raw, mn_pmiss, mn_pfa = roc.min_bayes_error(hull, points)
         norm = _normalizer(points)
         out[prefix + "act_dcf"] = act["raw"] / norm
         out[prefix + "min_dcf"] = mn_raw / norm
@@ -385,7 +385,7 @@ def act_dcf(tar: Any, non: Any, prior: float, *, normalize: bool = True) -> floa
 def min_dcf(tar: Any, non: Any, prior: float, *, normalize: bool = True) -> float:
     """minDCF at an effective prior (the best threshold, found on the ROC convex hull)."""
     plo = logit(_check_priors([prior]))
-    raw = roc.min_dcf(summary_from_arrays(tar, non).hull, plo)[0]
+    raw = roc.min_bayes_error(summary_from_arrays(tar, non).hull, plo)[0]
     return float((raw / _normalizer(plo) if normalize else raw)[0])
 
 

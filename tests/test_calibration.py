@@ -95,7 +95,7 @@ def min_dcf(tar, non, plo):
     values, inverse = np.unique(np.r_[tar, non], return_inverse=True)
     n_tar = np.bincount(inverse[: len(tar)], minlength=len(values))
     n_non = np.bincount(inverse[len(tar) :], minlength=len(values))
-    return roc.min_dcf(roc.rocch(n_tar, n_non), plo)[0]
+    return roc.min_bayes_error(roc.rocch(n_tar, n_non), plo)[0]
 
 
 # --------------------------------------------------------------------------------------------
