@@ -134,7 +134,7 @@ def test_linear_calibration_trial_objects_dev_eval(tmp_path: Path) -> None:
     scores = make_scores(
         key.model.values, key.segment.values, np.where(mask, s, np.nan), mask, chunks=(8, 11)
     )
-    cal = LinearCalibrator(0.3, gtol=1e-10).fit(scores, key)
+    cal = LinearCalibrator(0.3, gtol=1e-10).fit(scores, key, allow_missing=True)
     ref = LinearCalibrator(0.3, gtol=1e-10).fit_arrays(s[mask & (cls > 0)], s[mask & (cls < 0)])
     np.testing.assert_allclose([cal.scale_, cal.offset_], [ref.scale_, ref.offset_], atol=1e-10)
     assert cal.counts_["n_missing"] == int((~mask).sum())
@@ -340,7 +340,7 @@ def test_pav_fit_and_transform_trial_objects(engine: bool, monkeypatch) -> None:
     if not engine:  # the in-memory fallback (no engine module)
         monkeypatch.setitem(sys.modules, "bosaris_dask.engine", None)
     key, scores, cls, s, mask = _pav_trials()
-    cal = PAVCalibrator().fit(scores, key)
+    cal = PAVCalibrator().fit(scores, key, allow_missing=True)
     s64 = s.astype(np.float64)
     ref = PAVCalibrator().fit_arrays(s64[(cls == 1) & mask], s64[(cls == -1) & mask])
     np.testing.assert_array_equal(cal.score_bounds_, ref.score_bounds_)
@@ -348,7 +348,7 @@ def test_pav_fit_and_transform_trial_objects(engine: bool, monkeypatch) -> None:
     assert cal.counts_.get("n_missing", -1) == (
         int(((cls != 0) & ~mask).sum()) if not engine else -1
     )
-    out = cal.fit_transform(scores, key).compute()
+    out = cal.fit_transform(scores, key, allow_missing=True).compute()
     want = (cls != 0) & mask
     assert list(out.segment.values) == list(key.segment.values) and out.score.dtype == np.float64
     np.testing.assert_array_equal(out.score_mask.values, want)
@@ -374,7 +374,7 @@ def test_pav_fit_uses_the_engine_when_it_exists(monkeypatch) -> None:
     monkeypatch.setitem(
         sys.modules, "bosaris_dask.engine", types.SimpleNamespace(score_bins=score_bins)
     )
-    cal = PAVCalibrator(small_val=0).fit(scores, key)
+    cal = PAVCalibrator(small_val=0).fit(scores, key, allow_missing=True)
     assert calls == [{"allow_missing": True}] and "n_missing" not in cal.counts_
     ref = PAVCalibrator(small_val=0).fit_bins([0.0, 1.0], [0.5, 2.0], [1, 3], [4, 1])
     np.testing.assert_array_equal(cal.llr_bounds_, ref.llr_bounds_)
@@ -389,8 +389,8 @@ def test_load_model_rejects_unknown_kinds() -> None:
 
 def test_apply_model_dispatches_by_kind() -> None:
     key, scores, cls, s, mask = _pav_trials(2)
-    pav = PAVCalibrator().fit(scores, key)
-    lin = LinearCalibrator().fit(scores, key)
+    pav = PAVCalibrator().fit(scores, key, allow_missing=True)
+    lin = LinearCalibrator().fit(scores, key, allow_missing=True)
     for model in (pav, lin):
         loaded = load_model(model.to_dict())
         xr.testing.assert_equal(

@@ -133,3 +133,26 @@ def test_save_and_load_round_trip(data, tmp_path):
         assert type(back) is type(model) and back.to_dict() == model.to_dict()
         assert load_model(path).to_dict() == model.to_dict()
         assert type(model).load_json is not None  # the name of earlier releases still works
+
+
+@pytest.mark.parametrize("model", ["linear_fusion", "linear_calibration", "pav", "quality"])
+def test_missing_trials_policy_is_that_of_evaluate(data, model):
+    """A key trial without a score is an error unless allow_missing (then dropped, counted)."""
+    key, systems, quality = data
+    mask = np.ones((6, 8), dtype=bool)
+    mask[0, :2] = False  # two key trials without a score
+    holes = make_scores(MODELS, SEGMENTS, systems[0].score.values, mask)
+    make, scores, extra = {
+        "linear_fusion": (LinearFuser, [holes, systems[1]], ()),
+        "linear_calibration": (LinearCalibrator, holes, ()),
+        "pav": (PAVCalibrator, holes, ()),
+        "quality": (QualityFuser, [holes, systems[1]], (quality,)),
+    }[model]
+    with pytest.raises(bd.errors.MissingTrialsError, match="2 key trials have no score"):
+        make().fit(scores, key, *extra)
+    with pytest.raises(bd.errors.MissingTrialsError):
+        bd.evaluate(holes, key)  # the same policy
+    fitted = make().fit(scores, key, *extra, allow_missing=True)
+    if model != "pav":  # the engine's PAV bins do not count them
+        assert fitted.counts_["n_missing"] == 2
+    assert bd.evaluate(holes, key, allow_missing=True).n_missing.values.tolist() == [2]

@@ -47,13 +47,14 @@ class LinearCalibrator(LinearFuser):
         scores: xr.Dataset | Sequence[xr.Dataset],
         key: xr.Dataset,
         *,
+        allow_missing: bool = False,
         x0: np.ndarray | None = None,
     ) -> Self:
         """Train on one Scores object and a Key (see :meth:`LinearFuser.fit`)."""
         scores, key = scores_and_key(scores, key, f"{type(self).__name__}.fit")
         if not isinstance(scores, xr.Dataset):
             raise TrialError("a calibrator takes one Scores object")
-        return super().fit([scores], key, x0=x0)
+        return super().fit([scores], key, allow_missing=allow_missing, x0=x0)
 
     def fit_arrays(
         self,

@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.calibration.pav_map import DEFAULT_BOUND, interpolate_map, pav_map
-from bosaris_dask.errors import NotFittedError, ScoreError, TrialError
+from bosaris_dask.errors import MissingTrialsError, NotFittedError, ScoreError, TrialError
 from bosaris_dask.fusion.base import MODEL_FORMAT, JsonModel, scores_and_key
 from bosaris_dask.trials import align_with, kind_of, make_scores, trial_classes
 
@@ -33,7 +33,7 @@ def _bins_of_arrays(tar: np.ndarray, non: np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 def _score_bins_in_memory(
-    scores: xr.Dataset, key: xr.Dataset
+    scores: xr.Dataset, key: xr.Dataset, allow_missing: bool = True
 ) -> tuple[tuple[np.ndarray, ...], int]:
     """Bins (distinct scores) of a supervised set, computed in memory in one pass.
 
@@ -47,22 +47,28 @@ def _score_bins_in_memory(
     tar, non, missing = dask.compute(
         values[(cls == 1) & mask], values[(cls == -1) & mask], ((cls != 0) & ~mask).sum()
     )
+    if missing and not allow_missing:
+        raise MissingTrialsError(f"{int(missing)} key trials have no score "
+                                 "(allow_missing drops them)")  # fmt: skip
     return _bins_of_arrays(tar, non), int(missing)
 
 
-def _score_bins(scores: xr.Dataset, key: xr.Dataset) -> tuple[tuple[np.ndarray, ...], int | None]:
+def _score_bins(
+    scores: xr.Dataset, key: xr.Dataset, allow_missing: bool = True
+) -> tuple[tuple[np.ndarray, ...], int | None]:
     """Bins for PAV: from the engine's exact passes, else from the in-memory fallback.
 
     The engine's bins are exact around the PAV block boundaries of the data; the pseudo-counts
     only remove block boundaries (a boundary of the augmented hull is one of the data's hull
     vertices), so they are exact for the map with pseudo-counts too. Key trials without a score
-    are dropped (the engine does not report how many: ``n_missing`` is then ``None``).
+    are an error unless ``allow_missing`` drops them (the engine does not report how many:
+    ``n_missing`` is then ``None``).
     """
     try:
         from bosaris_dask.engine import score_bins  # the exact, scalable engine passes
     except ImportError:
-        return _score_bins_in_memory(scores, key)
-    bins = score_bins(scores, key, allow_missing=True)
+        return _score_bins_in_memory(scores, key, allow_missing)
+    bins = score_bins(scores, key, allow_missing=allow_missing)
     return tuple(np.asarray(a) for a in bins), None
 
 
@@ -144,17 +150,19 @@ class PAVCalibrator(JsonModel):
         """Fit from arrays of target and non-target scores (ties pooled by ``np.unique``)."""
         return self.fit_bins(*_bins_of_arrays(tar, non))
 
-    def fit(self, scores: xr.Dataset, key: xr.Dataset) -> PAVCalibrator:
+    def fit(
+        self, scores: xr.Dataset, key: xr.Dataset, *, allow_missing: bool = False
+    ) -> PAVCalibrator:
         """Fit on a supervised set: a Scores object and a Key (the scores aligned to its ids).
 
-        Key trials without a score are dropped (counted); non-finite scores are a
-        :class:`ScoreError`. The order ``fit(key, scores)`` of earlier releases still works,
-        with a ``FutureWarning``.
+        Key trials without a score are a :class:`MissingTrialsError`, as in ``evaluate``,
+        unless ``allow_missing`` drops them; non-finite scores are a :class:`ScoreError`. The
+        order ``fit(key, scores)`` of earlier releases still works, with a ``FutureWarning``.
         """
         scores, key = scores_and_key(scores, key, "PAVCalibrator.fit")
         if kind_of(key) != "key" or kind_of(scores) != "scores":
             raise TrialError("PAVCalibrator.fit takes a Scores object and a Key")
-        bins, missing = _score_bins(scores, key)
+        bins, missing = _score_bins(scores, key, allow_missing)
         return self.fit_bins(*bins, n_missing=missing)
 
     def _check_fitted(self) -> tuple[np.ndarray, np.ndarray]:
@@ -201,10 +209,12 @@ class PAVCalibrator(JsonModel):
         )
         return make_scores(like.model.values, like.segment.values, llr, mask)
 
-    def fit_transform(self, scores: xr.Dataset, key: xr.Dataset) -> xr.Dataset:
+    def fit_transform(
+        self, scores: xr.Dataset, key: xr.Dataset, *, allow_missing: bool = False
+    ) -> xr.Dataset:
         """Fit and apply on the same set (the "cheating" variant), on the key's trials."""
         scores, key = scores_and_key(scores, key, "PAVCalibrator.fit_transform")
-        return self.fit(scores, key).transform(scores, ndx=key)
+        return self.fit(scores, key, allow_missing=allow_missing).transform(scores, ndx=key)
 
     def to_dict(self) -> dict[str, Any]:
         """The fitted map as a JSON-friendly dict (``+-Infinity`` only without pseudo-counts)."""

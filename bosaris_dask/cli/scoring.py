@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from typing import Any
 
 from bosaris_dask.cli.common import (
-    _cluster,
     _default_priors,
     _evaluate,
     _load,
@@ -19,7 +19,7 @@ from bosaris_dask.cli.common import (
     _size,
     _write_json,
 )
-from bosaris_dask.errors import BosarisError, OptionError
+from bosaris_dask.errors import OptionError
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -71,17 +71,23 @@ def _read_quality(args: argparse.Namespace, path: str | None) -> Any:
     )
 
 
-def _fit_and_apply(args: argparse.Namespace, model: Any, systems: list[Any], quality: Any) -> int:
+def _fit_and_apply(
+    args: argparse.Namespace, model: Any, open_inputs: Callable[[], tuple[Any, list[Any], Any]]
+) -> int:
+    """Train ``model`` on ``open_inputs()`` (key, systems, quality), save it, and with
+    ``--apply`` write the scores it gives."""
     from bosaris_dask import io
     from bosaris_dask.calibration import apply_model
 
-    key = io.read(args.key, "key")
-    with _cluster(args, size_hint=key.sizes["model"] * key.sizes["segment"]):
+    if args.apply and args.out is None:
+        raise OptionError("--apply needs --out (where to write the resulting scores)")
+    with _opened(args, open_inputs, lambda inputs: _size(inputs[0])) as (key, systems, quality):
         start = time.perf_counter()
         if quality is None:
-            model.fit(systems if len(systems) > 1 or args.command == "fuse" else systems[0], key)
+            train = systems if len(systems) > 1 or args.command == "fuse" else systems[0]
+            model.fit(train, key, allow_missing=args.allow_missing)
         else:
-            model.fit(systems, key, quality)
+            model.fit(systems, key, quality, allow_missing=args.allow_missing)
         model.save(args.model_out)
         doc = model.to_dict()
         elapsed = time.perf_counter() - start
@@ -90,10 +96,10 @@ def _fit_and_apply(args: argparse.Namespace, model: Any, systems: list[Any], qua
                       f"{doc['passes']} passes over the data")  # fmt: skip
         else:
             fitted = f"{len(doc['score_bounds']) // 2} PAV blocks"
+        if doc.get("n_missing"):
+            fitted += f"; dropped {doc['n_missing']:,} key trials without a score"
         _say(args, f"{doc['kind']}: {fitted} ({elapsed:.1f} s); wrote {args.model_out}")
         if args.apply:
-            if args.out is None:
-                raise BosarisError("--apply needs --out (where to write the calibrated scores)")
             targets = [io.read(p, "scores") for p in args.apply]
             eval_quality = _read_quality(args, args.apply_quality) if quality is not None else None
             ndx = io.read(args.ndx) if args.ndx else None
@@ -113,23 +119,28 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             "calibrate each system on its own"
         )
     model = LinearCalibrator(args.train_prior) if args.method == "linear" else PAVCalibrator()
-    return _fit_and_apply(args, model, [io.read(args.scores, "scores")], None)
+    return _fit_and_apply(
+        args, model, lambda: (io.read(args.key, "key"), [io.read(args.scores, "scores")], None)
+    )
 
 
 def cmd_fuse(args: argparse.Namespace) -> int:
     from bosaris_dask import io
     from bosaris_dask.fusion import LinearFuser, QualityFuser
 
-    quality = _read_quality(args, args.quality)
     if args.apply and len(args.apply) != len(args.scores):
         raise OptionError(
             f"--apply takes the eval scores of the same {len(args.scores)} systems, in the same "
             f"order; got {len(args.apply)}"
         )
-    model = QualityFuser if quality is not None else LinearFuser
-    model = model(args.train_prior)
-    systems = [io.read(p, "scores") for p in args.scores]
-    return _fit_and_apply(args, model, systems, quality)
+
+    def open_inputs() -> tuple[Any, list[Any], Any]:
+        systems = [io.read(p, "scores") for p in args.scores]
+        return io.read(args.key, "key"), systems, _read_quality(args, args.quality)
+
+    with_quality = args.quality or args.model_quality or args.segment_quality
+    model = (QualityFuser if with_quality else LinearFuser)(args.train_prior)
+    return _fit_and_apply(args, model, open_inputs)
 
 
 def cmd_apply(args: argparse.Namespace) -> int:

@@ -106,10 +106,13 @@ class LinearFuser(JsonModel):
 
     # -- fitting -----------------------------------------------------------------------------
 
-    def _objective(self, data: FusionData, quality: bool) -> FusionObjective:
+    def _objective(
+        self, data: FusionData, quality: bool, allow_missing: bool = True
+    ) -> FusionObjective:
         return FusionObjective(
-            data, self.prior, l2=self.l2, quality=quality, split_every=self.split_every
-        )
+            data, self.prior, l2=self.l2, quality=quality, split_every=self.split_every,
+            allow_missing=allow_missing,
+        )  # fmt: skip
 
     def _solve(self, obj: FusionObjective, x0: np.ndarray) -> OptimizeResult:
         res = minimize(obj, x0, method=self.method, gtol=self.gtol, max_iter=self.max_iter)
@@ -121,13 +124,19 @@ class LinearFuser(JsonModel):
         self.counts_ = {k: v for k, v in (obj.counts or {}).items() if k != "n_nonfinite"}
         return res
 
-    def _fit_data(self, data: FusionData, x0: np.ndarray | None, persisted: bool = False) -> Self:
+    def _fit_data(
+        self,
+        data: FusionData,
+        x0: np.ndarray | None,
+        persisted: bool = False,
+        allow_missing: bool = True,
+    ) -> Self:
         k = data.n_systems
         start = np.r_[np.full(k, 1.0 / k), 0.0] if x0 is None else np.asarray(x0, float)
         if start.shape != (k + 1,):
             raise ValueError(f"x0 must hold {k} weights and an offset, got shape {start.shape}")
         self.iterations_, self.passes_ = 0, int(persisted)
-        res = self._solve(self._objective(data, quality=False), start)
+        res = self._solve(self._objective(data, False, allow_missing), start)
         self.weights_, self.offset_ = res.x[:k].copy(), float(res.x[k])
         return self
 
@@ -136,18 +145,26 @@ class LinearFuser(JsonModel):
         scores: xr.Dataset | Sequence[xr.Dataset],
         key: xr.Dataset,
         *,
+        allow_missing: bool = False,
         x0: np.ndarray | None = None,
     ) -> Self:
         """Train on a supervised set: ``K`` Scores and a Key (the scores aligned to its ids).
 
-        Trials of the key without a score in some system are dropped (counted in
-        ``counts_["n_missing"]``); a non-finite score is a :class:`ScoreError`. The default
-        starting point is ``b_k = 1/K``, ``a = 0`` (as BOSARIS). The order ``fit(key, scores)``
-        of earlier releases still works, with a ``FutureWarning``.
+        Key trials without a score in some system are an error, as in ``evaluate``, unless
+        ``allow_missing``: then they are dropped and counted in ``counts_["n_missing"]``. A
+        non-finite score is a :class:`ScoreError`. The default starting point is ``b_k = 1/K``,
+        ``a = 0`` (as BOSARIS). The order ``fit(key, scores)`` of earlier releases still works,
+        with a ``FutureWarning``.
+
+        Raises
+        ------
+        MissingTrialsError
+            Key trials without a score, unless ``allow_missing`` (found by the first pass).
         """
         scores, key = scores_and_key(scores, key, f"{type(self).__name__}.fit")
         data = fusion_data(key, _as_list(scores), persist=self.persist)
-        return self._fit_data(data, x0, persisted=self.persist)  # persisting is a pass too
+        # persisting is a pass too
+        return self._fit_data(data, x0, persisted=self.persist, allow_missing=allow_missing)
 
     def fit_arrays(
         self,

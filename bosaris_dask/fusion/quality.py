@@ -60,13 +60,15 @@ class QualityFuser(LinearFuser):
         key: xr.Dataset,
         quality: xr.Dataset,
         *,
+        allow_missing: bool = False,
         linear: LinearFuser | None = None,
     ) -> QualityFuser:
         """Train on ``K`` Scores, a Key and a Quality object.
 
         ``linear``: an already fitted linear fuser to start from (its passes are not counted
-        again); by default one is trained first on the same data. The order ``fit(key, scores,
-        quality)`` of earlier releases still works, with a ``FutureWarning``.
+        again); by default one is trained first on the same data. ``allow_missing``: as in
+        :meth:`LinearFuser.fit`. The order ``fit(key, scores, quality)`` of earlier releases
+        still works, with a ``FutureWarning``.
         """
         scores, key = scores_and_key(scores, key, "QualityFuser.fit")
         data = fusion_data(key, _as_list(scores), quality, persist=self.persist)
@@ -79,7 +81,7 @@ class QualityFuser(LinearFuser):
                 gtol=self.gtol,
                 max_iter=self.max_iter,
                 split_every=self.split_every,
-            )._fit_data(data, None, persisted=self.persist)
+            )._fit_data(data, None, persisted=self.persist, allow_missing=allow_missing)
             self.linear_passes_, self.iterations_ = linear.passes_, linear.iterations_
         else:
             weights, _ = linear._check_fitted()
@@ -91,7 +93,7 @@ class QualityFuser(LinearFuser):
         self.passes_ = self.linear_passes_
         weights, offset = linear._check_fitted()
         x0 = np.r_[weights, offset, np.zeros(n_quality_params(data.n_measures))]
-        res = self._solve(self._objective(data, quality=True), x0)
+        res = self._solve(self._objective(data, True, allow_missing), x0)
         self.weights_, self.offset_ = res.x[:k].copy(), float(res.x[k])
         self.quality_matrix_ = quality_matrix(res.x[k + 1 :], data.n_measures)
         return self
@@ -124,11 +126,15 @@ class QualityFuser(LinearFuser):
         raise TrialError("quality fusion needs trial objects: use transform(scores, quality)")
 
     def fit_transform(  # type: ignore[override]
-        self, scores: xr.Dataset | Sequence[xr.Dataset], key: xr.Dataset, quality: xr.Dataset
+        self,
+        scores: xr.Dataset | Sequence[xr.Dataset],
+        key: xr.Dataset,
+        quality: xr.Dataset,
+        **fit_kwargs: Any,
     ) -> xr.Dataset:
         """Train and apply on the same set, restricted to the key's trials."""
         scores, key = scores_and_key(scores, key, "QualityFuser.fit_transform")
-        return self.fit(scores, key, quality).transform(scores, quality, ndx=key)
+        return self.fit(scores, key, quality, **fit_kwargs).transform(scores, quality, ndx=key)
 
     def to_dict(self) -> dict[str, Any]:
         d = super().to_dict()
