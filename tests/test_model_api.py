@@ -156,3 +156,12 @@ def test_missing_trials_policy_is_that_of_evaluate(data, model):
     if model != "pav":  # the engine's PAV bins do not count them
         assert fitted.counts_["n_missing"] == 2
     assert bd.evaluate(holes, key, allow_missing=True).n_missing.values.tolist() == [2]
+
+
+def test_pav_block_count_is_a_fitted_attribute():
+    tar, non = np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.5, 0.5])
+    pav = PAVCalibrator(small_val=0).fit_arrays(tar, non)
+    assert pav.n_blocks_ == 3  # score_bounds_ [-1e6, 0.5 | 1.0, 1.5 | 2.0, 1e6]: three blocks
+    with pytest.warns(FutureWarning, match="use n_blocks_"):
+        assert pav.n_blocks == 3
+    assert not hasattr(PAVCalibrator(), "n_blocks_")

@@ -7,6 +7,7 @@ Fitting bins the supervised scores (with the engine's exact passes when it provi
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import dask
@@ -90,6 +91,8 @@ class PAVCalibrator(JsonModel):
     ----------
     score_bounds_, llr_bounds_
         The knots of the map (two per PAV block).
+    n_blocks_
+        The number of PAV blocks.
     counts_
         ``n_target``, ``n_nontarget`` (without pseudo-counts) and, when known, ``n_missing``.
     """
@@ -107,10 +110,17 @@ class PAVCalibrator(JsonModel):
         self.counts_: dict[str, int] = {}
 
     @property
-    def n_blocks(self) -> int:
-        """Number of PAV blocks of the map."""
+    def n_blocks_(self) -> int:
+        """Number of PAV blocks of the fitted map."""
         score_bounds, _ = self._check_fitted()
         return len(score_bounds) // 2
+
+    @property
+    def n_blocks(self) -> int:
+        """Deprecated name of :attr:`n_blocks_` (a fitted attribute ends with ``_``)."""
+        warnings.warn("PAVCalibrator.n_blocks is deprecated: use n_blocks_", FutureWarning,
+                      stacklevel=2)  # fmt: skip
+        return self.n_blocks_
 
     def fit_bins(
         self,
