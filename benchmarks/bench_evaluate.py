@@ -2,29 +2,45 @@
 
 Usage::
 
-    python benchmarks/bench_evaluate.py --side 10000 [--repeat 3] [--workdir DIR]
+    python benchmarks/bench_evaluate.py --side 10000 [--repeat 3] [--workdir DIR] [--json FILE]
+        [--mode baseline --mode ours ...]
 
-Simulates ``side x side`` float32 trials once (``bosaris-dask simulate``, one system), then runs
-each contender ``--repeat`` times in a fresh subprocess and prints the median wall time, the
-peak resident memory (of the driver process: ``ru_maxrss``; for the LocalCluster run, measure the
-whole tree with ``benchmarks/peak_memory.py``), and the ratio against the baseline measured in the
+Simulates ``side x side`` float32 trials once (``python -m bosaris_dask.cli simulate``, one
+system, a label-derived key), then runs each contender ``--repeat`` times in a fresh subprocess
+and prints the median wall time, the peak resident memory (of the driver process:
+``ru_maxrss``; for the LocalCluster run, measure the whole tree with
+``benchmarks/peak_memory.py``), and each contender's time relative to ours, all measured in the
 same run:
 
-* ``reference``: the in-memory sort-based numpy evaluation a user would write: load the matrix,
-  split targets and non-targets, ``argsort`` everything, cumulative counts at every distinct
-  threshold, the ROC convex hull of those points, DCFs by ``searchsorted``, Cllr by summing.
-* ``bosaris (threads)``: :func:`bosaris_dask.metrics.evaluate` on the zarr stores with dask's
-  threaded scheduler (what the API does for small jobs);
-* ``bosaris (2 procs)``: the same on a 2-process ``LocalCluster`` (what ``bosaris-dask
-  evaluate`` starts for 1e8 trials and more); its start-up time is included.
+* ``baseline``: the in-memory evaluation a competent engineer would write with numpy: load the
+  float32 matrix and the classes, pack each score's order-preserving bits and its label into one
+  ``uint64`` (``float32 -> uint32`` so that unsigned order is score order, shifted left, OR the
+  target bit), **one** ``np.sort`` (numpy's SIMD sort), cumulative counts at the end of each run
+  of equal scores, the ROC convex hull of the few points where a non-target is followed by a
+  target (vectorized pruning of points that do not turn left: a monotone-chain hull, written
+  here, independent of :mod:`bosaris_dask.roc`), DCFs at the hull vertices and by
+  ``searchsorted`` on the distinct scores, Cllr in float64 blocks. No argsort, no second sort,
+  no float64 copy of the scores.
+* ``ours``: :func:`bosaris_dask.metrics.evaluate` on the zarr stores with dask's threaded
+  scheduler (what the API does for small jobs);
+* ``ours-local``: the same on a 2-process ``LocalCluster`` (what ``bosaris-dask evaluate``
+  starts for 1e8 trials and more); its start-up time is included.
+* ``llreval`` (the peer a BOSARIS user would pick in Python; used when ``import llreval``
+  works), and with ``--mode sklearn`` a scikit-learn ``roc_curve`` recipe.
 
-Both give the same numbers (checked at the end to 1e-9).
+Every contender pays for reading the stores and importing its stack. Ours and the baseline must
+agree to 1e-9 (checked at the end); for the peers the largest differences are printed.
+``--side 40 --repeat 1`` runs every contender once in a few seconds
+(``tests/test_benchmarks.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import os
+import platform
 import resource
 import statistics
 import subprocess
@@ -36,54 +52,151 @@ from pathlib import Path
 import numpy as np
 
 PRIORS = (0.5, 0.1, 0.01, 0.001)
+SWEEP = np.linspace(-10, 10, 201)
+BLOCK = 1 << 20  # elements per float64 block of the baseline's Cllr sums
 
 
-def run_reference(workdir: Path) -> dict:
-    from scipy.special import expit, logit
-
-    from bosaris_dask import io, roc
-    from bosaris_dask.trials import trial_classes
-
-    key = io.read(workdir / "key.zarr")
-    scores = io.read(workdir / "system-1.zarr")
-    mask = np.asarray(trial_classes(key).compute())
-    values = np.asarray(scores.score.data.compute()).astype(np.float64)
-    tar, non = values[mask == 1], values[mask == -1]
-    del values, mask
-    both = np.concatenate([tar, non])
-    order = np.argsort(both, kind="stable")
-    is_tar = order < len(tar)
-    sorted_scores = both[order]
-    edges = np.flatnonzero(np.diff(sorted_scores)) + 1  # pool ties: one threshold per value
-    cum_tar = np.concatenate([[0], np.cumsum(is_tar)[np.append(edges, len(both)) - 1]])
-    cum_non = np.concatenate([[0], np.arange(1, len(both) + 1)[np.append(edges, len(both)) - 1]])
-    cum_non = cum_non - cum_tar
-    hull = roc.Hull(
-        *(lambda v: (v, cum_tar[v], len(non) - cum_non[v]))(roc.convex_minorant(cum_non, cum_tar)),
-        n_target=len(tar),
-        n_nontarget=len(non),
-    )
-    plo = np.concatenate([logit(np.array(PRIORS)), np.linspace(-10, 10, 201)])
-    tar_sorted, non_sorted = np.sort(tar), np.sort(non)
-    pmiss = np.searchsorted(tar_sorted, -plo, side="left") / len(tar)
-    pfa = 1 - np.searchsorted(non_sorted, -plo, side="left") / len(non)
-    act = expit(plo) * pmiss + expit(-plo) * pfa
-    mindcf = roc.min_bayes_error(hull, plo)[0]
-    cllr = (np.logaddexp(0, -tar).mean() + np.logaddexp(0, non).mean()) / 2 / np.log(2)
-    return {
-        "eer": roc.rocch_eer(hull), "prbep": roc.prbep(hull), "cllr": float(cllr),
-        "min_cllr": roc.min_cllr(hull), "act": act.tolist(), "min": mindcf.tolist(),
-    }  # fmt: skip
+def _plo() -> np.ndarray:
+    p = np.array(PRIORS)
+    return np.concatenate([np.log(p / (1 - p)), SWEEP])
 
 
-def _load_tar_non(workdir: Path) -> tuple[np.ndarray, np.ndarray]:
+def _load(workdir: Path) -> tuple[np.ndarray, np.ndarray]:
+    """The float32 score matrix and the int8 classes (+1 target, -1 non-target, 0 no trial)."""
     from bosaris_dask import io
     from bosaris_dask.trials import trial_classes
 
-    key = io.read(workdir / "key.zarr")
-    mask = np.asarray(trial_classes(key).compute())
+    classes = np.asarray(trial_classes(io.read(workdir / "key.zarr")).compute())
     values = np.asarray(io.read(workdir / "system-1.zarr").score.data.compute())
-    return values[mask == 1].astype(np.float64), values[mask == -1].astype(np.float64)
+    return values, classes
+
+
+# ------------------------------------------------------------------------------------------
+# the baseline: one packed sort in float32, written without bosaris_dask.roc
+# ------------------------------------------------------------------------------------------
+
+
+def sortable_bits(values: np.ndarray) -> np.ndarray:
+    """float32 -> uint32 whose unsigned order is the scores' order (-0.0 ties with +0.0).
+
+    Examples
+    --------
+    >>> x = np.array([-np.inf, -2.0, -0.0, 0.0, 1e-45, 3.0], np.float32)
+    >>> b = sortable_bits(x)
+    >>> bool((np.diff(b.astype(np.int64)) >= 0).all()), int(b[2]) == int(b[3])
+    (True, True)
+    """
+    bits = values.view(np.uint32)
+    bits = np.where(bits == 0x80000000, np.uint32(0), bits)
+    return np.where(bits >> 31 == 1, ~bits, bits | np.uint32(0x80000000))
+
+
+def _float_of_bits(bits: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`sortable_bits`, as float64."""
+    bits = bits.astype(np.uint32)
+    raw = np.where(bits >> 31 == 1, bits ^ np.uint32(0x80000000), ~bits)
+    return raw.view(np.float32).astype(np.float64)
+
+
+def lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Indices of the greatest convex minorant's vertices of integer points sorted by ``x``.
+
+    A monotone chain done in bulk: each round drops, all at once, every interior point that does
+    not turn strictly left between its current neighbours (such a point lies on or above a chord
+    of two other points, so it is no vertex); when no point drops, the chain is convex. Both
+    ends always stay.
+
+    Examples
+    --------
+    >>> lower_hull(np.array([0, 1, 2, 3]), np.array([0, 5, 1, 6])).tolist()
+    [0, 2, 3]
+    """
+    keep = np.arange(len(x))
+    while len(keep) > 2:
+        o, a, b = keep[:-2], keep[1:-1], keep[2:]
+        cross = (x[a] - x[o]) * (y[b] - y[o]) - (y[a] - y[o]) * (x[b] - x[o])
+        drop = cross <= 0
+        if not drop.any():
+            break
+        keep = keep[np.r_[True, ~drop, True]]
+    return keep
+
+
+def _crossing(u: np.ndarray, v: np.ndarray) -> float:
+    """Where the polyline through ``(u, v)`` (u falling, v rising) meets ``v = u``."""
+    d = v - u
+    i = int(np.argmax(d >= 0))
+    if d[i] == 0:
+        return float(u[i])
+    w = -d[i - 1] / (d[i] - d[i - 1])
+    return float(u[i - 1] + w * (u[i] - u[i - 1]))
+
+
+def baseline_arrays(values: np.ndarray, classes: np.ndarray) -> dict:
+    """The baseline's metrics of float32 ``values`` with int8 ``classes`` (any equal shapes)."""
+    values, classes = values.ravel(), classes.ravel()
+    if not (classes != 0).all():
+        values, classes = values[classes != 0], classes[classes != 0]
+    n = len(values)
+    key = sortable_bits(values).astype(np.uint64)
+    key <<= np.uint64(1)
+    key |= classes == 1
+    key.sort()  # the one sort: numpy's SIMD quicksort on uint64
+    targets = np.flatnonzero(key & np.uint64(1))  # positions of the targets, in score order
+    key >>= np.uint64(1)
+    ends = np.flatnonzero(key[1:] != key[:-1])  # the last trial of each run of equal scores
+    ends = np.append(ends, n - 1)
+    distinct = _float_of_bits(key[ends])
+    del key
+    T, N = len(targets), n - len(targets)
+    # (x, y) = (non-targets, targets) at or below each distinct score, from (0, 0)
+    y = np.concatenate([[0], np.searchsorted(targets, ends, side="right")])
+    x = np.concatenate([[0], ends + 1]) - y
+    # a hull vertex can only sit where a run with a non-target meets a run with a target
+    corner = np.flatnonzero((np.diff(x)[:-1] > 0) & (np.diff(y)[1:] > 0)) + 1
+    candidates = np.concatenate([[0], corner, [len(x) - 1]])
+    vertices = candidates[lower_hull(x[candidates], y[candidates])]
+    misses, fas = y[vertices], N - x[vertices]
+    plo = _plo()
+    p_tar, p_non = 1 / (1 + np.exp(-plo)), 1 / (1 + np.exp(plo))
+    cost = p_tar[:, None] * (misses / T) + p_non[:, None] * (fas / N)
+    below = np.searchsorted(distinct, -plo, side="left")  # runs with a score < -plo
+    act = p_tar * y[below] / T + p_non * (N - x[below]) / N
+    dt, dn = np.diff(misses).astype(np.float64), -np.diff(fas).astype(np.float64)
+    mixed = (dt > 0) & (dn > 0)
+    dt, dn = dt[mixed], dn[mixed]
+    min_cllr = (dt * np.log1p(dn * T / (dt * N))).sum() / T + (
+        dn * np.log1p(dt * N / (dn * T))
+    ).sum() / N
+    tar_sum = non_sum = 0.0
+    for start in range(0, n, BLOCK):
+        s = values[start : start + BLOCK].astype(np.float64)
+        c = classes[start : start + BLOCK]
+        tar_sum += np.logaddexp(0, -s[c == 1]).sum()
+        non_sum += np.logaddexp(0, s[c == -1]).sum()
+    return {
+        "eer": _crossing(fas / N, misses / T),
+        "prbep": _crossing(fas.astype(np.float64), misses.astype(np.float64)),
+        "cllr": (tar_sum / T + non_sum / N) / (2 * np.log(2)),
+        "min_cllr": float(min_cllr / (2 * np.log(2))),
+        "act": act.tolist(),
+        "min": cost.min(axis=1).tolist(),
+        "n_target": T, "n_nontarget": N,
+    }  # fmt: skip
+
+
+def run_baseline(workdir: Path) -> dict:
+    return baseline_arrays(*_load(workdir))
+
+
+# ------------------------------------------------------------------------------------------
+# peers and ours
+# ------------------------------------------------------------------------------------------
+
+
+def _load_tar_non(workdir: Path) -> tuple[np.ndarray, np.ndarray]:
+    values, classes = _load(workdir)
+    return values[classes == 1].astype(np.float64), values[classes == -1].astype(np.float64)
 
 
 def _unsorted(f, plo: np.ndarray) -> list[float]:
@@ -99,12 +212,11 @@ def run_llreval(workdir: Path) -> dict:
     from llreval.bayes_error_rate import fast_Bayes_error_rate
     from llreval.cllr import cllr, min_cllr
     from llreval.pav_rocch import PAV, ROCCH
-    from scipy.special import logit
 
     tar, non = _load_tar_non(workdir)
     scores = np.concatenate([tar, non])
     labels = np.concatenate([np.ones(len(tar)), np.zeros(len(non))])
-    plo = np.concatenate([logit(np.array(PRIORS)), np.linspace(-10, 10, 201)])
+    plo = _plo()
     pav = PAV(scores, labels)
     rocch = ROCCH(pav)
     return {
@@ -115,8 +227,8 @@ def run_llreval(workdir: Path) -> dict:
 
 
 def run_sklearn(workdir: Path) -> dict:
-    """The scikit-learn recipe: roc_curve, then EER and minDCF from its points."""
-    from scipy.special import expit, logit
+    """The scikit-learn recipe: roc_curve, then a steppy EER and minDCF from its points."""
+    from scipy.special import expit
     from sklearn.metrics import roc_curve
 
     tar, non = _load_tar_non(workdir)
@@ -124,8 +236,7 @@ def run_sklearn(workdir: Path) -> dict:
     labels = np.concatenate([np.ones(len(tar)), np.zeros(len(non))])
     fpr, tpr, _ = roc_curve(labels, scores)
     fnr = 1 - tpr
-    plo = np.concatenate([logit(np.array(PRIORS)), np.linspace(-10, 10, 201)])
-    mindcf = [float(np.min(expit(p) * fnr + expit(-p) * fpr)) for p in plo]
+    mindcf = [float(np.min(expit(p) * fnr + expit(-p) * fpr)) for p in _plo()]
     i = np.nanargmin(np.abs(fnr - fpr))
     return {"eer": float((fnr[i] + fpr[i]) / 2), "min": mindcf}  # a steppy EER, not ROCCH
 
@@ -138,7 +249,7 @@ def run_ours(workdir: Path, cluster: str = "threads") -> dict:
     key = io.read(workdir / "key.zarr")
     scores = io.read(workdir / "system-1.zarr")
     with connect(cluster=cluster, dashboard=False, announce=None):
-        ds = evaluate(scores, key, priors=PRIORS, sweep=np.linspace(-10, 10, 201))
+        ds = evaluate(scores, key, priors=PRIORS, sweep=SWEEP)
     ds = ds.isel(system=0)
     return {
         "eer": float(ds.eer), "prbep": float(ds.prbep), "cllr": float(ds.cllr),
@@ -148,26 +259,28 @@ def run_ours(workdir: Path, cluster: str = "threads") -> dict:
     }  # fmt: skip
 
 
-def _child(mode: str, workdir: Path) -> None:
-    start = time.perf_counter()
-    if mode in PEERS:
-        result = PEERS[mode](workdir)
-    else:
-        result = run_ours(workdir, "threads" if mode == "ours" else "local")
-    result["wall_s"] = time.perf_counter() - start
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    result["peak_rss_mb"] = usage.ru_maxrss / 1024
-    print(json.dumps(result))
-
-
-PEERS = {"reference": run_reference, "llreval": run_llreval, "sklearn": run_sklearn}
+RUNNERS = {
+    "baseline": run_baseline,
+    "ours": run_ours,
+    "ours-local": lambda workdir: run_ours(workdir, "local"),
+    "llreval": run_llreval,
+    "sklearn": run_sklearn,
+}
 LABELS = {
-    "ours": "bosaris (threads)",
-    "ours-local": "bosaris (2 procs)",
-    "reference": "sort reference",
+    "baseline": "numpy baseline (1 packed sort)",
+    "ours": "bosaris-dask (threads)",
+    "ours-local": "bosaris-dask (2 procs)",
     "llreval": "llreval",
     "sklearn": "sklearn roc_curve",
 }
+
+
+def _child(mode: str, workdir: Path) -> None:
+    start = time.perf_counter()
+    result = RUNNERS[mode](workdir)
+    result["wall_s"] = time.perf_counter() - start
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(result))
 
 
 def _measure(mode: str, workdir: Path) -> dict:
@@ -178,63 +291,109 @@ def _measure(mode: str, workdir: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
+def _machine() -> str:
+    """CPU model (from /proc/cpuinfo), cores, memory and the load when the run started."""
+    cpu = platform.processor() or "unknown CPU"
+    info = Path("/proc/cpuinfo")
+    if info.exists():
+        names = [ln.split(":", 1)[1].strip() for ln in info.read_text().splitlines()
+                 if ln.startswith("model name")]  # fmt: skip
+        cpu = names[0] if names else cpu
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB, load {os.getloadavg()[0]:.1f}"
+
+
+def set_cache(workdir: Path, cold: bool) -> None:
+    """Put the stores' files in the page cache (read them), or evict them (``cold``).
+
+    Eviction is ``posix_fadvise(POSIX_FADV_DONTNEED)`` on each file: it needs no privileges
+    and touches no other file's pages (``fincore FILE`` shows what stayed resident).
+    """
+    for path in sorted(p for p in workdir.rglob("*") if p.is_file()):
+        with open(path, "rb") as f:
+            if cold:
+                os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+            else:
+                while f.read(1 << 24):
+                    pass
+
+
+def main(argv: list[str] | None = None) -> dict:
+    """Run the benchmark; return the medians and ratios (also printed)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--side", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workdir", type=Path)
     parser.add_argument(
-        "--skip-reference",
-        action="store_true",
-        help="only time bosaris-dask (for sizes the reference cannot hold)",
+        "--mode",
+        action="append",
+        choices=list(RUNNERS),
+        help="a contender to time (repeat the flag; default: baseline, ours, ours-local, and "
+        "llreval when it is installed)",
     )
     parser.add_argument(
-        "--peers",
+        "--cold",
         action="store_true",
-        help="also time llreval and a scikit-learn recipe (pip install 'bosaris-dask[benchmarks]')",
+        help="evict the stores from the page cache before every run (default: read them into "
+        "it first, so every run starts warm)",
     )
-    parser.add_argument("--child", choices=["ours", "ours-local", *PEERS], help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    parser.add_argument("--json", type=Path, help="also write every run's record here")
+    parser.add_argument("--child", choices=list(RUNNERS), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
     workdir = args.workdir or Path(tempfile.gettempdir()) / f"bosaris-bench-{args.side}"
     if args.child:
         _child(args.child, workdir)
-        return
+        return {}
     if not (workdir / "system-1.zarr").exists():
         print(f"simulating {args.side} x {args.side} float32 trials into {workdir} ...")
         subprocess.run(
-            ["bosaris-dask", "simulate", "--models", str(args.side), "--segments", str(args.side),
-             "--systems", "1", "--out-dir", str(workdir), "--cluster", "threads", "-q"],
+            [sys.executable, "-m", "bosaris_dask.cli", "simulate", "--models", str(args.side),
+             "--segments", str(args.side), "--systems", "1", "--out-dir", str(workdir),
+             "--cluster", "threads", "-q"],
             check=True,
         )  # fmt: skip
-    modes = ["ours", "ours-local"]
-    if not args.skip_reference:
-        modes.insert(0, "reference")
-    if args.peers:
-        modes += ["llreval", "sklearn"]
-    runs = {m: [_measure(m, workdir) for _ in range(args.repeat)] for m in modes}
+    modes = args.mode or ["baseline", "ours", "ours-local"]
+    if not args.mode and importlib.util.find_spec("llreval") is not None:
+        modes.append("llreval")
+    machine = _machine()
+    runs: dict[str, list[dict]] = {m: [] for m in modes}
+    for _ in range(args.repeat):  # interleaved, so that a noisy minute hits every contender
+        for m in modes:
+            set_cache(workdir, cold=args.cold)
+            runs[m].append(_measure(m, workdir))
     trials = args.side**2
-    print(f"\n{trials:.2g} trials (float32), median of {args.repeat} runs each")
-    base = statistics.median(r["wall_s"] for r in runs[modes[0]])
-    for mode in modes:
-        wall = statistics.median(r["wall_s"] for r in runs[mode])
-        peak = max(r["peak_rss_mb"] for r in runs[mode])
-        label = LABELS[mode]
-        print(f"  {label:<18} {wall:8.2f} s  {trials / wall / 1e6:8.1f} M trials/s  "
-              f"peak RSS {peak:8.0f} MB  speed-up x{base / wall:.2f}")  # fmt: skip
-    ours = runs["ours"][0]
-    if "reference" in runs:
-        a = runs["reference"][0]
+    wall = {m: statistics.median(r["wall_s"] for r in runs[m]) for m in modes}
+    cache = "cold (evicted before each run)" if args.cold else "warm (in the page cache)"
+    print(f"\n{trials:.3g} trials (float32), median of {args.repeat} run(s) each, stores {cache}")
+    print(f"  machine: {machine}")
+    for m in modes:
+        peak = max(r["peak_rss_mb"] for r in runs[m])
+        rel = f"  {wall[m] / wall['ours']:6.2f} x ours' time" if "ours" in wall else ""
+        print(f"  {LABELS[m]:<31} {wall[m]:8.2f} s  {trials / wall[m] / 1e6:7.1f} M trials/s  "
+              f"peak RSS {peak:7.0f} MB{rel}")  # fmt: skip
+    ours = runs.get("ours", runs.get("ours-local", [{}]))[0]
+    if ours and "baseline" in runs:
+        base = runs["baseline"][0]
         for name in ("eer", "prbep", "cllr", "min_cllr", "act", "min"):
-            np.testing.assert_allclose(ours[name], a[name], rtol=1e-9)
-        print("  results agree (rtol 1e-9); passes over the data:", ours["passes"])
+            np.testing.assert_allclose(ours[name], base[name], rtol=1e-9, err_msg=name)
+        print(f"  ours and the baseline agree (rtol 1e-9); ours took {ours['passes']} passes")
     for peer in ("llreval", "sklearn"):
-        if peer in runs:
+        if peer in runs and ours:
             diffs = {
                 k: float(np.max(np.abs(np.subtract(runs[peer][0][k], ours[k]))))
                 for k in ("eer", "cllr", "min_cllr", "act", "min")
                 if k in runs[peer][0]
             }
             print(f"  {peer}: largest absolute difference from ours per metric: {diffs}")
+    summary = {
+        "trials": trials, "repeat": args.repeat, "machine": machine, "cache": cache,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "median_wall_s": wall, "passes": ours.get("passes"),
+        "ratio_to_ours": {m: wall[m] / wall["ours"] for m in modes} if "ours" in wall else {},
+    }  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps({"summary": summary, "runs": runs}, indent=1))
+    return summary
 
 
 if __name__ == "__main__":

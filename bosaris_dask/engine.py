@@ -48,16 +48,18 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import kernels, memory, refinement, roc
+from bosaris_dask import config, kernels, memory, refinement, roc
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.keys import key_bits, keys_to_values, threshold_keys
 from bosaris_dask.progress import compute, compute_and_keep, current_client
-from bosaris_dask.trials import align_with, kind_of, locate, trial_classes, validate
+from bosaris_dask.trials import align_with, is_label_key, kind_of, locate, trial_classes, validate
 
 __all__ = ["ScoreSummary", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
 
 #: How many chunk results one merge task adds up.
 DEFAULT_SPLIT_EVERY = 8
+#: The most key-prefix bits pass 1 may use (a 256 MB histogram per system and chunk).
+MAX_COARSE_BITS = 24
 
 
 # --------------------------------------------------------------------------------------------
@@ -142,8 +144,12 @@ class ScoreSummary:
 # --------------------------------------------------------------------------------------------
 
 
-def _blockwise(kernel: Callable, inputs: list[da.Array], length: int | None) -> da.Array:
-    args: list[Any] = []
+def _blockwise(
+    kernel: Callable, inputs: list[da.Array], length: int | None, lead: Sequence[Any] = ()
+) -> da.Array:
+    """``kernel`` on every chunk of ``inputs`` (all indexed ``ij``; ``lead`` are extra
+    ``(array, index)`` arguments first): one float64 vector of ``length``, or one object."""
+    args: list[Any] = list(lead)
     for arr in inputs:
         args += [arr, "ij"]
     if length is None:  # one object per chunk
@@ -155,6 +161,38 @@ def _blockwise(kernel: Callable, inputs: list[da.Array], length: int | None) -> 
         kernel, "ijk", *args, new_axes={"k": length}, adjust_chunks={"i": 1, "j": 1},
         dtype=np.float64, meta=np.empty((0, 0, 0)),
     )  # fmt: skip
+
+
+def _pass1_reduce(packed: da.Array, split_every: int) -> da.Array:
+    """Add pass 1's chunk vectors; the second field (the first bad trial) merges by ``min``."""
+
+    def chunk(x, axis, keepdims):
+        return x
+
+    def combine(x, axis, keepdims):
+        out = x.sum(axis=axis, keepdims=keepdims)
+        out[..., 1] = x[..., 1].min(axis=axis, keepdims=keepdims)
+        return out
+
+    return da.reduction(
+        packed, chunk=chunk, combine=combine, aggregate=combine, axis=(0, 1),
+        dtype=np.float64, split_every=split_every, concatenate=True, meta=np.empty((0,)),
+    )  # fmt: skip
+
+
+def _raise_bad_codes(head: np.ndarray, key: xr.Dataset, n_cols: int) -> None:
+    """Raise :class:`TrialError` naming a trial if pass 1 found key codes outside -1/0/+1."""
+    count, first = head
+    if not count:
+        return
+    i, j = divmod(int(first), n_cols)
+    code = key.trial_mask.data[i, j]
+    code = int(code.compute() if isinstance(code, da.Array) else code)
+    raise TrialError(
+        "a key's trial_mask holds only -1 (non-target), 0 (no trial) and +1 (target); "
+        f"found {code} at ({key.model.values[i]}, {key.segment.values[j]})"
+        + (f" and {int(count) - 1} more bad values" if count > 1 else "")
+    )
 
 
 def _object_tree_reduce(per_chunk: da.Array, split_every: int) -> da.Array:
@@ -198,6 +236,9 @@ def _check_inputs(
 
 def _inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.Array], np.dtype]:
     """The kernels' inputs (key classes, then each system's scores and mask) and score dtype."""
+    if not is_label_key(key) and key.trial_mask.dtype != np.int8:
+        # keep codes outside -1/0/+1 outside them when the kernels' int8 conversion wraps
+        key = key.assign(trial_mask=key.trial_mask.clip(-2, 2))
     aligned = [align_with(s, key) for s in scores]
     dtypes = {np.dtype(s.score.dtype) for s in aligned}
     chunks = aligned[0].score.data.chunks
@@ -210,8 +251,14 @@ def _inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.Arra
     return inputs, dtype
 
 
+def _knobs() -> dict[str, int]:
+    """The engine's knobs (:mod:`bosaris_dask.config`), read and checked when a graph is built."""
+    return {name.replace("-", "_"): config.get(name) for name in config.KNOBS}
+
+
 def _task_memory(
-    inputs: list[da.Array], dtype: np.dtype, nbins: int, split_every: int
+    inputs: list[da.Array], dtype: np.dtype, nbins: int, split_every: int,
+    knobs: dict[str, int] | None = None,
 ) -> memory.TaskMemory:
     """The peak memory of a task of this evaluation's passes.
 
@@ -222,12 +269,13 @@ def _task_memory(
     if dtype == np.float64:  # float32 chunks converted in the graph: both copies are alive
         itemsizes += [4] * (len(inputs) // 2)
     cells = int(np.prod(inputs[0].shape))
+    k = knobs or _knobs()
     return memory.pass_task_memory(
         tuple(max(c) for c in inputs[0].chunks), input_itemsizes=itemsizes, score_dtype=dtype,
         n_systems=len(inputs) // 2, nbins=nbins,
         split_every=max(1, min(split_every, inputs[0].npartitions)),
-        refine_bins=refinement.DENSE_BUDGET, raw_trials=min(refinement.RAW_LIMIT, cells),
-        kept_trials=min(refinement.KEEP_LIMIT, cells),
+        refine_bins=k["dense_budget"], raw_trials=min(k["raw_limit"], cells),
+        kept_trials=min(k["keep_limit"], cells), block=k["block"], slice_size=k["slice"],
     )  # fmt: skip
 
 
@@ -266,9 +314,11 @@ def summarize(
     allow_missing
         Drop key trials that have no score instead of raising :class:`MissingTrialsError`.
     split_every
-        How many chunk results one merge task combines.
+        How many chunk results one merge task combines (2 to 65536).
     coarse_bits
-        Key prefix bits of the first pass (default: 20 for one or two systems, fewer for more).
+        Key prefix bits of the first pass, 1 to :data:`MAX_COARSE_BITS` (default: 20 for one
+        or two systems, fewer for more). The block sizes and refinement budgets are dask config
+        keys (:mod:`bosaris_dask.config`), read when the graphs are built.
     progress
         Show a progress bar for each pass.
     names
@@ -284,7 +334,8 @@ def summarize(
     TrialError
         ``key`` is not a Key, a system is not Scores, ids are not unique.
     OptionError
-        ``names`` of another length than ``scores``.
+        ``names`` of another length than ``scores``; ``split_every``, ``coarse_bits`` or a
+        ``bosaris_dask.*`` config value of the wrong type or out of its range.
     ScoreError
         Scores that are not real numbers, non-finite scores on trials, or no targets or no
         non-targets.
@@ -294,16 +345,26 @@ def summarize(
         The distributed workers' memory limits cannot hold the tasks (checked before pass 1).
     """
     _check_inputs(scores, key, names)
+    knobs = _knobs()
+    split_every = config.check_int("split_every", split_every, 2, 1 << 16)
+    if coarse_bits is not None:
+        coarse_bits = config.check_int("coarse_bits", coarse_bits, 1, MAX_COARSE_BITS)
+    blocks = {"block": knobs["block"], "slice_size": knobs["slice"]}
     inputs, dtype = _inputs(scores, key)
     n_sys = len(scores)
     bits = coarse_bits or _coarse_bits(n_sys)
     shift = key_bits(dtype) - bits
     nbins = 1 << bits
-    memory.check_worker_memory(_task_memory(inputs, dtype, nbins, split_every), current_client())
-    kernel = partial(kernels.coarse_kernel, shift=shift, nbins=nbins)
-    packed = _blockwise(kernel, inputs, n_sys * (2 * nbins + 4))
-    totals = compute(packed.sum(axis=(0, 1), split_every=split_every), progress=progress)
-    totals = totals.reshape(n_sys, 2 * nbins + 4)
+    need = _task_memory(inputs, dtype, nbins, split_every, knobs)
+    memory.check_worker_memory(need, current_client())
+    n_rows, n_cols = inputs[0].shape
+    kernel = partial(kernels.coarse_kernel, shift=shift, nbins=nbins, n_cols=n_cols, **blocks)
+    positions = [da.arange(n_rows, chunks=inputs[0].chunks[0]), "i",
+                 da.arange(n_cols, chunks=inputs[0].chunks[1]), "j"]  # fmt: skip
+    packed = _blockwise(kernel, inputs, 2 + n_sys * (2 * nbins + 4), lead=positions)
+    totals = compute(_pass1_reduce(packed, split_every), progress=progress)
+    _raise_bad_codes(totals[:2], key, n_cols)
+    totals = totals[2:].reshape(n_sys, 2 * nbins + 4)
 
     summaries = []
     for k, row in enumerate(totals):
@@ -347,15 +408,22 @@ def summarize(
         plans: list[tuple[np.ndarray, kernels.RefineSpec] | None] = []
         for s in summaries:
             cands = refinement.candidates(s, kappa, pav_bounds)
-            plans.append((cands, refinement.plan(s, cands, shift)) if len(cands) else None)
+            if len(cands):
+                spec = refinement.plan(
+                    s, cands, shift, dense_budget=knobs["dense_budget"],
+                    raw_limit=knobs["raw_limit"],
+                )  # fmt: skip
+                plans.append((cands, spec))
+            else:
+                plans.append(None)
         if all(p is None for p in plans):
             break
         specs = tuple(p[1] if p else None for p in plans)
         if selection is not None and not selection.holds(specs):
             selection = None  # a bin outside the kept trials became a candidate: read again
         keep = None
-        if selection is None and refinement.volume(summaries, plans) <= refinement.KEEP_LIMIT:
-            keep = _blockwise(partial(kernels.select_kernel, specs=specs), inputs, None)
+        if selection is None and refinement.volume(summaries, plans) <= knobs["keep_limit"]:
+            keep = _blockwise(partial(kernels.select_kernel, specs=specs, **blocks), inputs, None)
             selection = refinement.Selection(specs, keep)
             passes += 1
         if selection is not None:
@@ -364,7 +432,8 @@ def summarize(
             )
             per_chunk = da.map_blocks(refine, selection.trials, dtype=object)
         else:
-            per_chunk = _blockwise(partial(kernels.refine_kernel, specs=specs), inputs, None)
+            refine = partial(kernels.refine_kernel, specs=specs, **blocks)
+            per_chunk = _blockwise(refine, inputs, None)
             passes += 1
         reduced = _object_tree_reduce(per_chunk, split_every)
         if keep is not None and selection is not None:  # select, keep and refine in one go

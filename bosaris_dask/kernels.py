@@ -3,16 +3,20 @@
 :mod:`bosaris_dask.engine` builds the dask graphs that run these and merges their results.
 Pass 1 (:func:`coarse_kernel`) counts targets and non-targets per key prefix and sums the Cllr
 terms; a refinement pass (:func:`refine_kernel`) sub-histograms, or pulls the exact keys of, the
-candidate bins chosen on the client. Every kernel works in cache-sized blocks of :data:`BLOCK`
+candidate bins chosen on the client. Every kernel works in cache-sized blocks of ``block``
 elements with buffers reused through ``out=`` arguments: each thread keeps one
-:class:`Workspace` for all the chunks it processes (:func:`workspace`).
+:class:`Workspace` for all the chunks it processes (:func:`workspace`). The block sizes are
+arguments of the kernels, which the engine reads from the dask config
+(:mod:`bosaris_dask.config`) when it builds a graph.
 
 Examples
 --------
 >>> import numpy as np
 >>> classes = np.array([[1, -1, -1, 0]], dtype=np.int8)
 >>> scores = np.array([[2.0, 0.5, -1.0, np.inf]])
->>> out = coarse_kernel(classes, scores, np.ones((1, 4), bool), shift=60, nbins=16)[0, 0]
+>>> rows, cols = np.arange(1), np.arange(4)
+>>> out = coarse_kernel(rows, cols, classes, scores, np.ones((1, 4), bool), shift=60, nbins=16,
+...                     n_cols=4, block=2, slice_size=4)[0, 0, 2:]
 >>> int(out[:16].sum()), int(out[16:32].sum())  # non-targets, targets (inf is no trial)
 (2, 1)
 """
@@ -30,11 +34,10 @@ import numpy as np
 from bosaris_dask.keys import key_dtype
 
 __all__ = [
-    "SLICE",
-    "BLOCK",
     "Workspace",
     "workspace",
     "RefineSpec",
+    "bad_codes",
     "coarse_kernel",
     "refine_kernel",
     "select_kernel",
@@ -42,15 +45,14 @@ __all__ = [
     "merge_refinements",
 ]
 
-#: Elements per histogram update (one ``bincount`` over this many prefix indices).
-SLICE = 1 << 22
-#: Elements per step of the element-wise work: its temporaries stay in the CPU cache. Streaming
-#: 4M-element temporaries through memory made pass 1 memory-bound (21 ns per trial on one core,
-#: 11 on two); blocks of 64K elements take it to 8 and 4.5 (benchmarks/README.md).
-BLOCK = 1 << 16
+# Block sizes (``bosaris_dask.block`` and ``bosaris_dask.slice``): a histogram update is one
+# ``bincount`` over a slice of prefix indices; the element-wise work steps through blocks whose
+# temporaries stay in the CPU cache. Streaming 4M-element temporaries through memory made pass 1
+# memory-bound (21 ns per trial on one core, 11 on two); blocks of 64K elements take it to 8 and
+# 4.5 (benchmarks/README.md).
 
 
-def slices(n: int, size: int = SLICE, start: int = 0):
+def slices(n: int, size: int, start: int = 0):
     """Consecutive slices of ``size`` elements covering ``range(start, n)``."""
     for lo in range(start, n, size):
         yield slice(lo, min(lo + size, n))
@@ -66,12 +68,12 @@ def blocked_bincount(
     """Counts of the bin indices ``fill`` writes, block by block, for elements ``0..n-1``.
 
     ``fill(block, idx)`` writes the bin (``0 <= bin < length``) of each element of ``block``
-    into ``idx``; the indices of a :data:`SLICE` are counted with one ``bincount``.
+    into ``idx``; the indices of a slice (``ws.slice_size``) are counted with one ``bincount``.
     """
     hist = np.zeros(length, dtype=np.int64)
-    for sl in slices(n):
+    for sl in slices(n, ws.slice_size):
         idx_slice = ws.idx[: sl.stop - sl.start]
-        for b in slices(sl.stop, BLOCK, sl.start):
+        for b in slices(sl.stop, ws.block, sl.start):
             fill(b, idx_slice[b.start - sl.start : b.stop - sl.start])
         hist += np.bincount(idx_slice, minlength=length)
     return hist
@@ -80,40 +82,44 @@ def blocked_bincount(
 class Workspace:
     """Buffers reused across the blocks of a kernel call, and across the calls of one thread.
 
-    The element-wise temporaries are :data:`BLOCK` long (cache-resident); only the prefix
-    indices of one histogram update are :data:`SLICE` long. Fresh temporaries for every numpy
+    The element-wise temporaries are ``block`` long (cache-resident); only the prefix
+    indices of one histogram update are ``slice_size`` long. Fresh temporaries for every numpy
     operation cost page faults that serialize threads; reusing these through ``out=``
     arguments, one set per thread (:func:`workspace`), makes the kernels scale with cores.
     """
 
-    def __init__(self, dtype: np.dtype):
+    def __init__(self, dtype: np.dtype, block: int, slice_size: int):
         kdt = key_dtype(dtype)
-        self.key = np.empty(BLOCK, dtype=kdt)
-        self.signs = np.empty(BLOCK, dtype=kdt)
-        self.flag = np.empty(BLOCK, dtype=bool)
-        self.flag2 = np.empty(BLOCK, dtype=bool)
-        self.z = np.empty(BLOCK, dtype=np.float64)
-        self.e = np.empty(BLOCK, dtype=np.float64)
-        self.pos = np.empty(BLOCK, dtype=np.intp)
-        self.idx = np.empty(SLICE, dtype=np.intp)  # pages are touched only as far as used
+        self.block = block
+        self.slice_size = slice_size
+        self.key = np.empty(block, dtype=kdt)
+        self.signs = np.empty(block, dtype=kdt)
+        self.flag = np.empty(block, dtype=bool)
+        self.flag2 = np.empty(block, dtype=bool)
+        self.u8 = np.empty(block, dtype=np.uint8)
+        self.z = np.empty(block, dtype=np.float64)
+        self.e = np.empty(block, dtype=np.float64)
+        self.pos = np.empty(block, dtype=np.intp)
+        self.idx = np.empty(max(slice_size, block), dtype=np.intp)  # touched only as far as used
 
     @staticmethod
-    def nbytes(elements: int, dtype: np.dtype) -> int:
+    def nbytes(elements: int, dtype: np.dtype, block: int, slice_size: int) -> int:
         """Bytes a workspace touches for a chunk of ``elements`` (for memory estimates)."""
-        per_block = 2 * key_dtype(dtype).itemsize + 2 + 3 * 8
-        return min(elements, BLOCK) * per_block + min(elements, SLICE) * np.dtype(np.intp).itemsize
+        per_block = 2 * key_dtype(dtype).itemsize + 3 + 3 * 8
+        itemsize = np.dtype(np.intp).itemsize
+        return min(elements, block) * per_block + min(elements, max(slice_size, block)) * itemsize
 
 
 _thread_local = threading.local()
 
 
-def workspace(dtype: np.dtype) -> Workspace:
+def workspace(dtype: np.dtype, block: int, slice_size: int) -> Workspace:
     """This thread's :class:`Workspace` for ``dtype`` scores (kept between calls, ~40 MB)."""
     cache = _thread_local.__dict__.setdefault("workspaces", {})
-    kdt = key_dtype(dtype)
-    if kdt not in cache:
-        cache[kdt] = Workspace(dtype)
-    return cache[kdt]
+    which = (key_dtype(dtype), block, slice_size)
+    if which not in cache:
+        cache[which] = Workspace(dtype, block, slice_size)
+    return cache[which]
 
 
 def keys_into(s: np.ndarray, ws: Workspace) -> np.ndarray:
@@ -153,10 +159,10 @@ def softplus_sums(c: np.ndarray, s: np.ndarray, ws: Workspace) -> np.ndarray:
 
 
 def _coarse_system(
-    cls_flat: np.ndarray, s_flat: np.ndarray, m_flat: np.ndarray, shift: int, nbins: int
+    cls_flat: np.ndarray, s_flat: np.ndarray, m_flat: np.ndarray, shift: int, nbins: int,
+    ws: Workspace,
 ) -> np.ndarray:
     """Pass 1 for one system's scores of a chunk (see :func:`coarse_kernel`)."""
-    ws = workspace(s_flat.dtype)
     sums = np.zeros(3)
     counts = {"missing": 0, "bad": 0}
 
@@ -184,15 +190,66 @@ def _coarse_system(
     return np.concatenate([h[:, 0], h[:, 1], tail])
 
 
-def coarse_kernel(classes: np.ndarray, *pairs: np.ndarray, shift: int, nbins: int) -> np.ndarray:
+def bad_codes(classes: np.ndarray, ws: Workspace) -> tuple[int, int]:
+    """How many class codes of a chunk lie outside {-1, 0, +1}, and the flat index of the first.
+
+    One cheap pass over the (cache-resident, one byte per trial) codes, block by block: a key
+    read from a store is checked here, inside pass 1, not by a pass of its own. The index is -1
+    when every code is valid.
+
+    Examples
+    --------
+    >>> bad_codes(np.array([[1, -1], [7, 0]], dtype=np.int8), workspace(np.float32, 2, 4))
+    (1, 2)
+    """
+    flat = classes.reshape(-1)
+    if flat.dtype != np.int8:
+        bad = (flat < -1) | (flat > 1)
+        count = int(np.count_nonzero(bad))
+        return count, int(np.argmax(bad)) if count else -1
+    codes = flat.view(np.uint8)
+    count, first = 0, -1
+    for b in slices(codes.size, ws.block):
+        n = b.stop - b.start
+        shifted = np.add(codes[b], np.uint8(1), out=ws.u8[:n])  # -1, 0, 1 -> 0, 1, 2
+        bad = np.greater(shifted, 2, out=ws.flag[:n])
+        k = int(np.count_nonzero(bad))
+        if k and first < 0:
+            first = b.start + int(np.argmax(bad))
+        count += k
+    return count, first
+
+
+def coarse_kernel(
+    rows: np.ndarray,
+    cols: np.ndarray,
+    classes: np.ndarray,
+    *pairs: np.ndarray,
+    shift: int,
+    nbins: int,
+    n_cols: int,
+    block: int,
+    slice_size: int,
+) -> np.ndarray:
     """Pass 1 on one chunk: per system, counts per key prefix and the scalar sums.
 
-    Returns a float64 vector per system: ``[non-target counts (nbins), target counts (nbins),
+    ``rows`` and ``cols`` are the chunk's row and column numbers in the whole matrix, which has
+    ``n_cols`` columns; ``block`` and ``slice_size`` are the :class:`Workspace` sizes.
+    Returns a float64 vector ``[bad codes, first bad trial]`` (the count of class codes outside
+    {-1, 0, +1} and the flat row-major index of the first, ``inf`` if none; merged by ``min``),
+    then per system: ``[non-target counts (nbins), target counts (nbins),
     softplus_tar, softplus_non, missing, non-finite]`` (counts are exact in float64).
     """
     cls_flat = classes.reshape(-1)
-    out = [
-        _coarse_system(cls_flat, s.reshape(-1), m.reshape(-1), shift, nbins)
+    dtypes = {np.dtype(s.dtype) for s in pairs[::2]} or {np.dtype(np.float64)}
+    spaces = {dt: workspace(dt, block, slice_size) for dt in dtypes}
+    n_bad, first = bad_codes(classes, next(iter(spaces.values())))
+    where = np.inf
+    if n_bad:
+        i, j = divmod(first, classes.shape[1])
+        where = float(int(rows[i]) * n_cols + int(cols[j]))
+    out = [np.array([n_bad, where])] + [
+        _coarse_system(cls_flat, s.reshape(-1), m.reshape(-1), shift, nbins, spaces[s.dtype])
         for s, m in zip(pairs[::2], pairs[1::2], strict=True)
     ]
     return np.concatenate(out).astype(np.float64)[None, None, :]
@@ -250,12 +307,11 @@ class RefineSpec:
 
 
 def _select(
-    cls_flat: np.ndarray, s_flat: np.ndarray, m_flat: np.ndarray, spec: RefineSpec
+    cls_flat: np.ndarray, s_flat: np.ndarray, m_flat: np.ndarray, spec: RefineSpec, ws: Workspace
 ) -> tuple[np.ndarray, np.ndarray]:
     """The keys (native key dtype) and target flags of a chunk's trials inside the candidates."""
-    ws = workspace(s_flat.dtype)
     picked_keys, picked_tar = [], []
-    for b in slices(s_flat.size, BLOCK):
+    for b in slices(s_flat.size, ws.block):
         # pass 1 rejected non-finite trial scores; non-trials are dropped by the class test
         c = cls_flat[b] if m_flat[b].all() else classes_of(cls_flat[b], m_flat[b])
         n = c.size
@@ -316,7 +372,7 @@ def _object_block(value: Any) -> np.ndarray:
 
 
 def _sub_histogram(
-    cls_flat: np.ndarray, s_flat: np.ndarray, m_flat: np.ndarray, spec: RefineSpec
+    cls_flat: np.ndarray, s_flat: np.ndarray, m_flat: np.ndarray, spec: RefineSpec, ws: Workspace
 ) -> np.ndarray:
     """:func:`_count` of :func:`_select` for whole pass-1 bins split evenly, in one sweep.
 
@@ -327,7 +383,6 @@ def _sub_histogram(
     rank = spec.rank
     if rank is None or not spec.whole_bins_split_evenly:
         raise ValueError("_sub_histogram needs whole pass-1 bins split evenly")
-    ws = workspace(s_flat.dtype)
     kdt = ws.key.dtype.type
     sub = int(spec.sub_bits[0])
     drop, mask = kdt(spec.shift - sub), kdt((1 << sub) - 1)
@@ -353,23 +408,33 @@ def _sub_histogram(
 
 
 def refine_kernel(
-    classes: np.ndarray, *pairs: np.ndarray, specs: tuple[RefineSpec | None, ...]
+    classes: np.ndarray,
+    *pairs: np.ndarray,
+    specs: tuple[RefineSpec | None, ...],
+    block: int,
+    slice_size: int,
 ) -> np.ndarray:
     """A refinement pass on one chunk: per system, a dense sub-histogram or exact key counts."""
     cls_flat = classes.reshape(-1)
     results: list[Any] = []
     for spec, s, m in zip(specs, pairs[::2], pairs[1::2], strict=True):
+        ws = workspace(s.dtype, block, slice_size)
         if spec is None:
             results.append(None)
         elif spec.whole_bins_split_evenly:
-            results.append(_sub_histogram(cls_flat, s.reshape(-1), m.reshape(-1), spec))
+            results.append(_sub_histogram(cls_flat, s.reshape(-1), m.reshape(-1), spec, ws))
         else:
-            results.append(_count(*_select(cls_flat, s.reshape(-1), m.reshape(-1), spec), spec))
+            picked = _select(cls_flat, s.reshape(-1), m.reshape(-1), spec, ws)
+            results.append(_count(*picked, spec))
     return _object_block(results)
 
 
 def select_kernel(
-    classes: np.ndarray, *pairs: np.ndarray, specs: tuple[RefineSpec | None, ...]
+    classes: np.ndarray,
+    *pairs: np.ndarray,
+    specs: tuple[RefineSpec | None, ...],
+    block: int,
+    slice_size: int,
 ) -> np.ndarray:
     """Keep a chunk's candidate trials: per system, their keys and target flags (or None).
 
@@ -378,7 +443,11 @@ def select_kernel(
     """
     cls_flat = classes.reshape(-1)
     kept = [
-        None if spec is None else _select(cls_flat, s.reshape(-1), m.reshape(-1), spec)
+        None
+        if spec is None
+        else _select(
+            cls_flat, s.reshape(-1), m.reshape(-1), spec, workspace(s.dtype, block, slice_size)
+        )
         for spec, s, m in zip(specs, pairs[::2], pairs[1::2], strict=True)
     ]
     return _object_block(kept)

@@ -13,7 +13,7 @@ Examples
 >>> need = pass_task_memory(
 ...     (1677, 10_000), input_itemsizes=[1, 4, 1], score_dtype=np.float32, n_systems=1,
 ...     nbins=1 << 20, split_every=8, refine_bins=1 << 21, raw_trials=1 << 22,
-...     kept_trials=1 << 24,
+...     kept_trials=1 << 24, block=1 << 16, slice_size=1 << 22,
 ... )
 >>> print(need.describe())
 chunk task 226 MB (inputs 127 MB, kernel buffers 34 MB, histograms 64 MB), merge task 288 MB, \
@@ -101,6 +101,8 @@ def pass_task_memory(
     refine_bins: int = 0,
     raw_trials: int = 0,
     kept_trials: int = 0,
+    block: int = 1 << 16,
+    slice_size: int = 1 << 22,
 ) -> TaskMemory:
     """Estimate the peak memory of the tasks of the passes of one evaluation.
 
@@ -121,6 +123,8 @@ def pass_task_memory(
         The most sub-bins a dense refinement result holds per system, the most exact keys a raw
         refinement pulls per system, and the most candidate trials kept in memory between
         passes (the engine's budgets).
+    block, slice_size
+        The kernels' block sizes (``bosaris_dask.block`` and ``bosaris_dask.slice``).
 
     Returns
     -------
@@ -128,7 +132,7 @@ def pass_task_memory(
     """
     elements = int(chunk_shape[0]) * int(chunk_shape[1])
     inputs = elements * (sum(input_itemsizes) + 2)  # + building the key classes of a chunk
-    buffers = Workspace.nbytes(elements, np.dtype(score_dtype))
+    buffers = Workspace.nbytes(elements, np.dtype(score_dtype), block, slice_size)
     row = (2 * nbins + 4) * 8  # one system's pass-1 result (float64 counts)
     results = (2 * n_systems + 2) * row  # hist + bincount, the rows, their concatenation
     merge = n_systems * max(

@@ -29,6 +29,7 @@ from bosaris_dask import roc
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import OptionError, ScoreError
 from bosaris_dask.keys import order_keys
+from bosaris_dask.operating_points import OperatingPoint, merge_operating_points
 
 __all__ = [
     "DEFAULT_PRIORS",
@@ -46,6 +47,7 @@ __all__ = [
     "cllr",
     "min_cllr",
     "rocch",
+    "min_threshold",
 ]
 
 #: Effective priors reported by default (SRE-style operating points).
@@ -208,10 +210,31 @@ def steppy_roc(summary: ScoreSummary, resolution: float = 0.005) -> tuple[np.nda
     return pmiss[keep], pfa[keep]
 
 
+def _vertex_thresholds(summary: ScoreSummary, positions: np.ndarray) -> np.ndarray:
+    """Score thresholds that reject exactly the first ``positions`` bins (accept ``s >= t``).
+
+    A bin covers the keys ``[lo, lo + 2**bits)``, ascending and disjoint, so the lowest value a
+    bin can hold (:meth:`ScoreSummary.values`) separates it from every bin before it. Rejecting
+    no trial is ``-inf``; rejecting every trial (or every bin that holds one) is ``+inf``.
+    """
+    positions = np.asarray(positions)
+    values = np.append(summary.values().astype(np.float64), np.inf)
+    out = values[positions]
+    cum = np.concatenate([[0], np.cumsum(summary.n_tar + summary.n_non)])
+    out = np.where(cum[positions] == 0, -np.inf, out)  # nothing below: accept everything
+    return np.where(cum[positions] == cum[-1], np.inf, out)  # nothing above: reject everything
+
+
 def summary_metrics(
     summary: ScoreSummary, priors: Sequence[float], sweep: np.ndarray
 ) -> dict[str, Any]:
-    """All metrics of one system from its summary, as a dict of scalars and arrays."""
+    """All metrics of one system from its summary, as a dict of scalars and arrays.
+
+    ``min_threshold`` (per prior) is a score threshold that attains minDCF: the one that rejects
+    exactly the bins before the minimizing ROCCH vertex (:func:`roc.min_bayes_error_vertex`),
+    i.e. the lowest score of the first accepted bin; ``-inf`` when accepting everything is optimal,
+    ``+inf`` when rejecting everything is.
+    """
     plo = logit(_check_priors(priors))
     sweep = np.asarray(sweep, dtype=np.float64)
     hull = summary.hull
@@ -229,6 +252,9 @@ def summary_metrics(
         "rocch_pfa": hull.pfa,
     }
     out["roc_pmiss"], out["roc_pfa"] = steppy_roc(summary)
+    out["min_threshold"] = _vertex_thresholds(
+        summary, hull.positions[roc.min_bayes_error_vertex(hull, plo)]
+    )
     out["dr30_fa_plo"], out["dr30_miss_plo"] = _dr30_plo(summary, sweep)
     for prefix, points in (("", plo), ("sweep_", sweep)):
         act = _act(summary, points)
@@ -249,11 +275,13 @@ _SCALARS = ("n_target", "n_nontarget", "n_missing", "eer", "prbep", "cllr", "min
             "pmiss30", "pfa30", "dr30_fa_plo", "dr30_miss_plo")  # fmt: skip
 _PER_PRIOR = ("act_dcf", "min_dcf", "act_dcf_raw", "min_dcf_raw",
               "act_pmiss", "act_pfa", "min_pmiss", "min_pfa")  # fmt: skip
+_PER_PRIOR_ONLY = ("min_threshold",)  # not computed along the sweep
 
 
 def _dataset(
-    summaries: Sequence[ScoreSummary], priors: Sequence[float], sweep: np.ndarray
+    summaries: Sequence[ScoreSummary], points: Sequence[OperatingPoint], sweep: np.ndarray
 ) -> xr.Dataset:
+    priors = [op.effective_prior for op in points]
     results = [summary_metrics(s, priors, sweep) for s in summaries]
 
     def padded(name: str) -> np.ndarray:
@@ -268,6 +296,8 @@ def _dataset(
     for name in _PER_PRIOR:
         data[name] = (("system", "prior"), np.array([r[name] for r in results]))
         data["sweep_" + name] = (("system", "plo"), np.array([r["sweep_" + name] for r in results]))
+    for name in _PER_PRIOR_ONLY:
+        data[name] = (("system", "prior"), np.array([r[name] for r in results]))
     data["rocch_pmiss"] = (("system", "vertex"), padded("rocch_pmiss"))
     data["rocch_pfa"] = (("system", "vertex"), padded("rocch_pfa"))
     data["roc_pmiss"] = (("system", "roc_point"), padded("roc_pmiss"))
@@ -279,6 +309,10 @@ def _dataset(
             "system": [s.name for s in summaries],
             "prior": p,
             "prior_log_odds": ("prior", logit(p)),
+            "p_target": ("prior", np.array([op.p_target for op in points])),
+            "c_miss": ("prior", np.array([op.c_miss for op in points])),
+            "c_fa": ("prior", np.array([op.c_fa for op in points])),
+            "act_threshold": ("prior", -logit(p)),
             "plo": np.asarray(sweep, dtype=np.float64),
         },
         attrs={"passes": max(s.passes for s in summaries), "dr30_errors": DR30_ERRORS},
@@ -295,6 +329,7 @@ def evaluate(
     key: xr.Dataset,
     *,
     priors: Sequence[float] = DEFAULT_PRIORS,
+    operating_points: Sequence[OperatingPoint | str] = (),
     sweep: np.ndarray | None = None,
     names: Sequence[str] | None = None,
     allow_missing: bool = False,
@@ -311,6 +346,10 @@ def evaluate(
         The Key (stored, in memory, or derived from labels).
     priors
         Effective priors of the reported operating points (unit costs).
+    operating_points
+        More operating points in users' terms, after ``priors``: :class:`OperatingPoint` objects
+        or ``"Ptar:Cmiss:Cfa"`` strings; each is reported at its effective prior (one point per
+        effective prior: the first stated wins).
     sweep
         Prior log-odds of the normalized Bayes error-rate sweep (default: 201 points, -10..10).
     names
@@ -332,7 +371,11 @@ def evaluate(
         ``vertex`` (ROCCH vertices, NaN-padded) and ``roc_point`` (exact steppy-ROC points,
         thinned for plotting by :func:`steppy_roc`, NaN-padded). Normalized DCFs are divided by
         ``min(p, 1 - p)``; ``*_raw`` ones are Bayes error rates. ``attrs["passes"]`` says how
-        many passes over the data the evaluation took.
+        many passes over the data the evaluation took. Each operating point (``prior``, the
+        effective prior) carries the coordinates ``p_target``, ``c_miss``, ``c_fa`` and
+        ``act_threshold`` (the Bayes threshold ``-logit(p) = ln((1 - Ptar) Cfa / (Ptar Cmiss))``
+        that actDCF applies), and ``min_threshold`` is a score threshold attaining minDCF
+        (accept iff ``score >= min_threshold``).
 
     Raises
     ------
@@ -349,7 +392,8 @@ def evaluate(
     """
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
     sweep = _check_sweep(sweep)
-    plo = logit(_check_priors(priors))
+    points = _operating_points(priors, operating_points)
+    plo = logit(np.array([op.effective_prior for op in points]))
     summaries = summarize(
         systems,
         key,
@@ -359,7 +403,18 @@ def evaluate(
         split_every=split_every,
         names=names,
     )
-    return _dataset(summaries, priors, sweep)
+    return _dataset(summaries, points, sweep)
+
+
+def _operating_points(
+    priors: Sequence[float], operating_points: Sequence[OperatingPoint | str]
+) -> list[OperatingPoint]:
+    stated = [op if isinstance(op, OperatingPoint) else OperatingPoint.parse(op)
+              for op in operating_points]  # fmt: skip
+    points = merge_operating_points(_check_priors(priors).tolist() if len(priors) else [], stated)
+    if not points:
+        raise OptionError("no operating point: give at least one prior or operating point")
+    return points
 
 
 def evaluate_arrays(
@@ -367,12 +422,14 @@ def evaluate_arrays(
     non: Any,
     *,
     priors: Sequence[float] = DEFAULT_PRIORS,
+    operating_points: Sequence[OperatingPoint | str] = (),
     sweep: np.ndarray | None = None,
     name: str = "system",
 ) -> xr.Dataset:
     """:func:`evaluate` for in-memory target and non-target score arrays."""
     sweep = _check_sweep(sweep)
-    return _dataset([summary_from_arrays(tar, non, name)], priors, sweep)
+    points = _operating_points(priors, operating_points)
+    return _dataset([summary_from_arrays(tar, non, name)], points, sweep)
 
 
 def act_dcf(tar: Any, non: Any, prior: float, *, normalize: bool = True) -> float:
@@ -407,6 +464,21 @@ def cllr(tar: Any, non: Any) -> float:
 def min_cllr(tar: Any, non: Any) -> float:
     """minCllr in bits: Cllr after the optimal monotone (PAV) calibration."""
     return roc.min_cllr(summary_from_arrays(tar, non).hull)
+
+
+def min_threshold(tar: Any, non: Any, prior: float) -> float:
+    """A score threshold attaining minDCF at an effective prior (accept iff ``s >= t``).
+
+    Examples
+    --------
+    >>> tar, non = np.array([1.0, 2.0, 3.0]), np.array([-1.0, 0.0, 1.5, -2.0])
+    >>> min_threshold(tar, non, 0.5)  # accepts the 3 targets and the non-target 1.5
+    1.0
+    """
+    summary = summary_from_arrays(tar, non)
+    plo = logit(_check_priors([prior]))
+    vertex = roc.min_bayes_error_vertex(summary.hull, plo)
+    return float(_vertex_thresholds(summary, summary.hull.positions[vertex])[0])
 
 
 def rocch(tar: Any, non: Any) -> tuple[np.ndarray, np.ndarray]:

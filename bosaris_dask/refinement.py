@@ -4,9 +4,10 @@ what it found.
 After pass 1 (:mod:`bosaris_dask.engine`), a bin of a :class:`~bosaris_dask.engine.ScoreSummary`
 needs refining only if it could hide an ROC convex hull vertex, contains a Bayes threshold, or
 (for PAV calibration) borders a hull vertex. :func:`plan` turns those candidate bins into a
-:class:`~bosaris_dask.kernels.RefineSpec` within the budgets below; :class:`Selection` is the
-candidate trials kept in memory between rounds; :func:`apply_refinement` replaces the candidate
-bins by what a pass found inside them.
+:class:`~bosaris_dask.kernels.RefineSpec` within the budgets (dask config keys
+``bosaris_dask.dense-budget`` and ``bosaris_dask.raw-limit``, see :mod:`bosaris_dask.config`);
+:class:`Selection` is the candidate trials kept in memory between rounds;
+:func:`apply_refinement` replaces the candidate bins by what a pass found inside them.
 
 Examples
 --------
@@ -36,18 +37,10 @@ if TYPE_CHECKING:
     from bosaris_dask.engine import ScoreSummary
 
 __all__ = [
-    "DENSE_BUDGET", "RAW_LIMIT", "KEEP_LIMIT", "candidates", "hull_candidates",
+    "candidates", "hull_candidates",
     "threshold_candidates", "pav_bound_candidates", "plan", "volume", "Selection",
     "apply_refinement",
 ]  # fmt: skip
-
-#: Dense refinement histograms stay below this many bins per system (per chunk result).
-DENSE_BUDGET = 1 << 19
-#: Pull exact keys instead of sub-histogramming when candidate bins hold at most this many trials.
-RAW_LIMIT = 1 << 22
-#: Keep the candidate trials in memory (5-9 bytes each) when all systems' hold at most this many.
-KEEP_LIMIT = 1 << 24
-
 
 def hull_candidates(s: ScoreSummary) -> np.ndarray:
     """Mixed, unrefined bins whose optimistic corner lies below the hull of the bin edges."""
@@ -82,13 +75,20 @@ def pav_bound_candidates(s: ScoreSummary) -> np.ndarray:
     return idx[s.bits[idx] > 0]
 
 
-def plan(s: ScoreSummary, cands: np.ndarray, shift: int) -> RefineSpec:
+def plan(
+    s: ScoreSummary, cands: np.ndarray, shift: int, *, dense_budget: int, raw_limit: int
+) -> RefineSpec:
+    """How to refine the candidate bins ``cands`` of ``s``.
+
+    Pull their exact keys if they hold at most ``raw_limit`` trials; otherwise split each into
+    the same number of sub-bins, ``dense_budget`` sub-bins in all at most.
+    """
     cand_bits = s.bits[cands].astype(np.int64)
     volume = int(s.n_tar[cands].sum() + s.n_non[cands].sum())
-    raw = volume <= RAW_LIMIT
+    raw = volume <= raw_limit
     sub = cand_bits.copy()
     if not raw:  # the same number of sub-bits for every candidate, within the budget
-        per = max(1, int(math.floor(math.log2(max(1, DENSE_BUDGET // len(cands))))))
+        per = max(1, int(math.floor(math.log2(max(1, dense_budget // len(cands))))))
         sub = np.minimum(cand_bits, per)
     prefix_bits = key_bits(s.dtype) - shift
     return RefineSpec(shift, prefix_bits, s.lo[cands], cand_bits, sub, raw)

@@ -20,13 +20,14 @@ import xarray as xr
 __all__ = ["to_json_dict", "format_table"]
 
 _OP_FIELDS = ("act_dcf", "min_dcf", "act_dcf_raw", "min_dcf_raw",
-              "act_pmiss", "act_pfa", "min_pmiss", "min_pfa")  # fmt: skip
+              "act_pmiss", "act_pfa", "min_pmiss", "min_pfa", "min_threshold")  # fmt: skip
+_OP_COORDS = ("p_target", "c_miss", "c_fa", "act_threshold")
 
 
 def _number(x: Any) -> float | int | None:
     value = x.item() if hasattr(x, "item") else x
-    if isinstance(value, float) and math.isnan(value):
-        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON has no NaN or infinity
     return value
 
 
@@ -34,15 +35,25 @@ def to_json_dict(results: xr.Dataset) -> dict[str, Any]:
     """The evaluation as the documented JSON structure (``bosaris-dask evaluate --json``).
 
     ``{"systems": [{"name", "n_target", "n_nontarget", "n_missing", "eer", "prbep", "cllr",
-    "min_cllr", "operating_points": [{"prior", "act_dcf", "min_dcf", "act_dcf_raw",
-    "min_dcf_raw", "act_pmiss", "act_pfa", "min_pmiss", "min_pfa"}]}], "passes": N}``;
-    ``act_dcf``/``min_dcf`` are normalized by ``min(p, 1 - p)``.
+    "min_cllr", "operating_points": [{"prior", "p_target", "c_miss", "c_fa", "act_threshold",
+    "act_dcf", "min_dcf", "act_dcf_raw", "min_dcf_raw", "act_pmiss", "act_pfa", "min_pmiss",
+    "min_pfa", "min_threshold"}]}], "passes": N}``;
+    ``prior`` is the effective prior of the operating point ``(p_target, c_miss, c_fa)``;
+    ``act_dcf``/``min_dcf`` are normalized by ``min(p, 1 - p)`` (the same number as the DCF in
+    cost units normalized by ``min(p_target c_miss, (1 - p_target) c_fa)``). ``act_threshold``
+    is the Bayes threshold ``-logit(prior)`` actDCF applies; ``min_threshold`` is a score
+    threshold attaining minDCF (accept iff ``score >= threshold``), ``null`` when the optimum
+    accepts every trial (``-inf``: ``min_pmiss`` is 0) or rejects every trial (``+inf``).
     """
     systems = []
     for name in results.system.values:
         r = results.sel(system=name)
         ops = [
-            {"prior": float(p), **{f: _number(r[f].sel(prior=p)) for f in _OP_FIELDS}}
+            {
+                "prior": float(p),
+                **{c: _number(results[c].sel(prior=p)) for c in _OP_COORDS if c in results.coords},
+                **{f: _number(r[f].sel(prior=p)) for f in _OP_FIELDS if f in r},
+            }
             for p in results.prior.values
         ]
         systems.append(
@@ -63,6 +74,16 @@ def to_json_dict(results: xr.Dataset) -> dict[str, Any]:
 
 def _prior_label(p: float) -> str:
     return f"P={p:g}"
+
+
+def _point_label(results: xr.Dataset, p: float) -> str:
+    """``P=0.01`` for an effective prior, ``0.01:10:1`` for a point stated with costs."""
+    if "c_miss" in results.coords:
+        op = results.sel(prior=p)
+        p_target, c_miss, c_fa = (float(op[c]) for c in ("p_target", "c_miss", "c_fa"))
+        if (c_miss, c_fa) != (1.0, 1.0):
+            return f"{p_target:g}:{c_miss:g}:{c_fa:g}"
+    return _prior_label(float(p))
 
 
 def format_table(results: xr.Dataset) -> str:
@@ -98,7 +119,7 @@ def format_table(results: xr.Dataset) -> str:
                 f"{'':<{width}}  ({int(r.n_missing):,} key trials without a score dropped)"
             )
     lines += ["", "normalized actDCF / minDCF at each effective prior"]
-    cells = [_prior_label(float(p)) for p in results.prior.values]
+    cells = [_point_label(results, p) for p in results.prior.values]
     col = max(15, *(len(c) for c in cells))
     lines.append(f"{'system':<{width}}" + "".join(f"  {c:>{col}}" for c in cells))
     for name in names:

@@ -37,6 +37,7 @@ __all__ = [
     "rocch_eer",
     "prbep",
     "min_bayes_error",
+    "min_bayes_error_vertex",
     "min_cllr",
     "pav_blocks",
 ]
@@ -259,10 +260,29 @@ def min_bayes_error(hull: Hull, plo: np.ndarray) -> tuple[np.ndarray, np.ndarray
     >>> [float(v) for v in min_bayes_error(hull, np.array([0.0]))[0]]
     [0.25]
     """
+    cost, best = _vertex_costs(hull, plo)
+    return np.take_along_axis(cost, best[..., None], -1)[..., 0], hull.pmiss[best], hull.pfa[best]
+
+
+def _vertex_costs(hull: Hull, plo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     plo = np.asarray(plo, dtype=np.float64)[..., None]
     cost = expit(plo) * hull.pmiss + expit(-plo) * hull.pfa
-    best = np.argmin(cost, axis=-1)
-    return np.take_along_axis(cost, best[..., None], -1)[..., 0], hull.pmiss[best], hull.pfa[best]
+    return cost, np.argmin(cost, axis=-1)
+
+
+def min_bayes_error_vertex(hull: Hull, plo: np.ndarray) -> np.ndarray:
+    """The index of the hull vertex at which :func:`min_bayes_error` is attained, for each
+    ``plo`` (prior log-odds).
+
+    ``hull.positions[index]`` is then how many leading bins a minimizing threshold rejects.
+
+    Examples
+    --------
+    >>> hull = rocch(np.array([1, 0, 1, 2]), np.array([2, 1, 1, 0]))
+    >>> min_bayes_error_vertex(hull, np.array([0.0, -5.0, 5.0])).tolist()
+    [1, 2, 0]
+    """
+    return _vertex_costs(hull, plo)[1]
 
 
 def min_cllr(hull: Hull) -> float:

@@ -1,15 +1,34 @@
-"""Brute-force numpy references: sort everything, enumerate every threshold.
+"""Brute-force references that share no code with bosaris_dask: plain Python, exact arithmetic.
 
-Deliberately naive and independent of bosaris_dask's algorithms (no hull, no keys, no bins), so
-that the tests compare two different computations of the same definitions.
+Deliberately naive and independent of the package's algorithms (no keys, no bins of the engine,
+no ``bosaris_dask.roc``): ROC points are counted threshold by threshold; the ROC convex hull
+comes from a plain pool-adjacent-violators loop on the distinct scores (the hull's segments are
+the PAV blocks), with block posteriors compared as :class:`fractions.Fraction`; EER and PRBEP
+are the exact rational crossings of that hull with ``Pmiss = Pfa`` (``misses = false alarms``),
+rounded to float once; minCllr sums ``log1p`` of exact ratios with :func:`math.fsum`. Nothing
+here may import from ``bosaris_dask``.
+
+Examples
+--------
+>>> tar, non = [1.0, 2.0, 3.0], [-2.0, -1.0, 0.0, 1.5]
+>>> pav(tar, non)
+[(-2.0, 0.0, 0, 3), (1.0, 1.5, 1, 1), (2.0, 3.0, 2, 0)]
+>>> hull(tar, non)
+([0, 0, 1, 3], [4, 1, 0, 0])
+>>> eer(tar, non) == 1 / 7, prbep(tar, non)
+(True, 0.5)
 """
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from fractions import Fraction
 
 import numpy as np
 from scipy.special import expit
+
+Block = tuple[float, float, int, int]  # (lowest score, highest score, targets, non-targets)
 
 
 def roc_points(tar: np.ndarray, non: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -28,10 +47,11 @@ def dcf_at(tar, non, plo):
 
 
 def min_dcf(tar, non, plo):
-    """Raw minDCF: the minimum over every threshold of the Bayes error rate."""
-    misses, fas = roc_points(tar, non)
+    """Raw minDCF: the minimum over every threshold of the Bayes error rate (``plo`` any shape)."""
+    misses, fas = roc_points(np.asarray(tar), np.asarray(non))
+    plo = np.asarray(plo, dtype=np.float64)[..., None]
     cost = expit(plo) * misses / len(tar) + expit(-plo) * fas / len(non)
-    return cost.min()
+    return cost.min(axis=-1)
 
 
 def cllr(tar, non):
@@ -39,6 +59,103 @@ def cllr(tar, non):
     t = np.mean(np.logaddexp(0, -np.asarray(tar, dtype=np.float64)))
     n = np.mean(np.logaddexp(0, np.asarray(non, dtype=np.float64)))
     return (t + n) / 2 / np.log(2)
+
+
+def bins(tar, non) -> list[tuple[float, int, int]]:
+    """``(score, targets, non-targets)`` for every distinct score, ascending (ties pooled)."""
+    t = Counter(float(s) for s in np.asarray(tar).ravel().tolist())
+    n = Counter(float(s) for s in np.asarray(non).ravel().tolist())
+    return [(s, t[s], n[s]) for s in sorted(set(t) | set(n))]
+
+
+def pav(tar, non, *, pseudo_counts: bool = False, bound: float = 1e6) -> list[Block]:
+    """The PAV blocks of the labels sorted by score: pool adjacent violators until the block
+    posteriors ``t / (t + n)`` increase strictly (exact :class:`~fractions.Fraction` compares).
+
+    ``pseudo_counts`` adds one target at ``min(-bound, lowest score)`` and one non-target at
+    ``max(bound, highest score)`` first, as the PAV calibration map does.
+    """
+    data = bins(tar, non)
+    if pseudo_counts:
+        low, high = min(-bound, data[0][0]), max(bound, data[-1][0])
+        t = Counter({s: a for s, a, _ in data})
+        n = Counter({s: b for s, _, b in data})
+        t[low] += 1
+        n[high] += 1
+        data = [(s, t[s], n[s]) for s in sorted(set(t) | set(n))]
+    blocks: list[Block] = []
+    for s, t, n in data:
+        block = (s, s, t, n)
+        while blocks and Fraction(blocks[-1][2], blocks[-1][2] + blocks[-1][3]) >= Fraction(
+            block[2], block[2] + block[3]
+        ):
+            lo, _, pt, pn = blocks.pop()
+            block = (lo, block[1], pt + block[2], pn + block[3])
+        blocks.append(block)
+    return blocks
+
+
+def pav_llrs(blocks: list[Block]) -> list[float]:
+    """Each block's LLR ``log(t / n) - log(T / N)``, correctly rounded from the exact ratio."""
+    T, N = sum(b[2] for b in blocks), sum(b[3] for b in blocks)
+    out = []
+    for _, _, t, n in blocks:
+        if t == 0 or n == 0:
+            out.append(math.inf if n == 0 else -math.inf)
+        else:  # the exact ratio, rounded once to float, then its log
+            out.append(math.log(Fraction(t * N, n * T)))
+    return out
+
+
+def hull(tar, non) -> tuple[list[int], list[int]]:
+    """The ROC convex hull's vertices in counts: ``(misses, false_alarms)`` from the PAV blocks."""
+    blocks = pav(tar, non)
+    misses, fas = [0], [sum(b[3] for b in blocks)]
+    for _, _, t, n in blocks:
+        misses.append(misses[-1] + t)
+        fas.append(fas[-1] - n)
+    return misses, fas
+
+
+def _crossing(x: list[Fraction], y: list[Fraction]) -> Fraction:
+    """Where the polyline through ``(x, y)`` (x falling, y rising) crosses ``y = x``, exactly."""
+    d = [b - a for a, b in zip(x, y, strict=True)]
+    for i in range(len(d)):
+        if d[i] == 0:
+            return x[i]
+        if d[i] > 0:  # d[i - 1] < 0 (d[0] = -x[0] < 0): interpolate along the segment
+            w = -d[i - 1] / (d[i] - d[i - 1])
+            return x[i - 1] + w * (x[i] - x[i - 1])
+    raise AssertionError("the hull does not reach misses = T")
+
+
+def eer(tar, non) -> float:
+    """ROCCH-EER: where the hull crosses ``Pmiss = Pfa``, exact, rounded once."""
+    misses, fas = hull(tar, non)
+    T, N = misses[-1], fas[0]
+    return float(_crossing([Fraction(f, N) for f in fas], [Fraction(m, T) for m in misses]))
+
+
+def prbep(tar, non) -> float:
+    """PRBEP as a count: where the hull crosses ``misses = false alarms``, exact, rounded once."""
+    misses, fas = hull(tar, non)
+    return float(_crossing([Fraction(f) for f in fas], [Fraction(m) for m in misses]))
+
+
+def min_cllr(tar, non) -> float:
+    """minCllr in bits: Cllr of the PAV LLRs, block by block.
+
+    A block with ``t`` targets and ``n`` non-targets costs ``t log(1 + nT/(tN))`` for its
+    targets and ``n log(1 + tN/(nT))`` for its non-targets; the ratios are exact rationals.
+    """
+    blocks = pav(tar, non)
+    T, N = sum(b[2] for b in blocks), sum(b[3] for b in blocks)
+    tar_cost, non_cost = [], []
+    for _, _, t, n in blocks:
+        if t and n:
+            tar_cost.append(t * math.log1p(Fraction(n * T, t * N)))
+            non_cost.append(n * math.log1p(Fraction(t * N, n * T)))
+    return (math.fsum(tar_cost) / T + math.fsum(non_cost) / N) / (2 * math.log(2))
 
 
 def check_hull(misses, fas, hull_misses, hull_fas) -> None:

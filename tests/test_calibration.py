@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +14,6 @@ from hypothesis import strategies as st
 from scipy import optimize as sciopt
 from scipy.special import expit
 
-from bosaris_dask import roc
 from bosaris_dask.calibration import (
     LinearCalibrator,
     PAVCalibrator,
@@ -30,7 +27,9 @@ from bosaris_dask.calibration import (
 from bosaris_dask.errors import ScoreError, TrialError
 from bosaris_dask.trials import key_from_labels, make_key, make_ndx, make_scores
 
-GAUSS = Path("/work/shared/reference/gauss1")
+from . import reference
+
+GAUSS = Path(__file__).parent / "data" / "gauss1"  # see its README.md
 
 
 @pytest.fixture(scope="module")
@@ -89,13 +88,6 @@ def act_dcf(tar_llr, non_llr, plo):
     pmiss = np.mean(tar_llr[None, :] < -plo, axis=1)
     pfa = np.mean(non_llr[None, :] >= -plo, axis=1)
     return expit(plo[:, 0]) * pmiss + expit(-plo[:, 0]) * pfa
-
-
-def min_dcf(tar, non, plo):
-    values, inverse = np.unique(np.r_[tar, non], return_inverse=True)
-    n_tar = np.bincount(inverse[: len(tar)], minlength=len(values))
-    n_non = np.bincount(inverse[len(tar) :], minlength=len(values))
-    return roc.min_bayes_error(roc.rocch(n_tar, n_non), plo)[0]
 
 
 # --------------------------------------------------------------------------------------------
@@ -206,7 +198,31 @@ def test_pure_pav_on_its_training_set_gives_act_dcf_equal_min_dcf(tar, non) -> N
     tar, non = np.array(tar), np.array(non)
     cal = PAVCalibrator(small_val=0.0, pseudo_counts=False).fit_arrays(tar, non)
     act = act_dcf(cal.transform_arrays(tar), cal.transform_arrays(non), PLO)
-    np.testing.assert_allclose(act, min_dcf(tar, non, PLO), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(act, reference.min_dcf(tar, non, PLO), rtol=0, atol=1e-12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(tar=scores_lists, non=scores_lists, pseudo_counts=st.booleans())
+def test_flat_pav_map_equals_the_brute_force_pav(tar, non, pseudo_counts) -> None:
+    """Knots against a plain pool-adjacent-violators loop in exact rationals (tests/reference)."""
+    cal = PAVCalibrator(small_val=0.0, pseudo_counts=pseudo_counts).fit_arrays(
+        np.array(tar), np.array(non)
+    )
+    blocks = reference.pav(tar, non, pseudo_counts=pseudo_counts)
+    np.testing.assert_array_equal(cal.score_bounds_, [s for b in blocks for s in b[:2]])
+    llr = np.repeat(reference.pav_llrs(blocks), 2)
+    np.testing.assert_allclose(cal.llr_bounds_, llr, rtol=0, atol=1e-13)
+    assert (np.isinf(cal.llr_bounds_) == np.isinf(llr)).all()
+
+
+def test_gauss1_pav_map_equals_the_brute_force_pav(gauss) -> None:
+    tar, non, _ = gauss
+    for pseudo_counts in (True, False):
+        cal = PAVCalibrator(small_val=0.0, pseudo_counts=pseudo_counts).fit_arrays(tar, non)
+        blocks = reference.pav(tar, non, pseudo_counts=pseudo_counts)
+        np.testing.assert_array_equal(cal.score_bounds_, [s for b in blocks for s in b[:2]])
+        llr = np.repeat(reference.pav_llrs(blocks), 2)
+        np.testing.assert_allclose(cal.llr_bounds_, llr, rtol=0, atol=1e-13)
 
 
 @settings(max_examples=150, deadline=None)
@@ -228,7 +244,7 @@ def test_default_pav_map_is_finite_monotone_and_near_optimal(tar, non, small_val
     else:
         assert (np.diff(llr) >= 0).all()
     tl, nl = cal.transform_arrays(tar), cal.transform_arrays(non)
-    assert (act_dcf(tl, nl, PLO) >= min_dcf(tar, non, PLO) - 1e-12).all()
+    assert (act_dcf(tl, nl, PLO) >= reference.min_dcf(tar, non, PLO) - 1e-12).all()
 
 
 @settings(max_examples=100, deadline=None)
@@ -267,7 +283,7 @@ def test_pav_hand_worked_and_unseen_scores() -> None:
         [-ln2 / 2, ln2 / 2, -ln2, ln2],
         atol=1e-15,
     )
-    assert cal.n_blocks == 3 and cal.counts_ == {"n_target": 3, "n_nontarget": 3}
+    assert cal.n_blocks_ == 3 and cal.counts_ == {"n_target": 3, "n_nontarget": 3}
 
 
 def test_raw_pav_has_infinite_ends_and_roundtrips(tmp_path: Path) -> None:
@@ -335,19 +351,17 @@ def _pav_trials(seed=0):
     return key, scores, cls, s, mask
 
 
-@pytest.mark.parametrize("engine", [True, False])
-def test_pav_fit_and_transform_trial_objects(engine: bool, monkeypatch) -> None:
-    if not engine:  # the in-memory fallback (no engine module)
-        monkeypatch.setitem(sys.modules, "bosaris_dask.engine", None)
+def test_pav_fit_and_transform_trial_objects() -> None:
     key, scores, cls, s, mask = _pav_trials()
     cal = PAVCalibrator().fit(scores, key, allow_missing=True)
     s64 = s.astype(np.float64)
     ref = PAVCalibrator().fit_arrays(s64[(cls == 1) & mask], s64[(cls == -1) & mask])
     np.testing.assert_array_equal(cal.score_bounds_, ref.score_bounds_)
     np.testing.assert_array_equal(cal.llr_bounds_, ref.llr_bounds_)
-    assert cal.counts_.get("n_missing", -1) == (
-        int(((cls != 0) & ~mask).sum()) if not engine else -1
-    )
+    assert cal.counts_ == {
+        "n_target": int(((cls == 1) & mask).sum()),
+        "n_nontarget": int(((cls == -1) & mask).sum()),
+    }
     out = cal.fit_transform(scores, key, allow_missing=True).compute()
     want = (cls != 0) & mask
     assert list(out.segment.values) == list(key.segment.values) and out.score.dtype == np.float64
@@ -361,23 +375,6 @@ def test_pav_fit_and_transform_trial_objects(engine: bool, monkeypatch) -> None:
     bad["score_mask"] = xr.ones_like(bad.score_mask)
     with pytest.raises(ScoreError, match="non-finite"):
         PAVCalibrator().fit(bad, key)
-
-
-def test_pav_fit_uses_the_engine_when_it_exists(monkeypatch) -> None:
-    key, scores, *_ = _pav_trials(1)
-    calls = []
-
-    def score_bins(scores_, key_, **kwargs):
-        calls.append(kwargs)
-        return np.array([0.0, 1.0]), np.array([0.5, 2.0]), np.array([1, 3]), np.array([4, 1])
-
-    monkeypatch.setitem(
-        sys.modules, "bosaris_dask.engine", types.SimpleNamespace(score_bins=score_bins)
-    )
-    cal = PAVCalibrator(small_val=0).fit(scores, key, allow_missing=True)
-    assert calls == [{"allow_missing": True}] and "n_missing" not in cal.counts_
-    ref = PAVCalibrator(small_val=0).fit_bins([0.0, 1.0], [0.5, 2.0], [1, 3], [4, 1])
-    np.testing.assert_array_equal(cal.llr_bounds_, ref.llr_bounds_)
 
 
 def test_load_model_rejects_unknown_kinds() -> None:

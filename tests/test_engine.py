@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from unittest import mock
 
 import dask
 import dask.array as da
@@ -13,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.special import logit
 
-from bosaris_dask import engine, kernels, metrics, refinement, roc
-from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError
+from bosaris_dask import engine, kernels, metrics, roc
+from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.keys import key_bits, order_keys
 from bosaris_dask.trials import key_from_labels, make_key, make_scores
 
@@ -80,6 +79,10 @@ def _assert_exact(summary, tar, non, plo=PLO):
     )
     assert roc.rocch_eer(summary.hull) == roc.rocch_eer(exact.hull)
     assert roc.min_cllr(summary.hull) == roc.min_cllr(exact.hull)
+    for ours, truth in zip(
+        (roc.rocch_eer, roc.prbep, roc.min_cllr), (ref.eer, ref.prbep, ref.min_cllr), strict=True
+    ):
+        np.testing.assert_allclose(ours(summary.hull), truth(tar, non), rtol=1e-12, atol=0)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -92,11 +95,11 @@ def test_summary_is_exact_under_any_chunking(data, coarse, dense, keep):
     key, scores = _objects(values, mask, scored, chunks)
     tar, non = _split(values, mask, scored)
     # dense: sub-histograms only, with a tiny budget so float64 needs several passes
-    with (
-        mock.patch.object(refinement, "RAW_LIMIT", -1 if dense else 1 << 22),
-        mock.patch.object(refinement, "DENSE_BUDGET", 64),
-        mock.patch.object(refinement, "KEEP_LIMIT", 1 << 24 if keep else -1),
-    ):
+    with dask.config.set({
+        "bosaris_dask.raw-limit": 0 if dense else 1 << 22,
+        "bosaris_dask.dense-budget": 64,
+        "bosaris_dask.keep-limit": 1 << 24 if keep else 0,
+    }):  # fmt: skip
         (summary,) = engine.summarize(
             [scores], key, thresholds=-PLO, split_every=2, coarse_bits=coarse, allow_missing=True
         )
@@ -157,12 +160,9 @@ def test_kept_candidates_spare_passes_over_the_data():
     values = rng.normal(size=(60, 70)) + mask  # float64: several refinement rounds
     key = make_key(range(60), range(70), mask, chunks=(20, 35))
     scores = make_scores(range(60), range(70), values, chunks=(20, 35))
-    with (
-        mock.patch.object(refinement, "DENSE_BUDGET", 64),
-        mock.patch.object(refinement, "RAW_LIMIT", 8),
-    ):
+    with dask.config.set({"bosaris_dask.dense-budget": 64, "bosaris_dask.raw-limit": 8}):
         kept_reads, kept = _reads_per_chunk(scores, key)
-        with mock.patch.object(refinement, "KEEP_LIMIT", -1):
+        with dask.config.set({"bosaris_dask.keep-limit": 0}):
             full_reads, full = _reads_per_chunk(scores, key)
     # without keeping, every refinement round reads every chunk again
     assert set(full_reads.values()) == {full.attrs["passes"]} and full.attrs["passes"] >= 4
@@ -250,8 +250,9 @@ def test_plo_and_priors_agree():
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), dtype=st.sampled_from([np.float32, np.float64]),
-       sub=st.integers(1, 6), n=st.integers(1, 3 * kernels.BLOCK))  # fmt: skip
-def test_sub_histogram_sweep_equals_select_then_count(seed, dtype, sub, n):
+       sub=st.integers(1, 6), n=st.integers(1, 3 * 64), block=st.sampled_from([8, 32, 1 << 16]),
+       slice_size=st.sampled_from([8, 40, 1 << 22]))  # fmt: skip
+def test_sub_histogram_sweep_equals_select_then_count(seed, dtype, sub, n, block, slice_size):
     """The one-sweep dense refinement gives what selecting, then counting, gives."""
     rng = np.random.default_rng(seed)
     scores = np.round(rng.normal(size=n) * 4, 1).astype(dtype)
@@ -265,6 +266,129 @@ def test_sub_histogram_sweep_equals_select_then_count(seed, dtype, sub, n):
         shift, 10, cand_lo, np.full(len(cand_lo), shift), np.full(len(cand_lo), sub), raw=False
     )
     assert spec.whole_bins_split_evenly
-    swept = kernels._sub_histogram(classes, scores, scored, spec)
-    selected = kernels._count(*kernels._select(classes, scores, scored, spec), spec)
+    ws = kernels.workspace(np.dtype(dtype), block, slice_size)
+    swept = kernels._sub_histogram(classes, scores, scored, spec, ws)
+    selected = kernels._count(*kernels._select(classes, scores, scored, spec, ws), spec)
     np.testing.assert_array_equal(swept, selected)
+
+
+# --------------------------------------------------------------------------------------------
+# key codes outside -1/0/+1 (from a store or any dask array) are found inside pass 1
+# --------------------------------------------------------------------------------------------
+
+
+def _key_with_code(code, dtype=np.int8, at=(3, 5)):
+    rng = np.random.default_rng(4)
+    mask = rng.choice(np.array([-1, 1], dtype=dtype), size=(6, 9))
+    mask[at] = code
+    models, segments = [f"m{i}" for i in range(6)], [f"s{j}" for j in range(9)]
+    key = make_key(models, segments, da.from_array(mask, chunks=(4, 4)))
+    scores = make_scores(models, segments, rng.normal(size=(6, 9)), chunks=(2, 5))
+    return key, scores
+
+
+@pytest.mark.parametrize(("code", "dtype"), [(7, np.int8), (-2, np.int8), (257, np.int16)])
+def test_a_bad_code_in_a_dask_key_names_the_trial(code, dtype):
+    key, scores = _key_with_code(code, dtype)
+    computes = []
+
+    def counting_get(dsk, keys, **kwargs):
+        computes.append(keys)
+        return dask.get(dsk, keys, **kwargs)
+
+    with (
+        dask.config.set(scheduler=counting_get),
+        pytest.raises(TrialError, match=rf"^a key's trial_mask .* found {code} at \(m3, s5\)$"),
+    ):
+        engine.summarize([scores], key)
+    # found by pass 1 itself; the second compute reads the one bad code for the message
+    assert len(computes) == 2
+
+
+def test_bad_codes_count_and_first_is_in_row_major_order():
+    key, scores = _key_with_code(7, at=(4, 1))
+    mask = key.trial_mask.data.compute()
+    mask[1, 8] = mask[5, 0] = 9
+    key = key.copy(data={"trial_mask": da.from_array(mask, chunks=(3, 2))})
+    with pytest.raises(TrialError, match=r"found 9 at \(m1, s8\) and 2 more bad values$"):
+        engine.summarize([scores], key, split_every=2)
+
+
+def test_a_bad_code_in_a_zarr_key_names_the_trial(tmp_path):
+    import zarr
+
+    from bosaris_dask import io
+
+    key, scores = _key_with_code(1)
+    path = io.write_zarr(key, tmp_path / "key.zarr")
+    arr = zarr.open_array(path / "trial_mask", mode="r+")
+    arr[2, 7] = 7
+    with pytest.raises(TrialError, match=r"found 7 at \(m2, s7\)"):
+        engine.summarize([scores], io.read_zarr(path))
+
+
+# --------------------------------------------------------------------------------------------
+# knobs: dask config keys and arguments, checked
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"bosaris_dask.block": 0}, r"bosaris_dask.block must be an integer from 1 to 65536, got 0$"),  # noqa: E501
+        ({"bosaris_dask.block": 1 << 17}, r"bosaris_dask.block must be .* to 65536"),
+        ({"bosaris_dask.slice": "big"}, r"bosaris_dask.slice must be an integer .*, got 'big'"),
+        ({"bosaris_dask.dense-budget": 0.5}, r"bosaris_dask.dense-budget must be an integer"),
+        ({"bosaris_dask.raw-limit": -1}, r"bosaris_dask.raw-limit must be an integer from 0 "),
+        ({"bosaris_dask.keep-limit": True}, r"bosaris_dask.keep-limit must be an integer"),
+    ],
+)
+def test_bad_config_knobs_are_one_line_errors(setting, message):
+    key = make_key(["a", "b"], ["x", "y"], [[1, -1], [-1, 1]])
+    scores = make_scores(["a", "b"], ["x", "y"], np.eye(2))
+    with dask.config.set(setting), pytest.raises(OptionError, match=f"^{message}"):
+        engine.summarize([scores], key)
+    assert issubclass(OptionError, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"coarse_bits": 0}, r"coarse_bits must be an integer from 1 to 24, got 0"),
+        ({"coarse_bits": 25}, r"coarse_bits must be an integer from 1 to 24, got 25"),
+        ({"coarse_bits": 12.0}, r"coarse_bits must be an integer from 1 to 24, got 12.0"),
+        ({"split_every": 1}, r"split_every must be an integer from 2 to 65536, got 1"),
+        ({"split_every": None}, r"split_every must be an integer from 2 to 65536, got None"),
+    ],
+)
+def test_bad_engine_arguments_are_one_line_errors(kwargs, message):
+    key = make_key(["a", "b"], ["x", "y"], [[1, -1], [-1, 1]])
+    scores = make_scores(["a", "b"], ["x", "y"], np.eye(2))
+    with pytest.raises(OptionError, match=f"^{message}$"):
+        engine.summarize([scores], key, **kwargs)
+
+
+def test_knobs_reach_the_kernels_as_arguments():
+    """The block sizes in the config when a graph is built are the ones its kernels use."""
+    seen = []
+    original = kernels.workspace
+
+    def spy(dtype, block, slice_size):
+        seen.append((block, slice_size))
+        return original(dtype, block, slice_size)
+
+    key = make_key(["a", "b"], ["x", "y"], [[1, -1], [-1, 1]])
+    scores = make_scores(["a", "b"], ["x", "y"], np.eye(2))
+    with dask.config.set({"bosaris_dask.block": 8, "bosaris_dask.slice": 24}):
+        inputs, _ = engine._inputs([scores], key)
+        knobs = engine._knobs()
+    assert (knobs["block"], knobs["slice"]) == (8, 24)
+    kernels.workspace = spy
+    try:
+        with dask.config.set(scheduler="sync"):
+            engine.summarize([scores], key)
+            with dask.config.set({"bosaris_dask.block": 8, "bosaris_dask.slice": 24}):
+                engine.summarize([scores], key)
+    finally:
+        kernels.workspace = original
+    assert (1 << 16, 1 << 22) in seen and (8, 24) in seen

@@ -15,7 +15,7 @@ from scipy import optimize as sciopt
 
 from bosaris_dask.calibration import load_model
 from bosaris_dask.errors import ScoreError, TrialError
-from bosaris_dask.fusion import LinearFuser, QualityFuser, linear_fuse
+from bosaris_dask.fusion import LinearFuser, QualityBackoffWarning, QualityFuser, linear_fuse
 from bosaris_dask.objectives import (
     FusionObjective,
     fusion_data,
@@ -32,7 +32,7 @@ from bosaris_dask.trials import (
     quality_table,
 )
 
-GAUSS = Path("/work/shared/reference/gauss1")
+GAUSS = Path(__file__).parent / "data" / "gauss1"  # see its README.md
 
 
 class CountComputes(Callback):
@@ -157,11 +157,13 @@ def trial_set(
     S = np.stack(dense, axis=-1)
     qm_t = np.broadcast_to(qmt[:, None, :], (*cls.shape, 3))
     qs_t = np.broadcast_to(qst[None, :, :], (*cls.shape, 3))
+    has_q = ~np.isnan(qm_vals).any(1)[:, None] & qs_keep[None, :]
     brute = {
         "Xt": features(S[sel_t]),
         "Xn": features(S[sel_n]),
-        "Qt": features(S[sel_t], qm_t[sel_t], qs_t[sel_t]),
-        "Qn": features(S[sel_n], qm_t[sel_n], qs_t[sel_n]),
+        # the quality stage trains on the trials whose model and segment both have quality
+        "Qt": features(S[sel_t & has_q], qm_t[sel_t & has_q], qs_t[sel_t & has_q]),
+        "Qn": features(S[sel_n & has_q], qm_t[sel_n & has_q], qs_t[sel_n & has_q]),
         "n_missing": int((trial & ~scored).sum()),
         "S": S,
         "scored": scored,
@@ -381,9 +383,10 @@ def test_json_roundtrip(tmp_path: Path) -> None:
     qf.save(path)
     back = QualityFuser.load(path)
     np.testing.assert_array_equal(back.quality_matrix_, qf.quality_matrix_)
-    xr.testing.assert_equal(
-        back.transform(scores, quality).compute(), qf.transform(scores, quality).compute()
-    )
+    with pytest.warns(QualityBackoffWarning):  # the reloaded model still has its first stage
+        xr.testing.assert_equal(
+            back.transform(scores, quality).compute(), qf.transform(scores, quality).compute()
+        )
     with pytest.raises(TrialError, match="kind"):
         QualityFuser.from_dict(fuser.to_dict())
 
@@ -406,9 +409,10 @@ def test_quality_objective_with_W_zero_equals_linear() -> None:
     fuser = LinearFuser(0.4).fit(scores, key, allow_missing=True)
     qf = QualityFuser(0.4)
     qf.weights_, qf.offset_, qf.quality_matrix_ = fuser.weights_, fuser.offset_, np.zeros((3, 3))
-    xr.testing.assert_allclose(
-        qf.transform(scores, quality).compute(), fuser.transform(scores).compute()
-    )
+    qf.linear_ = fuser
+    with pytest.warns(QualityBackoffWarning, match="have no quality"):
+        out = qf.transform(scores, quality).compute()
+    xr.testing.assert_allclose(out, fuser.transform(scores).compute())
 
 
 @pytest.mark.parametrize("method", ["exact", "cg"])
@@ -434,17 +438,21 @@ def test_quality_fusion_equals_scipy(method: str) -> None:
 def test_trials_without_quality_fall_back_to_linear() -> None:
     key, scores, quality, brute = trial_set(seed=10)
     qf = QualityFuser(0.5).fit(scores, key, quality, allow_missing=True)
-    out = qf.transform(scores, quality, ndx=key).compute()
     S, qm, qs = brute["S"], brute["qm"], brute["qs"]
-    linear = qf.offset_ + S @ qf.weights_
-    W = qf.quality_matrix_
-    expected = linear + qm @ W @ qs.T
-    mask = out.score_mask.values
-    np.testing.assert_allclose(out.score.values[mask], expected[mask], rtol=1e-12)
     no_quality = (qm == 0).all(1)[:, None] | (qs == 0).all(1)[None, :]
+    n_backoff = int((brute["scored"] & (key.trial_mask.values != 0) & no_quality).sum())
+    with pytest.warns(QualityBackoffWarning, match=f"^{n_backoff} trials have no quality"):
+        out = qf.transform(scores, quality, ndx=key).compute()
+    W = qf.quality_matrix_
+    expected = qf.offset_ + S @ qf.weights_ + qm @ W @ qs.T
+    first_stage = qf.linear_.offset_ + S @ qf.linear_.weights_  # the toolkit's back-off
+    mask = out.score_mask.values
     assert (mask & no_quality).sum() > 10
     np.testing.assert_allclose(
-        out.score.values[mask & no_quality], linear[mask & no_quality], rtol=1e-13
+        out.score.values[mask & ~no_quality], expected[mask & ~no_quality], rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        out.score.values[mask & no_quality], first_stage[mask & no_quality], rtol=1e-13
     )
 
 

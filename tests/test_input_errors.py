@@ -116,9 +116,10 @@ CASES = [
          lambda d: metrics.eer([1.0, np.nan], [0.0])),
     # -- labels other than target/nontarget ---------------------------------------------------
     Case("label-text", ParseError,
-         "{d}/key.txt:2: label 'tgt' is neither 'target' nor 'nontarget'",
+         "{d}/key.txt:2: label 'nontgt' is not one of target/nontarget, 1/0, true/false, "
+         "tgt/imp, genuine/impostor, mated/nonmated, same/different, bonafide/spoof (any case)",
          lambda d: io.read(d / "key.txt", "key"), _evaluate_cli(),
-         {"key.txt": "m1 s1 target\nm1 s2 tgt\n"}),
+         {"key.txt": "m1 s1 target\nm1 s2 nontgt\n"}),
     Case("label-mask-value", TrialError,
          "a key's trial_mask holds only -1 (non-target), 0 (no trial) and +1 (target); "
          "found 2 at (m2, s1) and 1 more bad values",

@@ -228,7 +228,7 @@ BAD = [
     ("a b 1\nc d -inf\n", 2, "not finite"),
     ("a b 1\nc d 1e999\n", 2, "not finite"),
     ("a b 0\nc d TRUE\n", 2, "cannot parse score"),
-    ("a b target\nc d tgt\n", 2, "neither 'target' nor 'nontarget'"),
+    ("a b target\nc d nontgt\n", 2, "label 'nontgt' is not one of target/nontarget, 1/0,"),
     ("a b 1\nc d 2\na b 3\n", 3, "given twice, first on line 1"),
     ("a b target\nc d nontarget\nc d nontarget\n", 3, "given twice, first on line 2"),
     ("a b\nc d\na b\n", 3, "given twice, first on line 1"),
@@ -244,7 +244,7 @@ BAD = [
     ("modelid\tsegmentid\tLLR\nm1\t\t1.5\n", 2, "empty segment id"),
     ("modelid\tsegmentid\tLLR\nm1\ts \t1.5\n", 2, "surrounding whitespace"),
     ("modelid\tsegmentid\tLLR\nm1\ts1\t1 .5\n", 2, "cannot parse score"),
-    ("modelid\tsegmentid\tlabel\nm1\ts1\t target\nm1\ts2\tt arget\n", 3, "neither"),
+    ("modelid\tsegmentid\tlabel\nm1\ts1\t target\nm1\ts2\tt arget\n", 3, "is not one of"),
     ("modelid\tsegmentid\tside\tLLR\nm1\ts1\ta\t1.5\nm1\ts2\t1.5\n", 3, "expected 4 tab"),
     ("x y z w\n", 1, "cannot tell the kind"),
     ("\nmodel\tsegment\tscore\tLLR\nm\ts\t1\t2\n", 2, "two score columns"),
@@ -305,7 +305,7 @@ def test_kind_argument_checks(tmp_path):
     with pytest.raises(ParseError, match="expected 3 fields") as info:
         read_text(_write(tmp_path, "a b\n", "ndx.txt"), kind="scores")
     assert info.value.line == 1
-    with pytest.raises(ParseError, match="neither 'target'") as info:
+    with pytest.raises(ParseError, match="label '1.5' is not one of") as info:
         read_text(path, kind="key")
     with pytest.raises(TrialError, match="kind must be"):
         read_text(path, kind="quality")

@@ -14,10 +14,11 @@ from bosaris_dask import io
 from bosaris_dask.cli import main
 from bosaris_dask.cluster import connect
 from bosaris_dask.errors import MemoryLimitError
-from bosaris_dask.kernels import BLOCK, SLICE
 from bosaris_dask.memory import WORKER_BASELINE, TaskMemory, check_worker_memory, pass_task_memory
 from bosaris_dask.metrics import evaluate
 from bosaris_dask.simulate import simulate
+
+BLOCK, SLICE = 1 << 16, 1 << 22  # the default bosaris_dask.block and .slice
 
 LOCAL = {"dashboard": False, "announce": None}
 MB = 2**20
@@ -42,7 +43,7 @@ def test_estimate_adds_up_the_parts_by_hand():
     assert need.inputs == elements * (1 + 4 + 1 + 2)
     # per element of a cache block: uint32 key and signs, two bool flags, two float64
     # temporaries and an intp position; per element of a histogram slice: an intp index
-    assert need.buffers == BLOCK * (4 + 4 + 2 + 16 + 8) + elements * 8  # a chunk below SLICE
+    assert need.buffers == BLOCK * (4 + 4 + 3 + 16 + 8) + elements * 8  # a chunk below SLICE
     row = (2 * 1024 + 4) * 8
     assert need.results == (2 * 2 + 2) * row
     assert need.merge == 2 * max(9 * row, 5 * 2 * 5000 * 8, 100 * 56)
@@ -56,8 +57,8 @@ def test_buffers_stop_growing_at_one_slice():
                              n_systems=1, nbins=16, split_every=2)  # fmt: skip
     big = pass_task_memory((10_000, 10_000), input_itemsizes=[1, 8, 1], score_dtype=np.float64,
                            n_systems=1, nbins=16, split_every=2)  # fmt: skip
-    assert small.buffers == 100 * (8 + 8 + 2 + 16 + 8) + 100 * 8
-    assert big.buffers == BLOCK * (8 + 8 + 2 + 16 + 8) + SLICE * 8
+    assert small.buffers == 100 * (8 + 8 + 3 + 16 + 8) + 100 * 8
+    assert big.buffers == BLOCK * (8 + 8 + 3 + 16 + 8) + SLICE * 8
 
 
 class _FakeClient:
@@ -131,7 +132,7 @@ def _peak_rss() -> int:
 def test_small_jobs_are_not_charged_the_full_budgets():
     """CI found the HPC examples refused on 1 GB workers: a merge was charged 8 results of 4
     chunks, and raw and kept trials beyond the cells there are."""
-    from bosaris_dask import engine, refinement
+    from bosaris_dask import engine
 
     key, systems = simulate(300, 400, systems=2, seed=1, chunks=(150, 200))  # 4 chunks
     inputs, dtype = engine._inputs(systems, key)
@@ -139,7 +140,7 @@ def test_small_jobs_are_not_charged_the_full_budgets():
     need = engine._task_memory(inputs, dtype, nbins, split_every=8)
     row = (2 * nbins + 4) * 8
     assert need.held == 4 * 2 * row  # at most 4 chunk results wait for a merge
-    assert need.merge == 2 * max(9 * row, 5 * 2 * refinement.DENSE_BUDGET * 8, 120_000 * 56)
+    assert need.merge == 2 * max(9 * row, 5 * 2 * (1 << 19) * 8, 120_000 * 56)
     assert need.kept == 120_000 * (4 + 1)  # float32 keys: no more than the cells
     one_gb = {"memory_limit": 10**9, "nthreads": 1, "metrics": {"memory": 150 * MB}}
     check_worker_memory(need, _FakeClient(w1=one_gb))

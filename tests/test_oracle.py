@@ -1,7 +1,7 @@
 """Our metrics reproduce the original MATLAB BOSARIS Toolkit on the gauss1 reference set.
 
-``tests/data/gauss1`` is a copy of ``shared/reference/gauss1`` (see its README there): 2,000
-target and 20,000 non-target scores and the values the toolkit computed from them.
+``tests/data/gauss1`` (see its README.md): 2,000 target and 20,000 non-target scores and the
+values the toolkit computed from them.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import pytest
 
 from bosaris_dask import metrics
 from bosaris_dask.trials import make_key, make_scores
+
+from . import reference as ref
 
 DATA = Path(__file__).parent / "data" / "gauss1"
 ORACLE = json.loads((DATA / "oracle.json").read_text())
@@ -79,3 +81,24 @@ def test_dr30(results):
 
 def test_counts(results):
     assert results.n_target.item() == 2000 and results.n_nontarget.item() == 20000
+
+
+def test_the_brute_force_reference_reproduces_the_toolkit():
+    """tests/reference.py (exact rationals, no package code) agrees with MATLAB BOSARIS, so the
+    other tests may use it as the truth on data the toolkit never saw."""
+    misses, fas = ref.hull(TAR, NON)
+    np.testing.assert_array_equal(np.array(misses) / TAR.size, ORACLE["rocch"]["pmiss"])
+    np.testing.assert_array_equal(np.array(fas) / NON.size, ORACLE["rocch"]["pfa"])
+    np.testing.assert_allclose(ref.eer(TAR, NON), ORACLE["eer"]["rocch2eer"], rtol=RTOL)
+    np.testing.assert_allclose(ref.prbep(TAR, NON), ORACLE["prbep"]["prbep_fn"], rtol=RTOL)
+    np.testing.assert_allclose(ref.min_cllr(TAR, NON), ORACLE["cllr"]["min_cllr"], rtol=1e-8)
+    np.testing.assert_allclose(ref.min_cllr(TAR, NON), 0.49593208355, rtol=1e-10)
+    np.testing.assert_allclose(ref.cllr(TAR, NON), ORACLE["cllr"]["cllr"], rtol=RTOL)
+    for p, want in zip(ORACLE["priors"]["P"], ORACLE["priors"]["minDCF_raw"], strict=True):
+        np.testing.assert_allclose(ref.min_dcf(TAR, NON, np.log(p / (1 - p))), want, rtol=RTOL)
+
+
+def test_eer_prbep_min_cllr_equal_the_reference(results):
+    np.testing.assert_allclose(results.eer.item(), ref.eer(TAR, NON), rtol=1e-14)
+    np.testing.assert_allclose(results.prbep.item(), ref.prbep(TAR, NON), rtol=1e-14)
+    np.testing.assert_allclose(results.min_cllr.item(), ref.min_cllr(TAR, NON), rtol=1e-14)

@@ -66,3 +66,45 @@ def test_pav_blocks_have_increasing_posteriors():
     assert np.all(np.diff(post) > 0)
     for a, b, bt, bn in zip(starts[:-1], starts[1:], t, n, strict=True):
         assert n_tar[a:b].sum() == bt and n_non[a:b].sum() == bn
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 400),
+    seed=st.integers(0, 2**32 - 1),
+    kind=st.sampled_from(["smooth", "noisy", "pure runs", "ties", "separated"]),
+)
+def test_summaries_equal_the_exact_rational_reference(n, seed, kind):
+    """Hull, PAV blocks, EER, PRBEP and minCllr against tests/reference.py (Fractions, no roc)."""
+    rng = np.random.default_rng(seed)
+    if kind == "smooth":
+        n_tar = rng.poisson(np.linspace(1, 60, n) ** 1.5)
+        n_non = rng.poisson(np.linspace(60, 1, n) ** 1.5)
+    elif kind == "pure runs":
+        n_tar = rng.integers(0, 3, n) * (rng.random(n) < 0.3)
+        n_non = rng.integers(0, 3, n) * (n_tar == 0)
+    elif kind == "ties":
+        n_tar, n_non = rng.integers(0, 2, n), rng.integers(0, 2, n)
+    elif kind == "separated":  # every non-target below every target: EER 0, minCllr 0
+        cut = rng.integers(0, n + 1)
+        n_tar = np.where(np.arange(n) >= cut, rng.integers(0, 4, n), 0)
+        n_non = np.where(np.arange(n) < cut, rng.integers(0, 4, n), 0)
+    else:
+        n_tar, n_non = rng.integers(0, 20, n), rng.integers(0, 20, n)
+    n_tar[-1] += 1
+    n_non[0] += 1
+    tar = np.repeat(np.arange(n, dtype=np.float64), n_tar)  # bin i holds the score i
+    non = np.repeat(np.arange(n, dtype=np.float64), n_non)
+    hull = roc.rocch(n_tar, n_non)
+    assert (hull.misses.tolist(), hull.false_alarms.tolist()) == ref.hull(tar, non)
+    starts, t, nn = roc.pav_blocks(n_tar, n_non)
+    blocks = ref.pav(tar, non)
+    assert t.tolist() == [b[2] for b in blocks] and nn.tolist() == [b[3] for b in blocks]
+    filled = np.flatnonzero(n_tar + n_non)  # a block starts at its first non-empty bin
+    first = filled[np.searchsorted(filled, starts[:-1])]
+    assert first.tolist() == [b[0] for b in blocks]
+    np.testing.assert_allclose(roc.rocch_eer(hull), ref.eer(tar, non), rtol=1e-12, atol=0)
+    np.testing.assert_allclose(roc.prbep(hull), ref.prbep(tar, non), rtol=1e-12, atol=0)
+    np.testing.assert_allclose(roc.min_cllr(hull), ref.min_cllr(tar, non), rtol=1e-12, atol=0)
+    if non.max() < tar.min():
+        assert ref.eer(tar, non) == ref.min_cllr(tar, non) == 0.0

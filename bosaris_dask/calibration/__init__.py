@@ -26,9 +26,8 @@ infinite in pure end blocks), actual DCF equals minimum DCF at every operating p
 paper's property). The pseudo-counts (and the ramps) trade that exactness, by a hair, for a
 finite, strictly increasing map that ranks unseen scores like the raw scores.
 
-Fitting at scale uses :func:`bosaris_dask.engine.score_bins` when the engine provides it (exact
-per-bin counts around the PAV block boundaries, coarse elsewhere); until then, a private
-in-memory fallback computes the distinct scores with ``np.unique`` (small data only).
+Fitting on trial objects uses :func:`bosaris_dask.engine.score_bins` (exact per-bin counts
+around the PAV block boundaries, coarse elsewhere), so it scales like evaluation.
 
 Examples
 --------

@@ -1,7 +1,9 @@
 """Non-parametric calibration as a fit/apply object: :class:`PAVCalibrator`.
 
-Fitting bins the supervised scores (with the engine's exact passes when it provides
-``score_bins``, else in memory) and builds the :func:`~bosaris_dask.calibration.pav_map`;
+Fitting bins the supervised scores with the engine's exact passes
+(:func:`bosaris_dask.engine.score_bins`: the bins are exact around the PAV block boundaries; the
+pseudo-counts only remove block boundaries, so they are exact for the map with pseudo-counts
+too) and builds the :func:`~bosaris_dask.calibration.pav_map`;
 ``transform`` maps scores chunk by chunk, lazily.
 """
 
@@ -10,13 +12,13 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
 
 from bosaris_dask.calibration.pav_map import DEFAULT_BOUND, interpolate_map, pav_map
-from bosaris_dask.errors import MissingTrialsError, NotFittedError, ScoreError, TrialError
+from bosaris_dask.engine import score_bins
+from bosaris_dask.errors import NotFittedError, ScoreError, TrialError
 from bosaris_dask.fusion.base import MODEL_FORMAT, JsonModel, scores_and_key
 from bosaris_dask.trials import align_with, kind_of, make_scores, trial_classes
 
@@ -31,46 +33,6 @@ def _bins_of_arrays(tar: np.ndarray, non: np.ndarray) -> tuple[np.ndarray, ...]:
     n_tar = np.bincount(inverse[: len(tar)], minlength=len(values))
     n_non = np.bincount(inverse[len(tar) :], minlength=len(values))
     return values, values, n_tar, n_non
-
-
-def _score_bins_in_memory(
-    scores: xr.Dataset, key: xr.Dataset, allow_missing: bool = True
-) -> tuple[tuple[np.ndarray, ...], int]:
-    """Bins (distinct scores) of a supervised set, computed in memory in one pass.
-
-    A private fallback until ``bosaris_dask.engine.score_bins`` exists: it pulls every target
-    and non-target score to the client.
-    """
-    s = align_with(scores, key)
-    mask = s.score_mask.data
-    cls = trial_classes(key, chunks=mask.chunks)
-    values = s.score.data
-    tar, non, missing = dask.compute(
-        values[(cls == 1) & mask], values[(cls == -1) & mask], ((cls != 0) & ~mask).sum()
-    )
-    if missing and not allow_missing:
-        raise MissingTrialsError(f"{int(missing)} key trials have no score "
-                                 "(allow_missing drops them)")  # fmt: skip
-    return _bins_of_arrays(tar, non), int(missing)
-
-
-def _score_bins(
-    scores: xr.Dataset, key: xr.Dataset, allow_missing: bool = True
-) -> tuple[tuple[np.ndarray, ...], int | None]:
-    """Bins for PAV: from the engine's exact passes, else from the in-memory fallback.
-
-    The engine's bins are exact around the PAV block boundaries of the data; the pseudo-counts
-    only remove block boundaries (a boundary of the augmented hull is one of the data's hull
-    vertices), so they are exact for the map with pseudo-counts too. Key trials without a score
-    are an error unless ``allow_missing`` drops them (the engine does not report how many:
-    ``n_missing`` is then ``None``).
-    """
-    try:
-        from bosaris_dask.engine import score_bins  # the exact, scalable engine passes
-    except ImportError:
-        return _score_bins_in_memory(scores, key, allow_missing)
-    bins = score_bins(scores, key, allow_missing=allow_missing)
-    return tuple(np.asarray(a) for a in bins), None
 
 
 class PAVCalibrator(JsonModel):
@@ -165,15 +127,16 @@ class PAVCalibrator(JsonModel):
     ) -> PAVCalibrator:
         """Fit on a supervised set: a Scores object and a Key (the scores aligned to its ids).
 
-        Key trials without a score are a :class:`MissingTrialsError`, as in ``evaluate``,
-        unless ``allow_missing`` drops them; non-finite scores are a :class:`ScoreError`. The
-        order ``fit(key, scores)`` of earlier releases still works, with a ``FutureWarning``.
+        Key trials without a score are a :class:`MissingTrialsError` (naming a few), as in
+        ``evaluate``, unless ``allow_missing`` drops them (the engine does not report how many,
+        so ``counts_`` then has no ``n_missing``); non-finite scores are a :class:`ScoreError`.
+        The order ``fit(key, scores)`` of earlier releases still works, with a ``FutureWarning``.
         """
         scores, key = scores_and_key(scores, key, "PAVCalibrator.fit")
         if kind_of(key) != "key" or kind_of(scores) != "scores":
             raise TrialError("PAVCalibrator.fit takes a Scores object and a Key")
-        bins, missing = _score_bins(scores, key, allow_missing)
-        return self.fit_bins(*bins, n_missing=missing)
+        bins = score_bins(scores, key, allow_missing=allow_missing)
+        return self.fit_bins(*(np.asarray(a) for a in bins))
 
     def _check_fitted(self) -> tuple[np.ndarray, np.ndarray]:
         """The knots ``(score_bounds_, llr_bounds_)``; a :class:`NotFittedError` before ``fit``."""

@@ -45,11 +45,34 @@ def _opened(
         yield open_inputs() if loaded is None else loaded
 
 
-def _load(key_path: str, score_paths: Sequence[str]) -> tuple[Any, list[Any]]:
-    """Open the key and the systems' scores (lazily: nothing is computed yet)."""
+def _load(
+    key_path: str | None, score_paths: Sequence[str], text_format: str | None = None
+) -> tuple[Any, list[Any]]:
+    """Open the key and the systems' scores (lazily: nothing is computed yet).
+
+    Without a key, the key comes from the labels of the first scores file (a wespeaker or
+    3D-Speaker score file, or a NIST table with a label column): it is read twice, once for its
+    labels and once for its scores, each streamed.
+    """
     from bosaris_dask import io
 
-    return io.read(key_path, "key"), [io.read(p, "scores") for p in score_paths]
+    if key_path is not None:  # the key first: a wrong key path is the first error
+        key = io.read(key_path, "key", text_format=text_format)
+        return key, [io.read(p, "scores", text_format=text_format) for p in score_paths]
+    systems = [io.read(p, "scores", text_format=text_format) for p in score_paths]
+    if key_path is None:
+        from bosaris_dask.errors import OptionError
+        from bosaris_dask.io.text import text_has_labels
+
+        first = score_paths[0]
+        if io.detect_format(first) != "text" or not text_has_labels(first, format=text_format):
+            raise OptionError(
+                f"--key is needed: {first} carries no labels (only text files with both a score "
+                "and a label column, e.g. wespeaker's 'enrol test score label', can be their "
+                "own key)"
+            )
+        key_path = first
+    return io.read(key_path, "key", text_format=text_format), systems
 
 
 def _system_name(path: str) -> str:
@@ -60,8 +83,11 @@ def _system_name(path: str) -> str:
 
 
 def _default_priors(args: argparse.Namespace) -> None:
-    """``--prior`` not given: the default operating points."""
-    if args.prior is None:
+    """``--prior`` not given: the default operating points (none when only
+    ``--operating-point`` is given)."""
+    if args.prior is None and getattr(args, "operating_point", None):
+        args.prior = []  # only the operating points asked for
+    elif args.prior is None:
         from bosaris_dask.metrics import DEFAULT_PRIORS
 
         args.prior = list(DEFAULT_PRIORS)
@@ -77,6 +103,7 @@ def _evaluate(args: argparse.Namespace, key: Any, systems: list[Any], score_path
 
     return evaluate(
         systems, key, priors=args.prior, names=[_system_name(p) for p in score_paths],
+        operating_points=getattr(args, "operating_point", None) or (),
         allow_missing=args.allow_missing, progress=_progress(args),
     )  # fmt: skip
 

@@ -26,7 +26,10 @@ from bosaris_dask.errors import BosarisError
 def cmd_convert(args: argparse.Namespace) -> int:
     from bosaris_dask import io
 
-    with _opened(args, lambda: io.read(args.input, args.kind), _size) as obj:
+    def open_input() -> Any:
+        return io.read(args.input, args.kind, text_format=args.format)
+
+    with _opened(args, open_input, _size) as obj:
         io.write(obj, args.output, progress=_progress(args))
     _say(args, f"wrote {obj.attrs['bosaris_kind']} {dict(obj.sizes)} to {args.output}")
     return 0

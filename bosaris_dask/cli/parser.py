@@ -96,6 +96,24 @@ def _prior(text: str) -> float:
     return value
 
 
+def _operating_point(text: str) -> Any:
+    from bosaris_dask.errors import OptionError
+    from bosaris_dask.operating_points import OperatingPoint
+
+    try:
+        return OperatingPoint.parse(text)
+    except OptionError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _operating_point_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--operating-point", type=_operating_point, action="append", metavar="PTAR:CMISS:CFA",
+        help="an operating point as target prior and costs, e.g. 0.01:10:1 or 0.05:1:1 "
+        "(reported at its effective prior, with its Bayes and minDCF thresholds); repeatable",
+    )  # fmt: skip
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -139,14 +157,44 @@ def _training_arguments(parser: argparse.ArgumentParser, apply_help: str) -> Non
         help="drop key trials without a score from training (and report how many)",
     )  # fmt: skip
     parser.add_argument("--ndx", help="with --apply: keep only these trials")
+    _fill_missing_argument(parser)
     parser.add_argument("--out", metavar="STORE",
                         help="with --apply: file or store for the resulting scores")  # fmt: skip
 
 
-def _key_and_systems(parser: argparse.ArgumentParser, scores_help: str) -> None:
-    parser.add_argument("--key", required=True, help="the key (text, HDF5 or zarr)")
+def _fill_missing_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--fill-missing",
+        type=float,
+        metavar="VALUE",
+        help="give the --ndx trials without a score this score in the output (after "
+        "calibration 0 means no information)",
+    )
+
+
+def _key_and_systems(
+    parser: argparse.ArgumentParser, scores_help: str, *, own_key: bool = False
+) -> None:
+    if not own_key:
+        parser.add_argument("--key", required=True, help="the key (text, HDF5 or zarr)")
+    else:
+        parser.add_argument("--key", help="the key (text, HDF5 or zarr); without it, the labels "
+                            "of the first --scores file (enrol test score label)")  # fmt: skip
     parser.add_argument("--scores", required=True, action="append", metavar="SCORES",
                         help=scores_help)  # fmt: skip
+    if own_key:
+        _format_argument(parser)
+
+
+def _format_argument(parser: argparse.ArgumentParser) -> None:
+    from bosaris_dask.io.text import TEXT_FORMATS
+
+    parser.add_argument(
+        "--format", choices=TEXT_FORMATS,
+        help="layout of the text inputs (default: detected from their first lines): bosaris "
+        "(model segment score|label), nist (header), voxceleb (label enrol test), wespeaker "
+        "(enrol test score label), 3dspeaker (enrol test label score)",
+    )  # fmt: skip
 
 
 def _finish(parser: argparse.ArgumentParser, func: Any) -> None:
@@ -191,6 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("output", help="file or store to write (replaced atomically)")
     p.add_argument("--kind", choices=["key", "ndx", "scores"],
                    help="what the input holds (default: detected from the content)")  # fmt: skip
+    _format_argument(p)
     _finish(p, cmd_convert)
 
     p = _add(sub, "info", "describe a key, ndx, scores or quality store",
@@ -221,8 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = _add(sub, "evaluate", "exact DCF, EER, Cllr, ... of one or more systems",
              "Evaluate systems against a key: actDCF and minDCF at each prior, ROCCH-EER, "
              "PRBEP, Cllr, minCllr (exact, any scale).")  # fmt: skip
-    _key_and_systems(p, "scores of one system; repeat for several systems")
+    _key_and_systems(p, "scores of one system; repeat for several systems", own_key=True)
     _operating_points(p, "at which to report actDCF and minDCF")
+    _operating_point_argument(p)
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     p.add_argument(
         "--plots-dir", metavar="DIR",
@@ -244,9 +294,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="det: DET curves; nbe: normalized Bayes error rate vs prior log-odds; "
         "ape: Bayes error-rate curves; cllr: Cllr = minCllr + calibration loss",
     )
-    _key_and_systems(p, "scores of one system; repeat for several systems")
+    _key_and_systems(p, "scores of one system; repeat for several systems", own_key=True)
     _operating_points(p, "marked on the plot")
-    p.add_argument("--window", help="DET axes window: classic (0.05-50%%), low_fa, wide, auto")
+    _operating_point_argument(p)
+    p.add_argument(
+        "--window",
+        help="DET axes window: classic (0.05-50%%), low_fa, wide, auto, the toolkit's old, new, "
+        "big, sre10, or PFA_MIN,PFA_MAX,PMISS_MIN,PMISS_MAX (probabilities)",
+    )
+    p.add_argument("--dr30", choices=["both", "miss", "fa", "none"], default="both",
+                   help="DR30 marks: for misses, false alarms, both (default) or none")  # fmt: skip
+    p.add_argument("--eval-key", help="an eval key: draw dev (--key) and eval in one plot")
+    p.add_argument("--eval-scores", action="append",
+                   help="eval scores of one system (same order as --scores); with --eval-key")
+    p.add_argument("--contributions", action="store_true",
+                   help="nbe: also draw the miss and false-alarm parts of each curve (always "
+                   "with --eval-key)")  # fmt: skip
     p.add_argument("--allow-missing", action="store_true",
                    help="drop key trials without a score (and report how many)")  # fmt: skip
     p.add_argument("--out", required=True, metavar="FILE", help="the image file to write")
@@ -287,6 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     _quality_arguments(p)
     p.add_argument("--ndx", help="keep only these trials")
+    _fill_missing_argument(p)
     p.add_argument("--out", required=True, metavar="STORE", help="file or store to write")
     _finish(p, cmd_apply)
 

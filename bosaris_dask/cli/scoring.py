@@ -19,7 +19,7 @@ from bosaris_dask.cli.common import (
     _size,
     _write_json,
 )
-from bosaris_dask.errors import OptionError
+from bosaris_dask.errors import BosarisError, OptionError
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -27,7 +27,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     _default_priors(args)
     start = time.perf_counter()
-    with _opened(args, lambda: _load(args.key, args.scores), lambda ks: _size(ks[0])) as loaded:
+
+    def open_inputs() -> tuple[Any, list[Any]]:
+        return _load(args.key, args.scores, args.format)
+
+    with _opened(args, open_inputs, lambda ks: _size(ks[0])) as loaded:
         key, systems = loaded
         results = _evaluate(args, key, systems, args.scores)
         elapsed = time.perf_counter() - start
@@ -48,9 +52,28 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from bosaris_dask.plots import save_plot
 
     _default_priors(args)
-    with _opened(args, lambda: _load(args.key, args.scores), lambda ks: _size(ks[0])) as loaded:
-        results = _evaluate(args, *loaded, args.scores)
-    options = {"window": args.window} if args.kind == "det" and args.window else {}
+    eval_key, eval_scores = getattr(args, "eval_key", None), getattr(args, "eval_scores", None)
+    if (eval_key is None) != (eval_scores is None):
+        raise BosarisError("--eval-key and --eval-scores go together")
+    if eval_scores is not None and len(eval_scores) != len(args.scores):
+        raise BosarisError(
+            f"--eval-scores takes the eval scores of the same {len(args.scores)} systems, in the "
+            f"same order; got {len(eval_scores)}"
+        )
+
+    def open_inputs() -> tuple[Any, list[Any]]:
+        return _load(args.key, args.scores, args.format)
+
+    with _opened(args, open_inputs, lambda ks: _size(ks[0])) as loaded:
+        results: Any = _evaluate(args, *loaded, args.scores)
+        if eval_key is not None:  # the dev systems' names label the eval curves too
+            evaluated = _evaluate(args, *_load(eval_key, eval_scores), args.scores)
+            results = {"dev": results, "eval": evaluated}
+    options: dict[str, Any] = {"window": args.window} if args.kind == "det" and args.window else {}
+    if args.kind in ("det", "nbe"):
+        options["dr30"] = args.dr30
+    if args.kind == "nbe":
+        options["contributions"] = args.contributions or eval_key is not None
     save_plot(results, args.kind, args.out, **options)
     _say(args, f"wrote {args.out}")
     return 0
@@ -69,6 +92,18 @@ def _read_quality(args: argparse.Namespace, path: str | None) -> Any:
         io.read_quality(args.model_quality) if args.model_quality else None,
         io.read_quality(args.segment_quality) if args.segment_quality else None,
     )
+
+
+def _fill_missing(args: argparse.Namespace, out: Any, ndx: Any) -> Any:
+    """With ``--fill-missing VALUE``: every trial of ``--ndx`` gets a score, VALUE if none."""
+    if getattr(args, "fill_missing", None) is None:
+        return out
+    if ndx is None:
+        raise BosarisError("--fill-missing needs --ndx (the trials that must all have a score)")
+    from bosaris_dask.trials import alignment_report, set_missing_to_value
+
+    _say(args, f"{alignment_report(out, ndx)}: filled with {args.fill_missing:g}")
+    return set_missing_to_value(out, ndx, args.fill_missing, log_missing=False)
 
 
 def _fit_and_apply(
@@ -103,10 +138,30 @@ def _fit_and_apply(
             targets = [io.read(p, "scores") for p in args.apply]
             eval_quality = _read_quality(args, args.apply_quality) if quality is not None else None
             ndx = io.read(args.ndx) if args.ndx else None
-            out = apply_model(model, targets, quality=eval_quality or quality, ndx=ndx)
+            out = _fill_missing(
+                args, apply_model(model, targets, quality=eval_quality or quality, ndx=ndx), ndx
+            )
             io.write(out, args.out, progress=_progress(args))
             _say(args, f"wrote {args.out}")
+            if args.command == "fuse":
+                _say_posterior_report(args, model, targets, io.read(args.out, "scores"), ndx)
     return 0
+
+
+def _say_posterior_report(
+    args: argparse.Namespace, model: Any, systems: list[Any], fused: Any, ndx: Any
+) -> None:
+    """After ``fuse --apply``: each eval system's (and the fusion's) estimated target
+    proportion and the pairwise KL divergences of their posteriors, at the model's prior."""
+    from bosaris_dask.cli.common import _system_name
+    from bosaris_dask.fusion.diagnostics import format_posterior_report, posterior_report
+
+    names = [_system_name(p) for p in args.apply]
+    if len(set(names)) < len(names) or "fused" in names:  # names must tell the systems apart
+        names = [f"system-{i + 1}" for i in range(len(names))]
+    names.append("fused")
+    report = posterior_report([*systems, fused], prior=model.prior, names=names, ndx=ndx)
+    _say(args, format_posterior_report(report))
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -154,7 +209,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     with _opened(args, open_inputs, lambda inputs: _size(inputs[1][0])) as inputs:
         model, systems, quality, ndx = inputs
-        io.write(apply_model(model, systems, quality=quality, ndx=ndx), args.out,
-                 progress=_progress(args))  # fmt: skip
+        out = _fill_missing(args, apply_model(model, systems, quality=quality, ndx=ndx), ndx)
+        io.write(out, args.out, progress=_progress(args))
     _say(args, f"wrote {args.out}")
     return 0

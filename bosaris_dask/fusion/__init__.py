@@ -46,6 +46,14 @@ from __future__ import annotations
 from bosaris_dask.fusion.base import MODEL_FORMAT, apply_block
 from bosaris_dask.fusion.base import JsonModel as JsonModel  # not in __all__; a base class
 from bosaris_dask.fusion.linear import LinearFuser, linear_fuse
-from bosaris_dask.fusion.quality import QualityFuser
+from bosaris_dask.fusion.quality import QualityBackoffWarning, QualityFuser, transform_quality
 
-__all__ = ["MODEL_FORMAT", "LinearFuser", "QualityFuser", "linear_fuse", "apply_block"]
+__all__ = [
+    "MODEL_FORMAT",
+    "LinearFuser",
+    "QualityFuser",
+    "QualityBackoffWarning",
+    "linear_fuse",
+    "apply_block",
+    "transform_quality",
+]

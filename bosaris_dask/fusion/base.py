@@ -1,7 +1,12 @@
 """What every fitted score model shares: its JSON file, and applying it chunk by chunk.
 
-:class:`JsonModel` gives ``save_json``/``load_json`` (atomic writes, errors that name the file);
-:func:`apply_block` is the per-chunk kernel of every linear ``transform``.
+:class:`JsonModel` is the base of every model class: scikit-learn's conventions where they
+fit (``get_params``/``set_params``, a ``repr`` of the parameters, fitted attributes with a
+trailing underscore, :class:`~bosaris_dask.errors.NotFittedError`) and ``save``/``load`` as JSON
+(atomic writes, errors that name the file). :func:`scores_and_key` takes ``fit``'s arguments in
+the order ``(scores, key)`` (that of ``evaluate``) and, for one release, swaps the order of
+earlier releases with a ``FutureWarning``. :func:`apply_block` is the per-chunk kernel of every
+linear ``transform``.
 """
 
 from __future__ import annotations

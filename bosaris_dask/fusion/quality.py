@@ -2,25 +2,87 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
+import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask.errors import (
-    NotFittedError,
-    TrialError,
-)
-from bosaris_dask.fusion.base import _as_list, scores_and_key
+from bosaris_dask.errors import NotFittedError, TrialError
+from bosaris_dask.fusion.base import _as_list, _output_mask, apply_block, scores_and_key
 from bosaris_dask.fusion.linear import LinearFuser
 from bosaris_dask.objectives import (
+    align_inputs,
     fusion_data,
     n_quality_params,
     quality_matrix,
     quality_params,
+    quality_sides,
 )
-from bosaris_dask.trials import kind_of
+from bosaris_dask.trials import kind_of, make_quality, make_scores, quality_table
+
+
+class QualityBackoffWarning(UserWarning):
+    """Some trials have no quality: they get the first-stage linear fusion's score."""
+
+
+def transform_quality(quality: xr.Dataset, qtrans: np.ndarray | None) -> xr.Dataset:
+    """Both sides' quality vectors mapped by ``qtrans`` (``(r, q)``): ``q -> qtrans @ q``.
+
+    ``None`` returns ``quality`` unchanged. A row with a NaN stays all NaN (no quality).
+
+    Examples
+    --------
+    >>> q = make_quality(quality_table(["m"], [[1.0, 2.0]]), quality_table(["s"], [[3.0, 4.0]]))
+    >>> transform_quality(q, np.array([[1.0, 1.0]])).segment_quality.values.tolist()
+    [[7.0]]
+    """
+    if qtrans is None:
+        return quality
+    if kind_of(quality) != "quality":
+        raise TrialError(f"expected quality, got {kind_of(quality)}")
+    tables = {}
+    for side in ("model", "segment"):
+        name = f"{side}_quality"
+        if name not in quality:
+            raise TrialError("quality fusion needs both a model-side and a segment-side table")
+        values = quality[name].values.astype(np.float64)
+        if values.shape[1] != qtrans.shape[1]:
+            raise TrialError(
+                f"Qtrans has {qtrans.shape[1]} columns but the {side} side has "
+                f"{values.shape[1]} quality measures"
+            )
+        with np.errstate(invalid="ignore"):
+            mapped = values @ qtrans.T
+        mapped[np.isnan(values).any(axis=1)] = np.nan
+        tables[side] = quality_table(quality[side].values, mapped)
+    return make_quality(tables["model"], tables["segment"])
+
+
+def _has_quality(side: np.ndarray) -> np.ndarray:
+    """Which rows of a quality side (from ``quality_sides``) have quality: the constant 1."""
+    return side[:, -1] != 0
+
+
+def _quality_block(
+    *blocks: np.ndarray,
+    n_systems: int,
+    weights: np.ndarray,
+    offset: float,
+    W: np.ndarray,
+    backoff_weights: np.ndarray,
+    backoff_offset: float,
+) -> np.ndarray:
+    """One chunk: the quality fusion where both sides have quality, else the back-off."""
+    k = n_systems
+    fused = apply_block(*blocks, n_systems=k, weights=weights, offset=offset, W=W)
+    backoff = apply_block(*blocks[: 2 * k], n_systems=k, weights=backoff_weights,
+                          offset=backoff_offset)  # fmt: skip
+    has = _has_quality(blocks[2 * k])[:, None] & _has_quality(blocks[2 * k + 1])[None, :]
+    return np.where(has, fused, backoff)
 
 
 class QualityFuser(LinearFuser):
@@ -28,28 +90,61 @@ class QualityFuser(LinearFuser):
 
     ``q~_m`` and ``q~_s`` are a trial's model-side and segment-side quality vectors with a
     constant 1 appended, from a Quality object (:func:`bosaris_dask.trials.make_quality`, both
-    sides with the same measures). Trials whose model or segment has no quality (absent id or a
-    NaN) get no quality term: they fall back to the linear fusion. ``W[-1, -1]`` (the product of
-    the two constants) duplicates the offset and is fixed to 0.
+    sides with the same measures), after the optional linear map ``qtrans`` (the toolkit's
+    ``Qtrans``: ``q -> qtrans @ q`` on both sides). ``W[-1, -1]`` (the product of the two
+    constants) duplicates the offset and is fixed to 0.
 
-    Training first fits the linear fusion, then starts from it with ``W = 0``; the reported
-    ``iterations_`` and ``passes_`` include both stages (``linear_passes_`` the first, and the
-    pass that persists the data when ``persist=True``).
+    Training has two stages, as in the toolkit: a linear fusion on every scored key trial
+    (:attr:`linear_`), then the quality fusion, started from it with ``W = 0``, on the trials
+    whose model *and* segment have quality (an absent id or a NaN row means none); the others
+    are left out of this stage (``counts_["n_no_quality"]`` of them). Applying gives trials
+    without quality the *first stage's* score (the back-off), with a
+    :class:`QualityBackoffWarning` giving their count. The reported ``iterations_`` and
+    ``passes_`` include both stages (``linear_passes_`` the first, and the pass that persists
+    the data when ``persist=True``).
 
-    Parameters are those of :class:`LinearFuser`; the penalty ``l2`` also applies to ``W``.
+    Parameters
+    ----------
+    prior, **kwargs
+        Those of :class:`LinearFuser`; the penalty ``l2`` also applies to ``W``.
+    qtrans
+        Optional ``(r, q)`` matrix mapping the ``q`` quality measures of each side to ``r``
+        (then ``W`` is ``(r + 1)`` square); saved with the model.
 
     Attributes
     ----------
     quality_matrix_
         The fitted ``W``, ``(n_measures + 1)`` square and symmetric.
     linear_
-        The :class:`LinearFuser` of the first stage.
+        The :class:`LinearFuser` of the first stage (saved in the model's JSON as ``"linear"``).
+
+    Examples
+    --------
+    >>> from bosaris_dask.trials import make_key, make_scores, make_quality, quality_table
+    >>> qf = QualityFuser(0.5)
+    >>> qf.linear_ = LinearFuser(0.5)
+    >>> qf.linear_.weights_, qf.linear_.offset_ = np.array([1.0]), 0.0
+    >>> qf.weights_, qf.offset_ = np.array([2.0]), 1.0
+    >>> qf.quality_matrix_ = np.array([[1.0, 0.0], [0.0, 0.0]])
+    >>> scores = make_scores(["m1", "m2"], ["s1"], [[1.0], [1.0]])
+    >>> q = make_quality(quality_table(["m1"], [[3.0]]), quality_table(["s1"], [[2.0]]))
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     out = qf.transform(scores, q)
+    >>> out.score.values.tolist(), str(caught[0].message)  # m2 has no quality: 0 + 1 * 1
+    ([[9.0], [1.0]], '1 trials have no quality: they get the first-stage linear fusion score')
     """
 
     kind = "quality_fusion"
 
-    def __init__(self, prior: float = 0.5, **kwargs: Any) -> None:
+    def __init__(self, prior: float = 0.5, *, qtrans: Any = None, **kwargs: Any) -> None:
         super().__init__(prior, **kwargs)
+        self.qtrans = None if qtrans is None else np.atleast_2d(np.asarray(qtrans, np.float64))
+        if self.qtrans is not None and (
+            self.qtrans.ndim != 2 or not np.isfinite(self.qtrans).all()
+        ):
+            raise TrialError(f"Qtrans must be a finite 2-D matrix, got shape {self.qtrans.shape}")
         self.quality_matrix_: np.ndarray | None = None
         self.linear_: LinearFuser | None = None
         self.linear_passes_ = 0
@@ -65,12 +160,13 @@ class QualityFuser(LinearFuser):
     ) -> QualityFuser:
         """Train on ``K`` Scores, a Key and a Quality object.
 
-        ``linear``: an already fitted linear fuser to start from (its passes are not counted
-        again); by default one is trained first on the same data. ``allow_missing``: as in
-        :meth:`LinearFuser.fit`. The order ``fit(key, scores, quality)`` of earlier releases
-        still works, with a ``FutureWarning``.
+        ``linear``: an already fitted linear fuser to start from and to back off to (its passes
+        are not counted again); by default one is trained first on the same data.
+        ``allow_missing``: as in :meth:`LinearFuser.fit`. The order ``fit(key, scores,
+        quality)`` of earlier releases still works, with a ``FutureWarning``.
         """
         scores, key = scores_and_key(scores, key, "QualityFuser.fit")
+        quality = transform_quality(quality, self.qtrans)
         data = fusion_data(key, _as_list(scores), quality, persist=self.persist)
         k = data.n_systems
         if linear is None:
@@ -92,10 +188,28 @@ class QualityFuser(LinearFuser):
         self.linear_ = linear
         self.passes_ = self.linear_passes_
         weights, offset = linear._check_fitted()
+        qm, qs = quality_sides(quality, key.model.values, key.segment.values)
+        has_m, has_s = _has_quality(qm), _has_quality(qs)
+        if not (has_m.any() and has_s.any()):  # no trial has quality: nothing to learn
+            self.weights_, self.offset_ = np.array(weights, dtype=np.float64), float(offset)
+            self.quality_matrix_ = np.zeros((data.n_measures + 1,) * 2)
+            self.objective_, self.converged_ = linear.objective_, linear.converged_
+            self.counts_ = dict(linear.counts_)
+            return self
+        chunks = data.classes.chunks
+        has = (
+            da.from_array(has_m, chunks=(chunks[0],))[:, None]
+            & da.from_array(has_s, chunks=(chunks[1],))[None, :]
+        )
+        data = replace(data, classes=da.where(has, data.classes, 0).astype(np.int8))
         x0 = np.r_[weights, offset, np.zeros(n_quality_params(data.n_measures))]
         res = self._solve(self._objective(data, True, allow_missing), x0)
         self.weights_, self.offset_ = res.x[:k].copy(), float(res.x[k])
         self.quality_matrix_ = quality_matrix(res.x[k + 1 :], data.n_measures)
+        if linear.counts_ and self.linear_passes_ > int(self.persist):  # fitted here: same data
+            scored = linear.counts_["n_target"] + linear.counts_["n_nontarget"]
+            used = self.counts_["n_target"] + self.counts_["n_nontarget"]
+            self.counts_["n_no_quality"] = scored - used
         return self
 
     def _fitted_quality_matrix(self) -> np.ndarray:
@@ -115,12 +229,70 @@ class QualityFuser(LinearFuser):
         *,
         ndx: xr.Dataset | None = None,
     ) -> xr.Dataset:
-        """The fused LLRs with the quality term, as a lazy Scores object (see
-        :meth:`LinearFuser.transform`)."""
+        """The fused LLRs as a lazy Scores object (see :meth:`LinearFuser.transform`).
+
+        Trials whose model or segment has no quality get the first-stage linear fusion's score.
+        When some ids lack quality, one pass over the score masks counts those trials for the
+        :class:`QualityBackoffWarning` (and none when every id has quality).
+        """
         W = self._fitted_quality_matrix()
+        weights, offset = self._check_fitted()
         if kind_of(quality) != "quality":
             raise TrialError(f"expected quality, got {kind_of(quality)}")
-        return self._transform(_as_list(scores), ndx, quality, W)
+        systems = _as_list(scores)
+        if len(systems) != len(weights):
+            raise TrialError(f"expected {len(weights)} Scores, got {len(systems)}")
+        like = systems[0] if ndx is None else ndx
+        aligned = align_inputs(systems, like)
+        chunks = aligned[0].score.data.chunks
+        qm, qs = quality_sides(
+            transform_quality(quality, self.qtrans), like.model.values, like.segment.values
+        )
+        if qm.shape[1] != W.shape[0]:
+            raise TrialError(
+                f"the model has {W.shape[0] - 1} quality measures, the quality {qm.shape[1] - 1}"
+            )
+        mask = _output_mask(aligned, ndx)
+        has_m, has_s = _has_quality(qm), _has_quality(qs)
+        backoff = self.linear_
+        if not (has_m.all() and has_s.all()):
+            lacking = mask & ~(
+                da.from_array(has_m, chunks=(chunks[0],))[:, None]
+                & da.from_array(has_s, chunks=(chunks[1],))[None, :]
+            )
+            n = int(lacking.sum().compute())
+            if n and backoff is None:
+                raise TrialError(
+                    f"{n} trials have no quality and this model has no first-stage linear "
+                    "fusion to back off to (saved without one): fit it again"
+                )
+            if n:
+                warnings.warn(
+                    f"{n} trials have no quality: they get the first-stage linear fusion score",
+                    QualityBackoffWarning,
+                    stacklevel=2,
+                )
+        b_weights, b_offset = (weights, offset) if backoff is None else backoff._check_fitted()
+        args: list[Any] = []
+        for a in (*(s.score.data for s in aligned), *(s.score_mask.data for s in aligned)):
+            args += [a, "ij"]
+        args += [da.from_array(qm, chunks=(chunks[0], qm.shape[1])), "ia"]
+        args += [da.from_array(qs, chunks=(chunks[1], qs.shape[1])), "jb"]
+        llr = da.blockwise(
+            _quality_block,
+            "ij",
+            *args,
+            n_systems=len(aligned),
+            weights=np.asarray(weights),
+            offset=offset,
+            W=W,
+            backoff_weights=np.asarray(b_weights),
+            backoff_offset=float(b_offset),
+            concatenate=True,
+            dtype=np.float64,
+            meta=np.empty((0, 0)),
+        )
+        return make_scores(like.model.values, like.segment.values, llr, mask)
 
     def transform_arrays(self, *args: Any, **kwargs: Any) -> np.ndarray:
         raise TrialError("quality fusion needs trial objects: use transform(scores, quality)")
@@ -142,6 +314,10 @@ class QualityFuser(LinearFuser):
         d["quality_matrix"] = np.asarray(W).tolist()
         d["n_measures"] = int(W.shape[0] - 1)
         d["linear_passes"] = int(self.linear_passes_)
+        if self.qtrans is not None:
+            d["qtrans"] = self.qtrans.tolist()
+        if self.linear_ is not None:
+            d["linear"] = self.linear_.to_dict()
         return d
 
     @classmethod
@@ -154,4 +330,16 @@ class QualityFuser(LinearFuser):
             raise TrialError("quality_matrix[-1][-1] must be 0 (the offset takes its place)")
         obj.quality_matrix_ = quality_matrix(quality_params(W), W.shape[0] - 1)
         obj.linear_passes_ = int(d.get("linear_passes", 0))
+        if "n_no_quality" in d:
+            obj.counts_["n_no_quality"] = int(d["n_no_quality"])
+        if d.get("qtrans") is not None:
+            obj.qtrans = np.atleast_2d(np.asarray(d["qtrans"], dtype=np.float64))
+            if obj.qtrans.shape[0] != W.shape[0] - 1:
+                raise TrialError(
+                    f"qtrans has {obj.qtrans.shape[0]} rows for {W.shape[0] - 1} quality measures"
+                )
+        if d.get("linear") is not None:
+            obj.linear_ = LinearFuser.from_dict(d["linear"])
+            if len(obj.linear_.weights_) != len(obj.weights_):  # type: ignore[arg-type]
+                raise TrialError("the first-stage linear fusion has a different number of systems")
         return obj

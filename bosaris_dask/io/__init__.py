@@ -93,7 +93,11 @@ def _check_kind(obj: xr.Dataset, kind: str | None, path: Any) -> xr.Dataset:
 
 
 def read(
-    path: str | os.PathLike[str], kind: str | None = None, *, chunks: Any = None
+    path: str | os.PathLike[str],
+    kind: str | None = None,
+    *,
+    chunks: Any = None,
+    text_format: str | None = None,
 ) -> xr.Dataset:
     """Read a trial object (ndx, key or scores) from a zarr store, an HDF5 or a text file.
 
@@ -109,6 +113,10 @@ def read(
         text files are detected from their content unless ``kind`` is given.
     chunks
         Dask chunks of the data; by default the store's chunks (zarr) or about 64 MiB.
+    text_format
+        For a text file, its layout (``"bosaris"``, ``"nist"``, ``"voxceleb"``, ``"wespeaker"``,
+        ``"3dspeaker"``; see :func:`bosaris_dask.io.text.read_text`); ``None`` detects it.
+        Ignored for zarr and HDF5.
 
     Returns
     -------
@@ -137,7 +145,7 @@ def read(
         raise StoreError(f"{p}: a directory that is not a zarr store")
     from bosaris_dask.io.text import read_text
 
-    return read_text(p, kind, chunks=chunks)
+    return read_text(p, kind, chunks=chunks, format=text_format)
 
 
 def write(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+from typing import Any
 
 import dask.array as da
 import numpy as np
@@ -32,7 +33,11 @@ from dask.base import tokenize
 __all__ = ["raw_chunk_array"]
 
 
-def _read_chunk(path: str, dtype: str, full: tuple[int, ...], shape: tuple[int, ...]) -> np.ndarray:
+def _read_chunk(
+    path: str, dtype: str, full: tuple[int, ...], shape: tuple[int, ...], fill: Any = None
+) -> np.ndarray:
+    if fill is not None and not os.path.exists(path):  # a chunk never written: the fill value
+        return np.full(shape, fill, dtype=np.dtype(dtype).newbyteorder("="))
     # a read-only memory map: the kernel reads the page cache directly, no copy is made
     data = np.memmap(path, dtype=np.dtype(dtype), mode="r", shape=full)
     if data.shape != shape:
@@ -40,7 +45,9 @@ def _read_chunk(path: str, dtype: str, full: tuple[int, ...], shape: tuple[int, 
     return data.astype(data.dtype.newbyteorder("="), copy=False)
 
 
-def raw_chunk_array(array_dir: str | os.PathLike[str], arr: zarr.Array) -> da.Array | None:
+def raw_chunk_array(
+    array_dir: str | os.PathLike[str], arr: zarr.Array, *, absent_ok: bool = False
+) -> da.Array | None:
     """A dask array reading ``arr``'s uncompressed chunk files directly, or None if it can't.
 
     Parameters
@@ -49,6 +56,9 @@ def raw_chunk_array(array_dir: str | os.PathLike[str], arr: zarr.Array) -> da.Ar
         The array's directory in a local zarr v3 store.
     arr
         The opened array (its metadata decides whether the fast path applies).
+    absent_ok
+        Read a chunk file that does not exist as the array's fill value (zarr's meaning: other
+        writers skip chunks holding only the fill value); otherwise reading it is an error.
     """
     meta = arr.metadata
     codecs = getattr(meta, "codecs", ())
@@ -62,14 +72,15 @@ def raw_chunk_array(array_dir: str | os.PathLike[str], arr: zarr.Array) -> da.Ar
         for n, c in zip(arr.shape, arr.chunks, strict=True)
     )
     stamp = (base / "zarr.json").stat().st_mtime_ns
+    fill = arr.metadata.fill_value if absent_ok else None
     name = "raw-zarr-" + tokenize(
-        os.fspath(base.resolve()), arr.shape, arr.chunks, str(dtype), stamp
+        os.fspath(base.resolve()), arr.shape, arr.chunks, str(dtype), stamp, absent_ok
     )
     graph = {}
     for index in np.ndindex(*(len(c) for c in chunks)):
         shape = tuple(chunks[d][i] for d, i in enumerate(index))
         file = base / meta.encode_chunk_key(index)
-        graph[(name, *index)] = (_read_chunk, os.fspath(file), dtype.str, arr.chunks, shape)
+        graph[(name, *index)] = (_read_chunk, os.fspath(file), dtype.str, arr.chunks, shape, fill)
     if math.prod(arr.shape) == 0:
         return None
     return da.Array(graph, name, chunks, dtype=arr.dtype)

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure, SubFigure
 
 from bosaris_dask.errors import PlotError
 
-__all__ = ["Results", "Curve", "curves", "new_axes", "save_figure", "FORMATS"]
+__all__ = ["Results", "Curve", "curves", "dr30_sides", "new_axes", "save_figure", "FORMATS"]
 
 #: An evaluation (``metrics.evaluate``), or several by name (``{"dev": ..., "eval": ...}``).
 Results = xr.Dataset | Mapping[str, xr.Dataset]
@@ -77,6 +77,26 @@ def curves(results: Results, systems: Sequence[str] | None, ax: Axes, kind: str)
         Curve(label, data, palette[(start + i) % len(palette)])
         for i, (label, data) in enumerate(out)
     ]
+
+
+def dr30_sides(dr30: bool | str) -> tuple[str, ...]:
+    """The DR30 marks asked for: a subset of ``("fa", "miss")``.
+
+    ``True``/``"both"``: both; ``"fa"``: false alarms only; ``"miss"``: misses only;
+    ``False``/``"none"``: neither.
+
+    Examples
+    --------
+    >>> dr30_sides(True), dr30_sides("miss"), dr30_sides("none")
+    (('fa', 'miss'), ('miss',), ())
+    """
+    choices: dict[bool | str, tuple[str, ...]] = {
+        True: ("fa", "miss"), "both": ("fa", "miss"), "fa": ("fa",), "miss": ("miss",),
+        False: (), "none": (),
+    }  # fmt: skip
+    if not isinstance(dr30, bool | str) or dr30 not in choices:
+        raise PlotError(f"dr30 must be True, False, 'both', 'miss', 'fa' or 'none', not {dr30!r}")
+    return choices[dr30]
 
 
 def new_axes(ax: Axes | None, figsize: tuple[float, float]) -> Axes:

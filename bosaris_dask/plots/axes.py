@@ -52,10 +52,24 @@ Window = tuple[float, float, float, float]
 #:   points with a small target prior (``P_tar = 0.001`` and below), where the interesting part
 #:   of the curve lies far to the left of the classic box.
 #: - ``"wide"``: 0.0001% to 99% on both axes.
+#:
+#: The BOSARIS toolkit's named windows (its DET plots take ``'old'``, ``'new'``, ``'big'`` and
+#: ``'sre10'``). The paper gives no limits; these are the ones documented for the toolkit's
+#: windows in SIDEKIT's port of its DET plot (``sidekit/bosaris/detplot.py``, the docstrings of
+#: ``PlotWindow.axis_old/axis_new/axis_big/axis_sre10``):
+#:
+#: - ``"old"``: 0.05% to 50% on both axes (NIST SRE'08 style; the same box as ``"classic"``).
+#: - ``"new"``: false alarms 0.0005% to 0.5%, misses 1% to 99%.
+#: - ``"big"``: 0.0005% to 99% on both axes.
+#: - ``"sre10"``: false alarms 0.0003% to 50%, misses 0.03% to 90% (NIST SRE'10 style).
 DET_WINDOWS: dict[str, Window] = {
     "classic": (5e-4, 0.5, 5e-4, 0.5),
     "low_fa": (1e-6, 0.2, 1e-3, 0.95),
     "wide": (1e-6, 0.99, 1e-6, 0.99),
+    "old": (5e-4, 0.5, 5e-4, 0.5),
+    "new": (5e-6, 5e-3, 1e-2, 0.99),
+    "big": (5e-6, 0.99, 5e-6, 0.99),
+    "sre10": (3e-6, 0.5, 3e-4, 0.9),
 }
 
 # Tick ladder below 0.5 by priority (mirrored as 1 - p above 0.5): powers of ten and 50% first,
@@ -178,7 +192,11 @@ def resolve_window(window: str | Sequence[float]) -> Window:
     (0.0005, 0.5, 0.0005, 0.5)
     >>> resolve_window((0.001, 0.4, 0.01, 0.6))
     (0.001, 0.4, 0.01, 0.6)
+    >>> resolve_window("0.001,0.4,0.01,0.6")  # the CLI's --window PFA_MIN,PFA_MAX,...
+    (0.001, 0.4, 0.01, 0.6)
     """
+    if isinstance(window, str) and "," in window:
+        window = window.split(",")
     if isinstance(window, str):
         name = window.replace("-", "_").lower()
         if name not in DET_WINDOWS:

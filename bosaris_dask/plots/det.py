@@ -41,7 +41,7 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
 from bosaris_dask.errors import PlotError
-from bosaris_dask.plots._common import Results, curves, finite_values, new_axes
+from bosaris_dask.plots._common import Results, curves, dr30_sides, finite_values, new_axes
 from bosaris_dask.plots.axes import Window, probit, resolve_window, set_det_axes
 
 __all__ = ["rocch_det_points", "det_xy", "auto_window", "det_plot", "PRIOR_MARKERS"]
@@ -184,7 +184,7 @@ def det_plot(
     min_dcf: bool = True,
     act_dcf: bool = False,
     eer: bool = True,
-    dr30: bool = True,
+    dr30: bool | Literal["both", "miss", "fa", "none"] = True,
     legend: bool = True,
     title: str | None = None,
 ) -> Axes:
@@ -200,12 +200,17 @@ def det_plot(
         colours.
     systems
         Names of the systems to draw, in order (default: all).
-    window : {"classic", "low_fa", "wide", "auto"} or (pfa_low, pfa_high, pmiss_low, pmiss_high)
-        The visible part of the DET, as probabilities:
+    window : {"classic", "low_fa", "wide", "old", "new", "big", "sre10", "auto"} or limits
+        The visible part of the DET, as probabilities ``(pfa_low, pfa_high, pmiss_low,
+        pmiss_high)``, a string of them separated by commas, or a name
+        (:data:`~bosaris_dask.plots.axes.DET_WINDOWS`, where the toolkit's are cited):
 
         - ``"classic"``: 0.05%..50% on both axes.
         - ``"low_fa"``: false alarms 0.0001%..20%, misses 0.1%..95% (``P_tar = 0.001`` work).
         - ``"wide"``: 0.0001%..99% on both axes.
+        - the toolkit's ``"old"`` (= ``"classic"``), ``"new"`` (false alarms 0.0005%..0.5%,
+          misses 1%..99%), ``"big"`` (0.0005%..99%) and ``"sre10"`` (false alarms
+          0.0003%..50%, misses 0.03%..90%).
         - ``"auto"``: fitted to the data by :func:`auto_window`.
     curve : {"rocch", "steppy", "both"}
         - ``"rocch"``: the ROCCH-DET (where the minDCF points lie).
@@ -220,8 +225,9 @@ def det_plot(
         Mark the minDCF operating points (filled) and the actDCF ones (hollow).
     eer
         Mark the EER point and draw the diagonal ``Pmiss = Pfa``.
-    dr30
-        Draw the DR30 lines ``Pfa = 30/N`` (vertical) and ``Pmiss = 30/T`` (horizontal).
+    dr30 : {True, False, "both", "miss", "fa", "none"}
+        Draw the DR30 lines ``Pfa = 30/N`` (vertical, ``"fa"``) and/or ``Pmiss = 30/T``
+        (horizontal, ``"miss"``); ``True`` is ``"both"``, ``False`` is ``"none"``.
     legend
         Add a legend (systems with their EER, then a key to the marks).
     title
@@ -268,13 +274,14 @@ def det_plot(
             ax.plot([e], [e], color=c.color, zorder=5, gid=f"det/eer/{c.label}", **_EER_STYLE)
         _operating_points(ax, c, priors, min_dcf, act_dcf, limits, visible)
 
-    if dr30:
-        _dr30_lines(ax, chosen, limits)
+    which = dr30_sides(dr30)
+    if which:
+        _dr30_lines(ax, chosen, limits, which)
     set_det_axes(ax, limits)
     if title:
         ax.set_title(title)
     if legend:
-        _legend(ax, _key(visible, min_dcf, act_dcf, eer, dr30))
+        _legend(ax, _key(visible, min_dcf, act_dcf, eer, bool(which)))
     return ax
 
 
@@ -334,12 +341,16 @@ def _key(
     return keyed
 
 
-def _dr30_lines(ax: Axes, chosen: Sequence[Any], limits: Window) -> None:
+def _dr30_lines(
+    ax: Axes, chosen: Sequence[Any], limits: Window, which: Sequence[str] = ("fa", "miss")
+) -> None:
     pfa_lo, pfa_hi, pmiss_lo, pmiss_hi = limits
     for var, lo, hi, vertical, text in (
         ("pfa30", pfa_lo, pfa_hi, True, "30 false alarms"),
         ("pmiss30", pmiss_lo, pmiss_hi, False, "30 misses"),
     ):
+        if ("fa" if vertical else "miss") not in which:
+            continue
         values = [float(c.data[var]) for c in chosen]
         for value in dict.fromkeys(values):  # unique, in order
             if not lo < value < hi:

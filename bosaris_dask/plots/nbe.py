@@ -32,7 +32,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -40,7 +40,7 @@ from matplotlib.lines import Line2D
 from scipy.special import expit, logit
 
 from bosaris_dask.errors import PlotError
-from bosaris_dask.plots._common import Curve, Results, curves, new_axes
+from bosaris_dask.plots._common import Curve, Results, curves, dr30_sides, new_axes
 
 __all__ = ["nbe_plot", "contributions"]
 
@@ -79,7 +79,7 @@ def nbe_plot(
     act_dcf: bool = True,
     min_dcf: bool = True,
     contributions: bool = False,
-    dr30: bool = True,
+    dr30: bool | Literal["both", "miss", "fa", "none"] = True,
     operating_points: Sequence[float] | None = None,
     default: bool = True,
     legend: bool = True,
@@ -105,8 +105,9 @@ def nbe_plot(
         Draw the actDCF (solid) and minDCF (dashed) curves.
     contributions
         Also draw the miss (dotted) and false-alarm (dash-dot) parts of each drawn curve.
-    dr30
-        Mark where minDCF rests on fewer than 30 false alarms / misses (see module docstring).
+    dr30 : {True, False, "both", "miss", "fa", "none"}
+        Mark where minDCF rests on fewer than 30 false alarms (``"fa"``) and/or misses
+        (``"miss"``) (see module docstring); ``True`` is ``"both"``.
     operating_points
         Effective priors to mark with vertical lines (default: the results' priors; ``()`` for
         none).
@@ -131,11 +132,12 @@ def nbe_plot(
     if not (xlim[0] < xlim[1] and ylim[0] < ylim[1]):
         raise PlotError(f"axis limits must increase, got xlim={xlim}, ylim={ylim}")
     ax = new_axes(ax, (8.5, 4.8))
+    sides = dr30_sides(dr30)
     chosen = curves(results, systems, ax, "nbe")
     for c in chosen:
-        _system(ax, c, act_dcf, min_dcf, contributions, dr30)
-    if dr30:
-        _dr30_spans(ax, chosen, xlim)
+        _system(ax, c, act_dcf, min_dcf, contributions, sides)
+    if sides:
+        _dr30_spans(ax, chosen, xlim, sides)
     if default and not any(line.get_gid() == "nbe/default" for line in ax.get_lines()):
         ax.axhline(1.0, color="0.45", linewidth=1.0, linestyle=(0, (5, 3)), zorder=1,
                    gid="nbe/default")  # fmt: skip
@@ -151,11 +153,11 @@ def nbe_plot(
     if title:
         ax.set_title(title)
     if legend:
-        _legend(ax, act_dcf, min_dcf, contributions, dr30, default)
+        _legend(ax, act_dcf, min_dcf, contributions, sides, default)
     return ax
 
 
-def _system(ax: Axes, c: Curve, act: bool, min_: bool, parts: bool, dr30: bool) -> None:
+def _system(ax: Axes, c: Curve, act: bool, min_: bool, parts: bool, dr30: Sequence[str]) -> None:
     plo = c.data.plo.values
     first = True
     for which, on, style in (("act", act, "-"), ("min", min_, "--")):
@@ -174,7 +176,7 @@ def _system(ax: Axes, c: Curve, act: bool, min_: bool, parts: bool, dr30: bool) 
         curve = c.data.sweep_min_dcf if min_ else c.data.sweep_act_dcf
         for var, marker in (("dr30_fa_plo", "<"), ("dr30_miss_plo", ">")):
             at = float(c.data[var])
-            if np.isnan(at):
+            if var.split("_")[1] not in dr30 or np.isnan(at):
                 continue
             y = float(curve.sel(plo=at).values)
             ax.plot([at], [y], linestyle="none", marker=marker, markersize=8, color=c.color,
@@ -182,9 +184,13 @@ def _system(ax: Axes, c: Curve, act: bool, min_: bool, parts: bool, dr30: bool) 
                     gid=f"nbe/{var.replace('_plo', '').replace('_', '-')}/{c.label}")  # fmt: skip
 
 
-def _dr30_spans(ax: Axes, chosen: Sequence[Curve], xlim: tuple[float, float]) -> None:
+def _dr30_spans(
+    ax: Axes, chosen: Sequence[Curve], xlim: tuple[float, float], sides: Sequence[str]
+) -> None:
     """Shade the unreliable ranges when every system shares them (one key)."""
     for var, left in (("dr30_fa_plo", True), ("dr30_miss_plo", False)):
+        if ("fa" if left else "miss") not in sides:
+            continue
         values = {float(c.data[var]) for c in chosen}
         if len(values) != 1:
             continue
@@ -212,7 +218,9 @@ def _operating_points(ax: Axes, priors: Sequence[float], xlim: tuple[float, floa
                     fontsize=7.5, color="0.3")  # fmt: skip
 
 
-def _legend(ax: Axes, act: bool, min_: bool, parts: bool, dr30: bool, default: bool) -> None:
+def _legend(
+    ax: Axes, act: bool, min_: bool, parts: bool, dr30: Sequence[str], default: bool
+) -> None:
     handles, labels = ax.get_legend_handles_labels()
     black: dict[str, Any] = dict(color="0.2", linewidth=1.5)
     key: list[tuple[Line2D, str]] = []
@@ -230,8 +238,10 @@ def _legend(ax: Axes, act: bool, min_: bool, parts: bool, dr30: bool, default: b
         mark: dict[str, Any] = dict(
             linestyle="none", color="0.6", markeredgecolor="black", markersize=7
         )
-        key.append((Line2D([], [], marker="<", **mark), "< 30 false alarms to the left"))
-        key.append((Line2D([], [], marker=">", **mark), "< 30 misses to the right"))
+        if "fa" in dr30:
+            key.append((Line2D([], [], marker="<", **mark), "< 30 false alarms to the left"))
+        if "miss" in dr30:
+            key.append((Line2D([], [], marker=">", **mark), "< 30 misses to the right"))
     ax.legend(handles + [h for h, _ in key], labels + [label for _, label in key],
               loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8,
               frameon=False)  # fmt: skip

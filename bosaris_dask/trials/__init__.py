@@ -45,6 +45,17 @@ from bosaris_dask.trials.construction import (
     validate,
 )
 from bosaris_dask.trials.construction import locate as locate  # not in __all__; engine uses it
+from bosaris_dask.trials.idmap import (
+    IdMap,
+    map_model_names,
+    map_segment_names,
+    merge_quality_tables,
+    read_id_map,
+    read_list,
+    write_id_map,
+    write_list,
+)
+from bosaris_dask.trials.missing import AlignmentReport, alignment_report, set_missing_to_value
 from bosaris_dask.trials.operations import (
     align,
     align_with,
@@ -75,6 +86,17 @@ __all__ = [
     "merge",
     "key_to_ndx",
     "coverage",
+    "AlignmentReport",
+    "alignment_report",
+    "set_missing_to_value",
+    "IdMap",
+    "read_id_map",
+    "write_id_map",
+    "map_model_names",
+    "map_segment_names",
+    "read_list",
+    "write_list",
+    "merge_quality_tables",
     "target_scores",
     "nontarget_scores",
 ]

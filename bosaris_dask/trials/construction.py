@@ -14,6 +14,7 @@ import dask.array as da
 import numpy as np
 import pandas as pd
 import xarray as xr
+from dask.base import tokenize
 
 from bosaris_dask.errors import ScoreError, TrialError
 
@@ -105,27 +106,93 @@ def make_key(
     """
     m, s = _ids(models, "model"), _ids(segments, "segment")
     _check_shape("trial_mask", trial_mask, m, s)
-    _check_signs(trial_mask, m, s)
-    return _dataset("key", m, s, trial_mask=_lazy(trial_mask, chunks, np.int8))
+    trial_mask = _check_signs(trial_mask, m, s)
+    dtype = np.int8
+    if isinstance(trial_mask, da.Array) and trial_mask.dtype.kind == "i":
+        dtype = trial_mask.dtype  # codes are checked per block and in pass 1: never wrap them
+    return _dataset("key", m, s, trial_mask=_lazy(trial_mask, chunks, dtype))
 
 
-def _check_signs(mask: Any, models: np.ndarray, segments: np.ndarray) -> None:
-    """A key mask holds only -1, 0 and +1: in memory every value is checked (a dask array, e.g.
-    read from a store, only by dtype: scanning it would cost a pass)."""
+def _check_signs(mask: Any, models: np.ndarray, segments: np.ndarray) -> Any:
+    """A key mask, checked to hold only -1, 0 and +1.
+
+    In memory every value is checked now. A dask array (e.g. read from a store) is returned with
+    a check of each block fused into its read (:func:`checked_codes`): no extra pass.
+    """
     arr = mask if isinstance(mask, da.Array) else np.asarray(mask)
     if arr.dtype.kind not in "biuf":
         raise TrialError(f"a key's trial_mask must hold -1, 0 and +1, got dtype {arr.dtype}")
     if isinstance(arr, da.Array):
-        return
-    bad = (arr != 1) & (arr != 0) & (arr != -1)
-    if bad.any():
+        return checked_codes(arr, models, segments)
+    _check_code_block(arr, models, segments)
+    return mask
+
+
+def _bad_codes(block: np.ndarray) -> np.ndarray | None:
+    """Where ``block`` holds something else than -1, 0, +1 (None when nothing can be bad)."""
+    if block.dtype.kind == "b":
+        return None
+    if block.dtype == np.int8:  # -1, 0, 1 -> 0, 1, 2 as bytes; everything else is above 2
+        return (block + np.int8(1)).view(np.uint8) > 2
+    if block.dtype.kind == "u":
+        return block > 1
+    return (block != 1) & (block != 0) & (block != -1)
+
+
+def _check_code_block(
+    block: np.ndarray, models: np.ndarray, segments: np.ndarray, where: str = ""
+) -> np.ndarray:
+    """``block`` unchanged, or a TrialError naming its first cell outside {-1, 0, +1}."""
+    bad = _bad_codes(block)
+    if bad is not None and bad.any():
         i, j = (int(x[0]) for x in np.nonzero(bad))
         others = int(bad.sum()) - 1
         raise TrialError(
-            "a key's trial_mask holds only -1 (non-target), 0 (no trial) and +1 (target); "
-            f"found {arr[i, j].item()!r} at ({models[i]}, {segments[j]})"
+            f"{where}a key's trial_mask holds only -1 (non-target), 0 (no trial) and +1 "
+            f"(target); found {block[i, j].item()!r} at ({models[i]}, {segments[j]})"
             + (f" and {others} more bad values" if others else "")
         )
+    return block
+
+
+def checked_codes(mask: da.Array, models: Any, segments: Any, *, where: str = "") -> da.Array:
+    """``mask`` with a check fused into each block's read: codes outside {-1, 0, +1} raise.
+
+    The error (a :class:`TrialError`) names the first bad trial of the block by its ids,
+    prefixed by ``where`` (e.g. the store). Each block receives only its own slice of the ids.
+    Checking an already checked array returns it unchanged.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> bad = da.from_array(np.array([[1, 0], [7, -1]], dtype=np.int8), chunks=1)
+    >>> checked = checked_codes(bad, ["m1", "m2"], ["s1", "s2"])
+    >>> checked[0].compute().tolist()
+    [1, 0]
+    >>> try:
+    ...     checked.compute()
+    ... except TrialError as exc:
+    ...     print(str(exc).split("; ")[1])
+    found 7 at (m2, s1)
+    """
+    if mask.name.startswith(_CHECKED):
+        return mask
+    m = np.asarray(models, dtype=object)
+    s = np.asarray(segments, dtype=object)
+    # the ids are named cheaply (tokenizing a million strings would cost more than the check)
+    token = tokenize(mask.name, len(m), len(s), m[:1], m[-1:], s[:1], s[-1:], where)
+    mids = da.from_array(m, chunks=(mask.chunks[0],), name=f"model-ids-{token}")
+    sids = da.from_array(s, chunks=(mask.chunks[1],), name=f"segment-ids-{token}")
+    return da.blockwise(
+        *(_check_code_block, "ij", mask, "ij", mids, "i", sids, "j"),
+        where=where,
+        dtype=mask.dtype,
+        name=f"{_CHECKED}{token}",
+        meta=mask._meta,
+    )
+
+
+_CHECKED = "checked-codes-"
 
 
 def _raise_conflicts(bad: da.Array, models: np.ndarray, segments: np.ndarray, what: str) -> None:

@@ -6,6 +6,7 @@ columns are new, merging checks for conflicting trials in one pass.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Any
 
@@ -54,15 +55,40 @@ def align(obj: xr.Dataset, models: Iterable[Any], segments: Iterable[Any]) -> xr
     return out
 
 
-def align_with(obj: xr.Dataset, like: xr.Dataset) -> xr.Dataset:
-    """Align ``obj`` (typically Scores) to the model and segment ids of ``like`` (a Key or Ndx).
+def align_with(obj: xr.Dataset, like: xr.Dataset, *, log_missing: bool = False) -> xr.Dataset:
+    """Align ``obj`` (typically Scores) to the ids of ``like`` and restrict it to its trials.
 
-    When the ids already agree, ``obj`` is returned as it is (no graph is added).
+    The result has the model and segment ids of ``like`` in its order. When ``obj`` is Scores
+    and ``like`` a Key or an Ndx, its ``score_mask`` is ANDed with the trials of ``like``: a
+    score of a pair that is not a trial is not a score any more (lazily; nothing is computed).
+    With ``log_missing=True`` one pass counts what ``like`` has and ``obj`` lacks
+    (:func:`bosaris_dask.trials.alignment_report`) and logs it at INFO on the
+    ``"bosaris_dask"`` logger, as the toolkit prints it.
+
+    Examples
+    --------
+    >>> from bosaris_dask.trials import make_ndx, make_scores
+    >>> ndx = make_ndx(["m1", "m2"], ["s1", "s2"], [[True, False], [False, True]])
+    >>> scores = make_scores(["m1"], ["s1", "s2"], [[1.0, 2.0]])
+    >>> align_with(scores, ndx).score_mask.values.tolist()
+    [[True, False], [False, False]]
     """
     same = obj.indexes["model"].equals(like.indexes["model"]) and obj.indexes["segment"].equals(
         like.indexes["segment"]
     )
-    return obj if same else align(obj, like.model.values, like.segment.values)
+    out = obj if same else align(obj, like.model.values, like.segment.values)
+    if kind_of(obj) == "scores" and kind_of(like) in ("key", "ndx"):
+        mask = out.score_mask.data
+        out = out.copy()
+        out["score_mask"] = (
+            out.score_mask.dims,
+            mask & (trial_classes(like, chunks=mask.chunks) != 0),
+        )
+        if log_missing:
+            from bosaris_dask.trials.missing import alignment_report
+
+            logging.getLogger("bosaris_dask").info("%s", alignment_report(obj, like))
+    return out
 
 
 def filter_trials(

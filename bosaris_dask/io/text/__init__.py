@@ -19,6 +19,25 @@ ndx         ``model segment`` (a key or scores file can also be read as an ndx: 
             is then ignored)
 ==========  =====================================================================================
 
+The field's own headerless layouts (``format=`` names them; otherwise they are told from the
+first lines):
+
+=============  ==========================  ======================================================
+format         line                        written by
+=============  ==========================  ======================================================
+``voxceleb``   ``label enrol test``        the VoxCeleb trial lists (``1 id10270/x.wav ...``); a
+                                           key (or an ndx)
+``wespeaker``  ``enrol test score label``  wespeaker's ``score.py`` (``{:.5f}`` scores); scores,
+                                           or, with ``kind="key"``, the key of the same trials
+``3dspeaker``  ``enrol test label score``  3D-Speaker's ``compute_score_metrics.py`` (the trial
+                                           line, then the score); scores or key, as above
+=============  ==========================  ======================================================
+
+Detection, headerless files: 3 fields whose third is neither a number nor a label word and whose
+first is a label word -> ``voxceleb``; 4 fields -> ``wespeaker`` if field 4 holds only label words
+in the first 100 lines and field 3 does not, ``3dspeaker`` the other way round, otherwise an error
+asking for the format (e.g. both hold only ``1``/``0``); anything else -> ``bosaris``.
+
 NIST (SRE) tables: a header line names the columns, e.g. ``modelid  segmentid  side`` (a trial
 list), plus ``targettype`` (a key, values ``target``/``nontarget``) or ``LLR`` (scores). Column
 names are matched case-insensitively, with these synonyms; other columns (``side``, ...) are
@@ -50,8 +69,10 @@ Rules
   ``kind="key"``.
 * Ids are UTF-8, non-empty, without leading or trailing whitespace, and keep the order in which
   they first appear in the file (so that a file written by :func:`write_text` reads back in the
-  same order). Labels are exactly ``target`` or ``nontarget`` (any case); ``tgt``/``nontgt`` are
-  not accepted.
+  same order). Labels are one of the words of :mod:`bosaris_dask.io.text.labels`, in any letter
+  case: target/nontarget, 1/0, true/false, tgt/imp, genuine/impostor, mated/nonmated,
+  same/different, bonafide/spoof (the first of each pair is the target class). In a BOSARIS
+  (3-field) file a third field ``1``/``0`` is a score unless ``kind="key"`` is given.
 * Scores are decimal numbers (``1``, ``-0.5``, ``1.5e-3``; no ``_`` separators, no hex),
   converted exactly (correctly rounded) to float64; NaN and infinities are errors.
 * Every problem raises :class:`~bosaris_dask.errors.ParseError` naming the file and the 1-based
@@ -91,13 +112,17 @@ True
 
 from bosaris_dask.io.text.blocks import BLOCK_BYTES as BLOCK_BYTES
 from bosaris_dask.io.text.dense import MEMMAP_THRESHOLD
+from bosaris_dask.io.text.labels import ACCEPTED_LABELS as ACCEPTED_LABELS
 from bosaris_dask.io.text.layout import MAX_LINE_BYTES as MAX_LINE_BYTES
+from bosaris_dask.io.text.layout import TEXT_FORMATS
 from bosaris_dask.io.text.quality import read_quality_text, write_quality_text
-from bosaris_dask.io.text.read import read_text, sniff_text_kind
+from bosaris_dask.io.text.read import read_text, sniff_text_kind, text_has_labels
 from bosaris_dask.io.text.write import write_text
 
 __all__ = [
     "sniff_text_kind",
+    "text_has_labels",
+    "TEXT_FORMATS",
     "read_text",
     "write_text",
     "read_quality_text",

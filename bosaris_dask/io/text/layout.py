@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bosaris_dask.errors import ParseError, StoreError, TrialError
+from bosaris_dask.io.text.labels import ACCEPTED_LABELS, is_label_word
 
 #: Lines longer than this many bytes (without the newline) are an error.
 MAX_LINE_BYTES = 2**20
@@ -35,6 +36,7 @@ class _Layout:
     start: int  # byte offset of the first data line
     first_line: int  # its 1-based line number
     header: bool = False  # whether the columns were named by a header line
+    form: str = ""  # a headerless layout's fields, as error messages show them
 
 
 def _open(path: str | os.PathLike[str]):
@@ -94,7 +96,7 @@ def _is_number(token: bytes) -> bool:
 
 def _header_roles(names: list[str], path: Any, lineno: int) -> dict[str, int] | None:
     """Role -> column of a header line, or None if the line does not look like a header."""
-    data_like = [_is_number(n.encode()) or n.lower() in ("target", "nontarget") for n in names]
+    data_like = [_is_number(n.encode()) or is_label_word(n.encode()) for n in names]
     if any(data_like):  # e.g. the trial "model segment 1.5" of a headerless file
         return None
     roles: dict[str, int] = {}
@@ -117,11 +119,33 @@ def _header_roles(names: list[str], path: Any, lineno: int) -> dict[str, int] | 
     return roles
 
 
+#: Text layouts ``format=`` accepts; ``None`` detects one from the first lines.
+TEXT_FORMATS = ("bosaris", "nist", "voxceleb", "wespeaker", "3dspeaker")
+# headerless layouts: the role of each field, and how an error message shows the line
+_HEADERLESS = {
+    "voxceleb": ((("label", 0), ("model", 1), ("segment", 2)), "label enrol test"),
+    "wespeaker": ((("model", 0), ("segment", 1), ("score", 2), ("label", 3)),
+                  "enrol test score label"),
+    "3dspeaker": ((("model", 0), ("segment", 1), ("label", 2), ("score", 3)),
+                  "enrol test label score"),
+}  # fmt: skip
+_SNIFF_LINES = 100  # how many first lines tell a 4-field file's label column
+
+
 def _detect_layout(
-    path: str | os.PathLike[str], kind: str | None = None, header: bool | None = None
+    path: str | os.PathLike[str],
+    kind: str | None = None,
+    header: bool | None = None,
+    fmt: str | None = None,
 ) -> _Layout:
     if kind is not None and kind not in _KINDS:
         raise TrialError(f"kind must be one of {_KINDS} or None, not {kind!r}")
+    if fmt is not None and fmt not in TEXT_FORMATS:
+        raise TrialError(f"text format must be one of {TEXT_FORMATS} or None, not {fmt!r}")
+    if fmt == "nist":
+        header = True if header is None else header
+    elif fmt is not None:
+        header = False
     line, lineno, origin, after = _first_nonblank_line(path)
     if header is not False:
         sep = b"\t" if b"\t" in line else None
@@ -151,6 +175,10 @@ def _detect_layout(
             columns = tuple((r, roles[r]) for r in use)
             return _Layout(kind, sep, len(tokens), columns, after, lineno + 1, header=True)
     tokens = line.split()
+    if fmt is None:
+        fmt = _format_of_tokens(tokens, path, lineno, origin)
+    if fmt in _HEADERLESS:
+        return _headerless(fmt, kind, tokens, path, lineno, origin)
     if kind is None:
         kind = _kind_of_tokens(tokens, path, lineno)
     expected = {"scores": (3,), "key": (3,), "ndx": (2, 3)}[kind]
@@ -165,23 +193,94 @@ def _detect_layout(
     return _Layout(kind, None, len(tokens), fields, origin, 1)
 
 
+def _headerless(
+    fmt: str, kind: str | None, tokens: list[bytes], path: Any, lineno: int, origin: int
+) -> _Layout:
+    """The layout of a VoxCeleb, wespeaker or 3D-Speaker file (no header, fixed columns)."""
+    columns, form = _HEADERLESS[fmt]
+    roles = dict(columns)
+    if kind is None:
+        kind = "scores" if "score" in roles else "key"
+    want = {"scores": "score", "key": "label"}.get(kind)
+    if want is not None and want not in roles:
+        raise ParseError(
+            f"a {fmt} file ({form}) has no {want} column, so it cannot be read as {kind}",
+            path=path,
+            line=lineno,
+        )
+    if len(tokens) != len(columns):
+        raise ParseError(
+            f"expected {len(columns)} fields for a {fmt} file ({form}), found {len(tokens)}",
+            path=path,
+            line=lineno,
+        )
+    use = ("model", "segment") + ((want,) if want else ())
+    fields = tuple((r, roles[r]) for r in use)
+    return _Layout(kind, None, len(columns), fields, origin, 1, form=form)
+
+
+def _format_of_tokens(tokens: list[bytes], path: Any, lineno: int, origin: int) -> str:
+    """The headerless layout a first line shows (4 fields: the first lines, if need be)."""
+    if len(tokens) == 3 and not _is_number(tokens[2]) and not is_label_word(tokens[2]):
+        if is_label_word(tokens[0]):
+            return "voxceleb"
+    if len(tokens) == 4:
+        lines = _first_lines(path, origin)
+        fmt = _label_column(lines) or _label_column(lines[:1])
+        if fmt is None:
+            raise ParseError(
+                "cannot tell the kind of file: 4 fields, and fields 3 and 4 both hold only "
+                f"numbers that are label words ({ACCEPTED_LABELS}); give the format "
+                "(wespeaker: enrol test score label; 3dspeaker: enrol test label score)",
+                path=path,
+                line=lineno,
+            )
+        return fmt
+    return "bosaris"
+
+
+def _first_lines(path: Any, origin: int) -> list[list[bytes]]:
+    """The fields of the first (up to ``_SNIFF_LINES``) non-blank lines."""
+    with _open(path) as f:
+        f.seek(origin)
+        head = f.read(_SNIFF_LINES * 256)
+    complete = head.split(b"\n")[:-1] or [head]  # one long line: the first one is enough
+    return [t for t in map(bytes.split, complete) if t][:_SNIFF_LINES]
+
+
+def _label_column(lines: list[list[bytes]]) -> str | None:
+    """``wespeaker`` if field 4 is the label, ``3dspeaker`` if field 3 is, None if unclear.
+
+    The score field holds only numbers; the label field holds words, or only 1/0 where the
+    score field does not.
+    """
+    num = [all(len(t) == 4 and _is_number(t[j]) for t in lines) for j in (2, 3)]
+    if num[0] != num[1]:
+        return "wespeaker" if num[0] else "3dspeaker"
+    lab = [all(len(t) == 4 and is_label_word(t[j]) for t in lines) for j in (2, 3)]
+    if num[0] and lab[0] != lab[1]:
+        return "wespeaker" if lab[1] else "3dspeaker"
+    return None
+
+
 def _kind_of_tokens(tokens: list[bytes], path: Any, lineno: int) -> str:
     if len(tokens) == 2:
         return "ndx"
     if len(tokens) == 3:
-        if tokens[2].lower() in (b"target", b"nontarget"):
+        if is_label_word(tokens[2], numeric=False):
             return "key"
         if _is_number(tokens[2]):
             return "scores"
         raise ParseError(
             f"cannot tell the kind of file: third field {_shown(tokens[2], 40)} is neither a "
-            "finite score nor target/nontarget",
+            f"finite score nor a label ({ACCEPTED_LABELS})",
             path=path,
             line=lineno,
         )
     raise ParseError(
-        f"cannot tell the kind of file: expected 2 fields (ndx), 3 (key or scores) or a NIST "
-        f"header, found {len(tokens)} fields",
+        f"cannot tell the kind of file: expected 2 fields (ndx), 3 (key or scores), 4 "
+        f"(wespeaker or 3D-Speaker scores with labels) or a NIST header, found {len(tokens)} "
+        "fields",
         path=path,
         line=lineno,
     )

@@ -16,6 +16,7 @@ import pandas as pd
 
 from bosaris_dask.errors import ParseError
 from bosaris_dask.io.text.blocks import _count_byte
+from bosaris_dask.io.text.labels import ACCEPTED_LABELS, label_sign
 from bosaris_dask.io.text.layout import _NOT_FLOAT, _Layout, _shown
 
 _ID_ROLES = ("model", "segment", "id")
@@ -125,10 +126,11 @@ def _parse_fast(block: bytes, first_line: int, n_lines: int, layout: _Layout) ->
             values.append(v)
         else:
             codes, uniques = pd.factorize(df[j].to_numpy(dtype=object))
-            lowered = [u.strip(_WS).lower() for u in uniques]
-            if not all(u in ("target", "nontarget") for u in lowered):
+            if not all(isinstance(u, str) for u in uniques):
                 return None
-            sign = np.array([1 if u == "target" else -1 for u in lowered], dtype=np.int8)
+            sign = np.array([label_sign(u.strip(_WS).encode()) for u in uniques], dtype=np.int8)
+            if not sign.all():
+                return None
             labels = sign[codes]
     return _Chunk(ids, _stack(values, labels, layout), first_line, None, len(df))
 
@@ -191,7 +193,9 @@ def _count_message(layout: _Layout, found: int) -> str:
     what = {"scores": "model segment score", "key": "model segment target|nontarget"}.get(
         layout.kind, "model segment"
     )
-    if layout.kind == "quality":
+    if layout.form:
+        what = layout.form
+    elif layout.kind == "quality":
         what = f"an id and {layout.nfields - 1} quality values"
     elif layout.header:
         what = "one per header column"
@@ -257,12 +261,11 @@ def _float_or_none(token: bytes) -> float | None:
 
 def _reference_labels(tokens: list[bytes]):
     codes, uniques = pd.factorize(np.array(tokens, dtype=object))
-    lowered = [u.lower() for u in uniques]
-    sign = np.array([1 if u == b"target" else -1 for u in lowered], dtype=np.int8)
-    bad = [k for k, u in enumerate(lowered) if u not in (b"target", b"nontarget")]
+    sign = np.array([label_sign(u) for u in uniques], dtype=np.int8)
+    bad = np.flatnonzero(sign == 0)
     err = None
-    if bad:
+    if bad.size:
         first = int(np.flatnonzero(np.isin(codes, bad))[0])
         label = _shown(uniques[codes[first]])
-        err = (first, f"label {label} is neither 'target' nor 'nontarget'")
+        err = (first, f"label {label} is not one of {ACCEPTED_LABELS} (any case)")
     return sign[codes], err

@@ -17,7 +17,9 @@ from bosaris_dask.io.text.parse import _parse_block
 from bosaris_dask.io.text.scratch import _is_stream, _ScratchFile
 
 
-def sniff_text_kind(path: str | os.PathLike[str], *, header: bool | None = None) -> str:
+def sniff_text_kind(
+    path: str | os.PathLike[str], *, header: bool | None = None, format: str | None = None
+) -> str:
     """The kind of trial file, from its first non-blank line (and header, if any).
 
     Parameters
@@ -47,7 +49,31 @@ def sniff_text_kind(path: str | os.PathLike[str], *, header: bool | None = None)
     >>> sniff_text_kind(path)
     'key'
     """
-    return _detect_layout(path, None, header).kind
+    return _detect_layout(path, None, header, format).kind
+
+
+def text_has_labels(path: str | os.PathLike[str], *, format: str | None = None) -> bool:
+    """Whether a text file carries both scores and labels, so it can serve as key and scores.
+
+    True for wespeaker and 3D-Speaker score files (``enrol test score label``,
+    ``enrol test label score``) and for NIST tables with both a score and a label column.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "vox1_O.score"
+    >>> _ = path.write_text("id10270/a.wav id10270/b.wav 0.78787 target\\n")
+    >>> text_has_labels(path), sniff_text_kind(path), sniff_text_kind(path, format="wespeaker")
+    (True, 'scores', 'scores')
+    """
+    scores = _detect_layout(path, None, None, format)
+    if scores.kind != "scores":
+        return False
+    try:
+        key = _detect_layout(path, "key", None, format)
+    except ParseError:
+        return False
+    return dict(key.roles)["label"] != dict(scores.roles)["score"]  # BOSARIS: the same field
 
 
 def read_text(
@@ -57,6 +83,7 @@ def read_text(
     chunks: Any = None,
     scratch_dir: str | os.PathLike[str] | None = None,
     header: bool | None = None,
+    format: str | None = None,
     memmap_threshold: int = MEMMAP_THRESHOLD,
     block_bytes: int = BLOCK_BYTES,
 ) -> xr.Dataset:
@@ -82,6 +109,11 @@ def read_text(
         Where to put scratch files (spilled codes, memmapped outputs).
     header
         ``None``: detect a NIST header line; ``True``: there must be one; ``False``: none.
+    format
+        The layout, one of ``"bosaris"`` (``model segment [score|label]``, Kaldi too), ``"nist"``
+        (a header names the columns), ``"voxceleb"`` (``label enrol test``), ``"wespeaker"``
+        (``enrol test score label``), ``"3dspeaker"`` (``enrol test label score``); ``None``
+        tells it from the first lines (formats and rules in :mod:`bosaris_dask.io.text`).
     memmap_threshold
         Output size in bytes above which the dense arrays live in scratch memmaps.
     block_bytes
@@ -121,14 +153,15 @@ def read_text(
             with open(path, "rb") as source, open(copy.path, "wb") as target:
                 shutil.copyfileobj(source, target, 16 * 2**20)
             return read_text(
-                copy.path, kind, header=header, chunks=chunks, scratch_dir=scratch_dir,
+                copy.path, kind, header=header, format=format, chunks=chunks,
+                scratch_dir=scratch_dir,
                 memmap_threshold=memmap_threshold, block_bytes=block_bytes,
             )  # fmt: skip
         except ParseError as error:
             raise ParseError(error.message, path, error.line) from None
         finally:
             copy.remove()
-    layout = _detect_layout(path, kind, header)
+    layout = _detect_layout(path, kind, header, format)
     collector = _Collector(layout, scratch_dir)
     try:
         for block, first_line, n_lines in _iter_blocks(path, layout, block_bytes):

@@ -19,8 +19,13 @@ Root attributes: ``bosaris_kind``, ``bosaris_store_version`` and ``bosaris_all_t
 variables that were all true and therefore not stored).
 
 Writing streams chunk by chunk from dask into a hidden temporary directory renamed into place
-at the end (:func:`~bosaris_dask.io.atomic.atomic_path`). Reading is lazy and checks the layout
-and that every chunk file exists: zarr silently returns the fill value for a missing chunk.
+at the end (:func:`~bosaris_dask.io.atomic.atomic_path`), every chunk included. Reading is lazy
+and checks the layout and the chunk files: an uncompressed chunk of the wrong size is an error,
+and a compressed one that cannot be decoded is an error naming it when it is read. A chunk file
+that is absent is read as the fill value, as zarr defines it, in stores written by other tools
+(zarr v3 and ``xarray.Dataset.to_zarr`` skip chunks holding only the fill value: a key block
+with no trials); in a store written here (it has ``bosaris_store_version``) every chunk was
+written, so a missing one is damage and an error.
 Before zarr reads a local store, the store is checked not to reach outside itself (a symbolic
 link resolving elsewhere, a FIFO) nor to ask for unpickling (numcodecs' ``pickle`` codec; zarr
 refuses object arrays too); consolidated metadata, a second copy, is ignored.

@@ -1,4 +1,4 @@
-"""Reading a zarr store lazily, after checking its layout and that every chunk exists."""
+"""Reading a zarr store lazily, after checking its layout and its chunk files."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import zarr
 from bosaris_dask.errors import StoreError, StoreNotFoundError, TrialError
 from bosaris_dask.io.compute import plan_chunks
 from bosaris_dask.io.raw_chunks import raw_chunk_array
+from bosaris_dask.io.zarr_store.blocks import block_array
 from bosaris_dask.io.zarr_store.layout import _LABELS, _MASKS, _VARIABLES, _decode_labels
 from bosaris_dask.io.zarr_store.safety import _check_local_store
 from bosaris_dask.trials import (
@@ -26,6 +27,7 @@ from bosaris_dask.trials import (
     make_scores,
     quality_table,
 )
+from bosaris_dask.trials.construction import checked_codes
 
 _ZARR_ERRORS = (
     OSError,
@@ -84,17 +86,29 @@ def _store_exists(path: Path | str) -> bool:
         raise StoreError(f"{path}: cannot reach the store ({exc})") from exc
 
 
-def _check_remote_chunks(path: str, name: str, arr: zarr.Array) -> None:
+def _absent_ok(attrs: dict, name: str) -> bool:
+    """Whether chunks of array ``name`` may be absent (read as the fill value).
+
+    :func:`~bosaris_dask.io.zarr_store.write_zarr` writes every chunk (and marks its stores with
+    ``bosaris_store_version``): a chunk missing there is damage, e.g. an interrupted copy. Other
+    writers (zarr v3, ``xarray.Dataset.to_zarr``) skip the chunks of a data matrix that hold
+    only the fill value; ids and labels are never all fill, so theirs must all be present.
+    """
+    return "bosaris_store_version" not in attrs and name in ("trial_mask", "score", "score_mask")
+
+
+def _check_remote_chunks(path: str, name: str, arr: zarr.Array, absent_ok: bool) -> None:
     """The missing-chunk check for stores behind a URL: count the stored chunks."""
     stored, expected = arr.nchunks_initialized, arr.nchunks
-    if stored < expected:
+    if stored < expected and not absent_ok:
         raise StoreError(
             f"{path}: array {name!r} has {expected - stored} of its {expected} chunks missing"
         )
 
 
-def _check_chunks(path: Path, name: str, arr: zarr.Array) -> None:
-    """Raise StoreError naming the first chunk of ``arr`` whose file is missing or truncated."""
+def _check_chunks(path: Path, name: str, arr: zarr.Array, absent_ok: bool) -> None:
+    """Raise StoreError naming the first chunk of ``arr`` whose file is truncated, or missing
+    where chunks may not be absent."""
     if 0 in arr.shape:
         return
     outer = arr.shards or arr.chunks
@@ -106,6 +120,8 @@ def _check_chunks(path: Path, name: str, arr: zarr.Array) -> None:
     for index in itertools.product(*grid):
         key = arr.metadata.encode_chunk_key(index)
         if key not in files:
+            if absent_ok:
+                continue
             raise StoreError(f"{path}: array {name!r} is missing chunk {index} (file {key})")
         if size is not None and files[key] != size:
             raise StoreError(
@@ -180,13 +196,24 @@ def _open_xarray(path: Path | str) -> xr.Dataset:
         raise StoreError(f"{path}: cannot open the zarr store ({exc})") from exc
 
 
+def _matrix(path: Path | str, name: str, arrays: dict, attrs: dict) -> Any:
+    """Data matrix ``name`` as a dask array: uncompressed local chunks memory-mapped, others
+    decoded chunk by chunk (a corrupt chunk names itself); absent chunks as the fill value."""
+    arr, absent_ok = arrays[name], _absent_ok(attrs, name)
+    if isinstance(path, Path):
+        raw = raw_chunk_array(path / name, arr, absent_ok=absent_ok)
+        if raw is not None:
+            return raw
+    return block_array(arr, os.fspath(path), name)
+
+
 def _build(
     path: Path | str,
     kind: str,
     ds: xr.Dataset,
     attrs: dict,
     chunks: Any,
-    arrays: dict | None = None,
+    arrays: dict,
 ) -> xr.Dataset:
     models, segments = ds["model"].values, ds["segment"].values
     if "model_label" in ds.variables:
@@ -194,20 +221,20 @@ def _build(
         plan = plan_chunks((len(models), len(segments)), 1) if chunks is None else chunks
         return key_from_labels(models, ml, segments, sl, chunks=plan)
     omitted = set(attrs.get("bosaris_all_true", []))
-    if kind == "key":
-        return make_key(models, segments, ds["trial_mask"].data, chunks=chunks)
+
+    def matrix(name: str) -> Any:
+        return _matrix(path, name, arrays, attrs)
+
+    if kind == "key":  # codes outside {-1, 0, +1} raise when a block is read, naming the trial
+        mask = checked_codes(matrix("trial_mask"), models, segments, where=f"{path}: ")
+        return make_key(models, segments, mask, chunks=chunks)
     if kind == "ndx":
         if "trial_mask" in omitted:
             plan = plan_chunks((len(models), len(segments)), 1) if chunks is None else chunks
             return make_ndx(models, segments, None, chunks=plan)
-        return make_ndx(models, segments, ds["trial_mask"].data, chunks=chunks)
-    score = None
-    if arrays and isinstance(path, Path):
-        score = raw_chunk_array(path / "score", arrays["score"])
-    if score is None or chunks is not None:
-        score = ds["score"].data
-    mask = None if "score_mask" in omitted else ds["score_mask"].data
-    return make_scores(models, segments, score, mask, chunks=chunks)
+        return make_ndx(models, segments, matrix("trial_mask"), chunks=chunks)
+    mask = None if "score_mask" in omitted else matrix("score_mask")
+    return make_scores(models, segments, matrix("score"), mask, chunks=chunks)
 
 
 def _build_quality(path: Path | str, ds: xr.Dataset) -> xr.Dataset:
@@ -231,7 +258,10 @@ def read_zarr(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
 
     The layout is checked when the store is opened (cheap: metadata and a listing of the chunk
     files): the kind, the dimension names, the shapes of the ids against the matrices, the
-    dtypes, and that no chunk file is missing or (for uncompressed arrays) truncated.
+    dtypes, and that no uncompressed chunk is truncated. Chunks absent from a store written by
+    another tool read as the fill value; in a store written by :func:`write_zarr` a missing
+    chunk is an error. A compressed chunk that cannot be decoded raises a StoreError naming it
+    when it is read.
 
     Parameters
     ----------
@@ -273,10 +303,11 @@ def read_zarr(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
     if kind != "quality":
         _check_trial_layout(path, kind, attrs, arrays)
     for name, arr in arrays.items():
+        absent_ok = kind != "quality" and _absent_ok(attrs, name)
         if isinstance(path, Path):
-            _check_chunks(path, name, arr)
+            _check_chunks(path, name, arr, absent_ok)
         else:
-            _check_remote_chunks(path, name, arr)
+            _check_remote_chunks(path, name, arr, absent_ok)
     ds = _open_xarray(path)
     try:
         if kind == "quality":

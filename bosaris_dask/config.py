@@ -1,0 +1,84 @@
+"""The engine's knobs: block sizes and budgets, as dask config keys ``bosaris_dask.*``.
+
+Every knob has its default registered here, in one place, with :func:`dask.config.update_defaults`;
+set one for a block of code with :func:`dask.config.set` (or in a dask YAML file, or through an
+environment variable such as ``DASK_BOSARIS_DASK__BLOCK=4096``). The engine reads the knobs when
+it builds a graph (:func:`get`) and passes them to the kernels as arguments, so the tasks carry
+the values they were built with, on any worker.
+
+=====================  ==========  ==============================================================
+key                    default     meaning
+=====================  ==========  ==============================================================
+``block``              65536       elements per step of the kernels' element-wise work (kept in
+                                   the CPU cache); at most 65536, as the exact Cllr sums need
+``slice``              4194304     elements per histogram update (one ``bincount``)
+``dense-budget``       524288      sub-bins of a dense refinement histogram, per system
+``raw-limit``          4194304     pull exact keys instead of sub-histogramming when the
+                                   candidate bins hold at most this many trials (0: never)
+``keep-limit``         16777216    keep the candidate trials in memory between refinement
+                                   rounds when all systems' hold at most this many (0: never)
+=====================  ==========  ==============================================================
+
+Examples
+--------
+>>> import dask
+>>> get("block")
+65536
+>>> with dask.config.set({"bosaris_dask.block": 8}):
+...     get("block")
+8
+>>> with dask.config.set({"bosaris_dask.block": 0}):
+...     get("block")
+Traceback (most recent call last):
+...
+bosaris_dask.errors.OptionError: bosaris_dask.block must be an integer from 1 to 65536, got 0
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import dask
+
+from bosaris_dask.errors import OptionError
+
+__all__ = ["KNOBS", "get", "check_int"]
+
+#: Each knob's default and allowed range (inclusive).
+KNOBS: dict[str, tuple[int, int, int]] = {
+    "block": (1 << 16, 1, 1 << 16),
+    "slice": (1 << 22, 1, 1 << 30),
+    "dense-budget": (1 << 19, 1, 1 << 26),
+    "raw-limit": (1 << 22, 0, 1 << 40),
+    "keep-limit": (1 << 24, 0, 1 << 40),
+}
+
+dask.config.update_defaults({"bosaris_dask": {name: d for name, (d, _, _) in KNOBS.items()}})
+
+
+def check_int(name: str, value: Any, lo: int, hi: int) -> int:
+    """``value`` as an ``int`` if it is an integer from ``lo`` to ``hi``, else OptionError.
+
+    :class:`~bosaris_dask.errors.OptionError` is a :class:`ValueError`; its one line names
+    the knob and its allowed range.
+
+    Examples
+    --------
+    >>> check_int("coarse_bits", 12, 1, 24)
+    12
+    >>> check_int("coarse_bits", 2.5, 1, 24)
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.OptionError: coarse_bits must be an integer from 1 to 24, got 2.5
+    """
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if not ok or not lo <= int(value) <= hi:
+        raise OptionError(f"{name} must be an integer from {lo} to {hi}, got {value!r}")
+    return int(value)
+
+
+def get(name: str) -> int:
+    """The current value of knob ``bosaris_dask.<name>``, checked against its range."""
+    _, lo, hi = KNOBS[name]
+    return check_int(f"bosaris_dask.{name}", dask.config.get(f"bosaris_dask.{name}"), lo, hi)

@@ -1,0 +1,171 @@
+"""Cohort statistics of embeddings: mean and standard deviation of each embedding's scores
+against a cohort, over all of it and over its top-N scores, by a streaming selection.
+
+The statistics of an embedding depend on it and the cohort only, never on a trial, so they are
+computed once per embedding (one task per chunk of rows) and then used by every block of the
+normalized score matrix (:mod:`bosaris_dask.embeddings.normalization`).
+
+For each chunk of rows, the cohort is scored in blocks of :data:`COHORT_BLOCK` embeddings with the
+same kernel as the trials (float32 scores). The full mean and variance are merged block by
+block (Chan et al.'s pairwise update, in float64). The top-N scores are kept by selection: the
+N best so far and the new block are concatenated and ``np.partition`` keeps the N largest; the
+cohort scores are never sorted, only the final N per row (for a fixed summation order).
+Standard deviations are population ones (``ddof=0``), as in wespeaker's ``score_norm.py``.
+
+Examples
+--------
+>>> import numpy as np
+>>> from bosaris_dask.embeddings.store import from_arrays
+>>> e = from_arrays(["a"], [[1.0, 0.0]])
+>>> c = from_arrays(["c1", "c2", "c3"], [[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
+>>> st = cohort_stats(e, c, top_n=2)
+>>> st.cohort_mean.values.tolist(), st.top_mean.values.tolist(), st.top_std.values.tolist()
+([0.0], [0.5], [0.5])
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from bosaris_dask.embeddings.kernel import score_block
+from bosaris_dask.embeddings.prepare import Side, _load, prepare, prepare_models, resolve_center
+from bosaris_dask.errors import OptionError
+
+__all__ = ["COHORT_BLOCK", "STATISTICS", "side_statistics", "cohort_stats", "cohort_quality"]
+
+#: Cohort embeddings scored at once per chunk of rows.
+COHORT_BLOCK = 4096
+
+#: The statistics per embedding, in the order of the last axis of :func:`side_statistics`.
+STATISTICS = ("cohort_mean", "cohort_std", "top_mean", "top_std")
+
+
+def _stats_block(a: np.ndarray, cohort: np.ndarray, top_n: int, block: int) -> np.ndarray:
+    m = a.shape[0]
+    count, mean, m2 = 0, np.zeros(m), np.zeros(m)
+    top = np.empty((m, 0), dtype=np.float32)
+    for start in range(0, cohort.shape[0], block):
+        s = score_block(a, cohort[start : start + block])
+        s64 = s.astype(np.float64)
+        nb = s.shape[1]
+        mb = s64.mean(axis=1)
+        m2b = ((s64 - mb[:, None]) ** 2).sum(axis=1)
+        delta, total = mb - mean, count + nb
+        mean = mean + delta * (nb / total)
+        m2 = m2 + m2b + delta**2 * (count * nb / total)
+        count = total
+        if top_n:
+            cand = np.concatenate([top, s], axis=1)
+            kth = cand.shape[1] - top_n
+            top = np.partition(cand, kth, axis=1)[:, kth:] if kth > 0 else cand
+    out = np.empty((m, 4))
+    out[:, 0], out[:, 1] = mean, np.sqrt(m2 / count)
+    if top_n:
+        best = -np.sort(-top, axis=1).astype(np.float64)  # only N per row: a fixed order
+        out[:, 2], out[:, 3] = best.mean(axis=1), best.std(axis=1)
+    else:
+        out[:, 2:] = np.nan
+    return out
+
+
+def _check_top_n(top_n: int | None, n_cohort: int) -> int:
+    if top_n is None:
+        return 0
+    if not isinstance(top_n, int | np.integer) or not 2 <= top_n <= n_cohort:
+        raise OptionError(f"top_n must be an integer from 2 to the cohort size {n_cohort}, "
+                          f"got {top_n!r}")  # fmt: skip
+    return int(top_n)
+
+
+def side_statistics(
+    sides: list[Side], cohort: Side, *, top_n: int | None = None, block: int | None = None
+) -> list[np.ndarray]:
+    """``(n, 4)`` float64 statistics (:data:`STATISTICS`) of each side's rows, in one compute.
+
+    The top-N columns are NaN without ``top_n``.
+
+    Raises
+    ------
+    TrialError
+        A cohort of another dimension than a side.
+    OptionError
+        ``top_n`` not an integer from 2 to the cohort size.
+    """
+    from bosaris_dask.embeddings.scoring import _check_dimensions
+
+    n = _check_top_n(top_n, cohort.values.shape[0])
+    block = COHORT_BLOCK if block is None else block
+    whole = cohort.values.rechunk((-1, -1))
+    graphs = []
+    for side in sides:
+        _check_dimensions(side, cohort)
+        graphs.append(da.blockwise(
+            _stats_block, "is", side.values, "ik", whole, "jk", new_axes={"s": 4},
+            concatenate=True, dtype=np.float64, meta=np.empty((0, 0)), top_n=n, block=block,
+        ))  # fmt: skip
+    return list(dask.compute(*graphs))
+
+
+def cohort_stats(
+    emb: xr.Dataset | str | os.PathLike[str],
+    cohort: xr.Dataset | str | os.PathLike[str],
+    *,
+    backend: str = "cosine",
+    center: Any = None,
+    models: Any = None,
+    top_n: int | None = None,
+    block: int | None = None,
+) -> xr.Dataset:
+    """Per-embedding cohort statistics (mean, std; top-N mean, std with ``top_n``).
+
+    Returns
+    -------
+    xarray.Dataset
+        Variables ``cohort_mean``, ``cohort_std``, ``top_mean``, ``top_std`` (float64, NaN without
+        ``top_n``) over ``id`` (the models of ``models`` when given); ``attrs["top_n"]``.
+    """
+    c = resolve_center(center)
+    if models is None:
+        side = prepare(emb, backend=backend, center=c)
+    else:
+        side = prepare_models(emb, models, backend=backend, center=c)
+    co = prepare(_load(cohort), backend=backend, center=c, what="cohort")
+    (stats,) = side_statistics([side], co, top_n=top_n, block=block)
+    return xr.Dataset(
+        {name: ("id", stats[:, k]) for k, name in enumerate(STATISTICS)},
+        coords={"id": side.ids}, attrs={"top_n": int(top_n or 0)},
+    )  # fmt: skip
+
+
+def cohort_quality(model_stats: xr.Dataset | None, segment_stats: xr.Dataset | None):
+    """A Quality object (for quality fusion) from model-side and/or segment-side statistics.
+
+    The measures are the statistics' names (``cohort_mean``, ``cohort_std``, and with top-N also
+    ``top_mean``, ``top_std``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bosaris_dask.embeddings.store import from_arrays
+    >>> c = from_arrays(["c1", "c2"], [[1.0, 0.0], [0.0, 1.0]])
+    >>> q = cohort_quality(None, cohort_stats(from_arrays(["s1"], [[1.0, 1.0]]), c))
+    >>> q.segment_quality.segment_measure.values.tolist()
+    ['cohort_mean', 'cohort_std']
+    """
+    from bosaris_dask.trials import make_quality, quality_table
+
+    tables = []
+    for st in (model_stats, segment_stats):
+        if st is None:
+            tables.append(None)
+            continue
+        names = [n for n in STATISTICS if not np.isnan(st[n].values).all()]
+        values = np.stack([st[n].values for n in names], axis=1)
+        tables.append(quality_table(st.id.values, values, measures=names))
+    return make_quality(*tables)

@@ -1,0 +1,105 @@
+r"""Cohort score normalization: Z-, T-, S-norm and adaptive S-norm (AS-norm).
+
+With ``s`` the raw (float32) score of enrolment embedding ``e`` against test embedding ``t``,
+and ``mu``, ``sigma`` the mean and population standard deviation of an embedding's scores
+against the cohort (:mod:`bosaris_dask.embeddings.cohort`):
+
+=========  ===============================================================================
+``"z"``    ``z = (s - mu_e) / sigma_e``: statistics of the **enrolment** side's cohort scores
+``"t"``    ``t = (s - mu_t) / sigma_t``: statistics of the **test** side's cohort scores
+``"s"``    ``(z + t) / 2`` (S-norm, the constant 1/2 as in wespeaker; hyperion uses 1/sqrt(2))
+``"as"``   ``(z' + t') / 2`` (AS-norm), where ``z'`` and ``t'`` use ``mu`` and ``sigma`` over
+           only the ``top_n`` highest cohort scores of each side
+=========  ===============================================================================
+
+The arithmetic is float64 on the float32 raw score, rounded once to float32. The cohort
+statistics are computed once per embedding when the Scores object is built; every block then
+only rescales its product. An embedding whose (top-N) cohort scores have zero spread makes the
+normalized score undefined and is an error naming it.
+
+Examples
+--------
+>>> import numpy as np
+>>> from bosaris_dask.embeddings import from_arrays, scores_from_embeddings
+>>> e = from_arrays(["m"], [[1.0, 0.0]])
+>>> t = from_arrays(["t"], [[0.6, 0.8]])
+>>> c = from_arrays(["c1", "c2"], [[1.0, 0.0], [0.0, 1.0]])
+>>> s = scores_from_embeddings(e, t, norm="z", cohort=c).score.values  # (0.6 - 0.5) / 0.5
+>>> s.dtype, round(float(s[0, 0]), 6)
+(dtype('float32'), 0.2)
+"""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+
+from bosaris_dask.embeddings.cohort import side_statistics
+from bosaris_dask.embeddings.kernel import score_block
+from bosaris_dask.embeddings.prepare import Side
+from bosaris_dask.errors import OptionError, ScoreError
+
+__all__ = ["NORMS", "normalized_matrix"]
+
+NORMS = ("none", "z", "t", "s", "as")
+
+
+def _normalize_block(a, b, mu_e, sd_e, mu_t, sd_t, norm: str) -> np.ndarray:
+    s = score_block(a, b).astype(np.float64)
+    if norm == "z":
+        out = (s - mu_e[:, None]) / sd_e[:, None]
+    elif norm == "t":
+        out = (s - mu_t[None, :]) / sd_t[None, :]
+    else:
+        out = 0.5 * ((s - mu_e[:, None]) / sd_e[:, None] + (s - mu_t[None, :]) / sd_t[None, :])
+    return out.astype(np.float32)
+
+
+def _check_spread(sd: np.ndarray, side: Side, what: str) -> None:
+    bad = ~(sd > 0)
+    if bad.any():
+        raise ScoreError(f"{side.source}: id {side.ids[np.flatnonzero(bad)[0]]!r}: its {what}"
+                         "cohort scores have zero spread, so its normalized scores are undefined")
+
+
+def normalized_matrix(
+    enrol: Side, test: Side, cohort: Side | None, *, norm: str, top_n: int | None = None
+) -> da.Array:
+    """The lazy float32 normalized score matrix (see the module docstring for the formulas).
+
+    Raises
+    ------
+    OptionError
+        An unknown ``norm``, no cohort, ``top_n`` missing for ``"as"`` (or given for another).
+    ScoreError
+        A zero standard deviation of an embedding's cohort scores.
+    """
+    if norm not in NORMS:
+        raise OptionError(f"norm must be one of {', '.join(NORMS)}, got {norm!r}")
+    if norm == "none":
+        raise OptionError("a cohort is only used with a normalization (norm z, t, s or as)")
+    if cohort is None:
+        raise OptionError(f"{norm}-norm needs a cohort")
+    if (norm == "as") != (top_n is not None):
+        raise OptionError("top_n is the cohort size of AS-norm (norm='as'), and it needs one")
+    sides = {"z": [enrol], "t": [test], "s": [enrol, test], "as": [enrol, test]}[norm]
+    stats = side_statistics(sides, cohort, top_n=top_n)
+    cols = (2, 3) if norm == "as" else (0, 1)
+    what = f"top-{top_n} " if norm == "as" else ""
+    e_stats = stats[0] if norm != "t" else np.zeros((enrol.values.shape[0], 4)) + 1
+    t_stats = stats[-1] if norm != "z" else np.zeros((test.values.shape[0], 4)) + 1
+    if norm != "t":
+        _check_spread(e_stats[:, cols[1]], enrol, what)
+    if norm != "z":
+        _check_spread(t_stats[:, cols[1]], test, what)
+
+    def lazy(values: np.ndarray, like: da.Array) -> da.Array:
+        return da.from_array(values, chunks=(like.chunks[0],))
+
+    mu_e, sd_e = (lazy(e_stats[:, k], enrol.values) for k in cols)
+    mu_t, sd_t = (lazy(t_stats[:, k], test.values) for k in cols)
+    return da.blockwise(
+        _normalize_block, "ij", enrol.values, "ik", test.values, "jk", mu_e, "i", sd_e, "i",
+        mu_t, "j", sd_t, "j", dtype=np.float32, concatenate=True,
+        meta=np.empty((0, 0), dtype=np.float32), norm=norm,
+    )  # fmt: skip

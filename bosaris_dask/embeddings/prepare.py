@@ -1,0 +1,242 @@
+"""Preparing one side of the trials: select the rows, check them, center and normalize.
+
+A *prepared side* is the float64 matrix whose rows enter the block products: for the cosine
+back-end ``(x - c) / ||x - c||`` (``c`` the centering vector, or 0), for the dot back-end
+``x - c``. It is built lazily, row by row, from the embedding file; only the per-row norms are
+computed upfront, in the same pass that checks the values.
+
+Multi-session enrolment (a model map): each model's embedding is the mean of its segments'
+*prepared* rows (so with the cosine back-end each segment is centered and length-normalized
+first, and weighs the same whatever its norm), and the mean is then length-normalized again
+(cosine) or kept as it is (dot).
+
+Examples
+--------
+>>> import numpy as np
+>>> from bosaris_dask.embeddings.store import from_arrays
+>>> emb = from_arrays(["a", "b"], np.array([[3.0, 4.0], [0.0, 2.0]]), source="toy")
+>>> side = prepare(emb, ["b", "a"], backend="cosine")
+>>> side.ids.tolist(), side.values.compute().tolist()
+(['b', 'a'], [[0.0, 1.0], [0.6, 0.8]])
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bosaris_dask.embeddings.model_map import as_model_map, model_rows
+from bosaris_dask.embeddings.store import read
+from bosaris_dask.errors import OptionError, ScoreError, TrialError
+
+__all__ = ["Side", "BACKENDS", "prepare", "prepare_models", "resolve_center", "estimate_center"]
+
+BACKENDS = ("cosine", "dot")
+
+
+@dataclass(frozen=True)
+class Side:
+    """The prepared rows of one side: ids, lazy float64 values, and the file they came from."""
+
+    ids: np.ndarray
+    values: da.Array
+    source: str
+
+
+def _load(emb: xr.Dataset | str | os.PathLike[str]) -> xr.Dataset:
+    return emb if isinstance(emb, xr.Dataset) else read(emb)
+
+
+def _source(emb: xr.Dataset) -> str:
+    return str(emb.attrs.get("source", "<array>"))
+
+
+def check_backend(backend: str) -> None:
+    if backend not in BACKENDS:
+        raise OptionError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+
+
+def estimate_center(emb: xr.Dataset | str | os.PathLike[str]) -> np.ndarray:
+    """The mean vector (float64) of an embedding set, to center others with.
+
+    Raises
+    ------
+    ScoreError
+        An embedding with NaN or infinite values (named).
+    """
+    emb = _load(emb)
+    x = emb.embedding.data.astype(np.float64)
+    finite, total = dask.compute(da.isfinite(x).all(axis=1), x.sum(axis=0))
+    _raise_non_finite(finite, emb.id.values, _source(emb))
+    return total / max(1, emb.sizes["id"])
+
+
+def resolve_center(center: Any) -> np.ndarray | None:
+    """A centering vector from ``None``, a 1-D array, an embedding set (its mean is estimated),
+    or a path: a ``.npy`` file holding a 1-D vector, or any embedding file (its mean).
+    """
+    if center is None:
+        return None
+    if isinstance(center, xr.Dataset):
+        return estimate_center(center)
+    if isinstance(center, str | os.PathLike):
+        path = Path(center)
+        if path.suffix.lower() == ".npy" and path.is_file():
+            vec = np.load(path, mmap_mode="r")
+            if vec.ndim == 1:
+                return _vector(vec, str(path))
+        return estimate_center(path)
+    return _vector(center, "center")
+
+
+def _vector(values: Any, source: str) -> np.ndarray:
+    vec = np.asarray(values, dtype=np.float64)
+    if vec.ndim != 1 or not np.isfinite(vec).all():
+        raise OptionError(f"{source}: a centering vector is 1-D and finite, got shape {vec.shape}")
+    return vec
+
+
+def _raise_non_finite(finite: np.ndarray, ids: np.ndarray, source: str) -> None:
+    if not finite.all():
+        bad = np.flatnonzero(~finite)
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise ScoreError(f"{source}: id {ids[bad[0]]!r} has NaN or infinite values{more}")
+
+
+def _raise_zero_norm(norms: np.ndarray, ids: np.ndarray, source: str, centered: bool) -> None:
+    zero = norms == 0
+    if zero.any():
+        bad = np.flatnonzero(zero)
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        after = " after centering" if centered else ""
+        raise ScoreError(f"{source}: id {ids[bad[0]]!r} has zero norm{after}: its cosine is "
+                         f"undefined{more}")  # fmt: skip
+
+
+def _check_dimension(emb: xr.Dataset, center: np.ndarray | None) -> None:
+    if center is not None and center.shape[0] != emb.sizes["component"]:
+        raise TrialError(f"{_source(emb)}: embeddings of dimension {emb.sizes['component']}, "
+                         f"centering vector of dimension {center.shape[0]}")  # fmt: skip
+
+
+def _rows(emb: xr.Dataset, ids: Sequence[Any], what: str) -> np.ndarray:
+    wanted = np.asarray([str(i) for i in ids], dtype=object)
+    rows = emb.indexes["id"].get_indexer(wanted)
+    if (rows < 0).any():
+        bad = np.flatnonzero(rows < 0)
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise TrialError(f"{what} id {wanted[bad[0]]!r} has no embedding in {_source(emb)}{more}")
+    return rows
+
+
+def _prepare_rows(x: np.ndarray, norms: np.ndarray | None, center: np.ndarray | None):
+    out = x.astype(np.float64)  # a copy: the file's rows are never modified
+    if center is not None:
+        out -= center
+    if norms is not None:
+        out /= norms
+    return out
+
+
+def prepare(
+    emb: xr.Dataset | str | os.PathLike[str],
+    ids: Sequence[Any] | None = None,
+    *,
+    backend: str = "cosine",
+    center: np.ndarray | None = None,
+    chunk_rows: int = 4096,
+    what: str = "key",
+) -> Side:
+    """The prepared rows of ``ids`` (default: all, in file order), lazily, in ``chunk_rows``.
+
+    Reads the selected rows once to check them and compute their norms.
+
+    Raises
+    ------
+    TrialError
+        An id without embedding (``what`` names the side, e.g. ``"key segment"``), or a centering
+        vector of another dimension.
+    ScoreError
+        NaN or infinity in a selected embedding; with ``backend="cosine"``, a zero vector.
+    """
+    check_backend(backend)
+    emb = _load(emb)
+    _check_dimension(emb, center)
+    source = _source(emb)
+    raw = emb.embedding.data
+    if ids is None:
+        names = emb.id.values.astype(object)
+    else:
+        rows = _rows(emb, ids, what)
+        names = emb.id.values[rows].astype(object)
+        if not np.array_equal(rows, np.arange(emb.sizes["id"])):
+            raw = raw[rows]
+    raw = raw.rechunk((chunk_rows, -1))
+    x = raw.astype(np.float64)
+    if center is not None:
+        x = x - center
+    finite, norms = dask.compute(da.isfinite(raw).all(axis=1), da.sqrt((x * x).sum(axis=1)))
+    _raise_non_finite(finite, names, source)
+    if backend == "dot":
+        values = raw.map_blocks(_prepare_rows, None, center, dtype=np.float64)
+        return Side(names, values, source)
+    _raise_zero_norm(norms, names, source, center is not None)
+    n = da.from_array(norms[:, None], chunks=(raw.chunks[0], 1))
+    values = da.map_blocks(_prepare_rows, raw, n, center, dtype=np.float64)
+    return Side(names, values, source)
+
+
+def prepare_models(
+    emb: xr.Dataset | str | os.PathLike[str],
+    models: Any,
+    ids: Sequence[Any] | None = None,
+    *,
+    backend: str = "cosine",
+    center: np.ndarray | None = None,
+    chunk_rows: int = 4096,
+) -> Side:
+    """The prepared model embeddings of a model map (see the module docstring), for ``ids``.
+
+    The model embeddings are computed in memory (one row per model).
+
+    Raises
+    ------
+    TrialError
+        A map segment without embedding (naming the map's line), a key model not in the map.
+    ScoreError
+        Bad segment embeddings (as :func:`prepare`); with the cosine back-end, a model whose
+        mean embedding is zero.
+    """
+    check_backend(backend)
+    emb = _load(emb)
+    table = as_model_map(models)
+    names, rows, starts = model_rows(table, emb.indexes["id"], _source(emb))
+    used = np.unique(rows)
+    segs = prepare(emb, emb.id.values[used], backend=backend, center=center, what="segment")
+    local = np.searchsorted(used, rows)
+    prepared = np.asarray(segs.values.compute())[local]
+    means = np.add.reduceat(prepared, starts, axis=0) / np.diff(np.append(starts, len(rows)))[
+        :, None]  # fmt: skip
+    where = f"{_source(emb)} (models of {table.attrs.get('source', '<model map>')})"
+    if backend == "cosine":
+        norms = np.sqrt((means * means).sum(axis=1))
+        _raise_zero_norm(norms, names, where, False)
+        means = means / norms[:, None]
+    if ids is not None:
+        index = pd.Index(names)
+        sel = index.get_indexer(np.asarray([str(i) for i in ids], dtype=object))
+        if (sel < 0).any():
+            bad = np.asarray(ids)[sel < 0][0]
+            raise TrialError(f"key model id {str(bad)!r} is not in the model map "
+                             f"{table.attrs.get('source', '<model map>')}")  # fmt: skip
+        names, means = names[sel], means[sel]
+    return Side(names, da.from_array(means, chunks=(chunk_rows, -1)), where)

@@ -1,0 +1,132 @@
+"""Operating points as users state them: a target prior and the two error costs.
+
+An application's operating point is ``(P_target, C_miss, C_fa)``. The Bayes decision and the
+normalized DCF depend on it only through the *effective prior*
+
+    ``p = P_target·C_miss / (P_target·C_miss + (1 − P_target)·C_fa)``,
+
+so ``DCF(t) / min(P_target·C_miss, (1 − P_target)·C_fa)`` equals the unit-cost normalized DCF at
+``p`` (DESIGN.md section 2). The Bayes threshold for scores that are natural-log likelihood ratios
+is
+
+    ``act_threshold = −logit(p) = ln(C_fa / C_miss) − logit(P_target)
+    = ln((1 − P_target)·C_fa / (P_target·C_miss))``
+
+(accept iff ``score >= act_threshold``).
+
+Examples
+--------
+>>> op = OperatingPoint.parse("0.01:10:1")      # SRE'08-style: Ptar 0.01, Cmiss 10, Cfa 1
+>>> round(op.effective_prior, 6), round(op.act_threshold, 6)
+(0.091743, 2.292535)
+>>> OperatingPoint.from_prior(0.05)
+OperatingPoint(p_target=0.05, c_miss=1.0, c_fa=1.0)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from scipy.special import logit
+
+from bosaris_dask.errors import OptionError
+
+__all__ = ["OperatingPoint", "merge_operating_points"]
+
+
+@dataclass(frozen=True)
+class OperatingPoint:
+    """A target prior and the costs of a miss and of a false alarm.
+
+    Raises
+    ------
+    OptionError
+        If ``p_target`` is not strictly between 0 and 1 or a cost is not positive and finite.
+    """
+
+    p_target: float
+    c_miss: float = 1.0
+    c_fa: float = 1.0
+
+    def __post_init__(self) -> None:
+        values = []
+        for name in ("p_target", "c_miss", "c_fa"):
+            raw = getattr(self, name)
+            try:
+                value = float(raw)
+            except (TypeError, ValueError):
+                raise OptionError(f"{name} must be a number, got {raw!r}") from None
+            values.append(value)
+            object.__setattr__(self, name, value)
+        p, c_miss, c_fa = values
+        if not 0 < p < 1:
+            raise OptionError(f"target prior {p:g} is not strictly between 0 and 1")
+        for name, cost in (("c_miss", c_miss), ("c_fa", c_fa)):
+            if not 0 < cost < math.inf:
+                raise OptionError(f"{name} must be a positive finite cost, got {cost:g}")
+        if not 0 < self.effective_prior < 1:
+            raise OptionError(
+                f"operating point {p:g}:{c_miss:g}:{c_fa:g} has an effective prior of 0 or 1 "
+                "in floating point"
+            )
+
+    @classmethod
+    def parse(cls, text: str) -> OperatingPoint:
+        """``"Ptar:Cmiss:Cfa"`` (e.g. ``"0.05:1:1"``), as ``--operating-point`` takes it."""
+        parts = text.split(":")
+        if len(parts) != 3:
+            raise OptionError(
+                f"operating point {text!r} is not Ptar:Cmiss:Cfa (e.g. 0.01:10:1 or 0.05:1:1)"
+            )
+        try:
+            numbers = [float(x) for x in parts]
+        except ValueError:
+            raise OptionError(
+                f"operating point {text!r}: not three numbers Ptar:Cmiss:Cfa"
+            ) from None
+        return cls(*numbers)
+
+    @classmethod
+    def from_prior(cls, prior: float) -> OperatingPoint:
+        """An effective prior as an operating point with unit costs."""
+        return cls(prior, 1.0, 1.0)
+
+    @property
+    def effective_prior(self) -> float:
+        """``P_target·C_miss / (P_target·C_miss + (1 − P_target)·C_fa)`` (``P_target`` itself
+        when the costs are equal)."""
+        if self.c_miss == self.c_fa:
+            return self.p_target
+        a, b = self.p_target * self.c_miss, (1 - self.p_target) * self.c_fa
+        return a / (a + b)
+
+    @property
+    def act_threshold(self) -> float:
+        """The Bayes threshold ``−logit(p) = ln((1 − P_target)·C_fa / (P_target·C_miss))`` for
+        natural-log LLR scores, computed as the evaluation computes it (``−logit`` of the
+        effective prior)."""
+        return float(-logit(self.effective_prior))
+
+
+def merge_operating_points(
+    priors: Iterable[float], points: Iterable[OperatingPoint] = ()
+) -> list[OperatingPoint]:
+    """Effective priors (unit costs) followed by stated operating points, one per effective prior.
+
+    The results are indexed by effective prior, so a point whose effective prior is already there
+    is dropped (the first one stated wins).
+
+    Examples
+    --------
+    >>> [op.p_target for op in merge_operating_points([0.5, 0.01], [OperatingPoint(0.01, 1, 1)])]
+    [0.5, 0.01]
+    """
+    out: list[OperatingPoint] = []
+    seen: set[float] = set()
+    for op in [OperatingPoint.from_prior(p) for p in priors] + list(points):
+        if op.effective_prior not in seen:
+            seen.add(op.effective_prior)
+            out.append(op)
+    return out

@@ -1,0 +1,116 @@
+"""Reading embedding files: every format gives the same ids and values, read lazily; bad files
+give one-line errors naming the file."""
+
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+import zarr
+
+from bosaris_dask.embeddings import from_arrays, info, read
+from bosaris_dask.errors import ParseError, StoreError, StoreNotFoundError, TrialError
+
+IDS = np.array([f"spk{i % 3}-utt{i}" for i in range(11)])
+
+
+@pytest.fixture
+def values():
+    return np.random.default_rng(0).normal(size=(11, 5)).astype(np.float32)
+
+
+def _write(fmt, tmp_path, ids, values):
+    if fmt == "npy":
+        path = tmp_path / "e.npy"
+        np.save(path, values)
+        (tmp_path / "e.ids").write_text("".join(f"{i}\n" for i in ids))
+    elif fmt == "npz":
+        path = tmp_path / "e.npz"
+        np.savez(path, ids=ids, embeddings=values)
+    elif fmt == "hdf5":
+        path = tmp_path / "e.h5"
+        with h5py.File(path, "w") as f:
+            f["ids"] = np.asarray(ids, dtype="S")
+            f["embeddings"] = values
+    elif fmt == "zarr":
+        path = tmp_path / "e.zarr"
+        g = zarr.open_group(str(path), mode="w")
+        g.create_array("ids", shape=(len(ids),), dtype=str)[:] = np.asarray(ids, dtype=object)
+        g.create_array("embeddings", data=values, chunks=(4, values.shape[1]))
+    else:
+        kaldiio = pytest.importorskip("kaldiio")
+        ark, scp = tmp_path / "e.ark", tmp_path / "e.scp"
+        kaldiio.save_ark(str(ark), {i: v for i, v in zip(ids, values, strict=True)},
+                         scp=str(scp))  # fmt: skip
+        path = scp if fmt == "scp" else ark
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["npy", "npz", "hdf5", "zarr", "scp", "ark"])
+def test_every_format_reads_the_same_ids_and_values(fmt, tmp_path, values):
+    emb = read(_write(fmt, tmp_path, IDS, values), chunk_rows=4)
+    assert emb.id.values.tolist() == IDS.tolist()
+    assert emb.embedding.dims == ("id", "component")
+    assert emb.embedding.data.chunks[0] == (4, 4, 3)  # lazy, in row chunks
+    np.testing.assert_array_equal(emb.embedding.values, values)
+    assert emb.attrs["format"] == fmt
+
+
+def test_npy_takes_an_explicit_ids_file_and_txt_sibling(tmp_path, values):
+    np.save(tmp_path / "x.npy", values)
+    (tmp_path / "x.txt").write_text("\n".join(IDS))
+    assert read(tmp_path / "x.npy").id.values.tolist() == IDS.tolist()
+    (tmp_path / "other.lst").write_text("\n".join(IDS[::-1]))
+    assert read(tmp_path / "x.npy", ids=tmp_path / "other.lst").id.values[0] == IDS[-1]
+
+
+def test_info_counts_dimension_and_norms(values):
+    bad = values.copy()
+    bad[2, 1] = np.nan
+    d = info(from_arrays(IDS, bad))
+    norms = np.linalg.norm(np.delete(values, 2, axis=0).astype(np.float64), axis=1)
+    assert (d["count"], d["dimension"], d["dtype"], d["non_finite"]) == (11, 5, "float32", 1)
+    assert d["norm_min"] == pytest.approx(norms.min(), rel=1e-12)
+    assert d["norm_max"] == pytest.approx(norms.max(), rel=1e-12)
+
+
+def test_duplicate_ids_are_named_with_the_file(tmp_path, values):
+    ids = IDS.copy()
+    ids[7] = ids[2]
+    path = _write("npz", tmp_path, ids, values)
+    with pytest.raises(TrialError, match=rf"e.npz: duplicate id '{ids[2]}'"):
+        read(path)
+
+
+def test_bad_files_name_the_file(tmp_path, values):
+    np.save(tmp_path / "lonely.npy", values)
+    with pytest.raises(StoreNotFoundError, match="lonely.npy: a .npy file needs its ids"):
+        read(tmp_path / "lonely.npy")
+    (tmp_path / "lonely.ids").write_text("\n".join(IDS[:5]))
+    with pytest.raises(ParseError, match="lonely.npy: 5 ids for 11 embeddings"):
+        read(tmp_path / "lonely.npy")
+    np.savez(tmp_path / "noids.npz", embeddings=values)
+    with pytest.raises(ParseError, match="noids.npz: no 'ids' array"):
+        read(tmp_path / "noids.npz")
+    np.savez(tmp_path / "flat.npz", ids=IDS, embeddings=values.ravel())
+    with pytest.raises(ParseError, match="flat.npz: embeddings must be a 2-D"):
+        read(tmp_path / "flat.npz")
+    with pytest.raises(StoreError, match="unknown embedding format 'csv'"):
+        read(tmp_path / "e.csv")
+    with pytest.raises(StoreNotFoundError, match="missing.h5"):
+        read(tmp_path / "missing.h5")
+    (tmp_path / "two.ids").write_text("a b\n")
+    np.save(tmp_path / "two.npy", values[:1])
+    with pytest.raises(ParseError, match="two.ids:1: expected one id per line"):
+        read(tmp_path / "two.npy")
+
+
+def test_kaldi_vectors_of_another_dimension_are_named(tmp_path, values):
+    kaldiio = pytest.importorskip("kaldiio")
+    vecs = {"a": values[0], "b": values[1, :3]}
+    kaldiio.save_ark(str(tmp_path / "v.ark"), vecs, scp=str(tmp_path / "v.scp"))
+    with pytest.raises(ParseError, match="v.ark: id 'b' has dimension 3, the first has 5"):
+        read(tmp_path / "v.ark")
+    emb = read(tmp_path / "v.scp")  # lazy: found when the rows are read
+    with pytest.raises(ParseError, match="v.scp: id 'b' has dimension 3"):
+        emb.embedding.compute()

@@ -1,0 +1,151 @@
+"""Scores from embeddings against float64 numpy references that share no code with the package,
+bit-for-bit equality with the materialized matrix, and the errors of bad inputs."""
+
+from __future__ import annotations
+
+import dask
+import numpy as np
+import pytest
+import xarray as xr
+
+from bosaris_dask.embeddings import from_arrays, scores_from_embeddings
+from bosaris_dask.errors import ScoreError, TrialError
+from bosaris_dask.metrics import evaluate
+from bosaris_dask.trials import key_from_labels, make_key, make_scores
+
+D = 16
+
+
+def _set(n, prefix, seed, speakers=5):
+    rng = np.random.default_rng(seed)
+    centres = np.random.default_rng(99).normal(size=(speakers, D))
+    labels = np.arange(n) % speakers
+    x = (centres[labels] + 0.8 * rng.normal(size=(n, D)) + 0.5).astype(np.float32)
+    ids = [f"spk{lab}-{prefix}{i}" for i, lab in enumerate(labels)]
+    return ids, labels, x
+
+
+def _cosine_ref(a, b, center=None):
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    if center is not None:
+        a, b = a - center, b - center
+    a = a / np.sqrt((a**2).sum(axis=1, keepdims=True))
+    b = b / np.sqrt((b**2).sum(axis=1, keepdims=True))
+    return np.einsum("ik,jk->ij", a, b)
+
+
+def _assert_rounded(ours, ref):
+    """``ours`` is float32 and within half a float32 ulp of the float64 reference (plus the
+    float64 error of a 16-term sum)."""
+    assert ours.dtype == np.float32
+    err = np.abs(ours.astype(np.float64) - ref)
+    assert (err <= np.spacing(np.abs(ref).astype(np.float32)) / 2 + 1e-14).all(), err.max()
+    assert np.mean(ours == ref.astype(np.float32)) > 0.999
+
+
+@pytest.fixture
+def sets():
+    e_ids, e_lab, e = _set(37, "e", 1)
+    t_ids, t_lab, t = _set(53, "t", 2)
+    return (e_ids, e_lab, e), (t_ids, t_lab, t)
+
+
+def test_cosine_equals_float64_reference_to_float32_rounding(sets):
+    (e_ids, _, e), (t_ids, _, t) = sets
+    s = scores_from_embeddings(from_arrays(e_ids, e), from_arrays(t_ids, t), chunks=(8, 12))
+    assert s.attrs["bosaris_kind"] == "scores" and s.score.data.chunks[0] == (8,) * 4 + (5,)
+    assert s.model.values.tolist() == e_ids and s.segment.values.tolist() == t_ids
+    _assert_rounded(s.score.values, _cosine_ref(e, t))
+    assert bool(s.score_mask.all())
+
+
+def test_dot_backend_and_centering(sets):
+    (e_ids, _, e), (t_ids, _, t) = sets
+    E, T = from_arrays(e_ids, e), from_arrays(t_ids, t)
+    dot = scores_from_embeddings(E, T, backend="dot", chunks=(10, 10)).score.values
+    ref = e.astype(np.float64) @ t.astype(np.float64).T
+    np.testing.assert_allclose(dot, ref, rtol=2e-7, atol=1e-6)
+    mu = np.array([0.5] * D)
+    _assert_rounded(scores_from_embeddings(E, T, center=mu).score.values, _cosine_ref(e, t, mu))
+    # estimated from a named set: the float64 mean of its vectors
+    _, _, c = _set(29, "c", 3)
+    est = scores_from_embeddings(E, T, center=from_arrays([f"c{i}" for i in range(29)], c))
+    _assert_rounded(est.score.values, _cosine_ref(e, t, c.astype(np.float64).mean(axis=0)))
+
+
+def test_model_map_averages_normalized_segments(sets, tmp_path):
+    (e_ids, _, e), (t_ids, _, t) = sets
+    path = tmp_path / "models.txt"
+    groups = {"A": [0, 3, 7], "B": [1], "C": [36, 2]}
+    path.write_text("".join(f"{m} {e_ids[i]}\n" for m, rows in groups.items() for i in rows))
+    s = scores_from_embeddings(from_arrays(e_ids, e), from_arrays(t_ids, t), models=path)
+    unit = e.astype(np.float64) / np.linalg.norm(e.astype(np.float64), axis=1, keepdims=True)
+    model = np.stack([unit[rows].mean(axis=0) for rows in groups.values()])
+    assert s.model.values.tolist() == ["A", "B", "C"]
+    _assert_rounded(s.score.values, _cosine_ref(model, t))
+
+
+def test_key_selects_ids_order_and_trials(sets):
+    (e_ids, e_lab, e), (t_ids, t_lab, t) = sets
+    models, segs = [e_ids[5], e_ids[0], e_ids[9]], t_ids[10:20][::-1]
+    rng = np.random.default_rng(4)
+    mask = rng.choice([-1, 0, 1], size=(3, 10))
+    key = make_key(models, segs, mask)
+    s = scores_from_embeddings(from_arrays(e_ids, e), from_arrays(t_ids, t), trials=key,
+                               chunks=(2, 4))  # fmt: skip
+    assert s.model.values.tolist() == models and s.segment.values.tolist() == list(segs)
+    np.testing.assert_array_equal(s.score_mask.values, mask != 0)
+    rows = [e_ids.index(m) for m in models]
+    cols = [t_ids.index(x) for x in segs]
+    _assert_rounded(s.score.values, _cosine_ref(e[rows], t[cols]))
+
+
+def test_evaluate_from_embeddings_equals_the_materialized_matrix_bit_for_bit(sets):
+    (e_ids, e_lab, e), (t_ids, t_lab, t) = sets
+    key = key_from_labels(e_ids, e_lab, t_ids, t_lab, chunks=(8, 12))
+    lazy = scores_from_embeddings(from_arrays(e_ids, e), from_arrays(t_ids, t), trials=key,
+                                  chunks=(8, 12))  # fmt: skip
+    dense = make_scores(e_ids, t_ids, lazy.score.values, chunks=(20, 20))
+    a, b = evaluate(lazy, key, priors=[0.5, 0.01]), evaluate(dense, key, priors=[0.5, 0.01])
+    xr.testing.assert_identical(a, b)
+    assert float(a.eer.item()) > 0  # a real evaluation, not an empty one
+
+
+def test_the_same_block_gives_the_same_bits(sets):
+    (e_ids, _, e), (t_ids, _, t) = sets
+    s = scores_from_embeddings(from_arrays(e_ids, e), from_arrays(t_ids, t), chunks=(8, 12))
+    first = s.score.values
+    again = s.score.data.compute(scheduler="sync")
+    block = s.score.data.blocks[2, 3].compute(scheduler="threads")
+    assert first.tobytes() == again.tobytes()
+    assert block.tobytes() == first[16:24, 36:48].tobytes()
+    with dask.config.set(scheduler="threads", num_workers=2):
+        assert s.score.values.tobytes() == first.tobytes()
+
+
+def test_bad_embeddings_are_named(sets, tmp_path):
+    (e_ids, _, e), (t_ids, _, t) = sets
+    T = from_arrays(t_ids, t, source="test.npz")
+    bad = e.copy()
+    bad[4, 2] = np.nan
+    with pytest.raises(ScoreError, match=rf"enrol.h5: id '{e_ids[4]}' has NaN or infinite"):
+        scores_from_embeddings(from_arrays(e_ids, bad, source="enrol.h5"), T)
+    zero = e.copy()
+    zero[6] = 0
+    with pytest.raises(ScoreError, match=rf"enrol.h5: id '{e_ids[6]}' has zero norm"):
+        scores_from_embeddings(from_arrays(e_ids, zero, source="enrol.h5"), T)
+    # zero vectors are fine for the dot product
+    scores_from_embeddings(from_arrays(e_ids, zero), T, backend="dot")
+    with pytest.raises(TrialError, match="dimension 8 in .*enrol.h5.* and 16 in test.npz"):
+        scores_from_embeddings(from_arrays(e_ids, e[:, :8], source="enrol.h5"), T)
+    key = make_key([e_ids[0]], ["nobody"], [[1]])
+    with pytest.raises(TrialError, match="key segment id 'nobody' has no embedding in test.npz"):
+        scores_from_embeddings(from_arrays(e_ids, e), T, trials=key)
+    path = tmp_path / "map.txt"
+    path.write_text(f"A {e_ids[0]}\nA ghost\n")
+    with pytest.raises(TrialError, match=r"map.txt:2: segment 'ghost' of model 'A' has no "):
+        scores_from_embeddings(from_arrays(e_ids, e), T, models=path)
+    path.write_text(f"A {e_ids[0]}\n")
+    with pytest.raises(TrialError, match="key model id 'B' is not in the model map .*map.txt"):
+        scores_from_embeddings(from_arrays(e_ids, e), T, models=path,
+                               trials=make_key(["B"], [t_ids[0]], [[1]]))  # fmt: skip

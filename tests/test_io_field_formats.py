@@ -1,0 +1,205 @@
+"""Trial and score files as the field writes them: VoxCeleb trial lists, wespeaker and 3D-Speaker
+score files with a label column, and every accepted label vocabulary.
+
+The files are written here the way the original tools write them: the VoxCeleb lists as
+``LABEL enrol test`` with 1/0; wespeaker's ``score.py`` as ``'{} {} {:.5f} {}'`` (enrol, test,
+score, the trial list's label); 3D-Speaker's ``compute_score_metrics.py`` as the trial line
+followed by ``' %.5f'`` of the score (so ``enrol test label score``, label 1/0 or
+target/nontarget).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from bosaris_dask import io
+from bosaris_dask.cli import main
+from bosaris_dask.errors import OptionError, ParseError
+from bosaris_dask.io import text
+from bosaris_dask.io.text import read_text, sniff_text_kind, text_has_labels
+from bosaris_dask.io.text.labels import LABEL_PAIRS
+
+
+@pytest.fixture(params=["fast", "reference"])
+def parser(request, monkeypatch):
+    if request.param == "reference":
+        monkeypatch.setattr(text.parse, "_parse_fast", lambda *args: None)
+    return request.param
+
+
+def _trials(n: int = 40, seed: int = 0):
+    """VoxCeleb-like trials: (enrol wav, test wav, is target, score)."""
+    rng = np.random.default_rng(seed)
+    spk = [f"id1027{i}" for i in range(4)]
+    rows, seen = [], set()
+    while len(rows) < n:
+        a, b = rng.integers(0, 4, 2)
+        e = f"{spk[a]}/x6uYqmx31kE/{rng.integers(1, 4):05d}.wav"
+        t = f"{spk[b]}/8jEAjG6SegY/{rng.integers(1, 9):05d}.wav"
+        if (e, t) in seen:
+            continue
+        seen.add((e, t))
+        rows.append((e, t, bool(a == b), float(rng.normal(0.6 if a == b else 0.1, 0.2))))
+    return rows
+
+
+def _expected(rows, path, kind):
+    """The dense trial_mask / score a reader must produce (ids in order of appearance)."""
+    models = list(dict.fromkeys(r[0] for r in rows))
+    segments = list(dict.fromkeys(r[1] for r in rows))
+    mask = np.zeros((len(models), len(segments)), dtype=np.int8)
+    score = np.zeros(mask.shape)
+    for e, t, tar, s in rows:
+        i, j = models.index(e), segments.index(t)
+        mask[i, j] = 1 if tar else -1
+        score[i, j] = float(f"{s:.5f}")
+    return models, segments, mask, score
+
+
+def _voxceleb(tmp_path, rows, name="veri_test2.txt"):
+    path = tmp_path / name
+    path.write_text("".join(f"{int(tar)} {e} {t}\n" for e, t, tar, _ in rows))
+    return path
+
+
+def _wespeaker(tmp_path, rows, name="vox1_O_cleaned.kaldi.score"):
+    path = tmp_path / name
+    lab = {True: "target", False: "nontarget"}
+    path.write_text("".join(f"{e} {t} {s:.5f} {lab[tar]}\n" for e, t, tar, s in rows))
+    return path
+
+
+def _3dspeaker(tmp_path, rows, numeric=True, name="vox1_O.score"):
+    path = tmp_path / name
+    lab = {True: "1", False: "0"} if numeric else {True: "target", False: "nontarget"}
+    path.write_text("".join(" ".join([e, t, lab[tar]]) + f" {s:.5f}\n" for e, t, tar, s in rows))
+    return path
+
+
+@pytest.mark.parametrize("block_bytes", [text.BLOCK_BYTES, 64])
+def test_voxceleb_trial_list_is_a_key(tmp_path, parser, block_bytes):
+    rows = _trials()
+    path = _voxceleb(tmp_path, rows)
+    assert sniff_text_kind(path) == "key"
+    assert not text_has_labels(path)
+    key = read_text(path, block_bytes=block_bytes)
+    models, segments, mask, _ = _expected(rows, path, "key")
+    assert key.model.values.tolist() == models
+    assert key.segment.values.tolist() == segments
+    np.testing.assert_array_equal(key.trial_mask.values, mask)
+    ndx = read_text(path, "ndx", block_bytes=block_bytes)
+    np.testing.assert_array_equal(ndx.trial_mask.values, mask != 0)
+    forced = read_text(path, format="voxceleb", block_bytes=block_bytes)
+    np.testing.assert_array_equal(forced.trial_mask.values, mask)
+
+
+@pytest.mark.parametrize("block_bytes", [text.BLOCK_BYTES, 64])
+@pytest.mark.parametrize("tool", ["wespeaker", "3dspeaker", "3dspeaker-words"])
+def test_score_files_with_labels_are_key_and_scores(tmp_path, parser, tool, block_bytes):
+    rows = _trials(seed=3)
+    if tool == "wespeaker":
+        path = _wespeaker(tmp_path, rows)
+    else:
+        path = _3dspeaker(tmp_path, rows, numeric=tool == "3dspeaker")
+    assert sniff_text_kind(path) == "scores"
+    assert text_has_labels(path)
+    models, segments, mask, score = _expected(rows, path, "scores")
+    scores = read_text(path, block_bytes=block_bytes)
+    key = read_text(path, "key", block_bytes=block_bytes)
+    for obj in (scores, key):
+        assert obj.model.values.tolist() == models
+        assert obj.segment.values.tolist() == segments
+    np.testing.assert_array_equal(scores.score_mask.values, mask != 0)
+    np.testing.assert_array_equal(np.where(mask != 0, scores.score.values, 0.0), score)
+    np.testing.assert_array_equal(key.trial_mask.values, mask)
+
+
+def test_forced_format_wins_and_mismatches_are_errors(tmp_path):
+    rows = _trials(n=5)
+    both_numeric = tmp_path / "ambiguous.score"  # labels 1/0 and scores that happen to be 1/0
+    both_numeric.write_text("a b 1 0\nc d 0 1\n")
+    with pytest.raises(ParseError, match="3 and 4 both hold only numbers that are label") as info:
+        read_text(both_numeric)
+    assert info.value.line == 1
+    key3d = read_text(both_numeric, "key", format="3dspeaker")
+    assert key3d.trial_mask.values.tolist() == [[1, 0], [0, -1]]
+    keywe = read_text(both_numeric, "key", format="wespeaker")
+    assert keywe.trial_mask.values.tolist() == [[-1, 0], [0, 1]]
+    vox = _voxceleb(tmp_path, rows)
+    with pytest.raises(ParseError, match="has no score column, so it cannot be read as scores"):
+        read_text(vox, "scores")
+    with pytest.raises(ParseError, match=r"expected 4 fields for a wespeaker file \(enrol test"):
+        read_text(vox, format="wespeaker")
+    # a BOSARIS scores file read as its own key: no label column apart from the score
+    bosaris = tmp_path / "s.txt"
+    bosaris.write_text("m s 1.5\n")
+    assert not text_has_labels(bosaris)
+    assert read_text(bosaris, format="bosaris").score.values.tolist() == [[1.5]]
+
+
+@pytest.mark.parametrize(("pos", "neg"), LABEL_PAIRS)
+def test_every_vocabulary_any_case(tmp_path, parser, pos, neg):
+    up = pos.upper() if pos != "1" else pos
+    content = f"{pos} a x\n{neg} a y\n{up} b y\n{neg.title()} b x\n"
+    path = tmp_path / "trials.txt"
+    path.write_text(content)
+    assert read_text(path, format="voxceleb").trial_mask.values.tolist() == [[1, -1], [-1, 1]]
+    nist = tmp_path / "key.tsv"
+    nist.write_text("modelid\tsegmentid\tlabel\na\tx\t" + f"{pos}\na\ty\t{neg.upper()}\n")
+    assert read_text(nist).trial_mask.values.tolist() == [[1, -1]]
+    we = tmp_path / "we.score"
+    we.write_text(f"a x 0.5 {pos}\na y -1.25 {neg}\n")
+    key = read_text(we, "key", format="wespeaker")
+    assert key.trial_mask.values.tolist() == [[1, -1]]
+
+
+BAD_LABELS = [
+    ("voxceleb", "1 a x\n0 a y\n2 b y\n", 3, "label '2' is not one of"),
+    ("voxceleb", "1 a x\nyes a y\n", 2, "label 'yes' is not one of"),
+    ("wespeaker", "a x 0.5 target\na y 0.1 nontarget\nb x 0.2 nontargt\n", 3, "'nontargt'"),
+    ("3dspeaker", "a x 1 0.5\na y 0 0.1\nb x 1.0 0.2\n", 3, "label '1.0' is not one of"),
+    ("bosaris", "a x target\na y Impostor\nb y spoofed\n", 3, "label 'spoofed' is not one of"),
+]
+
+
+@pytest.mark.parametrize("block_bytes", [text.BLOCK_BYTES, 4])
+@pytest.mark.parametrize(("fmt", "content", "line", "message"), BAD_LABELS)
+def test_bad_labels_name_file_line_and_words(tmp_path, parser, fmt, content, line, message,
+                                             block_bytes):  # fmt: skip
+    path = tmp_path / "bad.txt"
+    path.write_text(content)
+    with pytest.raises(ParseError) as info:
+        read_text(path, "key", format=fmt, block_bytes=block_bytes)
+    assert info.value.line == line
+    assert info.value.path == os.fspath(path)
+    assert message in info.value.message
+    assert "target/nontarget, 1/0, true/false, tgt/imp, genuine/impostor, mated/nonmated, " \
+        "same/different, bonafide/spoof (any case)" in info.value.message  # fmt: skip
+    if fmt != "bosaris":  # detection finds the same layout (and the same error)
+        with pytest.raises(ParseError, match=message.replace("(", r"\(")):
+            read_text(path, "key", block_bytes=block_bytes)
+
+
+def test_evaluate_takes_a_score_file_as_its_own_key(tmp_path, capsys):
+    rows = _trials(n=60, seed=5)
+    we = _wespeaker(tmp_path, rows)
+    vox = _voxceleb(tmp_path, rows)
+    plain = tmp_path / "plain.txt"
+    plain.write_text("".join(f"{e} {t} {s:.5f}\n" for e, t, _, s in rows))
+    out_own, out_key = tmp_path / "own.json", tmp_path / "key.json"
+    assert main(["evaluate", "--scores", str(we), "--json", str(out_own), "-q"]) == 0
+    assert main(["evaluate", "--key", str(vox), "--scores", str(plain), "--json", str(out_key),
+                 "-q"]) == 0  # fmt: skip
+    own, ref = json.loads(out_own.read_text()), json.loads(out_key.read_text())
+    assert own["systems"][0]["eer"] == ref["systems"][0]["eer"]
+    assert own["systems"][0]["operating_points"] == ref["systems"][0]["operating_points"]
+    with pytest.raises(OptionError, match="--key is needed: .*plain.txt carries no labels"):
+        main(["evaluate", "--scores", str(plain), "-q", "--debug"])
+    assert main(["evaluate", "--scores", str(plain), "-q"]) != 0
+    assert "carries no labels" in capsys.readouterr().err
+    mask = _expected(rows, we, "key")[2]
+    np.testing.assert_array_equal(io.read(we, "key", text_format="wespeaker").trial_mask, mask)

@@ -1,0 +1,153 @@
+"""Operating points in users' terms (Ptar:Cmiss:Cfa) and the thresholds of each: the Bayes
+threshold actDCF applies and a score threshold attaining minDCF, checked by brute force under
+random chunkings, coarse engine bins and heavy ties."""
+
+from __future__ import annotations
+
+import json
+import math
+from unittest import mock
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bosaris_dask import engine, metrics, refinement
+from bosaris_dask.cli import main
+from bosaris_dask.errors import OptionError
+from bosaris_dask.operating_points import OperatingPoint
+from bosaris_dask.trials import make_key, make_scores
+
+from . import reference as ref
+
+
+def _dcf(tar, non, t, p):
+    """Normalized DCF at threshold t (accept iff s >= t), counted directly."""
+    pmiss, pfa = np.mean(tar < t), np.mean(non >= t)
+    return (p * pmiss + (1 - p) * pfa) / min(p, 1 - p)
+
+
+def _brute_min_dcf(tar, non, p):
+    candidates = np.concatenate([np.unique(np.concatenate([tar, non])), [np.inf]])
+    return min(_dcf(tar, non, t, p) for t in candidates)
+
+
+def test_hand_worked_operating_points():
+    op = OperatingPoint.parse("0.01:10:1")
+    assert op.effective_prior == pytest.approx(0.1 / (0.1 + 0.99), rel=1e-15)
+    assert op.act_threshold == pytest.approx(math.log(0.99 / 0.1), rel=1e-14)
+    vox = OperatingPoint.parse("0.05:1:1")
+    assert vox.effective_prior == 0.05
+    assert vox.act_threshold == pytest.approx(math.log(19), rel=1e-14)
+    cm = OperatingPoint.parse("0.95:1:10")  # ASVspoof 5 CM: bona fide prior 0.95, Cfa 10
+    assert cm.effective_prior == pytest.approx(0.95 / 1.45, rel=1e-15)
+    assert cm.act_threshold == pytest.approx(-math.log(1.9), rel=1e-14)
+    for bad, message in [("0.01:10", "not Ptar:Cmiss:Cfa"), ("a:1:1", "not three numbers"),
+                         ("1:1:1", "strictly between 0 and 1"), ("0.1:0:1", "c_miss must be"),
+                         ("0.1:1:inf", "c_fa must be")]:  # fmt: skip
+        with pytest.raises(OptionError, match=message):
+            OperatingPoint.parse(bad)
+
+
+def test_hand_worked_thresholds():
+    tar, non = np.array([1.0, 2.0, 3.0]), np.array([-1.0, 0.0, 1.5, -2.0])
+    ds = metrics.evaluate_arrays(tar, non, priors=[0.5], operating_points=["0.2:1:4", "0.9:9:1"])
+    # 0.5: accept {1, 2, 3, 1.5}: Pfa 1/4 -> 0.25. 0.2:1:4 (p = 1/17): accepting {2, 3} costs
+    # p/3, less than any false alarm (16/17 * 1/4) or a second miss: threshold 2.0.
+    # 0.9:9:1 (p = 81/82): no miss and one false alarm (1/82 * 1/4), threshold 1.0, as at 0.5
+    assert ds.min_threshold.values[0].tolist() == [1.0, 2.0, 1.0]
+    assert ds.p_target.values.tolist() == [0.5, 0.2, 0.9]
+    assert ds.c_fa.values.tolist() == [1.0, 4.0, 1.0]
+    assert ds.prior.values[1] == pytest.approx(1 / 17, rel=1e-15)
+    np.testing.assert_allclose(ds.act_threshold, [0.0, math.log(16), -math.log(81)], atol=1e-14)
+    for j, p in enumerate(ds.prior.values):
+        t = ds.min_threshold.values[0, j]
+        assert _dcf(tar, non, t, p) == pytest.approx(float(ds.min_dcf[0, j]), rel=1e-12)
+    # rejecting everything is optimal when a false alarm costs far more than a miss can save
+    reject = metrics.evaluate_arrays([0.0, 1.0], [1.0, 2.0], priors=[0.01])
+    assert reject.min_threshold.item() == np.inf and reject.min_dcf.item() == 1.0
+    # accepting everything (the lowest score is a target's): -inf
+    accept = metrics.evaluate_arrays([-1.0, 2.0], [0.0, 1.0], priors=[0.9])
+    assert accept.min_threshold.item() == -np.inf and accept.min_dcf.item() == 1.0
+
+
+@st.composite
+def _trials(draw):
+    n_m, n_s = draw(st.integers(1, 8)), draw(st.integers(2, 10))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    ties = draw(st.sampled_from([1, 3, 50, None]))  # heavy ties .. all distinct
+    values = rng.normal(size=(n_m, n_s)) * draw(st.sampled_from([0.1, 2.0, 1e3]))
+    values = np.round(values * ties) / ties if ties else values
+    mask = rng.choice(np.array([-1, 0, 1], dtype=np.int8), size=(n_m, n_s), p=[0.6, 0.1, 0.3])
+    mask[0, 0], mask[-1, -1] = 1, -1
+    values = (values + (mask == 1) * draw(st.sampled_from([0.0, 1.0]))).astype(dtype)
+
+    def cuts(n):
+        inner = sorted(draw(st.sets(st.integers(1, n - 1), max_size=3))) if n > 1 else []
+        edges = [0, *inner, n]
+        return tuple(b - a for a, b in zip(edges[:-1], edges[1:], strict=True))
+
+    points = draw(st.lists(st.tuples(st.sampled_from([0.001, 0.01, 0.05, 0.5, 0.9, 0.99]),
+                                     st.sampled_from([1.0, 10.0]), st.sampled_from([1.0, 10.0])),
+                           min_size=1, max_size=4))  # fmt: skip
+    return values, mask, (cuts(n_m), cuts(n_s)), [OperatingPoint(*p) for p in points]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=_trials(), coarse=st.sampled_from([2, 8, 20]), dense=st.booleans())
+def test_min_threshold_attains_min_dcf_under_any_chunking(data, coarse, dense):
+    values, mask, chunks, points = data
+    models = [f"m{i}" for i in range(values.shape[0])]
+    segments = [f"s{j}" for j in range(values.shape[1])]
+    key = make_key(models, segments, mask, chunks=chunks)
+    scores = make_scores(models, segments, values, chunks=chunks)
+    tar, non = values[mask == 1], values[mask == -1]
+    with (
+        mock.patch.object(refinement, "RAW_LIMIT", -1 if dense else 1 << 22),
+        mock.patch.object(refinement, "DENSE_BUDGET", 64),
+        mock.patch.object(engine, "_coarse_bits", lambda n: coarse),
+    ):
+        ds = metrics.evaluate(scores, key, priors=[], operating_points=points, split_every=2)
+    for j, p in enumerate(ds.prior.values):
+        op = next(o for o in points if o.effective_prior == p)
+        assert ds.p_target.values[j] == op.p_target and ds.c_miss.values[j] == op.c_miss
+        t = float(ds.min_threshold.values[0, j])
+        brute = _brute_min_dcf(tar, non, p)
+        assert _dcf(tar, non, t, p) == pytest.approx(brute, rel=1e-12, abs=1e-300)
+        assert float(ds.min_dcf.values[0, j]) == pytest.approx(brute, rel=1e-12, abs=1e-300)
+        # the Bayes threshold: ln((1 - Ptar) Cfa / (Ptar Cmiss)), and actDCF applies it
+        bayes = math.log((1 - op.p_target) * op.c_fa / (op.p_target * op.c_miss))
+        assert ds.act_threshold.values[j] == pytest.approx(bayes, rel=1e-12, abs=1e-12)
+        raw, _, _ = ref.dcf_at(tar, non, -ds.act_threshold.values[j])
+        assert float(ds.act_dcf_raw.values[0, j]) == pytest.approx(raw, rel=1e-12, abs=1e-300)
+
+
+def test_cli_operating_points_in_json_and_table(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    label = {True: "target", False: "nontarget"}
+    lines = [f"m{i} s{j} {rng.normal(1.5 if i == j else 0.0):.4f} {label[i == j]}"
+             for i in range(6) for j in range(20)]  # fmt: skip
+    path = tmp_path / "sys.scores"
+    path.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "r.json"
+    assert main(["evaluate", "--scores", str(path), "--operating-point", "0.01:10:1",
+                 "--operating-point", "0.05:1:1", "--json", str(out), "-q"]) == 0  # fmt: skip
+    table = capsys.readouterr().out
+    assert "0.01:10:1" in table and "P=0.05" in table
+    doc = json.loads(out.read_text())
+    ops = doc["systems"][0]["operating_points"]
+    assert [(o["p_target"], o["c_miss"], o["c_fa"]) for o in ops] == [(0.01, 10, 1), (0.05, 1, 1)]
+    assert ops[0]["act_threshold"] == pytest.approx(math.log(9.9), rel=1e-13)
+    assert ops[1]["act_threshold"] == pytest.approx(math.log(19), rel=1e-13)
+    rows = [line.split() for line in lines]
+    tar = np.array([float(r[2]) for r in rows if r[3] == "target"])
+    non = np.array([float(r[2]) for r in rows if r[3] == "nontarget"])
+    for o in ops:
+        t = -np.inf if o["min_threshold"] is None else o["min_threshold"]
+        assert _dcf(tar, non, t, o["prior"]) == pytest.approx(o["min_dcf"], rel=1e-12)
+    with pytest.raises(SystemExit) as info:  # argparse: usage error, exit status 2
+        main(["evaluate", "--scores", str(path), "--operating-point", "0.01:10", "-q"])
+    assert info.value.code == 2
+    assert "not Ptar:Cmiss:Cfa" in capsys.readouterr().err
