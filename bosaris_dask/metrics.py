@@ -186,7 +186,7 @@ def _dr30_plo(summary: ScoreSummary, sweep: np.ndarray) -> tuple[float, float]:
     Returns the first sweep point (from low prior log-odds) with at least 30 false alarms and
     the last with at least 30 misses; NaN where there is none.
     """
-    _, pmiss, pfa = roc.min_dcf(summary.hull, sweep)
+    _, pmiss, pfa = roc.min_bayes_error(summary.hull, sweep)
     fas = np.rint(pfa * summary.n_nontarget)
     misses = np.rint(pmiss * summary.n_target)
     fa_ok = np.flatnonzero(fas >= DR30_ERRORS)
@@ -282,8 +282,8 @@ def summary_metrics(
     """All metrics of one system from its summary, as a dict of scalars and arrays.
 
     ``min_threshold`` (per prior) is a score threshold that attains minDCF: the one that rejects
-    exactly the bins before the minimizing ROCCH vertex (:func:`roc.min_dcf_vertex`), i.e. the
-    lowest score of the first accepted bin; ``-inf`` when accepting everything is optimal,
+    exactly the bins before the minimizing ROCCH vertex (:func:`roc.min_bayes_error_vertex`),
+    i.e. the lowest score of the first accepted bin; ``-inf`` when accepting everything is optimal,
     ``+inf`` when rejecting everything is.
     """
     plo = logit(_check_priors(priors))
@@ -308,12 +308,12 @@ def summary_metrics(
     out["auc_low"], out["auc_high"] = summary_auc(summary)
     out["auc"] = out["auc_low"] if out["auc_low"] == out["auc_high"] else np.nan
     out["min_threshold"] = _vertex_thresholds(
-        summary, hull.positions[roc.min_dcf_vertex(hull, plo)]
+        summary, hull.positions[roc.min_bayes_error_vertex(hull, plo)]
     )
     out["dr30_fa_plo"], out["dr30_miss_plo"] = _dr30_plo(summary, sweep)
     for prefix, points in (("", plo), ("sweep_", sweep)):
         act = _act(summary, points)
-        mn_raw, mn_pmiss, mn_pfa = roc.min_dcf(hull, points)
+        mn_raw, mn_pmiss, mn_pfa = roc.min_bayes_error(hull, points)
         norm = _normalizer(points)
         out[prefix + "act_dcf"] = act["raw"] / norm
         out[prefix + "min_dcf"] = mn_raw / norm
@@ -502,7 +502,7 @@ def act_dcf(tar: Any, non: Any, prior: float, *, normalize: bool = True) -> floa
 def min_dcf(tar: Any, non: Any, prior: float, *, normalize: bool = True) -> float:
     """minDCF at an effective prior (the best threshold, found on the ROC convex hull)."""
     plo = logit(_check_priors([prior]))
-    raw = roc.min_dcf(summary_from_arrays(tar, non).hull, plo)[0]
+    raw = roc.min_bayes_error(summary_from_arrays(tar, non).hull, plo)[0]
     return float((raw / _normalizer(plo) if normalize else raw)[0])
 
 
@@ -537,7 +537,7 @@ def min_threshold(tar: Any, non: Any, prior: float) -> float:
     """
     summary = summary_from_arrays(tar, non)
     plo = logit(_check_priors([prior]))
-    vertex = roc.min_dcf_vertex(summary.hull, plo)
+    vertex = roc.min_bayes_error_vertex(summary.hull, plo)
     return float(_vertex_thresholds(summary, summary.hull.positions[vertex])[0])
 
 

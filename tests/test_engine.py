@@ -72,7 +72,7 @@ def _assert_exact(summary, tar, non, plo=PLO):
     for p, m, f in zip(plo, got_m, got_f, strict=True):
         assert m == (tar < -p).sum() and f == (non >= -p).sum()
     for p in plo:
-        dcf, _, _ = roc.min_dcf(summary.hull, np.array([p]))
+        dcf, _, _ = roc.min_bayes_error(summary.hull, np.array([p]))
         np.testing.assert_allclose(dcf[0], ref.min_dcf(tar, non, p), rtol=1e-12, atol=1e-300)
     np.testing.assert_allclose(
         metrics._cllr(summary), ref.cllr(tar.astype(np.float64), non), rtol=1e-10

@@ -141,7 +141,7 @@ def test_text_staged_for_workers_elsewhere_is_refused_with_advice(texts, cluster
     message = str(error.value)
     assert "\n" not in message and message.startswith(f"{key_path}: ")
     assert f"bosaris-dask convert {key_path} {key_path}.zarr" in message
-    assert "--scratch DIR" in message
+    assert "--scratch-dir DIR" in message
 
 
 def test_text_staged_before_the_cluster_is_refused_when_it_comes(texts, cluster, elsewhere):
@@ -185,12 +185,12 @@ def test_cli_scratch_option_and_refusal(tmp_path, texts, cluster, elsewhere, mon
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("bosaris-dask: error: ")
-    assert "bosaris-dask convert" in err and "--scratch DIR" in err
+    assert "bosaris-dask convert" in err and "--scratch-dir DIR" in err
     shared = tmp_path / "shared"
     shared.mkdir()
-    assert main([*argv, "--scratch", str(shared)]) == 0
+    assert main([*argv, "--scratch-dir", str(shared)]) == 0
     assert "scores" in capsys.readouterr().out  # the table, named after the system
-    assert main([*argv, "--scratch", str(tmp_path / "nowhere")]) == 1
+    assert main([*argv, "--scratch-dir", str(tmp_path / "nowhere")]) == 1
     assert "scratch directory" in capsys.readouterr().err
 
 

@@ -1,8 +1,14 @@
 """The ``bosaris-dask`` command.
 
-Every subcommand has ``--help``. Errors caused by input (a bad line, a missing id, a corrupt
-store) print one line, ``bosaris-dask: error: ...``, and exit with status 1; ``--debug`` shows
-the traceback instead. Progress bars go to stderr when it is a terminal (``-q`` silences them).
+Every subcommand has ``--help``, which ends with examples that run on the data ``bosaris-dask
+demo`` writes (:mod:`bosaris_dask.cli.examples`). One set of rules holds for every subcommand
+(see :mod:`bosaris_dask.cli.parser`): an option with several values is a repeated flag
+(``--scores A --scores B``), ``--prior`` is an evaluation operating point (``--train-prior``
+the prior of a training objective), ``--out`` a file or store (``--out-dir`` a directory), and
+the cluster options (``--cluster``, ``--scheduler`` ...) are everywhere. Errors caused by input
+(a bad line, a missing id, a corrupt store) print one line, ``bosaris-dask: error: ...``, and
+exit with status 1; ``--debug`` shows the traceback instead. Progress bars go to stderr when
+it is a terminal (``-q`` silences them).
 
 The parser is in :mod:`bosaris_dask.cli.parser`; the subcommands that make or move data in
 :mod:`bosaris_dask.cli.data`, those that evaluate or train on scores in
@@ -44,13 +50,13 @@ def _notes(args: argparse.Namespace) -> Iterator[None]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    """Run the subcommand, with the scratch directory of ``--scratch`` in dask's config."""
-    if getattr(args, "scratch", None) is not None:
+    """Run the subcommand, with the scratch directory of ``--scratch-dir`` in dask's config."""
+    if getattr(args, "scratch_dir", None) is not None:
         import dask
 
         from bosaris_dask.io.staging import SCRATCH_CONFIG, scratch_directory
 
-        with dask.config.set({SCRATCH_CONFIG: scratch_directory(args.scratch)}):
+        with dask.config.set({SCRATCH_CONFIG: scratch_directory(args.scratch_dir)}):
             return int(args.func(args) or 0)
     return int(args.func(args) or 0)
 

@@ -170,6 +170,10 @@ def _training_arguments(parser: argparse.ArgumentParser, apply_help: str) -> Non
     parser.add_argument("--model-out", required=True, metavar="MODEL.json",
                         help="where to write the trained model (JSON)")  # fmt: skip
     parser.add_argument("--apply", action="append", metavar="SCORES", help=apply_help)
+    parser.add_argument(
+        "--allow-missing", action="store_true",
+        help="drop key trials without a score from training (and report how many)",
+    )  # fmt: skip
     parser.add_argument("--ndx", help="with --apply: keep only these trials")
     _fill_missing_argument(parser)
     parser.add_argument("--out", metavar="STORE",

@@ -9,7 +9,7 @@ Two things put data on disk for the workers of a computation:
   instead is a shuffle of every chunk with every other, repeated in every pass over the data
   (1,000 chunks became ~112,000 tasks); realigned, a pass has one task per chunk.
 
-Scratch files go to :func:`scratch_directory`: the directory given (``--scratch DIR``, or the
+Scratch files go to :func:`scratch_directory`: the directory given (``--scratch-dir DIR``, or the
 dask config key ``bosaris_dask.scratch``), else the system's temporary folder, which only works
 when every worker runs on this host: otherwise :class:`~bosaris_dask.errors.ClusterError` says
 how to convert the input first or which option to pass. Scratch files are deleted when the
@@ -52,7 +52,7 @@ __all__ = [
 
 _log = logging.getLogger("bosaris_dask.io")
 
-#: The dask config key naming the scratch directory (``dask.config.set``; ``--scratch``).
+#: The dask config key naming the scratch directory (``dask.config.set``; ``--scratch-dir``).
 SCRATCH_CONFIG = "bosaris_dask.scratch"
 
 #: The fill value of each data variable where an alignment adds rows or columns.
@@ -122,7 +122,7 @@ def scratch_directory(scratch: str | os.PathLike[str] | None = None, *, what: st
             f"{what + ': ' if what else ''}staging it in this machine's temporary folder would "
             f"leave it unreadable by {len(off)} worker(s) on other hosts (e.g. {off[0]}); "
             f"convert it first (bosaris-dask convert {source} {source}.zarr, on a shared file "
-            "system) or pass --scratch DIR (scratch= in Python) with DIR shared by all hosts"
+            "system) or pass --scratch-dir DIR (scratch= in Python) with DIR shared by all hosts"
         )
     return tempfile.gettempdir()
 
@@ -137,7 +137,7 @@ def check_staged_readable(client: Any = None) -> None:
     Raises
     ------
     ClusterError
-        Naming the input, how to convert it first, and the ``--scratch`` option.
+        Naming the input, how to convert it first, and the ``--scratch-dir`` option.
     """
     from bosaris_dask.io.text.scratch import _UNSHARED
 
@@ -151,7 +151,7 @@ def check_staged_readable(client: Any = None) -> None:
             f"{source}: this text input was staged in this machine's temporary folder, which "
             f"{len(off)} worker(s) on other hosts (e.g. {off[0]}) cannot read; convert it first "
             f"(bosaris-dask convert {source} {source}.zarr, on a shared file system) or pass "
-            "--scratch DIR (scratch= in Python) with DIR shared by all hosts"
+            "--scratch-dir DIR (scratch= in Python) with DIR shared by all hosts"
         )
 
 

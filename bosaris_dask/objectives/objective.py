@@ -14,7 +14,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from bosaris_dask.errors import OptionError, ScoreError, TrialError
+from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.objectives.data import FusionData
 from bosaris_dask.objectives.kernel import (
     _COUNTS,
@@ -47,6 +47,9 @@ class FusionObjective:
         Fit the quality matrix too (default: whenever ``data`` has quality).
     split_every
         Passed to the dask sum that merges the per-chunk vectors (``None``: dask's default).
+    allow_missing
+        Drop key trials without a score in every system (counted in ``counts``); ``False``:
+        the first pass raises a :class:`~bosaris_dask.errors.MissingTrialsError` if there is one.
 
     Attributes
     ----------
@@ -67,6 +70,7 @@ class FusionObjective:
         l2: float = 0.0,
         quality: bool | None = None,
         split_every: int | dict | None = None,
+        allow_missing: bool = True,
     ) -> None:
         prior = check_prior(prior)
         if l2 < 0:
@@ -79,6 +83,7 @@ class FusionObjective:
         if self.quality and data.model_quality is None:
             raise TrialError("quality fusion needs quality measures")
         self.split_every = split_every
+        self.allow_missing = bool(allow_missing)
         self.n_params = data.n_systems + 1 + (n_quality_params(data.n_measures) * self.quality)
         self.passes = 0
         self.counts: dict[str, int] | None = None
@@ -124,6 +129,11 @@ class FusionObjective:
         self.passes += 1
         length = _class_length(self.n_params, mode)
         counts = {k: int(round(c)) for k, c in zip(_COUNTS, packed[2 * length :], strict=True)}
+        if counts["n_missing"] and not self.allow_missing:
+            raise MissingTrialsError(
+                f"{counts['n_missing']} key trials have no score in some system "
+                "(allow_missing drops them)"
+            )
         if counts["n_nonfinite"]:
             raise ScoreError(f"{counts['n_nonfinite']} trials have a non-finite score")
         if counts["n_target"] == 0 or counts["n_nontarget"] == 0:
