@@ -272,3 +272,58 @@ def test_cli_bad_condition_input(files, capsys, extra, message):
 def test_cli_conditions_need_by(files, capsys):
     assert _cli(files[0]) != 0
     assert "go together" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------
+# Cprimary
+# --------------------------------------------------------------------------------------------
+
+
+def test_cprimary_hand_worked():
+    # targets 1, 2, 3; non-targets -2, -1, 0, 1.5. SRE21 priors 0.01 and 0.05:
+    # Bayes thresholds 4.60 and 2.94 -> actDCF 1 (every target missed) and 2/3 (only 3 accepted)
+    # minDCF: accept {2, 3} at both priors -> Pmiss 1/3, Pfa 0 -> 1/3 each
+    key = make_key(["a", "b"], ["s1", "s2", "s3", "s4"], [[1, 1, -1, -1], [1, -1, -1, 0]])
+    scores = make_scores(["a", "b"], ["s1", "s2", "s3", "s4"],
+                         [[1.0, 2.0, -2.0, -1.0], [3.0, 0.0, 1.5, 7.0]])  # fmt: skip
+    ds = metrics.evaluate(scores, key, priors=[0.5], cprimary_priors=[0.01, 0.05])
+    assert float(ds.cprimary_act[0]) == pytest.approx(5 / 6, abs=1e-15)
+    assert float(ds.cprimary_min[0]) == pytest.approx(1 / 3, abs=1e-15)
+    assert ds.attrs["cprimary_priors"] == [0.01, 0.05]
+    assert "min_dcf" in ds and ds.prior.values.tolist() == [0.5]  # not added to the priors
+    doc = to_json_dict(ds)["systems"][0]
+    assert doc["cprimary"] == {"act": pytest.approx(5 / 6), "min": pytest.approx(1 / 3),
+                               "priors": [0.01, 0.05]}  # fmt: skip
+    assert "Cprimary (mean normalized DCF over priors 0.01, 0.05)" in format_table(ds)
+    models = condition_table("model", ["a", "b"], {"g": ["f", "m"]})
+    ds = metrics.evaluate(scores, key, priors=[0.5], cprimary_priors=[0.01, 0.05],
+                          conditions=[models], by=["model.g"])  # fmt: skip
+    # condition g=f: targets 1, 2, non-targets -2, -1: act 1 at both priors; min 0
+    # condition g=m: target 3, non-targets 0, 1.5: act 1 at 0.01, 0 at 0.05; min 0
+    assert ds.condition_cprimary_act.values.tolist() == [[1.0, 0.5]]
+    assert ds.condition_cprimary_min.values.tolist() == [[0.0, 0.0]]
+    assert float(ds.cprimary_act[0]) == pytest.approx(5 / 6, abs=1e-15)
+
+
+def test_cprimary_is_exact_at_priors_that_are_not_operating_points():
+    rng = np.random.default_rng(5)
+    n_m, n_s = 40, 50
+    mask = rng.choice([-1, 1], size=(n_m, n_s), p=[0.8, 0.2])
+    scores = (rng.normal(size=mask.shape) + 2.5 * (mask == 1)).astype(np.float32)
+    mids, sids = [f"m{i}" for i in range(n_m)], [f"s{j}" for j in range(n_s)]
+    priors = [0.01, 0.05, 0.3]
+    ds = metrics.evaluate(make_scores(mids, sids, scores, chunks=16),
+                          make_key(mids, sids, mask, chunks=16), priors=[0.5],
+                          cprimary_priors=priors)  # fmt: skip
+    tar, non = scores[mask == 1].astype(np.float64), scores[mask == -1].astype(np.float64)
+    acts = [ref.dcf_at(tar, non, logit(p))[0] / min(p, 1 - p) for p in priors]
+    mins = [float(ref.min_dcf(tar, non, logit(p))) / min(p, 1 - p) for p in priors]
+    assert float(ds.cprimary_act[0]) == pytest.approx(np.mean(acts), abs=1e-12)
+    assert float(ds.cprimary_min[0]) == pytest.approx(np.mean(mins), abs=1e-12)
+
+
+def test_cprimary_bad_prior():
+    key = make_key(["a"], ["s1", "s2"], [[1, -1]])
+    scores = make_scores(["a"], ["s1", "s2"], [[1.0, 0.0]])
+    with pytest.raises(OptionError, match="Cprimary prior 1.0 is not strictly between 0 and 1"):
+        metrics.evaluate(scores, key, cprimary_priors=[0.01, 1.0])
