@@ -175,6 +175,7 @@ def test_empty_conditions_are_counted_not_errors():
     table = format_table(ds)
     assert table.count("== condition model.gender=") == 6
     assert "== condition model.gender=m, segment.src=x ==" in table
+    assert table.count("their metrics are undefined") == 6
 
 
 def test_pooled_errors_stay_errors():
@@ -327,3 +328,20 @@ def test_cprimary_bad_prior():
     scores = make_scores(["a"], ["s1", "s2"], [[1.0, 0.0]])
     with pytest.raises(OptionError, match="Cprimary prior 1.0 is not strictly between 0 and 1"):
         metrics.evaluate(scores, key, cprimary_priors=[0.01, 1.0])
+
+
+def test_many_conditions_and_scores_in_another_id_order():
+    # 3 x 2 x 2 = 12 conditions: more condition systems than the engine's defaults plan for,
+    # so pass 1 runs on coarser bins; the scores' ids are in another order, with extra ids
+    mids, sids, mask, scores, mcols, scols, tables = _case(11, 9, 12)
+    mask[0, 0], mask[-1, -1] = 1, -1
+    by = ["model.l", "same.l", "segment.d"]
+    order_m, order_s = np.arange(len(mids))[::-1], np.roll(np.arange(len(sids)), 5)
+    shuffled = np.pad(scores[np.ix_(order_m, order_s)], ((0, 1), (0, 0)), constant_values=9.0)
+    system = make_scores([mids[i] for i in order_m] + ["extra"], [sids[j] for j in order_s],
+                         shuffled, chunks=(4, 5))  # fmt: skip
+    ds = metrics.evaluate(system, make_key(mids, sids, mask, chunks=(3, 7)), priors=PRIORS,
+                          conditions=tables, by=by)  # fmt: skip
+    assert ds.sizes["condition"] == 12
+    assert int(((ds.condition_n_target > 0) & (ds.condition_n_nontarget > 0)).sum()) > 8
+    _check_against_references(ds, mids, sids, mask, scores, mcols, scols, (3, 7), by)

@@ -103,6 +103,15 @@ def condition_counts(
     return np.asarray(total).reshape(len(masks), n_groups, 2, 2)
 
 
+def _coarse_bits(n_systems: int) -> int | None:
+    """Pass-1 key bits for this many systems: the engine's default up to 8 systems, then one
+    bit fewer per doubling (at least 12), so a chunk's pass-1 result stays near 8 systems' at
+    18 bits (32 MB) however many conditions there are. Fewer bits can mean more refinement."""
+    if n_systems <= 8:
+        return None
+    return max(12, 18 - int(np.ceil(np.log2(n_systems / 8))))
+
+
 def condition_summaries(
     scores: Sequence[xr.Dataset],
     key: xr.Dataset,
@@ -130,7 +139,8 @@ def condition_summaries(
        ``score_mask`` ANDed with the condition's cells. All of them come out of the same passes,
        exactly (the same refinement rules as a plain evaluation of that condition's trials
        alone), but the kernels do ``1 + G`` times the work of a plain evaluation and each pass-1
-       chunk result is ``1 + G`` histograms.
+       chunk result is ``1 + G`` histograms (coarser ones beyond 8 systems, see
+       :func:`_coarse_bits`, which may cost refinement passes).
 
     Parameters
     ----------
@@ -187,6 +197,7 @@ def condition_summaries(
     summaries = summarize(
         [*systems, *extra], key, thresholds=thresholds, allow_missing=True,
         split_every=split_every, progress=progress,
+        coarse_bits=_coarse_bits(len(systems) + len(extra)),
         names=[*names, *(f"{names[k]} [condition {g}]" for k, g in pairs)],
     )  # fmt: skip
     pooled = summaries[: len(systems)]
