@@ -345,3 +345,26 @@ def test_many_conditions_and_scores_in_another_id_order():
     assert ds.sizes["condition"] == 12
     assert int(((ds.condition_n_target > 0) & (ds.condition_n_nontarget > 0)).sum()) > 8
     _check_against_references(ds, mids, sids, mask, scores, mcols, scols, (3, 7), by)
+
+
+def test_every_pass_is_counted_and_building_computes_nothing():
+    mids, sids, mask, scores, mcols, scols, tables = _case(4, 20, 30)
+    key = make_key(mids, sids, mask, chunks=(10, 15))
+    system = make_scores(mids, sids, scores.astype(np.float32), chunks=(10, 15))
+    computes = []
+
+    def counting_get(dsk, keys, **kwargs):
+        computes.append(keys)
+        return dask.get(dsk, keys, **kwargs)
+
+    with dask.config.set(scheduler=counting_get):
+        from bosaris_dask.conditions import condition_codes
+
+        cond = condition_codes(key, tables, ["model.g", "segment.l"])
+        cond.group_index((10, 15))
+        assert computes == []  # codes and the group index are built without computing
+        ds = metrics.evaluate(system, key, conditions=tables, by=["model.g", "segment.l"])
+        plain = metrics.evaluate(system, key)
+    # one counting pass, then the engine's passes for pooled and per-condition systems at once
+    assert len(computes) == ds.attrs["passes"] + plain.attrs["passes"]
+    assert ds.attrs["passes"] == plain.attrs["passes"] + 1
