@@ -89,6 +89,9 @@ def _check_against_references(ds, mids, sids, mask, scores, mcols, scols, chunks
         for name in ("act_dcf", "min_dcf", "act_pfa", "min_pmiss", "min_threshold"):
             np.testing.assert_array_equal(one[name].values, plain[name].values)
         np.testing.assert_array_equal(one.sweep_min_dcf.values, plain.sweep_min_dcf.values)
+        for name in ("rocch_pmiss", "rocch_pfa", "roc_pmiss", "roc_pfa"):  # NaN-padded curves
+            got = one[name].values
+            np.testing.assert_array_equal(got[np.isfinite(got)], plain[name].values)
     assert key_all.sizes["model"] == len(mids)
 
 
@@ -368,3 +371,22 @@ def test_every_pass_is_counted_and_building_computes_nothing():
     # one counting pass, then the engine's passes for pooled and per-condition systems at once
     assert len(computes) == ds.attrs["passes"] + plain.attrs["passes"]
     assert ds.attrs["passes"] == plain.attrs["passes"] + 1
+
+
+def test_plot_a_curve_per_condition(files):
+    from bosaris_dask.conditions.evaluation import conditions_as_systems
+
+    path, mids, sids, mask, scores, mcols, scols = files
+    out = path / "det.png"
+    assert main(["plot", "det", "--key", str(path / "key.txt"), "--scores",
+                 str(path / "sys.txt"), "--conditions", str(path / "models.tsv"),
+                 "--by", "model.g", "--out", str(out), "-q", "--cluster", "threads"]) == 0
+    assert out.stat().st_size > 1000  # fmt: skip
+    models = condition_table("model", mids, {"g": [mcols["g"][m] for m in mids]})
+    ds = metrics.evaluate(make_scores(mids, sids, scores), make_key(mids, sids, mask),
+                          conditions=[models], by=["model.g"], names=["sys"])  # fmt: skip
+    pairs = conditions_as_systems(ds)
+    assert pairs.system.values.tolist() == ["sys [model.g=f]", "sys [model.g=m]"]
+    for g in range(2):
+        np.testing.assert_array_equal(pairs.eer.values[g], ds.condition_eer.values[0, g])
+        np.testing.assert_array_equal(pairs.roc_pfa.values[g], ds.condition_roc_pfa.values[0, g])

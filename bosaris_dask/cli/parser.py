@@ -114,7 +114,7 @@ def _operating_point_argument(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def _condition_arguments(parser: argparse.ArgumentParser) -> None:
+def _condition_arguments(parser: argparse.ArgumentParser, cprimary: bool = True) -> None:
     parser.add_argument(
         "--conditions", action="append", metavar="TABLE",
         help="a condition table (tab-separated, header 'model' or 'segment' then attribute "
@@ -125,6 +125,8 @@ def _condition_arguments(parser: argparse.ArgumentParser) -> None:
         help="model.COL, segment.COL or same.COL: also report every condition of COL; repeat "
         "for the Cartesian product of several",
     )  # fmt: skip
+    if not cprimary:
+        return
     parser.add_argument(
         "--cprimary-priors", action="append", type=_prior, metavar="P",
         help="an effective prior of Cprimary (the mean normalized actDCF and minDCF over "
@@ -327,6 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "with --eval-key)")  # fmt: skip
     p.add_argument("--allow-missing", action="store_true",
                    help="drop key trials without a score (and report how many)")  # fmt: skip
+    _condition_arguments(p, cprimary=False)
     p.add_argument("--out", required=True, metavar="FILE", help="the image file to write")
     _finish(p, cmd_plot)
 

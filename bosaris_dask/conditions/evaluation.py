@@ -38,12 +38,15 @@ from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import OptionError
 from bosaris_dask.operating_points import OperatingPoint
 
-__all__ = ["evaluate_conditions", "condition_result", "cprimary", "PREFIX"]
+__all__ = ["evaluate_conditions", "condition_result", "conditions_as_systems", "cprimary", "PREFIX"]
 
 #: The prefix of the per-condition variables.
 PREFIX = "condition_"
 _SCALARS = metrics._SCALARS
 _PER_PRIOR = metrics._PER_PRIOR + metrics._PER_PRIOR_ONLY
+#: Curves, NaN-padded: per-condition dimension name -> the pooled one.
+_CURVES = {"rocch_pmiss": "vertex", "rocch_pfa": "vertex",
+           "roc_pmiss": "roc_point", "roc_pfa": "roc_point"}  # fmt: skip
 
 
 def cprimary(summary: ScoreSummary, priors: Sequence[float]) -> tuple[float, float]:
@@ -106,7 +109,9 @@ def evaluate_conditions(
         ``cprimary_min`` (``system``; the priors in ``attrs["cprimary_priors"]``) and, with
         conditions, ``condition_<name>`` for every scalar, per-prior and sweep variable
         (``system``, ``condition``[, ``prior`` | ``plo``]). ``condition`` is labelled
-        ``"model.gender=f, same.language=same"`` and carries one coordinate per spec (named
+        ``"model.gender=f, same.language=same"``; the curves (``condition_rocch_*``,
+        ``condition_roc_*``) are NaN-padded along ``condition_vertex`` and
+        ``condition_roc_point`` and carries one coordinate per spec (named
         like the spec, e.g. ``same.language``); ``attrs["by"]`` lists the specs. A condition
         without a scored target or non-target has its counts and NaN metrics.
         ``attrs["passes"]`` counts every pass, the condition counting pass included.
@@ -155,11 +160,13 @@ def evaluate_conditions(
     if cp is not None:
         blank |= {"cprimary_act": np.full((n_sys, n_cond), np.nan),
                   "cprimary_min": np.full((n_sys, n_cond), np.nan)}  # fmt: skip
+    curves: dict[tuple[int, int], dict[str, np.ndarray]] = {}
     for k, row in enumerate(result.by_condition):
         for g, summary in enumerate(row):
             if summary is None:
                 continue
             values = metrics.summary_metrics(summary, priors_eff, sweep)
+            curves[k, g] = {name: values[name] for name in _CURVES}
             if cp is not None:
                 values["cprimary_act"], values["cprimary_min"] = cprimary(summary, cp)
             for name, arr in blank.items():
@@ -171,6 +178,12 @@ def evaluate_conditions(
         dims = ("system", "condition") + {2: (), 3: ("plo",) if name.startswith("sweep_")
                                           else ("prior",)}[arr.ndim]  # fmt: skip
         data[PREFIX + name] = (dims, arr)
+    for name, dim in _CURVES.items():
+        length = max([len(c[name]) for c in curves.values()], default=0)
+        arr = np.full((n_sys, n_cond, length), np.nan)
+        for (k, g), c in curves.items():
+            arr[k, g, : len(c[name])] = c[name]
+        data[PREFIX + name] = (("system", "condition", PREFIX + dim), arr)
     coords: dict[str, Any] = {
         "condition": [", ".join(f"{k}={v}" for k, v in lab.items()) for lab in labels]
     }
@@ -193,7 +206,7 @@ def _with_cprimary(
 
 
 def condition_result(results: xr.Dataset, condition: int | str) -> xr.Dataset:
-    """One condition's results in the layout of a pooled evaluation (no curves).
+    """One condition's results in the layout of a pooled evaluation (what plots and reports take).
 
     ``attrs["by"]`` is then the condition's ``{spec: value}`` dict.
 
@@ -213,6 +226,38 @@ def condition_result(results: xr.Dataset, condition: int | str) -> xr.Dataset:
     variables = {name[len(PREFIX) :]: results[name].isel(condition=g, drop=True)
                  for name in results.data_vars if name.startswith(PREFIX)}  # fmt: skip
     out = xr.Dataset(variables).drop_vars([str(b) for b in results.attrs["by"]], errors="ignore")
+    out = out.rename_dims({PREFIX + d: d for d in set(_CURVES.values()) if PREFIX + d in out.dims})
     out.attrs = {k: v for k, v in results.attrs.items() if k != "by"}
     out.attrs["by"] = {str(b): str(results[str(b)].values[g]) for b in results.attrs["by"]}
+    return out
+
+
+def conditions_as_systems(results: xr.Dataset, *, empty: bool = False) -> xr.Dataset:
+    """The per-condition results as one pooled-layout Dataset whose ``system`` is each
+    (system, condition) pair, labelled ``"name [model.gender=f]"``: any plot then draws a curve
+    per condition. Conditions without targets or non-targets are left out unless ``empty``.
+
+    Examples
+    --------
+    >>> from bosaris_dask.conditions import condition_table
+    >>> from bosaris_dask.trials import make_key, make_scores
+    >>> key = make_key(["m1", "m2"], ["s1", "s2"], [[1, -1], [-1, 1]])
+    >>> scores = make_scores(["m1", "m2"], ["s1", "s2"], [[2.0, 0.5], [-1.0, 0.5]])
+    >>> segs = condition_table("segment", ["s1", "s2"], {"lang": ["a", "b"]})
+    >>> ds = evaluate_conditions(scores, key, conditions=[segs], by=["segment.lang"])
+    >>> conditions_as_systems(ds).system.values.tolist()
+    ['system-1 [segment.lang=a]', 'system-1 [segment.lang=b]']
+    """
+    parts = []
+    for g, label in enumerate(results.condition.values):
+        view = condition_result(results, g)
+        for name in view.system.values:
+            one = view.sel(system=[name])
+            if not empty and not int(one.n_target[0]) * int(one.n_nontarget[0]):
+                continue
+            parts.append(one.assign_coords(system=[f"{name} [{label}]"]))
+    if not parts:
+        raise OptionError("no condition has both targets and non-targets")
+    out = xr.concat(parts, dim="system")
+    out.attrs = {k: v for k, v in results.attrs.items() if k != "by"}
     return out
