@@ -169,6 +169,7 @@ def test_empty_conditions_are_counted_not_errors():
     assert doc["conditions"][5] == {
         "by": {"model.gender": "m", "segment.src": "x"}, "n_target": 0, "n_nontarget": 0,
         "n_missing": 0, "eer": None, "prbep": None, "cllr": None, "min_cllr": None,
+        **dict.fromkeys(["cllr_cal", "auc", "auc_low", "auc_high", "auc_rocch"]),
         "operating_points": [{"prior": 0.5, "p_target": 0.5, "c_miss": 1.0, "c_fa": 1.0,
                               "act_threshold": -0.0, **dict.fromkeys(
                                   ["act_dcf", "min_dcf", "act_dcf_raw", "min_dcf_raw",
@@ -390,3 +391,16 @@ def test_plot_a_curve_per_condition(files):
     for g in range(2):
         np.testing.assert_array_equal(pairs.eer.values[g], ds.condition_eer.values[0, g])
         np.testing.assert_array_equal(pairs.roc_pfa.values[g], ds.condition_roc_pfa.values[0, g])
+
+
+def test_llr_base_converts_condition_thresholds_too():
+    from bosaris_dask.llr_base import thresholds_from_natural
+
+    mids, sids, mask, scores, mcols, scols, tables = _case(2, 6, 8)
+    mask[0, 0], mask[-1, -1] = 1, -1
+    ds = metrics.evaluate(make_scores(mids, sids, scores), make_key(mids, sids, mask),
+                          conditions=tables, by=["model.g"], priors=PRIORS)  # fmt: skip
+    ten = thresholds_from_natural(ds, "10")
+    np.testing.assert_array_equal(ten.condition_min_threshold.values,
+                                  ds.condition_min_threshold.values / np.log(10))  # fmt: skip
+    np.testing.assert_array_equal(ten.min_threshold.values, ds.min_threshold.values / np.log(10))

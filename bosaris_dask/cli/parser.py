@@ -107,6 +107,13 @@ def _operating_point(text: str) -> Any:
 
 
 def _operating_point_argument(parser: argparse.ArgumentParser) -> None:
+    from bosaris_dask.profiles import PROFILES
+
+    parser.add_argument(
+        "--profile", choices=list(PROFILES),
+        help="a published cost profile (sre18, sre21: Cprimary; voxsrc; asvspoof5-cm; ijbc); "
+        "it sets the operating points unless --prior or --operating-point is given",
+    )  # fmt: skip
     parser.add_argument(
         "--operating-point", type=_operating_point, action="append", metavar="PTAR:CMISS:CFA",
         help="an operating point as target prior and costs, e.g. 0.01:10:1 or 0.05:1:1 "
@@ -131,6 +138,16 @@ def _condition_arguments(parser: argparse.ArgumentParser, cprimary: bool = True)
         "--cprimary-priors", action="append", type=_prior, metavar="P",
         help="an effective prior of Cprimary (the mean normalized actDCF and minDCF over "
         "them); repeat, e.g. --cprimary-priors 0.01 --cprimary-priors 0.05 (SRE21)",
+    )  # fmt: skip
+
+
+def _llr_base_argument(parser: argparse.ArgumentParser) -> None:
+    from bosaris_dask.llr_base import LLR_BASES
+
+    parser.add_argument(
+        "--llr-base", choices=LLR_BASES, default="e",
+        help="base of the LLRs read and written (default e; 10 for log10 LRs: scores are "
+        "multiplied by ln 10 on input and written LLRs divided by it)",
     )  # fmt: skip
 
 
@@ -217,6 +234,8 @@ def _finish(parser: argparse.ArgumentParser, func: Any) -> None:
     """The options every subcommand shares, and the function that runs it."""
     from bosaris_dask.cluster import add_cluster_arguments
 
+    if func in (cmd_evaluate, cmd_plot, cmd_calibrate, cmd_fuse, cmd_apply):
+        _llr_base_argument(parser)
     _common(parser)
     add_cluster_arguments(parser)
     parser.set_defaults(func=func)
@@ -322,8 +341,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dr30", choices=["both", "miss", "fa", "none"], default="both",
                    help="DR30 marks: for misses, false alarms, both (default) or none")  # fmt: skip
     p.add_argument("--eval-key", help="an eval key: draw dev (--key) and eval in one plot")
-    p.add_argument("--eval-scores", action="append",
-                   help="eval scores of one system (same order as --scores); with --eval-key")
+    p.add_argument(
+        "--eval-scores",
+        action="append",
+        help="eval scores of one system (same order as --scores); with --eval-key",
+    )
     p.add_argument("--contributions", action="store_true",
                    help="nbe: also draw the miss and false-alarm parts of each curve (always "
                    "with --eval-key)")  # fmt: skip
@@ -354,6 +376,12 @@ def build_parser() -> argparse.ArgumentParser:
     _key_and_systems(p, "training scores of one system; repeat for each system")
     _quality_arguments(p)
     p.add_argument("--apply-quality", help="quality store of the eval set (default: --quality)")
+    p.add_argument(
+        "--qtrans",
+        metavar="MATRIX.txt",
+        help="quality fusion: a text matrix (r rows, one column per quality measure) mapping "
+        "both sides' quality vectors before fusion (the toolkit's Qtrans)",
+    )
     _training_arguments(p, "eval scores of one system; repeat for each system, in the order "
                            "of --scores")  # fmt: skip
     _finish(p, cmd_fuse)
