@@ -72,7 +72,8 @@ def thresholds_from_natural(results: xr.Dataset, base: float | str) -> xr.Datase
     out = results.copy()
     if "act_threshold" in out.coords:
         out = out.assign_coords(act_threshold=out.act_threshold / factor)
-    if "min_threshold" in out:
-        out["min_threshold"] = out.min_threshold / factor
+    for name in ("min_threshold", "condition_min_threshold"):
+        if name in out:
+            out[name] = out[name] / factor
     out.attrs["llr_base"] = str(base)
     return out

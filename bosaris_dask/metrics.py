@@ -391,6 +391,9 @@ def evaluate(
     allow_missing: bool = False,
     progress: bool = False,
     split_every: int = DEFAULT_SPLIT_EVERY,
+    conditions: Sequence[Any] = (),
+    by: Sequence[Any] = (),
+    cprimary_priors: Sequence[float] = (),
 ) -> xr.Dataset:
     """Evaluate one or more systems against a key, exactly, at any scale.
 
@@ -419,6 +422,14 @@ def evaluate(
         Show a progress bar for each pass over the data.
     split_every
         How many chunk results each merge task combines.
+    conditions, by
+        Condition tables (or their paths) and ``model.COL``/``segment.COL``/``same.COL`` specs:
+        also evaluate every condition (their Cartesian product) from the same passes, into
+        ``condition_*`` variables with a ``condition`` dimension
+        (:func:`bosaris_dask.conditions.evaluation.evaluate_conditions`).
+    cprimary_priors
+        Also report Cprimary (``cprimary_act``, ``cprimary_min``): the mean over these
+        effective priors of the normalized actDCF and minDCF.
 
     Returns
     -------
@@ -450,6 +461,14 @@ def evaluate(
     MissingTrialsError
         Key trials without a score (unless ``allow_missing``), naming a few.
     """
+    if conditions or by or len(cprimary_priors):
+        from bosaris_dask.conditions.evaluation import evaluate_conditions
+
+        return evaluate_conditions(
+            scores, key, conditions=conditions, by=by, cprimary_priors=cprimary_priors,
+            priors=priors, operating_points=operating_points, sweep=sweep, names=names,
+            allow_missing=allow_missing, progress=progress, split_every=split_every,
+        )  # fmt: skip
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
     sweep = _check_sweep(sweep)
     points = _operating_points(priors, operating_points)

@@ -154,6 +154,8 @@ def _evaluate(args: argparse.Namespace, key: Any, systems: list[Any], score_path
         systems, key, priors=args.prior, names=names,
         operating_points=getattr(args, "operating_point", None) or (),
         allow_missing=args.allow_missing, progress=_progress(args),
+        conditions=getattr(args, "conditions", None) or (), by=getattr(args, "by", None) or (),
+        cprimary_priors=getattr(args, "cprimary_priors", None) or (),
     )  # fmt: skip
     return thresholds_from_natural(results, getattr(args, "llr_base", "e"))
 

@@ -122,6 +122,26 @@ def _operating_point_argument(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def _condition_arguments(parser: argparse.ArgumentParser, cprimary: bool = True) -> None:
+    parser.add_argument(
+        "--conditions", action="append", metavar="TABLE",
+        help="a condition table (tab-separated, header 'model' or 'segment' then attribute "
+        "columns; or zarr/HDF5); repeat for several tables",
+    )  # fmt: skip
+    parser.add_argument(
+        "--by", action="append", metavar="SPEC",
+        help="model.COL, segment.COL or same.COL: also report every condition of COL; repeat "
+        "for the Cartesian product of several",
+    )  # fmt: skip
+    if not cprimary:
+        return
+    parser.add_argument(
+        "--cprimary-priors", action="append", type=_prior, metavar="P",
+        help="an effective prior of Cprimary (the mean normalized actDCF and minDCF over "
+        "them); repeat, e.g. --cprimary-priors 0.01 --cprimary-priors 0.05 (SRE21)",
+    )  # fmt: skip
+
+
 def _llr_base_argument(parser: argparse.ArgumentParser) -> None:
     from bosaris_dask.llr_base import LLR_BASES
 
@@ -306,6 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="drop key trials without a score (and report how many)",
     )
+    _condition_arguments(p)
     _finish(p, cmd_evaluate)
 
     p = _add(sub, "plot", "draw a DET, NBE, APE or Cllr plot of one or more systems",
@@ -338,6 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "with --eval-key)")  # fmt: skip
     p.add_argument("--allow-missing", action="store_true",
                    help="drop key trials without a score (and report how many)")  # fmt: skip
+    _condition_arguments(p, cprimary=False)
     p.add_argument("--out", required=True, metavar="FILE", help="the image file to write")
     _finish(p, cmd_plot)
 

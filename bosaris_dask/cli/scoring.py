@@ -77,6 +77,11 @@ def cmd_plot(args: argparse.Namespace) -> int:
             eval_inputs = _load(eval_key, eval_scores, args.format, args.llr_base)
             evaluated = _evaluate(args, *eval_inputs, args.scores)
             results = {"dev": results, "eval": evaluated}
+    if getattr(args, "by", None):  # a curve per (system, condition)
+        from bosaris_dask.conditions.evaluation import conditions_as_systems
+
+        results = ({k: conditions_as_systems(v) for k, v in results.items()}
+                   if isinstance(results, dict) else conditions_as_systems(results))  # fmt: skip
     options: dict[str, Any] = {"window": args.window} if args.kind == "det" and args.window else {}
     if args.kind in ("det", "nbe"):
         options["dr30"] = args.dr30
