@@ -18,8 +18,30 @@ from bosaris_dask.spoofing.files import (
     read_sasv_scores,
     sasv_arrays,
 )
+from bosaris_dask.spoofing.metrics import (
+    ASVSPOOF5,
+    FIXED_ASV_RATES,
+    AsvRates,
+    CostModel,
+    asv_rates,
+    asv_rates_at,
+    cm_eer,
+    min_a_dcf,
+    min_t_dcf,
+    t_eer,
+)
 
 __all__ = [
+    "ASVSPOOF5",
+    "FIXED_ASV_RATES",
+    "AsvRates",
+    "CostModel",
+    "asv_rates",
+    "asv_rates_at",
+    "cm_eer",
+    "min_a_dcf",
+    "min_t_dcf",
+    "t_eer",
     "CMKey",
     "CMScores",
     "SASVKey",

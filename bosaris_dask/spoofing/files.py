@@ -23,15 +23,15 @@ without a score).
 
 Examples
 --------
->>> import os, tempfile
->>> d = tempfile.mkdtemp()
->>> text = "filename\\tcm-label\\nE1\\tbonafide\\nE2\\tspoof\\n"
->>> _ = open(os.path.join(d, "key.tsv"), "w").write(text)
->>> _ = open(os.path.join(d, "cm.tsv"), "w").write("E2\\t-1.5\\nE1\\t2.0\\n")
->>> key = read_cm_key(os.path.join(d, "key.tsv"))
+>>> import tempfile
+>>> from pathlib import Path
+>>> d = Path(tempfile.mkdtemp())
+>>> _ = (d / "key.tsv").write_text("filename\\tcm-label\\nE1\\tbonafide\\nE2\\tspoof\\n")
+>>> _ = (d / "cm.tsv").write_text("E2\\t-1.5\\nE1\\t2.0\\n")
+>>> key = read_cm_key(d / "key.tsv")
 >>> key.bonafide.tolist()
 [True, False]
->>> cm_arrays(key, read_cm_scores(os.path.join(d, "cm.tsv")))  # (bona fide, spoof) scores
+>>> cm_arrays(key, read_cm_scores(d / "cm.tsv"))  # (bona fide, spoof) scores
 (array([2.]), array([-1.5]))
 """
 
