@@ -35,9 +35,10 @@ def to_json_dict(results: xr.Dataset) -> dict[str, Any]:
     """The evaluation as the documented JSON structure (``bosaris-dask evaluate --json``).
 
     ``{"systems": [{"name", "n_target", "n_nontarget", "n_missing", "eer", "prbep", "cllr",
-    "min_cllr", "operating_points": [{"prior", "p_target", "c_miss", "c_fa", "act_threshold",
-    "act_dcf", "min_dcf", "act_dcf_raw", "min_dcf_raw", "act_pmiss", "act_pfa", "min_pmiss",
-    "min_pfa", "min_threshold"}]}], "passes": N}``;
+    "min_cllr", "cllr_cal", "auc", "auc_low", "auc_high", "auc_rocch", "operating_points":
+    [{"prior", "p_target", "c_miss", "c_fa", "act_threshold", "act_dcf", "min_dcf",
+    "act_dcf_raw", "min_dcf_raw", "act_pmiss", "act_pfa", "min_pmiss", "min_pfa",
+    "min_threshold"}]}], "passes": N}``;
     ``prior`` is the effective prior of the operating point ``(p_target, c_miss, c_fa)``;
     ``act_dcf``/``min_dcf`` are normalized by ``min(p, 1 - p)`` (the same number as the DCF in
     cost units normalized by ``min(p_target c_miss, (1 - p_target) c_fa)``). ``act_threshold``
@@ -66,6 +67,8 @@ def to_json_dict(results: xr.Dataset) -> dict[str, Any]:
                 "prbep": _number(r.prbep),
                 "cllr": _number(r.cllr),
                 "min_cllr": _number(r.min_cllr),
+                "cllr_cal": _number(r.cllr_cal) if "cllr_cal" in r else None,
+                **{f: _number(r[f]) for f in ("auc", "auc_low", "auc_high", "auc_rocch") if f in r},
                 "operating_points": ops,
             }
         )

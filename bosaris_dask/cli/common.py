@@ -46,7 +46,10 @@ def _opened(
 
 
 def _load(
-    key_path: str | None, score_paths: Sequence[str], text_format: str | None = None
+    key_path: str | None,
+    score_paths: Sequence[str],
+    text_format: str | None = None,
+    llr_base: str = "e",
 ) -> tuple[Any, list[Any]]:
     """Open the key and the systems' scores (lazily: nothing is computed yet).
 
@@ -56,28 +59,46 @@ def _load(
     """
     from bosaris_dask import io
 
-    if key_path is not None:  # the key first: a wrong key path is the first error
-        key = io.read(key_path, "key", text_format=text_format)
-        return key, [io.read(p, "scores", text_format=text_format) for p in score_paths]
-    systems = [io.read(p, "scores", text_format=text_format) for p in score_paths]
     if key_path is None:
         from bosaris_dask.errors import OptionError
         from bosaris_dask.io.text import text_has_labels
 
-        first = score_paths[0]
-        if io.detect_format(first) != "text" or not text_has_labels(first, format=text_format):
+        key_path = score_paths[0]
+        if io.detect_format(key_path) != "text" or not text_has_labels(
+            key_path, format=text_format
+        ):
             raise OptionError(
-                f"--key is needed: {first} carries no labels (only text files with both a score "
-                "and a label column, e.g. wespeaker's 'enrol test score label', can be their "
-                "own key)"
+                f"--key is needed: {key_path} carries no labels (only text files with both a "
+                "score and a label column, e.g. wespeaker's 'enrol test score label', can be "
+                "their own key)"
             )
-        key_path = first
-    return io.read(key_path, "key", text_format=text_format), systems
+    key = io.read(key_path, "key", text_format=text_format)  # first: a wrong key path is the
+    systems = [io.read(p, "scores", text_format=text_format) for p in score_paths]  # 1st error
+    if llr_base != "e":
+        from bosaris_dask.llr_base import to_natural
+
+        systems = [to_natural(s, llr_base) for s in systems]
+    return key, systems
+
+
+def _read_scores(args: argparse.Namespace, path: str) -> Any:
+    """Scores from a file, as natural-log LLRs (``--llr-base``)."""
+    from bosaris_dask import io
+    from bosaris_dask.llr_base import to_natural
+
+    return to_natural(io.read(path, "scores"), getattr(args, "llr_base", "e"))
+
+
+def _in_user_base(args: argparse.Namespace, scores: Any) -> Any:
+    """Natural-log LLRs as LLRs in the base of ``--llr-base`` (what is written)."""
+    from bosaris_dask.llr_base import from_natural
+
+    return from_natural(scores, getattr(args, "llr_base", "e"))
 
 
 def _system_name(path: str) -> str:
     name = Path(path.rstrip("/")).name
-    for suffix in (".zarr", ".hdf5", ".h5", ".txt", ".tsv", ".scores"):
+    for suffix in (".zarr", ".hdf5", ".h5", ".txt", ".tsv", ".scores", ".score"):
         name = name.removesuffix(suffix)
     return name
 
@@ -99,13 +120,15 @@ def _size(obj: Any) -> int:
 
 
 def _evaluate(args: argparse.Namespace, key: Any, systems: list[Any], score_paths: Sequence[str]):
+    from bosaris_dask.llr_base import thresholds_from_natural
     from bosaris_dask.metrics import evaluate
 
-    return evaluate(
+    results = evaluate(
         systems, key, priors=args.prior, names=[_system_name(p) for p in score_paths],
         operating_points=getattr(args, "operating_point", None) or (),
         allow_missing=args.allow_missing, progress=_progress(args),
     )  # fmt: skip
+    return thresholds_from_natural(results, getattr(args, "llr_base", "e"))
 
 
 def _write_json(path: str, document: dict[str, Any]) -> None:

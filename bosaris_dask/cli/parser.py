@@ -107,10 +107,27 @@ def _operating_point(text: str) -> Any:
 
 
 def _operating_point_argument(parser: argparse.ArgumentParser) -> None:
+    from bosaris_dask.profiles import PROFILES
+
+    parser.add_argument(
+        "--profile", choices=list(PROFILES),
+        help="a published cost profile (sre18, sre21: Cprimary; voxsrc; asvspoof5-cm; ijbc); "
+        "it sets the operating points unless --prior or --operating-point is given",
+    )  # fmt: skip
     parser.add_argument(
         "--operating-point", type=_operating_point, action="append", metavar="PTAR:CMISS:CFA",
         help="an operating point as target prior and costs, e.g. 0.01:10:1 or 0.05:1:1 "
         "(reported at its effective prior, with its Bayes and minDCF thresholds); repeatable",
+    )  # fmt: skip
+
+
+def _llr_base_argument(parser: argparse.ArgumentParser) -> None:
+    from bosaris_dask.llr_base import LLR_BASES
+
+    parser.add_argument(
+        "--llr-base", choices=LLR_BASES, default="e",
+        help="base of the LLRs read and written (default e; 10 for log10 LRs: scores are "
+        "multiplied by ln 10 on input and written LLRs divided by it)",
     )  # fmt: skip
 
 
@@ -197,6 +214,8 @@ def _finish(parser: argparse.ArgumentParser, func: Any) -> None:
     """The options every subcommand shares, and the function that runs it."""
     from bosaris_dask.cluster import add_cluster_arguments
 
+    if func in (cmd_evaluate, cmd_plot, cmd_calibrate, cmd_fuse, cmd_apply):
+        _llr_base_argument(parser)
     _common(parser)
     add_cluster_arguments(parser)
     parser.set_defaults(func=func)
