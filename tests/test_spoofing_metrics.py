@@ -30,6 +30,7 @@ from bosaris_dask.spoofing.metrics import (
     FIXED_ASV_RATES,
     AsvRates,
     CostModel,
+    a_dcf,
     asv_rates,
     asv_rates_at,
     cm_eer,
@@ -236,6 +237,7 @@ def test_min_a_dcf_equals_brute_force(tar, non, spf):
     value, t = min_a_dcf(tar, non, spf)
     assert value == pytest.approx(brute_min_a_dcf(np.array(tar), np.array(non), np.array(spf)),
                                   rel=1e-12, abs=1e-15)  # fmt: skip
+    assert a_dcf(tar, non, spf, t) == value  # the threshold returned attains it
 
 
 @settings(max_examples=100, deadline=None)
@@ -270,3 +272,29 @@ def test_t_eer_equals_brute_force(cm_tar, cm_non, cm_spf, tar, non, spf):
         assert np.isnan(out["t_eer"])
     else:
         assert out["t_eer"] == expected
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_t_eer_equals_a_full_grid_at_medium_size_with_heavy_ties(seed):
+    # every (ASV threshold, CM threshold) pair at once, as matrices: no bisection
+    rng = np.random.default_rng(seed)
+    bona = rng.integers(0, 40, 300).astype(float)
+    cm_spf = rng.integers(-10, 25, 250).astype(float)
+    tar, non, spf = (rng.integers(lo, lo + 30, n).astype(float)
+                     for lo, n in ((5, 200), (-10, 220), (0, 260)))  # fmt: skip
+    taus, cms = np.array(_grid(tar, non, spf)), np.array(_grid(bona, cm_spf))
+    a = np.array([np.sum(tar < t) for t in taus]) / tar.size
+    b = np.array([np.sum(non >= t) for t in taus]) / non.size
+    c = np.array([np.sum(spf >= t) for t in taus]) / spf.size
+    m = np.array([np.sum(bona < t) for t in cms]) / bona.size
+    f = np.array([np.sum(cm_spf >= t) for t in cms]) / cm_spf.size
+    a, b, c = a[:, None], b[:, None], c[:, None]
+    d = np.abs((m + (1.0 - m) * a) - (0.5 * (1.0 - m) * b + 0.5 * f * c))
+    j = np.argmin(d, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        crit = np.abs(b[:, 0] / c[:, 0] - f[j] / (1.0 - m[j]))
+    crit[~(a[:, 0] < (b[:, 0] + c[:, 0]) / 2) | ~np.isfinite(crit)] = np.inf
+    i = np.argmin(crit)
+    out = t_eer(bona[:150], bona[150:], cm_spf, tar, non, spf)
+    assert out["t_eer"] == c[i, 0] * f[j[i]]
+    assert (out["asv_threshold"], out["cm_threshold"]) == (taus[i], cms[j[i]])

@@ -47,6 +47,7 @@ __all__ = [
     "thresholds",
     "miss_fa",
     "cm_eer",
+    "a_dcf",
     "min_a_dcf",
     "asv_rates",
     "asv_rates_at",
@@ -165,6 +166,29 @@ def cm_eer(bonafide: Any, spoof: Any) -> float:
     return float((pmiss[i] + pfa[i]) / 2)
 
 
+def _a_dcf(tar, non, spf, t: np.ndarray, costs: CostModel) -> np.ndarray:
+    return (
+        costs.c_miss * costs.p_target * _below(tar, t)
+        + costs.c_fa * costs.p_nontarget * _above(non, t)
+        + costs.c_fa_spoof * costs.p_spoof * _above(spf, t)
+    ) / costs.a_dcf_normalizer
+
+
+def a_dcf(
+    target: Any, nontarget: Any, spoof: Any, threshold: float, costs: CostModel = ASVSPOOF5
+) -> float:
+    """The normalized a-DCF of a single SASV score at a threshold (accept iff ``score >= t``).
+
+    Examples
+    --------
+    >>> round(a_dcf([2.0, 3.0], [0.0], [1.0], 1.0), 6)  # accepts the spoof: 10 * 0.05 / 0.595
+    0.840336
+    """
+    tar, non = _scores(target, "target"), _scores(nontarget, "non-target")
+    spf = _scores(spoof, "spoof")
+    return float(_a_dcf(tar, non, spf, np.array([threshold], dtype=np.float64), costs)[0])
+
+
 def min_a_dcf(
     target: Any, nontarget: Any, spoof: Any, costs: CostModel = ASVSPOOF5
 ) -> tuple[float, float]:
@@ -181,11 +205,7 @@ def min_a_dcf(
     tar, non = _scores(target, "target"), _scores(nontarget, "non-target")
     spf = _scores(spoof, "spoof")
     t = thresholds(tar, non, spf)
-    dcf = (
-        costs.c_miss * costs.p_target * _below(tar, t)
-        + costs.c_fa * costs.p_nontarget * _above(non, t)
-        + costs.c_fa_spoof * costs.p_spoof * _above(spf, t)
-    ) / costs.a_dcf_normalizer
+    dcf = _a_dcf(tar, non, spf, t, costs)
     i = int(np.argmin(dcf))
     return float(dcf[i]), float(t[i])
 
