@@ -67,7 +67,15 @@ EXAMPLES: dict[str, list[str]] = {
         f"bosaris-dask apply --model fusion.json --scores {_S1} --scores {_S2} --scores {_S3} "
         "--out fused.zarr",
     ],
+    "spoof": [
+        "bosaris-dask spoof cm --key asvspoof5/cm_key.tsv.gz --scores asvspoof5/cm_scores.tsv.gz",
+        "bosaris-dask spoof sasv --key asvspoof5/sasv_key.tsv.gz "
+        "--scores asvspoof5/sasv_scores.tsv.gz --asv-rates given --json sasv.json",
+    ],
 }
+
+#: The data a command's examples run on, where it is not the demo's.
+DATA = {"spoof": "ASVspoof 5 files: the package's, or tests/data/asvspoof5/ of the sources"}
 
 
 def epilog(command: str) -> str:
@@ -81,4 +89,5 @@ def epilog(command: str) -> str:
       bosaris-dask info bosaris-demo/system-1.zarr --key bosaris-demo/key.zarr
     """
     lines = "\n".join(f"  {line}" for line in EXAMPLES[command])
-    return f"examples (on the data that 'bosaris-dask demo' writes):\n{lines}"
+    data = DATA.get(command, "the data that 'bosaris-dask demo' writes")
+    return f"examples (on {data}):\n{lines}"

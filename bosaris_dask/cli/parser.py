@@ -27,6 +27,7 @@ from bosaris_dask.cli.data import cmd_convert, cmd_demo, cmd_info, cmd_simulate
 from bosaris_dask.cli.embeddings import add_embedding_arguments, add_score_parser
 from bosaris_dask.cli.examples import epilog
 from bosaris_dask.cli.scoring import cmd_apply, cmd_calibrate, cmd_evaluate, cmd_fuse, cmd_plot
+from bosaris_dask.cli.spoof import cmd_spoof
 
 #: Options renamed in issue 15: ``{(command, old): new}``.
 RENAMED = {
@@ -112,7 +113,8 @@ def _operating_point_argument(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument(
         "--profile", choices=list(PROFILES),
-        help="a published cost profile (sre18, sre21: Cprimary; voxsrc; asvspoof5-cm; ijbc); "
+        help="a published cost profile (sre18, sre21: Cprimary; voxsrc; asvspoof5-cm; ijbc; "
+        "asvspoof5-sasv: see the spoof command); "
         "it sets the operating points unless --prior or --operating-point is given",
     )  # fmt: skip
     parser.add_argument(
@@ -408,6 +410,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="STORE", help="file or store to write")
     _finish(p, cmd_apply)
 
+    p = _add(sub, "spoof", "ASVspoof 5 metrics: CM EER/DCF/Cllr, a-DCF, t-DCF, t-EER",
+             "Read ASVspoof 5 key and score files (the evaluation package's formats) and print "
+             "the challenge's metrics with its costs. cm (track 1): minDCF, actDCF, the "
+             "package's EER, ROCCH-EER, Cllr. sasv (track 2): min a-DCF, min t-DCF, exact "
+             "t-EER.")  # fmt: skip
+    p.add_argument("task", choices=["cm", "sasv"],
+                   help="cm: 'filename cm-label' key and 'filename cm-score' scores; sasv: "
+                   "'spk filename cm-label asv-label' key and 'spk filename cm-score asv-score "
+                   "sasv-score' scores")  # fmt: skip
+    p.add_argument("--key", required=True, help="the protocol (key) file; .gz is read as gzip")
+    p.add_argument("--scores", required=True, help="the score file; .gz is read as gzip")
+    p.add_argument("--asv-rates", choices=["fixed", "given"],
+                   help="sasv: the ASV rates of the t-DCF: the package's fixed ones (default) "
+                   "or counted from the asv-score column at the ASV EER threshold")  # fmt: skip
+    p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    _finish(p, cmd_spoof)
+
     p = _add(sub, "demo", "simulate a small example and evaluate it",
              "Generate a small realistic example (3 systems), evaluate it and say where the "
              "outputs are.")  # fmt: skip
@@ -423,4 +442,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _COMMANDS = ("convert", "info", "simulate", "evaluate", "plot", "calibrate", "fuse", "apply",
-             "demo", "score")  # fmt: skip
+             "score", "spoof", "demo")  # fmt: skip
