@@ -48,7 +48,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import config, kernels, memory, refinement, roc
+from bosaris_dask import config, exact_sum, kernels, memory, refinement, roc
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.keys import key_bits, keys_to_values, threshold_keys
 from bosaris_dask.progress import compute, compute_and_keep, current_client
@@ -82,7 +82,9 @@ class ScoreSummary:
         Target and non-target counts per bin.
     softplus_tar, softplus_non
         ``sum log(1 + exp(-s))`` over targets and ``sum log(1 + exp(s))`` over non-targets
-        (natural log): Cllr without a second pass.
+        (natural log): Cllr without a second pass. Each term is rounded to a multiple of
+        ``2**-57`` and the terms are added exactly (:mod:`bosaris_dask.exact_sum`), so the
+        sums are the same, bit for bit, in any chunking, merge tree and scheduler.
     n_missing
         Key trials without a score (dropped; non-zero only with ``allow_missing``).
     passes
@@ -361,16 +363,19 @@ def summarize(
     kernel = partial(kernels.coarse_kernel, shift=shift, nbins=nbins, n_cols=n_cols, **blocks)
     positions = [da.arange(n_rows, chunks=inputs[0].chunks[0]), "i",
                  da.arange(n_cols, chunks=inputs[0].chunks[1]), "j"]  # fmt: skip
-    packed = _blockwise(kernel, inputs, 2 + n_sys * (2 * nbins + 4), lead=positions)
+    length = kernels.coarse_length(nbins)
+    packed = _blockwise(kernel, inputs, 2 + n_sys * length, lead=positions)
     totals = compute(_pass1_reduce(packed, split_every), progress=progress)
     _raise_bad_codes(totals[:2], key, n_cols)
-    totals = totals[2:].reshape(n_sys, 2 * nbins + 4)
+    totals = totals[2:].reshape(n_sys, length)
 
     summaries = []
     for k, row in enumerate(totals):
         name = names[k] if names else f"system-{k + 1}"
         n_non, n_tar = row[:nbins].astype(np.int64), row[nbins : 2 * nbins].astype(np.int64)
-        sp_tar, sp_non, missing, bad = row[2 * nbins :]
+        limbs = row[2 * nbins : -2].reshape(2, -1)
+        sp_tar, sp_non = (exact_sum.to_float(exact_sum.from_limbs(x)) for x in limbs)
+        missing, bad = row[-2:]
         if bad:
             cond = ~da.isfinite(inputs[1 + 2 * k]) & (inputs[0] != 0) & inputs[2 + 2 * k]
             where = locate(cond, key.model.values, key.segment.values)
@@ -389,8 +394,8 @@ def summarize(
             bits=np.full(len(nonempty), shift, dtype=np.int8),
             n_tar=n_tar[nonempty],
             n_non=n_non[nonempty],
-            softplus_tar=float(sp_tar),
-            softplus_non=float(sp_non),
+            softplus_tar=sp_tar,
+            softplus_non=sp_non,
             n_missing=int(missing),
             name=name,
         )

@@ -16,7 +16,7 @@ Examples
 ...     kept_trials=1 << 24, block=1 << 16, slice_size=1 << 22,
 ... )
 >>> print(need.describe())
-chunk task 226 MB (inputs 127 MB, kernel buffers 34 MB, histograms 64 MB), merge task 288 MB, \
+chunk task 227 MB (inputs 127 MB, kernel buffers 35 MB, histograms 64 MB), merge task 288 MB, \
 results awaiting a merge 128 MB, kept trials 80 MB
 >>> need.peak // 2**20
 288
@@ -32,7 +32,7 @@ import dask
 import numpy as np
 
 from bosaris_dask.errors import MemoryLimitError
-from bosaris_dask.kernels import Workspace
+from bosaris_dask.kernels import Workspace, coarse_length
 from bosaris_dask.keys import key_dtype
 
 __all__ = ["TaskMemory", "pass_task_memory", "check_worker_memory", "WORKER_BASELINE"]
@@ -133,7 +133,7 @@ def pass_task_memory(
     elements = int(chunk_shape[0]) * int(chunk_shape[1])
     inputs = elements * (sum(input_itemsizes) + 2)  # + building the key classes of a chunk
     buffers = Workspace.nbytes(elements, np.dtype(score_dtype), block, slice_size)
-    row = (2 * nbins + 4) * 8  # one system's pass-1 result (float64 counts)
+    row = coarse_length(nbins) * 8  # one system's pass-1 result (float64 counts)
     results = (2 * n_systems + 2) * row  # hist + bincount, the rows, their concatenation
     merge = n_systems * max(
         (2 * split_every + 1) * row,  # dask concatenates the rows it sums

@@ -388,3 +388,39 @@ def test_knobs_reach_the_kernels_as_arguments():
     finally:
         kernels.workspace = original
     assert (1 << 16, 1 << 22) in seen and (8, 24) in seen
+
+
+# --------------------------------------------------------------------------------------------
+# float sums independent of chunking and merge tree, bit for bit
+# --------------------------------------------------------------------------------------------
+
+_BITWISE = {}
+
+
+def _bitwise_data():
+    if not _BITWISE:
+        rng = np.random.default_rng(11)
+        mask = rng.choice(np.array([-1, 0, 1], dtype=np.int8), size=(60, 70), p=[0.7, 0.1, 0.2])
+        values = rng.normal(size=(60, 70)) * 3 + mask * 2
+        values[0, :5] = [2e5, -3e5, 1e300, -40.0, 40.0]  # the exact path for huge terms
+        mask[0, :5] = [-1, 1, -1, 1, -1]
+        _BITWISE.update(values=values, mask=mask)
+    return _BITWISE["values"], _BITWISE["mask"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data(), split_every=st.integers(2, 9))
+def test_cllr_is_bit_identical_under_any_chunking_and_merge_tree(data, split_every):
+    values, mask = _bitwise_data()
+    chunks = (_chunks(data.draw, 60), _chunks(data.draw, 70))
+    key = make_key(range(60), range(70), mask, chunks=chunks)
+    scores = make_scores(range(60), range(70), values, chunks=chunks)
+    (s,) = engine.summarize([scores], key, split_every=split_every)
+    (one,) = engine.summarize([make_scores(range(60), range(70), values)],
+                              make_key(range(60), range(70), mask))  # fmt: skip
+    assert (s.softplus_tar, s.softplus_non) == (one.softplus_tar, one.softplus_non)
+    assert metrics._cllr(s) == metrics._cllr(one)
+    assert roc.min_cllr(s.hull) == roc.min_cllr(one.hull)
+    tar, non = values[mask == 1], values[mask == -1]
+    np.testing.assert_allclose(s.softplus_tar, np.logaddexp(0, -tar).sum(), rtol=1e-14)
+    np.testing.assert_allclose(s.softplus_non, np.logaddexp(0, non).sum(), rtol=1e-14)
