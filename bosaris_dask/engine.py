@@ -296,7 +296,7 @@ def summarize(
     allow_missing: bool = False,
     split_every: int = DEFAULT_SPLIT_EVERY,
     coarse_bits: int | None = None,
-    progress: bool = False,
+    progress: bool | None = None,
     names: Sequence[str] | None = None,
 ) -> list[ScoreSummary]:
     """Exact summaries of one or more systems' scores against one key.
@@ -322,7 +322,8 @@ def summarize(
         or two systems, fewer for more). The block sizes and refinement budgets are dask config
         keys (:mod:`bosaris_dask.config`), read when the graphs are built.
     progress
-        Show a progress bar for each pass.
+        Show a progress bar for each pass; ``None`` follows the innermost
+        :func:`bosaris_dask.progress.showing_progress` block (no bar outside one).
     names
         System names, stored in the summaries.
 

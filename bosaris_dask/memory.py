@@ -35,7 +35,10 @@ from bosaris_dask.errors import MemoryLimitError
 from bosaris_dask.kernels import Workspace, coarse_length
 from bosaris_dask.keys import key_dtype
 
-__all__ = ["TaskMemory", "pass_task_memory", "check_worker_memory", "WORKER_BASELINE"]
+__all__ = [
+    "TaskMemory", "pass_task_memory", "objective_task_memory", "check_worker_memory",
+    "WORKER_BASELINE",
+]  # fmt: skip
 
 #: What a worker process holds before our first task: Python with numpy, dask, xarray, zarr.
 WORKER_BASELINE = 200 * 2**20
@@ -143,6 +146,42 @@ def pass_task_memory(
     held = split_every * n_systems * row
     kept = kept_trials * (key_dtype(score_dtype).itemsize + 1)  # a key and a target flag each
     return TaskMemory(inputs, buffers, results, merge, held, kept)
+
+
+def objective_task_memory(
+    chunk_shape: tuple[int, int],
+    *,
+    input_itemsizes: Sequence[int],
+    n_params: int,
+    n_measures: int,
+    result_length: int,
+    split_every: int,
+    slab: int,
+) -> TaskMemory:
+    """Estimate the peak memory of the tasks of a fusion or calibration objective pass.
+
+    A chunk task (:func:`bosaris_dask.objectives.block_sums`) holds its input blocks and, for a
+    slab of at most ``slab`` trials (whole rows), boolean masks, the ``n_params``-feature matrix
+    and a copy of it (the Hessian's ``X * h``), a few per-trial float vectors and, with quality,
+    the two sides' measures per trial. Its result is a float64 vector of ``result_length``.
+
+    Examples
+    --------
+    >>> need = objective_task_memory((1000, 3000), input_itemsizes=[4, 1, 4, 1, 1], n_params=3,
+    ...                              n_measures=0, result_length=24, split_every=8, slab=1 << 16)
+    >>> need.inputs, need.buffers
+    (33000000, 5505024)
+    """
+    elements = int(chunk_shape[0]) * int(chunk_shape[1])
+    inputs = elements * sum(input_itemsizes)
+    per_slab = min(elements, max(slab, int(chunk_shape[1])))  # whole rows, at least one
+    n_q = n_measures + 1 if n_measures else 0
+    per_trial = 4 + 2 * n_params * 8 + 4 * 8 + 2 * n_q * 8  # masks, X and X*h, vectors, q
+    row = result_length * 8
+    return TaskMemory(
+        inputs=inputs, buffers=per_slab * per_trial, results=2 * row,
+        merge=(2 * split_every + 1) * row, held=split_every * row,
+    )  # fmt: skip
 
 
 def _workers(client: Any) -> list[tuple[str, int, int, int]]:

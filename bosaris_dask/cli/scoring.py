@@ -18,6 +18,7 @@ from bosaris_dask.cli.common import (
     _write_json,
 )
 from bosaris_dask.errors import BosarisError
+from bosaris_dask.progress import showing_progress
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -80,7 +81,8 @@ def _fit_and_apply(args: argparse.Namespace, model: Any, systems: list[Any], qua
     from bosaris_dask.calibration import apply_model
 
     key = io.read(args.key, "key")
-    with _cluster(args, size_hint=key.sizes["model"] * key.sizes["segment"]):
+    size_hint = key.sizes["model"] * key.sizes["segment"]
+    with _cluster(args, size_hint=size_hint), showing_progress(_progress(args)):
         start = time.perf_counter()
         if quality is None:
             model.fit(key, systems if len(systems) > 1 or args.command == "fuse" else systems[0])

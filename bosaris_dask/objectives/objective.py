@@ -10,14 +10,15 @@ import math
 from functools import partial
 from typing import Any, Literal
 
-import dask
 import dask.array as da
 import numpy as np
 
+from bosaris_dask import memory
 from bosaris_dask.errors import OptionError, ScoreError, TrialError
 from bosaris_dask.objectives.data import FusionData
 from bosaris_dask.objectives.kernel import (
     _COUNTS,
+    SLAB,
     Mode,
     _class_length,
     block_sums,
@@ -27,6 +28,7 @@ from bosaris_dask.objectives.kernel import (
     prior_entropy,
 )
 from bosaris_dask.optimize import Evaluation
+from bosaris_dask.progress import compute, current_client
 
 
 class FusionObjective:
@@ -47,6 +49,15 @@ class FusionObjective:
         Fit the quality matrix too (default: whenever ``data`` has quality).
     split_every
         Passed to the dask sum that merges the per-chunk vectors (``None``: dask's default).
+    progress
+        Show a progress bar for each pass; ``None`` (default) follows the innermost
+        :func:`bosaris_dask.progress.showing_progress` block (no bar outside one).
+
+    Raises
+    ------
+    MemoryLimitError
+        At the first pass, before any work: the distributed workers' memory limits cannot hold
+        the tasks (the same check as evaluation's, :func:`bosaris_dask.memory.check_worker_memory`).
 
     Attributes
     ----------
@@ -67,6 +78,7 @@ class FusionObjective:
         l2: float = 0.0,
         quality: bool | None = None,
         split_every: int | dict | None = None,
+        progress: bool | None = None,
     ) -> None:
         prior = check_prior(prior)
         if l2 < 0:
@@ -79,6 +91,7 @@ class FusionObjective:
         if self.quality and data.model_quality is None:
             raise TrialError("quality fusion needs quality measures")
         self.split_every = split_every
+        self.progress = progress
         self.n_params = data.n_systems + 1 + (n_quality_params(data.n_measures) * self.quality)
         self.passes = 0
         self.counts: dict[str, int] | None = None
@@ -120,7 +133,9 @@ class FusionObjective:
         theta = np.asarray(theta, dtype=np.float64)
         if theta.shape != (self.n_params,):
             raise ValueError(f"expected {self.n_params} parameters, got shape {theta.shape}")
-        (packed,) = dask.compute(self._graph(mode, theta, v))
+        if self.passes == 0:
+            memory.check_worker_memory(self.task_memory(mode), current_client())
+        packed = compute(self._graph(mode, theta, v), progress=self.progress)
         self.passes += 1
         length = _class_length(self.n_params, mode)
         counts = {k: int(round(c)) for k, c in zip(_COUNTS, packed[2 * length :], strict=True)}
@@ -133,6 +148,19 @@ class FusionObjective:
             )
         self.counts = counts
         return packed
+
+    def task_memory(self, mode: Mode = "fgH") -> memory.TaskMemory:
+        """The peak memory of a task of a pass of ``mode`` (checked before the first pass)."""
+        d = self.data
+        arrays = [*d.scores, *d.masks, d.classes]
+        chunk = tuple(max(c) for c in d.classes.chunks)
+        split_every = self.split_every if isinstance(self.split_every, int) else 8
+        return memory.objective_task_memory(
+            (chunk[0], chunk[1]), input_itemsizes=[a.dtype.itemsize for a in arrays],
+            n_params=self.n_params, n_measures=d.n_measures if self.quality else 0,
+            result_length=packed_length(self.n_params, mode), split_every=split_every,
+            slab=SLAB,
+        )  # fmt: skip
 
     def _weights(self) -> tuple[float, float]:
         c = self.counts
