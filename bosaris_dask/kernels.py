@@ -41,6 +41,7 @@ __all__ = [
     "bad_codes",
     "coarse_kernel",
     "coarse_length",
+    "softplus_totals",
     "refine_kernel",
     "select_kernel",
     "refine_selection_kernel",
@@ -164,6 +165,31 @@ def softplus_sums(c: np.ndarray, s: np.ndarray, ws: Workspace, all_trials: bool)
     # faster than masked sums
     trials, tar = exact_sum.block_units(z, [is_tar], e, ws.w2[:n])
     return [trials - tar, tar]
+
+
+def softplus_totals(tar: np.ndarray, non: np.ndarray) -> tuple[float, float]:
+    """The exact softplus sums of in-memory target and non-target scores, as pass 1 makes them.
+
+    The same per-trial terms and the same exact summation as :func:`coarse_kernel`, so an
+    in-memory evaluation reports the same Cllr, bit for bit, as one over chunks.
+
+    Examples
+    --------
+    >>> t, n = softplus_totals(np.array([0.0, 2.0]), np.array([-1.0]))
+    >>> round(t, 12), round(n, 12)
+    (0.820075191603, 0.313261687518)
+    """
+    ws = workspace(np.dtype(np.float64), exact_sum.MAX_BLOCK, exact_sum.MAX_BLOCK)
+    out = []
+    for code, scores in ((1, tar), (-1, non)):
+        flat = np.asarray(scores, dtype=np.float64).reshape(-1)
+        units = 0
+        for b in slices(flat.size, ws.block):
+            c = np.full(b.stop - b.start, code, dtype=np.int8)
+            non_units, tar_units = softplus_sums(c, flat[b], ws, True)
+            units += tar_units if code > 0 else non_units
+        out.append(exact_sum.to_float(units))
+    return out[0], out[1]
 
 
 def _coarse_system(

@@ -78,3 +78,15 @@ def test_evaluate_json_is_bit_identical_everywhere(client, data, split_every, or
     assert scheduler.transition_counter > before  # the work ran on the cluster
     assert threads == baseline
     assert cluster == baseline
+
+
+def test_in_memory_evaluation_reports_the_same_bits():
+    mask, systems = _systems()
+    doc = json.loads(_baseline())
+    for name, values in systems.items():
+        tar, non = values[mask == 1], values[mask == -1]
+        mem = report.to_json_dict(metrics.evaluate_arrays(tar, non, name=name))
+        (got,) = mem["systems"]
+        (want,) = [s for s in doc["systems"] if s["name"] == name]
+        for field in ("cllr", "min_cllr", "eer", "prbep", "n_target", "n_nontarget"):
+            assert got[field] == want[field], field
