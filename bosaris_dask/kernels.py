@@ -39,6 +39,8 @@ __all__ = [
     "workspace",
     "RefineSpec",
     "bad_codes",
+    "key_codes_kernel",
+    "system_kernel",
     "coarse_kernel",
     "coarse_length",
     "softplus_totals",
@@ -262,6 +264,51 @@ def bad_codes(classes: np.ndarray, ws: Workspace) -> tuple[int, int]:
     return count, first
 
 
+def key_codes_kernel(
+    rows: np.ndarray,
+    cols: np.ndarray,
+    classes: np.ndarray,
+    *pairs: np.ndarray,
+    n_cols: int,
+    block: int,
+    slice_size: int,
+) -> np.ndarray:
+    """Pass 1's check of a chunk's key codes: ``[bad codes, first bad trial]``.
+
+    The count of class codes outside {-1, 0, +1} and the flat row-major index (in the whole
+    matrix of ``n_cols`` columns; ``rows`` and ``cols`` are the chunk's row and column numbers)
+    of the first, ``inf`` if none: merged by adding the counts and taking the ``min`` index.
+    """
+    n_bad, first = bad_codes(classes, workspace(np.dtype(np.float32), block, slice_size))
+    where = np.inf
+    if n_bad:
+        i, j = divmod(first, classes.shape[1])
+        where = float(int(rows[i]) * n_cols + int(cols[j]))
+    return np.array([n_bad, where], dtype=np.float64)
+
+
+def system_kernel(
+    rows: np.ndarray,
+    cols: np.ndarray,
+    classes: np.ndarray,
+    *pairs: np.ndarray,
+    system: int,
+    shift: int,
+    nbins: int,
+    block: int,
+    slice_size: int,
+) -> np.ndarray:
+    """Pass 1 for one system: its scores and mask are ``pairs[2 * system]`` and the next.
+
+    Returns :func:`coarse_length` float64 values: ``[non-target counts (nbins), target counts
+    (nbins), softplus_tar limbs, softplus_non limbs, missing, non-finite]`` (counts are exact in
+    float64, the softplus sums are :mod:`~bosaris_dask.exact_sum` limbs). All merge by adding.
+    """
+    s, m = pairs[2 * system], pairs[2 * system + 1]
+    ws = workspace(np.dtype(s.dtype), block, slice_size)
+    return _coarse_system(classes.reshape(-1), s.reshape(-1), m.reshape(-1), shift, nbins, ws)
+
+
 def coarse_kernel(
     rows: np.ndarray,
     cols: np.ndarray,
@@ -273,29 +320,17 @@ def coarse_kernel(
     block: int,
     slice_size: int,
 ) -> np.ndarray:
-    """Pass 1 on one chunk: per system, counts per key prefix and the scalar sums.
+    """Pass 1 on one chunk: :func:`key_codes_kernel`, then :func:`system_kernel` of each system.
 
-    ``rows`` and ``cols`` are the chunk's row and column numbers in the whole matrix, which has
-    ``n_cols`` columns; ``block`` and ``slice_size`` are the :class:`Workspace` sizes.
-    Returns a float64 vector ``[bad codes, first bad trial]`` (the count of class codes outside
-    {-1, 0, +1} and the flat row-major index of the first, ``inf`` if none; merged by ``min``),
-    then per system (:func:`coarse_length`): ``[non-target counts (nbins), target counts (nbins),
-    softplus_tar limbs, softplus_non limbs, missing, non-finite]`` (counts are exact in float64,
-    the softplus sums are :mod:`~bosaris_dask.exact_sum` limbs).
+    ``block`` and ``slice_size`` are the :class:`Workspace` sizes. Returns a ``(1, 1, L)``
+    float64 array (the engine runs the two kernels as :mod:`~bosaris_dask.runner` specs).
     """
-    cls_flat = classes.reshape(-1)
-    dtypes = {np.dtype(s.dtype) for s in pairs[::2]} or {np.dtype(np.float64)}
-    spaces = {dt: workspace(dt, block, slice_size) for dt in dtypes}
-    n_bad, first = bad_codes(classes, next(iter(spaces.values())))
-    where = np.inf
-    if n_bad:
-        i, j = divmod(first, classes.shape[1])
-        where = float(int(rows[i]) * n_cols + int(cols[j]))
-    out = [np.array([n_bad, where])] + [
-        _coarse_system(cls_flat, s.reshape(-1), m.reshape(-1), shift, nbins, spaces[s.dtype])
-        for s, m in zip(pairs[::2], pairs[1::2], strict=True)
+    sizes = {"block": block, "slice_size": slice_size}
+    out = [key_codes_kernel(rows, cols, classes, *pairs, n_cols=n_cols, **sizes)] + [
+        system_kernel(rows, cols, classes, *pairs, system=k, shift=shift, nbins=nbins, **sizes)
+        for k in range(len(pairs) // 2)
     ]
-    return np.concatenate(out).astype(np.float64)[None, None, :]
+    return np.concatenate(out)[None, None, :]
 
 
 @dataclass(frozen=True)

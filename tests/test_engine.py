@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.special import expit, logit
 
-from bosaris_dask import engine, kernels, metrics, roc
+from bosaris_dask import engine, kernels, metrics, refinement, roc
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.keys import key_bits, order_keys
 from bosaris_dask.trials import key_from_labels, make_key, make_scores
@@ -467,3 +467,30 @@ def test_millions_of_tied_trials_in_several_chunks_match_brute_force():
         dcf, _, _ = roc.min_dcf(s.hull, np.array([p]))
         np.testing.assert_allclose(dcf[0], cost.min(), rtol=1e-12)
     np.testing.assert_allclose(metrics._cllr(s), ref.cllr(tar, non), rtol=1e-12)
+
+
+def test_refinement_returns_a_new_summary():
+    rng = np.random.default_rng(8)
+    mask = rng.choice(np.array([-1, 1], dtype=np.int8), size=(20, 30))
+    values = rng.normal(size=(20, 30)) + mask
+    key, scores = make_key(range(20), range(30), mask), make_scores(range(20), range(30), values)
+    with dask.config.set(scheduler="sync"):
+        (coarse,) = engine.summarize([scores], key, coarse_bits=4)
+    assert coarse.passes >= 2
+    before = (coarse.lo.copy(), coarse.n_tar.copy(), coarse.n_non.copy())
+    # refine the exact summary's pass-1 bins again, by hand: a raw refinement of every bin
+    shift = key_bits(np.float64) - 4
+    lo = np.unique(coarse.lo >> np.uint64(shift)) << np.uint64(shift)
+    wide = engine.ScoreSummary(np.dtype(np.float64), lo=lo, bits=np.full(len(lo), shift, np.int8),
+                               n_tar=np.ones(len(lo), int), n_non=np.ones(len(lo), int),
+                               softplus_tar=1.0, softplus_non=1.0)  # fmt: skip
+    cands = np.arange(len(lo))
+    spec = refinement.plan(wide, cands, shift, dense_budget=64, raw_limit=1 << 22)
+    keys = order_keys(np.concatenate([values[mask == 1], values[mask == -1]]))
+    is_tar = np.arange(len(keys)) < (mask == 1).sum()
+    fine = refinement.apply_refinement(wide, cands, spec, kernels._count(keys, is_tar, spec))
+    assert fine is not wide and len(wide.lo) == len(lo)  # the old summary is unchanged
+    np.testing.assert_array_equal(wide.n_tar, np.ones(len(lo)))
+    np.testing.assert_array_equal(coarse.lo, before[0])
+    np.testing.assert_array_equal(fine.n_tar.sum(), (mask == 1).sum())
+    assert roc.min_cllr(fine.hull) == roc.min_cllr(coarse.hull)
