@@ -96,12 +96,13 @@ def graph(
     inputs: Sequence[da.Array],
     *,
     lead: Sequence[Any] = (),
-    split_every: int,
+    split_every: int | None,
 ) -> da.Array:
     """The dask graph of one pass (computes nothing): a float64 vector of all specs' totals.
 
     ``inputs`` are 2-D arrays with the same chunks (index ``ij``); ``lead`` are extra
-    ``array, index`` pairs (e.g. per-row arrays indexed ``"i"``) placed first.
+    ``array, index`` pairs (e.g. per-row arrays indexed ``"i"``, or per-row tables ``"ia"``
+    whose other index is concatenated into whole blocks) placed first.
     """
     aggs = tuple(aggs)
     offsets = _offsets(aggs)
@@ -111,7 +112,8 @@ def graph(
 
     packed = da.blockwise(
         partial(_chunk_task, aggs=aggs), "ijk", *args, new_axes={"k": offsets[-1]},
-        adjust_chunks={"i": 1, "j": 1}, dtype=np.float64, meta=np.empty((0, 0, 0)),
+        adjust_chunks={"i": 1, "j": 1}, concatenate=True, dtype=np.float64,
+        meta=np.empty((0, 0, 0)),
     )  # fmt: skip
 
     def identity(x, axis, keepdims):
@@ -144,7 +146,7 @@ def run_pass(
     inputs: Sequence[da.Array],
     *,
     lead: Sequence[Any] = (),
-    split_every: int,
+    split_every: int | None,
     progress: bool | None = None,
     need: memory.TaskMemory | None = None,
 ) -> list[Any]:
@@ -159,7 +161,7 @@ def run_pass(
     inputs, lead
         See :func:`graph`.
     split_every
-        How many chunk results one merge task combines.
+        How many chunk results one merge task combines (``None``: dask's default).
     progress
         Show a progress bar (``None``: follow :func:`~bosaris_dask.progress.showing_progress`).
     need

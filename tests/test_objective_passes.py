@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from bosaris_dask import memory
+from bosaris_dask import runner as runner_module
 from bosaris_dask.errors import MemoryLimitError
 from bosaris_dask.fusion import LinearFuser
 from bosaris_dask.objectives import FusionObjective, fusion_data
-from bosaris_dask.objectives import objective as objective_module
 from bosaris_dask.progress import showing_progress
 from bosaris_dask.trials import make_key, make_scores
 
@@ -39,9 +39,9 @@ def test_a_worker_too_small_is_refused_before_the_first_pass(monkeypatch):
     assert need.inputs == 10 * 20 * (8 + 8 + 1 + 1 + 1)  # two float64 systems, masks, classes
     assert need.buffers == 200 * (4 + 2 * 3 * 8 + 4 * 8)  # the whole chunk is one slab
     tiny = {"memory_limit": 210 * MB, "nthreads": 1, "metrics": {"memory": 205 * MB}}
-    monkeypatch.setattr(objective_module, "current_client", lambda: _FakeClient(w1=tiny))
+    monkeypatch.setattr(runner_module, "current_client", lambda: _FakeClient(w1=tiny))
     computed = []
-    monkeypatch.setattr(objective_module, "compute", lambda *a, **k: computed.append(a))
+    monkeypatch.setattr(runner_module, "compute", lambda *a, **k: computed.append(a))
     with pytest.raises(MemoryLimitError, match=r"^worker w1 would need about 205 MB .* is 210"):
         obj.evaluate(np.array([0.5, 0.5, 0.0]), "fgH")
     assert computed == [] and obj.passes == 0  # refused before any work

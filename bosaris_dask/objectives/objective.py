@@ -1,7 +1,8 @@
 """The objective of calibration and fusion as an :class:`~bosaris_dask.optimize.Objective`.
 
-:class:`FusionObjective` builds one dask graph of :func:`~bosaris_dask.objectives.block_sums` per
-evaluation, computes it (one pass), and unpacks value, gradient and Hessian.
+:class:`FusionObjective` runs :func:`~bosaris_dask.objectives.block_sums` as one
+:mod:`~bosaris_dask.runner` pass per evaluation (with its memory check and progress bar) and
+unpacks value, gradient and Hessian.
 """
 
 from __future__ import annotations
@@ -10,10 +11,9 @@ import math
 from functools import partial
 from typing import Any, Literal
 
-import dask.array as da
 import numpy as np
 
-from bosaris_dask import memory
+from bosaris_dask import memory, runner
 from bosaris_dask.errors import OptionError, ScoreError, TrialError
 from bosaris_dask.objectives.data import FusionData
 from bosaris_dask.objectives.kernel import (
@@ -28,7 +28,10 @@ from bosaris_dask.objectives.kernel import (
     prior_entropy,
 )
 from bosaris_dask.optimize import Evaluation
-from bosaris_dask.progress import compute, current_client
+
+
+def _quality_last(kernel: Any, qm: np.ndarray, qs: np.ndarray, *blocks: np.ndarray) -> np.ndarray:
+    return kernel(*blocks, qm, qs)
 
 
 class FusionObjective:
@@ -101,13 +104,9 @@ class FusionObjective:
 
     # -- one pass ------------------------------------------------------------------------------
 
-    def _graph(self, mode: Mode, theta: np.ndarray, v: np.ndarray | None) -> da.Array:
+    def _aggregation(self, mode: Mode, theta: np.ndarray, v: np.ndarray | None):
+        """The pass as a :class:`~bosaris_dask.runner.Aggregation`, and its ``lead`` inputs."""
         d = self.data
-        args: list[Any] = []
-        for a in (*d.scores, *d.masks, d.classes):
-            args += [a, "ij"]
-        if self.quality:
-            args += [d.model_quality, "ia", d.segment_quality, "jb"]
         kernel = partial(
             block_sums,
             n_systems=d.n_systems,
@@ -117,25 +116,31 @@ class FusionObjective:
             plo=self.plo,
             v=None if v is None else np.asarray(v, dtype=np.float64),
         )
-        blocks = da.blockwise(
-            kernel,
-            "ijl",
-            *args,
-            new_axes={"l": packed_length(self.n_params, mode)},
-            adjust_chunks={"i": 1, "j": 1},
-            concatenate=True,
-            dtype=np.float64,
-            meta=np.empty((0, 0, 0)),
-        )
-        return blocks.sum(axis=(0, 1), split_every=self.split_every)
+        lead: list[Any] = []
+        if self.quality:  # the runner passes lead blocks first; block_sums wants them last
+            lead = [d.model_quality, "ia", d.segment_quality, "jb"]
+            kernel = partial(_quality_last, kernel)
+        agg = runner.Aggregation(f"fusion {mode}", kernel, packed_length(self.n_params, mode))
+        return agg, lead
+
+    def _graph(self, mode: Mode, theta: np.ndarray, v: np.ndarray | None) -> Any:
+        """The pass's dask graph (computes nothing; its name is deterministic)."""
+        d = self.data
+        agg, lead = self._aggregation(mode, theta, v)
+        return runner.graph([agg], [*d.scores, *d.masks, d.classes], lead=lead,
+                            split_every=self.split_every)  # fmt: skip
 
     def _pass(self, mode: Mode, theta: np.ndarray, v: np.ndarray | None = None) -> np.ndarray:
         theta = np.asarray(theta, dtype=np.float64)
         if theta.shape != (self.n_params,):
             raise ValueError(f"expected {self.n_params} parameters, got shape {theta.shape}")
-        if self.passes == 0:
-            memory.check_worker_memory(self.task_memory(mode), current_client())
-        packed = compute(self._graph(mode, theta, v), progress=self.progress)
+        d = self.data
+        agg, lead = self._aggregation(mode, theta, v)
+        (packed,) = runner.run_pass(
+            f"fusion pass {self.passes + 1}", [agg], [*d.scores, *d.masks, d.classes], lead=lead,
+            split_every=self.split_every, progress=self.progress,
+            need=self.task_memory(mode) if self.passes == 0 else None,
+        )  # fmt: skip
         self.passes += 1
         length = _class_length(self.n_params, mode)
         counts = {k: int(round(c)) for k, c in zip(_COUNTS, packed[2 * length :], strict=True)}
