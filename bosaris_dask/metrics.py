@@ -29,6 +29,7 @@ from scipy.special import expit, logit, ndtri
 from bosaris_dask import roc
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import OptionError, ScoreError
+from bosaris_dask.kernels import softplus_totals
 from bosaris_dask.keys import order_keys
 from bosaris_dask.operating_points import OperatingPoint, merge_operating_points
 
@@ -145,15 +146,15 @@ def summary_from_arrays(tar: Any, non: Any, name: str = "system") -> ScoreSummar
     keys, inverse = np.unique(order_keys(both), return_inverse=True)
     n_tar = np.bincount(inverse[: tar.size], minlength=len(keys))
     n_non = np.bincount(inverse[tar.size :], minlength=len(keys))
-    t64, n64 = tar.astype(np.float64), non.astype(np.float64)
+    softplus_tar, softplus_non = softplus_totals(tar, non)  # the same bits as over chunks
     return ScoreSummary(
         dtype=np.dtype(dtype),
         lo=keys.astype(np.uint64),
         bits=np.zeros(len(keys), dtype=np.int8),
         n_tar=n_tar,
         n_non=n_non,
-        softplus_tar=float(np.logaddexp(0.0, -t64).sum()),
-        softplus_non=float(np.logaddexp(0.0, n64).sum()),
+        softplus_tar=softplus_tar,
+        softplus_non=softplus_non,
         passes=0,
         name=name,
     )

@@ -22,6 +22,7 @@ from bosaris_dask.cli.common import (
     _write_json,
 )
 from bosaris_dask.errors import BosarisError, OptionError
+from bosaris_dask.progress import showing_progress
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -129,7 +130,8 @@ def _fit_and_apply(
 
     if args.apply and args.out is None:
         raise OptionError("--apply needs --out (where to write the resulting scores)")
-    with _opened(args, open_inputs, lambda inputs: _size(inputs[0])) as (key, systems, quality):
+    opened = _opened(args, open_inputs, lambda inputs: _size(inputs[0]))
+    with opened as (key, systems, quality), showing_progress(_progress(args)):
         start = time.perf_counter()
         if quality is None:
             train = systems if len(systems) > 1 or args.command == "fuse" else systems[0]
