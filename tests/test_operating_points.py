@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 import math
-import dask
 from unittest import mock
 
+import dask
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -106,8 +106,9 @@ def test_min_threshold_attains_min_dcf_under_any_chunking(data, coarse, dense):
     scores = make_scores(models, segments, values, chunks=chunks)
     tar, non = values[mask == 1], values[mask == -1]
     with (
-        dask.config.set({"bosaris_dask.raw-limit": 0 if dense else 1 << 22,
-                         "bosaris_dask.dense-budget": 64}),
+        dask.config.set(
+            {"bosaris_dask.raw-limit": 0 if dense else 1 << 22, "bosaris_dask.dense-budget": 64}
+        ),  # fmt: skip
         mock.patch.object(engine, "_coarse_bits", lambda n: coarse),
     ):
         ds = metrics.evaluate(scores, key, priors=[], operating_points=points, split_every=2)

@@ -1,8 +1,14 @@
 """The ``bosaris-dask`` command.
 
-Every subcommand has ``--help``. Errors caused by input (a bad line, a missing id, a corrupt
-store) print one line, ``bosaris-dask: error: ...``, and exit with status 1; ``--debug`` shows
-the traceback instead. Progress bars go to stderr when it is a terminal (``-q`` silences them).
+Every subcommand has ``--help``, which ends with examples that run on the data ``bosaris-dask
+demo`` writes (:mod:`bosaris_dask.cli.examples`). One set of rules holds for every subcommand
+(see :mod:`bosaris_dask.cli.parser`): an option with several values is a repeated flag
+(``--scores A --scores B``), ``--prior`` is an evaluation operating point (``--train-prior``
+the prior of a training objective), ``--out`` a file or store (``--out-dir`` a directory), and
+the cluster options (``--cluster``, ``--scheduler`` ...) are everywhere. Errors caused by input
+(a bad line, a missing id, a corrupt store) print one line, ``bosaris-dask: error: ...``, and
+exit with status 1; ``--debug`` shows the traceback instead. Progress bars go to stderr when
+it is a terminal (``-q`` silences them).
 
 The parser is in :mod:`bosaris_dask.cli.parser`; the subcommands that make or move data in
 :mod:`bosaris_dask.cli.data`, those that evaluate or train on scores in
