@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import dask
+import dask.array as da
 import numpy as np
 import pytest
 from hypothesis import Phase, given, settings
@@ -17,7 +18,7 @@ from bosaris_dask import metrics
 from bosaris_dask.cli import main
 from bosaris_dask.conditions import condition_table
 from bosaris_dask.conditions.evaluation import condition_result
-from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError
+from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.report import format_table, to_json_dict
 from bosaris_dask.trials import make_key, make_scores
 from tests import reference as ref
@@ -192,6 +193,10 @@ def test_pooled_errors_stay_errors():
         metrics.evaluate(scores, key, conditions=[models])
     with pytest.raises(OptionError, match="go together"):
         metrics.evaluate(scores, key, by=["model.g"])
+    # a key code that an int8 conversion would wrap to +1 is reported, not counted as a target
+    wide = make_key(["m1"], ["s1", "s2"], da.from_array(np.array([[257, -1]], dtype=np.int16)))
+    with pytest.raises(TrialError, match="found 257 at"):
+        metrics.evaluate(scores, wide, conditions=[models], by=["model.g"])
 
 
 # --------------------------------------------------------------------------------------------

@@ -171,6 +171,9 @@ def condition_summaries(
     aligned = [align_with(s, key) for s in systems]
     chunks = aligned[0].score_mask.data.chunks
     groups = conditions.group_index(chunks)
+    if "trial_mask" in key and key.trial_mask.dtype != np.int8:
+        # as the engine: codes outside -1/0/+1 stay outside them (it reports them in pass 1)
+        key = key.assign(trial_mask=key.trial_mask.clip(-2, 2))
     classes = trial_classes(key, chunks=chunks)
     masks = [s.score_mask.data.rechunk(chunks) for s in aligned]
     counts = condition_counts(
