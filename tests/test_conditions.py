@@ -409,3 +409,37 @@ def test_llr_base_converts_condition_thresholds_too():
     np.testing.assert_array_equal(ten.condition_min_threshold.values,
                                   ds.condition_min_threshold.values / np.log(10))  # fmt: skip
     np.testing.assert_array_equal(ten.min_threshold.values, ds.min_threshold.values / np.log(10))
+
+
+@pytest.mark.slow
+def test_conditions_on_a_local_cluster_equal_threads(tmp_path):
+    from bosaris_dask import io
+    from bosaris_dask.cluster import connect
+    from bosaris_dask.simulate import simulate
+
+    key, systems = simulate(120, 150, systems=2, target_rate=0.05, seed=2, chunks=(40, 50))
+    io.write(key, tmp_path / "key.zarr")
+    for k, s in enumerate(systems):
+        io.write(s, tmp_path / f"s{k}.zarr", chunk_mb=0.02)
+    rng = np.random.default_rng(0)
+    models = condition_table("model", key.model.values, {"g": rng.choice(["f", "m"], 120)})
+    segs = condition_table("segment", key.segment.values, {"g": rng.choice(["f", "m"], 150),
+                                                           "src": rng.choice(["a", "b"], 150)})
+
+    def run():
+        return metrics.evaluate(
+            [io.read(tmp_path / f"s{k}.zarr") for k in range(2)], io.read(tmp_path / "key.zarr"),
+            conditions=[models, segs], by=["same.g", "segment.src"], split_every=2,
+            cprimary_priors=[0.01, 0.05],
+        )  # fmt: skip
+
+    with dask.config.set(scheduler="threads"):
+        threads = run()
+    with connect(cluster="local", workers=2, threads_per_worker=1, dashboard=False,
+                 announce=None):  # fmt: skip
+        local = run()
+    for name in threads.data_vars:
+        if "cllr" in name and "min" not in name:  # float sums: the order of additions may differ
+            np.testing.assert_allclose(local[name].values, threads[name].values, rtol=1e-13)
+        else:
+            np.testing.assert_array_equal(local[name].values, threads[name].values, err_msg=name)
