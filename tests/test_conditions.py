@@ -443,3 +443,18 @@ def test_conditions_on_a_local_cluster_equal_threads(tmp_path):
             np.testing.assert_allclose(local[name].values, threads[name].values, rtol=1e-13)
         else:
             np.testing.assert_array_equal(local[name].values, threads[name].values, err_msg=name)
+
+
+def test_cli_profile_cprimary_per_condition(files, capsys):
+    path, mids, sids, mask, scores, mcols, scols = files
+    assert _cli(path, "--by", "model.g", "--profile", "sre21", "--json", str(path / "p.json")) == 0
+    out = capsys.readouterr().out
+    assert out.count("Cprimary (") == 1 + 2  # pooled once, then once per condition
+    (system,) = json.loads((path / "p.json").read_text())["systems"]
+    assert system["cprimary"]["act"] == system["act_cprimary"]  # the profile's own keys agree
+    for c in system["conditions"]:
+        member = _membership(mids, sids, mcols, scols, "model.g", c["by"]["model.g"])
+        tar, non = scores[(mask == 1) & member], scores[(mask == -1) & member]
+        mins = [float(ref.min_dcf(tar, non, logit(p))) / p for p in (0.01, 0.05)]
+        assert c["cprimary"]["priors"] == [0.01, 0.05]
+        assert c["cprimary"]["min"] == pytest.approx(np.mean(mins), abs=1e-12)
