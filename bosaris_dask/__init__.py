@@ -19,7 +19,7 @@ Submodules hold the rest: :mod:`~bosaris_dask.metrics` (single metrics on arrays
 from bosaris_dask import accessor as _accessor  # noqa: F401  (registers ``.bosaris``)
 from bosaris_dask.calibration import LinearCalibrator, PAVCalibrator
 from bosaris_dask.engine import summarize
-from bosaris_dask.errors import BosarisError
+from bosaris_dask.errors import BosarisError, NotFittedError
 from bosaris_dask.fusion import LinearFuser, QualityFuser
 from bosaris_dask.io import read, read_quality, write, write_quality
 from bosaris_dask.metrics import evaluate
@@ -40,6 +40,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BosarisError",
+    "NotFittedError",
     "read",
     "write",
     "read_quality",

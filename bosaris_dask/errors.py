@@ -24,6 +24,7 @@ __all__ = [
     "TrialError",
     "ScoreError",
     "MissingTrialsError",
+    "NotFittedError",
     "OptionError",
     "ClusterError",
     "MemoryLimitError",
@@ -84,6 +85,11 @@ class ScoreError(BosarisError, ValueError):
 
 class MissingTrialsError(TrialError):
     """Trials of a key or index have no score (use ``allow_missing`` to drop them)."""
+
+
+class NotFittedError(TrialError, AttributeError):
+    """A model used before ``fit`` (as scikit-learn's ``NotFittedError``, a ``ValueError`` and an
+    ``AttributeError``: ``hasattr(model, "weights_")`` is false until the model is fitted)."""
 
 
 class OptionError(BosarisError, ValueError):

@@ -29,6 +29,7 @@ from scipy.special import expit, logit, ndtri
 from bosaris_dask import roc
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import OptionError, ScoreError
+from bosaris_dask.kernels import softplus_totals
 from bosaris_dask.keys import order_keys
 from bosaris_dask.operating_points import OperatingPoint, merge_operating_points
 
@@ -145,15 +146,15 @@ def summary_from_arrays(tar: Any, non: Any, name: str = "system") -> ScoreSummar
     keys, inverse = np.unique(order_keys(both), return_inverse=True)
     n_tar = np.bincount(inverse[: tar.size], minlength=len(keys))
     n_non = np.bincount(inverse[tar.size :], minlength=len(keys))
-    t64, n64 = tar.astype(np.float64), non.astype(np.float64)
+    softplus_tar, softplus_non = softplus_totals(tar, non)  # the same bits as over chunks
     return ScoreSummary(
         dtype=np.dtype(dtype),
         lo=keys.astype(np.uint64),
         bits=np.zeros(len(keys), dtype=np.int8),
         n_tar=n_tar,
         n_non=n_non,
-        softplus_tar=float(np.logaddexp(0.0, -t64).sum()),
-        softplus_non=float(np.logaddexp(0.0, n64).sum()),
+        softplus_tar=softplus_tar,
+        softplus_non=softplus_non,
         passes=0,
         name=name,
     )
@@ -186,7 +187,7 @@ def _dr30_plo(summary: ScoreSummary, sweep: np.ndarray) -> tuple[float, float]:
     Returns the first sweep point (from low prior log-odds) with at least 30 false alarms and
     the last with at least 30 misses; NaN where there is none.
     """
-    _, pmiss, pfa = roc.min_dcf(summary.hull, sweep)
+    _, pmiss, pfa = roc.min_bayes_error(summary.hull, sweep)
     fas = np.rint(pfa * summary.n_nontarget)
     misses = np.rint(pmiss * summary.n_target)
     fa_ok = np.flatnonzero(fas >= DR30_ERRORS)
@@ -282,8 +283,8 @@ def summary_metrics(
     """All metrics of one system from its summary, as a dict of scalars and arrays.
 
     ``min_threshold`` (per prior) is a score threshold that attains minDCF: the one that rejects
-    exactly the bins before the minimizing ROCCH vertex (:func:`roc.min_dcf_vertex`), i.e. the
-    lowest score of the first accepted bin; ``-inf`` when accepting everything is optimal,
+    exactly the bins before the minimizing ROCCH vertex (:func:`roc.min_bayes_error_vertex`),
+    i.e. the lowest score of the first accepted bin; ``-inf`` when accepting everything is optimal,
     ``+inf`` when rejecting everything is.
     """
     plo = logit(_check_priors(priors))
@@ -308,12 +309,12 @@ def summary_metrics(
     out["auc_low"], out["auc_high"] = summary_auc(summary)
     out["auc"] = out["auc_low"] if out["auc_low"] == out["auc_high"] else np.nan
     out["min_threshold"] = _vertex_thresholds(
-        summary, hull.positions[roc.min_dcf_vertex(hull, plo)]
+        summary, hull.positions[roc.min_bayes_error_vertex(hull, plo)]
     )
     out["dr30_fa_plo"], out["dr30_miss_plo"] = _dr30_plo(summary, sweep)
     for prefix, points in (("", plo), ("sweep_", sweep)):
         act = _act(summary, points)
-        mn_raw, mn_pmiss, mn_pfa = roc.min_dcf(hull, points)
+        mn_raw, mn_pmiss, mn_pfa = roc.min_bayes_error(hull, points)
         norm = _normalizer(points)
         out[prefix + "act_dcf"] = act["raw"] / norm
         out[prefix + "min_dcf"] = mn_raw / norm
@@ -521,7 +522,7 @@ def act_dcf(tar: Any, non: Any, prior: float, *, normalize: bool = True) -> floa
 def min_dcf(tar: Any, non: Any, prior: float, *, normalize: bool = True) -> float:
     """minDCF at an effective prior (the best threshold, found on the ROC convex hull)."""
     plo = logit(_check_priors([prior]))
-    raw = roc.min_dcf(summary_from_arrays(tar, non).hull, plo)[0]
+    raw = roc.min_bayes_error(summary_from_arrays(tar, non).hull, plo)[0]
     return float((raw / _normalizer(plo) if normalize else raw)[0])
 
 
@@ -556,7 +557,7 @@ def min_threshold(tar: Any, non: Any, prior: float) -> float:
     """
     summary = summary_from_arrays(tar, non)
     plo = logit(_check_priors([prior]))
-    vertex = roc.min_dcf_vertex(summary.hull, plo)
+    vertex = roc.min_bayes_error_vertex(summary.hull, plo)
     return float(_vertex_thresholds(summary, summary.hull.positions[vertex])[0])
 
 

@@ -4,25 +4,30 @@ A profile only sets options that were not given: anything stated explicitly on t
 (``--prior``, ``--operating-point``) wins, and the profile's own points are then not used. The
 numbers and their sources (definitions in ``shared/reference/FIELD_METRICS.md``, section 7):
 
-================  ==============================================================================
-profile           operating points
-================  ==============================================================================
-``sre18``         NIST 2018 SRE, CMN2 (telephone) condition: Ptar 0.01 and 0.005, Cmiss = Cfa = 1;
-                  **Cprimary** = the mean of the two normalized DCFs (actual and minimum
-                  separately). The VAST condition uses Ptar 0.05 (``VAST_P_TARGET``).
-``sre21``         NIST 2021 SRE: Ptar 0.01 and 0.05, Cmiss = Cfa = 1; Cprimary = the mean of the
-                  two normalized DCFs.
-``voxsrc``        VoxCeleb Speaker Recognition Challenge: Ptar 0.05, Cmiss = Cfa = 1 (minDCF
-                  primary, EER secondary).
-``asvspoof5-cm``  ASVspoof 5 track 1 (countermeasures, evaluation package ``asvspoof5``): bona
-                  fide is the target class, Pspoof 0.05 (so Ptar 0.95), Cmiss 1, Cfa 10:
-                  ``DCF = 0.95·Pmiss + 0.5·Pfa`` normalized by 0.5, the normalized DCF at the
-                  effective prior 0.95/1.45; the Bayes threshold is ``−ln 1.9``. minDCF primary,
-                  with EER, actDCF and Cllr.
-``ijbc``          IJB-C 1:1 verification (face): TAR = 1 − FNMR at FMR 1e-6, 1e-5, 1e-4, 1e-3,
-                  1e-2, 1e-1 (``Profile.fmr``). Needs ``--fmr``, which is not implemented yet:
-                  choosing this profile is an error that says so.
-================  ==============================================================================
+==================  ============================================================================
+profile             operating points
+==================  ============================================================================
+``sre18``           NIST 2018 SRE, CMN2 (telephone) condition: Ptar 0.01 and 0.005, Cmiss = Cfa = 1;
+                    **Cprimary** = the mean of the two normalized DCFs (actual and minimum
+                    separately). The VAST condition uses Ptar 0.05 (``VAST_P_TARGET``).
+``sre21``           NIST 2021 SRE: Ptar 0.01 and 0.05, Cmiss = Cfa = 1; Cprimary = the mean of the
+                    two normalized DCFs.
+``voxsrc``          VoxCeleb Speaker Recognition Challenge: Ptar 0.05, Cmiss = Cfa = 1 (minDCF
+                    primary, EER secondary).
+``asvspoof5-cm``    ASVspoof 5 track 1 (countermeasures, evaluation package ``asvspoof5``): bona
+                    fide is the target class, Pspoof 0.05 (so Ptar 0.95), Cmiss 1, Cfa 10:
+                    ``DCF = 0.95·Pmiss + 0.5·Pfa`` normalized by 0.5, the normalized DCF at the
+                    effective prior 0.95/1.45; the Bayes threshold is ``−ln 1.9``. minDCF primary,
+                    with EER, actDCF and Cllr.
+``asvspoof5-sasv``  ASVspoof 5 track 2 (spoofing-aware verification): three classes (target,
+                    non-target, spoof), Ptar 0.9405, Pnon 0.0095, Pspoof 0.05, Cmiss 1, Cfa 10,
+                    Cfa,spoof 10; min a-DCF primary, with min t-DCF and t-EER. Not a BOSARIS
+                    two-class evaluation: ``bosaris-dask spoof sasv`` computes it
+                    (:mod:`bosaris_dask.spoofing`); ``evaluate --profile asvspoof5-sasv`` says so.
+``ijbc``            IJB-C 1:1 verification (face): TAR = 1 − FNMR at FMR 1e-6, 1e-5, 1e-4, 1e-3,
+                    1e-2, 1e-1 (``Profile.fmr``). Needs ``--fmr``, which is not implemented yet:
+                    choosing this profile is an error that says so.
+==================  ============================================================================
 
 Examples
 --------
@@ -74,6 +79,8 @@ class Profile:
         over ``operating_points`` (actual and minimum separately).
     fmr
         False-match-rate targets of FNMR@FMR operating points (``--fmr``), if any.
+    command
+        The subcommand that computes the profile's metrics, where ``evaluate`` cannot.
     """
 
     name: str
@@ -81,6 +88,7 @@ class Profile:
     operating_points: tuple[OperatingPoint, ...] = ()
     cprimary: bool = False
     fmr: tuple[float, ...] = ()
+    command: str = ""
 
 
 PROFILES: dict[str, Profile] = {
@@ -100,6 +108,12 @@ PROFILES: dict[str, Profile] = {
             "ASVspoof 5 evaluation package (asvspoof-challenge/asvspoof5, evaluation-package/), "
             "track 1: Pspoof 0.05, Cmiss 1, Cfa 10",
             (OperatingPoint(0.95, 1.0, 10.0),),
+        ),
+        Profile(
+            "asvspoof5-sasv",
+            "ASVspoof 5 evaluation package, track 2 (SASV): a-DCF, t-DCF and t-EER with Ptar "
+            "0.9405, Pnon 0.0095, Pspoof 0.05, Cmiss 1, Cfa 10, Cfa,spoof 10",
+            command="spoof sasv",
         ),
         Profile(
             "ijbc", "IJB-C 1:1 verification protocol (TAR at FMR)",
@@ -126,6 +140,10 @@ def apply_profile(args: argparse.Namespace) -> Profile | None:
     if name not in PROFILES:
         raise OptionError(f"unknown profile {name!r}; choose one of {', '.join(PROFILES)}")
     profile = PROFILES[name]
+    if profile.command:
+        raise OptionError(
+            f"profile {name} is not a two-class evaluation: run 'bosaris-dask {profile.command}'"
+        )
     if profile.fmr and not hasattr(args, "fmr"):
         targets = ", ".join(f"{f:g}" for f in profile.fmr)
         raise OptionError(

@@ -36,8 +36,8 @@ __all__ = [
     "convex_minorant",
     "rocch_eer",
     "prbep",
-    "min_dcf",
-    "min_dcf_vertex",
+    "min_bayes_error",
+    "min_bayes_error_vertex",
     "min_cllr",
     "pav_blocks",
 ]
@@ -237,8 +237,13 @@ def prbep(hull: Hull) -> float:
     return _diagonal_crossing(hull.false_alarms.astype(np.float64), hull.misses.astype(np.float64))
 
 
-def min_dcf(hull: Hull, plo: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Raw minDCF (Bayes error rate, unit costs) at each prior log-odds, with its Pmiss and Pfa.
+def min_bayes_error(hull: Hull, plo: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The minimum Bayes error rate (raw minDCF, unit costs) at each prior log-odds, with its
+    Pmiss and Pfa.
+
+    Not called ``min_dcf``: :func:`bosaris_dask.metrics.min_dcf` takes scores and an effective
+    prior and returns the normalized value; this takes a hull and prior *log-odds* and returns
+    the raw one.
 
     The effective prior is ``p = sigmoid(plo)`` and ``1 - p`` is computed as ``sigmoid(-plo)``,
     so that both stay accurate far from ``plo = 0``. The minimum over all thresholds is attained
@@ -252,7 +257,7 @@ def min_dcf(hull: Hull, plo: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     Examples
     --------
     >>> hull = rocch(np.array([1, 0, 1, 2]), np.array([2, 1, 1, 0]))
-    >>> [float(v) for v in min_dcf(hull, np.array([0.0]))[0]]
+    >>> [float(v) for v in min_bayes_error(hull, np.array([0.0]))[0]]
     [0.25]
     """
     cost, best = _vertex_costs(hull, plo)
@@ -265,15 +270,16 @@ def _vertex_costs(hull: Hull, plo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return cost, np.argmin(cost, axis=-1)
 
 
-def min_dcf_vertex(hull: Hull, plo: np.ndarray) -> np.ndarray:
-    """The index of the hull vertex at which :func:`min_dcf` is attained, for each ``plo``.
+def min_bayes_error_vertex(hull: Hull, plo: np.ndarray) -> np.ndarray:
+    """The index of the hull vertex at which :func:`min_bayes_error` is attained, for each
+    ``plo`` (prior log-odds).
 
     ``hull.positions[index]`` is then how many leading bins a minimizing threshold rejects.
 
     Examples
     --------
     >>> hull = rocch(np.array([1, 0, 1, 2]), np.array([2, 1, 1, 0]))
-    >>> min_dcf_vertex(hull, np.array([0.0, -5.0, 5.0])).tolist()
+    >>> min_bayes_error_vertex(hull, np.array([0.0, -5.0, 5.0])).tolist()
     [1, 2, 0]
     """
     return _vertex_costs(hull, plo)[1]

@@ -126,7 +126,7 @@ def test_linear_calibration_trial_objects_dev_eval(tmp_path: Path) -> None:
     scores = make_scores(
         key.model.values, key.segment.values, np.where(mask, s, np.nan), mask, chunks=(8, 11)
     )
-    cal = LinearCalibrator(0.3, gtol=1e-10).fit(key, scores)
+    cal = LinearCalibrator(0.3, gtol=1e-10).fit(scores, key, allow_missing=True)
     ref = LinearCalibrator(0.3, gtol=1e-10).fit_arrays(s[mask & (cls > 0)], s[mask & (cls < 0)])
     np.testing.assert_allclose([cal.scale_, cal.offset_], [ref.scale_, ref.offset_], atol=1e-10)
     assert cal.counts_["n_missing"] == int((~mask).sum())
@@ -137,13 +137,13 @@ def test_linear_calibration_trial_objects_dev_eval(tmp_path: Path) -> None:
     np.testing.assert_array_equal(out.score_mask.values, want)
     np.testing.assert_allclose(out.score.values[want], cal.scale_ * s[:10, 5:][want] + cal.offset_)
     path = tmp_path / "MODEL.json"
-    cal.save_json(path)
+    cal.save(path)
     d = json.loads(path.read_text())
     assert d["kind"] == "linear_calibration" and d["weights"] == [cal.scale_]
     back = load_model(path)
     assert isinstance(back, LinearCalibrator) and back.scale_ == cal.scale_
     with pytest.raises(TrialError, match="one Scores"):
-        cal.fit(key, [scores])
+        cal.fit([scores], key)
 
 
 def test_linear_calibrate_function_and_1d_check() -> None:
@@ -283,7 +283,7 @@ def test_pav_hand_worked_and_unseen_scores() -> None:
         [-ln2 / 2, ln2 / 2, -ln2, ln2],
         atol=1e-15,
     )
-    assert cal.n_blocks == 3 and cal.counts_ == {"n_target": 3, "n_nontarget": 3}
+    assert cal.n_blocks_ == 3 and cal.counts_ == {"n_target": 3, "n_nontarget": 3}
 
 
 def test_raw_pav_has_infinite_ends_and_roundtrips(tmp_path: Path) -> None:
@@ -296,7 +296,7 @@ def test_raw_pav_has_infinite_ends_and_roundtrips(tmp_path: Path) -> None:
     assert llr[0] == llr[1] == llr[2] == -np.inf and llr[-1] == llr[-2] == np.inf
     assert not np.isnan(llr).any() and (llr[1:] >= llr[:-1]).all()
     path = tmp_path / "pav.json"
-    cal.save_json(path)
+    cal.save(path)
     assert "Infinity" in path.read_text()
     back = load_model(path)
     np.testing.assert_array_equal(back.transform_arrays(probe), llr)
@@ -353,7 +353,7 @@ def _pav_trials(seed=0):
 
 def test_pav_fit_and_transform_trial_objects() -> None:
     key, scores, cls, s, mask = _pav_trials()
-    cal = PAVCalibrator().fit(key, scores)
+    cal = PAVCalibrator().fit(scores, key, allow_missing=True)
     s64 = s.astype(np.float64)
     ref = PAVCalibrator().fit_arrays(s64[(cls == 1) & mask], s64[(cls == -1) & mask])
     np.testing.assert_array_equal(cal.score_bounds_, ref.score_bounds_)
@@ -362,7 +362,7 @@ def test_pav_fit_and_transform_trial_objects() -> None:
         "n_target": int(((cls == 1) & mask).sum()),
         "n_nontarget": int(((cls == -1) & mask).sum()),
     }
-    out = cal.fit_transform(key, scores).compute()
+    out = cal.fit_transform(scores, key, allow_missing=True).compute()
     want = (cls != 0) & mask
     assert list(out.segment.values) == list(key.segment.values) and out.score.dtype == np.float64
     np.testing.assert_array_equal(out.score_mask.values, want)
@@ -374,7 +374,7 @@ def test_pav_fit_and_transform_trial_objects() -> None:
     bad = scores.copy()
     bad["score_mask"] = xr.ones_like(bad.score_mask)
     with pytest.raises(ScoreError, match="non-finite"):
-        PAVCalibrator().fit(key, bad)
+        PAVCalibrator().fit(bad, key)
 
 
 def test_load_model_rejects_unknown_kinds() -> None:
@@ -386,8 +386,8 @@ def test_load_model_rejects_unknown_kinds() -> None:
 
 def test_apply_model_dispatches_by_kind() -> None:
     key, scores, cls, s, mask = _pav_trials(2)
-    pav = PAVCalibrator().fit(key, scores)
-    lin = LinearCalibrator().fit(key, scores)
+    pav = PAVCalibrator().fit(scores, key, allow_missing=True)
+    lin = LinearCalibrator().fit(scores, key, allow_missing=True)
     for model in (pav, lin):
         loaded = load_model(model.to_dict())
         xr.testing.assert_equal(

@@ -171,7 +171,7 @@ def test_calibrate_linear_writes_model_and_applies_it(small_set, tmp_path):
     doc = json.loads(model.read_text())
     assert {"kind", "prior", "weights", "offset", "objective", "iterations", "passes"} <= set(doc)
     assert doc["kind"] == "linear_calibration" and doc["prior"] == 0.1
-    api = LinearCalibrator(0.1).fit(io.read(key), io.read(s2))
+    api = LinearCalibrator(0.1).fit(io.read(s2), io.read(key))
     np.testing.assert_allclose(doc["weights"], api.weights_, rtol=1e-10)
     calibrated = io.read(out)
     expected = doc["offset"] + doc["weights"][0] * io.read(s2).score.values.astype(np.float64)
@@ -286,3 +286,25 @@ def test_calibrate_apply_takes_one_system(small_set, tmp_path):
     assert result.returncode == 1
     assert "calibrate --apply takes the scores of one system, got 2" in result.stderr
     assert not (tmp_path / "m.json").exists()
+
+
+@pytest.mark.parametrize("command", ["calibrate", "fuse"])
+def test_training_with_missing_scores_needs_allow_missing(tmp_path, command):
+    """The policy of evaluate: an error naming the count, unless --allow-missing drops them."""
+    rng = np.random.default_rng(0)
+    classes = np.where(rng.random((5, 6)) < 0.4, 1, -1)
+    classes[0, :2] = [1, -1]
+    mask = np.ones((5, 6), dtype=bool)
+    mask[0, :2] = False  # a target and a non-target without a score
+    io.write(make_key(list("abcde"), list("uvwxyz"), classes), tmp_path / "key.zarr")
+    io.write(make_scores(list("abcde"), list("uvwxyz"), classes + rng.normal(size=(5, 6)), mask),
+             tmp_path / "s.zarr")  # fmt: skip
+    args = [command, "--key", str(tmp_path / "key.zarr"), "--scores", str(tmp_path / "s.zarr"),
+            "--model-out", str(tmp_path / "m.json"), "--cluster", "threads"]  # fmt: skip
+    result = _run(*args)
+    assert result.returncode == 1 and not (tmp_path / "m.json").exists()
+    assert "2 key trials have no score in some system (allow_missing drops them)" in result.stderr
+    result = _run(*args, "--allow-missing")
+    assert result.returncode == 0, result.stderr
+    assert "dropped 2 key trials without a score" in result.stderr
+    assert json.loads((tmp_path / "m.json").read_text())["n_missing"] == 2

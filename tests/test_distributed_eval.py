@@ -101,9 +101,9 @@ def test_worker_killed_mid_fusion_still_exact(stores):
 
     key = io.read(stores / "key.zarr")
     systems = [io.read(stores / f"system-{k}.zarr") for k in (1, 2)]
-    expected = LinearFuser(0.1).fit(key, systems)
+    expected = LinearFuser(0.1).fit(systems, key)
     slowed = [s.copy(data={"score": s.score.data.map_blocks(_slow), "score_mask":
                            s.score_mask.data}) for s in systems]  # fmt: skip
-    fitted = _run_while_killing_a_worker(lambda: LinearFuser(0.1).fit(key, slowed), victim=1)
+    fitted = _run_while_killing_a_worker(lambda: LinearFuser(0.1).fit(slowed, key), victim=1)
     np.testing.assert_array_equal(fitted.weights_, expected.weights_)
     assert fitted.offset_ == expected.offset_ and fitted.passes_ == expected.passes_

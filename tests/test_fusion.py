@@ -222,7 +222,7 @@ def test_linear_fusion_of_trial_objects_equals_scipy(method: str) -> None:
     best = scipy_optimum(brute["Xt"], brute["Xn"], 0.3, np.array([0.5, 0.5, 0.0]))
     fuser = LinearFuser(0.3, method=method, gtol=1e-10, split_every=2, persist=True)
     with CountComputes() as counter:
-        fuser.fit(key, scores)
+        fuser.fit(scores, key, allow_missing=True)
     np.testing.assert_allclose(np.r_[fuser.weights_, fuser.offset_], best, rtol=0, atol=1e-8)
     assert fuser.passes_ == counter.n
     assert fuser.counts_ == {
@@ -240,7 +240,7 @@ def test_label_key_and_float32_scores() -> None:
     cls = np.where(ml[:, None] == sl[None, :], 1, -1)
     s = (cls > 0) * 2.0 + rng.normal(size=cls.shape)
     scores = make_scores(key.model.values, key.segment.values, s.astype(np.float32), chunks=(7, 9))
-    fuser = LinearFuser(0.5, gtol=1e-10, split_every=2).fit(key, scores)
+    fuser = LinearFuser(0.5, gtol=1e-10, split_every=2).fit(scores, key, allow_missing=True)
     s32 = s.astype(np.float32).astype(np.float64)
     best = scipy_optimum(
         features(s32[cls > 0][:, None]), features(s32[cls < 0][:, None]), 0.5, np.r_[1.0, 0.0]
@@ -258,8 +258,8 @@ def test_split_every_deterministic_graph_and_persist() -> None:
         results.append(obj.evaluate(theta, "fgH"))
     assert results[0].f == pytest.approx(results[1].f, rel=1e-14)
     np.testing.assert_allclose(results[0].H, results[1].H, rtol=1e-13)
-    a = LinearFuser(0.2, gtol=1e-10).fit(key, scores)
-    b = LinearFuser(0.2, gtol=1e-10, persist=True).fit(key, scores)
+    a = LinearFuser(0.2, gtol=1e-10).fit(scores, key, allow_missing=True)
+    b = LinearFuser(0.2, gtol=1e-10, persist=True).fit(scores, key, allow_missing=True)
     np.testing.assert_allclose(a.weights_, b.weights_, rtol=1e-12)
 
 
@@ -284,7 +284,7 @@ def test_hessian_vector_products_match_full_hessian() -> None:
 
 def test_transform_is_lazy_aligned_and_exact() -> None:
     key, scores, _, brute = trial_set(seed=5, dtype=np.float32)
-    fuser = LinearFuser(0.5).fit(key, scores)
+    fuser = LinearFuser(0.5).fit(scores, key, allow_missing=True)
     with CountComputes() as counter:
         out = fuser.transform(scores)
     assert counter.n == 0  # building the output computes nothing
@@ -303,7 +303,7 @@ def test_transform_is_lazy_aligned_and_exact() -> None:
 
 def test_dev_eval_and_cheating_workflows() -> None:
     key, scores, _, brute = trial_set(seed=6)
-    fuser = LinearFuser(0.5).fit(key, scores)
+    fuser = LinearFuser(0.5).fit(scores, key, allow_missing=True)
     # eval set: another list of trials over other ids (one unknown to the scores)
     eval_models = list(key.model.values[3:12]) + ["nobody"]
     eval_segments = list(key.segment.values[::2])
@@ -320,7 +320,7 @@ def test_dev_eval_and_cheating_workflows() -> None:
     llr = fuser.offset_ + S[sub] @ fuser.weights_
     np.testing.assert_allclose(out.score.values[:-1][want_mask[:-1]], llr[want_mask[:-1]])
     # cheating: train and apply on the same set = fit, then transform restricted to the key
-    cheat = LinearFuser(0.5).fit_transform(key, scores)
+    cheat = LinearFuser(0.5).fit_transform(scores, key, allow_missing=True)
     direct = fuser.transform(scores, ndx=key)
     xr.testing.assert_allclose(cheat.compute(), direct.compute())
     assert int(cheat.score_mask.sum()) == len(brute["Xt"]) + len(brute["Xn"])
@@ -330,14 +330,14 @@ def test_errors_for_bad_scores() -> None:
     key = make_key(["m1", "m2"], ["s1", "s2"], [[1, -1], [-1, 0]])
     bad = make_scores(["m1", "m2"], ["s1", "s2"], [[np.inf, 1.0], [0.0, np.nan]])
     with pytest.raises(ScoreError, match="1 trials have a non-finite score"):
-        LinearFuser().fit(key, [bad])  # NaN outside the key's trials is not an error
+        LinearFuser().fit([bad], key)  # NaN outside the key's trials is not an error
     fine = make_scores(["m1", "m2"], ["s1", "s2"], [[2.0, 1.0], [0.0, np.nan]])
-    fuser = LinearFuser(l2=0.1).fit(key, [fine])  # separable: the penalty keeps it finite
+    fuser = LinearFuser(l2=0.1).fit([fine], key)  # separable: the penalty keeps it finite
     with pytest.raises(ScoreError):
         fuser.transform([bad]).score.compute()
     only_non = make_key(["m1", "m2"], ["s1", "s2"], [[-1, -1], [-1, 0]])
     with pytest.raises(ScoreError, match="0 targets"):
-        LinearFuser().fit(only_non, [fine])
+        LinearFuser().fit([fine], only_non)
     with pytest.raises(TrialError, match="expected 1 Scores"):
         fuser.transform([fine, fine])
     with pytest.raises(TrialError, match="not fitted"):
@@ -369,9 +369,9 @@ def test_l2_penalty_matches_brute_force() -> None:
 
 def test_json_roundtrip(tmp_path: Path) -> None:
     key, scores, quality, _ = trial_set(seed=7)
-    fuser = LinearFuser(0.25).fit(key, scores)
+    fuser = LinearFuser(0.25).fit(scores, key, allow_missing=True)
     path = tmp_path / "MODEL.json"
-    fuser.save_json(path)
+    fuser.save(path)
     d = json.loads(path.read_text())
     for field in ("kind", "prior", "weights", "offset", "objective", "iterations", "passes"):
         assert field in d
@@ -379,9 +379,9 @@ def test_json_roundtrip(tmp_path: Path) -> None:
     again = load_model(path)
     assert isinstance(again, LinearFuser) and again.prior == 0.25
     xr.testing.assert_equal(again.transform(scores).compute(), fuser.transform(scores).compute())
-    qf = QualityFuser(0.25).fit(key, scores, quality)
-    qf.save_json(path)
-    back = QualityFuser.load_json(path)
+    qf = QualityFuser(0.25).fit(scores, key, quality, allow_missing=True)
+    qf.save(path)
+    back = QualityFuser.load(path)
     np.testing.assert_array_equal(back.quality_matrix_, qf.quality_matrix_)
     with pytest.warns(QualityBackoffWarning):  # the reloaded model still has its first stage
         xr.testing.assert_equal(
@@ -406,7 +406,7 @@ def test_quality_objective_with_W_zero_equals_linear() -> None:
     assert a.f == pytest.approx(b.f, rel=1e-14)
     np.testing.assert_allclose(a.g, b.g[:3], rtol=1e-13)
     np.testing.assert_allclose(a.H, b.H[:3, :3], rtol=1e-13)
-    fuser = LinearFuser(0.4).fit(key, scores)
+    fuser = LinearFuser(0.4).fit(scores, key, allow_missing=True)
     qf = QualityFuser(0.4)
     qf.weights_, qf.offset_, qf.quality_matrix_ = fuser.weights_, fuser.offset_, np.zeros((3, 3))
     qf.linear_ = fuser
@@ -422,7 +422,7 @@ def test_quality_fusion_equals_scipy(method: str) -> None:
     best = scipy_optimum(brute["Qt"], brute["Qn"], 0.5, np.r_[lin, np.zeros(5)])
     qf = QualityFuser(0.5, method=method, gtol=1e-10, split_every=2, persist=True)
     with CountComputes() as counter:
-        qf.fit(key, scores, quality)
+        qf.fit(scores, key, quality, allow_missing=True)
     theta = np.r_[qf.weights_, qf.offset_, qf.quality_matrix_[quality_pairs(3)]]
     np.testing.assert_allclose(theta, best, rtol=0, atol=1e-8)
     np.testing.assert_allclose(np.r_[qf.linear_.weights_, qf.linear_.offset_], lin, atol=1e-8)
@@ -437,7 +437,7 @@ def test_quality_fusion_equals_scipy(method: str) -> None:
 
 def test_trials_without_quality_fall_back_to_linear() -> None:
     key, scores, quality, brute = trial_set(seed=10)
-    qf = QualityFuser(0.5).fit(key, scores, quality)
+    qf = QualityFuser(0.5).fit(scores, key, quality, allow_missing=True)
     S, qm, qs = brute["S"], brute["qm"], brute["qs"]
     no_quality = (qm == 0).all(1)[:, None] | (qs == 0).all(1)[None, :]
     n_backoff = int((brute["scored"] & (key.trial_mask.values != 0) & no_quality).sum())
@@ -460,8 +460,8 @@ def test_quality_fusion_without_any_quality_is_the_linear_fusion() -> None:
     key, scores, quality, _ = trial_set(seed=12)
     no_quality = quality.copy()
     no_quality["segment_quality"] = xr.full_like(quality.segment_quality, np.nan)
-    qf = QualityFuser(0.5, gtol=1e-10).fit(key, scores, no_quality)
-    lin = LinearFuser(0.5, gtol=1e-10).fit(key, scores)
+    qf = QualityFuser(0.5, gtol=1e-10).fit(scores, key, no_quality, allow_missing=True)
+    lin = LinearFuser(0.5, gtol=1e-10).fit(scores, key, allow_missing=True)
     np.testing.assert_allclose(qf.quality_matrix_, 0.0, atol=1e-12)  # nothing to learn from
     np.testing.assert_allclose(qf.weights_, lin.weights_, atol=1e-8)
     assert qf.offset_ == pytest.approx(lin.offset_, abs=1e-8)
@@ -469,8 +469,8 @@ def test_quality_fusion_without_any_quality_is_the_linear_fusion() -> None:
 
 def test_quality_starting_from_given_linear_and_bad_tables() -> None:
     key, scores, quality, _ = trial_set(seed=11)
-    lin = LinearFuser(0.5).fit(key, scores)
-    qf = QualityFuser(0.5).fit(key, scores, quality, linear=lin)
+    lin = LinearFuser(0.5).fit(scores, key, allow_missing=True)
+    qf = QualityFuser(0.5).fit(scores, key, quality, linear=lin, allow_missing=True)
     assert qf.linear_passes_ == 0 and qf.iterations_ >= 1
     assert qf.passes_ == qf.result_.passes
     models, segments = key.model.values, key.segment.values
@@ -479,11 +479,11 @@ def test_quality_starting_from_given_linear_and_bad_tables() -> None:
         quality_table(segments, np.ones((len(segments), 2))),
     )
     with pytest.raises(TrialError, match="same number"):
-        QualityFuser().fit(key, scores, one_measure)
+        QualityFuser().fit(scores, key, one_measure)
     with pytest.raises(TrialError, match="both"):
         QualityFuser().fit(
-            key,
             scores,
+            key,
             make_quality(
                 segment_quality=quality.segment_quality.rename(
                     segment="id", segment_measure="measure"

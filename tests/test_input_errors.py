@@ -182,7 +182,7 @@ CASES = [
          lambda d: metrics.evaluate(_str_scores(), io.read(d / "key.txt"))),
     Case("dtype-api-fusion", ScoreError,
          "scores.score must be real numbers (float32 or float64), got dtype <U32",
-         lambda d: LinearFuser().fit(io.read(d / "key.txt"), [_str_scores()])),
+         lambda d: LinearFuser().fit([_str_scores()], io.read(d / "key.txt"))),
     Case("dtype-api-arrays", ScoreError,
          "system: target scores must be real numbers, got dtype complex128",
          lambda d: metrics.eer(np.array([1j]), [0.0])),
@@ -308,9 +308,9 @@ def test_real_process_debug_shows_the_traceback(tmp_path):
     "argv, value",
     [
         (["evaluate", "--prior", "1.5"], "1.5"),
-        (["evaluate", "--prior", "0.1", "0"], "0"),
+        (["evaluate", "--prior", "0.1", "--prior", "0"], "0"),
         (["evaluate", "--prior", "nan"], "nan"),
-        (["calibrate", "--model-out", "m.json", "--prior", "1"], "1"),
+        (["calibrate", "--model-out", "m.json", "--train-prior", "1"], "1"),
     ],
 )
 def test_bad_priors_are_usage_errors(argv, value, capsys):
@@ -321,7 +321,7 @@ def test_bad_priors_are_usage_errors(argv, value, capsys):
     out, err = capsys.readouterr()
     assert out == "" and err.startswith("usage: bosaris-dask " + argv[0])
     assert err.splitlines()[-1] == (
-        f"bosaris-dask {argv[0]}: error: argument --prior: "
+        f"bosaris-dask {argv[0]}: error: argument {argv[-2]}: "
         f"effective prior {value} is not strictly between 0 and 1"
     )
 

@@ -82,29 +82,29 @@ def _set(seed: int, n_models: int = 40, n_segments: int = 50):
 
 def test_trials_without_quality_are_left_out_of_quality_training():
     key, scores, quality, cls, s, qm, qs = _set(1)
-    qf = QualityFuser(0.5, gtol=1e-10).fit(key, [scores], quality)
+    qf = QualityFuser(0.5, gtol=1e-10).fit([scores], key, quality)
     # the quality stage on the 34 models with quality only equals a fit on that subset alone
     sub_key = make_key([f"m{i}" for i in range(6, 40)], key.segment.values, cls[6:])
     sub_scores = make_scores(sub_key.model.values, key.segment.values, s[6:])
-    sub = QualityFuser(0.5, gtol=1e-10).fit(sub_key, [sub_scores], quality, linear=qf.linear_)
+    sub = QualityFuser(0.5, gtol=1e-10).fit([sub_scores], sub_key, quality, linear=qf.linear_)
     np.testing.assert_allclose(qf.quality_matrix_, sub.quality_matrix_, atol=1e-8)
     np.testing.assert_allclose(qf.weights_, sub.weights_, atol=1e-8)
     assert qf.counts_["n_no_quality"] == 6 * 50
     assert qf.counts_["n_target"] + qf.counts_["n_nontarget"] == 34 * 50
     # the first stage saw every trial
-    lin = LinearFuser(0.5, gtol=1e-10).fit(key, [scores])
+    lin = LinearFuser(0.5, gtol=1e-10).fit([scores], key)
     np.testing.assert_allclose(qf.linear_.weights_, lin.weights_, atol=1e-8)
 
 
 def test_first_stage_survives_the_json(tmp_path):
     key, scores, quality, *_ = _set(2)
-    qf = QualityFuser(0.5).fit(key, [scores], quality)
+    qf = QualityFuser(0.5).fit([scores], key, quality)
     path = tmp_path / "q.json"
-    qf.save_json(path)
+    qf.save(path)
     doc = json.loads(path.read_text())
     assert doc["linear"]["kind"] == "linear_fusion"
     assert doc["linear"]["weights"] == qf.linear_.weights_.tolist()
-    back = QualityFuser.load_json(path)
+    back = QualityFuser.load(path)
     assert back.linear_.offset_ == qf.linear_.offset_
     assert back.counts_["n_no_quality"] == 6 * 50
     with pytest.warns(QualityBackoffWarning, match="^300 trials"):
@@ -118,16 +118,16 @@ def test_first_stage_survives_the_json(tmp_path):
 def test_qtrans_maps_both_sides_before_fusion(tmp_path):
     key, scores, quality, *_ = _set(3)
     qtrans = np.array([[1.0, -2.0]])  # two measures -> one: q1 - 2 q2
-    qf = QualityFuser(0.5, qtrans=qtrans, gtol=1e-10).fit(key, [scores], quality)
+    qf = QualityFuser(0.5, qtrans=qtrans, gtol=1e-10).fit([scores], key, quality)
     mapped = make_quality(
         quality_table(quality.model.values, quality.model_quality.values @ qtrans.T),
         quality_table(quality.segment.values, quality.segment_quality.values @ qtrans.T),
     )
-    ref = QualityFuser(0.5, gtol=1e-10).fit(key, [scores], mapped)
+    ref = QualityFuser(0.5, gtol=1e-10).fit([scores], key, mapped)
     assert qf.quality_matrix_.shape == (2, 2)
     np.testing.assert_allclose(qf.quality_matrix_, ref.quality_matrix_, atol=1e-8)
-    qf.save_json(tmp_path / "q.json")
-    back = QualityFuser.load_json(tmp_path / "q.json")
+    qf.save(tmp_path / "q.json")
+    back = QualityFuser.load(tmp_path / "q.json")
     np.testing.assert_array_equal(back.qtrans, qtrans)
     with pytest.warns(QualityBackoffWarning):
         a = back.transform([scores], quality).compute()

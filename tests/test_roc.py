@@ -21,7 +21,7 @@ def test_hand_worked_hull_and_summaries():
         roc.rocch_eer(hull), 1 / 7
     )  # segment (Pfa 1/4, 0) -> (0, 1/3) meets Pmiss = Pfa
     assert roc.prbep(hull) == 0.5  # segment (fa 1, miss 0) -> (fa 0, miss 1)
-    dcf, pmiss, pfa = roc.min_dcf(hull, np.array([0.0]))
+    dcf, pmiss, pfa = roc.min_bayes_error(hull, np.array([0.0]))
     assert (dcf[0], pmiss[0], pfa[0]) == (0.125, 0.0, 0.25)
     # PAV blocks: [3 non], [1 tar + 1 non], [2 tar]; the middle one has LLR log(1) - log(T/N)
     middle = np.log1p(np.exp(np.log(3 / 4))) / 3 + np.log1p(np.exp(-np.log(3 / 4))) / 4

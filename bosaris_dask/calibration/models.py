@@ -17,7 +17,7 @@ import xarray as xr
 from bosaris_dask.calibration.pav import PAVCalibrator
 from bosaris_dask.errors import TrialError
 from bosaris_dask.fusion import LinearFuser, QualityFuser
-from bosaris_dask.fusion.base import _from_json
+from bosaris_dask.fusion.base import _from_json, scores_and_key
 
 
 class LinearCalibrator(LinearFuser):
@@ -44,15 +44,17 @@ class LinearCalibrator(LinearFuser):
 
     def fit(
         self,
-        key: xr.Dataset,
         scores: xr.Dataset | Sequence[xr.Dataset],
+        key: xr.Dataset,
         *,
+        allow_missing: bool = False,
         x0: np.ndarray | None = None,
     ) -> Self:
-        """Train on a Key and one Scores object (see :meth:`LinearFuser.fit`)."""
+        """Train on one Scores object and a Key (see :meth:`LinearFuser.fit`)."""
+        scores, key = scores_and_key(scores, key, f"{type(self).__name__}.fit")
         if not isinstance(scores, xr.Dataset):
             raise TrialError("a calibrator takes one Scores object")
-        return super().fit(key, [scores], x0=x0)
+        return super().fit([scores], key, allow_missing=allow_missing, x0=x0)
 
     def fit_arrays(
         self,

@@ -9,6 +9,7 @@ too) and builds the :func:`~bosaris_dask.calibration.pav_map`;
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import dask.array as da
@@ -17,8 +18,8 @@ import xarray as xr
 
 from bosaris_dask.calibration.pav_map import DEFAULT_BOUND, interpolate_map, pav_map
 from bosaris_dask.engine import score_bins
-from bosaris_dask.errors import ScoreError, TrialError
-from bosaris_dask.fusion.base import MODEL_FORMAT, JsonModel
+from bosaris_dask.errors import NotFittedError, ScoreError, TrialError
+from bosaris_dask.fusion.base import MODEL_FORMAT, JsonModel, scores_and_key
 from bosaris_dask.trials import align_with, kind_of, make_scores, trial_classes
 
 
@@ -52,6 +53,8 @@ class PAVCalibrator(JsonModel):
     ----------
     score_bounds_, llr_bounds_
         The knots of the map (two per PAV block).
+    n_blocks_
+        The number of PAV blocks.
     counts_
         ``n_target``, ``n_nontarget`` (without pseudo-counts) and, when known, ``n_missing``.
     """
@@ -69,10 +72,17 @@ class PAVCalibrator(JsonModel):
         self.counts_: dict[str, int] = {}
 
     @property
-    def n_blocks(self) -> int:
-        """Number of PAV blocks of the map."""
+    def n_blocks_(self) -> int:
+        """Number of PAV blocks of the fitted map."""
         score_bounds, _ = self._check_fitted()
         return len(score_bounds) // 2
+
+    @property
+    def n_blocks(self) -> int:
+        """Deprecated name of :attr:`n_blocks_` (a fitted attribute ends with ``_``)."""
+        warnings.warn("PAVCalibrator.n_blocks is deprecated: use n_blocks_", FutureWarning,
+                      stacklevel=2)  # fmt: skip
+        return self.n_blocks_
 
     def fit_bins(
         self,
@@ -112,21 +122,26 @@ class PAVCalibrator(JsonModel):
         """Fit from arrays of target and non-target scores (ties pooled by ``np.unique``)."""
         return self.fit_bins(*_bins_of_arrays(tar, non))
 
-    def fit(self, key: xr.Dataset, scores: xr.Dataset) -> PAVCalibrator:
-        """Fit on a supervised set: a Key and a Scores object (aligned to the key's ids).
+    def fit(
+        self, scores: xr.Dataset, key: xr.Dataset, *, allow_missing: bool = False
+    ) -> PAVCalibrator:
+        """Fit on a supervised set: a Scores object and a Key (the scores aligned to its ids).
 
-        Key trials without a score are dropped (the engine does not report how many, so
-        ``counts_`` has no ``n_missing``); non-finite scores are a :class:`ScoreError`.
+        Key trials without a score are a :class:`MissingTrialsError` (naming a few), as in
+        ``evaluate``, unless ``allow_missing`` drops them (the engine does not report how many,
+        so ``counts_`` then has no ``n_missing``); non-finite scores are a :class:`ScoreError`.
+        The order ``fit(key, scores)`` of earlier releases still works, with a ``FutureWarning``.
         """
+        scores, key = scores_and_key(scores, key, "PAVCalibrator.fit")
         if kind_of(key) != "key" or kind_of(scores) != "scores":
-            raise TrialError("PAVCalibrator.fit takes a Key and a Scores object")
-        bins = score_bins(scores, key, allow_missing=True)
+            raise TrialError("PAVCalibrator.fit takes a Scores object and a Key")
+        bins = score_bins(scores, key, allow_missing=allow_missing)
         return self.fit_bins(*(np.asarray(a) for a in bins))
 
     def _check_fitted(self) -> tuple[np.ndarray, np.ndarray]:
-        """The knots ``(score_bounds_, llr_bounds_)``; a :class:`TrialError` if not fitted."""
+        """The knots ``(score_bounds_, llr_bounds_)``; a :class:`NotFittedError` before ``fit``."""
         if self.score_bounds_ is None or self.llr_bounds_ is None:
-            raise TrialError("this PAVCalibrator is not fitted")
+            raise NotFittedError("this PAVCalibrator is not fitted yet: call fit first")
         return self.score_bounds_, self.llr_bounds_
 
     def transform_arrays(self, scores: np.ndarray) -> np.ndarray:
@@ -167,9 +182,12 @@ class PAVCalibrator(JsonModel):
         )
         return make_scores(like.model.values, like.segment.values, llr, mask)
 
-    def fit_transform(self, key: xr.Dataset, scores: xr.Dataset) -> xr.Dataset:
+    def fit_transform(
+        self, scores: xr.Dataset, key: xr.Dataset, *, allow_missing: bool = False
+    ) -> xr.Dataset:
         """Fit and apply on the same set (the "cheating" variant), on the key's trials."""
-        return self.fit(key, scores).transform(scores, ndx=key)
+        scores, key = scores_and_key(scores, key, "PAVCalibrator.fit_transform")
+        return self.fit(scores, key, allow_missing=allow_missing).transform(scores, ndx=key)
 
     def to_dict(self) -> dict[str, Any]:
         """The fitted map as a JSON-friendly dict (``+-Infinity`` only without pseudo-counts)."""

@@ -1,8 +1,14 @@
 """The ``bosaris-dask`` command.
 
-Every subcommand has ``--help``. Errors caused by input (a bad line, a missing id, a corrupt
-store) print one line, ``bosaris-dask: error: ...``, and exit with status 1; ``--debug`` shows
-the traceback instead. Progress bars go to stderr when it is a terminal (``-q`` silences them).
+Every subcommand has ``--help``, which ends with examples that run on the data ``bosaris-dask
+demo`` writes (:mod:`bosaris_dask.cli.examples`). One set of rules holds for every subcommand
+(see :mod:`bosaris_dask.cli.parser`): an option with several values is a repeated flag
+(``--scores A --scores B``), ``--prior`` is an evaluation operating point (``--train-prior``
+the prior of a training objective), ``--out`` a file or store (``--out-dir`` a directory), and
+the cluster options (``--cluster``, ``--scheduler`` ...) are everywhere. Errors caused by input
+(a bad line, a missing id, a corrupt store) print one line, ``bosaris-dask: error: ...``, and
+exit with status 1; ``--debug`` shows the traceback instead. Progress bars go to stderr when
+it is a terminal (``-q`` silences them).
 
 The parser is in :mod:`bosaris_dask.cli.parser`; the subcommands that make or move data in
 :mod:`bosaris_dask.cli.data`, those that evaluate or train on scores in
@@ -11,9 +17,12 @@ The parser is in :mod:`bosaris_dask.cli.parser`; the subcommands that make or mo
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from bosaris_dask.cli.parser import build_parser
 from bosaris_dask.errors import BosarisError
@@ -21,12 +30,44 @@ from bosaris_dask.errors import BosarisError
 __all__ = ["main", "build_parser"]
 
 
+@contextlib.contextmanager
+def _notes(args: argparse.Namespace) -> Iterator[None]:
+    """Print the package's notes (e.g. scores realigned once) on stderr unless ``-q``."""
+    if getattr(args, "quiet", False):
+        yield
+        return
+    logger = logging.getLogger("bosaris_dask.io")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the subcommand, with the scratch directory of ``--scratch-dir`` in dask's config."""
+    if getattr(args, "scratch_dir", None) is not None:
+        import dask
+
+        from bosaris_dask.io.staging import SCRATCH_CONFIG, scratch_directory
+
+        with dask.config.set({SCRATCH_CONFIG: scratch_directory(args.scratch_dir)}):
+            return int(args.func(args) or 0)
+    return int(args.func(args) or 0)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``bosaris-dask``; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with _notes(args):
+            return _run(args)
     except (BosarisError, FileNotFoundError, PermissionError) as error:
         if args.debug:
             raise

@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from bosaris_dask.errors import BosarisError
+
 T = TypeVar("T")
 
 
@@ -22,11 +24,15 @@ def _say(args: argparse.Namespace, message: str) -> None:
         print(message, file=sys.stderr)
 
 
-def _cluster(args: argparse.Namespace, size_hint: int | None = None):
+@contextlib.contextmanager
+def _cluster(args: argparse.Namespace, size_hint: int | None = None) -> Iterator[Any]:
     from bosaris_dask.cluster import connect_from_args
+    from bosaris_dask.io.staging import check_staged_readable
 
     quiet = {"announce": None} if args.quiet else {}
-    return connect_from_args(args, size_hint=size_hint, **quiet)
+    with connect_from_args(args, size_hint=size_hint, **quiet) as client:
+        check_staged_readable(client)  # inputs opened before: can its workers read them?
+        yield client
 
 
 @contextlib.contextmanager
@@ -47,20 +53,25 @@ def _opened(
 
 def _load(
     key_path: str | None,
-    score_paths: Sequence[str],
+    score_paths: Sequence[str] | None,
     text_format: str | None = None,
     llr_base: str = "e",
+    args: argparse.Namespace | None = None,
 ) -> tuple[Any, list[Any]]:
     """Open the key and the systems' scores (lazily: nothing is computed yet).
 
     Without a key, the key comes from the labels of the first scores file (a wespeaker or
     3D-Speaker score file, or a NIST table with a label column): it is read twice, once for its
-    labels and once for its scores, each streamed.
+    labels and once for its scores, each streamed. With ``--enrol``/``--test`` in ``args``, the
+    scores from embeddings are the last system (:mod:`bosaris_dask.cli.embeddings`).
     """
     from bosaris_dask import io
+    from bosaris_dask.errors import OptionError
 
+    score_paths = list(score_paths or [])
+    if key_path is None and not score_paths:
+        raise OptionError("--key is needed: it selects the trials to score from embeddings")
     if key_path is None:
-        from bosaris_dask.errors import OptionError
         from bosaris_dask.io.text import text_has_labels
 
         key_path = score_paths[0]
@@ -78,7 +89,7 @@ def _load(
         from bosaris_dask.llr_base import to_natural
 
         systems = [to_natural(s, llr_base) for s in systems]
-    return key, systems
+    return key, _with_embeddings(args, key, systems)
 
 
 def _read_scores(args: argparse.Namespace, path: str) -> Any:
@@ -94,6 +105,17 @@ def _in_user_base(args: argparse.Namespace, scores: Any) -> Any:
     from bosaris_dask.llr_base import from_natural
 
     return from_natural(scores, getattr(args, "llr_base", "e"))
+
+
+def _with_embeddings(args: argparse.Namespace | None, key: Any, systems: list[Any]) -> list[Any]:
+    """``systems`` and, with ``--enrol``/``--test``, the lazy scores from embeddings."""
+    from bosaris_dask.cli.embeddings import embedding_scores, uses_embeddings
+
+    if args is not None and uses_embeddings(args):
+        systems = [*systems, embedding_scores(args, key)]
+    if not systems:
+        raise BosarisError("no scores: give --scores, or --enrol and --test")
+    return systems
 
 
 def _system_name(path: str) -> str:
@@ -123,8 +145,13 @@ def _evaluate(args: argparse.Namespace, key: Any, systems: list[Any], score_path
     from bosaris_dask.llr_base import thresholds_from_natural
     from bosaris_dask.metrics import evaluate
 
+    names = [_system_name(p) for p in score_paths or []]
+    if len(names) < len(systems):  # the last system is scored from embeddings
+        from bosaris_dask.cli.embeddings import embedding_system_name
+
+        names.append(embedding_system_name(args))
     results = evaluate(
-        systems, key, priors=args.prior, names=[_system_name(p) for p in score_paths],
+        systems, key, priors=args.prior, names=names,
         operating_points=getattr(args, "operating_point", None) or (),
         allow_missing=args.allow_missing, progress=_progress(args),
         conditions=getattr(args, "conditions", None) or (), by=getattr(args, "by", None) or (),

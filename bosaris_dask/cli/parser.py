@@ -24,8 +24,10 @@ from typing import Any, NoReturn
 
 from bosaris_dask import __version__
 from bosaris_dask.cli.data import cmd_convert, cmd_demo, cmd_info, cmd_simulate
+from bosaris_dask.cli.embeddings import add_embedding_arguments, add_score_parser
 from bosaris_dask.cli.examples import epilog
 from bosaris_dask.cli.scoring import cmd_apply, cmd_calibrate, cmd_evaluate, cmd_fuse, cmd_plot
+from bosaris_dask.cli.spoof import cmd_spoof
 
 #: Options renamed in issue 15: ``{(command, old): new}``.
 RENAMED = {
@@ -111,7 +113,8 @@ def _operating_point_argument(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument(
         "--profile", choices=list(PROFILES),
-        help="a published cost profile (sre18, sre21: Cprimary; voxsrc; asvspoof5-cm; ijbc); "
+        help="a published cost profile (sre18, sre21: Cprimary; voxsrc; asvspoof5-cm; ijbc; "
+        "asvspoof5-sasv: see the spoof command); "
         "it sets the operating points unless --prior or --operating-point is given",
     )  # fmt: skip
     parser.add_argument(
@@ -189,6 +192,10 @@ def _training_arguments(parser: argparse.ArgumentParser, apply_help: str) -> Non
     parser.add_argument("--model-out", required=True, metavar="MODEL.json",
                         help="where to write the trained model (JSON)")  # fmt: skip
     parser.add_argument("--apply", action="append", metavar="SCORES", help=apply_help)
+    parser.add_argument(
+        "--allow-missing", action="store_true",
+        help="drop key trials without a score from training (and report how many)",
+    )  # fmt: skip
     parser.add_argument("--ndx", help="with --apply: keep only these trials")
     _fill_missing_argument(parser)
     parser.add_argument("--out", metavar="STORE",
@@ -206,15 +213,16 @@ def _fill_missing_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def _key_and_systems(
-    parser: argparse.ArgumentParser, scores_help: str, *, own_key: bool = False
-) -> None:
+    parser: argparse.ArgumentParser, scores_help: str, *, own_key: bool = False,
+    scores_required: bool = True,
+) -> None:  # fmt: skip
     if not own_key:
         parser.add_argument("--key", required=True, help="the key (text, HDF5 or zarr)")
     else:
         parser.add_argument("--key", help="the key (text, HDF5 or zarr); without it, the labels "
                             "of the first --scores file (enrol test score label)")  # fmt: skip
-    parser.add_argument("--scores", required=True, action="append", metavar="SCORES",
-                        help=scores_help)  # fmt: skip
+    parser.add_argument("--scores", required=scores_required, action="append",
+                        metavar="SCORES", help=scores_help)  # fmt: skip
     if own_key:
         _format_argument(parser)
 
@@ -305,7 +313,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = _add(sub, "evaluate", "exact DCF, EER, Cllr, ... of one or more systems",
              "Evaluate systems against a key: actDCF and minDCF at each prior, ROCCH-EER, "
              "PRBEP, Cllr, minCllr (exact, any scale).")  # fmt: skip
-    _key_and_systems(p, "scores of one system; repeat for several systems", own_key=True)
+    _key_and_systems(p, "scores of one system; repeat for several systems (or, or also, "
+                     "--enrol and --test)", own_key=True, scores_required=False)  # fmt: skip
+    add_embedding_arguments(p, required=False)
     _operating_points(p, "at which to report actDCF and minDCF")
     _operating_point_argument(p)
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
@@ -400,6 +410,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="STORE", help="file or store to write")
     _finish(p, cmd_apply)
 
+    p = _add(sub, "spoof", "ASVspoof 5 metrics: CM EER/DCF/Cllr, a-DCF, t-DCF, t-EER",
+             "Read ASVspoof 5 key and score files (the evaluation package's formats) and print "
+             "the challenge's metrics with its costs. cm (track 1): minDCF, actDCF, the "
+             "package's EER, ROCCH-EER, Cllr. sasv (track 2): min a-DCF, min t-DCF, exact "
+             "t-EER.")  # fmt: skip
+    p.add_argument("task", choices=["cm", "sasv"],
+                   help="cm: 'filename cm-label' key and 'filename cm-score' scores; sasv: "
+                   "'spk filename cm-label asv-label' key and 'spk filename cm-score asv-score "
+                   "sasv-score' scores")  # fmt: skip
+    p.add_argument("--key", required=True, help="the protocol (key) file; .gz is read as gzip")
+    p.add_argument("--scores", required=True, help="the score file; .gz is read as gzip")
+    p.add_argument("--asv-rates", choices=["fixed", "given"],
+                   help="sasv: the ASV rates of the t-DCF: the package's fixed ones (default) "
+                   "or counted from the asv-score column at the ASV EER threshold")  # fmt: skip
+    p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    _finish(p, cmd_spoof)
+
     p = _add(sub, "demo", "simulate a small example and evaluate it",
              "Generate a small realistic example (3 systems), evaluate it and say where the "
              "outputs are.")  # fmt: skip
@@ -409,8 +436,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--segments", type=_positive, default=500)
     p.add_argument("--seed", type=int, default=0)
     _finish(p, cmd_demo)
+
+    add_score_parser(sub, _add, _finish)
     return parser
 
 
 _COMMANDS = ("convert", "info", "simulate", "evaluate", "plot", "calibrate", "fuse", "apply",
-             "demo")  # fmt: skip
+             "score", "spoof", "demo")  # fmt: skip

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from typing import Any
 
 from bosaris_dask.cli.common import (
-    _cluster,
     _default_priors,
     _evaluate,
     _in_user_base,
@@ -22,6 +22,7 @@ from bosaris_dask.cli.common import (
     _write_json,
 )
 from bosaris_dask.errors import BosarisError, OptionError
+from bosaris_dask.progress import showing_progress
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -36,7 +37,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     start = time.perf_counter()
 
     def open_inputs() -> tuple[Any, list[Any]]:
-        return _load(args.key, args.scores, args.format, args.llr_base)
+        return _load(args.key, args.scores, args.format, args.llr_base, args)
 
     with _opened(args, open_inputs, lambda ks: _size(ks[0])) as loaded:
         key, systems = loaded
@@ -123,18 +124,25 @@ def _fill_missing(args: argparse.Namespace, out: Any, ndx: Any) -> Any:
     return set_missing_to_value(out, ndx, args.fill_missing, log_missing=False)
 
 
-def _fit_and_apply(args: argparse.Namespace, model: Any, systems: list[Any], quality: Any) -> int:
+def _fit_and_apply(
+    args: argparse.Namespace, model: Any, open_inputs: Callable[[], tuple[Any, list[Any], Any]]
+) -> int:
+    """Train ``model`` on ``open_inputs()`` (key, systems, quality), save it, and with
+    ``--apply`` write the scores it gives."""
     from bosaris_dask import io
     from bosaris_dask.calibration import apply_model
 
-    key = io.read(args.key, "key")
-    with _cluster(args, size_hint=key.sizes["model"] * key.sizes["segment"]):
+    if args.apply and args.out is None:
+        raise OptionError("--apply needs --out (where to write the resulting scores)")
+    opened = _opened(args, open_inputs, lambda inputs: _size(inputs[0]))
+    with opened as (key, systems, quality), showing_progress(_progress(args)):
         start = time.perf_counter()
         if quality is None:
-            model.fit(key, systems if len(systems) > 1 or args.command == "fuse" else systems[0])
+            train = systems if len(systems) > 1 or args.command == "fuse" else systems[0]
+            model.fit(train, key, allow_missing=args.allow_missing)
         else:
-            model.fit(key, systems, quality)
-        model.save_json(args.model_out)
+            model.fit(systems, key, quality, allow_missing=args.allow_missing)
+        model.save(args.model_out)
         doc = model.to_dict()
         elapsed = time.perf_counter() - start
         if "iterations" in doc:
@@ -142,10 +150,10 @@ def _fit_and_apply(args: argparse.Namespace, model: Any, systems: list[Any], qua
                       f"{doc['passes']} passes over the data")  # fmt: skip
         else:
             fitted = f"{len(doc['score_bounds']) // 2} PAV blocks"
+        if doc.get("n_missing"):
+            fitted += f"; dropped {doc['n_missing']:,} key trials without a score"
         _say(args, f"{doc['kind']}: {fitted} ({elapsed:.1f} s); wrote {args.model_out}")
         if args.apply:
-            if args.out is None:
-                raise BosarisError("--apply needs --out (where to write the calibrated scores)")
             targets = [_read_scores(args, p) for p in args.apply]
             eval_quality = _read_quality(args, args.apply_quality) if quality is not None else None
             ndx = io.read(args.ndx) if args.ndx else None
@@ -175,6 +183,7 @@ def _say_posterior_report(
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    from bosaris_dask import io
     from bosaris_dask.calibration import LinearCalibrator, PAVCalibrator
 
     if args.apply and len(args.apply) > 1:
@@ -183,27 +192,35 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             "calibrate each system on its own"
         )
     model = LinearCalibrator(args.train_prior) if args.method == "linear" else PAVCalibrator()
-    return _fit_and_apply(args, model, [_read_scores(args, args.scores)], None)
+    return _fit_and_apply(
+        args, model, lambda: (io.read(args.key, "key"), [_read_scores(args, args.scores)], None)
+    )
 
 
 def cmd_fuse(args: argparse.Namespace) -> int:
+    from bosaris_dask import io
     from bosaris_dask.fusion import LinearFuser, QualityFuser
 
-    quality = _read_quality(args, args.quality)
     if args.apply and len(args.apply) != len(args.scores):
         raise OptionError(
             f"--apply takes the eval scores of the same {len(args.scores)} systems, in the same "
             f"order; got {len(args.apply)}"
         )
+
     qtrans = _read_qtrans(getattr(args, "qtrans", None))
-    if qtrans is not None and quality is None:
+    with_quality = args.quality or args.model_quality or args.segment_quality
+    if qtrans is not None and not with_quality:
         raise BosarisError("--qtrans maps quality measures: give them (--quality, ...)")
-    if quality is not None:
+
+    def open_inputs() -> tuple[Any, list[Any], Any]:
+        systems = [_read_scores(args, p) for p in args.scores]
+        return io.read(args.key, "key"), systems, _read_quality(args, args.quality)
+
+    if with_quality:
         model: Any = QualityFuser(args.train_prior, qtrans=qtrans)
     else:
         model = LinearFuser(args.train_prior)
-    systems = [_read_scores(args, p) for p in args.scores]
-    return _fit_and_apply(args, model, systems, quality)
+    return _fit_and_apply(args, model, open_inputs)
 
 
 def _read_qtrans(path: str | None) -> Any:

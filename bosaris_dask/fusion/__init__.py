@@ -8,9 +8,13 @@ cross-entropy of :mod:`bosaris_dask.objectives` by the trust-region Newton metho
 
 Workflows (the paper's two variants):
 
-- dev/eval: ``fuser.fit(dev_key, dev_scores)``, then ``fuser.transform(eval_scores,
+- dev/eval: ``fuser.fit(dev_scores, dev_key)``, then ``fuser.transform(eval_scores,
   ndx=eval_ndx)``;
-- "cheating" (train and apply on the same set): ``fuser.fit_transform(key, scores)``.
+- "cheating" (train and apply on the same set): ``fuser.fit_transform(scores, key)``.
+
+The models follow scikit-learn's conventions where they fit: ``get_params``/``set_params``,
+fitted attributes with a trailing underscore, :class:`~bosaris_dask.errors.NotFittedError`
+before ``fit``; ``save(path)``/``load(path)`` write and read JSON.
 
 ``transform`` is lazy: it returns a new Scores object (float64 LLRs, ``score_mask`` the AND of the
 inputs' masks after aligning them to the first input's ids, or to ``ndx``) whose chunks are

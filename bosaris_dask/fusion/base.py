@@ -1,21 +1,29 @@
 """What every fitted score model shares: its JSON file, and applying it chunk by chunk.
 
-:class:`JsonModel` gives ``save_json``/``load_json`` (atomic writes, errors that name the file);
-:func:`apply_block` is the per-chunk kernel of every linear ``transform``.
+:class:`JsonModel` is the base of every model class: scikit-learn's conventions where they
+fit (``get_params``/``set_params``, a ``repr`` of the parameters, fitted attributes with a
+trailing underscore, :class:`~bosaris_dask.errors.NotFittedError`) and ``save``/``load`` as JSON
+(atomic writes, errors that name the file). :func:`scores_and_key` takes ``fit``'s arguments in
+the order ``(scores, key)`` (that of ``evaluate``) and, for one release, swaps the order of
+earlier releases with a ``FutureWarning``. :func:`apply_block` is the per-chunk kernel of every
+linear ``transform``.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
+import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Self
 
 import dask.array as da
 import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import (
+    OptionError,
     ParseError,
     ScoreError,
     StoreError,
@@ -82,17 +90,127 @@ def _as_list(scores: xr.Dataset | Sequence[xr.Dataset]) -> list[xr.Dataset]:
     return [scores] if isinstance(scores, xr.Dataset) else list(scores)
 
 
-class JsonModel:
-    """``save_json`` / ``load_json`` for model classes with ``to_dict`` / ``from_dict``."""
+def _kind(obj: Any) -> str | None:
+    if isinstance(obj, xr.Dataset):
+        return obj.attrs.get("bosaris_kind")
+    if isinstance(obj, list | tuple) and obj and isinstance(obj[0], xr.Dataset):
+        return _kind(obj[0])
+    return None
 
-    def save_json(self, path: str | os.PathLike[str]) -> None:
-        """Write :meth:`to_dict` as JSON (atomically: a temporary file renamed into place)."""
+
+def scores_and_key(first: Any, second: Any, method: str, *, stacklevel: int = 3) -> tuple[Any, Any]:
+    """``fit``'s first two arguments as ``(scores, key)``.
+
+    A key first and scores second is the order of earlier releases: it is swapped, with a
+    ``FutureWarning`` (``stacklevel`` is that of the user's call; the default fits a call
+    from the public method that called this).
+
+    Examples
+    --------
+    >>> from bosaris_dask.trials import kind_of, make_key, make_scores
+    >>> key, scores = make_key(["m"], ["s"], [[1]]), make_scores(["m"], ["s"], [[0.5]])
+    >>> s, k = scores_and_key(scores, key, "fit")
+    >>> kind_of(s), kind_of(k)
+    ('scores', 'key')
+    """
+    if _kind(first) == "key" and _kind(second) == "scores":
+        warnings.warn(
+            f"{method}(key, scores) is deprecated: the order is now {method}(scores, key), as "
+            "in evaluate(scores, key); the arguments were swapped this time",
+            FutureWarning,
+            stacklevel=stacklevel,
+        )
+        return second, first
+    return first, second
+
+
+class JsonModel:
+    """Parameters as scikit-learn keeps them, and ``save``/``load`` as JSON.
+
+    A subclass defines ``to_dict``/``from_dict`` and keeps every ``__init__`` parameter as an
+    attribute of the same name (what :meth:`get_params` reads).
+    """
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        """The ``__init__`` parameters (through ``**kwargs`` to the parent's)."""
+        names: list[str] = []
+        for klass in cls.__mro__:
+            init = klass.__dict__.get("__init__")
+            if init is None:
+                continue
+            params = inspect.signature(init).parameters.values()
+            names += [p.name for p in params if p.name != "self" and p.name not in names
+                      and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]  # fmt: skip
+            if all(p.kind != p.VAR_KEYWORD for p in params):
+                break
+        return names
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The model's parameters (as given to ``__init__``), by name.
+
+        Examples
+        --------
+        >>> from bosaris_dask.fusion import LinearFuser
+        >>> LinearFuser(0.1, l2=1e-3).get_params()["l2"]
+        0.001
+        """
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params: Any) -> Self:
+        """Set parameters by name (checked as ``__init__`` checks them); returns the model.
+
+        Raises
+        ------
+        OptionError
+            An unknown name, or a value ``__init__`` rejects.
+
+        Examples
+        --------
+        >>> from bosaris_dask.fusion import LinearFuser
+        >>> LinearFuser().set_params(prior=0.01)
+        LinearFuser(prior=0.01)
+        """
+        names = self._param_names()
+        unknown = [name for name in params if name not in names]
+        if unknown:
+            raise OptionError(f"{type(self).__name__} has no parameter {unknown[0]!r}; "
+                              f"its parameters are {', '.join(names)}")  # fmt: skip
+        checked = type(self)(**{**self.get_params(), **params})
+        for name in params:
+            setattr(self, name, getattr(checked, name))
+        return self
+
+    def __repr__(self) -> str:
+        defaults = {}
+        for klass in type(self).__mro__:
+            init = klass.__dict__.get("__init__")
+            if init is not None:
+                for p in inspect.signature(init).parameters.values():
+                    defaults.setdefault(p.name, p.default)
+        shown = [f"{name}={value!r}" for name, value in self.get_params().items()
+                 if not _same(value, defaults.get(name, inspect.Parameter.empty))]  # fmt: skip
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the fitted model as JSON (``to_dict``), atomically: a temporary file renamed
+        into place."""
         _save_json(self.to_dict(), path)  # type: ignore[attr-defined]
 
     @classmethod
-    def load_json(cls, path: str | os.PathLike[str]) -> Any:
-        """Read a model written by :meth:`save_json`."""
+    def load(cls, path: str | os.PathLike[str]) -> Any:
+        """Read a model written by :meth:`save` (a missing file or a bad one names the file)."""
         return _from_json(cls.from_dict, path)  # type: ignore[attr-defined]
+
+    save_json = save  #: the name of earlier releases
+    load_json = load  #: the name of earlier releases
+
+
+def _same(value: Any, default: Any) -> bool:
+    try:
+        return bool(value == default)
+    except (TypeError, ValueError):
+        return value is default
 
 
 def _save_json(d: dict[str, Any], path: str | os.PathLike[str]) -> None:

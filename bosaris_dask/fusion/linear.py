@@ -10,10 +10,18 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import (
+    NotFittedError,
     ScoreError,
     TrialError,
 )
-from bosaris_dask.fusion.base import MODEL_FORMAT, JsonModel, _as_list, _output_mask, apply_block
+from bosaris_dask.fusion.base import (
+    MODEL_FORMAT,
+    JsonModel,
+    _as_list,
+    _output_mask,
+    apply_block,
+    scores_and_key,
+)
 from bosaris_dask.objectives import (
     FusionData,
     FusionObjective,
@@ -98,10 +106,13 @@ class LinearFuser(JsonModel):
 
     # -- fitting -----------------------------------------------------------------------------
 
-    def _objective(self, data: FusionData, quality: bool) -> FusionObjective:
+    def _objective(
+        self, data: FusionData, quality: bool, allow_missing: bool = True
+    ) -> FusionObjective:
         return FusionObjective(
-            data, self.prior, l2=self.l2, quality=quality, split_every=self.split_every
-        )
+            data, self.prior, l2=self.l2, quality=quality, split_every=self.split_every,
+            allow_missing=allow_missing,
+        )  # fmt: skip
 
     def _solve(self, obj: FusionObjective, x0: np.ndarray) -> OptimizeResult:
         res = minimize(obj, x0, method=self.method, gtol=self.gtol, max_iter=self.max_iter)
@@ -113,31 +124,47 @@ class LinearFuser(JsonModel):
         self.counts_ = {k: v for k, v in (obj.counts or {}).items() if k != "n_nonfinite"}
         return res
 
-    def _fit_data(self, data: FusionData, x0: np.ndarray | None, persisted: bool = False) -> Self:
+    def _fit_data(
+        self,
+        data: FusionData,
+        x0: np.ndarray | None,
+        persisted: bool = False,
+        allow_missing: bool = True,
+    ) -> Self:
         k = data.n_systems
         start = np.r_[np.full(k, 1.0 / k), 0.0] if x0 is None else np.asarray(x0, float)
         if start.shape != (k + 1,):
             raise ValueError(f"x0 must hold {k} weights and an offset, got shape {start.shape}")
         self.iterations_, self.passes_ = 0, int(persisted)
-        res = self._solve(self._objective(data, quality=False), start)
+        res = self._solve(self._objective(data, False, allow_missing), start)
         self.weights_, self.offset_ = res.x[:k].copy(), float(res.x[k])
         return self
 
     def fit(
         self,
-        key: xr.Dataset,
         scores: xr.Dataset | Sequence[xr.Dataset],
+        key: xr.Dataset,
         *,
+        allow_missing: bool = False,
         x0: np.ndarray | None = None,
     ) -> Self:
-        """Train on a supervised set: a Key and ``K`` Scores (aligned to the key's ids).
+        """Train on a supervised set: ``K`` Scores and a Key (the scores aligned to its ids).
 
-        Trials of the key without a score in some system are dropped (counted in
-        ``counts_["n_missing"]``); a non-finite score is a :class:`ScoreError`. The default
-        starting point is ``b_k = 1/K``, ``a = 0`` (as BOSARIS).
+        Key trials without a score in some system are an error, as in ``evaluate``, unless
+        ``allow_missing``: then they are dropped and counted in ``counts_["n_missing"]``. A
+        non-finite score is a :class:`ScoreError`. The default starting point is ``b_k = 1/K``,
+        ``a = 0`` (as BOSARIS). The order ``fit(key, scores)`` of earlier releases still works,
+        with a ``FutureWarning``.
+
+        Raises
+        ------
+        MissingTrialsError
+            Key trials without a score, unless ``allow_missing`` (found by the first pass).
         """
+        scores, key = scores_and_key(scores, key, f"{type(self).__name__}.fit")
         data = fusion_data(key, _as_list(scores), persist=self.persist)
-        return self._fit_data(data, x0, persisted=self.persist)  # persisting is a pass too
+        # persisting is a pass too
+        return self._fit_data(data, x0, persisted=self.persist, allow_missing=allow_missing)
 
     def fit_arrays(
         self,
@@ -156,9 +183,9 @@ class LinearFuser(JsonModel):
     # -- applying ----------------------------------------------------------------------------
 
     def _check_fitted(self) -> tuple[np.ndarray, float]:
-        """The fitted weights and offset; a :class:`TrialError` if the model is not fitted."""
+        """The fitted weights and offset; a :class:`NotFittedError` before ``fit``."""
         if self.weights_ is None or self.offset_ is None:
-            raise TrialError(f"this {type(self).__name__} is not fitted")
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit first")
         return self.weights_, self.offset_
 
     def _transform(
@@ -230,11 +257,12 @@ class LinearFuser(JsonModel):
         return offset + s @ weights
 
     def fit_transform(
-        self, key: xr.Dataset, scores: xr.Dataset | Sequence[xr.Dataset], **fit_kwargs: Any
+        self, scores: xr.Dataset | Sequence[xr.Dataset], key: xr.Dataset, **fit_kwargs: Any
     ) -> xr.Dataset:
         """Train and apply on the same set (the paper's "cheating" variant), restricted to the
         key's trials."""
-        return self.fit(key, scores, **fit_kwargs).transform(scores, ndx=key)
+        scores, key = scores_and_key(scores, key, f"{type(self).__name__}.fit_transform")
+        return self.fit(scores, key, **fit_kwargs).transform(scores, ndx=key)
 
     # -- serialization -----------------------------------------------------------------------
 

@@ -11,8 +11,8 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask.errors import TrialError
-from bosaris_dask.fusion.base import _as_list, _output_mask, apply_block
+from bosaris_dask.errors import NotFittedError, TrialError
+from bosaris_dask.fusion.base import _as_list, _output_mask, apply_block, scores_and_key
 from bosaris_dask.fusion.linear import LinearFuser
 from bosaris_dask.objectives import (
     align_inputs,
@@ -151,17 +151,21 @@ class QualityFuser(LinearFuser):
 
     def fit(  # type: ignore[override]
         self,
-        key: xr.Dataset,
         scores: xr.Dataset | Sequence[xr.Dataset],
+        key: xr.Dataset,
         quality: xr.Dataset,
         *,
+        allow_missing: bool = False,
         linear: LinearFuser | None = None,
     ) -> QualityFuser:
-        """Train on a Key, ``K`` Scores and a Quality object.
+        """Train on ``K`` Scores, a Key and a Quality object.
 
         ``linear``: an already fitted linear fuser to start from and to back off to (its passes
         are not counted again); by default one is trained first on the same data.
+        ``allow_missing``: as in :meth:`LinearFuser.fit`. The order ``fit(key, scores,
+        quality)`` of earlier releases still works, with a ``FutureWarning``.
         """
+        scores, key = scores_and_key(scores, key, "QualityFuser.fit")
         quality = transform_quality(quality, self.qtrans)
         data = fusion_data(key, _as_list(scores), quality, persist=self.persist)
         k = data.n_systems
@@ -173,7 +177,7 @@ class QualityFuser(LinearFuser):
                 gtol=self.gtol,
                 max_iter=self.max_iter,
                 split_every=self.split_every,
-            )._fit_data(data, None, persisted=self.persist)
+            )._fit_data(data, None, persisted=self.persist, allow_missing=allow_missing)
             self.linear_passes_, self.iterations_ = linear.passes_, linear.iterations_
         else:
             weights, _ = linear._check_fitted()
@@ -199,7 +203,7 @@ class QualityFuser(LinearFuser):
         )
         data = replace(data, classes=da.where(has, data.classes, 0).astype(np.int8))
         x0 = np.r_[weights, offset, np.zeros(n_quality_params(data.n_measures))]
-        res = self._solve(self._objective(data, quality=True), x0)
+        res = self._solve(self._objective(data, True, allow_missing), x0)
         self.weights_, self.offset_ = res.x[:k].copy(), float(res.x[k])
         self.quality_matrix_ = quality_matrix(res.x[k + 1 :], data.n_measures)
         if linear.counts_ and self.linear_passes_ > int(self.persist):  # fitted here: same data
@@ -209,14 +213,14 @@ class QualityFuser(LinearFuser):
         return self
 
     def _fitted_quality_matrix(self) -> np.ndarray:
-        """The fitted quality matrix ``W``; a :class:`TrialError` if the model is not fitted."""
+        """The fitted quality matrix ``W``; a :class:`NotFittedError` before ``fit``."""
         self._check_fitted()
         if self.quality_matrix_ is None:
-            raise TrialError(f"this {type(self).__name__} is not fitted")
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit first")
         return self.quality_matrix_
 
     def fit_arrays(self, *args: Any, **kwargs: Any) -> QualityFuser:
-        raise TrialError("quality fusion needs trial objects: use fit(key, scores, quality)")
+        raise TrialError("quality fusion needs trial objects: use fit(scores, key, quality)")
 
     def transform(  # type: ignore[override]
         self,
@@ -294,10 +298,15 @@ class QualityFuser(LinearFuser):
         raise TrialError("quality fusion needs trial objects: use transform(scores, quality)")
 
     def fit_transform(  # type: ignore[override]
-        self, key: xr.Dataset, scores: xr.Dataset | Sequence[xr.Dataset], quality: xr.Dataset
+        self,
+        scores: xr.Dataset | Sequence[xr.Dataset],
+        key: xr.Dataset,
+        quality: xr.Dataset,
+        **fit_kwargs: Any,
     ) -> xr.Dataset:
         """Train and apply on the same set, restricted to the key's trials."""
-        return self.fit(key, scores, quality).transform(scores, quality, ndx=key)
+        scores, key = scores_and_key(scores, key, "QualityFuser.fit_transform")
+        return self.fit(scores, key, quality, **fit_kwargs).transform(scores, quality, ndx=key)
 
     def to_dict(self) -> dict[str, Any]:
         d = super().to_dict()
