@@ -61,7 +61,7 @@ def test_missing_file(tmp_path):
         read_condition_table(tmp_path / "absent.tsv")
 
 
-@pytest.mark.filterwarnings("ignore:The data type:UserWarning")
+@pytest.mark.filterwarnings("ignore:The data type .* does not have a Zarr V3 specification")
 def test_zarr_and_hdf5_tables(tmp_path):
     z = zarr.open_group(str(tmp_path / "seg.zarr"), mode="w")
     z.create_array("segment", data=np.array([b"s1", b"s2"]))
