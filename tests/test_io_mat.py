@@ -8,7 +8,7 @@ import pytest
 import scipy.io
 
 from bosaris_dask import io
-from bosaris_dask.errors import StoreError
+from bosaris_dask.errors import StoreError, TrialError
 from bosaris_dask.io import mat
 from bosaris_dask.trials import make_key, make_ndx, make_scores, quality_table
 
@@ -183,6 +183,18 @@ def test_large_v73_matrices_are_read_lazily(tmp_path, monkeypatch):
     back = io.read(path)
     assert hasattr(back.score.data, "dask")
     assert back.score_mask.values.tolist() == arrays["score_mask"].tolist()
+
+
+def test_bad_codes_of_a_lazy_v73_key_name_the_trial(tmp_path, monkeypatch):
+    from bosaris_dask.io.mat import v73
+
+    monkeypatch.setattr(v73, "_LAZY_BYTES", 0)
+    codes = np.array([[1, -1, 0], [0, 5, -1]], dtype=np.int8)
+    fields = {"row_ids": ["m1", "m2"], "column_ids": ["t1", "t2", "t3"], "trial_mask": codes}
+    _matlab_v73(tmp_path / "key.mat", "key", fields)
+    key = io.read(tmp_path / "key.mat")  # lazy: found when the block is read
+    with pytest.raises(TrialError, match=r"key.mat: key: .*found 5 at \(m2, t2\)"):
+        key.trial_mask.compute()
 
 
 def test_errors_name_the_file_and_field(tmp_path):

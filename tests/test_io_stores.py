@@ -799,111 +799,17 @@ def test_zarr_key_check_is_fused_into_the_read(tmp_path):
 
 
 def test_dask_key_codes_are_checked_before_the_int8_cast():
-    """An int16 256 would become 0 (no trial) when cast to int8: it must be refused."""
+    """An int16 256 or a uint8 255 would become 0 or -1 when cast to int8, a float 0.5 would
+    become 0: each must be refused, naming the trial."""
+    import bosaris_dask as bd
     from bosaris_dask.errors import TrialError
 
-    codes = np.zeros((3, 4), dtype=np.int16)
-    codes[2, 1] = 256
-    key = make_key(["a", "b", "c"], list("wxyz"), da.from_array(codes, chunks=2))
-    with pytest.raises(TrialError, match=r"found 256 at \(c, x\)"):
-        key.trial_mask.compute()
-    floats = da.from_array(np.array([[1.0, 0.5]]), chunks=1)
-    with pytest.raises(TrialError, match=r"found 0.5 at \(a, y\)"):
-        make_key(["a"], ["x", "y"], floats).trial_mask.compute()
-
-
-# --------------------------------------------------------------------------------------------
-# stores written by other tools: absent chunks hold the fill value (issue 11, item 3)
-# --------------------------------------------------------------------------------------------
-
-_IDS = ([f"m{i}" for i in range(6)], [f"s{j}" for j in range(4)])
-
-
-def _sparse_key_codes() -> np.ndarray:
-    codes = np.zeros((6, 4), dtype=np.int8)  # rows 2..5: no trials at all
-    codes[0, 0], codes[1, 1], codes[0, 3] = 1, -1, -1
-    return codes
-
-
-def _present(store: Path, name: str) -> list[str]:
-    return [p.relative_to(store / name).as_posix() for p in _chunk_files(store, name)]
-
-
-def test_xarray_to_zarr_key_with_absent_chunks_is_read_as_no_trials(tmp_path):
-    codes = _sparse_key_codes()
-    path = tmp_path / "key.zarr"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # xarray's own note on consolidated metadata
-        make_key(*_IDS, codes, chunks=(2, 4)).to_zarr(path)
-    assert _present(path, "trial_mask") == ["c/0/0"]  # xarray skipped the blocks of zeros
-    key = io.read(path)
-    assert key.trial_mask.values.tolist() == codes.tolist()
-
-
-def test_xarray_to_zarr_scores_with_absent_chunks(tmp_path):
-    score = np.full((6, 4), np.nan)
-    score[0, 0], score[1, 2] = 1.5, -2.25
-    mask = ~np.isnan(score)
-    path = tmp_path / "scores.zarr"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        make_scores(*_IDS, score, mask, chunks=(2, 4)).to_zarr(path)
-    assert _present(path, "score") == ["c/0/0"] and _present(path, "score_mask") == ["c/0/0"]
-    back = io.read(path)
-    assert back.score_mask.values.tolist() == mask.tolist()
-    assert back.score.values[mask].tolist() == [1.5, -2.25]
-    assert np.isnan(back.score.values[~mask]).all()
-
-
-def _zarr_direct(path: Path, kind: str, arrays: dict[str, tuple[np.ndarray, dict]]) -> Path:
-    """A store written with zarr alone (v3 defaults: chunks of the fill value are skipped)."""
-    group = zarr.open_group(path, mode="w", zarr_format=3)
-    group.attrs["bosaris_kind"] = kind
-    for dim, ids in zip(("model", "segment"), _IDS, strict=True):
-        group.create_array(dim, shape=(len(ids),), dtype=str, dimension_names=(dim,))[:] = ids
-    for name, (values, options) in arrays.items():
-        arr = group.create_array(
-            name, shape=values.shape, dtype=values.dtype, chunks=(2, 2),
-            dimension_names=("model", "segment"), **options,
-        )  # fmt: skip
-        arr[:] = values
-    return path
-
-
-def test_zarr_direct_stores_with_absent_chunks(tmp_path):
-    codes = _sparse_key_codes()
-    key_path = _zarr_direct(tmp_path / "key.zarr", "key", {"trial_mask": (codes, {})})
-    assert len(_present(key_path, "trial_mask")) == 2  # of 6
-    assert io.read(key_path).trial_mask.values.tolist() == codes.tolist()
-
-    score = np.zeros((6, 4), dtype=np.float32)
-    score[0, 1], score[3, 3] = 0.5, -1.0
-    mask = score != 0
-    raw = {"compressors": None, "fill_value": 0.0}  # uncompressed: the memory-mapped path
-    path = _zarr_direct(
-        tmp_path / "scores.zarr", "scores", {"score": (score, raw), "score_mask": (mask, {})}
-    )
-    assert _present(path, "score") == ["c/0/0", "c/1/1"]
-    back = io.read(path)
-    assert back.score.dtype == np.float32
-    assert back.score.values.tolist() == score.tolist()
-    assert back.score_mask.values.tolist() == mask.tolist()
-
-
-def test_present_chunks_that_are_corrupt_are_still_errors(tmp_path):
-    codes = _sparse_key_codes()
-    path = _zarr_direct(tmp_path / "key.zarr", "key", {"trial_mask": (codes, {})})
-    victim = path / "trial_mask" / "c" / "0" / "1"
-    victim.write_bytes(victim.read_bytes()[:-3])  # zstd-compressed: truncated
-    key = io.read(path)  # the file is there: found when it is decoded
-    with pytest.raises(StoreError, match=r"array 'trial_mask' chunk \(0, 1\) \(file c/0/1\)"):
-        key.trial_mask.compute()
-
-    score = np.ones((6, 4))
-    raw = {"compressors": None}
-    arrays = {"score": (score, raw), "score_mask": (score > 0, {})}
-    path = _zarr_direct(tmp_path / "scores.zarr", "scores", arrays)
-    victim = path / "score" / "c" / "2" / "0"
-    victim.write_bytes(victim.read_bytes()[:-8])
-    with pytest.raises(StoreError, match=r"'score' chunk \(2, 0\) \(file c/2/0\) has 24 bytes"):
-        io.read(path)
+    models, segments = ["a", "b", "c"], list("wxyz")
+    scores = make_scores(models, segments, _rng(7).normal(size=(3, 4)))
+    for dtype, value in ((np.int16, 256), (np.uint8, 255), (np.float64, 0.5)):
+        low = 0 if np.dtype(dtype).kind == "u" else -1
+        codes = np.where(np.arange(12).reshape(3, 4) % 2, 1, low).astype(dtype)
+        codes[2, 1] = value
+        key = make_key(models, segments, da.from_array(codes, chunks=2))
+        with pytest.raises(TrialError, match=rf"found {value} at \(c, x\)"):
+            bd.evaluate(scores, key)

@@ -58,3 +58,29 @@ def test_file_urls_are_local_paths(stores):
     local, _, _, _ = stores
     via_url = io.read(f"file://{local / 's.zarr'}")
     np.testing.assert_array_equal(via_url.score.values, io.read(local / "s.zarr").score.values)
+
+
+def test_absent_chunks_of_a_foreign_store_behind_a_url_read_as_fill(tmp_path):
+    """A store written by xarray (no bosaris_store_version) skips chunks of zeros: behind a
+    URL too they read as no trials, while our own stores' missing chunks stay errors."""
+    import warnings
+
+    from bosaris_dask.trials import make_key
+
+    codes = np.zeros((6, 4), dtype=np.int8)
+    codes[0, 0], codes[1, 3] = 1, -1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # xarray's note on consolidated metadata
+        make_key([f"m{i}" for i in range(6)], list("abcd"), codes, chunks=(2, 4)).to_zarr(
+            tmp_path / "key.zarr"
+        )
+    fs = fsspec.filesystem("memory")
+    root = f"/{tmp_path.name}-foreign"
+    fs.put(str(tmp_path / "key.zarr"), f"{root}/key.zarr", recursive=True)
+    try:
+        stored = [p for p in fs.find(f"{root}/key.zarr/trial_mask") if "/c/" in p]
+        assert len(stored) == 1
+        key = io.read(f"memory://{root.lstrip('/')}/key.zarr")
+        assert key.trial_mask.values.tolist() == codes.tolist()
+    finally:
+        fs.rm(root, recursive=True)

@@ -39,6 +39,7 @@ from bosaris_dask.trials import (
     trial_classes,
     validate,
 )
+from bosaris_dask.trials.construction import checked_codes
 
 #: The variable name of each kind, as the toolkit saves it.
 VARIABLES = {"key": "key", "ndx": "ndx", "scores": "scr", "quality": "qual"}
@@ -150,6 +151,8 @@ def to_object(fields: dict, kind: str, where: str) -> xr.Dataset | xr.DataArray:
             non = _matrix(fields.get("non"), shape, f"{where}.non") != 0
             return key_from_masks(models, segments, tar, non)
         mask = _matrix(_field(fields, "trial_mask"), shape, f"{where}.trial_mask")
+        if isinstance(mask, da.Array):  # a large v7.3 matrix: checked as its blocks are read
+            mask = checked_codes(mask, models, segments, where=f"{where}: ")
         return make_key(models, segments, mask)
     except TrialError as exc:
         raise StoreError(f"{where}: {exc}") from exc
