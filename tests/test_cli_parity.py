@@ -157,7 +157,7 @@ def test_fuse_apply_reports_target_proportions_and_kl(tiny, tmp_path, capsys):
     out = tmp_path / "fused.h5"
     rc = main(["fuse", "--key", str(tiny / "key.h5"), "--scores", str(tiny / "dev.h5"),
                "--scores", str(tmp_path / "dev2.h5"), "--model-out", str(tmp_path / "f.json"),
-               "--apply", str(tmp_path / "ev.h5"), str(tmp_path / "ev2.h5"),
+               "--apply", str(tmp_path / "ev.h5"), "--apply", str(tmp_path / "ev2.h5"),
                "--out", str(out), "--cluster", "threads"])  # fmt: skip
     assert rc == 0
     err = capsys.readouterr().err
