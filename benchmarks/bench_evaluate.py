@@ -249,11 +249,14 @@ def run_ours(workdir: Path, cluster: str = "threads") -> dict:
     key = io.read(workdir / "key.zarr")
     scores = io.read(workdir / "system-1.zarr")
     with connect(cluster=cluster, dashboard=False, announce=None):
+        start = time.perf_counter()
         ds = evaluate(scores, key, priors=PRIORS, sweep=SWEEP)
+        evaluate_s = time.perf_counter() - start
     ds = ds.isel(system=0)
     return {
         "eer": float(ds.eer), "prbep": float(ds.prbep), "cllr": float(ds.cllr),
         "min_cllr": float(ds.min_cllr), "passes": int(ds.attrs["passes"]),
+        "evaluate_s": evaluate_s,
         "act": np.concatenate([ds.act_dcf_raw, ds.sweep_act_dcf_raw]).tolist(),
         "min": np.concatenate([ds.min_dcf_raw, ds.sweep_min_dcf_raw]).tolist(),
     }  # fmt: skip
@@ -356,6 +359,11 @@ def main(argv: list[str] | None = None) -> dict:
     if not args.mode and importlib.util.find_spec("llreval") is not None:
         modes.append("llreval")
     machine = _machine()
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    commit = subprocess.run(
+        ["git", "-C", str(Path(__file__).parent), "rev-parse", "--short", "HEAD"],
+        capture_output=True, text=True,
+    ).stdout.strip() or "unknown"  # fmt: skip
     runs: dict[str, list[dict]] = {m: [] for m in modes}
     for _ in range(args.repeat):  # interleaved, so that a noisy minute hits every contender
         for m in modes:
@@ -365,7 +373,7 @@ def main(argv: list[str] | None = None) -> dict:
     wall = {m: statistics.median(r["wall_s"] for r in runs[m]) for m in modes}
     cache = "cold (evicted before each run)" if args.cold else "warm (in the page cache)"
     print(f"\n{trials:.3g} trials (float32), median of {args.repeat} run(s) each, stores {cache}")
-    print(f"  machine: {machine}")
+    print(f"  machine: {machine}; started {started} at commit {commit}")
     for m in modes:
         peak = max(r["peak_rss_mb"] for r in runs[m])
         rel = f"  {wall[m] / wall['ours']:6.2f} x ours' time" if "ours" in wall else ""
@@ -377,6 +385,9 @@ def main(argv: list[str] | None = None) -> dict:
         for name in ("eer", "prbep", "cllr", "min_cllr", "act", "min"):
             np.testing.assert_allclose(ours[name], base[name], rtol=1e-9, err_msg=name)
         print(f"  ours and the baseline agree (rtol 1e-9); ours took {ours['passes']} passes")
+    if "ours" in runs:
+        inner = statistics.median(r["evaluate_s"] for r in runs["ours"])
+        print(f"  evaluate() alone (threads; no imports, no store opening): {inner:.2f} s")
     for peer in ("llreval", "sklearn"):
         if peer in runs and ours:
             diffs = {
@@ -387,8 +398,10 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"  {peer}: largest absolute difference from ours per metric: {diffs}")
     summary = {
         "trials": trials, "repeat": args.repeat, "machine": machine, "cache": cache,
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "date": started, "commit": commit,
         "median_wall_s": wall, "passes": ours.get("passes"),
+        "evaluate_s": statistics.median(r["evaluate_s"] for r in runs["ours"])
+        if "ours" in runs else None,
         "ratio_to_ours": {m: wall[m] / wall["ours"] for m in modes} if "ours" in wall else {},
     }  # fmt: skip
     if args.json:

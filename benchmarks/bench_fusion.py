@@ -137,7 +137,7 @@ class Fusion:
         self._run("scipy-trust-ncg")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=float, default=1e8)
     parser.add_argument("--systems", type=int, default=3)
@@ -145,7 +145,7 @@ def main() -> None:
     parser.add_argument("--persist", action="store_true")
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--solvers", default=",".join(SOLVERS))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         t0 = time.perf_counter()
         key_path, paths = make_stores(int(args.trials), args.systems, Path(tmp))

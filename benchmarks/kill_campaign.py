@@ -61,17 +61,19 @@ def timing(case: Case, data: Inputs, root: Path) -> tuple[float, float, float]:
     watched output holds bytes, until all its outputs are in place, and until it exits."""
     out = root / f"timing-{case.name}"
     out.mkdir()
-    proc = subprocess.Popen([*CLI, *case.command(data, out)], stderr=subprocess.PIPE, text=True)
-    start, ready, done = time.monotonic(), None, None
-    while proc.poll() is None:
-        if ready is None and writing(out, case.watched):
-            ready = time.monotonic() - start
-        if done is None and all((out / n).exists() for n in case.outputs):
-            done = time.monotonic() - start
-        time.sleep(0.002)
-    total = time.monotonic() - start
-    if proc.returncode != 0 or ready is None:
-        raise RuntimeError(f"{case.name}: exit {proc.returncode}, {proc.stderr.read()}")
+    with subprocess.Popen(
+        [*CLI, *case.command(data, out)], stderr=subprocess.PIPE, text=True
+    ) as proc:
+        start, ready, done = time.monotonic(), None, None
+        while proc.poll() is None:
+            if ready is None and writing(out, case.watched):
+                ready = time.monotonic() - start
+            if done is None and all((out / n).exists() for n in case.outputs):
+                done = time.monotonic() - start
+            time.sleep(0.002)
+        total = time.monotonic() - start
+        if proc.returncode != 0 or ready is None:
+            raise RuntimeError(f"{case.name}: exit {proc.returncode}, {proc.stderr.read()}")
     shutil.rmtree(out)
     return ready, done or total, total
 

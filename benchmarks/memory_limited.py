@@ -55,14 +55,14 @@ def run(workdir: Path, cluster: str, **options) -> tuple:
     return ds, wall, peaks, before != after, need
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, required=True)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads-per-worker", type=int, default=1)
     parser.add_argument("--memory-limit", default="1GB")
     parser.add_argument("--compare", action="store_true", help="also run with threads")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     ds, wall, peaks, replaced, need = run(
         args.workdir, "local", workers=args.workers,

@@ -40,7 +40,7 @@ vertex. :func:`score_bins` also resolves the bins PAV calibration needs:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -48,10 +48,10 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import config, kernels, memory, refinement, roc
+from bosaris_dask import config, exact_sum, kernels, memory, refinement, roc, runner
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.keys import key_bits, keys_to_values, threshold_keys
-from bosaris_dask.progress import compute, compute_and_keep, current_client
+from bosaris_dask.progress import compute, compute_and_keep
 from bosaris_dask.trials import align_with, is_label_key, kind_of, locate, trial_classes, validate
 
 __all__ = ["ScoreSummary", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
@@ -82,7 +82,9 @@ class ScoreSummary:
         Target and non-target counts per bin.
     softplus_tar, softplus_non
         ``sum log(1 + exp(-s))`` over targets and ``sum log(1 + exp(s))`` over non-targets
-        (natural log): Cllr without a second pass.
+        (natural log): Cllr without a second pass. Each term is rounded to a multiple of
+        ``2**-57`` and the terms are added exactly (:mod:`bosaris_dask.exact_sum`), so the
+        sums are the same, bit for bit, in any chunking, merge tree and scheduler.
     n_missing
         Key trials without a score (dropped; non-zero only with ``allow_missing``).
     passes
@@ -144,43 +146,23 @@ class ScoreSummary:
 # --------------------------------------------------------------------------------------------
 
 
-def _blockwise(
-    kernel: Callable, inputs: list[da.Array], length: int | None, lead: Sequence[Any] = ()
-) -> da.Array:
-    """``kernel`` on every chunk of ``inputs`` (all indexed ``ij``; ``lead`` are extra
-    ``(array, index)`` arguments first): one float64 vector of ``length``, or one object."""
-    args: list[Any] = list(lead)
+def _blockwise(kernel: Callable, inputs: list[da.Array]) -> da.Array:
+    """``kernel`` on every chunk of ``inputs`` (all indexed ``ij``): one object per chunk."""
+    args: list[Any] = []
     for arr in inputs:
         args += [arr, "ij"]
-    if length is None:  # one object per chunk
-        return da.blockwise(
-            kernel, "ij", *args, adjust_chunks={"i": 1, "j": 1}, dtype=object,
-            meta=np.empty((0, 0), dtype=object),
-        )  # fmt: skip
     return da.blockwise(
-        kernel, "ijk", *args, new_axes={"k": length}, adjust_chunks={"i": 1, "j": 1},
-        dtype=np.float64, meta=np.empty((0, 0, 0)),
+        kernel, "ij", *args, adjust_chunks={"i": 1, "j": 1}, dtype=object,
+        meta=np.empty((0, 0), dtype=object),
     )  # fmt: skip
 
 
-def _pass1_reduce(packed: da.Array, split_every: int) -> da.Array:
-    """Add pass 1's chunk vectors; the second field (the first bad trial) merges by ``min``."""
-
-    def chunk(x, axis, keepdims):
-        return x
-
-    def combine(x, axis, keepdims):
-        out = x.sum(axis=axis, keepdims=keepdims)
-        out[..., 1] = x[..., 1].min(axis=axis, keepdims=keepdims)
-        return out
-
-    return da.reduction(
-        packed, chunk=chunk, combine=combine, aggregate=combine, axis=(0, 1),
-        dtype=np.float64, split_every=split_every, concatenate=True, meta=np.empty((0,)),
-    )  # fmt: skip
+def _add_counts_min_index(rows: np.ndarray) -> np.ndarray:
+    """Merge ``[count, first index]`` rows: add the counts, keep the smallest index."""
+    return np.array([rows[:, 0].sum(), rows[:, 1].min()])
 
 
-def _raise_bad_codes(head: np.ndarray, key: xr.Dataset, n_cols: int) -> None:
+def _raise_bad_codes(head: np.ndarray, *, key: xr.Dataset, n_cols: int) -> None:
     """Raise :class:`TrialError` naming a trial if pass 1 found key codes outside -1/0/+1."""
     count, first = head
     if not count:
@@ -193,6 +175,46 @@ def _raise_bad_codes(head: np.ndarray, key: xr.Dataset, n_cols: int) -> None:
         f"found {code} at ({key.model.values[i]}, {key.segment.values[j]})"
         + (f" and {int(count) - 1} more bad values" if count > 1 else "")
     )
+
+
+def _pass1_summary(
+    row: np.ndarray, *, name: str, k: int, inputs: list[da.Array], key: xr.Dataset,
+    dtype: np.dtype, shift: int, nbins: int, allow_missing: bool,
+) -> ScoreSummary:
+    """System ``k``'s summary from its pass-1 totals, or the error its trials call for."""
+    n_non, n_tar = row[:nbins].astype(np.int64), row[nbins : 2 * nbins].astype(np.int64)
+    limbs = row[2 * nbins : -2].reshape(2, -1)
+    sp_tar, sp_non = (exact_sum.to_float(exact_sum.from_limbs(x)) for x in limbs)
+    missing, bad = row[-2:]
+    if bad:
+        cond = ~da.isfinite(inputs[1 + 2 * k]) & (inputs[0] != 0) & inputs[2 + 2 * k]
+        where = locate(cond, key.model.values, key.segment.values)
+        raise ScoreError(f"{name}: {int(bad)} trials have non-finite scores, e.g. {where}")
+    if missing and not allow_missing:
+        cond = (inputs[0] != 0) & ~inputs[2 + 2 * k]
+        where = locate(cond, key.model.values, key.segment.values)
+        raise MissingTrialsError(
+            f"{name}: {int(missing)} key trials have no score, e.g. {where} "
+            "(allow_missing drops them)"
+        )
+    nonempty = np.flatnonzero((n_tar + n_non) > 0)
+    summary = ScoreSummary(
+        dtype=dtype,
+        lo=nonempty.astype(np.uint64) << np.uint64(shift),
+        bits=np.full(len(nonempty), shift, dtype=np.int8),
+        n_tar=n_tar[nonempty],
+        n_non=n_non[nonempty],
+        softplus_tar=sp_tar,
+        softplus_non=sp_non,
+        n_missing=int(missing),
+        name=name,
+    )
+    if summary.n_target == 0 or summary.n_nontarget == 0:
+        raise ScoreError(
+            f"{name}: need both targets and non-targets, found {summary.n_target} targets "
+            f"and {summary.n_nontarget} non-targets"
+        )
+    return summary
 
 
 def _object_tree_reduce(per_chunk: da.Array, split_every: int) -> da.Array:
@@ -239,7 +261,7 @@ def _inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.Arra
     if not is_label_key(key) and key.trial_mask.dtype != np.int8:
         # keep codes outside -1/0/+1 outside them when the kernels' int8 conversion wraps
         key = key.assign(trial_mask=key.trial_mask.clip(-2, 2))
-    aligned = [align_with(s, key) for s in scores]
+    aligned = [align_with(s, key, once=True) for s in scores]  # passes: realign once
     dtypes = {np.dtype(s.score.dtype) for s in aligned}
     chunks = aligned[0].score.data.chunks
     inputs = [trial_classes(key, chunks=chunks)]
@@ -294,7 +316,7 @@ def summarize(
     allow_missing: bool = False,
     split_every: int = DEFAULT_SPLIT_EVERY,
     coarse_bits: int | None = None,
-    progress: bool = False,
+    progress: bool | None = None,
     names: Sequence[str] | None = None,
 ) -> list[ScoreSummary]:
     """Exact summaries of one or more systems' scores against one key.
@@ -320,7 +342,8 @@ def summarize(
         or two systems, fewer for more). The block sizes and refinement budgets are dask config
         keys (:mod:`bosaris_dask.config`), read when the graphs are built.
     progress
-        Show a progress bar for each pass.
+        Show a progress bar for each pass; ``None`` follows the innermost
+        :func:`bosaris_dask.progress.showing_progress` block (no bar outside one).
     names
         System names, stored in the summaries.
 
@@ -355,51 +378,28 @@ def summarize(
     bits = coarse_bits or _coarse_bits(n_sys)
     shift = key_bits(dtype) - bits
     nbins = 1 << bits
-    need = _task_memory(inputs, dtype, nbins, split_every, knobs)
-    memory.check_worker_memory(need, current_client())
     n_rows, n_cols = inputs[0].shape
-    kernel = partial(kernels.coarse_kernel, shift=shift, nbins=nbins, n_cols=n_cols, **blocks)
     positions = [da.arange(n_rows, chunks=inputs[0].chunks[0]), "i",
                  da.arange(n_cols, chunks=inputs[0].chunks[1]), "j"]  # fmt: skip
-    packed = _blockwise(kernel, inputs, 2 + n_sys * (2 * nbins + 4), lead=positions)
-    totals = compute(_pass1_reduce(packed, split_every), progress=progress)
-    _raise_bad_codes(totals[:2], key, n_cols)
-    totals = totals[2:].reshape(n_sys, 2 * nbins + 4)
-
-    summaries = []
-    for k, row in enumerate(totals):
+    codes = runner.Aggregation(
+        "key codes", partial(kernels.key_codes_kernel, n_cols=n_cols, **blocks), 2,
+        combine=_add_counts_min_index, finalize=partial(_raise_bad_codes, key=key, n_cols=n_cols),
+    )  # fmt: skip
+    systems = []
+    for k in range(n_sys):
         name = names[k] if names else f"system-{k + 1}"
-        n_non, n_tar = row[:nbins].astype(np.int64), row[nbins : 2 * nbins].astype(np.int64)
-        sp_tar, sp_non, missing, bad = row[2 * nbins :]
-        if bad:
-            cond = ~da.isfinite(inputs[1 + 2 * k]) & (inputs[0] != 0) & inputs[2 + 2 * k]
-            where = locate(cond, key.model.values, key.segment.values)
-            raise ScoreError(f"{name}: {int(bad)} trials have non-finite scores, e.g. {where}")
-        if missing and not allow_missing:
-            cond = (inputs[0] != 0) & ~inputs[2 + 2 * k]
-            where = locate(cond, key.model.values, key.segment.values)
-            raise MissingTrialsError(
-                f"{name}: {int(missing)} key trials have no score, e.g. {where} "
-                "(allow_missing drops them)"
-            )
-        nonempty = np.flatnonzero((n_tar + n_non) > 0)
-        summary = ScoreSummary(
-            dtype=dtype,
-            lo=nonempty.astype(np.uint64) << np.uint64(shift),
-            bits=np.full(len(nonempty), shift, dtype=np.int8),
-            n_tar=n_tar[nonempty],
-            n_non=n_non[nonempty],
-            softplus_tar=float(sp_tar),
-            softplus_non=float(sp_non),
-            n_missing=int(missing),
-            name=name,
-        )
-        if summary.n_target == 0 or summary.n_nontarget == 0:
-            raise ScoreError(
-                f"{name}: need both targets and non-targets, found {summary.n_target} targets "
-                f"and {summary.n_nontarget} non-targets"
-            )
-        summaries.append(summary)
+        finalize = partial(
+            _pass1_summary, name=name, k=k, inputs=inputs, key=key, dtype=dtype, shift=shift,
+            nbins=nbins, allow_missing=allow_missing,
+        )  # fmt: skip
+        chunk = partial(kernels.system_kernel, system=k, shift=shift, nbins=nbins, **blocks)
+        systems.append(runner.Aggregation(name, chunk, kernels.coarse_length(nbins),
+                                          finalize=finalize))  # fmt: skip
+    need = _task_memory(inputs, dtype, nbins, split_every, knobs)
+    _, *summaries = runner.run_pass(
+        "pass 1", [codes, *systems], inputs, lead=positions, split_every=split_every,
+        progress=progress, need=need,
+    )  # fmt: skip
 
     kappa = threshold_keys(np.asarray(thresholds, dtype=np.float64), dtype)
     passes = 1
@@ -423,7 +423,7 @@ def summarize(
             selection = None  # a bin outside the kept trials became a candidate: read again
         keep = None
         if selection is None and refinement.volume(summaries, plans) <= knobs["keep_limit"]:
-            keep = _blockwise(partial(kernels.select_kernel, specs=specs, **blocks), inputs, None)
+            keep = _blockwise(partial(kernels.select_kernel, specs=specs, **blocks), inputs)
             selection = refinement.Selection(specs, keep)
             passes += 1
         if selection is not None:
@@ -433,7 +433,7 @@ def summarize(
             per_chunk = da.map_blocks(refine, selection.trials, dtype=object)
         else:
             refine = partial(kernels.refine_kernel, specs=specs, **blocks)
-            per_chunk = _blockwise(refine, inputs, None)
+            per_chunk = _blockwise(refine, inputs)
             passes += 1
         reduced = _object_tree_reduce(per_chunk, split_every)
         if keep is not None and selection is not None:  # select, keep and refine in one go
@@ -441,12 +441,11 @@ def summarize(
         else:
             results = compute(reduced, progress=progress)
         results = results[()]
-        for s, plan, result in zip(summaries, plans, results, strict=True):
-            if plan is not None:
-                refinement.apply_refinement(s, plan[0], plan[1], result)
-    for s in summaries:
-        s.passes = passes
-    return summaries
+        summaries = [
+            s if plan is None else refinement.apply_refinement(s, plan[0], plan[1], result)
+            for s, plan, result in zip(summaries, plans, results, strict=True)
+        ]
+    return [replace(s, passes=passes) for s in summaries]
 
 
 def score_bins(

@@ -16,7 +16,7 @@ Examples
 ...     kept_trials=1 << 24, block=1 << 16, slice_size=1 << 22,
 ... )
 >>> print(need.describe())
-chunk task 226 MB (inputs 127 MB, kernel buffers 34 MB, histograms 64 MB), merge task 288 MB, \
+chunk task 227 MB (inputs 127 MB, kernel buffers 35 MB, histograms 64 MB), merge task 288 MB, \
 results awaiting a merge 128 MB, kept trials 80 MB
 >>> need.peak // 2**20
 288
@@ -32,10 +32,13 @@ import dask
 import numpy as np
 
 from bosaris_dask.errors import MemoryLimitError
-from bosaris_dask.kernels import Workspace
+from bosaris_dask.kernels import Workspace, coarse_length
 from bosaris_dask.keys import key_dtype
 
-__all__ = ["TaskMemory", "pass_task_memory", "check_worker_memory", "WORKER_BASELINE"]
+__all__ = [
+    "TaskMemory", "pass_task_memory", "objective_task_memory", "check_worker_memory",
+    "WORKER_BASELINE",
+]  # fmt: skip
 
 #: What a worker process holds before our first task: Python with numpy, dask, xarray, zarr.
 WORKER_BASELINE = 200 * 2**20
@@ -133,7 +136,7 @@ def pass_task_memory(
     elements = int(chunk_shape[0]) * int(chunk_shape[1])
     inputs = elements * (sum(input_itemsizes) + 2)  # + building the key classes of a chunk
     buffers = Workspace.nbytes(elements, np.dtype(score_dtype), block, slice_size)
-    row = (2 * nbins + 4) * 8  # one system's pass-1 result (float64 counts)
+    row = coarse_length(nbins) * 8  # one system's pass-1 result (float64 counts)
     results = (2 * n_systems + 2) * row  # hist + bincount, the rows, their concatenation
     merge = n_systems * max(
         (2 * split_every + 1) * row,  # dask concatenates the rows it sums
@@ -143,6 +146,42 @@ def pass_task_memory(
     held = split_every * n_systems * row
     kept = kept_trials * (key_dtype(score_dtype).itemsize + 1)  # a key and a target flag each
     return TaskMemory(inputs, buffers, results, merge, held, kept)
+
+
+def objective_task_memory(
+    chunk_shape: tuple[int, int],
+    *,
+    input_itemsizes: Sequence[int],
+    n_params: int,
+    n_measures: int,
+    result_length: int,
+    split_every: int,
+    slab: int,
+) -> TaskMemory:
+    """Estimate the peak memory of the tasks of a fusion or calibration objective pass.
+
+    A chunk task (:func:`bosaris_dask.objectives.block_sums`) holds its input blocks and, for a
+    slab of at most ``slab`` trials (whole rows), boolean masks, the ``n_params``-feature matrix
+    and a copy of it (the Hessian's ``X * h``), a few per-trial float vectors and, with quality,
+    the two sides' measures per trial. Its result is a float64 vector of ``result_length``.
+
+    Examples
+    --------
+    >>> need = objective_task_memory((1000, 3000), input_itemsizes=[4, 1, 4, 1, 1], n_params=3,
+    ...                              n_measures=0, result_length=24, split_every=8, slab=1 << 16)
+    >>> need.inputs, need.buffers
+    (33000000, 5505024)
+    """
+    elements = int(chunk_shape[0]) * int(chunk_shape[1])
+    inputs = elements * sum(input_itemsizes)
+    per_slab = min(elements, max(slab, int(chunk_shape[1])))  # whole rows, at least one
+    n_q = n_measures + 1 if n_measures else 0
+    per_trial = 4 + 2 * n_params * 8 + 4 * 8 + 2 * n_q * 8  # masks, X and X*h, vectors, q
+    row = result_length * 8
+    return TaskMemory(
+        inputs=inputs, buffers=per_slab * per_trial, results=2 * row,
+        merge=(2 * split_every + 1) * row, held=split_every * row,
+    )  # fmt: skip
 
 
 def _workers(client: Any) -> list[tuple[str, int, int, int]]:

@@ -19,6 +19,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ from scipy.special import expit, logit, ndtri
 from bosaris_dask import roc
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import OptionError, ScoreError
+from bosaris_dask.kernels import softplus_totals
 from bosaris_dask.keys import order_keys
 from bosaris_dask.operating_points import OperatingPoint, merge_operating_points
 
@@ -48,6 +50,10 @@ __all__ = [
     "min_cllr",
     "rocch",
     "min_threshold",
+    "auc",
+    "auc_rocch",
+    "summary_auc",
+    "hull_auc",
 ]
 
 #: Effective priors reported by default (SRE-style operating points).
@@ -140,15 +146,15 @@ def summary_from_arrays(tar: Any, non: Any, name: str = "system") -> ScoreSummar
     keys, inverse = np.unique(order_keys(both), return_inverse=True)
     n_tar = np.bincount(inverse[: tar.size], minlength=len(keys))
     n_non = np.bincount(inverse[tar.size :], minlength=len(keys))
-    t64, n64 = tar.astype(np.float64), non.astype(np.float64)
+    softplus_tar, softplus_non = softplus_totals(tar, non)  # the same bits as over chunks
     return ScoreSummary(
         dtype=np.dtype(dtype),
         lo=keys.astype(np.uint64),
         bits=np.zeros(len(keys), dtype=np.int8),
         n_tar=n_tar,
         n_non=n_non,
-        softplus_tar=float(np.logaddexp(0.0, -t64).sum()),
-        softplus_non=float(np.logaddexp(0.0, n64).sum()),
+        softplus_tar=softplus_tar,
+        softplus_non=softplus_non,
         passes=0,
         name=name,
     )
@@ -190,6 +196,52 @@ def _dr30_plo(summary: ScoreSummary, sweep: np.ndarray) -> tuple[float, float]:
         float(sweep[fa_ok[0]]) if len(fa_ok) else np.nan,
         float(sweep[miss_ok[-1]]) if len(miss_ok) else np.nan,
     )
+
+
+def summary_auc(summary: ScoreSummary) -> tuple[float, float]:
+    """Bounds on the exact AUC (Mann-Whitney, ties counted half) from a summary.
+
+    ``AUC = (#{s_tar > s_non} + ½·#{s_tar = s_non}) / (T·N)`` over all target/non-target pairs
+    (scikit-learn's ``roc_auc_score``). Pairs in different bins are ordered by the bins; pairs
+    in one exact bin (one score value, ``bits == 0``) are ties; only pairs inside a *coarse*
+    bin that holds both classes are unknown, each adding between 0 and 1. The bounds are equal
+    (the AUC is exact) when no such bin is left, as for :func:`summary_from_arrays`.
+
+    What the engine would need for an exact AUC at any scale: refine *every* mixed coarse bin
+    (``n_tar > 0 and n_non > 0 and bits > 0``) down to single values, i.e. one more candidate
+    rule next to the hull, threshold and PAV-bound ones of :mod:`bosaris_dask.refinement`.
+    That costs passes that grow with the number and width of the mixed bins (the whole overlap
+    of the two score distributions), unlike the hull, which needs only the few bins near its
+    vertices; without it the reported bounds say how far from exact the AUC can be.
+
+    Returns
+    -------
+    (float, float)
+        Lower and upper bound, each correctly rounded from an exact integer ratio.
+    """
+    n_tar = summary.n_tar.astype(np.int64)
+    n_non = summary.n_non.astype(np.int64)
+    below = np.concatenate([[0], np.cumsum(n_non)[:-1]])
+    pairs = n_tar * n_non
+    coarse = summary.bits > 0
+    # twice the Mann-Whitney U, in integers: 2·(pairs ordered by the bins) + (tied pairs)
+    base = 2 * int(np.dot(n_tar, below)) + int(pairs[~coarse].sum())
+    unknown = 2 * int(pairs[coarse].sum())
+    total = 2 * summary.n_target * summary.n_nontarget
+    return float(Fraction(base, total)), float(Fraction(base + unknown, total))
+
+
+def hull_auc(hull: roc.Hull) -> float:
+    """The area under the ROC convex hull (ROCCH), in ``(Pfa, 1 - Pmiss)`` axes.
+
+    At least the AUC of the (steppy) ROC: the hull joins its best points by straight lines.
+    Computed exactly from the vertex counts (trapezoids), then rounded once.
+    """
+    t, n = hull.n_target, hull.n_nontarget
+    hits = [t - int(m) for m in hull.misses]
+    fas = [int(f) for f in hull.false_alarms]
+    twice = sum((fas[i] - fas[i + 1]) * (hits[i] + hits[i + 1]) for i in range(len(fas) - 1))
+    return float(Fraction(twice, 2 * t * n))
 
 
 def steppy_roc(summary: ScoreSummary, resolution: float = 0.005) -> tuple[np.ndarray, np.ndarray]:
@@ -246,12 +298,16 @@ def summary_metrics(
         "prbep": roc.prbep(hull),
         "cllr": _cllr(summary),
         "min_cllr": roc.min_cllr(hull),
+        "cllr_cal": _cllr(summary) - roc.min_cllr(hull),
+        "auc_rocch": hull_auc(hull),
         "pmiss30": DR30_ERRORS / summary.n_target,
         "pfa30": DR30_ERRORS / summary.n_nontarget,
         "rocch_pmiss": hull.pmiss,
         "rocch_pfa": hull.pfa,
     }
     out["roc_pmiss"], out["roc_pfa"] = steppy_roc(summary)
+    out["auc_low"], out["auc_high"] = summary_auc(summary)
+    out["auc"] = out["auc_low"] if out["auc_low"] == out["auc_high"] else np.nan
     out["min_threshold"] = _vertex_thresholds(
         summary, hull.positions[roc.min_bayes_error_vertex(hull, plo)]
     )
@@ -272,7 +328,8 @@ def summary_metrics(
 
 
 _SCALARS = ("n_target", "n_nontarget", "n_missing", "eer", "prbep", "cllr", "min_cllr",
-            "pmiss30", "pfa30", "dr30_fa_plo", "dr30_miss_plo")  # fmt: skip
+            "cllr_cal", "auc", "auc_low", "auc_high", "auc_rocch", "pmiss30", "pfa30",
+            "dr30_fa_plo", "dr30_miss_plo")  # fmt: skip
 _PER_PRIOR = ("act_dcf", "min_dcf", "act_dcf_raw", "min_dcf_raw",
               "act_pmiss", "act_pfa", "min_pmiss", "min_pfa")  # fmt: skip
 _PER_PRIOR_ONLY = ("min_threshold",)  # not computed along the sweep
@@ -335,6 +392,9 @@ def evaluate(
     allow_missing: bool = False,
     progress: bool = False,
     split_every: int = DEFAULT_SPLIT_EVERY,
+    conditions: Sequence[Any] = (),
+    by: Sequence[Any] = (),
+    cprimary_priors: Sequence[float] = (),
 ) -> xr.Dataset:
     """Evaluate one or more systems against a key, exactly, at any scale.
 
@@ -363,6 +423,14 @@ def evaluate(
         Show a progress bar for each pass over the data.
     split_every
         How many chunk results each merge task combines.
+    conditions, by
+        Condition tables (or their paths) and ``model.COL``/``segment.COL``/``same.COL`` specs:
+        also evaluate every condition (their Cartesian product) from the same passes, into
+        ``condition_*`` variables with a ``condition`` dimension
+        (:func:`bosaris_dask.conditions.evaluation.evaluate_conditions`).
+    cprimary_priors
+        Also report Cprimary (``cprimary_act``, ``cprimary_min``): the mean over these
+        effective priors of the normalized actDCF and minDCF.
 
     Returns
     -------
@@ -371,7 +439,11 @@ def evaluate(
         ``vertex`` (ROCCH vertices, NaN-padded) and ``roc_point`` (exact steppy-ROC points,
         thinned for plotting by :func:`steppy_roc`, NaN-padded). Normalized DCFs are divided by
         ``min(p, 1 - p)``; ``*_raw`` ones are Bayes error rates. ``attrs["passes"]`` says how
-        many passes over the data the evaluation took. Each operating point (``prior``, the
+        many passes over the data the evaluation took. ``cllr_cal = cllr - min_cllr`` is the
+        calibration loss (the forensic community's Cllr_cal). ``auc`` is the exact area under
+        the ROC (Mann-Whitney, ties counted half), NaN unless the summary determines it, with
+        ``auc_low``/``auc_high`` its exact bounds (:func:`summary_auc`); ``auc_rocch`` is the
+        area under the ROC convex hull. Each operating point (``prior``, the
         effective prior) carries the coordinates ``p_target``, ``c_miss``, ``c_fa`` and
         ``act_threshold`` (the Bayes threshold ``-logit(p) = ln((1 - Ptar) Cfa / (Ptar Cmiss))``
         that actDCF applies), and ``min_threshold`` is a score threshold attaining minDCF
@@ -390,6 +462,14 @@ def evaluate(
     MissingTrialsError
         Key trials without a score (unless ``allow_missing``), naming a few.
     """
+    if conditions or by or len(cprimary_priors):
+        from bosaris_dask.conditions.evaluation import evaluate_conditions
+
+        return evaluate_conditions(
+            scores, key, conditions=conditions, by=by, cprimary_priors=cprimary_priors,
+            priors=priors, operating_points=operating_points, sweep=sweep, names=names,
+            allow_missing=allow_missing, progress=progress, split_every=split_every,
+        )  # fmt: skip
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
     sweep = _check_sweep(sweep)
     points = _operating_points(priors, operating_points)
@@ -479,6 +559,23 @@ def min_threshold(tar: Any, non: Any, prior: float) -> float:
     plo = logit(_check_priors([prior]))
     vertex = roc.min_bayes_error_vertex(summary.hull, plo)
     return float(_vertex_thresholds(summary, summary.hull.positions[vertex])[0])
+
+
+def auc(tar: Any, non: Any) -> float:
+    """The exact AUC: P(s_tar > s_non) + ½·P(s_tar = s_non), as scikit-learn's roc_auc_score.
+
+    Examples
+    --------
+    >>> auc([1.0, 2.0, 3.0], [0.0, 2.0])  # of 6 pairs: 4 ordered, 1 tie, 1 reversed
+    0.75
+    """
+    low, _ = summary_auc(summary_from_arrays(tar, non))  # one bin per value: exact
+    return low
+
+
+def auc_rocch(tar: Any, non: Any) -> float:
+    """The area under the ROC convex hull (at least :func:`auc`)."""
+    return hull_auc(summary_from_arrays(tar, non).hull)
 
 
 def rocch(tar: Any, non: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -16,13 +16,35 @@ Examples
 from __future__ import annotations
 
 import sys
-from contextlib import redirect_stdout
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stdout
+from contextvars import ContextVar
 from typing import Any
 
 import dask
 import dask.array as da
 
-__all__ = ["compute", "compute_and_keep", "current_client"]
+__all__ = ["compute", "compute_and_keep", "current_client", "showing_progress"]
+
+_SHOW: ContextVar[bool] = ContextVar("bosaris_dask_progress", default=False)
+
+
+@contextmanager
+def showing_progress(show: bool = True) -> Iterator[None]:
+    """Show (or not) a progress bar for the passes of every computation inside the block that
+    does not say otherwise, e.g. those of a fuser's or a calibration's fit.
+
+    Examples
+    --------
+    >>> with showing_progress(False):
+    ...     int(compute(da.ones(4, chunks=2).sum()))
+    4
+    """
+    token = _SHOW.set(bool(show))
+    try:
+        yield
+    finally:
+        _SHOW.reset(token)
 
 
 def current_client() -> Any | None:
@@ -38,8 +60,13 @@ def current_client() -> Any | None:
     return client if client.status == "running" else None
 
 
-def compute(x: Any, *, progress: bool = False) -> Any:
-    """Compute one dask collection, showing a progress bar on stderr when ``progress``."""
+def compute(x: Any, *, progress: bool | None = False) -> Any:
+    """Compute one dask collection, showing a progress bar on stderr when ``progress``.
+
+    ``progress=None`` follows the innermost :func:`showing_progress` block (default: no bar).
+    """
+    if progress is None:
+        progress = _SHOW.get()
     if not progress:
         return dask.compute(x)[0]
     client = current_client()
@@ -57,7 +84,7 @@ def compute(x: Any, *, progress: bool = False) -> Any:
         return dask.compute(x)[0]
 
 
-def compute_and_keep(keep: Any, x: Any, *, progress: bool = False) -> tuple[Any, Any]:
+def compute_and_keep(keep: Any, x: Any, *, progress: bool | None = False) -> tuple[Any, Any]:
     """Compute ``x`` and keep ``keep`` (a dask array ``x`` depends on) for later graphs.
 
     With a distributed client, ``keep`` is persisted on the workers and ``x`` computed in the
@@ -65,6 +92,8 @@ def compute_and_keep(keep: Any, x: Any, *, progress: bool = False) -> tuple[Any,
     ``keep`` comes back as a dask array over the in-memory blocks (one block per element of its
     chunk grid, as object arrays of shape ``(1, 1)`` are).
     """
+    if progress is None:
+        progress = _SHOW.get()
     client = current_client()
     if client is not None:
         kept = client.persist(keep)

@@ -23,7 +23,7 @@ Examples
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import dask.array as da
@@ -131,8 +131,9 @@ class Selection:
         return True
 
 
-def apply_refinement(s: ScoreSummary, cands: np.ndarray, spec: RefineSpec, result) -> None:
-    """Replace the candidate bins of ``s`` by what the refinement pass found inside them."""
+def apply_refinement(s: ScoreSummary, cands: np.ndarray, spec: RefineSpec, result) -> ScoreSummary:
+    """A new summary: ``s`` with its candidate bins replaced by what a refinement pass found
+    inside them (``s`` itself is left as it was)."""
     if spec.raw:
         lo, counts = result
         lo = lo.astype(np.uint64)
@@ -149,11 +150,14 @@ def apply_refinement(s: ScoreSummary, cands: np.ndarray, spec: RefineSpec, resul
     keep[cands] = False
     new_lo = np.concatenate([s.lo[keep], lo[found]])
     order = np.argsort(new_lo, kind="stable")
-    s.lo = new_lo[order]
-    s.bits = np.concatenate([s.bits[keep], bits[found]])[order]
-    s.n_non = np.concatenate([s.n_non[keep], counts[found, 0]])[order]
-    s.n_tar = np.concatenate([s.n_tar[keep], counts[found, 1]])[order]
-    s._hull = None
+    return replace(
+        s,
+        lo=new_lo[order],
+        bits=np.concatenate([s.bits[keep], bits[found]])[order],
+        n_non=np.concatenate([s.n_non[keep], counts[found, 0]])[order],
+        n_tar=np.concatenate([s.n_tar[keep], counts[found, 1]])[order],
+        _hull=None,
+    )
 
 
 def candidates(s: ScoreSummary, kappa: np.ndarray, pav_bounds: bool) -> np.ndarray:

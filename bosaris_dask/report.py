@@ -35,9 +35,14 @@ def to_json_dict(results: xr.Dataset) -> dict[str, Any]:
     """The evaluation as the documented JSON structure (``bosaris-dask evaluate --json``).
 
     ``{"systems": [{"name", "n_target", "n_nontarget", "n_missing", "eer", "prbep", "cllr",
-    "min_cllr", "operating_points": [{"prior", "p_target", "c_miss", "c_fa", "act_threshold",
-    "act_dcf", "min_dcf", "act_dcf_raw", "min_dcf_raw", "act_pmiss", "act_pfa", "min_pmiss",
-    "min_pfa", "min_threshold"}]}], "passes": N}``;
+    "min_cllr", "cllr_cal", "auc", "auc_low", "auc_high", "auc_rocch", "operating_points":
+    [{"prior", "p_target", "c_miss", "c_fa", "act_threshold", "act_dcf", "min_dcf",
+    "act_dcf_raw", "min_dcf_raw", "act_pmiss", "act_pfa", "min_pmiss", "min_pfa",
+    "min_threshold"}]}], "passes": N}``; with Cprimary priors each system also has
+    ``"cprimary": {"act", "min", "priors"}``, and with conditions ``"conditions": [{"by":
+    {spec: value}, ...}]``: one entry per condition with the keys of the system's own entry
+    (``by`` instead of ``name``; ``null`` metrics for a condition without targets or
+    non-targets);
     ``prior`` is the effective prior of the operating point ``(p_target, c_miss, c_fa)``;
     ``act_dcf``/``min_dcf`` are normalized by ``min(p, 1 - p)`` (the same number as the DCF in
     cost units normalized by ``min(p_target c_miss, (1 - p_target) c_fa)``). ``act_threshold``
@@ -45,6 +50,19 @@ def to_json_dict(results: xr.Dataset) -> dict[str, Any]:
     threshold attaining minDCF (accept iff ``score >= threshold``), ``null`` when the optimum
     accepts every trial (``-inf``: ``min_pmiss`` is 0) or rejects every trial (``+inf``).
     """
+    systems = _systems_json(results)
+    if "condition" in results.dims:
+        from bosaris_dask.conditions.evaluation import condition_result
+
+        for g in range(results.sizes["condition"]):
+            view = condition_result(results, g)
+            for system, entry in zip(systems, _systems_json(view), strict=True):
+                entry.pop("name")
+                system.setdefault("conditions", []).append({"by": view.attrs["by"], **entry})
+    return {"systems": systems, "passes": int(results.attrs.get("passes", 0))}
+
+
+def _systems_json(results: xr.Dataset) -> list[dict[str, Any]]:
     systems = []
     for name in results.system.values:
         r = results.sel(system=name)
@@ -56,20 +74,27 @@ def to_json_dict(results: xr.Dataset) -> dict[str, Any]:
             }
             for p in results.prior.values
         ]
-        systems.append(
-            {
-                "name": str(name),
-                "n_target": int(r.n_target),
-                "n_nontarget": int(r.n_nontarget),
-                "n_missing": int(r.n_missing),
-                "eer": _number(r.eer),
-                "prbep": _number(r.prbep),
-                "cllr": _number(r.cllr),
-                "min_cllr": _number(r.min_cllr),
-                "operating_points": ops,
+        entry = {
+            "name": str(name),
+            "n_target": int(r.n_target),
+            "n_nontarget": int(r.n_nontarget),
+            "n_missing": int(r.n_missing),
+            "eer": _number(r.eer),
+            "prbep": _number(r.prbep),
+            "cllr": _number(r.cllr),
+            "min_cllr": _number(r.min_cllr),
+            "cllr_cal": _number(r.cllr_cal) if "cllr_cal" in r else None,
+            **{f: _number(r[f]) for f in ("auc", "auc_low", "auc_high", "auc_rocch") if f in r},
+            "operating_points": ops,
+        }
+        if "cprimary_act" in r:
+            entry["cprimary"] = {
+                "act": _number(r.cprimary_act),
+                "min": _number(r.cprimary_min),
+                "priors": list(results.attrs["cprimary_priors"]),
             }
-        )
-    return {"systems": systems, "passes": int(results.attrs.get("passes", 0))}
+        systems.append(entry)
+    return systems
 
 
 def _prior_label(p: float) -> str:
@@ -129,4 +154,22 @@ def format_table(results: xr.Dataset) -> str:
             for a, m in zip(r.act_dcf.values, r.min_dcf.values, strict=True)
         ]
         lines.append(f"{name:<{width}}" + "".join(f"  {c:>{col}}" for c in row))
+    if "cprimary_act" in results:
+        priors = ", ".join(f"{p:g}" for p in results.attrs["cprimary_priors"])
+        lines += ["", f"Cprimary (mean normalized DCF over priors {priors}): actual / minimum"]
+        for name in names:
+            r = results.sel(system=name)
+            lines.append(f"{name:<{width}}  {float(r.cprimary_act):.3f} / "
+                         f"{float(r.cprimary_min):.3f}")  # fmt: skip
+    if "condition" in results.dims:
+        from bosaris_dask.conditions.evaluation import condition_result
+
+        for g, label in enumerate(results.condition.values):
+            view = condition_result(results, g)
+            lines += ["", f"== condition {label} ==", format_table(view)]
+            empty = [str(n) for n in view.system.values
+                     if not int(view.n_target.sel(system=n)) * int(view.n_nontarget.sel(system=n))]
+            if empty:
+                lines.append(f"(no targets or no non-targets for {', '.join(empty)}: "
+                             "their metrics are undefined)")  # fmt: skip
     return "\n".join(lines)

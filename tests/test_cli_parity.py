@@ -58,7 +58,8 @@ def test_apply_fill_missing_needs_an_ndx(tiny, tmp_path, capsys):
     assert main(["calibrate", "--key", str(tiny / "key.h5"), "--scores", str(tiny / "dev.h5"),
                  "--model-out", str(model), "-q", "--cluster", "threads"]) == 0  # fmt: skip
     rc = main(["apply", "--model", str(model), "--scores", str(tiny / "eval.h5"),
-               "--fill-missing", "0", "--out", str(tmp_path / "o.h5")])  # fmt: skip
+               "--fill-missing", "0", "--out", str(tmp_path / "o.h5"),
+               "--cluster", "threads"])  # fmt: skip
     assert rc != 0
     assert "--fill-missing needs --ndx" in capsys.readouterr().err
     rc = main(["apply", "--model", str(model), "--scores", str(tiny / "eval.h5"),
@@ -170,3 +171,33 @@ def test_fuse_apply_reports_target_proportions_and_kl(tiny, tmp_path, capsys):
     values = [float(v.split()[-1]) for v in line.split(":")[1].split(",")]
     np.testing.assert_allclose(values, want.target_proportion.values, rtol=1e-5)
     assert "KL(row || column), nats:" in err
+
+
+def test_fuse_with_quality_and_qtrans(tiny, tmp_path, capsys):
+    from bosaris_dask.fusion import QualityFuser
+    from bosaris_dask.trials import make_quality, quality_table
+
+    rng = np.random.default_rng(2)
+    key, dev = io.read(tiny / "key.h5"), io.read(tiny / "dev.h5")
+    mq = quality_table(key.model.values, rng.normal(size=(4, 2)))
+    sq = quality_table(key.segment.values, rng.normal(size=(30, 2)))
+    io.write_quality(mq, tmp_path / "mq.h5")
+    io.write_quality(sq, tmp_path / "sq.h5")
+    (tmp_path / "qtrans.txt").write_text("1 -0.5\n")
+    model = tmp_path / "q.json"
+    rc = main(["fuse", "--key", str(tiny / "key.h5"), "--scores", str(tiny / "dev.h5"),
+               "--model-quality", str(tmp_path / "mq.h5"), "--segment-quality",
+               str(tmp_path / "sq.h5"), "--qtrans", str(tmp_path / "qtrans.txt"),
+               "--model-out", str(model), "-q", "--cluster", "threads"])  # fmt: skip
+    assert rc == 0
+    doc = json.loads(model.read_text())
+    assert doc["qtrans"] == [[1.0, -0.5]] and len(doc["quality_matrix"]) == 2
+    ref = QualityFuser(0.5, qtrans=[[1.0, -0.5]]).fit(key, [dev], make_quality(mq, sq))
+    np.testing.assert_allclose(doc["quality_matrix"], ref.quality_matrix_, rtol=1e-12)
+    (tmp_path / "bad.txt").write_text("1 x\n")
+    rc = main(["fuse", "--key", str(tiny / "key.h5"), "--scores", str(tiny / "dev.h5"),
+               "--model-quality", str(tmp_path / "mq.h5"), "--segment-quality",
+               str(tmp_path / "sq.h5"), "--qtrans", str(tmp_path / "bad.txt"),
+               "--model-out", str(model), "-q"])  # fmt: skip
+    assert rc != 0
+    assert "bad.txt: not a matrix of numbers" in capsys.readouterr().err

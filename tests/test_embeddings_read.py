@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import zarr
 
-from bosaris_dask.embeddings import from_arrays, info, read
+from bosaris_dask.embeddings import from_arrays, info, read, write
 from bosaris_dask.errors import ParseError, StoreError, StoreNotFoundError, TrialError
 
 IDS = np.array([f"spk{i % 3}-utt{i}" for i in range(11)])
@@ -114,3 +114,35 @@ def test_kaldi_vectors_of_another_dimension_are_named(tmp_path, values):
     emb = read(tmp_path / "v.scp")  # lazy: found when the rows are read
     with pytest.raises(ParseError, match="v.scp: id 'b' has dimension 3"):
         emb.embedding.compute()
+
+
+def test_kaldi_without_kaldiio_says_how_to_install(tmp_path, monkeypatch):
+    import sys
+
+    (tmp_path / "x.scp").write_text("a x.ark:5\n")
+    monkeypatch.setitem(sys.modules, "kaldiio", None)  # import kaldiio now fails
+    with pytest.raises(ImportError, match=r"needs kaldiio: pip install 'bosaris-dask\[emb"):
+        read(tmp_path / "x.scp")
+
+
+@pytest.mark.parametrize("fmt", ["npy", "hdf5", "scp"])
+def test_graph_keys_follow_the_file(fmt, tmp_path, values):
+    path = _write(fmt, tmp_path, IDS, values)
+    assert read(path).embedding.data.name == read(path).embedding.data.name
+
+
+@pytest.mark.parametrize("ext", ["npy", "npz", "h5", "zarr"])
+def test_write_then_read_gives_the_same_set(ext, tmp_path, values):
+    kaldiio = pytest.importorskip("kaldiio")
+    kaldiio.save_ark(str(tmp_path / "in.ark"), dict(zip(IDS, values, strict=True)))
+    emb = read(tmp_path / "in.ark", chunk_rows=4)
+    out = write(emb, tmp_path / f"out.{ext}", chunk_rows=3)
+    back = read(out)
+    assert back.id.values.tolist() == IDS.tolist()
+    assert back.embedding.values.tobytes() == values.tobytes()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_writing_kaldi_is_refused(tmp_path, values):
+    with pytest.raises(StoreError, match="kaldiio.save_ark"):
+        write(from_arrays(IDS, values), tmp_path / "x.ark")

@@ -59,7 +59,7 @@ def test_cosine_equals_float64_reference_to_float32_rounding(sets):
     assert bool(s.score_mask.all())
 
 
-def test_dot_backend_and_centering(sets):
+def test_dot_backend_and_centering(sets, tmp_path):
     (e_ids, _, e), (t_ids, _, t) = sets
     E, T = from_arrays(e_ids, e), from_arrays(t_ids, t)
     dot = scores_from_embeddings(E, T, backend="dot", chunks=(10, 10)).score.values
@@ -71,6 +71,12 @@ def test_dot_backend_and_centering(sets):
     _, _, c = _set(29, "c", 3)
     est = scores_from_embeddings(E, T, center=from_arrays([f"c{i}" for i in range(29)], c))
     _assert_rounded(est.score.values, _cosine_ref(e, t, c.astype(np.float64).mean(axis=0)))
+    # a .npy file: a 1-D vector is the mean itself, a 2-D array (no ids needed) gives its mean
+    np.save(tmp_path / "mean.npy", mu)
+    np.save(tmp_path / "rows.npy", c)
+    for path, vec in (("mean.npy", mu), ("rows.npy", c.astype(np.float64).mean(axis=0))):
+        got = scores_from_embeddings(E, T, center=tmp_path / path).score.values
+        _assert_rounded(got, _cosine_ref(e, t, vec))
 
 
 def test_model_map_averages_normalized_segments(sets, tmp_path):
@@ -105,7 +111,8 @@ def test_evaluate_from_embeddings_equals_the_materialized_matrix_bit_for_bit(set
     key = key_from_labels(e_ids, e_lab, t_ids, t_lab, chunks=(8, 12))
     lazy = scores_from_embeddings(from_arrays(e_ids, e), from_arrays(t_ids, t), trials=key,
                                   chunks=(8, 12))  # fmt: skip
-    dense = make_scores(e_ids, t_ids, lazy.score.values, chunks=(20, 20))
+    # the same chunks: the engine's float sums (Cllr) are then added in the same order
+    dense = make_scores(e_ids, t_ids, lazy.score.values, chunks=(8, 12))
     a, b = evaluate(lazy, key, priors=[0.5, 0.01]), evaluate(dense, key, priors=[0.5, 0.01])
     xr.testing.assert_identical(a, b)
     assert float(a.eer.item()) > 0  # a real evaluation, not an empty one
@@ -149,3 +156,33 @@ def test_bad_embeddings_are_named(sets, tmp_path):
     with pytest.raises(TrialError, match="key model id 'B' is not in the model map .*map.txt"):
         scores_from_embeddings(from_arrays(e_ids, e), T, models=path,
                                trials=make_key(["B"], [t_ids[0]], [[1]]))  # fmt: skip
+
+
+def test_blas_pin_is_shared_by_concurrent_tasks_and_restored(sets):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    (e_ids, _, e), (t_ids, _, t) = sets
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpoolctl.threadpool_info()
+                if i["user_api"] == "blas"]  # fmt: skip
+
+    before = blas_threads()
+    s = scores_from_embeddings(from_arrays(e_ids, e), from_arrays(t_ids, t), chunks=(4, 4))
+    runs = [s.score.data.compute(scheduler="threads", num_workers=4) for _ in range(3)]
+    assert all(r.tobytes() == runs[0].tobytes() for r in runs)
+    assert blas_threads() == before  # the last task out restored the original limits
+
+
+def test_benchmark_bodies_run(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "benchmarks" / "bench_embeddings.py"
+    spec = importlib.util.spec_from_file_location("bench_embeddings", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    bench = module.Embeddings()
+    bench.setup(side=60, dim=8, block=16)
+    for name in ("sgemm", "dgemm", "scores", "evaluate"):
+        getattr(bench, f"time_{name}")()
+    assert bench.results.attrs["passes"] >= 1

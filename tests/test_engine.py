@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scipy.special import logit
+from scipy.special import expit, logit
 
-from bosaris_dask import engine, kernels, metrics, roc
+from bosaris_dask import engine, kernels, metrics, refinement, roc
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.keys import key_bits, order_keys
 from bosaris_dask.trials import key_from_labels, make_key, make_scores
@@ -31,7 +31,7 @@ def _chunks(draw, n: int) -> tuple[int, ...]:
 @st.composite
 def trial_sets(draw):
     """Random key, scores (with ties), score mask and chunking."""
-    n_m, n_s = draw(st.integers(1, 9)), draw(st.integers(2, 11))
+    n_m, n_s = draw(st.integers(1, 9)), draw(st.integers(2, 16))
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
     dtype = draw(st.sampled_from([np.float32, np.float64]))
@@ -75,8 +75,8 @@ def _assert_exact(summary, tar, non, plo=PLO):
         dcf, _, _ = roc.min_bayes_error(summary.hull, np.array([p]))
         np.testing.assert_allclose(dcf[0], ref.min_dcf(tar, non, p), rtol=1e-12, atol=1e-300)
     np.testing.assert_allclose(
-        metrics._cllr(summary), ref.cllr(tar.astype(np.float64), non), rtol=1e-10
-    )
+        metrics._cllr(summary), ref.cllr(tar.astype(np.float64), non), rtol=1e-10, atol=1e-15
+    )  # each softplus term is rounded to a multiple of 2**-57 before the exact sum
     assert roc.rocch_eer(summary.hull) == roc.rocch_eer(exact.hull)
     assert roc.min_cllr(summary.hull) == roc.min_cllr(exact.hull)
     for ours, truth in zip(
@@ -85,12 +85,17 @@ def _assert_exact(summary, tar, non, plo=PLO):
         np.testing.assert_allclose(ours(summary.hull), truth(tar, non), rtol=1e-12, atol=0)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+#: Block sizes for the property tests: tiny ones make the kernels' block and slice loops run
+#: several times per chunk (chunks hold up to 144 trials), the defaults one block per chunk.
+BLOCKS = [(8, 8), (8, 24), (32, 32), (32, 96), (1 << 16, 1 << 22)]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     data=trial_sets(), coarse=st.sampled_from([2, 6, 12, 20]), dense=st.booleans(),
-    keep=st.booleans(),
+    keep=st.booleans(), blocks=st.sampled_from(BLOCKS), split_every=st.integers(2, 5),
 )  # fmt: skip
-def test_summary_is_exact_under_any_chunking(data, coarse, dense, keep):
+def test_summary_is_exact_under_any_chunking(data, coarse, dense, keep, blocks, split_every):
     values, mask, scored, chunks = data
     key, scores = _objects(values, mask, scored, chunks)
     tar, non = _split(values, mask, scored)
@@ -99,10 +104,13 @@ def test_summary_is_exact_under_any_chunking(data, coarse, dense, keep):
         "bosaris_dask.raw-limit": 0 if dense else 1 << 22,
         "bosaris_dask.dense-budget": 64,
         "bosaris_dask.keep-limit": 1 << 24 if keep else 0,
+        "bosaris_dask.block": blocks[0],
+        "bosaris_dask.slice": blocks[1],
     }):  # fmt: skip
         (summary,) = engine.summarize(
-            [scores], key, thresholds=-PLO, split_every=2, coarse_bits=coarse, allow_missing=True
-        )
+            [scores], key, thresholds=-PLO, split_every=split_every, coarse_bits=coarse,
+            allow_missing=True,
+        )  # fmt: skip
     assert summary.n_missing == int(((mask != 0) & ~scored).sum())
     _assert_exact(summary, tar, non)
 
@@ -392,3 +400,101 @@ def test_knobs_reach_the_kernels_as_arguments():
     finally:
         kernels.workspace = original
     assert (1 << 16, 1 << 22) in seen and (8, 24) in seen
+
+
+# --------------------------------------------------------------------------------------------
+# float sums independent of chunking and merge tree, bit for bit
+# --------------------------------------------------------------------------------------------
+
+_BITWISE = {}
+
+
+def _bitwise_data():
+    if not _BITWISE:
+        rng = np.random.default_rng(11)
+        mask = rng.choice(np.array([-1, 0, 1], dtype=np.int8), size=(60, 70), p=[0.7, 0.1, 0.2])
+        values = rng.normal(size=(60, 70)) * 3 + mask * 2
+        values[0, :5] = [2e5, -3e5, 1e300, -40.0, 40.0]  # the exact path for huge terms
+        mask[0, :5] = [-1, 1, -1, 1, -1]
+        _BITWISE.update(values=values, mask=mask)
+    return _BITWISE["values"], _BITWISE["mask"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data(), split_every=st.integers(2, 9))
+def test_cllr_is_bit_identical_under_any_chunking_and_merge_tree(data, split_every):
+    values, mask = _bitwise_data()
+    chunks = (_chunks(data.draw, 60), _chunks(data.draw, 70))
+    key = make_key(range(60), range(70), mask, chunks=chunks)
+    scores = make_scores(range(60), range(70), values, chunks=chunks)
+    (s,) = engine.summarize([scores], key, split_every=split_every)
+    (one,) = engine.summarize([make_scores(range(60), range(70), values)],
+                              make_key(range(60), range(70), mask))  # fmt: skip
+    assert (s.softplus_tar, s.softplus_non) == (one.softplus_tar, one.softplus_non)
+    assert metrics._cllr(s) == metrics._cllr(one)
+    assert roc.min_cllr(s.hull) == roc.min_cllr(one.hull)
+    tar, non = values[mask == 1], values[mask == -1]
+    np.testing.assert_allclose(s.softplus_tar, np.logaddexp(0, -tar).sum(), rtol=1e-14)
+    np.testing.assert_allclose(s.softplus_non, np.logaddexp(0, non).sum(), rtol=1e-14)
+
+
+# --------------------------------------------------------------------------------------------
+# a realistic size: millions of trials, several chunks, many ties, against numpy brute force
+# --------------------------------------------------------------------------------------------
+
+
+def _brute_force_roc(tar: np.ndarray, non: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(misses, false alarms) at every distinct score and +inf, by sorting and counting."""
+    thresholds = np.concatenate([np.unique(np.concatenate([tar, non])), [np.inf]])
+    misses = np.searchsorted(np.sort(tar), thresholds, side="left")
+    fas = len(non) - np.searchsorted(np.sort(non), thresholds, side="left")
+    return misses, fas
+
+
+def test_millions_of_tied_trials_in_several_chunks_match_brute_force():
+    rng = np.random.default_rng(2026)
+    n_m, n_s = 1500, 2000  # 3e6 trials in 12 chunks
+    mask = rng.choice(np.array([-1, 0, 1], dtype=np.int8), size=(n_m, n_s), p=[0.85, 0.05, 0.1])
+    values = (np.round((rng.normal(size=(n_m, n_s)) * 2 + mask * 1.5) * 16) / 16).astype(np.float32)
+    key = make_key(range(n_m), range(n_s), mask, chunks=(500, 700))
+    scores = make_scores(range(n_m), range(n_s), values, chunks=(500, 700))
+    with dask.config.set({"bosaris_dask.slice": 1 << 17}):  # several histogram slices a chunk
+        (s,) = engine.summarize([scores], key, thresholds=-PLO, split_every=3)
+    tar, non = values[mask == 1], values[mask == -1]
+    assert len(np.unique(values)) < 400  # every score value is shared by thousands of trials
+    misses, fas = _brute_force_roc(tar, non)
+    ref.check_hull(misses, fas, s.hull.misses, s.hull.false_alarms)
+    got_m, got_f = s.error_counts(-PLO)
+    for p, m, f in zip(PLO, got_m, got_f, strict=True):
+        assert (m, f) == ((tar < -p).sum(), (non >= -p).sum())
+        cost = expit(p) * misses / len(tar) + expit(-p) * fas / len(non)
+        dcf, _, _ = roc.min_dcf(s.hull, np.array([p]))
+        np.testing.assert_allclose(dcf[0], cost.min(), rtol=1e-12)
+    np.testing.assert_allclose(metrics._cllr(s), ref.cllr(tar, non), rtol=1e-12)
+
+
+def test_refinement_returns_a_new_summary():
+    rng = np.random.default_rng(8)
+    mask = rng.choice(np.array([-1, 1], dtype=np.int8), size=(20, 30))
+    values = rng.normal(size=(20, 30)) + mask
+    key, scores = make_key(range(20), range(30), mask), make_scores(range(20), range(30), values)
+    with dask.config.set(scheduler="sync"):
+        (coarse,) = engine.summarize([scores], key, coarse_bits=4)
+    assert coarse.passes >= 2
+    before = (coarse.lo.copy(), coarse.n_tar.copy(), coarse.n_non.copy())
+    # refine the exact summary's pass-1 bins again, by hand: a raw refinement of every bin
+    shift = key_bits(np.float64) - 4
+    lo = np.unique(coarse.lo >> np.uint64(shift)) << np.uint64(shift)
+    wide = engine.ScoreSummary(np.dtype(np.float64), lo=lo, bits=np.full(len(lo), shift, np.int8),
+                               n_tar=np.ones(len(lo), int), n_non=np.ones(len(lo), int),
+                               softplus_tar=1.0, softplus_non=1.0)  # fmt: skip
+    cands = np.arange(len(lo))
+    spec = refinement.plan(wide, cands, shift, dense_budget=64, raw_limit=1 << 22)
+    keys = order_keys(np.concatenate([values[mask == 1], values[mask == -1]]))
+    is_tar = np.arange(len(keys)) < (mask == 1).sum()
+    fine = refinement.apply_refinement(wide, cands, spec, kernels._count(keys, is_tar, spec))
+    assert fine is not wide and len(wide.lo) == len(lo)  # the old summary is unchanged
+    np.testing.assert_array_equal(wide.n_tar, np.ones(len(lo)))
+    np.testing.assert_array_equal(coarse.lo, before[0])
+    np.testing.assert_array_equal(fine.n_tar.sum(), (mask == 1).sum())
+    assert roc.min_cllr(fine.hull) == roc.min_cllr(coarse.hull)

@@ -67,7 +67,10 @@ def _fresh(directory: Path, suffix: str) -> Path:
 
 _BOM = b"\xef\xbb\xbf"
 _NUMBER = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_LABELS = {b"target": 1, b"nontarget": -1}
+_LABEL_PAIRS = [(b"target", b"nontarget"), (b"1", b"0"), (b"true", b"false"), (b"tgt", b"imp"),
+                (b"genuine", b"impostor"), (b"mated", b"nonmated"), (b"same", b"different"),
+                (b"bonafide", b"spoof")]  # fmt: skip
+_LABELS = {w: sign for pair in _LABEL_PAIRS for w, sign in zip(pair, (1, -1), strict=True)}
 _MODEL_NAMES = {"modelid", "model", "model_id", "enrollment", "enroll", "enroll_id"}
 _MODEL_NAMES |= {"enrollment_id"}
 _SEGMENT_NAMES = {"segmentid", "segment", "segment_id", "test", "test_id", "testid"}
@@ -99,11 +102,24 @@ def _text(token: bytes) -> str | None:
         return None
 
 
+def _voxceleb(first: list[bytes]) -> bool:
+    """``label enrol test`` (a VoxCeleb list): the third field is no number and no label."""
+    third = first[2].lower() if len(first) == 3 else b""
+    return (
+        len(first) == 3 and first[0].lower() in _LABELS
+        and _number(third) is None and third not in _LABELS
+    )  # fmt: skip
+
+
 def _kind_of(first: list[bytes], kind: str | None, line: int) -> str:
+    if _voxceleb(first):
+        if kind == "scores":
+            raise Rejected(line, "a VoxCeleb list has no scores")
+        return kind or "key"
     if kind is None:
         if len(first) == 2:
             return "ndx"
-        if len(first) == 3 and first[2].lower() in _LABELS:
+        if len(first) == 3 and first[2].lower() in _LABELS and _number(first[2]) is None:
             return "key"
         if len(first) == 3 and _number(first[2]) is not None:
             return "scores"
@@ -113,11 +129,11 @@ def _kind_of(first: list[bytes], kind: str | None, line: int) -> str:
     return kind
 
 
-def _value(kind: str, tokens: list[bytes]) -> float | int | bool | None:
+def _value(kind: str, tokens: list[bytes], voxceleb: bool) -> float | int | bool | None:
     if kind == "scores":
         return _number(tokens[2])
     if kind == "key":
-        return _LABELS.get(tokens[2].lower())
+        return _LABELS.get(tokens[0 if voxceleb else 2].lower())
     return True
 
 
@@ -140,15 +156,17 @@ def reference_parse(data: bytes, kind: str | None = None) -> tuple[str, list, li
         raise Rejected(None, "no trials")
     first_line, first = records[0]
     names = {t.decode("utf-8", "replace").strip().lower() for t in first}
-    if names & _MODEL_NAMES and names & _SEGMENT_NAMES:
-        raise OutsideSubset
+    if names & _MODEL_NAMES and names & _SEGMENT_NAMES or len(first) == 4:
+        raise OutsideSubset  # a NIST header, or wespeaker/3D-Speaker (tests/test_io_field_formats)
     kind = _kind_of(first, kind, first_line)
+    vox = _voxceleb(first)
     trials: dict[tuple[str, str], object] = {}
     duplicate = None
     for n, tokens in records:
         if len(tokens) != len(first):
             raise Rejected(n, "wrong number of fields")
-        model, segment, value = _text(tokens[0]), _text(tokens[1]), _value(kind, tokens)
+        ids = tokens[1:3] if vox else tokens[:2]
+        model, segment, value = _text(ids[0]), _text(ids[1]), _value(kind, tokens, vox)
         if model is None or segment is None or value is None:
             raise Rejected(n, "bad id, score or label")
         if (model, segment) in trials and duplicate is None:

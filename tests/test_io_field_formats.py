@@ -203,3 +203,23 @@ def test_evaluate_takes_a_score_file_as_its_own_key(tmp_path, capsys):
     assert "carries no labels" in capsys.readouterr().err
     mask = _expected(rows, we, "key")[2]
     np.testing.assert_array_equal(io.read(we, "key", text_format="wespeaker").trial_mask, mask)
+
+
+def test_nist_table_with_labels_is_its_own_key_and_convert_takes_a_format(tmp_path):
+    nist = tmp_path / "sys.tsv"
+    nist.write_text("modelid\tsegmentid\tLLR\ttargettype\nm1\ts1\t1.5\tGenuine\nm1\ts2\t-2\timpostor\n"
+                    "m2\ts1\t0.25\tImpostor\nm2\ts2\t3\tgenuine\n")  # fmt: skip
+    assert text_has_labels(nist)
+    out = tmp_path / "r.json"
+    assert (
+        main(["evaluate", "--scores", str(nist), "--prior", "0.5", "--json", str(out), "-q"]) == 0
+    )
+    system = json.loads(out.read_text())["systems"][0]
+    assert (system["n_target"], system["n_nontarget"], system["eer"]) == (2, 2, 0.0)
+    rows = _trials(n=12, seed=9)
+    vox = _voxceleb(tmp_path, rows)
+    store = tmp_path / "key.zarr"
+    assert main(["convert", str(vox), str(store), "--format", "voxceleb", "-q"]) == 0
+    np.testing.assert_array_equal(io.read(store).trial_mask.values, _expected(rows, vox, "key")[2])
+    with pytest.raises(ParseError, match=r"expected 4 fields for a wespeaker file"):
+        main(["convert", str(vox), str(tmp_path / "x.zarr"), "--format", "wespeaker", "--debug"])

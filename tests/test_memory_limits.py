@@ -41,10 +41,10 @@ def test_estimate_adds_up_the_parts_by_hand():
     )  # fmt: skip
     elements = 3_000_000
     assert need.inputs == elements * (1 + 4 + 1 + 2)
-    # per element of a cache block: uint32 key and signs, two bool flags, two float64
+    # per element of a cache block: uint32 key and signs, three one-byte flags, four float64
     # temporaries and an intp position; per element of a histogram slice: an intp index
-    assert need.buffers == BLOCK * (4 + 4 + 3 + 16 + 8) + elements * 8  # a chunk below SLICE
-    row = (2 * 1024 + 4) * 8
+    assert need.buffers == BLOCK * (4 + 4 + 3 + 32 + 8) + elements * 8  # a chunk below SLICE
+    row = (2 * 1024 + 2 * 36 + 2) * 8  # counts, the exact sums' limbs, missing, non-finite
     assert need.results == (2 * 2 + 2) * row
     assert need.merge == 2 * max(9 * row, 5 * 2 * 5000 * 8, 100 * 56)
     assert need.held == 4 * 2 * row
@@ -57,8 +57,8 @@ def test_buffers_stop_growing_at_one_slice():
                              n_systems=1, nbins=16, split_every=2)  # fmt: skip
     big = pass_task_memory((10_000, 10_000), input_itemsizes=[1, 8, 1], score_dtype=np.float64,
                            n_systems=1, nbins=16, split_every=2)  # fmt: skip
-    assert small.buffers == 100 * (8 + 8 + 3 + 16 + 8) + 100 * 8
-    assert big.buffers == BLOCK * (8 + 8 + 3 + 16 + 8) + SLICE * 8
+    assert small.buffers == 100 * (8 + 8 + 3 + 32 + 8) + 100 * 8
+    assert big.buffers == BLOCK * (8 + 8 + 3 + 32 + 8) + SLICE * 8
 
 
 class _FakeClient:
@@ -138,7 +138,7 @@ def test_small_jobs_are_not_charged_the_full_budgets():
     inputs, dtype = engine._inputs(systems, key)
     nbins = 1 << engine._coarse_bits(2)
     need = engine._task_memory(inputs, dtype, nbins, split_every=8)
-    row = (2 * nbins + 4) * 8
+    row = (2 * nbins + 2 * 36 + 2) * 8  # counts, the exact sums' limbs, missing, non-finite
     assert need.held == 4 * 2 * row  # at most 4 chunk results wait for a merge
     assert need.merge == 2 * max(9 * row, 5 * 2 * (1 << 19) * 8, 120_000 * 56)
     assert need.kept == 120_000 * (4 + 1)  # float32 keys: no more than the cells

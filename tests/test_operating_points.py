@@ -8,12 +8,13 @@ import json
 import math
 from unittest import mock
 
+import dask
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import engine, metrics, refinement
+from bosaris_dask import engine, metrics
 from bosaris_dask.cli import main
 from bosaris_dask.errors import OptionError
 from bosaris_dask.operating_points import OperatingPoint
@@ -105,8 +106,9 @@ def test_min_threshold_attains_min_dcf_under_any_chunking(data, coarse, dense):
     scores = make_scores(models, segments, values, chunks=chunks)
     tar, non = values[mask == 1], values[mask == -1]
     with (
-        mock.patch.object(refinement, "RAW_LIMIT", -1 if dense else 1 << 22),
-        mock.patch.object(refinement, "DENSE_BUDGET", 64),
+        dask.config.set(
+            {"bosaris_dask.raw-limit": 0 if dense else 1 << 22, "bosaris_dask.dense-budget": 64}
+        ),  # fmt: skip
         mock.patch.object(engine, "_coarse_bits", lambda n: coarse),
     ):
         ds = metrics.evaluate(scores, key, priors=[], operating_points=points, split_every=2)

@@ -71,3 +71,20 @@ def test_errors():
         posterior_report([s])
     with pytest.raises(TrialError, match="2 names for 1 systems"):
         posterior_report([s], names=["a", "b"])
+
+
+def test_one_pass():
+    from dask.callbacks import Callback
+
+    class Count(Callback):
+        n = 0
+
+        def _start(self, dsk):
+            Count.n += 1
+
+    rng = np.random.default_rng(3)
+    systems = [make_scores([f"m{i}" for i in range(6)], [f"s{j}" for j in range(8)],
+                           rng.normal(size=(6, 8)), chunks=(2, 3)) for _ in range(3)]  # fmt: skip
+    with Count():
+        posterior_report(systems, prior=0.01)
+    assert Count.n == 1

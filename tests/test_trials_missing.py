@@ -5,6 +5,8 @@ import logging
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bosaris_dask.errors import TrialError
 from bosaris_dask.trials import (
@@ -109,3 +111,48 @@ def test_set_missing_to_value_keeps_float32_and_rejects_nan():
     assert out.score.values.tolist() == [[1.5, 0.25]]
     with pytest.raises(TrialError, match="finite"):
         set_missing_to_value(s32, make_ndx(["m1"], ["s1"]), float("nan"))
+
+
+def test_alignment_report_is_one_pass():
+    from dask.callbacks import Callback
+
+    class Count(Callback):
+        n = 0
+
+        def _start(self, dsk):
+            Count.n += 1
+
+    with Count():
+        alignment_report(SCORES, KEY)
+    assert Count.n == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    shape=st.tuples(st.integers(1, 6), st.integers(1, 7)),
+    chunks=st.tuples(st.integers(1, 4), st.integers(1, 4)),
+)
+def test_fill_and_report_invariants(seed, shape, chunks):
+    """Filled scores keep every real score, give ``value`` to every other trial, and the
+    report's missing count is the number of filled trials (a brute-force count)."""
+    rng = np.random.default_rng(seed)
+    cls = rng.choice([-1, 0, 1], size=shape)
+    smask = rng.random(shape) < 0.6
+    values = rng.normal(size=shape)
+    models = [f"m{i}" for i in range(shape[0])]
+    segments = [f"s{j}" for j in range(shape[1])]
+    key = make_key(models, segments, cls, chunks=chunks)
+    perm = rng.permutation(shape[0])  # the scores' rows in another order
+    scores = make_scores([models[i] for i in perm], segments, values[perm], smask[perm],
+                         chunks=chunks[::-1])  # fmt: skip
+    out = set_missing_to_value(scores, key, 7.5, log_missing=False)
+    np.testing.assert_array_equal(out.score_mask.values, cls != 0)
+    np.testing.assert_array_equal(
+        out.score.values[cls != 0], np.where(smask, values, 7.5)[cls != 0]
+    )
+    r = alignment_report(scores, key)
+    assert r.targets == int(((cls == 1) & ~smask).sum())
+    assert r.nontargets == int(((cls == -1) & ~smask).sum())
+    aligned = align_with(scores, key)
+    np.testing.assert_array_equal(aligned.score_mask.values, smask & (cls != 0))

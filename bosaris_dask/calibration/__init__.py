@@ -48,6 +48,7 @@ from bosaris_dask.calibration.models import (
     linear_calibrate,
     load_model,
 )
+from bosaris_dask.calibration.optimal import optimal_llrs, optimal_llrs_arrays
 from bosaris_dask.calibration.pav import PAVCalibrator, pav_calibrate
 from bosaris_dask.calibration.pav_map import interpolate_map, pav_map
 
@@ -57,6 +58,8 @@ __all__ = [
     "linear_calibrate",
     "pav_calibrate",
     "pav_map",
+    "optimal_llrs",
+    "optimal_llrs_arrays",
     "interpolate_map",
     "load_model",
     "apply_model",

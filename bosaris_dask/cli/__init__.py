@@ -17,9 +17,12 @@ The parser is in :mod:`bosaris_dask.cli.parser`; the subcommands that make or mo
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from bosaris_dask.cli.parser import build_parser
 from bosaris_dask.errors import BosarisError
@@ -27,12 +30,44 @@ from bosaris_dask.errors import BosarisError
 __all__ = ["main", "build_parser"]
 
 
+@contextlib.contextmanager
+def _notes(args: argparse.Namespace) -> Iterator[None]:
+    """Print the package's notes (e.g. scores realigned once) on stderr unless ``-q``."""
+    if getattr(args, "quiet", False):
+        yield
+        return
+    logger = logging.getLogger("bosaris_dask.io")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the subcommand, with the scratch directory of ``--scratch-dir`` in dask's config."""
+    if getattr(args, "scratch_dir", None) is not None:
+        import dask
+
+        from bosaris_dask.io.staging import SCRATCH_CONFIG, scratch_directory
+
+        with dask.config.set({SCRATCH_CONFIG: scratch_directory(args.scratch_dir)}):
+            return int(args.func(args) or 0)
+    return int(args.func(args) or 0)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``bosaris-dask``; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with _notes(args):
+            return _run(args)
     except (BosarisError, FileNotFoundError, PermissionError) as error:
         if args.debug:
             raise

@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from bosaris_dask.errors import BosarisError
+
 T = TypeVar("T")
 
 
@@ -22,11 +24,15 @@ def _say(args: argparse.Namespace, message: str) -> None:
         print(message, file=sys.stderr)
 
 
-def _cluster(args: argparse.Namespace, size_hint: int | None = None):
+@contextlib.contextmanager
+def _cluster(args: argparse.Namespace, size_hint: int | None = None) -> Iterator[Any]:
     from bosaris_dask.cluster import connect_from_args
+    from bosaris_dask.io.staging import check_staged_readable
 
     quiet = {"announce": None} if args.quiet else {}
-    return connect_from_args(args, size_hint=size_hint, **quiet)
+    with connect_from_args(args, size_hint=size_hint, **quiet) as client:
+        check_staged_readable(client)  # inputs opened before: can its workers read them?
+        yield client
 
 
 @contextlib.contextmanager
@@ -46,38 +52,75 @@ def _opened(
 
 
 def _load(
-    key_path: str | None, score_paths: Sequence[str], text_format: str | None = None
+    key_path: str | None,
+    score_paths: Sequence[str] | None,
+    text_format: str | None = None,
+    llr_base: str = "e",
+    args: argparse.Namespace | None = None,
 ) -> tuple[Any, list[Any]]:
     """Open the key and the systems' scores (lazily: nothing is computed yet).
 
     Without a key, the key comes from the labels of the first scores file (a wespeaker or
     3D-Speaker score file, or a NIST table with a label column): it is read twice, once for its
-    labels and once for its scores, each streamed.
+    labels and once for its scores, each streamed. With ``--enrol``/``--test`` in ``args``, the
+    scores from embeddings are the last system (:mod:`bosaris_dask.cli.embeddings`).
     """
     from bosaris_dask import io
+    from bosaris_dask.errors import OptionError
 
-    if key_path is not None:  # the key first: a wrong key path is the first error
-        key = io.read(key_path, "key", text_format=text_format)
-        return key, [io.read(p, "scores", text_format=text_format) for p in score_paths]
-    systems = [io.read(p, "scores", text_format=text_format) for p in score_paths]
+    score_paths = list(score_paths or [])
+    if key_path is None and not score_paths:
+        raise OptionError("--key is needed: it selects the trials to score from embeddings")
     if key_path is None:
-        from bosaris_dask.errors import OptionError
         from bosaris_dask.io.text import text_has_labels
 
-        first = score_paths[0]
-        if io.detect_format(first) != "text" or not text_has_labels(first, format=text_format):
+        key_path = score_paths[0]
+        if io.detect_format(key_path) != "text" or not text_has_labels(
+            key_path, format=text_format
+        ):
             raise OptionError(
-                f"--key is needed: {first} carries no labels (only text files with both a score "
-                "and a label column, e.g. wespeaker's 'enrol test score label', can be their "
-                "own key)"
+                f"--key is needed: {key_path} carries no labels (only text files with both a "
+                "score and a label column, e.g. wespeaker's 'enrol test score label', can be "
+                "their own key)"
             )
-        key_path = first
-    return io.read(key_path, "key", text_format=text_format), systems
+    key = io.read(key_path, "key", text_format=text_format)  # first: a wrong key path is the
+    systems = [io.read(p, "scores", text_format=text_format) for p in score_paths]  # 1st error
+    if llr_base != "e":
+        from bosaris_dask.llr_base import to_natural
+
+        systems = [to_natural(s, llr_base) for s in systems]
+    return key, _with_embeddings(args, key, systems)
+
+
+def _read_scores(args: argparse.Namespace, path: str) -> Any:
+    """Scores from a file, as natural-log LLRs (``--llr-base``)."""
+    from bosaris_dask import io
+    from bosaris_dask.llr_base import to_natural
+
+    return to_natural(io.read(path, "scores"), getattr(args, "llr_base", "e"))
+
+
+def _in_user_base(args: argparse.Namespace, scores: Any) -> Any:
+    """Natural-log LLRs as LLRs in the base of ``--llr-base`` (what is written)."""
+    from bosaris_dask.llr_base import from_natural
+
+    return from_natural(scores, getattr(args, "llr_base", "e"))
+
+
+def _with_embeddings(args: argparse.Namespace | None, key: Any, systems: list[Any]) -> list[Any]:
+    """``systems`` and, with ``--enrol``/``--test``, the lazy scores from embeddings."""
+    from bosaris_dask.cli.embeddings import embedding_scores, uses_embeddings
+
+    if args is not None and uses_embeddings(args):
+        systems = [*systems, embedding_scores(args, key)]
+    if not systems:
+        raise BosarisError("no scores: give --scores, or --enrol and --test")
+    return systems
 
 
 def _system_name(path: str) -> str:
     name = Path(path.rstrip("/")).name
-    for suffix in (".zarr", ".hdf5", ".h5", ".txt", ".tsv", ".scores"):
+    for suffix in (".zarr", ".hdf5", ".h5", ".txt", ".tsv", ".scores", ".score"):
         name = name.removesuffix(suffix)
     return name
 
@@ -99,13 +142,22 @@ def _size(obj: Any) -> int:
 
 
 def _evaluate(args: argparse.Namespace, key: Any, systems: list[Any], score_paths: Sequence[str]):
+    from bosaris_dask.llr_base import thresholds_from_natural
     from bosaris_dask.metrics import evaluate
 
-    return evaluate(
-        systems, key, priors=args.prior, names=[_system_name(p) for p in score_paths],
+    names = [_system_name(p) for p in score_paths or []]
+    if len(names) < len(systems):  # the last system is scored from embeddings
+        from bosaris_dask.cli.embeddings import embedding_system_name
+
+        names.append(embedding_system_name(args))
+    results = evaluate(
+        systems, key, priors=args.prior, names=names,
         operating_points=getattr(args, "operating_point", None) or (),
         allow_missing=args.allow_missing, progress=_progress(args),
+        conditions=getattr(args, "conditions", None) or (), by=getattr(args, "by", None) or (),
+        cprimary_priors=getattr(args, "cprimary_priors", None) or (),
     )  # fmt: skip
+    return thresholds_from_natural(results, getattr(args, "llr_base", "e"))
 
 
 def _write_json(path: str, document: dict[str, Any]) -> None:

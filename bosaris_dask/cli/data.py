@@ -45,7 +45,10 @@ def _count_label_targets(obj: Any) -> int:
 
 def cmd_info(args: argparse.Namespace) -> int:
     from bosaris_dask import io
+    from bosaris_dask.cli.embeddings import cmd_embedding_info, is_embedding_file
 
+    if is_embedding_file(args.path):
+        return cmd_embedding_info(args)
     with _opened(args, lambda: io.read(args.path), _size) as obj:
         _print_info(args, obj)
     return 0
@@ -144,6 +147,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         _say(args, f"simulating {args.models} models x {args.segments} segments, 3 systems ...")
         key, systems = simulate(args.models, args.segments, systems=3, seed=args.seed)
         paths = _write_simulation(key, systems, out, progress=False)
+        from bosaris_dask.cli.embeddings import write_demo_embeddings
+
+        embedding_paths = write_demo_embeddings(out, seed=args.seed)
         args.prior, args.allow_missing = None, False
         _default_priors(args)
         score_paths = [str(p) for p in paths[1:]]
@@ -152,7 +158,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         _write_json(str(out / "results.json"), to_json_dict(results))
     print(
         f"\nOutputs in {out}/: key.zarr (a label-derived key), "
-        f"{', '.join(p.name for p in paths[1:])} (scores), results.json (the metrics)."
+        f"{', '.join(p.name for p in paths[1:])} (scores), results.json (the metrics); "
+        f"{', '.join(p.name for p in embedding_paths[:3])} (speaker embeddings) and "
+        f"{embedding_paths[3].name} (their key)."
     )
     print(f"Try: bosaris-dask info {paths[1]}")
     print(f"     bosaris-dask evaluate --key {paths[0]} --scores {paths[1]} --prior 0.01")

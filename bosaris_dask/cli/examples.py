@@ -11,6 +11,8 @@ from __future__ import annotations
 
 _K = "--key bosaris-demo/key.zarr"
 _S1, _S2, _S3 = (f"bosaris-demo/system-{k}.zarr" for k in (1, 2, 3))
+_EK = "--key bosaris-demo/embeddings-key.zarr"
+_E = "--enrol bosaris-demo/enrol.npz --test bosaris-demo/test.npz"
 
 #: Example command lines per subcommand, in the order they can be run one after the other.
 EXAMPLES: dict[str, list[str]] = {
@@ -34,6 +36,7 @@ EXAMPLES: dict[str, list[str]] = {
     ],
     "evaluate": [
         f"bosaris-dask evaluate {_K} --scores {_S1} --prior 0.01",
+        f"bosaris-dask evaluate {_EK} {_E} --norm s --cohort bosaris-demo/cohort.npz",
         f"bosaris-dask evaluate {_K} --scores {_S1} --scores {_S2} --prior 0.1 --prior 0.01 "
         "--json results.json",
         f"bosaris-dask evaluate {_K} --scores {_S3} --plots-dir plots",
@@ -53,12 +56,26 @@ EXAMPLES: dict[str, list[str]] = {
         f"bosaris-dask fuse {_K} --scores {_S1} --scores {_S2} --model-out fusion12.json "
         f"--apply {_S1} --apply {_S2} --out fused12.zarr",
     ],
+    "score": [
+        f"bosaris-dask score {_E} {_EK} --out emb.zarr",
+        f"bosaris-dask score {_E} --center bosaris-demo/cohort.npz --norm as "
+        "--cohort bosaris-demo/cohort.npz --top-n 10 --out emb-as.zarr "
+        "--quality-out emb-quality.zarr",
+    ],
     "apply": [
         f"bosaris-dask apply --model cal.json --scores {_S2} --out cal2.zarr",
         f"bosaris-dask apply --model fusion.json --scores {_S1} --scores {_S2} --scores {_S3} "
         "--out fused.zarr",
     ],
+    "spoof": [
+        "bosaris-dask spoof cm --key asvspoof5/cm_key.tsv.gz --scores asvspoof5/cm_scores.tsv.gz",
+        "bosaris-dask spoof sasv --key asvspoof5/sasv_key.tsv.gz "
+        "--scores asvspoof5/sasv_scores.tsv.gz --asv-rates given --json sasv.json",
+    ],
 }
+
+#: The data a command's examples run on, where it is not the demo's.
+DATA = {"spoof": "ASVspoof 5 files: the package's, or tests/data/asvspoof5/ of the sources"}
 
 
 def epilog(command: str) -> str:
@@ -72,4 +89,5 @@ def epilog(command: str) -> str:
       bosaris-dask info bosaris-demo/system-1.zarr --key bosaris-demo/key.zarr
     """
     lines = "\n".join(f"  {line}" for line in EXAMPLES[command])
-    return f"examples (on the data that 'bosaris-dask demo' writes):\n{lines}"
+    data = DATA.get(command, "the data that 'bosaris-dask demo' writes")
+    return f"examples (on {data}):\n{lines}"

@@ -24,8 +24,10 @@ from typing import Any, NoReturn
 
 from bosaris_dask import __version__
 from bosaris_dask.cli.data import cmd_convert, cmd_demo, cmd_info, cmd_simulate
+from bosaris_dask.cli.embeddings import add_embedding_arguments, add_score_parser
 from bosaris_dask.cli.examples import epilog
 from bosaris_dask.cli.scoring import cmd_apply, cmd_calibrate, cmd_evaluate, cmd_fuse, cmd_plot
+from bosaris_dask.cli.spoof import cmd_spoof
 
 #: Options renamed in issue 15: ``{(command, old): new}``.
 RENAMED = {
@@ -107,10 +109,48 @@ def _operating_point(text: str) -> Any:
 
 
 def _operating_point_argument(parser: argparse.ArgumentParser) -> None:
+    from bosaris_dask.profiles import PROFILES
+
+    parser.add_argument(
+        "--profile", choices=list(PROFILES),
+        help="a published cost profile (sre18, sre21: Cprimary; voxsrc; asvspoof5-cm; ijbc; "
+        "asvspoof5-sasv: see the spoof command); "
+        "it sets the operating points unless --prior or --operating-point is given",
+    )  # fmt: skip
     parser.add_argument(
         "--operating-point", type=_operating_point, action="append", metavar="PTAR:CMISS:CFA",
         help="an operating point as target prior and costs, e.g. 0.01:10:1 or 0.05:1:1 "
         "(reported at its effective prior, with its Bayes and minDCF thresholds); repeatable",
+    )  # fmt: skip
+
+
+def _condition_arguments(parser: argparse.ArgumentParser, cprimary: bool = True) -> None:
+    parser.add_argument(
+        "--conditions", action="append", metavar="TABLE",
+        help="a condition table (tab-separated, header 'model' or 'segment' then attribute "
+        "columns; or zarr/HDF5); repeat for several tables",
+    )  # fmt: skip
+    parser.add_argument(
+        "--by", action="append", metavar="SPEC",
+        help="model.COL, segment.COL or same.COL: also report every condition of COL; repeat "
+        "for the Cartesian product of several",
+    )  # fmt: skip
+    if not cprimary:
+        return
+    parser.add_argument(
+        "--cprimary-priors", action="append", type=_prior, metavar="P",
+        help="an effective prior of Cprimary (the mean normalized actDCF and minDCF over "
+        "them); repeat, e.g. --cprimary-priors 0.01 --cprimary-priors 0.05 (SRE21)",
+    )  # fmt: skip
+
+
+def _llr_base_argument(parser: argparse.ArgumentParser) -> None:
+    from bosaris_dask.llr_base import LLR_BASES
+
+    parser.add_argument(
+        "--llr-base", choices=LLR_BASES, default="e",
+        help="base of the LLRs read and written (default e; 10 for log10 LRs: scores are "
+        "multiplied by ln 10 on input and written LLRs divided by it)",
     )  # fmt: skip
 
 
@@ -173,15 +213,16 @@ def _fill_missing_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def _key_and_systems(
-    parser: argparse.ArgumentParser, scores_help: str, *, own_key: bool = False
-) -> None:
+    parser: argparse.ArgumentParser, scores_help: str, *, own_key: bool = False,
+    scores_required: bool = True,
+) -> None:  # fmt: skip
     if not own_key:
         parser.add_argument("--key", required=True, help="the key (text, HDF5 or zarr)")
     else:
         parser.add_argument("--key", help="the key (text, HDF5 or zarr); without it, the labels "
                             "of the first --scores file (enrol test score label)")  # fmt: skip
-    parser.add_argument("--scores", required=True, action="append", metavar="SCORES",
-                        help=scores_help)  # fmt: skip
+    parser.add_argument("--scores", required=scores_required, action="append",
+                        metavar="SCORES", help=scores_help)  # fmt: skip
     if own_key:
         _format_argument(parser)
 
@@ -201,6 +242,8 @@ def _finish(parser: argparse.ArgumentParser, func: Any) -> None:
     """The options every subcommand shares, and the function that runs it."""
     from bosaris_dask.cluster import add_cluster_arguments
 
+    if func in (cmd_evaluate, cmd_plot, cmd_calibrate, cmd_fuse, cmd_apply):
+        _llr_base_argument(parser)
     _common(parser)
     add_cluster_arguments(parser)
     parser.set_defaults(func=func)
@@ -270,7 +313,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = _add(sub, "evaluate", "exact DCF, EER, Cllr, ... of one or more systems",
              "Evaluate systems against a key: actDCF and minDCF at each prior, ROCCH-EER, "
              "PRBEP, Cllr, minCllr (exact, any scale).")  # fmt: skip
-    _key_and_systems(p, "scores of one system; repeat for several systems", own_key=True)
+    _key_and_systems(p, "scores of one system; repeat for several systems (or, or also, "
+                     "--enrol and --test)", own_key=True, scores_required=False)  # fmt: skip
+    add_embedding_arguments(p, required=False)
     _operating_points(p, "at which to report actDCF and minDCF")
     _operating_point_argument(p)
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
@@ -283,6 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="drop key trials without a score (and report how many)",
     )
+    _condition_arguments(p)
     _finish(p, cmd_evaluate)
 
     p = _add(sub, "plot", "draw a DET, NBE, APE or Cllr plot of one or more systems",
@@ -305,13 +351,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dr30", choices=["both", "miss", "fa", "none"], default="both",
                    help="DR30 marks: for misses, false alarms, both (default) or none")  # fmt: skip
     p.add_argument("--eval-key", help="an eval key: draw dev (--key) and eval in one plot")
-    p.add_argument("--eval-scores", action="append",
-                   help="eval scores of one system (same order as --scores); with --eval-key")
+    p.add_argument(
+        "--eval-scores",
+        action="append",
+        help="eval scores of one system (same order as --scores); with --eval-key",
+    )
     p.add_argument("--contributions", action="store_true",
                    help="nbe: also draw the miss and false-alarm parts of each curve (always "
                    "with --eval-key)")  # fmt: skip
     p.add_argument("--allow-missing", action="store_true",
                    help="drop key trials without a score (and report how many)")  # fmt: skip
+    _condition_arguments(p, cprimary=False)
     p.add_argument("--out", required=True, metavar="FILE", help="the image file to write")
     _finish(p, cmd_plot)
 
@@ -336,6 +386,12 @@ def build_parser() -> argparse.ArgumentParser:
     _key_and_systems(p, "training scores of one system; repeat for each system")
     _quality_arguments(p)
     p.add_argument("--apply-quality", help="quality store of the eval set (default: --quality)")
+    p.add_argument(
+        "--qtrans",
+        metavar="MATRIX.txt",
+        help="quality fusion: a text matrix (r rows, one column per quality measure) mapping "
+        "both sides' quality vectors before fusion (the toolkit's Qtrans)",
+    )
     _training_arguments(p, "eval scores of one system; repeat for each system, in the order "
                            "of --scores")  # fmt: skip
     _finish(p, cmd_fuse)
@@ -354,6 +410,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="STORE", help="file or store to write")
     _finish(p, cmd_apply)
 
+    p = _add(sub, "spoof", "ASVspoof 5 metrics: CM EER/DCF/Cllr, a-DCF, t-DCF, t-EER",
+             "Read ASVspoof 5 key and score files (the evaluation package's formats) and print "
+             "the challenge's metrics with its costs. cm (track 1): minDCF, actDCF, the "
+             "package's EER, ROCCH-EER, Cllr. sasv (track 2): min a-DCF, min t-DCF, exact "
+             "t-EER.")  # fmt: skip
+    p.add_argument("task", choices=["cm", "sasv"],
+                   help="cm: 'filename cm-label' key and 'filename cm-score' scores; sasv: "
+                   "'spk filename cm-label asv-label' key and 'spk filename cm-score asv-score "
+                   "sasv-score' scores")  # fmt: skip
+    p.add_argument("--key", required=True, help="the protocol (key) file; .gz is read as gzip")
+    p.add_argument("--scores", required=True, help="the score file; .gz is read as gzip")
+    p.add_argument("--asv-rates", choices=["fixed", "given"],
+                   help="sasv: the ASV rates of the t-DCF: the package's fixed ones (default) "
+                   "or counted from the asv-score column at the ASV EER threshold")  # fmt: skip
+    p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    _finish(p, cmd_spoof)
+
     p = _add(sub, "demo", "simulate a small example and evaluate it",
              "Generate a small realistic example (3 systems), evaluate it and say where the "
              "outputs are.")  # fmt: skip
@@ -363,8 +436,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--segments", type=_positive, default=500)
     p.add_argument("--seed", type=int, default=0)
     _finish(p, cmd_demo)
+
+    add_score_parser(sub, _add, _finish)
     return parser
 
 
 _COMMANDS = ("convert", "info", "simulate", "evaluate", "plot", "calibrate", "fuse", "apply",
-             "demo")  # fmt: skip
+             "score", "spoof", "demo")  # fmt: skip

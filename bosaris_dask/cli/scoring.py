@@ -12,33 +12,39 @@ from typing import Any
 from bosaris_dask.cli.common import (
     _default_priors,
     _evaluate,
+    _in_user_base,
     _load,
     _opened,
     _progress,
+    _read_scores,
     _say,
     _size,
     _write_json,
 )
 from bosaris_dask.errors import BosarisError, OptionError
+from bosaris_dask.progress import showing_progress
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from bosaris_dask.profiles import annotate_json, apply_profile, format_cprimary
     from bosaris_dask.report import format_table, to_json_dict
 
+    profile = apply_profile(args)
     _default_priors(args)
     start = time.perf_counter()
 
     def open_inputs() -> tuple[Any, list[Any]]:
-        return _load(args.key, args.scores, args.format)
+        return _load(args.key, args.scores, args.format, args.llr_base, args)
 
     with _opened(args, open_inputs, lambda ks: _size(ks[0])) as loaded:
         key, systems = loaded
         results = _evaluate(args, key, systems, args.scores)
         elapsed = time.perf_counter() - start
-        print(format_table(results))
+        print(format_table(results) + (format_cprimary(results, profile) if profile else ""))
         _say(args, f"\n{results.attrs['passes']} passes over the data in {elapsed:.1f} s")
         if args.json:
-            _write_json(args.json, to_json_dict(results))
+            doc = to_json_dict(results)
+            _write_json(args.json, annotate_json(doc, results, profile) if profile else doc)
             _say(args, f"wrote {args.json}")
         if args.plots_dir:
             from bosaris_dask.plots import save_standard_plots
@@ -50,7 +56,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     from bosaris_dask.plots import save_plot
+    from bosaris_dask.profiles import apply_profile
 
+    apply_profile(args)
     _default_priors(args)
     eval_key, eval_scores = getattr(args, "eval_key", None), getattr(args, "eval_scores", None)
     if (eval_key is None) != (eval_scores is None):
@@ -62,13 +70,19 @@ def cmd_plot(args: argparse.Namespace) -> int:
         )
 
     def open_inputs() -> tuple[Any, list[Any]]:
-        return _load(args.key, args.scores, args.format)
+        return _load(args.key, args.scores, args.format, args.llr_base)
 
     with _opened(args, open_inputs, lambda ks: _size(ks[0])) as loaded:
         results: Any = _evaluate(args, *loaded, args.scores)
         if eval_key is not None:  # the dev systems' names label the eval curves too
-            evaluated = _evaluate(args, *_load(eval_key, eval_scores), args.scores)
+            eval_inputs = _load(eval_key, eval_scores, args.format, args.llr_base)
+            evaluated = _evaluate(args, *eval_inputs, args.scores)
             results = {"dev": results, "eval": evaluated}
+    if getattr(args, "by", None):  # a curve per (system, condition)
+        from bosaris_dask.conditions.evaluation import conditions_as_systems
+
+        results = ({k: conditions_as_systems(v) for k, v in results.items()}
+                   if isinstance(results, dict) else conditions_as_systems(results))  # fmt: skip
     options: dict[str, Any] = {"window": args.window} if args.kind == "det" and args.window else {}
     if args.kind in ("det", "nbe"):
         options["dr30"] = args.dr30
@@ -116,7 +130,8 @@ def _fit_and_apply(
 
     if args.apply and args.out is None:
         raise OptionError("--apply needs --out (where to write the resulting scores)")
-    with _opened(args, open_inputs, lambda inputs: _size(inputs[0])) as (key, systems, quality):
+    opened = _opened(args, open_inputs, lambda inputs: _size(inputs[0]))
+    with opened as (key, systems, quality), showing_progress(_progress(args)):
         start = time.perf_counter()
         if quality is None:
             train = systems if len(systems) > 1 or args.command == "fuse" else systems[0]
@@ -135,16 +150,15 @@ def _fit_and_apply(
             fitted += f"; dropped {doc['n_missing']:,} key trials without a score"
         _say(args, f"{doc['kind']}: {fitted} ({elapsed:.1f} s); wrote {args.model_out}")
         if args.apply:
-            targets = [io.read(p, "scores") for p in args.apply]
+            targets = [_read_scores(args, p) for p in args.apply]
             eval_quality = _read_quality(args, args.apply_quality) if quality is not None else None
             ndx = io.read(args.ndx) if args.ndx else None
-            out = _fill_missing(
-                args, apply_model(model, targets, quality=eval_quality or quality, ndx=ndx), ndx
-            )
+            fitted_out = apply_model(model, targets, quality=eval_quality or quality, ndx=ndx)
+            out = _fill_missing(args, _in_user_base(args, fitted_out), ndx)
             io.write(out, args.out, progress=_progress(args))
             _say(args, f"wrote {args.out}")
             if args.command == "fuse":
-                _say_posterior_report(args, model, targets, io.read(args.out, "scores"), ndx)
+                _say_posterior_report(args, model, targets, _read_scores(args, args.out), ndx)
     return 0
 
 
@@ -175,7 +189,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         )
     model = LinearCalibrator(args.train_prior) if args.method == "linear" else PAVCalibrator()
     return _fit_and_apply(
-        args, model, lambda: (io.read(args.key, "key"), [io.read(args.scores, "scores")], None)
+        args, model, lambda: (io.read(args.key, "key"), [_read_scores(args, args.scores)], None)
     )
 
 
@@ -189,13 +203,39 @@ def cmd_fuse(args: argparse.Namespace) -> int:
             f"order; got {len(args.apply)}"
         )
 
+    qtrans = _read_qtrans(getattr(args, "qtrans", None))
+    with_quality = args.quality or args.model_quality or args.segment_quality
+    if qtrans is not None and not with_quality:
+        raise BosarisError("--qtrans maps quality measures: give them (--quality, ...)")
+
     def open_inputs() -> tuple[Any, list[Any], Any]:
-        systems = [io.read(p, "scores") for p in args.scores]
+        systems = [_read_scores(args, p) for p in args.scores]
         return io.read(args.key, "key"), systems, _read_quality(args, args.quality)
 
-    with_quality = args.quality or args.model_quality or args.segment_quality
-    model = (QualityFuser if with_quality else LinearFuser)(args.train_prior)
+    if with_quality:
+        model: Any = QualityFuser(args.train_prior, qtrans=qtrans)
+    else:
+        model = LinearFuser(args.train_prior)
     return _fit_and_apply(args, model, open_inputs)
+
+
+def _read_qtrans(path: str | None) -> Any:
+    """The ``--qtrans`` matrix: whitespace-separated numbers, one row per line."""
+    if path is None:
+        return None
+    import numpy as np
+
+    from bosaris_dask.errors import ParseError
+
+    try:
+        matrix = np.loadtxt(path, ndmin=2, dtype=np.float64)
+    except OSError as exc:
+        raise BosarisError(f"{path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ParseError(f"not a matrix of numbers ({exc})", path=path) from None
+    if matrix.size == 0 or not np.isfinite(matrix).all():
+        raise ParseError("Qtrans must be a non-empty matrix of finite numbers", path=path)
+    return matrix
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
@@ -203,13 +243,14 @@ def cmd_apply(args: argparse.Namespace) -> int:
     from bosaris_dask.calibration import apply_model, load_model
 
     def open_inputs() -> tuple[Any, list[Any], Any, Any]:
-        systems = [io.read(p, "scores") for p in args.scores]
+        systems = [_read_scores(args, p) for p in args.scores]
         ndx = io.read(args.ndx) if args.ndx else None
         return load_model(args.model), systems, _read_quality(args, args.quality), ndx
 
     with _opened(args, open_inputs, lambda inputs: _size(inputs[1][0])) as inputs:
         model, systems, quality, ndx = inputs
-        out = _fill_missing(args, apply_model(model, systems, quality=quality, ndx=ndx), ndx)
+        out = apply_model(model, systems, quality=quality, ndx=ndx)
+        out = _fill_missing(args, _in_user_base(args, out), ndx)
         io.write(out, args.out, progress=_progress(args))
     _say(args, f"wrote {args.out}")
     return 0

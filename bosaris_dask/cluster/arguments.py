@@ -81,6 +81,12 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
         help="how long to try to reach the scheduler (default 30)",
     )  # fmt: skip
     g.add_argument(
+        "--scratch-dir", metavar="DIR",
+        help="where large text inputs and realigned scores are staged for the workers; on a "
+        "cluster of several hosts a directory they all share (default: the temporary folder, "
+        "refused when workers run on other hosts)",
+    )  # fmt: skip
+    g.add_argument(
         "--worker-timeout", type=_positive_float, metavar="SECONDS",
         help="how long to wait for the first worker (default 600 for slurm/pbs, else 60)",
     )  # fmt: skip

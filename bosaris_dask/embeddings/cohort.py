@@ -8,8 +8,9 @@ normalized score matrix (:mod:`bosaris_dask.embeddings.normalization`).
 For each chunk of rows, the cohort is scored in blocks of :data:`COHORT_BLOCK` embeddings with the
 same kernel as the trials (float32 scores). The full mean and variance are merged block by
 block (Chan et al.'s pairwise update, in float64). The top-N scores are kept by selection: the
-N best so far and the new block are concatenated and ``np.partition`` keeps the N largest; the
-cohort scores are never sorted, only the final N per row (for a fixed summation order).
+N best so far are merged with the values of the new block that beat the current N-th best
+(``np.partition``, see :func:`_merge_top`); the cohort scores are never sorted, only the final
+N per row (for a fixed summation order).
 Standard deviations are population ones (``ddof=0``), as in wespeaker's ``score_norm.py``.
 
 Examples
@@ -39,11 +40,37 @@ from bosaris_dask.errors import OptionError
 
 __all__ = ["COHORT_BLOCK", "STATISTICS", "side_statistics", "cohort_stats", "cohort_quality"]
 
-#: Cohort embeddings scored at once per chunk of rows.
-COHORT_BLOCK = 4096
+#: Cohort embeddings scored at once per chunk of rows (a 4096-row chunk then holds ~200 MB:
+#: the float32 block, its float64 copy, and the top-N candidates).
+COHORT_BLOCK = 2048
 
 #: The statistics per embedding, in the order of the last axis of :func:`side_statistics`.
 STATISTICS = ("cohort_mean", "cohort_std", "top_mean", "top_std")
+
+
+def _merge_top(top: np.ndarray, s: np.ndarray, n: int) -> np.ndarray:
+    """The ``n`` largest values per row of ``top`` (the best so far) and the new block ``s``.
+
+    Until ``n`` values are held, the two are concatenated and partitioned. After that only the
+    new values *above* each row's current ``n``-th best can enter (one equal to it would only
+    swap equal values), and they become rare as the cohort goes by (about ``n * B / k`` in the
+    ``k``-th block of ``B``), so they are gathered sparsely and partitioned with the best so
+    far: the work is a comparison per cohort score, not a selection.
+    """
+    if top.shape[1] < n:
+        cand = np.concatenate([top, s], axis=1)
+        kth = cand.shape[1] - n
+        return np.partition(cand, kth, axis=1)[:, kth:] if kth > 0 else cand
+    keep = s > top.min(axis=1)[:, None]
+    counts = keep.sum(axis=1)
+    width = int(counts.max(initial=0))
+    if width == 0:
+        return top
+    rows, cols = np.nonzero(keep)  # row-major: grouped by row
+    starts = np.cumsum(counts) - counts
+    pad = np.full((s.shape[0], width), -np.inf, dtype=s.dtype)
+    pad[rows, np.arange(rows.size) - np.repeat(starts, counts)] = s[rows, cols]
+    return np.partition(np.concatenate([top, pad], axis=1), width, axis=1)[:, width:]
 
 
 def _stats_block(a: np.ndarray, cohort: np.ndarray, top_n: int, block: int) -> np.ndarray:
@@ -55,15 +82,16 @@ def _stats_block(a: np.ndarray, cohort: np.ndarray, top_n: int, block: int) -> n
         s64 = s.astype(np.float64)
         nb = s.shape[1]
         mb = s64.mean(axis=1)
-        m2b = ((s64 - mb[:, None]) ** 2).sum(axis=1)
+        s64 -= mb[:, None]  # in place: one float64 copy of the block at a time
+        np.square(s64, out=s64)
+        m2b = s64.sum(axis=1)
+        del s64
         delta, total = mb - mean, count + nb
         mean = mean + delta * (nb / total)
         m2 = m2 + m2b + delta**2 * (count * nb / total)
         count = total
         if top_n:
-            cand = np.concatenate([top, s], axis=1)
-            kth = cand.shape[1] - top_n
-            top = np.partition(cand, kth, axis=1)[:, kth:] if kth > 0 else cand
+            top = _merge_top(top, s, top_n)
     out = np.empty((m, 4))
     out[:, 0], out[:, 1] = mean, np.sqrt(m2 / count)
     if top_n:
@@ -137,9 +165,14 @@ def cohort_stats(
         side = prepare_models(emb, models, backend=backend, center=c)
     co = prepare(_load(cohort), backend=backend, center=c, what="cohort")
     (stats,) = side_statistics([side], co, top_n=top_n, block=block)
+    return stats_dataset(side.ids, stats, top_n)
+
+
+def stats_dataset(ids: np.ndarray, stats: np.ndarray, top_n: int | None) -> xr.Dataset:
+    """The ``(n, 4)`` statistics of :func:`side_statistics` as a Dataset over ``id``."""
     return xr.Dataset(
         {name: ("id", stats[:, k]) for k, name in enumerate(STATISTICS)},
-        coords={"id": side.ids}, attrs={"top_n": int(top_n or 0)},
+        coords={"id": ids}, attrs={"top_n": int(top_n or 0)},
     )  # fmt: skip
 
 
@@ -168,4 +201,7 @@ def cohort_quality(model_stats: xr.Dataset | None, segment_stats: xr.Dataset | N
         names = [n for n in STATISTICS if not np.isnan(st[n].values).all()]
         values = np.stack([st[n].values for n in names], axis=1)
         tables.append(quality_table(st.id.values, values, measures=names))
-    return make_quality(*tables)
+    quality = make_quality(*tables)
+    # measure names as variable-length strings: zarr v3 has no spec for fixed-length unicode
+    dims = [d for d in ("model_measure", "segment_measure") if d in quality.coords]
+    return quality.assign_coords({d: quality[d].values.astype(object) for d in dims})

@@ -58,16 +58,27 @@ def detect(path: str | os.PathLike[str]) -> str:
     return fmt
 
 
-class _Rows:
-    """A picklable array-like whose ``__getitem__`` reopens the file and reads the rows asked.
+def _identity(path: str) -> tuple[str, int, int]:
+    st = os.stat(path)
+    return os.path.abspath(path), st.st_size, st.st_mtime_ns
 
-    ``opener(path)`` returns something indexable (a memory map, an h5py dataset); it is called
-    in the task, never pickled.
+
+class _Rows:
+    """A picklable array-like whose ``__getitem__`` reopens the file and reads the rows asked:
+    a memory map of a ``.npy`` (``kind="npy"``) or the dataset ``name`` of an HDF5 file. Only
+    the path and the shape are pickled; every task opens the file itself (an open per chunk of
+    thousands of rows costs little next to reading them).
     """
 
     def __init__(self, path: str, kind: str, name: str, shape: tuple[int, int], dtype: Any):
         self.path, self.kind, self.name = path, kind, name
         self.shape, self.dtype, self.ndim = shape, np.dtype(dtype), 2
+
+    def __dask_tokenize__(self) -> tuple:
+        """Graph keys follow the file's identity (path, size, modification time), so opening
+        the same unchanged file twice builds the same graph."""
+        return (type(self).__name__, *_identity(self.path), self.kind, self.name, self.shape,
+                str(self.dtype))  # fmt: skip
 
     def __getitem__(self, key: Any) -> np.ndarray:
         if self.kind == "npy":
@@ -227,6 +238,9 @@ class _KaldiRows:
     def __init__(self, path: str, specs: np.ndarray, ids: np.ndarray, dim: int, dtype: Any):
         self.path, self.specs, self.ids = path, specs, ids
         self.shape, self.dtype, self.ndim = (len(specs), dim), np.dtype(dtype), 2
+
+    def __dask_tokenize__(self) -> tuple:
+        return (type(self).__name__, *_identity(self.path), self.shape, str(self.dtype))
 
     def __getitem__(self, key: Any) -> np.ndarray:
         kaldiio = _kaldiio()

@@ -28,7 +28,9 @@ array([[1. , 0.6],
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -36,16 +38,37 @@ import numpy as np
 STRIP_ROWS = 1024
 
 
+_PIN_LOCK = threading.Lock()
+_pin_state: dict[str, Any] = {"depth": 0, "limiter": None}
+
+
 @contextlib.contextmanager
 def pinned_blas() -> Iterator[None]:
-    """Limit the BLAS to one thread for the duration (no-op without ``threadpoolctl``)."""
+    """Limit the BLAS to one thread while any task of this process is inside (no-op without
+    ``threadpoolctl``).
+
+    BLAS thread counts are per process, not per thread, so concurrent tasks of a threaded
+    scheduler share one pin: the first task in sets the limit, the last one out restores the
+    original (nested ``threadpool_limits`` contexts in several threads would restore each
+    other's limits in the wrong order).
+    """
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn and scipy
         yield
         return
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _PIN_LOCK:
+        if _pin_state["depth"] == 0:
+            _pin_state["limiter"] = threadpool_limits(limits=1, user_api="blas")
+        _pin_state["depth"] += 1
+    try:
         yield
+    finally:
+        with _PIN_LOCK:
+            _pin_state["depth"] -= 1
+            if _pin_state["depth"] == 0:
+                _pin_state["limiter"].restore_original_limits()
+                _pin_state["limiter"] = None
 
 
 def score_block(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -37,9 +37,10 @@ import numpy as np
 from bosaris_dask.embeddings.cohort import side_statistics
 from bosaris_dask.embeddings.kernel import score_block
 from bosaris_dask.embeddings.prepare import Side
+from bosaris_dask.embeddings.scoring import outer_blocks
 from bosaris_dask.errors import OptionError, ScoreError
 
-__all__ = ["NORMS", "normalized_matrix"]
+__all__ = ["NORMS", "normalized_matrix", "normalize"]
 
 NORMS = ("none", "z", "t", "s", "as")
 
@@ -65,7 +66,16 @@ def _check_spread(sd: np.ndarray, side: Side, what: str) -> None:
 def normalized_matrix(
     enrol: Side, test: Side, cohort: Side | None, *, norm: str, top_n: int | None = None
 ) -> da.Array:
-    """The lazy float32 normalized score matrix (see the module docstring for the formulas).
+    """The lazy float32 normalized score matrix (see the module docstring for the formulas)."""
+    return normalize(enrol, test, cohort, norm=norm, top_n=top_n)[0]
+
+
+def normalize(
+    enrol: Side, test: Side, cohort: Side | None, *, norm: str, top_n: int | None = None,
+    both_sides: bool = False,
+) -> tuple[da.Array, np.ndarray | None, np.ndarray | None]:  # fmt: skip
+    """The normalized matrix and the ``(n, 4)`` cohort statistics of each side (``None`` for a
+    side the normalization does not use, unless ``both_sides``).
 
     Raises
     ------
@@ -82,15 +92,18 @@ def normalized_matrix(
         raise OptionError(f"{norm}-norm needs a cohort")
     if (norm == "as") != (top_n is not None):
         raise OptionError("top_n is the cohort size of AS-norm (norm='as'), and it needs one")
-    sides = {"z": [enrol], "t": [test], "s": [enrol, test], "as": [enrol, test]}[norm]
+    use_e, use_t = norm != "t", norm != "z"
+    sides = [enrol] * (use_e or both_sides) + [test] * (use_t or both_sides)
     stats = side_statistics(sides, cohort, top_n=top_n)
     cols = (2, 3) if norm == "as" else (0, 1)
     what = f"top-{top_n} " if norm == "as" else ""
-    e_stats = stats[0] if norm != "t" else np.zeros((enrol.values.shape[0], 4)) + 1
-    t_stats = stats[-1] if norm != "z" else np.zeros((test.values.shape[0], 4)) + 1
-    if norm != "t":
+    e_found = stats[0] if use_e or both_sides else None
+    t_found = stats[-1] if use_t or both_sides else None
+    e_stats = e_found if use_e else np.ones((enrol.values.shape[0], 4))
+    t_stats = t_found if use_t else np.ones((test.values.shape[0], 4))
+    if use_e:
         _check_spread(e_stats[:, cols[1]], enrol, what)
-    if norm != "z":
+    if use_t:
         _check_spread(t_stats[:, cols[1]], test, what)
 
     def lazy(values: np.ndarray, like: da.Array) -> da.Array:
@@ -98,8 +111,6 @@ def normalized_matrix(
 
     mu_e, sd_e = (lazy(e_stats[:, k], enrol.values) for k in cols)
     mu_t, sd_t = (lazy(t_stats[:, k], test.values) for k in cols)
-    return da.blockwise(
-        _normalize_block, "ij", enrol.values, "ik", test.values, "jk", mu_e, "i", sd_e, "i",
-        mu_t, "j", sd_t, "j", dtype=np.float32, concatenate=True,
-        meta=np.empty((0, 0), dtype=np.float32), norm=norm,
-    )  # fmt: skip
+    matrix = outer_blocks(_normalize_block, enrol.values, test.values, mu_e, "i", sd_e, "i",
+                          mu_t, "j", sd_t, "j", norm=norm)  # fmt: skip
+    return matrix, e_found, t_found

@@ -35,7 +35,7 @@ import pandas as pd
 import xarray as xr
 
 from bosaris_dask.embeddings.model_map import as_model_map, model_rows
-from bosaris_dask.embeddings.store import read
+from bosaris_dask.embeddings.store import from_arrays, read
 from bosaris_dask.errors import OptionError, ScoreError, TrialError
 
 __all__ = ["Side", "BACKENDS", "prepare", "prepare_models", "resolve_center", "estimate_center"]
@@ -94,6 +94,10 @@ def resolve_center(center: Any) -> np.ndarray | None:
             vec = np.load(path, mmap_mode="r")
             if vec.ndim == 1:
                 return _vector(vec, str(path))
+            if vec.ndim == 2:  # rows whose mean is wanted: no ids needed
+                ids = np.arange(vec.shape[0]).astype(str)
+                return estimate_center(from_arrays(ids, da.from_array(vec, chunks=(8192, -1)),
+                                                   source=str(path)))  # fmt: skip
         return estimate_center(path)
     return _vector(center, "center")
 

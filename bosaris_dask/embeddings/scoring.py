@@ -8,6 +8,7 @@ and recomputed, bit for bit, by every later pass.
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 import dask.array as da
@@ -23,10 +24,15 @@ from bosaris_dask.embeddings.prepare import (
     prepare_models,
     resolve_center,
 )
-from bosaris_dask.errors import TrialError
+from bosaris_dask.errors import OptionError, TrialError
 from bosaris_dask.trials import kind_of, make_scores, trial_classes
 
-__all__ = ["scores_from_embeddings", "score_matrix", "DEFAULT_CHUNKS"]
+__all__ = [
+    "scores_from_embeddings",
+    "scores_with_cohort_quality",
+    "score_matrix",
+    "DEFAULT_CHUNKS",
+]
 
 #: Score chunk shape: 4096 x 4096 float32 is 64 MiB (plus a 32 MiB float64 strip in the kernel).
 DEFAULT_CHUNKS = (4096, 4096)
@@ -46,10 +52,20 @@ def score_matrix(enrol: Side, test: Side) -> da.Array:
     """The lazy float32 ``(enrol x test)`` score matrix of two prepared sides, one block product
     per chunk (chunked as the sides' rows)."""
     _check_dimensions(enrol, test)
-    return da.blockwise(
-        score_block, "ij", enrol.values, "ik", test.values, "jk",
-        dtype=np.float32, concatenate=True, meta=np.empty((0, 0), dtype=np.float32),
-    )  # fmt: skip
+    return outer_blocks(score_block, enrol.values, test.values)
+
+
+def outer_blocks(kernel: Any, rows: da.Array, cols: da.Array, *extra: Any, **kwargs: Any):
+    """``kernel(rows_block, cols_block, *extra_blocks)`` for every pair of row chunks: the
+    float32 ``(rows x cols)`` matrix. ``extra`` alternates arrays and their index (``"i"`` or
+    ``"j"``). That the output has many more chunks than each input is the point, so dask's
+    warning about it is silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", da.PerformanceWarning)
+        return da.blockwise(
+            kernel, "ij", rows, "ik", cols, "jk", *extra, dtype=np.float32, concatenate=True,
+            meta=np.empty((0, 0), dtype=np.float32), **kwargs,
+        )  # fmt: skip
 
 
 def _sides(
@@ -57,19 +73,18 @@ def _sides(
     trials: xr.Dataset | None, chunks: tuple[int, int],
 ) -> tuple[Side, Side]:  # fmt: skip
     """Both prepared sides, restricted to (and ordered as) the trials' ids when given."""
-    c = center
     model_ids = segment_ids = None
     if trials is not None:
         if kind_of(trials) not in ("key", "ndx"):
             raise TrialError(f"trials must be a key or an ndx, got {kind_of(trials)}")
         model_ids, segment_ids = trials.model.values, trials.segment.values
     if models is None:
-        e = prepare(enrol, model_ids, backend=backend, center=c, chunk_rows=chunks[0],
+        e = prepare(enrol, model_ids, backend=backend, center=center, chunk_rows=chunks[0],
                     what="key model")  # fmt: skip
     else:
-        e = prepare_models(enrol, models, model_ids, backend=backend, center=c,
+        e = prepare_models(enrol, models, model_ids, backend=backend, center=center,
                            chunk_rows=chunks[0])  # fmt: skip
-    t = prepare(test, segment_ids, backend=backend, center=c, chunk_rows=chunks[1],
+    t = prepare(test, segment_ids, backend=backend, center=center, chunk_rows=chunks[1],
                 what="key segment")  # fmt: skip
     return e, t
 
@@ -147,19 +162,68 @@ def scores_from_embeddings(
     >>> s.score.values.astype(float).round(4).tolist()
     [[1.0, 0.0, -0.7071], [0.6, 0.8, -0.9899]]
     """
+    options = {"backend": backend, "center": center, "models": models, "trials": trials,
+               "norm": norm, "cohort": cohort, "top_n": top_n, "chunks": chunks}  # fmt: skip
+    return _build(enrol, test, quality=False, **options)[0]
+
+
+def scores_with_cohort_quality(
+    enrol: Embeddings, test: Embeddings, *, cohort: Embeddings, norm: str = "none",
+    **options: Any,
+) -> tuple[xr.Dataset, xr.Dataset]:  # fmt: skip
+    """:func:`scores_from_embeddings` and the cohort statistics of both sides as a Quality
+    object (measures ``cohort_mean``, ``cohort_std``, and with ``top_n`` also ``top_mean``,
+    ``top_std``), computed in the same pass as the normalization's.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bosaris_dask.embeddings import from_arrays
+    >>> e, t = from_arrays(["m"], [[1.0, 0.0]]), from_arrays(["t"], [[0.6, 0.8]])
+    >>> c = from_arrays(["c1", "c2"], [[1.0, 0.0], [0.0, 1.0]])
+    >>> scores, q = scores_with_cohort_quality(e, t, cohort=c, norm="z")
+    >>> q.model_quality.model_measure.values.tolist(), q.model_quality.values.tolist()
+    (['cohort_mean', 'cohort_std'], [[0.5, 0.5]])
+    >>> q.segment_quality.values.round(6).tolist()  # t scores the cohort 0.6 and 0.8 (float32)
+    [[0.7, 0.1]]
+    """
+    scores, quality = _build(enrol, test, cohort=cohort, norm=norm, quality=True, **options)
+    return scores, quality
+
+
+def _build(
+    enrol: Embeddings, test: Embeddings, *, backend: str = "cosine", center: Any = None,
+    models: Any = None, trials: xr.Dataset | None = None, norm: str = "none",
+    cohort: Embeddings | None = None, top_n: int | None = None,
+    chunks: tuple[int, int] = DEFAULT_CHUNKS, quality: bool,
+) -> tuple[xr.Dataset, xr.Dataset | None]:  # fmt: skip
     check_backend(backend)
+    if quality and cohort is None:
+        raise OptionError("cohort statistics (quality measures) need a cohort")
     vector = resolve_center(center)
     e, t = _sides(enrol, test, backend=backend, center=vector, models=models, trials=trials,
                   chunks=chunks)  # fmt: skip
+    found = None
     if norm == "none" and cohort is None:
         score = score_matrix(e, t)
     else:
-        from bosaris_dask.embeddings.normalization import normalized_matrix
+        from bosaris_dask.embeddings.normalization import normalize
 
         c = None if cohort is None else prepare(
             _load(cohort), backend=backend, center=vector, what="cohort")
-        score = normalized_matrix(e, t, c, norm=norm, top_n=top_n)
+        if norm == "none" and quality:
+            from bosaris_dask.embeddings.cohort import side_statistics
+
+            score, found = score_matrix(e, t), side_statistics([e, t], c, top_n=top_n)
+        else:
+            score, *found = normalize(e, t, c, norm=norm, top_n=top_n, both_sides=quality)
     mask = None
     if trials is not None:
         mask = trial_classes(trials, chunks=score.chunks) != 0
-    return make_scores(e.ids, t.ids, score, mask)
+    scores = make_scores(e.ids, t.ids, score, mask)
+    if not quality:
+        return scores, None
+    from bosaris_dask.embeddings.cohort import cohort_quality, stats_dataset
+
+    return scores, cohort_quality(stats_dataset(e.ids, found[0], top_n),
+                                  stats_dataset(t.ids, found[1], top_n))  # fmt: skip

@@ -26,7 +26,10 @@ A fitted fuser serializes to a JSON-friendly dict (:meth:`LinearFuser.to_dict`, 
     {"format": "bosaris_dask.model/1", "kind": "linear_fusion", "prior": 0.5,
      "weights": [...], "offset": a, "objective": C, "iterations": n, "passes": n, ...}
 
-plus ``"quality_matrix"`` (the full symmetric ``W``) for quality fusion.
+plus, for quality fusion, ``"quality_matrix"`` (the full symmetric ``W``), ``"linear"`` (the
+first-stage linear fusion that trials without quality back off to) and ``"qtrans"`` if any.
+:func:`posterior_report` gives the target proportions and posterior KL divergences the toolkit
+prints after fusion.
 
 Examples
 --------
@@ -45,6 +48,7 @@ from __future__ import annotations
 
 from bosaris_dask.fusion.base import MODEL_FORMAT, apply_block
 from bosaris_dask.fusion.base import JsonModel as JsonModel  # not in __all__; a base class
+from bosaris_dask.fusion.diagnostics import format_posterior_report, posterior_report
 from bosaris_dask.fusion.linear import LinearFuser, linear_fuse
 from bosaris_dask.fusion.quality import QualityBackoffWarning, QualityFuser, transform_quality
 
@@ -56,4 +60,6 @@ __all__ = [
     "linear_fuse",
     "apply_block",
     "transform_quality",
+    "posterior_report",
+    "format_posterior_report",
 ]

@@ -3,8 +3,12 @@
 - ``*.zarr``, or a directory holding ``zarr.json``: zarr, the default store
   (:mod:`bosaris_dask.io.zarr_store`);
 - ``*.h5``, ``*.hdf5``: HDF5 in the layout of the BOSARIS Toolkit (:mod:`bosaris_dask.io.hdf5`);
+- ``*.mat``: MATLAB MAT files of the toolkit, version 5 or 7.3 (:mod:`bosaris_dask.io.mat`);
 - anything else: text, i.e. BOSARIS, Kaldi and NIST trial and score files
-  (:mod:`bosaris_dask.io.text`).
+  (:mod:`bosaris_dask.io.text`). For writing, only the usual text names are taken as text
+  (no suffix, ``.txt``, ``.tsv``, ``.lst``, ``.trials``, ``.scores``, ...): another suffix
+  (``scores.csv``, ``key.npy``) is an error unless ``format="text"`` says it is meant, so that a
+  name never silently changes the format.
 
 A path to read that does not exist raises :class:`~bosaris_dask.errors.StoreNotFoundError`
 (a :class:`~bosaris_dask.errors.StoreError` that is also a :class:`FileNotFoundError`) naming
@@ -42,6 +46,7 @@ __all__ = [
     "read_quality",
     "write_quality",
     "detect_format",
+    "TEXT_SUFFIXES",
     "read_zarr",
     "write_zarr",
     "read_hdf5",
@@ -52,24 +57,34 @@ __all__ = [
     "remove_stale",
 ]
 
-Format = Literal["zarr", "hdf5", "text"]
+Format = Literal["zarr", "hdf5", "mat", "text"]
+
+#: Suffixes that :func:`write` takes as text without being told (``format="text"``).
+TEXT_SUFFIXES = (
+    "", ".txt", ".tsv", ".lst", ".list", ".trials", ".trial", ".trl", ".scores", ".score",
+    ".ndx", ".key",
+)  # fmt: skip
 
 
 def detect_format(path: str | os.PathLike[str]) -> Format:
-    """The store format of ``path``: ``"zarr"``, ``"hdf5"`` or ``"text"``.
+    """The store format of ``path``: ``"zarr"``, ``"hdf5"``, ``"mat"`` or ``"text"``.
 
     ``.zarr`` (or an existing directory holding ``zarr.json``) is zarr, ``.h5`` and ``.hdf5``
-    are HDF5 (case-insensitive), anything else is text.
+    are HDF5, ``.mat`` is a MAT file (case-insensitive), anything else is text.
 
     Examples
     --------
     >>> detect_format("trials.zarr"), detect_format("key.H5"), detect_format("scores.txt")
     ('zarr', 'hdf5', 'text')
+    >>> detect_format("key.mat")
+    'mat'
     """
     if is_url(path):
         suffix = "." + str(path).rstrip("/").rsplit(".", 1)[-1].lower()
         return "zarr" if suffix == ".zarr" else "hdf5" if suffix in (".h5", ".hdf5") else "text"
     p = Path(path)
+    if p.suffix.lower() == ".mat":
+        return "mat"
     suffix = p.suffix.lower()
     if suffix == ".zarr" or (p.is_dir() and (p / "zarr.json").is_file()):
         return "zarr"
@@ -97,6 +112,7 @@ def read(
     kind: str | None = None,
     *,
     chunks: Any = None,
+    scratch: str | os.PathLike[str] | None = None,
     text_format: str | None = None,
 ) -> xr.Dataset:
     """Read a trial object (ndx, key or scores) from a zarr store, an HDF5 or a text file.
@@ -113,10 +129,16 @@ def read(
         text files are detected from their content unless ``kind`` is given.
     chunks
         Dask chunks of the data; by default the store's chunks (zarr) or about 64 MiB.
+    scratch
+        Where a large text input is staged for the workers (memory-mapped scratch files); by
+        default the dask config key ``bosaris_dask.scratch``, else the temporary folder, which
+        is refused when the workers of the active distributed client run on other hosts. On
+        a cluster of several hosts, give a directory they all share (or convert the text to a
+        zarr store first, ``bosaris-dask convert``).
     text_format
         For a text file, its layout (``"bosaris"``, ``"nist"``, ``"voxceleb"``, ``"wespeaker"``,
         ``"3dspeaker"``; see :func:`bosaris_dask.io.text.read_text`); ``None`` detects it.
-        Ignored for zarr and HDF5.
+        Ignored for zarr, HDF5 and MAT files.
 
     Returns
     -------
@@ -141,15 +163,43 @@ def read(
         return _check_kind(read_zarr(p, chunks=chunks), kind, p)
     if fmt == "hdf5":
         return read_hdf5(p, kind, chunks=chunks)
+    if fmt == "mat":
+        from bosaris_dask.io.mat import read_mat
+
+        obj = read_mat(p, kind)
+        if isinstance(chunks, tuple | list):
+            chunks = dict(zip(("model", "segment"), chunks, strict=True))
+        return obj if chunks is None else obj.chunk(chunks)
     if p.is_dir():
         raise StoreError(f"{p}: a directory that is not a zarr store")
     from bosaris_dask.io.text import read_text
 
-    return read_text(p, kind, chunks=chunks, format=text_format)
+    return read_text(p, kind, chunks=chunks, scratch_dir=scratch, format=text_format)
+
+
+def _write_format(path: str | os.PathLike[str], format: Format | None) -> Format:
+    """The format to write ``path`` in: as told, or from a suffix that says it."""
+    if format is not None:
+        if format not in ("zarr", "hdf5", "mat", "text"):
+            raise StoreError(f"{path}: unknown format {format!r} (zarr, hdf5, mat or text)")
+        return format
+    fmt = detect_format(path)
+    suffix = Path(path).suffix.lower()
+    if fmt == "text" and suffix not in TEXT_SUFFIXES and not Path(path).is_dir():
+        raise StoreError(
+            f"{path}: cannot tell the format to write from the suffix {suffix!r}; use .zarr, "
+            ".h5, .mat or .txt, or say format='text' to write text under this name"
+        )
+    return fmt
 
 
 def write(
-    obj: xr.Dataset, path: str | os.PathLike[str], *, progress: bool = False, **options: Any
+    obj: xr.Dataset,
+    path: str | os.PathLike[str],
+    *,
+    format: Format | None = None,
+    progress: bool = False,
+    **options: Any,
 ) -> Path:
     """Write a trial object in the format given by the extension of ``path``.
 
@@ -158,29 +208,41 @@ def write(
     obj
         An ndx, key or scores (or, for zarr, a quality object).
     path
-        ``.zarr`` -> :func:`write_zarr`, ``.h5``/``.hdf5`` -> :func:`write_hdf5`, anything
-        else -> text (:func:`bosaris_dask.io.text.write_text`).
+        ``.zarr`` -> :func:`write_zarr`, ``.h5``/``.hdf5`` -> :func:`write_hdf5`, ``.mat`` ->
+        :func:`~bosaris_dask.io.mat.write_mat`, a text name (:data:`TEXT_SUFFIXES`) -> text
+        (:func:`bosaris_dask.io.text.write_text`); any other suffix is an error.
+    format : {"zarr", "hdf5", "mat", "text"}, optional
+        The format, whatever the suffix (e.g. text under ``scores.csv``).
     progress
-        Show progress while a zarr or HDF5 store is written (ignored for text).
+        Show progress while a zarr or HDF5 store is written (ignored for text and MAT).
     **options
         Passed to the writer: ``chunk_mb`` (zarr, HDF5), ``omit_true_masks`` (zarr),
-        ``header`` (text).
+        ``mat_version`` (MAT: ``"5"`` or ``"7.3"``), ``header`` (text).
 
     Returns
     -------
     Path
         ``path``.
+
+    Raises
+    ------
+    StoreError
+        For a suffix that names no format, unless ``format`` is given.
     """
     if is_url(path):
         raise StoreError(
             f"{path}: writing to a URL is not supported (object stores cannot rename, so the "
             "write could not be atomic); write to a local or shared file system"
         )
-    fmt = detect_format(path)
+    fmt = _write_format(path, format)
     if fmt == "zarr":
         return write_zarr(obj, path, progress=progress, **options)
     if fmt == "hdf5":
         return write_hdf5(obj, path, progress=progress, **options)
+    if fmt == "mat":
+        from bosaris_dask.io.mat import write_mat
+
+        return write_mat(obj, path, **options)
     from bosaris_dask.io.text import write_text
 
     write_text(obj, path, **options)
@@ -188,7 +250,8 @@ def write(
 
 
 def read_quality(path: str | os.PathLike[str]) -> xr.DataArray:
-    """Read a quality table (ids x measures) from an HDF5 (``.h5``, ``.hdf5``) or text file.
+    """Read a quality table (ids x measures) from an HDF5 (``.h5``, ``.hdf5``), MAT (``.mat``)
+    or text file.
 
     Returns
     -------
@@ -199,20 +262,30 @@ def read_quality(path: str | os.PathLike[str]) -> xr.DataArray:
     fmt = detect_format(p)
     if fmt == "hdf5":
         return read_quality_hdf5(p)
+    if fmt == "mat":
+        from bosaris_dask.io.mat import read_quality_mat
+
+        return read_quality_mat(p)
     if fmt == "zarr":
-        raise StoreError(f"{p}: quality tables are read from HDF5 or text files, not zarr")
+        raise StoreError(f"{p}: quality tables are read from HDF5, MAT or text files, not zarr")
     from bosaris_dask.io.text import read_quality_text
 
     return read_quality_text(p)
 
 
-def write_quality(table: xr.DataArray, path: str | os.PathLike[str]) -> Path:
-    """Write a quality table to an HDF5 (``.h5``, ``.hdf5``) or text file."""
-    fmt = detect_format(path)
+def write_quality(
+    table: xr.DataArray, path: str | os.PathLike[str], *, format: Format | None = None
+) -> Path:
+    """Write a quality table to an HDF5 (``.h5``, ``.hdf5``), MAT (``.mat``) or text file."""
+    fmt = _write_format(path, format)
     if fmt == "hdf5":
         return write_quality_hdf5(table, path)
+    if fmt == "mat":
+        from bosaris_dask.io.mat import write_quality_mat
+
+        return write_quality_mat(table, path)
     if fmt == "zarr":
-        raise StoreError(f"{path}: quality tables are written to HDF5 or text files, not zarr")
+        raise StoreError(f"{path}: quality tables are written to HDF5, MAT or text files, not zarr")
     from bosaris_dask.io.text import write_quality_text
 
     write_quality_text(table, path)

@@ -63,8 +63,13 @@ class FusionData:
         )
 
 
-def align_inputs(scores: Sequence[xr.Dataset], like: xr.Dataset) -> list[xr.Dataset]:
+def align_inputs(
+    scores: Sequence[xr.Dataset], like: xr.Dataset, *, once: bool = False
+) -> list[xr.Dataset]:
     """Align each Scores to the ids of ``like`` and rechunk them all to the first one's chunks.
+
+    ``once``: realign ids in another order now, once (a fit's passes would each repeat the
+    shuffle; see :func:`bosaris_dask.trials.align`).
 
     Raises
     ------
@@ -79,7 +84,7 @@ def align_inputs(scores: Sequence[xr.Dataset], like: xr.Dataset) -> list[xr.Data
     for s in scores:
         if kind_of(s) != "scores":
             raise TrialError(f"expected scores, got {kind_of(s)}")
-        aligned.append(align_with(validate(s), like))
+        aligned.append(align_with(validate(s), like, once=once))
     chunks = aligned[0].score.data.chunks
     out = []
     for s in aligned:
@@ -176,7 +181,9 @@ def fusion_data(
     """
     if kind_of(key) != "key":
         raise TrialError(f"expected a key, got {kind_of(key)}")
-    aligned = align_inputs(scores, key)
+    # the fit's passes read them many times: realign ids in another order once (persisting
+    # computes the lazy reindex once anyway)
+    aligned = align_inputs(scores, key, once=not persist)
     chunks = aligned[0].score.data.chunks
     classes = trial_classes(key, chunks=chunks)
     qm = qs = None

@@ -1,7 +1,8 @@
 """The objective of calibration and fusion as an :class:`~bosaris_dask.optimize.Objective`.
 
-:class:`FusionObjective` builds one dask graph of :func:`~bosaris_dask.objectives.block_sums` per
-evaluation, computes it (one pass), and unpacks value, gradient and Hessian.
+:class:`FusionObjective` runs :func:`~bosaris_dask.objectives.block_sums` as one
+:mod:`~bosaris_dask.runner` pass per evaluation (with its memory check and progress bar) and
+unpacks value, gradient and Hessian.
 """
 
 from __future__ import annotations
@@ -10,14 +11,14 @@ import math
 from functools import partial
 from typing import Any, Literal
 
-import dask
-import dask.array as da
 import numpy as np
 
+from bosaris_dask import memory, runner
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.objectives.data import FusionData
 from bosaris_dask.objectives.kernel import (
     _COUNTS,
+    SLAB,
     Mode,
     _class_length,
     block_sums,
@@ -27,6 +28,10 @@ from bosaris_dask.objectives.kernel import (
     prior_entropy,
 )
 from bosaris_dask.optimize import Evaluation
+
+
+def _quality_last(kernel: Any, qm: np.ndarray, qs: np.ndarray, *blocks: np.ndarray) -> np.ndarray:
+    return kernel(*blocks, qm, qs)
 
 
 class FusionObjective:
@@ -50,6 +55,15 @@ class FusionObjective:
     allow_missing
         Drop key trials without a score in every system (counted in ``counts``); ``False``:
         the first pass raises a :class:`~bosaris_dask.errors.MissingTrialsError` if there is one.
+    progress
+        Show a progress bar for each pass; ``None`` (default) follows the innermost
+        :func:`bosaris_dask.progress.showing_progress` block (no bar outside one).
+
+    Raises
+    ------
+    MemoryLimitError
+        At the first pass, before any work: the distributed workers' memory limits cannot hold
+        the tasks (the same check as evaluation's, :func:`bosaris_dask.memory.check_worker_memory`).
 
     Attributes
     ----------
@@ -71,6 +85,7 @@ class FusionObjective:
         quality: bool | None = None,
         split_every: int | dict | None = None,
         allow_missing: bool = True,
+        progress: bool | None = None,
     ) -> None:
         prior = check_prior(prior)
         if l2 < 0:
@@ -84,6 +99,7 @@ class FusionObjective:
             raise TrialError("quality fusion needs quality measures")
         self.split_every = split_every
         self.allow_missing = bool(allow_missing)
+        self.progress = progress
         self.n_params = data.n_systems + 1 + (n_quality_params(data.n_measures) * self.quality)
         self.passes = 0
         self.counts: dict[str, int] | None = None
@@ -93,13 +109,9 @@ class FusionObjective:
 
     # -- one pass ------------------------------------------------------------------------------
 
-    def _graph(self, mode: Mode, theta: np.ndarray, v: np.ndarray | None) -> da.Array:
+    def _aggregation(self, mode: Mode, theta: np.ndarray, v: np.ndarray | None):
+        """The pass as a :class:`~bosaris_dask.runner.Aggregation`, and its ``lead`` inputs."""
         d = self.data
-        args: list[Any] = []
-        for a in (*d.scores, *d.masks, d.classes):
-            args += [a, "ij"]
-        if self.quality:
-            args += [d.model_quality, "ia", d.segment_quality, "jb"]
         kernel = partial(
             block_sums,
             n_systems=d.n_systems,
@@ -109,23 +121,31 @@ class FusionObjective:
             plo=self.plo,
             v=None if v is None else np.asarray(v, dtype=np.float64),
         )
-        blocks = da.blockwise(
-            kernel,
-            "ijl",
-            *args,
-            new_axes={"l": packed_length(self.n_params, mode)},
-            adjust_chunks={"i": 1, "j": 1},
-            concatenate=True,
-            dtype=np.float64,
-            meta=np.empty((0, 0, 0)),
-        )
-        return blocks.sum(axis=(0, 1), split_every=self.split_every)
+        lead: list[Any] = []
+        if self.quality:  # the runner passes lead blocks first; block_sums wants them last
+            lead = [d.model_quality, "ia", d.segment_quality, "jb"]
+            kernel = partial(_quality_last, kernel)
+        agg = runner.Aggregation(f"fusion {mode}", kernel, packed_length(self.n_params, mode))
+        return agg, lead
+
+    def _graph(self, mode: Mode, theta: np.ndarray, v: np.ndarray | None) -> Any:
+        """The pass's dask graph (computes nothing; its name is deterministic)."""
+        d = self.data
+        agg, lead = self._aggregation(mode, theta, v)
+        return runner.graph([agg], [*d.scores, *d.masks, d.classes], lead=lead,
+                            split_every=self.split_every)  # fmt: skip
 
     def _pass(self, mode: Mode, theta: np.ndarray, v: np.ndarray | None = None) -> np.ndarray:
         theta = np.asarray(theta, dtype=np.float64)
         if theta.shape != (self.n_params,):
             raise ValueError(f"expected {self.n_params} parameters, got shape {theta.shape}")
-        (packed,) = dask.compute(self._graph(mode, theta, v))
+        d = self.data
+        agg, lead = self._aggregation(mode, theta, v)
+        (packed,) = runner.run_pass(
+            f"fusion pass {self.passes + 1}", [agg], [*d.scores, *d.masks, d.classes], lead=lead,
+            split_every=self.split_every, progress=self.progress,
+            need=self.task_memory(mode) if self.passes == 0 else None,
+        )  # fmt: skip
         self.passes += 1
         length = _class_length(self.n_params, mode)
         counts = {k: int(round(c)) for k, c in zip(_COUNTS, packed[2 * length :], strict=True)}
@@ -143,6 +163,19 @@ class FusionObjective:
             )
         self.counts = counts
         return packed
+
+    def task_memory(self, mode: Mode = "fgH") -> memory.TaskMemory:
+        """The peak memory of a task of a pass of ``mode`` (checked before the first pass)."""
+        d = self.data
+        arrays = [*d.scores, *d.masks, d.classes]
+        chunk = tuple(max(c) for c in d.classes.chunks)
+        split_every = self.split_every if isinstance(self.split_every, int) else 8
+        return memory.objective_task_memory(
+            (chunk[0], chunk[1]), input_itemsizes=[a.dtype.itemsize for a in arrays],
+            n_params=self.n_params, n_measures=d.n_measures if self.quality else 0,
+            result_length=packed_length(self.n_params, mode), split_every=split_every,
+            slab=SLAB,
+        )  # fmt: skip
 
     def _weights(self) -> tuple[float, float]:
         c = self.counts

@@ -30,11 +30,52 @@ from bosaris_dask.trials.construction import (
 _FILL = {"trial_mask": 0, "score": 0.0, "score_mask": False}
 
 
-def align(obj: xr.Dataset, models: Iterable[Any], segments: Iterable[Any]) -> xr.Dataset:
+def _shuffles(obj: xr.Dataset, rows: np.ndarray, cols: np.ndarray) -> bool:
+    """Whether reindexing ``obj`` lazily would move cells between its chunks: ids in another
+    order along an axis of several chunks (a dask shuffle, repeated in every pass)."""
+    data = [obj[n].data for n in _FILL if n in obj.data_vars]
+    if not data or not all(isinstance(d, da.Array) for d in data):
+        return False
+    for index, nchunks in ((rows, len(data[0].chunks[0])), (cols, len(data[0].chunks[1]))):
+        kept = index[index >= 0]
+        if nchunks > 1 and len(kept) > 1 and (np.diff(kept) < 0).any():
+            return True
+    return False
+
+
+def _chunks_of(
+    like: Any, shape: tuple[int, int], plan: tuple[int, int]
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``like``'s chunks when they fit ``shape`` and are no bigger than ``plan``'s (a key's
+    int8 chunks hold more cells than a score chunk should), else chunks of the ``plan`` shape."""
+    if like is not None and tuple(sum(c) for c in like) == shape:
+        if max(like[0]) * max(like[1]) <= plan[0] * plan[1]:
+            return like
+    return tuple(
+        tuple(min(c, n - k) for k in range(0, n, c)) if n else (0,)
+        for n, c in zip(shape, plan, strict=True)
+    )
+
+
+def align(
+    obj: xr.Dataset,
+    models: Iterable[Any],
+    segments: Iterable[Any],
+    *,
+    once: bool = False,
+    like_chunks: Any = None,
+) -> xr.Dataset:
     """Reorder and resize a trial object to the given ids.
 
     Ids not in ``obj`` become empty rows/columns (no trial, no score); ids of ``obj`` not listed
     are dropped. A label-derived key stays label-derived.
+
+    When the ids are in another order along an axis that spans several chunks, reindexing
+    lazily is a shuffle of every chunk with every other, repeated in every computation. With
+    ``once=True`` (what evaluation and fitting use: several passes over the data) the matrices
+    are then realigned now, once, through scratch files (:func:`bosaris_dask.io.staging.realign`,
+    in ``like_chunks`` when given), and a message says so on the ``bosaris_dask.io`` logger;
+    otherwise nothing is computed.
 
     Examples
     --------
@@ -48,6 +89,16 @@ def align(obj: xr.Dataset, models: Iterable[Any], segments: Iterable[Any]) -> xr
         ml = obj.model_label.to_series().reindex(m).to_numpy(dtype=object)
         sl = obj.segment_label.to_series().reindex(s).to_numpy(dtype=object)
         return key_from_labels(m, ml, s, sl, chunks=obj.trial_mask.data.chunksize)
+    rows = obj.indexes["model"].get_indexer(m)
+    cols = obj.indexes["segment"].get_indexer(s)
+    if once and _shuffles(obj, rows, cols):
+        from bosaris_dask.io.compute import plan_chunks
+        from bosaris_dask.io.staging import realign
+
+        names = [n for n in _FILL if n in obj.data_vars]
+        itemsize = max(obj[n].dtype.itemsize for n in names)
+        chunks = _chunks_of(like_chunks, (len(m), len(s)), plan_chunks((len(m), len(s)), itemsize))
+        return realign(obj, rows, cols, chunks, models=m, segments=s)
     fill = {k: v for k, v in _FILL.items() if k in obj.data_vars}
     out = obj.reindex(model=m, segment=s, fill_value=fill)
     for name in fill:  # reindexing with a fill value may upcast; restore dtypes
@@ -55,7 +106,9 @@ def align(obj: xr.Dataset, models: Iterable[Any], segments: Iterable[Any]) -> xr
     return out
 
 
-def align_with(obj: xr.Dataset, like: xr.Dataset, *, log_missing: bool = False) -> xr.Dataset:
+def align_with(
+    obj: xr.Dataset, like: xr.Dataset, *, log_missing: bool = False, once: bool = False
+) -> xr.Dataset:
     """Align ``obj`` (typically Scores) to the ids of ``like`` and restrict it to its trials.
 
     The result has the model and segment ids of ``like`` in its order. When ``obj`` is Scores
@@ -63,7 +116,8 @@ def align_with(obj: xr.Dataset, like: xr.Dataset, *, log_missing: bool = False) 
     score of a pair that is not a trial is not a score any more (lazily; nothing is computed).
     With ``log_missing=True`` one pass counts what ``like`` has and ``obj`` lacks
     (:func:`bosaris_dask.trials.alignment_report`) and logs it at INFO on the
-    ``"bosaris_dask"`` logger, as the toolkit prints it.
+    ``"bosaris_dask"`` logger, as the toolkit prints it. ``once``: realign ids in another
+    order now, once, rather than lazily in every pass (see :func:`align`).
 
     Examples
     --------
@@ -76,7 +130,13 @@ def align_with(obj: xr.Dataset, like: xr.Dataset, *, log_missing: bool = False) 
     same = obj.indexes["model"].equals(like.indexes["model"]) and obj.indexes["segment"].equals(
         like.indexes["segment"]
     )
-    out = obj if same else align(obj, like.model.values, like.segment.values)
+    if same:
+        out = obj
+    else:
+        chunks = None
+        if "trial_mask" in like.data_vars and isinstance(like.trial_mask.data, da.Array):
+            chunks = like.trial_mask.data.chunks
+        out = align(obj, like.model.values, like.segment.values, once=once, like_chunks=chunks)
     if kind_of(obj) == "scores" and kind_of(like) in ("key", "ndx"):
         mask = out.score_mask.data
         out = out.copy()

@@ -43,7 +43,7 @@ def _assemble(
     try:
         for name, dt in spec:
             if in_memmap:
-                owners[name] = _ScratchFile(scratch_dir)
+                owners[name] = _ScratchFile(scratch_dir, staged=os.fspath(path))
                 flat[name] = np.memmap(owners[name].path, dtype=dt, mode="w+", shape=(cells,))
             else:
                 flat[name] = np.zeros(cells, dtype=dt)

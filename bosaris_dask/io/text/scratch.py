@@ -9,9 +9,11 @@ import tempfile
 import weakref
 from typing import Any
 
+import dask
 import numpy as np
 
 _SCRATCH_PREFIX = "bosaris-text-"
+_SCRATCH_KEY = "bosaris_dask.scratch"  # = bosaris_dask.io.staging.SCRATCH_CONFIG
 
 
 def _remove_quietly(path: str | None) -> None:
@@ -55,19 +57,39 @@ def _sweep_dead_scratch(directory: str) -> None:
             continue
 
 
+#: Scratch files that workers read, in a directory the user did not choose: input -> files.
+#: On a cluster whose workers run on other hosts they cannot be read (see ``staging``).
+_UNSHARED: weakref.WeakValueDictionary[str, _ScratchFile] = weakref.WeakValueDictionary()
+
+
 class _ScratchFile:
     """A temporary file, deleted when this object is garbage collected (or at exit).
 
     A SIGKILLed run cannot delete its files: the next one sweeps them (:func:`_sweep_dead_scratch`).
+
+    ``staged`` names the input whose data the file holds for the workers to read: when no
+    directory was chosen (``scratch_dir`` or the dask config ``bosaris_dask.scratch``), the
+    system's temporary folder is used only if every worker runs on this host
+    (:func:`bosaris_dask.io.staging.scratch_directory`), and the file is remembered so that a
+    cluster started later can refuse it (:func:`bosaris_dask.io.staging.check_staged_readable`).
     """
 
-    def __init__(self, scratch_dir: str | os.PathLike[str] | None):
-        directory = os.fspath(scratch_dir) if scratch_dir is not None else tempfile.gettempdir()
+    def __init__(self, scratch_dir: str | os.PathLike[str] | None, *, staged: str | None = None):
+        chosen = scratch_dir if scratch_dir is not None else dask.config.get(_SCRATCH_KEY, None)
+        if staged is not None:
+            from bosaris_dask.io.staging import scratch_directory
+
+            directory = scratch_directory(chosen, what=staged)
+        else:
+            directory = os.fspath(chosen) if chosen is not None else tempfile.gettempdir()
         _sweep_dead_scratch(directory)
         prefix = f"{_SCRATCH_PREFIX}{_scratch_owner()}-"
         fd, self.path = tempfile.mkstemp(prefix=prefix, suffix=".dat", dir=directory)
         os.close(fd)
+        self.staged = staged
         self.remove = weakref.finalize(self, _remove_quietly, self.path)
+        if staged is not None and chosen is None:
+            _UNSHARED[self.path] = self
 
 
 class _ScratchArray:

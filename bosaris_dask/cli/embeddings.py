@@ -1,0 +1,203 @@
+"""Scores from embeddings on the command line: the ``score`` subcommand, the ``--enrol E --test
+T`` options that ``evaluate`` takes instead of ``--scores``, and ``info`` of an embedding file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bosaris_dask.cli.common import _opened, _progress, _say
+from bosaris_dask.errors import BosarisError
+
+#: Extensions that only embedding files have (HDF5 and zarr are recognized by their content).
+_EMBEDDING_SUFFIXES = (".npy", ".npz", ".scp", ".ark")
+
+
+def _block(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
+    return value
+
+
+def add_embedding_arguments(parser: argparse.ArgumentParser, *, required: bool) -> None:
+    """The options that turn two embedding files into scores (``score`` and ``evaluate``)."""
+    from bosaris_dask.embeddings.normalization import NORMS
+    from bosaris_dask.embeddings.prepare import BACKENDS
+
+    g = parser.add_argument_group(
+        "scores from embeddings",
+        "score every enrolment model against every test embedding (or the trials of the key) "
+        "by blocked matrix products, without writing the score matrix",
+    )
+    formats = ".npy (+ NAME.ids), .npz, .h5, .zarr, Kaldi .scp/.ark"
+    g.add_argument("--enrol", required=required, metavar="E",
+                   help=f"enrolment embeddings ({formats})")  # fmt: skip
+    g.add_argument("--test", required=required, metavar="T", help="test embeddings")
+    g.add_argument("--models", metavar="MAP",
+                   help="model map, 'model segment' lines: each model is the mean of its "
+                   "segments' (normalized) embeddings")  # fmt: skip
+    g.add_argument("--backend", choices=BACKENDS, default="cosine",
+                   help="cosine (default): length-normalize, then dot product; "
+                   "dot: the raw dot product")  # fmt: skip
+    g.add_argument("--center", metavar="MEAN",
+                   help="subtract a mean first: a .npy holding a 1-D vector, or an embedding "
+                   "file whose mean is used")  # fmt: skip
+    g.add_argument("--norm", choices=NORMS, default="none",
+                   help="cohort score normalization: z, t, s = (z + t) / 2, or as "
+                   "(adaptive S-norm over the top-N cohort scores of each side)")  # fmt: skip
+    g.add_argument("--cohort", metavar="C", help="cohort embeddings (with --norm)")
+    g.add_argument("--top-n", type=_block, metavar="N", help="AS-norm cohort size")
+    g.add_argument("--block", type=_block, default=4096, metavar="ROWS",
+                   help="score block size, ROWS x ROWS (default 4096)")  # fmt: skip
+
+
+def uses_embeddings(args: argparse.Namespace) -> bool:
+    """Whether ``--enrol``/``--test`` were given (both are needed)."""
+    enrol, test = getattr(args, "enrol", None), getattr(args, "test", None)
+    if (enrol is None) != (test is None):
+        raise BosarisError("scores from embeddings need both --enrol and --test")
+    return enrol is not None
+
+
+def embedding_system_name(args: argparse.Namespace) -> str:
+    """The system name of scores from embeddings: the test file's name without extension."""
+    return Path(str(args.test).rstrip("/")).stem
+
+
+def embedding_scores(
+    args: argparse.Namespace, trials: Any | None, quality: bool = False,
+    enrol: Any = None, test: Any = None,
+) -> Any:  # fmt: skip
+    """The lazy Scores of ``args.enrol`` against ``args.test`` (restricted to ``trials``); with
+    ``quality``, also the cohort statistics as a Quality object. ``enrol``/``test``: the sets
+    already opened from those paths."""
+    from bosaris_dask.embeddings import scores_from_embeddings, scores_with_cohort_quality
+
+    options = {"backend": args.backend, "center": args.center, "models": args.models,
+               "trials": trials, "norm": args.norm, "cohort": args.cohort, "top_n": args.top_n,
+               "chunks": (args.block, args.block)}  # fmt: skip
+    e = args.enrol if enrol is None else enrol
+    t = args.test if test is None else test
+    if quality:
+        return scores_with_cohort_quality(e, t, **options)
+    return scores_from_embeddings(e, t, **options)
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from bosaris_dask import io
+    from bosaris_dask.embeddings import read
+
+    if args.quality_out:
+        if args.cohort is None:
+            raise BosarisError("--quality-out writes cohort statistics: it needs --cohort")
+        if io.detect_format(args.quality_out) != "zarr":
+            raise BosarisError(f"--quality-out is a quality store: {args.quality_out} should "
+                               "end in .zarr")  # fmt: skip
+
+    def open_inputs() -> tuple[Any, Any, Any]:
+        trials = None
+        if args.key or args.ndx:
+            trials = io.read(args.key, "key") if args.key else io.read(args.ndx, "ndx")
+        return trials, read(args.enrol), read(args.test)  # ids only: cheap
+
+    def size(inputs: tuple[Any, Any, Any]) -> int:
+        trials, enrol, test = inputs
+        if trials is not None:
+            return int(trials.sizes["model"] * trials.sizes["segment"])
+        return int(enrol.sizes["id"] * test.sizes["id"])
+
+    # The inputs are opened first (a wrong path fails before a cluster starts); the checks,
+    # cohort statistics and scores then run where the cluster is.
+    start = time.perf_counter()
+    with _opened(args, open_inputs, size) as (trials, enrol, test):
+        if args.quality_out:
+            scores, quality = embedding_scores(args, trials, True, enrol, test)
+            io.write(quality, args.quality_out)
+            _say(args, f"wrote the cohort statistics of {scores.sizes['model']:,} models and "
+                       f"{scores.sizes['segment']:,} segments to {args.quality_out}")  # fmt: skip
+        else:
+            scores = embedding_scores(args, trials, False, enrol, test)
+        # The store keeps the score blocks as its chunks, so reading it back gives an
+        # evaluation the same chunks as scoring on the fly.
+        text = io.detect_format(args.out) == "text"
+        options = {} if text else {"chunk_mb": args.block**2 * 4 / 2**20}
+        io.write(scores, args.out, progress=_progress(args), **options)
+    _say(args, f"wrote {scores.sizes['model']:,} x {scores.sizes['segment']:,} scores to "
+               f"{args.out} in {time.perf_counter() - start:.1f} s")  # fmt: skip
+    return 0
+
+
+def add_score_parser(sub: Any, add: Callable[..., Any], finish: Callable[..., None]) -> None:
+    """The ``score`` subcommand (``add`` makes a subparser with its examples, ``finish`` adds
+    the shared options and the function)."""
+    p = add(sub, "score",
+            "score embeddings (cosine, centering, model maps, Z/T/S/AS-norm) into a store",
+            "Score enrolment against test embeddings by blocked matrix products and write the "
+            "scores (a .zarr store is the default choice; .h5 and text work too). --key or "
+            "--ndx restricts the scores to its ids and trials.")  # fmt: skip
+    add_embedding_arguments(p, required=True)
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--key", help="score only this key's trials")
+    which.add_argument("--ndx", help="score only this trial list")
+    p.add_argument("--out", required=True, metavar="STORE",
+                   help="file or store for the scores (replaced atomically)")  # fmt: skip
+    p.add_argument("--quality-out", metavar="QUALITY.zarr",
+                   help="also write each model's and segment's cohort score statistics (mean, "
+                   "std; top-N mean, std with --top-n) as a quality store for fuse --quality")
+    finish(p, cmd_score)
+
+
+def write_demo_embeddings(out: Path, seed: int = 0) -> list[Path]:
+    """Write ``enrol.npz``, ``test.npz``, ``cohort.npz`` and their key ``embeddings-key.zarr``
+    (synthetic speakers, :func:`bosaris_dask.embeddings.simulate.simulate_embeddings`)."""
+    from bosaris_dask import io
+    from bosaris_dask.embeddings import write
+    from bosaris_dask.embeddings.simulate import simulate_embeddings
+
+    enrol, test, cohort, key = simulate_embeddings(seed=seed)
+    paths = [out / "enrol.npz", out / "test.npz", out / "cohort.npz"]
+    for emb, path in zip((enrol, test, cohort), paths, strict=True):
+        write(emb, path)
+    io.write(key, out / "embeddings-key.zarr")
+    return [*paths, out / "embeddings-key.zarr"]
+
+
+def is_embedding_file(path: str) -> bool:
+    """Whether ``path`` holds embeddings: by extension, or an HDF5/zarr store that has an
+    ``embeddings`` array (trial stores have none)."""
+    p = Path(path.rstrip("/"))
+    suffix = p.suffix.lower()
+    if suffix in _EMBEDDING_SUFFIXES:
+        return True
+    try:
+        if suffix in (".h5", ".hdf5") and p.is_file():
+            import h5py
+
+            with h5py.File(p, "r") as f:
+                return "embeddings" in f
+        if suffix == ".zarr" and p.is_dir():
+            import zarr
+
+            return "embeddings" in zarr.open_group(str(p), mode="r")
+    except (OSError, ValueError):
+        return False
+    return False
+
+
+def cmd_embedding_info(args: argparse.Namespace) -> int:
+    """``info`` of an embedding file: count, dimension, dtype and a summary of the norms."""
+    from bosaris_dask.embeddings import info, read
+
+    d = info(read(args.path))
+    print(f"path:        {d['source']} ({d['format']} embeddings)")
+    print(f"embeddings:  {d['count']:,} of dimension {d['dimension']} ({d['dtype']})")
+    print(f"norms:       min {d['norm_min']:.6g}, mean {d['norm_mean']:.6g}, "
+          f"max {d['norm_max']:.6g}")  # fmt: skip
+    if d["non_finite"]:
+        print(f"non-finite:  {d['non_finite']:,} embeddings hold NaN or infinity")
+    return 0

@@ -1,0 +1,228 @@
+"""``--by`` specs and the condition of every trial, as a lazy group index chunked like the key.
+
+A spec is ``model.COL`` (the model's value of COL), ``segment.COL`` (the segment's) or
+``same.COL`` (``"same"`` when the trial's model and segment have the same value of COL,
+``"different"`` otherwise; COL must be a column on both sides). Several specs give the
+Cartesian product of their values: condition ``g`` is a mixed-radix number whose digits are the
+specs' value codes, first spec most significant (the order of :func:`itertools.product`).
+
+Per-model and per-segment codes are small numpy arrays; the per-cell group index is computed
+chunk by chunk from them (never stored).
+
+Examples
+--------
+>>> import numpy as np
+>>> from bosaris_dask.trials import make_key
+>>> from bosaris_dask.conditions.tables import condition_table
+>>> key = make_key(["m1", "m2"], ["s1", "s2"], np.array([[1, -1], [-1, 1]]))
+>>> models = condition_table("model", ["m1", "m2"], {"gender": ["f", "m"], "lang": ["a", "b"]})
+>>> segments = condition_table("segment", ["s1", "s2"], {"lang": ["a", "a"]})
+>>> cond = condition_codes(key, [models, segments], ["model.gender", "same.lang"])
+>>> [c["model.gender"] + "/" + c["same.lang"] for c in cond.labels]
+['f/same', 'f/different', 'm/same', 'm/different']
+>>> cond.group_index(chunks=1).compute().tolist()
+[[0, 0], [3, 3]]
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dask.array as da
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bosaris_dask.conditions.tables import SIDES, ConditionTable
+from bosaris_dask.errors import OptionError, TrialError
+
+__all__ = ["BySpec", "parse_by", "Conditions", "condition_codes"]
+
+_KINDS = ("model", "segment", "same")
+#: The values of a ``same.COL`` spec, in code order.
+SAME_VALUES = ("same", "different")
+
+
+@dataclass(frozen=True)
+class BySpec:
+    """One ``--by`` spec: ``kind`` is ``"model"``, ``"segment"`` or ``"same"``."""
+
+    kind: str
+    column: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}.{self.column}"
+
+
+def parse_by(spec: str | BySpec) -> BySpec:
+    """Parse ``model.COL``, ``segment.COL`` or ``same.COL``.
+
+    Examples
+    --------
+    >>> parse_by("same.language")
+    BySpec(kind='same', column='language')
+    >>> parse_by("language")
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.OptionError: --by 'language': expected model.COL, segment.COL or same.COL
+    """
+    if isinstance(spec, BySpec):
+        return spec
+    kind, dot, column = str(spec).partition(".")
+    if not dot or kind not in _KINDS or not column:
+        raise OptionError(f"--by {spec!r}: expected model.COL, segment.COL or same.COL")
+    return BySpec(kind, column)
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """The conditions of a key's trials under some ``--by`` specs.
+
+    Attributes
+    ----------
+    by
+        The specs, in order.
+    values
+        Each spec's values (sorted strings; ``("same", "different")`` for ``same.COL``).
+    labels
+        One dict per condition, ``{spec: value}``, in group-index order.
+    model_codes, segment_codes
+        ``(n_models, n_specs)`` and ``(n_segments, n_specs)`` value codes in the key's id order
+        (0 for a spec of the other side; for ``same.COL`` both sides' codes of COL in one
+        shared vocabulary).
+    """
+
+    by: tuple[BySpec, ...]
+    values: tuple[tuple[str, ...], ...]
+    model_codes: np.ndarray
+    segment_codes: np.ndarray
+
+    @property
+    def n_conditions(self) -> int:
+        """The number of conditions (the product of the specs' numbers of values)."""
+        return int(np.prod([len(v) for v in self.values], dtype=np.int64))
+
+    @property
+    def labels(self) -> list[dict[str, str]]:
+        """``{spec: value}`` per condition, in group-index order."""
+        names = [str(b) for b in self.by]
+        return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*self.values)]
+
+    @property
+    def strides(self) -> np.ndarray:
+        """The place value of each spec's digit in the group index."""
+        sizes = [len(v) for v in self.values]
+        return np.array([int(np.prod(sizes[k + 1 :], dtype=np.int64)) for k in range(len(sizes))],
+                        dtype=np.int64)  # fmt: skip
+
+    @property
+    def dtype(self) -> np.dtype:
+        """int16 for fewer than 32,768 conditions, int32 beyond."""
+        return np.dtype(np.int16 if self.n_conditions < (1 << 15) else np.int32)
+
+    def group_index(self, chunks: Any) -> da.Array:
+        """The condition of every cell, a lazy ``(n_models, n_segments)`` array in ``chunks``.
+
+        Cells that are not trials get the condition of their model and segment all the same
+        (callers look at trials only).
+        """
+        strides = self.strides
+        side = np.array([b.kind for b in self.by])
+        mpart = (self.model_codes * np.where(side == "model", strides, 0)).sum(axis=1)
+        spart = (self.segment_codes * np.where(side == "segment", strides, 0)).sum(axis=1)
+        shape = (len(mpart), len(spart))
+        chunks = da.core.normalize_chunks(chunks, shape, dtype=self.dtype)
+        args: list[Any] = [da.from_array(mpart, chunks=(chunks[0],)), "i",
+                           da.from_array(spart, chunks=(chunks[1],)), "j"]  # fmt: skip
+        same = np.flatnonzero(side == "same")
+        for k in same:
+            args += [da.from_array(self.model_codes[:, k], chunks=(chunks[0],)), "i",
+                     da.from_array(self.segment_codes[:, k], chunks=(chunks[1],)), "j"]  # fmt: skip
+        return da.blockwise(
+            _group_block, "ij", *args, strides=tuple(int(strides[k]) for k in same),
+            out_dtype=self.dtype, dtype=self.dtype,
+        )  # fmt: skip
+
+
+def _group_block(mpart, spart, *pairs, strides: tuple[int, ...], out_dtype: np.dtype):
+    g = mpart[:, None] + spart[None, :]
+    for k, stride in enumerate(strides):
+        mv, sv = pairs[2 * k], pairs[2 * k + 1]
+        g = g + (mv[:, None] != sv[None, :]) * stride
+    return g.astype(out_dtype)
+
+
+def _side_columns(
+    tables: Sequence[ConditionTable], key: xr.Dataset
+) -> dict[str, dict[str, tuple[np.ndarray, ConditionTable]]]:
+    """Per side, column -> (values in the key's id order, its table); checks id coverage."""
+    out: dict[str, dict[str, tuple[np.ndarray, ConditionTable]]] = {s: {} for s in SIDES}
+    for table in tables:
+        ids = key[table.side].values
+        where = pd.Index(table.ids).get_indexer(ids)
+        absent = np.flatnonzero(where < 0)
+        if len(absent):
+            raise TrialError(
+                f"{table.source}: {len(absent)} {table.side} ids of the key are not in the table, "
+                f"e.g. {ids[absent[0]]!r}"
+            )
+        for name, values in table.columns.items():
+            if name in out[table.side]:
+                other = out[table.side][name][1].source
+                raise TrialError(
+                    f"{table.source}: {table.side} column {name!r} is also in {other}"
+                )
+            out[table.side][name] = (values[where], table)
+    return out
+
+
+def _column(cols: dict, side: str, spec: BySpec, tables: Sequence[ConditionTable]) -> np.ndarray:
+    if spec.column not in cols[side]:
+        have = ", ".join(sorted(cols[side])) or "none"
+        files = ", ".join(t.source for t in tables if t.side == side) or "no table"
+        raise OptionError(
+            f"--by {spec}: no {side} column {spec.column!r} ({side} columns: {have}; in {files})"
+        )
+    return cols[side][spec.column][0]
+
+
+def condition_codes(
+    key: xr.Dataset, tables: Iterable[ConditionTable], by: Iterable[str | BySpec]
+) -> Conditions:
+    """The conditions of ``key``'s trials under the ``by`` specs, from condition tables.
+
+    Raises
+    ------
+    TrialError
+        A key id missing from a table of its side (naming the table and an id), a column given
+        by two tables of one side.
+    OptionError
+        No spec, a malformed spec, the same spec twice, a column missing from the side(s) it
+        needs (naming the spec, the columns there are and the tables).
+    """
+    tables = list(tables)
+    specs = tuple(parse_by(b) for b in by)
+    if not specs:
+        raise OptionError("no --by spec: name at least one condition column")
+    if len(set(specs)) < len(specs):
+        raise OptionError(f"--by {next(str(s) for s in specs if specs.count(s) > 1)} given twice")
+    cols = _side_columns(tables, key)
+    n_m, n_s = key.sizes["model"], key.sizes["segment"]
+    mcodes = np.zeros((n_m, len(specs)), dtype=np.int64)
+    scodes = np.zeros((n_s, len(specs)), dtype=np.int64)
+    values: list[tuple[str, ...]] = []
+    for k, spec in enumerate(specs):
+        if spec.kind == "same":
+            mv, sv = (_column(cols, side, spec, tables) for side in SIDES)
+            vocab, inverse = np.unique(np.concatenate([mv, sv]).astype(str), return_inverse=True)
+            mcodes[:, k], scodes[:, k] = inverse[:n_m], inverse[n_m:]
+            values.append(SAME_VALUES)
+            continue
+        v = _column(cols, spec.kind, spec, tables)
+        vocab, inverse = np.unique(v.astype(str), return_inverse=True)
+        (mcodes if spec.kind == "model" else scodes)[:, k] = inverse
+        values.append(tuple(str(x) for x in vocab))
+    return Conditions(specs, tuple(values), mcodes, scodes)

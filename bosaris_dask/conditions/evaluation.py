@@ -1,0 +1,263 @@
+"""The labelled result of an evaluation per condition, and Cprimary.
+
+:func:`evaluate_conditions` is what :func:`bosaris_dask.metrics.evaluate` runs when given
+condition tables and ``by`` specs, or Cprimary priors. The pooled variables are those of a plain
+evaluation, unchanged; each per-condition variable is the pooled one's name prefixed with
+``condition_`` and has a ``condition`` dimension after ``system``. :func:`condition_result`
+gives one condition's results in the pooled layout.
+
+Examples
+--------
+>>> import numpy as np
+>>> from bosaris_dask.trials import make_key, make_scores
+>>> from bosaris_dask.conditions import condition_table
+>>> key = make_key(["m1", "m2"], ["s1", "s2", "s3"], [[1, -1, -1], [-1, 1, -1]])
+>>> scores = make_scores(["m1", "m2"], ["s1", "s2", "s3"], [[2.0, 0.5, -1.0], [0.0, -0.5, -2.0]])
+>>> models = condition_table("model", ["m1", "m2"], {"gender": ["f", "m"]})
+>>> ds = evaluate_conditions(scores, key, conditions=[models], by=["model.gender"], priors=[0.5])
+>>> ds.condition.values.tolist(), ds.condition_n_target.values.tolist()
+(['model.gender=f', 'model.gender=m'], [[1, 1]])
+>>> ds.condition_eer.values.tolist(), ds.eer.values.tolist()
+([[0.0, 0.3333333333333333]], [0.25])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from scipy.special import logit
+
+from bosaris_dask import metrics, roc
+from bosaris_dask.conditions.codes import BySpec, condition_codes
+from bosaris_dask.conditions.summaries import condition_summaries
+from bosaris_dask.conditions.tables import ConditionTable, read_condition_table
+from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
+from bosaris_dask.errors import OptionError
+from bosaris_dask.operating_points import OperatingPoint
+
+__all__ = ["evaluate_conditions", "condition_result", "conditions_as_systems", "cprimary", "PREFIX"]
+
+#: The prefix of the per-condition variables.
+PREFIX = "condition_"
+_SCALARS = metrics._SCALARS
+_PER_PRIOR = metrics._PER_PRIOR + metrics._PER_PRIOR_ONLY
+#: Curves, NaN-padded: per-condition dimension name -> the pooled one.
+_CURVES = {"rocch_pmiss": "vertex", "rocch_pfa": "vertex",
+           "roc_pmiss": "roc_point", "roc_pfa": "roc_point"}  # fmt: skip
+
+
+def cprimary(summary: ScoreSummary, priors: Sequence[float]) -> tuple[float, float]:
+    """Cprimary: the means over ``priors`` of the normalized actDCF and of the normalized minDCF.
+
+    Exact at priors whose Bayes thresholds the summary was refined for.
+
+    Examples
+    --------
+    >>> s = metrics.summary_from_arrays([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5, -2.0])
+    >>> act, mn = cprimary(s, [0.5, 0.5])
+    >>> act == metrics.act_dcf([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5, -2.0], 0.5), mn
+    (True, 0.25)
+    """
+    plo = logit(metrics._check_priors(priors, "Cprimary prior"))
+    norm = metrics._normalizer(plo)
+    act = metrics._act(summary, plo)["raw"] / norm
+    mn = roc.min_dcf(summary.hull, plo)[0] / norm
+    return float(np.mean(act)), float(np.mean(mn))
+
+
+def _tables(conditions: Sequence[ConditionTable | str]) -> list[ConditionTable]:
+    return [t if isinstance(t, ConditionTable) else read_condition_table(t) for t in conditions]
+
+
+def evaluate_conditions(
+    scores: xr.Dataset | Sequence[xr.Dataset],
+    key: xr.Dataset,
+    *,
+    conditions: Sequence[ConditionTable | str] = (),
+    by: Sequence[str | BySpec] = (),
+    cprimary_priors: Sequence[float] = (),
+    priors: Sequence[float] = metrics.DEFAULT_PRIORS,
+    operating_points: Sequence[OperatingPoint | str] = (),
+    sweep: np.ndarray | None = None,
+    names: Sequence[str] | None = None,
+    allow_missing: bool = False,
+    progress: bool = False,
+    split_every: int = DEFAULT_SPLIT_EVERY,
+) -> xr.Dataset:
+    """:func:`~bosaris_dask.metrics.evaluate`, pooled and per condition, with Cprimary.
+
+    Parameters
+    ----------
+    conditions
+        Condition tables (:class:`ConditionTable` objects or paths to read).
+    by
+        ``model.COL``, ``segment.COL`` or ``same.COL`` specs; several give their Cartesian
+        product. ``conditions`` and ``by`` go together.
+    cprimary_priors
+        Effective priors whose normalized actDCF and minDCF are averaged into Cprimary
+        (``cprimary_act``, ``cprimary_min``; SRE21: 0.01 and 0.05).
+    priors, operating_points, sweep, names, allow_missing, progress, split_every
+        As :func:`~bosaris_dask.metrics.evaluate`.
+
+    Returns
+    -------
+    xarray.Dataset
+        The pooled results of :func:`~bosaris_dask.metrics.evaluate`, plus ``cprimary_act`` and
+        ``cprimary_min`` (``system``; the priors in ``attrs["cprimary_priors"]``) and, with
+        conditions, ``condition_<name>`` for every scalar, per-prior and sweep variable
+        (``system``, ``condition``[, ``prior`` | ``plo``]). ``condition`` is labelled
+        ``"model.gender=f, same.language=same"``; the curves (``condition_rocch_*``,
+        ``condition_roc_*``) are NaN-padded along ``condition_vertex`` and
+        ``condition_roc_point`` and carries one coordinate per spec (named
+        like the spec, e.g. ``same.language``); ``attrs["by"]`` lists the specs. A condition
+        without a scored target or non-target has its counts and NaN metrics.
+        ``attrs["passes"]`` counts every pass, the condition counting pass included.
+
+    Raises
+    ------
+    OptionError
+        ``conditions`` without ``by`` or the reverse, a bad spec or column, a bad prior.
+    TrialError
+        A key id missing from a condition table, duplicate ids.
+    ParseError
+        A malformed condition table (with its file and line).
+    ScoreError, MissingTrialsError
+        As :func:`~bosaris_dask.metrics.evaluate`. An empty condition is not an error.
+    """
+    systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
+    if bool(conditions) != bool(by):
+        raise OptionError("condition tables (--conditions) and --by specs go together")
+    sweep = metrics._check_sweep(sweep)
+    points = metrics._operating_points(priors, operating_points)
+    plo = logit(np.array([op.effective_prior for op in points]))
+    cp = metrics._check_priors(cprimary_priors, "Cprimary prior") if len(cprimary_priors) else None
+    extra_plo = logit(cp) if cp is not None else np.empty(0)
+    thresholds = -np.concatenate([plo, sweep, extra_plo])
+    names = list(names) if names is not None else None
+    if not conditions:
+        pooled = summarize(systems, key, thresholds=thresholds, allow_missing=allow_missing,
+                           progress=progress, split_every=split_every, names=names)  # fmt: skip
+        ds = metrics._dataset(pooled, points, sweep)
+        return _with_cprimary(ds, pooled, cp)
+    cond = condition_codes(key, _tables(conditions), by)
+    result = condition_summaries(
+        systems, key, cond, thresholds=thresholds, allow_missing=allow_missing,
+        split_every=split_every, progress=progress, names=names,
+    )  # fmt: skip
+    ds = _with_cprimary(metrics._dataset(result.pooled, points, sweep), result.pooled, cp)
+    ds.attrs["passes"] = result.passes
+    labels = cond.labels
+    data: dict[str, Any] = {}
+    priors_eff = [op.effective_prior for op in points]
+    n_sys, n_cond = len(systems), len(labels)
+    blank = {n: np.full((n_sys, n_cond), np.nan) for n in _SCALARS}
+    blank |= {n: np.full((n_sys, n_cond, len(points)), np.nan) for n in _PER_PRIOR}
+    blank |= {"sweep_" + n: np.full((n_sys, n_cond, len(sweep)), np.nan)
+              for n in metrics._PER_PRIOR}  # fmt: skip
+    if cp is not None:
+        blank |= {"cprimary_act": np.full((n_sys, n_cond), np.nan),
+                  "cprimary_min": np.full((n_sys, n_cond), np.nan)}  # fmt: skip
+    curves: dict[tuple[int, int], dict[str, np.ndarray]] = {}
+    for k, row in enumerate(result.by_condition):
+        for g, summary in enumerate(row):
+            if summary is None:
+                continue
+            values = metrics.summary_metrics(summary, priors_eff, sweep)
+            curves[k, g] = {name: values[name] for name in _CURVES}
+            if cp is not None:
+                values["cprimary_act"], values["cprimary_min"] = cprimary(summary, cp)
+            for name, arr in blank.items():
+                arr[k, g] = values[name]
+    for name, count in (("n_target", result.n_target), ("n_nontarget", result.n_nontarget),
+                        ("n_missing", result.n_missing)):  # fmt: skip
+        blank[name] = count.astype(np.int64)
+    for name, arr in blank.items():
+        dims = ("system", "condition") + {2: (), 3: ("plo",) if name.startswith("sweep_")
+                                          else ("prior",)}[arr.ndim]  # fmt: skip
+        data[PREFIX + name] = (dims, arr)
+    for name, dim in _CURVES.items():
+        length = max([len(c[name]) for c in curves.values()], default=0)
+        arr = np.full((n_sys, n_cond, length), np.nan)
+        for (k, g), c in curves.items():
+            arr[k, g, : len(c[name])] = c[name]
+        data[PREFIX + name] = (("system", "condition", PREFIX + dim), arr)
+    coords: dict[str, Any] = {
+        "condition": [", ".join(f"{k}={v}" for k, v in lab.items()) for lab in labels]
+    }
+    for spec in cond.by:
+        coords[str(spec)] = ("condition", [lab[str(spec)] for lab in labels])
+    ds = ds.assign_coords(coords).assign(data)
+    ds.attrs["by"] = [str(b) for b in cond.by]
+    return ds
+
+
+def _with_cprimary(
+    ds: xr.Dataset, summaries: Sequence[ScoreSummary], priors: np.ndarray | None
+) -> xr.Dataset:
+    if priors is None:
+        return ds
+    values = np.array([cprimary(s, priors) for s in summaries]).reshape(-1, 2)
+    ds = ds.assign(cprimary_act=("system", values[:, 0]), cprimary_min=("system", values[:, 1]))
+    ds.attrs["cprimary_priors"] = [float(p) for p in priors]
+    return ds
+
+
+def condition_result(results: xr.Dataset, condition: int | str) -> xr.Dataset:
+    """One condition's results in the layout of a pooled evaluation (what plots and reports take).
+
+    ``attrs["by"]`` is then the condition's ``{spec: value}`` dict.
+
+    Examples
+    --------
+    >>> from bosaris_dask.conditions import condition_table
+    >>> from bosaris_dask.trials import make_key, make_scores
+    >>> key = make_key(["m1", "m2"], ["s1", "s2"], [[1, -1], [-1, 1]])
+    >>> scores = make_scores(["m1", "m2"], ["s1", "s2"], [[2.0, 0.5], [-1.0, 0.5]])
+    >>> segs = condition_table("segment", ["s1", "s2"], {"lang": ["a", "b"]})
+    >>> ds = evaluate_conditions(scores, key, conditions=[segs], by=["segment.lang"])
+    >>> one = condition_result(ds, "segment.lang=b")
+    >>> one.attrs["by"], one.n_target.values.tolist(), one.n_nontarget.values.tolist()
+    ({'segment.lang': 'b'}, [1], [1])
+    """
+    g = condition if isinstance(condition, int) else list(results.condition.values).index(condition)
+    variables = {name[len(PREFIX) :]: results[name].isel(condition=g, drop=True)
+                 for name in results.data_vars if name.startswith(PREFIX)}  # fmt: skip
+    out = xr.Dataset(variables).drop_vars([str(b) for b in results.attrs["by"]], errors="ignore")
+    out = out.rename_dims({PREFIX + d: d for d in set(_CURVES.values()) if PREFIX + d in out.dims})
+    out.attrs = {k: v for k, v in results.attrs.items() if k != "by"}
+    out.attrs["by"] = {str(b): str(results[str(b)].values[g]) for b in results.attrs["by"]}
+    return out
+
+
+def conditions_as_systems(results: xr.Dataset, *, empty: bool = False) -> xr.Dataset:
+    """The per-condition results as one pooled-layout Dataset whose ``system`` is each
+    (system, condition) pair, labelled ``"name [model.gender=f]"``: any plot then draws a curve
+    per condition. Conditions without targets or non-targets are left out unless ``empty``.
+
+    Examples
+    --------
+    >>> from bosaris_dask.conditions import condition_table
+    >>> from bosaris_dask.trials import make_key, make_scores
+    >>> key = make_key(["m1", "m2"], ["s1", "s2"], [[1, -1], [-1, 1]])
+    >>> scores = make_scores(["m1", "m2"], ["s1", "s2"], [[2.0, 0.5], [-1.0, 0.5]])
+    >>> segs = condition_table("segment", ["s1", "s2"], {"lang": ["a", "b"]})
+    >>> ds = evaluate_conditions(scores, key, conditions=[segs], by=["segment.lang"])
+    >>> conditions_as_systems(ds).system.values.tolist()
+    ['system-1 [segment.lang=a]', 'system-1 [segment.lang=b]']
+    """
+    parts = []
+    for g, label in enumerate(results.condition.values):
+        view = condition_result(results, g)
+        for name in view.system.values:
+            one = view.sel(system=[name])
+            if not empty and not int(one.n_target[0]) * int(one.n_nontarget[0]):
+                continue
+            parts.append(one.assign_coords(system=[f"{name} [{label}]"]))
+    if not parts:
+        raise OptionError("no condition has both targets and non-targets")
+    out = xr.concat(parts, dim="system")
+    out.attrs = {k: v for k, v in results.attrs.items() if k != "by"}
+    return out

@@ -1,0 +1,165 @@
+"""MAT files of version 7.3: HDF5 files in MATLAB's layout, read and written with h5py.
+
+MATLAB stores each variable as an HDF5 object with an attribute ``MATLAB_class``: a struct is a
+group of its fields, a cell array a dataset of object references to the cells (kept in the
+group ``#refs#``), a char array UTF-16 code units (``uint16``), a logical array ``uint8``.
+Dimensions are reversed (MATLAB is column-major): an m x n matrix is an (n, m) dataset, read
+here lazily and transposed. The file starts with a 512-byte header naming it a MAT-file.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import dask.array as da
+import h5py
+import numpy as np
+
+from bosaris_dask.errors import StoreError
+from bosaris_dask.io.hdf5.read import _H5Array, _open
+from bosaris_dask.io.hdf5.safety import _H5_ERRORS, _dataset, _node, _standard_type
+
+#: Matrices larger than this many bytes are read lazily (dask), smaller ones at once.
+_LAZY_BYTES = 64 * 2**20
+
+_HEADER = b"MATLAB 7.3 MAT-file, Platform: GLNXA64, Created on: %s HDF5 schema 1.00 ."
+
+
+def is_v73(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a version 7.3 MAT file (an HDF5 file with MATLAB's header)."""
+    with open(path, "rb") as f:
+        head = f.read(128)
+    return head.startswith(b"MATLAB 7.3") or (
+        head.startswith(b"MATLAB") and b"HDF5" in head and h5py.is_hdf5(os.fspath(path))
+    )
+
+
+def _class(obj: Any) -> str:
+    value = obj.attrs.get("MATLAB_class", b"")
+    return value.decode("ascii", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _chars(values: np.ndarray) -> Any:
+    """A MATLAB char array (uint16, reversed dims) as a string, or a list for a char matrix."""
+    rows = np.atleast_2d(np.asarray(values, dtype=np.uint16)).T  # MATLAB's (rows, length)
+    text = [r.astype("<u2").tobytes().decode("utf-16-le", "replace") for r in rows]
+    return text[0] if len(text) == 1 else [t.rstrip(" ") for t in text]
+
+
+class _Reader:
+    """Decodes MATLAB objects; follows no link or reference out of the file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.manager, self.file = _open(path)
+        stat = path.stat()
+        self.token = (stat.st_mtime_ns, stat.st_size)
+
+    def node(self, name: str) -> Any:
+        """The object ``name``, through hard and in-file soft links only; a dataset must keep
+        its data in this file (as the HDF5 reader requires, :mod:`bosaris_dask.io.hdf5.safety`)."""
+        found = _node(self.path, self.file, name)
+        if found is None:
+            raise StoreError(f"{self.path}: {name} is missing")
+        return (
+            _dataset(self.path, self.file, found[0])
+            if isinstance(found[1], h5py.Dataset)
+            else found[1]
+        )
+
+    def decode(self, obj: Any, depth: int = 0) -> Any:
+        if depth > 8:
+            raise StoreError(f"{self.path}: structs nested too deeply at {obj.name}")
+        cls = _class(obj)
+        if isinstance(obj, h5py.Group):
+            if cls not in ("struct", ""):
+                raise StoreError(f"{self.path}: {obj.name} is a MATLAB {cls}, not a struct")
+            return {name: self.decode(self.node(f"{obj.name}/{name}"), depth + 1) for name in obj}
+        if obj.attrs.get("MATLAB_empty", 0):
+            return [] if cls in ("cell", "char") else np.zeros((0, 0))
+        if cls == "cell":
+            refs = np.ravel(np.asarray(obj[()]).T)
+            return [self.decode(self.node(self.file[r].name), depth + 1) for r in refs]
+        if cls == "char":
+            return _chars(obj[()])
+        if obj.dtype.kind not in "biuf" or not _standard_type(self.path, obj):
+            raise StoreError(f"{self.path}: {obj.name} holds {obj.dtype} ({cls or 'no class'})")
+        if obj.ndim != 2 or obj.size * obj.dtype.itemsize <= _LAZY_BYTES:
+            value = np.asarray(obj[()])
+            return value.T.astype(bool) if cls == "logical" else value.T
+        source = _H5Array(
+            self.manager, os.fspath(self.path), obj.name, obj.shape, obj.dtype, self.token
+        )
+        lazy = da.from_array(source, chunks="auto", asarray=True, fancy=False).T
+        return lazy != 0 if cls == "logical" else lazy
+
+
+def read_v73(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The variables of a version 7.3 MAT file; large matrices as lazy dask arrays."""
+    path = Path(path)
+    try:
+        reader = _Reader(path)
+        names = [k for k in reader.file if not k.startswith("#")]
+        return {k: reader.decode(reader.node(k)) for k in names}
+    except _H5_ERRORS as exc:
+        raise StoreError(f"{path}: not a readable MAT 7.3 file ({exc})") from exc
+
+
+def _attr_class(obj: Any, cls: str, decode: int | None = None) -> None:
+    obj.attrs.create("MATLAB_class", np.bytes_(cls.encode("ascii")))
+    if decode is not None:
+        obj.attrs.create("MATLAB_int_decode", np.int32(decode))
+
+
+def _write_chars(parent: h5py.Group, name: str, text: str) -> h5py.Dataset:
+    units = np.frombuffer(text.encode("utf-16-le"), dtype="<u2")
+    if not len(units):
+        dset = parent.create_dataset(name, data=np.array([0, 0], dtype=np.uint64))
+        dset.attrs.create("MATLAB_empty", np.uint8(1))
+    else:
+        dset = parent.create_dataset(name, data=units.reshape(-1, 1))  # a 1 x L char array
+    _attr_class(dset, "char", 2)
+    return dset
+
+
+def _write_cell(f: h5py.File, parent: h5py.Group, name: str, ids: np.ndarray) -> None:
+    refs_group = f.require_group("#refs#")
+    refs = np.empty((1, len(ids)), dtype=h5py.ref_dtype)  # an n x 1 cell array
+    for k, text in enumerate(ids):
+        cell = _write_chars(refs_group, f"{parent.name.strip('/')}_{name}_{k}", str(text))
+        refs[0, k] = cell.ref
+    dset = parent.create_dataset(name, data=refs)
+    _attr_class(dset, "cell")
+
+
+_CLASSES = {
+    np.dtype(np.int8): "int8",
+    np.dtype(np.uint8): "uint8",
+    np.dtype(np.float64): "double",
+    np.dtype(np.float32): "single",
+    np.dtype(bool): "logical",
+}
+
+
+def write_v73(tmp: Path, name: str, fields: dict[str, Any]) -> None:
+    """Write one struct variable to a new version 7.3 MAT file at ``tmp``."""
+    with h5py.File(tmp, "w", userblock_size=512, libver=("earliest", "v110")) as f:
+        group = f.create_group(name)
+        _attr_class(group, "struct")
+        for field, value in fields.items():
+            if isinstance(value, str):
+                _write_chars(group, field, value)
+            elif value.dtype == object:
+                _write_cell(f, group, field, value)
+            else:
+                cls = _CLASSES[value.dtype]
+                data = value.astype(np.uint8) if cls == "logical" else value
+                dset = group.create_dataset(field, data=np.ascontiguousarray(data.T))
+                _attr_class(dset, cls, 1 if cls == "logical" else None)
+    stamp = time.strftime("%a %b %d %H:%M:%S %Y", time.gmtime()).encode("ascii")
+    header = (_HEADER % stamp).ljust(116, b" ") + b" " * 8 + b"\x00\x02" + b"IM"
+    with open(tmp, "r+b") as f:
+        f.write(header.ljust(512, b"\x00"))

@@ -1,0 +1,277 @@
+"""Staging data where every worker can read it: the scratch directory and realigning once.
+
+Two things put data on disk for the workers of a computation:
+
+- text inputs above a size become memory maps of scratch files (:mod:`bosaris_dask.io.text`);
+- a Scores object whose ids are in another order than the key's is realigned once
+  (:func:`realign`): its matrices are copied, in their own order, to flat scratch files, and
+  each chunk of the aligned matrix is gathered from them by an index map. Reindexing lazily
+  instead is a shuffle of every chunk with every other, repeated in every pass over the data
+  (1,000 chunks became ~112,000 tasks); realigned, a pass has one task per chunk.
+
+Scratch files go to :func:`scratch_directory`: the directory given (``--scratch-dir DIR``, or the
+dask config key ``bosaris_dask.scratch``), else the system's temporary folder, which only works
+when every worker runs on this host: otherwise :class:`~bosaris_dask.errors.ClusterError` says
+how to convert the input first or which option to pass. Scratch files are deleted when the
+arrays reading them are no longer referenced (or at exit; a killed run's are swept by the next).
+
+Examples
+--------
+>>> import numpy as np
+>>> from bosaris_dask.trials import make_scores
+>>> scores = make_scores(["m1", "m2", "m3"], ["s1"], np.array([[1.0], [2.0], [3.0]]), chunks=1)
+>>> back = realign(scores, np.array([2, 0, -1]), np.array([0]), ((2, 1), (1,)))
+>>> back.score.values.ravel().tolist(), back.score_mask.values.ravel().tolist()
+([3.0, 1.0, 0.0], [True, True, False])
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import tempfile
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from bosaris_dask.errors import ClusterError, StoreError
+from bosaris_dask.io.compute import _distributed_client, compute_with_progress
+from bosaris_dask.io.text.scratch import _ScratchArray, _ScratchFile
+
+__all__ = [
+    "realign",
+    "scratch_directory",
+    "check_staged_readable",
+    "workers_off_this_host",
+    "SCRATCH_CONFIG",
+]
+
+_log = logging.getLogger("bosaris_dask.io")
+
+#: The dask config key naming the scratch directory (``dask.config.set``; ``--scratch-dir``).
+SCRATCH_CONFIG = "bosaris_dask.scratch"
+
+#: The fill value of each data variable where an alignment adds rows or columns.
+_FILL = {"trial_mask": 0, "score": 0.0, "score_mask": False}
+
+
+def _local_addresses() -> set[str]:
+    names = {"localhost", "127.0.0.1", "::1", "", socket.gethostname(), socket.getfqdn()}
+    for name in list(names):
+        try:
+            names.update(socket.gethostbyname_ex(name)[2])
+        except OSError:
+            continue
+    return names
+
+
+def _is_this_host(host: str) -> bool:
+    """Whether a worker's host (name or address) is this machine."""
+    return host in _local_addresses() or host.startswith("127.")
+
+
+def workers_off_this_host(client: Any = None) -> list[str]:
+    """Addresses of the active distributed client's workers that run on other hosts.
+
+    Empty without a distributed client (threads and processes run here).
+    """
+    client = client if client is not None else _distributed_client()
+    if client is None:
+        return []
+    workers = client.scheduler_info(n_workers=-1).get("workers", {})
+    off = []
+    for address, info in workers.items():
+        host = info.get("host") or address.split("://")[-1].rsplit(":", 1)[0]
+        if not _is_this_host(host):
+            off.append(address)
+    return sorted(off)
+
+
+def scratch_directory(scratch: str | os.PathLike[str] | None = None, *, what: str = "") -> str:
+    """The directory where staged data go, checked that the workers can read it.
+
+    Parameters
+    ----------
+    scratch
+        The directory given by the user; else the dask config key :data:`SCRATCH_CONFIG`.
+        It must exist; on a cluster of several hosts it must be on a file system they share.
+    what
+        The input being staged, for the error message.
+
+    Raises
+    ------
+    ClusterError
+        No directory was given and the workers of the active distributed client run on other
+        hosts (they cannot read this machine's temporary folder).
+    StoreError
+        The directory given does not exist.
+    """
+    given = scratch if scratch is not None else dask.config.get(SCRATCH_CONFIG, None)
+    if given is not None:
+        if not os.path.isdir(given):
+            raise StoreError(f"scratch directory {os.fspath(given)} does not exist")
+        return os.fspath(given)
+    off = workers_off_this_host()
+    if off:
+        source = what or "INPUT"
+        raise ClusterError(
+            f"{what + ': ' if what else ''}staging it in this machine's temporary folder would "
+            f"leave it unreadable by {len(off)} worker(s) on other hosts (e.g. {off[0]}); "
+            f"convert it first (bosaris-dask convert {source} {source}.zarr, on a shared file "
+            "system) or pass --scratch-dir DIR (scratch= in Python) with DIR shared by all hosts"
+        )
+    return tempfile.gettempdir()
+
+
+def check_staged_readable(client: Any = None) -> None:
+    """Refuse inputs staged in this machine's temporary folder when workers run elsewhere.
+
+    The command line opens its inputs before it starts or reaches a cluster (so that a wrong
+    path fails fast); a large text input may then already be a memory map in the temporary
+    folder. Called once the cluster is there, this raises before any worker tries to read it.
+
+    Raises
+    ------
+    ClusterError
+        Naming the input, how to convert it first, and the ``--scratch-dir`` option.
+    """
+    from bosaris_dask.io.text.scratch import _UNSHARED
+
+    staged = sorted({f.staged for f in list(_UNSHARED.values()) if f.staged})
+    if not staged:
+        return
+    off = workers_off_this_host(client)
+    if off:
+        source = staged[0]
+        raise ClusterError(
+            f"{source}: this text input was staged in this machine's temporary folder, which "
+            f"{len(off)} worker(s) on other hosts (e.g. {off[0]}) cannot read; convert it first "
+            f"(bosaris-dask convert {source} {source}.zarr, on a shared file system) or pass "
+            "--scratch-dir DIR (scratch= in Python) with DIR shared by all hosts"
+        )
+
+
+class _FlatFile:
+    """A C-order matrix in a flat file, written block by block with ``pwrite`` (disjoint byte
+    ranges: safe from many threads, processes and hosts); picklable by path."""
+
+    def __init__(self, path: str, shape: tuple[int, int], dtype: np.dtype):
+        self.path, self.shape, self.dtype = path, shape, np.dtype(dtype)
+
+    def __setitem__(self, key: tuple[slice, slice], block: np.ndarray) -> None:
+        rows, cols = key
+        block = np.ascontiguousarray(block, dtype=self.dtype)
+        row_bytes, item = self.shape[1] * self.dtype.itemsize, self.dtype.itemsize
+        fd = os.open(self.path, os.O_WRONLY)
+        try:
+            for k, row in enumerate(range(rows.start, rows.stop)):
+                os.pwrite(fd, block[k].tobytes(), row * row_bytes + cols.start * item)
+        finally:
+            os.close(fd)
+
+
+def _gather(
+    rows: np.ndarray, cols: np.ndarray, *, source: _ScratchArray, fill: Any, identity: bool
+) -> np.ndarray:
+    """The cells ``(rows, cols)`` of ``source`` (-1: an id it lacks, the fill value).
+
+    Only those cells are copied out of the memory map (a chunk narrower than the matrix does
+    not read whole rows).
+    """
+    out = np.full((len(rows), len(cols)), fill, dtype=source.dtype)
+    r_ok = np.flatnonzero(rows >= 0)
+    if identity:  # the columns of this chunk are a contiguous run of the source's
+        out[r_ok] = source[(rows[r_ok], slice(int(cols[0]), int(cols[0]) + len(cols)))]
+    else:
+        c_ok = np.flatnonzero(cols >= 0)
+        out[np.ix_(r_ok, c_ok)] = source[np.ix_(rows[r_ok], cols[c_ok])]
+    return out
+
+
+def _stage(arr: da.Array, scratch: str) -> tuple[_ScratchFile, da.Array]:
+    """A flat scratch file of ``arr``'s shape, and the (lazy) store of ``arr`` into it."""
+    owner = _ScratchFile(scratch)
+    with open(owner.path, "wb") as f:
+        f.truncate(arr.shape[0] * arr.shape[1] * arr.dtype.itemsize)
+    target = _FlatFile(owner.path, arr.shape, arr.dtype)
+    return owner, da.store(arr, target, lock=False, compute=False)
+
+
+def realign(
+    obj: xr.Dataset,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    chunks: tuple[tuple[int, ...], tuple[int, ...]],
+    *,
+    models: Any = None,
+    segments: Any = None,
+    scratch: str | os.PathLike[str] | None = None,
+    progress: bool = False,
+) -> xr.Dataset:
+    """``obj`` reordered by index maps, realigned once through scratch files.
+
+    One pass copies each data matrix, in its own order, to a flat scratch file; the returned
+    object's chunks are gathered from those files (one task per chunk, no shuffle).
+
+    Parameters
+    ----------
+    obj
+        A trial object with lazy (dask) matrices.
+    rows, cols
+        For each row (column) of the result, the row (column) of ``obj`` it comes from, or -1
+        where ``obj`` has no such id (the fill value: no trial, no score).
+    chunks
+        The chunks of the result.
+    models, segments
+        The ids of the result (default: those of ``obj`` picked by ``rows``, ``cols``).
+    scratch
+        Where the scratch files go (see :func:`scratch_directory`).
+    progress
+        Show a progress bar while the matrices are copied.
+    """
+    rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
+    names = [n for n in obj.data_vars if n in _FILL]
+    directory = scratch_directory(scratch, what="scores in another id order than the key's")
+    owners, stores = {}, []
+    for name in names:
+        data = obj[name].data
+        if not isinstance(data, da.Array):
+            data = da.from_array(np.asarray(data), chunks="auto")
+        owners[name], store = _stage(data, directory)
+        stores.append(store)
+    compute_with_progress(*stores, progress=progress)
+    identity = bool(len(cols) and (cols == np.arange(cols[0], cols[0] + len(cols))).all())
+    row_ids = da.from_array(rows, chunks=(chunks[0],))
+    col_ids = da.from_array(cols, chunks=(chunks[1],))
+    data_vars = {}
+    for name in names:
+        dtype = obj[name].dtype
+        source = _ScratchArray(owners[name], owners[name].path, obj[name].shape, dtype)
+        fill = np.asarray(_FILL[name]).astype(dtype)
+        data_vars[name] = (
+            ("model", "segment"),
+            da.blockwise(
+                *(_gather, "ij", row_ids, "i", col_ids, "j"),
+                source=source,
+                fill=fill,
+                identity=identity,
+                dtype=dtype,
+                name=f"realigned-{name}-{os.path.basename(owners[name].path)}",
+                meta=np.empty((0, 0), dtype=dtype),
+            ),
+        )
+    pick = {"model": (models, rows), "segment": (segments, cols)}
+    coords = {
+        dim: ids if ids is not None else obj[dim].values[index]
+        for dim, (ids, index) in pick.items()
+    }
+    _log.info(
+        "ids in another order than the key's: realigned once through %s (%d chunks)",
+        directory,
+        len(chunks[0]) * len(chunks[1]),
+    )
+    return xr.Dataset(data_vars, coords=coords, attrs=dict(obj.attrs))

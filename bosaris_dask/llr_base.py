@@ -1,0 +1,79 @@
+"""Log-likelihood ratios in another base: the forensic community's log10 LRs.
+
+Everything inside bosaris_dask uses natural-log LLRs (Cllr is then reported in bits, whatever
+the base of the input). A log10 LR ``x`` is the natural LLR ``x·ln 10``: :func:`to_natural`
+multiplies the scores by ``ln(base)`` (lazily, in the scores' dtype) on input and
+:func:`from_natural` divides written LLRs by it on output. Rank-based metrics (minDCF, EER,
+minCllr) do not change; Cllr, actDCF and the Bayes thresholds read the scores as LLRs and do.
+Thresholds reported in a base-10 evaluation are converted back (``/ ln 10``), to within a
+rounding of the scaled scores.
+
+Examples
+--------
+>>> from bosaris_dask.trials import make_scores
+>>> s = make_scores(["m"], ["a", "b"], [[1.0, -2.0]])
+>>> to_natural(s, 10).score.values.round(6).tolist()
+[[2.302585, -4.60517]]
+>>> from_natural(to_natural(s, 10), 10).score.values.round(12).tolist()
+[[1.0, -2.0]]
+"""
+
+from __future__ import annotations
+
+import math
+
+import xarray as xr
+
+from bosaris_dask.errors import OptionError
+
+__all__ = ["LLR_BASES", "log_of_base", "to_natural", "from_natural", "thresholds_from_natural"]
+
+#: Bases the CLI accepts for ``--llr-base``.
+LLR_BASES = ("e", "10", "2")
+
+
+def log_of_base(base: float | str) -> float:
+    """``ln(base)``: the factor from LLRs in ``base`` to natural-log LLRs (``"e"`` -> 1)."""
+    if base == "e":
+        return 1.0
+    try:
+        value = float(base)
+    except (TypeError, ValueError):
+        raise OptionError(f"LLR base must be 'e' or a number > 1, got {base!r}") from None
+    if not 1 < value < math.inf:
+        raise OptionError(f"LLR base must be 'e' or a number > 1, got {base!r}")
+    return math.log(value)
+
+
+def _scaled(scores: xr.Dataset, factor: float) -> xr.Dataset:
+    if factor == 1.0:
+        return scores
+    out = scores.copy()
+    out["score"] = scores.score * scores.score.dtype.type(factor)
+    out["score"].attrs = dict(scores.score.attrs)
+    return out
+
+
+def to_natural(scores: xr.Dataset, base: float | str) -> xr.Dataset:
+    """Scores holding LLRs in ``base``, as natural-log LLRs (multiplied by ``ln(base)``)."""
+    return _scaled(scores, log_of_base(base))
+
+
+def from_natural(scores: xr.Dataset, base: float | str) -> xr.Dataset:
+    """Natural-log LLRs as LLRs in ``base`` (divided by ``ln(base)``)."""
+    return _scaled(scores, 1.0 / log_of_base(base))
+
+
+def thresholds_from_natural(results: xr.Dataset, base: float | str) -> xr.Dataset:
+    """An evaluation whose ``act_threshold``/``min_threshold`` are given in ``base``."""
+    factor = log_of_base(base)
+    if factor == 1.0:
+        return results
+    out = results.copy()
+    if "act_threshold" in out.coords:
+        out = out.assign_coords(act_threshold=out.act_threshold / factor)
+    for name in ("min_threshold", "condition_min_threshold"):
+        if name in out:
+            out[name] = out[name] / factor
+    out.attrs["llr_base"] = str(base)
+    return out

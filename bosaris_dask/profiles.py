@@ -1,0 +1,211 @@
+"""Cost profiles: the operating points each community publishes, by name (``--profile NAME``).
+
+A profile only sets options that were not given: anything stated explicitly on the command line
+(``--prior``, ``--operating-point``) wins, and the profile's own points are then not used. The
+numbers and their sources (definitions in ``shared/reference/FIELD_METRICS.md``, section 7):
+
+==================  ============================================================================
+profile             operating points
+==================  ============================================================================
+``sre18``           NIST 2018 SRE, CMN2 (telephone) condition: Ptar 0.01 and 0.005, Cmiss = Cfa = 1;
+                    **Cprimary** = the mean of the two normalized DCFs (actual and minimum
+                    separately). The VAST condition uses Ptar 0.05 (``VAST_P_TARGET``).
+``sre21``           NIST 2021 SRE: Ptar 0.01 and 0.05, Cmiss = Cfa = 1; Cprimary = the mean of the
+                    two normalized DCFs.
+``voxsrc``          VoxCeleb Speaker Recognition Challenge: Ptar 0.05, Cmiss = Cfa = 1 (minDCF
+                    primary, EER secondary).
+``asvspoof5-cm``    ASVspoof 5 track 1 (countermeasures, evaluation package ``asvspoof5``): bona
+                    fide is the target class, Pspoof 0.05 (so Ptar 0.95), Cmiss 1, Cfa 10:
+                    ``DCF = 0.95·Pmiss + 0.5·Pfa`` normalized by 0.5, the normalized DCF at the
+                    effective prior 0.95/1.45; the Bayes threshold is ``−ln 1.9``. minDCF primary,
+                    with EER, actDCF and Cllr.
+``asvspoof5-sasv``  ASVspoof 5 track 2 (spoofing-aware verification): three classes (target,
+                    non-target, spoof), Ptar 0.9405, Pnon 0.0095, Pspoof 0.05, Cmiss 1, Cfa 10,
+                    Cfa,spoof 10; min a-DCF primary, with min t-DCF and t-EER. Not a BOSARIS
+                    two-class evaluation: ``bosaris-dask spoof sasv`` computes it
+                    (:mod:`bosaris_dask.spoofing`); ``evaluate --profile asvspoof5-sasv`` says so.
+``ijbc``            IJB-C 1:1 verification (face): TAR = 1 − FNMR at FMR 1e-6, 1e-5, 1e-4, 1e-3,
+                    1e-2, 1e-1 (``Profile.fmr``). Needs ``--fmr``, which is not implemented yet:
+                    choosing this profile is an error that says so.
+==================  ============================================================================
+
+Examples
+--------
+>>> p = PROFILES["sre21"]
+>>> [op.p_target for op in p.operating_points], p.cprimary
+([0.01, 0.05], True)
+>>> round(PROFILES["asvspoof5-cm"].operating_points[0].effective_prior, 12)
+0.655172413793
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from bosaris_dask.errors import OptionError
+from bosaris_dask.operating_points import OperatingPoint
+
+__all__ = [
+    "Profile",
+    "PROFILES",
+    "VAST_P_TARGET",
+    "apply_profile",
+    "cprimary",
+    "annotate_json",
+    "format_cprimary",
+]
+
+#: SRE18's VAST condition target prior (the CMN2 points are the ``sre18`` profile).
+VAST_P_TARGET = 0.05
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A published evaluation convention.
+
+    Attributes
+    ----------
+    name, source
+        The profile's name and where its numbers come from.
+    operating_points
+        The operating points it reports (``--operating-point``).
+    cprimary
+        Whether the community's primary metric is Cprimary: the mean of the normalized DCFs
+        over ``operating_points`` (actual and minimum separately).
+    fmr
+        False-match-rate targets of FNMR@FMR operating points (``--fmr``), if any.
+    command
+        The subcommand that computes the profile's metrics, where ``evaluate`` cannot.
+    """
+
+    name: str
+    source: str
+    operating_points: tuple[OperatingPoint, ...] = ()
+    cprimary: bool = False
+    fmr: tuple[float, ...] = ()
+    command: str = ""
+
+
+PROFILES: dict[str, Profile] = {
+    p.name: p
+    for p in (
+        Profile(
+            "sre18", "NIST 2018 Speaker Recognition Evaluation plan, CMN2 condition",
+            (OperatingPoint(0.01), OperatingPoint(0.005)), cprimary=True,
+        ),
+        Profile(
+            "sre21", "NIST 2021 Speaker Recognition Evaluation plan",
+            (OperatingPoint(0.01), OperatingPoint(0.05)), cprimary=True,
+        ),
+        Profile("voxsrc", "VoxCeleb Speaker Recognition Challenge", (OperatingPoint(0.05),)),
+        Profile(
+            "asvspoof5-cm",
+            "ASVspoof 5 evaluation package (asvspoof-challenge/asvspoof5, evaluation-package/), "
+            "track 1: Pspoof 0.05, Cmiss 1, Cfa 10",
+            (OperatingPoint(0.95, 1.0, 10.0),),
+        ),
+        Profile(
+            "asvspoof5-sasv",
+            "ASVspoof 5 evaluation package, track 2 (SASV): a-DCF, t-DCF and t-EER with Ptar "
+            "0.9405, Pnon 0.0095, Pspoof 0.05, Cmiss 1, Cfa 10, Cfa,spoof 10",
+            command="spoof sasv",
+        ),
+        Profile(
+            "ijbc", "IJB-C 1:1 verification protocol (TAR at FMR)",
+            fmr=(1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1),
+        ),
+    )
+}  # fmt: skip
+
+
+def apply_profile(args: argparse.Namespace) -> Profile | None:
+    """Set the options of ``args.profile`` that were not given explicitly; return the profile.
+
+    ``--prior`` and ``--operating-point`` given on the command line win: the profile's
+    operating points are then not added.
+
+    Raises
+    ------
+    OptionError
+        For an unknown profile, or one that needs an option this version does not have.
+    """
+    name = getattr(args, "profile", None)
+    if name is None:
+        return None
+    if name not in PROFILES:
+        raise OptionError(f"unknown profile {name!r}; choose one of {', '.join(PROFILES)}")
+    profile = PROFILES[name]
+    if profile.command:
+        raise OptionError(
+            f"profile {name} is not a two-class evaluation: run 'bosaris-dask {profile.command}'"
+        )
+    if profile.fmr and not hasattr(args, "fmr"):
+        targets = ", ".join(f"{f:g}" for f in profile.fmr)
+        raise OptionError(
+            f"profile {name} reports FNMR at FMR {targets}, which needs --fmr: not implemented "
+            "yet (issue 14)"
+        )
+    if profile.fmr and getattr(args, "fmr", None) is None:
+        args.fmr = list(profile.fmr)
+    explicit = getattr(args, "prior", None) or getattr(args, "operating_point", None)
+    if profile.operating_points and not explicit:
+        args.operating_point = list(profile.operating_points)
+    return profile
+
+
+def cprimary(results: xr.Dataset, profile: Profile) -> xr.Dataset | None:
+    """Cprimary of each system: the mean normalized actDCF and minDCF over the profile's points.
+
+    Returns None when the profile has no Cprimary or ``results`` lack one of its points (an
+    explicit ``--prior`` replaced them).
+
+    Examples
+    --------
+    >>> from bosaris_dask.metrics import evaluate_arrays
+    >>> r = evaluate_arrays([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5], priors=[0.01, 0.05])
+    >>> c = cprimary(r, PROFILES["sre21"])
+    >>> bool(c.min_cprimary[0] == r.min_dcf[0].mean())
+    True
+    """
+    if not profile.cprimary:
+        return None
+    wanted = [op.effective_prior for op in profile.operating_points]
+    if not np.isin(wanted, results.prior.values).all():
+        return None
+    sel = results.sel(prior=wanted)
+    return xr.Dataset(
+        {"act_cprimary": sel.act_dcf.mean("prior"), "min_cprimary": sel.min_dcf.mean("prior")},
+        attrs={
+            "profile": profile.name,
+            "p_target": [op.p_target for op in profile.operating_points],
+        },
+    )
+
+
+def annotate_json(doc: dict[str, Any], results: xr.Dataset, profile: Profile) -> dict[str, Any]:
+    """Add the profile's name and, where it has one, each system's Cprimary to a JSON document."""
+    doc["profile"] = {"name": profile.name, "source": profile.source}
+    c = cprimary(results, profile)
+    if c is not None:
+        for k, system in enumerate(doc["systems"]):
+            system["act_cprimary"] = float(c.act_cprimary.values[k])
+            system["min_cprimary"] = float(c.min_cprimary.values[k])
+    return doc
+
+
+def format_cprimary(results: xr.Dataset, profile: Profile) -> str:
+    """The lines the text report adds for a profile with Cprimary (empty if none)."""
+    c = cprimary(results, profile)
+    if c is None:
+        return ""
+    points = " and ".join(f"{p:g}" for p in c.attrs["p_target"])
+    lines = ["", f"Cprimary ({profile.name}: mean normalized DCF at Ptar {points}), act / min"]
+    for k, name in enumerate(results.system.values):
+        act, mn = float(c.act_cprimary.values[k]), float(c.min_cprimary.values[k])
+        lines.append(f"{name}  {act:.3f} / {mn:.3f}")
+    return "\n".join(lines)

@@ -1,0 +1,192 @@
+"""One pass runner: a pass over the trials is a list of small aggregation specs.
+
+In the style of flox's ``Aggregation``, each statistic a pass accumulates is declared as data:
+what one chunk contributes (``chunk``, a float64 vector of ``length``), how merge tasks combine
+the contributions of several chunks (``combine``, default: add them), and what the client makes
+of the total (``finalize``). :func:`run_pass` runs any list of them as **one** pass: one task per
+chunk computes every spec's contribution, a tree of merge tasks (``split_every`` at a time)
+combines them, and one ``compute`` brings the totals back. The memory check before the work
+(:mod:`bosaris_dask.memory`), the progress bar (:mod:`bosaris_dask.progress`) and the message
+for a worker lost to the cluster are here, in one place, for every pass that uses it.
+
+Examples
+--------
+>>> import dask.array as da
+>>> import numpy as np
+>>> x = da.from_array(np.arange(12.0).reshape(3, 4), chunks=2)
+>>> total = Aggregation("total", chunk=lambda b: np.array([b.sum()]), length=1,
+...                     finalize=lambda v: float(v[0]))
+>>> largest = Aggregation("largest", chunk=lambda b: np.array([b.max()]), length=1,
+...                       combine=lambda rows: rows.max(axis=0), finalize=lambda v: float(v[0]))
+>>> run_pass("example", [total, largest], [x], split_every=2)
+[66.0, 11.0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import dask.array as da
+import numpy as np
+
+from bosaris_dask import memory
+from bosaris_dask.errors import ClusterError
+from bosaris_dask.progress import compute, current_client
+
+__all__ = ["Aggregation", "run_pass"]
+
+
+def _add(rows: np.ndarray) -> np.ndarray:
+    return rows.sum(axis=0)
+
+
+def _identity(total: np.ndarray) -> Any:
+    return total
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    """One statistic of a pass.
+
+    Attributes
+    ----------
+    name
+        What it is (for messages).
+    chunk
+        ``chunk(*blocks)``: the chunk's contribution, a float64 vector of ``length``. The blocks
+        are those of :func:`run_pass`'s ``lead`` arguments, then its ``inputs``.
+    length
+        The length of a contribution.
+    combine
+        ``combine(rows)``: one vector from a ``(m, length)`` stack of contributions or partial
+        combinations. It must be associative and commutative (merge trees vary); the default
+        adds them, which is exact for counts and for :mod:`~bosaris_dask.exact_sum` limbs.
+    finalize
+        ``finalize(total)``: the result on the client (may raise, naming what is wrong).
+    """
+
+    name: str
+    chunk: Callable[..., np.ndarray]
+    length: int
+    combine: Callable[[np.ndarray], np.ndarray] = _add
+    finalize: Callable[[np.ndarray], Any] = _identity
+
+
+def _offsets(aggs: Sequence[Aggregation]) -> list[int]:
+    return np.concatenate([[0], np.cumsum([a.length for a in aggs])]).astype(int).tolist()
+
+
+def _spans(aggs: Sequence[Aggregation], offsets: list[int]):
+    return zip(aggs, offsets[:-1], offsets[1:], strict=True)
+
+
+def _chunk_task(*blocks: np.ndarray, aggs: tuple[Aggregation, ...]) -> np.ndarray:
+    parts = [np.asarray(a.chunk(*blocks), dtype=np.float64).reshape(-1) for a in aggs]
+    for agg, part in zip(aggs, parts, strict=True):
+        if part.size != agg.length:
+            raise ValueError(f"{agg.name}: a chunk gave {part.size} values, not {agg.length}")
+    return np.concatenate(parts)[None, None, :]
+
+
+def graph(
+    aggs: Sequence[Aggregation],
+    inputs: Sequence[da.Array],
+    *,
+    lead: Sequence[Any] = (),
+    split_every: int | None,
+) -> da.Array:
+    """The dask graph of one pass (computes nothing): a float64 vector of all specs' totals.
+
+    ``inputs`` are 2-D arrays with the same chunks (index ``ij``); ``lead`` are extra
+    ``array, index`` pairs (e.g. per-row arrays indexed ``"i"``, or per-row tables ``"ia"``
+    whose other index is concatenated into whole blocks) placed first.
+    """
+    aggs = tuple(aggs)
+    offsets = _offsets(aggs)
+    args: list[Any] = list(lead)
+    for arr in inputs:
+        args += [arr, "ij"]
+
+    packed = da.blockwise(
+        partial(_chunk_task, aggs=aggs), "ijk", *args, new_axes={"k": offsets[-1]},
+        adjust_chunks={"i": 1, "j": 1}, concatenate=True, dtype=np.float64,
+        meta=np.empty((0, 0, 0)),
+    )  # fmt: skip
+
+    def identity(x, axis, keepdims):
+        return x
+
+    def combine(x, axis, keepdims):
+        rows = np.asarray(x).reshape(-1, offsets[-1])
+        out = np.concatenate(
+            [a.combine(rows[:, lo:hi]) for a, lo, hi in _spans(aggs, offsets)]
+        )
+        return out.reshape((1, 1, -1)) if keepdims else out
+
+    return da.reduction(
+        packed, chunk=identity, combine=combine, aggregate=combine, axis=(0, 1),
+        dtype=np.float64, split_every=split_every, concatenate=True, meta=np.empty((0,)),
+    )  # fmt: skip
+
+
+def _lost_worker(err: BaseException) -> bool:
+    try:
+        from distributed import KilledWorker
+    except ImportError:  # pragma: no cover - distributed is a dependency
+        return False
+    return isinstance(err, KilledWorker)
+
+
+def run_pass(
+    name: str,
+    aggs: Sequence[Aggregation],
+    inputs: Sequence[da.Array],
+    *,
+    lead: Sequence[Any] = (),
+    split_every: int | None,
+    progress: bool | None = None,
+    need: memory.TaskMemory | None = None,
+) -> list[Any]:
+    """Run ``aggs`` over the chunks of ``inputs`` in one pass; their finalized results.
+
+    Parameters
+    ----------
+    name
+        The pass, for messages (e.g. ``"pass 1"``).
+    aggs
+        The statistics to accumulate.
+    inputs, lead
+        See :func:`graph`.
+    split_every
+        How many chunk results one merge task combines (``None``: dask's default).
+    progress
+        Show a progress bar (``None``: follow :func:`~bosaris_dask.progress.showing_progress`).
+    need
+        The peak memory of a task, checked against the distributed workers' limits before any
+        work (:func:`~bosaris_dask.memory.check_worker_memory`); ``None``: no check.
+
+    Raises
+    ------
+    MemoryLimitError
+        The workers cannot hold the tasks (before any work).
+    ClusterError
+        The scheduler gave up on a task whose workers kept dying (``KilledWorker``).
+    """
+    aggs = list(aggs)
+    if need is not None:
+        memory.check_worker_memory(need, current_client())
+    reduced = graph(aggs, inputs, lead=lead, split_every=split_every)
+    try:
+        total = compute(reduced, progress=progress)
+    except Exception as err:
+        if not _lost_worker(err):
+            raise
+        raise ClusterError(
+            f"{name}: workers died running a task ({err}); this is most often memory: give "
+            "each worker more (--memory-limit), fewer threads, or use smaller chunks"
+        ) from err
+    offsets = _offsets(aggs)
+    return [a.finalize(total[lo:hi]) for a, lo, hi in _spans(aggs, offsets)]

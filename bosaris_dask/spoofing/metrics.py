@@ -1,0 +1,344 @@
+"""ASVspoof 5 metrics, exact: the package's CM EER, min a-DCF, min t-DCF and the t-EER.
+
+Definitions: ``FIELD_METRICS.md`` section 4 (the ASVspoof 5 evaluation package,
+``asvspoof-challenge/asvspoof5``). Every curve here is counted over **every** distinct score
+with one rule: a trial is accepted iff ``score >= t``, for ``t`` each distinct score and
+``+inf`` (reject all) — so results do not depend on the order of tied scores. Each class is
+sorted once; rates at all thresholds come from :func:`numpy.searchsorted`.
+
+Where ours differs from the package, and why:
+
+- **ties**: the package's curves count a score equal to the threshold as rejected but its
+  actDCF and ASV rates as accepted, and with tied scores its results depend on their order. We
+  use one rule everywhere. On data without ties the numbers coincide.
+- **t-EER**: the package decimates both curves to about 3,000 points and searches around a
+  rough optimum; we run the same rule over every ASV threshold, and for each find the best CM
+  threshold by bisection (the tandem miss-minus-false-alarm difference is monotone in the CM
+  threshold), so it is exact at 1e6 trials.
+- **t-DCF with given ASV scores**: the package passes ``Pmiss,spoof,asv`` where
+  ``Pfa,spoof,asv`` belongs; we implement the published definition (``C2`` uses the spoof
+  false-alarm rate of the ASV system).
+
+Examples
+--------
+>>> import numpy as np
+>>> bona, spoof = np.array([1.0, 2.0, 3.0]), np.array([-1.0, 0.0, 1.5, -2.0])
+>>> round(cm_eer(bona, spoof), 6)  # at t = 1.5: Pmiss 1/3, Pfa 1/4
+0.291667
+>>> costs = CostModel()
+>>> round(costs.cm_effective_prior, 6), costs.a_dcf_normalizer
+(0.655172, 0.595)
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from bosaris_dask.errors import ScoreError
+
+__all__ = [
+    "CostModel",
+    "ASVSPOOF5",
+    "FIXED_ASV_RATES",
+    "AsvRates",
+    "thresholds",
+    "miss_fa",
+    "cm_eer",
+    "a_dcf",
+    "min_a_dcf",
+    "asv_rates",
+    "asv_rates_at",
+    "min_t_dcf",
+    "t_eer",
+]
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """The costs and priors of spoofing-aware verification (the ASVspoof 5 challenge's).
+
+    ``p_target + p_nontarget + p_spoof`` is 1; the defaults are the challenge's:
+    Ptar = 0.95 · 0.99, Pnon = 0.95 · 0.01, Pspoof 0.05, Cmiss 1, Cfa 10, Cfa,spoof 10. (The
+    package's ``a_dcf.CostModel()`` defaults — Ptar 0.9, Pnon 0.05, Cfa,cm 20 — are not what
+    the challenge uses.)
+    """
+
+    p_target: float = 0.9405
+    p_nontarget: float = 0.0095
+    p_spoof: float = 0.05
+    c_miss: float = 1.0
+    c_fa: float = 10.0
+    c_fa_spoof: float = 10.0
+
+    def __post_init__(self) -> None:
+        priors = (self.p_target, self.p_nontarget, self.p_spoof)
+        if min(priors) < 0 or abs(sum(priors) - 1) > 1e-9:
+            raise ScoreError(f"priors {priors} must be non-negative and sum to 1")
+        if min(self.c_miss, self.c_fa, self.c_fa_spoof) <= 0:
+            raise ScoreError("costs must be positive")
+
+    @property
+    def cm_effective_prior(self) -> float:
+        """The BOSARIS effective prior of the CM task (bona fide vs spoof): 0.95/1.45."""
+        bona = (self.p_target + self.p_nontarget) * self.c_miss
+        return bona / (bona + self.p_spoof * self.c_fa_spoof)
+
+    @property
+    def a_dcf_normalizer(self) -> float:
+        """``min(Cfa·Pnon + Cfa,spoof·Pspoof, Cmiss·Ptar)``: the a-DCF of the better default."""
+        fa = self.c_fa * self.p_nontarget + self.c_fa_spoof * self.p_spoof
+        return min(fa, self.c_miss * self.p_target)
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+#: The challenge's cost model.
+ASVSPOOF5 = CostModel()
+
+
+@dataclass(frozen=True)
+class AsvRates:
+    """ASV error rates for the t-DCF: ``pmiss``, ``pfa`` (non-targets), ``pfa_spoof``."""
+
+    pmiss: float
+    pfa: float
+    pfa_spoof: float
+    threshold: float | None = None
+
+
+#: The package's fixed ASV rates (used when no ASV scores are given).
+FIXED_ASV_RATES = AsvRates(
+    pmiss=0.01880141010575793, pfa=0.01881016557566423, pfa_spoof=0.4607082907604729
+)
+
+
+def _scores(x: Any, what: str) -> np.ndarray:
+    a = np.sort(np.asarray(x, dtype=np.float64).ravel())
+    if a.size == 0:
+        raise ScoreError(f"no {what} score")
+    if not np.isfinite(a).all():
+        raise ScoreError(f"a {what} score is not finite")
+    return a
+
+
+def thresholds(*classes: np.ndarray) -> np.ndarray:
+    """Every distinct score of the classes, ascending, then ``+inf`` (reject all)."""
+    return np.append(np.unique(np.concatenate(classes)), np.inf)
+
+
+def _below(sorted_scores: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Fraction of scores rejected at each threshold (``score < t``)."""
+    return np.searchsorted(sorted_scores, t, side="left") / sorted_scores.size
+
+
+def _above(sorted_scores: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Fraction of scores accepted at each threshold (``score >= t``), counted, not ``1 - x``."""
+    n = sorted_scores.size
+    return (n - np.searchsorted(sorted_scores, t, side="left")) / n
+
+
+def miss_fa(pos: Any, neg: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(t, Pmiss(t), Pfa(t))`` over :func:`thresholds`, accepting iff ``score >= t``.
+
+    Examples
+    --------
+    >>> t, pmiss, pfa = miss_fa([1.0, 2.0], [1.0, 0.0])
+    >>> t.tolist(), pmiss.tolist(), pfa.tolist()
+    ([0.0, 1.0, 2.0, inf], [0.0, 0.0, 0.5, 1.0], [1.0, 0.5, 0.0, 0.0])
+    """
+    pos, neg = _scores(pos, "positive"), _scores(neg, "negative")
+    t = thresholds(pos, neg)
+    return t, _below(pos, t), _above(neg, t)
+
+
+def cm_eer(bonafide: Any, spoof: Any) -> float:
+    """The package's countermeasure EER (not the ROCCH-EER).
+
+    The mean of Pmiss and Pfa at the threshold where ``|Pmiss - Pfa|`` is least; of several
+    such thresholds, the lowest. Bona fide is the positive class.
+    """
+    _, pmiss, pfa = miss_fa(bonafide, spoof)
+    i = int(np.argmin(np.abs(pmiss - pfa)))  # argmin: the first (lowest threshold) on ties
+    return float((pmiss[i] + pfa[i]) / 2)
+
+
+def _a_dcf(tar, non, spf, t: np.ndarray, costs: CostModel) -> np.ndarray:
+    return (
+        costs.c_miss * costs.p_target * _below(tar, t)
+        + costs.c_fa * costs.p_nontarget * _above(non, t)
+        + costs.c_fa_spoof * costs.p_spoof * _above(spf, t)
+    ) / costs.a_dcf_normalizer
+
+
+def a_dcf(
+    target: Any, nontarget: Any, spoof: Any, threshold: float, costs: CostModel = ASVSPOOF5
+) -> float:
+    """The normalized a-DCF of a single SASV score at a threshold (accept iff ``score >= t``).
+
+    Examples
+    --------
+    >>> round(a_dcf([2.0, 3.0], [0.0], [1.0], 1.0), 6)  # accepts the spoof: 10 * 0.05 / 0.595
+    0.840336
+    """
+    tar, non = _scores(target, "target"), _scores(nontarget, "non-target")
+    spf = _scores(spoof, "spoof")
+    return float(_a_dcf(tar, non, spf, np.array([threshold], dtype=np.float64), costs)[0])
+
+
+def min_a_dcf(
+    target: Any, nontarget: Any, spoof: Any, costs: CostModel = ASVSPOOF5
+) -> tuple[float, float]:
+    """``(min a-DCF, threshold)`` of a single SASV score over three classes.
+
+    ``a-DCF(t) = (Cmiss·Ptar·Pmiss(t) + Cfa·Pnon·Pfa,non(t) + Cfa,spoof·Pspoof·Pfa,spoof(t))``
+    divided by :attr:`CostModel.a_dcf_normalizer`; the threshold is the lowest attaining it.
+
+    Examples
+    --------
+    >>> min_a_dcf([2.0, 3.0], [0.0], [1.0])  # t = 2 makes no error
+    (0.0, 2.0)
+    """
+    tar, non = _scores(target, "target"), _scores(nontarget, "non-target")
+    spf = _scores(spoof, "spoof")
+    t = thresholds(tar, non, spf)
+    dcf = _a_dcf(tar, non, spf, t, costs)
+    i = int(np.argmin(dcf))
+    return float(dcf[i]), float(t[i])
+
+
+def asv_rates(target: Any, nontarget: Any, spoof: Any) -> AsvRates:
+    """ASV rates at the ASV system's EER threshold (target vs non-target, rule of :func:`cm_eer`).
+
+    The threshold ``t`` is the lowest where ``|Pmiss - Pfa|`` is least; there, ``pmiss`` is the
+    fraction of targets with ``score < t`` and ``pfa``/``pfa_spoof`` the fractions of
+    non-targets/spoofs with ``score >= t`` (:func:`asv_rates_at`).
+
+    The package takes as threshold the highest score its EER curve *rejects*, then counts that
+    score as accepted: its rates are those one score below ours (on the bundled case Pmiss
+    49/6000 where ours is 50/6000 = Pfa). Ours are counted with the rule the EER was found
+    with.
+    """
+    t, pmiss, pfa = miss_fa(target, nontarget)
+    i = int(np.argmin(np.abs(pmiss - pfa)))
+    return asv_rates_at(target, nontarget, spoof, float(t[i]))
+
+
+def asv_rates_at(target: Any, nontarget: Any, spoof: Any, threshold: float) -> AsvRates:
+    """ASV rates at a given threshold, accepting iff ``score >= threshold``.
+
+    Examples
+    --------
+    >>> asv_rates_at([1.0, 2.0], [0.0, 1.0], [1.0, 3.0, -1.0, 0.5], 1.0)
+    AsvRates(pmiss=0.0, pfa=0.5, pfa_spoof=0.5, threshold=1.0)
+    """
+    tar, non = _scores(target, "target"), _scores(nontarget, "non-target")
+    spf = _scores(spoof, "spoof")
+    t = np.array([threshold], dtype=np.float64)
+    pmiss, pfa, pfa_spoof = _below(tar, t)[0], _above(non, t)[0], _above(spf, t)[0]
+    return AsvRates(float(pmiss), float(pfa), float(pfa_spoof), float(threshold))
+
+
+def min_t_dcf(
+    bonafide: Any, spoof: Any, asv: AsvRates = FIXED_ASV_RATES, costs: CostModel = ASVSPOOF5
+) -> tuple[float, float]:
+    """``(min normalized t-DCF, CM threshold)``, the ASVspoof 5 form, on CM scores.
+
+    ``C0 = Ptar·Cmiss·Pmiss,asv + Pnon·Cfa·Pfa,asv``, ``C1 = Ptar·Cmiss - C0``,
+    ``C2 = Pspoof·Cfa,spoof·Pfa,spoof,asv``;
+    ``t-DCF(s) = (C0 + C1·Pmiss,cm(s) + C2·Pfa,cm(s)) / (C0 + min(C1, C2))``, minimized over the
+    CM threshold ``s``. Bona fide (target and non-target trials) is the CM's positive class.
+    """
+    c0 = costs.p_target * costs.c_miss * asv.pmiss + costs.p_nontarget * costs.c_fa * asv.pfa
+    c1 = costs.p_target * costs.c_miss - c0
+    c2 = costs.p_spoof * costs.c_fa_spoof * asv.pfa_spoof
+    if c1 < 0 or c2 <= 0:
+        raise ScoreError(f"t-DCF undefined for these ASV rates (C1 = {c1}, C2 = {c2})")
+    t, pmiss, pfa = miss_fa(bonafide, spoof)
+    tdcf = (c0 + c1 * pmiss + c2 * pfa) / (c0 + min(c1, c2))
+    i = int(np.argmin(tdcf))
+    return float(tdcf[i]), float(t[i])
+
+
+def _tandem_diff(a, b, c, m, f):
+    """``Pmiss,tdm - Pfa,tdm`` (see :func:`t_eer`): nondecreasing in the CM threshold."""
+    return (m + (1.0 - m) * a) - (0.5 * (1.0 - m) * b + 0.5 * f * c)
+
+
+def _first_at_least(a, b, c, pmiss_cm, pfa_cm, value: float) -> np.ndarray:
+    """For each ASV threshold, the first CM index whose tandem difference is ``>= value``
+    (bisection, all ASV thresholds at once; ``pmiss_cm.size`` where none is)."""
+    lo = np.zeros(a.size, dtype=np.int64)
+    hi = np.full(a.size, pmiss_cm.size, dtype=np.int64)
+    while np.any(lo < hi):
+        mid = (lo + hi) // 2
+        j = np.minimum(mid, pmiss_cm.size - 1)
+        ok = _tandem_diff(a, b, c, pmiss_cm[j], pfa_cm[j]) >= value
+        active = lo < hi
+        hi = np.where(active & ok, mid, hi)
+        lo = np.where(active & ~ok, mid + 1, lo)
+    return lo
+
+
+def t_eer(
+    cm_target: Any,
+    cm_nontarget: Any,
+    cm_spoof: Any,
+    asv_target: Any,
+    asv_nontarget: Any,
+    asv_spoof: Any,
+) -> dict[str, float]:
+    """The concurrent t-EER (ρ = 0.5) of a CM and an ASV system, over every threshold pair.
+
+    For each ASV threshold ``τ`` with ``Pmiss,asv < (Pfa,non + Pfa,spoof)/2``, take the CM
+    threshold minimizing ``|Pmiss,tdm - Pfa,tdm|`` (the lowest on ties), where
+    ``Pmiss,tdm = Pmiss,cm + (1 - Pmiss,cm)·Pmiss,asv`` and
+    ``Pfa,tdm = ½(1 - Pmiss,cm)·Pfa,non + ½·Pfa,cm·Pfa,spoof``; then choose the ``τ``
+    minimizing ``|Pfa,non/Pfa,spoof - Pfa,cm/(1 - Pmiss,cm)|`` (the lowest on ties; a
+    division by zero counts as infinitely far); t-EER is ``Pfa,spoof·Pfa,cm`` there. The CM
+    positive class is bona fide (target and non-target trials), its negative class spoofs.
+
+    Returns
+    -------
+    dict
+        ``t_eer``, ``asv_threshold``, ``cm_threshold`` and the criterion ``margin`` there; all
+        NaN when no ASV threshold qualifies.
+    """
+    tar, non, spf = (_scores(x, w) for x, w in
+                     ((asv_target, "ASV target"), (asv_nontarget, "ASV non-target"),
+                      (asv_spoof, "ASV spoof")))  # fmt: skip
+    bona = np.concatenate([_scores(cm_target, "CM target"), _scores(cm_nontarget, "CM nontarget")])
+    t_cm, pmiss_cm, pfa_cm = miss_fa(bona, cm_spoof)
+    t_asv = thresholds(tar, non, spf)
+    a, b, c = _below(tar, t_asv), _above(non, t_asv), _above(spf, t_asv)
+    keep = a < (b + c) / 2
+    t_asv, a, b, c = t_asv[keep], a[keep], b[keep], c[keep]
+    nan = {"t_eer": np.nan, "asv_threshold": np.nan, "cm_threshold": np.nan, "margin": np.nan}
+    if not t_asv.size:
+        return nan
+    last = pmiss_cm.size - 1
+    j0 = _first_at_least(a, b, c, pmiss_cm, pfa_cm, 0.0)  # first with difference >= 0
+    above = np.minimum(j0, last)
+    d_above = np.abs(_tandem_diff(a, b, c, pmiss_cm[above], pfa_cm[above]))
+    below = np.maximum(j0 - 1, 0)
+    v_below = _tandem_diff(a, b, c, pmiss_cm[below], pfa_cm[below])
+    # where Pfa,spoof > 0 (elsewhere the criterion below is infinite) the difference is
+    # strictly increasing in the CM threshold: the nearest to zero is one of these two
+    use_below = (j0 > 0) & ((j0 > last) | (np.abs(v_below) <= d_above))
+    j = np.where(use_below, below, above)
+    m, f = pmiss_cm[j], pfa_cm[j]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        crit = np.abs(b / c - f / (1.0 - m))
+    crit = np.where(np.isnan(crit), np.inf, crit)
+    i = int(np.argmin(crit))
+    if not np.isfinite(crit[i]):
+        return nan
+    return {
+        "t_eer": float(c[i] * f[i]),
+        "asv_threshold": float(t_asv[i]),
+        "cm_threshold": float(t_cm[j[i]]),
+        "margin": float(crit[i]),
+    }

@@ -1,0 +1,156 @@
+"""Every script in benchmarks/ runs its body once on tiny data, so that none can rot.
+
+Scripts are imported from their files and their ``main`` is called in this process (their own
+subprocesses, such as bench_evaluate's timed children, still run), except fuzz_readers, which
+runs pytest itself and so runs in a subprocess. The numpy baseline of bench_evaluate is checked
+against the brute-force reference too: a wrong baseline would make every quoted ratio wrong.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from . import reference as ref
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+SCRIPTS = {
+    "bench_evaluate.py", "bench_fusion.py", "bench_text_convert.py", "fuzz_readers.py",
+    "kill_campaign.py", "memory_limited.py", "peak_memory.py",
+}  # fmt: skip
+PEERS = [m for m in ("llreval", "sklearn") if importlib.util.find_spec(m) is not None]
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _repo_on_path():
+    """Subprocesses of the scripts import this checkout's bosaris_dask (and tests/)."""
+    with pytest.MonkeyPatch.context() as mp:
+        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+        mp.setenv("PYTHONPATH", path)
+        yield
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return _load("bench_evaluate")
+
+
+def test_every_benchmark_script_has_a_tiny_run_here():
+    assert {p.name for p in BENCHMARKS.glob("*.py")} == SCRIPTS
+
+
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory, bench):
+    """bench_evaluate on 40 x 40 simulated trials, every contender once (it simulates them).
+
+    ``ours-local`` is left out: its only difference from ``ours`` is ``connect(cluster="local")``,
+    which test_memory_limited runs; a LocalCluster's start would double this test's time.
+    """
+    workdir = tmp_path_factory.mktemp("bench") / "data"
+    modes = ["baseline", "ours", *PEERS]
+    record = workdir.parent / "runs.json"
+    argv = ["--side", "40", "--repeat", "1", "--workdir", str(workdir), "--json", str(record)]
+    summary = bench.main(argv + [a for m in modes for a in ("--mode", m)])
+    return workdir, summary, record
+
+
+def test_bench_evaluate(evaluated):
+    _, summary, record = evaluated
+    assert summary["trials"] == 1600 and summary["passes"] >= 1
+    assert set(summary["ratio_to_ours"]) == {"baseline", "ours", *PEERS}
+    assert summary["ratio_to_ours"]["ours"] == 1.0
+    assert "cores" in summary["machine"] and summary["cache"].startswith("warm")
+    assert record.exists()
+
+
+def test_bench_evaluate_doctests(bench):
+    result = doctest.testmod(bench, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 2 and result.failed == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(2, 300),
+    seed=st.integers(0, 2**32 - 1),
+    ties=st.sampled_from([1, 8, None]),
+    zeros=st.booleans(),
+)
+def test_the_numpy_baseline_equals_the_brute_force_reference(bench, n, seed, ties, zeros):
+    rng = np.random.default_rng(seed)
+    classes = rng.choice(np.array([-1, 0, 1], np.int8), size=n, p=[0.6, 0.1, 0.3])
+    classes[:2] = [1, -1]
+    values = rng.normal(size=n) + classes
+    values = np.round(values * ties) / ties if ties else values
+    if zeros:  # -0.0 and +0.0 are one threshold
+        values[rng.random(n) < 0.3] = rng.choice([-0.0, 0.0])
+    values = values.astype(np.float32)
+    got = bench.baseline_arrays(values, classes)
+    tar, non = values[classes == 1], values[classes == -1]
+    np.testing.assert_allclose(got["eer"], ref.eer(tar, non), rtol=1e-12, atol=0)
+    np.testing.assert_allclose(got["prbep"], ref.prbep(tar, non), rtol=1e-12, atol=0)
+    np.testing.assert_allclose(got["min_cllr"], ref.min_cllr(tar, non), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(got["cllr"], ref.cllr(tar, non), rtol=1e-12)
+    plo = bench._plo()
+    np.testing.assert_allclose(got["min"], ref.min_dcf(tar, non, plo), rtol=1e-12, atol=1e-300)
+    act = [ref.dcf_at(tar, non, p)[0] for p in plo]
+    np.testing.assert_allclose(got["act"], act, rtol=1e-12, atol=1e-300)
+
+
+def test_memory_limited(evaluated, capsys):
+    workdir, *_ = evaluated
+    _load("memory_limited").main(
+        ["--workdir", str(workdir), "--workers", "1", "--memory-limit", "2GB", "--compare"]
+    )
+    out = capsys.readouterr().out
+    assert "1.6e+03 trials on 1 workers" in out and "equal to the threaded run: yes" in out
+
+
+def test_bench_fusion(tmp_path, capsys):
+    _load("bench_fusion").main(["--trials", "400", "--workdir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert out.count(" True\n") == 4  # every solver converged
+
+
+def test_bench_text_convert(capfd):
+    _load("bench_text_convert").main(400)
+    out = capfd.readouterr().out
+    assert "write_text:" in out and "round trip exact (first 20 rows): True" in out
+
+
+def test_kill_campaign(capsys):
+    argv = ["--kills", "1", "--scale", "6x8", "--case", "convert-zarr"]
+    assert _load("kill_campaign").main(argv) == 0
+    out = capsys.readouterr().out
+    assert "| SIGKILL of `convert → zarr` | 1 kills" in out and "0 corrupt" in out
+
+
+def test_peak_memory(capsys):
+    code = "import numpy; numpy.ones(10**7)"
+    assert _load("peak_memory").main(["--", sys.executable, "-c", code]) == 0
+    assert "peak_tree_rss_mb=" in capsys.readouterr().out
+
+
+def test_fuzz_readers():
+    out = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "fuzz_readers.py"), "2", "0", "--bit-flips=1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "every single-bit flip" in out.stdout and "| all |" in out.stdout

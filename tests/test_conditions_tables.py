@@ -1,0 +1,152 @@
+"""Condition tables, --by specs and per-trial condition codes (bosaris_dask.conditions)."""
+
+from __future__ import annotations
+
+import itertools
+
+import h5py
+import numpy as np
+import pytest
+import zarr
+
+from bosaris_dask.conditions import condition_codes, condition_table, read_condition_table
+from bosaris_dask.errors import OptionError, ParseError, StoreError, TrialError
+from bosaris_dask.trials import make_key
+
+
+def _key(n_m=3, n_s=4, seed=0):
+    rng = np.random.default_rng(seed)
+    mask = rng.choice([-1, 0, 1], size=(n_m, n_s))
+    return make_key([f"m{i}" for i in range(n_m)], [f"s{j}" for j in range(n_s)], mask, chunks=2)
+
+
+def _write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_read_text_table(tmp_path):
+    path = _write(tmp_path, "m.tsv", "model\tgender\tlang\nm1\tf\teng\n\nm2\tm\tcmn\n")
+    table = read_condition_table(path)
+    assert table.side == "model"
+    assert table.ids.tolist() == ["m1", "m2"]
+    assert table.columns["lang"].tolist() == ["eng", "cmn"]
+    assert table.lines.tolist() == [2, 4]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("speaker\tgender\nm1\tf\n", ":1: the header's first field names the side"),
+        ("model\tgender\tgender\nm1\tf\tf\n", ":1: bad or repeated column name 'gender'"),
+        ("model\tgender\nm1\tf\nm2\n", ":3: expected 2 tab-separated fields"),
+        ("model\tgender\nm1\t \n", ":2: empty value in column 'gender'"),
+        ("model\tgender\nm1\tf\nm2\tm\nm1\tm\n", ":4: duplicate model id 'm1'"),
+        ("model\n", ":1: the header names no attribute column"),
+        ("\n", "empty condition table"),
+    ],
+)
+def test_bad_text_tables(tmp_path, text, message):
+    path = _write(tmp_path, "t.tsv", text)
+    with pytest.raises((ParseError, TrialError)) as err:
+        read_condition_table(path)
+    assert message in str(err.value)
+    assert str(path) in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(StoreError, match="no such condition table"):
+        read_condition_table(tmp_path / "absent.tsv")
+
+
+@pytest.mark.filterwarnings("ignore:The data type:UserWarning")
+def test_zarr_and_hdf5_tables(tmp_path):
+    z = zarr.open_group(str(tmp_path / "seg.zarr"), mode="w")
+    z.create_array("segment", data=np.array([b"s1", b"s2"]))
+    z.create_array("lang", data=np.array([b"eng", b"cmn"]))
+    z.create_array("duration", data=np.array([10, 20]))
+    table = read_condition_table(tmp_path / "seg.zarr")
+    assert table.side == "segment"
+    assert table.columns["duration"].tolist() == ["10", "20"]
+    with h5py.File(tmp_path / "m.h5", "w") as f:
+        f["ids"] = np.array([b"m1", b"m2"])
+        f["gender"] = np.array([b"f", b"m"])
+        f.attrs["side"] = "model"
+    table = read_condition_table(tmp_path / "m.h5")
+    assert (table.side, table.ids.tolist(), table.columns["gender"].tolist()) == (
+        "model", ["m1", "m2"], ["f", "m"]
+    )
+    with h5py.File(tmp_path / "bad.h5", "w") as f:
+        f["ids"] = np.array([b"m1"])
+    with pytest.raises(StoreError, match="one id array named 'model' or 'segment'"):
+        read_condition_table(tmp_path / "bad.h5")
+
+
+def _brute_groups(key, mcols, scols, specs):
+    """The condition label of every cell, by direct lookups (no codes)."""
+    out = np.empty(key.trial_mask.shape, dtype=object)
+    for i, m in enumerate(key.model.values):
+        for j, s in enumerate(key.segment.values):
+            parts = []
+            for spec in specs:
+                kind, col = spec.split(".")
+                if kind == "model":
+                    parts.append(mcols[col][m])
+                elif kind == "segment":
+                    parts.append(scols[col][s])
+                else:
+                    parts.append("same" if mcols[col][m] == scols[col][s] else "different")
+            out[i, j] = tuple(parts)
+    return out
+
+
+@pytest.mark.parametrize("specs", [["model.g"], ["segment.l"], ["same.l"],
+                                   ["model.g", "same.l", "segment.d"], ["segment.d", "model.l"]])
+def test_codes_match_direct_lookup(specs):
+    rng = np.random.default_rng(1)
+    key = _key(5, 7)
+    mids, sids = key.model.values, key.segment.values
+    mcols = {"g": dict(zip(mids, rng.choice(["f", "m"], 5), strict=True)),
+             "l": dict(zip(mids, rng.choice(["a", "b", "c"], 5), strict=True))}  # fmt: skip
+    scols = {"l": dict(zip(sids, rng.choice(["a", "b"], 7), strict=True)),
+             "d": dict(zip(sids, rng.choice(["5", "10", "20"], 7), strict=True))}  # fmt: skip
+    # tables hold extra ids and another order: only the key's ids matter
+    models = condition_table("model", [*mids[::-1], "extra"],
+                             {c: [*(v[m] for m in mids[::-1]), "x"] for c, v in mcols.items()})
+    segments = condition_table("segment", sids, {c: [v[s] for s in sids] for c, v in scols.items()})
+    cond = condition_codes(key, [segments, models], specs)
+    labels = cond.labels
+    assert len(labels) == cond.n_conditions == int(np.prod([len(v) for v in cond.values]))
+    assert len({tuple(lab.values()) for lab in labels}) == len(labels)
+    for chunks in (1, 3, (2, 5)):
+        g = cond.group_index(chunks).compute()
+        assert g.dtype == np.int16
+        want = _brute_groups(key, mcols, scols, specs)
+        for i, j in itertools.product(range(5), range(7)):
+            assert tuple(labels[g[i, j]].values()) == want[i, j]
+
+
+def test_code_errors():
+    key = _key()
+    models = condition_table("model", ["m0", "m1"], {"g": ["f", "m"]}, source="m.tsv")
+    with pytest.raises(TrialError, match=r"^m.tsv: 1 model ids of the key are not in the table, "
+                       r"e.g. 'm2'$"):  # fmt: skip
+        condition_codes(key, [models], ["model.g"])
+    models = condition_table("model", ["m0", "m1", "m2"], {"g": ["f", "m", "f"]}, source="m.tsv")
+    segs = condition_table("segment", ["s0", "s1", "s2", "s3"], {"l": list("abab")}, source="s.tsv")
+    with pytest.raises(OptionError, match=r"--by model.l: no model column 'l' \(model columns: g; "
+                       r"in m.tsv\)"):  # fmt: skip
+        condition_codes(key, [models, segs], ["model.l"])
+    with pytest.raises(OptionError, match=r"--by same.g: no segment column 'g'"):
+        condition_codes(key, [models, segs], ["same.g"])
+    with pytest.raises(OptionError, match="expected model.COL"):
+        condition_codes(key, [models], ["speaker.g"])
+    with pytest.raises(OptionError, match="given twice"):
+        condition_codes(key, [models], ["model.g", "model.g"])
+    with pytest.raises(OptionError, match="no --by spec"):
+        condition_codes(key, [models], [])
+    other = condition_table("model", ["m0", "m1", "m2"], {"g": list("xyz")}, source="m2.tsv")
+    with pytest.raises(TrialError, match="m2.tsv: model column 'g' is also in m.tsv"):
+        condition_codes(key, [models, other], ["model.g"])

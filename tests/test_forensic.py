@@ -1,0 +1,160 @@
+"""Forensic likelihood ratios: Cllr_cal, log10 LR input/output (--llr-base 10), and the optimal
+(PAV) LLRs, raw and with Laplace's dummies, against hand-worked cases and a naive PAV."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bosaris_dask import io, metrics
+from bosaris_dask.calibration import optimal_llrs, optimal_llrs_arrays
+from bosaris_dask.cli import main
+from bosaris_dask.trials import make_key, make_scores
+
+from . import reference as ref
+
+
+def _naive_pav_llrs(tar, non, laplace):
+    """PAV by repeated pooling of adjacent violators, on the trials sorted by score (ties
+    pooled), with the dummies as extra trials at -inf and +inf. Returns LLRs per input trial."""
+    scores = np.concatenate([tar, non]).astype(float)
+    labels = np.concatenate([np.ones(len(tar)), np.zeros(len(non))])
+    if laplace:
+        scores = np.concatenate([scores, [-np.inf, -np.inf, np.inf, np.inf]])
+        labels = np.concatenate([labels, [1, 0, 1, 0]])
+    values = sorted(set(scores.tolist()))
+    blocks = [[[v], labels[scores == v].sum(), (scores == v).sum()] for v in values]
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(blocks) - 1):
+            a, b = blocks[i], blocks[i + 1]
+            if a[1] / a[2] >= b[1] / b[2]:  # not strictly increasing: pool
+                blocks[i : i + 2] = [[a[0] + b[0], a[1] + b[1], a[2] + b[2]]]
+                changed = True
+                break
+    T, N = labels.sum(), len(labels) - labels.sum()
+    llr_of = {}
+    for vals, t, n in blocks:
+        with np.errstate(divide="ignore"):
+            llr = np.log(t) - np.log(n - t) - math.log(T / N)
+        for v in vals:
+            llr_of[v] = llr
+    out = np.array([llr_of[v] for v in scores[: len(tar) + len(non)]])
+    return out[: len(tar)], out[len(tar) :]
+
+
+def test_hand_worked_optimal_llrs():
+    # sorted: 0 n, 1 n, 2 t, 2.5 n, 3 t -> PAV blocks {0, 1}: 0/2, {2, 2.5}: 1/1, {3}: 1/0
+    tar, non = [2.0, 3.0], [0.0, 1.0, 2.5]
+    t, n = optimal_llrs_arrays(tar, non)
+    prior = math.log(2 / 3)
+    np.testing.assert_allclose(t, [-prior, np.inf], rtol=1e-15)
+    np.testing.assert_allclose(n, [-np.inf, -np.inf, -prior], rtol=1e-15)
+    # Laplace: a (t, n) pair at each end: 1/1, 0/1, 0/1, 1/1 ({2, 2.5}), 1/0, 1/1
+    # PAV: {pair, 0, 1}: 1/3, {2, 2.5}: 1/1, {3, pair}: 2/1; T/N = 4/5
+    t, n = optimal_llrs_arrays(tar, non, laplace=True)
+    prior = math.log(4 / 5)
+    np.testing.assert_allclose(t, [0.0 - prior, math.log(2) - prior], rtol=1e-15)
+    np.testing.assert_allclose(n, [math.log(1 / 3) - prior] * 2 + [0.0 - prior], rtol=1e-15)
+    # minCllr is the Cllr of the raw optimal LLRs (pure end blocks cost nothing): the target
+    # at 2 costs log(1 + 2/3), the non-target at 2.5 log(1 + 3/2), over 2 targets and 3 non
+    hand = (math.log(5 / 3) / 2 + math.log(5 / 2) / 3) / 2 / math.log(2)
+    assert metrics.min_cllr(tar, non) == pytest.approx(hand, rel=1e-14)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    tar=st.lists(st.integers(-4, 4), min_size=1, max_size=12),
+    non=st.lists(st.integers(-4, 4), min_size=1, max_size=12),
+    laplace=st.booleans(),
+)
+def test_optimal_llrs_equal_a_naive_pav(tar, non, laplace):
+    tar, non = np.array(tar, dtype=float) / 2, np.array(non, dtype=float) / 2  # heavy ties
+    got_t, got_n = optimal_llrs_arrays(tar, non, laplace=laplace)
+    want_t, want_n = _naive_pav_llrs(tar, non, laplace)
+    np.testing.assert_allclose(got_t, want_t, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got_n, want_n, rtol=1e-12, atol=1e-12)
+    if laplace:
+        assert np.isfinite(got_t).all() and np.isfinite(got_n).all()
+    else:
+        llr_cllr = (np.where(np.isfinite(got_t), np.logaddexp(0, -got_t), 0).mean()
+                    + np.where(np.isfinite(got_n), np.logaddexp(0, got_n), 0).mean())  # fmt: skip
+        assert metrics.min_cllr(tar, non) == pytest.approx(llr_cllr / 2 / math.log(2), abs=1e-12)
+
+
+@pytest.mark.parametrize("laplace", [False, True])
+def test_optimal_llrs_of_stored_trials_match_the_arrays(laplace):
+    rng = np.random.default_rng(4)
+    mask = rng.choice(np.array([-1, 0, 1], dtype=np.int8), size=(9, 13), p=[0.6, 0.1, 0.3])
+    values = np.round(rng.normal(size=mask.shape) + (mask == 1), 1)
+    models, segments = [f"m{i}" for i in range(9)], [f"s{j}" for j in range(13)]
+    key = make_key(models, segments, mask, chunks=(4, 5))
+    # the scores list the ids in another order, and one column has no score at all
+    order_m, order_s = rng.permutation(9), rng.permutation(13)
+    scored = np.ones(mask.shape, dtype=bool)
+    scored[:, 3] = False
+    scores = make_scores(np.array(models)[order_m], np.array(segments)[order_s],
+                         values[np.ix_(order_m, order_s)], scored[np.ix_(order_m, order_s)],
+                         chunks=(3, 7))  # fmt: skip
+    out = optimal_llrs(scores, key, laplace=laplace, allow_missing=True)
+    assert out.model.values.tolist() == models and out.segment.values.tolist() == segments
+    keep = (mask != 0) & scored
+    np.testing.assert_array_equal(out.score_mask.values, keep)
+    t, n = optimal_llrs_arrays(values[keep & (mask == 1)], values[keep & (mask == -1)],
+                               laplace=laplace)  # fmt: skip
+    np.testing.assert_array_equal(out.score.values[keep & (mask == 1)], t)
+    np.testing.assert_array_equal(out.score.values[keep & (mask == -1)], n)
+
+
+def test_cllr_cal_is_cllr_minus_min_cllr():
+    tar, non = np.array([0.5, 2.0, 3.0, -0.2]), np.array([-1.0, 0.0, 1.5, -2.0, 0.5])
+    ds = metrics.evaluate_arrays(tar, non, priors=[0.5])
+    cllr = ref.cllr(tar, non)
+    assert ds.cllr_cal.item() == pytest.approx(cllr - metrics.min_cllr(tar, non), rel=1e-12)
+    assert ds.cllr_cal.item() > 0
+
+
+def _files(tmp_path, scale):
+    rng = np.random.default_rng(7)
+    lines = []
+    for i in range(5):
+        for j in range(30):
+            target = i == j % 5
+            llr10 = round(float(rng.normal(1.0 if target else -1.0, 0.8)), 3)
+            lines.append((f"m{i}", f"s{j}", llr10 * scale, target))
+    scores = tmp_path / f"scores-{scale:.3f}.txt"
+    scores.write_text("".join(f"{m} {s} {v!r}\n" for m, s, v, _ in lines))
+    key = tmp_path / "key.txt"
+    key.write_text("".join(f"{m} {s} {'target' if t else 'nontarget'}\n" for m, s, _, t in lines))
+    return key, scores
+
+
+def test_llr_base_10_in_and_out(tmp_path):
+    key, log10 = _files(tmp_path, 1.0)
+    _, natural = _files(tmp_path, math.log(10))
+    j10, jn = tmp_path / "b10.json", tmp_path / "bn.json"
+    assert main(["evaluate", "--key", str(key), "--scores", str(log10), "--llr-base", "10",
+                 "--prior", "0.5", "--json", str(j10), "-q"]) == 0  # fmt: skip
+    assert main(["evaluate", "--key", str(key), "--scores", str(natural), "--prior", "0.5",
+                 "--json", str(jn), "-q"]) == 0  # fmt: skip
+    a, b = json.loads(j10.read_text())["systems"][0], json.loads(jn.read_text())["systems"][0]
+    for field in ("cllr", "min_cllr", "cllr_cal", "eer"):
+        assert a[field] == pytest.approx(b[field], rel=1e-12)
+    op_a, op_b = a["operating_points"][0], b["operating_points"][0]
+    assert op_a["act_dcf"] == op_b["act_dcf"] and op_a["min_dcf"] == op_b["min_dcf"]
+    assert op_a["min_threshold"] == pytest.approx(op_b["min_threshold"] / math.log(10), rel=1e-12)
+    # calibrate: train and apply on log10 LRs, write log10 LRs
+    o10, on = tmp_path / "cal10.txt", tmp_path / "caln.txt"
+    for scores, out, base in ((log10, o10, ["--llr-base", "10"]), (natural, on, [])):
+        assert main(["calibrate", "--key", str(key), "--scores", str(scores), "--model-out",
+                     str(tmp_path / "m.json"), "--apply", str(scores), "--out", str(out), "-q",
+                     *base]) == 0  # fmt: skip
+    got, want = io.read(o10, "scores").score.values, io.read(on, "scores").score.values
+    np.testing.assert_allclose(got, want / math.log(10), rtol=1e-6, atol=1e-9)
+    assert not np.allclose(got, want)

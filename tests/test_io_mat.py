@@ -1,0 +1,227 @@
+"""Tests of the MATLAB .mat format of the BOSARIS Toolkit (issue 17, item 1)."""
+
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+import scipy.io
+
+from bosaris_dask import io
+from bosaris_dask.errors import StoreError
+from bosaris_dask.io import mat
+from bosaris_dask.trials import make_key, make_ndx, make_scores, quality_table
+
+MODELS = ["a", "ab", "a b", "é", "日本語", "A"]
+SEGMENTS = ["s", "s1", "s10", "ß", "segment-with-a-rather-long-name"]
+VERSIONS = ["5", "7.3"]
+
+
+def _objects():
+    rng = np.random.default_rng(3)
+    shape = (len(MODELS), len(SEGMENTS))
+    codes = rng.integers(-1, 2, size=shape).astype(np.int8)
+    mask = rng.random(shape) < 0.6
+    s64 = rng.normal(size=shape) * 10.0 ** rng.integers(-30, 30, size=shape)
+    s32 = rng.normal(size=shape).astype(np.float32)
+    return {
+        "key": (make_key(MODELS, SEGMENTS, codes, chunks=(4, 2)), {"trial_mask": codes}),
+        "ndx": (make_ndx(MODELS, SEGMENTS, mask), {"trial_mask": mask}),
+        "scores64": (make_scores(MODELS, SEGMENTS, s64, mask), {"score": s64, "score_mask": mask}),
+        "scores32": (make_scores(MODELS, SEGMENTS, s32, mask), {"score": s32, "score_mask": mask}),
+    }
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("name", ["key", "ndx", "scores64", "scores32"])
+def test_round_trip_through_both_versions(tmp_path, name, version):
+    obj, arrays = _objects()[name]
+    path = io.write(obj, tmp_path / f"{name}.mat", mat_version=version)
+    back = io.read(path)
+    assert back.attrs["bosaris_kind"] == obj.attrs["bosaris_kind"]
+    assert back.model.values.tolist() == MODELS and back.segment.values.tolist() == SEGMENTS
+    for var, want in arrays.items():
+        got = back[var].values
+        if var == "score":
+            mask = arrays["score_mask"]
+            assert got.dtype == want.dtype
+            assert got[mask].tolist() == want[mask].tolist()  # exact, float32 kept
+            assert (got[~mask] == 0).all()
+        else:
+            assert got.tolist() == want.tolist()
+    assert [p.name for p in tmp_path.iterdir()] == [f"{name}.mat"]  # no temporary left
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_quality_round_trip(tmp_path, version):
+    table = quality_table(["s1", "s2", "ß"], [[0.5, 1.0], [-2.0, 3.25], [7.0, 0.0]])
+    path = io.write_quality(table, tmp_path / "q.mat") if version == "5" else None
+    if path is None:
+        path = mat.write_quality_mat(table, tmp_path / "q.mat", mat_version=version)
+    back = io.read_quality(path)
+    assert back.values.tolist() == table.values.tolist()
+    assert back[back.dims[0]].values.tolist() == ["s1", "s2", "ß"]
+
+
+def test_a_mat_path_gives_a_mat_file_never_text(tmp_path):
+    key, _ = _objects()["key"]
+    path = io.write(key, tmp_path / "key.mat")
+    assert path.read_bytes()[:6] == b"MATLAB"
+    assert scipy.io.whosmat(path) == [("key", (1, 1), "struct")]
+    fields = scipy.io.loadmat(path, simplify_cells=True)["key"]
+    assert fields["trial_mask"].dtype == np.int8 and fields["file_format"] == "2.0"
+    assert list(fields["row_ids"]) == MODELS  # a cell array of strings
+    assert io.detect_format(tmp_path / "key.mat") == "mat"
+
+
+def test_an_unknown_suffix_is_an_explicit_choice(tmp_path):
+    scores = make_scores(["m1", "m2"], ["t1"], np.array([[0.5], [-1.0]]))
+    with pytest.raises(StoreError, match=r"scores.csv: cannot tell the format .* format='text'"):
+        io.write(scores, tmp_path / "scores.csv")
+    assert list(tmp_path.iterdir()) == []
+    io.write(scores, tmp_path / "scores.csv", format="text")
+    assert io.read(tmp_path / "scores.csv", "scores").score_mask.values.sum() > 0
+    for name in ("scores", "scores.txt", "trials.lst", "eval.tsv"):
+        io.write(scores, tmp_path / name)  # the usual text names need no telling
+    with pytest.raises(StoreError, match="unknown format 'npy'"):
+        io.write(scores, tmp_path / "s.npy", format="npy")
+
+
+def test_a_failed_write_leaves_nothing(tmp_path, monkeypatch):
+    key, _ = _objects()["key"]
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(mat, "write_v5", broken)
+    with pytest.raises(OSError, match="disk full"):
+        io.write(key, tmp_path / "key.mat")
+    assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------------------------
+# files written by other tools
+# --------------------------------------------------------------------------------------------
+
+
+def _cell(values):
+    out = np.empty((len(values), 1), dtype=object)
+    out[:, 0] = values
+    return out
+
+
+def test_reads_hand_built_v5_structs(tmp_path):
+    models, segments = ["m1", "m2"], ["t1", "t2", "t3"]
+    codes = np.array([[1, -1, 0], [0, 1, -1]], dtype=np.int8)
+    # the HDF5 layout's names, ids in an ID sub-struct as in HDF5, a double mask
+    nested = {"ID": {"row_ids": _cell(models), "column_ids": _cell(segments)},
+              "trial_mask": codes.astype(np.float64)}  # fmt: skip
+    scipy.io.savemat(tmp_path / "nested.mat", {"key": nested})
+    assert io.read(tmp_path / "nested.mat").trial_mask.values.tolist() == codes.tolist()
+    # the toolkit objects' own field names, ids as a row cell array, logical masks
+    toolkit = {"modelset": np.array(models, dtype=object), "segset": _cell(segments),
+               "tar": codes == 1, "non": codes == -1}  # fmt: skip
+    scipy.io.savemat(tmp_path / "toolkit.mat", {"key": toolkit})
+    assert io.read(tmp_path / "toolkit.mat", "key").trial_mask.values.tolist() == codes.tolist()
+    # scores of one model: MATLAB's 1 x n matrices come back squeezed
+    scr = {"modelset": _cell(["only"]), "segset": _cell(segments),
+           "scoremat": np.array([[0.5, -1.5, 2.0]]),
+           "scoremask": np.array([[1, 0, 1]], np.uint8)}  # fmt: skip
+    scipy.io.savemat(tmp_path / "scr.mat", {"scr": scr})
+    back = io.read(tmp_path / "scr.mat")
+    assert back.attrs["bosaris_kind"] == "scores" and back.model.values.tolist() == ["only"]
+    assert back.score.values.tolist() == [[0.5, 0.0, 2.0]]
+    assert back.score_mask.values.tolist() == [[True, False, True]]
+    # another variable name: the kind comes from the fields
+    ndx = {"row_ids": _cell(models), "column_ids": _cell(segments),
+           "trial_mask": np.array([[1, 0, 1], [0, 0, 1]], dtype=np.uint8)}  # fmt: skip
+    scipy.io.savemat(tmp_path / "other.mat", {"trials": ndx})
+    assert io.read(tmp_path / "other.mat").attrs["bosaris_kind"] == "ndx"
+
+
+def _matlab_v73(path, name, fields):
+    """A v7.3 MAT file laid out as MATLAB writes one (independently of our writer)."""
+    with h5py.File(path, "w", userblock_size=512) as f:
+        group = f.create_group(name)
+        group.attrs["MATLAB_class"] = np.bytes_("struct")
+        refs = f.create_group("#refs#")
+        for field, value in fields.items():
+            if isinstance(value, list):  # n x 1 cell of strings
+                cells = np.empty((1, len(value)), dtype=h5py.ref_dtype)
+                for k, text in enumerate(value):
+                    units = np.array([ord(c) for c in text], dtype=np.uint16).reshape(-1, 1)
+                    ds = refs.create_dataset(f"{field}{k}", data=units)
+                    ds.attrs["MATLAB_class"] = np.bytes_("char")
+                    cells[0, k] = ds.ref
+                ds = group.create_dataset(field, data=cells)
+                ds.attrs["MATLAB_class"] = np.bytes_("cell")
+            else:
+                ds = group.create_dataset(field, data=value.T)  # column-major: reversed dims
+                ds.attrs["MATLAB_class"] = np.bytes_(value.dtype.name)
+    with open(path, "r+b") as f:
+        f.write(b"MATLAB 7.3 MAT-file, Platform: GLNXA64, HDF5 schema 1.00 .".ljust(128))
+
+
+def test_reads_a_matlab_v73_file(tmp_path):
+    score = np.array([[0.25, 1.0, -3.0], [2.0, 0.0, 4.5]])
+    mask = np.array([[1, 1, 0], [1, 0, 1]], dtype=np.uint8)
+    fields = {"row_ids": ["m1", "m2"], "column_ids": ["t1", "t2", "t3"], "scores": score,
+              "score_mask": mask}  # fmt: skip
+    _matlab_v73(tmp_path / "scr.mat", "scr", fields)
+    back = io.read(tmp_path / "scr.mat")
+    assert back.segment.values.tolist() == ["t1", "t2", "t3"]
+    assert back.score.values.tolist() == np.where(mask, score, 0).tolist()
+    assert back.score_mask.values.tolist() == (mask == 1).tolist()
+
+
+def test_large_v73_matrices_are_read_lazily(tmp_path, monkeypatch):
+    from bosaris_dask.io.mat import v73
+
+    monkeypatch.setattr(v73, "_LAZY_BYTES", 0)
+    obj, arrays = _objects()["scores64"]
+    path = io.write(obj, tmp_path / "s.mat", mat_version="7.3")
+    back = io.read(path)
+    assert hasattr(back.score.data, "dask")
+    assert back.score_mask.values.tolist() == arrays["score_mask"].tolist()
+
+
+def test_errors_name_the_file_and_field(tmp_path):
+    bad = tmp_path / "notmat.mat"
+    bad.write_bytes(b"hello, this is not a MAT file at all" * 10)
+    with pytest.raises(StoreError, match="notmat.mat: not a readable MAT file"):
+        io.read(bad)
+    models, segments = ["m1", "m2"], ["t1", "t2"]
+    codes = np.array([[1, 7], [0, -1]], dtype=np.int8)
+    scipy.io.savemat(tmp_path / "k.mat", {"key": {"row_ids": _cell(models),
+                     "column_ids": _cell(segments), "trial_mask": codes}})  # fmt: skip
+    with pytest.raises(StoreError, match=r"k.mat: key: .*found 7 at \(m1, t2\)"):
+        io.read(tmp_path / "k.mat")
+    scipy.io.savemat(tmp_path / "s.mat", {"key": {"row_ids": _cell(models),
+                     "column_ids": _cell(segments + ["t3"]), "trial_mask": codes}})  # fmt: skip
+    with pytest.raises(StoreError, match=r"key.trial_mask has shape \(2, 2\) but there are 2 row"):
+        io.read(tmp_path / "s.mat")
+    scipy.io.savemat(tmp_path / "d.mat", {"ndx": {"row_ids": _cell(["m", "m"]),
+                     "column_ids": _cell(["t"]), "trial_mask": np.ones((2, 1))}})  # fmt: skip
+    with pytest.raises(StoreError, match=r"ndx.row_ids: duplicate id 'm'"):
+        io.read(tmp_path / "d.mat")
+    scipy.io.savemat(tmp_path / "none.mat", {"x": np.ones(3)})
+    with pytest.raises(StoreError, match="expected one struct variable"):
+        io.read(tmp_path / "none.mat")
+    key, _ = _objects()["key"]
+    io.write(key, tmp_path / "key.mat")
+    with pytest.raises(StoreError, match="holds a key, expected a scores"):
+        io.read(tmp_path / "key.mat", "scores")
+
+
+def test_v73_links_out_of_the_file_are_not_followed(tmp_path):
+    secret = tmp_path / "secret.h5"
+    with h5py.File(secret, "w") as f:
+        f["scores"] = np.ones((3, 2))
+    fields = {"row_ids": ["m1", "m2"], "column_ids": ["t1", "t2", "t3"],
+              "score_mask": np.ones((2, 3), dtype=np.uint8)}  # fmt: skip
+    path = tmp_path / "linked.mat"
+    _matlab_v73(path, "scr", fields)
+    with h5py.File(path, "r+") as f:
+        f["scr"]["scores"] = h5py.ExternalLink(str(secret), "/scores")
+    with pytest.raises(StoreError, match="external link to .*secret.h5.* not followed"):
+        io.read(path)

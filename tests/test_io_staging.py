@@ -1,0 +1,242 @@
+"""Tests of staging: realigning scores in another id order once (issue 11, item 4) and the
+scratch directory of text inputs on clusters (issue 11, item 5)."""
+
+from __future__ import annotations
+
+import logging
+
+import dask
+import numpy as np
+import pytest
+import xarray as xr
+from dask.callbacks import Callback
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bosaris_dask as bd
+from bosaris_dask.trials import align_with, make_key, make_ndx, make_scores
+
+M, S, ROWS = 400, 30, 10  # 40 chunks of 10 full rows
+
+
+def _ids(prefix: str, n: int) -> np.ndarray:
+    return np.array([f"{prefix}{i:04d}" for i in range(n)], dtype=object)
+
+
+@pytest.fixture(scope="module")
+def trials():
+    rng = np.random.default_rng(11)
+    models, segments = _ids("m", M), _ids("s", S)
+    codes = rng.integers(-1, 2, size=(M, S)).astype(np.int8)
+    codes[0, :2] = (1, -1)
+    score = np.round(rng.normal(size=(M, S)) + 1.5 * codes, 2)  # ties
+    mask = rng.random((M, S)) < 0.97
+    mask[codes != 0] = True
+    key = make_key(models, segments, codes, chunks=(ROWS, S))
+    return models, segments, key, score, mask
+
+
+class _Count(Callback):
+    def __init__(self):
+        super().__init__()
+        self.tasks = 0
+
+    def _pretask(self, key, dsk, state):
+        self.tasks += 1
+
+
+def _evaluate(scores, key) -> tuple[xr.Dataset, int]:
+    with dask.config.set(scheduler="threads"), _Count() as count:
+        result = bd.evaluate(scores, key)
+    return result, count.tasks
+
+
+@pytest.mark.parametrize("axes", ["model", "segment", "both"])
+def test_scores_in_another_id_order_are_realigned_once(trials, axes, caplog):
+    models, segments, key, score, mask = trials
+    rng = np.random.default_rng(12)
+    pm = rng.permutation(M) if axes in ("model", "both") else np.arange(M)
+    ps = rng.permutation(S) if axes in ("segment", "both") else np.arange(S)
+    aligned = make_scores(models, segments, score, mask, chunks=(ROWS, S))
+    shuffled = make_scores(
+        models[pm], segments[ps], score[np.ix_(pm, ps)], mask[np.ix_(pm, ps)], chunks=(ROWS, S)
+    )
+    expected, base = _evaluate(aligned, key)
+    with caplog.at_level(logging.INFO, logger="bosaris_dask.io"):
+        got, tasks = _evaluate(shuffled, key)
+    xr.testing.assert_identical(got, expected)
+    # every pass reads one task per chunk: the graph stays proportional to the chunks
+    assert tasks <= 2 * base, (tasks, base)
+    realigned = [r for r in caplog.records if "realigned once" in r.getMessage()]
+    assert len(realigned) == (axes != "segment")  # one chunk across: reordered in place
+
+
+def test_realigned_scores_with_missing_and_extra_ids(trials):
+    models, segments, key, score, mask = trials
+    keep = np.r_[M - 1 : 150 : -1, 3:100]  # reversed, with 51 models of the key missing
+    extra = np.array(["x1", "x2"], dtype=object)
+    ids = np.concatenate([models[keep], extra])
+    values = np.vstack([score[keep], np.ones((2, S))])
+    shuffled = make_scores(ids, segments, values, np.vstack([mask[keep], np.ones((2, S), bool)]))
+    shuffled = shuffled.chunk({"model": 25})
+    lazy = align_with(shuffled, key)  # by default nothing is computed: a lazy reindex
+    assert not any(name.startswith("realigned-") for name in lazy.score.data.dask.layers)
+    aligned = align_with(shuffled, key, once=True)
+    assert aligned.model.values.tolist() == models.tolist()
+    assert aligned.score.data.npartitions == M // ROWS
+    present = np.isin(np.arange(M), keep)
+    trials_of_key = key.trial_mask.values != 0  # align_with keeps only the key's trials
+    want_mask = np.where(present[:, None], mask, False) & trials_of_key
+    assert aligned.score_mask.values.tolist() == want_mask.tolist()
+    assert aligned.score.values.tolist() == np.where(present[:, None], score, 0).tolist()
+    xr.testing.assert_identical(aligned.compute(), lazy.compute())
+    with pytest.raises(bd.errors.MissingTrialsError):
+        bd.evaluate(shuffled, key)
+
+
+# --------------------------------------------------------------------------------------------
+# text inputs on a cluster of several hosts (issue 11, item 5)
+# --------------------------------------------------------------------------------------------
+
+KEY_TEXT = "m1 s1 target\nm1 s2 nontarget\nm2 s1 nontarget\nm2 s2 target\nm3 s1 nontarget\n"
+SCORES_TEXT = "m1 s1 2.5\nm1 s2 -1.0\nm2 s1 0.5\nm2 s2 1.5\nm3 s1 -3.0\n"
+
+
+@pytest.fixture
+def texts(tmp_path):
+    (tmp_path / "key.txt").write_text(KEY_TEXT)
+    (tmp_path / "scores.txt").write_text(SCORES_TEXT)
+    return tmp_path / "key.txt", tmp_path / "scores.txt"
+
+
+@pytest.fixture
+def cluster():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as local:
+        yield local
+
+
+@pytest.fixture
+def elsewhere(monkeypatch):
+    """Make every worker look as if it ran on another host."""
+    from bosaris_dask.io import staging
+
+    monkeypatch.setattr(staging, "_is_this_host", lambda host: False)
+
+
+def _read_staged(path, **options):
+    from bosaris_dask.io.text import read_text
+
+    return read_text(path, memmap_threshold=0, **options)  # always memory-mapped scratch
+
+
+def test_text_staged_for_workers_elsewhere_is_refused_with_advice(texts, cluster, elsewhere):
+    from distributed import Client
+
+    key_path, _ = texts
+    with Client(cluster), pytest.raises(bd.errors.ClusterError) as error:
+        _read_staged(key_path)
+    message = str(error.value)
+    assert "\n" not in message and message.startswith(f"{key_path}: ")
+    assert f"bosaris-dask convert {key_path} {key_path}.zarr" in message
+    assert "--scratch-dir DIR" in message
+
+
+def test_text_staged_before_the_cluster_is_refused_when_it_comes(texts, cluster, elsewhere):
+    from distributed import Client
+
+    from bosaris_dask.io.staging import check_staged_readable
+
+    key = _read_staged(texts[0])  # no cluster yet: the temporary folder
+    check_staged_readable()  # no client: fine
+    with Client(cluster) as client, pytest.raises(bd.errors.ClusterError, match="convert it"):
+        check_staged_readable(client)
+    del key
+
+
+def test_scratch_directory_serves_workers_elsewhere(tmp_path, texts, cluster, elsewhere):
+    from distributed import Client
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    with Client(cluster):
+        key = _read_staged(texts[0], scratch_dir=shared)
+        scores = _read_staged(texts[1], scratch_dir=shared)
+        assert sorted(p.suffix for p in shared.iterdir()) == [".dat"] * 3  # mask, score, mask
+        with dask.config.set({"bosaris_dask.scratch": str(shared)}):
+            via_config = _read_staged(texts[0])
+        result = bd.evaluate(scores, key)
+    expected = bd.evaluate(bd.io.read(texts[1]), bd.io.read(texts[0]))
+    xr.testing.assert_identical(result, expected)
+    assert via_config.trial_mask.values.tolist() == key.trial_mask.values.tolist()
+
+
+def test_cli_scratch_option_and_refusal(tmp_path, texts, cluster, elsewhere, monkeypatch, capsys):
+    from bosaris_dask.cli import main
+    from bosaris_dask.io.text import read_text
+
+    staged = {**read_text.__kwdefaults__, "memmap_threshold": 0}  # text inputs memory-mapped
+    monkeypatch.setattr(read_text, "__kwdefaults__", staged)
+    key_path, scores_path = texts
+    argv = ["evaluate", "--key", str(key_path), "--scores", str(scores_path), "-q"]
+    argv += ["--scheduler", cluster.scheduler_address]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("bosaris-dask: error: ")
+    assert "bosaris-dask convert" in err and "--scratch-dir DIR" in err
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    assert main([*argv, "--scratch-dir", str(shared)]) == 0
+    assert "scores" in capsys.readouterr().out  # the table, named after the system
+    assert main([*argv, "--scratch-dir", str(tmp_path / "nowhere")]) == 1
+    assert "scratch directory" in capsys.readouterr().err
+
+
+def test_cli_says_when_scores_are_realigned(tmp_path, trials, capsys):
+    from bosaris_dask import io
+    from bosaris_dask.cli import main
+
+    models, segments, key, score, mask = trials
+    pm = np.random.default_rng(13).permutation(M)
+    shuffled = make_scores(models[pm], segments, score[pm], mask[pm], chunks=(ROWS, S))
+    chunk_mb = ROWS * S * 8 / 2**20
+    io.write(key, tmp_path / "key.zarr", chunk_mb=chunk_mb)
+    io.write(shuffled, tmp_path / "sys.zarr", chunk_mb=chunk_mb)
+    argv = ["evaluate", "--key", str(tmp_path / "key.zarr"), "--scores", str(tmp_path / "sys.zarr")]
+    assert main([*argv, "--cluster", "threads"]) == 0
+    err = capsys.readouterr().err
+    assert "ids in another order than the key's: realigned once through" in err
+    assert main([*argv, "--cluster", "threads", "-q"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    rows=st.integers(1, 12),
+    cols=st.integers(1, 9),
+    chunk=st.tuples(st.integers(1, 5), st.integers(1, 5)),
+    seed=st.integers(0, 2**16),
+    dtype=st.sampled_from([np.float32, np.float64]),
+)
+def test_realigning_once_equals_the_lazy_reindex(rows, cols, chunk, seed, dtype):
+    """Any order, subset and superset of ids, any chunking: the same matrices as xarray's."""
+    rng = np.random.default_rng(seed)
+    models, segments = _ids("m", rows), _ids("s", cols)
+    score = rng.normal(size=(rows, cols)).astype(dtype)
+    mask = rng.random((rows, cols)) < 0.7
+    scores = make_scores(models, segments, score, mask, chunks=chunk)
+    pick_m = rng.permutation(rows)[: rng.integers(1, rows + 1)]
+    pick_s = rng.permutation(cols)[: rng.integers(1, cols + 1)]
+    new_m = np.concatenate([models[pick_m], _ids("x", int(rng.integers(0, 3)))])
+    new_s = np.concatenate([segments[pick_s], _ids("y", int(rng.integers(0, 3)))])
+    rng.shuffle(new_m)
+    like = make_ndx(new_m, new_s, chunks=(int(rng.integers(1, 6)), int(rng.integers(1, 6))))
+    once = align_with(scores, like, once=True)
+    lazy = align_with(scores, like)
+    for name in ("score", "score_mask"):
+        assert once[name].dtype == lazy[name].dtype
+        np.testing.assert_array_equal(once[name].values, lazy[name].values)
+    assert once.model.values.tolist() == new_m.tolist()
+    assert once.segment.values.tolist() == new_s.tolist()

@@ -1,0 +1,99 @@
+"""The pass runner: specs combine exactly under any merge tree, one compute per pass, the
+memory check and the lost-worker message before and around the work."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bosaris_dask import runner
+from bosaris_dask.errors import ClusterError, MemoryLimitError
+from bosaris_dask.memory import TaskMemory
+
+MB = 2**20
+
+
+def _specs():
+    total = runner.Aggregation("total", lambda rows, b: np.array([b.sum(), b.size]), 2)
+    largest = runner.Aggregation(
+        "largest", lambda rows, b: np.array([b.max()]), 1,
+        combine=lambda r: r.max(axis=0), finalize=lambda v: float(v[0]),
+    )  # fmt: skip
+    first_row = runner.Aggregation(  # the smallest row holding a negative value
+        "first negative row",
+        lambda rows, b: np.array([rows[np.flatnonzero((b < 0).any(axis=1))].min(initial=1e9)]),
+        1, combine=lambda r: r.min(axis=0), finalize=lambda v: int(v[0]),
+    )  # fmt: skip
+    return [total, largest, first_row]
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), rows=st.integers(1, 12), cols=st.integers(1, 12),
+       split_every=st.integers(2, 5), data=st.data())  # fmt: skip
+def test_specs_combine_exactly_under_any_chunking(seed, rows, cols, split_every, data):
+    x = np.random.default_rng(seed).integers(-5, 100, size=(rows, cols)).astype(np.float64)
+    chunks = (data.draw(st.integers(1, rows)), data.draw(st.integers(1, cols)))
+    arr = da.from_array(x, chunks=chunks)
+    lead = [da.arange(rows, chunks=arr.chunks[0]), "i"]
+    total, largest, first = runner.run_pass("test", _specs(), [arr], lead=lead,
+                                            split_every=split_every)  # fmt: skip
+    assert total.tolist() == [x.sum(), x.size]
+    assert largest == x.max()
+    negative = np.flatnonzero((x < 0).any(axis=1))
+    assert first == (negative.min() if len(negative) else 1e9)
+
+
+def test_one_compute_per_pass_and_none_while_building():
+    arr = da.ones((20, 30), chunks=(7, 9))
+    lead = [da.arange(20, chunks=arr.chunks[0]), "i"]
+    calls = []
+
+    def counting_get(dsk, keys, **kwargs):
+        calls.append(keys)
+        return dask.get(dsk, keys, **kwargs)
+
+    with dask.config.set(scheduler=counting_get):
+        runner.graph(_specs(), [arr], lead=lead, split_every=2)
+        assert calls == []
+        out = runner.run_pass("test", _specs(), [arr], lead=lead, split_every=2)
+    assert len(calls) == 1 and out[0].tolist() == [600.0, 600.0]
+
+
+def test_a_chunk_of_the_wrong_length_is_named():
+    bad = runner.Aggregation("short", lambda b: np.array([1.0]), 2)
+    with pytest.raises(ValueError, match="^short: a chunk gave 1 values, not 2$"):
+        runner.run_pass("test", [bad], [da.ones((2, 2), chunks=1)], split_every=2)
+
+
+class _FakeClient:
+    def scheduler_info(self, n_workers):
+        return {"workers": {"w1": {"memory_limit": 300 * MB, "nthreads": 1,
+                                   "metrics": {"memory": 100 * MB}}}}  # fmt: skip
+
+
+def test_memory_is_checked_before_any_work(monkeypatch):
+    monkeypatch.setattr(runner, "current_client", lambda: _FakeClient())
+    computed = []
+    monkeypatch.setattr(runner, "compute", lambda *a, **k: computed.append(a))
+    need = TaskMemory(inputs=200 * MB, buffers=0, results=0, merge=0)
+    with pytest.raises(MemoryLimitError, match="^worker w1 would need about 400 MB"):
+        runner.run_pass("pass 1", _specs(), [da.ones((2, 2))], split_every=2, need=need)
+    assert computed == []
+
+
+def test_a_lost_worker_is_one_clear_message(monkeypatch):
+    from distributed import KilledWorker
+
+    def die(*args, **kwargs):
+        raise KilledWorker("kernel-abc", SimpleNamespace(address="tcp://10.0.0.1:4000"), 3)
+
+    monkeypatch.setattr(runner, "compute", die)
+    message = r"^pass 1: workers died running a task \(.*kernel-abc.*10.0.0.1:4000.*-limit"
+    with pytest.raises(ClusterError, match=message):
+        runner.run_pass("pass 1", _specs(), [da.ones((2, 2))], split_every=2)

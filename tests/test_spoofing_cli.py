@@ -1,0 +1,86 @@
+"""``bosaris-dask spoof cm|sasv`` on the bundled ASVspoof 5 case, and the asvspoof5-sasv profile."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bosaris_dask.cli import main
+
+DATA = Path(__file__).parent / "data" / "asvspoof5"
+REF = json.loads((DATA / "reference.json").read_text())
+CM = ["--key", str(DATA / "cm_key.tsv.gz"), "--scores", str(DATA / "cm_scores.tsv.gz")]
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_spoof_cm_prints_and_writes_the_packages_numbers(tmp_path, capsys):
+    out_json = tmp_path / "cm.json"
+    status, out, _ = _run(capsys, "spoof", "cm", *CM, "--json", str(out_json))
+    assert status == 0
+    doc = json.loads(out_json.read_text())
+    ref = REF["cm"]
+    for name in ("min_dcf", "act_dcf", "cllr"):
+        assert doc[name] == pytest.approx(ref[name], rel=1e-12), name
+    assert doc["eer"] == pytest.approx(ref["eer_official"], rel=1e-12)
+    assert doc["eer_rocch"] == pytest.approx(ref["eer_rocch"], rel=1e-10)
+    assert doc["costs"] == {"p_spoof": 0.05, "c_miss": 1.0, "c_fa": 10.0,
+                            "effective_prior": pytest.approx(ref["effective_prior"])}  # fmt: skip
+    assert (doc["n_bonafide"], doc["n_spoof"]) == (15000, 35000)
+    assert "minDCF                  0.3998" in out
+    assert "EER (package)           15.874 %" in out and "ROCCH-EER               15.847 %" in out
+
+
+@pytest.mark.parametrize(
+    "rates, t_dcf",
+    [([], REF["sasv"]["min_t_dcf_fixed_asv"]), (["--asv-rates", "fixed"],
+      REF["sasv"]["min_t_dcf_fixed_asv"]), (["--asv-rates", "given"], None)],
+)  # fmt: skip
+def test_spoof_sasv_prints_and_writes_a_dcf_t_dcf_and_t_eer(tmp_path, capsys, rates, t_dcf):
+    out_json = tmp_path / "sasv.json"
+    status, out, _ = _run(capsys, "spoof", "sasv", "--key", str(DATA / "sasv_key.tsv.gz"),
+                          "--scores", str(DATA / "sasv_scores.tsv.gz"), *rates,
+                          "--json", str(out_json))  # fmt: skip
+    assert status == 0
+    doc = json.loads(out_json.read_text())
+    assert doc["min_a_dcf"] == pytest.approx(REF["sasv"]["min_a_dcf"], rel=1e-12)
+    assert doc["t_eer"] == pytest.approx(REF["sasv"]["t_eer_exact"], rel=1e-12)
+    assert doc["costs"]["p_target"] == 0.9405 and doc["costs"]["c_fa_spoof"] == 10.0
+    if t_dcf is not None:
+        assert doc["asv_rates"]["source"] == "fixed"
+        assert doc["min_t_dcf"] == pytest.approx(t_dcf, rel=1e-12)
+    else:  # our EER threshold: Pmiss = Pfa = 50/6000 (the package's is one target lower)
+        assert doc["asv_rates"]["pmiss"] == doc["asv_rates"]["pfa"] == 50 / 6000
+        assert doc["asv_rates"]["pfa_spoof"] == 9666 / 12000
+        assert doc["min_t_dcf"] == pytest.approx(0.2639153558659388, rel=1e-12)
+    assert "min a-DCF               0.2427" in out and "t-EER (exact)           8.264 %" in out
+
+
+def test_spoof_errors_are_one_line(tmp_path, capsys):
+    key = tmp_path / "k.tsv"
+    key.write_text("filename\tcm-label\nE1\tbonafide\nE2\tspoofed\n")
+    status, _, err = _run(capsys, "spoof", "cm", "--key", str(key), "--scores", str(key))
+    assert status == 1
+    assert err.strip().endswith("k.tsv:3: bad cm-label 'spoofed': expected bonafide/spoof")
+    assert len(err.strip().splitlines()) == 1
+    status, _, err = _run(capsys, "spoof", "cm", *CM, "--asv-rates", "given")
+    assert status == 1 and "--asv-rates is for 'spoof sasv'" in err
+
+
+def test_evaluate_with_the_sasv_profile_points_to_spoof_sasv(tmp_path, capsys):
+    key = tmp_path / "k.txt"
+    key.write_text("m a target\nm b nontarget\n")
+    scores = tmp_path / "s.txt"
+    scores.write_text("m a 1.0\nm b 0.0\n")
+    status, _, err = _run(capsys, "evaluate", "--key", str(key), "--scores", str(scores),
+                          "--profile", "asvspoof5-sasv")  # fmt: skip
+    assert status == 1
+    assert (
+        "profile asvspoof5-sasv is not a two-class evaluation: run 'bosaris-dask spoof sasv'" in err
+    )
