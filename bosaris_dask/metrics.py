@@ -46,6 +46,7 @@ __all__ = [
     "min_dcf",
     "eer",
     "prbep",
+    "uer",
     "cllr",
     "min_cllr",
     "rocch",
@@ -529,6 +530,19 @@ def min_dcf(tar: Any, non: Any, prior: float, *, normalize: bool = True) -> floa
 def eer(tar: Any, non: Any) -> float:
     """The ROCCH-EER of target and non-target scores."""
     return roc.rocch_eer(summary_from_arrays(tar, non).hull)
+
+
+def uer(tar: Any, non: Any, ratio: float) -> float:
+    """The unequal-error-rate ``UER(r)`` (the false-alarm rate where the ROCCH crosses
+    ``Pfa = r * Pmiss``; ``uer(tar, non, 1)`` is the EER).
+
+    Examples
+    --------
+    >>> tar, non = [1.0, 2.0, 3.0], [-1.0, 0.0, 1.5, -2.0]
+    >>> uer(tar, non, 1.0) == eer(tar, non)
+    True
+    """
+    return roc.uer(summary_from_arrays(tar, non).hull, ratio)
 
 
 def prbep(tar: Any, non: Any) -> float:

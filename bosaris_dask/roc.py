@@ -237,6 +237,23 @@ def prbep(hull: Hull) -> float:
     return _diagonal_crossing(hull.false_alarms.astype(np.float64), hull.misses.astype(np.float64))
 
 
+def uer(hull: Hull, ratio: float) -> float:
+    """The unequal-error-rate ``UER(r)``: the false-alarm rate where the hull crosses
+    ``Pfa = r * Pmiss`` (the paper's section on UER; ``UER(1)`` is the ROCCH-EER and
+    ``N * UER(T / N)`` the PRBEP). It equals ``max_p minDCF(p, Cmiss=r, Cfa=1)`` (raw).
+
+    Examples
+    --------
+    >>> hull = rocch(np.array([1, 0, 1, 2]), np.array([2, 1, 1, 0]))
+    >>> uer(hull, 1.0) == rocch_eer(hull)
+    True
+    """
+    r = float(ratio)
+    if not 0 < r < np.inf:
+        raise ValueError(f"the UER ratio must be a positive finite number, got {ratio!r}")
+    return _diagonal_crossing(hull.pfa, r * hull.pmiss)
+
+
 def min_bayes_error(hull: Hull, plo: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The minimum Bayes error rate (raw minDCF, unit costs) at each prior log-odds, with its
     Pmiss and Pfa.

@@ -25,7 +25,8 @@ from . import reference as ref
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 SCRIPTS = {
-    "bench_evaluate.py", "bench_fusion.py", "bench_text_convert.py", "fuzz_readers.py",
+    "bench_embeddings.py", "bench_evaluate.py", "bench_fusion.py", "bench_text_convert.py",
+    "fuzz_readers.py",
     "kill_campaign.py", "memory_limited.py", "peak_memory.py",
 }  # fmt: skip
 PEERS = [m for m in ("llreval", "sklearn") if importlib.util.find_spec(m) is not None]
@@ -154,3 +155,12 @@ def test_fuzz_readers():
     )  # fmt: skip
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert "every single-bit flip" in out.stdout and "| all |" in out.stdout
+
+
+def test_bench_embeddings():
+    bench = _load("bench_embeddings").Embeddings()
+    bench.setup(side=60, dim=8, block=16)
+    for name in ("sgemm", "dgemm", "scores", "evaluate"):
+        getattr(bench, f"time_{name}")()
+    assert bench.results.attrs["passes"] >= 1
+    assert bench.results.sizes["system"] == 1

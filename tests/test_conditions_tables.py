@@ -61,7 +61,7 @@ def test_missing_file(tmp_path):
         read_condition_table(tmp_path / "absent.tsv")
 
 
-@pytest.mark.filterwarnings("ignore:The data type:UserWarning")
+@pytest.mark.filterwarnings("ignore:The data type .* does not have a Zarr V3 specification")
 def test_zarr_and_hdf5_tables(tmp_path):
     z = zarr.open_group(str(tmp_path / "seg.zarr"), mode="w")
     z.create_array("segment", data=np.array([b"s1", b"s2"]))
@@ -78,6 +78,11 @@ def test_zarr_and_hdf5_tables(tmp_path):
     assert (table.side, table.ids.tolist(), table.columns["gender"].tolist()) == (
         "model", ["m1", "m2"], ["f", "m"]
     )
+    with h5py.File(tmp_path / "empty.h5", "w") as f:
+        f["model"] = np.array([b"m1", b"m2"])
+        f["gender"] = np.array([b"f", b""])
+    with pytest.raises(StoreError, match=r"empty.h5: empty value in column 'gender' \(id 'm2'\)"):
+        read_condition_table(tmp_path / "empty.h5")
     with h5py.File(tmp_path / "bad.h5", "w") as f:
         f["ids"] = np.array([b"m1"])
     with pytest.raises(StoreError, match="one id array named 'model' or 'segment'"):

@@ -172,17 +172,3 @@ def test_blas_pin_is_shared_by_concurrent_tasks_and_restored(sets):
     assert all(r.tobytes() == runs[0].tobytes() for r in runs)
     assert blas_threads() == before  # the last task out restored the original limits
 
-
-def test_benchmark_bodies_run(tmp_path):
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).parents[1] / "benchmarks" / "bench_embeddings.py"
-    spec = importlib.util.spec_from_file_location("bench_embeddings", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    bench = module.Embeddings()
-    bench.setup(side=60, dim=8, block=16)
-    for name in ("sgemm", "dgemm", "scores", "evaluate"):
-        getattr(bench, f"time_{name}")()
-    assert bench.results.attrs["passes"] >= 1

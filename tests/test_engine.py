@@ -286,24 +286,32 @@ def test_sub_histogram_sweep_equals_select_then_count(seed, dtype, sub, n, block
 
 
 def _key_with_code(code, dtype=np.int8, at=(3, 5)):
+    """A key whose dask mask holds ``code`` at ``at``, unchecked by the reader (as a store
+    written by another tool could hand it over), so that pass 1 itself must find it."""
     rng = np.random.default_rng(4)
     mask = rng.choice(np.array([-1, 1], dtype=dtype), size=(6, 9))
     mask[at] = code
     models, segments = [f"m{i}" for i in range(6)], [f"s{j}" for j in range(9)]
-    key = make_key(models, segments, da.from_array(mask, chunks=(4, 4)))
+    key = make_key(models, segments, np.ones((6, 9), dtype=np.int8))
+    key = key.copy(data={"trial_mask": da.from_array(mask, chunks=(4, 4))})
     scores = make_scores(models, segments, rng.normal(size=(6, 9)), chunks=(2, 5))
-    return key, scores
+    return key, scores, mask
 
 
-@pytest.mark.parametrize(("code", "dtype"), [(7, np.int8), (-2, np.int8), (257, np.int16)])
-def test_a_bad_code_in_a_dask_key_names_the_trial(code, dtype):
-    key, scores = _key_with_code(code, dtype)
+def _counting():
     computes = []
 
     def counting_get(dsk, keys, **kwargs):
         computes.append(keys)
         return dask.get(dsk, keys, **kwargs)
 
+    return computes, counting_get
+
+
+@pytest.mark.parametrize(("code", "dtype"), [(7, np.int8), (-2, np.int8), (257, np.int16)])
+def test_a_bad_code_in_a_dask_key_names_the_trial(code, dtype):
+    key, scores, _ = _key_with_code(code, dtype)
+    computes, counting_get = _counting()
     with (
         dask.config.set(scheduler=counting_get),
         pytest.raises(TrialError, match=rf"^a key's trial_mask .* found {code} at \(m3, s5\)$"),
@@ -313,9 +321,21 @@ def test_a_bad_code_in_a_dask_key_names_the_trial(code, dtype):
     assert len(computes) == 2
 
 
+@pytest.mark.parametrize(("code", "dtype"), [(7, np.int8), (257, np.int16)])
+def test_a_bad_code_in_a_key_built_from_dask_is_found_by_the_read_in_pass_1(code, dtype):
+    _, scores, mask = _key_with_code(code, dtype)
+    key = make_key(scores.model.values, scores.segment.values, da.from_array(mask, chunks=4))
+    computes, counting_get = _counting()
+    with (
+        dask.config.set(scheduler=counting_get),
+        pytest.raises(TrialError, match=rf"found {code} at \(m3, s5\)$"),
+    ):
+        engine.summarize([scores], key)
+    assert len(computes) == 1  # the check is fused into pass 1's reads: no extra pass
+
+
 def test_bad_codes_count_and_first_is_in_row_major_order():
-    key, scores = _key_with_code(7, at=(4, 1))
-    mask = key.trial_mask.data.compute()
+    key, scores, mask = _key_with_code(7, at=(4, 1))
     mask[1, 8] = mask[5, 0] = 9
     key = key.copy(data={"trial_mask": da.from_array(mask, chunks=(3, 2))})
     with pytest.raises(TrialError, match=r"found 9 at \(m1, s8\) and 2 more bad values$"):
@@ -327,7 +347,7 @@ def test_a_bad_code_in_a_zarr_key_names_the_trial(tmp_path):
 
     from bosaris_dask import io
 
-    key, scores = _key_with_code(1)
+    key, scores, _ = _key_with_code(1)
     path = io.write_zarr(key, tmp_path / "key.zarr")
     arr = zarr.open_array(path / "trial_mask", mode="r+")
     arr[2, 7] = 7
@@ -468,7 +488,7 @@ def test_millions_of_tied_trials_in_several_chunks_match_brute_force():
     for p, m, f in zip(PLO, got_m, got_f, strict=True):
         assert (m, f) == ((tar < -p).sum(), (non >= -p).sum())
         cost = expit(p) * misses / len(tar) + expit(-p) * fas / len(non)
-        dcf, _, _ = roc.min_dcf(s.hull, np.array([p]))
+        dcf, _, _ = roc.min_bayes_error(s.hull, np.array([p]))
         np.testing.assert_allclose(dcf[0], cost.min(), rtol=1e-12)
     np.testing.assert_allclose(metrics._cllr(s), ref.cllr(tar, non), rtol=1e-12)
 

@@ -30,6 +30,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from bosaris_dask.report import format_table, to_json_dict
 
     profile = apply_profile(args)
+    if profile is not None and profile.cprimary and args.by and not args.cprimary_priors:
+        # per condition too: the profile's Cprimary from the same passes
+        args.cprimary_priors = [op.effective_prior for op in profile.operating_points]
     _default_priors(args)
     start = time.perf_counter()
 
@@ -40,7 +43,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         key, systems = loaded
         results = _evaluate(args, key, systems, args.scores)
         elapsed = time.perf_counter() - start
-        print(format_table(results) + (format_cprimary(results, profile) if profile else ""))
+        own = profile is not None and "cprimary_act" not in results  # else in the table
+        print(format_table(results) + (format_cprimary(results, profile) if own else ""))
         _say(args, f"\n{results.attrs['passes']} passes over the data in {elapsed:.1f} s")
         if args.json:
             doc = to_json_dict(results)

@@ -1,19 +1,35 @@
 """Per-condition evaluation: condition tables, ``--by`` specs and exact per-condition summaries.
 
-See :mod:`bosaris_dask.conditions.tables` (reading tables), :mod:`~.codes` (the condition of
-every trial), :mod:`~.summaries` (the exact summaries of every system in every condition) and
-:mod:`~.evaluation` (the labelled Dataset).
+- :mod:`~bosaris_dask.conditions.tables`: reading condition tables (text, zarr, HDF5);
+- :mod:`~bosaris_dask.conditions.codes`: ``--by`` specs and the condition of every trial;
+- :mod:`~bosaris_dask.conditions.summaries`: the exact summaries of every system in every
+  condition (:func:`condition_summaries`, the one function a grouped kernel replaces);
+- :mod:`~bosaris_dask.conditions.evaluation`: the labelled Dataset
+  (:func:`~bosaris_dask.metrics.evaluate` with ``conditions=`` and ``by=``) and Cprimary.
 """
 
 from bosaris_dask.conditions.codes import BySpec, Conditions, condition_codes, parse_by
+from bosaris_dask.conditions.evaluation import (
+    condition_result,
+    conditions_as_systems,
+    cprimary,
+    evaluate_conditions,
+)
+from bosaris_dask.conditions.summaries import ConditionSummaries, condition_summaries
 from bosaris_dask.conditions.tables import ConditionTable, condition_table, read_condition_table
 
 __all__ = [
     "BySpec",
     "Conditions",
+    "ConditionSummaries",
     "ConditionTable",
     "condition_codes",
+    "condition_result",
+    "condition_summaries",
     "condition_table",
+    "conditions_as_systems",
+    "cprimary",
+    "evaluate_conditions",
     "parse_by",
     "read_condition_table",
 ]

@@ -194,6 +194,10 @@ def condition_codes(
 ) -> Conditions:
     """The conditions of ``key``'s trials under the ``by`` specs, from condition tables.
 
+    Every id of the key's side must be in each table of that side; table ids the key lacks are
+    ignored. A spec's values are those its column takes on the key's ids (sorted), so every
+    combination of them is a condition, with trials or not.
+
     Raises
     ------
     TrialError

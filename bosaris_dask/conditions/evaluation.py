@@ -64,7 +64,7 @@ def cprimary(summary: ScoreSummary, priors: Sequence[float]) -> tuple[float, flo
     plo = logit(metrics._check_priors(priors, "Cprimary prior"))
     norm = metrics._normalizer(plo)
     act = metrics._act(summary, plo)["raw"] / norm
-    mn = roc.min_dcf(summary.hull, plo)[0] / norm
+    mn = roc.min_bayes_error(summary.hull, plo)[0] / norm
     return float(np.mean(act)), float(np.mean(mn))
 
 

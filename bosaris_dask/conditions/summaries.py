@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 import dask.array as da
 import numpy as np
@@ -27,7 +28,7 @@ import xarray as xr
 from bosaris_dask.conditions.codes import Conditions
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import MissingTrialsError, TrialError
-from bosaris_dask.progress import compute
+from bosaris_dask.runner import Aggregation, run_pass
 from bosaris_dask.trials import align_with, kind_of, locate, trial_classes
 
 __all__ = ["ConditionSummaries", "condition_summaries", "condition_counts"]
@@ -64,10 +65,7 @@ def _count_block(classes, groups, *masks, n_groups: int) -> np.ndarray:
     """Per system: counts of (condition, class, scored) over the key trials of one chunk."""
     trial = (classes == 1) | (classes == -1)
     base = (groups[trial].astype(np.int64) * 2 + (classes[trial] == -1)) * 2
-    out = np.stack(
-        [np.bincount(base + m[trial], minlength=4 * n_groups) for m in masks]
-    ).astype(np.int64)
-    return out.reshape(1, 1, -1)
+    return np.concatenate([np.bincount(base + m[trial], minlength=4 * n_groups) for m in masks])
 
 
 def condition_counts(
@@ -77,12 +75,13 @@ def condition_counts(
     n_groups: int,
     *,
     split_every: int = DEFAULT_SPLIT_EVERY,
-    progress: bool = False,
+    progress: bool | None = None,
 ) -> np.ndarray:
     """Exact ``(S, G, 2, 2)`` counts of key trials per system, condition, class and scored.
 
-    Axis 2 is target (0) / non-target (1), axis 3 unscored (0) / scored (1). One pass over the
-    key classes, the condition index and the systems' score masks (not the scores).
+    Axis 2 is target (0) / non-target (1), axis 3 unscored (0) / scored (1). One pass of the
+    pass runner (:func:`bosaris_dask.runner.run_pass`) over the key classes, the condition index
+    and the systems' score masks (not the scores); counts are exact in float64 up to 2**53.
 
     Examples
     --------
@@ -94,13 +93,16 @@ def condition_counts(
     [[0, 1, 0, 0], [1, 0, 0, 1]]
     """
     chunks = classes.chunks
-    per_chunk = da.map_blocks(
-        _count_block, classes, groups.rechunk(chunks), *(m.rechunk(chunks) for m in masks),
-        n_groups=n_groups, dtype=np.int64, new_axis=2,
-        chunks=((1,) * len(chunks[0]), (1,) * len(chunks[1]), (4 * n_groups * len(masks),)),
+    shape = (len(masks), n_groups, 2, 2)
+    spec = Aggregation(
+        "condition counts", chunk=partial(_count_block, n_groups=n_groups),
+        length=int(np.prod(shape)),
+        finalize=lambda total: np.rint(total).astype(np.int64).reshape(shape),
     )  # fmt: skip
-    total = compute(per_chunk.sum(axis=(0, 1), split_every=split_every), progress=progress)
-    return np.asarray(total).reshape(len(masks), n_groups, 2, 2)
+    inputs = [classes, groups.rechunk(chunks), *(m.rechunk(chunks) for m in masks)]
+    (counts,) = run_pass("condition counts", [spec], inputs, split_every=split_every,
+                         progress=progress)  # fmt: skip
+    return counts
 
 
 def _coarse_bits(n_systems: int) -> int | None:
@@ -120,7 +122,7 @@ def condition_summaries(
     thresholds: Sequence[float] | np.ndarray = (),
     allow_missing: bool = False,
     split_every: int = DEFAULT_SPLIT_EVERY,
-    progress: bool = False,
+    progress: bool | None = None,
     names: Sequence[str] | None = None,
 ) -> ConditionSummaries:
     """Exact summaries of each system pooled and in each condition, from the same passes.
@@ -130,10 +132,11 @@ def condition_summaries(
 
     How it works today, and what it costs:
 
-    1. One counting pass over the key classes, the condition index and the score masks (not
-       the scores) gives every system's scored/unscored targets and non-targets per condition
-       (:func:`condition_counts`). Missing trials are reported from it, naming a few, unless
-       ``allow_missing``; conditions without a scored target or non-target get no summary.
+    1. One counting pass (through the pass runner) over the key classes, the condition index
+       and the score masks (not the scores) gives every system's scored/unscored targets and
+       non-targets per condition (:func:`condition_counts`). Missing trials are reported from
+       it, naming a few, unless ``allow_missing``; conditions without a scored target or
+       non-target get no summary.
     2. One call of :func:`bosaris_dask.engine.summarize` evaluates the pooled systems and, as
        extra "systems", every non-empty (system, condition) pair: the system's scores with its
        ``score_mask`` ANDed with the condition's cells. All of them come out of the same passes,
@@ -171,6 +174,9 @@ def condition_summaries(
     aligned = [align_with(s, key) for s in systems]
     chunks = aligned[0].score_mask.data.chunks
     groups = conditions.group_index(chunks)
+    if "trial_mask" in key and key.trial_mask.dtype != np.int8:
+        # as the engine: codes outside -1/0/+1 stay outside them (it reports them in pass 1)
+        key = key.assign(trial_mask=key.trial_mask.clip(-2, 2))
     classes = trial_classes(key, chunks=chunks)
     masks = [s.score_mask.data.rechunk(chunks) for s in aligned]
     counts = condition_counts(

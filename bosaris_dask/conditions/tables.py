@@ -211,6 +211,10 @@ def _from_arrays(path: Path, arrays: Mapping[str, Any], attrs: Mapping[str, Any]
         if values.shape != ids.shape or values.ndim != 1:
             raise StoreError(f"{path}: {name!r} has shape {values.shape}, the ids {ids.shape}")
         columns[name] = [_text(v) for v in values]
+        empty = [k for k, v in enumerate(columns[name]) if not v.strip()]
+        if empty:
+            first = _text(ids[empty[0]])
+            raise StoreError(f"{path}: empty value in column {name!r} (id {first!r})")
     return condition_table(side, [_text(v) for v in ids], columns, source=str(path))
 
 
