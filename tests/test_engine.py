@@ -283,8 +283,7 @@ def test_sub_histogram_sweep_equals_select_then_count(seed, dtype, sub, n, block
 
 def _key_with_code(code, dtype=np.int8, at=(3, 5)):
     rng = np.random.default_rng(4)
-    codes = [0, 1] if np.dtype(dtype).kind == "u" else [-1, 1]
-    mask = rng.choice(np.array(codes, dtype=dtype), size=(6, 9))
+    mask = rng.choice(np.array([-1, 1], dtype=dtype), size=(6, 9))
     mask[at] = code
     models, segments = [f"m{i}" for i in range(6)], [f"s{j}" for j in range(9)]
     key = make_key(models, segments, da.from_array(mask, chunks=(4, 4)))
@@ -292,12 +291,8 @@ def _key_with_code(code, dtype=np.int8, at=(3, 5)):
     return key, scores
 
 
-@pytest.mark.parametrize(
-    ("code", "dtype", "shown"),
-    [(7, np.int8, 7), (-2, np.int8, -2), (257, np.int16, 257), (255, np.uint8, 2),
-     (1.5, np.float32, 2)],
-)  # fmt: skip
-def test_a_bad_code_in_a_dask_key_names_the_trial(code, dtype, shown):
+@pytest.mark.parametrize(("code", "dtype"), [(7, np.int8), (-2, np.int8), (257, np.int16)])
+def test_a_bad_code_in_a_dask_key_names_the_trial(code, dtype):
     key, scores = _key_with_code(code, dtype)
     computes = []
 
@@ -307,7 +302,7 @@ def test_a_bad_code_in_a_dask_key_names_the_trial(code, dtype, shown):
 
     with (
         dask.config.set(scheduler=counting_get),
-        pytest.raises(TrialError, match=rf"^a key's trial_mask .* found {shown} at \(m3, s5\)$"),
+        pytest.raises(TrialError, match=rf"^a key's trial_mask .* found {code} at \(m3, s5\)$"),
     ):
         engine.summarize([scores], key)
     # found by pass 1 itself; the second compute reads the one bad code for the message

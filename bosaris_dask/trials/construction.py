@@ -107,13 +107,8 @@ def make_key(
     _check_shape("trial_mask", trial_mask, m, s)
     _check_signs(trial_mask, m, s)
     dtype = np.int8
-    if isinstance(trial_mask, da.Array) and trial_mask.dtype != np.int8:
-        # unchecked codes (pass 1 checks them) must not wrap or round into -1/0/+1
-        if trial_mask.dtype.kind == "i":
-            dtype = trial_mask.dtype
-        else:
-            valid = (trial_mask == 1) | (trial_mask == 0) | (trial_mask == -1)
-            trial_mask = da.where(valid, trial_mask, 2).astype(np.int8)
+    if isinstance(trial_mask, da.Array) and trial_mask.dtype.kind == "i":
+        dtype = trial_mask.dtype  # unchecked codes (pass 1 checks them) must not wrap to -1/0/+1
     return _dataset("key", m, s, trial_mask=_lazy(trial_mask, chunks, dtype))
 
 
