@@ -244,7 +244,7 @@ def run_sklearn(workdir: Path) -> dict:
 def run_ours(workdir: Path, cluster: str = "threads") -> dict:
     from bosaris_dask import io
     from bosaris_dask.cluster import connect
-    from bosaris_dask.metrics import evaluate
+    from bosaris_dask.metrics import evaluate, operating_points, sweep_points
 
     key = io.read(workdir / "key.zarr")
     scores = io.read(workdir / "system-1.zarr")
@@ -253,12 +253,13 @@ def run_ours(workdir: Path, cluster: str = "threads") -> dict:
         ds = evaluate(scores, key, priors=PRIORS, sweep=SWEEP)
         evaluate_s = time.perf_counter() - start
     ds = ds.isel(system=0)
+    ops, sweep = operating_points(ds), sweep_points(ds)
     return {
         "eer": float(ds.eer), "prbep": float(ds.prbep), "cllr": float(ds.cllr),
         "min_cllr": float(ds.min_cllr), "passes": int(ds.attrs["passes"]),
         "evaluate_s": evaluate_s,
-        "act": np.concatenate([ds.act_dcf_raw, ds.sweep_act_dcf_raw]).tolist(),
-        "min": np.concatenate([ds.min_dcf_raw, ds.sweep_min_dcf_raw]).tolist(),
+        "act": np.concatenate([ops.act_dcf_raw, sweep.act_dcf_raw]).tolist(),
+        "min": np.concatenate([ops.min_dcf_raw, sweep.min_dcf_raw]).tolist(),
     }  # fmt: skip
 
 

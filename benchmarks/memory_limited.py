@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
         threads, *_ = run(args.workdir, "threads")
         same = all(
             np.array_equal(ds[v].values, threads[v].values)
-            for v in ("act_dcf", "min_dcf", "eer", "prbep", "cllr", "min_cllr", "sweep_min_dcf")
+            for v in ("act_dcf", "min_dcf", "eer", "prbep", "cllr", "min_cllr", "rocch_pfa")
         )
         print(f"  equal to the threaded run: {'yes' if same else 'NO'}")
 

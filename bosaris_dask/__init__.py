@@ -10,8 +10,9 @@ The short API::
 
 Reading and writing (:func:`read`, :func:`write`), the trial constructors (:func:`make_key`,
 :func:`make_ndx`, :func:`make_scores`, :func:`make_quality`, :func:`key_from_labels`, ...),
-evaluation (:func:`evaluate`, :func:`summarize`), and the calibration and fusion models. The
-``.bosaris`` accessor on every Dataset forwards to these (:mod:`bosaris_dask.accessor`).
+evaluation (:func:`evaluate`, :func:`summarize`; :func:`operating_points` of a result), and the
+calibration and fusion models. The ``.bosaris`` accessor on every Dataset forwards to these
+(:mod:`bosaris_dask.accessor`).
 Submodules hold the rest: :mod:`~bosaris_dask.metrics` (single metrics on arrays),
 :mod:`~bosaris_dask.plots`, :mod:`~bosaris_dask.cluster`, :mod:`~bosaris_dask.io`.
 """
@@ -22,7 +23,7 @@ from bosaris_dask.engine import summarize
 from bosaris_dask.errors import BosarisError, NotFittedError
 from bosaris_dask.fusion import LinearFuser, QualityFuser
 from bosaris_dask.io import read, read_quality, write, write_quality
-from bosaris_dask.metrics import evaluate
+from bosaris_dask.metrics import evaluate, operating_points
 from bosaris_dask.trials import (
     align,
     align_with,
@@ -46,6 +47,7 @@ __all__ = [
     "read_quality",
     "write_quality",
     "evaluate",
+    "operating_points",
     "summarize",
     "make_key",
     "make_ndx",

@@ -70,10 +70,13 @@ def thresholds_from_natural(results: xr.Dataset, base: float | str) -> xr.Datase
     if factor == 1.0:
         return results
     out = results.copy()
+    units = f"LLR in base {base}"
     if "act_threshold" in out.coords:
         out = out.assign_coords(act_threshold=out.act_threshold / factor)
+        out.act_threshold.attrs.update(results.act_threshold.attrs, units=units)
     for name in ("min_threshold", "condition_min_threshold"):
         if name in out:
             out[name] = out[name] / factor
+            out[name].attrs.update(results[name].attrs, units=units)
     out.attrs["llr_base"] = str(base)
     return out

@@ -12,7 +12,7 @@ Examples
 >>> round(eer(tar, non), 4), round(min_dcf(tar, non, 0.5), 4), round(act_dcf(tar, non, 0.5), 4)
 (0.1429, 0.25, 0.5)
 >>> ds = evaluate_arrays(tar, non, priors=[0.5, 0.1])
->>> ds.act_dcf.sel(prior=0.1).item() == act_dcf(tar, non, 0.1)
+>>> operating_points(ds).act_dcf.sel(prior=0.1).item() == act_dcf(tar, non, 0.1)
 True
 """
 
@@ -39,6 +39,10 @@ __all__ = [
     "effective_prior",
     "summary_from_arrays",
     "summary_metrics",
+    "plo_axis",
+    "operating_points",
+    "sweep_points",
+    "curve",
     "steppy_roc",
     "evaluate",
     "evaluate_arrays",
@@ -278,20 +282,35 @@ def _vertex_thresholds(summary: ScoreSummary, positions: np.ndarray) -> np.ndarr
     return np.where(cum[positions] == cum[-1], np.inf, out)  # nothing above: reject everything
 
 
+def plo_axis(priors: Sequence[float], sweep: np.ndarray) -> np.ndarray:
+    """The ``plo`` dimension of an evaluation: the prior log-odds of the operating points and of
+    the sweep, one sorted axis without repeats.
+
+    Examples
+    --------
+    >>> plo_axis([0.5], np.array([-1.0, 0.0, 1.0])).tolist()
+    [-1.0, 0.0, 1.0]
+    """
+    return np.unique(np.concatenate([logit(_check_priors(priors)), np.asarray(sweep, float)]))
+
+
 def summary_metrics(
     summary: ScoreSummary, priors: Sequence[float], sweep: np.ndarray
 ) -> dict[str, Any]:
     """All metrics of one system from its summary, as a dict of scalars and arrays.
 
-    ``min_threshold`` (per prior) is a score threshold that attains minDCF: the one that rejects
-    exactly the bins before the minimizing ROCCH vertex (:func:`roc.min_bayes_error_vertex`),
-    i.e. the lowest score of the first accepted bin; ``-inf`` when accepting everything is optimal,
-    ``+inf`` when rejecting everything is.
+    The per-prior metrics (:data:`PER_PLO`) are arrays along ``out["plo"]``, the sorted union of
+    ``logit(priors)`` and ``sweep`` (:func:`plo_axis`). ``min_threshold`` is a score threshold
+    that attains minDCF: the one that rejects exactly the bins before the minimizing ROCCH vertex
+    (:func:`roc.min_bayes_error_vertex`), i.e. the lowest score of the first accepted bin;
+    ``-inf`` when accepting everything is optimal, ``+inf`` when rejecting everything is. The
+    DR30 points are looked for along ``sweep`` alone.
     """
-    plo = logit(_check_priors(priors))
+    plo = plo_axis(priors, sweep)
     sweep = np.asarray(sweep, dtype=np.float64)
     hull = summary.hull
     out: dict[str, Any] = {
+        "plo": plo,
         "n_target": summary.n_target,
         "n_nontarget": summary.n_nontarget,
         "n_missing": summary.n_missing,
@@ -307,33 +326,124 @@ def summary_metrics(
         "rocch_pfa": hull.pfa,
     }
     out["roc_pmiss"], out["roc_pfa"] = steppy_roc(summary)
+    out["n_vertices"], out["n_roc_points"] = len(hull.pmiss), len(out["roc_pmiss"])
     out["auc_low"], out["auc_high"] = summary_auc(summary)
     out["auc"] = out["auc_low"] if out["auc_low"] == out["auc_high"] else np.nan
     out["min_threshold"] = _vertex_thresholds(
         summary, hull.positions[roc.min_bayes_error_vertex(hull, plo)]
     )
     out["dr30_fa_plo"], out["dr30_miss_plo"] = _dr30_plo(summary, sweep)
-    for prefix, points in (("", plo), ("sweep_", sweep)):
-        act = _act(summary, points)
-        mn_raw, mn_pmiss, mn_pfa = roc.min_bayes_error(hull, points)
-        norm = _normalizer(points)
-        out[prefix + "act_dcf"] = act["raw"] / norm
-        out[prefix + "min_dcf"] = mn_raw / norm
-        out[prefix + "act_dcf_raw"] = act["raw"]
-        out[prefix + "min_dcf_raw"] = mn_raw
-        out[prefix + "act_pmiss"] = act["pmiss"]
-        out[prefix + "act_pfa"] = act["pfa"]
-        out[prefix + "min_pmiss"] = mn_pmiss
-        out[prefix + "min_pfa"] = mn_pfa
+    act = _act(summary, plo)
+    mn_raw, mn_pmiss, mn_pfa = roc.min_bayes_error(hull, plo)
+    norm = _normalizer(plo)
+    out["act_dcf"] = act["raw"] / norm
+    out["min_dcf"] = mn_raw / norm
+    out["act_dcf_raw"] = act["raw"]
+    out["min_dcf_raw"] = mn_raw
+    out["act_pmiss"] = act["pmiss"]
+    out["act_pfa"] = act["pfa"]
+    out["min_pmiss"] = mn_pmiss
+    out["min_pfa"] = mn_pfa
     return out
 
 
 _SCALARS = ("n_target", "n_nontarget", "n_missing", "eer", "prbep", "cllr", "min_cllr",
             "cllr_cal", "auc", "auc_low", "auc_high", "auc_rocch", "pmiss30", "pfa30",
-            "dr30_fa_plo", "dr30_miss_plo")  # fmt: skip
-_PER_PRIOR = ("act_dcf", "min_dcf", "act_dcf_raw", "min_dcf_raw",
-              "act_pmiss", "act_pfa", "min_pmiss", "min_pfa")  # fmt: skip
-_PER_PRIOR_ONLY = ("min_threshold",)  # not computed along the sweep
+            "dr30_fa_plo", "dr30_miss_plo", "n_vertices", "n_roc_points")  # fmt: skip
+#: The variables along ``plo`` (``system``, ``plo``): one value per prior log-odds.
+PER_PLO = ("act_dcf", "min_dcf", "act_dcf_raw", "min_dcf_raw",
+           "act_pmiss", "act_pfa", "min_pmiss", "min_pfa", "min_threshold")  # fmt: skip
+#: The ragged curves: variable -> (padded dimension, the variable counting each row's length).
+CURVES = {"rocch_pmiss": ("vertex", "n_vertices"), "rocch_pfa": ("vertex", "n_vertices"),
+          "roc_pmiss": ("roc_point", "n_roc_points"),
+          "roc_pfa": ("roc_point", "n_roc_points")}  # fmt: skip
+
+_P, _N = "probability", "count"
+#: ``units`` and ``long_name`` of every variable and coordinate of an evaluation.
+ATTRS: dict[str, tuple[str, str]] = {
+    "n_target": (_N, "number of scored target trials"),
+    "n_nontarget": (_N, "number of scored non-target trials"),
+    "n_missing": (_N, "key trials without a score, dropped (allow_missing)"),
+    "eer": (_P, "ROCCH-EER: where the ROC convex hull crosses Pmiss = Pfa"),
+    "prbep": (_N, "PRBEP: the number of false alarms where misses equal false alarms"),
+    "cllr": ("bits", "Cllr: the scores' cross-entropy as natural-log LLRs, 0 = perfect"),
+    "min_cllr": ("bits", "minCllr: Cllr after the optimal monotone (PAV) calibration"),
+    "cllr_cal": ("bits", "calibration loss cllr - min_cllr"),
+    "auc": (_P, "exact ROC AUC (Mann-Whitney, ties half), NaN when not determined"),
+    "auc_low": (_P, "lower bound on the exact AUC"),
+    "auc_high": (_P, "upper bound on the exact AUC"),
+    "auc_rocch": (_P, "area under the ROC convex hull"),
+    "pmiss30": (_P, "DR30: Pmiss of 30 misses (rates below rest on < 30 errors)"),
+    "pfa30": (_P, "DR30: Pfa of 30 false alarms (rates below rest on < 30 errors)"),
+    "dr30_fa_plo": ("log-odds", "first sweep plo whose minDCF point has >= 30 false alarms"),
+    "dr30_miss_plo": ("log-odds", "last sweep plo whose minDCF point has >= 30 misses"),
+    "n_vertices": (_N, "length of this system's rocch_* rows (the rest is NaN padding)"),
+    "n_roc_points": (_N, "length of this system's roc_* rows (the rest is NaN padding)"),
+    "act_dcf": ("normalized DCF", "actDCF: Bayes error rate at threshold -plo / min(p, 1 - p)"),
+    "min_dcf": ("normalized DCF", "minDCF: the lowest Bayes error rate / min(p, 1 - p)"),
+    "act_dcf_raw": (_P, "Bayes error rate p Pmiss + (1 - p) Pfa at threshold -plo"),
+    "min_dcf_raw": (_P, "the lowest Bayes error rate over all thresholds (on the ROCCH)"),
+    "act_pmiss": (_P, "miss rate at the Bayes threshold -plo"),
+    "act_pfa": (_P, "false-alarm rate at the Bayes threshold -plo"),
+    "min_pmiss": (_P, "miss rate of the minDCF operating point"),
+    "min_pfa": (_P, "false-alarm rate of the minDCF operating point"),
+    "min_threshold": ("score", "a score threshold attaining minDCF (accept iff score >= it)"),
+    "rocch_pmiss": (_P, "ROCCH vertex miss rates; NaN-padded beyond n_vertices"),
+    "rocch_pfa": (_P, "ROCCH vertex false-alarm rates; NaN-padded beyond n_vertices"),
+    "roc_pmiss": (_P, "exact steppy-ROC miss rates, thinned; NaN-padded beyond n_roc_points"),
+    "roc_pfa": (_P, "exact steppy-ROC false-alarm rates, thinned; NaN-padded beyond n_roc_points"),
+    "plo": ("log-odds", "prior log-odds logit(p): operating points and NBE sweep, sorted"),
+    "prior": (_P, "effective prior p = sigmoid(plo)"),
+    "p_target": (_P, "target prior of the operating point as stated (p off the points)"),
+    "c_miss": ("cost", "cost of a miss as stated (1 off the operating points)"),
+    "c_fa": ("cost", "cost of a false alarm as stated (1 off the operating points)"),
+    "act_threshold": ("natural-log LLR", "Bayes threshold -plo that actDCF applies"),
+    "operating_point": ("index", "order of the reported operating point; -1: sweep only"),
+    "in_sweep": ("boolean", "plo is a point of the NBE sweep"),
+    "cprimary_act": ("normalized DCF", "Cprimary: mean normalized actDCF over cprimary_priors"),
+    "cprimary_min": ("normalized DCF", "Cprimary: mean normalized minDCF over cprimary_priors"),
+}
+
+
+def with_attrs(ds: xr.Dataset, prefix: str = "") -> xr.Dataset:
+    """``ds`` with :data:`ATTRS` set on its variables and coordinates (``prefix + name``)."""
+    for name, (units, long_name) in ATTRS.items():
+        if prefix + name in ds.variables:
+            ds[prefix + name].attrs.update(units=units, long_name=long_name)
+    return ds
+
+
+def _plo_coords(points: Sequence[OperatingPoint], sweep: np.ndarray) -> dict[str, Any]:
+    """The ``plo`` dimension and its coordinates (the stated operating points where reported)."""
+    priors = _check_priors([op.effective_prior for op in points])
+    plo = plo_axis(priors, sweep)
+    at = np.searchsorted(plo, logit(priors))
+    prior = expit(plo)
+    prior[at] = priors  # exactly as stated, not through logit and back
+    p_target, c_miss, c_fa = prior.copy(), np.ones(len(plo)), np.ones(len(plo))
+    p_target[at] = [op.p_target for op in points]
+    c_miss[at] = [op.c_miss for op in points]
+    c_fa[at] = [op.c_fa for op in points]
+    order = np.full(len(plo), -1, dtype=np.int64)
+    order[at] = np.arange(len(points))
+    return {
+        "plo": plo,
+        "prior": ("plo", prior),
+        "p_target": ("plo", p_target),
+        "c_miss": ("plo", c_miss),
+        "c_fa": ("plo", c_fa),
+        "act_threshold": ("plo", -plo),
+        "operating_point": ("plo", order),
+        "in_sweep": ("plo", np.isin(plo, np.asarray(sweep, dtype=np.float64))),
+    }
+
+
+def padded(rows: Sequence[np.ndarray], shape: tuple[int, ...] = ()) -> np.ndarray:
+    """Ragged rows as one NaN-padded array of ``shape + (longest,)``, row ``i`` at ``flat i``."""
+    out = np.full((len(rows), max([len(r) for r in rows], default=0)), np.nan)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = r
+    return out.reshape(*shape, -1) if shape else out
 
 
 def _dataset(
@@ -341,40 +451,73 @@ def _dataset(
 ) -> xr.Dataset:
     priors = [op.effective_prior for op in points]
     results = [summary_metrics(s, priors, sweep) for s in summaries]
-
-    def padded(name: str) -> np.ndarray:
-        out = np.full((len(results), max(len(r[name]) for r in results)), np.nan)
-        for i, r in enumerate(results):
-            out[i, : len(r[name])] = r[name]
-        return out
-
     data: dict[str, Any] = {}
     for name in _SCALARS:
         data[name] = ("system", np.array([r[name] for r in results]))
-    for name in _PER_PRIOR:
-        data[name] = (("system", "prior"), np.array([r[name] for r in results]))
-        data["sweep_" + name] = (("system", "plo"), np.array([r["sweep_" + name] for r in results]))
-    for name in _PER_PRIOR_ONLY:
-        data[name] = (("system", "prior"), np.array([r[name] for r in results]))
-    data["rocch_pmiss"] = (("system", "vertex"), padded("rocch_pmiss"))
-    data["rocch_pfa"] = (("system", "vertex"), padded("rocch_pfa"))
-    data["roc_pmiss"] = (("system", "roc_point"), padded("roc_pmiss"))
-    data["roc_pfa"] = (("system", "roc_point"), padded("roc_pfa"))
-    p = _check_priors(priors)
-    return xr.Dataset(
+    for name in PER_PLO:
+        data[name] = (("system", "plo"), np.array([r[name] for r in results]))
+    for name, (dim, _) in CURVES.items():
+        data[name] = (("system", dim), padded([r[name] for r in results]))
+    ds = xr.Dataset(
         data,
-        coords={
-            "system": [s.name for s in summaries],
-            "prior": p,
-            "prior_log_odds": ("prior", logit(p)),
-            "p_target": ("prior", np.array([op.p_target for op in points])),
-            "c_miss": ("prior", np.array([op.c_miss for op in points])),
-            "c_fa": ("prior", np.array([op.c_fa for op in points])),
-            "act_threshold": ("prior", -logit(p)),
-            "plo": np.asarray(sweep, dtype=np.float64),
-        },
+        coords={"system": [s.name for s in summaries], **_plo_coords(points, sweep)},
         attrs={"passes": max(s.passes for s in summaries), "dr30_errors": DR30_ERRORS},
     )
+    return with_attrs(ds)
+
+
+def operating_points(results: xr.Dataset) -> xr.Dataset:
+    """The reported operating points of an evaluation, in the order stated, indexed by ``prior``.
+
+    ``results`` keeps them on its ``plo`` dimension among the sweep's points (the coordinate
+    ``operating_point`` gives their order); this view selects them and makes ``prior`` (the
+    effective prior) the dimension, so ``operating_points(ds).min_dcf.sel(prior=0.01)`` works.
+
+    Examples
+    --------
+    >>> ds = evaluate_arrays([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5], priors=[0.5, 0.1])
+    >>> ops = operating_points(ds)
+    >>> ops.prior.values.tolist(), ds.sizes["plo"]
+    ([0.5, 0.1], 202)
+    >>> ops.act_dcf.sel(prior=0.1).item() == act_dcf([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5], 0.1)
+    True
+    """
+    order = results.operating_point.values
+    at = np.flatnonzero(order >= 0)
+    return results.isel(plo=at[np.argsort(order[at])]).swap_dims(plo="prior")
+
+
+def sweep_points(results: xr.Dataset) -> xr.Dataset:
+    """The NBE sweep of an evaluation: its ``plo`` points that were asked for as the sweep.
+
+    Examples
+    --------
+    >>> ds = evaluate_arrays([1.0, 2.0], [0.0], priors=[0.1], sweep=[-1.0, 0.0, 1.0])
+    >>> ds.plo.values.round(3).tolist(), sweep_points(ds).plo.values.tolist()
+    ([-2.197, -1.0, 0.0, 1.0], [-1.0, 0.0, 1.0])
+    """
+    return results.isel(plo=results.in_sweep.values)
+
+
+def curve(results: xr.Dataset, system: Any, kind: str = "rocch") -> tuple[np.ndarray, np.ndarray]:
+    """One system's ROC curve ``(pmiss, pfa)`` at its exact length (no NaN padding).
+
+    ``kind`` is ``"rocch"`` (the convex hull's vertices) or ``"roc"`` (the steppy ROC's exact
+    points, thinned for plotting). ``system`` None takes ``results`` as one system's results
+    (no ``system`` dimension).
+
+    Examples
+    --------
+    >>> ds = evaluate_arrays([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5], name="a")
+    >>> pmiss, pfa = curve(ds, "a", "rocch")
+    >>> pmiss.tolist(), pfa.tolist()
+    ([0.0, 0.0, 0.3333333333333333, 1.0], [1.0, 0.3333333333333333, 0.0, 0.0])
+    """
+    if kind not in ("rocch", "roc"):
+        raise OptionError(f'curve kind must be "rocch" or "roc", got {kind!r}')
+    r = results if system is None else results.sel(system=system)
+    n = int(r[CURVES[f"{kind}_pmiss"][1]])
+    return r[f"{kind}_pmiss"].values[:n], r[f"{kind}_pfa"].values[:n]
 
 
 # --------------------------------------------------------------------------------------------
@@ -436,19 +579,28 @@ def evaluate(
     Returns
     -------
     xarray.Dataset
-        Indexed by ``system`` and ``prior`` (operating points), ``plo`` (the sweep) and
-        ``vertex`` (ROCCH vertices, NaN-padded) and ``roc_point`` (exact steppy-ROC points,
-        thinned for plotting by :func:`steppy_roc`, NaN-padded). Normalized DCFs are divided by
-        ``min(p, 1 - p)``; ``*_raw`` ones are Bayes error rates. ``attrs["passes"]`` says how
-        many passes over the data the evaluation took. ``cllr_cal = cllr - min_cllr`` is the
-        calibration loss (the forensic community's Cllr_cal). ``auc`` is the exact area under
-        the ROC (Mann-Whitney, ties counted half), NaN unless the summary determines it, with
-        ``auc_low``/``auc_high`` its exact bounds (:func:`summary_auc`); ``auc_rocch`` is the
-        area under the ROC convex hull. Each operating point (``prior``, the
-        effective prior) carries the coordinates ``p_target``, ``c_miss``, ``c_fa`` and
-        ``act_threshold`` (the Bayes threshold ``-logit(p) = ln((1 - Ptar) Cfa / (Ptar Cmiss))``
-        that actDCF applies), and ``min_threshold`` is a score threshold attaining minDCF
-        (accept iff ``score >= min_threshold``).
+        Indexed by ``system`` and ``plo``: the prior log-odds of the reported operating points
+        and of the sweep together, sorted, each once. Every per-prior variable (``act_dcf``,
+        ``min_dcf``, their ``*_raw`` Bayes error rates, ``act_pmiss``/``act_pfa``,
+        ``min_pmiss``/``min_pfa``, ``min_threshold``) is one array over (``system``, ``plo``),
+        defined at every point. Along ``plo`` lie the coordinates ``prior`` (the effective prior;
+        exactly as stated at an operating point), ``p_target``, ``c_miss``, ``c_fa`` (as stated;
+        ``prior``, 1, 1 off the operating points), ``act_threshold`` (the Bayes threshold
+        ``-plo = ln((1 - Ptar) Cfa / (Ptar Cmiss))`` that actDCF applies), ``operating_point``
+        (the reported points' order, -1 elsewhere) and ``in_sweep``:
+        :func:`operating_points` gives the reported points in their order indexed by ``prior``,
+        :func:`sweep_points` the sweep. Normalized DCFs are divided by ``min(p, 1 - p)``;
+        ``*_raw`` ones are Bayes error rates; ``min_threshold`` is a score threshold attaining
+        minDCF (accept iff ``score >= min_threshold``). The ragged ROC curves ``rocch_pmiss``/
+        ``rocch_pfa`` (the hull's vertices, dimension ``vertex``) and ``roc_pmiss``/``roc_pfa``
+        (exact steppy-ROC points thinned by :func:`steppy_roc`, dimension ``roc_point``) are
+        NaN-padded past each system's ``n_vertices``/``n_roc_points``; :func:`curve` returns one
+        at its exact length. ``attrs["passes"]`` says how many passes over the data the
+        evaluation took. ``cllr_cal = cllr - min_cllr`` is the calibration loss (the forensic
+        community's Cllr_cal). ``auc`` is the exact area under the ROC (Mann-Whitney, ties
+        counted half), NaN unless the summary determines it, with ``auc_low``/``auc_high`` its
+        exact bounds (:func:`summary_auc`); ``auc_rocch`` is the area under the ROC convex hull.
+        Every variable and coordinate has ``attrs`` ``units`` and ``long_name`` (:data:`ATTRS`).
 
     Raises
     ------

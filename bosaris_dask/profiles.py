@@ -48,6 +48,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import OptionError
+from bosaris_dask.metrics import operating_points
 from bosaris_dask.operating_points import OperatingPoint
 
 __all__ = [
@@ -169,15 +170,16 @@ def cprimary(results: xr.Dataset, profile: Profile) -> xr.Dataset | None:
     >>> from bosaris_dask.metrics import evaluate_arrays
     >>> r = evaluate_arrays([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5], priors=[0.01, 0.05])
     >>> c = cprimary(r, PROFILES["sre21"])
-    >>> bool(c.min_cprimary[0] == r.min_dcf[0].mean())
+    >>> bool(c.min_cprimary[0] == operating_points(r).min_dcf[0].mean())
     True
     """
     if not profile.cprimary:
         return None
     wanted = [op.effective_prior for op in profile.operating_points]
-    if not np.isin(wanted, results.prior.values).all():
+    points = operating_points(results)
+    if not np.isin(wanted, points.prior.values).all():
         return None
-    sel = results.sel(prior=wanted)
+    sel = points.sel(prior=wanted)
     return xr.Dataset(
         {"act_cprimary": sel.act_dcf.mean("prior"), "min_cprimary": sel.min_dcf.mean("prior")},
         attrs={

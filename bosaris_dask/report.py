@@ -17,6 +17,8 @@ from typing import Any
 
 import xarray as xr
 
+from bosaris_dask.metrics import operating_points
+
 __all__ = ["to_json_dict", "format_table"]
 
 _OP_FIELDS = ("act_dcf", "min_dcf", "act_dcf_raw", "min_dcf_raw",
@@ -64,15 +66,16 @@ def to_json_dict(results: xr.Dataset) -> dict[str, Any]:
 
 def _systems_json(results: xr.Dataset) -> list[dict[str, Any]]:
     systems = []
+    points = operating_points(results)
     for name in results.system.values:
-        r = results.sel(system=name)
+        r = points.sel(system=name)
         ops = [
             {
                 "prior": float(p),
-                **{c: _number(results[c].sel(prior=p)) for c in _OP_COORDS if c in results.coords},
+                **{c: _number(points[c].sel(prior=p)) for c in _OP_COORDS if c in points.coords},
                 **{f: _number(r[f].sel(prior=p)) for f in _OP_FIELDS if f in r},
             }
-            for p in results.prior.values
+            for p in points.prior.values
         ]
         entry = {
             "name": str(name),
@@ -144,11 +147,12 @@ def format_table(results: xr.Dataset) -> str:
                 f"{'':<{width}}  ({int(r.n_missing):,} key trials without a score dropped)"
             )
     lines += ["", "normalized actDCF / minDCF at each effective prior"]
-    cells = [_point_label(results, p) for p in results.prior.values]
+    points = operating_points(results)
+    cells = [_point_label(points, p) for p in points.prior.values]
     col = max(15, *(len(c) for c in cells))
     lines.append(f"{'system':<{width}}" + "".join(f"  {c:>{col}}" for c in cells))
     for name in names:
-        r = results.sel(system=name)
+        r = points.sel(system=name)
         row = [
             f"{float(a):.3f} / {float(m):.3f}"
             for a, m in zip(r.act_dcf.values, r.min_dcf.values, strict=True)

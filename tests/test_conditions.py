@@ -64,7 +64,8 @@ def _check_against_references(ds, mids, sids, mask, scores, mcols, scols, chunks
             member &= _membership(mids, sids, mcols, scols, spec, str(ds[spec].values[g]))
         tar = scores[(mask == 1) & member]
         non = scores[(mask == -1) & member]
-        one = condition_result(ds, g).isel(system=0)
+        full = condition_result(ds, g).isel(system=0)
+        one = metrics.operating_points(full)
         assert int(one.n_target) == len(tar) and int(one.n_nontarget) == len(non), label
         if len(tar) == 0 or len(non) == 0:
             assert np.isnan(float(one.eer)) and np.isnan(one.min_dcf.values).all()
@@ -79,18 +80,22 @@ def _check_against_references(ds, mids, sids, mask, scores, mcols, scols, chunks
                 float(ref.min_dcf(tar, non, logit(p))), abs=1e-12
             )
         # a plain evaluation of the condition's trials alone (the key filtered)
-        plain = metrics.evaluate(
+        plain_full = metrics.evaluate(
             make_scores(mids, sids, scores, chunks=chunks),
             make_key(mids, sids, np.where(member, mask, 0), chunks=chunks), priors=PRIORS,
         ).isel(system=0)  # fmt: skip
+        plain = metrics.operating_points(plain_full)
         for name in ("eer", "prbep", "cllr", "min_cllr", "pmiss30", "pfa30", "auc_low"):
             assert float(one[name]) == float(plain[name]), (label, name)  # exact sums: bitwise
         for name in ("act_dcf", "min_dcf", "act_pfa", "min_pmiss", "min_threshold"):
             np.testing.assert_array_equal(one[name].values, plain[name].values)
-        np.testing.assert_array_equal(one.sweep_min_dcf.values, plain.sweep_min_dcf.values)
-        for name in ("rocch_pmiss", "rocch_pfa", "roc_pmiss", "roc_pfa"):  # NaN-padded curves
-            got = one[name].values
-            np.testing.assert_array_equal(got[np.isfinite(got)], plain[name].values)
+        for name in metrics.PER_PLO:  # along the whole plo axis, sweep included
+            np.testing.assert_array_equal(full[name].values, plain_full[name].values)
+        for kind in ("rocch", "roc"):  # NaN-padded across conditions, cut at their lengths
+            for got, want in zip(metrics.curve(full, None, kind),
+                                 metrics.curve(plain_full, None, kind), strict=True):  # fmt: skip
+                np.testing.assert_array_equal(got, want)
+            assert not np.isnan(got).any()
     assert key_all.sizes["model"] == len(mids)
 
 
@@ -116,8 +121,8 @@ def test_each_condition_equals_its_trials_alone(seed, n_m, n_s, chunk, picks):
         _check_against_references(ds, mids, sids, mask, scores, mcols, scols, chunk, picks)
     pooled = metrics.evaluate(make_scores(mids, sids, scores), make_key(mids, sids, mask),
                               priors=PRIORS)  # fmt: skip
-    for name in ("eer", "n_target", "cllr", "act_dcf", "sweep_act_dcf", "rocch_pfa",
-                 "min_threshold"):  # fmt: skip
+    for name in ("eer", "n_target", "cllr", "act_dcf", "rocch_pfa", "min_threshold",
+                 "n_vertices"):  # fmt: skip
         np.testing.assert_array_equal(ds[name].values, pooled[name].values)
     assert int(ds.condition_n_target.sum()) == int(ds.n_target.sum())
 
@@ -298,7 +303,7 @@ def test_cprimary_hand_worked():
     assert float(ds.cprimary_act[0]) == pytest.approx(5 / 6, abs=1e-15)
     assert float(ds.cprimary_min[0]) == pytest.approx(1 / 3, abs=1e-15)
     assert ds.attrs["cprimary_priors"] == [0.01, 0.05]
-    assert "min_dcf" in ds and ds.prior.values.tolist() == [0.5]  # not added to the priors
+    assert "min_dcf" in ds and metrics.operating_points(ds).prior.values.tolist() == [0.5]
     doc = to_json_dict(ds)["systems"][0]
     assert doc["cprimary"] == {"act": pytest.approx(5 / 6), "min": pytest.approx(1 / 3),
                                "priors": [0.01, 0.05]}  # fmt: skip

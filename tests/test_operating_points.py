@@ -53,7 +53,9 @@ def test_hand_worked_operating_points():
 
 def test_hand_worked_thresholds():
     tar, non = np.array([1.0, 2.0, 3.0]), np.array([-1.0, 0.0, 1.5, -2.0])
-    ds = metrics.evaluate_arrays(tar, non, priors=[0.5], operating_points=["0.2:1:4", "0.9:9:1"])
+    ds = metrics.operating_points(
+        metrics.evaluate_arrays(tar, non, priors=[0.5], operating_points=["0.2:1:4", "0.9:9:1"])
+    )
     # 0.5: accept {1, 2, 3, 1.5}: Pfa 1/4 -> 0.25. 0.2:1:4 (p = 1/17): accepting {2, 3} costs
     # p/3, less than any false alarm (16/17 * 1/4) or a second miss: threshold 2.0.
     # 0.9:9:1 (p = 81/82): no miss and one false alarm (1/82 * 1/4), threshold 1.0, as at 0.5
@@ -66,10 +68,11 @@ def test_hand_worked_thresholds():
         t = ds.min_threshold.values[0, j]
         assert _dcf(tar, non, t, p) == pytest.approx(float(ds.min_dcf[0, j]), rel=1e-12)
     # rejecting everything is optimal when a false alarm costs far more than a miss can save
-    reject = metrics.evaluate_arrays([0.0, 1.0], [1.0, 2.0], priors=[0.01])
+    ops = metrics.operating_points
+    reject = ops(metrics.evaluate_arrays([0.0, 1.0], [1.0, 2.0], priors=[0.01]))
     assert reject.min_threshold.item() == np.inf and reject.min_dcf.item() == 1.0
     # accepting everything (the lowest score is a target's): -inf
-    accept = metrics.evaluate_arrays([-1.0, 2.0], [0.0, 1.0], priors=[0.9])
+    accept = ops(metrics.evaluate_arrays([-1.0, 2.0], [0.0, 1.0], priors=[0.9]))
     assert accept.min_threshold.item() == -np.inf and accept.min_dcf.item() == 1.0
 
 
@@ -112,6 +115,7 @@ def test_min_threshold_attains_min_dcf_under_any_chunking(data, coarse, dense):
         mock.patch.object(engine, "_coarse_bits", lambda n: coarse),
     ):
         ds = metrics.evaluate(scores, key, priors=[], operating_points=points, split_every=2)
+    ds = metrics.operating_points(ds)
     for j, p in enumerate(ds.prior.values):
         op = next(o for o in points if o.effective_prior == p)
         assert ds.p_target.values[j] == op.p_target and ds.c_miss.values[j] == op.c_miss

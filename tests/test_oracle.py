@@ -49,10 +49,17 @@ def results(request):
     ("act_pmiss", "actDCF_pmiss"), ("act_pfa", "actDCF_pfa"),
 ])  # fmt: skip
 def test_operating_points(results, ours, theirs):
-    np.testing.assert_allclose(results[ours].values[0], ORACLE["priors"][theirs], rtol=RTOL)
+    ops, sweep = metrics.operating_points(results), metrics.sweep_points(results)
+    np.testing.assert_allclose(ops[ours].values[0], ORACLE["priors"][theirs], rtol=RTOL)
     np.testing.assert_allclose(
-        results["sweep_" + ours].values[0], ORACLE["sweep"][theirs], rtol=RTOL, atol=1e-300
+        sweep[ours].values[0], ORACLE["sweep"][theirs], rtol=RTOL, atol=1e-300
     )
+    # one plo dimension: the sweep's points and the priors', each once, sorted
+    plo = np.log(np.array(ORACLE["priors"]["P"])) - np.log1p(-np.array(ORACLE["priors"]["P"]))
+    want = np.unique(np.concatenate([np.array(ORACLE["sweep"]["plo"]), plo]))
+    np.testing.assert_allclose(results.plo.values, want, rtol=1e-15, atol=0)
+    assert results.sizes["plo"] == len(ORACLE["sweep"]["plo"]) + 3  # logit(0.5) = 0 is on it
+    assert not np.isnan(results[ours].values).any()
 
 
 def test_rocch_vertices(results):
@@ -60,6 +67,9 @@ def test_rocch_vertices(results):
     np.testing.assert_array_equal(results.rocch_pmiss.values[0, :n], ORACLE["rocch"]["pmiss"])
     np.testing.assert_array_equal(results.rocch_pfa.values[0, :n], ORACLE["rocch"]["pfa"])
     assert np.isnan(results.rocch_pmiss.values[0, n:]).all()
+    assert int(results.n_vertices[0]) == n
+    pmiss, pfa = metrics.curve(results, results.system.values[0], "rocch")
+    assert pmiss.tolist() == ORACLE["rocch"]["pmiss"] and pfa.tolist() == ORACLE["rocch"]["pfa"]
 
 
 def test_eer_prbep_cllr(results):

@@ -15,7 +15,13 @@ from matplotlib.figure import Figure  # noqa: E402
 from scipy.special import expit, logit, ndtr, ndtri  # noqa: E402
 
 from bosaris_dask.errors import BosarisError, PlotError  # noqa: E402
-from bosaris_dask.metrics import evaluate, evaluate_arrays, rocch  # noqa: E402
+from bosaris_dask.metrics import (  # noqa: E402
+    evaluate,
+    evaluate_arrays,
+    operating_points,
+    rocch,
+    sweep_points,
+)
 from bosaris_dask.plots import (  # noqa: E402
     DET_WINDOWS,
     ape_plot,
@@ -173,6 +179,7 @@ def test_rocch_det_points_lie_on_the_hull_inside_the_window(small):
 def test_det_curves_marks_and_dr30_are_the_computed_values(three, ax):
     det_plot(three, ax=ax, curve="both", act_dcf=True, window="low_fa")
     colors = set()
+    ops = operating_points(three)
     for name in NAMES:
         r = three.sel(system=name)
         (curve,) = gid_lines(ax, f"det/curve/{name}")
@@ -188,9 +195,10 @@ def test_det_curves_marks_and_dr30_are_the_computed_values(three, ax):
         np.testing.assert_allclose(eer.get_xydata(), [[e, e]])
         for which in ("min", "act"):
             marks = gid_lines(ax, f"det/{which}_dcf/{name}")
-            assert len(marks) == three.sizes["prior"]
+            assert len(marks) == ops.sizes["prior"] == 4
+            o = ops.sel(system=name)
             got = np.vstack([m.get_xydata() for m in marks])
-            want = np.clip(ndtri(np.column_stack([r[f"{which}_pfa"], r[f"{which}_pmiss"]])),
+            want = np.clip(ndtri(np.column_stack([o[f"{which}_pfa"], o[f"{which}_pmiss"]])),
                            -40, 40)  # fmt: skip
             np.testing.assert_allclose(got, want, rtol=1e-12)
             assert [m.get_marker() for m in marks] == ["o", "s", "^", "D"]
@@ -210,10 +218,11 @@ def test_det_legend_names_systems_with_eer_and_keys_the_marks(three, ax):
     (key,) = [a for a in ax.artists if a.get_gid() == "det/key"]
     key_texts = [t.get_text() for t in key.get_texts()]
     # the key lists the priors whose minDCF point is inside the classic window
-    pfa, pmiss = three.min_pfa.values, three.min_pmiss.values
+    ops = operating_points(three)
+    pfa, pmiss = ops.min_pfa.values, ops.min_pmiss.values
     inside = ((pfa >= 5e-4) & (pfa <= 0.5) & (pmiss >= 5e-4) & (pmiss <= 0.5)).any(axis=0)
     assert 0 < inside.sum() < 4  # the test is worth something: some priors are outside
-    want = [f"minDCF, P={p:g}" for p in three.prior.values[inside]]
+    want = [f"minDCF, P={p:g}" for p in ops.prior.values[inside]]
     assert key_texts == [*want, "EER", "DR30: 30 errors"]
 
 
@@ -241,7 +250,7 @@ def test_det_steppy_only_and_selected_systems_and_priors(three, ax):
     assert [line.get_gid() for line in ax.get_lines()] == [
         "det/curve/c", "det/min_dcf/c", "det/curve/a", "det/min_dcf/a"
     ]  # fmt: skip
-    r = three.sel(system="a")
+    r = operating_points(three).sel(system="a")
     np.testing.assert_allclose(
         gid_lines(ax, "det/min_dcf/a")[0].get_xydata(),
         ndtri([[float(r.min_pfa.sel(prior=0.1)), float(r.min_pmiss.sel(prior=0.1))]]),
@@ -308,22 +317,23 @@ def brute_act(tar, non, plo):
 def test_nbe_curves_and_contributions_are_the_sweep(small, ax):
     tar, non, ds = small
     nbe_plot(ds, ax=ax, contributions=True)
-    r = ds.sel(system="small")
-    plo = ds.plo.values
+    r = sweep_points(ds).sel(system="small")
+    plo = r.plo.values
+    np.testing.assert_array_equal(plo, np.linspace(-10, 10, 201))  # the sweep, no prior added
     np.testing.assert_array_equal(gid_lines(ax, "nbe/act/small")[0].get_xdata(), plo)
     np.testing.assert_array_equal(gid_lines(ax, "nbe/act/small")[0].get_ydata(),
-                                  r.sweep_act_dcf.values)  # fmt: skip
+                                  r.act_dcf.values)  # fmt: skip
     np.testing.assert_array_equal(gid_lines(ax, "nbe/min/small")[0].get_ydata(),
-                                  r.sweep_min_dcf.values)  # fmt: skip
+                                  r.min_dcf.values)  # fmt: skip
     miss, fa = brute_act(tar, non, plo)
     np.testing.assert_allclose(gid_lines(ax, "nbe/act_miss/small")[0].get_ydata(), miss,
                                rtol=1e-12, atol=1e-15)  # fmt: skip
     np.testing.assert_allclose(gid_lines(ax, "nbe/act_fa/small")[0].get_ydata(), fa,
                                rtol=1e-12, atol=1e-15)  # fmt: skip
-    np.testing.assert_allclose(miss + fa, r.sweep_act_dcf.values, rtol=1e-12)
+    np.testing.assert_allclose(miss + fa, r.act_dcf.values, rtol=1e-12)
     mm, mf = contributions(r, "min")
     np.testing.assert_allclose(gid_lines(ax, "nbe/min_miss/small")[0].get_ydata(), mm)
-    np.testing.assert_allclose(mm + mf, r.sweep_min_dcf.values, rtol=1e-12)
+    np.testing.assert_allclose(mm + mf, r.min_dcf.values, rtol=1e-12)
     assert gid_lines(ax, "nbe/act/small")[0].get_linestyle() == "-"
     assert gid_lines(ax, "nbe/min/small")[0].get_linestyle() == "--"
 
@@ -331,20 +341,20 @@ def test_nbe_curves_and_contributions_are_the_sweep(small, ax):
 def test_nbe_dr30_marks_default_line_and_operating_points(small, ax):
     tar, non, ds = small
     nbe_plot(ds, ax=ax)
-    r = ds.sel(system="small")
-    plo = ds.plo.values
-    n_fa = np.rint(r.sweep_min_pfa.values * len(non))
-    n_miss = np.rint(r.sweep_min_pmiss.values * len(tar))
+    r = sweep_points(ds).sel(system="small")
+    plo = r.plo.values
+    n_fa = np.rint(r.min_pfa.values * len(non))
+    n_miss = np.rint(r.min_pmiss.values * len(tar))
     # the '<' mark: the first sweep point with 30 minDCF false alarms, on the minDCF curve
     (fa,) = gid_lines(ax, "nbe/dr30-fa/small")
     i = int(np.flatnonzero(n_fa >= 30)[0])
     assert i > 0 and n_fa[i - 1] < 30
-    np.testing.assert_array_equal(fa.get_xydata(), [[plo[i], r.sweep_min_dcf.values[i]]])
+    np.testing.assert_array_equal(fa.get_xydata(), [[plo[i], r.min_dcf.values[i]]])
     assert fa.get_marker() == "<"
     (miss,) = gid_lines(ax, "nbe/dr30-miss/small")
     j = int(np.flatnonzero(n_miss >= 30)[-1])
     assert j < len(plo) - 1 and n_miss[j + 1] < 30
-    np.testing.assert_array_equal(miss.get_xydata(), [[plo[j], r.sweep_min_dcf.values[j]]])
+    np.testing.assert_array_equal(miss.get_xydata(), [[plo[j], r.min_dcf.values[j]]])
     # one system: the unreliable ranges are shaded
     assert {p.get_gid() for p in ax.patches} == {"nbe/dr30-span-fa", "nbe/dr30-span-miss"}
     (default,) = gid_lines(ax, "nbe/default")
@@ -388,7 +398,7 @@ def test_ape_areas_are_cllr_and_min_cllr(ax):
     ape_plot(ds, ax=ax)
     act = gid_lines(ax, "ape/act/s")[0].get_xydata()
     low = gid_lines(ax, "ape/min/s")[0].get_xydata()
-    np.testing.assert_array_equal(act[:, 1], ds.sweep_act_dcf_raw.values[0])
+    np.testing.assert_array_equal(act[:, 1], sweep_points(ds).act_dcf_raw.values[0])
     np.testing.assert_array_equal(low[:, 0], sweep)
     area = np.trapezoid(act[:, 1], act[:, 0]) / (2 * np.log(2))
     min_area = np.trapezoid(low[:, 1], low[:, 0]) / (2 * np.log(2))

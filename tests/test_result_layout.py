@@ -18,8 +18,10 @@ import pytest
 
 from bosaris_dask import metrics
 from bosaris_dask.conditions import condition_table
+from bosaris_dask.errors import OptionError
 from bosaris_dask.report import format_table, to_json_dict
 from bosaris_dask.trials import make_key, make_scores
+from tests import reference as ref
 
 DATA = Path(__file__).parent / "data"
 GOLDEN = DATA / "result_layout"
@@ -62,6 +64,93 @@ CASES = dict(_cases())
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_json_and_table_are_byte_identical_to_the_old_layout(name):
     assert _render(CASES[name]()) == (GOLDEN / f"{name}.json").read_text()
+
+
+def _logit(p):
+    p = np.asarray(p, dtype=np.float64)
+    return np.log(p) - np.log1p(-p)
+
+
+def test_one_plo_dimension_holds_operating_points_and_sweep_once():
+    ds = CASES["two_systems"]()
+    assert "prior" not in ds.dims and not [v for v in ds.variables if "sweep_" in str(v)]
+    plo = ds.plo.values
+    assert np.all(np.diff(plo) > 0)  # sorted, each once
+    stated = [0.5, 0.1, 0.05 * 2 / (0.05 * 2 + 0.95)]  # 0.05:2:1 -> effective prior 2/21
+    np.testing.assert_allclose(ds.prior.values, 1 / (1 + np.exp(-plo)), rtol=1e-15)
+    assert ds.in_sweep.values.sum() == 9 and plo[ds.in_sweep.values].tolist() == list(
+        np.linspace(-4, 4, 9)
+    )
+    assert ds.sizes["plo"] == 9 + 3 - 1  # logit(0.5) = 0 is a sweep point too
+    ops = metrics.operating_points(ds)
+    np.testing.assert_allclose(ops.prior.values, stated, rtol=1e-15)
+    assert ops.prior.values[:2].tolist() == [0.5, 0.1]  # exactly as stated, in stated order
+    assert ops.c_miss.values.tolist() == [1.0, 1.0, 2.0] and ops.p_target.values[2] == 0.05
+    off = ds.operating_point.values < 0
+    assert (ds.c_miss.values[off] == 1).all() and (ds.c_fa.values[off] == 1).all()
+    np.testing.assert_array_equal(ds.act_threshold.values, -plo)
+    # every per-prior variable is defined everywhere along plo: no NaN to meet by surprise
+    for name in metrics.PER_PLO:
+        assert ds[name].dims == ("system", "plo") and not np.isnan(ds[name].values).any(), name
+
+
+def test_values_along_plo_are_the_brute_force_ones():
+    rng = np.random.default_rng(3)
+    tar, non = np.round(rng.normal(1.0, 1.5, 60), 1), np.round(rng.normal(-1.0, 1.0, 90), 1)
+    ds = metrics.evaluate_arrays(tar, non, priors=[0.3, 0.02], sweep=np.linspace(-5, 5, 21))
+    r = ds.isel(system=0)
+    norm = np.minimum(1 / (1 + np.exp(-r.plo.values)), 1 / (1 + np.exp(r.plo.values)))
+    for j, plo in enumerate(r.plo.values):
+        raw, pmiss, pfa = ref.dcf_at(tar, non, plo)
+        assert float(r.act_dcf_raw[j]) == pytest.approx(raw, rel=1e-12, abs=1e-300)
+        assert float(r.act_dcf[j]) == pytest.approx(raw / norm[j], rel=1e-12, abs=1e-300)
+        assert (float(r.act_pmiss[j]), float(r.act_pfa[j])) == (pmiss, pfa)
+        best = float(ref.min_dcf(tar, non, plo))
+        assert float(r.min_dcf_raw[j]) == pytest.approx(best, rel=1e-12, abs=1e-300)
+        t = float(r.min_threshold[j])  # it attains minDCF at every plo, not only at the points
+        p = 1 / (1 + np.exp(-plo))
+        at_t = p * np.mean(tar < t) + (1 - p) * np.mean(non >= t)
+        assert at_t == pytest.approx(best, rel=1e-12, abs=1e-300)
+    ops = metrics.operating_points(ds)
+    assert ops.prior.values.tolist() == [0.3, 0.02]
+    j = int(np.flatnonzero(r.plo.values == _logit(0.02))[0])
+    assert float(ops.min_dcf.isel(system=0).sel(prior=0.02)) == float(r.min_dcf[j])
+
+
+def test_ragged_curves_come_back_at_their_exact_lengths():
+    rng = np.random.default_rng(4)
+    a = make_scores(["m"], [f"s{j}" for j in range(40)], rng.normal(size=(1, 40)))
+    b = make_scores(["m"], [f"s{j}" for j in range(40)], np.round(rng.normal(size=(1, 40))))
+    mask = np.where(np.arange(40) < 15, 1, -1)[None, :]
+    key = make_key(["m"], [f"s{j}" for j in range(40)], mask)
+    ds = metrics.evaluate([a, b], key, names=["a", "b"])
+    lengths = ds.n_vertices.values.tolist()
+    assert lengths[0] != lengths[1] and ds.sizes["vertex"] == max(lengths)
+    for k, (name, scores) in enumerate((("a", a), ("b", b))):
+        values = scores.score.values[0]
+        tar, non = values[mask[0] == 1], values[mask[0] == -1]
+        misses, fas = ref.hull(tar, non)
+        pmiss, pfa = metrics.curve(ds, name, "rocch")
+        assert len(pmiss) == lengths[k] and not np.isnan(pmiss).any()
+        np.testing.assert_allclose(pmiss, np.array(misses) / len(tar), rtol=1e-15)
+        np.testing.assert_allclose(pfa, np.array(fas) / len(non), rtol=1e-15)
+        assert np.isnan(ds.rocch_pfa.values[k, lengths[k]:]).all()  # the documented padding
+        roc_pmiss, roc_pfa = metrics.curve(ds, name, "roc")
+        assert len(roc_pmiss) == int(ds.n_roc_points[k]) and not np.isnan(roc_pfa).any()
+    assert "n_vertices" in ds.rocch_pmiss.attrs["long_name"]
+    with pytest.raises(OptionError, match="rocch"):
+        metrics.curve(ds, "a", "det")
+
+
+def test_every_variable_and_coordinate_says_its_units_and_meaning():
+    ds = CASES["conditions"]()
+    for name in [*ds.data_vars, *ds.coords]:
+        if name in ("system", "condition") or "." in str(name):  # labels, condition columns
+            continue
+        attrs = ds[name].attrs
+        assert attrs.get("units") and attrs.get("long_name"), name
+    assert ds.cllr.attrs["units"] == "bits" and ds.min_dcf.attrs["units"] == "normalized DCF"
+    assert ds.condition_eer.attrs == ds.eer.attrs
 
 
 if __name__ == "__main__":  # regenerate (only from a commit whose output is the reference)

@@ -15,14 +15,14 @@ from bosaris_dask.cli.common import _say, _write_json
 
 
 def _cm(args: argparse.Namespace) -> dict[str, Any]:
-    from bosaris_dask.metrics import cllr, eer, evaluate_arrays
+    from bosaris_dask.metrics import cllr, eer, evaluate_arrays, operating_points
     from bosaris_dask.operating_points import OperatingPoint
     from bosaris_dask.spoofing import ASVSPOOF5, cm_arrays, cm_eer, read_cm_key, read_cm_scores
 
     bona, spoof = cm_arrays(read_cm_key(args.key), read_cm_scores(args.scores))
     costs = ASVSPOOF5
     point = OperatingPoint(costs.p_target + costs.p_nontarget, costs.c_miss, costs.c_fa_spoof)
-    ds = evaluate_arrays(bona, spoof, priors=[], operating_points=[point])
+    ds = operating_points(evaluate_arrays(bona, spoof, priors=[], operating_points=[point]))
     return {
         "task": "cm",
         "n_bonafide": int(bona.size),

@@ -43,10 +43,9 @@ __all__ = ["evaluate_conditions", "condition_result", "conditions_as_systems", "
 #: The prefix of the per-condition variables.
 PREFIX = "condition_"
 _SCALARS = metrics._SCALARS
-_PER_PRIOR = metrics._PER_PRIOR + metrics._PER_PRIOR_ONLY
-#: Curves, NaN-padded: per-condition dimension name -> the pooled one.
-_CURVES = {"rocch_pmiss": "vertex", "rocch_pfa": "vertex",
-           "roc_pmiss": "roc_point", "roc_pfa": "roc_point"}  # fmt: skip
+_PER_PLO = metrics.PER_PLO
+#: Curves, NaN-padded: variable -> its padded dimension (``condition_`` + it per condition).
+_CURVES = {name: dim for name, (dim, _) in metrics.CURVES.items()}
 
 
 def cprimary(summary: ScoreSummary, priors: Sequence[float]) -> tuple[float, float]:
@@ -108,12 +107,14 @@ def evaluate_conditions(
         The pooled results of :func:`~bosaris_dask.metrics.evaluate`, plus ``cprimary_act`` and
         ``cprimary_min`` (``system``; the priors in ``attrs["cprimary_priors"]``) and, with
         conditions, ``condition_<name>`` for every scalar, per-prior and sweep variable
-        (``system``, ``condition``[, ``prior`` | ``plo``]). ``condition`` is labelled
+        (``system``, ``condition``[, ``plo``]). ``condition`` is labelled
         ``"model.gender=f, same.language=same"``; the curves (``condition_rocch_*``,
         ``condition_roc_*``) are NaN-padded along ``condition_vertex`` and
-        ``condition_roc_point`` and carries one coordinate per spec (named
-        like the spec, e.g. ``same.language``); ``attrs["by"]`` lists the specs. A condition
-        without a scored target or non-target has its counts and NaN metrics.
+        ``condition_roc_point`` past ``condition_n_vertices``/``condition_n_roc_points``
+        (:func:`~bosaris_dask.metrics.curve` of a :func:`condition_result` cuts them); it
+        carries one coordinate per spec (named like the spec, e.g. ``same.language``);
+        ``attrs["by"]`` lists the specs. A condition without a scored target or non-target has
+        its counts and NaN metrics.
         ``attrs["passes"]`` counts every pass, the condition counting pass included.
 
     Raises
@@ -152,11 +153,10 @@ def evaluate_conditions(
     labels = cond.labels
     data: dict[str, Any] = {}
     priors_eff = [op.effective_prior for op in points]
-    n_sys, n_cond = len(systems), len(labels)
+    n_sys, n_cond, n_plo = len(systems), len(labels), ds.sizes["plo"]
     blank = {n: np.full((n_sys, n_cond), np.nan) for n in _SCALARS}
-    blank |= {n: np.full((n_sys, n_cond, len(points)), np.nan) for n in _PER_PRIOR}
-    blank |= {"sweep_" + n: np.full((n_sys, n_cond, len(sweep)), np.nan)
-              for n in metrics._PER_PRIOR}  # fmt: skip
+    blank |= {n: np.zeros((n_sys, n_cond), dtype=np.int64) for n in ("n_vertices", "n_roc_points")}
+    blank |= {n: np.full((n_sys, n_cond, n_plo), np.nan) for n in _PER_PLO}
     if cp is not None:
         blank |= {"cprimary_act": np.full((n_sys, n_cond), np.nan),
                   "cprimary_min": np.full((n_sys, n_cond), np.nan)}  # fmt: skip
@@ -175,21 +175,18 @@ def evaluate_conditions(
                         ("n_missing", result.n_missing)):  # fmt: skip
         blank[name] = count.astype(np.int64)
     for name, arr in blank.items():
-        dims = ("system", "condition") + {2: (), 3: ("plo",) if name.startswith("sweep_")
-                                          else ("prior",)}[arr.ndim]  # fmt: skip
+        dims = ("system", "condition") + (("plo",) if arr.ndim == 3 else ())
         data[PREFIX + name] = (dims, arr)
     for name, dim in _CURVES.items():
-        length = max([len(c[name]) for c in curves.values()], default=0)
-        arr = np.full((n_sys, n_cond, length), np.nan)
-        for (k, g), c in curves.items():
-            arr[k, g, : len(c[name])] = c[name]
-        data[PREFIX + name] = (("system", "condition", PREFIX + dim), arr)
+        rows = [curves.get((k, g), {}).get(name, []) for k in range(n_sys) for g in range(n_cond)]
+        data[PREFIX + name] = (("system", "condition", PREFIX + dim),
+                               metrics.padded(rows, (n_sys, n_cond)))  # fmt: skip
     coords: dict[str, Any] = {
         "condition": [", ".join(f"{k}={v}" for k, v in lab.items()) for lab in labels]
     }
     for spec in cond.by:
         coords[str(spec)] = ("condition", [lab[str(spec)] for lab in labels])
-    ds = ds.assign_coords(coords).assign(data)
+    ds = metrics.with_attrs(ds.assign_coords(coords).assign(data), PREFIX)
     ds.attrs["by"] = [str(b) for b in cond.by]
     return ds
 
@@ -201,6 +198,7 @@ def _with_cprimary(
         return ds
     values = np.array([cprimary(s, priors) for s in summaries]).reshape(-1, 2)
     ds = ds.assign(cprimary_act=("system", values[:, 0]), cprimary_min=("system", values[:, 1]))
+    metrics.with_attrs(ds)
     ds.attrs["cprimary_priors"] = [float(p) for p in priors]
     return ds
 

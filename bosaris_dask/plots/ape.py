@@ -41,6 +41,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from scipy.special import expit
 
+from bosaris_dask.metrics import sweep_points
 from bosaris_dask.plots._common import Results, curves, new_axes
 
 __all__ = ["ape_plot", "cllr_plot"]
@@ -79,18 +80,20 @@ def ape_plot(
     -------
     matplotlib.axes.Axes
         The Axes; lines carry gids ``ape/act/LABEL``, ``ape/min/LABEL`` and ``ape/default``,
-        with x = the sweep's ``plo`` and y = ``sweep_act_dcf_raw`` / ``sweep_min_dcf_raw``.
+        with x = the sweep's ``plo`` and y = ``act_dcf_raw`` / ``min_dcf_raw`` there
+        (:func:`~bosaris_dask.metrics.sweep_points`).
     """
     ax = new_axes(ax, (8.0, 4.2))
     chosen = curves(results, systems, ax, "ape")
-    plo = np.asarray(chosen[0].data.plo.values, dtype=np.float64)
+    plo = np.asarray(sweep_points(chosen[0].data).plo.values, dtype=np.float64)
     for c in chosen:
-        x = c.data.plo.values
+        sweep = sweep_points(c.data)
+        x = sweep.plo.values
         label = (f"{c.label}: Cllr {float(c.data.cllr):.3f}, "
                  f"minCllr {float(c.data.min_cllr):.3f} bits")  # fmt: skip
-        ax.plot(x, c.data.sweep_act_dcf_raw.values, color=c.color, linewidth=1.8, label=label,
+        ax.plot(x, sweep.act_dcf_raw.values, color=c.color, linewidth=1.8, label=label,
                 zorder=3, gid=f"ape/act/{c.label}")  # fmt: skip
-        ax.plot(x, c.data.sweep_min_dcf_raw.values, color=c.color, linewidth=1.5,
+        ax.plot(x, sweep.min_dcf_raw.values, color=c.color, linewidth=1.5,
                 linestyle="--", zorder=3, gid=f"ape/min/{c.label}")  # fmt: skip
     if default and not any(line.get_gid() == "ape/default" for line in ax.get_lines()):
         ax.plot(plo, np.minimum(expit(plo), expit(-plo)), color="0.5", linestyle=":",

@@ -41,7 +41,9 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
 from bosaris_dask.errors import PlotError
-from bosaris_dask.plots._common import Results, curves, dr30_sides, finite_values, new_axes
+from bosaris_dask.metrics import curve as exact_curve
+from bosaris_dask.metrics import operating_points
+from bosaris_dask.plots._common import Results, curves, dr30_sides, new_axes
 from bosaris_dask.plots.axes import Window, probit, resolve_window, set_det_axes
 
 __all__ = ["rocch_det_points", "det_xy", "auto_window", "det_plot", "PRIOR_MARKERS"]
@@ -157,8 +159,8 @@ def auto_window(results: Results, systems: Sequence[str] | None = None) -> Windo
     for var in ("pfa30", "pmiss30"):
         value = max(0.5 * min(float(c.data[var]) for c in chosen), steps[0])
         lows.append(float(steps[steps <= value * (1 + 1e-9)][-1]))
-    pfa = np.concatenate([c.data.min_pfa.values for c in chosen])
-    pmiss = np.concatenate([c.data.min_pmiss.values for c in chosen])
+    pfa = np.concatenate([operating_points(c.data).min_pfa.values for c in chosen])
+    pmiss = np.concatenate([operating_points(c.data).min_pmiss.values for c in chosen])
     tops = np.array([0.5, 0.8, 0.9, 0.95, 0.99])
     highs = []
     for mine, other, other_lo in ((pfa, pmiss, lows[1]), (pmiss, pfa, lows[0])):
@@ -255,13 +257,13 @@ def det_plot(
     for c in chosen:
         name = c.label if not eer else f"{c.label} (EER {100 * float(c.data.eer):.2f}%)"
         if curve in ("rocch", "both"):
-            x, y = rocch_det_points(
-                c.data.rocch_pmiss, c.data.rocch_pfa, limits, points_per_segment
-            )
+            x, y = rocch_det_points(*exact_curve(c.data, None, "rocch"), limits,
+                                    points_per_segment)  # fmt: skip
             ax.plot(x, y, color=c.color, linewidth=1.8, label=name, zorder=3,
                                     gid=f"det/curve/{c.label}")  # fmt: skip
         if curve in ("steppy", "both"):
-            xy = det_xy(finite_values(c.data.roc_pfa), finite_values(c.data.roc_pmiss))
+            pmiss, pfa = exact_curve(c.data, None, "roc")
+            xy = det_xy(pfa, pmiss)
             main = curve == "steppy"
             ax.plot(
                 xy[:, 0], xy[:, 1], color=c.color, zorder=2.5,
@@ -303,18 +305,19 @@ def _operating_points(
     limits: Window, visible: dict[int, float],
 ) -> None:  # fmt: skip
     """Mark minDCF (filled) and actDCF (hollow) points; note in ``visible`` the priors seen."""
-    index = _prior_indices(c.data, priors)
+    points = operating_points(c.data)
+    index = _prior_indices(points, priors)
     box = probit(np.array(limits)).reshape(2, 2)
     for which, on, filled in (("min", min_dcf, True), ("act", act_dcf, False)):
         if not on:
             continue
-        xy = det_xy(c.data[f"{which}_pfa"].values[index], c.data[f"{which}_pmiss"].values[index])
+        xy = det_xy(points[f"{which}_pfa"].values[index], points[f"{which}_pmiss"].values[index])
         for i, (x, y) in zip(index, xy, strict=True):
             ax.plot([x], [y], markerfacecolor=c.color if filled else "white",
                     markeredgecolor="black" if filled else c.color,
                     zorder=6, gid=f"det/{which}_dcf/{c.label}", **_marker_style(i))  # fmt: skip
             if box[0, 0] <= x <= box[0, 1] and box[1, 0] <= y <= box[1, 1]:
-                visible[i] = float(c.data.prior.values[i])
+                visible[i] = float(points.prior.values[i])
 
 
 def _marker_style(i: int) -> dict[str, Any]:

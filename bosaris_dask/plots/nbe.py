@@ -39,6 +39,7 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from scipy.special import expit, logit
 
+from bosaris_dask import metrics
 from bosaris_dask.errors import PlotError
 from bosaris_dask.plots._common import Curve, Results, curves, dr30_sides, new_axes
 
@@ -49,7 +50,8 @@ def contributions(data: Any, which: str = "act") -> tuple[np.ndarray, np.ndarray
     """The miss and false-alarm parts of a normalized DCF sweep: ``miss + fa = DCF``.
 
     ``miss = p * Pmiss / min(p, 1 - p)`` and ``fa = (1 - p) * Pfa / min(p, 1 - p)`` along the
-    sweep ``plo = logit(p)``, for the ``"act"`` or ``"min"`` curve of one system.
+    sweep ``plo = logit(p)`` (:func:`~bosaris_dask.metrics.sweep_points`), for the ``"act"`` or
+    ``"min"`` curve of one system.
 
     Examples
     --------
@@ -57,15 +59,16 @@ def contributions(data: Any, which: str = "act") -> tuple[np.ndarray, np.ndarray
     >>> from bosaris_dask.metrics import evaluate_arrays
     >>> ds = evaluate_arrays([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5], sweep=np.array([-1.0, 0.0]))
     >>> miss, fa = contributions(ds.isel(system=0))
-    >>> np.allclose(miss + fa, ds.sweep_act_dcf.isel(system=0))
+    >>> np.allclose(miss + fa, metrics.sweep_points(ds).act_dcf.isel(system=0))
     True
     """
     if which not in ("act", "min"):
         raise PlotError(f"which must be 'act' or 'min', not {which!r}")
+    data = metrics.sweep_points(data)
     plo = np.asarray(data.plo.values, dtype=np.float64)
     norm = np.minimum(expit(plo), expit(-plo))
-    miss = expit(plo) * data[f"sweep_{which}_pmiss"].values / norm
-    fa = expit(-plo) * data[f"sweep_{which}_pfa"].values / norm
+    miss = expit(plo) * data[f"{which}_pmiss"].values / norm
+    fa = expit(-plo) * data[f"{which}_pfa"].values / norm
     return miss, fa
 
 
@@ -142,7 +145,9 @@ def nbe_plot(
         ax.axhline(1.0, color="0.45", linewidth=1.0, linestyle=(0, (5, 3)), zorder=1,
                    gid="nbe/default")  # fmt: skip
     if operating_points is None:
-        operating_points = sorted({float(p) for c in chosen for p in c.data.prior.values})
+        operating_points = sorted(
+            {float(p) for c in chosen for p in metrics.operating_points(c.data).prior.values}
+        )
     _operating_points(ax, operating_points, xlim)
     ax.set_xlim(*xlim)
     ax.set_ylim(*ylim)
@@ -158,12 +163,13 @@ def nbe_plot(
 
 
 def _system(ax: Axes, c: Curve, act: bool, min_: bool, parts: bool, dr30: Sequence[str]) -> None:
-    plo = c.data.plo.values
+    sweep = metrics.sweep_points(c.data)
+    plo = sweep.plo.values
     first = True
     for which, on, style in (("act", act, "-"), ("min", min_, "--")):
         if not on:
             continue
-        ax.plot(plo, c.data[f"sweep_{which}_dcf"].values, color=c.color, linestyle=style,
+        ax.plot(plo, sweep[f"{which}_dcf"].values, color=c.color, linestyle=style,
                 linewidth=1.8, label=c.label if first else "_nolegend_", zorder=3,
                 gid=f"nbe/{which}/{c.label}")  # fmt: skip
         first = False
@@ -173,7 +179,7 @@ def _system(ax: Axes, c: Curve, act: bool, min_: bool, parts: bool, dr30: Sequen
                 ax.plot(plo, values, color=c.color, linestyle=pstyle, linewidth=1.0, alpha=0.8,
                         zorder=2, gid=f"nbe/{which}_{part}/{c.label}")  # fmt: skip
     if dr30:
-        curve = c.data.sweep_min_dcf if min_ else c.data.sweep_act_dcf
+        curve = sweep.min_dcf if min_ else sweep.act_dcf
         for var, marker in (("dr30_fa_plo", "<"), ("dr30_miss_plo", ">")):
             at = float(c.data[var])
             if var.split("_")[1] not in dr30 or np.isnan(at):
