@@ -29,7 +29,7 @@ from bosaris_dask.cluster import (
     add_cluster_arguments,
     connect,
     connect_from_args,
-    current_client_or_none,
+    current_client,
     jobqueue_job_script,
 )
 from bosaris_dask.errors import BosarisError, ClusterError
@@ -94,7 +94,7 @@ def test_threads_yields_none_and_uses_threaded_scheduler():
 
 
 def test_default_small_job_uses_threads():
-    assert current_client_or_none() is None
+    assert current_client() is None
     with connect(size_hint=SMALL_JOB_TRIALS - 1) as client:
         assert client is None
         assert dask.config.get("scheduler") == "threads"
@@ -219,7 +219,7 @@ def test_unreachable_scheduler_address_fails_fast():
         with connect(scheduler=address, timeout=1.0, announce=None):
             pytest.fail("the block must not run")
     assert time.monotonic() - start < 10.0
-    assert current_client_or_none() is None
+    assert current_client() is None
 
 
 def test_missing_scheduler_file_fails_fast(tmp_path):
@@ -241,7 +241,7 @@ def test_local_cluster_two_processes_matches_threads():
     messages: list[str] = []
     with connect(cluster="local", workers=2, threads_per_worker=1, memory_limit="1GB",
                  announce=messages.append) as client:  # fmt: skip
-        assert current_client_or_none() is client
+        assert current_client() is client
         info = client.scheduler_info()
         assert len(info["workers"]) == 2
         assert {w["nthreads"] for w in info["workers"].values()} == {1}
@@ -266,7 +266,7 @@ def test_local_cluster_two_processes_matches_threads():
     assert messages == ([f"dask dashboard at {link}"] if served else [])
     # What connect started is closed: client, scheduler, worker processes.
     assert client.status == "closed"
-    assert current_client_or_none() is None
+    assert current_client() is None
     assert _wait_dead(pids) == []
 
 
@@ -451,7 +451,7 @@ def test_scheduler_that_disappears_gives_cluster_error(dask_processes):
             os.killpg(dask_processes.scheduler.pid, signal.SIGKILL)
             future.result(timeout=60)
     assert time.monotonic() - start < 45
-    assert current_client_or_none() is None
+    assert current_client() is None
 
 
 # --------------------------------------------------------------------------------------------

@@ -26,9 +26,9 @@ from bosaris_dask.cluster.scheduler import (
     _read_scheduler_file,
     _start_local,
     _wait_for_workers,
-    current_client_or_none,
 )
 from bosaris_dask.errors import BosarisError, ClusterError
+from bosaris_dask.progress import current_client
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -150,7 +150,7 @@ def connect(
 
     if kind == "existing":
         # Someone else's client: use it as it is, close nothing.
-        yield current_client_or_none()
+        yield current_client()
         return
 
     stack = contextlib.ExitStack()
@@ -255,7 +255,7 @@ def _choose_kind(scheduler, scheduler_file, cluster, size_hint) -> str:
     if scheduler_file is not None:
         return "file"
     if cluster is None:
-        if current_client_or_none() is not None:
+        if current_client() is not None:
             return "existing"
         small = size_hint is not None and size_hint < SMALL_JOB_TRIALS
         return "threads" if small else "local"
