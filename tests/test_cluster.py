@@ -122,6 +122,161 @@ def test_bad_options_raise_cluster_error(kwargs, match):
             pytest.fail("the block must not run")
 
 
+# --------------------------------------------------------------------------------------------
+# what each kind of cluster is built with: --workers is the number of workers in all, and only
+# the options given reach dask-jobqueue / dask-mpi (their config and defaults decide the rest)
+# --------------------------------------------------------------------------------------------
+
+
+class _FakeClient:
+    status = "running"
+    dashboard_link = None
+
+
+class _FakeJobQueue:
+    """Stands in for SLURMCluster/PBSCluster: records its arguments and what it was scaled to."""
+
+    made: list = []
+    per_job_default = 2  # jobqueue.<kind>.processes, as if from dask's config
+
+    def __init__(self, **kwargs):
+        self.kwargs = kwargs
+        self.scaled = None
+        per_job = kwargs.get("processes", self.per_job_default)
+        self._dummy_job = argparse.Namespace(worker_processes=per_job)
+        _FakeJobQueue.made.append(self)
+
+    def scale(self, n=None, jobs=0):
+        self.scaled = {"n": n, "jobs": jobs}
+
+    def worker_count(self) -> int:
+        """The worker processes this would run, as dask-jobqueue counts them."""
+        per_job = self._dummy_job.worker_processes
+        jobs = (
+            -(-self.scaled["n"] // per_job) if self.scaled["n"] is not None else self.scaled["jobs"]
+        )
+        return jobs * per_job
+
+    def close(self):
+        pass
+
+
+@pytest.fixture
+def fake_clusters(monkeypatch):
+    """LocalCluster, dask-jobqueue and dask-mpi replaced by recorders; no process starts."""
+    import types
+
+    import distributed
+
+    from bosaris_dask.cluster import hpc, scheduler, session
+
+    made = {"local": [], "mpi": []}
+
+    class FakeLocalCluster:
+        def __init__(self, **kwargs):
+            made["local"].append(kwargs)
+
+        def close(self):
+            pass
+
+    def initialize(**kwargs):
+        made["mpi"].append(kwargs)
+        return True  # this rank is the client
+
+    fake_mpi = types.SimpleNamespace(
+        initialize=initialize, WorldTooSmallException=RuntimeError, send_close_signal=lambda: None
+    )
+    comm = types.SimpleNamespace(Get_rank=lambda: 1, Get_size=lambda: 6)
+    monkeypatch.setitem(sys.modules, "dask_mpi", fake_mpi)
+    monkeypatch.setitem(
+        sys.modules, "mpi4py", types.SimpleNamespace(MPI=types.SimpleNamespace(COMM_WORLD=comm))
+    )
+    monkeypatch.setattr(distributed, "LocalCluster", FakeLocalCluster)
+    monkeypatch.setattr(scheduler, "_client", lambda *a, **k: _FakeClient())
+    monkeypatch.setattr(hpc, "_client", lambda *a, **k: _FakeClient())
+    monkeypatch.setattr(hpc, "_jobqueue_class", lambda kind: _FakeJobQueue)
+    monkeypatch.setattr(session, "_wait_for_workers", lambda *a: None)
+    monkeypatch.setattr(_FakeJobQueue, "made", [])
+    return made
+
+
+@pytest.mark.parametrize("kind", ["local", "threads", "slurm", "pbs"])
+def test_workers_is_the_number_of_workers_for_every_kind(kind, fake_clusters):
+    with connect(cluster=kind, workers=4, **LOCAL):
+        threads = dask.config.get("num_workers", None)
+    if kind == "local":
+        assert fake_clusters["local"] == [
+            {"processes": True, "host": "127.0.0.1", "dashboard_address": None, "n_workers": 4}
+        ]
+    elif kind == "threads":
+        assert threads == 4
+    else:
+        (jq,) = _FakeJobQueue.made
+        # Nothing of the job's size comes from us: dask's config (here 2 per job) decides.
+        assert jq.kwargs == {"scheduler_options": {"dashboard": False}}
+        assert jq.scaled == {"n": 4, "jobs": 0}
+        assert jq.worker_count() == 4  # two jobs of two
+
+
+@pytest.mark.parametrize("kind", ["slurm", "pbs"])
+def test_jobqueue_workers_with_jobs_sets_the_processes_per_job(kind, fake_clusters):
+    with connect(cluster=kind, workers=6, jobs=3, queue="long", cores=6, **LOCAL):
+        pass
+    (jq,) = _FakeJobQueue.made
+    assert {k: v for k, v in jq.kwargs.items() if k != "scheduler_options"} == {
+        "processes": 2,
+        "queue": "long",
+        "cores": 6,
+    }
+    assert jq.scaled == {"n": None, "jobs": 3}
+    assert jq.worker_count() == 6
+
+
+@pytest.mark.parametrize("kind", ["slurm", "pbs"])
+def test_jobqueue_with_nothing_given_leaves_everything_to_dask_config(kind, fake_clusters):
+    with connect(cluster=kind, announce=None):
+        pass
+    (jq,) = _FakeJobQueue.made
+    assert jq.kwargs == {}  # no queue, cores, memory, walltime, processes of ours
+    assert jq.scaled == {"n": None, "jobs": 1}  # one job unless told
+    assert jq.worker_count() == 2
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"workers": 3}, "3 workers are not whole slurm jobs of 2 worker processes"),
+        ({"workers": 5, "jobs": 2}, "5 workers do not split evenly over 2 slurm jobs"),
+    ],
+)
+def test_jobqueue_workers_that_are_not_whole_jobs_are_refused(kwargs, match, fake_clusters):
+    with pytest.raises(ClusterError, match=match):
+        with connect(cluster="slurm", **kwargs, **LOCAL):
+            pytest.fail("the block must not run")
+
+
+def test_mpi_passes_only_what_was_given(fake_clusters):
+    with dask.config.set(scheduler_address="tcp://127.0.0.1:1"):
+        with connect(cluster="mpi", announce=None) as client:
+            assert isinstance(client, _FakeClient)
+        with connect(cluster="mpi", threads_per_worker=4, memory_limit="7GB", interface="lo",
+                     **LOCAL):  # fmt: skip
+            pass
+    assert fake_clusters["mpi"] == [
+        {"dashboard": True, "exit": False},  # dask-mpi's defaults: 1 thread, memory "auto"
+        {
+            "dashboard": False,
+            "exit": False,
+            "nthreads": 4,
+            "memory_limit": "7GB",
+            "interface": "lo",
+        },
+    ]
+    with pytest.raises(ClusterError, match="mpirun -n N"):
+        with connect(cluster="mpi", workers=4, **LOCAL):
+            pytest.fail("the block must not run")
+
+
 def test_cluster_error_is_a_bosaris_error():
     assert issubclass(ClusterError, BosarisError)
     assert issubclass(ClusterError, RuntimeError)
@@ -478,7 +633,9 @@ def test_pbs_job_script_from_config_with_overrides(jobqueue):
     }
     with dask.config.set(config):
         script = jobqueue_job_script("pbs")
-        overridden = jobqueue_job_script("pbs", queue="long", walltime="12:00:00", workers=2)
+        overridden = jobqueue_job_script(
+            "pbs", queue="long", walltime="12:00:00", workers=4, jobs=2
+        )
     lines = script.splitlines()
     assert lines[0] == "#!/usr/bin/env bash"
     for directive in ("#PBS -q batch", "#PBS -A proj42", "#PBS -l select=1:ncpus=4:mem=8192MB",
