@@ -742,3 +742,25 @@ def test_example_batch_scripts_run_a_command_the_cli_accepts(script, tmp_path):
     else:
         assert args.cluster == script.split("-")[0] and args.jobs == 8
         assert args.worker_timeout == 3600
+
+
+def test_real_jobqueue_class_tells_the_worker_processes_per_job(jobqueue):
+    # _start_jobqueue reads dask-jobqueue's per-job worker count as its scale(n=...) does; this
+    # guards that (private) attribute against dask-jobqueue versions, with the real class.
+    from bosaris_dask.cluster import hpc
+
+    options = {"host": "127.0.0.1", "dashboard": False}
+    config = {"jobqueue.slurm.cores": 6, "jobqueue.slurm.memory": "6GB"}
+    with dask.config.set({**config, "jobqueue.slurm.processes": 3}):
+        kwargs = hpc._jobqueue_kwargs("slurm", None, None, None, None, None, None, None)
+        with hpc._jobqueue_cluster(
+            jobqueue.SLURMCluster, "slurm", {**kwargs, "scheduler_options": options}
+        ) as jq:
+            assert jq._dummy_job.worker_processes == 3
+        kwargs = hpc._jobqueue_kwargs("slurm", 4, 2, None, None, None, None, None)
+        assert kwargs == {"processes": 2}
+        with hpc._jobqueue_cluster(
+            jobqueue.SLURMCluster, "slurm", {**kwargs, "scheduler_options": options}
+        ) as jq:
+            assert jq._dummy_job.worker_processes == 2
+            assert "--nthreads 3 --memory-limit 2.79GiB --nworkers 2" in jq.job_script()
