@@ -1,4 +1,15 @@
-"""Computing dask graphs with an optional progress bar, on whatever scheduler is active.
+"""The one place that finds the active dask client and computes dask graphs.
+
+:func:`current_client` answers "does ``dask.compute`` run on a distributed client now, and
+which?" the way dask itself decides (:func:`dask.base.get_scheduler`: an explicit
+``dask.config.set(scheduler=...)`` first, then the default client). :func:`compute` and
+:func:`compute_and_keep` run graphs on that client when there is one, else on the threaded
+scheduler (dask's default), optionally with a progress bar.
+
+Without a client the threads are a pool of this call's own, drained before returning or
+raising: when one task fails dask raises at once while the others keep running, and a
+straggler could then write into a temporary store the caller has already removed. So when
+:func:`compute` returns or raises, no task of it is still running.
 
 With a distributed client the bar is distributed's text bar (it follows tasks on the workers),
 also in Jupyter, where distributed would otherwise build an ``ipywidgets`` widget (an optional
@@ -11,6 +22,10 @@ Examples
 >>> import dask.array as da
 >>> int(compute(da.ones(10, chunks=5).sum()))
 10
+>>> [int(v) for v in compute([da.ones(4, chunks=2).sum(), da.arange(4, chunks=2).sum()])]
+[4, 6]
+>>> current_client() is None
+True
 """
 
 from __future__ import annotations
@@ -23,6 +38,9 @@ from typing import Any
 
 import dask
 import dask.array as da
+import dask.base
+import dask.system
+from dask.threaded import ContextAwareThreadPoolExecutor
 
 __all__ = ["compute", "compute_and_keep", "current_client", "showing_progress"]
 
@@ -48,40 +66,80 @@ def showing_progress(show: bool = True) -> Iterator[None]:
 
 
 def current_client() -> Any | None:
-    """The running default ``distributed.Client`` of this process, or None."""
+    """The running ``distributed.Client`` that ``dask.compute`` uses now, or ``None``.
+
+    ``None`` without a client, after it closed, and where ``dask.config`` names a local
+    scheduler (``dask.config.set(scheduler="threads")``) even though a client exists: dask
+    would not use the client there, and neither do :func:`compute` and the package's other
+    code. A client made with ``set_as_default=False`` is not the active one either.
+
+    Examples
+    --------
+    >>> current_client() is None
+    True
+    """
     try:
-        from distributed import default_client
-    except ImportError:  # pragma: no cover - distributed is a dependency
+        scheduler = dask.base.get_scheduler()
+    except RuntimeError:  # scheduler="distributed" in the config but no client left
         return None
+    owner = getattr(scheduler, "__self__", None)
+    if owner is None:
+        return None
+    from distributed import Client
+
+    if isinstance(owner, Client) and owner.status == "running":
+        return owner
+    return None
+
+
+def _compute_here(objs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``dask.compute(*objs)`` without a client: the threads are a pool of this call's own
+    (``num_workers`` from dask's config, else the CPU count), drained before returning or
+    raising. A local scheduler named in dask's config (``"sync"``, ``"processes"``) is kept."""
+    if dask.config.get("scheduler", None) not in (None, "threads", "threading"):
+        return dask.compute(*objs)
+    workers = dask.config.get("num_workers", None) or dask.system.CPU_COUNT
+    pool = ContextAwareThreadPoolExecutor(workers)
     try:
-        client = default_client()
-    except ValueError:
-        return None
-    return client if client.status == "running" else None
+        return dask.compute(*objs, scheduler="threads", pool=pool)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def compute(x: Any, *, progress: bool | None = False) -> Any:
-    """Compute one dask collection, showing a progress bar on stderr when ``progress``.
+    """Compute a dask collection (or a list or tuple of them), with a progress bar on stderr
+    when ``progress``.
 
-    ``progress=None`` follows the innermost :func:`showing_progress` block (default: no bar).
+    Runs on :func:`current_client` when there is one, else on threads that have all finished
+    when this returns or raises. ``progress=None`` follows the innermost
+    :func:`showing_progress` block (default: no bar).
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> total, count = compute((da.arange(5, chunks=2).sum(), da.ones(3, chunks=2).sum()))
+    >>> int(total), int(count)
+    (10, 3)
     """
     if progress is None:
         progress = _SHOW.get()
+    client = current_client()
+    if client is None:
+        if not progress:
+            return _compute_here((x,))[0]
+        from dask.diagnostics import ProgressBar
+
+        with ProgressBar(out=sys.stderr, dt=0.5):
+            return _compute_here((x,))[0]
     if not progress:
         return dask.compute(x)[0]
-    client = current_client()
-    if client is not None:
-        from distributed import progress as distributed_progress
+    from distributed import progress as distributed_progress
 
-        future = client.compute(x)
-        with redirect_stdout(sys.stderr):  # the text bar prints to stdout
-            distributed_progress(future, multi=False, notebook=False)
-        sys.stderr.write("\n")
-        return future.result()
-    from dask.diagnostics import ProgressBar
-
-    with ProgressBar(out=sys.stderr, dt=0.5):
-        return dask.compute(x)[0]
+    future = client.compute(x)
+    with redirect_stdout(sys.stderr):  # the text bar prints to stdout
+        distributed_progress(future, multi=False, notebook=False)
+    sys.stderr.write("\n")
+    return client.gather(future)
 
 
 def compute_and_keep(keep: Any, x: Any, *, progress: bool | None = False) -> tuple[Any, Any]:
@@ -98,11 +156,5 @@ def compute_and_keep(keep: Any, x: Any, *, progress: bool | None = False) -> tup
     if client is not None:
         kept = client.persist(keep)
         return kept, compute(x, progress=progress)
-    if progress:
-        from dask.diagnostics import ProgressBar
-
-        with ProgressBar(out=sys.stderr, dt=0.5):
-            blocks, value = dask.compute(keep, x)
-    else:
-        blocks, value = dask.compute(keep, x)
+    blocks, value = compute((keep, x), progress=progress)
     return da.from_array(blocks, chunks=1, name=False), value  # name=False: no hashing of the data

@@ -29,7 +29,7 @@ from bosaris_dask.cluster import (
     add_cluster_arguments,
     connect,
     connect_from_args,
-    current_client_or_none,
+    current_client,
     jobqueue_job_script,
 )
 from bosaris_dask.errors import BosarisError, ClusterError
@@ -94,7 +94,7 @@ def test_threads_yields_none_and_uses_threaded_scheduler():
 
 
 def test_default_small_job_uses_threads():
-    assert current_client_or_none() is None
+    assert current_client() is None
     with connect(size_hint=SMALL_JOB_TRIALS - 1) as client:
         assert client is None
         assert dask.config.get("scheduler") == "threads"
@@ -119,6 +119,161 @@ def test_default_small_job_uses_threads():
 def test_bad_options_raise_cluster_error(kwargs, match):
     with pytest.raises(ClusterError, match=match):
         with connect(**kwargs, announce=None):
+            pytest.fail("the block must not run")
+
+
+# --------------------------------------------------------------------------------------------
+# what each kind of cluster is built with: --workers is the number of workers in all, and only
+# the options given reach dask-jobqueue / dask-mpi (their config and defaults decide the rest)
+# --------------------------------------------------------------------------------------------
+
+
+class _FakeClient:
+    status = "running"
+    dashboard_link = None
+
+
+class _FakeJobQueue:
+    """Stands in for SLURMCluster/PBSCluster: records its arguments and what it was scaled to."""
+
+    made: list = []
+    per_job_default = 2  # jobqueue.<kind>.processes, as if from dask's config
+
+    def __init__(self, **kwargs):
+        self.kwargs = kwargs
+        self.scaled = None
+        per_job = kwargs.get("processes", self.per_job_default)
+        self._dummy_job = argparse.Namespace(worker_processes=per_job)
+        _FakeJobQueue.made.append(self)
+
+    def scale(self, n=None, jobs=0):
+        self.scaled = {"n": n, "jobs": jobs}
+
+    def worker_count(self) -> int:
+        """The worker processes this would run, as dask-jobqueue counts them."""
+        per_job = self._dummy_job.worker_processes
+        jobs = (
+            -(-self.scaled["n"] // per_job) if self.scaled["n"] is not None else self.scaled["jobs"]
+        )
+        return jobs * per_job
+
+    def close(self):
+        pass
+
+
+@pytest.fixture
+def fake_clusters(monkeypatch):
+    """LocalCluster, dask-jobqueue and dask-mpi replaced by recorders; no process starts."""
+    import types
+
+    import distributed
+
+    from bosaris_dask.cluster import hpc, scheduler, session
+
+    made = {"local": [], "mpi": []}
+
+    class FakeLocalCluster:
+        def __init__(self, **kwargs):
+            made["local"].append(kwargs)
+
+        def close(self):
+            pass
+
+    def initialize(**kwargs):
+        made["mpi"].append(kwargs)
+        return True  # this rank is the client
+
+    fake_mpi = types.SimpleNamespace(
+        initialize=initialize, WorldTooSmallException=RuntimeError, send_close_signal=lambda: None
+    )
+    comm = types.SimpleNamespace(Get_rank=lambda: 1, Get_size=lambda: 6)
+    monkeypatch.setitem(sys.modules, "dask_mpi", fake_mpi)
+    monkeypatch.setitem(
+        sys.modules, "mpi4py", types.SimpleNamespace(MPI=types.SimpleNamespace(COMM_WORLD=comm))
+    )
+    monkeypatch.setattr(distributed, "LocalCluster", FakeLocalCluster)
+    monkeypatch.setattr(scheduler, "_client", lambda *a, **k: _FakeClient())
+    monkeypatch.setattr(hpc, "_client", lambda *a, **k: _FakeClient())
+    monkeypatch.setattr(hpc, "_jobqueue_class", lambda kind: _FakeJobQueue)
+    monkeypatch.setattr(session, "_wait_for_workers", lambda *a: None)
+    monkeypatch.setattr(_FakeJobQueue, "made", [])
+    return made
+
+
+@pytest.mark.parametrize("kind", ["local", "threads", "slurm", "pbs"])
+def test_workers_is_the_number_of_workers_for_every_kind(kind, fake_clusters):
+    with connect(cluster=kind, workers=4, **LOCAL):
+        threads = dask.config.get("num_workers", None)
+    if kind == "local":
+        assert fake_clusters["local"] == [
+            {"processes": True, "host": "127.0.0.1", "dashboard_address": None, "n_workers": 4}
+        ]
+    elif kind == "threads":
+        assert threads == 4
+    else:
+        (jq,) = _FakeJobQueue.made
+        # Nothing of the job's size comes from us: dask's config (here 2 per job) decides.
+        assert jq.kwargs == {"scheduler_options": {"dashboard": False}}
+        assert jq.scaled == {"n": 4, "jobs": 0}
+        assert jq.worker_count() == 4  # two jobs of two
+
+
+@pytest.mark.parametrize("kind", ["slurm", "pbs"])
+def test_jobqueue_workers_with_jobs_sets_the_processes_per_job(kind, fake_clusters):
+    with connect(cluster=kind, workers=6, jobs=3, queue="long", cores=6, **LOCAL):
+        pass
+    (jq,) = _FakeJobQueue.made
+    assert {k: v for k, v in jq.kwargs.items() if k != "scheduler_options"} == {
+        "processes": 2,
+        "queue": "long",
+        "cores": 6,
+    }
+    assert jq.scaled == {"n": None, "jobs": 3}
+    assert jq.worker_count() == 6
+
+
+@pytest.mark.parametrize("kind", ["slurm", "pbs"])
+def test_jobqueue_with_nothing_given_leaves_everything_to_dask_config(kind, fake_clusters):
+    with connect(cluster=kind, announce=None):
+        pass
+    (jq,) = _FakeJobQueue.made
+    assert jq.kwargs == {}  # no queue, cores, memory, walltime, processes of ours
+    assert jq.scaled == {"n": None, "jobs": 1}  # one job unless told
+    assert jq.worker_count() == 2
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"workers": 3}, "3 workers are not whole slurm jobs of 2 worker processes"),
+        ({"workers": 5, "jobs": 2}, "5 workers do not split evenly over 2 slurm jobs"),
+    ],
+)
+def test_jobqueue_workers_that_are_not_whole_jobs_are_refused(kwargs, match, fake_clusters):
+    with pytest.raises(ClusterError, match=match):
+        with connect(cluster="slurm", **kwargs, **LOCAL):
+            pytest.fail("the block must not run")
+
+
+def test_mpi_passes_only_what_was_given(fake_clusters):
+    with dask.config.set(scheduler_address="tcp://127.0.0.1:1"):
+        with connect(cluster="mpi", announce=None) as client:
+            assert isinstance(client, _FakeClient)
+        with connect(cluster="mpi", threads_per_worker=4, memory_limit="7GB", interface="lo",
+                     **LOCAL):  # fmt: skip
+            pass
+    assert fake_clusters["mpi"] == [
+        {"dashboard": True, "exit": False},  # dask-mpi's defaults: 1 thread, memory "auto"
+        {
+            "dashboard": False,
+            "exit": False,
+            "nthreads": 4,
+            "memory_limit": "7GB",
+            "interface": "lo",
+        },
+    ]
+    with pytest.raises(ClusterError, match="mpirun -n N"):
+        with connect(cluster="mpi", workers=4, **LOCAL):
             pytest.fail("the block must not run")
 
 
@@ -219,7 +374,7 @@ def test_unreachable_scheduler_address_fails_fast():
         with connect(scheduler=address, timeout=1.0, announce=None):
             pytest.fail("the block must not run")
     assert time.monotonic() - start < 10.0
-    assert current_client_or_none() is None
+    assert current_client() is None
 
 
 def test_missing_scheduler_file_fails_fast(tmp_path):
@@ -241,7 +396,7 @@ def test_local_cluster_two_processes_matches_threads():
     messages: list[str] = []
     with connect(cluster="local", workers=2, threads_per_worker=1, memory_limit="1GB",
                  announce=messages.append) as client:  # fmt: skip
-        assert current_client_or_none() is client
+        assert current_client() is client
         info = client.scheduler_info()
         assert len(info["workers"]) == 2
         assert {w["nthreads"] for w in info["workers"].values()} == {1}
@@ -266,7 +421,7 @@ def test_local_cluster_two_processes_matches_threads():
     assert messages == ([f"dask dashboard at {link}"] if served else [])
     # What connect started is closed: client, scheduler, worker processes.
     assert client.status == "closed"
-    assert current_client_or_none() is None
+    assert current_client() is None
     assert _wait_dead(pids) == []
 
 
@@ -451,7 +606,7 @@ def test_scheduler_that_disappears_gives_cluster_error(dask_processes):
             os.killpg(dask_processes.scheduler.pid, signal.SIGKILL)
             future.result(timeout=60)
     assert time.monotonic() - start < 45
-    assert current_client_or_none() is None
+    assert current_client() is None
 
 
 # --------------------------------------------------------------------------------------------
@@ -478,7 +633,9 @@ def test_pbs_job_script_from_config_with_overrides(jobqueue):
     }
     with dask.config.set(config):
         script = jobqueue_job_script("pbs")
-        overridden = jobqueue_job_script("pbs", queue="long", walltime="12:00:00", workers=2)
+        overridden = jobqueue_job_script(
+            "pbs", queue="long", walltime="12:00:00", workers=4, jobs=2
+        )
     lines = script.splitlines()
     assert lines[0] == "#!/usr/bin/env bash"
     for directive in ("#PBS -q batch", "#PBS -A proj42", "#PBS -l select=1:ncpus=4:mem=8192MB",
@@ -585,3 +742,25 @@ def test_example_batch_scripts_run_a_command_the_cli_accepts(script, tmp_path):
     else:
         assert args.cluster == script.split("-")[0] and args.jobs == 8
         assert args.worker_timeout == 3600
+
+
+def test_real_jobqueue_class_tells_the_worker_processes_per_job(jobqueue):
+    # _start_jobqueue reads dask-jobqueue's per-job worker count as its scale(n=...) does; this
+    # guards that (private) attribute against dask-jobqueue versions, with the real class.
+    from bosaris_dask.cluster import hpc
+
+    options = {"host": "127.0.0.1", "dashboard": False}
+    config = {"jobqueue.slurm.cores": 6, "jobqueue.slurm.memory": "6GB"}
+    with dask.config.set({**config, "jobqueue.slurm.processes": 3}):
+        kwargs = hpc._jobqueue_kwargs("slurm", None, None, None, None, None, None, None)
+        with hpc._jobqueue_cluster(
+            jobqueue.SLURMCluster, "slurm", {**kwargs, "scheduler_options": options}
+        ) as jq:
+            assert jq._dummy_job.worker_processes == 3
+        kwargs = hpc._jobqueue_kwargs("slurm", 4, 2, None, None, None, None, None)
+        assert kwargs == {"processes": 2}
+        with hpc._jobqueue_cluster(
+            jobqueue.SLURMCluster, "slurm", {**kwargs, "scheduler_options": options}
+        ) as jq:
+            assert jq._dummy_job.worker_processes == 2
+            assert "--nthreads 3 --memory-limit 2.79GiB --nworkers 2" in jq.job_script()

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from bosaris_dask import io
 from bosaris_dask.errors import StoreError, StoreNotFoundError
 from bosaris_dask.io import atomic, compute, hdf5
+from bosaris_dask.progress import current_client
 from bosaris_dask.trials import (
     is_label_key,
     key_from_labels,
@@ -508,7 +509,7 @@ def test_hdf5_reads_and_writes_under_distributed(tmp_path, monkeypatch):
         ) as cluster,
         Client(cluster) as client,
     ):
-        assert compute._distributed_client() is client
+        assert current_client() is client
         back = io.read_hdf5(path, chunks=(10, 50))
         total, count = dask.compute(back.score.sum(), back.score_mask.sum())
         pids = set(client.run(lambda: __import__("os").getpid()).values())

@@ -20,8 +20,8 @@ def _collection() -> tuple[da.Array, float]:
     return (x * 2).sum(), float(2 * values.sum())  # 10100
 
 
-@pytest.fixture(scope="module")
-def client():
+@pytest.fixture
+def client():  # per test: the finder tests below need none left over
     with (
         LocalCluster(
             n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
@@ -59,3 +59,91 @@ def test_distributed_bar_in_a_kernel_is_text(client, capsys, monkeypatch):
     x, expected = _collection()
     assert float(compute(x, progress=True)) == expected
     assert "100% Completed" in capsys.readouterr().err
+
+
+# --- one client finder: current_client() is where dask.compute and compute() run -------------
+
+
+def _where_it_runs(client) -> None:
+    """current_client(), dask's own choice of scheduler, and where a task of compute() and of
+    dask.compute() actually runs (on a worker of ``client`` or in this process) all agree."""
+    import dask.base
+    from distributed import get_worker
+
+    def worker_address(_):
+        try:
+            return get_worker().address
+        except ValueError:  # not inside a worker: this process's threads
+            return None
+
+    probe = dask.delayed(worker_address)(0)
+    owner = getattr(dask.base.get_scheduler(), "__self__", None)
+    if client is None:
+        assert current_client() is None
+        assert owner is None
+        assert compute(probe) is None
+        assert compute(probe, progress=True) is None
+        assert dask.compute(probe)[0] is None
+    else:
+        workers = set(client.scheduler_info()["workers"])
+        assert current_client() is client
+        assert owner is client
+        assert compute(probe) in workers
+        assert compute(probe, progress=True) in workers
+        assert dask.compute(probe)[0] in workers
+
+
+def _local_cluster() -> LocalCluster:
+    return LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None)
+
+
+def test_client_finder_with_no_client():
+    _where_it_runs(None)
+
+
+def test_client_finder_with_a_default_client_then_closed():
+    with _local_cluster() as cluster:
+        client = Client(cluster)  # the default client, not in a with block
+        try:
+            _where_it_runs(client)
+            with dask.config.set(scheduler="threads"):  # the config wins, as in dask.compute
+                _where_it_runs(None)
+        finally:
+            client.close()
+        assert client.status == "closed"
+        _where_it_runs(None)
+
+
+def test_client_finder_inside_with_client_and_after():
+    with _local_cluster() as cluster:
+        with Client(cluster) as client:
+            _where_it_runs(client)
+        _where_it_runs(None)
+        other = Client(cluster, set_as_default=False)  # not the default: dask does not use it
+        try:
+            _where_it_runs(None)
+        finally:
+            other.close()
+
+
+def test_compute_drains_its_threads_before_raising():
+    # A failing task must not leave its siblings running after compute() raises.
+    import threading
+    import time
+
+    finished = []
+    lock = threading.Lock()
+
+    def slow(i):
+        time.sleep(0.2)
+        with lock:
+            finished.append(i)
+        return i
+
+    def fail():
+        raise ValueError("boom")
+
+    parts = [dask.delayed(slow)(i) for i in range(3)] + [dask.delayed(fail)()]
+    with dask.config.set(num_workers=4), pytest.raises(ValueError, match="boom"):
+        compute(parts)
+    assert sorted(finished) == [0, 1, 2]

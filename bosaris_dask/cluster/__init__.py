@@ -55,12 +55,9 @@ from __future__ import annotations
 
 from bosaris_dask.cluster.arguments import add_cluster_arguments
 from bosaris_dask.cluster.hpc import jobqueue_job_script
-from bosaris_dask.cluster.scheduler import (
-    CLUSTER_KINDS,
-    SMALL_JOB_TRIALS,
-    current_client_or_none,
-)
+from bosaris_dask.cluster.scheduler import CLUSTER_KINDS, SMALL_JOB_TRIALS
 from bosaris_dask.cluster.session import connect, connect_from_args
+from bosaris_dask.progress import current_client
 
 __all__ = [
     "CLUSTER_KINDS",
@@ -68,6 +65,6 @@ __all__ = [
     "add_cluster_arguments",
     "connect",
     "connect_from_args",
-    "current_client_or_none",
+    "current_client",
     "jobqueue_job_script",
 ]

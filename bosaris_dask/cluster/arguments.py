@@ -53,7 +53,9 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     g.add_argument(
         "--workers", type=_positive_int, metavar="N",
-        help="local: worker processes; slurm/pbs: worker processes per job; threads: threads",
+        help="how many dask workers compute in parallel, in all: worker processes (local; "
+        "slurm/pbs: whole jobs of jobqueue.<kind>.processes each, or N/JOBS per job with "
+        "--jobs); threads (threads); mpi: not given, mpirun -n N makes N-2",
     )  # fmt: skip
     g.add_argument(
         "--threads-per-worker", type=_positive_int, metavar="N",
@@ -67,7 +69,10 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--cores", type=_positive_int, metavar="N", help="slurm/pbs: cores per job")
     g.add_argument("--memory", metavar="BYTES", help="slurm/pbs: memory per job, e.g. 16GB")
     g.add_argument("--walltime", metavar="HH:MM:SS", help="slurm/pbs: walltime per job")
-    g.add_argument("--jobs", type=_positive_int, metavar="N", help="slurm/pbs: jobs to submit")
+    g.add_argument(
+        "--jobs", type=_positive_int, metavar="N",
+        help="slurm/pbs: worker jobs to submit (default: enough for --workers, else 1)",
+    )  # fmt: skip
     g.add_argument(
         "--interface", metavar="NAME",
         help="network interface for scheduler and workers (slurm, pbs, mpi), e.g. ib0",

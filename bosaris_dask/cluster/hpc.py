@@ -26,6 +26,7 @@ def jobqueue_job_script(
     cluster: str,
     *,
     workers: int | None = None,
+    jobs: int | None = None,
     queue: str | None = None,
     cores: int | None = None,
     memory: str | None = None,
@@ -36,13 +37,15 @@ def jobqueue_job_script(
 
     Settings come from dask's config (``jobqueue.<cluster>.*``) with the arguments given here
     overriding them, exactly as :func:`connect` does; nothing is submitted (a short-lived
-    scheduler is started on loopback to fill in its address).
+    scheduler is started on loopback to fill in its address). ``workers`` (worker processes in
+    all) changes one job's script only together with ``jobs``: each job then runs
+    ``workers / jobs`` of them.
 
     Parameters
     ----------
     cluster : {"slurm", "pbs"}
         The job system.
-    workers, queue, cores, memory, walltime, interface
+    workers, jobs, queue, cores, memory, walltime, interface
         As for :func:`connect`.
 
     Returns
@@ -61,7 +64,7 @@ def jobqueue_job_script(
     if cluster not in _JOBQUEUE_KINDS:
         raise ClusterError(f"job scripts exist for {_JOBQUEUE_KINDS}, not {cluster!r}")
     cls = _jobqueue_class(cluster)
-    kwargs = _jobqueue_kwargs(cluster, workers, queue, cores, memory, walltime, interface)
+    kwargs = _jobqueue_kwargs(cluster, workers, jobs, queue, cores, memory, walltime, interface)
     kwargs.setdefault("scheduler_options", {"host": "127.0.0.1", "dashboard": False})
     with _jobqueue_cluster(cls, cluster, kwargs) as jq:
         return str(jq.job_script())
@@ -76,15 +79,11 @@ def _start_mpi(stack, threads_per_worker, memory_limit, interface, dashboard, ti
         # The scheduler and worker ranks log every connection (and tracebacks of the closed
         # connections at shutdown) at INFO: keep their output to warnings and errors.
         logging.getLogger("distributed").setLevel(logging.WARNING)
+    # Only what was given: dask-mpi's own defaults decide the rest (1 thread, memory "auto").
+    given = {"interface": interface, "nthreads": threads_per_worker, "memory_limit": memory_limit}
+    kwargs = {k: v for k, v in given.items() if v is not None}
     try:
-        is_client = dask_mpi.initialize(
-            interface=interface,
-            nthreads=threads_per_worker or 1,
-            memory_limit=memory_limit if memory_limit is not None else "auto",
-            dashboard=dashboard,
-            dashboard_address=":8787",
-            exit=False,
-        )
+        is_client = dask_mpi.initialize(dashboard=dashboard, exit=False, **kwargs)
     except dask_mpi.WorldTooSmallException as exc:
         raise ClusterError(
             f"{exc} Run under 'mpirun -n N' with N >= 3 (scheduler, this program, workers)."
@@ -111,8 +110,21 @@ def _jobqueue_class(kind: str):
     return dask_jobqueue.SLURMCluster if kind == "slurm" else dask_jobqueue.PBSCluster
 
 
-def _jobqueue_kwargs(kind, workers, queue, cores, memory, walltime, interface) -> dict:
-    overrides = {"processes": workers, "queue": queue, "cores": cores, "memory": memory,
+def _jobqueue_kwargs(kind, workers, jobs, queue, cores, memory, walltime, interface) -> dict:
+    """The dask-jobqueue constructor arguments that were given; dask's config has the rest.
+
+    ``workers`` is the number of worker processes in all; only with ``jobs`` does it set the
+    worker processes per job (``processes = workers / jobs``, which must be a whole number).
+    """
+    processes = None
+    if workers is not None and jobs is not None:
+        if workers % jobs:
+            raise ClusterError(
+                f"{workers} workers do not split evenly over {jobs} {kind} jobs: give a "
+                "multiple of the jobs, or only one of workers and jobs"
+            )
+        processes = workers // jobs
+    overrides = {"processes": processes, "queue": queue, "cores": cores, "memory": memory,
                  "walltime": walltime, "interface": interface}  # fmt: skip
     return {k: v for k, v in overrides.items() if v is not None}
 
@@ -138,13 +150,22 @@ def _jobqueue_cluster(cls, kind: str, kwargs: dict):
 def _start_jobqueue(stack, kind, workers, queue, cores, memory, walltime, jobs, interface,
                     dashboard, timeout) -> Client:  # fmt: skip
     cls = _jobqueue_class(kind)
-    kwargs = _jobqueue_kwargs(kind, workers, queue, cores, memory, walltime, interface)
+    kwargs = _jobqueue_kwargs(kind, workers, jobs, queue, cores, memory, walltime, interface)
     if not dashboard:
         kwargs["scheduler_options"] = {"dashboard": False}
     jq = stack.enter_context(_jobqueue_cluster(cls, kind, kwargs))
+    per_job = jq._dummy_job.worker_processes  # as dask-jobqueue's own scale(n=...) reads it
+    if jobs is None and workers is not None and workers % per_job:
+        raise ClusterError(
+            f"{workers} workers are not whole {kind} jobs of {per_job} worker processes "
+            f"(jobqueue.{kind}.processes): give a multiple of {per_job}, or jobs as well"
+        )
     client = _client(stack, timeout, f"the {kind} cluster's scheduler", address=jq)
     try:
-        jq.scale(jobs=jobs or 1)
+        if jobs is None and workers is not None:
+            jq.scale(n=workers)
+        else:
+            jq.scale(jobs=jobs or 1)  # nothing given: one job
     except Exception as exc:
         raise ClusterError(
             f"could not submit {kind} worker jobs ({type(exc).__name__}: {exc}); job script:\n"

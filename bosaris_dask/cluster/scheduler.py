@@ -12,7 +12,6 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from bosaris_dask.errors import ClusterError
-from bosaris_dask.progress import current_client
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -29,25 +28,6 @@ SMALL_JOB_TRIALS = 10_000_000_000
 _JOBQUEUE_KINDS = ("slurm", "pbs")
 
 _log = logging.getLogger("bosaris_dask.cluster")
-
-
-def current_client_or_none() -> Client | None:
-    """Return the distributed client this process uses by default, or ``None`` if none exists.
-
-    Python API functions call this to run on the user's cluster when one is set up (for example
-    ``client = Client("tcp://...")`` in a notebook) without being told about it.
-
-    Returns
-    -------
-    distributed.Client or None
-        ``distributed.default_client()`` if a client is running, else ``None``.
-
-    Examples
-    --------
-    >>> current_client_or_none() is None
-    True
-    """
-    return current_client()
 
 
 def _client(stack: contextlib.ExitStack, timeout: float, what: str, **kwargs) -> Client:

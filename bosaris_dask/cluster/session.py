@@ -26,9 +26,9 @@ from bosaris_dask.cluster.scheduler import (
     _read_scheduler_file,
     _start_local,
     _wait_for_workers,
-    current_client_or_none,
 )
 from bosaris_dask.errors import BosarisError, ClusterError
+from bosaris_dask.progress import current_client
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -76,9 +76,11 @@ def connect(
         - ``"mpi"``: dask-mpi in an ``mpirun`` job (needs ``bosaris-dask[hpc]``).
         - ``None``: an existing default client, else threads or local by ``size_hint``.
     workers
-        local: number of worker processes (default: sized to the machine). slurm/pbs: worker
-        processes per job (dask-jobqueue ``processes``). threads: number of threads. Not
-        allowed with mpi (the number of ranks sets it).
+        How many dask workers compute in parallel, in all: worker processes for local
+        (default: sized to the machine) and slurm/pbs (whole jobs of
+        ``jobqueue.<kind>.processes`` each, or ``workers / jobs`` per job when ``jobs`` is
+        given too); the threaded scheduler's threads for threads. Not allowed with mpi, where
+        ``mpirun -n N`` sets it (N - 2).
     threads_per_worker
         Threads per worker process (local, mpi; default 1 for mpi, sized for local).
     memory_limit
@@ -86,9 +88,10 @@ def connect(
         a fraction of the machine's memory, or ``"auto"``. For slurm/pbs use ``memory``.
     queue, cores, memory, walltime
         slurm/pbs job settings (partition/queue, cores per job, memory per job such as
-        ``"8GB"``, walltime ``"01:00:00"``); override ``jobqueue.<kind>.*`` from dask config.
+        ``"8GB"``, walltime ``"01:00:00"``), passed to dask-jobqueue only when given: otherwise
+        ``jobqueue.<kind>.*`` in dask's config decides, as it does for every other job setting.
     jobs
-        slurm/pbs: how many jobs to submit (default 1).
+        slurm/pbs: how many jobs to submit (default: enough for ``workers``, else 1).
     interface
         Network interface for the scheduler and workers (slurm, pbs, mpi), e.g. ``"ib0"``;
         ``"lo"`` keeps everything on loopback.
@@ -150,7 +153,7 @@ def connect(
 
     if kind == "existing":
         # Someone else's client: use it as it is, close nothing.
-        yield current_client_or_none()
+        yield current_client()
         return
 
     stack = contextlib.ExitStack()
@@ -255,7 +258,7 @@ def _choose_kind(scheduler, scheduler_file, cluster, size_hint) -> str:
     if scheduler_file is not None:
         return "file"
     if cluster is None:
-        if current_client_or_none() is not None:
+        if current_client() is not None:
             return "existing"
         small = size_hint is not None and size_hint < SMALL_JOB_TRIALS
         return "threads" if small else "local"

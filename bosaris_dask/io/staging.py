@@ -39,8 +39,8 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import ClusterError, StoreError
-from bosaris_dask.io.compute import _distributed_client, compute_with_progress
 from bosaris_dask.io.text.scratch import _ScratchArray, _ScratchFile
+from bosaris_dask.progress import compute, current_client
 
 __all__ = [
     "realign",
@@ -79,7 +79,7 @@ def workers_off_this_host(client: Any = None) -> list[str]:
 
     Empty without a distributed client (threads and processes run here).
     """
-    client = client if client is not None else _distributed_client()
+    client = client if client is not None else current_client()
     if client is None:
         return []
     workers = client.scheduler_info(n_workers=-1).get("workers", {})
@@ -243,7 +243,7 @@ def realign(
             data = da.from_array(np.asarray(data), chunks="auto")
         owners[name], store = _stage(data, directory)
         stores.append(store)
-    compute_with_progress(*stores, progress=progress)
+    compute(stores, progress=progress)
     identity = bool(len(cols) and (cols == np.arange(cols[0], cols[0] + len(cols))).all())
     row_ids = da.from_array(rows, chunks=(chunks[0],))
     col_ids = da.from_array(cols, chunks=(chunks[1],))

@@ -23,7 +23,8 @@ import xarray as xr
 
 from bosaris_dask.errors import StoreError
 from bosaris_dask.io.atomic import atomic_path
-from bosaris_dask.io.compute import _distributed_client, compute_with_progress, plan_chunks
+from bosaris_dask.io.compute import plan_chunks
+from bosaris_dask.progress import compute, current_client
 from bosaris_dask.trials import kind_of, trial_classes, validate
 
 #: How many bytes of blocks the writer pulls from distributed workers at a time.
@@ -87,11 +88,11 @@ def _stream(matrices: dict[str, da.Array], f: h5py.File, label: str, progress: b
     datasets = [f.create_dataset(n, shape=a.shape, dtype=a.dtype) for n, a in matrices.items()]
     if 0 in arrays[0].shape:
         return
-    if _distributed_client() is None:
+    if current_client() is None:
         stored = da.store(arrays, datasets, lock=threading.Lock(), compute=False)
         local = dask.base.get_scheduler() in (None, dask.threaded.get, dask.local.get_sync)
         with contextlib.nullcontext() if local else dask.config.set(scheduler="threads"):
-            compute_with_progress(stored, progress=progress)
+            compute(stored, progress=progress)
         return
     blocks = [a.to_delayed(optimize_graph=True).ravel() for a in arrays]
     slices = list(da.core.slices_from_chunks(arrays[0].chunks))

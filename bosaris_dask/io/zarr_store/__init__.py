@@ -41,11 +41,11 @@ Examples
 ([[0.5], [-1.0]], ['m1', 'm2'], 'scores')
 """
 
-from bosaris_dask.io.compute import compute_with_progress, plan_chunks
+from bosaris_dask.io.compute import plan_chunks
 from bosaris_dask.io.zarr_store.layout import STORE_VERSION
 from bosaris_dask.io.zarr_store.read import is_url as is_url
 from bosaris_dask.io.zarr_store.read import read_zarr
 from bosaris_dask.io.zarr_store.read import store_location as store_location
 from bosaris_dask.io.zarr_store.write import write_zarr
 
-__all__ = ["write_zarr", "read_zarr", "plan_chunks", "compute_with_progress", "STORE_VERSION"]
+__all__ = ["write_zarr", "read_zarr", "plan_chunks", "STORE_VERSION"]

@@ -12,8 +12,9 @@ import xarray as xr
 import zarr
 
 from bosaris_dask.io.atomic import atomic_path, remove_path
-from bosaris_dask.io.compute import compute_with_progress, plan_chunks
+from bosaris_dask.io.compute import plan_chunks
 from bosaris_dask.io.zarr_store.layout import _MASKS, _VARIABLES, STORE_VERSION, _encode_labels
+from bosaris_dask.progress import compute
 from bosaris_dask.trials import DIMS, is_label_key, kind_of, validate
 
 
@@ -148,7 +149,7 @@ def write_zarr(
             write_empty_chunks=True,
             compute=False,
         )
-        compute_with_progress(delayed, progress=progress)
+        compute(delayed, progress=progress)
         mask = _MASKS.get(kind)
         if omit_true_masks and mask is not None and mask in ds.data_vars:
             stored = da.from_zarr(zarr.open_array(tmp / mask, mode="r"))
