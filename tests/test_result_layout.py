@@ -31,8 +31,11 @@ def _cases():
     """Named evaluations covering: costs, a prior on the sweep, Cprimary, conditions, 2 systems."""
     tar = np.loadtxt(DATA / "gauss1" / "tar.txt")
     non = np.loadtxt(DATA / "gauss1" / "non.txt")
-    yield "gauss1", lambda: metrics.evaluate_arrays(
-        tar, non, priors=[0.5, 0.1, 0.01, 0.001], operating_points=["0.01:10:1"], name="gauss1"
+    yield (
+        "gauss1",
+        lambda: metrics.evaluate_arrays(
+            tar, non, priors=[0.5, 0.1, 0.01, 0.001], operating_points=["0.01:10:1"], name="gauss1"
+        ),
     )
     rng = np.random.default_rng(7)
     mids, sids = [f"m{i}" for i in range(14)], [f"s{j}" for j in range(17)]
@@ -47,9 +50,16 @@ def _cases():
     common = {"priors": [0.5, 0.1], "operating_points": ["0.05:2:1"], "names": ["a", "b"],
               "sweep": np.linspace(-4, 4, 9)}  # fmt: skip
     yield "two_systems", lambda: metrics.evaluate(systems, key, **common)
-    yield "conditions", lambda: metrics.evaluate(
-        systems, key, conditions=tables, by=["model.g", "segment.d"], cprimary_priors=[0.5, 0.1],
-        **common,
+    yield (
+        "conditions",
+        lambda: metrics.evaluate(
+            systems,
+            key,
+            conditions=tables,
+            by=["model.g", "segment.d"],
+            cprimary_priors=[0.5, 0.1],
+            **common,
+        ),
     )
 
 
@@ -134,7 +144,7 @@ def test_ragged_curves_come_back_at_their_exact_lengths():
         assert len(pmiss) == lengths[k] and not np.isnan(pmiss).any()
         np.testing.assert_allclose(pmiss, np.array(misses) / len(tar), rtol=1e-15)
         np.testing.assert_allclose(pfa, np.array(fas) / len(non), rtol=1e-15)
-        assert np.isnan(ds.rocch_pfa.values[k, lengths[k]:]).all()  # the documented padding
+        assert np.isnan(ds.rocch_pfa.values[k, lengths[k] :]).all()  # the documented padding
         roc_pmiss, roc_pfa = metrics.curve(ds, name, "roc")
         assert len(roc_pmiss) == int(ds.n_roc_points[k]) and not np.isnan(roc_pfa).any()
     assert "n_vertices" in ds.rocch_pmiss.attrs["long_name"]
