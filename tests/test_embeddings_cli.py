@@ -129,3 +129,109 @@ def test_worker_processes_read_the_files_and_give_the_same_bits(files):
         procs = run()
     assert procs[0].tobytes() == threads[0].tobytes()
     xr.testing.assert_identical(procs[1], threads[1])
+
+
+# --- every command that takes --scores also takes --enrol --test (issue 13) -------------------
+
+_EMB = ["--enrol", "enrol.npz", "--test", "test.npz", "--block", "16", "--norm", "s",
+        "--cohort", "cohort.npz"]  # fmt: skip
+
+
+@pytest.fixture()
+def scored(files, monkeypatch):
+    """``files`` as the working directory, with the embeddings' scores written by ``score``:
+    test.zarr (the key's trials), all.zarr (all-vs-all) and other.zarr (another system)."""
+    monkeypatch.chdir(files)
+    assert main(["score", *_EMB, "--key", "key.zarr", "--out", "test.zarr", "-q"]) == 0
+    assert main(["score", *_EMB, "--out", "all.zarr", "-q"]) == 0
+    assert main(["score", "--enrol", "enrol.npz", "--test", "test.npz", "--backend", "dot",
+                 "--key", "key.zarr", "--out", "other.zarr", "-q"]) == 0  # fmt: skip
+    return files
+
+
+def _assert_same_store(a, b):
+    """Two written score stores hold the same ids, mask and score bits."""
+    import xarray as xr
+
+    x, y = io.read(a), io.read(b)
+    xr.testing.assert_identical(x.compute(), y.compute())
+    assert x.score.values.tobytes() == y.score.values.tobytes()
+
+
+@pytest.mark.parametrize("kind", ["det", "nbe"])
+def test_plot_from_embeddings_plots_what_the_written_scores_give(scored, kind, monkeypatch):
+    import xarray as xr
+
+    import bosaris_dask.plots
+
+    plotted = []
+    monkeypatch.setattr(bosaris_dask.plots, "save_plot",
+                        lambda results, *a, **k: plotted.append(results))  # fmt: skip
+    common = ["plot", kind, "--key", "key.zarr", "--scores", "other.zarr", "--prior", "0.1"]
+    assert main([*common, "--scores", "test.zarr", "--out", "a.png", "-q"]) == 0
+    assert main([*common, *_EMB, "--out", "b.png", "-q"]) == 0
+    a, b = plotted
+    assert list(b.system.values) == ["other", "test"]
+    xr.testing.assert_identical(a, b)
+    assert a.min_dcf.values.tobytes() == b.min_dcf.values.tobytes()
+
+
+def test_plot_eval_scores_count_the_embedding_system(scored, capsys):
+    assert main(["plot", "det", "--key", "key.zarr", *_EMB, "--eval-key", "key.zarr",
+                 "--eval-scores", "test.zarr", "--out", "c.png", "-q"]) == 0  # fmt: skip
+    assert main(["plot", "det", "--key", "key.zarr", "--scores", "other.zarr", *_EMB,
+                 "--eval-key", "key.zarr", "--eval-scores", "test.zarr", "--out", "c.png",
+                 "-q"]) == 1  # fmt: skip
+    assert "same 2 systems" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("method", ["linear", "pav"])
+def test_calibrate_from_embeddings_equals_calibrating_the_written_scores(scored, method):
+    common = ["calibrate", "--method", method, "--key", "key.zarr", "--apply", "test.zarr"]
+    assert main([*common, "--scores", "test.zarr", "--model-out", "a.json", "--out",
+                 "a.zarr", "-q"]) == 0  # fmt: skip
+    assert main([*common, *_EMB, "--model-out", "b.json", "--out", "b.zarr", "-q"]) == 0
+    assert (scored / "a.json").read_bytes() == (scored / "b.json").read_bytes()
+    _assert_same_store(scored / "a.zarr", scored / "b.zarr")
+
+
+def test_calibrate_takes_one_system(scored, capsys):
+    assert main(["calibrate", "--key", "key.zarr", "--scores", "other.zarr", *_EMB,
+                 "--model-out", "x.json"]) == 1  # fmt: skip
+    assert "one system: give --scores, or --enrol and --test, not both" in (
+        capsys.readouterr().err)
+
+
+def test_fuse_from_embeddings_equals_fusing_the_written_scores(scored, capsys):
+    import json
+
+    common = ["fuse", "--key", "key.zarr", "--scores", "other.zarr", "--apply", "other.zarr",
+              "--apply", "test.zarr"]  # fmt: skip
+    assert main([*common, "--scores", "test.zarr", "--model-out", "a.json", "--out",
+                 "a.zarr", "-q"]) == 0  # fmt: skip
+    assert main([*common, *_EMB, "--model-out", "b.json", "--out", "b.zarr", "-q"]) == 0
+    assert (scored / "a.json").read_bytes() == (scored / "b.json").read_bytes()
+    assert len(json.loads((scored / "b.json").read_text())["weights"]) == 2
+    _assert_same_store(scored / "a.zarr", scored / "b.zarr")
+    assert main([*common[:-2], *_EMB, "--model-out", "b.json", "--out", "b.zarr"]) == 1
+    assert "--apply takes the eval scores of the same 2 systems" in capsys.readouterr().err
+
+
+def test_apply_to_embeddings_equals_applying_to_the_written_scores(scored, tmp_path):
+    assert main(["calibrate", "--key", "key.zarr", "--scores", "test.zarr", "--model-out",
+                 "cal.json", "-q"]) == 0  # fmt: skip
+    assert main(["apply", "--model", "cal.json", "--scores", "all.zarr", "--out", "a.zarr",
+                 "-q"]) == 0  # fmt: skip
+    assert main(["apply", "--model", "cal.json", *_EMB, "--out", "b.zarr", "-q"]) == 0
+    _assert_same_store(scored / "a.zarr", scored / "b.zarr")
+    assert io.read(scored / "b.zarr").sizes == {"model": 30, "segment": 45}
+    # --ndx selects the trials scored from the embeddings, as score --ndx does
+    ndx = make_ndx(["spk0-enrol0", "spk1-enrol1"], ["spk3-test0"], [[True], [False]])
+    io.write(ndx, tmp_path / "ndx.h5")
+    assert main(["score", *_EMB, "--ndx", str(tmp_path / "ndx.h5"), "--out", "n.zarr",
+                 "-q"]) == 0  # fmt: skip
+    for name, source in (("c.zarr", ["--scores", "n.zarr"]), ("d.zarr", _EMB)):
+        assert main(["apply", "--model", "cal.json", *source, "--ndx",
+                     str(tmp_path / "ndx.h5"), "--out", name, "-q"]) == 0  # fmt: skip
+    _assert_same_store(scored / "c.zarr", scored / "d.zarr")
+    assert int(io.read(scored / "d.zarr").score_mask.sum()) == 1

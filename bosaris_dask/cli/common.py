@@ -84,12 +84,32 @@ def _load(
                 "their own key)"
             )
     key = io.read(key_path, "key", text_format=text_format)  # first: a wrong key path is the
-    systems = [io.read(p, "scores", text_format=text_format) for p in score_paths]  # 1st error
-    if llr_base != "e":
-        from bosaris_dask.llr_base import to_natural
+    return key, _systems(args, key, score_paths, text_format, llr_base)  # first error
 
+
+def _systems(
+    args: argparse.Namespace | None,
+    trials: Any,
+    score_paths: Sequence[str],
+    text_format: str | None = None,
+    llr_base: str = "e",
+) -> list[Any]:
+    """The systems' scores as natural-log LLRs (``--llr-base``): each file of ``score_paths``,
+    then, with ``--enrol``/``--test`` in ``args``, the lazy scores from embeddings of the
+    trials of ``trials`` (a key or ndx; ``None``: all of them) as the last system.
+
+    The scores from embeddings go through the same ``--llr-base`` conversion as a file: a
+    command given ``--enrol E --test T`` gives what it gives with ``score --out S`` and then
+    ``--scores S``.
+    """
+    from bosaris_dask import io
+    from bosaris_dask.llr_base import to_natural
+
+    systems = [io.read(p, "scores", text_format=text_format) for p in score_paths]
+    systems = _with_embeddings(args, trials, systems)
+    if llr_base != "e":
         systems = [to_natural(s, llr_base) for s in systems]
-    return key, _with_embeddings(args, key, systems)
+    return systems
 
 
 def _read_scores(args: argparse.Namespace, path: str) -> Any:
