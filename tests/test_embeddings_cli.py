@@ -235,3 +235,93 @@ def test_apply_to_embeddings_equals_applying_to_the_written_scores(scored, tmp_p
                      str(tmp_path / "ndx.h5"), "--out", name, "-q"]) == 0  # fmt: skip
     _assert_same_store(scored / "c.zarr", scored / "d.zarr")
     assert int(io.read(scored / "d.zarr").score_mask.sum()) == 1
+
+
+# --- a label-derived key from two 'id class' tables (all-vs-all) -----------------------------
+
+
+@pytest.fixture()
+def tables(files, monkeypatch):
+    """``files`` as the working directory, with 'id class' tables of its ids (the enrolment
+    table also names ids that have no embedding: they are ignored)."""
+    monkeypatch.chdir(files)
+    for side in ("enrol", "test"):
+        data = np.load(files / f"{side}.npz")
+        lines = [f"{i} {i.split('-')[0]}\n" for i in data["ids"]]
+        extra = ["# a comment\n", "\n", "unscored-id spk99\n"] if side == "enrol" else []
+        (files / f"{side}-classes.txt").write_text("".join([*extra, *lines]))
+    return files
+
+
+_CLASSES = ["--enrol-classes", "enrol-classes.txt", "--test-classes", "test-classes.txt"]
+
+
+def test_key_from_class_tables_marks_targets_by_equal_class(tmp_path):
+    from bosaris_dask.embeddings import key_from_class_tables
+
+    rng = np.random.default_rng(3)
+    e_lab, t_lab = rng.integers(0, 4, 7), rng.integers(0, 4, 11)
+    (tmp_path / "e.txt").write_text("".join(f"e{i} c{c}\n" for i, c in enumerate(e_lab)))
+    (tmp_path / "t.txt").write_text("".join(f"t{i}\tc{c}\n" for i, c in enumerate(t_lab)))
+    e_ids, t_ids = [f"e{i}" for i in (6, 0, 3)], [f"t{i}" for i in range(11)][::-1]
+    key = key_from_class_tables(e_ids, tmp_path / "e.txt", t_ids, tmp_path / "t.txt")
+    expected = np.array([[1 if e_lab[int(e[1:])] == t_lab[int(t[1:])] else -1 for t in t_ids]
+                         for e in e_ids])  # fmt: skip
+    assert key.model.values.tolist() == e_ids and key.segment.values.tolist() == t_ids
+    np.testing.assert_array_equal(key.trial_mask.values, expected)
+
+
+def test_evaluate_with_class_tables_equals_evaluate_with_the_key(tables):
+    common = ["evaluate", *_EMB, "--json"]
+    assert main([*common, "a.json", "--key", "key.zarr", "-q"]) == 0
+    assert main([*common, "b.json", *_CLASSES, "-q"]) == 0
+    assert (tables / "a.json").read_bytes() == (tables / "b.json").read_bytes()
+    # with a model map, the enrolment table labels the models
+    (tables / "model-classes.txt").write_text("".join(f"spk{k} spk{k}\n" for k in range(12)))
+    maps = ["--models", "models.txt"]
+    assert main([*common, "c.json", *maps, "--key", "model_key.zarr", "-q"]) == 0
+    assert main([*common, "d.json", *maps, "--enrol-classes", "model-classes.txt",
+                 "--test-classes", "test-classes.txt", "-q"]) == 0  # fmt: skip
+    assert (tables / "c.json").read_bytes() == (tables / "d.json").read_bytes()
+
+
+def test_score_calibrate_and_fuse_take_class_tables(tables):
+    assert main(["score", *_EMB, "--key", "key.zarr", "--out", "a.zarr", "-q"]) == 0
+    assert main(["score", *_EMB, *_CLASSES, "--out", "b.zarr", "-q"]) == 0
+    _assert_same_store(tables / "a.zarr", tables / "b.zarr")
+    for command in ("calibrate", "fuse"):
+        assert main([command, *_EMB, "--key", "key.zarr", "--model-out", "a.json", "-q"]) == 0
+        assert main([command, *_EMB, *_CLASSES, "--model-out", "b.json", "-q"]) == 0
+        assert (tables / "a.json").read_bytes() == (tables / "b.json").read_bytes()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--enrol-classes", "enrol-classes.txt"],
+     "a key from class tables needs both --enrol-classes and --test-classes"),
+    (["--key", "key.zarr", *_CLASSES],
+     "give --key, or --enrol-classes and --test-classes, not both"),
+    (["--enrol-classes", "short.txt", "--test-classes", "test-classes.txt"],
+     "enrolment id 'spk1-enrol1' (and 28 more) has no class in short.txt"),
+    (["--enrol-classes", "twice.txt", "--test-classes", "test-classes.txt"],
+     "twice.txt:3: id 'spk0-enrol0' listed twice (first on line 1)"),
+    (["--enrol-classes", "bad.txt", "--test-classes", "test-classes.txt"],
+     "bad.txt:1: expected 'id class', got 'spk0-enrol0'"),
+])  # fmt: skip
+def test_class_table_errors_are_one_line(tables, capsys, argv, message):
+    (tables / "short.txt").write_text("spk0-enrol0 spk0\n")
+    (tables / "twice.txt").write_text("spk0-enrol0 spk0\nx y\nspk0-enrol0 spk1\n")
+    (tables / "bad.txt").write_text("spk0-enrol0\n")
+    assert main(["evaluate", *_EMB, *argv]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"bosaris-dask: error: {message}"]
+
+
+def test_class_tables_need_embeddings_and_calibrate_a_key(tables, capsys):
+    assert main(["evaluate", "--scores", "other.zarr", *_CLASSES]) == 1
+    assert "label the ids of --enrol and --test: give those too" in capsys.readouterr().err
+    assert main(["calibrate", *_EMB, "--model-out", "x.json"]) == 1
+    assert "--key is needed (or, with --enrol and --test, --enrol-classes" in (
+        capsys.readouterr().err)
+    assert main(["score", *_EMB, *_CLASSES, "--ndx", "key.zarr", "--out", "x.zarr"]) == 1
+    assert "give --ndx, or --enrol-classes and --test-classes, not both" in (
+        capsys.readouterr().err)

@@ -69,6 +69,9 @@ def _load(
     from bosaris_dask.errors import OptionError
 
     score_paths = list(score_paths or [])
+    if args is not None and _uses_class_tables(args):  # an error with --key
+        key = _key(args)
+        return key, _systems(args, key, score_paths, text_format, llr_base)
     if key_path is None and not score_paths:
         raise OptionError("--key is needed: it selects the trials to score from embeddings")
     if key_path is None:
@@ -85,6 +88,27 @@ def _load(
             )
     key = io.read(key_path, "key", text_format=text_format)  # first: a wrong key path is the
     return key, _systems(args, key, score_paths, text_format, llr_base)  # first error
+
+
+def _uses_class_tables(args: argparse.Namespace) -> bool:
+    from bosaris_dask.cli.embeddings import uses_class_tables
+
+    return uses_class_tables(args)
+
+
+def _key(args: argparse.Namespace) -> Any:
+    """The key of ``--key``, or the label-derived one of ``--enrol-classes``/``--test-classes``."""
+    from bosaris_dask import io
+    from bosaris_dask.errors import OptionError
+
+    if _uses_class_tables(args):
+        from bosaris_dask.cli.embeddings import class_table_key
+
+        return class_table_key(args)
+    if args.key is None:
+        raise OptionError("--key is needed (or, with --enrol and --test, --enrol-classes and "
+                          "--test-classes)")  # fmt: skip
+    return io.read(args.key, "key")
 
 
 def _systems(

@@ -13,6 +13,7 @@ from bosaris_dask.cli.common import (
     _default_priors,
     _evaluate,
     _in_user_base,
+    _key,
     _load,
     _opened,
     _progress,
@@ -193,7 +194,6 @@ def _say_posterior_report(
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from bosaris_dask import io
     from bosaris_dask.calibration import LinearCalibrator, PAVCalibrator
 
     if args.apply and len(args.apply) > 1:
@@ -208,14 +208,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     model = LinearCalibrator(args.train_prior) if args.method == "linear" else PAVCalibrator()
 
     def open_inputs() -> tuple[Any, list[Any], Any]:
-        key = io.read(args.key, "key")
+        key = _key(args)
         return key, _systems(args, key, score_paths, llr_base=args.llr_base), None
 
     return _fit_and_apply(args, model, open_inputs)
 
 
 def cmd_fuse(args: argparse.Namespace) -> int:
-    from bosaris_dask import io
     from bosaris_dask.fusion import LinearFuser, QualityFuser
 
     n_systems = _count_systems(args, args.scores)
@@ -231,7 +230,7 @@ def cmd_fuse(args: argparse.Namespace) -> int:
         raise BosarisError("--qtrans maps quality measures: give them (--quality, ...)")
 
     def open_inputs() -> tuple[Any, list[Any], Any]:
-        key = io.read(args.key, "key")
+        key = _key(args)
         systems = _systems(args, key, args.scores or [], llr_base=args.llr_base)
         return key, systems, _read_quality(args, args.quality)
 
