@@ -203,18 +203,25 @@ def add_score_parser(sub: Any, add: Callable[..., Any], finish: Callable[..., No
 
 
 def write_demo_embeddings(out: Path, seed: int = 0) -> list[Path]:
-    """Write ``enrol.npz``, ``test.npz``, ``cohort.npz`` and their key ``embeddings-key.zarr``
+    """Write ``enrol.npz``, ``test.npz``, ``cohort.npz``, their key ``embeddings-key.zarr`` and
+    the ``id class`` tables it is derived from, ``enrol.classes`` and ``test.classes``
     (synthetic speakers, :func:`bosaris_dask.embeddings.simulate.simulate_embeddings`)."""
     from bosaris_dask import io
     from bosaris_dask.embeddings import write
     from bosaris_dask.embeddings.simulate import simulate_embeddings
+    from bosaris_dask.io.atomic import atomic_path
 
     enrol, test, cohort, key = simulate_embeddings(seed=seed)
     paths = [out / "enrol.npz", out / "test.npz", out / "cohort.npz"]
     for emb, path in zip((enrol, test, cohort), paths, strict=True):
         write(emb, path)
     io.write(key, out / "embeddings-key.zarr")
-    return [*paths, out / "embeddings-key.zarr"]
+    tables = [out / "enrol.classes", out / "test.classes"]
+    for dim, path in zip(("model", "segment"), tables, strict=True):
+        pairs = zip(key[dim].values, key[f"{dim}_label"].values, strict=True)
+        with atomic_path(path) as tmp:
+            Path(tmp).write_text("".join(f"{i} {c}\n" for i, c in pairs))
+    return [*paths, out / "embeddings-key.zarr", *tables]
 
 
 def is_embedding_file(path: str) -> bool:
