@@ -51,7 +51,6 @@ import xarray as xr
 from bosaris_dask import config, exact_sum, kernels, memory, refinement, roc, runner
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.keys import key_bits, keys_to_values, threshold_keys
-from bosaris_dask.progress import compute, compute_and_keep
 from bosaris_dask.trials import align_with, is_label_key, kind_of, locate, trial_classes, validate
 
 __all__ = ["ScoreSummary", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
@@ -215,23 +214,6 @@ def _pass1_summary(
             f"and {summary.n_nontarget} non-targets"
         )
     return summary
-
-
-def _object_tree_reduce(per_chunk: da.Array, split_every: int) -> da.Array:
-    def chunk(x, axis, keepdims):
-        return x
-
-    def combine(x, axis, keepdims):
-        parts = [v for v in np.asarray(x, dtype=object).ravel()]
-        out = np.empty((1,) * x.ndim if keepdims else (), dtype=object)
-        out[...] = None
-        out.flat[0] = kernels.merge_refinements(parts)
-        return out
-
-    return da.reduction(
-        per_chunk, chunk=chunk, combine=combine, aggregate=combine, axis=(0, 1),
-        dtype=object, split_every=split_every, concatenate=True, meta=np.empty((), dtype=object),
-    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
@@ -426,25 +408,35 @@ def summarize(
             keep = _blockwise(partial(kernels.select_kernel, specs=specs, **blocks), inputs)
             selection = refinement.Selection(specs, keep)
             passes += 1
-        if selection is not None:
-            refine = partial(
-                kernels.refine_selection_kernel, specs=specs, kept_specs=selection.specs
-            )
-            per_chunk = da.map_blocks(refine, selection.trials, dtype=object)
-        else:
-            refine = partial(kernels.refine_kernel, specs=specs, **blocks)
-            per_chunk = _blockwise(refine, inputs)
-            passes += 1
-        reduced = _object_tree_reduce(per_chunk, split_every)
+        refined = [k for k, plan in enumerate(plans) if plan is not None]
+        aggs = []
+        for k in refined:
+            spec = specs[k]
+            if selection is not None:
+                chunk = partial(kernels.refine_kept_kernel, system=k, spec=spec,
+                                kept_spec=selection.specs[k])  # fmt: skip
+            else:
+                chunk = partial(kernels.refine_system_kernel, system=k, spec=spec, **blocks)
+            aggs.append(runner.Aggregation(summaries[k].name, chunk, None,
+                                           combine=kernels.merge_system_refinements))  # fmt: skip
+        name = f"refinement pass {passes + (selection is None)}"
         if keep is not None and selection is not None:  # select, keep and refine in one go
-            selection.trials, results = compute_and_keep(keep, reduced, progress=progress)
+            selection.trials, results = runner.run_pass_and_keep(
+                name, aggs, [keep], keep, split_every=split_every, progress=progress
+            )
+        elif selection is not None:
+            results = runner.run_pass(
+                name, aggs, [selection.trials], split_every=split_every, progress=progress
+            )
         else:
-            results = compute(reduced, progress=progress)
-        results = results[()]
-        summaries = [
-            s if plan is None else refinement.apply_refinement(s, plan[0], plan[1], result)
-            for s, plan, result in zip(summaries, plans, results, strict=True)
-        ]
+            results = runner.run_pass(
+                name, aggs, inputs, split_every=split_every, progress=progress
+            )
+            passes += 1
+        for k, result in zip(refined, results, strict=True):
+            plan = plans[k]
+            if plan is not None:
+                summaries[k] = refinement.apply_refinement(summaries[k], plan[0], plan[1], result)
     return [replace(s, passes=passes) for s in summaries]
 
 

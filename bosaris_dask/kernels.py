@@ -2,8 +2,8 @@
 
 :mod:`bosaris_dask.engine` builds the dask graphs that run these and merges their results.
 Pass 1 (:func:`coarse_kernel`) counts targets and non-targets per key prefix and sums the Cllr
-terms; a refinement pass (:func:`refine_kernel`) sub-histograms, or pulls the exact keys of, the
-candidate bins chosen on the client. Every kernel works in cache-sized blocks of ``block``
+terms; a refinement pass (:func:`refine_system_kernel`) sub-histograms, or pulls the exact keys
+of, the candidate bins chosen on the client. Every kernel works in cache-sized blocks of ``block``
 elements with buffers reused through ``out=`` arguments: each thread keeps one
 :class:`Workspace` for all the chunks it processes (:func:`workspace`). The block sizes are
 arguments of the kernels, which the engine reads from the dask config
@@ -44,10 +44,11 @@ __all__ = [
     "coarse_kernel",
     "coarse_length",
     "softplus_totals",
-    "refine_kernel",
+    "refine_system_kernel",
     "select_kernel",
-    "refine_selection_kernel",
+    "refine_kept_kernel",
     "merge_refinements",
+    "merge_system_refinements",
 ]
 
 # Block sizes (``bosaris_dask.block`` and ``bosaris_dask.slice``): a histogram update is one
@@ -485,26 +486,22 @@ def _sub_histogram(
     return blocked_bincount(s_flat.size, outside + 1, ws, fill)[:-1]
 
 
-def refine_kernel(
+def refine_system_kernel(
     classes: np.ndarray,
     *pairs: np.ndarray,
-    specs: tuple[RefineSpec | None, ...],
+    system: int,
+    spec: RefineSpec,
     block: int,
     slice_size: int,
-) -> np.ndarray:
-    """A refinement pass on one chunk: per system, a dense sub-histogram or exact key counts."""
+) -> Any:
+    """A refinement pass on one chunk for one system: a dense sub-histogram of its candidate
+    bins, or the exact keys in them with their counts (``spec.raw``)."""
+    s, m = pairs[2 * system].reshape(-1), pairs[2 * system + 1].reshape(-1)
+    ws = workspace(np.dtype(s.dtype), block, slice_size)
     cls_flat = classes.reshape(-1)
-    results: list[Any] = []
-    for spec, s, m in zip(specs, pairs[::2], pairs[1::2], strict=True):
-        ws = workspace(s.dtype, block, slice_size)
-        if spec is None:
-            results.append(None)
-        elif spec.whole_bins_split_evenly:
-            results.append(_sub_histogram(cls_flat, s.reshape(-1), m.reshape(-1), spec, ws))
-        else:
-            picked = _select(cls_flat, s.reshape(-1), m.reshape(-1), spec, ws)
-            results.append(_count(*picked, spec))
-    return _object_block(results)
+    if spec.whole_bins_split_evenly:
+        return _sub_histogram(cls_flat, s, m, spec, ws)
+    return _count(*_select(cls_flat, s, m, spec, ws), spec)
 
 
 def select_kernel(
@@ -516,7 +513,7 @@ def select_kernel(
 ) -> np.ndarray:
     """Keep a chunk's candidate trials: per system, their keys and target flags (or None).
 
-    The later refinement passes then run on these (:func:`refine_selection_kernel`) instead of
+    The later refinement passes then run on these (:func:`refine_kept_kernel`) instead of
     reading and keying every trial again.
     """
     cls_flat = classes.reshape(-1)
@@ -531,26 +528,23 @@ def select_kernel(
     return _object_block(kept)
 
 
-def refine_selection_kernel(
-    selection: np.ndarray,
-    specs: tuple[RefineSpec | None, ...],
-    kept_specs: tuple[RefineSpec | None, ...] = (),
-) -> np.ndarray:
-    """:func:`refine_kernel` on the trials :func:`select_kernel` kept of one chunk.
+def refine_kept_kernel(
+    selection: np.ndarray, *, system: int, spec: RefineSpec, kept_spec: RefineSpec | None
+) -> Any:
+    """:func:`refine_system_kernel` on the trials :func:`select_kernel` kept of one chunk.
 
-    ``kept_specs`` are the specs the trials were selected with: a system refined with the same
+    ``kept_spec`` is the spec the system's trials were selected with: refining with the same
     spec needs no filtering.
     """
-    results: list[Any] = []
-    for k, (spec, kept) in enumerate(zip(specs, selection[0, 0], strict=True)):
-        if spec is None:
-            results.append(None)
-            continue
-        keys, is_tar = kept
-        if k >= len(kept_specs) or spec is not kept_specs[k]:
-            keys, is_tar = _within(keys, is_tar, spec)
-        results.append(_count(keys, is_tar, spec))
-    return _object_block(results)
+    keys, is_tar = selection[0, 0][system]
+    if spec is not kept_spec:
+        keys, is_tar = _within(keys, is_tar, spec)
+    return _count(keys, is_tar, spec)
+
+
+def merge_system_refinements(results: list[Any]) -> Any:
+    """Combine one system's refinement results of several chunks (:func:`merge_refinements`)."""
+    return merge_refinements([[r] for r in results])[0]
 
 
 def merge_refinements(parts: list[list[Any]]) -> list[Any]:

@@ -24,7 +24,8 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -34,9 +35,9 @@ import numpy as np
 
 from bosaris_dask import memory
 from bosaris_dask.errors import ClusterError
-from bosaris_dask.progress import compute, current_client
+from bosaris_dask.progress import compute, compute_and_keep, current_client
 
-__all__ = ["Aggregation", "run_pass"]
+__all__ = ["Aggregation", "graph", "run_pass", "run_pass_and_keep"]
 
 
 def _add(rows: np.ndarray) -> np.ndarray:
@@ -59,24 +60,63 @@ class Aggregation:
         ``chunk(*blocks)``: the chunk's contribution, a float64 vector of ``length``. The blocks
         are those of :func:`run_pass`'s ``lead`` arguments, then its ``inputs``.
     length
-        The length of a contribution.
+        The length of a contribution; ``None``: a contribution is any Python object (e.g. the
+        exact keys a refinement pulls), and a pass with such a spec merges objects.
     combine
         ``combine(rows)``: one vector from a ``(m, length)`` stack of contributions or partial
-        combinations. It must be associative and commutative (merge trees vary); the default
-        adds them, which is exact for counts and for :mod:`~bosaris_dask.exact_sum` limbs.
+        combinations (for object specs: one object from a list of them). It must be associative
+        and commutative (merge trees vary); the default adds them, which is exact for counts
+        and for :mod:`~bosaris_dask.exact_sum` limbs.
     finalize
         ``finalize(total)``: the result on the client (may raise, naming what is wrong).
     """
 
     name: str
     chunk: Callable[..., np.ndarray]
-    length: int
+    length: int | None
     combine: Callable[[np.ndarray], np.ndarray] = _add
     finalize: Callable[[np.ndarray], Any] = _identity
 
 
 def _offsets(aggs: Sequence[Aggregation]) -> list[int]:
-    return np.concatenate([[0], np.cumsum([a.length for a in aggs])]).astype(int).tolist()
+    return np.concatenate([[0], np.cumsum([a.length or 0 for a in aggs])]).astype(int).tolist()
+
+
+def _is_object(aggs: Sequence[Aggregation]) -> bool:
+    return any(a.length is None for a in aggs)
+
+
+def _object_block(value: Any) -> np.ndarray:
+    out = np.empty((1, 1), dtype=object)
+    out[0, 0] = value
+    return out
+
+
+def _object_task(*blocks: Any, aggs: tuple[Aggregation, ...]) -> np.ndarray:
+    return _object_block([a.chunk(*blocks) for a in aggs])
+
+
+def _object_graph(aggs: tuple[Aggregation, ...], args: list[Any], split_every: int | None):
+    per_chunk = da.blockwise(
+        partial(_object_task, aggs=aggs), "ij", *args, adjust_chunks={"i": 1, "j": 1},
+        concatenate=True, dtype=object, meta=np.empty((0, 0), dtype=object),
+    )  # fmt: skip
+
+    def identity(x, axis, keepdims):
+        return x
+
+    def combine(x, axis, keepdims):
+        parts = list(np.asarray(x, dtype=object).ravel())
+        out = np.empty((1,) * x.ndim if keepdims else (), dtype=object)
+        out[...] = None
+        out.flat[0] = [a.combine([p[k] for p in parts]) for k, a in enumerate(aggs)]
+        return out
+
+    return da.reduction(
+        per_chunk, chunk=identity, combine=combine, aggregate=combine, axis=(0, 1),
+        dtype=object, split_every=split_every, concatenate=True,
+        meta=np.empty((), dtype=object),
+    )  # fmt: skip
 
 
 def _spans(aggs: Sequence[Aggregation], offsets: list[int]):
@@ -98,7 +138,8 @@ def graph(
     lead: Sequence[Any] = (),
     split_every: int | None,
 ) -> da.Array:
-    """The dask graph of one pass (computes nothing): a float64 vector of all specs' totals.
+    """The dask graph of one pass (computes nothing): a float64 vector of all specs' totals
+    (with an object spec: a 0-d object array holding the list of every spec's total).
 
     ``inputs`` are 2-D arrays with the same chunks (index ``ij``); ``lead`` are extra
     ``array, index`` pairs (e.g. per-row arrays indexed ``"i"``, or per-row tables ``"ia"``
@@ -109,6 +150,8 @@ def graph(
     args: list[Any] = list(lead)
     for arr in inputs:
         args += [arr, "ij"]
+    if _is_object(aggs):
+        return _object_graph(aggs, args, split_every)
 
     packed = da.blockwise(
         partial(_chunk_task, aggs=aggs), "ijk", *args, new_axes={"k": offsets[-1]},
@@ -179,8 +222,44 @@ def run_pass(
     if need is not None:
         memory.check_worker_memory(need, current_client())
     reduced = graph(aggs, inputs, lead=lead, split_every=split_every)
-    try:
+    with _lost_workers(name):
         total = compute(reduced, progress=progress)
+    return _finalize(aggs, total)
+
+
+def run_pass_and_keep(
+    name: str,
+    aggs: Sequence[Aggregation],
+    inputs: Sequence[da.Array],
+    keep: da.Array,
+    *,
+    split_every: int | None,
+    progress: bool | None = None,
+) -> tuple[da.Array, list[Any]]:
+    """:func:`run_pass`, keeping ``keep`` (an array the pass reads) for later passes.
+
+    Returns the kept array (persisted on the workers, or in memory on the local schedulers:
+    :func:`~bosaris_dask.progress.compute_and_keep`) and the finalized results.
+    """
+    aggs = list(aggs)
+    reduced = graph(aggs, inputs, split_every=split_every)
+    with _lost_workers(name):
+        kept, total = compute_and_keep(keep, reduced, progress=progress)
+    return kept, _finalize(aggs, total)
+
+
+def _finalize(aggs: list[Aggregation], total: Any) -> list[Any]:
+    if _is_object(aggs):
+        return [a.finalize(t) for a, t in zip(aggs, total[()], strict=True)]
+    offsets = _offsets(aggs)
+    return [a.finalize(total[lo:hi]) for a, lo, hi in _spans(aggs, offsets)]
+
+
+@contextmanager
+def _lost_workers(name: str) -> Iterator[None]:
+    """Turn the scheduler giving up on a task (``KilledWorker``) into one clear message."""
+    try:
+        yield
     except Exception as err:
         if not _lost_worker(err):
             raise
@@ -188,5 +267,3 @@ def run_pass(
             f"{name}: workers died running a task ({err}); this is most often memory: give "
             "each worker more (--memory-limit), fewer threads, or use smaller chunks"
         ) from err
-    offsets = _offsets(aggs)
-    return [a.finalize(total[lo:hi]) for a, lo, hi in _spans(aggs, offsets)]

@@ -27,7 +27,10 @@ def _objects():
     return {
         "key": (make_key(MODELS, SEGMENTS, codes, chunks=(4, 2)), {"trial_mask": codes}),
         "ndx": (make_ndx(MODELS, SEGMENTS, mask), {"trial_mask": mask}),
-        "scores64": (make_scores(MODELS, SEGMENTS, s64, mask), {"score": s64, "score_mask": mask}),
+        "scores64": (
+            make_scores(MODELS, SEGMENTS, s64, mask, chunks=(4, 3)),
+            {"score": s64, "score_mask": mask},
+        ),
         "scores32": (make_scores(MODELS, SEGMENTS, s32, mask), {"score": s32, "score_mask": mask}),
     }
 

@@ -97,3 +97,23 @@ def test_a_lost_worker_is_one_clear_message(monkeypatch):
     message = r"^pass 1: workers died running a task \(.*kernel-abc.*10.0.0.1:4000.*-limit"
     with pytest.raises(ClusterError, match=message):
         runner.run_pass("pass 1", _specs(), [da.ones((2, 2))], split_every=2)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), split_every=st.integers(2, 4), data=st.data())
+def test_object_specs_merge_any_objects_and_keep_what_they_read(seed, split_every, data):
+    x = np.random.default_rng(seed).integers(0, 6, size=(9, 11))
+    arr = da.from_array(x, chunks=(data.draw(st.integers(1, 9)), data.draw(st.integers(1, 11))))
+    distinct = runner.Aggregation(
+        "distinct", lambda b: set(np.unique(b).tolist()), None,
+        combine=lambda sets: set().union(*sets), finalize=sorted,
+    )  # fmt: skip
+    count = runner.Aggregation("count", lambda b: b.size, None, combine=sum)
+    assert runner.run_pass("objects", [distinct, count], [arr], split_every=split_every) == [
+        sorted(set(x.ravel().tolist())), x.size]
+    doubled = arr * 2
+    kept, (total,) = runner.run_pass_and_keep(
+        "keep", [count], [doubled], doubled, split_every=split_every
+    )
+    assert total == x.size
+    np.testing.assert_array_equal(kept.compute(), 2 * x)

@@ -116,17 +116,14 @@ def make_key(
 def _check_signs(mask: Any, models: np.ndarray, segments: np.ndarray) -> Any:
     """A key mask, checked to hold only -1, 0 and +1.
 
-    In memory every value is checked now. A dask array of floats or unsigned integers is returned
-    with a check of each block fused into its read (:func:`checked_codes`): no extra pass.
+    In memory every value is checked now. A dask array (e.g. read from a store) is returned with
+    a check of each block fused into its read (:func:`checked_codes`): no extra pass.
     """
     arr = mask if isinstance(mask, da.Array) else np.asarray(mask)
     if arr.dtype.kind not in "biuf":
         raise TrialError(f"a key's trial_mask must hold -1, 0 and +1, got dtype {arr.dtype}")
     if isinstance(arr, da.Array):
-        # signed integers are kept as they are and checked in the engine's pass 1 (and by the
-        # store readers, :func:`checked_codes`); other types are cast to int8, which could turn
-        # a bad value into a valid one (0.5 -> 0, uint8 255 -> -1): check those blocks here
-        return arr if arr.dtype.kind in "ib" else checked_codes(arr, models, segments)
+        return checked_codes(arr, models, segments)
     _check_code_block(arr, models, segments)
     return mask
 

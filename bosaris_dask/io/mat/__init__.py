@@ -6,7 +6,7 @@ The toolkit saves an object ``obj`` to ``name.mat`` as one struct variable (``ke
 
 - version 5 (:mod:`scipy.io`), the default for writing: in memory, 2 GiB per variable;
 - version 7.3 (HDF5 underneath, :mod:`h5py`): large matrices are read lazily; written with
-  ``mat_version="7.3"``.
+  ``mat_version="7.3"``, streamed block by block.
 
 Writes are atomic. Reading tells the version from the file's header.
 
@@ -112,7 +112,8 @@ def write_mat(
     Parameters
     ----------
     obj
-        The object; its matrices are computed into memory (as MATLAB holds them).
+        The object. Version 5 computes its matrices into memory (as MATLAB holds them);
+        version 7.3 streams them block by block.
     path
         The file.
     mat_version : {"5", "7.3"}
@@ -126,7 +127,7 @@ def write_mat(
     if mat_version not in ("5", "7.3"):
         raise StoreError(f"{path}: mat_version must be '5' or '7.3', not {mat_version!r}")
     path = Path(path)
-    name, fields = to_fields(obj)
+    name, fields = to_fields(obj, lazy=mat_version == "7.3")
     with atomic_path(path) as tmp:
         if mat_version == "5":
             with open(tmp, "wb") as f:

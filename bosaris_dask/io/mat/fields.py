@@ -158,8 +158,16 @@ def to_object(fields: dict, kind: str, where: str) -> xr.Dataset | xr.DataArray:
         raise StoreError(f"{where}: {exc}") from exc
 
 
-def to_fields(obj: xr.Dataset) -> tuple[str, dict[str, Any]]:
-    """The variable name and the fields (in memory) of a trial object or quality table."""
+def _lazy(x: Any) -> da.Array:
+    return x if isinstance(x, da.Array) else da.from_array(np.asarray(x), chunks="auto")
+
+
+def to_fields(obj: xr.Dataset, *, lazy: bool = False) -> tuple[str, dict[str, Any]]:
+    """The variable name and the fields of a trial object or quality table.
+
+    The matrices are computed into memory, or with ``lazy=True`` left as dask arrays (for a
+    writer that streams them block by block).
+    """
     if isinstance(obj, xr.DataArray):
         ids = np.asarray([str(i) for i in obj[obj.dims[0]].values], dtype=object)
         return VARIABLES["quality"], {
@@ -174,13 +182,17 @@ def to_fields(obj: xr.Dataset) -> tuple[str, dict[str, Any]]:
         "column_ids": np.asarray([str(i) for i in obj.segment.values], dtype=object),
     }
     if kind == "key":
-        fields["trial_mask"] = np.asarray(trial_classes(obj).compute(), dtype=np.int8)
+        fields["trial_mask"] = trial_classes(obj).astype(np.int8)
         fields["file_format"] = "2.0"
     elif kind == "ndx":
-        fields["trial_mask"] = np.asarray(obj.trial_mask.values, dtype=np.uint8)
+        fields["trial_mask"] = _lazy(obj.trial_mask.data).astype(np.uint8)
     else:
-        mask = np.asarray(obj.score_mask.values, dtype=bool)
-        score = np.asarray(obj.score.values)
-        fields["scores"] = np.where(mask, score, score.dtype.type(0))
+        mask = _lazy(obj.score_mask.data).astype(bool)
+        score = _lazy(obj.score.data)
+        fields["scores"] = da.where(mask, score, score.dtype.type(0))
         fields["score_mask"] = mask.astype(np.uint8)
+    if not lazy:
+        names = [k for k, v in fields.items() if isinstance(v, da.Array)]
+        values = da.compute(*(fields[k] for k in names))
+        fields.update(zip(names, (np.asarray(v) for v in values), strict=True))
     return VARIABLES[kind], fields

@@ -144,8 +144,19 @@ _CLASSES = {
 }
 
 
+def _write_blocks(group: h5py.Group, name: str, data: da.Array) -> h5py.Dataset:
+    """A matrix streamed block by block (bounded memory), transposed as MATLAB stores it."""
+    dset = group.create_dataset(name, shape=data.shape[::-1], dtype=data.dtype)
+    starts = [np.cumsum((0, *c)) for c in data.chunks]
+    for i, j in np.ndindex(*data.numblocks):
+        (r0, r1), (c0, c1) = (starts[0][i], starts[0][i + 1]), (starts[1][j], starts[1][j + 1])
+        dset[c0:c1, r0:r1] = np.asarray(data.blocks[i, j].compute()).T
+    return dset
+
+
 def write_v73(tmp: Path, name: str, fields: dict[str, Any]) -> None:
-    """Write one struct variable to a new version 7.3 MAT file at ``tmp``."""
+    """Write one struct variable to a new version 7.3 MAT file at ``tmp``; dask matrices are
+    streamed block by block."""
     with h5py.File(tmp, "w", userblock_size=512, libver=("earliest", "v110")) as f:
         group = f.create_group(name)
         _attr_class(group, "struct")
@@ -157,7 +168,10 @@ def write_v73(tmp: Path, name: str, fields: dict[str, Any]) -> None:
             else:
                 cls = _CLASSES[value.dtype]
                 data = value.astype(np.uint8) if cls == "logical" else value
-                dset = group.create_dataset(field, data=np.ascontiguousarray(data.T))
+                if isinstance(data, da.Array):
+                    dset = _write_blocks(group, field, data)
+                else:
+                    dset = group.create_dataset(field, data=np.ascontiguousarray(data.T))
                 _attr_class(dset, cls, 1 if cls == "logical" else None)
     stamp = time.strftime("%a %b %d %H:%M:%S %Y", time.gmtime()).encode("ascii")
     header = (_HEADER % stamp).ljust(116, b" ") + b" " * 8 + b"\x00\x02" + b"IM"
