@@ -63,7 +63,8 @@ def _load(
     Without a key, the key comes from the labels of the first scores file (a wespeaker or
     3D-Speaker score file, or a NIST table with a label column): it is read twice, once for its
     labels and once for its scores, each streamed. With ``--enrol``/``--test`` in ``args``, the
-    scores from embeddings are the last system (:mod:`bosaris_dask.cli.embeddings`).
+    scores from embeddings are the last system (:mod:`bosaris_dask.cli.embeddings`), and
+    ``--enrol-classes``/``--test-classes`` may give the key instead of ``key_path``.
     """
     from bosaris_dask import io
     from bosaris_dask.errors import OptionError

@@ -1,5 +1,7 @@
 """Scores from embeddings on the command line: the ``score`` subcommand, the ``--enrol E --test
-T`` options that ``evaluate`` takes instead of ``--scores``, and ``info`` of an embedding file.
+T`` options that every command taking ``--scores`` also takes (``evaluate``, ``plot``,
+``calibrate``, ``fuse``, ``apply``), the key from two ``id class`` tables
+(``--enrol-classes``/``--test-classes``), and ``info`` of an embedding file.
 """
 
 from __future__ import annotations
