@@ -325,3 +325,13 @@ def test_class_tables_need_embeddings_and_calibrate_a_key(tables, capsys):
     assert main(["score", *_EMB, *_CLASSES, "--ndx", "key.zarr", "--out", "x.zarr"]) == 1
     assert "give --ndx, or --enrol-classes and --test-classes, not both" in (
         capsys.readouterr().err)
+
+
+def test_llr_base_treats_scores_from_embeddings_as_a_file(scored):
+    """--llr-base 10 scales the scores from embeddings as it scales a written score file."""
+    common = ["evaluate", "--key", "key.zarr", "--llr-base", "10", "--json"]
+    assert main([*common, "a.json", "--scores", "test.zarr", "-q"]) == 0
+    assert main([*common, "b.json", *_EMB, "-q"]) == 0
+    assert main(["evaluate", "--key", "key.zarr", *_EMB, "--json", "c.json", "-q"]) == 0
+    a, b, c = ((scored / n).read_bytes() for n in ("a.json", "b.json", "c.json"))
+    assert a == b and b != c  # base 10 multiplies the LLRs by ln 10: other actDCF and Cllr
