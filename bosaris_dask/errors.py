@@ -29,6 +29,7 @@ __all__ = [
     "ClusterError",
     "MemoryLimitError",
     "PlotError",
+    "InconsistentPassesError",
 ]
 
 
@@ -107,3 +108,9 @@ class MemoryLimitError(ClusterError):
 
 class PlotError(BosarisError, ValueError):
     """A plot asked for with bad options: an unknown window, system or file format, bad limits."""
+
+
+class InconsistentPassesError(BosarisError, RuntimeError):
+    """Two passes over the same scores disagree: a refinement pass counted other trials in a
+    score bin than pass 1 did (the data changed between passes, or a score source is not
+    deterministic). The engine stops rather than report a wrong number."""

@@ -137,7 +137,14 @@ def apply_refinement(s: ScoreSummary, cands: np.ndarray, spec: RefineSpec, resul
     if spec.raw:
         lo, counts = result
         lo = lo.astype(np.uint64)
+        counts = np.asarray(counts, dtype=np.int64).reshape(-1, 2)
         bits = np.zeros(len(lo), dtype=np.int8)
+        owner = np.searchsorted(spec.cand_lo, lo, side="right") - 1
+        outside = (owner < 0) | (
+            (lo - spec.cand_lo[np.maximum(owner, 0)]) >> spec.cand_bits[np.maximum(owner, 0)]
+            .astype(np.uint64) != 0
+        )  # fmt: skip
+        owner[outside] = -1
     else:
         counts = np.asarray(result, dtype=np.int64).reshape(-1, 2)
         owner = np.repeat(np.arange(len(cands)), np.diff(spec.offsets))
@@ -145,6 +152,7 @@ def apply_refinement(s: ScoreSummary, cands: np.ndarray, spec: RefineSpec, resul
         new_bits = (spec.cand_bits - spec.sub_bits)[owner]
         lo = spec.cand_lo[owner] + (rank.astype(np.uint64) << new_bits.astype(np.uint64))
         bits = new_bits.astype(np.int8)
+    _check_counts(s, cands, owner, counts)
     found = counts.sum(axis=1) > 0
     keep = np.ones(len(s.lo), dtype=bool)
     keep[cands] = False
@@ -157,6 +165,32 @@ def apply_refinement(s: ScoreSummary, cands: np.ndarray, spec: RefineSpec, resul
         n_non=np.concatenate([s.n_non[keep], counts[found, 0]])[order],
         n_tar=np.concatenate([s.n_tar[keep], counts[found, 1]])[order],
         _hull=None,
+    )
+
+
+def _check_counts(s: ScoreSummary, cands: np.ndarray, owner: np.ndarray, counts: np.ndarray):
+    """Fail unless the refined sub-bins of each candidate bin (``owner``: the candidate of each
+    row of ``counts``, -1 for none) hold exactly the trials pass 1 counted in it."""
+    from bosaris_dask.errors import InconsistentPassesError
+
+    n = len(cands)
+    got = np.zeros((n + 1, 2), dtype=np.int64)  # row n: trials outside every candidate bin
+    np.add.at(got, np.where(owner < 0, n, owner), counts)
+    expected = np.stack([s.n_non[cands], s.n_tar[cands]], axis=1).astype(np.int64)
+    bad = np.flatnonzero(np.any(got[:n] != expected, axis=1))
+    if len(bad) == 0 and not got[n].any():
+        return
+    if len(bad) == 0:
+        what = f"{got[n].sum():,} trials outside every bin it refined"
+    else:
+        i = bad[0]
+        what = (f"{got[i, 1]:,} targets and {got[i, 0]:,} non-targets in a score bin where pass "
+                f"1 counted {expected[i, 1]:,} and {expected[i, 0]:,}"
+                f"{f' ({len(bad) - 1:,} more bins differ)' if len(bad) > 1 else ''}")  # fmt: skip
+    raise InconsistentPassesError(
+        f"a refinement pass over the scores counted {what}: the scores changed between passes "
+        "over the data (a file rewritten meanwhile, or a non-deterministic score source); no "
+        "result is reported"
     )
 
 

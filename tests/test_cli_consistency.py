@@ -98,8 +98,9 @@ def test_every_help_ends_with_examples_of_that_command(command):
     assert parser.format_help().rstrip().endswith(examples[-1])
 
 
-# Examples that use what others wrote: demo's data (all), the saved models (apply).
-NEEDS = {"apply": ["calibrate", "fuse"]}
+# Examples that use what others wrote: demo's data (all), the saved models (apply), the
+# scores from embeddings (fuse).
+NEEDS = {"apply": ["calibrate", "fuse"], "fuse": ["score"]}
 
 
 @pytest.fixture(scope="module")
@@ -131,11 +132,11 @@ def test_every_example_runs_on_the_demo_data(command, workdir, monkeypatch, caps
         "demo": ["bosaris-demo/results.json", "demo-small/key.zarr"],
         "convert": ["sys1.scores", "trials.h5", "sys1.zarr"],
         "simulate": ["sim/system-3.zarr", "sim64/system-2.zarr"],
-        "evaluate": ["results.json", "plots/det.png"],
-        "plot": ["det.png", "nbe.pdf"],
-        "calibrate": ["cal.json", "pav.json", "pav3.zarr"],
-        "fuse": ["fusion.json", "fusion12.json", "fused12.zarr"],
-        "apply": ["cal2.zarr", "fused.zarr"],
+        "evaluate": ["results.json", "plots/det.png", "emb-results.json"],
+        "plot": ["det.png", "nbe.pdf", "emb-det.png"],
+        "calibrate": ["cal.json", "pav.json", "pav3.zarr", "emb-cal.json"],
+        "fuse": ["fusion.json", "fusion12.json", "fused12.zarr", "emb-fusion.json"],
+        "apply": ["cal2.zarr", "fused.zarr", "emb-cal.zarr"],
         "score": ["emb.zarr", "emb-as.zarr", "emb-quality.zarr"],
         "spoof": ["sasv.json"],
     }

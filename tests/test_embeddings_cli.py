@@ -129,3 +129,209 @@ def test_worker_processes_read_the_files_and_give_the_same_bits(files):
         procs = run()
     assert procs[0].tobytes() == threads[0].tobytes()
     xr.testing.assert_identical(procs[1], threads[1])
+
+
+# --- every command that takes --scores also takes --enrol --test (issue 13) -------------------
+
+_EMB = ["--enrol", "enrol.npz", "--test", "test.npz", "--block", "16", "--norm", "s",
+        "--cohort", "cohort.npz"]  # fmt: skip
+
+
+@pytest.fixture()
+def scored(files, monkeypatch):
+    """``files`` as the working directory, with the embeddings' scores written by ``score``:
+    test.zarr (the key's trials), all.zarr (all-vs-all) and other.zarr (another system)."""
+    monkeypatch.chdir(files)
+    assert main(["score", *_EMB, "--key", "key.zarr", "--out", "test.zarr", "-q"]) == 0
+    assert main(["score", *_EMB, "--out", "all.zarr", "-q"]) == 0
+    assert main(["score", "--enrol", "enrol.npz", "--test", "test.npz", "--backend", "dot",
+                 "--key", "key.zarr", "--out", "other.zarr", "-q"]) == 0  # fmt: skip
+    return files
+
+
+def _assert_same_store(a, b):
+    """Two written score stores hold the same ids, mask and score bits."""
+    import xarray as xr
+
+    x, y = io.read(a), io.read(b)
+    xr.testing.assert_identical(x.compute(), y.compute())
+    assert x.score.values.tobytes() == y.score.values.tobytes()
+
+
+@pytest.mark.parametrize("kind", ["det", "nbe"])
+def test_plot_from_embeddings_plots_what_the_written_scores_give(scored, kind, monkeypatch):
+    import xarray as xr
+
+    import bosaris_dask.plots
+
+    plotted = []
+    monkeypatch.setattr(bosaris_dask.plots, "save_plot",
+                        lambda results, *a, **k: plotted.append(results))  # fmt: skip
+    common = ["plot", kind, "--key", "key.zarr", "--scores", "other.zarr", "--prior", "0.1"]
+    assert main([*common, "--scores", "test.zarr", "--out", "a.png", "-q"]) == 0
+    assert main([*common, *_EMB, "--out", "b.png", "-q"]) == 0
+    a, b = plotted
+    assert list(b.system.values) == ["other", "test"]
+    xr.testing.assert_identical(a, b)
+    assert a.min_dcf.values.tobytes() == b.min_dcf.values.tobytes()
+
+
+def test_plot_eval_scores_count_the_embedding_system(scored, capsys):
+    assert main(["plot", "det", "--key", "key.zarr", *_EMB, "--eval-key", "key.zarr",
+                 "--eval-scores", "test.zarr", "--out", "c.png", "-q"]) == 0  # fmt: skip
+    assert main(["plot", "det", "--key", "key.zarr", "--scores", "other.zarr", *_EMB,
+                 "--eval-key", "key.zarr", "--eval-scores", "test.zarr", "--out", "c.png",
+                 "-q"]) == 1  # fmt: skip
+    assert "same 2 systems" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("method", ["linear", "pav"])
+def test_calibrate_from_embeddings_equals_calibrating_the_written_scores(scored, method):
+    common = ["calibrate", "--method", method, "--key", "key.zarr", "--apply", "test.zarr"]
+    assert main([*common, "--scores", "test.zarr", "--model-out", "a.json", "--out",
+                 "a.zarr", "-q"]) == 0  # fmt: skip
+    assert main([*common, *_EMB, "--model-out", "b.json", "--out", "b.zarr", "-q"]) == 0
+    assert (scored / "a.json").read_bytes() == (scored / "b.json").read_bytes()
+    _assert_same_store(scored / "a.zarr", scored / "b.zarr")
+
+
+def test_calibrate_takes_one_system(scored, capsys):
+    assert main(["calibrate", "--key", "key.zarr", "--scores", "other.zarr", *_EMB,
+                 "--model-out", "x.json"]) == 1  # fmt: skip
+    assert "one system: give --scores, or --enrol and --test, not both" in (
+        capsys.readouterr().err)
+
+
+def test_fuse_from_embeddings_equals_fusing_the_written_scores(scored, capsys):
+    import json
+
+    common = ["fuse", "--key", "key.zarr", "--scores", "other.zarr", "--apply", "other.zarr",
+              "--apply", "test.zarr"]  # fmt: skip
+    assert main([*common, "--scores", "test.zarr", "--model-out", "a.json", "--out",
+                 "a.zarr", "-q"]) == 0  # fmt: skip
+    assert main([*common, *_EMB, "--model-out", "b.json", "--out", "b.zarr", "-q"]) == 0
+    assert (scored / "a.json").read_bytes() == (scored / "b.json").read_bytes()
+    assert len(json.loads((scored / "b.json").read_text())["weights"]) == 2
+    _assert_same_store(scored / "a.zarr", scored / "b.zarr")
+    assert main([*common[:-2], *_EMB, "--model-out", "b.json", "--out", "b.zarr"]) == 1
+    assert "--apply takes the eval scores of the same 2 systems" in capsys.readouterr().err
+
+
+def test_apply_to_embeddings_equals_applying_to_the_written_scores(scored, tmp_path):
+    assert main(["calibrate", "--key", "key.zarr", "--scores", "test.zarr", "--model-out",
+                 "cal.json", "-q"]) == 0  # fmt: skip
+    assert main(["apply", "--model", "cal.json", "--scores", "all.zarr", "--out", "a.zarr",
+                 "-q"]) == 0  # fmt: skip
+    assert main(["apply", "--model", "cal.json", *_EMB, "--out", "b.zarr", "-q"]) == 0
+    _assert_same_store(scored / "a.zarr", scored / "b.zarr")
+    assert io.read(scored / "b.zarr").sizes == {"model": 30, "segment": 45}
+    # --ndx selects the trials scored from the embeddings, as score --ndx does
+    ndx = make_ndx(["spk0-enrol0", "spk1-enrol1"], ["spk3-test0"], [[True], [False]])
+    io.write(ndx, tmp_path / "ndx.h5")
+    assert main(["score", *_EMB, "--ndx", str(tmp_path / "ndx.h5"), "--out", "n.zarr",
+                 "-q"]) == 0  # fmt: skip
+    for name, source in (("c.zarr", ["--scores", "n.zarr"]), ("d.zarr", _EMB)):
+        assert main(["apply", "--model", "cal.json", *source, "--ndx",
+                     str(tmp_path / "ndx.h5"), "--out", name, "-q"]) == 0  # fmt: skip
+    _assert_same_store(scored / "c.zarr", scored / "d.zarr")
+    assert int(io.read(scored / "d.zarr").score_mask.sum()) == 1
+
+
+# --- a label-derived key from two 'id class' tables (all-vs-all) -----------------------------
+
+
+@pytest.fixture()
+def tables(files, monkeypatch):
+    """``files`` as the working directory, with 'id class' tables of its ids (the enrolment
+    table also names ids that have no embedding: they are ignored)."""
+    monkeypatch.chdir(files)
+    for side in ("enrol", "test"):
+        data = np.load(files / f"{side}.npz")
+        lines = [f"{i} {i.split('-')[0]}\n" for i in data["ids"]]
+        extra = ["# a comment\n", "\n", "unscored-id spk99\n"] if side == "enrol" else []
+        (files / f"{side}-classes.txt").write_text("".join([*extra, *lines]))
+    return files
+
+
+_CLASSES = ["--enrol-classes", "enrol-classes.txt", "--test-classes", "test-classes.txt"]
+
+
+def test_key_from_class_tables_marks_targets_by_equal_class(tmp_path):
+    from bosaris_dask.embeddings import key_from_class_tables
+
+    rng = np.random.default_rng(3)
+    e_lab, t_lab = rng.integers(0, 4, 7), rng.integers(0, 4, 11)
+    (tmp_path / "e.txt").write_text("".join(f"e{i} c{c}\n" for i, c in enumerate(e_lab)))
+    (tmp_path / "t.txt").write_text("".join(f"t{i}\tc{c}\n" for i, c in enumerate(t_lab)))
+    e_ids, t_ids = [f"e{i}" for i in (6, 0, 3)], [f"t{i}" for i in range(11)][::-1]
+    key = key_from_class_tables(e_ids, tmp_path / "e.txt", t_ids, tmp_path / "t.txt")
+    expected = np.array([[1 if e_lab[int(e[1:])] == t_lab[int(t[1:])] else -1 for t in t_ids]
+                         for e in e_ids])  # fmt: skip
+    assert key.model.values.tolist() == e_ids and key.segment.values.tolist() == t_ids
+    np.testing.assert_array_equal(key.trial_mask.values, expected)
+
+
+def test_evaluate_with_class_tables_equals_evaluate_with_the_key(tables):
+    common = ["evaluate", *_EMB, "--json"]
+    assert main([*common, "a.json", "--key", "key.zarr", "-q"]) == 0
+    assert main([*common, "b.json", *_CLASSES, "-q"]) == 0
+    assert (tables / "a.json").read_bytes() == (tables / "b.json").read_bytes()
+    # with a model map, the enrolment table labels the models
+    (tables / "model-classes.txt").write_text("".join(f"spk{k} spk{k}\n" for k in range(12)))
+    maps = ["--models", "models.txt"]
+    assert main([*common, "c.json", *maps, "--key", "model_key.zarr", "-q"]) == 0
+    assert main([*common, "d.json", *maps, "--enrol-classes", "model-classes.txt",
+                 "--test-classes", "test-classes.txt", "-q"]) == 0  # fmt: skip
+    assert (tables / "c.json").read_bytes() == (tables / "d.json").read_bytes()
+
+
+def test_score_calibrate_and_fuse_take_class_tables(tables):
+    assert main(["score", *_EMB, "--key", "key.zarr", "--out", "a.zarr", "-q"]) == 0
+    assert main(["score", *_EMB, *_CLASSES, "--out", "b.zarr", "-q"]) == 0
+    _assert_same_store(tables / "a.zarr", tables / "b.zarr")
+    for command in ("calibrate", "fuse"):
+        assert main([command, *_EMB, "--key", "key.zarr", "--model-out", "a.json", "-q"]) == 0
+        assert main([command, *_EMB, *_CLASSES, "--model-out", "b.json", "-q"]) == 0
+        assert (tables / "a.json").read_bytes() == (tables / "b.json").read_bytes()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--enrol-classes", "enrol-classes.txt"],
+     "a key from class tables needs both --enrol-classes and --test-classes"),
+    (["--key", "key.zarr", *_CLASSES],
+     "give --key, or --enrol-classes and --test-classes, not both"),
+    (["--enrol-classes", "short.txt", "--test-classes", "test-classes.txt"],
+     "enrolment id 'spk1-enrol1' (and 28 more) has no class in short.txt"),
+    (["--enrol-classes", "twice.txt", "--test-classes", "test-classes.txt"],
+     "twice.txt:3: id 'spk0-enrol0' listed twice (first on line 1)"),
+    (["--enrol-classes", "bad.txt", "--test-classes", "test-classes.txt"],
+     "bad.txt:1: expected 'id class', got 'spk0-enrol0'"),
+])  # fmt: skip
+def test_class_table_errors_are_one_line(tables, capsys, argv, message):
+    (tables / "short.txt").write_text("spk0-enrol0 spk0\n")
+    (tables / "twice.txt").write_text("spk0-enrol0 spk0\nx y\nspk0-enrol0 spk1\n")
+    (tables / "bad.txt").write_text("spk0-enrol0\n")
+    assert main(["evaluate", *_EMB, *argv]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"bosaris-dask: error: {message}"]
+
+
+def test_class_tables_need_embeddings_and_calibrate_a_key(tables, capsys):
+    assert main(["evaluate", "--scores", "other.zarr", *_CLASSES]) == 1
+    assert "label the ids of --enrol and --test: give those too" in capsys.readouterr().err
+    assert main(["calibrate", *_EMB, "--model-out", "x.json"]) == 1
+    assert "--key is needed (or, with --enrol and --test, --enrol-classes" in (
+        capsys.readouterr().err)
+    assert main(["score", *_EMB, *_CLASSES, "--ndx", "key.zarr", "--out", "x.zarr"]) == 1
+    assert "give --ndx, or --enrol-classes and --test-classes, not both" in (
+        capsys.readouterr().err)
+
+
+def test_llr_base_treats_scores_from_embeddings_as_a_file(scored):
+    """--llr-base 10 scales the scores from embeddings as it scales a written score file."""
+    common = ["evaluate", "--key", "key.zarr", "--llr-base", "10", "--json"]
+    assert main([*common, "a.json", "--scores", "test.zarr", "-q"]) == 0
+    assert main([*common, "b.json", *_EMB, "-q"]) == 0
+    assert main(["evaluate", "--key", "key.zarr", *_EMB, "--json", "c.json", "-q"]) == 0
+    a, b, c = ((scored / n).read_bytes() for n in ("a.json", "b.json", "c.json"))
+    assert a == b and b != c  # base 10 multiplies the LLRs by ln 10: other actDCF and Cllr

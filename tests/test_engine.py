@@ -505,16 +505,19 @@ def test_refinement_returns_a_new_summary():
     # refine the exact summary's pass-1 bins again, by hand: a raw refinement of every bin
     shift = key_bits(np.float64) - 4
     lo = np.unique(coarse.lo >> np.uint64(shift)) << np.uint64(shift)
+    keys = order_keys(np.concatenate([values[mask == 1], values[mask == -1]]))
+    is_tar = np.arange(len(keys)) < (mask == 1).sum()
+    # pass 1's counts per bin (a refinement must find the same trials in them)
+    n_tar, n_non = (np.bincount(np.searchsorted(lo, k, side="right") - 1, minlength=len(lo))
+                    for k in (keys[is_tar], keys[~is_tar]))  # fmt: skip
     wide = engine.ScoreSummary(np.dtype(np.float64), lo=lo, bits=np.full(len(lo), shift, np.int8),
-                               n_tar=np.ones(len(lo), int), n_non=np.ones(len(lo), int),
+                               n_tar=n_tar.copy(), n_non=n_non.copy(),
                                softplus_tar=1.0, softplus_non=1.0)  # fmt: skip
     cands = np.arange(len(lo))
     spec = refinement.plan(wide, cands, shift, dense_budget=64, raw_limit=1 << 22)
-    keys = order_keys(np.concatenate([values[mask == 1], values[mask == -1]]))
-    is_tar = np.arange(len(keys)) < (mask == 1).sum()
     fine = refinement.apply_refinement(wide, cands, spec, kernels._count(keys, is_tar, spec))
     assert fine is not wide and len(wide.lo) == len(lo)  # the old summary is unchanged
-    np.testing.assert_array_equal(wide.n_tar, np.ones(len(lo)))
+    np.testing.assert_array_equal(wide.n_tar, n_tar)
     np.testing.assert_array_equal(coarse.lo, before[0])
     np.testing.assert_array_equal(fine.n_tar.sum(), (mask == 1).sum())
     assert roc.min_cllr(fine.hull) == roc.min_cllr(coarse.hull)

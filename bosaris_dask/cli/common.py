@@ -63,12 +63,16 @@ def _load(
     Without a key, the key comes from the labels of the first scores file (a wespeaker or
     3D-Speaker score file, or a NIST table with a label column): it is read twice, once for its
     labels and once for its scores, each streamed. With ``--enrol``/``--test`` in ``args``, the
-    scores from embeddings are the last system (:mod:`bosaris_dask.cli.embeddings`).
+    scores from embeddings are the last system (:mod:`bosaris_dask.cli.embeddings`), and
+    ``--enrol-classes``/``--test-classes`` may give the key instead of ``key_path``.
     """
     from bosaris_dask import io
     from bosaris_dask.errors import OptionError
 
     score_paths = list(score_paths or [])
+    if args is not None and _uses_class_tables(args):  # an error with --key
+        key = _key(args)
+        return key, _systems(args, key, score_paths, text_format, llr_base)
     if key_path is None and not score_paths:
         raise OptionError("--key is needed: it selects the trials to score from embeddings")
     if key_path is None:
@@ -84,12 +88,53 @@ def _load(
                 "their own key)"
             )
     key = io.read(key_path, "key", text_format=text_format)  # first: a wrong key path is the
-    systems = [io.read(p, "scores", text_format=text_format) for p in score_paths]  # 1st error
-    if llr_base != "e":
-        from bosaris_dask.llr_base import to_natural
+    return key, _systems(args, key, score_paths, text_format, llr_base)  # first error
 
+
+def _uses_class_tables(args: argparse.Namespace) -> bool:
+    from bosaris_dask.cli.embeddings import uses_class_tables
+
+    return uses_class_tables(args)
+
+
+def _key(args: argparse.Namespace) -> Any:
+    """The key of ``--key``, or the label-derived one of ``--enrol-classes``/``--test-classes``."""
+    from bosaris_dask import io
+    from bosaris_dask.errors import OptionError
+
+    if _uses_class_tables(args):
+        from bosaris_dask.cli.embeddings import class_table_key
+
+        return class_table_key(args)
+    if args.key is None:
+        raise OptionError("--key is needed (or, with --enrol and --test, --enrol-classes and "
+                          "--test-classes)")  # fmt: skip
+    return io.read(args.key, "key")
+
+
+def _systems(
+    args: argparse.Namespace | None,
+    trials: Any,
+    score_paths: Sequence[str],
+    text_format: str | None = None,
+    llr_base: str = "e",
+) -> list[Any]:
+    """The systems' scores as natural-log LLRs (``--llr-base``): each file of ``score_paths``,
+    then, with ``--enrol``/``--test`` in ``args``, the lazy scores from embeddings of the
+    trials of ``trials`` (a key or ndx; ``None``: all of them) as the last system.
+
+    The scores from embeddings go through the same ``--llr-base`` conversion as a file: a
+    command given ``--enrol E --test T`` gives what it gives with ``score --out S`` and then
+    ``--scores S``.
+    """
+    from bosaris_dask import io
+    from bosaris_dask.llr_base import to_natural
+
+    systems = [io.read(p, "scores", text_format=text_format) for p in score_paths]
+    systems = _with_embeddings(args, trials, systems)
+    if llr_base != "e":
         systems = [to_natural(s, llr_base) for s in systems]
-    return key, _with_embeddings(args, key, systems)
+    return systems
 
 
 def _read_scores(args: argparse.Namespace, path: str) -> Any:

@@ -160,7 +160,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"\nOutputs in {out}/: key.zarr (a label-derived key), "
         f"{', '.join(p.name for p in paths[1:])} (scores), results.json (the metrics); "
         f"{', '.join(p.name for p in embedding_paths[:3])} (speaker embeddings) and "
-        f"{embedding_paths[3].name} (their key)."
+        f"{embedding_paths[3].name} (their key, from the id class tables "
+        f"{embedding_paths[4].name} and {embedding_paths[5].name})."
     )
     print(f"Try: bosaris-dask info {paths[1]}")
     print(f"     bosaris-dask evaluate --key {paths[0]} --scores {paths[1]} --prior 0.01")

@@ -1,5 +1,7 @@
 """Scores from embeddings on the command line: the ``score`` subcommand, the ``--enrol E --test
-T`` options that ``evaluate`` takes instead of ``--scores``, and ``info`` of an embedding file.
+T`` options that every command taking ``--scores`` also takes (``evaluate``, ``plot``,
+``calibrate``, ``fuse``, ``apply``), the key from two ``id class`` tables
+(``--enrol-classes``/``--test-classes``), and ``info`` of an embedding file.
 """
 
 from __future__ import annotations
@@ -24,8 +26,12 @@ def _block(text: str) -> int:
     return value
 
 
-def add_embedding_arguments(parser: argparse.ArgumentParser, *, required: bool) -> None:
-    """The options that turn two embedding files into scores (``score`` and ``evaluate``)."""
+def add_embedding_arguments(
+    parser: argparse.ArgumentParser, *, required: bool, class_tables: bool = True
+) -> None:
+    """The options that turn two embedding files into scores (``score``, and every command
+    that takes ``--scores``); with ``class_tables``, also the two ``id class`` tables that
+    make a label-derived key."""
     from bosaris_dask.embeddings.normalization import NORMS
     from bosaris_dask.embeddings.prepare import BACKENDS
 
@@ -54,6 +60,14 @@ def add_embedding_arguments(parser: argparse.ArgumentParser, *, required: bool) 
     g.add_argument("--top-n", type=_block, metavar="N", help="AS-norm cohort size")
     g.add_argument("--block", type=_block, default=4096, metavar="ROWS",
                    help="score block size, ROWS x ROWS (default 4096)")  # fmt: skip
+    if not class_tables:
+        return
+    g.add_argument("--enrol-classes", metavar="TABLE",
+                   help="instead of --key: 'id class' lines for the enrolment ids (the model "
+                   "map's models with --models); with --test-classes, the key is every "
+                   "enrolment id against every test id, a target iff same class")  # fmt: skip
+    g.add_argument("--test-classes", metavar="TABLE",
+                   help="'id class' lines for the test ids (with --enrol-classes)")  # fmt: skip
 
 
 def uses_embeddings(args: argparse.Namespace) -> bool:
@@ -62,6 +76,40 @@ def uses_embeddings(args: argparse.Namespace) -> bool:
     if (enrol is None) != (test is None):
         raise BosarisError("scores from embeddings need both --enrol and --test")
     return enrol is not None
+
+
+def uses_class_tables(args: argparse.Namespace) -> bool:
+    """Whether the key comes from ``--enrol-classes``/``--test-classes`` (both are needed,
+    with ``--enrol``/``--test`` and without ``--key``)."""
+    from bosaris_dask.errors import OptionError
+
+    e, t = getattr(args, "enrol_classes", None), getattr(args, "test_classes", None)
+    if e is None and t is None:
+        return False
+    if e is None or t is None:
+        raise OptionError("a key from class tables needs both --enrol-classes and --test-classes")
+    if not uses_embeddings(args):
+        raise OptionError("--enrol-classes and --test-classes label the ids of --enrol and "
+                          "--test: give those too")  # fmt: skip
+    if getattr(args, "key", None) is not None:
+        raise OptionError("give --key, or --enrol-classes and --test-classes, not both")
+    return True
+
+
+def class_table_key(args: argparse.Namespace) -> Any:
+    """The all-vs-all key of the enrolment ids (the model map's models with ``--models``) and
+    the test ids, labelled by ``--enrol-classes`` and ``--test-classes``."""
+    import pandas as pd
+
+    from bosaris_dask.embeddings import read, read_model_map
+    from bosaris_dask.embeddings.classes import key_from_class_tables
+
+    if args.models is not None:
+        enrol_ids = pd.unique(read_model_map(args.models)["model"])
+    else:
+        enrol_ids = read(args.enrol).id.values  # ids only: cheap
+    test_ids = read(args.test).id.values
+    return key_from_class_tables(enrol_ids, args.enrol_classes, test_ids, args.test_classes)
 
 
 def embedding_system_name(args: argparse.Namespace) -> str:
@@ -101,7 +149,11 @@ def cmd_score(args: argparse.Namespace) -> int:
 
     def open_inputs() -> tuple[Any, Any, Any]:
         trials = None
-        if args.key or args.ndx:
+        if uses_class_tables(args):
+            if args.ndx:
+                raise BosarisError("give --ndx, or --enrol-classes and --test-classes, not both")
+            trials = class_table_key(args)
+        elif args.key or args.ndx:
             trials = io.read(args.key, "key") if args.key else io.read(args.ndx, "ndx")
         return trials, read(args.enrol), read(args.test)  # ids only: cheap
 
@@ -153,18 +205,25 @@ def add_score_parser(sub: Any, add: Callable[..., Any], finish: Callable[..., No
 
 
 def write_demo_embeddings(out: Path, seed: int = 0) -> list[Path]:
-    """Write ``enrol.npz``, ``test.npz``, ``cohort.npz`` and their key ``embeddings-key.zarr``
+    """Write ``enrol.npz``, ``test.npz``, ``cohort.npz``, their key ``embeddings-key.zarr`` and
+    the ``id class`` tables it is derived from, ``enrol.classes`` and ``test.classes``
     (synthetic speakers, :func:`bosaris_dask.embeddings.simulate.simulate_embeddings`)."""
     from bosaris_dask import io
     from bosaris_dask.embeddings import write
     from bosaris_dask.embeddings.simulate import simulate_embeddings
+    from bosaris_dask.io.atomic import atomic_path
 
     enrol, test, cohort, key = simulate_embeddings(seed=seed)
     paths = [out / "enrol.npz", out / "test.npz", out / "cohort.npz"]
     for emb, path in zip((enrol, test, cohort), paths, strict=True):
         write(emb, path)
     io.write(key, out / "embeddings-key.zarr")
-    return [*paths, out / "embeddings-key.zarr"]
+    tables = [out / "enrol.classes", out / "test.classes"]
+    for dim, path in zip(("model", "segment"), tables, strict=True):
+        pairs = zip(key[dim].values, key[f"{dim}_label"].values, strict=True)
+        with atomic_path(path) as tmp:
+            Path(tmp).write_text("".join(f"{i} {c}\n" for i, c in pairs))
+    return [*paths, out / "embeddings-key.zarr", *tables]
 
 
 def is_embedding_file(path: str) -> bool:

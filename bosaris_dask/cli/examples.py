@@ -1,10 +1,12 @@
 """The examples that end every subcommand's ``--help``.
 
 Each one runs as written on the demo's data: ``bosaris-dask demo`` writes ``bosaris-demo/``
-(``key.zarr`` and ``system-1.zarr`` ... ``system-3.zarr``) in the current directory. Run in
-the order of :data:`EXAMPLES` (``demo`` first), later examples may use what earlier ones wrote
-(``apply`` uses the models that ``calibrate`` and ``fuse`` saved);
-``tests/test_cli_consistency.py`` runs every one of them in that order.
+(``key.zarr`` and ``system-1.zarr`` ... ``system-3.zarr``; speaker embeddings ``enrol.npz``,
+``test.npz``, ``cohort.npz``, their key ``embeddings-key.zarr`` and its ``id class`` tables
+``enrol.classes``, ``test.classes``) in the current directory. Run in the order of
+:data:`EXAMPLES` (``demo`` first), later examples may use what earlier ones wrote (``apply``
+uses the models that ``calibrate`` and ``fuse`` saved, ``fuse`` the scores that ``score``
+wrote); ``tests/test_cli_consistency.py`` runs every one of them in that order.
 """
 
 from __future__ import annotations
@@ -40,21 +42,8 @@ EXAMPLES: dict[str, list[str]] = {
         f"bosaris-dask evaluate {_K} --scores {_S1} --scores {_S2} --prior 0.1 --prior 0.01 "
         "--json results.json",
         f"bosaris-dask evaluate {_K} --scores {_S3} --plots-dir plots",
-    ],
-    "plot": [
-        f"bosaris-dask plot det {_K} --scores {_S1} --scores {_S2} --out det.png",
-        f"bosaris-dask plot nbe {_K} --scores {_S1} --prior 0.01 --out nbe.pdf",
-    ],
-    "calibrate": [
-        f"bosaris-dask calibrate {_K} --scores {_S2} --train-prior 0.1 --model-out cal.json",
-        f"bosaris-dask calibrate --method pav {_K} --scores {_S3} --model-out pav.json "
-        f"--apply {_S3} --out pav3.zarr",
-    ],
-    "fuse": [
-        f"bosaris-dask fuse {_K} --scores {_S1} --scores {_S2} --scores {_S3} "
-        "--model-out fusion.json",
-        f"bosaris-dask fuse {_K} --scores {_S1} --scores {_S2} --model-out fusion12.json "
-        f"--apply {_S1} --apply {_S2} --out fused12.zarr",
+        f"bosaris-dask evaluate {_E} --enrol-classes bosaris-demo/enrol.classes "
+        "--test-classes bosaris-demo/test.classes --json emb-results.json",
     ],
     "score": [
         f"bosaris-dask score {_E} {_EK} --out emb.zarr",
@@ -62,10 +51,31 @@ EXAMPLES: dict[str, list[str]] = {
         "--cohort bosaris-demo/cohort.npz --top-n 10 --out emb-as.zarr "
         "--quality-out emb-quality.zarr",
     ],
+    "plot": [
+        f"bosaris-dask plot det {_K} --scores {_S1} --scores {_S2} --out det.png",
+        f"bosaris-dask plot nbe {_K} --scores {_S1} --prior 0.01 --out nbe.pdf",
+        f"bosaris-dask plot det {_EK} {_E} --norm s --cohort bosaris-demo/cohort.npz "
+        "--out emb-det.png",
+    ],
+    "calibrate": [
+        f"bosaris-dask calibrate {_K} --scores {_S2} --train-prior 0.1 --model-out cal.json",
+        f"bosaris-dask calibrate --method pav {_K} --scores {_S3} --model-out pav.json "
+        f"--apply {_S3} --out pav3.zarr",
+        f"bosaris-dask calibrate {_EK} {_E} --model-out emb-cal.json",
+    ],
+    "fuse": [
+        f"bosaris-dask fuse {_K} --scores {_S1} --scores {_S2} --scores {_S3} "
+        "--model-out fusion.json",
+        f"bosaris-dask fuse {_K} --scores {_S1} --scores {_S2} --model-out fusion12.json "
+        f"--apply {_S1} --apply {_S2} --out fused12.zarr",
+        f"bosaris-dask fuse {_EK} --scores emb.zarr {_E} --norm s "
+        "--cohort bosaris-demo/cohort.npz --model-out emb-fusion.json",
+    ],
     "apply": [
         f"bosaris-dask apply --model cal.json --scores {_S2} --out cal2.zarr",
         f"bosaris-dask apply --model fusion.json --scores {_S1} --scores {_S2} --scores {_S3} "
         "--out fused.zarr",
+        f"bosaris-dask apply --model emb-cal.json {_E} --out emb-cal.zarr",
     ],
     "spoof": [
         "bosaris-dask spoof cm --key asvspoof5/cm_key.tsv.gz --scores asvspoof5/cm_scores.tsv.gz",

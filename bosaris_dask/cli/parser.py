@@ -214,10 +214,12 @@ def _fill_missing_argument(parser: argparse.ArgumentParser) -> None:
 
 def _key_and_systems(
     parser: argparse.ArgumentParser, scores_help: str, *, own_key: bool = False,
-    scores_required: bool = True,
+    scores_required: bool = True, key_required: bool = True,
 ) -> None:  # fmt: skip
     if not own_key:
-        parser.add_argument("--key", required=True, help="the key (text, HDF5 or zarr)")
+        parser.add_argument("--key", required=key_required,
+                            help="the key (text, HDF5 or zarr)" + ("" if key_required else
+                            "; or --enrol-classes and --test-classes"))  # fmt: skip
     else:
         parser.add_argument("--key", help="the key (text, HDF5 or zarr); without it, the labels "
                             "of the first --scores file (enrol test score label)")  # fmt: skip
@@ -340,7 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="det: DET curves; nbe: normalized Bayes error rate vs prior log-odds; "
         "ape: Bayes error-rate curves; cllr: Cllr = minCllr + calibration loss",
     )
-    _key_and_systems(p, "scores of one system; repeat for several systems", own_key=True)
+    _key_and_systems(p, "scores of one system; repeat for several systems (or, or also, "
+                     "--enrol and --test)", own_key=True, scores_required=False)  # fmt: skip
+    add_embedding_arguments(p, required=False)
     _operating_points(p, "marked on the plot")
     _operating_point_argument(p)
     p.add_argument(
@@ -374,8 +378,10 @@ def build_parser() -> argparse.ArgumentParser:
         default="linear",
         help="linear: LLR = a + b*score (logistic regression); pav: monotone PAV map",
     )
-    p.add_argument("--key", required=True, help="the key of the training set")
-    p.add_argument("--scores", required=True, help="the training scores")
+    p.add_argument("--key", help="the key of the training set (or --enrol-classes and "
+                   "--test-classes)")  # fmt: skip
+    p.add_argument("--scores", help="the training scores (or --enrol and --test)")
+    add_embedding_arguments(p, required=False)
     _training_arguments(p, "scores to calibrate with the trained model (one system)")
     _finish(p, cmd_calibrate)
 
@@ -383,7 +389,10 @@ def build_parser() -> argparse.ArgumentParser:
              "Train a logistic-regression fusion of several systems on a supervised set and "
              "write it as JSON; with quality measures, a quality fusion. With --apply, fuse "
              "the eval systems (same order).")  # fmt: skip
-    _key_and_systems(p, "training scores of one system; repeat for each system")
+    _key_and_systems(p, "training scores of one system; repeat for each system (the scores "
+                     "from --enrol and --test are one more, the last)", scores_required=False,
+                     key_required=False)  # fmt: skip
+    add_embedding_arguments(p, required=False)
     _quality_arguments(p)
     p.add_argument("--apply-quality", help="quality store of the eval set (default: --quality)")
     p.add_argument(
@@ -401,9 +410,11 @@ def build_parser() -> argparse.ArgumentParser:
              "write the result.")  # fmt: skip
     p.add_argument("--model", required=True, metavar="MODEL.json")
     p.add_argument(
-        "--scores", required=True, action="append", metavar="SCORES",
-        help="scores of one system; repeat for each fused system, in training order",
+        "--scores", action="append", metavar="SCORES",
+        help="scores of one system; repeat for each fused system, in training order (the "
+        "scores from --enrol and --test, of the --ndx trials, come last)",
     )  # fmt: skip
+    add_embedding_arguments(p, required=False, class_tables=False)
     _quality_arguments(p)
     p.add_argument("--ndx", help="keep only these trials")
     _fill_missing_argument(p)

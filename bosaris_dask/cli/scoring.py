@@ -13,12 +13,14 @@ from bosaris_dask.cli.common import (
     _default_priors,
     _evaluate,
     _in_user_base,
+    _key,
     _load,
     _opened,
     _progress,
     _read_scores,
     _say,
     _size,
+    _systems,
     _write_json,
 )
 from bosaris_dask.errors import BosarisError, OptionError
@@ -67,14 +69,15 @@ def cmd_plot(args: argparse.Namespace) -> int:
     eval_key, eval_scores = getattr(args, "eval_key", None), getattr(args, "eval_scores", None)
     if (eval_key is None) != (eval_scores is None):
         raise BosarisError("--eval-key and --eval-scores go together")
-    if eval_scores is not None and len(eval_scores) != len(args.scores):
+    n_systems = _count_systems(args, args.scores)
+    if eval_scores is not None and len(eval_scores) != n_systems:
         raise BosarisError(
-            f"--eval-scores takes the eval scores of the same {len(args.scores)} systems, in the "
+            f"--eval-scores takes the eval scores of the same {n_systems} systems, in the "
             f"same order; got {len(eval_scores)}"
         )
 
     def open_inputs() -> tuple[Any, list[Any]]:
-        return _load(args.key, args.scores, args.format, args.llr_base)
+        return _load(args.key, args.scores, args.format, args.llr_base, args)
 
     with _opened(args, open_inputs, lambda ks: _size(ks[0])) as loaded:
         results: Any = _evaluate(args, *loaded, args.scores)
@@ -95,6 +98,14 @@ def cmd_plot(args: argparse.Namespace) -> int:
     save_plot(results, args.kind, args.out, **options)
     _say(args, f"wrote {args.out}")
     return 0
+
+
+def _count_systems(args: argparse.Namespace, score_paths: list[str] | None) -> int:
+    """The number of systems: the ``--scores`` files, and one more with ``--enrol``/``--test``
+    (scored last)."""
+    from bosaris_dask.cli.embeddings import uses_embeddings
+
+    return len(score_paths or []) + int(uses_embeddings(args))
 
 
 def _read_quality(args: argparse.Namespace, path: str | None) -> Any:
@@ -183,7 +194,6 @@ def _say_posterior_report(
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from bosaris_dask import io
     from bosaris_dask.calibration import LinearCalibrator, PAVCalibrator
 
     if args.apply and len(args.apply) > 1:
@@ -191,19 +201,26 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             f"calibrate --apply takes the scores of one system, got {len(args.apply)}; "
             "calibrate each system on its own"
         )
+    score_paths = [] if args.scores is None else [args.scores]
+    if _count_systems(args, score_paths) != 1:
+        raise OptionError("calibrate trains on the scores of one system: give --scores, or "
+                          "--enrol and --test, not both")  # fmt: skip
     model = LinearCalibrator(args.train_prior) if args.method == "linear" else PAVCalibrator()
-    return _fit_and_apply(
-        args, model, lambda: (io.read(args.key, "key"), [_read_scores(args, args.scores)], None)
-    )
+
+    def open_inputs() -> tuple[Any, list[Any], Any]:
+        key = _key(args)
+        return key, _systems(args, key, score_paths, llr_base=args.llr_base), None
+
+    return _fit_and_apply(args, model, open_inputs)
 
 
 def cmd_fuse(args: argparse.Namespace) -> int:
-    from bosaris_dask import io
     from bosaris_dask.fusion import LinearFuser, QualityFuser
 
-    if args.apply and len(args.apply) != len(args.scores):
+    n_systems = _count_systems(args, args.scores)
+    if args.apply and len(args.apply) != n_systems:
         raise OptionError(
-            f"--apply takes the eval scores of the same {len(args.scores)} systems, in the same "
+            f"--apply takes the eval scores of the same {n_systems} systems, in the same "
             f"order; got {len(args.apply)}"
         )
 
@@ -213,8 +230,9 @@ def cmd_fuse(args: argparse.Namespace) -> int:
         raise BosarisError("--qtrans maps quality measures: give them (--quality, ...)")
 
     def open_inputs() -> tuple[Any, list[Any], Any]:
-        systems = [_read_scores(args, p) for p in args.scores]
-        return io.read(args.key, "key"), systems, _read_quality(args, args.quality)
+        key = _key(args)
+        systems = _systems(args, key, args.scores or [], llr_base=args.llr_base)
+        return key, systems, _read_quality(args, args.quality)
 
     if with_quality:
         model: Any = QualityFuser(args.train_prior, qtrans=qtrans)
@@ -247,9 +265,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
     from bosaris_dask.calibration import apply_model, load_model
 
     def open_inputs() -> tuple[Any, list[Any], Any, Any]:
-        systems = [_read_scores(args, p) for p in args.scores]
+        model = load_model(args.model)
         ndx = io.read(args.ndx) if args.ndx else None
-        return load_model(args.model), systems, _read_quality(args, args.quality), ndx
+        systems = _systems(args, ndx, args.scores or [], llr_base=args.llr_base)
+        return model, systems, _read_quality(args, args.quality), ndx
 
     with _opened(args, open_inputs, lambda inputs: _size(inputs[1][0])) as inputs:
         model, systems, quality, ndx = inputs

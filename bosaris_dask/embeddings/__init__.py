@@ -6,9 +6,10 @@ Python API: :func:`read` (an embedding file as a lazy labelled set, see
 fusion consumes like a stored score matrix.
 
 Modules: ``formats`` (one reader per file format), ``store`` (the labelled set), ``write``
-(atomic writers), ``model_map`` (multi-session enrolment), ``prepare`` (selection, checks,
-centering, normalization), ``kernel`` (the deterministic block product), ``scoring`` (the lazy
-Scores), ``cohort`` and ``normalization`` (Z/T/S/AS-norm).
+(atomic writers), ``model_map`` (multi-session enrolment), ``classes`` (a key from two
+``id class`` tables), ``prepare`` (selection, checks, centering, normalization), ``kernel``
+(the deterministic block product), ``scoring`` (the lazy Scores), ``cohort`` and
+``normalization`` (Z/T/S/AS-norm).
 
 Examples
 --------
@@ -28,6 +29,7 @@ Examples
 
 from __future__ import annotations
 
+from bosaris_dask.embeddings.classes import key_from_class_tables, read_class_table
 from bosaris_dask.embeddings.cohort import cohort_quality, cohort_stats
 from bosaris_dask.embeddings.model_map import read_model_map
 from bosaris_dask.embeddings.prepare import estimate_center
@@ -41,6 +43,8 @@ __all__ = [
     "from_arrays",
     "info",
     "read_model_map",
+    "read_class_table",
+    "key_from_class_tables",
     "estimate_center",
     "scores_from_embeddings",
     "scores_with_cohort_quality",
