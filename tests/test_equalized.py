@@ -273,3 +273,42 @@ def test_cli_equalize_without_by_is_a_one_line_error(files, capsys):
     assert _cli(files[0], "--equalize") != 0
     err = capsys.readouterr().err.strip()
     assert "--equalize needs conditions" in err and len(err.splitlines()) == 1, err
+
+
+def _interleaved(seed):
+    """Condition f: targets in [0.3, 0.9], non-targets far below; condition m: non-targets in
+    [0.3, 0.9], targets far above. Each condition alone is perfectly separated (its bins there
+    are pure, nothing to refine), but the equalized curve has its vertices inside [0.3, 0.9]."""
+    rng = np.random.default_rng(seed)
+    n_m, n_s = 6, 40
+    mids, sids = [f"m{i}" for i in range(n_m)], [f"s{j}" for j in range(n_s)]
+    gender = ["f"] * 3 + ["m"] * 3
+    mask = rng.choice([-1, 1], size=(n_m, n_s))
+    mid = rng.uniform(0.3, 0.9, size=(n_m, n_s))
+    far = np.where(np.array(gender)[:, None] == "f", -3.0, 3.0) + rng.random((n_m, n_s))
+    inside = (mask == 1) == (np.array(gender)[:, None] == "f")
+    scores = np.where(inside, mid, far)
+    return mids, sids, mask, scores, gender
+
+
+@pytest.mark.parametrize("dense", [True, False])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_joint_refinement_finds_vertices_no_condition_has(seed, dense):
+    mids, sids, mask, scores, gender = _interleaved(seed)
+    models = condition_table("model", mids, {"g": gender})
+    knobs = {"bosaris_dask.block": 8, "bosaris_dask.slice": 16, "bosaris_dask.dense-budget": 4,
+             "bosaris_dask.raw-limit": 0 if dense else 5}  # fmt: skip
+    with mock.patch.object(engine, "_coarse_bits", lambda n: 4), dask.config.set(knobs):
+        ds = metrics.evaluate(
+            make_scores(mids, sids, scores, chunks=(2, 7)), make_key(mids, sids, mask, chunks=5),
+            priors=PRIORS, sweep=[], conditions=[models], by=["model.g"], equalize=True,
+        )  # fmt: skip
+        plain = metrics.evaluate(
+            make_scores(mids, sids, scores, chunks=(2, 7)), make_key(mids, sids, mask, chunks=5),
+            priors=PRIORS, sweep=[], conditions=[models], by=["model.g"],
+        )  # fmt: skip
+    assert ds.attrs["passes"] == plain.attrs["passes"]  # no pass over the data added
+    parts = np.array([[g] * len(sids) for g in gender], dtype=object)
+    want = _reference(mask, scores, parts, PRIORS)
+    assert 0 < want["eer"] < 0.5 and float(ds.condition_eer.max()) == 0  # each alone: perfect
+    _check(ds, want)
