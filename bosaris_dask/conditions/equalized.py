@@ -263,7 +263,7 @@ def lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
     Examples
     --------
-    >>> lower_hull(np.array([0.0, 0.5, 0.5, 1.0]), np.array([0.0, 0.4, 0.6, 1.0])).tolist()
+    >>> lower_hull(np.array([0.0, 0.5, 0.5, 1.0]), np.array([0.0, 0.6, 0.7, 1.0])).tolist()
     [0, 3]
     >>> lower_hull(np.array([0.0, 0.5, 1.0, 1.0]), np.array([0.0, 0.1, 0.5, 1.0])).tolist()
     [0, 1, 2, 3]
