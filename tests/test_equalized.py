@@ -312,3 +312,23 @@ def test_the_joint_refinement_finds_vertices_no_condition_has(seed, dense):
     want = _reference(mask, scores, parts, PRIORS)
     assert 0 < want["eer"] < 0.5 and float(ds.condition_eer.max()) == 0  # each alone: perfect
     _check(ds, want)
+
+
+def test_missing_scores_make_partitions_one_class_for_one_system_only():
+    """allow_missing: each system's weights come from its own scored trials; a partition left
+    with one class in system a (its non-targets unscored) still counts its targets there."""
+    mids, sids, mask, scores, mcol, scol, tables = _case(9, 8, 10)
+    parts = _partitions(mids, sids, mcol, scol, ["model.g"])
+    scored = np.ones(mask.shape, dtype=bool)
+    is_x = np.array([[p == ("x",) for p in row] for row in parts])
+    scored[is_x & (mask == -1)] = False  # system a: model.g=x keeps targets only
+    scored[0, 1:3] = False
+    systems = [make_scores(mids, sids, scores, scored, chunks=3),
+               make_scores(mids, sids, -scores, chunks=(2, 4))]  # fmt: skip
+    ds = metrics.evaluate(systems, make_key(mids, sids, mask, chunks=4), priors=PRIORS,
+                          conditions=tables, by=["model.g"], equalize=True, allow_missing=True,
+                          names=["a", "b"])  # fmt: skip
+    assert int(ds.condition_n_nontarget.sel(system="a", condition="model.g=x")) == 0
+    assert int(ds.condition_n_target.sel(system="a", condition="model.g=x")) > 0
+    _check(ds, _reference(np.where(scored, mask, 0), scores, parts, PRIORS), 0)
+    _check(ds, _reference(mask, -scores, parts, PRIORS), 1)
