@@ -150,17 +150,18 @@ def test_one_class_and_empty_partitions_follow_the_stated_rule():
     want = rc.equalized_metrics(scores[trial].tolist(), mask[trial].tolist(),
                                 parts[trial].tolist(), PRIORS)  # fmt: skip
     _check(ds, want)
-    # the rule in rates, by hand at threshold 0.25: Pmiss is the mean over f and m of their
-    # miss rates, Pfa the mean over f and x of their false-alarm rates
-    t = 0.25
-    f_tar, m_tar = [2.0, 1.5], [0.3, -0.2]
-    f_non, x_non = [0.5, -1.0, 0.0, 0.2], [1.0, 0.1, -2.0]
-    pmiss = (np.mean(np.less(f_tar, t)) + np.mean(np.less(m_tar, t))) / 2
-    pfa = (np.mean(np.greater_equal(f_non, t)) + np.mean(np.greater_equal(x_non, t))) / 2
-    w = rc.equalized_weights(mask[trial].tolist(), parts[trial].tolist())
-    pm, pf = rc.weighted_roc(scores[trial].tolist(), mask[trial].tolist(), w)
-    at = sorted(set(scores[trial].tolist())).index(0.3)  # threshold 0.3 rejects the same as t
-    assert (float(pm[at]), float(pf[at])) == pytest.approx((pmiss, pfa))
+    # the rule in rates, by hand at threshold 0.25 (the Bayes threshold of prior
+    # sigmoid(-0.25)): Pmiss is the mean over f and m of their miss rates (f: 0 of 2, m: 1 of
+    # 2), Pfa the mean over f and x of their false-alarm rates (f: 1 of 4, x: 1 of 3)
+    p = float(1 / (1 + np.exp(0.25)))
+    ds = metrics.evaluate(make_scores(mids5, sids, scores5), make_key(mids5, sids, mask5),
+                          priors=[p], conditions=[models], by=["model.g"],
+                          equalize=True)  # fmt: skip
+    pmiss, pfa = (0 / 2 + 1 / 2) / 2, (1 / 4 + 1 / 3) / 2
+    want_act = (p * pmiss + (1 - p) * pfa) / min(p, 1 - p)
+    assert float(metrics.operating_points(ds).equalized_act_dcf[0, 0]) == pytest.approx(
+        want_act, rel=1e-14
+    )
 
 
 def test_equal_partitions_give_the_pooled_metrics():
@@ -193,6 +194,9 @@ def test_two_systems_and_cprimary():
             np.mean([op["act_dcf"] for op in cp]), abs=1e-11)
         assert float(ds.equalized_cprimary_min[k]) == pytest.approx(
             np.mean([op["min_dcf"] for op in cp]), abs=1e-11)
+    for name in ("equalized_eer", "equalized_act_dcf", "equalized_min_dcf",
+                 "equalized_cprimary_act", "equalized_cprimary_min"):  # fmt: skip
+        assert ds[name].attrs["units"] and ds[name].attrs["long_name"], name
     doc = to_json_dict(ds)["systems"]
     assert set(doc[1]["equalized"]) == {"by", "eer", "operating_points", "cprimary"}
     assert doc[1]["equalized"]["by"] == ["segment.l"]
