@@ -228,6 +228,17 @@ class Curve:
     pfa: np.ndarray
 
 
+def _cum_on_grid(s: Any, lo: np.ndarray, counts: str) -> np.ndarray:
+    """A member's cumulative count (``"n_tar"`` or ``"n_non"``) at each edge of the grid.
+
+    Each of its counted bins lies inside one grid bin: add them up per grid bin (float64
+    holds these integer sums exactly up to 2**53), then cumulate.
+    """
+    owner = np.maximum(np.searchsorted(lo, s.lo, side="right") - 1, 0)
+    per_bin = np.bincount(owner, weights=getattr(s, counts), minlength=len(lo))
+    return np.concatenate([[0.0], np.cumsum(per_bin)])
+
+
 def equalized_curve(
     summaries: Sequence[Any], members: Sequence[Member], n_target: np.ndarray,
     n_nontarget: np.ndarray,
@@ -242,15 +253,11 @@ def equalized_curve(
     pmiss, pfa = np.zeros(len(lo) + 1), np.zeros(len(lo) + 1)
     for m in sorted(members, key=lambda m: m.tar):  # a fixed order: partition index
         if m.tar >= 0:
-            s = summaries[m.index]
-            pos = np.append(np.searchsorted(s.lo, lo, side="left"), len(s.lo))
-            pmiss += np.concatenate([[0], np.cumsum(s.n_tar)])[pos] / n_target[m.tar]
+            pmiss += _cum_on_grid(summaries[m.index], lo, "n_tar") / n_target[m.tar]
     for m in sorted(members, key=lambda m: m.non):
         if m.non >= 0:
-            s = summaries[m.index]
-            pos = np.append(np.searchsorted(s.lo, lo, side="left"), len(s.lo))
-            cum = np.concatenate([[0], np.cumsum(s.n_non)])
-            pfa += (cum[-1] - cum[pos]) / n_nontarget[m.non]
+            cum = _cum_on_grid(summaries[m.index], lo, "n_non")
+            pfa += (cum[-1] - cum) / n_nontarget[m.non]
     pmiss /= int((np.asarray(n_target) > 0).sum())
     pfa /= int((np.asarray(n_nontarget) > 0).sum())
     return Curve(lo, bits, pmiss, pfa)
