@@ -6,6 +6,7 @@ one-class and empty partitions; the command line's JSON and errors."""
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from unittest import mock
 
 import dask
@@ -75,10 +76,12 @@ def _check(ds, want, k=0):
     chunk=st.tuples(st.integers(1, 4), st.integers(1, 5)),
     by=st.sampled_from([["model.g"], ["segment.l"], ["model.g", "segment.l"]]),
     ties=st.booleans(),
+    coarse=st.sampled_from([None, 2, 5]),
 )
-def test_equals_the_brute_force_weighted_sweep(seed, n_m, n_s, chunk, by, ties):
+def test_equals_the_brute_force_weighted_sweep(seed, n_m, n_s, chunk, by, ties, coarse):
     mids, sids, mask, scores, mcol, scol, tables = _case(seed, n_m, n_s, ties=ties)
-    with dask.config.set(scheduler="sync"):
+    bits = mock.patch.object(engine, "_coarse_bits", lambda n: coarse) if coarse else nullcontext()
+    with dask.config.set(scheduler="sync"), bits:
         ds = metrics.evaluate(
             make_scores(mids, sids, scores, chunks=chunk), make_key(mids, sids, mask, chunks=chunk),
             priors=PRIORS, conditions=tables, by=by, equalize=True, split_every=2,
