@@ -300,6 +300,7 @@ def summarize(
     coarse_bits: int | None = None,
     progress: bool | None = None,
     names: Sequence[str] | None = None,
+    extra_candidates: Callable[[list[ScoreSummary]], list[np.ndarray | None]] | None = None,
 ) -> list[ScoreSummary]:
     """Exact summaries of one or more systems' scores against one key.
 
@@ -328,6 +329,12 @@ def summarize(
         :func:`bosaris_dask.progress.showing_progress` block (no bar outside one).
     names
         System names, stored in the summaries.
+    extra_candidates
+        Called with the current summaries before every refinement round; returns, per
+        system, more bin indices to refine (``None`` for none), only bins with ``bits > 0``.
+        Joint curves over several systems (equalized metrics,
+        :mod:`bosaris_dask.conditions.equalized`) use it to refine where only their
+        combination needs it, in the same rounds.
 
     Returns
     -------
@@ -388,8 +395,11 @@ def summarize(
     selection: refinement.Selection | None = None
     while True:
         plans: list[tuple[np.ndarray, kernels.RefineSpec] | None] = []
-        for s in summaries:
+        joint = extra_candidates(summaries) if extra_candidates is not None else None
+        for k, s in enumerate(summaries):
             cands = refinement.candidates(s, kappa, pav_bounds)
+            if joint is not None and joint[k] is not None:
+                cands = np.union1d(cands, joint[k]).astype(np.int64)
             if len(cands):
                 spec = refinement.plan(
                     s, cands, shift, dense_budget=knobs["dense_budget"],

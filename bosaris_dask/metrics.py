@@ -539,6 +539,7 @@ def evaluate(
     conditions: Sequence[Any] = (),
     by: Sequence[Any] = (),
     cprimary_priors: Sequence[float] = (),
+    equalize: bool = False,
 ) -> xr.Dataset:
     """Evaluate one or more systems against a key, exactly, at any scale.
 
@@ -575,6 +576,9 @@ def evaluate(
     cprimary_priors
         Also report Cprimary (``cprimary_act``, ``cprimary_min``): the mean over these
         effective priors of the normalized actDCF and minDCF.
+    equalize
+        Also the NIST partition-equalized EER, actDCF and minDCF over the ``by`` conditions
+        (``equalized_*`` variables; :mod:`bosaris_dask.conditions.equalized`).
 
     Returns
     -------
@@ -615,13 +619,14 @@ def evaluate(
     MissingTrialsError
         Key trials without a score (unless ``allow_missing``), naming a few.
     """
-    if conditions or by or len(cprimary_priors):
+    if conditions or by or len(cprimary_priors) or equalize:
         from bosaris_dask.conditions.evaluation import evaluate_conditions
 
         return evaluate_conditions(
             scores, key, conditions=conditions, by=by, cprimary_priors=cprimary_priors,
             priors=priors, operating_points=operating_points, sweep=sweep, names=names,
             allow_missing=allow_missing, progress=progress, split_every=split_every,
+            equalize=equalize,
         )  # fmt: skip
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
     sweep = _check_sweep(sweep)

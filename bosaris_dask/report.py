@@ -44,7 +44,8 @@ def to_json_dict(results: xr.Dataset) -> dict[str, Any]:
     ``"cprimary": {"act", "min", "priors"}``, and with conditions ``"conditions": [{"by":
     {spec: value}, ...}]``: one entry per condition with the keys of the system's own entry
     (``by`` instead of ``name``; ``null`` metrics for a condition without targets or
-    non-targets);
+    non-targets); with ``equalize``, ``"equalized": {"by", "eer", "operating_points":
+    [{"prior", "act_dcf", "min_dcf"}]}`` (and ``"cprimary"`` with Cprimary priors);
     ``prior`` is the effective prior of the operating point ``(p_target, c_miss, c_fa)``;
     ``act_dcf``/``min_dcf`` are normalized by ``min(p, 1 - p)`` (the same number as the DCF in
     cost units normalized by ``min(p_target c_miss, (1 - p_target) c_fa)``). ``act_threshold``
@@ -96,6 +97,10 @@ def _systems_json(results: xr.Dataset) -> list[dict[str, Any]]:
                 "min": _number(r.cprimary_min),
                 "priors": list(results.attrs["cprimary_priors"]),
             }
+        if "equalized_eer" in results:
+            from bosaris_dask.conditions.equalized import json_entry
+
+            entry["equalized"] = json_entry(results, name)
         systems.append(entry)
     return systems
 
@@ -165,6 +170,10 @@ def format_table(results: xr.Dataset) -> str:
             r = results.sel(system=name)
             lines.append(f"{name:<{width}}  {float(r.cprimary_act):.3f} / "
                          f"{float(r.cprimary_min):.3f}")  # fmt: skip
+    if "equalized_eer" in results:
+        from bosaris_dask.conditions.equalized import format_block
+
+        lines += format_block(results)
     if "condition" in results.dims:
         from bosaris_dask.conditions.evaluation import condition_result
 

@@ -138,6 +138,11 @@ def _condition_arguments(parser: argparse.ArgumentParser, cprimary: bool = True)
     if not cprimary:
         return
     parser.add_argument(
+        "--equalize", action="store_true",
+        help="also the NIST partition-equalized EER, actDCF and minDCF over the --by "
+        "conditions (each class's trials weighted so every condition counts the same)",
+    )  # fmt: skip
+    parser.add_argument(
         "--cprimary-priors", action="append", type=_prior, metavar="P",
         help="an effective prior of Cprimary (the mean normalized actDCF and minDCF over "
         "them); repeat, e.g. --cprimary-priors 0.01 --cprimary-priors 0.05 (SRE21)",

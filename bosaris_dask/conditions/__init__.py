@@ -4,6 +4,8 @@
 - :mod:`~bosaris_dask.conditions.codes`: ``--by`` specs and the condition of every trial;
 - :mod:`~bosaris_dask.conditions.summaries`: the exact summaries of every system in every
   condition (:func:`condition_summaries`, the one function a grouped kernel replaces);
+- :mod:`~bosaris_dask.conditions.equalized`: NIST partition-equalized metrics over the
+  conditions (``equalize=True``), resolved exactly in the same refinement rounds;
 - :mod:`~bosaris_dask.conditions.evaluation`: the labelled Dataset
   (:func:`~bosaris_dask.metrics.evaluate` with ``conditions=`` and ``by=``) and Cprimary.
 """

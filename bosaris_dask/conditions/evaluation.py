@@ -31,6 +31,7 @@ import xarray as xr
 from scipy.special import logit
 
 from bosaris_dask import metrics, roc
+from bosaris_dask.conditions import equalized
 from bosaris_dask.conditions.codes import BySpec, condition_codes
 from bosaris_dask.conditions.summaries import condition_summaries
 from bosaris_dask.conditions.tables import ConditionTable, read_condition_table
@@ -85,6 +86,7 @@ def evaluate_conditions(
     allow_missing: bool = False,
     progress: bool = False,
     split_every: int = DEFAULT_SPLIT_EVERY,
+    equalize: bool = False,
 ) -> xr.Dataset:
     """:func:`~bosaris_dask.metrics.evaluate`, pooled and per condition, with Cprimary.
 
@@ -100,6 +102,12 @@ def evaluate_conditions(
         (``cprimary_act``, ``cprimary_min``; SRE21: 0.01 and 0.05).
     priors, operating_points, sweep, names, allow_missing, progress, split_every
         As :func:`~bosaris_dask.metrics.evaluate`.
+    equalize
+        Also the partition-equalized metrics over the conditions (NIST SRE), from the same
+        passes: ``equalized_eer`` (``system``), ``equalized_act_dcf`` and
+        ``equalized_min_dcf`` (``system``, ``plo``; normalized), and with Cprimary priors
+        ``equalized_cprimary_act``/``equalized_cprimary_min``
+        (:mod:`bosaris_dask.conditions.equalized`). Needs ``by``.
 
     Returns
     -------
@@ -120,7 +128,8 @@ def evaluate_conditions(
     Raises
     ------
     OptionError
-        ``conditions`` without ``by`` or the reverse, a bad spec or column, a bad prior.
+        ``conditions`` without ``by`` or the reverse, ``equalize`` without them, a bad spec
+        or column, a bad prior.
     TrialError
         A key id missing from a condition table, duplicate ids.
     ParseError
@@ -131,6 +140,9 @@ def evaluate_conditions(
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
     if bool(conditions) != bool(by):
         raise OptionError("condition tables (--conditions) and --by specs go together")
+    if equalize and not by:
+        raise OptionError("--equalize needs conditions to equalize over: give --conditions "
+                          "and --by")  # fmt: skip
     sweep = metrics._check_sweep(sweep)
     points = metrics._operating_points(priors, operating_points)
     plo = logit(np.array([op.effective_prior for op in points]))
@@ -146,9 +158,12 @@ def evaluate_conditions(
     cond = condition_codes(key, _tables(conditions), by)
     result = condition_summaries(
         systems, key, cond, thresholds=thresholds, allow_missing=allow_missing,
-        split_every=split_every, progress=progress, names=names,
+        split_every=split_every, progress=progress, names=names, equalize=equalize,
     )  # fmt: skip
     ds = _with_cprimary(metrics._dataset(result.pooled, points, sweep), result.pooled, cp)
+    if result.equalized is not None:
+        ds = equalized.add_to_dataset(ds, *result.equalized, by=[str(b) for b in cond.by],
+                                      cprimary_priors=cp)  # fmt: skip
     ds.attrs["passes"] = result.passes
     labels = cond.labels
     data: dict[str, Any] = {}

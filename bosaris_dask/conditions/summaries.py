@@ -26,6 +26,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.conditions.codes import Conditions
+from bosaris_dask.conditions.equalized import EqualizedPlan, extra_mask, plan_members
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import MissingTrialsError, TrialError
 from bosaris_dask.runner import Aggregation, run_pass
@@ -59,6 +60,9 @@ class ConditionSummaries:
     n_nontarget: np.ndarray
     n_missing: np.ndarray
     passes: int
+    #: With ``equalize``: every summary of the call and the plan that reads the equalized
+    #: curves from them (:mod:`bosaris_dask.conditions.equalized`).
+    equalized: tuple[list[ScoreSummary], EqualizedPlan] | None = None
 
 
 def _count_block(classes, groups, *masks, n_groups: int) -> np.ndarray:
@@ -124,6 +128,7 @@ def condition_summaries(
     split_every: int = DEFAULT_SPLIT_EVERY,
     progress: bool | None = None,
     names: Sequence[str] | None = None,
+    equalize: bool = False,
 ) -> ConditionSummaries:
     """Exact summaries of each system pooled and in each condition, from the same passes.
 
@@ -159,6 +164,10 @@ def condition_summaries(
         Drop key trials without a score (counted in ``n_missing``) instead of raising.
     split_every, progress, names
         As :func:`summarize`.
+    equalize
+        Also resolve every system's partition-equalized curve over the conditions, in the
+        same passes (:mod:`bosaris_dask.conditions.equalized`; one more summary per condition
+        with targets only or non-targets only).
 
     Raises
     ------
@@ -200,20 +209,30 @@ def condition_summaries(
         part = aligned[k].copy()
         part["score_mask"] = (part.score_mask.dims, masks[k] & (groups == g))
         extra.append(part)
+    labels = [f"{names[k]} [condition {g}]" for k, g in pairs]
+    plan = None
+    if equalize:
+        plan = plan_members(pairs, n_target, n_nontarget, len(systems) + len(extra))
+        for k, g, filler in plan.extra:
+            part = aligned[k].copy()
+            part["score_mask"] = (part.score_mask.dims, extra_mask(
+                masks[k], classes, groups, g, filler, targets=bool(n_target[k, g])))
+            extra.append(part)
+            labels.append(f"{names[k]} [condition {g}, equalized]")
     summaries = summarize(
         [*systems, *extra], key, thresholds=thresholds, allow_missing=True,
         split_every=split_every, progress=progress,
-        coarse_bits=_coarse_bits(len(systems) + len(extra)),
-        names=[*names, *(f"{names[k]} [condition {g}]" for k, g in pairs)],
+        coarse_bits=_coarse_bits(len(systems) + len(extra)), names=[*names, *labels],
+        extra_candidates=plan.candidates if plan is not None else None,
     )  # fmt: skip
     pooled = summaries[: len(systems)]
     by_condition: list[list[ScoreSummary | None]] = [
         [None] * conditions.n_conditions for _ in systems
     ]
-    for (k, g), summary in zip(pairs, summaries[len(systems) :], strict=True):
+    for (k, g), summary in zip(pairs, summaries[len(systems) :], strict=False):
         # the engine counts the key trials outside the condition as missing: keep the genuine
         by_condition[k][g] = replace(summary, n_missing=int(n_missing[k, g]), _hull=None)
     return ConditionSummaries(
         pooled, by_condition, n_target, n_nontarget, n_missing,
-        passes=pooled[0].passes + 1,
+        passes=pooled[0].passes + 1, equalized=(summaries, plan) if plan is not None else None,
     )  # fmt: skip
