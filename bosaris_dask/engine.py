@@ -48,7 +48,9 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import config, exact_sum, kernels, memory, refinement, roc, runner
+from bosaris_dask import (
+    config, exact_sum, fixed_rates, kernels, memory, refinement, roc, runner,
+)  # fmt: skip
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.keys import key_bits, keys_to_values, threshold_keys
 from bosaris_dask.trials import align_with, is_label_key, kind_of, locate, trial_classes, validate
@@ -295,6 +297,8 @@ def summarize(
     *,
     thresholds: Sequence[float] | np.ndarray = (),
     pav_bounds: bool = False,
+    fmr: Sequence[float] | np.ndarray = (),
+    fnmr: Sequence[float] | np.ndarray = (),
     allow_missing: bool = False,
     split_every: int = DEFAULT_SPLIT_EVERY,
     coarse_bits: int | None = None,
@@ -315,6 +319,10 @@ def summarize(
     pav_bounds
         Also make exact the bins next to each hull vertex (the score range of every PAV block),
         as PAV calibration needs.
+    fmr, fnmr
+        Target false-match and false-non-match rates (in ``(0, 1]``): also make exact the bins
+        that hold their operating points' thresholds and counts
+        (:func:`bosaris_dask.fixed_rates.fixed_rate_candidates`), in the same refinement passes.
     allow_missing
         Drop key trials that have no score instead of raising :class:`MissingTrialsError`.
     split_every
@@ -350,6 +358,8 @@ def summarize(
         The distributed workers' memory limits cannot hold the tasks (checked before pass 1).
     """
     _check_inputs(scores, key, names)
+    fmr = fixed_rates.check_rates(fmr, "FMR") if len(fmr) else np.empty(0)
+    fnmr = fixed_rates.check_rates(fnmr, "FNMR") if len(fnmr) else np.empty(0)
     knobs = _knobs()
     split_every = config.check_int("split_every", split_every, 2, 1 << 16)
     if coarse_bits is not None:
@@ -389,7 +399,7 @@ def summarize(
     while True:
         plans: list[tuple[np.ndarray, kernels.RefineSpec] | None] = []
         for s in summaries:
-            cands = refinement.candidates(s, kappa, pav_bounds)
+            cands = refinement.candidates(s, kappa, pav_bounds, fmr=fmr, fnmr=fnmr)
             if len(cands):
                 spec = refinement.plan(
                     s, cands, shift, dense_budget=knobs["dense_budget"],

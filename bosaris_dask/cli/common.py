@@ -201,6 +201,7 @@ def _evaluate(args: argparse.Namespace, key: Any, systems: list[Any], score_path
         allow_missing=args.allow_missing, progress=_progress(args),
         conditions=getattr(args, "conditions", None) or (), by=getattr(args, "by", None) or (),
         cprimary_priors=getattr(args, "cprimary_priors", None) or (),
+        fmr=getattr(args, "fmr", None) or (), fnmr=getattr(args, "fnmr", None) or (),
     )  # fmt: skip
     return thresholds_from_natural(results, getattr(args, "llr_base", "e"))
 
