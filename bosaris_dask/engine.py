@@ -48,9 +48,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import (
-    config, exact_sum, fixed_rates, kernels, memory, refinement, roc, runner,
-)  # fmt: skip
+from bosaris_dask import config, exact_sum, fixed_rates, kernels, memory, refinement, roc, runner
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.keys import key_bits, keys_to_values, threshold_keys
 from bosaris_dask.trials import align_with, is_label_key, kind_of, locate, trial_classes, validate

@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "candidates", "hull_candidates",
-    "threshold_candidates", "pav_bound_candidates", "fixed_rate_candidates", "plan", "volume", "Selection",
+    "threshold_candidates", "pav_bound_candidates", "fixed_rate_candidates", "plan", "volume",
+    "Selection",
     "apply_refinement",
 ]  # fmt: skip
 

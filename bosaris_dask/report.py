@@ -214,7 +214,8 @@ def format_table(results: xr.Dataset) -> str:
             for a, m in zip(r.act_dcf.values, r.min_dcf.values, strict=True)
         ]
         lines.append(f"{name:<{width}}" + "".join(f"  {c:>{col}}" for c in row))
-    lines += _fixed_lines(results, names, width, "fmr") + _fixed_lines(results, names, width, "fnmr")
+    for side in ("fmr", "fnmr"):
+        lines += _fixed_lines(results, names, width, side)
     if "cprimary_act" in results:
         priors = ", ".join(f"{p:g}" for p in results.attrs["cprimary_priors"])
         lines += ["", f"Cprimary (mean normalized DCF over priors {priors}): actual / minimum"]
