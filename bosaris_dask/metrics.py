@@ -19,6 +19,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
@@ -413,6 +414,10 @@ ATTRS: dict[str, tuple[str, str]] = {
                              "(accept iff score >= t); NaN if fnmr_target < 1/n_target"),
     "fixed_fnmr_fmr": (_P, "FMR (non-targets >= t) at fixed_fnmr_threshold"),
     "fixed_fnmr_fnmr": (_P, "actual FNMR (targets < t) at fixed_fnmr_threshold"),
+    "ece_plo": ("log-odds", "prior log-odds logit(P(Hp)) of the ECE plot"),
+    "ece": ("bits", "empirical cross-entropy of the scores as LLRs (= cllr at ece_plo 0)"),
+    "ece_pav": ("bits", "empirical cross-entropy of the PAV-calibrated LLRs (= min_cllr at 0)"),
+    "ece_neutral": ("bits", "empirical cross-entropy of LR = 1: the prior entropy"),
     "cprimary_act": ("normalized DCF", "Cprimary: mean normalized actDCF over cprimary_priors"),
     "cprimary_min": ("normalized DCF", "Cprimary: mean normalized minDCF over cprimary_priors"),
 }
@@ -504,6 +509,8 @@ def _dataset(
     summaries: Sequence[ScoreSummary], points: Sequence[OperatingPoint], sweep: np.ndarray,
     fmr: np.ndarray | Sequence[float] = (), fnmr: np.ndarray | Sequence[float] = (),
 ) -> xr.Dataset:
+    from bosaris_dask.ece import ece_from_summary
+
     priors = [op.effective_prior for op in points]
     results = [summary_metrics(s, priors, sweep) for s in summaries]
     data: dict[str, Any] = {}
@@ -516,6 +523,13 @@ def _dataset(
     fixed, fixed_coords = _fixed_rate_data(summaries, np.asarray(fmr, float),
                                            np.asarray(fnmr, float))  # fmt: skip
     data.update(fixed)
+    ece_plo = summaries[0].cross_entropy_plo
+    if ece_plo is not None:
+        ece = [ece_from_summary(s) for s in summaries]
+        for name in ("ece", "ece_pav"):
+            data[name] = (("system", "ece_plo"), np.array([e[name] for e in ece]))
+        data["ece_neutral"] = ("ece_plo", ece[0]["ece_neutral"])
+        fixed_coords["ece_plo"] = ece_plo
     ds = xr.Dataset(
         data,
         coords={"system": [s.name for s in summaries], **_plo_coords(points, sweep),
@@ -600,6 +614,7 @@ def evaluate(
     cprimary_priors: Sequence[float] = (),
     fmr: Sequence[float] = (),
     fnmr: Sequence[float] = (),
+    ece_plo: Sequence[float] | np.ndarray | None = None,
 ) -> xr.Dataset:
     """Evaluate one or more systems against a key, exactly, at any scale.
 
@@ -645,6 +660,11 @@ def evaluate(
         (``f < 1/N_non`` for FMR, ``f < 1/N_tar`` for FNMR) cannot be measured: NaN.
         Exact order statistics (:mod:`bosaris_dask.fixed_rates`), refined in the same passes
         as the hull (``attrs["passes"]`` does not grow, except when nothing else needed one).
+    ece_plo
+        Prior log-odds of the empirical cross-entropy (ECE) plot (:mod:`bosaris_dask.ece`):
+        ``ece`` (the scores as LLRs), ``ece_pav`` (PAV-calibrated) and ``ece_neutral``
+        (``LR = 1``) in bits along ``ece_plo``. Pass 1 sums the raw terms (one softplus per
+        trial and grid point; no extra pass). Not with conditions.
 
     Returns
     -------
@@ -691,6 +711,8 @@ def evaluate(
     if conditions or by or len(cprimary_priors):
         from bosaris_dask.conditions.evaluation import evaluate_conditions
 
+        if ece_plo is not None:
+            raise OptionError("the ECE is computed for pooled trials only, not with conditions")
         return evaluate_conditions(
             scores, key, conditions=conditions, by=by, cprimary_priors=cprimary_priors,
             priors=priors, operating_points=operating_points, sweep=sweep, names=names,
@@ -702,12 +724,17 @@ def evaluate(
     points = _operating_points(priors, operating_points)
     fmr, fnmr = _check_fixed(fmr, fnmr)
     plo = logit(np.array([op.effective_prior for op in points]))
+    if ece_plo is not None:
+        from bosaris_dask.ece import check_plo
+
+        ece_plo = check_plo(ece_plo)
     summaries = summarize(
         systems,
         key,
         thresholds=-np.concatenate([plo, sweep]),
         fmr=fmr,
         fnmr=fnmr,
+        cross_entropy_plo=() if ece_plo is None else ece_plo,
         allow_missing=allow_missing,
         progress=progress,
         split_every=split_every,
@@ -745,12 +772,21 @@ def evaluate_arrays(
     name: str = "system",
     fmr: Sequence[float] = (),
     fnmr: Sequence[float] = (),
+    ece_plo: Sequence[float] | np.ndarray | None = None,
 ) -> xr.Dataset:
     """:func:`evaluate` for in-memory target and non-target score arrays."""
     sweep = _check_sweep(sweep)
     points = _operating_points(priors, operating_points)
     fmr, fnmr = _check_fixed(fmr, fnmr)
-    return _dataset([summary_from_arrays(tar, non, name)], points, sweep, fmr, fnmr)
+    summary = summary_from_arrays(tar, non, name)
+    if ece_plo is not None:
+        from bosaris_dask.ece import check_plo
+        from bosaris_dask.kernels import cross_entropy_totals
+
+        a = check_plo(ece_plo)
+        sums = cross_entropy_totals(np.asarray(tar), np.asarray(non), a)
+        summary = replace(summary, cross_entropy_plo=a, cross_entropy=sums)
+    return _dataset([summary], points, sweep, fmr, fnmr)
 
 
 def act_dcf(tar: Any, non: Any, prior: float, *, normalize: bool = True) -> float:
