@@ -207,3 +207,35 @@ def fixed_fnmr(tar, non, f) -> tuple[float, float, float]:
         if fnmr <= f:
             return t, int((non >= t).sum()) / len(non), fnmr
     raise AssertionError("the lowest target score always qualifies")
+
+
+def ece(llr_tar, llr_non, plo) -> float:
+    """Empirical cross-entropy in bits of natural-log LLRs at prior log-odds ``plo``, from the
+    definition: ``p * mean(-log2 P(Hp | l)) + (1 - p) * mean(-log2 P(Hd | l))`` with posterior
+    log-odds ``l + plo``; LLRs of ``+-inf`` on their own side cost nothing."""
+    p = 1 / (1 + math.exp(-plo))
+
+    def cost(x):  # -log2 sigmoid(x) = log2(1 + e^-x), 0 at +inf
+        if x == math.inf:
+            return 0.0
+        if x > -30:
+            return math.log1p(math.exp(-x)) / math.log(2)
+        return (-x + math.log1p(math.exp(x))) / math.log(2)  # no overflow of e^-x
+
+    tar = math.fsum(cost(float(v) + plo) for v in llr_tar) / len(llr_tar)
+    non = math.fsum(cost(-(float(v) + plo)) for v in llr_non) / len(llr_non)
+    return p * tar + (1 - p) * non
+
+
+def pav_llr_of(tar, non) -> tuple[list[float], list[float]]:
+    """The (raw) PAV LLR of every target and non-target score, from :func:`pav`'s blocks."""
+    blocks = pav(tar, non)
+    llrs = pav_llrs(blocks)
+
+    def of(s):
+        for (lo, hi, _, _), llr in zip(blocks, llrs, strict=True):
+            if lo <= s <= hi:
+                return llr
+        raise AssertionError(s)
+
+    return [of(float(s)) for s in tar], [of(float(s)) for s in non]

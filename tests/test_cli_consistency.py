@@ -133,7 +133,7 @@ def test_every_example_runs_on_the_demo_data(command, workdir, monkeypatch, caps
         "convert": ["sys1.scores", "trials.h5", "sys1.zarr"],
         "simulate": ["sim/system-3.zarr", "sim64/system-2.zarr"],
         "evaluate": ["results.json", "plots/det.png", "fmr.json", "emb-results.json"],
-        "plot": ["det.png", "nbe.pdf", "emb-det.png"],
+        "plot": ["det.png", "nbe.pdf", "ece.png", "emb-det.png"],
         "calibrate": ["cal.json", "pav.json", "pav3.zarr", "emb-cal.json"],
         "fuse": ["fusion.json", "fusion12.json", "fused12.zarr", "emb-fusion.json"],
         "apply": ["cal2.zarr", "fused.zarr", "emb-cal.zarr"],

@@ -56,6 +56,7 @@ EXAMPLES: dict[str, list[str]] = {
     "plot": [
         f"bosaris-dask plot det {_K} --scores {_S1} --scores {_S2} --out det.png",
         f"bosaris-dask plot nbe {_K} --scores {_S1} --prior 0.01 --out nbe.pdf",
+        f"bosaris-dask plot ece {_K} --scores {_S1} --scores {_S2} --out ece.png",
         f"bosaris-dask plot det {_EK} {_E} --norm s --cohort bosaris-demo/cohort.npz "
         "--out emb-det.png",
     ],

@@ -359,14 +359,16 @@ def build_parser() -> argparse.ArgumentParser:
     _condition_arguments(p)
     _finish(p, cmd_evaluate)
 
-    p = _add(sub, "plot", "draw a DET, NBE, APE or Cllr plot of one or more systems",
+    p = _add(sub, "plot", "draw a DET, NBE, APE, Cllr or ECE plot of one or more systems",
              "Evaluate systems against a key and draw one plot; the format follows the "
              "extension of --out (.png, .pdf, .svg).")  # fmt: skip
     p.add_argument(
         "kind",
-        choices=["det", "nbe", "ape", "cllr"],
+        choices=["det", "nbe", "ape", "cllr", "ece"],
         help="det: DET curves; nbe: normalized Bayes error rate vs prior log-odds; "
-        "ape: Bayes error-rate curves; cllr: Cllr = minCllr + calibration loss",
+        "ape: Bayes error-rate curves; cllr: Cllr = minCllr + calibration loss; "
+        "ece: empirical cross-entropy of the raw, PAV-calibrated and neutral LLRs vs prior "
+        "log-odds (log10 with --llr-base 10)",
     )
     _key_and_systems(p, "scores of one system; repeat for several systems (or, or also, "
                      "--enrol and --test)", own_key=True, scores_required=False)  # fmt: skip
