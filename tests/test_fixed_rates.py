@@ -165,6 +165,9 @@ def test_per_condition_equals_brute_force_on_the_condition_trials():
             _same(got, ref.fixed_fnmr(v[m == 1], v[m == -1], f))
     assert ds.condition_fixed_fmr_fnmr.attrs == ds.fixed_fmr_fnmr.attrs
     assert ds.fixed_fmr_threshold.attrs["units"] == "score"
+    for name in [*ds.data_vars, *ds.coords]:  # the result layout's rule: units and meaning
+        if "fmr" in str(name):
+            assert ds[name].attrs.get("units") and ds[name].attrs.get("long_name"), name
 
 
 def _write(tmp_path, tar, non):
