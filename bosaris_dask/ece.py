@@ -37,6 +37,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import xarray as xr
 from scipy.special import expit
 
 from bosaris_dask.calibration.optimal import optimal_llr_table
@@ -45,7 +46,10 @@ from bosaris_dask.errors import OptionError
 if TYPE_CHECKING:
     from bosaris_dask.engine import ScoreSummary
 
-__all__ = ["DEFAULT_ECE_PLO", "check_plo", "ece_from_summary", "neutral_ece", "ece_arrays"]
+__all__ = [
+    "DEFAULT_ECE_PLO", "check_plo", "evaluate_ece", "ece_from_summary", "neutral_ece",
+    "ece_arrays",
+]  # fmt: skip
 
 #: The default grid of the ECE plot: natural prior log-odds -10..10 in steps of 0.25.
 DEFAULT_ECE_PLO = np.linspace(-10.0, 10.0, 81)
@@ -114,3 +118,33 @@ def ece_arrays(tar: Any, non: Any, plo: Any = DEFAULT_ECE_PLO) -> dict[str, np.n
     summary = summary_from_arrays(tar, non)
     sums = cross_entropy_totals(np.asarray(tar), np.asarray(non), a)
     return ece_from_summary(replace(summary, cross_entropy_plo=a, cross_entropy=sums))
+
+
+def evaluate_ece(
+    scores: xr.Dataset | Any, key: xr.Dataset, plo: Any = DEFAULT_ECE_PLO, **kwargs: Any
+) -> xr.Dataset:
+    """The ECE curves of one or more systems against a key, exactly, at any scale.
+
+    :func:`bosaris_dask.metrics.evaluate` with ``ece_plo=plo`` (``kwargs`` go to it), reduced
+    to ``ece``, ``ece_pav`` (``system``, ``ece_plo``), ``ece_neutral`` (``ece_plo``) and the
+    ``cllr``/``min_cllr`` they meet at prior log-odds 0. Draw it with
+    :func:`bosaris_dask.plots.ece_plot`.
+
+    Examples
+    --------
+    >>> from bosaris_dask.trials import make_key, make_scores
+    >>> key = make_key(["m1", "m2"], ["s1", "s2"], [[1, -1], [-1, 1]])
+    >>> scores = make_scores(["m1", "m2"], ["s1", "s2"], [[2.0, 0.5], [-1.0, 0.5]])
+    >>> ds = evaluate_ece(scores, key, plo=[-1.0, 0.0, 1.0])
+    >>> bool(ds.ece.sel(ece_plo=0.0).item() == ds.cllr.item()), ds.ece_pav.values.round(4)
+    (True, array([[0.42, 0.5 , 0.42]]))
+
+    The PAV blocks are -1 (non-target), 0.5 (one of each: LLR 0) and 2 (target), so the
+    calibrated ECE is half the neutral one: ``H(sigmoid(a)) / 2``.
+    """
+    from bosaris_dask.metrics import evaluate
+
+    ds = evaluate(scores, key, ece_plo=check_plo(plo), **kwargs)
+    out = ds[["ece", "ece_pav", "ece_neutral", "cllr", "min_cllr"]]
+    out.attrs = dict(ds.attrs)
+    return out
