@@ -51,8 +51,12 @@ __all__ = [
     "ece_arrays",
 ]  # fmt: skip
 
-#: The default grid of the ECE plot: natural prior log-odds -10..10 in steps of 0.25.
-DEFAULT_ECE_PLO = np.linspace(-10.0, 10.0, 81)
+#: The default grid of the ECE plot: 41 natural prior log-odds from -10 to 10, every 0.25
+#: between -3 and 3 (where the curves bend most), every 0.875 outside. Each point costs one
+#: softplus per trial in pass 1.
+DEFAULT_ECE_PLO = np.unique(np.concatenate([
+    np.linspace(-10.0, -3.0, 9), np.linspace(-3.0, 3.0, 25), np.linspace(3.0, 10.0, 9),
+]))  # fmt: skip
 _LN2 = np.log(2.0)
 
 
