@@ -110,6 +110,8 @@ def _fixed_note(r: xr.Dataset, side: str, target: float) -> str | None:
     if math.isfinite(t):
         return None
     n = int(r.n_nontarget if side == "fmr" else r.n_target)
+    if math.isnan(t) and not n * int(r.n_target if side == "fmr" else r.n_nontarget):
+        return "no targets or no non-targets"
     if math.isnan(t):
         return unmeasurable_note(target, n, side.upper())
     return "ties: only rejecting every trial meets the target"

@@ -246,3 +246,18 @@ def test_zarr_store_round_trip_keeps_the_points(tmp_path):
     key, scores = io.read(tmp_path / "key.zarr"), io.read(tmp_path / "s.zarr")
     ds = metrics.evaluate(scores, key, priors=[0.5], fmr=FMR, fnmr=FNMR)
     _check(ds, values[mask == 1], values[mask == -1])
+
+
+def test_empty_condition_says_why_in_the_json():
+    key = make_key(["a", "b"], ["x", "y", "z"], [[1, -1, -1], [-1, -1, -1]])
+    scores = make_scores(["a", "b"], ["x", "y", "z"], [[2.0, 0.0, 1.0], [0.5, -1.0, 0.3]])
+    table = condition_table("model", ["a", "b"], {"g": ["p", "q"]})
+    ds = metrics.evaluate(scores, key, priors=[0.5], conditions=[table], by=["model.g"],
+                          fmr=[0.5])  # fmt: skip
+    from bosaris_dask.report import to_json_dict
+
+    p, q = to_json_dict(ds)["systems"][0]["conditions"]
+    # condition p: target 2.0, non-targets 0.0 and 1.0; FMR <= 0.5 allows one false match
+    assert p["fixed_fmr"] == [{"target": 0.5, "threshold": 1.0, "fmr": 0.5, "fnmr": 0.0}]
+    assert q["fixed_fmr"] == [{"target": 0.5, "threshold": None, "fmr": None, "fnmr": None,
+                               "note": "no targets or no non-targets"}]  # fmt: skip
