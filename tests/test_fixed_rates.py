@@ -18,6 +18,7 @@ from bosaris_dask import engine, io, metrics
 from bosaris_dask.cli import main
 from bosaris_dask.conditions import condition_table
 from bosaris_dask.errors import OptionError
+from bosaris_dask.report import to_json_dict
 from bosaris_dask.trials import make_key, make_scores
 
 from . import reference as ref
@@ -254,8 +255,6 @@ def test_empty_condition_says_why_in_the_json():
     table = condition_table("model", ["a", "b"], {"g": ["p", "q"]})
     ds = metrics.evaluate(scores, key, priors=[0.5], conditions=[table], by=["model.g"],
                           fmr=[0.5])  # fmt: skip
-    from bosaris_dask.report import to_json_dict
-
     p, q = to_json_dict(ds)["systems"][0]["conditions"]
     # condition p: target 2.0, non-targets 0.0 and 1.0; FMR <= 0.5 allows one false match
     assert p["fixed_fmr"] == [{"target": 0.5, "threshold": 1.0, "fmr": 0.5, "fnmr": 0.0}]
