@@ -25,8 +25,8 @@ from . import reference as ref
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 SCRIPTS = {
-    "bench_embeddings.py", "bench_evaluate.py", "bench_fusion.py", "bench_text_convert.py",
-    "fuzz_readers.py",
+    "bench_embeddings.py", "bench_evaluate.py", "bench_fixed_rates.py", "bench_fusion.py",
+    "bench_text_convert.py", "fuzz_readers.py",
     "kill_campaign.py", "memory_limited.py", "peak_memory.py",
 }  # fmt: skip
 PEERS = [m for m in ("llreval", "sklearn") if importlib.util.find_spec(m) is not None]
@@ -155,6 +155,13 @@ def test_fuzz_readers():
     )  # fmt: skip
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert "every single-bit flip" in out.stdout and "| all |" in out.stdout
+
+
+def test_bench_fixed_rates(capsys):
+    assert _load("bench_fixed_rates").main(["--models", "40", "--segments", "60",
+                                             "--repeat", "1"]) == 0  # fmt: skip
+    rows = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()[2:]}
+    assert rows["plain"] == rows["fixed"] == rows["ece"]  # the same passes
 
 
 def test_bench_embeddings():

@@ -87,6 +87,8 @@ def evaluate_conditions(
     progress: bool = False,
     split_every: int = DEFAULT_SPLIT_EVERY,
     equalize: bool = False,
+    fmr: Sequence[float] = (),
+    fnmr: Sequence[float] = (),
 ) -> xr.Dataset:
     """:func:`~bosaris_dask.metrics.evaluate`, pooled and per condition, with Cprimary.
 
@@ -100,8 +102,9 @@ def evaluate_conditions(
     cprimary_priors
         Effective priors whose normalized actDCF and minDCF are averaged into Cprimary
         (``cprimary_act``, ``cprimary_min``; SRE21: 0.01 and 0.05).
-    priors, operating_points, sweep, names, allow_missing, progress, split_every
-        As :func:`~bosaris_dask.metrics.evaluate`.
+    priors, operating_points, sweep, names, allow_missing, progress, split_every, fmr, fnmr
+        As :func:`~bosaris_dask.metrics.evaluate`; the fixed-FMR/FNMR points are computed per
+        condition too, each from its own trials (``condition_fixed_fmr_*``).
     equalize
         Also the partition-equalized metrics over the conditions (NIST SRE), from the same
         passes: ``equalized_eer`` (``system``), ``equalized_act_dcf`` and
@@ -145,22 +148,26 @@ def evaluate_conditions(
                           "and --by")  # fmt: skip
     sweep = metrics._check_sweep(sweep)
     points = metrics._operating_points(priors, operating_points)
+    fmr, fnmr = metrics._check_fixed(fmr, fnmr)
     plo = logit(np.array([op.effective_prior for op in points]))
     cp = metrics._check_priors(cprimary_priors, "Cprimary prior") if len(cprimary_priors) else None
     extra_plo = logit(cp) if cp is not None else np.empty(0)
     thresholds = -np.concatenate([plo, sweep, extra_plo])
     names = list(names) if names is not None else None
     if not conditions:
-        pooled = summarize(systems, key, thresholds=thresholds, allow_missing=allow_missing,
-                           progress=progress, split_every=split_every, names=names)  # fmt: skip
-        ds = metrics._dataset(pooled, points, sweep)
+        pooled = summarize(systems, key, thresholds=thresholds, fmr=fmr, fnmr=fnmr,
+                           allow_missing=allow_missing, progress=progress,
+                           split_every=split_every, names=names)  # fmt: skip
+        ds = metrics._dataset(pooled, points, sweep, fmr, fnmr)
         return _with_cprimary(ds, pooled, cp)
     cond = condition_codes(key, _tables(conditions), by)
     result = condition_summaries(
-        systems, key, cond, thresholds=thresholds, allow_missing=allow_missing,
-        split_every=split_every, progress=progress, names=names, equalize=equalize,
+        systems, key, cond, thresholds=thresholds, fmr=fmr, fnmr=fnmr,
+        allow_missing=allow_missing, split_every=split_every, progress=progress, names=names,
+        equalize=equalize,
     )  # fmt: skip
-    ds = _with_cprimary(metrics._dataset(result.pooled, points, sweep), result.pooled, cp)
+    ds = _with_cprimary(metrics._dataset(result.pooled, points, sweep, fmr, fnmr),
+                        result.pooled, cp)  # fmt: skip
     if result.equalized is not None:
         ds = equalized.add_to_dataset(ds, *result.equalized, by=[str(b) for b in cond.by],
                                       cprimary_priors=cp)  # fmt: skip
@@ -175,6 +182,8 @@ def evaluate_conditions(
     if cp is not None:
         blank |= {"cprimary_act": np.full((n_sys, n_cond), np.nan),
                   "cprimary_min": np.full((n_sys, n_cond), np.nan)}  # fmt: skip
+    fixed = {name: np.full((n_sys, n_cond, ds.sizes[dim]), np.nan)
+             for name, (dim, _, _) in metrics.FIXED_RATES.items() if name in ds}  # fmt: skip
     curves: dict[tuple[int, int], dict[str, np.ndarray]] = {}
     for k, row in enumerate(result.by_condition):
         for g, summary in enumerate(row):
@@ -186,12 +195,16 @@ def evaluate_conditions(
                 values["cprimary_act"], values["cprimary_min"] = cprimary(summary, cp)
             for name, arr in blank.items():
                 arr[k, g] = values[name]
+            for name, value in metrics.fixed_rate_metrics(summary, fmr, fnmr).items():
+                fixed[name][k, g] = value
     for name, count in (("n_target", result.n_target), ("n_nontarget", result.n_nontarget),
                         ("n_missing", result.n_missing)):  # fmt: skip
         blank[name] = count.astype(np.int64)
     for name, arr in blank.items():
         dims = ("system", "condition") + (("plo",) if arr.ndim == 3 else ())
         data[PREFIX + name] = (dims, arr)
+    for name, arr in fixed.items():
+        data[PREFIX + name] = (("system", "condition", metrics.FIXED_RATES[name][0]), arr)
     for name, dim in _CURVES.items():
         rows = [curves.get((k, g), {}).get(name, []) for k in range(n_sys) for g in range(n_cond)]
         data[PREFIX + name] = (("system", "condition", PREFIX + dim),

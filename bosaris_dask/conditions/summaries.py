@@ -124,6 +124,8 @@ def condition_summaries(
     conditions: Conditions,
     *,
     thresholds: Sequence[float] | np.ndarray = (),
+    fmr: Sequence[float] | np.ndarray = (),
+    fnmr: Sequence[float] | np.ndarray = (),
     allow_missing: bool = False,
     split_every: int = DEFAULT_SPLIT_EVERY,
     progress: bool | None = None,
@@ -160,6 +162,9 @@ def condition_summaries(
         The conditions of the key's trials (:func:`~bosaris_dask.conditions.condition_codes`).
     thresholds
         Score thresholds where exact error counts are needed (as :func:`summarize`).
+    fmr, fnmr
+        Fixed-FMR and fixed-FNMR targets (as :func:`summarize`): each condition's summary is
+        refined for its own operating points, in the same passes.
     allow_missing
         Drop key trials without a score (counted in ``n_missing``) instead of raising.
     split_every, progress, names
@@ -220,7 +225,7 @@ def condition_summaries(
             extra.append(part)
             labels.append(f"{names[k]} [condition {g}, equalized]")
     summaries = summarize(
-        [*systems, *extra], key, thresholds=thresholds, allow_missing=True,
+        [*systems, *extra], key, thresholds=thresholds, fmr=fmr, fnmr=fnmr, allow_missing=True,
         split_every=split_every, progress=progress,
         coarse_bits=_coarse_bits(len(systems) + len(extra)), names=[*names, *labels],
         extra_candidates=plan.candidates if plan is not None else None,
