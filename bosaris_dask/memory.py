@@ -36,8 +36,8 @@ from bosaris_dask.kernels import Workspace, coarse_length
 from bosaris_dask.keys import key_dtype
 
 __all__ = [
-    "TaskMemory", "pass_task_memory", "objective_task_memory", "check_worker_memory",
-    "WORKER_BASELINE",
+    "TaskMemory", "pass_task_memory", "grouped_task_memory", "objective_task_memory",
+    "check_worker_memory", "WORKER_BASELINE",
 ]  # fmt: skip
 
 #: What a worker process holds before our first task: Python with numpy, dask, xarray, zarr.
@@ -146,6 +146,46 @@ def pass_task_memory(
     held = split_every * n_systems * row
     kept = kept_trials * (key_dtype(score_dtype).itemsize + 1)  # a key and a target flag each
     return TaskMemory(inputs, buffers, results, merge, held, kept)
+
+
+def grouped_task_memory(
+    chunk_shape: tuple[int, int],
+    *,
+    input_itemsizes: Sequence[int],
+    score_dtype: np.dtype | type,
+    n_systems: int,
+    n_groups: int,
+    n_parts: int,
+    nbins: int,
+    split_every: int,
+    refine_bins: int = 0,
+    raw_trials: int = 0,
+    kept_trials: int = 0,
+    block: int = 1 << 16,
+    slice_size: int = 1 << 22,
+) -> TaskMemory:
+    """:func:`pass_task_memory` of grouped passes (:mod:`bosaris_dask.grouped`).
+
+    A system's pass-1 result is a ``(n_groups, nbins)`` histogram: as large as ``n_groups``
+    ungrouped systems' (which is why callers coarsen pass 1 by the number of parts, as for
+    ungrouped parts); a refinement result is one per part (``n_parts``). ``input_itemsizes``
+    includes the group index. Bounded by :func:`pass_task_memory` of ``max(n_systems *
+    n_groups, n_parts)`` systems.
+
+    Examples
+    --------
+    >>> need = grouped_task_memory(
+    ...     (1000, 1000), input_itemsizes=[1, 2, 4, 1], score_dtype=np.float32, n_systems=1,
+    ...     n_groups=24, n_parts=25, nbins=1 << 16, split_every=8)
+    >>> need.merge // 2**20  # 17 rows of 25 parts x 2**16 bins x 2 classes, float64
+    425
+    """
+    return pass_task_memory(
+        chunk_shape, input_itemsizes=input_itemsizes, score_dtype=score_dtype,
+        n_systems=max(n_systems * n_groups, n_parts), nbins=nbins, split_every=split_every,
+        refine_bins=refine_bins, raw_trials=raw_trials, kept_trials=kept_trials, block=block,
+        slice_size=slice_size,
+    )  # fmt: skip
 
 
 def objective_task_memory(

@@ -1,0 +1,300 @@
+"""Grouped evaluation passes: many parts of each system (pooled, per condition) from one
+keying of its trials.
+
+:func:`summarize_parts` returns what :func:`bosaris_dask.engine.summarize` returns for a list
+of "systems" that are parts of a few real systems (:class:`~bosaris_dask.grouped_kernels.Part`:
+the targets of some groups and the non-targets of some groups, e.g. one condition), bit for
+bit, in the same passes, with the same refinement decisions (the same pass-1 bins, candidates,
+plans, rounds and kept trials), but each real system's trials are read and keyed once per pass
+instead of once per part:
+
+- pass 1 counts a ``(group, bin)`` histogram per system (:mod:`bosaris_dask.grouped_kernels`),
+  and sums the Cllr terms per ``(group, class)`` exactly; a part's summary is the sum over its
+  groups (the pooled one: over all groups), made on the client;
+- a refinement pass picks each system's trials inside the union of its parts' candidate bins
+  once, and counts each part's own.
+
+Examples
+--------
+>>> import numpy as np
+>>> import dask.array as da
+>>> from bosaris_dask.grouped_kernels import Part
+>>> from bosaris_dask.trials import make_key, make_scores
+>>> key = make_key(["m1", "m2"], ["s1", "s2"], np.array([[1, -1], [-1, 1]]))
+>>> scores = make_scores(["m1", "m2"], ["s1", "s2"], np.array([[2.0, 0.5], [-1.0, 0.5]]))
+>>> groups = da.from_array(np.array([[0, 0], [1, 1]], dtype=np.int16))
+>>> pooled, first, second = summarize_parts(
+...     [scores], key, groups, 2, [Part(0), Part(0, (0,), (0,)), Part(0, (1,), (1,))])
+>>> pooled.n_target, first.n_target, second.n_nontarget, pooled.passes
+(2, 1, 1, 2)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from functools import partial
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from bosaris_dask import config, engine, exact_sum, fixed_rates, kernels, memory, refinement
+from bosaris_dask import runner
+from bosaris_dask.engine import ScoreSummary
+from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError
+from bosaris_dask.grouped_kernels import (
+    Part,
+    grouped_pass1_kernel,
+    grouped_refine_kernel,
+    grouped_select_kernel,
+    pass1_length,
+    split_pass1,
+)
+from bosaris_dask.keys import key_bits, threshold_keys
+from bosaris_dask.trials import locate
+
+__all__ = ["summarize_parts", "Part"]
+
+
+def _part_summaries(
+    row: np.ndarray, *, k: int, name: str, parts: list[tuple[int, Part, str]], n_groups: int,
+    inputs: list[da.Array], key: xr.Dataset, dtype: np.dtype, shift: int, nbins: int,
+    allow_missing: bool,
+) -> list[ScoreSummary]:
+    """System ``k``'s part summaries from its grouped pass-1 totals, or the error its trials
+    call for (as :func:`bosaris_dask.engine.summarize` raises them)."""
+    counts, units, missing, bad = split_pass1(row, n_groups, nbins)
+    if bad:
+        cond = ~da.isfinite(inputs[2 + 2 * k]) & (inputs[0] != 0) & inputs[3 + 2 * k]
+        where = locate(cond, key.model.values, key.segment.values)
+        raise ScoreError(f"{name}: {int(bad)} trials have non-finite scores, e.g. {where}")
+    if missing and not allow_missing:
+        cond = (inputs[0] != 0) & ~inputs[3 + 2 * k]
+        where = locate(cond, key.model.values, key.segment.values)
+        raise MissingTrialsError(
+            f"{name}: {int(missing)} key trials have no score, e.g. {where} "
+            "(allow_missing drops them)"
+        )
+    key_trials = int(counts.sum()) + missing
+    out = []
+    for _, part, part_name in parts:
+        tar, non = part.groups(n_groups)
+        n_tar = counts[tar, :, 1].sum(axis=0)
+        n_non = counts[non, :, 0].sum(axis=0)
+        sp_tar = exact_sum.to_float(sum(units[g][0] for g in np.flatnonzero(tar).tolist()))
+        sp_non = exact_sum.to_float(sum(units[g][1] for g in np.flatnonzero(non).tolist()))
+        nonempty = np.flatnonzero((n_tar + n_non) > 0)
+        summary = ScoreSummary(
+            dtype=dtype,
+            lo=nonempty.astype(np.uint64) << np.uint64(shift),
+            bits=np.full(len(nonempty), shift, dtype=np.int8),
+            n_tar=n_tar[nonempty], n_non=n_non[nonempty],
+            softplus_tar=sp_tar, softplus_non=sp_non,
+            n_missing=key_trials - int(n_tar.sum() + n_non.sum()), name=part_name,
+        )  # fmt: skip
+        if summary.n_target == 0 or summary.n_nontarget == 0:
+            raise ScoreError(
+                f"{part_name}: need both targets and non-targets, found {summary.n_target} "
+                f"targets and {summary.n_nontarget} non-targets"
+            )
+        out.append(summary)
+    return out
+
+
+def _task_memory(
+    inputs: list[da.Array], dtype: np.dtype, nbins: int, n_groups: int, n_parts: int,
+    split_every: int, knobs: dict[str, int],
+) -> memory.TaskMemory:
+    """The peak memory of a task of these passes (:func:`memory.grouped_task_memory`)."""
+    itemsizes = [a.dtype.itemsize for a in inputs]
+    n_systems = (len(inputs) - 2) // 2
+    if dtype == np.float64:
+        itemsizes += [4] * n_systems
+    cells = int(np.prod(inputs[0].shape))
+    return memory.grouped_task_memory(
+        tuple(max(c) for c in inputs[0].chunks), input_itemsizes=itemsizes, score_dtype=dtype,
+        n_systems=n_systems, n_groups=n_groups, n_parts=n_parts, nbins=nbins,
+        split_every=max(1, min(split_every, inputs[0].npartitions)),
+        refine_bins=knobs["dense_budget"], raw_trials=min(knobs["raw_limit"], cells),
+        kept_trials=min(knobs["keep_limit"], cells), block=knobs["block"],
+        slice_size=knobs["slice"],
+    )  # fmt: skip
+
+
+def _merge_parts(results: list[list]) -> list:
+    """Combine one system's per-part refinement results of several chunks."""
+    return kernels.merge_refinements(list(results))
+
+
+def summarize_parts(
+    scores: Sequence[xr.Dataset],
+    key: xr.Dataset,
+    groups: da.Array,
+    n_groups: int,
+    parts: Sequence[Part],
+    *,
+    thresholds: Sequence[float] | np.ndarray = (),
+    fmr: Sequence[float] | np.ndarray = (),
+    fnmr: Sequence[float] | np.ndarray = (),
+    allow_missing: bool = False,
+    split_every: int = engine.DEFAULT_SPLIT_EVERY,
+    coarse_bits: int | None = None,
+    progress: bool | None = None,
+    names: Sequence[str] | None = None,
+    extra_candidates: Callable[[list[ScoreSummary]], list[np.ndarray | None]] | None = None,
+) -> list[ScoreSummary]:
+    """Exact summaries of parts of some systems: one per part, in order.
+
+    The result equals, bit for bit and in passes, :func:`bosaris_dask.engine.summarize` of one
+    "system" per part (the system's scores with its mask restricted to the part's trials),
+    called with the same arguments.
+
+    Parameters
+    ----------
+    scores, key
+        The systems and the key (as :func:`~bosaris_dask.engine.summarize`).
+    groups
+        The group of every cell (integers ``0 <= g < n_groups``), a lazy array shaped like the
+        key (e.g. :meth:`bosaris_dask.conditions.Conditions.group_index`).
+    n_groups
+        The number of groups.
+    parts
+        What each summary counts (:class:`~bosaris_dask.grouped_kernels.Part`).
+    thresholds, fmr, fnmr, allow_missing, split_every, progress, extra_candidates
+        As :func:`~bosaris_dask.engine.summarize`; ``extra_candidates`` gets the part
+        summaries.
+    coarse_bits
+        Pass-1 key bits (default: the engine's for as many systems as there are parts, so the
+        bins are those of the ungrouped call).
+    names
+        One name per system (errors about a system's trials name it), then one per part
+        (stored in its summary); default ``system-1``, ... and ``system-1 [part 1]``, ...
+
+    Raises
+    ------
+    As :func:`~bosaris_dask.engine.summarize`, naming the system (non-finite scores, missing
+    trials) or the part (no targets or no non-targets).
+    """
+    engine._check_inputs(scores, key, None)
+    parts = list(parts)
+    n_sys = len(scores)
+    if any(not 0 <= p.system < n_sys for p in parts) or not parts:
+        raise OptionError(f"parts must name systems 1 to {n_sys}")
+    if names is None:
+        names = [f"system-{k + 1}" for k in range(n_sys)]
+        names += [f"{names[p.system]} [part {j + 1}]" for j, p in enumerate(parts)]
+    if len(names) != n_sys + len(parts):
+        raise OptionError(f"{len(names)} names for {n_sys} systems and {len(parts)} parts")
+    sys_names, part_names = list(names[:n_sys]), list(names[n_sys:])
+    fmr = fixed_rates.check_rates(fmr, "FMR") if len(fmr) else np.empty(0)
+    fnmr = fixed_rates.check_rates(fnmr, "FNMR") if len(fnmr) else np.empty(0)
+    knobs = engine._knobs()
+    split_every = config.check_int("split_every", split_every, 2, 1 << 16)
+    if coarse_bits is not None:
+        coarse_bits = config.check_int("coarse_bits", coarse_bits, 1, engine.MAX_COARSE_BITS)
+    blocks = {"block": knobs["block"], "slice_size": knobs["slice"]}
+    base, dtype = engine._inputs(scores, key)
+    inputs = [base[0], groups.rechunk(base[0].chunks), *base[1:]]
+    bits = coarse_bits or engine._coarse_bits(len(parts))
+    shift = key_bits(dtype) - bits
+    nbins = 1 << bits
+    n_rows, n_cols = inputs[0].shape
+    positions = [da.arange(n_rows, chunks=inputs[0].chunks[0]), "i",
+                 da.arange(n_cols, chunks=inputs[0].chunks[1]), "j"]  # fmt: skip
+    codes = runner.Aggregation(
+        "key codes", partial(kernels.key_codes_kernel, n_cols=n_cols, **blocks), 2,
+        combine=engine._add_counts_min_index,
+        finalize=partial(engine._raise_bad_codes, key=key, n_cols=n_cols),
+    )  # fmt: skip
+    by_system = [[(j, p, part_names[j]) for j, p in enumerate(parts) if p.system == k]
+                 for k in range(n_sys)]  # fmt: skip
+    systems = [k for k in range(n_sys) if by_system[k]]
+    aggs = []
+    for k in systems:
+        finalize = partial(
+            _part_summaries, k=k, name=sys_names[k], parts=by_system[k], n_groups=n_groups,
+            inputs=inputs, key=key, dtype=dtype, shift=shift, nbins=nbins,
+            allow_missing=allow_missing,
+        )  # fmt: skip
+        chunk = partial(grouped_pass1_kernel, system=k, shift=shift, nbins=nbins,
+                        n_groups=n_groups, **blocks)  # fmt: skip
+        aggs.append(runner.Aggregation(sys_names[k], chunk, pass1_length(n_groups, nbins),
+                                       finalize=finalize))  # fmt: skip
+    need = _task_memory(inputs, dtype, nbins, n_groups, len(parts), split_every, knobs)
+    _, *found = runner.run_pass(
+        "pass 1", [codes, *aggs], inputs, lead=positions, split_every=split_every,
+        progress=progress, need=need,
+    )  # fmt: skip
+    summaries: list[ScoreSummary] = [None] * len(parts)  # type: ignore[list-item]
+    for k, part_summaries in zip(systems, found, strict=True):
+        for (j, _, _), s in zip(by_system[k], part_summaries, strict=True):
+            summaries[j] = s
+
+    kappa = threshold_keys(np.asarray(thresholds, dtype=np.float64), dtype)
+    passes = 1
+    selection: refinement.Selection | None = None
+    part_tuple = tuple(parts)
+    while True:
+        plans: list[tuple[np.ndarray, kernels.RefineSpec] | None] = []
+        joint = extra_candidates(summaries) if extra_candidates is not None else None
+        for j, s in enumerate(summaries):
+            cands = refinement.candidates(s, kappa, False, fmr=fmr, fnmr=fnmr)
+            if joint is not None and joint[j] is not None:
+                cands = np.union1d(cands, joint[j]).astype(np.int64)
+            if len(cands):
+                spec = refinement.plan(s, cands, shift, dense_budget=knobs["dense_budget"],
+                                       raw_limit=knobs["raw_limit"])  # fmt: skip
+                plans.append((cands, spec))
+            else:
+                plans.append(None)
+        if all(p is None for p in plans):
+            break
+        specs = tuple(p[1] if p else None for p in plans)
+        if selection is not None and not selection.holds(specs):
+            selection = None
+        keep = None
+        if selection is None and refinement.volume(summaries, plans) <= knobs["keep_limit"]:
+            keep = engine._blockwise(
+                partial(grouped_select_kernel, specs=specs, parts=part_tuple, n_groups=n_groups,
+                        **blocks), inputs)  # fmt: skip
+            selection = refinement.Selection(specs, keep)
+            passes += 1
+        refined = [j for j, plan in enumerate(plans) if plan is not None]
+        name = f"refinement pass {passes + (selection is None)}"
+        if selection is not None:
+            aggs = [runner.Aggregation(
+                summaries[j].name, partial(kernels.refine_kept_kernel, system=j, spec=specs[j],
+                                           kept_spec=selection.specs[j]),
+                None, combine=kernels.merge_system_refinements) for j in refined]  # fmt: skip
+            if keep is not None:
+                selection.trials, results = runner.run_pass_and_keep(
+                    name, aggs, [keep], keep, split_every=split_every, progress=progress
+                )
+            else:
+                results = runner.run_pass(
+                    name, aggs, [selection.trials], split_every=split_every, progress=progress
+                )
+            by_part = dict(zip(refined, results, strict=True))
+        else:
+            owners = [k for k in range(n_sys)
+                      if any(parts[j].system == k for j in refined)]  # fmt: skip
+            mine = {k: [j for j, p in enumerate(parts) if p.system == k] for k in owners}
+            aggs = [runner.Aggregation(
+                sys_names[k], partial(grouped_refine_kernel, system=k,
+                                      specs=tuple(specs[j] for j in mine[k]),
+                                      parts=tuple(parts[j] for j in mine[k]),
+                                      n_groups=n_groups, **blocks),
+                None, combine=_merge_parts) for k in owners]  # fmt: skip
+            results = runner.run_pass(
+                name, aggs, inputs, split_every=split_every, progress=progress
+            )
+            passes += 1
+            by_part = {j: r for k, rs in zip(owners, results, strict=True)
+                       for j, r in zip(mine[k], rs, strict=True) if r is not None}  # fmt: skip
+        for j in refined:
+            plan = plans[j]
+            if plan is not None:
+                summaries[j] = refinement.apply_refinement(summaries[j], plan[0], plan[1],
+                                                           by_part[j])  # fmt: skip
+    return [replace(s, passes=passes) for s in summaries]

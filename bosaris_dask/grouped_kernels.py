@@ -1,0 +1,366 @@
+"""Per-chunk kernels of grouped passes: each trial keyed once, counted per (group, key bin).
+
+A grouped pass evaluates several *parts* of one system at once: the pooled trials and, e.g.,
+each condition's trials (:class:`Part`). Where the plain kernels (:mod:`bosaris_dask.kernels`)
+key and count every trial once per summary, these key a system's trials once and
+
+- pass 1 (:func:`grouped_pass1_kernel`): count them into one ``(group, bin, class)`` histogram
+  and add their exact Cllr terms per ``(group, class)``; a part's counts and sums are then sums
+  over its groups, made on the client (the pooled summary is the sum over all groups);
+- refinement (:func:`grouped_refine_kernel`, :func:`grouped_select_kernel`): pick the trials
+  inside the union of the parts' candidate bins once, then hand each part its own trials, so a
+  part's result is exactly what :func:`bosaris_dask.kernels.refine_system_kernel` (or
+  :func:`~bosaris_dask.kernels.select_kernel`) gives for that part's trials alone.
+
+The Cllr terms are those of :func:`bosaris_dask.kernels.softplus_sums`, rounded the same way
+(:mod:`bosaris_dask.exact_sum`) and added exactly per ``(group, class)`` with a weighted
+``bincount``: its partial sums of a block's integer-valued parts stay below ``2**53``, so they
+are exact, and every part's total is the same integer as a plain evaluation of its trials.
+
+Examples
+--------
+>>> import numpy as np
+>>> classes = np.array([[1, -1, -1, 1]], dtype=np.int8)
+>>> groups = np.array([[0, 0, 1, 1]], dtype=np.int16)
+>>> scores, mask = np.array([[2.0, 0.5, -1.0, 3.0]]), np.ones((1, 4), bool)
+>>> out = grouped_pass1_kernel(np.arange(1), np.arange(4), classes, groups, scores, mask,
+...                            system=0, shift=60, nbins=16, n_groups=2, block=2, slice_size=4)
+>>> counts = out[: 2 * 16 * 2].reshape(2, 16, 2)  # (group, bin, non-target/target)
+>>> counts.sum(axis=1).tolist()
+[[1.0, 1.0], [1.0, 1.0]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bosaris_dask import exact_sum
+from bosaris_dask.kernels import (
+    RefineSpec,
+    Workspace,
+    _count,
+    _object_block,
+    _within,
+    blocked_bincount,
+    classes_of,
+    keys_into,
+    slices,
+    workspace,
+)
+from bosaris_dask.keys import key_dtype
+
+__all__ = [
+    "Part", "pass1_length", "grouped_pass1_kernel", "split_pass1", "grouped_refine_kernel",
+    "grouped_select_kernel",
+]  # fmt: skip
+
+_HI = 2.0**exact_sum._HI_BITS
+_LO = 2.0**exact_sum._LO_BITS
+#: Flush the per-block int64 sums of integer parts (each below 2**53) to Python ints this often.
+_FLUSH = 256
+
+
+@dataclass(frozen=True)
+class Part:
+    """The trials of system ``system`` that one summary counts.
+
+    ``tar``: the groups whose targets it counts; ``non``: the groups whose non-targets it
+    counts (``None``: every group). ``Part(k, None, None)`` is system ``k`` pooled,
+    ``Part(k, (g,), (g,))`` its condition ``g``.
+    """
+
+    system: int
+    tar: tuple[int, ...] | None = None
+    non: tuple[int, ...] | None = None
+
+    @property
+    def pooled(self) -> bool:
+        """Does it count every trial of its system?"""
+        return self.tar is None and self.non is None
+
+    def groups(self, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+        """Boolean ``(n_groups,)`` masks: the groups whose targets / non-targets it counts."""
+        out = []
+        for which in (self.tar, self.non):
+            mask = np.ones(n_groups, dtype=bool)
+            if which is not None:
+                mask[:] = False
+                mask[list(which)] = True
+            out.append(mask)
+        return out[0], out[1]
+
+
+def pass1_length(n_groups: int, nbins: int) -> int:
+    """The length of one system's grouped pass-1 result (see :func:`grouped_pass1_kernel`)."""
+    return 2 * n_groups * nbins + 2 * n_groups * exact_sum.LIMBS + 2
+
+
+def _softplus_terms(c: np.ndarray, s: np.ndarray, ws: Workspace, all_trials: bool) -> np.ndarray:
+    """The per-trial terms of :func:`bosaris_dask.kernels.softplus_sums` (0 for non-trials), in
+    ``ws.z``: the same operations in the same order, so the same floats."""
+    n = s.size
+    z, e = ws.z[:n], ws.e[:n]
+    np.multiply(c, s, out=z, dtype=np.float64)
+    np.negative(z, out=z)
+    np.abs(z, out=e)
+    np.negative(e, out=e)
+    np.exp(e, out=e)
+    np.log1p(e, out=e)
+    np.maximum(z, 0.0, out=z)
+    np.add(z, e, out=z)
+    if not all_trials:
+        np.copyto(z, 0.0, where=np.equal(c, 0, out=ws.flag2[:n]))
+    return z
+
+
+class _GroupUnits:
+    """Exact sums, per slot, of non-negative terms rounded as :func:`exact_sum.block_units`."""
+
+    def __init__(self, n_slots: int):
+        self.n_slots = n_slots
+        self.hi = np.zeros(n_slots, dtype=np.int64)
+        self.lo = np.zeros(n_slots, dtype=np.int64)
+        self.blocks = 0
+        self.units = [0] * n_slots
+
+    def add(self, terms: np.ndarray, slot: np.ndarray, hi: np.ndarray) -> None:
+        """Add ``terms`` (overwritten; at most ``MAX_BLOCK``) to their ``slot``; ``hi`` is a
+        float64 buffer as long."""
+        if terms.size == 0:
+            return
+        if np.maximum.reduce(terms) >= exact_sum._BIG:  # rare: the exact path
+            big = np.flatnonzero(terms >= exact_sum._BIG)
+            for k in np.unique(slot[big]).tolist():
+                self.units[k] += exact_sum._exact_units(terms[big[slot[big] == k]])
+            terms[big] = 0.0
+        np.multiply(terms, _HI, out=terms)
+        np.floor(terms, out=hi)
+        np.subtract(terms, hi, out=terms)
+        np.multiply(terms, _LO, out=terms)
+        np.rint(terms, out=terms)
+        # sums of at most 2**16 integers below 2**37: below 2**53, exact in any order
+        self.hi += np.bincount(slot, weights=hi, minlength=self.n_slots).astype(np.int64)
+        self.lo += np.bincount(slot, weights=terms, minlength=self.n_slots).astype(np.int64)
+        self.blocks += 1
+        if self.blocks % _FLUSH == 0:
+            self._flush()
+
+    def _flush(self) -> None:
+        for k, (h, lo) in enumerate(zip(self.hi.tolist(), self.lo.tolist(), strict=True)):
+            self.units[k] += (h << exact_sum._LO_BITS) + lo
+        self.hi[:] = 0
+        self.lo[:] = 0
+
+    def total(self) -> list[int]:
+        """The exact sum of each slot, in units of ``2**-GRID_BITS``."""
+        self._flush()
+        return self.units
+
+
+def grouped_pass1_kernel(
+    rows: np.ndarray,
+    cols: np.ndarray,
+    classes: np.ndarray,
+    groups: np.ndarray,
+    *pairs: np.ndarray,
+    system: int,
+    shift: int,
+    nbins: int,
+    n_groups: int,
+    block: int,
+    slice_size: int,
+) -> np.ndarray:
+    """Pass 1 of one system on one chunk, per group: its scores are ``pairs[2 * system]``.
+
+    ``groups`` holds each cell's group (``0 <= group < n_groups``). Returns
+    :func:`pass1_length` float64 values: the ``(n_groups, nbins, 2)`` counts (non-targets,
+    targets), then per group the targets' and the non-targets' softplus sums as
+    :mod:`~bosaris_dask.exact_sum` limbs, then the key trials without a score and the trials
+    with non-finite scores. All merge by adding.
+    """
+    s_all, m_all = pairs[2 * system].reshape(-1), pairs[2 * system + 1].reshape(-1)
+    cls_all, grp_all = classes.reshape(-1), groups.reshape(-1)
+    ws = workspace(np.dtype(s_all.dtype), block, slice_size)
+    sums = _GroupUnits(2 * n_groups)
+    counts = {"missing": 0, "bad": 0}
+    outside = 2 * n_groups * nbins
+    signed = np.dtype(ws.key.dtype.str.replace("u", "i"))
+
+    def fill(b: slice, idx: np.ndarray) -> None:
+        s, key_cls, scored, g = s_all[b], cls_all[b], m_all[b], grp_all[b]
+        n = s.size
+        c = key_cls if scored.all() else classes_of(key_cls, scored)
+        if c is not key_cls:
+            counts["missing"] += int(np.count_nonzero((key_cls != 0) & ~scored))
+        finite = np.isfinite(s, out=ws.flag[:n])
+        if not finite.all():
+            counts["bad"] += int(np.count_nonzero(~finite & (c != 0)))
+            s = np.where(finite, s, s.dtype.type(0))
+        key = keys_into(s, ws)
+        np.right_shift(key, shift, out=key)
+        is_tar = np.greater(c, 0, out=ws.flag[:n])
+        np.copyto(idx, g, casting="unsafe")
+        np.multiply(idx, nbins, out=idx)
+        np.add(idx, key.view(signed), out=idx, casting="unsafe")
+        np.left_shift(idx, 1, out=idx)
+        np.add(idx, is_tar, out=idx, casting="unsafe")
+        slot = ws.pos[:n]
+        np.copyto(slot, g, casting="unsafe")
+        np.left_shift(slot, 1, out=slot)
+        np.add(slot, is_tar, out=slot, casting="unsafe")
+        all_trials = np.count_nonzero(c) == n
+        if not all_trials:
+            idx[c == 0] = outside  # the last bin collects non-trials
+        terms = _softplus_terms(c, s, ws, all_trials)
+        sums.add(terms, slot, ws.e[:n])
+
+    h = blocked_bincount(s_all.size, outside + 1, ws, fill)[:-1]
+    units = sums.total()  # slot 2g: group g's non-targets, 2g + 1: its targets
+    limbs = [exact_sum.to_limbs(units[2 * g + t]) for g in range(n_groups) for t in (1, 0)]
+    return np.concatenate([h, *limbs, [counts["missing"], counts["bad"]]])
+
+
+def split_pass1(
+    row: np.ndarray, n_groups: int, nbins: int
+) -> tuple[np.ndarray, list[list[int]], int, int]:
+    """A merged :func:`grouped_pass1_kernel` result: ``(n_groups, nbins, 2)`` int64 counts,
+    per group ``[target, non-target]`` softplus units, missing and non-finite trials."""
+    ncounts = 2 * n_groups * nbins
+    counts = np.rint(row[:ncounts]).astype(np.int64).reshape(n_groups, nbins, 2)
+    limbs = row[ncounts:-2].reshape(n_groups, 2, exact_sum.LIMBS)
+    units = [[exact_sum.from_limbs(x) for x in per] for per in limbs]
+    return counts, units, int(row[-2]), int(row[-1])
+
+
+def _part_trials(
+    part: Part, n_groups: int, keys: np.ndarray, is_tar: np.ndarray, starts: np.ndarray | None,
+    order: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The trials of ``part`` among selected trials (sorted by group: ``order``, ``starts``)."""
+    if part.pooled:
+        return keys, is_tar
+    assert order is not None and starts is not None
+    tar, non = part.groups(n_groups)
+    pieces_k, pieces_t = [], []
+    for g in np.flatnonzero(tar | non).tolist():
+        at = order[starts[g] : starts[g + 1]]
+        if not len(at):
+            continue
+        k, t = keys.take(at), is_tar.take(at)
+        if not (tar[g] and non[g]):
+            keep = np.flatnonzero(t if tar[g] else ~t)
+            k, t = k.take(keep), t.take(keep)
+        pieces_k.append(k)
+        pieces_t.append(t)
+    if not pieces_k:
+        return keys[:0], is_tar[:0]
+    return np.concatenate(pieces_k), np.concatenate(pieces_t)
+
+
+def _select_parts(
+    classes: np.ndarray, groups: np.ndarray, s: np.ndarray, m: np.ndarray,
+    specs: Sequence[RefineSpec | None], parts: Sequence[Part], n_groups: int, ws: Workspace,
+) -> list[tuple[np.ndarray, np.ndarray] | None]:
+    """Per part, the keys (native key dtype) and target flags of its chunk trials inside its
+    spec's candidate bins (what :func:`bosaris_dask.kernels._select` gives for the part's
+    trials alone), or None where its spec is None. Each trial is keyed once."""
+    active = [j for j, spec in enumerate(specs) if spec is not None]
+    out: list[Any] = [None] * len(specs)
+    if not active:
+        return out
+    first = specs[active[0]]
+    assert first is not None
+    lut = np.zeros_like(first.lut)
+    for j in active:
+        lut |= specs[j].lut  # type: ignore[union-attr]
+    need_groups = any(not parts[j].pooled for j in active)
+    found: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {j: ([], []) for j in active}
+    cls_flat, grp_flat, s_flat, m_flat = (a.reshape(-1) for a in (classes, groups, s, m))
+    for sl in slices(s_flat.size, ws.slice_size):
+        got_k, got_t, got_g = [], [], []
+        for b in slices(sl.stop, ws.block, sl.start):
+            c = cls_flat[b] if m_flat[b].all() else classes_of(cls_flat[b], m_flat[b])
+            n = c.size
+            keys = keys_into(s_flat[b], ws)
+            prefix = np.right_shift(keys, first.shift, out=ws.idx[:n], casting="unsafe")
+            sel = np.take(lut, prefix, out=ws.flag[:n])
+            np.logical_and(sel, np.not_equal(c, 0, out=ws.flag2[:n]), out=sel)
+            at = np.flatnonzero(sel)
+            if not len(at):
+                continue
+            got_k.append(keys.take(at))
+            got_t.append(c.take(at) == 1)
+            if need_groups:
+                got_g.append(grp_flat[b].take(at))
+        if not got_k:
+            continue
+        keys, is_tar = np.concatenate(got_k), np.concatenate(got_t)
+        order = starts = None
+        if need_groups:
+            grp = np.concatenate(got_g)
+            order = np.argsort(grp, kind="stable")
+            starts = np.concatenate([[0], np.cumsum(np.bincount(grp, minlength=n_groups))])
+        for j in active:
+            spec = specs[j]
+            assert spec is not None
+            k, t = _part_trials(parts[j], n_groups, keys, is_tar, starts, order)
+            k, t = _within(k, t, spec)
+            found[j][0].append(k)
+            found[j][1].append(t)
+    kdt = key_dtype(s.dtype)
+    for j in active:
+        ks, ts = found[j]
+        out[j] = ((np.concatenate(ks), np.concatenate(ts)) if ks
+                  else (np.empty(0, dtype=kdt), np.empty(0, dtype=bool)))  # fmt: skip
+    return out
+
+
+def grouped_refine_kernel(
+    classes: np.ndarray,
+    groups: np.ndarray,
+    *pairs: np.ndarray,
+    system: int,
+    specs: tuple[RefineSpec | None, ...],
+    parts: tuple[Part, ...],
+    n_groups: int,
+    block: int,
+    slice_size: int,
+) -> list[Any]:
+    """A refinement pass on one chunk for the parts of one system: per part (``specs`` and
+    ``parts`` in the same order), what :func:`bosaris_dask.kernels.refine_system_kernel` gives
+    for its trials alone, or None where its spec is None."""
+    s, m = pairs[2 * system], pairs[2 * system + 1]
+    ws = workspace(np.dtype(s.dtype), block, slice_size)
+    picked = _select_parts(classes, groups, s, m, specs, parts, n_groups, ws)
+    return [None if p is None else _count(p[0], p[1], spec)
+            for p, spec in zip(picked, specs, strict=True)]  # fmt: skip
+
+
+def grouped_select_kernel(
+    classes: np.ndarray,
+    groups: np.ndarray,
+    *pairs: np.ndarray,
+    specs: tuple[RefineSpec | None, ...],
+    parts: tuple[Part, ...],
+    n_groups: int,
+    block: int,
+    slice_size: int,
+) -> np.ndarray:
+    """:func:`bosaris_dask.kernels.select_kernel` for parts (one entry per part, in order):
+    each system's trials keyed once for all its parts."""
+    kept: list[Any] = [None] * len(parts)
+    for k in range(len(pairs) // 2):
+        mine = [j for j, p in enumerate(parts) if p.system == k and specs[j] is not None]
+        if not mine:
+            continue
+        s, m = pairs[2 * k], pairs[2 * k + 1]
+        ws = workspace(np.dtype(s.dtype), block, slice_size)
+        picked = _select_parts(classes, groups, s, m, [specs[j] for j in mine],
+                               [parts[j] for j in mine], n_groups, ws)  # fmt: skip
+        for j, p in zip(mine, picked, strict=True):
+            kept[j] = p
+    return _object_block(kept)
