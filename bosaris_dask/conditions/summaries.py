@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
+import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
@@ -29,10 +30,15 @@ from bosaris_dask.conditions.codes import Conditions
 from bosaris_dask.conditions.equalized import EqualizedPlan, extra_mask, plan_members
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import MissingTrialsError, TrialError
+from bosaris_dask.grouped import Part, summarize_parts
 from bosaris_dask.runner import Aggregation, run_pass
 from bosaris_dask.trials import align_with, kind_of, locate, trial_classes
 
-__all__ = ["ConditionSummaries", "condition_summaries", "condition_counts"]
+__all__ = ["ConditionSummaries", "condition_summaries", "condition_counts", "GROUPED_KEY"]
+
+#: The dask config key that switches the grouped kernels off (``False``: one masked copy of
+#: each system per condition, the way before them; for comparisons and benchmarks).
+GROUPED_KEY = "bosaris_dask.grouped-kernels"
 
 
 @dataclass
@@ -131,6 +137,7 @@ def condition_summaries(
     progress: bool | None = None,
     names: Sequence[str] | None = None,
     equalize: bool = False,
+    grouped: bool | None = None,
 ) -> ConditionSummaries:
     """Exact summaries of each system pooled and in each condition, from the same passes.
 
@@ -224,12 +231,27 @@ def condition_summaries(
                 masks[k], classes, groups, g, filler, targets=bool(n_target[k, g])))
             extra.append(part)
             labels.append(f"{names[k]} [condition {g}, equalized]")
-    summaries = summarize(
-        [*systems, *extra], key, thresholds=thresholds, fmr=fmr, fnmr=fnmr, allow_missing=True,
-        split_every=split_every, progress=progress,
-        coarse_bits=_coarse_bits(len(systems) + len(extra)), names=[*names, *labels],
-        extra_candidates=plan.candidates if plan is not None else None,
-    )  # fmt: skip
+    hook = plan.candidates if plan is not None else None
+    bits = _coarse_bits(len(systems) + len(extra))
+    if grouped if grouped is not None else dask.config.get(GROUPED_KEY, True):
+        parts = [Part(k) for k in range(len(systems))]
+        parts += [Part(k, (g,), (g,)) for k, g in pairs]
+        if plan is not None:
+            for k, g, filler in plan.extra:
+                both = tuple(sorted((g, filler)))
+                parts.append(Part(k, (g,), both) if n_target[k, g] else Part(k, both, (g,)))
+        summaries = summarize_parts(
+            systems, key, groups, conditions.n_conditions, parts, thresholds=thresholds,
+            fmr=fmr, fnmr=fnmr, allow_missing=True, split_every=split_every,
+            progress=progress, coarse_bits=bits, names=[*names, *names, *labels],
+            extra_candidates=hook,
+        )  # fmt: skip
+    else:
+        summaries = summarize(
+            [*systems, *extra], key, thresholds=thresholds, fmr=fmr, fnmr=fnmr,
+            allow_missing=True, split_every=split_every, progress=progress, coarse_bits=bits,
+            names=[*names, *labels], extra_candidates=hook,
+        )  # fmt: skip
     pooled = summaries[: len(systems)]
     by_condition: list[list[ScoreSummary | None]] = [
         [None] * conditions.n_conditions for _ in systems

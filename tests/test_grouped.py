@@ -1,0 +1,122 @@
+"""The grouped kernels (each trial keyed once for every condition) give, summary by summary and
+bit for bit, what one masked copy of each system per condition gives, in the same passes.
+
+Both paths are checked against brute-force references elsewhere (tests/test_conditions.py,
+tests/test_equalized.py, tests/test_reference_conditions.py, which run the grouped path, the
+default); here the two are compared whole: every bin, count and exact Cllr sum of every summary.
+"""
+
+from __future__ import annotations
+
+import dask
+import numpy as np
+import pytest
+from hypothesis import Phase, given, settings
+from hypothesis import strategies as st
+
+from bosaris_dask import engine, metrics
+from bosaris_dask.conditions import condition_codes, condition_table
+from bosaris_dask.conditions.summaries import GROUPED_KEY, condition_summaries
+from bosaris_dask.trials import make_key, make_scores
+
+
+def _case(seed, n_m, n_s, n_sys, float32):
+    rng = np.random.default_rng(seed)
+    mids, sids = [f"m{i}" for i in range(n_m)], [f"s{j}" for j in range(n_s)]
+    mask = rng.choice([-1, 0, 1], size=(n_m, n_s), p=[0.55, 0.15, 0.3])
+    systems = []
+    for k in range(n_sys):
+        scores = rng.normal(size=(n_m, n_s)) * 2 + (mask == 1)
+        if k % 2:
+            scores = np.round(scores * 2) / 2  # ties
+        scored = rng.random((n_m, n_s)) > 0.05
+        systems.append((scores.astype(np.float32 if float32 else np.float64), scored))
+    tables = [
+        condition_table("model", mids, {"g": rng.choice(["f", "m"], n_m).tolist(),
+                                        "l": rng.choice(["a", "b", "c"], n_m).tolist()}),
+        condition_table("segment", sids, {"l": rng.choice(["a", "b"], n_s).tolist(),
+                                          "d": rng.choice(["5", "10", "20"], n_s).tolist()}),
+    ]  # fmt: skip
+    return mids, sids, mask, systems, tables
+
+
+def _same(a, b):
+    assert a.name == b.name and a.dtype == b.dtype
+    for field in ("lo", "bits", "n_tar", "n_non"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=field)
+    assert (a.softplus_tar, a.softplus_non) == (b.softplus_tar, b.softplus_non)
+    assert (a.n_missing, a.passes) == (b.n_missing, b.passes)
+
+
+def _both(scores, key, cond, **kwargs):
+    out = []
+    for grouped in (False, True):
+        out.append(condition_summaries(scores, key, cond, grouped=grouped, allow_missing=True,
+                                       **kwargs))  # fmt: skip
+    return out
+
+
+def _compare(old, new):
+    assert old.passes == new.passes
+    for a, b in zip(old.pooled, new.pooled, strict=True):
+        _same(a, b)
+    for row_a, row_b in zip(old.by_condition, new.by_condition, strict=True):
+        for a, b in zip(row_a, row_b, strict=True):
+            assert (a is None) == (b is None)
+            if a is not None:
+                _same(a, b)
+    for name in ("n_target", "n_nontarget", "n_missing"):
+        np.testing.assert_array_equal(getattr(old, name), getattr(new, name))
+    if old.equalized is not None:
+        for a, b in zip(old.equalized[0], new.equalized[0], strict=True):
+            _same(a, b)
+
+
+@settings(max_examples=25, deadline=None, phases=[Phase.explicit, Phase.generate])
+@given(
+    seed=st.integers(0, 2**16),
+    shape=st.tuples(st.integers(3, 12), st.integers(3, 14)),
+    chunk=st.tuples(st.integers(1, 5), st.integers(1, 6)),
+    n_sys=st.integers(1, 2),
+    float32=st.booleans(),
+    by=st.sampled_from([["model.g"], ["segment.d", "same.l"],
+                        ["model.g", "segment.d", "same.l"]]),  # fmt: skip
+    coarse=st.sampled_from([None, 1, 3, 6]),
+    knobs=st.sampled_from([{}, {"bosaris_dask.dense-budget": 4, "bosaris_dask.raw-limit": 0},
+                           {"bosaris_dask.raw-limit": 6, "bosaris_dask.keep-limit": 0},
+                           {"bosaris_dask.block": 8, "bosaris_dask.slice": 16,
+                            "bosaris_dask.dense-budget": 8, "bosaris_dask.raw-limit": 3}]),
+    equalize=st.booleans(),
+)
+def test_grouped_equals_masked_copies_bit_for_bit(seed, shape, chunk, n_sys, float32, by,
+                                                  coarse, knobs, equalize):  # fmt: skip
+    mids, sids, mask, systems, tables = _case(seed, *shape, n_sys, float32)
+    key = make_key(mids, sids, mask, chunks=chunk)
+    scores = [make_scores(mids, sids, s, score_mask=m, chunks=chunk) for s, m in systems]
+    cond = condition_codes(key, tables, by)
+    if any(int(((mask == 1) & m).sum()) == 0 or int(((mask == -1) & m).sum()) == 0
+           for _, m in systems):  # fmt: skip
+        return  # a pooled system without a class is an error in both (tested elsewhere)
+    bits = engine._coarse_bits if coarse is None else (lambda n: coarse)
+    with dask.config.set(scheduler="sync", **knobs), \
+            pytest.MonkeyPatch.context() as mp:  # fmt: skip
+        mp.setattr(engine, "_coarse_bits", bits)
+        old, new = _both(scores, key, cond, thresholds=[-2.2, 0.0, 1.5], split_every=2,
+                         fmr=[0.1], equalize=equalize)  # fmt: skip
+    _compare(old, new)
+
+
+def test_the_default_is_grouped_and_the_datasets_agree():
+    mids, sids, mask, systems, tables = _case(3, 20, 25, 2, False)
+    key = make_key(mids, sids, mask, chunks=(7, 9))
+    scores = [make_scores(mids, sids, s, score_mask=m, chunks=(7, 9)) for s, m in systems]
+    by = ["model.g", "segment.d", "same.l"]
+    args = {"conditions": tables, "by": by, "priors": [0.5, 0.01], "allow_missing": True,
+            "equalize": True, "cprimary_priors": [0.01, 0.05]}  # fmt: skip
+    assert dask.config.get(GROUPED_KEY, True)
+    new = metrics.evaluate(scores, key, **args)
+    with dask.config.set({GROUPED_KEY: False}):
+        old = metrics.evaluate(scores, key, **args)
+    assert new.attrs == old.attrs
+    for name in old.data_vars:
+        np.testing.assert_array_equal(new[name].values, old[name].values, err_msg=name)
