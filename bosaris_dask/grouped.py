@@ -39,8 +39,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import config, engine, exact_sum, fixed_rates, kernels, memory, refinement
-from bosaris_dask import runner
+from bosaris_dask import config, engine, exact_sum, fixed_rates, kernels, memory, refinement, runner
 from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError
 from bosaris_dask.grouped_kernels import (
