@@ -1,0 +1,123 @@
+"""24 conditions against a plain evaluation of the same store: passes and wall time, measured in
+the same run, with the grouped kernels and with one masked copy of each system per condition.
+
+Usage::
+
+    python benchmarks/bench_conditions.py [--models 4000] [--segments 5000] [--repeat 3]
+
+Simulates one system (``bosaris_dask.simulate``, float32, 0.5% targets), writes it and its key
+as zarr stores in a temporary directory, draws condition tables (models: gender of 2 values and
+language of 3; segments: source of 6 values and language of 3) and evaluates it at two priors
+with the NBE sweep, each the median of ``--repeat`` interleaved runs:
+
+* ``plain``: :func:`bosaris_dask.metrics.evaluate`;
+* ``masked``: the same with ``--by model.gender segment.source same.language`` (24 conditions),
+  the way before the grouped kernels (``bosaris_dask.grouped-kernels: False``: every pass keys
+  each trial once per condition, plus once pooled);
+* ``grouped``: the same with the grouped kernels (the default: each trial keyed once per pass,
+  counted in a ``(condition, bin)`` histogram).
+
+Prints passes, wall time and the ratio to ``plain`` of each, and checks that ``masked`` and
+``grouped`` give the same Dataset. The class ``Conditions`` follows the asv convention
+(``setup``, ``time_*``, ``teardown``) so a test can run every benchmark body once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import dask
+import numpy as np
+
+from bosaris_dask import io
+from bosaris_dask.conditions import condition_table
+from bosaris_dask.conditions.summaries import GROUPED_KEY
+from bosaris_dask.metrics import evaluate
+from bosaris_dask.simulate import simulate
+
+BY = ["model.gender", "segment.source", "same.language"]
+MODES = ("plain", "masked", "grouped")
+
+
+class Conditions:
+    """asv-style benchmark bodies over one simulated store and its condition tables."""
+
+    def setup(self, models: int = 4000, segments: int = 5000) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="bench-conditions-"))
+        key, (system,) = simulate(models, segments, systems=1, seed=5)
+        io.write(key, self.dir / "key.zarr")
+        io.write(system, self.dir / "system.zarr")
+        rng = np.random.default_rng(7)
+        langs = ["eng", "cmn", "yue"]
+        self.tables = [
+            condition_table("model", key.model.values.tolist(), {
+                "gender": rng.choice(["f", "m"], models).tolist(),
+                "language": rng.choice(langs, models).tolist()}),
+            condition_table("segment", key.segment.values.tolist(), {
+                "source": rng.choice([f"src{i}" for i in range(6)], segments).tolist(),
+                "language": rng.choice(langs, segments).tolist()}),
+        ]  # fmt: skip
+        self.results: dict[str, object] = {}
+
+    def teardown(self, *args: object) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _run(self, name: str) -> None:
+        key, scores = io.read(self.dir / "key.zarr"), io.read(self.dir / "system.zarr")
+        extra = {} if name == "plain" else {"conditions": self.tables, "by": BY}
+        with dask.config.set({GROUPED_KEY: name != "masked"}):
+            self.results[name] = evaluate(scores, key, priors=[0.01, 0.005], **extra)
+
+    def time_plain(self) -> None:
+        self._run("plain")
+
+    def time_masked(self) -> None:
+        self._run("masked")
+
+    def time_grouped(self) -> None:
+        self._run("grouped")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", type=int, default=4000)
+    parser.add_argument("--segments", type=int, default=5000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    bench = Conditions()
+    bench.setup(args.models, args.segments)
+    try:
+        walls: dict[str, list[float]] = {name: [] for name in MODES}
+        for _ in range(args.repeat):  # interleaved repeats: a noisy minute hits every mode
+            for name in MODES:
+                start = time.perf_counter()
+                getattr(bench, f"time_{name}")()
+                walls[name].append(time.perf_counter() - start)
+        masked, grouped = bench.results["masked"], bench.results["grouped"]
+        same = all(np.array_equal(masked[v].values, grouped[v].values, equal_nan=True)  # type: ignore[index]
+                   for v in masked.data_vars)  # type: ignore[attr-defined]  # fmt: skip
+        n_cond = grouped.sizes["condition"]  # type: ignore[attr-defined]
+        print(f"{args.models:,} x {args.segments:,} trials, {n_cond} conditions, median of "
+              f"{args.repeat}, load average {os.getloadavg()[0]:.1f}; masked == grouped: "
+              f"{same}")  # fmt: skip
+        print(f"{'':<9}{'passes':>7}{'wall (s)':>10}{'/ plain':>9}  per repeat")
+        base = float(np.median(walls["plain"]))
+        for name in MODES:
+            passes = bench.results[name].attrs["passes"]  # type: ignore[attr-defined]
+            wall = float(np.median(walls[name]))
+            each = ", ".join(f"{w:.2f}" for w in walls[name])
+            print(f"{name:<9}{passes:>7}{wall:>10.2f}{wall / base:>9.2f}  {each}")
+        if not same:
+            return 1
+    finally:
+        bench.teardown()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
