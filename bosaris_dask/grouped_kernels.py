@@ -44,6 +44,7 @@ from bosaris_dask.kernels import (
     Workspace,
     _count,
     _object_block,
+    _sub_histogram,
     _within,
     blocked_bincount,
     classes_of,
@@ -261,60 +262,103 @@ def _part_trials(
     return np.concatenate(pieces_k), np.concatenate(pieces_t)
 
 
+def _gather(
+    got: list[list[np.ndarray]], sel: np.ndarray, keys: np.ndarray, c: np.ndarray,
+    g: np.ndarray | None,
+) -> None:
+    """Append the keys, target flags (and groups) of the trials ``sel`` marks."""
+    at = np.flatnonzero(sel)  # then take: 6x faster than boolean-mask indexing
+    if not len(at):
+        return
+    got[0].append(keys.take(at))
+    got[1].append(c.take(at) == 1)
+    if g is not None:
+        got[2].append(g.take(at))
+
+
 def _select_parts(
     classes: np.ndarray, groups: np.ndarray, s: np.ndarray, m: np.ndarray,
     specs: Sequence[RefineSpec | None], parts: Sequence[Part], n_groups: int, ws: Workspace,
 ) -> list[tuple[np.ndarray, np.ndarray] | None]:
     """Per part, the keys (native key dtype) and target flags of its chunk trials inside its
     spec's candidate bins (what :func:`bosaris_dask.kernels._select` gives for the part's
-    trials alone), or None where its spec is None. Each trial is keyed once."""
+    trials alone), or None where its spec is None.
+
+    Each trial is keyed once. The pooled parts' trials are picked by their candidates' pass-1
+    bins; the other parts' by a ``(group, pass-1 bin)`` table of their candidates, so only
+    trials of a condition inside that condition's candidates are gathered, then sorted by
+    group and handed to each part.
+    """
     active = [j for j, spec in enumerate(specs) if spec is not None]
     out: list[Any] = [None] * len(specs)
     if not active:
         return out
     first = specs[active[0]]
     assert first is not None
-    lut = np.zeros_like(first.lut)
-    for j in active:
-        lut |= specs[j].lut  # type: ignore[union-attr]
-    need_groups = any(not parts[j].pooled for j in active)
+    nb = 1 << first.prefix_bits
+    pooled = [j for j in active if parts[j].pooled]
+    split = [j for j in active if not parts[j].pooled]
+    plut = glut = None
+    if pooled:
+        plut = np.zeros(nb, dtype=bool)
+        for j in pooled:
+            plut |= specs[j].lut  # type: ignore[union-attr]
+    if split:
+        glut = np.zeros(n_groups * nb, dtype=bool)
+        for j in split:
+            tar, non = parts[j].groups(n_groups)
+            at = specs[j].prefixes  # type: ignore[union-attr]
+            for g in np.flatnonzero(tar | non).tolist():
+                glut[g * nb + at] = True
     found: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {j: ([], []) for j in active}
     cls_flat, grp_flat, s_flat, m_flat = (a.reshape(-1) for a in (classes, groups, s, m))
     for sl in slices(s_flat.size, ws.slice_size):
-        got_k, got_t, got_g = [], [], []
+        got_p: list[list[np.ndarray]] = [[], []]
+        got_g: list[list[np.ndarray]] = [[], [], []]
         for b in slices(sl.stop, ws.block, sl.start):
             c = cls_flat[b] if m_flat[b].all() else classes_of(cls_flat[b], m_flat[b])
             n = c.size
             keys = keys_into(s_flat[b], ws)
             prefix = np.right_shift(keys, first.shift, out=ws.idx[:n], casting="unsafe")
-            sel = np.take(lut, prefix, out=ws.flag[:n])
-            np.logical_and(sel, np.not_equal(c, 0, out=ws.flag2[:n]), out=sel)
-            at = np.flatnonzero(sel)
-            if not len(at):
-                continue
-            got_k.append(keys.take(at))
-            got_t.append(c.take(at) == 1)
-            if need_groups:
-                got_g.append(grp_flat[b].take(at))
-        if not got_k:
-            continue
-        keys, is_tar = np.concatenate(got_k), np.concatenate(got_t)
-        order = starts = None
-        if need_groups:
-            grp = np.concatenate(got_g)
+            trial = np.not_equal(c, 0, out=ws.flag2[:n])
+            if plut is not None:
+                sel = np.take(plut, prefix, out=ws.flag[:n])
+                _gather(got_p, np.logical_and(sel, trial, out=sel), keys, c, None)
+            if glut is not None:
+                g = grp_flat[b]
+                cell = ws.pos[:n]
+                np.copyto(cell, g, casting="unsafe")
+                np.multiply(cell, nb, out=cell)
+                np.add(cell, prefix, out=cell)
+                sel = np.take(glut, cell, out=ws.flag[:n])
+                _gather(got_g, np.logical_and(sel, trial, out=sel), keys, c, g)
+        if got_p[0]:
+            keys, is_tar = np.concatenate(got_p[0]), np.concatenate(got_p[1])
+            for j in pooled:
+                spec = specs[j]
+                assert spec is not None
+                if len(pooled) > 1 or spec.rank is None:  # else the bins decided already
+                    k, t = _within(keys, is_tar, spec)
+                else:
+                    k, t = keys, is_tar
+                found[j][0].append(k)
+                found[j][1].append(t)
+        if got_g[0]:
+            keys, is_tar = np.concatenate(got_g[0]), np.concatenate(got_g[1])
+            grp = np.concatenate(got_g[2])
             order = np.argsort(grp, kind="stable")
             starts = np.concatenate([[0], np.cumsum(np.bincount(grp, minlength=n_groups))])
-        for j in active:
-            spec = specs[j]
-            assert spec is not None
-            k, t = _part_trials(parts[j], n_groups, keys, is_tar, starts, order)
-            k, t = _within(k, t, spec)
-            found[j][0].append(k)
-            found[j][1].append(t)
+            for j in split:
+                spec = specs[j]
+                assert spec is not None
+                k, t = _part_trials(parts[j], n_groups, keys, is_tar, starts, order)
+                k, t = _within(k, t, spec)
+                found[j][0].append(k)
+                found[j][1].append(t)
     kdt = key_dtype(s.dtype)
     for j in active:
         ks, ts = found[j]
-        out[j] = ((np.concatenate(ks), np.concatenate(ts)) if ks
+        out[j] = ((np.concatenate(ks) if len(ks) > 1 else ks[0], np.concatenate(ts)) if ks
                   else (np.empty(0, dtype=kdt), np.empty(0, dtype=bool)))  # fmt: skip
     return out
 
@@ -335,9 +379,20 @@ def grouped_refine_kernel(
     for its trials alone, or None where its spec is None."""
     s, m = pairs[2 * system], pairs[2 * system + 1]
     ws = workspace(np.dtype(s.dtype), block, slice_size)
-    picked = _select_parts(classes, groups, s, m, specs, parts, n_groups, ws)
-    return [None if p is None else _count(p[0], p[1], spec)
-            for p, spec in zip(picked, specs, strict=True)]  # fmt: skip
+    # a pooled part's whole pass-1 bins split evenly: a sub-histogram of every trial, as the
+    # plain kernel makes it, beats gathering the (often most) trials inside them
+    dense = [j for j, (p, spec) in enumerate(zip(parts, specs, strict=True))
+             if p.pooled and spec is not None and spec.whole_bins_split_evenly]  # fmt: skip
+    rest = tuple(None if j in dense else spec for j, spec in enumerate(specs))
+    picked = _select_parts(classes, groups, s, m, rest, parts, n_groups, ws)
+    out: list[Any] = []
+    for j, (p, spec) in enumerate(zip(picked, specs, strict=True)):
+        if j in dense:
+            flat = (a.reshape(-1) for a in (classes, s, m))
+            out.append(_sub_histogram(*flat, spec, ws))  # type: ignore[arg-type]
+        else:
+            out.append(None if p is None else _count(p[0], p[1], spec))  # type: ignore[arg-type]
+    return out
 
 
 def grouped_select_kernel(

@@ -72,6 +72,7 @@ def _compare(old, new):
             _same(a, b)
 
 
+@pytest.mark.filterwarnings("ignore:Increasing number of chunks")  # dask, one-cell chunks
 @settings(max_examples=25, deadline=None, phases=[Phase.explicit, Phase.generate])
 @given(
     seed=st.integers(0, 2**16),

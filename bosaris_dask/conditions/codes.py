@@ -148,11 +148,13 @@ class Conditions:
 
 
 def _group_block(mpart, spart, *pairs, strides: tuple[int, ...], out_dtype: np.dtype):
-    g = mpart[:, None] + spart[None, :]
+    # written in place in the output dtype: no chunk-sized int64 temporaries
+    g = np.empty((len(mpart), len(spart)), dtype=out_dtype)
+    np.add(mpart.astype(out_dtype)[:, None], spart.astype(out_dtype)[None, :], out=g)
     for k, stride in enumerate(strides):
         mv, sv = pairs[2 * k], pairs[2 * k + 1]
-        g = g + (mv[:, None] != sv[None, :]) * stride
-    return g.astype(out_dtype)
+        np.add(g, out_dtype.type(stride), out=g, where=mv[:, None] != sv[None, :])
+    return g
 
 
 def _side_columns(
