@@ -47,7 +47,10 @@ from bosaris_dask.grouped_kernels import (
     grouped_pass1_kernel,
     grouped_refine_kernel,
     grouped_select_kernel,
+    merge_part_refinements,
+    merge_parts,
     pass1_length,
+    refine_kept_part,
     split_pass1,
 )
 from bosaris_dask.keys import key_bits, threshold_keys
@@ -119,11 +122,6 @@ def _task_memory(
         kept_trials=min(knobs["keep_limit"], cells), block=knobs["block"],
         slice_size=knobs["slice"],
     )  # fmt: skip
-
-
-def _merge_parts(results: list[list]) -> list:
-    """Combine one system's per-part refinement results of several chunks."""
-    return kernels.merge_refinements(list(results))
 
 
 def summarize_parts(
@@ -263,9 +261,9 @@ def summarize_parts(
         name = f"refinement pass {passes + (selection is None)}"
         if selection is not None:
             aggs = [runner.Aggregation(
-                summaries[j].name, partial(kernels.refine_kept_kernel, system=j, spec=specs[j],
+                summaries[j].name, partial(refine_kept_part, part=j, spec=specs[j],
                                            kept_spec=selection.specs[j]),
-                None, combine=kernels.merge_system_refinements) for j in refined]  # fmt: skip
+                None, combine=merge_part_refinements) for j in refined]  # fmt: skip
             if keep is not None:
                 selection.trials, results = runner.run_pass_and_keep(
                     name, aggs, [keep], keep, split_every=split_every, progress=progress
@@ -284,7 +282,7 @@ def summarize_parts(
                                       specs=tuple(specs[j] for j in mine[k]),
                                       parts=tuple(parts[j] for j in mine[k]),
                                       n_groups=n_groups, **blocks),
-                None, combine=_merge_parts) for k in owners]  # fmt: skip
+                None, combine=merge_parts) for k in owners]  # fmt: skip
             results = runner.run_pass(
                 name, aggs, inputs, split_every=split_every, progress=progress
             )

@@ -56,7 +56,8 @@ from bosaris_dask.keys import key_dtype
 
 __all__ = [
     "Part", "pass1_length", "grouped_pass1_kernel", "split_pass1", "grouped_refine_kernel",
-    "grouped_select_kernel",
+    "grouped_select_kernel", "count_part", "refine_kept_part", "merge_parts",
+    "merge_part_refinements",
 ]  # fmt: skip
 
 _HI = 2.0**exact_sum._HI_BITS
@@ -391,7 +392,7 @@ def grouped_refine_kernel(
             flat = (a.reshape(-1) for a in (classes, s, m))
             out.append(_sub_histogram(*flat, spec, ws))  # type: ignore[arg-type]
         else:
-            out.append(None if p is None else _count(p[0], p[1], spec))  # type: ignore[arg-type]
+            out.append(None if p is None else count_part(p[0], p[1], spec))  # type: ignore[arg-type]
     return out
 
 
@@ -419,3 +420,87 @@ def grouped_select_kernel(
         for j, p in zip(mine, picked, strict=True):
             kept[j] = p
     return _object_block(kept)
+
+
+def _dense_count(keys: np.ndarray, is_tar: np.ndarray, spec: RefineSpec) -> np.ndarray:
+    """:func:`bosaris_dask.kernels._count` for whole pass-1 bins split evenly, of keys that
+    all lie inside them: the same sub-bin counts, with a few in-place operations in the keys'
+    own dtype instead of per-trial lookups of every candidate's offsets and widths."""
+    rank = spec.rank
+    assert rank is not None and spec.whole_bins_split_evenly
+    kdt = keys.dtype.type
+    sub = int(spec.sub_bits[0])
+    idx = rank.take(np.right_shift(keys, kdt(spec.shift)).astype(np.intp))
+    np.left_shift(idx, sub + 1, out=idx)
+    low = np.right_shift(keys, kdt(spec.shift - sub))
+    np.bitwise_and(low, kdt((1 << sub) - 1), out=low)
+    np.left_shift(low, 1, out=low)
+    np.add(idx, low.view(low.dtype.str.replace("u", "i")), out=idx, casting="unsafe")
+    np.add(idx, is_tar, out=idx, casting="unsafe")
+    return np.bincount(idx, minlength=2 * int(spec.offsets[-1]))
+
+
+def _raw_count(keys: np.ndarray, is_tar: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`bosaris_dask.kernels._count` of a raw spec: the distinct keys (uint64,
+    ascending) and their ``(non-target, target)`` counts, from one sort of ``key * 2 +
+    is_target`` (keys are below ``2**63`` only for float32 scores: float64 keys sort apart)."""
+    keys = keys.astype(np.uint64)
+    if keys.size and keys.max() >= np.uint64(1 << 63):
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        counts = np.bincount(inverse * 2 + is_tar, minlength=2 * len(uniq)).reshape(-1, 2)
+        return uniq, counts
+    packed = np.left_shift(keys, np.uint64(1))
+    np.add(packed, is_tar, out=packed, casting="unsafe")
+    values, n = np.unique(packed, return_counts=True)
+    uniq, first = np.unique(values >> np.uint64(1), return_index=True)
+    counts = np.zeros((len(uniq), 2), dtype=np.int64)
+    owner = np.repeat(np.arange(len(uniq)), np.diff(np.append(first, len(values))))
+    counts[owner, (values & np.uint64(1)).astype(np.intp)] = n
+    return uniq, counts
+
+
+def count_part(keys: np.ndarray, is_tar: np.ndarray, spec: RefineSpec) -> Any:
+    """:func:`bosaris_dask.kernels._count` (the same result), faster for the two common cases:
+    raw keys, and keys inside whole pass-1 bins split evenly."""
+    if spec.raw:
+        return _raw_count(keys, is_tar)
+    if spec.whole_bins_split_evenly:
+        return _dense_count(keys, is_tar, spec)
+    return _count(keys, is_tar, spec)
+
+
+def refine_kept_part(
+    selection: np.ndarray, *, part: int, spec: RefineSpec, kept_spec: RefineSpec | None
+) -> Any:
+    """:func:`bosaris_dask.kernels.refine_kept_kernel` with :func:`count_part`."""
+    keys, is_tar = selection[0, 0][part]
+    if spec is not kept_spec:
+        keys, is_tar = _within(keys, is_tar, spec)
+    return count_part(keys, is_tar, spec)
+
+
+def merge_part_refinements(results: list[Any]) -> Any:
+    """Combine one part's refinement results of several chunks: add dense histograms; merge
+    exact keys, adding their counts (as :func:`bosaris_dask.kernels.merge_refinements`)."""
+    first = results[0]
+    if first is None:
+        return None
+    if not isinstance(first, tuple):
+        total = first.copy()
+        for part in results[1:]:
+            total += part
+        return total
+    if len(results) == 1:
+        return first
+    keys = np.concatenate([r[0] for r in results])
+    counts = np.concatenate([r[1] for r in results])
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    total = np.empty((len(uniq), 2), dtype=np.int64)
+    for c in range(2):  # float sums of integer counts: exact below 2**53
+        total[:, c] = np.bincount(inverse, weights=counts[:, c], minlength=len(uniq))
+    return uniq, total
+
+
+def merge_parts(results: list[list[Any]]) -> list[Any]:
+    """:func:`merge_part_refinements` of every part (one list of parts per chunk)."""
+    return [merge_part_refinements(list(per)) for per in zip(*results, strict=True)]
