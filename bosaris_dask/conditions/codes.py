@@ -148,13 +148,17 @@ class Conditions:
 
 
 def _group_block(mpart, spart, *pairs, strides: tuple[int, ...], out_dtype: np.dtype):
-    # written in place in the output dtype: no chunk-sized int64 temporaries
-    g = np.empty((len(mpart), len(spart)), dtype=out_dtype)
-    np.add(mpart.astype(out_dtype)[:, None], spart.astype(out_dtype)[None, :], out=g)
-    for k, stride in enumerate(strides):
-        mv, sv = pairs[2 * k], pairs[2 * k + 1]
-        np.add(g, out_dtype.type(stride), out=g, where=mv[:, None] != sv[None, :])
-    return g
+    # one row of groups per distinct model-side code (a handful), then one gather of rows:
+    # no chunk-sized temporaries
+    rowkey = np.stack([mpart, *pairs[::2]], axis=1)
+    uniq, inverse = np.unique(rowkey, axis=0, return_inverse=True)
+    table = np.empty((len(uniq), len(spart)), dtype=out_dtype)
+    for u, row in enumerate(uniq.tolist()):
+        t = spart + row[0]
+        for k, stride in enumerate(strides):
+            t = t + (pairs[2 * k + 1] != row[1 + k]) * stride
+        table[u] = t
+    return table.take(inverse.reshape(-1), axis=0)
 
 
 def _side_columns(

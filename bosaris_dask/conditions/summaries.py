@@ -73,9 +73,16 @@ class ConditionSummaries:
 
 def _count_block(classes, groups, *masks, n_groups: int) -> np.ndarray:
     """Per system: counts of (condition, class, scored) over the key trials of one chunk."""
-    trial = (classes == 1) | (classes == -1)
-    base = (groups[trial].astype(np.int64) * 2 + (classes[trial] == -1)) * 2
-    return np.concatenate([np.bincount(base + m[trial], minlength=4 * n_groups) for m in masks])
+    # (condition * 2 + non-target) * 2 per cell, computed in place; other cells go past the end
+    base = np.multiply(groups, 4, dtype=np.int32)
+    np.add(base, 2, out=base, where=classes == -1)
+    np.copyto(base, 4 * n_groups, where=(classes != 1) & (classes != -1))
+    cell = np.empty_like(base)
+    out = []
+    for m in masks:
+        np.add(base, m, out=cell, casting="unsafe")
+        out.append(np.bincount(cell.reshape(-1), minlength=4 * n_groups + 2)[: 4 * n_groups])
+    return np.concatenate(out)
 
 
 def condition_counts(
