@@ -104,6 +104,19 @@ def _part_summaries(
     return out
 
 
+def _without_groups(rows, cols, classes, groups, *pairs, **kwargs) -> np.ndarray:
+    """:func:`bosaris_dask.kernels.system_kernel` on a grouped pass's blocks."""
+    return kernels.system_kernel(rows, cols, classes, *pairs, **kwargs)
+
+
+def _pooled_summaries(
+    row: np.ndarray, *, k: int, name: str, parts: list[tuple[int, Part, str]], **kwargs
+) -> list[ScoreSummary]:
+    """The pooled parts' summaries from a plain pass-1 row (:func:`engine._pass1_summary`)."""
+    summary = engine._pass1_summary(row, name=name, k=k, **kwargs)
+    return [replace(summary, name=part_name) for _, _, part_name in parts]
+
+
 def _task_memory(
     inputs: list[da.Array], dtype: np.dtype, nbins: int, n_groups: int, n_parts: int,
     split_every: int, knobs: dict[str, int],
@@ -137,6 +150,7 @@ def summarize_parts(
     allow_missing: bool = False,
     split_every: int = engine.DEFAULT_SPLIT_EVERY,
     coarse_bits: int | None = None,
+    pooled_coarse_bits: int | None = None,
     progress: bool | None = None,
     names: Sequence[str] | None = None,
     extra_candidates: Callable[[list[ScoreSummary]], list[np.ndarray | None]] | None = None,
@@ -164,6 +178,12 @@ def summarize_parts(
     coarse_bits
         Pass-1 key bits (default: the engine's for as many systems as there are parts, so the
         bins are those of the ungrouped call).
+    pooled_coarse_bits
+        Pass-1 key bits of the pooled parts (``Part(k)``), which are then counted apart by the
+        plain kernel (:func:`bosaris_dask.kernels.system_kernel`): with the engine's bits for
+        the systems alone, each pooled summary is, bin for bin, that of a plain
+        :func:`~bosaris_dask.engine.summarize` of the systems (only ``passes`` is the call's).
+        ``None``: pooled parts are sums over the groups, at ``coarse_bits``.
     names
         One name per system (errors about a system's trials name it), then one per part
         (stored in its summary); default ``system-1``, ... and ``system-1 [part 1]``, ...
@@ -206,26 +226,45 @@ def summarize_parts(
     )  # fmt: skip
     by_system = [[(j, p, part_names[j]) for j, p in enumerate(parts) if p.system == k]
                  for k in range(n_sys)]  # fmt: skip
-    systems = [k for k in range(n_sys) if by_system[k]]
+    apart = pooled_coarse_bits is not None
+    pshift = key_bits(dtype) - pooled_coarse_bits if apart else shift  # type: ignore[operator]
+    owners: list[list[int]] = []  # the parts each pass-1 spec gives summaries of
     aggs = []
-    for k in systems:
-        finalize = partial(
-            _part_summaries, k=k, name=sys_names[k], parts=by_system[k], n_groups=n_groups,
-            inputs=inputs, key=key, dtype=dtype, shift=shift, nbins=nbins,
-            allow_missing=allow_missing,
-        )  # fmt: skip
-        chunk = partial(grouped_pass1_kernel, system=k, shift=shift, nbins=nbins,
-                        n_groups=n_groups, **blocks)  # fmt: skip
-        aggs.append(runner.Aggregation(sys_names[k], chunk, pass1_length(n_groups, nbins),
-                                       finalize=finalize))  # fmt: skip
-    need = _task_memory(inputs, dtype, nbins, n_groups, len(parts), split_every, knobs)
+    for k in range(n_sys):
+        pooled = [(j, p, nm) for j, p, nm in by_system[k] if p.pooled and apart]
+        rest = [(j, p, nm) for j, p, nm in by_system[k] if not (p.pooled and apart)]
+        if pooled:
+            pnbins = 1 << pooled_coarse_bits  # type: ignore[operator]
+            finalize = partial(
+                _pooled_summaries, k=k, name=sys_names[k], parts=pooled, inputs=base, key=key,
+                dtype=dtype, shift=pshift, nbins=pnbins, allow_missing=allow_missing,
+            )  # fmt: skip
+            chunk = partial(_without_groups, system=k, shift=pshift, nbins=pnbins, **blocks)
+            aggs.append(runner.Aggregation(sys_names[k], chunk, kernels.coarse_length(pnbins),
+                                           finalize=finalize))  # fmt: skip
+            owners.append([j for j, _, _ in pooled])
+        if rest:
+            finalize = partial(
+                _part_summaries, k=k, name=sys_names[k], parts=rest, n_groups=n_groups,
+                inputs=inputs, key=key, dtype=dtype, shift=shift, nbins=nbins,
+                allow_missing=allow_missing,
+            )  # fmt: skip
+            chunk = partial(grouped_pass1_kernel, system=k, shift=shift, nbins=nbins,
+                            n_groups=n_groups, **blocks)  # fmt: skip
+            aggs.append(runner.Aggregation(sys_names[k], chunk, pass1_length(n_groups, nbins),
+                                           finalize=finalize))  # fmt: skip
+            owners.append([j for j, _, _ in rest])
+    rows = n_groups  # a pooled histogram apart weighs as many rows of nbins as it is wider
+    if apart:
+        rows += 1 << max(0, pooled_coarse_bits - bits)  # type: ignore[operator]
+    need = _task_memory(inputs, dtype, nbins, rows, len(parts), split_every, knobs)
     _, *found = runner.run_pass(
         "pass 1", [codes, *aggs], inputs, lead=positions, split_every=split_every,
         progress=progress, need=need,
     )  # fmt: skip
     summaries: list[ScoreSummary] = [None] * len(parts)  # type: ignore[list-item]
-    for k, part_summaries in zip(systems, found, strict=True):
-        for (j, _, _), s in zip(by_system[k], part_summaries, strict=True):
+    for js, part_summaries in zip(owners, found, strict=True):
+        for j, s in zip(js, part_summaries, strict=True):
             summaries[j] = s
 
     kappa = threshold_keys(np.asarray(thresholds, dtype=np.float64), dtype)
@@ -240,7 +279,8 @@ def summarize_parts(
             if joint is not None and joint[j] is not None:
                 cands = np.union1d(cands, joint[j]).astype(np.int64)
             if len(cands):
-                spec = refinement.plan(s, cands, shift, dense_budget=knobs["dense_budget"],
+                spec = refinement.plan(s, cands, pshift if parts[j].pooled else shift,
+                                       dense_budget=knobs["dense_budget"],
                                        raw_limit=knobs["raw_limit"])  # fmt: skip
                 plans.append((cands, spec))
             else:

@@ -294,17 +294,18 @@ def _select_parts(
     out: list[Any] = [None] * len(specs)
     if not active:
         return out
-    first = specs[active[0]]
-    assert first is not None
-    nb = 1 << first.prefix_bits
     pooled = [j for j in active if parts[j].pooled]
     split = [j for j in active if not parts[j].pooled]
     plut = glut = None
-    if pooled:
-        plut = np.zeros(nb, dtype=bool)
+    pshift = gshift = nb = 0
+    if pooled:  # the pooled parts may have pass-1 bins of their own (one width for all)
+        pshift = specs[pooled[0]].shift  # type: ignore[union-attr]
+        plut = np.zeros(1 << specs[pooled[0]].prefix_bits, dtype=bool)  # type: ignore[union-attr]
         for j in pooled:
             plut |= specs[j].lut  # type: ignore[union-attr]
     if split:
+        gshift = specs[split[0]].shift  # type: ignore[union-attr]
+        nb = 1 << specs[split[0]].prefix_bits  # type: ignore[union-attr]
         glut = np.zeros(n_groups * nb, dtype=bool)
         for j in split:
             tar, non = parts[j].groups(n_groups)
@@ -320,9 +321,9 @@ def _select_parts(
             c = cls_flat[b] if m_flat[b].all() else classes_of(cls_flat[b], m_flat[b])
             n = c.size
             keys = keys_into(s_flat[b], ws)
-            prefix = np.right_shift(keys, first.shift, out=ws.idx[:n], casting="unsafe")
             trial = np.not_equal(c, 0, out=ws.flag2[:n])
             if plut is not None:
+                prefix = np.right_shift(keys, pshift, out=ws.idx[:n], casting="unsafe")
                 sel = np.take(plut, prefix, out=ws.flag[:n])
                 _gather(got_p, np.logical_and(sel, trial, out=sel), keys, c, None)
             if glut is not None:
@@ -330,6 +331,7 @@ def _select_parts(
                 cell = ws.pos[:n]
                 np.copyto(cell, g, casting="unsafe")
                 np.multiply(cell, nb, out=cell)
+                prefix = np.right_shift(keys, gshift, out=ws.idx[:n], casting="unsafe")
                 np.add(cell, prefix, out=cell)
                 sel = np.take(glut, cell, out=ws.flag[:n])
                 _gather(got_g, np.logical_and(sel, trial, out=sel), keys, c, g)

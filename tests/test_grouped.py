@@ -8,6 +8,8 @@ default); here the two are compared whole: every bin, count and exact Cllr sum o
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import dask
 import numpy as np
 import pytest
@@ -16,7 +18,8 @@ from hypothesis import strategies as st
 
 from bosaris_dask import engine, metrics
 from bosaris_dask.conditions import condition_codes, condition_table
-from bosaris_dask.conditions.summaries import GROUPED_KEY, condition_summaries
+from bosaris_dask.conditions.summaries import GROUPED_KEY, POOLED_KEY, condition_summaries
+from bosaris_dask.engine import summarize
 from bosaris_dask.trials import make_key, make_scores
 
 
@@ -56,10 +59,11 @@ def _both(scores, key, cond, **kwargs):
     return out
 
 
-def _compare(old, new):
-    assert old.passes == new.passes
+def _compare(old, new, pooled=True):
+    assert old.passes == new.passes or not pooled
     for a, b in zip(old.pooled, new.pooled, strict=True):
-        _same(a, b)
+        if pooled:
+            _same(a, b)
     for row_a, row_b in zip(old.by_condition, new.by_condition, strict=True):
         for a, b in zip(row_a, row_b, strict=True):
             assert (a is None) == (b is None)
@@ -68,7 +72,8 @@ def _compare(old, new):
     for name in ("n_target", "n_nontarget", "n_missing"):
         np.testing.assert_array_equal(getattr(old, name), getattr(new, name))
     if old.equalized is not None:
-        for a, b in zip(old.equalized[0], new.equalized[0], strict=True):
+        skip = 0 if pooled else len(old.pooled)
+        for a, b in zip(old.equalized[0][skip:], new.equalized[0][skip:], strict=True):
             _same(a, b)
 
 
@@ -121,3 +126,39 @@ def test_the_default_is_grouped_and_the_datasets_agree():
     assert new.attrs == old.attrs
     for name in old.data_vars:
         np.testing.assert_array_equal(new[name].values, old[name].values, err_msg=name)
+
+
+@pytest.mark.filterwarnings("ignore:Increasing number of chunks")
+@settings(max_examples=12, deadline=None, phases=[Phase.explicit, Phase.generate])
+@given(
+    seed=st.integers(0, 2**16),
+    chunk=st.tuples(st.integers(2, 5), st.integers(2, 6)),
+    n_sys=st.integers(1, 2),
+    float32=st.booleans(),
+    coarse=st.sampled_from([None, 3]),
+    keep=st.sampled_from([{}, {"bosaris_dask.keep-limit": 0}]),
+    equalize=st.booleans(),
+)
+def test_pooled_apart_is_the_plain_evaluation(seed, chunk, n_sys, float32, coarse, keep,
+                                              equalize):  # fmt: skip
+    """With bosaris_dask.pooled-as-plain, each pooled summary is, bin for bin, the plain
+    engine's summary of the system, and the condition summaries are unchanged."""
+    mids, sids, mask, systems, tables = _case(seed, 9, 11, n_sys, float32)
+    key = make_key(mids, sids, mask, chunks=chunk)
+    scores = [make_scores(mids, sids, s, score_mask=m, chunks=chunk) for s, m in systems]
+    cond = condition_codes(key, tables, ["model.g", "segment.d", "same.l"])
+    if any(int(((mask == 1) & m).sum()) == 0 or int(((mask == -1) & m).sum()) == 0
+           for _, m in systems):  # fmt: skip
+        return
+    args = {"thresholds": [-2.2, 0.0, 1.5], "fmr": [0.1], "split_every": 2}
+    with dask.config.set(scheduler="sync", **keep), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine, "_coarse_bits", (lambda n: 20 - 2 * n) if coarse else (lambda n: 3))
+        old = condition_summaries(scores, key, cond, grouped=False, allow_missing=True,
+                                  equalize=equalize, **args)  # fmt: skip
+        with dask.config.set({POOLED_KEY: True}):
+            new = condition_summaries(scores, key, cond, allow_missing=True, equalize=equalize,
+                                      **args)  # fmt: skip
+        plain = summarize(scores, key, allow_missing=True, **args)
+    _compare(old, new, pooled=False)
+    for a, b in zip(plain, new.pooled, strict=True):
+        _same(a, replace(b, passes=a.passes))

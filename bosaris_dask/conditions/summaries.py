@@ -26,6 +26,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
+from bosaris_dask import engine
 from bosaris_dask.conditions.codes import Conditions
 from bosaris_dask.conditions.equalized import EqualizedPlan, extra_mask, plan_members
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
@@ -34,11 +35,17 @@ from bosaris_dask.grouped import Part, summarize_parts
 from bosaris_dask.runner import Aggregation, run_pass
 from bosaris_dask.trials import align_with, kind_of, locate, trial_classes
 
-__all__ = ["ConditionSummaries", "condition_summaries", "condition_counts", "GROUPED_KEY"]
+__all__ = ["ConditionSummaries", "condition_summaries", "condition_counts", "GROUPED_KEY",
+           "POOLED_KEY"]
 
 #: The dask config key that switches the grouped kernels off (``False``: one masked copy of
 #: each system per condition, the way before them; for comparisons and benchmarks).
 GROUPED_KEY = "bosaris_dask.grouped-kernels"
+#: The dask config key that counts the pooled summaries apart, with the pass-1 bins of a plain
+#: evaluation (``True``: the pooled results are, bin for bin, those of
+#: :func:`bosaris_dask.metrics.evaluate` without conditions; far fewer pooled trials to refine
+#: with many conditions). Off by default: pooled bins as before (as coarse as the conditions').
+POOLED_KEY = "bosaris_dask.pooled-as-plain"
 
 
 @dataclass
@@ -251,7 +258,8 @@ def condition_summaries(
             systems, key, groups, conditions.n_conditions, parts, thresholds=thresholds,
             fmr=fmr, fnmr=fnmr, allow_missing=True, split_every=split_every,
             progress=progress, coarse_bits=bits, names=[*names, *names, *labels],
-            extra_candidates=hook,
+            extra_candidates=hook, pooled_coarse_bits=engine._coarse_bits(len(systems))
+            if dask.config.get(POOLED_KEY, False) else None,
         )  # fmt: skip
     else:
         summaries = summarize(
