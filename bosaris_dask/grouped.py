@@ -63,9 +63,15 @@ def _part_summaries(
     row: np.ndarray, *, k: int, name: str, parts: list[tuple[int, Part, str]], n_groups: int,
     inputs: list[da.Array], key: xr.Dataset, dtype: np.dtype, shift: int, nbins: int,
     allow_missing: bool,
+    pooled: list[tuple[int, Part, str]] = (),  # type: ignore[assignment]
+    pooled_shift: int = 0,
+    pooled_nbins: int = 0,
 ) -> list[ScoreSummary]:
     """System ``k``'s part summaries from its grouped pass-1 totals, or the error its trials
-    call for (as :func:`bosaris_dask.engine.summarize` raises them)."""
+    call for (as :func:`bosaris_dask.engine.summarize` raises them): first the ``pooled``
+    parts' (counted apart, at ``pooled_shift``), then those of ``parts``."""
+    tail = 2 * pooled_nbins
+    row, extra = (row[: len(row) - tail], row[len(row) - tail :]) if tail else (row, row[:0])
     counts, units, missing, bad = split_pass1(row, n_groups, nbins)
     if bad:
         cond = ~da.isfinite(inputs[2 + 2 * k]) & (inputs[0] != 0) & inputs[3 + 2 * k]
@@ -80,6 +86,14 @@ def _part_summaries(
         )
     key_trials = int(counts.sum()) + missing
     out = []
+    if pooled:
+        n_non, n_tar = (np.rint(x).astype(np.int64) for x in extra.reshape(2, -1))
+        nonempty = np.flatnonzero((n_tar + n_non) > 0)
+        for _, _, part_name in pooled:
+            out.append(_summary(
+                dtype, nonempty, pooled_shift, n_tar[nonempty], n_non[nonempty],
+                sum(u[0] for u in units), sum(u[1] for u in units), missing, part_name,
+            ))  # fmt: skip
     for _, part, part_name in parts:
         tar, non = part.groups(n_groups)
         n_tar = counts[tar, :, 1].sum(axis=0)
@@ -87,34 +101,34 @@ def _part_summaries(
         sp_tar = exact_sum.to_float(sum(units[g][0] for g in np.flatnonzero(tar).tolist()))
         sp_non = exact_sum.to_float(sum(units[g][1] for g in np.flatnonzero(non).tolist()))
         nonempty = np.flatnonzero((n_tar + n_non) > 0)
-        summary = ScoreSummary(
-            dtype=dtype,
-            lo=nonempty.astype(np.uint64) << np.uint64(shift),
-            bits=np.full(len(nonempty), shift, dtype=np.int8),
-            n_tar=n_tar[nonempty], n_non=n_non[nonempty],
-            softplus_tar=sp_tar, softplus_non=sp_non,
-            n_missing=key_trials - int(n_tar.sum() + n_non.sum()), name=part_name,
-        )  # fmt: skip
-        if summary.n_target == 0 or summary.n_nontarget == 0:
-            raise ScoreError(
-                f"{part_name}: need both targets and non-targets, found {summary.n_target} "
-                f"targets and {summary.n_nontarget} non-targets"
-            )
-        out.append(summary)
+        out.append(_summary(
+            dtype, nonempty, shift, n_tar[nonempty], n_non[nonempty], sp_tar, sp_non,
+            key_trials - int(n_tar.sum() + n_non.sum()), part_name,
+        ))  # fmt: skip
     return out
 
 
-def _without_groups(rows, cols, classes, groups, *pairs, **kwargs) -> np.ndarray:
-    """:func:`bosaris_dask.kernels.system_kernel` on a grouped pass's blocks."""
-    return kernels.system_kernel(rows, cols, classes, *pairs, **kwargs)
-
-
-def _pooled_summaries(
-    row: np.ndarray, *, k: int, name: str, parts: list[tuple[int, Part, str]], **kwargs
-) -> list[ScoreSummary]:
-    """The pooled parts' summaries from a plain pass-1 row (:func:`engine._pass1_summary`)."""
-    summary = engine._pass1_summary(row, name=name, k=k, **kwargs)
-    return [replace(summary, name=part_name) for _, _, part_name in parts]
+def _summary(
+    dtype: np.dtype, nonempty: np.ndarray, shift: int, n_tar: np.ndarray, n_non: np.ndarray,
+    sp_tar: int | float, sp_non: int | float, missing: int, name: str,
+) -> ScoreSummary:
+    """A pass-1 summary (softplus sums as exact units or floats), or the error of a part
+    without targets or non-targets."""
+    summary = ScoreSummary(
+        dtype=dtype,
+        lo=nonempty.astype(np.uint64) << np.uint64(shift),
+        bits=np.full(len(nonempty), shift, dtype=np.int8),
+        n_tar=n_tar, n_non=n_non,
+        softplus_tar=sp_tar if isinstance(sp_tar, float) else exact_sum.to_float(sp_tar),
+        softplus_non=sp_non if isinstance(sp_non, float) else exact_sum.to_float(sp_non),
+        n_missing=missing, name=name,
+    )  # fmt: skip
+    if summary.n_target == 0 or summary.n_nontarget == 0:
+        raise ScoreError(
+            f"{name}: need both targets and non-targets, found {summary.n_target} "
+            f"targets and {summary.n_nontarget} non-targets"
+        )
+    return summary
 
 
 def _task_memory(
@@ -231,29 +245,22 @@ def summarize_parts(
     owners: list[list[int]] = []  # the parts each pass-1 spec gives summaries of
     aggs = []
     for k in range(n_sys):
+        if not by_system[k]:
+            continue
         pooled = [(j, p, nm) for j, p, nm in by_system[k] if p.pooled and apart]
         rest = [(j, p, nm) for j, p, nm in by_system[k] if not (p.pooled and apart)]
-        if pooled:
-            pnbins = 1 << pooled_coarse_bits  # type: ignore[operator]
-            finalize = partial(
-                _pooled_summaries, k=k, name=sys_names[k], parts=pooled, inputs=base, key=key,
-                dtype=dtype, shift=pshift, nbins=pnbins, allow_missing=allow_missing,
-            )  # fmt: skip
-            chunk = partial(_without_groups, system=k, shift=pshift, nbins=pnbins, **blocks)
-            aggs.append(runner.Aggregation(sys_names[k], chunk, kernels.coarse_length(pnbins),
-                                           finalize=finalize))  # fmt: skip
-            owners.append([j for j, _, _ in pooled])
-        if rest:
-            finalize = partial(
-                _part_summaries, k=k, name=sys_names[k], parts=rest, n_groups=n_groups,
-                inputs=inputs, key=key, dtype=dtype, shift=shift, nbins=nbins,
-                allow_missing=allow_missing,
-            )  # fmt: skip
-            chunk = partial(grouped_pass1_kernel, system=k, shift=shift, nbins=nbins,
-                            n_groups=n_groups, **blocks)  # fmt: skip
-            aggs.append(runner.Aggregation(sys_names[k], chunk, pass1_length(n_groups, nbins),
-                                           finalize=finalize))  # fmt: skip
-            owners.append([j for j, _, _ in rest])
+        pnbins = 1 << pooled_coarse_bits if pooled else 0  # type: ignore[operator]
+        finalize = partial(
+            _part_summaries, k=k, name=sys_names[k], parts=rest, n_groups=n_groups,
+            inputs=inputs, key=key, dtype=dtype, shift=shift, nbins=nbins,
+            allow_missing=allow_missing, pooled=pooled, pooled_shift=pshift, pooled_nbins=pnbins,
+        )  # fmt: skip
+        chunk = partial(grouped_pass1_kernel, system=k, shift=shift, nbins=nbins,
+                        n_groups=n_groups, pooled_shift=pshift if pooled else None,
+                        pooled_nbins=pnbins, **blocks)  # fmt: skip
+        length = pass1_length(n_groups, nbins) + 2 * pnbins
+        aggs.append(runner.Aggregation(sys_names[k], chunk, length, finalize=finalize))
+        owners.append([j for j, _, _ in pooled] + [j for j, _, _ in rest])
     rows = n_groups  # a pooled histogram apart weighs as many rows of nbins as it is wider
     if apart:
         rows += 1 << max(0, pooled_coarse_bits - bits)  # type: ignore[operator]

@@ -32,6 +32,7 @@ Examples
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -175,6 +176,8 @@ def grouped_pass1_kernel(
     n_groups: int,
     block: int,
     slice_size: int,
+    pooled_shift: int | None = None,
+    pooled_nbins: int = 0,
 ) -> np.ndarray:
     """Pass 1 of one system on one chunk, per group: its scores are ``pairs[2 * system]``.
 
@@ -182,7 +185,9 @@ def grouped_pass1_kernel(
     :func:`pass1_length` float64 values: the ``(n_groups, nbins, 2)`` counts (non-targets,
     targets), then per group the targets' and the non-targets' softplus sums as
     :mod:`~bosaris_dask.exact_sum` limbs, then the key trials without a score and the trials
-    with non-finite scores. All merge by adding.
+    with non-finite scores. All merge by adding. With ``pooled_shift``, then the pooled
+    counts by ``key >> pooled_shift`` (``pooled_nbins`` non-target counts, then as many target
+    counts: the layout of :func:`bosaris_dask.kernels.system_kernel`'s), from the same keys.
     """
     s_all, m_all = pairs[2 * system].reshape(-1), pairs[2 * system + 1].reshape(-1)
     cls_all, grp_all = classes.reshape(-1), groups.reshape(-1)
@@ -203,8 +208,15 @@ def grouped_pass1_kernel(
             counts["bad"] += int(np.count_nonzero(~finite & (c != 0)))
             s = np.where(finite, s, s.dtype.type(0))
         key = keys_into(s, ws)
-        np.right_shift(key, shift, out=key)
         is_tar = np.greater(c, 0, out=ws.flag[:n])
+        if pooled_shift is not None:
+            pidx = pooled[b.start - pooled_start[0] : b.stop - pooled_start[0]]
+            np.right_shift(key, pooled_shift, out=pidx, casting="unsafe")
+            np.left_shift(pidx, 1, out=pidx)
+            np.add(pidx, is_tar, out=pidx, casting="unsafe")
+            if np.count_nonzero(c) != n:
+                pidx[c == 0] = 2 * pooled_nbins
+        np.right_shift(key, shift, out=key)
         np.copyto(idx, g, casting="unsafe")
         np.multiply(idx, nbins, out=idx)
         np.add(idx, key.view(signed), out=idx, casting="unsafe")
@@ -220,10 +232,39 @@ def grouped_pass1_kernel(
         terms = _softplus_terms(c, s, ws, all_trials)
         sums.add(terms, slot, ws.e[:n])
 
-    h = blocked_bincount(s_all.size, outside + 1, ws, fill)[:-1]
+    pooled_hist = np.zeros(2 * pooled_nbins + 1, dtype=np.int64)
+    pooled = _pooled_buffer(min(s_all.size, ws.slice_size) if pooled_shift is not None else 0)
+    pooled_start = [0]
+
+    def fill_both(b: slice, idx: np.ndarray) -> None:
+        if pooled_shift is not None and b.start % ws.slice_size == 0:  # a new slice
+            if b.start:
+                pooled_hist[:] += np.bincount(pooled, minlength=2 * pooled_nbins + 1)
+            pooled_start[0] = b.start
+            pooled[:] = 2 * pooled_nbins  # past the end: the slice may be shorter
+        fill(b, idx)
+
+    h = blocked_bincount(s_all.size, outside + 1, ws, fill_both)[:-1]
     units = sums.total()  # slot 2g: group g's non-targets, 2g + 1: its targets
     limbs = [exact_sum.to_limbs(units[2 * g + t]) for g in range(n_groups) for t in (1, 0)]
-    return np.concatenate([h, *limbs, [counts["missing"], counts["bad"]]])
+    tail = []
+    if pooled_shift is not None:
+        pooled_hist += np.bincount(pooled, minlength=2 * pooled_nbins + 1)
+        ph = pooled_hist[:-1].reshape(pooled_nbins, 2)
+        tail = [ph[:, 0], ph[:, 1]]
+    return np.concatenate([h, *limbs, [counts["missing"], counts["bad"]], *tail])
+
+
+_buffers = threading.local()
+
+
+def _pooled_buffer(n: int) -> np.ndarray:
+    """This thread's index buffer of ``n`` elements for a pooled histogram (kept between
+    calls: a fresh one per chunk costs page faults that serialize threads)."""
+    buf = getattr(_buffers, "pooled", None)
+    if buf is None or buf.size < n:
+        buf = _buffers.pooled = np.empty(n, dtype=np.intp)
+    return buf[:n]
 
 
 def split_pass1(

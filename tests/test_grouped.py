@@ -136,7 +136,8 @@ def test_the_default_is_grouped_and_the_datasets_agree():
     n_sys=st.integers(1, 2),
     float32=st.booleans(),
     coarse=st.sampled_from([None, 3]),
-    keep=st.sampled_from([{}, {"bosaris_dask.keep-limit": 0}]),
+    keep=st.sampled_from([{}, {"bosaris_dask.keep-limit": 0},
+                          {"bosaris_dask.block": 8, "bosaris_dask.slice": 24}]),
     equalize=st.booleans(),
 )
 def test_pooled_apart_is_the_plain_evaluation(seed, chunk, n_sys, float32, coarse, keep,

@@ -1,4 +1,4 @@
-"""Exact summaries of every system in every condition: the one function a grouped kernel replaces.
+"""Exact summaries of every system in every condition, from grouped passes.
 
 Examples
 --------
@@ -155,23 +155,28 @@ def condition_summaries(
 ) -> ConditionSummaries:
     """Exact summaries of each system pooled and in each condition, from the same passes.
 
-    This is the single function that a grouped kernel (the condition as a dimension of the
-    pass-1 and refinement histograms) replaces; its result does not depend on how it is built.
-
-    How it works today, and what it costs:
+    How it works, and what it costs:
 
     1. One counting pass (through the pass runner) over the key classes, the condition index
        and the score masks (not the scores) gives every system's scored/unscored targets and
        non-targets per condition (:func:`condition_counts`). Missing trials are reported from
        it, naming a few, unless ``allow_missing``; conditions without a scored target or
        non-target get no summary.
-    2. One call of :func:`bosaris_dask.engine.summarize` evaluates the pooled systems and, as
-       extra "systems", every non-empty (system, condition) pair: the system's scores with its
-       ``score_mask`` ANDed with the condition's cells. All of them come out of the same passes,
-       exactly (the same refinement rules as a plain evaluation of that condition's trials
-       alone), but the kernels do ``1 + G`` times the work of a plain evaluation and each pass-1
-       chunk result is ``1 + G`` histograms (coarser ones beyond 8 systems, see
-       :func:`_coarse_bits`, which may cost refinement passes).
+    2. One call of :func:`bosaris_dask.grouped.summarize_parts` evaluates the pooled systems
+       and every non-empty (system, condition) pair as *parts* of the systems, in the passes of
+       one evaluation: each pass keys a system's trials once and counts them in a
+       ``(condition, key bin)`` histogram (pass 1; a part's histogram and exact Cllr sums are
+       sums over its conditions, the pooled one over all), or picks the trials inside the
+       union of the parts' candidate bins once (refinement). The summaries are those of
+       evaluating each condition's trials alone (the same refinement rules), bit for bit:
+       the same as the way before the grouped kernels, still available for comparison with
+       the dask config key ``bosaris_dask.grouped-kernels: False`` (one masked copy of each
+       system per condition: the kernels did ``1 + G`` times the work of a plain evaluation).
+       Pass 1 uses as many key bits as for ``1 + G`` ungrouped systems (:func:`_coarse_bits`:
+       fewer beyond 8), so a chunk's histogram stays as small; with
+       ``bosaris_dask.pooled-as-plain: True`` the pooled summaries are counted apart at a
+       plain evaluation's bits instead (then equal to it bin for bin, and far fewer pooled
+       trials need refining; off by default, see :data:`POOLED_KEY`).
 
     Parameters
     ----------
@@ -194,6 +199,8 @@ def condition_summaries(
         Also resolve every system's partition-equalized curve over the conditions, in the
         same passes (:mod:`bosaris_dask.conditions.equalized`; one more summary per condition
         with targets only or non-targets only).
+    grouped
+        Use the grouped kernels (default: the dask config key :data:`GROUPED_KEY`, on).
 
     Raises
     ------
