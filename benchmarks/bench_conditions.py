@@ -15,10 +15,14 @@ with the NBE sweep, each the median of ``--repeat`` interleaved runs:
   the way before the grouped kernels (``bosaris_dask.grouped-kernels: False``: every pass keys
   each trial once per condition, plus once pooled);
 * ``grouped``: the same with the grouped kernels (the default: each trial keyed once per pass,
-  counted in a ``(condition, bin)`` histogram).
+  counted in a ``(condition, bin)`` histogram);
+* ``apart``: ``grouped`` with ``bosaris_dask.pooled-as-plain: True`` (the pooled histogram
+  counted apart at a plain evaluation's bits, from the same keys).
 
-Prints passes, wall time and the ratio to ``plain`` of each, and checks that ``masked`` and
-``grouped`` give the same Dataset. The class ``Conditions`` follows the asv convention
+Prints passes, wall time, the time spent inside the passes over the data (the rest is the
+client's: refinement plans and every condition's metrics, which do not grow with the trials)
+and their ratios to ``plain``, and checks that ``masked`` and ``grouped`` give the same Dataset
+(``--mode`` runs some of the modes only). The class ``Conditions`` follows the asv convention
 (``setup``, ``time_*``, ``teardown``) so a test can run every benchmark body once.
 """
 
@@ -34,14 +38,38 @@ from pathlib import Path
 import dask
 import numpy as np
 
-from bosaris_dask import io
+from bosaris_dask import io, runner
 from bosaris_dask.conditions import condition_table
-from bosaris_dask.conditions.summaries import GROUPED_KEY
+from bosaris_dask.conditions.summaries import GROUPED_KEY, POOLED_KEY
 from bosaris_dask.metrics import evaluate
 from bosaris_dask.simulate import simulate
 
 BY = ["model.gender", "segment.source", "same.language"]
-MODES = ("plain", "masked", "grouped")
+MODES = ("plain", "masked", "grouped", "apart")
+
+
+class _PassClock:
+    """Seconds spent computing passes (every pass goes through the runner's compute calls)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.saved = {name: getattr(runner, name) for name in ("compute", "compute_and_keep")}
+        for name, func in self.saved.items():
+            setattr(runner, name, self._timed(func))
+
+    def restore(self) -> None:
+        for name, func in self.saved.items():
+            setattr(runner, name, func)
+
+    def _timed(self, func):  # type: ignore[no-untyped-def]
+        def timed(*args, **kwargs):  # type: ignore[no-untyped-def]
+            start = time.perf_counter()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - start
+
+        return timed
 
 
 class Conditions:
@@ -70,7 +98,7 @@ class Conditions:
     def _run(self, name: str) -> None:
         key, scores = io.read(self.dir / "key.zarr"), io.read(self.dir / "system.zarr")
         extra = {} if name == "plain" else {"conditions": self.tables, "by": BY}
-        with dask.config.set({GROUPED_KEY: name != "masked"}):
+        with dask.config.set({GROUPED_KEY: name != "masked", POOLED_KEY: name == "apart"}):
             self.results[name] = evaluate(scores, key, priors=[0.01, 0.005], **extra)
 
     def time_plain(self) -> None:
@@ -82,37 +110,55 @@ class Conditions:
     def time_grouped(self) -> None:
         self._run("grouped")
 
+    def time_apart(self) -> None:
+        self._run("apart")
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", type=int, default=4000)
     parser.add_argument("--segments", type=int, default=5000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--mode", action="append", choices=MODES, help="default: all")
     args = parser.parse_args(argv)
+    modes = [m for m in MODES if m in (args.mode or MODES)]
     bench = Conditions()
     bench.setup(args.models, args.segments)
     try:
-        walls: dict[str, list[float]] = {name: [] for name in MODES}
-        for _ in range(args.repeat):  # interleaved repeats: a noisy minute hits every mode
-            for name in MODES:
-                start = time.perf_counter()
-                getattr(bench, f"time_{name}")()
-                walls[name].append(time.perf_counter() - start)
-        masked, grouped = bench.results["masked"], bench.results["grouped"]
-        same = all(np.array_equal(masked[v].values, grouped[v].values, equal_nan=True)  # type: ignore[index]
-                   for v in masked.data_vars)  # type: ignore[attr-defined]  # fmt: skip
-        n_cond = grouped.sizes["condition"]  # type: ignore[attr-defined]
+        walls: dict[str, list[float]] = {name: [] for name in modes}
+        in_passes: dict[str, list[float]] = {name: [] for name in modes}
+        clock = _PassClock()
+        try:
+            for _ in range(args.repeat):  # interleaved repeats: a noisy minute hits every mode
+                for name in modes:
+                    start, clock.seconds = time.perf_counter(), 0.0
+                    getattr(bench, f"time_{name}")()
+                    walls[name].append(time.perf_counter() - start)
+                    in_passes[name].append(clock.seconds)
+        finally:
+            clock.restore()
+        same: bool | str = "not run"
+        if "masked" in modes and "grouped" in modes:
+            masked, grouped = bench.results["masked"], bench.results["grouped"]
+            same = all(np.array_equal(masked[v].values, grouped[v].values, equal_nan=True)  # type: ignore[index]
+                       for v in masked.data_vars)  # type: ignore[attr-defined]  # fmt: skip
+        n_cond = next((r.sizes["condition"] for n, r in bench.results.items()  # type: ignore[attr-defined]
+                       if n != "plain"), 0)  # fmt: skip
         print(f"{args.models:,} x {args.segments:,} trials, {n_cond} conditions, median of "
               f"{args.repeat}, load average {os.getloadavg()[0]:.1f}; masked == grouped: "
               f"{same}")  # fmt: skip
-        print(f"{'':<9}{'passes':>7}{'wall (s)':>10}{'/ plain':>9}  per repeat")
-        base = float(np.median(walls["plain"]))
-        for name in MODES:
+        print(f"{'':<9}{'passes':>7}{'wall (s)':>10}{'/ plain':>9}{'in passes':>11}"
+              f"{'/ plain':>9}  walls per repeat")  # fmt: skip
+        nan = float("nan")
+        base = float(np.median(walls["plain"])) if "plain" in modes else nan
+        base_in = float(np.median(in_passes["plain"])) if "plain" in modes else nan
+        for name in modes:
             passes = bench.results[name].attrs["passes"]  # type: ignore[attr-defined]
-            wall = float(np.median(walls[name]))
+            wall, inside = float(np.median(walls[name])), float(np.median(in_passes[name]))
             each = ", ".join(f"{w:.2f}" for w in walls[name])
-            print(f"{name:<9}{passes:>7}{wall:>10.2f}{wall / base:>9.2f}  {each}")
-        if not same:
+            print(f"{name:<9}{passes:>7}{wall:>10.2f}{wall / base:>9.2f}{inside:>11.2f}"
+                  f"{inside / base_in:>9.2f}  {each}")  # fmt: skip
+        if same is False:
             return 1
     finally:
         bench.teardown()

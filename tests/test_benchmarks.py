@@ -25,7 +25,8 @@ from . import reference as ref
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 SCRIPTS = {
-    "bench_embeddings.py", "bench_evaluate.py", "bench_fixed_rates.py", "bench_fusion.py",
+    "bench_conditions.py", "bench_embeddings.py", "bench_evaluate.py", "bench_fixed_rates.py",
+    "bench_fusion.py",
     "bench_text_convert.py", "fuzz_readers.py",
     "kill_campaign.py", "memory_limited.py", "peak_memory.py",
 }  # fmt: skip
@@ -171,3 +172,12 @@ def test_bench_embeddings():
         getattr(bench, f"time_{name}")()
     assert bench.results.attrs["passes"] >= 1
     assert bench.results.sizes["system"] == 1
+
+
+def test_bench_conditions(capsys):
+    assert _load("bench_conditions").main(["--models", "40", "--segments", "60",
+                                            "--repeat", "1"]) == 0  # fmt: skip
+    out = capsys.readouterr().out.splitlines()
+    assert "masked == grouped: True" in out[0]
+    rows = {line.split()[0]: line.split()[1] for line in out[2:]}
+    assert rows["masked"] == rows["grouped"]  # the same passes
