@@ -78,18 +78,28 @@ class ConditionSummaries:
     equalized: tuple[list[ScoreSummary], EqualizedPlan] | None = None
 
 
-def _count_block(classes, groups, *masks, n_groups: int) -> np.ndarray:
+#: A key code's class slot in :func:`_count_block`: target 0, non-target 2, no trial 4.
+_CLASS_SLOT = np.full(256, 4, dtype=np.uint8)
+_CLASS_SLOT[1], _CLASS_SLOT[255] = 0, 2  # +1 and -1 as uint8
+
+
+def _count_block(classes, groups, *masks, n_groups: int, block: int = 1 << 18) -> np.ndarray:
     """Per system: counts of (condition, class, scored) over the key trials of one chunk."""
-    # (condition * 2 + non-target) * 2 per cell, computed in place; other cells go past the end
-    base = np.multiply(groups, 4, dtype=np.int32)
-    np.add(base, 2, out=base, where=classes == -1)
-    np.copyto(base, 4 * n_groups, where=(classes != 1) & (classes != -1))
+    # (condition * 3 + class) * 2 + scored, in cache-sized blocks; the class "no trial" is
+    # counted, then dropped
+    cls, grp = classes.reshape(-1).astype(np.int8, copy=False).view(np.uint8), groups.reshape(-1)
+    flat = [m.reshape(-1) for m in masks]
+    base = np.empty(min(block, cls.size), dtype=np.intp)
     cell = np.empty_like(base)
-    out = []
-    for m in masks:
-        np.add(base, m, out=cell, casting="unsafe")
-        out.append(np.bincount(cell.reshape(-1), minlength=4 * n_groups + 2)[: 4 * n_groups])
-    return np.concatenate(out)
+    totals = [np.zeros(6 * n_groups, dtype=np.int64) for _ in masks]
+    for lo in range(0, cls.size, block):
+        n = min(block, cls.size - lo)
+        np.multiply(grp[lo : lo + n], 6, out=base[:n], casting="unsafe")
+        np.add(base[:n], _CLASS_SLOT.take(cls[lo : lo + n]), out=base[:n])
+        for total, m in zip(totals, flat, strict=True):
+            np.add(base[:n], m[lo : lo + n], out=cell[:n])
+            total += np.bincount(cell[:n], minlength=6 * n_groups)
+    return np.concatenate([t.reshape(n_groups, 3, 2)[:, :2].reshape(-1) for t in totals])
 
 
 def condition_counts(
