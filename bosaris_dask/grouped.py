@@ -131,6 +131,35 @@ def _summary(
     return summary
 
 
+def _remap_block(block: np.ndarray, table: np.ndarray) -> np.ndarray:
+    return table.take(block)
+
+
+def _used_groups(
+    groups: da.Array, n_groups: int, parts: list[Part]
+) -> tuple[da.Array, int, list[Part]]:
+    """Only the groups some part counts apart get histogram rows; all others share one.
+
+    The pooled parts are sums over every group, so the groups no other part names (e.g. the
+    empty conditions of a Cartesian product of ``--by`` values) need not be told apart: a
+    chunk's pass-1 result then grows with the conditions that have trials, not with all.
+    """
+    named = [p for p in parts if not p.pooled]
+    if any(p.tar is None or p.non is None for p in named):
+        return groups, n_groups, parts
+    used = sorted({g for p in named for g in (*p.tar, *p.non)})  # type: ignore[misc]
+    if len(used) == n_groups:
+        return groups, n_groups, parts
+    table = np.full(n_groups, len(used), dtype=np.int16 if len(used) < (1 << 15) else np.int32)
+    table[used] = np.arange(len(used))
+    where = {g: i for i, g in enumerate(used)}
+    parts = [p if p.pooled else Part(p.system, tuple(where[g] for g in p.tar),  # type: ignore[union-attr]
+                                     tuple(where[g] for g in p.non))  # type: ignore[union-attr]
+             for p in parts]  # fmt: skip
+    remapped = groups.map_blocks(_remap_block, table=table, dtype=table.dtype)
+    return remapped, len(used) + 1, parts
+
+
 def _task_memory(
     inputs: list[da.Array], dtype: np.dtype, nbins: int, n_groups: int, n_parts: int,
     split_every: int, knobs: dict[str, int],
@@ -226,6 +255,7 @@ def summarize_parts(
         coarse_bits = config.check_int("coarse_bits", coarse_bits, 1, engine.MAX_COARSE_BITS)
     blocks = {"block": knobs["block"], "slice_size": knobs["slice"]}
     base, dtype = engine._inputs(scores, key)
+    groups, n_groups, parts = _used_groups(groups, n_groups, parts)
     inputs = [base[0], groups.rechunk(base[0].chunks), *base[1:]]
     bits = coarse_bits or engine._coarse_bits(len(parts))
     shift = key_bits(dtype) - bits

@@ -163,3 +163,16 @@ def test_pooled_apart_is_the_plain_evaluation(seed, chunk, n_sys, float32, coars
     _compare(old, new, pooled=False)
     for a, b in zip(plain, new.pooled, strict=True):
         _same(a, replace(b, passes=a.passes))
+
+
+def test_groups_no_part_names_share_one_histogram_row():
+    import dask.array as da
+
+    from bosaris_dask.grouped import Part, _used_groups
+
+    groups = da.from_array(np.array([[0, 5, 9], [5, 7, 0]], dtype=np.int16), chunks=1)
+    parts = [Part(0), Part(0, (5,), (5,)), Part(0, (9,), (5, 9))]
+    remapped, n, new = _used_groups(groups, 1000, parts)
+    assert n == 3  # conditions 5 and 9, and one row for the 998 others
+    assert new == [Part(0), Part(0, (0,), (0,)), Part(0, (1,), (0, 1))]
+    assert remapped.compute().tolist() == [[2, 0, 1], [0, 2, 2]]
