@@ -247,30 +247,19 @@ def condition_summaries(
                 )
     pairs = [(k, g) for k in range(len(systems)) for g in range(conditions.n_conditions)
              if n_target[k, g] and n_nontarget[k, g]]  # fmt: skip
-    extra = []
-    for k, g in pairs:
-        part = aligned[k].copy()
-        part["score_mask"] = (part.score_mask.dims, masks[k] & (groups == g))
-        extra.append(part)
     labels = [f"{names[k]} [condition {g}]" for k, g in pairs]
     plan = None
     if equalize:
-        plan = plan_members(pairs, n_target, n_nontarget, len(systems) + len(extra))
-        for k, g, filler in plan.extra:
-            part = aligned[k].copy()
-            part["score_mask"] = (part.score_mask.dims, extra_mask(
-                masks[k], classes, groups, g, filler, targets=bool(n_target[k, g])))
-            extra.append(part)
-            labels.append(f"{names[k]} [condition {g}, equalized]")
+        plan = plan_members(pairs, n_target, n_nontarget, len(systems) + len(pairs))
+        labels += [f"{names[k]} [condition {g}, equalized]" for k, g, _ in plan.extra]
     hook = plan.candidates if plan is not None else None
-    bits = _coarse_bits(len(systems) + len(extra))
+    bits = _coarse_bits(len(systems) + len(labels))
     if grouped if grouped is not None else dask.config.get(GROUPED_KEY, True):
         parts = [Part(k) for k in range(len(systems))]
         parts += [Part(k, (g,), (g,)) for k, g in pairs]
-        if plan is not None:
-            for k, g, filler in plan.extra:
-                both = tuple(sorted((g, filler)))
-                parts.append(Part(k, (g,), both) if n_target[k, g] else Part(k, both, (g,)))
+        for k, g, filler in plan.extra if plan is not None else ():
+            both = tuple(sorted((g, filler)))
+            parts.append(Part(k, (g,), both) if n_target[k, g] else Part(k, both, (g,)))
         summaries = summarize_parts(
             systems, key, groups, conditions.n_conditions, parts, thresholds=thresholds,
             fmr=fmr, fnmr=fnmr, allow_missing=True, split_every=split_every,
@@ -278,7 +267,17 @@ def condition_summaries(
             extra_candidates=hook, pooled_coarse_bits=engine._coarse_bits(len(systems))
             if dask.config.get(POOLED_KEY, False) else None,
         )  # fmt: skip
-    else:
+    else:  # one masked copy of a system per (system, condition) and equalized filler
+        extra = []
+        for k, g in pairs:
+            part = aligned[k].copy()
+            part["score_mask"] = (part.score_mask.dims, masks[k] & (groups == g))
+            extra.append(part)
+        for k, g, filler in plan.extra if plan is not None else ():
+            part = aligned[k].copy()
+            part["score_mask"] = (part.score_mask.dims, extra_mask(
+                masks[k], classes, groups, g, filler, targets=bool(n_target[k, g])))
+            extra.append(part)
         summaries = summarize(
             [*systems, *extra], key, thresholds=thresholds, fmr=fmr, fnmr=fnmr,
             allow_missing=True, split_every=split_every, progress=progress, coarse_bits=bits,
