@@ -19,6 +19,11 @@ with the NBE sweep, each the median of ``--repeat`` interleaved runs:
 * ``apart``: ``grouped`` with ``bosaris_dask.pooled-as-plain: True`` (the pooled histogram
   counted apart at a plain evaluation's bits, from the same keys).
 
+``--kernels`` measures instead the pass-1 kernel alone on one in-memory chunk of the same
+size, one thread, 24 random conditions per cell (the worst case for the histogram's cache):
+the plain kernel at 20 bits, the grouped one (24 x 2**16 bins), the grouped one with the pooled
+histogram apart, and the 25 masked copies it replaced, in ns per trial.
+
 Prints passes, wall time, the time spent inside the passes over the data (the rest is the
 client's: refinement plans and every condition's metrics, which do not grow with the trials)
 and their ratios to ``plain``, and checks that ``masked`` and ``grouped`` give the same Dataset
@@ -114,13 +119,58 @@ class Conditions:
         self._run("apart")
 
 
+def kernel_costs(models: int, segments: int, repeat: int) -> dict[str, float]:
+    """Median ns per trial of each pass-1 kernel on one ``models x segments`` chunk."""
+    from bosaris_dask import kernels
+    from bosaris_dask.grouped_kernels import grouped_pass1_kernel
+
+    rng = np.random.default_rng(0)
+    cls = rng.choice(np.array([-1, 1], np.int8), size=(models, segments), p=[0.995, 0.005])
+    s = (rng.normal(size=cls.shape) + (cls == 1) * 2).astype(np.float32)
+    m = np.ones(cls.shape, bool)
+    g = rng.integers(0, 24, size=cls.shape).astype(np.int16)
+    rows, cols = np.arange(models), np.arange(segments)
+    kw = {"block": 1 << 16, "slice_size": 1 << 22}
+    grouped = {"shift": 16, "nbins": 1 << 16, "n_groups": 24, **kw}
+
+    def masked() -> None:
+        kernels.system_kernel(rows, cols, cls, s, m, system=0, shift=16, nbins=1 << 16, **kw)
+        for k in range(24):
+            kernels.system_kernel(rows, cols, cls, s, m & (g == k), system=0, shift=16,
+                                  nbins=1 << 16, **kw)  # fmt: skip
+
+    runs = {
+        "plain": lambda: kernels.system_kernel(rows, cols, cls, s, m, system=0, shift=12,
+                                               nbins=1 << 20, **kw),
+        "grouped": lambda: grouped_pass1_kernel(rows, cols, cls, g, s, m, system=0, **grouped),
+        "apart": lambda: grouped_pass1_kernel(rows, cols, cls, g, s, m, system=0,
+                                              pooled_shift=12, pooled_nbins=1 << 20, **grouped),
+        "masked": masked,
+    }  # fmt: skip
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeat):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    return {name: float(np.median(t)) / cls.size * 1e9 for name, t in times.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", type=int, default=4000)
     parser.add_argument("--segments", type=int, default=5000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--mode", action="append", choices=MODES, help="default: all")
+    parser.add_argument("--kernels", action="store_true", help="the pass-1 kernels alone")
     args = parser.parse_args(argv)
+    if args.kernels:
+        costs = kernel_costs(args.models, args.segments, args.repeat)
+        print(f"pass-1 kernel, one {args.models:,} x {args.segments:,} chunk, one thread, "
+              f"median of {args.repeat}, load average {os.getloadavg()[0]:.1f}")  # fmt: skip
+        for name, ns in costs.items():
+            print(f"{name:<9}{ns:>8.1f} ns/trial{ns / costs['plain']:>8.2f}x")
+        return 0
     modes = [m for m in MODES if m in (args.mode or MODES)]
     bench = Conditions()
     bench.setup(args.models, args.segments)

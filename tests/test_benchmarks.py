@@ -181,3 +181,6 @@ def test_bench_conditions(capsys):
     assert "masked == grouped: True" in out[0]
     rows = {line.split()[0]: line.split()[1] for line in out[2:]}
     assert rows["masked"] == rows["grouped"]  # the same passes
+    assert _load("bench_conditions").main(["--kernels", "--models", "20", "--segments", "30",
+                                            "--repeat", "1"]) == 0  # fmt: skip
+    assert "grouped" in capsys.readouterr().out
