@@ -539,6 +539,11 @@ def evaluate(
     conditions: Sequence[Any] = (),
     by: Sequence[Any] = (),
     cprimary_priors: Sequence[float] = (),
+    ci: float | None = None,
+    bootstrap: int | None = None,
+    resample: Sequence[str] = (),
+    seed: int | None = None,
+    compare: bool = False,
 ) -> xr.Dataset:
     """Evaluate one or more systems against a key, exactly, at any scale.
 
@@ -575,6 +580,13 @@ def evaluate(
     cprimary_priors
         Also report Cprimary (``cprimary_act``, ``cprimary_min``): the mean over these
         effective priors of the normalized actDCF and minDCF.
+    ci, bootstrap, resample, seed, compare
+        Two-way bootstrap percentile intervals (level ``ci``, default 0.95) from ``bootstrap``
+        resamples of the ``resample`` groups (``model.COL`` and/or ``segment.COL`` of the
+        condition tables): ``eer_ci``, ``cllr_ci``, ``min_cllr_ci``, ``act_dcf_ci``,
+        ``min_dcf_ci`` along ``bound`` (low, high); with ``compare``, paired differences of
+        every pair of systems. The point estimates stay exact
+        (:mod:`bosaris_dask.bootstrap.evaluation` says what the intervals are computed from).
 
     Returns
     -------
@@ -615,6 +627,20 @@ def evaluate(
     MissingTrialsError
         Key trials without a score (unless ``allow_missing``), naming a few.
     """
+    if bootstrap or ci is not None or resample or compare:
+        from bosaris_dask.bootstrap import add_intervals, check_options
+
+        check_options(ci, bootstrap, resample, compare, conditions)
+        ds = evaluate(
+            scores, key, priors=priors, operating_points=operating_points, sweep=sweep,
+            names=names, allow_missing=allow_missing, progress=progress, split_every=split_every,
+            conditions=conditions if by else (), by=by, cprimary_priors=cprimary_priors,
+        )  # fmt: skip
+        return add_intervals(
+            ds, [scores] if isinstance(scores, xr.Dataset) else list(scores), key,
+            conditions=conditions, resample=resample, bootstrap=int(bootstrap or 0), ci=ci,
+            seed=seed, compare=compare, split_every=split_every, progress=progress,
+        )  # fmt: skip
     if conditions or by or len(cprimary_priors):
         from bosaris_dask.conditions.evaluation import evaluate_conditions
 

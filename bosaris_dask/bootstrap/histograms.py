@@ -1,0 +1,219 @@
+"""The bootstrap pass: every resample's weighted coarse histogram and Cllr sums, in one pass.
+
+For a system with coarse bins (:mod:`~bosaris_dask.bootstrap.bins`), resample ``b`` needs, per
+class ``c`` (target, non-target) and bin ``k``, ``W_b[c, k] = sum over trials t of class c in
+bin k of m_b[gm(t)] * s_b[gs(t)]``, where ``m_b``/``s_b`` are the model-side and segment-side
+group multiplicities (:mod:`~bosaris_dask.bootstrap.resample`). With ``H[p, c, k]`` the exact
+count of trials of the group pair ``p = (gm, gs)``, that is ``W_b = sum_p w_b[p] H[p]`` with
+``w_b[p] = m_b[gm] s_b[gs]``: one matrix product ``w @ H`` for all resamples at once.
+
+Each chunk task does this for the group pairs it holds: it counts ``H`` for the pairs present
+(row and column blocks are split until their histogram fits ``BLOCK_BYTES``), builds ``w`` for
+4096 pairs at a time and multiplies (float64 BLAS). All values are integers below ``2**53``
+(checked: :func:`check_exact`), so the products and the merge of the chunk results are exact in
+any order, on any scheduler. The Cllr sums are made the same way: each trial's term
+``log(1 + exp(-s))`` (targets) or ``log(1 + exp(s))`` (non-targets) is rounded to a multiple of
+``2**-57`` as in :mod:`bosaris_dask.exact_sum`, summed exactly per pair as integers, split into
+16-bit limbs and multiplied by ``w`` like the counts: every resample's Cllr sums are exact sums
+of those rounded terms, whatever the chunking or the scheduler.
+
+Cost: ``(1 + B) * P * (bins + 8)`` multiply-adds for the ``P`` (group pair, class) cells with
+trials in a chunk, summed over chunks: ``P`` is at most ``G_model * G_segment * 2`` overall when
+the ids of a group are contiguous in the key, more when a group's ids are spread over many
+chunks.
+
+Examples
+--------
+>>> import numpy as np
+>>> from bosaris_dask.bootstrap.bins import Binning
+>>> binning = Binning.from_edges(np.array([0.0]), np.float64)
+>>> m, s = np.array([[1, 1], [2, 0]]), np.array([[1], [1]])
+>>> classes = np.array([[1, -1], [-1, 1]], dtype=np.int8)
+>>> scores = np.array([[1.0, -1.0], [0.5, 2.0]])
+>>> out = chunk_histograms(m, s, np.array([0, 1]), np.array([0, 0]), classes, scores,
+...                        np.ones((2, 2), bool), system=0, binning=binning)
+>>> non, tar = out[: out.size // 2 - 1], out[out.size // 2 - 1 : -2]
+>>> non.reshape(2, -1)[:, :2].tolist(), tar.reshape(2, -1)[:, :2].tolist()  # resample 1
+([[1.0, 1.0], [2.0, 0.0]], [[0.0, 2.0], [0.0, 2.0]])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+
+import dask.array as da
+import numpy as np
+
+from bosaris_dask.bootstrap.bins import Binning
+from bosaris_dask.errors import OptionError, ScoreError
+from bosaris_dask.keys import order_keys
+from bosaris_dask.runner import Aggregation, run_pass
+
+__all__ = ["chunk_histograms", "resample_histograms", "ResampleHistograms", "LIMBS",
+           "check_exact", "BLOCK_BYTES"]  # fmt: skip
+
+#: Cllr sums per (pair, class) travel as this many 16-bit limbs (4 of the high part, 4 low).
+LIMBS = 8
+#: The largest per-block pair histogram a task builds (bytes); blocks are split beyond.
+BLOCK_BYTES = 1 << 26
+_PAIRS = 4096  # pairs per matrix product
+_SUB = 1 << 16  # terms per float bincount: sums of < 2**37 integers stay exact
+_HI, _LO = 20, 37  # a term t < 2**17 is hi * 2**-20 + lo * 2**-57, hi and lo < 2**37
+_BIG = 2.0**17
+
+
+def _terms(s: np.ndarray, tar: np.ndarray) -> np.ndarray:
+    z = np.where(tar, -s, s).astype(np.float64)
+    return np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z)))
+
+
+def _pair_limbs(compact: np.ndarray, terms: np.ndarray, n_pairs: int) -> np.ndarray:
+    """``(n_pairs, LIMBS)`` 16-bit limbs of the exact per-pair sums of the rounded terms."""
+    if len(terms) and terms.max() >= _BIG:
+        raise ScoreError(
+            f"the bootstrap's exact Cllr sums need |score| < {_BIG:.0f}, found a score whose "
+            f"Cllr term is {terms.max():.6g}"
+        )
+    scaled = terms * 2.0**_HI
+    hi = np.floor(scaled)
+    lo = np.rint((scaled - hi) * 2.0 ** (_LO - _HI))
+    sums = np.zeros((2, n_pairs), dtype=np.int64)
+    for a in range(0, len(terms), _SUB):
+        b = slice(a, a + _SUB)
+        sums[0] += np.bincount(compact[b], weights=hi[b], minlength=n_pairs).astype(np.int64)
+        sums[1] += np.bincount(compact[b], weights=lo[b], minlength=n_pairs).astype(np.int64)
+    out = np.empty((n_pairs, LIMBS))
+    for part in range(2):
+        for k in range(LIMBS // 2):
+            out[:, part * 4 + k] = (sums[part] >> (16 * k)) & 0xFFFF
+    return out
+
+
+def _block(m, s, mrow, scol, classes, score, mask, binning, nb, out, guard) -> None:
+    """Add one block's weighted histograms to ``out`` (``(2, 1 + B, nb + LIMBS)``)."""
+    valid = mask & (classes != 0)
+    ii, jj = np.nonzero(valid)
+    if not len(ii):
+        return
+    gm_u, gm_l = np.unique(mrow, return_inverse=True)
+    gs_u, gs_l = np.unique(scol, return_inverse=True)
+    n_gs = len(gs_u)
+    sc = score[valid]
+    tar = classes[valid] == 1
+    bins = binning.bins(order_keys(sc))
+    terms = _terms(sc, tar)
+    pair = gm_l.reshape(-1)[ii] * n_gs + gs_l.reshape(-1)[jj]
+    for c in (0, 1):
+        sel = tar if c else ~tar
+        if not sel.any():
+            continue
+        p = pair[sel]
+        occupied = np.flatnonzero(np.bincount(p, minlength=len(gm_u) * n_gs))
+        remap = np.zeros(len(gm_u) * n_gs, dtype=np.intp)
+        remap[occupied] = np.arange(len(occupied))
+        compact = remap[p]
+        n_pairs = len(occupied)
+        x = np.empty((n_pairs, nb + LIMBS))
+        x[:, :nb] = np.bincount(compact * nb + bins[sel], minlength=n_pairs * nb).reshape(
+            n_pairs, nb
+        )
+        x[:, nb:] = _pair_limbs(compact, terms[sel], n_pairs)
+        counts = x[:, :nb].sum(axis=1)
+        mg, sg = gm_u[occupied // n_gs], gs_u[occupied % n_gs]
+        for a in range(0, n_pairs, _PAIRS):
+            b = slice(a, a + _PAIRS)
+            w = m[:, mg[b]].astype(np.float64) * s[:, sg[b]]
+            out[c] += w @ x[b]
+            top = float(w.max())
+            guard[0] += top * (min(a + _PAIRS, n_pairs) - a)
+            guard[1] += top * float(counts[b].sum())
+
+
+def _split(shape: tuple[int, int], n_gm: int, n_gs: int, nb: int) -> bool:
+    return min(n_gm * n_gs, shape[0] * shape[1]) * (nb + LIMBS) * 8 > BLOCK_BYTES and (
+        shape[0] > 1 or shape[1] > 1
+    )
+
+
+def chunk_histograms(
+    m: np.ndarray, s: np.ndarray, mcode: np.ndarray, scode: np.ndarray, classes: np.ndarray,
+    *blocks: np.ndarray, system: int, binning: Binning,
+) -> np.ndarray:  # fmt: skip
+    """One chunk's contribution: ``[non-target (1 + B, bins + LIMBS), target (...), guard(2)]``
+    flattened, for system ``system`` of the ``blocks`` (scores, mask, scores, mask, ...)."""
+    score, mask = blocks[2 * system], blocks[2 * system + 1]
+    nb = binning.n_bins
+    out = np.zeros((2, m.shape[0], nb + LIMBS))
+    guard = np.zeros(2)
+    todo = [(0, classes.shape[0], 0, classes.shape[1])]
+    while todo:
+        r0, r1, c0, c1 = todo.pop()
+        n_gm = len(np.unique(mcode[r0:r1]))
+        n_gs = len(np.unique(scode[c0:c1]))
+        if _split((r1 - r0, c1 - c0), n_gm, n_gs, nb):
+            if r1 - r0 >= c1 - c0:
+                mid = (r0 + r1) // 2
+                todo += [(r0, mid, c0, c1), (mid, r1, c0, c1)]
+            else:
+                mid = (c0 + c1) // 2
+                todo += [(r0, r1, c0, mid), (r0, r1, mid, c1)]
+            continue
+        _block(m, s, mcode[r0:r1], scode[c0:c1], classes[r0:r1, c0:c1],
+               score[r0:r1, c0:c1], mask[r0:r1, c0:c1], binning, nb, out, guard)  # fmt: skip
+    return np.concatenate([out.reshape(-1), guard])
+
+
+class ResampleHistograms:
+    """One system's totals: ``tar``/``non`` ``(1 + B, bins)`` weighted counts (int64) and
+    ``sp_tar``/``sp_non`` ``(1 + B,)`` Cllr sums (natural log, exact sums of the rounded
+    terms). Row 0 is the data itself."""
+
+    def __init__(self, total: np.ndarray, n_rows: int, nb: int, name: str):
+        check_exact(total[-2:], name)
+        cells = total[:-2].reshape(2, n_rows, nb + LIMBS)
+        self.non = cells[0, :, :nb].astype(np.int64)
+        self.tar = cells[1, :, :nb].astype(np.int64)
+        self.sp_non, self.sp_tar = (_limb_sums(cells[c, :, nb:]) for c in (0, 1))
+
+
+def _limb_sums(limbs: np.ndarray) -> np.ndarray:
+    out = np.empty(len(limbs))
+    for b, row in enumerate(limbs.astype(np.int64).tolist()):
+        hi = sum(v << (16 * k) for k, v in enumerate(row[:4]))
+        lo = sum(v << (16 * k) for k, v in enumerate(row[4:]))
+        out[b] = ((hi << (_LO - _HI)) + lo) / (1 << _LO)
+    return out
+
+
+def check_exact(guard: np.ndarray, name: str) -> None:
+    """Raise OptionError if the weighted sums could have left float64's exact integers."""
+    if guard[0] * 2.0**16 >= 2.0**53 or guard[1] >= 2.0**53:
+        raise OptionError(
+            f"{name}: the resamples' weighted sums could exceed 2**53 (float64's exact integers; "
+            f"weighted pairs {guard[0]:.3g}, weighted trials {guard[1]:.3g}): resample fewer or "
+            "coarser groups"
+        )
+
+
+def resample_histograms(
+    inputs: Sequence[da.Array], m: np.ndarray, s: np.ndarray, model_codes: np.ndarray,
+    segment_codes: np.ndarray, binnings: Sequence[Binning], names: Sequence[str], *,
+    split_every: int, progress: bool | None,
+) -> list[ResampleHistograms]:  # fmt: skip
+    """The bootstrap pass over ``inputs`` (key classes, then scores and mask per system)."""
+    chunks = inputs[0].chunks
+    lead = [da.from_array(m, chunks=-1), "ab", da.from_array(s, chunks=-1), "cd",
+            da.from_array(model_codes, chunks=(chunks[0],)), "i",
+            da.from_array(segment_codes, chunks=(chunks[1],)), "j"]  # fmt: skip
+    n_rows = m.shape[0]
+    aggs = [
+        Aggregation(
+            f"bootstrap of {name}", partial(chunk_histograms, system=k, binning=binning),
+            2 * n_rows * (binning.n_bins + LIMBS) + 2,
+            finalize=partial(ResampleHistograms, n_rows=n_rows, nb=binning.n_bins, name=name),
+        )  # fmt: skip
+        for k, (binning, name) in enumerate(zip(binnings, names, strict=True))
+    ]
+    return run_pass("bootstrap pass", aggs, inputs, lead=lead, split_every=split_every,
+                    progress=progress)  # fmt: skip
