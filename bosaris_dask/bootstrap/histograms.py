@@ -77,7 +77,7 @@ def _pair_limbs(compact: np.ndarray, terms: np.ndarray, n_pairs: int) -> np.ndar
         )
     scaled = terms * 2.0**_HI
     hi = np.floor(scaled)
-    lo = np.rint((scaled - hi) * 2.0 ** (_LO - _HI))
+    lo = np.rint((scaled - hi) * 2.0**_LO)
     sums = np.zeros((2, n_pairs), dtype=np.int64)
     for a in range(0, len(terms), _SUB):
         b = slice(a, a + _SUB)
@@ -182,7 +182,7 @@ def _limb_sums(limbs: np.ndarray) -> np.ndarray:
     for b, row in enumerate(limbs.astype(np.int64).tolist()):
         hi = sum(v << (16 * k) for k, v in enumerate(row[:4]))
         lo = sum(v << (16 * k) for k, v in enumerate(row[4:]))
-        out[b] = ((hi << (_LO - _HI)) + lo) / (1 << _LO)
+        out[b] = ((hi << _LO) + lo) / (1 << (_HI + _LO))
     return out
 
 
