@@ -168,9 +168,11 @@ def test_local_cluster_gives_identical_intervals():
         ({"ci": 0.9}, "--ci needs --bootstrap B"),
         ({"bootstrap": 10}, "--bootstrap needs --resample"),
         ({"bootstrap": 10, "resample": ["same.spk"]}, "expected model.COL or segment.COL"),
-        ({"bootstrap": 10, "resample": ["segment.gender"]},
-         "no segment column 'gender' in the condition tables (segment columns: spk; 'gender' is "
-         "a model column)"),
+        (
+            {"bootstrap": 10, "resample": ["segment.gender"]},
+            "no segment column 'gender' in the condition tables (segment columns: spk; 'gender' is "
+            "a model column)",
+        ),
         ({"bootstrap": 10, "resample": ["model.nope"]}, "no model column 'nope'"),
         ({"bootstrap": 10, "resample": ["model.spk", "model.gender"]}, "one spec per side"),
         ({"bootstrap": 10, "resample": ["model.spk"], "ci": 1.5}, "strictly between 0 and 1"),

@@ -107,8 +107,9 @@ class Binning:
         it are the targets of bins ``0..i``."""
         kappa = threshold_keys(np.asarray(thresholds, dtype=np.float64), self.dtype)
         idx = np.searchsorted(self.edges, kappa.astype(np.uint64))
-        if np.any(idx >= len(self.edges)) or np.any(self.edges[np.minimum(idx, len(self.edges)
-                                                                           - 1)] != kappa):
+        if np.any(idx >= len(self.edges)) or np.any(
+            self.edges[np.minimum(idx, len(self.edges) - 1)] != kappa
+        ):
             raise ValueError("a threshold is not a bin edge")  # pragma: no cover - by design
         return idx
 
@@ -131,7 +132,8 @@ def prefix_histograms(
     aggs = [
         Aggregation(
             f"bootstrap bins of system {k + 1}",
-            partial(_prefix_kernel, system=k, shift=shift, nbins=nbins), 2 * nbins,
+            partial(_prefix_kernel, system=k, shift=shift, nbins=nbins),
+            2 * nbins,
             finalize=lambda v, n=nbins: (v[n:].astype(np.int64), v[:n].astype(np.int64)),
         )  # fmt: skip
         for k in range(n_sys)

@@ -251,8 +251,10 @@ def _per_plo(ds: xr.Dataset, values: np.ndarray, is_op: np.ndarray) -> np.ndarra
 def _interval_variables(ds, reps, level, is_op) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in METRICS:
-        out[name + "_ci"] = (("system", "bound"),
-                             np.stack([_interval(r[name][1:, None], level)[0] for r in reps]))
+        out[name + "_ci"] = (
+            ("system", "bound"),
+            np.stack([_interval(r[name][1:, None], level)[0] for r in reps]),
+        )
     for name in PER_POINT:
         ci = np.stack([_interval(r[name][1:], level) for r in reps])
         out[name + "_ci"] = (("system", "plo", "bound"), _per_plo(ds, ci, is_op))

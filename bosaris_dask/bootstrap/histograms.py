@@ -209,7 +209,8 @@ def resample_histograms(
     n_rows = m.shape[0]
     aggs = [
         Aggregation(
-            f"bootstrap of {name}", partial(chunk_histograms, system=k, binning=binning),
+            f"bootstrap of {name}",
+            partial(chunk_histograms, system=k, binning=binning),
             2 * n_rows * (binning.n_bins + LIMBS) + 2,
             finalize=partial(ResampleHistograms, n_rows=n_rows, nb=binning.n_bins, name=name),
         )  # fmt: skip
