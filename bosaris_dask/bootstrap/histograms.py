@@ -91,7 +91,8 @@ def _pair_limbs(compact: np.ndarray, terms: np.ndarray, n_pairs: int) -> np.ndar
 
 
 def _block(m, s, mrow, scol, classes, score, mask, binning, nb, out, guard) -> None:
-    """Add one block's weighted histograms to ``out`` (``(2, 1 + B, nb + LIMBS)``)."""
+    """Add one block's weighted histograms to ``out`` (``(2, 1 + B, nb + LIMBS)``); ``m`` and
+    ``s`` are ``(groups, 1 + B)`` float64 multiplicities."""
     valid = mask & (classes != 0)
     ii, jj = np.nonzero(valid)
     if not len(ii):
@@ -114,20 +115,22 @@ def _block(m, s, mrow, scol, classes, score, mask, binning, nb, out, guard) -> N
         remap[occupied] = np.arange(len(occupied))
         compact = remap[p]
         n_pairs = len(occupied)
-        x = np.empty((n_pairs, nb + LIMBS))
-        x[:, :nb] = np.bincount(compact * nb + bins[sel], minlength=n_pairs * nb).reshape(
-            n_pairs, nb
-        )
-        x[:, nb:] = _pair_limbs(compact, terms[sel], n_pairs)
-        counts = x[:, :nb].sum(axis=1)
+        hist = np.bincount(compact * nb + bins[sel], minlength=n_pairs * nb).reshape(n_pairs, nb)
+        limbs = _pair_limbs(compact, terms[sel], n_pairs)
         mg, sg = gm_u[occupied // n_gs], gs_u[occupied % n_gs]
         for a in range(0, n_pairs, _PAIRS):
             b = slice(a, a + _PAIRS)
-            w = m[:, mg[b]].astype(np.float64) * s[:, sg[b]]
-            out[c] += w @ x[b]
-            top = float(w.max())
+            wt = m[mg[b]] * s[sg[b]]  # (pairs, 1 + B): the resamples' pair weights
+            top = float(wt.max())
+            h = hist[b]
+            columns = h.sum(axis=0)
+            if top * float(columns.max()) < 2.0**24:  # float32 is exact: every sum an integer
+                out[c, :, :nb] += wt.T.astype(np.float32) @ h.astype(np.float32)
+            else:
+                out[c, :, :nb] += wt.T @ h.astype(np.float64)
+            out[c, :, nb:] += wt.T @ limbs[b]
             guard[0] += top * (min(a + _PAIRS, n_pairs) - a)
-            guard[1] += top * float(counts[b].sum())
+            guard[1] += top * float(columns.sum())
 
 
 def _split(shape: tuple[int, int], n_gm: int, n_gs: int, nb: int) -> bool:
@@ -144,7 +147,8 @@ def chunk_histograms(
     flattened, for system ``system`` of the ``blocks`` (scores, mask, scores, mask, ...)."""
     score, mask = blocks[2 * system], blocks[2 * system + 1]
     nb = binning.n_bins
-    out = np.zeros((2, m.shape[0], nb + LIMBS))
+    m, s = m.T.astype(np.float64), s.T.astype(np.float64)  # rows: groups
+    out = np.zeros((2, m.shape[1], nb + LIMBS))
     guard = np.zeros(2)
     todo = [(0, classes.shape[0], 0, classes.shape[1])]
     while todo:
