@@ -9,15 +9,17 @@ count of trials of the group pair ``p = (gm, gs)``, that is ``W_b = sum_p w_b[p]
 
 Each chunk task does this for the group pairs it holds: it counts ``H`` for the pairs present
 (row and column blocks are split until their histogram fits ``BLOCK_BYTES``), builds ``w`` for
-4096 pairs at a time and multiplies (float64 BLAS). All values are integers below ``2**53``
-(checked: :func:`check_exact`), so the products and the merge of the chunk results are exact in
-any order, on any scheduler. The Cllr sums are made the same way: each trial's term
+4096 pairs at a time and multiplies. All values are integers: the product runs in float32 where
+a bound on its sums (largest weight times largest column sum) is below ``2**24``, in float64
+otherwise, so it is exact in any order; the chunks' results merge by float64 sums of integers
+below ``2**53`` (the sum of the bounds is checked: :func:`check_exact`), exact in any merge
+tree, on any scheduler. The Cllr sums are made the same way: each trial's term
 ``log(1 + exp(-s))`` (targets) or ``log(1 + exp(s))`` (non-targets) is rounded to a multiple of
 ``2**-57`` as in :mod:`bosaris_dask.exact_sum`, summed exactly per pair as integers, split into
-16-bit limbs and multiplied by ``w`` like the counts: every resample's Cllr sums are exact sums
+4-bit limbs and multiplied by ``w`` with the counts: every resample's Cllr sums are exact sums
 of those rounded terms, whatever the chunking or the scheduler.
 
-Cost: ``(1 + B) * P * (bins + 8)`` multiply-adds for the ``P`` (group pair, class) cells with
+Cost: ``(1 + B) * P * (bins + ~22)`` multiply-adds for the ``P`` (group pair, class) cells with
 trials in a chunk, summed over chunks: ``P`` is at most ``G_model * G_segment * 2`` overall when
 the ids of a group are contiguous in the key, more when a group's ids are spread over many
 chunks.
@@ -32,8 +34,8 @@ Examples
 >>> scores = np.array([[1.0, -1.0], [0.5, 2.0]])
 >>> out = chunk_histograms(m, s, np.array([0, 1]), np.array([0, 0]), classes, scores,
 ...                        np.ones((2, 2), bool), system=0, binning=binning)
->>> non, tar = out[: out.size // 2 - 1], out[out.size // 2 - 1 : -2]
->>> non.reshape(2, -1)[:, :2].tolist(), tar.reshape(2, -1)[:, :2].tolist()  # resample 1
+>>> cells = out[:-1].reshape(2, 2, -1)  # (non-target/target, data/resample 1, bins + limbs)
+>>> cells[0, :, :2].tolist(), cells[1, :, :2].tolist()
 ([[1.0, 1.0], [2.0, 0.0]], [[0.0, 2.0], [0.0, 2.0]])
 """
 
@@ -53,14 +55,16 @@ from bosaris_dask.runner import Aggregation, run_pass
 __all__ = ["chunk_histograms", "resample_histograms", "ResampleHistograms", "LIMBS",
            "check_exact", "BLOCK_BYTES"]  # fmt: skip
 
-#: Cllr sums per (pair, class) travel as this many 16-bit limbs (4 of the high part, 4 low).
-LIMBS = 8
+#: Cllr sums per (pair, class) travel as 4-bit limbs: 16 of the high part, 16 of the low part.
+LIMBS = 32
+_NIBBLES = LIMBS // 2
 #: The largest per-block pair histogram a task builds (bytes); blocks are split beyond.
 BLOCK_BYTES = 1 << 26
 _PAIRS = 4096  # pairs per matrix product
 _SUB = 1 << 16  # terms per float bincount: sums of < 2**37 integers stay exact
 _HI, _LO = 20, 37  # a term t < 2**17 is hi * 2**-20 + lo * 2**-57, hi and lo < 2**37
 _BIG = 2.0**17
+_F32 = 2.0**24  # float32 adds integers below this exactly
 
 
 def _terms(s: np.ndarray, tar: np.ndarray) -> np.ndarray:
@@ -68,8 +72,8 @@ def _terms(s: np.ndarray, tar: np.ndarray) -> np.ndarray:
     return np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z)))
 
 
-def _pair_limbs(compact: np.ndarray, terms: np.ndarray, n_pairs: int) -> np.ndarray:
-    """``(n_pairs, LIMBS)`` 16-bit limbs of the exact per-pair sums of the rounded terms."""
+def _pair_sums(compact: np.ndarray, terms: np.ndarray, n_pairs: int) -> np.ndarray:
+    """``(2, n_pairs)`` int64: exact per-pair sums of the terms' high and low parts."""
     if len(terms) and terms.max() >= _BIG:
         raise ScoreError(
             f"the bootstrap's exact Cllr sums need |score| < {_BIG:.0f}, found a score whose "
@@ -83,28 +87,29 @@ def _pair_limbs(compact: np.ndarray, terms: np.ndarray, n_pairs: int) -> np.ndar
         b = slice(a, a + _SUB)
         sums[0] += np.bincount(compact[b], weights=hi[b], minlength=n_pairs).astype(np.int64)
         sums[1] += np.bincount(compact[b], weights=lo[b], minlength=n_pairs).astype(np.int64)
-    out = np.empty((n_pairs, LIMBS))
-    for part in range(2):
-        for k in range(LIMBS // 2):
-            out[:, part * 4 + k] = (sums[part] >> (16 * k)) & 0xFFFF
-    return out
+    return sums
+
+
+def _nibbles(values: np.ndarray) -> np.ndarray:
+    """``(n, k)`` 4-bit limbs (least first) of non-negative int64 ``values``, as few as needed."""
+    k = max(1, (int(values.max(initial=0)).bit_length() + 3) // 4)
+    return np.stack([(values >> (4 * j)) & 15 for j in range(k)], axis=1)
 
 
 def _block(m, s, mrow, scol, classes, score, mask, binning, nb, out, guard) -> None:
     """Add one block's weighted histograms to ``out`` (``(2, 1 + B, nb + LIMBS)``); ``m`` and
-    ``s`` are ``(groups, 1 + B)`` float64 multiplicities."""
+    ``s`` are ``(groups, 1 + B)`` float32 multiplicities whose products are exact."""
     valid = mask & (classes != 0)
-    ii, jj = np.nonzero(valid)
-    if not len(ii):
+    if not valid.any():
         return
     gm_u, gm_l = np.unique(mrow, return_inverse=True)
     gs_u, gs_l = np.unique(scol, return_inverse=True)
     n_gs = len(gs_u)
+    pair = (gm_l.reshape(-1, 1).astype(np.int64) * n_gs + gs_l.reshape(1, -1))[valid]
     sc = score[valid]
     tar = classes[valid] == 1
     bins = binning.bins(order_keys(sc))
     terms = _terms(sc, tar)
-    pair = gm_l.reshape(-1)[ii] * n_gs + gs_l.reshape(-1)[jj]
     for c in (0, 1):
         sel = tar if c else ~tar
         if not sel.any():
@@ -116,21 +121,20 @@ def _block(m, s, mrow, scol, classes, score, mask, binning, nb, out, guard) -> N
         compact = remap[p]
         n_pairs = len(occupied)
         hist = np.bincount(compact * nb + bins[sel], minlength=n_pairs * nb).reshape(n_pairs, nb)
-        limbs = _pair_limbs(compact, terms[sel], n_pairs)
+        hi, lo = (_nibbles(v) for v in _pair_sums(compact, terms[sel], n_pairs))
+        x = np.concatenate([hist, hi, lo], axis=1)
+        cols = np.r_[0 : nb + hi.shape[1], nb + _NIBBLES : nb + _NIBBLES + lo.shape[1]]
+        x32 = x.astype(np.float32)
         mg, sg = gm_u[occupied // n_gs], gs_u[occupied % n_gs]
         for a in range(0, n_pairs, _PAIRS):
             b = slice(a, a + _PAIRS)
             wt = m[mg[b]] * s[sg[b]]  # (pairs, 1 + B): the resamples' pair weights
-            top = float(wt.max())
-            h = hist[b]
-            columns = h.sum(axis=0)
-            if top * float(columns.max()) < 2.0**24:  # float32 is exact: every sum an integer
-                out[c, :, :nb] += wt.T.astype(np.float32) @ h.astype(np.float32)
+            bound = float(wt.max()) * float(x[b].sum(axis=0).max())
+            if bound < _F32:  # float32 is exact: every partial sum is an integer below 2**24
+                out[c][:, cols] += wt.T @ x32[b]
             else:
-                out[c, :, :nb] += wt.T @ h.astype(np.float64)
-            out[c, :, nb:] += wt.T @ limbs[b]
-            guard[0] += top * (min(a + _PAIRS, n_pairs) - a)
-            guard[1] += top * float(columns.sum())
+                out[c][:, cols] += wt.T.astype(np.float64) @ x[b].astype(np.float64)
+            guard[0] += bound
 
 
 def _split(shape: tuple[int, int], n_gm: int, n_gs: int, nb: int) -> bool:
@@ -143,13 +147,15 @@ def chunk_histograms(
     m: np.ndarray, s: np.ndarray, mcode: np.ndarray, scode: np.ndarray, classes: np.ndarray,
     *blocks: np.ndarray, system: int, binning: Binning,
 ) -> np.ndarray:  # fmt: skip
-    """One chunk's contribution: ``[non-target (1 + B, bins + LIMBS), target (...), guard(2)]``
+    """One chunk's contribution: ``[non-target (1 + B, bins + LIMBS), target (...), bound]``
     flattened, for system ``system`` of the ``blocks`` (scores, mask, scores, mask, ...)."""
     score, mask = blocks[2 * system], blocks[2 * system + 1]
     nb = binning.n_bins
-    m, s = m.T.astype(np.float64), s.T.astype(np.float64)  # rows: groups
+    if float(m.max()) * float(s.max()) >= _F32:
+        raise OptionError("bootstrap multiplicities too large for exact float32 products")
+    m, s = m.T.astype(np.float32), s.T.astype(np.float32)  # rows: groups
     out = np.zeros((2, m.shape[1], nb + LIMBS))
-    guard = np.zeros(2)
+    guard = np.zeros(1)
     todo = [(0, classes.shape[0], 0, classes.shape[1])]
     while todo:
         r0, r1, c0, c1 = todo.pop()
@@ -174,8 +180,8 @@ class ResampleHistograms:
     terms). Row 0 is the data itself."""
 
     def __init__(self, total: np.ndarray, n_rows: int, nb: int, name: str):
-        check_exact(total[-2:], name)
-        cells = total[:-2].reshape(2, n_rows, nb + LIMBS)
+        check_exact(total[-1], name)
+        cells = total[:-1].reshape(2, n_rows, nb + LIMBS)
         self.non = cells[0, :, :nb].astype(np.int64)
         self.tar = cells[1, :, :nb].astype(np.int64)
         self.sp_non, self.sp_tar = (_limb_sums(cells[c, :, nb:]) for c in (0, 1))
@@ -184,19 +190,19 @@ class ResampleHistograms:
 def _limb_sums(limbs: np.ndarray) -> np.ndarray:
     out = np.empty(len(limbs))
     for b, row in enumerate(limbs.astype(np.int64).tolist()):
-        hi = sum(v << (16 * k) for k, v in enumerate(row[:4]))
-        lo = sum(v << (16 * k) for k, v in enumerate(row[4:]))
+        hi = sum(v << (4 * k) for k, v in enumerate(row[:_NIBBLES]))
+        lo = sum(v << (4 * k) for k, v in enumerate(row[_NIBBLES:]))
         out[b] = ((hi << _LO) + lo) / (1 << (_HI + _LO))
     return out
 
 
-def check_exact(guard: np.ndarray, name: str) -> None:
-    """Raise OptionError if the weighted sums could have left float64's exact integers."""
-    if guard[0] * 2.0**16 >= 2.0**53 or guard[1] >= 2.0**53:
+def check_exact(bound: float, name: str) -> None:
+    """Raise OptionError if the weighted sums could have left float64's exact integers
+    (``bound`` is the chunks' sum of their bounds on any product's entries)."""
+    if bound >= 2.0**53:
         raise OptionError(
-            f"{name}: the resamples' weighted sums could exceed 2**53 (float64's exact integers; "
-            f"weighted pairs {guard[0]:.3g}, weighted trials {guard[1]:.3g}): resample fewer or "
-            "coarser groups"
+            f"{name}: the resamples' weighted sums could exceed 2**53 (float64's exact "
+            f"integers; bound {bound:.3g}): resample fewer or coarser groups"
         )
 
 
@@ -215,7 +221,7 @@ def resample_histograms(
         Aggregation(
             f"bootstrap of {name}",
             partial(chunk_histograms, system=k, binning=binning),
-            2 * n_rows * (binning.n_bins + LIMBS) + 2,
+            2 * n_rows * (binning.n_bins + LIMBS) + 1,
             finalize=partial(ResampleHistograms, n_rows=n_rows, nb=binning.n_bins, name=name),
         )  # fmt: skip
         for k, (binning, name) in enumerate(zip(binnings, names, strict=True))
