@@ -144,6 +144,20 @@ def _condition_arguments(parser: argparse.ArgumentParser, cprimary: bool = True)
     )  # fmt: skip
 
 
+def _bootstrap_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bootstrap", type=_positive, metavar="B",
+                        help="B two-way bootstrap resamples: confidence intervals of every "
+                        "metric (needs --conditions and --resample)")  # fmt: skip
+    parser.add_argument("--resample", action="append", metavar="SPEC",
+                        help="model.COL or segment.COL of a condition table: the groups (e.g. "
+                        "speakers) resampled on that side; repeat for both sides")  # fmt: skip
+    parser.add_argument("--ci", type=float, metavar="LEVEL",
+                        help="the intervals' level (default 0.95)")  # fmt: skip
+    parser.add_argument("--seed", type=int, metavar="S", help="the resamples' random seed")
+    parser.add_argument("--compare", action="store_true",
+                        help="paired bootstrap comparison of every pair of systems")  # fmt: skip
+
+
 def _llr_base_argument(parser: argparse.ArgumentParser) -> None:
     from bosaris_dask.llr_base import LLR_BASES
 
@@ -331,6 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="drop key trials without a score (and report how many)",
     )
     _condition_arguments(p)
+    _bootstrap_arguments(p)
     _finish(p, cmd_evaluate)
 
     p = _add(sub, "plot", "draw a DET, NBE, APE or Cllr plot of one or more systems",
