@@ -205,3 +205,89 @@ def test_budget_error_names_the_limit():
     with dask.config.set({"bosaris_dask.bootstrap-budget": 1 << 20}), \
             pytest.raises(OptionError, match="bosaris_dask.bootstrap-budget"):  # fmt: skip
         _evaluate(key, systems, conditions=tables, bootstrap=2000, resample=["model.spk"])
+
+
+# --------------------------------------------------------------------------------------------
+# the command line
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cli_set(tmp_path_factory):
+    from bosaris_dask import io
+    from bosaris_dask.simulate import simulate
+
+    out = tmp_path_factory.mktemp("boot")
+    key, systems = simulate(40, 60, systems=2, target_rate=0.05, seed=2)
+    io.write(key, out / "key.zarr")
+    for k, s in enumerate(systems, start=1):
+        io.write(s, out / f"s{k}.zarr")
+    for side in ("model", "segment"):
+        ids, labels = key[side].values, key[f"{side}_label"].values
+        (out / f"{side}s.tsv").write_text(
+            f"{side}\tspeaker\tside_{side}\n"
+            + "".join(f"{i}\t{s}\tx\n" for i, s in zip(ids, labels, strict=True))
+        )
+    return out
+
+
+def _cli(cli_set, *extra):
+    from bosaris_dask.cli import main
+
+    d = cli_set
+    return main(["evaluate", "--key", str(d / "key.zarr"), "--scores", str(d / "s1.zarr"),
+                 "--scores", str(d / "s2.zarr"), "--prior", "0.1", "--cluster", "threads",
+                 *extra])  # fmt: skip
+
+
+def test_cli_intervals_and_comparison_in_json(cli_set, tmp_path, capsys):
+    import json
+
+    d = cli_set
+    out = tmp_path / "ci.json"
+    assert _cli(cli_set, "--conditions", str(d / "models.tsv"), "--conditions",
+                str(d / "segments.tsv"), "--bootstrap", "30", "--resample", "model.speaker",
+                "--resample", "segment.speaker", "--seed", "3", "--compare", "--ci", "0.9",
+                "--json", str(out)) == 0  # fmt: skip
+    text = capsys.readouterr().out
+    assert "90% bootstrap intervals (30 two-way resamples" in text and "s1 - s2:" in text
+    doc = json.loads(out.read_text())
+    first = doc["systems"][0]
+    assert len(first["eer_ci"]) == 2 and first["eer_ci"][0] <= first["eer_ci"][1]
+    assert set(first["operating_points"][0]) >= {"act_dcf_ci", "min_dcf_ci"}
+    assert doc["bootstrap"]["resamples"] == 30 and doc["bootstrap"]["seed"] == 3
+    assert doc["bootstrap"]["resample"] == ["model.speaker", "segment.speaker"]
+    (cmp,) = doc["comparisons"]
+    assert (cmp["first"], cmp["second"]) == ("s1", "s2")
+    assert set(cmp["eer"]) == {"diff", "diff_ci", "p_first_better"}
+    assert cmp["operating_points"][0]["prior"] == 0.1
+    from bosaris_dask import io
+
+    key = io.read(d / "key.zarr")
+    systems = [io.read(d / f"s{k}.zarr") for k in (1, 2)]
+    ds = metrics.evaluate(systems, key, priors=[0.1], conditions=[str(d / "models.tsv"),
+                          str(d / "segments.tsv")], bootstrap=30, seed=3, ci=0.9, compare=True,
+                          resample=["model.speaker", "segment.speaker"])  # fmt: skip
+    assert first["eer_ci"] == ds.eer_ci.values[0].tolist()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--ci", "0.9"], "--ci needs --bootstrap B"),
+        (
+            ["--bootstrap", "5", "--resample", "segment.side_model"],
+            "--resample segment.side_model: no segment column 'side_model' in the condition tables "
+            "(segment columns: side_segment, speaker; 'side_model' is a model column)",
+        ),
+        (["--bootstrap", "5", "--resample", "model.age"], "no model column 'age'"),
+        (["--bootstrap", "5"], "--bootstrap needs --resample"),
+        (["--compare"], "--compare needs --bootstrap B"),
+    ],
+)
+def test_cli_bad_options_are_one_line_errors(cli_set, capsys, extra, message):
+    d = cli_set
+    tables = ["--conditions", str(d / "models.tsv"), "--conditions", str(d / "segments.tsv")]
+    assert _cli(cli_set, *tables, *extra) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"bosaris-dask: error: {message}")
