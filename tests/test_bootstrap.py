@@ -280,7 +280,10 @@ def test_cli_intervals_and_comparison_in_json(cli_set, tmp_path, capsys):
             "--resample segment.side_model: no segment column 'side_model' in the condition tables "
             "(segment columns: side_segment, speaker; 'side_model' is a model column)",
         ),
-        (["--bootstrap", "5", "--resample", "model.age"], "no model column 'age'"),
+        (
+            ["--bootstrap", "5", "--resample", "model.age"],
+            "--resample model.age: no model column 'age'",
+        ),
         (["--bootstrap", "5"], "--bootstrap needs --resample"),
         (["--compare"], "--compare needs --bootstrap B"),
     ],
