@@ -25,7 +25,7 @@ from . import reference as ref
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 SCRIPTS = {
-    "bench_embeddings.py", "bench_evaluate.py", "bench_fusion.py", "bench_text_convert.py",
+    "bench_bootstrap.py", "bench_embeddings.py", "bench_evaluate.py", "bench_fusion.py", "bench_text_convert.py",
     "fuzz_readers.py",
     "kill_campaign.py", "memory_limited.py", "peak_memory.py",
 }  # fmt: skip
@@ -121,6 +121,12 @@ def test_memory_limited(evaluated, capsys):
     )
     out = capsys.readouterr().out
     assert "1.6e+03 trials on 1 workers" in out and "equal to the threaded run: yes" in out
+
+
+def test_bench_bootstrap(tmp_path, capsys):
+    out = _load("bench_bootstrap").main(["--side", "60", "--per-group", "6", "--resamples", "20",
+                                         "--repeat", "1", "--workdir", str(tmp_path)])  # fmt: skip
+    assert out["ratio"] > 0 and "ratio bootstrap / plain" in capsys.readouterr().out
 
 
 def test_bench_fusion(tmp_path, capsys):
