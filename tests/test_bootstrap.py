@@ -24,14 +24,17 @@ from tests import reference_conditions as refc
 PRIORS = [0.5, 0.2]
 
 
-def _data(seed=0, n_m=9, n_s=11, g_m=4, g_s=5, chunks=(4, 5), dtype=np.float64):
-    """Random key and two systems with tied scores; speaker groups in first-appearance order."""
+def _data(seed=0, n_m=9, n_s=11, g_m=4, g_s=5, chunks=(4, 5), dtype=np.float64, shuffle=False):
+    """Random key and two systems with tied scores; speaker groups in first-appearance order
+    (or, with ``shuffle``, ids of a group spread out)."""
     rng = np.random.default_rng(seed)
     mids, sids = [f"m{i:02d}" for i in range(n_m)], [f"s{j:02d}" for j in range(n_s)]
     mg = np.sort(rng.integers(0, g_m, n_m))
     sg = np.sort(rng.integers(0, g_s, n_s))
     mg[:g_m], sg[:g_s] = np.arange(g_m), np.arange(g_s)
     mg, sg = np.sort(mg), np.sort(sg)
+    if shuffle:
+        mg, sg = rng.permutation(mg), rng.permutation(sg)
     mask = np.where(rng.random((n_m, n_s)) < 0.35, 1, -1)
     mask[rng.random((n_m, n_s)) < 0.15] = 0
     mask[0, 0], mask[0, 1] = 1, -1
@@ -129,6 +132,23 @@ def test_intervals_do_not_depend_on_chunking(chunks):
     for name in expected.data_vars:
         if name.endswith(("_ci", "_binned", "_p_better")):
             xr.testing.assert_identical(got[name], expected[name])
+
+
+def test_blocks_of_whole_groups_in_any_id_order(monkeypatch):
+    from bosaris_dask.bootstrap import histograms
+
+    key, systems, tables, *_ = _data(seed=12, n_m=30, n_s=26, g_m=7, g_s=6, chunks=(11, 13),
+                                     shuffle=True)  # fmt: skip
+    kw = {"conditions": tables, "bootstrap": 25, "resample": ["model.spk", "segment.spk"],
+          "seed": 3}  # fmt: skip
+    expected = _evaluate(key, systems, **kw)
+    # pair histograms of ~3 pairs and blocks of ~40 cells: many blocks per chunk
+    monkeypatch.setattr(histograms, "BLOCK_BYTES", 3 * (expected.attrs["bootstrap_bins"][0] +
+                                                        histograms.LIMBS) * 8)  # fmt: skip
+    monkeypatch.setattr(histograms, "_TRIALS", 40)
+    got = _evaluate(key, systems, **kw)
+    for name in ("eer_ci", "cllr_ci", "min_cllr_ci", "act_dcf_ci", "min_dcf_ci", "eer_binned"):
+        xr.testing.assert_identical(got[name], expected[name])
 
 
 def test_compare_is_paired_and_consistent():

@@ -8,7 +8,7 @@ count of trials of the group pair ``p = (gm, gs)``, that is ``W_b = sum_p w_b[p]
 ``w_b[p] = m_b[gm] s_b[gs]``: one matrix product ``w @ H`` for all resamples at once.
 
 Each chunk task does this for the group pairs it holds: it counts ``H`` for the pairs present
-(row and column blocks are split until their histogram fits ``BLOCK_BYTES``), builds ``w`` for
+(in blocks of whole groups whose pair histogram fits ``BLOCK_BYTES``), builds ``w`` for
 4096 pairs at a time and multiplies. All values are integers: the product runs in float32 where
 a bound on its sums (largest weight times largest column sum) is below ``2**24``, in float64
 otherwise, so it is exact in any order; the chunks' results merge by float64 sums of integers
@@ -137,10 +137,31 @@ def _block(m, s, mrow, scol, classes, score, mask, binning, nb, out, guard) -> N
             guard[0] += bound
 
 
-def _split(shape: tuple[int, int], n_gm: int, n_gs: int, nb: int) -> bool:
-    return min(n_gm * n_gs, shape[0] * shape[1]) * (nb + LIMBS) * 8 > BLOCK_BYTES and (
-        shape[0] > 1 or shape[1] > 1
-    )
+_TRIALS = 1 << 22  # the most cells of one block (its per-trial temporaries)
+
+
+def _runs(codes: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """The ids ordered by group (``None``: already in order) and each group's run bounds."""
+    order = np.argsort(codes, kind="stable")
+    ordered = codes[order]
+    bounds = np.r_[np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]), len(codes)]
+    return (None if np.array_equal(order, np.arange(len(codes))) else order), bounds
+
+
+def _pick(order: np.ndarray | None, lo: int, hi: int) -> slice | np.ndarray:
+    return slice(lo, hi) if order is None else order[lo:hi]
+
+
+def _plan(bounds: np.ndarray, per_set: int, cells_per_id: int) -> list[tuple[int, int]]:
+    """Consecutive runs of groups, at most ``per_set`` groups and ~``_TRIALS`` cells each."""
+    out, lo = [], 0
+    for g in range(1, len(bounds)):
+        full = g - lo > per_set or (bounds[g] - bounds[lo]) * cells_per_id > _TRIALS
+        if full and g - 1 > lo:
+            out.append((int(bounds[lo]), int(bounds[g - 1])))
+            lo = g - 1
+    out.append((int(bounds[lo]), int(bounds[-1])))
+    return out
 
 
 def chunk_histograms(
@@ -148,7 +169,12 @@ def chunk_histograms(
     *blocks: np.ndarray, system: int, binning: Binning,
 ) -> np.ndarray:  # fmt: skip
     """One chunk's contribution: ``[non-target (1 + B, bins + LIMBS), target (...), bound]``
-    flattened, for system ``system`` of the ``blocks`` (scores, mask, scores, mask, ...)."""
+    flattened, for system ``system`` of the ``blocks`` (scores, mask, scores, mask, ...).
+
+    The chunk is cut into blocks of whole groups (its rows ordered by model group, its columns
+    by segment group), so each group pair of the chunk is in one block whatever the ids' order,
+    with at most ``BLOCK_BYTES`` of pair histogram and ``_TRIALS`` cells per block.
+    """
     score, mask = blocks[2 * system], blocks[2 * system + 1]
     nb = binning.n_bins
     if float(m.max()) * float(s.max()) >= _F32:
@@ -156,21 +182,23 @@ def chunk_histograms(
     m, s = m.T.astype(np.float32), s.T.astype(np.float32)  # rows: groups
     out = np.zeros((2, m.shape[1], nb + LIMBS))
     guard = np.zeros(1)
-    todo = [(0, classes.shape[0], 0, classes.shape[1])]
-    while todo:
-        r0, r1, c0, c1 = todo.pop()
-        n_gm = len(np.unique(mcode[r0:r1]))
-        n_gs = len(np.unique(scode[c0:c1]))
-        if _split((r1 - r0, c1 - c0), n_gm, n_gs, nb):
-            if r1 - r0 >= c1 - c0:
-                mid = (r0 + r1) // 2
-                todo += [(r0, mid, c0, c1), (mid, r1, c0, c1)]
-            else:
-                mid = (c0 + c1) // 2
-                todo += [(r0, r1, c0, mid), (r0, r1, mid, c1)]
-            continue
-        _block(m, s, mcode[r0:r1], scode[c0:c1], classes[r0:r1, c0:c1],
-               score[r0:r1, c0:c1], mask[r0:r1, c0:c1], binning, nb, out, guard)  # fmt: skip
+    max_pairs = max(1, BLOCK_BYTES // ((nb + LIMBS) * 8))
+    rows, rbounds = _runs(np.asarray(mcode))
+    cols, cbounds = _runs(np.asarray(scode))
+    n_gs = len(cbounds) - 1
+    col_sets = _plan(cbounds, max_pairs, 1)
+    per_row_set = max(1, max_pairs // max(1, min(n_gs, max_pairs)))
+    for c0, c1 in col_sets:
+        cj = _pick(cols, c0, c1)
+        for r0, r1 in _plan(rbounds, per_row_set, c1 - c0):
+            ri = _pick(rows, r0, r1)
+            index = (
+                (ri, cj)
+                if isinstance(ri, slice) and isinstance(cj, slice)
+                else np.ix_(np.arange(classes.shape[0])[ri], np.arange(classes.shape[1])[cj])
+            )
+            _block(m, s, mcode[ri], scode[cj], classes[index], score[index], mask[index],
+                   binning, nb, out, guard)  # fmt: skip
     return np.concatenate([out.reshape(-1), guard])
 
 
