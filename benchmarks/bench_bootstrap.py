@@ -160,7 +160,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
                 f"{mode:>10}: median {med[mode]:.2f} s  ({', '.join(f'{v:.2f}' for v in values)})"
             )
         ratio = med["bootstrap"] / med["plain"]
-        print(f"ratio bootstrap / plain: {ratio:.2f}  (passes {ds.attrs['passes']}, bins "
+        print(f"ratio bootstrap / plain: {ratio:.2f}  (passes {ds.attrs['passes']}, pair factor "
+              f"{ds.attrs['bootstrap_pair_factor']:.2f}, bins "
               f"{ds.attrs['bootstrap_bins'][0]}; EER {float(ds.eer[0]):.5f} in "
               f"[{ds.eer_ci.values[0][0]:.5f}, {ds.eer_ci.values[0][1]:.5f}], binned "
               f"{float(ds.eer_binned[0]):.5f})")  # fmt: skip

@@ -178,8 +178,10 @@ def add_intervals(
         With ``eer_ci``, ``cllr_ci``, ``min_cllr_ci`` (``system``, ``bound``) and ``act_dcf_ci``,
         ``min_dcf_ci`` (``system``, ``plo``, ``bound``; NaN off the reported operating
         points), ``*_binned``, and ``attrs`` ``bootstrap``, ``ci``, ``bootstrap_seed``,
-        ``resample``, ``bootstrap_bins``, ``bootstrap_degenerate``; ``attrs["passes"]`` counts
-        the two bootstrap passes.
+        ``resample``, ``bootstrap_bins``, ``bootstrap_groups``, ``bootstrap_degenerate``,
+        ``bootstrap_pair_factor`` (the group pairs of all chunks over ``G_model * G_segment``:
+        1 when no group's ids are split between chunks; the bootstrap pass's matrix products
+        grow with it); ``attrs["passes"]`` counts the two bootstrap passes.
     """
     from bosaris_dask.engine import _inputs
 
@@ -230,13 +232,26 @@ def add_intervals(
                               first=("pair", [names[i] for i, _ in pairs]),
                               second=("pair", [names[j] for _, j in pairs]))  # fmt: skip
     degenerate = int(max(np.isnan(r["eer"][1:]).sum() for r in reps))
+    spread = _pair_factor(groups, inputs[0].chunks)
     ds.attrs.update(
         bootstrap=bootstrap, ci=level, bootstrap_seed=seed,
         resample=[str(x) for x in groups.specs], bootstrap_bins=[b.n_bins for b in binnings],
         bootstrap_groups=[groups.n_model, groups.n_segment], bootstrap_degenerate=degenerate,
+        bootstrap_pair_factor=spread,
         passes=int(ds.attrs.get("passes", 0)) + passes,
     )  # fmt: skip
     return ds
+
+
+def _pair_factor(groups: Any, chunks: tuple[tuple[int, ...], ...]) -> float:
+    """The group pairs the chunks hold, summed over chunks, over ``G_model * G_segment``: the
+    bootstrap pass's work relative to groups whose ids are never split between chunks."""
+    total = []
+    for codes, sizes in ((groups.model_codes, chunks[0]), (groups.segment_codes, chunks[1])):
+        edges = np.cumsum([0, *sizes])
+        total.append(sum(len(np.unique(codes[a:b])) for a, b in zip(edges[:-1], edges[1:],
+                                                                     strict=True)))  # fmt: skip
+    return float(total[0] * total[1] / (groups.n_model * groups.n_segment))
 
 
 def _per_plo(ds: xr.Dataset, values: np.ndarray, is_op: np.ndarray) -> np.ndarray:

@@ -2,7 +2,8 @@
 
 JSON: each system gets ``"eer_ci"``, ``"cllr_ci"``, ``"min_cllr_ci"`` and each of its operating
 points ``"act_dcf_ci"``, ``"min_dcf_ci"`` (``[low, high]``); the document gets ``"bootstrap":
-{"resamples", "ci", "seed", "resample", "bins", "groups", "degenerate", "method"}`` and, with
+{"resamples", "ci", "seed", "resample", "bins", "groups", "degenerate", "method",
+"pair_factor"}`` and, with
 ``compare``, ``"comparisons": [{"first", "second", "eer": {"diff", "diff_ci", "p_first_better"},
 "cllr": ..., "min_cllr": ..., "operating_points": [{"prior", "act_dcf": {...}, "min_dcf":
 {...}}]}]``.
@@ -56,6 +57,7 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
         "resample": list(a["resample"]), "bins": [int(b) for b in a["bootstrap_bins"]],
         "groups": [int(g) for g in a["bootstrap_groups"]],
         "degenerate": int(a["bootstrap_degenerate"]), "method": METHOD,
+        "pair_factor": float(a["bootstrap_pair_factor"]),
     }  # fmt: skip
     if "pair" in results.dims:
         doc["comparisons"] = []
