@@ -628,18 +628,13 @@ def evaluate(
         Key trials without a score (unless ``allow_missing``), naming a few.
     """
     if bootstrap or ci is not None or resample or compare:
-        from bosaris_dask.bootstrap import add_intervals, check_options
+        from bosaris_dask.bootstrap import evaluate_with_intervals
 
-        check_options(ci, bootstrap, resample, compare, conditions)
-        ds = evaluate(
+        return evaluate_with_intervals(
             scores, key, priors=priors, operating_points=operating_points, sweep=sweep,
             names=names, allow_missing=allow_missing, progress=progress, split_every=split_every,
-            conditions=conditions if by else (), by=by, cprimary_priors=cprimary_priors,
-        )  # fmt: skip
-        return add_intervals(
-            ds, [scores] if isinstance(scores, xr.Dataset) else list(scores), key,
-            conditions=conditions, resample=resample, bootstrap=int(bootstrap or 0), ci=ci,
-            seed=seed, compare=compare, split_every=split_every, progress=progress,
+            conditions=conditions, by=by, cprimary_priors=cprimary_priors, ci=ci,
+            bootstrap=bootstrap, resample=resample, seed=seed, compare=compare,
         )  # fmt: skip
     if conditions or by or len(cprimary_priors):
         from bosaris_dask.conditions.evaluation import evaluate_conditions

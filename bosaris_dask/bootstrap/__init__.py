@@ -10,7 +10,12 @@
 """
 
 from bosaris_dask.bootstrap.bins import Binning, choose_edges
-from bosaris_dask.bootstrap.evaluation import BOUNDS, add_intervals, check_options
+from bosaris_dask.bootstrap.evaluation import (
+    BOUNDS,
+    add_intervals,
+    check_options,
+    evaluate_with_intervals,
+)
 from bosaris_dask.bootstrap.replicates import replicate_metrics
 from bosaris_dask.bootstrap.resample import (
     ResampleSpec,
@@ -27,6 +32,7 @@ __all__ = [
     "SideGroups",
     "add_intervals",
     "check_options",
+    "evaluate_with_intervals",
     "choose_edges",
     "multiplicities",
     "parse_resample",

@@ -2,8 +2,10 @@
 
 The bootstrap accumulates, per resample, a weighted histogram over a few hundred *coarse* score
 bins (:mod:`bosaris_dask.bootstrap.histograms`). Their edges are chosen here, per system, from
-one extra pass that counts targets and non-targets per key prefix (the top :func:`prefix_bits`
-bits of the order-preserving key, :mod:`bosaris_dask.keys`):
+exact counts of targets and non-targets per key prefix (the top :func:`prefix_bits` bits of the
+order-preserving key, :mod:`bosaris_dask.keys`): those of the evaluation's own summaries
+(:func:`summary_prefix_counts`), or, where the evaluation does not hand them over (with
+conditions), of one extra pass (:func:`prefix_histograms`):
 
 - the candidate edges are the lower ends of the non-empty prefixes (exact ROC points);
 - ``n_bins - 1 - J`` of them are taken at equal steps of arc length along the system's DET curve
@@ -33,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import dask.array as da
 import numpy as np
@@ -41,7 +44,7 @@ from scipy.special import ndtri
 from bosaris_dask.keys import key_bits, order_keys, threshold_keys
 from bosaris_dask.runner import Aggregation, run_pass
 
-__all__ = ["Binning", "prefix_bits", "prefix_histograms", "choose_edges"]
+__all__ = ["Binning", "prefix_bits", "prefix_histograms", "summary_prefix_counts", "choose_edges"]
 
 
 def prefix_bits(dtype: np.dtype) -> int:
@@ -140,6 +143,18 @@ def prefix_histograms(
     ]
     return run_pass("bootstrap bin edges", aggs, inputs, split_every=split_every,
                     progress=progress)  # fmt: skip
+
+
+def summary_prefix_counts(summary: Any, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """``(targets, non-targets)`` per key prefix from an exact
+    :class:`~bosaris_dask.engine.ScoreSummary` (each bin counted in the prefix of its lowest
+    key: a bin wider than a prefix offers only its own lower end as an edge)."""
+    bits = prefix_bits(dtype)
+    shift = np.uint64(key_bits(dtype) - bits)
+    prefix = (np.asarray(summary.lo, dtype=np.uint64) >> shift).astype(np.intp)
+    out = [np.bincount(prefix, weights=np.asarray(c, dtype=np.float64), minlength=1 << bits)
+           for c in (summary.n_tar, summary.n_non)]  # fmt: skip
+    return out[0].astype(np.int64), out[1].astype(np.int64)
 
 
 def _probit(p: np.ndarray, n: int) -> np.ndarray:

@@ -56,16 +56,17 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
+from scipy.special import logit
 
 from bosaris_dask import config
-from bosaris_dask.bootstrap.bins import choose_edges, prefix_histograms
+from bosaris_dask.bootstrap.bins import choose_edges, prefix_histograms, summary_prefix_counts
 from bosaris_dask.bootstrap.histograms import BLOCK_BYTES, LIMBS, resample_histograms
 from bosaris_dask.bootstrap.replicates import METRICS, PER_POINT, replicate_metrics
 from bosaris_dask.bootstrap.resample import multiplicities, resample_groups
 from bosaris_dask.conditions.tables import ConditionTable, read_condition_table
 from bosaris_dask.errors import BosarisError, OptionError
 
-__all__ = ["add_intervals", "check_options", "choose_bins", "BOUNDS"]
+__all__ = ["evaluate_with_intervals", "add_intervals", "check_options", "choose_bins", "BOUNDS"]
 
 #: The ``bound`` dimension of the intervals.
 BOUNDS = ("low", "high")
@@ -124,6 +125,56 @@ def choose_bins(n_rows: int, n_sys: int, split_every: int, groups: int) -> int:
     return nb
 
 
+def evaluate_with_intervals(
+    scores: xr.Dataset | Sequence[xr.Dataset],
+    key: xr.Dataset,
+    *,
+    conditions: Sequence[Any] = (),
+    by: Sequence[Any] = (),
+    cprimary_priors: Sequence[float] = (),
+    ci: float | None = None,
+    bootstrap: int | None = None,
+    resample: Sequence[str] = (),
+    seed: int | None = None,
+    compare: bool = False,
+    split_every: int,
+    progress: bool | None = None,
+    **kwargs: Any,
+) -> xr.Dataset:
+    """:func:`~bosaris_dask.metrics.evaluate` with bootstrap intervals (its keywords).
+
+    Without ``by`` or Cprimary, the bins are chosen from the evaluation's own summaries (their
+    exact pass-1 counts): no pass of their own.
+    """
+    from bosaris_dask import metrics
+    from bosaris_dask.engine import summarize
+
+    check_options(ci, bootstrap, resample, compare, conditions)
+    systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
+    summaries = None
+    if by or len(cprimary_priors):
+        ds = metrics.evaluate(
+            systems, key, conditions=conditions if by else (), by=by,
+            cprimary_priors=cprimary_priors, split_every=split_every, progress=progress, **kwargs,
+        )  # fmt: skip
+    else:
+        sweep = metrics._check_sweep(kwargs.get("sweep"))
+        points = metrics._operating_points(kwargs.get("priors", metrics.DEFAULT_PRIORS),
+                                           kwargs.get("operating_points", ()))  # fmt: skip
+        plo = logit(np.array([op.effective_prior for op in points]))
+        summaries = summarize(
+            systems, key, thresholds=-np.concatenate([plo, sweep]), split_every=split_every,
+            allow_missing=kwargs.get("allow_missing", False), progress=progress,
+            names=kwargs.get("names"),
+        )  # fmt: skip
+        ds = metrics._dataset(summaries, points, sweep)
+    return add_intervals(
+        ds, systems, key, conditions=conditions, resample=resample, bootstrap=int(bootstrap or 0),
+        ci=ci, seed=seed, compare=compare, split_every=split_every, progress=progress,
+        summaries=summaries,
+    )  # fmt: skip
+
+
 def _interval(values: np.ndarray, level: float) -> np.ndarray:
     """Percentile interval along axis 0 (NaN rows left out): shape ``values.shape[1:] + (2,)``."""
     with np.errstate(all="ignore"):
@@ -152,6 +203,7 @@ def add_intervals(
     progress: bool | None = None,
     binnings: Sequence[Any] | None = None,
     keep_replicates: bool = False,
+    summaries: Sequence[Any] | None = None,
 ) -> xr.Dataset:
     """``ds`` (an evaluation of ``systems`` against ``key``) with bootstrap intervals.
 
@@ -171,6 +223,9 @@ def add_intervals(
         chosen ones (tests); the Bayes thresholds must be edges.
     keep_replicates
         Also keep every resample's metrics (``replicate_*``, along ``resample``; 0 = the data).
+    summaries
+        The evaluation's :class:`~bosaris_dask.engine.ScoreSummary` objects: the bins are then
+        chosen from their exact counts instead of a pass of their own.
 
     Returns
     -------
@@ -181,7 +236,8 @@ def add_intervals(
         ``resample``, ``bootstrap_bins``, ``bootstrap_groups``, ``bootstrap_degenerate``,
         ``bootstrap_pair_factor`` (the group pairs of all chunks over ``G_model * G_segment``:
         1 when no group's ids are split between chunks; the bootstrap pass's matrix products
-        grow with it); ``attrs["passes"]`` counts the two bootstrap passes.
+        grow with it); ``attrs["passes"]`` counts the bootstrap's passes (one, or two when the
+        bins need a pass of their own).
     """
     from bosaris_dask.engine import _inputs
 
@@ -200,9 +256,12 @@ def add_intervals(
     if binnings is None:
         n_groups = groups.n_model + groups.n_segment
         nb = choose_bins(bootstrap + 1, len(systems), split_every, n_groups)
-        hists = prefix_histograms(inputs, dtype, split_every=split_every, progress=progress)
+        if summaries is None:
+            hists = prefix_histograms(inputs, dtype, split_every=split_every, progress=progress)
+            passes += 1
+        else:
+            hists = [summary_prefix_counts(x, dtype) for x in summaries]
         binnings = [choose_edges(t, n, dtype, nb, -plo) for t, n in hists]
-        passes += 1
     results = resample_histograms(
         inputs, m, s, groups.model_codes, groups.segment_codes, binnings, names,
         split_every=split_every, progress=progress,
