@@ -159,6 +159,22 @@ def test_blocks_of_whole_groups_in_any_id_order(monkeypatch):
         xr.testing.assert_identical(got[name], expected[name])
 
 
+def test_row_chunks_merged_when_groups_are_split():
+    import dask
+
+    key, systems, tables, *_ = _data(seed=13, n_m=30, n_s=26, g_m=7, g_s=6, chunks=(5, 26),
+                                     shuffle=True)  # fmt: skip
+    kw = {"conditions": tables, "bootstrap": 20, "resample": ["model.spk", "segment.spk"],
+          "seed": 4}  # fmt: skip
+    merged = _evaluate(key, systems, **kw)  # six row chunks of a few hundred bytes: one
+    with dask.config.set({"bosaris_dask.bootstrap-chunk": 1 << 10}):
+        kept = _evaluate(key, systems, **kw)
+    assert merged.attrs["bootstrap_pair_factor"] == 1.0
+    assert kept.attrs["bootstrap_pair_factor"] > 1.5
+    for name in ("eer_ci", "cllr_ci", "min_cllr_ci", "act_dcf_ci", "min_dcf_ci"):
+        xr.testing.assert_identical(merged[name], kept[name])
+
+
 def test_compare_is_paired_and_consistent():
     key, systems, tables, *_ = _data(seed=8, n_m=14, n_s=16)
     ds = _evaluate(key, systems, conditions=tables, bootstrap=60, compare=True, seed=1,

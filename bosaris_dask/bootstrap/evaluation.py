@@ -262,6 +262,7 @@ def add_intervals(
         else:
             hists = [summary_prefix_counts(x, dtype) for x in summaries]
         binnings = [choose_edges(t, n, dtype, nb, -plo) for t, n in hists]
+    inputs = _merged_rows(inputs, groups)
     results = resample_histograms(
         inputs, m, s, groups.model_codes, groups.segment_codes, binnings, names,
         split_every=split_every, progress=progress,
@@ -300,6 +301,27 @@ def add_intervals(
         passes=int(ds.attrs.get("passes", 0)) + passes,
     )  # fmt: skip
     return ds
+
+
+def _merged_rows(inputs: list[Any], groups: Any) -> list[Any]:
+    """The inputs with consecutive row chunks merged (up to ``bosaris_dask.bootstrap-chunk``
+    bytes a chunk) when that lowers :func:`_pair_factor`: a model group split between row
+    chunks costs the pass's matrix products once per chunk."""
+    chunks = inputs[0].chunks
+    per_row = sum(a.dtype.itemsize for a in inputs) * max(chunks[1])
+    limit = max(1, config.get("bootstrap-chunk") // max(1, per_row))
+    rows: list[int] = []
+    for size in chunks[0]:
+        if rows and rows[-1] + size <= limit:
+            rows[-1] += size
+        else:
+            rows.append(size)
+    if len(rows) == len(chunks[0]):
+        return inputs
+    merged = (tuple(rows), chunks[1])
+    if _pair_factor(groups, merged) >= _pair_factor(groups, chunks):
+        return inputs
+    return [a.rechunk(merged) for a in inputs]
 
 
 def _pair_factor(groups: Any, chunks: tuple[tuple[int, ...], ...]) -> float:
