@@ -177,16 +177,8 @@ def _raise_bad_codes(head: np.ndarray, *, key: xr.Dataset, n_cols: int) -> None:
 
 
 def _pass1_summary(
-    row: np.ndarray,
-    *,
-    name: str,
-    k: int,
-    inputs: list[da.Array],
-    key: xr.Dataset,
-    dtype: np.dtype,
-    shift: int,
-    nbins: int,
-    allow_missing: bool,
+    row: np.ndarray, *, name: str, k: int, inputs: list[da.Array], key: xr.Dataset,
+    dtype: np.dtype, shift: int, nbins: int, allow_missing: bool,
 ) -> ScoreSummary:
     """System ``k``'s summary from its pass-1 totals, or the error its trials call for."""
     n_non, n_tar = row[:nbins].astype(np.int64), row[nbins : 2 * nbins].astype(np.int64)
@@ -269,10 +261,7 @@ def _knobs() -> dict[str, int]:
 
 
 def _task_memory(
-    inputs: list[da.Array],
-    dtype: np.dtype,
-    nbins: int,
-    split_every: int,
+    inputs: list[da.Array], dtype: np.dtype, nbins: int, split_every: int,
     knobs: dict[str, int] | None = None,
 ) -> memory.TaskMemory:
     """The peak memory of a task of this evaluation's passes.

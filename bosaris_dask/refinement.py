@@ -42,7 +42,6 @@ __all__ = [
     "apply_refinement",
 ]  # fmt: skip
 
-
 def hull_candidates(s: ScoreSummary) -> np.ndarray:
     """Mixed, unrefined bins whose optimistic corner lies below the hull of the bin edges."""
     cum_tar = np.concatenate([[0], np.cumsum(s.n_tar)])

@@ -164,7 +164,9 @@ def graph(
 
     def combine(x, axis, keepdims):
         rows = np.asarray(x).reshape(-1, offsets[-1])
-        out = np.concatenate([a.combine(rows[:, lo:hi]) for a, lo, hi in _spans(aggs, offsets)])
+        out = np.concatenate(
+            [a.combine(rows[:, lo:hi]) for a, lo, hi in _spans(aggs, offsets)]
+        )
         return out.reshape((1, 1, -1)) if keepdims else out
 
     return da.reduction(
