@@ -128,7 +128,10 @@ def _block(m, s, mrow, scol, classes, score, mask, binning, nb, out, guard) -> N
         mg, sg = gm_u[occupied // n_gs], gs_u[occupied % n_gs]
         for a in range(0, n_pairs, _PAIRS):
             b = slice(a, a + _PAIRS)
-            wt = m[mg[b]] * s[sg[b]]  # (pairs, 1 + B): the resamples' pair weights
+            wt = s[sg[b]]  # (pairs, 1 + B): the resamples' pair weights, the pairs of one
+            runs = np.flatnonzero(np.diff(mg[b])) + 1  # model group in a row: one multiply
+            for lo, hi in zip(np.r_[0, runs], np.r_[runs, len(wt)], strict=True):
+                wt[lo:hi] *= m[mg[a + lo]]
             bound = float(wt.max()) * float(x[b].sum(axis=0).max())
             if bound < _F32:  # float32 is exact: every partial sum is an integer below 2**24
                 out[c][:, cols] += wt.T @ x32[b]
