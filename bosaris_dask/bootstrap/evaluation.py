@@ -305,8 +305,8 @@ def add_intervals(
 
 def _merged_rows(inputs: list[Any], groups: Any) -> list[Any]:
     """The inputs with consecutive row chunks merged (up to ``bosaris_dask.bootstrap-chunk``
-    bytes a chunk) when that lowers :func:`_pair_factor`: a model group split between row
-    chunks costs the pass's matrix products once per chunk."""
+    bytes a chunk) when that lowers :func:`_pair_factor` by a fifth or more: a model group
+    split between row chunks costs the pass's matrix products once per chunk."""
     chunks = inputs[0].chunks
     per_row = sum(a.dtype.itemsize for a in inputs) * max(chunks[1])
     limit = max(1, config.get("bootstrap-chunk") // max(1, per_row))
@@ -319,8 +319,8 @@ def _merged_rows(inputs: list[Any], groups: Any) -> list[Any]:
     if len(rows) == len(chunks[0]):
         return inputs
     merged = (tuple(rows), chunks[1])
-    if _pair_factor(groups, merged) >= _pair_factor(groups, chunks):
-        return inputs
+    if _pair_factor(groups, merged) > 0.8 * _pair_factor(groups, chunks):
+        return inputs  # little to gain: keep the chunks (and their parallelism)
     return [a.rechunk(merged) for a in inputs]
 
 
