@@ -51,7 +51,7 @@ import xarray as xr
 from bosaris_dask import config, exact_sum, kernels, memory, refinement, roc, runner
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.keys import key_bits, keys_to_values, threshold_keys
-from bosaris_dask.trials import align_with, is_label_key, kind_of, locate, trial_classes, validate
+from bosaris_dask.trials import align, is_label_key, kind_of, locate, trial_classes, validate
 
 __all__ = ["ScoreSummary", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
 
@@ -125,7 +125,7 @@ class ScoreSummary:
     def hull(self) -> roc.Hull:
         """The ROC convex hull (exact: no vertex lies inside an unrefined bin)."""
         if self._hull is None:
-            self._hull = roc.rocch(self.n_tar, self.n_non)
+            self._hull = roc.hull_from_counts(self.n_tar, self.n_non)
         return self._hull
 
     def error_counts(self, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -243,7 +243,7 @@ def _inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.Arra
     if not is_label_key(key) and key.trial_mask.dtype != np.int8:
         # keep codes outside -1/0/+1 outside them when the kernels' int8 conversion wraps
         key = key.assign(trial_mask=key.trial_mask.clip(-2, 2))
-    aligned = [align_with(s, key, once=True) for s in scores]  # passes: realign once
+    aligned = [align(s, key, once=True) for s in scores]  # passes: realign once
     dtypes = {np.dtype(s.score.dtype) for s in aligned}
     chunks = aligned[0].score.data.chunks
     inputs = [trial_classes(key, chunks=chunks)]
@@ -290,7 +290,7 @@ def _coarse_bits(n_systems: int) -> int:
 
 
 def summarize(
-    scores: Sequence[xr.Dataset],
+    scores: xr.Dataset | Sequence[xr.Dataset],
     key: xr.Dataset,
     *,
     thresholds: Sequence[float] | np.ndarray = (),
@@ -306,7 +306,8 @@ def summarize(
     Parameters
     ----------
     scores
-        Scores objects (one per system); each is aligned to the key's ids.
+        A Scores object or a list of them (one per system, as :func:`bosaris_dask.evaluate`
+        takes them); each is aligned to the key's ids.
     key
         The Key (possibly label-derived).
     thresholds
@@ -332,7 +333,7 @@ def summarize(
     Returns
     -------
     list of ScoreSummary
-        One per system, in order.
+        One per system, in order (a list of one for one Scores object).
 
     Raises
     ------
@@ -349,6 +350,8 @@ def summarize(
     MemoryLimitError
         The distributed workers' memory limits cannot hold the tasks (checked before pass 1).
     """
+    if isinstance(scores, xr.Dataset):
+        scores = [scores]
     _check_inputs(scores, key, names)
     knobs = _knobs()
     split_every = config.check_int("split_every", split_every, 2, 1 << 16)

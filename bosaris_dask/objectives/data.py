@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import ScoreError, TrialError
-from bosaris_dask.trials import align_with, kind_of, trial_classes, validate
+from bosaris_dask.trials import align, kind_of, trial_classes, validate
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def align_inputs(
     for s in scores:
         if kind_of(s) != "scores":
             raise TrialError(f"expected scores, got {kind_of(s)}")
-        aligned.append(align_with(validate(s), like, once=once))
+        aligned.append(align(validate(s), like, once=once))
     chunks = aligned[0].score.data.chunks
     out = []
     for s in aligned:
