@@ -36,7 +36,6 @@ from bosaris_dask.errors import BosarisError, NotFittedError
 from bosaris_dask.fusion import LinearFuser, QualityFuser
 from bosaris_dask.io import read, read_quality, write, write_quality
 from bosaris_dask.metrics import evaluate, operating_points
-from bosaris_dask.trials import align_with as align_with  # deprecated: not in __all__
 from bosaris_dask.trials import (
     align,
     filter_trials,
@@ -48,6 +47,7 @@ from bosaris_dask.trials import (
     make_scores,
     merge,
 )
+from bosaris_dask.trials import align_with as align_with  # deprecated: not in __all__
 
 __version__ = "0.1.0"
 

@@ -31,7 +31,8 @@ On the result of an evaluation (:func:`bosaris_dask.evaluate`):
 ``curve(system, kind)``         :func:`bosaris_dask.metrics.curve`
 ``to_json_dict()``              :func:`bosaris_dask.report.to_json_dict`
 ``format_table()``              :func:`bosaris_dask.report.format_table`
-``det_plot(...)``, ``nbe_plot``  :func:`bosaris_dask.plots.det_plot`, :func:`~bosaris_dask.plots.nbe_plot`
+``det_plot(...)``               :func:`bosaris_dask.plots.det_plot`
+``nbe_plot(...)``               :func:`bosaris_dask.plots.nbe_plot`
 ==============================  =============================================================
 
 Examples
@@ -230,7 +231,8 @@ class BosarisAccessor:
         return curve(self._evaluation("curve"), system, kind)
 
     def to_json_dict(self) -> dict[str, Any]:
-        """The result as ``evaluate --json`` writes it (:func:`bosaris_dask.report.to_json_dict`)."""
+        """The result as ``evaluate --json`` writes it
+        (:func:`bosaris_dask.report.to_json_dict`)."""
         from bosaris_dask.report import to_json_dict
 
         return to_json_dict(self._evaluation("to_json_dict"))
