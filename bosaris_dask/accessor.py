@@ -13,11 +13,12 @@ On trial objects (Ndx, Key, Scores, Quality):
 ``align(like)``                 :func:`bosaris_dask.align` (to ``like``'s ids and trials)
 ``reindex_ids(models, segs)``   :func:`bosaris_dask.trials.reindex_ids`
 ``filter(models, segments)``    :func:`bosaris_dask.filter_trials`
-``merge(other)``                :func:`bosaris_dask.merge`
+``merge(second)``               :func:`bosaris_dask.merge`
 ``coverage(trials)``            :func:`bosaris_dask.trials.coverage`
 ``classes()``                   :func:`bosaris_dask.trials.trial_classes`, labelled
 ``targets()``, ``nontargets()`` the Key's target / non-target masks (lazy)
-``target_scores(key)``          :func:`bosaris_dask.trials.target_scores` (and ``nontarget_``)
+``target_scores(key)``          :func:`bosaris_dask.trials.target_scores`
+``nontarget_scores(key)``       :func:`bosaris_dask.trials.nontarget_scores`
 ``evaluate(key, ...)``          :func:`bosaris_dask.evaluate`
 ``summarize(key, ...)``         :func:`bosaris_dask.summarize` (a list of one summary)
 ``write(path, ...)``            :func:`bosaris_dask.write`
@@ -139,11 +140,11 @@ class BosarisAccessor:
 
         return filter_trials(self._obj, models, segments, **kwargs)
 
-    def merge(self, other: xr.Dataset) -> xr.Dataset:
+    def merge(self, second: xr.Dataset) -> xr.Dataset:
         """:func:`bosaris_dask.merge` (no trial in both)."""
         from bosaris_dask.trials import merge
 
-        return merge(self._obj, other)
+        return merge(self._obj, second)
 
     def coverage(self, trials: xr.Dataset) -> dict[str, int]:
         """:func:`bosaris_dask.trials.coverage` of these scores over ``trials`` (one pass)."""
