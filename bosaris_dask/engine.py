@@ -168,6 +168,7 @@ def _raise_bad_codes(head: np.ndarray, *, key: xr.Dataset, n_cols: int) -> None:
         return
     i, j = divmod(int(first), n_cols)
     code = key.trial_mask.data[i, j]
+    # one element of the key, for the error message: no pass, no progress bar
     code = int(code.compute() if isinstance(code, da.Array) else code)
     raise TrialError(
         "a key's trial_mask holds only -1 (non-target), 0 (no trial) and +1 (target); "

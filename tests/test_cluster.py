@@ -377,6 +377,24 @@ def test_unreachable_scheduler_address_fails_fast():
     assert current_client() is None
 
 
+def test_the_connect_timeout_comes_from_dask_config_unless_given(tmp_path):
+    """No copy of distributed's connect timeout: without ``timeout`` (or --scheduler-timeout)
+    dask's ``distributed.comm.timeouts.connect`` decides."""
+    start = time.monotonic()
+    with dask.config.set({"distributed.comm.timeouts.connect": "0.5s"}):
+        with pytest.raises(ClusterError, match=r"nope.json: the file does not exist after 0.5 s"):
+            with connect(scheduler_file=tmp_path / "nope.json", announce=None):
+                pytest.fail("the block must not run")
+        parser = argparse.ArgumentParser()
+        add_cluster_arguments(parser)
+        args = parser.parse_args(["--scheduler-file", str(tmp_path / "nope.json")])
+        assert args.timeout is None
+        with pytest.raises(ClusterError, match="after 0.5 s"):
+            with connect_from_args(args, announce=None):
+                pytest.fail("the block must not run")
+    assert time.monotonic() - start < 10.0
+
+
 def test_missing_scheduler_file_fails_fast(tmp_path):
     start = time.monotonic()
     with pytest.raises(ClusterError, match="cannot reach the dask scheduler of .*nope.json"):

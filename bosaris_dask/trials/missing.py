@@ -10,12 +10,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import TrialError
+from bosaris_dask.progress import compute
 from bosaris_dask.trials.construction import _dataset, kind_of, trial_classes
 from bosaris_dask.trials.operations import reindex_ids
 
@@ -85,7 +85,7 @@ def alignment_report(scores: xr.Dataset, trials: xr.Dataset) -> AlignmentReport:
     mask = aligned.score_mask.data
     cls = trial_classes(trials, chunks=mask.chunks)
     counts = [((cls == c) & ~mask).sum() for c in (1, -1)] + [(cls == c).sum() for c in (1, -1)]
-    miss_tar, miss_non, n_tar, n_non = (int(n) for n in dask.compute(*counts))
+    miss_tar, miss_non, n_tar, n_non = (int(n) for n in compute(counts, progress=None))
     sizes = {dim: len(trials.indexes[dim]) for dim in ("model", "segment")}
     common = {
         "models": lacks["model"],

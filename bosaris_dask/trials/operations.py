@@ -11,13 +11,13 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
 
 from bosaris_dask._deprecation import warn_renamed
 from bosaris_dask.errors import MissingTrialsError, TrialError
+from bosaris_dask.progress import compute
 from bosaris_dask.trials.construction import (
     _dataset,
     _ids,
@@ -295,8 +295,9 @@ def coverage(scores: xr.Dataset, trials: xr.Dataset) -> dict[str, int]:
     in_key = trial_classes(trials, chunks=aligned.score_mask.data.chunks) != 0
     n_trials, n_scored, n_scores = (
         int(n)
-        for n in dask.compute(
-            in_key.sum(), (in_key & aligned.score_mask.data).sum(), scores.score_mask.data.sum()
+        for n in compute(
+            (in_key.sum(), (in_key & aligned.score_mask.data).sum(), scores.score_mask.data.sum()),
+            progress=None,
         )
     )
     return {
@@ -314,10 +315,10 @@ def _scores_of_class(
     s = align(scores, key)
     classes = trial_classes(key, chunks=s.score.data.chunks)
     wanted = classes == sign
-    missing = int((wanted & ~s.score_mask.data).sum().compute())
+    missing = int(compute((wanted & ~s.score_mask.data).sum(), progress=None))
     if missing and not allow_missing:
         raise MissingTrialsError(f"{missing} key trials have no score")
-    return np.asarray(s.score.data[wanted & s.score_mask.data].compute())
+    return np.asarray(compute(s.score.data[wanted & s.score_mask.data], progress=None))
 
 
 def target_scores(scores: xr.Dataset, key: xr.Dataset, *, allow_missing: bool = False):
