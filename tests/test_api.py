@@ -132,3 +132,46 @@ def test_align_with_ids_and_align_with_warn_and_give_the_new_results():
     assert bd.align(scores, ndx).score_mask.values.tolist() == [[True, False], [False, True]]
     with pytest.raises(TypeError, match="align\\(obj, like\\) takes no other"):
         bd.align(scores, ndx, ["x"])
+
+
+#: Calls of dask's own compute/persist left on purpose: (module, function) -> why.
+_TINY_COMPUTES = {
+    ("bosaris_dask/engine.py", "_raise_bad_codes"): "one key element for an error message",
+    ("bosaris_dask/objectives/data.py", "fusion_data"): "FusionData.persist: progress.persist",
+}
+
+
+def _compute_calls() -> list[tuple[str, str, int]]:
+    """Every ``x.compute(...)``, ``x.persist(...)``, ``dask.compute(...)``... in the package,
+    outside :mod:`bosaris_dask.progress` (docstrings are not code, so not counted)."""
+    import ast
+
+    root = Path(bd.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root.parent).as_posix()
+        if rel == "bosaris_dask/progress.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        owner: dict[ast.AST, str] = {}
+        for func in ast.walk(tree):  # outer functions first: inner ones overwrite
+            if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(func):
+                    owner[node] = func.name
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("compute", "persist")
+                and not (isinstance(node.func.value, ast.Name) and node.func.value.id == "client")
+            ):
+                found.append((rel, owner.get(node, "<module>"), node.lineno))
+    return sorted(set(found))
+
+
+def test_the_package_computes_through_progress_compute():
+    """Issue 15: one compute wrapper, so client, progress and error handling are the same
+    everywhere; the few tiny computes left are listed with their reason."""
+    calls = _compute_calls()
+    unexplained = [c for c in calls if (c[0], c[1]) not in _TINY_COMPUTES]
+    assert not unexplained
