@@ -18,11 +18,13 @@ Examples
 
 from __future__ import annotations
 
+import sys
+import types
 import warnings
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["renamed_getattr", "warn_renamed"]
+__all__ = ["renamed_getattr", "renamed_module", "warn_renamed"]
 
 
 def warn_renamed(old: str, new: str, *, stacklevel: int = 3) -> None:
@@ -45,3 +47,24 @@ def renamed_getattr(module: str, renamed: dict[str, tuple[str, Any]]) -> Callabl
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
     return __getattr__
+
+
+def renamed_module(old: str, new: types.ModuleType) -> None:
+    """Keep ``from old import name`` working for one release, with a ``FutureWarning``.
+
+    The old module has no file any more (so nothing imports it by accident, and pydoc and
+    doctest do not list it): an entry in :data:`sys.modules` forwards attribute lookups to
+    ``new``. Only the ``from old import name`` form is served: ``import old`` would bind the
+    package's attribute of that name, which may now be something else (as
+    ``bosaris_dask.operating_points``, now a function).
+    """
+
+    def __getattr__(name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        warn_renamed(f"the module {old}", new.__name__)
+        return getattr(new, name)
+
+    module = types.ModuleType(old, f"Deprecated: now {new.__name__} (removed in the next release).")
+    module.__getattr__ = __getattr__  # type: ignore[method-assign]
+    sys.modules.setdefault(old, module)

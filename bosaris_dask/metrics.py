@@ -27,11 +27,11 @@ import xarray as xr
 from scipy.special import expit, logit, ndtri
 
 from bosaris_dask import roc
+from bosaris_dask.costs import OperatingPoint, merge_operating_points
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import OptionError, ScoreError
 from bosaris_dask.kernels import softplus_totals
 from bosaris_dask.keys import order_keys
-from bosaris_dask.operating_points import OperatingPoint, merge_operating_points
 
 __all__ = [
     "DEFAULT_PRIORS",

@@ -112,6 +112,16 @@ def test_unknown_roc_name_is_an_attribute_error():
         roc.nothing  # noqa: B018
 
 
+def test_the_old_module_of_operating_point_warns_and_no_longer_hides_the_function():
+    assert callable(bd.operating_points)  # not a module
+    with pytest.warns(FutureWarning, match=r"module bosaris_dask.operating_points .*costs"):
+        from bosaris_dask.operating_points import OperatingPoint
+    from bosaris_dask.costs import OperatingPoint as new
+
+    assert OperatingPoint is new and callable(bd.operating_points)
+    assert "operating_points" not in {m.name for m in pkgutil.iter_modules(bd.__path__)}
+
+
 def test_renamed_cprimary_warns():
     with pytest.warns(FutureWarning, match="summary_cprimary"):
         assert conditions.cprimary is evaluation.summary_cprimary

@@ -99,8 +99,8 @@ def _prior(text: str) -> float:
 
 
 def _operating_point(text: str) -> Any:
+    from bosaris_dask.costs import OperatingPoint
     from bosaris_dask.errors import OptionError
-    from bosaris_dask.operating_points import OperatingPoint
 
     try:
         return OperatingPoint.parse(text)

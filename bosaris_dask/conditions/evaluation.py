@@ -35,9 +35,9 @@ from bosaris_dask._deprecation import renamed_getattr
 from bosaris_dask.conditions.codes import BySpec, condition_codes
 from bosaris_dask.conditions.summaries import condition_summaries
 from bosaris_dask.conditions.tables import ConditionTable, read_condition_table
+from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import OptionError
-from bosaris_dask.operating_points import OperatingPoint
 
 __all__ = ["evaluate_conditions", "condition_result", "conditions_as_systems", "summary_cprimary",
            "PREFIX"]  # fmt: skip
