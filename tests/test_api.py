@@ -82,6 +82,38 @@ def test_same_name_same_contract_across_modules():
     assert not clashes
 
 
+def test_no_module_shares_its_name_with_a_function_of_its_package():
+    """A submodule named like a function of its package hides the function once imported
+    (``bosaris_dask.operating_points``, ``calibration.pav_map``, ``embeddings.write`` were)."""
+    import types
+
+    packages = [bd] + [
+        importlib.import_module(i.name)
+        for i in pkgutil.walk_packages(bd.__path__, "bosaris_dask.") if i.ispkg
+    ]  # fmt: skip
+    clashes = []
+    for package in packages:
+        for sub in pkgutil.iter_modules(package.__path__):
+            if sub.name == "__main__":
+                continue
+            importlib.import_module(f"{package.__name__}.{sub.name}")
+            value = getattr(package, sub.name, None)
+            if value is not None and not isinstance(value, types.ModuleType):
+                clashes.append(f"{package.__name__}.{sub.name}")
+    assert not clashes
+
+
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [("bosaris_dask.calibration.pav_map", "pav_map"), ("bosaris_dask.embeddings.write", "write")],
+)
+def test_renamed_modules_serve_from_imports_with_a_warning(module, name):
+    with pytest.warns(FutureWarning, match=f"the module {module} is deprecated"):
+        old = getattr(importlib.import_module(module), name)
+    package = importlib.import_module(module.rsplit(".", 1)[0])
+    assert old is getattr(package, name) and callable(getattr(package, name))
+
+
 @pytest.mark.parametrize(
     ("old", "new"),
     [("rocch", "hull_from_counts"), ("rocch_eer", "hull_eer"), ("prbep", "hull_prbep"),

@@ -16,7 +16,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask.calibration.pav_map import DEFAULT_BOUND, interpolate_map, pav_map
+from bosaris_dask.calibration.knots import DEFAULT_BOUND, interpolate_map, pav_map
 from bosaris_dask.engine import score_bins
 from bosaris_dask.errors import NotFittedError, ScoreError, TrialError
 from bosaris_dask.fusion.base import MODEL_FORMAT, JsonModel, scores_and_key

@@ -18,12 +18,14 @@ Examples
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import dask.array as da
 import numpy as np
 import xarray as xr
 
+from bosaris_dask._deprecation import renamed_module
 from bosaris_dask.embeddings.formats import DEFAULT_ROWS, detect
 from bosaris_dask.errors import StoreError
 from bosaris_dask.io.atomic import atomic_path, atomic_paths
@@ -86,3 +88,7 @@ def write(
         raise StoreError(f"{path}: writing Kaldi {fmt} files is kaldiio's job "
                          "(kaldiio.save_ark); write .npy, .npz, .h5 or .zarr")  # fmt: skip
     return final
+
+
+# the old name of this module, which is also the name of a function of the package
+renamed_module("bosaris_dask.embeddings.write", sys.modules[__name__])
