@@ -218,6 +218,13 @@ def test_workers_is_the_number_of_workers_for_every_kind(kind, fake_clusters):
         assert jq.worker_count() == 4  # two jobs of two
 
 
+def test_the_local_dashboard_port_comes_from_dask_config(fake_clusters):
+    with dask.config.set({"distributed.scheduler.dashboard.address": ":9999"}):
+        with connect(cluster="local", workers=1, announce=None):
+            pass
+    assert fake_clusters["local"][0]["dashboard_address"] == "127.0.0.1:9999"  # loopback only
+
+
 @pytest.mark.parametrize("kind", ["slurm", "pbs"])
 def test_jobqueue_workers_with_jobs_sets_the_processes_per_job(kind, fake_clusters):
     with connect(cluster=kind, workers=6, jobs=3, queue="long", cores=6, **LOCAL):
