@@ -28,11 +28,11 @@ import xarray as xr
 from scipy.special import expit, logit, ndtri
 
 from bosaris_dask import fixed_rates, roc
+from bosaris_dask.costs import OperatingPoint, merge_operating_points
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import OptionError, ScoreError
 from bosaris_dask.kernels import softplus_totals
 from bosaris_dask.keys import order_keys
-from bosaris_dask.operating_points import OperatingPoint, merge_operating_points
 
 __all__ = [
     "DEFAULT_PRIORS",
@@ -318,11 +318,11 @@ def summary_metrics(
         "n_target": summary.n_target,
         "n_nontarget": summary.n_nontarget,
         "n_missing": summary.n_missing,
-        "eer": roc.rocch_eer(hull),
-        "prbep": roc.prbep(hull),
+        "eer": roc.hull_eer(hull),
+        "prbep": roc.hull_prbep(hull),
         "cllr": _cllr(summary),
-        "min_cllr": roc.min_cllr(hull),
-        "cllr_cal": _cllr(summary) - roc.min_cllr(hull),
+        "min_cllr": roc.hull_min_cllr(hull),
+        "cllr_cal": _cllr(summary) - roc.hull_min_cllr(hull),
         "auc_rocch": hull_auc(hull),
         "pmiss30": DR30_ERRORS / summary.n_target,
         "pfa30": DR30_ERRORS / summary.n_nontarget,
@@ -572,12 +572,15 @@ def sweep_points(results: xr.Dataset) -> xr.Dataset:
     return results.isel(plo=results.in_sweep.values)
 
 
-def curve(results: xr.Dataset, system: Any, kind: str = "rocch") -> tuple[np.ndarray, np.ndarray]:
+def curve(
+    results: xr.Dataset, system: Any = None, kind: str = "rocch"
+) -> tuple[np.ndarray, np.ndarray]:
     """One system's ROC curve ``(pmiss, pfa)`` at its exact length (no NaN padding).
 
     ``kind`` is ``"rocch"`` (the convex hull's vertices) or ``"roc"`` (the steppy ROC's exact
-    points, thinned for plotting). ``system`` None takes ``results`` as one system's results
-    (no ``system`` dimension).
+    points, thinned for plotting). ``system`` None takes the only system of ``results`` (or
+    ``results`` as one system's results, without a ``system`` dimension); with several systems
+    it must name one.
 
     Examples
     --------
@@ -588,6 +591,11 @@ def curve(results: xr.Dataset, system: Any, kind: str = "rocch") -> tuple[np.nda
     """
     if kind not in ("rocch", "roc"):
         raise OptionError(f'curve kind must be "rocch" or "roc", got {kind!r}')
+    if system is None and "system" in results.dims:
+        if results.sizes["system"] != 1:
+            names = ", ".join(map(str, results.system.values))
+            raise OptionError(f"curve: name one of the systems ({names})")
+        system = results.system.values[0]
     r = results if system is None else results.sel(system=system)
     n = int(r[CURVES[f"{kind}_pmiss"][1]])
     return r[f"{kind}_pmiss"].values[:n], r[f"{kind}_pfa"].values[:n]
@@ -809,7 +817,7 @@ def min_dcf(tar: Any, non: Any, prior: float, *, normalize: bool = True) -> floa
 
 def eer(tar: Any, non: Any) -> float:
     """The ROCCH-EER of target and non-target scores."""
-    return roc.rocch_eer(summary_from_arrays(tar, non).hull)
+    return roc.hull_eer(summary_from_arrays(tar, non).hull)
 
 
 def uer(tar: Any, non: Any, ratio: float) -> float:
@@ -822,12 +830,12 @@ def uer(tar: Any, non: Any, ratio: float) -> float:
     >>> uer(tar, non, 1.0) == eer(tar, non)
     True
     """
-    return roc.uer(summary_from_arrays(tar, non).hull, ratio)
+    return roc.hull_uer(summary_from_arrays(tar, non).hull, ratio)
 
 
 def prbep(tar: Any, non: Any) -> float:
     """The PRBEP (a count) of target and non-target scores."""
-    return roc.prbep(summary_from_arrays(tar, non).hull)
+    return roc.hull_prbep(summary_from_arrays(tar, non).hull)
 
 
 def cllr(tar: Any, non: Any) -> float:
@@ -837,7 +845,7 @@ def cllr(tar: Any, non: Any) -> float:
 
 def min_cllr(tar: Any, non: Any) -> float:
     """minCllr in bits: Cllr after the optimal monotone (PAV) calibration."""
-    return roc.min_cllr(summary_from_arrays(tar, non).hull)
+    return roc.hull_min_cllr(summary_from_arrays(tar, non).hull)
 
 
 def min_threshold(tar: Any, non: Any, prior: float) -> float:

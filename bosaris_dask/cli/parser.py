@@ -123,8 +123,8 @@ def _fixed_rate_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _operating_point(text: str) -> Any:
+    from bosaris_dask.costs import OperatingPoint
     from bosaris_dask.errors import OptionError
-    from bosaris_dask.operating_points import OperatingPoint
 
     try:
         return OperatingPoint.parse(text)
