@@ -48,10 +48,10 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import config, exact_sum, kernels, memory, refinement, roc, runner
+from bosaris_dask import config, exact_sum, fixed_rates, kernels, memory, refinement, roc, runner
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.keys import key_bits, keys_to_values, threshold_keys
-from bosaris_dask.trials import align_with, is_label_key, kind_of, locate, trial_classes, validate
+from bosaris_dask.trials import align, is_label_key, kind_of, locate, trial_classes, validate
 
 __all__ = ["ScoreSummary", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
 
@@ -86,6 +86,11 @@ class ScoreSummary:
         sums are the same, bit for bit, in any chunking, merge tree and scheduler.
     n_missing
         Key trials without a score (dropped; non-zero only with ``allow_missing``).
+    cross_entropy_plo, cross_entropy
+        Prior log-odds ``a`` (asked for with :func:`summarize`'s ``cross_entropy_plo``) and, per
+        ``a``, the exact sums ``sum log(1 + exp(-(s + a)))`` over targets and
+        ``sum log(1 + exp(s + a))`` over non-targets, shape ``(len(a), 2)``: the empirical
+        cross-entropy of the scores as LLRs at every ``a`` (:mod:`bosaris_dask.ece`).
     passes
         Passes over the data this summary took (shared by all systems of one call).
     """
@@ -100,6 +105,8 @@ class ScoreSummary:
     n_missing: int = 0
     passes: int = 1
     name: str = ""
+    cross_entropy_plo: np.ndarray | None = None
+    cross_entropy: np.ndarray | None = None
     _hull: roc.Hull | None = field(default=None, repr=False)
 
     @property
@@ -125,7 +132,7 @@ class ScoreSummary:
     def hull(self) -> roc.Hull:
         """The ROC convex hull (exact: no vertex lies inside an unrefined bin)."""
         if self._hull is None:
-            self._hull = roc.rocch(self.n_tar, self.n_non)
+            self._hull = roc.hull_from_counts(self.n_tar, self.n_non)
         return self._hull
 
     def error_counts(self, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -168,6 +175,7 @@ def _raise_bad_codes(head: np.ndarray, *, key: xr.Dataset, n_cols: int) -> None:
         return
     i, j = divmod(int(first), n_cols)
     code = key.trial_mask.data[i, j]
+    # one element of the key, for the error message: no pass, no progress bar
     code = int(code.compute() if isinstance(code, da.Array) else code)
     raise TrialError(
         "a key's trial_mask holds only -1 (non-target), 0 (no trial) and +1 (target); "
@@ -216,6 +224,12 @@ def _pass1_summary(
     return summary
 
 
+def _cross_entropy_sums(total: np.ndarray, n: int) -> np.ndarray:
+    """The ``(n, 2)`` float sums from :func:`kernels.cross_entropy_kernel`'s merged limbs."""
+    limbs = np.asarray(total).reshape(n * 2, exact_sum.LIMBS)
+    return np.array([exact_sum.to_float(exact_sum.from_limbs(x)) for x in limbs]).reshape(n, 2)
+
+
 # --------------------------------------------------------------------------------------------
 # the public entry point
 # --------------------------------------------------------------------------------------------
@@ -243,7 +257,7 @@ def _inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.Arra
     if not is_label_key(key) and key.trial_mask.dtype != np.int8:
         # keep codes outside -1/0/+1 outside them when the kernels' int8 conversion wraps
         key = key.assign(trial_mask=key.trial_mask.clip(-2, 2))
-    aligned = [align_with(s, key, once=True) for s in scores]  # passes: realign once
+    aligned = [align(s, key, once=True) for s in scores]  # passes: realign once
     dtypes = {np.dtype(s.score.dtype) for s in aligned}
     chunks = aligned[0].score.data.chunks
     inputs = [trial_classes(key, chunks=chunks)]
@@ -290,23 +304,28 @@ def _coarse_bits(n_systems: int) -> int:
 
 
 def summarize(
-    scores: Sequence[xr.Dataset],
+    scores: xr.Dataset | Sequence[xr.Dataset],
     key: xr.Dataset,
     *,
     thresholds: Sequence[float] | np.ndarray = (),
     pav_bounds: bool = False,
+    fmr: Sequence[float] | np.ndarray = (),
+    fnmr: Sequence[float] | np.ndarray = (),
+    cross_entropy_plo: Sequence[float] | np.ndarray = (),
     allow_missing: bool = False,
     split_every: int = DEFAULT_SPLIT_EVERY,
     coarse_bits: int | None = None,
     progress: bool | None = None,
     names: Sequence[str] | None = None,
+    extra_candidates: Callable[[list[ScoreSummary]], list[np.ndarray | None]] | None = None,
 ) -> list[ScoreSummary]:
     """Exact summaries of one or more systems' scores against one key.
 
     Parameters
     ----------
     scores
-        Scores objects (one per system); each is aligned to the key's ids.
+        A Scores object or a list of them (one per system, as :func:`bosaris_dask.evaluate`
+        takes them); each is aligned to the key's ids.
     key
         The Key (possibly label-derived).
     thresholds
@@ -315,6 +334,13 @@ def summarize(
     pav_bounds
         Also make exact the bins next to each hull vertex (the score range of every PAV block),
         as PAV calibration needs.
+    fmr, fnmr
+        Target false-match and false-non-match rates (in ``(0, 1]``): also make exact the bins
+        that hold their operating points' thresholds and counts
+        (:func:`bosaris_dask.fixed_rates.fixed_rate_candidates`), in the same refinement passes.
+    cross_entropy_plo
+        Prior log-odds at which pass 1 also sums each system's cross-entropy terms (the ECE
+        plot, :mod:`bosaris_dask.ece`; ``len`` softplus evaluations per trial, no extra pass).
     allow_missing
         Drop key trials that have no score instead of raising :class:`MissingTrialsError`.
     split_every
@@ -328,11 +354,17 @@ def summarize(
         :func:`bosaris_dask.progress.showing_progress` block (no bar outside one).
     names
         System names, stored in the summaries.
+    extra_candidates
+        Called with the current summaries before every refinement round; returns, per
+        system, more bin indices to refine (``None`` for none), only bins with ``bits > 0``.
+        Joint curves over several systems (equalized metrics,
+        :mod:`bosaris_dask.conditions.equalized`) use it to refine where only their
+        combination needs it, in the same rounds.
 
     Returns
     -------
     list of ScoreSummary
-        One per system, in order.
+        One per system, in order (a list of one for one Scores object).
 
     Raises
     ------
@@ -349,7 +381,11 @@ def summarize(
     MemoryLimitError
         The distributed workers' memory limits cannot hold the tasks (checked before pass 1).
     """
+    if isinstance(scores, xr.Dataset):
+        scores = [scores]
     _check_inputs(scores, key, names)
+    fmr = fixed_rates.check_rates(fmr, "FMR") if len(fmr) else np.empty(0)
+    fnmr = fixed_rates.check_rates(fnmr, "FNMR") if len(fnmr) else np.empty(0)
     knobs = _knobs()
     split_every = config.check_int("split_every", split_every, 2, 1 << 16)
     if coarse_bits is not None:
@@ -377,19 +413,38 @@ def summarize(
         chunk = partial(kernels.system_kernel, system=k, shift=shift, nbins=nbins, **blocks)
         systems.append(runner.Aggregation(name, chunk, kernels.coarse_length(nbins),
                                           finalize=finalize))  # fmt: skip
+    ce_plo = np.asarray(cross_entropy_plo, dtype=np.float64).reshape(-1)
+    if not np.isfinite(ce_plo).all():
+        raise OptionError("cross_entropy_plo must hold finite prior log-odds")
+    ce_length = 2 * len(ce_plo) * exact_sum.LIMBS
+    cross = [
+        runner.Aggregation(
+            f"{s.name} cross-entropy", partial(kernels.cross_entropy_kernel, system=k,
+                                               plo=ce_plo, **blocks),
+            ce_length, finalize=partial(_cross_entropy_sums, n=len(ce_plo)),
+        )
+        for k, s in enumerate(systems)
+    ] if len(ce_plo) else []  # fmt: skip
     need = _task_memory(inputs, dtype, nbins, split_every, knobs)
     _, *summaries = runner.run_pass(
-        "pass 1", [codes, *systems], inputs, lead=positions, split_every=split_every,
+        "pass 1", [codes, *systems, *cross], inputs, lead=positions, split_every=split_every,
         progress=progress, need=need,
     )  # fmt: skip
+    if cross:
+        sums, summaries = summaries[n_sys:], summaries[:n_sys]
+        summaries = [replace(s, cross_entropy_plo=ce_plo, cross_entropy=x)
+                     for s, x in zip(summaries, sums, strict=True)]  # fmt: skip
 
     kappa = threshold_keys(np.asarray(thresholds, dtype=np.float64), dtype)
     passes = 1
     selection: refinement.Selection | None = None
     while True:
         plans: list[tuple[np.ndarray, kernels.RefineSpec] | None] = []
-        for s in summaries:
-            cands = refinement.candidates(s, kappa, pav_bounds)
+        joint = extra_candidates(summaries) if extra_candidates is not None else None
+        for k, s in enumerate(summaries):
+            cands = refinement.candidates(s, kappa, pav_bounds, fmr=fmr, fnmr=fnmr)
+            if joint is not None and joint[k] is not None:
+                cands = np.union1d(cands, joint[k]).astype(np.int64)
             if len(cands):
                 spec = refinement.plan(
                     s, cands, shift, dense_budget=knobs["dense_budget"],

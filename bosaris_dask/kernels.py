@@ -195,6 +195,58 @@ def softplus_totals(tar: np.ndarray, non: np.ndarray) -> tuple[float, float]:
     return out[0], out[1]
 
 
+def cross_entropy_kernel(
+    rows: np.ndarray,
+    cols: np.ndarray,
+    classes: np.ndarray,
+    *pairs: np.ndarray,
+    system: int,
+    plo: np.ndarray,
+    block: int,
+    slice_size: int,
+) -> np.ndarray:
+    """Pass 1's cross-entropy sums of one system at prior log-odds ``plo`` (the ECE plot).
+
+    For each ``a`` of ``plo``: ``sum log(1 + exp(-(s + a)))`` over targets and
+    ``sum log(1 + exp(s + a))`` over non-targets, ``s + a`` in float64, each term rounded and
+    added exactly as :func:`softplus_sums` does (``a = 0`` gives Cllr's sums, bit for bit).
+    Returns ``len(plo) * 2`` :mod:`~bosaris_dask.exact_sum` limb vectors: per ``a``, targets
+    then non-targets. Costs ``len(plo)`` softplus evaluations per trial.
+    """
+    s, m = pairs[2 * system], pairs[2 * system + 1]
+    ws = workspace(np.dtype(s.dtype), block, slice_size)
+    cls_flat, s_flat, m_flat = classes.reshape(-1), s.reshape(-1), m.reshape(-1)
+    sums = [[0, 0] for _ in plo]
+    x = np.empty(min(ws.block, s_flat.size), dtype=np.float64)
+    for b in slices(s_flat.size, ws.block):
+        n = b.stop - b.start
+        key_cls, scored = cls_flat[b], m_flat[b]
+        c = key_cls if scored.all() else classes_of(key_cls, scored)
+        xb = x[:n]
+        np.copyto(xb, s_flat[b], casting="unsafe")
+        np.copyto(xb, 0.0, where=~np.isfinite(xb))  # pass 1 reports non-finite scores
+        all_trials = np.count_nonzero(c) == n
+        for g, a in enumerate(plo):
+            non, tar = softplus_sums(c, xb + a, ws, all_trials)
+            sums[g][0] += tar
+            sums[g][1] += non
+    return np.concatenate([exact_sum.to_limbs(v) for pair in sums for v in pair])
+
+
+def cross_entropy_totals(tar: np.ndarray, non: np.ndarray, plo: np.ndarray) -> np.ndarray:
+    """:func:`cross_entropy_kernel`'s sums of in-memory scores, as floats: ``(len(plo), 2)``.
+
+    Examples
+    --------
+    >>> t = cross_entropy_totals(np.array([0.0, 2.0]), np.array([-1.0]), np.array([0.0]))
+    >>> t[0].tolist() == list(softplus_totals(np.array([0.0, 2.0]), np.array([-1.0])))
+    True
+    """
+    tar = np.asarray(tar, dtype=np.float64).reshape(-1)
+    non = np.asarray(non, dtype=np.float64).reshape(-1)
+    return np.array([softplus_totals(tar + a, non + a) for a in np.asarray(plo, np.float64)])
+
+
 def _coarse_system(
     cls_flat: np.ndarray, s_flat: np.ndarray, m_flat: np.ndarray, shift: int, nbins: int,
     ws: Workspace,

@@ -65,7 +65,8 @@ def from_natural(scores: xr.Dataset, base: float | str) -> xr.Dataset:
 
 
 def thresholds_from_natural(results: xr.Dataset, base: float | str) -> xr.Dataset:
-    """An evaluation whose ``act_threshold``/``min_threshold`` are given in ``base``."""
+    """An evaluation whose thresholds (``act_threshold``, ``min_threshold``, the fixed-FMR/FNMR
+    ``fixed_*_threshold``) are given in ``base``."""
     factor = log_of_base(base)
     if factor == 1.0:
         return results
@@ -74,7 +75,8 @@ def thresholds_from_natural(results: xr.Dataset, base: float | str) -> xr.Datase
     if "act_threshold" in out.coords:
         out = out.assign_coords(act_threshold=out.act_threshold / factor)
         out.act_threshold.attrs.update(results.act_threshold.attrs, units=units)
-    for name in ("min_threshold", "condition_min_threshold"):
+    names = ("min_threshold", "fixed_fmr_threshold", "fixed_fnmr_threshold")
+    for name in (*names, *(f"condition_{n}" for n in names)):
         if name in out:
             out[name] = out[name] / factor
             out[name].attrs.update(results[name].attrs, units=units)

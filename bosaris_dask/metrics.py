@@ -19,6 +19,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
@@ -26,12 +27,12 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit, logit, ndtri
 
-from bosaris_dask import roc
+from bosaris_dask import fixed_rates, roc
+from bosaris_dask.costs import OperatingPoint, merge_operating_points
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import OptionError, ScoreError
 from bosaris_dask.kernels import softplus_totals
 from bosaris_dask.keys import order_keys
-from bosaris_dask.operating_points import OperatingPoint, merge_operating_points
 
 __all__ = [
     "DEFAULT_PRIORS",
@@ -59,6 +60,9 @@ __all__ = [
     "auc_rocch",
     "summary_auc",
     "hull_auc",
+    "fixed_rate_metrics",
+    "fnmr_at_fmr",
+    "fmr_at_fnmr",
 ]
 
 #: Effective priors reported by default (SRE-style operating points).
@@ -314,11 +318,11 @@ def summary_metrics(
         "n_target": summary.n_target,
         "n_nontarget": summary.n_nontarget,
         "n_missing": summary.n_missing,
-        "eer": roc.rocch_eer(hull),
-        "prbep": roc.prbep(hull),
+        "eer": roc.hull_eer(hull),
+        "prbep": roc.hull_prbep(hull),
         "cllr": _cllr(summary),
-        "min_cllr": roc.min_cllr(hull),
-        "cllr_cal": _cllr(summary) - roc.min_cllr(hull),
+        "min_cllr": roc.hull_min_cllr(hull),
+        "cllr_cal": _cllr(summary) - roc.hull_min_cllr(hull),
         "auc_rocch": hull_auc(hull),
         "pmiss30": DR30_ERRORS / summary.n_target,
         "pfa30": DR30_ERRORS / summary.n_nontarget,
@@ -400,6 +404,20 @@ ATTRS: dict[str, tuple[str, str]] = {
     "act_threshold": ("natural-log LLR", "Bayes threshold -plo that actDCF applies"),
     "operating_point": ("index", "order of the reported operating point; -1: sweep only"),
     "in_sweep": ("boolean", "plo is a point of the NBE sweep"),
+    "fmr_target": (_P, "target FMR of a fixed-FMR operating point"),
+    "fnmr_target": (_P, "target FNMR of a fixed-FNMR operating point"),
+    "fixed_fmr_threshold": ("score", "smallest observed score t with FMR(t) <= fmr_target "
+                            "(accept iff score >= t); NaN if fmr_target < 1/n_nontarget"),
+    "fixed_fmr_fmr": (_P, "actual FMR (non-targets >= t) at fixed_fmr_threshold"),
+    "fixed_fmr_fnmr": (_P, "FNMR (targets < t) at fixed_fmr_threshold; TAR = 1 - FNMR"),
+    "fixed_fnmr_threshold": ("score", "largest observed score t with FNMR(t) <= fnmr_target "
+                             "(accept iff score >= t); NaN if fnmr_target < 1/n_target"),
+    "fixed_fnmr_fmr": (_P, "FMR (non-targets >= t) at fixed_fnmr_threshold"),
+    "fixed_fnmr_fnmr": (_P, "actual FNMR (targets < t) at fixed_fnmr_threshold"),
+    "ece_plo": ("log-odds", "prior log-odds logit(P(Hp)) of the ECE plot"),
+    "ece": ("bits", "empirical cross-entropy of the scores as LLRs (= cllr at ece_plo 0)"),
+    "ece_pav": ("bits", "empirical cross-entropy of the PAV-calibrated LLRs (= min_cllr at 0)"),
+    "ece_neutral": ("bits", "empirical cross-entropy of LR = 1: the prior entropy"),
     "cprimary_act": ("normalized DCF", "Cprimary: mean normalized actDCF over cprimary_priors"),
     "cprimary_min": ("normalized DCF", "Cprimary: mean normalized minDCF over cprimary_priors"),
 }
@@ -446,9 +464,53 @@ def padded(rows: Sequence[np.ndarray], shape: tuple[int, ...] = ()) -> np.ndarra
     return out.reshape(*shape, -1) if shape else out
 
 
+#: The fixed-rate variables: name -> (dimension, index into ``fixed_rate_metrics``'s triples).
+FIXED_RATES = {
+    f"fixed_{side}_{what}": (f"{side}_target", side, i)
+    for side in ("fmr", "fnmr") for i, what in enumerate(("threshold", "fmr", "fnmr"))
+}  # fmt: skip
+
+
+def fixed_rate_metrics(
+    summary: ScoreSummary, fmr: Sequence[float] | np.ndarray = (),
+    fnmr: Sequence[float] | np.ndarray = (),
+) -> dict[str, np.ndarray]:
+    """The :data:`FIXED_RATES` variables of one summary (only the sides asked for).
+
+    Examples
+    --------
+    >>> s = summary_from_arrays([1.0, 2.0, 3.0, 4.0], [0.0, 1.0, 2.0, 2.0, 3.5])
+    >>> out = fixed_rate_metrics(s, fmr=[0.2])
+    >>> out["fixed_fmr_threshold"].tolist(), out["fixed_fmr_fnmr"].tolist()
+    ([3.0], [0.5])
+    """
+    out: dict[str, np.ndarray] = {}
+    for side, rates, fn in (("fmr", fmr, fixed_rates.fixed_fmr),
+                            ("fnmr", fnmr, fixed_rates.fixed_fnmr)):  # fmt: skip
+        if len(rates):
+            for name, value in zip(("threshold", "fmr", "fnmr"), fn(summary, rates), strict=True):
+                out[f"fixed_{side}_{name}"] = value
+    return out
+
+
+def _fixed_rate_data(
+    summaries: Sequence[ScoreSummary], fmr: np.ndarray, fnmr: np.ndarray
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Variables and coordinates of the fixed-FMR/FNMR operating points (none if not asked)."""
+    rows = [fixed_rate_metrics(s, fmr, fnmr) for s in summaries]
+    data = {name: (("system", dim), np.array([r[name] for r in rows]))
+            for name, (dim, side, _) in FIXED_RATES.items() if len(fmr if side == "fmr" else fnmr)}
+    coords = {f"{side}_target": rates for side, rates in (("fmr", fmr), ("fnmr", fnmr))
+              if len(rates)}  # fmt: skip
+    return data, coords
+
+
 def _dataset(
-    summaries: Sequence[ScoreSummary], points: Sequence[OperatingPoint], sweep: np.ndarray
+    summaries: Sequence[ScoreSummary], points: Sequence[OperatingPoint], sweep: np.ndarray,
+    fmr: np.ndarray | Sequence[float] = (), fnmr: np.ndarray | Sequence[float] = (),
 ) -> xr.Dataset:
+    from bosaris_dask.ece import ece_from_summary
+
     priors = [op.effective_prior for op in points]
     results = [summary_metrics(s, priors, sweep) for s in summaries]
     data: dict[str, Any] = {}
@@ -458,9 +520,20 @@ def _dataset(
         data[name] = (("system", "plo"), np.array([r[name] for r in results]))
     for name, (dim, _) in CURVES.items():
         data[name] = (("system", dim), padded([r[name] for r in results]))
+    fixed, fixed_coords = _fixed_rate_data(summaries, np.asarray(fmr, float),
+                                           np.asarray(fnmr, float))  # fmt: skip
+    data.update(fixed)
+    ece_plo = summaries[0].cross_entropy_plo
+    if ece_plo is not None:
+        ece = [ece_from_summary(s) for s in summaries]
+        for name in ("ece", "ece_pav"):
+            data[name] = (("system", "ece_plo"), np.array([e[name] for e in ece]))
+        data["ece_neutral"] = ("ece_plo", ece[0]["ece_neutral"])
+        fixed_coords["ece_plo"] = ece_plo
     ds = xr.Dataset(
         data,
-        coords={"system": [s.name for s in summaries], **_plo_coords(points, sweep)},
+        coords={"system": [s.name for s in summaries], **_plo_coords(points, sweep),
+                **fixed_coords},  # fmt: skip
         attrs={"passes": max(s.passes for s in summaries), "dr30_errors": DR30_ERRORS},
     )
     return with_attrs(ds)
@@ -499,12 +572,15 @@ def sweep_points(results: xr.Dataset) -> xr.Dataset:
     return results.isel(plo=results.in_sweep.values)
 
 
-def curve(results: xr.Dataset, system: Any, kind: str = "rocch") -> tuple[np.ndarray, np.ndarray]:
+def curve(
+    results: xr.Dataset, system: Any = None, kind: str = "rocch"
+) -> tuple[np.ndarray, np.ndarray]:
     """One system's ROC curve ``(pmiss, pfa)`` at its exact length (no NaN padding).
 
     ``kind`` is ``"rocch"`` (the convex hull's vertices) or ``"roc"`` (the steppy ROC's exact
-    points, thinned for plotting). ``system`` None takes ``results`` as one system's results
-    (no ``system`` dimension).
+    points, thinned for plotting). ``system`` None takes the only system of ``results`` (or
+    ``results`` as one system's results, without a ``system`` dimension); with several systems
+    it must name one.
 
     Examples
     --------
@@ -515,6 +591,11 @@ def curve(results: xr.Dataset, system: Any, kind: str = "rocch") -> tuple[np.nda
     """
     if kind not in ("rocch", "roc"):
         raise OptionError(f'curve kind must be "rocch" or "roc", got {kind!r}')
+    if system is None and "system" in results.dims:
+        if results.sizes["system"] != 1:
+            names = ", ".join(map(str, results.system.values))
+            raise OptionError(f"curve: name one of the systems ({names})")
+        system = results.system.values[0]
     r = results if system is None else results.sel(system=system)
     n = int(r[CURVES[f"{kind}_pmiss"][1]])
     return r[f"{kind}_pmiss"].values[:n], r[f"{kind}_pfa"].values[:n]
@@ -539,6 +620,10 @@ def evaluate(
     conditions: Sequence[Any] = (),
     by: Sequence[Any] = (),
     cprimary_priors: Sequence[float] = (),
+    equalize: bool = False,
+    fmr: Sequence[float] = (),
+    fnmr: Sequence[float] = (),
+    ece_plo: Sequence[float] | np.ndarray | None = None,
     ci: float | None = None,
     bootstrap: int | None = None,
     resample: Sequence[str] = (),
@@ -580,6 +665,23 @@ def evaluate(
     cprimary_priors
         Also report Cprimary (``cprimary_act``, ``cprimary_min``): the mean over these
         effective priors of the normalized actDCF and minDCF.
+    equalize
+        Also the NIST partition-equalized EER, actDCF and minDCF over the ``by`` conditions
+        (``equalized_*`` variables; :mod:`bosaris_dask.conditions.equalized`).
+    fmr, fnmr
+        Biometric operating points (ISO/IEC 19795-1), each target in ``(0, 1]``: for an FMR
+        target ``f`` the threshold is the smallest observed score ``t`` with
+        ``FMR(t) = #{non-targets >= t} / N_non <= f``; for an FNMR target the largest observed
+        score with ``FNMR(t) = #{targets < t} / N_tar <= f``. Ties make the rates jump: the
+        achieved rate can lie well below the target (it is reported). A target below one error
+        (``f < 1/N_non`` for FMR, ``f < 1/N_tar`` for FNMR) cannot be measured: NaN.
+        Exact order statistics (:mod:`bosaris_dask.fixed_rates`), refined in the same passes
+        as the hull (``attrs["passes"]`` does not grow, except when nothing else needed one).
+    ece_plo
+        Prior log-odds of the empirical cross-entropy (ECE) plot (:mod:`bosaris_dask.ece`):
+        ``ece`` (the scores as LLRs), ``ece_pav`` (PAV-calibrated) and ``ece_neutral``
+        (``LR = 1``) in bits along ``ece_plo``. Pass 1 sums the raw terms (one softplus per
+        trial and grid point; no extra pass). Not with conditions.
     ci, bootstrap, resample, seed, compare
         Two-way bootstrap percentile intervals (level ``ci``, default 0.95) from ``bootstrap``
         resamples of the ``resample`` groups (``model.COL`` and/or ``segment.COL`` of the
@@ -612,6 +714,9 @@ def evaluate(
         community's Cllr_cal). ``auc`` is the exact area under the ROC (Mann-Whitney, ties
         counted half), NaN unless the summary determines it, with ``auc_low``/``auc_high`` its
         exact bounds (:func:`summary_auc`); ``auc_rocch`` is the area under the ROC convex hull.
+        With ``fmr``: ``fixed_fmr_threshold``, ``fixed_fmr_fmr`` (the actual FMR) and
+        ``fixed_fmr_fnmr`` over (``system``, ``fmr_target``); with ``fnmr``: ``fixed_fnmr_*``
+        over (``system``, ``fnmr_target``); NaN where the target cannot be measured.
         Every variable and coordinate has ``attrs`` ``units`` and ``long_name`` (:data:`ATTRS`).
 
     Raises
@@ -633,31 +738,74 @@ def evaluate(
         return evaluate_with_intervals(
             scores, key, priors=priors, operating_points=operating_points, sweep=sweep,
             names=names, allow_missing=allow_missing, progress=progress, split_every=split_every,
-            conditions=conditions, by=by, cprimary_priors=cprimary_priors, ci=ci,
-            bootstrap=bootstrap, resample=resample, seed=seed, compare=compare,
+            conditions=conditions, by=by, cprimary_priors=cprimary_priors, equalize=equalize,
+            fmr=fmr, fnmr=fnmr, ece_plo=ece_plo, ci=ci, bootstrap=bootstrap, resample=resample,
+            seed=seed, compare=compare,
         )  # fmt: skip
-    if conditions or by or len(cprimary_priors):
+    if conditions or by or len(cprimary_priors) or equalize:
         from bosaris_dask.conditions.evaluation import evaluate_conditions
 
+        if ece_plo is not None:
+            raise OptionError("the ECE is computed for pooled trials only, not with conditions")
         return evaluate_conditions(
             scores, key, conditions=conditions, by=by, cprimary_priors=cprimary_priors,
             priors=priors, operating_points=operating_points, sweep=sweep, names=names,
             allow_missing=allow_missing, progress=progress, split_every=split_every,
+            equalize=equalize, fmr=fmr, fnmr=fnmr,
         )  # fmt: skip
+    return pooled_evaluation(
+        scores, key, priors=priors, operating_points=operating_points, sweep=sweep,
+        names=names, allow_missing=allow_missing, progress=progress, split_every=split_every,
+        fmr=fmr, fnmr=fnmr, ece_plo=ece_plo,
+    )[0]  # fmt: skip
+
+
+def pooled_evaluation(
+    scores: xr.Dataset | Sequence[xr.Dataset],
+    key: xr.Dataset,
+    *,
+    priors: Sequence[float] = DEFAULT_PRIORS,
+    operating_points: Sequence[OperatingPoint | str] = (),
+    sweep: np.ndarray | None = None,
+    names: Sequence[str] | None = None,
+    allow_missing: bool = False,
+    progress: bool = False,
+    split_every: int = DEFAULT_SPLIT_EVERY,
+    fmr: Sequence[float] = (),
+    fnmr: Sequence[float] = (),
+    ece_plo: Sequence[float] | np.ndarray | None = None,
+) -> tuple[xr.Dataset, list[ScoreSummary]]:
+    """:func:`evaluate` of the pooled trials, and the summaries it was computed from."""
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
     sweep = _check_sweep(sweep)
     points = _operating_points(priors, operating_points)
+    fmr, fnmr = _check_fixed(fmr, fnmr)
     plo = logit(np.array([op.effective_prior for op in points]))
+    if ece_plo is not None:
+        from bosaris_dask.ece import check_plo
+
+        ece_plo = check_plo(ece_plo)
     summaries = summarize(
         systems,
         key,
         thresholds=-np.concatenate([plo, sweep]),
+        fmr=fmr,
+        fnmr=fnmr,
+        cross_entropy_plo=() if ece_plo is None else ece_plo,
         allow_missing=allow_missing,
         progress=progress,
         split_every=split_every,
         names=names,
     )
-    return _dataset(summaries, points, sweep)
+    return _dataset(summaries, points, sweep, fmr, fnmr), summaries
+
+
+def _check_fixed(fmr: Any, fnmr: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The fixed-rate targets, checked (empty arrays where none)."""
+    return (
+        fixed_rates.check_rates(fmr, "FMR") if len(fmr) else np.empty(0),
+        fixed_rates.check_rates(fnmr, "FNMR") if len(fnmr) else np.empty(0),
+    )
 
 
 def _operating_points(
@@ -679,11 +827,23 @@ def evaluate_arrays(
     operating_points: Sequence[OperatingPoint | str] = (),
     sweep: np.ndarray | None = None,
     name: str = "system",
+    fmr: Sequence[float] = (),
+    fnmr: Sequence[float] = (),
+    ece_plo: Sequence[float] | np.ndarray | None = None,
 ) -> xr.Dataset:
     """:func:`evaluate` for in-memory target and non-target score arrays."""
     sweep = _check_sweep(sweep)
     points = _operating_points(priors, operating_points)
-    return _dataset([summary_from_arrays(tar, non, name)], points, sweep)
+    fmr, fnmr = _check_fixed(fmr, fnmr)
+    summary = summary_from_arrays(tar, non, name)
+    if ece_plo is not None:
+        from bosaris_dask.ece import check_plo
+        from bosaris_dask.kernels import cross_entropy_totals
+
+        a = check_plo(ece_plo)
+        sums = cross_entropy_totals(np.asarray(tar), np.asarray(non), a)
+        summary = replace(summary, cross_entropy_plo=a, cross_entropy=sums)
+    return _dataset([summary], points, sweep, fmr, fnmr)
 
 
 def act_dcf(tar: Any, non: Any, prior: float, *, normalize: bool = True) -> float:
@@ -702,7 +862,7 @@ def min_dcf(tar: Any, non: Any, prior: float, *, normalize: bool = True) -> floa
 
 def eer(tar: Any, non: Any) -> float:
     """The ROCCH-EER of target and non-target scores."""
-    return roc.rocch_eer(summary_from_arrays(tar, non).hull)
+    return roc.hull_eer(summary_from_arrays(tar, non).hull)
 
 
 def uer(tar: Any, non: Any, ratio: float) -> float:
@@ -715,12 +875,12 @@ def uer(tar: Any, non: Any, ratio: float) -> float:
     >>> uer(tar, non, 1.0) == eer(tar, non)
     True
     """
-    return roc.uer(summary_from_arrays(tar, non).hull, ratio)
+    return roc.hull_uer(summary_from_arrays(tar, non).hull, ratio)
 
 
 def prbep(tar: Any, non: Any) -> float:
     """The PRBEP (a count) of target and non-target scores."""
-    return roc.prbep(summary_from_arrays(tar, non).hull)
+    return roc.hull_prbep(summary_from_arrays(tar, non).hull)
 
 
 def cllr(tar: Any, non: Any) -> float:
@@ -730,7 +890,7 @@ def cllr(tar: Any, non: Any) -> float:
 
 def min_cllr(tar: Any, non: Any) -> float:
     """minCllr in bits: Cllr after the optimal monotone (PAV) calibration."""
-    return roc.min_cllr(summary_from_arrays(tar, non).hull)
+    return roc.hull_min_cllr(summary_from_arrays(tar, non).hull)
 
 
 def min_threshold(tar: Any, non: Any, prior: float) -> float:
@@ -769,3 +929,33 @@ def rocch(tar: Any, non: Any) -> tuple[np.ndarray, np.ndarray]:
     """The ROCCH vertices ``(pmiss, pfa)``, from (0, 1) to (1, 0)."""
     hull = summary_from_arrays(tar, non).hull
     return hull.pmiss, hull.pfa
+
+
+def fnmr_at_fmr(tar: Any, non: Any, fmr: float) -> tuple[float, float, float]:
+    """``(threshold, actual FMR, FNMR)`` at a target FMR (:mod:`bosaris_dask.fixed_rates`).
+
+    The threshold is the smallest observed score ``t`` with ``#{non >= t} / N_non <= fmr``;
+    all three are NaN when ``fmr < 1 / N_non``.
+
+    Examples
+    --------
+    >>> fnmr_at_fmr([1.0, 2.0, 3.0, 4.0], [0.0, 1.0, 2.0, 2.0, 3.5], 0.5)  # ties: FMR 0.2
+    (3.0, 0.2, 0.5)
+    """
+    out = fixed_rates.fixed_fmr(summary_from_arrays(tar, non), [fmr])
+    return float(out[0][0]), float(out[1][0]), float(out[2][0])
+
+
+def fmr_at_fnmr(tar: Any, non: Any, fnmr: float) -> tuple[float, float, float]:
+    """``(threshold, FMR, actual FNMR)`` at a target FNMR (:mod:`bosaris_dask.fixed_rates`).
+
+    The threshold is the largest observed score ``t`` with ``#{tar < t} / N_tar <= fnmr``;
+    all three are NaN when ``fnmr < 1 / N_tar``.
+
+    Examples
+    --------
+    >>> fmr_at_fnmr([1.0, 2.0, 3.0, 4.0], [0.0, 1.0, 2.0, 2.0, 3.5], 0.25)
+    (2.0, 0.6, 0.25)
+    """
+    out = fixed_rates.fixed_fnmr(summary_from_arrays(tar, non), [fnmr])
+    return float(out[0][0]), float(out[1][0]), float(out[2][0])

@@ -25,8 +25,8 @@ profile             operating points
                     two-class evaluation: ``bosaris-dask spoof sasv`` computes it
                     (:mod:`bosaris_dask.spoofing`); ``evaluate --profile asvspoof5-sasv`` says so.
 ``ijbc``            IJB-C 1:1 verification (face): TAR = 1 − FNMR at FMR 1e-6, 1e-5, 1e-4, 1e-3,
-                    1e-2, 1e-1 (``Profile.fmr``). Needs ``--fmr``, which is not implemented yet:
-                    choosing this profile is an error that says so.
+                    1e-2, 1e-1 (``Profile.fmr``, set as ``--fmr`` unless ``--fmr`` is given);
+                    ``evaluate`` reports them (``plot`` has no such plot: an error says so).
 ==================  ============================================================================
 
 Examples
@@ -47,9 +47,9 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.errors import OptionError
 from bosaris_dask.metrics import operating_points
-from bosaris_dask.operating_points import OperatingPoint
 
 __all__ = [
     "Profile",
@@ -148,8 +148,8 @@ def apply_profile(args: argparse.Namespace) -> Profile | None:
     if profile.fmr and not hasattr(args, "fmr"):
         targets = ", ".join(f"{f:g}" for f in profile.fmr)
         raise OptionError(
-            f"profile {name} reports FNMR at FMR {targets}, which needs --fmr: not implemented "
-            "yet (issue 14)"
+            f"profile {name} reports FNMR at FMR {targets}, which this command does not: run "
+            "'bosaris-dask evaluate --profile " + name + "'"
         )
     if profile.fmr and getattr(args, "fmr", None) is None:
         args.fmr = list(profile.fmr)

@@ -23,6 +23,7 @@ Examples
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,7 @@ import dask.array as da
 import numpy as np
 
 from bosaris_dask import roc
+from bosaris_dask.fixed_rates import fixed_rate_candidates
 from bosaris_dask.kernels import RefineSpec
 from bosaris_dask.keys import key_bits
 
@@ -38,7 +40,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "candidates", "hull_candidates",
-    "threshold_candidates", "pav_bound_candidates", "plan", "volume", "Selection",
+    "threshold_candidates", "pav_bound_candidates", "fixed_rate_candidates", "plan", "volume",
+    "Selection",
     "apply_refinement",
 ]  # fmt: skip
 
@@ -194,9 +197,15 @@ def _check_counts(s: ScoreSummary, cands: np.ndarray, owner: np.ndarray, counts:
     )
 
 
-def candidates(s: ScoreSummary, kappa: np.ndarray, pav_bounds: bool) -> np.ndarray:
-    """Every bin of ``s`` to refine next: hull and threshold candidates (and PAV bounds)."""
+def candidates(
+    s: ScoreSummary, kappa: np.ndarray, pav_bounds: bool, *,
+    fmr: np.ndarray | Sequence[float] = (), fnmr: np.ndarray | Sequence[float] = (),
+) -> np.ndarray:
+    """Every bin of ``s`` to refine next: hull and threshold candidates (and PAV bounds, and
+    the bins the fixed-FMR/FNMR operating points need: :func:`fixed_rate_candidates`)."""
     parts = [hull_candidates(s), threshold_candidates(s, kappa)]
     if pav_bounds:
         parts.append(pav_bound_candidates(s))
+    if len(fmr) or len(fnmr):
+        parts.append(fixed_rate_candidates(s, fmr, fnmr))
     return np.unique(np.concatenate(parts)).astype(np.int64)

@@ -17,6 +17,7 @@ from typing import Any
 
 import xarray as xr
 
+from bosaris_dask.fixed_rates import unmeasurable_note
 from bosaris_dask.metrics import operating_points
 
 __all__ = ["to_json_dict", "format_table"]
@@ -44,8 +45,10 @@ def to_json_dict(results: xr.Dataset) -> dict[str, Any]:
     ``"cprimary": {"act", "min", "priors"}``, and with conditions ``"conditions": [{"by":
     {spec: value}, ...}]``: one entry per condition with the keys of the system's own entry
     (``by`` instead of ``name``; ``null`` metrics for a condition without targets or
-    non-targets); with bootstrap intervals, ``"eer_ci": [low, high]`` etc. and ``"bootstrap"``,
-    ``"comparisons"`` (:mod:`bosaris_dask.bootstrap.report`);
+    non-targets); with ``equalize``, ``"equalized": {"by", "eer", "operating_points":
+    [{"prior", "act_dcf", "min_dcf"}]}`` (and ``"cprimary"`` with Cprimary priors); with
+    bootstrap intervals, ``"eer_ci": [low, high]`` etc. and ``"bootstrap"``, ``"comparisons"``
+    (:mod:`bosaris_dask.bootstrap.report`);
     ``prior`` is the effective prior of the operating point ``(p_target, c_miss, c_fa)``;
     ``act_dcf``/``min_dcf`` are normalized by ``min(p, 1 - p)`` (the same number as the DCF in
     cost units normalized by ``min(p_target c_miss, (1 - p_target) c_fa)``). ``act_threshold``
@@ -96,14 +99,75 @@ def _systems_json(results: xr.Dataset) -> list[dict[str, Any]]:
             **{f: _number(r[f]) for f in ("auc", "auc_low", "auc_high", "auc_rocch") if f in r},
             "operating_points": ops,
         }
+        for side in ("fmr", "fnmr"):
+            if f"fixed_{side}_threshold" in r:
+                entry[f"fixed_{side}"] = _fixed_json(r, side)
         if "cprimary_act" in r:
             entry["cprimary"] = {
                 "act": _number(r.cprimary_act),
                 "min": _number(r.cprimary_min),
                 "priors": list(results.attrs["cprimary_priors"]),
             }
+        if "equalized_eer" in results:
+            from bosaris_dask.conditions.equalized import json_entry
+
+            entry["equalized"] = json_entry(results, name)
         systems.append(entry)
     return systems
+
+
+def _fixed_note(r: xr.Dataset, side: str, target: float) -> str | None:
+    """Why a fixed-rate point has no finite threshold (``None`` when it has one)."""
+    t = float(r[f"fixed_{side}_threshold"].sel({f"{side}_target": target}))
+    if math.isfinite(t):
+        return None
+    n = int(r.n_nontarget if side == "fmr" else r.n_target)
+    if math.isnan(t) and not n * int(r.n_target if side == "fmr" else r.n_nontarget):
+        return "no targets or no non-targets"
+    if math.isnan(t):
+        return unmeasurable_note(target, n, side.upper())
+    return "ties: only rejecting every trial meets the target"
+
+
+def _fixed_json(r: xr.Dataset, side: str) -> list[dict[str, Any]]:
+    out = []
+    for target in r[f"{side}_target"].values:
+        at = {f"{side}_target": target}
+        item: dict[str, Any] = {"target": float(target)}
+        item |= {k: _number(r[f"fixed_{side}_{k}"].sel(at)) for k in ("threshold", "fmr", "fnmr")}
+        note = _fixed_note(r, side, float(target))
+        if note:
+            item["note"] = note
+        out.append(item)
+    return out
+
+
+def _fixed_lines(results: xr.Dataset, names: list[str], width: int, side: str) -> list[str]:
+    """The fixed-FMR (TAR = 1 - FNMR) or fixed-FNMR table of :func:`format_table`."""
+    if f"fixed_{side}_threshold" not in results:
+        return []
+    if side == "fmr":
+        title = ("TAR = 1 - FNMR at fixed FMR (threshold: the smallest score with "
+                 "FMR <= target; accept iff score >= threshold)")  # fmt: skip
+        cols = ("FMR target", "threshold", "actual FMR", "FNMR", "TAR")
+    else:
+        title = ("FMR at fixed FNMR (threshold: the largest score with FNMR <= target; "
+                 "accept iff score >= threshold)")  # fmt: skip
+        cols = ("FNMR target", "threshold", "FMR", "actual FNMR", "TAR")
+    lines = ["", title, f"{'system':<{width}}" + "".join(f"  {c:>11}" for c in cols)]
+    for name in names:
+        r = results.sel(system=name)
+        for target in r[f"{side}_target"].values:
+            at = {f"{side}_target": target}
+            t, fmr, fnmr = (float(r[f"fixed_{side}_{k}"].sel(at))
+                            for k in ("threshold", "fmr", "fnmr"))  # fmt: skip
+            cells = [f"{target:g}", f"{t:.6g}", f"{fmr:.6g}", f"{fnmr:.6g}", f"{1 - fnmr:.6g}"]
+            if math.isnan(t):
+                cells = [cells[0]] + ["n/a"] * 4
+            note = _fixed_note(r, side, float(target))
+            lines.append(f"{name:<{width}}" + "".join(f"  {c:>11}" for c in cells)
+                         + (f"  ({note})" if note else ""))  # fmt: skip
+    return lines
 
 
 def _prior_label(p: float) -> str:
@@ -164,6 +228,8 @@ def format_table(results: xr.Dataset) -> str:
             for a, m in zip(r.act_dcf.values, r.min_dcf.values, strict=True)
         ]
         lines.append(f"{name:<{width}}" + "".join(f"  {c:>{col}}" for c in row))
+    for side in ("fmr", "fnmr"):
+        lines += _fixed_lines(results, names, width, side)
     if "cprimary_act" in results:
         priors = ", ".join(f"{p:g}" for p in results.attrs["cprimary_priors"])
         lines += ["", f"Cprimary (mean normalized DCF over priors {priors}): actual / minimum"]
@@ -171,10 +237,14 @@ def format_table(results: xr.Dataset) -> str:
             r = results.sel(system=name)
             lines.append(f"{name:<{width}}  {float(r.cprimary_act):.3f} / "
                          f"{float(r.cprimary_min):.3f}")  # fmt: skip
-    if "eer_ci" in results:
-        from bosaris_dask.bootstrap.report import format_block
+    if "equalized_eer" in results:
+        from bosaris_dask.conditions.equalized import format_block
 
         lines += format_block(results)
+    if "eer_ci" in results:
+        from bosaris_dask.bootstrap.report import format_block as format_intervals
+
+        lines += format_intervals(results)
     if "condition" in results.dims:
         from bosaris_dask.conditions.evaluation import condition_result
 

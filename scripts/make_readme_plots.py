@@ -7,7 +7,7 @@ cosine-similarity-like one and one printed with 3 decimals) on 2,000 models x 3,
 
 Usage::
 
-    python scripts/make_readme_plots.py            # writes docs/images/{det,det_low_fa,nbe,ape}.png
+    python scripts/make_readme_plots.py            # docs/images/{det,det_low_fa,nbe,ape,ece}.png
     python scripts/make_readme_plots.py --out-dir /tmp/plots --models 500 --segments 800
 """
 
@@ -22,8 +22,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+from bosaris_dask.ece import DEFAULT_ECE_PLO  # noqa: E402
 from bosaris_dask.metrics import evaluate  # noqa: E402
-from bosaris_dask.plots import save_figure, standard_figures  # noqa: E402
+from bosaris_dask.plots import save_figure, save_plot, standard_figures  # noqa: E402
 from bosaris_dask.simulate import simulate  # noqa: E402
 
 NAMES = ["llr-like", "cosine", "3-decimals"]
@@ -40,11 +41,12 @@ def main(argv: list[str] | None = None) -> int:
 
     start = time.perf_counter()
     key, systems = simulate(args.models, args.segments, systems=len(NAMES), seed=args.seed)
-    results = evaluate(systems, key, names=NAMES)
+    results = evaluate(systems, key, names=NAMES, ece_plo=DEFAULT_ECE_PLO)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     for name, figure in standard_figures(results).items():
         path = save_figure(figure, args.out_dir / f"{name}.png", dpi=110)
         print(f"wrote {path}")
+    print(f"wrote {save_plot(results, 'ece', args.out_dir / 'ece.png', dpi=110)}")
     print(f"{time.perf_counter() - start:.1f} s", file=sys.stderr)
     return 0
 

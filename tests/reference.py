@@ -177,3 +177,65 @@ def check_hull(misses, fas, hull_misses, hull_fas) -> None:
     for a, b, c in zip(hull[:-2], hull[1:-1], hull[2:], strict=True):
         cross = (b[1] - a[1]) * (c[0] - a[0]) - (b[0] - a[0]) * (c[1] - a[1])
         assert cross != 0, f"collinear vertex {b}"
+
+
+def fixed_fmr(tar, non, f) -> tuple[float, float, float]:
+    """(threshold, FMR, FNMR) at a target FMR ``f``, trying every observed score in turn.
+
+    The threshold is the smallest observed score ``t`` (either class) with
+    ``#{non >= t} / N <= f``; ``+inf`` (FMR 0, FNMR 1) when none qualifies; all NaN when
+    ``f < 1 / N`` (no non-zero FMR can meet the target).
+    """
+    tar, non = np.asarray(tar, dtype=np.float64), np.asarray(non, dtype=np.float64)
+    if f < 1 / len(non):
+        return math.nan, math.nan, math.nan
+    for t in sorted(set(tar.tolist()) | set(non.tolist())):
+        fmr = int((non >= t).sum()) / len(non)
+        if fmr <= f:
+            return t, fmr, int((tar < t).sum()) / len(tar)
+    return math.inf, 0.0, 1.0
+
+
+def fixed_fnmr(tar, non, f) -> tuple[float, float, float]:
+    """(threshold, FMR, FNMR) at a target FNMR ``f``: the largest observed score ``t`` with
+    ``#{tar < t} / T <= f``, tried from the top; all NaN when ``f < 1 / T``."""
+    tar, non = np.asarray(tar, dtype=np.float64), np.asarray(non, dtype=np.float64)
+    if f < 1 / len(tar):
+        return math.nan, math.nan, math.nan
+    for t in sorted(set(tar.tolist()) | set(non.tolist()), reverse=True):
+        fnmr = int((tar < t).sum()) / len(tar)
+        if fnmr <= f:
+            return t, int((non >= t).sum()) / len(non), fnmr
+    raise AssertionError("the lowest target score always qualifies")
+
+
+def ece(llr_tar, llr_non, plo) -> float:
+    """Empirical cross-entropy in bits of natural-log LLRs at prior log-odds ``plo``, from the
+    definition: ``p * mean(-log2 P(Hp | l)) + (1 - p) * mean(-log2 P(Hd | l))`` with posterior
+    log-odds ``l + plo``; LLRs of ``+-inf`` on their own side cost nothing."""
+    p = 1 / (1 + math.exp(-plo))
+
+    def cost(x):  # -log2 sigmoid(x) = log2(1 + e^-x), 0 at +inf
+        if x == math.inf:
+            return 0.0
+        if x > -30:
+            return math.log1p(math.exp(-x)) / math.log(2)
+        return (-x + math.log1p(math.exp(x))) / math.log(2)  # no overflow of e^-x
+
+    tar = math.fsum(cost(float(v) + plo) for v in llr_tar) / len(llr_tar)
+    non = math.fsum(cost(-(float(v) + plo)) for v in llr_non) / len(llr_non)
+    return p * tar + (1 - p) * non
+
+
+def pav_llr_of(tar, non) -> tuple[list[float], list[float]]:
+    """The (raw) PAV LLR of every target and non-target score, from :func:`pav`'s blocks."""
+    blocks = pav(tar, non)
+    llrs = pav_llrs(blocks)
+
+    def of(s):
+        for (lo, hi, _, _), llr in zip(blocks, llrs, strict=True):
+            if lo <= s <= hi:
+                return llr
+        raise AssertionError(s)
+
+    return [of(float(s)) for s in tar], [of(float(s)) for s in non]

@@ -25,8 +25,8 @@ from . import reference as ref
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 SCRIPTS = {
-    "bench_bootstrap.py", "bench_embeddings.py", "bench_evaluate.py", "bench_fusion.py", "bench_text_convert.py",
-    "fuzz_readers.py",
+    "bench_bootstrap.py", "bench_embeddings.py", "bench_evaluate.py", "bench_fixed_rates.py",
+    "bench_fusion.py", "bench_text_convert.py", "bench_text_reader.py", "fuzz_readers.py",
     "kill_campaign.py", "memory_limited.py", "peak_memory.py",
 }  # fmt: skip
 PEERS = [m for m in ("llreval", "sklearn") if importlib.util.find_spec(m) is not None]
@@ -163,6 +163,13 @@ def test_fuzz_readers():
     assert "every single-bit flip" in out.stdout and "| all |" in out.stdout
 
 
+def test_bench_fixed_rates(capsys):
+    assert _load("bench_fixed_rates").main(["--models", "40", "--segments", "60",
+                                             "--repeat", "1"]) == 0  # fmt: skip
+    rows = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()[2:]}
+    assert rows["plain"] == rows["fixed"] == rows["ece"]  # the same passes
+
+
 def test_bench_embeddings():
     bench = _load("bench_embeddings").Embeddings()
     bench.setup(side=60, dim=8, block=16)
@@ -170,3 +177,11 @@ def test_bench_embeddings():
         getattr(bench, f"time_{name}")()
     assert bench.results.attrs["passes"] >= 1
     assert bench.results.sizes["system"] == 1
+
+
+def test_bench_text_reader_runs_and_both_readers_agree(capsys):
+    """The pandas-chunked candidate reads the same ids, mask and exact scores as ours
+    (several chunks: 900 lines in chunks of 250)."""
+    summary = _load("bench_text_reader").main(["900", "--chunksize", "250"])
+    assert summary["identical"] and summary["lines"] == 900
+    assert {r["trials"] for r in summary["runs"]} == {900}

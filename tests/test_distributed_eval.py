@@ -35,7 +35,8 @@ def stores(tmp_path_factory):
 def _evaluate(stores):
     key = io.read(stores / "key.zarr")
     systems = [io.read(stores / f"system-{k}.zarr") for k in (1, 2)]
-    return evaluate(systems, key, split_every=2)
+    return evaluate(systems, key, split_every=2, fmr=[1e-4, 1e-2], fnmr=[0.05],
+                    ece_plo=[-3.0, 0.0, 3.0])  # fmt: skip
 
 
 def _slow(block):

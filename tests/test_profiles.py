@@ -36,8 +36,14 @@ def test_explicit_options_win():
     args = argparse.Namespace(profile="sre21", prior=[[0.5]], operating_point=None)
     apply_profile(args)
     assert args.operating_point is None and args.prior == [[0.5]]
-    with pytest.raises(OptionError, match="needs --fmr: not implemented yet"):
+    with pytest.raises(OptionError, match="which this command does not: run 'bosaris-dask eval"):
         apply_profile(argparse.Namespace(profile="ijbc", prior=None, operating_point=None))
+    args = argparse.Namespace(profile="ijbc", prior=None, operating_point=None, fmr=None)
+    apply_profile(args)
+    assert args.fmr == [1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1]
+    args = argparse.Namespace(profile="ijbc", prior=None, operating_point=None, fmr=[0.5])
+    apply_profile(args)
+    assert args.fmr == [0.5]
 
 
 def _trials(tmp_path, shift=1.5):
@@ -102,8 +108,9 @@ def test_asvspoof5_cm_costs(tmp_path):
     assert op["min_dcf"] == pytest.approx(_brute_min(tar, non, 0.95, 1.0, 10.0), rel=1e-12)
 
 
-def test_ijbc_says_what_is_missing(tmp_path, capsys):
+def test_ijbc_plot_says_to_evaluate(tmp_path, capsys):
     path, _, _ = _trials(tmp_path)
-    assert main(["evaluate", "--scores", str(path), "--profile", "ijbc"]) == 1
+    out = str(tmp_path / "det.png")
+    assert main(["plot", "det", "--scores", str(path), "--profile", "ijbc", "--out", out]) == 1
     err = capsys.readouterr().err
-    assert "FNMR at FMR 1e-06, 1e-05, 0.0001, 0.001, 0.01, 0.1, which needs --fmr" in err
+    assert "FNMR at FMR 1e-06, 1e-05, 0.0001, 0.001, 0.01, 0.1, which this command does not" in err

@@ -56,7 +56,6 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-from scipy.special import logit
 
 from bosaris_dask import config
 from bosaris_dask.bootstrap.bins import choose_edges, prefix_histograms, summary_prefix_counts
@@ -132,6 +131,7 @@ def evaluate_with_intervals(
     conditions: Sequence[Any] = (),
     by: Sequence[Any] = (),
     cprimary_priors: Sequence[float] = (),
+    equalize: bool = False,
     ci: float | None = None,
     bootstrap: int | None = None,
     resample: Sequence[str] = (),
@@ -143,31 +143,24 @@ def evaluate_with_intervals(
 ) -> xr.Dataset:
     """:func:`~bosaris_dask.metrics.evaluate` with bootstrap intervals (its keywords).
 
-    Without ``by`` or Cprimary, the bins are chosen from the evaluation's own summaries (their
-    exact pass-1 counts): no pass of their own.
+    Without ``by``, Cprimary or ``equalize``, the bins are chosen from the evaluation's own
+    summaries (their exact pass-1 counts): no pass of their own.
     """
     from bosaris_dask import metrics
-    from bosaris_dask.engine import summarize
 
     check_options(ci, bootstrap, resample, compare, conditions)
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
     summaries = None
-    if by or len(cprimary_priors):
+    if by or len(cprimary_priors) or equalize:
         ds = metrics.evaluate(
             systems, key, conditions=conditions if by else (), by=by,
-            cprimary_priors=cprimary_priors, split_every=split_every, progress=progress, **kwargs,
+            cprimary_priors=cprimary_priors, equalize=equalize, split_every=split_every,
+            progress=progress, **kwargs,
         )  # fmt: skip
     else:
-        sweep = metrics._check_sweep(kwargs.get("sweep"))
-        points = metrics._operating_points(kwargs.get("priors", metrics.DEFAULT_PRIORS),
-                                           kwargs.get("operating_points", ()))  # fmt: skip
-        plo = logit(np.array([op.effective_prior for op in points]))
-        summaries = summarize(
-            systems, key, thresholds=-np.concatenate([plo, sweep]), split_every=split_every,
-            allow_missing=kwargs.get("allow_missing", False), progress=progress,
-            names=kwargs.get("names"),
-        )  # fmt: skip
-        ds = metrics._dataset(summaries, points, sweep)
+        ds, summaries = metrics.pooled_evaluation(
+            systems, key, split_every=split_every, progress=progress, **kwargs
+        )
     return add_intervals(
         ds, systems, key, conditions=conditions, resample=resample, bootstrap=int(bootstrap or 0),
         ci=ci, seed=seed, compare=compare, split_every=split_every, progress=progress,

@@ -70,9 +70,9 @@ def replicate_metrics(
         n_t, n_n = int(t_row.sum()), int(n_row.sum())
         if n_t == 0 or n_n == 0:
             continue
-        hull = roc.rocch(t_row, n_row)
-        out["eer"][r] = roc.rocch_eer(hull)
-        out["min_cllr"][r] = roc.min_cllr(hull)
+        hull = roc.hull_from_counts(t_row, n_row)
+        out["eer"][r] = roc.hull_eer(hull)
+        out["min_cllr"][r] = roc.hull_min_cllr(hull)
         out["cllr"][r] = (sp_tar[r] / n_t + sp_non[r] / n_n) / (2 * np.log(2))
         out["min_dcf"][r] = roc.min_bayes_error(hull, plo)[0] / norm
         misses = np.cumsum(t_row)[edge_index]

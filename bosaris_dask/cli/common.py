@@ -212,6 +212,9 @@ def _evaluate(args: argparse.Namespace, key: Any, systems: list[Any], score_path
         allow_missing=args.allow_missing, progress=_progress(args),
         conditions=getattr(args, "conditions", None) or (), by=getattr(args, "by", None) or (),
         cprimary_priors=getattr(args, "cprimary_priors", None) or (),
+        equalize=getattr(args, "equalize", False),
+        fmr=getattr(args, "fmr", None) or (), fnmr=getattr(args, "fnmr", None) or (),
+        ece_plo=getattr(args, "ece_plo", None),
         **_bootstrap_options(args),
     )  # fmt: skip
     return thresholds_from_natural(results, getattr(args, "llr_base", "e"))

@@ -21,6 +21,7 @@ from bosaris_dask.cli.common import (
     _write_json,
 )
 from bosaris_dask.errors import BosarisError
+from bosaris_dask.progress import compute
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -82,12 +83,12 @@ def _print_info(args: argparse.Namespace, obj: Any) -> None:
         print(f"trials:      {n_m * n_s:,} ({n_tar:,} targets, {n_m * n_s - n_tar:,} non-targets)")
     elif kind == "key":
         mask = obj.trial_mask.data
-        n_tar, n_non = (int(v) for v in np.asarray(
-            [(mask == 1).sum().compute(), (mask == -1).sum().compute()]))  # fmt: skip
+        counts = compute([(mask == 1).sum(), (mask == -1).sum()], progress=_progress(args))
+        n_tar, n_non = (int(v) for v in counts)
         print(f"trials:      {n_tar + n_non:,} ({n_tar:,} targets, {n_non:,} non-targets)")
     else:
         name = "trial_mask" if kind == "ndx" else "score_mask"
-        print(f"trials:      {int(obj[name].data.sum().compute()):,}")
+        print(f"trials:      {int(compute(obj[name].data.sum(), progress=_progress(args))):,}")
     if args.key:
         _print_coverage(obj, args.key)
 

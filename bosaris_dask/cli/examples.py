@@ -43,6 +43,8 @@ EXAMPLES: dict[str, list[str]] = {
         f"bosaris-dask evaluate {_K} --scores {_S1} --scores {_S2} --prior 0.1 --prior 0.01 "
         "--json results.json",
         f"bosaris-dask evaluate {_K} --scores {_S3} --plots-dir plots",
+        f"bosaris-dask evaluate {_K} --scores {_S1} --fmr 1e-4 --fmr 1e-3 --fmr 1e-2 "
+        "--fnmr 0.05 --json fmr.json",
         f"bosaris-dask evaluate {_E} --enrol-classes bosaris-demo/enrol.classes "
         "--test-classes bosaris-demo/test.classes --json emb-results.json",
         f"bosaris-dask evaluate {_K} --scores {_S1} --scores {_S2} --prior 0.01 "
@@ -59,6 +61,7 @@ EXAMPLES: dict[str, list[str]] = {
     "plot": [
         f"bosaris-dask plot det {_K} --scores {_S1} --scores {_S2} --out det.png",
         f"bosaris-dask plot nbe {_K} --scores {_S1} --prior 0.01 --out nbe.pdf",
+        f"bosaris-dask plot ece {_K} --scores {_S1} --scores {_S2} --out ece.png",
         f"bosaris-dask plot det {_EK} {_E} --norm s --cohort bosaris-demo/cohort.npz "
         "--out emb-det.png",
     ],

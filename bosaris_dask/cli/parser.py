@@ -98,9 +98,33 @@ def _prior(text: str) -> float:
     return value
 
 
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"target rate {text} is not in (0, 1]")
+    return value
+
+
+def _fixed_rate_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--fmr", type=_rate, action="append", metavar="F",
+        help="report FNMR and TAR at false-match rate F (ISO/IEC 19795-1): the threshold is "
+        "the smallest score with FMR <= F (exact; ties can make the actual FMR lower, which "
+        "is reported); repeat, e.g. --fmr 1e-4 --fmr 1e-3",
+    )  # fmt: skip
+    parser.add_argument(
+        "--fnmr", type=_rate, action="append", metavar="F",
+        help="report FMR at false-non-match rate F: the threshold is the largest score with "
+        "FNMR <= F; repeatable",
+    )  # fmt: skip
+
+
 def _operating_point(text: str) -> Any:
+    from bosaris_dask.costs import OperatingPoint
     from bosaris_dask.errors import OptionError
-    from bosaris_dask.operating_points import OperatingPoint
 
     try:
         return OperatingPoint.parse(text)
@@ -113,7 +137,8 @@ def _operating_point_argument(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument(
         "--profile", choices=list(PROFILES),
-        help="a published cost profile (sre18, sre21: Cprimary; voxsrc; asvspoof5-cm; ijbc; "
+        help="a published cost profile (sre18, sre21: Cprimary; voxsrc; asvspoof5-cm; ijbc: "
+        "TAR at FMR 1e-6..1e-1; "
         "asvspoof5-sasv: see the spoof command); "
         "it sets the operating points unless --prior or --operating-point is given",
     )  # fmt: skip
@@ -137,6 +162,11 @@ def _condition_arguments(parser: argparse.ArgumentParser, cprimary: bool = True)
     )  # fmt: skip
     if not cprimary:
         return
+    parser.add_argument(
+        "--equalize", action="store_true",
+        help="also the NIST partition-equalized EER, actDCF and minDCF over the --by "
+        "conditions (each class's trials weighted so every condition counts the same)",
+    )  # fmt: skip
     parser.add_argument(
         "--cprimary-priors", action="append", type=_prior, metavar="P",
         help="an effective prior of Cprimary (the mean normalized actDCF and minDCF over "
@@ -334,6 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_embedding_arguments(p, required=False)
     _operating_points(p, "at which to report actDCF and minDCF")
     _operating_point_argument(p)
+    _fixed_rate_arguments(p)
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     p.add_argument(
         "--plots-dir", metavar="DIR",
@@ -348,14 +379,16 @@ def build_parser() -> argparse.ArgumentParser:
     _bootstrap_arguments(p)
     _finish(p, cmd_evaluate)
 
-    p = _add(sub, "plot", "draw a DET, NBE, APE or Cllr plot of one or more systems",
+    p = _add(sub, "plot", "draw a DET, NBE, APE, Cllr or ECE plot of one or more systems",
              "Evaluate systems against a key and draw one plot; the format follows the "
              "extension of --out (.png, .pdf, .svg).")  # fmt: skip
     p.add_argument(
         "kind",
-        choices=["det", "nbe", "ape", "cllr"],
+        choices=["det", "nbe", "ape", "cllr", "ece"],
         help="det: DET curves; nbe: normalized Bayes error rate vs prior log-odds; "
-        "ape: Bayes error-rate curves; cllr: Cllr = minCllr + calibration loss",
+        "ape: Bayes error-rate curves; cllr: Cllr = minCllr + calibration loss; "
+        "ece: empirical cross-entropy of the raw, PAV-calibrated and neutral LLRs vs prior "
+        "log-odds (log10 with --llr-base 10)",
     )
     _key_and_systems(p, "scores of one system; repeat for several systems (or, or also, "
                      "--enrol and --test)", own_key=True, scores_required=False)  # fmt: skip

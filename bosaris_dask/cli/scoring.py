@@ -66,6 +66,10 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
     apply_profile(args)
     _default_priors(args)
+    if args.kind == "ece":
+        from bosaris_dask.ece import DEFAULT_ECE_PLO
+
+        args.ece_plo = DEFAULT_ECE_PLO
     eval_key, eval_scores = getattr(args, "eval_key", None), getattr(args, "eval_scores", None)
     if (eval_key is None) != (eval_scores is None):
         raise BosarisError("--eval-key and --eval-scores go together")

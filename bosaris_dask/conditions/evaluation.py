@@ -31,14 +31,17 @@ import xarray as xr
 from scipy.special import logit
 
 from bosaris_dask import metrics, roc
+from bosaris_dask._deprecation import renamed_getattr
+from bosaris_dask.conditions import equalized
 from bosaris_dask.conditions.codes import BySpec, condition_codes
 from bosaris_dask.conditions.summaries import condition_summaries
 from bosaris_dask.conditions.tables import ConditionTable, read_condition_table
+from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import OptionError
-from bosaris_dask.operating_points import OperatingPoint
 
-__all__ = ["evaluate_conditions", "condition_result", "conditions_as_systems", "cprimary", "PREFIX"]
+__all__ = ["evaluate_conditions", "condition_result", "conditions_as_systems", "summary_cprimary",
+           "PREFIX"]  # fmt: skip
 
 #: The prefix of the per-condition variables.
 PREFIX = "condition_"
@@ -48,15 +51,16 @@ _PER_PLO = metrics.PER_PLO
 _CURVES = {name: dim for name, (dim, _) in metrics.CURVES.items()}
 
 
-def cprimary(summary: ScoreSummary, priors: Sequence[float]) -> tuple[float, float]:
-    """Cprimary: the means over ``priors`` of the normalized actDCF and of the normalized minDCF.
+def summary_cprimary(summary: ScoreSummary, priors: Sequence[float]) -> tuple[float, float]:
+    """Cprimary of one summary: the means over ``priors`` of the normalized actDCF and of the
+    normalized minDCF. (:func:`bosaris_dask.profiles.cprimary` is Cprimary of a result Dataset.)
 
     Exact at priors whose Bayes thresholds the summary was refined for.
 
     Examples
     --------
     >>> s = metrics.summary_from_arrays([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5, -2.0])
-    >>> act, mn = cprimary(s, [0.5, 0.5])
+    >>> act, mn = summary_cprimary(s, [0.5, 0.5])
     >>> act == metrics.act_dcf([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5, -2.0], 0.5), mn
     (True, 0.25)
     """
@@ -85,6 +89,9 @@ def evaluate_conditions(
     allow_missing: bool = False,
     progress: bool = False,
     split_every: int = DEFAULT_SPLIT_EVERY,
+    equalize: bool = False,
+    fmr: Sequence[float] = (),
+    fnmr: Sequence[float] = (),
 ) -> xr.Dataset:
     """:func:`~bosaris_dask.metrics.evaluate`, pooled and per condition, with Cprimary.
 
@@ -98,8 +105,15 @@ def evaluate_conditions(
     cprimary_priors
         Effective priors whose normalized actDCF and minDCF are averaged into Cprimary
         (``cprimary_act``, ``cprimary_min``; SRE21: 0.01 and 0.05).
-    priors, operating_points, sweep, names, allow_missing, progress, split_every
-        As :func:`~bosaris_dask.metrics.evaluate`.
+    priors, operating_points, sweep, names, allow_missing, progress, split_every, fmr, fnmr
+        As :func:`~bosaris_dask.metrics.evaluate`; the fixed-FMR/FNMR points are computed per
+        condition too, each from its own trials (``condition_fixed_fmr_*``).
+    equalize
+        Also the partition-equalized metrics over the conditions (NIST SRE), from the same
+        passes: ``equalized_eer`` (``system``), ``equalized_act_dcf`` and
+        ``equalized_min_dcf`` (``system``, ``plo``; normalized), and with Cprimary priors
+        ``equalized_cprimary_act``/``equalized_cprimary_min``
+        (:mod:`bosaris_dask.conditions.equalized`). Needs ``by``.
 
     Returns
     -------
@@ -120,7 +134,8 @@ def evaluate_conditions(
     Raises
     ------
     OptionError
-        ``conditions`` without ``by`` or the reverse, a bad spec or column, a bad prior.
+        ``conditions`` without ``by`` or the reverse, ``equalize`` without them, a bad spec
+        or column, a bad prior.
     TrialError
         A key id missing from a condition table, duplicate ids.
     ParseError
@@ -131,24 +146,34 @@ def evaluate_conditions(
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
     if bool(conditions) != bool(by):
         raise OptionError("condition tables (--conditions) and --by specs go together")
+    if equalize and not by:
+        raise OptionError("--equalize needs conditions to equalize over: give --conditions "
+                          "and --by")  # fmt: skip
     sweep = metrics._check_sweep(sweep)
     points = metrics._operating_points(priors, operating_points)
+    fmr, fnmr = metrics._check_fixed(fmr, fnmr)
     plo = logit(np.array([op.effective_prior for op in points]))
     cp = metrics._check_priors(cprimary_priors, "Cprimary prior") if len(cprimary_priors) else None
     extra_plo = logit(cp) if cp is not None else np.empty(0)
     thresholds = -np.concatenate([plo, sweep, extra_plo])
     names = list(names) if names is not None else None
     if not conditions:
-        pooled = summarize(systems, key, thresholds=thresholds, allow_missing=allow_missing,
-                           progress=progress, split_every=split_every, names=names)  # fmt: skip
-        ds = metrics._dataset(pooled, points, sweep)
+        pooled = summarize(systems, key, thresholds=thresholds, fmr=fmr, fnmr=fnmr,
+                           allow_missing=allow_missing, progress=progress,
+                           split_every=split_every, names=names)  # fmt: skip
+        ds = metrics._dataset(pooled, points, sweep, fmr, fnmr)
         return _with_cprimary(ds, pooled, cp)
     cond = condition_codes(key, _tables(conditions), by)
     result = condition_summaries(
-        systems, key, cond, thresholds=thresholds, allow_missing=allow_missing,
-        split_every=split_every, progress=progress, names=names,
+        systems, key, cond, thresholds=thresholds, fmr=fmr, fnmr=fnmr,
+        allow_missing=allow_missing, split_every=split_every, progress=progress, names=names,
+        equalize=equalize,
     )  # fmt: skip
-    ds = _with_cprimary(metrics._dataset(result.pooled, points, sweep), result.pooled, cp)
+    ds = _with_cprimary(metrics._dataset(result.pooled, points, sweep, fmr, fnmr),
+                        result.pooled, cp)  # fmt: skip
+    if result.equalized is not None:
+        ds = equalized.add_to_dataset(ds, *result.equalized, by=[str(b) for b in cond.by],
+                                      cprimary_priors=cp)  # fmt: skip
     ds.attrs["passes"] = result.passes
     labels = cond.labels
     data: dict[str, Any] = {}
@@ -160,6 +185,8 @@ def evaluate_conditions(
     if cp is not None:
         blank |= {"cprimary_act": np.full((n_sys, n_cond), np.nan),
                   "cprimary_min": np.full((n_sys, n_cond), np.nan)}  # fmt: skip
+    fixed = {name: np.full((n_sys, n_cond, ds.sizes[dim]), np.nan)
+             for name, (dim, _, _) in metrics.FIXED_RATES.items() if name in ds}  # fmt: skip
     curves: dict[tuple[int, int], dict[str, np.ndarray]] = {}
     for k, row in enumerate(result.by_condition):
         for g, summary in enumerate(row):
@@ -168,15 +195,19 @@ def evaluate_conditions(
             values = metrics.summary_metrics(summary, priors_eff, sweep)
             curves[k, g] = {name: values[name] for name in _CURVES}
             if cp is not None:
-                values["cprimary_act"], values["cprimary_min"] = cprimary(summary, cp)
+                values["cprimary_act"], values["cprimary_min"] = summary_cprimary(summary, cp)
             for name, arr in blank.items():
                 arr[k, g] = values[name]
+            for name, value in metrics.fixed_rate_metrics(summary, fmr, fnmr).items():
+                fixed[name][k, g] = value
     for name, count in (("n_target", result.n_target), ("n_nontarget", result.n_nontarget),
                         ("n_missing", result.n_missing)):  # fmt: skip
         blank[name] = count.astype(np.int64)
     for name, arr in blank.items():
         dims = ("system", "condition") + (("plo",) if arr.ndim == 3 else ())
         data[PREFIX + name] = (dims, arr)
+    for name, arr in fixed.items():
+        data[PREFIX + name] = (("system", "condition", metrics.FIXED_RATES[name][0]), arr)
     for name, dim in _CURVES.items():
         rows = [curves.get((k, g), {}).get(name, []) for k in range(n_sys) for g in range(n_cond)]
         data[PREFIX + name] = (("system", "condition", PREFIX + dim),
@@ -196,7 +227,7 @@ def _with_cprimary(
 ) -> xr.Dataset:
     if priors is None:
         return ds
-    values = np.array([cprimary(s, priors) for s in summaries]).reshape(-1, 2)
+    values = np.array([summary_cprimary(s, priors) for s in summaries]).reshape(-1, 2)
     ds = ds.assign(cprimary_act=("system", values[:, 0]), cprimary_min=("system", values[:, 1]))
     metrics.with_attrs(ds)
     ds.attrs["cprimary_priors"] = [float(p) for p in priors]
@@ -259,3 +290,6 @@ def conditions_as_systems(results: xr.Dataset, *, empty: bool = False) -> xr.Dat
     out = xr.concat(parts, dim="system")
     out.attrs = {k: v for k, v in results.attrs.items() if k != "by"}
     return out
+
+
+__getattr__ = renamed_getattr(__name__, {"cprimary": ("summary_cprimary", summary_cprimary)})

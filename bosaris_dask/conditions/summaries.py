@@ -26,10 +26,11 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.conditions.codes import Conditions
+from bosaris_dask.conditions.equalized import EqualizedPlan, extra_mask, plan_members
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import MissingTrialsError, TrialError
 from bosaris_dask.runner import Aggregation, run_pass
-from bosaris_dask.trials import align_with, kind_of, locate, trial_classes
+from bosaris_dask.trials import align, kind_of, locate, trial_classes
 
 __all__ = ["ConditionSummaries", "condition_summaries", "condition_counts"]
 
@@ -59,6 +60,9 @@ class ConditionSummaries:
     n_nontarget: np.ndarray
     n_missing: np.ndarray
     passes: int
+    #: With ``equalize``: every summary of the call and the plan that reads the equalized
+    #: curves from them (:mod:`bosaris_dask.conditions.equalized`).
+    equalized: tuple[list[ScoreSummary], EqualizedPlan] | None = None
 
 
 def _count_block(classes, groups, *masks, n_groups: int) -> np.ndarray:
@@ -120,10 +124,13 @@ def condition_summaries(
     conditions: Conditions,
     *,
     thresholds: Sequence[float] | np.ndarray = (),
+    fmr: Sequence[float] | np.ndarray = (),
+    fnmr: Sequence[float] | np.ndarray = (),
     allow_missing: bool = False,
     split_every: int = DEFAULT_SPLIT_EVERY,
     progress: bool | None = None,
     names: Sequence[str] | None = None,
+    equalize: bool = False,
 ) -> ConditionSummaries:
     """Exact summaries of each system pooled and in each condition, from the same passes.
 
@@ -155,10 +162,17 @@ def condition_summaries(
         The conditions of the key's trials (:func:`~bosaris_dask.conditions.condition_codes`).
     thresholds
         Score thresholds where exact error counts are needed (as :func:`summarize`).
+    fmr, fnmr
+        Fixed-FMR and fixed-FNMR targets (as :func:`summarize`): each condition's summary is
+        refined for its own operating points, in the same passes.
     allow_missing
         Drop key trials without a score (counted in ``n_missing``) instead of raising.
     split_every, progress, names
         As :func:`summarize`.
+    equalize
+        Also resolve every system's partition-equalized curve over the conditions, in the
+        same passes (:mod:`bosaris_dask.conditions.equalized`; one more summary per condition
+        with targets only or non-targets only).
 
     Raises
     ------
@@ -171,7 +185,7 @@ def condition_summaries(
         raise TrialError(f"evaluation needs a key, got {kind_of(key)}")
     systems = list(scores)
     names = list(names) if names is not None else [f"system-{k + 1}" for k in range(len(systems))]
-    aligned = [align_with(s, key) for s in systems]
+    aligned = [align(s, key) for s in systems]
     chunks = aligned[0].score_mask.data.chunks
     groups = conditions.group_index(chunks)
     if "trial_mask" in key and key.trial_mask.dtype != np.int8:
@@ -200,20 +214,30 @@ def condition_summaries(
         part = aligned[k].copy()
         part["score_mask"] = (part.score_mask.dims, masks[k] & (groups == g))
         extra.append(part)
+    labels = [f"{names[k]} [condition {g}]" for k, g in pairs]
+    plan = None
+    if equalize:
+        plan = plan_members(pairs, n_target, n_nontarget, len(systems) + len(extra))
+        for k, g, filler in plan.extra:
+            part = aligned[k].copy()
+            part["score_mask"] = (part.score_mask.dims, extra_mask(
+                masks[k], classes, groups, g, filler, targets=bool(n_target[k, g])))
+            extra.append(part)
+            labels.append(f"{names[k]} [condition {g}, equalized]")
     summaries = summarize(
-        [*systems, *extra], key, thresholds=thresholds, allow_missing=True,
+        [*systems, *extra], key, thresholds=thresholds, fmr=fmr, fnmr=fnmr, allow_missing=True,
         split_every=split_every, progress=progress,
-        coarse_bits=_coarse_bits(len(systems) + len(extra)),
-        names=[*names, *(f"{names[k]} [condition {g}]" for k, g in pairs)],
+        coarse_bits=_coarse_bits(len(systems) + len(extra)), names=[*names, *labels],
+        extra_candidates=plan.candidates if plan is not None else None,
     )  # fmt: skip
     pooled = summaries[: len(systems)]
     by_condition: list[list[ScoreSummary | None]] = [
         [None] * conditions.n_conditions for _ in systems
     ]
-    for (k, g), summary in zip(pairs, summaries[len(systems) :], strict=True):
+    for (k, g), summary in zip(pairs, summaries[len(systems) :], strict=False):
         # the engine counts the key trials outside the condition as missing: keep the genuine
         by_condition[k][g] = replace(summary, n_missing=int(n_missing[k, g]), _hull=None)
     return ConditionSummaries(
         pooled, by_condition, n_target, n_nontarget, n_missing,
-        passes=pooled[0].passes + 1,
+        passes=pooled[0].passes + 1, equalized=(summaries, plan) if plan is not None else None,
     )  # fmt: skip

@@ -13,6 +13,8 @@ display: save with :func:`save_figure`, draw and save one plot with :func:`save_
   contributions, DR30 marks, operating-point lines, dev and eval together.
 - :func:`ape_plot`, :func:`cllr_plot`: Bayes error-rate (APE) curves, whose areas are Cllr and
   minCllr, and the bars ``Cllr = minCllr + calibration loss``.
+- :func:`ece_plot`: empirical cross-entropy of the raw, PAV-calibrated and neutral LLRs against
+  prior log-odds (the forensic ECE plot; results of ``evaluate(..., ece_plo=...)``).
 
 Examples
 --------
@@ -32,6 +34,7 @@ from bosaris_dask.plots._common import save_figure
 from bosaris_dask.plots.ape import ape_plot, cllr_plot
 from bosaris_dask.plots.axes import DET_WINDOWS, probit, set_det_axes
 from bosaris_dask.plots.det import auto_window, det_plot, rocch_det_points
+from bosaris_dask.plots.ece import ece_plot
 from bosaris_dask.plots.nbe import nbe_plot
 from bosaris_dask.plots.standard import (
     PLOT_KINDS,
@@ -49,6 +52,7 @@ __all__ = [
     "auto_window",
     "cllr_plot",
     "det_plot",
+    "ece_plot",
     "nbe_plot",
     "probit",
     "rocch_det_points",

@@ -24,6 +24,7 @@ from bosaris_dask.errors import PlotError
 from bosaris_dask.plots._common import FORMATS, Results, save_figure
 from bosaris_dask.plots.ape import _count, ape_plot, cllr_plot
 from bosaris_dask.plots.det import det_plot
+from bosaris_dask.plots.ece import ece_plot
 from bosaris_dask.plots.nbe import nbe_plot
 
 __all__ = ["PLOT_KINDS", "STANDARD_PLOTS", "save_plot", "standard_figures", "save_standard_plots"]
@@ -75,6 +76,7 @@ PLOT_KINDS: dict[str, tuple[Callable[..., Axes], tuple[float, float]]] = {
     "nbe": (nbe_plot, (9.0, 5.0)),
     "ape": (ape_plot, (9.0, 4.6)),
     "cllr": (cllr_plot, (8.0, 2.5)),
+    "ece": (ece_plot, (9.0, 4.6)),
 }
 
 
@@ -88,14 +90,15 @@ def save_plot(
 ) -> Path:
     """Draw one plot on a new figure (no pyplot) and write it; the suffix picks the format.
 
-    What ``bosaris-dask plot det|nbe|ape|cllr ... --out FILE`` does.
+    What ``bosaris-dask plot det|nbe|ape|cllr|ece ... --out FILE`` does.
 
     Parameters
     ----------
     results
         An evaluation Dataset, or a mapping of them by name.
-    kind : {"det", "nbe", "ape", "cllr"}
-        Which plot: :func:`det_plot`, :func:`nbe_plot`, :func:`ape_plot` or :func:`cllr_plot`.
+    kind : {"det", "nbe", "ape", "cllr", "ece"}
+        Which plot: :func:`det_plot`, :func:`nbe_plot`, :func:`ape_plot`, :func:`cllr_plot` or
+        :func:`ece_plot` (results evaluated with ``ece_plo``).
     path
         Output file ending in ``.png``, ``.pdf`` or ``.svg``; its directory must exist.
     dpi

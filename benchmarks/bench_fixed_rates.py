@@ -1,0 +1,100 @@
+"""Fixed-FMR/FNMR operating points and the ECE sums: passes and wall time against a plain
+evaluation of the same store, measured in the same run.
+
+Usage::
+
+    python benchmarks/bench_fixed_rates.py [--models 4000] [--segments 5000] [--repeat 3]
+
+Simulates one system (``bosaris_dask.simulate``, float32, 0.5% targets), writes it and its key
+as zarr stores in a temporary directory, and evaluates it, each the median of ``--repeat`` runs:
+
+* ``plain``: :func:`bosaris_dask.metrics.evaluate` at one prior;
+* ``fixed``: the same with the ``ijbc`` profile's FMR targets (1e-6 ... 1e-1) and two FNMR
+  targets, whose bins are refined in the hull's passes;
+* ``ece``: the same with the ECE plot's 41-point grid (one softplus per trial and grid point,
+  accumulated in pass 1).
+
+Prints passes and wall time of each; the claim checked is that ``fixed`` and ``ece`` take the
+passes of ``plain``. The class ``FixedRates`` follows the asv convention (``setup``,
+``time_*``, ``teardown``) so a test can run every benchmark body once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bosaris_dask import io
+from bosaris_dask.ece import DEFAULT_ECE_PLO
+from bosaris_dask.metrics import evaluate
+from bosaris_dask.profiles import PROFILES
+from bosaris_dask.simulate import simulate
+
+OPTIONS = {
+    "plain": {},
+    "fixed": {"fmr": list(PROFILES["ijbc"].fmr), "fnmr": [0.01, 0.1]},
+    "ece": {"ece_plo": DEFAULT_ECE_PLO},
+}
+
+
+class FixedRates:
+    """asv-style benchmark bodies over one simulated store."""
+
+    def setup(self, models: int = 4000, segments: int = 5000) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="bench-fixed-"))
+        key, (system,) = simulate(models, segments, systems=1, seed=5)
+        io.write(key, self.dir / "key.zarr")
+        io.write(system, self.dir / "system.zarr")
+        self.results: dict[str, object] = {}
+
+    def teardown(self, *args: object) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _run(self, name: str) -> None:
+        key, scores = io.read(self.dir / "key.zarr"), io.read(self.dir / "system.zarr")
+        self.results[name] = evaluate(scores, key, priors=[0.01], **OPTIONS[name])
+
+    def time_plain(self) -> None:
+        self._run("plain")
+
+    def time_fixed(self) -> None:
+        self._run("fixed")
+
+    def time_ece(self) -> None:
+        self._run("ece")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", type=int, default=4000)
+    parser.add_argument("--segments", type=int, default=5000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    bench = FixedRates()
+    bench.setup(args.models, args.segments)
+    try:
+        walls = {}
+        for name in OPTIONS:  # interleaved repeats: the same cache state for each
+            walls[name] = []
+        for _ in range(args.repeat):
+            for name in OPTIONS:
+                start = time.perf_counter()
+                getattr(bench, f"time_{name}")()
+                walls[name].append(time.perf_counter() - start)
+        print(f"{args.models:,} x {args.segments:,} trials, median of {args.repeat}")
+        print(f"{'':<8}{'passes':>8}{'wall (s)':>10}")
+        for name in OPTIONS:
+            passes = bench.results[name].attrs["passes"]  # type: ignore[attr-defined]
+            print(f"{name:<8}{passes:>8}{float(np.median(walls[name])):>10.2f}")
+    finally:
+        bench.teardown()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,125 @@
+"""The empirical cross-entropy (ECE) plot of forensic likelihood ratios (lir's ECE plot).
+
+For each system: the ECE of its LLRs as given (solid) and after the optimal monotone (PAV)
+calibration (dashed), against the prior log-odds; the neutral ``LR = 1`` (grey, dotted) is the
+prior entropy. A system whose solid curve rises above the neutral one at some prior does worse
+than reporting no evidence there; the gap between solid and dashed is the calibration loss
+(at prior log-odds 0 the curves are Cllr and minCllr). Definitions: :mod:`bosaris_dask.ece`.
+
+The results come from :func:`bosaris_dask.metrics.evaluate` with ``ece_plo`` (what
+``bosaris-dask plot ece`` runs). With ``attrs["llr_base"]`` (``--llr-base 10``) the x axis is
+in log10 prior odds, as lir draws it.
+
+Examples
+--------
+>>> import numpy as np, matplotlib
+>>> matplotlib.use("Agg")
+>>> from bosaris_dask.metrics import evaluate_arrays
+>>> rng = np.random.default_rng(0)
+>>> ds = evaluate_arrays(rng.normal(2, 1.5, 300), rng.normal(-2, 1.5, 3000), name="demo",
+...                      ece_plo=np.linspace(-6, 6, 49))
+>>> ax = ece_plot(ds)
+>>> sorted(line.get_gid() for line in ax.get_lines())
+['ece/neutral', 'ece/pav/demo', 'ece/raw/demo']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
+
+from bosaris_dask.errors import PlotError
+from bosaris_dask.llr_base import log_of_base
+from bosaris_dask.plots._common import Results, curves, new_axes
+
+__all__ = ["ece_plot"]
+
+
+def ece_plot(
+    results: Results,
+    *,
+    ax: Axes | None = None,
+    systems: Sequence[str] | None = None,
+    xlim: tuple[float, float] | None = None,
+    neutral: bool = True,
+    legend: bool = True,
+    title: str | None = None,
+) -> Axes:
+    """Draw ECE curves: raw and PAV-calibrated LLRs of each system, and the neutral LR = 1.
+
+    Parameters
+    ----------
+    results
+        An evaluation Dataset with ``ece``, ``ece_pav`` and ``ece_neutral`` (``evaluate(...,
+        ece_plo=...)``), or a mapping of them by name.
+    ax
+        Axes to draw on (a new figure if None).
+    systems
+        Names of the systems to draw (default: all).
+    xlim
+        Prior log-odds range, in the units of the x axis (default: the whole grid).
+    neutral
+        Draw the ECE of the neutral ``LR = 1``.
+    legend
+        Add a legend (systems with Cllr and minCllr in bits).
+    title
+        Axes title.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The Axes; lines carry gids ``ece/raw/LABEL``, ``ece/pav/LABEL`` and ``ece/neutral``,
+        with x = ``ece_plo`` (divided by ``ln(base)`` with an ``llr_base``) and y in bits.
+
+    Raises
+    ------
+    PlotError
+        Results without the ECE variables.
+    """
+    ax = new_axes(ax, (8.0, 4.2))
+    chosen = curves(results, systems, ax, "ece")
+    top = 0.0
+    x = np.empty(0)
+    base = "e"
+    for c in chosen:
+        if "ece" not in c.data:
+            raise PlotError("no ECE in these results: evaluate with ece_plo (plot ece does)")
+        base = str(c.data.attrs.get("llr_base", "e"))
+        x = np.asarray(c.data.ece_plo.values, dtype=np.float64) / log_of_base(base)
+        label = (f"{c.label}: Cllr {float(c.data.cllr):.3f}, "
+                 f"minCllr {float(c.data.min_cllr):.3f} bits")  # fmt: skip
+        raw, pav = c.data.ece.values, c.data.ece_pav.values
+        ax.plot(x, raw, color=c.color, linewidth=1.8, label=label, zorder=3,
+                gid=f"ece/raw/{c.label}")  # fmt: skip
+        ax.plot(x, pav, color=c.color, linewidth=1.5, linestyle="--", zorder=3,
+                gid=f"ece/pav/{c.label}")  # fmt: skip
+        top = max(top, float(np.max(raw)), float(np.max(c.data.ece_neutral.values)))
+    if neutral and not any(line.get_gid() == "ece/neutral" for line in ax.get_lines()):
+        ax.plot(x, chosen[-1].data.ece_neutral.values, color="0.5", linestyle=":",
+                linewidth=1.3, zorder=2, gid="ece/neutral")  # fmt: skip
+    ax.set_xlim(*(xlim if xlim is not None else (float(x.min()), float(x.max()))))
+    # a badly calibrated system's ECE grows without bound at extreme priors: the y axis ends
+    # at 2 bits at most, so the neutral curve (at most 1 bit) stays readable
+    ax.set_ylim(0.0, min(top, 2.0) * 1.05)
+    what = r"$\log_{10}$" if base == "10" else r"$\log$" if base == "e" else rf"$\log_{{{base}}}$"
+    ax.set_xlabel(f"Prior log-odds  {what}" + r"$\,\frac{P(H_p)}{P(H_d)}$")
+    ax.set_ylabel("Empirical cross-entropy (bits)")
+    ax.grid(True, color="0.9", linewidth=0.6)
+    ax.set_axisbelow(True)
+    if title:
+        ax.set_title(title)
+    if legend:
+        handles, labels = ax.get_legend_handles_labels()
+        key = [
+            (Line2D([], [], color="0.2", linewidth=1.5), "LLRs as given"),
+            (Line2D([], [], color="0.2", linestyle="--", linewidth=1.5), "after PAV calibration"),
+        ]
+        if neutral:
+            key.append((Line2D([], [], color="0.5", linestyle=":"), "neutral LR = 1"))
+        ax.legend(handles + [h for h, _ in key], labels + [label for _, label in key],
+                  loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+                  fontsize=8, frameon=False)  # fmt: skip
+    return ax
