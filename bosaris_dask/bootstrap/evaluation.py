@@ -51,6 +51,7 @@ Examples
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -303,6 +304,9 @@ def _merged_rows(inputs: list[Any], groups: Any) -> list[Any]:
     chunks = inputs[0].chunks
     per_row = sum(a.dtype.itemsize for a in inputs) * max(chunks[1])
     limit = max(1, config.get("bootstrap-chunk") // max(1, per_row))
+    # keep a chunk per core where there were as many (the pass runs one BLAS thread per task)
+    keep = min(len(chunks[0]), os.cpu_count() or 1)
+    limit = min(limit, -(-sum(chunks[0]) // keep))
     rows: list[int] = []
     for size in chunks[0]:
         if rows and rows[-1] + size <= limit:

@@ -28,6 +28,7 @@ Examples
 --------
 >>> import numpy as np
 >>> from bosaris_dask.bootstrap.bins import Binning
+from bosaris_dask.embeddings.kernel import pinned_blas
 >>> binning = Binning.from_edges(np.array([0.0]), np.float64)
 >>> m, s = np.array([[1, 1], [2, 0]]), np.array([[1], [1]])
 >>> classes = np.array([[1, -1], [-1, 1]], dtype=np.int8)
@@ -48,6 +49,7 @@ import dask.array as da
 import numpy as np
 
 from bosaris_dask.bootstrap.bins import Binning
+from bosaris_dask.embeddings.kernel import pinned_blas
 from bosaris_dask.errors import OptionError, ScoreError
 from bosaris_dask.keys import order_keys
 from bosaris_dask.runner import Aggregation, run_pass
@@ -185,6 +187,12 @@ def chunk_histograms(
     m, s = m.T.astype(np.float32), s.T.astype(np.float32)  # rows: groups
     out = np.zeros((2, m.shape[1], nb + LIMBS))
     guard = np.zeros(1)
+    with pinned_blas():  # many small products: one BLAS thread per task, tasks in parallel
+        _chunk(m, s, mcode, scode, classes, score, mask, binning, nb, out, guard)
+    return np.concatenate([out.reshape(-1), guard])
+
+
+def _chunk(m, s, mcode, scode, classes, score, mask, binning, nb, out, guard) -> None:
     max_pairs = max(1, BLOCK_BYTES // ((nb + LIMBS) * 8))
     rows, rbounds = _runs(np.asarray(mcode))
     cols, cbounds = _runs(np.asarray(scode))
@@ -202,7 +210,6 @@ def chunk_histograms(
             )
             _block(m, s, mcode[ri], scode[cj], classes[index], score[index], mask[index],
                    binning, nb, out, guard)  # fmt: skip
-    return np.concatenate([out.reshape(-1), guard])
 
 
 class ResampleHistograms:
