@@ -28,7 +28,6 @@ Examples
 --------
 >>> import numpy as np
 >>> from bosaris_dask.bootstrap.bins import Binning
-from bosaris_dask.embeddings.kernel import pinned_blas
 >>> binning = Binning.from_edges(np.array([0.0]), np.float64)
 >>> m, s = np.array([[1, 1], [2, 0]]), np.array([[1], [1]])
 >>> classes = np.array([[1, -1], [-1, 1]], dtype=np.int8)
