@@ -256,10 +256,10 @@ def add_intervals(
         else:
             hists = [summary_prefix_counts(x, dtype) for x in summaries]
         binnings = [choose_edges(t, n, dtype, nb, -plo) for t, n in hists]
-    inputs = _merged_rows(inputs, groups)
+    inputs, pin = _merged_rows(inputs, groups)
     results = resample_histograms(
         inputs, m, s, groups.model_codes, groups.segment_codes, binnings, names,
-        split_every=split_every, progress=progress,
+        split_every=split_every, progress=progress, pin_blas=pin,
     )  # fmt: skip
     reps = []
     for k, (res, binning) in enumerate(zip(results, binnings, strict=True)):
@@ -297,28 +297,29 @@ def add_intervals(
     return ds
 
 
-def _merged_rows(inputs: list[Any], groups: Any) -> list[Any]:
-    """The inputs with consecutive row chunks merged (up to ``bosaris_dask.bootstrap-chunk``
-    bytes a chunk) when that lowers :func:`_pair_factor` by a fifth or more: a model group
-    split between row chunks costs the pass's matrix products once per chunk."""
+def _merged_rows(inputs: list[Any], groups: Any) -> tuple[list[Any], bool]:
+    """The inputs with their row chunks merged into fewer, even ones (at most
+    ``bosaris_dask.bootstrap-chunk`` bytes each) when that lowers :func:`_pair_factor` by a
+    fifth or more: a model group split between row chunks costs the pass's matrix products once
+    per chunk. Also whether the tasks pin the BLAS to one thread: yes when there are at least
+    as many chunks as cores (the tasks run in parallel), no for fewer (the BLAS does)."""
     chunks = inputs[0].chunks
+    cores = os.cpu_count() or 1
+    n_rows = sum(chunks[0])
     per_row = sum(a.dtype.itemsize for a in inputs) * max(chunks[1])
-    limit = max(1, config.get("bootstrap-chunk") // max(1, per_row))
-    # keep a chunk per core where there were as many (the pass runs one BLAS thread per task)
-    keep = min(len(chunks[0]), os.cpu_count() or 1)
-    limit = min(limit, -(-sum(chunks[0]) // keep))
-    rows: list[int] = []
-    for size in chunks[0]:
-        if rows and rows[-1] + size <= limit:
-            rows[-1] += size
-        else:
-            rows.append(size)
-    if len(rows) == len(chunks[0]):
-        return inputs
-    merged = (tuple(rows), chunks[1])
-    if _pair_factor(groups, merged) > 0.8 * _pair_factor(groups, chunks):
-        return inputs  # little to gain: keep the chunks (and their parallelism)
-    return [a.rechunk(merged) for a in inputs]
+    fewest = -(-n_rows * per_row // config.get("bootstrap-chunk"))
+    best, best_factor = chunks, _pair_factor(groups, chunks)
+    for n in sorted({min(cores, len(chunks[0])), 1}, reverse=True):
+        if n >= len(chunks[0]) or n < fewest:
+            continue
+        size = -(-n_rows // n)
+        rows = (size,) * (n_rows // size) + ((n_rows % size,) if n_rows % size else ())
+        factor = _pair_factor(groups, (rows, chunks[1]))
+        if factor <= 0.8 * best_factor:
+            best, best_factor = (rows, chunks[1]), factor
+    if best is not chunks:
+        inputs = [a.rechunk(best) for a in inputs]
+    return inputs, len(best[0]) * len(best[1]) >= cores
 
 
 def _pair_factor(groups: Any, chunks: tuple[tuple[int, ...], ...]) -> float:

@@ -41,6 +41,7 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from functools import partial
 
@@ -170,7 +171,7 @@ def _plan(bounds: np.ndarray, per_set: int, cells_per_id: int) -> list[tuple[int
 
 def chunk_histograms(
     m: np.ndarray, s: np.ndarray, mcode: np.ndarray, scode: np.ndarray, classes: np.ndarray,
-    *blocks: np.ndarray, system: int, binning: Binning,
+    *blocks: np.ndarray, system: int, binning: Binning, pin_blas: bool = True,
 ) -> np.ndarray:  # fmt: skip
     """One chunk's contribution: ``[non-target (1 + B, bins + LIMBS), target (...), bound]``
     flattened, for system ``system`` of the ``blocks`` (scores, mask, scores, mask, ...).
@@ -186,7 +187,8 @@ def chunk_histograms(
     m, s = m.T.astype(np.float32), s.T.astype(np.float32)  # rows: groups
     out = np.zeros((2, m.shape[1], nb + LIMBS))
     guard = np.zeros(1)
-    with pinned_blas():  # many small products: one BLAS thread per task, tasks in parallel
+    # many small products: one BLAS thread per task where the tasks run in parallel
+    with pinned_blas() if pin_blas else contextlib.nullcontext():
         _chunk(m, s, mcode, scode, classes, score, mask, binning, nb, out, guard)
     return np.concatenate([out.reshape(-1), guard])
 
@@ -246,7 +248,7 @@ def check_exact(bound: float, name: str) -> None:
 def resample_histograms(
     inputs: Sequence[da.Array], m: np.ndarray, s: np.ndarray, model_codes: np.ndarray,
     segment_codes: np.ndarray, binnings: Sequence[Binning], names: Sequence[str], *,
-    split_every: int, progress: bool | None,
+    split_every: int, progress: bool | None, pin_blas: bool = True,
 ) -> list[ResampleHistograms]:  # fmt: skip
     """The bootstrap pass over ``inputs`` (key classes, then scores and mask per system)."""
     chunks = inputs[0].chunks
@@ -257,7 +259,7 @@ def resample_histograms(
     aggs = [
         Aggregation(
             f"bootstrap of {name}",
-            partial(chunk_histograms, system=k, binning=binning),
+            partial(chunk_histograms, system=k, binning=binning, pin_blas=pin_blas),
             2 * n_rows * (binning.n_bins + LIMBS) + 1,
             finalize=partial(ResampleHistograms, n_rows=n_rows, nb=binning.n_bins, name=name),
         )  # fmt: skip
