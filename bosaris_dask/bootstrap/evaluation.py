@@ -1,11 +1,13 @@
 """Bootstrap confidence intervals of an evaluation, and paired comparisons of its systems.
 
-:func:`add_intervals` is what :func:`bosaris_dask.metrics.evaluate` runs with ``bootstrap=B``:
-the point estimates stay the exact ones of the evaluation; two more passes over the data give
-every resample's metrics, from which the intervals are taken:
+:func:`evaluate_with_intervals` is what :func:`bosaris_dask.metrics.evaluate` runs with
+``bootstrap=B``: the point estimates stay the exact ones of the evaluation; one more pass over
+the data (two with conditions, Cprimary or equalization) gives every resample's metrics, from
+which :func:`add_intervals` takes the intervals:
 
-1. a pass that counts each system's targets and non-targets per key prefix, to choose its coarse
-   score bins (:mod:`~bosaris_dask.bootstrap.bins`; the operating points' Bayes thresholds are
+1. each system's coarse score bins are chosen from exact counts per key prefix: the
+   evaluation's own summaries, or, where the evaluation does not hand them over, a pass of
+   their own (:mod:`~bosaris_dask.bootstrap.bins`; the operating points' Bayes thresholds are
    edges);
 2. the bootstrap pass: every resample's exact weighted histogram over those bins and exact Cllr
    sums, for all ``B`` resamples at once (:mod:`~bosaris_dask.bootstrap.histograms`).
