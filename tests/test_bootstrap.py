@@ -337,3 +337,23 @@ def test_cli_bad_options_are_one_line_errors(cli_set, capsys, extra, message):
     assert _cli(cli_set, *tables, *extra) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"bosaris-dask: error: {message}")
+
+
+def test_the_pass_is_checked_against_the_workers_memory():
+    import dask.array as da
+
+    from bosaris_dask.bootstrap.histograms import task_memory
+    from bosaris_dask.errors import MemoryLimitError
+    from bosaris_dask.memory import check_worker_memory
+
+    inputs = [da.zeros((4000, 4000), chunks=(1000, 4000), dtype=t) for t in ("i1", "f4", "?")]
+    need = task_memory(inputs, n_rows=1001, nb=256, n_systems=1, split_every=8)
+    assert need.inputs == 1000 * 4000 * 6 and need.results == 2 * 1001 * (256 + 32) * 8
+
+    class Small:  # a worker with 200 MB
+        def scheduler_info(self, n_workers):
+            return {"workers": {"tcp://w": {"memory_limit": 200 << 20, "nthreads": 1,
+                                            "metrics": {"memory": 0}}}}  # fmt: skip
+
+    with pytest.raises(MemoryLimitError, match="tcp://w would need about"):
+        check_worker_memory(need, Small())

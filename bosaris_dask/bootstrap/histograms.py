@@ -48,6 +48,7 @@ from functools import partial
 import dask.array as da
 import numpy as np
 
+from bosaris_dask import memory
 from bosaris_dask.bootstrap.bins import Binning
 from bosaris_dask.embeddings.kernel import pinned_blas
 from bosaris_dask.errors import OptionError, ScoreError
@@ -55,7 +56,7 @@ from bosaris_dask.keys import order_keys
 from bosaris_dask.runner import Aggregation, run_pass
 
 __all__ = ["chunk_histograms", "resample_histograms", "ResampleHistograms", "LIMBS",
-           "check_exact", "BLOCK_BYTES"]  # fmt: skip
+           "check_exact", "BLOCK_BYTES", "task_memory"]  # fmt: skip
 
 #: Cllr sums per (pair, class) travel as 4-bit limbs: 16 of the high part, 16 of the low part.
 LIMBS = 32
@@ -256,6 +257,8 @@ def resample_histograms(
             da.from_array(model_codes, chunks=(chunks[0],)), "i",
             da.from_array(segment_codes, chunks=(chunks[1],)), "j"]  # fmt: skip
     n_rows = m.shape[0]
+    need = task_memory(inputs, n_rows, max(b.n_bins for b in binnings), len(binnings),
+                       split_every)  # fmt: skip
     aggs = [
         Aggregation(
             f"bootstrap of {name}",
@@ -266,4 +269,18 @@ def resample_histograms(
         for k, (binning, name) in enumerate(zip(binnings, names, strict=True))
     ]
     return run_pass("bootstrap pass", aggs, inputs, lead=lead, split_every=split_every,
-                    progress=progress)  # fmt: skip
+                    progress=progress, need=need)  # fmt: skip
+
+
+def task_memory(
+    inputs: Sequence[da.Array], n_rows: int, nb: int, n_systems: int, split_every: int
+) -> memory.TaskMemory:
+    """The peak memory of a bootstrap task, for the workers' memory check before the pass:
+    one chunk of the inputs, a block's per-trial temporaries (~64 bytes a cell), its pair
+    histograms (three copies) and weights, and the resamples' histograms of every system."""
+    cells = int(np.prod([max(c) for c in inputs[0].chunks]))
+    chunk = sum(cells * a.dtype.itemsize for a in inputs)
+    result = n_systems * 2 * n_rows * (nb + LIMBS) * 8
+    buffers = min(cells, _TRIALS) * 64 + 3 * BLOCK_BYTES + _PAIRS * n_rows * 4
+    return memory.TaskMemory(inputs=chunk, buffers=buffers, results=result,
+                             merge=(split_every + 1) * result, held=2 * result)  # fmt: skip
