@@ -21,8 +21,8 @@ key                    default     meaning
                                    resample histograms (:mod:`bosaris_dask.bootstrap`)
 ``bootstrap-budget``   536870912   bytes a bootstrap task may hold (its resample histograms,
                                    weights and merges): fewer bins beyond, an error below 16
-``bootstrap-chunk``    268435456   the bootstrap pass merges consecutive row chunks up to this
-                                   many bytes of input when that splits fewer groups
+``bootstrap-chunk``    1073741824  the bootstrap pass merges row chunks into chunks of up to
+                                   this many bytes of input when that splits fewer groups
 =====================  ==========  ==============================================================
 
 Examples
@@ -60,7 +60,7 @@ KNOBS: dict[str, tuple[int, int, int]] = {
     "keep-limit": (1 << 24, 0, 1 << 40),
     "bootstrap-bins": (256, 4, 1 << 16),
     "bootstrap-budget": (1 << 29, 1 << 20, 1 << 42),
-    "bootstrap-chunk": (1 << 28, 1 << 10, 1 << 40),
+    "bootstrap-chunk": (1 << 30, 1 << 10, 1 << 40),
 }
 
 dask.config.update_defaults({"bosaris_dask": {name: d for name, (d, _, _) in KNOBS.items()}})
