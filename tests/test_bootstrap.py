@@ -179,6 +179,8 @@ def test_compare_is_paired_and_consistent():
     ds = _evaluate(key, systems, conditions=tables, bootstrap=60, compare=True, seed=1,
                    resample=["model.spk", "segment.spk"])  # fmt: skip
     assert ds.pair.values.tolist() == ["a - b"]
+    for name in ds.data_vars:  # described like every variable of an evaluation
+        assert {"units", "long_name"} <= set(ds[name].attrs), name
     assert ds.first.values.tolist() == ["a"] and ds.second.values.tolist() == ["b"]
     assert float(ds.compare_eer[0]) == float(ds.eer[0] - ds.eer[1])
     assert 0 <= float(ds.compare_eer_p_better[0]) <= 1

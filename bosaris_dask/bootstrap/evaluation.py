@@ -287,6 +287,7 @@ def add_intervals(
         ds = ds.assign_coords(pair=[f"{names[i]} - {names[j]}" for i, j in pairs],
                               first=("pair", [names[i] for i, _ in pairs]),
                               second=("pair", [names[j] for _, j in pairs]))  # fmt: skip
+    _describe(ds, level)
     degenerate = int(max(np.isnan(r["eer"][1:]).sum() for r in reps))
     spread = _pair_factor(groups, inputs[0].chunks)
     ds.attrs.update(
@@ -297,6 +298,28 @@ def add_intervals(
         passes=int(ds.attrs.get("passes", 0)) + passes,
     )  # fmt: skip
     return ds
+
+
+def _describe(ds: xr.Dataset, level: float) -> None:
+    """``units`` and ``long_name`` of the bootstrap's variables (as the evaluation's have)."""
+    from bosaris_dask.metrics import ATTRS
+
+    pct = f"{100 * level:g}%"
+    for name in (*METRICS, *PER_POINT):
+        units, long_name = ATTRS[name]
+        short = long_name.split(":")[0]
+        text = {
+            f"{name}_ci": f"{pct} two-way bootstrap percentile interval of {short}",
+            f"{name}_binned": f"{short} of the data from the bootstrap's coarse bins",
+            f"compare_{name}": f"{short} of the first system minus the second's (exact)",
+            f"compare_{name}_ci": f"{pct} paired bootstrap interval of compare_{name}",
+            f"compare_{name}_p_better": f"fraction of resamples where the first's {short} is lower",
+        }
+        for var, long in text.items():
+            if var in ds.variables:
+                ds[var].attrs.update(units="fraction" if var.endswith("_p_better") else units,
+                                     long_name=long)  # fmt: skip
+    ds["bound"].attrs.update(units="", long_name="low and high end of an interval")
 
 
 def _merged_rows(inputs: list[Any], groups: Any) -> tuple[list[Any], bool]:
