@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bosaris_dask import metrics
 from bosaris_dask.bootstrap import Binning
@@ -359,3 +361,26 @@ def test_the_pass_is_checked_against_the_workers_memory():
 
     with pytest.raises(MemoryLimitError, match="tcp://w would need about"):
         check_worker_memory(need, Small())
+
+
+def _chunks(n: int, cuts: list[int]) -> tuple[int, ...]:
+    edges = sorted({0, n, *(c % n for c in cuts)})
+    return tuple(b - a for a, b in zip(edges[:-1], edges[1:], strict=True))
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 1000), rows=st.lists(st.integers(1, 40), max_size=4),
+       cols=st.lists(st.integers(1, 40), max_size=4), shuffle=st.booleans())  # fmt: skip
+def test_every_resample_is_the_same_under_random_chunkings(seed, rows, cols, shuffle):
+    key, systems, tables, raw, *_ = _data(seed=seed, n_m=13, n_s=15, shuffle=shuffle)
+    kw = {"conditions": tables, "resample": ["model.spk", "segment.spk"], "bootstrap": 15,
+          "seed": seed, "split_every": 2, "binnings": _exact_binnings(raw),
+          "keep_replicates": True}  # fmt: skip
+    ds = _evaluate(key, systems)
+    expected = add_intervals(ds, systems, key, **kw)
+    chunks = (_chunks(13, rows), _chunks(15, cols))
+    key2, systems2, *_ = _data(seed=seed, n_m=13, n_s=15, chunks=chunks, shuffle=shuffle)
+    got = add_intervals(_evaluate(key2, systems2), systems2, key2, **kw)
+    for name in got.data_vars:
+        if name.startswith("replicate_") or name.endswith("_ci"):
+            xr.testing.assert_identical(got[name], expected[name])
