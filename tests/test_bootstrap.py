@@ -195,6 +195,7 @@ def test_compare_is_paired_and_consistent():
     assert (same.compare_eer_ci.values == 0).all() and (same.compare_cllr_p_better == 0).all()
 
 
+@pytest.mark.slow
 def test_local_cluster_gives_identical_intervals():
     from bosaris_dask.cluster import connect
 
