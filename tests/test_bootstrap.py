@@ -45,7 +45,9 @@ def _data(seed=0, n_m=9, n_s=11, g_m=4, g_s=5, chunks=(4, 5), dtype=np.float64, 
     key = make_key(mids, sids, mask, chunks=chunks)
     systems = [make_scores(mids, sids, r.astype(dtype), chunks=chunks) for r in raw]
     tables = [
-        condition_table("model", mids, {"spk": [f"a{g}" for g in mg], "gender": ["f"] * n_m}),
+        condition_table(
+            "model", mids, {"spk": [f"a{g}" for g in mg], "gender": rng.choice(["f", "m"], n_m)}
+        ),  # fmt: skip
         condition_table("segment", sids, {"spk": [f"b{g}" for g in sg]}),
     ]
     return key, systems, tables, raw, mask, mg, sg
@@ -96,6 +98,32 @@ def test_every_resample_equals_brute_force_on_the_repeated_trials():
     # the intervals are the reference's percentile intervals of those resamples
     eer = refc.bootstrap(ref.eer, raw[0], mask, list(mg), list(sg), resamples=12, seed=5)
     np.testing.assert_allclose(out.eer_ci.values[0], refc.percentile_interval(eer, 0.95))
+
+
+def test_per_condition_intervals_equal_brute_force_on_the_conditions_trials():
+    key, systems, tables, raw, mask, mg, sg = _data(seed=21, n_m=16, n_s=18)
+    gender = tables[0].columns["gender"]
+    ds = _evaluate(key, systems, conditions=tables, by=["model.gender"])
+    out = add_intervals(
+        ds, systems, key, conditions=tables, resample=["model.spk", "segment.spk"],
+        bootstrap=30, seed=7, split_every=2, binnings=_exact_binnings(raw), by=["model.gender"],
+    )  # fmt: skip
+    plo = out.plo.values[out.operating_point.values >= 0]
+    prior = 1 / (1 + np.exp(-plo))
+    for g, value in enumerate(ds["model.gender"].values):
+        inside = np.where((gender == value)[:, None], mask, 0)
+        for k, scores in enumerate(raw):
+            metric = {
+                "eer": ref.eer, "cllr": ref.cllr, "min_cllr": ref.min_cllr,
+                "min_dcf": lambda t, n: ref.min_dcf(t, n, plo[0]) / min(prior[0], 1 - prior[0]),
+            }  # fmt: skip
+            for name, f in metric.items():
+                values = refc.bootstrap(f, scores, inside, list(mg), list(sg), resamples=30, seed=7)
+                got = out[f"condition_{name}_ci"].values[k, g]
+                if name == "min_dcf":
+                    got = got[out.operating_point.values >= 0][0]
+                np.testing.assert_allclose(got, refc.percentile_interval(values, 0.95),
+                                           rtol=1e-9, atol=1e-12)  # fmt: skip
 
 
 def test_multiplicities_are_the_references_draws():

@@ -28,7 +28,11 @@ With ``compare``, every pair of systems (``first``, ``second``) gets the exact d
 same resamples for both systems: paired) and the fraction of resamples in which the first is
 strictly better (lower).
 
-Intervals are for the pooled trials (not per condition).
+With ``by`` (conditions), every condition with targets and non-targets gets its intervals too
+(``condition_<metric>_ci``), from the same resamples and the same pass, on its system's bins:
+each (system, condition) is one more histogram of the pass (its trials only), so the pass's
+per-trial work grows with the number of conditions, its matrix products do not (a group pair's
+trials are split between the conditions). Comparisons are for the pooled trials.
 
 Examples
 --------
@@ -167,7 +171,7 @@ def evaluate_with_intervals(
     return add_intervals(
         ds, systems, key, conditions=conditions, resample=resample, bootstrap=int(bootstrap or 0),
         ci=ci, seed=seed, compare=compare, split_every=split_every, progress=progress,
-        summaries=summaries,
+        summaries=summaries, by=by,
     )  # fmt: skip
 
 
@@ -200,6 +204,7 @@ def add_intervals(
     binnings: Sequence[Any] | None = None,
     keep_replicates: bool = False,
     summaries: Sequence[Any] | None = None,
+    by: Sequence[Any] = (),
 ) -> xr.Dataset:
     """``ds`` (an evaluation of ``systems`` against ``key``) with bootstrap intervals.
 
@@ -222,6 +227,9 @@ def add_intervals(
     summaries
         The evaluation's :class:`~bosaris_dask.engine.ScoreSummary` objects: the bins are then
         chosen from their exact counts instead of a pass of their own.
+    by
+        The evaluation's ``--by`` specs: also intervals per condition (``condition_*_ci``),
+        from the same pass and the same resamples, on the system's bins.
 
     Returns
     -------
@@ -251,7 +259,10 @@ def add_intervals(
     passes = 1
     if binnings is None:
         n_groups = groups.n_model + groups.n_segment
-        nb = choose_bins(bootstrap + 1, len(systems), split_every, n_groups)
+        n_cells = 0
+        if by:  # the (system, condition) cells with targets and non-targets, histogrammed too
+            n_cells = int(((ds.condition_n_target > 0) & (ds.condition_n_nontarget > 0)).sum())
+        nb = choose_bins(bootstrap + 1, len(systems) + n_cells, split_every, n_groups)
         if summaries is None:
             hists = prefix_histograms(inputs, dtype, split_every=split_every, progress=progress)
             passes += 1
@@ -259,10 +270,16 @@ def add_intervals(
             hists = [summary_prefix_counts(x, dtype) for x in summaries]
         binnings = [choose_edges(t, n, dtype, nb, -plo) for t, n in hists]
     inputs, pin = _merged_rows(inputs, groups)
+    cells = _condition_cells(ds, key, conditions, by, inputs) if by else []
+    all_inputs = inputs + [a for _, _, pair in cells for a in pair]
     results = resample_histograms(
-        inputs, m, s, groups.model_codes, groups.segment_codes, binnings, names,
+        all_inputs, m, s, groups.model_codes, groups.segment_codes,
+        [*binnings, *(binnings[k] for k, _, _ in cells)],
+        [*names, *(f"{names[k]} [condition {g}]" for k, g, _ in cells)],
         split_every=split_every, progress=progress, pin_blas=pin,
     )  # fmt: skip
+    by_condition = results[len(systems) :]
+    results = results[: len(systems)]
     reps = []
     for k, (res, binning) in enumerate(zip(results, binnings, strict=True)):
         if res.tar[0].sum() != int(ds.n_target[k]) or res.non[0].sum() != int(ds.n_nontarget[k]):
@@ -274,6 +291,8 @@ def add_intervals(
         reps.append(replicate_metrics(res.tar, res.non, res.sp_tar, res.sp_non, plo,
                                       binning.edge_index(-plo)))  # fmt: skip
     out = _interval_variables(ds, reps, level, is_op)
+    if cells:
+        out |= _condition_variables(ds, cells, by_condition, binnings, plo, level, is_op)
     if compare:
         out |= _compare_variables(ds, reps, level, is_op, names)
     if keep_replicates:
@@ -300,6 +319,51 @@ def add_intervals(
     return ds
 
 
+def _condition_cells(
+    ds: xr.Dataset, key: xr.Dataset, conditions: Sequence[Any], by: Sequence[Any],
+    inputs: list[Any],
+) -> list[tuple[int, int, list[Any]]]:  # fmt: skip
+    """``(system, condition, [scores, mask])`` for every condition with targets and
+    non-targets: the system's scores with its mask ANDed with the condition's cells."""
+    from bosaris_dask.conditions.codes import condition_codes
+
+    cond = condition_codes(key, _tables(conditions), by)
+    groups = cond.group_index(inputs[0].chunks)
+    out = []
+    n_tar, n_non = ds.condition_n_target.values, ds.condition_n_nontarget.values
+    for k in range(ds.sizes["system"]):
+        for g in range(cond.n_conditions):
+            if n_tar[k, g] and n_non[k, g]:
+                out.append((k, g, [inputs[1 + 2 * k], inputs[2 + 2 * k] & (groups == g)]))
+    return out
+
+
+def _condition_variables(ds, cells, results, binnings, plo, level, is_op) -> dict[str, Any]:
+    """``condition_<metric>_ci`` (``system``, ``condition``[, ``plo``], ``bound``)."""
+    n_sys, n_cond = ds.sizes["system"], ds.sizes["condition"]
+    out = {name: np.full((n_sys, n_cond, 2), np.nan) for name in METRICS}
+    out |= {name: np.full((n_sys, n_cond, ds.sizes["plo"], 2), np.nan) for name in PER_POINT}
+    for (k, g, _), res in zip(cells, results, strict=True):
+        counted = (int(res.tar[0].sum()), int(res.non[0].sum()))
+        if counted != (int(ds.condition_n_target[k, g]), int(ds.condition_n_nontarget[k, g])):
+            raise BosarisError(
+                f"condition {g} of system {k + 1}: the bootstrap pass counted {counted[0]} "
+                f"targets and {counted[1]} non-targets, the evaluation "
+                f"{int(ds.condition_n_target[k, g])} and {int(ds.condition_n_nontarget[k, g])}"
+            )
+        rep = replicate_metrics(res.tar, res.non, res.sp_tar, res.sp_non, plo,
+                                binnings[k].edge_index(-plo))  # fmt: skip
+        for name in METRICS:
+            out[name][k, g] = _interval(rep[name][1:, None], level)[0]
+        for name in PER_POINT:
+            out[name][k, g, is_op] = _interval(rep[name][1:], level)
+    return {
+        f"condition_{name}_ci": (("system", "condition")
+                                 + (("plo",) if name in PER_POINT else ()) + ("bound",), arr)
+        for name, arr in out.items()
+    }  # fmt: skip
+
+
 def _describe(ds: xr.Dataset, level: float) -> None:
     """``units`` and ``long_name`` of the bootstrap's variables (as the evaluation's have)."""
     from bosaris_dask.metrics import ATTRS
@@ -310,6 +374,8 @@ def _describe(ds: xr.Dataset, level: float) -> None:
         short = long_name.split(":")[0]
         text = {
             f"{name}_ci": f"{pct} two-way bootstrap percentile interval of {short}",
+            f"condition_{name}_ci": f"{pct} two-way bootstrap percentile interval of {short}, "
+            "per condition",
             f"{name}_binned": f"{short} of the data from the bootstrap's coarse bins",
             f"compare_{name}": f"{short} of the first system minus the second's (exact)",
             f"compare_{name}_ci": f"{pct} paired bootstrap interval of compare_{name}",

@@ -51,6 +51,15 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
         for op, at in zip(entry["operating_points"], ops, strict=True):
             for name in PER_POINT:
                 op[name + "_ci"] = _pair(results[name + "_ci"].values[k, at])
+    if "condition_eer_ci" in results:
+        for k, entry in enumerate(doc["systems"]):
+            for g, cond in enumerate(entry.get("conditions", [])):
+                for name in METRICS:
+                    cond[name + "_ci"] = _pair(results["condition_" + name + "_ci"].values[k, g])
+                for op, at in zip(cond["operating_points"], ops, strict=True):
+                    for name in PER_POINT:
+                        values = results["condition_" + name + "_ci"].values[k, g, at]
+                        op[name + "_ci"] = _pair(values)
     a = results.attrs
     doc["bootstrap"] = {
         "resamples": int(a["bootstrap"]), "ci": float(a["ci"]), "seed": int(a["bootstrap_seed"]),
