@@ -1,7 +1,8 @@
 """The bootstrap's part of the JSON document and of the text table.
 
 JSON: each system gets ``"eer_ci"``, ``"cllr_ci"``, ``"min_cllr_ci"`` and each of its operating
-points ``"act_dcf_ci"``, ``"min_dcf_ci"`` (``[low, high]``); the document gets ``"bootstrap":
+points ``"act_dcf_ci"``, ``"min_dcf_ci"`` (``[low, high]``), and so does each of its condition
+entries with ``--by``; the document gets ``"bootstrap":
 {"resamples", "ci", "seed", "resample", "bins", "groups", "degenerate", "method",
 "pair_factor"}`` and, with
 ``compare``, ``"comparisons": [{"first", "second", "eer": {"diff", "diff_ci", "p_first_better"},
