@@ -30,9 +30,9 @@ strictly better (lower).
 
 With ``by`` (conditions), every condition with targets and non-targets gets its intervals too
 (``condition_<metric>_ci``), from the same resamples and the same pass, on its system's bins:
-each (system, condition) is one more histogram of the pass (its trials only), so the pass's
-per-trial work grows with the number of conditions, its matrix products do not (a group pair's
-trials are split between the conditions). Comparisons are for the pooled trials.
+the pass's histograms get a condition axis (a group pair's trials are split between their
+conditions, so the matrix products do not grow; the results are ``G`` times larger), and the
+pooled histograms are their sums. Comparisons are for the pooled trials.
 
 Examples
 --------
@@ -259,10 +259,8 @@ def add_intervals(
     passes = 1
     if binnings is None:
         n_groups = groups.n_model + groups.n_segment
-        n_cells = 0
-        if by:  # the (system, condition) cells with targets and non-targets, histogrammed too
-            n_cells = int(((ds.condition_n_target > 0) & (ds.condition_n_nontarget > 0)).sum())
-        nb = choose_bins(bootstrap + 1, len(systems) + n_cells, split_every, n_groups)
+        per = ds.sizes.get("condition", 1) if by else 1  # a histogram per condition with --by
+        nb = choose_bins(bootstrap + 1, len(systems) * per, split_every, n_groups)
         if summaries is None:
             hists = prefix_histograms(inputs, dtype, split_every=split_every, progress=progress)
             passes += 1
@@ -270,16 +268,12 @@ def add_intervals(
             hists = [summary_prefix_counts(x, dtype) for x in summaries]
         binnings = [choose_edges(t, n, dtype, nb, -plo) for t, n in hists]
     inputs, pin = _merged_rows(inputs, groups)
-    cells = _condition_cells(ds, key, conditions, by, inputs) if by else []
-    all_inputs = inputs + [a for _, _, pair in cells for a in pair]
+    cond = _condition_index(key, conditions, by, inputs) if by else None
     results = resample_histograms(
-        all_inputs, m, s, groups.model_codes, groups.segment_codes,
-        [*binnings, *(binnings[k] for k, _, _ in cells)],
-        [*names, *(f"{names[k]} [condition {g}]" for k, g, _ in cells)],
+        inputs, m, s, groups.model_codes, groups.segment_codes, binnings, names,
         split_every=split_every, progress=progress, pin_blas=pin,
+        conditions=None if cond is None else cond[0], n_conditions=0 if cond is None else cond[1],
     )  # fmt: skip
-    by_condition = results[len(systems) :]
-    results = results[: len(systems)]
     reps = []
     for k, (res, binning) in enumerate(zip(results, binnings, strict=True)):
         if res.tar[0].sum() != int(ds.n_target[k]) or res.non[0].sum() != int(ds.n_nontarget[k]):
@@ -291,8 +285,8 @@ def add_intervals(
         reps.append(replicate_metrics(res.tar, res.non, res.sp_tar, res.sp_non, plo,
                                       binning.edge_index(-plo)))  # fmt: skip
     out = _interval_variables(ds, reps, level, is_op)
-    if cells:
-        out |= _condition_variables(ds, cells, by_condition, binnings, plo, level, is_op)
+    if cond is not None:
+        out |= _condition_variables(ds, results, binnings, plo, level, is_op)
     if compare:
         out |= _compare_variables(ds, reps, level, is_op, names)
     if keep_replicates:
@@ -319,44 +313,39 @@ def add_intervals(
     return ds
 
 
-def _condition_cells(
-    ds: xr.Dataset, key: xr.Dataset, conditions: Sequence[Any], by: Sequence[Any],
-    inputs: list[Any],
-) -> list[tuple[int, int, list[Any]]]:  # fmt: skip
-    """``(system, condition, [scores, mask])`` for every condition with targets and
-    non-targets: the system's scores with its mask ANDed with the condition's cells."""
+def _condition_index(
+    key: xr.Dataset, conditions: Sequence[Any], by: Sequence[Any], inputs: list[Any]
+) -> tuple[Any, int]:
+    """Each cell's condition under ``by`` (lazy, in the inputs' chunks), and how many."""
     from bosaris_dask.conditions.codes import condition_codes
 
     cond = condition_codes(key, _tables(conditions), by)
-    groups = cond.group_index(inputs[0].chunks)
-    out = []
-    n_tar, n_non = ds.condition_n_target.values, ds.condition_n_nontarget.values
-    for k in range(ds.sizes["system"]):
-        for g in range(cond.n_conditions):
-            if n_tar[k, g] and n_non[k, g]:
-                out.append((k, g, [inputs[1 + 2 * k], inputs[2 + 2 * k] & (groups == g)]))
-    return out
+    return cond.group_index(inputs[0].chunks), cond.n_conditions
 
 
-def _condition_variables(ds, cells, results, binnings, plo, level, is_op) -> dict[str, Any]:
+def _condition_variables(ds, results, binnings, plo, level, is_op) -> dict[str, Any]:
     """``condition_<metric>_ci`` (``system``, ``condition``[, ``plo``], ``bound``)."""
     n_sys, n_cond = ds.sizes["system"], ds.sizes["condition"]
     out = {name: np.full((n_sys, n_cond, 2), np.nan) for name in METRICS}
     out |= {name: np.full((n_sys, n_cond, ds.sizes["plo"], 2), np.nan) for name in PER_POINT}
-    for (k, g, _), res in zip(cells, results, strict=True):
-        counted = (int(res.tar[0].sum()), int(res.non[0].sum()))
-        if counted != (int(ds.condition_n_target[k, g]), int(ds.condition_n_nontarget[k, g])):
-            raise BosarisError(
-                f"condition {g} of system {k + 1}: the bootstrap pass counted {counted[0]} "
-                f"targets and {counted[1]} non-targets, the evaluation "
-                f"{int(ds.condition_n_target[k, g])} and {int(ds.condition_n_nontarget[k, g])}"
-            )
-        rep = replicate_metrics(res.tar, res.non, res.sp_tar, res.sp_non, plo,
-                                binnings[k].edge_index(-plo))  # fmt: skip
-        for name in METRICS:
-            out[name][k, g] = _interval(rep[name][1:, None], level)[0]
-        for name in PER_POINT:
-            out[name][k, g, is_op] = _interval(rep[name][1:], level)
+    for k, pooled in enumerate(results):
+        for g, res in enumerate(pooled.conditions):
+            counted = (int(res.tar[0].sum()), int(res.non[0].sum()))
+            expected = (int(ds.condition_n_target[k, g]), int(ds.condition_n_nontarget[k, g]))
+            if counted != expected:
+                raise BosarisError(
+                    f"condition {g} of system {k + 1}: the bootstrap pass counted {counted[0]} "
+                    f"targets and {counted[1]} non-targets, the evaluation {expected[0]} and "
+                    f"{expected[1]}"
+                )
+            if not (counted[0] and counted[1]):
+                continue
+            rep = replicate_metrics(res.tar, res.non, res.sp_tar, res.sp_non, plo,
+                                    binnings[k].edge_index(-plo))  # fmt: skip
+            for name in METRICS:
+                out[name][k, g] = _interval(rep[name][1:, None], level)[0]
+            for name in PER_POINT:
+                out[name][k, g, is_op] = _interval(rep[name][1:], level)
     return {
         f"condition_{name}_ci": (("system", "condition")
                                  + (("plo",) if name in PER_POINT else ()) + ("bound",), arr)

@@ -99,16 +99,20 @@ def _nibbles(values: np.ndarray) -> np.ndarray:
     return np.stack([(values >> (4 * j)) & 15 for j in range(k)], axis=1)
 
 
-def _block(m, s, mrow, scol, classes, score, mask, binning, nb, out, guard) -> None:
-    """Add one block's weighted histograms to ``out`` (``(2, 1 + B, nb + LIMBS)``); ``m`` and
-    ``s`` are ``(groups, 1 + B)`` float32 multiplicities whose products are exact."""
+def _block(m, s, mrow, scol, classes, score, mask, cond, binning, nb, out, guard) -> None:
+    """Add one block's weighted histograms to ``out`` (``(G, 2, 1 + B, nb + LIMBS)``, ``G``
+    conditions; ``cond``: each cell's condition, or ``None`` for one); ``m`` and ``s`` are
+    ``(groups, 1 + B)`` float32 multiplicities whose products are exact."""
     valid = mask & (classes != 0)
     if not valid.any():
         return
     gm_u, gm_l = np.unique(mrow, return_inverse=True)
     gs_u, gs_l = np.unique(scol, return_inverse=True)
     n_gs = len(gs_u)
+    n_cells = len(gm_u) * n_gs  # (group pair, condition): the condition most significant
     pair = (gm_l.reshape(-1, 1).astype(np.int64) * n_gs + gs_l.reshape(1, -1))[valid]
+    if cond is not None:
+        pair += cond[valid].astype(np.int64) * n_cells
     sc = score[valid]
     tar = classes[valid] == 1
     bins = binning.bins(order_keys(sc))
@@ -118,8 +122,8 @@ def _block(m, s, mrow, scol, classes, score, mask, binning, nb, out, guard) -> N
         if not sel.any():
             continue
         p = pair[sel]
-        occupied = np.flatnonzero(np.bincount(p, minlength=len(gm_u) * n_gs))
-        remap = np.zeros(len(gm_u) * n_gs, dtype=np.intp)
+        occupied = np.flatnonzero(np.bincount(p, minlength=n_cells))
+        remap = np.zeros(max(n_cells, int(occupied[-1]) + 1), dtype=np.intp)
         remap[occupied] = np.arange(len(occupied))
         compact = remap[p]
         n_pairs = len(occupied)
@@ -128,18 +132,23 @@ def _block(m, s, mrow, scol, classes, score, mask, binning, nb, out, guard) -> N
         x = np.concatenate([hist, hi, lo], axis=1)
         cols = np.r_[0 : nb + hi.shape[1], nb + _NIBBLES : nb + _NIBBLES + lo.shape[1]]
         x32 = x.astype(np.float32)
-        mg, sg = gm_u[occupied // n_gs], gs_u[occupied % n_gs]
-        for a in range(0, n_pairs, _PAIRS):
-            b = slice(a, a + _PAIRS)
+        within = occupied % n_cells
+        mg, sg, gc = gm_u[within // n_gs], gs_u[within % n_gs], occupied // n_cells
+        starts = np.r_[np.flatnonzero(np.r_[True, gc[1:] != gc[:-1]]), n_pairs]
+        batches = [(a, min(a + _PAIRS, e)) for s0, e in zip(starts[:-1], starts[1:], strict=True)
+                   for a in range(s0, e, _PAIRS)]  # fmt: skip
+        for a, e in batches:
+            b = slice(a, e)
+            g = int(gc[a])
             wt = s[sg[b]]  # (pairs, 1 + B): the resamples' pair weights, the pairs of one
             runs = np.flatnonzero(np.diff(mg[b])) + 1  # model group in a row: one multiply
             for lo, hi in zip(np.r_[0, runs], np.r_[runs, len(wt)], strict=True):
                 wt[lo:hi] *= m[mg[a + lo]]
             bound = float(wt.max()) * float(x[b].sum(axis=0).max())
             if bound < _F32:  # float32 is exact: every partial sum is an integer below 2**24
-                out[c][:, cols] += wt.T @ x32[b]
+                out[g, c][:, cols] += wt.T @ x32[b]
             else:
-                out[c][:, cols] += wt.T.astype(np.float64) @ x[b].astype(np.float64)
+                out[g, c][:, cols] += wt.T.astype(np.float64) @ x[b].astype(np.float64)
             guard[0] += bound
 
 
@@ -173,28 +182,32 @@ def _plan(bounds: np.ndarray, per_set: int, cells_per_id: int) -> list[tuple[int
 def chunk_histograms(
     m: np.ndarray, s: np.ndarray, mcode: np.ndarray, scode: np.ndarray, classes: np.ndarray,
     *blocks: np.ndarray, system: int, binning: Binning, pin_blas: bool = True,
+    n_conditions: int = 0,
 ) -> np.ndarray:  # fmt: skip
     """One chunk's contribution: ``[non-target (1 + B, bins + LIMBS), target (...), bound]``
-    flattened, for system ``system`` of the ``blocks`` (scores, mask, scores, mask, ...).
+    flattened, for system ``system`` of the ``blocks`` (scores, mask, scores, mask, ...); with
+    ``n_conditions``, the last block is each cell's condition and the histograms are per
+    condition (``G`` times the layout above, then the bound).
 
     The chunk is cut into blocks of whole groups (its rows ordered by model group, its columns
     by segment group), so each group pair of the chunk is in one block whatever the ids' order,
     with at most ``BLOCK_BYTES`` of pair histogram and ``_TRIALS`` cells per block.
     """
     score, mask = blocks[2 * system], blocks[2 * system + 1]
+    cond = blocks[-1] if n_conditions else None
     nb = binning.n_bins
     if float(m.max()) * float(s.max()) >= _F32:
         raise OptionError("bootstrap multiplicities too large for exact float32 products")
     m, s = m.T.astype(np.float32), s.T.astype(np.float32)  # rows: groups
-    out = np.zeros((2, m.shape[1], nb + LIMBS))
+    out = np.zeros((max(1, n_conditions), 2, m.shape[1], nb + LIMBS))
     guard = np.zeros(1)
     # many small products: one BLAS thread per task where the tasks run in parallel
     with pinned_blas() if pin_blas else contextlib.nullcontext():
-        _chunk(m, s, mcode, scode, classes, score, mask, binning, nb, out, guard)
+        _chunk(m, s, mcode, scode, classes, score, mask, cond, binning, nb, out, guard)
     return np.concatenate([out.reshape(-1), guard])
 
 
-def _chunk(m, s, mcode, scode, classes, score, mask, binning, nb, out, guard) -> None:
+def _chunk(m, s, mcode, scode, classes, score, mask, cond, binning, nb, out, guard) -> None:
     max_pairs = max(1, BLOCK_BYTES // ((nb + LIMBS) * 8))
     rows, rbounds = _runs(np.asarray(mcode))
     cols, cbounds = _runs(np.asarray(scode))
@@ -211,7 +224,7 @@ def _chunk(m, s, mcode, scode, classes, score, mask, binning, nb, out, guard) ->
                 else np.ix_(np.arange(classes.shape[0])[ri], np.arange(classes.shape[1])[cj])
             )
             _block(m, s, mcode[ri], scode[cj], classes[index], score[index], mask[index],
-                   binning, nb, out, guard)  # fmt: skip
+                   None if cond is None else cond[index], binning, nb, out, guard)  # fmt: skip
 
 
 class ResampleHistograms:
@@ -219,12 +232,20 @@ class ResampleHistograms:
     ``sp_tar``/``sp_non`` ``(1 + B,)`` Cllr sums (natural log, exact sums of the rounded
     terms). Row 0 is the data itself."""
 
-    def __init__(self, total: np.ndarray, n_rows: int, nb: int, name: str):
+    def __init__(self, total: np.ndarray, n_rows: int, nb: int, name: str, n_conditions: int = 0):
         check_exact(total[-1], name)
-        cells = total[:-1].reshape(2, n_rows, nb + LIMBS)
-        self.non = cells[0, :, :nb].astype(np.int64)
-        self.tar = cells[1, :, :nb].astype(np.int64)
-        self.sp_non, self.sp_tar = (_limb_sums(cells[c, :, nb:]) for c in (0, 1))
+        cells = total[:-1].reshape(max(1, n_conditions), 2, n_rows, nb + LIMBS)
+        #: per condition (``None`` without): the condition's own ResampleHistograms
+        self.conditions = None
+        if n_conditions:
+            self.conditions = [
+                ResampleHistograms(np.r_[cells[g].reshape(-1), total[-1]], n_rows, nb, name)
+                for g in range(n_conditions)
+            ]
+        pooled = cells.sum(axis=0)  # the conditions partition the trials: exact integer sums
+        self.non = pooled[0, :, :nb].astype(np.int64)
+        self.tar = pooled[1, :, :nb].astype(np.int64)
+        self.sp_non, self.sp_tar = (_limb_sums(pooled[c, :, nb:]) for c in (0, 1))
 
 
 def _limb_sums(limbs: np.ndarray) -> np.ndarray:
@@ -250,21 +271,31 @@ def resample_histograms(
     inputs: Sequence[da.Array], m: np.ndarray, s: np.ndarray, model_codes: np.ndarray,
     segment_codes: np.ndarray, binnings: Sequence[Binning], names: Sequence[str], *,
     split_every: int, progress: bool | None, pin_blas: bool = True,
+    conditions: da.Array | None = None, n_conditions: int = 0,
 ) -> list[ResampleHistograms]:  # fmt: skip
-    """The bootstrap pass over ``inputs`` (key classes, then scores and mask per system)."""
+    """The bootstrap pass over ``inputs`` (key classes, then scores and mask per system), per
+    condition too when given each cell's condition (``conditions``, ``n_conditions`` of them):
+    the pooled histograms are then the sums of the conditions' (they partition the trials)."""
+    if conditions is not None:
+        inputs = [*inputs, conditions.rechunk(inputs[0].chunks)]
+    n_cond = n_conditions if conditions is not None else 0
     chunks = inputs[0].chunks
     lead = [da.from_array(m, chunks=-1), "ab", da.from_array(s, chunks=-1), "cd",
             da.from_array(model_codes, chunks=(chunks[0],)), "i",
             da.from_array(segment_codes, chunks=(chunks[1],)), "j"]  # fmt: skip
     n_rows = m.shape[0]
-    need = task_memory(inputs, n_rows, max(b.n_bins for b in binnings), len(binnings),
-                       split_every)  # fmt: skip
+    need = task_memory(inputs, n_rows, max(b.n_bins for b in binnings),
+                       len(binnings) * max(1, n_cond), split_every)  # fmt: skip
     aggs = [
         Aggregation(
             f"bootstrap of {name}",
-            partial(chunk_histograms, system=k, binning=binning, pin_blas=pin_blas),
-            2 * n_rows * (binning.n_bins + LIMBS) + 1,
-            finalize=partial(ResampleHistograms, n_rows=n_rows, nb=binning.n_bins, name=name),
+            partial(
+                chunk_histograms, system=k, binning=binning, pin_blas=pin_blas, n_conditions=n_cond
+            ),
+            max(1, n_cond) * 2 * n_rows * (binning.n_bins + LIMBS) + 1,
+            finalize=partial(
+                ResampleHistograms, n_rows=n_rows, nb=binning.n_bins, name=name, n_conditions=n_cond
+            ),
         )  # fmt: skip
         for k, (binning, name) in enumerate(zip(binnings, names, strict=True))
     ]
