@@ -17,7 +17,12 @@ tree, on any scheduler. The Cllr sums are made the same way: each trial's term
 ``log(1 + exp(-s))`` (targets) or ``log(1 + exp(s))`` (non-targets) is rounded to a multiple of
 ``2**-57`` as in :mod:`bosaris_dask.exact_sum`, summed exactly per pair as integers, split into
 4-bit limbs and multiplied by ``w`` with the counts: every resample's Cllr sums are exact sums
-of those rounded terms, whatever the chunking or the scheduler.
+of those rounded terms, whatever the chunking or the scheduler (a term of ``2**17`` or more,
+i.e. ``|score| >= 131072``, is refused with a one-line error).
+
+With conditions, the cells are (condition, group pair): each condition gets its own histograms
+from the same products (a pair's trials are split between its conditions), and the pooled ones
+are their sums.
 
 Cost: ``(1 + B) * P * (bins + ~22)`` multiply-adds for the ``P`` (group pair, class) cells with
 trials in a chunk, summed over chunks: ``P`` is at most ``G_model * G_segment * 2`` overall when
