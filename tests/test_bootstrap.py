@@ -413,3 +413,12 @@ def test_every_resample_is_the_same_under_random_chunkings(seed, rows, cols, shu
     for name in got.data_vars:
         if name.startswith("replicate_") or name.endswith("_ci"):
             xr.testing.assert_identical(got[name], expected[name])
+
+
+def test_scores_beyond_the_exact_cllr_range_are_refused():
+    from bosaris_dask.errors import ScoreError
+
+    key, systems, tables, raw, *_ = _data(seed=5)
+    big = make_scores(systems[0].model.values, systems[0].segment.values, raw[0] * 1e6)
+    with pytest.raises(ScoreError, match=r"need \|score\| < 131072"):
+        metrics.evaluate(big, key, conditions=tables, bootstrap=5, resample=["model.spk"])
