@@ -4,20 +4,32 @@ scores over billions of trials, out of core with dask.
 The short API::
 
     import bosaris_dask as bd
-    key, scores = bd.read("key.zarr"), bd.read("scores.h5")
-    result = bd.evaluate(scores, key, priors=[0.01])      # an xarray.Dataset
-    scores.bosaris.evaluate(key)                          # the same, through the accessor
+    key, scores = bd.read("key.zarr"), bd.read("scores.h5")   # lazy trial objects
+    result = bd.evaluate(scores, key, priors=[0.01])          # an xarray.Dataset
+    bd.operating_points(result).min_dcf                       # the reported points, by prior
+    scores.bosaris.evaluate(key, priors=[0.01])               # the same, through the accessor
 
-Reading and writing (:func:`read`, :func:`write`), the trial constructors (:func:`make_key`,
-:func:`make_ndx`, :func:`make_scores`, :func:`make_quality`, :func:`key_from_labels`, ...),
-evaluation (:func:`evaluate`, :func:`summarize`; :func:`operating_points` of a result), and the
-calibration and fusion models. The ``.bosaris`` accessor on every Dataset forwards to these
-(:mod:`bosaris_dask.accessor`).
-Submodules hold the rest: :mod:`~bosaris_dask.metrics` (single metrics on arrays),
-:mod:`~bosaris_dask.plots`, :mod:`~bosaris_dask.cluster`, :mod:`~bosaris_dask.io`.
+- reading and writing: :func:`read`, :func:`write` (zarr, HDF5, MAT, text, by the path),
+  :func:`read_quality`, :func:`write_quality`;
+- trial objects (:class:`xarray.Dataset` with dimensions ``model`` and ``segment``):
+  :func:`make_ndx`, :func:`make_key`, :func:`make_scores`, :func:`make_quality`,
+  :func:`key_from_labels`, :func:`key_from_masks`; :func:`align`, :func:`filter_trials`,
+  :func:`merge`;
+- evaluation: :func:`evaluate` (every metric, exact, at any scale), :func:`operating_points`
+  of its result, :func:`summarize` (the exact score summaries it rests on);
+- models (``fit(scores, key)``, ``transform(scores)``, ``save``/``load``):
+  :class:`LinearCalibrator`, :class:`PAVCalibrator`, :class:`LinearFuser`,
+  :class:`QualityFuser`;
+- errors: :class:`BosarisError` (the base of every error raised here), :class:`NotFittedError`.
+
+Every Dataset has the ``.bosaris`` accessor (:mod:`bosaris_dask.accessor`): the functions that
+take a trial object or a result first, as methods. Submodules hold the rest:
+:mod:`~bosaris_dask.metrics` (single metrics on score arrays), :mod:`~bosaris_dask.trials`,
+:mod:`~bosaris_dask.plots`, :mod:`~bosaris_dask.calibration`, :mod:`~bosaris_dask.fusion`,
+:mod:`~bosaris_dask.cluster`, :mod:`~bosaris_dask.io`.
 """
 
-from bosaris_dask import accessor as _accessor  # noqa: F401  (registers ``.bosaris``)
+from bosaris_dask import accessor  # noqa: F401  (registers ``.bosaris``)
 from bosaris_dask.calibration import LinearCalibrator, PAVCalibrator
 from bosaris_dask.engine import summarize
 from bosaris_dask.errors import BosarisError, NotFittedError
@@ -26,7 +38,6 @@ from bosaris_dask.io import read, read_quality, write, write_quality
 from bosaris_dask.metrics import evaluate, operating_points
 from bosaris_dask.trials import (
     align,
-    align_with,
     filter_trials,
     key_from_labels,
     key_from_masks,
@@ -36,6 +47,7 @@ from bosaris_dask.trials import (
     make_scores,
     merge,
 )
+from bosaris_dask.trials import align_with as align_with  # deprecated: not in __all__
 
 __version__ = "0.1.0"
 
@@ -56,7 +68,6 @@ __all__ = [
     "key_from_labels",
     "key_from_masks",
     "align",
-    "align_with",
     "filter_trials",
     "merge",
     "LinearCalibrator",

@@ -1,8 +1,40 @@
-"""The ``.bosaris`` accessor on trial Datasets: thin wrappers around the package's functions.
+"""The ``.bosaris`` accessor on Datasets: thin wrappers around the package's functions.
 
-Registered when :mod:`bosaris_dask` is imported. Every method forwards to a plain function
-(named in its docstring) with the Dataset as its first argument, as xarray's own accessors do:
-no logic lives here.
+Registered when :mod:`bosaris_dask` is imported. Every method forwards to the plain function of
+the same name (named in its docstring), with the Dataset as its first argument and the same
+other arguments, as xarray's own accessors do: ``ds.bosaris.f(*args, **kw)`` is
+``f(ds, *args, **kw)`` and no logic lives here.
+
+On trial objects (Ndx, Key, Scores, Quality):
+
+==============================  =============================================================
+``kind``                        :func:`bosaris_dask.trials.kind_of`
+``validate()``                  :func:`bosaris_dask.trials.validate`
+``align(like)``                 :func:`bosaris_dask.align` (to ``like``'s ids and trials)
+``reindex_ids(models, segs)``   :func:`bosaris_dask.trials.reindex_ids`
+``filter(models, segments)``    :func:`bosaris_dask.filter_trials`
+``merge(second)``               :func:`bosaris_dask.merge`
+``coverage(trials)``            :func:`bosaris_dask.trials.coverage`
+``classes()``                   :func:`bosaris_dask.trials.trial_classes`, labelled
+``targets()``, ``nontargets()`` the Key's target / non-target masks (lazy)
+``target_scores(key)``          :func:`bosaris_dask.trials.target_scores`
+``nontarget_scores(key)``       :func:`bosaris_dask.trials.nontarget_scores`
+``evaluate(key, ...)``          :func:`bosaris_dask.evaluate`
+``summarize(key, ...)``         :func:`bosaris_dask.summarize` (a list of one summary)
+``write(path, ...)``            :func:`bosaris_dask.write`
+==============================  =============================================================
+
+On the result of an evaluation (:func:`bosaris_dask.evaluate`):
+
+==============================  =============================================================
+``operating_points()``          :func:`bosaris_dask.operating_points`
+``sweep_points()``              :func:`bosaris_dask.metrics.sweep_points`
+``curve(system, kind)``         :func:`bosaris_dask.metrics.curve`
+``to_json_dict()``              :func:`bosaris_dask.report.to_json_dict`
+``format_table()``              :func:`bosaris_dask.report.format_table`
+``det_plot(...)``               :func:`bosaris_dask.plots.det_plot`
+``nbe_plot(...)``               :func:`bosaris_dask.plots.nbe_plot`
+==============================  =============================================================
 
 Examples
 --------
@@ -16,8 +48,13 @@ Examples
 [[True, False], [False, True]]
 >>> scores.bosaris.target_scores(key).tolist()
 [2.0, 1.5]
->>> round(float(scores.bosaris.evaluate(key, priors=[0.5]).eer.item()), 6)
-0.0
+>>> result = scores.bosaris.evaluate(key, priors=[0.5])
+>>> result.bosaris.kind, float(result.eer.item())
+('evaluation', 0.0)
+>>> result.bosaris.operating_points().min_dcf.values.tolist()
+[[0.0]]
+>>> [v.tolist() for v in result.bosaris.curve()]
+[[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
 """
 
 from __future__ import annotations
@@ -30,22 +67,49 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from bosaris_dask._deprecation import warn_renamed
+from bosaris_dask.errors import TrialError
+
 __all__ = ["BosarisAccessor"]
+
+
+def _is_evaluation(obj: xr.Dataset) -> bool:
+    """Whether ``obj`` is the result of :func:`bosaris_dask.evaluate` (it has its ``plo`` axis)."""
+    return "plo" in obj.dims and "operating_point" in obj.coords
 
 
 @xr.register_dataset_accessor("bosaris")
 class BosarisAccessor:
-    """``ds.bosaris``: the trial-object functions of :mod:`bosaris_dask` as methods."""
+    """``ds.bosaris``: the functions of :mod:`bosaris_dask` that take ``ds`` first, as methods."""
 
     def __init__(self, obj: xr.Dataset):
         self._obj = obj
 
+    def _evaluation(self, what: str) -> xr.Dataset:
+        if not _is_evaluation(self._obj):
+            raise TrialError(
+                f".bosaris.{what}() works on the result of bosaris_dask.evaluate (a Dataset with "
+                "a 'plo' dimension), not on this Dataset"
+            )
+        return self._obj
+
+    # ----------------------------------------------------------------------------------------
+    # any bosaris Dataset
+    # ----------------------------------------------------------------------------------------
+
     @property
     def kind(self) -> str:
-        """The kind of trial object: ``"ndx"``, ``"key"``, ``"scores"`` or ``"quality"``."""
+        """``"ndx"``, ``"key"``, ``"scores"``, ``"quality"`` (:func:`bosaris_dask.trials.kind_of`)
+        or ``"evaluation"`` (the result of :func:`bosaris_dask.evaluate`)."""
+        if _is_evaluation(self._obj):
+            return "evaluation"
         from bosaris_dask.trials import kind_of
 
         return kind_of(self._obj)
+
+    # ----------------------------------------------------------------------------------------
+    # trial objects
+    # ----------------------------------------------------------------------------------------
 
     def validate(self) -> xr.Dataset:
         """:func:`bosaris_dask.trials.validate`."""
@@ -53,29 +117,44 @@ class BosarisAccessor:
 
         return validate(self._obj)
 
-    def align(self, like: xr.Dataset) -> xr.Dataset:
-        """Align to the ids of ``like`` (:func:`bosaris_dask.trials.align_with`)."""
-        from bosaris_dask.trials import align_with
-
-        return align_with(self._obj, like)
-
-    def reindex_ids(self, models: Iterable[Any], segments: Iterable[Any]) -> xr.Dataset:
-        """Reorder and resize to the given ids (:func:`bosaris_dask.trials.align`)."""
+    def align(self, like: xr.Dataset, **kwargs: Any) -> xr.Dataset:
+        """Align to the ids of ``like`` and restrict to its trials (:func:`bosaris_dask.align`)."""
         from bosaris_dask.trials import align
 
-        return align(self._obj, models, segments)
+        return align(self._obj, like, **kwargs)
+
+    def reindex_ids(
+        self, models: Iterable[Any], segments: Iterable[Any], **kwargs: Any
+    ) -> xr.Dataset:
+        """Reorder and resize to the given ids (:func:`bosaris_dask.trials.reindex_ids`)."""
+        from bosaris_dask.trials import reindex_ids
+
+        return reindex_ids(self._obj, models, segments, **kwargs)
 
     def filter(
         self, models: Iterable[Any] | None = None, segments: Iterable[Any] | None = None,
         **kwargs: Any,
     ) -> xr.Dataset:  # fmt: skip
-        """:func:`bosaris_dask.trials.filter_trials`."""
+        """:func:`bosaris_dask.filter_trials`."""
         from bosaris_dask.trials import filter_trials
 
         return filter_trials(self._obj, models, segments, **kwargs)
 
+    def merge(self, second: xr.Dataset) -> xr.Dataset:
+        """:func:`bosaris_dask.merge` (no trial in both)."""
+        from bosaris_dask.trials import merge
+
+        return merge(self._obj, second)
+
+    def coverage(self, trials: xr.Dataset) -> dict[str, int]:
+        """:func:`bosaris_dask.trials.coverage` of these scores over ``trials`` (one pass)."""
+        from bosaris_dask.trials import coverage
+
+        return coverage(self._obj, trials)
+
     def classes(self) -> xr.DataArray:
-        """The signed trial classes of a Key (+1/-1/0) or an Ndx (+1/0), lazily."""
+        """The signed trial classes of a Key (+1/-1/0) or an Ndx (+1/0), lazily
+        (:func:`bosaris_dask.trials.trial_classes`, labelled)."""
         from bosaris_dask.trials import trial_classes
 
         obj = self._obj
@@ -105,20 +184,74 @@ class BosarisAccessor:
         return nontarget_scores(self._obj, key, **kwargs)
 
     def evaluate(self, key: xr.Dataset, **kwargs: Any) -> xr.Dataset:
-        """Evaluate these scores against ``key`` (:func:`bosaris_dask.metrics.evaluate`)."""
+        """Evaluate these scores against ``key`` (:func:`bosaris_dask.evaluate`)."""
         from bosaris_dask.metrics import evaluate
 
         return evaluate(self._obj, key, **kwargs)
 
-    def summarize(self, key: xr.Dataset, **kwargs: Any) -> Any:
-        """The exact score summary against ``key`` (:func:`bosaris_dask.engine.summarize`)."""
+    def summarize(self, key: xr.Dataset, **kwargs: Any) -> list[Any]:
+        """The exact score summary against ``key``, as a list of one, as
+        :func:`bosaris_dask.summarize` returns it."""
         from bosaris_dask.engine import summarize
 
-        (summary,) = summarize([self._obj], key, **kwargs)
-        return summary
+        return summarize(self._obj, key, **kwargs)
 
-    def to_store(self, path: str | os.PathLike[str], **kwargs: Any) -> Path:
-        """Write to a store chosen from the path (:func:`bosaris_dask.io.write`)."""
+    def write(self, path: str | os.PathLike[str], **kwargs: Any) -> Path:
+        """Write to a store chosen from the path (:func:`bosaris_dask.write`)."""
         from bosaris_dask.io import write
 
         return write(self._obj, path, **kwargs)
+
+    def to_store(self, path: str | os.PathLike[str], **kwargs: Any) -> Path:
+        """Deprecated name of :meth:`write` (removed in the next release)."""
+        warn_renamed(".bosaris.to_store(path)", ".bosaris.write(path)")
+        return self.write(path, **kwargs)
+
+    # ----------------------------------------------------------------------------------------
+    # results of evaluate
+    # ----------------------------------------------------------------------------------------
+
+    def operating_points(self) -> xr.Dataset:
+        """The reported operating points, indexed by ``prior``
+        (:func:`bosaris_dask.operating_points`)."""
+        from bosaris_dask.metrics import operating_points
+
+        return operating_points(self._evaluation("operating_points"))
+
+    def sweep_points(self) -> xr.Dataset:
+        """The NBE sweep's points (:func:`bosaris_dask.metrics.sweep_points`)."""
+        from bosaris_dask.metrics import sweep_points
+
+        return sweep_points(self._evaluation("sweep_points"))
+
+    def curve(self, system: Any = None, kind: str = "rocch") -> tuple[np.ndarray, np.ndarray]:
+        """One system's ROC curve ``(pmiss, pfa)`` without padding
+        (:func:`bosaris_dask.metrics.curve`)."""
+        from bosaris_dask.metrics import curve
+
+        return curve(self._evaluation("curve"), system, kind)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The result as ``evaluate --json`` writes it
+        (:func:`bosaris_dask.report.to_json_dict`)."""
+        from bosaris_dask.report import to_json_dict
+
+        return to_json_dict(self._evaluation("to_json_dict"))
+
+    def format_table(self) -> str:
+        """The result as ``evaluate`` prints it (:func:`bosaris_dask.report.format_table`)."""
+        from bosaris_dask.report import format_table
+
+        return format_table(self._evaluation("format_table"))
+
+    def det_plot(self, **kwargs: Any) -> Any:
+        """DET curves on a matplotlib Axes (:func:`bosaris_dask.plots.det_plot`)."""
+        from bosaris_dask.plots import det_plot
+
+        return det_plot(self._evaluation("det_plot"), **kwargs)
+
+    def nbe_plot(self, **kwargs: Any) -> Any:
+        """Normalized Bayes error-rate curves (:func:`bosaris_dask.plots.nbe_plot`)."""
+        from bosaris_dask.plots import nbe_plot
+
+        return nbe_plot(self._evaluation("nbe_plot"), **kwargs)

@@ -51,7 +51,7 @@ import xarray as xr
 from bosaris_dask import config, exact_sum, fixed_rates, kernels, memory, refinement, roc, runner
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.keys import key_bits, keys_to_values, threshold_keys
-from bosaris_dask.trials import align_with, is_label_key, kind_of, locate, trial_classes, validate
+from bosaris_dask.trials import align, is_label_key, kind_of, locate, trial_classes, validate
 
 __all__ = ["ScoreSummary", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
 
@@ -132,7 +132,7 @@ class ScoreSummary:
     def hull(self) -> roc.Hull:
         """The ROC convex hull (exact: no vertex lies inside an unrefined bin)."""
         if self._hull is None:
-            self._hull = roc.rocch(self.n_tar, self.n_non)
+            self._hull = roc.hull_from_counts(self.n_tar, self.n_non)
         return self._hull
 
     def error_counts(self, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -175,6 +175,7 @@ def _raise_bad_codes(head: np.ndarray, *, key: xr.Dataset, n_cols: int) -> None:
         return
     i, j = divmod(int(first), n_cols)
     code = key.trial_mask.data[i, j]
+    # one element of the key, for the error message: no pass, no progress bar
     code = int(code.compute() if isinstance(code, da.Array) else code)
     raise TrialError(
         "a key's trial_mask holds only -1 (non-target), 0 (no trial) and +1 (target); "
@@ -256,7 +257,7 @@ def _inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.Arra
     if not is_label_key(key) and key.trial_mask.dtype != np.int8:
         # keep codes outside -1/0/+1 outside them when the kernels' int8 conversion wraps
         key = key.assign(trial_mask=key.trial_mask.clip(-2, 2))
-    aligned = [align_with(s, key, once=True) for s in scores]  # passes: realign once
+    aligned = [align(s, key, once=True) for s in scores]  # passes: realign once
     dtypes = {np.dtype(s.score.dtype) for s in aligned}
     chunks = aligned[0].score.data.chunks
     inputs = [trial_classes(key, chunks=chunks)]
@@ -303,7 +304,7 @@ def _coarse_bits(n_systems: int) -> int:
 
 
 def summarize(
-    scores: Sequence[xr.Dataset],
+    scores: xr.Dataset | Sequence[xr.Dataset],
     key: xr.Dataset,
     *,
     thresholds: Sequence[float] | np.ndarray = (),
@@ -323,7 +324,8 @@ def summarize(
     Parameters
     ----------
     scores
-        Scores objects (one per system); each is aligned to the key's ids.
+        A Scores object or a list of them (one per system, as :func:`bosaris_dask.evaluate`
+        takes them); each is aligned to the key's ids.
     key
         The Key (possibly label-derived).
     thresholds
@@ -362,7 +364,7 @@ def summarize(
     Returns
     -------
     list of ScoreSummary
-        One per system, in order.
+        One per system, in order (a list of one for one Scores object).
 
     Raises
     ------
@@ -379,6 +381,8 @@ def summarize(
     MemoryLimitError
         The distributed workers' memory limits cannot hold the tasks (checked before pass 1).
     """
+    if isinstance(scores, xr.Dataset):
+        scores = [scores]
     _check_inputs(scores, key, names)
     fmr = fixed_rates.check_rates(fmr, "FMR") if len(fmr) else np.empty(0)
     fnmr = fixed_rates.check_rates(fnmr, "FNMR") if len(fnmr) else np.empty(0)

@@ -28,11 +28,11 @@ import xarray as xr
 from scipy.special import expit, logit, ndtri
 
 from bosaris_dask import fixed_rates, roc
+from bosaris_dask.costs import OperatingPoint, merge_operating_points
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import OptionError, ScoreError
 from bosaris_dask.kernels import softplus_totals
 from bosaris_dask.keys import order_keys
-from bosaris_dask.operating_points import OperatingPoint, merge_operating_points
 
 __all__ = [
     "DEFAULT_PRIORS",
@@ -318,11 +318,11 @@ def summary_metrics(
         "n_target": summary.n_target,
         "n_nontarget": summary.n_nontarget,
         "n_missing": summary.n_missing,
-        "eer": roc.rocch_eer(hull),
-        "prbep": roc.prbep(hull),
+        "eer": roc.hull_eer(hull),
+        "prbep": roc.hull_prbep(hull),
         "cllr": _cllr(summary),
-        "min_cllr": roc.min_cllr(hull),
-        "cllr_cal": _cllr(summary) - roc.min_cllr(hull),
+        "min_cllr": roc.hull_min_cllr(hull),
+        "cllr_cal": _cllr(summary) - roc.hull_min_cllr(hull),
         "auc_rocch": hull_auc(hull),
         "pmiss30": DR30_ERRORS / summary.n_target,
         "pfa30": DR30_ERRORS / summary.n_nontarget,
@@ -572,12 +572,15 @@ def sweep_points(results: xr.Dataset) -> xr.Dataset:
     return results.isel(plo=results.in_sweep.values)
 
 
-def curve(results: xr.Dataset, system: Any, kind: str = "rocch") -> tuple[np.ndarray, np.ndarray]:
+def curve(
+    results: xr.Dataset, system: Any = None, kind: str = "rocch"
+) -> tuple[np.ndarray, np.ndarray]:
     """One system's ROC curve ``(pmiss, pfa)`` at its exact length (no NaN padding).
 
     ``kind`` is ``"rocch"`` (the convex hull's vertices) or ``"roc"`` (the steppy ROC's exact
-    points, thinned for plotting). ``system`` None takes ``results`` as one system's results
-    (no ``system`` dimension).
+    points, thinned for plotting). ``system`` None takes the only system of ``results`` (or
+    ``results`` as one system's results, without a ``system`` dimension); with several systems
+    it must name one.
 
     Examples
     --------
@@ -588,6 +591,11 @@ def curve(results: xr.Dataset, system: Any, kind: str = "rocch") -> tuple[np.nda
     """
     if kind not in ("rocch", "roc"):
         raise OptionError(f'curve kind must be "rocch" or "roc", got {kind!r}')
+    if system is None and "system" in results.dims:
+        if results.sizes["system"] != 1:
+            names = ", ".join(map(str, results.system.values))
+            raise OptionError(f"curve: name one of the systems ({names})")
+        system = results.system.values[0]
     r = results if system is None else results.sel(system=system)
     n = int(r[CURVES[f"{kind}_pmiss"][1]])
     return r[f"{kind}_pmiss"].values[:n], r[f"{kind}_pfa"].values[:n]
@@ -616,6 +624,11 @@ def evaluate(
     fmr: Sequence[float] = (),
     fnmr: Sequence[float] = (),
     ece_plo: Sequence[float] | np.ndarray | None = None,
+    ci: float | None = None,
+    bootstrap: int | None = None,
+    resample: Sequence[str] = (),
+    seed: int | None = None,
+    compare: bool = False,
 ) -> xr.Dataset:
     """Evaluate one or more systems against a key, exactly, at any scale.
 
@@ -669,6 +682,13 @@ def evaluate(
         ``ece`` (the scores as LLRs), ``ece_pav`` (PAV-calibrated) and ``ece_neutral``
         (``LR = 1``) in bits along ``ece_plo``. Pass 1 sums the raw terms (one softplus per
         trial and grid point; no extra pass). Not with conditions.
+    ci, bootstrap, resample, seed, compare
+        Two-way bootstrap percentile intervals (level ``ci``, default 0.95) from ``bootstrap``
+        resamples of the ``resample`` groups (``model.COL`` and/or ``segment.COL`` of the
+        condition tables): ``eer_ci``, ``cllr_ci``, ``min_cllr_ci``, ``act_dcf_ci``,
+        ``min_dcf_ci`` along ``bound`` (low, high); with ``compare``, paired differences of
+        every pair of systems. The point estimates stay exact
+        (:mod:`bosaris_dask.bootstrap.evaluation` says what the intervals are computed from).
 
     Returns
     -------
@@ -712,6 +732,16 @@ def evaluate(
     MissingTrialsError
         Key trials without a score (unless ``allow_missing``), naming a few.
     """
+    if bootstrap or ci is not None or resample or compare:
+        from bosaris_dask.bootstrap import evaluate_with_intervals
+
+        return evaluate_with_intervals(
+            scores, key, priors=priors, operating_points=operating_points, sweep=sweep,
+            names=names, allow_missing=allow_missing, progress=progress, split_every=split_every,
+            conditions=conditions, by=by, cprimary_priors=cprimary_priors, equalize=equalize,
+            fmr=fmr, fnmr=fnmr, ece_plo=ece_plo, ci=ci, bootstrap=bootstrap, resample=resample,
+            seed=seed, compare=compare,
+        )  # fmt: skip
     if conditions or by or len(cprimary_priors) or equalize:
         from bosaris_dask.conditions.evaluation import evaluate_conditions
 
@@ -723,6 +753,29 @@ def evaluate(
             allow_missing=allow_missing, progress=progress, split_every=split_every,
             equalize=equalize, fmr=fmr, fnmr=fnmr,
         )  # fmt: skip
+    return pooled_evaluation(
+        scores, key, priors=priors, operating_points=operating_points, sweep=sweep,
+        names=names, allow_missing=allow_missing, progress=progress, split_every=split_every,
+        fmr=fmr, fnmr=fnmr, ece_plo=ece_plo,
+    )[0]  # fmt: skip
+
+
+def pooled_evaluation(
+    scores: xr.Dataset | Sequence[xr.Dataset],
+    key: xr.Dataset,
+    *,
+    priors: Sequence[float] = DEFAULT_PRIORS,
+    operating_points: Sequence[OperatingPoint | str] = (),
+    sweep: np.ndarray | None = None,
+    names: Sequence[str] | None = None,
+    allow_missing: bool = False,
+    progress: bool = False,
+    split_every: int = DEFAULT_SPLIT_EVERY,
+    fmr: Sequence[float] = (),
+    fnmr: Sequence[float] = (),
+    ece_plo: Sequence[float] | np.ndarray | None = None,
+) -> tuple[xr.Dataset, list[ScoreSummary]]:
+    """:func:`evaluate` of the pooled trials, and the summaries it was computed from."""
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
     sweep = _check_sweep(sweep)
     points = _operating_points(priors, operating_points)
@@ -744,7 +797,7 @@ def evaluate(
         split_every=split_every,
         names=names,
     )
-    return _dataset(summaries, points, sweep, fmr, fnmr)
+    return _dataset(summaries, points, sweep, fmr, fnmr), summaries
 
 
 def _check_fixed(fmr: Any, fnmr: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -809,7 +862,7 @@ def min_dcf(tar: Any, non: Any, prior: float, *, normalize: bool = True) -> floa
 
 def eer(tar: Any, non: Any) -> float:
     """The ROCCH-EER of target and non-target scores."""
-    return roc.rocch_eer(summary_from_arrays(tar, non).hull)
+    return roc.hull_eer(summary_from_arrays(tar, non).hull)
 
 
 def uer(tar: Any, non: Any, ratio: float) -> float:
@@ -822,12 +875,12 @@ def uer(tar: Any, non: Any, ratio: float) -> float:
     >>> uer(tar, non, 1.0) == eer(tar, non)
     True
     """
-    return roc.uer(summary_from_arrays(tar, non).hull, ratio)
+    return roc.hull_uer(summary_from_arrays(tar, non).hull, ratio)
 
 
 def prbep(tar: Any, non: Any) -> float:
     """The PRBEP (a count) of target and non-target scores."""
-    return roc.prbep(summary_from_arrays(tar, non).hull)
+    return roc.hull_prbep(summary_from_arrays(tar, non).hull)
 
 
 def cllr(tar: Any, non: Any) -> float:
@@ -837,7 +890,7 @@ def cllr(tar: Any, non: Any) -> float:
 
 def min_cllr(tar: Any, non: Any) -> float:
     """minCllr in bits: Cllr after the optimal monotone (PAV) calibration."""
-    return roc.min_cllr(summary_from_arrays(tar, non).hull)
+    return roc.hull_min_cllr(summary_from_arrays(tar, non).hull)
 
 
 def min_threshold(tar: Any, non: Any, prior: float) -> float:

@@ -47,9 +47,9 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.errors import OptionError
 from bosaris_dask.metrics import operating_points
-from bosaris_dask.operating_points import OperatingPoint
 
 __all__ = [
     "Profile",

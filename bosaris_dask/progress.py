@@ -42,7 +42,7 @@ import dask.base
 import dask.system
 from dask.threaded import ContextAwareThreadPoolExecutor
 
-__all__ = ["compute", "compute_and_keep", "current_client", "showing_progress"]
+__all__ = ["compute", "compute_and_keep", "persist", "current_client", "showing_progress"]
 
 _SHOW: ContextVar[bool] = ContextVar("bosaris_dask_progress", default=False)
 
@@ -92,18 +92,24 @@ def current_client() -> Any | None:
     return None
 
 
-def _compute_here(objs: tuple[Any, ...]) -> tuple[Any, ...]:
-    """``dask.compute(*objs)`` without a client: the threads are a pool of this call's own
-    (``num_workers`` from dask's config, else the CPU count), drained before returning or
-    raising. A local scheduler named in dask's config (``"sync"``, ``"processes"``) is kept."""
+def _run_here(run: Any, objs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``run(*objs)`` (``dask.compute`` or ``dask.persist``) without a client: the threads are
+    a pool of this call's own (``num_workers`` from dask's config, else the CPU count), drained
+    before returning or raising. A local scheduler named in dask's config (``"sync"``,
+    ``"processes"``) is kept."""
     if dask.config.get("scheduler", None) not in (None, "threads", "threading"):
-        return dask.compute(*objs)
+        return tuple(run(*objs))
     workers = dask.config.get("num_workers", None) or dask.system.CPU_COUNT
     pool = ContextAwareThreadPoolExecutor(workers)
     try:
-        return dask.compute(*objs, scheduler="threads", pool=pool)
+        return tuple(run(*objs, scheduler="threads", pool=pool))
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _compute_here(objs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``dask.compute(*objs)`` without a client, on threads drained before returning."""
+    return _run_here(dask.compute, objs)
 
 
 def compute(x: Any, *, progress: bool | None = False) -> Any:
@@ -158,3 +164,20 @@ def compute_and_keep(keep: Any, x: Any, *, progress: bool | None = False) -> tup
         return kept, compute(x, progress=progress)
     blocks, value = compute((keep, x), progress=progress)
     return da.from_array(blocks, chunks=1, name=False), value  # name=False: no hashing of the data
+
+
+def persist(*xs: Any) -> tuple[Any, ...]:
+    """``dask.persist(*xs)`` on :func:`current_client` when there is one (the data stay on the
+    workers), else on threads of this call's own that have all finished when this returns or
+    raises, as :func:`compute` runs them.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> (kept,) = persist(da.arange(4, chunks=2) + 1)
+    >>> kept.chunks, int(kept.sum().compute(scheduler="sync"))
+    (((2, 2),), 10)
+    """
+    if current_client() is not None:
+        return tuple(dask.persist(*xs))
+    return _run_here(dask.persist, xs)

@@ -46,7 +46,9 @@ def to_json_dict(results: xr.Dataset) -> dict[str, Any]:
     {spec: value}, ...}]``: one entry per condition with the keys of the system's own entry
     (``by`` instead of ``name``; ``null`` metrics for a condition without targets or
     non-targets); with ``equalize``, ``"equalized": {"by", "eer", "operating_points":
-    [{"prior", "act_dcf", "min_dcf"}]}`` (and ``"cprimary"`` with Cprimary priors);
+    [{"prior", "act_dcf", "min_dcf"}]}`` (and ``"cprimary"`` with Cprimary priors); with
+    bootstrap intervals, ``"eer_ci": [low, high]`` etc. and ``"bootstrap"``, ``"comparisons"``
+    (:mod:`bosaris_dask.bootstrap.report`);
     ``prior`` is the effective prior of the operating point ``(p_target, c_miss, c_fa)``;
     ``act_dcf``/``min_dcf`` are normalized by ``min(p, 1 - p)`` (the same number as the DCF in
     cost units normalized by ``min(p_target c_miss, (1 - p_target) c_fa)``). ``act_threshold``
@@ -63,7 +65,12 @@ def to_json_dict(results: xr.Dataset) -> dict[str, Any]:
             for system, entry in zip(systems, _systems_json(view), strict=True):
                 entry.pop("name")
                 system.setdefault("conditions", []).append({"by": view.attrs["by"], **entry})
-    return {"systems": systems, "passes": int(results.attrs.get("passes", 0))}
+    doc = {"systems": systems, "passes": int(results.attrs.get("passes", 0))}
+    if "eer_ci" in results:
+        from bosaris_dask.bootstrap.report import add_json
+
+        add_json(doc, results)
+    return doc
 
 
 def _systems_json(results: xr.Dataset) -> list[dict[str, Any]]:
@@ -234,6 +241,10 @@ def format_table(results: xr.Dataset) -> str:
         from bosaris_dask.conditions.equalized import format_block
 
         lines += format_block(results)
+    if "eer_ci" in results:
+        from bosaris_dask.bootstrap.report import format_block as format_intervals
+
+        lines += format_intervals(results)
     if "condition" in results.dims:
         from bosaris_dask.conditions.evaluation import condition_result
 

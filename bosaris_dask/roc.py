@@ -15,11 +15,17 @@ Examples
 >>> import numpy as np
 >>> n_tar = np.array([1, 0, 1, 2])     # targets per bin, ascending score
 >>> n_non = np.array([2, 1, 1, 0])     # non-targets per bin
->>> hull = rocch(n_tar, n_non)
+>>> hull = hull_from_counts(n_tar, n_non)
 >>> hull.positions.tolist(), hull.misses.tolist(), hull.false_alarms.tolist()
 ([0, 2, 3, 4], [0, 1, 2, 4], [4, 1, 0, 0])
->>> float(rocch_eer(hull))
+>>> float(hull_eer(hull))
 0.25
+
+Names: every function here takes counts or a :class:`Hull`, and those that take a hull are
+called ``hull_*``; the functions of :mod:`bosaris_dask.metrics` with the short names
+(``metrics.eer``, ``metrics.prbep``, ``metrics.uer``, ``metrics.min_cllr``, ``metrics.rocch``)
+take target and non-target score arrays. The old names here (``rocch``, ``rocch_eer``,
+``prbep``, ``uer``, ``min_cllr``) still work for one release, with a ``FutureWarning``.
 """
 
 from __future__ import annotations
@@ -30,15 +36,18 @@ import numpy as np
 from scipy.spatial import ConvexHull, QhullError
 from scipy.special import expit
 
+from bosaris_dask._deprecation import renamed_getattr
+
 __all__ = [
     "Hull",
-    "rocch",
+    "hull_from_counts",
     "convex_minorant",
-    "rocch_eer",
-    "prbep",
+    "hull_eer",
+    "hull_prbep",
+    "hull_uer",
     "min_bayes_error",
     "min_bayes_error_vertex",
-    "min_cllr",
+    "hull_min_cllr",
     "pav_blocks",
 ]
 
@@ -170,7 +179,7 @@ def convex_minorant(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return candidates[np.asarray(stack, dtype=np.int64)]
 
 
-def rocch(n_tar: np.ndarray, n_non: np.ndarray) -> Hull:
+def hull_from_counts(n_tar: np.ndarray, n_non: np.ndarray) -> Hull:
     """The ROC convex hull of binned target and non-target counts (ascending score).
 
     Parameters
@@ -211,7 +220,7 @@ def pav_blocks(n_tar: np.ndarray, n_non: np.ndarray) -> tuple[np.ndarray, np.nda
     >>> starts.tolist(), t.tolist(), n.tolist()
     ([0, 2, 3, 4], [1, 1, 2], [3, 1, 0])
     """
-    hull = rocch(n_tar, n_non)
+    hull = hull_from_counts(n_tar, n_non)
     starts = hull.positions.copy()
     starts[0], starts[-1] = 0, len(np.asarray(n_tar))
     return starts, np.diff(hull.misses), -np.diff(hull.false_alarms)
@@ -227,25 +236,25 @@ def _diagonal_crossing(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.max(crossing, initial=0.0))
 
 
-def rocch_eer(hull: Hull) -> float:
+def hull_eer(hull: Hull) -> float:
     """The ROCCH-EER: where the hull crosses ``Pmiss = Pfa`` (equals ``max_p minDCF(p)``)."""
     return _diagonal_crossing(hull.pfa, hull.pmiss)
 
 
-def prbep(hull: Hull) -> float:
+def hull_prbep(hull: Hull) -> float:
     """The precision-recall break-even point, as a count: misses = false alarms on the hull."""
     return _diagonal_crossing(hull.false_alarms.astype(np.float64), hull.misses.astype(np.float64))
 
 
-def uer(hull: Hull, ratio: float) -> float:
+def hull_uer(hull: Hull, ratio: float) -> float:
     """The unequal-error-rate ``UER(r)``: the false-alarm rate where the hull crosses
     ``Pfa = r * Pmiss`` (the paper's section on UER; ``UER(1)`` is the ROCCH-EER and
     ``N * UER(T / N)`` the PRBEP). It equals ``max_p minDCF(p, Cmiss=r, Cfa=1)`` (raw).
 
     Examples
     --------
-    >>> hull = rocch(np.array([1, 0, 1, 2]), np.array([2, 1, 1, 0]))
-    >>> uer(hull, 1.0) == rocch_eer(hull)
+    >>> hull = hull_from_counts(np.array([1, 0, 1, 2]), np.array([2, 1, 1, 0]))
+    >>> hull_uer(hull, 1.0) == hull_eer(hull)
     True
     """
     r = float(ratio)
@@ -273,7 +282,7 @@ def min_bayes_error(hull: Hull, plo: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
     Examples
     --------
-    >>> hull = rocch(np.array([1, 0, 1, 2]), np.array([2, 1, 1, 0]))
+    >>> hull = hull_from_counts(np.array([1, 0, 1, 2]), np.array([2, 1, 1, 0]))
     >>> [float(v) for v in min_bayes_error(hull, np.array([0.0]))[0]]
     [0.25]
     """
@@ -295,14 +304,14 @@ def min_bayes_error_vertex(hull: Hull, plo: np.ndarray) -> np.ndarray:
 
     Examples
     --------
-    >>> hull = rocch(np.array([1, 0, 1, 2]), np.array([2, 1, 1, 0]))
+    >>> hull = hull_from_counts(np.array([1, 0, 1, 2]), np.array([2, 1, 1, 0]))
     >>> min_bayes_error_vertex(hull, np.array([0.0, -5.0, 5.0])).tolist()
     [1, 2, 0]
     """
     return _vertex_costs(hull, plo)[1]
 
 
-def min_cllr(hull: Hull) -> float:
+def hull_min_cllr(hull: Hull) -> float:
     """minCllr in bits: Cllr of the PAV-calibrated LLRs, from the hull's segments.
 
     Each hull segment is one PAV block with ``dt`` targets and ``dn`` non-targets; its LLR is
@@ -316,3 +325,15 @@ def min_cllr(hull: Hull) -> float:
         tar_cost = np.where(dt > 0, dt * np.logaddexp(0.0, -llr), 0.0)
         non_cost = np.where(dn > 0, dn * np.logaddexp(0.0, llr), 0.0)
     return float((tar_cost.sum() / T + non_cost.sum() / N) / (2 * np.log(2)))
+
+
+__getattr__ = renamed_getattr(
+    __name__,
+    {
+        "rocch": ("hull_from_counts", hull_from_counts),
+        "rocch_eer": ("hull_eer", hull_eer),
+        "prbep": ("hull_prbep", hull_prbep),
+        "uer": ("hull_uer", hull_uer),
+        "min_cllr": ("hull_min_cllr", hull_min_cllr),
+    },
+)

@@ -25,9 +25,9 @@ from . import reference as ref
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 SCRIPTS = {
-    "bench_conditions.py", "bench_embeddings.py", "bench_evaluate.py", "bench_fixed_rates.py",
-    "bench_fusion.py",
-    "bench_text_convert.py", "fuzz_readers.py",
+    "bench_bootstrap.py", "bench_conditions.py", "bench_embeddings.py", "bench_evaluate.py",
+    "bench_fixed_rates.py", "bench_fusion.py", "bench_text_convert.py", "bench_text_reader.py",
+    "fuzz_readers.py",
     "kill_campaign.py", "memory_limited.py", "peak_memory.py",
 }  # fmt: skip
 PEERS = [m for m in ("llreval", "sklearn") if importlib.util.find_spec(m) is not None]
@@ -124,6 +124,12 @@ def test_memory_limited(evaluated, capsys):
     assert "1.6e+03 trials on 1 workers" in out and "equal to the threaded run: yes" in out
 
 
+def test_bench_bootstrap(tmp_path, capsys):
+    out = _load("bench_bootstrap").main(["--side", "60", "--per-group", "6", "--resamples", "20",
+                                         "--repeat", "1", "--workdir", str(tmp_path)])  # fmt: skip
+    assert out["ratio"] > 0 and "ratio bootstrap / plain" in capsys.readouterr().out
+
+
 def test_bench_fusion(tmp_path, capsys):
     _load("bench_fusion").main(["--trials", "400", "--workdir", str(tmp_path)])
     out = capsys.readouterr().out
@@ -184,3 +190,11 @@ def test_bench_conditions(capsys):
     assert _load("bench_conditions").main(["--kernels", "--models", "20", "--segments", "30",
                                             "--repeat", "1"]) == 0  # fmt: skip
     assert "grouped" in capsys.readouterr().out
+
+
+def test_bench_text_reader_runs_and_both_readers_agree(capsys):
+    """The pandas-chunked candidate reads the same ids, mask and exact scores as ours
+    (several chunks: 900 lines in chunks of 250)."""
+    summary = _load("bench_text_reader").main(["900", "--chunksize", "250"])
+    assert summary["identical"] and summary["lines"] == 900
+    assert {r["trials"] for r in summary["runs"]} == {900}

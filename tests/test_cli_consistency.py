@@ -129,10 +129,10 @@ def test_every_example_runs_on_the_demo_data(command, workdir, monkeypatch, caps
     _run_examples(command, workdir, monkeypatch)
     path = workdir[0]
     wrote = {
-        "demo": ["bosaris-demo/results.json", "demo-small/key.zarr"],
+        "demo": ["bosaris-demo/results.json", "demo-small/key.zarr", "bosaris-demo/models.tsv"],
         "convert": ["sys1.scores", "trials.h5", "sys1.zarr"],
         "simulate": ["sim/system-3.zarr", "sim64/system-2.zarr"],
-        "evaluate": ["results.json", "plots/det.png", "fmr.json", "emb-results.json"],
+        "evaluate": ["results.json", "plots/det.png", "fmr.json", "emb-results.json", "ci.json"],
         "plot": ["det.png", "nbe.pdf", "ece.png", "emb-det.png"],
         "calibrate": ["cal.json", "pav.json", "pav3.zarr", "emb-cal.json"],
         "fuse": ["fusion.json", "fusion12.json", "fused12.zarr", "emb-fusion.json"],

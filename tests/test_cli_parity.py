@@ -192,7 +192,7 @@ def test_fuse_with_quality_and_qtrans(tiny, tmp_path, capsys):
     assert rc == 0
     doc = json.loads(model.read_text())
     assert doc["qtrans"] == [[1.0, -0.5]] and len(doc["quality_matrix"]) == 2
-    ref = QualityFuser(0.5, qtrans=[[1.0, -0.5]]).fit(key, [dev], make_quality(mq, sq))
+    ref = QualityFuser(0.5, qtrans=[[1.0, -0.5]]).fit([dev], key, make_quality(mq, sq))
     np.testing.assert_allclose(doc["quality_matrix"], ref.quality_matrix_, rtol=1e-12)
     (tmp_path / "bad.txt").write_text("1 x\n")
     rc = main(["fuse", "--key", str(tiny / "key.h5"), "--scores", str(tiny / "dev.h5"),

@@ -218,6 +218,13 @@ def test_workers_is_the_number_of_workers_for_every_kind(kind, fake_clusters):
         assert jq.worker_count() == 4  # two jobs of two
 
 
+def test_the_local_dashboard_port_comes_from_dask_config(fake_clusters):
+    with dask.config.set({"distributed.scheduler.dashboard.address": ":9999"}):
+        with connect(cluster="local", workers=1, announce=None):
+            pass
+    assert fake_clusters["local"][0]["dashboard_address"] == "127.0.0.1:9999"  # loopback only
+
+
 @pytest.mark.parametrize("kind", ["slurm", "pbs"])
 def test_jobqueue_workers_with_jobs_sets_the_processes_per_job(kind, fake_clusters):
     with connect(cluster=kind, workers=6, jobs=3, queue="long", cores=6, **LOCAL):
@@ -375,6 +382,24 @@ def test_unreachable_scheduler_address_fails_fast():
             pytest.fail("the block must not run")
     assert time.monotonic() - start < 10.0
     assert current_client() is None
+
+
+def test_the_connect_timeout_comes_from_dask_config_unless_given(tmp_path):
+    """No copy of distributed's connect timeout: without ``timeout`` (or --scheduler-timeout)
+    dask's ``distributed.comm.timeouts.connect`` decides."""
+    start = time.monotonic()
+    with dask.config.set({"distributed.comm.timeouts.connect": "0.5s"}):
+        with pytest.raises(ClusterError, match=r"nope.json: the file does not exist after 0.5 s"):
+            with connect(scheduler_file=tmp_path / "nope.json", announce=None):
+                pytest.fail("the block must not run")
+        parser = argparse.ArgumentParser()
+        add_cluster_arguments(parser)
+        args = parser.parse_args(["--scheduler-file", str(tmp_path / "nope.json")])
+        assert args.timeout is None
+        with pytest.raises(ClusterError, match="after 0.5 s"):
+            with connect_from_args(args, announce=None):
+                pytest.fail("the block must not run")
+    assert time.monotonic() - start < 10.0
 
 
 def test_missing_scheduler_file_fails_fast(tmp_path):

@@ -77,10 +77,12 @@ def _assert_exact(summary, tar, non, plo=PLO):
     np.testing.assert_allclose(
         metrics._cllr(summary), ref.cllr(tar.astype(np.float64), non), rtol=1e-10, atol=1e-15
     )  # each softplus term is rounded to a multiple of 2**-57 before the exact sum
-    assert roc.rocch_eer(summary.hull) == roc.rocch_eer(exact.hull)
-    assert roc.min_cllr(summary.hull) == roc.min_cllr(exact.hull)
+    assert roc.hull_eer(summary.hull) == roc.hull_eer(exact.hull)
+    assert roc.hull_min_cllr(summary.hull) == roc.hull_min_cllr(exact.hull)
     for ours, truth in zip(
-        (roc.rocch_eer, roc.prbep, roc.min_cllr), (ref.eer, ref.prbep, ref.min_cllr), strict=True
+        (roc.hull_eer, roc.hull_prbep, roc.hull_min_cllr),
+        (ref.eer, ref.prbep, ref.min_cllr),
+        strict=True,
     ):
         np.testing.assert_allclose(ours(summary.hull), truth(tar, non), rtol=1e-12, atol=0)
 
@@ -452,7 +454,7 @@ def test_cllr_is_bit_identical_under_any_chunking_and_merge_tree(data, split_eve
                               make_key(range(60), range(70), mask))  # fmt: skip
     assert (s.softplus_tar, s.softplus_non) == (one.softplus_tar, one.softplus_non)
     assert metrics._cllr(s) == metrics._cllr(one)
-    assert roc.min_cllr(s.hull) == roc.min_cllr(one.hull)
+    assert roc.hull_min_cllr(s.hull) == roc.hull_min_cllr(one.hull)
     tar, non = values[mask == 1], values[mask == -1]
     np.testing.assert_allclose(s.softplus_tar, np.logaddexp(0, -tar).sum(), rtol=1e-14)
     np.testing.assert_allclose(s.softplus_non, np.logaddexp(0, non).sum(), rtol=1e-14)
@@ -520,4 +522,4 @@ def test_refinement_returns_a_new_summary():
     np.testing.assert_array_equal(wide.n_tar, n_tar)
     np.testing.assert_array_equal(coarse.lo, before[0])
     np.testing.assert_array_equal(fine.n_tar.sum(), (mask == 1).sum())
-    assert roc.min_cllr(fine.hull) == roc.min_cllr(coarse.hull)
+    assert roc.hull_min_cllr(fine.hull) == roc.hull_min_cllr(coarse.hull)

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bosaris_dask as bd
-from bosaris_dask.trials import align_with, make_key, make_ndx, make_scores
+from bosaris_dask.trials import align, make_key, make_ndx, make_scores
 
 M, S, ROWS = 400, 30, 10  # 40 chunks of 10 full rows
 
@@ -79,13 +79,13 @@ def test_realigned_scores_with_missing_and_extra_ids(trials):
     values = np.vstack([score[keep], np.ones((2, S))])
     shuffled = make_scores(ids, segments, values, np.vstack([mask[keep], np.ones((2, S), bool)]))
     shuffled = shuffled.chunk({"model": 25})
-    lazy = align_with(shuffled, key)  # by default nothing is computed: a lazy reindex
+    lazy = align(shuffled, key)  # by default nothing is computed: a lazy reindex
     assert not any(name.startswith("realigned-") for name in lazy.score.data.dask.layers)
-    aligned = align_with(shuffled, key, once=True)
+    aligned = align(shuffled, key, once=True)
     assert aligned.model.values.tolist() == models.tolist()
     assert aligned.score.data.npartitions == M // ROWS
     present = np.isin(np.arange(M), keep)
-    trials_of_key = key.trial_mask.values != 0  # align_with keeps only the key's trials
+    trials_of_key = key.trial_mask.values != 0  # align keeps only the key's trials
     want_mask = np.where(present[:, None], mask, False) & trials_of_key
     assert aligned.score_mask.values.tolist() == want_mask.tolist()
     assert aligned.score.values.tolist() == np.where(present[:, None], score, 0).tolist()
@@ -233,8 +233,8 @@ def test_realigning_once_equals_the_lazy_reindex(rows, cols, chunk, seed, dtype)
     new_s = np.concatenate([segments[pick_s], _ids("y", int(rng.integers(0, 3)))])
     rng.shuffle(new_m)
     like = make_ndx(new_m, new_s, chunks=(int(rng.integers(1, 6)), int(rng.integers(1, 6))))
-    once = align_with(scores, like, once=True)
-    lazy = align_with(scores, like)
+    once = align(scores, like, once=True)
+    lazy = align(scores, like)
     for name in ("score", "score_mask"):
         assert once[name].dtype == lazy[name].dtype
         np.testing.assert_array_equal(once[name].values, lazy[name].values)

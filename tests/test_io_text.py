@@ -23,12 +23,12 @@ from bosaris_dask.io.text import (
     write_text,
 )
 from bosaris_dask.trials import (
-    align,
     key_from_labels,
     make_key,
     make_ndx,
     make_scores,
     quality_table,
+    reindex_ids,
     trial_classes,
 )
 
@@ -169,7 +169,7 @@ def test_header_round_trip_all_kinds(tmp_path, parser):
         assert sniff_text_kind(path) == kind
         back = read_text(path)
         assert back.attrs["bosaris_kind"] == kind
-        same = align(back, obj.model.values, obj.segment.values)
+        same = reindex_ids(back, obj.model.values, obj.segment.values)
         for name in obj.data_vars:
             assert np.array_equal(same[name].values, obj[name].values)
         assert _rewrite(tmp_path, back, header=True) == path.read_bytes()
@@ -592,7 +592,7 @@ def test_random_objects_round_trip(tmp_path, obj, header, block_bytes):
     models, segments = _first_appearance(obj, mask)
     assert back.model.values.tolist() == models
     assert back.segment.values.tolist() == segments
-    same = align(back, obj.model.values, obj.segment.values)
+    same = reindex_ids(back, obj.model.values, obj.segment.values)
     if kind == "scores":
         assert np.array_equal(same.score_mask.values, mask)
         got = same.score.values[mask]

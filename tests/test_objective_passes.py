@@ -61,10 +61,10 @@ def test_objective_memory_grows_with_the_slab_and_the_parameters():
 
 def test_fusion_shows_progress_bars_when_asked(capsys):
     key, systems = _inputs()
-    fuser = LinearFuser(0.5).fit(key, systems)
+    fuser = LinearFuser(0.5).fit(systems, key)
     assert capsys.readouterr().err == ""  # no bar by default
     with showing_progress():
-        again = LinearFuser(0.5).fit(key, systems)
+        again = LinearFuser(0.5).fit(systems, key)
     err = capsys.readouterr().err
     assert err.count("100% Completed") == again.passes_ >= 2  # one bar per pass
     np.testing.assert_array_equal(again.weights_, fuser.weights_)

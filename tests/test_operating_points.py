@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from bosaris_dask import engine, metrics
 from bosaris_dask.cli import main
+from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.errors import OptionError
-from bosaris_dask.operating_points import OperatingPoint
 from bosaris_dask.trials import make_key, make_scores
 
 from . import reference as ref

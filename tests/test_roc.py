@@ -15,17 +15,17 @@ def test_hand_worked_hull_and_summaries():
     # scores ascending: non non non tar non tar tar (values -2 -1 0 1 1.5 2 3)
     n_tar = np.array([0, 0, 0, 1, 0, 1, 1])
     n_non = np.array([1, 1, 1, 0, 1, 0, 0])
-    hull = roc.rocch(n_tar, n_non)
+    hull = roc.hull_from_counts(n_tar, n_non)
     assert hull.misses.tolist() == [0, 0, 1, 3] and hull.false_alarms.tolist() == [4, 1, 0, 0]
     assert np.isclose(
-        roc.rocch_eer(hull), 1 / 7
+        roc.hull_eer(hull), 1 / 7
     )  # segment (Pfa 1/4, 0) -> (0, 1/3) meets Pmiss = Pfa
-    assert roc.prbep(hull) == 0.5  # segment (fa 1, miss 0) -> (fa 0, miss 1)
+    assert roc.hull_prbep(hull) == 0.5  # segment (fa 1, miss 0) -> (fa 0, miss 1)
     dcf, pmiss, pfa = roc.min_bayes_error(hull, np.array([0.0]))
     assert (dcf[0], pmiss[0], pfa[0]) == (0.125, 0.0, 0.25)
     # PAV blocks: [3 non], [1 tar + 1 non], [2 tar]; the middle one has LLR log(1) - log(T/N)
     middle = np.log1p(np.exp(np.log(3 / 4))) / 3 + np.log1p(np.exp(-np.log(3 / 4))) / 4
-    assert np.isclose(roc.min_cllr(hull), middle / 2 / np.log(2), rtol=1e-15)
+    assert np.isclose(roc.hull_min_cllr(hull), middle / 2 / np.log(2), rtol=1e-15)
 
 
 @settings(max_examples=40, deadline=None)
@@ -51,7 +51,7 @@ def test_hull_of_many_points_is_exact(n, seed, kind):
         n_non = rng.integers(0, 50, n)
     n_tar[-1] += 1
     n_non[0] += 1
-    hull = roc.rocch(n_tar, n_non)
+    hull = roc.hull_from_counts(n_tar, n_non)
     misses = np.concatenate([[0], np.cumsum(n_tar)])
     fas = n_non.sum() - np.concatenate([[0], np.cumsum(n_non)])
     ref.check_hull(misses, fas, hull.misses, hull.false_alarms)
@@ -95,7 +95,7 @@ def test_summaries_equal_the_exact_rational_reference(n, seed, kind):
     n_non[0] += 1
     tar = np.repeat(np.arange(n, dtype=np.float64), n_tar)  # bin i holds the score i
     non = np.repeat(np.arange(n, dtype=np.float64), n_non)
-    hull = roc.rocch(n_tar, n_non)
+    hull = roc.hull_from_counts(n_tar, n_non)
     assert (hull.misses.tolist(), hull.false_alarms.tolist()) == ref.hull(tar, non)
     starts, t, nn = roc.pav_blocks(n_tar, n_non)
     blocks = ref.pav(tar, non)
@@ -103,8 +103,8 @@ def test_summaries_equal_the_exact_rational_reference(n, seed, kind):
     filled = np.flatnonzero(n_tar + n_non)  # a block starts at its first non-empty bin
     first = filled[np.searchsorted(filled, starts[:-1])]
     assert first.tolist() == [b[0] for b in blocks]
-    np.testing.assert_allclose(roc.rocch_eer(hull), ref.eer(tar, non), rtol=1e-12, atol=0)
-    np.testing.assert_allclose(roc.prbep(hull), ref.prbep(tar, non), rtol=1e-12, atol=0)
-    np.testing.assert_allclose(roc.min_cllr(hull), ref.min_cllr(tar, non), rtol=1e-12, atol=0)
+    np.testing.assert_allclose(roc.hull_eer(hull), ref.eer(tar, non), rtol=1e-12, atol=0)
+    np.testing.assert_allclose(roc.hull_prbep(hull), ref.prbep(tar, non), rtol=1e-12, atol=0)
+    np.testing.assert_allclose(roc.hull_min_cllr(hull), ref.min_cllr(tar, non), rtol=1e-12, atol=0)
     if non.max() < tar.min():
         assert ref.eer(tar, non) == ref.min_cllr(tar, non) == 0.0

@@ -1,4 +1,4 @@
-"""align_with restricts scores to a trial list and reports what is missing; missing trials can
+"""align restricts scores to a trial list and reports what is missing; missing trials can
 be filled with a value (issue 17, items 2 and 3). Expected values are worked by hand."""
 
 import logging
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from bosaris_dask.errors import TrialError
 from bosaris_dask.trials import (
-    align_with,
+    align,
     alignment_report,
     key_from_labels,
     make_key,
@@ -33,7 +33,7 @@ SCORES = make_scores(
 
 
 def test_align_with_ands_the_score_mask_with_the_trials():
-    out = align_with(SCORES, KEY)
+    out = align(SCORES, KEY)
     assert out.model.values.tolist() == ["m1", "m2", "m3"]
     assert out.segment.values.tolist() == ["s1", "s2", "s3"]
     # (m1, s3) is not a trial: the score there (3.0, masked off anyway) stays masked; (m2, s1)
@@ -45,16 +45,16 @@ def test_align_with_ands_the_score_mask_with_the_trials():
     ]
     ndx = make_ndx(["m2"], ["s3", "s1"], [[False, True]])
     same_ids = make_scores(["m2"], ["s3", "s1"], [[7.0, 8.0]])
-    assert align_with(same_ids, ndx).score_mask.values.tolist() == [[False, True]]
+    assert align(same_ids, ndx).score_mask.values.tolist() == [[False, True]]
 
 
 def test_align_with_a_label_key_and_with_scores():
     key = key_from_labels(["m1", "m2"], ["a", "b"], ["s1"], ["a"])
     scores = make_scores(["m1", "m2"], ["s1"], [[1.0], [2.0]])
-    assert align_with(scores, key).score_mask.values.tolist() == [[True], [True]]
+    assert align(scores, key).score_mask.values.tolist() == [[True], [True]]
     # aligned to another Scores object: ids only, the mask is not touched
     other = make_scores(["m2"], ["s1"], [[0.0]], [[False]])
-    assert align_with(scores, other).score_mask.values.tolist() == [[True]]
+    assert align(scores, other).score_mask.values.tolist() == [[True]]
 
 
 def test_alignment_report_counts_by_hand():
@@ -77,7 +77,7 @@ def test_alignment_report_counts_by_hand():
 
 def test_align_with_logs_the_report(caplog):
     with caplog.at_level(logging.INFO, logger="bosaris_dask"):
-        align_with(SCORES, KEY, log_missing=True)
+        align(SCORES, KEY, log_missing=True)
     assert "2 of 3 targets, 2 of 4 non-targets" in caplog.text
 
 
@@ -154,5 +154,5 @@ def test_fill_and_report_invariants(seed, shape, chunks):
     r = alignment_report(scores, key)
     assert r.targets == int(((cls == 1) & ~smask).sum())
     assert r.nontargets == int(((cls == -1) & ~smask).sum())
-    aligned = align_with(scores, key)
+    aligned = align(scores, key)
     np.testing.assert_array_equal(aligned.score_mask.values, smask & (cls != 0))

@@ -42,6 +42,7 @@ Examples
 
 from __future__ import annotations
 
+from bosaris_dask.calibration.knots import interpolate_map, pav_map
 from bosaris_dask.calibration.models import (
     LinearCalibrator,
     apply_model,
@@ -50,7 +51,6 @@ from bosaris_dask.calibration.models import (
 )
 from bosaris_dask.calibration.optimal import optimal_llrs, optimal_llrs_arrays
 from bosaris_dask.calibration.pav import PAVCalibrator, pav_calibrate
-from bosaris_dask.calibration.pav_map import interpolate_map, pav_map
 
 __all__ = [
     "LinearCalibrator",

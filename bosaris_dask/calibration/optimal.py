@@ -132,14 +132,14 @@ def optimal_llrs(
         Scores with the key's model and segment ids; ``score_mask`` marks the key trials that
         have a score (the others hold 0).
     """
-    from bosaris_dask.trials import align, make_scores, trial_classes
+    from bosaris_dask.trials import make_scores, reindex_ids, trial_classes
 
     (summary,) = summarize(
         [scores], key, allow_missing=allow_missing, split_every=split_every, progress=progress,
     )  # fmt: skip
     table = optimal_llr_table(summary.n_tar, summary.n_non, laplace=laplace)
     lo = summary.lo
-    aligned = align(scores, key.model.values, key.segment.values)
+    aligned = reindex_ids(scores, key.model.values, key.segment.values)
     score = aligned.score.data
     classes = trial_classes(key, chunks=score.chunks)
     mask = aligned.score_mask.data.rechunk(score.chunks) & (classes != 0)

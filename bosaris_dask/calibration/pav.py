@@ -16,11 +16,11 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask.calibration.pav_map import DEFAULT_BOUND, interpolate_map, pav_map
+from bosaris_dask.calibration.knots import DEFAULT_BOUND, interpolate_map, pav_map
 from bosaris_dask.engine import score_bins
 from bosaris_dask.errors import NotFittedError, ScoreError, TrialError
 from bosaris_dask.fusion.base import MODEL_FORMAT, JsonModel, scores_and_key
-from bosaris_dask.trials import align_with, kind_of, make_scores, trial_classes
+from bosaris_dask.trials import align, kind_of, make_scores, trial_classes
 
 
 def _bins_of_arrays(tar: np.ndarray, non: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -167,7 +167,7 @@ class PAVCalibrator(JsonModel):
         if kind_of(scores) != "scores":
             raise TrialError(f"expected scores, got {kind_of(scores)}")
         like = scores if ndx is None else ndx
-        s = align_with(scores, like)
+        s = align(scores, like)
         mask = s.score_mask.data
         if ndx is not None:
             mask = mask & (trial_classes(ndx, chunks=mask.chunks) != 0)

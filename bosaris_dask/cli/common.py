@@ -186,6 +186,17 @@ def _size(obj: Any) -> int:
     return int(obj.sizes.get("model", 0) * obj.sizes.get("segment", 0))
 
 
+def _bootstrap_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``evaluate``'s bootstrap keywords from the command line (none when not asked for)."""
+    names = ("ci", "bootstrap", "resample", "seed", "compare")
+    given = {n: getattr(args, n, None) for n in names}
+    if given["ci"] is None and not any(given[n] for n in ("bootstrap", "resample", "compare")):
+        return {}
+    given["resample"] = given["resample"] or ()
+    given["compare"] = bool(given["compare"])
+    return given
+
+
 def _evaluate(args: argparse.Namespace, key: Any, systems: list[Any], score_paths: Sequence[str]):
     from bosaris_dask.llr_base import thresholds_from_natural
     from bosaris_dask.metrics import evaluate
@@ -204,6 +215,7 @@ def _evaluate(args: argparse.Namespace, key: Any, systems: list[Any], score_path
         equalize=getattr(args, "equalize", False),
         fmr=getattr(args, "fmr", None) or (), fnmr=getattr(args, "fnmr", None) or (),
         ece_plo=getattr(args, "ece_plo", None),
+        **_bootstrap_options(args),
     )  # fmt: skip
     return thresholds_from_natural(results, getattr(args, "llr_base", "e"))
 

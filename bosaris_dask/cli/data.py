@@ -21,6 +21,7 @@ from bosaris_dask.cli.common import (
     _write_json,
 )
 from bosaris_dask.errors import BosarisError
+from bosaris_dask.progress import compute
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -82,12 +83,12 @@ def _print_info(args: argparse.Namespace, obj: Any) -> None:
         print(f"trials:      {n_m * n_s:,} ({n_tar:,} targets, {n_m * n_s - n_tar:,} non-targets)")
     elif kind == "key":
         mask = obj.trial_mask.data
-        n_tar, n_non = (int(v) for v in np.asarray(
-            [(mask == 1).sum().compute(), (mask == -1).sum().compute()]))  # fmt: skip
+        counts = compute([(mask == 1).sum(), (mask == -1).sum()], progress=_progress(args))
+        n_tar, n_non = (int(v) for v in counts)
         print(f"trials:      {n_tar + n_non:,} ({n_tar:,} targets, {n_non:,} non-targets)")
     else:
         name = "trial_mask" if kind == "ndx" else "score_mask"
-        print(f"trials:      {int(obj[name].data.sum().compute()):,}")
+        print(f"trials:      {int(compute(obj[name].data.sum(), progress=_progress(args))):,}")
     if args.key:
         _print_coverage(obj, args.key)
 
@@ -138,6 +139,21 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _write_speaker_tables(key: Any, out: Path) -> list[Path]:
+    """``models.tsv`` and ``segments.tsv``: the condition tables of the demo key's speakers."""
+    from bosaris_dask.io.atomic import atomic_path
+
+    paths = []
+    for side in ("model", "segment"):
+        ids, labels = key[side].values, key[f"{side}_label"].values
+        path = out / f"{side}s.tsv"
+        with atomic_path(path) as tmp:
+            Path(tmp).write_text(f"{side}\tspeaker\n" + "".join(
+                f"{i}\t{s}\n" for i, s in zip(ids, labels, strict=True)))  # fmt: skip
+        paths.append(path)
+    return paths
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from bosaris_dask.report import format_table, to_json_dict
     from bosaris_dask.simulate import simulate
@@ -150,6 +166,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         from bosaris_dask.cli.embeddings import write_demo_embeddings
 
         embedding_paths = write_demo_embeddings(out, seed=args.seed)
+        tables = _write_speaker_tables(key, out)
         args.prior, args.allow_missing = None, False
         _default_priors(args)
         score_paths = [str(p) for p in paths[1:]]
@@ -161,7 +178,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"{', '.join(p.name for p in paths[1:])} (scores), results.json (the metrics); "
         f"{', '.join(p.name for p in embedding_paths[:3])} (speaker embeddings) and "
         f"{embedding_paths[3].name} (their key, from the id class tables "
-        f"{embedding_paths[4].name} and {embedding_paths[5].name})."
+        f"{embedding_paths[4].name} and {embedding_paths[5].name}); "
+        f"{tables[0].name} and {tables[1].name} (condition tables: each id's speaker)."
     )
     print(f"Try: bosaris-dask info {paths[1]}")
     print(f"     bosaris-dask evaluate --key {paths[0]} --scores {paths[1]} --prior 0.01")

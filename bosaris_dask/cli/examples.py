@@ -3,7 +3,8 @@
 Each one runs as written on the demo's data: ``bosaris-dask demo`` writes ``bosaris-demo/``
 (``key.zarr`` and ``system-1.zarr`` ... ``system-3.zarr``; speaker embeddings ``enrol.npz``,
 ``test.npz``, ``cohort.npz``, their key ``embeddings-key.zarr`` and its ``id class`` tables
-``enrol.classes``, ``test.classes``) in the current directory. Run in the order of
+``enrol.classes``, ``test.classes``; the condition tables ``models.tsv``, ``segments.tsv`` of
+the key's speakers) in the current directory. Run in the order of
 :data:`EXAMPLES` (``demo`` first), later examples may use what earlier ones wrote (``apply``
 uses the models that ``calibrate`` and ``fuse`` saved, ``fuse`` the scores that ``score``
 wrote); ``tests/test_cli_consistency.py`` runs every one of them in that order.
@@ -46,6 +47,10 @@ EXAMPLES: dict[str, list[str]] = {
         "--fnmr 0.05 --json fmr.json",
         f"bosaris-dask evaluate {_E} --enrol-classes bosaris-demo/enrol.classes "
         "--test-classes bosaris-demo/test.classes --json emb-results.json",
+        f"bosaris-dask evaluate {_K} --scores {_S1} --scores {_S2} --prior 0.01 "
+        "--conditions bosaris-demo/models.tsv --conditions bosaris-demo/segments.tsv "
+        "--bootstrap 200 --resample model.speaker --resample segment.speaker --seed 1 --compare "
+        "--json ci.json",
     ],
     "score": [
         f"bosaris-dask score {_E} {_EK} --out emb.zarr",

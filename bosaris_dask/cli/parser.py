@@ -123,8 +123,8 @@ def _fixed_rate_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _operating_point(text: str) -> Any:
+    from bosaris_dask.costs import OperatingPoint
     from bosaris_dask.errors import OptionError
-    from bosaris_dask.operating_points import OperatingPoint
 
     try:
         return OperatingPoint.parse(text)
@@ -172,6 +172,20 @@ def _condition_arguments(parser: argparse.ArgumentParser, cprimary: bool = True)
         help="an effective prior of Cprimary (the mean normalized actDCF and minDCF over "
         "them); repeat, e.g. --cprimary-priors 0.01 --cprimary-priors 0.05 (SRE21)",
     )  # fmt: skip
+
+
+def _bootstrap_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bootstrap", type=_positive, metavar="B",
+                        help="B two-way bootstrap resamples: confidence intervals of every "
+                        "metric (needs --conditions and --resample)")  # fmt: skip
+    parser.add_argument("--resample", action="append", metavar="SPEC",
+                        help="model.COL or segment.COL of a condition table: the groups (e.g. "
+                        "speakers) resampled on that side; repeat for both sides")  # fmt: skip
+    parser.add_argument("--ci", type=float, metavar="LEVEL",
+                        help="the intervals' level (default 0.95)")  # fmt: skip
+    parser.add_argument("--seed", type=int, metavar="S", help="the resamples' random seed")
+    parser.add_argument("--compare", action="store_true",
+                        help="paired bootstrap comparison of every pair of systems")  # fmt: skip
 
 
 def _llr_base_argument(parser: argparse.ArgumentParser) -> None:
@@ -362,6 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="drop key trials without a score (and report how many)",
     )
     _condition_arguments(p)
+    _bootstrap_arguments(p)
     _finish(p, cmd_evaluate)
 
     p = _add(sub, "plot", "draw a DET, NBE, APE, Cllr or ECE plot of one or more systems",

@@ -15,8 +15,8 @@ from bosaris_dask.cli.common import _say, _write_json
 
 
 def _cm(args: argparse.Namespace) -> dict[str, Any]:
+    from bosaris_dask.costs import OperatingPoint
     from bosaris_dask.metrics import cllr, eer, evaluate_arrays, operating_points
-    from bosaris_dask.operating_points import OperatingPoint
     from bosaris_dask.spoofing import ASVSPOOF5, cm_arrays, cm_eer, read_cm_key, read_cm_scores
 
     bona, spoof = cm_arrays(read_cm_key(args.key), read_cm_scores(args.scores))

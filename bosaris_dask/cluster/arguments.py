@@ -83,7 +83,8 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     g.add_argument(
         "--scheduler-timeout", dest="timeout", type=_positive_float, metavar="SECONDS",
-        help="how long to try to reach the scheduler (default 30)",
+        help="how long to try to reach the scheduler (default: dask's "
+        "distributed.comm.timeouts.connect, 30)",
     )  # fmt: skip
     g.add_argument(
         "--scratch-dir", metavar="DIR",

@@ -80,13 +80,30 @@ def _close_quietly(closable) -> None:
         _log.debug("closing %r failed: %s", closable, exc)
 
 
+def _loopback_dashboard() -> str:
+    """The dashboard address of a local cluster: loopback, on the port of dask's own
+    ``distributed.scheduler.dashboard.address`` (8787 unless configured; no copy here).
+
+    Examples
+    --------
+    >>> import dask
+    >>> with dask.config.set({"distributed.scheduler.dashboard.address": ":9999"}):
+    ...     _loopback_dashboard()
+    '127.0.0.1:9999'
+    """
+    import dask
+
+    address = str(dask.config.get("distributed.scheduler.dashboard.address", ":8787"))
+    return f"127.0.0.1:{address.rsplit(':', 1)[-1] or '8787'}"
+
+
 def _start_local(stack, workers, threads_per_worker, memory_limit, dashboard, timeout) -> Client:
     from distributed import LocalCluster
 
     kwargs: dict[str, Any] = {
         "processes": True,
         "host": "127.0.0.1",
-        "dashboard_address": "127.0.0.1:8787" if dashboard else None,
+        "dashboard_address": _loopback_dashboard() if dashboard else None,
     }
     if workers is not None:
         kwargs["n_workers"] = workers

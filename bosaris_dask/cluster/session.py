@@ -54,7 +54,7 @@ def connect(
     jobs: int | None = None,
     interface: str | None = None,
     dashboard: bool = True,
-    timeout: float = 30.0,
+    timeout: float | None = None,
     worker_timeout: float | None = None,
     size_hint: int | None = None,
     announce: Callable[[str], None] | None = _announce_stderr,
@@ -99,7 +99,8 @@ def connect(
         Start the dashboard where we start a scheduler (if bokeh is installed) and announce its
         link when there is one.
     timeout
-        Seconds to wait to reach a scheduler; also how long a lost scheduler is retried.
+        Seconds to wait to reach a scheduler; also how long a lost scheduler is retried
+        (default: dask's ``distributed.comm.timeouts.connect``, 30 s unless configured).
     worker_timeout
         Seconds to wait for the first worker (slurm/pbs jobs may queue: default 600; else 60).
     size_hint
@@ -134,6 +135,8 @@ def connect(
     bosaris_dask.errors.ClusterError: cannot reach the dask scheduler at tcp://127.0.0.1:9 ...
     """
     kind = _choose_kind(scheduler, scheduler_file, cluster, size_hint)
+    if timeout is None:
+        timeout = connect_timeout()
     if memory_limit is not None:
         try:
             memory_limit = _memory_limit(memory_limit)
@@ -208,6 +211,23 @@ def connect(
                     "did the scheduler die, or its job end?"
                 ) from exc
             raise
+
+
+def connect_timeout() -> float:
+    """Seconds to wait to reach a scheduler when not told: dask's own
+    ``distributed.comm.timeouts.connect`` (30 s by default), so the package keeps no copy.
+
+    Examples
+    --------
+    >>> import dask
+    >>> with dask.config.set({"distributed.comm.timeouts.connect": "45s"}):
+    ...     connect_timeout()
+    45.0
+    """
+    import dask
+    from dask.utils import parse_timedelta
+
+    return float(parse_timedelta(dask.config.get("distributed.comm.timeouts.connect", "30s")))
 
 
 def connect_from_args(

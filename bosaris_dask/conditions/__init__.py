@@ -11,12 +11,13 @@
   (:func:`~bosaris_dask.metrics.evaluate` with ``conditions=`` and ``by=``) and Cprimary.
 """
 
+from bosaris_dask._deprecation import renamed_getattr
 from bosaris_dask.conditions.codes import BySpec, Conditions, condition_codes, parse_by
 from bosaris_dask.conditions.evaluation import (
     condition_result,
     conditions_as_systems,
-    cprimary,
     evaluate_conditions,
+    summary_cprimary,
 )
 from bosaris_dask.conditions.summaries import ConditionSummaries, condition_summaries
 from bosaris_dask.conditions.tables import ConditionTable, condition_table, read_condition_table
@@ -31,8 +32,10 @@ __all__ = [
     "condition_summaries",
     "condition_table",
     "conditions_as_systems",
-    "cprimary",
     "evaluate_conditions",
     "parse_by",
     "read_condition_table",
+    "summary_cprimary",
 ]
+
+__getattr__ = renamed_getattr(__name__, {"cprimary": ("summary_cprimary", summary_cprimary)})

@@ -22,7 +22,7 @@ the same :func:`~bosaris_dask.engine.summarize` call that gives the per-conditio
 condition masks of :func:`~bosaris_dask.conditions.summaries.condition_summaries`; a partition
 with one class only rides with a partition of the other class whose trials it ignores). All
 members' bins are nested dyadic key ranges, so their coarsest common cover is a histogram with
-a ``(partition, bin)`` integer count matrix. After every round, :func:`candidates` builds that
+a ``(partition, bin)`` integer count matrix. After every round, :func:`joint_candidates` builds that
 grid, forms the equalized curve at its edges, and asks the engine to refine (in every member)
 the bins that are mixed on the equalized curve and whose optimistic corner lies below the hull
 of the edges (the engine's own rule, :func:`bosaris_dask.refinement.hull_candidates`, with a
@@ -67,7 +67,7 @@ from scipy.special import expit
 from bosaris_dask import roc
 
 __all__ = [
-    "Member", "EqualizedPlan", "plan_members", "candidates", "equalized_curve",
+    "Member", "EqualizedPlan", "plan_members", "joint_candidates", "equalized_curve",
     "equalized_values", "add_to_dataset", "json_entry", "format_block", "VARIABLES",
 ]  # fmt: skip
 
@@ -115,7 +115,7 @@ class EqualizedPlan:
         """The engine's ``extra_candidates`` hook: :func:`candidates` for every system."""
         out: list[np.ndarray | None] = [None] * len(summaries)
         for k, members in enumerate(self.members):
-            for index, cands in candidates(summaries, members, self.n_target[k],
+            for index, cands in joint_candidates(summaries, members, self.n_target[k],
                                            self.n_nontarget[k]).items():  # fmt: skip
                 out[index] = cands
         return out
@@ -303,7 +303,7 @@ def _hull(curve: Curve) -> tuple[np.ndarray, roc.Hull]:
     return v, hull
 
 
-def candidates(
+def joint_candidates(
     summaries: Sequence[Any], members: Sequence[Member], n_target: np.ndarray,
     n_nontarget: np.ndarray,
 ) -> dict[int, np.ndarray]:
@@ -364,7 +364,7 @@ def equalized_values(
                 "min_dcf_raw": nan}  # fmt: skip
     curve = equalized_curve(summaries, members, n_target, n_nontarget)
     _, hull = _hull(curve)
-    eer = roc.rocch_eer(hull)
+    eer = roc.hull_eer(hull)
     min_raw = roc.min_bayes_error(hull, plo)[0]
     pmiss, pfa = np.zeros(len(plo)), np.zeros(len(plo))
     for m in sorted(members, key=lambda m: m.tar):

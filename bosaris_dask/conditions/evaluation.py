@@ -31,15 +31,17 @@ import xarray as xr
 from scipy.special import logit
 
 from bosaris_dask import metrics, roc
+from bosaris_dask._deprecation import renamed_getattr
 from bosaris_dask.conditions import equalized
 from bosaris_dask.conditions.codes import BySpec, condition_codes
 from bosaris_dask.conditions.summaries import condition_summaries
 from bosaris_dask.conditions.tables import ConditionTable, read_condition_table
+from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import OptionError
-from bosaris_dask.operating_points import OperatingPoint
 
-__all__ = ["evaluate_conditions", "condition_result", "conditions_as_systems", "cprimary", "PREFIX"]
+__all__ = ["evaluate_conditions", "condition_result", "conditions_as_systems", "summary_cprimary",
+           "PREFIX"]  # fmt: skip
 
 #: The prefix of the per-condition variables.
 PREFIX = "condition_"
@@ -49,15 +51,16 @@ _PER_PLO = metrics.PER_PLO
 _CURVES = {name: dim for name, (dim, _) in metrics.CURVES.items()}
 
 
-def cprimary(summary: ScoreSummary, priors: Sequence[float]) -> tuple[float, float]:
-    """Cprimary: the means over ``priors`` of the normalized actDCF and of the normalized minDCF.
+def summary_cprimary(summary: ScoreSummary, priors: Sequence[float]) -> tuple[float, float]:
+    """Cprimary of one summary: the means over ``priors`` of the normalized actDCF and of the
+    normalized minDCF. (:func:`bosaris_dask.profiles.cprimary` is Cprimary of a result Dataset.)
 
     Exact at priors whose Bayes thresholds the summary was refined for.
 
     Examples
     --------
     >>> s = metrics.summary_from_arrays([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5, -2.0])
-    >>> act, mn = cprimary(s, [0.5, 0.5])
+    >>> act, mn = summary_cprimary(s, [0.5, 0.5])
     >>> act == metrics.act_dcf([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5, -2.0], 0.5), mn
     (True, 0.25)
     """
@@ -192,7 +195,7 @@ def evaluate_conditions(
             values = metrics.summary_metrics(summary, priors_eff, sweep)
             curves[k, g] = {name: values[name] for name in _CURVES}
             if cp is not None:
-                values["cprimary_act"], values["cprimary_min"] = cprimary(summary, cp)
+                values["cprimary_act"], values["cprimary_min"] = summary_cprimary(summary, cp)
             for name, arr in blank.items():
                 arr[k, g] = values[name]
             for name, value in metrics.fixed_rate_metrics(summary, fmr, fnmr).items():
@@ -224,7 +227,7 @@ def _with_cprimary(
 ) -> xr.Dataset:
     if priors is None:
         return ds
-    values = np.array([cprimary(s, priors) for s in summaries]).reshape(-1, 2)
+    values = np.array([summary_cprimary(s, priors) for s in summaries]).reshape(-1, 2)
     ds = ds.assign(cprimary_act=("system", values[:, 0]), cprimary_min=("system", values[:, 1]))
     metrics.with_attrs(ds)
     ds.attrs["cprimary_priors"] = [float(p) for p in priors]
@@ -287,3 +290,6 @@ def conditions_as_systems(results: xr.Dataset, *, empty: bool = False) -> xr.Dat
     out = xr.concat(parts, dim="system")
     out.attrs = {k: v for k, v in results.attrs.items() if k != "by"}
     return out
+
+
+__getattr__ = renamed_getattr(__name__, {"cprimary": ("summary_cprimary", summary_cprimary)})

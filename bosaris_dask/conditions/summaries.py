@@ -33,7 +33,7 @@ from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import MissingTrialsError, TrialError
 from bosaris_dask.grouped import Part, summarize_parts
 from bosaris_dask.runner import Aggregation, run_pass
-from bosaris_dask.trials import align_with, kind_of, locate, trial_classes
+from bosaris_dask.trials import align, kind_of, locate, trial_classes
 
 __all__ = ["ConditionSummaries", "condition_summaries", "condition_counts", "GROUPED_KEY",
            "POOLED_KEY"]
@@ -223,7 +223,7 @@ def condition_summaries(
         raise TrialError(f"evaluation needs a key, got {kind_of(key)}")
     systems = list(scores)
     names = list(names) if names is not None else [f"system-{k + 1}" for k in range(len(systems))]
-    aligned = [align_with(s, key) for s in systems]
+    aligned = [align(s, key) for s in systems]
     chunks = aligned[0].score_mask.data.chunks
     groups = conditions.group_index(chunks)
     if "trial_mask" in key and key.trial_mask.dtype != np.int8:

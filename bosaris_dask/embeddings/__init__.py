@@ -35,7 +35,7 @@ from bosaris_dask.embeddings.model_map import read_model_map
 from bosaris_dask.embeddings.prepare import estimate_center
 from bosaris_dask.embeddings.scoring import scores_from_embeddings, scores_with_cohort_quality
 from bosaris_dask.embeddings.store import EMBEDDING_DIMS, from_arrays, info, read
-from bosaris_dask.embeddings.write import write
+from bosaris_dask.embeddings.writer import write
 
 __all__ = [
     "read",

@@ -29,7 +29,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
@@ -37,6 +36,7 @@ import xarray as xr
 from bosaris_dask.embeddings.kernel import score_block
 from bosaris_dask.embeddings.prepare import Side, _load, prepare, prepare_models, resolve_center
 from bosaris_dask.errors import OptionError
+from bosaris_dask.progress import compute
 
 __all__ = ["COHORT_BLOCK", "STATISTICS", "side_statistics", "cohort_stats", "cohort_quality"]
 
@@ -137,7 +137,7 @@ def side_statistics(
             _stats_block, "is", side.values, "ik", whole, "jk", new_axes={"s": 4},
             concatenate=True, dtype=np.float64, meta=np.empty((0, 0)), top_n=n, block=block,
         ))  # fmt: skip
-    return list(dask.compute(*graphs))
+    return list(compute(graphs, progress=None))
 
 
 def cohort_stats(

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import dask
 import dask.array as da
 import numpy as np
 import pandas as pd
@@ -37,6 +36,7 @@ import xarray as xr
 from bosaris_dask.embeddings.model_map import as_model_map, model_rows
 from bosaris_dask.embeddings.store import from_arrays, read
 from bosaris_dask.errors import OptionError, ScoreError, TrialError
+from bosaris_dask.progress import compute
 
 __all__ = ["Side", "BACKENDS", "prepare", "prepare_models", "resolve_center", "estimate_center"]
 
@@ -75,7 +75,7 @@ def estimate_center(emb: xr.Dataset | str | os.PathLike[str]) -> np.ndarray:
     """
     emb = _load(emb)
     x = emb.embedding.data.astype(np.float64)
-    finite, total = dask.compute(da.isfinite(x).all(axis=1), x.sum(axis=0))
+    finite, total = compute((da.isfinite(x).all(axis=1), x.sum(axis=0)), progress=None)
     _raise_non_finite(finite, emb.id.values, _source(emb))
     return total / max(1, emb.sizes["id"])
 
@@ -188,7 +188,9 @@ def prepare(
     x = raw.astype(np.float64)
     if center is not None:
         x = x - center
-    finite, norms = dask.compute(da.isfinite(raw).all(axis=1), da.sqrt((x * x).sum(axis=1)))
+    finite, norms = compute(
+        (da.isfinite(raw).all(axis=1), da.sqrt((x * x).sum(axis=1))), progress=None
+    )
     _raise_non_finite(finite, names, source)
     if backend == "dot":
         values = raw.map_blocks(_prepare_rows, None, center, dtype=np.float64)
@@ -227,7 +229,7 @@ def prepare_models(
     used = np.unique(rows)
     segs = prepare(emb, emb.id.values[used], backend=backend, center=center, what="segment")
     local = np.searchsorted(used, rows)
-    prepared = np.asarray(segs.values.compute())[local]
+    prepared = np.asarray(compute(segs.values, progress=None))[local]
     means = np.add.reduceat(prepared, starts, axis=0) / np.diff(np.append(starts, len(rows)))[
         :, None]  # fmt: skip
     where = f"{_source(emb)} (models of {table.attrs.get('source', '<model map>')})"

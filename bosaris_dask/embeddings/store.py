@@ -22,7 +22,6 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-import dask
 import dask.array as da
 import numpy as np
 import pandas as pd
@@ -30,6 +29,7 @@ import xarray as xr
 
 from bosaris_dask.embeddings.formats import DEFAULT_ROWS, open_file
 from bosaris_dask.errors import ParseError, TrialError
+from bosaris_dask.progress import compute
 
 __all__ = ["read", "from_arrays", "info", "EMBEDDING_DIMS"]
 
@@ -133,7 +133,7 @@ def info(emb: xr.Dataset) -> dict[str, Any]:
     x = emb.embedding.data.astype(np.float64)
     finite = da.isfinite(x).all(axis=1)
     norms = da.sqrt((x * x).sum(axis=1))
-    finite, norms = dask.compute(finite, norms)
+    finite, norms = compute((finite, norms), progress=None)
     good = norms[finite]
     return {
         "source": emb.attrs.get("source", "<array>"),

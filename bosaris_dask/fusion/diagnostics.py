@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 
-import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
@@ -20,6 +19,7 @@ from scipy.special import expit, log_expit, logit
 from bosaris_dask.errors import TrialError
 from bosaris_dask.fusion.base import _as_list, _output_mask
 from bosaris_dask.objectives import align_inputs, check_prior
+from bosaris_dask.progress import compute
 
 
 def _block_sums(*blocks: np.ndarray, n_systems: int, plo: float) -> np.ndarray:
@@ -94,7 +94,7 @@ def posterior_report(
         dtype=np.float64,
         meta=np.empty((0, 0, 0)),
     )
-    (total,) = dask.compute(sums.sum(axis=(0, 1), split_every=split_every))
+    total = compute(sums.sum(axis=(0, 1), split_every=split_every), progress=None)
     n = int(round(total[0]))
     if n == 0:
         raise TrialError("no trial has a score in every system")

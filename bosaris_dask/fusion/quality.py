@@ -22,6 +22,7 @@ from bosaris_dask.objectives import (
     quality_params,
     quality_sides,
 )
+from bosaris_dask.progress import compute
 from bosaris_dask.trials import kind_of, make_quality, make_scores, quality_table
 
 
@@ -260,7 +261,7 @@ class QualityFuser(LinearFuser):
                 da.from_array(has_m, chunks=(chunks[0],))[:, None]
                 & da.from_array(has_s, chunks=(chunks[1],))[None, :]
             )
-            n = int(lacking.sum().compute())
+            n = int(compute(lacking.sum(), progress=None))
             if n and backoff is None:
                 raise TrialError(
                     f"{n} trials have no quality and this model has no first-stage linear "

@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import ScoreError, TrialError
-from bosaris_dask.trials import align_with, kind_of, trial_classes, validate
+from bosaris_dask.progress import persist
+from bosaris_dask.trials import align, kind_of, trial_classes, validate
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class FusionData:
     def persist(self) -> FusionData:
         """Persist every array (one read of the stores; afterwards passes read memory)."""
         arrays = [*self.scores, *self.masks, self.classes]
-        arrays = list(dask.persist(*arrays))
+        arrays = list(persist(*arrays))
         k = self.n_systems
         return replace(
             self,
@@ -84,7 +84,7 @@ def align_inputs(
     for s in scores:
         if kind_of(s) != "scores":
             raise TrialError(f"expected scores, got {kind_of(s)}")
-        aligned.append(align_with(validate(s), like, once=once))
+        aligned.append(align(validate(s), like, once=once))
     chunks = aligned[0].score.data.chunks
     out = []
     for s in aligned:

@@ -58,14 +58,15 @@ from bosaris_dask.trials.idmap import (
 from bosaris_dask.trials.missing import AlignmentReport, alignment_report, set_missing_to_value
 from bosaris_dask.trials.operations import (
     align,
-    align_with,
     coverage,
     filter_trials,
     key_to_ndx,
     merge,
     nontarget_scores,
+    reindex_ids,
     target_scores,
 )
+from bosaris_dask.trials.operations import align_with as align_with  # deprecated; not in __all__
 
 __all__ = [
     "KINDS",
@@ -81,7 +82,7 @@ __all__ = [
     "is_label_key",
     "trial_classes",
     "align",
-    "align_with",
+    "reindex_ids",
     "filter_trials",
     "merge",
     "key_to_ndx",

@@ -17,6 +17,7 @@ import xarray as xr
 from dask.base import tokenize
 
 from bosaris_dask.errors import ScoreError, TrialError
+from bosaris_dask.progress import compute
 
 KINDS = ("ndx", "key", "scores", "quality")
 
@@ -196,7 +197,7 @@ _CHECKED = "checked-codes-"
 
 
 def _raise_conflicts(bad: da.Array, models: np.ndarray, segments: np.ndarray, what: str) -> None:
-    count = int(bad.sum().compute())
+    count = int(compute(bad.sum(), progress=None))
     if count:
         raise TrialError(f"{count} {what}, e.g. {locate(bad, models, segments)}")
 
@@ -217,7 +218,7 @@ def locate(condition: da.Array, models: np.ndarray, segments: np.ndarray, limit:
     row_starts = np.cumsum((0,) + condition.chunks[0])
     col_starts = np.cumsum((0,) + condition.chunks[1])
     for (bi, bj), block in np.ndenumerate(condition.to_delayed()):
-        for i, j in np.argwhere(np.asarray(block.compute()))[: limit - len(found)]:
+        for i, j in np.argwhere(np.asarray(compute(block)))[: limit - len(found)]:
             found.append((int(row_starts[bi] + i), int(col_starts[bj] + j)))
         if len(found) >= limit:
             break

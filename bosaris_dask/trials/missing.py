@@ -10,14 +10,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import TrialError
+from bosaris_dask.progress import compute
 from bosaris_dask.trials.construction import _dataset, kind_of, trial_classes
-from bosaris_dask.trials.operations import align
+from bosaris_dask.trials.operations import reindex_ids
 
 _log = logging.getLogger("bosaris_dask")
 
@@ -81,11 +81,11 @@ def alignment_report(scores: xr.Dataset, trials: xr.Dataset) -> AlignmentReport:
         dim: int((~trials.indexes[dim].isin(scores.indexes[dim])).sum())
         for dim in ("model", "segment")
     }
-    aligned = align(scores, trials.model.values, trials.segment.values)
+    aligned = reindex_ids(scores, trials.model.values, trials.segment.values)
     mask = aligned.score_mask.data
     cls = trial_classes(trials, chunks=mask.chunks)
     counts = [((cls == c) & ~mask).sum() for c in (1, -1)] + [(cls == c).sum() for c in (1, -1)]
-    miss_tar, miss_non, n_tar, n_non = (int(n) for n in dask.compute(*counts))
+    miss_tar, miss_non, n_tar, n_non = (int(n) for n in compute(counts, progress=None))
     sizes = {dim: len(trials.indexes[dim]) for dim in ("model", "segment")}
     common = {
         "models": lacks["model"],
@@ -127,7 +127,7 @@ def set_missing_to_value(
         raise TrialError(f"the fill value must be a finite number, got {value}")
     if log_missing:
         _log.info("%s (filled with %r)", alignment_report(scores, trials), value)
-    aligned = align(scores, trials.model.values, trials.segment.values)
+    aligned = reindex_ids(scores, trials.model.values, trials.segment.values)
     mask = aligned.score_mask.data
     is_trial = trial_classes(trials, chunks=mask.chunks) != 0
     score = aligned.score.data

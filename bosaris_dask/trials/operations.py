@@ -6,16 +6,18 @@ columns are new, merging checks for conflicting trials in one pass.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Iterable
 from typing import Any
 
-import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
 
+from bosaris_dask._deprecation import warn_renamed
 from bosaris_dask.errors import MissingTrialsError, TrialError
+from bosaris_dask.progress import compute
 from bosaris_dask.trials.construction import (
     _dataset,
     _ids,
@@ -57,7 +59,7 @@ def _chunks_of(
     )
 
 
-def align(
+def reindex_ids(
     obj: xr.Dataset,
     models: Iterable[Any],
     segments: Iterable[Any],
@@ -65,7 +67,7 @@ def align(
     once: bool = False,
     like_chunks: Any = None,
 ) -> xr.Dataset:
-    """Reorder and resize a trial object to the given ids.
+    """Reorder and resize a trial object to the given ids (:func:`align` to another object's).
 
     Ids not in ``obj`` become empty rows/columns (no trial, no score); ids of ``obj`` not listed
     are dropped. A label-derived key stays label-derived.
@@ -81,7 +83,7 @@ def align(
     --------
     >>> from bosaris_dask.trials import make_ndx
     >>> ndx = make_ndx(["m1", "m2"], ["s1"])
-    >>> align(ndx, ["m2", "m3"], ["s1"]).trial_mask.values.tolist()
+    >>> reindex_ids(ndx, ["m2", "m3"], ["s1"]).trial_mask.values.tolist()
     [[True], [False]]
     """
     m, s = _ids(models, "model"), _ids(segments, "segment")
@@ -106,8 +108,13 @@ def align(
     return out
 
 
-def align_with(
-    obj: xr.Dataset, like: xr.Dataset, *, log_missing: bool = False, once: bool = False
+def align(
+    obj: xr.Dataset,
+    like: xr.Dataset,
+    *deprecated_args: Any,
+    log_missing: bool = False,
+    once: bool = False,
+    **deprecated_kwargs: Any,
 ) -> xr.Dataset:
     """Align ``obj`` (typically Scores) to the ids of ``like`` and restrict it to its trials.
 
@@ -117,16 +124,25 @@ def align_with(
     With ``log_missing=True`` one pass counts what ``like`` has and ``obj`` lacks
     (:func:`bosaris_dask.trials.alignment_report`) and logs it at INFO on the
     ``"bosaris_dask"`` logger, as the toolkit prints it. ``once``: realign ids in another
-    order now, once, rather than lazily in every pass (see :func:`align`).
+    order now, once, rather than lazily in every pass (see :func:`reindex_ids`).
+
+    The ``align(obj, models, segments)`` of earlier releases (now :func:`reindex_ids`) and
+    ``align_with(obj, like)`` (now this) still work for one release, with a ``FutureWarning``.
 
     Examples
     --------
     >>> from bosaris_dask.trials import make_ndx, make_scores
     >>> ndx = make_ndx(["m1", "m2"], ["s1", "s2"], [[True, False], [False, True]])
     >>> scores = make_scores(["m1"], ["s1", "s2"], [[1.0, 2.0]])
-    >>> align_with(scores, ndx).score_mask.values.tolist()
+    >>> align(scores, ndx).score_mask.values.tolist()
     [[True, False], [False, False]]
     """
+    if not isinstance(like, xr.Dataset):  # align(obj, models, segments) of earlier releases
+        warn_renamed("align(obj, models, segments)", "reindex_ids(obj, models, segments)")
+        return reindex_ids(obj, like, *deprecated_args, once=once, **deprecated_kwargs)
+    if deprecated_args or deprecated_kwargs:
+        raise TypeError("align(obj, like) takes no other positional or keyword arguments than "
+                        "log_missing and once")  # fmt: skip
     same = obj.indexes["model"].equals(like.indexes["model"]) and obj.indexes["segment"].equals(
         like.indexes["segment"]
     )
@@ -136,7 +152,9 @@ def align_with(
         chunks = None
         if "trial_mask" in like.data_vars and isinstance(like.trial_mask.data, da.Array):
             chunks = like.trial_mask.data.chunks
-        out = align(obj, like.model.values, like.segment.values, once=once, like_chunks=chunks)
+        out = reindex_ids(
+            obj, like.model.values, like.segment.values, once=once, like_chunks=chunks
+        )
     if kind_of(obj) == "scores" and kind_of(like) in ("key", "ndx"):
         mask = out.score_mask.data
         out = out.copy()
@@ -149,6 +167,24 @@ def align_with(
 
             logging.getLogger("bosaris_dask").info("%s", alignment_report(obj, like))
     return out
+
+
+def _signature_without_deprecated(func: Any) -> inspect.Signature:
+    """``func``'s signature without its ``*deprecated_args, **deprecated_kwargs`` (for help())."""
+    sig = inspect.signature(func)
+    kinds = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    return sig.replace(parameters=[p for p in sig.parameters.values() if p.kind not in kinds])
+
+
+align.__signature__ = _signature_without_deprecated(align)  # type: ignore[attr-defined]
+
+
+def align_with(
+    obj: xr.Dataset, like: xr.Dataset, *, log_missing: bool = False, once: bool = False
+) -> xr.Dataset:
+    """Deprecated name of :func:`align` (removed in the next release)."""
+    warn_renamed("align_with(obj, like)", "align(obj, like)")
+    return align(obj, like, log_missing=log_missing, once=once)
 
 
 def filter_trials(
@@ -202,8 +238,8 @@ def merge(first: xr.Dataset, second: xr.Dataset) -> xr.Dataset:
         raise TrialError(f"cannot merge {kind} with {kind_of(second)}")
     models = first.indexes["model"].union(second.indexes["model"], sort=False)
     segments = first.indexes["segment"].union(second.indexes["segment"], sort=False)
-    a = align(first, models, segments)
-    b = align(second, models, segments)
+    a = reindex_ids(first, models, segments)
+    b = reindex_ids(second, models, segments)
     if kind == "scores":
         both = a.score_mask.data & b.score_mask.data
         _raise_conflicts(
@@ -255,12 +291,13 @@ def coverage(scores: xr.Dataset, trials: xr.Dataset) -> dict[str, int]:
     """
     if kind_of(scores) != "scores":
         raise TrialError(f"expected Scores, got a {kind_of(scores)}")
-    aligned = align_with(scores, trials)
+    aligned = align(scores, trials)
     in_key = trial_classes(trials, chunks=aligned.score_mask.data.chunks) != 0
     n_trials, n_scored, n_scores = (
         int(n)
-        for n in dask.compute(
-            in_key.sum(), (in_key & aligned.score_mask.data).sum(), scores.score_mask.data.sum()
+        for n in compute(
+            (in_key.sum(), (in_key & aligned.score_mask.data).sum(), scores.score_mask.data.sum()),
+            progress=None,
         )
     )
     return {
@@ -275,13 +312,13 @@ def coverage(scores: xr.Dataset, trials: xr.Dataset) -> dict[str, int]:
 def _scores_of_class(
     scores: xr.Dataset, key: xr.Dataset, sign: int, allow_missing: bool
 ) -> np.ndarray:
-    s = align_with(scores, key)
+    s = align(scores, key)
     classes = trial_classes(key, chunks=s.score.data.chunks)
     wanted = classes == sign
-    missing = int((wanted & ~s.score_mask.data).sum().compute())
+    missing = int(compute((wanted & ~s.score_mask.data).sum(), progress=None))
     if missing and not allow_missing:
         raise MissingTrialsError(f"{missing} key trials have no score")
-    return np.asarray(s.score.data[wanted & s.score_mask.data].compute())
+    return np.asarray(compute(s.score.data[wanted & s.score_mask.data], progress=None))
 
 
 def target_scores(scores: xr.Dataset, key: xr.Dataset, *, allow_missing: bool = False):

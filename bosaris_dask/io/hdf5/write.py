@@ -102,7 +102,7 @@ def _stream(matrices: dict[str, da.Array], f: h5py.File, label: str, progress: b
     per_batch = max(1, _BATCH_BYTES // max(1, block_bytes))
     for start in range(0, len(slices), per_batch):
         batch = range(start, min(len(slices), start + per_batch))
-        values = list(dask.compute(*[b[i] for b in blocks for i in batch]))
+        values = list(compute([b[i] for b in blocks for i in batch]))
         for k, dset in enumerate(datasets):
             for j, i in enumerate(batch):
                 dset[slices[i]] = values[k * len(batch) + j]

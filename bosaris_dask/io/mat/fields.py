@@ -29,6 +29,7 @@ import pandas as pd
 import xarray as xr
 
 from bosaris_dask.errors import StoreError, TrialError
+from bosaris_dask.progress import compute
 from bosaris_dask.trials import (
     key_from_masks,
     kind_of,
@@ -193,6 +194,6 @@ def to_fields(obj: xr.Dataset, *, lazy: bool = False) -> tuple[str, dict[str, An
         fields["score_mask"] = mask.astype(np.uint8)
     if not lazy:
         names = [k for k, v in fields.items() if isinstance(v, da.Array)]
-        values = da.compute(*(fields[k] for k in names))
+        values = compute([fields[k] for k in names])
         fields.update(zip(names, (np.asarray(v) for v in values), strict=True))
     return VARIABLES[kind], fields

@@ -21,6 +21,7 @@ import numpy as np
 from bosaris_dask.errors import StoreError
 from bosaris_dask.io.hdf5.read import _H5Array, _open
 from bosaris_dask.io.hdf5.safety import _H5_ERRORS, _dataset, _node, _standard_type
+from bosaris_dask.progress import compute
 
 #: Matrices larger than this many bytes are read lazily (dask), smaller ones at once.
 _LAZY_BYTES = 64 * 2**20
@@ -150,7 +151,7 @@ def _write_blocks(group: h5py.Group, name: str, data: da.Array) -> h5py.Dataset:
     starts = [np.cumsum((0, *c)) for c in data.chunks]
     for i, j in np.ndindex(*data.numblocks):
         (r0, r1), (c0, c1) = (starts[0][i], starts[0][i + 1]), (starts[1][j], starts[1][j + 1])
-        dset[c0:c1, r0:r1] = np.asarray(data.blocks[i, j].compute()).T
+        dset[c0:c1, r0:r1] = np.asarray(compute(data.blocks[i, j])).T
     return dset
 
 

@@ -8,13 +8,13 @@ from collections.abc import Iterator
 from itertools import chain, repeat
 from typing import Any
 
-import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import ScoreError, TrialError
 from bosaris_dask.io.atomic import atomic_path
+from bosaris_dask.progress import compute
 from bosaris_dask.trials import is_label_key, kind_of, trial_classes, validate
 
 #: Cells of the dense matrices computed at once by the writer (per band of rows).
@@ -64,7 +64,7 @@ def _row_bands(row_chunks: tuple[int, ...], max_rows: int) -> Iterator[tuple[int
 def _rows(arrays: list[Any], a: int, b: int) -> list[np.ndarray]:
     parts = [x[a:b] for x in arrays]
     if any(isinstance(p, da.Array) for p in parts):
-        parts = list(dask.compute(*parts))
+        parts = list(compute(parts))
     return [np.asarray(p) for p in parts]
 
 

@@ -153,7 +153,7 @@ def write_zarr(
         mask = _MASKS.get(kind)
         if omit_true_masks and mask is not None and mask in ds.data_vars:
             stored = da.from_zarr(zarr.open_array(tmp / mask, mode="r"))
-            if bool(stored.all().compute()):
+            if bool(compute(stored.all(), progress=progress)):
                 remove_path(tmp / mask)
                 zarr.open_group(tmp, mode="r+").attrs["bosaris_all_true"] = [mask]
     return path

@@ -14,6 +14,10 @@ is
 
 (accept iff ``score >= act_threshold``).
 
+(This module was ``bosaris_dask.operating_points``, a name that now means only the function
+:func:`bosaris_dask.operating_points`; ``from bosaris_dask.operating_points import ...`` still
+works for one release, with a ``FutureWarning``.)
+
 Examples
 --------
 >>> op = OperatingPoint.parse("0.01:10:1")      # SRE'08-style: Ptar 0.01, Cmiss 10, Cfa 1
@@ -26,11 +30,13 @@ OperatingPoint(p_target=0.05, c_miss=1.0, c_fa=1.0)
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from scipy.special import logit
 
+from bosaris_dask._deprecation import renamed_module
 from bosaris_dask.errors import OptionError
 
 __all__ = ["OperatingPoint", "merge_operating_points"]
@@ -130,3 +136,7 @@ def merge_operating_points(
             seen.add(op.effective_prior)
             out.append(op)
     return out
+
+
+# the old module name, which hid the function bosaris_dask.operating_points once imported
+renamed_module("bosaris_dask.operating_points", sys.modules[__name__])

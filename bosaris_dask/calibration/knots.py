@@ -6,8 +6,11 @@ in :mod:`bosaris_dask.calibration`; :func:`interpolate_map` evaluates it on any 
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
+from bosaris_dask._deprecation import renamed_module
 from bosaris_dask.errors import ScoreError
 from bosaris_dask.roc import pav_blocks
 
@@ -144,3 +147,7 @@ def interpolate_map(s: np.ndarray, score_bounds: np.ndarray, llr_bounds: np.ndar
     out = np.where((s >= x[-1]) & np.isposinf(y[-1]), np.inf, out)
     out = np.where(~inner & (s >= x[-1]) & (x[-1] == x[-2]), y[-1], out)
     return out
+
+
+# the old name of this module, which is also the name of a function of the package
+renamed_module("bosaris_dask.calibration.pav_map", sys.modules[__name__])

@@ -18,15 +18,18 @@ Examples
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import dask.array as da
 import numpy as np
 import xarray as xr
 
+from bosaris_dask._deprecation import renamed_module
 from bosaris_dask.embeddings.formats import DEFAULT_ROWS, detect
 from bosaris_dask.errors import StoreError
 from bosaris_dask.io.atomic import atomic_path, atomic_paths
+from bosaris_dask.progress import compute
 
 __all__ = ["write"]
 
@@ -55,13 +58,13 @@ def write(
         with atomic_paths([final, final.with_suffix(".ids")]) as (tmp, tmp_ids):
             out = np.lib.format.open_memmap(tmp, mode="w+", dtype=values.dtype,
                                             shape=values.shape)  # fmt: skip
-            da.store(values, out, lock=False)
+            compute(da.store(values, out, lock=False, compute=False))
             out.flush()
             del out
             tmp_ids.write_text("".join(f"{i}\n" for i in ids), encoding="utf-8")
     elif fmt == "npz":
         with atomic_path(final) as tmp, open(tmp, "wb") as f:
-            np.savez(f, ids=ids.astype(str), embeddings=values.compute())
+            np.savez(f, ids=ids.astype(str), embeddings=compute(values))
     elif fmt == "hdf5":
         import h5py
 
@@ -70,7 +73,7 @@ def write(
             dset = f.create_dataset("embeddings", shape=values.shape, dtype=values.dtype,
                                     chunks=(min(chunk_rows, max(1, values.shape[0])),
                                             max(1, values.shape[1])))  # fmt: skip
-            da.store(values, dset, lock=True)
+            compute(da.store(values, dset, lock=True, compute=False))
     elif fmt == "zarr":
         import zarr
 
@@ -80,8 +83,12 @@ def write(
             arr = group.create_array("embeddings", shape=values.shape, dtype=values.dtype,
                                      chunks=(min(chunk_rows, max(1, values.shape[0])),
                                              max(1, values.shape[1])))  # fmt: skip
-            da.store(values.rechunk(arr.chunks), arr, lock=False)
+            compute(da.store(values.rechunk(arr.chunks), arr, lock=False, compute=False))
     else:
         raise StoreError(f"{path}: writing Kaldi {fmt} files is kaldiio's job "
                          "(kaldiio.save_ark); write .npy, .npz, .h5 or .zarr")  # fmt: skip
     return final
+
+
+# the old name of this module, which is also the name of a function of the package
+renamed_module("bosaris_dask.embeddings.write", sys.modules[__name__])

@@ -1,0 +1,192 @@
+"""Text score files: the package's reader against a plain pandas-chunked reader (measure only).
+
+Issue 15 asks whether the text reader (``bosaris_dask.io.text``: blocks of whole lines, each
+parsed by pandas' C parser, a reference parser as fallback, spill files) could be rebuilt on a
+well-kept streaming reader. This script measures the candidate before any rewrite:
+
+- ``ours``: :func:`bosaris_dask.io.text.read_text`, then the dense score matrix and mask in
+  memory;
+- ``pandas``: ``pandas.read_csv(path, sep=r"\\s+", header=None, chunksize=C, engine="c")``, each
+  chunk's ids factorized and mapped to global codes (first-appearance order, as ours), the
+  scores placed into the same dense matrix and mask. It checks what ours checks only where
+  pandas does (a malformed line raises pandas' own error); duplicate trials are counted.
+
+Run as a script: ``python benchmarks/bench_text_reader.py [N] [--repeat R] [--chunksize C]``
+writes a dense N-line ``model segment score`` file (about sqrt(N) x sqrt(N) trials, float64
+scores, with :func:`~bosaris_dask.io.text.write_text`) in a temporary directory, reads it once
+to warm the page cache, then runs each contender R times in a fresh process, interleaved, and
+prints wall time, MB/s, peak RSS of each child, and whether both give identical matrices and
+ids (a checksum of the ids, the mask and the scores' bytes). N defaults to 1e6.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+CONTENDERS = ("ours", "pandas")
+
+
+def _peak_rss_mb() -> float:
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(x.split()[1]) for x in f if x.startswith("VmHWM:")) / 1024
+    except (OSError, StopIteration):
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _checksum(models, segments, score: np.ndarray, mask: np.ndarray) -> str:
+    h = hashlib.sha256()
+    h.update("\n".join(map(str, models)).encode())
+    h.update(b"\0" + "\n".join(map(str, segments)).encode())
+    h.update(np.ascontiguousarray(mask).tobytes())
+    h.update(np.ascontiguousarray(np.where(mask, score, 0.0)).tobytes())
+    return h.hexdigest()[:16]
+
+
+def read_ours(path: str) -> tuple[list, list, np.ndarray, np.ndarray]:
+    import dask
+
+    from bosaris_dask.io.text import read_text
+
+    back = read_text(path, kind="scores", scratch_dir=os.path.dirname(path))
+    score, mask = dask.compute(back.score.data, back.score_mask.data, scheduler="threads")
+    return list(back.model.values), list(back.segment.values), score, mask
+
+
+def read_pandas(path: str, chunksize: int = 2_000_000):
+    """The candidate: pandas' chunked C reader, ids to global codes, a dense fill."""
+    import pandas as pd
+
+    tables: dict[str, dict[str, int]] = {"m": {}, "s": {}}
+    codes: dict[str, list[np.ndarray]] = {"m": [], "s": []}
+    values = []
+    reader = pd.read_csv(
+        path, sep=r"\s+", header=None, names=["m", "s", "v"],
+        dtype={"m": object, "s": object, "v": np.float64}, chunksize=chunksize, engine="c",
+    )  # fmt: skip
+    with reader:
+        for chunk in reader:
+            for col in ("m", "s"):
+                local, uniques = pd.factorize(chunk[col].to_numpy())
+                table = tables[col]
+                glob = np.fromiter((table.setdefault(u, len(table)) for u in uniques),
+                                   dtype=np.int64, count=len(uniques))  # fmt: skip
+                codes[col].append(glob[local].astype(np.int32))
+            values.append(chunk["v"].to_numpy(dtype=np.float64))
+    m, s, v = (np.concatenate(x) for x in (codes["m"], codes["s"], values))
+    score = np.zeros((len(tables["m"]), len(tables["s"])))
+    mask = np.zeros(score.shape, dtype=bool)
+    score[m, s] = v
+    mask[m, s] = True
+    if int(mask.sum()) != len(v):
+        raise ValueError(f"{path}: {len(v) - int(mask.sum())} duplicate trials")
+    return list(tables["m"]), list(tables["s"]), score, mask
+
+
+def _child(contender: str, path: str, chunksize: int) -> dict:
+    if contender == "ours":  # imports are not timed
+        import dask  # noqa: F401
+
+        import bosaris_dask.io.text  # noqa: F401
+    else:
+        import pandas  # noqa: F401
+    base = _peak_rss_mb()
+    t0 = time.perf_counter()
+    if contender == "ours":
+        models, segments, score, mask = read_ours(path)
+    else:
+        models, segments, score, mask = read_pandas(path, chunksize)
+    wall = time.perf_counter() - t0
+    return {
+        "contender": contender, "wall_s": wall, "peak_rss_mb": _peak_rss_mb(),
+        "imports_rss_mb": base, "trials": int(mask.sum()),
+        "checksum": _checksum(models, segments, score, mask),
+    }  # fmt: skip
+
+
+def _write(path: str, n: int) -> float:
+    import math
+
+    import dask.array as da
+
+    from bosaris_dask.io.text import write_text
+    from bosaris_dask.trials import make_scores
+
+    ns = max(1, int(math.sqrt(n)))
+    nm = max(1, n // ns)
+    score = da.random.default_rng(0).normal(size=(nm, ns), chunks=(max(1, 2**22 // ns), ns))
+    scores = make_scores([f"model_{i:06d}" for i in range(nm)],
+                         [f"segment_{j:07d}" for j in range(ns)], score)  # fmt: skip
+    t0 = time.perf_counter()
+    write_text(scores, path)
+    return time.perf_counter() - t0
+
+
+def _warm(path: str) -> None:
+    with open(path, "rb") as f:
+        while f.read(1 << 24):
+            pass
+
+
+def main(argv: list[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("n", nargs="?", type=float, default=1e6, help="lines (default 1e6)")
+    p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--chunksize", type=int, default=2_000_000, help="pandas rows per chunk")
+    args = p.parse_args(argv)
+    n = int(args.n)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "scores.txt")
+        t_write = _write(path, n)
+        mb = os.path.getsize(path) / 1e6
+        _warm(path)
+        print(f"{n:.3g} lines, {mb:.1f} MB written in {t_write:.1f} s; page cache: warm")
+        print(f"machine: {platform.machine()}, {os.cpu_count()} cores, "
+              f"load average before {os.getloadavg()[0]:.1f}")  # fmt: skip
+        runs: list[dict] = []
+        for _ in range(args.repeat):
+            for contender in CONTENDERS:
+                out = subprocess.run(
+                    [sys.executable, __file__, "--child", contender, path, str(args.chunksize)],
+                    check=True, capture_output=True, text=True,
+                )  # fmt: skip
+                runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        load_after = os.getloadavg()[0]
+    summary: dict = {"lines": n, "mb": mb, "write_s": t_write, "load_after": load_after,
+                     "runs": runs, "contenders": {}}  # fmt: skip
+    for c in CONTENDERS:
+        mine = [r for r in runs if r["contender"] == c]
+        wall = statistics.median(r["wall_s"] for r in mine)
+        summary["contenders"][c] = {
+            "wall_s": wall, "mb_per_s": mb / wall, "lines_per_s": n / wall,
+            "peak_rss_mb": max(r["peak_rss_mb"] for r in mine),
+            "checksum": mine[0]["checksum"],
+        }  # fmt: skip
+        print(f"{c:7s} median {wall:6.2f} s  {mb / wall:6.0f} MB/s  {n / wall / 1e6:5.2f} M lines/s"
+              f"  peak RSS {max(r['peak_rss_mb'] for r in mine):5.0f} MB"
+              f"  walls {[round(r['wall_s'], 2) for r in mine]}")  # fmt: skip
+    sums = {v["checksum"] for v in summary["contenders"].values()}
+    summary["identical"] = len(sums) == 1
+    print(f"identical ids, masks and scores: {summary['identical']}; "
+          f"load average after {load_after:.1f}")  # fmt: skip
+    return summary
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        print(json.dumps(_child(sys.argv[2], sys.argv[3], int(sys.argv[4]))))
+    else:
+        main()

@@ -1,0 +1,463 @@
+"""Bootstrap confidence intervals of an evaluation, and paired comparisons of its systems.
+
+:func:`evaluate_with_intervals` is what :func:`bosaris_dask.metrics.evaluate` runs with
+``bootstrap=B``: the point estimates stay the exact ones of the evaluation; one more pass over
+the data (two with conditions, Cprimary or equalization) gives every resample's metrics, from
+which :func:`add_intervals` takes the intervals:
+
+1. each system's coarse score bins are chosen from exact counts per key prefix: the
+   evaluation's own summaries, or, where the evaluation does not hand them over, a pass of
+   their own (:mod:`~bosaris_dask.bootstrap.bins`; the operating points' Bayes thresholds are
+   edges);
+2. the bootstrap pass: every resample's exact weighted histogram over those bins and exact Cllr
+   sums, for all ``B`` resamples at once (:mod:`~bosaris_dask.bootstrap.histograms`).
+
+Resampling is the two-way bootstrap of :mod:`~bosaris_dask.bootstrap.resample` (multinomial
+group multiplicities per side, a trial's multiplicity the product of its two sides'). Intervals
+are **percentile intervals**: the ``(1 - ci) / 2`` and ``(1 + ci) / 2`` quantiles (numpy's
+default linear interpolation) of the ``B`` resamples' values, resamples without targets or
+non-targets left out (their number is ``attrs["bootstrap_degenerate"]``). What each resample's
+metric is computed from (:mod:`~bosaris_dask.bootstrap.replicates`): actDCF and Cllr exactly;
+EER, minDCF and minCllr from the ROC convex hull of the coarse bins, i.e. at the bins'
+resolution. The same computation on the data itself (no resampling) is reported as
+``eer_binned``, ``min_dcf_binned`` and ``min_cllr_binned``: their difference to the exact
+``eer``, ``min_dcf`` and ``min_cllr`` is the binning's error at the data.
+
+With ``compare``, every pair of systems (``first``, ``second``) gets the exact difference
+``first - second`` of each metric, the percentile interval of the resamples' differences (the
+same resamples for both systems: paired) and the fraction of resamples in which the first is
+strictly better (lower).
+
+With ``by`` (conditions), every condition with targets and non-targets gets its intervals too
+(``condition_<metric>_ci``), from the same resamples and the same pass, on its system's bins:
+the pass's histograms get a condition axis (a group pair's trials are split between their
+conditions, so the matrix products do not grow; the results are ``G`` times larger), and the
+pooled histograms are their sums. Comparisons are for the pooled trials.
+
+Examples
+--------
+>>> import numpy as np
+>>> from bosaris_dask import metrics
+>>> from bosaris_dask.conditions import condition_table
+>>> from bosaris_dask.trials import make_key, make_scores
+>>> rng = np.random.default_rng(0)
+>>> mids, sids = [f"m{i}" for i in range(12)], [f"s{j}" for j in range(12)]
+>>> spk = np.arange(12) // 2
+>>> key = make_key(mids, sids, np.where(spk[:, None] == spk[None, :], 1, -1))
+>>> scores = make_scores(mids, sids, rng.normal(size=(12, 12)) + 3 * (key.trial_mask.values > 0))
+>>> tables = [condition_table("model", mids, {"spk": spk}),
+...           condition_table("segment", sids, {"spk": spk})]
+>>> ds = metrics.evaluate(scores, key, priors=[0.5], conditions=tables, ci=0.9, bootstrap=50,
+...                       resample=["model.spk", "segment.spk"], seed=1)
+>>> low, high = ds.eer_ci.values[0]
+>>> bool(low <= float(ds.eer[0]) <= high), ds.eer_ci.dims, ds.attrs["bootstrap"]
+(True, ('system', 'bound'), 50)
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from bosaris_dask import config
+from bosaris_dask.bootstrap.bins import choose_edges, prefix_histograms, summary_prefix_counts
+from bosaris_dask.bootstrap.histograms import BLOCK_BYTES, LIMBS, resample_histograms
+from bosaris_dask.bootstrap.replicates import METRICS, PER_POINT, replicate_metrics
+from bosaris_dask.bootstrap.resample import multiplicities, resample_groups
+from bosaris_dask.conditions.tables import ConditionTable, read_condition_table
+from bosaris_dask.errors import BosarisError, OptionError
+
+__all__ = ["evaluate_with_intervals", "add_intervals", "check_options", "choose_bins", "BOUNDS"]
+
+#: The ``bound`` dimension of the intervals.
+BOUNDS = ("low", "high")
+#: The metrics whose binned value on the data itself is reported (the binning's error).
+_BINNED = ("eer", "min_cllr", "min_dcf")
+
+
+def check_options(
+    ci: float | None, bootstrap: int | None, resample: Sequence[Any], compare: bool,
+    conditions: Sequence[Any],
+) -> tuple[float, int]:  # fmt: skip
+    """The interval level and resample count, or a one-line OptionError for a bad combination.
+
+    Examples
+    --------
+    >>> check_options(None, 100, ["model.spk"], False, ["t.tsv"])
+    (0.95, 100)
+    >>> check_options(0.9, None, [], False, [])
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.OptionError: --ci needs --bootstrap B (the number of resamples)
+    """
+    if not bootstrap:
+        what = "--ci" if ci is not None else "--resample" if resample else "--compare"
+        raise OptionError(f"{what} needs --bootstrap B (the number of resamples)")
+    bootstrap = config.check_int("--bootstrap", bootstrap, 2, 1 << 20)
+    level = 0.95 if ci is None else float(ci)
+    if not 0 < level < 1:
+        raise OptionError(f"--ci must be strictly between 0 and 1, got {ci!r}")
+    if not resample:
+        raise OptionError("--bootstrap needs --resample model.COL and/or --resample segment.COL")
+    if not conditions:
+        raise OptionError("--resample names columns of condition tables: give --conditions TABLE")
+    return level, bootstrap
+
+
+def _task_bytes(n_rows: int, nb: int, n_sys: int, split_every: int, groups: int) -> int:
+    result = n_sys * 2 * n_rows * (nb + LIMBS) * 8
+    return (split_every + 1) * result + n_rows * (4096 + groups) * 8 + BLOCK_BYTES
+
+
+def choose_bins(n_rows: int, n_sys: int, split_every: int, groups: int) -> int:
+    """The number of coarse bins: ``bosaris_dask.bootstrap-bins``, fewer when a task's memory
+    (:func:`_task_bytes`) would pass ``bosaris_dask.bootstrap-budget``; OptionError below 16."""
+    budget = config.get("bootstrap-budget")
+    nb = config.get("bootstrap-bins")
+    while nb > 16 and _task_bytes(n_rows, nb, n_sys, split_every, groups) > budget:
+        nb //= 2
+    need = _task_bytes(n_rows, nb, n_sys, split_every, groups)
+    if need > budget:
+        raise OptionError(
+            f"--bootstrap {n_rows - 1} with {groups:,} groups and {n_sys} systems needs "
+            f"{need / 2**20:,.0f} MB per task at {nb} bins, over bosaris_dask.bootstrap-budget "
+            f"= {budget / 2**20:,.0f} MB: fewer resamples, coarser groups or a larger budget"
+        )
+    return nb
+
+
+def evaluate_with_intervals(
+    scores: xr.Dataset | Sequence[xr.Dataset],
+    key: xr.Dataset,
+    *,
+    conditions: Sequence[Any] = (),
+    by: Sequence[Any] = (),
+    cprimary_priors: Sequence[float] = (),
+    equalize: bool = False,
+    ci: float | None = None,
+    bootstrap: int | None = None,
+    resample: Sequence[str] = (),
+    seed: int | None = None,
+    compare: bool = False,
+    split_every: int,
+    progress: bool | None = None,
+    **kwargs: Any,
+) -> xr.Dataset:
+    """:func:`~bosaris_dask.metrics.evaluate` with bootstrap intervals (its keywords).
+
+    Without ``by``, Cprimary or ``equalize``, the bins are chosen from the evaluation's own
+    summaries (their exact pass-1 counts): no pass of their own.
+    """
+    from bosaris_dask import metrics
+
+    check_options(ci, bootstrap, resample, compare, conditions)
+    systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
+    summaries = None
+    if by or len(cprimary_priors) or equalize:
+        ds = metrics.evaluate(
+            systems, key, conditions=conditions if by else (), by=by,
+            cprimary_priors=cprimary_priors, equalize=equalize, split_every=split_every,
+            progress=progress, **kwargs,
+        )  # fmt: skip
+    else:
+        ds, summaries = metrics.pooled_evaluation(
+            systems, key, split_every=split_every, progress=progress, **kwargs
+        )
+    return add_intervals(
+        ds, systems, key, conditions=conditions, resample=resample, bootstrap=int(bootstrap or 0),
+        ci=ci, seed=seed, compare=compare, split_every=split_every, progress=progress,
+        summaries=summaries, by=by,
+    )  # fmt: skip
+
+
+def _interval(values: np.ndarray, level: float) -> np.ndarray:
+    """Percentile interval along axis 0 (NaN rows left out): shape ``values.shape[1:] + (2,)``."""
+    with np.errstate(all="ignore"):
+        if np.all(np.isnan(values)):
+            return np.full(values.shape[1:] + (2,), np.nan)
+        q = np.nanquantile(values, [(1 - level) / 2, (1 + level) / 2], axis=0)
+    return np.moveaxis(q, 0, -1)
+
+
+def _tables(conditions: Sequence[ConditionTable | str]) -> list[ConditionTable]:
+    return [t if isinstance(t, ConditionTable) else read_condition_table(t) for t in conditions]
+
+
+def add_intervals(
+    ds: xr.Dataset,
+    systems: Sequence[xr.Dataset],
+    key: xr.Dataset,
+    *,
+    conditions: Sequence[ConditionTable | str],
+    resample: Sequence[str],
+    bootstrap: int,
+    ci: float | None = None,
+    seed: int | None = None,
+    compare: bool = False,
+    split_every: int,
+    progress: bool | None = None,
+    binnings: Sequence[Any] | None = None,
+    keep_replicates: bool = False,
+    summaries: Sequence[Any] | None = None,
+    by: Sequence[Any] = (),
+) -> xr.Dataset:
+    """``ds`` (an evaluation of ``systems`` against ``key``) with bootstrap intervals.
+
+    Parameters
+    ----------
+    conditions
+        Condition tables holding the ``resample`` columns.
+    resample
+        ``model.COL`` and/or ``segment.COL``: the groups resampled on each side.
+    bootstrap, ci, seed
+        Resamples, interval level (default 0.95), the seed of :func:`numpy.random.default_rng`
+        (``None``: a fresh one, recorded in ``attrs["bootstrap_seed"]``).
+    compare
+        Also compare every pair of systems (``compare_*`` variables along ``pair``).
+    binnings
+        Coarse bins per system (:class:`~bosaris_dask.bootstrap.bins.Binning`) instead of the
+        chosen ones (tests); the Bayes thresholds must be edges.
+    keep_replicates
+        Also keep every resample's metrics (``replicate_*``, along ``resample``; 0 = the data).
+    summaries
+        The evaluation's :class:`~bosaris_dask.engine.ScoreSummary` objects: the bins are then
+        chosen from their exact counts instead of a pass of their own.
+    by
+        The evaluation's ``--by`` specs: also intervals per condition (``condition_*_ci``),
+        from the same pass and the same resamples, on the system's bins.
+
+    Returns
+    -------
+    xarray.Dataset
+        With ``eer_ci``, ``cllr_ci``, ``min_cllr_ci`` (``system``, ``bound``) and ``act_dcf_ci``,
+        ``min_dcf_ci`` (``system``, ``plo``, ``bound``; NaN off the reported operating
+        points), ``*_binned``, and ``attrs`` ``bootstrap``, ``ci``, ``bootstrap_seed``,
+        ``resample``, ``bootstrap_bins``, ``bootstrap_groups``, ``bootstrap_degenerate``,
+        ``bootstrap_pair_factor`` (the group pairs of all chunks over ``G_model * G_segment``:
+        1 when no group's ids are split between chunks; the bootstrap pass's matrix products
+        grow with it); ``attrs["passes"]`` counts the bootstrap's passes (one, or two when the
+        bins need a pass of their own).
+    """
+    from bosaris_dask.engine import _inputs
+
+    level, bootstrap = check_options(ci, bootstrap, resample, compare, conditions)
+    if compare and len(systems) < 2:
+        raise OptionError("--compare needs at least two systems")
+    groups = resample_groups(key, _tables(conditions), resample)
+    if seed is None:
+        seed = int(np.random.SeedSequence().entropy % (1 << 63))
+    m, s = multiplicities(groups, bootstrap, seed)
+    names = [str(n) for n in ds.system.values]
+    is_op = ds.operating_point.values >= 0
+    plo = ds.plo.values[is_op]
+    inputs, dtype = _inputs(systems, key)
+    passes = 1
+    if binnings is None:
+        n_groups = groups.n_model + groups.n_segment
+        per = ds.sizes.get("condition", 1) if by else 1  # a histogram per condition with --by
+        nb = choose_bins(bootstrap + 1, len(systems) * per, split_every, n_groups)
+        if summaries is None:
+            hists = prefix_histograms(inputs, dtype, split_every=split_every, progress=progress)
+            passes += 1
+        else:
+            hists = [summary_prefix_counts(x, dtype) for x in summaries]
+        binnings = [choose_edges(t, n, dtype, nb, -plo) for t, n in hists]
+    inputs, pin = _merged_rows(inputs, groups)
+    cond = _condition_index(key, conditions, by, inputs) if by else None
+    results = resample_histograms(
+        inputs, m, s, groups.model_codes, groups.segment_codes, binnings, names,
+        split_every=split_every, progress=progress, pin_blas=pin,
+        conditions=None if cond is None else cond[0], n_conditions=0 if cond is None else cond[1],
+    )  # fmt: skip
+    reps = []
+    for k, (res, binning) in enumerate(zip(results, binnings, strict=True)):
+        if res.tar[0].sum() != int(ds.n_target[k]) or res.non[0].sum() != int(ds.n_nontarget[k]):
+            raise BosarisError(
+                f"{names[k]}: the bootstrap pass counted {res.tar[0].sum()} targets and "
+                f"{res.non[0].sum()} non-targets, the evaluation {int(ds.n_target[k])} and "
+                f"{int(ds.n_nontarget[k])}: the data changed between passes"
+            )
+        reps.append(replicate_metrics(res.tar, res.non, res.sp_tar, res.sp_non, plo,
+                                      binning.edge_index(-plo)))  # fmt: skip
+    out = _interval_variables(ds, reps, level, is_op)
+    if cond is not None:
+        out |= _condition_variables(ds, results, binnings, plo, level, is_op)
+    if compare:
+        out |= _compare_variables(ds, reps, level, is_op, names)
+    if keep_replicates:
+        for name in (*METRICS, *PER_POINT):
+            arr = np.stack([r[name] for r in reps])
+            dims = ("system", "resample") + (("operating_point_index",) if arr.ndim == 3 else ())
+            out["replicate_" + name] = (dims, arr)
+    ds = ds.assign(out).assign_coords(bound=list(BOUNDS))
+    if compare:
+        pairs = list(itertools.combinations(range(len(names)), 2))
+        ds = ds.assign_coords(pair=[f"{names[i]} - {names[j]}" for i, j in pairs],
+                              first=("pair", [names[i] for i, _ in pairs]),
+                              second=("pair", [names[j] for _, j in pairs]))  # fmt: skip
+    _describe(ds, level)
+    degenerate = int(max(np.isnan(r["eer"][1:]).sum() for r in reps))
+    spread = _pair_factor(groups, inputs[0].chunks)
+    ds.attrs.update(
+        bootstrap=bootstrap, ci=level, bootstrap_seed=seed,
+        resample=[str(x) for x in groups.specs], bootstrap_bins=[b.n_bins for b in binnings],
+        bootstrap_groups=[groups.n_model, groups.n_segment], bootstrap_degenerate=degenerate,
+        bootstrap_pair_factor=spread,
+        passes=int(ds.attrs.get("passes", 0)) + passes,
+    )  # fmt: skip
+    return ds
+
+
+def _condition_index(
+    key: xr.Dataset, conditions: Sequence[Any], by: Sequence[Any], inputs: list[Any]
+) -> tuple[Any, int]:
+    """Each cell's condition under ``by`` (lazy, in the inputs' chunks), and how many."""
+    from bosaris_dask.conditions.codes import condition_codes
+
+    cond = condition_codes(key, _tables(conditions), by)
+    return cond.group_index(inputs[0].chunks), cond.n_conditions
+
+
+def _condition_variables(ds, results, binnings, plo, level, is_op) -> dict[str, Any]:
+    """``condition_<metric>_ci`` (``system``, ``condition``[, ``plo``], ``bound``)."""
+    n_sys, n_cond = ds.sizes["system"], ds.sizes["condition"]
+    out = {name: np.full((n_sys, n_cond, 2), np.nan) for name in METRICS}
+    out |= {name: np.full((n_sys, n_cond, ds.sizes["plo"], 2), np.nan) for name in PER_POINT}
+    for k, pooled in enumerate(results):
+        for g, res in enumerate(pooled.conditions):
+            counted = (int(res.tar[0].sum()), int(res.non[0].sum()))
+            expected = (int(ds.condition_n_target[k, g]), int(ds.condition_n_nontarget[k, g]))
+            if counted != expected:
+                raise BosarisError(
+                    f"condition {g} of system {k + 1}: the bootstrap pass counted {counted[0]} "
+                    f"targets and {counted[1]} non-targets, the evaluation {expected[0]} and "
+                    f"{expected[1]}"
+                )
+            if not (counted[0] and counted[1]):
+                continue
+            rep = replicate_metrics(res.tar, res.non, res.sp_tar, res.sp_non, plo,
+                                    binnings[k].edge_index(-plo))  # fmt: skip
+            for name in METRICS:
+                out[name][k, g] = _interval(rep[name][1:, None], level)[0]
+            for name in PER_POINT:
+                out[name][k, g, is_op] = _interval(rep[name][1:], level)
+    return {
+        f"condition_{name}_ci": (("system", "condition")
+                                 + (("plo",) if name in PER_POINT else ()) + ("bound",), arr)
+        for name, arr in out.items()
+    }  # fmt: skip
+
+
+def _describe(ds: xr.Dataset, level: float) -> None:
+    """``units`` and ``long_name`` of the bootstrap's variables (as the evaluation's have)."""
+    from bosaris_dask.metrics import ATTRS
+
+    pct = f"{100 * level:g}%"
+    for name in (*METRICS, *PER_POINT):
+        units, long_name = ATTRS[name]
+        short = long_name.split(":")[0]
+        text = {
+            f"{name}_ci": f"{pct} two-way bootstrap percentile interval of {short}",
+            f"condition_{name}_ci": f"{pct} two-way bootstrap percentile interval of {short}, "
+            "per condition",
+            f"{name}_binned": f"{short} of the data from the bootstrap's coarse bins",
+            f"compare_{name}": f"{short} of the first system minus the second's (exact)",
+            f"compare_{name}_ci": f"{pct} paired bootstrap interval of compare_{name}",
+            f"compare_{name}_p_better": f"fraction of resamples where the first's {short} is lower",
+        }
+        for var, long in text.items():
+            if var in ds.variables:
+                ds[var].attrs.update(units="fraction" if var.endswith("_p_better") else units,
+                                     long_name=long)  # fmt: skip
+    ds["bound"].attrs.update(units="", long_name="low and high end of an interval")
+
+
+def _merged_rows(inputs: list[Any], groups: Any) -> tuple[list[Any], bool]:
+    """The inputs with their row chunks merged into fewer, even ones (at most
+    ``bosaris_dask.bootstrap-chunk`` bytes each) when that lowers :func:`_pair_factor` by a
+    fifth or more: a model group split between row chunks costs the pass's matrix products once
+    per chunk. Also whether the tasks pin the BLAS to one thread: yes when there are at least
+    as many chunks as cores (the tasks run in parallel), no for fewer (the BLAS does)."""
+    chunks = inputs[0].chunks
+    cores = os.cpu_count() or 1
+    n_rows = sum(chunks[0])
+    per_row = sum(a.dtype.itemsize for a in inputs) * max(chunks[1])
+    fewest = -(-n_rows * per_row // config.get("bootstrap-chunk"))
+    best, best_factor = chunks, _pair_factor(groups, chunks)
+    for n in sorted({min(cores, len(chunks[0])), 1}, reverse=True):
+        if n >= len(chunks[0]) or n < fewest:
+            continue
+        size = -(-n_rows // n)
+        rows = (size,) * (n_rows // size) + ((n_rows % size,) if n_rows % size else ())
+        factor = _pair_factor(groups, (rows, chunks[1]))
+        if factor <= 0.8 * best_factor:
+            best, best_factor = (rows, chunks[1]), factor
+    if best is not chunks:
+        inputs = [a.rechunk(best) for a in inputs]
+    return inputs, len(best[0]) * len(best[1]) >= cores
+
+
+def _pair_factor(groups: Any, chunks: tuple[tuple[int, ...], ...]) -> float:
+    """The group pairs the chunks hold, summed over chunks, over ``G_model * G_segment``: the
+    bootstrap pass's work relative to groups whose ids are never split between chunks."""
+    total = []
+    for codes, sizes in ((groups.model_codes, chunks[0]), (groups.segment_codes, chunks[1])):
+        edges = np.cumsum([0, *sizes])
+        total.append(sum(len(np.unique(codes[a:b])) for a, b in zip(edges[:-1], edges[1:],
+                                                                     strict=True)))  # fmt: skip
+    return float(total[0] * total[1] / (groups.n_model * groups.n_segment))
+
+
+def _per_plo(ds: xr.Dataset, values: np.ndarray, is_op: np.ndarray) -> np.ndarray:
+    """``(..., n_ops, *)`` values at the operating points into ``(..., n_plo, *)``, NaN off."""
+    shape = list(values.shape)
+    shape[1] = ds.sizes["plo"]
+    out = np.full(shape, np.nan)
+    out[:, is_op] = values
+    return out
+
+
+def _interval_variables(ds, reps, level, is_op) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in METRICS:
+        out[name + "_ci"] = (
+            ("system", "bound"),
+            np.stack([_interval(r[name][1:, None], level)[0] for r in reps]),
+        )
+    for name in PER_POINT:
+        ci = np.stack([_interval(r[name][1:], level) for r in reps])
+        out[name + "_ci"] = (("system", "plo", "bound"), _per_plo(ds, ci, is_op))
+    for name in _BINNED:
+        if name in PER_POINT:
+            vals = np.stack([r[name][0] for r in reps])
+            out[name + "_binned"] = (("system", "plo"), _per_plo(ds, vals, is_op))
+        else:
+            out[name + "_binned"] = ("system", np.array([r[name][0] for r in reps]))
+    return out
+
+
+def _compare_variables(ds, reps, level, is_op, names) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    pairs = list(itertools.combinations(range(len(names)), 2))
+    for name in (*METRICS, *PER_POINT):
+        per_point = name in PER_POINT
+        exact = ds[name].values[:, is_op] if per_point else ds[name].values
+        diff = np.stack([reps[i][name][1:] - reps[j][name][1:] for i, j in pairs])
+        with np.errstate(invalid="ignore"):
+            better = np.where(np.isnan(diff), np.nan, diff < 0)
+            p_better = np.nanmean(better, axis=1) if diff.size else diff
+        point = np.stack([exact[i] - exact[j] for i, j in pairs])
+        ci = np.stack([_interval(d, level) for d in diff])
+        dims: tuple[str, ...] = ("pair", "plo") if per_point else ("pair",)
+        if per_point:
+            point, p_better = _per_plo(ds, point, is_op), _per_plo(ds, p_better, is_op)
+            ci = _per_plo(ds, ci, is_op)
+        out[f"compare_{name}"] = (dims, point)
+        out[f"compare_{name}_ci"] = ((*dims, "bound"), ci)
+        out[f"compare_{name}_p_better"] = (dims, p_better)
+    return out

@@ -1,0 +1,322 @@
+"""The bootstrap pass: every resample's weighted coarse histogram and Cllr sums, in one pass.
+
+For a system with coarse bins (:mod:`~bosaris_dask.bootstrap.bins`), resample ``b`` needs, per
+class ``c`` (target, non-target) and bin ``k``, ``W_b[c, k] = sum over trials t of class c in
+bin k of m_b[gm(t)] * s_b[gs(t)]``, where ``m_b``/``s_b`` are the model-side and segment-side
+group multiplicities (:mod:`~bosaris_dask.bootstrap.resample`). With ``H[p, c, k]`` the exact
+count of trials of the group pair ``p = (gm, gs)``, that is ``W_b = sum_p w_b[p] H[p]`` with
+``w_b[p] = m_b[gm] s_b[gs]``: one matrix product ``w @ H`` for all resamples at once.
+
+Each chunk task does this for the group pairs it holds: it counts ``H`` for the pairs present
+(in blocks of whole groups whose pair histogram fits ``BLOCK_BYTES``), builds ``w`` for
+4096 pairs at a time and multiplies. All values are integers: the product runs in float32 where
+a bound on its sums (largest weight times largest column sum) is below ``2**24``, in float64
+otherwise, so it is exact in any order; the chunks' results merge by float64 sums of integers
+below ``2**53`` (the sum of the bounds is checked: :func:`check_exact`), exact in any merge
+tree, on any scheduler. The Cllr sums are made the same way: each trial's term
+``log(1 + exp(-s))`` (targets) or ``log(1 + exp(s))`` (non-targets) is rounded to a multiple of
+``2**-57`` as in :mod:`bosaris_dask.exact_sum`, summed exactly per pair as integers, split into
+4-bit limbs and multiplied by ``w`` with the counts: every resample's Cllr sums are exact sums
+of those rounded terms, whatever the chunking or the scheduler (a term of ``2**17`` or more,
+i.e. ``|score| >= 131072``, is refused with a one-line error).
+
+With conditions, the cells are (condition, group pair): each condition gets its own histograms
+from the same products (a pair's trials are split between its conditions), and the pooled ones
+are their sums.
+
+Cost: ``(1 + B) * P * (bins + ~22)`` multiply-adds for the ``P`` (group pair, class) cells with
+trials in a chunk, summed over chunks: ``P`` is at most ``G_model * G_segment * 2`` overall when
+the ids of a group are contiguous in the key, more when a group's ids are spread over many
+chunks.
+
+Examples
+--------
+>>> import numpy as np
+>>> from bosaris_dask.bootstrap.bins import Binning
+>>> binning = Binning.from_edges(np.array([0.0]), np.float64)
+>>> m, s = np.array([[1, 1], [2, 0]]), np.array([[1], [1]])
+>>> classes = np.array([[1, -1], [-1, 1]], dtype=np.int8)
+>>> scores = np.array([[1.0, -1.0], [0.5, 2.0]])
+>>> out = chunk_histograms(m, s, np.array([0, 1]), np.array([0, 0]), classes, scores,
+...                        np.ones((2, 2), bool), system=0, binning=binning)
+>>> cells = out[:-1].reshape(2, 2, -1)  # (non-target/target, data/resample 1, bins + limbs)
+>>> cells[0, :, :2].tolist(), cells[1, :, :2].tolist()
+([[1.0, 1.0], [2.0, 0.0]], [[0.0, 2.0], [0.0, 2.0]])
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from functools import partial
+
+import dask.array as da
+import numpy as np
+
+from bosaris_dask import memory
+from bosaris_dask.bootstrap.bins import Binning
+from bosaris_dask.embeddings.kernel import pinned_blas
+from bosaris_dask.errors import OptionError, ScoreError
+from bosaris_dask.keys import order_keys
+from bosaris_dask.runner import Aggregation, run_pass
+
+__all__ = ["chunk_histograms", "resample_histograms", "ResampleHistograms", "LIMBS",
+           "check_exact", "BLOCK_BYTES", "task_memory"]  # fmt: skip
+
+#: Cllr sums per (pair, class) travel as 4-bit limbs: 16 of the high part, 16 of the low part.
+LIMBS = 32
+_NIBBLES = LIMBS // 2
+#: The largest per-block pair histogram a task builds (bytes); blocks are split beyond.
+BLOCK_BYTES = 1 << 26
+_PAIRS = 4096  # pairs per matrix product
+_SUB = 1 << 16  # terms per float bincount: sums of < 2**37 integers stay exact
+_HI, _LO = 20, 37  # a term t < 2**17 is hi * 2**-20 + lo * 2**-57, hi and lo < 2**37
+_BIG = 2.0**17
+_F32 = 2.0**24  # float32 adds integers below this exactly
+
+
+def _terms(s: np.ndarray, tar: np.ndarray) -> np.ndarray:
+    z = np.where(tar, -s, s).astype(np.float64)
+    return np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z)))
+
+
+def _pair_sums(compact: np.ndarray, terms: np.ndarray, n_pairs: int) -> np.ndarray:
+    """``(2, n_pairs)`` int64: exact per-pair sums of the terms' high and low parts."""
+    if len(terms) and terms.max() >= _BIG:
+        raise ScoreError(
+            f"the bootstrap's exact Cllr sums need |score| < {_BIG:.0f}, found a score whose "
+            f"Cllr term is {terms.max():.6g}"
+        )
+    scaled = terms * 2.0**_HI
+    hi = np.floor(scaled)
+    lo = np.rint((scaled - hi) * 2.0**_LO)
+    sums = np.zeros((2, n_pairs), dtype=np.int64)
+    for a in range(0, len(terms), _SUB):
+        b = slice(a, a + _SUB)
+        sums[0] += np.bincount(compact[b], weights=hi[b], minlength=n_pairs).astype(np.int64)
+        sums[1] += np.bincount(compact[b], weights=lo[b], minlength=n_pairs).astype(np.int64)
+    return sums
+
+
+def _nibbles(values: np.ndarray) -> np.ndarray:
+    """``(n, k)`` 4-bit limbs (least first) of non-negative int64 ``values``, as few as needed."""
+    k = max(1, (int(values.max(initial=0)).bit_length() + 3) // 4)
+    return np.stack([(values >> (4 * j)) & 15 for j in range(k)], axis=1)
+
+
+def _block(m, s, mrow, scol, classes, score, mask, cond, binning, nb, out, guard) -> None:
+    """Add one block's weighted histograms to ``out`` (``(G, 2, 1 + B, nb + LIMBS)``, ``G``
+    conditions; ``cond``: each cell's condition, or ``None`` for one); ``m`` and ``s`` are
+    ``(groups, 1 + B)`` float32 multiplicities whose products are exact."""
+    valid = mask & (classes != 0)
+    if not valid.any():
+        return
+    gm_u, gm_l = np.unique(mrow, return_inverse=True)
+    gs_u, gs_l = np.unique(scol, return_inverse=True)
+    n_gs = len(gs_u)
+    n_cells = len(gm_u) * n_gs  # (group pair, condition): the condition most significant
+    pair = (gm_l.reshape(-1, 1).astype(np.int64) * n_gs + gs_l.reshape(1, -1))[valid]
+    if cond is not None:
+        pair += cond[valid].astype(np.int64) * n_cells
+    sc = score[valid]
+    tar = classes[valid] == 1
+    bins = binning.bins(order_keys(sc))
+    terms = _terms(sc, tar)
+    for c in (0, 1):
+        sel = tar if c else ~tar
+        if not sel.any():
+            continue
+        p = pair[sel]
+        occupied = np.flatnonzero(np.bincount(p, minlength=n_cells))
+        remap = np.zeros(max(n_cells, int(occupied[-1]) + 1), dtype=np.intp)
+        remap[occupied] = np.arange(len(occupied))
+        compact = remap[p]
+        n_pairs = len(occupied)
+        hist = np.bincount(compact * nb + bins[sel], minlength=n_pairs * nb).reshape(n_pairs, nb)
+        hi, lo = (_nibbles(v) for v in _pair_sums(compact, terms[sel], n_pairs))
+        x = np.concatenate([hist, hi, lo], axis=1)
+        cols = np.r_[0 : nb + hi.shape[1], nb + _NIBBLES : nb + _NIBBLES + lo.shape[1]]
+        x32 = x.astype(np.float32)
+        within = occupied % n_cells
+        mg, sg, gc = gm_u[within // n_gs], gs_u[within % n_gs], occupied // n_cells
+        starts = np.r_[np.flatnonzero(np.r_[True, gc[1:] != gc[:-1]]), n_pairs]
+        batches = [(a, min(a + _PAIRS, e)) for s0, e in zip(starts[:-1], starts[1:], strict=True)
+                   for a in range(s0, e, _PAIRS)]  # fmt: skip
+        for a, e in batches:
+            b = slice(a, e)
+            g = int(gc[a])
+            wt = s[sg[b]]  # (pairs, 1 + B): the resamples' pair weights, the pairs of one
+            runs = np.flatnonzero(np.diff(mg[b])) + 1  # model group in a row: one multiply
+            for lo, hi in zip(np.r_[0, runs], np.r_[runs, len(wt)], strict=True):
+                wt[lo:hi] *= m[mg[a + lo]]
+            bound = float(wt.max()) * float(x[b].sum(axis=0).max())
+            if bound < _F32:  # float32 is exact: every partial sum is an integer below 2**24
+                out[g, c][:, cols] += wt.T @ x32[b]
+            else:
+                out[g, c][:, cols] += wt.T.astype(np.float64) @ x[b].astype(np.float64)
+            guard[0] += bound
+
+
+_TRIALS = 1 << 22  # the most cells of one block (its per-trial temporaries)
+
+
+def _runs(codes: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """The ids ordered by group (``None``: already in order) and each group's run bounds."""
+    order = np.argsort(codes, kind="stable")
+    ordered = codes[order]
+    bounds = np.r_[np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]), len(codes)]
+    return (None if np.array_equal(order, np.arange(len(codes))) else order), bounds
+
+
+def _pick(order: np.ndarray | None, lo: int, hi: int) -> slice | np.ndarray:
+    return slice(lo, hi) if order is None else order[lo:hi]
+
+
+def _plan(bounds: np.ndarray, per_set: int, cells_per_id: int) -> list[tuple[int, int]]:
+    """Consecutive runs of groups, at most ``per_set`` groups and ~``_TRIALS`` cells each."""
+    out, lo = [], 0
+    for g in range(1, len(bounds)):
+        full = g - lo > per_set or (bounds[g] - bounds[lo]) * cells_per_id > _TRIALS
+        if full and g - 1 > lo:
+            out.append((int(bounds[lo]), int(bounds[g - 1])))
+            lo = g - 1
+    out.append((int(bounds[lo]), int(bounds[-1])))
+    return out
+
+
+def chunk_histograms(
+    m: np.ndarray, s: np.ndarray, mcode: np.ndarray, scode: np.ndarray, classes: np.ndarray,
+    *blocks: np.ndarray, system: int, binning: Binning, pin_blas: bool = True,
+    n_conditions: int = 0,
+) -> np.ndarray:  # fmt: skip
+    """One chunk's contribution: ``[non-target (1 + B, bins + LIMBS), target (...), bound]``
+    flattened, for system ``system`` of the ``blocks`` (scores, mask, scores, mask, ...); with
+    ``n_conditions``, the last block is each cell's condition and the histograms are per
+    condition (``G`` times the layout above, then the bound).
+
+    The chunk is cut into blocks of whole groups (its rows ordered by model group, its columns
+    by segment group), so each group pair of the chunk is in one block whatever the ids' order,
+    with at most ``BLOCK_BYTES`` of pair histogram and ``_TRIALS`` cells per block.
+    """
+    score, mask = blocks[2 * system], blocks[2 * system + 1]
+    cond = blocks[-1] if n_conditions else None
+    nb = binning.n_bins
+    if float(m.max()) * float(s.max()) >= _F32:
+        raise OptionError("bootstrap multiplicities too large for exact float32 products")
+    m, s = m.T.astype(np.float32), s.T.astype(np.float32)  # rows: groups
+    out = np.zeros((max(1, n_conditions), 2, m.shape[1], nb + LIMBS))
+    guard = np.zeros(1)
+    # many small products: one BLAS thread per task where the tasks run in parallel
+    with pinned_blas() if pin_blas else contextlib.nullcontext():
+        _chunk(m, s, mcode, scode, classes, score, mask, cond, binning, nb, out, guard)
+    return np.concatenate([out.reshape(-1), guard])
+
+
+def _chunk(m, s, mcode, scode, classes, score, mask, cond, binning, nb, out, guard) -> None:
+    max_pairs = max(1, BLOCK_BYTES // ((nb + LIMBS) * 8))
+    rows, rbounds = _runs(np.asarray(mcode))
+    cols, cbounds = _runs(np.asarray(scode))
+    n_gs = len(cbounds) - 1
+    col_sets = _plan(cbounds, max_pairs, 1)
+    per_row_set = max(1, max_pairs // max(1, min(n_gs, max_pairs)))
+    for c0, c1 in col_sets:
+        cj = _pick(cols, c0, c1)
+        for r0, r1 in _plan(rbounds, per_row_set, c1 - c0):
+            ri = _pick(rows, r0, r1)
+            index = (
+                (ri, cj)
+                if isinstance(ri, slice) and isinstance(cj, slice)
+                else np.ix_(np.arange(classes.shape[0])[ri], np.arange(classes.shape[1])[cj])
+            )
+            _block(m, s, mcode[ri], scode[cj], classes[index], score[index], mask[index],
+                   None if cond is None else cond[index], binning, nb, out, guard)  # fmt: skip
+
+
+class ResampleHistograms:
+    """One system's totals: ``tar``/``non`` ``(1 + B, bins)`` weighted counts (int64) and
+    ``sp_tar``/``sp_non`` ``(1 + B,)`` Cllr sums (natural log, exact sums of the rounded
+    terms). Row 0 is the data itself."""
+
+    def __init__(self, total: np.ndarray, n_rows: int, nb: int, name: str, n_conditions: int = 0):
+        check_exact(total[-1], name)
+        cells = total[:-1].reshape(max(1, n_conditions), 2, n_rows, nb + LIMBS)
+        #: per condition (``None`` without): the condition's own ResampleHistograms
+        self.conditions = None
+        if n_conditions:
+            self.conditions = [
+                ResampleHistograms(np.r_[cells[g].reshape(-1), total[-1]], n_rows, nb, name)
+                for g in range(n_conditions)
+            ]
+        pooled = cells.sum(axis=0)  # the conditions partition the trials: exact integer sums
+        self.non = pooled[0, :, :nb].astype(np.int64)
+        self.tar = pooled[1, :, :nb].astype(np.int64)
+        self.sp_non, self.sp_tar = (_limb_sums(pooled[c, :, nb:]) for c in (0, 1))
+
+
+def _limb_sums(limbs: np.ndarray) -> np.ndarray:
+    out = np.empty(len(limbs))
+    for b, row in enumerate(limbs.astype(np.int64).tolist()):
+        hi = sum(v << (4 * k) for k, v in enumerate(row[:_NIBBLES]))
+        lo = sum(v << (4 * k) for k, v in enumerate(row[_NIBBLES:]))
+        out[b] = ((hi << _LO) + lo) / (1 << (_HI + _LO))
+    return out
+
+
+def check_exact(bound: float, name: str) -> None:
+    """Raise OptionError if the weighted sums could have left float64's exact integers
+    (``bound`` is the chunks' sum of their bounds on any product's entries)."""
+    if bound >= 2.0**53:
+        raise OptionError(
+            f"{name}: the resamples' weighted sums could exceed 2**53 (float64's exact "
+            f"integers; bound {bound:.3g}): resample fewer or coarser groups"
+        )
+
+
+def resample_histograms(
+    inputs: Sequence[da.Array], m: np.ndarray, s: np.ndarray, model_codes: np.ndarray,
+    segment_codes: np.ndarray, binnings: Sequence[Binning], names: Sequence[str], *,
+    split_every: int, progress: bool | None, pin_blas: bool = True,
+    conditions: da.Array | None = None, n_conditions: int = 0,
+) -> list[ResampleHistograms]:  # fmt: skip
+    """The bootstrap pass over ``inputs`` (key classes, then scores and mask per system), per
+    condition too when given each cell's condition (``conditions``, ``n_conditions`` of them):
+    the pooled histograms are then the sums of the conditions' (they partition the trials)."""
+    if conditions is not None:
+        inputs = [*inputs, conditions.rechunk(inputs[0].chunks)]
+    n_cond = n_conditions if conditions is not None else 0
+    chunks = inputs[0].chunks
+    lead = [da.from_array(m, chunks=-1), "ab", da.from_array(s, chunks=-1), "cd",
+            da.from_array(model_codes, chunks=(chunks[0],)), "i",
+            da.from_array(segment_codes, chunks=(chunks[1],)), "j"]  # fmt: skip
+    n_rows = m.shape[0]
+    need = task_memory(inputs, n_rows, max(b.n_bins for b in binnings),
+                       len(binnings) * max(1, n_cond), split_every)  # fmt: skip
+    aggs = [
+        Aggregation(
+            f"bootstrap of {name}",
+            partial(
+                chunk_histograms, system=k, binning=binning, pin_blas=pin_blas, n_conditions=n_cond
+            ),
+            max(1, n_cond) * 2 * n_rows * (binning.n_bins + LIMBS) + 1,
+            finalize=partial(
+                ResampleHistograms, n_rows=n_rows, nb=binning.n_bins, name=name, n_conditions=n_cond
+            ),
+        )  # fmt: skip
+        for k, (binning, name) in enumerate(zip(binnings, names, strict=True))
+    ]
+    return run_pass("bootstrap pass", aggs, inputs, lead=lead, split_every=split_every,
+                    progress=progress, need=need)  # fmt: skip
+
+
+def task_memory(
+    inputs: Sequence[da.Array], n_rows: int, nb: int, n_systems: int, split_every: int
+) -> memory.TaskMemory:
+    """The peak memory of a bootstrap task, for the workers' memory check before the pass:
+    one chunk of the inputs, a block's per-trial temporaries (~64 bytes a cell), its pair
+    histograms (three copies) and weights, and the resamples' histograms of every system."""
+    cells = int(np.prod([max(c) for c in inputs[0].chunks]))
+    chunk = sum(cells * a.dtype.itemsize for a in inputs)
+    result = n_systems * 2 * n_rows * (nb + LIMBS) * 8
+    buffers = min(cells, _TRIALS) * 64 + 3 * BLOCK_BYTES + _PAIRS * n_rows * 4
+    return memory.TaskMemory(inputs=chunk, buffers=buffers, results=result,
+                             merge=(split_every + 1) * result, held=2 * result)  # fmt: skip

@@ -1,0 +1,142 @@
+"""The bootstrap's part of the JSON document and of the text table.
+
+JSON: each system gets ``"eer_ci"``, ``"cllr_ci"``, ``"min_cllr_ci"`` and each of its operating
+points ``"act_dcf_ci"``, ``"min_dcf_ci"`` (``[low, high]``), and so does each of its condition
+entries with ``--by``; the document gets ``"bootstrap":
+{"resamples", "ci", "seed", "resample", "bins", "groups", "degenerate", "method",
+"pair_factor"}`` and, with
+``compare``, ``"comparisons": [{"first", "second", "eer": {"diff", "diff_ci", "p_first_better"},
+"cllr": ..., "min_cllr": ..., "operating_points": [{"prior", "act_dcf": {...}, "min_dcf":
+{...}}]}]``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from bosaris_dask.bootstrap.replicates import METRICS, PER_POINT
+
+__all__ = ["add_json", "format_block"]
+
+_LABELS = {"eer": "EER (%)", "cllr": "Cllr", "min_cllr": "minCllr"}
+METHOD = ("two-way bootstrap (multinomial group multiplicities per side, a trial's the product); "
+          "percentile intervals")  # fmt: skip
+
+
+def _pair(values: Any) -> list[float | None]:
+    return [None if not math.isfinite(float(v)) else float(v) for v in np.asarray(values)]
+
+
+def _num(value: Any) -> float | None:
+    v = float(value)
+    return v if math.isfinite(v) else None
+
+
+def _ops(results: xr.Dataset) -> np.ndarray:
+    """Positions along ``plo`` of the reported operating points, in their stated order."""
+    order = results.operating_point.values
+    where = np.flatnonzero(order >= 0)
+    return where[np.argsort(order[where])]
+
+
+def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
+    """Add the intervals (and comparisons) of ``results`` to its JSON document ``doc``."""
+    ops = _ops(results)
+    for k, entry in enumerate(doc["systems"]):
+        for name in METRICS:
+            entry[name + "_ci"] = _pair(results[name + "_ci"].values[k])
+        for op, at in zip(entry["operating_points"], ops, strict=True):
+            for name in PER_POINT:
+                op[name + "_ci"] = _pair(results[name + "_ci"].values[k, at])
+    if "condition_eer_ci" in results:
+        for k, entry in enumerate(doc["systems"]):
+            for g, cond in enumerate(entry.get("conditions", [])):
+                for name in METRICS:
+                    cond[name + "_ci"] = _pair(results["condition_" + name + "_ci"].values[k, g])
+                for op, at in zip(cond["operating_points"], ops, strict=True):
+                    for name in PER_POINT:
+                        values = results["condition_" + name + "_ci"].values[k, g, at]
+                        op[name + "_ci"] = _pair(values)
+    a = results.attrs
+    doc["bootstrap"] = {
+        "resamples": int(a["bootstrap"]), "ci": float(a["ci"]), "seed": int(a["bootstrap_seed"]),
+        "resample": list(a["resample"]), "bins": [int(b) for b in a["bootstrap_bins"]],
+        "groups": [int(g) for g in a["bootstrap_groups"]],
+        "degenerate": int(a["bootstrap_degenerate"]), "method": METHOD,
+        "pair_factor": float(a["bootstrap_pair_factor"]),
+    }  # fmt: skip
+    if "pair" in results.dims:
+        doc["comparisons"] = []
+        for i, _ in enumerate(results.pair.values):
+            item: dict[str, Any] = {"first": str(results.first.values[i]),
+                                    "second": str(results.second.values[i])}  # fmt: skip
+            for name in METRICS:
+                item[name] = _compare(results, name, i)
+            item["operating_points"] = [
+                {"prior": float(results.prior.values[at]),
+                 **{name: _compare(results, name, i, at) for name in PER_POINT}}
+                for at in ops
+            ]  # fmt: skip
+            doc["comparisons"].append(item)
+    return doc
+
+
+def _compare(results: xr.Dataset, name: str, i: int, at: int | None = None) -> dict[str, Any]:
+    def pick(var: str) -> Any:
+        v = results[f"compare_{name}{var}"].values[i]
+        return v if at is None else v[at]
+
+    return {"diff": _num(pick("")), "diff_ci": _pair(pick("_ci")),
+            "p_first_better": _num(pick("_p_better"))}  # fmt: skip
+
+
+def format_block(results: xr.Dataset) -> list[str]:
+    """Text lines: each system's intervals, then each comparison."""
+    a = results.attrs
+    names = [str(n) for n in results.system.values]
+    width = max(6, *(len(n) for n in names))
+    ops = _ops(results)
+    level = f"{100 * float(a['ci']):g}%"
+    lines = ["", f"{level} bootstrap intervals ({a['bootstrap']} two-way resamples of "
+             f"{' x '.join(a['resample'])}, seed {a['bootstrap_seed']}; percentile)"]  # fmt: skip
+    cells = ["EER (%)", "Cllr", "minCllr"] + [
+        f"{n} P={float(results.prior.values[at]):g}" for at in ops for n in ("act", "min")
+    ]
+    col = 17
+    lines.append(f"{'system':<{width}}" + "".join(f"  {c:>{col}}" for c in cells))
+    for k, name in enumerate(names):
+        row = []
+        for metric in METRICS:
+            lo, hi = results[metric + "_ci"].values[k] * (100 if metric == "eer" else 1)
+            row.append(f"[{lo:.3f}, {hi:.3f}]")
+        for at in ops:
+            for metric in PER_POINT:
+                lo, hi = results[metric + "_ci"].values[k, at]
+                row.append(f"[{lo:.3f}, {hi:.3f}]")
+        lines.append(f"{name:<{width}}" + "".join(f"  {c:>{col}}" for c in row))
+    if "pair" in results.dims:
+        lines += ["", f"paired differences first - second: value [{level} interval] "
+                  "(fraction of resamples where the first is lower)"]  # fmt: skip
+        for i, label in enumerate(results.pair.values):
+            parts = []
+            for metric in METRICS:
+                scale = 100 if metric == "eer" else 1
+                d = float(results[f"compare_{metric}"].values[i]) * scale
+                lo, hi = results[f"compare_{metric}_ci"].values[i] * scale
+                p = float(results[f"compare_{metric}_p_better"].values[i])
+                parts.append(f"{_LABELS[metric]} {d:+.3f} [{lo:+.3f}, {hi:+.3f}] ({p:.2f})")
+            for at in ops:
+                prior = float(results.prior.values[at])
+                for metric in PER_POINT:
+                    d = float(results[f"compare_{metric}"].values[i, at])
+                    lo, hi = results[f"compare_{metric}_ci"].values[i, at]
+                    p = float(results[f"compare_{metric}_p_better"].values[i, at])
+                    short = "actDCF" if metric == "act_dcf" else "minDCF"
+                    parts.append(f"{short} P={prior:g} {d:+.3f} [{lo:+.3f}, {hi:+.3f}] ({p:.2f})")
+            lines.append(f"{label}:")
+            lines += [f"  {p}" for p in parts]
+    return lines

@@ -1,0 +1,182 @@
+"""What a two-way bootstrap resamples: ``--resample`` specs, side groups and their multiplicities.
+
+A spec is ``model.COL`` or ``segment.COL``: the groups of that side are the values of COL in the
+condition tables (e.g. enrolment speakers and test speakers). At most one spec per side; a side
+without one is not resampled (every multiplicity 1).
+
+Each resample draws, with replacement, as many groups of a side as that side has (multinomial
+multiplicities: group ``g``'s multiplicity is how often it was drawn), independently for the
+model side and the segment side; a trial's multiplicity is the product of its model's group's
+and its segment's group's multiplicities. Draws use :func:`numpy.random.default_rng` with the
+seed: for each resample in turn, ``rng.integers(0, G_model, G_model)`` and then
+``rng.integers(0, G_segment, G_segment)`` (a side that is not resampled draws nothing), groups
+numbered in the sorted order of their values.
+
+Examples
+--------
+>>> import numpy as np
+>>> from bosaris_dask.trials import make_key
+>>> from bosaris_dask.conditions import condition_table
+>>> key = make_key(["m1", "m2", "m3"], ["s1", "s2"], [[1, -1], [-1, 1], [-1, -1]])
+>>> spk = condition_table("model", ["m1", "m2", "m3"], {"spk": ["a", "b", "b"]})
+>>> groups = resample_groups(key, [spk], ["model.spk"])
+>>> groups.model_codes.tolist(), groups.n_model, groups.n_segment
+([0, 1, 1], 2, 1)
+>>> m, s = multiplicities(groups, 3, seed=0)
+>>> m.sum(axis=1).tolist(), s.tolist()
+([2, 2, 2, 2], [[1], [1], [1], [1]])
+>>> m[0].tolist()  # row 0 is the data itself
+[1, 1]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bosaris_dask.conditions.tables import SIDES, ConditionTable
+from bosaris_dask.errors import OptionError, TrialError
+
+__all__ = ["ResampleSpec", "parse_resample", "SideGroups", "resample_groups", "multiplicities"]
+
+
+@dataclass(frozen=True)
+class ResampleSpec:
+    """One ``--resample`` spec: ``side`` is ``"model"`` or ``"segment"``."""
+
+    side: str
+    column: str
+
+    def __str__(self) -> str:
+        return f"{self.side}.{self.column}"
+
+
+def parse_resample(spec: str | ResampleSpec) -> ResampleSpec:
+    """Parse ``model.COL`` or ``segment.COL``.
+
+    Examples
+    --------
+    >>> parse_resample("segment.speaker")
+    ResampleSpec(side='segment', column='speaker')
+    >>> parse_resample("same.language")
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.OptionError: --resample 'same.language': expected model.COL or segment.COL
+    """
+    if isinstance(spec, ResampleSpec):
+        return spec
+    side, dot, column = str(spec).partition(".")
+    if not dot or side not in SIDES or not column:
+        raise OptionError(f"--resample {spec!r}: expected model.COL or segment.COL")
+    return ResampleSpec(side, column)
+
+
+@dataclass(frozen=True)
+class SideGroups:
+    """The resampled groups of both sides of a key.
+
+    Attributes
+    ----------
+    specs
+        The specs (one or two).
+    model_codes, segment_codes
+        The group of every model and every segment, in the key's id order (all 0 on a side
+        that is not resampled).
+    n_model, n_segment
+        The number of groups of each side (1 on a side that is not resampled).
+    resampled
+        ``(model side resampled, segment side resampled)``.
+    """
+
+    specs: tuple[ResampleSpec, ...]
+    model_codes: np.ndarray
+    segment_codes: np.ndarray
+    n_model: int
+    n_segment: int
+    resampled: tuple[bool, bool]
+
+
+def _side_codes(
+    key: xr.Dataset, tables: Sequence[ConditionTable], spec: ResampleSpec
+) -> tuple[np.ndarray, int]:
+    have = {side: [(t, c) for t in tables if t.side == side for c in t.columns] for side in SIDES}
+    found = [t for t, c in have[spec.side] if c == spec.column]
+    if not found:
+        other = "segment" if spec.side == "model" else "model"
+        cols = ", ".join(sorted({c for _, c in have[spec.side]})) or "none"
+        hint = (f"; {spec.column!r} is a {other} column" if any(c == spec.column
+                for _, c in have[other]) else "")  # fmt: skip
+        raise OptionError(
+            f"--resample {spec}: no {spec.side} column {spec.column!r} in the condition tables "
+            f"({spec.side} columns: {cols}{hint})"
+        )
+    table = found[0]
+    ids = key[spec.side].values
+    where = pd.Index(table.ids).get_indexer(ids)
+    absent = np.flatnonzero(where < 0)
+    if len(absent):
+        raise TrialError(
+            f"{table.source}: {len(absent)} {spec.side} ids of the key are not in the table, "
+            f"e.g. {ids[absent[0]]!r}"
+        )
+    values = table.columns[spec.column][where].astype(str)
+    vocab, codes = np.unique(values, return_inverse=True)
+    return codes.astype(np.int64).reshape(-1), len(vocab)
+
+
+def resample_groups(
+    key: xr.Dataset, tables: Sequence[ConditionTable], specs: Sequence[str | ResampleSpec]
+) -> SideGroups:
+    """The groups the ``specs`` resample, from condition tables.
+
+    Raises
+    ------
+    OptionError
+        No spec, a malformed spec, two specs for one side, a column that no table of its side
+        has (saying when it is a column of the other side).
+    TrialError
+        A key id missing from the table that holds the column.
+    """
+    parsed = tuple(parse_resample(s) for s in specs)
+    if not parsed:
+        raise OptionError("--bootstrap needs --resample model.COL and/or --resample segment.COL")
+    sides = [s.side for s in parsed]
+    for side in SIDES:
+        if sides.count(side) > 1:
+            raise OptionError(f"--resample: one spec per side, got {sides.count(side)} {side} "
+                              "specs")  # fmt: skip
+    out: dict[str, tuple[np.ndarray, int]] = {}
+    for spec in parsed:
+        out[spec.side] = _side_codes(key, tables, spec)
+    n_m, n_s = key.sizes["model"], key.sizes["segment"]
+    mcodes, gm = out.get("model", (np.zeros(n_m, dtype=np.int64), 1))
+    scodes, gs = out.get("segment", (np.zeros(n_s, dtype=np.int64), 1))
+    return SideGroups(parsed, mcodes, scodes, gm, gs, ("model" in out, "segment" in out))
+
+
+def _dtype(n: int) -> np.dtype:
+    return np.dtype(np.uint16 if n < (1 << 16) else np.uint32)
+
+
+def multiplicities(
+    groups: SideGroups, resamples: int, seed: int | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Group multiplicities of every resample: ``(1 + B, G_model)`` and ``(1 + B, G_segment)``.
+
+    Row 0 is the data itself (all ones); rows ``1..B`` are the resamples, drawn as the module
+    docstring says (the same seed gives the same draws on any machine and scheduler).
+    """
+    rng = np.random.default_rng(seed)
+    gm, gs = groups.n_model, groups.n_segment
+    m = np.ones((resamples + 1, gm), dtype=_dtype(gm))
+    s = np.ones((resamples + 1, gs), dtype=_dtype(gs))
+    for b in range(1, resamples + 1):
+        if groups.resampled[0]:
+            m[b] = np.bincount(rng.integers(0, gm, gm), minlength=gm)
+        if groups.resampled[1]:
+            s[b] = np.bincount(rng.integers(0, gs, gs), minlength=gs)
+    return m, s

@@ -1,0 +1,219 @@
+"""The public surface (issue 15): the top level is what README documents, ``help(bd)`` lists
+exactly it, a name means one thing in every module, and renamed names warn for one release."""
+
+import importlib
+import inspect
+import pkgutil
+import pydoc
+import re
+import warnings
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bosaris_dask as bd
+from bosaris_dask import conditions, metrics, roc, trials
+from bosaris_dask.conditions import evaluation
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _readme_api() -> set[str]:
+    text = README.read_text(encoding="utf-8")
+    block = re.search(r"<!-- api:.*?-->(.*?)<!-- /api -->", text, re.S)
+    assert block, "README.md has no <!-- api --> block"
+    return set(re.findall(r"`bd\.(\w+)`", block.group(1)))
+
+
+def test_top_level_all_is_what_readme_documents():
+    assert set(bd.__all__) == _readme_api()
+    assert len(bd.__all__) == len(set(bd.__all__))
+
+
+def test_every_top_level_name_exists_and_is_documented():
+    for name in bd.__all__:
+        obj = getattr(bd, name)
+        assert inspect.getdoc(obj), name
+
+
+def test_help_lists_exactly_the_top_level_api():
+    text = pydoc.render_doc(bd, renderer=pydoc.plaintext)
+    functions = text.split("\nFUNCTIONS\n")[1].split("\nDATA\n")[0]
+    listed = set(re.findall(r"^    (\w+)\(", functions, re.M))
+    classes = text.split("\nCLASSES\n")[1].split("\nFUNCTIONS\n")[0]
+    listed |= set(re.findall(r"^    class (\w+)\(", classes, re.M))
+    assert listed == set(bd.__all__)
+    assert "deprecated_args" not in functions  # align's signature as users should call it
+    assert "SUBMODULES" not in text  # no private module bound at the top level
+
+
+def _public_functions() -> dict[str, list[tuple[str, tuple[str, ...]]]]:
+    """name -> [(module, annotations of its required positional parameters)] over every public
+    module of the package, for functions defined there."""
+    found: dict[str, list[tuple[str, tuple[str, ...]]]] = defaultdict(list)
+    for info in pkgutil.walk_packages(bd.__path__, "bosaris_dask."):
+        if any(part.startswith("_") for part in info.name.split(".")):
+            continue
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            if name.startswith("_") or not inspect.isfunction(obj):
+                continue
+            if obj.__module__ != module.__name__:
+                continue
+            params = inspect.signature(obj).parameters.values()
+            required = tuple(
+                str(p.annotation) for p in params
+                if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            )  # fmt: skip
+            found[name].append((module.__name__, required))
+    return found
+
+
+def test_same_name_same_contract_across_modules():
+    """Functions of the same name in two public modules take the same kinds of argument
+    (``io.read``/``embeddings.read`` both take a path; ``metrics.prbep`` takes scores where
+    ``roc.hull_prbep`` takes a hull)."""
+    clashes = {
+        name: defs for name, defs in _public_functions().items()
+        if len({required for _, required in defs}) > 1
+    }  # fmt: skip
+    assert not clashes
+
+
+def test_no_module_shares_its_name_with_a_function_of_its_package():
+    """A submodule named like a function of its package hides the function once imported
+    (``bosaris_dask.operating_points``, ``calibration.pav_map``, ``embeddings.write`` were)."""
+    import types
+
+    packages = [bd] + [
+        importlib.import_module(i.name)
+        for i in pkgutil.walk_packages(bd.__path__, "bosaris_dask.") if i.ispkg
+    ]  # fmt: skip
+    clashes = []
+    for package in packages:
+        for sub in pkgutil.iter_modules(package.__path__):
+            if sub.name == "__main__":
+                continue
+            importlib.import_module(f"{package.__name__}.{sub.name}")
+            value = getattr(package, sub.name, None)
+            if value is not None and not isinstance(value, types.ModuleType):
+                clashes.append(f"{package.__name__}.{sub.name}")
+    assert not clashes
+
+
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [("bosaris_dask.calibration.pav_map", "pav_map"), ("bosaris_dask.embeddings.write", "write")],
+)
+def test_renamed_modules_serve_from_imports_with_a_warning(module, name):
+    with pytest.warns(FutureWarning, match=f"the module {module} is deprecated"):
+        old = getattr(importlib.import_module(module), name)
+    package = importlib.import_module(module.rsplit(".", 1)[0])
+    assert old is getattr(package, name) and callable(getattr(package, name))
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("rocch", "hull_from_counts"), ("rocch_eer", "hull_eer"), ("prbep", "hull_prbep"),
+     ("uer", "hull_uer"), ("min_cllr", "hull_min_cllr")],
+)  # fmt: skip
+def test_renamed_roc_functions_warn_and_still_work(old, new):
+    with pytest.warns(FutureWarning, match=rf"bosaris_dask\.roc\.{old} is deprecated.*{new}"):
+        func = getattr(roc, old)
+    assert func is getattr(roc, new)
+    assert old not in roc.__all__
+
+
+def test_old_roc_names_give_the_values_of_the_new_ones():
+    n_tar, n_non = np.array([1, 0, 1, 2]), np.array([2, 1, 1, 0])
+    hull = roc.hull_from_counts(n_tar, n_non)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        from bosaris_dask.roc import min_cllr, prbep  # the from-import warns too
+
+        assert prbep(hull) == roc.hull_prbep(hull) and min_cllr(hull) == roc.hull_min_cllr(hull)
+    # metrics' short names take scores: the same PRBEP through the hull of the same trials
+    tar, non = [0.0, 2.0, 3.0, 3.0], [0.0, 0.0, 1.0, 2.0]  # the bins above, one per value
+    assert metrics.prbep(tar, non) == roc.hull_prbep(roc.hull_from_counts(n_tar, n_non))
+
+
+def test_unknown_roc_name_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
+        roc.nothing  # noqa: B018
+
+
+def test_the_old_module_of_operating_point_warns_and_no_longer_hides_the_function():
+    assert callable(bd.operating_points)  # not a module
+    with pytest.warns(FutureWarning, match=r"module bosaris_dask.operating_points .*costs"):
+        from bosaris_dask.operating_points import OperatingPoint
+    from bosaris_dask.costs import OperatingPoint as new
+
+    assert OperatingPoint is new and callable(bd.operating_points)
+    assert "operating_points" not in {m.name for m in pkgutil.iter_modules(bd.__path__)}
+
+
+def test_renamed_cprimary_warns():
+    with pytest.warns(FutureWarning, match="summary_cprimary"):
+        assert conditions.cprimary is evaluation.summary_cprimary
+    with pytest.warns(FutureWarning, match="summary_cprimary"):
+        assert evaluation.cprimary is evaluation.summary_cprimary
+
+
+def test_align_with_ids_and_align_with_warn_and_give_the_new_results():
+    ndx = bd.make_ndx(["m1", "m2"], ["s1", "s2"], [[True, False], [False, True]])
+    scores = bd.make_scores(["m2", "m1"], ["s2", "s1"], [[1.0, 2.0], [3.0, 4.0]])
+    with pytest.warns(FutureWarning, match=r"align\(obj, models, segments\).*reindex_ids"):
+        old = bd.align(scores, ["m1", "m2"], ["s1", "s2"])
+    assert old.identical(trials.reindex_ids(scores, ["m1", "m2"], ["s1", "s2"]))
+    assert old.score.values.tolist() == [[4.0, 3.0], [2.0, 1.0]]
+    with pytest.warns(FutureWarning, match=r"align_with\(obj, like\).*align\(obj, like\)"):
+        older = bd.align_with(scores, ndx)
+    assert older.identical(bd.align(scores, ndx))
+    assert bd.align(scores, ndx).score_mask.values.tolist() == [[True, False], [False, True]]
+    with pytest.raises(TypeError, match="align\\(obj, like\\) takes no other"):
+        bd.align(scores, ndx, ["x"])
+
+
+#: Calls of dask's own compute/persist left on purpose: (module, function) -> why.
+_TINY_COMPUTES = {
+    ("bosaris_dask/engine.py", "_raise_bad_codes"): "one key element for an error message",
+    ("bosaris_dask/objectives/data.py", "fusion_data"): "FusionData.persist: progress.persist",
+}
+
+
+def _compute_calls() -> list[tuple[str, str, int]]:
+    """Every ``x.compute(...)``, ``x.persist(...)``, ``dask.compute(...)``... in the package,
+    outside :mod:`bosaris_dask.progress` (docstrings are not code, so not counted)."""
+    import ast
+
+    root = Path(bd.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root.parent).as_posix()
+        if rel == "bosaris_dask/progress.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        owner: dict[ast.AST, str] = {}
+        for func in ast.walk(tree):  # outer functions first: inner ones overwrite
+            if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(func):
+                    owner[node] = func.name
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("compute", "persist")
+                and not (isinstance(node.func.value, ast.Name) and node.func.value.id == "client")
+            ):
+                found.append((rel, owner.get(node, "<module>"), node.lineno))
+    return sorted(set(found))
+
+
+def test_the_package_computes_through_progress_compute():
+    """Issue 15: one compute wrapper, so client, progress and error handling are the same
+    everywhere; the few tiny computes left are listed with their reason."""
+    calls = _compute_calls()
+    unexplained = [c for c in calls if (c[0], c[1]) not in _TINY_COMPUTES]
+    assert not unexplained

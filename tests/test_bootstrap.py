@@ -1,0 +1,424 @@
+"""The two-way bootstrap: resamples against a direct numpy resampling of the trials, intervals
+independent of chunking and scheduler, and one-line errors for bad options.
+
+The references (:mod:`tests.reference`, :mod:`tests.reference_conditions`) share no code with the
+package: each resample's trial list is built by repeating trials (``np.repeat``) and evaluated
+by brute force.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bosaris_dask import metrics
+from bosaris_dask.bootstrap import Binning
+from bosaris_dask.bootstrap.evaluation import add_intervals
+from bosaris_dask.conditions import condition_table
+from bosaris_dask.errors import OptionError, TrialError
+from bosaris_dask.trials import make_key, make_scores
+from tests import reference as ref
+from tests import reference_conditions as refc
+
+PRIORS = [0.5, 0.2]
+
+
+def _data(seed=0, n_m=9, n_s=11, g_m=4, g_s=5, chunks=(4, 5), dtype=np.float64, shuffle=False):
+    """Random key and two systems with tied scores; speaker groups in first-appearance order
+    (or, with ``shuffle``, ids of a group spread out)."""
+    rng = np.random.default_rng(seed)
+    mids, sids = [f"m{i:02d}" for i in range(n_m)], [f"s{j:02d}" for j in range(n_s)]
+    mg = np.sort(rng.integers(0, g_m, n_m))
+    sg = np.sort(rng.integers(0, g_s, n_s))
+    mg[:g_m], sg[:g_s] = np.arange(g_m), np.arange(g_s)
+    mg, sg = np.sort(mg), np.sort(sg)
+    if shuffle:
+        mg, sg = rng.permutation(mg), rng.permutation(sg)
+    mask = np.where(rng.random((n_m, n_s)) < 0.35, 1, -1)
+    mask[rng.random((n_m, n_s)) < 0.15] = 0
+    mask[0, 0], mask[0, 1] = 1, -1
+    raw = [np.round(rng.normal(size=mask.shape) * 1.5 + 2.0 * (mask == 1), 0) / 2 for _ in (0, 1)]
+    raw[1] = raw[1] * 0.8 - 0.25
+    key = make_key(mids, sids, mask, chunks=chunks)
+    systems = [make_scores(mids, sids, r.astype(dtype), chunks=chunks) for r in raw]
+    tables = [
+        condition_table(
+            "model", mids, {"spk": [f"a{g}" for g in mg], "gender": rng.choice(["f", "m"], n_m)}
+        ),  # fmt: skip
+        condition_table("segment", sids, {"spk": [f"b{g}" for g in sg]}),
+    ]
+    return key, systems, tables, raw, mask, mg, sg
+
+
+def _exact_binnings(raw, dtype=np.float64):
+    """Bins fine enough that every distinct score has its own, plus the Bayes thresholds."""
+    thresholds = -np.log(np.array(PRIORS) / (1 - np.array(PRIORS)))
+    return [Binning.from_edges(np.concatenate([np.unique(r), thresholds]), dtype) for r in raw]
+
+
+def _evaluate(key, systems, **kw):
+    return metrics.evaluate(systems, key, priors=PRIORS, names=["a", "b"], split_every=2, **kw)
+
+
+def test_every_resample_equals_brute_force_on_the_repeated_trials():
+    key, systems, tables, raw, mask, mg, sg = _data()
+    ds = _evaluate(key, systems)
+    out = add_intervals(
+        ds, systems, key, conditions=tables, resample=["model.spk", "segment.spk"],
+        bootstrap=12, seed=5, split_every=2, binnings=_exact_binnings(raw), keep_replicates=True,
+    )  # fmt: skip
+    rng = np.random.default_rng(5)
+    plo = out.plo.values[out.operating_point.values >= 0]  # the operating points, sorted
+    prior = 1 / (1 + np.exp(-plo))
+    norm = np.minimum(prior, 1 - prior)
+    for b in range(13):
+        if b == 0:
+            mult = np.ones(mask.shape, dtype=np.int64)
+        else:  # the reference draws model groups, then segment groups, per resample
+            mult = refc.two_way_multiplicity(
+                list(mg), list(sg), refc.draw_groups(list(mg), rng), refc.draw_groups(list(sg), rng)
+            )
+        for k, scores in enumerate(raw):
+            tar, non = refc.resample(scores, mask, mult)
+            if not len(tar) or not len(non):
+                assert np.isnan(out.replicate_eer.values[k, b])
+                continue
+            got = {n: out["replicate_" + n].values[k, b] for n in
+                   ("eer", "cllr", "min_cllr", "act_dcf", "min_dcf")}  # fmt: skip
+            assert got["eer"] == pytest.approx(ref.eer(tar, non), abs=1e-12)
+            assert got["cllr"] == pytest.approx(ref.cllr(tar, non), rel=1e-12)
+            assert got["min_cllr"] == pytest.approx(ref.min_cllr(tar, non), rel=1e-9, abs=1e-12)
+            act = np.array([ref.dcf_at(tar, non, p)[0] for p in plo]) / norm
+            np.testing.assert_allclose(got["act_dcf"], act, rtol=1e-12, atol=1e-14)
+            mn = ref.min_dcf(tar, non, plo) / norm
+            np.testing.assert_allclose(got["min_dcf"], mn, rtol=1e-12, atol=1e-14)
+    # the intervals are the reference's percentile intervals of those resamples
+    eer = refc.bootstrap(ref.eer, raw[0], mask, list(mg), list(sg), resamples=12, seed=5)
+    np.testing.assert_allclose(out.eer_ci.values[0], refc.percentile_interval(eer, 0.95))
+
+
+def test_per_condition_intervals_equal_brute_force_on_the_conditions_trials():
+    key, systems, tables, raw, mask, mg, sg = _data(seed=21, n_m=16, n_s=18)
+    gender = tables[0].columns["gender"]
+    ds = _evaluate(key, systems, conditions=tables, by=["model.gender"])
+    out = add_intervals(
+        ds, systems, key, conditions=tables, resample=["model.spk", "segment.spk"],
+        bootstrap=30, seed=7, split_every=2, binnings=_exact_binnings(raw), by=["model.gender"],
+    )  # fmt: skip
+    plo = out.plo.values[out.operating_point.values >= 0]
+    prior = 1 / (1 + np.exp(-plo))
+    for g, value in enumerate(ds["model.gender"].values):
+        inside = np.where((gender == value)[:, None], mask, 0)
+        for k, scores in enumerate(raw):
+            metric = {
+                "eer": ref.eer, "cllr": ref.cllr, "min_cllr": ref.min_cllr,
+                "min_dcf": lambda t, n: ref.min_dcf(t, n, plo[0]) / min(prior[0], 1 - prior[0]),
+            }  # fmt: skip
+            for name, f in metric.items():
+                values = refc.bootstrap(f, scores, inside, list(mg), list(sg), resamples=30, seed=7)
+                got = out[f"condition_{name}_ci"].values[k, g]
+                if name == "min_dcf":
+                    got = got[out.operating_point.values >= 0][0]
+                np.testing.assert_allclose(got, refc.percentile_interval(values, 0.95),
+                                           rtol=1e-9, atol=1e-12)  # fmt: skip
+
+
+def test_multiplicities_are_the_references_draws():
+    from bosaris_dask.bootstrap import multiplicities, resample_groups
+
+    key, systems, tables, raw, mask, mg, sg = _data(seed=3)
+    groups = resample_groups(key, tables, ["segment.spk", "model.spk"])
+    m, s = multiplicities(groups, 20, seed=11)
+    rng = np.random.default_rng(11)
+    for b in range(1, 21):
+        cm = refc.group_multiplicities(list(mg), refc.draw_groups(list(mg), rng))
+        cs = refc.group_multiplicities(list(sg), refc.draw_groups(list(sg), rng))
+        assert m[b].tolist() == list(cm.values()) and s[b].tolist() == list(cs.values())
+    assert (m.sum(axis=1) == groups.n_model).all() and (m[0] == 1).all()
+
+
+def test_one_side_only_and_point_estimates_unchanged():
+    key, systems, tables, raw, mask, mg, sg = _data(seed=4)
+    plain = _evaluate(key, systems)
+    ds = _evaluate(key, systems, conditions=tables, bootstrap=30, resample=["model.spk"], seed=2)
+    for name in plain.data_vars:
+        xr.testing.assert_identical(ds[name], plain[name])
+    low, high = ds.eer_ci.values.T
+    assert (low <= high).all() and ds.attrs["resample"] == ["model.spk"]
+    # the bins come from the evaluation's own summaries: one bootstrap pass
+    assert ds.attrs["passes"] == plain.attrs["passes"] + 1
+    assert ds.attrs["bootstrap_pair_factor"] >= 1
+    # with conditions, the bins take a pass of their own; the intervals are the same
+    by = _evaluate(key, systems, conditions=tables, by=["model.gender"], bootstrap=30,
+                   resample=["model.spk"], seed=2)  # fmt: skip
+    assert by.attrs["passes"] == plain.attrs["passes"] + 1 + 2  # + condition counts
+    for name in ("eer_ci", "cllr_ci", "min_cllr_ci", "act_dcf_ci", "min_dcf_ci"):
+        xr.testing.assert_identical(by[name], ds[name])
+
+
+@pytest.mark.parametrize("chunks", [(2, 3), (9, 11), (5, 4)])
+def test_intervals_do_not_depend_on_chunking(chunks):
+    key, systems, tables, *_ = _data(seed=6, chunks=(4, 5))
+    kw = {"conditions": tables, "bootstrap": 40, "resample": ["model.spk", "segment.spk"],
+          "seed": 9, "compare": True}  # fmt: skip
+    expected = _evaluate(key, systems, **kw)
+    key2, systems2, *_ = _data(seed=6, chunks=chunks)
+    got = _evaluate(key2, systems2, **kw)
+    for name in expected.data_vars:
+        if name.endswith(("_ci", "_binned", "_p_better")):
+            xr.testing.assert_identical(got[name], expected[name])
+
+
+def test_blocks_of_whole_groups_in_any_id_order(monkeypatch):
+    from bosaris_dask.bootstrap import histograms
+
+    key, systems, tables, *_ = _data(seed=12, n_m=30, n_s=26, g_m=7, g_s=6, chunks=(11, 13),
+                                     shuffle=True)  # fmt: skip
+    kw = {"conditions": tables, "bootstrap": 25, "resample": ["model.spk", "segment.spk"],
+          "seed": 3}  # fmt: skip
+    expected = _evaluate(key, systems, **kw)
+    # pair histograms of ~3 pairs and blocks of ~40 cells: many blocks per chunk
+    monkeypatch.setattr(histograms, "BLOCK_BYTES", 3 * (expected.attrs["bootstrap_bins"][0] +
+                                                        histograms.LIMBS) * 8)  # fmt: skip
+    monkeypatch.setattr(histograms, "_TRIALS", 40)
+    got = _evaluate(key, systems, **kw)
+    for name in ("eer_ci", "cllr_ci", "min_cllr_ci", "act_dcf_ci", "min_dcf_ci", "eer_binned"):
+        xr.testing.assert_identical(got[name], expected[name])
+
+
+def test_row_chunks_merged_when_groups_are_split():
+    import dask
+
+    key, systems, tables, *_ = _data(seed=13, n_m=30, n_s=26, g_m=7, g_s=6, chunks=(5, 26),
+                                     shuffle=True)  # fmt: skip
+    kw = {"conditions": tables, "bootstrap": 20, "resample": ["model.spk", "segment.spk"],
+          "seed": 4}  # fmt: skip
+    merged = _evaluate(key, systems, **kw)  # six row chunks of a few hundred bytes: fewer
+    with dask.config.set({"bosaris_dask.bootstrap-chunk": 1 << 10}):
+        kept = _evaluate(key, systems, **kw)
+    assert merged.attrs["bootstrap_pair_factor"] < 0.8 * kept.attrs["bootstrap_pair_factor"]
+    for name in ("eer_ci", "cllr_ci", "min_cllr_ci", "act_dcf_ci", "min_dcf_ci"):
+        xr.testing.assert_identical(merged[name], kept[name])
+
+
+def test_compare_is_paired_and_consistent():
+    key, systems, tables, *_ = _data(seed=8, n_m=14, n_s=16)
+    ds = _evaluate(key, systems, conditions=tables, bootstrap=60, compare=True, seed=1,
+                   resample=["model.spk", "segment.spk"])  # fmt: skip
+    assert ds.pair.values.tolist() == ["a - b"]
+    for name in ds.data_vars:  # described like every variable of an evaluation
+        assert {"units", "long_name"} <= set(ds[name].attrs), name
+    assert ds.first.values.tolist() == ["a"] and ds.second.values.tolist() == ["b"]
+    assert float(ds.compare_eer[0]) == float(ds.eer[0] - ds.eer[1])
+    assert 0 <= float(ds.compare_eer_p_better[0]) <= 1
+    ops = ds.operating_point.values >= 0
+    assert np.isfinite(ds.compare_act_dcf_ci.values[0][ops]).all()
+    assert np.isnan(ds.compare_act_dcf_ci.values[0][~ops]).all()
+    # a system compared with itself: the difference is 0 in every resample
+    same = _evaluate(key, [systems[0], systems[0]], conditions=tables, bootstrap=20,
+                     compare=True, seed=1, resample=["model.spk"])  # fmt: skip
+    assert (same.compare_eer_ci.values == 0).all() and (same.compare_cllr_p_better == 0).all()
+
+
+@pytest.mark.slow
+def test_local_cluster_gives_identical_intervals():
+    from bosaris_dask.cluster import connect
+
+    key, systems, tables, *_ = _data(seed=10, n_m=20, n_s=24, chunks=(7, 9))
+    kw = {"conditions": tables, "bootstrap": 50, "resample": ["model.spk", "segment.spk"],
+          "seed": 4, "compare": True}  # fmt: skip
+    expected = _evaluate(key, systems, **kw)
+    with connect(cluster="local", workers=2, threads_per_worker=1, dashboard=False,
+                 announce=None) as client:  # fmt: skip
+        assert len(client.scheduler_info()["workers"]) == 2
+        got = _evaluate(key, systems, **kw)
+    xr.testing.assert_identical(got, expected)
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"ci": 0.9}, "--ci needs --bootstrap B"),
+        ({"bootstrap": 10}, "--bootstrap needs --resample"),
+        ({"bootstrap": 10, "resample": ["same.spk"]}, "expected model.COL or segment.COL"),
+        (
+            {"bootstrap": 10, "resample": ["segment.gender"]},
+            "no segment column 'gender' in the condition tables (segment columns: spk; 'gender' is "
+            "a model column)",
+        ),
+        ({"bootstrap": 10, "resample": ["model.nope"]}, "no model column 'nope'"),
+        ({"bootstrap": 10, "resample": ["model.spk", "model.gender"]}, "one spec per side"),
+        ({"bootstrap": 10, "resample": ["model.spk"], "ci": 1.5}, "strictly between 0 and 1"),
+        ({"bootstrap": 1, "resample": ["model.spk"]}, "--bootstrap must be an integer from 2"),
+    ],
+)
+def test_bad_options_are_one_line_errors(kw, message):
+    key, systems, tables, *_ = _data()
+    with pytest.raises(OptionError) as err:
+        _evaluate(key, systems, conditions=tables, **kw)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_bad_options_without_tables_or_with_one_system():
+    key, systems, tables, *_ = _data()
+    with pytest.raises(OptionError, match="give --conditions TABLE"):
+        _evaluate(key, systems, bootstrap=5, resample=["model.spk"])
+    with pytest.raises(OptionError, match="--compare needs at least two systems"):
+        metrics.evaluate(systems[0], key, conditions=tables, bootstrap=5, compare=True,
+                         resample=["model.spk"])  # fmt: skip
+    short = condition_table("model", ["m00"], {"spk": ["x"]})
+    with pytest.raises(TrialError, match="ids of the key are not in the table"):
+        _evaluate(key, systems, conditions=[short], bootstrap=5, resample=["model.spk"])
+
+
+def test_budget_error_names_the_limit():
+    import dask
+
+    key, systems, tables, *_ = _data()
+    with dask.config.set({"bosaris_dask.bootstrap-budget": 1 << 20}), \
+            pytest.raises(OptionError, match="bosaris_dask.bootstrap-budget"):  # fmt: skip
+        _evaluate(key, systems, conditions=tables, bootstrap=2000, resample=["model.spk"])
+
+
+# --------------------------------------------------------------------------------------------
+# the command line
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cli_set(tmp_path_factory):
+    from bosaris_dask import io
+    from bosaris_dask.simulate import simulate
+
+    out = tmp_path_factory.mktemp("boot")
+    key, systems = simulate(40, 60, systems=2, target_rate=0.05, seed=2)
+    io.write(key, out / "key.zarr")
+    for k, s in enumerate(systems, start=1):
+        io.write(s, out / f"s{k}.zarr")
+    for side in ("model", "segment"):
+        ids, labels = key[side].values, key[f"{side}_label"].values
+        (out / f"{side}s.tsv").write_text(
+            f"{side}\tspeaker\tside_{side}\n"
+            + "".join(f"{i}\t{s}\tx\n" for i, s in zip(ids, labels, strict=True))
+        )
+    return out
+
+
+def _cli(cli_set, *extra):
+    from bosaris_dask.cli import main
+
+    d = cli_set
+    return main(["evaluate", "--key", str(d / "key.zarr"), "--scores", str(d / "s1.zarr"),
+                 "--scores", str(d / "s2.zarr"), "--prior", "0.1", "--cluster", "threads",
+                 *extra])  # fmt: skip
+
+
+def test_cli_intervals_and_comparison_in_json(cli_set, tmp_path, capsys):
+    import json
+
+    d = cli_set
+    out = tmp_path / "ci.json"
+    assert _cli(cli_set, "--conditions", str(d / "models.tsv"), "--conditions",
+                str(d / "segments.tsv"), "--bootstrap", "30", "--resample", "model.speaker",
+                "--resample", "segment.speaker", "--seed", "3", "--compare", "--ci", "0.9",
+                "--json", str(out)) == 0  # fmt: skip
+    text = capsys.readouterr().out
+    assert "90% bootstrap intervals (30 two-way resamples" in text and "s1 - s2:" in text
+    doc = json.loads(out.read_text())
+    first = doc["systems"][0]
+    assert len(first["eer_ci"]) == 2 and first["eer_ci"][0] <= first["eer_ci"][1]
+    assert set(first["operating_points"][0]) >= {"act_dcf_ci", "min_dcf_ci"}
+    assert doc["bootstrap"]["resamples"] == 30 and doc["bootstrap"]["seed"] == 3
+    assert doc["bootstrap"]["resample"] == ["model.speaker", "segment.speaker"]
+    (cmp,) = doc["comparisons"]
+    assert (cmp["first"], cmp["second"]) == ("s1", "s2")
+    assert set(cmp["eer"]) == {"diff", "diff_ci", "p_first_better"}
+    assert cmp["operating_points"][0]["prior"] == 0.1
+    from bosaris_dask import io
+
+    key = io.read(d / "key.zarr")
+    systems = [io.read(d / f"s{k}.zarr") for k in (1, 2)]
+    ds = metrics.evaluate(systems, key, priors=[0.1], conditions=[str(d / "models.tsv"),
+                          str(d / "segments.tsv")], bootstrap=30, seed=3, ci=0.9, compare=True,
+                          resample=["model.speaker", "segment.speaker"])  # fmt: skip
+    assert first["eer_ci"] == ds.eer_ci.values[0].tolist()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--ci", "0.9"], "--ci needs --bootstrap B"),
+        (
+            ["--bootstrap", "5", "--resample", "segment.side_model"],
+            "--resample segment.side_model: no segment column 'side_model' in the condition tables "
+            "(segment columns: side_segment, speaker; 'side_model' is a model column)",
+        ),
+        (
+            ["--bootstrap", "5", "--resample", "model.age"],
+            "--resample model.age: no model column 'age'",
+        ),
+        (["--bootstrap", "5"], "--bootstrap needs --resample"),
+        (["--compare"], "--compare needs --bootstrap B"),
+    ],
+)
+def test_cli_bad_options_are_one_line_errors(cli_set, capsys, extra, message):
+    d = cli_set
+    tables = ["--conditions", str(d / "models.tsv"), "--conditions", str(d / "segments.tsv")]
+    assert _cli(cli_set, *tables, *extra) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"bosaris-dask: error: {message}")
+
+
+def test_the_pass_is_checked_against_the_workers_memory():
+    import dask.array as da
+
+    from bosaris_dask.bootstrap.histograms import task_memory
+    from bosaris_dask.errors import MemoryLimitError
+    from bosaris_dask.memory import check_worker_memory
+
+    inputs = [da.zeros((4000, 4000), chunks=(1000, 4000), dtype=t) for t in ("i1", "f4", "?")]
+    need = task_memory(inputs, n_rows=1001, nb=256, n_systems=1, split_every=8)
+    assert need.inputs == 1000 * 4000 * 6 and need.results == 2 * 1001 * (256 + 32) * 8
+
+    class Small:  # a worker with 200 MB
+        def scheduler_info(self, n_workers):
+            return {"workers": {"tcp://w": {"memory_limit": 200 << 20, "nthreads": 1,
+                                            "metrics": {"memory": 0}}}}  # fmt: skip
+
+    with pytest.raises(MemoryLimitError, match="tcp://w would need about"):
+        check_worker_memory(need, Small())
+
+
+def _chunks(n: int, cuts: list[int]) -> tuple[int, ...]:
+    edges = sorted({0, n, *(c % n for c in cuts)})
+    return tuple(b - a for a, b in zip(edges[:-1], edges[1:], strict=True))
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 1000), rows=st.lists(st.integers(1, 40), max_size=4),
+       cols=st.lists(st.integers(1, 40), max_size=4), shuffle=st.booleans())  # fmt: skip
+def test_every_resample_is_the_same_under_random_chunkings(seed, rows, cols, shuffle):
+    key, systems, tables, raw, *_ = _data(seed=seed, n_m=13, n_s=15, shuffle=shuffle)
+    kw = {"conditions": tables, "resample": ["model.spk", "segment.spk"], "bootstrap": 15,
+          "seed": seed, "split_every": 2, "binnings": _exact_binnings(raw),
+          "keep_replicates": True}  # fmt: skip
+    ds = _evaluate(key, systems)
+    expected = add_intervals(ds, systems, key, **kw)
+    chunks = (_chunks(13, rows), _chunks(15, cols))
+    key2, systems2, *_ = _data(seed=seed, n_m=13, n_s=15, chunks=chunks, shuffle=shuffle)
+    got = add_intervals(_evaluate(key2, systems2), systems2, key2, **kw)
+    for name in got.data_vars:
+        if name.startswith("replicate_") or name.endswith("_ci"):
+            xr.testing.assert_identical(got[name], expected[name])
+
+
+def test_scores_beyond_the_exact_cllr_range_are_refused():
+    from bosaris_dask.errors import ScoreError
+
+    key, systems, tables, raw, *_ = _data(seed=5)
+    big = make_scores(systems[0].model.values, systems[0].segment.values, raw[0] * 1e6)
+    with pytest.raises(ScoreError, match=r"need \|score\| < 131072"):
+        metrics.evaluate(big, key, conditions=tables, bootstrap=5, resample=["model.spk"])
