@@ -18,9 +18,10 @@ vertex of that hull) and actDCF (threshold ``-logit(p)``) are computed on that o
 **How it stays exact without a sort, and without new passes.** The equalized curve's hull
 vertices need not be vertices of any one partition's hull, so the engine resolves the *joint*
 histogram where the equalized curve needs it: each (system, partition) is a member summary of
-the same :func:`~bosaris_dask.engine.summarize` call that gives the per-condition metrics (the
-condition masks of :func:`~bosaris_dask.conditions.summaries.condition_summaries`; a partition
-with one class only rides with a partition of the other class whose trials it ignores). All
+the same call that gives the per-condition metrics (a part of
+:func:`~bosaris_dask.grouped.summarize_parts`, through
+:func:`~bosaris_dask.conditions.summaries.condition_summaries`; a partition with one class only
+rides with a partition of the other class whose trials it ignores). All
 members' bins are nested dyadic key ranges, so their coarsest common cover is a histogram with
 a ``(partition, bin)`` integer count matrix. After every round, :func:`joint_candidates` builds that
 grid, forms the equalized curve at its edges, and asks the engine to refine (in every member)
