@@ -146,7 +146,9 @@ def eer_index(pmiss: np.ndarray, pfa: np.ndarray) -> int:
     return first_minimum(np.abs(pmiss - pfa))
 
 
-def eer_bins(pmiss: np.ndarray, pfa: np.ndarray, bits: np.ndarray, *, threshold: bool) -> np.ndarray:
+def eer_bins(
+    pmiss: np.ndarray, pfa: np.ndarray, bits: np.ndarray, *, threshold: bool
+) -> np.ndarray:
     """Grid bins to refine for the package's EER rule over edge rates ``pmiss``/``pfa``.
 
     ``d = pmiss - pfa`` (in float, as in memory) never decreases along the edges. The bin
