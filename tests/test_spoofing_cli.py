@@ -84,3 +84,30 @@ def test_evaluate_with_the_sasv_profile_points_to_spoof_sasv(tmp_path, capsys):
     assert (
         "profile asvspoof5-sasv is not a two-class evaluation: run 'bosaris-dask spoof sasv'" in err
     )
+
+
+@pytest.mark.parametrize("task", ["cm", "sasv"])
+def test_spoof_converts_to_zarr_and_reads_the_stores_back_to_the_same_numbers(tmp_path, capsys,
+                                                                               task):  # fmt: skip
+    files = ["--key", str(DATA / f"{task}_key.tsv.gz"),
+             "--scores", str(DATA / f"{task}_scores.tsv.gz")]  # fmt: skip
+    rates = ["--asv-rates", "given"] if task == "sasv" else []
+    out_dir = tmp_path / "set"
+    status, _, err = _run(capsys, "spoof", task, *files, "--to-zarr", str(out_dir))
+    assert status == 0 and "key.zarr" in err
+    expected = {"key.zarr", "cm.zarr"} | ({"asv.zarr", "sasv.zarr"} if task == "sasv" else set())
+    assert {p.name for p in out_dir.iterdir()} == expected
+    _run(capsys, "spoof", task, *files, *rates, "--json", str(tmp_path / "text.json"))
+    scores = str(out_dir / "cm.zarr") if task == "cm" else str(out_dir)
+    stored = ["--key", str(out_dir / "key.zarr"), "--scores", scores]
+    status, out, _ = _run(capsys, "spoof", task, *stored, *rates,
+                          "--json", str(tmp_path / "zarr.json"))  # fmt: skip
+    assert status == 0 and "passes over the data" in out
+    text, zarr = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("text", "zarr"))
+    assert text == zarr
+
+
+def test_spoof_refuses_a_text_key_with_stored_scores(tmp_path, capsys):
+    status, _, err = _run(capsys, "spoof", "cm", "--key", str(DATA / "cm_key.tsv.gz"),
+                          "--scores", str(tmp_path))  # fmt: skip
+    assert status == 1 and "must both be text files" in err and len(err.strip().splitlines()) == 1

@@ -84,6 +84,9 @@ EXAMPLES: dict[str, list[str]] = {
         "bosaris-dask spoof cm --key asvspoof5/cm_key.tsv.gz --scores asvspoof5/cm_scores.tsv.gz",
         "bosaris-dask spoof sasv --key asvspoof5/sasv_key.tsv.gz "
         "--scores asvspoof5/sasv_scores.tsv.gz --asv-rates given --json sasv.json",
+        "bosaris-dask spoof sasv --key asvspoof5/sasv_key.tsv.gz "
+        "--scores asvspoof5/sasv_scores.tsv.gz --to-zarr sasv-set",
+        "bosaris-dask spoof sasv --key sasv-set/key.zarr --scores sasv-set --asv-rates given",
     ],
 }
 
