@@ -407,7 +407,7 @@ def evaluate_sasv(
         ``threshold``), ``min_t_dcf`` and ``min_t_dcf_threshold``, ``t_eer`` and its
         thresholds (``None`` with ``t_eer_note`` where not computed), ``passes``.
     """
-    flags = _spoof_flags(key)
+    _spoof_flags(key)  # an SASV key, or a one-line error
     if isinstance(asv_rates, str) and asv_rates not in ("fixed", "given"):
         raise OptionError(f"asv_rates must be 'fixed', 'given' or AsvRates, got {asv_rates!r}")
     given = asv_rates == "given"
@@ -455,13 +455,13 @@ def evaluate_sasv(
                             "pmiss": rates.pmiss, "pfa": rates.pfa,
                             "pfa_spoof": rates.pfa_spoof, "threshold": rates.threshold}  # fmt: skip
     out["passes"] = summaries[0].passes
-    out.update(_t_eer(key, cm, asv, chunks, t_eer, t_eer_max_trials, flags))
+    out.update(_t_eer(key, cm, asv, chunks, t_eer, t_eer_max_trials))
     return out
 
 
 def _t_eer(
     key: xr.Dataset, cm: xr.Dataset | None, asv: xr.Dataset | None, chunks: Any,
-    wanted: bool | None, limit: int, flags: np.ndarray,
+    wanted: bool | None, limit: int,
 ) -> dict[str, Any]:
     from bosaris_dask.progress import compute
     from bosaris_dask.spoofing.metrics import t_eer
