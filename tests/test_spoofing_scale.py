@@ -227,3 +227,11 @@ def test_bad_requests_are_one_line_errors():
         evaluate_sasv(key, cm=scores["cm"], asv=scores["asv"], t_eer=True, t_eer_max_trials=5)
     out = evaluate_sasv(key, cm=scores["cm"], asv=scores["asv"], t_eer_max_trials=5)
     assert out["t_eer"] is None and "up to 5 trials" in out["t_eer_note"]
+
+
+def test_a_missing_class_is_named():
+    key = sasv_key(make_key(["m"], list("abc"), [[1, 1, -1]]), [False, False, True])
+    s = make_scores(["m"], list("abc"), [[1.0, 0.0, -1.0]])
+    with pytest.raises(ScoreError, match=r"sasv: nontarget/spoof: need both .* found 0 targets"
+                                         r".*'targets' are the CLASS trials"):  # fmt: skip
+        evaluate_sasv(key, sasv=s)

@@ -435,11 +435,17 @@ def evaluate_sasv(
     if "asv" in starts:
         k = starts["asv"]
         plan.asv = (Part(k, "n_tar"), Part(k + 1, "n_tar"), Part(k, "n_non"))
-    summaries = summarize(
-        [m for _, m in members], cm_key(key, chunks), allow_missing=True, progress=progress,
-        split_every=split_every, names=[n for n, _ in members],
-        extra_candidates=plan.candidates,
-    )  # fmt: skip
+    try:
+        summaries = summarize(
+            [m for _, m in members], cm_key(key, chunks), allow_missing=True, progress=progress,
+            split_every=split_every, names=[n for n, _ in members],
+            extra_candidates=plan.candidates,
+        )  # fmt: skip
+    except ScoreError as error:
+        if "need both targets and non-targets" not in str(error):
+            raise
+        raise ScoreError(f"{error} (in the member 'COLUMN: CLASS/spoof', 'targets' are the "
+                         "CLASS trials and 'non-targets' the spoofs)") from None  # fmt: skip
     columns = {"sasv": sasv, "cm": cm, "asv": asv}
     for name, k in starts.items():
         n = _unscored(summaries, k, name != "cm")
