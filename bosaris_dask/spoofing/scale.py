@@ -439,7 +439,7 @@ def evaluate_sasv(
         summaries = summarize(
             [m for _, m in members], cm_key(key, chunks), allow_missing=True, progress=progress,
             split_every=split_every, names=[n for n, _ in members],
-            extra_candidates=plan.candidates,
+            extra_candidates=plan.candidates, own_candidates=[False] * len(members),
         )  # fmt: skip
     except ScoreError as error:
         if "need both targets and non-targets" not in str(error):
