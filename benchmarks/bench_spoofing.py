@@ -21,7 +21,8 @@ each the median of ``--repeat`` runs, interleaved:
 * ``sasv-given``: the same with the ASV rates counted from the ASV score (2 more members).
 
 The t-EER (in memory) is not timed. Prints passes and wall time of each; the claim checked is
-that every spoofing row takes the passes of ``plain``. The class ``Spoofing`` follows the asv
+that no spoofing row takes more passes than ``plain`` (the SASV members skip their own ROC
+hulls, which nothing reads, so they can take fewer). The class ``Spoofing`` follows the asv
 convention (``setup``, ``time_*``, ``teardown``) so a test can run every body once.
 """
 

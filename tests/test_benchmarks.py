@@ -169,7 +169,7 @@ def test_bench_spoofing(capsys):
     assert _load("bench_spoofing").main(["--models", "40", "--segments", "200"]) == 0
     lines = capsys.readouterr().out.splitlines()
     rows = {line.split()[0]: line.split()[1] for line in lines[2:6]}
-    assert rows["plain"] == rows["cm"] == rows["sasv"] == rows["sasv-given"]  # the same passes
+    assert rows["plain"] == rows["cm"] >= max(rows["sasv"], rows["sasv-given"])  # no more passes
 
 
 def test_bench_embeddings():

@@ -171,13 +171,14 @@ def test_the_bundled_case_through_the_engine_gives_the_packages_numbers():
 
 @pytest.mark.parametrize("given_rates", [False, True])
 def test_pass_count_is_a_plain_evaluations(given_rates):
-    """One summarize call over all members: as many passes as evaluating the CM scores."""
+    """One summarize call over all members: no more passes than evaluating the CM scores (the
+    members skip their own hulls, so SASV can take fewer; track 1 refines the plain hull)."""
     key, scores, *_ = _random_set(3, 40, 2000, 1000)
     scores = {n: _chunked(s, 10, 500) for n, s in scores.items()}
     out = evaluate_sasv(key, **scores, asv_rates="given" if given_rates else "fixed",
                         t_eer=False)  # fmt: skip
     plain = metrics.evaluate(scores["cm"], cm_key(key), priors=[0.5])
-    assert out["passes"] == plain.attrs["passes"]
+    assert 1 <= out["passes"] <= plain.attrs["passes"]
     cm = evaluate_cm(scores["cm"], cm_key(key))
     assert cm["passes"] == plain.attrs["passes"]
 
