@@ -93,13 +93,12 @@ def test_spoof_converts_to_zarr_and_reads_the_stores_back_to_the_same_numbers(tm
              "--scores", str(DATA / f"{task}_scores.tsv.gz")]  # fmt: skip
     rates = ["--asv-rates", "given"] if task == "sasv" else []
     out_dir = tmp_path / "set"
-    status, _, err = _run(capsys, "spoof", task, *files, "--to-zarr", str(out_dir))
+    status, _, err = _run(capsys, "spoof", task, *files, "--convert-dir", str(out_dir))
     assert status == 0 and "key.zarr" in err
     expected = {"key.zarr", "cm.zarr"} | ({"asv.zarr", "sasv.zarr"} if task == "sasv" else set())
     assert {p.name for p in out_dir.iterdir()} == expected
     _run(capsys, "spoof", task, *files, *rates, "--json", str(tmp_path / "text.json"))
-    scores = str(out_dir / "cm.zarr") if task == "cm" else str(out_dir)
-    stored = ["--key", str(out_dir / "key.zarr"), "--scores", scores]
+    stored = ["--set-dir", str(out_dir)]
     status, out, _ = _run(capsys, "spoof", task, *stored, *rates,
                           "--json", str(tmp_path / "zarr.json"))  # fmt: skip
     assert status == 0 and "passes over the data" in out
@@ -107,7 +106,19 @@ def test_spoof_converts_to_zarr_and_reads_the_stores_back_to_the_same_numbers(tm
     assert text == zarr
 
 
-def test_spoof_refuses_a_text_key_with_stored_scores(tmp_path, capsys):
-    status, _, err = _run(capsys, "spoof", "cm", "--key", str(DATA / "cm_key.tsv.gz"),
-                          "--scores", str(tmp_path))  # fmt: skip
-    assert status == 1 and "must both be text files" in err and len(err.strip().splitlines()) == 1
+def test_spoof_cm_reads_a_key_and_a_scores_store(tmp_path, capsys):
+    _run(capsys, "spoof", "cm", *CM, "--convert-dir", str(tmp_path / "set"))
+    status, out, _ = _run(capsys, "spoof", "cm", "--key", str(tmp_path / "set" / "key.zarr"),
+                          "--scores", str(tmp_path / "set" / "cm.zarr"))  # fmt: skip
+    assert status == 0 and "minDCF                  0.3998" in out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [(["--key", str(DATA / "cm_key.tsv.gz"), "--scores", "x.zarr"], "stores of a set: --set-dir"),
+     (["--key", str(DATA / "cm_key.tsv.gz")], "give --key and --scores"),
+     (["--set-dir", "d", "--key", "k"], "--set-dir replaces --key and --scores")],
+)  # fmt: skip
+def test_spoof_input_errors_are_one_line(capsys, argv, message):
+    status, _, err = _run(capsys, "spoof", "cm", *argv)
+    assert status == 1 and message in err and len(err.strip().splitlines()) == 1

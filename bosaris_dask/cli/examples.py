@@ -85,8 +85,8 @@ EXAMPLES: dict[str, list[str]] = {
         "bosaris-dask spoof sasv --key asvspoof5/sasv_key.tsv.gz "
         "--scores asvspoof5/sasv_scores.tsv.gz --asv-rates given --json sasv.json",
         "bosaris-dask spoof sasv --key asvspoof5/sasv_key.tsv.gz "
-        "--scores asvspoof5/sasv_scores.tsv.gz --to-zarr sasv-set",
-        "bosaris-dask spoof sasv --key sasv-set/key.zarr --scores sasv-set --asv-rates given",
+        "--scores asvspoof5/sasv_scores.tsv.gz --convert-dir sasv-set",
+        "bosaris-dask spoof sasv --set-dir sasv-set --asv-rates given",
     ],
 }
 

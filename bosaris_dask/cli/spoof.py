@@ -1,11 +1,12 @@
 """``bosaris-dask spoof cm|sasv``: the ASVspoof 5 metrics of a countermeasure or a SASV system.
 
 ``cm`` reads a track-1 key and score file; ``sasv`` a track-2 pair (the evaluation package's
-formats, :mod:`bosaris_dask.spoofing.files`), or the zarr stores ``--to-zarr`` writes from them
-(:mod:`bosaris_dask.spoofing.stores`). Both print a table and, with ``--json``, write the
-numbers with the costs they were computed with. The metrics come from one engine call
-(:mod:`bosaris_dask.spoofing.scale`: exact, out of core, on the cluster the options name); the
-t-EER is computed in memory up to :data:`~bosaris_dask.spoofing.scale.T_EER_MAX_TRIALS`.
+formats, :mod:`bosaris_dask.spoofing.files`), or the set of zarr stores ``--convert-dir``
+writes from them and ``--set-dir`` reads (:mod:`bosaris_dask.spoofing.stores`). Both print
+a table and, with ``--json``, write the numbers with the costs they were computed with. The
+metrics come from one engine call (:mod:`bosaris_dask.spoofing.scale`: exact, out of core,
+on the cluster the options name); the t-EER is computed in memory up to
+:data:`~bosaris_dask.spoofing.scale.T_EER_MAX_TRIALS` trials.
 """
 
 from __future__ import annotations
@@ -16,43 +17,36 @@ from typing import Any
 from bosaris_dask.cli.common import _opened, _progress, _say, _write_json
 
 
-def _is_store(path: str) -> bool:
-    from pathlib import Path
-
-    from bosaris_dask.io import detect_format
-
-    return detect_format(path) == "zarr" or Path(path).is_dir()
-
-
 def _open(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
-    """The key and the score columns, from the challenge's text files or from zarr stores."""
+    """The key and the score columns: the challenge's text files, a key and a Scores store
+    (cm), or a set of stores (``--set-dir``)."""
     from bosaris_dask.errors import OptionError
-    from bosaris_dask.io import read
+    from bosaris_dask.io import detect_format, read
     from bosaris_dask.spoofing import files, stores
 
-    key_store, scores_store = _is_store(args.key), _is_store(args.scores)
-    if key_store != scores_store:
-        raise OptionError("--key and --scores must both be text files (the challenge's) or "
-                          "both zarr stores (a set written by --to-zarr)")  # fmt: skip
-    if not key_store:
+    if args.set_dir is not None:
+        if args.key is not None or args.scores is not None:
+            raise OptionError("--set-dir replaces --key and --scores: give one or the other")
+        columns = stores.read_scores(args.set_dir)
         if args.task == "cm":
-            key, scores = files.cm_key_and_scores(files.read_cm_key(args.key),
-                                                  files.read_cm_scores(args.scores))  # fmt: skip
-            return key, {"cm": scores}
-        return files.sasv_key_and_scores(files.read_sasv_key(args.key),
-                                         files.read_sasv_scores(args.scores))  # fmt: skip
-    key = stores.read_key(args.key)
-    from bosaris_dask.io import detect_format
-
-    if detect_format(args.scores) == "zarr":
-        if args.task != "cm":
-            raise OptionError("spoof sasv --scores takes the set's directory (cm.zarr, "
-                              "asv.zarr, sasv.zarr), not one store")  # fmt: skip
-        return key, {"cm": read(args.scores, "scores")}
-    columns = stores.read_scores(args.scores)
-    if args.task == "cm" and "cm" not in columns:
-        raise OptionError(f"{args.scores}: no cm.zarr for 'spoof cm'")
-    return key, ({"cm": columns["cm"]} if args.task == "cm" else columns)
+            if "cm" not in columns:
+                raise OptionError(f"{args.set_dir}: no cm.zarr for 'spoof cm'")
+            columns = {"cm": columns["cm"]}
+        return stores.read_key(f"{args.set_dir}/key.zarr"), columns
+    if args.key is None or args.scores is None:
+        raise OptionError("give --key and --scores (the challenge's files), or --set-dir")
+    zarr_key, zarr_scores = (detect_format(p) == "zarr" for p in (args.key, args.scores))
+    if zarr_key or zarr_scores:
+        if args.task != "cm" or not (zarr_key and zarr_scores):
+            raise OptionError("--key and --scores are the challenge's text files (or, for "
+                              "'spoof cm', a key and a Scores store); stores of a set: --set-dir")
+        return stores.read_key(args.key), {"cm": read(args.scores, "scores")}
+    if args.task == "cm":
+        key, scores = files.cm_key_and_scores(files.read_cm_key(args.key),
+                                              files.read_cm_scores(args.scores))  # fmt: skip
+        return key, {"cm": scores}
+    return files.sasv_key_and_scores(files.read_sasv_key(args.key),
+                                     files.read_sasv_scores(args.scores))  # fmt: skip
 
 
 def _size(opened: tuple[Any, dict[str, Any]]) -> int:
@@ -134,10 +128,10 @@ def cmd_spoof(args: argparse.Namespace) -> int:
         raise OptionError("--asv-rates is for 'spoof sasv' (the t-DCF), not 'spoof cm'")
     args.asv_rates = args.asv_rates or "fixed"
     with _opened(args, lambda: _open(args), _size) as (key, columns):
-        if args.to_zarr:
+        if args.convert_dir:
             from bosaris_dask.spoofing.stores import write_set
 
-            paths = write_set(args.to_zarr, key, columns, progress=_progress(args))
+            paths = write_set(args.convert_dir, key, columns, progress=_progress(args))
             _say(args, "wrote " + ", ".join(str(p) for p in paths))
             return 0
         doc = _finite((_cm if args.task == "cm" else _sasv)(args, key, columns))

@@ -1,4 +1,5 @@
-"""ASVspoof sets as zarr stores: what ``bosaris-dask spoof ... --to-zarr DIR`` writes and reads.
+"""ASVspoof sets as zarr stores: what ``bosaris-dask spoof --convert-dir DIR`` writes and
+``--set-dir DIR`` reads.
 
 A set is a directory of ordinary bosaris_dask zarr stores (:func:`bosaris_dask.io.write_zarr`):
 
