@@ -236,3 +236,32 @@ def test_a_missing_class_is_named():
     with pytest.raises(ScoreError, match=r"sasv: nontarget/spoof: need both .* found 0 targets"
                                          r".*'targets' are the CLASS trials"):  # fmt: skip
         evaluate_sasv(key, sasv=s)
+
+
+def test_a_float32_set_written_as_stores_reads_back_to_the_same_numbers(tmp_path):
+    from bosaris_dask.spoofing import stores
+
+    key, scores, mask, spoof, cols = _random_set(11, 5, 60, 3, np.float32)
+    paths = stores.write_set(tmp_path, key, {n: _chunked(s, 2, 16) for n, s in scores.items()})
+    assert {p.name for p in paths} == {"key.zarr", "cm.zarr", "asv.zarr", "sasv.zarr"}
+    back_key, back = stores.read_key(tmp_path / "key.zarr"), stores.read_scores(tmp_path)
+    assert back_key.segment_spoof.values.tolist() == spoof.tolist()
+    assert back["cm"].score.dtype == np.float32
+    with dask.config.set(TINY):
+        out = evaluate_sasv(back_key, **back, asv_rates="given")
+    _check(out, _in_memory(mask, spoof, cols, True), True)
+
+
+def test_a_key_store_with_a_bad_spoof_array_is_refused(tmp_path):
+    import zarr
+
+    from bosaris_dask.errors import StoreError
+    from bosaris_dask.spoofing import stores
+
+    key, scores, *_ = _random_set(2, 2, 10, 3)
+    stores.write_set(tmp_path, key, {"cm": scores["cm"]})
+    group = zarr.open_group(tmp_path / "key.zarr", mode="r+")
+    del group["segment_spoof"]
+    group.create_array("segment_spoof", shape=(3,), dtype=bool)[:] = [True, False, True]
+    with pytest.raises(StoreError, match="segment_spoof has bool"):
+        stores.read_key(tmp_path / "key.zarr")
