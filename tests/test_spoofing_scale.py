@@ -262,6 +262,7 @@ def test_a_key_store_with_a_bad_spoof_array_is_refused(tmp_path):
     stores.write_set(tmp_path, key, {"cm": scores["cm"]})
     group = zarr.open_group(tmp_path / "key.zarr", mode="r+")
     del group["segment_spoof"]
-    group.create_array("segment_spoof", shape=(3,), dtype=bool)[:] = [True, False, True]
+    bad = group.create_array("segment_spoof", shape=(3,), dtype=bool, dimension_names=["x"])
+    bad[:] = [True, False, True]
     with pytest.raises(StoreError, match="segment_spoof has bool"):
         stores.read_key(tmp_path / "key.zarr")
