@@ -28,11 +28,14 @@ member                     score mask                              counts used
 
 min a-DCF, min t-DCF and the ASV rates at the ASV EER threshold are computed on the members'
 common grid (:mod:`bosaris_dask.spoofing.joint`) with the in-memory functions' own float
-formulas and tie rules, and the hook refines, in the same rounds as the members' hulls, the
-bins that could hide a lower (or an earlier) minimum or hold the threshold. So every number is
-equal to :mod:`bosaris_dask.spoofing.metrics` on the same scores, in the passes of a plain
-evaluation (in the usual case: a candidate found only after the kept trials were chosen costs
-one more pass).
+formulas and tie rules; the hook refines the bins that could hide a lower (or an earlier)
+minimum or hold the threshold, and nothing else: the members skip their own ROC hulls
+(``summarize(own_candidates=...)``), which nothing here reads. So every number is equal to
+:mod:`bosaris_dask.spoofing.metrics` on the same scores, in no more passes than a plain
+evaluation of the CM scores (measured: ``benchmarks/bench_spoofing.py``). A candidate that
+appears only once an earlier round has fixed a threshold (the ASV EER threshold, on which the
+spoof count and the t-DCF's constants depend) can cost one more pass when it lies outside the
+trials kept after the first refinement round; pass 1 runs one kernel per member.
 
 **t-EER** is computed in memory (:func:`~bosaris_dask.spoofing.metrics.t_eer`) after gathering
 the CM and ASV scores of each class — one more read of those two columns — and only up to
@@ -457,7 +460,7 @@ def evaluate_sasv(
     rates = values.pop("asv_rates")
     out: dict[str, Any] = {"task": "sasv", "costs": costs.as_dict(), **values}
     if rates is not None:
-        out["asv_rates"] = {"source": asv_rates if isinstance(asv_rates, str) else "given",
+        out["asv_rates"] = {"source": asv_rates if isinstance(asv_rates, str) else "custom",
                             "pmiss": rates.pmiss, "pfa": rates.pfa,
                             "pfa_spoof": rates.pfa_spoof, "threshold": rates.threshold}  # fmt: skip
     out["passes"] = summaries[0].passes
