@@ -318,6 +318,7 @@ def summarize(
     progress: bool | None = None,
     names: Sequence[str] | None = None,
     extra_candidates: Callable[[list[ScoreSummary]], list[np.ndarray | None]] | None = None,
+    own_candidates: Sequence[bool] | None = None,
 ) -> list[ScoreSummary]:
     """Exact summaries of one or more systems' scores against one key.
 
@@ -360,6 +361,10 @@ def summarize(
         Joint curves over several systems (equalized metrics,
         :mod:`bosaris_dask.conditions.equalized`) use it to refine where only their
         combination needs it, in the same rounds.
+    own_candidates
+        Per system, whether it gets its own candidates (hull, thresholds, PAV bounds, fixed
+        rates); default all. ``False`` for a summary that only serves ``extra_candidates``
+        (:mod:`bosaris_dask.spoofing.scale`): its hull is then not exact.
 
     Returns
     -------
@@ -386,6 +391,8 @@ def summarize(
     _check_inputs(scores, key, names)
     fmr = fixed_rates.check_rates(fmr, "FMR") if len(fmr) else np.empty(0)
     fnmr = fixed_rates.check_rates(fnmr, "FNMR") if len(fnmr) else np.empty(0)
+    if own_candidates is not None and len(own_candidates) != len(scores):
+        raise OptionError(f"{len(own_candidates)} own_candidates flags for {len(scores)} systems")
     knobs = _knobs()
     split_every = config.check_int("split_every", split_every, 2, 1 << 16)
     if coarse_bits is not None:
@@ -442,7 +449,10 @@ def summarize(
         plans: list[tuple[np.ndarray, kernels.RefineSpec] | None] = []
         joint = extra_candidates(summaries) if extra_candidates is not None else None
         for k, s in enumerate(summaries):
-            cands = refinement.candidates(s, kappa, pav_bounds, fmr=fmr, fnmr=fnmr)
+            if own_candidates is None or own_candidates[k]:
+                cands = refinement.candidates(s, kappa, pav_bounds, fmr=fmr, fnmr=fnmr)
+            else:
+                cands = np.empty(0, dtype=np.int64)
             if joint is not None and joint[k] is not None:
                 cands = np.union1d(cands, joint[k]).astype(np.int64)
             if len(cands):

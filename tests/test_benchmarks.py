@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 SCRIPTS = {
     "bench_bootstrap.py", "bench_conditions.py", "bench_embeddings.py", "bench_evaluate.py",
-    "bench_fixed_rates.py", "bench_fusion.py", "bench_text_convert.py", "bench_text_reader.py",
-    "fuzz_readers.py",
+    "bench_fixed_rates.py", "bench_fusion.py", "bench_spoofing.py", "bench_text_convert.py",
+    "bench_text_reader.py", "fuzz_readers.py",
     "kill_campaign.py", "memory_limited.py", "peak_memory.py",
 }  # fmt: skip
 PEERS = [m for m in ("llreval", "sklearn") if importlib.util.find_spec(m) is not None]
@@ -169,6 +169,13 @@ def test_bench_fixed_rates(capsys):
                                              "--repeat", "1"]) == 0  # fmt: skip
     rows = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()[2:]}
     assert rows["plain"] == rows["fixed"] == rows["ece"]  # the same passes
+
+
+def test_bench_spoofing(capsys):
+    assert _load("bench_spoofing").main(["--models", "40", "--segments", "200"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line.split()[1] for line in lines[2:6]}
+    assert rows["plain"] == rows["cm"] >= max(rows["sasv"], rows["sasv-given"])  # no more passes
 
 
 def test_bench_embeddings():

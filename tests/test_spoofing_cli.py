@@ -84,3 +84,41 @@ def test_evaluate_with_the_sasv_profile_points_to_spoof_sasv(tmp_path, capsys):
     assert (
         "profile asvspoof5-sasv is not a two-class evaluation: run 'bosaris-dask spoof sasv'" in err
     )
+
+
+@pytest.mark.parametrize("task", ["cm", "sasv"])
+def test_spoof_converts_to_zarr_and_reads_the_stores_back_to_the_same_numbers(tmp_path, capsys,
+                                                                               task):  # fmt: skip
+    files = ["--key", str(DATA / f"{task}_key.tsv.gz"),
+             "--scores", str(DATA / f"{task}_scores.tsv.gz")]  # fmt: skip
+    rates = ["--asv-rates", "given"] if task == "sasv" else []
+    out_dir = tmp_path / "set"
+    status, _, err = _run(capsys, "spoof", task, *files, "--convert-dir", str(out_dir))
+    assert status == 0 and "key.zarr" in err
+    expected = {"key.zarr", "cm.zarr"} | ({"asv.zarr", "sasv.zarr"} if task == "sasv" else set())
+    assert {p.name for p in out_dir.iterdir()} == expected
+    _run(capsys, "spoof", task, *files, *rates, "--json", str(tmp_path / "text.json"))
+    stored = ["--set-dir", str(out_dir)]
+    status, out, _ = _run(capsys, "spoof", task, *stored, *rates,
+                          "--json", str(tmp_path / "zarr.json"))  # fmt: skip
+    assert status == 0 and "passes over the data" in out
+    text, zarr = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("text", "zarr"))
+    assert text == zarr
+
+
+def test_spoof_cm_reads_a_key_and_a_scores_store(tmp_path, capsys):
+    _run(capsys, "spoof", "cm", *CM, "--convert-dir", str(tmp_path / "set"))
+    status, out, _ = _run(capsys, "spoof", "cm", "--key", str(tmp_path / "set" / "key.zarr"),
+                          "--scores", str(tmp_path / "set" / "cm.zarr"))  # fmt: skip
+    assert status == 0 and "minDCF                  0.3998" in out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [(["--key", str(DATA / "cm_key.tsv.gz"), "--scores", "x.zarr"], "stores of a set: --set-dir"),
+     (["--key", str(DATA / "cm_key.tsv.gz")], "give --key and --scores"),
+     (["--set-dir", "d", "--key", "k"], "--set-dir replaces --key and --scores")],
+)  # fmt: skip
+def test_spoof_input_errors_are_one_line(capsys, argv, message):
+    status, _, err = _run(capsys, "spoof", "cm", *argv)
+    assert status == 1 and message in err and len(err.strip().splitlines()) == 1

@@ -89,6 +89,9 @@ EXAMPLES: dict[str, list[str]] = {
         "bosaris-dask spoof cm --key asvspoof5/cm_key.tsv.gz --scores asvspoof5/cm_scores.tsv.gz",
         "bosaris-dask spoof sasv --key asvspoof5/sasv_key.tsv.gz "
         "--scores asvspoof5/sasv_scores.tsv.gz --asv-rates given --json sasv.json",
+        "bosaris-dask spoof sasv --key asvspoof5/sasv_key.tsv.gz "
+        "--scores asvspoof5/sasv_scores.tsv.gz --convert-dir sasv-set",
+        "bosaris-dask spoof sasv --set-dir sasv-set --asv-rates given",
     ],
 }
 

@@ -470,16 +470,23 @@ def build_parser() -> argparse.ArgumentParser:
     _finish(p, cmd_apply)
 
     p = _add(sub, "spoof", "ASVspoof 5 metrics: CM EER/DCF/Cllr, a-DCF, t-DCF, t-EER",
-             "Read ASVspoof 5 key and score files (the evaluation package's formats) and print "
-             "the challenge's metrics with its costs. cm (track 1): minDCF, actDCF, the "
-             "package's EER, ROCCH-EER, Cllr. sasv (track 2): min a-DCF, min t-DCF, exact "
-             "t-EER.")  # fmt: skip
+             "Read ASVspoof 5 key and score files (the evaluation package's formats) or zarr "
+             "stores, and print the challenge's metrics with its costs, exact at any scale. cm "
+             "(track 1): minDCF, actDCF, the package's EER, ROCCH-EER, Cllr. sasv (track 2): "
+             "min a-DCF, min t-DCF, exact t-EER (in memory, up to 2e7 trials). --convert-dir DIR "
+             "converts the files to zarr stores instead; --set-dir DIR reads them.")  # fmt: skip
     p.add_argument("task", choices=["cm", "sasv"],
                    help="cm: 'filename cm-label' key and 'filename cm-score' scores; sasv: "
                    "'spk filename cm-label asv-label' key and 'spk filename cm-score asv-score "
                    "sasv-score' scores")  # fmt: skip
-    p.add_argument("--key", required=True, help="the protocol (key) file; .gz is read as gzip")
-    p.add_argument("--scores", required=True, help="the score file; .gz is read as gzip")
+    p.add_argument("--key", help="the protocol (key) file (.gz is read as gzip); cm: or a key "
+                   "store (bona fide +1, spoof -1)")
+    p.add_argument("--scores", help="the score file (.gz is read as gzip); cm: or a Scores store")
+    p.add_argument("--set-dir", metavar="DIR",
+                   help="read a set of zarr stores (key.zarr, cm.zarr; sasv: asv.zarr, "
+                   "sasv.zarr) instead of --key and --scores")
+    p.add_argument("--convert-dir", metavar="DIR",
+                   help="write the key and scores as such a set of zarr stores into DIR and stop")
     p.add_argument("--asv-rates", choices=["fixed", "given"],
                    help="sasv: the ASV rates of the t-DCF: the package's fixed ones (default) "
                    "or counted from the asv-score column at the ASV EER threshold")  # fmt: skip

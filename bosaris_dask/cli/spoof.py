@@ -1,9 +1,12 @@
 """``bosaris-dask spoof cm|sasv``: the ASVspoof 5 metrics of a countermeasure or a SASV system.
 
 ``cm`` reads a track-1 key and score file; ``sasv`` a track-2 pair (the evaluation package's
-formats, :mod:`bosaris_dask.spoofing.files`). Both print a table and, with ``--json``, write the
-numbers with the costs they were computed with. The files are read into memory (ASVspoof sets
-are about 1e6 rows): the cluster options are accepted, like every subcommand's, and unused.
+formats, :mod:`bosaris_dask.spoofing.files`), or the set of zarr stores ``--convert-dir``
+writes from them and ``--set-dir`` reads (:mod:`bosaris_dask.spoofing.stores`). Both print
+a table and, with ``--json``, write the numbers with the costs they were computed with. The
+metrics come from one engine call (:mod:`bosaris_dask.spoofing.scale`: exact, out of core,
+on the cluster the options name); the t-EER is computed in memory up to
+:data:`~bosaris_dask.spoofing.scale.T_EER_MAX_TRIALS` trials.
 """
 
 from __future__ import annotations
@@ -11,84 +14,56 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bosaris_dask.cli.common import _say, _write_json
+from bosaris_dask.cli.common import _opened, _progress, _say, _write_json
 
 
-def _cm(args: argparse.Namespace) -> dict[str, Any]:
-    from bosaris_dask.costs import OperatingPoint
-    from bosaris_dask.metrics import cllr, eer, evaluate_arrays, operating_points
-    from bosaris_dask.spoofing import ASVSPOOF5, cm_arrays, cm_eer, read_cm_key, read_cm_scores
+def _open(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """The key and the score columns: the challenge's text files, a key and a Scores store
+    (cm), or a set of stores (``--set-dir``)."""
+    from bosaris_dask.errors import OptionError
+    from bosaris_dask.io import detect_format, read
+    from bosaris_dask.spoofing import files, stores
 
-    bona, spoof = cm_arrays(read_cm_key(args.key), read_cm_scores(args.scores))
-    costs = ASVSPOOF5
-    point = OperatingPoint(costs.p_target + costs.p_nontarget, costs.c_miss, costs.c_fa_spoof)
-    ds = operating_points(evaluate_arrays(bona, spoof, priors=[], operating_points=[point]))
-    return {
-        "task": "cm",
-        "n_bonafide": int(bona.size),
-        "n_spoof": int(spoof.size),
-        "costs": {
-            "p_spoof": costs.p_spoof,
-            "c_miss": costs.c_miss,
-            "c_fa": costs.c_fa_spoof,
-            "effective_prior": costs.cm_effective_prior,
-        },  # fmt: skip
-        "min_dcf": float(ds.min_dcf.item()),
-        "act_dcf": float(ds.act_dcf.item()),
-        "act_threshold": float(ds.act_threshold.item()),
-        "eer": cm_eer(bona, spoof),
-        "eer_rocch": eer(bona, spoof),
-        "cllr": cllr(bona, spoof),
-    }
+    if args.set_dir is not None:
+        if args.key is not None or args.scores is not None:
+            raise OptionError("--set-dir replaces --key and --scores: give one or the other")
+        columns = stores.read_scores(args.set_dir)
+        if args.task == "cm":
+            if "cm" not in columns:
+                raise OptionError(f"{args.set_dir}: no cm.zarr for 'spoof cm'")
+            columns = {"cm": columns["cm"]}
+        return stores.read_key(f"{args.set_dir}/key.zarr"), columns
+    if args.key is None or args.scores is None:
+        raise OptionError("give --key and --scores (the challenge's files), or --set-dir")
+    zarr_key, zarr_scores = (detect_format(p) == "zarr" for p in (args.key, args.scores))
+    if zarr_key or zarr_scores:
+        if args.task != "cm" or not (zarr_key and zarr_scores):
+            raise OptionError("--key and --scores are the challenge's text files (or, for "
+                              "'spoof cm', a key and a Scores store); stores of a set: --set-dir")
+        return stores.read_key(args.key), {"cm": read(args.scores, "scores")}
+    if args.task == "cm":
+        key, scores = files.cm_key_and_scores(files.read_cm_key(args.key),
+                                              files.read_cm_scores(args.scores))  # fmt: skip
+        return key, {"cm": scores}
+    return files.sasv_key_and_scores(files.read_sasv_key(args.key),
+                                     files.read_sasv_scores(args.scores))  # fmt: skip
 
 
-def _sasv(args: argparse.Namespace) -> dict[str, Any]:
-    import numpy as np
+def _size(opened: tuple[Any, dict[str, Any]]) -> int:
+    key = opened[0]
+    return int(key.sizes["model"] * key.sizes["segment"])
 
-    from bosaris_dask.spoofing import (
-        ASVSPOOF5,
-        FIXED_ASV_RATES,
-        asv_rates,
-        min_a_dcf,
-        min_t_dcf,
-        read_sasv_key,
-        read_sasv_scores,
-        sasv_arrays,
-        t_eer,
-    )
 
-    x = sasv_arrays(read_sasv_key(args.key), read_sasv_scores(args.scores))
-    cm, asv, sasv = x["cm"], x["asv"], x["sasv"]
-    a_dcf, a_threshold = min_a_dcf(sasv["target"], sasv["nontarget"], sasv["spoof"], ASVSPOOF5)
-    if args.asv_rates == "given":
-        rates = asv_rates(asv["target"], asv["nontarget"], asv["spoof"])
-    else:
-        rates = FIXED_ASV_RATES
-    bona = np.concatenate([cm["target"], cm["nontarget"]])
-    t_dcf, t_threshold = min_t_dcf(bona, cm["spoof"], rates, ASVSPOOF5)
-    teer = t_eer(cm["target"], cm["nontarget"], cm["spoof"],
-                 asv["target"], asv["nontarget"], asv["spoof"])  # fmt: skip
-    return {
-        "task": "sasv",
-        "n_target": int(sasv["target"].size),
-        "n_nontarget": int(sasv["nontarget"].size),
-        "n_spoof": int(sasv["spoof"].size),
-        "costs": ASVSPOOF5.as_dict(),
-        "min_a_dcf": a_dcf,
-        "min_a_dcf_threshold": a_threshold,
-        "asv_rates": {
-            "source": args.asv_rates,
-            "pmiss": rates.pmiss,
-            "pfa": rates.pfa,
-            "pfa_spoof": rates.pfa_spoof,
-            "threshold": rates.threshold,
-        },  # fmt: skip
-        "min_t_dcf": t_dcf,
-        "min_t_dcf_threshold": t_threshold,
-        "t_eer": teer["t_eer"],
-        "t_eer_asv_threshold": teer["asv_threshold"],
-        "t_eer_cm_threshold": teer["cm_threshold"],
-    }
+def _cm(args: argparse.Namespace, key: Any, columns: dict[str, Any]) -> dict[str, Any]:
+    from bosaris_dask.spoofing.scale import evaluate_cm
+
+    return evaluate_cm(columns["cm"], key, progress=_progress(args))
+
+
+def _sasv(args: argparse.Namespace, key: Any, columns: dict[str, Any]) -> dict[str, Any]:
+    from bosaris_dask.spoofing.scale import evaluate_sasv
+
+    return evaluate_sasv(key, **columns, asv_rates=args.asv_rates, progress=_progress(args))
 
 
 def format_spoof(doc: dict[str, Any]) -> str:
@@ -105,24 +80,37 @@ def format_spoof(doc: dict[str, Any]) -> str:
             f"{'EER (package)':<24}{100 * doc['eer']:.3f} %",
             f"{'ROCCH-EER':<24}{100 * doc['eer_rocch']:.3f} %",
             f"{'Cllr (bits)':<24}{doc['cllr']:.4f}",
+            f"{'passes over the data':<24}{doc['passes']}",
         ]
         return "\n".join(lines)
-    r = doc["asv_rates"]
-    where = f" at threshold {r['threshold']:.4f}" if r["threshold"] is not None else ""
-    lines = [
-        f"ASVspoof 5 SASV: {doc['n_target']} target, {doc['n_nontarget']} non-target, "
-        f"{doc['n_spoof']} spoof",
+    lines = []
+    if "n_target" in doc:
+        lines.append(f"ASVspoof 5 SASV: {doc['n_target']} target, {doc['n_nontarget']} "
+                     f"non-target, {doc['n_spoof']} spoof")  # fmt: skip
+    lines.append(
         f"costs: Ptar {c['p_target']:g}, Pnon {c['p_nontarget']:g}, Pspoof {c['p_spoof']:g}, "
-        f"Cmiss {c['c_miss']:g}, Cfa {c['c_fa']:g}, Cfa,spoof {c['c_fa_spoof']:g}",
-        f"ASV rates ({r['source']}{where}): Pmiss {100 * r['pmiss']:.3f} %, "
-        f"Pfa {100 * r['pfa']:.3f} %, Pfa,spoof {100 * r['pfa_spoof']:.3f} %",
-        "",
-        f"{'min a-DCF':<24}{doc['min_a_dcf']:.4f}"
-        f"  (SASV score >= {doc['min_a_dcf_threshold']:.4f})",
-        f"{'min t-DCF':<24}{doc['min_t_dcf']:.4f}  (CM score >= {doc['min_t_dcf_threshold']:.4f})",
-        f"{'t-EER (exact)':<24}"
-        + ("undefined" if doc["t_eer"] is None else f"{100 * doc['t_eer']:.3f} %"),
-    ]
+        f"Cmiss {c['c_miss']:g}, Cfa {c['c_fa']:g}, Cfa,spoof {c['c_fa_spoof']:g}"
+    )
+    r = doc.get("asv_rates")
+    if r is not None:
+        where = f" at threshold {r['threshold']:.4f}" if r["threshold"] is not None else ""
+        rates = (f"Pmiss {100 * r['pmiss']:.3f} %, Pfa {100 * r['pfa']:.3f} %, "
+                 f"Pfa,spoof {100 * r['pfa_spoof']:.3f} %")  # fmt: skip
+        lines.append(f"ASV rates ({r['source']}{where}): {rates}")
+    lines.append("")
+    if "min_a_dcf" in doc:
+        lines.append(f"{'min a-DCF':<24}{doc['min_a_dcf']:.4f}"
+                     f"  (SASV score >= {doc['min_a_dcf_threshold']:.4f})")  # fmt: skip
+    if "min_t_dcf" in doc:
+        lines.append(f"{'min t-DCF':<24}{doc['min_t_dcf']:.4f}"
+                     f"  (CM score >= {doc['min_t_dcf_threshold']:.4f})")  # fmt: skip
+    if doc.get("t_eer") is not None:
+        lines.append(f"{'t-EER (exact)':<24}{100 * doc['t_eer']:.3f} %")
+    else:
+        note = doc.get("t_eer_note", "undefined: no ASV threshold qualifies")
+        lines.append(f"{'t-EER (exact)':<24}{'undefined' if 't_eer_note' not in doc else '-'}"
+                     + (f"  ({note})" if "t_eer_note" in doc else ""))  # fmt: skip
+    lines.append(f"{'passes over the data':<24}{doc['passes']}")
     return "\n".join(lines)
 
 
@@ -139,7 +127,14 @@ def cmd_spoof(args: argparse.Namespace) -> int:
     if args.task == "cm" and args.asv_rates is not None:
         raise OptionError("--asv-rates is for 'spoof sasv' (the t-DCF), not 'spoof cm'")
     args.asv_rates = args.asv_rates or "fixed"
-    doc = _finite(_cm(args) if args.task == "cm" else _sasv(args))
+    with _opened(args, lambda: _open(args), _size) as (key, columns):
+        if args.convert_dir:
+            from bosaris_dask.spoofing.stores import write_set
+
+            paths = write_set(args.convert_dir, key, columns, progress=_progress(args))
+            _say(args, "wrote " + ", ".join(str(p) for p in paths))
+            return 0
+        doc = _finite((_cm if args.task == "cm" else _sasv)(args, key, columns))
     print(format_spoof(doc))
     if args.json:
         _write_json(args.json, doc)

@@ -1,8 +1,11 @@
-"""Anti-spoofing (ASVspoof 5): the challenge's files and metrics.
+"""Anti-spoofing (ASVspoof 5): the challenge's files and metrics, in memory and at scale.
 
 :mod:`~bosaris_dask.spoofing.files` reads the evaluation package's key and score files (in
 memory); :mod:`~bosaris_dask.spoofing.metrics` computes the countermeasure EER as the package
-defines it, min a-DCF, min t-DCF and the exact t-EER (``FIELD_METRICS.md`` section 4).
+defines it, min a-DCF, min t-DCF and the exact t-EER on numpy arrays (``FIELD_METRICS.md``
+section 4); :mod:`~bosaris_dask.spoofing.scale` computes the same numbers from Key/Scores
+datasets of any size in one engine call (:mod:`~bosaris_dask.spoofing.joint`: the bins they
+need exact); :mod:`~bosaris_dask.spoofing.stores` writes and reads a set as zarr stores.
 """
 
 from bosaris_dask.spoofing.files import (
@@ -17,6 +20,7 @@ from bosaris_dask.spoofing.files import (
     read_sasv_key,
     read_sasv_scores,
     sasv_arrays,
+    sasv_key_and_scores,
 )
 from bosaris_dask.spoofing.metrics import (
     ASVSPOOF5,
@@ -31,8 +35,14 @@ from bosaris_dask.spoofing.metrics import (
     min_t_dcf,
     t_eer,
 )
+from bosaris_dask.spoofing.scale import cm_key, evaluate_cm, evaluate_sasv, sasv_key
 
 __all__ = [
+    "evaluate_cm",
+    "evaluate_sasv",
+    "sasv_key",
+    "cm_key",
+    "sasv_key_and_scores",
     "ASVSPOOF5",
     "FIXED_ASV_RATES",
     "AsvRates",

@@ -64,6 +64,7 @@ __all__ = [
     "cm_arrays",
     "sasv_arrays",
     "cm_key_and_scores",
+    "sasv_key_and_scores",
 ]
 
 #: Codes of the ASV classes in :attr:`SASVKey.asv_class`.
@@ -246,9 +247,8 @@ def cm_arrays(key: CMKey, scores: CMScores) -> tuple[np.ndarray, np.ndarray]:
     return bona, spoof
 
 
-def sasv_arrays(key: SASVKey, scores: SASVScores) -> dict[str, dict[str, np.ndarray]]:
-    """Scores by column and class: ``out[column][cls]``, column ``cm``/``asv``/``sasv``, class
-    ``target``/``nontarget``/``spoof``. Speakers must match between key and scores."""
+def _sasv_rows(key: SASVKey, scores: SASVScores) -> np.ndarray:
+    """Row of each key filename in the score file; speakers and classes checked."""
     rows = _positions(key.filename, key.path, scores.filename, scores.path)
     bad = np.flatnonzero(scores.speaker[rows] != key.speaker)
     if bad.size:
@@ -261,6 +261,14 @@ def sasv_arrays(key: SASVKey, scores: SASVScores) -> dict[str, dict[str, np.ndar
     for name, code in classes.items():
         if not np.any(key.asv_class == code):
             raise TrialError(f"{key.path}: no {name} trial")
+    return rows
+
+
+def sasv_arrays(key: SASVKey, scores: SASVScores) -> dict[str, dict[str, np.ndarray]]:
+    """Scores by column and class: ``out[column][cls]``, column ``cm``/``asv``/``sasv``, class
+    ``target``/``nontarget``/``spoof``. Speakers must match between key and scores."""
+    rows = _sasv_rows(key, scores)
+    classes = {"target": TARGET, "nontarget": NONTARGET, "spoof": SPOOF}
     return {
         column: {name: values[rows][key.asv_class == code] for name, code in classes.items()}
         for column, values in (("cm", scores.cm), ("asv", scores.asv), ("sasv", scores.sasv))
@@ -286,3 +294,35 @@ def cm_key_and_scores(key: CMKey, scores: CMScores) -> tuple[xr.Dataset, xr.Data
     segments = key.filename.astype(str)
     mask = np.where(key.bonafide, 1, -1).astype(np.int8)[None, :]
     return make_key(["cm"], segments, mask), make_scores(["cm"], segments, score[None, :])
+
+
+def sasv_key_and_scores(
+    key: SASVKey, scores: SASVScores
+) -> tuple[xr.Dataset, dict[str, xr.Dataset]]:
+    """An SASV key and the three score columns of a track-2 set, for
+    :func:`bosaris_dask.spoofing.scale.evaluate_sasv`.
+
+    One model, ``"sasv"``; one segment per key filename. The key is a BOSARIS Key (targets
+    +1, non-targets and spoofs -1) with the coordinate ``segment_spoof``
+    (:func:`bosaris_dask.spoofing.scale.sasv_key`); the scores are ``{"cm", "asv", "sasv"}``.
+
+    Examples
+    --------
+    >>> names = np.array(["a", "b", "c"], dtype=object)
+    >>> key = SASVKey("k", np.array(["s"] * 3, dtype=object), names,
+    ...               np.array([TARGET, NONTARGET, SPOOF], dtype=np.int8))
+    >>> one = np.array([1.0, 0.0, -1.0])
+    >>> kd, sd = sasv_key_and_scores(key, SASVScores("s", key.speaker, names, one, one, one))
+    >>> kd.trial_mask.values.tolist(), kd.segment_spoof.values.tolist(), sorted(sd)
+    ([[1, -1, -1]], [False, False, True], ['asv', 'cm', 'sasv'])
+    """
+    from bosaris_dask.spoofing.scale import sasv_key
+    from bosaris_dask.trials.construction import make_key, make_scores
+
+    rows = _sasv_rows(key, scores)
+    segments = key.filename.astype(str)
+    mask = np.where(key.asv_class == TARGET, 1, -1).astype(np.int8)[None, :]
+    out = sasv_key(make_key(["sasv"], segments, mask), key.asv_class == SPOOF)
+    columns = {name: make_scores(["sasv"], segments, getattr(scores, name)[rows][None, :])
+               for name in ("cm", "asv", "sasv")}  # fmt: skip
+    return out, columns

@@ -51,6 +51,9 @@ __all__ = [
     "min_a_dcf",
     "asv_rates",
     "asv_rates_at",
+    "a_dcf_of_rates",
+    "t_dcf_constants",
+    "t_dcf_of_rates",
     "min_t_dcf",
     "t_eer",
 ]
@@ -166,12 +169,17 @@ def cm_eer(bonafide: Any, spoof: Any) -> float:
     return float((pmiss[i] + pfa[i]) / 2)
 
 
-def _a_dcf(tar, non, spf, t: np.ndarray, costs: CostModel) -> np.ndarray:
+def a_dcf_of_rates(pmiss: Any, pfa: Any, pfa_spoof: Any, costs: CostModel = ASVSPOOF5) -> Any:
+    """The normalized a-DCF of given rates (the one float formula, in memory and at scale)."""
     return (
-        costs.c_miss * costs.p_target * _below(tar, t)
-        + costs.c_fa * costs.p_nontarget * _above(non, t)
-        + costs.c_fa_spoof * costs.p_spoof * _above(spf, t)
+        costs.c_miss * costs.p_target * pmiss
+        + costs.c_fa * costs.p_nontarget * pfa
+        + costs.c_fa_spoof * costs.p_spoof * pfa_spoof
     ) / costs.a_dcf_normalizer
+
+
+def _a_dcf(tar, non, spf, t: np.ndarray, costs: CostModel) -> np.ndarray:
+    return a_dcf_of_rates(_below(tar, t), _above(non, t), _above(spf, t), costs)
 
 
 def a_dcf(
@@ -242,6 +250,22 @@ def asv_rates_at(target: Any, nontarget: Any, spoof: Any, threshold: float) -> A
     return AsvRates(float(pmiss), float(pfa), float(pfa_spoof), float(threshold))
 
 
+def t_dcf_constants(asv: AsvRates, costs: CostModel = ASVSPOOF5) -> tuple[float, float, float]:
+    """``(C0, C1, C2)`` of the t-DCF (see :func:`min_t_dcf`); ScoreError where undefined."""
+    c0 = costs.p_target * costs.c_miss * asv.pmiss + costs.p_nontarget * costs.c_fa * asv.pfa
+    c1 = costs.p_target * costs.c_miss - c0
+    c2 = costs.p_spoof * costs.c_fa_spoof * asv.pfa_spoof
+    if c1 < 0 or c2 <= 0:
+        raise ScoreError(f"t-DCF undefined for these ASV rates (C1 = {c1}, C2 = {c2})")
+    return c0, c1, c2
+
+
+def t_dcf_of_rates(pmiss: Any, pfa: Any, c: tuple[float, float, float]) -> Any:
+    """The normalized t-DCF of CM rates, given :func:`t_dcf_constants` (one float formula)."""
+    c0, c1, c2 = c
+    return (c0 + c1 * pmiss + c2 * pfa) / (c0 + min(c1, c2))
+
+
 def min_t_dcf(
     bonafide: Any, spoof: Any, asv: AsvRates = FIXED_ASV_RATES, costs: CostModel = ASVSPOOF5
 ) -> tuple[float, float]:
@@ -252,13 +276,9 @@ def min_t_dcf(
     ``t-DCF(s) = (C0 + C1·Pmiss,cm(s) + C2·Pfa,cm(s)) / (C0 + min(C1, C2))``, minimized over the
     CM threshold ``s``. Bona fide (target and non-target trials) is the CM's positive class.
     """
-    c0 = costs.p_target * costs.c_miss * asv.pmiss + costs.p_nontarget * costs.c_fa * asv.pfa
-    c1 = costs.p_target * costs.c_miss - c0
-    c2 = costs.p_spoof * costs.c_fa_spoof * asv.pfa_spoof
-    if c1 < 0 or c2 <= 0:
-        raise ScoreError(f"t-DCF undefined for these ASV rates (C1 = {c1}, C2 = {c2})")
+    c = t_dcf_constants(asv, costs)
     t, pmiss, pfa = miss_fa(bonafide, spoof)
-    tdcf = (c0 + c1 * pmiss + c2 * pfa) / (c0 + min(c1, c2))
+    tdcf = t_dcf_of_rates(pmiss, pfa, c)
     i = int(np.argmin(tdcf))
     return float(tdcf[i]), float(t[i])
 

@@ -1,0 +1,498 @@
+"""The ASVspoof 5 metrics of Key/Scores datasets at any scale, exact, in one engine call.
+
+**Track 1 (countermeasure)**: :func:`evaluate_cm` takes a BOSARIS Key whose targets are the
+bona fide trials and non-targets the spoofs (:func:`~bosaris_dask.spoofing.files.cm_key_and_scores`
+builds one from the challenge's files) and one Scores. minDCF and actDCF at the challenge's
+costs, the ROCCH-EER and Cllr come from the engine's summary as in
+:func:`bosaris_dask.evaluate`; the package's EER (:func:`~bosaris_dask.spoofing.metrics.cm_eer`)
+needs exact counts around the crossing of Pmiss and Pfa, which the engine's ``extra_candidates``
+hook refines in the same rounds (:func:`~bosaris_dask.spoofing.joint.eer_bins`).
+
+**Track 2 (spoofing-aware verification)**: an *SASV key* is a BOSARIS Key over the trials
+(+1 target, -1 non-target) with a boolean coordinate ``segment_spoof`` along ``segment``: a
+trial of a spoofed segment is a spoof trial, whatever its mask sign (:func:`sasv_key`). It
+may be derived from labels (:func:`~bosaris_dask.trials.key_from_labels`: no storage for a
+dense list). :func:`evaluate_sasv` runs **one** :func:`~bosaris_dask.engine.summarize` call over
+*member* summaries of the same scores, against the CM key derived lazily from it (bona fide
++1, spoof -1; every member then holds both classes):
+
+=========================  ======================================  ===========================
+member                     score mask                              counts used
+=========================  ======================================  ===========================
+``sasv: target/spoof``     targets and spoofs                      targets, spoofs
+``sasv: nontarget/spoof``  non-targets and spoofs                  non-targets (its targets)
+``cm``                     all trials                              bona fide, spoofs
+``asv: target/spoof``      targets and spoofs (given ASV rates)    targets, spoofs
+``asv: nontarget/spoof``   non-targets and spoofs (given rates)    non-targets
+=========================  ======================================  ===========================
+
+min a-DCF, min t-DCF and the ASV rates at the ASV EER threshold are computed on the members'
+common grid (:mod:`bosaris_dask.spoofing.joint`) with the in-memory functions' own float
+formulas and tie rules; the hook refines the bins that could hide a lower (or an earlier)
+minimum or hold the threshold, and nothing else: the members skip their own ROC hulls
+(``summarize(own_candidates=...)``), which nothing here reads. So every number is equal to
+:mod:`bosaris_dask.spoofing.metrics` on the same scores, in no more passes than a plain
+evaluation of the CM scores (measured: ``benchmarks/bench_spoofing.py``). A candidate that
+appears only once an earlier round has fixed a threshold (the ASV EER threshold, on which the
+spoof count and the t-DCF's constants depend) can cost one more pass when it lies outside the
+trials kept after the first refinement round; pass 1 runs one kernel per member.
+
+**t-EER** is computed in memory (:func:`~bosaris_dask.spoofing.metrics.t_eer`) after gathering
+the CM and ASV scores of each class — one more read of those two columns — and only up to
+:data:`T_EER_MAX_TRIALS` trials: its criterion couples every ASV threshold with the best CM
+threshold, and no bound that would let the engine refine a few bins only is known here.
+
+Examples
+--------
+>>> import numpy as np
+>>> from bosaris_dask.trials import make_key, make_scores
+>>> key = sasv_key(make_key(["m"], list("abcde"), [[1, 1, -1, -1, -1]]),
+...                [False, False, False, True, True])
+>>> s = make_scores(["m"], list("abcde"), [[2.0, 0.5, 1.0, 1.5, -1.0]])
+>>> out = evaluate_sasv(key, sasv=s, cm=s, t_eer=False)
+>>> round(out["min_a_dcf"], 6), out["min_a_dcf_threshold"], round(out["min_t_dcf"], 6)
+(0.579832, 0.5, 0.538967)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+from scipy.special import logit
+
+from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
+from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
+from bosaris_dask.spoofing import joint
+from bosaris_dask.spoofing.joint import Part
+from bosaris_dask.spoofing.metrics import (
+    ASVSPOOF5,
+    FIXED_ASV_RATES,
+    AsvRates,
+    CostModel,
+    a_dcf_of_rates,
+    t_dcf_constants,
+    t_dcf_of_rates,
+)
+from bosaris_dask.trials import align, kind_of, locate, make_key, make_scores, trial_classes
+
+__all__ = ["SPOOF_COORD", "T_EER_MAX_TRIALS", "sasv_key", "cm_key", "evaluate_cm",
+           "evaluate_sasv"]  # fmt: skip
+
+#: The coordinate of an SASV key that marks spoofed segments.
+SPOOF_COORD = "segment_spoof"
+#: The most trials :func:`evaluate_sasv` gathers into memory for the t-EER.
+T_EER_MAX_TRIALS = 20_000_000
+
+
+# --------------------------------------------------------------------------------------------
+# keys
+# --------------------------------------------------------------------------------------------
+
+
+def sasv_key(key: xr.Dataset, spoof_segments: Any) -> xr.Dataset:
+    """An SASV key: ``key`` (a BOSARIS Key, +1 target, -1 non-target) with the boolean
+    coordinate ``segment_spoof`` marking the spoofed segments (their trials are spoofs).
+
+    Examples
+    --------
+    >>> k = sasv_key(make_key(["m"], ["a", "b"], [[1, -1]]), [False, True])
+    >>> k.segment_spoof.values.tolist()
+    [False, True]
+    """
+    if kind_of(key) != "key":
+        raise TrialError(f"an SASV key is built on a key, got {kind_of(key)}")
+    flags = np.asarray(spoof_segments)
+    if flags.dtype != bool or flags.shape != (key.sizes["segment"],):
+        raise TrialError(f"segment_spoof must be {key.sizes['segment']} booleans (one per "
+                         f"segment), got {flags.dtype} of shape {flags.shape}")  # fmt: skip
+    return key.assign_coords({SPOOF_COORD: ("segment", flags)})
+
+
+def _spoof_flags(key: xr.Dataset) -> np.ndarray:
+    if kind_of(key) != "key" or SPOOF_COORD not in key.coords:
+        raise TrialError("not an SASV key: a key with the coordinate segment_spoof is needed "
+                         "(bosaris_dask.spoofing.sasv_key)")  # fmt: skip
+    return np.asarray(key[SPOOF_COORD].values, dtype=bool)
+
+
+def _classes(key: xr.Dataset, chunks: Any) -> tuple[da.Array, da.Array]:
+    """The ASV codes (+1/-1/0) and the spoof flags broadcast, both in ``chunks``."""
+    codes = trial_classes(key, chunks=chunks)
+    flags = da.from_array(_spoof_flags(key)[None, :], chunks=(1, chunks[1]))
+    spoof = da.broadcast_to(flags, codes.shape, chunks=chunks)
+    return codes, spoof
+
+
+def cm_key(key: xr.Dataset, chunks: Any = None) -> xr.Dataset:
+    """The countermeasure key of an SASV key, lazily: bona fide trials +1, spoofs -1.
+
+    Examples
+    --------
+    >>> k = sasv_key(make_key(["m"], ["a", "b", "c"], [[1, -1, 1]]), [False, False, True])
+    >>> cm_key(k).trial_mask.values.tolist()
+    [[1, 1, -1]]
+    """
+    chunks = chunks or trial_classes(key).chunks
+    codes, spoof = _classes(key, chunks)
+    mask = da.where(codes != 0, da.where(spoof, -1, 1), 0).astype(np.int8)
+    return make_key(key.model.values, key.segment.values, mask)
+
+
+# --------------------------------------------------------------------------------------------
+# what each metric reads from the summaries
+# --------------------------------------------------------------------------------------------
+
+
+def _first_min(g: joint.Grid, cost: Callable, dtype: Any) -> tuple[float, float]:
+    edges = np.arange(len(g.lo) + 1)
+    values = cost(edges, edges)
+    i = joint.first_minimum(values)
+    return float(values[i]), float(g.thresholds(dtype)[i])
+
+
+@dataclass
+class _Plan:
+    """The members of one SASV call and how each metric reads them."""
+
+    costs: CostModel
+    a_dcf: tuple[Part, Part, Part] | None = None  # target, non-target, spoof
+    cm: tuple[Part, Part] | None = None  # bona fide, spoof
+    asv: tuple[Part, Part, Part] | None = None  # target, non-target, spoof
+    rates: AsvRates | None = None  # fixed ASV rates, or None: counted from asv
+    cm_eer: bool = False
+    names: list[str] = field(default_factory=list)
+
+    # ---- metrics (each also returns its candidate grid bins, per member)
+    def a_dcf_result(self, ss: Sequence[ScoreSummary]) -> tuple[dict, dict]:
+        tar, non, spf = self.a_dcf
+        g = joint.grid(ss, self.a_dcf)
+        below, n_above, s_above = g.below(tar), g.above(non), g.above(spf)
+        nt, nn, ns = g.total(tar), g.total(non), g.total(spf)
+
+        def cost(i: np.ndarray, j: np.ndarray) -> np.ndarray:
+            return a_dcf_of_rates(below[i] / nt, n_above[j] / nn, s_above[j] / ns, self.costs)
+
+        value, threshold = _first_min(g, cost, ss[tar.index].dtype)
+        bins = joint.member_bins(g, joint.min_cost_bins(g, cost), self.a_dcf)
+        return {"min_a_dcf": value, "min_a_dcf_threshold": threshold,
+                "n_target": nt, "n_nontarget": nn, "n_spoof": ns}, bins  # fmt: skip
+
+    def asv_result(self, ss: Sequence[ScoreSummary]) -> tuple[AsvRates, dict]:
+        tar, non, spf = self.asv
+        g = joint.grid(ss, (tar, non))
+        pmiss, pfa = g.below(tar) / g.total(tar), g.above(non) / g.total(non)
+        i = joint.eer_index(pmiss, pfa)
+        s = ss[spf.index]
+        t = float(g.thresholds(s.dtype)[i])
+        spoofs = 0 if t == np.inf else int(s.error_counts(np.array([t]))[1][0])
+        rates = AsvRates(float(pmiss[i]), float(pfa[i]), spoofs / s.n_nontarget, t)
+        bins = joint.member_bins(g, joint.eer_bins(pmiss, pfa, g.bits, threshold=True),
+                                 (tar, non))  # fmt: skip
+        if i < len(g.lo):
+            more = joint.straddling_bins(s, spf.counts, g.lo[i], int(g.bits[i]))
+            if len(more):
+                bins[spf.index] = np.union1d(bins.get(spf.index, np.empty(0, np.int64)), more)
+        return rates, bins
+
+    def t_dcf_result(self, ss: Sequence[ScoreSummary], rates: AsvRates) -> tuple[dict, dict]:
+        bona, spf = self.cm
+        g = joint.grid(ss, self.cm)
+        below, above = g.below(bona), g.above(spf)
+        nb, ns = g.total(bona), g.total(spf)
+        c = t_dcf_constants(rates, self.costs)
+
+        def cost(i: np.ndarray, j: np.ndarray) -> np.ndarray:
+            return t_dcf_of_rates(below[i] / nb, above[j] / ns, c)
+
+        value, threshold = _first_min(g, cost, ss[bona.index].dtype)
+        bins = joint.member_bins(g, joint.min_cost_bins(g, cost), self.cm)
+        return {"min_t_dcf": value, "min_t_dcf_threshold": threshold}, bins
+
+    def cm_eer_result(self, ss: Sequence[ScoreSummary]) -> tuple[float, dict]:
+        bona, spf = self.cm
+        g = joint.grid(ss, self.cm)
+        pmiss, pfa = g.below(bona) / g.total(bona), g.above(spf) / g.total(spf)
+        i = joint.eer_index(pmiss, pfa)
+        bins = joint.member_bins(g, joint.eer_bins(pmiss, pfa, g.bits, threshold=False),
+                                 self.cm)  # fmt: skip
+        return float((pmiss[i] + pfa[i]) / 2), bins
+
+    def results(self, ss: Sequence[ScoreSummary]) -> tuple[dict[str, Any], list[dict]]:
+        out: dict[str, Any] = {}
+        bins: list[dict] = []
+        if self.a_dcf is not None:
+            values, b = self.a_dcf_result(ss)
+            out.update(values)
+            bins.append(b)
+        rates = self.rates
+        if self.asv is not None:
+            rates, b = self.asv_result(ss)
+            bins.append(b)
+        out["asv_rates"] = rates
+        if self.cm is not None and rates is not None:
+            try:
+                values, b = self.t_dcf_result(ss, rates)
+            except ScoreError as error:
+                out["t_dcf_error"] = str(error)
+            else:
+                out.update(values)
+                bins.append(b)
+        if self.cm_eer:
+            out["eer"], b = self.cm_eer_result(ss)
+            bins.append(b)
+        return out, bins
+
+    def candidates(self, ss: list[ScoreSummary]) -> list[np.ndarray | None]:
+        """The engine's ``extra_candidates`` hook: every metric's bins, per member."""
+        merged: list[np.ndarray | None] = [None] * len(ss)
+        for part in self.results(ss)[1]:
+            for k, idx in part.items():
+                merged[k] = idx if merged[k] is None else np.union1d(merged[k], idx)
+        return merged
+
+
+# --------------------------------------------------------------------------------------------
+# track 1
+# --------------------------------------------------------------------------------------------
+
+
+def _cm_point(costs: CostModel):
+    from bosaris_dask.costs import OperatingPoint
+
+    return OperatingPoint(costs.p_target + costs.p_nontarget, costs.c_miss, costs.c_fa_spoof)
+
+
+def evaluate_cm(
+    scores: xr.Dataset,
+    key: xr.Dataset,
+    *,
+    costs: CostModel = ASVSPOOF5,
+    allow_missing: bool = False,
+    progress: bool = False,
+    split_every: int = DEFAULT_SPLIT_EVERY,
+) -> dict[str, Any]:
+    """The track-1 metrics of one countermeasure: bona fide = target, spoof = non-target.
+
+    Returns ``{"n_bonafide", "n_spoof", "n_missing", "costs", "min_dcf", "act_dcf",
+    "act_threshold", "eer" (the package's), "eer_rocch", "cllr", "passes"}``; DCFs normalized
+    (by ``min(p, 1 - p)`` at the effective prior ``(Ptar + Pnon)·Cmiss /
+    ((Ptar + Pnon)·Cmiss + Pspoof·Cfa,spoof)``), rates as fractions, Cllr in bits.
+
+    Examples
+    --------
+    >>> key = make_key(["cm"], list("abcd"), [[1, 1, -1, -1]])
+    >>> out = evaluate_cm(make_scores(["cm"], list("abcd"), [[2.0, 0.0, 0.5, -1.0]]), key)
+    >>> out["eer"], out["eer_rocch"], out["n_bonafide"], out["passes"]
+    (0.5, 0.25, 2, 2)
+    """
+    from bosaris_dask.metrics import summary_metrics
+
+    point = _cm_point(costs)
+    prior = point.effective_prior
+    plan = _Plan(costs, cm=(Part(0, "n_tar"), Part(0, "n_non")), cm_eer=True)
+    (s,) = summarize(
+        [scores], key, thresholds=[-logit(prior)], allow_missing=allow_missing,
+        progress=progress, split_every=split_every, names=["cm"],
+        extra_candidates=plan.candidates,
+    )  # fmt: skip
+    m = summary_metrics(s, [prior], np.empty(0))
+    at = int(np.searchsorted(m["plo"], logit(prior)))
+    values, _ = plan.results([s])
+    return {
+        "task": "cm",
+        "n_bonafide": s.n_target,
+        "n_spoof": s.n_nontarget,
+        "n_missing": s.n_missing,
+        "costs": {"p_spoof": costs.p_spoof, "c_miss": costs.c_miss, "c_fa": costs.c_fa_spoof,
+                  "effective_prior": costs.cm_effective_prior},  # fmt: skip
+        "min_dcf": float(m["min_dcf"][at]),
+        "act_dcf": float(m["act_dcf"][at]),
+        "act_threshold": float(-logit(prior)),
+        "eer": values["eer"],
+        "eer_rocch": float(m["eer"]),
+        "cllr": float(m["cllr"]),
+        "passes": s.passes,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# track 2
+# --------------------------------------------------------------------------------------------
+
+
+def _members(
+    column: xr.Dataset, key: xr.Dataset, chunks: Any, name: str, both: bool
+) -> list[tuple[str, xr.Dataset]]:
+    """The member Scores of one score column: ``(target+spoof, nontarget+spoof)``, or, with
+    ``both=False``, the column itself (bona fide vs spoof)."""
+    s = align(column, key)
+    score, mask = s.score.data.rechunk(chunks), s.score_mask.data.rechunk(chunks)
+    ids = (key.model.values, key.segment.values)
+    if not both:
+        return [(name, make_scores(*ids, score, mask))]
+    codes, spoof = _classes(key, chunks)
+    tar = (codes == 1) & ~spoof
+    non = (codes == -1) & ~spoof
+    spf = (codes != 0) & spoof
+    return [(f"{name}: target/spoof", make_scores(*ids, score, mask & (tar | spf))),
+            (f"{name}: nontarget/spoof", make_scores(*ids, score, mask & (non | spf)))]  # fmt: skip
+
+
+def _unscored(ss: Sequence[ScoreSummary], first: int, both: bool) -> int:
+    """Key trials without a score in the column whose members start at ``first``: the
+    members' score masks leave out some classes on purpose, so count what they hold."""
+    s = ss[first]
+    trials = s.n_target + s.n_nontarget + s.n_missing
+    scored = s.n_target + s.n_nontarget + (ss[first + 1].n_target if both else 0)
+    return trials - scored
+
+
+def _raise_missing(name: str, n: int, key: xr.Dataset, scores: xr.Dataset) -> None:
+    s = align(scores, key)
+    cond = (trial_classes(key, chunks=s.score_mask.data.chunks) != 0) & ~s.score_mask.data
+    where = locate(cond, key.model.values, key.segment.values)
+    raise MissingTrialsError(f"{name}: {n} key trials have no score, e.g. {where} "
+                             "(allow_missing drops them)")  # fmt: skip
+
+
+def _gather(key: xr.Dataset, column: xr.Dataset, chunks: Any) -> list[da.Array]:
+    """A column's scored target, non-target and spoof scores (lazy, unknown sizes)."""
+    s = align(column, key)
+    score, mask = s.score.data.rechunk(chunks), s.score_mask.data.rechunk(chunks)
+    codes, spoof = _classes(key, chunks)
+    return [score[mask & c] for c in ((codes == 1) & ~spoof, (codes == -1) & ~spoof,
+                                      (codes != 0) & spoof)]  # fmt: skip
+
+
+def evaluate_sasv(
+    key: xr.Dataset,
+    *,
+    sasv: xr.Dataset | None = None,
+    cm: xr.Dataset | None = None,
+    asv: xr.Dataset | None = None,
+    asv_rates: str | AsvRates = "fixed",
+    costs: CostModel = ASVSPOOF5,
+    t_eer: bool | None = None,
+    t_eer_max_trials: int = T_EER_MAX_TRIALS,
+    allow_missing: bool = False,
+    progress: bool = False,
+    split_every: int = DEFAULT_SPLIT_EVERY,
+) -> dict[str, Any]:
+    """The track-2 metrics of an SASV key (:func:`sasv_key`) and up to three score columns.
+
+    Parameters
+    ----------
+    key
+        The SASV key.
+    sasv, cm, asv
+        Scores: the single SASV score (min a-DCF), the countermeasure score (min t-DCF;
+        bona fide = target and non-target trials) and the ASV score (ASV rates counted from
+        it; t-EER with ``cm``). Any may be left out; what needs it is then not reported.
+    asv_rates
+        ``"fixed"`` (the package's, :data:`~bosaris_dask.spoofing.metrics.FIXED_ASV_RATES`),
+        ``"given"`` (counted from ``asv`` at its EER threshold, as
+        :func:`~bosaris_dask.spoofing.metrics.asv_rates`), or an :class:`AsvRates`.
+    t_eer
+        Compute the exact t-EER in memory (needs ``cm`` and ``asv``): ``None`` does when both
+        are given and the key has at most ``t_eer_max_trials`` trials; ``True`` raises
+        :class:`~bosaris_dask.errors.OptionError` above that.
+
+    Returns
+    -------
+    dict
+        ``n_target``, ``n_nontarget``, ``n_spoof``, ``costs``, ``min_a_dcf`` and
+        ``min_a_dcf_threshold``, ``asv_rates`` (``source``, ``pmiss``, ``pfa``, ``pfa_spoof``,
+        ``threshold``), ``min_t_dcf`` and ``min_t_dcf_threshold``, ``t_eer`` and its
+        thresholds (``None`` with ``t_eer_note`` where not computed), ``passes``.
+    """
+    _spoof_flags(key)  # an SASV key, or a one-line error
+    if isinstance(asv_rates, str) and asv_rates not in ("fixed", "given"):
+        raise OptionError(f"asv_rates must be 'fixed', 'given' or AsvRates, got {asv_rates!r}")
+    given = asv_rates == "given"
+    if given and asv is None:
+        raise OptionError("asv_rates='given' needs the ASV scores (asv=...)")
+    if sasv is None and cm is None and asv is None:
+        raise OptionError("no scores: give sasv, cm and/or asv")
+    first = next(x for x in (sasv, cm, asv) if x is not None)
+    chunks = align(first, key).score.data.chunks
+    plan = _Plan(costs, rates=None if given else
+                 (FIXED_ASV_RATES if asv_rates == "fixed" else asv_rates))  # fmt: skip
+    members: list[tuple[str, xr.Dataset]] = []
+    starts: dict[str, int] = {}
+    for name, column, both in (("sasv", sasv, True), ("cm", cm, False),
+                               ("asv", asv if given else None, True)):  # fmt: skip
+        if column is not None:
+            starts[name] = len(members)
+            members += _members(column, key, chunks, name, both)
+    if "sasv" in starts:
+        k = starts["sasv"]
+        plan.a_dcf = (Part(k, "n_tar"), Part(k + 1, "n_tar"), Part(k, "n_non"))
+    if "cm" in starts:
+        k = starts["cm"]
+        plan.cm = (Part(k, "n_tar"), Part(k, "n_non"))
+    if "asv" in starts:
+        k = starts["asv"]
+        plan.asv = (Part(k, "n_tar"), Part(k + 1, "n_tar"), Part(k, "n_non"))
+    try:
+        summaries = summarize(
+            [m for _, m in members], cm_key(key, chunks), allow_missing=True, progress=progress,
+            split_every=split_every, names=[n for n, _ in members],
+            extra_candidates=plan.candidates, own_candidates=[False] * len(members),
+        )  # fmt: skip
+    except ScoreError as error:
+        if "need both targets and non-targets" not in str(error):
+            raise
+        raise ScoreError(f"{error} (in the member 'COLUMN: CLASS/spoof', 'targets' are the "
+                         "CLASS trials and 'non-targets' the spoofs)") from None  # fmt: skip
+    columns = {"sasv": sasv, "cm": cm, "asv": asv}
+    for name, k in starts.items():
+        n = _unscored(summaries, k, name != "cm")
+        if n and not allow_missing:
+            _raise_missing(name, n, key, columns[name])
+    values, _ = plan.results(summaries)
+    if "t_dcf_error" in values:
+        raise ScoreError(values["t_dcf_error"])
+    rates = values.pop("asv_rates")
+    out: dict[str, Any] = {"task": "sasv", "costs": costs.as_dict(), **values}
+    if rates is not None:
+        out["asv_rates"] = {"source": asv_rates if isinstance(asv_rates, str) else "custom",
+                            "pmiss": rates.pmiss, "pfa": rates.pfa,
+                            "pfa_spoof": rates.pfa_spoof, "threshold": rates.threshold}  # fmt: skip
+    out["passes"] = summaries[0].passes
+    out.update(_t_eer(key, cm, asv, chunks, t_eer, t_eer_max_trials))
+    return out
+
+
+def _t_eer(
+    key: xr.Dataset, cm: xr.Dataset | None, asv: xr.Dataset | None, chunks: Any,
+    wanted: bool | None, limit: int,
+) -> dict[str, Any]:
+    from bosaris_dask.progress import compute
+    from bosaris_dask.spoofing.metrics import t_eer
+
+    none = {"t_eer": None, "t_eer_asv_threshold": None, "t_eer_cm_threshold": None}
+    if wanted is False:
+        return {**none, "t_eer_note": "not asked for"}
+    if cm is None or asv is None:
+        if wanted:
+            raise OptionError("the t-EER needs both the CM and the ASV scores")
+        return {**none, "t_eer_note": "needs the CM and the ASV scores"}
+    n = int(key.sizes["model"]) * int(key.sizes["segment"])
+    if n > limit:
+        trials = int(compute((trial_classes(key, chunks=chunks) != 0).sum()))
+        if trials > limit:
+            note = (f"t-EER is computed in memory, up to {limit:,} trials; this key has "
+                    f"{trials:,}")  # fmt: skip
+            if wanted:
+                raise OptionError(note)
+            return {**none, "t_eer_note": note}
+    arrays = compute([*_gather(key, cm, chunks), *_gather(key, asv, chunks)])
+    r = t_eer(*arrays)
+    value = r["t_eer"]
+    return {"t_eer": None if value != value else value,
+            "t_eer_asv_threshold": r["asv_threshold"], "t_eer_cm_threshold": r["cm_threshold"]}
