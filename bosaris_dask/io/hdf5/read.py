@@ -127,7 +127,22 @@ def detect_hdf5_kind(f: h5py.File, path: str | os.PathLike[str] = "") -> str:
 
 
 def _key_signs(x: np.ndarray) -> np.ndarray:
-    return np.where(x > 0.5, 1, np.where(x < -0.5, -1, 0)).astype(np.int8)
+    """The codes of a ``/trial_mask`` block: integers as they are (already checked to be -1, 0
+    or +1), floats by their sign past 0.5 (MATLAB's meaning), with no 8-byte temporaries."""
+    if x.dtype.kind in "iu":
+        return x.astype(np.int8, copy=False)
+    out = np.greater(x, 0.5).view(np.int8)  # 1 or 0, one byte per trial
+    out -= np.less(x, -0.5).view(np.int8)
+    return out
+
+
+def _masked_scores(score: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``score`` with 0 where ``mask`` is false (in place: h5py gave this task its own block)."""
+    if not mask.all():
+        if not score.flags.writeable:
+            score = score.copy()
+        np.copyto(score, score.dtype.type(0), where=~mask)
+    return score
 
 
 def _key_from_two(
@@ -248,7 +263,7 @@ def read_hdf5(
             mask = lazy("score_mask", (0, 1)) != 0
             raw = lazy("scores")
             score = raw if raw.dtype == np.float32 else raw.astype(np.float64)
-            score = da.where(mask, score, score.dtype.type(0))
+            score = da.map_blocks(_masked_scores, score, mask, dtype=score.dtype)
             return make_scores(models, segments, score, mask)
         if found == "ndx":
             return make_ndx(models, segments, lazy("trial_mask", (0, 1)) != 0)
