@@ -243,7 +243,9 @@ def _inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.Arra
     if not is_label_key(key) and key.trial_mask.dtype != np.int8:
         # keep codes outside -1/0/+1 outside them when the kernels' int8 conversion wraps
         key = key.assign(trial_mask=key.trial_mask.clip(-2, 2))
-    aligned = [align_with(s, key, once=True) for s in scores]  # passes: realign once
+    # passes: realign once; the kernels drop non-trials by the key classes, so the score
+    # masks need no AND with the key (which cost two temporaries and a classes_of per block)
+    aligned = [align_with(s, key, once=True, restrict=False) for s in scores]
     dtypes = {np.dtype(s.score.dtype) for s in aligned}
     chunks = aligned[0].score.data.chunks
     inputs = [trial_classes(key, chunks=chunks)]

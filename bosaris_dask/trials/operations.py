@@ -107,7 +107,8 @@ def align(
 
 
 def align_with(
-    obj: xr.Dataset, like: xr.Dataset, *, log_missing: bool = False, once: bool = False
+    obj: xr.Dataset, like: xr.Dataset, *, log_missing: bool = False, once: bool = False,
+    restrict: bool = True,
 ) -> xr.Dataset:
     """Align ``obj`` (typically Scores) to the ids of ``like`` and restrict it to its trials.
 
@@ -117,7 +118,9 @@ def align_with(
     With ``log_missing=True`` one pass counts what ``like`` has and ``obj`` lacks
     (:func:`bosaris_dask.trials.alignment_report`) and logs it at INFO on the
     ``"bosaris_dask"`` logger, as the toolkit prints it. ``once``: realign ids in another
-    order now, once, rather than lazily in every pass (see :func:`align`).
+    order now, once, rather than lazily in every pass (see :func:`align`). ``restrict=False``
+    keeps the score mask as it is, for callers that drop non-trials themselves (the engine's
+    kernels do, by the key's classes: ANDing the mask would read the key twice per chunk).
 
     Examples
     --------
@@ -137,7 +140,7 @@ def align_with(
         if "trial_mask" in like.data_vars and isinstance(like.trial_mask.data, da.Array):
             chunks = like.trial_mask.data.chunks
         out = align(obj, like.model.values, like.segment.values, once=once, like_chunks=chunks)
-    if kind_of(obj) == "scores" and kind_of(like) in ("key", "ndx"):
+    if restrict and kind_of(obj) == "scores" and kind_of(like) in ("key", "ndx"):
         mask = out.score_mask.data
         out = out.copy()
         out["score_mask"] = (

@@ -48,12 +48,20 @@ class _H5Array:
         shape: tuple[int, ...],
         dtype: np.dtype,
         token: tuple[int, int],
+        offset: int | None = None,
     ):
         self._manager, self._path, self._name, self._token = manager, path, name, token
         self.shape, self.dtype = shape, dtype
         self.ndim = len(shape)
+        self._offset = offset
 
     def __getitem__(self, key: Any) -> np.ndarray:
+        if self._offset is not None:  # contiguous and uncompressed: map the file's bytes
+            try:
+                data = np.memmap(self._path, self.dtype, "r", self._offset, self.shape)
+            except (OSError, ValueError) as exc:
+                raise StoreError(f"{self._path}: cannot read {self._name} ({exc})") from exc
+            return data[key]
         try:
             dset = self._manager.acquire()[self._name]
             if dset.shape == self.shape:
@@ -171,6 +179,28 @@ def _trial_ids(path: str, i: int, j: int) -> str:
     return f"({models[i]}, {segments[j]})"
 
 
+def _contiguous_offset(dset: h5py.Dataset, shape: tuple, file_size: int) -> int | None:
+    """Where the values of ``dset`` start in its file, when they can be read by a memory map:
+    contiguous (as MATLAB writes matrices), unfiltered, allocated, stored in this file in
+    native byte order and in the shape read; else None (h5py reads them).
+
+    Reading full rows of a contiguous float64 matrix through h5py ran at about 0.6 GB/s on
+    this project's machine; the kernels read a memory map straight from the page cache.
+    """
+    try:
+        if dset.chunks is not None or dset.compression or dset.external or dset.shape != shape:
+            return None
+        if not dset.dtype.isnative or dset.dtype.kind not in "iuf":
+            return None
+        offset = dset.id.get_offset()
+    except _H5_ERRORS:
+        return None
+    nbytes = int(np.prod(shape)) * dset.dtype.itemsize
+    if offset is None or offset + nbytes > file_size:  # truncated: h5py names the problem
+        return None
+    return int(offset)
+
+
 def _lazy(
     path: Path,
     manager: CachingFileManager,
@@ -197,8 +227,9 @@ def _lazy(
         )
     stat = path.stat()
     arr = _H5Array(
-        manager, os.fspath(path), dset.name, shape, dset.dtype, (stat.st_mtime_ns, stat.st_size)
-    )
+        manager, os.fspath(path), dset.name, shape, dset.dtype, (stat.st_mtime_ns, stat.st_size),
+        _contiguous_offset(dset, shape, stat.st_size),
+    )  # fmt: skip
     out = da.from_array(
         arr, chunks=chunks, asarray=True, fancy=False, meta=np.empty((0, 0), dtype=dset.dtype)
     )
