@@ -13,9 +13,12 @@ default: ``key.zarr,system-1.zarr``) and scheduler (``threads``, or ``local``: a
 ``LocalCluster``, its start-up included in the wall time, not in ``evaluate()``) runs
 ``--repeat`` times in a fresh process, interleaved so that a noisy minute on a shared machine
 hits all of them alike. It prints medians of the wall time and of ``evaluate()`` alone, each
-combination's ratio to the first one (per repeat, then the median), the driver's peak RSS, and
-checks that every combination gives the same metrics, bit for bit. The evaluation is
-``bench_evaluate.py``'s: 4 priors, a 201-point NBE sweep, EER, PRBEP, Cllr, minCllr.
+combination's ratio to the first one (per repeat, then the median), the CPU time
+of ``evaluate()`` (all threads of the driver process, which runs a LocalCluster's scheduler,
+plus the worker processes: less sensitive to other jobs on a shared machine than wall time),
+the driver's peak RSS, and checks that every combination gives the same metrics, bit for bit.
+The evaluation is ``bench_evaluate.py``'s: 4 priors, a 201-point NBE sweep, EER, PRBEP, Cllr,
+minCllr.
 """
 
 from __future__ import annotations
@@ -34,6 +37,13 @@ from pathlib import Path
 PRIORS = (0.5, 0.1, 0.01, 0.001)
 
 
+def _workers_cpu(client) -> float:
+    """CPU seconds the worker processes of a distributed client have used (0 without one)."""
+    if client is None or not hasattr(client, "run"):
+        return 0.0
+    return float(sum(client.run(time.process_time).values()))
+
+
 def _child(workdir: Path, key: str, scores: str, cluster: str) -> None:
     import numpy as np
 
@@ -43,14 +53,16 @@ def _child(workdir: Path, key: str, scores: str, cluster: str) -> None:
 
     start = time.perf_counter()
     k, s = io.read(workdir / key), io.read(workdir / scores)
-    with connect(cluster=cluster, dashboard=False, announce=None):
-        t0 = time.perf_counter()
+    with connect(cluster=cluster, dashboard=False, announce=None) as client:
+        workers_cpu0 = _workers_cpu(client)
+        t0, cpu0 = time.perf_counter(), time.process_time()
         ds = evaluate(s, k, priors=PRIORS, sweep=np.linspace(-10, 10, 201))
-        evaluate_s = time.perf_counter() - t0
+        evaluate_s, cpu_s = time.perf_counter() - t0, time.process_time() - cpu0
+        cpu_s += _workers_cpu(client) - workers_cpu0
     ds = ds.isel(system=0)
     ops, sweep = operating_points(ds), sweep_points(ds)
     print(json.dumps({
-        "wall_s": time.perf_counter() - start, "evaluate_s": evaluate_s,
+        "wall_s": time.perf_counter() - start, "evaluate_s": evaluate_s, "cpu_s": cpu_s,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "passes": int(ds.attrs["passes"]),
         "metrics": [float(ds.eer), float(ds.prbep), float(ds.cllr), float(ds.min_cllr),
@@ -110,12 +122,16 @@ def main(argv: list[str] | None = None) -> dict:
             "evaluate_s": statistics.median(r["evaluate_s"] for r in rs),
             "ratio_wall": statistics.median(per), "ratio_evaluate": statistics.median(per_eval),
             "peak_rss_mb": max(r["peak_rss_mb"] for r in rs), "passes": rs[0]["passes"],
+            "cpu_s": statistics.median(r["cpu_s"] for r in rs),
+            "ratio_cpu": statistics.median(
+                r["cpu_s"] / b["cpu_s"] for r, b in zip(rs, runs[first], strict=True)),
         }  # fmt: skip
         summary[name] = row
         print(f"  {name:<32} wall {row['wall_s']:6.2f} s (x{row['ratio_wall']:.2f})  "
               f"evaluate() {row['evaluate_s']:6.2f} s (x{row['ratio_evaluate']:.2f}; per repeat "
-              f"{', '.join(f'{x:.2f}' for x in per_eval)})  driver peak RSS "
-              f"{row['peak_rss_mb']:5.0f} MB  {row['passes']} passes")  # fmt: skip
+              f"{', '.join(f'{x:.2f}' for x in per_eval)})  CPU {row['cpu_s']:6.2f} s "
+              f"(x{row['ratio_cpu']:.2f})  driver peak RSS {row['peak_rss_mb']:5.0f} MB  "
+              f"{row['passes']} passes")  # fmt: skip
     reference = runs[first][0]["metrics"]
     same = all(r["metrics"] == reference for rs in runs.values() for r in rs)
     print(f"  every run's metrics identical to the first's: {same}")
