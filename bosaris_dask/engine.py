@@ -156,11 +156,6 @@ def _blockwise(kernel: Callable, inputs: list[da.Array]) -> da.Array:
     )  # fmt: skip
 
 
-def _add_counts_min_index(rows: np.ndarray) -> np.ndarray:
-    """Merge ``[count, first index]`` rows: add the counts, keep the smallest index."""
-    return np.array([rows[:, 0].sum(), rows[:, 1].min()])
-
-
 def _raise_bad_codes(head: np.ndarray, *, key: xr.Dataset, n_cols: int) -> None:
     """Raise :class:`TrialError` naming a trial if pass 1 found key codes outside -1/0/+1."""
     count, first = head
@@ -374,7 +369,7 @@ def summarize(
                  da.arange(n_cols, chunks=inputs[0].chunks[1]), "j"]  # fmt: skip
     codes = runner.Aggregation(
         "key codes", partial(kernels.key_codes_kernel, n_cols=n_cols, **blocks), 2,
-        combine=_add_counts_min_index, finalize=partial(_raise_bad_codes, key=key, n_cols=n_cols),
+        combine=kernels.merge_key_codes, finalize=partial(_raise_bad_codes, key=key, n_cols=n_cols),
     )  # fmt: skip
     systems = []
     for k in range(n_sys):

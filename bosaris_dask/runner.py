@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -154,7 +154,9 @@ def graph(
     ``array, index`` pairs (e.g. per-row arrays indexed ``"i"``, or per-row tables ``"ia"``
     whose other index is concatenated into whole blocks) placed first.
     """
-    aggs = tuple(aggs)
+    # the client finalizes: the tasks need not carry what finalize closes over (a key's ids,
+    # the inputs' graphs: hundreds of kB pickled with every task, and xarray on every worker)
+    aggs = tuple(replace(a, finalize=_identity) for a in aggs)
     args: list[Any] = list(lead)
     for arr in inputs:
         args += [arr, "ij"]

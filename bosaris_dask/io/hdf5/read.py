@@ -250,7 +250,8 @@ def read_hdf5(
     kind : {"key", "ndx", "scores"}, optional
         What the file holds; by default detected from its datasets (:func:`detect_hdf5_kind`).
     chunks
-        Dask chunks; by default about 64 MiB of full rows.
+        Dask chunks; by default about 64 MiB of full rows of double scores (the same chunks
+        for a key or an index of the same shape, so that they pair up without rechunking).
 
     Returns
     -------
@@ -288,7 +289,9 @@ def read_hdf5(
             raise StoreError(f"{path}: cannot read kind {found!r} from HDF5")
         models, segments = _read_ids(path, f, _ROWS), _read_ids(path, f, _COLUMNS)
         shape = (len(models), len(segments))
-        plan = plan_chunks(shape, 8 if found == "scores" else 1) if chunks is None else chunks
+        # keys and indexes in the chunks of double scores of the same shape: an evaluation
+        # then reads key and scores in the same chunks, no key block held for several tasks
+        plan = plan_chunks(shape, 8) if chunks is None else chunks
         lazy = functools.partial(_lazy, path, manager, f, shape=shape, chunks=plan)
         if found == "scores":
             mask = lazy("score_mask", (0, 1)) != 0
