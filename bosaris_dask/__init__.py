@@ -70,7 +70,17 @@ if TYPE_CHECKING:
     )
 
 
+_SUBMODULES = (
+    "accessor", "calibration", "cli", "cluster", "compact", "conditions", "config", "embeddings",
+    "engine", "errors", "exact_sum", "fusion", "io", "kernels", "keys", "llr_base", "memory",
+    "metrics", "objectives", "operating_points", "optimize", "plots", "profiles", "progress",
+    "refinement", "report", "roc", "runner", "simulate", "spoofing", "trials",
+)  # fmt: skip
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:  # ``bosaris_dask.metrics`` after a bare ``import bosaris_dask``
+        return importlib.import_module(f"bosaris_dask.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'bosaris_dask' has no attribute {name!r}")
@@ -80,7 +90,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
 
 
 __version__ = "0.1.0"
