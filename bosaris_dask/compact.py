@@ -136,19 +136,25 @@ def decode(enc: Encoded) -> np.ndarray:
 
 def total(parts: list[Encoded]) -> np.ndarray:
     """The float64 sum of encoded vectors, bit for bit ``np.sum(rows, axis=0)`` of their
-    float64 stack (which adds the rows in order to ``+0.0``), holding one float64 vector.
+    float64 stack.
 
-    A sparse vector adds only its non-zero elements: adding ``+0.0`` changes nothing in a
-    total that starts at ``+0.0`` (it never holds ``-0.0``).
+    Integer vectors (counts, limbs: every partial sum below ``2**53`` is exact, so the order of
+    the additions cannot show) are added one after the other into one float64 vector, a sparse
+    one by its non-zero elements only. When a vector holds other values, the order shows (numpy
+    adds 8 or more rows pairwise when they are the only axis), so the rows are stacked and
+    summed by numpy itself, as before they were compact.
     """
     if not parts:
         raise ValueError("no vectors to add")
-    out = decode(parts[0])
-    if parts[0].kind == "float64":
-        np.add(out, 0.0, out=out)  # as numpy's sum starts: -0.0 becomes +0.0
     for enc in parts[1:]:
-        if enc.length != out.size:
-            raise ValueError(f"cannot add a vector of {enc.length} values to one of {out.size}")
+        if enc.length != parts[0].length:
+            raise ValueError(
+                f"cannot add a vector of {enc.length} values to one of {parts[0].length}"
+            )
+    if any(enc.kind == "float64" for enc in parts):
+        return np.stack([decode(enc) for enc in parts]).sum(axis=0)
+    out = np.zeros(parts[0].length)
+    for enc in parts:
         if enc.kind == "sparse":
             out[enc.positions] += enc.values  # positions are distinct: no lost updates
         else:
