@@ -12,9 +12,9 @@ the merge tree moved hundreds of megabytes at 1e8 trials. :func:`encode` stores 
   ``-0.0``).
 
 :func:`decode` gives back the same float64 vector, bit for bit, and :func:`total` adds encoded
-vectors element by element in the same order as numpy's ``rows.sum(axis=0)`` (exact for
-integers below ``2**53``, which is all a count or an :mod:`~bosaris_dask.exact_sum` limb can
-be), so merging encoded vectors gives the totals that merging the float64 vectors gave.
+vectors to the same totals, bit for bit, as numpy's ``rows.sum(axis=0)`` of the float64 rows:
+integer vectors (all a count or an :mod:`~bosaris_dask.exact_sum` limb can be; exact below
+``2**53`` in any order) one by one into a single float64 vector, anything else through numpy.
 
 Examples
 --------
