@@ -29,25 +29,75 @@ take a trial object or a result first, as methods. Submodules hold the rest:
 :mod:`~bosaris_dask.cluster`, :mod:`~bosaris_dask.io`.
 """
 
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING, Any
+
 from bosaris_dask import accessor  # noqa: F401  (registers ``.bosaris``)
-from bosaris_dask.calibration import LinearCalibrator, PAVCalibrator
-from bosaris_dask.engine import summarize
-from bosaris_dask.errors import BosarisError, NotFittedError
-from bosaris_dask.fusion import LinearFuser, QualityFuser
-from bosaris_dask.io import read, read_quality, write, write_quality
-from bosaris_dask.metrics import evaluate, operating_points
-from bosaris_dask.trials import (
-    align,
-    filter_trials,
-    key_from_labels,
-    key_from_masks,
-    make_key,
-    make_ndx,
-    make_quality,
-    make_scores,
-    merge,
-)
-from bosaris_dask.trials import align_with as align_with  # deprecated: not in __all__
+
+# The public names are imported on first use (PEP 562): a dask worker that unpickles a kernel
+# of bosaris_dask.kernels imports numpy and that module, not scipy, h5py, zarr and the models
+# (3 s of CPU per fresh worker process on this project's 2-core machine; issue 16).
+_LAZY = {
+    "LinearCalibrator": "bosaris_dask.calibration",
+    "PAVCalibrator": "bosaris_dask.calibration",
+    "summarize": "bosaris_dask.engine",
+    "BosarisError": "bosaris_dask.errors",
+    "NotFittedError": "bosaris_dask.errors",
+    "LinearFuser": "bosaris_dask.fusion",
+    "QualityFuser": "bosaris_dask.fusion",
+    "read": "bosaris_dask.io",
+    "read_quality": "bosaris_dask.io",
+    "write": "bosaris_dask.io",
+    "write_quality": "bosaris_dask.io",
+    "evaluate": "bosaris_dask.metrics",
+    "operating_points": "bosaris_dask.metrics",
+    **{
+        name: "bosaris_dask.trials"
+        for name in ("align", "align_with", "filter_trials", "key_from_labels",
+                     "key_from_masks", "make_key", "make_ndx", "make_quality", "make_scores",
+                     "merge")
+    },  # fmt: skip
+}
+
+if TYPE_CHECKING:
+    from bosaris_dask.calibration import LinearCalibrator, PAVCalibrator
+    from bosaris_dask.engine import summarize
+    from bosaris_dask.errors import BosarisError, NotFittedError
+    from bosaris_dask.fusion import LinearFuser, QualityFuser
+    from bosaris_dask.io import read, read_quality, write, write_quality
+    from bosaris_dask.metrics import evaluate, operating_points
+    from bosaris_dask.trials import (
+        align,
+        filter_trials,
+        key_from_labels,
+        key_from_masks,
+        make_key,
+        make_ndx,
+        make_quality,
+        make_scores,
+        merge,
+    )
+    from bosaris_dask.trials import align_with as align_with  # deprecated: not in __all__
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)  # first: ``operating_points`` is a function, not the old module
+    if module is None:
+        if importlib.util.find_spec(f"bosaris_dask.{name}") is None:
+            raise AttributeError(f"module 'bosaris_dask' has no attribute {name!r}")
+        # ``bosaris_dask.metrics`` after a bare ``import bosaris_dask``
+        return importlib.import_module(f"bosaris_dask.{name}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __version__ = "0.1.0"
 

@@ -163,11 +163,6 @@ def _blockwise(kernel: Callable, inputs: list[da.Array]) -> da.Array:
     )  # fmt: skip
 
 
-def _add_counts_min_index(rows: np.ndarray) -> np.ndarray:
-    """Merge ``[count, first index]`` rows: add the counts, keep the smallest index."""
-    return np.array([rows[:, 0].sum(), rows[:, 1].min()])
-
-
 def _raise_bad_codes(head: np.ndarray, *, key: xr.Dataset, n_cols: int) -> None:
     """Raise :class:`TrialError` naming a trial if pass 1 found key codes outside -1/0/+1."""
     count, first = head
@@ -257,7 +252,9 @@ def _inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.Arra
     if not is_label_key(key) and key.trial_mask.dtype != np.int8:
         # keep codes outside -1/0/+1 outside them when the kernels' int8 conversion wraps
         key = key.assign(trial_mask=key.trial_mask.clip(-2, 2))
-    aligned = [align(s, key, once=True) for s in scores]  # passes: realign once
+    # passes: realign once; the kernels drop non-trials by the key classes, so the score
+    # masks need no AND with the key (which cost two temporaries and a classes_of per block)
+    aligned = [align(s, key, once=True, restrict=False) for s in scores]
     dtypes = {np.dtype(s.score.dtype) for s in aligned}
     chunks = aligned[0].score.data.chunks
     inputs = [trial_classes(key, chunks=chunks)]
@@ -408,7 +405,7 @@ def summarize(
                  da.arange(n_cols, chunks=inputs[0].chunks[1]), "j"]  # fmt: skip
     codes = runner.Aggregation(
         "key codes", partial(kernels.key_codes_kernel, n_cols=n_cols, **blocks), 2,
-        combine=_add_counts_min_index, finalize=partial(_raise_bad_codes, key=key, n_cols=n_cols),
+        combine=kernels.merge_key_codes, finalize=partial(_raise_bad_codes, key=key, n_cols=n_cols),
     )  # fmt: skip
     systems = []
     for k in range(n_sys):

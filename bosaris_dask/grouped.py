@@ -265,7 +265,7 @@ def summarize_parts(
                  da.arange(n_cols, chunks=inputs[0].chunks[1]), "j"]  # fmt: skip
     codes = runner.Aggregation(
         "key codes", partial(kernels.key_codes_kernel, n_cols=n_cols, **blocks), 2,
-        combine=engine._add_counts_min_index,
+        combine=kernels.merge_key_codes,
         finalize=partial(engine._raise_bad_codes, key=key, n_cols=n_cols),
     )  # fmt: skip
     by_system = [[(j, p, part_names[j]) for j, p in enumerate(parts) if p.system == k]

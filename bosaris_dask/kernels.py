@@ -40,6 +40,7 @@ __all__ = [
     "RefineSpec",
     "bad_codes",
     "key_codes_kernel",
+    "merge_key_codes",
     "system_kernel",
     "coarse_kernel",
     "coarse_length",
@@ -49,6 +50,7 @@ __all__ = [
     "refine_kept_kernel",
     "merge_refinements",
     "merge_system_refinements",
+    "narrow_counts",
 ]
 
 # Block sizes (``bosaris_dask.block`` and ``bosaris_dask.slice``): a histogram update is one
@@ -340,6 +342,11 @@ def key_codes_kernel(
     return np.array([n_bad, where], dtype=np.float64)
 
 
+def merge_key_codes(rows: np.ndarray) -> np.ndarray:
+    """Merge :func:`key_codes_kernel` rows: add the counts, keep the smallest index."""
+    return np.array([rows[:, 0].sum(), rows[:, 1].min()])
+
+
 def system_kernel(
     rows: np.ndarray,
     cols: np.ndarray,
@@ -552,8 +559,8 @@ def refine_system_kernel(
     ws = workspace(np.dtype(s.dtype), block, slice_size)
     cls_flat = classes.reshape(-1)
     if spec.whole_bins_split_evenly:
-        return _sub_histogram(cls_flat, s, m, spec, ws)
-    return _count(*_select(cls_flat, s, m, spec, ws), spec)
+        return narrow_counts(_sub_histogram(cls_flat, s, m, spec, ws), s.size)
+    return narrow_counts(_count(*_select(cls_flat, s, m, spec, ws), spec), s.size)
 
 
 def select_kernel(
@@ -591,7 +598,19 @@ def refine_kept_kernel(
     keys, is_tar = selection[0, 0][system]
     if spec is not kept_spec:
         keys, is_tar = _within(keys, is_tar, spec)
-    return _count(keys, is_tar, spec)
+    return narrow_counts(_count(keys, is_tar, spec), len(keys))
+
+
+def narrow_counts(result: Any, trials: int) -> Any:
+    """A chunk's dense refinement counts as ``uint32`` when the chunk has fewer than ``2**32``
+    trials (half the bytes to send to a merge task, which widens them back to int64).
+
+    >>> narrow_counts(np.array([3, 0, 5]), 8).dtype
+    dtype('uint32')
+    """
+    if isinstance(result, np.ndarray) and trials < 2**32:
+        return result.astype(np.uint32)
+    return result
 
 
 def merge_system_refinements(results: list[Any]) -> Any:
@@ -614,7 +633,7 @@ def merge_refinements(parts: list[list[Any]]) -> list[Any]:
             np.add.at(total, inverse, counts)
             merged.append((uniq, total))
         else:  # add in place: stacking the parts would double a merge task's memory
-            total = first.copy()
+            total = first.astype(np.int64)  # a copy; chunks send uint32 (narrow_counts)
             for part in per_system[1:]:
                 total += part
             merged.append(total)

@@ -136,10 +136,12 @@ def pass_task_memory(
     elements = int(chunk_shape[0]) * int(chunk_shape[1])
     inputs = elements * (sum(input_itemsizes) + 2)  # + building the key classes of a chunk
     buffers = Workspace.nbytes(elements, np.dtype(score_dtype), block, slice_size)
-    row = coarse_length(nbins) * 8  # one system's pass-1 result (float64 counts)
+    row = coarse_length(nbins) * 8  # one system's pass-1 result (float64 counts, uncompacted)
     results = (2 * n_systems + 2) * row  # hist + bincount, the rows, their concatenation
     merge = n_systems * max(
-        (2 * split_every + 1) * row,  # dask concatenates the rows it sums
+        # the compact results (bosaris_dask.compact, at most a float64 row each), their running
+        # total, and encoding it: non-zero positions and values, and the encoded copy
+        (split_every + 3) * row,
         (split_every + 1) * 2 * refine_bins * 8,  # refinements are added in place
         raw_trials * 56,  # keys and counts, concatenated, then np.unique and a total
     )

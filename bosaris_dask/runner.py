@@ -5,9 +5,11 @@ what one chunk contributes (``chunk``, a float64 vector of ``length``), how merg
 the contributions of several chunks (``combine``, default: add them), and what the client makes
 of the total (``finalize``). :func:`run_pass` runs any list of them as **one** pass: one task per
 chunk computes every spec's contribution, a tree of merge tasks (``split_every`` at a time)
-combines them, and one ``compute`` brings the totals back. The memory check before the work
-(:mod:`bosaris_dask.memory`), the progress bar (:mod:`bosaris_dask.progress`) and the message
-for a worker lost to the cluster are here, in one place, for every pass that uses it.
+combines them, and one ``compute`` brings the totals back. Numeric contributions and partial
+totals travel between tasks in compact form (:mod:`bosaris_dask.compact`: only the non-zero
+counts, or 32-bit integers), decoded bit for bit where they are added. The memory check before
+the work (:mod:`bosaris_dask.memory`), the progress bar (:mod:`bosaris_dask.progress`) and the
+message for a worker lost to the cluster are here, in one place, for every pass that uses it.
 
 Examples
 --------
@@ -26,14 +28,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
 import dask.array as da
 import numpy as np
 
-from bosaris_dask import memory
+from bosaris_dask import compact, memory
 from bosaris_dask.errors import ClusterError
 from bosaris_dask.progress import compute, compute_and_keep, current_client
 
@@ -78,10 +80,6 @@ class Aggregation:
     finalize: Callable[[np.ndarray], Any] = _identity
 
 
-def _offsets(aggs: Sequence[Aggregation]) -> list[int]:
-    return np.concatenate([[0], np.cumsum([a.length or 0 for a in aggs])]).astype(int).tolist()
-
-
 def _is_object(aggs: Sequence[Aggregation]) -> bool:
     return any(a.length is None for a in aggs)
 
@@ -96,9 +94,12 @@ def _object_task(*blocks: Any, aggs: tuple[Aggregation, ...]) -> np.ndarray:
     return _object_block([a.chunk(*blocks) for a in aggs])
 
 
-def _object_graph(aggs: tuple[Aggregation, ...], args: list[Any], split_every: int | None):
+def _object_graph(
+    aggs: tuple[Aggregation, ...], args: list[Any], split_every: int | None,
+    task: Callable[..., np.ndarray] | None = None,
+):
     per_chunk = da.blockwise(
-        partial(_object_task, aggs=aggs), "ij", *args, adjust_chunks={"i": 1, "j": 1},
+        task or partial(_object_task, aggs=aggs), "ij", *args, adjust_chunks={"i": 1, "j": 1},
         concatenate=True, dtype=object, meta=np.empty((0, 0), dtype=object),
     )  # fmt: skip
 
@@ -119,16 +120,23 @@ def _object_graph(aggs: tuple[Aggregation, ...], args: list[Any], split_every: i
     )  # fmt: skip
 
 
-def _spans(aggs: Sequence[Aggregation], offsets: list[int]):
-    return zip(aggs, offsets[:-1], offsets[1:], strict=True)
-
-
 def _chunk_task(*blocks: np.ndarray, aggs: tuple[Aggregation, ...]) -> np.ndarray:
-    parts = [np.asarray(a.chunk(*blocks), dtype=np.float64).reshape(-1) for a in aggs]
-    for agg, part in zip(aggs, parts, strict=True):
+    parts = []
+    for agg in aggs:
+        part = np.asarray(agg.chunk(*blocks), dtype=np.float64).reshape(-1)
         if part.size != agg.length:
             raise ValueError(f"{agg.name}: a chunk gave {part.size} values, not {agg.length}")
-    return np.concatenate(parts)[None, None, :]
+        parts.append(compact.encode(part))
+    return _object_block(parts)
+
+
+def _combine_numeric(parts: list[compact.Encoded], agg: Aggregation) -> compact.Encoded:
+    """``agg.combine`` of encoded contributions, encoded: an added total holds one float64
+    vector at a time (:func:`~bosaris_dask.compact.sum_encoded`), other combines get the stack."""
+    if agg.combine is _add:
+        return compact.encode(compact.sum_encoded(parts))
+    rows = np.stack([compact.decode(p) for p in parts])
+    return compact.encode(np.asarray(agg.combine(rows), dtype=np.float64).reshape(-1))
 
 
 def graph(
@@ -138,41 +146,27 @@ def graph(
     lead: Sequence[Any] = (),
     split_every: int | None,
 ) -> da.Array:
-    """The dask graph of one pass (computes nothing): a float64 vector of all specs' totals
-    (with an object spec: a 0-d object array holding the list of every spec's total).
+    """The dask graph of one pass (computes nothing): a 0-d object array holding the list of
+    every spec's total (a numeric spec's total encoded by :func:`~bosaris_dask.compact.encode`, as
+    every contribution travels between tasks; :func:`run_pass` decodes them).
 
     ``inputs`` are 2-D arrays with the same chunks (index ``ij``); ``lead`` are extra
     ``array, index`` pairs (e.g. per-row arrays indexed ``"i"``, or per-row tables ``"ia"``
     whose other index is concatenated into whole blocks) placed first.
     """
-    aggs = tuple(aggs)
-    offsets = _offsets(aggs)
+    # the client finalizes: the tasks need not carry what finalize closes over (a key's ids,
+    # the inputs' graphs: hundreds of kB pickled with every task, and xarray on every worker)
+    aggs = tuple(replace(a, finalize=_identity) for a in aggs)
     args: list[Any] = list(lead)
     for arr in inputs:
         args += [arr, "ij"]
     if _is_object(aggs):
         return _object_graph(aggs, args, split_every)
-
-    packed = da.blockwise(
-        partial(_chunk_task, aggs=aggs), "ijk", *args, new_axes={"k": offsets[-1]},
-        adjust_chunks={"i": 1, "j": 1}, concatenate=True, dtype=np.float64,
-        meta=np.empty((0, 0, 0)),
-    )  # fmt: skip
-
-    def identity(x, axis, keepdims):
-        return x
-
-    def combine(x, axis, keepdims):
-        rows = np.asarray(x).reshape(-1, offsets[-1])
-        out = np.concatenate(
-            [a.combine(rows[:, lo:hi]) for a, lo, hi in _spans(aggs, offsets)]
-        )
-        return out.reshape((1, 1, -1)) if keepdims else out
-
-    return da.reduction(
-        packed, chunk=identity, combine=combine, aggregate=combine, axis=(0, 1),
-        dtype=np.float64, split_every=split_every, concatenate=True, meta=np.empty((0,)),
-    )  # fmt: skip
+    numeric = tuple(
+        Aggregation(a.name, a.chunk, None, combine=partial(_combine_numeric, agg=a))
+        for a in aggs
+    )
+    return _object_graph(numeric, args, split_every, task=partial(_chunk_task, aggs=aggs))
 
 
 def _lost_worker(err: BaseException) -> bool:
@@ -249,10 +243,10 @@ def run_pass_and_keep(
 
 
 def _finalize(aggs: list[Aggregation], total: Any) -> list[Any]:
-    if _is_object(aggs):
-        return [a.finalize(t) for a, t in zip(aggs, total[()], strict=True)]
-    offsets = _offsets(aggs)
-    return [a.finalize(total[lo:hi]) for a, lo, hi in _spans(aggs, offsets)]
+    totals = total[()]
+    if not _is_object(aggs):
+        totals = [compact.decode(t) for t in totals]
+    return [a.finalize(t) for a, t in zip(aggs, totals, strict=True)]
 
 
 @contextmanager

@@ -44,7 +44,8 @@ def test_help_lists_exactly_the_top_level_api():
     listed = set(re.findall(r"^    (\w+)\(", functions, re.M))
     classes = text.split("\nCLASSES\n")[1].split("\nFUNCTIONS\n")[0]
     listed |= set(re.findall(r"^    class (\w+)\(", classes, re.M))
-    assert listed == set(bd.__all__)
+    # the module's PEP 562 hooks (its names load on first use, SPEC 1 style) are not API
+    assert listed - {"__getattr__", "__dir__"} == set(bd.__all__)
     assert "deprecated_args" not in functions  # align's signature as users should call it
     assert "SUBMODULES" not in text  # no private module bound at the top level
 

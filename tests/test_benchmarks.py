@@ -25,9 +25,9 @@ from . import reference as ref
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 SCRIPTS = {
-    "bench_bootstrap.py", "bench_conditions.py", "bench_embeddings.py", "bench_evaluate.py",
-    "bench_fixed_rates.py", "bench_fusion.py", "bench_spoofing.py", "bench_text_convert.py",
-    "bench_text_reader.py", "fuzz_readers.py",
+    "ab_evaluate.py", "bench_bootstrap.py", "bench_conditions.py", "bench_embeddings.py",
+    "bench_evaluate.py", "bench_fixed_rates.py", "bench_fusion.py", "bench_spoofing.py",
+    "bench_text_convert.py", "bench_text_reader.py", "fuzz_readers.py",
     "kill_campaign.py", "memory_limited.py", "peak_memory.py",
 }  # fmt: skip
 PEERS = [m for m in ("llreval", "sklearn") if importlib.util.find_spec(m) is not None]
@@ -80,6 +80,20 @@ def test_bench_evaluate(evaluated):
     assert summary["ratio_to_ours"]["ours"] == 1.0
     assert "cores" in summary["machine"] and summary["cache"].startswith("warm")
     assert record.exists()
+
+
+def test_ab_evaluate(evaluated, capsys):
+    """Two code versions (this checkout twice) x two cases (the same stores twice), threads."""
+    workdir, _, _ = evaluated
+    summary = _load("ab_evaluate").main([
+        "--workdir", str(workdir), "--code", f"a={ROOT}", "--code", f"b={ROOT}",
+        "--case", "x=key.zarr,system-1.zarr", "--case", "y=key.zarr,system-1.zarr",
+        "--repeat", "1",
+    ])  # fmt: skip
+    assert list(summary) == ["a/x/threads", "a/y/threads", "b/x/threads", "b/y/threads"]
+    assert summary["a/x/threads"]["ratio_wall"] == 1.0
+    assert all(row["cpu_s"] > 0 for row in summary.values())
+    assert "metrics identical to the first's: True" in capsys.readouterr().out
 
 
 def test_bench_evaluate_doctests(bench):

@@ -46,7 +46,7 @@ def test_estimate_adds_up_the_parts_by_hand():
     assert need.buffers == BLOCK * (4 + 4 + 3 + 32 + 8) + elements * 8  # a chunk below SLICE
     row = (2 * 1024 + 2 * 36 + 2) * 8  # counts, the exact sums' limbs, missing, non-finite
     assert need.results == (2 * 2 + 2) * row
-    assert need.merge == 2 * max(9 * row, 5 * 2 * 5000 * 8, 100 * 56)
+    assert need.merge == 2 * max((4 + 3) * row, 5 * 2 * 5000 * 8, 100 * 56)
     assert need.held == 4 * 2 * row
     assert need.kept == 1000 * (4 + 1)  # a uint32 key and a flag per kept trial
     assert need.peak == need.chunk == need.inputs + need.buffers + need.results
@@ -140,7 +140,7 @@ def test_small_jobs_are_not_charged_the_full_budgets():
     need = engine._task_memory(inputs, dtype, nbins, split_every=8)
     row = (2 * nbins + 2 * 36 + 2) * 8  # counts, the exact sums' limbs, missing, non-finite
     assert need.held == 4 * 2 * row  # at most 4 chunk results wait for a merge
-    assert need.merge == 2 * max(9 * row, 5 * 2 * (1 << 19) * 8, 120_000 * 56)
+    assert need.merge == 2 * max((4 + 3) * row, 5 * 2 * (1 << 19) * 8, 120_000 * 56)
     assert need.kept == 120_000 * (4 + 1)  # float32 keys: no more than the cells
     one_gb = {"memory_limit": 10**9, "nthreads": 1, "metrics": {"memory": 150 * MB}}
     check_worker_memory(need, _FakeClient(w1=one_gb))

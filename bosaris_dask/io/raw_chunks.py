@@ -76,11 +76,23 @@ def raw_chunk_array(
     name = "raw-zarr-" + tokenize(
         os.fspath(base.resolve()), arr.shape, arr.chunks, str(dtype), stamp, absent_ok
     )
-    graph = {}
-    for index in np.ndindex(*(len(c) for c in chunks)):
-        shape = tuple(chunks[d][i] for d, i in enumerate(index))
-        file = base / meta.encode_chunk_key(index)
-        graph[(name, *index)] = (_read_chunk, os.fspath(file), dtype.str, arr.chunks, shape, fill)
     if math.prod(arr.shape) == 0:
         return None
-    return da.Array(graph, name, chunks, dtype=arr.dtype)
+    files = {
+        index: os.fspath(base / meta.encode_chunk_key(index))
+        for index in np.ndindex(*(len(c) for c in chunks))
+    }
+    # a blockwise layer (not a dict of tasks): dask fuses each read into the task that uses
+    # the chunk, so a worker process maps the file itself instead of receiving the chunk
+    return da.map_blocks(
+        _read_block, files=files, dtype_str=dtype.str, full=arr.chunks, fill=fill, name=name,
+        chunks=chunks, dtype=arr.dtype, meta=np.empty((0,) * len(chunks), dtype=arr.dtype),
+    )  # fmt: skip
+
+
+def _read_block(
+    *, files: dict, dtype_str: str, full: tuple[int, ...], fill: Any, block_id: tuple[int, ...],
+    block_info: dict | None = None,
+) -> np.ndarray:
+    shape = block_info[None]["chunk-shape"] if block_info else None
+    return _read_chunk(files[tuple(block_id)], dtype_str, full, tuple(shape), fill)

@@ -114,6 +114,7 @@ def align(
     *deprecated_args: Any,
     log_missing: bool = False,
     once: bool = False,
+    restrict: bool = True,
     **deprecated_kwargs: Any,
 ) -> xr.Dataset:
     """Align ``obj`` (typically Scores) to the ids of ``like`` and restrict it to its trials.
@@ -124,7 +125,9 @@ def align(
     With ``log_missing=True`` one pass counts what ``like`` has and ``obj`` lacks
     (:func:`bosaris_dask.trials.alignment_report`) and logs it at INFO on the
     ``"bosaris_dask"`` logger, as the toolkit prints it. ``once``: realign ids in another
-    order now, once, rather than lazily in every pass (see :func:`reindex_ids`).
+    order now, once, rather than lazily in every pass (see :func:`reindex_ids`). ``restrict=False``
+    keeps the score mask as it is, for callers that drop non-trials themselves (the engine's
+    kernels do, by the key's classes: ANDing the mask would read the key twice per chunk).
 
     The ``align(obj, models, segments)`` of earlier releases (now :func:`reindex_ids`) and
     ``align_with(obj, like)`` (now this) still work for one release, with a ``FutureWarning``.
@@ -155,7 +158,7 @@ def align(
         out = reindex_ids(
             obj, like.model.values, like.segment.values, once=once, like_chunks=chunks
         )
-    if kind_of(obj) == "scores" and kind_of(like) in ("key", "ndx"):
+    if restrict and kind_of(obj) == "scores" and kind_of(like) in ("key", "ndx"):
         mask = out.score_mask.data
         out = out.copy()
         out["score_mask"] = (

@@ -48,12 +48,20 @@ class _H5Array:
         shape: tuple[int, ...],
         dtype: np.dtype,
         token: tuple[int, int],
+        offset: int | None = None,
     ):
         self._manager, self._path, self._name, self._token = manager, path, name, token
         self.shape, self.dtype = shape, dtype
         self.ndim = len(shape)
+        self._offset = offset
 
     def __getitem__(self, key: Any) -> np.ndarray:
+        if self._offset is not None:  # contiguous and uncompressed: map the file's bytes
+            try:
+                data = np.memmap(self._path, self.dtype, "r", self._offset, self.shape)
+            except (OSError, ValueError) as exc:
+                raise StoreError(f"{self._path}: cannot read {self._name} ({exc})") from exc
+            return data[key]
         try:
             dset = self._manager.acquire()[self._name]
             if dset.shape == self.shape:
@@ -127,7 +135,22 @@ def detect_hdf5_kind(f: h5py.File, path: str | os.PathLike[str] = "") -> str:
 
 
 def _key_signs(x: np.ndarray) -> np.ndarray:
-    return np.where(x > 0.5, 1, np.where(x < -0.5, -1, 0)).astype(np.int8)
+    """The codes of a ``/trial_mask`` block: integers as they are (already checked to be -1, 0
+    or +1), floats by their sign past 0.5 (MATLAB's meaning), with no 8-byte temporaries."""
+    if x.dtype.kind in "iu":
+        return x.astype(np.int8, copy=False)
+    out = np.greater(x, 0.5).view(np.int8)  # 1 or 0, one byte per trial
+    out -= np.less(x, -0.5).view(np.int8)
+    return out
+
+
+def _masked_scores(score: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``score`` with 0 where ``mask`` is false (in place: h5py gave this task its own block)."""
+    if not mask.all():
+        if not score.flags.writeable:
+            score = score.copy()
+        np.copyto(score, score.dtype.type(0), where=~mask)
+    return score
 
 
 def _key_from_two(
@@ -156,6 +179,29 @@ def _trial_ids(path: str, i: int, j: int) -> str:
     return f"({models[i]}, {segments[j]})"
 
 
+def _contiguous_offset(dset: h5py.Dataset, shape: tuple, file_size: int) -> int | None:
+    """Where the values of ``dset`` start in its file, when they can be read by a memory map:
+    contiguous (as MATLAB writes matrices), unfiltered, allocated, stored in this file in
+    native byte order and in the shape read; else None (h5py reads them).
+
+    h5py copies every block out of the page cache (reading and summing 800 MB of full rows:
+    0.16-0.21 s on this project's machine, against 0.09-0.12 s through a memory map); the
+    kernels read the memory map straight from the page cache.
+    """
+    try:
+        if dset.chunks is not None or dset.compression or dset.external or dset.shape != shape:
+            return None
+        if not dset.dtype.isnative or dset.dtype.kind not in "iuf":
+            return None
+        offset = dset.id.get_offset()
+    except _H5_ERRORS:
+        return None
+    nbytes = int(np.prod(shape)) * dset.dtype.itemsize
+    if offset is None or offset + nbytes > file_size:  # truncated: h5py names the problem
+        return None
+    return int(offset)
+
+
 def _lazy(
     path: Path,
     manager: CachingFileManager,
@@ -182,8 +228,9 @@ def _lazy(
         )
     stat = path.stat()
     arr = _H5Array(
-        manager, os.fspath(path), dset.name, shape, dset.dtype, (stat.st_mtime_ns, stat.st_size)
-    )
+        manager, os.fspath(path), dset.name, shape, dset.dtype, (stat.st_mtime_ns, stat.st_size),
+        _contiguous_offset(dset, shape, stat.st_size),
+    )  # fmt: skip
     out = da.from_array(
         arr, chunks=chunks, asarray=True, fancy=False, meta=np.empty((0, 0), dtype=dset.dtype)
     )
@@ -204,7 +251,8 @@ def read_hdf5(
     kind : {"key", "ndx", "scores"}, optional
         What the file holds; by default detected from its datasets (:func:`detect_hdf5_kind`).
     chunks
-        Dask chunks; by default about 64 MiB of full rows.
+        Dask chunks; by default about 64 MiB of full rows of double scores (the same chunks
+        for a key or an index of the same shape, so that they pair up without rechunking).
 
     Returns
     -------
@@ -242,13 +290,15 @@ def read_hdf5(
             raise StoreError(f"{path}: cannot read kind {found!r} from HDF5")
         models, segments = _read_ids(path, f, _ROWS), _read_ids(path, f, _COLUMNS)
         shape = (len(models), len(segments))
-        plan = plan_chunks(shape, 8 if found == "scores" else 1) if chunks is None else chunks
+        # keys and indexes in the chunks of double scores of the same shape: an evaluation
+        # then reads key and scores in the same chunks, no key block held for several tasks
+        plan = plan_chunks(shape, 8) if chunks is None else chunks
         lazy = functools.partial(_lazy, path, manager, f, shape=shape, chunks=plan)
         if found == "scores":
             mask = lazy("score_mask", (0, 1)) != 0
             raw = lazy("scores")
             score = raw if raw.dtype == np.float32 else raw.astype(np.float64)
-            score = da.where(mask, score, score.dtype.type(0))
+            score = da.map_blocks(_masked_scores, score, mask, dtype=score.dtype)
             return make_scores(models, segments, score, mask)
         if found == "ndx":
             return make_ndx(models, segments, lazy("trial_mask", (0, 1)) != 0)

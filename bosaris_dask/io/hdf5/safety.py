@@ -139,6 +139,12 @@ def _mask_values(x: np.ndarray, allowed: tuple[int, ...], where: str) -> np.ndar
     """``x``, checked: an integer mask holding values other than ``allowed`` is corrupt (float
     masks keep their MATLAB meaning: ``logical()``, or the sign past 0.5 for a key)."""
     if x.dtype.kind in "iu":
+        lo, hi = min(allowed), max(allowed)
+        if len(allowed) == hi - lo + 1 and (
+            not x.size or (np.minimum.reduce(x, axis=None) >= lo
+                           and np.maximum.reduce(x, axis=None) <= hi)
+        ):  # fmt: skip
+            return x  # a range of codes: two reductions, no temporaries (isin: 10x slower)
         bad = ~np.isin(x, allowed)
         if bad.any():
             raise StoreError(

@@ -18,7 +18,6 @@ Examples
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import dask.array as da
@@ -73,10 +72,18 @@ def block_array(arr: zarr.Array, where: str, name: str) -> da.Array:
     key = f"zarr-blocks-{name}-{token}"
     if not math.prod(arr.shape):
         return da.empty(arr.shape, dtype=arr.dtype, chunks=chunks)
-    graph = {}
-    for index in itertools.product(*(range(len(c)) for c in chunks)):
-        region = tuple(
-            slice(i * c, i * c + sizes[i]) for i, c, sizes in zip(index, outer, chunks, strict=True)
-        )
-        graph[(key, *index)] = (_read_block, arr, index, region, where, name)
-    return da.Array(graph, key, chunks, dtype=arr.dtype)
+    # a blockwise layer (not a dict of tasks): dask fuses each read into the task that uses
+    # the chunk, so a worker process decodes the chunk itself instead of receiving it
+    return da.map_blocks(
+        _read_indexed_block, arr=arr, outer=tuple(outer), where=where, array_name=name, name=key,
+        chunks=chunks, dtype=arr.dtype, meta=np.empty((0,) * len(chunks), dtype=arr.dtype),
+    )  # fmt: skip
+
+
+def _read_indexed_block(
+    *, arr: zarr.Array, outer: tuple[int, ...], where: str, array_name: str,
+    block_id: tuple[int, ...], block_info: dict | None = None,
+) -> np.ndarray:
+    sizes = block_info[None]["chunk-shape"]
+    region = tuple(slice(i * c, i * c + n) for i, c, n in zip(block_id, outer, sizes, strict=True))
+    return _read_block(arr, tuple(block_id), region, where, array_name)

@@ -56,7 +56,10 @@ def _trial_dataset(obj: xr.Dataset, kind: str, chunk_mb: float) -> tuple[xr.Data
         return xr.Dataset(coords=coords, attrs=attrs), {}
     names = list(_VARIABLES[kind])
     main = _as_dask(obj[names[0]].data)
-    itemsize = np.dtype(obj[names[0]].dtype).itemsize
+    # a key's or an index's one-byte mask is chunked like float32 scores of the same shape, so
+    # that an evaluation reads both in the same chunks: a 4x larger key chunk is held whole
+    # (plus zarr's decoding copy) until the four score chunks it spans are done (issue 16)
+    itemsize = max(np.dtype(obj[names[0]].dtype).itemsize, 4)
     chunks = _write_chunks(main, itemsize, chunk_mb)
     data_vars: dict[str, Any] = {}
     encoding: dict[str, dict[str, Any]] = {}
@@ -104,9 +107,10 @@ def write_zarr(
     path
         The store directory (conventionally ending in ``.zarr``).
     chunk_mb
-        Target chunk size in MiB of the score (or mask) matrix. Dask chunks that are regular and
-        within a factor of two of it are kept; otherwise the data are rechunked, to full rows of
-        segments when a row fits.
+        Target chunk size in MiB of the score matrix; a key's or an index's mask (one byte per
+        trial) gets the chunks float32 scores of the same shape would get, a quarter of it.
+        Dask chunks that are regular and within a factor of two of it are kept; otherwise the
+        data are rechunked, to full rows of segments when a row fits.
     progress
         Show a progress bar while the chunks are written.
     omit_true_masks

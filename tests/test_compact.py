@@ -1,0 +1,77 @@
+"""Compact encodings of pass results: bit-exact round trips and sums equal to numpy's, for
+counts, limbs, fractions, infinities, NaN and negative zeros."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bosaris_dask import compact
+
+_SPECIAL = [0.0, -0.0, 1.0, 2.0**31, 2.0**32 - 1, 2.0**32, 2.0**52, -3.0, 0.5, np.inf, np.nan]
+
+
+@st.composite
+def vectors(draw, length=None):
+    n = length if length is not None else draw(st.integers(0, 300))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    density = draw(st.sampled_from([0.0, 0.01, 0.2, 0.5, 1.0]))
+    v = np.zeros(n)
+    hit = rng.random(n) < density
+    scale = draw(st.sampled_from([10, 2**31, 2**33, 2**60]))
+    v[hit] = rng.integers(0, scale, size=int(hit.sum())).astype(np.float64)
+    for _ in range(draw(st.integers(0, 3))):  # a few special values anywhere
+        if n:
+            v[draw(st.integers(0, n - 1))] = draw(st.sampled_from(_SPECIAL))
+    return v
+
+
+@settings(max_examples=200, deadline=None)
+@given(v=vectors())
+def test_decode_gives_back_every_bit(v):
+    enc = compact.encode(v)
+    assert compact.decode(enc).tobytes() == v.tobytes()
+    assert enc.nbytes <= compact.max_nbytes(v.size)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), n=st.integers(1, 200), m=st.integers(1, 10))
+def test_total_is_numpys_sum_of_the_stack_bit_for_bit(data, n, m):
+    rows = np.stack([data.draw(vectors(n)) for _ in range(m)])
+    if data.draw(st.booleans()):  # fractions everywhere: the order of the additions shows
+        rows[rows != 0] *= np.random.default_rng(n).random(int(np.count_nonzero(rows))) * 1e-7
+    expected = rows.sum(axis=0)
+    got = compact.sum_encoded([compact.encode(r) for r in rows])
+    assert got.tobytes() == expected.tobytes()
+
+
+def test_counts_travel_as_32_bit_integers_or_their_non_zero_elements():
+    counts = np.zeros(1 << 21)
+    counts[::100] = 12345.0
+    sparse = compact.encode(counts)
+    assert (sparse.kind, sparse.values.dtype, sparse.positions.dtype) == (
+        "sparse", np.uint32, np.int32)  # fmt: skip
+    assert sparse.nbytes == 8 * len(counts[::100])
+    counts[:] = 7.0
+    dense = compact.encode(counts)
+    assert (dense.kind, dense.values.dtype, dense.nbytes) == ("dense", np.uint32, 4 << 21)
+    counts[0] = 2.0**40  # a merged total beyond 32 bits widens to int64
+    assert compact.encode(counts).values.dtype == np.int64
+    counts[1] = 0.25
+    assert compact.encode(counts).kind == "float64"
+
+
+@pytest.mark.parametrize("special", [-0.0, np.inf, np.nan, 0.5, -(2.0**63) - 2**11, 2.0**63])
+def test_what_no_integer_holds_stays_float64(special):
+    v = np.zeros(10)
+    v[3] = special
+    enc = compact.encode(v)
+    assert enc.kind == "float64"
+    assert compact.decode(enc).tobytes() == v.tobytes()
+
+
+def test_vectors_of_other_lengths_are_not_added():
+    with pytest.raises(ValueError, match="cannot add a vector of 3 values to one of 2"):
+        compact.sum_encoded([compact.encode(np.ones(2)), compact.encode(np.ones(3))])

@@ -1,0 +1,43 @@
+"""What importing the kernels costs a dask worker, and that the public names still resolve."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _modules_after(statement: str) -> set[str]:
+    code = f"import sys; {statement}; print(' '.join(sorted(sys.modules)))"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         check=True)  # fmt: skip
+    return set(out.stdout.split())
+
+
+def test_a_worker_unpickling_a_kernel_imports_no_stores_and_no_models():
+    loaded = _modules_after("import bosaris_dask.kernels")
+    assert "bosaris_dask.kernels" in loaded
+    for heavy in ("scipy", "h5py", "zarr", "bosaris_dask.calibration", "bosaris_dask.io"):
+        assert heavy not in loaded, heavy
+
+
+def test_public_names_and_submodules_resolve_on_first_use():
+    import xarray as xr
+
+    import bosaris_dask as bd
+    from bosaris_dask import LinearFuser, evaluate
+
+    assert evaluate is bd.metrics.evaluate and LinearFuser is bd.fusion.LinearFuser
+    assert bd.read is bd.io.read and hasattr(xr.Dataset, "bosaris")
+    assert set(bd.__all__) <= set(dir(bd))
+    try:
+        bd.no_such_name  # noqa: B018
+    except AttributeError as exc:
+        assert "no_such_name" in str(exc)
+    else:
+        raise AssertionError("an unknown name resolved")
