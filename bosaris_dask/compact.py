@@ -11,7 +11,7 @@ the merge tree moved hundreds of megabytes at 1e8 trials. :func:`encode` stores 
 * ``"float64"``: the vector itself, when it holds anything else (fractions, ``inf``, ``nan``,
   ``-0.0``).
 
-:func:`decode` gives back the same float64 vector, bit for bit, and :func:`total` adds encoded
+:func:`decode` gives back the same float64 vector, bit for bit, and :func:`sum_encoded` adds encoded
 vectors to the same totals, bit for bit, as numpy's ``rows.sum(axis=0)`` of the float64 rows:
 integer vectors (all a count or an :mod:`~bosaris_dask.exact_sum` limb can be; exact below
 ``2**53`` in any order) one by one into a single float64 vector, anything else through numpy.
@@ -38,10 +38,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Encoded", "encode", "decode", "total", "max_nbytes"]
+__all__ = ["Encoded", "encode", "decode", "sum_encoded", "max_nbytes"]
 
 _U32_END = float(1 << 32)
-_I64_END = float(1 << 63)
+_I64_END = float(1 << 53)  # beyond, float64 sums of int64 rows could differ from numpy's
 _NEGATIVE_ZERO = np.int64(-(2**63))  # the bits of -0.0
 #: Sparse when at most this fraction of the elements are non-zero (positions cost 4 bytes).
 SPARSE_FRACTION = 1 / 3
@@ -75,7 +75,8 @@ class Encoded:
 
 
 def _integer_dtype(w: np.ndarray) -> np.dtype | None:
-    """``uint32`` or ``int64`` if it holds every value of float64 ``w`` exactly, else None.
+    """``uint32`` or ``int64`` if it holds every value of float64 ``w`` exactly and below
+    ``2**53`` in magnitude (where adding them is exact in any order), else None.
 
     ``-0.0`` (sign bit set, equal to 0) is not an integer here: it would come back as ``+0.0``.
     """

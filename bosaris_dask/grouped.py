@@ -253,6 +253,10 @@ def summarize_parts(
     split_every = config.check_int("split_every", split_every, 2, 1 << 16)
     if coarse_bits is not None:
         coarse_bits = config.check_int("coarse_bits", coarse_bits, 1, engine.MAX_COARSE_BITS)
+    if pooled_coarse_bits is not None:
+        pooled_coarse_bits = config.check_int(
+            "pooled_coarse_bits", pooled_coarse_bits, 1, engine.MAX_COARSE_BITS
+        )
     blocks = {"block": knobs["block"], "slice_size": knobs["slice"]}
     base, dtype = engine._inputs(scores, key)
     groups, n_groups, parts = _used_groups(groups, n_groups, parts)

@@ -179,8 +179,8 @@ def grouped_task_memory(
     >>> need = grouped_task_memory(
     ...     (1000, 1000), input_itemsizes=[1, 2, 4, 1], score_dtype=np.float32, n_systems=1,
     ...     n_groups=24, n_parts=25, nbins=1 << 16, split_every=8)
-    >>> need.merge // 2**20  # 17 rows of 25 parts x 2**16 bins x 2 classes, float64
-    425
+    >>> need.merge // 2**20  # split_every + 3 rows of 25 parts x 2**16 bins x 2 classes, float64
+    275
     """
     return pass_task_memory(
         chunk_shape, input_itemsizes=input_itemsizes, score_dtype=score_dtype,

@@ -218,3 +218,21 @@ def test_the_package_computes_through_progress_compute():
     calls = _compute_calls()
     unexplained = [c for c in calls if (c[0], c[1]) not in _TINY_COMPUTES]
     assert not unexplained
+
+
+def test_old_keyword_align_still_reindexes_with_a_warning():
+    ndx = bd.make_ndx(["m1", "m2"], ["s1", "s2"], [[True, False], [False, True]])
+    with pytest.warns(FutureWarning, match="reindex_ids"):
+        out = bd.align(ndx, models=["m2"], segments=["s1"])
+    assert out.model.values.tolist() == ["m2"] and out.segment.values.tolist() == ["s1"]
+    with pytest.raises(TypeError, match="'like'"):
+        bd.align(ndx)
+
+
+def test_star_import_of_every_module_works():
+    for info in pkgutil.walk_packages(bd.__path__, "bosaris_dask."):
+        if any(part.startswith("_") for part in info.name.split(".")):
+            continue
+        module = importlib.import_module(info.name)
+        missing = [n for n in getattr(module, "__all__", []) if not hasattr(module, n)]
+        assert not missing, f"{info.name}.__all__ names what it lacks: {missing}"

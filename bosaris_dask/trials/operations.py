@@ -110,7 +110,7 @@ def reindex_ids(
 
 def align(
     obj: xr.Dataset,
-    like: xr.Dataset,
+    like: xr.Dataset = None,  # type: ignore[assignment]  # None only in deprecated calls
     *deprecated_args: Any,
     log_missing: bool = False,
     once: bool = False,
@@ -140,12 +140,16 @@ def align(
     >>> align(scores, ndx).score_mask.values.tolist()
     [[True, False], [False, False]]
     """
+    if like is None and "models" in deprecated_kwargs:  # align(obj, models=..., segments=...)
+        like = deprecated_kwargs.pop("models")
+    if like is None:
+        raise TypeError("align() missing 1 required positional argument: 'like'")
     if not isinstance(like, xr.Dataset):  # align(obj, models, segments) of earlier releases
         warn_renamed("align(obj, models, segments)", "reindex_ids(obj, models, segments)")
         return reindex_ids(obj, like, *deprecated_args, once=once, **deprecated_kwargs)
     if deprecated_args or deprecated_kwargs:
         raise TypeError("align(obj, like) takes no other positional or keyword arguments than "
-                        "log_missing and once")  # fmt: skip
+                        "log_missing, once and restrict")  # fmt: skip
     same = obj.indexes["model"].equals(like.indexes["model"]) and obj.indexes["segment"].equals(
         like.indexes["segment"]
     )
@@ -179,7 +183,12 @@ def _signature_without_deprecated(func: Any) -> inspect.Signature:
     return sig.replace(parameters=[p for p in sig.parameters.values() if p.kind not in kinds])
 
 
-align.__signature__ = _signature_without_deprecated(align)  # type: ignore[attr-defined]
+align.__signature__ = _signature_without_deprecated(align).replace(  # type: ignore[attr-defined]
+    parameters=[
+        p.replace(default=inspect.Parameter.empty) if p.name == "like" else p
+        for p in _signature_without_deprecated(align).parameters.values()
+    ]
+)
 
 
 def align_with(
