@@ -48,8 +48,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_ECE_PLO", "check_plo", "evaluate_ece", "ece_from_summary", "neutral_ece",
-    "ece_arrays",
+    "ece_arrays", "NOT_WITH_CONDITIONS",
 ]  # fmt: skip
+
+#: The one-line error of an ECE asked for with conditions (``evaluate``, ``evaluate --ece --by``).
+NOT_WITH_CONDITIONS = "the ECE is computed for pooled trials only, not with conditions"
 
 #: The default grid of the ECE plot: 41 natural prior log-odds from -10 to 10, every 0.25
 #: between -3 and 3 (where the curves bend most), every 0.875 outside. Each point costs one

@@ -746,7 +746,9 @@ def evaluate(
         from bosaris_dask.conditions.evaluation import evaluate_conditions
 
         if ece_plo is not None:
-            raise OptionError("the ECE is computed for pooled trials only, not with conditions")
+            from bosaris_dask.ece import NOT_WITH_CONDITIONS
+
+            raise OptionError(NOT_WITH_CONDITIONS)
         return evaluate_conditions(
             scores, key, conditions=conditions, by=by, cprimary_priors=cprimary_priors,
             priors=priors, operating_points=operating_points, sweep=sweep, names=names,

@@ -48,7 +48,10 @@ def to_json_dict(results: xr.Dataset) -> dict[str, Any]:
     non-targets); with ``equalize``, ``"equalized": {"by", "eer", "operating_points":
     [{"prior", "act_dcf", "min_dcf"}]}`` (and ``"cprimary"`` with Cprimary priors); with
     bootstrap intervals, ``"eer_ci": [low, high]`` etc. and ``"bootstrap"``, ``"comparisons"``
-    (:mod:`bosaris_dask.bootstrap.report`);
+    (:mod:`bosaris_dask.bootstrap.report`); with ``ece_plo`` (``evaluate --ece``), ``"ece":
+    {"plo", "raw", "pav", "neutral"}``: the natural prior log-odds of the grid and the
+    empirical cross-entropy in bits there of the LLRs as given, PAV-calibrated and ``LR = 1``
+    (:mod:`bosaris_dask.ece`; ``raw`` at ``plo`` 0 is ``cllr``);
     ``prior`` is the effective prior of the operating point ``(p_target, c_miss, c_fa)``;
     ``act_dcf``/``min_dcf`` are normalized by ``min(p, 1 - p)`` (the same number as the DCF in
     cost units normalized by ``min(p_target c_miss, (1 - p_target) c_fa)``). ``act_threshold``
@@ -108,12 +111,23 @@ def _systems_json(results: xr.Dataset) -> list[dict[str, Any]]:
                 "min": _number(r.cprimary_min),
                 "priors": list(results.attrs["cprimary_priors"]),
             }
+        if "ece" in r:
+            entry["ece"] = _ece_json(results, r)
         if "equalized_eer" in results:
             from bosaris_dask.conditions.equalized import json_entry
 
             entry["equalized"] = json_entry(results, name)
         systems.append(entry)
     return systems
+
+
+def _ece_json(results: xr.Dataset, r: xr.Dataset) -> dict[str, list[Any]]:
+    """One system's ECE curves: ``{"plo", "raw", "pav", "neutral"}`` (bits; ``plo`` natural)."""
+    curves = {"raw": r.ece, "pav": r.ece_pav, "neutral": results.ece_neutral}
+    return {
+        "plo": [float(a) for a in results.ece_plo.values],
+        **{k: [_number(v) for v in c.values] for k, c in curves.items()},
+    }
 
 
 def _fixed_note(r: xr.Dataset, side: str, target: float) -> str | None:

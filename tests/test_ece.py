@@ -4,6 +4,7 @@ the PAV one minCllr; no extra pass; the plot draws those numbers; ``plot ece`` r
 
 from __future__ import annotations
 
+import json
 import math
 from unittest import mock
 
@@ -17,10 +18,11 @@ from hypothesis import strategies as st
 from bosaris_dask import engine, metrics
 from bosaris_dask.cli import main
 from bosaris_dask.conditions import condition_table
-from bosaris_dask.ece import ece_arrays, neutral_ece
+from bosaris_dask.ece import DEFAULT_ECE_PLO, NOT_WITH_CONDITIONS, ece_arrays, neutral_ece
 from bosaris_dask.errors import OptionError, PlotError
 from bosaris_dask.llr_base import thresholds_from_natural
 from bosaris_dask.plots import ece_plot
+from bosaris_dask.report import to_json_dict
 from bosaris_dask.trials import make_key, make_scores
 
 from . import reference as ref
@@ -145,3 +147,49 @@ def test_cli_plot_ece(tmp_path):
         assert main(["plot", "ece", "--format", "wespeaker", "--scores", str(path),
                      "--llr-base", base, "--out", str(out), "-q"]) == 0  # fmt: skip
         assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_json_carries_the_datasets_ece_curves():
+    rng = np.random.default_rng(4)
+    tar, non = rng.normal(1.5, 1.0, 60), rng.normal(-1.0, 1.0, 240)
+    ds = metrics.evaluate_arrays(tar, non, name="s", ece_plo=PLO)
+    entry = to_json_dict(ds)["systems"][0]
+    assert entry["ece"]["plo"] == PLO.tolist()
+    assert entry["ece"]["raw"] == ds.ece.values[0].tolist()
+    assert entry["ece"]["pav"] == ds.ece_pav.values[0].tolist()
+    assert entry["ece"]["neutral"] == ds.ece_neutral.values.tolist()
+    at0 = PLO.tolist().index(0.0)
+    assert entry["ece"]["raw"][at0] == entry["cllr"]  # bit for bit
+    assert entry["ece"]["raw"][0] == pytest.approx(ref.ece(tar, non, PLO[0]), rel=1e-12)
+    assert "ece" not in to_json_dict(metrics.evaluate_arrays(tar, non))["systems"][0]
+
+
+def _text_scores(tmp_path):
+    rng = np.random.default_rng(5)
+    lines = [f"m{i} t{i} {float(s)!r} target" for i, s in enumerate(rng.normal(1, 1, 40))]
+    lines += [f"m{i} n{i} {float(s)!r} nontarget" for i, s in enumerate(rng.normal(-1, 1, 160))]
+    path = tmp_path / "scores.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_cli_evaluate_ece_writes_the_default_grid(tmp_path):
+    path, out = _text_scores(tmp_path), tmp_path / "r.json"
+    argv = ["evaluate", "--format", "wespeaker", "--scores", str(path), "-q", "--json", str(out)]
+    assert main([*argv, "--ece"]) == 0
+    entry = json.loads(out.read_text())["systems"][0]
+    assert entry["ece"]["plo"] == DEFAULT_ECE_PLO.tolist()
+    assert entry["ece"]["raw"][DEFAULT_ECE_PLO.tolist().index(0.0)] == entry["cllr"]
+    assert len(entry["ece"]["pav"]) == len(entry["ece"]["neutral"]) == 41
+    assert main(argv) == 0
+    assert "ece" not in json.loads(out.read_text())["systems"][0]
+
+
+def test_cli_evaluate_ece_with_by_is_the_one_line_error(tmp_path, capsys):
+    path = _text_scores(tmp_path)
+    table = tmp_path / "models.tsv"
+    table.write_text("model\tg\n" + "".join(f"m{i}\t{i % 2}\n" for i in range(160)))
+    assert main(["evaluate", "--format", "wespeaker", "--scores", str(path), "-q", "--ece",
+                 "--conditions", str(table), "--by", "model.g"]) == 1  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"bosaris-dask: error: {NOT_WITH_CONDITIONS}"]

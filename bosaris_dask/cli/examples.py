@@ -43,6 +43,7 @@ EXAMPLES: dict[str, list[str]] = {
         f"bosaris-dask evaluate {_K} --scores {_S1} --scores {_S2} --prior 0.1 --prior 0.01 "
         "--json results.json",
         f"bosaris-dask evaluate {_K} --scores {_S3} --plots-dir plots",
+        f"bosaris-dask evaluate {_K} --scores {_S1} --ece --json ece.json",
         f"bosaris-dask evaluate {_K} --scores {_S1} --fmr 1e-4 --fmr 1e-3 --fmr 1e-2 "
         "--fnmr 0.05 --json fmr.json",
         f"bosaris-dask evaluate {_E} --enrol-classes bosaris-demo/enrol.classes "

@@ -367,6 +367,12 @@ def build_parser() -> argparse.ArgumentParser:
     _fixed_rate_arguments(p)
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     p.add_argument(
+        "--ece", action="store_true",
+        help="also the empirical cross-entropy (raw, PAV-calibrated, neutral LLRs, in bits) on "
+        "41 prior log-odds from -10 to 10, in the JSON as \"ece\": summed in pass 1 (no extra "
+        "pass) at the cost of one softplus per trial per grid point; not with --by/--conditions",
+    )  # fmt: skip
+    p.add_argument(
         "--plots-dir", metavar="DIR",
         help="also write DET, low-false-alarm DET, NBE and APE plots (PNG) into DIR",
     )  # fmt: skip

@@ -36,6 +36,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         # per condition too: the profile's Cprimary from the same passes
         args.cprimary_priors = [op.effective_prior for op in profile.operating_points]
     _default_priors(args)
+    if args.ece:
+        from bosaris_dask.ece import DEFAULT_ECE_PLO, NOT_WITH_CONDITIONS
+
+        if args.by or args.conditions:  # before any input is read
+            raise OptionError(NOT_WITH_CONDITIONS)
+        args.ece_plo = DEFAULT_ECE_PLO
     start = time.perf_counter()
 
     def open_inputs() -> tuple[Any, list[Any]]:
