@@ -44,6 +44,7 @@ from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError
 from bosaris_dask.grouped_kernels import (
     Part,
+    check_group_codes,
     grouped_pass1_kernel,
     grouped_refine_kernel,
     grouped_select_kernel,
@@ -132,6 +133,7 @@ def _summary(
 
 
 def _remap_block(block: np.ndarray, table: np.ndarray) -> np.ndarray:
+    check_group_codes(block, len(table))  # a negative code would wrap around
     return table.take(block)
 
 
@@ -247,6 +249,8 @@ def summarize_parts(
     if isinstance(scores, xr.Dataset):
         scores = [scores]
     engine._check_inputs(scores, key, None)
+    if not np.issubdtype(groups.dtype, np.integer):
+        raise OptionError(f"groups must be integer codes 0 .. n_groups - 1, got {groups.dtype}")
     parts = list(parts)
     n_sys = len(scores)
     if any(not 0 <= p.system < n_sys for p in parts) or not parts:

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from bosaris_dask import exact_sum
+from bosaris_dask.errors import OptionError
 from bosaris_dask.kernels import (
     RefineSpec,
     Workspace,
@@ -58,7 +59,7 @@ from bosaris_dask.keys import key_dtype
 __all__ = [
     "Part", "pass1_length", "grouped_pass1_kernel", "split_pass1", "grouped_refine_kernel",
     "grouped_select_kernel", "count_part", "refine_kept_part", "merge_parts",
-    "merge_part_refinements",
+    "merge_part_refinements", "check_group_codes",
 ]  # fmt: skip
 
 _HI = 2.0**exact_sum._HI_BITS
@@ -95,6 +96,23 @@ class Part:
                 mask[list(which)] = True
             out.append(mask)
         return out[0], out[1]
+
+
+def check_group_codes(groups: np.ndarray, n_groups: int) -> None:
+    """Raise OptionError unless every group code is in ``[0, n_groups)`` (an out-of-range code
+    would count its trials in another group's histogram rows).
+
+    >>> check_group_codes(np.array([[0, 2], [1, 1]]), 3)
+    >>> check_group_codes(np.array([[0, 3]]), 3)
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.OptionError: group code 3 outside [0, 3): groups must be 0 .. n_groups - 1
+    """
+    if groups.size and (int(groups.min()) < 0 or int(groups.max()) >= n_groups):
+        bad = int(groups.min()) if int(groups.min()) < 0 else int(groups.max())
+        raise OptionError(
+            f"group code {bad} outside [0, {n_groups}): groups must be 0 .. n_groups - 1"
+        )
 
 
 def pass1_length(n_groups: int, nbins: int) -> int:
@@ -190,6 +208,7 @@ def grouped_pass1_kernel(
     non-target counts, then as many target counts: the layout of
     :func:`bosaris_dask.kernels.system_kernel`'s), from the same keys.
     """
+    check_group_codes(groups, n_groups)
     s_all, m_all = pairs[2 * system].reshape(-1), pairs[2 * system + 1].reshape(-1)
     cls_all, grp_all = classes.reshape(-1), groups.reshape(-1)
     ws = workspace(np.dtype(s_all.dtype), block, slice_size)

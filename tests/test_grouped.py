@@ -211,3 +211,25 @@ def test_each_part_counts_its_own_missing_trials_and_one_dataset_is_accepted():
         np.count_nonzero(scored & (mask == 1) & (group == 1)),
         np.count_nonzero(scored & (mask == 1)),
     ]
+
+
+@pytest.mark.parametrize("bad", [3, -1])
+@pytest.mark.parametrize("remapped", [False, True])
+def test_group_codes_outside_the_groups_are_refused(bad, remapped):
+    import dask.array as da
+
+    from bosaris_dask.errors import OptionError
+    from bosaris_dask.grouped import Part, summarize_parts
+
+    mids, sids = ["m0", "m1"], ["s0", "s1", "s2"]
+    key = make_key(mids, sids, np.array([[1, -1, -1], [-1, 1, -1]]))
+    scores = make_scores(mids, sids, np.array([[2.0, 0.5, -1.0], [-1.0, 0.5, 0.0]]))
+    codes = np.array([[0, 1, 2], [0, 1, bad]], dtype=np.int16)
+    groups = da.from_array(codes, chunks=(1, 3))
+    # parts naming every group keep the codes; naming some of them remaps the codes first
+    named = [(0,), (1,)] if remapped else [(0, 1, 2), (0, 1, 2)]
+    parts = [Part(0), Part(0, *named)]
+    with pytest.raises(OptionError, match=rf"^group code {bad} outside \[0, 3\)"):
+        summarize_parts(scores, key, groups, 3, parts)
+    with pytest.raises(OptionError, match="groups must be integer codes"):
+        summarize_parts(scores, key, groups.astype(float), 3, parts)
