@@ -44,6 +44,7 @@ from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError
 from bosaris_dask.grouped_kernels import (
     Part,
+    check_group_codes,
     grouped_pass1_kernel,
     grouped_refine_kernel,
     grouped_select_kernel,
@@ -72,7 +73,8 @@ def _part_summaries(
     parts' (counted apart, at ``pooled_shift``), then those of ``parts``."""
     tail = 2 * pooled_nbins
     row, extra = (row[: len(row) - tail], row[len(row) - tail :]) if tail else (row, row[:0])
-    counts, units, missing, bad = split_pass1(row, n_groups, nbins)
+    counts, units, group_missing, bad = split_pass1(row, n_groups, nbins)
+    missing = int(group_missing.sum())
     if bad:
         cond = ~da.isfinite(inputs[2 + 2 * k]) & (inputs[0] != 0) & inputs[3 + 2 * k]
         where = locate(cond, key.model.values, key.segment.values)
@@ -84,7 +86,6 @@ def _part_summaries(
             f"{name}: {int(missing)} key trials have no score, e.g. {where} "
             "(allow_missing drops them)"
         )
-    key_trials = int(counts.sum()) + missing
     out = []
     if pooled:
         n_non, n_tar = (np.rint(x).astype(np.int64) for x in extra.reshape(2, -1))
@@ -103,7 +104,7 @@ def _part_summaries(
         nonempty = np.flatnonzero((n_tar + n_non) > 0)
         out.append(_summary(
             dtype, nonempty, shift, n_tar[nonempty], n_non[nonempty], sp_tar, sp_non,
-            key_trials - int(n_tar.sum() + n_non.sum()), part_name,
+            int(group_missing[tar, 1].sum() + group_missing[non, 0].sum()), part_name,
         ))  # fmt: skip
     return out
 
@@ -132,6 +133,7 @@ def _summary(
 
 
 def _remap_block(block: np.ndarray, table: np.ndarray) -> np.ndarray:
+    check_group_codes(block, len(table))  # a negative code would wrap around
     return table.take(block)
 
 
@@ -181,7 +183,7 @@ def _task_memory(
 
 
 def summarize_parts(
-    scores: Sequence[xr.Dataset],
+    scores: xr.Dataset | Sequence[xr.Dataset],
     key: xr.Dataset,
     groups: da.Array,
     n_groups: int,
@@ -202,12 +204,14 @@ def summarize_parts(
 
     The result equals, bit for bit and in passes, :func:`bosaris_dask.engine.summarize` of one
     "system" per part (the system's scores with its mask restricted to the part's trials),
-    called with the same arguments.
+    called with the same arguments, but for ``n_missing``: the part's own key trials without a
+    score (not also the key trials outside the part, as in such a masked copy).
 
     Parameters
     ----------
     scores, key
-        The systems and the key (as :func:`~bosaris_dask.engine.summarize`).
+        The systems (one Dataset or a list) and the key (as
+        :func:`~bosaris_dask.engine.summarize`).
     groups
         The group of every cell (integers ``0 <= g < n_groups``), a lazy array shaped like the
         key (e.g. :meth:`bosaris_dask.conditions.Conditions.group_index`).
@@ -231,12 +235,22 @@ def summarize_parts(
         One name per system (errors about a system's trials name it), then one per part
         (stored in its summary); default ``system-1``, ... and ``system-1 [part 1]``, ...
 
+    Returns
+    -------
+    list of ScoreSummary
+        One per part; its ``n_missing`` counts the part's own key trials without a score
+        (``allow_missing``).
+
     Raises
     ------
     As :func:`~bosaris_dask.engine.summarize`, naming the system (non-finite scores, missing
     trials) or the part (no targets or no non-targets).
     """
+    if isinstance(scores, xr.Dataset):
+        scores = [scores]
     engine._check_inputs(scores, key, None)
+    if not np.issubdtype(groups.dtype, np.integer):
+        raise OptionError(f"groups must be integer codes 0 .. n_groups - 1, got {groups.dtype}")
     parts = list(parts)
     n_sys = len(scores)
     if any(not 0 <= p.system < n_sys for p in parts) or not parts:

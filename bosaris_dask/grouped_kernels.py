@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from bosaris_dask import exact_sum
+from bosaris_dask.errors import OptionError
 from bosaris_dask.kernels import (
     RefineSpec,
     Workspace,
@@ -58,7 +59,7 @@ from bosaris_dask.keys import key_dtype
 __all__ = [
     "Part", "pass1_length", "grouped_pass1_kernel", "split_pass1", "grouped_refine_kernel",
     "grouped_select_kernel", "count_part", "refine_kept_part", "merge_parts",
-    "merge_part_refinements",
+    "merge_part_refinements", "check_group_codes",
 ]  # fmt: skip
 
 _HI = 2.0**exact_sum._HI_BITS
@@ -97,9 +98,26 @@ class Part:
         return out[0], out[1]
 
 
+def check_group_codes(groups: np.ndarray, n_groups: int) -> None:
+    """Raise OptionError unless every group code is in ``[0, n_groups)`` (an out-of-range code
+    would count its trials in another group's histogram rows).
+
+    >>> check_group_codes(np.array([[0, 2], [1, 1]]), 3)
+    >>> check_group_codes(np.array([[0, 3]]), 3)
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.OptionError: group code 3 outside [0, 3): groups must be 0 .. n_groups - 1
+    """
+    if groups.size and (int(groups.min()) < 0 or int(groups.max()) >= n_groups):
+        bad = int(groups.min()) if int(groups.min()) < 0 else int(groups.max())
+        raise OptionError(
+            f"group code {bad} outside [0, {n_groups}): groups must be 0 .. n_groups - 1"
+        )
+
+
 def pass1_length(n_groups: int, nbins: int) -> int:
     """The length of one system's grouped pass-1 result (see :func:`grouped_pass1_kernel`)."""
-    return 2 * n_groups * nbins + 2 * n_groups * exact_sum.LIMBS + 2
+    return 2 * n_groups * nbins + 2 * n_groups * exact_sum.LIMBS + 2 * n_groups + 1
 
 
 def _softplus_terms(c: np.ndarray, s: np.ndarray, ws: Workspace, all_trials: bool) -> np.ndarray:
@@ -184,16 +202,19 @@ def grouped_pass1_kernel(
     ``groups`` holds each cell's group (``0 <= group < n_groups``). Returns
     :func:`pass1_length` float64 values: the ``(n_groups, nbins, 2)`` counts (non-targets,
     targets), then per group the targets' and the non-targets' softplus sums as
-    :mod:`~bosaris_dask.exact_sum` limbs, then the key trials without a score and the trials
-    with non-finite scores. All merge by adding. With ``pooled_shift``, then the pooled
-    counts by ``key >> pooled_shift`` (``pooled_nbins`` non-target counts, then as many target
-    counts: the layout of :func:`bosaris_dask.kernels.system_kernel`'s), from the same keys.
+    :mod:`~bosaris_dask.exact_sum` limbs, then per group the key non-target and target trials
+    without a score, then the trials with non-finite scores. All merge by adding. With
+    ``pooled_shift``, then the pooled counts by ``key >> pooled_shift`` (``pooled_nbins``
+    non-target counts, then as many target counts: the layout of
+    :func:`bosaris_dask.kernels.system_kernel`'s), from the same keys.
     """
+    check_group_codes(groups, n_groups)
     s_all, m_all = pairs[2 * system].reshape(-1), pairs[2 * system + 1].reshape(-1)
     cls_all, grp_all = classes.reshape(-1), groups.reshape(-1)
     ws = workspace(np.dtype(s_all.dtype), block, slice_size)
     sums = _GroupUnits(2 * n_groups)
-    counts = {"missing": 0, "bad": 0}
+    counts = {"bad": 0}
+    missing = np.zeros(2 * n_groups, dtype=np.int64)  # slot 2g: group g's non-targets, 2g + 1
     outside = 2 * n_groups * nbins
     signed = np.dtype(ws.key.dtype.str.replace("u", "i"))
 
@@ -202,7 +223,10 @@ def grouped_pass1_kernel(
         n = s.size
         c = key_cls if scored.all() else classes_of(key_cls, scored)
         if c is not key_cls:
-            counts["missing"] += int(np.count_nonzero((key_cls != 0) & ~scored))
+            gone = np.flatnonzero((key_cls != 0) & ~scored)
+            if gone.size:
+                slots = 2 * g[gone].astype(np.intp) + (key_cls[gone] > 0)
+                missing[:] += np.bincount(slots, minlength=2 * n_groups)
         finite = np.isfinite(s, out=ws.flag[:n])
         if not finite.all():
             counts["bad"] += int(np.count_nonzero(~finite & (c != 0)))
@@ -252,7 +276,7 @@ def grouped_pass1_kernel(
         pooled_hist += np.bincount(pooled, minlength=2 * pooled_nbins + 1)
         ph = pooled_hist[:-1].reshape(pooled_nbins, 2)
         tail = [ph[:, 0], ph[:, 1]]
-    return np.concatenate([h, *limbs, [counts["missing"], counts["bad"]], *tail])
+    return np.concatenate([h, *limbs, missing, [counts["bad"]], *tail])
 
 
 _buffers = threading.local()
@@ -269,14 +293,17 @@ def _pooled_buffer(n: int) -> np.ndarray:
 
 def split_pass1(
     row: np.ndarray, n_groups: int, nbins: int
-) -> tuple[np.ndarray, list[list[int]], int, int]:
+) -> tuple[np.ndarray, list[list[int]], np.ndarray, int]:
     """A merged :func:`grouped_pass1_kernel` result: ``(n_groups, nbins, 2)`` int64 counts,
-    per group ``[target, non-target]`` softplus units, missing and non-finite trials."""
+    per group ``[target, non-target]`` softplus units, the ``(n_groups, 2)`` missing trials
+    (non-targets, targets) and the non-finite trials."""
     ncounts = 2 * n_groups * nbins
+    nlimbs = ncounts + 2 * n_groups * exact_sum.LIMBS
     counts = np.rint(row[:ncounts]).astype(np.int64).reshape(n_groups, nbins, 2)
-    limbs = row[ncounts:-2].reshape(n_groups, 2, exact_sum.LIMBS)
+    limbs = row[ncounts:nlimbs].reshape(n_groups, 2, exact_sum.LIMBS)
     units = [[exact_sum.from_limbs(x) for x in per] for per in limbs]
-    return counts, units, int(row[-2]), int(row[-1])
+    missing = np.rint(row[nlimbs:-1]).astype(np.int64).reshape(n_groups, 2)
+    return counts, units, missing, int(row[-1])
 
 
 def _part_trials(

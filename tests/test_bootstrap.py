@@ -422,3 +422,38 @@ def test_scores_beyond_the_exact_cllr_range_are_refused():
     big = make_scores(systems[0].model.values, systems[0].segment.values, raw[0] * 1e6)
     with pytest.raises(ScoreError, match=r"need \|score\| < 131072"):
         metrics.evaluate(big, key, conditions=tables, bootstrap=5, resample=["model.spk"])
+
+
+def test_multiplicities_beyond_exact_float32_products_are_refused_before_any_pass(monkeypatch):
+    """The check runs on the client: no pass (neither the bins' nor the bootstrap's) starts."""
+    import dask
+
+    from bosaris_dask.bootstrap import evaluation, histograms
+
+    def no_pass(*args, **kwargs):
+        raise AssertionError("a pass ran before the multiplicities were checked")
+
+    def big(groups, resamples, seed):
+        m = np.ones((resamples + 1, groups.n_model), np.uint32)
+        s = np.ones((resamples + 1, groups.n_segment), np.uint32)
+        m[1, 0], s[1, 0] = 1 << 12, 1 << 12
+        return m, s
+
+    monkeypatch.setattr(evaluation, "multiplicities", big)
+    monkeypatch.setattr(evaluation, "prefix_histograms", no_pass)
+    monkeypatch.setattr(histograms, "run_pass", no_pass)
+    key, systems, tables, *_ = _data(seed=6)
+    kw = {"conditions": tables, "bootstrap": 3, "resample": ["model.spk", "segment.spk"]}
+    with (
+        dask.config.set(scheduler=no_pass),
+        pytest.raises(
+            OptionError,
+            match=r"^bootstrap multiplicities too large .*4096 x segment 4096 >= 2\*\*24",
+        ),
+    ):
+        _evaluate(key, systems, **kw)
+    m, s = big(type("G", (), {"n_model": 2, "n_segment": 3})(), 2, 0)
+    with pytest.raises(OptionError, match="too large for exact float32"):
+        histograms.resample_histograms([key.trial_mask.data], m, s, np.zeros(9, int),
+                                       np.zeros(11, int), [], [], split_every=2,
+                                       progress=False)  # fmt: skip

@@ -176,3 +176,60 @@ def test_groups_no_part_names_share_one_histogram_row():
     assert n == 3  # conditions 5 and 9, and one row for the 998 others
     assert new == [Part(0), Part(0, (0,), (0,)), Part(0, (1,), (0, 1))]
     assert remapped.compute().tolist() == [[2, 0, 1], [0, 2, 2]]
+
+
+def test_each_part_counts_its_own_missing_trials_and_one_dataset_is_accepted():
+    import dask.array as da
+
+    from bosaris_dask.grouped import Part, summarize_parts
+
+    rng = np.random.default_rng(7)
+    n_m, n_s, n_g = 9, 12, 3
+    mids, sids = [f"m{i}" for i in range(n_m)], [f"s{j}" for j in range(n_s)]
+    mask = rng.choice([-1, 1], size=(n_m, n_s), p=[0.6, 0.4])
+    mask[:, :2] = [1, -1]
+    scored = rng.random((n_m, n_s)) > 0.25
+    scored[:, :2] = True
+    group = np.repeat(np.arange(n_g), n_s // n_g)[None, :].repeat(n_m, axis=0)
+    key = make_key(mids, sids, mask, chunks=(4, 5))
+    raw = np.where(scored, rng.normal(size=mask.shape), 0.0)
+    scores = make_scores(mids, sids, raw, scored, chunks=(4, 5))
+    groups = da.from_array(group.astype(np.int16), chunks=(4, 5))
+    parts = [Part(0), Part(0, (0,), (0,)), Part(0, (1,), (2,)), Part(0, (0, 1, 2), (1,))]
+    got = summarize_parts(scores, key, groups, n_g, parts, allow_missing=True)
+    gone = ~scored
+    expected = [
+        np.count_nonzero(gone),
+        np.count_nonzero(gone & (group == 0)),
+        np.count_nonzero(gone & (((group == 1) & (mask == 1)) | ((group == 2) & (mask == -1)))),
+        np.count_nonzero(gone & ((mask == 1) | ((group == 1) & (mask == -1)))),
+    ]
+    assert [s.n_missing for s in got] == expected
+    assert [s.n_target for s in got] == [
+        np.count_nonzero(scored & (mask == 1)),
+        np.count_nonzero(scored & (mask == 1) & (group == 0)),
+        np.count_nonzero(scored & (mask == 1) & (group == 1)),
+        np.count_nonzero(scored & (mask == 1)),
+    ]
+
+
+@pytest.mark.parametrize("bad", [3, -1])
+@pytest.mark.parametrize("remapped", [False, True])
+def test_group_codes_outside_the_groups_are_refused(bad, remapped):
+    import dask.array as da
+
+    from bosaris_dask.errors import OptionError
+    from bosaris_dask.grouped import Part, summarize_parts
+
+    mids, sids = ["m0", "m1"], ["s0", "s1", "s2"]
+    key = make_key(mids, sids, np.array([[1, -1, -1], [-1, 1, -1]]))
+    scores = make_scores(mids, sids, np.array([[2.0, 0.5, -1.0], [-1.0, 0.5, 0.0]]))
+    codes = np.array([[0, 1, 2], [0, 1, bad]], dtype=np.int16)
+    groups = da.from_array(codes, chunks=(1, 3))
+    # parts naming every group keep the codes; naming some of them remaps the codes first
+    named = [(0,), (1,)] if remapped else [(0, 1, 2), (0, 1, 2)]
+    parts = [Part(0), Part(0, *named)]
+    with pytest.raises(OptionError, match=rf"^group code {bad} outside \[0, 3\)"):
+        summarize_parts(scores, key, groups, 3, parts)
+    with pytest.raises(OptionError, match="groups must be integer codes"):
+        summarize_parts(scores, key, groups.astype(float), 3, parts)

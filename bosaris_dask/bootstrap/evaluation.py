@@ -66,7 +66,12 @@ import xarray as xr
 
 from bosaris_dask import config
 from bosaris_dask.bootstrap.bins import choose_edges, prefix_histograms, summary_prefix_counts
-from bosaris_dask.bootstrap.histograms import BLOCK_BYTES, LIMBS, resample_histograms
+from bosaris_dask.bootstrap.histograms import (
+    BLOCK_BYTES,
+    LIMBS,
+    check_multiplicities,
+    resample_histograms,
+)
 from bosaris_dask.bootstrap.replicates import METRICS, PER_POINT, replicate_metrics
 from bosaris_dask.bootstrap.resample import multiplicities, resample_groups
 from bosaris_dask.conditions.tables import ConditionTable, read_condition_table
@@ -155,8 +160,12 @@ def evaluate_with_intervals(
     """
     from bosaris_dask import metrics
 
-    check_options(ci, bootstrap, resample, compare, conditions)
+    _, n_resamples = check_options(ci, bootstrap, resample, compare, conditions)
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
+    if compare and len(systems) < 2:
+        raise OptionError("--compare needs at least two systems")
+    # the resamples are drawn and checked on the client before any pass
+    draws = _draw(key, conditions, resample, n_resamples, seed)
     summaries = None
     if by or len(cprimary_priors) or equalize:
         ds = metrics.evaluate(
@@ -171,8 +180,18 @@ def evaluate_with_intervals(
     return add_intervals(
         ds, systems, key, conditions=conditions, resample=resample, bootstrap=int(bootstrap or 0),
         ci=ci, seed=seed, compare=compare, split_every=split_every, progress=progress,
-        summaries=summaries, by=by,
+        summaries=summaries, by=by, _draws=draws,
     )  # fmt: skip
+
+
+def _draw(key, conditions, resample, bootstrap, seed) -> tuple[Any, np.ndarray, np.ndarray, int]:
+    """The resampled groups, their multiplicities (checked) and the seed (a fresh one if None)."""
+    groups = resample_groups(key, _tables(conditions), resample)
+    if seed is None:
+        seed = int(np.random.SeedSequence().entropy % (1 << 63))
+    m, s = multiplicities(groups, bootstrap, seed)
+    check_multiplicities(m, s)
+    return groups, m, s, seed
 
 
 def _interval(values: np.ndarray, level: float) -> np.ndarray:
@@ -205,6 +224,7 @@ def add_intervals(
     keep_replicates: bool = False,
     summaries: Sequence[Any] | None = None,
     by: Sequence[Any] = (),
+    _draws: tuple[Any, np.ndarray, np.ndarray, int] | None = None,
 ) -> xr.Dataset:
     """``ds`` (an evaluation of ``systems`` against ``key``) with bootstrap intervals.
 
@@ -248,10 +268,8 @@ def add_intervals(
     level, bootstrap = check_options(ci, bootstrap, resample, compare, conditions)
     if compare and len(systems) < 2:
         raise OptionError("--compare needs at least two systems")
-    groups = resample_groups(key, _tables(conditions), resample)
-    if seed is None:
-        seed = int(np.random.SeedSequence().entropy % (1 << 63))
-    m, s = multiplicities(groups, bootstrap, seed)
+    # drawn and checked before any pass (by evaluate_with_intervals before the evaluation's)
+    groups, m, s, seed = _draws or _draw(key, conditions, resample, bootstrap, seed)
     names = [str(n) for n in ds.system.values]
     is_op = ds.operating_point.values >= 0
     plo = ds.plo.values[is_op]

@@ -61,7 +61,7 @@ from bosaris_dask.keys import order_keys
 from bosaris_dask.runner import Aggregation, run_pass
 
 __all__ = ["chunk_histograms", "resample_histograms", "ResampleHistograms", "LIMBS",
-           "check_exact", "BLOCK_BYTES", "task_memory"]  # fmt: skip
+           "check_exact", "check_multiplicities", "BLOCK_BYTES", "task_memory"]  # fmt: skip
 
 #: Cllr sums per (pair, class) travel as 4-bit limbs: 16 of the high part, 16 of the low part.
 LIMBS = 32
@@ -201,8 +201,8 @@ def chunk_histograms(
     score, mask = blocks[2 * system], blocks[2 * system + 1]
     cond = blocks[-1] if n_conditions else None
     nb = binning.n_bins
-    if float(m.max()) * float(s.max()) >= _F32:
-        raise OptionError("bootstrap multiplicities too large for exact float32 products")
+    # checked on the client before the pass (check_multiplicities): only an internal guard here
+    assert float(m.max()) * float(s.max()) < _F32, "multiplicities not checked before the pass"
     m, s = m.T.astype(np.float32), s.T.astype(np.float32)  # rows: groups
     out = np.zeros((max(1, n_conditions), 2, m.shape[1], nb + LIMBS))
     guard = np.zeros(1)
@@ -272,6 +272,25 @@ def check_exact(bound: float, name: str) -> None:
         )
 
 
+def check_multiplicities(m: np.ndarray, s: np.ndarray) -> None:
+    """Raise OptionError, on the client before any pass, if a model-side times a segment-side
+    multiplicity could leave float32's exact integers (``2**24``) in the tasks' products.
+
+    >>> check_multiplicities(np.full((3, 2), 64), np.full((3, 4), 4096))  # fine: 2**18
+    >>> check_multiplicities(np.full((3, 2), 4096), np.full((3, 4), 4096))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.OptionError: ... (largest model 4096 x segment 4096 >= 2**24): ...
+    """
+    big_m = float(m.max()) if m.size else 0.0
+    big_s = float(s.max()) if s.size else 0.0
+    if big_m * big_s >= _F32:
+        raise OptionError(
+            f"bootstrap multiplicities too large for exact float32 products (largest model "
+            f"{big_m:.0f} x segment {big_s:.0f} >= 2**24): resample fewer groups"
+        )
+
+
 def resample_histograms(
     inputs: Sequence[da.Array], m: np.ndarray, s: np.ndarray, model_codes: np.ndarray,
     segment_codes: np.ndarray, binnings: Sequence[Binning], names: Sequence[str], *,
@@ -280,7 +299,9 @@ def resample_histograms(
 ) -> list[ResampleHistograms]:  # fmt: skip
     """The bootstrap pass over ``inputs`` (key classes, then scores and mask per system), per
     condition too when given each cell's condition (``conditions``, ``n_conditions`` of them):
-    the pooled histograms are then the sums of the conditions' (they partition the trials)."""
+    the pooled histograms are then the sums of the conditions' (they partition the trials).
+    The multiplicities are checked here, before the pass (:func:`check_multiplicities`)."""
+    check_multiplicities(m, s)
     if conditions is not None:
         inputs = [*inputs, conditions.rechunk(inputs[0].chunks)]
     n_cond = n_conditions if conditions is not None else 0

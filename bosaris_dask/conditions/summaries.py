@@ -283,13 +283,25 @@ def condition_summaries(
             allow_missing=True, split_every=split_every, progress=progress, coarse_bits=bits,
             names=[*names, *labels], extra_candidates=hook,
         )  # fmt: skip
+    # every summary's n_missing counts its own key trials without a score (the masked copies
+    # count the key trials outside their condition too)
+    summaries = list(summaries)
+    for i, (k, g) in enumerate(pairs):
+        summaries[len(systems) + i] = replace(summaries[len(systems) + i],
+                                              n_missing=int(n_missing[k, g]))  # fmt: skip
+    if plan is not None:
+        start = len(systems) + len(pairs)
+        for i, (k, g, filler) in enumerate(plan.extra):
+            both = [g, filler] if g != filler else [g]
+            tar, non = ([g], both) if n_target[k, g] else (both, [g])
+            own = int(counts[k, tar, 0, 0].sum() + counts[k, non, 1, 0].sum())
+            summaries[start + i] = replace(summaries[start + i], n_missing=own)
     pooled = summaries[: len(systems)]
     by_condition: list[list[ScoreSummary | None]] = [
         [None] * conditions.n_conditions for _ in systems
     ]
     for (k, g), summary in zip(pairs, summaries[len(systems) :], strict=False):
-        # the engine counts the key trials outside the condition as missing: keep the genuine
-        by_condition[k][g] = replace(summary, n_missing=int(n_missing[k, g]), _hull=None)
+        by_condition[k][g] = replace(summary, _hull=None)
     return ConditionSummaries(
         pooled, by_condition, n_target, n_nontarget, n_missing,
         passes=pooled[0].passes + 1, equalized=(summaries, plan) if plan is not None else None,
