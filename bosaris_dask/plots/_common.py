@@ -13,13 +13,21 @@ import numpy as np
 import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure, SubFigure
+from matplotlib.lines import Line2D
 
 from bosaris_dask.errors import PlotError
 
-__all__ = ["Results", "Curve", "curves", "dr30_sides", "new_axes", "save_figure", "FORMATS"]
+__all__ = [
+    "Results", "Curve", "curves", "dr30_sides", "new_axes", "finish_curve_axes", "save_figure",
+    "FORMATS", "LEGEND_OUTSIDE",
+]  # fmt: skip
 
 #: An evaluation (``metrics.evaluate``), or several by name (``{"dev": ..., "eval": ...}``).
 Results = xr.Dataset | Mapping[str, xr.Dataset]
+
+#: A legend to the right of the Axes, as every plot here places it.
+LEGEND_OUTSIDE = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0.0,
+                  "fontsize": 8, "frameon": False}  # fmt: skip
 
 #: File formats :func:`save_figure` writes, by suffix.
 FORMATS = ("png", "pdf", "svg")
@@ -107,6 +115,29 @@ def new_axes(ax: Axes | None, figsize: tuple[float, float]) -> Axes:
 
     _, ax = plt.subplots(figsize=figsize, layout="constrained")
     return ax
+
+
+def finish_curve_axes(
+    ax: Axes, *, title: str | None, legend: bool, solid: str, dashed: str, dotted: str | None
+) -> None:
+    """Grid, title and the outside legend of a plot of solid and dashed curves per system (one
+    colour each) and an optional grey dotted reference curve: the systems' labels, then what
+    each line style means."""
+    ax.grid(True, color="0.9", linewidth=0.6)
+    ax.set_axisbelow(True)
+    if title:
+        ax.set_title(title)
+    if not legend:
+        return
+    handles, labels = ax.get_legend_handles_labels()
+    key = [
+        (Line2D([], [], color="0.2", linewidth=1.5), solid),
+        (Line2D([], [], color="0.2", linestyle="--", linewidth=1.5), dashed),
+    ]
+    if dotted:
+        key.append((Line2D([], [], color="0.5", linestyle=":"), dotted))
+    ax.legend(handles + [h for h, _ in key], labels + [label for _, label in key],
+              **LEGEND_OUTSIDE)  # fmt: skip
 
 
 def finite_values(a: xr.DataArray) -> np.ndarray:

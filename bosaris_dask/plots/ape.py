@@ -42,7 +42,13 @@ from matplotlib.patches import Patch, Rectangle
 from scipy.special import expit
 
 from bosaris_dask.metrics import sweep_points
-from bosaris_dask.plots._common import Results, curves, new_axes
+from bosaris_dask.plots._common import (
+    LEGEND_OUTSIDE,
+    Results,
+    curves,
+    finish_curve_axes,
+    new_axes,
+)
 
 __all__ = ["ape_plot", "cllr_plot"]
 
@@ -102,21 +108,8 @@ def ape_plot(
     ax.set_ylim(bottom=0.0)
     ax.set_xlabel(r"Prior log-odds  $\log\,\frac{p}{1-p}$")
     ax.set_ylabel("Bayes error rate")
-    ax.grid(True, color="0.9", linewidth=0.6)
-    ax.set_axisbelow(True)
-    if title:
-        ax.set_title(title)
-    if legend:
-        handles, labels = ax.get_legend_handles_labels()
-        key = [
-            (Line2D([], [], color="0.2", linewidth=1.5), "actual (area: Cllr)"),
-            (Line2D([], [], color="0.2", linestyle="--", linewidth=1.5), "minimum (minCllr)"),
-        ]
-        if default:
-            key.append((Line2D([], [], color="0.5", linestyle=":"), "prior only (1 bit)"))
-        ax.legend(handles + [h for h, _ in key], labels + [label for _, label in key],
-                  loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
-                  fontsize=8, frameon=False)  # fmt: skip
+    finish_curve_axes(ax, title=title, legend=legend, solid="actual (area: Cllr)",
+                      dashed="minimum (minCllr)", dotted="prior only (1 bit)" if default else None)
     return ax
 
 
@@ -184,8 +177,7 @@ def cllr_plot(
              Patch(facecolor="0.6", alpha=0.35, hatch="///", edgecolor="black"),
              Line2D([], [], color="0.5", linestyle=":")],
             ["minCllr (discrimination)", "calibration loss", "1 bit: no information"],
-            loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8,
-            frameon=False,
+            **LEGEND_OUTSIDE,
         )  # fmt: skip
     return ax
 

@@ -29,11 +29,10 @@ from collections.abc import Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.lines import Line2D
 
 from bosaris_dask.errors import PlotError
 from bosaris_dask.llr_base import log_of_base
-from bosaris_dask.plots._common import Results, curves, new_axes
+from bosaris_dask.plots._common import Results, curves, finish_curve_axes, new_axes
 
 __all__ = ["ece_plot"]
 
@@ -107,19 +106,6 @@ def ece_plot(
     what = r"$\log_{10}$" if base == "10" else r"$\log$" if base == "e" else rf"$\log_{{{base}}}$"
     ax.set_xlabel(f"Prior log-odds  {what}" + r"$\,\frac{P(H_p)}{P(H_d)}$")
     ax.set_ylabel("Empirical cross-entropy (bits)")
-    ax.grid(True, color="0.9", linewidth=0.6)
-    ax.set_axisbelow(True)
-    if title:
-        ax.set_title(title)
-    if legend:
-        handles, labels = ax.get_legend_handles_labels()
-        key = [
-            (Line2D([], [], color="0.2", linewidth=1.5), "LLRs as given"),
-            (Line2D([], [], color="0.2", linestyle="--", linewidth=1.5), "after PAV calibration"),
-        ]
-        if neutral:
-            key.append((Line2D([], [], color="0.5", linestyle=":"), "neutral LR = 1"))
-        ax.legend(handles + [h for h, _ in key], labels + [label for _, label in key],
-                  loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
-                  fontsize=8, frameon=False)  # fmt: skip
+    finish_curve_axes(ax, title=title, legend=legend, solid="LLRs as given",
+                      dashed="after PAV calibration", dotted="neutral LR = 1" if neutral else None)
     return ax

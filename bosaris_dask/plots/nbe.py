@@ -41,7 +41,14 @@ from scipy.special import expit, logit
 
 from bosaris_dask import metrics
 from bosaris_dask.errors import PlotError
-from bosaris_dask.plots._common import Curve, Results, curves, dr30_sides, new_axes
+from bosaris_dask.plots._common import (
+    LEGEND_OUTSIDE,
+    Curve,
+    Results,
+    curves,
+    dr30_sides,
+    new_axes,
+)
 
 __all__ = ["nbe_plot", "contributions"]
 
@@ -249,5 +256,4 @@ def _legend(
         if "miss" in dr30:
             key.append((Line2D([], [], marker=">", **mark), "< 30 misses to the right"))
     ax.legend(handles + [h for h, _ in key], labels + [label for _, label in key],
-              loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8,
-              frameon=False)  # fmt: skip
+              **LEGEND_OUTSIDE)  # fmt: skip
