@@ -52,6 +52,7 @@ from bosaris_dask.kernels import (
     classes_of,
     keys_into,
     slices,
+    softplus_terms,
     workspace,
 )
 from bosaris_dask.keys import key_dtype
@@ -118,24 +119,6 @@ def check_group_codes(groups: np.ndarray, n_groups: int) -> None:
 def pass1_length(n_groups: int, nbins: int) -> int:
     """The length of one system's grouped pass-1 result (see :func:`grouped_pass1_kernel`)."""
     return 2 * n_groups * nbins + 2 * n_groups * exact_sum.LIMBS + 2 * n_groups + 1
-
-
-def _softplus_terms(c: np.ndarray, s: np.ndarray, ws: Workspace, all_trials: bool) -> np.ndarray:
-    """The per-trial terms of :func:`bosaris_dask.kernels.softplus_sums` (0 for non-trials), in
-    ``ws.z``: the same operations in the same order, so the same floats."""
-    n = s.size
-    z, e = ws.z[:n], ws.e[:n]
-    np.multiply(c, s, out=z, dtype=np.float64)
-    np.negative(z, out=z)
-    np.abs(z, out=e)
-    np.negative(e, out=e)
-    np.exp(e, out=e)
-    np.log1p(e, out=e)
-    np.maximum(z, 0.0, out=z)
-    np.add(z, e, out=z)
-    if not all_trials:
-        np.copyto(z, 0.0, where=np.equal(c, 0, out=ws.flag2[:n]))
-    return z
 
 
 class _GroupUnits:
@@ -253,7 +236,7 @@ def grouped_pass1_kernel(
         all_trials = np.count_nonzero(c) == n
         if not all_trials:
             idx[c == 0] = outside  # the last bin collects non-trials
-        terms = _softplus_terms(c, s, ws, all_trials)
+        terms = softplus_terms(c, s, ws, all_trials)
         sums.add(terms, slot, ws.e[:n])
 
     pooled_hist = np.zeros(2 * pooled_nbins + 1, dtype=np.int64)

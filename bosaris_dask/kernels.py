@@ -145,14 +145,9 @@ def keys_into(s: np.ndarray, ws: Workspace) -> np.ndarray:
     return key
 
 
-def softplus_sums(c: np.ndarray, s: np.ndarray, ws: Workspace, all_trials: bool) -> list[int]:
-    """Non-target and target sums of softplus(-c * s), exact in units of ``2**-57``.
-
-    That is ``log(1 + exp(-s))`` for targets and ``log(1 + exp(s))`` for non-targets, in
-    float64, accurate to ~1e-16 absolute per trial, each rounded to a multiple of ``2**-57``
-    and added exactly (:mod:`bosaris_dask.exact_sum`): the same trials give the same sums in
-    any chunking. ``all_trials``: no code of ``c`` is 0.
-    """
+def softplus_terms(c: np.ndarray, s: np.ndarray, ws: Workspace, all_trials: bool) -> np.ndarray:
+    """The per-trial terms softplus(-c * s) in float64 (0 where ``c`` is 0), in ``ws.z``;
+    ``ws.e`` is scratch. ``all_trials``: no code of ``c`` is 0."""
     n = s.size
     z, e = ws.z[:n], ws.e[:n]
     np.multiply(c, s, out=z, dtype=np.float64)
@@ -165,6 +160,19 @@ def softplus_sums(c: np.ndarray, s: np.ndarray, ws: Workspace, all_trials: bool)
     np.add(z, e, out=z)
     if not all_trials:
         np.copyto(z, 0.0, where=np.equal(c, 0, out=ws.flag2[:n]))
+    return z
+
+
+def softplus_sums(c: np.ndarray, s: np.ndarray, ws: Workspace, all_trials: bool) -> list[int]:
+    """Non-target and target sums of softplus(-c * s), exact in units of ``2**-57``.
+
+    That is ``log(1 + exp(-s))`` for targets and ``log(1 + exp(s))`` for non-targets, in
+    float64, accurate to ~1e-16 absolute per trial, each rounded to a multiple of ``2**-57``
+    and added exactly (:mod:`bosaris_dask.exact_sum`): the same trials give the same sums in
+    any chunking. ``all_trials``: no code of ``c`` is 0.
+    """
+    n = s.size
+    z, e = softplus_terms(c, s, ws, all_trials), ws.e[:n]
     is_tar = np.greater(c, 0, out=ws.w[:n], casting="unsafe")
     # plain sums of products release the GIL (a weighted bincount does not) and are ten times
     # faster than masked sums
