@@ -179,6 +179,25 @@ def _raise_bad_codes(head: np.ndarray, *, key: xr.Dataset, n_cols: int) -> None:
     )
 
 
+def raise_trial_errors(
+    name: str, bad: int, missing: int, classes: da.Array, scores: da.Array, mask: da.Array,
+    key: xr.Dataset, allow_missing: bool,
+) -> None:
+    """The error a system's pass-1 counts call for, naming a trial: ``bad`` scored trials with
+    non-finite scores (ScoreError), ``missing`` key trials without a score (MissingTrialsError,
+    unless ``allow_missing``). ``classes`` are the key's trial classes, ``mask`` the scores'."""
+    if bad:
+        cond = ~da.isfinite(scores) & (classes != 0) & mask
+        where = locate(cond, key.model.values, key.segment.values)
+        raise ScoreError(f"{name}: {bad} trials have non-finite scores, e.g. {where}")
+    if missing and not allow_missing:
+        where = locate((classes != 0) & ~mask, key.model.values, key.segment.values)
+        raise MissingTrialsError(
+            f"{name}: {missing} key trials have no score, e.g. {where} "
+            "(allow_missing drops them)"
+        )
+
+
 def _pass1_summary(
     row: np.ndarray, *, name: str, k: int, inputs: list[da.Array], key: xr.Dataset,
     dtype: np.dtype, shift: int, nbins: int, allow_missing: bool,
@@ -188,17 +207,8 @@ def _pass1_summary(
     limbs = row[2 * nbins : -2].reshape(2, -1)
     sp_tar, sp_non = (exact_sum.to_float(exact_sum.from_limbs(x)) for x in limbs)
     missing, bad = row[-2:]
-    if bad:
-        cond = ~da.isfinite(inputs[1 + 2 * k]) & (inputs[0] != 0) & inputs[2 + 2 * k]
-        where = locate(cond, key.model.values, key.segment.values)
-        raise ScoreError(f"{name}: {int(bad)} trials have non-finite scores, e.g. {where}")
-    if missing and not allow_missing:
-        cond = (inputs[0] != 0) & ~inputs[2 + 2 * k]
-        where = locate(cond, key.model.values, key.segment.values)
-        raise MissingTrialsError(
-            f"{name}: {int(missing)} key trials have no score, e.g. {where} "
-            "(allow_missing drops them)"
-        )
+    raise_trial_errors(name, int(bad), int(missing), inputs[0], inputs[1 + 2 * k],
+                       inputs[2 + 2 * k], key, allow_missing)  # fmt: skip
     nonempty = np.flatnonzero((n_tar + n_non) > 0)
     summary = ScoreSummary(
         dtype=dtype,

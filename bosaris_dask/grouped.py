@@ -41,7 +41,7 @@ import xarray as xr
 
 from bosaris_dask import config, engine, exact_sum, fixed_rates, kernels, memory, refinement, runner
 from bosaris_dask.engine import ScoreSummary
-from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError
+from bosaris_dask.errors import OptionError, ScoreError
 from bosaris_dask.grouped_kernels import (
     Part,
     check_group_codes,
@@ -55,7 +55,6 @@ from bosaris_dask.grouped_kernels import (
     split_pass1,
 )
 from bosaris_dask.keys import key_bits, threshold_keys
-from bosaris_dask.trials import locate
 
 __all__ = ["summarize_parts", "Part"]
 
@@ -75,17 +74,8 @@ def _part_summaries(
     row, extra = (row[: len(row) - tail], row[len(row) - tail :]) if tail else (row, row[:0])
     counts, units, group_missing, bad = split_pass1(row, n_groups, nbins)
     missing = int(group_missing.sum())
-    if bad:
-        cond = ~da.isfinite(inputs[2 + 2 * k]) & (inputs[0] != 0) & inputs[3 + 2 * k]
-        where = locate(cond, key.model.values, key.segment.values)
-        raise ScoreError(f"{name}: {int(bad)} trials have non-finite scores, e.g. {where}")
-    if missing and not allow_missing:
-        cond = (inputs[0] != 0) & ~inputs[3 + 2 * k]
-        where = locate(cond, key.model.values, key.segment.values)
-        raise MissingTrialsError(
-            f"{name}: {int(missing)} key trials have no score, e.g. {where} "
-            "(allow_missing drops them)"
-        )
+    engine.raise_trial_errors(name, int(bad), missing, inputs[0], inputs[2 + 2 * k],
+                              inputs[3 + 2 * k], key, allow_missing)  # fmt: skip
     out = []
     if pooled:
         n_non, n_tar = (np.rint(x).astype(np.int64) for x in extra.reshape(2, -1))
