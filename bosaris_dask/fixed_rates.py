@@ -151,6 +151,22 @@ def fixed_rate_candidates(
     return out[s.bits[out] > 0]
 
 
+def _at_bins(
+    s: ScoreSummary, values: np.ndarray, k: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Threshold ``values[k]``, FMR and FNMR at the lowest score of each bin ``k`` (NaN where
+    ``k`` is -1: the target is below one error)."""
+    cum_tar, above = _cumulative(s)
+    ok = k >= 0
+    kk = np.where(ok, k, 0)
+    nan = np.full(len(k), np.nan)
+    return (
+        np.where(ok, values[kk], nan),
+        np.where(ok, above[kk] / above[0], nan),
+        np.where(ok, cum_tar[kk] / cum_tar[-1], nan),
+    )
+
+
 def fixed_fmr(s: ScoreSummary, rates: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Threshold, actual FMR and FNMR at each FMR target (see the module text for the rules).
 
@@ -158,17 +174,8 @@ def fixed_fmr(s: ScoreSummary, rates: Any) -> tuple[np.ndarray, np.ndarray, np.n
     :func:`bosaris_dask.engine.summarize` does with ``fmr=``.
     """
     rates = check_rates(rates, "FMR")
-    cum_tar, above = _cumulative(s)
     values = np.append(s.values().astype(np.float64), np.inf)
-    k = _fmr_bins(s, rates)
-    ok = k >= 0
-    kk = np.where(ok, k, 0)
-    nan = np.full(len(rates), np.nan)
-    return (
-        np.where(ok, values[kk], nan),
-        np.where(ok, above[kk] / above[0], nan),
-        np.where(ok, cum_tar[kk] / cum_tar[-1], nan),
-    )
+    return _at_bins(s, values, _fmr_bins(s, rates))
 
 
 def fixed_fnmr(s: ScoreSummary, rates: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -178,17 +185,7 @@ def fixed_fnmr(s: ScoreSummary, rates: Any) -> tuple[np.ndarray, np.ndarray, np.
     does with ``fnmr=``.
     """
     rates = check_rates(rates, "FNMR")
-    cum_tar, above = _cumulative(s)
-    values = s.values().astype(np.float64)
-    k = _fnmr_bins(s, rates)
-    ok = k >= 0
-    kk = np.where(ok, k, 0)
-    nan = np.full(len(rates), np.nan)
-    return (
-        np.where(ok, values[kk], nan),
-        np.where(ok, above[kk] / above[0], nan),
-        np.where(ok, cum_tar[kk] / cum_tar[-1], nan),
-    )
+    return _at_bins(s, s.values().astype(np.float64), _fnmr_bins(s, rates))
 
 
 def unmeasurable_note(rate: float, n: int, what: str = "FMR") -> str:
