@@ -198,6 +198,22 @@ def raise_trial_errors(
         )
 
 
+def key_codes_check(
+    classes: da.Array, key: xr.Dataset, blocks: dict[str, int]
+) -> tuple[list[Any], runner.Aggregation]:
+    """The pass-1 check of the key's codes: the ``lead`` arrays (trial row and column
+    positions) for :func:`bosaris_dask.runner.run_pass` and the aggregation that counts codes
+    outside -1/0/+1 and raises :class:`TrialError` naming the first."""
+    n_rows, n_cols = classes.shape
+    positions = [da.arange(n_rows, chunks=classes.chunks[0]), "i",
+                 da.arange(n_cols, chunks=classes.chunks[1]), "j"]  # fmt: skip
+    codes = runner.Aggregation(
+        "key codes", partial(kernels.key_codes_kernel, n_cols=n_cols, **blocks), 2,
+        combine=kernels.merge_key_codes, finalize=partial(_raise_bad_codes, key=key, n_cols=n_cols),
+    )  # fmt: skip
+    return positions, codes
+
+
 def _pass1_summary(
     row: np.ndarray, *, name: str, k: int, inputs: list[da.Array], key: xr.Dataset,
     dtype: np.dtype, shift: int, nbins: int, allow_missing: bool,
@@ -410,13 +426,7 @@ def summarize(
     bits = coarse_bits or _coarse_bits(n_sys)
     shift = key_bits(dtype) - bits
     nbins = 1 << bits
-    n_rows, n_cols = inputs[0].shape
-    positions = [da.arange(n_rows, chunks=inputs[0].chunks[0]), "i",
-                 da.arange(n_cols, chunks=inputs[0].chunks[1]), "j"]  # fmt: skip
-    codes = runner.Aggregation(
-        "key codes", partial(kernels.key_codes_kernel, n_cols=n_cols, **blocks), 2,
-        combine=kernels.merge_key_codes, finalize=partial(_raise_bad_codes, key=key, n_cols=n_cols),
-    )  # fmt: skip
+    positions, codes = key_codes_check(inputs[0], key, blocks)
     systems = []
     for k in range(n_sys):
         name = names[k] if names else f"system-{k + 1}"

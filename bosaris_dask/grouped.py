@@ -268,14 +268,7 @@ def summarize_parts(
     bits = coarse_bits or engine._coarse_bits(len(parts))
     shift = key_bits(dtype) - bits
     nbins = 1 << bits
-    n_rows, n_cols = inputs[0].shape
-    positions = [da.arange(n_rows, chunks=inputs[0].chunks[0]), "i",
-                 da.arange(n_cols, chunks=inputs[0].chunks[1]), "j"]  # fmt: skip
-    codes = runner.Aggregation(
-        "key codes", partial(kernels.key_codes_kernel, n_cols=n_cols, **blocks), 2,
-        combine=kernels.merge_key_codes,
-        finalize=partial(engine._raise_bad_codes, key=key, n_cols=n_cols),
-    )  # fmt: skip
+    positions, codes = engine.key_codes_check(inputs[0], key, blocks)
     by_system = [[(j, p, part_names[j]) for j, p in enumerate(parts) if p.system == k]
                  for k in range(n_sys)]  # fmt: skip
     apart = pooled_coarse_bits is not None
