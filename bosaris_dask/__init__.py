@@ -56,9 +56,18 @@ _LAZY = {
     "operating_points": "bosaris_dask.metrics",
     **{
         name: "bosaris_dask.trials"
-        for name in ("align", "align_with", "filter_trials", "key_from_labels",
-                     "key_from_masks", "make_key", "make_ndx", "make_quality", "make_scores",
-                     "merge")
+        for name in (
+            "align",
+            "align_with",
+            "filter_trials",
+            "key_from_labels",
+            "key_from_masks",
+            "make_key",
+            "make_ndx",
+            "make_quality",
+            "make_scores",
+            "merge",
+        )
     },  # fmt: skip
 }
 

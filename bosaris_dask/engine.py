@@ -180,8 +180,14 @@ def _raise_bad_codes(head: np.ndarray, *, key: xr.Dataset, n_cols: int) -> None:
 
 
 def raise_trial_errors(
-    name: str, bad: int, missing: int, classes: da.Array, scores: da.Array, mask: da.Array,
-    key: xr.Dataset, allow_missing: bool,
+    name: str,
+    bad: int,
+    missing: int,
+    classes: da.Array,
+    scores: da.Array,
+    mask: da.Array,
+    key: xr.Dataset,
+    allow_missing: bool,
 ) -> None:
     """The error a system's pass-1 counts call for, naming a trial: ``bad`` scored trials with
     non-finite scores (ScoreError), ``missing`` key trials without a score (MissingTrialsError,
@@ -193,8 +199,7 @@ def raise_trial_errors(
     if missing and not allow_missing:
         where = locate((classes != 0) & ~mask, key.model.values, key.segment.values)
         raise MissingTrialsError(
-            f"{name}: {missing} key trials have no score, e.g. {where} "
-            "(allow_missing drops them)"
+            f"{name}: {missing} key trials have no score, e.g. {where} (allow_missing drops them)"
         )
 
 
@@ -215,8 +220,16 @@ def key_codes_check(
 
 
 def _pass1_summary(
-    row: np.ndarray, *, name: str, k: int, inputs: list[da.Array], key: xr.Dataset,
-    dtype: np.dtype, shift: int, nbins: int, allow_missing: bool,
+    row: np.ndarray,
+    *,
+    name: str,
+    k: int,
+    inputs: list[da.Array],
+    key: xr.Dataset,
+    dtype: np.dtype,
+    shift: int,
+    nbins: int,
+    allow_missing: bool,
 ) -> ScoreSummary:
     """System ``k``'s summary from its pass-1 totals, or the error its trials call for."""
     n_non, n_tar = row[:nbins].astype(np.int64), row[nbins : 2 * nbins].astype(np.int64)
@@ -298,7 +311,10 @@ def _knobs() -> dict[str, int]:
 
 
 def _task_memory(
-    inputs: list[da.Array], dtype: np.dtype, nbins: int, split_every: int,
+    inputs: list[da.Array],
+    dtype: np.dtype,
+    nbins: int,
+    split_every: int,
     knobs: dict[str, int] | None = None,
 ) -> memory.TaskMemory:
     """The peak memory of a task of this evaluation's passes.

@@ -60,8 +60,17 @@ __all__ = ["summarize_parts", "Part"]
 
 
 def _part_summaries(
-    row: np.ndarray, *, k: int, name: str, parts: list[tuple[int, Part, str]], n_groups: int,
-    inputs: list[da.Array], key: xr.Dataset, dtype: np.dtype, shift: int, nbins: int,
+    row: np.ndarray,
+    *,
+    k: int,
+    name: str,
+    parts: list[tuple[int, Part, str]],
+    n_groups: int,
+    inputs: list[da.Array],
+    key: xr.Dataset,
+    dtype: np.dtype,
+    shift: int,
+    nbins: int,
     allow_missing: bool,
     pooled: list[tuple[int, Part, str]] = (),  # type: ignore[assignment]
     pooled_shift: int = 0,
@@ -100,8 +109,15 @@ def _part_summaries(
 
 
 def _summary(
-    dtype: np.dtype, nonempty: np.ndarray, shift: int, n_tar: np.ndarray, n_non: np.ndarray,
-    sp_tar: int | float, sp_non: int | float, missing: int, name: str,
+    dtype: np.dtype,
+    nonempty: np.ndarray,
+    shift: int,
+    n_tar: np.ndarray,
+    n_non: np.ndarray,
+    sp_tar: int | float,
+    sp_non: int | float,
+    missing: int,
+    name: str,
 ) -> ScoreSummary:
     """A pass-1 summary (softplus sums as exact units or floats), or the error of a part
     without targets or non-targets."""
@@ -153,8 +169,13 @@ def _used_groups(
 
 
 def _task_memory(
-    inputs: list[da.Array], dtype: np.dtype, nbins: int, n_groups: int, n_parts: int,
-    split_every: int, knobs: dict[str, int],
+    inputs: list[da.Array],
+    dtype: np.dtype,
+    nbins: int,
+    n_groups: int,
+    n_parts: int,
+    split_every: int,
+    knobs: dict[str, int],
 ) -> memory.TaskMemory:
     """The peak memory of a task of these passes (:func:`memory.grouped_task_memory`)."""
     itemsizes = [a.dtype.itemsize for a in inputs]

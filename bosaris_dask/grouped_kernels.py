@@ -290,7 +290,11 @@ def split_pass1(
 
 
 def _part_trials(
-    part: Part, n_groups: int, keys: np.ndarray, is_tar: np.ndarray, starts: np.ndarray | None,
+    part: Part,
+    n_groups: int,
+    keys: np.ndarray,
+    is_tar: np.ndarray,
+    starts: np.ndarray | None,
     order: np.ndarray | None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The trials of ``part`` among selected trials (sorted by group: ``order``, ``starts``)."""
@@ -315,7 +319,10 @@ def _part_trials(
 
 
 def _gather(
-    got: list[list[np.ndarray]], sel: np.ndarray, keys: np.ndarray, c: np.ndarray,
+    got: list[list[np.ndarray]],
+    sel: np.ndarray,
+    keys: np.ndarray,
+    c: np.ndarray,
     g: np.ndarray | None,
 ) -> None:
     """Append the keys, target flags (and groups) of the trials ``sel`` marks."""
@@ -329,8 +336,14 @@ def _gather(
 
 
 def _select_parts(
-    classes: np.ndarray, groups: np.ndarray, s: np.ndarray, m: np.ndarray,
-    specs: Sequence[RefineSpec | None], parts: Sequence[Part], n_groups: int, ws: Workspace,
+    classes: np.ndarray,
+    groups: np.ndarray,
+    s: np.ndarray,
+    m: np.ndarray,
+    specs: Sequence[RefineSpec | None],
+    parts: Sequence[Part],
+    n_groups: int,
+    ws: Workspace,
 ) -> list[tuple[np.ndarray, np.ndarray] | None]:
     """Per part, the keys (native key dtype) and target flags of its chunk trials inside its
     spec's candidate bins (what :func:`bosaris_dask.kernels._select` gives for the part's

@@ -258,7 +258,11 @@ def cross_entropy_totals(tar: np.ndarray, non: np.ndarray, plo: np.ndarray) -> n
 
 
 def _coarse_system(
-    cls_flat: np.ndarray, s_flat: np.ndarray, m_flat: np.ndarray, shift: int, nbins: int,
+    cls_flat: np.ndarray,
+    s_flat: np.ndarray,
+    m_flat: np.ndarray,
+    shift: int,
+    nbins: int,
     ws: Workspace,
 ) -> np.ndarray:
     """Pass 1 for one system's scores of a chunk (see :func:`coarse_kernel`)."""

@@ -406,12 +406,18 @@ ATTRS: dict[str, tuple[str, str]] = {
     "in_sweep": ("boolean", "plo is a point of the NBE sweep"),
     "fmr_target": (_P, "target FMR of a fixed-FMR operating point"),
     "fnmr_target": (_P, "target FNMR of a fixed-FNMR operating point"),
-    "fixed_fmr_threshold": ("score", "smallest observed score t with FMR(t) <= fmr_target "
-                            "(accept iff score >= t); NaN if fmr_target < 1/n_nontarget"),
+    "fixed_fmr_threshold": (
+        "score",
+        "smallest observed score t with FMR(t) <= fmr_target "
+        "(accept iff score >= t); NaN if fmr_target < 1/n_nontarget",
+    ),
     "fixed_fmr_fmr": (_P, "actual FMR (non-targets >= t) at fixed_fmr_threshold"),
     "fixed_fmr_fnmr": (_P, "FNMR (targets < t) at fixed_fmr_threshold; TAR = 1 - FNMR"),
-    "fixed_fnmr_threshold": ("score", "largest observed score t with FNMR(t) <= fnmr_target "
-                             "(accept iff score >= t); NaN if fnmr_target < 1/n_target"),
+    "fixed_fnmr_threshold": (
+        "score",
+        "largest observed score t with FNMR(t) <= fnmr_target "
+        "(accept iff score >= t); NaN if fnmr_target < 1/n_target",
+    ),
     "fixed_fnmr_fmr": (_P, "FMR (non-targets >= t) at fixed_fnmr_threshold"),
     "fixed_fnmr_fnmr": (_P, "actual FNMR (targets < t) at fixed_fnmr_threshold"),
     "ece_plo": ("log-odds", "prior log-odds logit(P(Hp)) of the ECE plot"),
@@ -472,7 +478,8 @@ FIXED_RATES = {
 
 
 def fixed_rate_metrics(
-    summary: ScoreSummary, fmr: Sequence[float] | np.ndarray = (),
+    summary: ScoreSummary,
+    fmr: Sequence[float] | np.ndarray = (),
     fnmr: Sequence[float] | np.ndarray = (),
 ) -> dict[str, np.ndarray]:
     """The :data:`FIXED_RATES` variables of one summary (only the sides asked for).
@@ -498,16 +505,22 @@ def _fixed_rate_data(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Variables and coordinates of the fixed-FMR/FNMR operating points (none if not asked)."""
     rows = [fixed_rate_metrics(s, fmr, fnmr) for s in summaries]
-    data = {name: (("system", dim), np.array([r[name] for r in rows]))
-            for name, (dim, side, _) in FIXED_RATES.items() if len(fmr if side == "fmr" else fnmr)}
+    data = {
+        name: (("system", dim), np.array([r[name] for r in rows]))
+        for name, (dim, side, _) in FIXED_RATES.items()
+        if len(fmr if side == "fmr" else fnmr)
+    }
     coords = {f"{side}_target": rates for side, rates in (("fmr", fmr), ("fnmr", fnmr))
               if len(rates)}  # fmt: skip
     return data, coords
 
 
 def _dataset(
-    summaries: Sequence[ScoreSummary], points: Sequence[OperatingPoint], sweep: np.ndarray,
-    fmr: np.ndarray | Sequence[float] = (), fnmr: np.ndarray | Sequence[float] = (),
+    summaries: Sequence[ScoreSummary],
+    points: Sequence[OperatingPoint],
+    sweep: np.ndarray,
+    fmr: np.ndarray | Sequence[float] = (),
+    fnmr: np.ndarray | Sequence[float] = (),
 ) -> xr.Dataset:
     from bosaris_dask.ece import ece_from_summary
 
@@ -532,8 +545,11 @@ def _dataset(
         fixed_coords["ece_plo"] = ece_plo
     ds = xr.Dataset(
         data,
-        coords={"system": [s.name for s in summaries], **_plo_coords(points, sweep),
-                **fixed_coords},  # fmt: skip
+        coords={
+            "system": [s.name for s in summaries],
+            **_plo_coords(points, sweep),
+            **fixed_coords,
+        },  # fmt: skip
         attrs={"passes": max(s.passes for s in summaries), "dr30_errors": DR30_ERRORS},
     )
     return with_attrs(ds)

@@ -45,6 +45,7 @@ __all__ = [
     "apply_refinement",
 ]  # fmt: skip
 
+
 def hull_candidates(s: ScoreSummary) -> np.ndarray:
     """Mixed, unrefined bins whose optimistic corner lies below the hull of the bin edges."""
     cum_tar = np.concatenate([[0], np.cumsum(s.n_tar)])
@@ -198,8 +199,12 @@ def _check_counts(s: ScoreSummary, cands: np.ndarray, owner: np.ndarray, counts:
 
 
 def candidates(
-    s: ScoreSummary, kappa: np.ndarray, pav_bounds: bool, *,
-    fmr: np.ndarray | Sequence[float] = (), fnmr: np.ndarray | Sequence[float] = (),
+    s: ScoreSummary,
+    kappa: np.ndarray,
+    pav_bounds: bool,
+    *,
+    fmr: np.ndarray | Sequence[float] = (),
+    fnmr: np.ndarray | Sequence[float] = (),
 ) -> np.ndarray:
     """Every bin of ``s`` to refine next: hull and threshold candidates (and PAV bounds, and
     the bins the fixed-FMR/FNMR operating points need: :func:`fixed_rate_candidates`)."""

@@ -265,8 +265,11 @@ def format_table(results: xr.Dataset) -> str:
         for g, label in enumerate(results.condition.values):
             view = condition_result(results, g)
             lines += ["", f"== condition {label} ==", format_table(view)]
-            empty = [str(n) for n in view.system.values
-                     if not int(view.n_target.sel(system=n)) * int(view.n_nontarget.sel(system=n))]
+            empty = [
+                str(n)
+                for n in view.system.values
+                if not int(view.n_target.sel(system=n)) * int(view.n_nontarget.sel(system=n))
+            ]
             if empty:
                 lines.append(f"(no targets or no non-targets for {', '.join(empty)}: "
                              "their metrics are undefined)")  # fmt: skip

@@ -95,7 +95,9 @@ def _object_task(*blocks: Any, aggs: tuple[Aggregation, ...]) -> np.ndarray:
 
 
 def _object_graph(
-    aggs: tuple[Aggregation, ...], args: list[Any], split_every: int | None,
+    aggs: tuple[Aggregation, ...],
+    args: list[Any],
+    split_every: int | None,
     task: Callable[..., np.ndarray] | None = None,
 ):
     per_chunk = da.blockwise(
@@ -163,8 +165,7 @@ def graph(
     if _is_object(aggs):
         return _object_graph(aggs, args, split_every)
     numeric = tuple(
-        Aggregation(a.name, a.chunk, None, combine=partial(_combine_numeric, agg=a))
-        for a in aggs
+        Aggregation(a.name, a.chunk, None, combine=partial(_combine_numeric, agg=a)) for a in aggs
     )
     return _object_graph(numeric, args, split_every, task=partial(_chunk_task, aggs=aggs))
 

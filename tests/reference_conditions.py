@@ -163,7 +163,14 @@ def resample(scores: np.ndarray, key: np.ndarray, multiplicity: np.ndarray):
 
 
 def bootstrap(
-    metric, scores, key, model_groups, segment_groups, *, resamples: int, seed: int,
+    metric,
+    scores,
+    key,
+    model_groups,
+    segment_groups,
+    *,
+    resamples: int,
+    seed: int,
     poisson: bool = False,
 ) -> np.ndarray:
     """``metric(tar, non)`` on each two-way resample (NaN where one class is empty)."""

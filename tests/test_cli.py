@@ -259,17 +259,41 @@ def test_evaluate_plots_writes_the_standard_set(small_set, tmp_path):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["evaluate", "--key", "k", "--scores", "s", "--prior", "0.1", "0.01"],
-         "argument --prior: one value per flag; repeat the flag: --prior 0.1 --prior 0.01"),
-        (["fuse", "--key", "k", "--scores", "a", "--scores", "b", "--model-out", "m.json",
-          "--apply", "a", "b", "--out", "o.zarr"],
-         "argument --apply: one value per flag; repeat the flag: --apply a --apply b"),
-        (["calibrate", "--key", "k", "--scores", "s", "--model-out", "m.json", "--prior", "0.1"],
-         "calibrate --prior is now --train-prior (--prior means evaluation operating points)"),
-        (["simulate", "--models", "2", "--segments", "2", "--out", "d"],
-         "simulate --out is now --out-dir (--out is always a file or store)"),
-        (["evaluate", "--key", "k", "--scores", "s", "--plots", "d"],
-         "evaluate --plots is now --plots-dir (a directory)"),
+        (
+            ["evaluate", "--key", "k", "--scores", "s", "--prior", "0.1", "0.01"],
+            "argument --prior: one value per flag; repeat the flag: --prior 0.1 --prior 0.01",
+        ),
+        (
+            [
+                "fuse",
+                "--key",
+                "k",
+                "--scores",
+                "a",
+                "--scores",
+                "b",
+                "--model-out",
+                "m.json",
+                "--apply",
+                "a",
+                "b",
+                "--out",
+                "o.zarr",
+            ],
+            "argument --apply: one value per flag; repeat the flag: --apply a --apply b",
+        ),
+        (
+            ["calibrate", "--key", "k", "--scores", "s", "--model-out", "m.json", "--prior", "0.1"],
+            "calibrate --prior is now --train-prior (--prior means evaluation operating points)",
+        ),
+        (
+            ["simulate", "--models", "2", "--segments", "2", "--out", "d"],
+            "simulate --out is now --out-dir (--out is always a file or store)",
+        ),
+        (
+            ["evaluate", "--key", "k", "--scores", "s", "--plots", "d"],
+            "evaluate --plots is now --plots-dir (a directory)",
+        ),
     ],
 )
 def test_old_spellings_fail_with_the_new_one(argv, message, capsys):

@@ -267,8 +267,10 @@ def test_cli_conditions_json(files, capsys):
         (["--by", "same.g"], "--by same.g: no segment column 'g'"),
         (["--by", "gender"], "expected model.COL, segment.COL or same.COL"),
         (["--by", "model.g", "--conditions", "DUP"], ":4: duplicate model id 'm1'"),
-        (["--by", "model.g", "--conditions", "SHORT"], "model ids of the key are not in the "
-         "table, e.g. 'm5'"),
+        (
+            ["--by", "model.g", "--conditions", "SHORT"],
+            "model ids of the key are not in the table, e.g. 'm5'",
+        ),
     ],
 )
 def test_cli_bad_condition_input(files, capsys, extra, message):
@@ -387,9 +389,28 @@ def test_plot_a_curve_per_condition(files):
 
     path, mids, sids, mask, scores, mcols, scols = files
     out = path / "det.png"
-    assert main(["plot", "det", "--key", str(path / "key.txt"), "--scores",
-                 str(path / "sys.txt"), "--conditions", str(path / "models.tsv"),
-                 "--by", "model.g", "--out", str(out), "-q", "--cluster", "threads"]) == 0
+    assert (
+        main(
+            [
+                "plot",
+                "det",
+                "--key",
+                str(path / "key.txt"),
+                "--scores",
+                str(path / "sys.txt"),
+                "--conditions",
+                str(path / "models.tsv"),
+                "--by",
+                "model.g",
+                "--out",
+                str(out),
+                "-q",
+                "--cluster",
+                "threads",
+            ]
+        )
+        == 0
+    )
     assert out.stat().st_size > 1000  # fmt: skip
     models = condition_table("model", mids, {"g": [mcols["g"][m] for m in mids]})
     ds = metrics.evaluate(make_scores(mids, sids, scores), make_key(mids, sids, mask),
@@ -426,8 +447,11 @@ def test_conditions_on_a_local_cluster_equal_threads(tmp_path):
         io.write(s, tmp_path / f"s{k}.zarr", chunk_mb=0.02)
     rng = np.random.default_rng(0)
     models = condition_table("model", key.model.values, {"g": rng.choice(["f", "m"], 120)})
-    segs = condition_table("segment", key.segment.values, {"g": rng.choice(["f", "m"], 150),
-                                                           "src": rng.choice(["a", "b"], 150)})
+    segs = condition_table(
+        "segment",
+        key.segment.values,
+        {"g": rng.choice(["f", "m"], 150), "src": rng.choice(["a", "b"], 150)},
+    )
 
     def run():
         return metrics.evaluate(

@@ -76,7 +76,9 @@ def test_zarr_and_hdf5_tables(tmp_path):
         f.attrs["side"] = "model"
     table = read_condition_table(tmp_path / "m.h5")
     assert (table.side, table.ids.tolist(), table.columns["gender"].tolist()) == (
-        "model", ["m1", "m2"], ["f", "m"]
+        "model",
+        ["m1", "m2"],
+        ["f", "m"],
     )
     with h5py.File(tmp_path / "empty.h5", "w") as f:
         f["model"] = np.array([b"m1", b"m2"])
@@ -107,8 +109,16 @@ def _brute_groups(key, mcols, scols, specs):
     return out
 
 
-@pytest.mark.parametrize("specs", [["model.g"], ["segment.l"], ["same.l"],
-                                   ["model.g", "same.l", "segment.d"], ["segment.d", "model.l"]])
+@pytest.mark.parametrize(
+    "specs",
+    [
+        ["model.g"],
+        ["segment.l"],
+        ["same.l"],
+        ["model.g", "same.l", "segment.d"],
+        ["segment.d", "model.l"],
+    ],
+)
 def test_codes_match_direct_lookup(specs):
     rng = np.random.default_rng(1)
     key = _key(5, 7)
@@ -118,8 +128,11 @@ def test_codes_match_direct_lookup(specs):
     scols = {"l": dict(zip(sids, rng.choice(["a", "b"], 7), strict=True)),
              "d": dict(zip(sids, rng.choice(["5", "10", "20"], 7), strict=True))}  # fmt: skip
     # tables hold extra ids and another order: only the key's ids matter
-    models = condition_table("model", [*mids[::-1], "extra"],
-                             {c: [*(v[m] for m in mids[::-1]), "x"] for c, v in mcols.items()})
+    models = condition_table(
+        "model",
+        [*mids[::-1], "extra"],
+        {c: [*(v[m] for m in mids[::-1]), "x"] for c, v in mcols.items()},
+    )
     segments = condition_table("segment", sids, {c: [v[s] for s in sids] for c, v in scols.items()})
     cond = condition_codes(key, [segments, models], specs)
     labels = cond.labels

@@ -30,8 +30,9 @@ def files(tmp_path_factory):
     t_ids, t_lab = write("test", 45, 3)
     write("cohort", 40, 7)
     io.write(key_from_labels(e_ids, e_lab, t_ids, t_lab), d / "key.zarr")
-    (d / "models.txt").write_text("".join(f"{lab} {i}\n" for i, lab in zip(e_ids, e_lab,
-                                                                              strict=True)))
+    (d / "models.txt").write_text(
+        "".join(f"{lab} {i}\n" for i, lab in zip(e_ids, e_lab, strict=True))
+    )
     io.write(key_from_labels(sorted(set(e_lab)), sorted(set(e_lab)), t_ids, t_lab),
              d / "model_key.zarr")  # fmt: skip
     return d
@@ -77,7 +78,8 @@ def test_errors_are_one_line(files, capsys, monkeypatch):
     monkeypatch.chdir(files)
     assert main(["evaluate", "--key", "key.zarr", "--enrol", "enrol.npz"]) == 1
     assert capsys.readouterr().err.strip() == (
-        "bosaris-dask: error: scores from embeddings need both --enrol and --test")
+        "bosaris-dask: error: scores from embeddings need both --enrol and --test"
+    )
     assert main(["evaluate", "--key", "key.zarr"]) == 1
     assert "no scores: give --scores, or --enrol and --test" in capsys.readouterr().err
     assert main(["score", "--enrol", "enrol.npz", "--test", "cohort.npz", "--key", "key.zarr",
@@ -198,8 +200,7 @@ def test_calibrate_from_embeddings_equals_calibrating_the_written_scores(scored,
 def test_calibrate_takes_one_system(scored, capsys):
     assert main(["calibrate", "--key", "key.zarr", "--scores", "other.zarr", *_EMB,
                  "--model-out", "x.json"]) == 1  # fmt: skip
-    assert "one system: give --scores, or --enrol and --test, not both" in (
-        capsys.readouterr().err)
+    assert "one system: give --scores, or --enrol and --test, not both" in (capsys.readouterr().err)
 
 
 def test_fuse_from_embeddings_equals_fusing_the_written_scores(scored, capsys):
@@ -321,10 +322,12 @@ def test_class_tables_need_embeddings_and_calibrate_a_key(tables, capsys):
     assert "label the ids of --enrol and --test: give those too" in capsys.readouterr().err
     assert main(["calibrate", *_EMB, "--model-out", "x.json"]) == 1
     assert "--key is needed (or, with --enrol and --test, --enrol-classes" in (
-        capsys.readouterr().err)
+        capsys.readouterr().err
+    )
     assert main(["score", *_EMB, *_CLASSES, "--ndx", "key.zarr", "--out", "x.zarr"]) == 1
     assert "give --ndx, or --enrol-classes and --test-classes, not both" in (
-        capsys.readouterr().err)
+        capsys.readouterr().err
+    )
 
 
 def test_llr_base_treats_scores_from_embeddings_as_a_file(scored):

@@ -54,8 +54,14 @@ def data():
 def test_normalized_scores_equal_brute_force(data, norm, top_n, block, monkeypatch):
     monkeypatch.setattr(cohort_module, "COHORT_BLOCK", block)
     (e_ids, e), (t_ids, t), (c_ids, c) = data
-    s = scores_from_embeddings(from_arrays(e_ids, e), from_arrays(t_ids, t), norm=norm,
-                               cohort=from_arrays(c_ids, c), top_n=top_n, chunks=(5, 7))
+    s = scores_from_embeddings(
+        from_arrays(e_ids, e),
+        from_arrays(t_ids, t),
+        norm=norm,
+        cohort=from_arrays(c_ids, c),
+        top_n=top_n,
+        chunks=(5, 7),
+    )
     assert s.score.dtype == np.float32
     ref = _brute_norm(e, t, c, norm, top_n)
     np.testing.assert_allclose(s.score.values, ref, rtol=2e-6, atol=2e-6)

@@ -171,4 +171,3 @@ def test_blas_pin_is_shared_by_concurrent_tasks_and_restored(sets):
     runs = [s.score.data.compute(scheduler="threads", num_workers=4) for _ in range(3)]
     assert all(r.tobytes() == runs[0].tobytes() for r in runs)
     assert blas_threads() == before  # the last task out restored the original limits
-

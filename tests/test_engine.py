@@ -365,7 +365,10 @@ def test_a_bad_code_in_a_zarr_key_names_the_trial(tmp_path):
 @pytest.mark.parametrize(
     ("setting", "message"),
     [
-        ({"bosaris_dask.block": 0}, r"bosaris_dask.block must be an integer from 1 to 65536, got 0$"),  # noqa: E501
+        (
+            {"bosaris_dask.block": 0},
+            r"bosaris_dask.block must be an integer from 1 to 65536, got 0$",
+        ),  # noqa: E501
         ({"bosaris_dask.block": 1 << 17}, r"bosaris_dask.block must be .* to 65536"),
         ({"bosaris_dask.slice": "big"}, r"bosaris_dask.slice must be an integer .*, got 'big'"),
         ({"bosaris_dask.dense-budget": 0.5}, r"bosaris_dask.dense-budget must be an integer"),

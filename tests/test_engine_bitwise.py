@@ -24,8 +24,9 @@ def client():
     from distributed import Client, LocalCluster
 
     with (
-        LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                     dashboard_address=":0") as cluster,  # fmt: skip
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as cluster,  # fmt: skip
         Client(cluster, set_as_default=False) as c,
     ):
         yield c

@@ -48,8 +48,13 @@ def _partitions(mids, sids, mcol, scol, by):
         for j, s in enumerate(sids):
             parts = []
             for spec in by:
-                parts.append({"model.g": mcol[m], "segment.l": scol[s],
-                              "same.g": "same" if mcol[m] == scol[s] else "diff"}[spec])
+                parts.append(
+                    {
+                        "model.g": mcol[m],
+                        "segment.l": scol[s],
+                        "same.g": "same" if mcol[m] == scol[s] else "diff",
+                    }[spec]
+                )
             out[i, j] = tuple(parts)
     return out
 
@@ -195,9 +200,11 @@ def test_two_systems_and_cprimary():
         _check(ds, want, k)
         cp = _reference(mask, s, parts, [0.5, 0.1])["operating_points"]
         assert float(ds.equalized_cprimary_act[k]) == pytest.approx(
-            np.mean([op["act_dcf"] for op in cp]), abs=1e-11)
+            np.mean([op["act_dcf"] for op in cp]), abs=1e-11
+        )
         assert float(ds.equalized_cprimary_min[k]) == pytest.approx(
-            np.mean([op["min_dcf"] for op in cp]), abs=1e-11)
+            np.mean([op["min_dcf"] for op in cp]), abs=1e-11
+        )
     for name in ("equalized_eer", "equalized_act_dcf", "equalized_min_dcf",
                  "equalized_cprimary_act", "equalized_cprimary_min"):  # fmt: skip
         assert ds[name].attrs["units"] and ds[name].attrs["long_name"], name

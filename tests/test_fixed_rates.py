@@ -191,8 +191,13 @@ def test_cli_json_and_table(tmp_path, capsys):
     system = json.loads(out.read_text())["systems"][0]
     assert [e["target"] for e in system["fixed_fmr"]] == [1e-4, 0.01, 0.1]
     low, *rest = system["fixed_fmr"]
-    assert low == {"target": 1e-4, "threshold": None, "fmr": None, "fnmr": None,
-                   "note": "FMR 0.0001 < 1/900 non-targets: not measurable on these trials"}
+    assert low == {
+        "target": 1e-4,
+        "threshold": None,
+        "fmr": None,
+        "fnmr": None,
+        "note": "FMR 0.0001 < 1/900 non-targets: not measurable on these trials",
+    }
     for entry in rest:
         want = ref.fixed_fmr(tar, non, entry["target"])
         assert (entry["threshold"], entry["fmr"], entry["fnmr"]) == pytest.approx(want, rel=1e-12)

@@ -85,13 +85,23 @@ def _compare(old, new, pooled=True):
     chunk=st.tuples(st.integers(1, 5), st.integers(1, 6)),
     n_sys=st.integers(1, 2),
     float32=st.booleans(),
-    by=st.sampled_from([["model.g"], ["segment.d", "same.l"],
-                        ["model.g", "segment.d", "same.l"]]),  # fmt: skip
+    by=st.sampled_from(
+        [["model.g"], ["segment.d", "same.l"], ["model.g", "segment.d", "same.l"]]
+    ),  # fmt: skip
     coarse=st.sampled_from([None, 1, 3, 6]),
-    knobs=st.sampled_from([{}, {"bosaris_dask.dense-budget": 4, "bosaris_dask.raw-limit": 0},
-                           {"bosaris_dask.raw-limit": 6, "bosaris_dask.keep-limit": 0},
-                           {"bosaris_dask.block": 8, "bosaris_dask.slice": 16,
-                            "bosaris_dask.dense-budget": 8, "bosaris_dask.raw-limit": 3}]),
+    knobs=st.sampled_from(
+        [
+            {},
+            {"bosaris_dask.dense-budget": 4, "bosaris_dask.raw-limit": 0},
+            {"bosaris_dask.raw-limit": 6, "bosaris_dask.keep-limit": 0},
+            {
+                "bosaris_dask.block": 8,
+                "bosaris_dask.slice": 16,
+                "bosaris_dask.dense-budget": 8,
+                "bosaris_dask.raw-limit": 3,
+            },
+        ]
+    ),
     equalize=st.booleans(),
 )
 def test_grouped_equals_masked_copies_bit_for_bit(seed, shape, chunk, n_sys, float32, by,
@@ -136,8 +146,9 @@ def test_the_default_is_grouped_and_the_datasets_agree():
     n_sys=st.integers(1, 2),
     float32=st.booleans(),
     coarse=st.sampled_from([None, 3]),
-    keep=st.sampled_from([{}, {"bosaris_dask.keep-limit": 0},
-                          {"bosaris_dask.block": 8, "bosaris_dask.slice": 24}]),
+    keep=st.sampled_from(
+        [{}, {"bosaris_dask.keep-limit": 0}, {"bosaris_dask.block": 8, "bosaris_dask.slice": 24}]
+    ),
     equalize=st.booleans(),
 )
 def test_pooled_apart_is_the_plain_evaluation(seed, chunk, n_sys, float32, coarse, keep,

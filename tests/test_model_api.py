@@ -49,8 +49,9 @@ def test_fit_takes_scores_then_key(data):
     expected = LinearCalibrator(0.3, gtol=1e-12).fit_arrays(tar[:, 0], non[:, 0])
     np.testing.assert_allclose(cal.scale_, expected.scale_, rtol=1e-8)
     pav = PAVCalibrator().fit(systems[0], key)
-    np.testing.assert_array_equal(pav.score_bounds_,
-                                  PAVCalibrator().fit_arrays(tar[:, 0], non[:, 0]).score_bounds_)
+    np.testing.assert_array_equal(
+        pav.score_bounds_, PAVCalibrator().fit_arrays(tar[:, 0], non[:, 0]).score_bounds_
+    )
 
 
 @pytest.mark.parametrize("method", ["fit", "fit_transform"])

@@ -92,12 +92,14 @@ def test_refinement_counts_must_add_up_to_pass_1(raw):
     flipped[np.flatnonzero(inside & ~is_tar)[0]] = True
     with pytest.raises(InconsistentPassesError, match=r"targets and \d+ non-targets in a score "
                        r"bin where pass 1 counted"):  # fmt: skip
-        refinement.apply_refinement(s, cands, spec, kernels._count(keys[inside],
-                                                                   flipped[inside], spec))
+        refinement.apply_refinement(
+            s, cands, spec, kernels._count(keys[inside], flipped[inside], spec)
+        )
     # one trial lost
     with pytest.raises(InconsistentPassesError):
-        refinement.apply_refinement(s, cands, spec, kernels._count(keys[inside][1:],
-                                                                   is_tar[inside][1:], spec))
+        refinement.apply_refinement(
+            s, cands, spec, kernels._count(keys[inside][1:], is_tar[inside][1:], spec)
+        )
     if raw:  # an exact key outside every candidate bin
         lo, counts = exact
         outside = s.lo[np.setdiff1d(np.arange(len(s.lo)), cands)[0]]

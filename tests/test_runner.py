@@ -110,7 +110,9 @@ def test_object_specs_merge_any_objects_and_keep_what_they_read(seed, split_ever
     )  # fmt: skip
     count = runner.Aggregation("count", lambda b: b.size, None, combine=sum)
     assert runner.run_pass("objects", [distinct, count], [arr], split_every=split_every) == [
-        sorted(set(x.ravel().tolist())), x.size]
+        sorted(set(x.ravel().tolist())),
+        x.size,
+    ]
     doubled = arr * 2
     kept, (total,) = runner.run_pass_and_keep(
         "keep", [count], [doubled], doubled, split_every=split_every

@@ -199,7 +199,8 @@ def test_a_label_derived_sasv_key_costs_no_mask_and_gives_the_same_numbers():
     tar, non, spf = _classes(mask, spoof, values)
     assert (out["min_a_dcf"], out["min_a_dcf_threshold"]) == min_a_dcf(tar, non, spf)
     assert (out["min_t_dcf"], out["min_t_dcf_threshold"]) == min_t_dcf(
-        np.concatenate([tar, non]), spf)
+        np.concatenate([tar, non]), spf
+    )
     assert "asv_rates" in out and out["t_eer"] is None
 
 

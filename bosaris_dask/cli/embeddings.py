@@ -198,9 +198,12 @@ def add_score_parser(sub: Any, add: Callable[..., Any], finish: Callable[..., No
     which.add_argument("--ndx", help="score only this trial list")
     p.add_argument("--out", required=True, metavar="STORE",
                    help="file or store for the scores (replaced atomically)")  # fmt: skip
-    p.add_argument("--quality-out", metavar="QUALITY.zarr",
-                   help="also write each model's and segment's cohort score statistics (mean, "
-                   "std; top-N mean, std with --top-n) as a quality store for fuse --quality")
+    p.add_argument(
+        "--quality-out",
+        metavar="QUALITY.zarr",
+        help="also write each model's and segment's cohort score statistics (mean, "
+        "std; top-N mean, std with --top-n) as a quality store for fuse --quality",
+    )
     finish(p, cmd_score)
 
 

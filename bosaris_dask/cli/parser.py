@@ -485,14 +485,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cm: 'filename cm-label' key and 'filename cm-score' scores; sasv: "
                    "'spk filename cm-label asv-label' key and 'spk filename cm-score asv-score "
                    "sasv-score' scores")  # fmt: skip
-    p.add_argument("--key", help="the protocol (key) file (.gz is read as gzip); cm: or a key "
-                   "store (bona fide +1, spoof -1)")
+    p.add_argument(
+        "--key",
+        help="the protocol (key) file (.gz is read as gzip); cm: or a key "
+        "store (bona fide +1, spoof -1)",
+    )
     p.add_argument("--scores", help="the score file (.gz is read as gzip); cm: or a Scores store")
-    p.add_argument("--set-dir", metavar="DIR",
-                   help="read a set of zarr stores (key.zarr, cm.zarr; sasv: asv.zarr, "
-                   "sasv.zarr) instead of --key and --scores")
-    p.add_argument("--convert-dir", metavar="DIR",
-                   help="write the key and scores as such a set of zarr stores into DIR and stop")
+    p.add_argument(
+        "--set-dir",
+        metavar="DIR",
+        help="read a set of zarr stores (key.zarr, cm.zarr; sasv: asv.zarr, "
+        "sasv.zarr) instead of --key and --scores",
+    )
+    p.add_argument(
+        "--convert-dir",
+        metavar="DIR",
+        help="write the key and scores as such a set of zarr stores into DIR and stop",
+    )
     p.add_argument("--asv-rates", choices=["fixed", "given"],
                    help="sasv: the ASV rates of the t-DCF: the package's fixed ones (default) "
                    "or counted from the asv-score column at the ASV EER threshold")  # fmt: skip

@@ -38,8 +38,10 @@ def _open(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     zarr_key, zarr_scores = (detect_format(p) == "zarr" for p in (args.key, args.scores))
     if zarr_key or zarr_scores:
         if args.task != "cm" or not (zarr_key and zarr_scores):
-            raise OptionError("--key and --scores are the challenge's text files (or, for "
-                              "'spoof cm', a key and a Scores store); stores of a set: --set-dir")
+            raise OptionError(
+                "--key and --scores are the challenge's text files (or, for "
+                "'spoof cm', a key and a Scores store); stores of a set: --set-dir"
+            )
         return stores.read_key(args.key), {"cm": read(args.scores, "scores")}
     if args.task == "cm":
         key, scores = files.cm_key_and_scores(files.read_cm_key(args.key),

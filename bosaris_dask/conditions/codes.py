@@ -178,9 +178,7 @@ def _side_columns(
         for name, values in table.columns.items():
             if name in out[table.side]:
                 other = out[table.side][name][1].source
-                raise TrialError(
-                    f"{table.source}: {table.side} column {name!r} is also in {other}"
-                )
+                raise TrialError(f"{table.source}: {table.side} column {name!r} is also in {other}")
             out[table.side][name] = (values[where], table)
     return out
 

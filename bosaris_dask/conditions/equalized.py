@@ -123,7 +123,9 @@ class EqualizedPlan:
 
 
 def plan_members(
-    pairs: Sequence[tuple[int, int]], n_target: np.ndarray, n_nontarget: np.ndarray,
+    pairs: Sequence[tuple[int, int]],
+    n_target: np.ndarray,
+    n_nontarget: np.ndarray,
     first_extra: int,
 ) -> EqualizedPlan:
     """The members of every system: its per-condition summaries, and one extra summary per
@@ -167,7 +169,11 @@ def plan_members(
 
 
 def extra_mask(
-    mask: da.Array, classes: da.Array, groups: da.Array, partition: int, filler: int,
+    mask: da.Array,
+    classes: da.Array,
+    groups: da.Array,
+    partition: int,
+    filler: int,
     targets: bool,
 ) -> da.Array:
     """The score mask of an extra member: the partition's trials and the filler's other class."""
@@ -241,7 +247,9 @@ def _cum_on_grid(s: Any, lo: np.ndarray, counts: str) -> np.ndarray:
 
 
 def equalized_curve(
-    summaries: Sequence[Any], members: Sequence[Member], n_target: np.ndarray,
+    summaries: Sequence[Any],
+    members: Sequence[Member],
+    n_target: np.ndarray,
     n_nontarget: np.ndarray,
 ) -> Curve:
     """The equalized Pmiss and Pfa at every edge of the members' common grid.
@@ -305,7 +313,9 @@ def _hull(curve: Curve) -> tuple[np.ndarray, roc.Hull]:
 
 
 def joint_candidates(
-    summaries: Sequence[Any], members: Sequence[Member], n_target: np.ndarray,
+    summaries: Sequence[Any],
+    members: Sequence[Member],
+    n_target: np.ndarray,
     n_nontarget: np.ndarray,
 ) -> dict[int, np.ndarray]:
     """Per member summary, the bins to refine so that the equalized curve's hull gets exact.
@@ -350,8 +360,11 @@ def joint_candidates(
 
 
 def equalized_values(
-    summaries: Sequence[Any], members: Sequence[Member], n_target: np.ndarray,
-    n_nontarget: np.ndarray, plo: np.ndarray,
+    summaries: Sequence[Any],
+    members: Sequence[Member],
+    n_target: np.ndarray,
+    n_nontarget: np.ndarray,
+    plo: np.ndarray,
 ) -> dict[str, Any]:
     """EER and, at each prior log-odds, the normalized actDCF and minDCF of the equalized curve.
 
@@ -383,11 +396,16 @@ def equalized_values(
 
 
 def add_to_dataset(
-    ds: xr.Dataset, summaries: Sequence[Any], plan: EqualizedPlan, *, by: Sequence[str] = (),
+    ds: xr.Dataset,
+    summaries: Sequence[Any],
+    plan: EqualizedPlan,
+    *,
+    by: Sequence[str] = (),
     cprimary_priors: np.ndarray | None = None,
 ) -> xr.Dataset:
     """``ds`` with ``equalized_eer`` (``system``) and ``equalized_act_dcf``/``equalized_min_dcf``
     (``system``, ``plo``), and with Cprimary priors ``equalized_cprimary_act``/``_min``."""
+
     def values(k: int, plo: np.ndarray) -> dict[str, Any]:
         return equalized_values(summaries, plan.members[k], plan.n_target[k],
                                 plan.n_nontarget[k], plo)  # fmt: skip
@@ -456,8 +474,11 @@ def format_block(results: xr.Dataset) -> list[str]:
     by = " x ".join(results.attrs.get("equalized_by", []))
     cells = [f"P={float(p):g}" for p in points.prior.values]
     col = max(15, *(len(c) for c in cells))
-    lines = ["", f"partition-equalized over {by}: EER, then normalized actDCF / minDCF",
-             f"{'system':<{width}}  {'EER (%)':>8}" + "".join(f"  {c:>{col}}" for c in cells)]
+    lines = [
+        "",
+        f"partition-equalized over {by}: EER, then normalized actDCF / minDCF",
+        f"{'system':<{width}}  {'EER (%)':>8}" + "".join(f"  {c:>{col}}" for c in cells),
+    ]
     for name in names:
         r = points.sel(system=name)
         row = [f"{float(a):.3f} / {float(m):.3f}"

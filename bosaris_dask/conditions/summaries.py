@@ -35,8 +35,13 @@ from bosaris_dask.grouped import Part, summarize_parts
 from bosaris_dask.runner import Aggregation, run_pass
 from bosaris_dask.trials import align, kind_of, locate, trial_classes
 
-__all__ = ["ConditionSummaries", "condition_summaries", "condition_counts", "GROUPED_KEY",
-           "POOLED_KEY"]
+__all__ = [
+    "ConditionSummaries",
+    "condition_summaries",
+    "condition_counts",
+    "GROUPED_KEY",
+    "POOLED_KEY",
+]
 
 #: The dask config key that switches the grouped kernels off (``False``: one masked copy of
 #: each system per condition, the way before them; for comparisons and benchmarks).
@@ -275,8 +280,10 @@ def condition_summaries(
             extra.append(part)
         for k, g, filler in plan.extra if plan is not None else ():
             part = aligned[k].copy()
-            part["score_mask"] = (part.score_mask.dims, extra_mask(
-                masks[k], classes, groups, g, filler, targets=bool(n_target[k, g])))
+            part["score_mask"] = (
+                part.score_mask.dims,
+                extra_mask(masks[k], classes, groups, g, filler, targets=bool(n_target[k, g])),
+            )
             extra.append(part)
         summaries = summarize(
             [*systems, *extra], key, thresholds=thresholds, fmr=fmr, fnmr=fnmr,

@@ -59,8 +59,10 @@ def _normalize_block(a, b, mu_e, sd_e, mu_t, sd_t, norm: str) -> np.ndarray:
 def _check_spread(sd: np.ndarray, side: Side, what: str) -> None:
     bad = ~(sd > 0)
     if bad.any():
-        raise ScoreError(f"{side.source}: id {side.ids[np.flatnonzero(bad)[0]]!r}: its {what}"
-                         "cohort scores have zero spread, so its normalized scores are undefined")
+        raise ScoreError(
+            f"{side.source}: id {side.ids[np.flatnonzero(bad)[0]]!r}: its {what}"
+            "cohort scores have zero spread, so its normalized scores are undefined"
+        )
 
 
 def normalized_matrix(

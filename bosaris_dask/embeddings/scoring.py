@@ -209,8 +209,11 @@ def _build(
     else:
         from bosaris_dask.embeddings.normalization import normalize
 
-        c = None if cohort is None else prepare(
-            _load(cohort), backend=backend, center=vector, what="cohort")
+        c = (
+            None
+            if cohort is None
+            else prepare(_load(cohort), backend=backend, center=vector, what="cohort")
+        )
         if norm == "none" and quality:
             from bosaris_dask.embeddings.cohort import side_statistics
 

@@ -40,9 +40,7 @@ def _values(emb: xr.Dataset, chunk_rows: int) -> da.Array:
     return arr.rechunk((chunk_rows, -1))
 
 
-def write(
-    emb: xr.Dataset, path: str | os.PathLike[str], *, chunk_rows: int = DEFAULT_ROWS
-) -> Path:
+def write(emb: xr.Dataset, path: str | os.PathLike[str], *, chunk_rows: int = DEFAULT_ROWS) -> Path:
     """Write an embedding set in the format of ``path``'s extension (not Kaldi: use kaldiio).
 
     Returns

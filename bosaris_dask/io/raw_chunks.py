@@ -91,7 +91,12 @@ def raw_chunk_array(
 
 
 def _read_block(
-    *, files: dict, dtype_str: str, full: tuple[int, ...], fill: Any, block_id: tuple[int, ...],
+    *,
+    files: dict,
+    dtype_str: str,
+    full: tuple[int, ...],
+    fill: Any,
+    block_id: tuple[int, ...],
     block_info: dict | None = None,
 ) -> np.ndarray:
     shape = block_info[None]["chunk-shape"] if block_info else None

@@ -108,8 +108,14 @@ def ape_plot(
     ax.set_ylim(bottom=0.0)
     ax.set_xlabel(r"Prior log-odds  $\log\,\frac{p}{1-p}$")
     ax.set_ylabel("Bayes error rate")
-    finish_curve_axes(ax, title=title, legend=legend, solid="actual (area: Cllr)",
-                      dashed="minimum (minCllr)", dotted="prior only (1 bit)" if default else None)
+    finish_curve_axes(
+        ax,
+        title=title,
+        legend=legend,
+        solid="actual (area: Cllr)",
+        dashed="minimum (minCllr)",
+        dotted="prior only (1 bit)" if default else None,
+    )
     return ax
 
 

@@ -106,6 +106,12 @@ def ece_plot(
     what = r"$\log_{10}$" if base == "10" else r"$\log$" if base == "e" else rf"$\log_{{{base}}}$"
     ax.set_xlabel(f"Prior log-odds  {what}" + r"$\,\frac{P(H_p)}{P(H_d)}$")
     ax.set_ylabel("Empirical cross-entropy (bits)")
-    finish_curve_axes(ax, title=title, legend=legend, solid="LLRs as given",
-                      dashed="after PAV calibration", dotted="neutral LR = 1" if neutral else None)
+    finish_curve_axes(
+        ax,
+        title=title,
+        legend=legend,
+        solid="LLRs as given",
+        dashed="after PAV calibration",
+        dotted="neutral LR = 1" if neutral else None,
+    )
     return ax

@@ -308,8 +308,12 @@ def evaluate_cm(
         "n_bonafide": s.n_target,
         "n_spoof": s.n_nontarget,
         "n_missing": s.n_missing,
-        "costs": {"p_spoof": costs.p_spoof, "c_miss": costs.c_miss, "c_fa": costs.c_fa_spoof,
-                  "effective_prior": costs.cm_effective_prior},  # fmt: skip
+        "costs": {
+            "p_spoof": costs.p_spoof,
+            "c_miss": costs.c_miss,
+            "c_fa": costs.c_fa_spoof,
+            "effective_prior": costs.cm_effective_prior,
+        },  # fmt: skip
         "min_dcf": float(m["min_dcf"][at]),
         "act_dcf": float(m["act_dcf"][at]),
         "act_threshold": float(-logit(prior)),
@@ -469,8 +473,12 @@ def evaluate_sasv(
 
 
 def _t_eer(
-    key: xr.Dataset, cm: xr.Dataset | None, asv: xr.Dataset | None, chunks: Any,
-    wanted: bool | None, limit: int,
+    key: xr.Dataset,
+    cm: xr.Dataset | None,
+    asv: xr.Dataset | None,
+    chunks: Any,
+    wanted: bool | None,
+    limit: int,
 ) -> dict[str, Any]:
     from bosaris_dask.progress import compute
     from bosaris_dask.spoofing.metrics import t_eer
@@ -494,5 +502,8 @@ def _t_eer(
     arrays = compute([*_gather(key, cm, chunks), *_gather(key, asv, chunks)])
     r = t_eer(*arrays)
     value = r["t_eer"]
-    return {"t_eer": None if value != value else value,
-            "t_eer_asv_threshold": r["asv_threshold"], "t_eer_cm_threshold": r["cm_threshold"]}
+    return {
+        "t_eer": None if value != value else value,
+        "t_eer_asv_threshold": r["asv_threshold"],
+        "t_eer_cm_threshold": r["cm_threshold"],
+    }

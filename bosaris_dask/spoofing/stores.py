@@ -49,8 +49,11 @@ COLUMNS = ("cm", "asv", "sasv")
 
 
 def write_set(
-    directory: str | os.PathLike[str], key: xr.Dataset, scores: dict[str, xr.Dataset],
-    *, progress: bool = False,
+    directory: str | os.PathLike[str],
+    key: xr.Dataset,
+    scores: dict[str, xr.Dataset],
+    *,
+    progress: bool = False,
 ) -> list[Path]:
     """Write ``key.zarr`` and ``<column>.zarr`` (``cm``, ``asv``, ``sasv``) into
     ``directory``, all appearing together; ``segment_spoof`` of an SASV key is kept."""

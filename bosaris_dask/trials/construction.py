@@ -144,8 +144,10 @@ def _check_code_block(
     block: np.ndarray, models: np.ndarray, segments: np.ndarray, where: str = ""
 ) -> np.ndarray:
     """``block`` unchanged, or a TrialError naming its first cell outside {-1, 0, +1}."""
-    if block.size and block.dtype.kind in "iu" and (
-        np.minimum.reduce(block, axis=None) >= -1 and np.maximum.reduce(block, axis=None) <= 1
+    if (
+        block.size
+        and block.dtype.kind in "iu"
+        and (np.minimum.reduce(block, axis=None) >= -1 and np.maximum.reduce(block, axis=None) <= 1)
     ):
         return block  # two reductions, no temporaries: the common case
     bad = _bad_codes(block)

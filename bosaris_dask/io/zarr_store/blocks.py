@@ -81,8 +81,13 @@ def block_array(arr: zarr.Array, where: str, name: str) -> da.Array:
 
 
 def _read_indexed_block(
-    *, arr: zarr.Array, outer: tuple[int, ...], where: str, array_name: str,
-    block_id: tuple[int, ...], block_info: dict | None = None,
+    *,
+    arr: zarr.Array,
+    outer: tuple[int, ...],
+    where: str,
+    array_name: str,
+    block_id: tuple[int, ...],
+    block_info: dict | None = None,
 ) -> np.ndarray:
     sizes = block_info[None]["chunk-shape"]
     region = tuple(slice(i * c, i * c + n) for i, c, n in zip(block_id, outer, sizes, strict=True))
