@@ -14,7 +14,7 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 from scipy.special import logit
 
-from bosaris_dask import metrics
+from bosaris_dask import metrics, result_layout
 from bosaris_dask.cli import main
 from bosaris_dask.conditions import condition_table
 from bosaris_dask.conditions.evaluation import condition_result
@@ -89,7 +89,7 @@ def _check_against_references(ds, mids, sids, mask, scores, mcols, scols, chunks
             assert float(one[name]) == float(plain[name]), (label, name)  # exact sums: bitwise
         for name in ("act_dcf", "min_dcf", "act_pfa", "min_pmiss", "min_threshold"):
             np.testing.assert_array_equal(one[name].values, plain[name].values)
-        for name in metrics.PER_PLO:  # along the whole plo axis, sweep included
+        for name in result_layout.PER_PLO:  # along the whole plo axis, sweep included
             np.testing.assert_array_equal(full[name].values, plain_full[name].values)
         for kind in ("rocch", "roc"):  # NaN-padded across conditions, cut at their lengths
             for got, want in zip(metrics.curve(full, None, kind),

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bosaris_dask import metrics
+from bosaris_dask import metrics, result_layout
 from bosaris_dask.conditions import condition_table
 from bosaris_dask.errors import OptionError
 from bosaris_dask.report import format_table, to_json_dict
@@ -100,7 +100,7 @@ def test_one_plo_dimension_holds_operating_points_and_sweep_once():
     assert (ds.c_miss.values[off] == 1).all() and (ds.c_fa.values[off] == 1).all()
     np.testing.assert_array_equal(ds.act_threshold.values, -plo)
     # every per-prior variable is defined everywhere along plo: no NaN to meet by surprise
-    for name in metrics.PER_PLO:
+    for name in result_layout.PER_PLO:
         assert ds[name].dims == ("system", "plo") and not np.isnan(ds[name].values).any(), name
 
 

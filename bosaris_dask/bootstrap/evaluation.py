@@ -373,7 +373,7 @@ def _condition_variables(ds, results, binnings, plo, level, is_op) -> dict[str, 
 
 def _describe(ds: xr.Dataset, level: float) -> None:
     """``units`` and ``long_name`` of the bootstrap's variables (as the evaluation's have)."""
-    from bosaris_dask.metrics import ATTRS
+    from bosaris_dask.result_layout import ATTRS
 
     pct = f"{100 * level:g}%"
     for name in (*METRICS, *PER_POINT):

@@ -30,7 +30,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import logit
 
-from bosaris_dask import metrics, roc
+from bosaris_dask import measures, metrics, result_layout, roc
 from bosaris_dask._deprecation import renamed_getattr
 from bosaris_dask.conditions import equalized
 from bosaris_dask.conditions.codes import BySpec, condition_codes
@@ -45,10 +45,10 @@ __all__ = ["evaluate_conditions", "condition_result", "conditions_as_systems", "
 
 #: The prefix of the per-condition variables.
 PREFIX = "condition_"
-_SCALARS = metrics._SCALARS
-_PER_PLO = metrics.PER_PLO
+_SCALARS = result_layout.SCALARS
+_PER_PLO = result_layout.PER_PLO
 #: Curves, NaN-padded: variable -> its padded dimension (``condition_`` + it per condition).
-_CURVES = {name: dim for name, (dim, _) in metrics.CURVES.items()}
+_CURVES = {name: dim for name, (dim, _) in result_layout.CURVES.items()}
 
 
 def summary_cprimary(summary: ScoreSummary, priors: Sequence[float]) -> tuple[float, float]:
@@ -59,14 +59,14 @@ def summary_cprimary(summary: ScoreSummary, priors: Sequence[float]) -> tuple[fl
 
     Examples
     --------
-    >>> s = metrics.summary_from_arrays([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5, -2.0])
+    >>> s = measures.summary_from_arrays([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5, -2.0])
     >>> act, mn = summary_cprimary(s, [0.5, 0.5])
     >>> act == metrics.act_dcf([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5, -2.0], 0.5), mn
     (True, 0.25)
     """
-    plo = logit(metrics._check_priors(priors, "Cprimary prior"))
-    norm = metrics._normalizer(plo)
-    act = metrics._act(summary, plo)["raw"] / norm
+    plo = logit(measures.check_priors(priors, "Cprimary prior"))
+    norm = measures.dcf_normalizer(plo)
+    act = measures.act_rates(summary, plo)["raw"] / norm
     mn = roc.min_bayes_error(summary.hull, plo)[0] / norm
     return float(np.mean(act)), float(np.mean(mn))
 
@@ -82,7 +82,7 @@ def evaluate_conditions(
     conditions: Sequence[ConditionTable | str] = (),
     by: Sequence[str | BySpec] = (),
     cprimary_priors: Sequence[float] = (),
-    priors: Sequence[float] = metrics.DEFAULT_PRIORS,
+    priors: Sequence[float] = measures.DEFAULT_PRIORS,
     operating_points: Sequence[OperatingPoint | str] = (),
     sweep: np.ndarray | None = None,
     names: Sequence[str] | None = None,
@@ -149,11 +149,11 @@ def evaluate_conditions(
     if equalize and not by:
         raise OptionError("--equalize needs conditions to equalize over: give --conditions "
                           "and --by")  # fmt: skip
-    sweep = metrics._check_sweep(sweep)
-    points = metrics._operating_points(priors, operating_points)
-    fmr, fnmr = metrics._check_fixed(fmr, fnmr)
+    sweep = measures.check_sweep(sweep)
+    points = metrics.stated_operating_points(priors, operating_points)
+    fmr, fnmr = metrics.check_fixed_rates(fmr, fnmr)
     plo = logit(np.array([op.effective_prior for op in points]))
-    cp = metrics._check_priors(cprimary_priors, "Cprimary prior") if len(cprimary_priors) else None
+    cp = measures.check_priors(cprimary_priors, "Cprimary prior") if len(cprimary_priors) else None
     extra_plo = logit(cp) if cp is not None else np.empty(0)
     thresholds = -np.concatenate([plo, sweep, extra_plo])
     names = list(names) if names is not None else None
@@ -161,7 +161,7 @@ def evaluate_conditions(
         pooled = summarize(systems, key, thresholds=thresholds, fmr=fmr, fnmr=fnmr,
                            allow_missing=allow_missing, progress=progress,
                            split_every=split_every, names=names)  # fmt: skip
-        ds = metrics._dataset(pooled, points, sweep, fmr, fnmr)
+        ds = result_layout.results_dataset(pooled, points, sweep, fmr, fnmr)
         return _with_cprimary(ds, pooled, cp)
     cond = condition_codes(key, _tables(conditions), by)
     result = condition_summaries(
@@ -169,7 +169,7 @@ def evaluate_conditions(
         allow_missing=allow_missing, split_every=split_every, progress=progress, names=names,
         equalize=equalize,
     )  # fmt: skip
-    ds = _with_cprimary(metrics._dataset(result.pooled, points, sweep, fmr, fnmr),
+    ds = _with_cprimary(result_layout.results_dataset(result.pooled, points, sweep, fmr, fnmr),
                         result.pooled, cp)  # fmt: skip
     if result.equalized is not None:
         ds = equalized.add_to_dataset(ds, *result.equalized, by=[str(b) for b in cond.by],
@@ -186,13 +186,13 @@ def evaluate_conditions(
         blank |= {"cprimary_act": np.full((n_sys, n_cond), np.nan),
                   "cprimary_min": np.full((n_sys, n_cond), np.nan)}  # fmt: skip
     fixed = {name: np.full((n_sys, n_cond, ds.sizes[dim]), np.nan)
-             for name, (dim, _, _) in metrics.FIXED_RATES.items() if name in ds}  # fmt: skip
+             for name, (dim, _, _) in result_layout.FIXED_RATES.items() if name in ds}  # fmt: skip
     curves: dict[tuple[int, int], dict[str, np.ndarray]] = {}
     for k, row in enumerate(result.by_condition):
         for g, summary in enumerate(row):
             if summary is None:
                 continue
-            values = metrics.summary_metrics(summary, priors_eff, sweep)
+            values = measures.summary_metrics(summary, priors_eff, sweep)
             curves[k, g] = {name: values[name] for name in _CURVES}
             if cp is not None:
                 values["cprimary_act"], values["cprimary_min"] = summary_cprimary(summary, cp)
@@ -207,17 +207,17 @@ def evaluate_conditions(
         dims = ("system", "condition") + (("plo",) if arr.ndim == 3 else ())
         data[PREFIX + name] = (dims, arr)
     for name, arr in fixed.items():
-        data[PREFIX + name] = (("system", "condition", metrics.FIXED_RATES[name][0]), arr)
+        data[PREFIX + name] = (("system", "condition", result_layout.FIXED_RATES[name][0]), arr)
     for name, dim in _CURVES.items():
         rows = [curves.get((k, g), {}).get(name, []) for k in range(n_sys) for g in range(n_cond)]
         data[PREFIX + name] = (("system", "condition", PREFIX + dim),
-                               metrics.padded(rows, (n_sys, n_cond)))  # fmt: skip
+                               result_layout.padded(rows, (n_sys, n_cond)))  # fmt: skip
     coords: dict[str, Any] = {
         "condition": [", ".join(f"{k}={v}" for k, v in lab.items()) for lab in labels]
     }
     for spec in cond.by:
         coords[str(spec)] = ("condition", [lab[str(spec)] for lab in labels])
-    ds = metrics.with_attrs(ds.assign_coords(coords).assign(data), PREFIX)
+    ds = result_layout.with_attrs(ds.assign_coords(coords).assign(data), PREFIX)
     ds.attrs["by"] = [str(b) for b in cond.by]
     return ds
 
@@ -229,7 +229,7 @@ def _with_cprimary(
         return ds
     values = np.array([summary_cprimary(s, priors) for s in summaries]).reshape(-1, 2)
     ds = ds.assign(cprimary_act=("system", values[:, 0]), cprimary_min=("system", values[:, 1]))
-    metrics.with_attrs(ds)
+    result_layout.with_attrs(ds)
     ds.attrs["cprimary_priors"] = [float(p) for p in priors]
     return ds
 

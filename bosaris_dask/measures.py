@@ -1,0 +1,334 @@
+"""Metrics of one :class:`~bosaris_dask.engine.ScoreSummary`: the priors and sweep they are
+asked at, and every number of an evaluation (actDCF, minDCF, EER, PRBEP, Cllr, minCllr, DR30,
+the AUC bounds, the ROC and ROCCH curves).
+
+The same functions serve an exact in-memory summary (:func:`summary_from_arrays`) and the
+engine's summary of a billion-trial store; :mod:`bosaris_dask.result_layout` arranges their
+output as an ``xarray.Dataset``.
+
+Examples
+--------
+>>> s = summary_from_arrays([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5, -2.0])
+>>> out = summary_metrics(s, priors=[0.5], sweep=default_sweep())
+>>> round(float(out["eer"]), 4), out["n_target"], out["plo"].shape
+(0.1429, 3, (201,))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from scipy.special import expit, logit, ndtri
+
+from bosaris_dask import roc
+from bosaris_dask.engine import ScoreSummary
+from bosaris_dask.errors import OptionError, ScoreError
+from bosaris_dask.kernels import softplus_totals
+from bosaris_dask.keys import order_keys
+
+__all__ = [
+    "DEFAULT_PRIORS",
+    "DR30_ERRORS",
+    "default_sweep",
+    "effective_prior",
+    "check_priors",
+    "check_sweep",
+    "summary_from_arrays",
+    "act_rates",
+    "dcf_normalizer",
+    "summary_cllr",
+    "summary_auc",
+    "hull_auc",
+    "steppy_roc",
+    "vertex_thresholds",
+    "plo_axis",
+    "summary_metrics",
+]
+
+#: Effective priors reported by default (SRE-style operating points).
+DEFAULT_PRIORS = (0.5, 0.1, 0.01, 0.001)
+#: Rule of 30: the error count below which a rate is considered unreliable.
+DR30_ERRORS = 30
+
+
+def default_sweep() -> np.ndarray:
+    """The default NBE sweep: 201 prior log-odds from -10 to 10."""
+    return np.linspace(-10.0, 10.0, 201)
+
+
+def effective_prior(p_target: float, c_miss: float = 1.0, c_fa: float = 1.0) -> float:
+    """The effective prior of an operating point given as target prior and costs.
+
+    Raises
+    ------
+    OptionError
+        If ``p_target`` is not strictly between 0 and 1 or a cost is not a positive number.
+
+    Examples
+    --------
+    >>> effective_prior(0.01, c_miss=10, c_fa=1)  # the SRE'08 operating point
+    0.09174311926605505
+    """
+    (p,) = check_priors([p_target], "target prior")
+    for name, cost in (("c_miss", c_miss), ("c_fa", c_fa)):
+        try:
+            value = float(cost)
+        except (TypeError, ValueError):
+            value = np.nan
+        if not 0 < value < np.inf:
+            raise OptionError(f"{name} must be a positive finite cost, got {cost!r}")
+    return float(p * c_miss / (p * c_miss + (1 - p) * c_fa))
+
+
+def check_priors(priors: Sequence[float], what: str = "effective prior") -> np.ndarray:
+    """Priors as a 1-D float64 array; anything not strictly between 0 and 1 is an error."""
+    try:
+        p = np.atleast_1d(np.asarray(priors, dtype=np.float64))
+    except (TypeError, ValueError):
+        raise OptionError(f"{what}s must be numbers, got {priors!r}") from None
+    if p.ndim != 1:
+        raise OptionError(f"{what}s must be a number or a 1-D list, got shape {p.shape}")
+    bad = ~((p > 0) & (p < 1))
+    if bad.any():
+        raise OptionError(f"{what} {p[bad][0]} is not strictly between 0 and 1")
+    return p
+
+
+def check_sweep(sweep: Any) -> np.ndarray:
+    """The NBE sweep (prior log-odds) as a 1-D float64 array of finite numbers."""
+    if sweep is None:
+        return default_sweep()
+    try:
+        plo = np.atleast_1d(np.asarray(sweep, dtype=np.float64))
+    except (TypeError, ValueError):
+        raise OptionError(f"the sweep holds prior log-odds (numbers), got {sweep!r}") from None
+    if plo.ndim != 1 or not np.isfinite(plo).all():
+        raise OptionError("the sweep must be a 1-D array of finite prior log-odds")
+    return plo
+
+
+# --------------------------------------------------------------------------------------------
+# summaries of in-memory scores
+# --------------------------------------------------------------------------------------------
+
+
+def summary_from_arrays(tar: Any, non: Any, name: str = "system") -> ScoreSummary:
+    """An exact :class:`ScoreSummary` of target and non-target score arrays (one bin per value).
+
+    Examples
+    --------
+    >>> s = summary_from_arrays([1.0, 1.0, 2.0], [0.0, 1.0])
+    >>> s.values().tolist(), s.n_tar.tolist(), s.n_non.tolist()
+    ([0.0, 1.0, 2.0], [0, 2, 1], [1, 1, 0])
+    """
+    tar, non = np.asarray(tar), np.asarray(non)
+    for side, arr in (("target", tar), ("non-target", non)):
+        if arr.dtype.kind not in "iuf":
+            raise ScoreError(f"{name}: {side} scores must be real numbers, got dtype {arr.dtype}")
+    dtype = np.float32 if tar.dtype == non.dtype == np.float32 else np.float64
+    tar, non = tar.astype(dtype).ravel(), non.astype(dtype).ravel()
+    both = np.concatenate([tar, non])
+    if not np.all(np.isfinite(both)):
+        raise ScoreError(f"{name}: {int(np.sum(~np.isfinite(both)))} scores are not finite")
+    if tar.size == 0 or non.size == 0:
+        raise ScoreError(f"{name}: need targets and non-targets, got {tar.size} and {non.size}")
+    keys, inverse = np.unique(order_keys(both), return_inverse=True)
+    n_tar = np.bincount(inverse[: tar.size], minlength=len(keys))
+    n_non = np.bincount(inverse[tar.size :], minlength=len(keys))
+    softplus_tar, softplus_non = softplus_totals(tar, non)  # the same bits as over chunks
+    return ScoreSummary(
+        dtype=np.dtype(dtype),
+        lo=keys.astype(np.uint64),
+        bits=np.zeros(len(keys), dtype=np.int8),
+        n_tar=n_tar,
+        n_non=n_non,
+        softplus_tar=softplus_tar,
+        softplus_non=softplus_non,
+        passes=0,
+        name=name,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# metrics of one summary
+# --------------------------------------------------------------------------------------------
+
+
+def act_rates(summary: ScoreSummary, plo: np.ndarray) -> dict[str, np.ndarray]:
+    misses, false_alarms = summary.error_counts(-plo)
+    pmiss, pfa = misses / summary.n_target, false_alarms / summary.n_nontarget
+    raw = expit(plo) * pmiss + expit(-plo) * pfa
+    return {"raw": raw, "pmiss": pmiss, "pfa": pfa, "misses": misses, "fas": false_alarms}
+
+
+def dcf_normalizer(plo: np.ndarray) -> np.ndarray:
+    return np.minimum(expit(plo), expit(-plo))
+
+
+def summary_cllr(summary: ScoreSummary) -> float:
+    t, n = summary.n_target, summary.n_nontarget
+    return (summary.softplus_tar / t + summary.softplus_non / n) / (2 * np.log(2))
+
+
+def _dr30_plo(summary: ScoreSummary, sweep: np.ndarray) -> tuple[float, float]:
+    """Where the minDCF error counts along the sweep reach 30 false alarms / 30 misses.
+
+    Returns the first sweep point (from low prior log-odds) with at least 30 false alarms and
+    the last with at least 30 misses; NaN where there is none.
+    """
+    _, pmiss, pfa = roc.min_bayes_error(summary.hull, sweep)
+    fas = np.rint(pfa * summary.n_nontarget)
+    misses = np.rint(pmiss * summary.n_target)
+    fa_ok = np.flatnonzero(fas >= DR30_ERRORS)
+    miss_ok = np.flatnonzero(misses >= DR30_ERRORS)
+    return (
+        float(sweep[fa_ok[0]]) if len(fa_ok) else np.nan,
+        float(sweep[miss_ok[-1]]) if len(miss_ok) else np.nan,
+    )
+
+
+def summary_auc(summary: ScoreSummary) -> tuple[float, float]:
+    """Bounds on the exact AUC (Mann-Whitney, ties counted half) from a summary.
+
+    ``AUC = (#{s_tar > s_non} + ½·#{s_tar = s_non}) / (T·N)`` over all target/non-target pairs
+    (scikit-learn's ``roc_auc_score``). Pairs in different bins are ordered by the bins; pairs
+    in one exact bin (one score value, ``bits == 0``) are ties; only pairs inside a *coarse*
+    bin that holds both classes are unknown, each adding between 0 and 1. The bounds are equal
+    (the AUC is exact) when no such bin is left, as for :func:`summary_from_arrays`.
+
+    What the engine would need for an exact AUC at any scale: refine *every* mixed coarse bin
+    (``n_tar > 0 and n_non > 0 and bits > 0``) down to single values, i.e. one more candidate
+    rule next to the hull, threshold and PAV-bound ones of :mod:`bosaris_dask.refinement`.
+    That costs passes that grow with the number and width of the mixed bins (the whole overlap
+    of the two score distributions), unlike the hull, which needs only the few bins near its
+    vertices; without it the reported bounds say how far from exact the AUC can be.
+
+    Returns
+    -------
+    (float, float)
+        Lower and upper bound, each correctly rounded from an exact integer ratio.
+    """
+    n_tar = summary.n_tar.astype(np.int64)
+    n_non = summary.n_non.astype(np.int64)
+    below = np.concatenate([[0], np.cumsum(n_non)[:-1]])
+    pairs = n_tar * n_non
+    coarse = summary.bits > 0
+    # twice the Mann-Whitney U, in integers: 2·(pairs ordered by the bins) + (tied pairs)
+    base = 2 * int(np.dot(n_tar, below)) + int(pairs[~coarse].sum())
+    unknown = 2 * int(pairs[coarse].sum())
+    total = 2 * summary.n_target * summary.n_nontarget
+    return float(Fraction(base, total)), float(Fraction(base + unknown, total))
+
+
+def hull_auc(hull: roc.Hull) -> float:
+    """The area under the ROC convex hull (ROCCH), in ``(Pfa, 1 - Pmiss)`` axes.
+
+    At least the AUC of the (steppy) ROC: the hull joins its best points by straight lines.
+    Computed exactly from the vertex counts (trapezoids), then rounded once.
+    """
+    t, n = hull.n_target, hull.n_nontarget
+    hits = [t - int(m) for m in hull.misses]
+    fas = [int(f) for f in hull.false_alarms]
+    twice = sum((fas[i] - fas[i + 1]) * (hits[i] + hits[i + 1]) for i in range(len(fas) - 1))
+    return float(Fraction(twice, 2 * t * n))
+
+
+def steppy_roc(summary: ScoreSummary, resolution: float = 0.005) -> tuple[np.ndarray, np.ndarray]:
+    """ROC points ``(pmiss, pfa)`` at the summary's bin edges, thinned for plotting.
+
+    Every point returned is an exact ROC point. Consecutive points closer than ``resolution``
+    on probit (DET) axes are merged, so a billion-trial curve is a few thousand points.
+    """
+    cum_tar = np.concatenate([[0], np.cumsum(summary.n_tar)])
+    cum_non = np.concatenate([[0], np.cumsum(summary.n_non)])
+    pmiss = cum_tar / summary.n_target
+    pfa = (cum_non[-1] - cum_non) / summary.n_nontarget
+    eps = 1e-12
+    cells = np.stack([ndtri(np.clip(pmiss, eps, 1 - eps)), ndtri(np.clip(pfa, eps, 1 - eps))])
+    cells = np.floor(cells / resolution)
+    keep = np.ones(len(pmiss), dtype=bool)
+    keep[1:-1] = np.any(cells[:, 1:-1] != cells[:, :-2], axis=0)
+    return pmiss[keep], pfa[keep]
+
+
+def vertex_thresholds(summary: ScoreSummary, positions: np.ndarray) -> np.ndarray:
+    """Score thresholds that reject exactly the first ``positions`` bins (accept ``s >= t``).
+
+    A bin covers the keys ``[lo, lo + 2**bits)``, ascending and disjoint, so the lowest value a
+    bin can hold (:meth:`ScoreSummary.values`) separates it from every bin before it. Rejecting
+    no trial is ``-inf``; rejecting every trial (or every bin that holds one) is ``+inf``.
+    """
+    positions = np.asarray(positions)
+    values = np.append(summary.values().astype(np.float64), np.inf)
+    out = values[positions]
+    cum = np.concatenate([[0], np.cumsum(summary.n_tar + summary.n_non)])
+    out = np.where(cum[positions] == 0, -np.inf, out)  # nothing below: accept everything
+    return np.where(cum[positions] == cum[-1], np.inf, out)  # nothing above: reject everything
+
+
+def plo_axis(priors: Sequence[float], sweep: np.ndarray) -> np.ndarray:
+    """The ``plo`` dimension of an evaluation: the prior log-odds of the operating points and of
+    the sweep, one sorted axis without repeats.
+
+    Examples
+    --------
+    >>> plo_axis([0.5], np.array([-1.0, 0.0, 1.0])).tolist()
+    [-1.0, 0.0, 1.0]
+    """
+    return np.unique(np.concatenate([logit(check_priors(priors)), np.asarray(sweep, float)]))
+
+
+def summary_metrics(
+    summary: ScoreSummary, priors: Sequence[float], sweep: np.ndarray
+) -> dict[str, Any]:
+    """All metrics of one system from its summary, as a dict of scalars and arrays.
+
+    The per-prior metrics (:data:`PER_PLO`) are arrays along ``out["plo"]``, the sorted union of
+    ``logit(priors)`` and ``sweep`` (:func:`plo_axis`). ``min_threshold`` is a score threshold
+    that attains minDCF: the one that rejects exactly the bins before the minimizing ROCCH vertex
+    (:func:`roc.min_bayes_error_vertex`), i.e. the lowest score of the first accepted bin;
+    ``-inf`` when accepting everything is optimal, ``+inf`` when rejecting everything is. The
+    DR30 points are looked for along ``sweep`` alone.
+    """
+    plo = plo_axis(priors, sweep)
+    sweep = np.asarray(sweep, dtype=np.float64)
+    hull = summary.hull
+    out: dict[str, Any] = {
+        "plo": plo,
+        "n_target": summary.n_target,
+        "n_nontarget": summary.n_nontarget,
+        "n_missing": summary.n_missing,
+        "eer": roc.hull_eer(hull),
+        "prbep": roc.hull_prbep(hull),
+        "cllr": summary_cllr(summary),
+        "min_cllr": roc.hull_min_cllr(hull),
+        "cllr_cal": summary_cllr(summary) - roc.hull_min_cllr(hull),
+        "auc_rocch": hull_auc(hull),
+        "pmiss30": DR30_ERRORS / summary.n_target,
+        "pfa30": DR30_ERRORS / summary.n_nontarget,
+        "rocch_pmiss": hull.pmiss,
+        "rocch_pfa": hull.pfa,
+    }
+    out["roc_pmiss"], out["roc_pfa"] = steppy_roc(summary)
+    out["n_vertices"], out["n_roc_points"] = len(hull.pmiss), len(out["roc_pmiss"])
+    out["auc_low"], out["auc_high"] = summary_auc(summary)
+    out["auc"] = out["auc_low"] if out["auc_low"] == out["auc_high"] else np.nan
+    out["min_threshold"] = vertex_thresholds(
+        summary, hull.positions[roc.min_bayes_error_vertex(hull, plo)]
+    )
+    out["dr30_fa_plo"], out["dr30_miss_plo"] = _dr30_plo(summary, sweep)
+    act = act_rates(summary, plo)
+    mn_raw, mn_pmiss, mn_pfa = roc.min_bayes_error(hull, plo)
+    norm = dcf_normalizer(plo)
+    out["act_dcf"] = act["raw"] / norm
+    out["min_dcf"] = mn_raw / norm
+    out["act_dcf_raw"] = act["raw"]
+    out["min_dcf_raw"] = mn_raw
+    out["act_pmiss"] = act["pmiss"]
+    out["act_pfa"] = act["pfa"]
+    out["min_pmiss"] = mn_pmiss
+    out["min_pfa"] = mn_pfa
+    return out

@@ -1,0 +1,318 @@
+"""The result ``xarray.Dataset`` of an evaluation: its variables, dimensions and attributes.
+
+:func:`results_dataset` lays out the :func:`~bosaris_dask.measures.summary_metrics` of several
+systems: scalars along ``system`` (:data:`SCALARS`), per-prior metrics along ``(system, plo)``
+(:data:`PER_PLO`), ragged curves NaN-padded with their lengths (:data:`CURVES`), the
+fixed-FMR/FNMR points (:data:`FIXED_RATES`), and ``units``/``long_name`` on every variable
+(:data:`ATTRS`). :func:`operating_points`, :func:`sweep_points` and :func:`curve` are the views
+a user reads it through.
+
+Examples
+--------
+>>> from bosaris_dask.costs import OperatingPoint
+>>> from bosaris_dask.measures import summary_from_arrays
+>>> s = summary_from_arrays([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5], name="a")
+>>> ds = results_dataset([s], [OperatingPoint(0.5)], np.array([0.0]))
+>>> ds.eer.attrs["units"], operating_points(ds).prior.values.tolist()
+('probability', [0.5])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from scipy.special import expit, logit
+
+from bosaris_dask import fixed_rates
+from bosaris_dask.costs import OperatingPoint
+from bosaris_dask.engine import ScoreSummary
+from bosaris_dask.errors import OptionError
+from bosaris_dask.measures import DR30_ERRORS, check_priors, plo_axis, summary_metrics
+
+__all__ = [
+    "SCALARS",
+    "PER_PLO",
+    "CURVES",
+    "ATTRS",
+    "FIXED_RATES",
+    "with_attrs",
+    "padded",
+    "fixed_rate_metrics",
+    "results_dataset",
+    "operating_points",
+    "sweep_points",
+    "curve",
+]
+
+#: The scalar variables (one value per ``system``).
+SCALARS = ("n_target", "n_nontarget", "n_missing", "eer", "prbep", "cllr", "min_cllr",
+            "cllr_cal", "auc", "auc_low", "auc_high", "auc_rocch", "pmiss30", "pfa30",
+            "dr30_fa_plo", "dr30_miss_plo", "n_vertices", "n_roc_points")  # fmt: skip
+#: The variables along ``plo`` (``system``, ``plo``): one value per prior log-odds.
+PER_PLO = ("act_dcf", "min_dcf", "act_dcf_raw", "min_dcf_raw",
+           "act_pmiss", "act_pfa", "min_pmiss", "min_pfa", "min_threshold")  # fmt: skip
+#: The ragged curves: variable -> (padded dimension, the variable counting each row's length).
+CURVES = {"rocch_pmiss": ("vertex", "n_vertices"), "rocch_pfa": ("vertex", "n_vertices"),
+          "roc_pmiss": ("roc_point", "n_roc_points"),
+          "roc_pfa": ("roc_point", "n_roc_points")}  # fmt: skip
+
+_P, _N = "probability", "count"
+#: ``units`` and ``long_name`` of every variable and coordinate of an evaluation.
+ATTRS: dict[str, tuple[str, str]] = {
+    "n_target": (_N, "number of scored target trials"),
+    "n_nontarget": (_N, "number of scored non-target trials"),
+    "n_missing": (_N, "key trials without a score, dropped (allow_missing)"),
+    "eer": (_P, "ROCCH-EER: where the ROC convex hull crosses Pmiss = Pfa"),
+    "prbep": (_N, "PRBEP: the number of false alarms where misses equal false alarms"),
+    "cllr": ("bits", "Cllr: the scores' cross-entropy as natural-log LLRs, 0 = perfect"),
+    "min_cllr": ("bits", "minCllr: Cllr after the optimal monotone (PAV) calibration"),
+    "cllr_cal": ("bits", "calibration loss cllr - min_cllr"),
+    "auc": (_P, "exact ROC AUC (Mann-Whitney, ties half), NaN when not determined"),
+    "auc_low": (_P, "lower bound on the exact AUC"),
+    "auc_high": (_P, "upper bound on the exact AUC"),
+    "auc_rocch": (_P, "area under the ROC convex hull"),
+    "pmiss30": (_P, "DR30: Pmiss of 30 misses (rates below rest on < 30 errors)"),
+    "pfa30": (_P, "DR30: Pfa of 30 false alarms (rates below rest on < 30 errors)"),
+    "dr30_fa_plo": ("log-odds", "first sweep plo whose minDCF point has >= 30 false alarms"),
+    "dr30_miss_plo": ("log-odds", "last sweep plo whose minDCF point has >= 30 misses"),
+    "n_vertices": (_N, "length of this system's rocch_* rows (the rest is NaN padding)"),
+    "n_roc_points": (_N, "length of this system's roc_* rows (the rest is NaN padding)"),
+    "act_dcf": ("normalized DCF", "actDCF: Bayes error rate at threshold -plo / min(p, 1 - p)"),
+    "min_dcf": ("normalized DCF", "minDCF: the lowest Bayes error rate / min(p, 1 - p)"),
+    "act_dcf_raw": (_P, "Bayes error rate p Pmiss + (1 - p) Pfa at threshold -plo"),
+    "min_dcf_raw": (_P, "the lowest Bayes error rate over all thresholds (on the ROCCH)"),
+    "act_pmiss": (_P, "miss rate at the Bayes threshold -plo"),
+    "act_pfa": (_P, "false-alarm rate at the Bayes threshold -plo"),
+    "min_pmiss": (_P, "miss rate of the minDCF operating point"),
+    "min_pfa": (_P, "false-alarm rate of the minDCF operating point"),
+    "min_threshold": ("score", "a score threshold attaining minDCF (accept iff score >= it)"),
+    "rocch_pmiss": (_P, "ROCCH vertex miss rates; NaN-padded beyond n_vertices"),
+    "rocch_pfa": (_P, "ROCCH vertex false-alarm rates; NaN-padded beyond n_vertices"),
+    "roc_pmiss": (_P, "exact steppy-ROC miss rates, thinned; NaN-padded beyond n_roc_points"),
+    "roc_pfa": (_P, "exact steppy-ROC false-alarm rates, thinned; NaN-padded beyond n_roc_points"),
+    "plo": ("log-odds", "prior log-odds logit(p): operating points and NBE sweep, sorted"),
+    "prior": (_P, "effective prior p = sigmoid(plo)"),
+    "p_target": (_P, "target prior of the operating point as stated (p off the points)"),
+    "c_miss": ("cost", "cost of a miss as stated (1 off the operating points)"),
+    "c_fa": ("cost", "cost of a false alarm as stated (1 off the operating points)"),
+    "act_threshold": ("natural-log LLR", "Bayes threshold -plo that actDCF applies"),
+    "operating_point": ("index", "order of the reported operating point; -1: sweep only"),
+    "in_sweep": ("boolean", "plo is a point of the NBE sweep"),
+    "fmr_target": (_P, "target FMR of a fixed-FMR operating point"),
+    "fnmr_target": (_P, "target FNMR of a fixed-FNMR operating point"),
+    "fixed_fmr_threshold": (
+        "score",
+        "smallest observed score t with FMR(t) <= fmr_target "
+        "(accept iff score >= t); NaN if fmr_target < 1/n_nontarget",
+    ),
+    "fixed_fmr_fmr": (_P, "actual FMR (non-targets >= t) at fixed_fmr_threshold"),
+    "fixed_fmr_fnmr": (_P, "FNMR (targets < t) at fixed_fmr_threshold; TAR = 1 - FNMR"),
+    "fixed_fnmr_threshold": (
+        "score",
+        "largest observed score t with FNMR(t) <= fnmr_target "
+        "(accept iff score >= t); NaN if fnmr_target < 1/n_target",
+    ),
+    "fixed_fnmr_fmr": (_P, "FMR (non-targets >= t) at fixed_fnmr_threshold"),
+    "fixed_fnmr_fnmr": (_P, "actual FNMR (targets < t) at fixed_fnmr_threshold"),
+    "ece_plo": ("log-odds", "prior log-odds logit(P(Hp)) of the ECE plot"),
+    "ece": ("bits", "empirical cross-entropy of the scores as LLRs (= cllr at ece_plo 0)"),
+    "ece_pav": ("bits", "empirical cross-entropy of the PAV-calibrated LLRs (= min_cllr at 0)"),
+    "ece_neutral": ("bits", "empirical cross-entropy of LR = 1: the prior entropy"),
+    "cprimary_act": ("normalized DCF", "Cprimary: mean normalized actDCF over cprimary_priors"),
+    "cprimary_min": ("normalized DCF", "Cprimary: mean normalized minDCF over cprimary_priors"),
+}
+
+
+def with_attrs(ds: xr.Dataset, prefix: str = "") -> xr.Dataset:
+    """``ds`` with :data:`ATTRS` set on its variables and coordinates (``prefix + name``)."""
+    for name, (units, long_name) in ATTRS.items():
+        if prefix + name in ds.variables:
+            ds[prefix + name].attrs.update(units=units, long_name=long_name)
+    return ds
+
+
+def _plo_coords(points: Sequence[OperatingPoint], sweep: np.ndarray) -> dict[str, Any]:
+    """The ``plo`` dimension and its coordinates (the stated operating points where reported)."""
+    priors = check_priors([op.effective_prior for op in points])
+    plo = plo_axis(priors, sweep)
+    at = np.searchsorted(plo, logit(priors))
+    prior = expit(plo)
+    prior[at] = priors  # exactly as stated, not through logit and back
+    p_target, c_miss, c_fa = prior.copy(), np.ones(len(plo)), np.ones(len(plo))
+    p_target[at] = [op.p_target for op in points]
+    c_miss[at] = [op.c_miss for op in points]
+    c_fa[at] = [op.c_fa for op in points]
+    order = np.full(len(plo), -1, dtype=np.int64)
+    order[at] = np.arange(len(points))
+    return {
+        "plo": plo,
+        "prior": ("plo", prior),
+        "p_target": ("plo", p_target),
+        "c_miss": ("plo", c_miss),
+        "c_fa": ("plo", c_fa),
+        "act_threshold": ("plo", -plo),
+        "operating_point": ("plo", order),
+        "in_sweep": ("plo", np.isin(plo, np.asarray(sweep, dtype=np.float64))),
+    }
+
+
+def padded(rows: Sequence[np.ndarray], shape: tuple[int, ...] = ()) -> np.ndarray:
+    """Ragged rows as one NaN-padded array of ``shape + (longest,)``, row ``i`` at ``flat i``."""
+    out = np.full((len(rows), max([len(r) for r in rows], default=0)), np.nan)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = r
+    return out.reshape(*shape, -1) if shape else out
+
+
+#: The fixed-rate variables: name -> (dimension, index into ``fixed_rate_metrics``'s triples).
+FIXED_RATES = {
+    f"fixed_{side}_{what}": (f"{side}_target", side, i)
+    for side in ("fmr", "fnmr") for i, what in enumerate(("threshold", "fmr", "fnmr"))
+}  # fmt: skip
+
+
+def fixed_rate_metrics(
+    summary: ScoreSummary,
+    fmr: Sequence[float] | np.ndarray = (),
+    fnmr: Sequence[float] | np.ndarray = (),
+) -> dict[str, np.ndarray]:
+    """The :data:`FIXED_RATES` variables of one summary (only the sides asked for).
+
+    Examples
+    --------
+    >>> from bosaris_dask.measures import summary_from_arrays
+    >>> s = summary_from_arrays([1.0, 2.0, 3.0, 4.0], [0.0, 1.0, 2.0, 2.0, 3.5])
+    >>> out = fixed_rate_metrics(s, fmr=[0.2])
+    >>> out["fixed_fmr_threshold"].tolist(), out["fixed_fmr_fnmr"].tolist()
+    ([3.0], [0.5])
+    """
+    out: dict[str, np.ndarray] = {}
+    for side, rates, fn in (("fmr", fmr, fixed_rates.fixed_fmr),
+                            ("fnmr", fnmr, fixed_rates.fixed_fnmr)):  # fmt: skip
+        if len(rates):
+            for name, value in zip(("threshold", "fmr", "fnmr"), fn(summary, rates), strict=True):
+                out[f"fixed_{side}_{name}"] = value
+    return out
+
+
+def _fixed_rate_data(
+    summaries: Sequence[ScoreSummary], fmr: np.ndarray, fnmr: np.ndarray
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Variables and coordinates of the fixed-FMR/FNMR operating points (none if not asked)."""
+    rows = [fixed_rate_metrics(s, fmr, fnmr) for s in summaries]
+    data = {
+        name: (("system", dim), np.array([r[name] for r in rows]))
+        for name, (dim, side, _) in FIXED_RATES.items()
+        if len(fmr if side == "fmr" else fnmr)
+    }
+    coords = {f"{side}_target": rates for side, rates in (("fmr", fmr), ("fnmr", fnmr))
+              if len(rates)}  # fmt: skip
+    return data, coords
+
+
+def results_dataset(
+    summaries: Sequence[ScoreSummary],
+    points: Sequence[OperatingPoint],
+    sweep: np.ndarray,
+    fmr: np.ndarray | Sequence[float] = (),
+    fnmr: np.ndarray | Sequence[float] = (),
+) -> xr.Dataset:
+    from bosaris_dask.ece import ece_from_summary
+
+    priors = [op.effective_prior for op in points]
+    results = [summary_metrics(s, priors, sweep) for s in summaries]
+    data: dict[str, Any] = {}
+    for name in SCALARS:
+        data[name] = ("system", np.array([r[name] for r in results]))
+    for name in PER_PLO:
+        data[name] = (("system", "plo"), np.array([r[name] for r in results]))
+    for name, (dim, _) in CURVES.items():
+        data[name] = (("system", dim), padded([r[name] for r in results]))
+    fixed, fixed_coords = _fixed_rate_data(summaries, np.asarray(fmr, float),
+                                           np.asarray(fnmr, float))  # fmt: skip
+    data.update(fixed)
+    ece_plo = summaries[0].cross_entropy_plo
+    if ece_plo is not None:
+        ece = [ece_from_summary(s) for s in summaries]
+        for name in ("ece", "ece_pav"):
+            data[name] = (("system", "ece_plo"), np.array([e[name] for e in ece]))
+        data["ece_neutral"] = ("ece_plo", ece[0]["ece_neutral"])
+        fixed_coords["ece_plo"] = ece_plo
+    ds = xr.Dataset(
+        data,
+        coords={
+            "system": [s.name for s in summaries],
+            **_plo_coords(points, sweep),
+            **fixed_coords,
+        },  # fmt: skip
+        attrs={"passes": max(s.passes for s in summaries), "dr30_errors": DR30_ERRORS},
+    )
+    return with_attrs(ds)
+
+
+def operating_points(results: xr.Dataset) -> xr.Dataset:
+    """The reported operating points of an evaluation, in the order stated, indexed by ``prior``.
+
+    ``results`` keeps them on its ``plo`` dimension among the sweep's points (the coordinate
+    ``operating_point`` gives their order); this view selects them and makes ``prior`` (the
+    effective prior) the dimension, so ``operating_points(ds).min_dcf.sel(prior=0.01)`` works.
+
+    Examples
+    --------
+    >>> from bosaris_dask.metrics import act_dcf, evaluate_arrays
+    >>> ds = evaluate_arrays([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5], priors=[0.5, 0.1])
+    >>> ops = operating_points(ds)
+    >>> ops.prior.values.tolist(), ds.sizes["plo"]
+    ([0.5, 0.1], 202)
+    >>> ops.act_dcf.sel(prior=0.1).item() == act_dcf([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5], 0.1)
+    True
+    """
+    order = results.operating_point.values
+    at = np.flatnonzero(order >= 0)
+    return results.isel(plo=at[np.argsort(order[at])]).swap_dims(plo="prior")
+
+
+def sweep_points(results: xr.Dataset) -> xr.Dataset:
+    """The NBE sweep of an evaluation: its ``plo`` points that were asked for as the sweep.
+
+    Examples
+    --------
+    >>> from bosaris_dask.metrics import evaluate_arrays
+    >>> ds = evaluate_arrays([1.0, 2.0], [0.0], priors=[0.1], sweep=[-1.0, 0.0, 1.0])
+    >>> ds.plo.values.round(3).tolist(), sweep_points(ds).plo.values.tolist()
+    ([-2.197, -1.0, 0.0, 1.0], [-1.0, 0.0, 1.0])
+    """
+    return results.isel(plo=results.in_sweep.values)
+
+
+def curve(
+    results: xr.Dataset, system: Any = None, kind: str = "rocch"
+) -> tuple[np.ndarray, np.ndarray]:
+    """One system's ROC curve ``(pmiss, pfa)`` at its exact length (no NaN padding).
+
+    ``kind`` is ``"rocch"`` (the convex hull's vertices) or ``"roc"`` (the steppy ROC's exact
+    points, thinned for plotting). ``system`` None takes the only system of ``results`` (or
+    ``results`` as one system's results, without a ``system`` dimension); with several systems
+    it must name one.
+
+    Examples
+    --------
+    >>> from bosaris_dask.metrics import evaluate_arrays
+    >>> ds = evaluate_arrays([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5], name="a")
+    >>> pmiss, pfa = curve(ds, "a", "rocch")
+    >>> pmiss.tolist(), pfa.tolist()
+    ([0.0, 0.0, 0.3333333333333333, 1.0], [1.0, 0.3333333333333333, 0.0, 0.0])
+    """
+    if kind not in ("rocch", "roc"):
+        raise OptionError(f'curve kind must be "rocch" or "roc", got {kind!r}')
+    if system is None and "system" in results.dims:
+        if results.sizes["system"] != 1:
+            names = ", ".join(map(str, results.system.values))
+            raise OptionError(f"curve: name one of the systems ({names})")
+        system = results.system.values[0]
+    r = results if system is None else results.sel(system=system)
+    n = int(r[CURVES[f"{kind}_pmiss"][1]])
+    return r[f"{kind}_pmiss"].values[:n], r[f"{kind}_pfa"].values[:n]
