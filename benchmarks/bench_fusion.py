@@ -21,7 +21,11 @@ regression) with every solver driven through the **same** per-chunk reductions
 All stop at the same relative gradient tolerance ``||g|| <= 1e-8 ||g0||`` (scipy's absolute
 ``gtol`` is set from ``||g0||``, whose pass is counted). Prints, per solver, the passes, the
 wall time, the final objective and the largest parameter difference from the ``exact`` optimum.
-Each pass reads the stores again unless ``--persist``.
+Each pass reads the stores again unless ``--persist``. For scale, the same run times an
+evaluation of the same K systems (:func:`bosaris_dask.metrics.evaluate`, all systems in each
+pass, default priors and sweep) and prints each solver's seconds per pass as a ratio to the
+evaluation's (``--no-evaluate`` skips it): the issue asks that a fusion pass be no slower
+than an evaluation pass.
 
 The class ``Fusion`` follows the asv convention (``setup``, ``time_*``, ``teardown``) so a test
 can run every benchmark body once.
@@ -39,6 +43,7 @@ import numpy as np
 from scipy import optimize as sciopt
 
 from bosaris_dask import io
+from bosaris_dask.metrics import evaluate
 from bosaris_dask.objectives import FusionObjective, fusion_data
 from bosaris_dask.optimize import minimize
 
@@ -145,6 +150,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--persist", action="store_true")
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--solvers", default=",".join(SOLVERS))
+    parser.add_argument("--no-evaluate", dest="evaluate", action="store_false")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         t0 = time.perf_counter()
@@ -157,12 +163,22 @@ def main(argv: list[str] | None = None) -> None:
             t0 = time.perf_counter()
             results[name] = SOLVERS[name](obj)
             results[name]["wall"] = time.perf_counter() - t0
+        per_pass = None
+        if args.evaluate:
+            t0 = time.perf_counter()
+            ds = evaluate([io.read(p) for p in paths], io.read(key_path))
+            wall = time.perf_counter() - t0
+            per_pass = wall / ds.attrs["passes"]
+            print(f"evaluation of the {args.systems} systems: {ds.attrs['passes']} passes, "
+                  f"{wall:.2f} s, {per_pass:.3f} s/pass")  # fmt: skip
         ref = results.get("exact", next(iter(results.values())))["x"]
-        print(f"{'solver':<16} {'passes':>6} {'wall s':>8} {'s/pass':>7} "
+        print(f"{'solver':<16} {'passes':>6} {'wall s':>8} {'s/pass':>7} {'vs eval':>7} "
               f"{'objective':>20} {'max|dx|':>9} converged")  # fmt: skip
         for name, r in results.items():
+            s_pass = r["wall"] / r["passes"]
+            ratio = f"{s_pass / per_pass:>7.2f}" if per_pass else f"{'-':>7}"
             print(
-                f"{name:<16} {r['passes']:>6} {r['wall']:>8.2f} {r['wall'] / r['passes']:>7.3f} "
+                f"{name:<16} {r['passes']:>6} {r['wall']:>8.2f} {s_pass:>7.3f} {ratio} "
                 f"{r['f']:>20.15f} {np.max(np.abs(r['x'] - ref)):>9.2e} {r['converged']}"
             )
 

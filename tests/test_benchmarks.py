@@ -27,7 +27,7 @@ BENCHMARKS = ROOT / "benchmarks"
 SCRIPTS = {
     "ab_evaluate.py", "bench_bootstrap.py", "bench_conditions.py", "bench_embeddings.py",
     "bench_evaluate.py", "bench_fixed_rates.py", "bench_fusion.py", "bench_spoofing.py",
-    "bench_text_convert.py", "bench_text_reader.py", "fuzz_readers.py",
+    "bench_text_convert.py", "bench_text_reader.py", "cold_cache.py", "fuzz_readers.py",
     "kill_campaign.py", "memory_limited.py", "peak_memory.py",
 }  # fmt: skip
 PEERS = [m for m in ("llreval", "sklearn") if importlib.util.find_spec(m) is not None]
@@ -167,6 +167,22 @@ def test_peak_memory(capsys):
     code = "import numpy; numpy.ones(10**7)"
     assert _load("peak_memory").main(["--", sys.executable, "-c", code]) == 0
     assert "peak_tree_rss_mb=" in capsys.readouterr().out
+
+
+def test_cold_cache(tmp_path, capsys):
+    cold = _load("cold_cache")
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "a").write_bytes(b"x" * 100_000)
+    (store / "b").write_bytes(b"y" * 50_000)
+    files = cold.store_files([store])
+    assert [p.name for p in files] == ["a", "b"]
+    assert cold.read_sequentially(files) == 150_000
+    cold.main(["--store", str(store), "--repeat", "2", "--", sys.executable, "-c", "pass"])
+    out = capsys.readouterr().out
+    assert "stores: 2 files" in out and "run 2: cold" in out
+    assert [line.split(":")[0].strip() for line in out.splitlines()[-3:]] == [
+        "cold", "disk", "warm"]  # fmt: skip
 
 
 def test_fuzz_readers():
