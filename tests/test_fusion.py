@@ -508,3 +508,28 @@ def test_array_data_validation() -> None:
         f.transform_arrays(np.ones((2, 2)))
     with pytest.raises(ScoreError):
         f.transform_arrays(np.array([np.nan]))
+
+
+@pytest.mark.parametrize("mode", ["f", "fg", "fgd", "fgH", "hv"])
+def test_class_sums_equal_the_textbook_logistic_formulas_at_extreme_scores(mode):
+    """One exp per trial (kernel._logistic_terms) gives what log/exp of mpmath-free float64
+    formulas give, at |z| up to 700 where a naive 1 - expit would cancel to 0."""
+    from bosaris_dask.objectives.kernel import _class_sums
+
+    z = np.array([-700.0, -40.0, -3.0, -1e-9, 0.0, 2.5, 36.0, 700.0])
+    X = np.stack([z, np.ones_like(z)])  # theta = (1, 0): x'theta = z
+    theta, v = np.array([1.0, 0.0]), np.array([0.5, -2.0])
+    for y in (1.0, -1.0):
+        yz = y * z
+        loss = sum(math.log1p(math.exp(-abs(t))) + max(-t, 0.0) for t in yz)
+        err = np.array([1 / (1 + math.exp(t)) if t > -700 else 1.0 for t in yz])
+        h = np.array([math.exp(-abs(t)) / (1 + math.exp(-abs(t))) ** 2 for t in yz])
+        want = {
+            "f": [loss],
+            "fg": [loss, *(X @ err * -y)],
+            "fgd": [loss, *(X @ err * -y), *((X * X) @ h)],
+            "fgH": [loss, *(X @ err * -y), *((X * h) @ X.T)[np.triu_indices(2)]],
+            "hv": [*(X @ (h * (v @ X)))],
+        }[mode]
+        got = np.concatenate(_class_sums(X, y, theta, 0.0, mode, v))
+        np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-300)

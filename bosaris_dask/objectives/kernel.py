@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
-from scipy.special import expit
 
 from bosaris_dask.errors import OptionError
 
@@ -133,26 +132,42 @@ def _features(
     return X
 
 
+def _logistic_terms(yz: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``exp(-|yz|)``, ``expit(-yz)`` and ``expit(yz) * expit(-yz)`` from one ``exp``.
+
+    With ``e = exp(-|z|)`` and ``u = 1 / (1 + e)``: ``expit(-|z|) = e u``, ``expit(|z|) = u``
+    and their product ``e u**2``, each without cancellation, so one exponential serves the
+    loss, the gradient and the Hessian weights (numpy's ``logaddexp`` and two ``expit`` took
+    three).
+    """
+    e = np.abs(yz)
+    np.negative(e, out=e)
+    np.exp(e, out=e)
+    u = e + 1.0
+    np.reciprocal(u, out=u)
+    small = e * u  # expit(-|yz|)
+    err = np.where(yz > 0, small, u)  # expit(-yz): the probability of the wrong class
+    small *= u  # expit(yz) * expit(-yz)
+    return e, err, small
+
+
 def _class_sums(X: np.ndarray, y: float, theta: np.ndarray, plo: float, mode: Mode, v) -> list:
     """Sums over one class of the loss ``softplus(-y (x'theta + plo))`` and its derivatives.
 
-    ``X`` is feature-major ``(n, m)``.
+    ``X`` is feature-major ``(n, m)``. ``softplus(-z) = max(-z, 0) + log1p(exp(-|z|))``.
     """
     yz = theta @ X
     yz += plo
     yz *= y
+    if mode == "f":
+        e = np.exp(-np.abs(yz))
+        return [np.array([np.maximum(-yz, 0.0).sum() + np.log1p(e).sum()])]
+    e, err, h = _logistic_terms(yz)
     if mode == "hv":
-        h = expit(-yz)
-        h *= expit(yz)
         h *= v @ X
         return [X @ h]
-    parts = [np.array([np.logaddexp(0.0, -yz).sum()])]
-    if mode == "f":
-        return parts
-    err = expit(-yz)  # probability of the wrong class
+    parts = [np.array([np.maximum(-yz, 0.0).sum() + np.log1p(e).sum()])]
     parts.append(X @ err * -y)
-    h = expit(yz)
-    h *= err
     if mode == "fgd":
         parts.append((X * X) @ h)
     elif mode == "fgH":
