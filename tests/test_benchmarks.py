@@ -27,8 +27,8 @@ BENCHMARKS = ROOT / "benchmarks"
 SCRIPTS = {
     "ab_evaluate.py", "bench_bootstrap.py", "bench_conditions.py", "bench_embeddings.py",
     "bench_evaluate.py", "bench_fixed_rates.py", "bench_fusion.py", "bench_spoofing.py",
-    "bench_text_convert.py", "bench_text_reader.py", "cold_cache.py", "fuzz_readers.py",
-    "kill_campaign.py", "memory_limited.py", "peak_memory.py",
+    "bench_text_convert.py", "bench_text_reader.py", "cold_cache.py", "floors.py",
+    "fuzz_readers.py", "kill_campaign.py", "memory_limited.py", "peak_memory.py",
 }  # fmt: skip
 PEERS = [m for m in ("llreval", "sklearn") if importlib.util.find_spec(m) is not None]
 
@@ -183,6 +183,16 @@ def test_cold_cache(tmp_path, capsys):
     assert "stores: 2 files" in out and "run 2: cold" in out
     assert [line.split(":")[0].strip() for line in out.splitlines()[-3:]] == [
         "cold", "disk", "warm"]  # fmt: skip
+
+
+def test_floors(capsys):
+    floors = _load("floors")
+    scores = np.array([-2.0, -0.0, 0.0, 1.5], dtype=np.float32)
+    keys = floors._keys(scores)  # the top 20 bits of an order-preserving key
+    assert keys.tolist() == sorted(keys.tolist()) and keys[1] < keys[2]
+    assert floors.main(["--n", "4096", "--repeat", "1"]) == 0
+    rows = [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]]
+    assert rows == list(floors.STAGES)
 
 
 def test_fuzz_readers():
