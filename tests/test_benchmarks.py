@@ -29,6 +29,7 @@ SCRIPTS = {
     "bench_evaluate.py", "bench_fixed_rates.py", "bench_fusion.py", "bench_spoofing.py",
     "bench_text_convert.py", "bench_text_reader.py", "cold_cache.py", "floors.py",
     "fuzz_readers.py", "kill_campaign.py", "memory_limited.py", "peak_memory.py",
+    "profile_passes.py",
 }  # fmt: skip
 PEERS = [m for m in ("llreval", "sklearn") if importlib.util.find_spec(m) is not None]
 
@@ -193,6 +194,14 @@ def test_floors(capsys):
     assert floors.main(["--n", "4096", "--repeat", "1"]) == 0
     rows = [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]]
     assert rows == list(floors.STAGES)
+
+
+def test_profile_passes(tmp_path, capsys):
+    assert _load("profile_passes").main(["--side", "300", "--workdir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    computes = int(out.split(" computes")[0].split()[-1])
+    assert sum(line.startswith("compute ") for line in out.splitlines()) == computes >= 2
+    assert "90,000 trials" in out and "client outside computes" in out
 
 
 def test_fuzz_readers():
