@@ -5,6 +5,7 @@ the passes it takes, counted by a scheduler."""
 
 from __future__ import annotations
 
+import json
 import threading
 import warnings
 from fractions import Fraction
@@ -239,3 +240,48 @@ def test_not_with_conditions():
     scores = make_scores(["m"], list("ab"), [[1.0, 0.0]])
     with pytest.raises(OptionError, match="^the exact AUC is computed for pooled trials only"):
         metrics.evaluate(scores, key, by=["model.x"], exact_auc=True)
+
+
+def _text_scores(tmp_path):
+    rng = np.random.default_rng(5)
+    lines = [f"m{i} t{i} {float(s)!r} target" for i, s in enumerate(rng.normal(1, 1, 60))]
+    lines += [f"m{i} n{i} {float(s)!r} nontarget" for i, s in enumerate(rng.normal(-1, 1, 240))]
+    path = tmp_path / "scores.txt"
+    path.write_text("\n".join(lines) + "\n")
+    tar = np.array([float(x.split()[2]) for x in lines[:60]])
+    return path, tar, np.array([float(x.split()[2]) for x in lines[60:]])
+
+
+def test_cli_exact_auc_and_its_one_line_warning(tmp_path, capsys):
+    from bosaris_dask.cli import main
+
+    path, tar, non = _text_scores(tmp_path)
+    out = tmp_path / "r.json"
+    argv = ["evaluate", "--format", "wespeaker", "--scores", str(path), "-q", "--json", str(out),
+            "--exact-auc"]  # fmt: skip
+    patch, conf = _coarse(2)
+    with patch, conf:
+        assert main(argv) == 0
+        doc = json.loads(out.read_text())
+        assert doc["systems"][0]["auc"] == float(_mann_whitney(tar, non))
+        assert "auc_notes" not in doc and capsys.readouterr().err == ""
+        with dask.config.set({"bosaris_dask.auc-limit": 1}):
+            assert main(argv) == 0
+    doc = json.loads(out.read_text())
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("warning: scores: exact AUC not computed: its ")
+    assert doc["auc_notes"] == [err[0].removeprefix("warning: ")]
+    entry = doc["systems"][0]
+    assert entry["auc"] is None and entry["auc_low"] < float(_mann_whitney(tar, non))
+
+
+def test_cli_exact_auc_with_by_is_the_one_line_error(tmp_path, capsys):
+    from bosaris_dask.cli import main
+
+    path, _, _ = _text_scores(tmp_path)
+    table = tmp_path / "models.tsv"
+    table.write_text("model\tg\n" + "".join(f"m{i}\t{i % 2}\n" for i in range(240)))
+    assert main(["evaluate", "--format", "wespeaker", "--scores", str(path), "-q",
+                 "--exact-auc", "--conditions", str(table), "--by", "model.g"]) == 1  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"bosaris-dask: error: {exact_auc.NOT_WITH_CONDITIONS}"]
