@@ -55,7 +55,7 @@ import xarray as xr
 from bosaris_dask import config, engine, runner
 from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.errors import InconsistentPassesError
-from bosaris_dask.keys import key_bits, key_dtype, order_keys
+from bosaris_dask.keys import key_bits, key_dtype, keys_to_values, order_keys
 from bosaris_dask.measures import twice_u_parts
 
 __all__ = [
@@ -112,6 +112,12 @@ class MixedBins:
     def small_code(self) -> int:
         """The key code (+1 target, -1 non-target) of ``S``."""
         return 1 if self.small_is_target else -1
+
+    def value_range(self, dtype: np.dtype) -> tuple[float, float]:
+        """The lowest and highest score the mixed bins can hold (``-inf``/``inf`` where a bin
+        reaches into the keys of NaNs): every trial of a mixed bin lies between them."""
+        low, high = keys_to_values(np.array([self.lo[0], self.hi[-1]]), dtype)
+        return (-np.inf if np.isnan(low) else low), (np.inf if np.isnan(high) else high)
 
     @property
     def n_s(self) -> int:
@@ -211,13 +217,15 @@ def _class_keys(
 ) -> np.ndarray:
     """The order keys of a chunk's ``code`` trials whose prefix overlaps a mixed bin, sorted."""
     c, s, m = classes.reshape(-1), s.reshape(-1), m.reshape(-1)
+    low, high = bins.value_range(s.dtype)
     parts = [np.empty(0, dtype=bins.lo.dtype)]
     for lo in range(0, c.size, _BLOCK):
         b = slice(lo, lo + _BLOCK)
-        picked = (c[b] == code) & m[b]
+        sb = s[b]
+        picked = (c[b] == code) & m[b] & (sb >= low) & (sb <= high)  # cheap before keying
         if not picked.any():
             continue
-        keys = order_keys(s[b][picked])
+        keys = order_keys(sb[picked])
         parts.append(keys[bins.table[keys >> bins.shift]])
     keys = np.concatenate(parts)
     keys.sort()
