@@ -88,8 +88,9 @@ def main(argv: list[str] | None = None) -> int:
                 start = time.perf_counter()
                 getattr(bench, f"time_{name.replace('-', '_')}")()
                 walls[name].append(time.perf_counter() - start)
-        print(f"{args.models:,} x {args.segments:,} trials, median of {args.repeat}; mixed bins "
-              f"hold {bench.small:,} trials of the smaller class, {bench.other:,} of the other")  # fmt: skip
+        print(f"{args.models:,} x {args.segments:,} trials, median of {args.repeat}; mixed "
+              f"bins hold {bench.small:,} trials of the smaller class, {bench.other:,} of the "
+              "other")  # fmt: skip
         print(f"{'':<9}{'passes':>8}{'wall (s)':>10}{'ratio':>8}{'auc':>20}")
         base = float(np.median(walls["plain"]))
         for name in MODES:
