@@ -52,7 +52,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import config, engine, runner
+from bosaris_dask import config, engine, memory, runner
 from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.errors import InconsistentPassesError
 from bosaris_dask.keys import key_bits, key_dtype, keys_to_values, order_keys
@@ -68,6 +68,7 @@ __all__ = [
     "ExactAuc",
     "apply_exact_auc",
     "with_passes",
+    "task_memory",
 ]
 
 #: The one-line error of an exact AUC asked for with conditions.
@@ -291,6 +292,30 @@ class ExactAuc:
     notes: list[str]
 
 
+def task_memory(
+    inputs: Sequence[da.Array], n_small: int, n_other: int, both: bool, split_every: int
+) -> memory.TaskMemory:
+    """The peak memory of a task of the exact AUC's passes (checked before them).
+
+    A chunk task holds its inputs, a block's temporaries (:data:`_BLOCK` trials) and the keys
+    it picks (at most the chunk's trials, sorted: twice); pass A's merge tasks hold up to
+    ``split_every`` parts and their merge of the ``S`` keys (and of the ``O`` keys when
+    ``both``); pass B's chunk tasks hold all ``S`` keys and their look-ups (four 8-byte words
+    per key).
+    """
+    cells = int(np.prod([max(c) for c in inputs[0].chunks]))
+    itemsize = inputs[1].dtype.itemsize  # the key's size
+    pulled = (n_small + n_other) if both else n_small
+    picked = 2 * min(cells, pulled if both else cells) * itemsize
+    return memory.TaskMemory(
+        inputs=cells * sum(a.dtype.itemsize for a in inputs),
+        buffers=min(cells, _BLOCK) * (2 * itemsize + 8),
+        results=picked + (0 if both else 4 * 8 * n_small),
+        merge=3 * pulled * itemsize,
+        held=min(split_every, inputs[0].npartitions) * min(cells, pulled) * itemsize,
+    )
+
+
 def _check(name: str, what: str, found: int, expected: int) -> None:
     if found != expected:
         raise InconsistentPassesError(
@@ -356,7 +381,7 @@ def exact_aucs(
     passes = 0
     if fits:
         inputs, _ = engine._inputs(systems, key)
-        both = used + sum(plans[k].n_o for k in fits) <= limit
+        both = used + sum(plans[k].n_o for k in fits) <= limit  # all fit: no count pass
         aggs = [
             runner.Aggregation(
                 f"{summaries[k].name} exact AUC keys",
@@ -366,7 +391,11 @@ def exact_aucs(
             for k in fits
         ]  # fmt: skip
         name = "exact AUC pass" if both else "exact AUC pass 1 of 2"
-        collected = runner.run_pass(name, aggs, inputs, split_every=split_every, progress=progress)
+        n_other = sum(plans[k].n_o for k in fits)
+        need = task_memory(inputs, used, n_other, both, split_every)
+        collected = runner.run_pass(
+            name, aggs, inputs, split_every=split_every, progress=progress, need=need
+        )
         passes += 1
         for k, (small, other) in zip(fits, collected, strict=True):
             _check(summaries[k].name, "smaller-class", len(small), plans[k].n_s)
@@ -388,7 +417,7 @@ def exact_aucs(
             ]  # fmt: skip
             counted = runner.run_pass(
                 "exact AUC pass 2 of 2", aggs, inputs, lead=lead, split_every=split_every,
-                progress=progress,
+                progress=progress, need=need,
             )  # fmt: skip
             passes += 1
             for k, (twice_u, found) in zip(fits, counted, strict=True):

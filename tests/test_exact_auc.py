@@ -285,3 +285,35 @@ def test_cli_exact_auc_with_by_is_the_one_line_error(tmp_path, capsys):
                  "--exact-auc", "--conditions", str(table), "--by", "model.g"]) == 1  # fmt: skip
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"bosaris-dask: error: {exact_auc.NOT_WITH_CONDITIONS}"]
+
+
+class _FakeClient:
+    def __init__(self, **workers):
+        self.workers = workers
+
+    def scheduler_info(self, n_workers):
+        return {"workers": self.workers}
+
+
+def test_a_worker_too_small_is_refused_before_the_extra_passes(monkeypatch):
+    from bosaris_dask import runner
+    from bosaris_dask.errors import MemoryLimitError
+
+    rng = np.random.default_rng(3)
+    mask = rng.choice(np.array([-1, 1], dtype=np.int8), size=(40, 50), p=[0.8, 0.2])
+    values = rng.normal(size=mask.shape) + mask
+    key = make_key(range(40), range(50), mask, chunks=(10, 25))
+    scores = make_scores(range(40), range(50), values, chunks=(10, 25))
+    patch, conf = _coarse(4)
+    with patch, conf:
+        _, summaries = metrics.pooled_evaluation(scores, key, priors=[0.5])
+    mb = 2**20
+    tiny = {"memory_limit": 210 * mb, "nthreads": 1, "metrics": {"memory": 209 * mb}}
+    monkeypatch.setattr(runner, "current_client", lambda: _FakeClient(w1=tiny))
+    computed = []
+    monkeypatch.setattr(runner, "compute", lambda *a, **k: computed.append(a))
+    with pytest.raises(MemoryLimitError, match=r"^worker w1 would need about"):
+        exact_auc.exact_aucs(scores, key, summaries)
+    assert computed == []
+    need = exact_auc.task_memory(engine._inputs([scores], key)[0], 100, 1000, True, 8)
+    assert need.inputs == 10 * 25 * (1 + 8 + 1) and need.merge == 3 * 1100 * 8
