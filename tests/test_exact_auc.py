@@ -317,3 +317,22 @@ def test_a_worker_too_small_is_refused_before_the_extra_passes(monkeypatch):
     assert computed == []
     need = exact_auc.task_memory(engine._inputs([scores], key)[0], 100, 1000, True, 8)
     assert need.inputs == 10 * 25 * (1 + 8 + 1) and need.merge == 3 * 1100 * 8
+
+
+def test_with_bootstrap_intervals_the_point_auc_is_exact():
+    from bosaris_dask.conditions import condition_table
+
+    rng = np.random.default_rng(8)
+    mask = rng.choice(np.array([-1, 1], dtype=np.int8), size=(12, 20), p=[0.7, 0.3])
+    values = rng.normal(size=mask.shape) + mask
+    key = make_key(range(12), range(20), mask, chunks=(5, 7))
+    scores = make_scores(range(12), range(20), values, chunks=(5, 7))
+    table = condition_table("model", list(range(12)), {"spk": np.arange(12) % 4})
+    (n_s,), _ = _small_counts([scores], key, 3)
+    assert n_s
+    patch, conf = _coarse(3, auc_limit=n_s)
+    with patch, conf:
+        ds = metrics.evaluate(scores, key, priors=[0.5], exact_auc=True, conditions=[table],
+                              resample=["model.spk"], bootstrap=5, seed=1)  # fmt: skip
+    assert ds.auc.item() == float(_mann_whitney(values[mask == 1], values[mask == -1]))
+    assert "eer_ci" in ds
