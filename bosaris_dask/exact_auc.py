@@ -187,11 +187,11 @@ def mixed_twice_u(bins: MixedBins, small: np.ndarray, other: np.ndarray) -> tupl
     >>> from bosaris_dask.measures import summary_from_arrays
     >>> s = summary_from_arrays([1.0, 3.0], [2.0, 3.0, 9.0])
     >>> from dataclasses import replace
-    >>> coarse = replace(s, lo=np.array([0], np.uint64), bits=np.array([64], np.int8),
+    >>> coarse = replace(s, lo=np.array([1 << 63], np.uint64), bits=np.array([63], np.int8),
     ...                  n_tar=np.array([2]), n_non=np.array([3]))
     >>> b = mixed_bins(coarse)
     >>> keys = lambda v: np.sort(order_keys(np.array(v)))
-    >>> mixed_twice_u(b, keys([1.0, 3.0]), keys([2.0, 3.0, 9.0]))  # 3 > 2 and the tie at 3
+    >>> mixed_twice_u(b, keys([1.0, 3.0]), keys([2.0, 3.0, 9.0]))  # 3 > 2, a tie at 3: 2 + 1
     (3, 3)
     """
     small = np.asarray(small, dtype=bins.lo.dtype)

@@ -102,7 +102,7 @@ def test_exact_auc_equals_mann_whitney_under_any_chunking(
     assert bounds.auc_low.item() <= ds.auc.item() <= bounds.auc_high.item()
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), budget=st.sampled_from(["both", "small"]),
        data=st.data())  # fmt: skip
 def test_label_keys_and_several_systems_in_one_pass(seed, budget, data):
