@@ -41,6 +41,7 @@ __all__ = [
     "dcf_normalizer",
     "summary_cllr",
     "summary_auc",
+    "twice_u_parts",
     "hull_auc",
     "steppy_roc",
     "vertex_thresholds",
@@ -199,28 +200,42 @@ def summary_auc(summary: ScoreSummary) -> tuple[float, float]:
     bin that holds both classes are unknown, each adding between 0 and 1. The bounds are equal
     (the AUC is exact) when no such bin is left, as for :func:`summary_from_arrays`.
 
-    What the engine would need for an exact AUC at any scale: refine *every* mixed coarse bin
-    (``n_tar > 0 and n_non > 0 and bits > 0``) down to single values, i.e. one more candidate
-    rule next to the hull, threshold and PAV-bound ones of :mod:`bosaris_dask.refinement`.
-    That costs passes that grow with the number and width of the mixed bins (the whole overlap
-    of the two score distributions), unlike the hull, which needs only the few bins near its
-    vertices; without it the reported bounds say how far from exact the AUC can be.
+    Refining every mixed coarse bin (``n_tar > 0 and n_non > 0 and bits > 0``) down to single
+    values would cost passes that grow with the number and width of the mixed bins (the whole
+    overlap of the two score distributions). :mod:`bosaris_dask.exact_auc` instead counts their
+    pairs exactly in one or two more passes when the smaller class of those bins fits a budget
+    (``evaluate(..., exact_auc=True)``); otherwise these bounds say how far from exact the AUC
+    can be.
 
     Returns
     -------
     (float, float)
         Lower and upper bound, each correctly rounded from an exact integer ratio.
     """
+    base, unknown = twice_u_parts(summary)
+    total = 2 * summary.n_target * summary.n_nontarget
+    return float(Fraction(base, total)), float(Fraction(base + unknown, total))
+
+
+def twice_u_parts(summary: ScoreSummary) -> tuple[int, int]:
+    """Twice the Mann-Whitney U of the pairs a summary orders, and twice the pairs it cannot.
+
+    ``2·(pairs in different bins with the target above) + (pairs tied in an exact bin)``, and
+    ``2·(pairs inside mixed coarse bins)``: exact Python integers (:func:`summary_auc`;
+    :mod:`bosaris_dask.exact_auc` counts the second part exactly).
+
+    Examples
+    --------
+    >>> twice_u_parts(summary_from_arrays([1.0, 2.0, 3.0], [0.0, 2.0]))  # 4 ordered, 1 tie
+    (9, 0)
+    """
     n_tar = summary.n_tar.astype(np.int64)
     n_non = summary.n_non.astype(np.int64)
     below = np.concatenate([[0], np.cumsum(n_non)[:-1]])
     pairs = n_tar * n_non
     coarse = summary.bits > 0
-    # twice the Mann-Whitney U, in integers: 2·(pairs ordered by the bins) + (tied pairs)
     base = 2 * int(np.dot(n_tar, below)) + int(pairs[~coarse].sum())
-    unknown = 2 * int(pairs[coarse].sum())
-    total = 2 * summary.n_target * summary.n_nontarget
-    return float(Fraction(base, total)), float(Fraction(base + unknown, total))
+    return base, 2 * int(pairs[coarse].sum())
 
 
 def hull_auc(hull: roc.Hull) -> float:

@@ -114,6 +114,7 @@ def evaluate(
     resample: Sequence[str] = (),
     seed: int | None = None,
     compare: bool = False,
+    exact_auc: bool = False,
 ) -> xr.Dataset:
     """Evaluate one or more systems against a key, exactly, at any scale.
 
@@ -174,6 +175,12 @@ def evaluate(
         ``min_dcf_ci`` along ``bound`` (low, high); with ``compare``, paired differences of
         every pair of systems. The point estimates stay exact
         (:mod:`bosaris_dask.bootstrap.evaluation` says what the intervals are computed from).
+    exact_auc
+        Make ``auc`` exact at any scale (:mod:`bosaris_dask.exact_auc`): one or two more passes
+        after the summary (none when no coarse bin holds both classes), for every system at
+        once, when the smaller class of the mixed bins fits ``bosaris_dask.auc-limit``; else
+        ``auc`` stays NaN with its bounds, an :class:`~bosaris_dask.exact_auc.ExactAucWarning`
+        and ``attrs["auc_notes"]`` saying why. Not with conditions.
 
     Returns
     -------
@@ -225,7 +232,7 @@ def evaluate(
             names=names, allow_missing=allow_missing, progress=progress, split_every=split_every,
             conditions=conditions, by=by, cprimary_priors=cprimary_priors, equalize=equalize,
             fmr=fmr, fnmr=fnmr, ece_plo=ece_plo, ci=ci, bootstrap=bootstrap, resample=resample,
-            seed=seed, compare=compare,
+            seed=seed, compare=compare, **({"exact_auc": True} if exact_auc else {}),
         )  # fmt: skip
     if conditions or by or len(cprimary_priors) or equalize:
         from bosaris_dask.conditions.evaluation import evaluate_conditions
@@ -234,6 +241,10 @@ def evaluate(
             from bosaris_dask.ece import NOT_WITH_CONDITIONS
 
             raise OptionError(NOT_WITH_CONDITIONS)
+        if exact_auc:
+            from bosaris_dask.exact_auc import NOT_WITH_CONDITIONS as AUC_NOT_WITH_CONDITIONS
+
+            raise OptionError(AUC_NOT_WITH_CONDITIONS)
         return evaluate_conditions(
             scores, key, conditions=conditions, by=by, cprimary_priors=cprimary_priors,
             priors=priors, operating_points=operating_points, sweep=sweep, names=names,
@@ -243,7 +254,7 @@ def evaluate(
     return pooled_evaluation(
         scores, key, priors=priors, operating_points=operating_points, sweep=sweep,
         names=names, allow_missing=allow_missing, progress=progress, split_every=split_every,
-        fmr=fmr, fnmr=fnmr, ece_plo=ece_plo,
+        fmr=fmr, fnmr=fnmr, ece_plo=ece_plo, exact_auc=exact_auc,
     )[0]  # fmt: skip
 
 
@@ -261,8 +272,10 @@ def pooled_evaluation(
     fmr: Sequence[float] = (),
     fnmr: Sequence[float] = (),
     ece_plo: Sequence[float] | np.ndarray | None = None,
+    exact_auc: bool = False,
 ) -> tuple[xr.Dataset, list[ScoreSummary]]:
-    """:func:`evaluate` of the pooled trials, and the summaries it was computed from."""
+    """:func:`evaluate` of the pooled trials, and the summaries it was computed from (their
+    ``passes`` count the exact AUC's too)."""
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
     sweep = check_sweep(sweep)
     points = stated_operating_points(priors, operating_points)
@@ -284,7 +297,14 @@ def pooled_evaluation(
         split_every=split_every,
         names=names,
     )
-    return results_dataset(summaries, points, sweep, fmr, fnmr), summaries
+    if not exact_auc:
+        return results_dataset(summaries, points, sweep, fmr, fnmr), summaries
+    from bosaris_dask.exact_auc import apply_exact_auc, exact_aucs, with_passes
+
+    found = exact_aucs(systems, key, summaries, split_every=split_every, progress=progress)
+    summaries = with_passes(summaries, found.passes)
+    ds = results_dataset(summaries, points, sweep, fmr, fnmr)
+    return apply_exact_auc(ds, found), summaries
 
 
 def check_fixed_rates(fmr: Any, fnmr: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -25,12 +25,25 @@ from . import reference as ref
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 SCRIPTS = {
-    "ab_evaluate.py", "bench_bootstrap.py", "bench_conditions.py", "bench_embeddings.py",
-    "bench_evaluate.py", "bench_fixed_rates.py", "bench_fusion.py", "bench_spoofing.py",
-    "bench_text_convert.py", "bench_text_reader.py", "cold_cache.py", "floors.py",
-    "fuzz_readers.py", "kill_campaign.py", "memory_limited.py", "peak_memory.py",
+    "ab_evaluate.py",
+    "bench_auc.py",
+    "bench_bootstrap.py",
+    "bench_conditions.py",
+    "bench_embeddings.py",
+    "bench_evaluate.py",
+    "bench_fixed_rates.py",
+    "bench_fusion.py",
+    "bench_spoofing.py",
+    "bench_text_convert.py",
+    "bench_text_reader.py",
+    "cold_cache.py",
+    "floors.py",
+    "fuzz_readers.py",
+    "kill_campaign.py",
+    "memory_limited.py",
+    "peak_memory.py",
     "profile_passes.py",
-}  # fmt: skip
+}
 PEERS = [m for m in ("llreval", "sklearn") if importlib.util.find_spec(m) is not None]
 
 
@@ -218,6 +231,14 @@ def test_bench_fixed_rates(capsys):
                                              "--repeat", "1"]) == 0  # fmt: skip
     rows = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()[2:]}
     assert rows["plain"] == rows["fixed"] == rows["ece"]  # the same passes
+
+
+def test_bench_auc(capsys):
+    assert _load("bench_auc").main(["--models", "40", "--segments", "300", "--repeat", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line.split()[1:] for line in lines[2:5]}
+    assert int(rows["exact-2"][0]) == int(rows["plain"][0]) + 2  # passes
+    assert rows["exact"][3] == rows["exact-2"][3] != "nan"  # the same exact AUC
 
 
 def test_bench_spoofing(capsys):

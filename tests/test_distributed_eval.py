@@ -108,3 +108,24 @@ def test_worker_killed_mid_fusion_still_exact(stores):
     fitted = _run_while_killing_a_worker(lambda: LinearFuser(0.1).fit(slowed, key), victim=1)
     np.testing.assert_array_equal(fitted.weights_, expected.weights_)
     assert fitted.offset_ == expected.offset_ and fitted.passes_ == expected.passes_
+
+
+def test_exact_auc_on_a_local_cluster_equals_threads(stores):
+    """The exact AUC's two extra passes (its keys shipped once as a graph input) on worker
+    processes give what the threaded scheduler gives."""
+    import dask
+
+    from bosaris_dask.exact_auc import mixed_bins
+    from bosaris_dask.metrics import pooled_evaluation
+
+    key = io.read(stores / "key.zarr")
+    systems = [io.read(stores / f"system-{k}.zarr") for k in (1, 2)]
+    plain, summaries = pooled_evaluation(systems, key, priors=[0.5])
+    small = sum(b.n_s for b in map(mixed_bins, summaries) if b is not None)
+    assert small > 0 and plain.auc.isnull().all()
+    with dask.config.set({"bosaris_dask.auc-limit": small}):  # the two-pass path
+        expected = evaluate(systems, key, priors=[0.5], exact_auc=True)
+        with connect(cluster="local", workers=2, threads_per_worker=1, **LOCAL):
+            got = evaluate(systems, key, priors=[0.5], exact_auc=True)
+    xr.testing.assert_identical(got, expected)
+    assert got.attrs["passes"] == plain.attrs["passes"] + 2 and got.auc.notnull().all()

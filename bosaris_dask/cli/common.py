@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -206,7 +207,19 @@ def _evaluate(args: argparse.Namespace, key: Any, systems: list[Any], score_path
         from bosaris_dask.cli.embeddings import embedding_system_name
 
         names.append(embedding_system_name(args))
-    results = evaluate(
+    with warnings.catch_warnings():
+        from bosaris_dask.exact_auc import ExactAucWarning
+
+        warnings.simplefilter("ignore", ExactAucWarning)  # said once, in one line, below
+        results = _run_evaluate(evaluate, args, key, systems, names)
+    for note in results.attrs.get("auc_notes", []):
+        print(f"warning: {note}", file=sys.stderr)
+    return thresholds_from_natural(results, getattr(args, "llr_base", "e"))
+
+
+def _run_evaluate(evaluate: Any, args: argparse.Namespace, key: Any, systems: list[Any],
+                      names: list[str]) -> Any:  # fmt: skip
+    return evaluate(
         systems, key, priors=args.prior, names=names,
         operating_points=getattr(args, "operating_point", None) or (),
         allow_missing=args.allow_missing, progress=_progress(args),
@@ -214,10 +227,9 @@ def _evaluate(args: argparse.Namespace, key: Any, systems: list[Any], score_path
         cprimary_priors=getattr(args, "cprimary_priors", None) or (),
         equalize=getattr(args, "equalize", False),
         fmr=getattr(args, "fmr", None) or (), fnmr=getattr(args, "fnmr", None) or (),
-        ece_plo=getattr(args, "ece_plo", None),
+        ece_plo=getattr(args, "ece_plo", None), exact_auc=getattr(args, "exact_auc", False),
         **_bootstrap_options(args),
     )  # fmt: skip
-    return thresholds_from_natural(results, getattr(args, "llr_base", "e"))
 
 
 def _write_json(path: str, document: dict[str, Any]) -> None:

@@ -373,6 +373,12 @@ def build_parser() -> argparse.ArgumentParser:
         "pass) at the cost of one softplus per trial per grid point; not with --by/--conditions",
     )  # fmt: skip
     p.add_argument(
+        "--exact-auc", action="store_true",
+        help="make the AUC exact at any scale: one or two more passes when the smaller class of "
+        "the score bins holding both classes fits bosaris_dask.auc-limit (else its bounds, and "
+        "a warning); not with --by/--conditions",
+    )  # fmt: skip
+    p.add_argument(
         "--plots-dir", metavar="DIR",
         help="also write DET, low-false-alarm DET, NBE and APE plots (PNG) into DIR",
     )  # fmt: skip

@@ -42,6 +42,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if args.by or args.conditions:  # before any input is read
             raise OptionError(NOT_WITH_CONDITIONS)
         args.ece_plo = DEFAULT_ECE_PLO
+    if args.exact_auc and (args.by or args.conditions):  # before any input is read
+        from bosaris_dask.exact_auc import NOT_WITH_CONDITIONS as AUC_NOT_WITH_CONDITIONS
+
+        raise OptionError(AUC_NOT_WITH_CONDITIONS)
     start = time.perf_counter()
 
     def open_inputs() -> tuple[Any, list[Any]]:

@@ -1,0 +1,107 @@
+"""The exact AUC at scale (``evaluate(exact_auc=True)``): passes and wall time against a plain
+evaluation of the same store, measured in the same run.
+
+Usage::
+
+    python benchmarks/bench_auc.py [--models 10000] [--segments 10000] [--repeat 3]
+
+Simulates one system (``bosaris_dask.simulate``, float32, 0.5% targets), writes it and its key
+as zarr stores in a temporary directory, and evaluates it at one prior, each the median of
+``--repeat`` interleaved runs:
+
+* ``plain``: :func:`bosaris_dask.metrics.evaluate` (``auc`` NaN at scale, with its bounds);
+* ``exact``: the same with ``exact_auc=True`` and the default budget
+  (``bosaris_dask.auc-limit``): one extra pass when the mixed bins' trials of both classes fit
+  it, else two;
+* ``exact-2``: ``exact_auc=True`` with the budget set to the smaller class's trials of the mixed
+  bins, so the count runs as a pass of its own (two extra passes).
+
+Prints the smaller and the other class's trials in the mixed bins, then passes, wall time and
+the ratio to ``plain`` of each. The class ``ExactAuc`` follows the asv convention (``setup``,
+``time_*``, ``teardown``) so a test can run every benchmark body once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import dask
+import numpy as np
+
+from bosaris_dask import exact_auc, io
+from bosaris_dask.metrics import evaluate, pooled_evaluation
+from bosaris_dask.simulate import simulate
+
+MODES = ("plain", "exact", "exact-2")
+
+
+class ExactAuc:
+    """asv-style benchmark bodies over one simulated store."""
+
+    def setup(self, models: int = 10000, segments: int = 10000) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="bench-auc-"))
+        key, (system,) = simulate(models, segments, systems=1, seed=5)
+        io.write(key, self.dir / "key.zarr")
+        io.write(system, self.dir / "system.zarr")
+        self.results: dict[str, object] = {}
+        _, (summary,) = pooled_evaluation(*self._inputs()[::-1], priors=[0.01])
+        mixed = exact_auc.mixed_bins(summary)
+        self.small, self.other = (mixed.n_s, mixed.n_o) if mixed is not None else (0, 0)
+
+    def teardown(self, *args: object) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _inputs(self):
+        return io.read(self.dir / "key.zarr"), io.read(self.dir / "system.zarr")
+
+    def _run(self, name: str, **options: object) -> None:
+        key, scores = self._inputs()
+        self.results[name] = evaluate(scores, key, priors=[0.01], **options)
+
+    def time_plain(self) -> None:
+        self._run("plain")
+
+    def time_exact(self) -> None:
+        self._run("exact", exact_auc=True)
+
+    def time_exact_2(self) -> None:
+        with dask.config.set({"bosaris_dask.auc-limit": self.small}):
+            self._run("exact-2", exact_auc=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", type=int, default=10000)
+    parser.add_argument("--segments", type=int, default=10000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    bench = ExactAuc()
+    bench.setup(args.models, args.segments)
+    try:
+        walls: dict[str, list[float]] = {name: [] for name in MODES}
+        for _ in range(args.repeat):  # interleaved repeats: the same cache state for each
+            for name in MODES:
+                start = time.perf_counter()
+                getattr(bench, f"time_{name.replace('-', '_')}")()
+                walls[name].append(time.perf_counter() - start)
+        print(f"{args.models:,} x {args.segments:,} trials, median of {args.repeat}; mixed "
+              f"bins hold {bench.small:,} trials of the smaller class, {bench.other:,} of the "
+              "other")  # fmt: skip
+        print(f"{'':<9}{'passes':>8}{'wall (s)':>10}{'ratio':>8}{'auc':>20}")
+        base = float(np.median(walls["plain"]))
+        for name in MODES:
+            ds = bench.results[name]
+            wall = float(np.median(walls[name]))
+            print(f"{name:<9}{ds.attrs['passes']:>8}{wall:>10.2f}{wall / base:>8.2f}"  # type: ignore[attr-defined]
+                  f"{float(ds.auc.item()):>20.15f}")  # type: ignore[attr-defined]  # fmt: skip
+    finally:
+        bench.teardown()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
