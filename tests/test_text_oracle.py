@@ -9,6 +9,8 @@ the line of each record), or both raise a ParseError on the same line with the s
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, event, example, given, settings
@@ -115,7 +117,11 @@ def _compare(name: str, block: bytes, first_line: int = 7) -> str:
     return "records"
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=int(os.environ.get("ORACLE_EXAMPLES", "400")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(blocks())
 @example(("scores", b"m1  s1 1.5\n\n m2\ts1 -2 \r\n"))
 @example(("scores", b"true s1 1\nm2 s1 0\n"))  # pandas reads true/false as 1/0
@@ -132,3 +138,35 @@ def test_first_error_of_a_line_is_the_oracles():
     """Two problems on the first bad line: the message the oracle sorts first."""
     _compare("scores", b"a b 1\n c\xff  d x \n")
     _compare("nist-scores", b"m\t\ts1\tx\n")
+
+
+def test_non_canonical_blocks_take_the_fast_path(monkeypatch):
+    """Odd whitespace and blank lines are made canonical, then parsed by pandas' typed parse."""
+    from bosaris_dask.io.text import parse
+
+    def refuse(*args):
+        raise AssertionError("the checked path was used")
+
+    monkeypatch.setattr(parse, "_parse_checked", refuse)
+    block = b"\n m1  s1\t1.5 \r\n\n\x0bm2 \t s1  -2\n  \n"
+    chunk = _parse_block(block, 10, block.count(b"\n"), LAYOUTS["scores"], "f.txt")
+    assert chunk.values.tolist() == [1.5, -2.0] and chunk.lines.tolist() == [11, 13]
+    block = b"s1\t\tm1\ttarget\n \t \ns2\t\tm2\tnontarget\n"
+    chunk = _parse_block(block, 2, 3, LAYOUTS["nist-key"], "f.txt")
+    assert chunk.values.tolist() == [1, -1] and chunk.lines.tolist() == [2, 4]
+
+
+@pytest.mark.parametrize("block_bytes", [5, 23, 2**20])
+def test_lines_of_a_non_canonical_file(tmp_path, block_bytes):
+    """Duplicates and bad lines are named by their line in the file, whatever the blocks."""
+    from bosaris_dask.io.text import read_text
+
+    path = tmp_path / "s.txt"
+    path.write_bytes(b"a b 1\n\n\n  c  d\t2 \r\n\n e\tf 3\na  b 4\n")
+    with pytest.raises(ParseError, match=r"\('a', 'b'\) is given twice, first on line 1") as info:
+        read_text(path, block_bytes=block_bytes)
+    assert info.value.line == 7
+    path.write_bytes(b"a b 1\n\n\n  c  d\t2 \r\n\n e\tf x\na  b\n")
+    with pytest.raises(ParseError, match="cannot parse score 'x'") as info:
+        read_text(path, block_bytes=block_bytes)
+    assert info.value.line == 6
