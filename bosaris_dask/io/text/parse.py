@@ -58,12 +58,12 @@ def _parse_block(block: bytes, first_line: int, n_lines: int, layout: _Layout, p
     chunk = _parse_fast(block, first_line, n_lines, layout)
     if chunk is not None:
         return chunk
-    block, kept = _canonical(block, layout)
+    canonical, kept = _canonical(block, layout)
     lines = first_line + kept
-    if len(kept):
-        chunk = _parse_fast(block, first_line, len(kept), layout)
+    if len(kept) and canonical != block:  # the same block would be refused again
+        chunk = _parse_fast(canonical, first_line, len(kept), layout)
     if chunk is None:
-        return _parse_checked(block, first_line, lines, layout, path)
+        return _parse_checked(canonical, first_line, lines, layout, path)
     chunk.lines = None if len(kept) == n_lines else lines
     return chunk
 
