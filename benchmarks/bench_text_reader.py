@@ -1,7 +1,7 @@
 """Text score files: the package's reader against a plain pandas-chunked reader (measure only).
 
 Issue 15 asks whether the text reader (``bosaris_dask.io.text``: blocks of whole lines, each
-parsed by pandas' C parser, a reference parser as fallback, spill files) could be rebuilt on a
+parsed by pandas' C parser, a checked path for the rest, spill files) could be rebuilt on a
 well-kept streaming reader. This script measures the candidate before any rewrite:
 
 - ``ours``: :func:`bosaris_dask.io.text.read_text`, then the dense score matrix and mask in
@@ -11,12 +11,18 @@ well-kept streaming reader. This script measures the candidate before any rewrit
   scores placed into the same dense matrix and mask. It checks what ours checks only where
   pandas does (a malformed line raises pandas' own error); duplicate trials are counted.
 
-Run as a script: ``python benchmarks/bench_text_reader.py [N] [--repeat R] [--chunksize C]``
-writes a dense N-line ``model segment score`` file (about sqrt(N) x sqrt(N) trials, float64
-scores, with :func:`~bosaris_dask.io.text.write_text`) in a temporary directory, reads it once
-to warm the page cache, then runs each contender R times in a fresh process, interleaved, and
-prints wall time, MB/s, peak RSS of each child, and whether both give identical matrices and
-ids (a checksum of the ids, the mask and the scores' bytes). N defaults to 1e6.
+- ``before`` (with ``--before DIR``): ``read_text`` of the package found in ``DIR`` (e.g. an
+  older commit unpacked with ``git archive COMMIT bosaris_dask | tar -x -C DIR``), to compare
+  two versions of the reader in one run.
+
+Run as a script: ``python benchmarks/bench_text_reader.py [N] [--repeat R] [--chunksize C]
+[--before DIR] [--only ours,before] [--spaces]`` writes a dense N-line ``model segment score``
+file (about sqrt(N) x sqrt(N) trials, float64 scores, with
+:func:`~bosaris_dask.io.text.write_text`; ``--spaces``: then every separator doubled, a valid
+but non-canonical file) in a temporary directory, reads it once to warm the page cache, then
+runs each contender R times in a fresh process, interleaved, and prints wall time, MB/s, peak
+RSS of each child, and whether all give identical matrices and ids (a checksum of the ids, the
+mask and the scores' bytes). N defaults to 1e6.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ import time
 
 import numpy as np
 
-CONTENDERS = ("ours", "pandas")
+CONTENDERS = ("ours", "pandas", "before")
 
 
 def _peak_rss_mb() -> float:
@@ -97,7 +103,7 @@ def read_pandas(path: str, chunksize: int = 2_000_000):
 
 
 def _child(contender: str, path: str, chunksize: int) -> dict:
-    if contender == "ours":  # imports are not timed
+    if contender in ("ours", "before"):  # imports are not timed
         import dask  # noqa: F401
 
         import bosaris_dask.io.text  # noqa: F401
@@ -105,7 +111,7 @@ def _child(contender: str, path: str, chunksize: int) -> dict:
         import pandas  # noqa: F401
     base = _peak_rss_mb()
     t0 = time.perf_counter()
-    if contender == "ours":
+    if contender in ("ours", "before"):
         models, segments, score, mask = read_ours(path)
     else:
         models, segments, score, mask = read_pandas(path, chunksize)
@@ -114,6 +120,8 @@ def _child(contender: str, path: str, chunksize: int) -> dict:
         "contender": contender, "wall_s": wall, "peak_rss_mb": _peak_rss_mb(),
         "imports_rss_mb": base, "trials": int(mask.sum()),
         "checksum": _checksum(models, segments, score, mask),
+        "package": os.path.dirname(sys.modules["bosaris_dask"].__file__)
+        if "bosaris_dask" in sys.modules else None,
     }  # fmt: skip
 
 
@@ -135,6 +143,14 @@ def _write(path: str, n: int) -> float:
     return time.perf_counter() - t0
 
 
+def _double_spaces(path: str) -> None:
+    """Rewrite ``path`` with every space doubled (``m  s  0.5``): valid, not canonical."""
+    with open(path, "rb") as source, open(path + ".tmp", "wb") as target:
+        while block := source.read(1 << 24):
+            target.write(block.replace(b" ", b"  "))
+    os.replace(path + ".tmp", path)
+
+
 def _warm(path: str) -> None:
     with open(path, "rb") as f:
         while f.read(1 << 24):
@@ -146,38 +162,53 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("n", nargs="?", type=float, default=1e6, help="lines (default 1e6)")
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--chunksize", type=int, default=2_000_000, help="pandas rows per chunk")
+    p.add_argument("--before", help="a directory holding the package to compare with")
+    p.add_argument("--only", help="comma-separated contenders (default: all that apply)")
+    p.add_argument("--spaces", action="store_true", help="double every separator")
     args = p.parse_args(argv)
+    contenders = [c for c in CONTENDERS if c != "before" or args.before]
+    if args.only:
+        contenders = [c for c in contenders if c in args.only.split(",")]
     n = int(args.n)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "scores.txt")
         t_write = _write(path, n)
+        if args.spaces:
+            _double_spaces(path)
         mb = os.path.getsize(path) / 1e6
         _warm(path)
-        print(f"{n:.3g} lines, {mb:.1f} MB written in {t_write:.1f} s; page cache: warm")
+        print(f"{n:.3g} lines, {mb:.1f} MB written in {t_write:.1f} s; page cache: warm"
+              + ("; separators doubled" if args.spaces else ""))  # fmt: skip
         print(f"machine: {platform.machine()}, {os.cpu_count()} cores, "
               f"load average before {os.getloadavg()[0]:.1f}")  # fmt: skip
         runs: list[dict] = []
         for _ in range(args.repeat):
-            for contender in CONTENDERS:
+            for contender in contenders:
+                env = dict(os.environ)
+                if contender == "before":
+                    env["PYTHONPATH"] = os.path.abspath(args.before)
                 out = subprocess.run(
                     [sys.executable, __file__, "--child", contender, path, str(args.chunksize)],
-                    check=True, capture_output=True, text=True,
+                    check=True, capture_output=True, text=True, env=env,
                 )  # fmt: skip
                 runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
         load_after = os.getloadavg()[0]
     summary: dict = {"lines": n, "mb": mb, "write_s": t_write, "load_after": load_after,
                      "runs": runs, "contenders": {}}  # fmt: skip
-    for c in CONTENDERS:
+    for c in contenders:
         mine = [r for r in runs if r["contender"] == c]
         wall = statistics.median(r["wall_s"] for r in mine)
         summary["contenders"][c] = {
             "wall_s": wall, "mb_per_s": mb / wall, "lines_per_s": n / wall,
             "peak_rss_mb": max(r["peak_rss_mb"] for r in mine),
-            "checksum": mine[0]["checksum"],
+            "median_peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in mine),
+            "checksum": mine[0]["checksum"], "package": mine[0]["package"],
         }  # fmt: skip
         print(f"{c:7s} median {wall:6.2f} s  {mb / wall:6.0f} MB/s  {n / wall / 1e6:5.2f} M lines/s"
-              f"  peak RSS {max(r['peak_rss_mb'] for r in mine):5.0f} MB"
-              f"  walls {[round(r['wall_s'], 2) for r in mine]}")  # fmt: skip
+              f"  peak RSS {max(r['peak_rss_mb'] for r in mine):5.0f} MB (median"
+              f" {statistics.median(r['peak_rss_mb'] for r in mine):4.0f})"
+              f"  walls {[round(r['wall_s'], 2) for r in mine]}"
+              f"  {mine[0]['package'] or ''}")  # fmt: skip
     sums = {v["checksum"] for v in summary["contenders"].values()}
     summary["identical"] = len(sums) == 1
     print(f"identical ids, masks and scores: {summary['identical']}; "

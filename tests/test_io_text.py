@@ -1,5 +1,6 @@
 """Text trial, score and quality files: exact round trips, line-numbered errors, NIST headers,
-streaming (blocks, spill, memmap) and the fast parser agreeing with the reference parser."""
+streaming (blocks, spill, memmap) and the fast parser agreeing with the oracle parser
+(``tests/text_oracle.py``, once the reader's reference parser)."""
 
 from __future__ import annotations
 
@@ -31,11 +32,12 @@ from bosaris_dask.trials import (
     reindex_ids,
     trial_classes,
 )
+from tests.text_oracle import parse_reference
 
 
 @pytest.fixture(params=["fast", "reference"])
 def parser(request, monkeypatch):
-    """Run a test with pandas' parser where it applies, then with the reference parser only."""
+    """Run a test with pandas' typed parser where it applies, then with the checked path only."""
     if request.param == "reference":
         monkeypatch.setattr(text.parse, "_parse_fast", lambda *args: None)
     return request.param
@@ -127,7 +129,7 @@ def test_hard_decimals_are_correctly_rounded(tmp_path, monkeypatch):
     expected = [float(d) for d in HARD_DECIMALS]
     assert read_text(path).score.values[0].tolist() == expected  # pandas' parser
     monkeypatch.setattr(text.parse, "_parse_fast", lambda *args: None)
-    assert read_text(path).score.values[0].tolist() == expected  # the reference parser
+    assert read_text(path).score.values[0].tolist() == expected  # the checked path (float())
 
 
 def test_labels_any_case_written_lowercase(tmp_path, parser):
@@ -462,7 +464,7 @@ def test_block_size_does_not_matter(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------
-# the fast parser agrees with the reference parser
+# the fast parser agrees with the oracle parser
 # --------------------------------------------------------------------------------------------
 
 TOKENS = [
@@ -477,7 +479,7 @@ def _compare_parsers(block: bytes, layout) -> None:
     n = block.count(b"\n")
     fast = text.parse._parse_fast(block, 1, n, layout)
     try:
-        ref = text.parse._parse_reference(block, 1, layout, "x")
+        ref = parse_reference(block, 1, layout, "x")  # the oracle (the old reference parser)
     except ParseError:
         assert fast is None
         return

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from bosaris_dask.io.text.layout import _Layout
-from bosaris_dask.io.text.parse import _Chunk
+from bosaris_dask.io.text.records import _Chunk
 
 #: Parsed codes and values kept in memory up to this many bytes, then spilled to a scratch file.
 _SPILL_BYTES = 64 * 2**20
