@@ -42,6 +42,23 @@ _PIN_LOCK = threading.Lock()
 _pin_state: dict[str, Any] = {"depth": 0, "limiter": None}
 
 
+def _controller() -> Any:
+    """The process's ``threadpoolctl.ThreadpoolController`` (``None`` without threadpoolctl).
+
+    Made once: finding the loaded BLAS libraries costs ~2 ms, which a fresh
+    ``threadpool_limits`` would pay in every task; limiting through a kept controller costs
+    ~10 us. A BLAS loaded after the first call is not seen (numpy's is loaded by then).
+    """
+    if "controller" not in _pin_state:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:  # pragma: no cover
+            _pin_state["controller"] = None
+        else:
+            _pin_state["controller"] = ThreadpoolController()
+    return _pin_state["controller"]
+
+
 @contextlib.contextmanager
 def pinned_blas() -> Iterator[None]:
     """Limit the BLAS to one thread while any task of this process is inside (no-op without
@@ -52,14 +69,13 @@ def pinned_blas() -> Iterator[None]:
     original (nested ``threadpool_limits`` contexts in several threads would restore each
     other's limits in the wrong order).
     """
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn and scipy
+    controller = _controller()
+    if controller is None:  # pragma: no cover - threadpoolctl comes with scikit-learn and scipy
         yield
         return
     with _PIN_LOCK:
         if _pin_state["depth"] == 0:
-            _pin_state["limiter"] = threadpool_limits(limits=1, user_api="blas")
+            _pin_state["limiter"] = controller.limit(limits=1, user_api="blas")
         _pin_state["depth"] += 1
     try:
         yield
