@@ -44,9 +44,13 @@ from bosaris_dask.progress import compute
 
 __all__ = ["COHORT_BLOCK", "STATISTICS", "side_statistics", "cohort_stats", "cohort_quality"]
 
-#: Cohort embeddings scored at once per chunk of rows (a 4096-row chunk then holds ~200 MB:
-#: the float32 block, its float64 copy, and the top-N candidates).
+#: Cohort embeddings scored at once per chunk of rows (a 4096-row chunk then holds ~100 MB:
+#: the float32 block, a float64 strip of the product, and the top-N candidates).
 COHORT_BLOCK = 2048
+
+#: Rows of a cohort block whose moments are taken at once (a float64 strip of 32 x 2048
+#: scores is 512 KiB: cache-resident).
+MOMENT_ROWS = 32
 
 #: The statistics per embedding, in the order of the last axis of :func:`side_statistics`.
 STATISTICS = ("cohort_mean", "cohort_std", "top_mean", "top_std")
@@ -77,6 +81,24 @@ def _merge_top(top: np.ndarray, s: np.ndarray, n: int) -> np.ndarray:
     return np.partition(np.concatenate([top, pad], axis=1), width, axis=1)[:, width:]
 
 
+def _block_moments(s: np.ndarray, buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's mean and sum of squared deviations from it, in float64, of the float32 block
+    ``s``, by strips of :data:`MOMENT_ROWS` rows in the float64 scratch ``buf`` (cache-sized,
+    reused: a float64 copy of the whole block cost page faults and memory traffic). A row's
+    sums do not depend on the strips (numpy reduces each contiguous row on its own)."""
+    m, nb = s.shape
+    mean, m2 = np.empty(m), np.empty(m)
+    for lo in range(0, m, MOMENT_ROWS):
+        hi = min(lo + MOMENT_ROWS, m)
+        x = buf[: (hi - lo) * nb].reshape(hi - lo, nb)
+        np.copyto(x, s[lo:hi])
+        mean[lo:hi] = x.mean(axis=1)
+        x -= mean[lo:hi, None]
+        np.square(x, out=x)
+        m2[lo:hi] = x.sum(axis=1)
+    return mean, m2
+
+
 def _stats_block(
     a: np.ndarray, cohort: np.ndarray, top_n: int, block: int, compiled: bool = True
 ) -> np.ndarray:
@@ -86,15 +108,11 @@ def _stats_block(
     count, mean, m2 = 0, np.zeros(m), np.zeros(m)
     top = np.empty((m, 0), dtype=np.float32)
     kernel = top_kernel() if (top_n and compiled) else None
+    buf = np.empty(MOMENT_ROWS * min(block, cohort.shape[0]))
     for start in range(0, cohort.shape[0], block):
         s = score_block(a, cohort[start : start + block])
-        s64 = s.astype(np.float64)
         nb = s.shape[1]
-        mb = s64.mean(axis=1)
-        s64 -= mb[:, None]  # in place: one float64 copy of the block at a time
-        np.square(s64, out=s64)
-        m2b = s64.sum(axis=1)
-        del s64
+        mb, m2b = _block_moments(s, buf)
         delta, total = mb - mean, count + nb
         mean = mean + delta * (nb / total)
         m2 = m2 + m2b + delta**2 * (count * nb / total)
