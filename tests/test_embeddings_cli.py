@@ -57,21 +57,6 @@ def test_score_then_evaluate_equals_evaluate_from_embeddings(files, extra, monke
     assert stored.score.dtype == np.float32 and stored.sizes["segment"] == 45
 
 
-def test_single_precision_scores_evaluate_alike_under_other_blocks(files, monkeypatch):
-    """--precision single: written with blocks of 16, evaluated from embeddings with blocks of
-    7: the same JSON (the single-precision kernel gives every pair the same bits under any
-    chunking)."""
-    monkeypatch.chdir(files)
-    common = ["--enrol", "enrol.npz", "--test", "test.npz", "--precision", "single"]
-    assert main(["score", *common, "--block", "16", "--out", "single.zarr", "-q"]) == 0
-    assert main(["evaluate", "--key", "key.zarr", "--scores", "single.zarr", "--json",
-                 "c.json", "-q"]) == 0  # fmt: skip
-    assert main(["evaluate", "--key", "key.zarr", *common, "--block", "7", "--json", "d.json",
-                 "-q"]) == 0  # fmt: skip
-    c, d = (files / "c.json").read_text(), (files / "d.json").read_text()
-    assert c.replace("single", "test") == d
-
-
 def test_score_with_an_ndx_keeps_its_trials(files, tmp_path):
     ndx = make_ndx(["spk0-enrol0", "spk1-enrol1"], ["spk3-test0"], [[True], [False]])
     io.write(ndx, tmp_path / "ndx.h5")

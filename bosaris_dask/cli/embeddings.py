@@ -60,11 +60,6 @@ def add_embedding_arguments(
     g.add_argument("--top-n", type=_block, metavar="N", help="AS-norm cohort size")
     g.add_argument("--block", type=_block, default=4096, metavar="ROWS",
                    help="score block size, ROWS x ROWS (default 4096)")  # fmt: skip
-    g.add_argument("--precision", choices=("double", "single"), default="double",
-                   help="double (default): float64 products rounded to float32 (the float64 "
-                   "cosine to float32 rounding); single: float32 products on a fixed tile "
-                   "grid, ~2x faster, deterministic, a few float32 ulps off (not with "
-                   "--norm)")  # fmt: skip
     if not class_tables:
         return
     g.add_argument("--enrol-classes", metavar="TABLE",
@@ -133,8 +128,7 @@ def embedding_scores(
 
     options = {"backend": args.backend, "center": args.center, "models": args.models,
                "trials": trials, "norm": args.norm, "cohort": args.cohort, "top_n": args.top_n,
-               "chunks": (args.block, args.block),
-               "precision": getattr(args, "precision", "double")}  # fmt: skip
+               "chunks": (args.block, args.block)}  # fmt: skip
     e = args.enrol if enrol is None else enrol
     t = args.test if test is None else test
     if quality:

@@ -5,7 +5,7 @@ the same scores as in pass 1. Three choices give it:
 
 - the inputs of a block are the prepared (centered, normalized) float64 rows, computed row by
   row with elementwise numpy operations, so a row is the same whatever block it is in;
-- the product runs in float64 with the BLAS set to one thread by every task (via
+- the product runs in float64 with the BLAS pinned to one thread inside the task (via
   ``threadpoolctl`` when installed; without it, set ``OMP_NUM_THREADS=1``): a multi-threaded
   BLAS may split the sum differently from one call to the next, a single-threaded one runs the
   same instructions for the same shapes;
@@ -28,6 +28,7 @@ array([[1. , 0.6],
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,39 +38,37 @@ import numpy as np
 STRIP_ROWS = 1024
 
 
+_PIN_LOCK = threading.Lock()
+_pin_state: dict[str, Any] = {"depth": 0, "limiter": None}
+
+
 @contextlib.contextmanager
 def pinned_blas() -> Iterator[None]:
-    """Run the block inside with the BLAS at one thread (no-op without ``threadpoolctl``).
+    """Limit the BLAS to one thread while any task of this process is inside (no-op without
+    ``threadpoolctl``).
 
-    Every task entering sets the limit again and none restores it: the process's BLAS stays at
-    one thread after the first block (dask's threads are the parallelism). Restoring was
-    measured to fail here: with a shared pin that the last task out restored, blocks computed
-    after a first threaded computation ran with 2 OpenBLAS threads (OpenBLAS 0.3.30/0.3.31,
-    numpy's and scipy's), and a float32 product then changed bits from one computation to the
-    next. Setting the limit costs ~2 ms, ~1% of a 4096 x 4096 block.
+    BLAS thread counts are per process, not per thread, so concurrent tasks of a threaded
+    scheduler share one pin: the first task in sets the limit, the last one out restores the
+    original (nested ``threadpool_limits`` contexts in several threads would restore each
+    other's limits in the wrong order).
     """
-    for lib in _blas_libraries():
-        lib.set_num_threads(1)  # unconditionally: threadpoolctl skips a limit it sees as set
-    yield
-
-
-_libraries: dict[str, Any] = {}
-
-
-def _blas_libraries() -> list[Any]:
-    """threadpoolctl's controllers of the BLAS libraries loaded in this process (looked up
-    again when a library was loaded since the last look; none without threadpoolctl)."""
     try:
-        from threadpoolctl import ThreadpoolController
+        from threadpoolctl import threadpool_limits
     except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn and scipy
-        return []
-    import sys
-
-    if _libraries.get("modules") != len(sys.modules):
-        ctl = ThreadpoolController().select(user_api="blas")
-        _libraries["libs"] = list(ctl.lib_controllers)
-        _libraries["modules"] = len(sys.modules)
-    return _libraries["libs"]
+        yield
+        return
+    with _PIN_LOCK:
+        if _pin_state["depth"] == 0:
+            _pin_state["limiter"] = threadpool_limits(limits=1, user_api="blas")
+        _pin_state["depth"] += 1
+    try:
+        yield
+    finally:
+        with _PIN_LOCK:
+            _pin_state["depth"] -= 1
+            if _pin_state["depth"] == 0:
+                _pin_state["limiter"].restore_original_limits()
+                _pin_state["limiter"] = None
 
 
 def score_block(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -81,61 +80,4 @@ def score_block(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         for start in range(0, a.shape[0], STRIP_ROWS):
             stop = min(start + STRIP_ROWS, a.shape[0])
             out[start:stop] = a[start:stop] @ b.T
-    return out
-
-
-#: Side of the fixed tiles of the single-precision kernel (:func:`score_block_single`).
-TILE = 256
-
-
-def _padded(x: np.ndarray, offset: int) -> np.ndarray:
-    """``x`` as float32 rows placed at ``offset`` in zeros padded to whole :data:`TILE`\\ s."""
-    tiles = -(-(offset + x.shape[0]) // TILE)
-    out = np.zeros((tiles * TILE, x.shape[1]), dtype=np.float32)
-    out[offset : offset + x.shape[0]] = x  # rounded to float32 element by element
-    return out
-
-
-def score_block_single(a: np.ndarray, b: np.ndarray, rows: np.ndarray, cols: np.ndarray):
-    """``a @ b.T`` in float32 on the global grid of :data:`TILE` x :data:`TILE` tiles.
-
-    ``a`` and ``b`` are prepared rows, rounded here to float32; ``rows`` and ``cols`` are
-    their global indices (only the first of each is read). Every tile of the global grid
-    that the block overlaps is one float32 BLAS call of the same shape (``TILE x d`` by
-    ``d x TILE``, rows outside the block are zeros) with the BLAS pinned to one thread, and a
-    score sits at the same place of its tile whatever the chunking. A BLAS computes an entry
-    of a product of a given shape from its row and column alone, with the same operations for
-    the same place; so the score of a pair has the same bits in every block, every pass and
-    every chunking. (A BLAS call of another shape or thread count may sum differently: on
-    this machine's OpenBLAS, 6 of 7 sub-block shapes gave other bits than the whole product.)
-
-    Float32 sums are off the float64 cosine by at most ``(d + 2) * 2**-24`` for unit vectors
-    (the rounding of the inputs, then of ``d`` accumulations), a few float32 ulps in practice:
-    use it where that is negligible against the scores' spread; :func:`score_block` is the
-    exactly rounded kernel.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> a = np.array([[0.6, 0.8], [1.0, 0.0]])
-    >>> score_block_single(a, a, np.arange(2), np.arange(2))
-    array([[1. , 0.6],
-           [0.6, 1. ]], dtype=float32)
-    """
-    m, n = a.shape[0], b.shape[0]
-    out = np.empty((m, n), dtype=np.float32)
-    if m == 0 or n == 0:
-        return out
-    off_a, off_b = int(rows[0]) % TILE, int(cols[0]) % TILE
-    pa, pb = _padded(a, off_a), _padded(b, off_b)
-    tile = np.empty((TILE, TILE), dtype=np.float32)
-    with pinned_blas():
-        for p in range(0, pa.shape[0], TILE):
-            r_lo, r_hi = max(p, off_a), min(p + TILE, off_a + m)
-            for q in range(0, pb.shape[0], TILE):
-                c_lo, c_hi = max(q, off_b), min(q + TILE, off_b + n)
-                np.matmul(pa[p : p + TILE], pb[q : q + TILE].T, out=tile)
-                out[r_lo - off_a : r_hi - off_a, c_lo - off_b : c_hi - off_b] = tile[
-                    r_lo - p : r_hi - p, c_lo - q : c_hi - q
-                ]
     return out

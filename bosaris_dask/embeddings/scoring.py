@@ -15,7 +15,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask.embeddings.kernel import score_block, score_block_single
+from bosaris_dask.embeddings.kernel import score_block
 from bosaris_dask.embeddings.prepare import (
     Side,
     _load,
@@ -32,22 +32,12 @@ __all__ = [
     "scores_with_cohort_quality",
     "score_matrix",
     "DEFAULT_CHUNKS",
-    "PRECISIONS",
 ]
 
 #: Score chunk shape: 4096 x 4096 float32 is 64 MiB (plus a 32 MiB float64 strip in the kernel).
 DEFAULT_CHUNKS = (4096, 4096)
 
 Embeddings = xr.Dataset | str | os.PathLike[str]
-
-#: The block kernels: ``"double"`` (float64 product rounded to float32, exactly rounded) and
-#: ``"single"`` (float32 products on a fixed tile grid, ~2x faster, a few float32 ulps off).
-PRECISIONS = ("double", "single")
-
-
-def check_precision(precision: str) -> None:
-    if precision not in PRECISIONS:
-        raise OptionError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
 
 
 def _check_dimensions(a: Side, b: Side) -> None:
@@ -58,17 +48,11 @@ def _check_dimensions(a: Side, b: Side) -> None:
         )
 
 
-def score_matrix(enrol: Side, test: Side, precision: str = "double") -> da.Array:
+def score_matrix(enrol: Side, test: Side) -> da.Array:
     """The lazy float32 ``(enrol x test)`` score matrix of two prepared sides, one block product
-    per chunk (chunked as the sides' rows); ``precision`` picks the kernel
-    (:data:`PRECISIONS`)."""
+    per chunk (chunked as the sides' rows)."""
     _check_dimensions(enrol, test)
-    check_precision(precision)
-    if precision == "double":
-        return outer_blocks(score_block, enrol.values, test.values)
-    rows = da.arange(enrol.values.shape[0], chunks=(enrol.values.chunks[0],))
-    cols = da.arange(test.values.shape[0], chunks=(test.values.chunks[0],))
-    return outer_blocks(score_block_single, enrol.values, test.values, rows, "i", cols, "j")
+    return outer_blocks(score_block, enrol.values, test.values)
 
 
 def outer_blocks(kernel: Any, rows: da.Array, cols: da.Array, *extra: Any, **kwargs: Any):
@@ -117,7 +101,6 @@ def scores_from_embeddings(
     cohort: Embeddings | None = None,
     top_n: int | None = None,
     chunks: tuple[int, int] = DEFAULT_CHUNKS,
-    precision: str = "double",
 ) -> xr.Dataset:
     """Lazy Scores of enrolment against test embeddings (one blocked matrix product per chunk).
 
@@ -150,14 +133,6 @@ def scores_from_embeddings(
         The adaptive cohort size of AS-norm.
     chunks
         Score chunk shape ``(models, segments)``.
-    precision : {"double", "single"}
-        - ``"double"`` (default): each score is the float64 dot product of the prepared
-          vectors rounded once to float32, so it equals the float64 cosine to float32
-          rounding (:func:`bosaris_dask.embeddings.kernel.score_block`).
-        - ``"single"``: float32 products on a fixed global grid of 256 x 256 tiles
-          (:func:`bosaris_dask.embeddings.kernel.score_block_single`): about twice as fast,
-          the same bits in every pass and under any ``chunks``, but off the float64 cosine by
-          up to ``(d + 2) * 2**-24`` (a few float32 ulps). Not with cohort normalization.
 
     Returns
     -------
@@ -188,8 +163,7 @@ def scores_from_embeddings(
     [[1.0, 0.0, -0.7071], [0.6, 0.8, -0.9899]]
     """
     options = {"backend": backend, "center": center, "models": models, "trials": trials,
-               "norm": norm, "cohort": cohort, "top_n": top_n, "chunks": chunks,
-               "precision": precision}  # fmt: skip
+               "norm": norm, "cohort": cohort, "top_n": top_n, "chunks": chunks}  # fmt: skip
     return _build(enrol, test, quality=False, **options)[0]
 
 
@@ -221,13 +195,9 @@ def _build(
     enrol: Embeddings, test: Embeddings, *, backend: str = "cosine", center: Any = None,
     models: Any = None, trials: xr.Dataset | None = None, norm: str = "none",
     cohort: Embeddings | None = None, top_n: int | None = None,
-    chunks: tuple[int, int] = DEFAULT_CHUNKS, quality: bool, precision: str = "double",
+    chunks: tuple[int, int] = DEFAULT_CHUNKS, quality: bool,
 ) -> tuple[xr.Dataset, xr.Dataset | None]:  # fmt: skip
     check_backend(backend)
-    check_precision(precision)
-    if precision != "double" and norm != "none":
-        raise OptionError(f"precision={precision!r} is for raw scores; cohort normalization "
-                          f"(norm={norm!r}) runs in double precision")  # fmt: skip
     if quality and cohort is None:
         raise OptionError("cohort statistics (quality measures) need a cohort")
     vector = resolve_center(center)
@@ -235,7 +205,7 @@ def _build(
                   chunks=chunks)  # fmt: skip
     found = None
     if norm == "none" and cohort is None:
-        score = score_matrix(e, t, precision)
+        score = score_matrix(e, t)
     else:
         from bosaris_dask.embeddings.normalization import normalize
 
@@ -247,8 +217,7 @@ def _build(
         if norm == "none" and quality:
             from bosaris_dask.embeddings.cohort import side_statistics
 
-            score = score_matrix(e, t, precision)
-            found = side_statistics([e, t], c, top_n=top_n)
+            score, found = score_matrix(e, t), side_statistics([e, t], c, top_n=top_n)
         else:
             score, *found = normalize(e, t, c, norm=norm, top_n=top_n, both_sides=quality)
     mask = None
