@@ -89,5 +89,8 @@ def top_kernel() -> Callable[[np.ndarray, np.ndarray], None] | None:
         except ImportError:
             _compiled["top"] = None
         else:
-            _compiled["top"] = numba.njit(nogil=True, cache=True)(_merge_sorted_rows)
+            try:  # numba finds no cache directory for a read-only install without a home
+                _compiled["top"] = numba.njit(nogil=True, cache=True)(_merge_sorted_rows)
+            except RuntimeError:  # pragma: no cover
+                _compiled["top"] = numba.njit(nogil=True)(_merge_sorted_rows)
     return _compiled["top"]
