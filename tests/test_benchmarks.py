@@ -248,13 +248,21 @@ def test_bench_spoofing(capsys):
     assert rows["plain"] == rows["cm"] >= max(rows["sasv"], rows["sasv-given"])  # no more passes
 
 
-def test_bench_embeddings():
-    bench = _load("bench_embeddings").Embeddings()
-    bench.setup(side=60, dim=8, block=16)
+def test_bench_embeddings(capsys):
+    module = _load("bench_embeddings")
+    bench = module.Embeddings()
+    bench.setup(side=60, dim=8, block=16, cohort=30)
     for name in ("sgemm", "dgemm", "scores", "evaluate"):
         getattr(bench, f"time_{name}")()
+    bench.time_cohort(top_n=5)
     assert bench.results.attrs["passes"] >= 1
     assert bench.results.sizes["system"] == 1
+    assert bench.stats.sizes["id"] == 60
+    assert module.main(["--side", "40", "--dim", "8", "--block", "16", "--repeat", "1",
+                        "--cohort", "30", "--top-n", "5"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "embeddings == zarr (EER, minDCF bit for bit): True" in out
+    assert {line.split()[0] for line in out.splitlines()} >= {*module.MODES, "cohort"}
 
 
 def test_bench_conditions(capsys):

@@ -9,8 +9,11 @@ For each chunk of rows, the cohort is scored in blocks of :data:`COHORT_BLOCK` e
 same kernel as the trials (float32 scores). The full mean and variance are merged block by
 block (Chan et al.'s pairwise update, in float64). The top-N scores are kept by selection: the
 N best so far are merged with the values of the new block that beat the current N-th best
-(``np.partition``, see :func:`_merge_top`); the cohort scores are never sorted, only the final
-N per row (for a fixed summation order).
+(``np.partition``, see :func:`_merge_top`); with numba installed, once a row holds N values,
+one compiled pass per block does the comparison, the gather and a merge with the sorted N best
+(:mod:`bosaris_dask.embeddings.fast_top`: the same values, so the same bits). The cohort
+scores are never sorted, only the candidates and the final N per row (for a fixed summation
+order).
 Standard deviations are population ones (``ddof=0``), as in wespeaker's ``score_norm.py``.
 
 Examples
@@ -33,6 +36,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
+from bosaris_dask.embeddings.fast_top import top_kernel
 from bosaris_dask.embeddings.kernel import score_block
 from bosaris_dask.embeddings.prepare import Side, _load, prepare, prepare_models, resolve_center
 from bosaris_dask.errors import OptionError
@@ -40,9 +44,13 @@ from bosaris_dask.progress import compute
 
 __all__ = ["COHORT_BLOCK", "STATISTICS", "side_statistics", "cohort_stats", "cohort_quality"]
 
-#: Cohort embeddings scored at once per chunk of rows (a 4096-row chunk then holds ~200 MB:
-#: the float32 block, its float64 copy, and the top-N candidates).
+#: Cohort embeddings scored at once per chunk of rows (a 4096-row chunk then holds ~100 MB:
+#: the float32 block, a float64 strip of the product, and the top-N candidates).
 COHORT_BLOCK = 2048
+
+#: Rows of a cohort block whose moments are taken at once (a float64 strip of 32 x 2048
+#: scores is 512 KiB: cache-resident).
+MOMENT_ROWS = 32
 
 #: The statistics per embedding, in the order of the last axis of :func:`side_statistics`.
 STATISTICS = ("cohort_mean", "cohort_std", "top_mean", "top_std")
@@ -73,25 +81,48 @@ def _merge_top(top: np.ndarray, s: np.ndarray, n: int) -> np.ndarray:
     return np.partition(np.concatenate([top, pad], axis=1), width, axis=1)[:, width:]
 
 
-def _stats_block(a: np.ndarray, cohort: np.ndarray, top_n: int, block: int) -> np.ndarray:
+def _block_moments(s: np.ndarray, buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's mean and sum of squared deviations from it, in float64, of the float32 block
+    ``s``, by strips of :data:`MOMENT_ROWS` rows in the float64 scratch ``buf`` (cache-sized,
+    reused: a float64 copy of the whole block cost page faults and memory traffic). A row's
+    sums do not depend on the strips (numpy reduces each contiguous row on its own)."""
+    m, nb = s.shape
+    mean, m2 = np.empty(m), np.empty(m)
+    for lo in range(0, m, MOMENT_ROWS):
+        hi = min(lo + MOMENT_ROWS, m)
+        x = buf[: (hi - lo) * nb].reshape(hi - lo, nb)
+        np.copyto(x, s[lo:hi])
+        mean[lo:hi] = x.mean(axis=1)
+        x -= mean[lo:hi, None]
+        np.square(x, out=x)
+        m2[lo:hi] = x.sum(axis=1)
+    return mean, m2
+
+
+def _stats_block(
+    a: np.ndarray, cohort: np.ndarray, top_n: int, block: int, compiled: bool = True
+) -> np.ndarray:
+    """The ``(m, 4)`` statistics of the rows ``a`` against the whole ``cohort``; ``compiled``:
+    select the top-N with the numba kernel when there is one (same bits either way)."""
     m = a.shape[0]
     count, mean, m2 = 0, np.zeros(m), np.zeros(m)
     top = np.empty((m, 0), dtype=np.float32)
+    kernel = top_kernel() if (top_n and compiled) else None
+    buf = np.empty(MOMENT_ROWS * min(block, cohort.shape[0]))
     for start in range(0, cohort.shape[0], block):
         s = score_block(a, cohort[start : start + block])
-        s64 = s.astype(np.float64)
         nb = s.shape[1]
-        mb = s64.mean(axis=1)
-        s64 -= mb[:, None]  # in place: one float64 copy of the block at a time
-        np.square(s64, out=s64)
-        m2b = s64.sum(axis=1)
-        del s64
+        mb, m2b = _block_moments(s, buf)
         delta, total = mb - mean, count + nb
         mean = mean + delta * (nb / total)
         m2 = m2 + m2b + delta**2 * (count * nb / total)
         count = total
-        if top_n:
+        if kernel is not None and top.shape[1] == top_n:  # the rows' best, sorted ascending
+            kernel(top, s)
+        elif top_n:
             top = _merge_top(top, s, top_n)
+            if kernel is not None and top.shape[1] == top_n:
+                top = np.sort(top, axis=1)
     out = np.empty((m, 4))
     out[:, 0], out[:, 1] = mean, np.sqrt(m2 / count)
     if top_n:

@@ -16,6 +16,14 @@ the same scores as in pass 1. Three choices give it:
 Rows are multiplied in strips of :data:`STRIP_ROWS` so the float64 intermediate stays small
 (``STRIP_ROWS x block columns x 8`` bytes).
 
+Caveat, measured on the development VM (OpenBLAS 0.3.30 and 0.3.31 of scipy and numpy): after a
+first threaded computation, ``openblas_get_num_threads`` sometimes read 2 right after a limit of
+1 was set, in dask's worker threads and in the main thread, so the pin is not a proof. There,
+float64 products of 1 and 2 BLAS threads were bit-identical for ``d <= 256`` and differed in
+0.5% of entries for ``d = 512`` (none after rounding to float32 in that test). A change that
+survives the rounding makes the engine stop with ``InconsistentPassesError`` rather than report
+a wrong number (benchmarks/README.md, "A float32 kernel: measured, not kept").
+
 Examples
 --------
 >>> import numpy as np
