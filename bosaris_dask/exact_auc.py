@@ -68,7 +68,7 @@ __all__ = [
     "ExactAuc",
     "apply_exact_auc",
     "with_passes",
-    "task_memory",
+    "auc_task_memory",
 ]
 
 #: The one-line error of an exact AUC asked for with conditions.
@@ -292,7 +292,7 @@ class ExactAuc:
     notes: list[str]
 
 
-def task_memory(
+def auc_task_memory(
     inputs: Sequence[da.Array], n_small: int, n_other: int, both: bool, split_every: int
 ) -> memory.TaskMemory:
     """The peak memory of a task of the exact AUC's passes (checked before them).
@@ -392,7 +392,7 @@ def exact_aucs(
         ]  # fmt: skip
         name = "exact AUC pass" if both else "exact AUC pass 1 of 2"
         n_other = sum(plans[k].n_o for k in fits)
-        need = task_memory(inputs, used, n_other, both, split_every)
+        need = auc_task_memory(inputs, used, n_other, both, split_every)
         collected = runner.run_pass(
             name, aggs, inputs, split_every=split_every, progress=progress, need=need
         )

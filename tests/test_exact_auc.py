@@ -315,7 +315,7 @@ def test_a_worker_too_small_is_refused_before_the_extra_passes(monkeypatch):
     with pytest.raises(MemoryLimitError, match=r"^worker w1 would need about"):
         exact_auc.exact_aucs(scores, key, summaries)
     assert computed == []
-    need = exact_auc.task_memory(engine._inputs([scores], key)[0], 100, 1000, True, 8)
+    need = exact_auc.auc_task_memory(engine._inputs([scores], key)[0], 100, 1000, True, 8)
     assert need.inputs == 10 * 25 * (1 + 8 + 1) and need.merge == 3 * 1100 * 8
 
 
