@@ -60,7 +60,7 @@ def _both(scores, key, cond, **kwargs):
 
 
 def _compare(old, new, pooled=True):
-    assert old.passes == new.passes or not pooled
+    assert old.passes == new.passes + 1 or not pooled  # the masked copies count first
     for a, b in zip(old.pooled, new.pooled, strict=True):
         if pooled:
             _same(a, b)
@@ -133,7 +133,7 @@ def test_the_default_is_grouped_and_the_datasets_agree():
     new = metrics.evaluate(scores, key, **args)
     with dask.config.set({GROUPED_KEY: False}):
         old = metrics.evaluate(scores, key, **args)
-    assert new.attrs == old.attrs
+    assert new.attrs == old.attrs | {"passes": old.attrs["passes"] - 1}  # no counting pass
     for name in old.data_vars:
         np.testing.assert_array_equal(new[name].values, old[name].values, err_msg=name)
 

@@ -129,7 +129,8 @@ def evaluate_conditions(
         carries one coordinate per spec (named like the spec, e.g. ``same.language``);
         ``attrs["by"]`` lists the specs. A condition without a scored target or non-target has
         its counts and NaN metrics.
-        ``attrs["passes"]`` counts every pass, the condition counting pass included.
+        ``attrs["passes"]`` counts every pass: as many as a plain evaluation (the counts per
+        condition come from its pass 1).
 
     Raises
     ------
