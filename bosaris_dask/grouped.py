@@ -472,6 +472,7 @@ def refine_parts(
     fnmr: Sequence[float] | np.ndarray = (),
     names: Sequence[str] | None = None,
     extra_candidates: Callable[[list[ScoreSummary]], list[np.ndarray | None]] | None = None,
+    share: int = 1,
 ) -> list[ScoreSummary]:
     """The exact summaries of ``parts`` (one per part, in order) from a grouped pass 1: each
     part's pass-1 summary is a sum over its groups (a pooled part counted apart: its own
@@ -488,6 +489,14 @@ def refine_parts(
         As :func:`summarize_parts`.
     names
         One name per part (default ``system-1 [part 1]``, ...).
+    share
+        The parts that are not pooled refine within ``1 / share`` of the engine's dense budget
+        and raw limit each (``bosaris_dask.dense-budget``, ``bosaris_dask.raw-limit``; at
+        least 1 sub-bin): e.g. a system's ``G`` conditions share its budgets, so a refinement
+        task holds what it holds for the system alone, and a condition's candidates are
+        sub-histogrammed first (cheap), then pulled raw in the pooled parts' later round, from
+        far fewer trials. The pooled parts keep the whole budgets (so that they refine as a
+        plain evaluation does).
 
     Raises
     ------
@@ -504,6 +513,7 @@ def refine_parts(
         raise OptionError("a part names a system pass 1 did not count")
     fmr = fixed_rates.check_rates(fmr, "FMR") if len(fmr) else np.empty(0)
     fnmr = fixed_rates.check_rates(fnmr, "FNMR") if len(fnmr) else np.empty(0)
+    share = config.check_int("share", share, 1, 1 << 30)
     summaries = [_part_summary(first, p, nm) for p, nm in zip(parts, names, strict=True)]
     knobs, inputs, n_groups = first.knobs, first.inputs, first.n_groups
     split_every, progress, sys_names = first.split_every, first.progress, first.sys_names
@@ -523,9 +533,10 @@ def refine_parts(
             if len(cands):
                 own = first.systems[parts[j].system]
                 apart = parts[j].pooled and own is not None and own.pooled is not None
+                own_share = 1 if parts[j].pooled else share
                 spec = refinement.plan(s, cands, first.pooled_shift if apart else shift,
-                                       dense_budget=knobs["dense_budget"],
-                                       raw_limit=knobs["raw_limit"])  # fmt: skip
+                                       dense_budget=max(1, knobs["dense_budget"] // own_share),
+                                       raw_limit=knobs["raw_limit"] // own_share)  # fmt: skip
                 plans.append((cands, spec))
             else:
                 plans.append(None)

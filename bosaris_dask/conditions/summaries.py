@@ -284,8 +284,9 @@ def condition_summaries(
             parts.append(Part(k, (g,), both) if n_target[k, g] else Part(k, both, (g,)))
         summaries = refine_parts(
             first, parts, thresholds=thresholds, fmr=fmr, fnmr=fnmr,
-            names=[*names, *labels], extra_candidates=hook,
+            names=[*names, *labels], extra_candidates=hook, share=n_cond,
         )  # fmt: skip
+        passes = summaries[0].passes
     else:  # one masked copy of a system per (system, condition) and equalized filler
         extra = []
         for k, g in pairs:
@@ -299,11 +300,28 @@ def condition_summaries(
                 extra_mask(masks[k], classes, groups, g, filler, targets=bool(n_target[k, g])),
             )
             extra.append(part)
-        summaries = summarize(
-            [*systems, *extra], key, thresholds=thresholds, fmr=fmr, fnmr=fnmr,
-            allow_missing=True, split_every=split_every, progress=progress, coarse_bits=bits,
-            names=[*names, *labels], extra_candidates=hook,
+        # the pooled systems as refine_parts counts them; the copies share the budgets
+        pooled = summarize(
+            systems, key, thresholds=thresholds, fmr=fmr, fnmr=fnmr, allow_missing=True,
+            split_every=split_every, progress=progress, names=names,
+            coarse_bits=engine._coarse_bits(len(systems)) if apart else bits,
         )  # fmt: skip
+        passes = 1 + pooled[0].passes  # the counting pass, then the pooled systems'
+        summaries = list(pooled)
+        if extra:
+            knobs = engine._knobs()
+            shared = {"bosaris_dask.dense-budget": max(1, knobs["dense_budget"] // n_cond),
+                      "bosaris_dask.raw-limit": knobs["raw_limit"] // n_cond}  # fmt: skip
+            pad: list = [None] * len(systems)
+            copies_hook = (lambda subs: hook([*pad, *subs])[len(pad) :]) if hook else None
+            with dask.config.set(shared):
+                copies = summarize(
+                    extra, key, thresholds=thresholds, fmr=fmr, fnmr=fnmr, allow_missing=True,
+                    split_every=split_every, progress=progress, coarse_bits=bits,
+                    names=labels, extra_candidates=copies_hook,
+                )  # fmt: skip
+            summaries += copies
+            passes += copies[0].passes
     # every summary's n_missing counts its own key trials without a score (the masked copies
     # count the key trials outside their condition too)
     summaries = list(summaries)
@@ -325,6 +343,6 @@ def condition_summaries(
         by_condition[k][g] = replace(summary, _hull=None)
     return ConditionSummaries(
         pooled, by_condition, n_target, n_nontarget, n_missing,
-        passes=pooled[0].passes + (not use_grouped),  # the masked copies' counting pass
+        passes=passes,
         equalized=(summaries, plan) if plan is not None else None,
     )  # fmt: skip
