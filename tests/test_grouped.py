@@ -247,3 +247,19 @@ def test_group_codes_outside_the_groups_are_refused(bad, remapped):
         summarize_parts(scores, key, groups, 3, parts)
     with pytest.raises(OptionError, match="groups must be integer codes"):
         summarize_parts(scores, key, groups.astype(float), 3, parts)
+
+
+def test_by_default_the_pooled_results_are_the_plain_evaluation():
+    """pooled-as-plain is the default: every pooled variable of an evaluation with conditions
+    equals, bit for bit, that of the plain evaluation (steppy ROC and AUC bounds included), and
+    both take the same passes."""
+    mids, sids, mask, systems, tables = _case(8, 30, 40, 2, True)
+    key = make_key(mids, sids, mask, chunks=(11, 13))
+    scores = [make_scores(mids, sids, s, score_mask=m, chunks=(11, 13)) for s, m in systems]
+    args = {"priors": [0.5, 0.01], "allow_missing": True, "fmr": [0.1]}
+    with dask.config.set(scheduler="sync"):
+        plain = metrics.evaluate(scores, key, **args)
+        ds = metrics.evaluate(scores, key, conditions=tables, by=["model.g", "segment.d"], **args)
+    assert ds.attrs["passes"] == plain.attrs["passes"]
+    for name in plain.data_vars:
+        np.testing.assert_array_equal(ds[name].values, plain[name].values, err_msg=name)

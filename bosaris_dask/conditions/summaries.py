@@ -47,9 +47,12 @@ __all__ = [
 #: each system per condition, the way before them; for comparisons and benchmarks).
 GROUPED_KEY = "bosaris_dask.grouped-kernels"
 #: The dask config key that counts the pooled summaries apart, with the pass-1 bins of a plain
-#: evaluation (``True``: the pooled results are, bin for bin, those of
-#: :func:`bosaris_dask.metrics.evaluate` without conditions; far fewer pooled trials to refine
-#: with many conditions). Off by default: pooled bins as before (as coarse as the conditions').
+#: evaluation (``True``, the default: the pooled results are, bin for bin, those of
+#: :func:`bosaris_dask.metrics.evaluate` without conditions, and far fewer pooled trials need
+#: refining than in the conditions' coarser bins; measured faster at 2e7 and 1e8 trials with
+#: 24 conditions, benchmarks/README.md). ``False``: the pooled histogram is the sum of the
+#: conditions' (the pooled metrics are exact either way; only its bins differ: the steppy ROC
+#: points and the AUC bounds).
 POOLED_KEY = "bosaris_dask.pooled-as-plain"
 
 
@@ -191,10 +194,14 @@ def condition_summaries(
        :func:`condition_counts`, so one pass more).
        Pass 1 uses as many key bits as for ``S * (1 + G)`` ungrouped systems
        (:func:`_coarse_bits`: fewer beyond 8; the same in both ways, whichever conditions have
-       trials), so a chunk's histogram stays as small; with ``bosaris_dask.pooled-as-plain:
-       True`` the pooled summaries are counted apart at a plain evaluation's bits instead
-       (then equal to it bin for bin, and far fewer pooled trials need refining; see
-       :data:`POOLED_KEY`).
+       trials), so a chunk's histogram stays as small; the pooled summaries are counted
+       apart, from the same keys, at a plain evaluation's bits (:data:`POOLED_KEY`): each is,
+       bin for bin, that of a plain evaluation.
+    3. Each system's conditions share its refinement budgets (``dense-budget`` and
+       ``raw-limit`` divided by ``G``; :func:`bosaris_dask.grouped.refine_parts`), so a
+       refinement task holds about what it holds for the system alone, and a condition's
+       candidate bins are sub-histogrammed before their trials are pulled (the masked copies
+       are evaluated under the same budgets, the pooled systems apart).
 
     Parameters
     ----------
@@ -245,7 +252,7 @@ def condition_summaries(
     most = len(systems) * (1 + n_cond)
     bits = _coarse_bits(most) or engine._coarse_bits(most)
     use_grouped = grouped if grouped is not None else dask.config.get(GROUPED_KEY, True)
-    apart = bool(dask.config.get(POOLED_KEY, False))
+    apart = bool(dask.config.get(POOLED_KEY, True))
     if use_grouped:  # the counts come from pass 1: no pass of their own
         first = grouped_pass1(
             systems, key, groups, n_cond, pooled_apart=range(len(systems)) if apart else (),
