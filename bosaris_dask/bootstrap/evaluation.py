@@ -2,7 +2,7 @@
 
 :func:`evaluate_with_intervals` is what :func:`bosaris_dask.metrics.evaluate` runs with
 ``bootstrap=B``: the point estimates stay the exact ones of the evaluation; one more pass over
-the data (two with conditions, Cprimary or equalization) gives every resample's metrics, from
+the data (with conditions, Cprimary or equalization too) gives every resample's metrics, from
 which :func:`add_intervals` takes the intervals:
 
 1. each system's coarse score bins are chosen from exact counts per key prefix: the
@@ -155,8 +155,10 @@ def evaluate_with_intervals(
 ) -> xr.Dataset:
     """:func:`~bosaris_dask.metrics.evaluate` with bootstrap intervals (its keywords).
 
-    Without ``by``, Cprimary or ``equalize``, the bins are chosen from the evaluation's own
-    summaries (their exact pass-1 counts): no pass of their own.
+    The bins are chosen from the evaluation's own pooled summaries (their exact counts): no
+    pass of their own, with conditions, Cprimary or ``equalize`` too (their pooled summaries
+    are a plain evaluation's, bin for bin, with ``bosaris_dask.pooled-as-plain``, the
+    default).
     """
     from bosaris_dask import metrics
 
@@ -166,9 +168,15 @@ def evaluate_with_intervals(
         raise OptionError("--compare needs at least two systems")
     # the resamples are drawn and checked on the client before any pass
     draws = _draw(key, conditions, resample, n_resamples, seed)
-    summaries = None
     if by or len(cprimary_priors) or equalize:
-        ds = metrics.evaluate(
+        from bosaris_dask.conditions.evaluation import conditions_and_summaries
+
+        if kwargs.pop("ece_plo", None) is not None:  # as metrics.evaluate
+            from bosaris_dask.ece import NOT_WITH_CONDITIONS
+
+            raise OptionError(NOT_WITH_CONDITIONS)
+        # the pooled summaries give the bins (no pass of their own)
+        ds, summaries = conditions_and_summaries(
             systems, key, conditions=conditions if by else (), by=by,
             cprimary_priors=cprimary_priors, equalize=equalize, split_every=split_every,
             progress=progress, **kwargs,
