@@ -223,6 +223,35 @@ def test_compare_is_paired_and_consistent():
     assert (same.compare_eer_ci.values == 0).all() and (same.compare_cllr_p_better == 0).all()
 
 
+def test_compare_per_condition():
+    key, systems, tables, *_ = _data(seed=8, n_m=14, n_s=16)
+    kw = {"bootstrap": 60, "compare": True, "seed": 1, "resample": ["model.spk", "segment.spk"]}
+    # one condition holding every trial: its comparison is the pooled one, resample for resample
+    mids = key.model.values.tolist()
+    everything = condition_table("model", mids, {"all": ["x"] * len(mids)})
+    ds = _evaluate(key, systems, conditions=[*tables, everything], by=["model.all"], **kw)
+    for name in ("eer", "cllr", "min_cllr", "act_dcf", "min_dcf"):
+        for var in ("", "_ci", "_p_better"):
+            got = ds[f"condition_compare_{name}{var}"].isel(condition=0).values
+            np.testing.assert_array_equal(got, ds[f"compare_{name}{var}"].values, name + var)
+    # per gender: the exact differences, paired intervals, described variables
+    ds = _evaluate(key, systems, conditions=tables, by=["model.gender"], **kw)
+    assert ds.condition_compare_eer.dims == ("pair", "condition")
+    eer = ds.condition_eer.values
+    np.testing.assert_array_equal(ds.condition_compare_eer.values[0], eer[0] - eer[1])
+    low, high = np.moveaxis(ds.condition_compare_cllr_ci.values, -1, 0)
+    p_better = ds.condition_compare_cllr_p_better.values
+    assert (low <= high).all() and ((p_better >= 0) & (p_better <= 1)).all()
+    ops = ds.operating_point.values >= 0
+    assert np.isfinite(ds.condition_compare_act_dcf_ci.values[0][:, ops]).all()
+    assert np.isnan(ds.condition_compare_act_dcf_ci.values[0][:, ~ops]).all()
+    for name in ds.data_vars:
+        assert {"units", "long_name"} <= set(ds[name].attrs), name
+    same = _evaluate(key, [systems[0], systems[0]], conditions=tables, by=["model.gender"], **kw)
+    assert (same.condition_compare_eer_ci.values == 0).all()
+    assert (same.condition_compare_min_dcf_p_better.values[:, :, ops] == 0).all()
+
+
 @pytest.mark.slow
 def test_local_cluster_gives_identical_intervals():
     from bosaris_dask.cluster import connect
@@ -345,6 +374,24 @@ def test_cli_intervals_and_comparison_in_json(cli_set, tmp_path, capsys):
                           str(d / "segments.tsv")], bootstrap=30, seed=3, ci=0.9, compare=True,
                           resample=["model.speaker", "segment.speaker"])  # fmt: skip
     assert first["eer_ci"] == ds.eer_ci.values[0].tolist()
+
+
+def test_cli_comparison_per_condition_in_json(cli_set, tmp_path):
+    import json
+
+    d = cli_set
+    out = tmp_path / "ci.json"
+    # --by a column with one value: one condition holding every trial
+    assert _cli(cli_set, "--conditions", str(d / "models.tsv"), "--conditions",
+                str(d / "segments.tsv"), "--by", "model.side_model", "--bootstrap", "30",
+                "--resample", "model.speaker", "--seed", "3", "--compare", "--json",
+                str(out), "-q") == 0  # fmt: skip
+    (cmp,) = json.loads(out.read_text())["comparisons"]
+    (cond,) = cmp["conditions"]
+    assert cond["by"] == {"model.side_model": "x"}
+    assert {k: cond[k] for k in ("eer", "cllr", "min_cllr", "operating_points")} == {
+        k: cmp[k] for k in ("eer", "cllr", "min_cllr", "operating_points")
+    }
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,9 @@ With ``by`` (conditions), every condition with targets and non-targets gets its 
 (``condition_<metric>_ci``), from the same resamples and the same pass, on its system's bins:
 the pass's histograms get a condition axis (a group pair's trials are split between their
 conditions, so the matrix products do not grow; the results are ``G`` times larger), and the
-pooled histograms are their sums. Comparisons are for the pooled trials.
+pooled histograms are their sums. With ``compare`` too, every pair of systems is compared in
+every condition (``condition_compare_<metric>``, ``_ci``, ``_p_better``: ``pair``,
+``condition``[, ``plo``]), from the same resamples.
 
 Examples
 --------
@@ -312,7 +314,10 @@ def add_intervals(
                                       binning.edge_index(-plo)))  # fmt: skip
     out = _interval_variables(ds, reps, level, is_op)
     if cond is not None:
-        out |= _condition_variables(ds, results, binnings, plo, level, is_op)
+        variables, creps = _condition_variables(ds, results, binnings, plo, level, is_op)
+        out |= variables
+        if compare:
+            out |= _condition_compare_variables(ds, creps, level, is_op, len(names))
     if compare:
         out |= _compare_variables(ds, reps, level, is_op, names)
     if keep_replicates:
@@ -349,9 +354,13 @@ def _condition_index(
     return cond.group_index(inputs[0].chunks), cond.n_conditions
 
 
-def _condition_variables(ds, results, binnings, plo, level, is_op) -> dict[str, Any]:
-    """``condition_<metric>_ci`` (``system``, ``condition``[, ``plo``], ``bound``)."""
+def _condition_variables(
+    ds, results, binnings, plo, level, is_op
+) -> tuple[dict[str, Any], dict[tuple[int, int], dict[str, np.ndarray]]]:
+    """``condition_<metric>_ci`` (``system``, ``condition``[, ``plo``], ``bound``), and every
+    (system, condition)'s replicate metrics (those with targets and non-targets)."""
     n_sys, n_cond = ds.sizes["system"], ds.sizes["condition"]
+    reps: dict[tuple[int, int], dict[str, np.ndarray]] = {}
     out = {name: np.full((n_sys, n_cond, 2), np.nan) for name in METRICS}
     out |= {name: np.full((n_sys, n_cond, ds.sizes["plo"], 2), np.nan) for name in PER_POINT}
     for k, pooled in enumerate(results):
@@ -368,6 +377,7 @@ def _condition_variables(ds, results, binnings, plo, level, is_op) -> dict[str, 
                 continue
             rep = replicate_metrics(res.tar, res.non, res.sp_tar, res.sp_non, plo,
                                     binnings[k].edge_index(-plo))  # fmt: skip
+            reps[k, g] = rep
             for name in METRICS:
                 out[name][k, g] = _interval(rep[name][1:, None], level)[0]
             for name in PER_POINT:
@@ -376,7 +386,45 @@ def _condition_variables(ds, results, binnings, plo, level, is_op) -> dict[str, 
         f"condition_{name}_ci": (("system", "condition")
                                  + (("plo",) if name in PER_POINT else ()) + ("bound",), arr)
         for name, arr in out.items()
-    }  # fmt: skip
+    }, reps  # fmt: skip
+
+
+def _condition_compare_variables(ds, reps, level, is_op, n_sys) -> dict[str, Any]:
+    """``condition_compare_<metric>`` (``pair``, ``condition``[, ``plo``]) with its ``_ci``
+    and ``_p_better``: :func:`_compare_variables` per condition, from the same resamples (NaN
+    where either system has no targets or no non-targets in the condition)."""
+    pairs = list(itertools.combinations(range(n_sys), 2))
+    n_cond, n_plo = ds.sizes["condition"], ds.sizes["plo"]
+    out: dict[str, Any] = {}
+    for name in (*METRICS, *PER_POINT):
+        per_point = name in PER_POINT
+        tail = (n_plo,) if per_point else ()
+        point = np.full((len(pairs), n_cond, *tail), np.nan)
+        ci = np.full((len(pairs), n_cond, *tail, 2), np.nan)
+        p_better = np.full((len(pairs), n_cond, *tail), np.nan)
+        exact = ds[f"condition_{name}"].values
+        for p, (i, j) in enumerate(pairs):
+            for g in range(n_cond):
+                if (i, g) not in reps or (j, g) not in reps:
+                    continue
+                diff = reps[i, g][name][1:] - reps[j, g][name][1:]  # (B,) or (B, n_ops)
+                with np.errstate(invalid="ignore"):
+                    better = np.where(np.isnan(diff), np.nan, diff < 0)
+                    frac = np.nanmean(better, axis=0)
+                if per_point:
+                    point[p, g] = exact[i, g] - exact[j, g]
+                    point[p, g, ~is_op] = np.nan
+                    ci[p, g, is_op] = _interval(diff, level)
+                    p_better[p, g, is_op] = frac
+                else:
+                    point[p, g] = exact[i, g] - exact[j, g]
+                    ci[p, g] = _interval(diff, level)
+                    p_better[p, g] = frac
+        dims = ("pair", "condition", "plo") if per_point else ("pair", "condition")
+        out[f"condition_compare_{name}"] = (dims, point)
+        out[f"condition_compare_{name}_ci"] = ((*dims, "bound"), ci)
+        out[f"condition_compare_{name}_p_better"] = (dims, p_better)
+    return out
 
 
 def _describe(ds: xr.Dataset, level: float) -> None:
@@ -395,6 +443,12 @@ def _describe(ds: xr.Dataset, level: float) -> None:
             f"compare_{name}": f"{short} of the first system minus the second's (exact)",
             f"compare_{name}_ci": f"{pct} paired bootstrap interval of compare_{name}",
             f"compare_{name}_p_better": f"fraction of resamples where the first's {short} is lower",
+            f"condition_compare_{name}": f"{short} of the first system minus the second's "
+            "(exact), per condition",
+            f"condition_compare_{name}_ci": f"{pct} paired bootstrap interval of "
+            f"condition_compare_{name}",
+            f"condition_compare_{name}_p_better": f"fraction of resamples where the first's "
+            f"{short} is lower, per condition",
         }
         for var, long in text.items():
             if var in ds.variables:

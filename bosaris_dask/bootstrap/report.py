@@ -7,7 +7,8 @@ entries with ``--by``; the document gets ``"bootstrap":
 "pair_factor"}`` and, with
 ``compare``, ``"comparisons": [{"first", "second", "eer": {"diff", "diff_ci", "p_first_better"},
 "cllr": ..., "min_cllr": ..., "operating_points": [{"prior", "act_dcf": {...}, "min_dcf":
-{...}}]}]``.
+{...}}]}]``; with ``--by`` too, each comparison has ``"conditions": [{"by", "eer", ...,
+"operating_points"}]``, the same keys per condition.
 """
 
 from __future__ import annotations
@@ -81,13 +82,27 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
                  **{name: _compare(results, name, i, at) for name in PER_POINT}}
                 for at in ops
             ]  # fmt: skip
+            if "condition_compare_eer" in results:
+                item["conditions"] = [
+                    {"by": cond["by"],
+                     **{name: _compare(results, name, i, g=g) for name in METRICS},
+                     "operating_points": [
+                         {"prior": float(results.prior.values[at]),
+                          **{name: _compare(results, name, i, at, g) for name in PER_POINT}}
+                         for at in ops]}
+                    for g, cond in enumerate(doc["systems"][0].get("conditions", []))
+                ]  # fmt: skip
             doc["comparisons"].append(item)
     return doc
 
 
-def _compare(results: xr.Dataset, name: str, i: int, at: int | None = None) -> dict[str, Any]:
+def _compare(
+    results: xr.Dataset, name: str, i: int, at: int | None = None, g: int | None = None
+) -> dict[str, Any]:
     def pick(var: str) -> Any:
-        v = results[f"compare_{name}{var}"].values[i]
+        prefix = "compare_" if g is None else "condition_compare_"
+        v = results[f"{prefix}{name}{var}"].values[i]
+        v = v if g is None else v[g]
         return v if at is None else v[at]
 
     return {"diff": _num(pick("")), "diff_ci": _pair(pick("_ci")),
