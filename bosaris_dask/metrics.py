@@ -114,6 +114,7 @@ def evaluate(
     resample: Sequence[str] = (),
     seed: int | None = None,
     compare: bool = False,
+    bootstrap_method: str = "multinomial",
 ) -> xr.Dataset:
     """Evaluate one or more systems against a key, exactly, at any scale.
 
@@ -174,6 +175,10 @@ def evaluate(
         ``min_dcf_ci`` along ``bound`` (low, high); with ``compare``, paired differences of
         every pair of systems. The point estimates stay exact
         (:mod:`bosaris_dask.bootstrap.evaluation` says what the intervals are computed from).
+    bootstrap_method
+        ``"multinomial"`` (each side draws as many of its groups as it has, with replacement)
+        or ``"poisson"`` (each group's multiplicity from Poisson(1)): how the bootstrap
+        resamples (:mod:`bosaris_dask.bootstrap.resample`).
 
     Returns
     -------
@@ -225,7 +230,7 @@ def evaluate(
             names=names, allow_missing=allow_missing, progress=progress, split_every=split_every,
             conditions=conditions, by=by, cprimary_priors=cprimary_priors, equalize=equalize,
             fmr=fmr, fnmr=fnmr, ece_plo=ece_plo, ci=ci, bootstrap=bootstrap, resample=resample,
-            seed=seed, compare=compare,
+            seed=seed, compare=compare, bootstrap_method=bootstrap_method,
         )  # fmt: skip
     if conditions or by or len(cprimary_priors) or equalize:
         from bosaris_dask.conditions.evaluation import evaluate_conditions

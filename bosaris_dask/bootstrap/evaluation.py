@@ -153,6 +153,7 @@ def evaluate_with_intervals(
     compare: bool = False,
     split_every: int,
     progress: bool | None = None,
+    bootstrap_method: str = "multinomial",
     **kwargs: Any,
 ) -> xr.Dataset:
     """:func:`~bosaris_dask.metrics.evaluate` with bootstrap intervals (its keywords).
@@ -169,7 +170,7 @@ def evaluate_with_intervals(
     if compare and len(systems) < 2:
         raise OptionError("--compare needs at least two systems")
     # the resamples are drawn and checked on the client before any pass
-    draws = _draw(key, conditions, resample, n_resamples, seed)
+    draws = _draw(key, conditions, resample, n_resamples, seed, bootstrap_method)
     if by or len(cprimary_priors) or equalize:
         from bosaris_dask.conditions.evaluation import conditions_and_summaries
 
@@ -190,16 +191,18 @@ def evaluate_with_intervals(
     return add_intervals(
         ds, systems, key, conditions=conditions, resample=resample, bootstrap=int(bootstrap or 0),
         ci=ci, seed=seed, compare=compare, split_every=split_every, progress=progress,
-        summaries=summaries, by=by, _draws=draws,
+        summaries=summaries, by=by, _draws=draws, bootstrap_method=bootstrap_method,
     )  # fmt: skip
 
 
-def _draw(key, conditions, resample, bootstrap, seed) -> tuple[Any, np.ndarray, np.ndarray, int]:
+def _draw(
+    key, conditions, resample, bootstrap, seed, method="multinomial"
+) -> tuple[Any, np.ndarray, np.ndarray, int]:
     """The resampled groups, their multiplicities (checked) and the seed (a fresh one if None)."""
     groups = resample_groups(key, _tables(conditions), resample)
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % (1 << 63))
-    m, s = multiplicities(groups, bootstrap, seed)
+    m, s = multiplicities(groups, bootstrap, seed, method)
     check_multiplicities(m, s)
     return groups, m, s, seed
 
@@ -234,6 +237,7 @@ def add_intervals(
     keep_replicates: bool = False,
     summaries: Sequence[Any] | None = None,
     by: Sequence[Any] = (),
+    bootstrap_method: str = "multinomial",
     _draws: tuple[Any, np.ndarray, np.ndarray, int] | None = None,
 ) -> xr.Dataset:
     """``ds`` (an evaluation of ``systems`` against ``key``) with bootstrap intervals.
@@ -249,6 +253,10 @@ def add_intervals(
         (``None``: a fresh one, recorded in ``attrs["bootstrap_seed"]``).
     compare
         Also compare every pair of systems (``compare_*`` variables along ``pair``).
+    bootstrap_method
+        ``"multinomial"`` (each side draws as many groups as it has, with replacement) or
+        ``"poisson"`` (every group's multiplicity from Poisson(1)):
+        :mod:`~bosaris_dask.bootstrap.resample` (``attrs["bootstrap_method"]``).
     binnings
         Coarse bins per system (:class:`~bosaris_dask.bootstrap.bins.Binning`) instead of the
         chosen ones (tests); the Bayes thresholds must be edges.
@@ -279,7 +287,8 @@ def add_intervals(
     if compare and len(systems) < 2:
         raise OptionError("--compare needs at least two systems")
     # drawn and checked before any pass (by evaluate_with_intervals before the evaluation's)
-    groups, m, s, seed = _draws or _draw(key, conditions, resample, bootstrap, seed)
+    groups, m, s, seed = _draws or _draw(key, conditions, resample, bootstrap, seed,
+                                         bootstrap_method)  # fmt: skip
     names = [str(n) for n in ds.system.values]
     is_op = ds.operating_point.values >= 0
     plo = ds.plo.values[is_op]
@@ -335,7 +344,7 @@ def add_intervals(
     degenerate = int(max(np.isnan(r["eer"][1:]).sum() for r in reps))
     spread = _pair_factor(groups, inputs[0].chunks)
     ds.attrs.update(
-        bootstrap=bootstrap, ci=level, bootstrap_seed=seed,
+        bootstrap=bootstrap, ci=level, bootstrap_seed=seed, bootstrap_method=bootstrap_method,
         resample=[str(x) for x in groups.specs], bootstrap_bins=[b.n_bins for b in binnings],
         bootstrap_groups=[groups.n_model, groups.n_segment], bootstrap_degenerate=degenerate,
         bootstrap_pair_factor=spread,

@@ -26,6 +26,9 @@ __all__ = ["add_json", "format_block"]
 _LABELS = {"eer": "EER (%)", "cllr": "Cllr", "min_cllr": "minCllr"}
 METHOD = ("two-way bootstrap (multinomial group multiplicities per side, a trial's the product); "
           "percentile intervals")  # fmt: skip
+#: The method's words for the Poisson variant.
+POISSON_METHOD = ("two-way bootstrap (Poisson(1) group multiplicities per side, a trial's the "
+                  "product); percentile intervals")  # fmt: skip
 
 
 def _pair(values: Any) -> list[float | None]:
@@ -67,7 +70,8 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
         "resamples": int(a["bootstrap"]), "ci": float(a["ci"]), "seed": int(a["bootstrap_seed"]),
         "resample": list(a["resample"]), "bins": [int(b) for b in a["bootstrap_bins"]],
         "groups": [int(g) for g in a["bootstrap_groups"]],
-        "degenerate": int(a["bootstrap_degenerate"]), "method": METHOD,
+        "degenerate": int(a["bootstrap_degenerate"]),
+        "method": POISSON_METHOD if a.get("bootstrap_method") == "poisson" else METHOD,
         "pair_factor": float(a["bootstrap_pair_factor"]),
     }  # fmt: skip
     if "pair" in results.dims:
