@@ -57,7 +57,7 @@ from bosaris_dask.grouped_kernels import (
 from bosaris_dask.keys import key_bits, threshold_keys
 
 __all__ = ["summarize_parts", "grouped_pass1", "refine_parts", "GroupedPass1", "SystemPass1",
-           "Part"]  # fmt: skip
+           "Part", "remap_groups"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -168,6 +168,17 @@ def _remap_block(block: np.ndarray, table: np.ndarray) -> np.ndarray:
     return table.take(block)
 
 
+def remap_groups(groups: da.Array, table: np.ndarray) -> da.Array:
+    """``table[g]`` for every cell's group ``g`` (lazy; a code outside the table is an
+    OptionError when computed).
+
+    >>> import dask.array as da
+    >>> remap_groups(da.from_array(np.array([[0, 3]])), np.array([1, -1, -1, 0])).compute()
+    array([[1, 0]])
+    """
+    return groups.map_blocks(_remap_block, table=table, dtype=table.dtype)
+
+
 def _used_groups(
     groups: da.Array, n_groups: int, parts: list[Part]
 ) -> tuple[da.Array, int, list[Part]]:
@@ -189,8 +200,7 @@ def _used_groups(
     parts = [p if p.pooled else Part(p.system, tuple(where[g] for g in p.tar),  # type: ignore[union-attr]
                                      tuple(where[g] for g in p.non))  # type: ignore[union-attr]
              for p in parts]  # fmt: skip
-    remapped = groups.map_blocks(_remap_block, table=table, dtype=table.dtype)
-    return remapped, len(used) + 1, parts
+    return remap_groups(groups, table), len(used) + 1, parts
 
 
 def _task_memory(

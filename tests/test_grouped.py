@@ -263,3 +263,36 @@ def test_by_default_the_pooled_results_are_the_plain_evaluation():
     assert ds.attrs["passes"] == plain.attrs["passes"]
     for name in plain.data_vars:
         np.testing.assert_array_equal(ds[name].values, plain[name].values, err_msg=name)
+
+
+def test_pass1_counts_only_the_conditions_some_pair_falls_in():
+    """Two model columns that go together leave most of their Cartesian product empty: pass 1
+    counts the possible conditions only (found from the ids' codes), with the same results."""
+    mids, sids, mask, systems, tables = _case(5, 12, 14, 2, False)
+    gender = tables[0].columns["g"]
+    language = np.where(gender == "f", "a", "b")  # one language per gender
+    tables[0] = condition_table("model", mids, {"g": gender.tolist(), "l": language.tolist()})
+    key = make_key(mids, sids, mask, chunks=(5, 6))
+    scores = [make_scores(mids, sids, s, score_mask=m, chunks=(5, 6)) for s, m in systems]
+    by = ["model.g", "model.l", "segment.d", "same.l"]
+    cond = condition_codes(key, tables, by)
+    every_cell = np.unique(cond.group_index((5, 6)).compute())
+    assert cond.n_conditions == 2 * 2 * 3 * 2
+    np.testing.assert_array_equal(cond.possible_groups(), every_cell)
+    assert len(every_cell) < cond.n_conditions / 2
+    from bosaris_dask.conditions import summaries as summaries_module
+
+    seen = []
+    real = summaries_module.grouped_pass1
+
+    def spy(*args, **kwargs):
+        seen.append(args[3])  # n_groups
+        return real(*args, **kwargs)
+
+    with dask.config.set(scheduler="sync"), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(summaries_module, "grouped_pass1", spy)
+        old, new = _both(scores, key, cond, thresholds=[0.0], equalize=True)
+        plain = summarize(scores, key, thresholds=[0.0], allow_missing=True)
+    assert seen == [len(every_cell)]
+    _compare(old, new)
+    assert new.passes == plain[0].passes

@@ -31,7 +31,7 @@ from bosaris_dask.conditions.codes import Conditions
 from bosaris_dask.conditions.equalized import EqualizedPlan, extra_mask, plan_members
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import MissingTrialsError, TrialError
-from bosaris_dask.grouped import Part, grouped_pass1, refine_parts
+from bosaris_dask.grouped import Part, grouped_pass1, refine_parts, remap_groups
 from bosaris_dask.runner import Aggregation, run_pass
 from bosaris_dask.trials import align, kind_of, locate, trial_classes
 
@@ -192,9 +192,12 @@ def condition_summaries(
        False`` (one masked copy of each system per condition: the kernels did ``1 + G`` times
        the work of a plain evaluation, after a counting pass of their own,
        :func:`condition_counts`, so one pass more).
-       Pass 1 uses as many key bits as for ``S * (1 + G)`` ungrouped systems
-       (:func:`_coarse_bits`: fewer beyond 8; the same in both ways, whichever conditions have
-       trials), so a chunk's histogram stays as small; the pooled summaries are counted
+       Pass 1 counts the ``P`` conditions some (model, segment) pair of the key falls in
+       (:meth:`~bosaris_dask.conditions.codes.Conditions.possible_groups`, from the ids'
+       codes: a Cartesian product of ``--by`` values may hold many no pair has), with as many
+       key bits as for ``S * (1 + P)`` ungrouped systems (:func:`_coarse_bits`: fewer beyond
+       8; the same in both ways, whichever conditions have trials), so a chunk's histogram
+       stays as small; the pooled summaries are counted
        apart, from the same keys, at a plain evaluation's bits (:data:`POOLED_KEY`): each is,
        bin for bin, that of a plain evaluation.
     3. Each system's conditions share its refinement budgets (``dense-budget`` and
@@ -247,20 +250,27 @@ def condition_summaries(
     classes = trial_classes(key, chunks=chunks)
     masks = [s.score_mask.data.rechunk(chunks) for s in aligned]
     n_cond = conditions.n_conditions
-    # pass-1 bits from the numbers of systems and conditions, not from which conditions have
+    # the conditions some (model, segment) pair falls in, from the ids' codes (a Cartesian
+    # product of --by values may hold many no pair has): pass 1 counts those only
+    possible = conditions.possible_groups()
+    row = np.full(n_cond, -1, dtype=np.int16 if len(possible) < (1 << 15) else np.int32)
+    row[possible] = np.arange(len(possible))
+    # pass-1 bits from the numbers of systems and possible conditions, not from which have
     # trials: pass 1 tells that, and the masked copies use the same bits
-    most = len(systems) * (1 + n_cond)
+    most = len(systems) * (1 + len(possible))
     bits = _coarse_bits(most) or engine._coarse_bits(most)
     use_grouped = grouped if grouped is not None else dask.config.get(GROUPED_KEY, True)
     apart = bool(dask.config.get(POOLED_KEY, True))
     if use_grouped:  # the counts come from pass 1: no pass of their own
+        rows = groups if len(possible) == n_cond else remap_groups(groups, row)
         first = grouped_pass1(
-            systems, key, groups, n_cond, pooled_apart=range(len(systems)) if apart else (),
+            systems, key, rows, len(possible), pooled_apart=range(len(systems)) if apart else (),
             allow_missing=allow_missing, split_every=split_every, coarse_bits=bits,
             pooled_coarse_bits=engine._coarse_bits(len(systems)) if apart else None,
             progress=progress, names=names,
         )  # fmt: skip
-        counts = first.counts
+        counts = np.zeros((len(systems), n_cond, 2, 2), dtype=np.int64)
+        counts[:, possible] = first.counts
     else:
         counts = condition_counts(
             masks, classes, groups, n_cond, split_every=split_every, progress=progress
@@ -285,10 +295,11 @@ def condition_summaries(
     hook = plan.candidates if plan is not None else None
     if use_grouped:
         parts = [Part(k) for k in range(len(systems))]
-        parts += [Part(k, (g,), (g,)) for k, g in pairs]
+        parts += [Part(k, (int(row[g]),), (int(row[g]),)) for k, g in pairs]
         for k, g, filler in plan.extra if plan is not None else ():
-            both = tuple(sorted((g, filler)))
-            parts.append(Part(k, (g,), both) if n_target[k, g] else Part(k, both, (g,)))
+            both = tuple(sorted({int(row[g]), int(row[filler])}))
+            own = (int(row[g]),)
+            parts.append(Part(k, own, both) if n_target[k, g] else Part(k, both, own))
         summaries = refine_parts(
             first, parts, thresholds=thresholds, fmr=fmr, fnmr=fnmr,
             names=[*names, *labels], extra_candidates=hook, share=n_cond,
