@@ -12,12 +12,13 @@ with the NBE sweep, each the median of ``--repeat`` interleaved runs:
 
 * ``plain``: :func:`bosaris_dask.metrics.evaluate`;
 * ``masked``: the same with ``--by model.gender segment.source same.language`` (24 conditions),
-  the way before the grouped kernels (``bosaris_dask.grouped-kernels: False``: every pass keys
-  each trial once per condition, plus once pooled);
-* ``grouped``: the same with the grouped kernels (the default: each trial keyed once per pass,
-  counted in a ``(condition, bin)`` histogram);
-* ``apart``: ``grouped`` with ``bosaris_dask.pooled-as-plain: True`` (the pooled histogram
-  counted apart at a plain evaluation's bits, from the same keys).
+  the way before the grouped kernels (``bosaris_dask.grouped-kernels: False``: a counting pass,
+  then every pass keys each trial once per condition, plus once pooled);
+* ``grouped``: the same with the grouped kernels, the pooled histogram the sum of the
+  conditions' (``bosaris_dask.pooled-as-plain: False``: each trial keyed once per pass, counted
+  in a ``(condition, bin)`` histogram);
+* ``apart``: the default: ``grouped`` with the pooled histogram counted apart at a plain
+  evaluation's bits, from the same keys (``bosaris_dask.pooled-as-plain: True``).
 
 ``--kernels`` measures instead the pass-1 kernel alone on one in-memory chunk of the same
 size, one thread, 24 random conditions per cell (the worst case for the histogram's cache):

@@ -32,7 +32,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 
 import dask.array as da
@@ -56,56 +56,81 @@ from bosaris_dask.grouped_kernels import (
 )
 from bosaris_dask.keys import key_bits, threshold_keys
 
-__all__ = ["summarize_parts", "Part"]
+__all__ = ["summarize_parts", "grouped_pass1", "refine_parts", "GroupedPass1", "SystemPass1",
+           "Part", "remap_groups"]  # fmt: skip
 
 
-def _part_summaries(
+@dataclass(frozen=True)
+class SystemPass1:
+    """One system's merged grouped pass-1 result (:func:`grouped_pass1`).
+
+    Attributes
+    ----------
+    counts
+        ``(n_groups, nbins, 2)`` scored non-target and target trials per group and key bin.
+    units
+        Per group, the targets' and the non-targets' exact softplus sums
+        (:mod:`~bosaris_dask.exact_sum` units).
+    missing
+        ``(n_groups, 2)`` key non-target and target trials without a score.
+    pooled
+        With the pooled histogram counted apart: its ``(n_non, n_tar)`` per pooled bin.
+    """
+
+    counts: np.ndarray
+    units: list[list[int]]
+    missing: np.ndarray
+    pooled: tuple[np.ndarray, np.ndarray] | None = None
+
+
+def _system_pass1(
     row: np.ndarray,
     *,
     k: int,
     name: str,
-    parts: list[tuple[int, Part, str]],
     n_groups: int,
     inputs: list[da.Array],
     key: xr.Dataset,
-    dtype: np.dtype,
-    shift: int,
     nbins: int,
     allow_missing: bool,
-    pooled: list[tuple[int, Part, str]] = (),  # type: ignore[assignment]
-    pooled_shift: int = 0,
     pooled_nbins: int = 0,
-) -> list[ScoreSummary]:
-    """System ``k``'s part summaries from its grouped pass-1 totals, or the error its trials
-    call for (as :func:`bosaris_dask.engine.summarize` raises them): first the ``pooled``
-    parts' (counted apart, at ``pooled_shift``), then those of ``parts``."""
+) -> SystemPass1:
+    """System ``k``'s merged grouped pass-1 totals, or the error its trials call for (as
+    :func:`bosaris_dask.engine.summarize` raises them)."""
     tail = 2 * pooled_nbins
     row, extra = (row[: len(row) - tail], row[len(row) - tail :]) if tail else (row, row[:0])
     counts, units, group_missing, bad = split_pass1(row, n_groups, nbins)
-    missing = int(group_missing.sum())
-    engine.raise_trial_errors(name, int(bad), missing, inputs[0], inputs[2 + 2 * k],
-                              inputs[3 + 2 * k], key, allow_missing)  # fmt: skip
-    out = []
-    if pooled:
+    engine.raise_trial_errors(name, int(bad), int(group_missing.sum()), inputs[0],
+                              inputs[2 + 2 * k], inputs[3 + 2 * k], key, allow_missing)  # fmt: skip
+    pooled = None
+    if tail:
         n_non, n_tar = (np.rint(x).astype(np.int64) for x in extra.reshape(2, -1))
+        pooled = (n_non, n_tar)
+    return SystemPass1(counts, units, group_missing, pooled)
+
+
+def _part_summary(first: GroupedPass1, part: Part, name: str) -> ScoreSummary:
+    """A part's pass-1 summary from its system's grouped pass-1 totals."""
+    own = first.systems[part.system]
+    assert own is not None, "pass 1 did not count this system"
+    if part.pooled and own.pooled is not None:
+        n_non, n_tar = own.pooled
         nonempty = np.flatnonzero((n_tar + n_non) > 0)
-        for _, _, part_name in pooled:
-            out.append(_summary(
-                dtype, nonempty, pooled_shift, n_tar[nonempty], n_non[nonempty],
-                sum(u[0] for u in units), sum(u[1] for u in units), missing, part_name,
-            ))  # fmt: skip
-    for _, part, part_name in parts:
-        tar, non = part.groups(n_groups)
-        n_tar = counts[tar, :, 1].sum(axis=0)
-        n_non = counts[non, :, 0].sum(axis=0)
-        sp_tar = exact_sum.to_float(sum(units[g][0] for g in np.flatnonzero(tar).tolist()))
-        sp_non = exact_sum.to_float(sum(units[g][1] for g in np.flatnonzero(non).tolist()))
-        nonempty = np.flatnonzero((n_tar + n_non) > 0)
-        out.append(_summary(
-            dtype, nonempty, shift, n_tar[nonempty], n_non[nonempty], sp_tar, sp_non,
-            int(group_missing[tar, 1].sum() + group_missing[non, 0].sum()), part_name,
-        ))  # fmt: skip
-    return out
+        return _summary(
+            first.dtype, nonempty, first.pooled_shift, n_tar[nonempty], n_non[nonempty],
+            sum(u[0] for u in own.units), sum(u[1] for u in own.units),
+            int(own.missing.sum()), name,
+        )  # fmt: skip
+    tar, non = part.groups(first.n_groups)
+    n_tar = own.counts[tar, :, 1].sum(axis=0)
+    n_non = own.counts[non, :, 0].sum(axis=0)
+    sp_tar = exact_sum.to_float(sum(own.units[g][0] for g in np.flatnonzero(tar).tolist()))
+    sp_non = exact_sum.to_float(sum(own.units[g][1] for g in np.flatnonzero(non).tolist()))
+    nonempty = np.flatnonzero((n_tar + n_non) > 0)
+    return _summary(
+        first.dtype, nonempty, first.shift, n_tar[nonempty], n_non[nonempty], sp_tar, sp_non,
+        int(own.missing[tar, 1].sum() + own.missing[non, 0].sum()), name,
+    )  # fmt: skip
 
 
 def _summary(
@@ -143,6 +168,17 @@ def _remap_block(block: np.ndarray, table: np.ndarray) -> np.ndarray:
     return table.take(block)
 
 
+def remap_groups(groups: da.Array, table: np.ndarray) -> da.Array:
+    """``table[g]`` for every cell's group ``g`` (lazy; a code outside the table is an
+    OptionError when computed).
+
+    >>> import dask.array as da
+    >>> remap_groups(da.from_array(np.array([[0, 3]])), np.array([1, -1, -1, 0])).compute()
+    array([[1, 0]])
+    """
+    return groups.map_blocks(_remap_block, table=table, dtype=table.dtype)
+
+
 def _used_groups(
     groups: da.Array, n_groups: int, parts: list[Part]
 ) -> tuple[da.Array, int, list[Part]]:
@@ -164,8 +200,7 @@ def _used_groups(
     parts = [p if p.pooled else Part(p.system, tuple(where[g] for g in p.tar),  # type: ignore[union-attr]
                                      tuple(where[g] for g in p.non))  # type: ignore[union-attr]
              for p in parts]  # fmt: skip
-    remapped = groups.map_blocks(_remap_block, table=table, dtype=table.dtype)
-    return remapped, len(used) + 1, parts
+    return remap_groups(groups, table), len(used) + 1, parts
 
 
 def _task_memory(
@@ -193,6 +228,161 @@ def _task_memory(
     )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class GroupedPass1:
+    """The result of a grouped pass 1 (:func:`grouped_pass1`), and what the refinement passes
+    of :func:`refine_parts` read the data with.
+
+    Attributes
+    ----------
+    systems
+        Per system, its :class:`SystemPass1` (``None`` for a system not counted).
+    n_groups, nbins, shift, pooled_shift
+        The groups and the key bins (``key >> shift``; the pooled histograms counted apart:
+        ``key >> pooled_shift``).
+    """
+
+    systems: list[SystemPass1 | None]
+    n_groups: int
+    nbins: int
+    shift: int
+    pooled_shift: int
+    dtype: np.dtype
+    inputs: list[da.Array]
+    sys_names: list[str]
+    split_every: int
+    progress: bool | None
+    knobs: dict[str, int]
+
+    @property
+    def counts(self) -> np.ndarray:
+        """``(S, n_groups, 2, 2)`` key trials per system, group, class (target 0, non-target
+        1) and scored (unscored 0, scored 1): the layout of
+        :func:`bosaris_dask.conditions.summaries.condition_counts` (zeros for a system not
+        counted)."""
+        out = np.zeros((len(self.systems), self.n_groups, 2, 2), dtype=np.int64)
+        for k, own in enumerate(self.systems):
+            if own is None:
+                continue
+            scored = own.counts.sum(axis=1)  # (group, non-target/target)
+            out[k, :, 0, 1], out[k, :, 1, 1] = scored[:, 1], scored[:, 0]
+            out[k, :, 0, 0], out[k, :, 1, 0] = own.missing[:, 1], own.missing[:, 0]
+        return out
+
+
+def grouped_pass1(
+    scores: xr.Dataset | Sequence[xr.Dataset],
+    key: xr.Dataset,
+    groups: da.Array,
+    n_groups: int,
+    *,
+    systems: Sequence[int] | None = None,
+    pooled_apart: Sequence[int] = (),
+    n_parts: int | None = None,
+    allow_missing: bool = False,
+    split_every: int = engine.DEFAULT_SPLIT_EVERY,
+    coarse_bits: int | None = None,
+    pooled_coarse_bits: int | None = None,
+    progress: bool | None = None,
+    names: Sequence[str] | None = None,
+) -> GroupedPass1:
+    """Pass 1 of grouped passes: every counted system's ``(group, key bin)`` histogram, exact
+    Cllr sums and missing trials per group, before any part is chosen.
+
+    What a caller learns from it (e.g. which conditions have trials: :attr:`GroupedPass1.counts`)
+    can choose the parts :func:`refine_parts` then summarizes and refines, so choosing them
+    costs no pass of its own.
+
+    Parameters
+    ----------
+    scores, key, groups, n_groups, allow_missing, split_every, progress
+        As :func:`summarize_parts`.
+    systems
+        The systems to count (default: all).
+    pooled_apart
+        The systems whose pooled histogram is also counted apart at ``pooled_coarse_bits``
+        (needs it).
+    n_parts
+        How many parts will be summarized (for the memory estimate and the default bits;
+        default: one per counted system and group, plus one per counted system).
+    coarse_bits, pooled_coarse_bits
+        As :func:`summarize_parts` (default bits: the engine's for ``n_parts`` systems).
+    names
+        One name per system (errors about a system's trials name it).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> from bosaris_dask.trials import make_key, make_scores
+    >>> key = make_key(["m1", "m2"], ["s1", "s2"], np.array([[1, -1], [-1, 1]]))
+    >>> scores = make_scores(["m1", "m2"], ["s1", "s2"], np.array([[2.0, 0.5], [-1.0, 0.5]]))
+    >>> groups = da.from_array(np.array([[0, 0], [2, 2]], dtype=np.int16))
+    >>> first = grouped_pass1([scores], key, groups, 3)
+    >>> first.counts[0, :, :, 1].tolist()  # scored (target, non-target) per group
+    [[1, 1], [0, 0], [1, 1]]
+    """
+    if isinstance(scores, xr.Dataset):
+        scores = [scores]
+    engine._check_inputs(scores, key, None)
+    if not np.issubdtype(groups.dtype, np.integer):
+        raise OptionError(f"groups must be integer codes 0 .. n_groups - 1, got {groups.dtype}")
+    n_sys = len(scores)
+    counted = list(range(n_sys)) if systems is None else sorted(set(systems))
+    apart = sorted(set(pooled_apart))
+    if apart and pooled_coarse_bits is None:
+        raise OptionError("pooled histograms apart need pooled_coarse_bits")
+    sys_names = list(names) if names is not None else [f"system-{k + 1}" for k in range(n_sys)]
+    if len(sys_names) != n_sys:
+        raise OptionError(f"{len(sys_names)} names for {n_sys} systems")
+    knobs = engine._knobs()
+    split_every = config.check_int("split_every", split_every, 2, 1 << 16)
+    if coarse_bits is not None:
+        coarse_bits = config.check_int("coarse_bits", coarse_bits, 1, engine.MAX_COARSE_BITS)
+    if pooled_coarse_bits is not None:
+        pooled_coarse_bits = config.check_int(
+            "pooled_coarse_bits", pooled_coarse_bits, 1, engine.MAX_COARSE_BITS
+        )
+    if n_parts is None:
+        n_parts = len(counted) * (n_groups + 1)
+    blocks = {"block": knobs["block"], "slice_size": knobs["slice"]}
+    base, dtype = engine._inputs(scores, key)
+    inputs = [base[0], groups.rechunk(base[0].chunks), *base[1:]]
+    bits = coarse_bits or engine._coarse_bits(n_parts)
+    shift = key_bits(dtype) - bits
+    nbins = 1 << bits
+    pshift = key_bits(dtype) - pooled_coarse_bits if apart else shift  # type: ignore[operator]
+    pnbins = 1 << pooled_coarse_bits if apart else 0  # type: ignore[operator]
+    positions, codes = engine.key_codes_check(inputs[0], key, blocks)
+    aggs = []
+    for k in counted:
+        mine = pnbins if k in apart else 0
+        finalize = partial(
+            _system_pass1, k=k, name=sys_names[k], n_groups=n_groups, inputs=inputs, key=key,
+            nbins=nbins, allow_missing=allow_missing, pooled_nbins=mine,
+        )  # fmt: skip
+        chunk = partial(grouped_pass1_kernel, system=k, shift=shift, nbins=nbins,
+                        n_groups=n_groups, pooled_shift=pshift if mine else None,
+                        pooled_nbins=mine, **blocks)  # fmt: skip
+        length = pass1_length(n_groups, nbins) + 2 * mine
+        aggs.append(runner.Aggregation(sys_names[k], chunk, length, finalize=finalize))
+    rows = n_groups  # a pooled histogram apart weighs as many rows of nbins as it is wider
+    if apart:
+        rows += 1 << max(0, pooled_coarse_bits - bits)  # type: ignore[operator]
+    need = _task_memory(inputs, dtype, nbins, rows, n_parts, split_every, knobs)
+    _, *found = runner.run_pass(
+        "pass 1", [codes, *aggs], inputs, lead=positions, split_every=split_every,
+        progress=progress, need=need,
+    )  # fmt: skip
+    per_system: list[SystemPass1 | None] = [None] * n_sys
+    for k, own in zip(counted, found, strict=True):
+        per_system[k] = own
+    return GroupedPass1(
+        per_system, n_groups, nbins, shift, pshift, dtype, inputs, sys_names, split_every,
+        progress, knobs,
+    )  # fmt: skip
+
+
 def summarize_parts(
     scores: xr.Dataset | Sequence[xr.Dataset],
     key: xr.Dataset,
@@ -217,6 +407,7 @@ def summarize_parts(
     "system" per part (the system's scores with its mask restricted to the part's trials),
     called with the same arguments, but for ``n_missing``: the part's own key trials without a
     score (not also the key trials outside the part, as in such a masked copy).
+    :func:`grouped_pass1` then :func:`refine_parts`, for parts known before any pass.
 
     Parameters
     ----------
@@ -259,9 +450,6 @@ def summarize_parts(
     """
     if isinstance(scores, xr.Dataset):
         scores = [scores]
-    engine._check_inputs(scores, key, None)
-    if not np.issubdtype(groups.dtype, np.integer):
-        raise OptionError(f"groups must be integer codes 0 .. n_groups - 1, got {groups.dtype}")
     parts = list(parts)
     n_sys = len(scores)
     if any(not 0 <= p.system < n_sys for p in parts) or not parts:
@@ -271,62 +459,77 @@ def summarize_parts(
         names += [f"{names[p.system]} [part {j + 1}]" for j, p in enumerate(parts)]
     if len(names) != n_sys + len(parts):
         raise OptionError(f"{len(names)} names for {n_sys} systems and {len(parts)} parts")
-    sys_names, part_names = list(names[:n_sys]), list(names[n_sys:])
+    if not np.issubdtype(groups.dtype, np.integer):
+        raise OptionError(f"groups must be integer codes 0 .. n_groups - 1, got {groups.dtype}")
+    groups, n_groups, parts = _used_groups(groups, n_groups, parts)
+    apart = [p.system for p in parts if p.pooled] if pooled_coarse_bits is not None else []
+    first = grouped_pass1(
+        scores, key, groups, n_groups, systems=[p.system for p in parts], pooled_apart=apart,
+        n_parts=len(parts), allow_missing=allow_missing, split_every=split_every,
+        coarse_bits=coarse_bits, pooled_coarse_bits=pooled_coarse_bits, progress=progress,
+        names=names[:n_sys],
+    )  # fmt: skip
+    return refine_parts(first, parts, thresholds=thresholds, fmr=fmr, fnmr=fnmr,
+                        names=names[n_sys:], extra_candidates=extra_candidates)  # fmt: skip
+
+
+def refine_parts(
+    first: GroupedPass1,
+    parts: Sequence[Part],
+    *,
+    thresholds: Sequence[float] | np.ndarray = (),
+    fmr: Sequence[float] | np.ndarray = (),
+    fnmr: Sequence[float] | np.ndarray = (),
+    names: Sequence[str] | None = None,
+    extra_candidates: Callable[[list[ScoreSummary]], list[np.ndarray | None]] | None = None,
+    share: int = 1,
+) -> list[ScoreSummary]:
+    """The exact summaries of ``parts`` (one per part, in order) from a grouped pass 1: each
+    part's pass-1 summary is a sum over its groups (a pooled part counted apart: its own
+    histogram), then the refinement passes of :func:`summarize_parts`.
+
+    Parameters
+    ----------
+    first
+        The grouped pass 1 (it counted every system a part names, and the pooled histograms
+        apart of the systems whose pooled parts should use them).
+    parts
+        What each summary counts.
+    thresholds, fmr, fnmr, extra_candidates
+        As :func:`summarize_parts`.
+    names
+        One name per part (default ``system-1 [part 1]``, ...).
+    share
+        The parts that are not pooled refine within ``1 / share`` of the engine's dense budget
+        and raw limit each (``bosaris_dask.dense-budget``, ``bosaris_dask.raw-limit``; at
+        least 1 sub-bin): e.g. a system's ``G`` conditions share its budgets, so a refinement
+        task holds what it holds for the system alone, and a condition's candidates are
+        sub-histogrammed first (cheap), then pulled raw in the pooled parts' later round, from
+        far fewer trials. The pooled parts keep the whole budgets (so that they refine as a
+        plain evaluation does).
+
+    Raises
+    ------
+    ScoreError
+        A part without targets or non-targets (naming it).
+    """
+    parts = list(parts)
+    if names is None:
+        names = [f"{first.sys_names[p.system]} [part {j + 1}]" for j, p in enumerate(parts)]
+    if len(names) != len(parts):
+        raise OptionError(f"{len(names)} names for {len(parts)} parts")
+    if any(not 0 <= p.system < len(first.systems) or first.systems[p.system] is None
+           for p in parts):  # fmt: skip
+        raise OptionError("a part names a system pass 1 did not count")
     fmr = fixed_rates.check_rates(fmr, "FMR") if len(fmr) else np.empty(0)
     fnmr = fixed_rates.check_rates(fnmr, "FNMR") if len(fnmr) else np.empty(0)
-    knobs = engine._knobs()
-    split_every = config.check_int("split_every", split_every, 2, 1 << 16)
-    if coarse_bits is not None:
-        coarse_bits = config.check_int("coarse_bits", coarse_bits, 1, engine.MAX_COARSE_BITS)
-    if pooled_coarse_bits is not None:
-        pooled_coarse_bits = config.check_int(
-            "pooled_coarse_bits", pooled_coarse_bits, 1, engine.MAX_COARSE_BITS
-        )
+    share = config.check_int("share", share, 1, 1 << 30)
+    summaries = [_part_summary(first, p, nm) for p, nm in zip(parts, names, strict=True)]
+    knobs, inputs, n_groups = first.knobs, first.inputs, first.n_groups
+    split_every, progress, sys_names = first.split_every, first.progress, first.sys_names
     blocks = {"block": knobs["block"], "slice_size": knobs["slice"]}
-    base, dtype = engine._inputs(scores, key)
-    groups, n_groups, parts = _used_groups(groups, n_groups, parts)
-    inputs = [base[0], groups.rechunk(base[0].chunks), *base[1:]]
-    bits = coarse_bits or engine._coarse_bits(len(parts))
-    shift = key_bits(dtype) - bits
-    nbins = 1 << bits
-    positions, codes = engine.key_codes_check(inputs[0], key, blocks)
-    by_system = [[(j, p, part_names[j]) for j, p in enumerate(parts) if p.system == k]
-                 for k in range(n_sys)]  # fmt: skip
-    apart = pooled_coarse_bits is not None
-    pshift = key_bits(dtype) - pooled_coarse_bits if apart else shift  # type: ignore[operator]
-    owners: list[list[int]] = []  # the parts each pass-1 spec gives summaries of
-    aggs = []
-    for k in range(n_sys):
-        if not by_system[k]:
-            continue
-        pooled = [(j, p, nm) for j, p, nm in by_system[k] if p.pooled and apart]
-        rest = [(j, p, nm) for j, p, nm in by_system[k] if not (p.pooled and apart)]
-        pnbins = 1 << pooled_coarse_bits if pooled else 0  # type: ignore[operator]
-        finalize = partial(
-            _part_summaries, k=k, name=sys_names[k], parts=rest, n_groups=n_groups,
-            inputs=inputs, key=key, dtype=dtype, shift=shift, nbins=nbins,
-            allow_missing=allow_missing, pooled=pooled, pooled_shift=pshift, pooled_nbins=pnbins,
-        )  # fmt: skip
-        chunk = partial(grouped_pass1_kernel, system=k, shift=shift, nbins=nbins,
-                        n_groups=n_groups, pooled_shift=pshift if pooled else None,
-                        pooled_nbins=pnbins, **blocks)  # fmt: skip
-        length = pass1_length(n_groups, nbins) + 2 * pnbins
-        aggs.append(runner.Aggregation(sys_names[k], chunk, length, finalize=finalize))
-        owners.append([j for j, _, _ in pooled] + [j for j, _, _ in rest])
-    rows = n_groups  # a pooled histogram apart weighs as many rows of nbins as it is wider
-    if apart:
-        rows += 1 << max(0, pooled_coarse_bits - bits)  # type: ignore[operator]
-    need = _task_memory(inputs, dtype, nbins, rows, len(parts), split_every, knobs)
-    _, *found = runner.run_pass(
-        "pass 1", [codes, *aggs], inputs, lead=positions, split_every=split_every,
-        progress=progress, need=need,
-    )  # fmt: skip
-    summaries: list[ScoreSummary] = [None] * len(parts)  # type: ignore[list-item]
-    for js, part_summaries in zip(owners, found, strict=True):
-        for j, s in zip(js, part_summaries, strict=True):
-            summaries[j] = s
-
-    kappa = threshold_keys(np.asarray(thresholds, dtype=np.float64), dtype)
+    shift, n_sys = first.shift, len(first.systems)
+    kappa = threshold_keys(np.asarray(thresholds, dtype=np.float64), first.dtype)
     passes = 1
     selection: refinement.Selection | None = None
     part_tuple = tuple(parts)
@@ -338,9 +541,12 @@ def summarize_parts(
             if joint is not None and joint[j] is not None:
                 cands = np.union1d(cands, joint[j]).astype(np.int64)
             if len(cands):
-                spec = refinement.plan(s, cands, pshift if parts[j].pooled else shift,
-                                       dense_budget=knobs["dense_budget"],
-                                       raw_limit=knobs["raw_limit"])  # fmt: skip
+                own = first.systems[parts[j].system]
+                apart = parts[j].pooled and own is not None and own.pooled is not None
+                own_share = 1 if parts[j].pooled else share
+                spec = refinement.plan(s, cands, first.pooled_shift if apart else shift,
+                                       dense_budget=max(1, knobs["dense_budget"] // own_share),
+                                       raw_limit=knobs["raw_limit"] // own_share)  # fmt: skip
                 plans.append((cands, spec))
             else:
                 plans.append(None)

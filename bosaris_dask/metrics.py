@@ -115,6 +115,7 @@ def evaluate(
     seed: int | None = None,
     compare: bool = False,
     exact_auc: bool = False,
+    bootstrap_method: str = "multinomial",
 ) -> xr.Dataset:
     """Evaluate one or more systems against a key, exactly, at any scale.
 
@@ -181,6 +182,10 @@ def evaluate(
         once, when the smaller class of the mixed bins fits ``bosaris_dask.auc-limit``; else
         ``auc`` stays NaN with its bounds, an :class:`~bosaris_dask.exact_auc.ExactAucWarning`
         and ``attrs["auc_notes"]`` saying why. Not with conditions.
+    bootstrap_method
+        ``"multinomial"`` (each side draws as many of its groups as it has, with replacement)
+        or ``"poisson"`` (each group's multiplicity from Poisson(1)): how the bootstrap
+        resamples (:mod:`bosaris_dask.bootstrap.resample`).
 
     Returns
     -------
@@ -232,7 +237,8 @@ def evaluate(
             names=names, allow_missing=allow_missing, progress=progress, split_every=split_every,
             conditions=conditions, by=by, cprimary_priors=cprimary_priors, equalize=equalize,
             fmr=fmr, fnmr=fnmr, ece_plo=ece_plo, ci=ci, bootstrap=bootstrap, resample=resample,
-            seed=seed, compare=compare, **({"exact_auc": True} if exact_auc else {}),
+            seed=seed, compare=compare, bootstrap_method=bootstrap_method,
+            **({"exact_auc": True} if exact_auc else {}),
         )  # fmt: skip
     if conditions or by or len(cprimary_priors) or equalize:
         from bosaris_dask.conditions.evaluation import evaluate_conditions

@@ -63,13 +63,17 @@ def _evaluate(key, systems, **kw):
     return metrics.evaluate(systems, key, priors=PRIORS, names=["a", "b"], split_every=2, **kw)
 
 
-def test_every_resample_equals_brute_force_on_the_repeated_trials():
+@pytest.mark.parametrize("method", ["multinomial", "poisson"])
+def test_every_resample_equals_brute_force_on_the_repeated_trials(method):
+    poisson = method == "poisson"
     key, systems, tables, raw, mask, mg, sg = _data()
     ds = _evaluate(key, systems)
     out = add_intervals(
         ds, systems, key, conditions=tables, resample=["model.spk", "segment.spk"],
         bootstrap=12, seed=5, split_every=2, binnings=_exact_binnings(raw), keep_replicates=True,
+        bootstrap_method=method,
     )  # fmt: skip
+    assert out.attrs["bootstrap_method"] == method
     rng = np.random.default_rng(5)
     plo = out.plo.values[out.operating_point.values >= 0]  # the operating points, sorted
     prior = 1 / (1 + np.exp(-plo))
@@ -79,8 +83,9 @@ def test_every_resample_equals_brute_force_on_the_repeated_trials():
             mult = np.ones(mask.shape, dtype=np.int64)
         else:  # the reference draws model groups, then segment groups, per resample
             mult = refc.two_way_multiplicity(
-                list(mg), list(sg), refc.draw_groups(list(mg), rng), refc.draw_groups(list(sg), rng)
-            )
+                list(mg), list(sg), refc.draw_groups(list(mg), rng, poisson=poisson),
+                refc.draw_groups(list(sg), rng, poisson=poisson),
+            )  # fmt: skip
         for k, scores in enumerate(raw):
             tar, non = refc.resample(scores, mask, mult)
             if not len(tar) or not len(non):
@@ -96,7 +101,8 @@ def test_every_resample_equals_brute_force_on_the_repeated_trials():
             mn = ref.min_dcf(tar, non, plo) / norm
             np.testing.assert_allclose(got["min_dcf"], mn, rtol=1e-12, atol=1e-14)
     # the intervals are the reference's percentile intervals of those resamples
-    eer = refc.bootstrap(ref.eer, raw[0], mask, list(mg), list(sg), resamples=12, seed=5)
+    eer = refc.bootstrap(ref.eer, raw[0], mask, list(mg), list(sg), resamples=12, seed=5,
+                         poisson=poisson)  # fmt: skip
     np.testing.assert_allclose(out.eer_ci.values[0], refc.percentile_interval(eer, 0.95))
 
 
@@ -126,6 +132,22 @@ def test_per_condition_intervals_equal_brute_force_on_the_conditions_trials():
                                            rtol=1e-9, atol=1e-12)  # fmt: skip
 
 
+def test_poisson_multiplicities_are_the_references_draws():
+    from bosaris_dask.bootstrap import multiplicities, resample_groups
+
+    key, systems, tables, raw, mask, mg, sg = _data(seed=3)
+    groups = resample_groups(key, tables, ["segment.spk", "model.spk"])
+    m, s = multiplicities(groups, 20, seed=11, method="poisson")
+    rng = np.random.default_rng(11)
+    for b in range(1, 21):
+        cm = refc.group_multiplicities(list(mg), refc.draw_groups(list(mg), rng, poisson=True))
+        cs = refc.group_multiplicities(list(sg), refc.draw_groups(list(sg), rng, poisson=True))
+        assert m[b].tolist() == list(cm.values()) and s[b].tolist() == list(cs.values())
+    assert (m[0] == 1).all() and (s[0] == 1).all()
+    with pytest.raises(OptionError, match="--bootstrap-method must be one of multinomial, poi"):
+        multiplicities(groups, 2, seed=1, method="jackknife")
+
+
 def test_multiplicities_are_the_references_draws():
     from bosaris_dask.bootstrap import multiplicities, resample_groups
 
@@ -151,10 +173,10 @@ def test_one_side_only_and_point_estimates_unchanged():
     # the bins come from the evaluation's own summaries: one bootstrap pass
     assert ds.attrs["passes"] == plain.attrs["passes"] + 1
     assert ds.attrs["bootstrap_pair_factor"] >= 1
-    # with conditions, the bins take a pass of their own; the intervals are the same
+    # with conditions too: the pooled summaries give the same bins, the intervals are the same
     by = _evaluate(key, systems, conditions=tables, by=["model.gender"], bootstrap=30,
                    resample=["model.spk"], seed=2)  # fmt: skip
-    assert by.attrs["passes"] == plain.attrs["passes"] + 1 + 2  # + condition counts
+    assert by.attrs["passes"] == plain.attrs["passes"] + 1
     for name in ("eer_ci", "cllr_ci", "min_cllr_ci", "act_dcf_ci", "min_dcf_ci"):
         xr.testing.assert_identical(by[name], ds[name])
 
@@ -221,6 +243,35 @@ def test_compare_is_paired_and_consistent():
     same = _evaluate(key, [systems[0], systems[0]], conditions=tables, bootstrap=20,
                      compare=True, seed=1, resample=["model.spk"])  # fmt: skip
     assert (same.compare_eer_ci.values == 0).all() and (same.compare_cllr_p_better == 0).all()
+
+
+def test_compare_per_condition():
+    key, systems, tables, *_ = _data(seed=8, n_m=14, n_s=16)
+    kw = {"bootstrap": 60, "compare": True, "seed": 1, "resample": ["model.spk", "segment.spk"]}
+    # one condition holding every trial: its comparison is the pooled one, resample for resample
+    mids = key.model.values.tolist()
+    everything = condition_table("model", mids, {"all": ["x"] * len(mids)})
+    ds = _evaluate(key, systems, conditions=[*tables, everything], by=["model.all"], **kw)
+    for name in ("eer", "cllr", "min_cllr", "act_dcf", "min_dcf"):
+        for var in ("", "_ci", "_p_better"):
+            got = ds[f"condition_compare_{name}{var}"].isel(condition=0).values
+            np.testing.assert_array_equal(got, ds[f"compare_{name}{var}"].values, name + var)
+    # per gender: the exact differences, paired intervals, described variables
+    ds = _evaluate(key, systems, conditions=tables, by=["model.gender"], **kw)
+    assert ds.condition_compare_eer.dims == ("pair", "condition")
+    eer = ds.condition_eer.values
+    np.testing.assert_array_equal(ds.condition_compare_eer.values[0], eer[0] - eer[1])
+    low, high = np.moveaxis(ds.condition_compare_cllr_ci.values, -1, 0)
+    p_better = ds.condition_compare_cllr_p_better.values
+    assert (low <= high).all() and ((p_better >= 0) & (p_better <= 1)).all()
+    ops = ds.operating_point.values >= 0
+    assert np.isfinite(ds.condition_compare_act_dcf_ci.values[0][:, ops]).all()
+    assert np.isnan(ds.condition_compare_act_dcf_ci.values[0][:, ~ops]).all()
+    for name in ds.data_vars:
+        assert {"units", "long_name"} <= set(ds[name].attrs), name
+    same = _evaluate(key, [systems[0], systems[0]], conditions=tables, by=["model.gender"], **kw)
+    assert (same.condition_compare_eer_ci.values == 0).all()
+    assert (same.condition_compare_min_dcf_p_better.values[:, :, ops] == 0).all()
 
 
 @pytest.mark.slow
@@ -347,6 +398,45 @@ def test_cli_intervals_and_comparison_in_json(cli_set, tmp_path, capsys):
     assert first["eer_ci"] == ds.eer_ci.values[0].tolist()
 
 
+def test_cli_comparison_per_condition_in_json(cli_set, tmp_path):
+    import json
+
+    d = cli_set
+    out = tmp_path / "ci.json"
+    # --by a column with one value: one condition holding every trial
+    assert _cli(cli_set, "--conditions", str(d / "models.tsv"), "--conditions",
+                str(d / "segments.tsv"), "--by", "model.side_model", "--bootstrap", "30",
+                "--resample", "model.speaker", "--seed", "3", "--compare", "--json",
+                str(out), "-q") == 0  # fmt: skip
+    (cmp,) = json.loads(out.read_text())["comparisons"]
+    (cond,) = cmp["conditions"]
+    assert cond["by"] == {"model.side_model": "x"}
+    assert {k: cond[k] for k in ("eer", "cllr", "min_cllr", "operating_points")} == {
+        k: cmp[k] for k in ("eer", "cllr", "min_cllr", "operating_points")
+    }
+
+
+def test_cli_poisson_bootstrap(cli_set, tmp_path):
+    import json
+
+    d = cli_set
+    out = tmp_path / "ci.json"
+    assert _cli(cli_set, "--conditions", str(d / "models.tsv"), "--conditions",
+                str(d / "segments.tsv"), "--bootstrap", "20", "--resample", "model.speaker",
+                "--seed", "3", "--bootstrap-method", "poisson", "--json", str(out),
+                "-q") == 0  # fmt: skip
+    doc = json.loads(out.read_text())
+    assert doc["bootstrap"]["method"].startswith("two-way bootstrap (Poisson(1) group")
+    from bosaris_dask import io
+
+    key = io.read(d / "key.zarr")
+    systems = [io.read(d / f"s{k}.zarr") for k in (1, 2)]
+    ds = metrics.evaluate(systems, key, priors=[0.1], conditions=[str(d / "models.tsv"),
+                          str(d / "segments.tsv")], bootstrap=20, seed=3,
+                          resample=["model.speaker"], bootstrap_method="poisson")  # fmt: skip
+    assert doc["systems"][0]["eer_ci"] == ds.eer_ci.values[0].tolist()
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
@@ -433,7 +523,7 @@ def test_multiplicities_beyond_exact_float32_products_are_refused_before_any_pas
     def no_pass(*args, **kwargs):
         raise AssertionError("a pass ran before the multiplicities were checked")
 
-    def big(groups, resamples, seed):
+    def big(groups, resamples, seed, method="multinomial"):
         m = np.ones((resamples + 1, groups.n_model), np.uint32)
         s = np.ones((resamples + 1, groups.n_segment), np.uint32)
         m[1, 0], s[1, 0] = 1 << 12, 1 << 12

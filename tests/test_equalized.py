@@ -235,6 +235,41 @@ def test_lower_hull_of_many_points_matches_a_plain_chain():
         assert [(x[i], y[i]) for i in got] == [(float(a), float(b)) for a, b in hull]
 
 
+@settings(max_examples=60, deadline=None, phases=[Phase.explicit, Phase.generate])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_lines=st.integers(1, 4),
+    per_line=st.integers(260, 500),
+    ulps=st.integers(0, 4),
+    above=st.integers(0, 300),
+)
+def test_lower_hull_keeps_near_collinear_vertices(seed, n_lines, per_line, ulps, above):
+    """Above 256 points lower_hull filters the points guided by Qhull, which merges
+    near-collinear vertices away: adversarial points on a few convex lines, each moved a few
+    float steps up or down, and points above, give what the chain over every point gives."""
+    rng = np.random.default_rng(seed)
+    knots_x = np.sort(rng.random(n_lines - 1)) if n_lines > 1 else np.empty(0)
+    knots_x = np.concatenate([[0.0], knots_x, [1.0]])
+    slopes = np.sort(rng.uniform(-3.0, 0.0, n_lines))  # rising slopes: a convex polyline
+    knots_y = np.concatenate([[1.0], 1.0 + np.cumsum(slopes * np.diff(knots_x))])
+    x = np.sort(np.concatenate([knots_x, rng.random(per_line * n_lines)]))
+    y = np.interp(x, knots_x, knots_y)
+    for _ in range(ulps):  # near-collinear: a few float steps off the lines, either way
+        step = rng.integers(-1, 2, len(y))
+        y = np.where(
+            step > 0, np.nextafter(y, np.inf), np.where(step < 0, np.nextafter(y, -np.inf), y)
+        )
+    xa = rng.random(above)
+    ya = np.interp(xa, knots_x, knots_y) + rng.random(above) * 0.1
+    x, y = np.concatenate([x, xa]), np.concatenate([y, ya])
+    order = np.lexsort((y, x))
+    x, y = x[order], y[order]
+    assert len(x) > 256
+    got = lower_hull(x, y)
+    hull = rc.lower_hull(list(zip(x.tolist(), y.tolist(), strict=True)))
+    assert [(x[i], y[i]) for i in got] == [(float(a), float(b)) for a, b in hull]
+
+
 # --------------------------------------------------------------------------------------------
 # the command line
 # --------------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 :func:`evaluate_with_intervals` is what :func:`bosaris_dask.metrics.evaluate` runs with
 ``bootstrap=B``: the point estimates stay the exact ones of the evaluation; one more pass over
-the data (two with conditions, Cprimary or equalization) gives every resample's metrics, from
+the data (with conditions, Cprimary or equalization too) gives every resample's metrics, from
 which :func:`add_intervals` takes the intervals:
 
 1. each system's coarse score bins are chosen from exact counts per key prefix: the
@@ -32,7 +32,9 @@ With ``by`` (conditions), every condition with targets and non-targets gets its 
 (``condition_<metric>_ci``), from the same resamples and the same pass, on its system's bins:
 the pass's histograms get a condition axis (a group pair's trials are split between their
 conditions, so the matrix products do not grow; the results are ``G`` times larger), and the
-pooled histograms are their sums. Comparisons are for the pooled trials.
+pooled histograms are their sums. With ``compare`` too, every pair of systems is compared in
+every condition (``condition_compare_<metric>``, ``_ci``, ``_p_better``: ``pair``,
+``condition``[, ``plo``]), from the same resamples.
 
 Examples
 --------
@@ -151,12 +153,15 @@ def evaluate_with_intervals(
     compare: bool = False,
     split_every: int,
     progress: bool | None = None,
+    bootstrap_method: str = "multinomial",
     **kwargs: Any,
 ) -> xr.Dataset:
     """:func:`~bosaris_dask.metrics.evaluate` with bootstrap intervals (its keywords).
 
-    Without ``by``, Cprimary or ``equalize``, the bins are chosen from the evaluation's own
-    summaries (their exact pass-1 counts): no pass of their own.
+    The bins are chosen from the evaluation's own pooled summaries (their exact counts): no
+    pass of their own, with conditions, Cprimary or ``equalize`` too (their pooled summaries
+    are a plain evaluation's, bin for bin, with ``bosaris_dask.pooled-as-plain``, the
+    default).
     """
     from bosaris_dask import metrics
 
@@ -165,10 +170,16 @@ def evaluate_with_intervals(
     if compare and len(systems) < 2:
         raise OptionError("--compare needs at least two systems")
     # the resamples are drawn and checked on the client before any pass
-    draws = _draw(key, conditions, resample, n_resamples, seed)
-    summaries = None
+    draws = _draw(key, conditions, resample, n_resamples, seed, bootstrap_method)
     if by or len(cprimary_priors) or equalize:
-        ds = metrics.evaluate(
+        from bosaris_dask.conditions.evaluation import conditions_and_summaries
+
+        if kwargs.pop("ece_plo", None) is not None:  # as metrics.evaluate
+            from bosaris_dask.ece import NOT_WITH_CONDITIONS
+
+            raise OptionError(NOT_WITH_CONDITIONS)
+        # the pooled summaries give the bins (no pass of their own)
+        ds, summaries = conditions_and_summaries(
             systems, key, conditions=conditions if by else (), by=by,
             cprimary_priors=cprimary_priors, equalize=equalize, split_every=split_every,
             progress=progress, **kwargs,
@@ -180,16 +191,18 @@ def evaluate_with_intervals(
     return add_intervals(
         ds, systems, key, conditions=conditions, resample=resample, bootstrap=int(bootstrap or 0),
         ci=ci, seed=seed, compare=compare, split_every=split_every, progress=progress,
-        summaries=summaries, by=by, _draws=draws,
+        summaries=summaries, by=by, _draws=draws, bootstrap_method=bootstrap_method,
     )  # fmt: skip
 
 
-def _draw(key, conditions, resample, bootstrap, seed) -> tuple[Any, np.ndarray, np.ndarray, int]:
+def _draw(
+    key, conditions, resample, bootstrap, seed, method="multinomial"
+) -> tuple[Any, np.ndarray, np.ndarray, int]:
     """The resampled groups, their multiplicities (checked) and the seed (a fresh one if None)."""
     groups = resample_groups(key, _tables(conditions), resample)
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % (1 << 63))
-    m, s = multiplicities(groups, bootstrap, seed)
+    m, s = multiplicities(groups, bootstrap, seed, method)
     check_multiplicities(m, s)
     return groups, m, s, seed
 
@@ -224,6 +237,7 @@ def add_intervals(
     keep_replicates: bool = False,
     summaries: Sequence[Any] | None = None,
     by: Sequence[Any] = (),
+    bootstrap_method: str = "multinomial",
     _draws: tuple[Any, np.ndarray, np.ndarray, int] | None = None,
 ) -> xr.Dataset:
     """``ds`` (an evaluation of ``systems`` against ``key``) with bootstrap intervals.
@@ -239,6 +253,10 @@ def add_intervals(
         (``None``: a fresh one, recorded in ``attrs["bootstrap_seed"]``).
     compare
         Also compare every pair of systems (``compare_*`` variables along ``pair``).
+    bootstrap_method
+        ``"multinomial"`` (each side draws as many groups as it has, with replacement) or
+        ``"poisson"`` (every group's multiplicity from Poisson(1)):
+        :mod:`~bosaris_dask.bootstrap.resample` (``attrs["bootstrap_method"]``).
     binnings
         Coarse bins per system (:class:`~bosaris_dask.bootstrap.bins.Binning`) instead of the
         chosen ones (tests); the Bayes thresholds must be edges.
@@ -269,7 +287,8 @@ def add_intervals(
     if compare and len(systems) < 2:
         raise OptionError("--compare needs at least two systems")
     # drawn and checked before any pass (by evaluate_with_intervals before the evaluation's)
-    groups, m, s, seed = _draws or _draw(key, conditions, resample, bootstrap, seed)
+    groups, m, s, seed = _draws or _draw(key, conditions, resample, bootstrap, seed,
+                                         bootstrap_method)  # fmt: skip
     names = [str(n) for n in ds.system.values]
     is_op = ds.operating_point.values >= 0
     plo = ds.plo.values[is_op]
@@ -304,7 +323,10 @@ def add_intervals(
                                       binning.edge_index(-plo)))  # fmt: skip
     out = _interval_variables(ds, reps, level, is_op)
     if cond is not None:
-        out |= _condition_variables(ds, results, binnings, plo, level, is_op)
+        variables, creps = _condition_variables(ds, results, binnings, plo, level, is_op)
+        out |= variables
+        if compare:
+            out |= _condition_compare_variables(ds, creps, level, is_op, len(names))
     if compare:
         out |= _compare_variables(ds, reps, level, is_op, names)
     if keep_replicates:
@@ -322,7 +344,7 @@ def add_intervals(
     degenerate = int(max(np.isnan(r["eer"][1:]).sum() for r in reps))
     spread = _pair_factor(groups, inputs[0].chunks)
     ds.attrs.update(
-        bootstrap=bootstrap, ci=level, bootstrap_seed=seed,
+        bootstrap=bootstrap, ci=level, bootstrap_seed=seed, bootstrap_method=bootstrap_method,
         resample=[str(x) for x in groups.specs], bootstrap_bins=[b.n_bins for b in binnings],
         bootstrap_groups=[groups.n_model, groups.n_segment], bootstrap_degenerate=degenerate,
         bootstrap_pair_factor=spread,
@@ -341,9 +363,13 @@ def _condition_index(
     return cond.group_index(inputs[0].chunks), cond.n_conditions
 
 
-def _condition_variables(ds, results, binnings, plo, level, is_op) -> dict[str, Any]:
-    """``condition_<metric>_ci`` (``system``, ``condition``[, ``plo``], ``bound``)."""
+def _condition_variables(
+    ds, results, binnings, plo, level, is_op
+) -> tuple[dict[str, Any], dict[tuple[int, int], dict[str, np.ndarray]]]:
+    """``condition_<metric>_ci`` (``system``, ``condition``[, ``plo``], ``bound``), and every
+    (system, condition)'s replicate metrics (those with targets and non-targets)."""
     n_sys, n_cond = ds.sizes["system"], ds.sizes["condition"]
+    reps: dict[tuple[int, int], dict[str, np.ndarray]] = {}
     out = {name: np.full((n_sys, n_cond, 2), np.nan) for name in METRICS}
     out |= {name: np.full((n_sys, n_cond, ds.sizes["plo"], 2), np.nan) for name in PER_POINT}
     for k, pooled in enumerate(results):
@@ -360,6 +386,7 @@ def _condition_variables(ds, results, binnings, plo, level, is_op) -> dict[str, 
                 continue
             rep = replicate_metrics(res.tar, res.non, res.sp_tar, res.sp_non, plo,
                                     binnings[k].edge_index(-plo))  # fmt: skip
+            reps[k, g] = rep
             for name in METRICS:
                 out[name][k, g] = _interval(rep[name][1:, None], level)[0]
             for name in PER_POINT:
@@ -368,7 +395,45 @@ def _condition_variables(ds, results, binnings, plo, level, is_op) -> dict[str, 
         f"condition_{name}_ci": (("system", "condition")
                                  + (("plo",) if name in PER_POINT else ()) + ("bound",), arr)
         for name, arr in out.items()
-    }  # fmt: skip
+    }, reps  # fmt: skip
+
+
+def _condition_compare_variables(ds, reps, level, is_op, n_sys) -> dict[str, Any]:
+    """``condition_compare_<metric>`` (``pair``, ``condition``[, ``plo``]) with its ``_ci``
+    and ``_p_better``: :func:`_compare_variables` per condition, from the same resamples (NaN
+    where either system has no targets or no non-targets in the condition)."""
+    pairs = list(itertools.combinations(range(n_sys), 2))
+    n_cond, n_plo = ds.sizes["condition"], ds.sizes["plo"]
+    out: dict[str, Any] = {}
+    for name in (*METRICS, *PER_POINT):
+        per_point = name in PER_POINT
+        tail = (n_plo,) if per_point else ()
+        point = np.full((len(pairs), n_cond, *tail), np.nan)
+        ci = np.full((len(pairs), n_cond, *tail, 2), np.nan)
+        p_better = np.full((len(pairs), n_cond, *tail), np.nan)
+        exact = ds[f"condition_{name}"].values
+        for p, (i, j) in enumerate(pairs):
+            for g in range(n_cond):
+                if (i, g) not in reps or (j, g) not in reps:
+                    continue
+                diff = reps[i, g][name][1:] - reps[j, g][name][1:]  # (B,) or (B, n_ops)
+                with np.errstate(invalid="ignore"):
+                    better = np.where(np.isnan(diff), np.nan, diff < 0)
+                    frac = np.nanmean(better, axis=0)
+                if per_point:
+                    point[p, g] = exact[i, g] - exact[j, g]
+                    point[p, g, ~is_op] = np.nan
+                    ci[p, g, is_op] = _interval(diff, level)
+                    p_better[p, g, is_op] = frac
+                else:
+                    point[p, g] = exact[i, g] - exact[j, g]
+                    ci[p, g] = _interval(diff, level)
+                    p_better[p, g] = frac
+        dims = ("pair", "condition", "plo") if per_point else ("pair", "condition")
+        out[f"condition_compare_{name}"] = (dims, point)
+        out[f"condition_compare_{name}_ci"] = ((*dims, "bound"), ci)
+        out[f"condition_compare_{name}_p_better"] = (dims, p_better)
+    return out
 
 
 def _describe(ds: xr.Dataset, level: float) -> None:
@@ -387,6 +452,12 @@ def _describe(ds: xr.Dataset, level: float) -> None:
             f"compare_{name}": f"{short} of the first system minus the second's (exact)",
             f"compare_{name}_ci": f"{pct} paired bootstrap interval of compare_{name}",
             f"compare_{name}_p_better": f"fraction of resamples where the first's {short} is lower",
+            f"condition_compare_{name}": f"{short} of the first system minus the second's "
+            "(exact), per condition",
+            f"condition_compare_{name}_ci": f"{pct} paired bootstrap interval of "
+            f"condition_compare_{name}",
+            f"condition_compare_{name}_p_better": f"fraction of resamples where the first's "
+            f"{short} is lower, per condition",
         }
         for var, long in text.items():
             if var in ds.variables:

@@ -7,7 +7,8 @@ entries with ``--by``; the document gets ``"bootstrap":
 "pair_factor"}`` and, with
 ``compare``, ``"comparisons": [{"first", "second", "eer": {"diff", "diff_ci", "p_first_better"},
 "cllr": ..., "min_cllr": ..., "operating_points": [{"prior", "act_dcf": {...}, "min_dcf":
-{...}}]}]``.
+{...}}]}]``; with ``--by`` too, each comparison has ``"conditions": [{"by", "eer", ...,
+"operating_points"}]``, the same keys per condition.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ __all__ = ["add_json", "format_block"]
 _LABELS = {"eer": "EER (%)", "cllr": "Cllr", "min_cllr": "minCllr"}
 METHOD = ("two-way bootstrap (multinomial group multiplicities per side, a trial's the product); "
           "percentile intervals")  # fmt: skip
+#: The method's words for the Poisson variant.
+POISSON_METHOD = ("two-way bootstrap (Poisson(1) group multiplicities per side, a trial's the "
+                  "product); percentile intervals")  # fmt: skip
 
 
 def _pair(values: Any) -> list[float | None]:
@@ -66,7 +70,8 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
         "resamples": int(a["bootstrap"]), "ci": float(a["ci"]), "seed": int(a["bootstrap_seed"]),
         "resample": list(a["resample"]), "bins": [int(b) for b in a["bootstrap_bins"]],
         "groups": [int(g) for g in a["bootstrap_groups"]],
-        "degenerate": int(a["bootstrap_degenerate"]), "method": METHOD,
+        "degenerate": int(a["bootstrap_degenerate"]),
+        "method": POISSON_METHOD if a.get("bootstrap_method") == "poisson" else METHOD,
         "pair_factor": float(a["bootstrap_pair_factor"]),
     }  # fmt: skip
     if "pair" in results.dims:
@@ -81,13 +86,27 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
                  **{name: _compare(results, name, i, at) for name in PER_POINT}}
                 for at in ops
             ]  # fmt: skip
+            if "condition_compare_eer" in results:
+                item["conditions"] = [
+                    {"by": cond["by"],
+                     **{name: _compare(results, name, i, g=g) for name in METRICS},
+                     "operating_points": [
+                         {"prior": float(results.prior.values[at]),
+                          **{name: _compare(results, name, i, at, g) for name in PER_POINT}}
+                         for at in ops]}
+                    for g, cond in enumerate(doc["systems"][0].get("conditions", []))
+                ]  # fmt: skip
             doc["comparisons"].append(item)
     return doc
 
 
-def _compare(results: xr.Dataset, name: str, i: int, at: int | None = None) -> dict[str, Any]:
+def _compare(
+    results: xr.Dataset, name: str, i: int, at: int | None = None, g: int | None = None
+) -> dict[str, Any]:
     def pick(var: str) -> Any:
-        v = results[f"compare_{name}{var}"].values[i]
+        prefix = "compare_" if g is None else "condition_compare_"
+        v = results[f"{prefix}{name}{var}"].values[i]
+        v = v if g is None else v[g]
         return v if at is None else v[at]
 
     return {"diff": _num(pick("")), "diff_ci": _pair(pick("_ci")),

@@ -12,6 +12,11 @@ seed: for each resample in turn, ``rng.integers(0, G_model, G_model)`` and then
 ``rng.integers(0, G_segment, G_segment)`` (a side that is not resampled draws nothing), groups
 numbered in the sorted order of their values.
 
+The ``"poisson"`` method draws instead every group's multiplicity from Poisson(1), independently
+(``rng.poisson(1.0, G_model)``, then ``rng.poisson(1.0, G_segment)``, per resample): the
+streaming-friendly variant of the two-way bootstrap (a resample's size then varies; one whose
+side draws no target or no non-target has NaN metrics and is left out of the intervals).
+
 Examples
 --------
 >>> import numpy as np
@@ -41,7 +46,11 @@ import xarray as xr
 from bosaris_dask.conditions.tables import SIDES, ConditionTable
 from bosaris_dask.errors import OptionError, TrialError
 
-__all__ = ["ResampleSpec", "parse_resample", "SideGroups", "resample_groups", "multiplicities"]
+__all__ = ["ResampleSpec", "parse_resample", "SideGroups", "resample_groups", "multiplicities",
+           "METHODS"]  # fmt: skip
+
+#: The ways to draw a side's group multiplicities.
+METHODS = ("multinomial", "poisson")
 
 
 @dataclass(frozen=True)
@@ -163,20 +172,37 @@ def _dtype(n: int) -> np.dtype:
 
 
 def multiplicities(
-    groups: SideGroups, resamples: int, seed: int | None
+    groups: SideGroups, resamples: int, seed: int | None, method: str = "multinomial"
 ) -> tuple[np.ndarray, np.ndarray]:
     """Group multiplicities of every resample: ``(1 + B, G_model)`` and ``(1 + B, G_segment)``.
 
     Row 0 is the data itself (all ones); rows ``1..B`` are the resamples, drawn as the module
-    docstring says (the same seed gives the same draws on any machine and scheduler).
+    docstring says (the same seed gives the same draws on any machine and scheduler), by
+    ``method`` (:data:`METHODS`).
+
+    Examples
+    --------
+    >>> from bosaris_dask.trials import make_key
+    >>> from bosaris_dask.conditions import condition_table
+    >>> key = make_key(["m1", "m2"], ["s1"], [[1], [-1]])
+    >>> spk = condition_table("model", ["m1", "m2"], {"spk": ["a", "b"]})
+    >>> m, _ = multiplicities(resample_groups(key, [spk], ["model.spk"]), 2, 0, "poisson")
+    >>> m.tolist()
+    [[1, 1], [1, 0], [0, 3]]
     """
+    if method not in METHODS:
+        raise OptionError(f"--bootstrap-method must be one of {', '.join(METHODS)}, got "
+                          f"{method!r}")  # fmt: skip
     rng = np.random.default_rng(seed)
     gm, gs = groups.n_model, groups.n_segment
     m = np.ones((resamples + 1, gm), dtype=_dtype(gm))
     s = np.ones((resamples + 1, gs), dtype=_dtype(gs))
     for b in range(1, resamples + 1):
-        if groups.resampled[0]:
-            m[b] = np.bincount(rng.integers(0, gm, gm), minlength=gm)
-        if groups.resampled[1]:
-            s[b] = np.bincount(rng.integers(0, gs, gs), minlength=gs)
+        for side, (out, n) in enumerate(((m, gm), (s, gs))):
+            if not groups.resampled[side]:
+                continue
+            if method == "poisson":
+                out[b] = rng.poisson(1.0, n)
+            else:
+                out[b] = np.bincount(rng.integers(0, n, n), minlength=n)
     return m, s

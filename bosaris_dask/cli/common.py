@@ -189,12 +189,13 @@ def _size(obj: Any) -> int:
 
 def _bootstrap_options(args: argparse.Namespace) -> dict[str, Any]:
     """``evaluate``'s bootstrap keywords from the command line (none when not asked for)."""
-    names = ("ci", "bootstrap", "resample", "seed", "compare")
+    names = ("ci", "bootstrap", "resample", "seed", "compare", "bootstrap_method")
     given = {n: getattr(args, n, None) for n in names}
     if given["ci"] is None and not any(given[n] for n in ("bootstrap", "resample", "compare")):
         return {}
     given["resample"] = given["resample"] or ()
     given["compare"] = bool(given["compare"])
+    given["bootstrap_method"] = given["bootstrap_method"] or "multinomial"
     return given
 
 

@@ -186,6 +186,10 @@ def _bootstrap_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, metavar="S", help="the resamples' random seed")
     parser.add_argument("--compare", action="store_true",
                         help="paired bootstrap comparison of every pair of systems")  # fmt: skip
+    parser.add_argument("--bootstrap-method", choices=("multinomial", "poisson"),
+                        help="how a side's group multiplicities are drawn: as many groups as "
+                        "it has, with replacement (multinomial, the default), or each from "
+                        "Poisson(1)")  # fmt: skip
 
 
 def _llr_base_argument(parser: argparse.ArgumentParser) -> None:

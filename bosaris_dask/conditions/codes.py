@@ -123,6 +123,37 @@ class Conditions:
         """int16 for fewer than 32,768 conditions, int32 beyond."""
         return np.dtype(np.int16 if self.n_conditions < (1 << 15) else np.int32)
 
+    def possible_groups(self, limit: int = 1 << 22) -> np.ndarray:
+        """The conditions some (model, segment) pair of the key's ids falls in, ascending
+        (from the ids' codes alone: no pass over the trials). A superset of the conditions with
+        trials: a Cartesian product of ``--by`` values holds combinations no pair has (e.g.
+        two columns of one side that go together). All conditions when the distinct model
+        and segment rows would give more than ``limit`` pairs to look at.
+
+        Examples
+        --------
+        >>> from bosaris_dask.trials import make_key
+        >>> from bosaris_dask.conditions.tables import condition_table
+        >>> key = make_key(["m1", "m2"], ["s1"], [[1], [-1]])
+        >>> models = condition_table("model", ["m1", "m2"], {"g": ["f", "m"], "l": ["a", "b"]})
+        >>> cond = condition_codes(key, [models], ["model.g", "model.l"])
+        >>> cond.n_conditions, cond.possible_groups().tolist()  # f/a and m/b only
+        (4, [0, 3])
+        """
+        strides = self.strides
+        side = np.array([b.kind for b in self.by])
+        same = np.flatnonzero(side == "same")
+        mpart = (self.model_codes * np.where(side == "model", strides, 0)).sum(axis=1)
+        spart = (self.segment_codes * np.where(side == "segment", strides, 0)).sum(axis=1)
+        mrows = np.unique(np.column_stack([mpart, self.model_codes[:, same]]), axis=0)
+        srows = np.unique(np.column_stack([spart, self.segment_codes[:, same]]), axis=0)
+        if len(mrows) * len(srows) > limit:
+            return np.arange(self.n_conditions)
+        g = mrows[:, :1] + srows[:, 0][None, :]
+        for j, k in enumerate(same.tolist()):
+            g = g + (mrows[:, 1 + j][:, None] != srows[:, 1 + j][None, :]) * int(strides[k])
+        return np.unique(g)
+
     def group_index(self, chunks: Any) -> da.Array:
         """The condition of every cell, a lazy ``(n_models, n_segments)`` array in ``chunks``.
 

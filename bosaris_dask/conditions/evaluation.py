@@ -40,8 +40,8 @@ from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import OptionError
 
-__all__ = ["evaluate_conditions", "condition_result", "conditions_as_systems", "summary_cprimary",
-           "PREFIX"]  # fmt: skip
+__all__ = ["evaluate_conditions", "conditions_and_summaries", "condition_result",
+           "conditions_as_systems", "summary_cprimary", "PREFIX"]  # fmt: skip
 
 #: The prefix of the per-condition variables.
 PREFIX = "condition_"
@@ -78,6 +78,16 @@ def _tables(conditions: Sequence[ConditionTable | str]) -> list[ConditionTable]:
 def evaluate_conditions(
     scores: xr.Dataset | Sequence[xr.Dataset],
     key: xr.Dataset,
+    **kwargs: Any,
+) -> xr.Dataset:
+    """:func:`~bosaris_dask.metrics.evaluate`, pooled and per condition, with Cprimary:
+    the Dataset of :func:`conditions_and_summaries` (see it for the parameters)."""
+    return conditions_and_summaries(scores, key, **kwargs)[0]
+
+
+def conditions_and_summaries(
+    scores: xr.Dataset | Sequence[xr.Dataset],
+    key: xr.Dataset,
     *,
     conditions: Sequence[ConditionTable | str] = (),
     by: Sequence[str | BySpec] = (),
@@ -92,8 +102,10 @@ def evaluate_conditions(
     equalize: bool = False,
     fmr: Sequence[float] = (),
     fnmr: Sequence[float] = (),
-) -> xr.Dataset:
-    """:func:`~bosaris_dask.metrics.evaluate`, pooled and per condition, with Cprimary.
+) -> tuple[xr.Dataset, list[ScoreSummary]]:
+    """:func:`~bosaris_dask.metrics.evaluate`, pooled and per condition, with Cprimary, and the
+    pooled summaries it was computed from (those of a plain evaluation, bin for bin, unless
+    ``bosaris_dask.pooled-as-plain`` is off: the bootstrap takes its bins from them).
 
     Parameters
     ----------
@@ -129,7 +141,8 @@ def evaluate_conditions(
         carries one coordinate per spec (named like the spec, e.g. ``same.language``);
         ``attrs["by"]`` lists the specs. A condition without a scored target or non-target has
         its counts and NaN metrics.
-        ``attrs["passes"]`` counts every pass, the condition counting pass included.
+        ``attrs["passes"]`` counts every pass: as many as a plain evaluation (the counts per
+        condition come from its pass 1).
 
     Raises
     ------
@@ -162,7 +175,7 @@ def evaluate_conditions(
                            allow_missing=allow_missing, progress=progress,
                            split_every=split_every, names=names)  # fmt: skip
         ds = result_layout.results_dataset(pooled, points, sweep, fmr, fnmr)
-        return _with_cprimary(ds, pooled, cp)
+        return _with_cprimary(ds, pooled, cp), list(pooled)
     cond = condition_codes(key, _tables(conditions), by)
     result = condition_summaries(
         systems, key, cond, thresholds=thresholds, fmr=fmr, fnmr=fnmr,
@@ -219,7 +232,7 @@ def evaluate_conditions(
         coords[str(spec)] = ("condition", [lab[str(spec)] for lab in labels])
     ds = result_layout.with_attrs(ds.assign_coords(coords).assign(data), PREFIX)
     ds.attrs["by"] = [str(b) for b in cond.by]
-    return ds
+    return ds, list(result.pooled)
 
 
 def _with_cprimary(

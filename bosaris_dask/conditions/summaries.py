@@ -31,7 +31,7 @@ from bosaris_dask.conditions.codes import Conditions
 from bosaris_dask.conditions.equalized import EqualizedPlan, extra_mask, plan_members
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import MissingTrialsError, TrialError
-from bosaris_dask.grouped import Part, summarize_parts
+from bosaris_dask.grouped import Part, grouped_pass1, refine_parts, remap_groups
 from bosaris_dask.runner import Aggregation, run_pass
 from bosaris_dask.trials import align, kind_of, locate, trial_classes
 
@@ -47,9 +47,12 @@ __all__ = [
 #: each system per condition, the way before them; for comparisons and benchmarks).
 GROUPED_KEY = "bosaris_dask.grouped-kernels"
 #: The dask config key that counts the pooled summaries apart, with the pass-1 bins of a plain
-#: evaluation (``True``: the pooled results are, bin for bin, those of
-#: :func:`bosaris_dask.metrics.evaluate` without conditions; far fewer pooled trials to refine
-#: with many conditions). Off by default: pooled bins as before (as coarse as the conditions').
+#: evaluation (``True``, the default: the pooled results are, bin for bin, those of
+#: :func:`bosaris_dask.metrics.evaluate` without conditions, and far fewer pooled trials need
+#: refining than in the conditions' coarser bins; measured faster at 2e7 and 1e8 trials with
+#: 24 conditions, benchmarks/README.md). ``False``: the pooled histogram is the sum of the
+#: conditions' (the pooled metrics are exact either way; only its bins differ: the steppy ROC
+#: points and the AUC bounds).
 POOLED_KEY = "bosaris_dask.pooled-as-plain"
 
 
@@ -172,26 +175,36 @@ def condition_summaries(
 
     How it works, and what it costs:
 
-    1. One counting pass (through the pass runner) over the key classes, the condition index
-       and the score masks (not the scores) gives every system's scored/unscored targets and
-       non-targets per condition (:func:`condition_counts`). Missing trials are reported from
-       it, naming a few, unless ``allow_missing``; conditions without a scored target or
-       non-target get no summary.
-    2. One call of :func:`bosaris_dask.grouped.summarize_parts` evaluates the pooled systems
-       and every non-empty (system, condition) pair as *parts* of the systems, in the passes of
-       one evaluation: each pass keys a system's trials once and counts them in a
-       ``(condition, key bin)`` histogram (pass 1; a part's histogram and exact Cllr sums are
-       sums over its conditions, the pooled one over all), or picks the trials inside the
-       union of the parts' candidate bins once (refinement). The summaries are those of
-       evaluating each condition's trials alone (the same refinement rules), bit for bit:
-       the same as the way before the grouped kernels, still available for comparison with
-       the dask config key ``bosaris_dask.grouped-kernels: False`` (one masked copy of each
-       system per condition: the kernels did ``1 + G`` times the work of a plain evaluation).
-       Pass 1 uses as many key bits as for ``1 + G`` ungrouped systems (:func:`_coarse_bits`:
-       fewer beyond 8), so a chunk's histogram stays as small; with
-       ``bosaris_dask.pooled-as-plain: True`` the pooled summaries are counted apart at a
-       plain evaluation's bits instead (then equal to it bin for bin, and far fewer pooled
-       trials need refining; off by default, see :data:`POOLED_KEY`).
+    1. Pass 1 (:func:`bosaris_dask.grouped.grouped_pass1`) keys each system's trials once
+       and counts them in a ``(condition, key bin)`` histogram, with exact Cllr sums and the
+       key trials without a score per condition: every system's scored/unscored targets and
+       non-targets per condition come from it, in the pass a plain evaluation makes anyway
+       (the same number of passes). Missing trials are reported from it (the error of a plain
+       evaluation) unless ``allow_missing``; conditions without a scored target or non-target
+       get no summary.
+    2. :func:`bosaris_dask.grouped.refine_parts` then evaluates the pooled systems and every
+       non-empty (system, condition) pair as *parts* of the systems: a part's pass-1 histogram
+       and exact Cllr sums are sums over its conditions (the pooled one over all), and each
+       refinement pass picks the trials inside the union of the parts' candidate bins once.
+       The summaries are those of evaluating each condition's trials alone (the same
+       refinement rules), bit for bit: the same as the way before the grouped kernels, still
+       available for comparison with the dask config key ``bosaris_dask.grouped-kernels:
+       False`` (one masked copy of each system per condition: the kernels did ``1 + G`` times
+       the work of a plain evaluation, after a counting pass of their own,
+       :func:`condition_counts`, so one pass more).
+       Pass 1 counts the ``P`` conditions some (model, segment) pair of the key falls in
+       (:meth:`~bosaris_dask.conditions.codes.Conditions.possible_groups`, from the ids'
+       codes: a Cartesian product of ``--by`` values may hold many no pair has), with as many
+       key bits as for ``S * (1 + P)`` ungrouped systems (:func:`_coarse_bits`: fewer beyond
+       8; the same in both ways, whichever conditions have trials), so a chunk's histogram
+       stays as small; the pooled summaries are counted
+       apart, from the same keys, at a plain evaluation's bits (:data:`POOLED_KEY`): each is,
+       bin for bin, that of a plain evaluation.
+    3. Each system's conditions share its refinement budgets (``dense-budget`` and
+       ``raw-limit`` divided by ``G``; :func:`bosaris_dask.grouped.refine_parts`), so a
+       refinement task holds about what it holds for the system alone, and a condition's
+       candidate bins are sub-histogrammed before their trials are pulled (the masked copies
+       are evaluated under the same budgets, the pooled systems apart).
 
     Parameters
     ----------
@@ -236,13 +249,35 @@ def condition_summaries(
         key = key.assign(trial_mask=key.trial_mask.clip(-2, 2))
     classes = trial_classes(key, chunks=chunks)
     masks = [s.score_mask.data.rechunk(chunks) for s in aligned]
-    counts = condition_counts(
-        masks, classes, groups, conditions.n_conditions, split_every=split_every,
-        progress=progress,
-    )  # fmt: skip
+    n_cond = conditions.n_conditions
+    # the conditions some (model, segment) pair falls in, from the ids' codes (a Cartesian
+    # product of --by values may hold many no pair has): pass 1 counts those only
+    possible = conditions.possible_groups()
+    row = np.full(n_cond, -1, dtype=np.int16 if len(possible) < (1 << 15) else np.int32)
+    row[possible] = np.arange(len(possible))
+    # pass-1 bits from the numbers of systems and possible conditions, not from which have
+    # trials: pass 1 tells that, and the masked copies use the same bits
+    most = len(systems) * (1 + len(possible))
+    bits = _coarse_bits(most) or engine._coarse_bits(most)
+    use_grouped = grouped if grouped is not None else dask.config.get(GROUPED_KEY, True)
+    apart = bool(dask.config.get(POOLED_KEY, True))
+    if use_grouped:  # the counts come from pass 1: no pass of their own
+        rows = groups if len(possible) == n_cond else remap_groups(groups, row)
+        first = grouped_pass1(
+            systems, key, rows, len(possible), pooled_apart=range(len(systems)) if apart else (),
+            allow_missing=allow_missing, split_every=split_every, coarse_bits=bits,
+            pooled_coarse_bits=engine._coarse_bits(len(systems)) if apart else None,
+            progress=progress, names=names,
+        )  # fmt: skip
+        counts = np.zeros((len(systems), n_cond, 2, 2), dtype=np.int64)
+        counts[:, possible] = first.counts
+    else:
+        counts = condition_counts(
+            masks, classes, groups, n_cond, split_every=split_every, progress=progress
+        )
     n_target, n_nontarget = counts[:, :, 0, 1], counts[:, :, 1, 1]
     n_missing = counts[:, :, :, 0].sum(axis=2)
-    if not allow_missing:
+    if not allow_missing and not use_grouped:  # (pass 1 raised it, as a plain evaluation)
         for k, missing in enumerate(n_missing.sum(axis=1)):
             if missing:
                 where = locate((classes != 0) & ~masks[k], key.model.values, key.segment.values)
@@ -250,7 +285,7 @@ def condition_summaries(
                     f"{names[k]}: {int(missing)} key trials have no score, e.g. {where} "
                     "(allow_missing drops them)"
                 )
-    pairs = [(k, g) for k in range(len(systems)) for g in range(conditions.n_conditions)
+    pairs = [(k, g) for k in range(len(systems)) for g in range(n_cond)
              if n_target[k, g] and n_nontarget[k, g]]  # fmt: skip
     labels = [f"{names[k]} [condition {g}]" for k, g in pairs]
     plan = None
@@ -258,20 +293,18 @@ def condition_summaries(
         plan = plan_members(pairs, n_target, n_nontarget, len(systems) + len(pairs))
         labels += [f"{names[k]} [condition {g}, equalized]" for k, g, _ in plan.extra]
     hook = plan.candidates if plan is not None else None
-    bits = _coarse_bits(len(systems) + len(labels))
-    if grouped if grouped is not None else dask.config.get(GROUPED_KEY, True):
+    if use_grouped:
         parts = [Part(k) for k in range(len(systems))]
-        parts += [Part(k, (g,), (g,)) for k, g in pairs]
+        parts += [Part(k, (int(row[g]),), (int(row[g]),)) for k, g in pairs]
         for k, g, filler in plan.extra if plan is not None else ():
-            both = tuple(sorted((g, filler)))
-            parts.append(Part(k, (g,), both) if n_target[k, g] else Part(k, both, (g,)))
-        summaries = summarize_parts(
-            systems, key, groups, conditions.n_conditions, parts, thresholds=thresholds,
-            fmr=fmr, fnmr=fnmr, allow_missing=True, split_every=split_every,
-            progress=progress, coarse_bits=bits, names=[*names, *names, *labels],
-            extra_candidates=hook, pooled_coarse_bits=engine._coarse_bits(len(systems))
-            if dask.config.get(POOLED_KEY, False) else None,
+            both = tuple(sorted({int(row[g]), int(row[filler])}))
+            own = (int(row[g]),)
+            parts.append(Part(k, own, both) if n_target[k, g] else Part(k, both, own))
+        summaries = refine_parts(
+            first, parts, thresholds=thresholds, fmr=fmr, fnmr=fnmr,
+            names=[*names, *labels], extra_candidates=hook, share=n_cond,
         )  # fmt: skip
+        passes = summaries[0].passes
     else:  # one masked copy of a system per (system, condition) and equalized filler
         extra = []
         for k, g in pairs:
@@ -285,11 +318,28 @@ def condition_summaries(
                 extra_mask(masks[k], classes, groups, g, filler, targets=bool(n_target[k, g])),
             )
             extra.append(part)
-        summaries = summarize(
-            [*systems, *extra], key, thresholds=thresholds, fmr=fmr, fnmr=fnmr,
-            allow_missing=True, split_every=split_every, progress=progress, coarse_bits=bits,
-            names=[*names, *labels], extra_candidates=hook,
+        # the pooled systems as refine_parts counts them; the copies share the budgets
+        pooled = summarize(
+            systems, key, thresholds=thresholds, fmr=fmr, fnmr=fnmr, allow_missing=True,
+            split_every=split_every, progress=progress, names=names,
+            coarse_bits=engine._coarse_bits(len(systems)) if apart else bits,
         )  # fmt: skip
+        passes = 1 + pooled[0].passes  # the counting pass, then the pooled systems'
+        summaries = list(pooled)
+        if extra:
+            knobs = engine._knobs()
+            shared = {"bosaris_dask.dense-budget": max(1, knobs["dense_budget"] // n_cond),
+                      "bosaris_dask.raw-limit": knobs["raw_limit"] // n_cond}  # fmt: skip
+            pad: list = [None] * len(systems)
+            copies_hook = (lambda subs: hook([*pad, *subs])[len(pad) :]) if hook else None
+            with dask.config.set(shared):
+                copies = summarize(
+                    extra, key, thresholds=thresholds, fmr=fmr, fnmr=fnmr, allow_missing=True,
+                    split_every=split_every, progress=progress, coarse_bits=bits,
+                    names=labels, extra_candidates=copies_hook,
+                )  # fmt: skip
+            summaries += copies
+            passes += copies[0].passes
     # every summary's n_missing counts its own key trials without a score (the masked copies
     # count the key trials outside their condition too)
     summaries = list(summaries)
@@ -311,5 +361,6 @@ def condition_summaries(
         by_condition[k][g] = replace(summary, _hull=None)
     return ConditionSummaries(
         pooled, by_condition, n_target, n_nontarget, n_missing,
-        passes=pooled[0].passes + 1, equalized=(summaries, plan) if plan is not None else None,
+        passes=passes,
+        equalized=(summaries, plan) if plan is not None else None,
     )  # fmt: skip
