@@ -17,6 +17,10 @@ key                    default     meaning
                                    candidate bins hold at most this many trials (0: never)
 ``keep-limit``         16777216    keep the candidate trials in memory between refinement
                                    rounds when all systems' hold at most this many (0: never)
+``adaptive-bins``      1           pass 1's bins fitted to a sample of the scores (finer where
+                                   they are dense, :mod:`bosaris_dask.binmap`): 0 never, 1 when
+                                   the trials outnumber ``keep-limit`` (and ``coarse_bits`` is
+                                   not given), 2 always
 ``bootstrap-bins``     256         the most coarse score bins per system of the bootstrap's
                                    resample histograms (:mod:`bosaris_dask.bootstrap`)
 ``bootstrap-budget``   536870912   bytes a bootstrap task may hold (its resample histograms,
@@ -58,6 +62,7 @@ KNOBS: dict[str, tuple[int, int, int]] = {
     "dense-budget": (1 << 19, 1, 1 << 26),
     "raw-limit": (1 << 22, 0, 1 << 40),
     "keep-limit": (1 << 24, 0, 1 << 40),
+    "adaptive-bins": (1, 0, 2),
     "bootstrap-bins": (256, 4, 1 << 16),
     "bootstrap-budget": (1 << 29, 1 << 20, 1 << 42),
     "bootstrap-chunk": (1 << 30, 1 << 10, 1 << 40),

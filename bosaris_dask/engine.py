@@ -49,8 +49,10 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask import config, exact_sum, fixed_rates, kernels, memory, refinement, roc, runner
+from bosaris_dask.binmap import TOP_BITS, BinMap
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
-from bosaris_dask.keys import key_bits, keys_to_values, threshold_keys
+from bosaris_dask.keys import key_bits, keys_to_values, order_keys, threshold_keys
+from bosaris_dask.progress import compute
 from bosaris_dask.trials import align, is_label_key, kind_of, locate, trial_classes, validate
 
 __all__ = ["ScoreSummary", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
@@ -59,6 +61,8 @@ __all__ = ["ScoreSummary", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
 DEFAULT_SPLIT_EVERY = 8
 #: The most key-prefix bits pass 1 may use (a 256 MB histogram per system and chunk).
 MAX_COARSE_BITS = 24
+#: About how many trials the sample read before an adaptive pass 1 holds (whole rows).
+SAMPLE_TRIALS = 1 << 21
 
 
 # --------------------------------------------------------------------------------------------
@@ -227,11 +231,11 @@ def _pass1_summary(
     inputs: list[da.Array],
     key: xr.Dataset,
     dtype: np.dtype,
-    shift: int,
-    nbins: int,
+    binmap: BinMap,
     allow_missing: bool,
 ) -> ScoreSummary:
     """System ``k``'s summary from its pass-1 totals, or the error its trials call for."""
+    nbins = binmap.nbins
     n_non, n_tar = row[:nbins].astype(np.int64), row[nbins : 2 * nbins].astype(np.int64)
     limbs = row[2 * nbins : -2].reshape(2, -1)
     sp_tar, sp_non = (exact_sum.to_float(exact_sum.from_limbs(x)) for x in limbs)
@@ -239,10 +243,11 @@ def _pass1_summary(
     raise_trial_errors(name, int(bad), int(missing), inputs[0], inputs[1 + 2 * k],
                        inputs[2 + 2 * k], key, allow_missing)  # fmt: skip
     nonempty = np.flatnonzero((n_tar + n_non) > 0)
+    lo, bits = binmap.bin_lo_bits(nonempty)
     summary = ScoreSummary(
         dtype=dtype,
-        lo=nonempty.astype(np.uint64) << np.uint64(shift),
-        bits=np.full(len(nonempty), shift, dtype=np.int8),
+        lo=lo,
+        bits=bits,
         n_tar=n_tar[nonempty],
         n_non=n_non[nonempty],
         softplus_tar=sp_tar,
@@ -340,6 +345,42 @@ def _coarse_bits(n_systems: int) -> int:
     """Key-prefix bits of pass 1: 16 MB of histogram per system and chunk at 20 bits, halved
     for 3-4 systems and quartered beyond, so a chunk's result grows slower than the systems."""
     return 20 if n_systems <= 2 else 19 if n_systems <= 4 else 18
+
+
+def _sample_keys(inputs: list[da.Array], n_sys: int, size: int) -> list[np.ndarray]:
+    """Per system, the keys of the scored trials of about ``size`` trials: whole rows spread
+    evenly over the matrix (every few columns of very wide ones), read in one small pass."""
+    n_rows, n_cols = inputs[0].shape
+    want = min(n_rows, max(1, -(-size // max(n_cols, 1))))
+    rows = np.unique(np.linspace(0, n_rows - 1, want).round().astype(np.intp))
+    step = max(1, len(rows) * n_cols // size)
+    got = compute(tuple(a[rows][:, ::step] for a in inputs))
+    cls = np.asarray(got[0])
+    out = []
+    for k in range(n_sys):
+        s, m = np.asarray(got[1 + 2 * k]), np.asarray(got[2 + 2 * k])
+        valid = (cls != 0) & m.astype(bool) & np.isfinite(s)
+        out.append(order_keys(s[valid]))
+    return out
+
+
+def _bin_maps(inputs: list[da.Array], dtype: np.dtype, bits: int, adaptive: bool) -> list[BinMap]:
+    """Pass 1's bins for each system: the top ``bits`` key bits, or, ``adaptive``, about
+    ``2**bits`` bins fitted to a sample of each system's scores (:mod:`bosaris_dask.binmap`)."""
+    n_sys = (len(inputs) - 1) // 2
+    if not adaptive or bits <= TOP_BITS:  # no room for finer bins: no sample
+        return [BinMap.uniform(key_bits(dtype), bits)] * n_sys
+    samples = _sample_keys(inputs, n_sys, SAMPLE_TRIALS)
+    return [BinMap.from_sample(keys, key_bits(dtype), bits) for keys in samples]
+
+
+def _adaptive(mode: int, cells: int, keep_limit: int, coarse_bits: int | None) -> bool:
+    """Whether pass 1 fits its bins to the scores (``bosaris_dask.adaptive-bins``: 0 never;
+    1 when the trials could overflow the kept-trials budget and ``coarse_bits`` is not given;
+    2 always)."""
+    if mode == 2:
+        return True
+    return mode == 1 and coarse_bits is None and 0 < keep_limit < cells
 
 
 def summarize(
@@ -441,17 +482,21 @@ def summarize(
     n_sys = len(scores)
     bits = coarse_bits or _coarse_bits(n_sys)
     shift = key_bits(dtype) - bits
-    nbins = 1 << bits
+    cells = int(np.prod(inputs[0].shape))
+    adaptive = _adaptive(knobs["adaptive_bins"], cells, knobs["keep_limit"], coarse_bits)
+    maps = _bin_maps(inputs, dtype, bits, adaptive)
+    nbins = max(m.nbins for m in maps)
     positions, codes = key_codes_check(inputs[0], key, blocks)
     systems = []
     for k in range(n_sys):
         name = names[k] if names else f"system-{k + 1}"
         finalize = partial(
-            _pass1_summary, name=name, k=k, inputs=inputs, key=key, dtype=dtype, shift=shift,
-            nbins=nbins, allow_missing=allow_missing,
+            _pass1_summary, name=name, k=k, inputs=inputs, key=key, dtype=dtype,
+            binmap=maps[k], allow_missing=allow_missing,
         )  # fmt: skip
-        chunk = partial(kernels.system_kernel, system=k, shift=shift, nbins=nbins, **blocks)
-        systems.append(runner.Aggregation(name, chunk, kernels.coarse_length(nbins),
+        chunk = partial(kernels.system_kernel, system=k, shift=shift, nbins=maps[k].nbins,
+                        binmap=maps[k] if maps[k].adaptive else None, **blocks)  # fmt: skip
+        systems.append(runner.Aggregation(name, chunk, kernels.coarse_length(maps[k].nbins),
                                           finalize=finalize))  # fmt: skip
     ce_plo = np.asarray(cross_entropy_plo, dtype=np.float64).reshape(-1)
     if not np.isfinite(ce_plo).all():
@@ -491,7 +536,7 @@ def summarize(
             if len(cands):
                 spec = refinement.plan(
                     s, cands, shift, dense_budget=knobs["dense_budget"],
-                    raw_limit=knobs["raw_limit"],
+                    raw_limit=knobs["raw_limit"], binmap=maps[k],
                 )  # fmt: skip
                 plans.append((cands, spec))
             else:
