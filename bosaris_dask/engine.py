@@ -347,9 +347,12 @@ def _coarse_bits(n_systems: int) -> int:
     return 20 if n_systems <= 2 else 19 if n_systems <= 4 else 18
 
 
-def _sample_keys(inputs: list[da.Array], n_sys: int, size: int) -> list[np.ndarray]:
-    """Per system, the keys of the scored trials of about ``size`` trials: whole rows spread
-    evenly over the matrix (every few columns of very wide ones), read in one small pass."""
+def _sample_keys(
+    inputs: list[da.Array], n_sys: int, size: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per system, the keys and target flags of the scored trials among about ``size``
+    trials: whole rows spread evenly over the matrix (every few columns of very wide ones),
+    read in one small pass."""
     n_rows, n_cols = inputs[0].shape
     want = min(n_rows, max(1, -(-size // max(n_cols, 1))))
     rows = np.unique(np.linspace(0, n_rows - 1, want).round().astype(np.intp))
@@ -360,7 +363,7 @@ def _sample_keys(inputs: list[da.Array], n_sys: int, size: int) -> list[np.ndarr
     for k in range(n_sys):
         s, m = np.asarray(got[1 + 2 * k]), np.asarray(got[2 + 2 * k])
         valid = (cls != 0) & m.astype(bool) & np.isfinite(s)
-        out.append(order_keys(s[valid]))
+        out.append((order_keys(s[valid]), cls[valid] > 0))
     return out
 
 
@@ -371,7 +374,7 @@ def _bin_maps(inputs: list[da.Array], dtype: np.dtype, bits: int, adaptive: bool
     if not adaptive or bits <= TOP_BITS:  # no room for finer bins: no sample
         return [BinMap.uniform(key_bits(dtype), bits)] * n_sys
     samples = _sample_keys(inputs, n_sys, SAMPLE_TRIALS)
-    return [BinMap.from_sample(keys, key_bits(dtype), bits) for keys in samples]
+    return [BinMap.from_sample(keys, key_bits(dtype), bits, tar) for keys, tar in samples]
 
 
 def _adaptive(mode: int, cells: int, keep_limit: int, coarse_bits: int | None) -> bool:
