@@ -39,11 +39,13 @@ from functools import cached_property
 
 import numpy as np
 
-__all__ = ["BinMap", "TOP_BITS"]
+__all__ = ["BinMap", "TOP_BITS", "MIN_ADAPTIVE_BITS"]
 
 #: Key bits that pick an adaptive map's bucket (65,536 buckets: float32 sign, exponent and 7
-#: mantissa bits; float64 sign, exponent and 4 mantissa bits).
+#: mantissa bits; float64 sign, exponent and 4 mantissa bits), fewer for budgets under 2**20.
 TOP_BITS = 16
+#: The smallest budget (in bits) shared out adaptively: 2 bits of buckets, 16 bins each.
+MIN_ADAPTIVE_BITS = 6
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,8 +85,8 @@ class BinMap:
         is_target: np.ndarray | None = None,
     ) -> BinMap:
         """A map fitted to ``keys`` (a sample of the trials' keys), at most ``2**budget_bits``
-        bins; uniform (``budget_bits`` bits) for an empty sample or a budget of at most
-        :data:`TOP_BITS` bits.
+        bins; uniform (``budget_bits`` bits) for an empty sample or a budget under
+        :data:`MIN_ADAPTIVE_BITS` bits.
 
         The buckets are the top ``min(TOP_BITS, budget_bits - 4)`` key bits (a sixteenth of the
         budget at most goes to buckets the sample leaves empty, one bin each). Bucket ``c`` gets
@@ -105,7 +107,7 @@ class BinMap:
         (6, 4, 0)
         """
         keys = np.asarray(keys).astype(np.uint64, copy=False)
-        if keys.size == 0 or budget_bits <= TOP_BITS:
+        if keys.size == 0 or budget_bits < MIN_ADAPTIVE_BITS:
             return cls.uniform(key_bits, budget_bits)
         top = min(TOP_BITS, budget_bits - 4)
         nb = 1 << top

@@ -39,6 +39,7 @@ vertex. :func:`score_bins` also resolves the bins PAV calibration needs:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -49,7 +50,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask import config, exact_sum, fixed_rates, kernels, memory, refinement, roc, runner
-from bosaris_dask.binmap import TOP_BITS, BinMap
+from bosaris_dask.binmap import MIN_ADAPTIVE_BITS, BinMap
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.keys import key_bits, keys_to_values, order_keys, threshold_keys
 from bosaris_dask.progress import compute
@@ -350,18 +351,25 @@ def _coarse_bits(n_systems: int) -> int:
 def _sample_keys(
     inputs: list[da.Array], n_sys: int, size: int
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per system, the keys and target flags of the scored trials among about ``size``
-    trials: whole rows spread evenly over the matrix (every few columns of very wide ones),
-    read in one small pass."""
-    n_rows, n_cols = inputs[0].shape
-    want = min(n_rows, max(1, -(-size // max(n_cols, 1))))
-    rows = np.unique(np.linspace(0, n_rows - 1, want).round().astype(np.intp))
-    step = max(1, len(rows) * n_cols // size)
-    got = compute(tuple(a[rows][:, ::step] for a in inputs))
-    cls = np.asarray(got[0])
+    """Per system, the keys and target flags of the scored trials among about ``size`` trials
+    of a sixteenth of the chunks (one at least), spread over the chunk grid: every few rows (and
+    columns) of each, read in one small pass (a memory-mapped store reads only those rows)."""
+    nbi, nbj = inputs[0].numblocks
+    picks = np.unique(np.linspace(0, nbi * nbj - 1, max(1, nbi * nbj // 16)).round())
+    per = max(1, size // len(picks))
+    parts = []
+    for f in picks.astype(int).tolist():
+        i, j = divmod(f, nbj)
+        r, c = inputs[0].chunks[0][i], inputs[0].chunks[1][j]
+        rstep = min(r, math.ceil(r * c / per))
+        cstep = max(1, math.ceil(math.ceil(r / rstep) * c / per))
+        parts.append(tuple(a.blocks[i, j][::rstep, ::cstep].reshape(-1) for a in inputs))
+    got = compute(parts)
+    cls = np.concatenate([np.asarray(p[0]) for p in got])
     out = []
     for k in range(n_sys):
-        s, m = np.asarray(got[1 + 2 * k]), np.asarray(got[2 + 2 * k])
+        s = np.concatenate([np.asarray(p[1 + 2 * k]) for p in got])
+        m = np.concatenate([np.asarray(p[2 + 2 * k]) for p in got])
         valid = (cls != 0) & m.astype(bool) & np.isfinite(s)
         out.append((order_keys(s[valid]), cls[valid] > 0))
     return out
@@ -371,7 +379,7 @@ def _bin_maps(inputs: list[da.Array], dtype: np.dtype, bits: int, adaptive: bool
     """Pass 1's bins for each system: the top ``bits`` key bits, or, ``adaptive``, about
     ``2**bits`` bins fitted to a sample of each system's scores (:mod:`bosaris_dask.binmap`)."""
     n_sys = (len(inputs) - 1) // 2
-    if not adaptive or bits <= TOP_BITS:  # no room for finer bins: no sample
+    if not adaptive or bits < MIN_ADAPTIVE_BITS:  # too few bins to share out: no sample
         return [BinMap.uniform(key_bits(dtype), bits)] * n_sys
     samples = _sample_keys(inputs, n_sys, SAMPLE_TRIALS)
     return [BinMap.from_sample(keys, key_bits(dtype), bits, tar) for keys, tar in samples]
