@@ -9,7 +9,7 @@ falls in:
   bucket ``c`` is split on its next ``e_c`` bits, where ``e_c`` grows with the share of a sample
   of the scores that falls in the bucket: where scores are dense the prefixes are longer, so
   every bin holds about as many trials and the total stays within ``2**budget_bits`` bins.
-  ``bin = key >> shift[c] + offset[c]``: two look-ups in tables of 65,536 entries.
+  ``bin = (key >> shift[c]) + offset[c]``: one look-up in a table of 65,536 entries.
 
 Every bin is still a key prefix (of its own length), so a refinement pass splits a bin on the
 key bits below it, and the engine's results do not depend on the map: only how many trials the
@@ -96,8 +96,9 @@ class BinMap:
         bins after pass 1 than equal shares of trials, as a bin can hide an ROC hull vertex only
         if it holds both classes). First ``e_c = floor(log2(w_c / share))``, then, while the
         budget allows, one more for the buckets with the most weight per bin; never more than
-        16 bins per distinct sample key of the bucket (ties need no finer bins), nor more than
-        ``key_bits - top`` extra bits.
+        16 bins per distinct sample key of the bucket (ties need no finer bins), nor prefixes
+        longer than ``min(key_bits, 55)`` bits (so that :attr:`table` packs each bucket's
+        offset and shift into one ``int64``).
 
         Examples
         --------
@@ -122,7 +123,7 @@ class BinMap:
                                minlength=nb)  # fmt: skip
         room = np.zeros(nb, dtype=np.int64)
         full = h > 0
-        room[full] = np.minimum(np.ceil(np.log2(distinct[full])) + 4, key_bits - top)
+        room[full] = np.minimum(np.ceil(np.log2(distinct[full])) + 4, min(key_bits, 55) - top)
         budget = 1 << budget_bits
         share = w.sum() / (budget - nb)
         extra = np.zeros(nb, dtype=np.int64)
@@ -183,11 +184,15 @@ class BinMap:
 
     @cached_property
     def offsets(self) -> np.ndarray:
-        """Per bucket, ``base[c] - (c << e_c)`` modulo ``2**64`` (``int64``): a key's bin is
-        ``(key >> shifts[c]) + offsets[c]``."""
-        c = np.arange(1 << self.top, dtype=np.uint64)
-        first = c << self._extra64.astype(np.uint64)
-        return (self.base[:-1].astype(np.uint64) - first).view(np.int64)
+        """Per bucket, ``base[c] - (c << e_c)`` (``int64``; ``|offset| < 2**55``): a key's bin
+        is ``(key >> shifts[c]) + offsets[c]``."""
+        c = np.arange(1 << self.top, dtype=np.int64)
+        return self.base[:-1] - (c << self._extra64)
+
+    @cached_property
+    def table(self) -> np.ndarray:
+        """Per bucket, ``offsets[c] * 256 + shifts[c]`` (``int64``): both in one look-up."""
+        return (self.offsets << 8) | self.shifts.astype(np.int64)
 
     # ----------------------------------------------------------------------------------------
     # look-ups
@@ -205,10 +210,11 @@ class BinMap:
         if self.extra is None:
             return np.right_shift(keys, kdt(self.key_bits - self.top), out=out, casting="unsafe")
         np.right_shift(keys, kdt(self.key_bits - self.top), out=bucket, casting="unsafe")
-        np.take(self.shifts, bucket, out=shifts)
-        np.right_shift(keys, shifts, out=out, casting="unsafe")  # wraps for 64-bit keys ...
-        np.take(self.offsets, bucket, out=bucket)
-        return np.add(out, bucket, out=out)  # ... and the offset wraps them back
+        np.take(self.table, bucket, out=out)
+        np.bitwise_and(out, 255, out=shifts, casting="unsafe")
+        np.right_shift(keys, shifts, out=bucket, casting="unsafe")  # below 2**55
+        np.right_shift(out, 8, out=out)
+        return np.add(out, bucket, out=out)
 
     def bin_of(self, keys: np.ndarray) -> np.ndarray:
         """The bin of each key (``intp``); ``keys`` in any unsigned dtype."""
