@@ -123,7 +123,7 @@ def _dense_case(dtype, seed=16):
 
 #: Budgets scaled down with the trials (60,000 here): the kept trials, the exact keys pulled,
 #: the sub-bins of a dense refinement.
-SCALED = {"bosaris_dask.keep-limit": 5000, "bosaris_dask.raw-limit": 500,
+SCALED = {"bosaris_dask.keep-limit": 8000, "bosaris_dask.raw-limit": 500,
           "bosaris_dask.dense-budget": 2048}  # fmt: skip
 
 
