@@ -4,9 +4,10 @@ This is the only module that builds dask graphs for evaluation passes. Scores ne
 globally. Instead (see DESIGN.md, section 3.1):
 
 1. **Pass 1** keys every score (:mod:`bosaris_dask.keys`) and, in one fused kernel per chunk,
-   counts targets and non-targets per key prefix (the top ``coarse_bits`` bits), sums what needs
-   no refinement (Cllr terms, missing trials, non-finite scores). Chunk results are merged by
-   exact sums in a tree (``split_every``).
+   counts targets and non-targets per key prefix (the top ``coarse_bits`` bits, or, for more
+   trials than ``keep-limit``, prefixes of lengths fitted to a sample of the scores:
+   :mod:`bosaris_dask.binmap`), sums what needs no refinement (Cllr terms, missing trials,
+   non-finite scores). Chunk results are merged by exact sums in a tree (``split_every``).
 2. On the client, the bin edges are exact ROC points. A bin can hide an ROC convex hull vertex
    only if its optimistic corner lies below the hull of the edges; a Bayes threshold needs exact
    counts only in the bin that contains it. Only those **candidate bins** are refined
