@@ -140,6 +140,13 @@ class BinMap:
         extra[take] += 1
         return cls(key_bits, top, extra.astype(np.uint8))
 
+    def __getstate__(self) -> dict:
+        """Only the fields travel (to workers, in task graphs): the tables are rebuilt there."""
+        return {"key_bits": self.key_bits, "top": self.top, "extra": self.extra}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
     # ----------------------------------------------------------------------------------------
     # tables
     # ----------------------------------------------------------------------------------------

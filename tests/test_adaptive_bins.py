@@ -193,3 +193,14 @@ def test_adaptive_bins_switch_off_and_refuse_bad_values():
         pytest.raises(ValueError, match=r"bosaris_dask.adaptive-bins must be an integer from 0"),
     ):
         engine.summarize([scores], key)
+
+
+def test_a_map_travels_without_its_tables():
+    import pickle
+
+    keys = order_keys(np.random.default_rng(2).normal(size=5000))
+    m = BinMap.from_sample(keys, 64, 20, keys > keys[10])
+    bins = m.bin_of(keys)  # builds the look-up tables
+    size = len(pickle.dumps(m))
+    assert size < 2**16 + 1000  # the 65,536 extra bits, not the 512 kB tables
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(m)).bin_of(keys), bins)
