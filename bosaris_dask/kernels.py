@@ -457,6 +457,14 @@ class RefineSpec:
         return lut
 
     @cached_property
+    def bucket_lut(self) -> np.ndarray:
+        """bool per bucket of an adaptive ``binmap``: does it hold a candidate?"""
+        assert self.binmap is not None
+        lut = np.zeros(1 << self.binmap.top, dtype=bool)
+        lut[(self.cand_lo >> np.uint64(self.binmap.key_bits - self.binmap.top)).astype(np.intp)] = 1
+        return lut
+
+    @cached_property
     def rank(self) -> np.ndarray | None:
         """The candidate index per pass-1 bin, when every candidate is a whole pass-1 bin."""
         if self.binmap is None:
@@ -494,13 +502,17 @@ def _select(
         c = cls_flat[b] if m_flat[b].all() else classes_of(cls_flat[b], m_flat[b])
         n = c.size
         keys = keys_into(s_flat[b], ws)
-        if spec.binmap is None:
+        binmap = spec.binmap
+        if binmap is None:
             prefix = np.right_shift(keys, spec.shift, out=ws.idx[:n], casting="unsafe")
-        else:
-            prefix = spec.binmap.bins_into(keys, ws.idx[:n], ws.pos[:n], ws.signs[:n])
-        sel = np.take(spec.lut, prefix, out=ws.flag[:n])
+        else:  # first the buckets holding a candidate: the full look-up for their keys only
+            top = keys.dtype.type(binmap.key_bits - binmap.top)
+            prefix = np.right_shift(keys, top, out=ws.idx[:n], casting="unsafe")
+        sel = np.take(spec.lut if binmap is None else spec.bucket_lut, prefix, out=ws.flag[:n])
         np.logical_and(sel, np.not_equal(c, 0, out=ws.flag2[:n]), out=sel)
         at = np.flatnonzero(sel)  # then take: 6x faster than two boolean-mask indexings
+        if binmap is not None and len(at):
+            at = at[spec.lut.take(binmap.bin_of(keys.take(at)))]
         if not len(at):
             continue
         keys, is_tar = keys.take(at), c.take(at) == 1
