@@ -16,7 +16,6 @@ that the exact metrics are the same, bit for bit.
 ``--emulate S`` emulates ``S`` times more trials: ``keep-limit`` and ``raw-limit`` divided by
 ``S`` and the pass-1 bin budget ``log2(S)`` bits smaller (rounded), so that the candidate
 pressure after pass 1 is about that of ``S`` times the trials with the default budgets.
-``--side 40`` runs it in seconds (``tests/test_benchmarks.py`` style smoke test).
 """
 
 from __future__ import annotations

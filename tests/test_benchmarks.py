@@ -25,8 +25,8 @@ from . import reference as ref
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 SCRIPTS = {
-    "ab_evaluate.py", "bench_bootstrap.py", "bench_conditions.py", "bench_embeddings.py",
-    "bench_evaluate.py", "bench_fixed_rates.py", "bench_fusion.py", "bench_spoofing.py",
+    "ab_adaptive_bins.py", "ab_evaluate.py", "bench_bootstrap.py", "bench_conditions.py",
+    "bench_embeddings.py", "bench_evaluate.py", "bench_fixed_rates.py", "bench_fusion.py", "bench_spoofing.py",
     "bench_text_convert.py", "bench_text_reader.py", "fuzz_readers.py",
     "kill_campaign.py", "memory_limited.py", "peak_memory.py",
 }  # fmt: skip
@@ -94,6 +94,15 @@ def test_ab_evaluate(evaluated, capsys):
     assert summary["a/x/threads"]["ratio_wall"] == 1.0
     assert all(row["cpu_s"] > 0 for row in summary.values())
     assert "metrics identical to the first's: True" in capsys.readouterr().out
+
+
+def test_ab_adaptive_bins(evaluated, capsys):
+    """Fixed against adaptive bins on 40 x 40 trials, emulating 100 times more (tiny budgets)."""
+    workdir, _, _ = evaluated
+    _load("ab_adaptive_bins").main(["--workdir", str(workdir), "--repeat", "1",
+                                    "--emulate", "100"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert "adaptive: passes" in out and "exact metrics identical across all runs: True" in out
 
 
 def test_bench_evaluate_doctests(bench):
