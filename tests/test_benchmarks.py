@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 SCRIPTS = {
     "ab_adaptive_bins.py", "ab_evaluate.py", "bench_bootstrap.py", "bench_conditions.py",
-    "bench_embeddings.py", "bench_evaluate.py", "bench_fixed_rates.py", "bench_fusion.py", "bench_spoofing.py",
+    "bench_embeddings.py", "bench_evaluate.py", "bench_fixed_rates.py", "bench_fusion.py",
+    "bench_spoofing.py",
     "bench_text_convert.py", "bench_text_reader.py", "fuzz_readers.py",
     "kill_campaign.py", "memory_limited.py", "peak_memory.py",
 }  # fmt: skip
