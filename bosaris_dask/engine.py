@@ -386,6 +386,11 @@ def _bin_maps(inputs: list[da.Array], dtype: np.dtype, bits: int, adaptive: bool
     return [BinMap.from_sample(keys, key_bits(dtype), bits, tar) for keys, tar in samples]
 
 
+def _shift(binmap: BinMap) -> int:
+    """The shift of a uniform map (what the kernels and plans take), 0 for an adaptive one."""
+    return 0 if binmap.adaptive else binmap.shift
+
+
 def _adaptive_bits(cells: int, bits: int) -> int:
     """The bin budget (bits) of adaptive pass-1 bins: about 1,024 trials per bin, 2**16 bins
     at least, ``2**bits`` at most (17 bits at 1e8 trials, 20 at 1e9). Finer bins leave fewer
@@ -505,7 +510,6 @@ def summarize(
     inputs, dtype = _inputs(scores, key)
     n_sys = len(scores)
     bits = coarse_bits or _coarse_bits(n_sys)
-    shift = key_bits(dtype) - bits
     cells = int(np.prod(inputs[0].shape))
     adaptive = _adaptive(knobs["adaptive_bins"], cells, knobs["keep_limit"], coarse_bits)
     budget = coarse_bits or _adaptive_bits(cells, bits) if adaptive else bits
@@ -519,7 +523,7 @@ def summarize(
             _pass1_summary, name=name, k=k, inputs=inputs, key=key, dtype=dtype,
             binmap=maps[k], allow_missing=allow_missing,
         )  # fmt: skip
-        chunk = partial(kernels.system_kernel, system=k, shift=shift, nbins=maps[k].nbins,
+        chunk = partial(kernels.system_kernel, system=k, shift=_shift(maps[k]), nbins=maps[k].nbins,
                         binmap=maps[k] if maps[k].adaptive else None, **blocks)  # fmt: skip
         systems.append(runner.Aggregation(name, chunk, kernels.coarse_length(maps[k].nbins),
                                           finalize=finalize))  # fmt: skip
@@ -560,7 +564,7 @@ def summarize(
                 cands = np.union1d(cands, joint[k]).astype(np.int64)
             if len(cands):
                 spec = refinement.plan(
-                    s, cands, shift, dense_budget=knobs["dense_budget"],
+                    s, cands, _shift(maps[k]), dense_budget=knobs["dense_budget"],
                     raw_limit=knobs["raw_limit"], binmap=maps[k],
                 )  # fmt: skip
                 plans.append((cands, spec))

@@ -204,3 +204,13 @@ def test_a_map_travels_without_its_tables():
     size = len(pickle.dumps(m))
     assert size < 2**16 + 1000  # the 65,536 extra bits, not the 512 kB tables
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(m)).bin_of(keys), bins)
+
+
+def test_a_sample_without_trials_falls_back_to_uniform_bins():
+    key, scores, values, mask = _dense_case(np.float64)
+    mask = mask.copy()
+    mask[:50, :100] = 0  # the one chunk the sample reads holds no trial
+    key = make_key(range(200), range(300), mask, chunks=(50, 100))
+    with dask.config.set({**SCALED, "bosaris_dask.adaptive-bins": 2}):
+        (s,) = engine.summarize([scores], key, thresholds=-PLO)
+    _assert_exact(s, values[mask == 1], values[mask == -1])
