@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from bosaris_dask import exact_sum
+from bosaris_dask.binmap import BinMap
 from bosaris_dask.keys import key_dtype
 
 __all__ = [
@@ -264,8 +265,11 @@ def _coarse_system(
     shift: int,
     nbins: int,
     ws: Workspace,
+    binmap: BinMap | None = None,
 ) -> np.ndarray:
-    """Pass 1 for one system's scores of a chunk (see :func:`coarse_kernel`)."""
+    """Pass 1 for one system's scores of a chunk (see :func:`coarse_kernel`); the bins are
+    ``key >> shift``, or ``binmap``'s (its :attr:`~bosaris_dask.binmap.BinMap.nbins` is
+    ``nbins``)."""
     sums = [0, 0]
     counts = {"missing": 0, "bad": 0}
 
@@ -280,8 +284,12 @@ def _coarse_system(
             counts["bad"] += int(np.count_nonzero(~finite & (c != 0)))
             s = np.where(finite, s, s.dtype.type(0))
         key = keys_into(s, ws)
-        np.right_shift(key, shift, out=key)
-        np.left_shift(key, 1, out=idx, casting="unsafe")
+        if binmap is None:
+            np.right_shift(key, shift, out=key)
+            np.left_shift(key, 1, out=idx, casting="unsafe")
+        else:
+            binmap.bins_into(key, idx, ws.pos[:n], ws.signs[:n])
+            np.left_shift(idx, 1, out=idx)
         is_tar = np.greater(c, 0, out=ws.flag[:n])
         np.add(idx, is_tar, out=idx, casting="unsafe")
         all_trials = np.count_nonzero(c) == n
@@ -369,8 +377,10 @@ def system_kernel(
     nbins: int,
     block: int,
     slice_size: int,
+    binmap: BinMap | None = None,
 ) -> np.ndarray:
-    """Pass 1 for one system: its scores and mask are ``pairs[2 * system]`` and the next.
+    """Pass 1 for one system: its scores and mask are ``pairs[2 * system]`` and the next;
+    its bins are ``key >> shift`` or, if given, ``binmap``'s (``nbins`` of them).
 
     Returns :func:`coarse_length` float64 values: ``[non-target counts (nbins), target counts
     (nbins), softplus_tar limbs, softplus_non limbs, missing, non-finite]`` (counts are exact in
@@ -378,7 +388,8 @@ def system_kernel(
     """
     s, m = pairs[2 * system], pairs[2 * system + 1]
     ws = workspace(np.dtype(s.dtype), block, slice_size)
-    return _coarse_system(classes.reshape(-1), s.reshape(-1), m.reshape(-1), shift, nbins, ws)
+    flat = (a.reshape(-1) for a in (classes, s, m))
+    return _coarse_system(*flat, shift, nbins, ws, binmap)
 
 
 def coarse_kernel(
@@ -410,7 +421,8 @@ class RefineSpec:
     """What one refinement pass does for one system.
 
     Only the candidates travel in the task graph; the lookup tables by key prefix (megabytes at
-    20 prefix bits) are built where the kernel runs.
+    20 prefix bits) are built where the kernel runs. Pass 1's bins are ``key >> shift`` (into
+    ``2**prefix_bits`` bins), or ``binmap``'s when given (:mod:`bosaris_dask.binmap`).
     """
 
     shift: int  # pass 1 binned keys by ``key >> shift``
@@ -419,25 +431,49 @@ class RefineSpec:
     cand_bits: np.ndarray  # width bits of each candidate
     sub_bits: np.ndarray  # sub-bins per candidate = 2**sub_bits (dense mode)
     raw: bool  # pull exact keys instead of a dense sub-histogram
+    binmap: BinMap | None = None  # pass 1's bins, when not ``key >> shift``
+
+    @cached_property
+    def nbins(self) -> int:
+        """The number of pass-1 bins."""
+        return 1 << self.prefix_bits if self.binmap is None else self.binmap.nbins
+
+    def bin_of(self, keys: np.ndarray) -> np.ndarray:
+        """The pass-1 bin (``intp``) of each key."""
+        if self.binmap is None:
+            return (keys >> keys.dtype.type(self.shift)).astype(np.intp)
+        return self.binmap.bin_of(keys)
 
     @cached_property
     def prefixes(self) -> np.ndarray:
         """The pass-1 bin of each candidate."""
-        return (self.cand_lo >> np.uint64(self.shift)).astype(np.intp)
+        return self.bin_of(self.cand_lo)
 
     @cached_property
     def lut(self) -> np.ndarray:
         """bool per pass-1 bin: does it hold a candidate?"""
-        lut = np.zeros(1 << self.prefix_bits, dtype=bool)
+        lut = np.zeros(self.nbins, dtype=bool)
         lut[self.prefixes] = True
+        return lut
+
+    @cached_property
+    def bucket_lut(self) -> np.ndarray:
+        """bool per bucket of an adaptive ``binmap``: does it hold a candidate?"""
+        assert self.binmap is not None
+        lut = np.zeros(1 << self.binmap.top, dtype=bool)
+        lut[(self.cand_lo >> np.uint64(self.binmap.key_bits - self.binmap.top)).astype(np.intp)] = 1
         return lut
 
     @cached_property
     def rank(self) -> np.ndarray | None:
         """The candidate index per pass-1 bin, when every candidate is a whole pass-1 bin."""
-        if not np.all(self.cand_bits == self.shift):
+        if self.binmap is None:
+            whole = np.all(self.cand_bits == self.shift)
+        else:
+            whole = np.all(self.cand_bits == self.binmap.bits_of_bins(self.prefixes))
+        if not whole:
             return None
-        rank = np.full(1 << self.prefix_bits, -1, dtype=np.intp)
+        rank = np.full(self.nbins, -1, dtype=np.intp)
         rank[self.prefixes] = np.arange(len(self.cand_lo), dtype=np.intp)
         return rank
 
@@ -466,10 +502,17 @@ def _select(
         c = cls_flat[b] if m_flat[b].all() else classes_of(cls_flat[b], m_flat[b])
         n = c.size
         keys = keys_into(s_flat[b], ws)
-        prefix = np.right_shift(keys, spec.shift, out=ws.idx[:n], casting="unsafe")
-        sel = np.take(spec.lut, prefix, out=ws.flag[:n])
+        binmap = spec.binmap
+        if binmap is None:
+            prefix = np.right_shift(keys, spec.shift, out=ws.idx[:n], casting="unsafe")
+        else:  # first the buckets holding a candidate: the full look-up for their keys only
+            top = keys.dtype.type(binmap.key_bits - binmap.top)
+            prefix = np.right_shift(keys, top, out=ws.idx[:n], casting="unsafe")
+        sel = np.take(spec.lut if binmap is None else spec.bucket_lut, prefix, out=ws.flag[:n])
         np.logical_and(sel, np.not_equal(c, 0, out=ws.flag2[:n]), out=sel)
         at = np.flatnonzero(sel)  # then take: 6x faster than two boolean-mask indexings
+        if binmap is not None and len(at):
+            at = at[spec.lut.take(binmap.bin_of(keys.take(at)))]
         if not len(at):
             continue
         keys, is_tar = keys.take(at), c.take(at) == 1
@@ -486,7 +529,7 @@ def _within(
     keys: np.ndarray, is_tar: np.ndarray, spec: RefineSpec
 ) -> tuple[np.ndarray, np.ndarray]:
     """The trials of a selection that lie inside ``spec``'s candidate bins."""
-    near = np.flatnonzero(spec.lut.take(keys >> keys.dtype.type(spec.shift)))
+    near = np.flatnonzero(spec.lut.take(spec.bin_of(keys)))
     keys, is_tar = keys.take(near), is_tar.take(near)
     if spec.rank is not None:  # whole pass-1 bins: the prefix decides
         return keys, is_tar
@@ -507,7 +550,7 @@ def _count(keys: np.ndarray, is_tar: np.ndarray, spec: RefineSpec) -> Any:
         counts = np.bincount(inverse * 2 + is_tar, minlength=2 * len(uniq)).reshape(-1, 2)
         return uniq, counts
     if spec.rank is not None:
-        ci = spec.rank[(keys >> np.uint64(spec.shift)).astype(np.intp)]
+        ci = spec.rank[spec.bin_of(keys)]
     else:
         ci = np.searchsorted(spec.cand_lo, keys, side="right") - 1
     drop = (spec.cand_bits[ci] - spec.sub_bits[ci]).astype(np.uint64)
@@ -526,7 +569,8 @@ def _sub_histogram(
 ) -> np.ndarray:
     """:func:`_count` of :func:`_select` for whole pass-1 bins split evenly, in one sweep.
 
-    The sub-bin of a key is ``rank[key >> shift] * 2**sub + (key >> drop) % 2**sub``: a few
+    The sub-bin of a key is ``rank[bin] * 2**sub + (key >> drop) % 2**sub`` (``drop``: the
+    bin's width in bits less ``sub``; ``bin = key >> shift`` for a uniform map): a few
     cheap operations on cache-sized blocks and one ``bincount`` per slice, with no selected
     keys gathered in between (at 1e9 trials over half of them fall in candidate bins).
     """
@@ -535,19 +579,27 @@ def _sub_histogram(
         raise ValueError("_sub_histogram needs whole pass-1 bins split evenly")
     kdt = ws.key.dtype.type
     sub = int(spec.sub_bits[0])
-    drop, mask = kdt(spec.shift - sub), kdt((1 << sub) - 1)
+    binmap = spec.binmap
+    drop = kdt(spec.shift - sub) if binmap is None else None
+    mask = kdt((1 << sub) - 1)
     outside = 2 * int(spec.offsets[-1])  # one extra bin for trials outside every candidate
 
     def fill(b: slice, idx: np.ndarray) -> None:
         c = cls_flat[b] if m_flat[b].all() else classes_of(cls_flat[b], m_flat[b])
         n = c.size
         keys = keys_into(s_flat[b], ws)
-        prefix = np.right_shift(keys, spec.shift, out=ws.pos[:n], casting="unsafe")
+        if binmap is None:
+            prefix = np.right_shift(keys, spec.shift, out=ws.pos[:n], casting="unsafe")
+            shift = drop
+        else:  # each key's own bin width, less the sub-bits (wraps outside candidates)
+            shift = ws.signs[:n]
+            prefix = binmap.bins_into(keys, ws.pos[:n], ws.z.view(np.intp)[:n], shift)
+            np.subtract(shift, kdt(sub), out=shift)
         np.take(rank, prefix, out=idx)  # the candidate, or -1
         drop_it = np.less(idx, 0, out=ws.flag[:n])
         np.logical_or(drop_it, np.equal(c, 0, out=ws.flag2[:n]), out=drop_it)
         np.left_shift(idx, sub + 1, out=idx)
-        np.right_shift(keys, drop, out=keys)
+        np.right_shift(keys, shift, out=keys)
         np.bitwise_and(keys, mask, out=keys)
         np.left_shift(keys, 1, out=keys)
         np.add(idx, keys, out=idx, casting="unsafe")

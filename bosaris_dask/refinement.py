@@ -31,6 +31,7 @@ import dask.array as da
 import numpy as np
 
 from bosaris_dask import roc
+from bosaris_dask.binmap import BinMap
 from bosaris_dask.fixed_rates import fixed_rate_candidates
 from bosaris_dask.kernels import RefineSpec
 from bosaris_dask.keys import key_bits
@@ -80,9 +81,16 @@ def pav_bound_candidates(s: ScoreSummary) -> np.ndarray:
 
 
 def plan(
-    s: ScoreSummary, cands: np.ndarray, shift: int, *, dense_budget: int, raw_limit: int
+    s: ScoreSummary,
+    cands: np.ndarray,
+    shift: int,
+    *,
+    dense_budget: int,
+    raw_limit: int,
+    binmap: BinMap | None = None,
 ) -> RefineSpec:
-    """How to refine the candidate bins ``cands`` of ``s``.
+    """How to refine the candidate bins ``cands`` of ``s``, whose pass 1 binned keys by
+    ``key >> shift`` or, if given, by ``binmap`` (:mod:`bosaris_dask.binmap`).
 
     Pull their exact keys if they hold at most ``raw_limit`` trials; otherwise split each into
     the same number of sub-bins, ``dense_budget`` sub-bins in all at most.
@@ -95,7 +103,9 @@ def plan(
         per = max(1, int(math.floor(math.log2(max(1, dense_budget // len(cands))))))
         sub = np.minimum(cand_bits, per)
     prefix_bits = key_bits(s.dtype) - shift
-    return RefineSpec(shift, prefix_bits, s.lo[cands], cand_bits, sub, raw)
+    if binmap is not None and not binmap.adaptive:
+        binmap = None  # the same bins as ``key >> shift``
+    return RefineSpec(shift, prefix_bits, s.lo[cands], cand_bits, sub, raw, binmap)
 
 
 def volume(summaries: list[ScoreSummary], plans: list) -> int:

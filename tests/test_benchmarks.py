@@ -25,6 +25,7 @@ from . import reference as ref
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 SCRIPTS = {
+    "ab_adaptive_bins.py",
     "ab_evaluate.py",
     "bench_auc.py",
     "bench_bootstrap.py",
@@ -108,6 +109,15 @@ def test_ab_evaluate(evaluated, capsys):
     assert summary["a/x/threads"]["ratio_wall"] == 1.0
     assert all(row["cpu_s"] > 0 for row in summary.values())
     assert "metrics identical to the first's: True" in capsys.readouterr().out
+
+
+def test_ab_adaptive_bins(evaluated, capsys):
+    """Fixed against adaptive bins on 40 x 40 trials, emulating 100 times more (tiny budgets)."""
+    workdir, _, _ = evaluated
+    _load("ab_adaptive_bins").main(["--workdir", str(workdir), "--repeat", "1",
+                                    "--emulate", "100"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert "adaptive: passes" in out and "exact metrics identical across all runs: True" in out
 
 
 def test_bench_evaluate_doctests(bench):
