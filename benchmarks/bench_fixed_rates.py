@@ -12,16 +12,20 @@ as zarr stores in a temporary directory, and evaluates it, each the median of ``
 * ``fixed``: the same with the ``ijbc`` profile's FMR targets (1e-6 ... 1e-1) and two FNMR
   targets, whose bins are refined in the hull's passes;
 * ``ece``: the same with the ECE plot's 41-point grid (one softplus per trial and grid point,
-  accumulated in pass 1).
+  accumulated in pass 1);
+* ``all``: both (``evaluate --fmr ... --fnmr ... --ece``).
 
-Prints passes and wall time of each; the claim checked is that ``fixed`` and ``ece`` take the
-passes of ``plain``. The class ``FixedRates`` follows the asv convention (``setup``,
-``time_*``, ``teardown``) so a test can run every benchmark body once.
+Prints passes, wall time and its ratio to ``plain`` (medians of the interleaved runs, so each
+ratio compares runs made under the same load), and the load average before and after; the
+claim checked is that ``fixed``, ``ece`` and ``all`` take the passes of ``plain``. The class
+``FixedRates`` follows the asv convention (``setup``, ``time_*``, ``teardown``) so a test can
+run every benchmark body once.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 import time
@@ -39,6 +43,7 @@ OPTIONS = {
     "plain": {},
     "fixed": {"fmr": list(PROFILES["ijbc"].fmr), "fnmr": [0.01, 0.1]},
     "ece": {"ece_plo": DEFAULT_ECE_PLO},
+    "all": {"fmr": list(PROFILES["ijbc"].fmr), "fnmr": [0.01, 0.1], "ece_plo": DEFAULT_ECE_PLO},
 }
 
 
@@ -68,6 +73,14 @@ class FixedRates:
     def time_ece(self) -> None:
         self._run("ece")
 
+    def time_all(self) -> None:
+        self._run("all")
+
+
+def _load() -> str:
+    """The 1-minute load average (other sessions share the cores)."""
+    return f"{os.getloadavg()[0]:.2f}"
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -77,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     bench = FixedRates()
     bench.setup(args.models, args.segments)
+    load_before = _load()
     try:
         walls = {}
         for name in OPTIONS:  # interleaved repeats: the same cache state for each
@@ -86,11 +100,17 @@ def main(argv: list[str] | None = None) -> int:
                 start = time.perf_counter()
                 getattr(bench, f"time_{name}")()
                 walls[name].append(time.perf_counter() - start)
-        print(f"{args.models:,} x {args.segments:,} trials, median of {args.repeat}")
-        print(f"{'':<8}{'passes':>8}{'wall (s)':>10}")
+        print(
+            f"{args.models:,} x {args.segments:,} trials, median of {args.repeat}; load "
+            f"average {load_before} before, {_load()} after"
+        )
+        print(f"{'':<8}{'passes':>8}{'wall (s)':>10}{'/ plain':>9}   runs (s)")
+        base = float(np.median(walls["plain"]))
         for name in OPTIONS:
             passes = bench.results[name].attrs["passes"]  # type: ignore[attr-defined]
-            print(f"{name:<8}{passes:>8}{float(np.median(walls[name])):>10.2f}")
+            wall = float(np.median(walls[name]))
+            runs = " ".join(f"{w:.2f}" for w in walls[name])
+            print(f"{name:<8}{passes:>8}{wall:>10.2f}{wall / base:>8.2f}x   {runs}")
     finally:
         bench.teardown()
     return 0

@@ -108,17 +108,20 @@ def _rate(text: str) -> float:
     return value
 
 
-def _fixed_rate_arguments(parser: argparse.ArgumentParser) -> None:
+def _fixed_rate_arguments(parser: argparse.ArgumentParser, plot: str = "") -> None:
+    """``--fmr`` and ``--fnmr``; ``plot``: what a plot does with them (evaluate: the DET
+    files of --plots-dir mark them)."""
+    plot = plot or "--plots-dir: the DET plots mark them"
     parser.add_argument(
         "--fmr", type=_rate, action="append", metavar="F",
         help="report FNMR and TAR at false-match rate F (ISO/IEC 19795-1): the threshold is "
         "the smallest score with FMR <= F (exact; ties can make the actual FMR lower, which "
-        "is reported); repeat, e.g. --fmr 1e-4 --fmr 1e-3",
+        f"is reported); repeat, e.g. --fmr 1e-4 --fmr 1e-3; {plot}",
     )  # fmt: skip
     parser.add_argument(
         "--fnmr", type=_rate, action="append", metavar="F",
         help="report FMR at false-non-match rate F: the threshold is the largest score with "
-        "FNMR <= F; repeatable",
+        f"FNMR <= F; repeatable; {plot}",
     )  # fmt: skip
 
 
@@ -401,6 +404,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_embedding_arguments(p, required=False)
     _operating_points(p, "marked on the plot")
     _operating_point_argument(p)
+    _fixed_rate_arguments(p, "det: mark each system's exact (FMR, FNMR) point there, the "
+                          "legend saying e.g. 'FMR 1e-3: FNMR 4.21%%'")  # fmt: skip
     p.add_argument(
         "--window",
         help="DET axes window: classic (0.05-50%%), low_fa, wide, auto, the toolkit's old, new, "
