@@ -9,8 +9,9 @@ plans, rounds and kept trials), but each real system's trials are read and keyed
 instead of once per part:
 
 - pass 1 counts a ``(group, bin)`` histogram per system (:mod:`bosaris_dask.grouped_kernels`),
-  and sums the Cllr terms per ``(group, class)`` exactly; a part's summary is the sum over its
-  groups (the pooled one: over all groups), made on the client;
+  and sums the Cllr terms (and, with ``cross_entropy_plo``, the ECE's cross-entropy terms) per
+  ``(group, class)`` exactly; a part's summary is the sum over its groups (the pooled one: over
+  all groups), made on the client;
 - a refinement pass picks each system's trials inside the union of its parts' candidate bins
   once, and counts each part's own.
 
@@ -45,6 +46,8 @@ from bosaris_dask.errors import OptionError, ScoreError
 from bosaris_dask.grouped_kernels import (
     Part,
     check_group_codes,
+    cross_entropy_length,
+    grouped_cross_entropy_kernel,
     grouped_pass1_kernel,
     grouped_refine_kernel,
     grouped_select_kernel,
@@ -52,6 +55,7 @@ from bosaris_dask.grouped_kernels import (
     merge_parts,
     pass1_length,
     refine_kept_part,
+    split_cross_entropy,
     split_pass1,
 )
 from bosaris_dask.keys import key_bits, threshold_keys
@@ -138,6 +142,17 @@ def _summary(
     return summary
 
 
+def _part_cross_entropy(units: list[list[list[int]]], part: Part, n_groups: int) -> np.ndarray:
+    """A part's ``(len(plo), 2)`` cross-entropy sums (targets, non-targets) from its system's
+    per-group exact units (:func:`~bosaris_dask.grouped_kernels.split_cross_entropy`)."""
+    tar, non = (np.flatnonzero(m).tolist() for m in part.groups(n_groups))
+    return np.array([
+        [exact_sum.to_float(sum(at[g][0] for g in tar)),
+         exact_sum.to_float(sum(at[g][1] for g in non))]
+        for at in units
+    ]).reshape(len(units), 2)  # fmt: skip
+
+
 def _remap_block(block: np.ndarray, table: np.ndarray) -> np.ndarray:
     check_group_codes(block, len(table))  # a negative code would wrap around
     return table.take(block)
@@ -203,6 +218,7 @@ def summarize_parts(
     thresholds: Sequence[float] | np.ndarray = (),
     fmr: Sequence[float] | np.ndarray = (),
     fnmr: Sequence[float] | np.ndarray = (),
+    cross_entropy_plo: Sequence[float] | np.ndarray = (),
     allow_missing: bool = False,
     split_every: int = engine.DEFAULT_SPLIT_EVERY,
     coarse_bits: int | None = None,
@@ -233,6 +249,12 @@ def summarize_parts(
     thresholds, fmr, fnmr, allow_missing, split_every, progress, extra_candidates
         As :func:`~bosaris_dask.engine.summarize`; ``extra_candidates`` gets the part
         summaries.
+    cross_entropy_plo
+        As :func:`~bosaris_dask.engine.summarize`: pass 1 also sums each system's
+        cross-entropy terms at these prior log-odds, per ``(group, class)``
+        (:func:`~bosaris_dask.grouped_kernels.grouped_cross_entropy_kernel`), and each part's
+        ``cross_entropy`` is the exact sum over its groups: the ECE of every condition, no
+        extra pass.
     coarse_bits
         Pass-1 key bits (default: the engine's for as many systems as there are parts, so the
         bins are those of the ungrouped call).
@@ -313,18 +335,37 @@ def summarize_parts(
         length = pass1_length(n_groups, nbins) + 2 * pnbins
         aggs.append(runner.Aggregation(sys_names[k], chunk, length, finalize=finalize))
         owners.append([j for j, _, _ in pooled] + [j for j, _, _ in rest])
+    ce_plo = np.asarray(cross_entropy_plo, dtype=np.float64).reshape(-1)
+    if not np.isfinite(ce_plo).all():
+        raise OptionError("cross_entropy_plo must hold finite prior log-odds")
+    with_systems = [k for k in range(n_sys) if by_system[k]]
+    cross = [runner.Aggregation(
+        f"{sys_names[k]} cross-entropy",
+        partial(grouped_cross_entropy_kernel, system=k, plo=ce_plo, n_groups=n_groups, **blocks),
+        cross_entropy_length(len(ce_plo), n_groups),
+        finalize=partial(split_cross_entropy, n_plo=len(ce_plo), n_groups=n_groups),
+    ) for k in with_systems] if len(ce_plo) else []  # fmt: skip
     rows = n_groups  # a pooled histogram apart weighs as many rows of nbins as it is wider
     if apart:
         rows += 1 << max(0, pooled_coarse_bits - bits)  # type: ignore[operator]
     need = _task_memory(inputs, dtype, nbins, rows, len(parts), split_every, knobs)
     _, *found = runner.run_pass(
-        "pass 1", [codes, *aggs], inputs, lead=positions, split_every=split_every,
+        "pass 1", [codes, *aggs, *cross], inputs, lead=positions, split_every=split_every,
         progress=progress, need=need,
     )  # fmt: skip
+    found, cross_units = found[: len(aggs)], found[len(aggs) :]
     summaries: list[ScoreSummary] = [None] * len(parts)  # type: ignore[list-item]
     for js, part_summaries in zip(owners, found, strict=True):
         for j, s in zip(js, part_summaries, strict=True):
             summaries[j] = s
+    for k, units in zip(with_systems if cross else [], cross_units, strict=True):
+        for j, p in enumerate(parts):
+            if p.system == k:
+                summaries[j] = replace(
+                    summaries[j],
+                    cross_entropy_plo=ce_plo,
+                    cross_entropy=_part_cross_entropy(units, p, n_groups),
+                )
 
     kappa = threshold_keys(np.asarray(thresholds, dtype=np.float64), dtype)
     passes = 1

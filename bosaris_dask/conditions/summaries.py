@@ -161,6 +161,7 @@ def condition_summaries(
     thresholds: Sequence[float] | np.ndarray = (),
     fmr: Sequence[float] | np.ndarray = (),
     fnmr: Sequence[float] | np.ndarray = (),
+    cross_entropy_plo: Sequence[float] | np.ndarray = (),
     allow_missing: bool = False,
     split_every: int = DEFAULT_SPLIT_EVERY,
     progress: bool | None = None,
@@ -206,6 +207,9 @@ def condition_summaries(
     fmr, fnmr
         Fixed-FMR and fixed-FNMR targets (as :func:`summarize`): each condition's summary is
         refined for its own operating points, in the same passes.
+    cross_entropy_plo
+        Prior log-odds of the ECE (as :func:`summarize`): every summary, pooled and per
+        condition, carries its own trials' exact cross-entropy sums, summed in pass 1.
     allow_missing
         Drop key trials without a score (counted in ``n_missing``) instead of raising.
     split_every, progress, names
@@ -267,7 +271,8 @@ def condition_summaries(
             parts.append(Part(k, (g,), both) if n_target[k, g] else Part(k, both, (g,)))
         summaries = summarize_parts(
             systems, key, groups, conditions.n_conditions, parts, thresholds=thresholds,
-            fmr=fmr, fnmr=fnmr, allow_missing=True, split_every=split_every,
+            fmr=fmr, fnmr=fnmr, cross_entropy_plo=cross_entropy_plo, allow_missing=True,
+            split_every=split_every,
             progress=progress, coarse_bits=bits, names=[*names, *names, *labels],
             extra_candidates=hook, pooled_coarse_bits=engine._coarse_bits(len(systems))
             if dask.config.get(POOLED_KEY, False) else None,
@@ -287,7 +292,8 @@ def condition_summaries(
             extra.append(part)
         summaries = summarize(
             [*systems, *extra], key, thresholds=thresholds, fmr=fmr, fnmr=fnmr,
-            allow_missing=True, split_every=split_every, progress=progress, coarse_bits=bits,
+            cross_entropy_plo=cross_entropy_plo, allow_missing=True, split_every=split_every,
+            progress=progress, coarse_bits=bits,
             names=[*names, *labels], extra_candidates=hook,
         )  # fmt: skip
     # every summary's n_missing counts its own key trials without a score (the masked copies
