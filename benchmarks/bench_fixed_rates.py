@@ -4,6 +4,7 @@ evaluation of the same store, measured in the same run.
 Usage::
 
     python benchmarks/bench_fixed_rates.py [--models 4000] [--segments 5000] [--repeat 3]
+        [--run fixed --run ece --run all]
 
 Simulates one system (``bosaris_dask.simulate``, float32, 0.5% targets), writes it and its key
 as zarr stores in a temporary directory, and evaluates it, each the median of ``--repeat`` runs:
@@ -87,16 +88,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", type=int, default=4000)
     parser.add_argument("--segments", type=int, default=5000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--run", action="append", choices=list(OPTIONS),
+                        help="run only these (plain always); repeatable; default all")  # fmt: skip
     args = parser.parse_args(argv)
+    names = [n for n in OPTIONS if n == "plain" or not args.run or n in args.run]
     bench = FixedRates()
     bench.setup(args.models, args.segments)
     load_before = _load()
     try:
         walls = {}
-        for name in OPTIONS:  # interleaved repeats: the same cache state for each
+        for name in names:  # interleaved repeats: the same cache state for each
             walls[name] = []
         for _ in range(args.repeat):
-            for name in OPTIONS:
+            for name in names:
                 start = time.perf_counter()
                 getattr(bench, f"time_{name}")()
                 walls[name].append(time.perf_counter() - start)
@@ -106,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"{'':<8}{'passes':>8}{'wall (s)':>10}{'/ plain':>9}   runs (s)")
         base = float(np.median(walls["plain"]))
-        for name in OPTIONS:
+        for name in names:
             passes = bench.results[name].attrs["passes"]  # type: ignore[attr-defined]
             wall = float(np.median(walls[name]))
             runs = " ".join(f"{w:.2f}" for w in walls[name])

@@ -182,3 +182,27 @@ def test_cli_bad_ece_plo_is_a_one_line_error(tmp_path, capsys, value):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "--ece-plo" in err and value in err
+
+
+def test_plot_draws_a_curve_per_condition():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from bosaris_dask.conditions.evaluation import conditions_as_systems
+    from bosaris_dask.plots import ece_plot
+
+    mask, values, key, scores, tables, _, _ = _setup(5, (12, 20), None, (6, 10), n_sys=1)
+    ds = metrics.evaluate(scores, key, priors=[0.5], conditions=tables[:1], by=["model.gender"],
+                          ece_plo=PLO)  # fmt: skip
+    flat = conditions_as_systems(ds)
+    assert flat.ece_neutral.dims == ("ece_plo",) and flat.ece.dims == ("system", "ece_plo")
+    ax = ece_plot(flat, ax=Figure().add_subplot())
+    lines = {line.get_gid(): line for line in ax.get_lines()}
+    for g, label in enumerate(ds.condition.values):
+        raw = lines[f"ece/raw/system-1 [{label}]"]
+        np.testing.assert_array_equal(raw.get_ydata(), ds.condition_ece.values[0, g])
+        pav = lines[f"ece/pav/system-1 [{label}]"]
+        np.testing.assert_array_equal(pav.get_ydata(), ds.condition_ece_pav.values[0, g])
+    np.testing.assert_array_equal(lines["ece/neutral"].get_ydata(), ds.ece_neutral.values)

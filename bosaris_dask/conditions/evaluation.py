@@ -309,10 +309,12 @@ def conditions_as_systems(results: xr.Dataset, *, empty: bool = False) -> xr.Dat
             parts.append(one.assign_coords(system=[f"{name} [{label}]"]))
     if not parts:
         raise OptionError("no condition has both targets and non-targets")
-    neutral = [p.pop("ece_neutral") for p in parts if "ece_neutral" in p][:1]
+    neutral = parts[0].get("ece_neutral")
+    if neutral is not None:
+        parts = [p.drop_vars("ece_neutral") for p in parts]
     out = xr.concat(parts, dim="system")
-    if neutral:  # one curve, not one per system
-        out["ece_neutral"] = neutral[0]
+    if neutral is not None:  # one curve, not one per system
+        out["ece_neutral"] = neutral
     out.attrs = {k: v for k, v in results.attrs.items() if k != "by"}
     return out
 
