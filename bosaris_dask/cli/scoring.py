@@ -65,7 +65,12 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from bosaris_dask.plots import save_plot
     from bosaris_dask.profiles import apply_profile
 
-    apply_profile(args)
+    given = bool(args.fmr or args.fnmr)
+    profile = apply_profile(args)
+    if args.kind != "det" and (args.fmr or args.fnmr):  # before any input is read
+        what = "--fmr/--fnmr points" if given else f"profile {profile.name}'s FMR points"
+        raise OptionError(f"{what} are marked on DET plots only: run 'bosaris-dask plot det' "
+                          "(or 'bosaris-dask evaluate' for the table)")  # fmt: skip
     _default_priors(args)
     args.ece_plo = _ece_grid(args) if args.kind == "ece" else None
     eval_key, eval_scores = getattr(args, "eval_key", None), getattr(args, "eval_scores", None)
