@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -104,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
                 start = time.perf_counter()
                 getattr(bench, f"time_{name}")()
                 walls[name].append(time.perf_counter() - start)
+                print(f"# {name}: {walls[name][-1]:.2f} s (load {_load()})", file=sys.stderr,
+                      flush=True)  # fmt: skip
         print(
             f"{args.models:,} x {args.segments:,} trials, median of {args.repeat}; load "
             f"average {load_before} before, {_load()} after"
