@@ -52,7 +52,8 @@ def to_json_dict(results: xr.Dataset) -> dict[str, Any]:
     (:mod:`bosaris_dask.bootstrap.report`); with ``ece_plo`` (``evaluate --ece``), ``"ece":
     {"plo", "raw", "pav", "neutral"}``: the natural prior log-odds of the grid and the
     empirical cross-entropy in bits there of the LLRs as given, PAV-calibrated and ``LR = 1``
-    (:mod:`bosaris_dask.ece`; ``raw`` at ``plo`` 0 is ``cllr``);
+    (:mod:`bosaris_dask.ece`; ``raw`` at ``plo`` 0 is ``cllr``; each condition entry has its
+    own, from its own trials);
     ``prior`` is the effective prior of the operating point ``(p_target, c_miss, c_fa)``;
     ``act_dcf``/``min_dcf`` are normalized by ``min(p, 1 - p)`` (the same number as the DCF in
     cost units normalized by ``min(p_target c_miss, (1 - p_target) c_fa)``). ``act_threshold``

@@ -17,7 +17,7 @@ from scipy.special import logit
 from bosaris_dask import metrics
 from bosaris_dask.cli import main
 from bosaris_dask.conditions import condition_table
-from bosaris_dask.conditions.summaries import GROUPED_KEY
+from bosaris_dask.conditions.summaries import GROUPED_KEY, POOLED_KEY
 from bosaris_dask.ece import DEFAULT_ECE_PLO
 from bosaris_dask.report import format_table, to_json_dict
 from bosaris_dask.trials import make_key, make_scores
@@ -95,6 +95,16 @@ def test_no_extra_pass_and_the_rest_unchanged():
         np.testing.assert_array_equal(ece[name].values, plain[name].values)
     assert ece.condition_ece.dims == ("system", "condition", "ece_plo")
     assert ece.condition_ece.attrs["units"] == "bits"
+    # the pooled summaries counted apart (pooled-as-plain): the same sums, bit for bit
+    with dask.config.set({POOLED_KEY: True}):
+        apart = metrics.evaluate(scores, key, priors=[0.01], conditions=tables, by=by,
+                                 ece_plo=PLO)  # fmt: skip
+    for name in ("ece", "condition_ece", "condition_ece_pav"):
+        np.testing.assert_array_equal(apart[name].values, ece[name].values)
+    # the PAV curve sums over the summary's bins, which are finer when counted apart
+    np.testing.assert_allclose(apart.ece_pav.values, ece.ece_pav.values, rtol=1e-14)
+    pooled = metrics.evaluate(scores, key, priors=[0.01], ece_plo=PLO)
+    np.testing.assert_array_equal(apart.ece.values, pooled.ece.values)
 
 
 def test_table_shows_the_ece_at_the_operating_points_per_condition():
