@@ -4,7 +4,7 @@ evaluation of the same store, measured in the same run.
 Usage::
 
     python benchmarks/bench_fixed_rates.py [--models 4000] [--segments 5000] [--repeat 3]
-        [--run fixed --run ece --run all]
+        [--run fixed --run ece --run all] [--conditions G]
 
 Simulates one system (``bosaris_dask.simulate``, float32, 0.5% targets), writes it and its key
 as zarr stores in a temporary directory, and evaluates it, each the median of ``--repeat`` runs:
@@ -15,6 +15,9 @@ as zarr stores in a temporary directory, and evaluates it, each the median of ``
 * ``ece``: the same with the ECE plot's 41-point grid (one softplus per trial and grid point,
   accumulated in pass 1);
 * ``all``: both (``evaluate --fmr ... --fnmr ... --ece``).
+
+With ``--conditions G`` every run is also per condition (G model-side conditions, ``--by``):
+the fixed-rate points and the ECE of every condition, from the same passes.
 
 Prints passes, wall time and its ratio to ``plain`` (medians of the interleaved runs, so each
 ratio compares runs made under the same load), and the load average before and after; the
@@ -36,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from bosaris_dask import io
+from bosaris_dask.conditions import condition_table
 from bosaris_dask.ece import DEFAULT_ECE_PLO
 from bosaris_dask.metrics import evaluate
 from bosaris_dask.profiles import PROFILES
@@ -52,19 +56,26 @@ OPTIONS = {
 class FixedRates:
     """asv-style benchmark bodies over one simulated store."""
 
-    def setup(self, models: int = 4000, segments: int = 5000) -> None:
+    def setup(self, models: int = 4000, segments: int = 5000, conditions: int = 0) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="bench-fixed-"))
         key, (system,) = simulate(models, segments, systems=1, seed=5)
         io.write(key, self.dir / "key.zarr")
         io.write(system, self.dir / "system.zarr")
         self.results: dict[str, object] = {}
+        # with conditions: model m in condition m % G (``--by model.group``)
+        self.by: dict[str, object] = {}
+        if conditions:
+            ids = [str(m) for m in key.model.values]
+            groups = [f"g{i % conditions}" for i in range(len(ids))]
+            table = condition_table("model", ids, {"group": groups})
+            self.by = {"conditions": [table], "by": ["model.group"]}
 
     def teardown(self, *args: object) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def _run(self, name: str) -> None:
         key, scores = io.read(self.dir / "key.zarr"), io.read(self.dir / "system.zarr")
-        self.results[name] = evaluate(scores, key, priors=[0.01], **OPTIONS[name])
+        self.results[name] = evaluate(scores, key, priors=[0.01], **OPTIONS[name], **self.by)
 
     def time_plain(self) -> None:
         self._run("plain")
@@ -89,12 +100,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", type=int, default=4000)
     parser.add_argument("--segments", type=int, default=5000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--conditions", type=int, default=0, metavar="G",
+                        help="evaluate per condition too: G model-side conditions")  # fmt: skip
     parser.add_argument("--run", action="append", choices=list(OPTIONS),
                         help="run only these (plain always); repeatable; default all")  # fmt: skip
     args = parser.parse_args(argv)
     names = [n for n in OPTIONS if n == "plain" or not args.run or n in args.run]
     bench = FixedRates()
-    bench.setup(args.models, args.segments)
+    bench.setup(args.models, args.segments, args.conditions)
     load_before = _load()
     try:
         walls = {}
@@ -107,8 +120,9 @@ def main(argv: list[str] | None = None) -> int:
                 walls[name].append(time.perf_counter() - start)
                 print(f"# {name}: {walls[name][-1]:.2f} s (load {_load()})", file=sys.stderr,
                       flush=True)  # fmt: skip
+        by = f", {args.conditions} conditions" if args.conditions else ""
         print(
-            f"{args.models:,} x {args.segments:,} trials, median of {args.repeat}; load "
+            f"{args.models:,} x {args.segments:,} trials{by}, median of {args.repeat}; load "
             f"average {load_before} before, {_load()} after"
         )
         print(f"{'':<8}{'passes':>8}{'wall (s)':>10}{'/ plain':>9}   runs (s)")
