@@ -68,6 +68,9 @@ _HI = 2.0**exact_sum._HI_BITS
 _LO = 2.0**exact_sum._LO_BITS
 #: Flush the per-block int64 sums of integer parts (each below 2**53) to Python ints this often.
 _FLUSH = 256
+#: Up to this many (group, class) slots, :func:`grouped_cross_entropy_kernel` sums with 0/1
+#: weights (one product and sum per slot and term), beyond with a weighted ``bincount``.
+_WEIGHTED_SLOTS = 8
 
 
 @dataclass(frozen=True)
@@ -309,9 +312,15 @@ def grouped_cross_entropy_kernel(
     s_all, m_all = pairs[2 * system].reshape(-1), pairs[2 * system + 1].reshape(-1)
     cls_all, grp_all = classes.reshape(-1), groups.reshape(-1)
     ws = workspace(np.dtype(s_all.dtype), block, slice_size)
-    sums = [_GroupUnits(2 * n_groups) for _ in plo]
-    x = np.empty(min(ws.block, s_all.size), dtype=np.float64)
-    xa = np.empty_like(x)
+    n_slots = 2 * n_groups  # slot 2g: group g's non-targets, 2g + 1: its targets
+    # few slots: sums of products with 0/1 weights (as the plain kernel; they release the GIL),
+    # else one weighted bincount per block; both round each term the same way, exactly
+    by_weights = n_slots <= _WEIGHTED_SLOTS
+    sums = [_GroupUnits(n_slots) for _ in plo]
+    units_w = [[0] * n_slots for _ in plo]
+    m = min(ws.block, s_all.size)
+    x, xa = np.empty(m, dtype=np.float64), np.empty(m, dtype=np.float64)
+    weights = np.empty((n_slots - 1, m) if by_weights else (0, 0), dtype=np.float64)
     for b in slices(s_all.size, ws.block):
         n = b.stop - b.start
         key_cls, scored, g = cls_all[b], m_all[b], grp_all[b]
@@ -324,12 +333,23 @@ def grouped_cross_entropy_kernel(
         np.left_shift(slot, 1, out=slot)
         np.add(slot, np.greater(c, 0, out=ws.flag[:n]), out=slot, casting="unsafe")
         all_trials = np.count_nonzero(c) == n
-        for units, a in zip(sums, plo, strict=True):
+        if by_weights:  # the last slot is the total less the others
+            for j in range(n_slots - 1):
+                np.equal(slot, j, out=weights[j, :n], casting="unsafe")
+            w = [weights[j, :n] for j in range(n_slots - 1)]
+        for k, a in enumerate(plo):
             np.add(xb, a, out=xab)
-            units.add(softplus_terms(c, xab, ws, all_trials), slot, ws.e[:n])
+            terms = softplus_terms(c, xab, ws, all_trials)
+            if by_weights:
+                got = exact_sum.block_units(terms, w, ws.e[:n], ws.w2[:n])
+                for j in range(n_slots - 1):
+                    units_w[k][j] += got[j + 1]
+                units_w[k][-1] += got[0] - sum(got[1:])
+            else:
+                sums[k].add(terms, slot, ws.e[:n])
     out = []
-    for units in sums:
-        total = units.total()  # slot 2g: group g's non-targets, 2g + 1: its targets
+    for k, units in enumerate(sums):
+        total = units_w[k] if by_weights else units.total()
         out += [exact_sum.to_limbs(total[2 * g + t]) for g in range(n_groups) for t in (1, 0)]
     return np.concatenate(out)
 

@@ -58,16 +58,17 @@ def _setup(seed, shape, ties, chunks, n_sys=2):
 def test_condition_ece_is_the_definition_over_its_trials(seed, shape, ties, grouped, data):
     chunks = (_chunks(data.draw, shape[0]), _chunks(data.draw, shape[1]))
     mask, values, key, scores, tables, gender, source = _setup(seed, shape, ties, chunks)
+    # 2 conditions (the kernel's 0/1-weight sums) or 6 (its weighted bincount)
+    by = data.draw(st.sampled_from([["model.gender"], ["model.gender", "segment.source"]]))
     with dask.config.set({GROUPED_KEY: grouped}):
-        ds = metrics.evaluate(scores, key, priors=[0.5], conditions=tables,
-                              by=["model.gender", "segment.source"], ece_plo=PLO,
-                              split_every=2)  # fmt: skip
+        ds = metrics.evaluate(scores, key, priors=[0.5], conditions=tables, by=by,
+                              ece_plo=PLO, split_every=2)  # fmt: skip
     plain = metrics.evaluate(scores, key, priors=[0.5], ece_plo=PLO)
     np.testing.assert_array_equal(ds.ece.values, plain.ece.values)  # pooled: bit for bit
     for g, label in enumerate(ds.condition.values):
         spec = dict(part.split("=") for part in str(label).split(", "))
         cell = (gender[:, None] == spec["model.gender"]) & (
-            source[None, :] == spec["segment.source"])  # fmt: skip
+            source[None, :] == spec.get("segment.source", source[None, :]))  # fmt: skip
         for k, v in enumerate(values):
             tar, non = v[(mask == 1) & cell], v[(mask == -1) & cell]
             got, got_pav = ds.condition_ece.values[k, g], ds.condition_ece_pav.values[k, g]
@@ -216,3 +217,33 @@ def test_plot_draws_a_curve_per_condition():
         pav = lines[f"ece/pav/system-1 [{label}]"]
         np.testing.assert_array_equal(pav.get_ydata(), ds.condition_ece_pav.values[0, g])
     np.testing.assert_array_equal(lines["ece/neutral"].get_ydata(), ds.ece_neutral.values)
+
+
+@pytest.mark.parametrize("n_groups", [1, 2, 3, 7])
+def test_kernel_sums_by_weights_and_by_bincount_agree(monkeypatch, n_groups):
+    from bosaris_dask import grouped_kernels as gk
+
+    rng = np.random.default_rng(n_groups)
+    shape = (30, 41)
+    classes = rng.choice(np.array([-1, 0, 1], dtype=np.int8), size=shape)
+    groups = rng.integers(0, n_groups, size=shape).astype(np.int16)
+    scores = (rng.normal(size=shape) * 30).astype(np.float32)
+    mask = rng.random(shape) < 0.9
+    args = (np.arange(shape[0]), np.arange(shape[1]), classes, groups, scores, mask)
+    kw = dict(system=0, plo=PLO, n_groups=n_groups, block=64, slice_size=256)
+    outs = []
+    for slots in (100, 0):
+        monkeypatch.setattr(gk, "_WEIGHTED_SLOTS", slots)
+        outs.append(gk.grouped_cross_entropy_kernel(*args, **kw))
+    np.testing.assert_array_equal(outs[0], outs[1])
+    # and each group's sums are the plain kernel's on that group's trials alone
+    from bosaris_dask import kernels
+
+    units = gk.split_cross_entropy(outs[0], len(PLO), n_groups)
+    for g in range(n_groups):
+        alone = kernels.cross_entropy_kernel(
+            *args[:2], np.where(groups == g, classes, 0).astype(np.int8), scores, mask,
+            system=0, plo=PLO, block=64, slice_size=256,
+        )  # fmt: skip
+        want = gk.split_cross_entropy(alone, len(PLO), 1)
+        assert [u[g] for u in units] == [w[0] for w in want]
