@@ -68,9 +68,6 @@ _HI = 2.0**exact_sum._HI_BITS
 _LO = 2.0**exact_sum._LO_BITS
 #: Flush the per-block int64 sums of integer parts (each below 2**53) to Python ints this often.
 _FLUSH = 256
-#: Up to this many (group, class) slots, :func:`grouped_cross_entropy_kernel` sums with 0/1
-#: weights (one product and sum per slot and term), beyond with a weighted ``bincount``.
-_WEIGHTED_SLOTS = 8
 
 
 @dataclass(frozen=True)
@@ -313,45 +310,61 @@ def grouped_cross_entropy_kernel(
     cls_all, grp_all = classes.reshape(-1), groups.reshape(-1)
     ws = workspace(np.dtype(s_all.dtype), block, slice_size)
     n_slots = 2 * n_groups  # slot 2g: group g's non-targets, 2g + 1: its targets
-    # few slots: sums of products with 0/1 weights (as the plain kernel; they release the GIL),
-    # else one weighted bincount per block; both round each term the same way, exactly
-    by_weights = n_slots <= _WEIGHTED_SLOTS
-    sums = [_GroupUnits(n_slots) for _ in plo]
-    units_w = [[0] * n_slots for _ in plo]
+    units = [[0] * n_slots for _ in plo]
     m = min(ws.block, s_all.size)
     x, xa = np.empty(m, dtype=np.float64), np.empty(m, dtype=np.float64)
-    weights = np.empty((n_slots - 1, m) if by_weights else (0, 0), dtype=np.float64)
     for b in slices(s_all.size, ws.block):
         n = b.stop - b.start
         key_cls, scored, g = cls_all[b], m_all[b], grp_all[b]
         c = key_cls if scored.all() else classes_of(key_cls, scored)
-        xb, xab = x[:n], xa[:n]
-        np.copyto(xb, s_all[b], casting="unsafe")
-        np.copyto(xb, 0.0, where=~np.isfinite(xb))  # pass 1 reports non-finite scores
         slot = ws.pos[:n]
         np.copyto(slot, g, casting="unsafe")
         np.left_shift(slot, 1, out=slot)
         np.add(slot, np.greater(c, 0, out=ws.flag[:n]), out=slot, casting="unsafe")
-        all_trials = np.count_nonzero(c) == n
-        if by_weights:  # the last slot is the total less the others
-            for j in range(n_slots - 1):
-                np.equal(slot, j, out=weights[j, :n], casting="unsafe")
-            w = [weights[j, :n] for j in range(n_slots - 1)]
+        # the block sorted by slot once, for every grid point: each slot's terms are then
+        # one run, summed like the plain kernel's (two plain sums per run)
+        order = np.argsort(slot, kind="stable")
+        counts = np.bincount(slot, minlength=n_slots)
+        filled = np.flatnonzero(counts)
+        starts = (np.cumsum(counts) - counts)[filled]
+        cs = c.take(order)
+        xb, xab = x[:n], xa[:n]
+        np.copyto(xb, s_all[b].take(order), casting="unsafe")
+        np.copyto(xb, 0.0, where=~np.isfinite(xb))  # pass 1 reports non-finite scores
+        all_trials = np.count_nonzero(cs) == n
         for k, a in enumerate(plo):
             np.add(xb, a, out=xab)
-            terms = softplus_terms(c, xab, ws, all_trials)
-            if by_weights:
-                got = exact_sum.block_units(terms, w, ws.e[:n], ws.w2[:n])
-                for j in range(n_slots - 1):
-                    units_w[k][j] += got[j + 1]
-                units_w[k][-1] += got[0] - sum(got[1:])
-            else:
-                sums[k].add(terms, slot, ws.e[:n])
+            terms = softplus_terms(cs, xab, ws, all_trials)
+            for j, v in zip(filled.tolist(), _run_units(terms, starts, ws.e[:n]), strict=True):
+                units[k][j] += v
     out = []
-    for k, units in enumerate(sums):
-        total = units_w[k] if by_weights else units.total()
+    for total in units:
         out += [exact_sum.to_limbs(total[2 * g + t]) for g in range(n_groups) for t in (1, 0)]
     return np.concatenate(out)
+
+
+def _run_units(terms: np.ndarray, starts: np.ndarray, hi: np.ndarray) -> list[int]:
+    """Exact sums, in units of ``2**-GRID_BITS``, of the runs of non-negative ``terms`` that
+    begin at ``starts`` (ascending, each run non-empty): each term rounded exactly as
+    :func:`bosaris_dask.exact_sum.block_units` rounds it. ``terms`` (at most ``MAX_BLOCK``) is
+    overwritten; ``hi`` is a float64 buffer as long."""
+    out = [0] * len(starts)
+    if np.maximum.reduce(terms) >= exact_sum._BIG:  # rare: the exact path
+        big = np.flatnonzero(terms >= exact_sum._BIG)
+        run = np.searchsorted(starts, big, side="right") - 1
+        for r in np.unique(run).tolist():
+            out[r] += exact_sum._exact_units(terms[big[run == r]])
+        terms[big] = 0.0
+    np.multiply(terms, _HI, out=terms)
+    np.floor(terms, out=hi)
+    np.subtract(terms, hi, out=terms)
+    np.multiply(terms, _LO, out=terms)
+    np.rint(terms, out=terms)
+    # sums of at most 2**16 integers below 2**37: below 2**53, exact in any order
+    his, los = np.add.reduceat(hi, starts), np.add.reduceat(terms, starts)
+    for r, (h, lo) in enumerate(zip(his.tolist(), los.tolist(), strict=True)):
+        out[r] += (int(h) << exact_sum._LO_BITS) + int(lo)
+    return out
 
 
 def split_cross_entropy(row: np.ndarray, n_plo: int, n_groups: int) -> list[list[list[int]]]:
