@@ -18,7 +18,10 @@ drawn for three sets of LLRs:
   summary's exact ROC convex hull alone.
 * **neutral** (``LR = 1``, ``l = 0``): the prior entropy ``H(p)``, 1 bit at ``a = 0``.
 
-At ``a = 0`` the raw ECE is Cllr and the PAV one minCllr.
+At ``a = 0`` the raw ECE is Cllr and the PAV one minCllr. With conditions (``evaluate(...,
+by=..., ece_plo=...)``), every condition's sums come from the same pass, per ``(condition,
+class)`` (:func:`bosaris_dask.grouped_kernels.grouped_cross_entropy_kernel`), so each
+condition's ECE is that of its own trials.
 
 Examples
 --------
@@ -48,11 +51,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_ECE_PLO", "check_plo", "evaluate_ece", "ece_from_summary", "neutral_ece",
-    "ece_arrays", "NOT_WITH_CONDITIONS",
+    "ece_arrays",
 ]  # fmt: skip
-
-#: The one-line error of an ECE asked for with conditions (``evaluate``, ``evaluate --ece --by``).
-NOT_WITH_CONDITIONS = "the ECE is computed for pooled trials only, not with conditions"
 
 #: The default grid of the ECE plot: 41 natural prior log-odds from -10 to 10, every 0.25
 #: between -3 and 3 (where the curves bend most), every 0.875 outside. Each point costs one

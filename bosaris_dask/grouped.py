@@ -9,8 +9,9 @@ plans, rounds and kept trials), but each real system's trials are read and keyed
 instead of once per part:
 
 - pass 1 counts a ``(group, bin)`` histogram per system (:mod:`bosaris_dask.grouped_kernels`),
-  and sums the Cllr terms per ``(group, class)`` exactly; a part's summary is the sum over its
-  groups (the pooled one: over all groups), made on the client;
+  and sums the Cllr terms (and, with ``cross_entropy_plo``, the ECE's cross-entropy terms) per
+  ``(group, class)`` exactly; a part's summary is the sum over its groups (the pooled one: over
+  all groups), made on the client;
 - a refinement pass picks each system's trials inside the union of its parts' candidate bins
   once, and counts each part's own.
 
@@ -32,7 +33,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import dask.array as da
@@ -45,6 +46,8 @@ from bosaris_dask.errors import OptionError, ScoreError
 from bosaris_dask.grouped_kernels import (
     Part,
     check_group_codes,
+    cross_entropy_length,
+    grouped_cross_entropy_kernel,
     grouped_pass1_kernel,
     grouped_refine_kernel,
     grouped_select_kernel,
@@ -52,6 +55,7 @@ from bosaris_dask.grouped_kernels import (
     merge_parts,
     pass1_length,
     refine_kept_part,
+    split_cross_entropy,
     split_pass1,
 )
 from bosaris_dask.keys import key_bits, threshold_keys
@@ -163,6 +167,17 @@ def _summary(
     return summary
 
 
+def _part_cross_entropy(units: list[list[list[int]]], part: Part, n_groups: int) -> np.ndarray:
+    """A part's ``(len(plo), 2)`` cross-entropy sums (targets, non-targets) from its system's
+    per-group exact units (:func:`~bosaris_dask.grouped_kernels.split_cross_entropy`)."""
+    tar, non = (np.flatnonzero(m).tolist() for m in part.groups(n_groups))
+    return np.array([
+        [exact_sum.to_float(sum(at[g][0] for g in tar)),
+         exact_sum.to_float(sum(at[g][1] for g in non))]
+        for at in units
+    ]).reshape(len(units), 2)  # fmt: skip
+
+
 def _remap_block(block: np.ndarray, table: np.ndarray) -> np.ndarray:
     check_group_codes(block, len(table))  # a negative code would wrap around
     return table.take(block)
@@ -240,6 +255,10 @@ class GroupedPass1:
     n_groups, nbins, shift, pooled_shift
         The groups and the key bins (``key >> shift``; the pooled histograms counted apart:
         ``key >> pooled_shift``).
+    cross_entropy_plo, cross_units
+        The prior log-odds of the cross-entropy sums and, per system (``None`` for a system
+        not counted), its exact per-group units
+        (:func:`~bosaris_dask.grouped_kernels.split_cross_entropy`); none without them.
     """
 
     systems: list[SystemPass1 | None]
@@ -253,6 +272,8 @@ class GroupedPass1:
     split_every: int
     progress: bool | None
     knobs: dict[str, int]
+    cross_entropy_plo: np.ndarray = field(default_factory=lambda: np.empty(0))
+    cross_units: list | None = None
 
     @property
     def counts(self) -> np.ndarray:
@@ -285,6 +306,7 @@ def grouped_pass1(
     pooled_coarse_bits: int | None = None,
     progress: bool | None = None,
     names: Sequence[str] | None = None,
+    cross_entropy_plo: Sequence[float] | np.ndarray = (),
 ) -> GroupedPass1:
     """Pass 1 of grouped passes: every counted system's ``(group, key bin)`` histogram, exact
     Cllr sums and missing trials per group, before any part is chosen.
@@ -309,6 +331,9 @@ def grouped_pass1(
         As :func:`summarize_parts` (default bits: the engine's for ``n_parts`` systems).
     names
         One name per system (errors about a system's trials name it).
+    cross_entropy_plo
+        As :func:`summarize_parts`: also sum each counted system's cross-entropy terms at
+        these prior log-odds per ``(group, class)``, in the same pass.
 
     Examples
     --------
@@ -369,17 +394,32 @@ def grouped_pass1(
     rows = n_groups  # a pooled histogram apart weighs as many rows of nbins as it is wider
     if apart:
         rows += 1 << max(0, pooled_coarse_bits - bits)  # type: ignore[operator]
+    ce_plo = np.asarray(cross_entropy_plo, dtype=np.float64).reshape(-1)
+    if not np.isfinite(ce_plo).all():
+        raise OptionError("cross_entropy_plo must hold finite prior log-odds")
+    cross = [runner.Aggregation(
+        f"{sys_names[k]} cross-entropy",
+        partial(grouped_cross_entropy_kernel, system=k, plo=ce_plo, n_groups=n_groups, **blocks),
+        cross_entropy_length(len(ce_plo), n_groups),
+        finalize=partial(split_cross_entropy, n_plo=len(ce_plo), n_groups=n_groups),
+    ) for k in counted] if len(ce_plo) else []  # fmt: skip
     need = _task_memory(inputs, dtype, nbins, rows, n_parts, split_every, knobs)
     _, *found = runner.run_pass(
-        "pass 1", [codes, *aggs], inputs, lead=positions, split_every=split_every,
+        "pass 1", [codes, *aggs, *cross], inputs, lead=positions, split_every=split_every,
         progress=progress, need=need,
     )  # fmt: skip
+    found, units = found[: len(aggs)], found[len(aggs) :]
     per_system: list[SystemPass1 | None] = [None] * n_sys
     for k, own in zip(counted, found, strict=True):
         per_system[k] = own
+    cross_units: list | None = None
+    if cross:
+        cross_units = [None] * n_sys
+        for k, u in zip(counted, units, strict=True):
+            cross_units[k] = u
     return GroupedPass1(
         per_system, n_groups, nbins, shift, pshift, dtype, inputs, sys_names, split_every,
-        progress, knobs,
+        progress, knobs, ce_plo, cross_units,
     )  # fmt: skip
 
 
@@ -393,6 +433,7 @@ def summarize_parts(
     thresholds: Sequence[float] | np.ndarray = (),
     fmr: Sequence[float] | np.ndarray = (),
     fnmr: Sequence[float] | np.ndarray = (),
+    cross_entropy_plo: Sequence[float] | np.ndarray = (),
     allow_missing: bool = False,
     split_every: int = engine.DEFAULT_SPLIT_EVERY,
     coarse_bits: int | None = None,
@@ -424,6 +465,12 @@ def summarize_parts(
     thresholds, fmr, fnmr, allow_missing, split_every, progress, extra_candidates
         As :func:`~bosaris_dask.engine.summarize`; ``extra_candidates`` gets the part
         summaries.
+    cross_entropy_plo
+        As :func:`~bosaris_dask.engine.summarize`: pass 1 also sums each system's
+        cross-entropy terms at these prior log-odds, per ``(group, class)``
+        (:func:`~bosaris_dask.grouped_kernels.grouped_cross_entropy_kernel`), and each part's
+        ``cross_entropy`` is the exact sum over its groups: the ECE of every condition, no
+        extra pass.
     coarse_bits
         Pass-1 key bits (default: the engine's for as many systems as there are parts, so the
         bins are those of the ungrouped call).
@@ -467,7 +514,7 @@ def summarize_parts(
         scores, key, groups, n_groups, systems=[p.system for p in parts], pooled_apart=apart,
         n_parts=len(parts), allow_missing=allow_missing, split_every=split_every,
         coarse_bits=coarse_bits, pooled_coarse_bits=pooled_coarse_bits, progress=progress,
-        names=names[:n_sys],
+        names=names[:n_sys], cross_entropy_plo=cross_entropy_plo,
     )  # fmt: skip
     return refine_parts(first, parts, thresholds=thresholds, fmr=fmr, fnmr=fnmr,
                         names=names[n_sys:], extra_candidates=extra_candidates)  # fmt: skip
@@ -525,6 +572,13 @@ def refine_parts(
     fnmr = fixed_rates.check_rates(fnmr, "FNMR") if len(fnmr) else np.empty(0)
     share = config.check_int("share", share, 1, 1 << 30)
     summaries = [_part_summary(first, p, nm) for p, nm in zip(parts, names, strict=True)]
+    if first.cross_units is not None:
+        summaries = [
+            replace(s, cross_entropy_plo=first.cross_entropy_plo,
+                    cross_entropy=_part_cross_entropy(first.cross_units[p.system], p,
+                                                      first.n_groups))
+            for s, p in zip(summaries, parts, strict=True)
+        ]  # fmt: skip
     knobs, inputs, n_groups = first.knobs, first.inputs, first.n_groups
     split_every, progress, sys_names = first.split_every, first.progress, first.sys_names
     blocks = {"block": knobs["block"], "slice_size": knobs["slice"]}

@@ -168,7 +168,8 @@ def evaluate(
         Prior log-odds of the empirical cross-entropy (ECE) plot (:mod:`bosaris_dask.ece`):
         ``ece`` (the scores as LLRs), ``ece_pav`` (PAV-calibrated) and ``ece_neutral``
         (``LR = 1``) in bits along ``ece_plo``. Pass 1 sums the raw terms (one softplus per
-        trial and grid point; no extra pass). Not with conditions.
+        trial and grid point; no extra pass). With conditions, also per condition
+        (``condition_ece``, ``condition_ece_pav``), from the same pass.
     ci, bootstrap, resample, seed, compare
         Two-way bootstrap percentile intervals (level ``ci``, default 0.95) from ``bootstrap``
         resamples of the ``resample`` groups (``model.COL`` and/or ``segment.COL`` of the
@@ -243,10 +244,6 @@ def evaluate(
     if conditions or by or len(cprimary_priors) or equalize:
         from bosaris_dask.conditions.evaluation import evaluate_conditions
 
-        if ece_plo is not None:
-            from bosaris_dask.ece import NOT_WITH_CONDITIONS
-
-            raise OptionError(NOT_WITH_CONDITIONS)
         if exact_auc:
             from bosaris_dask.exact_auc import NOT_WITH_CONDITIONS as AUC_NOT_WITH_CONDITIONS
 
@@ -255,7 +252,7 @@ def evaluate(
             scores, key, conditions=conditions, by=by, cprimary_priors=cprimary_priors,
             priors=priors, operating_points=operating_points, sweep=sweep, names=names,
             allow_missing=allow_missing, progress=progress, split_every=split_every,
-            equalize=equalize, fmr=fmr, fnmr=fnmr,
+            equalize=equalize, fmr=fmr, fnmr=fnmr, ece_plo=ece_plo,
         )  # fmt: skip
     return pooled_evaluation(
         scores, key, priors=priors, operating_points=operating_points, sweep=sweep,

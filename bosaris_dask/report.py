@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import xarray as xr
 
 from bosaris_dask.fixed_rates import unmeasurable_note
@@ -51,8 +52,9 @@ def to_json_dict(results: xr.Dataset) -> dict[str, Any]:
     (:mod:`bosaris_dask.bootstrap.report`); with ``ece_plo`` (``evaluate --ece``), ``"ece":
     {"plo", "raw", "pav", "neutral"}``: the natural prior log-odds of the grid and the
     empirical cross-entropy in bits there of the LLRs as given, PAV-calibrated and ``LR = 1``
-    (:mod:`bosaris_dask.ece`; ``raw`` at ``plo`` 0 is ``cllr``); with ``exact_auc``
-    (``evaluate --exact-auc``) beyond its budget, ``"auc_notes"``: why ``auc`` is ``null``;
+    (:mod:`bosaris_dask.ece`; ``raw`` at ``plo`` 0 is ``cllr``; each condition entry has its
+    own, from its own trials); with ``exact_auc`` (``evaluate --exact-auc``) beyond its budget,
+    ``"auc_notes"``: why ``auc`` is ``null``;
     ``prior`` is the effective prior of the operating point ``(p_target, c_miss, c_fa)``;
     ``act_dcf``/``min_dcf`` are normalized by ``min(p, 1 - p)`` (the same number as the DCF in
     cost units normalized by ``min(p_target c_miss, (1 - p_target) c_fa)``). ``act_threshold``
@@ -187,6 +189,40 @@ def _fixed_lines(results: xr.Dataset, names: list[str], width: int, side: str) -
     return lines
 
 
+def _ece_lines(results: xr.Dataset, names: list[str], width: int) -> list[str]:
+    """The ECE block of :func:`format_table`: raw / PAV-calibrated ECE at each operating point
+    whose prior log-odds lies on the ECE grid (``evaluate --ece`` puts them all there), and
+    the neutral ``LR = 1`` row."""
+    if "ece" not in results:
+        return []
+    points = operating_points(results)
+    grid = np.asarray(results.ece_plo.values, dtype=np.float64)
+    cols = []
+    for p, a in zip(points.prior.values, points.plo.values, strict=True):
+        hit = np.flatnonzero(np.isclose(grid, float(a), rtol=0.0, atol=1e-12))
+        if len(hit):
+            cols.append((_point_label(points, p), int(hit[0])))
+    head = ("empirical cross-entropy in bits, raw / PAV-calibrated LLRs (the difference is the "
+            "calibration loss; at P=0.5: Cllr / minCllr)")  # fmt: skip
+    if not cols:
+        return ["", head + ": no operating point on the ECE grid (see the JSON)"]
+    col = max(15, *(len(label) for label, _ in cols))
+    lines = ["", head, f"{'system':<{width}}" + "".join(f"  {c:>{col}}" for c, _ in cols)]
+    for name in names:
+        r = results.sel(system=name)
+        cells = [_pair(float(r.ece[j]), float(r.ece_pav[j])) for _, j in cols]
+        lines.append(f"{name:<{width}}" + "".join(f"  {c:>{col}}" for c in cells))
+    neutral = [f"{float(results.ece_neutral[j]):.3f}" for _, j in cols]
+    lines.append(f"{'LR = 1':<{width}}" + "".join(f"  {c:>{col}}" for c in neutral))
+    return lines
+
+
+def _pair(raw: float, pav: float) -> str:
+    if math.isnan(raw):
+        return "n/a"
+    return f"{raw:.3f} / {pav:.3f}"
+
+
 def _prior_label(p: float) -> str:
     return f"P={p:g}"
 
@@ -247,6 +283,7 @@ def format_table(results: xr.Dataset) -> str:
         lines.append(f"{name:<{width}}" + "".join(f"  {c:>{col}}" for c in row))
     for side in ("fmr", "fnmr"):
         lines += _fixed_lines(results, names, width, side)
+    lines += _ece_lines(results, names, width)
     if "cprimary_act" in results:
         priors = ", ".join(f"{p:g}" for p in results.attrs["cprimary_priors"])
         lines += ["", f"Cprimary (mean normalized DCF over priors {priors}): actual / minimum"]

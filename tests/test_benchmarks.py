@@ -240,7 +240,7 @@ def test_bench_fixed_rates(capsys):
     assert _load("bench_fixed_rates").main(["--models", "40", "--segments", "60",
                                              "--repeat", "1"]) == 0  # fmt: skip
     rows = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()[2:]}
-    assert rows["plain"] == rows["fixed"] == rows["ece"]  # the same passes
+    assert rows["plain"] == rows["fixed"] == rows["ece"] == rows["all"]  # the same passes
 
 
 def test_bench_auc(capsys):

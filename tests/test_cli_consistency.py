@@ -140,7 +140,7 @@ def test_every_example_runs_on_the_demo_data(command, workdir, monkeypatch, caps
             "emb-results.json",
             "ci.json",
         ],
-        "plot": ["det.png", "nbe.pdf", "ece.png", "emb-det.png"],
+        "plot": ["det.png", "nbe.pdf", "ece.png", "det-fmr.png", "emb-det.png"],
         "calibrate": ["cal.json", "pav.json", "pav3.zarr", "emb-cal.json"],
         "fuse": ["fusion.json", "fusion12.json", "fused12.zarr", "emb-fusion.json"],
         "apply": ["cal2.zarr", "fused.zarr", "emb-cal.zarr"],

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scipy.special import logit
 
 from bosaris_dask import engine, metrics
 from bosaris_dask.cli import main
-from bosaris_dask.conditions import condition_table
-from bosaris_dask.ece import DEFAULT_ECE_PLO, NOT_WITH_CONDITIONS, ece_arrays, neutral_ece
+from bosaris_dask.ece import DEFAULT_ECE_PLO, ece_arrays, neutral_ece
 from bosaris_dask.errors import OptionError, PlotError
 from bosaris_dask.llr_base import thresholds_from_natural
 from bosaris_dask.plots import ece_plot
@@ -111,9 +111,6 @@ def test_no_extra_pass_and_nothing_else_changes():
         np.testing.assert_array_equal(with_ece[name].values, plain[name].values)
     _check(with_ece, values[mask == 1], values[mask == -1])
     assert with_ece.ece.attrs["units"] == "bits" and with_ece.ece_plo.attrs["units"]
-    with pytest.raises(OptionError, match="not with conditions"):
-        table = condition_table("model", list(range(50)), {"g": ["a"] * 50})
-        metrics.evaluate(scores, key, conditions=[table], by=["model.g"], ece_plo=PLO)
     with pytest.raises(OptionError, match="finite prior log-odds"):
         metrics.evaluate(scores, key, ece_plo=[0.0, np.inf])
 
@@ -178,18 +175,10 @@ def test_cli_evaluate_ece_writes_the_default_grid(tmp_path):
     argv = ["evaluate", "--format", "wespeaker", "--scores", str(path), "-q", "--json", str(out)]
     assert main([*argv, "--ece"]) == 0
     entry = json.loads(out.read_text())["systems"][0]
-    assert entry["ece"]["plo"] == DEFAULT_ECE_PLO.tolist()
-    assert entry["ece"]["raw"][DEFAULT_ECE_PLO.tolist().index(0.0)] == entry["cllr"]
-    assert len(entry["ece"]["pav"]) == len(entry["ece"]["neutral"]) == 41
+    # the default grid and the default operating points' prior log-odds (the printed table's)
+    grid = np.unique(np.concatenate([DEFAULT_ECE_PLO, logit(metrics.DEFAULT_PRIORS)]))
+    assert entry["ece"]["plo"] == grid.tolist() and len(grid) == 44
+    assert entry["ece"]["raw"][grid.tolist().index(0.0)] == entry["cllr"]
+    assert len(entry["ece"]["pav"]) == len(entry["ece"]["neutral"]) == 44
     assert main(argv) == 0
     assert "ece" not in json.loads(out.read_text())["systems"][0]
-
-
-def test_cli_evaluate_ece_with_by_is_the_one_line_error(tmp_path, capsys):
-    path = _text_scores(tmp_path)
-    table = tmp_path / "models.tsv"
-    table.write_text("model\tg\n" + "".join(f"m{i}\t{i % 2}\n" for i in range(160)))
-    assert main(["evaluate", "--format", "wespeaker", "--scores", str(path), "-q", "--ece",
-                 "--conditions", str(table), "--by", "model.g"]) == 1  # fmt: skip
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"bosaris-dask: error: {NOT_WITH_CONDITIONS}"]

@@ -108,9 +108,13 @@ def test_asvspoof5_cm_costs(tmp_path):
     assert op["min_dcf"] == pytest.approx(_brute_min(tar, non, 0.95, 1.0, 10.0), rel=1e-12)
 
 
-def test_ijbc_plot_says_to_evaluate(tmp_path, capsys):
+def test_ijbc_plot_det_marks_its_points_and_other_plots_say_so(tmp_path, capsys):
     path, _, _ = _trials(tmp_path)
     out = str(tmp_path / "det.png")
-    assert main(["plot", "det", "--scores", str(path), "--profile", "ijbc", "--out", out]) == 1
+    assert main(["plot", "det", "--scores", str(path), "--profile", "ijbc", "--out", out,
+                 "-q"]) == 0  # fmt: skip
+    assert main(["plot", "nbe", "--scores", str(path), "--profile", "ijbc", "--out", out]) == 1
     err = capsys.readouterr().err
-    assert "FNMR at FMR 1e-06, 1e-05, 0.0001, 0.001, 0.01, 0.1, which this command does not" in err
+    assert "profile ijbc's FMR points are marked on DET plots only" in err
+    assert main(["plot", "ape", "--scores", str(path), "--fmr", "0.1", "--out", out]) == 1
+    assert "--fmr/--fnmr points are marked on DET plots only" in capsys.readouterr().err

@@ -63,6 +63,8 @@ EXAMPLES: dict[str, list[str]] = {
         f"bosaris-dask plot det {_K} --scores {_S1} --scores {_S2} --out det.png",
         f"bosaris-dask plot nbe {_K} --scores {_S1} --prior 0.01 --out nbe.pdf",
         f"bosaris-dask plot ece {_K} --scores {_S1} --scores {_S2} --out ece.png",
+        f"bosaris-dask plot det {_K} --scores {_S1} --scores {_S2} --fmr 1e-3 --fmr 1e-2 "
+        "--window low_fa --out det-fmr.png",
         f"bosaris-dask plot det {_EK} {_E} --norm s --cohort bosaris-demo/cohort.npz "
         "--out emb-det.png",
     ],

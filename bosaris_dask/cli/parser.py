@@ -108,17 +108,53 @@ def _rate(text: str) -> float:
     return value
 
 
-def _fixed_rate_arguments(parser: argparse.ArgumentParser) -> None:
+def _fixed_rate_arguments(parser: argparse.ArgumentParser, plot: str = "") -> None:
+    """``--fmr`` and ``--fnmr``; ``plot``: what a plot does with them (evaluate: the DET
+    files of --plots-dir mark them)."""
+    plot = plot or "--plots-dir: the DET plots mark them"
     parser.add_argument(
         "--fmr", type=_rate, action="append", metavar="F",
         help="report FNMR and TAR at false-match rate F (ISO/IEC 19795-1): the threshold is "
         "the smallest score with FMR <= F (exact; ties can make the actual FMR lower, which "
-        "is reported); repeat, e.g. --fmr 1e-4 --fmr 1e-3",
+        f"is reported); repeat, e.g. --fmr 1e-4 --fmr 1e-3; {plot}",
     )  # fmt: skip
     parser.add_argument(
         "--fnmr", type=_rate, action="append", metavar="F",
         help="report FMR at false-non-match rate F: the threshold is the largest score with "
-        "FNMR <= F; repeatable",
+        f"FNMR <= F; repeatable; {plot}",
+    )  # fmt: skip
+
+
+def _ece_plo(text: str) -> list[float]:
+    """One ``--ece-plo`` value: a prior log-odds, or ``LO:HI:N`` (N evenly spaced, both ends)."""
+    import numpy as np
+
+    parts = text.split(":")
+    try:
+        if len(parts) == 1:
+            values = [float(text)]
+        elif len(parts) == 3:
+            lo, hi, n = float(parts[0]), float(parts[1]), int(parts[2])
+            if n < 2 or not lo < hi:
+                raise argparse.ArgumentTypeError(f"{text}: LO:HI:N needs LO < HI and N >= 2 points")
+            values = np.linspace(lo, hi, n).tolist()
+        else:
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a prior log-odds or LO:HI:N range: {text!r}"
+        ) from None
+    if not all(np.isfinite(values)):
+        raise argparse.ArgumentTypeError(f"prior log-odds must be finite: {text!r}")
+    return values
+
+
+def _ece_plo_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--ece-plo", type=_ece_plo, action="append", metavar="A|LO:HI:N",
+        help="a natural prior log-odds of the ECE grid, or LO:HI:N for N evenly spaced from LO "
+        f"to HI (write --ece-plo=-10:10:81 when LO is negative); repeatable; {what} "
+        "(default grid: 41 points, -10 to 10, every 0.25 within +-3)",
     )  # fmt: skip
 
 
@@ -372,10 +408,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     p.add_argument(
         "--ece", action="store_true",
-        help="also the empirical cross-entropy (raw, PAV-calibrated, neutral LLRs, in bits) on "
-        "41 prior log-odds from -10 to 10, in the JSON as \"ece\": summed in pass 1 (no extra "
-        "pass) at the cost of one softplus per trial per grid point; not with --by/--conditions",
+        help="also the empirical cross-entropy (raw, PAV-calibrated, neutral LLRs, in bits): "
+        "in the table at each operating point's prior log-odds, in the JSON as \"ece\" on 41 "
+        "prior log-odds from -10 to 10 (or --ece-plo) and those; with --by, per condition too; "
+        "summed in pass 1 (no extra pass) at the cost of one softplus per trial per grid point",
     )  # fmt: skip
+    _ece_plo_argument(p, "implies --ece")
     p.add_argument(
         "--exact-auc", action="store_true",
         help="make the AUC exact at any scale: one or two more passes when the smaller class of "
@@ -411,6 +449,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_embedding_arguments(p, required=False)
     _operating_points(p, "marked on the plot")
     _operating_point_argument(p)
+    _fixed_rate_arguments(p, "det: mark each system's exact (FMR, FNMR) point there, the "
+                          "legend saying e.g. 'FMR 1e-3: FNMR 4.21%%'")  # fmt: skip
+    _ece_plo_argument(p, "ece: the plot's grid")
     p.add_argument(
         "--window",
         help="DET axes window: classic (0.05-50%%), low_fa, wide, auto, the toolkit's old, new, "

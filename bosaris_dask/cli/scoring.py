@@ -36,12 +36,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         # per condition too: the profile's Cprimary from the same passes
         args.cprimary_priors = [op.effective_prior for op in profile.operating_points]
     _default_priors(args)
-    if args.ece:
-        from bosaris_dask.ece import DEFAULT_ECE_PLO, NOT_WITH_CONDITIONS
-
-        if args.by or args.conditions:  # before any input is read
-            raise OptionError(NOT_WITH_CONDITIONS)
-        args.ece_plo = DEFAULT_ECE_PLO
+    args.ece_plo = _ece_grid(args, with_operating_points=True) if args.ece or args.ece_plo else None
     if args.exact_auc and (args.by or args.conditions):  # before any input is read
         from bosaris_dask.exact_auc import NOT_WITH_CONDITIONS as AUC_NOT_WITH_CONDITIONS
 
@@ -74,12 +69,14 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from bosaris_dask.plots import save_plot
     from bosaris_dask.profiles import apply_profile
 
-    apply_profile(args)
+    given = bool(args.fmr or args.fnmr)
+    profile = apply_profile(args)
+    if args.kind != "det" and (args.fmr or args.fnmr):  # before any input is read
+        what = "--fmr/--fnmr points" if given else f"profile {profile.name}'s FMR points"
+        raise OptionError(f"{what} are marked on DET plots only: run 'bosaris-dask plot det' "
+                          "(or 'bosaris-dask evaluate' for the table)")  # fmt: skip
     _default_priors(args)
-    if args.kind == "ece":
-        from bosaris_dask.ece import DEFAULT_ECE_PLO
-
-        args.ece_plo = DEFAULT_ECE_PLO
+    args.ece_plo = _ece_grid(args) if args.kind == "ece" else None
     eval_key, eval_scores = getattr(args, "eval_key", None), getattr(args, "eval_scores", None)
     if (eval_key is None) != (eval_scores is None):
         raise BosarisError("--eval-key and --eval-scores go together")
@@ -112,6 +109,25 @@ def cmd_plot(args: argparse.Namespace) -> int:
     save_plot(results, args.kind, args.out, **options)
     _say(args, f"wrote {args.out}")
     return 0
+
+
+def _ece_grid(args: argparse.Namespace, *, with_operating_points: bool = False) -> Any:
+    """The ECE grid: the ``--ece-plo`` values (or the default grid), sorted, each once; with
+    ``with_operating_points``, also the prior log-odds of the reported operating points (the
+    printed table shows the ECE there)."""
+    import numpy as np
+
+    from bosaris_dask.ece import DEFAULT_ECE_PLO
+
+    grid = np.concatenate(args.ece_plo) if args.ece_plo else DEFAULT_ECE_PLO
+    if with_operating_points:
+        from scipy.special import logit
+
+        from bosaris_dask.metrics import stated_operating_points
+
+        points = stated_operating_points(args.prior, args.operating_point or ())
+        grid = np.concatenate([grid, logit([op.effective_prior for op in points])])
+    return np.unique(np.asarray(grid, dtype=np.float64))
 
 
 def _count_systems(args: argparse.Namespace, score_paths: list[str] | None) -> int:

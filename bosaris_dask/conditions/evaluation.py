@@ -37,6 +37,7 @@ from bosaris_dask.conditions.codes import BySpec, condition_codes
 from bosaris_dask.conditions.summaries import condition_summaries
 from bosaris_dask.conditions.tables import ConditionTable, read_condition_table
 from bosaris_dask.costs import OperatingPoint
+from bosaris_dask.ece import check_plo, ece_from_summary
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import OptionError
 
@@ -49,6 +50,9 @@ _SCALARS = result_layout.SCALARS
 _PER_PLO = result_layout.PER_PLO
 #: Curves, NaN-padded: variable -> its padded dimension (``condition_`` + it per condition).
 _CURVES = {name: dim for name, (dim, _) in result_layout.CURVES.items()}
+#: The ECE curves computed per condition (``ece_neutral`` is the pooled one's: it depends on
+#: the prior log-odds alone).
+_ECE = ("ece", "ece_pav")
 
 
 def summary_cprimary(summary: ScoreSummary, priors: Sequence[float]) -> tuple[float, float]:
@@ -102,6 +106,7 @@ def conditions_and_summaries(
     equalize: bool = False,
     fmr: Sequence[float] = (),
     fnmr: Sequence[float] = (),
+    ece_plo: Sequence[float] | np.ndarray | None = None,
 ) -> tuple[xr.Dataset, list[ScoreSummary]]:
     """:func:`~bosaris_dask.metrics.evaluate`, pooled and per condition, with Cprimary, and the
     pooled summaries it was computed from (those of a plain evaluation, bin for bin, unless
@@ -120,6 +125,12 @@ def conditions_and_summaries(
     priors, operating_points, sweep, names, allow_missing, progress, split_every, fmr, fnmr
         As :func:`~bosaris_dask.metrics.evaluate`; the fixed-FMR/FNMR points are computed per
         condition too, each from its own trials (``condition_fixed_fmr_*``).
+    ece_plo
+        As :func:`~bosaris_dask.metrics.evaluate`: the ECE curves pooled (``ece``,
+        ``ece_pav``, ``ece_neutral``) and per condition, each from its own trials
+        (``condition_ece``, ``condition_ece_pav`` over ``system``, ``condition``,
+        ``ece_plo``; NaN for a condition without targets or non-targets), their
+        cross-entropy sums made in pass 1 (no extra pass).
     equalize
         Also the partition-equalized metrics over the conditions (NIST SRE), from the same
         passes: ``equalized_eer`` (``system``), ``equalized_act_dcf`` and
@@ -170,15 +181,17 @@ def conditions_and_summaries(
     extra_plo = logit(cp) if cp is not None else np.empty(0)
     thresholds = -np.concatenate([plo, sweep, extra_plo])
     names = list(names) if names is not None else None
+    ce_plo = () if ece_plo is None else check_plo(ece_plo)
     if not conditions:
         pooled = summarize(systems, key, thresholds=thresholds, fmr=fmr, fnmr=fnmr,
-                           allow_missing=allow_missing, progress=progress,
-                           split_every=split_every, names=names)  # fmt: skip
+                           cross_entropy_plo=ce_plo, allow_missing=allow_missing,
+                           progress=progress, split_every=split_every,
+                           names=names)  # fmt: skip
         ds = result_layout.results_dataset(pooled, points, sweep, fmr, fnmr)
         return _with_cprimary(ds, pooled, cp), list(pooled)
     cond = condition_codes(key, _tables(conditions), by)
     result = condition_summaries(
-        systems, key, cond, thresholds=thresholds, fmr=fmr, fnmr=fnmr,
+        systems, key, cond, thresholds=thresholds, fmr=fmr, fnmr=fnmr, cross_entropy_plo=ce_plo,
         allow_missing=allow_missing, split_every=split_every, progress=progress, names=names,
         equalize=equalize,
     )  # fmt: skip
@@ -200,6 +213,7 @@ def conditions_and_summaries(
                   "cprimary_min": np.full((n_sys, n_cond), np.nan)}  # fmt: skip
     fixed = {name: np.full((n_sys, n_cond, ds.sizes[dim]), np.nan)
              for name, (dim, _, _) in result_layout.FIXED_RATES.items() if name in ds}  # fmt: skip
+    ece = {name: np.full((n_sys, n_cond, len(ce_plo)), np.nan) for name in _ECE if len(ce_plo)}
     curves: dict[tuple[int, int], dict[str, np.ndarray]] = {}
     for k, row in enumerate(result.by_condition):
         for g, summary in enumerate(row):
@@ -213,6 +227,10 @@ def conditions_and_summaries(
                 arr[k, g] = values[name]
             for name, value in metrics.fixed_rate_metrics(summary, fmr, fnmr).items():
                 fixed[name][k, g] = value
+            if ece:
+                curves_ece = ece_from_summary(summary)
+                for name in _ECE:
+                    ece[name][k, g] = curves_ece[name]
     for name, count in (("n_target", result.n_target), ("n_nontarget", result.n_nontarget),
                         ("n_missing", result.n_missing)):  # fmt: skip
         blank[name] = count.astype(np.int64)
@@ -221,6 +239,8 @@ def conditions_and_summaries(
         data[PREFIX + name] = (dims, arr)
     for name, arr in fixed.items():
         data[PREFIX + name] = (("system", "condition", result_layout.FIXED_RATES[name][0]), arr)
+    for name, arr in ece.items():
+        data[PREFIX + name] = (("system", "condition", "ece_plo"), arr)
     for name, dim in _CURVES.items():
         rows = [curves.get((k, g), {}).get(name, []) for k in range(n_sys) for g in range(n_cond)]
         data[PREFIX + name] = (("system", "condition", PREFIX + dim),
@@ -267,6 +287,8 @@ def condition_result(results: xr.Dataset, condition: int | str) -> xr.Dataset:
     g = condition if isinstance(condition, int) else list(results.condition.values).index(condition)
     variables = {name[len(PREFIX) :]: results[name].isel(condition=g, drop=True)
                  for name in results.data_vars if name.startswith(PREFIX)}  # fmt: skip
+    if "ece_neutral" in results:  # the same at every condition
+        variables["ece_neutral"] = results.ece_neutral
     out = xr.Dataset(variables).drop_vars([str(b) for b in results.attrs["by"]], errors="ignore")
     out = out.rename_dims({PREFIX + d: d for d in set(_CURVES.values()) if PREFIX + d in out.dims})
     out.attrs = {k: v for k, v in results.attrs.items() if k != "by"}
@@ -300,7 +322,12 @@ def conditions_as_systems(results: xr.Dataset, *, empty: bool = False) -> xr.Dat
             parts.append(one.assign_coords(system=[f"{name} [{label}]"]))
     if not parts:
         raise OptionError("no condition has both targets and non-targets")
+    neutral = parts[0].get("ece_neutral")
+    if neutral is not None:
+        parts = [p.drop_vars("ece_neutral") for p in parts]
     out = xr.concat(parts, dim="system")
+    if neutral is not None:  # one curve, not one per system
+        out["ece_neutral"] = neutral
     out.attrs = {k: v for k, v in results.attrs.items() if k != "by"}
     return out
 

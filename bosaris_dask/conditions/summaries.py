@@ -164,6 +164,7 @@ def condition_summaries(
     thresholds: Sequence[float] | np.ndarray = (),
     fmr: Sequence[float] | np.ndarray = (),
     fnmr: Sequence[float] | np.ndarray = (),
+    cross_entropy_plo: Sequence[float] | np.ndarray = (),
     allow_missing: bool = False,
     split_every: int = DEFAULT_SPLIT_EVERY,
     progress: bool | None = None,
@@ -219,6 +220,9 @@ def condition_summaries(
     fmr, fnmr
         Fixed-FMR and fixed-FNMR targets (as :func:`summarize`): each condition's summary is
         refined for its own operating points, in the same passes.
+    cross_entropy_plo
+        Prior log-odds of the ECE (as :func:`summarize`): every summary, pooled and per
+        condition, carries its own trials' exact cross-entropy sums, summed in pass 1.
     allow_missing
         Drop key trials without a score (counted in ``n_missing``) instead of raising.
     split_every, progress, names
@@ -267,7 +271,7 @@ def condition_summaries(
             systems, key, rows, len(possible), pooled_apart=range(len(systems)) if apart else (),
             allow_missing=allow_missing, split_every=split_every, coarse_bits=bits,
             pooled_coarse_bits=engine._coarse_bits(len(systems)) if apart else None,
-            progress=progress, names=names,
+            progress=progress, names=names, cross_entropy_plo=cross_entropy_plo,
         )  # fmt: skip
         counts = np.zeros((len(systems), n_cond, 2, 2), dtype=np.int64)
         counts[:, possible] = first.counts
@@ -321,6 +325,7 @@ def condition_summaries(
         # the pooled systems as refine_parts counts them; the copies share the budgets
         pooled = summarize(
             systems, key, thresholds=thresholds, fmr=fmr, fnmr=fnmr, allow_missing=True,
+            cross_entropy_plo=cross_entropy_plo,
             split_every=split_every, progress=progress, names=names,
             coarse_bits=engine._coarse_bits(len(systems)) if apart else bits,
         )  # fmt: skip
@@ -335,6 +340,7 @@ def condition_summaries(
             with dask.config.set(shared):
                 copies = summarize(
                     extra, key, thresholds=thresholds, fmr=fmr, fnmr=fnmr, allow_missing=True,
+                    cross_entropy_plo=cross_entropy_plo,
                     split_every=split_every, progress=progress, coarse_bits=bits,
                     names=labels, extra_candidates=copies_hook,
                 )  # fmt: skip

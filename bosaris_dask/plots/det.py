@@ -12,7 +12,11 @@ The DET curve is the ROC with both axes warped by :func:`~bosaris_dask.plots.axe
 Marks: a filled marker per effective prior at the minDCF operating point (optionally a hollow
 one at the actDCF operating point, where the system's own threshold ``-logit(p)`` lands), the
 EER point on the diagonal ``Pmiss = Pfa``, and the DR30 lines ``Pfa = 30/N`` and
-``Pmiss = 30/T`` (left of and below them, fewer than 30 errors are behind a rate).
+``Pmiss = 30/T`` (left of and below them, fewer than 30 errors are behind a rate), and the
+biometric operating points of an evaluation with ``fmr``/``fnmr`` targets
+(:mod:`bosaris_dask.fixed_rates`): a cross ("X") at each exact ``(FMR, FNMR)`` of a fixed-FMR
+target and a plus ("P") at each fixed-FNMR one, listed under their system in the legend as
+``"FMR 1e-3: FNMR 4.21%"`` (``"FNMR 1e-2: FMR 0.5%"``).
 
 The Axes' data are probit coordinates: ``ax.lines[i].get_xydata()`` is
 ``probit([pfa, pmiss])`` of what is drawn.
@@ -46,7 +50,8 @@ from bosaris_dask.metrics import operating_points
 from bosaris_dask.plots._common import Results, curves, dr30_sides, new_axes
 from bosaris_dask.plots.axes import Window, probit, resolve_window, set_det_axes
 
-__all__ = ["rocch_det_points", "det_xy", "auto_window", "det_plot", "PRIOR_MARKERS"]
+__all__ = ["rocch_det_points", "det_xy", "auto_window", "det_plot", "PRIOR_MARKERS",
+           "FIXED_RATE_MARKERS", "rate_label", "fixed_rate_label"]  # fmt: skip
 
 #: Marker shapes of the operating points, in the order of the results' priors.
 PRIOR_MARKERS = ("o", "s", "^", "D", "v", "p", "h", "<", ">")
@@ -187,6 +192,7 @@ def det_plot(
     act_dcf: bool = False,
     eer: bool = True,
     dr30: bool | Literal["both", "miss", "fa", "none"] = True,
+    fixed_rates: bool = True,
     legend: bool = True,
     title: str | None = None,
 ) -> Axes:
@@ -230,6 +236,13 @@ def det_plot(
     dr30 : {True, False, "both", "miss", "fa", "none"}
         Draw the DR30 lines ``Pfa = 30/N`` (vertical, ``"fa"``) and/or ``Pmiss = 30/T``
         (horizontal, ``"miss"``); ``True`` is ``"both"``, ``False`` is ``"none"``.
+    fixed_rates
+        Mark the fixed-FMR and fixed-FNMR operating points the results hold (an evaluation
+        with ``fmr=``/``fnmr=``, ``bosaris-dask plot det --fmr 1e-3``): each at its exact
+        ``(actual FMR, FNMR)``, the point of the steppy DET where the threshold lands (ties
+        can put the actual FMR below the target). The system's legend lists those inside the
+        window, e.g. ``"FMR 1e-3: FNMR 4.21%"``, and the targets below one error among the
+        trials as ``"FMR 1e-6: not measurable"``.
     legend
         Add a legend (systems with their EER, then a key to the marks).
     title
@@ -241,7 +254,9 @@ def det_plot(
         The Axes. Artists carry gids: ``det/curve/LABEL`` (ROCCH-DET, or the steppy DET when
         ``curve="steppy"``), ``det/steppy/LABEL``, ``det/eer/LABEL``, ``det/min_dcf/LABEL``,
         ``det/act_dcf/LABEL`` (one point per prior, in the results' prior order),
-        ``det/dr30-fa``, ``det/dr30-miss``, ``det/diagonal``.
+        ``det/fixed_fmr/LABEL``, ``det/fixed_fnmr/LABEL`` (one per target, in the results'
+        order; no data where the target is not measurable), ``det/dr30-fa``,
+        ``det/dr30-miss``, ``det/diagonal``.
     """
     if curve not in ("rocch", "steppy", "both"):
         raise PlotError(f"curve must be 'rocch', 'steppy' or 'both', not {curve!r}")
@@ -275,6 +290,8 @@ def det_plot(
             e = float(probit(float(c.data.eer)))
             ax.plot([e], [e], color=c.color, zorder=5, gid=f"det/eer/{c.label}", **_EER_STYLE)
         _operating_points(ax, c, priors, min_dcf, act_dcf, limits, visible)
+        if fixed_rates:
+            _fixed_rate_marks(ax, c, limits)
 
     which = dr30_sides(dr30)
     if which:
@@ -318,6 +335,64 @@ def _operating_points(
                     zorder=6, gid=f"det/{which}_dcf/{c.label}", **_marker_style(i))  # fmt: skip
             if box[0, 0] <= x <= box[0, 1] and box[1, 0] <= y <= box[1, 1]:
                 visible[i] = float(points.prior.values[i])
+
+
+#: The marks of the fixed-rate operating points: a cross at fixed FMR, a plus at fixed FNMR.
+FIXED_RATE_MARKERS = {"fmr": "X", "fnmr": "P"}
+
+
+def rate_label(rate: float) -> str:
+    """A target rate as the IJB-C tables write it: ``1e-3`` below 0.1, else as is.
+
+    Examples
+    --------
+    >>> rate_label(0.001), rate_label(5e-6), rate_label(0.0125), rate_label(0.1)
+    ('1e-3', '5e-6', '1.25e-2', '0.1')
+    """
+    if rate >= 0.1:
+        return f"{rate:g}"
+    mantissa, exponent = f"{rate:.6e}".split("e")
+    mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def fixed_rate_label(side: str, target: float, fmr: float, fnmr: float) -> str:
+    """The legend text of a fixed-FMR (``side="fmr"``) or fixed-FNMR operating point.
+
+    Examples
+    --------
+    >>> fixed_rate_label("fmr", 1e-3, 0.00098, 0.0421)
+    'FMR 1e-3: FNMR 4.21%'
+    >>> fixed_rate_label("fnmr", 0.01, 0.005, 0.01), fixed_rate_label("fmr", 1e-6, np.nan, np.nan)
+    ('FNMR 1e-2: FMR 0.5%', 'FMR 1e-6: not measurable')
+    """
+    head = f"{side.upper()} {rate_label(target)}"
+    other, value = ("FNMR", fnmr) if side == "fmr" else ("FMR", fmr)
+    if np.isnan(value):
+        return f"{head}: not measurable"
+    return f"{head}: {other} {100 * value:.3g}%"
+
+
+def _fixed_rate_marks(ax: Axes, c: Any, limits: Window) -> None:
+    """Mark the fixed-FMR/FNMR points of one system; those inside the window are labelled."""
+    box = probit(np.array(limits)).reshape(2, 2)
+    for side, marker in FIXED_RATE_MARKERS.items():
+        if f"fixed_{side}_threshold" not in c.data:
+            continue
+        targets = np.asarray(c.data[f"{side}_target"].values, dtype=np.float64)
+        fmr = np.asarray(c.data[f"fixed_{side}_fmr"].values, dtype=np.float64)
+        fnmr = np.asarray(c.data[f"fixed_{side}_fnmr"].values, dtype=np.float64)
+        for target, a, b in zip(targets, fmr, fnmr, strict=True):
+            label = fixed_rate_label(side, float(target), float(a), float(b))
+            style = dict(linestyle="none", marker=marker, markersize=9, markeredgewidth=0.9,
+                         markerfacecolor=c.color, markeredgecolor="black", zorder=6,
+                         gid=f"det/fixed_{side}/{c.label}")  # fmt: skip
+            if np.isnan(a):  # no point: the legend says why
+                ax.plot([], [], label=label, **style)
+                continue
+            ((x, y),) = det_xy([a], [b])
+            inside = box[0, 0] <= x <= box[0, 1] and box[1, 0] <= y <= box[1, 1]
+            ax.plot([x], [y], label=label if inside else "_nolegend_", **style)
 
 
 def _marker_style(i: int) -> dict[str, Any]:
