@@ -289,7 +289,7 @@ def _warn_volume(ss: Sequence[ScoreSummary], bins: dict[int, np.ndarray]) -> Non
             f"t-EER: the candidate score bins hold {n:,} trials, more than "
             f"bosaris_dask.keep-limit ({limit:,}): still exact, but every refinement round "
             "reads the scores again (more passes); raise keep-limit if the memory allows",
-            TEerScaleWarning, stacklevel=4,
+            TEerScaleWarning, stacklevel=6,
         )  # fmt: skip
 
 

@@ -88,6 +88,13 @@ def _bounds(b_lo, b_hi, c_lo, c_hi, m, f, lo_e, hi_e) -> tuple[np.ndarray, np.nd
     return gap, far
 
 
+def _spans(first: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """The integers of the ranges ``first[i]..last[i]`` (inclusive), as one array."""
+    length = np.maximum(last - first + 1, 0)
+    start = np.repeat(first - np.concatenate([[0], np.cumsum(length)[:-1]]), length)
+    return start + np.arange(int(length.sum()))
+
+
 def t_eer_on_grids(
     ss: Sequence[Any], cm: tuple[Part, Part], asv: tuple[Part, Part, Part]
 ) -> tuple[dict[str, float], dict[int, np.ndarray]]:
@@ -148,8 +155,7 @@ def t_eer_on_grids(
     hidden = k[coarse & (bin_lb <= ub) & (bin_lb < np.inf)]
     if len(hidden):
         asv_bins.append(hidden)
-        spans = [np.arange(lo_e[i], min(hi_e[i], n_c - 1) + 1) for i in hidden]
-        cm_bins.append(np.concatenate(spans))
+        cm_bins.append(_spans(lo_e[hidden], np.minimum(hi_e[hidden], n_c - 1)))
     near = np.flatnonzero((edge_lb <= ub) & (edge_lb < np.inf))  # edges that may attain the minimum
     asv_bins.append(near[near < n_a])
     cm_bins += [e[near] - 1, e[near]]
