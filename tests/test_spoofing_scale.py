@@ -401,3 +401,20 @@ def test_candidates_beyond_the_keep_limit_warn_and_stay_exact():
         out = evaluate_sasv(key, cm=scores["cm"], asv=scores["asv"], t_eer_max_trials=1)
     assert _t_eer_out(out) == _t_eer_ref(mask, spoof, cols)
     assert out["passes"] > 2  # each round reads the scores again
+
+
+def test_t_eer_at_scale_names_missing_asv_scores_and_drops_them_when_allowed():
+    key, scores, mask, spoof, cols = _random_set(6, 4, 40, 100_000)
+    holes = np.ones(mask.shape, dtype=bool)
+    holes[2, 7] = False
+    assert mask[2, 7] != 0
+    asv = make_scores(key.model.values, key.segment.values, cols["asv"], holes)
+    with pytest.raises(MissingTrialsError, match=r"asv: 1 key trials have no score, e.g. .*m2"):
+        evaluate_sasv(key, cm=scores["cm"], asv=asv, t_eer_max_trials=1)
+    scale = evaluate_sasv(key, cm=scores["cm"], asv=asv, t_eer_max_trials=1, allow_missing=True)
+    memory = evaluate_sasv(key, cm=scores["cm"], asv=asv, allow_missing=True)  # gathered
+    m = mask.copy()
+    m[2, 7] = 0
+    ref = t_eer(*_classes(mask, spoof, cols["cm"]), *_classes(m, spoof, cols["asv"]))
+    assert _t_eer_out(scale) == _t_eer_out(memory) == (
+        ref["t_eer"], ref["asv_threshold"], ref["cm_threshold"])  # fmt: skip
