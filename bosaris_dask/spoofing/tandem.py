@@ -10,7 +10,9 @@ could change the in-memory answer, for the engine's ``extra_candidates`` hook, a
 answer from the edges once none is left. Why that is exact:
 
 1. For a fixed ``τ`` the tandem difference ``D(j) = Pmiss,tdm - Pfa,tdm`` never decreases with
-   the CM threshold (the in-memory bisection rests on it too); ``J(τ)`` is ``j0`` (the first
+   the CM threshold (the in-memory bisection rests on it too: exact in real numbers, and in
+   floats wherever a step of ``D`` exceeds its rounding error; where it does not, either path
+   finds a crossing, not necessarily the same one); ``J(τ)`` is ``j0`` (the first
    ``j`` with ``D >= 0``) or ``j0 - 1``. If the first *edge* with ``D >= 0`` is ``e`` and the
    CM bin ``e - 1`` is one value, ``j0`` and ``j0 - 1`` are the edges ``e`` and ``e - 1``, and
    ``J(τ)`` and ``crit(τ)`` come out of the edges with the in-memory floats.
