@@ -18,9 +18,14 @@ each the median of ``--repeat`` runs, interleaved:
   package's EER, ROCCH-EER, Cllr);
 * ``sasv``: :func:`~bosaris_dask.spoofing.scale.evaluate_sasv` with the fixed ASV rates (min
   a-DCF over 2 member summaries of the SASV score, min t-DCF over the CM score);
-* ``sasv-given``: the same with the ASV rates counted from the ASV score (2 more members).
-
-The t-EER (in memory) is not timed. Prints passes and wall time of each; the claim checked is
+* ``sasv-given``: the same with the ASV rates counted from the ASV score (2 more members);
+* ``t-eer-memory``: ``sasv-given`` plus the t-EER, gathered into memory (one more read of the
+  CM and ASV columns, :func:`~bosaris_dask.spoofing.metrics.t_eer`);
+* ``t-eer-engine``: the same, the t-EER from the engine's refined summaries
+  (``t_eer_max_trials=0``: what every key above ``T_EER_MAX_TRIALS`` cells gets); both must
+  give the same t-EER and thresholds, which is checked.
+ Prints passes and wall time of each (``t-eer-memory``: the engine's passes ``+1``, the
+gather); the claim checked is
 that no spoofing row takes more passes than ``plain`` (the SASV members skip their own ROC
 hulls, which nothing reads, so they can take fewer). The class ``Spoofing`` follows the asv
 convention (``setup``, ``time_*``, ``teardown``) so a test can run every body once.
@@ -40,7 +45,7 @@ from bosaris_dask.metrics import evaluate
 from bosaris_dask.simulate import simulate
 from bosaris_dask.spoofing import scale, stores
 
-NAMES = ("plain", "cm", "sasv", "sasv-given")
+NAMES = ("plain", "cm", "sasv", "sasv-given", "t-eer-memory", "t-eer-engine")
 
 
 class Spoofing:
@@ -83,6 +88,18 @@ class Spoofing:
         self.results["sasv-given"] = scale.evaluate_sasv(key, **cols, asv_rates="given",
                                                          t_eer=False)  # fmt: skip
 
+    def _t_eer(self, name: str, limit: int) -> None:
+        key, cols = self._open()
+        self.results[name] = scale.evaluate_sasv(
+            key, cm=cols["cm"], asv=cols["asv"], asv_rates="given", t_eer_max_trials=limit
+        )
+
+    def time_t_eer_memory(self) -> None:
+        self._t_eer("t-eer-memory", 1 << 62)
+
+    def time_t_eer_engine(self) -> None:
+        self._t_eer("t-eer-engine", 0)
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -103,8 +120,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'':<12}{'passes':>8}{'wall (s)':>10}")
         for name in NAMES:
             passes = bench.results[name]["passes"]
+            passes = f"{passes}+1" if name == "t-eer-memory" else str(passes)  # + the gather
             print(f"{name:<12}{passes:>8}{float(np.median(walls[name])):>10.2f}")
         r = bench.results["sasv-given"]
+        mem, eng = bench.results["t-eer-memory"], bench.results["t-eer-engine"]
+        fields = ("t_eer", "t_eer_asv_threshold", "t_eer_cm_threshold")
+        if any(mem[f] != eng[f] for f in fields):
+            raise AssertionError(f"t-EER differs: {[mem[f] for f in fields]} in memory, "
+                                 f"{[eng[f] for f in fields]} from the engine")  # fmt: skip
+        print(
+            f"t-EER {100 * eng['t_eer']:.4f} % (ASV threshold {eng['t_eer_asv_threshold']!r}"
+            f", CM threshold {eng['t_eer_cm_threshold']!r}): equal in memory and at scale"
+        )
         print(f"min a-DCF {r['min_a_dcf']:.4f}, min t-DCF {r['min_t_dcf']:.4f}, "
               f"CM EER (package) {100 * bench.results['cm']['eer']:.3f} %")  # fmt: skip
     finally:

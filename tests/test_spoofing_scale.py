@@ -32,7 +32,13 @@ from bosaris_dask.spoofing import (
     t_eer,
 )
 from bosaris_dask.spoofing.files import sasv_key_and_scores
-from bosaris_dask.spoofing.scale import cm_key, evaluate_cm, evaluate_sasv, sasv_key
+from bosaris_dask.spoofing.scale import (
+    TEerScaleWarning,
+    cm_key,
+    evaluate_cm,
+    evaluate_sasv,
+    sasv_key,
+)
 from bosaris_dask.trials import key_from_labels, make_key, make_scores
 
 DATA = Path(__file__).parent / "data" / "asvspoof5"
@@ -225,10 +231,10 @@ def test_bad_requests_are_one_line_errors():
         evaluate_sasv(cm_key(key), sasv=scores["sasv"])
     with pytest.raises(OptionError, match="needs the ASV scores"):
         evaluate_sasv(key, cm=scores["cm"], asv_rates="given")
-    with pytest.raises(OptionError, match="t-EER is computed in memory, up to 5 trials"):
-        evaluate_sasv(key, cm=scores["cm"], asv=scores["asv"], t_eer=True, t_eer_max_trials=5)
-    out = evaluate_sasv(key, cm=scores["cm"], asv=scores["asv"], t_eer_max_trials=5)
-    assert out["t_eer"] is None and "up to 5 trials" in out["t_eer_note"]
+    with pytest.raises(OptionError, match="the t-EER needs both the CM and the ASV scores"):
+        evaluate_sasv(key, cm=scores["cm"], t_eer=True)
+    out = evaluate_sasv(key, cm=scores["cm"], asv=scores["asv"], t_eer=False)
+    assert out["t_eer"] is None and out["t_eer_note"] == "not asked for"
 
 
 def test_a_missing_class_is_named():
@@ -267,3 +273,148 @@ def test_a_key_store_with_a_bad_spoof_array_is_refused(tmp_path):
     bad[:] = [True, False, True]
     with pytest.raises(StoreError, match="segment_spoof has bool"):
         stores.read_key(tmp_path / "key.zarr")
+
+
+# --------------------------------------------------------------------------------------------
+# the t-EER at scale: engine summaries refined through the extra_candidates hook
+# --------------------------------------------------------------------------------------------
+
+
+def _t_eer_ref(mask, spoof, cols):
+    r = t_eer(*_classes(mask, spoof, cols["cm"]), *_classes(mask, spoof, cols["asv"]))
+    if np.isnan(r["t_eer"]):
+        return (None, r["asv_threshold"], r["cm_threshold"])
+    return (r["t_eer"], r["asv_threshold"], r["cm_threshold"])
+
+
+def _t_eer_out(out):
+    return (out["t_eer"], out["t_eer_asv_threshold"], out["t_eer_cm_threshold"])
+
+
+def _same(got, ref):
+    """Equal, NaN thresholds (no ASV threshold qualifies) included."""
+    return got[0] == ref[0] and all(x == y or (x != x and y != y)
+                                    for x, y in zip(got[1:], ref[1:], strict=True))  # fmt: skip
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 100_000),
+    shape=st.tuples(st.integers(1, 6), st.integers(8, 60)),
+    chunks=st.tuples(st.integers(1, 4), st.integers(1, 23)),
+    levels=st.sampled_from([1, 2, 3, 40, 100_000]),
+    given_rates=st.booleans(),
+    tiny=st.booleans(),
+    dtype=st.sampled_from([np.float64, np.float32]),
+)
+def test_t_eer_at_scale_equals_the_in_memory_one(seed, shape, chunks, levels, given_rates, tiny,
+                                                 dtype):  # fmt: skip
+    """t_eer_max_trials=1 sends every key through the engine; heavy ties at small levels."""
+    key, scores, mask, spoof, cols = _random_set(seed, *shape, levels, dtype)
+    scores = {n: _chunked(s, *chunks) for n, s in scores.items()}
+    config = {**(TINY if tiny else {}), "bosaris_dask.keep-limit": 1 << 24}
+    with dask.config.set(config):
+        try:
+            out = evaluate_sasv(key, cm=scores["cm"], asv=scores["asv"], t_eer_max_trials=1,
+                                asv_rates="given" if given_rates else "fixed")  # fmt: skip
+        except ScoreError as error:  # the ASV system accepts no spoof: C2 = 0
+            assert given_rates and "t-DCF undefined" in str(error)
+            return
+    assert _same(_t_eer_out(out), _t_eer_ref(mask, spoof, cols))
+    assert "t_eer_note" not in out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_t_eer_at_scale_on_continuous_scores_with_tiny_budgets(seed):
+    """Distinct float scores (bins of one value are rare before refinement): several rounds."""
+    rng = np.random.default_rng(seed)
+    key, _, mask, spoof, _ = _random_set(seed, 20, 150, 1)
+    cols = {n: rng.normal(size=mask.shape) + 2 * (mask == 1) - (2 - 3 * (n == "asv")) * spoof
+            for n in ("cm", "asv")}  # fmt: skip
+    scores = {n: make_scores(key.model.values, key.segment.values, v).chunk({"segment": 40})
+              for n, v in cols.items()}  # fmt: skip
+    with dask.config.set(TINY):
+        out = evaluate_sasv(key, **scores, t_eer_max_trials=1)
+    ref = _t_eer_ref(mask, spoof, cols)
+    assert ref[0] is not None and _same(_t_eer_out(out), ref)
+    small = evaluate_sasv(key, **scores)  # in memory (3,000 cells)
+    assert _same(_t_eer_out(small), ref)
+
+
+def test_the_bundled_case_at_scale_gives_the_exact_t_eer():
+    key, cols = sasv_key_and_scores(read_sasv_key(DATA / "sasv_key.tsv.gz"),
+                                    read_sasv_scores(DATA / "sasv_scores.tsv.gz"))  # fmt: skip
+    cols = {n: c.chunk({"segment": 5000}) for n, c in cols.items()}
+    memory = evaluate_sasv(key, cm=cols["cm"], asv=cols["asv"])
+    scale = evaluate_sasv(key, cm=cols["cm"], asv=cols["asv"], t_eer_max_trials=1)
+    assert _t_eer_out(scale) == _t_eer_out(memory)
+    assert scale["t_eer"] == pytest.approx(REF["sasv"]["t_eer_exact"], rel=1e-12)
+
+
+def _reads(key, scores, **kwargs):
+    """evaluate_sasv counting scheduler calls and reads of each CM score chunk."""
+    reads: dict[tuple[int, ...], int] = {}
+
+    def count(block, block_id=None):
+        if isinstance(block_id, tuple):  # not dask's calls to infer the output's meta
+            reads[block_id] = reads.get(block_id, 0) + 1
+        return block
+
+    cm = scores["cm"]
+    counted = cm.copy(data={"score": cm.score.data.map_blocks(count, dtype=cm.score.dtype),
+                            "score_mask": cm.score_mask.data})  # fmt: skip
+    computes = []
+
+    def counting_get(dsk, keys, **kw):
+        computes.append(keys)
+        return dask.get(dsk, keys, **kw)
+
+    with dask.config.set(scheduler=counting_get):
+        out = evaluate_sasv(key, cm=counted, asv=scores["asv"], asv_rates="given", **kwargs)
+    return out, len(computes), set(reads.values())
+
+
+def test_t_eer_at_scale_costs_no_pass_beyond_the_other_metrics():
+    """In memory the t-EER reads the columns once more; at scale it refines in the rounds of
+    the other metrics, and its candidates are kept with theirs: no extra pass."""
+    key, scores, mask, spoof, cols = _random_set(3, 30, 800, 100_000)
+    scores = {n: _chunked(s, 10, 200) for n, s in scores.items()}
+    none, none_computes, none_reads = _reads(key, scores, t_eer=False)
+    memory, memory_computes, memory_reads = _reads(key, scores)
+    scale, scale_computes, scale_reads = _reads(key, scores, t_eer_max_trials=1)
+    ref = _t_eer_ref(mask, spoof, cols)
+    assert _t_eer_out(memory) == _t_eer_out(scale) == ref
+    assert none["passes"] == memory["passes"] == scale["passes"] == 2
+    assert none_computes == none_reads.pop() == 2 and not none_reads
+    assert memory_computes == memory_reads.pop() == 3 and not memory_reads  # + the gather
+    assert scale_computes == scale_reads.pop() == 2 and not scale_reads
+
+
+def test_candidates_beyond_the_keep_limit_warn_and_stay_exact():
+    key, scores, mask, spoof, cols = _random_set(4, 6, 120, 100_000)
+    scores = {n: _chunked(s, 3, 40) for n, s in scores.items()}
+    with (
+        dask.config.set({**TINY, "bosaris_dask.keep-limit": 5}),
+        pytest.warns(TEerScaleWarning, match=r"t-EER: the candidate score bins hold [\d,]+ "
+                                             r"trials, more than bosaris_dask.keep-limit \(5\)"),
+    ):  # fmt: skip
+        out = evaluate_sasv(key, cm=scores["cm"], asv=scores["asv"], t_eer_max_trials=1)
+    assert _t_eer_out(out) == _t_eer_ref(mask, spoof, cols)
+    assert out["passes"] > 2  # each round reads the scores again
+
+
+def test_t_eer_at_scale_names_missing_asv_scores_and_drops_them_when_allowed():
+    key, scores, mask, spoof, cols = _random_set(6, 4, 40, 100_000)
+    holes = np.ones(mask.shape, dtype=bool)
+    holes[2, 7] = False
+    assert mask[2, 7] != 0
+    asv = make_scores(key.model.values, key.segment.values, cols["asv"], holes)
+    with pytest.raises(MissingTrialsError, match=r"asv: 1 key trials have no score, e.g. .*m2"):
+        evaluate_sasv(key, cm=scores["cm"], asv=asv, t_eer_max_trials=1)
+    scale = evaluate_sasv(key, cm=scores["cm"], asv=asv, t_eer_max_trials=1, allow_missing=True)
+    memory = evaluate_sasv(key, cm=scores["cm"], asv=asv, allow_missing=True)  # gathered
+    m = mask.copy()
+    m[2, 7] = 0
+    ref = t_eer(*_classes(mask, spoof, cols["cm"]), *_classes(m, spoof, cols["asv"]))
+    assert _t_eer_out(scale) == _t_eer_out(memory) == (
+        ref["t_eer"], ref["asv_threshold"], ref["cm_threshold"])  # fmt: skip

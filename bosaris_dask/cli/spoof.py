@@ -5,8 +5,9 @@ formats, :mod:`bosaris_dask.spoofing.files`), or the set of zarr stores ``--conv
 writes from them and ``--set-dir`` reads (:mod:`bosaris_dask.spoofing.stores`). Both print
 a table and, with ``--json``, write the numbers with the costs they were computed with. The
 metrics come from one engine call (:mod:`bosaris_dask.spoofing.scale`: exact, out of core,
-on the cluster the options name); the t-EER is computed in memory up to
-:data:`~bosaris_dask.spoofing.scale.T_EER_MAX_TRIALS` trials.
+on the cluster the options name); the t-EER too, gathered into memory up to
+:data:`~bosaris_dask.spoofing.scale.T_EER_MAX_TRIALS` key cells and refined by the engine
+above.
 """
 
 from __future__ import annotations

@@ -35,13 +35,20 @@ from bosaris_dask.spoofing.metrics import (
     min_t_dcf,
     t_eer,
 )
-from bosaris_dask.spoofing.scale import cm_key, evaluate_cm, evaluate_sasv, sasv_key
+from bosaris_dask.spoofing.scale import (
+    TEerScaleWarning,
+    cm_key,
+    evaluate_cm,
+    evaluate_sasv,
+    sasv_key,
+)
 
 __all__ = [
     "evaluate_cm",
     "evaluate_sasv",
     "sasv_key",
     "cm_key",
+    "TEerScaleWarning",
     "sasv_key_and_scores",
     "ASVSPOOF5",
     "FIXED_ASV_RATES",

@@ -37,10 +37,15 @@ appears only once an earlier round has fixed a threshold (the ASV EER threshold,
 spoof count and the t-DCF's constants depend) can cost one more pass when it lies outside the
 trials kept after the first refinement round; pass 1 runs one kernel per member.
 
-**t-EER** is computed in memory (:func:`~bosaris_dask.spoofing.metrics.t_eer`) after gathering
-the CM and ASV scores of each class — one more read of those two columns — and only up to
-:data:`T_EER_MAX_TRIALS` trials: its criterion couples every ASV threshold with the best CM
-threshold, and no bound that would let the engine refine a few bins only is known here.
+**t-EER**: on keys of at most ``t_eer_max_trials`` cells (:data:`T_EER_MAX_TRIALS`) it is
+computed in memory (:func:`~bosaris_dask.spoofing.metrics.t_eer`) after gathering the CM and
+ASV scores of each class (one more read of those two columns). Above, in the same engine call:
+the ASV column joins as two more members and :func:`~bosaris_dask.spoofing.tandem.t_eer_on_grids`
+tells the hook which ASV and CM bins could change the in-memory answer (a bound on the
+criterion inside each bin, from the fact that the best CM threshold never rises with the ASV
+threshold); the answer is the same floats, thresholds and tie rules, with bounded memory and
+no extra pass while the candidate trials fit ``bosaris_dask.keep-limit`` (beyond it a
+:class:`TEerScaleWarning`: still exact, in more passes).
 
 Examples
 --------
@@ -56,6 +61,7 @@ Examples
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,7 +73,7 @@ from scipy.special import logit
 
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
-from bosaris_dask.spoofing import joint
+from bosaris_dask.spoofing import joint, tandem
 from bosaris_dask.spoofing.joint import Part
 from bosaris_dask.spoofing.metrics import (
     ASVSPOOF5,
@@ -80,12 +86,18 @@ from bosaris_dask.spoofing.metrics import (
 )
 from bosaris_dask.trials import align, kind_of, locate, make_key, make_scores, trial_classes
 
-__all__ = ["SPOOF_COORD", "T_EER_MAX_TRIALS", "sasv_key", "cm_key", "evaluate_cm",
-           "evaluate_sasv"]  # fmt: skip
+__all__ = ["SPOOF_COORD", "T_EER_MAX_TRIALS", "TEerScaleWarning", "sasv_key", "cm_key",
+           "evaluate_cm", "evaluate_sasv"]  # fmt: skip
+
+
+class TEerScaleWarning(UserWarning):
+    """The t-EER's candidate bins do not fit the engine's keep limit: more passes."""
+
 
 #: The coordinate of an SASV key that marks spoofed segments.
 SPOOF_COORD = "segment_spoof"
-#: The most trials :func:`evaluate_sasv` gathers into memory for the t-EER.
+#: The most key cells for which :func:`evaluate_sasv` gathers the t-EER's scores into memory
+#: (above, the engine refines them instead).
 T_EER_MAX_TRIALS = 20_000_000
 
 
@@ -165,7 +177,9 @@ class _Plan:
     asv: tuple[Part, Part, Part] | None = None  # target, non-target, spoof
     rates: AsvRates | None = None  # fixed ASV rates, or None: counted from asv
     cm_eer: bool = False
+    t_eer: tuple[tuple[Part, Part], tuple[Part, Part, Part]] | None = None  # cm, asv parts
     names: list[str] = field(default_factory=list)
+    rounds: int = 0
 
     # ---- metrics (each also returns its candidate grid bins, per member)
     def a_dcf_result(self, ss: Sequence[ScoreSummary]) -> tuple[dict, dict]:
@@ -245,15 +259,38 @@ class _Plan:
         if self.cm_eer:
             out["eer"], b = self.cm_eer_result(ss)
             bins.append(b)
+        if self.t_eer is not None:
+            out["t_eer_result"], b = tandem.t_eer_on_grids(ss, *self.t_eer)
+            bins.append(b)
+            if self.rounds == 0:
+                _warn_volume(ss, b)
         return out, bins
 
     def candidates(self, ss: list[ScoreSummary]) -> list[np.ndarray | None]:
         """The engine's ``extra_candidates`` hook: every metric's bins, per member."""
         merged: list[np.ndarray | None] = [None] * len(ss)
-        for part in self.results(ss)[1]:
+        parts = self.results(ss)[1]
+        self.rounds += 1
+        for part in parts:
             for k, idx in part.items():
                 merged[k] = idx if merged[k] is None else np.union1d(merged[k], idx)
         return merged
+
+
+def _warn_volume(ss: Sequence[ScoreSummary], bins: dict[int, np.ndarray]) -> None:
+    """Warn when the t-EER's first candidate bins hold more trials than the engine keeps in
+    memory (``bosaris_dask.keep-limit``): exact still, but each later round reads the data."""
+    from bosaris_dask import config
+
+    n = sum(int(ss[k].n_tar[i].sum() + ss[k].n_non[i].sum()) for k, i in bins.items())
+    limit = config.get("keep-limit")
+    if n > limit:
+        warnings.warn(
+            f"t-EER: the candidate score bins hold {n:,} trials, more than "
+            f"bosaris_dask.keep-limit ({limit:,}): still exact, but every refinement round "
+            "reads the scores again (more passes); raise keep-limit if the memory allows",
+            TEerScaleWarning, stacklevel=6,
+        )  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
@@ -402,9 +439,12 @@ def evaluate_sasv(
         ``"given"`` (counted from ``asv`` at its EER threshold, as
         :func:`~bosaris_dask.spoofing.metrics.asv_rates`), or an :class:`AsvRates`.
     t_eer
-        Compute the exact t-EER in memory (needs ``cm`` and ``asv``): ``None`` does when both
-        are given and the key has at most ``t_eer_max_trials`` trials; ``True`` raises
-        :class:`~bosaris_dask.errors.OptionError` above that.
+        Compute the exact t-EER (needs ``cm`` and ``asv``): ``None`` does when both are
+        given; ``True`` raises :class:`~bosaris_dask.errors.OptionError` when one is missing.
+    t_eer_max_trials
+        Keys of at most this many cells (models x segments) gather the two columns into
+        memory for the t-EER; larger ones get it from the engine's refined summaries, in the
+        same passes as the other metrics (module docstring).
 
     Returns
     -------
@@ -428,8 +468,11 @@ def evaluate_sasv(
                  (FIXED_ASV_RATES if asv_rates == "fixed" else asv_rates))  # fmt: skip
     members: list[tuple[str, xr.Dataset]] = []
     starts: dict[str, int] = {}
+    cells = int(key.sizes["model"]) * int(key.sizes["segment"])
+    at_scale = t_eer is not False and cm is not None and asv is not None and (
+        cells > t_eer_max_trials)  # fmt: skip
     for name, column, both in (("sasv", sasv, True), ("cm", cm, False),
-                               ("asv", asv if given else None, True)):  # fmt: skip
+                               ("asv", asv if given or at_scale else None, True)):  # fmt: skip
         if column is not None:
             starts[name] = len(members)
             members += _members(column, key, chunks, name, both)
@@ -441,7 +484,10 @@ def evaluate_sasv(
         plan.cm = (Part(k, "n_tar"), Part(k, "n_non"))
     if "asv" in starts:
         k = starts["asv"]
-        plan.asv = (Part(k, "n_tar"), Part(k + 1, "n_tar"), Part(k, "n_non"))
+        asv_parts = (Part(k, "n_tar"), Part(k + 1, "n_tar"), Part(k, "n_non"))
+        plan.asv = asv_parts if given else None
+        if at_scale:
+            plan.t_eer = ((Part(starts["cm"], "n_tar"), Part(starts["cm"], "n_non")), asv_parts)
     try:
         summaries = summarize(
             [m for _, m in members], cm_key(key, chunks), allow_missing=True, progress=progress,
@@ -462,14 +508,27 @@ def evaluate_sasv(
     if "t_dcf_error" in values:
         raise ScoreError(values["t_dcf_error"])
     rates = values.pop("asv_rates")
+    tandem_result = values.pop("t_eer_result", None)
     out: dict[str, Any] = {"task": "sasv", "costs": costs.as_dict(), **values}
     if rates is not None:
         out["asv_rates"] = {"source": asv_rates if isinstance(asv_rates, str) else "custom",
                             "pmiss": rates.pmiss, "pfa": rates.pfa,
                             "pfa_spoof": rates.pfa_spoof, "threshold": rates.threshold}  # fmt: skip
     out["passes"] = summaries[0].passes
-    out.update(_t_eer(key, cm, asv, chunks, t_eer, t_eer_max_trials))
+    if tandem_result is not None:
+        out.update(_t_eer_values(tandem_result))
+    else:
+        out.update(_t_eer(key, cm, asv, chunks, t_eer))
     return out
+
+
+def _t_eer_values(r: dict[str, float]) -> dict[str, Any]:
+    value = r["t_eer"]
+    return {
+        "t_eer": None if value != value else value,
+        "t_eer_asv_threshold": r["asv_threshold"],
+        "t_eer_cm_threshold": r["cm_threshold"],
+    }
 
 
 def _t_eer(
@@ -478,8 +537,9 @@ def _t_eer(
     asv: xr.Dataset | None,
     chunks: Any,
     wanted: bool | None,
-    limit: int,
 ) -> dict[str, Any]:
+    """The t-EER in memory (keys up to ``t_eer_max_trials`` cells): one more read of the CM
+    and ASV columns, then :func:`~bosaris_dask.spoofing.metrics.t_eer`."""
     from bosaris_dask.progress import compute
     from bosaris_dask.spoofing.metrics import t_eer
 
@@ -490,20 +550,5 @@ def _t_eer(
         if wanted:
             raise OptionError("the t-EER needs both the CM and the ASV scores")
         return {**none, "t_eer_note": "needs the CM and the ASV scores"}
-    n = int(key.sizes["model"]) * int(key.sizes["segment"])
-    if n > limit:
-        trials = int(compute((trial_classes(key, chunks=chunks) != 0).sum()))
-        if trials > limit:
-            note = (f"t-EER is computed in memory, up to {limit:,} trials; this key has "
-                    f"{trials:,}")  # fmt: skip
-            if wanted:
-                raise OptionError(note)
-            return {**none, "t_eer_note": note}
     arrays = compute([*_gather(key, cm, chunks), *_gather(key, asv, chunks)])
-    r = t_eer(*arrays)
-    value = r["t_eer"]
-    return {
-        "t_eer": None if value != value else value,
-        "t_eer_asv_threshold": r["asv_threshold"],
-        "t_eer_cm_threshold": r["cm_threshold"],
-    }
+    return _t_eer_values(t_eer(*arrays))
