@@ -8,7 +8,8 @@ bit, in the same passes, with the same refinement decisions (the same pass-1 bin
 plans, rounds and kept trials), but each real system's trials are read and keyed once per pass
 instead of once per part:
 
-- pass 1 counts a ``(group, bin)`` histogram per system (:mod:`bosaris_dask.grouped_kernels`),
+- pass 1 (:mod:`bosaris_dask.grouped_histograms`) counts a ``(group, bin)`` histogram per
+  system (:mod:`bosaris_dask.grouped_kernels`),
   and sums the Cllr terms (and, with ``cross_entropy_plo``, the ECE's cross-entropy terms) per
   ``(group, class)`` exactly; a part's summary is the sum over its groups (the pooled one: over
   all groups), made on the client;
@@ -33,84 +34,29 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
 
 import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import config, engine, exact_sum, fixed_rates, kernels, memory, refinement, runner
+from bosaris_dask import config, engine, exact_sum, fixed_rates, kernels, refinement, runner
 from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.errors import OptionError, ScoreError
+from bosaris_dask.grouped_histograms import GroupedPass1, SystemPass1, grouped_pass1, remap_groups
 from bosaris_dask.grouped_kernels import (
     Part,
-    check_group_codes,
-    cross_entropy_length,
-    grouped_cross_entropy_kernel,
-    grouped_pass1_kernel,
     grouped_refine_kernel,
     grouped_select_kernel,
     merge_part_refinements,
     merge_parts,
-    pass1_length,
     refine_kept_part,
-    split_cross_entropy,
-    split_pass1,
 )
-from bosaris_dask.keys import key_bits, threshold_keys
+from bosaris_dask.keys import threshold_keys
 
 __all__ = ["summarize_parts", "grouped_pass1", "refine_parts", "GroupedPass1", "SystemPass1",
            "Part", "remap_groups"]  # fmt: skip
-
-
-@dataclass(frozen=True)
-class SystemPass1:
-    """One system's merged grouped pass-1 result (:func:`grouped_pass1`).
-
-    Attributes
-    ----------
-    counts
-        ``(n_groups, nbins, 2)`` scored non-target and target trials per group and key bin.
-    units
-        Per group, the targets' and the non-targets' exact softplus sums
-        (:mod:`~bosaris_dask.exact_sum` units).
-    missing
-        ``(n_groups, 2)`` key non-target and target trials without a score.
-    pooled
-        With the pooled histogram counted apart: its ``(n_non, n_tar)`` per pooled bin.
-    """
-
-    counts: np.ndarray
-    units: list[list[int]]
-    missing: np.ndarray
-    pooled: tuple[np.ndarray, np.ndarray] | None = None
-
-
-def _system_pass1(
-    row: np.ndarray,
-    *,
-    k: int,
-    name: str,
-    n_groups: int,
-    inputs: list[da.Array],
-    key: xr.Dataset,
-    nbins: int,
-    allow_missing: bool,
-    pooled_nbins: int = 0,
-) -> SystemPass1:
-    """System ``k``'s merged grouped pass-1 totals, or the error its trials call for (as
-    :func:`bosaris_dask.engine.summarize` raises them)."""
-    tail = 2 * pooled_nbins
-    row, extra = (row[: len(row) - tail], row[len(row) - tail :]) if tail else (row, row[:0])
-    counts, units, group_missing, bad = split_pass1(row, n_groups, nbins)
-    engine.raise_trial_errors(name, int(bad), int(group_missing.sum()), inputs[0],
-                              inputs[2 + 2 * k], inputs[3 + 2 * k], key, allow_missing)  # fmt: skip
-    pooled = None
-    if tail:
-        n_non, n_tar = (np.rint(x).astype(np.int64) for x in extra.reshape(2, -1))
-        pooled = (n_non, n_tar)
-    return SystemPass1(counts, units, group_missing, pooled)
 
 
 def _part_summary(first: GroupedPass1, part: Part, name: str) -> ScoreSummary:
@@ -178,22 +124,6 @@ def _part_cross_entropy(units: list[list[list[int]]], part: Part, n_groups: int)
     ]).reshape(len(units), 2)  # fmt: skip
 
 
-def _remap_block(block: np.ndarray, table: np.ndarray) -> np.ndarray:
-    check_group_codes(block, len(table))  # a negative code would wrap around
-    return table.take(block)
-
-
-def remap_groups(groups: da.Array, table: np.ndarray) -> da.Array:
-    """``table[g]`` for every cell's group ``g`` (lazy; a code outside the table is an
-    OptionError when computed).
-
-    >>> import dask.array as da
-    >>> remap_groups(da.from_array(np.array([[0, 3]])), np.array([1, -1, -1, 0])).compute()
-    array([[1, 0]])
-    """
-    return groups.map_blocks(_remap_block, table=table, dtype=table.dtype)
-
-
 def _used_groups(
     groups: da.Array, n_groups: int, parts: list[Part]
 ) -> tuple[da.Array, int, list[Part]]:
@@ -216,211 +146,6 @@ def _used_groups(
                                      tuple(where[g] for g in p.non))  # type: ignore[union-attr]
              for p in parts]  # fmt: skip
     return remap_groups(groups, table), len(used) + 1, parts
-
-
-def _task_memory(
-    inputs: list[da.Array],
-    dtype: np.dtype,
-    nbins: int,
-    n_groups: int,
-    n_parts: int,
-    split_every: int,
-    knobs: dict[str, int],
-) -> memory.TaskMemory:
-    """The peak memory of a task of these passes (:func:`memory.grouped_task_memory`)."""
-    itemsizes = [a.dtype.itemsize for a in inputs]
-    n_systems = (len(inputs) - 2) // 2
-    if dtype == np.float64:
-        itemsizes += [4] * n_systems
-    cells = int(np.prod(inputs[0].shape))
-    return memory.grouped_task_memory(
-        tuple(max(c) for c in inputs[0].chunks), input_itemsizes=itemsizes, score_dtype=dtype,
-        n_systems=n_systems, n_groups=n_groups, n_parts=n_parts, nbins=nbins,
-        split_every=max(1, min(split_every, inputs[0].npartitions)),
-        refine_bins=knobs["dense_budget"], raw_trials=min(knobs["raw_limit"], cells),
-        kept_trials=min(knobs["keep_limit"], cells), block=knobs["block"],
-        slice_size=knobs["slice"],
-    )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class GroupedPass1:
-    """The result of a grouped pass 1 (:func:`grouped_pass1`), and what the refinement passes
-    of :func:`refine_parts` read the data with.
-
-    Attributes
-    ----------
-    systems
-        Per system, its :class:`SystemPass1` (``None`` for a system not counted).
-    n_groups, nbins, shift, pooled_shift
-        The groups and the key bins (``key >> shift``; the pooled histograms counted apart:
-        ``key >> pooled_shift``).
-    cross_entropy_plo, cross_units
-        The prior log-odds of the cross-entropy sums and, per system (``None`` for a system
-        not counted), its exact per-group units
-        (:func:`~bosaris_dask.grouped_kernels.split_cross_entropy`); none without them.
-    """
-
-    systems: list[SystemPass1 | None]
-    n_groups: int
-    nbins: int
-    shift: int
-    pooled_shift: int
-    dtype: np.dtype
-    inputs: list[da.Array]
-    sys_names: list[str]
-    split_every: int
-    progress: bool | None
-    knobs: dict[str, int]
-    cross_entropy_plo: np.ndarray = field(default_factory=lambda: np.empty(0))
-    cross_units: list | None = None
-
-    @property
-    def counts(self) -> np.ndarray:
-        """``(S, n_groups, 2, 2)`` key trials per system, group, class (target 0, non-target
-        1) and scored (unscored 0, scored 1): the layout of
-        :func:`bosaris_dask.conditions.summaries.condition_counts` (zeros for a system not
-        counted)."""
-        out = np.zeros((len(self.systems), self.n_groups, 2, 2), dtype=np.int64)
-        for k, own in enumerate(self.systems):
-            if own is None:
-                continue
-            scored = own.counts.sum(axis=1)  # (group, non-target/target)
-            out[k, :, 0, 1], out[k, :, 1, 1] = scored[:, 1], scored[:, 0]
-            out[k, :, 0, 0], out[k, :, 1, 0] = own.missing[:, 1], own.missing[:, 0]
-        return out
-
-
-def grouped_pass1(
-    scores: xr.Dataset | Sequence[xr.Dataset],
-    key: xr.Dataset,
-    groups: da.Array,
-    n_groups: int,
-    *,
-    systems: Sequence[int] | None = None,
-    pooled_apart: Sequence[int] = (),
-    n_parts: int | None = None,
-    allow_missing: bool = False,
-    split_every: int = engine.DEFAULT_SPLIT_EVERY,
-    coarse_bits: int | None = None,
-    pooled_coarse_bits: int | None = None,
-    progress: bool | None = None,
-    names: Sequence[str] | None = None,
-    cross_entropy_plo: Sequence[float] | np.ndarray = (),
-) -> GroupedPass1:
-    """Pass 1 of grouped passes: every counted system's ``(group, key bin)`` histogram, exact
-    Cllr sums and missing trials per group, before any part is chosen.
-
-    What a caller learns from it (e.g. which conditions have trials: :attr:`GroupedPass1.counts`)
-    can choose the parts :func:`refine_parts` then summarizes and refines, so choosing them
-    costs no pass of its own.
-
-    Parameters
-    ----------
-    scores, key, groups, n_groups, allow_missing, split_every, progress
-        As :func:`summarize_parts`.
-    systems
-        The systems to count (default: all).
-    pooled_apart
-        The systems whose pooled histogram is also counted apart at ``pooled_coarse_bits``
-        (needs it).
-    n_parts
-        How many parts will be summarized (for the memory estimate and the default bits;
-        default: one per counted system and group, plus one per counted system).
-    coarse_bits, pooled_coarse_bits
-        As :func:`summarize_parts` (default bits: the engine's for ``n_parts`` systems).
-    names
-        One name per system (errors about a system's trials name it).
-    cross_entropy_plo
-        As :func:`summarize_parts`: also sum each counted system's cross-entropy terms at
-        these prior log-odds per ``(group, class)``, in the same pass.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import dask.array as da
-    >>> from bosaris_dask.trials import make_key, make_scores
-    >>> key = make_key(["m1", "m2"], ["s1", "s2"], np.array([[1, -1], [-1, 1]]))
-    >>> scores = make_scores(["m1", "m2"], ["s1", "s2"], np.array([[2.0, 0.5], [-1.0, 0.5]]))
-    >>> groups = da.from_array(np.array([[0, 0], [2, 2]], dtype=np.int16))
-    >>> first = grouped_pass1([scores], key, groups, 3)
-    >>> first.counts[0, :, :, 1].tolist()  # scored (target, non-target) per group
-    [[1, 1], [0, 0], [1, 1]]
-    """
-    if isinstance(scores, xr.Dataset):
-        scores = [scores]
-    engine._check_inputs(scores, key, None)
-    if not np.issubdtype(groups.dtype, np.integer):
-        raise OptionError(f"groups must be integer codes 0 .. n_groups - 1, got {groups.dtype}")
-    n_sys = len(scores)
-    counted = list(range(n_sys)) if systems is None else sorted(set(systems))
-    apart = sorted(set(pooled_apart))
-    if apart and pooled_coarse_bits is None:
-        raise OptionError("pooled histograms apart need pooled_coarse_bits")
-    sys_names = list(names) if names is not None else [f"system-{k + 1}" for k in range(n_sys)]
-    if len(sys_names) != n_sys:
-        raise OptionError(f"{len(sys_names)} names for {n_sys} systems")
-    knobs = engine._knobs()
-    split_every = config.check_int("split_every", split_every, 2, 1 << 16)
-    if coarse_bits is not None:
-        coarse_bits = config.check_int("coarse_bits", coarse_bits, 1, engine.MAX_COARSE_BITS)
-    if pooled_coarse_bits is not None:
-        pooled_coarse_bits = config.check_int(
-            "pooled_coarse_bits", pooled_coarse_bits, 1, engine.MAX_COARSE_BITS
-        )
-    if n_parts is None:
-        n_parts = len(counted) * (n_groups + 1)
-    blocks = {"block": knobs["block"], "slice_size": knobs["slice"]}
-    base, dtype = engine._inputs(scores, key)
-    inputs = [base[0], groups.rechunk(base[0].chunks), *base[1:]]
-    bits = coarse_bits or engine._coarse_bits(n_parts)
-    shift = key_bits(dtype) - bits
-    nbins = 1 << bits
-    pshift = key_bits(dtype) - pooled_coarse_bits if apart else shift  # type: ignore[operator]
-    pnbins = 1 << pooled_coarse_bits if apart else 0  # type: ignore[operator]
-    positions, codes = engine.key_codes_check(inputs[0], key, blocks)
-    aggs = []
-    for k in counted:
-        mine = pnbins if k in apart else 0
-        finalize = partial(
-            _system_pass1, k=k, name=sys_names[k], n_groups=n_groups, inputs=inputs, key=key,
-            nbins=nbins, allow_missing=allow_missing, pooled_nbins=mine,
-        )  # fmt: skip
-        chunk = partial(grouped_pass1_kernel, system=k, shift=shift, nbins=nbins,
-                        n_groups=n_groups, pooled_shift=pshift if mine else None,
-                        pooled_nbins=mine, **blocks)  # fmt: skip
-        length = pass1_length(n_groups, nbins) + 2 * mine
-        aggs.append(runner.Aggregation(sys_names[k], chunk, length, finalize=finalize))
-    rows = n_groups  # a pooled histogram apart weighs as many rows of nbins as it is wider
-    if apart:
-        rows += 1 << max(0, pooled_coarse_bits - bits)  # type: ignore[operator]
-    ce_plo = np.asarray(cross_entropy_plo, dtype=np.float64).reshape(-1)
-    if not np.isfinite(ce_plo).all():
-        raise OptionError("cross_entropy_plo must hold finite prior log-odds")
-    cross = [runner.Aggregation(
-        f"{sys_names[k]} cross-entropy",
-        partial(grouped_cross_entropy_kernel, system=k, plo=ce_plo, n_groups=n_groups, **blocks),
-        cross_entropy_length(len(ce_plo), n_groups),
-        finalize=partial(split_cross_entropy, n_plo=len(ce_plo), n_groups=n_groups),
-    ) for k in counted] if len(ce_plo) else []  # fmt: skip
-    need = _task_memory(inputs, dtype, nbins, rows, n_parts, split_every, knobs)
-    _, *found = runner.run_pass(
-        "pass 1", [codes, *aggs, *cross], inputs, lead=positions, split_every=split_every,
-        progress=progress, need=need,
-    )  # fmt: skip
-    found, units = found[: len(aggs)], found[len(aggs) :]
-    per_system: list[SystemPass1 | None] = [None] * n_sys
-    for k, own in zip(counted, found, strict=True):
-        per_system[k] = own
-    cross_units: list | None = None
-    if cross:
-        cross_units = [None] * n_sys
-        for k, u in zip(counted, units, strict=True):
-            cross_units[k] = u
-    return GroupedPass1(
-        per_system, n_groups, nbins, shift, pshift, dtype, inputs, sys_names, split_every,
-        progress, knobs, ce_plo, cross_units,
-    )  # fmt: skip
 
 
 def summarize_parts(
