@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask import exact_sum
+from bosaris_dask import exact_sum, fast_pass1
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.keys import key_dtype
 
@@ -299,7 +299,28 @@ def _coarse_system(
         sums[0] += non
         sums[1] += tar
 
-    h = blocked_bincount(s_flat.size, 2 * nbins + 1, ws, fill)[:-1].reshape(nbins, 2)
+    counter = fast_pass1.count_kernel()
+    if counter is None:
+        h = blocked_bincount(s_flat.size, 2 * nbins + 1, ws, fill)[:-1].reshape(nbins, 2)
+    else:  # the compiled loop counts; numpy sums the softplus terms
+        if binmap is None:
+            binmap = BinMap.uniform(ws.key.dtype.itemsize * 8, ws.key.dtype.itemsize * 8 - shift)
+        # uint32 counts (below 2**32 trials per chunk) halve the histogram's cache footprint
+        h = np.zeros(2 * nbins + 1, dtype=np.uint32 if s_flat.size < 2**32 else np.int64)
+        missing, bad, unscored, nonfinite = fast_pass1.counts_into(
+            counter, cls_flat, s_flat, m_flat, binmap, h
+        )
+        h = h[:-1].astype(np.int64)
+        counts.update(missing=missing, bad=bad)
+        for b in slices(s_flat.size, ws.block):
+            s, key_cls = s_flat[b], cls_flat[b]
+            c = key_cls if not unscored or m_flat[b].all() else classes_of(key_cls, m_flat[b])
+            if nonfinite and not np.isfinite(s, out=ws.flag[: s.size]).all():
+                s = np.where(ws.flag[: s.size], s, s.dtype.type(0))
+            non, tar = softplus_sums(c, s, ws, np.count_nonzero(c) == s.size)
+            sums[0] += non
+            sums[1] += tar
+        h = h.reshape(nbins, 2)
     limbs = [exact_sum.to_limbs(sums[1]), exact_sum.to_limbs(sums[0])]
     return np.concatenate([h[:, 0], h[:, 1], *limbs, [counts["missing"], counts["bad"]]])
 
