@@ -146,15 +146,18 @@ def keys_into(s: np.ndarray, ws: Workspace) -> np.ndarray:
     return key
 
 
+_SIGN = np.int64(-(2**63))  # the sign bit of a float64
+
+
 def softplus_terms(c: np.ndarray, s: np.ndarray, ws: Workspace, all_trials: bool) -> np.ndarray:
     """The per-trial terms softplus(-c * s) in float64 (0 where ``c`` is 0), in ``ws.z``;
     ``ws.e`` is scratch. ``all_trials``: no code of ``c`` is 0."""
     n = s.size
     z, e = ws.z[:n], ws.e[:n]
-    np.multiply(c, s, out=z, dtype=np.float64)
-    np.negative(z, out=z)
-    np.abs(z, out=e)
-    np.negative(e, out=e)
+    # -c * s, exact: one negation of the one-byte codes instead of one of the float64 products
+    np.multiply(np.negative(c, out=ws.u8.view(np.int8)[:n], casting="unsafe"), s, out=z,
+                dtype=np.float64)  # fmt: skip
+    np.bitwise_or(z.view(np.int64), _SIGN, out=e.view(np.int64))  # -|z|: set the sign bit
     np.exp(e, out=e)
     np.log1p(e, out=e)
     np.maximum(z, 0.0, out=z)
@@ -174,10 +177,10 @@ def softplus_sums(c: np.ndarray, s: np.ndarray, ws: Workspace, all_trials: bool)
     """
     n = s.size
     z, e = softplus_terms(c, s, ws, all_trials), ws.e[:n]
-    is_tar = np.greater(c, 0, out=ws.w[:n], casting="unsafe")
-    # plain sums of products release the GIL (a weighted bincount does not) and are ten times
-    # faster than masked sums
-    trials, tar = exact_sum.block_units(z, [is_tar], e, ws.w2[:n])
+    is_tar = np.greater(c, 0, out=ws.flag2[:n])
+    # gathers of the few targets, or plain sums of products: they release the GIL (a weighted
+    # bincount does not) and are ten times faster than masked sums
+    trials, tar = exact_sum.block_units_subset(z, is_tar, e, ws.w2[:n], ws.w[:n])
     return [trials - tar, tar]
 
 
