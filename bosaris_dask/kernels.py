@@ -269,10 +269,12 @@ def _coarse_system(
     nbins: int,
     ws: Workspace,
     binmap: BinMap | None = None,
+    compiled: bool = True,
 ) -> np.ndarray:
     """Pass 1 for one system's scores of a chunk (see :func:`coarse_kernel`); the bins are
     ``key >> shift``, or ``binmap``'s (its :attr:`~bosaris_dask.binmap.BinMap.nbins` is
-    ``nbins``)."""
+    ``nbins``). ``compiled``: count with :mod:`~bosaris_dask.fast_pass1` where numba is
+    installed."""
     sums = [0, 0]
     counts = {"missing": 0, "bad": 0}
 
@@ -302,7 +304,7 @@ def _coarse_system(
         sums[0] += non
         sums[1] += tar
 
-    counter = fast_pass1.count_kernel()
+    counter = fast_pass1.count_kernel() if compiled else None
     if counter is None:
         h = blocked_bincount(s_flat.size, 2 * nbins + 1, ws, fill)[:-1].reshape(nbins, 2)
     else:  # the compiled loop counts; numpy sums the softplus terms
@@ -402,9 +404,12 @@ def system_kernel(
     block: int,
     slice_size: int,
     binmap: BinMap | None = None,
+    compiled: bool = True,
 ) -> np.ndarray:
     """Pass 1 for one system: its scores and mask are ``pairs[2 * system]`` and the next;
     its bins are ``key >> shift`` or, if given, ``binmap``'s (``nbins`` of them).
+    ``compiled``: count the trials with :mod:`~bosaris_dask.fast_pass1` where numba is
+    installed (the same counts; loading numba costs a process about 0.4 s).
 
     Returns :func:`coarse_length` float64 values: ``[non-target counts (nbins), target counts
     (nbins), softplus_tar limbs, softplus_non limbs, missing, non-finite]`` (counts are exact in
@@ -413,7 +418,7 @@ def system_kernel(
     s, m = pairs[2 * system], pairs[2 * system + 1]
     ws = workspace(np.dtype(s.dtype), block, slice_size)
     flat = (a.reshape(-1) for a in (classes, s, m))
-    return _coarse_system(*flat, shift, nbins, ws, binmap)
+    return _coarse_system(*flat, shift, nbins, ws, binmap, compiled)
 
 
 def coarse_kernel(
