@@ -23,9 +23,9 @@ Examples
 ...                                                     BinMap.uniform(32, 4), hist)
 ... else:
 ...     missing, bad, unscored, nonfinite = 0, 1, 0, 1
-...     hist[[2 * 12 + 1, 2 * 11 + 0, 2 * 8 + 0, 2 * 8 + 1, 32]] = 1
+...     hist[[16 + 12, 11, 8, 16 + 8, 32]] = 1
 >>> (missing, bad, unscored, nonfinite), np.flatnonzero(hist).tolist()
-((0, 1, 0, 1), [16, 17, 22, 25, 32])
+((0, 1, 0, 1), [8, 11, 24, 28, 32])
 """
 
 from __future__ import annotations
@@ -47,7 +47,19 @@ _compiled: dict[str, Any] = {}
 
 
 def _count_trials(
-    cls, bits, scored, table, bucket_shift, shift, adaptive, sign_bit, sign, exponent, ones, hist
+    cls,
+    bits,
+    scored,
+    table,
+    bucket_shift,
+    shift,
+    adaptive,
+    sign_bit,
+    sign,
+    exponent,
+    ones,
+    targets,
+    hist,
 ):  # pragma: no cover
     # compiled by numba (coverage does not see inside); tested against the numpy path
     block = 2048  # first the bins of a block (no branches), then their counts: the counts'
@@ -71,7 +83,7 @@ def _count_trials(
             else:
                 k = np.int64(key >> shift)
             c = cls[i]
-            at[i - lo] = 2 * k + np.int64(c > 0) if (c != 0 and m) else dump
+            at[i - lo] = k + (targets if c > 0 else 0) if (c != 0 and m) else dump
         for j in range(hi - lo):
             hist[at[j]] += 1
         if odd:  # rare: count them
@@ -114,7 +126,7 @@ def counts_into(
 ) -> tuple[int, int, int, int]:
     """Add each trial of flat ``cls`` (int8 codes), ``s`` (float32 or float64 scores) and
     ``scored`` (bool) to ``hist`` (an integer dtype, ``2 * binmap.nbins + 1``: the non-targets
-    of bin ``b`` at ``2 * b``, its targets at ``2 * b + 1``; the last entry collects the cells
+    of bin ``b`` at ``b``, its targets at ``binmap.nbins + b``; the last entry collects the cells
     that are no trial or have no score); a non-finite score counts as 0.0.
 
     Returns the trials without a score (not counted), the trials with a non-finite score, the
@@ -131,6 +143,6 @@ def counts_into(
     out = kernel(
         codes, s.view(ku), np.asarray(scored, dtype=np.bool_), table, np.uint64(bucket_shift),
         np.uint64(shift), binmap.adaptive, np.uint64(kbits - 1), np.uint64(1 << (kbits - 1)),
-        exponent, np.uint64((1 << kbits) - 1), hist,
+        exponent, np.uint64((1 << kbits) - 1), np.int64(binmap.nbins), hist,
     )  # fmt: skip
     return int(out[0]), int(out[1]), int(out[2]), int(out[3])

@@ -86,3 +86,34 @@ def test_disabling_numba_gives_the_numpy_path(monkeypatch):
     assert fast_pass1.count_kernel() is None
     monkeypatch.delenv(fast_pass1.DISABLE_ENV)
     assert fast_pass1.count_kernel() is not None
+
+
+@pytest.mark.parametrize("adaptive", [0, 2])
+def test_an_evaluation_with_compiled_counts_reports_the_same_bits(monkeypatch, adaptive):
+    import json
+
+    import dask
+
+    from bosaris_dask import engine, metrics, report
+    from bosaris_dask.trials import make_key, make_scores
+
+    rng = np.random.default_rng(3)
+    mask = rng.choice(np.array([-1, 0, 1], np.int8), size=(30, 70), p=[0.7, 0.1, 0.2])
+    a = rng.normal(size=mask.shape) * 2 + mask * 2
+    b = (np.round((rng.normal(size=mask.shape) + mask) * 8) / 8).astype(np.float32)  # ties
+
+    def evaluate() -> str:
+        key = make_key(range(30), range(70), mask, chunks=(7, 30))
+        scores = [make_scores(range(30), range(70), x, chunks=(7, 30)) for x in (a, b)]
+        with dask.config.set({"scheduler": "threads", "bosaris_dask.adaptive-bins": adaptive}):
+            ds = metrics.evaluate(scores, key, names=["a", "b"])
+        return json.dumps(report.to_json_dict(ds))
+
+    calls = []
+    counts_into = fast_pass1.counts_into
+    monkeypatch.setattr(fast_pass1, "counts_into", lambda *a: calls.append(1) or counts_into(*a))
+    numpy_path = evaluate()
+    assert not calls  # small evaluations do not load numba
+    monkeypatch.setattr(engine, "COMPILED_PASS1_TRIALS", 0)
+    assert evaluate() == numpy_path
+    assert calls
