@@ -66,6 +66,26 @@ def _exact_units(values: np.ndarray) -> int:
     return out
 
 
+def split_units(terms: np.ndarray, hi: np.ndarray) -> None:
+    """Split non-negative ``terms`` below ``2**17`` into whole and fractional grid units, in
+    place: ``hi = floor(t * 2**20)`` and ``terms = rint(frac * 2**37)``, so that
+    ``t = (hi * 2**37 + terms) * 2**-GRID_BITS`` with ``t`` rounded to the grid, and sums of up
+    to :data:`MAX_BLOCK` of each are exact in any order (integers below ``2**53``).
+
+    Examples
+    --------
+    >>> t, hi = np.array([1.5, 2.0**-57, 3.0 * 2.0**-58]), np.empty(3)
+    >>> split_units(t, hi)
+    >>> hi.tolist(), t.tolist()  # 1.5 = 1.5 * 2**20 whole units; 2**-57 is one fine unit
+    ([1572864.0, 0.0, 0.0], [0.0, 1.0, 2.0])
+    """
+    np.multiply(terms, 2.0**_HI_BITS, out=terms)
+    np.floor(terms, out=hi)
+    np.subtract(terms, hi, out=terms)
+    np.multiply(terms, 2.0**_LO_BITS, out=terms)
+    np.rint(terms, out=terms)
+
+
 def block_units(
     terms: np.ndarray, weights: Iterable[np.ndarray], scratch: np.ndarray, product: np.ndarray
 ) -> list[int]:
@@ -90,11 +110,7 @@ def block_units(
             out[k + 1] += _exact_units(terms[big[w[big] != 0]])
         terms[big] = 0.0
     hi, prod = scratch[:n], product[:n]
-    np.multiply(terms, 2.0**_HI_BITS, out=terms)
-    np.floor(terms, out=hi)
-    np.subtract(terms, hi, out=terms)
-    np.multiply(terms, 2.0**_LO_BITS, out=terms)
-    np.rint(terms, out=terms)  # lo
+    split_units(terms, hi)
     # every partial sum is an integer below 2**53: exact in any order numpy adds them
     out[0] += (int(np.add.reduce(hi)) << _LO_BITS) + int(np.add.reduce(terms))
     for k, w in enumerate(weights):

@@ -64,8 +64,6 @@ __all__ = [
     "grouped_cross_entropy_kernel", "split_cross_entropy",
 ]  # fmt: skip
 
-_HI = 2.0**exact_sum._HI_BITS
-_LO = 2.0**exact_sum._LO_BITS
 #: Flush the per-block int64 sums of integer parts (each below 2**53) to Python ints this often.
 _FLUSH = 256
 
@@ -142,11 +140,7 @@ class _GroupUnits:
             for k in np.unique(slot[big]).tolist():
                 self.units[k] += exact_sum._exact_units(terms[big[slot[big] == k]])
             terms[big] = 0.0
-        np.multiply(terms, _HI, out=terms)
-        np.floor(terms, out=hi)
-        np.subtract(terms, hi, out=terms)
-        np.multiply(terms, _LO, out=terms)
-        np.rint(terms, out=terms)
+        exact_sum.split_units(terms, hi)
         # sums of at most 2**16 integers below 2**37: below 2**53, exact in any order
         self.hi += np.bincount(slot, weights=hi, minlength=self.n_slots).astype(np.int64)
         self.lo += np.bincount(slot, weights=terms, minlength=self.n_slots).astype(np.int64)
@@ -355,11 +349,7 @@ def _run_units(terms: np.ndarray, starts: np.ndarray, hi: np.ndarray) -> list[in
         for r in np.unique(run).tolist():
             out[r] += exact_sum._exact_units(terms[big[run == r]])
         terms[big] = 0.0
-    np.multiply(terms, _HI, out=terms)
-    np.floor(terms, out=hi)
-    np.subtract(terms, hi, out=terms)
-    np.multiply(terms, _LO, out=terms)
-    np.rint(terms, out=terms)
+    exact_sum.split_units(terms, hi)
     # sums of at most 2**16 integers below 2**37: below 2**53, exact in any order
     his, los = np.add.reduceat(hi, starts), np.add.reduceat(terms, starts)
     for r, (h, lo) in enumerate(zip(his.tolist(), los.tolist(), strict=True)):
