@@ -156,11 +156,7 @@ def block_units_subset(
         out[1] += _exact_units(terms[big[subset[big]]])
         terms[big] = 0.0
     hi = scratch[:n]
-    np.multiply(terms, 2.0**_HI_BITS, out=terms)
-    np.floor(terms, out=hi)
-    np.subtract(terms, hi, out=terms)
-    np.multiply(terms, 2.0**_LO_BITS, out=terms)
-    np.rint(terms, out=terms)  # lo
+    split_units(terms, hi)
     # every partial sum is an integer below 2**53: exact in any order numpy adds them
     whole = (int(np.add.reduce(hi)) << _LO_BITS) + int(np.add.reduce(terms))
     out[0] += whole
