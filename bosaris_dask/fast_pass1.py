@@ -5,10 +5,11 @@ The numpy path of :func:`bosaris_dask.kernels.system_kernel` makes a trial's his
 a dozen array operations per block (order key, bucket, table look-up, shift, target flag) and
 counts a slice of indices with ``bincount``, which first scans them for their minimum and
 maximum and streams them, 8 bytes each, through memory. The loop here reads each trial's class,
-mask and score bits once and adds one to its bin: no temporaries, and it counts the missing and
-non-finite scores on the way. Only integers are computed, so both paths give the same counts;
-the softplus sums stay in numpy (numba's ``exp`` and ``log1p`` differ from numpy's in the last
-bits). The tests check the two paths against each other, bit for bit.
+mask and score bits once and adds one to its bin (the bins of 2,048 trials at a time, so that
+the counts' cache misses overlap), and it counts the missing and non-finite scores on the way.
+Only integers are computed, so both paths give the same counts; the softplus sums stay in numpy
+(numba's ``exp`` and ``log1p`` differ from numpy's in the last bits). The tests check the two
+paths against each other, bit for bit.
 
 Examples
 --------
