@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask import exact_sum
+from bosaris_dask import exact_sum, fast_pass1
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.keys import key_dtype
 
@@ -146,15 +146,18 @@ def keys_into(s: np.ndarray, ws: Workspace) -> np.ndarray:
     return key
 
 
+_SIGN = np.int64(-(2**63))  # the sign bit of a float64
+
+
 def softplus_terms(c: np.ndarray, s: np.ndarray, ws: Workspace, all_trials: bool) -> np.ndarray:
     """The per-trial terms softplus(-c * s) in float64 (0 where ``c`` is 0), in ``ws.z``;
     ``ws.e`` is scratch. ``all_trials``: no code of ``c`` is 0."""
     n = s.size
     z, e = ws.z[:n], ws.e[:n]
-    np.multiply(c, s, out=z, dtype=np.float64)
-    np.negative(z, out=z)
-    np.abs(z, out=e)
-    np.negative(e, out=e)
+    # -c * s, exact: one negation of the one-byte codes instead of one of the float64 products
+    np.multiply(np.negative(c, out=ws.u8.view(np.int8)[:n], casting="unsafe"), s, out=z,
+                dtype=np.float64)  # fmt: skip
+    np.bitwise_or(z.view(np.int64), _SIGN, out=e.view(np.int64))  # -|z|: set the sign bit
     np.exp(e, out=e)
     np.log1p(e, out=e)
     np.maximum(z, 0.0, out=z)
@@ -174,10 +177,10 @@ def softplus_sums(c: np.ndarray, s: np.ndarray, ws: Workspace, all_trials: bool)
     """
     n = s.size
     z, e = softplus_terms(c, s, ws, all_trials), ws.e[:n]
-    is_tar = np.greater(c, 0, out=ws.w[:n], casting="unsafe")
-    # plain sums of products release the GIL (a weighted bincount does not) and are ten times
-    # faster than masked sums
-    trials, tar = exact_sum.block_units(z, [is_tar], e, ws.w2[:n])
+    is_tar = np.greater(c, 0, out=ws.flag2[:n])
+    # gathers of the few targets, or plain sums of products: they release the GIL (a weighted
+    # bincount does not) and are ten times faster than masked sums
+    trials, tar = exact_sum.block_units_subset(z, is_tar, e, ws.w2[:n], ws.w[:n])
     return [trials - tar, tar]
 
 
@@ -266,10 +269,12 @@ def _coarse_system(
     nbins: int,
     ws: Workspace,
     binmap: BinMap | None = None,
+    compiled: bool = True,
 ) -> np.ndarray:
     """Pass 1 for one system's scores of a chunk (see :func:`coarse_kernel`); the bins are
     ``key >> shift``, or ``binmap``'s (its :attr:`~bosaris_dask.binmap.BinMap.nbins` is
-    ``nbins``)."""
+    ``nbins``). ``compiled``: count with :mod:`~bosaris_dask.fast_pass1` where numba is
+    installed."""
     sums = [0, 0]
     counts = {"missing": 0, "bad": 0}
 
@@ -299,7 +304,28 @@ def _coarse_system(
         sums[0] += non
         sums[1] += tar
 
-    h = blocked_bincount(s_flat.size, 2 * nbins + 1, ws, fill)[:-1].reshape(nbins, 2)
+    counter = fast_pass1.count_kernel() if compiled else None
+    if counter is None:
+        h = blocked_bincount(s_flat.size, 2 * nbins + 1, ws, fill)[:-1].reshape(nbins, 2)
+    else:  # the compiled loop counts; numpy sums the softplus terms
+        if binmap is None:
+            binmap = BinMap.uniform(ws.key.dtype.itemsize * 8, ws.key.dtype.itemsize * 8 - shift)
+        # uint32 counts (below 2**32 trials per chunk), the rare targets apart: the non-targets
+        # of a bin share cache lines with their neighbours only (half the cache footprint)
+        h = np.zeros(2 * nbins + 1, dtype=np.uint32 if s_flat.size < 2**32 else np.int64)
+        missing, bad, unscored, nonfinite = fast_pass1.counts_into(
+            counter, cls_flat, s_flat, m_flat, binmap, h
+        )
+        h = h[:-1].reshape(2, nbins).T  # non-targets, then targets
+        counts.update(missing=missing, bad=bad)
+        for b in slices(s_flat.size, ws.block):
+            s, key_cls = s_flat[b], cls_flat[b]
+            c = key_cls if not unscored or m_flat[b].all() else classes_of(key_cls, m_flat[b])
+            if nonfinite and not np.isfinite(s, out=ws.flag[: s.size]).all():
+                s = np.where(ws.flag[: s.size], s, s.dtype.type(0))
+            non, tar = softplus_sums(c, s, ws, np.count_nonzero(c) == s.size)
+            sums[0] += non
+            sums[1] += tar
     limbs = [exact_sum.to_limbs(sums[1]), exact_sum.to_limbs(sums[0])]
     return np.concatenate([h[:, 0], h[:, 1], *limbs, [counts["missing"], counts["bad"]]])
 
@@ -378,9 +404,12 @@ def system_kernel(
     block: int,
     slice_size: int,
     binmap: BinMap | None = None,
+    compiled: bool = True,
 ) -> np.ndarray:
     """Pass 1 for one system: its scores and mask are ``pairs[2 * system]`` and the next;
     its bins are ``key >> shift`` or, if given, ``binmap``'s (``nbins`` of them).
+    ``compiled``: count the trials with :mod:`~bosaris_dask.fast_pass1` where numba is
+    installed (the same counts; loading numba costs a process about 0.4 s).
 
     Returns :func:`coarse_length` float64 values: ``[non-target counts (nbins), target counts
     (nbins), softplus_tar limbs, softplus_non limbs, missing, non-finite]`` (counts are exact in
@@ -389,7 +418,7 @@ def system_kernel(
     s, m = pairs[2 * system], pairs[2 * system + 1]
     ws = workspace(np.dtype(s.dtype), block, slice_size)
     flat = (a.reshape(-1) for a in (classes, s, m))
-    return _coarse_system(*flat, shift, nbins, ws, binmap)
+    return _coarse_system(*flat, shift, nbins, ws, binmap, compiled)
 
 
 def coarse_kernel(

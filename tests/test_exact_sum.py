@@ -65,3 +65,22 @@ def test_a_block_longer_than_the_exact_limit_is_refused():
 
 def test_a_total_beyond_float64_is_inf():
     assert exact_sum.to_float(exact_sum.total([np.full(4, 1.7e308)])) == float("inf")
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    n=st.integers(0, 3000),
+    share=st.sampled_from([0.0, 0.01, 0.2, 0.25, 0.26, 0.5, 0.74, 0.76, 0.99, 1.0]),
+    big=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_a_subset_mask_gives_the_sums_of_its_weights(n, share, big, seed):
+    rng = np.random.default_rng(seed)
+    z = rng.exponential(size=n) ** 3
+    if big and n:
+        z[rng.integers(0, n, size=3)] = [3e5, 1e300, 2.0**17]
+    subset = rng.random(n) < share
+    w = subset.astype(np.float64)
+    got = exact_sum.block_units_subset(z.copy(), subset, *(np.empty(n) for _ in range(3)))
+    assert got == exact_sum.block_units(z.copy(), [w], np.empty(n), np.empty(n))
+    assert got == [_reference(z), _reference(z[subset])]
