@@ -31,20 +31,15 @@ Examples
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from bosaris_dask.binmap import BinMap
+from bosaris_dask.jit import DISABLE_ENV, compiled
 
 __all__ = ["count_kernel", "counts_into", "DISABLE_ENV"]
-
-#: Set this environment variable to any non-empty value to use the numpy path even with numba.
-DISABLE_ENV = "BOSARIS_DASK_NO_NUMBA"
-
-_compiled: dict[str, Any] = {}
 
 
 def _count_trials(
@@ -102,19 +97,7 @@ def count_kernel() -> Callable[..., Any] | None:
     """The compiled trial counter for :func:`counts_into`, or ``None`` when numba is missing or
     :data:`DISABLE_ENV` is set. Compiled on first use (cached on disk by numba where it can
     write); it releases the GIL, so dask's threads run it in parallel."""
-    if os.environ.get(DISABLE_ENV):
-        return None
-    if "count" not in _compiled:
-        try:
-            import numba
-        except ImportError:
-            _compiled["count"] = None
-        else:
-            try:  # numba finds no cache directory for a read-only install without a home
-                _compiled["count"] = numba.njit(nogil=True, cache=True)(_count_trials)
-            except RuntimeError:  # pragma: no cover
-                _compiled["count"] = numba.njit(nogil=True)(_count_trials)
-    return _compiled["count"]
+    return compiled(_count_trials)
 
 
 def counts_into(

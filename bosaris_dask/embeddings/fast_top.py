@@ -29,18 +29,13 @@ Examples
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
+from bosaris_dask.jit import DISABLE_ENV, compiled
+
 __all__ = ["top_kernel", "DISABLE_ENV"]
-
-#: Set this environment variable to any non-empty value to use the numpy path even with numba.
-DISABLE_ENV = "BOSARIS_DASK_NO_NUMBA"
-
-_compiled: dict[str, Any] = {}
 
 
 def _merge_sorted_rows(top: np.ndarray, s: np.ndarray) -> None:  # pragma: no cover
@@ -81,16 +76,4 @@ def top_kernel() -> Callable[[np.ndarray, np.ndarray], None] | None:
     stays sorted). Compiled on first use (about a second; cached on disk by numba where it can
     write). It releases the GIL, so dask's threads run it in parallel.
     """
-    if os.environ.get(DISABLE_ENV):
-        return None
-    if "top" not in _compiled:
-        try:
-            import numba
-        except ImportError:
-            _compiled["top"] = None
-        else:
-            try:  # numba finds no cache directory for a read-only install without a home
-                _compiled["top"] = numba.njit(nogil=True, cache=True)(_merge_sorted_rows)
-            except RuntimeError:  # pragma: no cover
-                _compiled["top"] = numba.njit(nogil=True)(_merge_sorted_rows)
-    return _compiled["top"]
+    return compiled(_merge_sorted_rows)
