@@ -44,7 +44,7 @@ def _child(workdir: Path, mode: int, emulate: float) -> None:
     knobs = {"bosaris_dask.adaptive-bins": mode, "scheduler": "threads"}
     if emulate > 1:
         bits = 20 - round(math.log2(emulate))
-        engine._coarse_bits = lambda n: bits  # the budget of one or two systems' bins
+        engine.default_coarse_bits = lambda n: bits  # the budget of one or two systems' bins
         for name in ("keep-limit", "raw-limit"):
             knobs[f"bosaris_dask.{name}"] = int(config.KNOBS[name][0] / emulate)
     volumes: list[int] = []

@@ -49,8 +49,8 @@ def run(workdir: Path, cluster: str, **options) -> tuple:
         wall = time.perf_counter() - start
         after = set(client.scheduler_info(n_workers=-1)["workers"]) if client else set()
         peaks = client.run(peak_rss) if client else {}
-        inputs, dtype = engine._inputs([scores], key)
-        need = engine._task_memory(inputs, dtype, 1 << engine._coarse_bits(1),
+        inputs, dtype = engine.pass_inputs([scores], key)
+        need = engine._task_memory(inputs, dtype, 1 << engine.default_coarse_bits(1),
                                    engine.DEFAULT_SPLIT_EVERY)  # fmt: skip
     return ds, wall, peaks, before != after, need
 

@@ -162,7 +162,7 @@ class ScoreSummary:
 # --------------------------------------------------------------------------------------------
 
 
-def _blockwise(kernel: Callable, inputs: list[da.Array]) -> da.Array:
+def blockwise_pass(kernel: Callable, inputs: list[da.Array]) -> da.Array:
     """``kernel`` on every chunk of ``inputs`` (all indexed ``ij``): one object per chunk."""
     args: list[Any] = []
     for arr in inputs:
@@ -280,7 +280,7 @@ def _cross_entropy_sums(total: np.ndarray, n: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-def _check_inputs(
+def check_inputs(
     scores: Sequence[xr.Dataset], key: xr.Dataset, names: Sequence[str] | None
 ) -> None:
     """Cheap structural checks (kinds, dims, dtypes, unique ids, names); computes nothing."""
@@ -297,7 +297,7 @@ def _check_inputs(
         raise OptionError(f"{len(names)} names for {len(scores)} systems")
 
 
-def _inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.Array], np.dtype]:
+def pass_inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.Array], np.dtype]:
     """The kernels' inputs (key classes, then each system's scores and mask) and score dtype."""
     if not is_label_key(key) and key.trial_mask.dtype != np.int8:
         # keep codes outside -1/0/+1 outside them when the kernels' int8 conversion wraps
@@ -316,7 +316,7 @@ def _inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.Arra
     return inputs, dtype
 
 
-def _knobs() -> dict[str, int]:
+def engine_knobs() -> dict[str, int]:
     """The engine's knobs (:mod:`bosaris_dask.config`), read and checked when a graph is built."""
     return {name.replace("-", "_"): config.get(name) for name in config.KNOBS}
 
@@ -337,7 +337,7 @@ def _task_memory(
     if dtype == np.float64:  # float32 chunks converted in the graph: both copies are alive
         itemsizes += [4] * (len(inputs) // 2)
     cells = int(np.prod(inputs[0].shape))
-    k = knobs or _knobs()
+    k = knobs or engine_knobs()
     return memory.pass_task_memory(
         tuple(max(c) for c in inputs[0].chunks), input_itemsizes=itemsizes, score_dtype=dtype,
         n_systems=len(inputs) // 2, nbins=nbins,
@@ -347,7 +347,7 @@ def _task_memory(
     )  # fmt: skip
 
 
-def _coarse_bits(n_systems: int) -> int:
+def default_coarse_bits(n_systems: int) -> int:
     """Key-prefix bits of pass 1: 16 MB of histogram per system and chunk at 20 bits, halved
     for 3-4 systems and quartered beyond, so a chunk's result grows slower than the systems."""
     return 20 if n_systems <= 2 else 19 if n_systems <= 4 else 18
@@ -501,19 +501,19 @@ def summarize(
     """
     if isinstance(scores, xr.Dataset):
         scores = [scores]
-    _check_inputs(scores, key, names)
+    check_inputs(scores, key, names)
     fmr = fixed_rates.check_rates(fmr, "FMR") if len(fmr) else np.empty(0)
     fnmr = fixed_rates.check_rates(fnmr, "FNMR") if len(fnmr) else np.empty(0)
     if own_candidates is not None and len(own_candidates) != len(scores):
         raise OptionError(f"{len(own_candidates)} own_candidates flags for {len(scores)} systems")
-    knobs = _knobs()
+    knobs = engine_knobs()
     split_every = config.check_int("split_every", split_every, 2, 1 << 16)
     if coarse_bits is not None:
         coarse_bits = config.check_int("coarse_bits", coarse_bits, 1, MAX_COARSE_BITS)
     blocks = {"block": knobs["block"], "slice_size": knobs["slice"]}
-    inputs, dtype = _inputs(scores, key)
+    inputs, dtype = pass_inputs(scores, key)
     n_sys = len(scores)
-    bits = coarse_bits or _coarse_bits(n_sys)
+    bits = coarse_bits or default_coarse_bits(n_sys)
     cells = int(np.prod(inputs[0].shape))
     adaptive = _adaptive(knobs["adaptive_bins"], cells, knobs["keep_limit"], coarse_bits)
     budget = coarse_bits or _adaptive_bits(cells, bits) if adaptive else bits
@@ -582,7 +582,7 @@ def summarize(
             selection = None  # a bin outside the kept trials became a candidate: read again
         keep = None
         if selection is None and refinement.volume(summaries, plans) <= knobs["keep_limit"]:
-            keep = _blockwise(partial(kernels.select_kernel, specs=specs, **blocks), inputs)
+            keep = blockwise_pass(partial(kernels.select_kernel, specs=specs, **blocks), inputs)
             selection = refinement.Selection(specs, keep)
             passes += 1
         refined = [k for k, plan in enumerate(plans) if plan is not None]

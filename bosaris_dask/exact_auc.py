@@ -380,7 +380,7 @@ def exact_aucs(
     mixed: dict[int, int] = {}
     passes = 0
     if fits:
-        inputs, _ = engine._inputs(systems, key)
+        inputs, _ = engine.pass_inputs(systems, key)
         both = used + sum(plans[k].n_o for k in fits) <= limit  # all fit: no count pass
         aggs = [
             runner.Aggregation(

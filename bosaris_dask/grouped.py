@@ -336,7 +336,7 @@ def refine_parts(
             selection = None
         keep = None
         if selection is None and refinement.volume(summaries, plans) <= knobs["keep_limit"]:
-            keep = engine._blockwise(
+            keep = engine.blockwise_pass(
                 partial(grouped_select_kernel, specs=specs, parts=part_tuple, n_groups=n_groups,
                         **blocks), inputs)  # fmt: skip
             selection = refinement.Selection(specs, keep)

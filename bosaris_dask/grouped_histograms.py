@@ -240,7 +240,7 @@ def grouped_pass1(
     """
     if isinstance(scores, xr.Dataset):
         scores = [scores]
-    engine._check_inputs(scores, key, None)
+    engine.check_inputs(scores, key, None)
     if not np.issubdtype(groups.dtype, np.integer):
         raise OptionError(f"groups must be integer codes 0 .. n_groups - 1, got {groups.dtype}")
     n_sys = len(scores)
@@ -251,7 +251,7 @@ def grouped_pass1(
     sys_names = list(names) if names is not None else [f"system-{k + 1}" for k in range(n_sys)]
     if len(sys_names) != n_sys:
         raise OptionError(f"{len(sys_names)} names for {n_sys} systems")
-    knobs = engine._knobs()
+    knobs = engine.engine_knobs()
     split_every = config.check_int("split_every", split_every, 2, 1 << 16)
     if coarse_bits is not None:
         coarse_bits = config.check_int("coarse_bits", coarse_bits, 1, engine.MAX_COARSE_BITS)
@@ -262,9 +262,9 @@ def grouped_pass1(
     if n_parts is None:
         n_parts = len(counted) * (n_groups + 1)
     blocks = {"block": knobs["block"], "slice_size": knobs["slice"]}
-    base, dtype = engine._inputs(scores, key)
+    base, dtype = engine.pass_inputs(scores, key)
     inputs = [base[0], groups.rechunk(base[0].chunks), *base[1:]]
-    bits = coarse_bits or engine._coarse_bits(n_parts)
+    bits = coarse_bits or engine.default_coarse_bits(n_parts)
     shift = key_bits(dtype) - bits
     nbins = 1 << bits
     pshift = key_bits(dtype) - pooled_coarse_bits if apart else shift  # type: ignore[operator]

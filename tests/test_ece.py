@@ -73,7 +73,10 @@ def test_engine_ece_equals_the_definition_under_any_chunking(
     config = {"bosaris_dask.block": blocks[0], "bosaris_dask.slice": blocks[1],
               "bosaris_dask.raw-limit": data.draw(st.sampled_from([0, 1 << 22])),
               "bosaris_dask.dense-budget": 16}  # fmt: skip
-    with mock.patch.object(engine, "_coarse_bits", lambda n: coarse), dask.config.set(config):
+    with (
+        mock.patch.object(engine, "default_coarse_bits", lambda n: coarse),
+        dask.config.set(config),
+    ):
         ds = metrics.evaluate(scores, key, priors=[0.5], ece_plo=PLO,
                               split_every=data.draw(st.integers(2, 4)))  # fmt: skip
     tar, non = values[mask == 1].astype(np.float64), values[mask == -1].astype(np.float64)

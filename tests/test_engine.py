@@ -191,7 +191,7 @@ def test_building_the_inputs_computes_nothing():
     key = key_from_labels(range(100), np.arange(100) % 7, range(80), np.arange(80) % 7, chunks=30)
     scores = make_scores(range(100), range(80), da.random.random((100, 80), chunks=30))
     with dask.config.set(scheduler=refuse):
-        inputs, dtype = engine._inputs([scores], key)
+        inputs, dtype = engine.pass_inputs([scores], key)
     assert dtype == np.float64 and inputs[0].chunks == scores.score.data.chunks
 
 
@@ -416,8 +416,8 @@ def test_knobs_reach_the_kernels_as_arguments():
     key = make_key(["a", "b"], ["x", "y"], [[1, -1], [-1, 1]])
     scores = make_scores(["a", "b"], ["x", "y"], np.eye(2))
     with dask.config.set({"bosaris_dask.block": 8, "bosaris_dask.slice": 24}):
-        inputs, _ = engine._inputs([scores], key)
-        knobs = engine._knobs()
+        inputs, _ = engine.pass_inputs([scores], key)
+        knobs = engine.engine_knobs()
     assert (knobs["block"], knobs["slice"]) == (8, 24)
     kernels.workspace = spy
     try:

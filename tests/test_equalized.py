@@ -85,7 +85,11 @@ def _check(ds, want, k=0):
 )
 def test_equals_the_brute_force_weighted_sweep(seed, n_m, n_s, chunk, by, ties, coarse):
     mids, sids, mask, scores, mcol, scol, tables = _case(seed, n_m, n_s, ties=ties)
-    bits = mock.patch.object(engine, "_coarse_bits", lambda n: coarse) if coarse else nullcontext()
+    bits = (
+        mock.patch.object(engine, "default_coarse_bits", lambda n: coarse)
+        if coarse
+        else nullcontext()
+    )
     with dask.config.set(scheduler="sync"), bits:
         ds = metrics.evaluate(
             make_scores(mids, sids, scores, chunks=chunk), make_key(mids, sids, mask, chunks=chunk),
@@ -106,7 +110,7 @@ def test_refinement_forced_through_many_rounds(coarse, dense):
     by = ["model.g", "segment.l"]
     knobs = {"bosaris_dask.block": 8, "bosaris_dask.slice": 16, "bosaris_dask.dense-budget": 4,
              "bosaris_dask.raw-limit": 0 if dense else 6}  # fmt: skip
-    with mock.patch.object(engine, "_coarse_bits", lambda n: coarse), dask.config.set(knobs):
+    with mock.patch.object(engine, "default_coarse_bits", lambda n: coarse), dask.config.set(knobs):
         ds = metrics.evaluate(
             make_scores(mids, sids, scores, chunks=(4, 5)), make_key(mids, sids, mask, chunks=3),
             priors=PRIORS, conditions=tables, by=by, equalize=True,
@@ -348,7 +352,7 @@ def test_the_joint_refinement_finds_vertices_no_condition_has(seed, dense):
     models = condition_table("model", mids, {"g": gender})
     knobs = {"bosaris_dask.block": 8, "bosaris_dask.slice": 16, "bosaris_dask.dense-budget": 4,
              "bosaris_dask.raw-limit": 0 if dense else 5}  # fmt: skip
-    with mock.patch.object(engine, "_coarse_bits", lambda n: 4), dask.config.set(knobs):
+    with mock.patch.object(engine, "default_coarse_bits", lambda n: 4), dask.config.set(knobs):
         ds = metrics.evaluate(
             make_scores(mids, sids, scores, chunks=(2, 7)), make_key(mids, sids, mask, chunks=5),
             priors=PRIORS, sweep=[], conditions=[models], by=["model.g"], equalize=True,

@@ -35,7 +35,7 @@ def _coarse(bits: int, **knobs):
     """Coarse pass-1 bins and starved refinement budgets: mixed coarse bins stay."""
     conf = {"bosaris_dask.raw-limit": 0, "bosaris_dask.dense-budget": 4}
     conf.update({f"bosaris_dask.{k.replace('_', '-')}": v for k, v in knobs.items()})
-    patch = mock.patch.object(engine, "_coarse_bits", lambda n: bits)
+    patch = mock.patch.object(engine, "default_coarse_bits", lambda n: bits)
     return patch, dask.config.set(conf)
 
 
@@ -315,7 +315,7 @@ def test_a_worker_too_small_is_refused_before_the_extra_passes(monkeypatch):
     with pytest.raises(MemoryLimitError, match=r"^worker w1 would need about"):
         exact_auc.exact_aucs(scores, key, summaries)
     assert computed == []
-    need = exact_auc.auc_task_memory(engine._inputs([scores], key)[0], 100, 1000, True, 8)
+    need = exact_auc.auc_task_memory(engine.pass_inputs([scores], key)[0], 100, 1000, True, 8)
     assert need.inputs == 10 * 25 * (1 + 8 + 1) and need.merge == 3 * 1100 * 8
 
 

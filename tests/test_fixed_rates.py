@@ -109,7 +109,10 @@ def test_engine_equals_brute_force_under_any_chunking(
         "bosaris_dask.block": blocks[0],
         "bosaris_dask.slice": blocks[1],
     }
-    with mock.patch.object(engine, "_coarse_bits", lambda n: coarse), dask.config.set(config):
+    with (
+        mock.patch.object(engine, "default_coarse_bits", lambda n: coarse),
+        dask.config.set(config),
+    ):
         ds = metrics.evaluate(scores, key, priors=[0.5], fmr=fmr, fnmr=fnmr,
                               split_every=data.draw(st.integers(2, 4)))  # fmt: skip
     _check(ds, tar, non, fmr, fnmr)

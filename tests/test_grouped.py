@@ -116,10 +116,10 @@ def test_grouped_equals_masked_copies_bit_for_bit(seed, shape, chunk, n_sys, flo
     if any(int(((mask == 1) & m).sum()) == 0 or int(((mask == -1) & m).sum()) == 0
            for _, m in systems):  # fmt: skip
         return  # a pooled system without a class is an error in both (tested elsewhere)
-    bits = engine._coarse_bits if coarse is None else (lambda n: coarse)
+    bits = engine.default_coarse_bits if coarse is None else (lambda n: coarse)
     with dask.config.set({"scheduler": "sync", POOLED_KEY: apart, **knobs}), \
             pytest.MonkeyPatch.context() as mp:  # fmt: skip
-        mp.setattr(engine, "_coarse_bits", bits)
+        mp.setattr(engine, "default_coarse_bits", bits)
         old, new = _both(scores, key, cond, thresholds=[-2.2, 0.0, 1.5], split_every=2,
                          fmr=[0.1], equalize=equalize)  # fmt: skip
     _compare(old, new)
@@ -167,7 +167,9 @@ def test_pooled_apart_is_the_plain_evaluation(seed, chunk, n_sys, float32, coars
         return
     args = {"thresholds": [-2.2, 0.0, 1.5], "fmr": [0.1], "split_every": 2}
     with dask.config.set(scheduler="sync", **keep), pytest.MonkeyPatch.context() as mp:
-        mp.setattr(engine, "_coarse_bits", (lambda n: 20 - 2 * n) if coarse else (lambda n: 3))
+        mp.setattr(
+            engine, "default_coarse_bits", (lambda n: 20 - 2 * n) if coarse else (lambda n: 3)
+        )
         old = condition_summaries(scores, key, cond, grouped=False, allow_missing=True,
                                   equalize=equalize, **args)  # fmt: skip
         with dask.config.set({POOLED_KEY: True}):

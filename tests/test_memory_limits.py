@@ -135,8 +135,8 @@ def test_small_jobs_are_not_charged_the_full_budgets():
     from bosaris_dask import engine
 
     key, systems = simulate(300, 400, systems=2, seed=1, chunks=(150, 200))  # 4 chunks
-    inputs, dtype = engine._inputs(systems, key)
-    nbins = 1 << engine._coarse_bits(2)
+    inputs, dtype = engine.pass_inputs(systems, key)
+    nbins = 1 << engine.default_coarse_bits(2)
     need = engine._task_memory(inputs, dtype, nbins, split_every=8)
     row = (2 * nbins + 2 * 36 + 2) * 8  # counts, the exact sums' limbs, missing, non-finite
     assert need.held == 4 * 2 * row  # at most 4 chunk results wait for a merge

@@ -112,7 +112,7 @@ def test_min_threshold_attains_min_dcf_under_any_chunking(data, coarse, dense):
         dask.config.set(
             {"bosaris_dask.raw-limit": 0 if dense else 1 << 22, "bosaris_dask.dense-budget": 64}
         ),  # fmt: skip
-        mock.patch.object(engine, "_coarse_bits", lambda n: coarse),
+        mock.patch.object(engine, "default_coarse_bits", lambda n: coarse),
     ):
         ds = metrics.evaluate(scores, key, priors=[], operating_points=points, split_every=2)
     ds = metrics.operating_points(ds)

@@ -281,7 +281,7 @@ def add_intervals(
         grow with it); ``attrs["passes"]`` counts the bootstrap's passes (one, or two when the
         bins need a pass of their own).
     """
-    from bosaris_dask.engine import _inputs
+    from bosaris_dask.engine import pass_inputs
 
     level, bootstrap = check_options(ci, bootstrap, resample, compare, conditions)
     if compare and len(systems) < 2:
@@ -292,7 +292,7 @@ def add_intervals(
     names = [str(n) for n in ds.system.values]
     is_op = ds.operating_point.values >= 0
     plo = ds.plo.values[is_op]
-    inputs, dtype = _inputs(systems, key)
+    inputs, dtype = pass_inputs(systems, key)
     passes = 1
     if binnings is None:
         n_groups = groups.n_model + groups.n_segment

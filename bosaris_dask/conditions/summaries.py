@@ -262,7 +262,7 @@ def condition_summaries(
     # pass-1 bits from the numbers of systems and possible conditions, not from which have
     # trials: pass 1 tells that, and the masked copies use the same bits
     most = len(systems) * (1 + len(possible))
-    bits = _coarse_bits(most) or engine._coarse_bits(most)
+    bits = _coarse_bits(most) or engine.default_coarse_bits(most)
     use_grouped = grouped if grouped is not None else dask.config.get(GROUPED_KEY, True)
     apart = bool(dask.config.get(POOLED_KEY, True))
     if use_grouped:  # the counts come from pass 1: no pass of their own
@@ -270,7 +270,7 @@ def condition_summaries(
         first = grouped_pass1(
             systems, key, rows, len(possible), pooled_apart=range(len(systems)) if apart else (),
             allow_missing=allow_missing, split_every=split_every, coarse_bits=bits,
-            pooled_coarse_bits=engine._coarse_bits(len(systems)) if apart else None,
+            pooled_coarse_bits=engine.default_coarse_bits(len(systems)) if apart else None,
             progress=progress, names=names, cross_entropy_plo=cross_entropy_plo,
         )  # fmt: skip
         counts = np.zeros((len(systems), n_cond, 2, 2), dtype=np.int64)
@@ -327,12 +327,12 @@ def condition_summaries(
             systems, key, thresholds=thresholds, fmr=fmr, fnmr=fnmr, allow_missing=True,
             cross_entropy_plo=cross_entropy_plo,
             split_every=split_every, progress=progress, names=names,
-            coarse_bits=engine._coarse_bits(len(systems)) if apart else bits,
+            coarse_bits=engine.default_coarse_bits(len(systems)) if apart else bits,
         )  # fmt: skip
         passes = 1 + pooled[0].passes  # the counting pass, then the pooled systems'
         summaries = list(pooled)
         if extra:
-            knobs = engine._knobs()
+            knobs = engine.engine_knobs()
             shared = {"bosaris_dask.dense-budget": max(1, knobs["dense_budget"] // n_cond),
                       "bosaris_dask.raw-limit": knobs["raw_limit"] // n_cond}  # fmt: skip
             pad: list = [None] * len(systems)
