@@ -43,6 +43,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
+from bosaris_dask.arguments import float_vector
 from bosaris_dask.calibration.optimal import optimal_llr_table
 from bosaris_dask.errors import OptionError
 
@@ -65,13 +66,7 @@ _LN2 = np.log(2.0)
 
 def check_plo(plo: Any) -> np.ndarray:
     """The ECE grid as a 1-D float64 array of finite prior log-odds."""
-    try:
-        out = np.atleast_1d(np.asarray(plo, dtype=np.float64))
-    except (TypeError, ValueError):
-        raise OptionError(f"the ECE grid holds prior log-odds (numbers), got {plo!r}") from None
-    if out.ndim != 1 or not len(out) or not np.isfinite(out).all():
-        raise OptionError("the ECE grid must be a non-empty 1-D array of finite prior log-odds")
-    return out
+    return float_vector(plo, "ECE grid prior log-odds", "finite", empty_ok=False)
 
 
 def neutral_ece(plo: Any) -> np.ndarray:

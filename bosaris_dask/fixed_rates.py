@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bosaris_dask.errors import OptionError
+from bosaris_dask.arguments import float_vector
 
 if TYPE_CHECKING:
     from bosaris_dask.engine import ScoreSummary
@@ -65,16 +65,7 @@ def check_rates(rates: Any, what: str = "FMR") -> np.ndarray:
     ...
     bosaris_dask.errors.OptionError: target FMR 0.0 is not in (0, 1]
     """
-    try:
-        r = np.atleast_1d(np.asarray(rates, dtype=np.float64))
-    except (TypeError, ValueError):
-        raise OptionError(f"target {what}s must be numbers, got {rates!r}") from None
-    if r.ndim != 1:
-        raise OptionError(f"target {what}s must be a number or a 1-D list, got shape {r.shape}")
-    bad = ~((r > 0) & (r <= 1))
-    if bad.any():
-        raise OptionError(f"target {what} {r[bad][0]} is not in (0, 1]")
-    return r
+    return float_vector(rates, f"target {what}", "rate")
 
 
 def allowed_errors(rate: float, n: int) -> int:

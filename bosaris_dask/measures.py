@@ -24,6 +24,7 @@ import numpy as np
 from scipy.special import expit, logit, ndtri
 
 from bosaris_dask import roc
+from bosaris_dask.arguments import float_vector
 from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.errors import OptionError, ScoreError
 from bosaris_dask.kernels import softplus_totals
@@ -86,29 +87,14 @@ def effective_prior(p_target: float, c_miss: float = 1.0, c_fa: float = 1.0) -> 
 
 def check_priors(priors: Sequence[float], what: str = "effective prior") -> np.ndarray:
     """Priors as a 1-D float64 array; anything not strictly between 0 and 1 is an error."""
-    try:
-        p = np.atleast_1d(np.asarray(priors, dtype=np.float64))
-    except (TypeError, ValueError):
-        raise OptionError(f"{what}s must be numbers, got {priors!r}") from None
-    if p.ndim != 1:
-        raise OptionError(f"{what}s must be a number or a 1-D list, got shape {p.shape}")
-    bad = ~((p > 0) & (p < 1))
-    if bad.any():
-        raise OptionError(f"{what} {p[bad][0]} is not strictly between 0 and 1")
-    return p
+    return float_vector(priors, what, "probability")
 
 
 def check_sweep(sweep: Any) -> np.ndarray:
     """The NBE sweep (prior log-odds) as a 1-D float64 array of finite numbers."""
     if sweep is None:
         return default_sweep()
-    try:
-        plo = np.atleast_1d(np.asarray(sweep, dtype=np.float64))
-    except (TypeError, ValueError):
-        raise OptionError(f"the sweep holds prior log-odds (numbers), got {sweep!r}") from None
-    if plo.ndim != 1 or not np.isfinite(plo).all():
-        raise OptionError("the sweep must be a 1-D array of finite prior log-odds")
-    return plo
+    return float_vector(sweep, "sweep prior log-odds", "finite")
 
 
 # --------------------------------------------------------------------------------------------
