@@ -4,10 +4,11 @@ evaluation of the same store, measured in the same run.
 Usage::
 
     python benchmarks/bench_fixed_rates.py [--models 4000] [--segments 5000] [--repeat 3]
-        [--run fixed --run ece --run all] [--conditions G]
+        [--run fixed --run ece --run all] [--conditions G] [--store-dir DIR]
 
 Simulates one system (``bosaris_dask.simulate``, float32, 0.5% targets), writes it and its key
-as zarr stores in a temporary directory, and evaluates it, each the median of ``--repeat`` runs:
+as zarr stores in a temporary directory (or reads the ``bosaris-dask simulate`` output in
+``--store-dir``, e.g. 1e9 trials), and evaluates it, each the median of ``--repeat`` runs:
 
 * ``plain``: :func:`bosaris_dask.metrics.evaluate` at one prior;
 * ``fixed``: the same with the ``ijbc`` profile's FMR targets (1e-6 ... 1e-1) and two FNMR
@@ -56,11 +57,20 @@ OPTIONS = {
 class FixedRates:
     """asv-style benchmark bodies over one simulated store."""
 
-    def setup(self, models: int = 4000, segments: int = 5000, conditions: int = 0) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="bench-fixed-"))
-        key, (system,) = simulate(models, segments, systems=1, seed=5)
-        io.write(key, self.dir / "key.zarr")
-        io.write(system, self.dir / "system.zarr")
+    def setup(
+        self, models: int = 4000, segments: int = 5000, conditions: int = 0,
+        store_dir: Path | None = None,
+    ) -> None:  # fmt: skip
+        self.keep = store_dir is not None
+        if store_dir is not None:  # a ``bosaris-dask simulate`` output, read and kept
+            self.dir, self.system = Path(store_dir), "system-1.zarr"
+            key = io.read(self.dir / "key.zarr")
+        else:
+            self.dir, self.system = Path(tempfile.mkdtemp(prefix="bench-fixed-")), "system.zarr"
+            key, (system,) = simulate(models, segments, systems=1, seed=5)
+            io.write(key, self.dir / "key.zarr")
+            io.write(system, self.dir / self.system)
+        self.shape = (key.sizes["model"], key.sizes["segment"])
         self.results: dict[str, object] = {}
         # with conditions: model m in condition m % G (``--by model.group``)
         self.by: dict[str, object] = {}
@@ -71,10 +81,11 @@ class FixedRates:
             self.by = {"conditions": [table], "by": ["model.group"]}
 
     def teardown(self, *args: object) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if not self.keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def _run(self, name: str) -> None:
-        key, scores = io.read(self.dir / "key.zarr"), io.read(self.dir / "system.zarr")
+        key, scores = io.read(self.dir / "key.zarr"), io.read(self.dir / self.system)
         self.results[name] = evaluate(scores, key, priors=[0.01], **OPTIONS[name], **self.by)
 
     def time_plain(self) -> None:
@@ -100,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", type=int, default=4000)
     parser.add_argument("--segments", type=int, default=5000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--store-dir", type=Path, metavar="DIR",
+                        help="evaluate DIR/key.zarr and DIR/system-1.zarr (made by 'bosaris-dask "
+                             "simulate') instead of simulating; DIR is kept")  # fmt: skip
     parser.add_argument("--conditions", type=int, default=0, metavar="G",
                         help="evaluate per condition too: G model-side conditions")  # fmt: skip
     parser.add_argument("--run", action="append", choices=list(OPTIONS),
@@ -107,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     names = [n for n in OPTIONS if n == "plain" or not args.run or n in args.run]
     bench = FixedRates()
-    bench.setup(args.models, args.segments, args.conditions)
+    bench.setup(args.models, args.segments, args.conditions, args.store_dir)
     load_before = _load()
     try:
         walls = {}
@@ -121,8 +135,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"# {name}: {walls[name][-1]:.2f} s (load {_load()})", file=sys.stderr,
                       flush=True)  # fmt: skip
         by = f", {args.conditions} conditions" if args.conditions else ""
+        shape = bench.shape
         print(
-            f"{args.models:,} x {args.segments:,} trials{by}, median of {args.repeat}; load "
+            f"{shape[0]:,} x {shape[1]:,} trials{by}, median of {args.repeat}; load "
             f"average {load_before} before, {_load()} after"
         )
         print(f"{'':<8}{'passes':>8}{'wall (s)':>10}{'/ plain':>9}   runs (s)")

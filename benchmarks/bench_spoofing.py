@@ -4,6 +4,7 @@ stores, measured in the same run.
 Usage::
 
     python benchmarks/bench_spoofing.py [--models 2000] [--segments 4000] [--repeat 1]
+        [--store-dir DIR] [--run NAME ...]
 
 Simulates a dense SASV set (``bosaris_dask.simulate``, float32, 0.5% targets): a label-derived
 key (no stored mask) whose segments are spoofed with probability 0.3 (``segment_spoof``), and
@@ -34,6 +35,7 @@ convention (``setup``, ``time_*``, ``teardown``) so a test can run every body on
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 import time
@@ -51,8 +53,15 @@ NAMES = ("plain", "cm", "sasv", "sasv-given", "t-eer-memory", "t-eer-engine")
 class Spoofing:
     """asv-style benchmark bodies over one simulated SASV set."""
 
-    def setup(self, models: int = 2000, segments: int = 4000) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="bench-spoof-"))
+    def setup(
+        self, models: int = 2000, segments: int = 4000, store_dir: Path | None = None
+    ) -> None:
+        self.keep = store_dir is not None
+        self.results: dict[str, dict] = {}
+        if store_dir is not None and (Path(store_dir) / "key.zarr").exists():
+            self.dir = Path(store_dir)  # a set an earlier run kept
+            return
+        self.dir = Path(store_dir or tempfile.mkdtemp(prefix="bench-spoof-"))
         key, systems = simulate(models, segments, systems=3, seed=7)
         spoof = np.random.default_rng(7).random(segments) < 0.3
         shifts = {"cm": -4.0, "asv": 3.0, "sasv": -1.0}  # spoofs fool the ASV, not the CM
@@ -61,10 +70,10 @@ class Spoofing:
             for name, s in zip(stores.COLUMNS, systems, strict=True)
         }
         stores.write_set(self.dir, scale.sasv_key(key, spoof), columns)
-        self.results: dict[str, dict] = {}
 
     def teardown(self, *args: object) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if not self.keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def _open(self):
         return stores.read_key(self.dir / "key.zarr"), stores.read_scores(self.dir)
@@ -106,22 +115,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", type=int, default=2000)
     parser.add_argument("--segments", type=int, default=4000)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--store-dir", type=Path, metavar="DIR",
+                        help="write the set into DIR and keep it; reuse it if DIR holds one "
+                             "(--models/--segments are then ignored)")  # fmt: skip
+    parser.add_argument("--run", action="append", choices=NAMES,
+                        help="run only these (plain always); repeatable; default all")  # fmt: skip
     args = parser.parse_args(argv)
+    names = [n for n in NAMES if n == "plain" or not args.run or n in args.run]
     bench = Spoofing()
-    bench.setup(args.models, args.segments)
+    bench.setup(args.models, args.segments, args.store_dir)
     try:
-        walls: dict[str, list[float]] = {name: [] for name in NAMES}
+        walls: dict[str, list[float]] = {name: [] for name in names}
         for _ in range(args.repeat):  # interleaved repeats: the same cache state for each
-            for name in NAMES:
+            for name in names:
                 start = time.perf_counter()
                 getattr(bench, f"time_{name.replace('-', '_')}")()
                 walls[name].append(time.perf_counter() - start)
-        print(f"{args.models:,} x {args.segments:,} trials, median of {args.repeat}")
+        key = stores.read_key(bench.dir / "key.zarr")
+        print(f"{key.sizes['model']:,} x {key.sizes['segment']:,} trials, median of "
+              f"{args.repeat}; load average {os.getloadavg()[0]:.2f} after")  # fmt: skip
         print(f"{'':<12}{'passes':>8}{'wall (s)':>10}")
-        for name in NAMES:
+        for name in names:
             passes = bench.results[name]["passes"]
             passes = f"{passes}+1" if name == "t-eer-memory" else str(passes)  # + the gather
             print(f"{name:<12}{passes:>8}{float(np.median(walls[name])):>10.2f}")
+        if set(names) != set(NAMES):
+            return 0
         r = bench.results["sasv-given"]
         mem, eng = bench.results["t-eer-memory"], bench.results["t-eer-engine"]
         fields = ("t_eer", "t_eer_asv_threshold", "t_eer_cm_threshold")
