@@ -38,6 +38,7 @@ from bosaris_dask.io.text.labels import label_sign
 from bosaris_dask.io.text.layout import _Layout
 from bosaris_dask.io.text.records import _FLOAT_ROLES, _ID_ROLES, _WS, _Chunk, _good_id, _stack
 
+_TO_SPACE = bytes.maketrans(b"\r\x0b\x0c", b"   ")
 _BOOL_WORD = re.compile(rb"(?i)true|false")
 # pandas >= 3.1 always converts floats exactly (correctly rounded); before, only "round_trip" did
 _PANDAS = tuple(int(x) for x in re.findall(r"\d+", pd.__version__)[:2])
@@ -56,6 +57,8 @@ def _parse_block(block: bytes, first_line: int, n_lines: int, layout: _Layout, p
         At the first bad line of the block (file and line), with the reason.
     """
     chunk = _parse_fast(block, first_line, n_lines, layout)
+    if chunk is None and layout.sep is None:  # runs of whitespace: pandas splits them itself
+        chunk = _parse_fast(block, first_line, n_lines, layout, True)
     if chunk is not None:
         return chunk
     canonical, kept = _canonical(block, layout)
@@ -91,8 +94,22 @@ def _fast_separator(block: bytes, n_lines: int, layout: _Layout) -> bytes | None
     return sep if _count_byte(block, sep[0]) == n_lines * (layout.nfields - 1) else None
 
 
-def _parse_fast(block: bytes, first_line: int, n_lines: int, layout: _Layout) -> _Chunk | None:
-    sep = _fast_separator(block, n_lines, layout)
+def _parse_fast(
+    block: bytes, first_line: int, n_lines: int, layout: _Layout, runs: bool = False
+) -> _Chunk | None:
+    """The records of ``block``, or None at the least doubt.
+
+    ``runs``: fields of a headerless block separated by runs of spaces and tabs, split by pandas
+    itself (``sep=r"\\s+"``) once CR, VT and FF (whitespace for ``bytes.split``, not for pandas)
+    became spaces. A line with too many fields is then pandas' ParserWarning (raised here), one
+    with too few an empty field, a blank line an empty row: all refused below.
+    """
+    if runs:
+        if b"\r" in block or b"\x0b" in block or b"\x0c" in block:
+            block = block.translate(_TO_SPACE)
+        sep = b"\\s+"
+    else:
+        sep = _fast_separator(block, n_lines, layout)
     if sep is None:
         return None
     floats = {j for role, j in layout.roles if role in _FLOAT_ROLES}
@@ -100,6 +117,7 @@ def _parse_fast(block: bytes, first_line: int, n_lines: int, layout: _Layout) ->
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            warnings.simplefilter("error", pd.errors.ParserWarning)  # data of a long line dropped
             df = pd.read_csv(
                 io.BytesIO(block),
                 sep=sep.decode(),
@@ -115,7 +133,7 @@ def _parse_fast(block: bytes, first_line: int, n_lines: int, layout: _Layout) ->
                 encoding_errors="strict",
                 **_EXACT_FLOATS,
             )
-    except (ValueError, TypeError, OverflowError):  # the checked path says what is wrong
+    except (ValueError, TypeError, OverflowError, pd.errors.ParserWarning):  # see the checked path
         return None
     if len(df) != n_lines:
         return None
