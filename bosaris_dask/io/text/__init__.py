@@ -110,14 +110,13 @@ m2 s2 3.0
 True
 """
 
-from bosaris_dask.io.text.blocks import BLOCK_BYTES as BLOCK_BYTES
-from bosaris_dask.io.text.dense import MEMMAP_THRESHOLD
+from bosaris_dask.io.text.collect import MEMMAP_THRESHOLD
 from bosaris_dask.io.text.labels import ACCEPTED_LABELS as ACCEPTED_LABELS
 from bosaris_dask.io.text.layout import MAX_LINE_BYTES as MAX_LINE_BYTES
 from bosaris_dask.io.text.layout import TEXT_FORMATS
-from bosaris_dask.io.text.quality import read_quality_text, write_quality_text
-from bosaris_dask.io.text.read import read_text, sniff_text_kind, text_has_labels
-from bosaris_dask.io.text.write import write_text
+from bosaris_dask.io.text.parse import BLOCK_BYTES as BLOCK_BYTES
+from bosaris_dask.io.text.read import read_quality_text, read_text, sniff_text_kind, text_has_labels
+from bosaris_dask.io.text.write import write_quality_text, write_text
 
 __all__ = [
     "sniff_text_kind",
