@@ -13,19 +13,13 @@ scores   ``/scores`` double, ``/score_mask`` uint8 0/1 (scores are 0 where the m
 quality  ``/values`` double (q measures x n ids), ``/ids``
 =======  ==========================================================================
 
-Reading is liberal about ids (fixed or variable-length strings, NUL-padded or not, 1-D or
-(n, 1)/(1, n)) and strict about everything else: ids must be unique strings and their numbers
-must match the matrix; matrices hold little-endian IEEE 754 floats or integers, and integer
-masks only 0 and 1 (-1, 0, 1 for a key). A file is read from itself only: external links,
-external raw storage and virtual datasets are refused, never followed (soft links are resolved
-inside the file). Files are written in the HDF5 1.8 format, whose metadata carry checksums; raw
-data have none (in any BOSARIS file), so a corrupted score reads as another number.
-
-Matrices are read lazily: each dask task reopens the file through a picklable
-:class:`xarray.backends.CachingFileManager` (pickling drops the open file, a worker reopens it),
-so a file is read in parallel under ``distributed``. Writing streams the blocks of
-the dask arrays to the client, which alone writes the file (h5py writes are not thread-safe),
-into a temporary file renamed into place at the end.
+Reading is liberal about ids (fixed or variable-length strings, NUL-padded or not, (n,),
+(n, 1) or (1, n)) and strict about the rest: unique ids matching the matrix, little-endian IEEE
+754 floats or integers, integer masks holding only their codes, and data from the file itself
+only (external links, external storage and virtual datasets are refused, soft links resolved
+inside the file). Matrices are read lazily, each dask task reopening the file through a
+picklable :class:`xarray.backends.CachingFileManager`. Files are written (:mod:`.write`) in the
+HDF5 1.8 format, whose metadata carry checksums.
 
 Examples
 --------
@@ -85,17 +79,11 @@ _MAX_SOFT_LINKS = 16
 
 
 def _resolve(path: Any, f: h5py.File, name: str, hops: int = 0) -> str | None:
-    """The in-file path that ``name`` leads to through hard and soft links; None if absent.
+    """The in-file path of hard links only that ``name`` leads to; None if absent.
 
     Each link is inspected without being followed (HDF5 would open the file an external link
-    names just to test that it exists), soft links are resolved here, component by component,
-    so the returned path holds only hard links: opening it reads nothing outside ``f``.
-
-    Raises
-    ------
-    StoreError
-        For an external link (a path to another file, never followed), a user-defined link, a
-        soft-link cycle, or link metadata that cannot be read (a corrupt file).
+    names to test that it exists) and soft links are resolved here, component by component; an
+    external or user-defined link, a soft-link cycle or unreadable link metadata is an error.
     """
     where = ""
     for part in (p for p in name.split("/") if p not in ("", ".")):
@@ -143,11 +131,7 @@ def _node(path: Any, f: h5py.File, name: str) -> tuple[str, Any] | None:
 
 
 def _dataset(path: Any, f: h5py.File, name: str) -> h5py.Dataset:
-    """Dataset ``name`` of ``f``, whose data are stored in ``f`` itself.
-
-    Refused: links to other files, datasets whose raw data live in external files, and
-    virtual datasets (mapped from other datasets, possibly of other files).
-    """
+    """Dataset ``name`` of ``f``, refused unless its data are stored in ``f`` itself."""
     found = _node(path, f, name)
     if found is None or not isinstance(found[1], h5py.Dataset):
         raise StoreError(f"{path}: dataset /{name} is missing")
@@ -172,11 +156,8 @@ def _dataset(path: Any, f: h5py.File, name: str) -> h5py.Dataset:
 
 def _standard_type(path: Path, dset: h5py.Dataset) -> bool:
     """Whether ``dset`` holds little-endian IEEE 754 floats or standard integers (or an enum of
-    them, as h5py stores booleans).
-
-    The BOSARIS layout has no checksums: a flipped bit in a datatype message (byte order,
-    exponent bias, ...) would otherwise silently change every value read.
-    """
+    them, as h5py stores booleans): a flipped bit in a datatype message (byte order, exponent
+    bias) would otherwise silently change every value read."""
     try:
         tid = dset.id.get_type()
         if tid.get_class() == h5py.h5t.ENUM:
@@ -208,11 +189,8 @@ _ROWS, _COLUMNS = "ID/row_ids", "ID/column_ids"
 
 
 class _H5Array:
-    """A read-only, picklable, array-like view of one dataset of an HDF5 file.
-
-    Every ``__getitem__`` acquires the file from a :class:`CachingFileManager` (opening it on a
-    worker after unpickling) and reads just the requested slab.
-    """
+    """A read-only, picklable view of one dataset: each ``__getitem__`` acquires the file from a
+    :class:`CachingFileManager` (reopened on a worker after unpickling) and reads one slab."""
 
     def __init__(
         self,
@@ -276,18 +254,10 @@ def _read_ids(path: Path, f: h5py.File, name: str) -> np.ndarray:
 
 
 def detect_hdf5_kind(f: h5py.File, path: str | os.PathLike[str] = "") -> str:
-    """The kind of an open BOSARIS HDF5 file, from the datasets it holds.
-
-    ``/scores`` means scores; ``/target_mask`` (old format) or ``/file_format`` means a key;
-    ``/trial_mask`` means a key when signed (int8) and an index when unsigned or boolean;
-    ``/values`` with ``/ids`` means a quality table.
-
-    Raises
-    ------
-    StoreError
-        When no kind fits, or ``/trial_mask`` is floating point without ``/file_format`` (then
-        key and ndx cannot be told apart: pass ``kind``).
-    """
+    """The kind of an open BOSARIS HDF5 file: ``/scores``: scores; ``/target_mask`` (old
+    format) or ``/file_format``: a key; ``/trial_mask``: a key when signed, an index when
+    unsigned or boolean (floats: an error asking for ``kind``); ``/values`` and ``/ids``: a
+    quality table."""
 
     def has(name: str) -> bool:
         return _resolve(path, f, name) is not None
@@ -354,14 +324,10 @@ def _trial_ids(path: str, i: int, j: int) -> str:
 
 
 def _contiguous_offset(dset: h5py.Dataset, shape: tuple, file_size: int) -> int | None:
-    """Where the values of ``dset`` start in its file, when they can be read by a memory map:
-    contiguous (as MATLAB writes matrices), unfiltered, allocated, stored in this file in
-    native byte order and in the shape read; else None (h5py reads them).
-
-    h5py copies every block out of the page cache (reading and summing 800 MB of full rows:
-    0.16-0.21 s on this project's machine, against 0.09-0.12 s through a memory map); the
-    kernels read the memory map straight from the page cache.
-    """
+    """Where the values of ``dset`` start in its file when a memory map can read them
+    (contiguous as MATLAB writes them, unfiltered, allocated, native byte order, the shape
+    read), else None: h5py copies every block out of the page cache (800 MB of full rows read
+    and summed in 0.16-0.21 s here, against 0.09-0.12 s through a memory map)."""
     try:
         if dset.chunks is not None or dset.compression or dset.external or dset.shape != shape:
             return None

@@ -21,26 +21,9 @@ from bosaris_dask.trials import quality_table
 def sniff_text_kind(
     path: str | os.PathLike[str], *, header: bool | None = None, format: str | None = None
 ) -> str:
-    """The kind of trial file, from its first non-blank line (and header, if any).
-
-    Parameters
-    ----------
-    path
-        A BOSARIS/Kaldi or NIST text file (formats in :mod:`bosaris_dask.io.text`).
-    header
-        ``None``: detect a NIST header; ``False``: there is none.
-
-    Returns
-    -------
-    {"scores", "key", "ndx"}
-        ``scores`` if the header names a score column or the third field is a number, ``key`` if
-        it names a label column or the third field is ``target``/``nontarget``, ``ndx`` for two
-        fields (or a header with neither).
-
-    Raises
-    ------
-    ParseError
-        With the file and line, when the kind cannot be told (or the file is empty).
+    """The kind of trial file, ``"scores"``, ``"key"`` or ``"ndx"``, from its first lines (rules
+    in :mod:`bosaris_dask.io.text`); ``header=False``: no NIST header. A ParseError names the
+    file and line when the kind cannot be told.
 
     Examples
     --------
@@ -54,10 +37,8 @@ def sniff_text_kind(
 
 
 def text_has_labels(path: str | os.PathLike[str], *, format: str | None = None) -> bool:
-    """Whether a text file carries both scores and labels, so it can serve as key and scores.
-
-    True for wespeaker and 3D-Speaker score files (``enrol test score label``,
-    ``enrol test label score``) and for NIST tables with both a score and a label column.
+    """Whether a text file carries both scores and labels (wespeaker and 3D-Speaker score files,
+    NIST tables with a score and a label column), so it can serve as key and scores.
 
     Examples
     --------
@@ -90,35 +71,28 @@ def read_text(
 ) -> xr.Dataset:
     """Read a text trial list, key or score file into a trial object.
 
-    The file is parsed block by block (``block_bytes`` of text at a time); ids keep the order in
-    which they first appear. Scores become float64 with ``score_mask``, a key an int8 mask
-    (+1 target, -1 non-target, 0 no trial), an ndx a bool mask. When the dense output would take
-    more than ``memmap_threshold`` bytes it is written to scratch files (in ``scratch_dir``, or
-    the system temporary directory) that are deleted when the returned object (and every dask
-    graph built on it) is gone; the data are then read lazily from there.
+    The file is parsed ``block_bytes`` at a time; ids keep the order in which they first appear.
+    Scores become float64 with ``score_mask``, a key an int8 mask (+1 target, -1 non-target, 0
+    no trial), an ndx a bool mask. A dense output over ``memmap_threshold`` bytes goes to
+    scratch files (in ``scratch_dir``, or the temporary folder), read lazily and deleted when
+    no object or graph refers to them any more.
 
     Parameters
     ----------
     path
         The text file (formats and rules in :mod:`bosaris_dask.io.text`).
-    kind
-        ``"scores"``, ``"key"`` or ``"ndx"``; ``None`` tells it from the content
-        (:func:`sniff_text_kind`).
+    kind : {"scores", "key", "ndx"}, optional
+        ``None`` tells it from the content (:func:`sniff_text_kind`).
     chunks
         Dask chunks of the output (default: dask's ``"auto"``).
     scratch_dir
         Where to put scratch files (spilled codes, memmapped outputs).
     header
         ``None``: detect a NIST header line; ``True``: there must be one; ``False``: none.
-    format
-        The layout, one of ``"bosaris"`` (``model segment [score|label]``, Kaldi too), ``"nist"``
-        (a header names the columns), ``"voxceleb"`` (``label enrol test``), ``"wespeaker"``
-        (``enrol test score label``), ``"3dspeaker"`` (``enrol test label score``); ``None``
-        tells it from the first lines (formats and rules in :mod:`bosaris_dask.io.text`).
-    memmap_threshold
-        Output size in bytes above which the dense arrays live in scratch memmaps.
-    block_bytes
-        Bytes of text parsed at once.
+    format : {"bosaris", "nist", "voxceleb", "wespeaker", "3dspeaker"}, optional
+        The layout; ``None`` tells it from the first lines.
+    memmap_threshold, block_bytes
+        Output bytes above which the dense arrays live in scratch memmaps; bytes parsed at once.
 
     Returns
     -------
@@ -175,22 +149,9 @@ def read_text(
 def read_quality_text(
     path: str | os.PathLike[str], *, block_bytes: int = BLOCK_BYTES
 ) -> xr.DataArray:
-    """Read a BOSARIS quality-measure text file.
-
-    The first non-blank line gives ``q``, the number of quality measures; every following line
-    is ``id v1 ... vq`` (whitespace-separated). ``nan`` values are allowed (no quality for that
-    id); infinities are not. Ids must be unique.
-
-    Returns
-    -------
-    xarray.DataArray
-        A quality table (:func:`bosaris_dask.trials.quality_table`), ids in file order.
-
-    Raises
-    ------
-    ParseError
-        With the file and line: a bad first line, a wrong number of fields, an unparsable or
-        infinite value, an id given twice, ...
+    """Read a BOSARIS quality file (``q``, then ``id v1 ... vq``; NaN allowed, no infinities,
+    unique ids) into a :func:`~bosaris_dask.trials.quality_table`, ids in file order; a
+    ParseError names the file and line of any problem.
 
     Examples
     --------
