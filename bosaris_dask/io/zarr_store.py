@@ -173,10 +173,12 @@ def _check_metadata(store: Path, file: Path) -> None:
         )
 
 
-def _check_local_store(path: Path) -> None:
-    """Every link inside the store resolves inside it (the store itself may be a link), every
-    entry is a directory or a regular file, no array's metadata asks for unpickling."""
+def _check_local_store(path: Path) -> dict[str, int]:
+    """Check that every link inside the store resolves inside it (the store itself may be a
+    link), every entry is a directory or a regular file, no array's metadata asks for
+    unpickling; return the size of every file, by relative POSIX path."""
     root = os.path.realpath(path)
+    sizes: dict[str, int] = {}
     stack = [path]
     while stack:
         try:
@@ -198,6 +200,9 @@ def _check_local_store(path: Path) -> None:
                 raise StoreError(f"{path}: {here.relative_to(path)} is not a regular file")
             elif entry.name in ("zarr.json", ".zarray"):
                 _check_metadata(path, here)
+            elif entry.is_file():
+                sizes[here.relative_to(path).as_posix()] = entry.stat().st_size
+    return sizes
 
 
 # ---------------------------------------------------------------- chunk files
@@ -213,23 +218,10 @@ def _raw_dtype(arr: zarr.Array) -> np.dtype | None:
     return arr.dtype.newbyteorder("<" if endian == "little" else ">")
 
 
-def _chunk_files(base: Path) -> dict[str, int]:
-    """Relative POSIX path -> size of every file under an array directory but its metadata."""
-    out: dict[str, int] = {}
-    stack = [base]
-    while stack:
-        with os.scandir(stack.pop()) as entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(Path(entry.path))
-                elif entry.name not in ("zarr.json", ".zarray", ".zattrs"):
-                    out[Path(entry.path).relative_to(base).as_posix()] = entry.stat().st_size
-    return out
-
-
-def _check_chunks(path: Path | str, name: str, arr: zarr.Array, absent_ok: bool) -> None:
-    """Raise StoreError naming the first chunk of ``arr`` whose file is truncated, or missing
-    where chunks may not be absent (behind a URL: the count of stored chunks)."""
+def _check_chunks(path: Path | str, name: str, arr: zarr.Array, absent_ok: bool, files: dict):
+    """Raise StoreError naming the first chunk of ``arr`` whose file (in ``files``: sizes by
+    path) is truncated, or missing where chunks may not be absent (behind a URL: the count of
+    stored chunks)."""
     if not isinstance(path, Path):
         stored, expected = arr.nchunks_initialized, arr.nchunks
         if stored < expected and not absent_ok:
@@ -240,20 +232,20 @@ def _check_chunks(path: Path | str, name: str, arr: zarr.Array, absent_ok: bool)
     if 0 in arr.shape:
         return
     outer = arr.shards or arr.chunks
-    files = _chunk_files(path / name)
     raw = _raw_dtype(arr)
     size = None if raw is None else math.prod(outer) * arr.dtype.itemsize
     for index in itertools.product(
         *(range(math.ceil(s / c)) for s, c in zip(arr.shape, outer, strict=True))
     ):
         key = arr.metadata.encode_chunk_key(index)
-        if key not in files:
+        found = files.get(f"{name}/{key}")
+        if found is None:
             if absent_ok:
                 continue
             raise StoreError(f"{path}: array {name!r} is missing chunk {index} (file {key})")
-        if size is not None and files[key] != size:
+        if size is not None and found != size:
             raise StoreError(
-                f"{path}: array {name!r} chunk {index} (file {key}) has {files[key]} bytes, "
+                f"{path}: array {name!r} chunk {index} (file {key}) has {found} bytes, "
                 f"expected {size}"
             )
 
@@ -474,8 +466,7 @@ def read_zarr(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
     path = store_location(path)
     if not _store_exists(path):
         raise StoreNotFoundError(f"{path}: no such zarr store")
-    if isinstance(path, Path):
-        _check_local_store(path)
+    files = _check_local_store(path) if isinstance(path, Path) else {}
     attrs, arrays = _open_group(path)
     kind = attrs.get("bosaris_kind")
     if kind not in ("ndx", "key", "scores", "quality"):
@@ -483,7 +474,7 @@ def read_zarr(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
     if kind != "quality":
         _check_trial_layout(path, kind, attrs, arrays)
     for name, arr in arrays.items():
-        _check_chunks(path, name, arr, kind != "quality" and _absent_ok(attrs, name))
+        _check_chunks(path, name, arr, kind != "quality" and _absent_ok(attrs, name), files)
     try:
         ds = xr.open_zarr(
             os.fspath(path), consolidated=False, chunks={}, mask_and_scale=False,
