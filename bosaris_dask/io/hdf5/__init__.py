@@ -51,6 +51,7 @@ from xarray.backends import CachingFileManager
 
 from bosaris_dask.errors import StoreError, StoreNotFoundError, TrialError
 from bosaris_dask.io.compute import plan_chunks
+from bosaris_dask.io.hdf5.write import write_hdf5, write_quality_hdf5
 from bosaris_dask.trials import make_key, make_ndx, make_scores, quality_table
 
 __all__ = [
@@ -504,6 +505,3 @@ def quality_from_values(ids: np.ndarray, values: np.ndarray, what: str) -> xr.Da
     if values.ndim == 2 and values.shape[0] == n:
         return quality_table(ids, values)
     raise StoreError(f"{what} has shape {values.shape} for {n} ids")
-
-
-from bosaris_dask.io.hdf5.write import write_hdf5, write_quality_hdf5  # noqa: E402
