@@ -1,19 +1,8 @@
-"""Reading and writing trial objects: one entry point that chooses the format from the path.
-
-- ``*.zarr``, or a directory holding ``zarr.json``: zarr, the default store
-  (:mod:`bosaris_dask.io.zarr_store`);
-- ``*.h5``, ``*.hdf5``: HDF5 in the layout of the BOSARIS Toolkit (:mod:`bosaris_dask.io.hdf5`);
-- ``*.mat``: MATLAB MAT files of the toolkit, version 5 or 7.3 (:mod:`bosaris_dask.io.mat`);
-- anything else: text, i.e. BOSARIS, Kaldi and NIST trial and score files
-  (:mod:`bosaris_dask.io.text`). For writing, only the usual text names are taken as text
-  (no suffix, ``.txt``, ``.tsv``, ``.lst``, ``.trials``, ``.scores``, ...): another suffix
-  (``scores.csv``, ``key.npy``) is an error unless ``format="text"`` says it is meant, so that a
-  name never silently changes the format.
-
-A path to read that does not exist raises :class:`~bosaris_dask.errors.StoreNotFoundError`
-(a :class:`~bosaris_dask.errors.StoreError` that is also a :class:`FileNotFoundError`) naming
-it. Zarr and HDF5 outputs are written atomically: they appear under their name only when
-complete.
+"""Reading and writing trial objects, in the format the path names (:func:`detect_format`):
+zarr (:mod:`~bosaris_dask.io.zarr_store`, the default store), HDF5 and MAT files in the layout
+of the BOSARIS Toolkit (:mod:`~bosaris_dask.io.hdf5`, :mod:`~bosaris_dask.io.mat`), and
+BOSARIS, Kaldi and NIST text files (:mod:`~bosaris_dask.io.text`). Outputs are written
+atomically (:mod:`~bosaris_dask.io.atomic`).
 
 Examples
 --------
@@ -67,10 +56,8 @@ TEXT_SUFFIXES = (
 
 
 def detect_format(path: str | os.PathLike[str]) -> Format:
-    """The store format of ``path``: ``"zarr"``, ``"hdf5"``, ``"mat"`` or ``"text"``.
-
-    ``.zarr`` (or an existing directory holding ``zarr.json``) is zarr, ``.h5`` and ``.hdf5``
-    are HDF5, ``.mat`` is a MAT file (case-insensitive), anything else is text.
+    """The store format of ``path``: ``.zarr`` (or a directory holding ``zarr.json``) is
+    ``"zarr"``, ``.h5`` and ``.hdf5`` ``"hdf5"``, ``.mat`` ``"mat"`` (any case), else ``"text"``.
 
     Examples
     --------
@@ -120,25 +107,18 @@ def read(
     Parameters
     ----------
     path
-        The file or store; its format comes from :func:`detect_format`. A zarr store may also
-        be an fsspec URL (``s3://bucket/scores.zarr``, ``gs://...``; the matching fsspec
-        package must be installed): read lazily through zarr, with the same layout checks
-        (writes go to a file system: object stores cannot rename atomically).
+        The file or store (format: :func:`detect_format`); a zarr store may be an fsspec URL
+        (``s3://bucket/scores.zarr``; the fsspec package for it must be installed).
     kind : {"ndx", "key", "scores"}, optional
-        What to expect. Zarr stores record their kind (a different one is an error), HDF5 and
-        text files are detected from their content unless ``kind`` is given.
+        What to expect; by default the store's own kind, or detected from the content.
     chunks
         Dask chunks of the data; by default the store's chunks (zarr) or about 64 MiB.
     scratch
-        Where a large text input is staged for the workers (memory-mapped scratch files); by
-        default the dask config key ``bosaris_dask.scratch``, else the temporary folder, which
-        is refused when the workers of the active distributed client run on other hosts. On
-        a cluster of several hosts, give a directory they all share (or convert the text to a
-        zarr store first, ``bosaris-dask convert``).
+        Where a large text input is staged for the workers (see
+        :func:`~bosaris_dask.io.staging.scratch_directory`); on several hosts, a directory they
+        all share (or convert the text to zarr first, ``bosaris-dask convert``).
     text_format
-        For a text file, its layout (``"bosaris"``, ``"nist"``, ``"voxceleb"``, ``"wespeaker"``,
-        ``"3dspeaker"``; see :func:`bosaris_dask.io.text.read_text`); ``None`` detects it.
-        Ignored for zarr, HDF5 and MAT files.
+        A text file's layout (see :func:`bosaris_dask.io.text.read_text`); ``None`` detects it.
 
     Returns
     -------
@@ -148,7 +128,7 @@ def read(
     Raises
     ------
     StoreNotFoundError
-        When ``path`` does not exist.
+        When ``path`` does not exist (also a :class:`FileNotFoundError`).
     StoreError, ParseError
         When the store or file is corrupt or not what ``kind`` says.
     """
@@ -201,20 +181,19 @@ def write(
     progress: bool = False,
     **options: Any,
 ) -> Path:
-    """Write a trial object in the format given by the extension of ``path``.
+    """Write a trial object, atomically, in the format given by the extension of ``path``.
 
     Parameters
     ----------
     obj
         An ndx, key or scores (or, for zarr, a quality object).
     path
-        ``.zarr`` -> :func:`write_zarr`, ``.h5``/``.hdf5`` -> :func:`write_hdf5`, ``.mat`` ->
-        :func:`~bosaris_dask.io.mat.write_mat`, a text name (:data:`TEXT_SUFFIXES`) -> text
-        (:func:`bosaris_dask.io.text.write_text`); any other suffix is an error.
+        ``.zarr``, ``.h5``/``.hdf5``, ``.mat``, or a text name (:data:`TEXT_SUFFIXES`); any
+        other suffix is an error, so that a name never silently changes the format.
     format : {"zarr", "hdf5", "mat", "text"}, optional
         The format, whatever the suffix (e.g. text under ``scores.csv``).
     progress
-        Show progress while a zarr or HDF5 store is written (ignored for text and MAT).
+        Show progress while a zarr or HDF5 store is written.
     **options
         Passed to the writer: ``chunk_mb`` (zarr, HDF5), ``omit_true_masks`` (zarr),
         ``mat_version`` (MAT: ``"5"`` or ``"7.3"``), ``header`` (text).
@@ -250,14 +229,8 @@ def write(
 
 
 def read_quality(path: str | os.PathLike[str]) -> xr.DataArray:
-    """Read a quality table (ids x measures) from an HDF5 (``.h5``, ``.hdf5``), MAT (``.mat``)
-    or text file.
-
-    Returns
-    -------
-    xarray.DataArray
-        A :func:`~bosaris_dask.trials.quality_table`.
-    """
+    """Read a quality table (:func:`~bosaris_dask.trials.quality_table`) from an HDF5, MAT or
+    text file."""
     p = _existing(path)
     fmt = detect_format(p)
     if fmt == "hdf5":

@@ -1,25 +1,8 @@
-"""Atomic writes: build an output under a temporary sibling name, rename it into place at the end.
-
-A store is either complete under its final name or not there at all: a writer that raises, or a
-process that is killed, never leaves a half-written file or zarr directory under the name a user
-(or the next step of a pipeline) will read. The temporary is a hidden sibling in the same
-directory (``.scores.zarr.tmp-1f2e3d4c5b6a``), so the final rename never crosses a file system.
-
-Replacing an existing directory (a zarr store) cannot be done with a plain ``rename``. On Linux
-the two directories are swapped in one atomic ``renameat2(RENAME_EXCHANGE)`` call; elsewhere the
-old one is first moved aside (``.scores.zarr.old-...``) and deleted only after the new one is in
-place. :func:`remove_stale` cleans up what an interrupted writer left behind.
-
-Examples
---------
->>> import pathlib, tempfile
->>> final = pathlib.Path(tempfile.mkdtemp()) / "out.txt"
->>> with atomic_path(final) as tmp:
-...     _ = tmp.write_text("done")
-...     final.exists()
-False
->>> final.read_text()
-'done'
+"""Atomic writes: an output is built under a hidden sibling name (``.scores.zarr.tmp-1f2e3d4c5b6a``,
+the same file system) and renamed into place when complete, so a writer that raises or is killed
+never leaves a half-written file or store under the name a user will read. An existing directory
+is replaced by one ``renameat2(RENAME_EXCHANGE)`` on Linux, elsewhere by moving it aside
+(``.NAME.old-...``) first; :func:`remove_stale` cleans up after killed writers.
 """
 
 from __future__ import annotations
@@ -43,13 +26,9 @@ _OLD = ".old-"
 
 
 def _sibling(final: Path, tag: str) -> Path:
-    """A new hidden sibling ``.NAME<tag><12 hex digits>`` of ``final``.
-
-    When ``final`` is itself a temporary (``.NAME.tmp-...``, as when a writer that is atomic on
-    its own writes into a temporary that an outer :func:`atomic_path` gave out), the sibling is
-    another temporary of ``NAME``, not ``..NAME.tmp-....tmp-...``, so :func:`remove_stale` of
-    ``NAME`` still finds it after a kill.
-    """
+    """A new hidden sibling ``.NAME<tag><12 hex digits>`` of ``final``; of ``NAME`` itself when
+    ``final`` is a temporary ``.NAME.tmp-...`` (nested atomic writers), so that
+    :func:`remove_stale` of ``NAME`` still finds it after a kill."""
     name = final.name
     if name.startswith(".") and _TMP in name:
         base, _, suffix = name[1:].rpartition(_TMP)
@@ -83,11 +62,8 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def _exchange(a: Path, b: Path) -> bool:
-    """Atomically swap two paths with Linux ``renameat2(RENAME_EXCHANGE)``.
-
-    Returns False where the call is not available (other platforms, old C libraries, file
-    systems that do not support it), so the caller can fall back.
-    """
+    """Atomically swap two paths with Linux ``renameat2(RENAME_EXCHANGE)``; False where that is
+    not available (other platforms, old C libraries, some file systems)."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         renameat2 = libc.renameat2
@@ -105,12 +81,8 @@ def _exchange(a: Path, b: Path) -> bool:
 
 
 def _swap(tmp: Path, final: Path) -> Path | None:
-    """Move the finished ``tmp`` onto ``final``; return where the previous output now is.
-
-    That is ``tmp`` itself after an exchange, a ``.NAME.old-*`` sibling after the fallback, or
-    None where there was nothing to keep (no previous output, or a file simply replaced). The
-    caller deletes it once every output is in place.
-    """
+    """Move the finished ``tmp`` onto ``final``; return where the previous output now is (to be
+    deleted once every output is in place), or None."""
     if not final.exists() and not final.is_symlink():
         os.replace(tmp, final)
         return None
@@ -132,23 +104,15 @@ def _swap(tmp: Path, final: Path) -> Path | None:
 
 @contextlib.contextmanager
 def atomic_paths(final_paths: Sequence[str | os.PathLike[str]]) -> Iterator[list[Path]]:
-    """:func:`atomic_path` for several outputs that must appear together.
-
-    Every output is written under its temporary first; only when the block exits normally are
-    they renamed into place, one right after the other, and the previous outputs deleted after
-    the last rename. A process killed while writing leaves every previous output as it was; only
-    a kill in the microseconds between two renames can leave some new outputs beside old ones.
-
-    Parameters
-    ----------
-    final_paths
-        Where the outputs must appear. Their directories must exist.
+    """:func:`atomic_path` for several outputs that must appear together: renamed into place one
+    right after the other when the block exits normally, previous outputs deleted after the last
+    rename (only a kill between two renames can leave new outputs beside old ones).
 
     Raises
     ------
     StoreError
-        If the directory of one of ``final_paths`` does not exist, or the block did not create
-        one of the temporaries.
+        If a directory of ``final_paths`` does not exist, or the block did not create one of
+        the temporaries.
 
     Examples
     --------
@@ -189,28 +153,14 @@ def atomic_paths(final_paths: Sequence[str | os.PathLike[str]]) -> Iterator[list
 
 @contextlib.contextmanager
 def atomic_path(final_path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary sibling path to write; rename it onto ``final_path`` on success.
-
-    The temporary is not created: the block creates it (a file or a directory). When the block
-    exits normally, the temporary replaces ``final_path`` (a previous file or directory of that
-    name is replaced; a previous directory is deleted only after the new output is in place).
-    When the block raises, the temporary is deleted and ``final_path`` is left as it was. If
-    the process is killed, nothing is renamed: only a hidden ``.NAME.tmp-*`` sibling remains,
-    which :func:`remove_stale` deletes.
-
-    Parameters
-    ----------
-    final_path
-        Where the output must appear. Its directory must exist.
+    """Yield a temporary sibling path (a file or directory the block creates) that replaces
+    ``final_path`` when the block exits normally; when it raises, the temporary is deleted and
+    ``final_path`` left as it was; a killed process leaves only a hidden ``.NAME.tmp-*``.
 
     Raises
     ------
     StoreError
         If the directory of ``final_path`` does not exist.
-
-    See Also
-    --------
-    atomic_paths : several outputs that appear together.
 
     Examples
     --------
@@ -230,18 +180,9 @@ def atomic_path(final_path: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 def remove_stale(final_path: str | os.PathLike[str], *, min_age_s: float = 3600.0) -> list[Path]:
-    """Clean up after writers of ``final_path`` that were killed.
-
-    If ``final_path`` is missing but a previous output was moved aside (a writer killed between
-    the two renames of the fallback replacement), that output is moved back. Then hidden
-    temporaries (``.NAME.tmp-*``) and set-aside outputs (``.NAME.old-*``) are deleted. Only
-    entries older than ``min_age_s`` seconds are touched: younger ones may belong to a writer
-    that is still running.
-
-    Returns
-    -------
-    list of Path
-        The paths deleted.
+    """Clean up after killed writers of ``final_path``: a set-aside previous output is moved
+    back if ``final_path`` is missing, then hidden ``.NAME.tmp-*`` and ``.NAME.old-*`` entries
+    older than ``min_age_s`` (younger ones may be a running writer's) are deleted and returned.
 
     Examples
     --------

@@ -1,19 +1,9 @@
-"""Staging data where every worker can read it: the scratch directory and realigning once.
-
-Two things put data on disk for the workers of a computation:
-
-- text inputs above a size become memory maps of scratch files (:mod:`bosaris_dask.io.text`);
-- a Scores object whose ids are in another order than the key's is realigned once
-  (:func:`realign`): its matrices are copied, in their own order, to flat scratch files, and
-  each chunk of the aligned matrix is gathered from them by an index map. Reindexing lazily
-  instead is a shuffle of every chunk with every other, repeated in every pass over the data
-  (1,000 chunks became ~112,000 tasks); realigned, a pass has one task per chunk.
-
-Scratch files go to :func:`scratch_directory`: the directory given (``--scratch-dir DIR``, or the
-dask config key ``bosaris_dask.scratch``), else the system's temporary folder, which only works
-when every worker runs on this host: otherwise :class:`~bosaris_dask.errors.ClusterError` says
-how to convert the input first or which option to pass. Scratch files are deleted when the
-arrays reading them are no longer referenced (or at exit; a killed run's are swept by the next).
+"""Staging data where every worker can read it: large text inputs become memory maps of scratch
+files (:mod:`bosaris_dask.io.text`), and scores in another id order than the key's are
+realigned once (:func:`realign`; reindexing lazily instead shuffles every chunk with every
+other in every pass: 1,000 chunks became ~112,000 tasks). Scratch files go to
+:func:`scratch_directory` and are deleted when no array reads them any more (a killed run's are
+swept by the next).
 
 Examples
 --------
@@ -75,10 +65,7 @@ def _is_this_host(host: str) -> bool:
 
 
 def workers_off_this_host(client: Any = None) -> list[str]:
-    """Addresses of the active distributed client's workers that run on other hosts.
-
-    Empty without a distributed client (threads and processes run here).
-    """
+    """Addresses of the active distributed client's workers that run on other hosts."""
     client = client if client is not None else current_client()
     if client is None:
         return []
@@ -92,23 +79,9 @@ def workers_off_this_host(client: Any = None) -> list[str]:
 
 
 def scratch_directory(scratch: str | os.PathLike[str] | None = None, *, what: str = "") -> str:
-    """The directory where staged data go, checked that the workers can read it.
-
-    Parameters
-    ----------
-    scratch
-        The directory given by the user; else the dask config key :data:`SCRATCH_CONFIG`.
-        It must exist; on a cluster of several hosts it must be on a file system they share.
-    what
-        The input being staged, for the error message.
-
-    Raises
-    ------
-    ClusterError
-        No directory was given and the workers of the active distributed client run on other
-        hosts (they cannot read this machine's temporary folder).
-    StoreError
-        The directory given does not exist.
+    """The directory where staged data go: ``scratch`` (``--scratch-dir``), else the dask config
+    key :data:`SCRATCH_CONFIG`, else the temporary folder, refused (ClusterError naming
+    ``what`` and what to do) when workers of the active distributed client run on other hosts.
     """
     given = scratch if scratch is not None else dask.config.get(SCRATCH_CONFIG, None)
     if given is not None:
@@ -128,17 +101,8 @@ def scratch_directory(scratch: str | os.PathLike[str] | None = None, *, what: st
 
 
 def check_staged_readable(client: Any = None) -> None:
-    """Refuse inputs staged in this machine's temporary folder when workers run elsewhere.
-
-    The command line opens its inputs before it starts or reaches a cluster (so that a wrong
-    path fails fast); a large text input may then already be a memory map in the temporary
-    folder. Called once the cluster is there, this raises before any worker tries to read it.
-
-    Raises
-    ------
-    ClusterError
-        Naming the input, how to convert it first, and the ``--scratch-dir`` option.
-    """
+    """Raise ClusterError for inputs staged in this machine's temporary folder (the CLI opens its
+    inputs before it reaches a cluster) when workers run on other hosts."""
     from bosaris_dask.io.text.scratch import _UNSHARED
 
     staged = sorted({f.staged for f in list(_UNSHARED.values()) if f.staged})
@@ -177,11 +141,7 @@ class _FlatFile:
 def _gather(
     rows: np.ndarray, cols: np.ndarray, *, source: _ScratchArray, fill: Any, identity: bool
 ) -> np.ndarray:
-    """The cells ``(rows, cols)`` of ``source`` (-1: an id it lacks, the fill value).
-
-    Only those cells are copied out of the memory map (a chunk narrower than the matrix does
-    not read whole rows).
-    """
+    """The cells ``(rows, cols)`` of ``source``, only those read (-1: the fill value)."""
     out = np.full((len(rows), len(cols)), fill, dtype=source.dtype)
     r_ok = np.flatnonzero(rows >= 0)
     if identity:  # the columns of this chunk are a contiguous run of the source's
@@ -212,10 +172,8 @@ def realign(
     scratch: str | os.PathLike[str] | None = None,
     progress: bool = False,
 ) -> xr.Dataset:
-    """``obj`` reordered by index maps, realigned once through scratch files.
-
-    One pass copies each data matrix, in its own order, to a flat scratch file; the returned
-    object's chunks are gathered from those files (one task per chunk, no shuffle).
+    """``obj`` reordered by index maps: one pass copies each matrix to a flat scratch file, and
+    each chunk of the result is gathered from it (one task per chunk, no shuffle).
 
     Parameters
     ----------

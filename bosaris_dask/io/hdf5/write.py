@@ -59,25 +59,30 @@ def _write_strings(parent: h5py.Group, name: str, values: Any, *, scalar: bool =
         dset.write(h5py.h5s.ALL, h5py.h5s.ALL, arr, mtype=tid)
 
 
-def _matrices(obj: xr.Dataset, kind: str, chunk_mb: float) -> dict[str, da.Array]:
-    """The dask arrays to write, by dataset name, in a common chunking."""
-    shape = (obj.sizes["model"], obj.sizes["segment"])
-    plan = plan_chunks(shape, 8 if kind == "scores" else 1, chunk_mb)
+def bosaris_matrices(obj: xr.Dataset, kind: str, chunks: Any = None) -> dict[str, da.Array]:
+    """The matrices of the BOSARIS layout (HDF5 and MAT files), lazily, by name: a key's signed
+    int8 ``trial_mask``, an index's uint8 one, or ``scores`` (0 off the mask) and a uint8
+    ``score_mask``; in ``chunks`` if given."""
 
     def lazy(name: str) -> da.Array:
         x = obj[name].data
-        return (x if isinstance(x, da.Array) else da.from_array(np.asarray(x))).rechunk(plan)
+        x = x if isinstance(x, da.Array) else da.from_array(np.asarray(x), chunks="auto")
+        return x if chunks is None else x.rechunk(chunks)
 
     if kind == "key":
-        return {"trial_mask": trial_classes(obj, chunks=plan).astype(np.int8)}
+        return {"trial_mask": trial_classes(obj, chunks=chunks).astype(np.int8)}
     if kind == "ndx":
         return {"trial_mask": lazy("trial_mask").astype(np.uint8)}
-    mask = lazy("score_mask").astype(bool)
-    score = da.where(mask, lazy("score").astype(np.float64), 0.0)
-    return {"scores": score, "score_mask": mask.astype(np.uint8)}
+    mask, score = lazy("score_mask").astype(bool), lazy("score")
+    return {
+        "scores": da.where(mask, score, score.dtype.type(0)),
+        "score_mask": mask.astype(np.uint8),
+    }
 
 
-def _stream(matrices: dict[str, da.Array], f: h5py.File, label: str, progress: bool) -> None:
+def _stream(
+    matrices: dict[str, da.Array], f: h5py.Group, label: str, progress: bool
+) -> list[h5py.Dataset]:
     """Write the blocks of the dask arrays into new datasets of ``f``, from one process.
 
     With a local scheduler, :func:`dask.array.store` writes each block as soon as it is
@@ -87,13 +92,13 @@ def _stream(matrices: dict[str, da.Array], f: h5py.File, label: str, progress: b
     arrays = list(matrices.values())
     datasets = [f.create_dataset(n, shape=a.shape, dtype=a.dtype) for n, a in matrices.items()]
     if 0 in arrays[0].shape:
-        return
+        return datasets
     if current_client() is None:
         stored = da.store(arrays, datasets, lock=threading.Lock(), compute=False)
         local = dask.base.get_scheduler() in (None, dask.threaded.get, dask.local.get_sync)
         with contextlib.nullcontext() if local else dask.config.set(scheduler="threads"):
             compute(stored, progress=progress)
-        return
+        return datasets
     blocks = [a.to_delayed(optimize_graph=True).ravel() for a in arrays]
     slices = list(da.core.slices_from_chunks(arrays[0].chunks))
     block_bytes = (
@@ -110,6 +115,7 @@ def _stream(matrices: dict[str, da.Array], f: h5py.File, label: str, progress: b
         if progress:
             end = "\n" if batch.stop == len(slices) else ""
             print(f"\r{label}: {batch.stop}/{len(slices)} blocks", end=end, file=sys.stderr)
+    return datasets
 
 
 def write_hdf5(
@@ -152,7 +158,12 @@ def write_hdf5(
     if kind == "quality":
         raise StoreError(f"{path}: write quality tables with write_quality_hdf5")
     path = Path(path)
-    matrices = _matrices(obj, kind, chunk_mb)
+    plan = plan_chunks(
+        (obj.sizes["model"], obj.sizes["segment"]), 8 if kind == "scores" else 1, chunk_mb
+    )
+    matrices = bosaris_matrices(obj, kind, plan)
+    if kind == "scores":
+        matrices["scores"] = matrices["scores"].astype(np.float64)
     with atomic_path(path) as tmp, h5py.File(tmp, "w", libver=_LIBVER) as f:
         _stream(matrices, f, f"writing {path}", progress)
         if kind == "key":
@@ -160,4 +171,34 @@ def write_hdf5(
         group = f.require_group("ID")
         _write_strings(group, "row_ids", obj.model.values)
         _write_strings(group, "column_ids", obj.segment.values)
+    return path
+
+
+def write_quality_hdf5(table: xr.DataArray, path: str | os.PathLike[str]) -> Path:
+    """Write a quality table as ``/values`` (q measures x n ids, double) and ``/ids``.
+
+    Parameters
+    ----------
+    table
+        A 2-D DataArray whose first dimension is indexed by ids
+        (:func:`~bosaris_dask.trials.quality_table`).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from bosaris_dask.trials import quality_table
+    >>> t = quality_table(["s1", "s2"], [[0.1, 5.0], [0.2, 6.0]])
+    >>> path = write_quality_hdf5(t, tempfile.mkdtemp() + "/q.h5")
+    >>> from bosaris_dask.io.hdf5 import read_quality_hdf5
+    >>> read_quality_hdf5(path).equals(t)
+    True
+    """
+    if not isinstance(table, xr.DataArray) or table.ndim != 2:
+        raise StoreError(f"{path}: a quality table must be a 2-D DataArray (ids x measures)")
+    ids = table[table.dims[0]].values
+    values = np.asarray(table.values, dtype=np.float64).T
+    path = Path(path)
+    with atomic_path(path) as tmp, h5py.File(tmp, "w", libver=_LIBVER) as f:
+        f.create_dataset("values", data=values)
+        _write_strings(f, "ids", ids)
     return path

@@ -1,14 +1,27 @@
 """MATLAB .mat files of the BOSARIS Toolkit: Key, Ndx, Scores and quality tables.
 
-The toolkit saves an object ``obj`` to ``name.mat`` as one struct variable (``key``, ``ndx``,
-``scr`` or ``qual``); the struct's fields are those of the HDF5 layout
-(:mod:`bosaris_dask.io.mat.fields`). Both versions of the format are read and written:
+The toolkit saves an object to ``name.mat`` as one struct variable (``key``, ``ndx``, ``scr`` or
+``qual``) whose fields are those of the HDF5 layout (:mod:`bosaris_dask.io.hdf5`):
+
+==========  ====================================================================
+kind        fields (matrices are models x segments)
+==========  ====================================================================
+key         ``row_ids``, ``column_ids`` (cell arrays of strings), ``trial_mask``
+            (int8: +1 target, -1 non-target, 0 no trial), ``file_format`` ('2.0')
+ndx         ``row_ids``, ``column_ids``, ``trial_mask`` (uint8 or logical)
+scores      ``row_ids``, ``column_ids``, ``scores`` (double or single),
+            ``score_mask`` (uint8 or logical)
+quality     ``ids`` (cell array of strings), ``values`` (double, measures x ids)
+==========  ====================================================================
+
+Reading is liberal: the ids may sit in an ``ID`` sub-struct (as in HDF5), and the field names of
+the toolkit's own objects are accepted (``modelset``, ``segset``, ``tar`` and ``non``,
+``trialmask``, ``scoremat`` and ``scoremask``). Both versions of the format are read (the
+version is told from the file's header) and written, atomically:
 
 - version 5 (:mod:`scipy.io`), the default for writing: in memory, 2 GiB per variable;
-- version 7.3 (HDF5 underneath, :mod:`h5py`): large matrices are read lazily; written with
-  ``mat_version="7.3"``, streamed block by block.
-
-Writes are atomic. Reading tells the version from the file's header.
+- version 7.3 (HDF5 underneath, :mod:`bosaris_dask.io.mat.v73`): large matrices are read
+  lazily; written with ``mat_version="7.3"``, streamed block by block.
 
 Examples
 --------
@@ -29,18 +42,194 @@ import os
 from pathlib import Path
 from typing import Any
 
+import dask.array as da
+import numpy as np
+import pandas as pd
+import scipy.io
 import xarray as xr
 
-from bosaris_dask.errors import StoreError, StoreNotFoundError
+from bosaris_dask.errors import StoreError, StoreNotFoundError, TrialError
 from bosaris_dask.io.atomic import atomic_path
-from bosaris_dask.io.mat.fields import KINDS, VARIABLES, guess_kind, to_fields, to_object
-from bosaris_dask.io.mat.v5 import read_v5, write_v5
+from bosaris_dask.io.hdf5 import quality_from_values
+from bosaris_dask.io.hdf5.write import bosaris_matrices
 from bosaris_dask.io.mat.v73 import is_v73, read_v73, write_v73
+from bosaris_dask.progress import compute
+from bosaris_dask.trials import key_from_masks, kind_of, make_key, make_ndx, make_scores, validate
+from bosaris_dask.trials.construction import checked_codes
 
 __all__ = ["read_mat", "write_mat", "read_quality_mat", "write_quality_mat"]
 
+#: The variable name of each kind, as the toolkit saves it.
+VARIABLES = {"key": "key", "ndx": "ndx", "scores": "scr", "quality": "qual"}
+KINDS = {v: k for k, v in VARIABLES.items()}
+#: The largest variable a version 5 MAT file can hold (its sizes are 32-bit).
+V5_LIMIT = 2**31 - 1
+_ALIASES = {
+    "row_ids": ("row_ids", "modelset"),
+    "column_ids": ("column_ids", "segset"),
+    "trial_mask": ("trial_mask", "trialmask"),
+    "scores": ("scores", "scoremat"),
+    "score_mask": ("score_mask", "scoremask"),
+}
+_SCIPY_ERRORS = (ValueError, TypeError, OSError, EOFError, KeyError, IndexError, AttributeError)
 
-def _variables(path: Path) -> dict[str, Any]:
+
+def _field(fields: dict, name: str) -> Any:
+    for alias in _ALIASES.get(name, (name,)):
+        if alias in fields:
+            return fields[alias]
+        sub = fields.get("ID")
+        if isinstance(sub, dict) and alias in sub:
+            return sub[alias]
+    return None
+
+
+def ids_of(value: Any, where: str) -> np.ndarray:
+    """Ids as a 1-D object array of ``str`` (a cell array, a list or a char matrix)."""
+    if value is None:
+        raise StoreError(f"{where} is missing")
+    flat = np.ravel(np.asarray([value] if isinstance(value, str) else value, dtype=object))
+    out = []
+    for v in flat:
+        if isinstance(v, np.ndarray) and v.size == 1:
+            v = v.item()
+        if not isinstance(v, str):
+            raise StoreError(f"{where} holds {type(v).__name__}, not strings")
+        out.append(v.rstrip("\x00"))
+    index = pd.Index(out)
+    if not index.is_unique:
+        raise StoreError(f"{where}: duplicate id {index[index.duplicated()][0]!r}")
+    return np.array(out, dtype=object)
+
+
+def _matrix(value: Any, shape: tuple[int, int], where: str) -> Any:
+    """A numeric matrix of ``shape`` (MAT readers squeeze 1 x n matrices to vectors)."""
+    if value is None:
+        raise StoreError(f"{where} is missing")
+    if not hasattr(value, "dtype") or not hasattr(value, "shape"):
+        value = np.asarray(value)
+    if value.dtype.kind not in "biuf":
+        raise StoreError(f"{where} holds {value.dtype}, expected numbers")
+    if tuple(value.shape) != shape:
+        if int(np.prod(value.shape)) != shape[0] * shape[1] or len(value.shape) > 2:
+            raise StoreError(
+                f"{where} has shape {tuple(value.shape)} but there are {shape[0]} row ids and "
+                f"{shape[1]} column ids"
+            )
+        value = value.reshape(shape)
+    return value
+
+
+def guess_kind(fields: dict) -> str:
+    """The kind of a struct from its fields."""
+    if _field(fields, "scores") is not None:
+        return "scores"
+    if "values" in fields and "ids" in fields:
+        return "quality"
+    if "tar" in fields or "file_format" in fields:
+        return "key"
+    mask = _field(fields, "trial_mask")
+    if mask is not None:  # signed: a key (as in HDF5); floats: a key if some are negative
+        dtype = np.asarray(mask).dtype if not hasattr(mask, "dtype") else mask.dtype
+        if dtype.kind == "f":
+            return "key" if np.min(np.asarray(mask), initial=0) < 0 else "ndx"
+        return "key" if dtype.kind == "i" else "ndx"
+    raise StoreError("the struct has none of the fields of a key, ndx, scores or quality")
+
+
+def to_object(fields: dict, kind: str, where: str) -> xr.Dataset | xr.DataArray:
+    """The trial object (or quality table) of a struct's fields."""
+    if kind == "quality":
+        ids = ids_of(fields.get("ids"), f"{where}.ids")
+        values = np.asarray(fields.get("values"), dtype=np.float64)
+        return quality_from_values(ids, values, f"{where}.values")
+    models = ids_of(_field(fields, "row_ids"), f"{where}.row_ids")
+    segments = ids_of(_field(fields, "column_ids"), f"{where}.column_ids")
+    shape = (len(models), len(segments))
+    try:
+        if kind == "scores":
+            mask = _matrix(_field(fields, "score_mask"), shape, f"{where}.score_mask") != 0
+            score = _matrix(_field(fields, "scores"), shape, f"{where}.scores")
+            if score.dtype.kind != "f":
+                raise StoreError(f"{where}.scores holds {score.dtype}, expected double or single")
+            pick = np.where if isinstance(score, np.ndarray) else da.where
+            score = pick(mask, score, score.dtype.type(0))  # as the HDF5 reader: 0 off the mask
+            return make_scores(models, segments, score, mask)
+        if kind == "ndx":
+            mask = _matrix(_field(fields, "trial_mask"), shape, f"{where}.trial_mask")
+            return make_ndx(models, segments, mask != 0)
+        if "tar" in fields and _field(fields, "trial_mask") is None:
+            tar = _matrix(fields["tar"], shape, f"{where}.tar") != 0
+            non = _matrix(fields.get("non"), shape, f"{where}.non") != 0
+            return key_from_masks(models, segments, tar, non)
+        mask = _matrix(_field(fields, "trial_mask"), shape, f"{where}.trial_mask")
+        if isinstance(mask, da.Array):  # a large v7.3 matrix: checked as its blocks are read
+            mask = checked_codes(mask, models, segments, where=f"{where}: ")
+        return make_key(models, segments, mask)
+    except TrialError as exc:
+        raise StoreError(f"{where}: {exc}") from exc
+
+
+def to_fields(obj: xr.Dataset | xr.DataArray, *, lazy: bool = False) -> tuple[str, dict]:
+    """The variable name and the fields of a trial object or quality table; the matrices in
+    memory, or with ``lazy=True`` as dask arrays (for a writer that streams them)."""
+    if isinstance(obj, xr.DataArray):
+        ids = np.asarray([str(i) for i in obj[obj.dims[0]].values], dtype=object)
+        return VARIABLES["quality"], {
+            "ids": ids,
+            "values": np.asarray(obj.values, dtype=np.float64).T,
+        }
+    kind = kind_of(validate(obj))
+    if kind not in ("key", "ndx", "scores"):
+        raise StoreError(f"a {kind} cannot be written to a MAT file")
+    fields: dict[str, Any] = {
+        "row_ids": np.asarray([str(i) for i in obj.model.values], dtype=object),
+        "column_ids": np.asarray([str(i) for i in obj.segment.values], dtype=object),
+        **bosaris_matrices(obj, kind),
+    }
+    if kind == "key":
+        fields["file_format"] = "2.0"
+    if not lazy:
+        names = [k for k, v in fields.items() if isinstance(v, da.Array)]
+        values = compute([fields[k] for k in names])
+        fields.update(zip(names, (np.asarray(v) for v in values), strict=True))
+    return VARIABLES[kind], fields
+
+
+def read_v5(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The variables of a version 5 MAT file (read whole, as MATLAB does): structs as dicts,
+    cell arrays as lists."""
+    try:
+        with open(path, "rb") as f:
+            return scipy.io.loadmat(f, simplify_cells=True, mat_dtype=False)
+    except (*_SCIPY_ERRORS, NotImplementedError, scipy.io.matlab.MatReadError) as exc:
+        raise StoreError(f"{path}: not a readable MAT file ({exc})") from exc
+
+
+def _as_mat(value: Any) -> Any:
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        cell = np.empty((len(value), 1), dtype=object)  # a column cell array of strings
+        cell[:, 0] = list(value)
+        return cell
+    if isinstance(value, np.ndarray) and value.dtype == bool:
+        return value.astype(np.uint8)
+    return value
+
+
+def write_v5(file: Any, name: str, fields: dict[str, Any], where: Path) -> None:
+    """Write one struct variable to an open binary file."""
+    size = sum(v.nbytes for v in fields.values() if isinstance(v, np.ndarray) and v.dtype != object)
+    if size > V5_LIMIT:
+        raise StoreError(
+            f"{where}: {size} bytes do not fit a version 5 MAT file (2 GiB per variable); "
+            "write a version 7.3 one (mat_version='7.3')"
+        )
+    struct = {k: _as_mat(v) for k, v in fields.items()}
+    scipy.io.savemat(file, {name: struct}, format="5", do_compression=True, oned_as="column")
+
+
+def _struct(path: Path, kind: str | None) -> tuple[str, dict]:
+    """The name and fields of the struct holding a ``kind`` (or the only struct)."""
     if not path.exists():
         raise StoreNotFoundError(f"{path}: no such MAT file")
     try:
@@ -48,11 +237,7 @@ def _variables(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise StoreError(f"{path}: cannot read ({exc})") from exc
     found = read_v73(path) if v73 else read_v5(path)
-    return {k: v for k, v in found.items() if not k.startswith("__")}
-
-
-def _struct(path: Path, variables: dict[str, Any], kind: str | None) -> tuple[str, dict]:
-    """The name and fields of the struct holding a ``kind`` (or the only struct)."""
+    variables = {k: v for k, v in found.items() if not k.startswith("__")}
     structs = {k: v for k, v in variables.items() if isinstance(v, dict)}
     if kind is not None and VARIABLES[kind] in structs:
         return VARIABLES[kind], structs[VARIABLES[kind]]
@@ -88,7 +273,7 @@ def read_mat(path: str | os.PathLike[str], kind: str | None = None) -> xr.Datase
         are not unique strings, shapes that do not match the ids, bad key codes.
     """
     path = Path(path)
-    name, fields = _struct(path, _variables(path), kind)
+    name, fields = _struct(path, kind)
     found = KINDS.get(name) or guess_kind(fields)
     if kind is not None and found != kind:
         raise StoreError(f"{path}: holds a {found}, expected a {kind}")
@@ -100,7 +285,7 @@ def read_mat(path: str | os.PathLike[str], kind: str | None = None) -> xr.Datase
 def read_quality_mat(path: str | os.PathLike[str]) -> xr.DataArray:
     """Read a quality table (``qual``: ``ids`` and ``values``, measures x ids) from a MAT file."""
     path = Path(path)
-    name, fields = _struct(path, _variables(path), "quality")
+    name, fields = _struct(path, "quality")
     return to_object(fields, "quality", f"{path}: {name}")
 
 

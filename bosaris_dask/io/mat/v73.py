@@ -19,9 +19,8 @@ import h5py
 import numpy as np
 
 from bosaris_dask.errors import StoreError
-from bosaris_dask.io.hdf5.read import _H5Array, _open
-from bosaris_dask.io.hdf5.safety import _H5_ERRORS, _dataset, _node, _standard_type
-from bosaris_dask.progress import compute
+from bosaris_dask.io.hdf5 import _H5_ERRORS, _dataset, _H5Array, _node, _open, _standard_type
+from bosaris_dask.io.hdf5.write import _stream
 
 #: Matrices larger than this many bytes are read lazily (dask), smaller ones at once.
 _LAZY_BYTES = 64 * 2**20
@@ -61,7 +60,7 @@ class _Reader:
 
     def node(self, name: str) -> Any:
         """The object ``name``, through hard and in-file soft links only; a dataset must keep
-        its data in this file (as the HDF5 reader requires, :mod:`bosaris_dask.io.hdf5.safety`)."""
+        its data in this file (as the HDF5 reader requires, :mod:`bosaris_dask.io.hdf5`)."""
         found = _node(self.path, self.file, name)
         if found is None:
             raise StoreError(f"{self.path}: {name} is missing")
@@ -145,17 +144,7 @@ _CLASSES = {
 }
 
 
-def _write_blocks(group: h5py.Group, name: str, data: da.Array) -> h5py.Dataset:
-    """A matrix streamed block by block (bounded memory), transposed as MATLAB stores it."""
-    dset = group.create_dataset(name, shape=data.shape[::-1], dtype=data.dtype)
-    starts = [np.cumsum((0, *c)) for c in data.chunks]
-    for i, j in np.ndindex(*data.numblocks):
-        (r0, r1), (c0, c1) = (starts[0][i], starts[0][i + 1]), (starts[1][j], starts[1][j + 1])
-        dset[c0:c1, r0:r1] = np.asarray(compute(data.blocks[i, j])).T
-    return dset
-
-
-def write_v73(tmp: Path, name: str, fields: dict[str, Any]) -> None:
+def write_v73(tmp: Path, name: str, fields: dict[str, Any], progress: bool = False) -> None:
     """Write one struct variable to a new version 7.3 MAT file at ``tmp``; dask matrices are
     streamed block by block."""
     with h5py.File(tmp, "w", userblock_size=512, libver=("earliest", "v110")) as f:
@@ -169,8 +158,8 @@ def write_v73(tmp: Path, name: str, fields: dict[str, Any]) -> None:
             else:
                 cls = _CLASSES[value.dtype]
                 data = value.astype(np.uint8) if cls == "logical" else value
-                if isinstance(data, da.Array):
-                    dset = _write_blocks(group, field, data)
+                if isinstance(data, da.Array):  # streamed, transposed as MATLAB stores it
+                    (dset,) = _stream({field: data.T}, group, f"writing {tmp}", progress)
                 else:
                     dset = group.create_dataset(field, data=np.ascontiguousarray(data.T))
                 _attr_class(dset, cls, 1 if cls == "logical" else None)

@@ -1,10 +1,8 @@
 """Text trial, score and quality files: BOSARIS/Kaldi lines and NIST tab-separated tables.
 
-Reading is streamed: the file is cut into blocks of whole lines, each block is parsed in one
-vectorised call, and only integer codes and values are kept (spilled to a scratch file when they
-grow), so that a 1e8-line file converts with bounded memory. The dense output is backed by a
-scratch memmap (wrapped lazily with dask, deleted when no longer referenced) when it would exceed
-``memmap_threshold`` bytes.
+Reading is streamed: blocks of whole lines are parsed by pandas' C parser
+(:mod:`~bosaris_dask.io.text.parse`) and only integer codes and values are kept, spilled to a
+scratch file when they grow (:mod:`~bosaris_dask.io.text.collect`), so memory stays bounded.
 
 Formats
 -------
@@ -80,16 +78,8 @@ Rules
   badly encoded id, a trial given twice (both lines are named), a NUL byte, a line longer than
   1 MiB, a file without trials.
 
-Writing (:func:`write_text`) produces the BOSARIS form (``header=False``, single spaces) or a NIST
-table (``header=True``: a ``modelid``/``segmentid``/``LLR`` or ``targettype`` header and single
-tabs), in row-major order (model order, then segment order), only the trials of the mask.
-float64 scores are written as the shortest string that reads back to the same double (Python's
-``repr``), float32 scores with 9 significant digits (which read back, through float64, to the
-same float32). The file appears atomically under its name when complete.
-
-Quality tables (:func:`read_quality_text`, :func:`write_quality_text`) are BOSARIS quality files:
-a first line with the number ``q`` of quality measures, then ``id v1 ... vq`` per id (NaN allowed,
-meaning "no quality"; infinities are errors).
+Writing (:func:`write_text`) gives BOSARIS lines or a NIST table, scores that read back exactly.
+Quality files (:func:`read_quality_text`, :func:`write_quality_text`): ``q``, then ``id v1 ... vq``.
 
 Examples
 --------
@@ -110,14 +100,13 @@ m2 s2 3.0
 True
 """
 
-from bosaris_dask.io.text.blocks import BLOCK_BYTES as BLOCK_BYTES
-from bosaris_dask.io.text.dense import MEMMAP_THRESHOLD
+from bosaris_dask.io.text.collect import MEMMAP_THRESHOLD
 from bosaris_dask.io.text.labels import ACCEPTED_LABELS as ACCEPTED_LABELS
 from bosaris_dask.io.text.layout import MAX_LINE_BYTES as MAX_LINE_BYTES
 from bosaris_dask.io.text.layout import TEXT_FORMATS
-from bosaris_dask.io.text.quality import read_quality_text, write_quality_text
-from bosaris_dask.io.text.read import read_text, sniff_text_kind, text_has_labels
-from bosaris_dask.io.text.write import write_text
+from bosaris_dask.io.text.parse import BLOCK_BYTES as BLOCK_BYTES
+from bosaris_dask.io.text.read import read_quality_text, read_text, sniff_text_kind, text_has_labels
+from bosaris_dask.io.text.write import write_quality_text, write_text
 
 __all__ = [
     "sniff_text_kind",

@@ -1,11 +1,15 @@
-"""Parsing one block of lines: pandas' C parser on canonical blocks, an exact check of the rest.
+"""Cutting a text file into blocks of whole lines and parsing each with pandas' C parser.
 
-A block in canonical form (single separators, no blank lines) goes straight to pandas' typed
-parse. Any other block is first made canonical (:mod:`~bosaris_dask.io.text.canonical`, keeping
-the line of each record) and parsed the same way; a block that the typed parse still does not
-take is checked field by field (:mod:`~bosaris_dask.io.text.checked`), which names its first bad
-line or, for the rare valid block pandas misreads, gives its records. The line-by-line parser
-that these paths must agree with is the oracle of the tests (``tests/text_oracle.py``).
+:func:`_iter_blocks` cuts the file into blocks of whole lines (CRLF made LF), refusing NUL bytes
+and lines over ``MAX_LINE_BYTES``. :func:`_parse_block` gives a block's records (:class:`_Chunk`):
+a block with single separators goes straight to pandas' typed parse; a headerless one with runs
+of spaces and tabs is split by pandas itself (``sep=r"\\s+"``); any other block (blank lines, a
+damaged line) is made canonical with numpy (:func:`_canonical`: single separators, no blank
+lines, the file line of each record kept) and parsed again, and what the typed parse still
+refuses is checked field by field (:func:`_parse_checked`: each column on its distinct values),
+which raises ``file:line: reason`` for the first bad line or, for the rare valid block pandas
+misreads (ids ``true``/``false``), gives its records. The line-by-line parser these paths must
+agree with is the oracle of the tests (``tests/text_oracle.py``).
 
 Examples
 --------
@@ -24,20 +28,275 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import re
 import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from bosaris_dask.io.text.blocks import _count_byte
-from bosaris_dask.io.text.canonical import _canonical
-from bosaris_dask.io.text.checked import _parse_checked
-from bosaris_dask.io.text.labels import label_sign
-from bosaris_dask.io.text.layout import _Layout
-from bosaris_dask.io.text.records import _FLOAT_ROLES, _ID_ROLES, _WS, _Chunk, _good_id, _stack
+from bosaris_dask.errors import ParseError
+from bosaris_dask.io.text.labels import ACCEPTED_LABELS, label_sign
+from bosaris_dask.io.text.layout import MAX_LINE_BYTES, _Layout, _open, _shown
 
+_ID_ROLES = ("model", "segment", "id")
+_FLOAT_ROLES = ("score", "value")
+_WS = " \t\n\r\x0b\x0c"  # ASCII whitespace, as bytes.split() sees it
+
+
+@dataclass
+class _Chunk:
+    """The parsed records of one block."""
+
+    ids: dict[str, tuple[np.ndarray, np.ndarray]]  # role -> (codes, uniques as str)
+    values: np.ndarray | None  # float64 scores, int8 labels (+1/-1) or (n, q) float64 values
+    first_line: int
+    lines: np.ndarray | None  # 1-based line of each record; None: first_line + arange(n)
+    n: int
+
+
+def _good_id(u: Any) -> bool:
+    return isinstance(u, str) and u != "" and u == u.strip(_WS)
+
+
+def _stack(values: list[np.ndarray], labels: np.ndarray | None, layout: _Layout):
+    if labels is not None:
+        return labels
+    if not values:
+        return None
+    return values[0] if layout.kind != "quality" else np.stack(values, axis=1)
+
+
+def _count_message(layout: _Layout, found: int) -> str:
+    how = "tab-separated " if layout.sep else ""
+    what = {"scores": "model segment score", "key": "model segment target|nontarget"}.get(
+        layout.kind, "model segment"
+    )
+    if layout.form:
+        what = layout.form
+    elif layout.kind == "quality":
+        what = f"an id and {layout.nfields - 1} quality values"
+    elif layout.header:
+        what = "one per header column"
+    elif layout.kind == "ndx" and layout.nfields == 3:
+        what = "model segment, and an ignored third field as on the first line"
+    return f"expected {layout.nfields} {how}fields ({what}), found {found}"
+
+
+#: Bytes of text parsed per block.
+BLOCK_BYTES = 16 * 2**20
+
+
+def _iter_blocks(
+    path: str | os.PathLike[str], layout: _Layout, block_bytes: int
+) -> Iterator[tuple[bytes, int, int]]:
+    """Yield ``(block, first_line, n_lines)``: whole lines, each ending with LF (CRLF -> LF).
+
+    Checks for NUL bytes and over-long lines on the way (an over-long line is found after
+    reading at most ``block_bytes + MAX_LINE_BYTES`` of it).
+    """
+    with _open(path) as f:
+        f.seek(layout.start)
+        carry, lineno = b"", layout.first_line
+        while True:
+            chunk = f.read(block_bytes)
+            if not chunk:
+                if not carry:
+                    return
+                block, carry = (carry if carry.endswith(b"\n") else carry + b"\n"), b""
+            else:
+                cut = chunk.rfind(b"\n") + 1
+                if cut == 0:
+                    block, carry = b"", carry + chunk
+                else:  # one copy at most
+                    block = b"".join((carry, memoryview(chunk)[:cut])) if carry else chunk[:cut]
+                    carry = chunk[cut:]
+            if len(carry) > MAX_LINE_BYTES:
+                raise ParseError(
+                    f"line longer than {MAX_LINE_BYTES} bytes",
+                    path=path,
+                    line=lineno + block.count(b"\n"),
+                )
+            if not block:
+                continue
+            _check_block(block, path, lineno)
+            if b"\r" in block:
+                block = block.replace(b"\r\n", b"\n")
+            n = _count_byte(block, 10)
+            yield block, lineno, n
+            lineno += n
+            if not chunk:
+                return
+
+
+def _check_block(block: bytes, path: Any, lineno: int) -> None:
+    nul = block.find(b"\0")
+    if nul >= 0:
+        raise ParseError(
+            "NUL byte in a text file (is it binary?)",
+            path=path,
+            line=lineno + block.count(b"\n", 0, nul),
+        )
+    # every window of MAX_LINE_BYTES + 1 bytes after a line start must hold a newline
+    start = 0
+    while len(block) - start > MAX_LINE_BYTES + 1:
+        end = block.rfind(b"\n", start, start + MAX_LINE_BYTES + 1)
+        if end < 0:
+            raise ParseError(
+                f"line longer than {MAX_LINE_BYTES} bytes",
+                path=path,
+                line=lineno + block.count(b"\n", 0, start),
+            )
+        start = end + 1
+
+
+def _count_byte(block: bytes, byte: int) -> int:
+    """How many times ``byte`` occurs in ``block`` (numpy's SIMD compare beats bytes.count)."""
+    return int(np.count_nonzero(np.frombuffer(block, dtype=np.uint8) == byte))
+
+
+_TO_SPACE = bytes.maketrans(b"\t\r\x0b\x0c", b"    ")
+_IS_WS = np.zeros(256, dtype=bool)
+_IS_WS[list(b" \t\n\r\x0b\x0c")] = True
+
+
+def _canonical(block: bytes, layout: _Layout) -> tuple[bytes, np.ndarray]:
+    """``block`` (whole lines, each ending with LF) in canonical form, and the index in
+    ``block`` of each line kept."""
+    if layout.sep is None:
+        block = block.translate(_TO_SPACE)
+        a = np.frombuffer(block, dtype=np.uint8)
+        space = a == 32
+        keep = np.ones(len(a), dtype=bool)
+        np.logical_not(np.logical_and(space[1:], space[:-1]), out=keep[1:])
+        if not keep.all():  # runs of spaces, however long, in one pass (a regex is 4x slower)
+            a = a[keep]
+            block = a.tobytes()
+        del space, keep
+        ends = np.flatnonzero(a == 10)
+        edges = np.concatenate(([0], ends[:-1] + 1, ends[ends > 0] - 1))  # runs are single now
+        edges = np.unique(edges[a[edges] == 32])
+        if len(edges):  # a space at the start or the end of a line
+            a = np.delete(a, edges)
+            block = a.tobytes()
+            ends = np.flatnonzero(a == 10)
+        starts = np.concatenate(([0], ends[:-1] + 1))
+        solid = ends != starts  # whitespace-only lines are empty now
+    else:
+        a = np.frombuffer(block, dtype=np.uint8)
+        ends = np.flatnonzero(a == 10)
+        starts = np.concatenate(([0], ends[:-1] + 1))
+        solid = np.logical_or.reduceat(~_IS_WS[a], starts) if len(ends) else ends > 0
+    if solid.all():
+        return block, np.arange(len(ends))
+    return a[np.repeat(solid, ends - starts + 1)].tobytes(), np.flatnonzero(solid)
+
+
+_NOT_FLOAT = re.compile(rb"[\s_]")
+
+
+def _parse_checked(
+    block: bytes, first_line: int, lines: np.ndarray, layout: _Layout, path: Any
+) -> _Chunk:
+    """The records of a canonical ``block`` whose lines are ``lines`` of the file (cut from a
+    block that starts at ``first_line``), or the ParseError of its first bad line."""
+    sep = layout.sep or b" "
+    a = np.frombuffer(block, dtype=np.uint8)
+    ends = np.flatnonzero(a == 10)
+    found = np.diff(np.searchsorted(np.flatnonzero(a == sep[0]), ends), prepend=0) + 1
+    good = found == layout.nfields
+    errors: list[tuple[int, str]] = []  # (index in block, message): the first one is raised
+    if not good.all():
+        i = int(np.argmin(good))
+        errors.append((i, _count_message(layout, int(found[i]))))
+        starts = np.concatenate(([0], ends[:-1] + 1))
+        block = a[np.repeat(good, ends - starts + 1)].tobytes()
+    at = np.flatnonzero(good)  # block index of each record
+    columns = _columns(block, sep, layout.nfields, len(at))
+    ids: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    values: list[np.ndarray] = []
+    labels = None
+    for role, j in layout.roles:
+        codes, uniques = pd.factorize(columns[j])
+        raw = [u.encode("latin-1") for u in uniques]
+        if layout.sep is not None and role not in _ID_ROLES:
+            raw = [u.strip() for u in raw]  # spaces around a number or a label are ignored
+        if role in _ID_ROLES:
+            pairs = [_id_reason(u, role) for u in raw]
+            reasons = [reason for _, reason in pairs]
+            ids[role] = (codes, np.array([text for text, _ in pairs], dtype=object))
+        elif role in _FLOAT_ROLES:
+            v, reasons = _floats(raw, role)
+            values.append(v[codes])
+        else:
+            sign = np.fromiter(map(label_sign, raw), dtype=np.int8, count=len(raw))
+            reasons = [None if s else _label_reason(u) for s, u in zip(sign, raw, strict=True)]
+            labels = sign[codes]
+        bad = np.flatnonzero([r is not None for r in reasons])
+        if bad.size:
+            first = int(np.flatnonzero(np.isin(codes, bad))[0])
+            errors.append((int(at[first]), reasons[codes[first]]))
+    if errors:
+        i, message = min(errors)
+        raise ParseError(message, path=path, line=int(lines[i]))
+    return _Chunk(ids, _stack(values, labels, layout), first_line, lines[at], len(at))
+
+
+def _columns(block: bytes, sep: bytes, nfields: int, n: int) -> list[np.ndarray]:
+    """The raw fields of ``n`` lines of exactly ``nfields`` fields, column by column."""
+    if n == 0:
+        return [np.empty(0, dtype=object)] * nfields
+    df = pd.read_csv(
+        io.BytesIO(block), sep=sep.decode(), header=None, names=list(range(nfields)),
+        index_col=False, dtype=object, engine="c", quoting=csv.QUOTE_NONE, na_filter=False,
+        skip_blank_lines=False, lineterminator="\n", encoding="latin-1",
+    )  # fmt: skip
+    return [df[j].to_numpy(dtype=object) for j in range(nfields)]
+
+
+def _id_reason(u: bytes, role: str) -> tuple[str | None, str | None]:
+    """(the id as text, or None; what is wrong with it, or None)."""
+    try:
+        text = u.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, f"{role} id {u[:60]!r} is not valid UTF-8"
+    if _good_id(text):
+        return text, None
+    if not u.strip():
+        return text, f"empty {role} id"
+    return text, f"{role} id {text!r} has surrounding whitespace"
+
+
+def _floats(raw: list[bytes], role: str) -> tuple[np.ndarray, list[str | None]]:
+    """The values of distinct number tokens, and what is wrong with each."""
+    what = "score" if role == "score" else "quality value"
+    values = np.empty(len(raw), dtype=np.float64)
+    reasons: list[str | None] = []
+    for k, token in enumerate(raw):
+        v = None
+        if token.isascii() and not _NOT_FLOAT.search(token):
+            try:
+                v = float(token)
+            except ValueError:
+                pass
+        values[k] = np.inf if v is None else v
+        if v is None:
+            reasons.append(f"cannot parse {what} {_shown(token)}")
+        elif np.isinf(v) or (role == "score" and np.isnan(v)):
+            reasons.append(f"{what} {_shown(token)} is not finite")
+        else:
+            reasons.append(None)
+    return values, reasons
+
+
+def _label_reason(u: bytes) -> str:
+    return f"label {_shown(u)} is not one of {ACCEPTED_LABELS} (any case)"
+
+
+_VT_TO_SPACE = bytes.maketrans(b"\r\x0b\x0c", b"   ")
 _BOOL_WORD = re.compile(rb"(?i)true|false")
 # pandas >= 3.1 always converts floats exactly (correctly rounded); before, only "round_trip" did
 _PANDAS = tuple(int(x) for x in re.findall(r"\d+", pd.__version__)[:2])
@@ -56,6 +315,8 @@ def _parse_block(block: bytes, first_line: int, n_lines: int, layout: _Layout, p
         At the first bad line of the block (file and line), with the reason.
     """
     chunk = _parse_fast(block, first_line, n_lines, layout)
+    if chunk is None and layout.sep is None:  # runs of whitespace: pandas splits them itself
+        chunk = _parse_fast(block, first_line, n_lines, layout, True)
     if chunk is not None:
         return chunk
     canonical, kept = _canonical(block, layout)
@@ -91,8 +352,22 @@ def _fast_separator(block: bytes, n_lines: int, layout: _Layout) -> bytes | None
     return sep if _count_byte(block, sep[0]) == n_lines * (layout.nfields - 1) else None
 
 
-def _parse_fast(block: bytes, first_line: int, n_lines: int, layout: _Layout) -> _Chunk | None:
-    sep = _fast_separator(block, n_lines, layout)
+def _parse_fast(
+    block: bytes, first_line: int, n_lines: int, layout: _Layout, runs: bool = False
+) -> _Chunk | None:
+    """The records of ``block``, or None at the least doubt.
+
+    ``runs``: fields of a headerless block separated by runs of spaces and tabs, split by pandas
+    itself (``sep=r"\\s+"``) once CR, VT and FF (whitespace for ``bytes.split``, not for pandas)
+    became spaces. A line with too many fields is then pandas' ParserWarning (raised here), one
+    with too few an empty field, a blank line an empty row: all refused below.
+    """
+    if runs:
+        if b"\r" in block or b"\x0b" in block or b"\x0c" in block:
+            block = block.translate(_VT_TO_SPACE)
+        sep = b"\\s+"
+    else:
+        sep = _fast_separator(block, n_lines, layout)
     if sep is None:
         return None
     floats = {j for role, j in layout.roles if role in _FLOAT_ROLES}
@@ -100,6 +375,7 @@ def _parse_fast(block: bytes, first_line: int, n_lines: int, layout: _Layout) ->
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            warnings.simplefilter("error", pd.errors.ParserWarning)  # data of a long line dropped
             df = pd.read_csv(
                 io.BytesIO(block),
                 sep=sep.decode(),
@@ -115,7 +391,7 @@ def _parse_fast(block: bytes, first_line: int, n_lines: int, layout: _Layout) ->
                 encoding_errors="strict",
                 **_EXACT_FLOATS,
             )
-    except (ValueError, TypeError, OverflowError):  # the checked path says what is wrong
+    except (ValueError, TypeError, OverflowError, pd.errors.ParserWarning):  # see the checked path
         return None
     if len(df) != n_lines:
         return None

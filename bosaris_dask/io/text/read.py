@@ -1,4 +1,4 @@
-"""Reading text trial lists, keys and scores."""
+"""Reading text trial lists, keys, scores and quality files."""
 
 from __future__ import annotations
 
@@ -6,40 +6,24 @@ import os
 import shutil
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import xarray as xr
 
 from bosaris_dask.errors import ParseError
-from bosaris_dask.io.text.blocks import BLOCK_BYTES, _iter_blocks
-from bosaris_dask.io.text.collect import _Collector
-from bosaris_dask.io.text.dense import MEMMAP_THRESHOLD, _assemble
-from bosaris_dask.io.text.layout import _detect_layout
-from bosaris_dask.io.text.parse import _parse_block
+from bosaris_dask.io.text.collect import MEMMAP_THRESHOLD, _assemble, _Collector
+from bosaris_dask.io.text.layout import _detect_layout, _first_nonblank_line, _Layout, _shown
+from bosaris_dask.io.text.parse import BLOCK_BYTES, _iter_blocks, _parse_block
 from bosaris_dask.io.text.scratch import _is_stream, _ScratchFile
+from bosaris_dask.trials import quality_table
 
 
 def sniff_text_kind(
     path: str | os.PathLike[str], *, header: bool | None = None, format: str | None = None
 ) -> str:
-    """The kind of trial file, from its first non-blank line (and header, if any).
-
-    Parameters
-    ----------
-    path
-        A BOSARIS/Kaldi or NIST text file (formats in :mod:`bosaris_dask.io.text`).
-    header
-        ``None``: detect a NIST header; ``False``: there is none.
-
-    Returns
-    -------
-    {"scores", "key", "ndx"}
-        ``scores`` if the header names a score column or the third field is a number, ``key`` if
-        it names a label column or the third field is ``target``/``nontarget``, ``ndx`` for two
-        fields (or a header with neither).
-
-    Raises
-    ------
-    ParseError
-        With the file and line, when the kind cannot be told (or the file is empty).
+    """The kind of trial file, ``"scores"``, ``"key"`` or ``"ndx"``, from its first lines (rules
+    in :mod:`bosaris_dask.io.text`); ``header=False``: no NIST header. A ParseError names the
+    file and line when the kind cannot be told.
 
     Examples
     --------
@@ -53,10 +37,8 @@ def sniff_text_kind(
 
 
 def text_has_labels(path: str | os.PathLike[str], *, format: str | None = None) -> bool:
-    """Whether a text file carries both scores and labels, so it can serve as key and scores.
-
-    True for wespeaker and 3D-Speaker score files (``enrol test score label``,
-    ``enrol test label score``) and for NIST tables with both a score and a label column.
+    """Whether a text file carries both scores and labels (wespeaker and 3D-Speaker score files,
+    NIST tables with a score and a label column), so it can serve as key and scores.
 
     Examples
     --------
@@ -89,35 +71,28 @@ def read_text(
 ) -> xr.Dataset:
     """Read a text trial list, key or score file into a trial object.
 
-    The file is parsed block by block (``block_bytes`` of text at a time); ids keep the order in
-    which they first appear. Scores become float64 with ``score_mask``, a key an int8 mask
-    (+1 target, -1 non-target, 0 no trial), an ndx a bool mask. When the dense output would take
-    more than ``memmap_threshold`` bytes it is written to scratch files (in ``scratch_dir``, or
-    the system temporary directory) that are deleted when the returned object (and every dask
-    graph built on it) is gone; the data are then read lazily from there.
+    The file is parsed ``block_bytes`` at a time; ids keep the order in which they first appear.
+    Scores become float64 with ``score_mask``, a key an int8 mask (+1 target, -1 non-target, 0
+    no trial), an ndx a bool mask. A dense output over ``memmap_threshold`` bytes goes to
+    scratch files (in ``scratch_dir``, or the temporary folder), read lazily and deleted when
+    no object or graph refers to them any more.
 
     Parameters
     ----------
     path
         The text file (formats and rules in :mod:`bosaris_dask.io.text`).
-    kind
-        ``"scores"``, ``"key"`` or ``"ndx"``; ``None`` tells it from the content
-        (:func:`sniff_text_kind`).
+    kind : {"scores", "key", "ndx"}, optional
+        ``None`` tells it from the content (:func:`sniff_text_kind`).
     chunks
         Dask chunks of the output (default: dask's ``"auto"``).
     scratch_dir
         Where to put scratch files (spilled codes, memmapped outputs).
     header
         ``None``: detect a NIST header line; ``True``: there must be one; ``False``: none.
-    format
-        The layout, one of ``"bosaris"`` (``model segment [score|label]``, Kaldi too), ``"nist"``
-        (a header names the columns), ``"voxceleb"`` (``label enrol test``), ``"wespeaker"``
-        (``enrol test score label``), ``"3dspeaker"`` (``enrol test label score``); ``None``
-        tells it from the first lines (formats and rules in :mod:`bosaris_dask.io.text`).
-    memmap_threshold
-        Output size in bytes above which the dense arrays live in scratch memmaps.
-    block_bytes
-        Bytes of text parsed at once.
+    format : {"bosaris", "nist", "voxceleb", "wespeaker", "3dspeaker"}, optional
+        The layout; ``None`` tells it from the first lines.
+    memmap_threshold, block_bytes
+        Output bytes above which the dense arrays live in scratch memmaps; bytes parsed at once.
 
     Returns
     -------
@@ -169,3 +144,56 @@ def read_text(
         return _assemble(collector, path, chunks, scratch_dir, memmap_threshold)
     finally:
         collector.close()
+
+
+def read_quality_text(
+    path: str | os.PathLike[str], *, block_bytes: int = BLOCK_BYTES
+) -> xr.DataArray:
+    """Read a BOSARIS quality file (``q``, then ``id v1 ... vq``; NaN allowed, no infinities,
+    unique ids) into a :func:`~bosaris_dask.trials.quality_table`, ids in file order; a
+    ParseError names the file and line of any problem.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "seg.qual"
+    >>> _ = path.write_text("2\\ns1 0.5 12\\ns2 nan nan\\n")
+    >>> table = read_quality_text(path)
+    >>> table.id.values.tolist(), table.values.tolist()
+    (['s1', 's2'], [[0.5, 12.0], [nan, nan]])
+    """
+    line, lineno, _, after = _first_nonblank_line(path)
+    tokens = line.split()
+    q = int(tokens[0]) if len(tokens) == 1 and tokens[0].isdigit() else 0
+    if q < 1:
+        raise ParseError(
+            f"the first line of a quality file gives the number of measures (a positive "
+            f"integer), not {_shown(line)}",
+            path=path,
+            line=lineno,
+        )
+    roles = (("id", 0),) + tuple(("value", j) for j in range(1, q + 1))
+    layout = _Layout("quality", None, q + 1, roles, after, lineno + 1)
+    table: dict[str, int] = {}  # id -> its line
+    values: list[np.ndarray] = []
+    last = lineno
+    for block, first_line, n_lines in _iter_blocks(path, layout, block_bytes):
+        chunk = _parse_block(block, first_line, n_lines, layout, path)
+        last = first_line + n_lines - 1
+        codes, uniques = chunk.ids["id"]
+        lines = chunk.first_line + np.arange(chunk.n) if chunk.lines is None else chunk.lines
+        seen = np.fromiter(map(table.__contains__, uniques), dtype=bool, count=len(uniques))
+        twice = pd.Series(codes).duplicated().to_numpy() | seen[codes]
+        if twice.any():
+            i = int(np.flatnonzero(twice)[0])
+            u = uniques[codes[i]]
+            earlier = table.get(u, int(lines[int(np.flatnonzero(codes == codes[i])[0])]))
+            raise ParseError(
+                f"id {u!r} is given twice, first on line {earlier}", path=path, line=int(lines[i])
+            )
+        table.update(zip(uniques[codes].tolist(), lines.tolist(), strict=True))  # no repeats
+        assert chunk.values is not None  # a quality layout has value columns
+        values.append(chunk.values)
+    if not table:
+        raise ParseError("no ids in the quality file", path=path, line=last)
+    return quality_table(list(table), np.concatenate(values))

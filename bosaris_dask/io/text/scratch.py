@@ -63,15 +63,10 @@ _UNSHARED: weakref.WeakValueDictionary[str, _ScratchFile] = weakref.WeakValueDic
 
 
 class _ScratchFile:
-    """A temporary file, deleted when this object is garbage collected (or at exit).
-
-    A SIGKILLed run cannot delete its files: the next one sweeps them (:func:`_sweep_dead_scratch`).
-
-    ``staged`` names the input whose data the file holds for the workers to read: when no
-    directory was chosen (``scratch_dir`` or the dask config ``bosaris_dask.scratch``), the
-    system's temporary folder is used only if every worker runs on this host
-    (:func:`bosaris_dask.io.staging.scratch_directory`), and the file is remembered so that a
-    cluster started later can refuse it (:func:`bosaris_dask.io.staging.check_staged_readable`).
+    """A temporary file, deleted when this object is garbage collected (a killed run's are swept
+    by the next, :func:`_sweep_dead_scratch`). ``staged`` names the input it holds for the
+    workers: in the temporary folder it is remembered, for
+    :func:`bosaris_dask.io.staging.check_staged_readable` to refuse on a cluster started later.
     """
 
     def __init__(self, scratch_dir: str | os.PathLike[str] | None, *, staged: str | None = None):
@@ -93,12 +88,8 @@ class _ScratchFile:
 
 
 class _ScratchArray:
-    """A read-only array in a scratch file, opened lazily as a memmap; picklable by path.
-
-    The process that created it owns the file (through ``_ScratchFile``): the file is deleted
-    when this object (held by the dask graph) is no longer referenced there. Unpickled copies
-    (e.g. on a distributed worker of the same machine) only read it.
-    """
+    """A read-only array in a scratch file, opened lazily as a memmap; picklable by path. The
+    creating process owns the file (deleted with this object); unpickled copies only read it."""
 
     def __init__(self, owner: _ScratchFile | None, path: str, shape: tuple[int, ...], dtype):
         self._owner = owner

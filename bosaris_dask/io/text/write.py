@@ -162,3 +162,44 @@ def _format_scores(values: np.ndarray, models: np.ndarray, segments: np.ndarray)
     if values.dtype == np.float32:
         return map("{:.9g}".format, values.tolist())
     return map(float.__repr__, values.astype(np.float64, copy=False).tolist())
+
+
+def write_quality_text(table: xr.DataArray, path: str | os.PathLike[str]) -> None:
+    """Write a quality table as a BOSARIS quality text file (``q``, then ``id v1 ... vq``).
+
+    Values are written with the shortest repr that reads back exactly (``nan`` for NaN).
+
+    Raises
+    ------
+    TrialError
+        If the table is not ``("id", "measure")``, holds infinities, or an id cannot be written.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from bosaris_dask.trials import quality_table
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "seg.qual"
+    >>> write_quality_text(quality_table(["s1", "s2"], [[0.5, 12.0], [0.25, -1.0]]), path)
+    >>> print(path.read_text(), end="")
+    2
+    s1 0.5 12.0
+    s2 0.25 -1.0
+    """
+    if not isinstance(table, xr.DataArray) or table.dims != ("id", "measure"):
+        raise TrialError("a quality table is a DataArray with dims ('id', 'measure')")
+    ids = _writable_ids(table.id.values, "quality", False)
+    values = np.asarray(table.values, dtype=np.float64)
+    if np.isinf(values).any():
+        raise TrialError("quality values must be finite or NaN (no quality)")
+    q = values.shape[1]
+    if q < 1:
+        raise TrialError("a quality table needs at least one measure")
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        f.write(f"{q}\n".encode())
+        for k in range(0, len(ids), _WRITE_LINES):
+            block = values[k : k + _WRITE_LINES]
+            pieces: list[Any] = [ids[k : k + _WRITE_LINES]]
+            for j in range(q):
+                pieces += [repeat(" "), map(float.__repr__, block[:, j].tolist())]
+            pieces.append(repeat("\n"))
+            f.write(_join_lines(pieces))
