@@ -45,6 +45,7 @@ __all__ = [
     "system_kernel",
     "coarse_kernel",
     "coarse_length",
+    "bins_note",
     "softplus_totals",
     "refine_system_kernel",
     "select_kernel",
@@ -333,6 +334,24 @@ def _coarse_system(
 def coarse_length(nbins: int) -> int:
     """The length of one system's part of a pass-1 result (see :func:`coarse_kernel`)."""
     return 2 * nbins + 2 * exact_sum.LIMBS + 2
+
+
+def bins_note(
+    contribution: np.ndarray, rows: np.ndarray, cols: np.ndarray, *blocks: Any, nbins: int
+) -> tuple[int, int, np.ndarray]:
+    """Which pass-1 bins of one system a chunk's trials fall in, from its :func:`system_kernel`
+    ``contribution``: ``(first row, first column, packed bits)``, bit ``b`` (``np.packbits``
+    order) set iff bin ``b`` holds a trial of the chunk. A refinement pass reads only the
+    chunks holding a candidate bin (:class:`bosaris_dask.refinement.ChunkBins`).
+
+    >>> v = np.zeros(coarse_length(10)); v[3] = 2; v[10 + 9] = 1  # non-targets, then targets
+    >>> r, c, bits = bins_note(v, np.arange(4, 6), np.arange(2), nbins=10)
+    >>> r, c, np.flatnonzero(np.unpackbits(bits)).tolist()
+    (4, 0, [3, 9])
+    """
+    held = (contribution[:nbins] + contribution[nbins : 2 * nbins]) > 0
+    first = (int(rows[0]) if len(rows) else 0), (int(cols[0]) if len(cols) else 0)
+    return first[0], first[1], np.packbits(held)
 
 
 def bad_codes(classes: np.ndarray, ws: Workspace) -> tuple[int, int]:
