@@ -75,7 +75,7 @@ def _consumer(name: str):
 
     def pav(scores, key):
         bins = engine.score_bins(scores, key)
-        return tuple(b.tobytes() for b in bins), 0
+        return tuple(b.tobytes() for b in bins), "-"
 
     return pav
 

@@ -14,7 +14,10 @@ globally. Instead (see DESIGN.md, section 3.1):
    (:mod:`bosaris_dask.refinement` chooses them and applies what a pass finds).
 3. **Refinement passes** sub-histogram the candidate bins on the next key bits, or, when few
    trials remain in them, pull their exact keys. When the candidate trials fit in memory, one
-   pass keeps them and every later round runs on them alone.
+   pass keeps them and every later round runs on them alone. A pass that reads the data reads
+   only the chunks holding a trial of a candidate's pass-1 bin (pass 1 notes which bins each
+   chunk holds: :class:`~bosaris_dask.refinement.ChunkBins`; knob ``skip-chunks``): from
+   embeddings, a chunk skipped is a block product not computed.
 
 The result of a system is a :class:`ScoreSummary`: ascending, non-empty key bins with target and
 non-target counts, exact (single keys) wherever a metric could depend on it.
@@ -57,7 +60,7 @@ from bosaris_dask.keys import key_bits, keys_to_values, order_keys, threshold_ke
 from bosaris_dask.progress import compute
 from bosaris_dask.trials import align, is_label_key, kind_of, locate, trial_classes, validate
 
-__all__ = ["ScoreSummary", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
+__all__ = ["ScoreSummary", "summarize", "score_bins", "chunks_to_read", "DEFAULT_SPLIT_EVERY"]
 
 #: How many chunk results one merge task adds up.
 DEFAULT_SPLIT_EVERY = 8
@@ -531,7 +534,8 @@ def summarize(
         chunk = partial(kernels.system_kernel, system=k, shift=_shift(maps[k]), nbins=maps[k].nbins,
                         binmap=maps[k] if maps[k].adaptive else None,
                         compiled=cells >= COMPILED_PASS1_TRIALS, **blocks)  # fmt: skip
-        note = partial(kernels.bins_note, nbins=maps[k].nbins) if skip else None
+        coarse = refinement.ChunkBins.coarseness(inputs[0].npartitions, maps[k].nbins)
+        note = partial(kernels.bins_note, nbins=maps[k].nbins, coarse=coarse) if skip else None
         systems.append(runner.Aggregation(name, chunk, kernels.coarse_length(maps[k].nbins),
                                           finalize=finalize, note=note))  # fmt: skip
     ce_plo = np.asarray(cross_entropy_plo, dtype=np.float64).reshape(-1)
@@ -553,7 +557,9 @@ def summarize(
     )  # fmt: skip
     held: list[refinement.ChunkBins] | None = None
     if skip:  # which pass-1 bins each chunk holds: refinement passes read only what they need
-        held = [refinement.ChunkBins.from_notes(notes, inputs[0].chunks, m.nbins)
+        held = [refinement.ChunkBins.from_notes(
+                    notes, inputs[0].chunks, m.nbins,
+                    refinement.ChunkBins.coarseness(inputs[0].npartitions, m.nbins))
                 for (_, notes), m in zip(summaries[:n_sys], maps, strict=True)]  # fmt: skip
         summaries = [s for s, _ in summaries[:n_sys]] + summaries[n_sys:]
     if cross:
@@ -590,7 +596,7 @@ def summarize(
         refined = [k for k, plan in enumerate(plans) if plan is not None]
         read, part = inputs, ""
         if selection is None and held is not None:
-            read, part = _chunks_to_read(inputs, [(held[k], specs[k]) for k in refined])
+            read, part = chunks_to_read(inputs, [(held[k], specs[k]) for k in refined])
         keep = None
         if selection is None and refinement.volume(summaries, plans) <= knobs["keep_limit"]:
             keep = blockwise_pass(partial(kernels.select_kernel, specs=specs, **blocks), read)
@@ -625,7 +631,7 @@ def summarize(
     return [replace(s, passes=passes) for s in summaries]
 
 
-def _chunks_to_read(
+def chunks_to_read(
     inputs: list[da.Array], held: list[tuple[refinement.ChunkBins, kernels.RefineSpec]]
 ) -> tuple[list[da.Array], str]:
     """The inputs a refinement pass reads: only the chunks holding a trial of a candidate's

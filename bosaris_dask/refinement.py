@@ -163,23 +163,41 @@ class ChunkBins:
     ([False, True], [True, True])
     """
 
-    held: np.ndarray  # (chunks, ceil(nbins / 8)) uint8, np.packbits rows, chunks row-major
+    held: np.ndarray  # (chunks, ceil(groups / 8)) uint8, np.packbits rows, chunks row-major
+    coarse: int = 0  # a bit per group of 2**coarse bins
+
+    #: At most about this many bytes of notes on the client (per system): beyond, a note's bit
+    #: stands for 2, 4, ... neighbouring bins (a chunk is read if it holds any of them).
+    BUDGET = 1 << 24
+
+    @staticmethod
+    def coarseness(n_chunks: int, nbins: int) -> int:
+        """The ``coarse`` of :func:`~bosaris_dask.kernels.bins_note` within :attr:`BUDGET`.
+
+        >>> ChunkBins.coarseness(64, 1 << 20), ChunkBins.coarseness(625, 1 << 20)
+        (0, 3)
+        """
+        coarse = 0
+        while n_chunks * -(-nbins // (8 << coarse)) > ChunkBins.BUDGET:
+            coarse += 1
+        return coarse
 
     @classmethod
-    def from_notes(cls, notes: list, chunks: tuple, nbins: int) -> ChunkBins:
+    def from_notes(cls, notes: list, chunks: tuple, nbins: int, coarse: int = 0) -> ChunkBins:
         """From the notes of a pass over an array chunked ``chunks`` (2-D)."""
         row_starts = np.cumsum((0, *chunks[0]))[:-1]
         col_starts = np.cumsum((0, *chunks[1]))[:-1]
-        held = np.zeros((len(row_starts) * len(col_starts), (nbins + 7) // 8), dtype=np.uint8)
+        groups = -(-nbins // (1 << coarse))
+        held = np.zeros((len(row_starts) * len(col_starts), (groups + 7) // 8), dtype=np.uint8)
         for row, col, bits in notes:
             i = int(np.searchsorted(row_starts, row, side="right")) - 1
             j = int(np.searchsorted(col_starts, col, side="right")) - 1
             held[i * len(col_starts) + j] |= bits  # or: a zero-width chunk adds nothing
-        return cls(held)
+        return cls(held, coarse)
 
     def holding(self, bins: np.ndarray) -> np.ndarray:
         """Per chunk, whether it holds a trial of any of the pass-1 ``bins``."""
-        bins = np.unique(np.asarray(bins, dtype=np.int64))
+        bins = np.unique(np.asarray(bins, dtype=np.int64) >> self.coarse)
         bits = (self.held[:, bins >> 3] >> (7 - (bins & 7)).astype(np.uint8)) & 1
         return bits.any(axis=1)
 

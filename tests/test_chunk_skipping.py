@@ -12,11 +12,13 @@ import threading
 
 import dask
 import numpy as np
+import pytest
 import xarray as xr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import engine, metrics
+from bosaris_dask import engine, metrics, refinement
+from bosaris_dask.conditions import condition_table
 from bosaris_dask.embeddings import from_arrays, scores_from_embeddings
 from bosaris_dask.embeddings import scoring as embedding_scoring
 from bosaris_dask.trials import key_from_labels, make_key, make_scores, trial_classes
@@ -118,7 +120,11 @@ def _reads_per_chunk(scores, key, **kwargs):
     return reads, metrics.evaluate(counted, key, **kwargs)
 
 
-def test_refinement_reads_only_the_chunks_holding_candidates():
+@pytest.mark.parametrize("budget", [None, 1 << 14])
+def test_refinement_reads_only_the_chunks_holding_candidates(budget, monkeypatch):
+    if budget is not None:  # notes of groups of bins (a bit per 2**coarse bins)
+        monkeypatch.setattr(refinement.ChunkBins, "BUDGET", budget)
+        assert refinement.ChunkBins.coarseness(20, 1 << 20) == 8
     rng = np.random.default_rng(5)
     chunks = ((10,) * 4, (10,) * 5)
     mask, values = _concentrated(rng, (40, 50), chunks, (1, 2), ties=4, dtype=np.float32)
@@ -179,3 +185,24 @@ def test_embedding_blocks_without_candidates_are_not_recomputed(monkeypatch):
     values, classes = scores.score.values, trial_classes(key, chunks=20).compute()
     tar, non = values[classes == 1], values[classes == -1]
     np.testing.assert_allclose(ds.eer.item(), ref.eer(tar, non), rtol=1e-12, atol=0)
+
+
+def test_conditions_refinement_reads_only_the_chunks_holding_candidates():
+    """The grouped passes of conditions (:mod:`bosaris_dask.grouped`) skip chunks too."""
+    rng = np.random.default_rng(7)
+    chunks = ((10,) * 4, (10,) * 5)
+    mask, values = _concentrated(rng, (40, 50), chunks, (2, 1), ties=4, dtype=np.float32)
+    key = make_key(range(40), range(50), mask, chunks=chunks)
+    scores = make_scores(range(40), range(50), values, chunks=chunks)
+    models = condition_table("model", list(range(40)), {"g": np.arange(40) % 3})
+    options = {"conditions": [models], "by": ["model.g"], "priors": 1 / (1 + np.exp(-PLO))}
+    reads, ds = _reads_per_chunk(scores, key, **options)
+    with dask.config.set(SKIP_OFF):
+        full_reads, full = _reads_per_chunk(scores, key, **options)
+    assert set(full_reads.values()) == {full.attrs["passes"]} and full.attrs["passes"] >= 2
+    assert reads.pop((2, 1)) == full.attrs["passes"] and set(reads.values()) == {1}
+    xr.testing.assert_identical(ds, full)
+    for g in range(3):
+        member = (np.arange(40) % 3 == g)[:, None]
+        tar, non = values[(mask == 1) & member], values[(mask == -1) & member]
+        np.testing.assert_allclose(ds.condition_eer[0, g].item(), ref.eer(tar, non), rtol=1e-12)
