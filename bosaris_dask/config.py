@@ -20,6 +20,10 @@ key                    default     meaning
 ``auc-limit``          16777216    the most smaller-class trials of the mixed score bins whose
                                    exact keys the exact AUC pulls (all systems together; 8 bytes
                                    each): :mod:`bosaris_dask.exact_auc`; beyond, bounds only
+``skip-chunks``        1           refinement passes read only the chunks whose pass-1 bins hold
+                                   a candidate trial (pass 1 notes which bins each chunk holds): a
+                                   chunk of an embedding source skipped is a block product saved;
+                                   0: read every chunk
 ``adaptive-bins``      1           pass 1's bins fitted to a sample of the scores (finer where
                                    they are dense, :mod:`bosaris_dask.binmap`): 0 never, 1 when
                                    the trials outnumber ``keep-limit`` (and ``coarse_bits`` is
@@ -67,6 +71,7 @@ KNOBS: dict[str, tuple[int, int, int]] = {
     "keep-limit": (1 << 24, 0, 1 << 40),
     "auc-limit": (1 << 24, 0, 1 << 40),
     "adaptive-bins": (1, 0, 2),
+    "skip-chunks": (1, 0, 1),
     "bootstrap-bins": (256, 4, 1 << 16),
     "bootstrap-budget": (1 << 29, 1 << 20, 1 << 42),
     "bootstrap-chunk": (1 << 30, 1 << 10, 1 << 40),

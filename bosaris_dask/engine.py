@@ -14,7 +14,10 @@ globally. Instead (see DESIGN.md, section 3.1):
    (:mod:`bosaris_dask.refinement` chooses them and applies what a pass finds).
 3. **Refinement passes** sub-histogram the candidate bins on the next key bits, or, when few
    trials remain in them, pull their exact keys. When the candidate trials fit in memory, one
-   pass keeps them and every later round runs on them alone.
+   pass keeps them and every later round runs on them alone. A pass that reads the data reads
+   only the chunks holding a trial of a candidate's pass-1 bin (pass 1 notes which bins each
+   chunk holds: :class:`~bosaris_dask.refinement.ChunkBins`; knob ``skip-chunks``): from
+   embeddings, a chunk skipped is a block product not computed.
 
 The result of a system is a :class:`ScoreSummary`: ascending, non-empty key bins with target and
 non-target counts, exact (single keys) wherever a metric could depend on it.
@@ -57,7 +60,7 @@ from bosaris_dask.keys import key_bits, keys_to_values, order_keys, threshold_ke
 from bosaris_dask.progress import compute
 from bosaris_dask.trials import align, is_label_key, kind_of, locate, trial_classes, validate
 
-__all__ = ["ScoreSummary", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
+__all__ = ["ScoreSummary", "summarize", "score_bins", "chunks_to_read", "DEFAULT_SPLIT_EVERY"]
 
 #: How many chunk results one merge task adds up.
 DEFAULT_SPLIT_EVERY = 8
@@ -520,6 +523,7 @@ def summarize(
     maps = _bin_maps(inputs, dtype, budget, adaptive)
     nbins = max(m.nbins for m in maps)
     positions, codes = key_codes_check(inputs[0], key, blocks)
+    skip = bool(knobs["skip_chunks"]) and inputs[0].npartitions > 1
     systems = []
     for k in range(n_sys):
         name = names[k] if names else f"system-{k + 1}"
@@ -530,8 +534,10 @@ def summarize(
         chunk = partial(kernels.system_kernel, system=k, shift=_shift(maps[k]), nbins=maps[k].nbins,
                         binmap=maps[k] if maps[k].adaptive else None,
                         compiled=cells >= COMPILED_PASS1_TRIALS, **blocks)  # fmt: skip
+        coarse = refinement.ChunkBins.coarseness(inputs[0].npartitions, maps[k].nbins)
+        note = partial(kernels.bins_note, nbins=maps[k].nbins, coarse=coarse) if skip else None
         systems.append(runner.Aggregation(name, chunk, kernels.coarse_length(maps[k].nbins),
-                                          finalize=finalize))  # fmt: skip
+                                          finalize=finalize, note=note))  # fmt: skip
     ce_plo = np.asarray(cross_entropy_plo, dtype=np.float64).reshape(-1)
     if not np.isfinite(ce_plo).all():
         raise OptionError("cross_entropy_plo must hold finite prior log-odds")
@@ -549,6 +555,13 @@ def summarize(
         "pass 1", [codes, *systems, *cross], inputs, lead=positions, split_every=split_every,
         progress=progress, need=need,
     )  # fmt: skip
+    held: list[refinement.ChunkBins] | None = None
+    if skip:  # which pass-1 bins each chunk holds: refinement passes read only what they need
+        held = [refinement.ChunkBins.from_notes(
+                    notes, inputs[0].chunks, m.nbins,
+                    refinement.ChunkBins.coarseness(inputs[0].npartitions, m.nbins))
+                for (_, notes), m in zip(summaries[:n_sys], maps, strict=True)]  # fmt: skip
+        summaries = [s for s, _ in summaries[:n_sys]] + summaries[n_sys:]
     if cross:
         sums, summaries = summaries[n_sys:], summaries[:n_sys]
         summaries = [replace(s, cross_entropy_plo=ce_plo, cross_entropy=x)
@@ -580,12 +593,16 @@ def summarize(
         specs = tuple(p[1] if p else None for p in plans)
         if selection is not None and not selection.holds(specs):
             selection = None  # a bin outside the kept trials became a candidate: read again
+        refined = [k for k, plan in enumerate(plans) if plan is not None]
+        read, part = inputs, ""
+        if selection is None and held is not None:
+            read, part = chunks_to_read(inputs, [(held[k], specs[k]) for k in refined])
         keep = None
         if selection is None and refinement.volume(summaries, plans) <= knobs["keep_limit"]:
-            keep = blockwise_pass(partial(kernels.select_kernel, specs=specs, **blocks), inputs)
+            keep = blockwise_pass(partial(kernels.select_kernel, specs=specs, **blocks), read)
             selection = refinement.Selection(specs, keep)
             passes += 1
-        refined = [k for k, plan in enumerate(plans) if plan is not None]
+        name = f"refinement pass {passes + (selection is None)}{part}"
         aggs = []
         for k in refined:
             spec = specs[k]
@@ -596,7 +613,6 @@ def summarize(
                 chunk = partial(kernels.refine_system_kernel, system=k, spec=spec, **blocks)
             aggs.append(runner.Aggregation(summaries[k].name, chunk, None,
                                            combine=kernels.merge_system_refinements))  # fmt: skip
-        name = f"refinement pass {passes + (selection is None)}"
         if keep is not None and selection is not None:  # select, keep and refine in one go
             selection.trials, results = runner.run_pass_and_keep(
                 name, aggs, [keep], keep, split_every=split_every, progress=progress
@@ -606,15 +622,30 @@ def summarize(
                 name, aggs, [selection.trials], split_every=split_every, progress=progress
             )
         else:
-            results = runner.run_pass(
-                name, aggs, inputs, split_every=split_every, progress=progress
-            )
+            results = runner.run_pass(name, aggs, read, split_every=split_every, progress=progress)
             passes += 1
         for k, result in zip(refined, results, strict=True):
             plan = plans[k]
             if plan is not None:
                 summaries[k] = refinement.apply_refinement(summaries[k], plan[0], plan[1], result)
     return [replace(s, passes=passes) for s in summaries]
+
+
+def chunks_to_read(
+    inputs: list[da.Array], held: list[tuple[refinement.ChunkBins, kernels.RefineSpec]]
+) -> tuple[list[da.Array], str]:
+    """The inputs a refinement pass reads: only the chunks holding a trial of a candidate's
+    pass-1 bin (``held``: per refined system, its :class:`~bosaris_dask.refinement.ChunkBins`
+    and plan), the others skipped; and what to add to the pass's name (how many it reads)."""
+    needed = np.zeros(inputs[0].npartitions, dtype=bool)
+    for bins, spec in held:
+        needed |= bins.holding(spec.prefixes)
+    if needed.all():
+        return inputs, ""
+    picks = np.flatnonzero(needed)
+    if not len(picks):  # candidates always hold trials; read one chunk rather than none
+        picks = np.array([0])
+    return refinement.chunk_subset(inputs, picks), f" ({len(picks)} of {len(needed)} chunks)"
 
 
 def score_bins(

@@ -245,6 +245,15 @@ def summarize_parts(
                         names=names[n_sys:], extra_candidates=extra_candidates)  # fmt: skip
 
 
+def _held(first: GroupedPass1, part: Part) -> refinement.ChunkBins:
+    """The chunk notes a part's refinement plans are in: its system's key bins, or its pooled
+    histogram apart's (what :func:`refine_parts` plans a pooled part with, when there is one)."""
+    own = first.systems[part.system]
+    if part.pooled and own is not None and own.pooled is not None:
+        return first.pooled_held[part.system]  # type: ignore[index]
+    return first.held[part.system]  # type: ignore[index]
+
+
 def refine_parts(
     first: GroupedPass1,
     parts: Sequence[Part],
@@ -334,15 +343,19 @@ def refine_parts(
         specs = tuple(p[1] if p else None for p in plans)
         if selection is not None and not selection.holds(specs):
             selection = None
+        refined = [j for j, plan in enumerate(plans) if plan is not None]
+        read, part = inputs, ""
+        if selection is None and first.held is not None:
+            read, part = engine.chunks_to_read(inputs, [(_held(first, parts[j]), specs[j])
+                                                        for j in refined])  # fmt: skip
         keep = None
         if selection is None and refinement.volume(summaries, plans) <= knobs["keep_limit"]:
             keep = engine.blockwise_pass(
                 partial(grouped_select_kernel, specs=specs, parts=part_tuple, n_groups=n_groups,
-                        **blocks), inputs)  # fmt: skip
+                        **blocks), read)  # fmt: skip
             selection = refinement.Selection(specs, keep)
             passes += 1
-        refined = [j for j, plan in enumerate(plans) if plan is not None]
-        name = f"refinement pass {passes + (selection is None)}"
+        name = f"refinement pass {passes + (selection is None)}{part}"
         if selection is not None:
             aggs = [runner.Aggregation(
                 summaries[j].name, partial(refine_kept_part, part=j, spec=specs[j],
@@ -367,9 +380,7 @@ def refine_parts(
                                       parts=tuple(parts[j] for j in mine[k]),
                                       n_groups=n_groups, **blocks),
                 None, combine=merge_parts) for k in owners]  # fmt: skip
-            results = runner.run_pass(
-                name, aggs, inputs, split_every=split_every, progress=progress
-            )
+            results = runner.run_pass(name, aggs, read, split_every=split_every, progress=progress)
             passes += 1
             by_part = {j: r for k, rs in zip(owners, results, strict=True)
                        for j, r in zip(mine[k], rs, strict=True) if r is not None}  # fmt: skip

@@ -32,6 +32,7 @@ from bosaris_dask.errors import OptionError
 from bosaris_dask.grouped_kernels import (
     check_group_codes,
     cross_entropy_length,
+    grouped_bins_note,
     grouped_cross_entropy_kernel,
     grouped_pass1_kernel,
     pass1_length,
@@ -39,6 +40,7 @@ from bosaris_dask.grouped_kernels import (
     split_pass1,
 )
 from bosaris_dask.keys import key_bits
+from bosaris_dask.refinement import ChunkBins
 
 __all__ = ["grouped_pass1", "GroupedPass1", "SystemPass1", "remap_groups"]
 
@@ -164,6 +166,8 @@ class GroupedPass1:
     knobs: dict[str, int]
     cross_entropy_plo: np.ndarray = field(default_factory=lambda: np.empty(0))
     cross_units: list | None = None
+    held: list | None = None  # per system: ChunkBins of its key bins (None: not noted)
+    pooled_held: list | None = None  # the same for its pooled histogram apart
 
     @property
     def counts(self) -> np.ndarray:
@@ -270,6 +274,9 @@ def grouped_pass1(
     pshift = key_bits(dtype) - pooled_coarse_bits if apart else shift  # type: ignore[operator]
     pnbins = 1 << pooled_coarse_bits if apart else 0  # type: ignore[operator]
     positions, codes = engine.key_codes_check(inputs[0], key, blocks)
+    skip = bool(knobs["skip_chunks"]) and inputs[0].npartitions > 1
+    coarse = ChunkBins.coarseness(inputs[0].npartitions, nbins)
+    pcoarse = ChunkBins.coarseness(inputs[0].npartitions, pnbins) if apart else 0
     aggs = []
     for k in counted:
         mine = pnbins if k in apart else 0
@@ -281,7 +288,9 @@ def grouped_pass1(
                         n_groups=n_groups, pooled_shift=pshift if mine else None,
                         pooled_nbins=mine, **blocks)  # fmt: skip
         length = pass1_length(n_groups, nbins) + 2 * mine
-        aggs.append(runner.Aggregation(sys_names[k], chunk, length, finalize=finalize))
+        note = partial(grouped_bins_note, n_groups=n_groups, nbins=nbins, coarse=coarse,
+                       pooled_nbins=mine, pooled_coarse=pcoarse) if skip else None  # fmt: skip
+        aggs.append(runner.Aggregation(sys_names[k], chunk, length, finalize=finalize, note=note))
     rows = n_groups  # a pooled histogram apart weighs as many rows of nbins as it is wider
     if apart:
         rows += 1 << max(0, pooled_coarse_bits - bits)  # type: ignore[operator]
@@ -301,7 +310,16 @@ def grouped_pass1(
     )  # fmt: skip
     found, units = found[: len(aggs)], found[len(aggs) :]
     per_system: list[SystemPass1 | None] = [None] * n_sys
+    held: list | None = [None] * n_sys if skip else None
+    pooled_held: list | None = [None] * n_sys if skip else None
     for k, own in zip(counted, found, strict=True):
+        if held is not None and pooled_held is not None:  # which bins each chunk holds
+            own, notes = own
+            chunks = inputs[0].chunks
+            held[k] = ChunkBins.from_notes([n for n, _ in notes], chunks, nbins, coarse)
+            if k in apart:
+                pooled_held[k] = ChunkBins.from_notes([p for _, p in notes], chunks, pnbins,
+                                                      pcoarse)  # fmt: skip
         per_system[k] = own
     cross_units: list | None = None
     if cross:
@@ -310,5 +328,5 @@ def grouped_pass1(
             cross_units[k] = u
     return GroupedPass1(
         per_system, n_groups, nbins, shift, pshift, dtype, inputs, sys_names, split_every,
-        progress, knobs, ce_plo, cross_units,
+        progress, knobs, ce_plo, cross_units, held, pooled_held,
     )  # fmt: skip

@@ -51,6 +51,7 @@ from bosaris_dask.kernels import (
     blocked_bincount,
     classes_of,
     keys_into,
+    pack_bins,
     slices,
     softplus_terms,
     workspace,
@@ -61,7 +62,7 @@ __all__ = [
     "Part", "pass1_length", "grouped_pass1_kernel", "split_pass1", "grouped_refine_kernel",
     "grouped_select_kernel", "count_part", "refine_kept_part", "merge_parts",
     "merge_part_refinements", "check_group_codes", "cross_entropy_length",
-    "grouped_cross_entropy_kernel", "split_cross_entropy",
+    "grouped_cross_entropy_kernel", "split_cross_entropy", "grouped_bins_note",
 ]  # fmt: skip
 
 #: Flush the per-block int64 sums of integer parts (each below 2**53) to Python ints this often.
@@ -374,6 +375,29 @@ def _pooled_buffer(n: int) -> np.ndarray:
     if buf is None or buf.size < n:
         buf = _buffers.pooled = np.empty(n, dtype=np.intp)
     return buf[:n]
+
+
+def grouped_bins_note(
+    contribution: np.ndarray,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    *blocks: Any,
+    n_groups: int,
+    nbins: int,
+    coarse: int,
+    pooled_nbins: int = 0,
+    pooled_coarse: int = 0,
+) -> tuple[tuple[int, int, np.ndarray], tuple[int, int, np.ndarray] | None]:
+    """Which key bins a chunk's trials of one system fall in (any group), from its
+    :func:`grouped_pass1_kernel` ``contribution``, as :func:`bosaris_dask.kernels.bins_note`
+    notes them; and the same for the pooled histogram apart (``None`` without one)."""
+    first = (int(rows[0]) if len(rows) else 0), (int(cols[0]) if len(cols) else 0)
+    counts = contribution[: 2 * n_groups * nbins].reshape(n_groups, nbins, 2)
+    note = (*first, pack_bins(counts.sum(axis=(0, 2)) > 0, coarse))
+    if not pooled_nbins:
+        return note, None
+    pooled = contribution[len(contribution) - 2 * pooled_nbins :].reshape(2, -1).sum(axis=0)
+    return note, (*first, pack_bins(pooled > 0, pooled_coarse))
 
 
 def split_pass1(

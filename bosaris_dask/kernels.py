@@ -45,6 +45,8 @@ __all__ = [
     "system_kernel",
     "coarse_kernel",
     "coarse_length",
+    "bins_note",
+    "pack_bins",
     "softplus_totals",
     "refine_system_kernel",
     "select_kernel",
@@ -333,6 +335,46 @@ def _coarse_system(
 def coarse_length(nbins: int) -> int:
     """The length of one system's part of a pass-1 result (see :func:`coarse_kernel`)."""
     return 2 * nbins + 2 * exact_sum.LIMBS + 2
+
+
+def bins_note(
+    contribution: np.ndarray,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    *blocks: Any,
+    nbins: int,
+    coarse: int = 0,
+) -> tuple[int, int, np.ndarray]:
+    """Which pass-1 bins of one system a chunk's trials fall in, from its :func:`system_kernel`
+    ``contribution``: ``(first row, first column, packed bits)``, bit ``g`` (``np.packbits``
+    order) set iff a bin of group ``g`` (bins ``g * 2**coarse`` to ``(g + 1) * 2**coarse - 1``)
+    holds a trial of the chunk. A refinement pass reads only the chunks holding a candidate bin
+    (:class:`bosaris_dask.refinement.ChunkBins`).
+
+    >>> v = np.zeros(coarse_length(10)); v[3] = 2; v[10 + 9] = 1  # non-targets, then targets
+    >>> r, c, bits = bins_note(v, np.arange(4, 6), np.arange(2), nbins=10)
+    >>> r, c, np.flatnonzero(np.unpackbits(bits)).tolist()
+    (4, 0, [3, 9])
+    >>> np.flatnonzero(np.unpackbits(bins_note(v, [0], [0], nbins=10, coarse=2)[2])).tolist()
+    [0, 2]
+    """
+    held = (contribution[:nbins] + contribution[nbins : 2 * nbins]) > 0
+    first = (int(rows[0]) if len(rows) else 0), (int(cols[0]) if len(cols) else 0)
+    return first[0], first[1], pack_bins(held, coarse)
+
+
+def pack_bins(held: np.ndarray, coarse: int) -> np.ndarray:
+    """``np.packbits`` of whether each group of ``2**coarse`` bins holds a trial (``held``:
+    per bin).
+
+    >>> pack_bins(np.array([0, 0, 1, 0, 0, 0], bool), 1).tolist()  # groups 0-1, 2-3, 4-5
+    [64]
+    """
+    if coarse:
+        n = len(held)
+        groups = -(-n // (1 << coarse))
+        held = np.pad(held, (0, groups * (1 << coarse) - n)).reshape(groups, -1).any(axis=1)
+    return np.packbits(held)
 
 
 def bad_codes(classes: np.ndarray, ws: Workspace) -> tuple[int, int]:

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 __all__ = [
     "candidates", "hull_candidates",
     "threshold_candidates", "pav_bound_candidates", "fixed_rate_candidates", "plan", "volume",
-    "Selection",
+    "Selection", "ChunkBins", "chunk_subset",
     "apply_refinement",
 ]  # fmt: skip
 
@@ -143,6 +143,80 @@ class Selection:
             if np.any((rel >> width) != 0) or np.any(new.cand_bits > old.cand_bits[i]):
                 return False
         return True
+
+
+@dataclass(frozen=True)
+class ChunkBins:
+    """Which pass-1 bins of one system hold trials, chunk by chunk (from the notes of
+    :func:`bosaris_dask.kernels.bins_note`).
+
+    A refinement pass needs only the trials inside candidate bins, and every candidate lies
+    inside one pass-1 bin: a chunk holding no trial of those pass-1 bins contributes nothing
+    and is not read (for scores computed from embeddings: its block product is not computed).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> notes = [(0, 0, np.packbits([0, 1, 0, 0])), (0, 2, np.packbits([1, 0, 0, 1]))]
+    >>> bins = ChunkBins.from_notes(notes, ((3,), (2, 2)), nbins=4)
+    >>> bins.holding(np.array([3])).tolist(), bins.holding(np.array([1, 0])).tolist()
+    ([False, True], [True, True])
+    """
+
+    held: np.ndarray  # (chunks, ceil(groups / 8)) uint8, np.packbits rows, chunks row-major
+    coarse: int = 0  # a bit per group of 2**coarse bins
+
+    #: At most about this many bytes of notes on the client (per system): beyond, a note's bit
+    #: stands for 2, 4, ... neighbouring bins (a chunk is read if it holds any of them).
+    BUDGET = 1 << 24
+
+    @staticmethod
+    def coarseness(n_chunks: int, nbins: int) -> int:
+        """The ``coarse`` of :func:`~bosaris_dask.kernels.bins_note` within :attr:`BUDGET`.
+
+        >>> ChunkBins.coarseness(64, 1 << 20), ChunkBins.coarseness(625, 1 << 20)
+        (0, 3)
+        """
+        coarse = 0
+        while n_chunks * -(-nbins // (8 << coarse)) > ChunkBins.BUDGET:
+            coarse += 1
+        return coarse
+
+    @classmethod
+    def from_notes(cls, notes: list, chunks: tuple, nbins: int, coarse: int = 0) -> ChunkBins:
+        """From the notes of a pass over an array chunked ``chunks`` (2-D)."""
+        row_starts = np.cumsum((0, *chunks[0]))[:-1]
+        col_starts = np.cumsum((0, *chunks[1]))[:-1]
+        groups = -(-nbins // (1 << coarse))
+        held = np.zeros((len(row_starts) * len(col_starts), (groups + 7) // 8), dtype=np.uint8)
+        for row, col, bits in notes:
+            i = int(np.searchsorted(row_starts, row, side="right")) - 1
+            j = int(np.searchsorted(col_starts, col, side="right")) - 1
+            held[i * len(col_starts) + j] |= bits  # or: a zero-width chunk adds nothing
+        return cls(held, coarse)
+
+    def holding(self, bins: np.ndarray) -> np.ndarray:
+        """Per chunk, whether it holds a trial of any of the pass-1 ``bins``."""
+        bins = np.unique(np.asarray(bins, dtype=np.int64) >> self.coarse)
+        bits = (self.held[:, bins >> 3] >> (7 - (bins & 7)).astype(np.uint8)) & 1
+        return bits.any(axis=1)
+
+
+def chunk_subset(inputs: Sequence[da.Array], picks: np.ndarray) -> list[da.Array]:
+    """The chunks ``picks`` (flat, row-major) of each of ``inputs`` (all chunked alike), each
+    flattened into one chunk of a ``(1, n)`` array: what the refinement kernels read (they
+    flatten their chunks anyway); the other chunks drop out of the graph and are not computed.
+
+    >>> import dask.array as da
+    >>> x = da.arange(12, chunks=2).reshape(3, 4).rechunk((2, 2))
+    >>> (sub,) = chunk_subset([x], np.array([1, 2]))
+    >>> sub.chunks, sub.compute().tolist()
+    (((1,), (4, 2)), [[2, 3, 6, 7, 8, 9]])
+    """
+    nbj = inputs[0].numblocks[1]
+    where = [divmod(int(f), nbj) for f in picks]
+    return [da.concatenate([a.blocks[i, j].reshape(1, -1) for i, j in where], axis=1)
+            for a in inputs]  # fmt: skip
 
 
 def apply_refinement(s: ScoreSummary, cands: np.ndarray, spec: RefineSpec, result) -> ScoreSummary:

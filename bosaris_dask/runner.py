@@ -71,6 +71,11 @@ class Aggregation:
         and for :mod:`~bosaris_dask.exact_sum` limbs.
     finalize
         ``finalize(total)``: the result on the client (may raise, naming what is wrong).
+    note
+        ``note(contribution, *blocks)``: a small object about one chunk (numeric specs only),
+        made where the chunk's contribution is, e.g. which score bins the chunk holds. The
+        spec's result is then ``(finalize(total), notes)``, ``notes`` a list with one note per
+        chunk (in no particular order: a note says which chunk it is about).
     """
 
     name: str
@@ -78,6 +83,7 @@ class Aggregation:
     length: int | None
     combine: Callable[[np.ndarray], np.ndarray] = _add
     finalize: Callable[[np.ndarray], Any] = _identity
+    note: Callable[..., Any] | None = None
 
 
 def _is_object(aggs: Sequence[Aggregation]) -> bool:
@@ -128,13 +134,18 @@ def _chunk_task(*blocks: np.ndarray, aggs: tuple[Aggregation, ...]) -> np.ndarra
         part = np.asarray(agg.chunk(*blocks), dtype=np.float64).reshape(-1)
         if part.size != agg.length:
             raise ValueError(f"{agg.name}: a chunk gave {part.size} values, not {agg.length}")
-        parts.append(compact.encode(part))
+        encoded = compact.encode(part)
+        parts.append(encoded if agg.note is None else (encoded, [agg.note(part, *blocks)]))
     return _object_block(parts)
 
 
-def _combine_numeric(parts: list[compact.Encoded], agg: Aggregation) -> compact.Encoded:
+def _combine_numeric(parts: list[Any], agg: Aggregation) -> Any:
     """``agg.combine`` of encoded contributions, encoded: an added total holds one float64
-    vector at a time (:func:`~bosaris_dask.compact.sum_encoded`), other combines get the stack."""
+    vector at a time (:func:`~bosaris_dask.compact.sum_encoded`), other combines get the stack.
+    With ``agg.note``, each part is ``(encoded, notes)`` and the notes are gathered."""
+    if agg.note is not None:
+        total = _combine_numeric([p[0] for p in parts], replace(agg, note=None))
+        return total, [n for p in parts for n in p[1]]
     if agg.combine is _add:
         return compact.encode(compact.sum_encoded(parts))
     rows = np.stack([compact.decode(p) for p in parts])
@@ -163,6 +174,8 @@ def graph(
     for arr in inputs:
         args += [arr, "ij"]
     if _is_object(aggs):
+        if any(a.note is not None for a in aggs):
+            raise ValueError("per-chunk notes need numeric specs only")
         return _object_graph(aggs, args, split_every)
     numeric = tuple(
         Aggregation(a.name, a.chunk, None, combine=partial(_combine_numeric, agg=a)) for a in aggs
@@ -245,9 +258,13 @@ def run_pass_and_keep(
 
 def _finalize(aggs: list[Aggregation], total: Any) -> list[Any]:
     totals = total[()]
-    if not _is_object(aggs):
-        totals = [compact.decode(t) for t in totals]
-    return [a.finalize(t) for a, t in zip(aggs, totals, strict=True)]
+    if _is_object(aggs):
+        return [a.finalize(t) for a, t in zip(aggs, totals, strict=True)]
+    return [
+        a.finalize(compact.decode(t)) if a.note is None
+        else (a.finalize(compact.decode(t[0])), t[1])
+        for a, t in zip(aggs, totals, strict=True)
+    ]  # fmt: skip
 
 
 @contextmanager

@@ -27,6 +27,7 @@ BENCHMARKS = ROOT / "benchmarks"
 SCRIPTS = {
     "ab_adaptive_bins.py",
     "ab_evaluate.py",
+    "ab_skip_chunks.py",
     "bench_auc.py",
     "bench_bootstrap.py",
     "bench_conditions.py",
@@ -118,6 +119,14 @@ def test_ab_adaptive_bins(evaluated, capsys):
                                     "--emulate", "100"])  # fmt: skip
     out = capsys.readouterr().out
     assert "adaptive: passes" in out and "exact metrics identical across all runs: True" in out
+
+
+def test_ab_skip_chunks(capsys):
+    """Skipping chunks without candidates on 256 x 256 structured embeddings (PAV bins)."""
+    _load("ab_skip_chunks").main(["--side", "256", "--block", "64", "--structured",
+                                  "--consumer", "pav", "--repeat", "1"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert "skip-chunks=1" in out and "same results: True" in out
 
 
 def test_bench_evaluate_doctests(bench):

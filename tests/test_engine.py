@@ -160,9 +160,10 @@ def test_float32_takes_two_passes_and_counts_them():
         computes.append(keys)
         return dask.get(dsk, keys, **kwargs)
 
-    with dask.config.set(scheduler=counting_get):
+    with dask.config.set(scheduler=counting_get, **{"bosaris_dask.skip-chunks": 0}):
         reads, ds = _reads_per_chunk(scores, key)
-    # a scheduler call per pass; every chunk read once per pass over the data
+    # a scheduler call per pass; every chunk read once per pass over the data (refinement
+    # passes skipping the chunks without candidates: tests/test_chunk_skipping.py)
     assert len(computes) == 2 == ds.attrs["passes"]
     assert len(reads) == 8 and set(reads.values()) == {2}
 
@@ -173,7 +174,9 @@ def test_kept_candidates_spare_passes_over_the_data():
     values = rng.normal(size=(60, 70)) + mask  # float64: several refinement rounds
     key = make_key(range(60), range(70), mask, chunks=(20, 35))
     scores = make_scores(range(60), range(70), values, chunks=(20, 35))
-    with dask.config.set({"bosaris_dask.dense-budget": 64, "bosaris_dask.raw-limit": 8}):
+    knobs = {"bosaris_dask.dense-budget": 64, "bosaris_dask.raw-limit": 8,
+             "bosaris_dask.skip-chunks": 0}  # fmt: skip
+    with dask.config.set(knobs):
         kept_reads, kept = _reads_per_chunk(scores, key)
         with dask.config.set({"bosaris_dask.keep-limit": 0}):
             full_reads, full = _reads_per_chunk(scores, key)
