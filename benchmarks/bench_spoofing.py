@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -131,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
                 start = time.perf_counter()
                 getattr(bench, f"time_{name.replace('-', '_')}")()
                 walls[name].append(time.perf_counter() - start)
+                passes, load = bench.results[name]["passes"], os.getloadavg()[0]
+                print(f"# {name}: {walls[name][-1]:.2f} s, {passes} passes (load {load:.2f})",
+                      file=sys.stderr, flush=True)  # fmt: skip
         key = stores.read_key(bench.dir / "key.zarr")
         print(f"{key.sizes['model']:,} x {key.sizes['segment']:,} trials, median of "
               f"{args.repeat}; load average {os.getloadavg()[0]:.2f} after")  # fmt: skip
