@@ -261,6 +261,47 @@ def cross_entropy_totals(tar: np.ndarray, non: np.ndarray, plo: np.ndarray) -> n
     return np.array([softplus_totals(tar + a, non + a) for a in np.asarray(plo, np.float64)])
 
 
+def _numpy_block(
+    s: np.ndarray,
+    key_cls: np.ndarray,
+    scored: np.ndarray,
+    idx: np.ndarray,
+    nbins: int,
+    ws: Workspace,
+    binmap: BinMap,
+) -> tuple[int, int, int, int]:
+    """Pass 1 on one block, in numpy: each trial's histogram index into ``idx`` (its bin times
+    2, plus 1 for a target; ``2 * nbins`` for a cell that is no trial or has no score).
+
+    Returns the trials without a score, the trials with a non-finite score (counted as 0.0),
+    and the exact non-target and target sums of the Cllr terms (:func:`softplus_sums`), as
+    :func:`~bosaris_dask.fast_pass1.block_into` does for the compiled path.
+    """
+    n = s.size
+    missing = bad = 0
+    c = key_cls if scored.all() else classes_of(key_cls, scored)
+    if c is not key_cls:
+        missing = int(np.count_nonzero((key_cls != 0) & ~scored))
+    finite = np.isfinite(s, out=ws.flag[:n])
+    if not finite.all():
+        bad = int(np.count_nonzero(~finite & (c != 0)))
+        s = np.where(finite, s, s.dtype.type(0))
+    key = keys_into(s, ws)
+    if binmap.adaptive:
+        binmap.bins_into(key, idx, ws.pos[:n], ws.signs[:n])
+        np.left_shift(idx, 1, out=idx)
+    else:
+        np.right_shift(key, binmap.shift, out=key)
+        np.left_shift(key, 1, out=idx, casting="unsafe")
+    is_tar = np.greater(c, 0, out=ws.flag[:n])
+    np.add(idx, is_tar, out=idx, casting="unsafe")
+    all_trials = np.count_nonzero(c) == n
+    if not all_trials:
+        idx[c == 0] = 2 * nbins  # the last bin collects non-trials
+    non, tar = softplus_sums(c, s, ws, all_trials)
+    return missing, bad, non, tar
+
+
 def _coarse_system(
     cls_flat: np.ndarray,
     s_flat: np.ndarray,
@@ -273,61 +314,42 @@ def _coarse_system(
 ) -> np.ndarray:
     """Pass 1 for one system's scores of a chunk (see :func:`coarse_kernel`); the bins are
     ``key >> shift``, or ``binmap``'s (its :attr:`~bosaris_dask.binmap.BinMap.nbins` is
-    ``nbins``). ``compiled``: count with :mod:`~bosaris_dask.fast_pass1` where numba is
-    installed."""
-    sums = [0, 0]
-    counts = {"missing": 0, "bad": 0}
+    ``nbins``). ``compiled``: use the loops of :mod:`~bosaris_dask.fast_pass1` where numba is
+    installed (the same bits).
 
-    def fill(b: slice, idx: np.ndarray) -> None:
-        s, key_cls, scored = s_flat[b], cls_flat[b], m_flat[b]
-        n = s.size
-        c = key_cls if scored.all() else classes_of(key_cls, scored)
-        if c is not key_cls:
-            counts["missing"] += int(np.count_nonzero((key_cls != 0) & ~scored))
-        finite = np.isfinite(s, out=ws.flag[:n])
-        if not finite.all():
-            counts["bad"] += int(np.count_nonzero(~finite & (c != 0)))
-            s = np.where(finite, s, s.dtype.type(0))
-        key = keys_into(s, ws)
-        if binmap is None:
-            np.right_shift(key, shift, out=key)
-            np.left_shift(key, 1, out=idx, casting="unsafe")
-        else:
-            binmap.bins_into(key, idx, ws.pos[:n], ws.signs[:n])
-            np.left_shift(idx, 1, out=idx)
-        is_tar = np.greater(c, 0, out=ws.flag[:n])
-        np.add(idx, is_tar, out=idx, casting="unsafe")
-        all_trials = np.count_nonzero(c) == n
-        if not all_trials:
-            idx[c == 0] = 2 * nbins  # the last bin collects non-trials
-        non, tar = softplus_sums(c, s, ws, all_trials)
-        sums[0] += non
-        sums[1] += tar
+    Both paths walk the chunk in blocks of ``ws.block`` trials; a block is binned, counted and
+    summed by :func:`_numpy_block` (with one ``bincount`` per slice of ``ws.slice_size``) or by
+    :func:`~bosaris_dask.fast_pass1.block_into`.
+    """
+    if binmap is None:
+        bits = ws.key.dtype.itemsize * 8
+        binmap = BinMap.uniform(bits, bits - shift)
+    totals = [0, 0, 0, 0]  # missing, non-finite, non-target units, target units
 
-    counter = fast_pass1.count_kernel() if compiled else None
-    if counter is None:
-        h = blocked_bincount(s_flat.size, 2 * nbins + 1, ws, fill)[:-1].reshape(nbins, 2)
-    else:  # the compiled loop counts; numpy sums the softplus terms
-        if binmap is None:
-            binmap = BinMap.uniform(ws.key.dtype.itemsize * 8, ws.key.dtype.itemsize * 8 - shift)
+    def add(block: tuple[int, ...]) -> None:
+        for k, v in enumerate(block):
+            totals[k] += v
+
+    kernel = fast_pass1.block_kernel() if compiled else None
+    if kernel is None:
+        h = blocked_bincount(
+            s_flat.size, 2 * nbins + 1, ws,
+            lambda b, idx: add(_numpy_block(s_flat[b], cls_flat[b], m_flat[b], idx, nbins, ws,
+                                            binmap)),
+        )[:-1].reshape(nbins, 2)  # fmt: skip
+    else:
         # uint32 counts (below 2**32 trials per chunk), the rare targets apart: the non-targets
         # of a bin share cache lines with their neighbours only (half the cache footprint)
         h = np.zeros(2 * nbins + 1, dtype=np.uint32 if s_flat.size < 2**32 else np.int64)
-        missing, bad, unscored, nonfinite = fast_pass1.counts_into(
-            counter, cls_flat, s_flat, m_flat, binmap, h
-        )
-        h = h[:-1].reshape(2, nbins).T  # non-targets, then targets
-        counts.update(missing=missing, bad=bad)
+        args = fast_pass1.block_args(binmap)
         for b in slices(s_flat.size, ws.block):
-            s, key_cls = s_flat[b], cls_flat[b]
-            c = key_cls if not unscored or m_flat[b].all() else classes_of(key_cls, m_flat[b])
-            if nonfinite and not np.isfinite(s, out=ws.flag[: s.size]).all():
-                s = np.where(ws.flag[: s.size], s, s.dtype.type(0))
-            non, tar = softplus_sums(c, s, ws, np.count_nonzero(c) == s.size)
-            sums[0] += non
-            sums[1] += tar
-    limbs = [exact_sum.to_limbs(sums[1]), exact_sum.to_limbs(sums[0])]
-    return np.concatenate([h[:, 0], h[:, 1], *limbs, [counts["missing"], counts["bad"]]])
+            out = fast_pass1.block_into(kernel, cls_flat[b], s_flat[b], m_flat[b], args, h,
+                                        ws.e[: b.stop - b.start])  # fmt: skip
+            add((out[0], out[1], out[4], out[5]))
+        h = h[:-1].reshape(2, nbins).T  # non-targets, then targets
+    missing, bad, non, tar = totals
+    limbs = [exact_sum.to_limbs(tar), exact_sum.to_limbs(non)]
+    return np.concatenate([h[:, 0], h[:, 1], *limbs, [missing, bad]])
 
 
 def coarse_length(nbins: int) -> int:
