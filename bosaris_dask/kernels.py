@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask import exact_sum, fast_pass1
+from bosaris_dask import exact_sum, fast_pass1, fast_select
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.keys import key_dtype
 
@@ -544,29 +544,33 @@ class RefineSpec:
 
 
 def _select(
-    cls_flat: np.ndarray, s_flat: np.ndarray, m_flat: np.ndarray, spec: RefineSpec, ws: Workspace
+    cls_flat: np.ndarray,
+    s_flat: np.ndarray,
+    m_flat: np.ndarray,
+    spec: RefineSpec,
+    ws: Workspace,
+    compiled: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The keys (native key dtype) and target flags of a chunk's trials inside the candidates."""
+    """The keys (native key dtype) and target flags of a chunk's trials inside the candidates.
+
+    ``compiled``: select with :mod:`~bosaris_dask.fast_select` where numba is installed (the
+    same trials, in the same order)."""
+    loop = fast_select.select_loop() if compiled else None
     picked_keys, picked_tar = [], []
     for b in slices(s_flat.size, ws.block):
-        # pass 1 rejected non-finite trial scores; non-trials are dropped by the class test
-        c = cls_flat[b] if m_flat[b].all() else classes_of(cls_flat[b], m_flat[b])
-        n = c.size
-        keys = keys_into(s_flat[b], ws)
-        binmap = spec.binmap
-        if binmap is None:
-            prefix = np.right_shift(keys, spec.shift, out=ws.idx[:n], casting="unsafe")
-        else:  # first the buckets holding a candidate: the full look-up for their keys only
-            top = keys.dtype.type(binmap.key_bits - binmap.top)
-            prefix = np.right_shift(keys, top, out=ws.idx[:n], casting="unsafe")
-        sel = np.take(spec.lut if binmap is None else spec.bucket_lut, prefix, out=ws.flag[:n])
-        np.logical_and(sel, np.not_equal(c, 0, out=ws.flag2[:n]), out=sel)
-        at = np.flatnonzero(sel)  # then take: 6x faster than two boolean-mask indexings
-        if binmap is not None and len(at):
-            at = at[spec.lut.take(binmap.bin_of(keys.take(at)))]
-        if not len(at):
-            continue
-        keys, is_tar = keys.take(at), c.take(at) == 1
+        if loop is not None:
+            n = b.stop - b.start
+            keys, is_tar = ws.key[:n], ws.flag[:n]
+            got = fast_select.select_into(loop, cls_flat[b], s_flat[b], m_flat[b], spec, keys,
+                                          is_tar)  # fmt: skip
+            if not got:
+                continue
+            keys, is_tar = keys[:got].copy(), is_tar[:got].copy()
+        else:
+            picked = _select_block(cls_flat[b], s_flat[b], m_flat[b], spec, ws)
+            if picked is None:
+                continue
+            keys, is_tar = picked
         if spec.rank is None:  # candidates narrower than a pass-1 bin: test each one
             keys, is_tar = _within(keys, is_tar, spec)
         picked_keys.append(keys)
@@ -574,6 +578,31 @@ def _select(
     if not picked_keys:
         return np.empty(0, dtype=key_dtype(s_flat.dtype)), np.empty(0, dtype=bool)
     return np.concatenate(picked_keys), np.concatenate(picked_tar)
+
+
+def _select_block(
+    key_cls: np.ndarray, s: np.ndarray, scored: np.ndarray, spec: RefineSpec, ws: Workspace
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`_select` of one block in numpy: the keys and target flags of its trials in
+    candidate pass-1 bins, or ``None`` if there are none."""
+    # pass 1 rejected non-finite trial scores; non-trials are dropped by the class test
+    c = key_cls if scored.all() else classes_of(key_cls, scored)
+    n = c.size
+    keys = keys_into(s, ws)
+    binmap = spec.binmap
+    if binmap is None:
+        prefix = np.right_shift(keys, spec.shift, out=ws.idx[:n], casting="unsafe")
+    else:  # first the buckets holding a candidate: the full look-up for their keys only
+        top = keys.dtype.type(binmap.key_bits - binmap.top)
+        prefix = np.right_shift(keys, top, out=ws.idx[:n], casting="unsafe")
+    sel = np.take(spec.lut if binmap is None else spec.bucket_lut, prefix, out=ws.flag[:n])
+    np.logical_and(sel, np.not_equal(c, 0, out=ws.flag2[:n]), out=sel)
+    at = np.flatnonzero(sel)  # then take: 6x faster than two boolean-mask indexings
+    if binmap is not None and len(at):
+        at = at[spec.lut.take(binmap.bin_of(keys.take(at)))]
+    if not len(at):
+        return None
+    return keys.take(at), c.take(at) == 1
 
 
 def _within(
@@ -667,15 +696,17 @@ def refine_system_kernel(
     spec: RefineSpec,
     block: int,
     slice_size: int,
+    compiled: bool = False,
 ) -> Any:
     """A refinement pass on one chunk for one system: a dense sub-histogram of its candidate
-    bins, or the exact keys in them with their counts (``spec.raw``)."""
+    bins, or the exact keys in them with their counts (``spec.raw``). ``compiled``: select the
+    trials with :mod:`~bosaris_dask.fast_select` where numba is installed (the same result)."""
     s, m = pairs[2 * system].reshape(-1), pairs[2 * system + 1].reshape(-1)
     ws = workspace(np.dtype(s.dtype), block, slice_size)
     cls_flat = classes.reshape(-1)
     if spec.whole_bins_split_evenly:
         return narrow_counts(_sub_histogram(cls_flat, s, m, spec, ws), s.size)
-    return narrow_counts(_count(*_select(cls_flat, s, m, spec, ws), spec), s.size)
+    return narrow_counts(_count(*_select(cls_flat, s, m, spec, ws, compiled), spec), s.size)
 
 
 def select_kernel(
@@ -684,19 +715,26 @@ def select_kernel(
     specs: tuple[RefineSpec | None, ...],
     block: int,
     slice_size: int,
+    compiled: bool = False,
 ) -> np.ndarray:
     """Keep a chunk's candidate trials: per system, their keys and target flags (or None).
 
     The later refinement passes then run on these (:func:`refine_kept_kernel`) instead of
-    reading and keying every trial again.
+    reading and keying every trial again. ``compiled``: select them with
+    :mod:`~bosaris_dask.fast_select` where numba is installed (the same trials, in order).
     """
     cls_flat = classes.reshape(-1)
     kept = [
         None
         if spec is None
         else _select(
-            cls_flat, s.reshape(-1), m.reshape(-1), spec, workspace(s.dtype, block, slice_size)
-        )
+            cls_flat,
+            s.reshape(-1),
+            m.reshape(-1),
+            spec,
+            workspace(s.dtype, block, slice_size),
+            compiled,
+        )  # fmt: skip
         for spec, s, m in zip(specs, pairs[::2], pairs[1::2], strict=True)
     ]
     return _object_block(kept)
