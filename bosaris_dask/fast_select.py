@@ -3,10 +3,10 @@ when numba is installed (``pip install bosaris-dask[fast]``).
 
 The numpy path of :func:`bosaris_dask.kernels.select_kernel` keys a block of scores, looks up
 each key's bucket and bin in two tables, and gathers the keys and classes of the trials in
-candidate bins, in a dozen array operations per block. The loop here does it trial by trial:
-it skips non-trials and unscored cells before keying them, and a key whose bucket holds no
-candidate before the bin look-up. It computes the same keys and flags (integer work only), so
-both paths select the same trials in the same order; the tests compare them.
+candidate bins, in a dozen array operations per block. The loop here does it trial by trial,
+in one read of each trial's class, mask and score and no branch on them. It computes the same
+keys and flags (integer work only), so both paths select the same trials in the same order; the
+tests compare them.
 
 Examples
 --------
@@ -53,33 +53,29 @@ def _select_trials(
     sign_bit,
     sign,
     ones,
-    bucket_lut,
     lut,
+    last,
     out_keys,
     out_tar,
 ):  # pragma: no cover
-    # compiled by numba (coverage does not see inside); tested against the numpy path
+    # compiled by numba (coverage does not see inside); tested against the numpy path.
+    # No branch on the data: every trial's key and flag are written at the next free place,
+    # which moves on only for a selected trial (at 1e9 trials half of them can be selected)
     zero = np.uint64(0)
     n = 0
     for i in range(bits.size):
         c = cls[i]
-        if c == 0 or not scored[i]:
-            continue
         b = np.uint64(bits[i])
         b = zero if b == sign else b  # -0.0 as +0.0
         key = b ^ (((zero - (b >> sign_bit)) & ones) | sign)  # order key, no branch
         if adaptive:
-            bucket = np.intp(key >> bucket_shift)
-            if not bucket_lut[bucket]:
-                continue
-            t = table[bucket]
+            t = table[np.intp(key >> bucket_shift)]
             k = (t >> 8) + np.int64(key >> np.uint64(t & 255))
         else:
             k = np.int64(key >> shift)
-        if lut[k]:
-            out_keys[n] = key
-            out_tar[n] = c == 1
-            n += 1
+        out_keys[n] = key
+        out_tar[n] = c == 1
+        n += (c != 0) & scored[i] & lut[min(max(k, 0), last)]
     return n
 
 
@@ -107,14 +103,17 @@ def select_into(
     kbits = s.dtype.itemsize * 8
     bm = spec.binmap
     if bm is not None and bm.adaptive:
-        table, bucket_lut, bucket_shift, shift = bm.table, spec.bucket_lut, kbits - bm.top, 0
+        table, bucket_shift, shift = bm.table, kbits - bm.top, 0
     else:
-        table, bucket_lut, bucket_shift = np.zeros(1, np.int64), np.zeros(1, bool), 0
-        shift = spec.shift if bm is None else bm.shift
+        table, bucket_shift, shift = (
+            np.zeros(1, np.int64),
+            0,
+            spec.shift if bm is None else bm.shift,
+        )
     return int(loop(
         cls if cls.dtype == np.int8 else cls.astype(np.int8),
         s.view(np.uint32 if kbits == 32 else np.uint64), np.asarray(scored, dtype=np.bool_),
         table, np.uint64(bucket_shift), np.uint64(shift), bm is not None and bm.adaptive,
         np.uint64(kbits - 1), np.uint64(1 << (kbits - 1)), np.uint64((1 << kbits) - 1),
-        bucket_lut, spec.lut, keys, is_tar,
+        spec.lut, np.int64(spec.lut.size - 1), keys, is_tar,
     ))  # fmt: skip
