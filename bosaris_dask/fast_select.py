@@ -110,9 +110,13 @@ def select_into(
             0,
             spec.shift if bm is None else bm.shift,
         )
+    # contiguous arrays (a key's mask is often a broadcast): numba's loops over strided arrays
+    # are several times slower
+    s = np.ascontiguousarray(s)
     return int(loop(
-        cls if cls.dtype == np.int8 else cls.astype(np.int8),
-        s.view(np.uint32 if kbits == 32 else np.uint64), np.asarray(scored, dtype=np.bool_),
+        np.ascontiguousarray(cls, dtype=np.int8),
+        s.view(np.uint32 if kbits == 32 else np.uint64),
+        np.ascontiguousarray(scored, dtype=np.bool_),
         table, np.uint64(bucket_shift), np.uint64(shift), bm is not None and bm.adaptive,
         np.uint64(kbits - 1), np.uint64(1 << (kbits - 1)), np.uint64((1 << kbits) - 1),
         spec.lut, np.int64(spec.lut.size - 1), keys, is_tar,
