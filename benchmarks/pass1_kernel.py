@@ -6,13 +6,13 @@ Usage::
 
 Every code version (``--code before=/work/main``: a checkout whose ``bosaris_dask`` is imported
 through ``PYTHONPATH``; default: this checkout) runs :func:`bosaris_dask.kernels.system_kernel`
-on the same chunk (``--n`` float32 scores, normal, with 2% targets and an adaptive bin map of
-2**20 bins from a sample, as the engine uses at 1e9 trials) in a fresh process, once with the
-compiled loop and once on the numpy path. The versions run interleaved, ``--repeat`` rounds;
-it prints the median ns per trial of each, and each one's ratio to the first version (per
-round, then the median), so that a busy minute on a shared machine hits all of them alike. The
-times are the thread's CPU time (best of 3 runs per process), less sensitive than wall time to
-other jobs on the machine.
+on the same chunk (``--n`` float32 scores, normal, with 2% targets, a broadcast mask as a
+label-derived key gives, and an adaptive bin map of 2**20 bins from a sample, as the engine
+uses at 1e9 trials) in a fresh process, once with the compiled loop and once on the numpy path.
+The versions run interleaved, ``--repeat`` rounds; it prints the median ns per trial of each,
+and each one's ratio to the first version (per round, then the median), so that a busy minute
+on a shared machine hits all of them alike. The times are the thread's CPU time (best of 3 runs
+per process), less sensitive than wall time to other jobs on the machine.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ n, compiled = int(sys.argv[1]), sys.argv[2] == "1"
 rng = np.random.default_rng(0)
 cls = np.where(rng.random(n) < 0.02, 1, -1).astype(np.int8).reshape(1, -1)
 s = (rng.standard_normal(n) * 3 + 4 * (cls[0] > 0)).astype(np.float32).reshape(1, -1)
-m = np.ones_like(s, dtype=bool)
+m = np.broadcast_to(np.ones((1, 1), bool), s.shape)  # a label-derived key's mask
 bm = BinMap.from_sample(order_keys(s[0, :: max(1, n >> 21)]), 32, 20)
 run = lambda: kernels.system_kernel(
     np.arange(1), np.arange(n), cls, s, m, system=0, shift=0, nbins=bm.nbins, block=65536,

@@ -153,3 +153,19 @@ def test_an_evaluation_with_compiled_counts_reports_the_same_bits(monkeypatch, a
     monkeypatch.setattr(engine, "COMPILED_PASS1_TRIALS", 0)
     assert evaluate() == numpy_path
     assert calls
+
+
+def test_a_broadcast_mask_gives_the_same_bits():
+    """A label-derived key's mask is a broadcast (stride 0): the compiled loops copy each block
+    to a contiguous one (numba's loops over strided arrays are slow), with the same results."""
+    rng = np.random.default_rng(5)
+    cls = rng.choice(np.array([-1, 1], np.int8), size=(40, 300), p=[0.9, 0.1])
+    s = (rng.normal(size=cls.shape) * 3).astype(np.float32)
+    m = np.broadcast_to(np.ones((1, 1), bool), cls.shape)
+    bm = BinMap.from_sample(np.sort(s.view(np.uint32).reshape(-1)), 32, 10)
+    compiled = _system(cls, s, m, bm, 4096)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(fast_pass1.DISABLE_ENV, "1")
+        numpy_path = _system(cls, s, m, bm, 4096)
+    np.testing.assert_array_equal(compiled.view(np.int64), numpy_path.view(np.int64))
+    np.testing.assert_array_equal(compiled, _system(cls, s, np.ones(cls.shape, bool), bm, 4096))
