@@ -2,11 +2,13 @@
 
 Usage::
 
-    python benchmarks/profile_passes.py --side 10000 [--workdir DIR] [--keep]
+    python benchmarks/profile_passes.py --side 10000 [--workdir DIR]
+    python benchmarks/profile_passes.py --store /work/stores/1e8
 
 Simulates a ``side x side`` float32 store with a label-derived key (or reuses
-``DIR/side-N``), then runs :func:`bosaris_dask.metrics.evaluate` on the threaded scheduler with a
-dask callback that records every task's duration. It prints, for each ``compute`` (pass):
+``DIR/side-N``, or reads ``key.zarr`` and ``system-1.zarr`` of ``--store``), then runs
+:func:`bosaris_dask.metrics.evaluate` on the threaded scheduler with a dask callback that
+records every task's duration. It prints, for each ``compute`` (pass):
 
 * its wall time;
 * the summed task time per stage, grouped by the task name (dask's ``key_split``). dask's
@@ -103,10 +105,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--side", type=int, default=10_000)
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--store", type=Path, default=None)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         workdir = args.workdir or Path(tmp)
-        key_path, score_path = make_store(args.side, workdir)
+        if args.store is not None:
+            key_path, score_path = args.store / "key.zarr", args.store / "system-1.zarr"
+        else:
+            key_path, score_path = make_store(args.side, workdir)
         profile(key_path, score_path)  # warm the page cache and imports
         wall, timer, n = profile(key_path, score_path)
         report(wall, timer, n, os.cpu_count() or 1)

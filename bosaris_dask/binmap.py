@@ -39,6 +39,8 @@ from functools import cached_property
 
 import numpy as np
 
+from bosaris_dask.unique import unique
+
 __all__ = ["BinMap", "TOP_BITS", "MIN_ADAPTIVE_BITS"]
 
 #: Key bits that pick an adaptive map's bucket (65,536 buckets: float32 sign, exponent and 7
@@ -119,7 +121,7 @@ class BinMap:
         else:
             t = np.bincount(bucket, weights=np.asarray(is_target, dtype=np.float64), minlength=nb)
             w = np.sqrt((t + 1.0) * (h - t + 1.0)) * (h > 0)
-        distinct = np.bincount((np.unique(keys) >> np.uint64(key_bits - top)).astype(np.intp),
+        distinct = np.bincount((unique(keys) >> np.uint64(key_bits - top)).astype(np.intp),
                                minlength=nb)  # fmt: skip
         room = np.zeros(nb, dtype=np.int64)
         full = h > 0

@@ -69,7 +69,8 @@ MAX_COARSE_BITS = 24
 #: About how many trials the sample read before an adaptive pass 1 holds (whole rows).
 SAMPLE_TRIALS = 1 << 21
 #: From how many cells on pass 1 counts trials with the compiled loop of
-#: :mod:`bosaris_dask.fast_pass1` (where numba is installed): it saves about 2.7 ns of CPU per
+#: :mod:`bosaris_dask.fast_pass1`, and a refinement pass selects them with that of
+#: :mod:`bosaris_dask.fast_select` (where numba is installed): it saves about 2.7 ns of CPU per
 #: trial, and loading numba costs a process about 0.4 s (measured: 16% slower at 1e8 trials).
 COMPILED_PASS1_TRIALS = 1 << 28
 
@@ -599,7 +600,9 @@ def summarize(
             read, part = chunks_to_read(inputs, [(held[k], specs[k]) for k in refined])
         keep = None
         if selection is None and refinement.volume(summaries, plans) <= knobs["keep_limit"]:
-            keep = blockwise_pass(partial(kernels.select_kernel, specs=specs, **blocks), read)
+            keep = blockwise_pass(partial(kernels.select_kernel, specs=specs,
+                                          compiled=cells >= COMPILED_PASS1_TRIALS, **blocks),
+                                  read)  # fmt: skip
             selection = refinement.Selection(specs, keep)
             passes += 1
         name = f"refinement pass {passes + (selection is None)}{part}"
@@ -610,7 +613,8 @@ def summarize(
                 chunk = partial(kernels.refine_kept_kernel, system=k, spec=spec,
                                 kept_spec=selection.specs[k])  # fmt: skip
             else:
-                chunk = partial(kernels.refine_system_kernel, system=k, spec=spec, **blocks)
+                chunk = partial(kernels.refine_system_kernel, system=k, spec=spec,
+                                compiled=cells >= COMPILED_PASS1_TRIALS, **blocks)  # fmt: skip
             aggs.append(runner.Aggregation(summaries[k].name, chunk, None,
                                            combine=kernels.merge_system_refinements))  # fmt: skip
         if keep is not None and selection is not None:  # select, keep and refine in one go

@@ -35,15 +35,18 @@ from collections.abc import Iterable
 import numpy as np
 
 __all__ = [
-    "GRID_BITS", "MAX_BLOCK", "LIMBS", "block_units", "block_units_subset", "total", "to_limbs",
-    "from_limbs", "to_float",
+    "GRID_BITS", "HI_BITS", "LO_BITS", "BIG", "MAX_BLOCK", "LIMBS", "exact_units", "block_units",
+    "block_units_subset", "total", "to_limbs", "from_limbs", "to_float",
 ]  # fmt: skip
 
 #: Terms are rounded to multiples of ``2**-GRID_BITS``; sums are integers in these units.
 GRID_BITS = 57
-_HI_BITS = 20  # hi = floor(t * 2**20) < 2**37 for t < 2**17
-_LO_BITS = GRID_BITS - _HI_BITS  # lo = rint(frac * 2**37) <= 2**37
-_BIG = 2.0 ** (37 - _HI_BITS)  # terms from here on take the exact path
+#: A term ``t < BIG`` splits into ``hi = floor(t * 2**HI_BITS) < 2**37`` whole units ...
+HI_BITS = 20
+#: ... and ``lo = rint(frac * 2**LO_BITS) <= 2**37`` fine ones: ``t = hi * 2**-20 + lo * 2**-57``.
+LO_BITS = GRID_BITS - HI_BITS
+#: Terms from here on (``2**17``) take the exact path of :func:`exact_units`.
+BIG = 2.0 ** (37 - HI_BITS)
 #: The most terms :func:`block_units` sums at once (its float sums stay exact below ``2**53``).
 MAX_BLOCK = 1 << 16
 #: Base-2**32 limbs of a total: any float64 terms, up to 2**40 of them (2**1081 * 2**40 units).
@@ -51,8 +54,15 @@ LIMBS = 36
 _LIMB = 1 << 32
 
 
-def _exact_units(values: np.ndarray) -> int:
-    """The exact sum of finite floats ``>= 2**17`` in units of ``2**-GRID_BITS``."""
+def exact_units(values: np.ndarray) -> int:
+    """The exact sum of finite floats ``>= 2**17`` (:data:`BIG`) in units of ``2**-GRID_BITS``;
+    non-finite values are left out.
+
+    Examples
+    --------
+    >>> exact_units(np.array([2.0**17, 2.0**40, np.inf])) == (2**17 + 2**40) << GRID_BITS
+    True
+    """
     values = values[np.isfinite(values)]
     if not len(values):
         return 0
@@ -64,6 +74,9 @@ def _exact_units(values: np.ndarray) -> int:
         m = mantissa[shifts == shift]  # at most MAX_BLOCK values: the halves' sums fit int64
         out += ((int((m >> 26).sum()) << 26) + int((m & ((1 << 26) - 1)).sum())) << shift
     return out
+
+
+_HI_BITS, _LO_BITS, _BIG, _exact_units = HI_BITS, LO_BITS, BIG, exact_units  # older names
 
 
 def split_units(terms: np.ndarray, hi: np.ndarray) -> None:
@@ -79,10 +92,10 @@ def split_units(terms: np.ndarray, hi: np.ndarray) -> None:
     >>> hi.tolist(), t.tolist()  # 1.5 = 1.5 * 2**20 whole units; 2**-57 is one fine unit
     ([1572864.0, 0.0, 0.0], [0.0, 1.0, 2.0])
     """
-    np.multiply(terms, 2.0**_HI_BITS, out=terms)
+    np.multiply(terms, 2.0**HI_BITS, out=terms)
     np.floor(terms, out=hi)
     np.subtract(terms, hi, out=terms)
-    np.multiply(terms, 2.0**_LO_BITS, out=terms)
+    np.multiply(terms, 2.0**LO_BITS, out=terms)
     np.rint(terms, out=terms)
 
 
@@ -103,20 +116,20 @@ def block_units(
     out = [0] * (1 + len(weights))
     if n == 0:
         return out
-    if np.maximum.reduce(terms) >= _BIG:  # rare: the exact path, then zero those terms
-        big = np.flatnonzero(terms >= _BIG)
-        out[0] += _exact_units(terms[big])
+    if np.maximum.reduce(terms) >= BIG:  # rare: the exact path, then zero those terms
+        big = np.flatnonzero(terms >= BIG)
+        out[0] += exact_units(terms[big])
         for k, w in enumerate(weights):
-            out[k + 1] += _exact_units(terms[big[w[big] != 0]])
+            out[k + 1] += exact_units(terms[big[w[big] != 0]])
         terms[big] = 0.0
     hi, prod = scratch[:n], product[:n]
     split_units(terms, hi)
     # every partial sum is an integer below 2**53: exact in any order numpy adds them
-    out[0] += (int(np.add.reduce(hi)) << _LO_BITS) + int(np.add.reduce(terms))
+    out[0] += (int(np.add.reduce(hi)) << LO_BITS) + int(np.add.reduce(terms))
     for k, w in enumerate(weights):
         h = np.add.reduce(np.multiply(hi, w, out=prod))
         lo = np.add.reduce(np.multiply(terms, w, out=prod))
-        out[k + 1] += (int(h) << _LO_BITS) + int(lo)
+        out[k + 1] += (int(h) << LO_BITS) + int(lo)
     return out
 
 
@@ -150,18 +163,18 @@ def block_units_subset(
         np.copyto(weight[:n], subset, casting="unsafe")
         return block_units(terms, [weight[:n]], scratch, product)
     out = [0, 0]
-    if np.maximum.reduce(terms) >= _BIG:  # rare: the exact path, then zero those terms
-        big = np.flatnonzero(terms >= _BIG)
-        out[0] += _exact_units(terms[big])
-        out[1] += _exact_units(terms[big[subset[big]]])
+    if np.maximum.reduce(terms) >= BIG:  # rare: the exact path, then zero those terms
+        big = np.flatnonzero(terms >= BIG)
+        out[0] += exact_units(terms[big])
+        out[1] += exact_units(terms[big[subset[big]]])
         terms[big] = 0.0
     hi = scratch[:n]
     split_units(terms, hi)
     # every partial sum is an integer below 2**53: exact in any order numpy adds them
-    whole = (int(np.add.reduce(hi)) << _LO_BITS) + int(np.add.reduce(terms))
+    whole = (int(np.add.reduce(hi)) << LO_BITS) + int(np.add.reduce(terms))
     out[0] += whole
     at = np.flatnonzero(subset if 4 * k <= n else ~subset)
-    part = (int(np.add.reduce(hi.take(at))) << _LO_BITS) + int(np.add.reduce(terms.take(at)))
+    part = (int(np.add.reduce(hi.take(at))) << LO_BITS) + int(np.add.reduce(terms.take(at)))
     out[1] += part if 4 * k <= n else whole - part
     return out
 

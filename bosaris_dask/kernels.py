@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask import exact_sum, fast_pass1
+from bosaris_dask import exact_sum, fast_pass1, fast_select
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.keys import key_dtype
 
@@ -263,6 +263,47 @@ def cross_entropy_totals(tar: np.ndarray, non: np.ndarray, plo: np.ndarray) -> n
     return np.array([softplus_totals(tar + a, non + a) for a in np.asarray(plo, np.float64)])
 
 
+def _numpy_block(
+    s: np.ndarray,
+    key_cls: np.ndarray,
+    scored: np.ndarray,
+    idx: np.ndarray,
+    nbins: int,
+    ws: Workspace,
+    binmap: BinMap,
+) -> tuple[int, int, int, int]:
+    """Pass 1 on one block, in numpy: each trial's histogram index into ``idx`` (its bin times
+    2, plus 1 for a target; ``2 * nbins`` for a cell that is no trial or has no score).
+
+    Returns the trials without a score, the trials with a non-finite score (counted as 0.0),
+    and the exact non-target and target sums of the Cllr terms (:func:`softplus_sums`), as
+    :func:`~bosaris_dask.fast_pass1.block_into` does for the compiled path.
+    """
+    n = s.size
+    missing = bad = 0
+    c = key_cls if scored.all() else classes_of(key_cls, scored)
+    if c is not key_cls:
+        missing = int(np.count_nonzero((key_cls != 0) & ~scored))
+    finite = np.isfinite(s, out=ws.flag[:n])
+    if not finite.all():
+        bad = int(np.count_nonzero(~finite & (c != 0)))
+        s = np.where(finite, s, s.dtype.type(0))
+    key = keys_into(s, ws)
+    if binmap.adaptive:
+        binmap.bins_into(key, idx, ws.pos[:n], ws.signs[:n])
+        np.left_shift(idx, 1, out=idx)
+    else:
+        np.right_shift(key, binmap.shift, out=key)
+        np.left_shift(key, 1, out=idx, casting="unsafe")
+    is_tar = np.greater(c, 0, out=ws.flag[:n])
+    np.add(idx, is_tar, out=idx, casting="unsafe")
+    all_trials = np.count_nonzero(c) == n
+    if not all_trials:
+        idx[c == 0] = 2 * nbins  # the last bin collects non-trials
+    non, tar = softplus_sums(c, s, ws, all_trials)
+    return missing, bad, non, tar
+
+
 def _coarse_system(
     cls_flat: np.ndarray,
     s_flat: np.ndarray,
@@ -275,61 +316,42 @@ def _coarse_system(
 ) -> np.ndarray:
     """Pass 1 for one system's scores of a chunk (see :func:`coarse_kernel`); the bins are
     ``key >> shift``, or ``binmap``'s (its :attr:`~bosaris_dask.binmap.BinMap.nbins` is
-    ``nbins``). ``compiled``: count with :mod:`~bosaris_dask.fast_pass1` where numba is
-    installed."""
-    sums = [0, 0]
-    counts = {"missing": 0, "bad": 0}
+    ``nbins``). ``compiled``: use the loops of :mod:`~bosaris_dask.fast_pass1` where numba is
+    installed (the same bits).
 
-    def fill(b: slice, idx: np.ndarray) -> None:
-        s, key_cls, scored = s_flat[b], cls_flat[b], m_flat[b]
-        n = s.size
-        c = key_cls if scored.all() else classes_of(key_cls, scored)
-        if c is not key_cls:
-            counts["missing"] += int(np.count_nonzero((key_cls != 0) & ~scored))
-        finite = np.isfinite(s, out=ws.flag[:n])
-        if not finite.all():
-            counts["bad"] += int(np.count_nonzero(~finite & (c != 0)))
-            s = np.where(finite, s, s.dtype.type(0))
-        key = keys_into(s, ws)
-        if binmap is None:
-            np.right_shift(key, shift, out=key)
-            np.left_shift(key, 1, out=idx, casting="unsafe")
-        else:
-            binmap.bins_into(key, idx, ws.pos[:n], ws.signs[:n])
-            np.left_shift(idx, 1, out=idx)
-        is_tar = np.greater(c, 0, out=ws.flag[:n])
-        np.add(idx, is_tar, out=idx, casting="unsafe")
-        all_trials = np.count_nonzero(c) == n
-        if not all_trials:
-            idx[c == 0] = 2 * nbins  # the last bin collects non-trials
-        non, tar = softplus_sums(c, s, ws, all_trials)
-        sums[0] += non
-        sums[1] += tar
+    Both paths walk the chunk in blocks of ``ws.block`` trials; a block is binned, counted and
+    summed by :func:`_numpy_block` (with one ``bincount`` per slice of ``ws.slice_size``) or by
+    :func:`~bosaris_dask.fast_pass1.block_into`.
+    """
+    if binmap is None:
+        bits = ws.key.dtype.itemsize * 8
+        binmap = BinMap.uniform(bits, bits - shift)
+    totals = [0, 0, 0, 0]  # missing, non-finite, non-target units, target units
 
-    counter = fast_pass1.count_kernel() if compiled else None
-    if counter is None:
-        h = blocked_bincount(s_flat.size, 2 * nbins + 1, ws, fill)[:-1].reshape(nbins, 2)
-    else:  # the compiled loop counts; numpy sums the softplus terms
-        if binmap is None:
-            binmap = BinMap.uniform(ws.key.dtype.itemsize * 8, ws.key.dtype.itemsize * 8 - shift)
+    def add(block: tuple[int, ...]) -> None:
+        for k, v in enumerate(block):
+            totals[k] += v
+
+    kernel = fast_pass1.block_kernel() if compiled else None
+    if kernel is None:
+        h = blocked_bincount(
+            s_flat.size, 2 * nbins + 1, ws,
+            lambda b, idx: add(_numpy_block(s_flat[b], cls_flat[b], m_flat[b], idx, nbins, ws,
+                                            binmap)),
+        )[:-1].reshape(nbins, 2)  # fmt: skip
+    else:
         # uint32 counts (below 2**32 trials per chunk), the rare targets apart: the non-targets
         # of a bin share cache lines with their neighbours only (half the cache footprint)
         h = np.zeros(2 * nbins + 1, dtype=np.uint32 if s_flat.size < 2**32 else np.int64)
-        missing, bad, unscored, nonfinite = fast_pass1.counts_into(
-            counter, cls_flat, s_flat, m_flat, binmap, h
-        )
-        h = h[:-1].reshape(2, nbins).T  # non-targets, then targets
-        counts.update(missing=missing, bad=bad)
+        args = fast_pass1.block_args(binmap)
         for b in slices(s_flat.size, ws.block):
-            s, key_cls = s_flat[b], cls_flat[b]
-            c = key_cls if not unscored or m_flat[b].all() else classes_of(key_cls, m_flat[b])
-            if nonfinite and not np.isfinite(s, out=ws.flag[: s.size]).all():
-                s = np.where(ws.flag[: s.size], s, s.dtype.type(0))
-            non, tar = softplus_sums(c, s, ws, np.count_nonzero(c) == s.size)
-            sums[0] += non
-            sums[1] += tar
-    limbs = [exact_sum.to_limbs(sums[1]), exact_sum.to_limbs(sums[0])]
-    return np.concatenate([h[:, 0], h[:, 1], *limbs, [counts["missing"], counts["bad"]]])
+            out = fast_pass1.block_into(kernel, cls_flat[b], s_flat[b], m_flat[b], args, h,
+                                        ws.e[: b.stop - b.start])  # fmt: skip
+            add((out[0], out[1], out[4], out[5]))
+        h = h[:-1].reshape(2, nbins).T  # non-targets, then targets
+    missing, bad, non, tar = totals
+    limbs = [exact_sum.to_limbs(tar), exact_sum.to_limbs(non)]
+    return np.concatenate([h[:, 0], h[:, 1], *limbs, [missing, bad]])
 
 
 def coarse_length(nbins: int) -> int:
@@ -564,29 +586,33 @@ class RefineSpec:
 
 
 def _select(
-    cls_flat: np.ndarray, s_flat: np.ndarray, m_flat: np.ndarray, spec: RefineSpec, ws: Workspace
+    cls_flat: np.ndarray,
+    s_flat: np.ndarray,
+    m_flat: np.ndarray,
+    spec: RefineSpec,
+    ws: Workspace,
+    compiled: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The keys (native key dtype) and target flags of a chunk's trials inside the candidates."""
+    """The keys (native key dtype) and target flags of a chunk's trials inside the candidates.
+
+    ``compiled``: select with :mod:`~bosaris_dask.fast_select` where numba is installed (the
+    same trials, in the same order)."""
+    loop = fast_select.select_loop() if compiled else None
     picked_keys, picked_tar = [], []
     for b in slices(s_flat.size, ws.block):
-        # pass 1 rejected non-finite trial scores; non-trials are dropped by the class test
-        c = cls_flat[b] if m_flat[b].all() else classes_of(cls_flat[b], m_flat[b])
-        n = c.size
-        keys = keys_into(s_flat[b], ws)
-        binmap = spec.binmap
-        if binmap is None:
-            prefix = np.right_shift(keys, spec.shift, out=ws.idx[:n], casting="unsafe")
-        else:  # first the buckets holding a candidate: the full look-up for their keys only
-            top = keys.dtype.type(binmap.key_bits - binmap.top)
-            prefix = np.right_shift(keys, top, out=ws.idx[:n], casting="unsafe")
-        sel = np.take(spec.lut if binmap is None else spec.bucket_lut, prefix, out=ws.flag[:n])
-        np.logical_and(sel, np.not_equal(c, 0, out=ws.flag2[:n]), out=sel)
-        at = np.flatnonzero(sel)  # then take: 6x faster than two boolean-mask indexings
-        if binmap is not None and len(at):
-            at = at[spec.lut.take(binmap.bin_of(keys.take(at)))]
-        if not len(at):
-            continue
-        keys, is_tar = keys.take(at), c.take(at) == 1
+        if loop is not None:
+            n = b.stop - b.start
+            keys, is_tar = ws.key[:n], ws.flag[:n]
+            got = fast_select.select_into(loop, cls_flat[b], s_flat[b], m_flat[b], spec, keys,
+                                          is_tar)  # fmt: skip
+            if not got:
+                continue
+            keys, is_tar = keys[:got].copy(), is_tar[:got].copy()
+        else:
+            picked = _select_block(cls_flat[b], s_flat[b], m_flat[b], spec, ws)
+            if picked is None:
+                continue
+            keys, is_tar = picked
         if spec.rank is None:  # candidates narrower than a pass-1 bin: test each one
             keys, is_tar = _within(keys, is_tar, spec)
         picked_keys.append(keys)
@@ -594,6 +620,31 @@ def _select(
     if not picked_keys:
         return np.empty(0, dtype=key_dtype(s_flat.dtype)), np.empty(0, dtype=bool)
     return np.concatenate(picked_keys), np.concatenate(picked_tar)
+
+
+def _select_block(
+    key_cls: np.ndarray, s: np.ndarray, scored: np.ndarray, spec: RefineSpec, ws: Workspace
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`_select` of one block in numpy: the keys and target flags of its trials in
+    candidate pass-1 bins, or ``None`` if there are none."""
+    # pass 1 rejected non-finite trial scores; non-trials are dropped by the class test
+    c = key_cls if scored.all() else classes_of(key_cls, scored)
+    n = c.size
+    keys = keys_into(s, ws)
+    binmap = spec.binmap
+    if binmap is None:
+        prefix = np.right_shift(keys, spec.shift, out=ws.idx[:n], casting="unsafe")
+    else:  # first the buckets holding a candidate: the full look-up for their keys only
+        top = keys.dtype.type(binmap.key_bits - binmap.top)
+        prefix = np.right_shift(keys, top, out=ws.idx[:n], casting="unsafe")
+    sel = np.take(spec.lut if binmap is None else spec.bucket_lut, prefix, out=ws.flag[:n])
+    np.logical_and(sel, np.not_equal(c, 0, out=ws.flag2[:n]), out=sel)
+    at = np.flatnonzero(sel)  # then take: 6x faster than two boolean-mask indexings
+    if binmap is not None and len(at):
+        at = at[spec.lut.take(binmap.bin_of(keys.take(at)))]
+    if not len(at):
+        return None
+    return keys.take(at), c.take(at) == 1
 
 
 def _within(
@@ -687,15 +738,17 @@ def refine_system_kernel(
     spec: RefineSpec,
     block: int,
     slice_size: int,
+    compiled: bool = False,
 ) -> Any:
     """A refinement pass on one chunk for one system: a dense sub-histogram of its candidate
-    bins, or the exact keys in them with their counts (``spec.raw``)."""
+    bins, or the exact keys in them with their counts (``spec.raw``). ``compiled``: select the
+    trials with :mod:`~bosaris_dask.fast_select` where numba is installed (the same result)."""
     s, m = pairs[2 * system].reshape(-1), pairs[2 * system + 1].reshape(-1)
     ws = workspace(np.dtype(s.dtype), block, slice_size)
     cls_flat = classes.reshape(-1)
     if spec.whole_bins_split_evenly:
         return narrow_counts(_sub_histogram(cls_flat, s, m, spec, ws), s.size)
-    return narrow_counts(_count(*_select(cls_flat, s, m, spec, ws), spec), s.size)
+    return narrow_counts(_count(*_select(cls_flat, s, m, spec, ws, compiled), spec), s.size)
 
 
 def select_kernel(
@@ -704,19 +757,26 @@ def select_kernel(
     specs: tuple[RefineSpec | None, ...],
     block: int,
     slice_size: int,
+    compiled: bool = False,
 ) -> np.ndarray:
     """Keep a chunk's candidate trials: per system, their keys and target flags (or None).
 
     The later refinement passes then run on these (:func:`refine_kept_kernel`) instead of
-    reading and keying every trial again.
+    reading and keying every trial again. ``compiled``: select them with
+    :mod:`~bosaris_dask.fast_select` where numba is installed (the same trials, in order).
     """
     cls_flat = classes.reshape(-1)
     kept = [
         None
         if spec is None
         else _select(
-            cls_flat, s.reshape(-1), m.reshape(-1), spec, workspace(s.dtype, block, slice_size)
-        )
+            cls_flat,
+            s.reshape(-1),
+            m.reshape(-1),
+            spec,
+            workspace(s.dtype, block, slice_size),
+            compiled,
+        )  # fmt: skip
         for spec, s, m in zip(specs, pairs[::2], pairs[1::2], strict=True)
     ]
     return _object_block(kept)

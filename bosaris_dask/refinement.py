@@ -35,6 +35,7 @@ from bosaris_dask.binmap import BinMap
 from bosaris_dask.fixed_rates import fixed_rate_candidates
 from bosaris_dask.kernels import RefineSpec
 from bosaris_dask.keys import key_bits
+from bosaris_dask.unique import unique
 
 if TYPE_CHECKING:
     from bosaris_dask.engine import ScoreSummary
@@ -68,7 +69,7 @@ def threshold_candidates(s: ScoreSummary, kappa: np.ndarray) -> np.ndarray:
     ok = i >= 0
     i, k = i[ok], k[ok]
     inside = (k > s.lo[i]) & (((k - s.lo[i]) >> s.bits[i].astype(np.uint64)) == 0)
-    return np.unique(i[inside & (s.bits[i] > 0)])
+    return unique(i[inside & (s.bits[i] > 0)])
 
 
 def pav_bound_candidates(s: ScoreSummary) -> np.ndarray:
@@ -76,7 +77,7 @@ def pav_bound_candidates(s: ScoreSummary) -> np.ndarray:
     pos = s.hull.positions
     nb = len(s.lo)
     idx = np.concatenate([pos - 1, pos, [0, nb - 1]])
-    idx = np.unique(idx[(idx >= 0) & (idx < nb)])
+    idx = unique(idx[(idx >= 0) & (idx < nb)])
     return idx[s.bits[idx] > 0]
 
 
@@ -297,4 +298,4 @@ def candidates(
         parts.append(pav_bound_candidates(s))
     if len(fmr) or len(fnmr):
         parts.append(fixed_rate_candidates(s, fmr, fnmr))
-    return np.unique(np.concatenate(parts)).astype(np.int64)
+    return unique(np.concatenate(parts).astype(np.int64))

@@ -43,6 +43,7 @@ SCRIPTS = {
     "fuzz_readers.py",
     "kill_campaign.py",
     "memory_limited.py",
+    "pass1_kernel.py",
     "peak_memory.py",
     "profile_passes.py",
     "user_stores.py",
@@ -247,6 +248,13 @@ def test_floors(capsys):
     assert floors.main(["--n", "4096", "--repeat", "1"]) == 0
     rows = [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]]
     assert rows == list(floors.STAGES)
+
+
+def test_pass1_kernel(capsys):
+    assert _load("pass1_kernel").main(["--n", "4096", "--repeat", "1"]) == 0
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert [r.split(" ns/trial")[0].rsplit(None, 1)[0] for r in rows] == [
+        "this compiled", "this numpy"]  # fmt: skip
 
 
 def test_profile_passes(tmp_path, capsys):

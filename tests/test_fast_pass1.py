@@ -1,7 +1,9 @@
-"""The compiled (numba) pass-1 counts against the numpy path, bit for bit, and against a
-brute-force histogram; skipped where numba is not installed."""
+"""The compiled (numba) pass 1 against the numpy path, bit for bit (counts and exact Cllr sums),
+and against a brute-force histogram and float sums; skipped where numba is not installed."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -13,7 +15,30 @@ from bosaris_dask.binmap import BinMap
 
 pytest.importorskip("numba")
 
-SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 3e38, -3e38, 1.0, -1.0]
+SPECIAL = [
+    0.0,
+    -0.0,
+    np.inf,
+    -np.inf,
+    np.nan,
+    1e-45,
+    -1e-45,
+    3e38,
+    -3e38,
+    1.0,
+    -1.0,
+    131071.99,
+    131072.0,
+    -131072.0,
+    2e5,
+    -2e5,
+    40.0,
+    -40.0,
+    745.5,
+    -745.5,
+    1e300,
+    -1e300,
+]
 
 
 @st.composite
@@ -29,11 +54,14 @@ def chunks(draw):
         np.array([-1, 0, 1], np.int8), size=(rows, cols), p=[0.6 - p_zero, p_zero, 0.4]
     )
     s = rng.normal(size=(rows, cols)) * draw(st.sampled_from([1.0, 1e3]))
+    if draw(st.booleans()):  # terms near 2**-57 (grid ties) or near 2**17 (the exact path)
+        s += draw(st.sampled_from([38.0, -38.0, 131072.0, -131072.0]))
     if draw(st.booleans()):
         s = rng.choice(np.array(SPECIAL), size=(rows, cols))
     elif draw(st.booleans()):
         s.flat[rng.integers(0, s.size, size=3)] = rng.choice(np.array(SPECIAL), size=3)
-    s = s.astype(dtype)
+    with np.errstate(over="ignore"):  # 1e300 as float32 is inf
+        s = s.astype(dtype)
     m = rng.random((rows, cols)) > draw(st.sampled_from([0.0, 0.1]))
     bits = 32 if dtype == np.float32 else 64
     if draw(st.booleans()):
@@ -79,13 +107,21 @@ def test_compiled_counts_equal_the_numpy_path_bit_for_bit(problem):
     missing, bad = compiled[-2:]
     assert missing == np.count_nonzero((cls != 0) & ~m)
     assert bad == np.count_nonzero(trial & ~np.isfinite(s))
+    # float sums of the Cllr terms, a non-finite score counted as 0.0: within the grid's rounding
+    x = np.where(np.isfinite(s), s, 0).astype(np.float64)
+    sums = compiled[2 * bm.nbins : 2 * bm.nbins + 72].reshape(2, 36)  # targets, non-targets
+    for code, limbs in ((1, sums[0]), (-1, sums[1])):
+        sel = trial & (cls == code)
+        want = math.fsum(np.logaddexp(0.0, -code * x[sel]).tolist())
+        got = sum(int(v) << (32 * k) for k, v in enumerate(limbs.tolist())) / 2**57
+        assert got == pytest.approx(want, rel=1e-13, abs=sel.sum() * 2.0**-56 + 1e-300)
 
 
 def test_disabling_numba_gives_the_numpy_path(monkeypatch):
     monkeypatch.setenv(fast_pass1.DISABLE_ENV, "1")
-    assert fast_pass1.count_kernel() is None
+    assert fast_pass1.block_kernel() is None
     monkeypatch.delenv(fast_pass1.DISABLE_ENV)
-    assert fast_pass1.count_kernel() is not None
+    assert fast_pass1.block_kernel() is not None
 
 
 @pytest.mark.parametrize("adaptive", [0, 2])
@@ -110,10 +146,26 @@ def test_an_evaluation_with_compiled_counts_reports_the_same_bits(monkeypatch, a
         return json.dumps(report.to_json_dict(ds))
 
     calls = []
-    counts_into = fast_pass1.counts_into
-    monkeypatch.setattr(fast_pass1, "counts_into", lambda *a: calls.append(1) or counts_into(*a))
+    block_into = fast_pass1.block_into
+    monkeypatch.setattr(fast_pass1, "block_into", lambda *a: calls.append(1) or block_into(*a))
     numpy_path = evaluate()
     assert not calls  # small evaluations do not load numba
     monkeypatch.setattr(engine, "COMPILED_PASS1_TRIALS", 0)
     assert evaluate() == numpy_path
     assert calls
+
+
+def test_a_broadcast_mask_gives_the_same_bits():
+    """A label-derived key's mask is a broadcast (stride 0): the compiled loops copy each block
+    to a contiguous one (numba's loops over strided arrays are slow), with the same results."""
+    rng = np.random.default_rng(5)
+    cls = rng.choice(np.array([-1, 1], np.int8), size=(40, 300), p=[0.9, 0.1])
+    s = (rng.normal(size=cls.shape) * 3).astype(np.float32)
+    m = np.broadcast_to(np.ones((1, 1), bool), cls.shape)
+    bm = BinMap.from_sample(np.sort(s.view(np.uint32).reshape(-1)), 32, 10)
+    compiled = _system(cls, s, m, bm, 4096)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(fast_pass1.DISABLE_ENV, "1")
+        numpy_path = _system(cls, s, m, bm, 4096)
+    np.testing.assert_array_equal(compiled.view(np.int64), numpy_path.view(np.int64))
+    np.testing.assert_array_equal(compiled, _system(cls, s, np.ones(cls.shape, bool), bm, 4096))

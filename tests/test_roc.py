@@ -108,3 +108,43 @@ def test_summaries_equal_the_exact_rational_reference(n, seed, kind):
     np.testing.assert_allclose(roc.hull_min_cllr(hull), ref.min_cllr(tar, non), rtol=1e-12, atol=0)
     if non.max() < tar.min():
         assert ref.eer(tar, non) == ref.min_cllr(tar, non) == 0.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(3, 3000),
+    seed=st.integers(0, 2**32 - 1),
+    kind=st.sampled_from(["smooth", "noisy", "pure runs", "ties", "huge"]),
+)
+def test_the_compiled_hull_loop_finds_the_same_vertices(n, seed, kind):
+    """The compiled loop (numba; forced here from 0 points on) against the Python loop, and
+    against the exact rational check; "huge" counts bring the cumulative sums near 2**31 (and
+    some past it, where the Python loop runs)."""
+    import pytest
+
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(seed)
+    if kind == "smooth":
+        n_tar = rng.poisson(np.linspace(1, 200, n) ** 1.5)
+        n_non = rng.poisson(np.linspace(200, 1, n) ** 1.5)
+    elif kind == "pure runs":
+        n_tar = rng.integers(0, 3, n) * (rng.random(n) < 0.3)
+        n_non = rng.integers(0, 3, n) * (n_tar == 0)
+    elif kind == "ties":
+        n_tar = rng.integers(0, 2, n)
+        n_non = rng.integers(0, 2, n)
+    elif kind == "huge":
+        n_tar = rng.integers(0, 2**31 // n * 2, n)
+        n_non = rng.integers(0, 2**31 // n * 2, n)
+    else:
+        n_tar = rng.integers(0, 50, n)
+        n_non = rng.integers(0, 50, n)
+    n_tar[-1] += 1
+    n_non[0] += 1
+    x = np.concatenate([[0], np.cumsum(n_non)])
+    y = np.concatenate([[0], np.cumsum(n_tar)])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(roc, "_COMPILED_HULL_POINTS", 0)
+        fast = roc.convex_minorant(x, y)
+    np.testing.assert_array_equal(fast, roc.convex_minorant(x, y, fast=False))
+    ref.check_hull(y, x[-1] - x, y[fast], x[-1] - x[fast])
