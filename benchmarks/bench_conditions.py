@@ -4,11 +4,14 @@ the same run, with the grouped kernels and with one masked copy of each system p
 Usage::
 
     python benchmarks/bench_conditions.py [--models 4000] [--segments 5000] [--repeat 3]
+        [--store DIR]
 
 Simulates one system (``bosaris_dask.simulate``, float32, 0.5% targets), writes it and its key
-as zarr stores in a temporary directory, draws condition tables (models: gender of 2 values and
-language of 3; segments: source of 6 values and language of 3) and evaluates it at two priors
-with the NBE sweep, each the median of ``--repeat`` interleaved runs:
+as zarr stores in a temporary directory (or reads ``DIR/key.zarr`` and ``DIR/system-1.zarr``
+of an existing store, e.g. one ``bosaris-dask simulate`` wrote, left as it is), draws condition
+tables (models: gender of 2 values and language of 3; segments: source of 6 values and language
+of 3) and evaluates it at two priors with the NBE sweep, each the median of ``--repeat``
+interleaved runs:
 
 * ``plain``: :func:`bosaris_dask.metrics.evaluate`;
 * ``masked``: the same with ``--by model.gender segment.source same.language`` (24 conditions),
@@ -81,11 +84,17 @@ class _PassClock:
 class Conditions:
     """asv-style benchmark bodies over one simulated store and its condition tables."""
 
-    def setup(self, models: int = 4000, segments: int = 5000) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="bench-conditions-"))
-        key, (system,) = simulate(models, segments, systems=1, seed=5)
-        io.write(key, self.dir / "key.zarr")
-        io.write(system, self.dir / "system.zarr")
+    def setup(self, models: int = 4000, segments: int = 5000, store: str | None = None) -> None:
+        self.own = store is None
+        if store is None:
+            self.dir = Path(tempfile.mkdtemp(prefix="bench-conditions-"))
+            key, (system,) = simulate(models, segments, systems=1, seed=5)
+            io.write(key, self.dir / "key.zarr")
+            io.write(system, self.dir / "system-1.zarr")
+        else:
+            self.dir = Path(store)
+            key = io.read(self.dir / "key.zarr")
+            models, segments = key.sizes["model"], key.sizes["segment"]
         rng = np.random.default_rng(7)
         langs = ["eng", "cmn", "yue"]
         self.tables = [
@@ -99,10 +108,11 @@ class Conditions:
         self.results: dict[str, object] = {}
 
     def teardown(self, *args: object) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if self.own:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def _run(self, name: str) -> None:
-        key, scores = io.read(self.dir / "key.zarr"), io.read(self.dir / "system.zarr")
+        key, scores = io.read(self.dir / "key.zarr"), io.read(self.dir / "system-1.zarr")
         extra = {} if name == "plain" else {"conditions": self.tables, "by": BY}
         with dask.config.set({GROUPED_KEY: name != "masked", POOLED_KEY: name == "apart"}):
             self.results[name] = evaluate(scores, key, priors=[0.01, 0.005], **extra)
@@ -164,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--mode", action="append", choices=MODES, help="default: all")
     parser.add_argument("--kernels", action="store_true", help="the pass-1 kernels alone")
+    parser.add_argument("--store", help="read DIR/key.zarr and DIR/system-1.zarr instead")
     args = parser.parse_args(argv)
     if args.kernels:
         costs = kernel_costs(args.models, args.segments, args.repeat)
@@ -174,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     modes = [m for m in MODES if m in (args.mode or MODES)]
     bench = Conditions()
-    bench.setup(args.models, args.segments)
+    bench.setup(args.models, args.segments, args.store)
     try:
         walls: dict[str, list[float]] = {name: [] for name in modes}
         in_passes: dict[str, list[float]] = {name: [] for name in modes}
@@ -195,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
                        for v in masked.data_vars)  # type: ignore[attr-defined]  # fmt: skip
         n_cond = next((r.sizes["condition"] for n, r in bench.results.items()  # type: ignore[attr-defined]
                        if n != "plain"), 0)  # fmt: skip
-        print(f"{args.models:,} x {args.segments:,} trials, {n_cond} conditions, median of "
+        models, segments = bench.tables[0].ids.size, bench.tables[1].ids.size
+        print(f"{models:,} x {segments:,} trials, {n_cond} conditions, median of "
               f"{args.repeat}, load average {os.getloadavg()[0]:.1f}; masked == grouped: "
               f"{same}")  # fmt: skip
         print(f"{'':<9}{'passes':>7}{'wall (s)':>10}{'/ plain':>9}{'in passes':>11}"

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from bosaris_dask import exact_sum
+from bosaris_dask.binmap import BinMap
 from bosaris_dask.errors import OptionError
 from bosaris_dask.kernels import (
     RefineSpec,
@@ -174,10 +175,14 @@ def grouped_pass1_kernel(
     slice_size: int,
     pooled_shift: int | None = None,
     pooled_nbins: int = 0,
+    binmap: BinMap | None = None,
+    pooled_binmap: BinMap | None = None,
 ) -> np.ndarray:
     """Pass 1 of one system on one chunk, per group: its scores are ``pairs[2 * system]``.
 
-    ``groups`` holds each cell's group (``0 <= group < n_groups``). Returns
+    ``groups`` holds each cell's group (``0 <= group < n_groups``). The bins are ``key >>
+    shift`` or, if given, ``binmap``'s (``nbins`` of them); the pooled bins apart ``key >>
+    pooled_shift`` or ``pooled_binmap``'s (``pooled_nbins``). Returns
     :func:`pass1_length` float64 values: the ``(n_groups, nbins, 2)`` counts (non-targets,
     targets), then per group the targets' and the non-targets' softplus sums as
     :mod:`~bosaris_dask.exact_sum` limbs, then per group the key non-target and target trials
@@ -213,15 +218,25 @@ def grouped_pass1_kernel(
         is_tar = np.greater(c, 0, out=ws.flag[:n])
         if pooled_shift is not None:
             pidx = pooled[b.start - pooled_start[0] : b.stop - pooled_start[0]]
-            np.right_shift(key, pooled_shift, out=pidx, casting="unsafe")
+            if pooled_binmap is None:
+                np.right_shift(key, pooled_shift, out=pidx, casting="unsafe")
+            else:
+                pooled_binmap.bins_into(key, pidx, ws.pos[:n], ws.signs[:n])
             np.left_shift(pidx, 1, out=pidx)
             np.add(pidx, is_tar, out=pidx, casting="unsafe")
             if np.count_nonzero(c) != n:
                 pidx[c == 0] = 2 * pooled_nbins
-        np.right_shift(key, shift, out=key)
-        np.copyto(idx, g, casting="unsafe")
-        np.multiply(idx, nbins, out=idx)
-        np.add(idx, key.view(signed), out=idx, casting="unsafe")
+        if binmap is None:
+            np.right_shift(key, shift, out=key)
+            np.copyto(idx, g, casting="unsafe")
+            np.multiply(idx, nbins, out=idx)
+            np.add(idx, key.view(signed), out=idx, casting="unsafe")
+        else:
+            binmap.bins_into(key, idx, ws.pos[:n], ws.signs[:n])
+            row = ws.pos[:n]
+            np.copyto(row, g, casting="unsafe")
+            np.multiply(row, nbins, out=row)
+            np.add(idx, row, out=idx)
         np.left_shift(idx, 1, out=idx)
         np.add(idx, is_tar, out=idx, casting="unsafe")
         slot = ws.pos[:n]
@@ -437,6 +452,14 @@ def _gather(
         got[2].append(g.take(at))
 
 
+def _pass1_bins(keys: np.ndarray, spec: RefineSpec, ws: Workspace) -> np.ndarray:
+    """The pass-1 bin of each key (``keys`` in ``ws.key``), into ``ws.idx``."""
+    n = keys.size
+    if spec.binmap is None:
+        return np.right_shift(keys, spec.shift, out=ws.idx[:n], casting="unsafe")
+    return spec.binmap.bins_into(keys, ws.idx[:n], ws.z.view(np.intp)[:n], ws.signs[:n])
+
+
 def _select_parts(
     classes: np.ndarray,
     groups: np.ndarray,
@@ -463,15 +486,16 @@ def _select_parts(
     pooled = [j for j in active if parts[j].pooled]
     split = [j for j in active if not parts[j].pooled]
     plut = glut = None
-    pshift = gshift = nb = 0
-    if pooled:  # the pooled parts may have pass-1 bins of their own (one width for all)
-        pshift = specs[pooled[0]].shift  # type: ignore[union-attr]
-        plut = np.zeros(1 << specs[pooled[0]].prefix_bits, dtype=bool)  # type: ignore[union-attr]
+    pspec = gspec = None
+    nb = 0
+    if pooled:  # the pooled parts may have pass-1 bins of their own (one map for all)
+        pspec = specs[pooled[0]]
+        plut = np.zeros(pspec.nbins, dtype=bool)  # type: ignore[union-attr]
         for j in pooled:
             plut |= specs[j].lut  # type: ignore[union-attr]
     if split:
-        gshift = specs[split[0]].shift  # type: ignore[union-attr]
-        nb = 1 << specs[split[0]].prefix_bits  # type: ignore[union-attr]
+        gspec = specs[split[0]]
+        nb = gspec.nbins  # type: ignore[union-attr]
         glut = np.zeros(n_groups * nb, dtype=bool)
         for j in split:
             tar, non = parts[j].groups(n_groups)
@@ -489,7 +513,7 @@ def _select_parts(
             keys = keys_into(s_flat[b], ws)
             trial = np.not_equal(c, 0, out=ws.flag2[:n])
             if plut is not None:
-                prefix = np.right_shift(keys, pshift, out=ws.idx[:n], casting="unsafe")
+                prefix = _pass1_bins(keys, pspec, ws)  # type: ignore[arg-type]
                 sel = np.take(plut, prefix, out=ws.flag[:n])
                 _gather(got_p, np.logical_and(sel, trial, out=sel), keys, c, None)
             if glut is not None:
@@ -497,8 +521,7 @@ def _select_parts(
                 cell = ws.pos[:n]
                 np.copyto(cell, g, casting="unsafe")
                 np.multiply(cell, nb, out=cell)
-                prefix = np.right_shift(keys, gshift, out=ws.idx[:n], casting="unsafe")
-                np.add(cell, prefix, out=cell)
+                np.add(cell, _pass1_bins(keys, gspec, ws), out=cell)  # type: ignore[arg-type]
                 sel = np.take(glut, cell, out=ws.flag[:n])
                 _gather(got_g, np.logical_and(sel, trial, out=sel), keys, c, g)
         if got_p[0]:
@@ -629,10 +652,11 @@ def _raw_count(keys: np.ndarray, is_tar: np.ndarray) -> tuple[np.ndarray, np.nda
 
 def count_part(keys: np.ndarray, is_tar: np.ndarray, spec: RefineSpec) -> Any:
     """:func:`bosaris_dask.kernels._count` (the same result), faster for the two common cases:
-    raw keys, and keys inside whole pass-1 bins split evenly."""
+    raw keys, and keys inside whole pass-1 bins (of one width: ``key >> shift``) split
+    evenly."""
     if spec.raw:
         return _raw_count(keys, is_tar)
-    if spec.whole_bins_split_evenly:
+    if spec.whole_bins_split_evenly and spec.binmap is None:
         return _dense_count(keys, is_tar, spec)
     return _count(keys, is_tar, spec)
 
