@@ -48,6 +48,19 @@ TOP_BITS = 16
 MIN_ADAPTIVE_BITS = 6
 
 
+def _distinct(keys: np.ndarray) -> np.ndarray:
+    """``np.unique(keys)`` from one sort: numpy 2.4's hash-based ``unique`` took 1.5-4.9 s on
+    the 2M distinct keys of a sample here, a sort 0.03 s.
+
+    >>> _distinct(np.array([5, 1, 5, 3], dtype=np.uint64)).tolist()
+    [1, 3, 5]
+    """
+    s = np.sort(keys)
+    if s.size < 2:
+        return s
+    return s[np.concatenate([[True], s[1:] != s[:-1]])]
+
+
 @dataclass(frozen=True, eq=False)
 class BinMap:
     """Which pass-1 bin each order-preserving key falls in.
@@ -119,7 +132,7 @@ class BinMap:
         else:
             t = np.bincount(bucket, weights=np.asarray(is_target, dtype=np.float64), minlength=nb)
             w = np.sqrt((t + 1.0) * (h - t + 1.0)) * (h > 0)
-        distinct = np.bincount((np.unique(keys) >> np.uint64(key_bits - top)).astype(np.intp),
+        distinct = np.bincount((_distinct(keys) >> np.uint64(key_bits - top)).astype(np.intp),
                                minlength=nb)  # fmt: skip
         room = np.zeros(nb, dtype=np.int64)
         full = h > 0

@@ -41,7 +41,13 @@ from bosaris_dask.grouped_kernels import (
 )
 from bosaris_dask.keys import key_bits
 
-__all__ = ["grouped_pass1", "GroupedPass1", "SystemPass1", "remap_groups"]
+__all__ = ["grouped_pass1", "GroupedPass1", "SystemPass1", "remap_groups", "COMPILED_TRIALS"]
+
+#: From how many cells on the grouped pass 1 counts trials with the compiled loops of
+#: :mod:`bosaris_dask.fast_grouped` (where numba is installed): they save about 15 ns of CPU
+#: per trial at 24 conditions (two histograms and the per-condition Cllr units), and loading
+#: numba costs a process about 0.4 s.
+COMPILED_TRIALS = 1 << 24
 
 
 @dataclass(frozen=True)
@@ -287,6 +293,7 @@ def grouped_pass1(
     elif apart:
         pmaps = [BinMap.uniform(width, pooled_coarse_bits)] * n_sys  # type: ignore[arg-type]
     positions, codes = engine.key_codes_check(inputs[0], key, blocks)
+    compiled = int(np.prod(inputs[0].shape)) >= COMPILED_TRIALS
     aggs = []
     for k in counted:
         nbins = maps[k].nbins
@@ -299,7 +306,8 @@ def grouped_pass1(
         chunk = partial(grouped_pass1_kernel, system=k, shift=_shift(maps[k]), nbins=nbins,
                         n_groups=n_groups, pooled_shift=_shift(pmap) if pmap else None,
                         pooled_nbins=mine, binmap=_adaptive(maps[k]),
-                        pooled_binmap=_adaptive(pmap), **blocks)  # fmt: skip
+                        pooled_binmap=_adaptive(pmap), compiled=compiled,
+                        **blocks)  # fmt: skip
         length = pass1_length(n_groups, nbins) + 2 * mine
         aggs.append(runner.Aggregation(sys_names[k], chunk, length, finalize=finalize))
     nbins = max(maps[k].nbins for k in counted)

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask import exact_sum
+from bosaris_dask import exact_sum, fast_grouped
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.errors import OptionError
 from bosaris_dask.kernels import (
@@ -130,6 +130,28 @@ class _GroupUnits:
         self.lo = np.zeros(n_slots, dtype=np.int64)
         self.blocks = 0
         self.units = [0] * n_slots
+        self._acc: tuple[np.ndarray, np.ndarray] | None = None
+
+    def add_groups(self, terms: np.ndarray, groups: np.ndarray, c: np.ndarray, kernel: Any) -> None:
+        """:meth:`add` of ``terms`` to the slots ``2 * groups + (c > 0)``, with the compiled
+        loop of :func:`bosaris_dask.fast_grouped.units_into` (the same sums)."""
+        if terms.size == 0:
+            return
+        if np.maximum.reduce(terms) >= exact_sum._BIG:  # rare: the exact path
+            big = np.flatnonzero(terms >= exact_sum._BIG)
+            slot = 2 * groups[big].astype(np.intp) + (c[big] > 0)
+            for k in np.unique(slot).tolist():
+                self.units[k] += exact_sum._exact_units(terms[big[slot == k]])
+            terms[big] = 0.0
+        if self._acc is None:
+            self._acc = (np.empty(self.n_slots), np.empty(self.n_slots))
+        acc_hi, acc_lo = self._acc
+        fast_grouped.units_into(kernel, terms, groups, c, acc_hi, acc_lo)
+        self.hi += acc_hi.astype(np.int64)
+        self.lo += acc_lo.astype(np.int64)
+        self.blocks += 1
+        if self.blocks % _FLUSH == 0:
+            self._flush()
 
     def add(self, terms: np.ndarray, slot: np.ndarray, hi: np.ndarray) -> None:
         """Add ``terms`` (overwritten; at most ``MAX_BLOCK``) to their ``slot``; ``hi`` is a
@@ -177,6 +199,7 @@ def grouped_pass1_kernel(
     pooled_nbins: int = 0,
     binmap: BinMap | None = None,
     pooled_binmap: BinMap | None = None,
+    compiled: bool = False,
 ) -> np.ndarray:
     """Pass 1 of one system on one chunk, per group: its scores are ``pairs[2 * system]``.
 
@@ -189,9 +212,21 @@ def grouped_pass1_kernel(
     without a score, then the trials with non-finite scores. All merge by adding. With
     ``pooled_shift``, then the pooled counts by ``key >> pooled_shift`` (``pooled_nbins``
     non-target counts, then as many target counts: the layout of
-    :func:`bosaris_dask.kernels.system_kernel`'s), from the same keys.
+    :func:`bosaris_dask.kernels.system_kernel`'s), from the same keys. ``compiled``: count
+    the trials and add the Cllr units per group with the loops of
+    :mod:`~bosaris_dask.fast_grouped` where numba is installed (the same result).
     """
     check_group_codes(groups, n_groups)
+    counter = fast_grouped.count_kernel() if compiled else None
+    adder = fast_grouped.units_kernel() if counter is not None else None
+    if counter is not None and adder is not None:
+        return _compiled_pass1(
+            counter, adder, classes.reshape(-1), groups.reshape(-1),
+            pairs[2 * system].reshape(-1), pairs[2 * system + 1].reshape(-1), shift=shift,
+            nbins=nbins, n_groups=n_groups, block=block, slice_size=slice_size,
+            pooled_shift=pooled_shift, pooled_nbins=pooled_nbins, binmap=binmap,
+            pooled_binmap=pooled_binmap,
+        )  # fmt: skip
     s_all, m_all = pairs[2 * system].reshape(-1), pairs[2 * system + 1].reshape(-1)
     cls_all, grp_all = classes.reshape(-1), groups.reshape(-1)
     ws = workspace(np.dtype(s_all.dtype), block, slice_size)
@@ -270,6 +305,55 @@ def grouped_pass1_kernel(
         ph = pooled_hist[:-1].reshape(pooled_nbins, 2)
         tail = [ph[:, 0], ph[:, 1]]
     return np.concatenate([h, *limbs, missing, [counts["bad"]], *tail])
+
+
+def _compiled_pass1(
+    counter: Any,
+    adder: Any,
+    cls_all: np.ndarray,
+    grp_all: np.ndarray,
+    s_all: np.ndarray,
+    m_all: np.ndarray,
+    *,
+    shift: int,
+    nbins: int,
+    n_groups: int,
+    block: int,
+    slice_size: int,
+    pooled_shift: int | None,
+    pooled_nbins: int,
+    binmap: BinMap | None,
+    pooled_binmap: BinMap | None,
+) -> np.ndarray:
+    """:func:`grouped_pass1_kernel` (the same result) with the compiled loops of
+    :mod:`~bosaris_dask.fast_grouped`: they count; numpy computes the softplus terms."""
+    ws = workspace(np.dtype(s_all.dtype), block, slice_size)
+    width = ws.key.dtype.itemsize * 8
+    # uint32 counts below 2**32 trials per chunk; the targets in the upper half of each
+    dt = np.uint32 if s_all.size < 2**32 else np.int64
+    hist = np.zeros(2 * n_groups * nbins + 1, dtype=dt)
+    bm = binmap if binmap is not None else BinMap.uniform(width, width - shift)
+    pooled = pbm = None
+    if pooled_shift is not None:
+        pooled = np.zeros(2 * pooled_nbins + 1, dtype=dt)
+        pbm = pooled_binmap or BinMap.uniform(width, width - pooled_shift)
+    missing = np.zeros(2 * n_groups, dtype=np.int64)
+    bad, unscored, nonfinite = fast_grouped.counts_into(
+        counter, cls_all, s_all, m_all, grp_all, bm, hist, missing, pbm, pooled
+    )
+    sums = _GroupUnits(2 * n_groups)
+    for b in slices(s_all.size, ws.block):
+        s, key_cls = s_all[b], cls_all[b]
+        c = key_cls if not unscored or m_all[b].all() else classes_of(key_cls, m_all[b])
+        if nonfinite and not np.isfinite(s, out=ws.flag[: s.size]).all():
+            s = np.where(ws.flag[: s.size], s, s.dtype.type(0))
+        terms = softplus_terms(c, s, ws, np.count_nonzero(c) == s.size)
+        sums.add_groups(terms, grp_all[b], c, adder)
+    units = sums.total()  # slot 2g: group g's non-targets, 2g + 1: its targets
+    limbs = [exact_sum.to_limbs(units[2 * g + t]) for g in range(n_groups) for t in (1, 0)]
+    h = hist[:-1].reshape(2, -1).T.reshape(-1)  # (group, bin, class), as the numpy path
+    tail = [] if pooled is None else [pooled[:pooled_nbins], pooled[pooled_nbins:-1]]
+    return np.concatenate([h, *limbs, missing, [bad], *tail])
 
 
 def cross_entropy_length(n_plo: int, n_groups: int) -> int:
@@ -437,13 +521,13 @@ def _part_trials(
 
 def _gather(
     got: list[list[np.ndarray]],
-    sel: np.ndarray,
+    at: np.ndarray,
     keys: np.ndarray,
     c: np.ndarray,
     g: np.ndarray | None,
 ) -> None:
-    """Append the keys, target flags (and groups) of the trials ``sel`` marks."""
-    at = np.flatnonzero(sel)  # then take: 6x faster than boolean-mask indexing
+    """Append the keys, target flags (and groups) of the trials at positions ``at`` (take:
+    6x faster than boolean-mask indexing)."""
     if not len(at):
         return
     got[0].append(keys.take(at))
@@ -488,20 +572,32 @@ def _select_parts(
     plut = glut = None
     pspec = gspec = None
     nb = 0
+    pbucket = gbucket = None  # adaptive maps: first the buckets that hold a candidate
     if pooled:  # the pooled parts may have pass-1 bins of their own (one map for all)
         pspec = specs[pooled[0]]
         plut = np.zeros(pspec.nbins, dtype=bool)  # type: ignore[union-attr]
         for j in pooled:
             plut |= specs[j].lut  # type: ignore[union-attr]
+        if pspec.binmap is not None:  # type: ignore[union-attr]
+            pbucket = np.zeros(1 << pspec.binmap.top, dtype=bool)  # type: ignore[union-attr]
+            for j in pooled:
+                pbucket |= specs[j].bucket_lut  # type: ignore[union-attr]
     if split:
         gspec = specs[split[0]]
         nb = gspec.nbins  # type: ignore[union-attr]
         glut = np.zeros(n_groups * nb, dtype=bool)
+        bm = gspec.binmap  # type: ignore[union-attr]
+        if bm is not None:
+            gbucket = np.zeros(n_groups << bm.top, dtype=bool)
         for j in split:
             tar, non = parts[j].groups(n_groups)
             at = specs[j].prefixes  # type: ignore[union-attr]
+            if bm is not None:
+                buckets = (specs[j].cand_lo >> np.uint64(bm.key_bits - bm.top)).astype(np.intp)  # type: ignore[union-attr]
             for g in np.flatnonzero(tar | non).tolist():
                 glut[g * nb + at] = True
+                if gbucket is not None:
+                    gbucket[(g << bm.top) + buckets] = True  # type: ignore[union-attr]
     found: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {j: ([], []) for j in active}
     cls_flat, grp_flat, s_flat, m_flat = (a.reshape(-1) for a in (classes, groups, s, m))
     for sl in slices(s_flat.size, ws.slice_size):
@@ -512,18 +608,41 @@ def _select_parts(
             n = c.size
             keys = keys_into(s_flat[b], ws)
             trial = np.not_equal(c, 0, out=ws.flag2[:n])
-            if plut is not None:
+            if plut is not None and pbucket is not None:
+                bm = pspec.binmap  # type: ignore[union-attr]
+                top = keys.dtype.type(bm.key_bits - bm.top)
+                prefix = np.right_shift(keys, top, out=ws.idx[:n], casting="unsafe")
+                sel = np.take(pbucket, prefix, out=ws.flag[:n])
+                at = np.flatnonzero(np.logical_and(sel, trial, out=sel))
+                if len(at):  # then the full look-up for the keys in those buckets only
+                    at = at[plut.take(bm.bin_of(keys.take(at)))]
+                _gather(got_p, at, keys, c, None)
+            elif plut is not None:
                 prefix = _pass1_bins(keys, pspec, ws)  # type: ignore[arg-type]
                 sel = np.take(plut, prefix, out=ws.flag[:n])
-                _gather(got_p, np.logical_and(sel, trial, out=sel), keys, c, None)
+                _gather(got_p, np.flatnonzero(np.logical_and(sel, trial, out=sel)), keys, c,
+                        None)  # fmt: skip
             if glut is not None:
                 g = grp_flat[b]
                 cell = ws.pos[:n]
                 np.copyto(cell, g, casting="unsafe")
-                np.multiply(cell, nb, out=cell)
-                np.add(cell, _pass1_bins(keys, gspec, ws), out=cell)  # type: ignore[arg-type]
-                sel = np.take(glut, cell, out=ws.flag[:n])
-                _gather(got_g, np.logical_and(sel, trial, out=sel), keys, c, g)
+                if gbucket is not None:
+                    bm = gspec.binmap  # type: ignore[union-attr]
+                    np.left_shift(cell, bm.top, out=cell)
+                    top = keys.dtype.type(bm.key_bits - bm.top)
+                    prefix = np.right_shift(keys, top, out=ws.idx[:n], casting="unsafe")
+                    np.add(cell, prefix, out=cell)
+                    sel = np.take(gbucket, cell, out=ws.flag[:n])
+                    at = np.flatnonzero(np.logical_and(sel, trial, out=sel))
+                    if len(at):  # then each key's (group, bin) for the keys in those buckets
+                        full = g.take(at).astype(np.intp) * nb + bm.bin_of(keys.take(at))
+                        at = at[glut.take(full)]
+                else:
+                    np.multiply(cell, nb, out=cell)
+                    np.add(cell, _pass1_bins(keys, gspec, ws), out=cell)  # type: ignore[arg-type]
+                    sel = np.take(glut, cell, out=ws.flag[:n])
+                    at = np.flatnonzero(np.logical_and(sel, trial, out=sel))
+                _gather(got_g, at, keys, c, g)
         if got_p[0]:
             keys, is_tar = np.concatenate(got_p[0]), np.concatenate(got_p[1])
             for j in pooled:

@@ -157,8 +157,20 @@ def _coarse_bits(n_systems: int) -> int | None:
     return max(12, 18 - int(np.ceil(np.log2(n_systems / 8))))
 
 
+#: The conditions' adaptive pass-1 bins: about ``2**CONDITION_EXTRA_BITS`` times the plain
+#: evaluation's bins in all (its budget, :func:`bosaris_dask.engine.adaptive_budget`, shared
+#: out over the conditions: 24 x 2**14 at 1e8 trials, 24 x 2**16 at 1e9), at most as many as
+#: the fixed bins: their candidate trials after pass 1 stay a small part of ``keep-limit``
+#: (1.7M with the plain evaluation's at 1e8), while their histograms stay small enough for
+#: the CPU caches (measured: the compiled counts took twice as long with 2**16 bins per
+#: condition as with 2**13).
+CONDITION_EXTRA_BITS = 2
+#: The fewest key bits (bins) of the conditions' adaptive maps.
+MIN_CONDITION_BITS = 10
+
+
 def _bin_maps(
-    systems: list[xr.Dataset], key: xr.Dataset, bits: int, plain_bits: int
+    systems: list[xr.Dataset], key: xr.Dataset, bits: int, plain_bits: int, n_groups: int
 ) -> tuple[list[BinMap] | None, list[BinMap] | None]:
     """Per system, pass 1's bins of the conditions (at most ``2**bits``) and of the pooled
     histogram apart, fitted to one sample of its scores where a plain evaluation fits its own
@@ -167,10 +179,13 @@ def _bin_maps(
     scores are dense, so their candidates after pass 1 shrink as the plain evaluation's do.
     ``None, None``: the top ``bits`` (and ``plain_bits``) key bits."""
     inputs, dtype = engine.pass_inputs(systems, key)
-    budget = engine.adaptive_budget(int(np.prod(inputs[0].shape)), plain_bits)
+    cells = int(np.prod(inputs[0].shape))
+    budget = engine.adaptive_budget(cells, plain_bits)
     if budget is None:
         return None, None
-    pooled, maps = engine.fitted_bin_maps(inputs, dtype, [budget, min(bits, budget)])
+    share = int(np.ceil(np.log2(max(1, n_groups))))
+    own = min(bits, max(MIN_CONDITION_BITS, budget + CONDITION_EXTRA_BITS - share))
+    pooled, maps = engine.fitted_bin_maps(inputs, dtype, [budget, own])
     return maps, pooled
 
 
@@ -290,7 +305,7 @@ def condition_summaries(
     use_grouped = grouped if grouped is not None else dask.config.get(GROUPED_KEY, True)
     apart = bool(dask.config.get(POOLED_KEY, True))
     plain_bits = engine.default_coarse_bits(len(systems))
-    maps, pooled_maps = _bin_maps(systems, key, bits, plain_bits)
+    maps, pooled_maps = _bin_maps(systems, key, bits, plain_bits, len(possible))
     if use_grouped:  # the counts come from pass 1: no pass of their own
         rows = groups if len(possible) == n_cond else remap_groups(groups, row)
         first = grouped_pass1(
