@@ -544,6 +544,25 @@ def _pass1_bins(keys: np.ndarray, spec: RefineSpec, ws: Workspace) -> np.ndarray
     return spec.binmap.bins_into(keys, ws.idx[:n], ws.z.view(np.intp)[:n], ws.signs[:n])
 
 
+#: The key bits of the buckets that prefilter the trials of a refinement pass (adaptive maps).
+_PREFILTER_BITS = 16
+
+
+def _prefilter_buckets(cand_lo: np.ndarray, cand_bits: np.ndarray, width: int) -> np.ndarray:
+    """The top-:data:`_PREFILTER_BITS`-bit buckets of ``width``-bit keys that overlap a
+    candidate (``[lo, lo + 2**bits)``; a candidate wider than a bucket covers several): a
+    trial outside them is in no candidate.
+
+    >>> lo, bits = np.array([0, 1 << 20], np.uint64), np.array([17, 4])
+    >>> _prefilter_buckets(lo, bits, 32).tolist()  # 2**17 keys from 0 (two buckets), 16 more
+    [0, 1, 16]
+    """
+    first = (cand_lo >> np.uint64(width - _PREFILTER_BITS)).astype(np.int64)
+    n = np.int64(1) << np.maximum(cand_bits.astype(np.int64) - (width - _PREFILTER_BITS), 0)
+    start = np.repeat(first - np.concatenate([[0], np.cumsum(n)[:-1]]), n)
+    return np.unique(start + np.arange(int(n.sum()), dtype=np.int64)).astype(np.intp)
+
+
 def _select_parts(
     classes: np.ndarray,
     groups: np.ndarray,
@@ -579,25 +598,29 @@ def _select_parts(
         for j in pooled:
             plut |= specs[j].lut  # type: ignore[union-attr]
         if pspec.binmap is not None:  # type: ignore[union-attr]
-            pbucket = np.zeros(1 << pspec.binmap.top, dtype=bool)  # type: ignore[union-attr]
+            pbucket = np.zeros(1 << _PREFILTER_BITS, dtype=bool)
             for j in pooled:
-                pbucket |= specs[j].bucket_lut  # type: ignore[union-attr]
+                spec = specs[j]
+                pbucket[_prefilter_buckets(spec.cand_lo, spec.cand_bits,  # type: ignore[union-attr]
+                                           pspec.binmap.key_bits)] = True  # type: ignore[union-attr]  # fmt: skip
     if split:
         gspec = specs[split[0]]
         nb = gspec.nbins  # type: ignore[union-attr]
         glut = np.zeros(n_groups * nb, dtype=bool)
         bm = gspec.binmap  # type: ignore[union-attr]
         if bm is not None:
-            gbucket = np.zeros(n_groups << bm.top, dtype=bool)
+            gbucket = np.zeros(n_groups << _PREFILTER_BITS, dtype=bool)
         for j in split:
             tar, non = parts[j].groups(n_groups)
             at = specs[j].prefixes  # type: ignore[union-attr]
             if bm is not None:
-                buckets = (specs[j].cand_lo >> np.uint64(bm.key_bits - bm.top)).astype(np.intp)  # type: ignore[union-attr]
+                spec = specs[j]
+                buckets = _prefilter_buckets(spec.cand_lo, spec.cand_bits,  # type: ignore[union-attr]
+                                             bm.key_bits)  # fmt: skip
             for g in np.flatnonzero(tar | non).tolist():
                 glut[g * nb + at] = True
                 if gbucket is not None:
-                    gbucket[(g << bm.top) + buckets] = True  # type: ignore[union-attr]
+                    gbucket[(g << _PREFILTER_BITS) + buckets] = True
     found: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {j: ([], []) for j in active}
     cls_flat, grp_flat, s_flat, m_flat = (a.reshape(-1) for a in (classes, groups, s, m))
     for sl in slices(s_flat.size, ws.slice_size):
@@ -610,7 +633,7 @@ def _select_parts(
             trial = np.not_equal(c, 0, out=ws.flag2[:n])
             if plut is not None and pbucket is not None:
                 bm = pspec.binmap  # type: ignore[union-attr]
-                top = keys.dtype.type(bm.key_bits - bm.top)
+                top = keys.dtype.type(bm.key_bits - _PREFILTER_BITS)
                 prefix = np.right_shift(keys, top, out=ws.idx[:n], casting="unsafe")
                 sel = np.take(pbucket, prefix, out=ws.flag[:n])
                 at = np.flatnonzero(np.logical_and(sel, trial, out=sel))
@@ -628,8 +651,8 @@ def _select_parts(
                 np.copyto(cell, g, casting="unsafe")
                 if gbucket is not None:
                     bm = gspec.binmap  # type: ignore[union-attr]
-                    np.left_shift(cell, bm.top, out=cell)
-                    top = keys.dtype.type(bm.key_bits - bm.top)
+                    np.left_shift(cell, _PREFILTER_BITS, out=cell)
+                    top = keys.dtype.type(bm.key_bits - _PREFILTER_BITS)
                     prefix = np.right_shift(keys, top, out=ws.idx[:n], casting="unsafe")
                     np.add(cell, prefix, out=cell)
                     sel = np.take(gbucket, cell, out=ws.flag[:n])
