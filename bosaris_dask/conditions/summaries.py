@@ -410,7 +410,7 @@ def condition_summaries(
         [None] * conditions.n_conditions for _ in systems
     ]
     for (k, g), summary in zip(pairs, summaries[len(systems) :], strict=False):
-        by_condition[k][g] = replace(summary, _hull=None)
+        by_condition[k][g] = summary  # (its cached hull: the counts are unchanged)
     return ConditionSummaries(
         pooled, by_condition, n_target, n_nontarget, n_missing,
         passes=passes,
