@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_bootstrap.py [--side N] [--per-group K] [--resamples B]
+    python benchmarks/bench_bootstrap.py [--side N] [--per-group K] [--resamples B [B ...]]
         [--layout sorted|shuffled] [--repeat R] [--workdir DIR] [--cold]
 
 Writes ``N x N`` float32 scores of one system to a zarr store (uncompressed, as the README
@@ -129,7 +129,13 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--side", type=int, default=3000)
     parser.add_argument("--per-group", type=int, default=10)
-    parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument(
+        "--resamples",
+        type=int,
+        nargs="+",
+        default=[1000],
+        help="one or more B (each measured against the same plain runs)",
+    )
     parser.add_argument("--layout", choices=["sorted", "shuffled"], default="sorted")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--workdir")
@@ -145,20 +151,23 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
               f"{cache}")  # fmt: skip
         print(
             f"{args.side:,} x {args.side:,} = {args.side**2:.2g} float32 trials, "
-            f"{n_groups:,} x {n_groups:,} groups ({args.layout}), B = {args.resamples}"
+            f"{n_groups:,} x {n_groups:,} groups ({args.layout}), B = "
+            f"{', '.join(str(b) for b in args.resamples)}"
         )
-        times: dict[str, list[float]] = {"plain": [], "bootstrap": []}
+        modes = ["plain"] + [f"bootstrap B={b}" for b in args.resamples]
+        times: dict[str, list[float]] = {mode: [] for mode in modes}
         ds = None
         for _ in range(args.repeat):
-            for mode in times:
-                t, out = run(workdir, args.resamples, mode, args.cold)
+            for mode, b in zip(modes, [0, *args.resamples], strict=True):
+                t, out = run(workdir, b, "plain" if not b else "bootstrap", args.cold)
                 times[mode].append(t)
-                ds = out if mode == "bootstrap" else ds
+                ds = out if b else ds
         med = {mode: statistics.median(v) for mode, v in times.items()}
         for mode, values in times.items():
-            print(
-                f"{mode:>10}: median {med[mode]:.2f} s  ({', '.join(f'{v:.2f}' for v in values)})"
-            )
+            ratio = med[mode] / med["plain"]
+            print(f"{mode:>16}: median {med[mode]:.2f} s  ({', '.join(f'{v:.2f}' for v in values)})"
+                  f"  ratio {ratio:.2f}")  # fmt: skip
+        med["bootstrap"] = med[modes[-1]]
         ratio = med["bootstrap"] / med["plain"]
         print(f"ratio bootstrap / plain: {ratio:.2f}  (passes {ds.attrs['passes']}, pair factor "
               f"{ds.attrs['bootstrap_pair_factor']:.2f}, bins "

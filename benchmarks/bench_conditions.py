@@ -4,11 +4,14 @@ the same run, with the grouped kernels and with one masked copy of each system p
 Usage::
 
     python benchmarks/bench_conditions.py [--models 4000] [--segments 5000] [--repeat 3]
+        [--store DIR]
 
 Simulates one system (``bosaris_dask.simulate``, float32, 0.5% targets), writes it and its key
-as zarr stores in a temporary directory, draws condition tables (models: gender of 2 values and
-language of 3; segments: source of 6 values and language of 3) and evaluates it at two priors
-with the NBE sweep, each the median of ``--repeat`` interleaved runs:
+as zarr stores in a temporary directory (or reads ``DIR/key.zarr`` and ``DIR/system-1.zarr``
+of an existing store, e.g. one ``bosaris-dask simulate`` wrote, left as it is), draws condition
+tables (models: gender of 2 values and language of 3; segments: source of 6 values and language
+of 3) and evaluates it at two priors with the NBE sweep, each the median of ``--repeat``
+interleaved runs:
 
 * ``plain``: :func:`bosaris_dask.metrics.evaluate`;
 * ``masked``: the same with ``--by model.gender segment.source same.language`` (24 conditions),
@@ -21,9 +24,11 @@ with the NBE sweep, each the median of ``--repeat`` interleaved runs:
   evaluation's bits, from the same keys (``bosaris_dask.pooled-as-plain: True``).
 
 ``--kernels`` measures instead the pass-1 kernel alone on one in-memory chunk of the same
-size, one thread, 24 random conditions per cell (the worst case for the histogram's cache):
-the plain kernel at 20 bits, the grouped one (24 x 2**16 bins), the grouped one with the pooled
-histogram apart, and the 25 masked copies it replaced, in ns per trial.
+size, one thread, 24 random conditions per cell (the worst case for the histogram's cache),
+with bins fitted to the scores as at 1e8 trials: the plain kernel (2**17 bins; numpy, and the
+compiled counts of :mod:`bosaris_dask.fast_pass1`), the grouped one (24 x 2**16 bins), the
+grouped one with the pooled histogram apart (numpy, and the compiled loops of
+:mod:`bosaris_dask.fast_grouped`), and the 25 masked copies it replaced, in ns per trial.
 
 Prints passes, wall time, the time spent inside the passes over the data (the rest is the
 client's: refinement plans and every condition's metrics, which do not grow with the trials)
@@ -81,11 +86,17 @@ class _PassClock:
 class Conditions:
     """asv-style benchmark bodies over one simulated store and its condition tables."""
 
-    def setup(self, models: int = 4000, segments: int = 5000) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="bench-conditions-"))
-        key, (system,) = simulate(models, segments, systems=1, seed=5)
-        io.write(key, self.dir / "key.zarr")
-        io.write(system, self.dir / "system.zarr")
+    def setup(self, models: int = 4000, segments: int = 5000, store: str | None = None) -> None:
+        self.own = store is None
+        if store is None:
+            self.dir = Path(tempfile.mkdtemp(prefix="bench-conditions-"))
+            key, (system,) = simulate(models, segments, systems=1, seed=5)
+            io.write(key, self.dir / "key.zarr")
+            io.write(system, self.dir / "system-1.zarr")
+        else:
+            self.dir = Path(store)
+            key = io.read(self.dir / "key.zarr")
+            models, segments = key.sizes["model"], key.sizes["segment"]
         rng = np.random.default_rng(7)
         langs = ["eng", "cmn", "yue"]
         self.tables = [
@@ -99,10 +110,11 @@ class Conditions:
         self.results: dict[str, object] = {}
 
     def teardown(self, *args: object) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if self.own:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def _run(self, name: str) -> None:
-        key, scores = io.read(self.dir / "key.zarr"), io.read(self.dir / "system.zarr")
+        key, scores = io.read(self.dir / "key.zarr"), io.read(self.dir / "system-1.zarr")
         extra = {} if name == "plain" else {"conditions": self.tables, "by": BY}
         with dask.config.set({GROUPED_KEY: name != "masked", POOLED_KEY: name == "apart"}):
             self.results[name] = evaluate(scores, key, priors=[0.01, 0.005], **extra)
@@ -121,9 +133,12 @@ class Conditions:
 
 
 def kernel_costs(models: int, segments: int, repeat: int) -> dict[str, float]:
-    """Median ns per trial of each pass-1 kernel on one ``models x segments`` chunk."""
+    """Median ns per trial of each pass-1 kernel on one ``models x segments`` chunk, with the
+    bins a 1e8-trial evaluation fits to the scores (plain: 2**17 bins; conditions: 2**16)."""
     from bosaris_dask import kernels
+    from bosaris_dask.binmap import BinMap
     from bosaris_dask.grouped_kernels import grouped_pass1_kernel
+    from bosaris_dask.keys import order_keys
 
     rng = np.random.default_rng(0)
     cls = rng.choice(np.array([-1, 1], np.int8), size=(models, segments), p=[0.995, 0.005])
@@ -132,22 +147,37 @@ def kernel_costs(models: int, segments: int, repeat: int) -> dict[str, float]:
     g = rng.integers(0, 24, size=cls.shape).astype(np.int16)
     rows, cols = np.arange(models), np.arange(segments)
     kw = {"block": 1 << 16, "slice_size": 1 << 22}
-    grouped = {"shift": 16, "nbins": 1 << 16, "n_groups": 24, **kw}
+    pick = rng.integers(0, cls.size, 1 << 20)
+    sample, tar = order_keys(s.reshape(-1)[pick]), cls.reshape(-1)[pick] > 0
+    plain_map = BinMap.from_sample(sample, 32, 17, tar)
+    cond_map = BinMap.from_sample(sample, 32, 16, tar)
+    grouped = {"shift": 0, "nbins": cond_map.nbins, "n_groups": 24, "binmap": cond_map, **kw}
+    apart = {"pooled_shift": 0, "pooled_nbins": plain_map.nbins, "pooled_binmap": plain_map}
+
+    def plain(compiled: bool) -> None:
+        kernels.system_kernel(rows, cols, cls, s, m, system=0, shift=0, nbins=plain_map.nbins,
+                              binmap=plain_map, compiled=compiled, **kw)  # fmt: skip
 
     def masked() -> None:
-        kernels.system_kernel(rows, cols, cls, s, m, system=0, shift=16, nbins=1 << 16, **kw)
+        plain(False)
         for k in range(24):
-            kernels.system_kernel(rows, cols, cls, s, m & (g == k), system=0, shift=16,
-                                  nbins=1 << 16, **kw)  # fmt: skip
+            kernels.system_kernel(rows, cols, cls, s, m & (g == k), system=0, shift=0,
+                                  nbins=cond_map.nbins, binmap=cond_map, compiled=False,
+                                  **kw)  # fmt: skip
 
     runs = {
-        "plain": lambda: kernels.system_kernel(rows, cols, cls, s, m, system=0, shift=12,
-                                               nbins=1 << 20, **kw),
+        "plain": lambda: plain(False),
+        "plain-compiled": lambda: plain(True),
         "grouped": lambda: grouped_pass1_kernel(rows, cols, cls, g, s, m, system=0, **grouped),
-        "apart": lambda: grouped_pass1_kernel(rows, cols, cls, g, s, m, system=0,
-                                              pooled_shift=12, pooled_nbins=1 << 20, **grouped),
+        "apart": lambda: grouped_pass1_kernel(rows, cols, cls, g, s, m, system=0, **grouped,
+                                              **apart),
+        "apart-compiled": lambda: grouped_pass1_kernel(rows, cols, cls, g, s, m, system=0,
+                                                       compiled=True, **grouped, **apart),
         "masked": masked,
     }  # fmt: skip
+    for run in runs.values():  # compile (numba) and warm the workspaces first
+        if run is not masked:
+            run()
     times: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeat):
         for name, run in runs.items():
@@ -164,17 +194,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--mode", action="append", choices=MODES, help="default: all")
     parser.add_argument("--kernels", action="store_true", help="the pass-1 kernels alone")
+    parser.add_argument("--store", help="read DIR/key.zarr and DIR/system-1.zarr instead")
     args = parser.parse_args(argv)
     if args.kernels:
         costs = kernel_costs(args.models, args.segments, args.repeat)
         print(f"pass-1 kernel, one {args.models:,} x {args.segments:,} chunk, one thread, "
               f"median of {args.repeat}, load average {os.getloadavg()[0]:.1f}")  # fmt: skip
         for name, ns in costs.items():
-            print(f"{name:<9}{ns:>8.1f} ns/trial{ns / costs['plain']:>8.2f}x")
+            print(f"{name:<15}{ns:>8.1f} ns/trial{ns / costs['plain']:>8.2f}x")
         return 0
     modes = [m for m in MODES if m in (args.mode or MODES)]
     bench = Conditions()
-    bench.setup(args.models, args.segments)
+    bench.setup(args.models, args.segments, args.store)
     try:
         walls: dict[str, list[float]] = {name: [] for name in modes}
         in_passes: dict[str, list[float]] = {name: [] for name in modes}
@@ -195,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
                        for v in masked.data_vars)  # type: ignore[attr-defined]  # fmt: skip
         n_cond = next((r.sizes["condition"] for n, r in bench.results.items()  # type: ignore[attr-defined]
                        if n != "plain"), 0)  # fmt: skip
-        print(f"{args.models:,} x {args.segments:,} trials, {n_cond} conditions, median of "
+        models, segments = bench.tables[0].ids.size, bench.tables[1].ids.size
+        print(f"{models:,} x {segments:,} trials, {n_cond} conditions, median of "
               f"{args.repeat}, load average {os.getloadavg()[0]:.1f}; masked == grouped: "
               f"{same}")  # fmt: skip
         print(f"{'':<9}{'passes':>7}{'wall (s)':>10}{'/ plain':>9}{'in passes':>11}"

@@ -27,7 +27,8 @@ key                    default     meaning
 ``adaptive-bins``      1           pass 1's bins fitted to a sample of the scores (finer where
                                    they are dense, :mod:`bosaris_dask.binmap`): 0 never, 1 when
                                    the trials outnumber ``keep-limit`` (and ``coarse_bits`` is
-                                   not given), 2 always
+                                   not given), 2 always; per condition too
+                                   (:mod:`bosaris_dask.conditions.summaries`)
 ``bootstrap-bins``     256         the most coarse score bins per system of the bootstrap's
                                    resample histograms (:mod:`bosaris_dask.bootstrap`)
 ``bootstrap-budget``   536870912   bytes a bootstrap task may hold (its resample histograms,

@@ -60,7 +60,8 @@ from bosaris_dask.keys import key_bits, keys_to_values, order_keys, threshold_ke
 from bosaris_dask.progress import compute
 from bosaris_dask.trials import align, is_label_key, kind_of, locate, trial_classes, validate
 
-__all__ = ["ScoreSummary", "summarize", "score_bins", "chunks_to_read", "DEFAULT_SPLIT_EVERY"]
+__all__ = ["ScoreSummary", "summarize", "score_bins", "chunks_to_read", "fitted_bin_maps",
+           "adaptive_budget", "DEFAULT_SPLIT_EVERY"]  # fmt: skip
 
 #: How many chunk results one merge task adds up.
 DEFAULT_SPLIT_EVERY = 8
@@ -387,11 +388,55 @@ def _sample_keys(
 def _bin_maps(inputs: list[da.Array], dtype: np.dtype, bits: int, adaptive: bool) -> list[BinMap]:
     """Pass 1's bins for each system: the top ``bits`` key bits, or, ``adaptive``, about
     ``2**bits`` bins fitted to a sample of each system's scores (:mod:`bosaris_dask.binmap`)."""
+    if not adaptive:
+        return [BinMap.uniform(key_bits(dtype), bits)] * ((len(inputs) - 1) // 2)
+    return fitted_bin_maps(inputs, dtype, [bits])[0]
+
+
+def fitted_bin_maps(
+    inputs: list[da.Array], dtype: np.dtype, budgets: Sequence[int]
+) -> list[list[BinMap]]:
+    """Per budget (bits), per system, pass-1 bins fitted to one sample of each system's scores
+    (uniform bins for a budget under :data:`~bosaris_dask.binmap.MIN_ADAPTIVE_BITS` bits).
+
+    ``inputs`` are :func:`pass_inputs`'s: the same inputs give the same sample, so a budget that
+    :func:`summarize` would use gives, system by system, the maps it uses (the grouped passes
+    of :mod:`bosaris_dask.conditions` fit their pooled and their per-condition bins this way,
+    from one sample read).
+    """
     n_sys = (len(inputs) - 1) // 2
-    if not adaptive or bits < MIN_ADAPTIVE_BITS:  # too few bins to share out: no sample
-        return [BinMap.uniform(key_bits(dtype), bits)] * n_sys
-    samples = _sample_keys(inputs, n_sys, SAMPLE_TRIALS)
-    return [BinMap.from_sample(keys, key_bits(dtype), bits, tar) for keys, tar in samples]
+    width = key_bits(dtype)
+    samples = None
+    out = []
+    for bits in budgets:
+        if bits < MIN_ADAPTIVE_BITS:  # too few bins to share out: no sample
+            out.append([BinMap.uniform(width, bits)] * n_sys)
+            continue
+        if samples is None:
+            samples = _sample_keys(inputs, n_sys, SAMPLE_TRIALS)
+        out.append([BinMap.from_sample(keys, width, bits, tar) for keys, tar in samples])
+    return out
+
+
+def adaptive_budget(cells: int, bits: int) -> int | None:
+    """The bin budget (bits) of :func:`summarize`'s adaptive pass-1 bins for ``cells`` trials at
+    most ``2**bits`` bins when ``bosaris_dask.adaptive-bins`` fits them to the scores and no
+    ``coarse_bits`` is given; ``None`` when it keeps the fixed bins."""
+    knobs = engine_knobs()
+    if not _adaptive(knobs["adaptive_bins"], cells, knobs["keep_limit"], None):
+        return None
+    return _adaptive_bits(cells, bits)
+
+
+def _check_maps(maps: Sequence[BinMap], n_sys: int, dtype: np.dtype) -> list[BinMap]:
+    """``maps`` as a list, if there is one per system and each bins keys of ``dtype``."""
+    maps = list(maps)
+    if len(maps) != n_sys or any(m.key_bits != key_bits(dtype) for m in maps):
+        raise OptionError(f"bin_maps: need one map of {key_bits(dtype)}-bit keys per system "
+                          f"({n_sys}), got {len(maps)}")  # fmt: skip
+    if any(m.nbins > 1 << MAX_COARSE_BITS for m in maps):
+        raise OptionError(f"bin_maps: at most 2**{MAX_COARSE_BITS} bins per map")
+    return maps
 
 
 def _shift(binmap: BinMap) -> int:
@@ -436,6 +481,7 @@ def summarize(
     names: Sequence[str] | None = None,
     extra_candidates: Callable[[list[ScoreSummary]], list[np.ndarray | None]] | None = None,
     own_candidates: Sequence[bool] | None = None,
+    bin_maps: Sequence[BinMap] | None = None,
 ) -> list[ScoreSummary]:
     """Exact summaries of one or more systems' scores against one key.
 
@@ -482,6 +528,10 @@ def summarize(
         Per system, whether it gets its own candidates (hull, thresholds, PAV bounds, fixed
         rates); default all. ``False`` for a summary that only serves ``extra_candidates``
         (:mod:`bosaris_dask.spoofing.scale`): its hull is then not exact.
+    bin_maps
+        Pass 1's bins, one :class:`~bosaris_dask.binmap.BinMap` per system (e.g. from
+        :func:`fitted_bin_maps`), instead of those ``coarse_bits`` and
+        ``bosaris_dask.adaptive-bins`` choose.
 
     Returns
     -------
@@ -519,9 +569,12 @@ def summarize(
     n_sys = len(scores)
     bits = coarse_bits or default_coarse_bits(n_sys)
     cells = int(np.prod(inputs[0].shape))
-    adaptive = _adaptive(knobs["adaptive_bins"], cells, knobs["keep_limit"], coarse_bits)
-    budget = coarse_bits or _adaptive_bits(cells, bits) if adaptive else bits
-    maps = _bin_maps(inputs, dtype, budget, adaptive)
+    if bin_maps is not None:
+        maps = _check_maps(bin_maps, n_sys, dtype)
+    else:
+        adaptive = _adaptive(knobs["adaptive_bins"], cells, knobs["keep_limit"], coarse_bits)
+        budget = coarse_bits or _adaptive_bits(cells, bits) if adaptive else bits
+        maps = _bin_maps(inputs, dtype, budget, adaptive)
     nbins = max(m.nbins for m in maps)
     positions, codes = key_codes_check(inputs[0], key, blocks)
     skip = bool(knobs["skip_chunks"]) and inputs[0].npartitions > 1

@@ -42,6 +42,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask import config, engine, exact_sum, fixed_rates, kernels, refinement, runner
+from bosaris_dask.binmap import BinMap
 from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.errors import OptionError, ScoreError
 from bosaris_dask.grouped_histograms import GroupedPass1, SystemPass1, grouped_pass1, remap_groups
@@ -64,10 +65,11 @@ def _part_summary(first: GroupedPass1, part: Part, name: str) -> ScoreSummary:
     own = first.systems[part.system]
     assert own is not None, "pass 1 did not count this system"
     if part.pooled and own.pooled is not None:
+        assert first.pooled_maps is not None
         n_non, n_tar = own.pooled
         nonempty = np.flatnonzero((n_tar + n_non) > 0)
         return _summary(
-            first.dtype, nonempty, first.pooled_shift, n_tar[nonempty], n_non[nonempty],
+            first.dtype, nonempty, first.pooled_maps[part.system], n_tar[nonempty], n_non[nonempty],
             sum(u[0] for u in own.units), sum(u[1] for u in own.units),
             int(own.missing.sum()), name,
         )  # fmt: skip
@@ -78,15 +80,15 @@ def _part_summary(first: GroupedPass1, part: Part, name: str) -> ScoreSummary:
     sp_non = exact_sum.to_float(sum(own.units[g][1] for g in np.flatnonzero(non).tolist()))
     nonempty = np.flatnonzero((n_tar + n_non) > 0)
     return _summary(
-        first.dtype, nonempty, first.shift, n_tar[nonempty], n_non[nonempty], sp_tar, sp_non,
-        int(own.missing[tar, 1].sum() + own.missing[non, 0].sum()), name,
+        first.dtype, nonempty, first.maps[part.system], n_tar[nonempty], n_non[nonempty],
+        sp_tar, sp_non, int(own.missing[tar, 1].sum() + own.missing[non, 0].sum()), name,
     )  # fmt: skip
 
 
 def _summary(
     dtype: np.dtype,
     nonempty: np.ndarray,
-    shift: int,
+    binmap: BinMap,
     n_tar: np.ndarray,
     n_non: np.ndarray,
     sp_tar: int | float,
@@ -96,10 +98,9 @@ def _summary(
 ) -> ScoreSummary:
     """A pass-1 summary (softplus sums as exact units or floats), or the error of a part
     without targets or non-targets."""
+    lo, bits = binmap.bin_lo_bits(nonempty)
     summary = ScoreSummary(
-        dtype=dtype,
-        lo=nonempty.astype(np.uint64) << np.uint64(shift),
-        bits=np.full(len(nonempty), shift, dtype=np.int8),
+        dtype=dtype, lo=lo, bits=bits,
         n_tar=n_tar, n_non=n_non,
         softplus_tar=sp_tar if isinstance(sp_tar, float) else exact_sum.to_float(sp_tar),
         softplus_non=sp_non if isinstance(sp_non, float) else exact_sum.to_float(sp_non),
@@ -316,7 +317,7 @@ def refine_parts(
     knobs, inputs, n_groups = first.knobs, first.inputs, first.n_groups
     split_every, progress, sys_names = first.split_every, first.progress, first.sys_names
     blocks = {"block": knobs["block"], "slice_size": knobs["slice"]}
-    shift, n_sys = first.shift, len(first.systems)
+    n_sys = len(first.systems)
     kappa = threshold_keys(np.asarray(thresholds, dtype=np.float64), first.dtype)
     passes = 1
     selection: refinement.Selection | None = None
@@ -329,12 +330,15 @@ def refine_parts(
             if joint is not None and joint[j] is not None:
                 cands = np.union1d(cands, joint[j]).astype(np.int64)
             if len(cands):
-                own = first.systems[parts[j].system]
+                k = parts[j].system
+                own = first.systems[k]
                 apart = parts[j].pooled and own is not None and own.pooled is not None
                 own_share = 1 if parts[j].pooled else share
-                spec = refinement.plan(s, cands, first.pooled_shift if apart else shift,
+                binmap = first.pooled_maps[k] if apart else first.maps[k]  # type: ignore[index]
+                spec = refinement.plan(s, cands, 0 if binmap.adaptive else binmap.shift,
                                        dense_budget=max(1, knobs["dense_budget"] // own_share),
-                                       raw_limit=knobs["raw_limit"] // own_share)  # fmt: skip
+                                       raw_limit=knobs["raw_limit"] // own_share,
+                                       binmap=binmap)  # fmt: skip
                 plans.append((cands, spec))
             else:
                 plans.append(None)

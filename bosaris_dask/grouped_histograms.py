@@ -28,6 +28,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask import config, engine, memory, runner
+from bosaris_dask.binmap import BinMap
 from bosaris_dask.errors import OptionError
 from bosaris_dask.grouped_kernels import (
     check_group_codes,
@@ -42,7 +43,13 @@ from bosaris_dask.grouped_kernels import (
 from bosaris_dask.keys import key_bits
 from bosaris_dask.refinement import ChunkBins
 
-__all__ = ["grouped_pass1", "GroupedPass1", "SystemPass1", "remap_groups"]
+__all__ = ["grouped_pass1", "GroupedPass1", "SystemPass1", "remap_groups", "COMPILED_TRIALS"]
+
+#: From how many cells on the grouped pass 1 counts trials with the compiled loops of
+#: :mod:`bosaris_dask.fast_grouped` (where numba is installed): they save about 15 ns of CPU
+#: per trial at 24 conditions (two histograms and the per-condition Cllr units), and loading
+#: numba costs a process about 0.4 s.
+COMPILED_TRIALS = 1 << 24
 
 
 @dataclass(frozen=True)
@@ -144,9 +151,12 @@ class GroupedPass1:
     ----------
     systems
         Per system, its :class:`SystemPass1` (``None`` for a system not counted).
-    n_groups, nbins, shift, pooled_shift
-        The groups and the key bins (``key >> shift``; the pooled histograms counted apart:
-        ``key >> pooled_shift``).
+    n_groups
+        The number of groups.
+    maps, pooled_maps
+        Per system, the bins of its ``(group, bin)`` histogram and of its pooled histogram
+        counted apart (:class:`~bosaris_dask.binmap.BinMap`; ``pooled_maps`` ``None`` when
+        no pooled histogram is counted apart).
     cross_entropy_plo, cross_units
         The prior log-odds of the cross-entropy sums and, per system (``None`` for a system
         not counted), its exact per-group units
@@ -155,9 +165,8 @@ class GroupedPass1:
 
     systems: list[SystemPass1 | None]
     n_groups: int
-    nbins: int
-    shift: int
-    pooled_shift: int
+    maps: list[BinMap]
+    pooled_maps: list[BinMap] | None
     dtype: np.dtype
     inputs: list[da.Array]
     sys_names: list[str]
@@ -201,6 +210,8 @@ def grouped_pass1(
     progress: bool | None = None,
     names: Sequence[str] | None = None,
     cross_entropy_plo: Sequence[float] | np.ndarray = (),
+    bin_maps: Sequence[BinMap] | None = None,
+    pooled_bin_maps: Sequence[BinMap] | None = None,
 ) -> GroupedPass1:
     """Pass 1 of grouped passes: every counted system's ``(group, key bin)`` histogram, exact
     Cllr sums and missing trials per group, before any part is chosen.
@@ -229,6 +240,12 @@ def grouped_pass1(
     cross_entropy_plo
         As :func:`~bosaris_dask.grouped.summarize_parts`: also sum each counted system's
         cross-entropy terms at these prior log-odds per ``(group, class)``, in the same pass.
+    bin_maps, pooled_bin_maps
+        Per system, the bins of its ``(group, bin)`` histogram and of its pooled histogram
+        apart (:class:`~bosaris_dask.binmap.BinMap`, e.g. fitted to a sample of its scores by
+        :func:`bosaris_dask.engine.fitted_bin_maps`), instead of the top ``coarse_bits`` and
+        ``pooled_coarse_bits`` key bits. Every bin is a key prefix either way, so only the
+        candidates after pass 1 (and so the passes) depend on them, not the exact results.
 
     Examples
     --------
@@ -250,8 +267,8 @@ def grouped_pass1(
     n_sys = len(scores)
     counted = list(range(n_sys)) if systems is None else sorted(set(systems))
     apart = sorted(set(pooled_apart))
-    if apart and pooled_coarse_bits is None:
-        raise OptionError("pooled histograms apart need pooled_coarse_bits")
+    if apart and pooled_coarse_bits is None and pooled_bin_maps is None:
+        raise OptionError("pooled histograms apart need pooled_coarse_bits or pooled_bin_maps")
     sys_names = list(names) if names is not None else [f"system-{k + 1}" for k in range(n_sys)]
     if len(sys_names) != n_sys:
         raise OptionError(f"{len(sys_names)} names for {n_sys} systems")
@@ -268,32 +285,46 @@ def grouped_pass1(
     blocks = {"block": knobs["block"], "slice_size": knobs["slice"]}
     base, dtype = engine.pass_inputs(scores, key)
     inputs = [base[0], groups.rechunk(base[0].chunks), *base[1:]]
-    bits = coarse_bits or engine.default_coarse_bits(n_parts)
-    shift = key_bits(dtype) - bits
-    nbins = 1 << bits
-    pshift = key_bits(dtype) - pooled_coarse_bits if apart else shift  # type: ignore[operator]
-    pnbins = 1 << pooled_coarse_bits if apart else 0  # type: ignore[operator]
+    width = key_bits(dtype)
+    if bin_maps is None:
+        bits = coarse_bits or engine.default_coarse_bits(n_parts)
+        maps = [BinMap.uniform(width, bits)] * n_sys
+    else:
+        maps = _checked_maps(bin_maps, n_sys, width, "bin_maps")
+    pmaps: list[BinMap] | None = None
+    if pooled_bin_maps is not None:
+        pmaps = _checked_maps(pooled_bin_maps, n_sys, width, "pooled_bin_maps")
+    elif apart:
+        pmaps = [BinMap.uniform(width, pooled_coarse_bits)] * n_sys  # type: ignore[arg-type]
     positions, codes = engine.key_codes_check(inputs[0], key, blocks)
     skip = bool(knobs["skip_chunks"]) and inputs[0].npartitions > 1
-    coarse = ChunkBins.coarseness(inputs[0].npartitions, nbins)
-    pcoarse = ChunkBins.coarseness(inputs[0].npartitions, pnbins) if apart else 0
+    compiled = int(np.prod(inputs[0].shape)) >= COMPILED_TRIALS
+    coarse: dict[int, int] = {}  # per system: ChunkBins coarseness of its histograms' notes
+    pcoarse: dict[int, int] = {}
     aggs = []
     for k in counted:
-        mine = pnbins if k in apart else 0
+        nbins = maps[k].nbins
+        pmap = pmaps[k] if pmaps is not None and k in apart else None
+        mine = pmap.nbins if pmap is not None else 0
         finalize = partial(
             _system_pass1, k=k, name=sys_names[k], n_groups=n_groups, inputs=inputs, key=key,
             nbins=nbins, allow_missing=allow_missing, pooled_nbins=mine,
         )  # fmt: skip
-        chunk = partial(grouped_pass1_kernel, system=k, shift=shift, nbins=nbins,
-                        n_groups=n_groups, pooled_shift=pshift if mine else None,
-                        pooled_nbins=mine, **blocks)  # fmt: skip
+        chunk = partial(grouped_pass1_kernel, system=k, shift=_shift(maps[k]), nbins=nbins,
+                        n_groups=n_groups, pooled_shift=_shift(pmap) if pmap else None,
+                        pooled_nbins=mine, binmap=_adaptive(maps[k]),
+                        pooled_binmap=_adaptive(pmap), compiled=compiled,
+                        **blocks)  # fmt: skip
         length = pass1_length(n_groups, nbins) + 2 * mine
-        note = partial(grouped_bins_note, n_groups=n_groups, nbins=nbins, coarse=coarse,
-                       pooled_nbins=mine, pooled_coarse=pcoarse) if skip else None  # fmt: skip
+        coarse[k] = ChunkBins.coarseness(inputs[0].npartitions, nbins)
+        pcoarse[k] = ChunkBins.coarseness(inputs[0].npartitions, mine) if mine else 0
+        note = partial(grouped_bins_note, n_groups=n_groups, nbins=nbins, coarse=coarse[k],
+                       pooled_nbins=mine, pooled_coarse=pcoarse[k]) if skip else None  # fmt: skip
         aggs.append(runner.Aggregation(sys_names[k], chunk, length, finalize=finalize, note=note))
+    nbins = max(maps[k].nbins for k in counted)
     rows = n_groups  # a pooled histogram apart weighs as many rows of nbins as it is wider
-    if apart:
-        rows += 1 << max(0, pooled_coarse_bits - bits)  # type: ignore[operator]
+    if apart and pmaps is not None:
+        rows += -(-max(pmaps[k].nbins for k in apart) // nbins)
     ce_plo = np.asarray(cross_entropy_plo, dtype=np.float64).reshape(-1)
     if not np.isfinite(ce_plo).all():
         raise OptionError("cross_entropy_plo must hold finite prior log-odds")
@@ -316,10 +347,11 @@ def grouped_pass1(
         if held is not None and pooled_held is not None:  # which bins each chunk holds
             own, notes = own
             chunks = inputs[0].chunks
-            held[k] = ChunkBins.from_notes([n for n, _ in notes], chunks, nbins, coarse)
-            if k in apart:
-                pooled_held[k] = ChunkBins.from_notes([p for _, p in notes], chunks, pnbins,
-                                                      pcoarse)  # fmt: skip
+            held[k] = ChunkBins.from_notes([n for n, _ in notes], chunks, maps[k].nbins,
+                                           coarse[k])  # fmt: skip
+            if k in apart and pmaps is not None:
+                pooled_held[k] = ChunkBins.from_notes([p for _, p in notes], chunks,
+                                                      pmaps[k].nbins, pcoarse[k])  # fmt: skip
         per_system[k] = own
     cross_units: list | None = None
     if cross:
@@ -327,6 +359,25 @@ def grouped_pass1(
         for k, u in zip(counted, units, strict=True):
             cross_units[k] = u
     return GroupedPass1(
-        per_system, n_groups, nbins, shift, pshift, dtype, inputs, sys_names, split_every,
-        progress, knobs, ce_plo, cross_units, held, pooled_held,
+        per_system, n_groups, maps, pmaps, dtype, inputs, sys_names, split_every, progress,
+        knobs, ce_plo, cross_units, held, pooled_held,
     )  # fmt: skip
+
+
+def _checked_maps(maps: Sequence[BinMap], n_sys: int, width: int, what: str) -> list[BinMap]:
+    """``maps`` as a list, if there is one per system and each bins ``width``-bit keys."""
+    maps = list(maps)
+    if len(maps) != n_sys or any(m.key_bits != width for m in maps):
+        raise OptionError(f"{what}: need one map of {width}-bit keys per system ({n_sys}), "
+                          f"got {len(maps)}")  # fmt: skip
+    return maps
+
+
+def _shift(binmap: BinMap) -> int:
+    """A uniform map's shift (what the kernels take), 0 for an adaptive one."""
+    return 0 if binmap.adaptive else binmap.shift
+
+
+def _adaptive(binmap: BinMap | None) -> BinMap | None:
+    """The map for a kernel: ``None`` for a uniform one (the kernel shifts the keys)."""
+    return binmap if binmap is not None and binmap.adaptive else None

@@ -39,7 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask import exact_sum
+from bosaris_dask import exact_sum, fast_grouped
+from bosaris_dask.binmap import BinMap
 from bosaris_dask.errors import OptionError
 from bosaris_dask.kernels import (
     RefineSpec,
@@ -130,6 +131,28 @@ class _GroupUnits:
         self.lo = np.zeros(n_slots, dtype=np.int64)
         self.blocks = 0
         self.units = [0] * n_slots
+        self._acc: tuple[np.ndarray, np.ndarray] | None = None
+
+    def add_groups(self, terms: np.ndarray, groups: np.ndarray, c: np.ndarray, kernel: Any) -> None:
+        """:meth:`add` of ``terms`` to the slots ``2 * groups + (c > 0)``, with the compiled
+        loop of :func:`bosaris_dask.fast_grouped.units_into` (the same sums)."""
+        if terms.size == 0:
+            return
+        if np.maximum.reduce(terms) >= exact_sum._BIG:  # rare: the exact path
+            big = np.flatnonzero(terms >= exact_sum._BIG)
+            slot = 2 * groups[big].astype(np.intp) + (c[big] > 0)
+            for k in np.unique(slot).tolist():
+                self.units[k] += exact_sum._exact_units(terms[big[slot == k]])
+            terms[big] = 0.0
+        if self._acc is None:
+            self._acc = (np.empty(self.n_slots), np.empty(self.n_slots))
+        acc_hi, acc_lo = self._acc
+        fast_grouped.units_into(kernel, terms, groups, c, acc_hi, acc_lo)
+        self.hi += acc_hi.astype(np.int64)
+        self.lo += acc_lo.astype(np.int64)
+        self.blocks += 1
+        if self.blocks % _FLUSH == 0:
+            self._flush()
 
     def add(self, terms: np.ndarray, slot: np.ndarray, hi: np.ndarray) -> None:
         """Add ``terms`` (overwritten; at most ``MAX_BLOCK``) to their ``slot``; ``hi`` is a
@@ -175,19 +198,36 @@ def grouped_pass1_kernel(
     slice_size: int,
     pooled_shift: int | None = None,
     pooled_nbins: int = 0,
+    binmap: BinMap | None = None,
+    pooled_binmap: BinMap | None = None,
+    compiled: bool = False,
 ) -> np.ndarray:
     """Pass 1 of one system on one chunk, per group: its scores are ``pairs[2 * system]``.
 
-    ``groups`` holds each cell's group (``0 <= group < n_groups``). Returns
+    ``groups`` holds each cell's group (``0 <= group < n_groups``). The bins are ``key >>
+    shift`` or, if given, ``binmap``'s (``nbins`` of them); the pooled bins apart ``key >>
+    pooled_shift`` or ``pooled_binmap``'s (``pooled_nbins``). Returns
     :func:`pass1_length` float64 values: the ``(n_groups, nbins, 2)`` counts (non-targets,
     targets), then per group the targets' and the non-targets' softplus sums as
     :mod:`~bosaris_dask.exact_sum` limbs, then per group the key non-target and target trials
     without a score, then the trials with non-finite scores. All merge by adding. With
     ``pooled_shift``, then the pooled counts by ``key >> pooled_shift`` (``pooled_nbins``
     non-target counts, then as many target counts: the layout of
-    :func:`bosaris_dask.kernels.system_kernel`'s), from the same keys.
+    :func:`bosaris_dask.kernels.system_kernel`'s), from the same keys. ``compiled``: count
+    the trials and add the Cllr units per group with the loops of
+    :mod:`~bosaris_dask.fast_grouped` where numba is installed (the same result).
     """
     check_group_codes(groups, n_groups)
+    counter = fast_grouped.count_kernel() if compiled else None
+    adder = fast_grouped.units_kernel() if counter is not None else None
+    if counter is not None and adder is not None:
+        return _compiled_pass1(
+            counter, adder, classes.reshape(-1), groups.reshape(-1),
+            pairs[2 * system].reshape(-1), pairs[2 * system + 1].reshape(-1), shift=shift,
+            nbins=nbins, n_groups=n_groups, block=block, slice_size=slice_size,
+            pooled_shift=pooled_shift, pooled_nbins=pooled_nbins, binmap=binmap,
+            pooled_binmap=pooled_binmap,
+        )  # fmt: skip
     s_all, m_all = pairs[2 * system].reshape(-1), pairs[2 * system + 1].reshape(-1)
     cls_all, grp_all = classes.reshape(-1), groups.reshape(-1)
     ws = workspace(np.dtype(s_all.dtype), block, slice_size)
@@ -214,15 +254,25 @@ def grouped_pass1_kernel(
         is_tar = np.greater(c, 0, out=ws.flag[:n])
         if pooled_shift is not None:
             pidx = pooled[b.start - pooled_start[0] : b.stop - pooled_start[0]]
-            np.right_shift(key, pooled_shift, out=pidx, casting="unsafe")
+            if pooled_binmap is None:
+                np.right_shift(key, pooled_shift, out=pidx, casting="unsafe")
+            else:
+                pooled_binmap.bins_into(key, pidx, ws.pos[:n], ws.signs[:n])
             np.left_shift(pidx, 1, out=pidx)
             np.add(pidx, is_tar, out=pidx, casting="unsafe")
             if np.count_nonzero(c) != n:
                 pidx[c == 0] = 2 * pooled_nbins
-        np.right_shift(key, shift, out=key)
-        np.copyto(idx, g, casting="unsafe")
-        np.multiply(idx, nbins, out=idx)
-        np.add(idx, key.view(signed), out=idx, casting="unsafe")
+        if binmap is None:
+            np.right_shift(key, shift, out=key)
+            np.copyto(idx, g, casting="unsafe")
+            np.multiply(idx, nbins, out=idx)
+            np.add(idx, key.view(signed), out=idx, casting="unsafe")
+        else:
+            binmap.bins_into(key, idx, ws.pos[:n], ws.signs[:n])
+            row = ws.pos[:n]
+            np.copyto(row, g, casting="unsafe")
+            np.multiply(row, nbins, out=row)
+            np.add(idx, row, out=idx)
         np.left_shift(idx, 1, out=idx)
         np.add(idx, is_tar, out=idx, casting="unsafe")
         slot = ws.pos[:n]
@@ -256,6 +306,55 @@ def grouped_pass1_kernel(
         ph = pooled_hist[:-1].reshape(pooled_nbins, 2)
         tail = [ph[:, 0], ph[:, 1]]
     return np.concatenate([h, *limbs, missing, [counts["bad"]], *tail])
+
+
+def _compiled_pass1(
+    counter: Any,
+    adder: Any,
+    cls_all: np.ndarray,
+    grp_all: np.ndarray,
+    s_all: np.ndarray,
+    m_all: np.ndarray,
+    *,
+    shift: int,
+    nbins: int,
+    n_groups: int,
+    block: int,
+    slice_size: int,
+    pooled_shift: int | None,
+    pooled_nbins: int,
+    binmap: BinMap | None,
+    pooled_binmap: BinMap | None,
+) -> np.ndarray:
+    """:func:`grouped_pass1_kernel` (the same result) with the compiled loops of
+    :mod:`~bosaris_dask.fast_grouped`: they count; numpy computes the softplus terms."""
+    ws = workspace(np.dtype(s_all.dtype), block, slice_size)
+    width = ws.key.dtype.itemsize * 8
+    # uint32 counts below 2**32 trials per chunk; the targets in the upper half of each
+    dt = np.uint32 if s_all.size < 2**32 else np.int64
+    hist = np.zeros(2 * n_groups * nbins + 1, dtype=dt)
+    bm = binmap if binmap is not None else BinMap.uniform(width, width - shift)
+    pooled = pbm = None
+    if pooled_shift is not None:
+        pooled = np.zeros(2 * pooled_nbins + 1, dtype=dt)
+        pbm = pooled_binmap or BinMap.uniform(width, width - pooled_shift)
+    missing = np.zeros(2 * n_groups, dtype=np.int64)
+    bad, unscored, nonfinite = fast_grouped.counts_into(
+        counter, cls_all, s_all, m_all, grp_all, bm, hist, missing, pbm, pooled
+    )
+    sums = _GroupUnits(2 * n_groups)
+    for b in slices(s_all.size, ws.block):
+        s, key_cls = s_all[b], cls_all[b]
+        c = key_cls if not unscored or m_all[b].all() else classes_of(key_cls, m_all[b])
+        if nonfinite and not np.isfinite(s, out=ws.flag[: s.size]).all():
+            s = np.where(ws.flag[: s.size], s, s.dtype.type(0))
+        terms = softplus_terms(c, s, ws, np.count_nonzero(c) == s.size)
+        sums.add_groups(terms, grp_all[b], c, adder)
+    units = sums.total()  # slot 2g: group g's non-targets, 2g + 1: its targets
+    limbs = [exact_sum.to_limbs(units[2 * g + t]) for g in range(n_groups) for t in (1, 0)]
+    h = hist[:-1].reshape(2, -1).T.reshape(-1)  # (group, bin, class), as the numpy path
+    tail = [] if pooled is None else [pooled[:pooled_nbins], pooled[pooled_nbins:-1]]
+    return np.concatenate([h, *limbs, missing, [bad], *tail])
 
 
 def cross_entropy_length(n_plo: int, n_groups: int) -> int:
@@ -446,19 +545,46 @@ def _part_trials(
 
 def _gather(
     got: list[list[np.ndarray]],
-    sel: np.ndarray,
+    at: np.ndarray,
     keys: np.ndarray,
     c: np.ndarray,
     g: np.ndarray | None,
 ) -> None:
-    """Append the keys, target flags (and groups) of the trials ``sel`` marks."""
-    at = np.flatnonzero(sel)  # then take: 6x faster than boolean-mask indexing
+    """Append the keys, target flags (and groups) of the trials at positions ``at`` (take:
+    6x faster than boolean-mask indexing)."""
     if not len(at):
         return
     got[0].append(keys.take(at))
     got[1].append(c.take(at) == 1)
     if g is not None:
         got[2].append(g.take(at))
+
+
+def _pass1_bins(keys: np.ndarray, spec: RefineSpec, ws: Workspace) -> np.ndarray:
+    """The pass-1 bin of each key (``keys`` in ``ws.key``), into ``ws.idx``."""
+    n = keys.size
+    if spec.binmap is None:
+        return np.right_shift(keys, spec.shift, out=ws.idx[:n], casting="unsafe")
+    return spec.binmap.bins_into(keys, ws.idx[:n], ws.z.view(np.intp)[:n], ws.signs[:n])
+
+
+#: The key bits of the buckets that prefilter the trials of a refinement pass (adaptive maps).
+_PREFILTER_BITS = 16
+
+
+def _prefilter_buckets(cand_lo: np.ndarray, cand_bits: np.ndarray, width: int) -> np.ndarray:
+    """The top-:data:`_PREFILTER_BITS`-bit buckets of ``width``-bit keys that overlap a
+    candidate (``[lo, lo + 2**bits)``; a candidate wider than a bucket covers several): a
+    trial outside them is in no candidate.
+
+    >>> lo, bits = np.array([0, 1 << 20], np.uint64), np.array([17, 4])
+    >>> _prefilter_buckets(lo, bits, 32).tolist()  # 2**17 keys from 0 (two buckets), 16 more
+    [0, 1, 16]
+    """
+    first = (cand_lo >> np.uint64(width - _PREFILTER_BITS)).astype(np.int64)
+    n = np.int64(1) << np.maximum(cand_bits.astype(np.int64) - (width - _PREFILTER_BITS), 0)
+    start = np.repeat(first - np.concatenate([[0], np.cumsum(n)[:-1]]), n)
+    return np.unique(start + np.arange(int(n.sum()), dtype=np.int64)).astype(np.intp)
 
 
 def _select_parts(
@@ -487,21 +613,38 @@ def _select_parts(
     pooled = [j for j in active if parts[j].pooled]
     split = [j for j in active if not parts[j].pooled]
     plut = glut = None
-    pshift = gshift = nb = 0
-    if pooled:  # the pooled parts may have pass-1 bins of their own (one width for all)
-        pshift = specs[pooled[0]].shift  # type: ignore[union-attr]
-        plut = np.zeros(1 << specs[pooled[0]].prefix_bits, dtype=bool)  # type: ignore[union-attr]
+    pspec = gspec = None
+    nb = 0
+    pbucket = gbucket = None  # adaptive maps: first the buckets that hold a candidate
+    if pooled:  # the pooled parts may have pass-1 bins of their own (one map for all)
+        pspec = specs[pooled[0]]
+        plut = np.zeros(pspec.nbins, dtype=bool)  # type: ignore[union-attr]
         for j in pooled:
             plut |= specs[j].lut  # type: ignore[union-attr]
+        if pspec.binmap is not None:  # type: ignore[union-attr]
+            pbucket = np.zeros(1 << _PREFILTER_BITS, dtype=bool)
+            for j in pooled:
+                spec = specs[j]
+                pbucket[_prefilter_buckets(spec.cand_lo, spec.cand_bits,  # type: ignore[union-attr]
+                                           pspec.binmap.key_bits)] = True  # type: ignore[union-attr]  # fmt: skip
     if split:
-        gshift = specs[split[0]].shift  # type: ignore[union-attr]
-        nb = 1 << specs[split[0]].prefix_bits  # type: ignore[union-attr]
+        gspec = specs[split[0]]
+        nb = gspec.nbins  # type: ignore[union-attr]
         glut = np.zeros(n_groups * nb, dtype=bool)
+        bm = gspec.binmap  # type: ignore[union-attr]
+        if bm is not None:
+            gbucket = np.zeros(n_groups << _PREFILTER_BITS, dtype=bool)
         for j in split:
             tar, non = parts[j].groups(n_groups)
             at = specs[j].prefixes  # type: ignore[union-attr]
+            if bm is not None:
+                spec = specs[j]
+                buckets = _prefilter_buckets(spec.cand_lo, spec.cand_bits,  # type: ignore[union-attr]
+                                             bm.key_bits)  # fmt: skip
             for g in np.flatnonzero(tar | non).tolist():
                 glut[g * nb + at] = True
+                if gbucket is not None:
+                    gbucket[(g << _PREFILTER_BITS) + buckets] = True
     found: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {j: ([], []) for j in active}
     cls_flat, grp_flat, s_flat, m_flat = (a.reshape(-1) for a in (classes, groups, s, m))
     for sl in slices(s_flat.size, ws.slice_size):
@@ -512,19 +655,41 @@ def _select_parts(
             n = c.size
             keys = keys_into(s_flat[b], ws)
             trial = np.not_equal(c, 0, out=ws.flag2[:n])
-            if plut is not None:
-                prefix = np.right_shift(keys, pshift, out=ws.idx[:n], casting="unsafe")
+            if plut is not None and pbucket is not None:
+                bm = pspec.binmap  # type: ignore[union-attr]
+                top = keys.dtype.type(bm.key_bits - _PREFILTER_BITS)
+                prefix = np.right_shift(keys, top, out=ws.idx[:n], casting="unsafe")
+                sel = np.take(pbucket, prefix, out=ws.flag[:n])
+                at = np.flatnonzero(np.logical_and(sel, trial, out=sel))
+                if len(at):  # then the full look-up for the keys in those buckets only
+                    at = at[plut.take(bm.bin_of(keys.take(at)))]
+                _gather(got_p, at, keys, c, None)
+            elif plut is not None:
+                prefix = _pass1_bins(keys, pspec, ws)  # type: ignore[arg-type]
                 sel = np.take(plut, prefix, out=ws.flag[:n])
-                _gather(got_p, np.logical_and(sel, trial, out=sel), keys, c, None)
+                _gather(got_p, np.flatnonzero(np.logical_and(sel, trial, out=sel)), keys, c,
+                        None)  # fmt: skip
             if glut is not None:
                 g = grp_flat[b]
                 cell = ws.pos[:n]
                 np.copyto(cell, g, casting="unsafe")
-                np.multiply(cell, nb, out=cell)
-                prefix = np.right_shift(keys, gshift, out=ws.idx[:n], casting="unsafe")
-                np.add(cell, prefix, out=cell)
-                sel = np.take(glut, cell, out=ws.flag[:n])
-                _gather(got_g, np.logical_and(sel, trial, out=sel), keys, c, g)
+                if gbucket is not None:
+                    bm = gspec.binmap  # type: ignore[union-attr]
+                    np.left_shift(cell, _PREFILTER_BITS, out=cell)
+                    top = keys.dtype.type(bm.key_bits - _PREFILTER_BITS)
+                    prefix = np.right_shift(keys, top, out=ws.idx[:n], casting="unsafe")
+                    np.add(cell, prefix, out=cell)
+                    sel = np.take(gbucket, cell, out=ws.flag[:n])
+                    at = np.flatnonzero(np.logical_and(sel, trial, out=sel))
+                    if len(at):  # then each key's (group, bin) for the keys in those buckets
+                        full = g.take(at).astype(np.intp) * nb + bm.bin_of(keys.take(at))
+                        at = at[glut.take(full)]
+                else:
+                    np.multiply(cell, nb, out=cell)
+                    np.add(cell, _pass1_bins(keys, gspec, ws), out=cell)  # type: ignore[arg-type]
+                    sel = np.take(glut, cell, out=ws.flag[:n])
+                    at = np.flatnonzero(np.logical_and(sel, trial, out=sel))
+                _gather(got_g, at, keys, c, g)
         if got_p[0]:
             keys, is_tar = np.concatenate(got_p[0]), np.concatenate(got_p[1])
             for j in pooled:
@@ -653,10 +818,11 @@ def _raw_count(keys: np.ndarray, is_tar: np.ndarray) -> tuple[np.ndarray, np.nda
 
 def count_part(keys: np.ndarray, is_tar: np.ndarray, spec: RefineSpec) -> Any:
     """:func:`bosaris_dask.kernels._count` (the same result), faster for the two common cases:
-    raw keys, and keys inside whole pass-1 bins split evenly."""
+    raw keys, and keys inside whole pass-1 bins (of one width: ``key >> shift``) split
+    evenly."""
     if spec.raw:
         return _raw_count(keys, is_tar)
-    if spec.whole_bins_split_evenly:
+    if spec.whole_bins_split_evenly and spec.binmap is None:
         return _dense_count(keys, is_tar, spec)
     return _count(keys, is_tar, spec)
 

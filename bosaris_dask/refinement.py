@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING
 import dask.array as da
 import numpy as np
 
-from bosaris_dask import roc
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.fixed_rates import fixed_rate_candidates
 from bosaris_dask.kernels import RefineSpec
@@ -52,7 +51,9 @@ def hull_candidates(s: ScoreSummary) -> np.ndarray:
     """Mixed, unrefined bins whose optimistic corner lies below the hull of the bin edges."""
     cum_tar = np.concatenate([[0], np.cumsum(s.n_tar)])
     cum_non = np.concatenate([[0], np.cumsum(s.n_non)])
-    vertices = roc.convex_minorant(cum_non, cum_tar)
+    # the summary's own hull (the same convex minorant), cached in it: the metrics read it
+    # after the last round, whose candidates come from the same counts
+    vertices = s.hull.positions
     corner_x, corner_y = cum_non[1:], cum_tar[:-1]
     hull_y = np.interp(corner_x, cum_non[vertices], cum_tar[vertices])
     below = corner_y < hull_y * (1 + 1e-12) + 1e-9  # errs on the side of refining

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from bosaris_dask import engine, metrics
 from bosaris_dask.conditions import condition_codes, condition_table
+from bosaris_dask.conditions.evaluation import condition_result
 from bosaris_dask.conditions.summaries import GROUPED_KEY, POOLED_KEY, condition_summaries
 from bosaris_dask.engine import summarize
 from bosaris_dask.trials import make_key, make_scores
@@ -106,9 +107,11 @@ def _compare(old, new, pooled=True):
     ),
     equalize=st.booleans(),
     apart=st.booleans(),
+    adaptive=st.sampled_from([0, 2]),
 )
 def test_grouped_equals_masked_copies_bit_for_bit(seed, shape, chunk, n_sys, float32, by,
-                                                  coarse, knobs, equalize, apart):  # fmt: skip
+                                                  coarse, knobs, equalize, apart,
+                                                  adaptive):  # fmt: skip
     mids, sids, mask, systems, tables = _case(seed, *shape, n_sys, float32)
     key = make_key(mids, sids, mask, chunks=chunk)
     scores = [make_scores(mids, sids, s, score_mask=m, chunks=chunk) for s, m in systems]
@@ -117,7 +120,9 @@ def test_grouped_equals_masked_copies_bit_for_bit(seed, shape, chunk, n_sys, flo
            for _, m in systems):  # fmt: skip
         return  # a pooled system without a class is an error in both (tested elsewhere)
     bits = engine.default_coarse_bits if coarse is None else (lambda n: coarse)
-    with dask.config.set({"scheduler": "sync", POOLED_KEY: apart, **knobs}), \
+    # adaptive-bins 2: pass 1's bins (pooled and per condition) fitted to a sample
+    with dask.config.set({"scheduler": "sync", POOLED_KEY: apart,
+                          "bosaris_dask.adaptive-bins": adaptive, **knobs}), \
             pytest.MonkeyPatch.context() as mp:  # fmt: skip
         mp.setattr(engine, "default_coarse_bits", bits)
         old, new = _both(scores, key, cond, thresholds=[-2.2, 0.0, 1.5], split_every=2,
@@ -298,3 +303,126 @@ def test_pass1_counts_only_the_conditions_some_pair_falls_in():
     assert seen == [len(every_cell)]
     _compare(old, new)
     assert new.passes == plain[0].passes
+
+
+# --------------------------------------------------------------------------------------------
+# adaptive pass-1 bins (fitted to a sample of the scores) for the conditions too
+# --------------------------------------------------------------------------------------------
+
+#: Budgets scaled down with the trials (60,000 here), as in tests/test_adaptive_bins.py, with a
+#: keep limit that holds a plain evaluation's first-round candidates but not also those of 24
+#: conditions in fixed bins: the situation of 1e8 trials with the engine's budgets.
+SCALED = {"bosaris_dask.keep-limit": 30000, "bosaris_dask.raw-limit": 500,
+          "bosaris_dask.dense-budget": 2048}  # fmt: skip
+BY = ["model.g", "segment.src", "same.l"]
+
+
+def _dense(dtype, seed=16):
+    """200 x 300 trials whose scores are packed into a narrow range (many trials per fixed
+    pass-1 bin), and condition tables giving 2 x 6 x 2 = 24 conditions."""
+    rng = np.random.default_rng(seed)
+    mask = rng.choice(np.array([-1, 1], dtype=np.int8), size=(200, 300), p=[0.9, 0.1])
+    values = (rng.normal(size=mask.shape) * 0.01 + 1 + 0.015 * mask).astype(dtype)
+    mids, sids = [f"m{i}" for i in range(200)], [f"s{j}" for j in range(300)]
+    mcols = {"g": rng.choice(["f", "m"], 200), "l": rng.choice(["a", "b", "c"], 200)}
+    scols = {"src": rng.choice([f"x{i}" for i in range(6)], 300),
+             "l": rng.choice(["a", "b", "c"], 300)}  # fmt: skip
+    tables = [
+        condition_table("model", mids, {c: v.tolist() for c, v in mcols.items()}),
+        condition_table("segment", sids, {c: v.tolist() for c, v in scols.items()}),
+    ]
+    key = make_key(mids, sids, mask, chunks=(50, 100))
+    scores = make_scores(mids, sids, values, chunks=(50, 100))
+    # each condition's cells, from the columns directly (no package code)
+    members = {}
+    for g in ("f", "m"):
+        for src in scols["src"].tolist():
+            for same in ("same", "different"):
+                cells = (mcols["g"] == g)[:, None] & (scols["src"] == src)[None, :]
+                eq = mcols["l"][:, None] == scols["l"][None, :]
+                members[f"model.g={g}, segment.src={src}, same.l={same}"] = cells & (
+                    eq if same == "same" else ~eq
+                )
+    return key, scores, tables, values, mask, members
+
+
+def _reading(scores):
+    """``scores`` whose chunks count their reads, and the counts."""
+    import threading
+
+    reads: dict[tuple[int, ...], int] = {}
+    lock = threading.Lock()
+
+    def count(block, block_id=None):
+        if isinstance(block_id, tuple):
+            with lock:
+                reads[block_id] = reads.get(block_id, 0) + 1
+        return block
+
+    data = scores.score.data.map_blocks(count, dtype=scores.score.dtype)
+    return scores.copy(data={"score": data, "score_mask": scores.score_mask.data}), reads
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_conditions_take_the_passes_of_the_plain_evaluation_with_adaptive_bins(dtype):
+    """With fixed pass-1 bins, 24 conditions hold too many candidate trials after pass 1 to
+    keep them (float32: one pass more than the plain evaluation, which keeps its own; float64:
+    both take three); with the bins fitted to the scores (the default when the trials
+    outnumber keep-limit) both take two passes, and every chunk is read twice (and once more
+    for the sample of the bins)."""
+    key, scores, tables, _, _, _ = _dense(dtype)
+    args = {"priors": [0.01, 0.005]}
+    passes = {}
+    for mode in (0, 1):
+        with dask.config.set({**SCALED, "bosaris_dask.adaptive-bins": mode}):
+            plain = metrics.evaluate(scores, key, **args)
+            counted, reads = _reading(scores)
+            ds = metrics.evaluate(counted, key, conditions=tables, by=BY, **args)
+        passes[mode] = (plain.attrs["passes"], ds.attrs["passes"], reads)
+    fixed_plain, fixed_cond, _ = passes[0]
+    assert fixed_cond > 2 and fixed_cond > fixed_plain - (dtype == np.float64)  # it matters
+    plain_passes, cond_passes, reads = passes[1]
+    assert plain_passes == cond_passes == 2
+    assert sorted(reads.values()) == [2] * 11 + [3]  # one chunk holds the sample's rows
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_adaptive_condition_bins_give_the_fixed_bins_metrics_and_the_references(dtype):
+    """The conditions' metrics with bins fitted to the scores equal those with fixed bins, bit
+    for bit, and the brute-force references of each condition's trials."""
+    from scipy.special import logit
+
+    from tests import reference as ref
+
+    key, scores, tables, values, mask, members = _dense(dtype)
+    priors = [0.5, 0.01]
+    out = {}
+    for mode in (0, 2):
+        with dask.config.set({**SCALED, "bosaris_dask.adaptive-bins": mode}):
+            out[mode] = metrics.evaluate(scores, key, conditions=tables, by=BY, priors=priors)
+    exact = ("eer", "prbep", "cllr", "min_cllr", "act_dcf", "min_dcf", "act_pmiss", "act_pfa",
+             "min_pmiss", "min_pfa", "n_target", "n_nontarget")  # fmt: skip
+    for name in exact:
+        for var in (name, "condition_" + name):
+            np.testing.assert_array_equal(out[2][var].values, out[0][var].values, err_msg=var)
+    ds = out[2]
+    checked = 0
+    for g, label in enumerate(ds.condition.values.tolist()):
+        member = members[label]
+        tar = values[(mask == 1) & member].astype(np.float64)
+        non = values[(mask == -1) & member].astype(np.float64)
+        assert int(ds.condition_n_target[0, g]) == len(tar), label
+        assert int(ds.condition_n_nontarget[0, g]) == len(non), label
+        if not len(tar) or not len(non) or g % 4:  # the references are slow: every 4th
+            continue
+        one = metrics.operating_points(condition_result(ds, g).isel(system=0))
+        assert float(one.eer) == pytest.approx(ref.eer(tar, non), abs=1e-12)
+        assert float(one.cllr) == pytest.approx(ref.cllr(tar, non), rel=1e-12)
+        for j, p in enumerate(priors):
+            want = float(ref.min_dcf(tar, non, logit(p)))
+            assert float(one.min_dcf_raw[j]) == pytest.approx(want, abs=1e-12)
+            assert float(one.act_dcf_raw[j]) == pytest.approx(
+                ref.dcf_at(tar, non, logit(p))[0], abs=1e-12
+            )
+        checked += 1
+    assert checked >= 4

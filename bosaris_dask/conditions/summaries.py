@@ -27,6 +27,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask import engine
+from bosaris_dask.binmap import BinMap
 from bosaris_dask.conditions.codes import Conditions
 from bosaris_dask.conditions.equalized import EqualizedPlan, extra_mask, plan_members
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
@@ -156,6 +157,38 @@ def _coarse_bits(n_systems: int) -> int | None:
     return max(12, 18 - int(np.ceil(np.log2(n_systems / 8))))
 
 
+#: The conditions' adaptive pass-1 bins: about ``2**CONDITION_EXTRA_BITS`` times the plain
+#: evaluation's bins in all (its budget, :func:`bosaris_dask.engine.adaptive_budget`, shared
+#: out over the conditions: 24 x 2**14 at 1e8 trials, 24 x 2**16 at 1e9), at most as many as
+#: the fixed bins: their candidate trials after pass 1 stay a small part of ``keep-limit``
+#: (1.7M with the plain evaluation's at 1e8), while their histograms stay small enough for
+#: the CPU caches (measured: the compiled counts took twice as long with 2**16 bins per
+#: condition as with 2**13).
+CONDITION_EXTRA_BITS = 2
+#: The fewest key bits (bins) of the conditions' adaptive maps.
+MIN_CONDITION_BITS = 10
+
+
+def _bin_maps(
+    systems: list[xr.Dataset], key: xr.Dataset, bits: int, plain_bits: int, n_groups: int
+) -> tuple[list[BinMap] | None, list[BinMap] | None]:
+    """Per system, pass 1's bins of the conditions (at most ``2**bits``) and of the pooled
+    histogram apart, fitted to one sample of its scores where a plain evaluation fits its own
+    (``bosaris_dask.adaptive-bins``, :func:`bosaris_dask.engine.adaptive_budget`): the pooled
+    ones are then the plain evaluation's, map for map, and the conditions' are finer where the
+    scores are dense, so their candidates after pass 1 shrink as the plain evaluation's do.
+    ``None, None``: the top ``bits`` (and ``plain_bits``) key bits."""
+    inputs, dtype = engine.pass_inputs(systems, key)
+    cells = int(np.prod(inputs[0].shape))
+    budget = engine.adaptive_budget(cells, plain_bits)
+    if budget is None:
+        return None, None
+    share = int(np.ceil(np.log2(max(1, n_groups))))
+    own = min(bits, max(MIN_CONDITION_BITS, budget + CONDITION_EXTRA_BITS - share))
+    pooled, maps = engine.fitted_bin_maps(inputs, dtype, [budget, own])
+    return maps, pooled
+
+
 def condition_summaries(
     scores: Sequence[xr.Dataset],
     key: xr.Dataset,
@@ -199,8 +232,14 @@ def condition_summaries(
        key bits as for ``S * (1 + P)`` ungrouped systems (:func:`_coarse_bits`: fewer beyond
        8; the same in both ways, whichever conditions have trials), so a chunk's histogram
        stays as small; the pooled summaries are counted
-       apart, from the same keys, at a plain evaluation's bits (:data:`POOLED_KEY`): each is,
-       bin for bin, that of a plain evaluation.
+       apart, from the same keys, in a plain evaluation's bins (:data:`POOLED_KEY`): each is,
+       bin for bin, that of a plain evaluation. Where a plain evaluation fits its pass-1 bins
+       to a sample of the scores (``bosaris_dask.adaptive-bins``, :mod:`bosaris_dask.binmap`:
+       by default when the trials outnumber ``keep-limit``), the conditions' bins are fitted
+       to the same sample, within the same number of bins as the fixed ones: their candidate
+       trials after pass 1 then shrink as the plain evaluation's do, so both take the same
+       passes where the fixed bins made the conditions read the data once more (at 1e8 trials
+       with 24 conditions, benchmarks/README.md).
     3. Each system's conditions share its refinement budgets (``dense-budget`` and
        ``raw-limit`` divided by ``G``; :func:`bosaris_dask.grouped.refine_parts`), so a
        refinement task holds about what it holds for the system alone, and a condition's
@@ -265,13 +304,16 @@ def condition_summaries(
     bits = _coarse_bits(most) or engine.default_coarse_bits(most)
     use_grouped = grouped if grouped is not None else dask.config.get(GROUPED_KEY, True)
     apart = bool(dask.config.get(POOLED_KEY, True))
+    plain_bits = engine.default_coarse_bits(len(systems))
+    maps, pooled_maps = _bin_maps(systems, key, bits, plain_bits, len(possible))
     if use_grouped:  # the counts come from pass 1: no pass of their own
         rows = groups if len(possible) == n_cond else remap_groups(groups, row)
         first = grouped_pass1(
             systems, key, rows, len(possible), pooled_apart=range(len(systems)) if apart else (),
             allow_missing=allow_missing, split_every=split_every, coarse_bits=bits,
-            pooled_coarse_bits=engine.default_coarse_bits(len(systems)) if apart else None,
-            progress=progress, names=names, cross_entropy_plo=cross_entropy_plo,
+            pooled_coarse_bits=plain_bits if apart else None, progress=progress, names=names,
+            cross_entropy_plo=cross_entropy_plo, bin_maps=maps,
+            pooled_bin_maps=pooled_maps if apart else None,
         )  # fmt: skip
         counts = np.zeros((len(systems), n_cond, 2, 2), dtype=np.int64)
         counts[:, possible] = first.counts
@@ -327,7 +369,8 @@ def condition_summaries(
             systems, key, thresholds=thresholds, fmr=fmr, fnmr=fnmr, allow_missing=True,
             cross_entropy_plo=cross_entropy_plo,
             split_every=split_every, progress=progress, names=names,
-            coarse_bits=engine.default_coarse_bits(len(systems)) if apart else bits,
+            coarse_bits=plain_bits if apart else bits,
+            bin_maps=(pooled_maps if apart else maps) if maps is not None else None,
         )  # fmt: skip
         passes = 1 + pooled[0].passes  # the counting pass, then the pooled systems'
         summaries = list(pooled)
@@ -337,12 +380,15 @@ def condition_summaries(
                       "bosaris_dask.raw-limit": knobs["raw_limit"] // n_cond}  # fmt: skip
             pad: list = [None] * len(systems)
             copies_hook = (lambda subs: hook([*pad, *subs])[len(pad) :]) if hook else None
+            owners = [k for k, _ in pairs]
+            owners += [k for k, _, _ in (plan.extra if plan is not None else ())]
             with dask.config.set(shared):
                 copies = summarize(
                     extra, key, thresholds=thresholds, fmr=fmr, fnmr=fnmr, allow_missing=True,
                     cross_entropy_plo=cross_entropy_plo,
                     split_every=split_every, progress=progress, coarse_bits=bits,
                     names=labels, extra_candidates=copies_hook,
+                    bin_maps=[maps[k] for k in owners] if maps is not None else None,
                 )  # fmt: skip
             summaries += copies
             passes += copies[0].passes
@@ -364,7 +410,7 @@ def condition_summaries(
         [None] * conditions.n_conditions for _ in systems
     ]
     for (k, g), summary in zip(pairs, summaries[len(systems) :], strict=False):
-        by_condition[k][g] = replace(summary, _hull=None)
+        by_condition[k][g] = summary  # (its cached hull: the counts are unchanged)
     return ConditionSummaries(
         pooled, by_condition, n_target, n_nontarget, n_missing,
         passes=passes,

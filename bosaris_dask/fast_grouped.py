@@ -1,0 +1,215 @@
+"""The grouped pass 1's integer work on a chunk as compiled (numba) loops, when numba is
+installed (``pip install bosaris-dask[fast]``): :mod:`bosaris_dask.fast_pass1` with a group
+index.
+
+:func:`bosaris_dask.grouped_kernels.grouped_pass1_kernel`'s numpy path keys each trial, looks
+its bin up twice (the conditions' map and the pooled map apart), builds two histogram indices
+in a dozen array operations per block and counts them with two ``bincount`` calls (which hold
+the GIL), and adds the exact Cllr terms per ``(group, class)`` with two weighted ``bincount``
+calls per block. Here one loop reads each trial's class, mask, group and score bits once and
+adds one to its ``(group, bin)`` count and one to its pooled bin (the bins of 2,048 trials at a
+time, so the counts' cache misses overlap), counting missing trials per group and non-finite
+scores on the way; a second loop splits each block's softplus terms (computed by numpy, as
+numba's ``exp`` and ``log1p`` differ from numpy's in the last bits) into whole and fractional
+grid units and adds them per ``(group, class)``. Both compute only integers (the units are
+integers below ``2**53`` held in float64, whose sums are exact in any order), so both paths
+give the same result, bit for bit; the tests check them against each other.
+
+Examples
+--------
+>>> import numpy as np
+>>> from bosaris_dask.binmap import BinMap
+>>> cls = np.array([1, -1, -1, 0, 1], dtype=np.int8)
+>>> s = np.array([2.0, 0.5, -1.0, 1.0, -0.0], dtype=np.float32)
+>>> groups = np.array([0, 1, 1, 0, 1], dtype=np.int16)
+>>> hist = np.zeros(2 * 2 * 16 + 1, dtype=np.uint32)
+>>> pooled = np.zeros(2 * 16 + 1, dtype=np.uint32)
+>>> missing = np.zeros(4, dtype=np.int64)
+>>> kernel = count_kernel()
+>>> if kernel is not None:
+...     bad, unscored, nonfinite = counts_into(kernel, cls, s, np.ones(5, bool), groups,
+...                                            BinMap.uniform(32, 4), hist, missing,
+...                                            BinMap.uniform(32, 4), pooled)
+... else:
+...     bad, unscored, nonfinite = 0, 0, 0
+...     hist[[32 + 12, 16 + 11, 16 + 4, 32 + 16 + 8, 64]] = 1
+>>> (bad, unscored, nonfinite), np.flatnonzero(hist).tolist()  # (class, group, bin) halves
+((0, 0, 0), [20, 27, 44, 56, 64])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from bosaris_dask import exact_sum
+from bosaris_dask.binmap import BinMap
+from bosaris_dask.jit import compiled
+
+__all__ = ["count_kernel", "counts_into", "units_kernel", "units_into"]
+
+
+def _count_grouped(
+    cls,
+    bits,
+    scored,
+    groups,
+    table,
+    bucket_shift,
+    shift,
+    adaptive,
+    ptable,
+    pbucket_shift,
+    pshift,
+    padaptive,
+    pooled,
+    sign_bit,
+    sign,
+    exponent,
+    ones,
+    nbins,
+    pnbins,
+    hist,
+    phist,
+    missing,
+):  # pragma: no cover
+    # compiled by numba (coverage does not see inside); tested against the numpy path
+    block = 2048  # first the bins of a block (no branches), then their counts
+    at = np.empty(block, dtype=np.int64)
+    pat = np.empty(block, dtype=np.int64)
+    dump = hist.size - 1  # non-trials and trials without a score
+    pdump = phist.size - 1
+    half = (hist.size - 1) // 2  # targets in the upper half
+    zero = np.uint64(0)
+    bad, unscored, nonfinite = 0, 0, 0
+    for lo in range(0, bits.size, block):
+        hi = min(lo + block, bits.size)
+        odd = False  # a cell without a score, or a non-finite score, in this block
+        for i in range(lo, hi):
+            b = np.uint64(bits[i])
+            nf = (b & exponent) == exponent
+            m = scored[i]
+            odd |= nf | (not m)
+            b = zero if (nf or b == sign) else b  # non-finite counts as 0.0; -0.0 as +0.0
+            key = b ^ (((zero - (b >> sign_bit)) & ones) | sign)  # order key, no branch
+            if adaptive:
+                t = table[np.intp(key >> bucket_shift)]
+                k = (t >> 8) + np.int64(key >> np.uint64(t & 255))
+            else:
+                k = np.int64(key >> shift)
+            c = cls[i]
+            trial = c != 0 and m
+            at[i - lo] = (
+                (np.int64(groups[i]) * nbins + k + (half if c > 0 else 0)) if trial else dump
+            )
+            if pooled:
+                if padaptive:
+                    t = ptable[np.intp(key >> pbucket_shift)]
+                    k = (t >> 8) + np.int64(key >> np.uint64(t & 255))
+                else:
+                    k = np.int64(key >> pshift)
+                pat[i - lo] = (k + (pnbins if c > 0 else 0)) if trial else pdump
+        for j in range(hi - lo):
+            hist[at[j]] += 1
+        if pooled:
+            for j in range(hi - lo):
+                phist[pat[j]] += 1
+        if odd:  # rare: count them
+            for i in range(lo, hi):
+                nf = (np.uint64(bits[i]) & exponent) == exponent
+                c = cls[i]
+                nonfinite += nf
+                unscored += not scored[i]
+                if c != 0 and not scored[i]:
+                    missing[2 * np.int64(groups[i]) + (1 if c > 0 else 0)] += 1
+                bad += c != 0 and scored[i] and nf
+    return bad, unscored, nonfinite
+
+
+def count_kernel() -> Callable[..., Any] | None:
+    """The compiled counter for :func:`counts_into`, or ``None`` (numba missing, or
+    :data:`bosaris_dask.jit.DISABLE_ENV` set)."""
+    return compiled(_count_grouped)
+
+
+def _map_args(binmap: BinMap | None) -> tuple[np.ndarray, np.uint64, np.uint64, bool]:
+    if binmap is not None and binmap.adaptive:
+        return binmap.table, np.uint64(binmap.key_bits - binmap.top), np.uint64(0), True
+    shift = 0 if binmap is None else binmap.shift
+    return np.zeros(1, np.int64), np.uint64(0), np.uint64(shift), False
+
+
+def counts_into(
+    kernel: Callable[..., Any],
+    cls: np.ndarray,
+    s: np.ndarray,
+    scored: np.ndarray,
+    groups: np.ndarray,
+    binmap: BinMap,
+    hist: np.ndarray,
+    missing: np.ndarray,
+    pooled_binmap: BinMap | None = None,
+    pooled: np.ndarray | None = None,
+) -> tuple[int, int, int]:
+    """Add each trial of flat ``cls`` (int8 codes), ``s`` (float32 or float64 scores),
+    ``scored`` (bool) and ``groups`` (integer codes, checked by the caller) to ``hist``
+    (integers, ``2 * n_groups * binmap.nbins + 1``: the non-targets of group ``g`` and bin
+    ``b`` at ``g * nbins + b``, its targets half the histogram further; the last entry collects
+    the cells that are no trial or have no score) and, given, to ``pooled`` (``2 *
+    pooled_binmap.nbins + 1``: as :func:`bosaris_dask.fast_pass1.counts_into`). Adds the
+    trials without a score to ``missing`` (int64, slot ``2 * g`` for non-targets, ``2 * g +
+    1`` for targets). A non-finite score counts as 0.0.
+
+    Returns the trials with a non-finite score, the cells without a score and the non-finite
+    scores (trials or not).
+    """
+    kbits = s.dtype.itemsize * 8
+    ku = np.uint32 if kbits == 32 else np.uint64
+    exponent = np.uint64(0x7F800000 if kbits == 32 else 0x7FF0000000000000)
+    table, bucket_shift, shift, adaptive = _map_args(binmap)
+    ptable, pbucket_shift, pshift, padaptive = _map_args(pooled_binmap)
+    phist = pooled if pooled is not None else np.zeros(1, dtype=hist.dtype)
+    pnbins = pooled_binmap.nbins if pooled_binmap is not None else 0
+    codes = cls if cls.dtype == np.int8 else cls.astype(np.int8)  # codes are clipped to -2..2
+    out = kernel(
+        codes, s.view(ku), np.asarray(scored, dtype=np.bool_), groups, table, bucket_shift,
+        shift, adaptive, ptable, pbucket_shift, pshift, padaptive, pooled is not None,
+        np.uint64(kbits - 1), np.uint64(1 << (kbits - 1)), exponent, np.uint64((1 << kbits) - 1),
+        np.int64(binmap.nbins), np.int64(pnbins), hist, phist, missing,
+    )  # fmt: skip
+    return int(out[0]), int(out[1]), int(out[2])
+
+
+def _group_units(terms, groups, cls, acc_hi, acc_lo, hi_scale, lo_scale):  # pragma: no cover
+    # compiled by numba; the operations of exact_sum.split_units, in the same order
+    acc_hi[:] = 0.0
+    acc_lo[:] = 0.0
+    for i in range(terms.size):
+        t = terms[i] * hi_scale
+        h = np.floor(t)
+        slot = 2 * np.int64(groups[i]) + (1 if cls[i] > 0 else 0)
+        acc_hi[slot] += h
+        acc_lo[slot] += np.rint((t - h) * lo_scale)
+
+
+def units_kernel() -> Callable[..., Any] | None:
+    """The compiled per-group unit sums for :func:`units_into`, or ``None``."""
+    return compiled(_group_units)
+
+
+def units_into(
+    kernel: Callable[..., Any],
+    terms: np.ndarray,
+    groups: np.ndarray,
+    cls: np.ndarray,
+    acc_hi: np.ndarray,
+    acc_lo: np.ndarray,
+) -> None:
+    """Per slot ``2 * g + (cls > 0)``, the sums of ``terms``' whole and fractional grid units
+    (:func:`bosaris_dask.exact_sum.split_units`; terms below ``2**17``, at most
+    :data:`~bosaris_dask.exact_sum.MAX_BLOCK` of them) into the float64 ``acc_hi`` and
+    ``acc_lo`` (overwritten): the sums a weighted ``bincount`` of the split units gives, as
+    every partial sum is an integer below ``2**53``."""
+    kernel(terms, groups, cls, acc_hi, acc_lo, 2.0**exact_sum._HI_BITS, 2.0**exact_sum._LO_BITS)

@@ -1,0 +1,112 @@
+"""The compiled (numba) grouped pass 1 against its numpy path, bit for bit, and against a
+brute-force histogram per group; skipped where numba is not installed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bosaris_dask.binmap import BinMap
+from bosaris_dask.grouped_kernels import grouped_pass1_kernel, split_pass1
+from bosaris_dask.keys import order_keys
+
+from .test_fast_pass1 import chunks
+
+pytest.importorskip("numba")
+
+
+def _kernel(cls, s, m, g, n_groups, bm, pbm, block, compiled):
+    rows, cols = np.arange(cls.shape[0]), np.arange(cls.shape[1])
+    pooled = {}
+    if pbm is not None:
+        pooled = {"pooled_shift": 0 if pbm.adaptive else pbm.shift, "pooled_nbins": pbm.nbins,
+                  "pooled_binmap": pbm if pbm.adaptive else None}  # fmt: skip
+    return grouped_pass1_kernel(
+        rows, cols, cls, g, s, m, system=0, shift=0 if bm.adaptive else bm.shift,
+        nbins=bm.nbins, n_groups=n_groups, block=block, slice_size=4 * block,
+        binmap=bm if bm.adaptive else None, compiled=compiled, **pooled,
+    )  # fmt: skip
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    problem=chunks(),
+    n_groups=st.integers(1, 9),
+    group_dtype=st.sampled_from([np.int16, np.int32, np.int64]),
+    pooled=st.sampled_from([None, "uniform", "adaptive"]),
+    seed=st.integers(0, 2**16),
+)
+def test_compiled_grouped_pass1_equals_the_numpy_path_bit_for_bit(
+    problem, n_groups, group_dtype, pooled, seed
+):
+    cls, s, m, bm, block = problem
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, n_groups, size=cls.shape).astype(group_dtype)
+    bits = s.dtype.itemsize * 8
+    pbm = None
+    if pooled == "uniform":
+        pbm = BinMap.uniform(bits, 7)
+    elif pooled == "adaptive":
+        x = s.reshape(-1)
+        pbm = BinMap.from_sample(order_keys(x[np.isfinite(x)]), bits, 9)
+    with np.errstate(all="ignore"):
+        fast = _kernel(cls, s, m, g, n_groups, bm, pbm, block, True)
+        slow = _kernel(cls, s, m, g, n_groups, bm, pbm, block, False)
+    np.testing.assert_array_equal(fast.view(np.int64), slow.view(np.int64))
+    # brute force: each group's trials counted into its bins, non-finite scores as 0.0
+    tail = 2 * pbm.nbins if pbm is not None else 0
+    counts, _, missing, bad = split_pass1(fast[: len(fast) - tail], n_groups, bm.nbins)
+    trial = (cls != 0) & m
+    x = np.where(np.isfinite(s), s, 0).astype(s.dtype) + s.dtype.type(0)
+    bins = bm.bin_of(order_keys(x))
+    want = np.zeros((n_groups, bm.nbins, 2), dtype=np.int64)
+    np.add.at(want, (g[trial], bins[trial], (cls[trial] > 0).astype(int)), 1)
+    np.testing.assert_array_equal(counts, want)
+    gone = (cls != 0) & ~m
+    want_missing = np.zeros((n_groups, 2), dtype=np.int64)
+    np.add.at(want_missing, (g[gone], (cls[gone] > 0).astype(int)), 1)
+    np.testing.assert_array_equal(missing, want_missing)
+    assert bad == int(np.count_nonzero(trial & ~np.isfinite(s)))
+    if pbm is not None:
+        pbins = pbm.bin_of(order_keys(x))
+        n_non, n_tar = fast[len(fast) - tail :].reshape(2, -1)
+        np.testing.assert_array_equal(n_non, np.bincount(pbins[trial & (cls < 0)],
+                                                         minlength=pbm.nbins))  # fmt: skip
+        np.testing.assert_array_equal(n_tar, np.bincount(pbins[trial & (cls > 0)],
+                                                         minlength=pbm.nbins))  # fmt: skip
+
+
+def test_terms_too_large_for_the_grid_are_summed_exactly_per_group():
+    cls = np.array([[1, -1, -1, 1]], dtype=np.int8)
+    s = np.array([[-3e5, 2e5, -1.0, 0.5]])  # softplus terms of 3e5 and 2e5: above 2**17
+    g = np.array([[1, 0, 1, 0]], dtype=np.int16)
+    m = np.ones(cls.shape, bool)
+    bm = BinMap.uniform(64, 8)
+    fast = _kernel(cls, s, m, g, 2, bm, None, 2, True)
+    slow = _kernel(cls, s, m, g, 2, bm, None, 2, False)
+    np.testing.assert_array_equal(fast, slow)
+    _, units, _, _ = split_pass1(fast, 2, bm.nbins)
+    from bosaris_dask import exact_sum
+
+    got = [[exact_sum.to_float(u) for u in per] for per in units]  # [target, non-target]
+    assert got[1][0] == pytest.approx(3e5) and got[0][1] == pytest.approx(2e5)
+
+
+def test_an_evaluation_with_compiled_grouped_counts_is_the_same_bit_for_bit(monkeypatch):
+    import dask
+
+    from bosaris_dask import grouped_histograms, metrics
+
+    from .test_grouped import BY, SCALED, _dense
+
+    key, scores, tables, _, _, _ = _dense(np.float32)
+    args = {"conditions": tables, "by": BY, "priors": [0.5, 0.01], "equalize": True}
+    with dask.config.set(SCALED):
+        slow = metrics.evaluate(scores, key, **args)
+        monkeypatch.setattr(grouped_histograms, "COMPILED_TRIALS", 0)
+        fast = metrics.evaluate(scores, key, **args)
+    assert fast.attrs == slow.attrs
+    for name in slow.data_vars:
+        np.testing.assert_array_equal(fast[name].values, slow[name].values, err_msg=name)
