@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 CLUSTER_KINDS = ("local", "threads", "slurm", "pbs", "mpi")
 
 #: Below this many trials, ``cluster=None`` picks the threaded scheduler. Measured on a 2-core
-#: machine, threads beat a 2-process LocalCluster even at 1e9 trials (66 s vs 82 s, identical
-#: results): each pass merges a histogram per chunk, which processes must ship to each other.
+#: machine, threads beat a 2-process LocalCluster even at 1e9 trials (8.4 s vs 16.1 s with its
+#: start-up, 12 s without; identical results; ``benchmarks/README.md``).
 SMALL_JOB_TRIALS = 10_000_000_000
 
 _JOBQUEUE_KINDS = ("slurm", "pbs")
