@@ -12,7 +12,10 @@ store through :func:`bosaris_dask.io.write`, so as the package writes them):
   ``system-1-masked.zarr`` (the scores with a stored ``score_mask``);
 * ``f64``: ``system-1-f64.zarr``, the scores as float64 (what every text file becomes);
 * ``hdf5``: ``key.h5`` and ``system-1.h5`` in the BOSARIS HDF5 layout as MATLAB writes it
-  (contiguous, double scores, uint8 score mask, int8 key).
+  (contiguous, double scores, uint8 score mask, int8 key);
+* ``hdf5-chunked``: ``key-chunked.h5`` and ``system-1-chunked.h5``, the same files with every
+  matrix chunked in rows (about 64 MiB of scores per chunk, uncompressed), as h5py or other
+  tools write them (copied from the ``hdf5`` pair, which is made first if missing).
 
 Then, for example::
 
@@ -27,6 +30,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import Any
 
 import dask.array as da
 
@@ -36,7 +40,32 @@ STORES = {
     "explicit": ("key-explicit.zarr", "system-1-masked.zarr"),
     "f64": ("system-1-f64.zarr",),
     "hdf5": ("key.h5", "system-1.h5"),
+    "hdf5-chunked": ("key-chunked.h5", "system-1-chunked.h5"),
 }
+
+
+def _chunked_copy(source: Path, path: Path) -> None:
+    """``source`` (an HDF5 file) with every 2-D dataset chunked in rows (~64 MiB of float64
+    scores per chunk), the rest copied as it is."""
+    import h5py
+
+    with h5py.File(source, "r") as src, h5py.File(path, "w") as dst:
+        for name, value in src.attrs.items():
+            dst.attrs[name] = value
+
+        def copy(name: str, obj: Any) -> None:
+            if isinstance(obj, h5py.Group):
+                dst.require_group(name)
+            elif obj.ndim == 2:
+                rows = max(1, min(obj.shape[0], (64 << 20) // (8 * max(obj.shape[1], 1))))
+                out = dst.create_dataset(name, shape=obj.shape, dtype=obj.dtype,
+                                         chunks=(rows, obj.shape[1]))  # fmt: skip
+                for start in range(0, obj.shape[0], rows):
+                    out[start : start + rows] = obj[start : start + rows]
+            else:
+                src.copy(obj, dst, name=name)
+
+        src.visititems(copy)
 
 
 def _size(path: Path) -> int:
@@ -65,6 +94,8 @@ def make(workdir: Path, names: list[str]) -> None:
         "key.h5": lambda: _explicit_key(key),
         "system-1.h5": lambda: _masked(scores).assign(score=scores.score.astype("float64")),
     }
+    if "hdf5-chunked" in names and "hdf5" not in names:
+        names = ["hdf5", *names]
     for name in names:
         for file in STORES[name]:
             path = workdir / file
@@ -72,9 +103,11 @@ def make(workdir: Path, names: list[str]) -> None:
                 print(f"{file}: kept ({_size(path) / 1e9:.2f} GB)")
                 continue
             start = time.perf_counter()
-            io.write(
-                objects[file](), path, **({"omit_true_masks": False} if ".zarr" in file else {})
-            )
+            if "-chunked" in file:
+                _chunked_copy(workdir / file.replace("-chunked", ""), path)
+            else:
+                kwargs = {"omit_true_masks": False} if ".zarr" in file else {}
+                io.write(objects[file](), path, **kwargs)
             wall = time.perf_counter() - start
             print(f"{file}: {_size(path) / 1e9:.2f} GB in {wall:.1f} s", flush=True)
 

@@ -115,22 +115,24 @@ def test_ab_evaluate(evaluated, capsys):
 
 
 def test_user_stores_against_the_label_key(evaluated, tmp_path, capsys):
-    """A user's stores of the same trials (explicit key and mask, float64, BOSARIS HDF5) give
-    the label-derived store's metrics, bit for bit, through ab_evaluate."""
+    """A user's stores of the same trials (explicit key and mask, float64, BOSARIS HDF5
+    contiguous and chunked) give the label store's metrics, bit for bit, through ab_evaluate."""
     workdir, _, _ = evaluated
     for name in ("key.zarr", "system-1.zarr"):
         os.symlink(workdir / name, tmp_path / name)
     _load("user_stores").main(["--workdir", str(tmp_path)])
     assert {p.name for p in tmp_path.iterdir()} >= {
         "key-explicit.zarr", "system-1-masked.zarr", "system-1-f64.zarr", "key.h5", "system-1.h5",
+        "key-chunked.h5", "system-1-chunked.h5",
     }  # fmt: skip
     assert (tmp_path / "system-1-masked.zarr" / "score_mask").is_dir()
     summary = _load("ab_evaluate").main([
         "--workdir", str(tmp_path), "--repeat", "1", "--case", "label=key.zarr,system-1.zarr",
         "--case", "explicit=key-explicit.zarr,system-1-masked.zarr",
         "--case", "f64=key.zarr,system-1-f64.zarr", "--case", "hdf5=key.h5,system-1.h5",
+        "--case", "hdf5-chunked=key-chunked.h5,system-1-chunked.h5",
     ])  # fmt: skip
-    assert len(summary) == 4
+    assert len(summary) == 5
     assert "metrics identical to the first's: True" in capsys.readouterr().out
 
 
