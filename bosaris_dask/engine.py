@@ -53,7 +53,17 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import config, exact_sum, fixed_rates, kernels, memory, refinement, roc, runner
+from bosaris_dask import (
+    config,
+    exact_sum,
+    fixed_rates,
+    kernels,
+    memory,
+    refine_kernels,
+    refinement,
+    roc,
+    runner,
+)
 from bosaris_dask.binmap import MIN_ADAPTIVE_BITS, BinMap
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.keys import key_bits, keys_to_values, order_keys, threshold_keys
@@ -625,7 +635,7 @@ def summarize(
     passes = 1
     selection: refinement.Selection | None = None
     while True:
-        plans: list[tuple[np.ndarray, kernels.RefineSpec] | None] = []
+        plans: list[tuple[np.ndarray, refine_kernels.RefineSpec] | None] = []
         joint = extra_candidates(summaries) if extra_candidates is not None else None
         for k, s in enumerate(summaries):
             if own_candidates is None or own_candidates[k]:
@@ -653,7 +663,7 @@ def summarize(
             read, part = chunks_to_read(inputs, [(held[k], specs[k]) for k in refined])
         keep = None
         if selection is None and refinement.volume(summaries, plans) <= knobs["keep_limit"]:
-            keep = blockwise_pass(partial(kernels.select_kernel, specs=specs,
+            keep = blockwise_pass(partial(refine_kernels.select_kernel, specs=specs,
                                           compiled=cells >= COMPILED_PASS1_TRIALS, **blocks),
                                   read)  # fmt: skip
             selection = refinement.Selection(specs, keep)
@@ -663,13 +673,13 @@ def summarize(
         for k in refined:
             spec = specs[k]
             if selection is not None:
-                chunk = partial(kernels.refine_kept_kernel, system=k, spec=spec,
+                chunk = partial(refine_kernels.refine_kept_kernel, system=k, spec=spec,
                                 kept_spec=selection.specs[k])  # fmt: skip
             else:
-                chunk = partial(kernels.refine_system_kernel, system=k, spec=spec,
+                chunk = partial(refine_kernels.refine_system_kernel, system=k, spec=spec,
                                 compiled=cells >= COMPILED_PASS1_TRIALS, **blocks)  # fmt: skip
-            aggs.append(runner.Aggregation(summaries[k].name, chunk, None,
-                                           combine=kernels.merge_system_refinements))  # fmt: skip
+            merge = refine_kernels.merge_system_refinements
+            aggs.append(runner.Aggregation(summaries[k].name, chunk, None, combine=merge))
         if keep is not None and selection is not None:  # select, keep and refine in one go
             selection.trials, results = runner.run_pass_and_keep(
                 name, aggs, [keep], keep, split_every=split_every, progress=progress
@@ -689,7 +699,7 @@ def summarize(
 
 
 def chunks_to_read(
-    inputs: list[da.Array], held: list[tuple[refinement.ChunkBins, kernels.RefineSpec]]
+    inputs: list[da.Array], held: list[tuple[refinement.ChunkBins, refine_kernels.RefineSpec]]
 ) -> tuple[list[da.Array], str]:
     """The inputs a refinement pass reads: only the chunks holding a trial of a candidate's
     pass-1 bin (``held``: per refined system, its :class:`~bosaris_dask.refinement.ChunkBins`

@@ -1,7 +1,7 @@
 """A refinement pass's selection of the trials in candidate bins as one compiled (numba) loop,
 when numba is installed (``pip install bosaris-dask[fast]``).
 
-The numpy path of :func:`bosaris_dask.kernels.select_kernel` keys a block of scores, looks up
+The numpy path of :func:`bosaris_dask.refine_kernels.select_kernel` keys a block of scores, looks up
 each key's bucket and bin in two tables, and gathers the keys and classes of the trials in
 candidate bins, in a dozen array operations per block. The loop here does it trial by trial,
 in one read of each trial's class, mask and score and no branch on them. It computes the same
@@ -12,7 +12,7 @@ Examples
 --------
 >>> import numpy as np
 >>> from bosaris_dask.binmap import BinMap
->>> from bosaris_dask.kernels import RefineSpec
+>>> from bosaris_dask.refine_kernels import RefineSpec
 >>> from bosaris_dask.keys import order_keys
 >>> s = np.array([0.5, -1.0, 2.0, 0.75, -0.0], dtype=np.float32)
 >>> c = np.array([1, -1, 1, 0, -1], dtype=np.int8)
@@ -37,7 +37,7 @@ import numpy as np
 from bosaris_dask.jit import DISABLE_ENV, compiled
 
 if TYPE_CHECKING:
-    from bosaris_dask.kernels import RefineSpec
+    from bosaris_dask.refine_kernels import RefineSpec
 
 __all__ = ["select_loop", "select_into", "DISABLE_ENV"]
 

@@ -41,7 +41,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import config, engine, exact_sum, fixed_rates, kernels, refinement, runner
+from bosaris_dask import config, engine, exact_sum, fixed_rates, refine_kernels, refinement, runner
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.errors import OptionError, ScoreError
@@ -323,7 +323,7 @@ def refine_parts(
     selection: refinement.Selection | None = None
     part_tuple = tuple(parts)
     while True:
-        plans: list[tuple[np.ndarray, kernels.RefineSpec] | None] = []
+        plans: list[tuple[np.ndarray, refine_kernels.RefineSpec] | None] = []
         joint = extra_candidates(summaries) if extra_candidates is not None else None
         for j, s in enumerate(summaries):
             cands = refinement.candidates(s, kappa, False, fmr=fmr, fnmr=fnmr)

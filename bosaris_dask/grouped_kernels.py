@@ -9,8 +9,8 @@ key and count every trial once per summary, these key a system's trials once and
   over its groups, made on the client (the pooled summary is the sum over all groups);
 - refinement (:func:`grouped_refine_kernel`, :func:`grouped_select_kernel`): pick the trials
   inside the union of the parts' candidate bins once, then hand each part its own trials, so a
-  part's result is exactly what :func:`bosaris_dask.kernels.refine_system_kernel` (or
-  :func:`~bosaris_dask.kernels.select_kernel`) gives for that part's trials alone.
+  part's result is exactly what :func:`bosaris_dask.refine_kernels.refine_system_kernel` (or
+  :func:`~bosaris_dask.refine_kernels.select_kernel`) gives for that part's trials alone.
 
 The Cllr terms are those of :func:`bosaris_dask.kernels.softplus_sums`, rounded the same way
 (:mod:`bosaris_dask.exact_sum`) and added exactly per ``(group, class)`` with a weighted
@@ -43,12 +43,7 @@ from bosaris_dask import exact_sum, fast_grouped
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.errors import OptionError
 from bosaris_dask.kernels import (
-    RefineSpec,
     Workspace,
-    _count,
-    _object_block,
-    _sub_histogram,
-    _within,
     blocked_bincount,
     classes_of,
     keys_into,
@@ -58,6 +53,13 @@ from bosaris_dask.kernels import (
     workspace,
 )
 from bosaris_dask.keys import key_dtype
+from bosaris_dask.refine_kernels import (
+    RefineSpec,
+    count_selected,
+    object_block,
+    sub_histogram,
+    within_candidates,
+)
 
 __all__ = [
     "Part", "pass1_length", "grouped_pass1_kernel", "split_pass1", "grouped_refine_kernel",
@@ -598,8 +600,8 @@ def _select_parts(
     ws: Workspace,
 ) -> list[tuple[np.ndarray, np.ndarray] | None]:
     """Per part, the keys (native key dtype) and target flags of its chunk trials inside its
-    spec's candidate bins (what :func:`bosaris_dask.kernels._select` gives for the part's
-    trials alone), or None where its spec is None.
+    spec's candidate bins (what :func:`~bosaris_dask.refine_kernels.select_trials` gives for
+    the part's trials alone), or None where its spec is None.
 
     Each trial is keyed once. The pooled parts' trials are picked by their candidates' pass-1
     bins; the other parts' by a ``(group, pass-1 bin)`` table of their candidates, so only
@@ -696,7 +698,7 @@ def _select_parts(
                 spec = specs[j]
                 assert spec is not None
                 if len(pooled) > 1 or spec.rank is None:  # else the bins decided already
-                    k, t = _within(keys, is_tar, spec)
+                    k, t = within_candidates(keys, is_tar, spec)
                 else:
                     k, t = keys, is_tar
                 found[j][0].append(k)
@@ -710,7 +712,7 @@ def _select_parts(
                 spec = specs[j]
                 assert spec is not None
                 k, t = _part_trials(parts[j], n_groups, keys, is_tar, starts, order)
-                k, t = _within(k, t, spec)
+                k, t = within_candidates(k, t, spec)
                 found[j][0].append(k)
                 found[j][1].append(t)
     kdt = key_dtype(s.dtype)
@@ -733,8 +735,9 @@ def grouped_refine_kernel(
     slice_size: int,
 ) -> list[Any]:
     """A refinement pass on one chunk for the parts of one system: per part (``specs`` and
-    ``parts`` in the same order), what :func:`bosaris_dask.kernels.refine_system_kernel` gives
-    for its trials alone, or None where its spec is None."""
+    ``parts`` in the same order), what
+    :func:`~bosaris_dask.refine_kernels.refine_system_kernel` gives for its trials alone, or
+    None where its spec is None."""
     s, m = pairs[2 * system], pairs[2 * system + 1]
     ws = workspace(np.dtype(s.dtype), block, slice_size)
     # a pooled part's whole pass-1 bins split evenly: a sub-histogram of every trial, as the
@@ -747,7 +750,7 @@ def grouped_refine_kernel(
     for j, (p, spec) in enumerate(zip(picked, specs, strict=True)):
         if j in dense:
             flat = (a.reshape(-1) for a in (classes, s, m))
-            out.append(_sub_histogram(*flat, spec, ws))  # type: ignore[arg-type]
+            out.append(sub_histogram(*flat, spec, ws))  # type: ignore[arg-type]
         else:
             out.append(None if p is None else count_part(p[0], p[1], spec))  # type: ignore[arg-type]
     return out
@@ -763,7 +766,7 @@ def grouped_select_kernel(
     block: int,
     slice_size: int,
 ) -> np.ndarray:
-    """:func:`bosaris_dask.kernels.select_kernel` for parts (one entry per part, in order):
+    """:func:`bosaris_dask.refine_kernels.select_kernel` for parts (one entry per part, in order):
     each system's trials keyed once for all its parts."""
     kept: list[Any] = [None] * len(parts)
     for k in range(len(pairs) // 2):
@@ -776,13 +779,14 @@ def grouped_select_kernel(
                                [parts[j] for j in mine], n_groups, ws)  # fmt: skip
         for j, p in zip(mine, picked, strict=True):
             kept[j] = p
-    return _object_block(kept)
+    return object_block(kept)
 
 
 def _dense_count(keys: np.ndarray, is_tar: np.ndarray, spec: RefineSpec) -> np.ndarray:
-    """:func:`bosaris_dask.kernels._count` for whole pass-1 bins split evenly, of keys that
-    all lie inside them: the same sub-bin counts, with a few in-place operations in the keys'
-    own dtype instead of per-trial lookups of every candidate's offsets and widths."""
+    """:func:`~bosaris_dask.refine_kernels.count_selected` for whole pass-1 bins split evenly,
+    of keys that all lie inside them: the same sub-bin counts, with a few in-place operations
+    in the keys' own dtype instead of per-trial lookups of every candidate's offsets and
+    widths."""
     rank = spec.rank
     assert rank is not None and spec.whole_bins_split_evenly
     kdt = keys.dtype.type
@@ -798,7 +802,7 @@ def _dense_count(keys: np.ndarray, is_tar: np.ndarray, spec: RefineSpec) -> np.n
 
 
 def _raw_count(keys: np.ndarray, is_tar: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`bosaris_dask.kernels._count` of a raw spec: the distinct keys (uint64,
+    """:func:`bosaris_dask.refine_kernels.count_selected` of a raw spec: the distinct keys (uint64,
     ascending) and their ``(non-target, target)`` counts, from one sort of ``key * 2 +
     is_target`` (keys are below ``2**63`` only for float32 scores: float64 keys sort apart)."""
     keys = keys.astype(np.uint64)
@@ -817,29 +821,29 @@ def _raw_count(keys: np.ndarray, is_tar: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 def count_part(keys: np.ndarray, is_tar: np.ndarray, spec: RefineSpec) -> Any:
-    """:func:`bosaris_dask.kernels._count` (the same result), faster for the two common cases:
-    raw keys, and keys inside whole pass-1 bins (of one width: ``key >> shift``) split
+    """:func:`~bosaris_dask.refine_kernels.count_selected` (the same result), faster for the two
+    common cases: raw keys, and keys inside whole pass-1 bins (of one width: ``key >> shift``) split
     evenly."""
     if spec.raw:
         return _raw_count(keys, is_tar)
     if spec.whole_bins_split_evenly and spec.binmap is None:
         return _dense_count(keys, is_tar, spec)
-    return _count(keys, is_tar, spec)
+    return count_selected(keys, is_tar, spec)
 
 
 def refine_kept_part(
     selection: np.ndarray, *, part: int, spec: RefineSpec, kept_spec: RefineSpec | None
 ) -> Any:
-    """:func:`bosaris_dask.kernels.refine_kept_kernel` with :func:`count_part`."""
+    """:func:`bosaris_dask.refine_kernels.refine_kept_kernel` with :func:`count_part`."""
     keys, is_tar = selection[0, 0][part]
     if spec is not kept_spec:
-        keys, is_tar = _within(keys, is_tar, spec)
+        keys, is_tar = within_candidates(keys, is_tar, spec)
     return count_part(keys, is_tar, spec)
 
 
 def merge_part_refinements(results: list[Any]) -> Any:
     """Combine one part's refinement results of several chunks: add dense histograms; merge
-    exact keys, adding their counts (as :func:`bosaris_dask.kernels.merge_refinements`)."""
+    exact keys, adding their counts (as :func:`bosaris_dask.refine_kernels.merge_refinements`)."""
     first = results[0]
     if first is None:
         return None

@@ -4,7 +4,7 @@ what it found.
 After pass 1 (:mod:`bosaris_dask.engine`), a bin of a :class:`~bosaris_dask.engine.ScoreSummary`
 needs refining only if it could hide an ROC convex hull vertex, contains a Bayes threshold, or
 (for PAV calibration) borders a hull vertex. :func:`plan` turns those candidate bins into a
-:class:`~bosaris_dask.kernels.RefineSpec` within the budgets (dask config keys
+:class:`~bosaris_dask.refine_kernels.RefineSpec` within the budgets (dask config keys
 ``bosaris_dask.dense-budget`` and ``bosaris_dask.raw-limit``, see :mod:`bosaris_dask.config`);
 :class:`Selection` is the candidate trials kept in memory between rounds;
 :func:`apply_refinement` replaces the candidate bins by what a pass found inside them.
@@ -32,8 +32,8 @@ import numpy as np
 
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.fixed_rates import fixed_rate_candidates
-from bosaris_dask.kernels import RefineSpec
 from bosaris_dask.keys import key_bits
+from bosaris_dask.refine_kernels import RefineSpec
 from bosaris_dask.unique import unique
 
 if TYPE_CHECKING:

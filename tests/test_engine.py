@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.special import expit, logit
 
-from bosaris_dask import engine, kernels, measures, metrics, refinement, roc
+from bosaris_dask import engine, kernels, measures, metrics, refine_kernels, refinement, roc
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.keys import key_bits, order_keys
 from bosaris_dask.trials import key_from_labels, make_key, make_scores
@@ -278,13 +278,15 @@ def test_sub_histogram_sweep_equals_select_then_count(seed, dtype, sub, n, block
     prefixes = np.unique(order_keys(scores) >> shift)
     cands = rng.choice(prefixes, size=max(1, len(prefixes) // 2), replace=False)
     cand_lo = np.sort(cands).astype(np.uint64) << np.uint64(shift)
-    spec = kernels.RefineSpec(
+    spec = refine_kernels.RefineSpec(
         shift, 10, cand_lo, np.full(len(cand_lo), shift), np.full(len(cand_lo), sub), raw=False
     )
     assert spec.whole_bins_split_evenly
     ws = kernels.workspace(np.dtype(dtype), block, slice_size)
-    swept = kernels._sub_histogram(classes, scores, scored, spec, ws)
-    selected = kernels._count(*kernels._select(classes, scores, scored, spec, ws), spec)
+    swept = refine_kernels.sub_histogram(classes, scores, scored, spec, ws)
+    selected = refine_kernels.count_selected(
+        *refine_kernels.select_trials(classes, scores, scored, spec, ws), spec
+    )
     np.testing.assert_array_equal(swept, selected)
 
 
@@ -526,7 +528,9 @@ def test_refinement_returns_a_new_summary():
                                softplus_tar=1.0, softplus_non=1.0)  # fmt: skip
     cands = np.arange(len(lo))
     spec = refinement.plan(wide, cands, shift, dense_budget=64, raw_limit=1 << 22)
-    fine = refinement.apply_refinement(wide, cands, spec, kernels._count(keys, is_tar, spec))
+    fine = refinement.apply_refinement(
+        wide, cands, spec, refine_kernels.count_selected(keys, is_tar, spec)
+    )
     assert fine is not wide and len(wide.lo) == len(lo)  # the old summary is unchanged
     np.testing.assert_array_equal(wide.n_tar, n_tar)
     np.testing.assert_array_equal(coarse.lo, before[0])

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import fast_select, kernels
+from bosaris_dask import fast_select, kernels, refine_kernels
 from bosaris_dask.binmap import BinMap
-from bosaris_dask.kernels import RefineSpec
+from bosaris_dask.refine_kernels import RefineSpec
 
 pytest.importorskip("numba")
 
@@ -68,8 +68,8 @@ def test_compiled_selection_equals_the_numpy_path(problem):
     cls, s, m, spec, block = problem
     ws = kernels.workspace(np.dtype(s.dtype), block, 4 * block)
     with np.errstate(all="ignore"):
-        keys, tar = kernels._select(cls, s, m, spec, ws, compiled=True)
-        want_keys, want_tar = kernels._select(cls, s, m, spec, ws, compiled=False)
+        keys, tar = refine_kernels.select_trials(cls, s, m, spec, ws, compiled=True)
+        want_keys, want_tar = refine_kernels.select_trials(cls, s, m, spec, ws, compiled=False)
     assert keys.dtype == want_keys.dtype and tar.dtype == want_tar.dtype == bool
     np.testing.assert_array_equal(keys, want_keys)
     np.testing.assert_array_equal(tar, want_tar)

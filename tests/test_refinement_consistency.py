@@ -11,7 +11,7 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from bosaris_dask import engine, kernels, refinement
+from bosaris_dask import engine, refine_kernels, refinement
 from bosaris_dask.errors import InconsistentPassesError
 from bosaris_dask.keys import key_bits, order_keys
 from bosaris_dask.trials import make_key, make_scores
@@ -84,7 +84,7 @@ def test_refinement_counts_must_add_up_to_pass_1(raw):
     spec = refinement.plan(s, cands, shift, dense_budget=64, raw_limit=1 << 22 if raw else 0)
     assert spec.raw == raw
     inside = np.isin(np.searchsorted(s.lo, keys, side="right") - 1, cands)
-    exact = kernels._count(keys[inside], is_tar[inside], spec)
+    exact = refine_kernels.count_selected(keys[inside], is_tar[inside], spec)
     fine = refinement.apply_refinement(s, cands, spec, exact)  # the true counts: accepted
     assert fine.n_tar.sum() == s.n_tar.sum() and fine.n_non.sum() == s.n_non.sum()
     # one non-target of the first candidate bin counted as a target
@@ -93,12 +93,15 @@ def test_refinement_counts_must_add_up_to_pass_1(raw):
     with pytest.raises(InconsistentPassesError, match=r"targets and \d+ non-targets in a score "
                        r"bin where pass 1 counted"):  # fmt: skip
         refinement.apply_refinement(
-            s, cands, spec, kernels._count(keys[inside], flipped[inside], spec)
+            s, cands, spec, refine_kernels.count_selected(keys[inside], flipped[inside], spec)
         )
     # one trial lost
     with pytest.raises(InconsistentPassesError):
         refinement.apply_refinement(
-            s, cands, spec, kernels._count(keys[inside][1:], is_tar[inside][1:], spec)
+            s,
+            cands,
+            spec,
+            refine_kernels.count_selected(keys[inside][1:], is_tar[inside][1:], spec),
         )
     if raw:  # an exact key outside every candidate bin
         lo, counts = exact
