@@ -46,8 +46,8 @@ from bosaris_dask.binmap import BinMap
 from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.errors import OptionError, ScoreError
 from bosaris_dask.grouped_histograms import GroupedPass1, SystemPass1, grouped_pass1, remap_groups
-from bosaris_dask.grouped_kernels import (
-    Part,
+from bosaris_dask.grouped_kernels import Part
+from bosaris_dask.grouped_refine_kernels import (
     grouped_refine_kernel,
     grouped_select_kernel,
     merge_part_refinements,
