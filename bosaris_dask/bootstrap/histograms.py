@@ -54,6 +54,7 @@ import dask.array as da
 import numpy as np
 
 from bosaris_dask import memory
+from bosaris_dask.bootstrap import fast_block
 from bosaris_dask.bootstrap.bins import Binning
 from bosaris_dask.embeddings.kernel import pinned_blas
 from bosaris_dask.errors import OptionError, ScoreError
@@ -80,13 +81,17 @@ def _terms(s: np.ndarray, tar: np.ndarray) -> np.ndarray:
     return np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z)))
 
 
+def _refuse(term: float) -> None:
+    raise ScoreError(
+        f"the bootstrap's exact Cllr sums need |score| < {_BIG:.0f}, found a score whose "
+        f"Cllr term is {term:.6g}"
+    )
+
+
 def _pair_sums(compact: np.ndarray, terms: np.ndarray, n_pairs: int) -> np.ndarray:
     """``(2, n_pairs)`` int64: exact per-pair sums of the terms' high and low parts."""
     if len(terms) and terms.max() >= _BIG:
-        raise ScoreError(
-            f"the bootstrap's exact Cllr sums need |score| < {_BIG:.0f}, found a score whose "
-            f"Cllr term is {terms.max():.6g}"
-        )
+        _refuse(terms.max())
     scaled = terms * 2.0**_HI
     hi = np.floor(scaled)
     lo = np.rint((scaled - hi) * 2.0**_LO)
@@ -104,17 +109,10 @@ def _nibbles(values: np.ndarray) -> np.ndarray:
     return np.stack([(values >> (4 * j)) & 15 for j in range(k)], axis=1)
 
 
-def _block(m, s, mrow, scol, classes, score, mask, cond, binning, nb, out, guard) -> None:
-    """Add one block's weighted histograms to ``out`` (``(G, 2, 1 + B, nb + LIMBS)``, ``G``
-    conditions; ``cond``: each cell's condition, or ``None`` for one); ``m`` and ``s`` are
-    ``(groups, 1 + B)`` float32 multiplicities whose products are exact."""
+def _per_trial(classes, score, mask, cond, gm_l, gs_l, n_gs, n_cells, binning, nb):
+    """The numpy path of :func:`bosaris_dask.bootstrap.fast_block.per_trial` (the reference
+    its compiled loops equal bit for bit)."""
     valid = mask & (classes != 0)
-    if not valid.any():
-        return
-    gm_u, gm_l = np.unique(mrow, return_inverse=True)
-    gs_u, gs_l = np.unique(scol, return_inverse=True)
-    n_gs = len(gs_u)
-    n_cells = len(gm_u) * n_gs  # (group pair, condition): the condition most significant
     pair = (gm_l.reshape(-1, 1).astype(np.int64) * n_gs + gs_l.reshape(1, -1))[valid]
     if cond is not None:
         pair += cond[valid].astype(np.int64) * n_cells
@@ -122,9 +120,11 @@ def _block(m, s, mrow, scol, classes, score, mask, cond, binning, nb, out, guard
     tar = classes[valid] == 1
     bins = binning.bins(order_keys(sc))
     terms = _terms(sc, tar)
+    out = []
     for c in (0, 1):
         sel = tar if c else ~tar
         if not sel.any():
+            out.append((np.zeros(0, np.intp), None, None, 0.0))
             continue
         p = pair[sel]
         occupied = np.flatnonzero(np.bincount(p, minlength=n_cells))
@@ -133,7 +133,30 @@ def _block(m, s, mrow, scol, classes, score, mask, cond, binning, nb, out, guard
         compact = remap[p]
         n_pairs = len(occupied)
         hist = np.bincount(compact * nb + bins[sel], minlength=n_pairs * nb).reshape(n_pairs, nb)
-        hi, lo = (_nibbles(v) for v in _pair_sums(compact, terms[sel], n_pairs))
+        out.append((occupied, hist, _pair_sums(compact, terms[sel], n_pairs), 0.0))
+    return out
+
+
+def _block(m, s, mrow, scol, classes, score, mask, cond, binning, nb, out, guard) -> None:
+    """Add one block's weighted histograms to ``out`` (``(G, 2, 1 + B, nb + LIMBS)``, ``G``
+    conditions; ``cond``: each cell's condition, or ``None`` for one); ``m`` and ``s`` are
+    ``(groups, 1 + B)`` float32 multiplicities whose products are exact.  The per-trial work is
+    :mod:`~bosaris_dask.bootstrap.fast_block`'s where numba is there, else :func:`_per_trial`."""
+    gm_u, gm_l = np.unique(mrow, return_inverse=True)
+    gs_u, gs_l = np.unique(scol, return_inverse=True)
+    n_gs = len(gs_u)
+    n_cells = len(gm_u) * n_gs  # (group pair, condition): the condition most significant
+    per_class = fast_block.per_trial(classes, score, mask, cond, gm_l, gs_l, n_gs, n_cells,
+                                     n_cells * out.shape[0], binning)  # fmt: skip
+    if per_class is None:
+        per_class = _per_trial(classes, score, mask, cond, gm_l, gs_l, n_gs, n_cells, binning, nb)
+    elif per_class[0][3] >= _BIG:
+        _refuse(per_class[0][3])
+    for c, (occupied, hist, sums) in enumerate(cl[:3] for cl in per_class):
+        if not len(occupied):
+            continue
+        n_pairs = len(occupied)
+        hi, lo = (_nibbles(v) for v in sums)
         x = np.concatenate([hist, hi, lo], axis=1)
         cols = np.r_[0 : nb + hi.shape[1], nb + _NIBBLES : nb + _NIBBLES + lo.shape[1]]
         x32 = x.astype(np.float32)
