@@ -25,7 +25,7 @@ Examples
 >>> if cells is None:  # numba missing or disabled: what the loops give
 ...     cells = [([0, 1], [[1, 0], [0, 1]]), ([0, 1], [[0, 1], [0, 1]])]
 ... else:
-...     cells = [(c[0].tolist(), c[1].tolist()) for c in cells]
+...     cells = [(c[0].tolist(), c[1][:, :2].astype(int).tolist()) for c in cells]
 >>> cells  # per class (non-target, target): the occupied cells and their bin counts
 [([0, 1], [[1, 0], [0, 1]]), ([0, 1], [[0, 1], [0, 1]])]
 """
@@ -80,7 +80,7 @@ def _collect(
 
 
 def _scatter(
-    cell, bins, tar, score, f, remap, nb, hist0, hist1, sums0, sums1, hi_scale, lo_scale
+    cell, bins, tar, score, f, remap, width, hist0, hist1, sums0, sums1, hi_scale, lo_scale
 ):  # pragma: no cover
     # compiled by numba; the operations of histograms._terms and _pair_sums, in the same order
     big = 0.0
@@ -99,11 +99,11 @@ def _scatter(
         h = np.floor(scaled)
         lo = np.rint((scaled - h) * lo_scale)
         if t:
-            hist1[slot * nb + bins[n]] += 1
+            hist1[slot * width + bins[n]] += 1
             sums1[0, slot] += np.int64(h)
             sums1[1, slot] += np.int64(lo)
         else:
-            hist0[slot * nb + bins[n]] += 1
+            hist0[slot * width + bins[n]] += 1
             sums0[0, slot] += np.int64(h)
             sums0[1, slot] += np.int64(lo)
     return big
@@ -113,9 +113,10 @@ def per_trial(
     classes: np.ndarray, score: np.ndarray, mask: np.ndarray, cond: np.ndarray | None,
     gm_l: np.ndarray, gs_l: np.ndarray, n_gs: int, n_cells: int, n_total: int, binning: Binning,
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, float]] | None:  # fmt: skip
-    """Per class (non-target, target): the occupied cells (ascending), their ``(cells, bins)``
-    counts, their ``(2, cells)`` exact sums of the terms' high and low units (int64) and the
-    largest term; ``None`` when numba is missing or disabled (the caller's numpy path).
+    """Per class (non-target, target): the occupied cells (ascending), their ``(cells, bins +
+    LIMBS)`` table (the counts of each bin, then zeros for the limbs; float32, float64 from
+    ``2**24`` trials), their ``(2, cells)`` exact sums of the terms' high and low units (int64)
+    and the largest term; ``None`` when numba is missing or disabled (the caller's numpy path).
 
     A block's cell ``(i, j)`` is a trial of cell ``gm_l[i] * n_gs + gs_l[j]`` (plus
     ``cond[i, j]`` times the ``n_cells`` pairs) when its class is non-zero and its mask true;
@@ -124,7 +125,7 @@ def per_trial(
     collect, scatter = compiled(_collect), compiled(_scatter)
     if collect is None or scatter is None:
         return None
-    from bosaris_dask.bootstrap.histograms import _HI, _LO  # noqa: PLC0415 - no cycle at import
+    from bosaris_dask.bootstrap.histograms import _F32, _HI, _LO, LIMBS  # noqa: PLC0415
 
     kbits = score.dtype.itemsize * 8
     ku = np.uint32 if kbits == 32 else np.uint64
@@ -154,9 +155,10 @@ def per_trial(
         occ = np.flatnonzero(counts[c])
         remap[c, occ] = np.arange(len(occ))
         occupied.append(occ)
-    nb = binning.n_bins
-    hists = [np.zeros(len(occ) * nb, dtype=np.int64) for occ in occupied]
+    width = binning.n_bins + LIMBS  # the counts, then room for the Cllr sums' limbs
+    exact = np.float32 if n < _F32 else np.float64  # float32 counts are exact below 2**24
+    hists = [np.zeros(len(occ) * width, dtype=exact) for occ in occupied]
     sums = [np.zeros((2, len(occ)), dtype=np.int64) for occ in occupied]
-    big = scatter(cell, bins, tar, sbits, f, remap, np.int64(nb), hists[0], hists[1], sums[0],
+    big = scatter(cell, bins, tar, sbits, f, remap, np.int64(width), hists[0], hists[1], sums[0],
                   sums[1], 2.0**_HI, 2.0**_LO)  # fmt: skip
-    return [(occupied[c], hists[c].reshape(-1, nb), sums[c], big) for c in (0, 1)]
+    return [(occupied[c], hists[c].reshape(-1, width), sums[c], big) for c in (0, 1)]

@@ -133,7 +133,9 @@ def _per_trial(classes, score, mask, cond, gm_l, gs_l, n_gs, n_cells, binning, n
         compact = remap[p]
         n_pairs = len(occupied)
         hist = np.bincount(compact * nb + bins[sel], minlength=n_pairs * nb).reshape(n_pairs, nb)
-        out.append((occupied, hist, _pair_sums(compact, terms[sel], n_pairs), 0.0))
+        table = np.zeros((n_pairs, nb + LIMBS), dtype=np.float32 if len(p) < _F32 else np.float64)
+        table[:, :nb] = hist  # exact: float32 below 2**24
+        out.append((occupied, table, _pair_sums(compact, terms[sel], n_pairs), 0.0))
     return out
 
 
@@ -152,14 +154,16 @@ def _block(m, s, mrow, scol, classes, score, mask, cond, binning, nb, out, guard
         per_class = _per_trial(classes, score, mask, cond, gm_l, gs_l, n_gs, n_cells, binning, nb)
     elif per_class[0][3] >= _BIG:
         _refuse(per_class[0][3])
-    for c, (occupied, hist, sums) in enumerate(cl[:3] for cl in per_class):
+    for c, (occupied, table, sums) in enumerate(cl[:3] for cl in per_class):
         if not len(occupied):
             continue
         n_pairs = len(occupied)
         hi, lo = (_nibbles(v) for v in sums)
-        x = np.concatenate([hist, hi, lo], axis=1)
-        cols = np.r_[0 : nb + hi.shape[1], nb + _NIBBLES : nb + _NIBBLES + lo.shape[1]]
-        x32 = x.astype(np.float32)
+        k_hi, k_lo = hi.shape[1], lo.shape[1]
+        table[:, nb : nb + k_hi] = hi  # the limbs used, after the counts (float32: exact)
+        table[:, nb + k_hi : nb + k_hi + k_lo] = lo
+        x32 = table[:, : nb + k_hi + k_lo]
+        cols = np.r_[0 : nb + k_hi, nb + _NIBBLES : nb + _NIBBLES + k_lo]
         within = occupied % n_cells
         mg, sg, gc = gm_u[within // n_gs], gs_u[within % n_gs], occupied // n_cells
         starts = np.r_[np.flatnonzero(np.r_[True, gc[1:] != gc[:-1]]), n_pairs]
@@ -170,13 +174,13 @@ def _block(m, s, mrow, scol, classes, score, mask, cond, binning, nb, out, guard
             g = int(gc[a])
             wt = s[sg[b]]  # (pairs, 1 + B): the resamples' pair weights, the pairs of one
             runs = np.flatnonzero(np.diff(mg[b])) + 1  # model group in a row: one multiply
-            for lo, hi in zip(np.r_[0, runs], np.r_[runs, len(wt)], strict=True):
-                wt[lo:hi] *= m[mg[a + lo]]
-            bound = float(wt.max()) * float(x[b].sum(axis=0).max())
+            for lo_, hi_ in zip(np.r_[0, runs], np.r_[runs, len(wt)], strict=True):
+                wt[lo_:hi_] *= m[mg[a + lo_]]
+            bound = float(wt.max()) * float(x32[b].sum(axis=0, dtype=np.float64).max())
             if bound < _F32:  # float32 is exact: every partial sum is an integer below 2**24
                 out[g, c][:, cols] += wt.T @ x32[b]
             else:
-                out[g, c][:, cols] += wt.T.astype(np.float64) @ x[b].astype(np.float64)
+                out[g, c][:, cols] += wt.T.astype(np.float64) @ x32[b].astype(np.float64)
             guard[0] += bound
 
 
