@@ -551,10 +551,12 @@ def test_multiplicities_beyond_exact_float32_products_are_refused_before_any_pas
 
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10_000), rows=st.integers(1, 30), cols=st.integers(1, 30),
-       g=st.integers(1, 6), n_cond=st.integers(0, 3), f32=st.booleans())  # fmt: skip
-def test_compiled_pass_equals_the_numpy_path_bit_for_bit(seed, rows, cols, g, n_cond, f32):
+       g=st.integers(1, 6), n_cond=st.integers(0, 3), f32=st.booleans(),
+       small=st.booleans())  # fmt: skip
+def test_compiled_pass_equals_the_numpy_path_bit_for_bit(seed, rows, cols, g, n_cond, f32, small):
     """The bootstrap pass's compiled per-trial loops (numba) against its numpy path: random
-    classes, masks, group codes in any order, conditions, ties, -0.0 and scores on bin edges."""
+    classes, masks, group codes in any order, conditions, ties, -0.0 and scores on bin edges,
+    in one block or (``small``) many."""
     import os
 
     from bosaris_dask import jit
@@ -578,10 +580,13 @@ def test_compiled_pass_equals_the_numpy_path_bit_for_bit(seed, rows, cols, g, n_
     blocks = [score, mask] + ([rng.integers(0, n_cond, (rows, cols)).astype(np.int8)]
                               if n_cond else [])  # fmt: skip
     kw = {"system": 0, "binning": binning, "n_conditions": n_cond, "pin_blas": False}
-    compiled = histograms.chunk_histograms(m, s, mcode, scode, classes, *blocks, **kw)
-    os.environ[jit.DISABLE_ENV] = "1"
+    trials = histograms._TRIALS
+    histograms._TRIALS = 40 if small else trials
     try:
+        compiled = histograms.chunk_histograms(m, s, mcode, scode, classes, *blocks, **kw)
+        os.environ[jit.DISABLE_ENV] = "1"
         numpy_path = histograms.chunk_histograms(m, s, mcode, scode, classes, *blocks, **kw)
     finally:
-        del os.environ[jit.DISABLE_ENV]
+        os.environ.pop(jit.DISABLE_ENV, None)
+        histograms._TRIALS = trials
     np.testing.assert_array_equal(compiled.view(np.int64), numpy_path.view(np.int64))

@@ -20,7 +20,8 @@ Examples
 >>> binning = Binning.from_edges(np.array([0.0]), np.float32)
 >>> classes = np.array([[1, -1], [-1, 1]], dtype=np.int8)
 >>> scores = np.array([[1.0, -1.0], [0.5, 2.0]], dtype=np.float32)
->>> cells = per_trial(classes, scores, np.ones((2, 2), bool), None, np.array([0, 1]),
+>>> both = np.arange(2)
+>>> cells = per_trial(classes, scores, np.ones((2, 2), bool), None, both, both, both,
 ...                   np.array([0, 0]), 1, 2, 2, binning)
 >>> if cells is None:  # numba missing or disabled: what the loops give
 ...     cells = [([0, 1], [[1, 0], [0, 1]]), ([0, 1], [[0, 1], [0, 1]])]
@@ -41,19 +42,21 @@ __all__ = ["per_trial"]
 
 
 def _collect(
-    classes, bits, mask, cond, has_cond, gm_l, gs_l, n_gs, n_cells, lut, shift, edges,
-    sign, ones, sign_bit, counts, cell, bins, tar, score,
+    classes, bits, mask, cond, has_cond, rows, cols, gm_l, gs_l, n_gs, n_cells, lut, shift,
+    edges, sign, ones, sign_bit, counts, cell, bins, tar, score,
 ):  # fmt: skip  # pragma: no cover
     # compiled by numba (coverage does not see inside); tested against the numpy path
     n = 0
     zero = np.uint64(0)
-    for i in range(classes.shape[0]):
-        row = np.int64(gm_l[i]) * n_gs
-        for j in range(classes.shape[1]):
+    for ii in range(rows.size):
+        i = rows[ii]
+        row = np.int64(gm_l[ii]) * n_gs
+        for jj in range(cols.size):
+            j = cols[jj]
             c = classes[i, j]
             if c == 0 or not mask[i, j]:
                 continue
-            p = row + np.int64(gs_l[j])
+            p = row + np.int64(gs_l[jj])
             if has_cond:
                 p += np.int64(cond[i, j]) * n_cells
             b = np.uint64(bits[i, j])
@@ -111,15 +114,17 @@ def _scatter(
 
 def per_trial(
     classes: np.ndarray, score: np.ndarray, mask: np.ndarray, cond: np.ndarray | None,
-    gm_l: np.ndarray, gs_l: np.ndarray, n_gs: int, n_cells: int, n_total: int, binning: Binning,
+    rows: np.ndarray, cols: np.ndarray, gm_l: np.ndarray, gs_l: np.ndarray, n_gs: int,
+    n_cells: int, n_total: int, binning: Binning,
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, float]] | None:  # fmt: skip
     """Per class (non-target, target): the occupied cells (ascending), their ``(cells, bins +
     LIMBS)`` table (the counts of each bin, then zeros for the limbs; float32, float64 from
     ``2**24`` trials), their ``(2, cells)`` exact sums of the terms' high and low units (int64)
     and the largest term; ``None`` when numba is missing or disabled (the caller's numpy path).
 
-    A block's cell ``(i, j)`` is a trial of cell ``gm_l[i] * n_gs + gs_l[j]`` (plus
-    ``cond[i, j]`` times the ``n_cells`` pairs) when its class is non-zero and its mask true;
+    The block is rows ``rows`` and columns ``cols`` (int64 indices) of the chunk's arrays, read
+    in place; its cell ``(rows[a], cols[b])`` is a trial of cell ``gm_l[a] * n_gs + gs_l[b]``
+    (plus ``cond`` times the ``n_cells`` pairs) when its class is non-zero and its mask true;
     ``n_total`` bounds the cells.
     """
     collect, scatter = compiled(_collect), compiled(_scatter)
@@ -129,7 +134,7 @@ def per_trial(
 
     kbits = score.dtype.itemsize * 8
     ku = np.uint32 if kbits == 32 else np.uint64
-    size = classes.size
+    size = rows.size * cols.size
     counts = np.zeros((2, n_total), dtype=np.int64)
     cell = np.empty(size, dtype=np.int64)
     bins = np.empty(size, dtype=np.int32)
@@ -137,7 +142,7 @@ def per_trial(
     sbits = np.empty(size, dtype=score.dtype)
     n = collect(
         classes, score.view(ku), mask, cond if cond is not None else np.zeros((1, 1), np.int8),
-        cond is not None, gm_l, gs_l, np.int64(n_gs), np.int64(n_cells), binning.lut,
+        cond is not None, rows, cols, gm_l, gs_l, np.int64(n_gs), np.int64(n_cells), binning.lut,
         np.uint64(binning.shift), binning.edges.astype(np.uint64), np.uint64(1 << (kbits - 1)),
         np.uint64((1 << kbits) - 1), np.uint64(kbits - 1), counts, cell, bins, tar,
         sbits.view(ku),

@@ -139,19 +139,24 @@ def _per_trial(classes, score, mask, cond, gm_l, gs_l, n_gs, n_cells, binning, n
     return out
 
 
-def _block(m, s, mrow, scol, classes, score, mask, cond, binning, nb, out, guard) -> None:
-    """Add one block's weighted histograms to ``out`` (``(G, 2, 1 + B, nb + LIMBS)``, ``G``
+def _block(m, s, mcode, scode, ri, cj, classes, score, mask, cond, binning, nb, out, guard):
+    """Add the weighted histograms of the block of rows ``ri`` and columns ``cj`` (slices or
+    indices) of the chunk's arrays to ``out`` (``(G, 2, 1 + B, nb + LIMBS)``, ``G``
     conditions; ``cond``: each cell's condition, or ``None`` for one); ``m`` and ``s`` are
     ``(groups, 1 + B)`` float32 multiplicities whose products are exact.  The per-trial work is
     :mod:`~bosaris_dask.bootstrap.fast_block`'s where numba is there, else :func:`_per_trial`."""
-    gm_u, gm_l = np.unique(mrow, return_inverse=True)
-    gs_u, gs_l = np.unique(scol, return_inverse=True)
+    gm_u, gm_l = np.unique(mcode[ri], return_inverse=True)
+    gs_u, gs_l = np.unique(scode[cj], return_inverse=True)
     n_gs = len(gs_u)
     n_cells = len(gm_u) * n_gs  # (group pair, condition): the condition most significant
-    per_class = fast_block.per_trial(classes, score, mask, cond, gm_l, gs_l, n_gs, n_cells,
-                                     n_cells * out.shape[0], binning)  # fmt: skip
+    rows, cols = np.arange(classes.shape[0])[ri], np.arange(classes.shape[1])[cj]
+    per_class = fast_block.per_trial(classes, score, mask, cond, rows, cols, gm_l, gs_l, n_gs,
+                                     n_cells, n_cells * out.shape[0], binning)  # fmt: skip
     if per_class is None:
-        per_class = _per_trial(classes, score, mask, cond, gm_l, gs_l, n_gs, n_cells, binning, nb)
+        index = (ri, cj) if isinstance(ri, slice) and isinstance(cj, slice) else np.ix_(rows, cols)
+        per_class = _per_trial(classes[index], score[index], mask[index],
+                               None if cond is None else cond[index], gm_l, gs_l, n_gs, n_cells,
+                               binning, nb)  # fmt: skip
     elif per_class[0][3] >= _BIG:
         _refuse(per_class[0][3])
     for c, (occupied, table, sums) in enumerate(cl[:3] for cl in per_class):
@@ -176,11 +181,14 @@ def _block(m, s, mrow, scol, classes, score, mask, cond, binning, nb, out, guard
             runs = np.flatnonzero(np.diff(mg[b])) + 1  # model group in a row: one multiply
             for lo_, hi_ in zip(np.r_[0, runs], np.r_[runs, len(wt)], strict=True):
                 wt[lo_:hi_] *= m[mg[a + lo_]]
-            bound = float(wt.max()) * float(x32[b].sum(axis=0, dtype=np.float64).max())
+            sums = x32[b].sum(axis=0, dtype=np.float64)
+            bound = float(wt.max()) * float(sums.max())
+            used = sums > 0  # the batch's columns with a trial (all others add zeros)
+            xb = x32[b] if used.all() else x32[b][:, used]
             if bound < _F32:  # float32 is exact: every partial sum is an integer below 2**24
-                out[g, c][:, cols] += wt.T @ x32[b]
+                out[g, c][:, cols[used]] += wt.T @ xb
             else:
-                out[g, c][:, cols] += wt.T.astype(np.float64) @ x32[b].astype(np.float64)
+                out[g, c][:, cols[used]] += wt.T.astype(np.float64) @ xb.astype(np.float64)
             guard[0] += bound
 
 
@@ -249,14 +257,8 @@ def _chunk(m, s, mcode, scode, classes, score, mask, cond, binning, nb, out, gua
     for c0, c1 in col_sets:
         cj = _pick(cols, c0, c1)
         for r0, r1 in _plan(rbounds, per_row_set, c1 - c0):
-            ri = _pick(rows, r0, r1)
-            index = (
-                (ri, cj)
-                if isinstance(ri, slice) and isinstance(cj, slice)
-                else np.ix_(np.arange(classes.shape[0])[ri], np.arange(classes.shape[1])[cj])
-            )
-            _block(m, s, mcode[ri], scode[cj], classes[index], score[index], mask[index],
-                   None if cond is None else cond[index], binning, nb, out, guard)  # fmt: skip
+            _block(m, s, mcode, scode, _pick(rows, r0, r1), cj, classes, score, mask, cond,
+                   binning, nb, out, guard)  # fmt: skip
 
 
 class ResampleHistograms:
