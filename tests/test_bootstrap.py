@@ -547,3 +547,46 @@ def test_multiplicities_beyond_exact_float32_products_are_refused_before_any_pas
         histograms.resample_histograms([key.trial_mask.data], m, s, np.zeros(9, int),
                                        np.zeros(11, int), [], [], split_every=2,
                                        progress=False)  # fmt: skip
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), rows=st.integers(1, 30), cols=st.integers(1, 30),
+       g=st.integers(1, 6), n_cond=st.integers(0, 3), f32=st.booleans(),
+       small=st.booleans())  # fmt: skip
+def test_compiled_pass_equals_the_numpy_path_bit_for_bit(seed, rows, cols, g, n_cond, f32, small):
+    """The bootstrap pass's compiled per-trial loops (numba) against its numpy path: random
+    classes, masks, group codes in any order, conditions, ties, -0.0 and scores on bin edges,
+    in one block or (``small``) many."""
+    import os
+
+    from bosaris_dask import jit
+    from bosaris_dask.bootstrap import fast_block, histograms
+
+    if jit.compiled(fast_block._collect) is None:
+        pytest.skip("numba missing or disabled")
+    rng = np.random.default_rng(seed)
+    dtype = np.float32 if f32 else np.float64
+    classes = rng.choice(np.array([-1, 0, 1], np.int8), (rows, cols), p=[0.6, 0.1, 0.3])
+    score = (np.round(rng.normal(size=(rows, cols)) * 3, 1) * rng.choice([1, 1e-3, 20])).astype(
+        dtype
+    )
+    score[rng.random((rows, cols)) < 0.1] = -0.0
+    mask = rng.random((rows, cols)) < 0.9
+    mcode, scode = rng.integers(0, g, rows), rng.integers(0, g + 1, cols)
+    m = rng.integers(0, 4, (8, int(mcode.max()) + 1))
+    s = rng.integers(0, 4, (8, int(scode.max()) + 1))
+    edges = np.unique(np.r_[rng.choice(score.ravel(), 5), rng.normal(size=4)])
+    binning = Binning.from_edges(edges, dtype)
+    blocks = [score, mask] + ([rng.integers(0, n_cond, (rows, cols)).astype(np.int8)]
+                              if n_cond else [])  # fmt: skip
+    kw = {"system": 0, "binning": binning, "n_conditions": n_cond, "pin_blas": False}
+    trials = histograms._TRIALS
+    histograms._TRIALS = 40 if small else trials
+    try:
+        compiled = histograms.chunk_histograms(m, s, mcode, scode, classes, *blocks, **kw)
+        os.environ[jit.DISABLE_ENV] = "1"
+        numpy_path = histograms.chunk_histograms(m, s, mcode, scode, classes, *blocks, **kw)
+    finally:
+        os.environ.pop(jit.DISABLE_ENV, None)
+        histograms._TRIALS = trials
+    np.testing.assert_array_equal(compiled.view(np.int64), numpy_path.view(np.int64))

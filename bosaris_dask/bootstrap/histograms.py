@@ -54,6 +54,7 @@ import dask.array as da
 import numpy as np
 
 from bosaris_dask import memory
+from bosaris_dask.bootstrap import fast_block
 from bosaris_dask.bootstrap.bins import Binning
 from bosaris_dask.embeddings.kernel import pinned_blas
 from bosaris_dask.errors import OptionError, ScoreError
@@ -80,13 +81,17 @@ def _terms(s: np.ndarray, tar: np.ndarray) -> np.ndarray:
     return np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z)))
 
 
+def _refuse(term: float) -> None:
+    raise ScoreError(
+        f"the bootstrap's exact Cllr sums need |score| < {_BIG:.0f}, found a score whose "
+        f"Cllr term is {term:.6g}"
+    )
+
+
 def _pair_sums(compact: np.ndarray, terms: np.ndarray, n_pairs: int) -> np.ndarray:
     """``(2, n_pairs)`` int64: exact per-pair sums of the terms' high and low parts."""
     if len(terms) and terms.max() >= _BIG:
-        raise ScoreError(
-            f"the bootstrap's exact Cllr sums need |score| < {_BIG:.0f}, found a score whose "
-            f"Cllr term is {terms.max():.6g}"
-        )
+        _refuse(terms.max())
     scaled = terms * 2.0**_HI
     hi = np.floor(scaled)
     lo = np.rint((scaled - hi) * 2.0**_LO)
@@ -104,17 +109,10 @@ def _nibbles(values: np.ndarray) -> np.ndarray:
     return np.stack([(values >> (4 * j)) & 15 for j in range(k)], axis=1)
 
 
-def _block(m, s, mrow, scol, classes, score, mask, cond, binning, nb, out, guard) -> None:
-    """Add one block's weighted histograms to ``out`` (``(G, 2, 1 + B, nb + LIMBS)``, ``G``
-    conditions; ``cond``: each cell's condition, or ``None`` for one); ``m`` and ``s`` are
-    ``(groups, 1 + B)`` float32 multiplicities whose products are exact."""
+def _per_trial(classes, score, mask, cond, gm_l, gs_l, n_gs, n_cells, binning, nb):
+    """The numpy path of :func:`bosaris_dask.bootstrap.fast_block.per_trial` (the reference
+    its compiled loops equal bit for bit)."""
     valid = mask & (classes != 0)
-    if not valid.any():
-        return
-    gm_u, gm_l = np.unique(mrow, return_inverse=True)
-    gs_u, gs_l = np.unique(scol, return_inverse=True)
-    n_gs = len(gs_u)
-    n_cells = len(gm_u) * n_gs  # (group pair, condition): the condition most significant
     pair = (gm_l.reshape(-1, 1).astype(np.int64) * n_gs + gs_l.reshape(1, -1))[valid]
     if cond is not None:
         pair += cond[valid].astype(np.int64) * n_cells
@@ -122,9 +120,11 @@ def _block(m, s, mrow, scol, classes, score, mask, cond, binning, nb, out, guard
     tar = classes[valid] == 1
     bins = binning.bins(order_keys(sc))
     terms = _terms(sc, tar)
+    out = []
     for c in (0, 1):
         sel = tar if c else ~tar
         if not sel.any():
+            out.append((np.zeros(0, np.intp), None, None, 0.0))
             continue
         p = pair[sel]
         occupied = np.flatnonzero(np.bincount(p, minlength=n_cells))
@@ -133,10 +133,42 @@ def _block(m, s, mrow, scol, classes, score, mask, cond, binning, nb, out, guard
         compact = remap[p]
         n_pairs = len(occupied)
         hist = np.bincount(compact * nb + bins[sel], minlength=n_pairs * nb).reshape(n_pairs, nb)
-        hi, lo = (_nibbles(v) for v in _pair_sums(compact, terms[sel], n_pairs))
-        x = np.concatenate([hist, hi, lo], axis=1)
-        cols = np.r_[0 : nb + hi.shape[1], nb + _NIBBLES : nb + _NIBBLES + lo.shape[1]]
-        x32 = x.astype(np.float32)
+        table = np.zeros((n_pairs, nb + LIMBS), dtype=np.float32 if len(p) < _F32 else np.float64)
+        table[:, :nb] = hist  # exact: float32 below 2**24
+        out.append((occupied, table, _pair_sums(compact, terms[sel], n_pairs), 0.0))
+    return out
+
+
+def _block(m, s, mcode, scode, ri, cj, classes, score, mask, cond, binning, nb, out, guard):
+    """Add the weighted histograms of the block of rows ``ri`` and columns ``cj`` (slices or
+    indices) of the chunk's arrays to ``out`` (``(G, 2, 1 + B, nb + LIMBS)``, ``G``
+    conditions; ``cond``: each cell's condition, or ``None`` for one); ``m`` and ``s`` are
+    ``(groups, 1 + B)`` float32 multiplicities whose products are exact.  The per-trial work is
+    :mod:`~bosaris_dask.bootstrap.fast_block`'s where numba is there, else :func:`_per_trial`."""
+    gm_u, gm_l = np.unique(mcode[ri], return_inverse=True)
+    gs_u, gs_l = np.unique(scode[cj], return_inverse=True)
+    n_gs = len(gs_u)
+    n_cells = len(gm_u) * n_gs  # (group pair, condition): the condition most significant
+    rows, cols = np.arange(classes.shape[0])[ri], np.arange(classes.shape[1])[cj]
+    per_class = fast_block.per_trial(classes, score, mask, cond, rows, cols, gm_l, gs_l, n_gs,
+                                     n_cells, n_cells * out.shape[0], binning)  # fmt: skip
+    if per_class is None:
+        index = (ri, cj) if isinstance(ri, slice) and isinstance(cj, slice) else np.ix_(rows, cols)
+        per_class = _per_trial(classes[index], score[index], mask[index],
+                               None if cond is None else cond[index], gm_l, gs_l, n_gs, n_cells,
+                               binning, nb)  # fmt: skip
+    elif per_class[0][3] >= _BIG:
+        _refuse(per_class[0][3])
+    for c, (occupied, table, sums) in enumerate(cl[:3] for cl in per_class):
+        if not len(occupied):
+            continue
+        n_pairs = len(occupied)
+        hi, lo = (_nibbles(v) for v in sums)
+        k_hi, k_lo = hi.shape[1], lo.shape[1]
+        table[:, nb : nb + k_hi] = hi  # the limbs used, after the counts (float32: exact)
+        table[:, nb + k_hi : nb + k_hi + k_lo] = lo
+        x32 = table[:, : nb + k_hi + k_lo]
+        cols = np.r_[0 : nb + k_hi, nb + _NIBBLES : nb + _NIBBLES + k_lo]
         within = occupied % n_cells
         mg, sg, gc = gm_u[within // n_gs], gs_u[within % n_gs], occupied // n_cells
         starts = np.r_[np.flatnonzero(np.r_[True, gc[1:] != gc[:-1]]), n_pairs]
@@ -147,13 +179,16 @@ def _block(m, s, mrow, scol, classes, score, mask, cond, binning, nb, out, guard
             g = int(gc[a])
             wt = s[sg[b]]  # (pairs, 1 + B): the resamples' pair weights, the pairs of one
             runs = np.flatnonzero(np.diff(mg[b])) + 1  # model group in a row: one multiply
-            for lo, hi in zip(np.r_[0, runs], np.r_[runs, len(wt)], strict=True):
-                wt[lo:hi] *= m[mg[a + lo]]
-            bound = float(wt.max()) * float(x[b].sum(axis=0).max())
+            for lo_, hi_ in zip(np.r_[0, runs], np.r_[runs, len(wt)], strict=True):
+                wt[lo_:hi_] *= m[mg[a + lo_]]
+            sums = x32[b].sum(axis=0, dtype=np.float64)
+            bound = float(wt.max()) * float(sums.max())
+            used = sums > 0  # the batch's columns with a trial (all others add zeros)
+            xb = x32[b] if used.all() else x32[b][:, used]
             if bound < _F32:  # float32 is exact: every partial sum is an integer below 2**24
-                out[g, c][:, cols] += wt.T @ x32[b]
+                out[g, c][:, cols[used]] += wt.T @ xb
             else:
-                out[g, c][:, cols] += wt.T.astype(np.float64) @ x[b].astype(np.float64)
+                out[g, c][:, cols[used]] += wt.T.astype(np.float64) @ xb.astype(np.float64)
             guard[0] += bound
 
 
@@ -222,14 +257,8 @@ def _chunk(m, s, mcode, scode, classes, score, mask, cond, binning, nb, out, gua
     for c0, c1 in col_sets:
         cj = _pick(cols, c0, c1)
         for r0, r1 in _plan(rbounds, per_row_set, c1 - c0):
-            ri = _pick(rows, r0, r1)
-            index = (
-                (ri, cj)
-                if isinstance(ri, slice) and isinstance(cj, slice)
-                else np.ix_(np.arange(classes.shape[0])[ri], np.arange(classes.shape[1])[cj])
-            )
-            _block(m, s, mcode[ri], scode[cj], classes[index], score[index], mask[index],
-                   None if cond is None else cond[index], binning, nb, out, guard)  # fmt: skip
+            _block(m, s, mcode, scode, _pick(rows, r0, r1), cj, classes, score, mask, cond,
+                   binning, nb, out, guard)  # fmt: skip
 
 
 class ResampleHistograms:
