@@ -70,7 +70,7 @@ from bosaris_dask.keys import key_bits, keys_to_values, order_keys, threshold_ke
 from bosaris_dask.progress import compute
 from bosaris_dask.trials import align, is_label_key, kind_of, locate, trial_classes, validate
 
-__all__ = ["ScoreSummary", "summarize", "score_bins", "chunks_to_read", "fitted_bin_maps",
+__all__ = ["ScoreSummary", "summarize", "score_bins", "fitted_bin_maps",
            "adaptive_budget", "DEFAULT_SPLIT_EVERY"]  # fmt: skip
 
 #: How many chunk results one merge task adds up.
@@ -660,7 +660,7 @@ def summarize(
         refined = [k for k, plan in enumerate(plans) if plan is not None]
         read, part = inputs, ""
         if selection is None and held is not None:
-            read, part = chunks_to_read(inputs, [(held[k], specs[k]) for k in refined])
+            read, part = refinement.chunks_to_read(inputs, [(held[k], specs[k]) for k in refined])
         keep = None
         if selection is None and refinement.volume(summaries, plans) <= knobs["keep_limit"]:
             keep = blockwise_pass(partial(refine_kernels.select_kernel, specs=specs,
@@ -696,23 +696,6 @@ def summarize(
             if plan is not None:
                 summaries[k] = refinement.apply_refinement(summaries[k], plan[0], plan[1], result)
     return [replace(s, passes=passes) for s in summaries]
-
-
-def chunks_to_read(
-    inputs: list[da.Array], held: list[tuple[refinement.ChunkBins, refine_kernels.RefineSpec]]
-) -> tuple[list[da.Array], str]:
-    """The inputs a refinement pass reads: only the chunks holding a trial of a candidate's
-    pass-1 bin (``held``: per refined system, its :class:`~bosaris_dask.refinement.ChunkBins`
-    and plan), the others skipped; and what to add to the pass's name (how many it reads)."""
-    needed = np.zeros(inputs[0].npartitions, dtype=bool)
-    for bins, spec in held:
-        needed |= bins.holding(spec.prefixes)
-    if needed.all():
-        return inputs, ""
-    picks = np.flatnonzero(needed)
-    if not len(picks):  # candidates always hold trials; read one chunk rather than none
-        picks = np.array([0])
-    return refinement.chunk_subset(inputs, picks), f" ({len(picks)} of {len(needed)} chunks)"
 
 
 def score_bins(

@@ -350,7 +350,7 @@ def refine_parts(
         refined = [j for j, plan in enumerate(plans) if plan is not None]
         read, part = inputs, ""
         if selection is None and first.held is not None:
-            read, part = engine.chunks_to_read(inputs, [(_held(first, parts[j]), specs[j])
+            read, part = refinement.chunks_to_read(inputs, [(_held(first, parts[j]), specs[j])
                                                         for j in refined])  # fmt: skip
         keep = None
         if selection is None and refinement.volume(summaries, plans) <= knobs["keep_limit"]:

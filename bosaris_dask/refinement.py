@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 __all__ = [
     "candidates", "hull_candidates",
     "threshold_candidates", "pav_bound_candidates", "fixed_rate_candidates", "plan", "volume",
-    "Selection", "ChunkBins", "chunk_subset",
+    "Selection", "ChunkBins", "chunk_subset", "chunks_to_read",
     "apply_refinement",
 ]  # fmt: skip
 
@@ -219,6 +219,23 @@ def chunk_subset(inputs: Sequence[da.Array], picks: np.ndarray) -> list[da.Array
     where = [divmod(int(f), nbj) for f in picks]
     return [da.concatenate([a.blocks[i, j].reshape(1, -1) for i, j in where], axis=1)
             for a in inputs]  # fmt: skip
+
+
+def chunks_to_read(
+    inputs: list[da.Array], held: list[tuple[ChunkBins, RefineSpec]]
+) -> tuple[list[da.Array], str]:
+    """The inputs a refinement pass reads: only the chunks holding a trial of a candidate's
+    pass-1 bin (``held``: per refined system, its :class:`ChunkBins`
+    and plan), the others skipped; and what to add to the pass's name (how many it reads)."""
+    needed = np.zeros(inputs[0].npartitions, dtype=bool)
+    for bins, spec in held:
+        needed |= bins.holding(spec.prefixes)
+    if needed.all():
+        return inputs, ""
+    picks = np.flatnonzero(needed)
+    if not len(picks):  # candidates always hold trials; read one chunk rather than none
+        picks = np.array([0])
+    return chunk_subset(inputs, picks), f" ({len(picks)} of {len(needed)} chunks)"
 
 
 def apply_refinement(s: ScoreSummary, cands: np.ndarray, spec: RefineSpec, result) -> ScoreSummary:
