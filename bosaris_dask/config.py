@@ -35,10 +35,6 @@ key                    default     meaning
                                    weights and merges): fewer bins beyond, an error below 16
 ``bootstrap-chunk``    1073741824  the bootstrap pass merges row chunks into chunks of up to
                                    this many bytes of input when that splits fewer groups
-``read-ahead``         2           each task reading a chunk file of an uncompressed local zarr
-                                   array asks the kernel to read this many next chunk files
-                                   (``posix_fadvise(WILLNEED)``): a store not in the page cache
-                                   streams from disk while the chunk at hand is computed; 0: off
 =====================  ==========  ==============================================================
 
 Examples
@@ -80,7 +76,6 @@ KNOBS: dict[str, tuple[int, int, int]] = {
     "bootstrap-bins": (256, 4, 1 << 16),
     "bootstrap-budget": (1 << 29, 1 << 20, 1 << 42),
     "bootstrap-chunk": (1 << 30, 1 << 10, 1 << 40),
-    "read-ahead": (2, 0, 64),
 }
 
 dask.config.update_defaults({"bosaris_dask": {name: d for name, (d, _, _) in KNOBS.items()}})

@@ -51,7 +51,6 @@ import xarray as xr
 import zarr
 from dask.base import tokenize
 
-from bosaris_dask import config
 from bosaris_dask.errors import StoreError, StoreNotFoundError, TrialError
 from bosaris_dask.io.atomic import atomic_path, remove_path
 from bosaris_dask.io.compute import plan_chunks
@@ -268,14 +267,13 @@ def _chunk_array(arr: zarr.Array, path: Path | str, name: str, absent_ok: bool) 
     if not math.prod(arr.shape):
         return da.empty(arr.shape, dtype=arr.dtype, chunks=chunks)
     raw = _raw_dtype(arr) if isinstance(path, Path) else None
-    ahead = config.get("read-ahead") if raw is not None else 0
     stamp = (path / name / "zarr.json").stat().st_mtime_ns if raw is not None else None
     token = tokenize(os.fspath(path), name, arr.metadata.to_dict(), stamp, absent_ok)
     # a blockwise layer (not a dict of tasks): dask fuses each read into the task that uses
     # the chunk, so a worker process reads the chunk itself instead of receiving it
     return da.map_blocks(
         _read_chunk, arr=arr, outer=tuple(outer), where=os.fspath(path), array_name=name,
-        raw=raw, fill=arr.metadata.fill_value if absent_ok else None, ahead=ahead,
+        raw=raw, fill=arr.metadata.fill_value if absent_ok else None,
         name=f"zarr-{name}-{token}", chunks=chunks, dtype=arr.dtype,
         meta=np.empty((0,) * len(chunks), dtype=arr.dtype),
     )  # fmt: skip
@@ -283,15 +281,13 @@ def _chunk_array(arr: zarr.Array, path: Path | str, name: str, absent_ok: bool) 
 
 def _read_chunk(
     *, arr: zarr.Array, outer: tuple, where: str, array_name: str, raw: np.dtype | None,
-    fill: Any, block_id: tuple[int, ...], block_info: dict | None = None, ahead: int = 0,
+    fill: Any, block_id: tuple[int, ...], block_info: dict | None = None,
 ) -> np.ndarray:  # fmt: skip
     index = tuple(block_id)
     shape = tuple(block_info[None]["chunk-shape"]) if block_info else outer
     key = arr.metadata.encode_chunk_key(index)
     if raw is not None:
         file = os.path.join(where, array_name, key)
-        if ahead:
-            _read_ahead(arr, outer, os.path.join(where, array_name), index, ahead)
         if fill is not None and not os.path.exists(file):  # never written: the fill value
             return np.full(shape, fill, dtype=raw.newbyteorder("="))
         data = np.memmap(file, dtype=raw, mode="r", shape=outer)  # read-only, no copy
@@ -306,47 +302,6 @@ def _read_chunk(
             f"{where}: array {array_name!r} chunk {index} (file {key}) cannot be read: it is "
             f"corrupt or truncated ({type(exc).__name__}: {exc})"
         ) from exc
-
-
-#: Bytes per ``posix_fadvise(WILLNEED)`` call: Linux starts reading at most the device's
-#: read-ahead window (or its largest request) per call, so a chunk file is asked for in pieces.
-_AHEAD_PIECE = 1 << 20
-
-
-def _read_ahead(arr: zarr.Array, outer: tuple, directory: str, index: tuple, ahead: int) -> None:
-    """Ask the kernel to start reading the ``ahead`` chunk files after chunk ``index`` (C order,
-    as the passes' tasks mostly run), so that a chunk's page faults find it in the page cache
-    instead of waiting for the disk (a memory map reads ahead within a file, not across files).
-    Only a hint: absent or unreadable files are left to their own tasks."""
-    if not hasattr(os, "posix_fadvise"):  # pragma: no cover - not on macOS / Windows
-        return
-    grid = tuple(math.ceil(n / c) for n, c in zip(arr.shape, outer, strict=True))
-    first = int(np.ravel_multi_index(index, grid)) + 1
-    for flat in range(first, min(first + ahead, math.prod(grid))):
-        following = tuple(int(i) for i in np.unravel_index(flat, grid))
-        file = os.path.join(directory, arr.metadata.encode_chunk_key(following))
-        try:
-            fd = os.open(file, os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            size = os.fstat(fd).st_size
-            if size and not _cached(fd, size - 1):
-                for start in range(0, size, _AHEAD_PIECE):
-                    os.posix_fadvise(fd, start, _AHEAD_PIECE, os.POSIX_FADV_WILLNEED)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-
-
-def _cached(fd: int, offset: int) -> bool:
-    """Whether the byte at ``offset`` of the file is in the page cache: a read that does not
-    wait (``RWF_NOWAIT``) gets it. False where the flag is not supported."""
-    try:
-        return os.preadv(fd, [bytearray(1)], offset, os.RWF_NOWAIT) == 1
-    except (OSError, AttributeError):  # BlockingIOError: not cached; or no RWF_NOWAIT here
-        return False
 
 
 # ---------------------------------------------------------------- reading
