@@ -17,8 +17,10 @@ Reading is liberal about ids (fixed or variable-length strings, NUL-padded or no
 (n, 1) or (1, n)) and strict about the rest: unique ids matching the matrix, little-endian IEEE
 754 floats or integers, integer masks holding only their codes, and data from the file itself
 only (external links, external storage and virtual datasets are refused, soft links resolved
-inside the file). Matrices are read lazily, each dask task reopening the file through a
-picklable :class:`xarray.backends.CachingFileManager`. Files are written (:mod:`.write`) in the
+inside the file). Matrices are read lazily: memory-mapped where their values lie in the file
+as plain native numbers (contiguous, or chunked without filters: :mod:`.mapped`), else by h5py,
+each dask task reopening the file through a picklable
+:class:`xarray.backends.CachingFileManager`. Files are written (:mod:`.write`) in the
 HDF5 1.8 format, whose metadata carry checksums.
 
 Examples
