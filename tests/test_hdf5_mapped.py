@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from bosaris_dask import io
 from bosaris_dask.errors import StoreError
-from bosaris_dask.io.hdf5.mapped import chunk_offsets, read_mapped
+from bosaris_dask.io.hdf5.mapped import ChunkOffsets, chunk_offsets, read_mapped
 
 DTYPES = ["<i1", "<u1", "<i2", "<u4", "<i8", "<f4", "<f8"]
 
@@ -241,3 +241,17 @@ def test_a_chunked_file_cut_short_is_an_error_naming_it(tmp_path):
     with h5py.File(path) as f:
         layout = chunk_offsets(f["scores"], (10, 6), os.path.getsize(path))
     assert layout is not None and layout.offsets[-1, 0] == -1 and (layout.offsets[:-1] >= 0).all()
+
+
+def test_chunk_maps_pickle_with_the_lazy_array(tmp_path):
+    """A worker process gets the chunk table with the task and maps the chunks itself."""
+    import pickle
+
+    path, values = _row_chunked(tmp_path)
+    _bosaris(path)
+    back = io.read_hdf5(path, chunks=(4, 5))
+    clone = pickle.loads(pickle.dumps(back.score.data))
+    np.testing.assert_array_equal(clone.compute(scheduler="sync"), values)
+    layouts = [v._mapped for v in clone.dask.values() if hasattr(v, "_mapped")]
+    chunked = [lay for lay in layouts if isinstance(lay, ChunkOffsets)]  # the mask: contiguous
+    assert len(chunked) == 1 and chunked[0].chunks == (3, 6)
