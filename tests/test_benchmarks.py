@@ -38,6 +38,7 @@ SCRIPTS = {
     "bench_spoofing.py",
     "bench_text_convert.py",
     "bench_text_reader.py",
+    "chunk_reads.py",
     "cold_cache.py",
     "floors.py",
     "fuzz_readers.py",
@@ -240,6 +241,24 @@ def test_cold_cache(tmp_path, capsys):
     assert "stores: 2 files" in out and "run 2: cold" in out
     assert [line.split(":")[0].strip() for line in out.splitlines()[-3:]] == [
         "cold", "disk", "warm"]  # fmt: skip
+
+
+def test_chunk_reads(tmp_path, capsys):
+    reads = _load("chunk_reads")
+    store = tmp_path / "s.zarr"
+    (store / "score" / "c" / "0").mkdir(parents=True)
+    words = np.arange(20_001, dtype=np.uint64)
+    (store / "score" / "c" / "0" / "0").write_bytes(words.tobytes() + b"xyz")  # 3 bytes over
+    (store / "score" / "c" / "0" / "1").write_bytes(b"")
+    (store / "score" / "zarr.json").write_text("{}")  # metadata: not read
+    want = int(np.bitwise_xor.reduce(words))
+    for way in reads.WAYS.values():
+        assert way(store / "score" / "c" / "0" / "0") == want
+        assert way(store / "score" / "c" / "0" / "1") == 0
+    medians = reads.main(["--store", str(store), "--repeat", "2", "--threads", "2"])
+    assert set(medians) == {f"{w} {s}" for w in reads.WAYS for s in ("cold", "warm")} | {"disk"}
+    out = capsys.readouterr().out
+    assert out.startswith("2 files, 0 MB; 2 threads") and "repeat 2: memmap cold" in out
 
 
 def test_floors(capsys):
