@@ -77,6 +77,18 @@ def read_ours(path: str) -> tuple[list, list, np.ndarray, np.ndarray]:
     return list(back.model.values), list(back.segment.values), score, mask
 
 
+def _dense(path: str, tables: dict, codes: dict, values: list):
+    """The dense score matrix and mask from per-chunk global codes and values."""
+    m, s, v = (np.concatenate(x) for x in (codes["m"], codes["s"], values))
+    score = np.zeros((len(tables["m"]), len(tables["s"])))
+    mask = np.zeros(score.shape, dtype=bool)
+    score[m, s] = v
+    mask[m, s] = True
+    if int(mask.sum()) != len(v):
+        raise ValueError(f"{path}: {len(v) - int(mask.sum())} duplicate trials")
+    return list(tables["m"]), list(tables["s"]), score, mask
+
+
 def read_pandas(path: str, chunksize: int = 2_000_000):
     """The candidate: pandas' chunked C reader, ids to global codes, a dense fill."""
     import pandas as pd
@@ -97,14 +109,7 @@ def read_pandas(path: str, chunksize: int = 2_000_000):
                                    dtype=np.int64, count=len(uniques))  # fmt: skip
                 codes[col].append(glob[local].astype(np.int32))
             values.append(chunk["v"].to_numpy(dtype=np.float64))
-    m, s, v = (np.concatenate(x) for x in (codes["m"], codes["s"], values))
-    score = np.zeros((len(tables["m"]), len(tables["s"])))
-    mask = np.zeros(score.shape, dtype=bool)
-    score[m, s] = v
-    mask[m, s] = True
-    if int(mask.sum()) != len(v):
-        raise ValueError(f"{path}: {len(v) - int(mask.sum())} duplicate trials")
-    return list(tables["m"]), list(tables["s"]), score, mask
+    return _dense(path, tables, codes, values)
 
 
 def read_pyarrow(path: str, block_size: int = 1 << 24):
@@ -132,14 +137,7 @@ def read_pyarrow(path: str, block_size: int = 1 << 24):
                                dtype=np.int32, count=len(uniques))  # fmt: skip
             codes[col].append(glob[encoded.indices.to_numpy()])
         values.append(batch.column(2).to_numpy())
-    m, s, v = (np.concatenate(x) for x in (codes["m"], codes["s"], values))
-    score = np.zeros((len(tables["m"]), len(tables["s"])))
-    mask = np.zeros(score.shape, dtype=bool)
-    score[m, s] = v
-    mask[m, s] = True
-    if int(mask.sum()) != len(v):
-        raise ValueError(f"{path}: {len(v) - int(mask.sum())} duplicate trials")
-    return list(tables["m"]), list(tables["s"]), score, mask
+    return _dense(path, tables, codes, values)
 
 
 def _child(contender: str, path: str, chunksize: int) -> dict:
