@@ -297,3 +297,15 @@ def test_cli_by_exact_auc_json(tmp_path):
         assert set(cond) == {"by", *(set(entry) - {"name", "conditions"})}
     assert any(c["auc"] is None for c in bounds["systems"][0]["conditions"])  # they were bounds
     assert doc["passes"] == bounds["passes"] + 1 and "auc_notes" not in doc
+
+
+def test_with_bootstrap_intervals_the_condition_aucs_are_exact():
+    mask, values, key, scores, tables, columns = _heavy_ties(shape=(24, 30))
+    ds = _evaluate(scores, key, 3, 10**9, conditions=tables, by=["model.spk"],
+                   resample=["model.spk"], bootstrap=3, seed=1)  # fmt: skip
+    assert "eer_ci" in ds
+    assert ds.auc.item() == float(_mann_whitney(values[mask == 1], values[mask == -1]))
+    for g, label in enumerate(ds.condition.values):
+        cell = _cell(str(label), columns)
+        want = _mann_whitney(values[(mask == 1) & cell], values[(mask == -1) & cell])
+        assert ds.condition_auc.values[0, g] == float(want)
