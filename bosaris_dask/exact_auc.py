@@ -241,6 +241,10 @@ def _part_keys(blocks: Sequence[np.ndarray], system: int, group_at: int | None,
     ranges = [bins.value_range(s.dtype) for _, bins, _ in wanted]
     low, high = min(r[0] for r in ranges), max(r[1] for r in ranges)
     kdt = wanted[0][1].lo.dtype
+    # one table for every part (same key width: one system), so each key is looked up once
+    # before the parts sort it out; a condition's part then sees its own trials only
+    shift = wanted[0][1].shift
+    table = np.logical_or.reduce([bins.table for _, bins, _ in wanted])
     found: list[list[list[np.ndarray]]] = [[[] for _ in codes] for _, _, codes in wanted]
     for lo in range(0, c.size, _BLOCK):
         b = slice(lo, lo + _BLOCK)
@@ -248,14 +252,29 @@ def _part_keys(blocks: Sequence[np.ndarray], system: int, group_at: int | None,
         picked = (cb != 0) & m[b] & (sb >= low) & (sb <= high)  # cheap before keying
         if not picked.any():
             continue
-        keys, kc = order_keys(sb[picked]), cb[picked]
-        kg = g[b][picked] if g is not None else None
+        keys = order_keys(sb[picked])
+        near = table[keys >> shift]
+        keys, kc = keys[near], cb[picked][near]
+        if not keys.size:
+            continue
+        by_group: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        if g is not None:
+            kg = g[b][picked][near]
+            order = np.argsort(kg, kind="stable")
+            values, starts = np.unique(kg[order], return_index=True)
+            ends = [*starts[1:], len(order)]
+            for v, a, e in zip(values.tolist(), starts.tolist(), ends, strict=True):
+                by_group[v] = keys[order[a:e]], kc[order[a:e]]
         for i, (cond, bins, codes) in enumerate(wanted):
-            sel = bins.table[keys >> bins.shift]
-            if cond is not None:
-                sel &= kg == cond
+            if cond is None:
+                own, own_c = keys, kc
+            elif cond in by_group:
+                own, own_c = by_group[cond]
+            else:
+                continue
+            sel = bins.table[own >> bins.shift]
             for j, code in enumerate(codes):
-                found[i][j].append(keys[sel & (kc == code)])
+                found[i][j].append(own[sel & (own_c == code)])
     out = []
     for (_, bins, _), per_code in zip(wanted, found, strict=True):
         row = []
