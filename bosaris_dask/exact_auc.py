@@ -231,10 +231,11 @@ _Wanted = tuple[tuple[int | None, MixedBins, tuple[int, ...]], ...]
 
 
 def _part_keys(blocks: Sequence[np.ndarray], system: int, group_at: int | None,
-               wanted: _Wanted) -> list[list[np.ndarray]]:  # fmt: skip
+               wanted: _Wanted, inside: bool = True) -> list[list[np.ndarray]]:  # fmt: skip
     """Per part and wanted code, the sorted order keys of a chunk's trials of that class (and
-    condition) that lie in the part's mixed bins. Each trial is keyed once, whatever the parts:
-    the pooled system and every condition share the keying."""
+    condition) whose prefix overlaps the part's mixed bins; ``inside``: only those inside the
+    bins. Each trial is keyed once, whatever the parts: the pooled system and every condition
+    share the keying."""
     classes, s, m = blocks[0], blocks[1 + 2 * system], blocks[2 + 2 * system]
     c, s, m = classes.reshape(-1), s.reshape(-1), m.reshape(-1)
     g = blocks[group_at].reshape(-1) if group_at is not None else None
@@ -245,11 +246,13 @@ def _part_keys(blocks: Sequence[np.ndarray], system: int, group_at: int | None,
     # before the parts sort it out; a condition's part then sees its own trials only
     shift = wanted[0][1].shift
     table = np.logical_or.reduce([bins.table for _, bins, _ in wanted])
+    classes_wanted = {code for _, _, per in wanted for code in per}
+    only = classes_wanted.pop() if len(classes_wanted) == 1 else 0  # key that class only
     found: list[list[list[np.ndarray]]] = [[[] for _ in codes] for _, _, codes in wanted]
     for lo in range(0, c.size, _BLOCK):
         b = slice(lo, lo + _BLOCK)
         sb, cb = s[b], c[b]
-        picked = (cb != 0) & m[b] & (sb >= low) & (sb <= high)  # cheap before keying
+        picked = ((cb == only) if only else (cb != 0)) & m[b] & (sb >= low) & (sb <= high)
         if not picked.any():
             continue
         keys = order_keys(sb[picked])
@@ -272,16 +275,18 @@ def _part_keys(blocks: Sequence[np.ndarray], system: int, group_at: int | None,
                 own, own_c = by_group[cond]
             else:
                 continue
-            sel = bins.table[own >> bins.shift]
+            if len(wanted) > 1:  # (one part: the union table was its own)
+                keep = bins.table[own >> bins.shift]
+                own, own_c = own[keep], own_c[keep]
             for j, code in enumerate(codes):
-                found[i][j].append(own[sel & (own_c == code)])
+                found[i][j].append(own if only else own[own_c == code])
     out = []
     for (_, bins, _), per_code in zip(wanted, found, strict=True):
         row = []
         for parts in per_code:
             keys = np.concatenate([np.empty(0, dtype=kdt), *parts])
             keys.sort()
-            row.append(keys[_in_bins(keys, bins)])
+            row.append(keys[_in_bins(keys, bins)] if inside else keys)
         out.append(row)
     return out
 
@@ -318,7 +323,7 @@ def _count_kernel(
 ) -> list[int]:
     """Pass B, one system: per part, ``twice U, O trials`` of the chunk's ``O`` trials in its
     mixed bins (a flat list)."""
-    found = _part_keys(blocks, system, group_at, wanted)
+    found = _part_keys(blocks, system, group_at, wanted, inside=False)  # counted in bins only
     counts: list[int] = []
     for (_, bins, _), (other,), where in zip(wanted, found, at, strict=True):
         counts.extend(mixed_twice_u(bins, small_all[where].astype(bins.lo.dtype), other))
