@@ -239,9 +239,10 @@ def cross_entropy_kernel(
         np.copyto(xb, 0.0, where=~np.isfinite(xb))  # pass 1 reports non-finite scores
         all_trials = np.count_nonzero(c) == n
         largest = float(np.max(np.abs(xb))) if kernel is not None and n else 0.0
+        codes = np.ascontiguousarray(c, dtype=np.int8) if kernel is not None else c
         for g, a in enumerate(plo):
             if kernel is not None and fast_ece.fits(largest, a):
-                non, tar = fast_ece.two_sums(kernel, xb, c, a, xa, ws.e)
+                non, tar = fast_ece.two_sums(kernel, xb, codes, a, xa, ws.e)
             else:
                 non, tar = softplus_sums(c, xb + a, ws, all_trials)
             sums[g][0] += tar
