@@ -12,7 +12,8 @@ drawn for three sets of LLRs:
 * **raw**: the scores as given (read as natural-log LLRs; ``--llr-base 10`` converts log10 LRs
   on input). Its sums are accumulated in the evaluation's first pass at every grid point
   (:func:`bosaris_dask.engine.summarize`'s ``cross_entropy_plo``: one softplus per trial and
-  grid point, no extra pass), each term rounded and summed exactly, as Cllr's.
+  grid point, no extra pass), each term rounded and summed exactly, as Cllr's; in compiled
+  loops where numba is installed (:mod:`bosaris_dask.fast_ece`, the same bits).
 * **PAV** (calibrated): the optimal LLRs (:func:`bosaris_dask.calibration.optimal_llr_table`,
   raw PAV without Laplace's dummies: pure end blocks give ``±inf``, which cost nothing), from the
   summary's exact ROC convex hull alone.

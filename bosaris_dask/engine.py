@@ -84,6 +84,10 @@ SAMPLE_TRIALS = 1 << 21
 #: :mod:`bosaris_dask.fast_select` (where numba is installed): it saves about 2.7 ns of CPU per
 #: trial, and loading numba costs a process about 0.4 s (measured: 16% slower at 1e8 trials).
 COMPILED_PASS1_TRIALS = 1 << 28
+#: From how many ECE terms (cells times grid points) pass 1 sums the cross-entropy terms with
+#: the compiled loops of :mod:`bosaris_dask.fast_ece` (where numba is installed; the same bits):
+#: they save about 2 ns of CPU per term, loading numba costs a process about 0.4 s.
+COMPILED_ECE_TERMS = 1 << 28
 
 
 # --------------------------------------------------------------------------------------------
@@ -608,8 +612,9 @@ def summarize(
     ce_length = 2 * len(ce_plo) * exact_sum.LIMBS
     cross = [
         runner.Aggregation(
-            f"{s.name} cross-entropy", partial(kernels.cross_entropy_kernel, system=k,
-                                               plo=ce_plo, **blocks),
+            f"{s.name} cross-entropy", partial(
+                kernels.cross_entropy_kernel, system=k, plo=ce_plo,
+                compiled=cells * len(ce_plo) >= COMPILED_ECE_TERMS, **blocks),
             ce_length, finalize=partial(_cross_entropy_sums, n=len(ce_plo)),
         )
         for k, s in enumerate(systems)

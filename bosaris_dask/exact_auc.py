@@ -9,7 +9,7 @@ counted exactly:
 
 * The class with fewer trials in the mixed bins is ``S`` (usually the targets), the other ``O``.
   If ``S`` fits the budget ``bosaris_dask.auc-limit`` (:mod:`bosaris_dask.config`; summed over
-  the systems of one call), **pass A** pulls the exact order keys
+  the systems and conditions of one call), **pass A** pulls the exact order keys
   (:func:`~bosaris_dask.keys.order_keys`) of the ``S`` trials in mixed bins: each chunk sorts
   its own, merge tasks merge sorted runs.
   When the ``O`` trials of the mixed bins fit too, pass A pulls them as well and the count is
@@ -21,6 +21,11 @@ counted exactly:
   passes, for every system of the call at once.
 * The client adds the between-bin part and divides as a :class:`~fractions.Fraction`, rounded
   once to float64.
+* With conditions (``evaluate(..., by=..., exact_auc=True)``) each condition's summary has
+  mixed bins of its own (:class:`AucPart`: a system's trials in one condition). The same
+  passes serve the pooled summaries and every condition's: each chunk keys a system's trials
+  once, then hands each key to the parts whose bins and condition it falls in (the pooled
+  one and its own condition's), so the extra passes are as many as without conditions.
 
 When ``S`` does not fit the budget the bounds stay (``auc`` NaN, ``auc_low``/``auc_high`` exact
 bounds) and :func:`exact_aucs` says why in one line (:class:`ExactAucWarning`).
@@ -60,7 +65,7 @@ from bosaris_dask.measures import twice_u_parts
 
 __all__ = [
     "ExactAucWarning",
-    "NOT_WITH_CONDITIONS",
+    "AucPart",
     "MixedBins",
     "mixed_bins",
     "mixed_twice_u",
@@ -71,8 +76,6 @@ __all__ = [
     "auc_task_memory",
 ]
 
-#: The one-line error of an exact AUC asked for with conditions.
-NOT_WITH_CONDITIONS = "the exact AUC is computed for pooled trials only, not with conditions"
 #: Bits of the prefix table that finds a chunk's trials of the mixed bins (1 MB per system).
 TABLE_BITS = 20
 #: Trials a kernel keys at a time (bounds its temporaries).
@@ -213,59 +216,122 @@ def _in_bins(keys: np.ndarray, bins: MixedBins) -> np.ndarray:
     return (at >= 0) & (keys <= bins.hi[np.maximum(at, 0)])
 
 
-def _class_keys(
-    classes: np.ndarray, s: np.ndarray, m: np.ndarray, code: int, bins: MixedBins
-) -> np.ndarray:
-    """The order keys of a chunk's ``code`` trials whose prefix overlaps a mixed bin, sorted."""
+@dataclass(frozen=True)
+class AucPart:
+    """Whose trials a summary counts: system ``system``'s in condition ``condition`` (an index
+    of the ``groups`` array given to :func:`exact_aucs`), or all of them (``None``)."""
+
+    system: int
+    condition: int | None = None
+
+
+#: One system's parts in a pass: per part, its condition, its mixed bins and the key codes
+#: (+1, -1) whose keys the pass wants.
+_Wanted = tuple[tuple[int | None, MixedBins, tuple[int, ...]], ...]
+
+
+def _part_keys(blocks: Sequence[np.ndarray], system: int, group_at: int | None,
+               wanted: _Wanted, inside: bool = True) -> list[list[np.ndarray]]:  # fmt: skip
+    """Per part and wanted code, the sorted order keys of a chunk's trials of that class (and
+    condition) whose prefix overlaps the part's mixed bins; ``inside``: only those inside the
+    bins. Each trial is keyed once, whatever the parts: the pooled system and every condition
+    share the keying."""
+    classes, s, m = blocks[0], blocks[1 + 2 * system], blocks[2 + 2 * system]
     c, s, m = classes.reshape(-1), s.reshape(-1), m.reshape(-1)
-    low, high = bins.value_range(s.dtype)
-    parts = [np.empty(0, dtype=bins.lo.dtype)]
+    g = blocks[group_at].reshape(-1) if group_at is not None else None
+    ranges = [bins.value_range(s.dtype) for _, bins, _ in wanted]
+    low, high = min(r[0] for r in ranges), max(r[1] for r in ranges)
+    kdt = wanted[0][1].lo.dtype
+    # one table for every part (same key width: one system), so each key is looked up once
+    # before the parts sort it out; a condition's part then sees its own trials only
+    shift = wanted[0][1].shift
+    table = np.logical_or.reduce([bins.table for _, bins, _ in wanted])
+    classes_wanted = {code for _, _, per in wanted for code in per}
+    only = classes_wanted.pop() if len(classes_wanted) == 1 else 0  # key that class only
+    found: list[list[list[np.ndarray]]] = [[[] for _ in codes] for _, _, codes in wanted]
     for lo in range(0, c.size, _BLOCK):
         b = slice(lo, lo + _BLOCK)
-        sb = s[b]
-        picked = (c[b] == code) & m[b] & (sb >= low) & (sb <= high)  # cheap before keying
+        sb, cb = s[b], c[b]
+        picked = ((cb == only) if only else (cb != 0)) & m[b] & (sb >= low) & (sb <= high)
         if not picked.any():
             continue
         keys = order_keys(sb[picked])
-        parts.append(keys[bins.table[keys >> bins.shift]])
-    keys = np.concatenate(parts)
-    keys.sort()
-    return keys
+        near = table[keys >> shift]
+        keys, kc = keys[near], cb[picked][near]
+        if not keys.size:
+            continue
+        by_group: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        if g is not None:
+            kg = g[b][picked][near]
+            order = np.argsort(kg, kind="stable")
+            values, starts = np.unique(kg[order], return_index=True)
+            ends = [*starts[1:], len(order)]
+            for v, a, e in zip(values.tolist(), starts.tolist(), ends, strict=True):
+                by_group[v] = keys[order[a:e]], kc[order[a:e]]
+        for i, (cond, bins, codes) in enumerate(wanted):
+            if cond is None:
+                own, own_c = keys, kc
+            elif cond in by_group:
+                own, own_c = by_group[cond]
+            else:
+                continue
+            if len(wanted) > 1:  # (one part: the union table was its own)
+                keep = bins.table[own >> bins.shift]
+                own, own_c = own[keep], own_c[keep]
+            for j, code in enumerate(codes):
+                found[i][j].append(own if only else own[own_c == code])
+    out = []
+    for (_, bins, _), per_code in zip(wanted, found, strict=True):
+        row = []
+        for parts in per_code:
+            keys = np.concatenate([np.empty(0, dtype=kdt), *parts])
+            keys.sort()
+            row.append(keys[_in_bins(keys, bins)] if inside else keys)
+        out.append(row)
+    return out
 
 
 def _collect_kernel(
-    *blocks: np.ndarray, system: int, bins: MixedBins, both: bool
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """Pass A, one system: the sorted ``S`` keys of the mixed bins (and the ``O`` ones)."""
-    classes, s, m = blocks[0], blocks[1 + 2 * system], blocks[2 + 2 * system]
-    small = _class_keys(classes, s, m, bins.small_code, bins)
-    small = small[_in_bins(small, bins)]
-    if not both:
-        return small, None
-    other = _class_keys(classes, s, m, -bins.small_code, bins)
-    return small, other[_in_bins(other, bins)]
+    *blocks: np.ndarray, system: int, group_at: int | None, wanted: _Wanted
+) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    """Pass A, one system: per part, the sorted ``S`` keys of its mixed bins (and the ``O``
+    ones when the pass wants them)."""
+    found = _part_keys(blocks, system, group_at, wanted)
+    return [(row[0], row[1] if len(row) > 1 else None) for row in found]
 
 
-def _merge_collected(parts: list[tuple[np.ndarray, np.ndarray | None]]) -> tuple:
-    """Sorted runs merged (a stable sort of their concatenation merges runs)."""
-    small = np.sort(np.concatenate([p[0] for p in parts]), kind="stable")
-    if parts[0][1] is None:
-        return small, None
-    return small, np.sort(np.concatenate([p[1] for p in parts]), kind="stable")
+def _merge_collected(parts: list[list[tuple[np.ndarray, np.ndarray | None]]]) -> list:
+    """Sorted runs merged, part by part (a stable sort of their concatenation merges runs)."""
+    merged = []
+    for i in range(len(parts[0])):
+        small = np.sort(np.concatenate([p[i][0] for p in parts]), kind="stable")
+        if parts[0][i][1] is None:
+            merged.append((small, None))
+        else:
+            merged.append((small, np.sort(np.concatenate([p[i][1] for p in parts]),
+                                          kind="stable")))  # fmt: skip
+    return merged
 
 
 def _count_kernel(
-    small_all: np.ndarray, *blocks: np.ndarray, system: int, bins: MixedBins, at: slice
+    small_all: np.ndarray,
+    *blocks: np.ndarray,
+    system: int,
+    group_at: int | None,
+    wanted: _Wanted,
+    at: tuple[slice, ...],
 ) -> list[int]:
-    """Pass B, one system: ``[twice U, O trials]`` of the chunk's ``O`` trials in mixed bins."""
-    classes, s, m = blocks[0], blocks[1 + 2 * system], blocks[2 + 2 * system]
-    other = _class_keys(classes, s, m, -bins.small_code, bins)
-    twice_u, found = mixed_twice_u(bins, small_all[at].astype(bins.lo.dtype), other)
-    return [twice_u, found]
+    """Pass B, one system: per part, ``twice U, O trials`` of the chunk's ``O`` trials in its
+    mixed bins (a flat list)."""
+    found = _part_keys(blocks, system, group_at, wanted, inside=False)  # counted in bins only
+    counts: list[int] = []
+    for (_, bins, _), (other,), where in zip(wanted, found, at, strict=True):
+        counts.extend(mixed_twice_u(bins, small_all[where].astype(bins.lo.dtype), other))
+    return counts
 
 
 def _add_counts(parts: list[list[int]]) -> list[int]:
-    return [sum(p[0] for p in parts), sum(p[1] for p in parts)]
+    return [sum(column) for column in zip(*parts, strict=True)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -275,16 +341,16 @@ def _add_counts(parts: list[list[int]]) -> list[int]:
 
 @dataclass(frozen=True)
 class ExactAuc:
-    """What :func:`exact_aucs` found for the systems of one call.
+    """What :func:`exact_aucs` found for the summaries of one call.
 
     Attributes
     ----------
     values
-        Per system, the exact AUC (a :class:`~fractions.Fraction`) or ``None`` (bounds only).
+        Per summary, the exact AUC (a :class:`~fractions.Fraction`) or ``None`` (bounds only).
     passes
         Passes over the data it took (0, 1 or 2).
     notes
-        Per system, why it is not exact (``""`` where it is).
+        Per summary, why it is not exact (``""`` where it is).
     """
 
     values: list[Fraction | None]
@@ -329,33 +395,49 @@ def exact_aucs(
     key: xr.Dataset,
     summaries: Sequence[ScoreSummary],
     *,
+    parts: Sequence[AucPart] | None = None,
+    groups: da.Array | None = None,
+    names: Sequence[str] | None = None,
     split_every: int = engine.DEFAULT_SPLIT_EVERY,
     progress: bool | None = None,
     warn: bool = True,
 ) -> ExactAuc:
-    """The exact AUC of each system from its summary and at most two more passes.
+    """The exact AUC of each summary and at most two more passes, for all of them at once.
 
     Parameters
     ----------
     scores, key
         The systems and the key the ``summaries`` were made from
-        (:func:`~bosaris_dask.engine.summarize`, same order).
+        (:func:`~bosaris_dask.engine.summarize`).
     summaries
-        Their summaries.
+        Their summaries: without ``parts``, one per system (same order).
+    parts
+        Whose trials each summary counts (one :class:`AucPart` per summary): a system's
+        pooled trials or those of one of its conditions. Each trial of a system is keyed once
+        per pass, for the pooled summary and every condition's together.
+    groups
+        The condition of every cell (``(n_models, n_segments)`` integers, e.g.
+        :meth:`~bosaris_dask.conditions.codes.Conditions.group_index`): needed when a part
+        has a condition.
+    names
+        What the notes call each summary (default: their names).
     split_every
         How many chunk results one merge task combines.
     progress
         Show a progress bar per pass.
     warn
-        Warn (:class:`ExactAucWarning`) for each system whose ``S`` trials exceed the budget.
+        Warn (:class:`ExactAucWarning`) for each summary whose ``S`` trials exceed the budget.
 
     Returns
     -------
     ExactAuc
-        The exact AUCs (``None`` where the budget ``bosaris_dask.auc-limit`` is too small: the
-        note says by how much), and the passes taken.
+        The exact AUCs (``None`` where the budget ``bosaris_dask.auc-limit``, shared by every
+        summary of the call in order, is too small: the note says by how much), and the passes
+        taken.
     """
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
+    parts = [AucPart(k) for k in range(len(summaries))] if parts is None else list(parts)
+    names = [s.name for s in summaries] if names is None else list(names)
     limit = config.get("auc-limit")
     plans = [mixed_bins(s) for s in summaries]
     fits: list[int] = []
@@ -370,9 +452,9 @@ def exact_aucs(
         else:
             side = "targets" if b.small_is_target else "non-targets"
             notes[k] = (
-                f"{s.name}: exact AUC not computed: its mixed score bins hold {b.n_s:,} {side}, "
-                f"over the budget bosaris_dask.auc-limit = {limit:,}"
-                + (f" ({used:,} taken by other systems)" if used else "")
+                f"{names[k]}: exact AUC not computed: its mixed score bins hold {b.n_s:,} "
+                f"{side}, over the budget bosaris_dask.auc-limit = {limit:,}"
+                + (f" ({used:,} taken by other summaries)" if used else "")
                 + f"; reporting bounds {_bounds(s)}"
             )
             if warn:
@@ -381,14 +463,30 @@ def exact_aucs(
     passes = 0
     if fits:
         inputs, _ = engine.pass_inputs(systems, key)
+        group_at = None
+        if any(parts[k].condition is not None for k in fits):
+            if groups is None:
+                raise ValueError("exact_aucs: parts with conditions need groups")
+            inputs = [*inputs, groups.rechunk(inputs[0].chunks)]
+            group_at = len(inputs) - 1
+        by_system: dict[int, list[int]] = {}
+        for k in fits:
+            by_system.setdefault(parts[k].system, []).append(k)
         both = used + sum(plans[k].n_o for k in fits) <= limit  # all fit: no count pass
+
+        def wanted(ks: list[int], codes: str) -> _Wanted:
+            code = {"small": lambda b: (b.small_code,), "other": lambda b: (-b.small_code,),
+                    "both": lambda b: (b.small_code, -b.small_code)}[codes]  # fmt: skip
+            return tuple((parts[k].condition, plans[k], code(plans[k])) for k in ks)
+
         aggs = [
             runner.Aggregation(
-                f"{summaries[k].name} exact AUC keys",
-                partial(_collect_kernel, system=k, bins=plans[k], both=both), None,
-                combine=_merge_collected,
+                f"{names[ks[0]]} exact AUC keys",
+                partial(_collect_kernel, system=system, group_at=group_at,
+                        wanted=wanted(ks, "both" if both else "small")),
+                None, combine=_merge_collected,
             )
-            for k in fits
+            for system, ks in by_system.items()
         ]  # fmt: skip
         name = "exact AUC pass" if both else "exact AUC pass 1 of 2"
         n_other = sum(plans[k].n_o for k in fits)
@@ -397,32 +495,39 @@ def exact_aucs(
             name, aggs, inputs, split_every=split_every, progress=progress, need=need
         )
         passes += 1
-        for k, (small, other) in zip(fits, collected, strict=True):
-            _check(summaries[k].name, "smaller-class", len(small), plans[k].n_s)
-            if both:
-                mixed[k], found = mixed_twice_u(plans[k], small, other)
-                _check(summaries[k].name, "other-class", found, plans[k].n_o)
+        small_of: dict[int, np.ndarray] = {}
+        for ks, per_part in zip(by_system.values(), collected, strict=True):
+            for k, (small, other) in zip(ks, per_part, strict=True):
+                _check(names[k], "smaller-class", len(small), plans[k].n_s)
+                small_of[k] = small
+                if both:
+                    mixed[k], found = mixed_twice_u(plans[k], small, other)
+                    _check(names[k], "other-class", found, plans[k].n_o)
         if not both:
-            small_all = np.concatenate([c[0].astype(np.uint64) for c in collected])
-            ends = np.cumsum([0] + [len(c[0]) for c in collected])
+            order = [k for ks in by_system.values() for k in ks]
+            small_all = np.concatenate([small_of[k].astype(np.uint64) for k in order])
+            ends = dict(zip(order, np.cumsum([len(small_of[k]) for k in order]), strict=True))
+            at = {k: slice(int(ends[k]) - len(small_of[k]), int(ends[k])) for k in order}
             lead = [da.from_array(small_all, chunks=max(1, len(small_all))), "k"]
             aggs = [
                 runner.Aggregation(
-                    f"{summaries[k].name} exact AUC counts",
-                    partial(_count_kernel, system=k, bins=plans[k],
-                            at=slice(int(ends[i]), int(ends[i + 1]))),
+                    f"{names[ks[0]]} exact AUC counts",
+                    partial(_count_kernel, system=system, group_at=group_at,
+                            wanted=wanted(ks, "other"), at=tuple(at[k] for k in ks)),
                     None, combine=_add_counts,
                 )
-                for i, k in enumerate(fits)
+                for system, ks in by_system.items()
             ]  # fmt: skip
             counted = runner.run_pass(
                 "exact AUC pass 2 of 2", aggs, inputs, lead=lead, split_every=split_every,
                 progress=progress, need=need,
             )  # fmt: skip
             passes += 1
-            for k, (twice_u, found) in zip(fits, counted, strict=True):
-                _check(summaries[k].name, "other-class", found, plans[k].n_o)
-                mixed[k] = twice_u
+            for ks, flat in zip(by_system.values(), counted, strict=True):
+                for i, k in enumerate(ks):
+                    twice_u, found = flat[2 * i], flat[2 * i + 1]
+                    _check(names[k], "other-class", found, plans[k].n_o)
+                    mixed[k] = twice_u
     values: list[Fraction | None] = []
     for k, s in enumerate(summaries):
         base, _ = twice_u_parts(s)

@@ -330,7 +330,9 @@ def grouped_pass1(
         raise OptionError("cross_entropy_plo must hold finite prior log-odds")
     cross = [runner.Aggregation(
         f"{sys_names[k]} cross-entropy",
-        partial(grouped_cross_entropy_kernel, system=k, plo=ce_plo, n_groups=n_groups, **blocks),
+        partial(grouped_cross_entropy_kernel, system=k, plo=ce_plo, n_groups=n_groups,
+                compiled=int(np.prod(inputs[0].shape)) * len(ce_plo) >= engine.COMPILED_ECE_TERMS,
+                **blocks),
         cross_entropy_length(len(ce_plo), n_groups),
         finalize=partial(split_cross_entropy, n_plo=len(ce_plo), n_groups=n_groups),
     ) for k in counted] if len(ce_plo) else []  # fmt: skip

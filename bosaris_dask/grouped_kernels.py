@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask import exact_sum, fast_grouped
+from bosaris_dask import exact_sum, fast_ece, fast_grouped
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.errors import OptionError
 from bosaris_dask.kernels import (
@@ -362,6 +362,7 @@ def grouped_cross_entropy_kernel(
     n_groups: int,
     block: int,
     slice_size: int,
+    compiled: bool = False,
 ) -> np.ndarray:
     """Pass 1's cross-entropy sums of one system per group, at prior log-odds ``plo`` (the ECE
     of each condition).
@@ -372,7 +373,8 @@ def grouped_cross_entropy_kernel(
     sums are the integers a plain evaluation of its trials alone gives. Returns
     :func:`cross_entropy_length` float64 values: per ``a``, per group, the targets' then the
     non-targets' :mod:`~bosaris_dask.exact_sum` limbs. Costs ``len(plo)`` softplus evaluations
-    per trial.
+    per trial. ``compiled``: sum with the loops of :mod:`~bosaris_dask.fast_ece` where numba is
+    installed (the same bits).
 
     Examples
     --------
@@ -396,6 +398,7 @@ def grouped_cross_entropy_kernel(
     units = [[0] * n_slots for _ in plo]
     m = min(ws.block, s_all.size)
     x, xa = np.empty(m, dtype=np.float64), np.empty(m, dtype=np.float64)
+    kernel = fast_ece.loops() if compiled else None
     for b in slices(s_all.size, ws.block):
         n = b.stop - b.start
         key_cls, scored, g = cls_all[b], m_all[b], grp_all[b]
@@ -415,10 +418,15 @@ def grouped_cross_entropy_kernel(
         np.copyto(xb, s_all[b].take(order), casting="unsafe")
         np.copyto(xb, 0.0, where=~np.isfinite(xb))  # pass 1 reports non-finite scores
         all_trials = np.count_nonzero(cs) == n
+        largest = float(np.max(np.abs(xb))) if kernel is not None and n else 0.0
         for k, a in enumerate(plo):
-            np.add(xb, a, out=xab)
-            terms = softplus_terms(cs, xab, ws, all_trials)
-            for j, v in zip(filled.tolist(), _run_units(terms, starts, ws.e[:n]), strict=True):
+            if kernel is not None and fast_ece.fits(largest, a):
+                run = fast_ece.run_sums(kernel, xb, cs, starts, a, xab, ws.e)
+            else:
+                np.add(xb, a, out=xab)
+                terms = softplus_terms(cs, xab, ws, all_trials)
+                run = _run_units(terms, starts, ws.e[:n])
+            for j, v in zip(filled.tolist(), run, strict=True):
                 units[k][j] += v
     out = []
     for total in units:

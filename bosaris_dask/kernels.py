@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask import exact_sum, fast_pass1
+from bosaris_dask import exact_sum, fast_ece, fast_pass1
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.keys import key_dtype
 
@@ -212,6 +212,7 @@ def cross_entropy_kernel(
     plo: np.ndarray,
     block: int,
     slice_size: int,
+    compiled: bool = False,
 ) -> np.ndarray:
     """Pass 1's cross-entropy sums of one system at prior log-odds ``plo`` (the ECE plot).
 
@@ -219,13 +220,16 @@ def cross_entropy_kernel(
     ``sum log(1 + exp(s + a))`` over non-targets, ``s + a`` in float64, each term rounded and
     added exactly as :func:`softplus_sums` does (``a = 0`` gives Cllr's sums, bit for bit).
     Returns ``len(plo) * 2`` :mod:`~bosaris_dask.exact_sum` limb vectors: per ``a``, targets
-    then non-targets. Costs ``len(plo)`` softplus evaluations per trial.
+    then non-targets. Costs ``len(plo)`` softplus evaluations per trial. ``compiled``: sum
+    with the loops of :mod:`~bosaris_dask.fast_ece` where numba is installed (the same bits).
     """
     s, m = pairs[2 * system], pairs[2 * system + 1]
     ws = workspace(np.dtype(s.dtype), block, slice_size)
     cls_flat, s_flat, m_flat = classes.reshape(-1), s.reshape(-1), m.reshape(-1)
     sums = [[0, 0] for _ in plo]
     x = np.empty(min(ws.block, s_flat.size), dtype=np.float64)
+    kernel = fast_ece.loops() if compiled else None
+    xa = np.empty_like(x) if kernel is not None else x
     for b in slices(s_flat.size, ws.block):
         n = b.stop - b.start
         key_cls, scored = cls_flat[b], m_flat[b]
@@ -234,8 +238,13 @@ def cross_entropy_kernel(
         np.copyto(xb, s_flat[b], casting="unsafe")
         np.copyto(xb, 0.0, where=~np.isfinite(xb))  # pass 1 reports non-finite scores
         all_trials = np.count_nonzero(c) == n
+        largest = float(np.max(np.abs(xb))) if kernel is not None and n else 0.0
+        codes = np.ascontiguousarray(c, dtype=np.int8) if kernel is not None else c
         for g, a in enumerate(plo):
-            non, tar = softplus_sums(c, xb + a, ws, all_trials)
+            if kernel is not None and fast_ece.fits(largest, a):
+                non, tar = fast_ece.two_sums(kernel, xb, codes, a, xa, ws.e)
+            else:
+                non, tar = softplus_sums(c, xb + a, ws, all_trials)
             sums[g][0] += tar
             sums[g][1] += non
     return np.concatenate([exact_sum.to_limbs(v) for pair in sums for v in pair])

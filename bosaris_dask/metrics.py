@@ -182,7 +182,8 @@ def evaluate(
         after the summary (none when no coarse bin holds both classes), for every system at
         once, when the smaller class of the mixed bins fits ``bosaris_dask.auc-limit``; else
         ``auc`` stays NaN with its bounds, an :class:`~bosaris_dask.exact_auc.ExactAucWarning`
-        and ``attrs["auc_notes"]`` saying why. Not with conditions.
+        and ``attrs["auc_notes"]`` saying why. With conditions, per condition too
+        (``condition_auc``, each from its own trials), from the same extra passes.
     bootstrap_method
         ``"multinomial"`` (each side draws as many of its groups as it has, with replacement)
         or ``"poisson"`` (each group's multiplicity from Poisson(1)): how the bootstrap
@@ -244,15 +245,11 @@ def evaluate(
     if conditions or by or len(cprimary_priors) or equalize:
         from bosaris_dask.conditions.evaluation import evaluate_conditions
 
-        if exact_auc:
-            from bosaris_dask.exact_auc import NOT_WITH_CONDITIONS as AUC_NOT_WITH_CONDITIONS
-
-            raise OptionError(AUC_NOT_WITH_CONDITIONS)
         return evaluate_conditions(
             scores, key, conditions=conditions, by=by, cprimary_priors=cprimary_priors,
             priors=priors, operating_points=operating_points, sweep=sweep, names=names,
             allow_missing=allow_missing, progress=progress, split_every=split_every,
-            equalize=equalize, fmr=fmr, fnmr=fnmr, ece_plo=ece_plo,
+            equalize=equalize, fmr=fmr, fnmr=fnmr, ece_plo=ece_plo, exact_auc=exact_auc,
         )  # fmt: skip
     return pooled_evaluation(
         scores, key, priors=priors, operating_points=operating_points, sweep=sweep,

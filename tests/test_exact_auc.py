@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score
 
 from bosaris_dask import engine, exact_auc, metrics
-from bosaris_dask.errors import OptionError
 from bosaris_dask.trials import key_from_labels, make_key, make_scores
 
 
@@ -235,13 +234,6 @@ def test_mixed_twice_u_counts_pairs_inside_bins_only():
     assert (twice_v, found) == (2 * 3 * 4 - 12, 3)
 
 
-def test_not_with_conditions():
-    key = make_key(["m"], list("ab"), [[1, -1]])
-    scores = make_scores(["m"], list("ab"), [[1.0, 0.0]])
-    with pytest.raises(OptionError, match="^the exact AUC is computed for pooled trials only"):
-        metrics.evaluate(scores, key, by=["model.x"], exact_auc=True)
-
-
 def _text_scores(tmp_path):
     rng = np.random.default_rng(5)
     lines = [f"m{i} t{i} {float(s)!r} target" for i, s in enumerate(rng.normal(1, 1, 60))]
@@ -273,18 +265,6 @@ def test_cli_exact_auc_and_its_one_line_warning(tmp_path, capsys):
     assert doc["auc_notes"] == [err[0].removeprefix("warning: ")]
     entry = doc["systems"][0]
     assert entry["auc"] is None and entry["auc_low"] < float(_mann_whitney(tar, non))
-
-
-def test_cli_exact_auc_with_by_is_the_one_line_error(tmp_path, capsys):
-    from bosaris_dask.cli import main
-
-    path, _, _ = _text_scores(tmp_path)
-    table = tmp_path / "models.tsv"
-    table.write_text("model\tg\n" + "".join(f"m{i}\t{i % 2}\n" for i in range(240)))
-    assert main(["evaluate", "--format", "wespeaker", "--scores", str(path), "-q",
-                 "--exact-auc", "--conditions", str(table), "--by", "model.g"]) == 1  # fmt: skip
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"bosaris-dask: error: {exact_auc.NOT_WITH_CONDITIONS}"]
 
 
 class _FakeClient:

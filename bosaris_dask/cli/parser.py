@@ -418,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--exact-auc", action="store_true",
         help="make the AUC exact at any scale: one or two more passes when the smaller class of "
         "the score bins holding both classes fits bosaris_dask.auc-limit (else its bounds, and "
-        "a warning); not with --by/--conditions",
+        "a warning); with --by, per condition too, from the same passes",
     )  # fmt: skip
     p.add_argument(
         "--plots-dir", metavar="DIR",

@@ -37,10 +37,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         args.cprimary_priors = [op.effective_prior for op in profile.operating_points]
     _default_priors(args)
     args.ece_plo = _ece_grid(args, with_operating_points=True) if args.ece or args.ece_plo else None
-    if args.exact_auc and (args.by or args.conditions):  # before any input is read
-        from bosaris_dask.exact_auc import NOT_WITH_CONDITIONS as AUC_NOT_WITH_CONDITIONS
-
-        raise OptionError(AUC_NOT_WITH_CONDITIONS)
     start = time.perf_counter()
 
     def open_inputs() -> tuple[Any, list[Any]]:

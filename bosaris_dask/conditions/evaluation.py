@@ -24,22 +24,25 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import xarray as xr
 from scipy.special import logit
 
-from bosaris_dask import measures, metrics, result_layout, roc
+from bosaris_dask import engine, measures, metrics, result_layout, roc
 from bosaris_dask._deprecation import renamed_getattr
 from bosaris_dask.conditions import equalized
-from bosaris_dask.conditions.codes import BySpec, condition_codes
+from bosaris_dask.conditions.codes import BySpec, Conditions, condition_codes
 from bosaris_dask.conditions.summaries import condition_summaries
 from bosaris_dask.conditions.tables import ConditionTable, read_condition_table
 from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.ece import check_plo, ece_from_summary
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import OptionError
+from bosaris_dask.exact_auc import AucPart, ExactAuc, apply_exact_auc, exact_aucs, with_passes
 
 __all__ = ["evaluate_conditions", "conditions_and_summaries", "condition_result",
            "conditions_as_systems", "summary_cprimary", "PREFIX"]  # fmt: skip
@@ -107,6 +110,7 @@ def conditions_and_summaries(
     fmr: Sequence[float] = (),
     fnmr: Sequence[float] = (),
     ece_plo: Sequence[float] | np.ndarray | None = None,
+    exact_auc: bool = False,
 ) -> tuple[xr.Dataset, list[ScoreSummary]]:
     """:func:`~bosaris_dask.metrics.evaluate`, pooled and per condition, with Cprimary, and the
     pooled summaries it was computed from (those of a plain evaluation, bin for bin, unless
@@ -131,6 +135,13 @@ def conditions_and_summaries(
         (``condition_ece``, ``condition_ece_pav`` over ``system``, ``condition``,
         ``ece_plo``; NaN for a condition without targets or non-targets), their
         cross-entropy sums made in pass 1 (no extra pass).
+    exact_auc
+        As :func:`~bosaris_dask.metrics.evaluate`, pooled and per condition: each condition's
+        ``condition_auc`` is the exact AUC of its own trials (NaN without targets or
+        non-targets), from the same one or two extra passes as the pooled ones (every
+        condition's keys pulled and counted in them), within the one budget
+        ``bosaris_dask.auc-limit`` (pooled summaries first, then the conditions in order;
+        beyond it, bounds and a note in ``attrs["auc_notes"]``).
     equalize
         Also the partition-equalized metrics over the conditions (NIST SRE), from the same
         passes: ``equalized_eer`` (``system``), ``equalized_act_dcf`` and
@@ -187,7 +198,12 @@ def conditions_and_summaries(
                            cross_entropy_plo=ce_plo, allow_missing=allow_missing,
                            progress=progress, split_every=split_every,
                            names=names)  # fmt: skip
+        exact = _exact(systems, key, pooled, [], None, exact_auc, split_every, progress)
+        if exact is not None:
+            pooled = with_passes(pooled, exact.passes)
         ds = result_layout.results_dataset(pooled, points, sweep, fmr, fnmr)
+        if exact is not None:
+            ds = apply_exact_auc(ds, exact)
         return _with_cprimary(ds, pooled, cp), list(pooled)
     cond = condition_codes(key, _tables(conditions), by)
     result = condition_summaries(
@@ -200,8 +216,25 @@ def conditions_and_summaries(
     if result.equalized is not None:
         ds = equalized.add_to_dataset(ds, *result.equalized, by=[str(b) for b in cond.by],
                                       cprimary_priors=cp)  # fmt: skip
-    ds.attrs["passes"] = result.passes
     labels = cond.labels
+    texts = [", ".join(f"{k}={v}" for k, v in lab.items()) for lab in labels]
+    pairs = [(k, g) for k, row in enumerate(result.by_condition)
+             for g, summary in enumerate(row) if summary is not None]  # fmt: skip
+    exact = _exact(systems, key, result.pooled,
+                   [(k, g, result.by_condition[k][g], texts[g]) for k, g in pairs],
+                   cond, exact_auc, split_every, progress)  # fmt: skip
+    pooled_summaries = list(result.pooled)
+    condition_auc: dict[tuple[int, int], Fraction] = {}
+    if exact is not None:
+        n_pooled = len(systems)
+        ds = apply_exact_auc(ds, replace(exact, values=exact.values[:n_pooled]))
+        notes = [n for n in exact.notes if n]
+        if notes:
+            ds.attrs["auc_notes"] = notes
+        condition_auc = {pair: v for pair, v in zip(pairs, exact.values[n_pooled:], strict=True)
+                         if v is not None}  # fmt: skip
+        pooled_summaries = with_passes(pooled_summaries, exact.passes)
+    ds.attrs["passes"] = result.passes + (exact.passes if exact is not None else 0)
     data: dict[str, Any] = {}
     priors_eff = [op.effective_prior for op in points]
     n_sys, n_cond, n_plo = len(systems), len(labels), ds.sizes["plo"]
@@ -223,6 +256,8 @@ def conditions_and_summaries(
             curves[k, g] = {name: values[name] for name in _CURVES}
             if cp is not None:
                 values["cprimary_act"], values["cprimary_min"] = summary_cprimary(summary, cp)
+            if (k, g) in condition_auc:
+                values["auc"] = values["auc_low"] = values["auc_high"] = float(condition_auc[k, g])
             for name, arr in blank.items():
                 arr[k, g] = values[name]
             for name, value in metrics.fixed_rate_metrics(summary, fmr, fnmr).items():
@@ -245,14 +280,40 @@ def conditions_and_summaries(
         rows = [curves.get((k, g), {}).get(name, []) for k in range(n_sys) for g in range(n_cond)]
         data[PREFIX + name] = (("system", "condition", PREFIX + dim),
                                result_layout.padded(rows, (n_sys, n_cond)))  # fmt: skip
-    coords: dict[str, Any] = {
-        "condition": [", ".join(f"{k}={v}" for k, v in lab.items()) for lab in labels]
-    }
+    coords: dict[str, Any] = {"condition": texts}
     for spec in cond.by:
         coords[str(spec)] = ("condition", [lab[str(spec)] for lab in labels])
     ds = result_layout.with_attrs(ds.assign_coords(coords).assign(data), PREFIX)
     ds.attrs["by"] = [str(b) for b in cond.by]
-    return ds, list(result.pooled)
+    return ds, pooled_summaries
+
+
+def _exact(
+    systems: list[xr.Dataset],
+    key: xr.Dataset,
+    pooled: Sequence[ScoreSummary],
+    conditions: Sequence[tuple[int, int, ScoreSummary, str]],
+    cond: Conditions | None,
+    exact_auc: bool,
+    split_every: int,
+    progress: bool,
+) -> ExactAuc | None:
+    """The exact AUCs of the pooled summaries, then of each ``(system, condition, summary,
+    label)`` in ``conditions``, from the same extra passes (``None`` unless ``exact_auc``)."""
+    if not exact_auc:
+        return None
+    parts = [AucPart(k) for k in range(len(pooled))]
+    parts += [AucPart(k, g) for k, g, _, _ in conditions]
+    names = [s.name for s in pooled] + [f"{pooled[k].name} [{text}]"
+                                        for k, _, _, text in conditions]  # fmt: skip
+    groups = None
+    if conditions and cond is not None:
+        inputs, _ = engine.pass_inputs(systems, key)
+        groups = cond.group_index(inputs[0].chunks)
+    return exact_aucs(
+        systems, key, [*pooled, *(s for _, _, s, _ in conditions)], parts=parts, groups=groups,
+        names=names, split_every=split_every, progress=progress,
+    )  # fmt: skip
 
 
 def _with_cprimary(
