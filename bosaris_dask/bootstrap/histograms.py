@@ -69,7 +69,8 @@ LIMBS = 32
 _NIBBLES = LIMBS // 2
 #: The largest per-block pair histogram a task builds (bytes); blocks are split beyond.
 BLOCK_BYTES = 1 << 26
-_PAIRS = 4096  # pairs per matrix product
+_PAIRS = 4096  # pairs per matrix product (batched)
+_MIN_RUN = 32  # pairs per model group from which the products go a model group at a time
 _SUB = 1 << 16  # terms per float bincount: sums of < 2**37 integers stay exact
 _HI, _LO = 20, 37  # a term t < 2**17 is hi * 2**-20 + lo * 2**-57, hi and lo < 2**37
 _BIG = 2.0**17
@@ -162,7 +163,6 @@ def _block(m, s, mcode, scode, ri, cj, classes, score, mask, cond, binning, nb, 
     for c, (occupied, table, sums) in enumerate(cl[:3] for cl in per_class):
         if not len(occupied):
             continue
-        n_pairs = len(occupied)
         hi, lo = (_nibbles(v) for v in sums)
         k_hi, k_lo = hi.shape[1], lo.shape[1]
         table[:, nb : nb + k_hi] = hi  # the limbs used, after the counts (float32: exact)
@@ -171,25 +171,85 @@ def _block(m, s, mcode, scode, ri, cj, classes, score, mask, cond, binning, nb, 
         cols = np.r_[0 : nb + k_hi, nb + _NIBBLES : nb + _NIBBLES + k_lo]
         within = occupied % n_cells
         mg, sg, gc = gm_u[within // n_gs], gs_u[within % n_gs], occupied // n_cells
-        starts = np.r_[np.flatnonzero(np.r_[True, gc[1:] != gc[:-1]]), n_pairs]
-        batches = [(a, min(a + _PAIRS, e)) for s0, e in zip(starts[:-1], starts[1:], strict=True)
-                   for a in range(s0, e, _PAIRS)]  # fmt: skip
-        for a, e in batches:
-            b = slice(a, e)
-            g = int(gc[a])
-            wt = s[sg[b]]  # (pairs, 1 + B): the resamples' pair weights, the pairs of one
-            runs = np.flatnonzero(np.diff(mg[b])) + 1  # model group in a row: one multiply
-            for lo_, hi_ in zip(np.r_[0, runs], np.r_[runs, len(wt)], strict=True):
-                wt[lo_:hi_] *= m[mg[a + lo_]]
-            sums = x32[b].sum(axis=0, dtype=np.float64)
-            bound = float(wt.max()) * float(sums.max())
-            used = sums > 0  # the batch's columns with a trial (all others add zeros)
-            xb = x32[b] if used.all() else x32[b][:, used]
-            if bound < _F32:  # float32 is exact: every partial sum is an integer below 2**24
-                out[g, c][:, cols[used]] += wt.T @ xb
-            else:
-                out[g, c][:, cols[used]] += wt.T.astype(np.float64) @ xb.astype(np.float64)
-            guard[0] += bound
+        # runs of one (condition, model group): the cells are sorted by it
+        starts = np.r_[0, np.flatnonzero(np.diff(occupied // n_gs)) + 1, len(occupied)]
+        if len(occupied) >= _MIN_RUN * (len(starts) - 1):
+            _per_model_group(m, s, x32, nb, cols, starts, mg, within % n_gs, gs_u, gc,
+                             out[:, c], guard)  # fmt: skip
+        else:
+            _batched(m, s, x32, cols, mg, sg, gc, out[:, c], guard)
+
+
+def _per_model_group(m, s, x32, nb, cols, starts, mg, sg_l, gs_u, gc, out, guard) -> None:
+    """The products of one class's pairs, a model group (of one condition) at a time: ``T =
+    s_sel @ H`` over the group's pairs ``H`` for the resamples ``sel`` that draw the model group
+    (about 63% of them: a multinomial resample leaves a group out with probability ~1/e), then
+    ``out[sel] += m[sel] * T``: no pair weights to build, and a third fewer multiply-adds than
+    :func:`_batched`. ``s_sel`` holds the block's segment multiplicities; ``T`` is float32 where
+    a bound on its sums (the largest segment multiplicity times the run's trials, or 15 per pair
+    for the limb columns) is below ``2**24``, float64 otherwise; ``m * T`` is float64 (exact)."""
+    used = x32.sum(axis=0) > 0  # the block's columns with a trial (all others add zeros)
+    xu = x32 if used.all() else x32.take(np.flatnonzero(used), axis=1)
+    # a bound on a run's column sums: its trials (count columns), 15 per pair (limb columns)
+    trials = np.add.reduceat(x32[:, :nb].sum(axis=1, dtype=np.float64), starts[:-1])
+    col_max = np.maximum(trials, 15.0 * np.diff(starts))
+    s_blk = np.ascontiguousarray(s[gs_u].T)  # (1 + B, the block's segment groups)
+    s_max = float(s_blk.max())
+    accs: dict[int, np.ndarray] = {}
+    everyone = np.arange(len(s_blk))
+    for r, (a, e) in enumerate(zip(starts[:-1], starts[1:], strict=True)):
+        mrow = m[mg[a]]
+        sel = np.flatnonzero(mrow)
+        if not len(sel):
+            continue
+        whole = len(sel) == len(mrow)
+        sel = everyone if whole else sel
+        wt = s_blk if whole else s_blk[sel]  # (resamples drawing the group, segment groups)
+        idx = sg_l[a:e]
+        if len(idx) != wt.shape[1] or idx[0] != 0 or idx[-1] != len(idx) - 1:
+            wt = wt[:, idx]  # the run's segment groups, when not all of the block's
+        bound = s_max * float(col_max[r])
+        if bound < _F32:  # float32 is exact: every partial sum is an integer below 2**24
+            t = wt @ xu[a:e]
+        else:
+            t = wt.astype(np.float64) @ xu[a:e].astype(np.float64)
+        weight = mrow[sel].astype(np.float64)[:, None]
+        acc = accs.get(int(gc[a]))
+        if acc is None:
+            acc = accs[int(gc[a])] = np.zeros((len(mrow), xu.shape[1]))
+        if whole:
+            acc += weight * t
+        else:
+            acc[sel] += weight * t
+        guard[0] += float(mrow.max()) * bound
+    for g, acc in accs.items():
+        out[g][:, cols[used]] += acc
+
+
+def _batched(m, s, x32, cols, mg, sg, gc, out, guard) -> None:
+    """The products of one class's pairs in batches of ``_PAIRS``: ``w.T @ H`` with ``w`` every
+    resample's pair weights (for pairs of few per model group, where
+    :func:`_per_model_group`'s products would be too thin)."""
+    n_pairs = len(mg)
+    starts = np.r_[np.flatnonzero(np.r_[True, gc[1:] != gc[:-1]]), n_pairs]
+    batches = [(a, min(a + _PAIRS, e)) for s0, e in zip(starts[:-1], starts[1:], strict=True)
+               for a in range(s0, e, _PAIRS)]  # fmt: skip
+    for a, e in batches:
+        b = slice(a, e)
+        g = int(gc[a])
+        wt = s[sg[b]]  # (pairs, 1 + B): the resamples' pair weights, the pairs of one
+        runs = np.flatnonzero(np.diff(mg[b])) + 1  # model group in a row: one multiply
+        for lo_, hi_ in zip(np.r_[0, runs], np.r_[runs, len(wt)], strict=True):
+            wt[lo_:hi_] *= m[mg[a + lo_]]
+        sums = x32[b].sum(axis=0, dtype=np.float64)
+        bound = float(wt.max()) * float(sums.max())
+        used = sums > 0  # the batch's columns with a trial (all others add zeros)
+        xb = x32[b] if used.all() else x32[b][:, used]
+        if bound < _F32:  # float32 is exact: every partial sum is an integer below 2**24
+            out[g][:, cols[used]] += wt.T @ xb
+        else:
+            out[g][:, cols[used]] += wt.T.astype(np.float64) @ xb.astype(np.float64)
+        guard[0] += bound
 
 
 _TRIALS = 1 << 22  # the most cells of one block (its per-trial temporaries)
