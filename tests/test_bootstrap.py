@@ -605,12 +605,15 @@ def test_compiled_pass_equals_the_numpy_path_bit_for_bit(seed, rows, cols, g, n_
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10_000), rows=st.integers(1, 40), cols=st.integers(1, 40),
        g=st.integers(1, 6), n_cond=st.integers(0, 3), f64=st.booleans(),
-       small=st.booleans())  # fmt: skip
-def test_products_per_model_group_equal_the_batched_ones(seed, rows, cols, g, n_cond, f64, small):
+       small=st.booleans(), pairs=st.sampled_from([1, 2, 3, 4096]))  # fmt: skip
+def test_products_per_model_group_equal_the_batched_ones(
+    seed, rows, cols, g, n_cond, f64, small, pairs
+):
     """The products a model group at a time (only the resamples that draw the group) against
     the batched ones (every resample's pair weights): random classes, masks, group codes in any
     order, conditions, zero multiplicities, one block or (``small``) many, float32 products or
-    (``f64``: float32's exact range made tiny) float64 ones; the same sums, bit for bit."""
+    (``f64``: float32's exact range made tiny) float64 ones, segment groups in slices (and
+    batches) of ``pairs``; the same sums, bit for bit."""
     from bosaris_dask.bootstrap import histograms
 
     rng = np.random.default_rng(seed)
@@ -625,8 +628,9 @@ def test_products_per_model_group_equal_the_batched_ones(seed, rows, cols, g, n_
     blocks = [score, mask] + ([rng.integers(0, n_cond, (rows, cols)).astype(np.int8)]
                               if n_cond else [])  # fmt: skip
     kw = {"system": 0, "binning": binning, "n_conditions": n_cond, "pin_blas": False}
-    saved = histograms._TRIALS, histograms._MIN_RUN, histograms._F32
+    saved = histograms._TRIALS, histograms._MIN_RUN, histograms._F32, histograms._PAIRS
     histograms._TRIALS = 40 if small else saved[0]
+    histograms._PAIRS = pairs
     histograms._F32 = 16.0 if f64 else saved[2]  # above every m * s here (at most 9)
     try:
         histograms._MIN_RUN = 1
@@ -634,7 +638,7 @@ def test_products_per_model_group_equal_the_batched_ones(seed, rows, cols, g, n_
         histograms._MIN_RUN = 10**9
         batched = histograms.chunk_histograms(m, s, mcode, scode, classes, *blocks, **kw)
     finally:
-        histograms._TRIALS, histograms._MIN_RUN, histograms._F32 = saved
+        histograms._TRIALS, histograms._MIN_RUN, histograms._F32, histograms._PAIRS = saved
     # the sums (not the last entry: each way's bound on them)
     np.testing.assert_array_equal(per_group[:-1], batched[:-1])
     assert per_group[-1] < 2.0**53 and batched[-1] < 2.0**53

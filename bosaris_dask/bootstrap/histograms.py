@@ -188,30 +188,41 @@ def _per_model_group(m, s, x32, nb, cols, starts, mg, sg_l, gs_u, gc, out, guard
     s_sel @ H`` over the group's pairs ``H`` for the resamples ``sel`` that draw the model group
     (about 63% of them: a multinomial resample leaves a group out with probability ~1/e), then
     ``out[sel] += m[sel] * T``: no pair weights to build, and a third fewer multiply-adds than
-    :func:`_batched`. ``s_sel`` holds the block's segment multiplicities; ``T`` is float32 where
-    a bound on its sums (the largest segment multiplicity times the run's trials, or 15 per pair
-    for the limb columns) is below ``2**24``, float64 otherwise; ``m * T`` is float64 (exact)."""
+    :func:`_batched`. ``s_sel`` holds the segment multiplicities of up to ``_PAIRS`` of the
+    block's segment groups (a model group's pairs with more are done in pieces); ``T`` is float32
+    where a bound on its sums (the largest segment multiplicity times the piece's trials, or 15
+    per pair for the limb columns) is below ``2**24``, float64 otherwise; ``m * T`` is float64
+    (exact)."""
     used = x32.sum(axis=0) > 0  # the block's columns with a trial (all others add zeros)
     xu = x32 if used.all() else x32.take(np.flatnonzero(used), axis=1)
-    # a bound on a run's column sums: its trials (count columns), 15 per pair (limb columns)
-    trials = np.add.reduceat(x32[:, :nb].sum(axis=1, dtype=np.float64), starts[:-1])
-    col_max = np.maximum(trials, 15.0 * np.diff(starts))
-    s_blk = np.ascontiguousarray(s[gs_u].T)  # (1 + B, the block's segment groups)
-    s_max = float(s_blk.max())
+    # pieces of runs: the block's segment groups in slices of _PAIRS (their multiplicities,
+    # transposed, are one slice at a time in memory), run by run within a slice
+    piece = sg_l // _PAIRS
+    run = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
+    bounds = np.r_[0, np.flatnonzero(np.diff(run * (int(piece.max()) + 1) + piece)) + 1, len(run)]
+    # a bound on a piece's column sums: its trials (count columns), 15 per pair (limb columns)
+    trials = np.add.reduceat(x32[:, :nb].sum(axis=1, dtype=np.float64), bounds[:-1])
+    col_max = np.maximum(trials, 15.0 * np.diff(bounds))
     accs: dict[int, np.ndarray] = {}
-    everyone = np.arange(len(s_blk))
-    for r, (a, e) in enumerate(zip(starts[:-1], starts[1:], strict=True)):
+    current = -1
+    for i in np.argsort(piece[bounds[:-1]], kind="stable"):
+        a, e = int(bounds[i]), int(bounds[i + 1])
         mrow = m[mg[a]]
         sel = np.flatnonzero(mrow)
         if not len(sel):
             continue
+        if piece[a] != current:  # (1 + B, the slice's segment groups)
+            current = int(piece[a])
+            s_blk = np.ascontiguousarray(s[gs_u[current * _PAIRS : (current + 1) * _PAIRS]].T)
+            s_max = float(s_blk.max())
+            everyone = np.arange(len(s_blk))
         whole = len(sel) == len(mrow)
         sel = everyone if whole else sel
         wt = s_blk if whole else s_blk[sel]  # (resamples drawing the group, segment groups)
-        idx = sg_l[a:e]
+        idx = sg_l[a:e] - current * _PAIRS
         if len(idx) != wt.shape[1] or idx[0] != 0 or idx[-1] != len(idx) - 1:
-            wt = wt[:, idx]  # the run's segment groups, when not all of the block's
-        bound = s_max * float(col_max[r])
+            wt = wt[:, idx]  # the piece's segment groups, when not all of the slice's
+        bound = s_max * float(col_max[i])
         if bound < _F32:  # float32 is exact: every partial sum is an integer below 2**24
             t = wt @ xu[a:e]
         else:
@@ -426,10 +437,13 @@ def task_memory(
 ) -> memory.TaskMemory:
     """The peak memory of a bootstrap task, for the workers' memory check before the pass:
     one chunk of the inputs, a block's per-trial temporaries (~64 bytes a cell), its pair
-    histograms (three copies) and weights, and the resamples' histograms of every system."""
+    histograms (three copies), weights (or multiplicities, twice) and float64 accumulators, and
+    the resamples' histograms of every system."""
     cells = int(np.prod([max(c) for c in inputs[0].chunks]))
     chunk = sum(cells * a.dtype.itemsize for a in inputs)
     result = n_systems * 2 * n_rows * (nb + LIMBS) * 8
-    buffers = min(cells, _TRIALS) * 64 + 3 * BLOCK_BYTES + _PAIRS * n_rows * 4
+    # the pair weights or a slice of segment multiplicities and its gathered rows, the
+    # float64 accumulators of a class
+    buffers = min(cells, _TRIALS) * 64 + 3 * BLOCK_BYTES + 2 * _PAIRS * n_rows * 4 + result // 2
     return memory.TaskMemory(inputs=chunk, buffers=buffers, results=result,
                              merge=(split_every + 1) * result, held=2 * result)  # fmt: skip
