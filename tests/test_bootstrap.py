@@ -613,7 +613,7 @@ def test_products_per_model_group_equal_the_batched_ones(
     the batched ones (every resample's pair weights): random classes, masks, group codes in any
     order, conditions, zero multiplicities, one block or (``small``) many, float32 products or
     (``f64``: float32's exact range made tiny) float64 ones, segment groups in slices (and
-    batches) of ``pairs``; the same sums, bit for bit."""
+    batches) of ``pairs``, blocks in threads or in turn; the same sums, bit for bit."""
     from bosaris_dask.bootstrap import histograms
 
     rng = np.random.default_rng(seed)
@@ -635,10 +635,14 @@ def test_products_per_model_group_equal_the_batched_ones(
     try:
         histograms._MIN_RUN = 1
         per_group = histograms.chunk_histograms(m, s, mcode, scode, classes, *blocks, **kw)
+        # the blocks one after another (tasks in parallel) as in threads of one task: the same
+        in_turn = histograms.chunk_histograms(m, s, mcode, scode, classes, *blocks,
+                                              **(kw | {"pin_blas": True}))  # fmt: skip
         histograms._MIN_RUN = 10**9
         batched = histograms.chunk_histograms(m, s, mcode, scode, classes, *blocks, **kw)
     finally:
         histograms._TRIALS, histograms._MIN_RUN, histograms._F32, histograms._PAIRS = saved
+    np.testing.assert_array_equal(in_turn.view(np.int64), per_group.view(np.int64))
     # the sums (not the last entry: each way's bound on them)
     np.testing.assert_array_equal(per_group[:-1], batched[:-1])
     assert per_group[-1] < 2.0**53 and batched[-1] < 2.0**53

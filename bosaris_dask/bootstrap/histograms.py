@@ -50,7 +50,9 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 import dask.array as da
@@ -305,7 +307,9 @@ def chunk_histograms(
 
     The chunk is cut into blocks of whole groups (its rows ordered by model group, its columns
     by segment group), so each group pair of the chunk is in one block whatever the ids' order,
-    with at most ``BLOCK_BYTES`` of pair histogram and ``_TRIALS`` cells per block.
+    with at most ``BLOCK_BYTES`` of pair histogram and ``_TRIALS`` cells per block. Without
+    ``pin_blas`` (fewer tasks than cores), the blocks run in as many threads as cores, each
+    with its own sums (integers: the same sums in any order).
     """
     score, mask = blocks[2 * system], blocks[2 * system + 1]
     cond = blocks[-1] if n_conditions else None
@@ -313,26 +317,39 @@ def chunk_histograms(
     # checked on the client before the pass (check_multiplicities): only an internal guard here
     assert float(m.max()) * float(s.max()) < _F32, "multiplicities not checked before the pass"
     m, s = m.T.astype(np.float32), s.T.astype(np.float32)  # rows: groups
-    out = np.zeros((max(1, n_conditions), 2, m.shape[1], nb + LIMBS))
-    guard = np.zeros(1)
-    # many small products: one BLAS thread per task where the tasks run in parallel
-    with pinned_blas() if pin_blas else contextlib.nullcontext():
-        _chunk(m, s, mcode, scode, classes, score, mask, cond, binning, nb, out, guard)
+    shape = (max(1, n_conditions), 2, m.shape[1], nb + LIMBS)
+    cuts = _blocks(mcode, scode, nb)
+    # tasks in parallel (pin_blas): one BLAS thread each, blocks in turn; fewer tasks than
+    # cores: the blocks in threads of this task with one BLAS thread each, or one block with a
+    # threaded BLAS
+    threads = 1 if pin_blas else min(len(cuts), os.cpu_count() or 1)
+    parts = [(np.zeros(shape), np.zeros(1)) for _ in range(threads)]
+
+    def run(k: int) -> None:
+        out, guard = parts[k]
+        for ri, cj in cuts[k::threads]:
+            _block(m, s, mcode, scode, ri, cj, classes, score, mask, cond, binning, nb, out, guard)
+
+    with pinned_blas() if pin_blas or threads > 1 else contextlib.nullcontext():
+        if threads == 1:
+            run(0)
+        else:
+            with ThreadPoolExecutor(threads) as pool:
+                list(pool.map(run, range(threads)))
+    # integer sums below 2**53 (check_exact): exact in any order
+    out, guard = (sum(p[i] for p in parts[1:]) + parts[0][i] for i in (0, 1))
     return np.concatenate([out.reshape(-1), guard])
 
 
-def _chunk(m, s, mcode, scode, classes, score, mask, cond, binning, nb, out, guard) -> None:
+def _blocks(mcode, scode, nb) -> list[tuple[slice | np.ndarray, slice | np.ndarray]]:
+    """The chunk's blocks of whole groups: (rows, columns) of each."""
     max_pairs = max(1, BLOCK_BYTES // ((nb + LIMBS) * 8))
     rows, rbounds = _runs(np.asarray(mcode))
     cols, cbounds = _runs(np.asarray(scode))
     n_gs = len(cbounds) - 1
-    col_sets = _plan(cbounds, max_pairs, 1)
     per_row_set = max(1, max_pairs // max(1, min(n_gs, max_pairs)))
-    for c0, c1 in col_sets:
-        cj = _pick(cols, c0, c1)
-        for r0, r1 in _plan(rbounds, per_row_set, c1 - c0):
-            _block(m, s, mcode, scode, _pick(rows, r0, r1), cj, classes, score, mask, cond,
-                   binning, nb, out, guard)  # fmt: skip
+    return [(_pick(rows, r0, r1), _pick(cols, c0, c1)) for c0, c1 in _plan(cbounds, max_pairs, 1)
+            for r0, r1 in _plan(rbounds, per_row_set, c1 - c0)]  # fmt: skip
 
 
 class ResampleHistograms:
