@@ -490,6 +490,9 @@ def test_the_pass_is_checked_against_the_workers_memory():
 
     with pytest.raises(MemoryLimitError, match="tcp://w would need about"):
         check_worker_memory(need, Small())
+    # a task running its blocks in two threads holds two blocks and two copies of the result
+    two = task_memory(inputs, n_rows=1001, nb=256, n_systems=1, split_every=8, threads=2)
+    assert two.buffers == 2 * need.buffers + need.results
 
 
 def _chunks(n: int, cuts: list[int]) -> tuple[int, ...]:

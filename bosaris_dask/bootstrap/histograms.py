@@ -431,7 +431,8 @@ def resample_histograms(
             da.from_array(segment_codes, chunks=(chunks[1],)), "j"]  # fmt: skip
     n_rows = m.shape[0]
     need = task_memory(inputs, n_rows, max(b.n_bins for b in binnings),
-                       len(binnings) * max(1, n_cond), split_every)  # fmt: skip
+                       len(binnings) * max(1, n_cond), split_every,
+                       threads=1 if pin_blas else os.cpu_count() or 1)  # fmt: skip
     aggs = [
         Aggregation(
             f"bootstrap of {name}",
@@ -450,17 +451,20 @@ def resample_histograms(
 
 
 def task_memory(
-    inputs: Sequence[da.Array], n_rows: int, nb: int, n_systems: int, split_every: int
-) -> memory.TaskMemory:
+    inputs: Sequence[da.Array], n_rows: int, nb: int, n_systems: int, split_every: int,
+    threads: int = 1,
+) -> memory.TaskMemory:  # fmt: skip
     """The peak memory of a bootstrap task, for the workers' memory check before the pass:
     one chunk of the inputs, a block's per-trial temporaries (~64 bytes a cell), its pair
     histograms (three copies), weights (or multiplicities, twice) and float64 accumulators, and
-    the resamples' histograms of every system."""
+    the resamples' histograms of every system; a block and a copy of the histograms per thread
+    when the task runs its blocks in ``threads`` threads."""
     cells = int(np.prod([max(c) for c in inputs[0].chunks]))
     chunk = sum(cells * a.dtype.itemsize for a in inputs)
     result = n_systems * 2 * n_rows * (nb + LIMBS) * 8
     # the pair weights or a slice of segment multiplicities and its gathered rows, the
     # float64 accumulators of a class
-    buffers = min(cells, _TRIALS) * 64 + 3 * BLOCK_BYTES + 2 * _PAIRS * n_rows * 4 + result // 2
+    block = min(cells, _TRIALS) * 64 + 3 * BLOCK_BYTES + 2 * _PAIRS * n_rows * 4 + result // 2
+    buffers = threads * block + (threads - 1) * result
     return memory.TaskMemory(inputs=chunk, buffers=buffers, results=result,
                              merge=(split_every + 1) * result, held=2 * result)  # fmt: skip
