@@ -202,8 +202,10 @@ def _per_model_group(m, s, x32, nb, cols, starts, mg, sg_l, gs_u, gc, out, guard
     piece = sg_l // _PAIRS
     run = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
     bounds = np.r_[0, np.flatnonzero(np.diff(run * (int(piece.max()) + 1) + piece)) + 1, len(run)]
-    # a bound on a piece's column sums: its trials (count columns), 15 per pair (limb columns)
-    trials = np.add.reduceat(x32[:, :nb].sum(axis=1, dtype=np.float64), bounds[:-1])
+    # a bound on a piece's column sums: its trials (count columns), 15 per pair (limb columns);
+    # a pair's trials in the table's dtype are exact (float32 tables hold < 2**24 trials)
+    per_pair = x32[:, :nb].sum(axis=1).astype(np.float64)
+    trials = np.add.reduceat(per_pair, bounds[:-1])
     col_max = np.maximum(trials, 15.0 * np.diff(bounds))
     accs: dict[int, np.ndarray] = {}
     current = -1
