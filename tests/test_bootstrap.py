@@ -63,8 +63,18 @@ def _evaluate(key, systems, **kw):
     return metrics.evaluate(systems, key, priors=PRIORS, names=["a", "b"], split_every=2, **kw)
 
 
+@pytest.fixture(params=["per-model-group", "batched"])
+def products(request, monkeypatch):
+    """The bootstrap pass's products a model group at a time (every class's pairs), or in
+    batches of pairs (none): both give the same exact sums."""
+    from bosaris_dask.bootstrap import histograms
+
+    monkeypatch.setattr(histograms, "_MIN_RUN", 1 if request.param == "per-model-group" else 10**9)
+    return request.param
+
+
 @pytest.mark.parametrize("method", ["multinomial", "poisson"])
-def test_every_resample_equals_brute_force_on_the_repeated_trials(method):
+def test_every_resample_equals_brute_force_on_the_repeated_trials(method, products):
     poisson = method == "poisson"
     key, systems, tables, raw, mask, mg, sg = _data()
     ds = _evaluate(key, systems)
@@ -106,7 +116,7 @@ def test_every_resample_equals_brute_force_on_the_repeated_trials(method):
     np.testing.assert_allclose(out.eer_ci.values[0], refc.percentile_interval(eer, 0.95))
 
 
-def test_per_condition_intervals_equal_brute_force_on_the_conditions_trials():
+def test_per_condition_intervals_equal_brute_force_on_the_conditions_trials(products):
     key, systems, tables, raw, mask, mg, sg = _data(seed=21, n_m=16, n_s=18)
     gender = tables[0].columns["gender"]
     ds = _evaluate(key, systems, conditions=tables, by=["model.gender"])
@@ -480,6 +490,9 @@ def test_the_pass_is_checked_against_the_workers_memory():
 
     with pytest.raises(MemoryLimitError, match="tcp://w would need about"):
         check_worker_memory(need, Small())
+    # a task running its blocks in two threads holds two blocks and two copies of the result
+    two = task_memory(inputs, n_rows=1001, nb=256, n_systems=1, split_every=8, threads=2)
+    assert two.buffers == 2 * need.buffers + need.results
 
 
 def _chunks(n: int, cuts: list[int]) -> tuple[int, ...]:
@@ -590,3 +603,49 @@ def test_compiled_pass_equals_the_numpy_path_bit_for_bit(seed, rows, cols, g, n_
         os.environ.pop(jit.DISABLE_ENV, None)
         histograms._TRIALS = trials
     np.testing.assert_array_equal(compiled.view(np.int64), numpy_path.view(np.int64))
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), rows=st.integers(1, 40), cols=st.integers(1, 40),
+       g=st.integers(1, 6), n_cond=st.integers(0, 3), f64=st.booleans(),
+       small=st.booleans(), pairs=st.sampled_from([1, 2, 3, 4096]))  # fmt: skip
+def test_products_per_model_group_equal_the_batched_ones(
+    seed, rows, cols, g, n_cond, f64, small, pairs
+):
+    """The products a model group at a time (only the resamples that draw the group) against
+    the batched ones (every resample's pair weights): random classes, masks, group codes in any
+    order, conditions, zero multiplicities, one block or (``small``) many, float32 products or
+    (``f64``: float32's exact range made tiny) float64 ones, segment groups in slices (and
+    batches) of ``pairs``, blocks in threads or in turn; the same sums, bit for bit."""
+    from bosaris_dask.bootstrap import histograms
+
+    rng = np.random.default_rng(seed)
+    classes = rng.choice(np.array([-1, 0, 1], np.int8), (rows, cols), p=[0.6, 0.1, 0.3])
+    score = np.round(rng.normal(size=(rows, cols)) * 3, 1)
+    mask = rng.random((rows, cols)) < 0.9
+    mcode, scode = rng.integers(0, g, rows), rng.integers(0, g + 1, cols)
+    m = rng.integers(0, 4, (9, int(mcode.max()) + 1))
+    s = rng.integers(0, 4, (9, int(scode.max()) + 1))
+    m[:, 0] *= seed % 3 > 0  # sometimes a model group no resample draws
+    binning = Binning.from_edges(np.unique(rng.normal(size=5)), np.float64)
+    blocks = [score, mask] + ([rng.integers(0, n_cond, (rows, cols)).astype(np.int8)]
+                              if n_cond else [])  # fmt: skip
+    kw = {"system": 0, "binning": binning, "n_conditions": n_cond, "pin_blas": False}
+    saved = histograms._TRIALS, histograms._MIN_RUN, histograms._F32, histograms._PAIRS
+    histograms._TRIALS = 40 if small else saved[0]
+    histograms._PAIRS = pairs
+    histograms._F32 = 16.0 if f64 else saved[2]  # above every m * s here (at most 9)
+    try:
+        histograms._MIN_RUN = 1
+        per_group = histograms.chunk_histograms(m, s, mcode, scode, classes, *blocks, **kw)
+        # the blocks one after another (tasks in parallel) as in threads of one task: the same
+        in_turn = histograms.chunk_histograms(m, s, mcode, scode, classes, *blocks,
+                                              **(kw | {"pin_blas": True}))  # fmt: skip
+        histograms._MIN_RUN = 10**9
+        batched = histograms.chunk_histograms(m, s, mcode, scode, classes, *blocks, **kw)
+    finally:
+        histograms._TRIALS, histograms._MIN_RUN, histograms._F32, histograms._PAIRS = saved
+    np.testing.assert_array_equal(in_turn.view(np.int64), per_group.view(np.int64))
+    # the sums (not the last entry: each way's bound on them)
+    np.testing.assert_array_equal(per_group[:-1], batched[:-1])
+    assert per_group[-1] < 2.0**53 and batched[-1] < 2.0**53

@@ -471,7 +471,8 @@ def _merged_rows(inputs: list[Any], groups: Any) -> tuple[list[Any], bool]:
     ``bosaris_dask.bootstrap-chunk`` bytes each) when that lowers :func:`_pair_factor` by a
     fifth or more: a model group split between row chunks costs the pass's matrix products once
     per chunk. Also whether the tasks pin the BLAS to one thread: yes when there are at least
-    as many chunks as cores (the tasks run in parallel), no for fewer (the BLAS does)."""
+    as many chunks as cores (the tasks run in parallel), no for fewer (a task then runs its
+    blocks in threads, or its one block with a threaded BLAS)."""
     chunks = inputs[0].chunks
     cores = os.cpu_count() or 1
     n_rows = sum(chunks[0])

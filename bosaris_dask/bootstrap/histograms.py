@@ -8,9 +8,12 @@ count of trials of the group pair ``p = (gm, gs)``, that is ``W_b = sum_p w_b[p]
 ``w_b[p] = m_b[gm] s_b[gs]``: one matrix product ``w @ H`` for all resamples at once.
 
 Each chunk task does this for the group pairs it holds: it counts ``H`` for the pairs present
-(in blocks of whole groups whose pair histogram fits ``BLOCK_BYTES``), builds ``w`` for
-4096 pairs at a time and multiplies. All values are integers: the product runs in float32 where
-a bound on its sums (largest weight times largest column sum) is below ``2**24``, in float64
+(in blocks of whole groups whose pair histogram fits ``BLOCK_BYTES``) and multiplies a model
+group at a time, ``W[sel] += m[gm, sel] * (s[:, sel]^T @ H[gm])`` over the resamples ``sel``
+that draw the group (~63% of them for multinomial draws), where a model group has at least
+``_MIN_RUN`` pairs on average; otherwise it builds ``w`` for 4096 pairs at a time and
+multiplies. All values are integers: a product runs in float32 where a bound on its sums (the
+largest weight times the largest column sum, or a bound on that) is below ``2**24``, in float64
 otherwise, so it is exact in any order; the chunks' results merge by float64 sums of integers
 below ``2**53`` (the sum of the bounds is checked: :func:`check_exact`), exact in any merge
 tree, on any scheduler. The Cllr sums are made the same way: each trial's term
@@ -25,9 +28,9 @@ from the same products (a pair's trials are split between its conditions), and t
 are their sums.
 
 Cost: ``(1 + B) * P * (bins + ~22)`` multiply-adds for the ``P`` (group pair, class) cells with
-trials in a chunk, summed over chunks: ``P`` is at most ``G_model * G_segment * 2`` overall when
-the ids of a group are contiguous in the key, more when a group's ids are spread over many
-chunks.
+trials in a chunk, summed over chunks (about ``0.63`` times that a model group at a time, bins
+without trials left out): ``P`` is at most ``G_model * G_segment * 2`` overall when the ids of a
+group are contiguous in the key, more when a group's ids are spread over many chunks.
 
 Examples
 --------
@@ -47,7 +50,9 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 import dask.array as da
@@ -69,7 +74,8 @@ LIMBS = 32
 _NIBBLES = LIMBS // 2
 #: The largest per-block pair histogram a task builds (bytes); blocks are split beyond.
 BLOCK_BYTES = 1 << 26
-_PAIRS = 4096  # pairs per matrix product
+_PAIRS = 4096  # pairs per matrix product (batched)
+_MIN_RUN = 32  # pairs per model group from which the products go a model group at a time
 _SUB = 1 << 16  # terms per float bincount: sums of < 2**37 integers stay exact
 _HI, _LO = 20, 37  # a term t < 2**17 is hi * 2**-20 + lo * 2**-57, hi and lo < 2**37
 _BIG = 2.0**17
@@ -162,7 +168,6 @@ def _block(m, s, mcode, scode, ri, cj, classes, score, mask, cond, binning, nb, 
     for c, (occupied, table, sums) in enumerate(cl[:3] for cl in per_class):
         if not len(occupied):
             continue
-        n_pairs = len(occupied)
         hi, lo = (_nibbles(v) for v in sums)
         k_hi, k_lo = hi.shape[1], lo.shape[1]
         table[:, nb : nb + k_hi] = hi  # the limbs used, after the counts (float32: exact)
@@ -171,25 +176,98 @@ def _block(m, s, mcode, scode, ri, cj, classes, score, mask, cond, binning, nb, 
         cols = np.r_[0 : nb + k_hi, nb + _NIBBLES : nb + _NIBBLES + k_lo]
         within = occupied % n_cells
         mg, sg, gc = gm_u[within // n_gs], gs_u[within % n_gs], occupied // n_cells
-        starts = np.r_[np.flatnonzero(np.r_[True, gc[1:] != gc[:-1]]), n_pairs]
-        batches = [(a, min(a + _PAIRS, e)) for s0, e in zip(starts[:-1], starts[1:], strict=True)
-                   for a in range(s0, e, _PAIRS)]  # fmt: skip
-        for a, e in batches:
-            b = slice(a, e)
-            g = int(gc[a])
-            wt = s[sg[b]]  # (pairs, 1 + B): the resamples' pair weights, the pairs of one
-            runs = np.flatnonzero(np.diff(mg[b])) + 1  # model group in a row: one multiply
-            for lo_, hi_ in zip(np.r_[0, runs], np.r_[runs, len(wt)], strict=True):
-                wt[lo_:hi_] *= m[mg[a + lo_]]
-            sums = x32[b].sum(axis=0, dtype=np.float64)
-            bound = float(wt.max()) * float(sums.max())
-            used = sums > 0  # the batch's columns with a trial (all others add zeros)
-            xb = x32[b] if used.all() else x32[b][:, used]
-            if bound < _F32:  # float32 is exact: every partial sum is an integer below 2**24
-                out[g, c][:, cols[used]] += wt.T @ xb
-            else:
-                out[g, c][:, cols[used]] += wt.T.astype(np.float64) @ xb.astype(np.float64)
-            guard[0] += bound
+        # runs of one (condition, model group): the cells are sorted by it
+        starts = np.r_[0, np.flatnonzero(np.diff(occupied // n_gs)) + 1, len(occupied)]
+        if len(occupied) >= _MIN_RUN * (len(starts) - 1):
+            _per_model_group(m, s, x32, nb, cols, starts, mg, within % n_gs, gs_u, gc,
+                             out[:, c], guard)  # fmt: skip
+        else:
+            _batched(m, s, x32, cols, mg, sg, gc, out[:, c], guard)
+
+
+def _per_model_group(m, s, x32, nb, cols, starts, mg, sg_l, gs_u, gc, out, guard) -> None:
+    """The products of one class's pairs, a model group (of one condition) at a time: ``T =
+    s_sel @ H`` over the group's pairs ``H`` for the resamples ``sel`` that draw the model group
+    (about 63% of them: a multinomial resample leaves a group out with probability ~1/e), then
+    ``out[sel] += m[sel] * T``: no pair weights to build, and a third fewer multiply-adds than
+    :func:`_batched`. ``s_sel`` holds the segment multiplicities of up to ``_PAIRS`` of the
+    block's segment groups (a model group's pairs with more are done in pieces); ``T`` is float32
+    where a bound on its sums (the largest segment multiplicity times the piece's trials, or 15
+    per pair for the limb columns) is below ``2**24``, float64 otherwise; ``m * T`` is float64
+    (exact)."""
+    used = x32.sum(axis=0) > 0  # the block's columns with a trial (all others add zeros)
+    xu = x32 if used.all() else x32.take(np.flatnonzero(used), axis=1)
+    # pieces of runs: the block's segment groups in slices of _PAIRS (their multiplicities,
+    # transposed, are one slice at a time in memory), run by run within a slice
+    piece = sg_l // _PAIRS
+    run = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
+    bounds = np.r_[0, np.flatnonzero(np.diff(run * (int(piece.max()) + 1) + piece)) + 1, len(run)]
+    # a bound on a piece's column sums: its trials (count columns), 15 per pair (limb columns);
+    # a pair's trials in the table's dtype are exact (float32 tables hold < 2**24 trials)
+    per_pair = x32[:, :nb].sum(axis=1).astype(np.float64)
+    trials = np.add.reduceat(per_pair, bounds[:-1])
+    col_max = np.maximum(trials, 15.0 * np.diff(bounds))
+    accs: dict[int, np.ndarray] = {}
+    current = -1
+    for i in np.argsort(piece[bounds[:-1]], kind="stable"):
+        a, e = int(bounds[i]), int(bounds[i + 1])
+        mrow = m[mg[a]]
+        sel = np.flatnonzero(mrow)
+        if not len(sel):
+            continue
+        if piece[a] != current:  # (1 + B, the slice's segment groups)
+            current = int(piece[a])
+            s_blk = np.ascontiguousarray(s[gs_u[current * _PAIRS : (current + 1) * _PAIRS]].T)
+            s_max = float(s_blk.max())
+            everyone = np.arange(len(s_blk))
+        whole = len(sel) == len(mrow)
+        sel = everyone if whole else sel
+        wt = s_blk if whole else s_blk[sel]  # (resamples drawing the group, segment groups)
+        idx = sg_l[a:e] - current * _PAIRS
+        if len(idx) != wt.shape[1] or idx[0] != 0 or idx[-1] != len(idx) - 1:
+            wt = wt[:, idx]  # the piece's segment groups, when not all of the slice's
+        bound = s_max * float(col_max[i])
+        if bound < _F32:  # float32 is exact: every partial sum is an integer below 2**24
+            t = wt @ xu[a:e]
+        else:
+            t = wt.astype(np.float64) @ xu[a:e].astype(np.float64)
+        weight = mrow[sel].astype(np.float64)[:, None]
+        acc = accs.get(int(gc[a]))
+        if acc is None:
+            acc = accs[int(gc[a])] = np.zeros((len(mrow), xu.shape[1]))
+        if whole:
+            acc += weight * t
+        else:
+            acc[sel] += weight * t
+        guard[0] += float(mrow.max()) * bound
+    for g, acc in accs.items():
+        out[g][:, cols[used]] += acc
+
+
+def _batched(m, s, x32, cols, mg, sg, gc, out, guard) -> None:
+    """The products of one class's pairs in batches of ``_PAIRS``: ``w.T @ H`` with ``w`` every
+    resample's pair weights (for pairs of few per model group, where
+    :func:`_per_model_group`'s products would be too thin)."""
+    n_pairs = len(mg)
+    starts = np.r_[np.flatnonzero(np.r_[True, gc[1:] != gc[:-1]]), n_pairs]
+    batches = [(a, min(a + _PAIRS, e)) for s0, e in zip(starts[:-1], starts[1:], strict=True)
+               for a in range(s0, e, _PAIRS)]  # fmt: skip
+    for a, e in batches:
+        b = slice(a, e)
+        g = int(gc[a])
+        wt = s[sg[b]]  # (pairs, 1 + B): the resamples' pair weights, the pairs of one
+        runs = np.flatnonzero(np.diff(mg[b])) + 1  # model group in a row: one multiply
+        for lo_, hi_ in zip(np.r_[0, runs], np.r_[runs, len(wt)], strict=True):
+            wt[lo_:hi_] *= m[mg[a + lo_]]
+        sums = x32[b].sum(axis=0, dtype=np.float64)
+        bound = float(wt.max()) * float(sums.max())
+        used = sums > 0  # the batch's columns with a trial (all others add zeros)
+        xb = x32[b] if used.all() else x32[b][:, used]
+        if bound < _F32:  # float32 is exact: every partial sum is an integer below 2**24
+            out[g][:, cols[used]] += wt.T @ xb
+        else:
+            out[g][:, cols[used]] += wt.T.astype(np.float64) @ xb.astype(np.float64)
+        guard[0] += bound
 
 
 _TRIALS = 1 << 22  # the most cells of one block (its per-trial temporaries)
@@ -231,7 +309,9 @@ def chunk_histograms(
 
     The chunk is cut into blocks of whole groups (its rows ordered by model group, its columns
     by segment group), so each group pair of the chunk is in one block whatever the ids' order,
-    with at most ``BLOCK_BYTES`` of pair histogram and ``_TRIALS`` cells per block.
+    with at most ``BLOCK_BYTES`` of pair histogram and ``_TRIALS`` cells per block. Without
+    ``pin_blas`` (fewer tasks than cores), the blocks run in as many threads as cores, each
+    with its own sums (integers: the same sums in any order).
     """
     score, mask = blocks[2 * system], blocks[2 * system + 1]
     cond = blocks[-1] if n_conditions else None
@@ -239,26 +319,39 @@ def chunk_histograms(
     # checked on the client before the pass (check_multiplicities): only an internal guard here
     assert float(m.max()) * float(s.max()) < _F32, "multiplicities not checked before the pass"
     m, s = m.T.astype(np.float32), s.T.astype(np.float32)  # rows: groups
-    out = np.zeros((max(1, n_conditions), 2, m.shape[1], nb + LIMBS))
-    guard = np.zeros(1)
-    # many small products: one BLAS thread per task where the tasks run in parallel
-    with pinned_blas() if pin_blas else contextlib.nullcontext():
-        _chunk(m, s, mcode, scode, classes, score, mask, cond, binning, nb, out, guard)
+    shape = (max(1, n_conditions), 2, m.shape[1], nb + LIMBS)
+    cuts = _blocks(mcode, scode, nb)
+    # tasks in parallel (pin_blas): one BLAS thread each, blocks in turn; fewer tasks than
+    # cores: the blocks in threads of this task with one BLAS thread each, or one block with a
+    # threaded BLAS
+    threads = 1 if pin_blas else min(len(cuts), os.cpu_count() or 1)
+    parts = [(np.zeros(shape), np.zeros(1)) for _ in range(threads)]
+
+    def run(k: int) -> None:
+        out, guard = parts[k]
+        for ri, cj in cuts[k::threads]:
+            _block(m, s, mcode, scode, ri, cj, classes, score, mask, cond, binning, nb, out, guard)
+
+    with pinned_blas() if pin_blas or threads > 1 else contextlib.nullcontext():
+        if threads == 1:
+            run(0)
+        else:
+            with ThreadPoolExecutor(threads) as pool:
+                list(pool.map(run, range(threads)))
+    # integer sums below 2**53 (check_exact): exact in any order
+    out, guard = (sum(p[i] for p in parts[1:]) + parts[0][i] for i in (0, 1))
     return np.concatenate([out.reshape(-1), guard])
 
 
-def _chunk(m, s, mcode, scode, classes, score, mask, cond, binning, nb, out, guard) -> None:
+def _blocks(mcode, scode, nb) -> list[tuple[slice | np.ndarray, slice | np.ndarray]]:
+    """The chunk's blocks of whole groups: (rows, columns) of each."""
     max_pairs = max(1, BLOCK_BYTES // ((nb + LIMBS) * 8))
     rows, rbounds = _runs(np.asarray(mcode))
     cols, cbounds = _runs(np.asarray(scode))
     n_gs = len(cbounds) - 1
-    col_sets = _plan(cbounds, max_pairs, 1)
     per_row_set = max(1, max_pairs // max(1, min(n_gs, max_pairs)))
-    for c0, c1 in col_sets:
-        cj = _pick(cols, c0, c1)
-        for r0, r1 in _plan(rbounds, per_row_set, c1 - c0):
-            _block(m, s, mcode, scode, _pick(rows, r0, r1), cj, classes, score, mask, cond,
-                   binning, nb, out, guard)  # fmt: skip
+    return [(_pick(rows, r0, r1), _pick(cols, c0, c1)) for c0, c1 in _plan(cbounds, max_pairs, 1)
+            for r0, r1 in _plan(rbounds, per_row_set, c1 - c0)]  # fmt: skip
 
 
 class ResampleHistograms:
@@ -340,7 +433,8 @@ def resample_histograms(
             da.from_array(segment_codes, chunks=(chunks[1],)), "j"]  # fmt: skip
     n_rows = m.shape[0]
     need = task_memory(inputs, n_rows, max(b.n_bins for b in binnings),
-                       len(binnings) * max(1, n_cond), split_every)  # fmt: skip
+                       len(binnings) * max(1, n_cond), split_every,
+                       threads=1 if pin_blas else os.cpu_count() or 1)  # fmt: skip
     aggs = [
         Aggregation(
             f"bootstrap of {name}",
@@ -359,14 +453,20 @@ def resample_histograms(
 
 
 def task_memory(
-    inputs: Sequence[da.Array], n_rows: int, nb: int, n_systems: int, split_every: int
-) -> memory.TaskMemory:
+    inputs: Sequence[da.Array], n_rows: int, nb: int, n_systems: int, split_every: int,
+    threads: int = 1,
+) -> memory.TaskMemory:  # fmt: skip
     """The peak memory of a bootstrap task, for the workers' memory check before the pass:
     one chunk of the inputs, a block's per-trial temporaries (~64 bytes a cell), its pair
-    histograms (three copies) and weights, and the resamples' histograms of every system."""
+    histograms (three copies), weights (or multiplicities, twice) and float64 accumulators, and
+    the resamples' histograms of every system; a block and a copy of the histograms per thread
+    when the task runs its blocks in ``threads`` threads."""
     cells = int(np.prod([max(c) for c in inputs[0].chunks]))
     chunk = sum(cells * a.dtype.itemsize for a in inputs)
     result = n_systems * 2 * n_rows * (nb + LIMBS) * 8
-    buffers = min(cells, _TRIALS) * 64 + 3 * BLOCK_BYTES + _PAIRS * n_rows * 4
+    # the pair weights or a slice of segment multiplicities and its gathered rows, the
+    # float64 accumulators of a class
+    block = min(cells, _TRIALS) * 64 + 3 * BLOCK_BYTES + 2 * _PAIRS * n_rows * 4 + result // 2
+    buffers = threads * block + (threads - 1) * result
     return memory.TaskMemory(inputs=chunk, buffers=buffers, results=result,
                              merge=(split_every + 1) * result, held=2 * result)  # fmt: skip
