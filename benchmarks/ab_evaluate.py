@@ -9,8 +9,12 @@ Usage::
 Every combination of code version (``--code before=/tmp/base``: a checkout whose package is
 imported, through ``PYTHONPATH``; default: this checkout), store case (``--case
 explicit=key-explicit.zarr,system-1-masked.zarr``: a key and a scores store in ``DIR``;
-default: ``key.zarr,system-1.zarr``) and scheduler (``threads``, or ``local``: a 2-process
-``LocalCluster``, its start-up included in the wall time, not in ``evaluate()``) runs
+default: ``key.zarr,system-1.zarr``) and scheduler (``threads``; ``local``: the 2-process
+``LocalCluster`` of ``--cluster local``; ``user``: a plain ``distributed.LocalCluster(n_workers=2,
+threads_per_worker=1)`` as a notebook user starts one, with distributed's malloc setting, which
+the first pass tunes (:mod:`bosaris_dask.malloc`); ``user-untuned``: the same with
+``bosaris_dask.worker-malloc`` 0; a cluster's start-up is in the wall time, not in
+``evaluate()``) runs
 ``--repeat`` times in a fresh process, interleaved so that a noisy minute on a shared machine
 hits all of them alike. It prints medians of the wall time and of ``evaluate()`` alone, each
 combination's ratio to the first one (per repeat, then the median), the CPU time
@@ -24,6 +28,7 @@ minCllr.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -32,7 +37,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 PRIORS = (0.5, 0.1, 0.01, 0.001)
 
@@ -44,6 +51,20 @@ def _workers_cpu(client) -> float:
     return float(sum(client.run(time.process_time).values()))
 
 
+@contextlib.contextmanager
+def _users_cluster(tuned: bool) -> Iterator[Any]:
+    """A plain 2-process LocalCluster with distributed's defaults, as a user starts one."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+        dask.config.set({"bosaris_dask.worker-malloc": int(tuned)}),
+    ):
+        yield client
+
+
 def _child(workdir: Path, key: str, scores: str, cluster: str) -> None:
     import numpy as np
 
@@ -53,7 +74,11 @@ def _child(workdir: Path, key: str, scores: str, cluster: str) -> None:
 
     start = time.perf_counter()
     k, s = io.read(workdir / key), io.read(workdir / scores)
-    with connect(cluster=cluster, dashboard=False, announce=None) as client:
+    if cluster.startswith("user"):
+        session = _users_cluster(tuned=cluster == "user")
+    else:
+        session = connect(cluster=cluster, dashboard=False, announce=None)
+    with session as client:
         workers_cpu0 = _workers_cpu(client)
         t0, cpu0 = time.perf_counter(), time.process_time()
         ds = evaluate(s, k, priors=PRIORS, sweep=np.linspace(-10, 10, 201))
@@ -84,7 +109,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--workdir", type=Path, required=True)
     parser.add_argument("--code", type=_pair, action="append")
     parser.add_argument("--case", type=_pair, action="append")
-    parser.add_argument("--cluster", action="append", choices=["threads", "local"])
+    clusters = ["threads", "local", "user", "user-untuned"]
+    parser.add_argument("--cluster", action="append", choices=clusters)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)

@@ -35,6 +35,10 @@ key                    default     meaning
                                    weights and merges): fewer bins beyond, an error below 16
 ``bootstrap-chunk``    1073741824  the bootstrap pass merges row chunks into chunks of up to
                                    this many bytes of input when that splits fewer groups
+``worker-malloc``      1           a worker process started with distributed's
+                                   ``MALLOC_TRIM_THRESHOLD_=65536`` raises glibc's mmap and trim
+                                   thresholds at its first pass task (:mod:`bosaris_dask.malloc`);
+                                   0: leave malloc alone
 =====================  ==========  ==============================================================
 
 Examples
@@ -76,6 +80,7 @@ KNOBS: dict[str, tuple[int, int, int]] = {
     "bootstrap-bins": (256, 4, 1 << 16),
     "bootstrap-budget": (1 << 29, 1 << 20, 1 << 42),
     "bootstrap-chunk": (1 << 30, 1 << 10, 1 << 40),
+    "worker-malloc": (1, 0, 1),
 }
 
 dask.config.update_defaults({"bosaris_dask": {name: d for name, (d, _, _) in KNOBS.items()}})

@@ -35,7 +35,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-from bosaris_dask import compact, memory
+from bosaris_dask import compact, config, malloc, memory
 from bosaris_dask.errors import ClusterError
 from bosaris_dask.progress import compute, compute_and_keep, current_client
 
@@ -96,7 +96,9 @@ def _object_block(value: Any) -> np.ndarray:
     return out
 
 
-def _object_task(*blocks: Any, aggs: tuple[Aggregation, ...]) -> np.ndarray:
+def _object_task(*blocks: Any, aggs: tuple[Aggregation, ...], tune: bool = False) -> np.ndarray:
+    if tune:
+        malloc.tune_once()
     return _object_block([a.chunk(*blocks) for a in aggs])
 
 
@@ -105,10 +107,12 @@ def _object_graph(
     args: list[Any],
     split_every: int | None,
     task: Callable[..., np.ndarray] | None = None,
+    tune: bool = False,
 ):
+    task = task or partial(_object_task, aggs=aggs, tune=tune)
     per_chunk = da.blockwise(
-        task or partial(_object_task, aggs=aggs), "ij", *args, adjust_chunks={"i": 1, "j": 1},
-        concatenate=True, dtype=object, meta=np.empty((0, 0), dtype=object),
+        task, "ij", *args, adjust_chunks={"i": 1, "j": 1}, concatenate=True, dtype=object,
+        meta=np.empty((0, 0), dtype=object),
     )  # fmt: skip
 
     def identity(x, axis, keepdims):
@@ -128,7 +132,9 @@ def _object_graph(
     )  # fmt: skip
 
 
-def _chunk_task(*blocks: np.ndarray, aggs: tuple[Aggregation, ...]) -> np.ndarray:
+def _chunk_task(*blocks: np.ndarray, aggs: tuple[Aggregation, ...], tune: bool) -> np.ndarray:
+    if tune:  # once per worker process: see bosaris_dask.malloc
+        malloc.tune_once()
     parts = []
     for agg in aggs:
         part = np.asarray(agg.chunk(*blocks), dtype=np.float64).reshape(-1)
@@ -170,17 +176,19 @@ def graph(
     # the client finalizes: the tasks need not carry what finalize closes over (a key's ids,
     # the inputs' graphs: hundreds of kB pickled with every task, and xarray on every worker)
     aggs = tuple(replace(a, finalize=_identity) for a in aggs)
+    tune = bool(config.get("worker-malloc"))
     args: list[Any] = list(lead)
     for arr in inputs:
         args += [arr, "ij"]
     if _is_object(aggs):
         if any(a.note is not None for a in aggs):
             raise ValueError("per-chunk notes need numeric specs only")
-        return _object_graph(aggs, args, split_every)
+        return _object_graph(aggs, args, split_every, tune=tune)
     numeric = tuple(
         Aggregation(a.name, a.chunk, None, combine=partial(_combine_numeric, agg=a)) for a in aggs
     )
-    return _object_graph(numeric, args, split_every, task=partial(_chunk_task, aggs=aggs))
+    task = partial(_chunk_task, aggs=aggs, tune=tune)
+    return _object_graph(numeric, args, split_every, task=task)
 
 
 def _lost_worker(err: BaseException) -> bool:

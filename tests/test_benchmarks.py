@@ -115,6 +115,18 @@ def test_ab_evaluate(evaluated, capsys):
     assert "metrics identical to the first's: True" in capsys.readouterr().out
 
 
+def test_ab_evaluate_on_a_users_own_local_cluster(evaluated, capsys):
+    """A plain distributed LocalCluster, tuned by the first pass or not, gives the threads'
+    metrics bit for bit."""
+    workdir, _, _ = evaluated
+    summary = _load("ab_evaluate").main([
+        "--workdir", str(workdir), "--cluster", "threads", "--cluster", "user",
+        "--cluster", "user-untuned", "--repeat", "1",
+    ])  # fmt: skip
+    assert list(summary) == ["this/label/threads", "this/label/user", "this/label/user-untuned"]
+    assert "metrics identical to the first's: True" in capsys.readouterr().out
+
+
 def test_user_stores_against_the_label_key(evaluated, tmp_path, capsys):
     """A user's stores of the same trials (explicit key and mask, float64, BOSARIS HDF5
     contiguous and chunked) give the label store's metrics, bit for bit, through ab_evaluate."""
