@@ -94,7 +94,9 @@ def test_terms_too_large_for_the_grid_are_summed_exactly_per_group():
     assert got[1][0] == pytest.approx(3e5) and got[0][1] == pytest.approx(2e5)
 
 
-def test_an_evaluation_with_compiled_grouped_counts_is_the_same_bit_for_bit(monkeypatch):
+def test_an_evaluation_with_compiled_grouped_counts_and_selection_is_the_same_bit_for_bit(
+    monkeypatch,
+):
     import dask
 
     from bosaris_dask import grouped_histograms, metrics
