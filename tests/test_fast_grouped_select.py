@@ -87,13 +87,18 @@ def problems(draw):
 
 
 @settings(max_examples=150, deadline=None)
-@given(problems())
-def test_compiled_grouped_selection_equals_the_numpy_path(problem):
+@given(problems(), st.booleans())
+def test_compiled_grouped_selection_equals_the_numpy_path(problem, packed):
     cls, s, m, groups, n_groups, parts, specs, block = problem
     ws = kernels.workspace(np.dtype(s.dtype), block, 4 * block)
-    with np.errstate(all="ignore"):
-        got = _select_parts(cls, groups, s, m, specs, parts, n_groups, ws, compiled=True)
-        want = _select_parts(cls, groups, s, m, specs, parts, n_groups, ws, compiled=False)
+    default = fast_select.PACKED_LUTS
+    fast_select.PACKED_LUTS = 0 if packed else default  # bin tables as bits or as bytes
+    try:
+        with np.errstate(all="ignore"):
+            got = _select_parts(cls, groups, s, m, specs, parts, n_groups, ws, compiled=True)
+            want = _select_parts(cls, groups, s, m, specs, parts, n_groups, ws, compiled=False)
+    finally:
+        fast_select.PACKED_LUTS = default
     trial = (cls != 0) & m
     for part, spec, mine, theirs in zip(parts, specs, got, want, strict=True):
         if spec is None:
