@@ -44,6 +44,7 @@ __all__ = [
     "select_into",
     "grouped_select_loop",
     "grouped_select_into",
+    "bin_tables",
     "DISABLE_ENV",
     "PACKED_LUTS",
 ]
@@ -233,6 +234,16 @@ def grouped_select_loop() -> Callable[..., Any] | None:
     return compiled(_select_grouped)
 
 
+def bin_tables(plut: np.ndarray | None, glut: np.ndarray | None) -> tuple[bool, list]:
+    """Boolean bin tables as :func:`grouped_select_into` reads them: whether they are packed
+    (from :data:`PACKED_LUTS` bins in all), and each as ``uint8`` (one byte per bin, or eight
+    bins per byte, least significant bit first; ``None`` stays ``None``). Made once per chunk.
+    """
+    packed = sum(x.size for x in (plut, glut) if x is not None) >= PACKED_LUTS
+    return packed, [None if x is None else np.packbits(x, bitorder="little") if packed
+                    else x.view(np.uint8) for x in (plut, glut)]  # fmt: skip
+
+
 def grouped_select_into(
     loop: Callable[..., Any],
     cls: np.ndarray,
@@ -244,14 +255,15 @@ def grouped_select_into(
     scratch: tuple[np.ndarray, np.ndarray],
     out_pooled: tuple[np.ndarray, np.ndarray],
     out_split: tuple[np.ndarray, np.ndarray, np.ndarray],
+    packed: bool = False,
 ) -> tuple[int, int]:
     """:func:`select_into` for the parts of a grouped refinement pass
     (:func:`bosaris_dask.grouped_refine_kernels.grouped_select_kernel`), each trial keyed once.
 
     ``pooled``: a spec whose pass-1 bins (``spec.binmap`` or ``spec.shift``) the pooled parts'
-    candidates are in and their union as a boolean table over those bins; ``split``: the same
-    for the parts of groups, the table over ``(group, bin)`` (``group * spec.nbins + bin``);
-    either ``None``. ``scratch``:
+    candidates are in and their union as a table over those bins; ``split``: the same for the
+    parts of groups, the table over ``(group, bin)`` (``group * spec.nbins + bin``); either
+    ``None``. The tables are those of :func:`bin_tables` (``packed`` as it says). ``scratch``:
     a ``uint64`` and a ``uint8`` array as long as ``s``. Writes the keys and target flags of
     the trials of flat ``cls``, ``s``, ``scored`` in a selected pooled bin into
     ``out_pooled``, and the keys, target flags and groups of those in a selected ``(group,
@@ -260,12 +272,9 @@ def grouped_select_into(
     checked them).
     """
     kbits = s.dtype.itemsize * 8
-    none = np.zeros(1, dtype=bool)
+    none = np.zeros(1, dtype=np.uint8)
     pspec, plut = pooled if pooled is not None else (None, none)
     gspec, glut = split if split is not None else (None, none)
-    packed = plut.size + glut.size >= PACKED_LUTS
-    plut, glut = ((np.packbits(x, bitorder="little") if packed else x.view(np.uint8))
-                  for x in (plut, glut))  # fmt: skip
     pargs = _map_args(pspec, kbits) if pspec is not None else _map_args(gspec, kbits)  # type: ignore[arg-type]
     gargs = _map_args(gspec, kbits) if gspec is not None else pargs
     s = np.ascontiguousarray(s)
