@@ -44,13 +44,40 @@ def test_compiled_grouped_pass1_equals_the_numpy_path_bit_for_bit(
     cls, s, m, bm, block = problem
     rng = np.random.default_rng(seed)
     g = rng.integers(0, n_groups, size=cls.shape).astype(group_dtype)
+    _check(cls, s, m, g, n_groups, bm, _pooled_map(pooled, s), block)
+
+
+def _pooled_map(pooled, s):
     bits = s.dtype.itemsize * 8
-    pbm = None
     if pooled == "uniform":
-        pbm = BinMap.uniform(bits, 7)
-    elif pooled == "adaptive":
+        return BinMap.uniform(bits, 7)
+    if pooled == "adaptive":
         x = s.reshape(-1)
-        pbm = BinMap.from_sample(order_keys(x[np.isfinite(x)]), bits, 9)
+        return BinMap.from_sample(order_keys(x[np.isfinite(x)]), bits, 9)
+    return None
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    n_groups=st.integers(1, 3),
+    pooled=st.sampled_from([None, "uniform", "adaptive"]),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    seed=st.integers(0, 2**16),
+)
+def test_counts_past_a_byte_carry_exactly(n_groups, pooled, dtype, seed):
+    # the compiled loop counts in bytes, each wrap adding 256: bins of hundreds of trials
+    rng = np.random.default_rng(seed)
+    shape = (40, 100)
+    cls = rng.choice(np.array([-1, 0, 1], np.int8), size=shape, p=[0.6, 0.1, 0.3])
+    s = rng.choice(np.array([-1.0, 0.5, 2.0]), size=shape).astype(dtype)
+    m = rng.random(shape) > 0.05
+    g = rng.integers(0, n_groups, size=shape).astype(np.int16)
+    bm = BinMap.uniform(s.dtype.itemsize * 8, 4)
+    _check(cls, s, m, g, n_groups, bm, _pooled_map(pooled, s), 1024)
+
+
+def _check(cls, s, m, g, n_groups, bm, pbm, block):
+    """The compiled kernel equals the numpy path bit for bit, and brute force."""
     with np.errstate(all="ignore"):
         fast = _kernel(cls, s, m, g, n_groups, bm, pbm, block, True)
         slow = _kernel(cls, s, m, g, n_groups, bm, pbm, block, False)
