@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bosaris_dask import compact
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.grouped_kernels import grouped_pass1_kernel, split_pass1
 from bosaris_dask.keys import order_keys
@@ -17,7 +18,7 @@ from .test_fast_pass1 import chunks
 pytest.importorskip("numba")
 
 
-def _kernel(cls, s, m, g, n_groups, bm, pbm, block, compiled):
+def _kernel(cls, s, m, g, n_groups, bm, pbm, block, compiled, encoded=False):
     rows, cols = np.arange(cls.shape[0]), np.arange(cls.shape[1])
     pooled = {}
     if pbm is not None:
@@ -26,7 +27,7 @@ def _kernel(cls, s, m, g, n_groups, bm, pbm, block, compiled):
     return grouped_pass1_kernel(
         rows, cols, cls, g, s, m, system=0, shift=0 if bm.adaptive else bm.shift,
         nbins=bm.nbins, n_groups=n_groups, block=block, slice_size=4 * block,
-        binmap=bm if bm.adaptive else None, compiled=compiled, **pooled,
+        binmap=bm if bm.adaptive else None, compiled=compiled, encoded=encoded, **pooled,
     )  # fmt: skip
 
 
@@ -77,11 +78,16 @@ def test_counts_past_a_byte_carry_exactly(n_groups, pooled, dtype, seed):
 
 
 def _check(cls, s, m, g, n_groups, bm, pbm, block):
-    """The compiled kernel equals the numpy path bit for bit, and brute force."""
+    """The compiled kernel equals the numpy path bit for bit, and brute force; so do their
+    encoded results (what the pass runner receives)."""
     with np.errstate(all="ignore"):
         fast = _kernel(cls, s, m, g, n_groups, bm, pbm, block, True)
         slow = _kernel(cls, s, m, g, n_groups, bm, pbm, block, False)
+        encoded = [_kernel(cls, s, m, g, n_groups, bm, pbm, block, c, encoded=True)
+                   for c in (True, False)]  # fmt: skip
     np.testing.assert_array_equal(fast.view(np.int64), slow.view(np.int64))
+    for enc in encoded:
+        assert compact.decode(enc).tobytes() == slow.tobytes()
     # brute force: each group's trials counted into its bins, non-finite scores as 0.0
     tail = 2 * pbm.nbins if pbm is not None else 0
     counts, _, missing, bad = split_pass1(fast[: len(fast) - tail], n_groups, bm.nbins)
