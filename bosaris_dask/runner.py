@@ -75,7 +75,7 @@ class Aggregation:
         ``finalize(total)``: the result on the client (may raise, naming what is wrong).
     note
         ``note(contribution, *blocks)``: a small object about one chunk (numeric specs only;
-        the contribution's values, as integers where the chunk encoded them densely),
+        the contribution's values, as integers where the chunk gave them encoded densely),
         made where the chunk's contribution is, e.g. which score bins the chunk holds. The
         spec's result is then ``(finalize(total), notes)``, ``notes`` a list with one note per
         chunk (in no particular order: a note says which chunk it is about).
@@ -136,14 +136,15 @@ def _chunk_task(*blocks: np.ndarray, aggs: tuple[Aggregation, ...]) -> np.ndarra
     for agg in aggs:
         got = agg.chunk(*blocks)
         if isinstance(got, compact.Encoded):  # encoded by the kernel (compact.encode_counts)
-            encoded, size = got, got.length
+            encoded, size, row = got, got.length, None
         else:
-            part = np.asarray(got, dtype=np.float64).reshape(-1)
-            encoded, size = compact.encode(part), part.size
+            row = np.asarray(got, dtype=np.float64).reshape(-1)
+            encoded, size = compact.encode(row), row.size
         if size != agg.length:
             raise ValueError(f"{agg.name}: a chunk gave {size} values, not {agg.length}")
-        if agg.note is not None:  # the contribution's values (integers where encoded dense)
-            row = encoded.values if encoded.kind == "dense" else compact.decode(encoded)
+        if agg.note is not None:  # the contribution (its integers where the kernel encoded it)
+            if row is None:
+                row = encoded.values if encoded.kind == "dense" else compact.decode(encoded)
             parts.append((encoded, [agg.note(row, *blocks)]))
         else:
             parts.append(encoded)
