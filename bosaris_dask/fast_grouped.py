@@ -8,7 +8,8 @@ in a dozen array operations per block and counts them with two ``bincount`` call
 the GIL), and adds the exact Cllr terms per ``(group, class)`` with two weighted ``bincount``
 calls per block. Here one loop reads each trial's class, mask, group and score bits once and
 adds one to its ``(group, bin)`` count and one to its pooled bin (the bins of 2,048 trials at a
-time, so the counts' cache misses overlap), counting missing trials per group and non-finite
+time, so the counts' cache misses overlap; counted in bytes, each wrap adding 256 to the
+total: a quarter of the cache), counting missing trials per group and non-finite
 scores on the way; a second loop splits each block's softplus terms (computed by numpy, as
 numba's ``exp`` and ``log1p`` differ from numpy's in the last bits) into whole and fractional
 grid units and adds them per ``(group, class)``. Both compute only integers (the units are
@@ -73,6 +74,8 @@ def _count_grouped(
     pnbins,
     hist,
     phist,
+    low,
+    plow,
     missing,
 ):  # pragma: no cover
     # compiled by numba (coverage does not see inside); tested against the numpy path
@@ -83,6 +86,7 @@ def _count_grouped(
     pdump = phist.size - 1
     half = (hist.size - 1) // 2  # targets in the upper half
     zero = np.uint64(0)
+    one = np.uint8(1)
     bad, unscored, nonfinite = 0, 0, 0
     for lo in range(0, bits.size, block):
         hi = min(lo + block, bits.size)
@@ -111,11 +115,25 @@ def _count_grouped(
                 else:
                     k = np.int64(key >> pshift)
                 pat[i - lo] = (k + (pnbins if c > 0 else 0)) if trial else pdump
-        for j in range(hi - lo):
-            hist[at[j]] += 1
-        if pooled:
+        if pooled:  # both counts in one loop: measured faster than one loop for each
             for j in range(hi - lo):
-                phist[pat[j]] += 1
+                a = at[j]
+                v = np.uint8(low[a] + one)  # numba would widen the sum
+                low[a] = v
+                if v == 0:  # the byte wrapped: 256 more
+                    hist[a] += 256
+                a = pat[j]
+                v = np.uint8(plow[a] + one)
+                plow[a] = v
+                if v == 0:
+                    phist[a] += 256
+        else:
+            for j in range(hi - lo):
+                a = at[j]
+                v = np.uint8(low[a] + one)  # numba would widen the sum
+                low[a] = v
+                if v == 0:
+                    hist[a] += 256
         if odd:  # rare: count them
             for i in range(lo, hi):
                 nf = (np.uint64(bits[i]) & exponent) == exponent
@@ -173,12 +191,19 @@ def counts_into(
     phist = pooled if pooled is not None else np.zeros(1, dtype=hist.dtype)
     pnbins = pooled_binmap.nbins if pooled_binmap is not None else 0
     codes = cls if cls.dtype == np.int8 else cls.astype(np.int8)  # codes are clipped to -2..2
+    # the counts modulo 256 in bytes, each wrap adding 256 to hist: a quarter of the cache
+    # the uint32 counts take (1e9 trials, 24 conditions: 24 x 2**16 and 2**20 bins), where
+    # every trial's two counts would miss a core's L2 (measured on 2**24 trials, those bins:
+    # 4.3 ns per trial with uint32 counts, 1.9 with bytes)
+    low, plow = np.zeros(hist.size, np.uint8), np.zeros(phist.size, np.uint8)
     out = kernel(
         codes, s.view(ku), np.asarray(scored, dtype=np.bool_), groups, table, bucket_shift,
         shift, adaptive, ptable, pbucket_shift, pshift, padaptive, pooled is not None,
         np.uint64(kbits - 1), np.uint64(1 << (kbits - 1)), exponent, np.uint64((1 << kbits) - 1),
-        np.int64(binmap.nbins), np.int64(pnbins), hist, phist, missing,
+        np.int64(binmap.nbins), np.int64(pnbins), hist, phist, low, plow, missing,
     )  # fmt: skip
+    hist += low
+    phist += plow
     return int(out[0]), int(out[1]), int(out[2])
 
 

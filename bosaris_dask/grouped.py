@@ -41,7 +41,16 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import config, engine, exact_sum, fixed_rates, refine_kernels, refinement, runner
+from bosaris_dask import (
+    config,
+    engine,
+    exact_sum,
+    fixed_rates,
+    grouped_histograms,
+    refine_kernels,
+    refinement,
+    runner,
+)
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.errors import OptionError, ScoreError
@@ -316,7 +325,9 @@ def refine_parts(
         ]  # fmt: skip
     knobs, inputs, n_groups = first.knobs, first.inputs, first.n_groups
     split_every, progress, sys_names = first.split_every, first.progress, first.sys_names
-    blocks = {"block": knobs["block"], "slice_size": knobs["slice"]}
+    # the compiled selection (fast_select) where pass 1 counted with the compiled loops
+    compiled = int(np.prod(inputs[0].shape)) >= grouped_histograms.COMPILED_TRIALS
+    blocks = {"block": knobs["block"], "slice_size": knobs["slice"], "compiled": compiled}
     n_sys = len(first.systems)
     kappa = threshold_keys(np.asarray(thresholds, dtype=np.float64), first.dtype)
     passes = 1

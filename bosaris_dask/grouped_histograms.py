@@ -313,7 +313,7 @@ def grouped_pass1(
         chunk = partial(grouped_pass1_kernel, system=k, shift=_shift(maps[k]), nbins=nbins,
                         n_groups=n_groups, pooled_shift=_shift(pmap) if pmap else None,
                         pooled_nbins=mine, binmap=_adaptive(maps[k]),
-                        pooled_binmap=_adaptive(pmap), compiled=compiled,
+                        pooled_binmap=_adaptive(pmap), compiled=compiled, encoded=True,
                         **blocks)  # fmt: skip
         length = pass1_length(n_groups, nbins) + 2 * mine
         coarse[k] = ChunkBins.coarseness(inputs[0].npartitions, nbins)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from bosaris_dask import fast_select
 from bosaris_dask.grouped_kernels import Part
 from bosaris_dask.kernels import Workspace, classes_of, keys_into, slices, workspace
 from bosaris_dask.keys import key_dtype
@@ -115,6 +116,7 @@ def _select_parts(
     parts: Sequence[Part],
     n_groups: int,
     ws: Workspace,
+    compiled: bool = False,
 ) -> list[tuple[np.ndarray, np.ndarray] | None]:
     """Per part, the keys (native key dtype) and target flags of its chunk trials inside its
     spec's candidate bins (what :func:`~bosaris_dask.refine_kernels.select_trials` gives for
@@ -123,14 +125,18 @@ def _select_parts(
     Each trial is keyed once. The pooled parts' trials are picked by their candidates' pass-1
     bins; the other parts' by a ``(group, pass-1 bin)`` table of their candidates, so only
     trials of a condition inside that condition's candidates are gathered, then sorted by
-    group and handed to each part.
+    group and handed to each part. ``compiled``: pick them with the loop of
+    :func:`bosaris_dask.fast_select.grouped_select_into` where numba is installed (the same
+    trials, in the same order).
     """
     active = [j for j, spec in enumerate(specs) if spec is not None]
     out: list[Any] = [None] * len(specs)
     if not active:
         return out
+    loop = fast_select.grouped_select_loop() if compiled else None
     pooled = [j for j in active if parts[j].pooled]
     split = [j for j in active if not parts[j].pooled]
+    width = s.dtype.itemsize * 8  # the keys' bits
     plut = glut = None
     pspec = gspec = None
     nb = 0
@@ -140,36 +146,54 @@ def _select_parts(
         plut = np.zeros(pspec.nbins, dtype=bool)  # type: ignore[union-attr]
         for j in pooled:
             plut |= specs[j].lut  # type: ignore[union-attr]
-        if pspec.binmap is not None:  # type: ignore[union-attr]
+        if pspec.binmap is not None and loop is None:  # type: ignore[union-attr]
             pbucket = np.zeros(1 << _PREFILTER_BITS, dtype=bool)
             for j in pooled:
                 spec = specs[j]
                 pbucket[_prefilter_buckets(spec.cand_lo, spec.cand_bits,  # type: ignore[union-attr]
-                                           pspec.binmap.key_bits)] = True  # type: ignore[union-attr]  # fmt: skip
+                                           width)] = True  # fmt: skip
     if split:
         gspec = specs[split[0]]
         nb = gspec.nbins  # type: ignore[union-attr]
         glut = np.zeros(n_groups * nb, dtype=bool)
         bm = gspec.binmap  # type: ignore[union-attr]
-        if bm is not None:
+        if bm is not None and loop is None:
             gbucket = np.zeros(n_groups << _PREFILTER_BITS, dtype=bool)
         for j in split:
             tar, non = parts[j].groups(n_groups)
             at = specs[j].prefixes  # type: ignore[union-attr]
-            if bm is not None:
+            if gbucket is not None:
                 spec = specs[j]
                 buckets = _prefilter_buckets(spec.cand_lo, spec.cand_bits,  # type: ignore[union-attr]
-                                             bm.key_bits)  # fmt: skip
+                                             width)  # fmt: skip
             for g in np.flatnonzero(tar | non).tolist():
                 glut[g * nb + at] = True
                 if gbucket is not None:
                     gbucket[(g << _PREFILTER_BITS) + buckets] = True
     found: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {j: ([], []) for j in active}
     cls_flat, grp_flat, s_flat, m_flat = (a.reshape(-1) for a in (classes, groups, s, m))
+    if loop is not None:
+        room, kdt = min(ws.block, s_flat.size), key_dtype(s.dtype)
+        scratch = (np.empty(room, np.uint64), np.empty(room, np.uint8))
+        out_p = (np.empty(room, kdt), np.empty(room, bool))
+        out_g = (np.empty(room, kdt), np.empty(room, bool), np.empty(room, grp_flat.dtype))
+        packed, (plut8, glut8) = fast_select.bin_tables(plut, glut)
+        pooled_lut = (pspec, plut8) if plut is not None else None
+        split_lut = (gspec, glut8) if glut is not None else None
     for sl in slices(s_flat.size, ws.slice_size):
         got_p: list[list[np.ndarray]] = [[], []]
         got_g: list[list[np.ndarray]] = [[], [], []]
         for b in slices(sl.stop, ws.block, sl.start):
+            if loop is not None:
+                n_p, n_g = fast_select.grouped_select_into(
+                    loop, cls_flat[b], s_flat[b], m_flat[b], grp_flat[b], pooled_lut,  # type: ignore[arg-type]
+                    split_lut, scratch, out_p, out_g, packed,  # type: ignore[arg-type]
+                )  # fmt: skip
+                for got, bufs, n in ((got_p, out_p, n_p), (got_g, out_g, n_g)):
+                    if n:
+                        for into, buf in zip(got, bufs, strict=True):
+                            into.append(buf[:n].copy())
+                continue
             c = cls_flat[b] if m_flat[b].all() else classes_of(cls_flat[b], m_flat[b])
             n = c.size
             keys = keys_into(s_flat[b], ws)
@@ -250,11 +274,12 @@ def grouped_refine_kernel(
     n_groups: int,
     block: int,
     slice_size: int,
+    compiled: bool = False,
 ) -> list[Any]:
     """A refinement pass on one chunk for the parts of one system: per part (``specs`` and
     ``parts`` in the same order), what
     :func:`~bosaris_dask.refine_kernels.refine_system_kernel` gives for its trials alone, or
-    None where its spec is None."""
+    None where its spec is None. ``compiled``: as :func:`_select_parts`."""
     s, m = pairs[2 * system], pairs[2 * system + 1]
     ws = workspace(np.dtype(s.dtype), block, slice_size)
     # a pooled part's whole pass-1 bins split evenly: a sub-histogram of every trial, as the
@@ -262,7 +287,7 @@ def grouped_refine_kernel(
     dense = [j for j, (p, spec) in enumerate(zip(parts, specs, strict=True))
              if p.pooled and spec is not None and spec.whole_bins_split_evenly]  # fmt: skip
     rest = tuple(None if j in dense else spec for j, spec in enumerate(specs))
-    picked = _select_parts(classes, groups, s, m, rest, parts, n_groups, ws)
+    picked = _select_parts(classes, groups, s, m, rest, parts, n_groups, ws, compiled)
     out: list[Any] = []
     for j, (p, spec) in enumerate(zip(picked, specs, strict=True)):
         if j in dense:
@@ -282,9 +307,11 @@ def grouped_select_kernel(
     n_groups: int,
     block: int,
     slice_size: int,
+    compiled: bool = False,
 ) -> np.ndarray:
     """:func:`bosaris_dask.refine_kernels.select_kernel` for parts (one entry per part, in order):
-    each system's trials keyed once for all its parts."""
+    each system's trials keyed once for all its parts. ``compiled``: as
+    :func:`_select_parts`."""
     kept: list[Any] = [None] * len(parts)
     for k in range(len(pairs) // 2):
         mine = [j for j, p in enumerate(parts) if p.system == k and specs[j] is not None]
@@ -293,7 +320,7 @@ def grouped_select_kernel(
         s, m = pairs[2 * k], pairs[2 * k + 1]
         ws = workspace(np.dtype(s.dtype), block, slice_size)
         picked = _select_parts(classes, groups, s, m, [specs[j] for j in mine],
-                               [parts[j] for j in mine], n_groups, ws)  # fmt: skip
+                               [parts[j] for j in mine], n_groups, ws, compiled)  # fmt: skip
         for j, p in zip(mine, picked, strict=True):
             kept[j] = p
     return object_block(kept)

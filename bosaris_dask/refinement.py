@@ -281,8 +281,11 @@ def _check_counts(s: ScoreSummary, cands: np.ndarray, owner: np.ndarray, counts:
     from bosaris_dask.errors import InconsistentPassesError
 
     n = len(cands)
-    got = np.zeros((n + 1, 2), dtype=np.int64)  # row n: trials outside every candidate bin
-    np.add.at(got, np.where(owner < 0, n, owner), counts)
+    # row n: trials outside every candidate bin (float sums of integer counts: exact below
+    # 2**53, and bincount is 10x faster than np.add.at)
+    rows = np.where(owner < 0, n, owner)
+    got = np.stack([np.bincount(rows, weights=counts[:, c], minlength=n + 1) for c in (0, 1)],
+                   axis=1).astype(np.int64)  # fmt: skip
     expected = np.stack([s.n_non[cands], s.n_tar[cands]], axis=1).astype(np.int64)
     bad = np.flatnonzero(np.any(got[:n] != expected, axis=1))
     if len(bad) == 0 and not got[n].any():

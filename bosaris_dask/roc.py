@@ -30,6 +30,7 @@ take target and non-target score arrays. The old names here (``rocch``, ``rocch_
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -147,6 +148,11 @@ _COMPILED_HULL_LIMIT = 1 << 31
 #: 1e9-trial evaluations (about 1M bins: Qhull's pre-filter and the Python loop took 0.3-0.4 s
 #: per hull on a loaded machine); below, loading numba (0.4 s) would cost more than it saves.
 _COMPILED_HULL_POINTS = 1 << 18
+#: From how many points the hull loop runs compiled once numba is loaded anyway (e.g. by the
+#: compiled pass-1 kernels): Qhull's pre-filter and the Python loop below cost 2-3 ms per hull
+#: of 2**14-2**17 bins, 50 hulls in an evaluation of 24 conditions at 1e8 trials (0.11 s of the
+#: client's 0.55 s, measured); the loop takes a fraction of a millisecond.
+_COMPILED_HULL_POINTS_LOADED = 1 << 8
 
 
 def _minorant_loop(xs, ys, stack):  # pragma: no cover
@@ -182,7 +188,8 @@ def convex_minorant(x: np.ndarray, y: np.ndarray, fast: bool = True) -> np.ndarr
     lowest can be one, except that the first and the last point always are (for an ROC they are
     "accept everything" and "reject everything"). ``fast``: run the loop compiled (numba, where
     installed) when every coordinate is a non-negative integer below ``2**31``; the same
-    vertices, exactly (from :data:`_COMPILED_HULL_POINTS` points on).
+    vertices, exactly (from :data:`_COMPILED_HULL_POINTS` points on, or
+    :data:`_COMPILED_HULL_POINTS_LOADED` once numba is loaded).
 
     Examples
     --------
@@ -192,7 +199,8 @@ def convex_minorant(x: np.ndarray, y: np.ndarray, fast: bool = True) -> np.ndarr
     candidates = np.arange(len(x))
     if len(candidates) > 2:
         candidates = _drop_run_interiors(x, y, candidates)
-    loop = compiled(_minorant_loop) if fast and len(candidates) >= _COMPILED_HULL_POINTS else None
+    least = _COMPILED_HULL_POINTS_LOADED if "numba" in sys.modules else _COMPILED_HULL_POINTS
+    loop = compiled(_minorant_loop) if fast and len(candidates) >= least else None
     if loop is not None:
         xs, ys = np.asarray(x)[candidates], np.asarray(y)[candidates]
         if xs.dtype.kind in "iu" and ys.dtype.kind in "iu" and min(xs.min(), ys.min()) >= 0 \

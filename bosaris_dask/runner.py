@@ -59,8 +59,10 @@ class Aggregation:
     name
         What it is (for messages).
     chunk
-        ``chunk(*blocks)``: the chunk's contribution, a float64 vector of ``length``. The blocks
-        are those of :func:`run_pass`'s ``lead`` arguments, then its ``inputs``.
+        ``chunk(*blocks)``: the chunk's contribution, a float64 vector of ``length`` or its
+        :class:`~bosaris_dask.compact.Encoded` form (e.g. counts a kernel holds as integers,
+        :func:`~bosaris_dask.compact.encode_counts`: no float64 vector made and checked). The
+        blocks are those of :func:`run_pass`'s ``lead`` arguments, then its ``inputs``.
     length
         The length of a contribution; ``None``: a contribution is any Python object (e.g. the
         exact keys a refinement pulls), and a pass with such a spec merges objects.
@@ -72,7 +74,8 @@ class Aggregation:
     finalize
         ``finalize(total)``: the result on the client (may raise, naming what is wrong).
     note
-        ``note(contribution, *blocks)``: a small object about one chunk (numeric specs only),
+        ``note(contribution, *blocks)``: a small object about one chunk (numeric specs only;
+        the contribution's values, as integers where the chunk gave them encoded densely),
         made where the chunk's contribution is, e.g. which score bins the chunk holds. The
         spec's result is then ``(finalize(total), notes)``, ``notes`` a list with one note per
         chunk (in no particular order: a note says which chunk it is about).
@@ -137,11 +140,20 @@ def _chunk_task(*blocks: np.ndarray, aggs: tuple[Aggregation, ...], tune: bool) 
         malloc.tune_once()
     parts = []
     for agg in aggs:
-        part = np.asarray(agg.chunk(*blocks), dtype=np.float64).reshape(-1)
-        if part.size != agg.length:
-            raise ValueError(f"{agg.name}: a chunk gave {part.size} values, not {agg.length}")
-        encoded = compact.encode(part)
-        parts.append(encoded if agg.note is None else (encoded, [agg.note(part, *blocks)]))
+        got = agg.chunk(*blocks)
+        if isinstance(got, compact.Encoded):  # encoded by the kernel (compact.encode_counts)
+            encoded, size, row = got, got.length, None
+        else:
+            row = np.asarray(got, dtype=np.float64).reshape(-1)
+            encoded, size = compact.encode(row), row.size
+        if size != agg.length:
+            raise ValueError(f"{agg.name}: a chunk gave {size} values, not {agg.length}")
+        if agg.note is not None:  # the contribution (its integers where the kernel encoded it)
+            if row is None:
+                row = encoded.values if encoded.kind == "dense" else compact.decode(encoded)
+            parts.append((encoded, [agg.note(row, *blocks)]))
+        else:
+            parts.append(encoded)
     return _object_block(parts)
 
 

@@ -75,3 +75,30 @@ def test_what_no_integer_holds_stays_float64(special):
 def test_vectors_of_other_lengths_are_not_added():
     with pytest.raises(ValueError, match="cannot add a vector of 3 values to one of 2"):
         compact.sum_encoded([compact.encode(np.ones(2)), compact.encode(np.ones(3))])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.sampled_from([0, 0, 0, 1, 7, 2**31, 2**32 - 1, 2**32, 2**52]), max_size=60),
+    st.sampled_from([np.uint32, np.int64, np.uint64]),
+)
+def test_counts_encode_as_their_float64_vector(values, dtype):
+    v = np.array(values, dtype=np.uint64)
+    if dtype == np.uint32:
+        v = v[v < 2**32]
+    v = v.astype(dtype)
+    got, want = compact.encode_counts(v), compact.encode(v.astype(np.float64))
+    assert (got.kind, got.length, got.values.dtype) == (want.kind, want.length, want.values.dtype)
+    np.testing.assert_array_equal(got.values, want.values)
+    if want.positions is None:
+        assert got.positions is None
+    else:
+        assert got.positions.dtype == want.positions.dtype
+        np.testing.assert_array_equal(got.positions, want.positions)
+    assert compact.decode(got).tobytes() == v.astype(np.float64).tobytes()
+
+
+def test_encode_counts_refuses_what_is_no_count():
+    with pytest.raises(TypeError, match="integers"):
+        compact.encode_counts(np.array([0.5]))
+    assert compact.encode_counts(np.array([-1, 2])).values.dtype == np.int64  # general path

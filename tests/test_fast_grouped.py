@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bosaris_dask import compact
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.grouped_kernels import grouped_pass1_kernel, split_pass1
 from bosaris_dask.keys import order_keys
@@ -17,7 +18,7 @@ from .test_fast_pass1 import chunks
 pytest.importorskip("numba")
 
 
-def _kernel(cls, s, m, g, n_groups, bm, pbm, block, compiled):
+def _kernel(cls, s, m, g, n_groups, bm, pbm, block, compiled, encoded=False):
     rows, cols = np.arange(cls.shape[0]), np.arange(cls.shape[1])
     pooled = {}
     if pbm is not None:
@@ -26,7 +27,7 @@ def _kernel(cls, s, m, g, n_groups, bm, pbm, block, compiled):
     return grouped_pass1_kernel(
         rows, cols, cls, g, s, m, system=0, shift=0 if bm.adaptive else bm.shift,
         nbins=bm.nbins, n_groups=n_groups, block=block, slice_size=4 * block,
-        binmap=bm if bm.adaptive else None, compiled=compiled, **pooled,
+        binmap=bm if bm.adaptive else None, compiled=compiled, encoded=encoded, **pooled,
     )  # fmt: skip
 
 
@@ -44,17 +45,49 @@ def test_compiled_grouped_pass1_equals_the_numpy_path_bit_for_bit(
     cls, s, m, bm, block = problem
     rng = np.random.default_rng(seed)
     g = rng.integers(0, n_groups, size=cls.shape).astype(group_dtype)
+    _check(cls, s, m, g, n_groups, bm, _pooled_map(pooled, s), block)
+
+
+def _pooled_map(pooled, s):
     bits = s.dtype.itemsize * 8
-    pbm = None
     if pooled == "uniform":
-        pbm = BinMap.uniform(bits, 7)
-    elif pooled == "adaptive":
+        return BinMap.uniform(bits, 7)
+    if pooled == "adaptive":
         x = s.reshape(-1)
-        pbm = BinMap.from_sample(order_keys(x[np.isfinite(x)]), bits, 9)
+        return BinMap.from_sample(order_keys(x[np.isfinite(x)]), bits, 9)
+    return None
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    n_groups=st.integers(1, 3),
+    pooled=st.sampled_from([None, "uniform", "adaptive"]),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    seed=st.integers(0, 2**16),
+)
+def test_counts_past_a_byte_carry_exactly(n_groups, pooled, dtype, seed):
+    # the compiled loop counts in bytes, each wrap adding 256: bins of hundreds of trials
+    rng = np.random.default_rng(seed)
+    shape = (40, 100)
+    cls = rng.choice(np.array([-1, 0, 1], np.int8), size=shape, p=[0.6, 0.1, 0.3])
+    s = rng.choice(np.array([-1.0, 0.5, 2.0]), size=shape).astype(dtype)
+    m = rng.random(shape) > 0.05
+    g = rng.integers(0, n_groups, size=shape).astype(np.int16)
+    bm = BinMap.uniform(s.dtype.itemsize * 8, 4)
+    _check(cls, s, m, g, n_groups, bm, _pooled_map(pooled, s), 1024)
+
+
+def _check(cls, s, m, g, n_groups, bm, pbm, block):
+    """The compiled kernel equals the numpy path bit for bit, and brute force; so do their
+    encoded results (what the pass runner receives)."""
     with np.errstate(all="ignore"):
         fast = _kernel(cls, s, m, g, n_groups, bm, pbm, block, True)
         slow = _kernel(cls, s, m, g, n_groups, bm, pbm, block, False)
+        encoded = [_kernel(cls, s, m, g, n_groups, bm, pbm, block, c, encoded=True)
+                   for c in (True, False)]  # fmt: skip
     np.testing.assert_array_equal(fast.view(np.int64), slow.view(np.int64))
+    for enc in encoded:
+        assert compact.decode(enc).tobytes() == slow.tobytes()
     # brute force: each group's trials counted into its bins, non-finite scores as 0.0
     tail = 2 * pbm.nbins if pbm is not None else 0
     counts, _, missing, bad = split_pass1(fast[: len(fast) - tail], n_groups, bm.nbins)
@@ -94,7 +127,9 @@ def test_terms_too_large_for_the_grid_are_summed_exactly_per_group():
     assert got[1][0] == pytest.approx(3e5) and got[0][1] == pytest.approx(2e5)
 
 
-def test_an_evaluation_with_compiled_grouped_counts_is_the_same_bit_for_bit(monkeypatch):
+def test_an_evaluation_with_compiled_grouped_counts_and_selection_is_the_same_bit_for_bit(
+    monkeypatch,
+):
     import dask
 
     from bosaris_dask import grouped_histograms, metrics

@@ -426,3 +426,24 @@ def test_adaptive_condition_bins_give_the_fixed_bins_metrics_and_the_references(
             )
         checked += 1
     assert checked >= 4
+
+
+def test_a_chunk_note_names_the_bins_any_group_holds():
+    from bosaris_dask.grouped_kernels import grouped_bins_note
+
+    rng = np.random.default_rng(3)
+    n_groups, nbins, pooled_nbins = 3, 64, 32
+    counts = rng.integers(0, 2, size=(n_groups, nbins, 2)) * (rng.random((1, nbins, 1)) < 0.3)
+    pooled = rng.integers(0, 3, size=2 * pooled_nbins) * (rng.random(2 * pooled_nbins) < 0.2)
+    for dtype in (np.float64, np.uint32):  # the numpy path's row, the compiled one's
+        row = np.concatenate([counts.reshape(-1), [5, 0, 1], pooled]).astype(dtype)
+        note, pooled_note = grouped_bins_note(
+            row, np.arange(4, 6), np.arange(7, 9), n_groups=n_groups, nbins=nbins, coarse=1,
+            pooled_nbins=pooled_nbins, pooled_coarse=0,
+        )  # fmt: skip
+        held = [any(counts[g, b, c] for g in range(n_groups) for c in range(2))
+                for b in range(nbins)]  # fmt: skip
+        pairs = [held[2 * i] or held[2 * i + 1] for i in range(nbins // 2)]
+        assert note[:2] == (4, 7) and note[2].tolist() == np.packbits(pairs).tolist()
+        by_bin = [bool(pooled[b] or pooled[pooled_nbins + b]) for b in range(pooled_nbins)]
+        assert pooled_note[2].tolist() == np.packbits(by_bin).tolist()

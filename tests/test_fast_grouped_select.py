@@ -1,0 +1,123 @@
+"""The compiled (numba) selection of a grouped refinement pass against the numpy path: every
+part gets the same trials, keys and flags in the same order, and against a brute-force
+selection; skipped where numba is not installed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bosaris_dask import fast_select, kernels
+from bosaris_dask.binmap import BinMap
+from bosaris_dask.grouped_kernels import Part
+from bosaris_dask.grouped_refine_kernels import _select_parts
+from bosaris_dask.refine_kernels import RefineSpec
+
+pytest.importorskip("numba")
+
+SPECIAL = [0.0, -0.0, 1e-45, -1e-45, 3e38, -3e38, 1.0, -1.0]
+
+
+def _keys(x: np.ndarray) -> np.ndarray:
+    """Order keys by the definition (sign flips all bits, else the sign bit), -0.0 as +0.0."""
+    width = 8 * x.dtype.itemsize
+    u = (x + x.dtype.type(0)).view(np.uint32 if width == 32 else np.uint64).astype(object)
+    return np.array([v ^ ((1 << width) - 1) if v >> (width - 1) else v | (1 << (width - 1))
+                     for v in u.tolist()], dtype=np.uint64)  # fmt: skip
+
+
+def _map(draw, rng, bits: int, finite: np.ndarray) -> BinMap:
+    if draw(st.booleans()):
+        return BinMap.uniform(bits, draw(st.integers(1, 12)))
+    return BinMap.from_sample(_keys(finite), bits, draw(st.integers(6, 12)))
+
+
+def _spec(draw, rng, bm: BinMap, keys: np.ndarray) -> RefineSpec:
+    """Candidates among the bins of ``keys`` (some narrower than their bin)."""
+    bins = np.unique(bm.bin_of(keys)) if keys.size else np.zeros(1, np.intp)
+    cands = np.sort(rng.choice(bins, size=draw(st.integers(1, len(bins))), replace=False))
+    lo, width = bm.bin_lo_bits(cands)
+    width = width.astype(np.int64)
+    if draw(st.booleans()):
+        narrow = (rng.random(len(cands)) < 0.5) & (width > 0)
+        width[narrow] -= 1
+    return RefineSpec(0 if bm.adaptive else bm.shift, bm.top, lo.astype(np.uint64), width,
+                      np.zeros(len(cands), np.int64), raw=True,
+                      binmap=bm if draw(st.booleans()) or bm.adaptive else None)  # fmt: skip
+
+
+@st.composite
+def problems(draw):
+    """A chunk (codes, finite trial scores, non-finite ones only in non-trial or unscored
+    cells, a mask, group codes), pooled parts with candidates in one map and parts of groups
+    (a condition's, or its targets with two groups' non-targets) in another."""
+    n = draw(st.integers(1, 3000))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    n_groups = draw(st.integers(1, 5))
+    cls = rng.choice(np.array([-1, 0, 1], np.int8), size=n, p=[0.5, 0.2, 0.3])
+    s = rng.normal(size=n) * draw(st.sampled_from([1.0, 1e3]))
+    if draw(st.booleans()):
+        s = rng.choice(np.array(SPECIAL), size=n)
+    m = rng.random(n) > draw(st.sampled_from([0.0, 0.1]))
+    off = (cls == 0) | ~m
+    s[off & (rng.random(n) < 0.3)] = rng.choice(np.array([np.inf, -np.inf, np.nan]))
+    s = s.astype(dtype)
+    groups = rng.integers(0, n_groups, n).astype(draw(st.sampled_from([np.int16, np.int32])))
+    bits = 32 if dtype == np.float32 else 64
+    finite = s[np.isfinite(s)]
+    keys = _keys(finite)
+    parts, specs = [], []
+    if draw(st.booleans()):  # pooled parts: one map
+        pmap = _map(draw, rng, bits, finite)
+        for _ in range(draw(st.integers(1, 2))):
+            parts.append(Part(0))
+            specs.append(_spec(draw, rng, pmap, keys) if draw(st.booleans()) else None)
+    gmap = _map(draw, rng, bits, finite)
+    for _ in range(draw(st.integers(0 if parts else 1, 4))):
+        g = int(rng.integers(n_groups))
+        other = int(rng.integers(n_groups))
+        parts.append(Part(0, (g,), (g,)) if draw(st.booleans())
+                     else Part(0, (g,), tuple(sorted({g, other}))))  # fmt: skip
+        specs.append(_spec(draw, rng, gmap, keys) if draw(st.booleans()) else None)
+    block = draw(st.sampled_from([1, 7, 64, 4096]))
+    return cls, s, m, groups, n_groups, parts, specs, block
+
+
+@settings(max_examples=150, deadline=None)
+@given(problems(), st.booleans())
+def test_compiled_grouped_selection_equals_the_numpy_path(problem, packed):
+    cls, s, m, groups, n_groups, parts, specs, block = problem
+    ws = kernels.workspace(np.dtype(s.dtype), block, 4 * block)
+    default = fast_select.PACKED_LUTS
+    fast_select.PACKED_LUTS = 0 if packed else default  # bin tables as bits or as bytes
+    try:
+        with np.errstate(all="ignore"):
+            got = _select_parts(cls, groups, s, m, specs, parts, n_groups, ws, compiled=True)
+            want = _select_parts(cls, groups, s, m, specs, parts, n_groups, ws, compiled=False)
+    finally:
+        fast_select.PACKED_LUTS = default
+    trial = (cls != 0) & m
+    for part, spec, mine, theirs in zip(parts, specs, got, want, strict=True):
+        if spec is None:
+            assert mine is None and theirs is None
+            continue
+        assert mine[0].dtype == theirs[0].dtype and mine[1].dtype == theirs[1].dtype == bool
+        np.testing.assert_array_equal(mine[0], theirs[0])
+        np.testing.assert_array_equal(mine[1], theirs[1])
+        # brute force: the part's trials whose key lies in a candidate [lo, lo + 2**bits)
+        tar, non = part.groups(n_groups)
+        own = trial & np.where(cls == 1, tar[groups], non[groups])
+        k = _keys(s[own])
+        inside = ((k[:, None] >= spec.cand_lo) & ((k[:, None] - spec.cand_lo)
+                  >> spec.cand_bits.astype(np.uint64) == 0)).any(axis=1)  # fmt: skip
+        assert sorted(
+            zip(mine[0].astype(np.uint64).tolist(), mine[1].tolist(), strict=True)
+        ) == sorted(zip(k[inside].tolist(), (cls[own][inside] == 1).tolist(), strict=True))
+
+
+def test_disabling_numba_gives_the_numpy_path(monkeypatch):
+    monkeypatch.setenv(fast_select.DISABLE_ENV, "1")
+    assert fast_select.grouped_select_loop() is None
