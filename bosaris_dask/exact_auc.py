@@ -62,6 +62,7 @@ from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.errors import InconsistentPassesError
 from bosaris_dask.keys import key_bits, key_dtype, keys_to_values, order_keys
 from bosaris_dask.measures import twice_u_parts
+from bosaris_dask.progress import current_client
 
 __all__ = [
     "ExactAucWarning",
@@ -70,6 +71,7 @@ __all__ = [
     "mixed_bins",
     "mixed_twice_u",
     "exact_aucs",
+    "RidingAuc",
     "ExactAuc",
     "apply_exact_auc",
     "with_passes",
@@ -132,8 +134,9 @@ class MixedBins:
         return int(self.n_other.sum())
 
 
-def mixed_bins(summary: ScoreSummary) -> MixedBins | None:
-    """The mixed coarse bins of ``summary`` (``None`` when there is none: the AUC is exact).
+def mixed_bins(summary: ScoreSummary, small_is_target: bool | None = None) -> MixedBins | None:
+    """The mixed coarse bins of ``summary`` (``None`` when there is none: the AUC is exact);
+    ``S`` is the class with fewer trials in them unless ``small_is_target`` says.
 
     Examples
     --------
@@ -150,7 +153,8 @@ def mixed_bins(summary: ScoreSummary) -> MixedBins | None:
     hi = lo + ((np.uint64(1) << summary.bits[mixed].astype(np.uint64)) - np.uint64(1))
     n_tar = summary.n_tar[mixed].astype(np.int64)
     n_non = summary.n_non[mixed].astype(np.int64)
-    small_is_target = int(n_tar.sum()) <= int(n_non.sum())
+    if small_is_target is None:
+        small_is_target = int(n_tar.sum()) <= int(n_non.sum())
     shift = key_bits(summary.dtype) - TABLE_BITS
     p_lo, p_hi = (
         (lo >> np.uint64(shift)).astype(np.int64),
@@ -536,6 +540,116 @@ def exact_aucs(
         else:
             values.append(None)
     return ExactAuc(values, passes, notes)
+
+
+# --------------------------------------------------------------------------------------------
+# riding along the evaluation's passes
+# --------------------------------------------------------------------------------------------
+
+
+def _targets_kernel(*blocks: np.ndarray, system: int, limit: int) -> np.ndarray | None:
+    """Pass 1, one system: the sorted order keys of the chunk's scored targets, or ``None``
+    (overflow) when there are more than ``limit`` of them (bounded memory)."""
+    at = engine.PASS1_LEAD_BLOCKS
+    c, s, m = (blocks[at].reshape(-1), blocks[at + 1 + 2 * system].reshape(-1),
+               blocks[at + 2 + 2 * system].reshape(-1))  # fmt: skip
+    found = []
+    count = 0
+    for lo in range(0, c.size, _BLOCK):
+        b = slice(lo, lo + _BLOCK)
+        picked = (c[b] == 1) & m[b]
+        count += int(np.count_nonzero(picked))
+        if count > limit:
+            return None
+        if count:
+            found.append(order_keys(s[b][picked]))
+    keys = np.concatenate([np.empty(0, dtype=key_dtype(s.dtype)), *found])
+    keys.sort()
+    return keys
+
+
+def _merge_targets(parts: list[np.ndarray | None], limit: int) -> np.ndarray | None:
+    """Sorted runs merged, or ``None`` when one overflowed or together they exceed ``limit``."""
+    if any(p is None for p in parts) or sum(len(p) for p in parts) > limit:  # type: ignore[arg-type]
+        return None
+    return np.sort(np.concatenate(parts), kind="stable")  # type: ignore[arg-type]
+
+
+class RidingAuc:
+    """The exact AUC of pooled summaries in the evaluation's own passes.
+
+    Pass 1 also pulls the order keys of every scored target of each system (``S`` speculatively
+    the targets), as long as they fit the budget ``bosaris_dask.auc-limit`` (a chunk or merge
+    over it gives up: bounded memory). With the pass-1 summaries, the targets of their mixed
+    bins are known; pass B (:func:`mixed_twice_u` per chunk, for the non-targets of those bins)
+    rides along the first refinement pass, or takes a pass of its own when there is none. The
+    AUC is the pass-1 summary's between-bin part plus pass B's count: exact whatever refinement
+    does. When a system's targets overflow, or the targets of all systems' pass-1 mixed bins
+    exceed the budget, nothing rides along and :func:`exact_aucs` runs its passes after the
+    evaluation as before (:attr:`served` is False).
+    """
+
+    def __init__(self, n_systems: int, names: Sequence[str], split_every: int) -> None:
+        self.limit = config.get("auc-limit")
+        self.names = list(names)
+        self.split_every = split_every
+        self.plans: list[MixedBins | None] = []
+        self.firsts: list[ScoreSummary] = []
+        self.served = False
+        self.rider = engine.Rider(
+            [runner.Aggregation(f"system {k + 1} exact AUC targets",
+                                partial(_targets_kernel, system=k, limit=self.limit), None,
+                                combine=partial(_merge_targets, limit=self.limit))
+             for k in range(n_systems)],
+            self._after_pass1,
+        )  # fmt: skip
+
+    def _after_pass1(self, summaries: list[ScoreSummary], targets: list[np.ndarray | None],
+                     inputs: list[da.Array]) -> da.Array | None:  # fmt: skip
+        plans = [mixed_bins(s, small_is_target=True) for s in summaries]
+        ks = [k for k, p in enumerate(plans) if p is not None]
+        if not ks or any(targets[k] is None for k in ks):
+            return None
+        if sum(plans[k].n_s for k in ks) > self.limit:  # type: ignore[union-attr]
+            return None
+        small = []
+        for k in ks:
+            keys = targets[k][_in_bins(targets[k], plans[k])]  # type: ignore[index,arg-type]
+            _check(self.names[k], "smaller-class", len(keys), plans[k].n_s)  # type: ignore[union-attr]
+            small.append(keys.astype(np.uint64))
+        small_all = np.concatenate(small)
+        ends = np.cumsum([len(x) for x in small])
+        lead = [da.from_array(small_all, chunks=max(1, len(small_all))), "k"]
+        aggs = [
+            runner.Aggregation(
+                f"{self.names[k]} exact AUC counts",
+                partial(_count_kernel, system=k, group_at=None,
+                        wanted=((None, plans[k], (-1,)),),
+                        at=(slice(int(e) - len(x), int(e)),)),
+                None, combine=_add_counts,
+            )
+            for k, x, e in zip(ks, small, ends, strict=True)
+        ]  # fmt: skip
+        n_other = sum(plans[k].n_o for k in ks)  # type: ignore[union-attr]
+        need = auc_task_memory(inputs, len(small_all), n_other, False, self.split_every)
+        memory.check_worker_memory(need, current_client())
+        self.plans, self.firsts, self.served = plans, summaries, True
+        self._aggs, self._ks = aggs, ks
+        return runner.graph(aggs, inputs, lead=lead, split_every=self.split_every)
+
+    def found(self) -> ExactAuc:
+        """The exact AUCs (once :func:`~bosaris_dask.engine.summarize` has run with
+        :attr:`rider` and :attr:`served` is True); ``passes`` 0: summarize counted them."""
+        counted = runner.finalize(self._aggs, self.rider.result)
+        mixed = {}
+        for k, (twice_u, found) in zip(self._ks, counted, strict=True):
+            _check(self.names[k], "other-class", found, self.plans[k].n_o)  # type: ignore[union-attr]
+            mixed[k] = twice_u
+        values: list[Fraction | None] = []
+        for k, s in enumerate(self.firsts):
+            base, _ = twice_u_parts(s)
+            values.append(Fraction(base + mixed.get(k, 0), 2 * s.n_target * s.n_nontarget))
+        return ExactAuc(values, 0, [""] * len(values))
 
 
 def _bounds(s: ScoreSummary) -> str:

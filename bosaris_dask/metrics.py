@@ -285,6 +285,12 @@ def pooled_evaluation(
         from bosaris_dask.ece import check_plo
 
         ece_plo = check_plo(ece_plo)
+    riding = None
+    if exact_auc:  # the exact AUC rides along the evaluation's passes where it fits
+        from bosaris_dask.exact_auc import RidingAuc
+
+        riding = RidingAuc(len(systems), names or [f"system-{k + 1}" for k in range(len(systems))],
+                           split_every)  # fmt: skip
     summaries = summarize(
         systems,
         key,
@@ -296,12 +302,16 @@ def pooled_evaluation(
         progress=progress,
         split_every=split_every,
         names=names,
+        rider=None if riding is None else riding.rider,
     )
-    if not exact_auc:
+    if riding is None:
         return results_dataset(summaries, points, sweep, fmr, fnmr), summaries
     from bosaris_dask.exact_auc import apply_exact_auc, exact_aucs, with_passes
 
-    found = exact_aucs(systems, key, summaries, split_every=split_every, progress=progress)
+    if riding.served:
+        found = riding.found()
+    else:
+        found = exact_aucs(systems, key, summaries, split_every=split_every, progress=progress)
     summaries = with_passes(summaries, found.passes)
     ds = results_dataset(summaries, points, sweep, fmr, fnmr)
     return apply_exact_auc(ds, found), summaries
