@@ -341,3 +341,24 @@ def test_with_bootstrap_intervals_the_point_auc_is_exact():
                               resample=["model.spk"], bootstrap=5, seed=1)  # fmt: skip
     assert ds.auc.item() == float(_mann_whitney(values[mask == 1], values[mask == -1]))
     assert "eer_ci" in ds
+
+
+def test_a_budget_the_targets_overflow_falls_back_to_the_same_value():
+    """Pass 1's pull of the targets gives up past the budget (a chunk or a merge holds more):
+    the passes after the evaluation then count the same exact value."""
+    rng = np.random.default_rng(5)
+    mask = rng.choice(np.array([-1, 1], dtype=np.int8), size=(30, 40), p=[0.7, 0.3])
+    values = np.round(rng.normal(size=mask.shape) + mask, 2)
+    key = make_key(range(30), range(40), mask, chunks=(10, 20))
+    scores = make_scores(range(30), range(40), values, chunks=(10, 20))
+    (n_s,), _ = _small_counts([scores], key, 4)
+    patch, conf = _coarse(4)
+    with patch, conf:
+        plain = metrics.evaluate(scores, key, priors=[0.5])
+    rides = _evaluate(scores, key, 4, int((mask == 1).sum()))
+    falls_back = _evaluate(scores, key, 4, n_s)  # under all targets
+    assert 0 < n_s < int((mask == 1).sum())
+    want = float(_mann_whitney(values[mask == 1], values[mask == -1]))
+    assert rides.auc.item() == falls_back.auc.item() == want
+    assert rides.attrs["passes"] == plain.attrs["passes"] > 1
+    assert falls_back.attrs["passes"] == plain.attrs["passes"] + 2
