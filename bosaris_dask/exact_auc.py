@@ -598,9 +598,9 @@ class RidingAuc:
     evaluation as before (:attr:`served` is False).
     """
 
-    def __init__(self, n_systems: int, names: Sequence[str], split_every: int) -> None:
+    def __init__(self, n_systems: int, names: Sequence[str] | None, split_every: int) -> None:
         self.limit = config.get("auc-limit")
-        self.names = list(names)
+        self.names = list(names) if names else [f"system-{k + 1}" for k in range(n_systems)]
         self.split_every = split_every
         self.plans: list[MixedBins | None] = []
         self.firsts: list[ScoreSummary] = []

@@ -292,8 +292,7 @@ def pooled_evaluation(
     if exact_auc:  # the exact AUC rides along the evaluation's passes where it fits
         from bosaris_dask.exact_auc import RidingAuc
 
-        riding = RidingAuc(len(systems), names or [f"system-{k + 1}" for k in range(len(systems))],
-                           split_every)  # fmt: skip
+        riding = RidingAuc(len(systems), names, split_every)
     summaries = summarize(
         systems,
         key,

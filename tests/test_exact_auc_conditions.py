@@ -275,6 +275,10 @@ def test_several_systems_and_cprimary_without_conditions():
             assert ds.condition_auc.values[k, g] == float(want)
     cp = _evaluate(systems, key, 3, 10**9, cprimary_priors=[0.01, 0.1])
     assert cp.auc.values.tolist() == ds.auc.values.tolist() and "cprimary_act" in cp
+    patch, conf = _coarse(3)
+    with patch, conf:  # the pooled path: the exact AUC rides along its passes
+        plain = metrics.evaluate(systems, key, priors=[0.5], cprimary_priors=[0.01, 0.1])
+    assert plain.attrs["passes"] > 1 and cp.attrs["passes"] == plain.attrs["passes"]
 
 
 def test_cli_by_exact_auc_json(tmp_path):

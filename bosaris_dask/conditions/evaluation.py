@@ -42,7 +42,14 @@ from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.ece import check_plo, ece_from_summary
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import OptionError
-from bosaris_dask.exact_auc import AucPart, ExactAuc, apply_exact_auc, exact_aucs, with_passes
+from bosaris_dask.exact_auc import (
+    AucPart,
+    ExactAuc,
+    RidingAuc,
+    apply_exact_auc,
+    exact_aucs,
+    with_passes,
+)
 
 __all__ = ["evaluate_conditions", "conditions_and_summaries", "condition_result",
            "conditions_as_systems", "summary_cprimary", "PREFIX"]  # fmt: skip
@@ -193,12 +200,16 @@ def conditions_and_summaries(
     thresholds = -np.concatenate([plo, sweep, extra_plo])
     names = list(names) if names is not None else None
     ce_plo = () if ece_plo is None else check_plo(ece_plo)
-    if not conditions:
+    if not conditions:  # the exact AUC rides along the pooled passes where it fits
+        riding = RidingAuc(len(systems), names, split_every) if exact_auc else None
         pooled = summarize(systems, key, thresholds=thresholds, fmr=fmr, fnmr=fnmr,
                            cross_entropy_plo=ce_plo, allow_missing=allow_missing,
-                           progress=progress, split_every=split_every,
-                           names=names)  # fmt: skip
-        exact = _exact(systems, key, pooled, [], None, exact_auc, split_every, progress)
+                           progress=progress, split_every=split_every, names=names,
+                           rider=None if riding is None else riding.rider)  # fmt: skip
+        if riding is not None and riding.served:
+            exact: ExactAuc | None = riding.found()
+        else:
+            exact = _exact(systems, key, pooled, [], None, exact_auc, split_every, progress)
         if exact is not None:
             pooled = with_passes(pooled, exact.passes)
         ds = result_layout.results_dataset(pooled, points, sweep, fmr, fnmr)
