@@ -217,10 +217,11 @@ def conditions_and_summaries(
             ds = apply_exact_auc(ds, exact)
         return _with_cprimary(ds, pooled, cp), list(pooled)
     cond = condition_codes(key, _tables(conditions), by)
+    riding = RidingAuc(len(systems), names, split_every, grouped=True) if exact_auc else None
     result = condition_summaries(
         systems, key, cond, thresholds=thresholds, fmr=fmr, fnmr=fnmr, cross_entropy_plo=ce_plo,
         allow_missing=allow_missing, split_every=split_every, progress=progress, names=names,
-        equalize=equalize,
+        equalize=equalize, riding=riding,
     )  # fmt: skip
     ds = _with_cprimary(result_layout.results_dataset(result.pooled, points, sweep, fmr, fnmr),
                         result.pooled, cp)  # fmt: skip
@@ -231,9 +232,12 @@ def conditions_and_summaries(
     texts = [", ".join(f"{k}={v}" for k, v in lab.items()) for lab in labels]
     pairs = [(k, g) for k, row in enumerate(result.by_condition)
              for g, summary in enumerate(row) if summary is not None]  # fmt: skip
-    exact = _exact(systems, key, result.pooled,
-                   [(k, g, result.by_condition[k][g], texts[g]) for k, g in pairs],
-                   cond, exact_auc, split_every, progress)  # fmt: skip
+    if riding is not None and riding.served:  # pooled, then conditions: the order of pairs
+        exact: ExactAuc | None = riding.found()
+    else:
+        exact = _exact(systems, key, result.pooled,
+                       [(k, g, result.by_condition[k][g], texts[g]) for k, g in pairs],
+                       cond, exact_auc, split_every, progress)  # fmt: skip
     pooled_summaries = list(result.pooled)
     condition_auc: dict[tuple[int, int], Fraction] = {}
     if exact is not None:
