@@ -7,19 +7,21 @@ different bins and every pair tied in an exact bin (:func:`~bosaris_dask.measure
 only pairs inside a **mixed** coarse bin (``bits > 0``, both classes) are unknown. Here they are
 counted exactly:
 
-* **Riding along** (pooled summaries, :class:`RidingAuc`): pass 1 of the evaluation also pulls
-  the exact order keys (:func:`~bosaris_dask.keys.order_keys`) of every scored target of each
-  system, sorted per chunk and merged, as long as they fit the budget ``bosaris_dask.auc-limit``
-  (:mod:`bosaris_dask.config`): a chunk or merge over it gives up (bounded memory). The
-  pass-1 summary then says which coarse bins are mixed; the count of their pairs (pass B
-  below, with the targets as ``S``) rides along the first refinement pass, or takes a pass of
-  its own when the evaluation needs none. The AUC is the pass-1 summary's between-bin part plus
-  that count, whatever refinement does: **no** extra pass (one without refinement).
-* Otherwise (a system's targets over the budget, or conditions), the passes run after the
-  evaluation, with the summaries it made. The class with fewer trials in the mixed bins is
-  ``S`` (usually the targets), the other ``O``. If ``S`` fits the budget (summed over the
-  systems and conditions of one call), **pass A** pulls the exact order keys of the ``S``
-  trials in mixed bins: each chunk sorts its own, merge tasks merge sorted runs.
+* **Riding along** (:class:`RidingAuc`): pass 1 of the evaluation also pulls the exact order
+  keys (:func:`~bosaris_dask.keys.order_keys`) of every scored target of each system (with
+  conditions, each with its condition), sorted per chunk and merged, as long as they fit the
+  budget ``bosaris_dask.auc-limit`` (:mod:`bosaris_dask.config`): a chunk or merge over it
+  gives up (bounded memory). The pass-1 summaries then say which coarse bins are mixed; the
+  count of their pairs (pass B below, with the targets as ``S``, for the pooled summaries and
+  every condition's at once) rides along the first refinement pass, or takes a pass of its own
+  when the evaluation needs none. Each AUC is its pass-1 summary's between-bin part plus that
+  count, whatever refinement does: **no** extra pass (one without refinement).
+* Otherwise (a system's targets over the budget, or conditions without the grouped kernels),
+  the passes run after the evaluation, with the summaries it made. The class with fewer
+  trials in the mixed bins is ``S`` (usually the targets), the other ``O``. If ``S`` fits the
+  budget (summed over the systems and conditions of one call), **pass A** pulls the exact
+  order keys of the ``S`` trials in mixed bins: each chunk sorts its own, merge tasks merge
+  sorted runs.
   When the ``O`` trials of the mixed bins fit too, pass A pulls them as well and the count is
   done on the client: **one** extra pass.
 * Otherwise **pass B** counts, per chunk, for the ``O`` trials of the mixed bins, the ``S`` keys
@@ -34,7 +36,8 @@ counted exactly:
   passes after the evaluation serve the pooled summaries and every condition's: each chunk
   keys a system's trials once, then hands each key to the parts whose bins and condition it
   falls in (the pooled one and its own condition's), so the extra passes are as many as
-  without conditions (riding along is for pooled evaluations only, so far).
+  without conditions; riding along, they ride the grouped passes
+  (:func:`~bosaris_dask.grouped.refine_parts`) the same way.
 
 When ``S`` does not fit the budget the bounds stay (``auc`` NaN, ``auc_low``/``auc_high`` exact
 bounds) and :func:`exact_aucs` says why in one line (:class:`ExactAucWarning`).

@@ -186,7 +186,7 @@ def evaluate(
         the budget; else ``auc`` stays NaN with its bounds, an
         :class:`~bosaris_dask.exact_auc.ExactAucWarning` and ``attrs["auc_notes"]`` saying
         why. With conditions, per condition too (``condition_auc``, each from its own
-        trials), from one or two passes after the evaluation, as before.
+        trials), from the same passes.
     bootstrap_method
         ``"multinomial"`` (each side draws as many of its groups as it has, with replacement)
         or ``"poisson"`` (each group's multiplicity from Poisson(1)): how the bootstrap

@@ -419,7 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="make the AUC exact at any scale: in the evaluation's own passes when every "
         "system's targets fit bosaris_dask.auc-limit, else one or two more passes when the "
         "smaller class of the score bins holding both classes fits it (else its bounds, and a "
-        "warning); with --by, per condition too, from one or two more passes",
+        "warning); with --by, per condition too, from the same passes",
     )  # fmt: skip
     p.add_argument(
         "--plots-dir", metavar="DIR",

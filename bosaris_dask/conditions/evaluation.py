@@ -145,10 +145,13 @@ def conditions_and_summaries(
     exact_auc
         As :func:`~bosaris_dask.metrics.evaluate`, pooled and per condition: each condition's
         ``condition_auc`` is the exact AUC of its own trials (NaN without targets or
-        non-targets), from the same one or two extra passes as the pooled ones (every
-        condition's keys pulled and counted in them), within the one budget
-        ``bosaris_dask.auc-limit`` (pooled summaries first, then the conditions in order;
-        beyond it, bounds and a note in ``attrs["auc_notes"]``).
+        non-targets), from the same passes as the pooled ones: the evaluation's own when the
+        targets fit the budget ``bosaris_dask.auc-limit`` (pass 1 pulls every target's key
+        with its condition, the counts ride the refinement pass:
+        :class:`~bosaris_dask.exact_auc.RidingAuc`), else one or two extra passes (every
+        condition's keys pulled and counted in them) within that one budget (pooled
+        summaries first, then the conditions in order; beyond it, bounds and a note in
+        ``attrs["auc_notes"]``).
     equalize
         Also the partition-equalized metrics over the conditions (NIST SRE), from the same
         passes: ``equalized_eer`` (``system``), ``equalized_act_dcf`` and
