@@ -486,8 +486,8 @@ class Rider:
     Attributes
     ----------
     pass1
-        Specs added to pass 1 (their chunks get pass 1's ``lead`` blocks first, then its
-        inputs: :func:`pass1_lead_blocks` of them).
+        Specs added to pass 1 (their chunks get pass 1's lead blocks first,
+        :data:`PASS1_LEAD_BLOCKS` of them, then its inputs).
     after_pass1
         ``after_pass1(summaries, results, inputs)``: called with the pass-1 summaries, the
         results of ``pass1`` and the pass inputs; returns a dask graph to compute with the
