@@ -17,9 +17,11 @@ key                    default     meaning
                                    candidate bins hold at most this many trials (0: never)
 ``keep-limit``         16777216    keep the candidate trials in memory between refinement
                                    rounds when all systems' hold at most this many (0: never)
-``auc-limit``          16777216    the most smaller-class trials of the mixed score bins whose
-                                   exact keys the exact AUC pulls (all systems together; 8 bytes
-                                   each): :mod:`bosaris_dask.exact_auc`; beyond, bounds only
+``auc-limit``          16777216    the most trials whose exact keys the exact AUC pulls (8 bytes
+                                   each): a system's targets in pass 1 (the AUC then takes no
+                                   extra pass), else the smaller class of the mixed score bins
+                                   (all systems together) in passes after the evaluation:
+                                   :mod:`bosaris_dask.exact_auc`; beyond, bounds only
 ``skip-chunks``        1           refinement passes read only the chunks whose pass-1 bins hold
                                    a candidate trial (pass 1 notes which bins each chunk holds): a
                                    chunk of an embedding source skipped is a block product saved;

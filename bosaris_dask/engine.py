@@ -70,7 +70,7 @@ from bosaris_dask.keys import key_bits, keys_to_values, order_keys, threshold_ke
 from bosaris_dask.progress import compute
 from bosaris_dask.trials import align, is_label_key, kind_of, locate, trial_classes, validate
 
-__all__ = ["ScoreSummary", "summarize", "score_bins", "fitted_bin_maps",
+__all__ = ["ScoreSummary", "Rider", "summarize", "score_bins", "fitted_bin_maps",
            "adaptive_budget", "DEFAULT_SPLIT_EVERY"]  # fmt: skip
 
 #: How many chunk results one merge task adds up.
@@ -479,6 +479,36 @@ def _adaptive(mode: int, cells: int, keep_limit: int, coarse_bits: int | None) -
     return mode == 1 and coarse_bits is None and 0 < keep_limit < cells
 
 
+@dataclass
+class Rider:
+    """Work that rides along :func:`summarize`'s passes (e.g. :mod:`bosaris_dask.exact_auc`).
+
+    Attributes
+    ----------
+    pass1
+        Specs added to pass 1 (their chunks get pass 1's lead blocks first,
+        :data:`PASS1_LEAD_BLOCKS` of them, then its inputs).
+    after_pass1
+        ``after_pass1(summaries, results, inputs)``: called with the pass-1 summaries, the
+        results of ``pass1`` and the pass inputs; returns a dask graph to compute with the
+        next pass that reads the data (the first refinement pass, or a pass of its own when
+        there is none), or ``None``.
+    result
+        The computed graph (``None`` until then).
+    alone
+        Whether the graph took a pass of its own.
+    """
+
+    pass1: Sequence[runner.Aggregation]
+    after_pass1: Callable[[list[ScoreSummary], list[Any], list[da.Array]], Any]
+    result: Any = None
+    alone: bool = False
+
+
+#: The blocks pass 1 gives a chunk before its inputs (the trial row and column positions).
+PASS1_LEAD_BLOCKS = 2
+
+
 def summarize(
     scores: xr.Dataset | Sequence[xr.Dataset],
     key: xr.Dataset,
@@ -496,6 +526,7 @@ def summarize(
     extra_candidates: Callable[[list[ScoreSummary]], list[np.ndarray | None]] | None = None,
     own_candidates: Sequence[bool] | None = None,
     bin_maps: Sequence[BinMap] | None = None,
+    rider: Rider | None = None,
 ) -> list[ScoreSummary]:
     """Exact summaries of one or more systems' scores against one key.
 
@@ -546,6 +577,8 @@ def summarize(
         Pass 1's bins, one :class:`~bosaris_dask.binmap.BinMap` per system (e.g. from
         :func:`fitted_bin_maps`), instead of those ``coarse_bits`` and
         ``bosaris_dask.adaptive-bins`` choose.
+    rider
+        Work riding along pass 1 and the next pass that reads the data (:class:`Rider`).
 
     Returns
     -------
@@ -620,10 +653,13 @@ def summarize(
         for k, s in enumerate(systems)
     ] if len(ce_plo) else []  # fmt: skip
     need = _task_memory(inputs, dtype, nbins, split_every, knobs)
+    riding = list(rider.pass1) if rider is not None else []
     _, *summaries = runner.run_pass(
-        "pass 1", [codes, *systems, *cross], inputs, lead=positions, split_every=split_every,
-        progress=progress, need=need,
+        "pass 1", [codes, *systems, *cross, *riding], inputs, lead=positions,
+        split_every=split_every, progress=progress, need=need,
     )  # fmt: skip
+    if riding:
+        summaries, rode = summaries[: -len(riding)], summaries[-len(riding) :]
     held: list[refinement.ChunkBins] | None = None
     if skip:  # which pass-1 bins each chunk holds: refinement passes read only what they need
         held = [refinement.ChunkBins.from_notes(
@@ -635,6 +671,9 @@ def summarize(
         sums, summaries = summaries[n_sys:], summaries[:n_sys]
         summaries = [replace(s, cross_entropy_plo=ce_plo, cross_entropy=x)
                      for s, x in zip(summaries, sums, strict=True)]  # fmt: skip
+    along = None  # a rider's graph, computed with the next pass that reads the data
+    if rider is not None:
+        along = rider.after_pass1([replace(s) for s in summaries], rode if riding else [], inputs)
 
     kappa = threshold_keys(np.asarray(thresholds, dtype=np.float64), dtype)
     passes = 1
@@ -686,20 +725,31 @@ def summarize(
             merge = refine_kernels.merge_system_refinements
             aggs.append(runner.Aggregation(summaries[k].name, chunk, None, combine=merge))
         if keep is not None and selection is not None:  # select, keep and refine in one go
-            selection.trials, results = runner.run_pass_and_keep(
-                name, aggs, [keep], keep, split_every=split_every, progress=progress
+            kept = runner.run_pass_and_keep(
+                name, aggs, [keep], keep, split_every=split_every, progress=progress, also=along
             )
+            selection.trials, results = kept[:2]
+            if along is not None:
+                rider.result, along = kept[2], None  # type: ignore[union-attr]
         elif selection is not None:
             results = runner.run_pass(
                 name, aggs, [selection.trials], split_every=split_every, progress=progress
             )
         else:
-            results = runner.run_pass(name, aggs, read, split_every=split_every, progress=progress)
+            results = runner.run_pass(
+                name, aggs, read, split_every=split_every, progress=progress, also=along
+            )
+            if along is not None:
+                (results, rider.result), along = results, None  # type: ignore[union-attr]
             passes += 1
         for k, result in zip(refined, results, strict=True):
             plan = plans[k]
             if plan is not None:
                 summaries[k] = refinement.apply_refinement(summaries[k], plan[0], plan[1], result)
+    if along is not None:  # no pass read the data after pass 1: the rider takes one of its own
+        rider.result = compute(along, progress=progress)  # type: ignore[union-attr]
+        rider.alone = True  # type: ignore[union-attr]
+        passes += 1
     return [replace(s, passes=passes) for s in summaries]
 
 

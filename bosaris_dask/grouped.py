@@ -64,6 +64,7 @@ from bosaris_dask.grouped_refine_kernels import (
     refine_kept_part,
 )
 from bosaris_dask.keys import threshold_keys
+from bosaris_dask.progress import compute
 
 __all__ = ["summarize_parts", "grouped_pass1", "refine_parts", "GroupedPass1", "SystemPass1",
            "Part", "remap_groups"]  # fmt: skip
@@ -274,6 +275,7 @@ def refine_parts(
     names: Sequence[str] | None = None,
     extra_candidates: Callable[[list[ScoreSummary]], list[np.ndarray | None]] | None = None,
     share: int = 1,
+    rider: engine.Rider | None = None,
 ) -> list[ScoreSummary]:
     """The exact summaries of ``parts`` (one per part, in order) from a grouped pass 1: each
     part's pass-1 summary is a sum over its groups (a pooled part counted apart: its own
@@ -298,6 +300,10 @@ def refine_parts(
         sub-histogrammed first (cheap), then pulled raw in the pooled parts' later round, from
         far fewer trials. The pooled parts keep the whole budgets (so that they refine as a
         plain evaluation does).
+    rider
+        Work riding along (:class:`~bosaris_dask.engine.Rider`): its ``after_pass1`` gets the
+        parts' pass-1 summaries, ``first.rode`` and ``first.inputs``; its graph is computed
+        with the first refinement pass (or a pass of its own when there is none).
 
     Raises
     ------
@@ -323,6 +329,9 @@ def refine_parts(
                                                       first.n_groups))
             for s, p in zip(summaries, parts, strict=True)
         ]  # fmt: skip
+    along = None  # a rider's graph, computed with the next pass that reads the data
+    if rider is not None:
+        along = rider.after_pass1([replace(s) for s in summaries], first.rode or [], first.inputs)
     knobs, inputs, n_groups = first.knobs, first.inputs, first.n_groups
     split_every, progress, sys_names = first.split_every, first.progress, first.sys_names
     # the compiled selection (fast_select) where pass 1 counted with the compiled loops
@@ -377,9 +386,13 @@ def refine_parts(
                                            kept_spec=selection.specs[j]),
                 None, combine=merge_part_refinements) for j in refined]  # fmt: skip
             if keep is not None:
-                selection.trials, results = runner.run_pass_and_keep(
-                    name, aggs, [keep], keep, split_every=split_every, progress=progress
-                )
+                kept = runner.run_pass_and_keep(
+                    name, aggs, [keep], keep, split_every=split_every, progress=progress,
+                    also=along,
+                )  # fmt: skip
+                selection.trials, results = kept[:2]
+                if along is not None:
+                    rider.result, along = kept[2], None  # type: ignore[union-attr]
             else:
                 results = runner.run_pass(
                     name, aggs, [selection.trials], split_every=split_every, progress=progress
@@ -395,7 +408,11 @@ def refine_parts(
                                       parts=tuple(parts[j] for j in mine[k]),
                                       n_groups=n_groups, **blocks),
                 None, combine=merge_parts) for k in owners]  # fmt: skip
-            results = runner.run_pass(name, aggs, read, split_every=split_every, progress=progress)
+            results = runner.run_pass(
+                name, aggs, read, split_every=split_every, progress=progress, also=along
+            )
+            if along is not None:
+                (results, rider.result), along = results, None  # type: ignore[union-attr]
             passes += 1
             by_part = {j: r for k, rs in zip(owners, results, strict=True)
                        for j, r in zip(mine[k], rs, strict=True) if r is not None}  # fmt: skip
@@ -404,4 +421,8 @@ def refine_parts(
             if plan is not None:
                 summaries[j] = refinement.apply_refinement(summaries[j], plan[0], plan[1],
                                                            by_part[j])  # fmt: skip
+    if along is not None:  # no pass read the data after pass 1: the rider takes one of its own
+        rider.result = compute(along, progress=progress)  # type: ignore[union-attr]
+        rider.alone = True  # type: ignore[union-attr]
+        passes += 1
     return [replace(s, passes=passes) for s in summaries]

@@ -177,6 +177,7 @@ class GroupedPass1:
     cross_units: list | None = None
     held: list | None = None  # per system: ChunkBins of its key bins (None: not noted)
     pooled_held: list | None = None  # the same for its pooled histogram apart
+    rode: list | None = None  # the results of the specs riding along (``grouped_pass1``)
 
     @property
     def counts(self) -> np.ndarray:
@@ -212,6 +213,7 @@ def grouped_pass1(
     cross_entropy_plo: Sequence[float] | np.ndarray = (),
     bin_maps: Sequence[BinMap] | None = None,
     pooled_bin_maps: Sequence[BinMap] | None = None,
+    riding: Sequence[runner.Aggregation] = (),
 ) -> GroupedPass1:
     """Pass 1 of grouped passes: every counted system's ``(group, key bin)`` histogram, exact
     Cllr sums and missing trials per group, before any part is chosen.
@@ -246,6 +248,9 @@ def grouped_pass1(
         :func:`bosaris_dask.engine.fitted_bin_maps`), instead of the top ``coarse_bits`` and
         ``pooled_coarse_bits`` key bits. Every bin is a key prefix either way, so only the
         candidates after pass 1 (and so the passes) depend on them, not the exact results.
+    riding
+        Specs riding along pass 1 (their chunks get the trial positions, the key's classes,
+        ``groups``, then each system's scores and mask); their results are in ``rode``.
 
     Examples
     --------
@@ -338,9 +343,10 @@ def grouped_pass1(
     ) for k in counted] if len(ce_plo) else []  # fmt: skip
     need = _task_memory(inputs, dtype, nbins, rows, n_parts, split_every, knobs)
     _, *found = runner.run_pass(
-        "pass 1", [codes, *aggs, *cross], inputs, lead=positions, split_every=split_every,
-        progress=progress, need=need,
+        "pass 1", [codes, *aggs, *cross, *riding], inputs, lead=positions,
+        split_every=split_every, progress=progress, need=need,
     )  # fmt: skip
+    found, rode = found[: len(found) - len(riding)], found[len(found) - len(riding) :]
     found, units = found[: len(aggs)], found[len(aggs) :]
     per_system: list[SystemPass1 | None] = [None] * n_sys
     held: list | None = [None] * n_sys if skip else None
@@ -362,7 +368,7 @@ def grouped_pass1(
             cross_units[k] = u
     return GroupedPass1(
         per_system, n_groups, maps, pmaps, dtype, inputs, sys_names, split_every, progress,
-        knobs, ce_plo, cross_units, held, pooled_held,
+        knobs, ce_plo, cross_units, held, pooled_held, rode if riding else None,
     )  # fmt: skip
 
 

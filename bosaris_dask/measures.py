@@ -189,7 +189,8 @@ def summary_auc(summary: ScoreSummary) -> tuple[float, float]:
     Refining every mixed coarse bin (``n_tar > 0 and n_non > 0 and bits > 0``) down to single
     values would cost passes that grow with the number and width of the mixed bins (the whole
     overlap of the two score distributions). :mod:`bosaris_dask.exact_auc` instead counts their
-    pairs exactly in one or two more passes when the smaller class of those bins fits a budget
+    pairs exactly, in the evaluation's own passes when the targets fit a budget, else in one or
+    two more passes when the smaller class of those bins fits it
     (``evaluate(..., exact_auc=True)``); otherwise these bounds say how far from exact the AUC
     can be.
 

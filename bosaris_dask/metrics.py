@@ -178,12 +178,15 @@ def evaluate(
         every pair of systems. The point estimates stay exact
         (:mod:`bosaris_dask.bootstrap.evaluation` says what the intervals are computed from).
     exact_auc
-        Make ``auc`` exact at any scale (:mod:`bosaris_dask.exact_auc`): one or two more passes
-        after the summary (none when no coarse bin holds both classes), for every system at
-        once, when the smaller class of the mixed bins fits ``bosaris_dask.auc-limit``; else
-        ``auc`` stays NaN with its bounds, an :class:`~bosaris_dask.exact_auc.ExactAucWarning`
-        and ``attrs["auc_notes"]`` saying why. With conditions, per condition too
-        (``condition_auc``, each from its own trials), from the same extra passes.
+        Make ``auc`` exact at any scale (:mod:`bosaris_dask.exact_auc`): when every system's
+        targets fit ``bosaris_dask.auc-limit``, in the evaluation's own passes (pass 1 pulls
+        their keys, the count rides the refinement pass; one more pass when there is none);
+        else one or two more passes after the summary (none when no coarse bin holds both
+        classes), for every system at once, when the smaller class of the mixed bins fits
+        the budget; else ``auc`` stays NaN with its bounds, an
+        :class:`~bosaris_dask.exact_auc.ExactAucWarning` and ``attrs["auc_notes"]`` saying
+        why. With conditions, per condition too (``condition_auc``, each from its own
+        trials), from the same passes.
     bootstrap_method
         ``"multinomial"`` (each side draws as many of its groups as it has, with replacement)
         or ``"poisson"`` (each group's multiplicity from Poisson(1)): how the bootstrap
@@ -285,6 +288,11 @@ def pooled_evaluation(
         from bosaris_dask.ece import check_plo
 
         ece_plo = check_plo(ece_plo)
+    riding = None
+    if exact_auc:  # the exact AUC rides along the evaluation's passes where it fits
+        from bosaris_dask.exact_auc import RidingAuc
+
+        riding = RidingAuc(len(systems), names, split_every)
     summaries = summarize(
         systems,
         key,
@@ -296,12 +304,16 @@ def pooled_evaluation(
         progress=progress,
         split_every=split_every,
         names=names,
+        rider=None if riding is None else riding.rider,
     )
-    if not exact_auc:
+    if riding is None:
         return results_dataset(summaries, points, sweep, fmr, fnmr), summaries
     from bosaris_dask.exact_auc import apply_exact_auc, exact_aucs, with_passes
 
-    found = exact_aucs(systems, key, summaries, split_every=split_every, progress=progress)
+    if riding.served:
+        found = riding.found()
+    else:
+        found = exact_aucs(systems, key, summaries, split_every=split_every, progress=progress)
     summaries = with_passes(summaries, found.passes)
     ds = results_dataset(summaries, points, sweep, fmr, fnmr)
     return apply_exact_auc(ds, found), summaries

@@ -152,14 +152,19 @@ def compute_and_keep(keep: Any, x: Any, *, progress: bool | None = False) -> tup
     """Compute ``x`` and keep ``keep`` (a dask array ``x`` depends on) for later graphs.
 
     With a distributed client, ``keep`` is persisted on the workers and ``x`` computed in the
-    same go (shared tasks run once). With the local schedulers both are computed together and
-    ``keep`` comes back as a dask array over the in-memory blocks (one block per element of its
-    chunk grid, as object arrays of shape ``(1, 1)`` are).
+    same go (shared tasks run once; a tuple ``x`` is persisted with ``keep``, then gathered,
+    so that what its graphs read beside ``keep`` is read once too). With the local schedulers
+    both are computed together and ``keep`` comes back as a dask array over the in-memory
+    blocks (one block per element of its chunk grid, as object arrays of shape ``(1, 1)``
+    are).
     """
     if progress is None:
         progress = _SHOW.get()
     client = current_client()
     if client is not None:
+        if isinstance(x, tuple):  # persisted with keep in one go: the data they share read once
+            kept, *rest = client.persist([keep, *x])
+            return kept, compute(tuple(rest), progress=progress)
         kept = client.persist(keep)
         return kept, compute(x, progress=progress)
     blocks, value = compute((keep, x), progress=progress)

@@ -39,7 +39,7 @@ from bosaris_dask import compact, config, malloc, memory
 from bosaris_dask.errors import ClusterError
 from bosaris_dask.progress import compute, compute_and_keep, current_client
 
-__all__ = ["Aggregation", "graph", "run_pass", "run_pass_and_keep"]
+__all__ = ["Aggregation", "finalize", "graph", "run_pass", "run_pass_and_keep"]
 
 
 def _add(rows: np.ndarray) -> np.ndarray:
@@ -90,7 +90,8 @@ class Aggregation:
 
 
 def _is_object(aggs: Sequence[Aggregation]) -> bool:
-    return any(a.length is None for a in aggs)
+    """Whether every spec of a pass merges objects (else numeric specs travel compact)."""
+    return all(a.length is None for a in aggs)
 
 
 def _object_block(value: Any) -> np.ndarray:
@@ -140,6 +141,9 @@ def _chunk_task(*blocks: np.ndarray, aggs: tuple[Aggregation, ...], tune: bool) 
         malloc.tune_once()
     parts = []
     for agg in aggs:
+        if agg.length is None:  # an object spec riding along numeric ones
+            parts.append(agg.chunk(*blocks))
+            continue
         got = agg.chunk(*blocks)
         if isinstance(got, compact.Encoded):  # encoded by the kernel (compact.encode_counts)
             encoded, size, row = got, got.length, None
@@ -192,13 +196,15 @@ def graph(
     args: list[Any] = list(lead)
     for arr in inputs:
         args += [arr, "ij"]
+    if any(a.note is not None and a.length is None for a in aggs):
+        raise ValueError("per-chunk notes need numeric specs")
     if _is_object(aggs):
-        if any(a.note is not None for a in aggs):
-            raise ValueError("per-chunk notes need numeric specs only")
         return _object_graph(aggs, args, split_every, tune=tune)
     numeric = tuple(
-        Aggregation(a.name, a.chunk, None, combine=partial(_combine_numeric, agg=a)) for a in aggs
-    )
+        Aggregation(a.name, a.chunk, None,
+                    combine=a.combine if a.length is None else partial(_combine_numeric, agg=a))
+        for a in aggs
+    )  # fmt: skip
     task = partial(_chunk_task, aggs=aggs, tune=tune)
     return _object_graph(numeric, args, split_every, task=task)
 
@@ -220,7 +226,8 @@ def run_pass(
     split_every: int | None,
     progress: bool | None = None,
     need: memory.TaskMemory | None = None,
-) -> list[Any]:
+    also: Any = None,
+) -> Any:
     """Run ``aggs`` over the chunks of ``inputs`` in one pass; their finalized results.
 
     Parameters
@@ -238,6 +245,10 @@ def run_pass(
     need
         The peak memory of a task, checked against the distributed workers' limits before any
         work (:func:`~bosaris_dask.memory.check_worker_memory`); ``None``: no check.
+    also
+        Another dask graph computed in the same go (e.g. the exact AUC's count riding along a
+        refinement pass: the chunks both read are read once); the return is then
+        ``(results, computed also)``.
 
     Raises
     ------
@@ -251,8 +262,10 @@ def run_pass(
         memory.check_worker_memory(need, current_client())
     reduced = graph(aggs, inputs, lead=lead, split_every=split_every)
     with _lost_workers(name):
-        total = compute(reduced, progress=progress)
-    return _finalize(aggs, total)
+        if also is None:
+            return finalize(aggs, compute(reduced, progress=progress))
+        total, extra = compute((reduced, also), progress=progress)
+    return finalize(aggs, total), extra
 
 
 def run_pass_and_keep(
@@ -263,25 +276,32 @@ def run_pass_and_keep(
     *,
     split_every: int | None,
     progress: bool | None = None,
-) -> tuple[da.Array, list[Any]]:
+    also: Any = None,
+) -> Any:
     """:func:`run_pass`, keeping ``keep`` (an array the pass reads) for later passes.
 
     Returns the kept array (persisted on the workers, or in memory on the local schedulers:
-    :func:`~bosaris_dask.progress.compute_and_keep`) and the finalized results.
+    :func:`~bosaris_dask.progress.compute_and_keep`) and the finalized results (and, with
+    ``also``, its computed value: see :func:`run_pass`).
     """
     aggs = list(aggs)
     reduced = graph(aggs, inputs, split_every=split_every)
     with _lost_workers(name):
-        kept, total = compute_and_keep(keep, reduced, progress=progress)
-    return kept, _finalize(aggs, total)
+        if also is None:
+            kept, total = compute_and_keep(keep, reduced, progress=progress)
+            return kept, finalize(aggs, total)
+        kept, (total, extra) = compute_and_keep(keep, (reduced, also), progress=progress)
+    return kept, finalize(aggs, total), extra
 
 
-def _finalize(aggs: list[Aggregation], total: Any) -> list[Any]:
+def finalize(aggs: Sequence[Aggregation], total: Any) -> list[Any]:
+    """The finalized results of a computed :func:`graph` of ``aggs``."""
     totals = total[()]
     if _is_object(aggs):
         return [a.finalize(t) for a, t in zip(aggs, totals, strict=True)]
     return [
-        a.finalize(compact.decode(t)) if a.note is None
+        a.finalize(t) if a.length is None
+        else a.finalize(compact.decode(t)) if a.note is None
         else (a.finalize(compact.decode(t[0])), t[1])
         for a, t in zip(aggs, totals, strict=True)
     ]  # fmt: skip

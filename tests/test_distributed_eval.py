@@ -129,3 +129,10 @@ def test_exact_auc_on_a_local_cluster_equals_threads(stores):
             got = evaluate(systems, key, priors=[0.5], exact_auc=True)
     xr.testing.assert_identical(got, expected)
     assert got.attrs["passes"] == plain.attrs["passes"] + 2 and got.auc.notnull().all()
+    riding = evaluate(systems, key, priors=[0.5], exact_auc=True)  # the count rides pass 2
+    with connect(cluster="local", workers=2, threads_per_worker=1, **LOCAL):
+        got = evaluate(systems, key, priors=[0.5], exact_auc=True)
+    xr.testing.assert_identical(got, riding)
+    assert got.attrs["passes"] == plain.attrs["passes"] and got.auc.values.tolist() == (
+        expected.auc.values.tolist()
+    )

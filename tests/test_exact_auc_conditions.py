@@ -67,11 +67,39 @@ class _Spy:
         return sum(p.n_s for p in plans if p), sum(p.n_o for p in plans if p)
 
 
-def _evaluate(systems, key, bits, limit, spy=None, **kwargs):
+def _evaluate(systems, key, bits, limit, spy=None, ride=None, **kwargs):
+    """Evaluate with the exact AUC; with ``spy`` (or ``ride=False``) on the passes after the
+    evaluation (nothing rides along its passes); with a ``_Ride``, recording how it rode."""
     patch, conf = _coarse(bits, auc_limit=limit)
     target = "bosaris_dask.conditions.evaluation.exact_aucs"
-    with patch, conf, mock.patch(target, spy) if spy else contextlib.nullcontext():
+    if spy is not None or ride is False:
+        riding = mock.patch.object(exact_auc.RidingAuc, "_after_pass1", lambda *a: None)
+    else:
+        riding = ride.patch() if ride is not None else contextlib.nullcontext()
+    with patch, conf, riding, mock.patch(target, spy) if spy else contextlib.nullcontext():
         return metrics.evaluate(systems, key, priors=[0.5], exact_auc=True, **kwargs)
+
+
+class _Ride:
+    """Records whether the exact AUC rode along the evaluation's passes."""
+
+    def __init__(self):
+        self.riding = None
+
+    def patch(self):
+        real = exact_auc.RidingAuc._after_pass1
+
+        def spy(riding, *args):
+            self.riding = riding
+            return real(riding, *args)
+
+        return mock.patch.object(exact_auc.RidingAuc, "_after_pass1", spy)
+
+    def extra(self):
+        """The extra passes it took riding along (``None``: it did not ride)."""
+        if self.riding is None or not self.riding.served:
+            return None
+        return int(self.riding.rider.alone)
 
 
 def _tables(rng, shape, n_model_values, n_segment_values):
@@ -154,13 +182,22 @@ def test_condition_auc_is_mann_whitney_of_its_trials(
         patch, conf = _coarse(coarse)
         with patch, conf:
             plain = metrics.evaluate(scores, key, priors=[0.5], **options)
-        ds = _evaluate(scores, key, coarse, 10**9, spy, **options)
+        today = _evaluate(scores, key, coarse, 10**9, spy, **options)
         n_s, n_o = spy.classes()
         event(f"mixed bins: {'yes' if n_s else 'no'}, other class: {'yes' if n_o else 'no'}")
+        _check(today, plain, values, mask, scored, columns)
+        assert today.attrs["passes"] == plain.attrs["passes"] + (1 if n_s else 0)
+        ride = _Ride()
+        ds = _evaluate(scores, key, coarse, 10**9, ride=ride, **options)
+        rode = ride.extra()
+        event(f"rode along: {grouped and rode is not None}, extra passes: {rode}")
         _check(ds, plain, values, mask, scored, columns)
-        assert ds.attrs["passes"] == plain.attrs["passes"] + (1 if n_s else 0)
+        for name in ("auc", "condition_auc"):
+            np.testing.assert_array_equal(ds[name].values, today[name].values)
+        extra = rode if rode is not None else (1 if n_s else 0)
+        assert ds.attrs["passes"] == plain.attrs["passes"] + extra
         if n_s:  # the budget takes the smaller classes only: two extra passes
-            ds = _evaluate(scores, key, coarse, n_s, **options)
+            ds = _evaluate(scores, key, coarse, n_s, ride=False, **options)
             _check(ds, plain, values, mask, scored, columns)
             assert ds.attrs["passes"] == plain.attrs["passes"] + (2 if n_o else 1)
 
@@ -198,18 +235,20 @@ def _reads_per_chunk(scores, key, **kwargs):
     return reads, len(computes), ds
 
 
-@pytest.mark.parametrize("budget, extra", [("both", 1), ("small", 2)])
+@pytest.mark.parametrize("budget, extra", [("targets", 0), ("small", 2)])
 def test_the_extra_passes_are_as_many_as_without_conditions(budget, extra):
-    """Every condition's keys are pulled (and counted) in the pooled AUC's passes: one more
-    when all mixed-bin trials fit the budget, two when only the smaller classes do, with or
-    without conditions, and each chunk is read once per pass."""
+    """Every condition's keys are pulled (and counted) in the pooled AUC's passes: none more
+    when the targets fit the budget (pass 1 pulls them, the count rides the refinement pass),
+    two when they overflow it and only the mixed bins' smaller classes fit, with or without
+    conditions, and each chunk is read once per pass."""
     mask, values, key, scores, tables, columns = _heavy_ties()
     by = dict(conditions=tables, by=["model.spk", "segment.src"])
     spy = _Spy()
     _evaluate(scores, key, 4, 10**9, spy, **by)
     n_s, n_o = spy.classes()
     assert len(spy.calls[-1]) == 1 + 6 and 0 < n_s < n_o  # pooled and 6 conditions
-    limit = n_s + n_o if budget == "both" else n_s
+    assert n_s < int((mask == 1).sum())  # the targets overflow a budget of n_s
+    limit = 10**9 if budget == "targets" else n_s
     patch, conf = _coarse(4, auc_limit=limit)
     with patch, conf:
         _, pooled_computes, pooled_plain = _reads_per_chunk(scores, key)
@@ -275,6 +314,10 @@ def test_several_systems_and_cprimary_without_conditions():
             assert ds.condition_auc.values[k, g] == float(want)
     cp = _evaluate(systems, key, 3, 10**9, cprimary_priors=[0.01, 0.1])
     assert cp.auc.values.tolist() == ds.auc.values.tolist() and "cprimary_act" in cp
+    patch, conf = _coarse(3)
+    with patch, conf:  # the pooled path: the exact AUC rides along its passes
+        plain = metrics.evaluate(systems, key, priors=[0.5], cprimary_priors=[0.01, 0.1])
+    assert plain.attrs["passes"] > 1 and cp.attrs["passes"] == plain.attrs["passes"]
 
 
 def test_cli_by_exact_auc_json(tmp_path):
@@ -303,7 +346,8 @@ def test_cli_by_exact_auc_json(tmp_path):
         assert cond["auc"] == cond["auc_low"] == cond["auc_high"] == want
         assert set(cond) == {"by", *(set(entry) - {"name", "conditions"})}
     assert any(c["auc"] is None for c in bounds["systems"][0]["conditions"])  # they were bounds
-    assert doc["passes"] == bounds["passes"] + 1 and "auc_notes" not in doc
+    # the count rides the refinement pass (one of its own when the evaluation has none)
+    assert doc["passes"] == max(bounds["passes"], 2) and "auc_notes" not in doc
 
 
 def test_with_bootstrap_intervals_the_condition_aucs_are_exact():

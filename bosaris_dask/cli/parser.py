@@ -416,9 +416,10 @@ def build_parser() -> argparse.ArgumentParser:
     _ece_plo_argument(p, "implies --ece")
     p.add_argument(
         "--exact-auc", action="store_true",
-        help="make the AUC exact at any scale: one or two more passes when the smaller class of "
-        "the score bins holding both classes fits bosaris_dask.auc-limit (else its bounds, and "
-        "a warning); with --by, per condition too, from the same passes",
+        help="make the AUC exact at any scale: in the evaluation's own passes when every "
+        "system's targets fit bosaris_dask.auc-limit, else one or two more passes when the "
+        "smaller class of the score bins holding both classes fits it (else its bounds, and a "
+        "warning); with --by, per condition too, from the same passes",
     )  # fmt: skip
     p.add_argument(
         "--plots-dir", metavar="DIR",

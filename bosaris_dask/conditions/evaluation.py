@@ -42,7 +42,14 @@ from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.ece import check_plo, ece_from_summary
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import OptionError
-from bosaris_dask.exact_auc import AucPart, ExactAuc, apply_exact_auc, exact_aucs, with_passes
+from bosaris_dask.exact_auc import (
+    AucPart,
+    ExactAuc,
+    RidingAuc,
+    apply_exact_auc,
+    exact_aucs,
+    with_passes,
+)
 
 __all__ = ["evaluate_conditions", "conditions_and_summaries", "condition_result",
            "conditions_as_systems", "summary_cprimary", "PREFIX"]  # fmt: skip
@@ -138,10 +145,13 @@ def conditions_and_summaries(
     exact_auc
         As :func:`~bosaris_dask.metrics.evaluate`, pooled and per condition: each condition's
         ``condition_auc`` is the exact AUC of its own trials (NaN without targets or
-        non-targets), from the same one or two extra passes as the pooled ones (every
-        condition's keys pulled and counted in them), within the one budget
-        ``bosaris_dask.auc-limit`` (pooled summaries first, then the conditions in order;
-        beyond it, bounds and a note in ``attrs["auc_notes"]``).
+        non-targets), from the same passes as the pooled ones: the evaluation's own when the
+        targets fit the budget ``bosaris_dask.auc-limit`` (pass 1 pulls every target's key
+        with its condition, the counts ride the refinement pass:
+        :class:`~bosaris_dask.exact_auc.RidingAuc`), else one or two extra passes (every
+        condition's keys pulled and counted in them) within that one budget (pooled
+        summaries first, then the conditions in order; beyond it, bounds and a note in
+        ``attrs["auc_notes"]``).
     equalize
         Also the partition-equalized metrics over the conditions (NIST SRE), from the same
         passes: ``equalized_eer`` (``system``), ``equalized_act_dcf`` and
@@ -193,12 +203,16 @@ def conditions_and_summaries(
     thresholds = -np.concatenate([plo, sweep, extra_plo])
     names = list(names) if names is not None else None
     ce_plo = () if ece_plo is None else check_plo(ece_plo)
-    if not conditions:
+    if not conditions:  # the exact AUC rides along the pooled passes where it fits
+        riding = RidingAuc(len(systems), names, split_every) if exact_auc else None
         pooled = summarize(systems, key, thresholds=thresholds, fmr=fmr, fnmr=fnmr,
                            cross_entropy_plo=ce_plo, allow_missing=allow_missing,
-                           progress=progress, split_every=split_every,
-                           names=names)  # fmt: skip
-        exact = _exact(systems, key, pooled, [], None, exact_auc, split_every, progress)
+                           progress=progress, split_every=split_every, names=names,
+                           rider=None if riding is None else riding.rider)  # fmt: skip
+        if riding is not None and riding.served:
+            exact: ExactAuc | None = riding.found()
+        else:
+            exact = _exact(systems, key, pooled, [], None, exact_auc, split_every, progress)
         if exact is not None:
             pooled = with_passes(pooled, exact.passes)
         ds = result_layout.results_dataset(pooled, points, sweep, fmr, fnmr)
@@ -206,10 +220,11 @@ def conditions_and_summaries(
             ds = apply_exact_auc(ds, exact)
         return _with_cprimary(ds, pooled, cp), list(pooled)
     cond = condition_codes(key, _tables(conditions), by)
+    riding = RidingAuc(len(systems), names, split_every, grouped=True) if exact_auc else None
     result = condition_summaries(
         systems, key, cond, thresholds=thresholds, fmr=fmr, fnmr=fnmr, cross_entropy_plo=ce_plo,
         allow_missing=allow_missing, split_every=split_every, progress=progress, names=names,
-        equalize=equalize,
+        equalize=equalize, riding=riding,
     )  # fmt: skip
     ds = _with_cprimary(result_layout.results_dataset(result.pooled, points, sweep, fmr, fnmr),
                         result.pooled, cp)  # fmt: skip
@@ -220,9 +235,12 @@ def conditions_and_summaries(
     texts = [", ".join(f"{k}={v}" for k, v in lab.items()) for lab in labels]
     pairs = [(k, g) for k, row in enumerate(result.by_condition)
              for g, summary in enumerate(row) if summary is not None]  # fmt: skip
-    exact = _exact(systems, key, result.pooled,
-                   [(k, g, result.by_condition[k][g], texts[g]) for k, g in pairs],
-                   cond, exact_auc, split_every, progress)  # fmt: skip
+    if riding is not None and riding.served:  # pooled, then conditions: the order of pairs
+        exact: ExactAuc | None = riding.found()
+    else:
+        exact = _exact(systems, key, result.pooled,
+                       [(k, g, result.by_condition[k][g], texts[g]) for k, g in pairs],
+                       cond, exact_auc, split_every, progress)  # fmt: skip
     pooled_summaries = list(result.pooled)
     condition_auc: dict[tuple[int, int], Fraction] = {}
     if exact is not None:

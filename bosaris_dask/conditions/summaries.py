@@ -32,6 +32,7 @@ from bosaris_dask.conditions.codes import Conditions
 from bosaris_dask.conditions.equalized import EqualizedPlan, extra_mask, plan_members
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import MissingTrialsError, TrialError
+from bosaris_dask.exact_auc import AucPart, RidingAuc
 from bosaris_dask.grouped import Part, grouped_pass1, refine_parts, remap_groups
 from bosaris_dask.runner import Aggregation, run_pass
 from bosaris_dask.trials import align, kind_of, locate, trial_classes
@@ -204,6 +205,7 @@ def condition_summaries(
     names: Sequence[str] | None = None,
     equalize: bool = False,
     grouped: bool | None = None,
+    riding: RidingAuc | None = None,
 ) -> ConditionSummaries:
     """Exact summaries of each system pooled and in each condition, from the same passes.
 
@@ -272,6 +274,10 @@ def condition_summaries(
         with targets only or non-targets only).
     grouped
         Use the grouped kernels (default: the dask config key :data:`GROUPED_KEY`, on).
+    riding
+        A :class:`~bosaris_dask.exact_auc.RidingAuc` (made with ``grouped=True``): the exact
+        AUCs of the pooled systems and of every condition ride along the grouped passes
+        (only with the grouped kernels; it stays unserved otherwise).
 
     Raises
     ------
@@ -314,6 +320,7 @@ def condition_summaries(
             pooled_coarse_bits=plain_bits if apart else None, progress=progress, names=names,
             cross_entropy_plo=cross_entropy_plo, bin_maps=maps,
             pooled_bin_maps=pooled_maps if apart else None,
+            riding=riding.rider.pass1 if riding is not None else (),
         )  # fmt: skip
         counts = np.zeros((len(systems), n_cond, 2, 2), dtype=np.int64)
         counts[:, possible] = first.counts
@@ -342,6 +349,10 @@ def condition_summaries(
     if use_grouped:
         parts = [Part(k) for k in range(len(systems))]
         parts += [Part(k, (int(row[g]),), (int(row[g]),)) for k, g in pairs]
+        if riding is not None:  # the AUC's parts: the pooled systems, then each condition's
+            riding.parts = [AucPart(k) for k in range(len(systems))]
+            riding.parts += [AucPart(k, int(row[g])) for k, g in pairs]
+            riding.part_names = [*names, *labels[: len(pairs)]]
         for k, g, filler in plan.extra if plan is not None else ():
             both = tuple(sorted({int(row[g]), int(row[filler])}))
             own = (int(row[g]),)
@@ -349,6 +360,7 @@ def condition_summaries(
         summaries = refine_parts(
             first, parts, thresholds=thresholds, fmr=fmr, fnmr=fnmr,
             names=[*names, *labels], extra_candidates=hook, share=n_cond,
+            rider=riding.rider if riding is not None else None,
         )  # fmt: skip
         passes = summaries[0].passes
     else:  # one masked copy of a system per (system, condition) and equalized filler
