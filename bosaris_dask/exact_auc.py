@@ -651,7 +651,8 @@ class RidingAuc:
             [runner.Aggregation(f"{self.names[k]} exact AUC targets",
                                 partial(_targets_kernel, system=k, limit=self.limit,
                                         grouped=grouped), None,
-                                combine=partial(_merge_targets, limit=self.limit))
+                                combine=partial(_merge_targets, limit=self.limit),
+                                items=(self.limit, 16 if grouped else 8))  # key (and group)
              for k in range(n_systems)],
             self._after_pass1,
         )  # fmt: skip

@@ -39,7 +39,7 @@ from bosaris_dask import compact, config, malloc, memory
 from bosaris_dask.errors import ClusterError
 from bosaris_dask.progress import compute, compute_and_keep, current_client
 
-__all__ = ["Aggregation", "finalize", "graph", "run_pass", "run_pass_and_keep"]
+__all__ = ["Aggregation", "finalize", "graph", "run_pass", "run_pass_and_keep", "with_items"]
 
 
 def _add(rows: np.ndarray) -> np.ndarray:
@@ -79,6 +79,11 @@ class Aggregation:
         made where the chunk's contribution is, e.g. which score bins the chunk holds. The
         spec's result is then ``(finalize(total), notes)``, ``notes`` a list with one note per
         chunk (in no particular order: a note says which chunk it is about).
+    items
+        ``(most, size)`` for a contribution that grows with the chunk (e.g. the exact keys of
+        the chunk's targets, up to a budget): at most ``min(most, trials of a chunk)`` items of
+        ``size`` bytes, which :func:`run_pass`'s memory check adds to its tasks' (the chunk
+        task holds them twice, to sort; a merge task its parts and their merge).
     """
 
     name: str
@@ -87,6 +92,7 @@ class Aggregation:
     combine: Callable[[np.ndarray], np.ndarray] = _add
     finalize: Callable[[np.ndarray], Any] = _identity
     note: Callable[..., Any] | None = None
+    items: tuple[int, int] | None = None
 
 
 def _is_object(aggs: Sequence[Aggregation]) -> bool:
@@ -259,6 +265,7 @@ def run_pass(
     """
     aggs = list(aggs)
     if need is not None:
+        need = with_items(need, aggs, inputs, split_every)
         memory.check_worker_memory(need, current_client())
     reduced = graph(aggs, inputs, lead=lead, split_every=split_every)
     with _lost_workers(name):
@@ -266,6 +273,32 @@ def run_pass(
             return finalize(aggs, compute(reduced, progress=progress))
         total, extra = compute((reduced, also), progress=progress)
     return finalize(aggs, total), extra
+
+
+def with_items(
+    need: memory.TaskMemory,
+    aggs: Sequence[Aggregation],
+    inputs: Sequence[da.Array],
+    split_every: int | None,
+) -> memory.TaskMemory:
+    """``need`` with what the specs that declare ``items`` hold (see :class:`Aggregation`).
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> x = da.zeros((4, 4), chunks=2)  # chunks of 4 trials, 4 chunks
+    >>> keys = Aggregation("keys", chunk=np.sort, length=None, items=(3, 8))  # at most 3 keys
+    >>> need = memory.TaskMemory(inputs=0, buffers=0, results=0, merge=0)
+    >>> with_items(need, [keys], [x], split_every=2)  # chunk: 2 x 3 x 8; merge: (2 + 1) x 3 x 8
+    TaskMemory(inputs=0, buffers=0, results=48, merge=72, held=48, kept=0)
+    """
+    cells = int(np.prod([max(c) for c in inputs[0].chunks]))
+    per = sum(min(cells, a.items[0]) * a.items[1] for a in aggs if a.items is not None)
+    if not per:
+        return need
+    k = max(1, min(split_every or 8, inputs[0].npartitions))
+    return replace(need, results=need.results + 2 * per, merge=need.merge + (k + 1) * per,
+                   held=need.held + k * per)  # fmt: skip
 
 
 def run_pass_and_keep(

@@ -362,3 +362,35 @@ def test_a_budget_the_targets_overflow_falls_back_to_the_same_value():
     assert rides.auc.item() == falls_back.auc.item() == want
     assert rides.attrs["passes"] == plain.attrs["passes"] > 1
     assert falls_back.attrs["passes"] == plain.attrs["passes"] + 2
+
+
+def test_pass_1_memory_check_counts_the_target_keys_riding_along(monkeypatch):
+    """The riding pull of every target's key (up to auc-limit per system) is in pass 1's memory
+    check: a chunk holds its keys twice (to sort), a merge its parts and their merge."""
+    import dask
+
+    from bosaris_dask import runner
+
+    rng = np.random.default_rng(5)
+    mask = rng.choice(np.array([-1, 1], dtype=np.int8), size=(40, 50), p=[0.8, 0.2])
+    key = make_key(range(40), range(50), mask, chunks=(10, 25))  # 250 trials a chunk, 8 chunks
+    scores = make_scores(range(40), range(50), rng.normal(size=mask.shape) + mask,
+                         chunks=(10, 25))  # fmt: skip
+    checked = []
+    real = runner.memory.check_worker_memory
+
+    def check(need, client):
+        checked.append(need)
+        return real(need, client)
+
+    monkeypatch.setattr(runner.memory, "check_worker_memory", check)
+    firsts = []  # each evaluation's first check is pass 1's
+    for exact, limit in ((False, 1000), (True, 1000), (True, 100)):
+        checked.clear()
+        with dask.config.set({"bosaris_dask.auc-limit": limit}):
+            metrics.evaluate(scores, key, priors=[0.5], exact_auc=exact, split_every=4)
+        firsts.append(checked[0])
+    plain, riding, small = firsts
+    for need, per in ((riding, 250 * 8), (small, 100 * 8)):  # min(chunk trials, limit) x 8 B
+        assert need.results - plain.results == 2 * per
+        assert need.merge - plain.merge == (4 + 1) * per and need.held - plain.held == 4 * per
