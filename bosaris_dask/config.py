@@ -110,6 +110,11 @@ def check_int(name: str, value: Any, lo: int, hi: int) -> int:
 
 
 def get(name: str) -> int:
-    """The current value of knob ``bosaris_dask.<name>``, checked against its range."""
-    _, lo, hi = KNOBS[name]
-    return check_int(f"bosaris_dask.{name}", dask.config.get(f"bosaris_dask.{name}"), lo, hi)
+    """The current value of knob ``bosaris_dask.<name>``, checked against its range.
+
+    A knob missing from dask's config reads as its default: a ``dask.config.set`` block
+    around this package's first use restores the config as it found it, defaults included.
+    """
+    default, lo, hi = KNOBS[name]
+    value = dask.config.get(f"bosaris_dask.{name}", default=default)
+    return check_int(f"bosaris_dask.{name}", value, lo, hi)
