@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 import warnings
 from fractions import Fraction
 from unittest import mock
@@ -24,6 +23,7 @@ from bosaris_dask.cli import main
 from bosaris_dask.conditions import condition_table
 from bosaris_dask.conditions.summaries import GROUPED_KEY
 from bosaris_dask.trials import make_key, make_scores
+from tests.test_exact_auc import _reads_per_chunk
 
 
 def _mann_whitney(tar, non) -> Fraction | None:
@@ -210,29 +210,6 @@ def _heavy_ties(seed=3, shape=(40, 50)):
     scores = make_scores(range(shape[0]), range(shape[1]), values, chunks=(10, 25))
     tables, columns = _tables(rng, shape, 3, 2)
     return mask, values, key, scores, tables, columns
-
-
-def _reads_per_chunk(scores, key, **kwargs):
-    """Evaluate, counting how often each score chunk is read and the scheduler's calls."""
-    reads: dict[tuple[int, ...], int] = {}
-    computes = []
-    lock = threading.Lock()
-
-    def count(block, block_id=None):
-        if isinstance(block_id, tuple):
-            with lock:
-                reads[block_id] = reads.get(block_id, 0) + 1
-        return block
-
-    def counting_get(dsk, keys, **kw):
-        computes.append(keys)
-        return dask.get(dsk, keys, **kw)
-
-    data = scores.score.data.map_blocks(count, dtype=scores.score.dtype)
-    counted = scores.copy(data={"score": data, "score_mask": scores.score_mask.data})
-    with dask.config.set(scheduler=counting_get):
-        ds = metrics.evaluate(counted, key, priors=[0.5], **kwargs)
-    return reads, len(computes), ds
 
 
 @pytest.mark.parametrize("budget, extra", [("targets", 0), ("small", 2)])

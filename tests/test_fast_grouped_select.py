@@ -14,18 +14,9 @@ from bosaris_dask.binmap import BinMap
 from bosaris_dask.grouped_kernels import Part
 from bosaris_dask.grouped_refine_kernels import _select_parts
 from bosaris_dask.refine_kernels import RefineSpec
+from tests.test_fast_select import SPECIAL, _keys
 
 pytest.importorskip("numba")
-
-SPECIAL = [0.0, -0.0, 1e-45, -1e-45, 3e38, -3e38, 1.0, -1.0]
-
-
-def _keys(x: np.ndarray) -> np.ndarray:
-    """Order keys by the definition (sign flips all bits, else the sign bit), -0.0 as +0.0."""
-    width = 8 * x.dtype.itemsize
-    u = (x + x.dtype.type(0)).view(np.uint32 if width == 32 else np.uint64).astype(object)
-    return np.array([v ^ ((1 << width) - 1) if v >> (width - 1) else v | (1 << (width - 1))
-                     for v in u.tolist()], dtype=np.uint64)  # fmt: skip
 
 
 def _map(draw, rng, bits: int, finite: np.ndarray) -> BinMap:
