@@ -18,12 +18,12 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import engine, exact_auc, metrics
+from bosaris_dask import exact_auc, metrics
 from bosaris_dask.cli import main
 from bosaris_dask.conditions import condition_table
 from bosaris_dask.conditions.summaries import GROUPED_KEY
 from bosaris_dask.trials import make_key, make_scores
-from tests.test_exact_auc import _reads_per_chunk
+from tests.test_exact_auc import _chunks, _coarse, _reads_per_chunk
 
 
 def _mann_whitney(tar, non) -> Fraction | None:
@@ -34,20 +34,6 @@ def _mann_whitney(tar, non) -> Fraction | None:
     above = int((tar[:, None] > non[None, :]).sum())
     tied = int((tar[:, None] == non[None, :]).sum())
     return Fraction(2 * above + tied, 2 * tar.size * non.size)
-
-
-def _coarse(bits: int, **knobs):
-    """Coarse pass-1 bins and starved refinement budgets: mixed coarse bins stay."""
-    conf = {"bosaris_dask.raw-limit": 0, "bosaris_dask.dense-budget": 4}
-    conf.update({f"bosaris_dask.{k.replace('_', '-')}": v for k, v in knobs.items()})
-    patch = mock.patch.object(engine, "default_coarse_bits", lambda n: bits)
-    return patch, dask.config.set(conf)
-
-
-def _chunks(draw, n):
-    cuts = sorted(draw(st.sets(st.integers(1, n - 1), max_size=min(4, n - 1)))) if n > 1 else []
-    edges = [0, *cuts, n]
-    return tuple(b - a for a, b in zip(edges[:-1], edges[1:], strict=True))
 
 
 class _Spy:
