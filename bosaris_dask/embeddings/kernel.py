@@ -1,28 +1,24 @@
-"""The block kernel: one block of scores as a float64 matrix product rounded to float32.
+"""The block kernel: one block of scores, each the exact dot product of two prepared rows
+rounded once to float32.
 
 Determinism is what lets the evaluation engine recompute a block in a refinement pass and find
-the same scores as in pass 1. Three choices give it:
+the same scores as in pass 1. It is proven, not hoped for:
 
 - the inputs of a block are the prepared (centered, normalized) float64 rows, computed row by
   row with elementwise numpy operations, so a row is the same whatever block it is in;
-- the product runs in float64 with the BLAS pinned to one thread inside the task (via
-  ``threadpoolctl`` when installed; without it, set ``OMP_NUM_THREADS=1``): a multi-threaded
-  BLAS may split the sum differently from one call to the next, a single-threaded one runs the
-  same instructions for the same shapes;
-- the float64 result is rounded once to float32, so the stored score is the float64 dot product
-  rounded to nearest: it equals the exact cosine to float32 rounding (float64 sums of ``d``
-  terms are off by about ``d * 1e-16``, far below a float32 ulp).
+- the block is a float64 matrix product, whose error is bounded for any BLAS, thread count and
+  summation order; each score is then rounded to the float32 of the *exact* dot product
+  (:mod:`bosaris_dask.embeddings.rounding`: certified by the error bound, recomputed exactly
+  for the few too close to a float32 rounding boundary). A score is a function of its two rows
+  only: the same in any block shape, on any worker, with any number of BLAS threads, and it
+  equals the exact cosine (of the prepared rows) to float32 rounding.
 
-Rows are multiplied in strips of :data:`STRIP_ROWS` so the float64 intermediate stays small
-(``STRIP_ROWS x block columns x 8`` bytes).
-
-Caveat, measured on the development VM (OpenBLAS 0.3.30 and 0.3.31 of scipy and numpy): after a
-first threaded computation, ``openblas_get_num_threads`` sometimes read 2 right after a limit of
-1 was set, in dask's worker threads and in the main thread, so the pin is not a proof. There,
-float64 products of 1 and 2 BLAS threads were bit-identical for ``d <= 256`` and differed in
-0.5% of entries for ``d = 512`` (none after rounding to float32 in that test). A change that
-survives the rounding makes the engine stop with ``InconsistentPassesError`` rather than report
-a wrong number (benchmarks/README.md, "A float32 kernel: measured, not kept").
+The BLAS is pinned to one thread inside a task (via ``threadpoolctl`` when installed) so that
+dask's threads do not oversubscribe the cores; the bits do not depend on it. Rows are
+multiplied in strips of :data:`STRIP_ROWS` so the float64 intermediate stays small
+(``STRIP_ROWS x block columns x 8`` bytes). Should a score source still change between passes
+(a file rewritten meanwhile), the engine stops with ``InconsistentPassesError`` rather than
+report a wrong number.
 
 Examples
 --------
@@ -41,6 +37,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+
+from bosaris_dask.embeddings.rounding import round_products
 
 #: Rows of a block multiplied at once (bounds the float64 intermediate).
 STRIP_ROWS = 1024
@@ -80,12 +78,13 @@ def pinned_blas() -> Iterator[None]:
 
 
 def score_block(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a @ b.T`` in float64, rounded to float32; ``a`` and ``b`` are prepared rows."""
+    """``a @ b.T`` rounded to float32 as the exact products are; ``a`` and ``b`` are prepared
+    float64 rows."""
     a = np.ascontiguousarray(a, dtype=np.float64)
     b = np.ascontiguousarray(b, dtype=np.float64)
     out = np.empty((a.shape[0], b.shape[0]), dtype=np.float32)
     with pinned_blas():
         for start in range(0, a.shape[0], STRIP_ROWS):
             stop = min(start + STRIP_ROWS, a.shape[0])
-            out[start:stop] = a[start:stop] @ b.T
+            round_products(a[start:stop] @ b.T, a[start:stop], b, out[start:stop])
     return out
