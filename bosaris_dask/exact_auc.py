@@ -7,15 +7,16 @@ different bins and every pair tied in an exact bin (:func:`~bosaris_dask.measure
 only pairs inside a **mixed** coarse bin (``bits > 0``, both classes) are unknown. Here they are
 counted exactly:
 
-* **Riding along** (:class:`RidingAuc`): pass 1 of the evaluation also pulls the exact order
-  keys (:func:`~bosaris_dask.keys.order_keys`) of every scored target of each system (with
-  conditions, each with its condition), sorted per chunk and merged, as long as they fit the
-  budget ``bosaris_dask.auc-limit`` (:mod:`bosaris_dask.config`): a chunk or merge over it
-  gives up (bounded memory). The pass-1 summaries then say which coarse bins are mixed; the
-  count of their pairs (pass B below, with the targets as ``S``, for the pooled summaries and
-  every condition's at once) rides along the first refinement pass, or takes a pass of its own
-  when the evaluation needs none. Each AUC is its pass-1 summary's between-bin part plus that
-  count, whatever refinement does: **no** extra pass (one without refinement).
+* **Riding along** (:class:`~bosaris_dask.riding_auc.RidingAuc`): pass 1 of the evaluation
+  also pulls the exact order keys (:func:`~bosaris_dask.keys.order_keys`) of every scored
+  target of each system (with conditions, each with its condition), sorted per chunk and
+  merged, as long as they fit the budget ``bosaris_dask.auc-limit``
+  (:mod:`bosaris_dask.config`): a chunk or merge over it gives up (bounded memory). The
+  pass-1 summaries then say which coarse bins are mixed; the count of their pairs (pass B
+  below, with the targets as ``S``, for the pooled summaries and every condition's at once)
+  rides along the first refinement pass, or takes a pass of its own when the evaluation needs
+  none. Each AUC is its pass-1 summary's between-bin part plus that count, whatever
+  refinement does: **no** extra pass (one without refinement).
 * Otherwise (a system's targets over the budget, or conditions without the grouped kernels),
   the passes run after the evaluation, with the summaries it made. The class with fewer
   trials in the mixed bins is ``S`` (usually the targets), the other ``O``. If ``S`` fits the
@@ -74,7 +75,6 @@ from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.errors import InconsistentPassesError
 from bosaris_dask.keys import key_bits, key_dtype, keys_to_values, order_keys
 from bosaris_dask.measures import twice_u_parts
-from bosaris_dask.progress import current_client
 
 __all__ = [
     "ExactAucWarning",
@@ -83,7 +83,6 @@ __all__ = [
     "mixed_bins",
     "mixed_twice_u",
     "exact_aucs",
-    "RidingAuc",
     "ExactAuc",
     "apply_exact_auc",
     "with_passes",
@@ -552,172 +551,6 @@ def exact_aucs(
         else:
             values.append(None)
     return ExactAuc(values, passes, notes)
-
-
-# --------------------------------------------------------------------------------------------
-# riding along the evaluation's passes
-# --------------------------------------------------------------------------------------------
-
-
-#: One system's targets pulled in pass 1: their sorted keys and (with conditions) their groups.
-_Targets = tuple[np.ndarray, np.ndarray | None]
-
-
-def _targets_kernel(*blocks: np.ndarray, system: int, limit: int, grouped: bool) -> _Targets | None:
-    """Pass 1, one system: the sorted order keys of the chunk's scored targets (and, when
-    ``grouped``, their groups in the same order), or ``None`` (overflow) when there are more
-    than ``limit`` of them (bounded memory). The blocks: pass 1's lead ones, the classes,
-    (``grouped``: the groups), then each system's scores and mask."""
-    at = engine.PASS1_LEAD_BLOCKS
-    first = at + (2 if grouped else 1) + 2 * system
-    c, s, m = blocks[at].reshape(-1), blocks[first].reshape(-1), blocks[first + 1].reshape(-1)
-    g = blocks[at + 1].reshape(-1) if grouped else None
-    keys, groups = [], []
-    count = 0
-    for lo in range(0, c.size, _BLOCK):
-        b = slice(lo, lo + _BLOCK)
-        picked = (c[b] == 1) & m[b]
-        count += int(np.count_nonzero(picked))
-        if count > limit:
-            return None
-        if count:
-            keys.append(order_keys(s[b][picked]))
-            if g is not None:
-                groups.append(g[b][picked].astype(np.int64))
-    return _sorted_targets([np.empty(0, dtype=key_dtype(s.dtype)), *keys],
-                           [np.empty(0, dtype=np.int64), *groups] if grouped else None)  # fmt: skip
-
-
-def _sorted_targets(keys: list[np.ndarray], groups: list[np.ndarray] | None) -> _Targets:
-    """Keys (and groups) concatenated and sorted by key (stable: sorted runs merge)."""
-    k = np.concatenate(keys)
-    if groups is None:
-        return np.sort(k, kind="stable"), None
-    order = np.argsort(k, kind="stable")
-    return k[order], np.concatenate(groups)[order]
-
-
-def _merge_targets(parts: list[_Targets | None], limit: int) -> _Targets | None:
-    """Sorted runs merged, or ``None`` when one overflowed or together they exceed ``limit``."""
-    if any(p is None for p in parts) or sum(len(p[0]) for p in parts) > limit:  # type: ignore[index]
-        return None
-    grouped = parts[0][1] is not None  # type: ignore[index]
-    return _sorted_targets([p[0] for p in parts],  # type: ignore[index]
-                           [p[1] for p in parts] if grouped else None)  # type: ignore[index,misc]  # fmt: skip
-
-
-class RidingAuc:
-    """The exact AUC of an evaluation's summaries in the evaluation's own passes.
-
-    Pass 1 also pulls the order keys of every scored target of each system (``S`` speculatively
-    the targets; with conditions, each with its group), as long as they fit the budget
-    ``bosaris_dask.auc-limit`` (a chunk or merge over it gives up: bounded memory). With the
-    pass-1 summaries, the targets of their mixed bins are known; pass B (:func:`mixed_twice_u`
-    per chunk and part, for the non-targets of those bins) rides along the first refinement
-    pass, or takes a pass of its own when there is none. Each AUC is its pass-1 summary's
-    between-bin part plus pass B's count: exact whatever refinement does. When a system's
-    targets overflow, or the targets of all parts' pass-1 mixed bins exceed the budget,
-    nothing rides along and :func:`exact_aucs` runs its passes after the evaluation as before
-    (:attr:`served` is False).
-
-    Parameters
-    ----------
-    n_systems
-        The systems of the call.
-    names
-        Their names (default ``system-1``, ...).
-    split_every
-        As :func:`exact_aucs`.
-    grouped
-        Pass 1 is :func:`~bosaris_dask.grouped.grouped_pass1` (its inputs hold the groups
-        after the classes): set :attr:`parts` (pooled first, then conditions whose
-        ``condition`` is a code of those groups) before the refinement.
-    """
-
-    def __init__(
-        self, n_systems: int, names: Sequence[str] | None, split_every: int, grouped: bool = False
-    ) -> None:
-        self.limit = config.get("auc-limit")
-        self.names = list(names) if names else [f"system-{k + 1}" for k in range(n_systems)]
-        self.split_every = split_every
-        self.grouped = grouped
-        #: What the first summaries after pass 1 count (pooled systems by default).
-        self.parts: list[AucPart] = [AucPart(k) for k in range(n_systems)]
-        self.part_names: list[str] = list(self.names)
-        self.plans: list[MixedBins | None] = []
-        self.firsts: list[ScoreSummary] = []
-        self.served = False
-        self.rider = engine.Rider(
-            [runner.Aggregation(f"{self.names[k]} exact AUC targets",
-                                partial(_targets_kernel, system=k, limit=self.limit,
-                                        grouped=grouped), None,
-                                combine=partial(_merge_targets, limit=self.limit),
-                                items=(self.limit, 16 if grouped else 8))  # key (and group)
-             for k in range(n_systems)],
-            self._after_pass1,
-        )  # fmt: skip
-
-    def _after_pass1(self, summaries: list[ScoreSummary], targets: list[_Targets | None],
-                     inputs: list[da.Array]) -> da.Array | None:  # fmt: skip
-        summaries = summaries[: len(self.parts)]
-        plans = [mixed_bins(s, small_is_target=True) for s in summaries]
-        js = [j for j, p in enumerate(plans) if p is not None]
-        if not js or any(targets[self.parts[j].system] is None for j in js):
-            return None
-        if sum(plans[j].n_s for j in js) > self.limit:  # type: ignore[union-attr]
-            return None
-        small = {}
-        for j in js:
-            keys, groups = targets[self.parts[j].system]  # type: ignore[misc]
-            cond = self.parts[j].condition
-            if cond is not None:
-                keys = keys[groups == cond]
-            keys = keys[_in_bins(keys, plans[j])]  # type: ignore[arg-type]
-            _check(self.part_names[j], "smaller-class", len(keys), plans[j].n_s)  # type: ignore[union-attr]
-            small[j] = keys.astype(np.uint64)
-        small_all = np.concatenate([small[j] for j in js])
-        ends = dict(zip(js, np.cumsum([len(small[j]) for j in js]).tolist(), strict=True))
-        at = {j: slice(ends[j] - len(small[j]), ends[j]) for j in js}
-        by_system: dict[int, list[int]] = {}
-        for j in js:
-            by_system.setdefault(self.parts[j].system, []).append(j)
-        group_at = None
-        if self.grouped:  # the layout _part_keys reads: classes, scores and masks, groups
-            inputs = [inputs[0], *inputs[2:], inputs[1]]
-            group_at = len(inputs) - 1
-        lead = [da.from_array(small_all, chunks=max(1, len(small_all))), "k"]
-        aggs = [
-            runner.Aggregation(
-                f"{self.names[k]} exact AUC counts",
-                partial(_count_kernel, system=k, group_at=group_at,
-                        wanted=tuple((self.parts[j].condition, plans[j], (-1,)) for j in mine),
-                        at=tuple(at[j] for j in mine)),
-                None, combine=_add_counts,
-            )
-            for k, mine in by_system.items()
-        ]  # fmt: skip
-        n_other = sum(plans[j].n_o for j in js)  # type: ignore[union-attr]
-        need = auc_task_memory(inputs, len(small_all), n_other, False, self.split_every)
-        memory.check_worker_memory(need, current_client())
-        self.plans, self.firsts, self.served = plans, summaries, True
-        self._aggs, self._by_system = aggs, by_system
-        return runner.graph(aggs, inputs, lead=lead, split_every=self.split_every)
-
-    def found(self) -> ExactAuc:
-        """The exact AUC of each part (once the evaluation has run with :attr:`rider` and
-        :attr:`served` is True); ``passes`` 0: the evaluation counted them."""
-        counted = runner.finalize(self._aggs, self.rider.result)
-        mixed = {}
-        for mine, flat in zip(self._by_system.values(), counted, strict=True):
-            for i, j in enumerate(mine):
-                twice_u, found = flat[2 * i], flat[2 * i + 1]
-                _check(self.part_names[j], "other-class", found, self.plans[j].n_o)  # type: ignore[union-attr]
-                mixed[j] = twice_u
-        values: list[Fraction | None] = []
-        for j, s in enumerate(self.firsts):
-            base, _ = twice_u_parts(s)
-            values.append(Fraction(base + mixed.get(j, 0), 2 * s.n_target * s.n_nontarget))
-        return ExactAuc(values, 0, [""] * len(values))
 
 
 def _bounds(s: ScoreSummary) -> str:

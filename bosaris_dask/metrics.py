@@ -290,7 +290,7 @@ def pooled_evaluation(
         ece_plo = check_plo(ece_plo)
     riding = None
     if exact_auc:  # the exact AUC rides along the evaluation's passes where it fits
-        from bosaris_dask.exact_auc import RidingAuc
+        from bosaris_dask.riding_auc import RidingAuc
 
         riding = RidingAuc(len(systems), names, split_every)
     summaries = summarize(

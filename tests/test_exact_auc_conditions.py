@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import exact_auc, metrics
+from bosaris_dask import exact_auc, metrics, riding_auc
 from bosaris_dask.cli import main
 from bosaris_dask.conditions import condition_table
 from bosaris_dask.conditions.summaries import GROUPED_KEY
@@ -59,7 +59,7 @@ def _evaluate(systems, key, bits, limit, spy=None, ride=None, **kwargs):
     patch, conf = _coarse(bits, auc_limit=limit)
     target = "bosaris_dask.conditions.evaluation.exact_aucs"
     if spy is not None or ride is False:
-        riding = mock.patch.object(exact_auc.RidingAuc, "_after_pass1", lambda *a: None)
+        riding = mock.patch.object(riding_auc.RidingAuc, "_after_pass1", lambda *a: None)
     else:
         riding = ride.patch() if ride is not None else contextlib.nullcontext()
     with patch, conf, riding, mock.patch(target, spy) if spy else contextlib.nullcontext():
@@ -73,13 +73,13 @@ class _Ride:
         self.riding = None
 
     def patch(self):
-        real = exact_auc.RidingAuc._after_pass1
+        real = riding_auc.RidingAuc._after_pass1
 
         def spy(riding, *args):
             self.riding = riding
             return real(riding, *args)
 
-        return mock.patch.object(exact_auc.RidingAuc, "_after_pass1", spy)
+        return mock.patch.object(riding_auc.RidingAuc, "_after_pass1", spy)
 
     def extra(self):
         """The extra passes it took riding along (``None``: it did not ride)."""

@@ -32,8 +32,9 @@ from bosaris_dask.conditions.codes import Conditions
 from bosaris_dask.conditions.equalized import EqualizedPlan, extra_mask, plan_members
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import MissingTrialsError, TrialError
-from bosaris_dask.exact_auc import AucPart, RidingAuc
+from bosaris_dask.exact_auc import AucPart
 from bosaris_dask.grouped import Part, grouped_pass1, refine_parts, remap_groups
+from bosaris_dask.riding_auc import RidingAuc
 from bosaris_dask.runner import Aggregation, run_pass
 from bosaris_dask.trials import align, kind_of, locate, trial_classes
 
@@ -275,7 +276,7 @@ def condition_summaries(
     grouped
         Use the grouped kernels (default: the dask config key :data:`GROUPED_KEY`, on).
     riding
-        A :class:`~bosaris_dask.exact_auc.RidingAuc` (made with ``grouped=True``): the exact
+        A :class:`~bosaris_dask.riding_auc.RidingAuc` (made with ``grouped=True``): the exact
         AUCs of the pooled systems and of every condition ride along the grouped passes
         (only with the grouped kernels; it stays unserved otherwise).
 
