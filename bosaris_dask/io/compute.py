@@ -1,8 +1,4 @@
-"""Chunk plans shared by the zarr and HDF5 stores.
-
-:func:`plan_chunks` picks the chunk shape of a stored ``(models, segments)`` matrix. (The
-stores compute their write graphs with :func:`bosaris_dask.progress.compute`.)
-"""
+"""Chunk plans shared by the zarr and HDF5 stores."""
 
 from __future__ import annotations
 
@@ -12,10 +8,8 @@ __all__ = ["plan_chunks"]
 
 
 def plan_chunks(shape: tuple[int, int], itemsize: int, chunk_mb: float = 64) -> tuple[int, int]:
-    """The chunk shape for a ``(models, segments)`` matrix of about ``chunk_mb`` MiB per chunk.
-
-    Full rows of segments when a row fits (contiguous reads, one chunk per band of models);
-    otherwise square-ish chunks.
+    """The chunk shape of a ``(models, segments)`` matrix of about ``chunk_mb`` MiB: full rows when
+    a row fits, else square-ish.
 
     Examples
     --------

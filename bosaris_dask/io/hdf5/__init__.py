@@ -1,27 +1,5 @@
-"""HDF5 files in the layout of the BOSARIS Toolkit (Key, Ndx, Scores, segment quality).
-
-See ``reference/HDF5_LAYOUT.md``. Rows are models (``/ID/row_ids``), columns segments
-(``/ID/column_ids``); no transpose is needed in a C-order reader.
-
-=======  ==========================================================================
-kind     datasets
-=======  ==========================================================================
-key      ``/trial_mask`` int8 (+1 target, -1 non-target, 0 no trial), ``/file_format``
-         ``'2.0'``; the old format has ``/target_mask`` and ``/nontarget_mask`` instead
-ndx      ``/trial_mask`` uint8 0/1
-scores   ``/scores`` double, ``/score_mask`` uint8 0/1 (scores are 0 where the mask is 0)
-quality  ``/values`` double (q measures x n ids), ``/ids``
-=======  ==========================================================================
-
-Reading is liberal about ids (fixed or variable-length strings, NUL-padded or not, (n,),
-(n, 1) or (1, n)) and strict about the rest: unique ids matching the matrix, little-endian IEEE
-754 floats or integers, integer masks holding only their codes, and data from the file itself
-only (external links, external storage and virtual datasets are refused, soft links resolved
-inside the file). Matrices are read lazily: memory-mapped where their values lie in the file
-as plain native numbers (contiguous, or chunked without filters: :mod:`.mapped`), else by h5py,
-each dask task reopening the file through a picklable
-:class:`xarray.backends.CachingFileManager`. Files are written (:mod:`.write`) in the
-HDF5 1.8 format, whose metadata carry checksums.
+"""HDF5 files in the layout of the BOSARIS Toolkit (``docs/formats.md``): liberal about ids, strict
+about the rest; matrices read lazily, memory-mapped where possible (:mod:`.mapped`).
 
 Examples
 --------
@@ -89,11 +67,9 @@ _MAX_SOFT_LINKS = 16
 
 
 def _resolve(path: Any, f: h5py.File, name: str, hops: int = 0) -> str | None:
-    """The in-file path of hard links only that ``name`` leads to; None if absent.
-
-    Each link is inspected without being followed (HDF5 would open the file an external link
-    names to test that it exists) and soft links are resolved here, component by component; an
-    external or user-defined link, a soft-link cycle or unreadable link metadata is an error.
+    """The in-file path of hard links only that ``name`` leads to, None if absent: soft links are
+    resolved here (HDF5 would open an external link's file to test it); external and user-defined
+    links, soft-link cycles and unreadable links are errors.
     """
     where = ""
     for part in (p for p in name.split("/") if p not in ("", ".")):
@@ -165,9 +141,9 @@ def _dataset(path: Any, f: h5py.File, name: str) -> h5py.Dataset:
 
 
 def _standard_type(path: Path, dset: h5py.Dataset) -> bool:
-    """Whether ``dset`` holds little-endian IEEE 754 floats or standard integers (or an enum of
-    them, as h5py stores booleans): a flipped bit in a datatype message (byte order, exponent
-    bias) would otherwise silently change every value read."""
+    """Whether ``dset`` holds little-endian IEEE floats or standard integers (or an enum of them): a
+    flipped bit in a datatype message would otherwise change every value read.
+    """
     try:
         tid = dset.id.get_type()
         if tid.get_class() == h5py.h5t.ENUM:
@@ -178,8 +154,7 @@ def _standard_type(path: Path, dset: h5py.Dataset) -> bool:
 
 
 def _mask_values(x: np.ndarray, allowed: tuple[int, ...], where: str) -> np.ndarray:
-    """``x``, checked: an integer mask holding values other than ``allowed`` is corrupt (float
-    masks keep their MATLAB meaning: ``logical()``, or the sign past 0.5 for a key)."""
+    """``x``, checked: an integer mask holding values other than ``allowed`` is corrupt."""
     if x.dtype.kind in "iu":
         lo, hi = min(allowed), max(allowed)
         if len(allowed) == hi - lo + 1 and (
@@ -199,11 +174,9 @@ _ROWS, _COLUMNS = "ID/row_ids", "ID/column_ids"
 
 
 class _H5Array:
-    """A read-only, picklable view of one dataset: each ``__getitem__`` reads one slab through
-    a memory map of the file where ``mapped`` says where the values lie (the offset of a
-    contiguous dataset, or the :class:`~.mapped.ChunkOffsets` of an unfiltered chunked one),
-    else through h5py, acquiring the file from a :class:`CachingFileManager` (reopened on a
-    worker after unpickling)."""
+    """A read-only picklable view of a dataset: slabs through a memory map where ``mapped``
+    says where the values lie (:mod:`.mapped`), else through h5py and a :class:`CachingFileManager`.
+    """
 
     def __init__(
         self,
@@ -254,7 +227,7 @@ def _open(path: Path) -> tuple[CachingFileManager, h5py.File]:
 
 
 def _read_ids(path: Path, f: h5py.File, name: str) -> np.ndarray:
-    """Ids of a dataset of fixed or variable-length strings, as an object array of ``str``."""
+    """Ids of a dataset of fixed or variable-length strings, as unique ``str`` (NULs stripped)."""
     dset = _dataset(path, f, name)
     if h5py.check_string_dtype(dset.dtype) is None:
         raise StoreError(f"{path}: dataset /{name} holds {dset.dtype}, not strings")
@@ -272,10 +245,9 @@ def _read_ids(path: Path, f: h5py.File, name: str) -> np.ndarray:
 
 
 def detect_hdf5_kind(f: h5py.File, path: str | os.PathLike[str] = "") -> str:
-    """The kind of an open BOSARIS HDF5 file: ``/scores``: scores; ``/target_mask`` (old
-    format) or ``/file_format``: a key; ``/trial_mask``: a key when signed, an index when
-    unsigned or boolean (floats: an error asking for ``kind``); ``/values`` and ``/ids``: a
-    quality table."""
+    """The kind of an open BOSARIS HDF5 file: ``scores``, ``key`` (signed ``/trial_mask``, old
+    ``/target_mask`` or ``/file_format``), ``ndx`` (unsigned or bool) or ``quality``.
+    """
 
     def has(name: str) -> bool:
         return _resolve(path, f, name) is not None
@@ -297,8 +269,9 @@ def detect_hdf5_kind(f: h5py.File, path: str | os.PathLike[str] = "") -> str:
 
 
 def _key_signs(x: np.ndarray) -> np.ndarray:
-    """The codes of a ``/trial_mask`` block: integers as they are (already checked to be -1, 0
-    or +1), floats by their sign past 0.5 (MATLAB's meaning), with no 8-byte temporaries."""
+    """The codes of a ``/trial_mask`` block: integers as they are, floats by their sign past 0.5
+    (MATLAB's meaning), without 8-byte temporaries.
+    """
     if x.dtype.kind in "iu":
         return x.astype(np.int8, copy=False)
     out = np.greater(x, 0.5).view(np.int8)  # 1 or 0, one byte per trial
@@ -307,7 +280,7 @@ def _key_signs(x: np.ndarray) -> np.ndarray:
 
 
 def _masked_scores(score: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """``score`` with 0 where ``mask`` is false (in place: h5py gave this task its own block)."""
+    """``score`` with 0 where ``mask`` is false (in place where writable)."""
     if not mask.all():
         if not score.flags.writeable:
             score = score.copy()
@@ -351,7 +324,7 @@ def _lazy(
     shape: tuple,
     chunks: Any,
 ) -> da.Array:
-    """Dataset ``name`` as a dask array; ``allowed``: the values an integer mask may hold."""
+    """Dataset ``name`` as a checked dask array; ``allowed``: an integer mask's values."""
     dset = _dataset(path, f, name)
     if dset.dtype.kind not in "biuf":
         raise StoreError(f"{path}: /{name} holds {dset.dtype}, expected numbers")
@@ -390,22 +363,20 @@ def read_hdf5(
     path
         The HDF5 file.
     kind : {"key", "ndx", "scores"}, optional
-        What the file holds; by default detected from its datasets (:func:`detect_hdf5_kind`).
+        By default detected from the datasets (:func:`detect_hdf5_kind`).
     chunks
-        Dask chunks; by default about 64 MiB of full rows of double scores (the same chunks
-        for a key or an index of the same shape, so that they pair up without rechunking).
+        Dask chunks; by default about 64 MiB of double scores in full rows (the same for a key).
 
     Returns
     -------
     xarray.Dataset
-        The trial object. Scores are float64 (float32 if the file holds float32) and 0 where
-        the mask is 0.
+        Scores are float64 (float32 if stored so) and 0 where the mask is 0.
 
     Raises
     ------
     StoreError
         Naming the file and the dataset: not HDF5, truncated, missing datasets, ids that are not
-        unique strings, shapes that do not match.
+        unique strings, shapes that do not match, links or data outside the file.
 
     Examples
     --------
@@ -458,12 +429,7 @@ def read_hdf5(
 
 
 def read_quality_hdf5(path: str | os.PathLike[str]) -> xr.DataArray:
-    """Read a quality table (BOSARIS ``Seg_Quality``: ``/values`` (q, n) and ``/ids``).
-
-    Returns
-    -------
-    xarray.DataArray
-        :func:`~bosaris_dask.trials.quality_table`: dims ``("id", "measure")``, (n, q) values.
+    """Read a quality table (``/values``, measures x ids, and ``/ids``).
 
     Examples
     --------
@@ -495,8 +461,7 @@ def read_quality_hdf5(path: str | os.PathLike[str]) -> xr.DataArray:
 
 
 def quality_from_values(ids: np.ndarray, values: np.ndarray, what: str) -> xr.DataArray:
-    """The quality table of ``values`` stored measures x ids (as MATLAB does; a vector as one
-    measure, or ids x measures as other writers may store them)."""
+    """The quality table of ``values`` stored measures x ids (or a vector, or ids x measures)."""
     n = len(ids)
     if values.ndim < 2 and n and values.size % n == 0:
         values = values.reshape(-1, n)

@@ -1,11 +1,4 @@
-"""MAT files of version 7.3: HDF5 files in MATLAB's layout, read and written with h5py.
-
-MATLAB stores each variable as an HDF5 object with an attribute ``MATLAB_class``: a struct is a
-group of its fields, a cell array a dataset of object references to the cells (kept in the
-group ``#refs#``), a char array UTF-16 code units (``uint16``), a logical array ``uint8``.
-Dimensions are reversed (MATLAB is column-major): an m x n matrix is an (n, m) dataset, read
-here lazily and transposed. The file starts with a 512-byte header naming it a MAT-file.
-"""
+"""MAT files of version 7.3 (HDF5 in MATLAB's layout, dimensions reversed), through h5py."""
 
 from __future__ import annotations
 

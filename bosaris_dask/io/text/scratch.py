@@ -25,7 +25,7 @@ def _remove_quietly(path: str | None) -> None:
 
 
 def _is_stream(path: str | os.PathLike[str]) -> bool:
-    """Is ``path`` a pipe, socket or character device (which can be read only once)?"""
+    """Is ``path`` a pipe, socket or character device (readable only once)?"""
     try:
         mode = os.stat(path).st_mode
     except OSError:
@@ -39,11 +39,7 @@ def _scratch_owner() -> str:
 
 
 def _sweep_dead_scratch(directory: str) -> None:
-    """Delete scratch files whose creating process, on this host, is gone (killed runs).
-
-    A name is ``bosaris-text-HOST-PID-*.dat``; files of other hosts (a shared scratch directory)
-    and of live processes are left alone.
-    """
+    """Delete scratch files ``bosaris-text-HOST-PID-*.dat`` of this host whose process is gone."""
     host = _scratch_owner().rsplit("-", 1)[0]
     for name in os.listdir(directory):
         parts = name[len(_SCRATCH_PREFIX) :].split("-")
@@ -63,10 +59,9 @@ _UNSHARED: weakref.WeakValueDictionary[str, _ScratchFile] = weakref.WeakValueDic
 
 
 class _ScratchFile:
-    """A temporary file, deleted when this object is garbage collected (a killed run's are swept
-    by the next, :func:`_sweep_dead_scratch`). ``staged`` names the input it holds for the
-    workers: in the temporary folder it is remembered, for
-    :func:`bosaris_dask.io.staging.check_staged_readable` to refuse on a cluster started later.
+    """A temporary file deleted with this object (a killed run's are swept by the next); ``staged``
+    names the input it holds, remembered if in the temporary folder for
+    :func:`bosaris_dask.io.staging.check_staged_readable`.
     """
 
     def __init__(self, scratch_dir: str | os.PathLike[str] | None, *, staged: str | None = None):
@@ -88,8 +83,9 @@ class _ScratchFile:
 
 
 class _ScratchArray:
-    """A read-only array in a scratch file, opened lazily as a memmap; picklable by path. The
-    creating process owns the file (deleted with this object); unpickled copies only read it."""
+    """A read-only array in a scratch file, memory-mapped lazily, picklable by path; the creating
+    process owns the file.
+    """
 
     def __init__(self, owner: _ScratchFile | None, path: str, shape: tuple[int, ...], dtype):
         self._owner = owner
