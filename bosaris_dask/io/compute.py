@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
-__all__ = ["plan_chunks"]
+import dask.array as da
+import numpy as np
+
+__all__ = ["plan_chunks", "as_dask"]
 
 
 def plan_chunks(shape: tuple[int, int], itemsize: int, chunk_mb: float = 64) -> tuple[int, int]:
@@ -24,3 +28,8 @@ def plan_chunks(shape: tuple[int, int], itemsize: int, chunk_mb: float = 64) -> 
         return min(rows, max(1, limit // cols)), cols
     r = min(rows, max(1, math.isqrt(limit)))
     return r, min(cols, max(1, limit // r))
+
+
+def as_dask(x: Any) -> da.Array:
+    """``x`` as a dask array (``"auto"`` chunks unless it is one)."""
+    return x if isinstance(x, da.Array) else da.from_array(np.asarray(x), chunks="auto")

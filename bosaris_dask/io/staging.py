@@ -26,6 +26,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import ClusterError, StoreError
+from bosaris_dask.io.compute import as_dask
 from bosaris_dask.io.text.scratch import _ScratchArray, _ScratchFile
 from bosaris_dask.progress import compute, current_client
 
@@ -167,8 +168,6 @@ def realign(
     *,
     models: Any = None,
     segments: Any = None,
-    scratch: str | os.PathLike[str] | None = None,
-    progress: bool = False,
 ) -> xr.Dataset:
     """``obj`` reordered by index maps, one task per chunk and no shuffle: each matrix is copied
     once to a flat scratch file, and each chunk of the result gathered from it.
@@ -183,10 +182,6 @@ def realign(
         The chunks of the result.
     models, segments
         The ids of the result (default: those of ``obj`` picked by ``rows``, ``cols``).
-    scratch
-        Where the scratch files go (:func:`scratch_directory`).
-    progress
-        Show a progress bar while the matrices are copied.
 
     Examples
     --------
@@ -198,15 +193,12 @@ def realign(
     """
     rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
     names = [n for n in obj.data_vars if n in _FILL]
-    directory = scratch_directory(scratch, what="scores in another id order than the key's")
+    directory = scratch_directory(what="scores in another id order than the key's")
     owners, stores = {}, []
     for name in names:
-        data = obj[name].data
-        if not isinstance(data, da.Array):
-            data = da.from_array(np.asarray(data), chunks="auto")
-        owners[name], store = _stage(data, directory)
+        owners[name], store = _stage(as_dask(obj[name].data), directory)
         stores.append(store)
-    compute(stores, progress=progress)
+    compute(stores)
     identity = bool(len(cols) and (cols == np.arange(cols[0], cols[0] + len(cols))).all())
     row_ids = da.from_array(rows, chunks=(chunks[0],))
     col_ids = da.from_array(cols, chunks=(chunks[1],))

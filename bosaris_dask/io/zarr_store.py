@@ -30,7 +30,7 @@ from dask.base import tokenize
 
 from bosaris_dask.errors import StoreError, StoreNotFoundError, TrialError
 from bosaris_dask.io.atomic import atomic_path, remove_path
-from bosaris_dask.io.compute import plan_chunks
+from bosaris_dask.io.compute import as_dask, plan_chunks
 from bosaris_dask.progress import compute
 from bosaris_dask.trials import (
     DIMS,
@@ -438,10 +438,6 @@ def read_zarr(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
         raise StoreError(f"{path}: {exc}") from exc
 
 
-def _as_dask(x: Any) -> da.Array:
-    return x if isinstance(x, da.Array) else da.from_array(np.asarray(x), chunks="auto")
-
-
 def _write_chunks(arr: da.Array, itemsize: int, chunk_mb: float) -> tuple[int, int]:
     """Keep the dask chunks when regular and within a factor 2 of ``chunk_mb``, else plan."""
     regular = all(len(set(c[:-1])) <= 1 and (len(c) < 2 or c[-1] <= c[0]) for c in arr.chunks)
@@ -477,12 +473,12 @@ def _dataset(obj: xr.Dataset, kind: str, chunk_mb: float) -> tuple[xr.Dataset, d
     names = list(_VARIABLES[kind])
     # masks get the chunks of float32 scores, so an evaluation reads both alike (issue 16)
     itemsize = max(np.dtype(obj[names[0]].dtype).itemsize, 4)
-    chunks = _write_chunks(_as_dask(obj[names[0]].data), itemsize, chunk_mb)
+    chunks = _write_chunks(as_dask(obj[names[0]].data), itemsize, chunk_mb)
     data_vars: dict[str, Any] = {}
     encoding: dict[str, dict[str, Any]] = {}
     attrs["bosaris_all_true"] = []
     for name in names:
-        arr = _as_dask(obj[name].data).rechunk(chunks)
+        arr = as_dask(obj[name].data).rechunk(chunks)
         if name == _MASKS.get(kind) and _known_all_true(arr):
             attrs["bosaris_all_true"].append(name)
             continue

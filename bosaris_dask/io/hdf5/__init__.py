@@ -49,9 +49,6 @@ __all__ = [
     "detect_hdf5_kind",
 ]
 
-#: What h5py raises when a file's metadata or data cannot be read (corrupt or truncated files).
-_H5_ERRORS = H5_ERRORS
-
 
 #: The number types matrices may hold (see _standard_type).
 _STANDARD_TYPES = (h5py.h5t.IEEE_F32LE, h5py.h5t.IEEE_F64LE) + tuple(
@@ -81,7 +78,7 @@ def _resolve(path: Any, f: h5py.File, name: str, hops: int = 0) -> str | None:
                 return None
             info = f.id.links.get_info(here.encode())
             target = f.id.links.get_val(here.encode()) if info.type != h5py.h5l.TYPE_HARD else None
-        except _H5_ERRORS as exc:
+        except H5_ERRORS as exc:
             raise StoreError(f"{path}: cannot read the link {here} ({exc})") from exc
         if info.type == h5py.h5l.TYPE_EXTERNAL:
             file, inner = (t.decode("utf-8", "replace") for t in target)
@@ -112,7 +109,7 @@ def _node(path: Any, f: h5py.File, name: str) -> tuple[str, Any] | None:
         return None
     try:
         return where, f[where]
-    except _H5_ERRORS as exc:
+    except H5_ERRORS as exc:
         raise StoreError(f"{path}: cannot open /{name.strip('/')} ({exc})") from exc
 
 
@@ -125,7 +122,7 @@ def _dataset(path: Any, f: h5py.File, name: str) -> h5py.Dataset:
     try:
         dset.dtype, dset.shape  # noqa: B018 (h5py raises here for types numpy cannot hold)
         virtual, external = dset.is_virtual, dset.external
-    except _H5_ERRORS as exc:
+    except H5_ERRORS as exc:
         raise StoreError(f"{path}: cannot read the layout of /{name} ({exc})") from exc
     if virtual:
         raise StoreError(
@@ -149,7 +146,7 @@ def _standard_type(path: Path, dset: h5py.Dataset) -> bool:
         if tid.get_class() == h5py.h5t.ENUM:
             tid = tid.get_super()
         return any(tid.equal(t) for t in _STANDARD_TYPES)
-    except _H5_ERRORS as exc:
+    except H5_ERRORS as exc:
         raise StoreError(f"{path}: cannot read the type of {dset.name} ({exc})") from exc
 
 
@@ -210,7 +207,7 @@ class _H5Array:
             if dset.shape == self.shape:
                 return np.asarray(dset[key])
             return np.asarray(dset[()]).reshape(self.shape)[key]  # a 1x1 or 1xn matrix as (), (n,)
-        except _H5_ERRORS as exc:
+        except H5_ERRORS as exc:
             raise StoreError(f"{self._path}: cannot read {self._name} ({exc})") from exc
 
     def __dask_tokenize__(self) -> tuple:
@@ -221,7 +218,7 @@ def _open(path: Path) -> tuple[CachingFileManager, h5py.File]:
     manager = CachingFileManager(h5py.File, os.fspath(path), mode="r")
     try:
         return manager, manager.acquire()
-    except _H5_ERRORS as exc:
+    except H5_ERRORS as exc:
         manager.close()
         raise StoreError(f"{path}: not a readable HDF5 file ({exc})") from exc
 
@@ -235,7 +232,7 @@ def _read_ids(path: Path, f: h5py.File, name: str) -> np.ndarray:
         raise StoreError(f"{path}: dataset /{name} has shape {dset.shape}, expected (n,) or (n, 1)")
     try:
         raw = dset.asstr(encoding="utf-8")[()]
-    except (*_H5_ERRORS, UnicodeDecodeError) as exc:
+    except (*H5_ERRORS, UnicodeDecodeError) as exc:
         raise StoreError(f"{path}: cannot read the strings of /{name} ({exc})") from exc
     ids = np.array([s.rstrip("\x00") for s in np.ravel(raw)], dtype=object)
     index = pd.Index(ids)
@@ -446,7 +443,7 @@ def read_quality_hdf5(path: str | os.PathLike[str]) -> xr.DataArray:
         raise StoreNotFoundError(f"{path}: no such HDF5 file")
     try:
         f = h5py.File(path, "r")
-    except _H5_ERRORS as exc:
+    except H5_ERRORS as exc:
         raise StoreError(f"{path}: not a readable HDF5 file ({exc})") from exc
     with f:
         ids = _read_ids(path, f, "ids")
@@ -455,7 +452,7 @@ def read_quality_hdf5(path: str | os.PathLike[str]) -> xr.DataArray:
             raise StoreError(f"{path}: /values holds {dset.dtype}, expected numbers")
         try:
             values = np.asarray(dset[()], dtype=np.float64)
-        except _H5_ERRORS as exc:
+        except H5_ERRORS as exc:
             raise StoreError(f"{path}: cannot read /values ({exc})") from exc
     return quality_from_values(ids, values, f"{path}: /values")
 

@@ -19,7 +19,7 @@ import xarray as xr
 
 from bosaris_dask.errors import StoreError
 from bosaris_dask.io.atomic import atomic_path
-from bosaris_dask.io.compute import plan_chunks
+from bosaris_dask.io.compute import as_dask, plan_chunks
 from bosaris_dask.progress import compute, current_client
 from bosaris_dask.trials import kind_of, trial_classes, validate
 
@@ -59,8 +59,7 @@ def bosaris_matrices(obj: xr.Dataset, kind: str, chunks: Any = None) -> dict[str
     """The matrices of the BOSARIS layout (HDF5, MAT), lazily, in ``chunks`` if given."""
 
     def lazy(name: str) -> da.Array:
-        x = obj[name].data
-        x = x if isinstance(x, da.Array) else da.from_array(np.asarray(x), chunks="auto")
+        x = as_dask(obj[name].data)
         return x if chunks is None else x.rechunk(chunks)
 
     if kind == "key":

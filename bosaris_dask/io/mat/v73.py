@@ -12,7 +12,8 @@ import h5py
 import numpy as np
 
 from bosaris_dask.errors import StoreError
-from bosaris_dask.io.hdf5 import _H5_ERRORS, _dataset, _H5Array, _node, _open, _standard_type
+from bosaris_dask.io.hdf5 import _dataset, _H5Array, _node, _open, _standard_type
+from bosaris_dask.io.hdf5.mapped import H5_ERRORS
 from bosaris_dask.io.hdf5.write import _stream
 
 #: Matrices larger than this many bytes are read lazily (dask), smaller ones at once.
@@ -97,7 +98,7 @@ def read_v73(path: str | os.PathLike[str]) -> dict[str, Any]:
         reader = _Reader(path)
         names = [k for k in reader.file if not k.startswith("#")]
         return {k: reader.decode(reader.node(k)) for k in names}
-    except _H5_ERRORS as exc:
+    except H5_ERRORS as exc:
         raise StoreError(f"{path}: not a readable MAT 7.3 file ({exc})") from exc
 
 
@@ -137,7 +138,7 @@ _CLASSES = {
 }
 
 
-def write_v73(tmp: Path, name: str, fields: dict[str, Any], progress: bool = False) -> None:
+def write_v73(tmp: Path, name: str, fields: dict[str, Any]) -> None:
     """Write one struct variable to a new version 7.3 MAT file at ``tmp``; dask matrices are
     streamed block by block."""
     with h5py.File(tmp, "w", userblock_size=512, libver=("earliest", "v110")) as f:
@@ -152,7 +153,7 @@ def write_v73(tmp: Path, name: str, fields: dict[str, Any], progress: bool = Fal
                 cls = _CLASSES[value.dtype]
                 data = value.astype(np.uint8) if cls == "logical" else value
                 if isinstance(data, da.Array):  # streamed, transposed as MATLAB stores it
-                    (dset,) = _stream({field: data.T}, group, f"writing {tmp}", progress)
+                    (dset,) = _stream({field: data.T}, group, f"writing {tmp}", False)
                 else:
                     dset = group.create_dataset(field, data=np.ascontiguousarray(data.T))
                 _attr_class(dset, cls, 1 if cls == "logical" else None)

@@ -32,7 +32,7 @@ import pandas as pd
 
 from bosaris_dask.errors import ParseError
 from bosaris_dask.io.text.labels import ACCEPTED_LABELS, label_sign
-from bosaris_dask.io.text.layout import MAX_LINE_BYTES, _Layout, _open, _shown
+from bosaris_dask.io.text.layout import _NOT_FLOAT, MAX_LINE_BYTES, _Layout, _open, _shown
 
 _ID_ROLES = ("model", "segment", "id")
 _FLOAT_ROLES = ("score", "value")
@@ -182,9 +182,6 @@ def _canonical(block: bytes, layout: _Layout) -> tuple[bytes, np.ndarray]:
     if solid.all():
         return block, np.arange(len(ends))
     return a[np.repeat(solid, ends - starts + 1)].tobytes(), np.flatnonzero(solid)
-
-
-_NOT_FLOAT = re.compile(rb"[\s_]")
 
 
 def _parse_checked(

@@ -12,16 +12,10 @@ from typing import Any
 import dask
 import numpy as np
 
+from bosaris_dask.io.atomic import remove_path
+
 _SCRATCH_PREFIX = "bosaris-text-"
 _SCRATCH_KEY = "bosaris_dask.scratch"  # = bosaris_dask.io.staging.SCRATCH_CONFIG
-
-
-def _remove_quietly(path: str | None) -> None:
-    if path is not None:
-        try:
-            os.remove(path)
-        except FileNotFoundError:
-            pass
 
 
 def _is_stream(path: str | os.PathLike[str]) -> bool:
@@ -48,7 +42,7 @@ def _sweep_dead_scratch(directory: str) -> None:
         try:
             os.kill(int(parts[1]), 0)
         except ProcessLookupError:
-            _remove_quietly(os.path.join(directory, name))
+            remove_path(os.path.join(directory, name))
         except (ValueError, PermissionError):  # not a pid, or another user's live process
             continue
 
@@ -77,7 +71,7 @@ class _ScratchFile:
         fd, self.path = tempfile.mkstemp(prefix=prefix, suffix=".dat", dir=directory)
         os.close(fd)
         self.staged = staged
-        self.remove = weakref.finalize(self, _remove_quietly, self.path)
+        self.remove = weakref.finalize(self, remove_path, self.path)
         if staged is not None and chosen is None:
             _UNSHARED[self.path] = self
 
