@@ -160,16 +160,10 @@ def _detect_layout(
         if roles is not None:
             if kind is None:
                 kind = "scores" if "score" in roles else "key" if "label" in roles else "ndx"
-            want = {"scores": "score", "key": "label"}.get(kind)
-            if want is not None and want not in roles:
-                raise ParseError(
-                    f"a {kind} table needs a {want} column ({', '.join(_SYNONYMS[want])}); "
-                    f"the header has {names}",
-                    path=path,
-                    line=lineno,
-                )
-            use = ("model", "segment") + ((want,) if want else ())
-            columns = tuple((r, roles[r]) for r in use)
+            columns = _used(kind, roles, path, lineno, lambda want: (
+                f"a {kind} table needs a {want} column ({', '.join(_SYNONYMS[want])}); "
+                f"the header has {names}"
+            ))  # fmt: skip
             return _Layout(kind, sep, len(tokens), columns, after, lineno + 1, header=True)
     tokens = line.split()
     if fmt is None:
@@ -198,22 +192,24 @@ def _headerless(
     roles = dict(columns)
     if kind is None:
         kind = "scores" if "score" in roles else "key"
-    want = {"scores": "score", "key": "label"}.get(kind)
-    if want is not None and want not in roles:
-        raise ParseError(
-            f"a {fmt} file ({form}) has no {want} column, so it cannot be read as {kind}",
-            path=path,
-            line=lineno,
-        )
+    fields = _used(kind, roles, path, lineno, lambda want: (
+        f"a {fmt} file ({form}) has no {want} column, so it cannot be read as {kind}"
+    ))  # fmt: skip
     if len(tokens) != len(columns):
         raise ParseError(
             f"expected {len(columns)} fields for a {fmt} file ({form}), found {len(tokens)}",
             path=path,
             line=lineno,
         )
-    use = ("model", "segment") + ((want,) if want else ())
-    fields = tuple((r, roles[r]) for r in use)
     return _Layout(kind, None, len(columns), fields, origin, 1, form=form)
+
+
+def _used(kind: str, roles: dict[str, int], path: Any, lineno: int, missing: Any) -> tuple:
+    """The ``(role, column)`` pairs a ``kind`` reads; ``missing(role)``: the error if absent."""
+    want = {"scores": "score", "key": "label"}.get(kind)
+    if want is not None and want not in roles:
+        raise ParseError(missing(want), path=path, line=lineno)
+    return tuple((r, roles[r]) for r in ("model", "segment", want) if r)
 
 
 def _format_of_tokens(tokens: list[bytes], path: Any, lineno: int, origin: int) -> str:

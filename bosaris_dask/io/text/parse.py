@@ -236,12 +236,17 @@ def _columns(block: bytes, sep: bytes, nfields: int, n: int) -> list[np.ndarray]
     """The raw fields of ``n`` lines of exactly ``nfields`` fields, column by column."""
     if n == 0:
         return [np.empty(0, dtype=object)] * nfields
-    df = pd.read_csv(
-        io.BytesIO(block), sep=sep.decode(), header=None, names=list(range(nfields)),
-        index_col=False, dtype=object, engine="c", quoting=csv.QUOTE_NONE, na_filter=False,
-        skip_blank_lines=False, lineterminator="\n", encoding="latin-1",
-    )  # fmt: skip
+    df = _read_csv(block, sep, nfields, object, lineterminator="\n", encoding="latin-1")
     return [df[j].to_numpy(dtype=object) for j in range(nfields)]
+
+
+def _read_csv(block: bytes, sep: bytes, nfields: int, dtype: Any, **options: Any) -> pd.DataFrame:
+    """pandas' C parser over ``block``: ``nfields`` numbered columns, no quoting, no NA values."""
+    return pd.read_csv(
+        io.BytesIO(block), sep=sep.decode(), header=None, names=list(range(nfields)),
+        index_col=False, dtype=dtype, engine="c", quoting=csv.QUOTE_NONE, na_filter=False,
+        skip_blank_lines=False, **options,
+    )  # fmt: skip
 
 
 def _id_reason(u: bytes, role: str) -> tuple[str | None, str | None]:
@@ -344,21 +349,10 @@ def _parse_fast(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             warnings.simplefilter("error", pd.errors.ParserWarning)  # data of a long line dropped
-            df = pd.read_csv(
-                io.BytesIO(block),
-                sep=sep.decode(),
-                header=None,
-                names=list(range(layout.nfields)),
-                index_col=False,
-                dtype=dtypes,
-                engine="c",
-                quoting=csv.QUOTE_NONE,
-                na_filter=False,
-                skip_blank_lines=False,
-                encoding="utf-8",
-                encoding_errors="strict",
+            df = _read_csv(
+                block, sep, layout.nfields, dtypes, encoding="utf-8", encoding_errors="strict",
                 **_EXACT_FLOATS,
-            )
+            )  # fmt: skip
     except (ValueError, TypeError, OverflowError, pd.errors.ParserWarning):  # see the checked path
         return None
     if len(df) != n_lines:

@@ -7,7 +7,6 @@ import shutil
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 
 from bosaris_dask.errors import ParseError
@@ -171,16 +170,9 @@ def read_quality_text(
         last = first_line + n_lines - 1
         codes, uniques = chunk.ids["id"]
         lines = chunk.first_line + np.arange(chunk.n) if chunk.lines is None else chunk.lines
-        seen = np.fromiter(map(table.__contains__, uniques), dtype=bool, count=len(uniques))
-        twice = pd.Series(codes).duplicated().to_numpy() | seen[codes]
-        if twice.any():
-            i = int(np.flatnonzero(twice)[0])
-            u = uniques[codes[i]]
-            earlier = table.get(u, int(lines[int(np.flatnonzero(codes == codes[i])[0])]))
-            raise ParseError(
-                f"id {u!r} is given twice, first on line {earlier}", path=path, line=int(lines[i])
-            )
-        table.update(zip(uniques[codes].tolist(), lines.tolist(), strict=True))  # no repeats
+        for u, n in zip(uniques[codes].tolist(), lines.tolist(), strict=True):
+            if table.setdefault(u, n) != n:
+                raise ParseError(f"id {u!r} is given twice, first on line {table[u]}", path, n)
         assert chunk.values is not None  # a quality layout has value columns
         values.append(chunk.values)
     if not table:

@@ -43,22 +43,12 @@ def _writable_ids(ids: Any, role: str, tabs: bool) -> np.ndarray:
 
 def _row_bands(row_chunks: tuple[int, ...], max_rows: int) -> Iterator[tuple[int, int]]:
     """Bands of at most ``max_rows`` rows, cut at chunk boundaries where possible."""
-    start, edges = 0, []
-    for size in row_chunks:
-        edges.append((start, start + size))
-        start += size
-    band_start = None
-    for a, b in edges:
-        if band_start is not None and b - band_start > max_rows:
-            yield band_start, a
-            band_start = None
-        if band_start is None:
-            band_start = a
-        while b - band_start > max_rows:  # one chunk taller than a band: split it
-            yield band_start, band_start + max_rows
-            band_start += max_rows
-    if band_start is not None and band_start < start:
-        yield band_start, start
+    bounds, a = np.cumsum((0, *row_chunks)), 0
+    while a < bounds[-1]:
+        b = int(bounds[np.searchsorted(bounds, a + max_rows, side="right") - 1])
+        b = b if b > a else min(a + max_rows, int(bounds[-1]))  # a chunk taller than a band
+        yield a, b
+        a = b
 
 
 def _rows(arrays: list[Any], a: int, b: int) -> list[np.ndarray]:
