@@ -1,17 +1,6 @@
 """Reading and writing trial objects in the format the path names (:func:`detect_format`): zarr
 (the default store), BOSARIS HDF5 and MAT files, and text files (``docs/formats.md``); outputs
 are written atomically (:mod:`~bosaris_dask.io.atomic`).
-
-Examples
---------
->>> import tempfile, numpy as np
->>> from bosaris_dask.trials import make_scores
->>> scores = make_scores(["m1", "m2"], ["s1"], np.array([[1.5], [-2.0]]))
->>> d = tempfile.mkdtemp()
->>> [detect_format(write(scores, f"{d}/scores.{ext}")) for ext in ("zarr", "h5")]
-['zarr', 'hdf5']
->>> read(f"{d}/scores.h5").score.values.tolist() == read(f"{d}/scores.zarr").score.values.tolist()
-True
 """
 
 from __future__ import annotations

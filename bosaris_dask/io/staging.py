@@ -1,15 +1,6 @@
 """Staging data where every worker can read it: large text inputs as scratch-file memmaps, and
 scores in another id order than the key's realigned once (:func:`realign`; a lazy reindex
 shuffles every chunk with every other in every pass).
-
-Examples
---------
->>> import numpy as np
->>> from bosaris_dask.trials import make_scores
->>> scores = make_scores(["m1", "m2", "m3"], ["s1"], np.array([[1.0], [2.0], [3.0]]), chunks=1)
->>> back = realign(scores, np.array([2, 0, -1]), np.array([0]), ((2, 1), (1,)))
->>> back.score.values.ravel().tolist(), back.score_mask.values.ravel().tolist()
-([3.0, 1.0, 0.0], [True, True, False])
 """
 
 from __future__ import annotations

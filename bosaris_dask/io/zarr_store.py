@@ -1,15 +1,4 @@
-"""Zarr v3 stores of trial objects, the default store (layout and checks: ``docs/formats.md``).
-
-Examples
---------
->>> import tempfile, numpy as np
->>> from bosaris_dask.trials import make_scores
->>> path = tempfile.mkdtemp() + "/scores.zarr"
->>> _ = write_zarr(make_scores(["m1", "m2"], ["s1"], np.array([[0.5], [-1.0]])), path)
->>> back = read_zarr(path)
->>> back.score.values.tolist(), back.model.values.tolist(), back.attrs["bosaris_kind"]
-([[0.5], [-1.0]], ['m1', 'm2'], 'scores')
-"""
+"""Zarr v3 stores of trial objects, the default store (layout and checks: ``docs/formats.md``)."""
 
 from __future__ import annotations
 

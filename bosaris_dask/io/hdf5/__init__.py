@@ -1,18 +1,5 @@
 """HDF5 files in the layout of the BOSARIS Toolkit (``docs/formats.md``): liberal about ids, strict
 about the rest; matrices read lazily, memory-mapped where possible (:mod:`.mapped`).
-
-Examples
---------
->>> import tempfile
->>> from bosaris_dask.trials import make_key
->>> path = tempfile.mkdtemp() + "/key.h5"
->>> _ = write_hdf5(make_key(["m1", "m2"], ["s1"], [[1], [-1]]), path)
->>> import h5py
->>> with h5py.File(path) as f:
-...     sorted(f), f["trial_mask"].dtype, f["ID/row_ids"].asstr()[()].tolist()
-(['ID', 'file_format', 'trial_mask'], dtype('int8'), ['m1', 'm2'])
->>> read_hdf5(path).trial_mask.values.tolist()
-[[1], [-1]]
 """
 
 from __future__ import annotations

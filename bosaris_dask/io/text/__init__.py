@@ -3,24 +3,6 @@
 ``file:line``) are in ``docs/formats.md``. Reading is streamed in blocks parsed by pandas' C parser
 (:mod:`.parse`), keeping codes and values only, spilled to scratch files when large
 (:mod:`.collect`).
-
-Examples
---------
->>> import pathlib, tempfile
->>> from bosaris_dask.trials import make_scores
->>> path = pathlib.Path(tempfile.mkdtemp()) / "scores.txt"
->>> scores = make_scores(["m1", "m2"], ["s1", "s2"], [[0.1, -2.5], [1e-300, 3.0]])
->>> write_text(scores, path)
->>> print(path.read_text(), end="")
-m1 s1 0.1
-m1 s2 -2.5
-m2 s1 1e-300
-m2 s2 3.0
->>> sniff_text_kind(path)
-'scores'
->>> back = read_text(path)
->>> back.score.values.tolist() == scores.score.values.tolist()
-True
 """
 
 from bosaris_dask.io.text.collect import MEMMAP_THRESHOLD
