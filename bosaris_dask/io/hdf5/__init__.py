@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -157,25 +158,23 @@ def _mask_values(x: np.ndarray, allowed: tuple[int, ...], where: str) -> np.ndar
 _ROWS, _COLUMNS = "ID/row_ids", "ID/column_ids"
 
 
+@dataclass(eq=False)
 class _H5Array:
-    """A read-only picklable view of a dataset: slabs through a memory map where ``mapped``
+    """A read-only picklable view of a dataset: slabs through a memory map where ``_mapped``
     says where the values lie (:mod:`.mapped`), else through h5py and a :class:`CachingFileManager`.
     """
 
-    def __init__(
-        self,
-        manager: CachingFileManager,
-        path: str,
-        name: str,
-        shape: tuple[int, ...],
-        dtype: np.dtype,
-        token: tuple[int, int],
-        mapped: int | ChunkOffsets | None = None,
-    ):
-        self._manager, self._path, self._name, self._token = manager, path, name, token
-        self.shape, self.dtype = shape, dtype
-        self.ndim = len(shape)
-        self._mapped = mapped
+    _manager: CachingFileManager
+    _path: str
+    _name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    _token: tuple[int, int]  # the file's mtime and size
+    _mapped: int | ChunkOffsets | None = None
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
 
     def __getitem__(self, key: Any) -> np.ndarray:
         if self._mapped is not None:
