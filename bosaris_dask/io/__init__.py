@@ -6,7 +6,7 @@ are written atomically (:mod:`~bosaris_dask.io.atomic`).
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import xarray as xr
@@ -53,18 +53,12 @@ def detect_format(path: str | os.PathLike[str]) -> Format:
     >>> detect_format("key.mat")
     'mat'
     """
-    if is_url(path):
-        suffix = "." + str(path).rstrip("/").rsplit(".", 1)[-1].lower()
-        return "zarr" if suffix == ".zarr" else "hdf5" if suffix in (".h5", ".hdf5") else "text"
-    p = Path(path)
-    if p.suffix.lower() == ".mat":
-        return "mat"
+    url = is_url(path)
+    p = PurePosixPath(str(path).rstrip("/")) if url else Path(path)
     suffix = p.suffix.lower()
-    if suffix == ".zarr" or (p.is_dir() and (p / "zarr.json").is_file()):
+    if suffix == ".zarr" or (not url and suffix != ".mat" and (p / "zarr.json").is_file()):
         return "zarr"
-    if suffix in (".h5", ".hdf5"):
-        return "hdf5"
-    return "text"
+    return {".h5": "hdf5", ".hdf5": "hdf5", ".mat": "mat"}.get(suffix, "text")
 
 
 def _existing(path: str | os.PathLike[str]) -> Path:

@@ -25,11 +25,8 @@ from bosaris_dask.trials import kind_of, trial_classes, validate
 
 #: How many bytes of blocks the writer pulls from distributed workers at a time.
 _BATCH_BYTES = 128 * 2**20
-
-
-#: The HDF5 file format written: that of HDF5 1.8 (readable by any HDF5 library since 1.8, 2008),
-#: whose metadata (superblock, object headers, links) carry checksums, so that a corrupted byte
-#: there is an error on reading rather than, say, a dataset silently read from another address.
+#: The HDF5 1.8 file format (any HDF5 library since 2008): its metadata carry checksums, so a
+#: corrupted byte there is an error on reading, not a dataset silently read from elsewhere.
 _LIBVER = ("v108", "v108")
 
 

@@ -47,8 +47,7 @@ def _sweep_dead_scratch(directory: str) -> None:
             continue
 
 
-#: Scratch files that workers read, in a directory the user did not choose: input -> files.
-#: On a cluster whose workers run on other hosts they cannot be read (see ``staging``).
+#: Scratch files that workers read, in a directory the user did not choose (see ``staging``).
 _UNSHARED: weakref.WeakValueDictionary[str, _ScratchFile] = weakref.WeakValueDictionary()
 
 
