@@ -115,12 +115,10 @@ def read(
     [[True]]
     """
     path = store_location(path)
-    if is_url(path):
-        if detect_format(path) != "zarr":
-            raise StoreError(f"{path}: only zarr stores can be read from a URL")
-        return _check_kind(read_zarr(path, chunks=chunks), kind, path)
-    p = _existing(path)
-    fmt = detect_format(p)
+    fmt = detect_format(path)
+    if is_url(path) and fmt != "zarr":
+        raise StoreError(f"{path}: only zarr stores can be read from a URL")
+    p = path if is_url(path) else _existing(path)
     if fmt == "zarr":
         return _check_kind(read_zarr(p, chunks=chunks), kind, p)
     if fmt == "hdf5":
