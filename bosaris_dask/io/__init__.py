@@ -1,25 +1,12 @@
-"""Reading and writing trial objects, in the format the path names (:func:`detect_format`):
-zarr (:mod:`~bosaris_dask.io.zarr_store`, the default store), HDF5 and MAT files in the layout
-of the BOSARIS Toolkit (:mod:`~bosaris_dask.io.hdf5`, :mod:`~bosaris_dask.io.mat`), and
-BOSARIS, Kaldi and NIST text files (:mod:`~bosaris_dask.io.text`). Outputs are written
-atomically (:mod:`~bosaris_dask.io.atomic`).
-
-Examples
---------
->>> import tempfile, numpy as np
->>> from bosaris_dask.trials import make_scores
->>> scores = make_scores(["m1", "m2"], ["s1"], np.array([[1.5], [-2.0]]))
->>> d = tempfile.mkdtemp()
->>> [detect_format(write(scores, f"{d}/scores.{ext}")) for ext in ("zarr", "h5")]
-['zarr', 'hdf5']
->>> read(f"{d}/scores.h5").score.values.tolist() == read(f"{d}/scores.zarr").score.values.tolist()
-True
+"""Reading and writing trial objects in the format the path names (:func:`detect_format`): zarr
+(the default store), BOSARIS HDF5 and MAT files, and text files (``docs/formats.md``); outputs
+are written atomically (:mod:`~bosaris_dask.io.atomic`).
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import xarray as xr
@@ -56,8 +43,8 @@ TEXT_SUFFIXES = (
 
 
 def detect_format(path: str | os.PathLike[str]) -> Format:
-    """The store format of ``path``: ``.zarr`` (or a directory holding ``zarr.json``) is
-    ``"zarr"``, ``.h5`` and ``.hdf5`` ``"hdf5"``, ``.mat`` ``"mat"`` (any case), else ``"text"``.
+    """The format of ``path``: ``"zarr"`` (``.zarr``, a directory with ``zarr.json``), ``"hdf5"``
+    (``.h5``, ``.hdf5``), ``"mat"`` (``.mat``), else ``"text"``.
 
     Examples
     --------
@@ -66,18 +53,12 @@ def detect_format(path: str | os.PathLike[str]) -> Format:
     >>> detect_format("key.mat")
     'mat'
     """
-    if is_url(path):
-        suffix = "." + str(path).rstrip("/").rsplit(".", 1)[-1].lower()
-        return "zarr" if suffix == ".zarr" else "hdf5" if suffix in (".h5", ".hdf5") else "text"
-    p = Path(path)
-    if p.suffix.lower() == ".mat":
-        return "mat"
+    url = is_url(path)
+    p = PurePosixPath(str(path).rstrip("/")) if url else Path(path)
     suffix = p.suffix.lower()
-    if suffix == ".zarr" or (p.is_dir() and (p / "zarr.json").is_file()):
+    if suffix == ".zarr" or (not url and suffix != ".mat" and (p / "zarr.json").is_file()):
         return "zarr"
-    if suffix in (".h5", ".hdf5"):
-        return "hdf5"
-    return "text"
+    return {".h5": "hdf5", ".hdf5": "hdf5", ".mat": "mat"}.get(suffix, "text")
 
 
 def _existing(path: str | os.PathLike[str]) -> Path:
@@ -102,28 +83,21 @@ def read(
     scratch: str | os.PathLike[str] | None = None,
     text_format: str | None = None,
 ) -> xr.Dataset:
-    """Read a trial object (ndx, key or scores) from a zarr store, an HDF5 or a text file.
+    """Read a trial object (ndx, key or scores) from a zarr store, an HDF5, MAT or text file.
 
     Parameters
     ----------
     path
-        The file or store (format: :func:`detect_format`); a zarr store may be an fsspec URL
-        (``s3://bucket/scores.zarr``; the fsspec package for it must be installed).
+        The file or store (:func:`detect_format`); a zarr store may be an fsspec URL.
     kind : {"ndx", "key", "scores"}, optional
         What to expect; by default the store's own kind, or detected from the content.
     chunks
-        Dask chunks of the data; by default the store's chunks (zarr) or about 64 MiB.
+        Dask chunks; by default the store's chunks (zarr) or about 64 MiB.
     scratch
-        Where a large text input is staged for the workers (see
-        :func:`~bosaris_dask.io.staging.scratch_directory`); on several hosts, a directory they
-        all share (or convert the text to zarr first, ``bosaris-dask convert``).
+        Where a large text input is staged for the workers
+        (:func:`~bosaris_dask.io.staging.scratch_directory`).
     text_format
-        A text file's layout (see :func:`bosaris_dask.io.text.read_text`); ``None`` detects it.
-
-    Returns
-    -------
-    xarray.Dataset
-        The trial object, lazily backed by the store where the format allows it.
+        A text file's layout (:func:`bosaris_dask.io.text.read_text`); ``None`` detects it.
 
     Raises
     ------
@@ -131,14 +105,20 @@ def read(
         When ``path`` does not exist (also a :class:`FileNotFoundError`).
     StoreError, ParseError
         When the store or file is corrupt or not what ``kind`` says.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from bosaris_dask.trials import make_ndx
+    >>> path = write(make_ndx(["m"], ["a"], [[True]]), tempfile.mkdtemp() + "/n.txt")
+    >>> read(path, "ndx").trial_mask.values.tolist()
+    [[True]]
     """
     path = store_location(path)
-    if is_url(path):
-        if detect_format(path) != "zarr":
-            raise StoreError(f"{path}: only zarr stores can be read from a URL")
-        return _check_kind(read_zarr(path, chunks=chunks), kind, path)
-    p = _existing(path)
-    fmt = detect_format(p)
+    fmt = detect_format(path)
+    if is_url(path) and fmt != "zarr":
+        raise StoreError(f"{path}: only zarr stores can be read from a URL")
+    p = path if is_url(path) else _existing(path)
     if fmt == "zarr":
         return _check_kind(read_zarr(p, chunks=chunks), kind, p)
     if fmt == "hdf5":
@@ -181,32 +161,30 @@ def write(
     progress: bool = False,
     **options: Any,
 ) -> Path:
-    """Write a trial object, atomically, in the format given by the extension of ``path``.
+    """Write a trial object, atomically, in the format the suffix of ``path`` names.
 
     Parameters
     ----------
     obj
         An ndx, key or scores (or, for zarr, a quality object).
     path
-        ``.zarr``, ``.h5``/``.hdf5``, ``.mat``, or a text name (:data:`TEXT_SUFFIXES`); any
-        other suffix is an error, so that a name never silently changes the format.
+        ``.zarr``, ``.h5``/``.hdf5``, ``.mat``, or a text name (:data:`TEXT_SUFFIXES`); any other
+        suffix is an error unless ``format`` is given.
     format : {"zarr", "hdf5", "mat", "text"}, optional
-        The format, whatever the suffix (e.g. text under ``scores.csv``).
+        The format, whatever the suffix.
     progress
         Show progress while a zarr or HDF5 store is written.
     **options
-        Passed to the writer: ``chunk_mb`` (zarr, HDF5), ``omit_true_masks`` (zarr),
-        ``mat_version`` (MAT: ``"5"`` or ``"7.3"``), ``header`` (text).
+        For the writer: ``chunk_mb`` (zarr, HDF5), ``omit_true_masks`` (zarr), ``mat_version``
+        (MAT: ``"5"`` or ``"7.3"``), ``header`` (text).
 
-    Returns
-    -------
-    Path
-        ``path``.
-
-    Raises
-    ------
-    StoreError
-        For a suffix that names no format, unless ``format`` is given.
+    Examples
+    --------
+    >>> import tempfile
+    >>> from bosaris_dask.trials import make_key
+    >>> path = write(make_key(["m"], ["a"], [[1]]), tempfile.mkdtemp() + "/key.lst")
+    >>> print(path.read_text(), end="")
+    m a target
     """
     if is_url(path):
         raise StoreError(

@@ -1,8 +1,6 @@
-"""Atomic writes: an output is built under a hidden sibling name (``.scores.zarr.tmp-1f2e3d4c5b6a``,
-the same file system) and renamed into place when complete, so a writer that raises or is killed
-never leaves a half-written file or store under the name a user will read. An existing directory
-is replaced by one ``renameat2(RENAME_EXCHANGE)`` on Linux, elsewhere by moving it aside
-(``.NAME.old-...``) first; :func:`remove_stale` cleans up after killed writers.
+"""Atomic writes: an output is built under a hidden sibling ``.NAME.tmp-<12 hex>`` and renamed into
+place when complete (a directory by ``renameat2(RENAME_EXCHANGE)`` on Linux, else moved aside
+to ``.NAME.old-*`` first); :func:`remove_stale` cleans up after killed writers.
 """
 
 from __future__ import annotations
@@ -26,9 +24,9 @@ _OLD = ".old-"
 
 
 def _sibling(final: Path, tag: str) -> Path:
-    """A new hidden sibling ``.NAME<tag><12 hex digits>`` of ``final``; of ``NAME`` itself when
-    ``final`` is a temporary ``.NAME.tmp-...`` (nested atomic writers), so that
-    :func:`remove_stale` of ``NAME`` still finds it after a kill."""
+    """A new hidden sibling ``.NAME<tag><12 hex>`` of ``final`` (of ``NAME`` itself when ``final``
+    is a temporary ``.NAME.tmp-...``, so that :func:`remove_stale` of ``NAME`` finds it).
+    """
     name = final.name
     if name.startswith(".") and _TMP in name:
         base, _, suffix = name[1:].rpartition(_TMP)
@@ -48,7 +46,7 @@ def remove_path(path: str | os.PathLike[str]) -> None:
 
 
 def _fsync_dir(directory: Path) -> None:
-    """Make a rename durable (best effort: not every platform can open a directory)."""
+    """Make a rename durable (best effort)."""
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:
@@ -62,8 +60,7 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def _exchange(a: Path, b: Path) -> bool:
-    """Atomically swap two paths with Linux ``renameat2(RENAME_EXCHANGE)``; False where that is
-    not available (other platforms, old C libraries, some file systems)."""
+    """Swap two paths with Linux ``renameat2(RENAME_EXCHANGE)``; False where it is not available."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         renameat2 = libc.renameat2
@@ -81,8 +78,7 @@ def _exchange(a: Path, b: Path) -> bool:
 
 
 def _swap(tmp: Path, final: Path) -> Path | None:
-    """Move the finished ``tmp`` onto ``final``; return where the previous output now is (to be
-    deleted once every output is in place), or None."""
+    """Move ``tmp`` onto ``final``; return where the previous output is now, or None."""
     if not final.exists() and not final.is_symlink():
         os.replace(tmp, final)
         return None
@@ -104,15 +100,9 @@ def _swap(tmp: Path, final: Path) -> Path | None:
 
 @contextlib.contextmanager
 def atomic_paths(final_paths: Sequence[str | os.PathLike[str]]) -> Iterator[list[Path]]:
-    """:func:`atomic_path` for several outputs that must appear together: renamed into place one
-    right after the other when the block exits normally, previous outputs deleted after the last
-    rename (only a kill between two renames can leave new outputs beside old ones).
-
-    Raises
-    ------
-    StoreError
-        If a directory of ``final_paths`` does not exist, or the block did not create one of
-        the temporaries.
+    """:func:`atomic_path` for outputs that must appear together: renamed one right after the other
+    when the block exits normally, previous outputs deleted after the last rename. A StoreError if a
+    directory does not exist or the block did not create a temporary.
 
     Examples
     --------
@@ -153,14 +143,8 @@ def atomic_paths(final_paths: Sequence[str | os.PathLike[str]]) -> Iterator[list
 
 @contextlib.contextmanager
 def atomic_path(final_path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary sibling path (a file or directory the block creates) that replaces
-    ``final_path`` when the block exits normally; when it raises, the temporary is deleted and
-    ``final_path`` left as it was; a killed process leaves only a hidden ``.NAME.tmp-*``.
-
-    Raises
-    ------
-    StoreError
-        If the directory of ``final_path`` does not exist.
+    """Yield a temporary sibling path that replaces ``final_path`` when the block exits normally;
+    when it raises, the temporary is deleted; a killed process leaves only a hidden ``.NAME.tmp-*``.
 
     Examples
     --------
@@ -180,9 +164,8 @@ def atomic_path(final_path: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 def remove_stale(final_path: str | os.PathLike[str], *, min_age_s: float = 3600.0) -> list[Path]:
-    """Clean up after killed writers of ``final_path``: a set-aside previous output is moved
-    back if ``final_path`` is missing, then hidden ``.NAME.tmp-*`` and ``.NAME.old-*`` entries
-    older than ``min_age_s`` (younger ones may be a running writer's) are deleted and returned.
+    """Clean up after killed writers of ``final_path``: move a set-aside previous output back if
+    ``final_path`` is missing, delete ``.NAME.tmp-*`` and ``.NAME.old-*`` older than ``min_age_s``.
 
     Examples
     --------

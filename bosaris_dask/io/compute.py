@@ -1,21 +1,19 @@
-"""Chunk plans shared by the zarr and HDF5 stores.
-
-:func:`plan_chunks` picks the chunk shape of a stored ``(models, segments)`` matrix. (The
-stores compute their write graphs with :func:`bosaris_dask.progress.compute`.)
-"""
+"""Chunk plans shared by the zarr and HDF5 stores."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
-__all__ = ["plan_chunks"]
+import dask.array as da
+import numpy as np
+
+__all__ = ["plan_chunks", "as_dask"]
 
 
 def plan_chunks(shape: tuple[int, int], itemsize: int, chunk_mb: float = 64) -> tuple[int, int]:
-    """The chunk shape for a ``(models, segments)`` matrix of about ``chunk_mb`` MiB per chunk.
-
-    Full rows of segments when a row fits (contiguous reads, one chunk per band of models);
-    otherwise square-ish chunks.
+    """The chunk shape of a ``(models, segments)`` matrix of about ``chunk_mb`` MiB: full rows when
+    a row fits, else square-ish.
 
     Examples
     --------
@@ -30,3 +28,8 @@ def plan_chunks(shape: tuple[int, int], itemsize: int, chunk_mb: float = 64) -> 
         return min(rows, max(1, limit // cols)), cols
     r = min(rows, max(1, math.isqrt(limit)))
     return r, min(cols, max(1, limit // r))
+
+
+def as_dask(x: Any) -> da.Array:
+    """``x`` as a dask array (``"auto"`` chunks unless it is one)."""
+    return x if isinstance(x, da.Array) else da.from_array(np.asarray(x), chunks="auto")

@@ -1,18 +1,6 @@
-"""Staging data where every worker can read it: large text inputs become memory maps of scratch
-files (:mod:`bosaris_dask.io.text`), and scores in another id order than the key's are
-realigned once (:func:`realign`; reindexing lazily instead shuffles every chunk with every
-other in every pass: 1,000 chunks became ~112,000 tasks). Scratch files go to
-:func:`scratch_directory` and are deleted when no array reads them any more (a killed run's are
-swept by the next).
-
-Examples
---------
->>> import numpy as np
->>> from bosaris_dask.trials import make_scores
->>> scores = make_scores(["m1", "m2", "m3"], ["s1"], np.array([[1.0], [2.0], [3.0]]), chunks=1)
->>> back = realign(scores, np.array([2, 0, -1]), np.array([0]), ((2, 1), (1,)))
->>> back.score.values.ravel().tolist(), back.score_mask.values.ravel().tolist()
-([3.0, 1.0, 0.0], [True, True, False])
+"""Staging data where every worker can read it: large text inputs as scratch-file memmaps, and
+scores in another id order than the key's realigned once (:func:`realign`; a lazy reindex
+shuffles every chunk with every other in every pass).
 """
 
 from __future__ import annotations
@@ -29,6 +17,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import ClusterError, StoreError
+from bosaris_dask.io.compute import as_dask
 from bosaris_dask.io.text.scratch import _ScratchArray, _ScratchFile
 from bosaris_dask.progress import compute, current_client
 
@@ -65,7 +54,7 @@ def _is_this_host(host: str) -> bool:
 
 
 def workers_off_this_host(client: Any = None) -> list[str]:
-    """Addresses of the active distributed client's workers that run on other hosts."""
+    """Addresses of the active distributed client's workers on other hosts."""
     client = client if client is not None else current_client()
     if client is None:
         return []
@@ -79,9 +68,8 @@ def workers_off_this_host(client: Any = None) -> list[str]:
 
 
 def scratch_directory(scratch: str | os.PathLike[str] | None = None, *, what: str = "") -> str:
-    """The directory where staged data go: ``scratch`` (``--scratch-dir``), else the dask config
-    key :data:`SCRATCH_CONFIG`, else the temporary folder, refused (ClusterError naming
-    ``what`` and what to do) when workers of the active distributed client run on other hosts.
+    """The directory for staged data: ``scratch``, else the dask config :data:`SCRATCH_CONFIG`, else
+    the temporary folder, refused (ClusterError) when workers run on other hosts.
     """
     given = scratch if scratch is not None else dask.config.get(SCRATCH_CONFIG, None)
     if given is not None:
@@ -101,8 +89,9 @@ def scratch_directory(scratch: str | os.PathLike[str] | None = None, *, what: st
 
 
 def check_staged_readable(client: Any = None) -> None:
-    """Raise ClusterError for inputs staged in this machine's temporary folder (the CLI opens its
-    inputs before it reaches a cluster) when workers run on other hosts."""
+    """Raise ClusterError for inputs staged in this machine's temporary folder when workers run on
+    other hosts.
+    """
     from bosaris_dask.io.text.scratch import _UNSHARED
 
     staged = sorted({f.staged for f in list(_UNSHARED.values()) if f.staged})
@@ -120,8 +109,9 @@ def check_staged_readable(client: Any = None) -> None:
 
 
 class _FlatFile:
-    """A C-order matrix in a flat file, written block by block with ``pwrite`` (disjoint byte
-    ranges: safe from many threads, processes and hosts); picklable by path."""
+    """A C-order matrix in a flat file written block by block with ``pwrite`` (safe from many
+    processes and hosts); picklable by path.
+    """
 
     def __init__(self, path: str, shape: tuple[int, int], dtype: np.dtype):
         self.path, self.shape, self.dtype = path, shape, np.dtype(dtype)
@@ -141,7 +131,7 @@ class _FlatFile:
 def _gather(
     rows: np.ndarray, cols: np.ndarray, *, source: _ScratchArray, fill: Any, identity: bool
 ) -> np.ndarray:
-    """The cells ``(rows, cols)`` of ``source``, only those read (-1: the fill value)."""
+    """The cells ``(rows, cols)`` of ``source`` (-1: the fill value)."""
     out = np.full((len(rows), len(cols)), fill, dtype=source.dtype)
     r_ok = np.flatnonzero(rows >= 0)
     if identity:  # the columns of this chunk are a contiguous run of the source's
@@ -153,7 +143,7 @@ def _gather(
 
 
 def _stage(arr: da.Array, scratch: str) -> tuple[_ScratchFile, da.Array]:
-    """A flat scratch file of ``arr``'s shape, and the (lazy) store of ``arr`` into it."""
+    """A flat scratch file of ``arr``'s shape, and the lazy store of ``arr`` into it."""
     owner = _ScratchFile(scratch)
     with open(owner.path, "wb") as f:
         f.truncate(arr.shape[0] * arr.shape[1] * arr.dtype.itemsize)
@@ -169,39 +159,37 @@ def realign(
     *,
     models: Any = None,
     segments: Any = None,
-    scratch: str | os.PathLike[str] | None = None,
-    progress: bool = False,
 ) -> xr.Dataset:
-    """``obj`` reordered by index maps: one pass copies each matrix to a flat scratch file, and
-    each chunk of the result is gathered from it (one task per chunk, no shuffle).
+    """``obj`` reordered by index maps, one task per chunk and no shuffle: each matrix is copied
+    once to a flat scratch file, and each chunk of the result gathered from it.
 
     Parameters
     ----------
     obj
         A trial object with lazy (dask) matrices.
     rows, cols
-        For each row (column) of the result, the row (column) of ``obj`` it comes from, or -1
-        where ``obj`` has no such id (the fill value: no trial, no score).
+        For each row (column) of the result, the row (column) of ``obj``, or -1 (no trial).
     chunks
         The chunks of the result.
     models, segments
         The ids of the result (default: those of ``obj`` picked by ``rows``, ``cols``).
-    scratch
-        Where the scratch files go (see :func:`scratch_directory`).
-    progress
-        Show a progress bar while the matrices are copied.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bosaris_dask.trials import make_scores
+    >>> scores = make_scores(["m", "n"], ["s"], np.array([[1.0], [2.0]]))
+    >>> realign(scores, np.array([1, -1]), np.array([0]), ((2,), (1,))).score.values.tolist()
+    [[2.0], [0.0]]
     """
     rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
     names = [n for n in obj.data_vars if n in _FILL]
-    directory = scratch_directory(scratch, what="scores in another id order than the key's")
+    directory = scratch_directory(what="scores in another id order than the key's")
     owners, stores = {}, []
     for name in names:
-        data = obj[name].data
-        if not isinstance(data, da.Array):
-            data = da.from_array(np.asarray(data), chunks="auto")
-        owners[name], store = _stage(data, directory)
+        owners[name], store = _stage(as_dask(obj[name].data), directory)
         stores.append(store)
-    compute(stores, progress=progress)
+    compute(stores)
     identity = bool(len(cols) and (cols == np.arange(cols[0], cols[0] + len(cols))).all())
     row_ids = da.from_array(rows, chunks=(chunks[0],))
     col_ids = da.from_array(cols, chunks=(chunks[1],))

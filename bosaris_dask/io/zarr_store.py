@@ -1,38 +1,4 @@
-"""Zarr v3 stores of trial objects: the default store of bosaris_dask.
-
-==================================  =====================================================
-array                               content
-==================================  =====================================================
-``model``, ``segment``              the ids, variable-length UTF-8 strings
-``score``                           float32 or float64, **uncompressed**, large chunks, NaN
-                                    fill value
-``score_mask``, ``trial_mask``      bool (ndx, scores) or int8 (key), zstd, the chunks of
-                                    ``score``
-``model_label``, ``segment_label``  a key derived from labels stores only these (no mask)
-==================================  =====================================================
-
-Every array has ``dimension_names``. Root attributes: ``bosaris_kind``,
-``bosaris_store_version`` and ``bosaris_all_true`` (the masks that were all true, not stored).
-
-Writing streams chunk by chunk into a hidden temporary directory renamed into place at the end
-(:func:`~bosaris_dask.io.atomic.atomic_path`). Reading is lazy, after checks: the store must not
-reach outside itself (a symbolic link resolving elsewhere, a FIFO) nor ask for unpickling
-(numcodecs' ``pickle`` codec); consolidated metadata, a second copy, is ignored; an uncompressed
-chunk of the wrong size is an error, a compressed one that cannot be decoded an error naming it
-when read. An absent chunk reads as the fill value, as zarr defines it, in stores of other tools
-(which skip chunks holding only the fill value); in a store written here (it has
-``bosaris_store_version``) every chunk was written, so a missing one is an error.
-
-Examples
---------
->>> import tempfile, numpy as np
->>> from bosaris_dask.trials import make_scores
->>> path = tempfile.mkdtemp() + "/scores.zarr"
->>> _ = write_zarr(make_scores(["m1", "m2"], ["s1"], np.array([[0.5], [-1.0]])), path)
->>> back = read_zarr(path)
->>> back.score.values.tolist(), back.model.values.tolist(), back.attrs["bosaris_kind"]
-([[0.5], [-1.0]], ['m1', 'm2'], 'scores')
-"""
+"""Zarr v3 stores of trial objects, the default store (layout and checks: ``docs/formats.md``)."""
 
 from __future__ import annotations
 
@@ -53,7 +19,7 @@ from dask.base import tokenize
 
 from bosaris_dask.errors import StoreError, StoreNotFoundError, TrialError
 from bosaris_dask.io.atomic import atomic_path, remove_path
-from bosaris_dask.io.compute import plan_chunks
+from bosaris_dask.io.compute import as_dask, plan_chunks
 from bosaris_dask.progress import compute
 from bosaris_dask.trials import (
     DIMS,
@@ -96,9 +62,6 @@ _ZARR_ERRORS = (
 _DECODE_ERRORS = (RuntimeError, ValueError, TypeError, OSError, zarr.errors.BaseZarrError)
 
 
-# ---------------------------------------------------------------- labels of a label key
-
-
 def _label_kind(present: np.ndarray) -> str:
     if all(isinstance(v, str) for v in present):
         return "str"
@@ -110,9 +73,9 @@ def _label_kind(present: np.ndarray) -> str:
 
 
 def _encode_labels(model_labels: Any, segment_labels: Any) -> dict[str, tuple]:
-    """Both sides with one type (str, int64 or float64, over the union so that equal labels stay
-    equal), plus a bool ``*_missing`` array where labels are missing. Mixed types are stored as
-    strings if that merges no two distinct labels."""
+    """Both sides with one type (str, int64 or float64) plus ``*_missing`` masks; mixed types as
+    strings unless that merges two distinct labels.
+    """
     sides = {"model_label": model_labels, "segment_label": segment_labels}
     labels = {k: np.asarray(v, dtype=object) for k, v in sides.items()}
     missing = {k: np.asarray(pd.isna(v), dtype=bool) for k, v in labels.items()}
@@ -146,12 +109,8 @@ def _decode_labels(ds: xr.Dataset, name: str) -> np.ndarray:
     return values
 
 
-# ---------------------------------------------------------------- safety walk of a local store
-
-
 def _codec_ids(meta: Any) -> list[str]:
-    """Every ``name`` and ``id`` string in array metadata but its attributes (codecs, nested
-    ones of sharding, v2 ``compressor`` and ``filters``, data type, grid)."""
+    """Every ``name`` and ``id`` string in array metadata outside its attributes."""
     if isinstance(meta, list):
         return [i for item in meta for i in _codec_ids(item)]
     if not isinstance(meta, dict):
@@ -174,9 +133,9 @@ def _check_metadata(store: Path, file: Path) -> None:
 
 
 def _check_local_store(path: Path) -> dict[str, int]:
-    """Check that every link inside the store resolves inside it (the store itself may be a
-    link), every entry is a directory or a regular file, no array's metadata asks for
-    unpickling; return the size of every file, by relative POSIX path."""
+    """Refuse links out of the store, entries that are not files or directories, and pickle codecs;
+    return the size of every file by relative POSIX path.
+    """
     root = os.path.realpath(path)
     sizes: dict[str, int] = {}
     stack = [path]
@@ -205,12 +164,8 @@ def _check_local_store(path: Path) -> dict[str, int]:
     return sizes
 
 
-# ---------------------------------------------------------------- chunk files
-
-
 def _raw_dtype(arr: zarr.Array) -> np.dtype | None:
-    """The on-disk dtype when each chunk file is exactly the chunk's C-order bytes (``bytes``
-    codec only, edge chunks padded), else None."""
+    """The on-disk dtype when a chunk file is the chunk's raw bytes (``bytes`` codec only)."""
     codecs = getattr(arr.metadata, "codecs", ())
     if len(codecs) != 1 or type(codecs[0]).__name__ != "BytesCodec" or arr.shards is not None:
         return None
@@ -219,9 +174,9 @@ def _raw_dtype(arr: zarr.Array) -> np.dtype | None:
 
 
 def _check_chunks(path: Path | str, name: str, arr: zarr.Array, absent_ok: bool, files: dict):
-    """Raise StoreError naming the first chunk of ``arr`` whose file (in ``files``: sizes by
-    path) is truncated, or missing where chunks may not be absent (behind a URL: the count of
-    stored chunks)."""
+    """Raise StoreError naming the first truncated chunk of ``arr``, or a missing one unless
+    ``absent_ok`` (behind a URL: the count of stored chunks).
+    """
     if not isinstance(path, Path):
         stored, expected = arr.nchunks_initialized, arr.nchunks
         if stored < expected and not absent_ok:
@@ -251,14 +206,9 @@ def _check_chunks(path: Path | str, name: str, arr: zarr.Array, absent_ok: bool,
 
 
 def _chunk_array(arr: zarr.Array, path: Path | str, name: str, absent_ok: bool) -> da.Array:
-    """A dask array with one task per stored chunk (a shard of a sharded array).
-
-    Uncompressed chunk files of a local store are memory-mapped inside each task (no codec
-    pipeline, no copy out of the page cache: 400 MB read in 0.14 s here against 0.7-0.9 s
-    through zarr); other chunks are decoded by zarr, and one that cannot be decoded raises a
-    StoreError naming the store, the array, the chunk and its file. An absent chunk reads as
-    the fill value.
-    """
+    """A dask array, one task per stored chunk (or shard): raw chunk files of a local store
+    memory-mapped (5x faster than zarr's codecs), others decoded by zarr (a StoreError naming a
+    chunk that cannot be); an absent chunk reads as the fill value."""
     outer = arr.shards or arr.chunks
     chunks = tuple(
         tuple(min(c, n - k) for k in range(0, n, c)) if n else (0,)
@@ -269,8 +219,7 @@ def _chunk_array(arr: zarr.Array, path: Path | str, name: str, absent_ok: bool) 
     raw = _raw_dtype(arr) if isinstance(path, Path) else None
     stamp = (path / name / "zarr.json").stat().st_mtime_ns if raw is not None else None
     token = tokenize(os.fspath(path), name, arr.metadata.to_dict(), stamp, absent_ok)
-    # a blockwise layer (not a dict of tasks): dask fuses each read into the task that uses
-    # the chunk, so a worker process reads the chunk itself instead of receiving it
+    # blockwise: dask fuses each read into the task using the chunk (workers read, not receive)
     return da.map_blocks(
         _read_chunk, arr=arr, outer=tuple(outer), where=os.fspath(path), array_name=name,
         raw=raw, fill=arr.metadata.fill_value if absent_ok else None,
@@ -304,11 +253,8 @@ def _read_chunk(
         ) from exc
 
 
-# ---------------------------------------------------------------- reading
-
-
 def is_url(path: Any) -> bool:
-    """Whether ``path`` is an fsspec URL (``s3://...``, ``gs://...``, ``memory://...``)."""
+    """Whether ``path`` is an fsspec URL (``s3://...``), not ``file://``."""
     return isinstance(path, str) and "://" in path and not path.startswith("file://")
 
 
@@ -332,7 +278,7 @@ def _store_exists(path: Path | str) -> bool:
 
 
 def _absent_ok(attrs: dict, name: str) -> bool:
-    """Chunks of ``name`` may be absent only in a data matrix of a store not written here."""
+    """Chunks may be absent only in a data matrix of a store not written here."""
     return "bosaris_store_version" not in attrs and name in ("trial_mask", "score", "score_mask")
 
 
@@ -431,10 +377,7 @@ def _build_quality(path: Path | str, ds: xr.Dataset) -> xr.Dataset:
 
 
 def read_zarr(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset:
-    """Open a trial object stored by :func:`write_zarr`, lazily.
-
-    The layout is checked when the store is opened (metadata and a listing of the chunk files):
-    kind, dimension names, shapes of ids and matrices, dtypes, no truncated uncompressed chunk.
+    """Open a trial object stored by :func:`write_zarr`, lazily, after checking its layout.
 
     Parameters
     ----------
@@ -443,16 +386,10 @@ def read_zarr(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
     chunks
         Dask chunks of the returned arrays; ``None`` keeps the store's chunks.
 
-    Returns
-    -------
-    xarray.Dataset
-        The trial object; its data are dask arrays reading the store.
-
     Raises
     ------
     StoreError
-        Naming the store (and the array and chunk) when it is missing, corrupt or not a
-        bosaris_dask store.
+        Naming the store (and the array and chunk) when it is missing, corrupt or not ours.
 
     Examples
     --------
@@ -490,13 +427,6 @@ def read_zarr(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
         raise StoreError(f"{path}: {exc}") from exc
 
 
-# ---------------------------------------------------------------- writing
-
-
-def _as_dask(x: Any) -> da.Array:
-    return x if isinstance(x, da.Array) else da.from_array(np.asarray(x), chunks="auto")
-
-
 def _write_chunks(arr: da.Array, itemsize: int, chunk_mb: float) -> tuple[int, int]:
     """Keep the dask chunks when regular and within a factor 2 of ``chunk_mb``, else plan."""
     regular = all(len(set(c[:-1])) <= 1 and (len(c) < 2 or c[-1] <= c[0]) for c in arr.chunks)
@@ -508,7 +438,7 @@ def _write_chunks(arr: da.Array, itemsize: int, chunk_mb: float) -> tuple[int, i
 
 
 def _known_all_true(arr: da.Array) -> bool:
-    """Whether ``arr`` is cheaply known to be all true: a ``da.ones`` graph, maybe rechunked."""
+    """Whether ``arr`` is known from its graph to be all true (``da.ones``, maybe rechunked)."""
     ok = ("ones-", "ones_like-", "rechunk-", "astype-")
     return arr.dtype == bool and all(name.startswith(ok) for name in arr.__dask_graph__().layers)
 
@@ -530,16 +460,14 @@ def _dataset(obj: xr.Dataset, kind: str, chunk_mb: float) -> tuple[xr.Dataset, d
         coords.update(_encode_labels(obj.model_label.values, obj.segment_label.values))
         return xr.Dataset(coords=coords, attrs=attrs), {}
     names = list(_VARIABLES[kind])
-    # a key's or an index's one-byte mask is chunked like float32 scores of the same shape, so
-    # that an evaluation reads both in the same chunks: a 4x larger key chunk is held whole
-    # (plus zarr's decoding copy) until the four score chunks it spans are done (issue 16)
+    # masks get the chunks of float32 scores, so an evaluation reads both alike (issue 16)
     itemsize = max(np.dtype(obj[names[0]].dtype).itemsize, 4)
-    chunks = _write_chunks(_as_dask(obj[names[0]].data), itemsize, chunk_mb)
+    chunks = _write_chunks(as_dask(obj[names[0]].data), itemsize, chunk_mb)
     data_vars: dict[str, Any] = {}
     encoding: dict[str, dict[str, Any]] = {}
     attrs["bosaris_all_true"] = []
     for name in names:
-        arr = _as_dask(obj[name].data).rechunk(chunks)
+        arr = as_dask(obj[name].data).rechunk(chunks)
         if name == _MASKS.get(kind) and _known_all_true(arr):
             attrs["bosaris_all_true"].append(name)
             continue
@@ -558,33 +486,23 @@ def write_zarr(
     progress: bool = False,
     omit_true_masks: bool = True,
 ) -> Path:
-    """Write a trial object (ndx, key, scores or quality) to a zarr v3 store, atomically.
-
-    The data stream from dask chunk by chunk (bounded memory). The store appears under ``path``
-    only once complete; an existing store of that name is replaced.
+    """Write a trial object (ndx, key, scores or quality) to a zarr v3 store, atomically, streaming
+    chunk by chunk.
 
     Parameters
     ----------
     obj
-        The trial object. A key derived from labels is stored as its labels only.
+        The trial object; a key derived from labels is stored as its labels.
     path
-        The store directory (conventionally ending in ``.zarr``).
+        The store directory (conventionally ``.zarr``); an existing store is replaced.
     chunk_mb
-        Target chunk size in MiB of the score matrix; a key's or an index's mask gets the chunks
-        float32 scores of the same shape would get. Dask chunks that are regular and within a
-        factor of two of it are kept; otherwise the data are rechunked, to full rows of segments
-        when a row fits.
+        Target MiB per chunk of the score matrix (masks get the chunks of float32 scores); regular
+        dask chunks within a factor 2 of it are kept.
     progress
-        Show a progress bar while the chunks are written.
+        Show a progress bar.
     omit_true_masks
-        Do not store a ``score_mask`` (scores) or ``trial_mask`` (ndx) that is all true: known
-        from its graph (``da.ones``) or checked by reading back the written, compressed mask.
-        The omission is recorded in the attribute ``bosaris_all_true``.
-
-    Returns
-    -------
-    Path
-        ``path``.
+        Do not store a ``score_mask`` or ``trial_mask`` that is all true (recorded in the attribute
+        ``bosaris_all_true``).
 
     Examples
     --------

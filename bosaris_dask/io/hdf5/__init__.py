@@ -1,46 +1,12 @@
-"""HDF5 files in the layout of the BOSARIS Toolkit (Key, Ndx, Scores, segment quality).
-
-See ``reference/HDF5_LAYOUT.md``. Rows are models (``/ID/row_ids``), columns segments
-(``/ID/column_ids``); no transpose is needed in a C-order reader.
-
-=======  ==========================================================================
-kind     datasets
-=======  ==========================================================================
-key      ``/trial_mask`` int8 (+1 target, -1 non-target, 0 no trial), ``/file_format``
-         ``'2.0'``; the old format has ``/target_mask`` and ``/nontarget_mask`` instead
-ndx      ``/trial_mask`` uint8 0/1
-scores   ``/scores`` double, ``/score_mask`` uint8 0/1 (scores are 0 where the mask is 0)
-quality  ``/values`` double (q measures x n ids), ``/ids``
-=======  ==========================================================================
-
-Reading is liberal about ids (fixed or variable-length strings, NUL-padded or not, (n,),
-(n, 1) or (1, n)) and strict about the rest: unique ids matching the matrix, little-endian IEEE
-754 floats or integers, integer masks holding only their codes, and data from the file itself
-only (external links, external storage and virtual datasets are refused, soft links resolved
-inside the file). Matrices are read lazily: memory-mapped where their values lie in the file
-as plain native numbers (contiguous, or chunked without filters: :mod:`.mapped`), else by h5py,
-each dask task reopening the file through a picklable
-:class:`xarray.backends.CachingFileManager`. Files are written (:mod:`.write`) in the
-HDF5 1.8 format, whose metadata carry checksums.
-
-Examples
---------
->>> import tempfile
->>> from bosaris_dask.trials import make_key
->>> path = tempfile.mkdtemp() + "/key.h5"
->>> _ = write_hdf5(make_key(["m1", "m2"], ["s1"], [[1], [-1]]), path)
->>> import h5py
->>> with h5py.File(path) as f:
-...     sorted(f), f["trial_mask"].dtype, f["ID/row_ids"].asstr()[()].tolist()
-(['ID', 'file_format', 'trial_mask'], dtype('int8'), ['m1', 'm2'])
->>> read_hdf5(path).trial_mask.values.tolist()
-[[1], [-1]]
+"""HDF5 files in the layout of the BOSARIS Toolkit (``docs/formats.md``): liberal about ids, strict
+about the rest; matrices read lazily, memory-mapped where possible (:mod:`.mapped`).
 """
 
 from __future__ import annotations
 
 import functools
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -71,9 +37,6 @@ __all__ = [
     "detect_hdf5_kind",
 ]
 
-#: What h5py raises when a file's metadata or data cannot be read (corrupt or truncated files).
-_H5_ERRORS = H5_ERRORS
-
 
 #: The number types matrices may hold (see _standard_type).
 _STANDARD_TYPES = (h5py.h5t.IEEE_F32LE, h5py.h5t.IEEE_F64LE) + tuple(
@@ -89,11 +52,9 @@ _MAX_SOFT_LINKS = 16
 
 
 def _resolve(path: Any, f: h5py.File, name: str, hops: int = 0) -> str | None:
-    """The in-file path of hard links only that ``name`` leads to; None if absent.
-
-    Each link is inspected without being followed (HDF5 would open the file an external link
-    names to test that it exists) and soft links are resolved here, component by component; an
-    external or user-defined link, a soft-link cycle or unreadable link metadata is an error.
+    """The in-file path of hard links only that ``name`` leads to, None if absent: soft links are
+    resolved here (HDF5 would open an external link's file to test it); external and user-defined
+    links, soft-link cycles and unreadable links are errors.
     """
     where = ""
     for part in (p for p in name.split("/") if p not in ("", ".")):
@@ -105,7 +66,7 @@ def _resolve(path: Any, f: h5py.File, name: str, hops: int = 0) -> str | None:
                 return None
             info = f.id.links.get_info(here.encode())
             target = f.id.links.get_val(here.encode()) if info.type != h5py.h5l.TYPE_HARD else None
-        except _H5_ERRORS as exc:
+        except H5_ERRORS as exc:
             raise StoreError(f"{path}: cannot read the link {here} ({exc})") from exc
         if info.type == h5py.h5l.TYPE_EXTERNAL:
             file, inner = (t.decode("utf-8", "replace") for t in target)
@@ -136,7 +97,7 @@ def _node(path: Any, f: h5py.File, name: str) -> tuple[str, Any] | None:
         return None
     try:
         return where, f[where]
-    except _H5_ERRORS as exc:
+    except H5_ERRORS as exc:
         raise StoreError(f"{path}: cannot open /{name.strip('/')} ({exc})") from exc
 
 
@@ -149,7 +110,7 @@ def _dataset(path: Any, f: h5py.File, name: str) -> h5py.Dataset:
     try:
         dset.dtype, dset.shape  # noqa: B018 (h5py raises here for types numpy cannot hold)
         virtual, external = dset.is_virtual, dset.external
-    except _H5_ERRORS as exc:
+    except H5_ERRORS as exc:
         raise StoreError(f"{path}: cannot read the layout of /{name} ({exc})") from exc
     if virtual:
         raise StoreError(
@@ -165,21 +126,20 @@ def _dataset(path: Any, f: h5py.File, name: str) -> h5py.Dataset:
 
 
 def _standard_type(path: Path, dset: h5py.Dataset) -> bool:
-    """Whether ``dset`` holds little-endian IEEE 754 floats or standard integers (or an enum of
-    them, as h5py stores booleans): a flipped bit in a datatype message (byte order, exponent
-    bias) would otherwise silently change every value read."""
+    """Whether ``dset`` holds little-endian IEEE floats or standard integers (or an enum of them): a
+    flipped bit in a datatype message would otherwise change every value read.
+    """
     try:
         tid = dset.id.get_type()
         if tid.get_class() == h5py.h5t.ENUM:
             tid = tid.get_super()
         return any(tid.equal(t) for t in _STANDARD_TYPES)
-    except _H5_ERRORS as exc:
+    except H5_ERRORS as exc:
         raise StoreError(f"{path}: cannot read the type of {dset.name} ({exc})") from exc
 
 
 def _mask_values(x: np.ndarray, allowed: tuple[int, ...], where: str) -> np.ndarray:
-    """``x``, checked: an integer mask holding values other than ``allowed`` is corrupt (float
-    masks keep their MATLAB meaning: ``logical()``, or the sign past 0.5 for a key)."""
+    """``x``, checked: an integer mask holding values other than ``allowed`` is corrupt."""
     if x.dtype.kind in "iu":
         lo, hi = min(allowed), max(allowed)
         if len(allowed) == hi - lo + 1 and (
@@ -198,27 +158,23 @@ def _mask_values(x: np.ndarray, allowed: tuple[int, ...], where: str) -> np.ndar
 _ROWS, _COLUMNS = "ID/row_ids", "ID/column_ids"
 
 
+@dataclass(eq=False)
 class _H5Array:
-    """A read-only, picklable view of one dataset: each ``__getitem__`` reads one slab through
-    a memory map of the file where ``mapped`` says where the values lie (the offset of a
-    contiguous dataset, or the :class:`~.mapped.ChunkOffsets` of an unfiltered chunked one),
-    else through h5py, acquiring the file from a :class:`CachingFileManager` (reopened on a
-    worker after unpickling)."""
+    """A read-only picklable view of a dataset: slabs through a memory map where ``_mapped``
+    says where the values lie (:mod:`.mapped`), else through h5py and a :class:`CachingFileManager`.
+    """
 
-    def __init__(
-        self,
-        manager: CachingFileManager,
-        path: str,
-        name: str,
-        shape: tuple[int, ...],
-        dtype: np.dtype,
-        token: tuple[int, int],
-        mapped: int | ChunkOffsets | None = None,
-    ):
-        self._manager, self._path, self._name, self._token = manager, path, name, token
-        self.shape, self.dtype = shape, dtype
-        self.ndim = len(shape)
-        self._mapped = mapped
+    _manager: CachingFileManager
+    _path: str
+    _name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    _token: tuple[int, int]  # the file's mtime and size
+    _mapped: int | ChunkOffsets | None = None
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
 
     def __getitem__(self, key: Any) -> np.ndarray:
         if self._mapped is not None:
@@ -237,7 +193,7 @@ class _H5Array:
             if dset.shape == self.shape:
                 return np.asarray(dset[key])
             return np.asarray(dset[()]).reshape(self.shape)[key]  # a 1x1 or 1xn matrix as (), (n,)
-        except _H5_ERRORS as exc:
+        except H5_ERRORS as exc:
             raise StoreError(f"{self._path}: cannot read {self._name} ({exc})") from exc
 
     def __dask_tokenize__(self) -> tuple:
@@ -248,13 +204,13 @@ def _open(path: Path) -> tuple[CachingFileManager, h5py.File]:
     manager = CachingFileManager(h5py.File, os.fspath(path), mode="r")
     try:
         return manager, manager.acquire()
-    except _H5_ERRORS as exc:
+    except H5_ERRORS as exc:
         manager.close()
         raise StoreError(f"{path}: not a readable HDF5 file ({exc})") from exc
 
 
 def _read_ids(path: Path, f: h5py.File, name: str) -> np.ndarray:
-    """Ids of a dataset of fixed or variable-length strings, as an object array of ``str``."""
+    """Ids of a dataset of fixed or variable-length strings, as unique ``str`` (NULs stripped)."""
     dset = _dataset(path, f, name)
     if h5py.check_string_dtype(dset.dtype) is None:
         raise StoreError(f"{path}: dataset /{name} holds {dset.dtype}, not strings")
@@ -262,7 +218,7 @@ def _read_ids(path: Path, f: h5py.File, name: str) -> np.ndarray:
         raise StoreError(f"{path}: dataset /{name} has shape {dset.shape}, expected (n,) or (n, 1)")
     try:
         raw = dset.asstr(encoding="utf-8")[()]
-    except (*_H5_ERRORS, UnicodeDecodeError) as exc:
+    except (*H5_ERRORS, UnicodeDecodeError) as exc:
         raise StoreError(f"{path}: cannot read the strings of /{name} ({exc})") from exc
     ids = np.array([s.rstrip("\x00") for s in np.ravel(raw)], dtype=object)
     index = pd.Index(ids)
@@ -272,10 +228,9 @@ def _read_ids(path: Path, f: h5py.File, name: str) -> np.ndarray:
 
 
 def detect_hdf5_kind(f: h5py.File, path: str | os.PathLike[str] = "") -> str:
-    """The kind of an open BOSARIS HDF5 file: ``/scores``: scores; ``/target_mask`` (old
-    format) or ``/file_format``: a key; ``/trial_mask``: a key when signed, an index when
-    unsigned or boolean (floats: an error asking for ``kind``); ``/values`` and ``/ids``: a
-    quality table."""
+    """The kind of an open BOSARIS HDF5 file: ``scores``, ``key`` (signed ``/trial_mask``, old
+    ``/target_mask`` or ``/file_format``), ``ndx`` (unsigned or bool) or ``quality``.
+    """
 
     def has(name: str) -> bool:
         return _resolve(path, f, name) is not None
@@ -297,8 +252,9 @@ def detect_hdf5_kind(f: h5py.File, path: str | os.PathLike[str] = "") -> str:
 
 
 def _key_signs(x: np.ndarray) -> np.ndarray:
-    """The codes of a ``/trial_mask`` block: integers as they are (already checked to be -1, 0
-    or +1), floats by their sign past 0.5 (MATLAB's meaning), with no 8-byte temporaries."""
+    """The codes of a ``/trial_mask`` block: integers as they are, floats by their sign past 0.5
+    (MATLAB's meaning), without 8-byte temporaries.
+    """
     if x.dtype.kind in "iu":
         return x.astype(np.int8, copy=False)
     out = np.greater(x, 0.5).view(np.int8)  # 1 or 0, one byte per trial
@@ -307,7 +263,7 @@ def _key_signs(x: np.ndarray) -> np.ndarray:
 
 
 def _masked_scores(score: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """``score`` with 0 where ``mask`` is false (in place: h5py gave this task its own block)."""
+    """``score`` with 0 where ``mask`` is false (in place where writable)."""
     if not mask.all():
         if not score.flags.writeable:
             score = score.copy()
@@ -351,7 +307,7 @@ def _lazy(
     shape: tuple,
     chunks: Any,
 ) -> da.Array:
-    """Dataset ``name`` as a dask array; ``allowed``: the values an integer mask may hold."""
+    """Dataset ``name`` as a checked dask array; ``allowed``: an integer mask's values."""
     dset = _dataset(path, f, name)
     if dset.dtype.kind not in "biuf":
         raise StoreError(f"{path}: /{name} holds {dset.dtype}, expected numbers")
@@ -390,22 +346,20 @@ def read_hdf5(
     path
         The HDF5 file.
     kind : {"key", "ndx", "scores"}, optional
-        What the file holds; by default detected from its datasets (:func:`detect_hdf5_kind`).
+        By default detected from the datasets (:func:`detect_hdf5_kind`).
     chunks
-        Dask chunks; by default about 64 MiB of full rows of double scores (the same chunks
-        for a key or an index of the same shape, so that they pair up without rechunking).
+        Dask chunks; by default about 64 MiB of double scores in full rows (the same for a key).
 
     Returns
     -------
     xarray.Dataset
-        The trial object. Scores are float64 (float32 if the file holds float32) and 0 where
-        the mask is 0.
+        Scores are float64 (float32 if stored so) and 0 where the mask is 0.
 
     Raises
     ------
     StoreError
         Naming the file and the dataset: not HDF5, truncated, missing datasets, ids that are not
-        unique strings, shapes that do not match.
+        unique strings, shapes that do not match, links or data outside the file.
 
     Examples
     --------
@@ -458,12 +412,7 @@ def read_hdf5(
 
 
 def read_quality_hdf5(path: str | os.PathLike[str]) -> xr.DataArray:
-    """Read a quality table (BOSARIS ``Seg_Quality``: ``/values`` (q, n) and ``/ids``).
-
-    Returns
-    -------
-    xarray.DataArray
-        :func:`~bosaris_dask.trials.quality_table`: dims ``("id", "measure")``, (n, q) values.
+    """Read a quality table (``/values``, measures x ids, and ``/ids``).
 
     Examples
     --------
@@ -480,7 +429,7 @@ def read_quality_hdf5(path: str | os.PathLike[str]) -> xr.DataArray:
         raise StoreNotFoundError(f"{path}: no such HDF5 file")
     try:
         f = h5py.File(path, "r")
-    except _H5_ERRORS as exc:
+    except H5_ERRORS as exc:
         raise StoreError(f"{path}: not a readable HDF5 file ({exc})") from exc
     with f:
         ids = _read_ids(path, f, "ids")
@@ -489,14 +438,13 @@ def read_quality_hdf5(path: str | os.PathLike[str]) -> xr.DataArray:
             raise StoreError(f"{path}: /values holds {dset.dtype}, expected numbers")
         try:
             values = np.asarray(dset[()], dtype=np.float64)
-        except _H5_ERRORS as exc:
+        except H5_ERRORS as exc:
             raise StoreError(f"{path}: cannot read /values ({exc})") from exc
     return quality_from_values(ids, values, f"{path}: /values")
 
 
 def quality_from_values(ids: np.ndarray, values: np.ndarray, what: str) -> xr.DataArray:
-    """The quality table of ``values`` stored measures x ids (as MATLAB does; a vector as one
-    measure, or ids x measures as other writers may store them)."""
+    """The quality table of ``values`` stored measures x ids (or a vector, or ids x measures)."""
     n = len(ids)
     if values.ndim < 2 and n and values.size % n == 0:
         values = values.reshape(-1, n)

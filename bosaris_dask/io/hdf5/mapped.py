@@ -1,20 +1,6 @@
-"""Reading an HDF5 dataset's values straight from its file's bytes through a memory map.
-
-h5py copies every block it reads out of the page cache (800 MB of full rows read and summed in
-0.16-0.21 s here, against 0.09-0.12 s through a memory map). A dataset whose values lie in the
-file as plain native numbers can be mapped instead:
-
-* **contiguous** (as MATLAB writes): one run of bytes from :func:`contiguous_offset`;
-* **chunked without filters** (as h5py and other tools write): each chunk is a run of bytes of
-  the full chunk shape (edge chunks too), found by :func:`chunk_offsets`. A block inside one
-  chunk, or across chunks that follow each other in the file along the first axis (row chunks
-  written in order), is a view of the map, with no copy; any other block is assembled from the
-  chunks' maps. Blocks that touch a chunk that is not stored (read as the fill value), filtered
-  (compressed, shuffled, checksummed) or not whole in the file are read by h5py instead.
-
-Nothing here reads metadata h5py has not already checked: the callers map only datasets whose
-type, shape and storage they have validated, and fall back to h5py (which names the problem)
-whenever the bytes are not where the metadata say.
+"""Reading an HDF5 dataset's values through a memory map of its file, where they lie as plain
+native numbers: contiguous, or chunked without filters (h5py copies every block out of the page
+cache; ``docs/formats.md``). Anything else returns None and is read by h5py.
 
 Examples
 --------
@@ -52,30 +38,13 @@ MAX_CHUNKS = 1 << 20
 
 @dataclass(frozen=True)
 class ChunkOffsets:
-    """Where each chunk of an unfiltered chunked dataset starts in its file.
-
-    Attributes
-    ----------
-    shape
-        The dataset's shape.
-    chunks
-        The chunk shape.
-    offsets
-        int64, one entry per chunk of the chunk grid (``ceil(shape / chunks)``): the byte
-        offset of the chunk's values, or -1 where the chunk cannot be mapped (not stored,
-        filtered, or not whole in the file).
+    """Where each chunk of an unfiltered chunked dataset starts in its file: ``offsets`` (int64, one
+    per chunk of the grid) is -1 where a chunk cannot be mapped (not stored, filtered, not whole).
     """
 
     shape: tuple[int, ...]
     chunks: tuple[int, ...]
     offsets: np.ndarray
-
-    def __repr__(self) -> str:
-        mapped = int((self.offsets >= 0).sum())
-        return (
-            f"ChunkOffsets(shape={self.shape}, chunks={self.chunks}, "
-            f"{mapped} of {self.offsets.size} chunks mapped)"
-        )
 
 
 def _mappable_type(dset: h5py.Dataset, shape: tuple) -> bool:
@@ -83,8 +52,7 @@ def _mappable_type(dset: h5py.Dataset, shape: tuple) -> bool:
 
 
 def contiguous_offset(dset: h5py.Dataset, shape: tuple, file_size: int) -> int | None:
-    """Where the values of ``dset`` start in its file when a memory map can read them
-    (contiguous, unfiltered, allocated, native byte order, the shape read), else None."""
+    """Where the values of a contiguous, unfiltered, native ``dset`` start, else None."""
     try:
         if dset.chunks is not None or dset.compression or dset.external:
             return None
@@ -102,12 +70,8 @@ def contiguous_offset(dset: h5py.Dataset, shape: tuple, file_size: int) -> int |
 def chunk_offsets(
     dset: h5py.Dataset, shape: tuple, file_size: int, max_chunks: int = MAX_CHUNKS
 ) -> ChunkOffsets | None:
-    """The file offsets of the chunks of ``dset`` when it is chunked with no filters, native
-    numbers of the shape read, at most ``max_chunks`` chunks and at least one chunk mappable;
-    else None.
-
-    A chunk is mappable when it is stored (allocated), its filter mask is 0, its stored size is
-    the full chunk's bytes and it ends inside the file (``file_size``).
+    """The :class:`ChunkOffsets` of an unfiltered chunked ``dset`` of native numbers (at most
+    ``max_chunks`` chunks, at least one mappable: stored, unfiltered, whole in the file), else None.
     """
     try:
         chunks = dset.chunks
@@ -144,8 +108,7 @@ def chunk_offsets(
 
 
 def _bounds(key: Any, shape: tuple[int, ...]) -> list[tuple[int, int]] | None:
-    """``(start, stop)`` per axis of a block key of unit-step slices, None for other keys or
-    an empty block."""
+    """``(start, stop)`` per axis of unit-step slices; None for other keys, empty blocks."""
     if not isinstance(key, tuple) or len(key) != len(shape):
         return None
     out = []
@@ -164,15 +127,9 @@ def _view(buffer: mmap.mmap, dtype: np.dtype, offset: int, shape: tuple[int, ...
 
 
 def read_mapped(path: str, dtype: np.dtype, layout: ChunkOffsets, key: Any) -> np.ndarray | None:
-    """Block ``key`` (a tuple of unit-step slices) of a chunked dataset from the file's memory
-    map: read-only views where the block's chunks lie in one run of bytes, a new array
-    assembled from the chunks otherwise; None where h5py must read it (other keys, or a chunk
-    not mappable).
-
-    Raises
-    ------
-    ValueError
-        The file is now shorter than its chunk table says (cut after it was opened).
+    """Block ``key`` of a chunked dataset from a memory map of the file: a view where its chunks lie
+    in one run of bytes, else assembled; None where h5py must read it. ValueError: the file is now
+    shorter than its chunk table says.
     """
     bounds = _bounds(key, layout.shape)
     if bounds is None:

@@ -1,8 +1,4 @@
-"""Writing Key, Ndx and Scores in the BOSARIS HDF5 layout, streamed from dask, atomically.
-
-The blocks of the dask arrays are written by the client alone (h5py writes are not
-thread-safe), into a temporary file renamed into place at the end, in the HDF5 1.8 format.
-"""
+"""Writing the BOSARIS HDF5 layout from dask, atomically; h5py writes from one process."""
 
 from __future__ import annotations
 
@@ -23,22 +19,19 @@ import xarray as xr
 
 from bosaris_dask.errors import StoreError
 from bosaris_dask.io.atomic import atomic_path
-from bosaris_dask.io.compute import plan_chunks
+from bosaris_dask.io.compute import as_dask, plan_chunks
 from bosaris_dask.progress import compute, current_client
 from bosaris_dask.trials import kind_of, trial_classes, validate
 
 #: How many bytes of blocks the writer pulls from distributed workers at a time.
 _BATCH_BYTES = 128 * 2**20
-
-
-#: The HDF5 file format written: that of HDF5 1.8 (readable by any HDF5 library since 1.8, 2008),
-#: whose metadata (superblock, object headers, links) carry checksums, so that a corrupted byte
-#: there is an error on reading rather than, say, a dataset silently read from another address.
+#: The HDF5 1.8 file format (any HDF5 library since 2008): its metadata carry checksums, so a
+#: corrupted byte there is an error on reading, not a dataset silently read from elsewhere.
 _LIBVER = ("v108", "v108")
 
 
 def _write_strings(parent: h5py.Group, name: str, values: Any, *, scalar: bool = False) -> None:
-    """Fixed-length, NUL-terminated strings padded to the longest (as MATLAB writes them)."""
+    """Fixed-length NUL-terminated strings padded to the longest (as MATLAB writes them)."""
     encoded = [str(v).encode("utf-8") for v in np.ravel(np.asarray(values, dtype=object))]
     if any(b"\x00" in e for e in encoded):
         raise StoreError(f"ids with NUL characters cannot be stored in HDF5 /{name}")
@@ -60,13 +53,10 @@ def _write_strings(parent: h5py.Group, name: str, values: Any, *, scalar: bool =
 
 
 def bosaris_matrices(obj: xr.Dataset, kind: str, chunks: Any = None) -> dict[str, da.Array]:
-    """The matrices of the BOSARIS layout (HDF5 and MAT files), lazily, by name: a key's signed
-    int8 ``trial_mask``, an index's uint8 one, or ``scores`` (0 off the mask) and a uint8
-    ``score_mask``; in ``chunks`` if given."""
+    """The matrices of the BOSARIS layout (HDF5, MAT), lazily, in ``chunks`` if given."""
 
     def lazy(name: str) -> da.Array:
-        x = obj[name].data
-        x = x if isinstance(x, da.Array) else da.from_array(np.asarray(x), chunks="auto")
+        x = as_dask(obj[name].data)
         return x if chunks is None else x.rechunk(chunks)
 
     if kind == "key":
@@ -83,11 +73,8 @@ def bosaris_matrices(obj: xr.Dataset, kind: str, chunks: Any = None) -> dict[str
 def _stream(
     matrices: dict[str, da.Array], f: h5py.Group, label: str, progress: bool
 ) -> list[h5py.Dataset]:
-    """Write the blocks of the dask arrays into new datasets of ``f``, from one process.
-
-    With a local scheduler, :func:`dask.array.store` writes each block as soon as it is
-    computed, under a lock (h5py writes are not thread-safe). With a distributed client, the
-    blocks are pulled to this process a small batch at a time and written here.
+    """Write dask arrays into new datasets of ``f`` from this process: by ``da.store`` under a lock
+    with a local scheduler, else pulled from distributed workers a batch at a time.
     """
     arrays = list(matrices.values())
     datasets = [f.create_dataset(n, shape=a.shape, dtype=a.dtype) for n, a in matrices.items()]
@@ -121,28 +108,20 @@ def _stream(
 def write_hdf5(
     obj: xr.Dataset, path: str | os.PathLike[str], *, progress: bool = False, chunk_mb: float = 64
 ) -> Path:
-    """Write a Key, Ndx or Scores in the BOSARIS HDF5 layout, atomically.
-
-    A key is written as the full signed ``/trial_mask`` (the layout has no label form, so a
-    label-derived key is expanded block by block). Scores are written as double, 0 where the
-    mask is 0. Matrices are contiguous and uncompressed, ids fixed-length NUL-terminated UTF-8
-    strings, as the MATLAB toolkit writes them.
+    """Write a Key, Ndx or Scores in the BOSARIS HDF5 layout, atomically, as MATLAB does: contiguous
+    matrices (a key as its signed ``/trial_mask``, scores as double, 0 off the mask), fixed-length
+    ids.
 
     Parameters
     ----------
     obj
         The trial object.
     path
-        The file to write (conventionally ``.h5``); an existing file is replaced.
+        The file (conventionally ``.h5``); an existing file is replaced.
     progress
         Report the blocks written on standard error.
     chunk_mb
-        Size in MiB of the blocks computed and written at a time.
-
-    Returns
-    -------
-    Path
-        ``path``.
+        MiB of blocks computed and written at a time.
 
     Examples
     --------
@@ -175,13 +154,7 @@ def write_hdf5(
 
 
 def write_quality_hdf5(table: xr.DataArray, path: str | os.PathLike[str]) -> Path:
-    """Write a quality table as ``/values`` (q measures x n ids, double) and ``/ids``.
-
-    Parameters
-    ----------
-    table
-        A 2-D DataArray whose first dimension is indexed by ids
-        (:func:`~bosaris_dask.trials.quality_table`).
+    """Write a quality table (ids x measures) as ``/values`` (measures x ids) and ``/ids``.
 
     Examples
     --------

@@ -1,39 +1,5 @@
-"""MATLAB .mat files of the BOSARIS Toolkit: Key, Ndx, Scores and quality tables.
-
-The toolkit saves an object to ``name.mat`` as one struct variable (``key``, ``ndx``, ``scr`` or
-``qual``) whose fields are those of the HDF5 layout (:mod:`bosaris_dask.io.hdf5`):
-
-==========  ====================================================================
-kind        fields (matrices are models x segments)
-==========  ====================================================================
-key         ``row_ids``, ``column_ids`` (cell arrays of strings), ``trial_mask``
-            (int8: +1 target, -1 non-target, 0 no trial), ``file_format`` ('2.0')
-ndx         ``row_ids``, ``column_ids``, ``trial_mask`` (uint8 or logical)
-scores      ``row_ids``, ``column_ids``, ``scores`` (double or single),
-            ``score_mask`` (uint8 or logical)
-quality     ``ids`` (cell array of strings), ``values`` (double, measures x ids)
-==========  ====================================================================
-
-Reading is liberal: the ids may sit in an ``ID`` sub-struct (as in HDF5), and the field names of
-the toolkit's own objects are accepted (``modelset``, ``segset``, ``tar`` and ``non``,
-``trialmask``, ``scoremat`` and ``scoremask``). Both versions of the format are read (the
-version is told from the file's header) and written, atomically:
-
-- version 5 (:mod:`scipy.io`), the default for writing: in memory, 2 GiB per variable;
-- version 7.3 (HDF5 underneath, :mod:`bosaris_dask.io.mat.v73`): large matrices are read
-  lazily; written with ``mat_version="7.3"``, streamed block by block.
-
-Examples
---------
->>> import tempfile, numpy as np
->>> from bosaris_dask.trials import make_key
->>> key = make_key(["m1", "m2"], ["s1", "s2"], np.array([[1, -1], [0, 1]]))
->>> d = tempfile.mkdtemp()
->>> for version in ("5", "7.3"):
-...     path = write_mat(key, f"{d}/key{version}.mat", mat_version=version)
-...     print(version, read_mat(path).trial_mask.values.tolist())
-5 [[1, -1], [0, 1]]
-7.3 [[1, -1], [0, 1]]
+"""MATLAB .mat files of the BOSARIS Toolkit, versions 5 (:mod:`scipy.io`) and 7.3 (:mod:`.v73`):
+one struct ``key``, ``ndx``, ``scr`` or ``qual`` (fields: ``docs/formats.md``).
 """
 
 from __future__ import annotations
@@ -85,7 +51,7 @@ def _field(fields: dict, name: str) -> Any:
 
 
 def ids_of(value: Any, where: str) -> np.ndarray:
-    """Ids as a 1-D object array of ``str`` (a cell array, a list or a char matrix)."""
+    """Ids as a 1-D object array of unique ``str`` (from a cell array, a list or a char matrix)."""
     if value is None:
         raise StoreError(f"{where} is missing")
     flat = np.ravel(np.asarray([value] if isinstance(value, str) else value, dtype=object))
@@ -171,8 +137,9 @@ def to_object(fields: dict, kind: str, where: str) -> xr.Dataset | xr.DataArray:
 
 
 def to_fields(obj: xr.Dataset | xr.DataArray, *, lazy: bool = False) -> tuple[str, dict]:
-    """The variable name and the fields of a trial object or quality table; the matrices in
-    memory, or with ``lazy=True`` as dask arrays (for a writer that streams them)."""
+    """The variable name and fields of a trial object or quality table; the matrices computed, or
+    dask arrays with ``lazy=True``.
+    """
     if isinstance(obj, xr.DataArray):
         ids = np.asarray([str(i) for i in obj[obj.dims[0]].values], dtype=object)
         return VARIABLES["quality"], {
@@ -197,8 +164,7 @@ def to_fields(obj: xr.Dataset | xr.DataArray, *, lazy: bool = False) -> tuple[st
 
 
 def read_v5(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The variables of a version 5 MAT file (read whole, as MATLAB does): structs as dicts,
-    cell arrays as lists."""
+    """The variables of a version 5 MAT file: structs as dicts, cell arrays as lists."""
     try:
         with open(path, "rb") as f:
             return scipy.io.loadmat(f, simplify_cells=True, mat_dtype=False)
@@ -261,16 +227,22 @@ def read_mat(path: str | os.PathLike[str], kind: str | None = None) -> xr.Datase
     path
         The file.
     kind : {"key", "ndx", "scores"}, optional
-        What to expect; by default from the variable's name (``key``, ``ndx``, ``scr``) or, for
-        another name, its fields.
+        By default from the variable's name (``key``, ``ndx``, ``scr``) or its fields.
 
     Raises
     ------
-    StoreNotFoundError
-        When ``path`` does not exist.
     StoreError
         Naming the file and the field: not a MAT file, no such struct, missing fields, ids that
         are not unique strings, shapes that do not match the ids, bad key codes.
+
+    Examples
+    --------
+    >>> import tempfile, scipy.io
+    >>> path = tempfile.mkdtemp() + "/ndx.mat"
+    >>> ids = {"row_ids": ["m1"], "column_ids": ["s1", "s2"]}
+    >>> scipy.io.savemat(path, {"ndx": {**ids, "trial_mask": [[1, 0]]}})
+    >>> read_mat(path).trial_mask.values.tolist()
+    [[True, False]]
     """
     path = Path(path)
     name, fields = _struct(path, kind)
@@ -283,7 +255,7 @@ def read_mat(path: str | os.PathLike[str], kind: str | None = None) -> xr.Datase
 
 
 def read_quality_mat(path: str | os.PathLike[str]) -> xr.DataArray:
-    """Read a quality table (``qual``: ``ids`` and ``values``, measures x ids) from a MAT file."""
+    """Read a quality table (struct ``qual``: ``ids``, ``values`` measures x ids)."""
     path = Path(path)
     name, fields = _struct(path, "quality")
     return to_object(fields, "quality", f"{path}: {name}")
@@ -297,17 +269,24 @@ def write_mat(
     Parameters
     ----------
     obj
-        The object. Version 5 computes its matrices into memory (as MATLAB holds them);
-        version 7.3 streams them block by block.
+        The object.
     path
         The file.
     mat_version : {"5", "7.3"}
-        Version 5 (:func:`scipy.io.savemat`; 2 GiB per variable) or 7.3 (HDF5).
+        Version 5 (:func:`scipy.io.savemat`, in memory, 2 GiB per variable) or 7.3 (HDF5,
+        streamed block by block).
 
-    Returns
-    -------
-    Path
-        ``path``.
+    Examples
+    --------
+    >>> import tempfile, numpy as np
+    >>> from bosaris_dask.trials import make_key
+    >>> key = make_key(["m1", "m2"], ["s1", "s2"], np.array([[1, -1], [0, 1]]))
+    >>> d = tempfile.mkdtemp()
+    >>> for version in ("5", "7.3"):
+    ...     path = write_mat(key, f"{d}/key{version}.mat", mat_version=version)
+    ...     print(version, read_mat(path).trial_mask.values.tolist())
+    5 [[1, -1], [0, 1]]
+    7.3 [[1, -1], [0, 1]]
     """
     if mat_version not in ("5", "7.3"):
         raise StoreError(f"{path}: mat_version must be '5' or '7.3', not {mat_version!r}")

@@ -1,11 +1,4 @@
-"""MAT files of version 7.3: HDF5 files in MATLAB's layout, read and written with h5py.
-
-MATLAB stores each variable as an HDF5 object with an attribute ``MATLAB_class``: a struct is a
-group of its fields, a cell array a dataset of object references to the cells (kept in the
-group ``#refs#``), a char array UTF-16 code units (``uint16``), a logical array ``uint8``.
-Dimensions are reversed (MATLAB is column-major): an m x n matrix is an (n, m) dataset, read
-here lazily and transposed. The file starts with a 512-byte header naming it a MAT-file.
-"""
+"""MAT files of version 7.3 (HDF5 in MATLAB's layout, dimensions reversed), through h5py."""
 
 from __future__ import annotations
 
@@ -19,7 +12,8 @@ import h5py
 import numpy as np
 
 from bosaris_dask.errors import StoreError
-from bosaris_dask.io.hdf5 import _H5_ERRORS, _dataset, _H5Array, _node, _open, _standard_type
+from bosaris_dask.io.hdf5 import _dataset, _H5Array, _node, _open, _standard_type
+from bosaris_dask.io.hdf5.mapped import H5_ERRORS
 from bosaris_dask.io.hdf5.write import _stream
 
 #: Matrices larger than this many bytes are read lazily (dask), smaller ones at once.
@@ -104,7 +98,7 @@ def read_v73(path: str | os.PathLike[str]) -> dict[str, Any]:
         reader = _Reader(path)
         names = [k for k in reader.file if not k.startswith("#")]
         return {k: reader.decode(reader.node(k)) for k in names}
-    except _H5_ERRORS as exc:
+    except H5_ERRORS as exc:
         raise StoreError(f"{path}: not a readable MAT 7.3 file ({exc})") from exc
 
 
@@ -144,7 +138,7 @@ _CLASSES = {
 }
 
 
-def write_v73(tmp: Path, name: str, fields: dict[str, Any], progress: bool = False) -> None:
+def write_v73(tmp: Path, name: str, fields: dict[str, Any]) -> None:
     """Write one struct variable to a new version 7.3 MAT file at ``tmp``; dask matrices are
     streamed block by block."""
     with h5py.File(tmp, "w", userblock_size=512, libver=("earliest", "v110")) as f:
@@ -159,7 +153,7 @@ def write_v73(tmp: Path, name: str, fields: dict[str, Any], progress: bool = Fal
                 cls = _CLASSES[value.dtype]
                 data = value.astype(np.uint8) if cls == "logical" else value
                 if isinstance(data, da.Array):  # streamed, transposed as MATLAB stores it
-                    (dset,) = _stream({field: data.T}, group, f"writing {tmp}", progress)
+                    (dset,) = _stream({field: data.T}, group, f"writing {tmp}", False)
                 else:
                     dset = group.create_dataset(field, data=np.ascontiguousarray(data.T))
                 _attr_class(dset, cls, 1 if cls == "logical" else None)

@@ -202,7 +202,7 @@ def _assemble(
 def _raise_duplicate(
     collector: _Collector, seen: np.ndarray, path: Any, models: list[str], segments: list[str]
 ) -> None:
-    """Find the first trial given twice (``seen`` is a zeroed scratch of the dense size)."""
+    """Raise the ParseError of the first trial given twice (``seen``: zeroed, of the dense size)."""
     second = cell = None
     for start, lin, _ in collector.linear():
         found = []

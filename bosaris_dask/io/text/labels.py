@@ -1,21 +1,4 @@
-"""The label words trial files use, field by field, and what each means (target or not).
-
-Every community spells the two classes its own way; all of these are read, in any letter case.
-The first word of each pair is the positive class (a target, mated or bona fide trial), the
-second the negative one:
-
-=======================  =======================================================================
-pair                     who writes it
-=======================  =======================================================================
-target / nontarget       BOSARIS, Kaldi, NIST SRE keys, wespeaker and 3D-Speaker score files
-1 / 0                    VoxCeleb trial lists (``1 enrol test``), 3D-Speaker trial lists
-true / false             boolean columns (pandas, spreadsheets)
-tgt / imp                NIST SRE-era and VOiCES keys
-genuine / impostor       biometrics (ISO/IEC 19795-1 wording)
-mated / nonmated         biometrics (NIST FRVT wording)
-same / different         same-source / different-source (forensics, face verification)
-bonafide / spoof         anti-spoofing (ASVspoof): bona fide is the positive class
-=======================  =======================================================================
+"""The label words of trial files (``docs/formats.md``); the first of a pair is the positive one.
 
 Examples
 --------

@@ -47,11 +47,8 @@ def _open(path: str | os.PathLike[str]):
 
 
 def _first_nonblank_line(path: str | os.PathLike[str]) -> tuple[bytes, int, int, int]:
-    """The first non-blank line: (its bytes, its 1-based number, the offset of line 1 (after a
-    byte-order mark), the offset after the line).
-
-    Reads at most ``MAX_LINE_BYTES`` past the start of any line, so a file without newlines is an
-    error, not a hang.
+    """The first non-blank line: (bytes, 1-based number, offset of line 1 after a BOM, offset after
+    it); reads at most ``MAX_LINE_BYTES`` past any line start.
     """
     with _open(path) as f:
         origin = len(_BOM) if f.read(3) == _BOM else 0
@@ -163,16 +160,10 @@ def _detect_layout(
         if roles is not None:
             if kind is None:
                 kind = "scores" if "score" in roles else "key" if "label" in roles else "ndx"
-            want = {"scores": "score", "key": "label"}.get(kind)
-            if want is not None and want not in roles:
-                raise ParseError(
-                    f"a {kind} table needs a {want} column ({', '.join(_SYNONYMS[want])}); "
-                    f"the header has {names}",
-                    path=path,
-                    line=lineno,
-                )
-            use = ("model", "segment") + ((want,) if want else ())
-            columns = tuple((r, roles[r]) for r in use)
+            columns = _used(kind, roles, path, lineno, lambda want: (
+                f"a {kind} table needs a {want} column ({', '.join(_SYNONYMS[want])}); "
+                f"the header has {names}"
+            ))  # fmt: skip
             return _Layout(kind, sep, len(tokens), columns, after, lineno + 1, header=True)
     tokens = line.split()
     if fmt is None:
@@ -201,22 +192,24 @@ def _headerless(
     roles = dict(columns)
     if kind is None:
         kind = "scores" if "score" in roles else "key"
-    want = {"scores": "score", "key": "label"}.get(kind)
-    if want is not None and want not in roles:
-        raise ParseError(
-            f"a {fmt} file ({form}) has no {want} column, so it cannot be read as {kind}",
-            path=path,
-            line=lineno,
-        )
+    fields = _used(kind, roles, path, lineno, lambda want: (
+        f"a {fmt} file ({form}) has no {want} column, so it cannot be read as {kind}"
+    ))  # fmt: skip
     if len(tokens) != len(columns):
         raise ParseError(
             f"expected {len(columns)} fields for a {fmt} file ({form}), found {len(tokens)}",
             path=path,
             line=lineno,
         )
-    use = ("model", "segment") + ((want,) if want else ())
-    fields = tuple((r, roles[r]) for r in use)
     return _Layout(kind, None, len(columns), fields, origin, 1, form=form)
+
+
+def _used(kind: str, roles: dict[str, int], path: Any, lineno: int, missing: Any) -> tuple:
+    """The ``(role, column)`` pairs a ``kind`` reads; ``missing(role)``: the error if absent."""
+    want = {"scores": "score", "key": "label"}.get(kind)
+    if want is not None and want not in roles:
+        raise ParseError(missing(want), path=path, line=lineno)
+    return tuple((r, roles[r]) for r in ("model", "segment", want) if r)
 
 
 def _format_of_tokens(tokens: list[bytes], path: Any, lineno: int, origin: int) -> str:
@@ -249,11 +242,7 @@ def _first_lines(path: Any, origin: int) -> list[list[bytes]]:
 
 
 def _label_column(lines: list[list[bytes]]) -> str | None:
-    """``wespeaker`` if field 4 is the label, ``3dspeaker`` if field 3 is, None if unclear.
-
-    The score field holds only numbers; the label field holds words, or only 1/0 where the
-    score field does not.
-    """
+    """``wespeaker`` if field 4 is the label, ``3dspeaker`` if field 3 is, None if unclear."""
     num = [all(len(t) == 4 and _is_number(t[j]) for t in lines) for j in (2, 3)]
     if num[0] != num[1]:
         return "wespeaker" if num[0] else "3dspeaker"
@@ -287,5 +276,5 @@ def _kind_of_tokens(tokens: list[bytes], path: Any, lineno: int) -> str:
 
 
 def _shown(token: bytes, limit: int = 60) -> str:
-    """A field as an error message quotes it: the text (not a bytes repr), cut at ``limit``."""
+    """A field as an error message quotes it: the text, cut at ``limit``."""
     return repr(token[:limit].decode("utf-8", "backslashreplace"))

@@ -1,15 +1,7 @@
-"""Cutting a text file into blocks of whole lines and parsing each with pandas' C parser.
-
-:func:`_iter_blocks` cuts the file into blocks of whole lines (CRLF made LF), refusing NUL bytes
-and lines over ``MAX_LINE_BYTES``. :func:`_parse_block` gives a block's records (:class:`_Chunk`):
-a block with single separators goes straight to pandas' typed parse; a headerless one with runs
-of spaces and tabs is split by pandas itself (``sep=r"\\s+"``); any other block (blank lines, a
-damaged line) is made canonical with numpy (:func:`_canonical`: single separators, no blank
-lines, the file line of each record kept) and parsed again, and what the typed parse still
-refuses is checked field by field (:func:`_parse_checked`: each column on its distinct values),
-which raises ``file:line: reason`` for the first bad line or, for the rare valid block pandas
-misreads (ids ``true``/``false``), gives its records. The line-by-line parser these paths must
-agree with is the oracle of the tests (``tests/text_oracle.py``).
+"""Cutting a text file into blocks of whole lines and parsing each with pandas' C parser: a fast
+typed parse, else the block made canonical (:func:`_canonical`) and parsed again, else checked
+field by field (:func:`_parse_checked`) for the first bad line. ``tests/text_oracle.py`` is the
+line-by-line parser these paths must agree with.
 
 Examples
 --------
@@ -40,7 +32,7 @@ import pandas as pd
 
 from bosaris_dask.errors import ParseError
 from bosaris_dask.io.text.labels import ACCEPTED_LABELS, label_sign
-from bosaris_dask.io.text.layout import MAX_LINE_BYTES, _Layout, _open, _shown
+from bosaris_dask.io.text.layout import _NOT_FLOAT, MAX_LINE_BYTES, _Layout, _open, _shown
 
 _ID_ROLES = ("model", "segment", "id")
 _FLOAT_ROLES = ("score", "value")
@@ -93,10 +85,8 @@ BLOCK_BYTES = 16 * 2**20
 def _iter_blocks(
     path: str | os.PathLike[str], layout: _Layout, block_bytes: int
 ) -> Iterator[tuple[bytes, int, int]]:
-    """Yield ``(block, first_line, n_lines)``: whole lines, each ending with LF (CRLF -> LF).
-
-    Checks for NUL bytes and over-long lines on the way (an over-long line is found after
-    reading at most ``block_bytes + MAX_LINE_BYTES`` of it).
+    """Yield ``(block, first_line, n_lines)`` of whole lines ending with LF (CRLF made LF), refusing
+    NUL bytes and over-long lines.
     """
     with _open(path) as f:
         f.seek(layout.start)
@@ -164,8 +154,7 @@ _IS_WS[list(b" \t\n\r\x0b\x0c")] = True
 
 
 def _canonical(block: bytes, layout: _Layout) -> tuple[bytes, np.ndarray]:
-    """``block`` (whole lines, each ending with LF) in canonical form, and the index in
-    ``block`` of each line kept."""
+    """``block`` with single separators and no blank lines, and the index of each line kept."""
     if layout.sep is None:
         block = block.translate(_TO_SPACE)
         a = np.frombuffer(block, dtype=np.uint8)
@@ -195,14 +184,12 @@ def _canonical(block: bytes, layout: _Layout) -> tuple[bytes, np.ndarray]:
     return a[np.repeat(solid, ends - starts + 1)].tobytes(), np.flatnonzero(solid)
 
 
-_NOT_FLOAT = re.compile(rb"[\s_]")
-
-
 def _parse_checked(
     block: bytes, first_line: int, lines: np.ndarray, layout: _Layout, path: Any
 ) -> _Chunk:
-    """The records of a canonical ``block`` whose lines are ``lines`` of the file (cut from a
-    block that starts at ``first_line``), or the ParseError of its first bad line."""
+    """The records of a canonical ``block`` (its lines are ``lines`` of the file), or the ParseError
+    of its first bad line.
+    """
     sep = layout.sep or b" "
     a = np.frombuffer(block, dtype=np.uint8)
     ends = np.flatnonzero(a == 10)
@@ -249,12 +236,17 @@ def _columns(block: bytes, sep: bytes, nfields: int, n: int) -> list[np.ndarray]
     """The raw fields of ``n`` lines of exactly ``nfields`` fields, column by column."""
     if n == 0:
         return [np.empty(0, dtype=object)] * nfields
-    df = pd.read_csv(
-        io.BytesIO(block), sep=sep.decode(), header=None, names=list(range(nfields)),
-        index_col=False, dtype=object, engine="c", quoting=csv.QUOTE_NONE, na_filter=False,
-        skip_blank_lines=False, lineterminator="\n", encoding="latin-1",
-    )  # fmt: skip
+    df = _read_csv(block, sep, nfields, object, lineterminator="\n", encoding="latin-1")
     return [df[j].to_numpy(dtype=object) for j in range(nfields)]
+
+
+def _read_csv(block: bytes, sep: bytes, nfields: int, dtype: Any, **options: Any) -> pd.DataFrame:
+    """pandas' C parser over ``block``: ``nfields`` numbered columns, no quoting, no NA values."""
+    return pd.read_csv(
+        io.BytesIO(block), sep=sep.decode(), header=None, names=list(range(nfields)),
+        index_col=False, dtype=dtype, engine="c", quoting=csv.QUOTE_NONE, na_filter=False,
+        skip_blank_lines=False, **options,
+    )  # fmt: skip
 
 
 def _id_reason(u: bytes, role: str) -> tuple[str | None, str | None]:
@@ -304,15 +296,8 @@ _EXACT_FLOATS: dict[str, Any] = {} if _PANDAS >= (3, 1) else {"float_precision":
 
 
 def _parse_block(block: bytes, first_line: int, n_lines: int, layout: _Layout, path: Any) -> _Chunk:
-    """Parse a block of whole lines (each ending with LF) whose first line is ``first_line``.
-
-    The fast path returns None at the least doubt; the block is then made canonical and tried
-    again, and what the fast path still refuses is checked field by field.
-
-    Raises
-    ------
-    ParseError
-        At the first bad line of the block (file and line), with the reason.
+    """Parse a block of whole lines starting at ``first_line``: the fast path, else the block made
+    canonical and tried again, else checked field by field; a ParseError names the first bad line.
     """
     chunk = _parse_fast(block, first_line, n_lines, layout)
     if chunk is None and layout.sep is None:  # runs of whitespace: pandas splits them itself
@@ -330,15 +315,7 @@ def _parse_block(block: bytes, first_line: int, n_lines: int, layout: _Layout, p
 
 
 def _fast_separator(block: bytes, n_lines: int, layout: _Layout) -> bytes | None:
-    """The single separator pandas can split this block on, or None (not canonical).
-
-    pandas' C parser (without ``usecols``) raises on a line with too many fields, so when the
-    separator count fits, every line has exactly ``nfields - 1`` separators. Empty fields (blank
-    lines, doubled or edge separators) still parse, as ``""``: the fast path rejects those after
-    parsing. Headerless files may use spaces or tabs (not both in one block). A lone CR (CRLF
-    was made LF) would end a line for pandas, and vertical tabs or form feeds would separate
-    fields for ``bytes.split`` but not for pandas: such blocks are made canonical first.
-    """
+    """The single separator pandas can split this block on (its count fits every line), or None."""
     if b"\r" in block:
         return None
     sep = layout.sep
@@ -355,12 +332,8 @@ def _fast_separator(block: bytes, n_lines: int, layout: _Layout) -> bytes | None
 def _parse_fast(
     block: bytes, first_line: int, n_lines: int, layout: _Layout, runs: bool = False
 ) -> _Chunk | None:
-    """The records of ``block``, or None at the least doubt.
-
-    ``runs``: fields of a headerless block separated by runs of spaces and tabs, split by pandas
-    itself (``sep=r"\\s+"``) once CR, VT and FF (whitespace for ``bytes.split``, not for pandas)
-    became spaces. A line with too many fields is then pandas' ParserWarning (raised here), one
-    with too few an empty field, a blank line an empty row: all refused below.
+    """The records of ``block``, or None at the least doubt; ``runs``: a headerless block split on
+    runs of whitespace by pandas.
     """
     if runs:
         if b"\r" in block or b"\x0b" in block or b"\x0c" in block:
@@ -376,21 +349,10 @@ def _parse_fast(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             warnings.simplefilter("error", pd.errors.ParserWarning)  # data of a long line dropped
-            df = pd.read_csv(
-                io.BytesIO(block),
-                sep=sep.decode(),
-                header=None,
-                names=list(range(layout.nfields)),
-                index_col=False,
-                dtype=dtypes,
-                engine="c",
-                quoting=csv.QUOTE_NONE,
-                na_filter=False,
-                skip_blank_lines=False,
-                encoding="utf-8",
-                encoding_errors="strict",
+            df = _read_csv(
+                block, sep, layout.nfields, dtypes, encoding="utf-8", encoding_errors="strict",
                 **_EXACT_FLOATS,
-            )
+            )  # fmt: skip
     except (ValueError, TypeError, OverflowError, pd.errors.ParserWarning):  # see the checked path
         return None
     if len(df) != n_lines:

@@ -7,7 +7,6 @@ import shutil
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 
 from bosaris_dask.errors import ParseError
@@ -21,9 +20,8 @@ from bosaris_dask.trials import quality_table
 def sniff_text_kind(
     path: str | os.PathLike[str], *, header: bool | None = None, format: str | None = None
 ) -> str:
-    """The kind of trial file, ``"scores"``, ``"key"`` or ``"ndx"``, from its first lines (rules
-    in :mod:`bosaris_dask.io.text`); ``header=False``: no NIST header. A ParseError names the
-    file and line when the kind cannot be told.
+    """The kind of a trial file, ``"scores"``, ``"key"`` or ``"ndx"``, from its first lines
+    (``header=False``: no NIST header); a ParseError names the file and line if it cannot be told.
 
     Examples
     --------
@@ -37,8 +35,8 @@ def sniff_text_kind(
 
 
 def text_has_labels(path: str | os.PathLike[str], *, format: str | None = None) -> bool:
-    """Whether a text file carries both scores and labels (wespeaker and 3D-Speaker score files,
-    NIST tables with a score and a label column), so it can serve as key and scores.
+    """Whether a text file carries both scores and labels (wespeaker, 3D-Speaker, NIST tables with
+    both columns), so it can serve as key and scores.
 
     Examples
     --------
@@ -69,40 +67,31 @@ def read_text(
     memmap_threshold: int = MEMMAP_THRESHOLD,
     block_bytes: int = BLOCK_BYTES,
 ) -> xr.Dataset:
-    """Read a text trial list, key or score file into a trial object.
-
-    The file is parsed ``block_bytes`` at a time; ids keep the order in which they first appear.
-    Scores become float64 with ``score_mask``, a key an int8 mask (+1 target, -1 non-target, 0
-    no trial), an ndx a bool mask. A dense output over ``memmap_threshold`` bytes goes to
-    scratch files (in ``scratch_dir``, or the temporary folder), read lazily and deleted when
-    no object or graph refers to them any more.
+    """Read a text trial list, key or score file (``docs/formats.md``) into a trial object, parsing
+    ``block_bytes`` at a time; ids keep their order of first appearance.
 
     Parameters
     ----------
     path
-        The text file (formats and rules in :mod:`bosaris_dask.io.text`).
+        The text file.
     kind : {"scores", "key", "ndx"}, optional
         ``None`` tells it from the content (:func:`sniff_text_kind`).
     chunks
-        Dask chunks of the output (default: dask's ``"auto"``).
+        Dask chunks of the output (default: ``"auto"``).
     scratch_dir
-        Where to put scratch files (spilled codes, memmapped outputs).
+        Where scratch files go (spilled records; outputs over ``memmap_threshold`` bytes, read
+        as memmaps and deleted once nothing refers to them).
     header
         ``None``: detect a NIST header line; ``True``: there must be one; ``False``: none.
     format : {"bosaris", "nist", "voxceleb", "wespeaker", "3dspeaker"}, optional
         The layout; ``None`` tells it from the first lines.
     memmap_threshold, block_bytes
-        Output bytes above which the dense arrays live in scratch memmaps; bytes parsed at once.
-
-    Returns
-    -------
-    xarray.Dataset
-        A trial object (see :mod:`bosaris_dask.trials`).
+        Output bytes above which the matrices live in scratch memmaps; bytes parsed at once.
 
     Raises
     ------
     ParseError
-        For any problem in the file, with the file and the 1-based line number.
+        For any problem in the file, naming the file and the 1-based line.
     StoreError
         If the file cannot be opened.
 
@@ -149,9 +138,8 @@ def read_text(
 def read_quality_text(
     path: str | os.PathLike[str], *, block_bytes: int = BLOCK_BYTES
 ) -> xr.DataArray:
-    """Read a BOSARIS quality file (``q``, then ``id v1 ... vq``; NaN allowed, no infinities,
-    unique ids) into a :func:`~bosaris_dask.trials.quality_table`, ids in file order; a
-    ParseError names the file and line of any problem.
+    """Read a BOSARIS quality file (``q``, then ``id v1 ... vq``; NaN allowed, unique ids) into a
+    :func:`~bosaris_dask.trials.quality_table`; a ParseError names the file and line of a problem.
 
     Examples
     --------
@@ -182,16 +170,9 @@ def read_quality_text(
         last = first_line + n_lines - 1
         codes, uniques = chunk.ids["id"]
         lines = chunk.first_line + np.arange(chunk.n) if chunk.lines is None else chunk.lines
-        seen = np.fromiter(map(table.__contains__, uniques), dtype=bool, count=len(uniques))
-        twice = pd.Series(codes).duplicated().to_numpy() | seen[codes]
-        if twice.any():
-            i = int(np.flatnonzero(twice)[0])
-            u = uniques[codes[i]]
-            earlier = table.get(u, int(lines[int(np.flatnonzero(codes == codes[i])[0])]))
-            raise ParseError(
-                f"id {u!r} is given twice, first on line {earlier}", path=path, line=int(lines[i])
-            )
-        table.update(zip(uniques[codes].tolist(), lines.tolist(), strict=True))  # no repeats
+        for u, n in zip(uniques[codes].tolist(), lines.tolist(), strict=True):
+            if table.setdefault(u, n) != n:
+                raise ParseError(f"id {u!r} is given twice, first on line {table[u]}", path, n)
         assert chunk.values is not None  # a quality layout has value columns
         values.append(chunk.values)
     if not table:

@@ -12,20 +12,14 @@ from typing import Any
 import dask
 import numpy as np
 
+from bosaris_dask.io.atomic import remove_path
+
 _SCRATCH_PREFIX = "bosaris-text-"
 _SCRATCH_KEY = "bosaris_dask.scratch"  # = bosaris_dask.io.staging.SCRATCH_CONFIG
 
 
-def _remove_quietly(path: str | None) -> None:
-    if path is not None:
-        try:
-            os.remove(path)
-        except FileNotFoundError:
-            pass
-
-
 def _is_stream(path: str | os.PathLike[str]) -> bool:
-    """Is ``path`` a pipe, socket or character device (which can be read only once)?"""
+    """Is ``path`` a pipe, socket or character device (readable only once)?"""
     try:
         mode = os.stat(path).st_mode
     except OSError:
@@ -39,11 +33,7 @@ def _scratch_owner() -> str:
 
 
 def _sweep_dead_scratch(directory: str) -> None:
-    """Delete scratch files whose creating process, on this host, is gone (killed runs).
-
-    A name is ``bosaris-text-HOST-PID-*.dat``; files of other hosts (a shared scratch directory)
-    and of live processes are left alone.
-    """
+    """Delete scratch files ``bosaris-text-HOST-PID-*.dat`` of this host whose process is gone."""
     host = _scratch_owner().rsplit("-", 1)[0]
     for name in os.listdir(directory):
         parts = name[len(_SCRATCH_PREFIX) :].split("-")
@@ -52,21 +42,19 @@ def _sweep_dead_scratch(directory: str) -> None:
         try:
             os.kill(int(parts[1]), 0)
         except ProcessLookupError:
-            _remove_quietly(os.path.join(directory, name))
+            remove_path(os.path.join(directory, name))
         except (ValueError, PermissionError):  # not a pid, or another user's live process
             continue
 
 
-#: Scratch files that workers read, in a directory the user did not choose: input -> files.
-#: On a cluster whose workers run on other hosts they cannot be read (see ``staging``).
+#: Scratch files that workers read, in a directory the user did not choose (see ``staging``).
 _UNSHARED: weakref.WeakValueDictionary[str, _ScratchFile] = weakref.WeakValueDictionary()
 
 
 class _ScratchFile:
-    """A temporary file, deleted when this object is garbage collected (a killed run's are swept
-    by the next, :func:`_sweep_dead_scratch`). ``staged`` names the input it holds for the
-    workers: in the temporary folder it is remembered, for
-    :func:`bosaris_dask.io.staging.check_staged_readable` to refuse on a cluster started later.
+    """A temporary file deleted with this object (a killed run's are swept by the next); ``staged``
+    names the input it holds, remembered if in the temporary folder for
+    :func:`bosaris_dask.io.staging.check_staged_readable`.
     """
 
     def __init__(self, scratch_dir: str | os.PathLike[str] | None, *, staged: str | None = None):
@@ -82,14 +70,15 @@ class _ScratchFile:
         fd, self.path = tempfile.mkstemp(prefix=prefix, suffix=".dat", dir=directory)
         os.close(fd)
         self.staged = staged
-        self.remove = weakref.finalize(self, _remove_quietly, self.path)
+        self.remove = weakref.finalize(self, remove_path, self.path)
         if staged is not None and chosen is None:
             _UNSHARED[self.path] = self
 
 
 class _ScratchArray:
-    """A read-only array in a scratch file, opened lazily as a memmap; picklable by path. The
-    creating process owns the file (deleted with this object); unpickled copies only read it."""
+    """A read-only array in a scratch file, memory-mapped lazily, picklable by path; the creating
+    process owns the file.
+    """
 
     def __init__(self, owner: _ScratchFile | None, path: str, shape: tuple[int, ...], dtype):
         self._owner = owner

@@ -42,23 +42,13 @@ def _writable_ids(ids: Any, role: str, tabs: bool) -> np.ndarray:
 
 
 def _row_bands(row_chunks: tuple[int, ...], max_rows: int) -> Iterator[tuple[int, int]]:
-    """Bands of rows of at most ``max_rows``, cut at chunk boundaries where possible."""
-    start, edges = 0, []
-    for size in row_chunks:
-        edges.append((start, start + size))
-        start += size
-    band_start = None
-    for a, b in edges:
-        if band_start is not None and b - band_start > max_rows:
-            yield band_start, a
-            band_start = None
-        if band_start is None:
-            band_start = a
-        while b - band_start > max_rows:  # one chunk taller than a band: split it
-            yield band_start, band_start + max_rows
-            band_start += max_rows
-    if band_start is not None and band_start < start:
-        yield band_start, start
+    """Bands of at most ``max_rows`` rows, cut at chunk boundaries where possible."""
+    bounds, a = np.cumsum((0, *row_chunks)), 0
+    while a < bounds[-1]:
+        b = int(bounds[np.searchsorted(bounds, a + max_rows, side="right") - 1])
+        b = b if b > a else min(a + max_rows, int(bounds[-1]))  # a chunk taller than a band
+        yield a, b
+        a = b
 
 
 def _rows(arrays: list[Any], a: int, b: int) -> list[np.ndarray]:
@@ -69,28 +59,26 @@ def _rows(arrays: list[Any], a: int, b: int) -> list[np.ndarray]:
 
 
 def write_text(obj: xr.Dataset, path: str | os.PathLike[str], *, header: bool = False) -> None:
-    """Write a trial object as a text file (trials only, row-major order).
+    """Write a trial object as text, band of rows by band of rows (bounded memory), atomically.
 
-    Lines are ``model segment score`` (Scores, the masked-in entries), ``model segment
-    target|nontarget`` (Key) or ``model segment`` (Ndx), in model order then segment order.
-    float64 scores are written with the shortest repr that reads back exactly, float32 scores
-    with 9 significant digits. The matrices are read and formatted band of rows by band of rows,
-    so memory stays bounded. The file appears under ``path`` only once complete.
+    Lines are ``model segment score`` (scores: the masked-in entries, float64 as the shortest
+    repr that reads back exactly, float32 with 9 digits), ``model segment target|nontarget``
+    (key) or ``model segment`` (ndx), in model then segment order.
 
     Parameters
     ----------
     obj
         Scores, Key (explicit or label-derived) or Ndx.
     path
-        The output file (its directory must exist).
+        The output file.
     header
-        ``False``: BOSARIS/Kaldi lines with single spaces. ``True``: a NIST table: a header line
-        (``modelid``, ``segmentid``, then ``LLR`` or ``targettype``) and tab-separated fields.
+        ``False``: space-separated BOSARIS lines; ``True``: a tab-separated NIST table with a
+        header (``modelid``, ``segmentid``, ``LLR`` or ``targettype``).
 
     Raises
     ------
     TrialError
-        If an id cannot be written (empty, or holding whitespace, for space-separated output).
+        If an id cannot be written (empty, or with whitespace for space-separated output).
     ScoreError
         If a masked-in score is NaN or infinite.
 
@@ -147,7 +135,7 @@ def write_text(obj: xr.Dataset, path: str | os.PathLike[str], *, header: bool = 
 
 
 def _join_lines(pieces: list[Any]) -> bytes:
-    """Concatenate the pieces of each line, line after line (``repeat`` pieces are endless)."""
+    """Concatenate the pieces of each line (``repeat`` pieces are endless)."""
     return "".join(chain.from_iterable(zip(*pieces, strict=False))).encode("utf-8")
 
 
@@ -165,14 +153,8 @@ def _format_scores(values: np.ndarray, models: np.ndarray, segments: np.ndarray)
 
 
 def write_quality_text(table: xr.DataArray, path: str | os.PathLike[str]) -> None:
-    """Write a quality table as a BOSARIS quality text file (``q``, then ``id v1 ... vq``).
-
-    Values are written with the shortest repr that reads back exactly (``nan`` for NaN).
-
-    Raises
-    ------
-    TrialError
-        If the table is not ``("id", "measure")``, holds infinities, or an id cannot be written.
+    """Write a quality table as a BOSARIS quality file (``q``, then ``id v1 ... vq``), values as the
+    shortest repr that reads back exactly; a TrialError for a bad table, infinities or ids.
 
     Examples
     --------
