@@ -7,14 +7,9 @@ not fit, are :mod:`bosaris_dask.exact_auc`'s.
 
 Examples
 --------
->>> import numpy as np
->>> from bosaris_dask.trials import make_key, make_scores
->>> from bosaris_dask.metrics import evaluate
->>> key = make_key(["m1", "m2"], ["s1", "s2", "s3"], [[1, -1, -1], [-1, 1, -1]])
->>> scores = make_scores(["m1", "m2"], ["s1", "s2", "s3"],
-...                      np.array([[2.0, 0.5, 0.25], [1.0, 0.5, -1.0]]))
->>> evaluate(scores, key, priors=[0.5], exact_auc=True).attrs["passes"]
-2
+>>> riding = RidingAuc(2, ["a", "b"], split_every=8)
+>>> riding.served, riding.part_names  # served once an evaluation has run with riding.rider
+(False, ['a', 'b'])
 """
 
 from __future__ import annotations
