@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from functools import partial
 from typing import Any
 
 import dask.array as da
@@ -55,16 +56,44 @@ def score_matrix(enrol: Side, test: Side) -> da.Array:
     return outer_blocks(score_block, enrol.values, test.values)
 
 
+def _boxed(block: np.ndarray) -> np.ndarray:
+    """A chunk of rows as the one element of a 1-D object array."""
+    out = np.empty(1, dtype=object)
+    out[0] = block
+    return out
+
+
+def _unboxed(kernel: Any, *boxes: np.ndarray, **kwargs: Any):
+    return kernel(*(box[0] for box in boxes), **kwargs)
+
+
+def boxed_rows(rows: da.Array) -> da.Array:
+    """Each row chunk of an array (1-D or 2-D) as one element of a 1-D object array."""
+    if rows.ndim == 2:
+        rows = rows.rechunk({1: -1})
+    return da.map_blocks(_boxed, rows, drop_axis=list(range(1, rows.ndim)), dtype=object,
+                         chunks=((1,) * rows.numblocks[0],),
+                         meta=np.empty(0, dtype=object))  # fmt: skip
+
+
 def outer_blocks(kernel: Any, rows: da.Array, cols: da.Array, *extra: Any, **kwargs: Any):
     """``kernel(rows_block, cols_block, *extra_blocks)`` for every pair of row chunks: the
     float32 ``(rows x cols)`` matrix. ``extra`` alternates arrays and their index (``"i"`` or
-    ``"j"``). That the output has many more chunks than each input is the point, so dask's
-    warning about it is silenced."""
+    ``"j"``), chunked as ``rows`` or ``cols``. That the output has many more chunks than each
+    input is the point, so dask's warning about it is silenced.
+
+    The row chunks travel boxed (:func:`boxed_rows`) so that the layer has no contracted
+    index: dask then fuses each block's product into the pass task that consumes it, and a
+    block's scores live only inside that task (with a contracted index it does not, and the
+    threaded scheduler held dozens of 64 MiB blocks at once at 1e10 pairs).
+    """
+    boxed = [boxed_rows(x) if k % 2 == 0 else x for k, x in enumerate(extra)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", da.PerformanceWarning)
         return da.blockwise(
-            kernel, "ij", rows, "ik", cols, "jk", *extra, dtype=np.float32, concatenate=True,
-            meta=np.empty((0, 0), dtype=np.float32), **kwargs,
+            partial(_unboxed, kernel), "ij", boxed_rows(rows), "i", boxed_rows(cols), "j",
+            *boxed, dtype=np.float32, concatenate=True, meta=np.empty((0, 0), dtype=np.float32),
+            adjust_chunks={"i": rows.chunks[0], "j": cols.chunks[0]}, **kwargs,
         )  # fmt: skip
 
 
