@@ -151,9 +151,9 @@ def compute(x: Any, *, progress: bool | None = False) -> Any:
 def compute_and_keep(keep: Any, x: Any, *, progress: bool | None = False) -> tuple[Any, Any]:
     """Compute ``x`` and keep ``keep`` (a dask array ``x`` depends on) for later graphs.
 
-    With a distributed client, ``keep`` is persisted on the workers and ``x`` computed in the
-    same go (shared tasks run once; a tuple ``x`` is persisted with ``keep``, then gathered,
-    so that what its graphs read beside ``keep`` is read once too). With the local schedulers
+    With a distributed client, ``keep`` and ``x`` (or each graph of a tuple ``x``) are
+    persisted on the workers in one go, as one optimized graph, and ``x`` is then gathered:
+    the tasks they share run once. With the local schedulers
     both are computed together and ``keep`` comes back as a dask array over the in-memory
     blocks (one block per element of its chunk grid, as object arrays of shape ``(1, 1)``
     are).
@@ -162,11 +162,13 @@ def compute_and_keep(keep: Any, x: Any, *, progress: bool | None = False) -> tup
         progress = _SHOW.get()
     client = current_client()
     if client is not None:
-        if isinstance(x, tuple):  # persisted with keep in one go: the data they share read once
-            kept, *rest = client.persist([keep, *x])
-            return kept, compute(tuple(rest), progress=progress)
-        kept = client.persist(keep)
-        return kept, compute(x, progress=progress)
+        # persisted with keep in one go, then gathered: one graph, optimized as one, so the
+        # tasks they share run once. (Persisting keep alone, then computing x, fused keep's
+        # tasks into x's under other keys: every chunk was read and selected twice.)
+        parts = x if isinstance(x, tuple) else (x,)
+        kept, *rest = client.persist([keep, *parts])
+        value = compute(tuple(rest), progress=progress)
+        return kept, value if isinstance(x, tuple) else value[0]
     blocks, value = compute((keep, x), progress=progress)
     return da.from_array(blocks, chunks=1, name=False), value  # name=False: no hashing of the data
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from distributed import Client, LocalCluster
 
-from bosaris_dask.progress import compute, current_client
+from bosaris_dask.progress import compute, compute_and_keep, current_client
 
 
 def _collection() -> tuple[da.Array, float]:
@@ -147,3 +147,31 @@ def test_compute_drains_its_threads_before_raising():
     with dask.config.set(num_workers=4), pytest.raises(ValueError, match="boom"):
         compute(parts)
     assert sorted(finished) == [0, 1, 2]
+
+
+def _count_blocks(block: np.ndarray, log: str) -> np.ndarray:
+    with open(log, "a") as f:  # a file: the worker runs its own copy of this function
+        f.write("x")
+    return block + 1
+
+
+@pytest.mark.parametrize("also", [False, True])
+def test_compute_and_keep_runs_shared_tasks_once_on_a_cluster(client, tmp_path, also):
+    # Persisting the kept array alone and then computing the graph that reads it ran every
+    # block twice: the optimizer fused the kept tasks into the computed ones under other keys
+    # (a refinement pass read and selected each chunk twice on worker processes).
+    log = tmp_path / "calls"
+    log.touch()
+    values = np.arange(48.0).reshape(6, 8)
+    keep = da.from_array(values, chunks=(2, 4)).map_blocks(
+        _count_blocks, log=str(log), meta=np.empty((0, 0))
+    )
+    x = (keep.sum(), keep.max()) if also else keep.sum()
+    kept, got = compute_and_keep(keep, x)
+    assert log.read_text() == "x" * 6  # each of the 6 blocks once
+    expected = float((values + 1).sum())
+    assert (tuple(map(float, got)) if also else float(got)) == (
+        (expected, 48.0) if also else expected
+    )
+    np.testing.assert_array_equal(kept.compute(), values + 1)
+    assert log.read_text() == "x" * 6  # kept on the worker: not computed again
