@@ -121,8 +121,11 @@ def test_merged_totals_encode_as_the_float64_sum_does(data, n, m):
     parts = []
     for _ in range(m):
         v = data.draw(vectors(n))
-        if data.draw(st.booleans()) and np.all(v >= 0) and np.all(v < 2**53) and np.all(
-            v == np.floor(v)
+        if (
+            data.draw(st.booleans())
+            and np.all(v >= 0)
+            and np.all(v < 2**53)
+            and np.all(v == np.floor(v))
         ):
             parts.append(compact.encode_counts(v.astype(np.int64)))
         else:
