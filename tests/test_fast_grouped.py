@@ -145,3 +145,42 @@ def test_an_evaluation_with_compiled_grouped_counts_and_selection_is_the_same_bi
     assert fast.attrs == slow.attrs
     for name in slow.data_vars:
         np.testing.assert_array_equal(fast[name].values, slow[name].values, err_msg=name)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    n=st.integers(0, 3000),
+    n_groups=st.integers(1, 30),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    scale=st.sampled_from([1.0, 30.0, 1e4, 1e6]),
+    seed=st.integers(0, 2**16),
+)
+def test_group_terms_loop_sums_the_numpy_terms_units(n, n_groups, dtype, scale, seed):
+    # fast_grouped.terms_into against the numpy path's terms (kernels.softplus_terms) split by
+    # exact_sum.split_units and added per slot with bincount; blocks with a term of 2**17 or
+    # more are left to the exact path
+    from bosaris_dask import exact_sum, fast_grouped
+    from bosaris_dask.kernels import classes_of, softplus_terms, workspace
+
+    rng = np.random.default_rng(seed)
+    cls = rng.choice(np.array([-1, 0, 1], np.int8), size=n, p=[0.6, 0.1, 0.3])
+    s = (rng.normal(size=n) * scale).astype(dtype)
+    s[rng.random(n) < 0.02] = rng.choice(np.array([np.inf, -np.inf, np.nan, -0.0]))
+    m = rng.random(n) > 0.05
+    g = rng.integers(0, n_groups, n).astype(np.int16)
+    hi, lo = np.empty(2 * n_groups), np.empty(2 * n_groups)
+    scratch = np.empty(n + 5), np.empty(n + 5)
+    big = fast_grouped.terms_into(fast_grouped.terms_kernel(), cls, s, m, g, scratch, hi, lo)
+    c = classes_of(cls, m)
+    x = np.where(np.isfinite(s), s, dtype(0))
+    with np.errstate(all="ignore"):
+        terms = softplus_terms(c, x, workspace(np.dtype(dtype), max(n, 1), max(n, 1)), False)
+    assert big == bool(np.any(terms >= exact_sum.BIG))
+    if big:
+        return
+    whole = np.empty(n)
+    exact_sum.split_units(terms, whole)
+    slot = 2 * g.astype(np.intp) + (c > 0)
+    want_hi = np.bincount(slot, weights=whole, minlength=2 * n_groups)
+    want_lo = np.bincount(slot, weights=terms, minlength=2 * n_groups)
+    assert hi.tobytes() == want_hi.tobytes() and lo.tobytes() == want_lo.tobytes()
