@@ -148,7 +148,8 @@ def encode_counts(values: np.ndarray) -> Encoded:
         raise TypeError(f"encode_counts needs integers, got {v.dtype}")
     n = v.size
     hi = int(np.maximum.reduce(v)) if n else 0
-    if (n and int(np.minimum.reduce(v)) < 0) or hi >= _I64_END:
+    signed = v.dtype.kind == "i"  # (no unsigned value is negative: no minimum to find)
+    if (n and signed and int(np.minimum.reduce(v)) < 0) or hi >= _I64_END:
         return encode(v.astype(np.float64))  # not counts: the general path
     dtype = np.uint32 if hi < _U32_END else np.int64
     if np.count_nonzero(v) <= n * SPARSE_FRACTION and n < 2**31:
