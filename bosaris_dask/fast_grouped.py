@@ -10,9 +10,10 @@ calls per block. Here one loop reads each trial's class, mask, group and score b
 adds one to its ``(group, bin)`` count and one to its pooled bin (the bins of 2,048 trials at a
 time, so the counts' cache misses overlap; counted in bytes, each wrap adding 256 to the
 total: a quarter of the cache), counting missing trials per group and non-finite
-scores on the way; a second loop splits each block's softplus terms (computed by numpy, as
-numba's ``exp`` and ``log1p`` differ from numpy's in the last bits) into whole and fractional
-grid units and adds them per ``(group, class)``. Both compute only integers (the units are
+scores on the way; :func:`terms_into` makes each block's softplus terms from numpy's
+``log1p(exp(-|x|))`` (numba's ``exp`` and ``log1p`` differ from numpy's in the last bits),
+splits them into whole and fractional grid units in a vector loop and adds them per
+``(group, class)`` in a second (:func:`units_into` does the adding for terms numpy made). Both compute only integers (the units are
 integers below ``2**53`` held in float64, whose sums are exact in any order), so both paths
 give the same result, bit for bit; the tests check them against each other.
 
