@@ -13,9 +13,10 @@ total: a quarter of the cache), counting missing trials per group and non-finite
 scores on the way; :func:`terms_into` makes each block's softplus terms from numpy's
 ``log1p(exp(-|x|))`` (numba's ``exp`` and ``log1p`` differ from numpy's in the last bits),
 splits them into whole and fractional grid units in a vector loop and adds them per
-``(group, class)`` in a second (:func:`units_into` does the adding for terms numpy made). Both compute only integers (the units are
-integers below ``2**53`` held in float64, whose sums are exact in any order), so both paths
-give the same result, bit for bit; the tests check them against each other.
+``(group, class)`` in a second (:func:`units_into` does the adding for terms numpy made).
+Both compute only integers (the units are integers below ``2**53`` held in float64, whose
+sums are exact in any order), so both paths give the same result, bit for bit; the tests
+check them against each other.
 
 Examples
 --------
