@@ -10,13 +10,11 @@ calls per block. Here one loop reads each trial's class, mask, group and score b
 adds one to its ``(group, bin)`` count and one to its pooled bin (the bins of 2,048 trials at a
 time, so the counts' cache misses overlap; counted in bytes, each wrap adding 256 to the
 total: a quarter of the cache), counting missing trials per group and non-finite
-scores on the way; :func:`terms_into` makes each block's softplus terms from numpy's
-``log1p(exp(-|x|))`` (numba's ``exp`` and ``log1p`` differ from numpy's in the last bits),
-splits them into whole and fractional grid units in a vector loop and adds them per
-``(group, class)`` in a second (:func:`units_into` does the adding for terms numpy made).
-Both compute only integers (the units are integers below ``2**53`` held in float64, whose
-sums are exact in any order), so both paths give the same result, bit for bit; the tests
-check them against each other.
+scores on the way; a second loop splits each block's softplus terms (computed by numpy, as
+numba's ``exp`` and ``log1p`` differ from numpy's in the last bits) into whole and fractional
+grid units and adds them per ``(group, class)``. Both compute only integers (the units are
+integers below ``2**53`` held in float64, whose sums are exact in any order), so both paths
+give the same result, bit for bit; the tests check them against each other.
 
 Examples
 --------
@@ -47,17 +45,11 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask import exact_sum, fast_pass1
+from bosaris_dask import exact_sum
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.jit import compiled
 
-_WHOLE = 2.0**exact_sum.HI_BITS  # as fast_pass1: a term's whole grid units
-_FINE = 2.0**exact_sum.LO_BITS  # its fine units
-_BIG = exact_sum.BIG  # terms from here on: the exact path
-
-__all__ = [
-    "count_kernel", "counts_into", "units_kernel", "units_into", "terms_kernel", "terms_into",
-]  # fmt: skip
+__all__ = ["count_kernel", "counts_into", "units_kernel", "units_into"]
 
 
 def _count_grouped(
@@ -246,89 +238,3 @@ def units_into(
     ``acc_lo`` (overwritten): the sums a weighted ``bincount`` of the split units gives, as
     every partial sum is an integer below ``2**53``."""
     kernel(terms, groups, cls, acc_hi, acc_lo, 2.0**exact_sum._HI_BITS, 2.0**exact_sum._LO_BITS)
-
-
-def _group_terms(
-    cls, s, bits, scored, groups, e, fine, exponent, acc_hi, acc_lo
-):  # pragma: no cover
-    # compiled by numba: fast_pass1._sum_terms per slot 2 * group + (cls > 0). First each
-    # trial's term softplus(-c * x) = max(-c * x, 0) + log1p(exp(-|x|)) (x = 0.0 if not
-    # finite; e holds numpy's log1p(exp(-|x|))), the operations of kernels.softplus_terms,
-    # split into its grid units as exact_sum.split_units splits it, into e (whole units) and
-    # fine (no branch, no dependence between trials: a vector loop); then the units added per
-    # slot (integers: a block's sums stay below 2**53, exact in any order). One loop for both
-    # was 3x slower (measured). Returns whether a term is 2**17 or more (then the caller sums
-    # the block the exact way)
-    big = False
-    for i in range(s.size):
-        c = cls[i]
-        nf = (np.uint64(bits[i]) & exponent) == exponent
-        x = 0.0 if nf else np.float64(s[i])
-        term = max(-x if c > 0 else x, 0.0) + e[i]
-        term = term if (c != 0) & scored[i] else 0.0
-        big |= term >= _BIG
-        whole = min(term, _BIG) * _WHOLE
-        h = np.floor(whole)
-        e[i] = h
-        fine[i] = np.rint((whole - h) * _FINE)
-    acc_hi[:] = 0.0
-    acc_lo[:] = 0.0
-    for i in range(s.size):
-        slot = 2 * np.int64(groups[i]) + (1 if cls[i] > 0 else 0)
-        acc_hi[slot] += e[i]
-        acc_lo[slot] += fine[i]
-    return big
-
-
-def terms_kernel() -> tuple[Callable[..., Any], Callable[..., Any]] | None:
-    """The compiled loops for :func:`terms_into`, or ``None`` (numba missing, or
-    :data:`bosaris_dask.jit.DISABLE_ENV` set)."""
-    loops = (compiled(fast_pass1._neg_abs), compiled(_group_terms))
-    return None if any(fn is None for fn in loops) else loops  # type: ignore[return-value]
-
-
-def terms_into(
-    kernel: tuple[Callable[..., Any], Callable[..., Any]],
-    cls: np.ndarray,
-    s: np.ndarray,
-    scored: np.ndarray,
-    groups: np.ndarray,
-    scratch: tuple[np.ndarray, np.ndarray],
-    acc_hi: np.ndarray,
-    acc_lo: np.ndarray,
-) -> bool:
-    """Per slot ``2 * g + (cls > 0)``, the sums of the whole and fractional grid units
-    (:func:`bosaris_dask.exact_sum.split_units`) of the terms ``softplus(-c * s)`` of the
-    trials of a block (``cls``: int8 codes, ``scored``: bool; a non-finite score counts as
-    0.0; at most :data:`~bosaris_dask.exact_sum.MAX_BLOCK` trials) into the float64
-    ``acc_hi`` and ``acc_lo`` (overwritten; integers): what :func:`units_into` gives of
-    :func:`bosaris_dask.kernels.softplus_terms`' terms, with the loop of
-    :mod:`bosaris_dask.fast_pass1` instead of a dozen array operations (measured on 2**16
-    trials, 24 groups: 9 ns per trial instead of 13). ``scratch``: two float64 arrays at
-    least as long. Returns True if a term is ``2**17`` or more: then the sums are not made
-    (the caller takes the exact path).
-
-    >>> c = np.array([1, -1, 0, -1], dtype=np.int8)
-    >>> s = np.array([0.0, 0.0, 5.0, 1e6], dtype=np.float32)
-    >>> hi, lo = np.empty(4), np.empty(4)
-    >>> loops = terms_kernel()
-    >>> if loops is not None:
-    ...     big = terms_into(loops, c[:3], s[:3], np.ones(3, bool), np.array([1, 0, 0]),
-    ...                      (np.empty(3), np.empty(3)), hi, lo)
-    ...     big, (hi * 2.0**-20 + lo * 2.0**-57).tolist()  # log(2): slots 0 and 2 * 1 + 1
-    ... else:
-    ...     (False, [0.6931471805599453, 0.0, 0.0, 0.6931471805599453])
-    (False, [0.6931471805599453, 0.0, 0.0, 0.6931471805599453])
-    """
-    neg_abs, group_terms = kernel
-    s = np.ascontiguousarray(s)
-    e, fine = scratch[0][: s.size], scratch[1][: s.size]
-    neg_abs(s, e)
-    np.exp(e, out=e)  # numpy's exp and log1p: the numpy path's bits
-    np.log1p(e, out=e)
-    return bool(group_terms(
-        np.ascontiguousarray(cls, dtype=np.int8), s,
-        s.view(np.uint32 if s.dtype.itemsize == 4 else np.uint64),
-        np.ascontiguousarray(scored, dtype=np.bool_), np.ascontiguousarray(groups), e, fine,
-        np.uint64(0x7F800000 if s.dtype.itemsize == 4 else 0x7FF0000000000000), acc_hi, acc_lo,
-    ))  # fmt: skip

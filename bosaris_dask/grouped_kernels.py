@@ -143,15 +143,6 @@ class _GroupUnits:
         if self.blocks % _FLUSH == 0:
             self._flush()
 
-    def add_units(self, hi: np.ndarray, lo: np.ndarray) -> None:
-        """Add a block's sums of whole and fractional grid units per slot (integers below
-        ``2**53`` in float64: :func:`bosaris_dask.fast_grouped.terms_into`'s)."""
-        self.hi += hi.astype(np.int64)
-        self.lo += lo.astype(np.int64)
-        self.blocks += 1
-        if self.blocks % _FLUSH == 0:
-            self._flush()
-
     def add(self, terms: np.ndarray, slot: np.ndarray, hi: np.ndarray) -> None:
         """Add ``terms`` (overwritten; at most ``MAX_BLOCK``) to their ``slot``; ``hi`` is a
         float64 buffer as long."""
@@ -331,9 +322,7 @@ def _compiled_pass1(
     encoded: bool = False,
 ) -> np.ndarray | compact.Encoded:
     """:func:`grouped_pass1_kernel` (the same result) with the compiled loops of
-    :mod:`~bosaris_dask.fast_grouped`: they count and sum the Cllr units; numpy computes
-    ``exp`` and ``log1p`` (a block with a term of ``2**17`` or more takes the numpy terms and
-    the exact path)."""
+    :mod:`~bosaris_dask.fast_grouped`: they count; numpy computes the softplus terms."""
     ws = workspace(np.dtype(s_all.dtype), block, slice_size)
     width = ws.key.dtype.itemsize * 8
     # uint32 counts below 2**32 trials per chunk; the targets in the upper half of each
@@ -349,15 +338,8 @@ def _compiled_pass1(
         counter, cls_all, s_all, m_all, grp_all, bm, hist, missing, pbm, pooled
     )
     sums = _GroupUnits(2 * n_groups)
-    terms_loops = fast_grouped.terms_kernel()
-    acc = np.empty(2 * n_groups), np.empty(2 * n_groups)
     for b in slices(s_all.size, ws.block):
         s, key_cls = s_all[b], cls_all[b]
-        if terms_loops is not None and not fast_grouped.terms_into(
-            terms_loops, key_cls, s, m_all[b], grp_all[b], (ws.e, ws.z), *acc
-        ):  # the usual case: no term of 2**17 or more
-            sums.add_units(*acc)
-            continue
         c = key_cls if not unscored or m_all[b].all() else classes_of(key_cls, m_all[b])
         if nonfinite and not np.isfinite(s, out=ws.flag[: s.size]).all():
             s = np.where(ws.flag[: s.size], s, s.dtype.type(0))
