@@ -168,9 +168,9 @@ def _chunk_task(*blocks: np.ndarray, aggs: tuple[Aggregation, ...], tune: bool) 
 
 
 def _combine_numeric(parts: list[Any], agg: Aggregation) -> Any:
-    """``agg.combine`` of encoded contributions, encoded: an added total holds one float64
-    vector at a time (:func:`~bosaris_dask.compact.add_encoded`: counts added as integers),
-    other combines get the stack.
+    """``agg.combine`` of encoded contributions, encoded: an added total holds one vector at
+    a time (:func:`~bosaris_dask.compact.add_encoded`: counts added as integers, anything
+    else in float64), other combines get the stack.
     With ``agg.note``, each part is ``(encoded, notes)`` and the notes are gathered."""
     if agg.note is not None:
         total = _combine_numeric([p[0] for p in parts], replace(agg, note=None))
