@@ -47,6 +47,7 @@ __all__ = [
     "bin_tables",
     "DISABLE_ENV",
     "PACKED_LUTS",
+    "SPARSE_SELECTION",
 ]
 
 #: From how many bins in all :func:`grouped_select_into` looks the selected bins up in bits
@@ -144,6 +145,13 @@ def select_into(
     ))  # fmt: skip
 
 
+#: :func:`grouped_select_into` writes the selected trials out with a branch on each trial's
+#: flags where at most one trial in this many of a block is selected (the branch is then
+#: predicted: 1e9 trials, 24 conditions: 0.24% of the trials selected pooled and 0.7% per
+#: condition in pass 2), else with no branch (every trial written at the next free place).
+SPARSE_SELECTION = 16
+
+
 def _select_grouped(
     cls,
     bits,
@@ -167,7 +175,7 @@ def _select_grouped(
     sign_bit,
     sign,
     ones,
-    scratch,
+    sparse,
     flags,
     pkeys,
     ptar,
@@ -177,23 +185,25 @@ def _select_grouped(
 ):  # pragma: no cover
     # compiled by numba; tested against the numpy path. As _select_trials, for the pooled
     # parts (a bin of the pooled map in plut) and the parts of groups (a (group, bin) of the
-    # groups' map in glut) at once, each trial keyed once, in two loops: first each trial's
-    # key and flags (no branch on the data and no dependence between trials, so their table
-    # look-ups overlap: the maps' tables and the bin tables are small), then the selected
-    # trials written out in order. (One loop would make each write's place wait for the
-    # previous trial's look-ups: 8 ns per trial instead of 3, measured; a prefilter on the
-    # keys' top bits, as the numpy path has, mispredicts its branches where a fifth of the
-    # trials pass it). The bin tables are bytes (lut_shift 0, lut_mask 0) or bits packed
-    # eight to a byte, least significant first (3, 7)
+    # groups' map in glut) at once, in two loops: first each trial's flags (no branch on the
+    # data and no dependence between trials, so their table look-ups overlap), then the
+    # selected trials written out in order, each keyed again (a few integer operations: a
+    # key kept per trial, 8 bytes, made the first loop's writes evict the tables from the
+    # cache). Few selected (the usual case in a refinement pass): a branch on the flags,
+    # predicted; many: no branch, every trial written at the next free place. (One loop
+    # would make each write's place wait for the previous trial's look-ups: 8 ns per trial
+    # instead of 3, measured; a prefilter on the keys' top bits, as the numpy path has,
+    # mispredicts its branches where a fifth of the trials pass it.) The bin tables are bytes
+    # (lut_shift 0, lut_mask 0) or bits packed eight to a byte, least significant first (3, 7)
     zero = np.uint64(0)
     plast = (plut.size << lut_shift) - 1
     glast = (glut.size << lut_shift) - 1
+    n_sel = 0
     for i in range(bits.size):
         c = cls[i]
         b = np.uint64(bits[i])
         b = zero if b == sign else b  # -0.0 as +0.0
         key = b ^ (((zero - (b >> sign_bit)) & ones) | sign)  # order key, no branch
-        scratch[i] = key
         trial = (c != 0) & scored[i]
         flag = np.uint8(0)
         if pooled:
@@ -215,9 +225,31 @@ def _select_grouped(
             hit = (glut[at >> lut_shift] >> (at & lut_mask)) & 1
             flag |= np.uint8(trial & hit) << np.uint8(1)
         flags[i] = flag
+        n_sel += flag != 0
     n_p, n_g = 0, 0
+    if n_sel * sparse <= bits.size:
+        for i in range(bits.size):
+            f = flags[i]
+            if f != 0:
+                b = np.uint64(bits[i])
+                b = zero if b == sign else b
+                key = b ^ (((zero - (b >> sign_bit)) & ones) | sign)
+                tar = cls[i] == 1
+                if f & 1:
+                    pkeys[n_p] = key
+                    ptar[n_p] = tar
+                    n_p += 1
+                if f >> 1:
+                    gkeys[n_g] = key
+                    gtar[n_g] = tar
+                    ggrp[n_g] = groups[i]
+                    n_g += 1
+        return n_p, n_g
     for i in range(bits.size):
-        key, f, tar = scratch[i], flags[i], cls[i] == 1
+        b = np.uint64(bits[i])
+        b = zero if b == sign else b
+        key = b ^ (((zero - (b >> sign_bit)) & ones) | sign)
+        f, tar = flags[i], cls[i] == 1
         pkeys[n_p] = key
         ptar[n_p] = tar
         n_p += f & 1
@@ -252,7 +284,7 @@ def grouped_select_into(
     groups: np.ndarray,
     pooled: tuple[RefineSpec, np.ndarray] | None,
     split: tuple[RefineSpec, np.ndarray] | None,
-    scratch: tuple[np.ndarray, np.ndarray],
+    scratch: np.ndarray,
     out_pooled: tuple[np.ndarray, np.ndarray],
     out_split: tuple[np.ndarray, np.ndarray, np.ndarray],
     packed: bool = False,
@@ -264,7 +296,7 @@ def grouped_select_into(
     candidates are in and their union as a table over those bins; ``split``: the same for the
     parts of groups, the table over ``(group, bin)`` (``group * spec.nbins + bin``); either
     ``None``. The tables are those of :func:`bin_tables` (``packed`` as it says). ``scratch``:
-    a ``uint64`` and a ``uint8`` array as long as ``s``. Writes the keys and target flags of
+    a ``uint8`` array as long as ``s``. Writes the keys and target flags of
     the trials of flat ``cls``, ``s``, ``scored`` in a selected pooled bin into
     ``out_pooled``, and the keys, target flags and groups of those in a selected ``(group,
     bin)`` into ``out_split`` (each as long as ``s``), in order; returns how many of each.
@@ -286,7 +318,8 @@ def grouped_select_into(
         *pargs, plut, pspec is not None, *gargs, glut,
         np.int64(gspec.nbins if gspec is not None else 0), gspec is not None,
         np.int64(3 if packed else 0), np.int64(7 if packed else 0), np.uint64(kbits - 1),
-        np.uint64(1 << (kbits - 1)), np.uint64((1 << kbits) - 1), scratch[0][:n], scratch[1][:n],
+        np.uint64(1 << (kbits - 1)), np.uint64((1 << kbits) - 1), np.int64(SPARSE_SELECTION),
+        scratch[:n],
         *out_pooled, *out_split,
     )  # fmt: skip
     return int(out[0]), int(out[1])

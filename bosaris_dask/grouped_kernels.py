@@ -347,12 +347,17 @@ def _compiled_pass1(
         sums.add_groups(terms, grp_all[b], c, adder)
     units = sums.total()  # slot 2g: group g's non-targets, 2g + 1: its targets
     limbs = [exact_sum.to_limbs(units[2 * g + t]) for g in range(n_groups) for t in (1, 0)]
-    h = hist[:-1].reshape(2, -1).T.reshape(-1)  # (group, bin, class), as the numpy path
     tail = [] if pooled is None else [pooled[:pooled_nbins], pooled[pooled_nbins:-1]]
     if encoded:  # all non-negative integers: limbs below 2**32, missing and bad trials below
         # the chunk's cells (so below 2**32 where the counts are uint32)
         small = np.concatenate([*limbs, missing, [bad]]).astype(dt)
-        return compact.encode_counts(np.concatenate([h, small, *tail]))
+        row = np.empty(hist.size - 1 + small.size + sum(x.size for x in tail), dtype=dt)
+        half = (hist.size - 1) // 2  # (group, bin, class) written in place: one copy
+        counts = row[: 2 * half].reshape(half, 2)
+        counts[:, 0], counts[:, 1] = hist[:half], hist[half:-1]
+        np.concatenate([small, *tail], out=row[2 * half :])
+        return compact.encode_counts(row)
+    h = hist[:-1].reshape(2, -1).T.reshape(-1)  # (group, bin, class), as the numpy path
     return np.concatenate([h, *limbs, missing, [bad], *tail])
 
 

@@ -174,7 +174,7 @@ def _select_parts(
     cls_flat, grp_flat, s_flat, m_flat = (a.reshape(-1) for a in (classes, groups, s, m))
     if loop is not None:
         room, kdt = min(ws.block, s_flat.size), key_dtype(s.dtype)
-        scratch = (np.empty(room, np.uint64), np.empty(room, np.uint8))
+        scratch = np.empty(room, np.uint8)
         out_p = (np.empty(room, kdt), np.empty(room, bool))
         out_g = (np.empty(room, kdt), np.empty(room, bool), np.empty(room, grp_flat.dtype))
         packed, (plut8, glut8) = fast_select.bin_tables(plut, glut)

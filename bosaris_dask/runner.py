@@ -168,14 +168,15 @@ def _chunk_task(*blocks: np.ndarray, aggs: tuple[Aggregation, ...], tune: bool) 
 
 
 def _combine_numeric(parts: list[Any], agg: Aggregation) -> Any:
-    """``agg.combine`` of encoded contributions, encoded: an added total holds one float64
-    vector at a time (:func:`~bosaris_dask.compact.sum_encoded`), other combines get the stack.
+    """``agg.combine`` of encoded contributions, encoded: an added total holds one vector at
+    a time (:func:`~bosaris_dask.compact.add_encoded`: counts added as integers, anything
+    else in float64), other combines get the stack.
     With ``agg.note``, each part is ``(encoded, notes)`` and the notes are gathered."""
     if agg.note is not None:
         total = _combine_numeric([p[0] for p in parts], replace(agg, note=None))
         return total, [n for p in parts for n in p[1]]
     if agg.combine is _add:
-        return compact.encode(compact.sum_encoded(parts))
+        return compact.add_encoded(parts)
     rows = np.stack([compact.decode(p) for p in parts])
     return compact.encode(np.asarray(agg.combine(rows), dtype=np.float64).reshape(-1))
 

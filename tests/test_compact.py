@@ -102,3 +102,43 @@ def test_encode_counts_refuses_what_is_no_count():
     with pytest.raises(TypeError, match="integers"):
         compact.encode_counts(np.array([0.5]))
     assert compact.encode_counts(np.array([-1, 2])).values.dtype == np.int64  # general path
+
+
+def _same_encoding(got: compact.Encoded, want: compact.Encoded) -> None:
+    assert (got.kind, got.length, got.values.dtype) == (want.kind, want.length, want.values.dtype)
+    assert got.values.tobytes() == want.values.tobytes()
+    if want.positions is None:
+        assert got.positions is None
+    else:
+        assert got.positions.tobytes() == want.positions.tobytes()
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), n=st.integers(0, 200), m=st.integers(1, 10))
+def test_merged_totals_encode_as_the_float64_sum_does(data, n, m):
+    # counts and limbs (added as integers), and special values (the float64 way), from
+    # kernels (encode_counts) or from float64 rows (encode)
+    parts = []
+    for _ in range(m):
+        v = data.draw(vectors(n))
+        if (
+            data.draw(st.booleans())
+            and np.all(v >= 0)
+            and np.all(v < 2**53)
+            and np.all(v == np.floor(v))
+        ):
+            parts.append(compact.encode_counts(v.astype(np.int64)))
+        else:
+            parts.append(compact.encode(v))
+    _same_encoding(compact.add_encoded(parts), compact.encode(compact.sum_encoded(parts)))
+
+
+@pytest.mark.parametrize("big", [2**32 - 1, 2**32, 2**52, 2**53 - 1])
+def test_merged_counts_widen_where_their_sum_may_not_fit(big):
+    a = compact.encode_counts(np.array([big, 0, 1, 0, 0, 0, 0, 0], dtype=np.int64))
+    b = compact.encode_counts(np.array([1, 1, 1, 1, 1, 1, 1, 1], dtype=np.uint32))
+    want = compact.encode(compact.sum_encoded([a, b]))
+    _same_encoding(compact.add_encoded([a, b]), want)
+    assert compact.decode(compact.add_encoded([a, b]))[0] == float(big + 1)
+    with pytest.raises(ValueError, match="cannot add a vector of 3 values"):
+        compact.add_encoded([b, compact.encode(np.ones(3))])
