@@ -67,7 +67,7 @@ def _unboxed(kernel: Any, *boxes: np.ndarray, **kwargs: Any):
     return kernel(*(box[0] for box in boxes), **kwargs)
 
 
-def boxed_rows(rows: da.Array) -> da.Array:
+def _boxed_rows(rows: da.Array) -> da.Array:
     """Each row chunk of an array (1-D or 2-D) as one element of a 1-D object array."""
     if rows.ndim == 2:
         rows = rows.rechunk({1: -1})
@@ -82,16 +82,16 @@ def outer_blocks(kernel: Any, rows: da.Array, cols: da.Array, *extra: Any, **kwa
     ``"j"``), chunked as ``rows`` or ``cols``. That the output has many more chunks than each
     input is the point, so dask's warning about it is silenced.
 
-    The row chunks travel boxed (:func:`boxed_rows`) so that the layer has no contracted
+    The row chunks travel boxed (:func:`_boxed_rows`) so that the layer has no contracted
     index: dask then fuses each block's product into the pass task that consumes it, and a
     block's scores live only inside that task (with a contracted index it does not, and the
     threaded scheduler held dozens of 64 MiB blocks at once at 1e10 pairs).
     """
-    boxed = [boxed_rows(x) if k % 2 == 0 else x for k, x in enumerate(extra)]
+    boxed = [_boxed_rows(x) if k % 2 == 0 else x for k, x in enumerate(extra)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", da.PerformanceWarning)
         return da.blockwise(
-            partial(_unboxed, kernel), "ij", boxed_rows(rows), "i", boxed_rows(cols), "j",
+            partial(_unboxed, kernel), "ij", _boxed_rows(rows), "i", _boxed_rows(cols), "j",
             *boxed, dtype=np.float32, concatenate=True, meta=np.empty((0, 0), dtype=np.float32),
             adjust_chunks={"i": rows.chunks[0], "j": cols.chunks[0]}, **kwargs,
         )  # fmt: skip
