@@ -72,7 +72,7 @@ def _assert_exact(summary, tar, non):
         assert m == (tar < -p).sum() and f == (non >= -p).sum()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     n_m=st.integers(4, 18), n_s=st.integers(4, 18), seed=st.integers(0, 2**32 - 1),
     data=st.data(), n_sys=st.sampled_from([1, 2]), coarse=st.sampled_from([6, 12, 20]),

@@ -52,7 +52,7 @@ def _setup(seed, shape, ties, chunks, n_sys=2):
     return mask, values, key, scores, tables, gender, source
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), shape=st.tuples(st.integers(4, 9), st.integers(6, 16)),
        ties=st.sampled_from([2, None]), grouped=st.booleans(), data=st.data())  # fmt: skip
 def test_condition_ece_is_the_definition_over_its_trials(seed, shape, ties, grouped, data):

@@ -64,7 +64,7 @@ def _grouped(cls, s, m, groups, n_groups, plo, block, compiled):
     )  # fmt: skip
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(chunks())
 def test_compiled_ece_sums_equal_the_numpy_path_bit_for_bit(problem):
     cls, s, m, groups, n_groups, plo, block = problem

@@ -31,7 +31,7 @@ def _kernel(cls, s, m, g, n_groups, bm, pbm, block, compiled, encoded=False):
     )  # fmt: skip
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     problem=chunks(),
     n_groups=st.integers(1, 9),

@@ -76,7 +76,7 @@ def _chunks(draw, n):
     return tuple(b - a for a, b in zip(edges[:-1], edges[1:], strict=True))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 2**32 - 1), shape=st.tuples(st.integers(2, 9), st.integers(2, 16)),
     ties=st.sampled_from([1, 3, 100, None]), dtype=st.sampled_from([np.float32, np.float64]),
