@@ -77,7 +77,7 @@ def _riding_extra(systems, key, bits, limit, plain_passes, today, **kwargs):
 
 
 @settings(
-    max_examples=12, print_blob=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=8, print_blob=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 @given(
     seed=st.integers(0, 2**32 - 1), shape=st.tuples(st.integers(2, 9), st.integers(2, 24)),
@@ -121,7 +121,7 @@ def test_exact_auc_equals_mann_whitney_under_any_chunking(
     assert bounds.auc_low.item() <= ds.auc.item() <= bounds.auc_high.item()
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), budget=st.sampled_from(["both", "small"]),
        data=st.data())  # fmt: skip
 def test_label_keys_and_several_systems_in_one_pass(seed, budget, data):

@@ -136,7 +136,7 @@ def _check(ds, plain, values, mask, scored, columns):
 
 
 @settings(
-    max_examples=6, print_blob=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=4, print_blob=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 @given(
     seed=st.integers(0, 2**32 - 1), shape=st.tuples(st.integers(4, 9), st.integers(8, 20)),

@@ -81,7 +81,7 @@ def _compare(old, new, pooled=True):
 
 
 @pytest.mark.filterwarnings("ignore:Increasing number of chunks")  # dask, one-cell chunks
-@settings(max_examples=12, deadline=None, phases=[Phase.explicit, Phase.generate])
+@settings(max_examples=6, deadline=None, phases=[Phase.explicit, Phase.generate])
 @given(
     seed=st.integers(0, 2**16),
     shape=st.tuples(st.integers(3, 12), st.integers(3, 14)),

@@ -109,7 +109,7 @@ def _chunked(ds, rows, cols):
     return ds.chunk({"model": rows, "segment": cols})
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 10_000),
     shape=st.tuples(st.integers(1, 6), st.integers(8, 40)),
@@ -297,7 +297,7 @@ def _same(got, ref):
                                     for x, y in zip(got[1:], ref[1:], strict=True))  # fmt: skip
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 100_000),
     shape=st.tuples(st.integers(1, 6), st.integers(8, 60)),
