@@ -22,19 +22,19 @@ import dask.array as da
 import numpy as np
 
 from bosaris_dask import config, engine, memory, runner
-from bosaris_dask.engine import ScoreSummary
-from bosaris_dask.exact_auc import (
-    _BLOCK,
+from bosaris_dask.auc_kernels import (
+    BLOCK,
     AucPart,
-    ExactAuc,
     MixedBins,
-    _add_counts,
-    _check,
-    _count_kernel,
-    _in_bins,
+    add_counts,
     auc_task_memory,
+    check_found,
+    count_kernel,
+    in_bins,
     mixed_bins,
 )
+from bosaris_dask.engine import ScoreSummary
+from bosaris_dask.exact_auc import ExactAuc
 from bosaris_dask.keys import key_dtype, order_keys
 from bosaris_dask.measures import twice_u_parts
 from bosaris_dask.progress import current_client
@@ -57,8 +57,8 @@ def _targets_kernel(*blocks: np.ndarray, system: int, limit: int, grouped: bool)
     g = blocks[at + 1].reshape(-1) if grouped else None
     keys, groups = [], []
     count = 0
-    for lo in range(0, c.size, _BLOCK):
-        b = slice(lo, lo + _BLOCK)
+    for lo in range(0, c.size, BLOCK):
+        b = slice(lo, lo + BLOCK)
         picked = (c[b] == 1) & m[b]
         count += int(np.count_nonzero(picked))
         if count > limit:
@@ -155,8 +155,8 @@ class RidingAuc:
             cond = self.parts[j].condition
             if cond is not None:
                 keys = keys[groups == cond]
-            keys = keys[_in_bins(keys, plans[j])]  # type: ignore[arg-type]
-            _check(self.part_names[j], "smaller-class", len(keys), plans[j].n_s)  # type: ignore[union-attr]
+            keys = keys[in_bins(keys, plans[j])]  # type: ignore[arg-type]
+            check_found(self.part_names[j], "smaller-class", len(keys), plans[j].n_s)  # type: ignore[union-attr]
             small[j] = keys.astype(np.uint64)
         small_all = np.concatenate([small[j] for j in js])
         ends = dict(zip(js, np.cumsum([len(small[j]) for j in js]).tolist(), strict=True))
@@ -172,10 +172,10 @@ class RidingAuc:
         aggs = [
             runner.Aggregation(
                 f"{self.names[k]} exact AUC counts",
-                partial(_count_kernel, system=k, group_at=group_at,
+                partial(count_kernel, system=k, group_at=group_at,
                         wanted=tuple((self.parts[j].condition, plans[j], (-1,)) for j in mine),
                         at=tuple(at[j] for j in mine)),
-                None, combine=_add_counts,
+                None, combine=add_counts,
             )
             for k, mine in by_system.items()
         ]  # fmt: skip
@@ -194,7 +194,7 @@ class RidingAuc:
         for mine, flat in zip(self._by_system.values(), counted, strict=True):
             for i, j in enumerate(mine):
                 twice_u, found = flat[2 * i], flat[2 * i + 1]
-                _check(self.part_names[j], "other-class", found, self.plans[j].n_o)  # type: ignore[union-attr]
+                check_found(self.part_names[j], "other-class", found, self.plans[j].n_o)  # type: ignore[union-attr]
                 mixed[j] = twice_u
         values: list[Fraction | None] = []
         for j, s in enumerate(self.firsts):
