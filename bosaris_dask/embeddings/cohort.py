@@ -1,19 +1,31 @@
 """Cohort statistics of embeddings: mean and standard deviation of each embedding's scores
-against a cohort, over all of it and over its top-N scores, by a streaming selection.
+against a cohort, over all of it and over its top-N scores.
 
 The statistics of an embedding depend on it and the cohort only, never on a trial, so they are
 computed once per embedding (one task per chunk of rows) and then used by every block of the
 normalized score matrix (:mod:`bosaris_dask.embeddings.normalization`).
 
-For each chunk of rows, the cohort is scored in blocks of :data:`COHORT_BLOCK` embeddings with the
-same kernel as the trials (float32 scores). The full mean and variance are merged block by
-block (Chan et al.'s pairwise update, in float64). The top-N scores are kept by selection: the
-N best so far are merged with the values of the new block that beat the current N-th best
-(``np.partition``, see :func:`_merge_top`); with numba installed, once a row holds N values,
-one compiled pass per block does the comparison, the gather and a merge with the sorted N best
-(:mod:`bosaris_dask.embeddings.fast_top`: the same values, so the same bits). The cohort
-scores are never sorted, only the candidates and the final N per row (for a fixed summation
-order).
+**Full cohort (Z-, T-, S-norm)**: no cohort score is computed. The mean and population
+standard deviation of ``e . c_j`` over the cohort are ``e . c_mean`` and ``sqrt(e^T Sigma e)``,
+from the cohort's mean and covariance computed once in a fixed order
+(:mod:`bosaris_dask.embeddings.cohort_moments`). They are the statistics of the **exact** dot
+products of the prepared rows, before their rounding to float32; those of the float32 cohort
+scores differ by at most ``2^-24 mean(|x|)`` (mean) and ``2^-24 sqrt(mean(x^2))`` (std), ``x``
+the exact products.
+
+**Top N (AS-norm)**: each chunk of rows screens the cohort by float32 products with a rigorous
+error bound, keeps the cohort rows that may be among a row's top N and recomputes those exactly
+(:mod:`bosaris_dask.embeddings.cohort_screen`). Rows the screen cannot settle (a buffer
+overflow: many near-equal scores), and every row without numba, take the *streaming* path: the
+cohort scored in blocks of :data:`COHORT_BLOCK` embeddings with the same kernel as the trials
+(float32 scores), the N best kept by selection: the N best so far are merged with the values of
+the new block that beat the current N-th best (``np.partition``, see :func:`_merge_top`; with
+numba, one compiled pass per block: :mod:`bosaris_dask.embeddings.fast_top`). Both paths find
+the same multiset of the N largest exact float32 scores, sorted before it is summed, so the
+top-N mean and std have the same bits either way. ``side_statistics(..., method="streaming")``
+runs the streaming path for everything (the full statistics then from the float32 scores,
+merged block by block with Chan et al.'s update): the reference of the tests.
+
 Standard deviations are population ones (``ddof=0``), as in wespeaker's ``score_norm.py``.
 
 Examples

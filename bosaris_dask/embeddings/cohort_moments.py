@@ -79,14 +79,16 @@ def _moments_loop(c, mean, cov, dev, part):  # pragma: no cover - compiled by nu
                 dev[k] = c[j, k] - mean[k]
             for k in range(d):
                 x = dev[k]
-                for m in range(d):
-                    part[k, m] += x * dev[m]
+                row, src = part[k, k:], dev[k:]  # the upper triangle (x * y == y * x: the
+                for m in range(d - k):  # lower is its mirror); slices from 0 vectorize
+                    row[m] += x * src[m]
         for k in range(d):
-            for m in range(d):
+            for m in range(k, d):
                 cov[k, m] += part[k, m]
     for k in range(d):
-        for m in range(d):
+        for m in range(k, d):
             cov[k, m] /= n
+            cov[m, k] = cov[k, m]
 
 
 def _moments_numpy(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
