@@ -124,11 +124,11 @@ def _lower_select_py(w, n, k):  # pragma: no cover - compiled by numba
 
 
 def _count_above_py(row, q, cut):  # pragma: no cover - compiled by numba
-    """How many of ``row[q : q + 64]`` are at least ``cut`` (the compiler vectorizes this loop:
+    """How many of ``row[q : q + 16]`` are at least ``cut`` (the compiler vectorizes this loop:
     a slice indexed from 0, no wraparound checks)."""
-    block = row[q : q + 64]
+    block = row[q : q + 16]
     hits = 0
-    for t in range(64):
+    for t in range(16):
         if block[t] >= cut:
             hits += 1
     return hits
@@ -160,7 +160,8 @@ _lower_select: Callable[..., float] | None = None
 _count_above: Callable[..., int] | None = None
 
 
-def _scan_loop(s, row0, col0, top_n, ka, nb, nbmax, tabs, thr, cnt, vals, idx, over, work, room):
+def _scan_loop(s, row0, col0, top_n, ka, nb, nbmax, tabs, thr, cnt, vals, idx, over, work, room,
+               limit):  # fmt: skip
     # pragma: no cover - compiled by numba
     cap = vals.shape[1]
     width = s.shape[1]
@@ -175,9 +176,9 @@ def _scan_loop(s, row0, col0, top_n, ka, nb, nbmax, tabs, thr, cnt, vals, idx, o
             if low > thr[r]:
                 thr[r] = low
         cut = _below(thr[r] - (ka[r] * nbmax + tabs[r]))
-        for q in range(0, width, 64):  # count first (vectorized), look closer at hits only
-            hi = min(q + 64, width)
-            if hi - q == 64 and _count_above(s[i], q, cut) == 0:
+        for q in range(0, width, 16):  # count first (vectorized), look closer at hits only
+            hi = min(q + 16, width)
+            if hi - q == 16 and _count_above(s[i], q, cut) == 0:
                 continue
             block = s[i, q:hi]
             for t in range(hi - q):
@@ -188,11 +189,12 @@ def _scan_loop(s, row0, col0, top_n, ka, nb, nbmax, tabs, thr, cnt, vals, idx, o
                         vals[r, cnt[r]] = v
                         idx[r, cnt[r]] = col
                         cnt[r] += 1
-                        if cnt[r] == cap:
+                        if cnt[r] >= limit[r]:  # raise the threshold: fewer hits after
                             _compact(r, top_n, ka, nb, tabs, thr, cnt, vals, idx, work, False)
                             if cnt[r] > cap - room:
                                 over[r] = True
                                 break
+                            limit[r] = min(cap, cnt[r] + top_n // 2 + 64)
                             cut = _below(thr[r] - (ka[r] * nbmax + tabs[r]))
             if over[r]:
                 break
@@ -333,6 +335,7 @@ def screen_top(
     vals = np.empty((m, cap), dtype=np.float32)
     idx = np.zeros((m, cap), dtype=itype)
     over = np.zeros(m, dtype=np.bool_)
+    limit = np.full(m, min(cap, 2 * top_n + 64), dtype=np.int64)  # compact when reached
     work = np.empty(max(cap, min(block, n)))
     rows_per = min(SCREEN_ROWS, m)
     buf = np.empty(rows_per * min(block, n), dtype=np.float32)
@@ -345,7 +348,7 @@ def screen_top(
                 s = buf[: (hi - lo) * cb.shape[0]].reshape(hi - lo, cb.shape[0])
                 np.matmul(a32[lo:hi], cb.T, out=s)
                 kernels["scan"](s, lo, start, top_n, ka, nb, nbmax, tabs, thr, cnt, vals, idx,
-                                over, work, room)  # fmt: skip
+                                over, work, room, limit)  # fmt: skip
     kernels["finish"](top_n, ka, nb, tabs, thr, cnt, vals, idx, over, work)
     ok = ~over
     rows = np.repeat(np.arange(m), np.where(ok, cnt, 0))
