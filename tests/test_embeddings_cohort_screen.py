@@ -77,6 +77,9 @@ def test_screened_top_n_equals_the_streaming_selection_bit_for_bit(problem):
     np.testing.assert_array_equal(top[ok], np.sort(exact, axis=1)[ok, -top_n:])
     screened = _top_block(a, c, c.astype(np.float32), None, top_n, block)
     np.testing.assert_array_equal(screened.view(np.int64), reference.view(np.int64))
+    mean, cov = cohort_moments(c)
+    guessed = _top_block(a, c, c.astype(np.float32), None, top_n, block, row_moments(a, mean, cov))
+    np.testing.assert_array_equal(guessed.view(np.int64), reference.view(np.int64))
     brute = np.sort((a @ c.T).astype(np.float32).astype(np.float64), axis=1)[:, ::-1][:, :top_n]
     scale = np.abs(brute).max(initial=0.0)
     np.testing.assert_allclose(screened[:, 0], brute.mean(axis=1), rtol=1e-6, atol=1e-7 * scale)
@@ -205,3 +208,21 @@ def test_statistics_on_a_local_cluster_equal_the_threaded_ones():
         remote = cohort_stats(x, c, top_n=12, block=64)
     for name in ("cohort_mean", "cohort_std", "top_mean", "top_std"):
         assert remote[name].values.tobytes() == threaded[name].values.tobytes()
+
+
+@pytest.mark.parametrize("guess", [np.inf, -np.inf, 0.3, "moments"])
+def test_a_wrong_guess_costs_time_never_bits(guess):
+    rng = np.random.default_rng(7)
+    a, c = _unit(rng.normal(size=(20, 6))), _unit(rng.normal(size=(400, 6)))
+    c[:50] = c[1]  # ties
+    mean, cov = cohort_moments(c)
+    moments = row_moments(a, mean, cov)
+    if guess == "moments":
+        g = cohort_module._guess(moments, 9, 400)
+    else:
+        g = np.full(20, float(guess))
+    top, over = screen_top(a, c, c.astype(np.float32), top_n=9, block=64, guess=g)
+    ok = np.setdiff1d(np.arange(20), over)
+    np.testing.assert_array_equal(top[ok], np.sort(score_block(a, c), axis=1)[ok, -9:])
+    screened = _top_block(a, c, c.astype(np.float32), None, 9, 64, moments)
+    assert screened.tobytes() == _stats_block(a, c, 9, 64)[:, 2:].tobytes()

@@ -42,6 +42,7 @@ Examples
 from __future__ import annotations
 
 import os
+from statistics import NormalDist
 from typing import Any
 
 import dask.array as da
@@ -170,18 +171,28 @@ def _stats_block(
     return out
 
 
+def _guess(moments: np.ndarray, top_n: int, n: int) -> np.ndarray:
+    """A starting threshold of the screen per row: where a normal distribution of the row's
+    cohort scores (its mean and std) would leave ``2 N`` scores above. Only a hint: the
+    screen checks it (see :func:`~bosaris_dask.embeddings.cohort_screen.screen_top`)."""
+    z = NormalDist().inv_cdf(1.0 - min(0.5, 2.0 * top_n / n))
+    return moments[:, 0] + z * moments[:, 1]
+
+
 def _top_block(
-    a: np.ndarray, cohort: np.ndarray, cohort32: np.ndarray, cohort_norms: np.ndarray,
-    top_n: int, block: int,
+    a: np.ndarray, cohort: np.ndarray, cohort32: np.ndarray, cohort_norms: np.ndarray | None,
+    top_n: int, block: int, moments: np.ndarray | None = None,
 ) -> np.ndarray:  # fmt: skip
     """The ``(m, 2)`` top-N mean and std of the rows ``a``: the float32 screen
-    (:func:`~bosaris_dask.embeddings.cohort_screen.screen_top`), with the streaming selection
-    for the rows it leaves (and for all rows without numba): the same N values either way."""
+    (:func:`~bosaris_dask.embeddings.cohort_screen.screen_top`, started from a guess when the
+    rows' full ``moments`` are given), with the streaming selection for the rows it leaves
+    (and for all rows without numba): the same N values either way."""
     n = cohort.shape[0]
     found = None
     if 4 * top_n <= n or n <= SCREEN_ALWAYS:  # else the N exact scores a row cost as much
+        guess = None if moments is None else _guess(moments, top_n, n)
         found = screen_top(a, cohort, cohort32, top_n=top_n, block=block,
-                           cohort_norms=cohort_norms)  # fmt: skip
+                           cohort_norms=cohort_norms, guess=guess)  # fmt: skip
     if found is None:
         top = _stream(a, cohort, top_n, block, True, moments=False)[3]
     else:
@@ -189,6 +200,16 @@ def _top_block(
         if over.size:
             top[over] = _stream(a[over], cohort, top_n, block, True, moments=False)[3]
     return np.stack(_top_moments(top), axis=1)
+
+
+def _screen_block(
+    a: np.ndarray, packed: np.ndarray, cohort: np.ndarray, cohort32: np.ndarray,
+    cohort_norms: np.ndarray, top_n: int, block: int,
+) -> np.ndarray:  # fmt: skip
+    """The ``(m, 4)`` statistics of the rows ``a``: moments, then the screened top-N."""
+    moments = row_moments(a, packed[0], packed[1:])
+    top = _top_block(a, cohort, cohort32, cohort_norms, top_n, block, moments)
+    return np.concatenate([moments, top], axis=1)
 
 
 def _packed_moments(cohort: np.ndarray) -> np.ndarray:
@@ -247,18 +268,18 @@ def side_statistics(
                 concatenate=True, dtype=np.float64, meta=np.empty((0, 0)), top_n=n, block=block,
             ))  # fmt: skip
             continue
+        if n:
+            graphs.append(da.blockwise(
+                _screen_block, "is", side.values, "ik", packed, "pk", whole, "jk", whole32, "jk",
+                norms, "j", new_axes={"s": 4}, concatenate=True, dtype=np.float64,
+                meta=np.empty((0, 0)), top_n=n, block=block,
+            ))  # fmt: skip
+            continue
         full = da.blockwise(
             _moments_block, "is", side.values, "ik", packed, "jk", new_axes={"s": 2},
             concatenate=True, dtype=np.float64, meta=np.empty((0, 0)),
         )  # fmt: skip
-        if n:
-            top = da.blockwise(
-                _top_block, "is", side.values, "ik", whole, "jk", whole32, "jk", norms, "j",
-                new_axes={"s": 2}, concatenate=True, dtype=np.float64, meta=np.empty((0, 0)),
-                top_n=n, block=block,
-            )  # fmt: skip
-        else:
-            top = da.full((side.values.shape[0], 2), np.nan, chunks=(side.values.chunks[0], 2))
+        top = da.full((side.values.shape[0], 2), np.nan, chunks=(side.values.chunks[0], 2))
         graphs.append(da.concatenate([full, top], axis=1))
     return list(compute(graphs, progress=None))
 

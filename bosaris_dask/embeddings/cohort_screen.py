@@ -135,7 +135,11 @@ def _count_above_py(row, q, cut):  # pragma: no cover - compiled by numba
 
 
 def _compact_py(r, top_n, ka, nb, tabs, thr, cnt, vals, idx, work, exact):  # pragma: no cover
+    """Raise row ``r``'s threshold to (at most) the ``top_n``-th largest lower bound of its
+    buffer and drop the entries below it; returns that lower bound (``-inf`` with fewer than
+    ``top_n`` entries)."""
     n = cnt[r]
+    low = -np.inf
     if n >= top_n:
         for k in range(n):
             work[k] = np.float64(vals[r, k]) - (ka[r] * nb[idx[r, k]] + tabs[r])
@@ -152,6 +156,7 @@ def _compact_py(r, top_n, ka, nb, tabs, thr, cnt, vals, idx, work, exact):  # pr
             idx[r, keep] = idx[r, k]
             keep += 1
     cnt[r] = keep
+    return low
 
 
 _below: Callable[..., np.float32] | None = None
@@ -200,10 +205,11 @@ def _scan_loop(s, row0, col0, top_n, ka, nb, nbmax, tabs, thr, cnt, vals, idx, o
                 break
 
 
-def _finish_loop(top_n, ka, nb, tabs, thr, cnt, vals, idx, over, work):  # pragma: no cover
+def _finish_loop(top_n, ka, nb, tabs, thr, cnt, vals, idx, over, work, proof):
+    # pragma: no cover - compiled by numba
     for r in range(cnt.shape[0]):
         if not over[r]:
-            _compact(r, top_n, ka, nb, tabs, thr, cnt, vals, idx, work, True)
+            proof[r] = _compact(r, top_n, ka, nb, tabs, thr, cnt, vals, idx, work, True)
 
 
 def _dots_loop(a, c, rows, cols, out):  # pragma: no cover - compiled by numba (fastmath)
@@ -289,12 +295,18 @@ def pair_scores(
 def screen_top(
     a: np.ndarray, cohort: np.ndarray, cohort32: np.ndarray, *, top_n: int, block: int,
     capacity: int | None = None, cohort_norms: np.ndarray | None = None,
+    guess: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray] | None:  # fmt: skip
     """The ``N`` largest exact float32 cohort scores of each row of ``a`` (prepared float64
     rows; ``cohort32`` is ``cohort`` rounded to float32), and the rows whose buffer overflowed
     (their top-N row is not filled in: the caller computes it exactly).
 
-    ``capacity`` is the per-row buffer (default ``2 N + 512``). ``None`` when the screen cannot
+    ``guess``: a starting threshold per row (e.g. from the row's cohort mean and std), near
+    the ``N``-th largest score: cohort rows whose screen value is surely below it are never
+    kept. A guess is only a hint: a row whose ``N``-th largest lower bound ends up below its
+    guess (too few scores above it) is screened again without one.
+
+    ``capacity`` is the per-row buffer (default ``4 N + 512``). ``None`` when the screen cannot
     run (no numba, or norms too large for float32): the caller uses the streaming selection.
 
     Returns
@@ -313,7 +325,9 @@ def screen_top(
     if m > rows:  # bounded buffers: the rows in parts
         nb = row_norms(cohort) if cohort_norms is None else cohort_norms
         parts = [screen_top(a[lo : lo + rows], cohort, cohort32, top_n=top_n, block=block,
-                            capacity=cap, cohort_norms=nb) for lo in range(0, m, rows)]  # fmt: skip
+                            capacity=cap, cohort_norms=nb,
+                            guess=None if guess is None else guess[lo : lo + rows])
+                 for lo in range(0, m, rows)]  # fmt: skip
         if any(p is None for p in parts):
             return None
         tops = np.concatenate([p[0] for p in parts])  # type: ignore[index]
@@ -330,7 +344,7 @@ def screen_top(
     tabs = t * (math.sqrt(d) * (na + b_max) + d + 1.0)
     room = max(2, cap // 4)
     itype = np.int32 if n < 2**31 - 1 else np.int64
-    thr = np.full(m, -np.inf)
+    thr = np.full(m, -np.inf) if guess is None else np.array(guess, dtype=np.float64)
     cnt = np.zeros(m, dtype=np.int64)
     vals = np.empty((m, cap), dtype=np.float32)
     idx = np.zeros((m, cap), dtype=itype)
@@ -349,8 +363,12 @@ def screen_top(
                 np.matmul(a32[lo:hi], cb.T, out=s)
                 kernels["scan"](s, lo, start, top_n, ka, nb, nbmax, tabs, thr, cnt, vals, idx,
                                 over, work, room, limit)  # fmt: skip
-    kernels["finish"](top_n, ka, nb, tabs, thr, cnt, vals, idx, over, work)
-    ok = ~over
+    proof = np.full(m, -np.inf)
+    kernels["finish"](top_n, ka, nb, tabs, thr, cnt, vals, idx, over, work, proof)
+    again = np.zeros(m, dtype=np.bool_)
+    if guess is not None:  # rows whose guess was too high: some dropped row may be in the top
+        again = ~over & ~(proof >= np.asarray(guess, dtype=np.float64))
+    ok = ~over & ~again
     rows = np.repeat(np.arange(m), np.where(ok, cnt, 0))
     cols = np.concatenate([idx[r, : cnt[r]] for r in np.flatnonzero(ok)] or [np.zeros(0, itype)])
     order = np.argsort(cols, kind="stable")  # cohort rows in order: each read once
@@ -363,4 +381,12 @@ def screen_top(
     packed[rows, packed_pos] = flat
     top = np.zeros((m, top_n), dtype=np.float32)
     kernels["select"](packed, np.where(ok, cnt, 0), top)
+    if again.any():
+        redo = np.flatnonzero(again)
+        found = screen_top(a[redo], cohort, cohort32, top_n=top_n, block=block, capacity=cap,
+                           cohort_norms=nb)  # fmt: skip
+        if found is None:  # pragma: no cover - the same rows screened a moment ago
+            return None
+        top[redo] = found[0]
+        over[redo[found[1]]] = True
     return top, np.flatnonzero(over)
