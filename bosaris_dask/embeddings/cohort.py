@@ -256,9 +256,10 @@ def side_statistics(
     block = COHORT_BLOCK if block is None else block
     whole = cohort.values.rechunk((-1, -1))
     packed = whole.map_blocks(_packed_moments, chunks=((whole.shape[1] + 1,), whole.chunks[1]),
-                              dtype=np.float64)  # fmt: skip
-    whole32 = whole.map_blocks(np.asarray, np.float32, dtype=np.float32)
-    norms = whole.map_blocks(row_norms, drop_axis=1, dtype=np.float64)
+                              dtype=np.float64, meta=np.empty((0, 0)))  # fmt: skip
+    whole32 = whole.map_blocks(np.asarray, np.float32, dtype=np.float32,
+                               meta=np.empty((0, 0), dtype=np.float32))  # fmt: skip
+    norms = whole.map_blocks(row_norms, drop_axis=1, dtype=np.float64, meta=np.empty(0))
     graphs = []
     for side in sides:
         _check_dimensions(side, cohort)
