@@ -29,9 +29,12 @@ DISABLE_ENV = "BOSARIS_DASK_NO_NUMBA"
 _cache: dict[Callable[..., Any], Callable[..., Any] | None] = {}
 
 
-def compiled(fn: Callable[..., Any]) -> Callable[..., Any] | None:
+def compiled(fn: Callable[..., Any], *, fastmath: bool = False) -> Callable[..., Any] | None:
     """``fn`` compiled by numba (``nogil``: dask's threads run it in parallel; cached on disk
-    where numba can write), or ``None`` when numba is missing or :data:`DISABLE_ENV` is set."""
+    where numba can write), or ``None`` when numba is missing or :data:`DISABLE_ENV` is set.
+
+    ``fastmath`` lets LLVM reassociate and vectorize floating-point sums: only for a kernel
+    whose result is certified for any summation order (the first call's choice sticks)."""
     if os.environ.get(DISABLE_ENV):
         return None
     if fn not in _cache:
@@ -41,7 +44,7 @@ def compiled(fn: Callable[..., Any]) -> Callable[..., Any] | None:
             _cache[fn] = None
         else:
             try:  # numba finds no cache directory for a read-only install without a home
-                _cache[fn] = numba.njit(nogil=True, cache=True)(fn)
+                _cache[fn] = numba.njit(nogil=True, cache=True, fastmath=fastmath)(fn)
             except RuntimeError:  # pragma: no cover
-                _cache[fn] = numba.njit(nogil=True)(fn)
+                _cache[fn] = numba.njit(nogil=True, fastmath=fastmath)(fn)
     return _cache[fn]

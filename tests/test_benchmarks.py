@@ -30,6 +30,7 @@ SCRIPTS = {
     "ab_skip_chunks.py",
     "bench_auc.py",
     "bench_bootstrap.py",
+    "bench_cohort.py",
     "bench_conditions.py",
     "bench_embeddings.py",
     "bench_evaluate.py",
@@ -344,6 +345,15 @@ def test_bench_embeddings(capsys):
     out = capsys.readouterr().out
     assert "embeddings == zarr (EER, minDCF bit for bit): True" in out
     assert {line.split()[0] for line in out.splitlines()} >= {*module.MODES, "cohort"}
+
+
+def test_bench_cohort(capsys):
+    module = _load("bench_cohort")
+    assert module.main(["--rows", "50", "--cohort", "90", "--dim", "8", "--top-n", "5",
+                        "--repeat", "1"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "top-N statistics identical across runs and methods: True" in out
+    assert {line.split()[0] for line in out.splitlines()} >= set(module.MODES)
 
 
 def test_bench_conditions(capsys):

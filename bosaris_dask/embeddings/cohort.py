@@ -1,19 +1,31 @@
 """Cohort statistics of embeddings: mean and standard deviation of each embedding's scores
-against a cohort, over all of it and over its top-N scores, by a streaming selection.
+against a cohort, over all of it and over its top-N scores.
 
 The statistics of an embedding depend on it and the cohort only, never on a trial, so they are
 computed once per embedding (one task per chunk of rows) and then used by every block of the
 normalized score matrix (:mod:`bosaris_dask.embeddings.normalization`).
 
-For each chunk of rows, the cohort is scored in blocks of :data:`COHORT_BLOCK` embeddings with the
-same kernel as the trials (float32 scores). The full mean and variance are merged block by
-block (Chan et al.'s pairwise update, in float64). The top-N scores are kept by selection: the
-N best so far are merged with the values of the new block that beat the current N-th best
-(``np.partition``, see :func:`_merge_top`); with numba installed, once a row holds N values,
-one compiled pass per block does the comparison, the gather and a merge with the sorted N best
-(:mod:`bosaris_dask.embeddings.fast_top`: the same values, so the same bits). The cohort
-scores are never sorted, only the candidates and the final N per row (for a fixed summation
-order).
+**Full cohort (Z-, T-, S-norm)**: no cohort score is computed. The mean and population
+standard deviation of ``e . c_j`` over the cohort are ``e . c_mean`` and ``sqrt(e^T Sigma e)``,
+from the cohort's mean and covariance computed once in a fixed order
+(:mod:`bosaris_dask.embeddings.cohort_moments`). They are the statistics of the **exact** dot
+products of the prepared rows, before their rounding to float32; those of the float32 cohort
+scores differ by at most ``2^-24 mean(|x|)`` (mean) and ``2^-24 sqrt(mean(x^2))`` (std), ``x``
+the exact products.
+
+**Top N (AS-norm)**: each chunk of rows screens the cohort by float32 products with a rigorous
+error bound, keeps the cohort rows that may be among a row's top N and recomputes those exactly
+(:mod:`bosaris_dask.embeddings.cohort_screen`). Rows the screen cannot settle (a buffer
+overflow: many near-equal scores), and every row without numba, take the *streaming* path: the
+cohort scored in blocks of :data:`COHORT_BLOCK` embeddings with the same kernel as the trials
+(float32 scores), the N best kept by selection: the N best so far are merged with the values of
+the new block that beat the current N-th best (``np.partition``, see :func:`_merge_top`; with
+numba, one compiled pass per block: :mod:`bosaris_dask.embeddings.fast_top`). Both paths find
+the same multiset of the N largest exact float32 scores, sorted before it is summed, so the
+top-N mean and std have the same bits either way. ``side_statistics(..., method="streaming")``
+runs the streaming path for everything (the full statistics then from the float32 scores,
+merged block by block with Chan et al.'s update): the reference of the tests.
+
 Standard deviations are population ones (``ddof=0``), as in wespeaker's ``score_norm.py``.
 
 Examples
@@ -30,12 +42,15 @@ Examples
 from __future__ import annotations
 
 import os
+from statistics import NormalDist
 from typing import Any
 
 import dask.array as da
 import numpy as np
 import xarray as xr
 
+from bosaris_dask.embeddings.cohort_moments import cohort_moments, row_moments
+from bosaris_dask.embeddings.cohort_screen import row_norms, screen_top
 from bosaris_dask.embeddings.fast_top import top_kernel
 from bosaris_dask.embeddings.kernel import score_block
 from bosaris_dask.embeddings.prepare import Side, _load, prepare, prepare_models, resolve_center
@@ -51,6 +66,11 @@ COHORT_BLOCK = 2048
 #: Rows of a cohort block whose moments are taken at once (a float64 strip of 32 x 2048
 #: scores is 512 KiB: cache-resident).
 MOMENT_ROWS = 32
+
+#: Cohorts up to this size are screened whatever ``top_n``; larger ones only when ``top_n`` is
+#: at most a quarter of the cohort (beyond that, the exact top-N scores cost about as much as
+#: scoring the whole cohort).
+SCREEN_ALWAYS = 16384
 
 #: The statistics per embedding, in the order of the last axis of :func:`side_statistics`.
 STATISTICS = ("cohort_mean", "cohort_std", "top_mean", "top_std")
@@ -99,11 +119,12 @@ def _block_moments(s: np.ndarray, buf: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return mean, m2
 
 
-def _stats_block(
-    a: np.ndarray, cohort: np.ndarray, top_n: int, block: int, compiled: bool = True
-) -> np.ndarray:
-    """The ``(m, 4)`` statistics of the rows ``a`` against the whole ``cohort``; ``compiled``:
-    select the top-N with the numba kernel when there is one (same bits either way)."""
+def _stream(
+    a: np.ndarray, cohort: np.ndarray, top_n: int, block: int, compiled: bool, moments: bool
+) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """The streaming pass over the cohort: every cohort score by :func:`score_block`, block
+    moments merged (with ``moments``) and the top-N selected. Returns the count, the means, the
+    sums of squared deviations and the ``(m, N)`` best scores (sorted ascending when compiled)."""
     m = a.shape[0]
     count, mean, m2 = 0, np.zeros(m), np.zeros(m)
     top = np.empty((m, 0), dtype=np.float32)
@@ -112,25 +133,93 @@ def _stats_block(
     for start in range(0, cohort.shape[0], block):
         s = score_block(a, cohort[start : start + block])
         nb = s.shape[1]
-        mb, m2b = _block_moments(s, buf)
-        delta, total = mb - mean, count + nb
-        mean = mean + delta * (nb / total)
-        m2 = m2 + m2b + delta**2 * (count * nb / total)
-        count = total
+        if moments:
+            mb, m2b = _block_moments(s, buf)
+            delta, total = mb - mean, count + nb
+            mean = mean + delta * (nb / total)
+            m2 = m2 + m2b + delta**2 * (count * nb / total)
+            count = total
         if kernel is not None and top.shape[1] == top_n:  # the rows' best, sorted ascending
             kernel(top, s)
         elif top_n:
             top = _merge_top(top, s, top_n)
             if kernel is not None and top.shape[1] == top_n:
                 top = np.sort(top, axis=1)
-    out = np.empty((m, 4))
+    return count, mean, m2, top
+
+
+def _top_moments(top: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and std of each row's N best scores, summed in a fixed order (sorted descending)."""
+    best = -np.sort(-top, axis=1).astype(np.float64)  # only N per row: a fixed order
+    return best.mean(axis=1), best.std(axis=1)
+
+
+def _stats_block(
+    a: np.ndarray, cohort: np.ndarray, top_n: int, block: int, compiled: bool = True
+) -> np.ndarray:
+    """The ``(m, 4)`` statistics of the rows ``a`` against the whole ``cohort`` by streaming
+    over every cohort score (the reference of the screened path; ``method="streaming"``): the
+    full mean and std are those of the float32 scores. ``compiled``: select the top-N with the
+    numba kernel when there is one (same bits either way)."""
+    count, mean, m2, top = _stream(a, cohort, top_n, block, compiled, moments=True)
+    out = np.empty((a.shape[0], 4))
     out[:, 0], out[:, 1] = mean, np.sqrt(m2 / count)
     if top_n:
-        best = -np.sort(-top, axis=1).astype(np.float64)  # only N per row: a fixed order
-        out[:, 2], out[:, 3] = best.mean(axis=1), best.std(axis=1)
+        out[:, 2], out[:, 3] = _top_moments(top)
     else:
         out[:, 2:] = np.nan
     return out
+
+
+def _guess(moments: np.ndarray, top_n: int, n: int) -> np.ndarray:
+    """A starting threshold of the screen per row: where a normal distribution of the row's
+    cohort scores (its mean and std) would leave ``2 N`` scores above. Only a hint: the
+    screen checks it (see :func:`~bosaris_dask.embeddings.cohort_screen.screen_top`)."""
+    z = NormalDist().inv_cdf(1.0 - min(0.5, 2.0 * top_n / n))
+    return moments[:, 0] + z * moments[:, 1]
+
+
+def _top_block(
+    a: np.ndarray, cohort: np.ndarray, cohort32: np.ndarray, cohort_norms: np.ndarray | None,
+    top_n: int, block: int, moments: np.ndarray | None = None,
+) -> np.ndarray:  # fmt: skip
+    """The ``(m, 2)`` top-N mean and std of the rows ``a``: the float32 screen
+    (:func:`~bosaris_dask.embeddings.cohort_screen.screen_top`, started from a guess when the
+    rows' full ``moments`` are given), with the streaming selection for the rows it leaves
+    (and for all rows without numba): the same N values either way."""
+    n = cohort.shape[0]
+    found = None
+    if 4 * top_n <= n or n <= SCREEN_ALWAYS:  # else the N exact scores a row cost as much
+        guess = None if moments is None else _guess(moments, top_n, n)
+        found = screen_top(a, cohort, cohort32, top_n=top_n, block=block,
+                           cohort_norms=cohort_norms, guess=guess)  # fmt: skip
+    if found is None:
+        top = _stream(a, cohort, top_n, block, True, moments=False)[3]
+    else:
+        top, over = found
+        if over.size:
+            top[over] = _stream(a[over], cohort, top_n, block, True, moments=False)[3]
+    return np.stack(_top_moments(top), axis=1)
+
+
+def _screen_block(
+    a: np.ndarray, packed: np.ndarray, cohort: np.ndarray, cohort32: np.ndarray,
+    cohort_norms: np.ndarray, top_n: int, block: int,
+) -> np.ndarray:  # fmt: skip
+    """The ``(m, 4)`` statistics of the rows ``a``: moments, then the screened top-N."""
+    moments = row_moments(a, packed[0], packed[1:])
+    top = _top_block(a, cohort, cohort32, cohort_norms, top_n, block, moments)
+    return np.concatenate([moments, top], axis=1)
+
+
+def _packed_moments(cohort: np.ndarray) -> np.ndarray:
+    """The cohort's mean (row 0) and covariance (rows 1 to d) in one ``(d + 1, d)`` array."""
+    mean, cov = cohort_moments(cohort)
+    return np.concatenate([mean[None, :], cov])
+
+
+def _moments_block(a: np.ndarray, packed: np.ndarray) -> np.ndarray:
+    return row_moments(a, packed[0], packed[1:])
 
 
 def _check_top_n(top_n: int | None, n_cohort: int) -> int:
@@ -143,31 +232,56 @@ def _check_top_n(top_n: int | None, n_cohort: int) -> int:
 
 
 def side_statistics(
-    sides: list[Side], cohort: Side, *, top_n: int | None = None, block: int | None = None
-) -> list[np.ndarray]:
+    sides: list[Side], cohort: Side, *, top_n: int | None = None, block: int | None = None,
+    method: str = "screen",
+) -> list[np.ndarray]:  # fmt: skip
     """``(n, 4)`` float64 statistics (:data:`STATISTICS`) of each side's rows, in one compute.
 
-    The top-N columns are NaN without ``top_n``.
+    The top-N columns are NaN without ``top_n``. ``method="screen"`` (default): the full mean
+    and std from the cohort's moments, the top-N by the float32 screen; ``"streaming"``: every
+    cohort score computed and streamed (the reference; full statistics of the float32 scores).
 
     Raises
     ------
     TrialError
         A cohort of another dimension than a side.
     OptionError
-        ``top_n`` not an integer from 2 to the cohort size.
+        ``top_n`` not an integer from 2 to the cohort size, or an unknown ``method``.
     """
     from bosaris_dask.embeddings.scoring import _check_dimensions
 
+    if method not in ("screen", "streaming"):
+        raise OptionError(f"method must be 'screen' or 'streaming', got {method!r}")
     n = _check_top_n(top_n, cohort.values.shape[0])
     block = COHORT_BLOCK if block is None else block
     whole = cohort.values.rechunk((-1, -1))
+    packed = whole.map_blocks(_packed_moments, chunks=((whole.shape[1] + 1,), whole.chunks[1]),
+                              dtype=np.float64, meta=np.empty((0, 0)))  # fmt: skip
+    whole32 = whole.map_blocks(np.asarray, np.float32, dtype=np.float32,
+                               meta=np.empty((0, 0), dtype=np.float32))  # fmt: skip
+    norms = whole.map_blocks(row_norms, drop_axis=1, dtype=np.float64, meta=np.empty(0))
     graphs = []
     for side in sides:
         _check_dimensions(side, cohort)
-        graphs.append(da.blockwise(
-            _stats_block, "is", side.values, "ik", whole, "jk", new_axes={"s": 4},
-            concatenate=True, dtype=np.float64, meta=np.empty((0, 0)), top_n=n, block=block,
-        ))  # fmt: skip
+        if method == "streaming":
+            graphs.append(da.blockwise(
+                _stats_block, "is", side.values, "ik", whole, "jk", new_axes={"s": 4},
+                concatenate=True, dtype=np.float64, meta=np.empty((0, 0)), top_n=n, block=block,
+            ))  # fmt: skip
+            continue
+        if n:
+            graphs.append(da.blockwise(
+                _screen_block, "is", side.values, "ik", packed, "pk", whole, "jk", whole32, "jk",
+                norms, "j", new_axes={"s": 4}, concatenate=True, dtype=np.float64,
+                meta=np.empty((0, 0)), top_n=n, block=block,
+            ))  # fmt: skip
+            continue
+        full = da.blockwise(
+            _moments_block, "is", side.values, "ik", packed, "jk", new_axes={"s": 2},
+            concatenate=True, dtype=np.float64, meta=np.empty((0, 0)),
+        )  # fmt: skip
+        top = da.full((side.values.shape[0], 2), np.nan, chunks=(side.values.chunks[0], 2))
+        graphs.append(da.concatenate([full, top], axis=1))
     return list(compute(graphs, progress=None))
 
 

@@ -13,7 +13,11 @@ against the cohort (:mod:`bosaris_dask.embeddings.cohort`):
 =========  ===============================================================================
 
 The arithmetic is float64 on the float32 raw score, rounded once to float32. The cohort
-statistics are computed once per embedding when the Scores object is built; every block then
+statistics are computed once per embedding when the Scores object is built
+(:mod:`bosaris_dask.embeddings.cohort`): ``mu`` and ``sigma`` over the whole cohort are those of
+the exact cohort dot products (from the cohort's mean and covariance, within ``2^-24`` of the
+cosine scale of the float32 cohort scores' statistics), over the top N those of the N largest
+float32 cohort scores; every block then
 only rescales its product. An embedding whose (top-N) cohort scores have zero spread makes the
 normalized score undefined and is an error naming it.
 

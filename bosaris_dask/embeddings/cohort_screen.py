@@ -1,0 +1,392 @@
+r"""The top-N cohort scores of each embedding by a float32 screen and an exact recomputation of
+the few candidates.
+
+A cohort score is the exact dot product ``x = a . b`` of two prepared float64 rows rounded once
+to float32, ``r = fl32(x)`` (:mod:`bosaris_dask.embeddings.rounding`). Computing every one
+exactly (a float64 product per score) is what made the AS-norm statistics slow; here each
+block of cohort scores is *screened* by a float32 product ``v = fl(a32 . b32)`` of the
+float32-rounded rows (sgemm), which is within a rigorous bound of ``r`` whatever the BLAS does
+(:func:`screen_bound`), and only the cohort rows whose score may still be among a row's top N
+are kept and recomputed exactly.
+
+**The bound.** With ``u = 2^-24`` (float32 unit roundoff), ``gamma_d = d u / (1 - d u)``,
+``A >= max(|a|, |a32|)`` and ``B >= max(|b|, |b32|)`` (Euclidean norms), any float32 evaluation
+of ``a32 . b32`` in any order is within ``gamma_d A B`` of ``a32 . b32``; the rounding of the
+inputs moves the dot product by at most ``(2u + u^2) A B``, the rounding of ``x`` to ``r`` by
+at most ``u A B``; products and inputs in float32's subnormal range add at most ``2^-149`` per
+term. So ``|v - r| <= (gamma_d + 3u + u^2) A B + 2^-149 (sqrt(d) (A + B) + d + 1)``; the screen
+uses twice that (the margin also covers the float64 arithmetic of the bound itself).
+
+**The selection.** Per row, with ``e_j`` the bound of cohort row ``j``, every ``v_j - e_j <=
+r_j <= v_j + e_j``. Let ``L`` be the ``N``-th largest lower bound ``v_j - e_j`` so far: it is
+at most the ``N``-th largest exact score so far, itself at most the final ``N``-th largest. A
+cohort row with ``v_j + e_j < L`` is therefore strictly below the final ``N``-th score and can
+never be in the top N; every other one is kept in a bounded buffer per row. When the buffer
+fills, ``L`` is raised from the buffer's lower bounds and the buffer is compacted (rows of the
+current top N always survive: their ``r_j >= L``). A row whose buffer is still nearly full
+after compaction (many near-equal scores: duplicated cohort vectors) is marked *overflowed*
+and its top N is computed by the exact streaming selection instead. For random 256-dimensional
+unit rows and ``N = 300`` of a 1e5 cohort, about ``N + 1`` candidates per row remain.
+
+**Exactness.** The candidates are recomputed as exact float32 scores (a float64 dot product
+per pair, certified against :func:`~bosaris_dask.embeddings.rounding.product_bound`, the rest
+recomputed error-free by :func:`~bosaris_dask.embeddings.rounding.exact_round`): the score of a
+pair does not depend on the pairs computed with it, so these are the bits of
+:func:`~bosaris_dask.embeddings.kernel.score_block` for the same pairs. The ``N`` largest of
+them are the multiset of the ``N`` largest exact cohort scores: the statistics computed from it
+are the bits of the streaming selection's.
+
+Without numba (:func:`screen_kernels` gives ``None``) there is no screen; the caller runs the
+streaming selection.
+
+Examples
+--------
+>>> import numpy as np
+>>> a = np.array([[1.0, 0.0]])
+>>> c = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0], [-1.0, 0.0]])
+>>> found = screen_top(a, c, c.astype(np.float32), top_n=2, block=2)  # None without numba
+>>> found is None or (found[0].tolist(), found[1].tolist()) == ([[0.6000000238418579, 1.0]], [])
+True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from bosaris_dask.embeddings.kernel import pinned_blas
+from bosaris_dask.embeddings.rounding import exact_round, product_bound, round_certified
+from bosaris_dask.jit import compiled
+
+__all__ = ["SCREEN_ROWS", "screen_bound", "screen_kernels", "screen_top", "pair_scores",
+           "row_norms"]  # fmt: skip
+
+#: Rows of a row chunk screened per float32 product (the product, ``SCREEN_ROWS x block``
+#: float32, stays in the core's cache while it is scanned).
+SCREEN_ROWS = 128
+
+#: The most bytes of candidate buffers (float32 value and int32 index per slot) per call;
+#: more rows are screened in parts.
+BUFFER_BYTES = 64 * 2**20
+
+_U32 = 2.0**-24
+_ETA = 2.0**-149  # float32's smallest subnormal
+
+#: The largest norm product screened in float32 (far from float32's overflow at 3.4e38).
+_MAX_NORM = 1e15
+
+
+def screen_bound(d: int) -> tuple[float, float]:
+    """``(k, t)``: ``|v - r| <= k A B + t (sqrt(d) (A + B) + d + 1)`` for a float32 screen
+    value ``v`` and the exact float32 score ``r`` of rows of norms at most ``A`` and ``B``
+    (already doubled: see the module docstring).
+
+    Examples
+    --------
+    >>> k, t = screen_bound(256)
+    >>> 3e-5 < k < 4e-5
+    True
+    """
+    gamma = d * _U32 / (1.0 - d * _U32)
+    return 2.0 * (gamma + 3.0 * _U32 + _U32**2), 2.0 * _ETA
+
+
+def _below_py(x):  # pragma: no cover - compiled by numba
+    """A float32 at most ``x`` (float64), and close to it."""
+    return np.float32(x - abs(x) * 2.0**-22 - 2.0**-140)
+
+
+def _lower_select_py(w, n, k):  # pragma: no cover - compiled by numba
+    """A value ``t`` with at least ``k`` of ``w[:n]`` at or above it, near the ``k``-th
+    largest: a strided sample of 64 values proposes ``t``, a counting pass checks it (a
+    selection costs ~9 ns a value, the check ~1)."""
+    if n < 512 or 2 * k > n:
+        return np.partition(w[:n], n - k)[n - k]
+    step = n // 64
+    sample = np.empty(64)
+    for q in range(64):
+        sample[q] = w[q * step]
+    sample = np.sort(sample)
+    above = int(1.5 * 64 * k / n) + 2
+    pos = 64 - above
+    while pos >= 0:
+        t = sample[pos]
+        count = 0
+        for j in range(n):
+            if w[j] >= t:
+                count += 1
+        if count >= k:
+            return t
+        pos -= above
+    return np.partition(w[:n], n - k)[n - k]
+
+
+def _count_above_py(row, q, cut):  # pragma: no cover - compiled by numba
+    """How many of ``row[q : q + 16]`` are at least ``cut`` (the compiler vectorizes this loop:
+    a slice indexed from 0, no wraparound checks)."""
+    block = row[q : q + 16]
+    hits = 0
+    for t in range(16):
+        if block[t] >= cut:
+            hits += 1
+    return hits
+
+
+def _compact_py(r, top_n, ka, nb, tabs, thr, cnt, vals, idx, work, exact):  # pragma: no cover
+    """Raise row ``r``'s threshold to (at most) the ``top_n``-th largest lower bound of its
+    buffer and drop the entries below it; returns that lower bound (``-inf`` with fewer than
+    ``top_n`` entries)."""
+    n = cnt[r]
+    low = -np.inf
+    if n >= top_n:
+        for k in range(n):
+            work[k] = np.float64(vals[r, k]) - (ka[r] * nb[idx[r, k]] + tabs[r])
+        if exact:
+            low = np.partition(work[:n], n - top_n)[n - top_n]
+        else:
+            low = _lower_select(work, n, top_n)
+        if low > thr[r]:
+            thr[r] = low
+    keep = 0
+    for k in range(n):
+        if np.float64(vals[r, k]) + (ka[r] * nb[idx[r, k]] + tabs[r]) >= thr[r]:
+            vals[r, keep] = vals[r, k]
+            idx[r, keep] = idx[r, k]
+            keep += 1
+    cnt[r] = keep
+    return low
+
+
+_below: Callable[..., np.float32] | None = None
+_compact: Callable[..., None] | None = None
+_lower_select: Callable[..., float] | None = None
+_count_above: Callable[..., int] | None = None
+
+
+def _scan_loop(s, row0, col0, top_n, ka, nb, nbmax, tabs, thr, cnt, vals, idx, over, work, room,
+               limit):  # fmt: skip
+    # pragma: no cover - compiled by numba
+    cap = vals.shape[1]
+    width = s.shape[1]
+    for i in range(s.shape[0]):
+        r = row0 + i
+        if over[r]:
+            continue
+        if thr[r] == -np.inf and s.shape[1] >= top_n:  # a first threshold: the N-th bound here
+            for j in range(s.shape[1]):
+                work[j] = np.float64(s[i, j]) - (ka[r] * nb[col0 + j] + tabs[r])
+            low = _lower_select(work, s.shape[1], top_n)
+            if low > thr[r]:
+                thr[r] = low
+        cut = _below(thr[r] - (ka[r] * nbmax + tabs[r]))
+        for q in range(0, width, 16):  # count first (vectorized), look closer at hits only
+            hi = min(q + 16, width)
+            if hi - q == 16 and _count_above(s[i], q, cut) == 0:
+                continue
+            block = s[i, q:hi]
+            for t in range(hi - q):
+                v = block[t]
+                if v >= cut:
+                    col = col0 + q + t
+                    if np.float64(v) + (ka[r] * nb[col] + tabs[r]) >= thr[r]:
+                        vals[r, cnt[r]] = v
+                        idx[r, cnt[r]] = col
+                        cnt[r] += 1
+                        if cnt[r] >= limit[r]:  # raise the threshold: fewer hits after
+                            _compact(r, top_n, ka, nb, tabs, thr, cnt, vals, idx, work, False)
+                            if cnt[r] > cap - room:
+                                over[r] = True
+                                break
+                            limit[r] = min(cap, cnt[r] + top_n // 2 + 64)
+                            cut = _below(thr[r] - (ka[r] * nbmax + tabs[r]))
+            if over[r]:
+                break
+
+
+def _finish_loop(top_n, ka, nb, tabs, thr, cnt, vals, idx, over, work, proof):
+    # pragma: no cover - compiled by numba
+    for r in range(cnt.shape[0]):
+        if not over[r]:
+            proof[r] = _compact(r, top_n, ka, nb, tabs, thr, cnt, vals, idx, work, True)
+
+
+def _dots_loop(a, c, rows, cols, out):  # pragma: no cover - compiled by numba (fastmath)
+    # any summation order will do: pair_scores certifies the products against their bound
+    for p in range(rows.shape[0]):
+        x, y = a[rows[p]], c[cols[p]]
+        s = 0.0
+        for k in range(x.shape[0]):
+            s += x[k] * y[k]
+        out[p] = s
+
+
+def _select_loop(exact, cnt, top):  # pragma: no cover - compiled by numba
+    n = top.shape[1]
+    for r in range(cnt.shape[0]):
+        if cnt[r] >= n:
+            best = np.sort(exact[r, : cnt[r]])
+            for k in range(n):
+                top[r, k] = best[cnt[r] - n + k]
+
+
+def screen_kernels() -> dict[str, Callable[..., None]] | None:
+    """The compiled loops of the screen, or ``None`` without numba (or with
+    :data:`~bosaris_dask.jit.DISABLE_ENV` set)."""
+    names = {"scan": _scan_loop, "finish": _finish_loop, "dots": _dots_loop,
+             "select": _select_loop}  # fmt: skip
+    # the loops call these helpers by name: they are compiled first
+    global _below, _lower_select, _compact, _count_above
+    _below, _lower_select = compiled(_below_py), compiled(_lower_select_py)
+    _compact, _count_above = compiled(_compact_py), compiled(_count_above_py)
+    if _below is None or _lower_select is None or _compact is None or _count_above is None:
+        return None
+    kernels = {name: compiled(fn, fastmath=name == "dots") for name, fn in names.items()}
+    if any(k is None for k in kernels.values()):
+        return None
+    return kernels  # type: ignore[return-value]
+
+
+def row_norms(x: np.ndarray) -> np.ndarray:
+    """Upper bounds on both ``|x_i|`` and ``|fl32(x_i)|`` for float64 rows ``x``: each float32
+    element is at most ``(1 + 2^-24) |x_ik| + 2^-149``, so ``|fl32(x_i)| <= (1 + 2^-24) |x_i|
+    + 2^-149 sqrt(d)``; the factor ``1 + 2^-22`` also covers the float64 rounding of the norm.
+
+    Examples
+    --------
+    >>> bool(row_norms(np.array([[3.0, 4.0]]))[0] > 5.0)
+    True
+    """
+    x = np.asarray(x, dtype=np.float64)
+    norms = np.sqrt(np.einsum("ij,ij->i", x, x))
+    return norms * (1.0 + 2.0**-22) + _ETA * math.sqrt(max(x.shape[1], 1))
+
+
+def pair_scores(
+    a: np.ndarray, c: np.ndarray, rows: np.ndarray, cols: np.ndarray, dots=None
+) -> np.ndarray:
+    """The exact float32 scores ``fl32(a[rows[p]] . c[cols[p]])`` of the listed pairs (the bits
+    :func:`~bosaris_dask.embeddings.kernel.score_block` gives them in any block).
+
+    Examples
+    --------
+    >>> a = np.array([[0.6, 0.8], [1.0, 0.0]])
+    >>> pair_scores(a, a, np.array([0, 1]), np.array([1, 1])).tolist()
+    [0.6000000238418579, 1.0]
+    """
+    out = np.empty(len(rows), dtype=np.float32)
+    if len(rows) == 0:
+        return out
+    if dots is None:
+        products = np.einsum("ij,ij->i", a[rows], c[cols])
+    else:
+        products = np.empty(len(rows))
+        dots(a, c, rows, cols, products)
+    a_norm = float(np.sqrt(np.einsum("ij,ij->i", a, a).max(initial=0.0)))
+    c_norm = float(np.sqrt(np.einsum("ij,ij->i", c, c).max(initial=0.0)))
+    bound = product_bound(a.shape[1], a_norm, c_norm)
+    failed = round_certified(products[None, :], bound, out[None, :])
+    if failed.size:
+        out[failed] = exact_round(a[rows[failed]], c[cols[failed]])
+    return out
+
+
+def screen_top(
+    a: np.ndarray, cohort: np.ndarray, cohort32: np.ndarray, *, top_n: int, block: int,
+    capacity: int | None = None, cohort_norms: np.ndarray | None = None,
+    guess: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray] | None:  # fmt: skip
+    """The ``N`` largest exact float32 cohort scores of each row of ``a`` (prepared float64
+    rows; ``cohort32`` is ``cohort`` rounded to float32), and the rows whose buffer overflowed
+    (their top-N row is not filled in: the caller computes it exactly).
+
+    ``guess``: a starting threshold per row (e.g. from the row's cohort mean and std), near
+    the ``N``-th largest score: cohort rows whose screen value is surely below it are never
+    kept. A guess is only a hint: a row whose ``N``-th largest lower bound ends up below its
+    guess (too few scores above it) is screened again without one.
+
+    ``capacity`` is the per-row buffer (default ``4 N + 512``). ``None`` when the screen cannot
+    run (no numba, or norms too large for float32): the caller uses the streaming selection.
+
+    Returns
+    -------
+    tuple
+        ``top`` (``(m, N)`` float32, each row's values ascending) and the overflowed row
+        indices.
+    """
+    kernels = screen_kernels()
+    m, d = a.shape
+    n = cohort.shape[0]
+    if kernels is None or m == 0:
+        return None
+    cap = 4 * top_n + 512 if capacity is None else max(int(capacity), top_n + 2)
+    rows = max(1, BUFFER_BYTES // (cap * 8))
+    if m > rows:  # bounded buffers: the rows in parts
+        nb = row_norms(cohort) if cohort_norms is None else cohort_norms
+        parts = [screen_top(a[lo : lo + rows], cohort, cohort32, top_n=top_n, block=block,
+                            capacity=cap, cohort_norms=nb,
+                            guess=None if guess is None else guess[lo : lo + rows])
+                 for lo in range(0, m, rows)]  # fmt: skip
+        if any(p is None for p in parts):
+            return None
+        tops = np.concatenate([p[0] for p in parts])  # type: ignore[index]
+        over = np.concatenate([p[1] + lo for p, lo in zip(parts, range(0, m, rows), strict=True)])  # type: ignore[index]
+        return tops, over
+    a32 = a.astype(np.float32)
+    na = row_norms(a)
+    nb = row_norms(cohort) if cohort_norms is None else cohort_norms
+    a_max, b_max = float(na.max(initial=0.0)), float(nb.max(initial=0.0))
+    if not (a_max < _MAX_NORM and b_max < _MAX_NORM and np.isfinite(a32).all()):
+        return None
+    k, t = screen_bound(d)
+    ka = k * na
+    tabs = t * (math.sqrt(d) * (na + b_max) + d + 1.0)
+    room = max(2, cap // 4)
+    itype = np.int32 if n < 2**31 - 1 else np.int64
+    thr = np.full(m, -np.inf) if guess is None else np.array(guess, dtype=np.float64)
+    cnt = np.zeros(m, dtype=np.int64)
+    vals = np.empty((m, cap), dtype=np.float32)
+    idx = np.zeros((m, cap), dtype=itype)
+    over = np.zeros(m, dtype=np.bool_)
+    limit = np.full(m, min(cap, 2 * top_n + 64), dtype=np.int64)  # compact when reached
+    work = np.empty(max(cap, min(block, n)))
+    rows_per = min(SCREEN_ROWS, m)
+    buf = np.empty(rows_per * min(block, n), dtype=np.float32)
+    with pinned_blas():
+        for start in range(0, n, block):
+            cb = cohort32[start : start + block]
+            nbmax = float(nb[start : start + block].max())
+            for lo in range(0, m, rows_per):
+                hi = min(lo + rows_per, m)
+                s = buf[: (hi - lo) * cb.shape[0]].reshape(hi - lo, cb.shape[0])
+                np.matmul(a32[lo:hi], cb.T, out=s)
+                kernels["scan"](s, lo, start, top_n, ka, nb, nbmax, tabs, thr, cnt, vals, idx,
+                                over, work, room, limit)  # fmt: skip
+    proof = np.full(m, -np.inf)
+    kernels["finish"](top_n, ka, nb, tabs, thr, cnt, vals, idx, over, work, proof)
+    again = np.zeros(m, dtype=np.bool_)
+    if guess is not None:  # rows whose guess was too high: some dropped row may be in the top
+        again = ~over & ~(proof >= np.asarray(guess, dtype=np.float64))
+    ok = ~over & ~again
+    rows = np.repeat(np.arange(m), np.where(ok, cnt, 0))
+    cols = np.concatenate([idx[r, : cnt[r]] for r in np.flatnonzero(ok)] or [np.zeros(0, itype)])
+    order = np.argsort(cols, kind="stable")  # cohort rows in order: each read once
+    exact = pair_scores(a, cohort, rows[order], cols[order].astype(np.int64), kernels["dots"])
+    flat = np.empty_like(exact)
+    flat[order] = exact
+    packed = np.zeros((m, cap), dtype=np.float32)
+    offsets = np.cumsum(np.where(ok, cnt, 0)) - np.where(ok, cnt, 0)
+    packed_pos = np.arange(len(rows)) - np.repeat(offsets, np.where(ok, cnt, 0))
+    packed[rows, packed_pos] = flat
+    top = np.zeros((m, top_n), dtype=np.float32)
+    kernels["select"](packed, np.where(ok, cnt, 0), top)
+    if again.any():
+        redo = np.flatnonzero(again)
+        found = screen_top(a[redo], cohort, cohort32, top_n=top_n, block=block, capacity=cap,
+                           cohort_norms=nb)  # fmt: skip
+        if found is None:  # pragma: no cover - the same rows screened a moment ago
+            return None
+        top[redo] = found[0]
+        over[redo[found[1]]] = True
+    return top, np.flatnonzero(over)
