@@ -108,13 +108,20 @@ def spec_ranges(spec, dtype: np.dtype) -> Ranges:
     >>> spec = RefineSpec(0, 32, np.sort(lo), np.array([0, 0]), np.array([0, 0]), True)
     >>> spec_ranges(spec, np.dtype(np.float32))
     (array([-2. ,  0.5]), array([-2. ,  0.5]))
+    >>> top = order_keys(np.array([np.inf], dtype=np.float32)).astype(np.uint64)
+    >>> spec_ranges(RefineSpec(0, 32, top, np.array([4]), np.array([0]), True), np.float32)
+    (array([inf]), array([inf]))
     """
     if spec is None:
         return np.empty(0), np.empty(0)
     lo = np.asarray(spec.cand_lo, dtype=np.uint64)
     hi = lo + ((np.uint64(1) << spec.cand_bits.astype(np.uint64)) - np.uint64(1))
-    values = [keys_to_values(k, dtype).astype(np.float64) for k in (lo, hi)]
-    return merge_ranges(*values)
+    with np.errstate(invalid="ignore"):
+        low, high = (keys_to_values(k, dtype).astype(np.float64) for k in (lo, hi))
+    # keys beyond the infinities are NaN patterns: the range reaches the infinity
+    return merge_ranges(
+        np.where(np.isnan(low), -np.inf, low), np.where(np.isnan(high), np.inf, high)
+    )
 
 
 def screened_inputs(

@@ -273,3 +273,10 @@ def test_worker_processes_give_the_same_bits_with_the_screen():
     with dask.config.set(scheduler="processes", num_workers=2):
         procs = run()
     xr.testing.assert_identical(procs, threads)
+
+
+def test_rows_too_large_for_float32_are_scored_exactly():
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(size=(5, 6)) * 2.0**60, rng.normal(size=(7, 6)) * 2.0**60
+    got, recomputed = screen.screen_block(a, b, np.array([0.0]), np.array([1.0]))
+    assert recomputed == 35 and (order_keys(got) == order_keys(score_block(a, b))).all()

@@ -26,7 +26,8 @@ exact product. So ``e = c |a| |b| + t`` with ``c = 1.01 (gamma_d (1 + u)^2 + 3u 
 underflow: ``2**-126 (2 (1 + u) sqrt(d) (|a| + |b|) + 4d + 1)``, for inputs and every
 operation flushed to zero. For unit rows at ``d = 256``: ``e = 1.56e-5``.
 
-Blocks whose rows are too large for float32 (norms beyond ``2**100``) are computed exactly.
+Blocks whose rows are too large for float32 (norms, or the product of the largest norms of
+both sides, beyond ``2**100``) are computed exactly.
 
 Examples
 --------
@@ -69,7 +70,8 @@ __all__ = [
 
 _U = 2.0**-24  # float32 unit roundoff
 _MIN_NORMAL = 2.0**-126  # float32's smallest normal number
-#: Rows with a larger norm are not screened (their float32 products could overflow).
+#: Blocks with a row of a larger norm, or a larger product of the largest norms of their two
+#: sides, are computed exactly (their float32 products could overflow).
 MAX_NORM = 2.0**100
 #: Flagged pairs recomputed at once by the numpy path (bounds its gathered rows).
 PAIRS_AT_ONCE = 1 << 14
@@ -224,7 +226,7 @@ def screen_block(
     nb = np.sqrt(np.einsum("ij,ij->i", b, b))
     a_max, b_max = float(na.max(initial=0.0)), float(nb.max(initial=0.0))
     d = a.shape[1]
-    if not (a_max < MAX_NORM and b_max < MAX_NORM and d * _U < 0.5):
+    if not (a_max < MAX_NORM and b_max < MAX_NORM and a_max * b_max < MAX_NORM and d * _U < 0.5):
         return score_block(a, b), shape[0] * shape[1]
     c, t = screen_factors(d, a_max, b_max)
     v = np.empty(shape, dtype=np.float32)
