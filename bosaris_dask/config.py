@@ -26,6 +26,10 @@ key                    default     meaning
                                    a candidate trial (pass 1 notes which bins each chunk holds): a
                                    chunk of an embedding source skipped is a block product saved;
                                    0: read every chunk
+``screen``             1           a refinement pass reads a score source's *screen* where it
+                                   has one (exact scores only near the candidate bins: scores
+                                   from embeddings, :mod:`bosaris_dask.screening`); 0: the
+                                   exact scores everywhere
 ``adaptive-bins``      1           pass 1's bins fitted to a sample of the scores (finer where
                                    they are dense, :mod:`bosaris_dask.binmap`): 0 never, 1 when
                                    the trials outnumber ``keep-limit`` (and ``coarse_bits`` is
@@ -79,6 +83,7 @@ KNOBS: dict[str, tuple[int, int, int]] = {
     "auc-limit": (1 << 24, 0, 1 << 40),
     "adaptive-bins": (1, 0, 2),
     "skip-chunks": (1, 0, 1),
+    "screen": (1, 0, 1),
     "bootstrap-bins": (256, 4, 1 << 16),
     "bootstrap-budget": (1 << 29, 1 << 20, 1 << 42),
     "bootstrap-chunk": (1 << 30, 1 << 10, 1 << 40),

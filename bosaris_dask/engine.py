@@ -17,7 +17,10 @@ globally. Instead (see DESIGN.md, section 3.1):
    pass keeps them and every later round runs on them alone. A pass that reads the data reads
    only the chunks holding a trial of a candidate's pass-1 bin (pass 1 notes which bins each
    chunk holds: :class:`~bosaris_dask.refinement.ChunkBins`; knob ``skip-chunks``): from
-   embeddings, a chunk skipped is a block product not computed.
+   embeddings, a chunk skipped is a block product not computed. A score source with a screen
+   (:mod:`bosaris_dask.screening`; knob ``screen``) computes, for such a pass, exact scores only
+   where they can fall in a candidate bin: from embeddings, a float32 product per block instead
+   of the exact float64 one (:mod:`bosaris_dask.embeddings.screen`).
 
 The result of a system is a :class:`ScoreSummary`: ascending, non-empty key bins with target and
 non-target counts, exact (single keys) wherever a metric could depend on it.
@@ -63,6 +66,7 @@ from bosaris_dask import (
     refinement,
     roc,
     runner,
+    screening,
 )
 from bosaris_dask.binmap import MIN_ADAPTIVE_BITS, BinMap
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
@@ -703,8 +707,13 @@ def summarize(
             selection = None  # a bin outside the kept trials became a candidate: read again
         refined = [k for k, plan in enumerate(plans) if plan is not None]
         read, part = inputs, ""
+        if selection is None and along is None:  # a rider reads the exact scores: no screen
+            read = screening.screened_inputs(
+                inputs, [screening.spec_ranges(spec, dtype) for spec in specs], first=1,
+                dtype=dtype,
+            )  # fmt: skip
         if selection is None and held is not None:
-            read, part = refinement.chunks_to_read(inputs, [(held[k], specs[k]) for k in refined])
+            read, part = refinement.chunks_to_read(read, [(held[k], specs[k]) for k in refined])
         keep = None
         if selection is None and refinement.volume(summaries, plans) <= knobs["keep_limit"]:
             keep = blockwise_pass(partial(refine_kernels.select_kernel, specs=specs,

@@ -50,6 +50,7 @@ from bosaris_dask import (
     refine_kernels,
     refinement,
     runner,
+    screening,
 )
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.engine import ScoreSummary
@@ -265,6 +266,21 @@ def _held(first: GroupedPass1, part: Part) -> refinement.ChunkBins:
     return first.held[part.system]  # type: ignore[index]
 
 
+def _system_ranges(
+    specs: Sequence[refine_kernels.RefineSpec | None], parts: Sequence[Part], n_sys: int,
+    dtype: np.dtype,
+) -> list[screening.Ranges]:  # fmt: skip
+    """Per system, the score ranges of all its parts' candidate bins (for its screen)."""
+    out = []
+    for k in range(n_sys):
+        got = [screening.spec_ranges(spec, dtype)
+               for spec, p in zip(specs, parts, strict=True) if p.system == k]  # fmt: skip
+        lo = np.concatenate([r[0] for r in got]) if got else np.empty(0)
+        hi = np.concatenate([r[1] for r in got]) if got else np.empty(0)
+        out.append(screening.merge_ranges(lo, hi))
+    return out
+
+
 def refine_parts(
     first: GroupedPass1,
     parts: Sequence[Part],
@@ -369,9 +385,14 @@ def refine_parts(
             selection = None
         refined = [j for j, plan in enumerate(plans) if plan is not None]
         read, part = inputs, ""
+        if selection is None and along is None:  # a rider reads the exact scores: no screen
+            read = screening.screened_inputs(
+                inputs, _system_ranges(specs, parts, n_sys, first.dtype), first=2,
+                dtype=first.dtype,
+            )  # fmt: skip
         if selection is None and first.held is not None:
-            read, part = refinement.chunks_to_read(inputs, [(_held(first, parts[j]), specs[j])
-                                                        for j in refined])  # fmt: skip
+            read, part = refinement.chunks_to_read(read, [(_held(first, parts[j]), specs[j])
+                                                      for j in refined])  # fmt: skip
         keep = None
         if selection is None and refinement.volume(summaries, plans) <= knobs["keep_limit"]:
             keep = engine.blockwise_pass(

@@ -334,17 +334,18 @@ def test_bench_embeddings(capsys):
     module = _load("bench_embeddings")
     bench = module.Embeddings()
     bench.setup(side=60, dim=8, block=16, cohort=30)
-    for name in ("sgemm", "dgemm", "scores", "evaluate"):
+    for name in ("sgemm", "dgemm", "scores", "evaluate", "unscreened"):
         getattr(bench, f"time_{name}")()
     bench.time_cohort(top_n=5)
     assert bench.results.attrs["passes"] >= 1
     assert bench.results.sizes["system"] == 1
     assert bench.stats.sizes["id"] == 60
+    modes = ",".join([*module.MODES, "unscreened"])
     assert module.main(["--side", "40", "--dim", "8", "--block", "16", "--repeat", "1",
-                        "--cohort", "30", "--top-n", "5"]) == 0  # fmt: skip
+                        "--cohort", "30", "--top-n", "5", "--modes", modes]) == 0  # fmt: skip
     out = capsys.readouterr().out
-    assert "embeddings == zarr (EER, minDCF bit for bit): True" in out
-    assert {line.split()[0] for line in out.splitlines()} >= {*module.MODES, "cohort"}
+    assert "embeddings == unscreened == zarr (EER, minDCF bit for bit): True" in out
+    assert {line.split()[0] for line in out.splitlines()} >= {*module.MODES, "unscreened", "cohort"}
 
 
 def test_bench_cohort(capsys):

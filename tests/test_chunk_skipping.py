@@ -171,7 +171,16 @@ def test_embedding_blocks_without_candidates_are_not_recomputed(monkeypatch):
             calls.append(a.shape[0] * b.shape[0])
         return original(a, b)
 
+    screened = embedding_scoring.screened_scores
+
+    def counting_screened(a, b, **ranges):
+        with lock:
+            calls.append(a.shape[0] * b.shape[0])
+        return screened(a, b, **ranges)
+
     monkeypatch.setattr(embedding_scoring, "score_block", counting)
+    # a refinement pass computes each block it reads as a float32 screen
+    monkeypatch.setattr(embedding_scoring, "screened_scores", counting_screened)
     scores = scores_from_embeddings(enrol, test, chunks=(20, 20))
     assert scores.score.data.npartitions == 6
     ds = metrics.evaluate(scores, key)

@@ -8,7 +8,8 @@ fusion consumes like a stored score matrix.
 Modules: ``formats`` (one reader per file format), ``store`` (the labelled set), ``write``
 (atomic writers), ``model_map`` (multi-session enrolment), ``classes`` (a key from two
 ``id class`` tables), ``prepare`` (selection, checks, centering, normalization), ``kernel``
-(the deterministic block product), ``scoring`` (the lazy Scores), ``cohort`` and
+(the deterministic block product), ``rounding`` (its certified rounding), ``screen`` (the
+float32 screen of the refinement passes), ``scoring`` (the lazy Scores), ``cohort`` and
 ``normalization`` (Z/T/S/AS-norm).
 
 Examples

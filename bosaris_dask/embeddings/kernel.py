@@ -1,8 +1,9 @@
 """The block kernel: one block of scores, each the exact dot product of two prepared rows
 rounded once to float32.
 
-Determinism is what lets the evaluation engine recompute a block in a refinement pass and find
-the same scores as in pass 1. It is proven, not hoped for:
+Determinism is what lets the evaluation engine recompute scores in a refinement pass (a block,
+or, through the float32 screen of :mod:`bosaris_dask.embeddings.screen`, the few pairs near a
+candidate bin) and find the same scores as in pass 1. It is proven, not hoped for:
 
 - the inputs of a block are the prepared (centered, normalized) float64 rows, computed row by
   row with elementwise numpy operations, so a row is the same whatever block it is in;

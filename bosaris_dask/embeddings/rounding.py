@@ -13,7 +13,9 @@ bound; what is still ambiguous (an exact float32 tie, products that cancel exact
 in exact rational arithmetic (:func:`exact_round`).
 
 So a recomputed block, a block of another shape or a single pair give the same bits, and the
-refinement passes of the engine find the scores of pass 1.
+refinement passes of the engine find the scores of pass 1 (they recompute single pairs: the
+screen of :mod:`bosaris_dask.embeddings.screen`). Exact zeros may come out as ``-0.0`` or
+``+0.0``; the engine's keys make them equal (:mod:`bosaris_dask.keys`).
 
 Examples
 --------

@@ -2,7 +2,10 @@
 
 The score matrix is never stored: each chunk is one block product of prepared enrolment rows
 and prepared test rows (:mod:`bosaris_dask.embeddings.kernel`), computed when a pass needs it
-and recomputed, bit for bit, by every later pass.
+and recomputed, bit for bit, by every later pass. The plain (not normalized) matrix registers a
+screen (:mod:`bosaris_dask.screening`): a refinement pass of the engine then computes each block
+as a float32 product and recomputes exactly only the pairs whose score can lie in a candidate
+bin (:mod:`bosaris_dask.embeddings.screen`), instead of every exact product again.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
+from bosaris_dask import screening
 from bosaris_dask.embeddings.kernel import score_block
 from bosaris_dask.embeddings.prepare import (
     Side,
@@ -25,6 +29,7 @@ from bosaris_dask.embeddings.prepare import (
     prepare_models,
     resolve_center,
 )
+from bosaris_dask.embeddings.screen import screened_scores
 from bosaris_dask.errors import OptionError, TrialError
 from bosaris_dask.trials import kind_of, make_scores, trial_classes
 
@@ -32,6 +37,7 @@ __all__ = [
     "scores_from_embeddings",
     "scores_with_cohort_quality",
     "score_matrix",
+    "screened_matrix",
     "DEFAULT_CHUNKS",
 ]
 
@@ -51,9 +57,28 @@ def _check_dimensions(a: Side, b: Side) -> None:
 
 def score_matrix(enrol: Side, test: Side) -> da.Array:
     """The lazy float32 ``(enrol x test)`` score matrix of two prepared sides, one block product
-    per chunk (chunked as the sides' rows)."""
+    per chunk (chunked as the sides' rows), with its float32 screen registered for the
+    engine's refinement passes (:mod:`bosaris_dask.screening`)."""
     _check_dimensions(enrol, test)
-    return outer_blocks(score_block, enrol.values, test.values)
+    matrix = outer_blocks(score_block, enrol.values, test.values)
+    screening.register(matrix, partial(screened_matrix, enrol.values, test.values))
+    return matrix
+
+
+def screened_matrix(rows: da.Array, cols: da.Array, lo: np.ndarray, hi: np.ndarray) -> da.Array:
+    """The screened ``(rows x cols)`` matrix for the score ranges ``[lo[k], hi[k]]``
+    (:func:`bosaris_dask.embeddings.screen.screen_block` per block), chunked as
+    :func:`score_matrix`'s.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> a = da.from_array(np.array([[1.0, 0.0], [0.6, 0.8]]), chunks=1)
+    >>> screened_matrix(a, a, np.array([0.5]), np.array([0.7])).compute().tolist()
+    [[1.0, 0.6000000238418579], [0.6000000238418579, 1.0]]
+    """
+    return outer_blocks(screened_scores, rows, cols, lo=lo, hi=hi)
 
 
 def _boxed(block: np.ndarray) -> np.ndarray:
