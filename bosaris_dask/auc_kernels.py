@@ -5,16 +5,7 @@ Both ways of counting use them: riding along the evaluation's passes
 (:mod:`bosaris_dask.riding_auc`) and the passes after it (:mod:`bosaris_dask.exact_auc`, where
 the method is described).
 
-Examples
---------
->>> from bosaris_dask.measures import summary_from_arrays
->>> s = summary_from_arrays([1.0, 3.0], [2.0, 3.0, 9.0])
->>> from dataclasses import replace
->>> coarse = replace(s, lo=np.array([1 << 63], np.uint64), bits=np.array([63], np.int8),
-...                  n_tar=np.array([2]), n_non=np.array([3]))
->>> b = mixed_bins(coarse)  # one mixed bin holding every trial
->>> int(b.n_small.sum()), int(b.n_other.sum()), b.small_is_target
-(2, 3, True)
+The examples are in :func:`mixed_bins` and :func:`mixed_twice_u`.
 """
 
 from __future__ import annotations
