@@ -340,12 +340,13 @@ def test_bench_embeddings(capsys):
     assert bench.results.attrs["passes"] >= 1
     assert bench.results.sizes["system"] == 1
     assert bench.stats.sizes["id"] == 60
-    modes = ",".join([*module.MODES, "unscreened"])
+    # the script's child processes (each mode's body ran above): the modes it compares only,
+    # as every child costs a fresh interpreter and import in CI
     assert module.main(["--side", "40", "--dim", "8", "--block", "16", "--repeat", "1",
-                        "--cohort", "30", "--top-n", "5", "--modes", modes]) == 0  # fmt: skip
+                        "--cohort", "0", "--modes", "embeddings,unscreened,zarr"]) == 0  # fmt: skip
     out = capsys.readouterr().out
     assert "embeddings == unscreened == zarr (EER, minDCF bit for bit): True" in out
-    assert {line.split()[0] for line in out.splitlines()} >= {*module.MODES, "unscreened", "cohort"}
+    assert {line.split()[0] for line in out.splitlines()} >= {"embeddings", "unscreened", "zarr"}
 
 
 def test_bench_cohort(capsys):

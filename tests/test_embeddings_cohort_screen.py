@@ -64,7 +64,7 @@ def problems(draw):
     return a, c, top_n, block, capacity
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(problems())
 def test_screened_top_n_equals_the_streaming_selection_bit_for_bit(problem):
     a, c, top_n, block, capacity = problem
