@@ -33,7 +33,7 @@ __all__ = [
     "part_keys",
     "collect_kernel",
     "merge_collected",
-    "count_kernel",
+    "pair_count_kernel",
     "add_counts",
     "check_found",
     "auc_task_memory",
@@ -269,7 +269,7 @@ def merge_collected(parts: list[list[tuple[np.ndarray, np.ndarray | None]]]) -> 
     return merged
 
 
-def count_kernel(
+def pair_count_kernel(
     small_all: np.ndarray,
     *blocks: np.ndarray,
     system: int,

@@ -79,10 +79,10 @@ from bosaris_dask.auc_kernels import (
     auc_task_memory,
     check_found,
     collect_kernel,
-    count_kernel,
     merge_collected,
     mixed_bins,
     mixed_twice_u,
+    pair_count_kernel,
 )
 from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.measures import twice_u_parts
@@ -246,7 +246,7 @@ def exact_aucs(
             aggs = [
                 runner.Aggregation(
                     f"{names[ks[0]]} exact AUC counts",
-                    partial(count_kernel, system=system, group_at=group_at,
+                    partial(pair_count_kernel, system=system, group_at=group_at,
                             wanted=wanted(ks, "other"), at=tuple(at[k] for k in ks)),
                     None, combine=add_counts,
                 )

@@ -29,9 +29,9 @@ from bosaris_dask.auc_kernels import (
     add_counts,
     auc_task_memory,
     check_found,
-    count_kernel,
     in_bins,
     mixed_bins,
+    pair_count_kernel,
 )
 from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.exact_auc import ExactAuc
@@ -172,7 +172,7 @@ class RidingAuc:
         aggs = [
             runner.Aggregation(
                 f"{self.names[k]} exact AUC counts",
-                partial(count_kernel, system=k, group_at=group_at,
+                partial(pair_count_kernel, system=k, group_at=group_at,
                         wanted=tuple((self.parts[j].condition, plans[j], (-1,)) for j in mine),
                         at=tuple(at[j] for j in mine)),
                 None, combine=add_counts,
