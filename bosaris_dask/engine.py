@@ -65,6 +65,7 @@ from bosaris_dask import (
     refine_kernels,
     refinement,
     roc,
+    rounds,
     runner,
     screening,
 )
@@ -680,12 +681,11 @@ def summarize(
         along = rider.after_pass1([replace(s) for s in summaries], rode if riding else [], inputs)
 
     kappa = threshold_keys(np.asarray(thresholds, dtype=np.float64), dtype)
-    passes = 1
-    selection: refinement.Selection | None = None
-    while True:
-        plans: list[tuple[np.ndarray, refine_kernels.RefineSpec] | None] = []
-        joint = extra_candidates(summaries) if extra_candidates is not None else None
-        for k, s in enumerate(summaries):
+
+    def plan(current: list[ScoreSummary]) -> list[rounds.Plan]:
+        plans: list[rounds.Plan] = []
+        joint = extra_candidates(current) if extra_candidates is not None else None
+        for k, s in enumerate(current):
             if own_candidates is None or own_candidates[k]:
                 cands = refinement.candidates(s, kappa, pav_bounds, fmr=fmr, fnmr=fnmr)
             else:
@@ -700,66 +700,29 @@ def summarize(
                 plans.append((cands, spec))
             else:
                 plans.append(None)
-        if all(p is None for p in plans):
-            break
-        specs = tuple(p[1] if p else None for p in plans)
-        if selection is not None and not selection.holds(specs):
-            selection = None  # a bin outside the kept trials became a candidate: read again
-        refined = [k for k, plan in enumerate(plans) if plan is not None]
-        read, part = inputs, ""
-        if selection is None and along is None:  # a rider reads the exact scores: no screen
-            read = screening.screened_inputs(
-                inputs, [screening.spec_ranges(spec, dtype) for spec in specs], first=1,
-                dtype=dtype,
-            )  # fmt: skip
-        if selection is None and held is not None:
-            read, part = refinement.chunks_to_read(read, [(held[k], specs[k]) for k in refined])
-        keep = None
-        if selection is None and refinement.volume(summaries, plans) <= knobs["keep_limit"]:
-            keep = blockwise_pass(partial(refine_kernels.select_kernel, specs=specs,
-                                          compiled=cells >= COMPILED_PASS1_TRIALS, **blocks),
-                                  read)  # fmt: skip
-            selection = refinement.Selection(specs, keep)
-            passes += 1
-        name = f"refinement pass {passes + (selection is None)}{part}"
-        aggs = []
-        for k in refined:
-            spec = specs[k]
-            if selection is not None:
-                chunk = partial(refine_kernels.refine_kept_kernel, system=k, spec=spec,
-                                kept_spec=selection.specs[k])  # fmt: skip
-            else:
-                chunk = partial(refine_kernels.refine_system_kernel, system=k, spec=spec,
-                                compiled=cells >= COMPILED_PASS1_TRIALS, **blocks)  # fmt: skip
-            merge = refine_kernels.merge_system_refinements
-            aggs.append(runner.Aggregation(summaries[k].name, chunk, None, combine=merge))
-        if keep is not None and selection is not None:  # select, keep and refine in one go
-            kept = runner.run_pass_and_keep(
-                name, aggs, [keep], keep, split_every=split_every, progress=progress, also=along
-            )
-            selection.trials, results = kept[:2]
-            if along is not None:
-                rider.result, along = kept[2], None  # type: ignore[union-attr]
-        elif selection is not None:
-            results = runner.run_pass(
-                name, aggs, [selection.trials], split_every=split_every, progress=progress
-            )
-        else:
-            results = runner.run_pass(
-                name, aggs, read, split_every=split_every, progress=progress, also=along
-            )
-            if along is not None:
-                (results, rider.result), along = results, None  # type: ignore[union-attr]
-            passes += 1
-        for k, result in zip(refined, results, strict=True):
-            plan = plans[k]
-            if plan is not None:
-                summaries[k] = refinement.apply_refinement(summaries[k], plan[0], plan[1], result)
-    if along is not None:  # no pass read the data after pass 1: the rider takes one of its own
-        rider.result = compute(along, progress=progress)  # type: ignore[union-attr]
-        rider.alone = True  # type: ignore[union-attr]
-        passes += 1
-    return [replace(s, passes=passes) for s in summaries]
+        return plans
+
+    compiled = cells >= COMPILED_PASS1_TRIALS
+    merge = refine_kernels.merge_system_refinements
+    plan_rounds = rounds.Rounds(
+        inputs=inputs, dtype=dtype, first_scores=1, plan=plan,
+        ranges=lambda specs: [screening.spec_ranges(spec, dtype) for spec in specs],
+        held=None if held is None else held.__getitem__,
+        select=lambda specs, read: blockwise_pass(
+            partial(refine_kernels.select_kernel, specs=specs, compiled=compiled, **blocks), read),
+        kept_aggregations=lambda refined, specs, selection: [
+            runner.Aggregation(summaries[k].name, partial(
+                refine_kernels.refine_kept_kernel, system=k, spec=specs[k],
+                kept_spec=selection.specs[k]), None, combine=merge)
+            for k in refined],
+        read_aggregations=lambda refined, specs: ([
+            runner.Aggregation(summaries[k].name, partial(
+                refine_kernels.refine_system_kernel, system=k, spec=specs[k], compiled=compiled,
+                **blocks), None, combine=merge)
+            for k in refined], lambda results: dict(zip(refined, results, strict=True))),
+        keep_limit=knobs["keep_limit"], split_every=split_every, progress=progress,
+    )  # fmt: skip
+    return rounds.run_rounds(summaries, plan_rounds, rider, along)
 
 
 def score_bins(

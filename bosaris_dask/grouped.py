@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
+from typing import Any
 
 import dask.array as da
 import numpy as np
@@ -49,6 +50,7 @@ from bosaris_dask import (
     grouped_histograms,
     refine_kernels,
     refinement,
+    rounds,
     runner,
     screening,
 )
@@ -65,7 +67,6 @@ from bosaris_dask.grouped_refine_kernels import (
     refine_kept_part,
 )
 from bosaris_dask.keys import threshold_keys
-from bosaris_dask.progress import compute
 
 __all__ = ["summarize_parts", "grouped_pass1", "refine_parts", "GroupedPass1", "SystemPass1",
            "Part", "remap_groups"]  # fmt: skip
@@ -355,13 +356,12 @@ def refine_parts(
     blocks = {"block": knobs["block"], "slice_size": knobs["slice"], "compiled": compiled}
     n_sys = len(first.systems)
     kappa = threshold_keys(np.asarray(thresholds, dtype=np.float64), first.dtype)
-    passes = 1
-    selection: refinement.Selection | None = None
     part_tuple = tuple(parts)
-    while True:
-        plans: list[tuple[np.ndarray, refine_kernels.RefineSpec] | None] = []
-        joint = extra_candidates(summaries) if extra_candidates is not None else None
-        for j, s in enumerate(summaries):
+
+    def plan(current: list[ScoreSummary]) -> list[rounds.Plan]:
+        plans: list[rounds.Plan] = []
+        joint = extra_candidates(current) if extra_candidates is not None else None
+        for j, s in enumerate(current):
             cands = refinement.candidates(s, kappa, False, fmr=fmr, fnmr=fnmr)
             if joint is not None and joint[j] is not None:
                 cands = np.union1d(cands, joint[j]).astype(np.int64)
@@ -378,72 +378,36 @@ def refine_parts(
                 plans.append((cands, spec))
             else:
                 plans.append(None)
-        if all(p is None for p in plans):
-            break
-        specs = tuple(p[1] if p else None for p in plans)
-        if selection is not None and not selection.holds(specs):
-            selection = None
-        refined = [j for j, plan in enumerate(plans) if plan is not None]
-        read, part = inputs, ""
-        if selection is None and along is None:  # a rider reads the exact scores: no screen
-            read = screening.screened_inputs(
-                inputs, _system_ranges(specs, parts, n_sys, first.dtype), first=2,
-                dtype=first.dtype,
-            )  # fmt: skip
-        if selection is None and first.held is not None:
-            read, part = refinement.chunks_to_read(read, [(_held(first, parts[j]), specs[j])
-                                                      for j in refined])  # fmt: skip
-        keep = None
-        if selection is None and refinement.volume(summaries, plans) <= knobs["keep_limit"]:
-            keep = engine.blockwise_pass(
-                partial(grouped_select_kernel, specs=specs, parts=part_tuple, n_groups=n_groups,
-                        **blocks), read)  # fmt: skip
-            selection = refinement.Selection(specs, keep)
-            passes += 1
-        name = f"refinement pass {passes + (selection is None)}{part}"
-        if selection is not None:
-            aggs = [runner.Aggregation(
-                summaries[j].name, partial(refine_kept_part, part=j, spec=specs[j],
-                                           kept_spec=selection.specs[j]),
-                None, combine=merge_part_refinements) for j in refined]  # fmt: skip
-            if keep is not None:
-                kept = runner.run_pass_and_keep(
-                    name, aggs, [keep], keep, split_every=split_every, progress=progress,
-                    also=along,
-                )  # fmt: skip
-                selection.trials, results = kept[:2]
-                if along is not None:
-                    rider.result, along = kept[2], None  # type: ignore[union-attr]
-            else:
-                results = runner.run_pass(
-                    name, aggs, [selection.trials], split_every=split_every, progress=progress
-                )
-            by_part = dict(zip(refined, results, strict=True))
-        else:
-            owners = [k for k in range(n_sys)
-                      if any(parts[j].system == k for j in refined)]  # fmt: skip
-            mine = {k: [j for j, p in enumerate(parts) if p.system == k] for k in owners}
-            aggs = [runner.Aggregation(
-                sys_names[k], partial(grouped_refine_kernel, system=k,
-                                      specs=tuple(specs[j] for j in mine[k]),
-                                      parts=tuple(parts[j] for j in mine[k]),
-                                      n_groups=n_groups, **blocks),
-                None, combine=merge_parts) for k in owners]  # fmt: skip
-            results = runner.run_pass(
-                name, aggs, read, split_every=split_every, progress=progress, also=along
-            )
-            if along is not None:
-                (results, rider.result), along = results, None  # type: ignore[union-attr]
-            passes += 1
-            by_part = {j: r for k, rs in zip(owners, results, strict=True)
-                       for j, r in zip(mine[k], rs, strict=True) if r is not None}  # fmt: skip
-        for j in refined:
-            plan = plans[j]
-            if plan is not None:
-                summaries[j] = refinement.apply_refinement(summaries[j], plan[0], plan[1],
-                                                           by_part[j])  # fmt: skip
-    if along is not None:  # no pass read the data after pass 1: the rider takes one of its own
-        rider.result = compute(along, progress=progress)  # type: ignore[union-attr]
-        rider.alone = True  # type: ignore[union-attr]
-        passes += 1
-    return [replace(s, passes=passes) for s in summaries]
+        return plans
+
+    def read_aggregations(refined: list[int], specs: rounds.Specs):
+        owners = [k for k in range(n_sys) if any(parts[j].system == k for j in refined)]
+        mine = {k: [j for j, p in enumerate(parts) if p.system == k] for k in owners}
+        aggs = [runner.Aggregation(
+            sys_names[k], partial(grouped_refine_kernel, system=k,
+                                  specs=tuple(specs[j] for j in mine[k]),
+                                  parts=tuple(parts[j] for j in mine[k]),
+                                  n_groups=n_groups, **blocks),
+            None, combine=merge_parts) for k in owners]  # fmt: skip
+
+        def unpack(results: list) -> dict[int, Any]:
+            return {j: r for k, rs in zip(owners, results, strict=True)
+                    for j, r in zip(mine[k], rs, strict=True) if r is not None}  # fmt: skip
+
+        return aggs, unpack
+
+    plan_rounds = rounds.Rounds(
+        inputs=inputs, dtype=first.dtype, first_scores=2, plan=plan,
+        ranges=lambda specs: _system_ranges(specs, parts, n_sys, first.dtype),
+        held=None if first.held is None else lambda j: _held(first, parts[j]),
+        select=lambda specs, read: engine.blockwise_pass(
+            partial(grouped_select_kernel, specs=specs, parts=part_tuple, n_groups=n_groups,
+                    **blocks), read),
+        kept_aggregations=lambda refined, specs, selection: [runner.Aggregation(
+            summaries[j].name, partial(refine_kept_part, part=j, spec=specs[j],
+                                       kept_spec=selection.specs[j]),
+            None, combine=merge_part_refinements) for j in refined],
+        read_aggregations=read_aggregations, keep_limit=knobs["keep_limit"],
+        split_every=split_every, progress=progress,
+    )  # fmt: skip
+    return rounds.run_rounds(summaries, plan_rounds, rider, along)

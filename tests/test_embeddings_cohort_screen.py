@@ -20,13 +20,9 @@ from bosaris_dask.embeddings.cohort_moments import (
     cohort_moments,
     row_moments,
 )
-from bosaris_dask.embeddings.cohort_screen import (
-    pair_scores,
-    screen_bound,
-    screen_kernels,
-    screen_top,
-)
+from bosaris_dask.embeddings.cohort_screen import screen_kernels, screen_top
 from bosaris_dask.embeddings.kernel import score_block
+from bosaris_dask.embeddings.rounding import exact_pairs, screen_factors
 
 pytest.importorskip("numba")
 
@@ -103,22 +99,23 @@ def test_the_screen_bound_holds_on_adversarial_rows():
     c = _unit(np.vstack([a[:32] + 1e-7 * rng.normal(size=(32, d)), rng.normal(size=(64, d))]))
     v = a.astype(np.float32) @ c.astype(np.float32).T
     r = score_block(a, c).astype(np.float64)
-    k, t = screen_bound(d)
-    assert (np.abs(v.astype(np.float64) - r) <= k * 1.0 + t * (2 * d**0.5 + d + 1)).all()
+    na, nc = np.linalg.norm(a, axis=1), np.linalg.norm(c, axis=1)
+    k, t = screen_factors(d, float(na.max()), float(nc.max()))
+    assert (np.abs(v.astype(np.float64) - r) <= k * na[:, None] * nc[None, :] + t).all()
 
 
-def test_pair_scores_are_the_bits_of_the_block_kernel():
+def test_exact_pairs_are_the_bits_of_the_block_kernel():
     rng = np.random.default_rng(2)
     a, c = rng.normal(size=(40, 9)), rng.normal(size=(70, 9))
     a[0] = [0.5, 2.0**-25, 2.0**-60, 0, 0, 0, 0, 0, 0]  # a float32 tie broken below float64
     c[0] = [1, 1, 1, 0, 0, 0, 0, 0, 0]
     rows, cols = np.repeat(np.arange(40), 70), np.tile(np.arange(70), 40)
-    got = pair_scores(a, c, rows, cols)
+    got = exact_pairs(a, c, rows, cols)
     np.testing.assert_array_equal(got, score_block(a, c).ravel())
-    compiled = pair_scores(a, c, rows, cols, screen_kernels()["dots"])  # any summation order
+    compiled = exact_pairs(a, c, rows, cols, dots=screen_kernels()["dots"])  # any order
     np.testing.assert_array_equal(compiled, got)
     assert got[0] == np.float32(0.5 + 2.0**-24)
-    one = pair_scores(a, c, np.array([0]), np.array([0]))  # a pair alone: the same bits
+    one = exact_pairs(a, c, np.array([0]), np.array([0]))  # a pair alone: the same bits
     assert one[0] == got[0]
 
 

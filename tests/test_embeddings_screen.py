@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from bosaris_dask import engine, metrics, screening
 from bosaris_dask.conditions import condition_table
-from bosaris_dask.embeddings import from_arrays, scores_from_embeddings, screen
+from bosaris_dask.embeddings import from_arrays, rounding, scores_from_embeddings, screen
 from bosaris_dask.embeddings.kernel import score_block
 from bosaris_dask.keys import order_keys
 from bosaris_dask.trials import key_from_labels
@@ -67,7 +67,7 @@ def adversarial_rows(draw):
 def test_the_screen_bound_holds_for_any_summation_order(rows):
     a, b = rows
     na, nb = np.sqrt((a * a).sum(axis=1)), np.sqrt((b * b).sum(axis=1))
-    c, t = screen.screen_factors(a.shape[1], float(na.max()), float(nb.max()))
+    c, t = rounding.screen_factors(a.shape[1], float(na.max()), float(nb.max()))
     bound = c * na[:, None] * nb[None, :] + t
     exact = _exact(a, b)
     rounded = score_block(a, b).astype(np.float64)  # the scores the screen stands for

@@ -6,16 +6,9 @@ to float32, ``r = fl32(x)`` (:mod:`bosaris_dask.embeddings.rounding`). Computing
 exactly (a float64 product per score) is what made the AS-norm statistics slow; here each
 block of cohort scores is *screened* by a float32 product ``v = fl(a32 . b32)`` of the
 float32-rounded rows (sgemm), which is within a rigorous bound of ``r`` whatever the BLAS does
-(:func:`screen_bound`), and only the cohort rows whose score may still be among a row's top N
-are kept and recomputed exactly.
-
-**The bound.** With ``u = 2^-24`` (float32 unit roundoff), ``gamma_d = d u / (1 - d u)``,
-``A >= max(|a|, |a32|)`` and ``B >= max(|b|, |b32|)`` (Euclidean norms), any float32 evaluation
-of ``a32 . b32`` in any order is within ``gamma_d A B`` of ``a32 . b32``; the rounding of the
-inputs moves the dot product by at most ``(2u + u^2) A B``, the rounding of ``x`` to ``r`` by
-at most ``u A B``; products and inputs in float32's subnormal range add at most ``2^-149`` per
-term. So ``|v - r| <= (gamma_d + 3u + u^2) A B + 2^-149 (sqrt(d) (A + B) + d + 1)``; the screen
-uses twice that (the margin also covers the float64 arithmetic of the bound itself).
+(:func:`~bosaris_dask.embeddings.rounding.screen_factors`: ``|v - r| <= c |a| |b| + t``), and
+only the cohort rows whose score may still be among a row's top N are kept and recomputed
+exactly.
 
 **The selection.** Per row, with ``e_j`` the bound of cohort row ``j``, every ``v_j - e_j <=
 r_j <= v_j + e_j``. Let ``L`` be the ``N``-th largest lower bound ``v_j - e_j`` so far: it is
@@ -28,10 +21,9 @@ after compaction (many near-equal scores: duplicated cohort vectors) is marked *
 and its top N is computed by the exact streaming selection instead. For random 256-dimensional
 unit rows and ``N = 300`` of a 1e5 cohort, about ``N + 1`` candidates per row remain.
 
-**Exactness.** The candidates are recomputed as exact float32 scores (a float64 dot product
-per pair, certified against :func:`~bosaris_dask.embeddings.rounding.product_bound`, the rest
-recomputed error-free by :func:`~bosaris_dask.embeddings.rounding.exact_round`): the score of a
-pair does not depend on the pairs computed with it, so these are the bits of
+**Exactness.** The candidates are recomputed as exact float32 scores
+(:func:`~bosaris_dask.embeddings.rounding.exact_pairs`): the score of a pair does not depend on
+the pairs computed with it, so these are the bits of
 :func:`~bosaris_dask.embeddings.kernel.score_block` for the same pairs. The ``N`` largest of
 them are the multiset of the ``N`` largest exact cohort scores: the statistics computed from it
 are the bits of the streaming selection's.
@@ -57,11 +49,10 @@ from collections.abc import Callable
 import numpy as np
 
 from bosaris_dask.embeddings.kernel import pinned_blas
-from bosaris_dask.embeddings.rounding import exact_round, product_bound, round_certified
+from bosaris_dask.embeddings.rounding import exact_pairs, screen_factors
 from bosaris_dask.jit import compiled
 
-__all__ = ["SCREEN_ROWS", "screen_bound", "screen_kernels", "screen_top", "pair_scores",
-           "row_norms"]  # fmt: skip
+__all__ = ["SCREEN_ROWS", "screen_kernels", "screen_top", "row_norms"]
 
 #: Rows of a row chunk screened per float32 product (the product, ``SCREEN_ROWS x block``
 #: float32, stays in the core's cache while it is scanned).
@@ -71,26 +62,7 @@ SCREEN_ROWS = 128
 #: more rows are screened in parts.
 BUFFER_BYTES = 64 * 2**20
 
-_U32 = 2.0**-24
 _ETA = 2.0**-149  # float32's smallest subnormal
-
-#: The largest norm product screened in float32 (far from float32's overflow at 3.4e38).
-_MAX_NORM = 1e15
-
-
-def screen_bound(d: int) -> tuple[float, float]:
-    """``(k, t)``: ``|v - r| <= k A B + t (sqrt(d) (A + B) + d + 1)`` for a float32 screen
-    value ``v`` and the exact float32 score ``r`` of rows of norms at most ``A`` and ``B``
-    (already doubled: see the module docstring).
-
-    Examples
-    --------
-    >>> k, t = screen_bound(256)
-    >>> 3e-5 < k < 4e-5
-    True
-    """
-    gamma = d * _U32 / (1.0 - d * _U32)
-    return 2.0 * (gamma + 3.0 * _U32 + _U32**2), 2.0 * _ETA
 
 
 def _below_py(x):  # pragma: no cover - compiled by numba
@@ -213,7 +185,7 @@ def _finish_loop(top_n, ka, nb, tabs, thr, cnt, vals, idx, over, work, proof):
 
 
 def _dots_loop(a, c, rows, cols, out):  # pragma: no cover - compiled by numba (fastmath)
-    # any summation order will do: pair_scores certifies the products against their bound
+    # any summation order will do: exact_pairs certifies the products against their bound
     for p in range(rows.shape[0]):
         x, y = a[rows[p]], c[cols[p]]
         s = 0.0
@@ -263,35 +235,6 @@ def row_norms(x: np.ndarray) -> np.ndarray:
     return norms * (1.0 + 2.0**-22) + _ETA * math.sqrt(max(x.shape[1], 1))
 
 
-def pair_scores(
-    a: np.ndarray, c: np.ndarray, rows: np.ndarray, cols: np.ndarray, dots=None
-) -> np.ndarray:
-    """The exact float32 scores ``fl32(a[rows[p]] . c[cols[p]])`` of the listed pairs (the bits
-    :func:`~bosaris_dask.embeddings.kernel.score_block` gives them in any block).
-
-    Examples
-    --------
-    >>> a = np.array([[0.6, 0.8], [1.0, 0.0]])
-    >>> pair_scores(a, a, np.array([0, 1]), np.array([1, 1])).tolist()
-    [0.6000000238418579, 1.0]
-    """
-    out = np.empty(len(rows), dtype=np.float32)
-    if len(rows) == 0:
-        return out
-    if dots is None:
-        products = np.einsum("ij,ij->i", a[rows], c[cols])
-    else:
-        products = np.empty(len(rows))
-        dots(a, c, rows, cols, products)
-    a_norm = float(np.sqrt(np.einsum("ij,ij->i", a, a).max(initial=0.0)))
-    c_norm = float(np.sqrt(np.einsum("ij,ij->i", c, c).max(initial=0.0)))
-    bound = product_bound(a.shape[1], a_norm, c_norm)
-    failed = round_certified(products[None, :], bound, out[None, :])
-    if failed.size:
-        out[failed] = exact_round(a[rows[failed]], c[cols[failed]])
-    return out
-
-
 def screen_top(
     a: np.ndarray, cohort: np.ndarray, cohort32: np.ndarray, *, top_n: int, block: int,
     capacity: int | None = None, cohort_norms: np.ndarray | None = None,
@@ -337,11 +280,11 @@ def screen_top(
     na = row_norms(a)
     nb = row_norms(cohort) if cohort_norms is None else cohort_norms
     a_max, b_max = float(na.max(initial=0.0)), float(nb.max(initial=0.0))
-    if not (a_max < _MAX_NORM and b_max < _MAX_NORM and np.isfinite(a32).all()):
+    factors = screen_factors(d, a_max, b_max)
+    if factors is None:
         return None
-    k, t = screen_bound(d)
-    ka = k * na
-    tabs = t * (math.sqrt(d) * (na + b_max) + d + 1.0)
+    ka = factors[0] * na
+    tabs = np.full(m, factors[1])
     room = max(2, cap // 4)
     itype = np.int32 if n < 2**31 - 1 else np.int64
     thr = np.full(m, -np.inf) if guess is None else np.array(guess, dtype=np.float64)
@@ -372,7 +315,8 @@ def screen_top(
     rows = np.repeat(np.arange(m), np.where(ok, cnt, 0))
     cols = np.concatenate([idx[r, : cnt[r]] for r in np.flatnonzero(ok)] or [np.zeros(0, itype)])
     order = np.argsort(cols, kind="stable")  # cohort rows in order: each read once
-    exact = pair_scores(a, cohort, rows[order], cols[order].astype(np.int64), kernels["dots"])
+    exact = exact_pairs(a, cohort, rows[order], cols[order].astype(np.int64), a_norm=a_max,
+                        b_norm=b_max, dots=kernels["dots"])  # fmt: skip
     flat = np.empty_like(exact)
     flat[order] = exact
     packed = np.zeros((m, cap), dtype=np.float32)

@@ -41,9 +41,23 @@ import numpy as np
 
 from bosaris_dask.jit import compiled
 
-__all__ = ["product_bound", "round_certified", "exact_round", "round_products"]
+__all__ = [
+    "product_bound",
+    "round_certified",
+    "exact_round",
+    "round_products",
+    "exact_pairs",
+    "screen_factors",
+]
 
 _U = 2.0**-53  # float64 unit roundoff
+_U32 = 2.0**-24  # float32 unit roundoff
+_MIN_NORMAL32 = 2.0**-126  # float32's smallest normal number
+#: Rows of larger norms, or a larger product of the largest norms of both sides, are not
+#: screened in float32 (their float32 products could overflow).
+MAX_SCREEN_NORM = 2.0**100
+#: Pairs gathered at once by :func:`exact_pairs`' numpy path (bounds its temporaries).
+PAIRS_AT_ONCE = 1 << 14
 _TINY = 2.0**-1074  # float64's smallest subnormal: the error of an underflowing product
 _SPLIT = 134217729.0  # 2**27 + 1, Dekker's splitter
 
@@ -222,3 +236,79 @@ def round_products(products: np.ndarray, a: np.ndarray, b: np.ndarray, out: np.n
     if failed.size:
         rows, cols = np.divmod(failed, products.shape[1])
         out[rows, cols] = exact_round(a[rows], b[cols])
+
+
+def exact_pairs(
+    a: np.ndarray,
+    b: np.ndarray,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    *,
+    a_norm: float | None = None,
+    b_norm: float | None = None,
+    dots=None,
+) -> np.ndarray:
+    """The exact float32 scores ``fl32(a[rows[p]] . b[cols[p]])`` of the listed pairs: the bits
+    :func:`round_products` gives them in any block. ``a_norm`` and ``b_norm``: upper bounds on
+    the rows' norms (computed when not given); ``dots(a, b, rows, cols, out)``: a compiled loop
+    writing the float64 products in any summation order (else gathered rows, in parts).
+
+    Examples
+    --------
+    >>> a = np.array([[0.6, 0.8], [1.0, 0.0]])
+    >>> exact_pairs(a, a, np.array([0, 1]), np.array([1, 1])).tolist()
+    [0.6000000238418579, 1.0]
+    """
+    out = np.empty(len(rows), dtype=np.float32)
+    if len(rows) == 0:
+        return out
+    if a_norm is None:
+        a_norm = float(np.sqrt(np.einsum("ij,ij->i", a, a).max(initial=0.0)))
+    if b_norm is None:
+        b_norm = float(np.sqrt(np.einsum("ij,ij->i", b, b).max(initial=0.0)))
+    if dots is None:
+        products = np.concatenate([
+            np.einsum("ij,ij->i", a[rows[s : s + PAIRS_AT_ONCE]], b[cols[s : s + PAIRS_AT_ONCE]])
+            for s in range(0, len(rows), PAIRS_AT_ONCE)
+        ])  # fmt: skip
+    else:
+        products = np.empty(len(rows))
+        dots(a, b, rows, cols, products)
+    bound = product_bound(a.shape[1], a_norm, b_norm)
+    failed = round_certified(products[None, :], bound, out[None, :])
+    if failed.size:
+        out[failed] = exact_round(a[rows[failed]], b[cols[failed]])
+    return out
+
+
+def screen_factors(d: int, a_max: float, b_max: float) -> tuple[float, float] | None:
+    r"""``(c, t)`` with ``|v - r| <= c |a| |b| + t`` for every pair of float64 rows ``a``, ``b``
+    of dimension ``d`` and norms at most ``a_max`` and ``b_max``, where ``v`` is any float32
+    evaluation of ``fl32(a) . fl32(b)`` (any BLAS, summation order, blocking or thread count,
+    subnormals kept or flushed to zero) and ``r`` the exact score ``fl32(a . b)``; ``None``
+    where the rows are too large for float32 products (:data:`MAX_SCREEN_NORM`).
+
+    With ``u = 2**-24`` and ``gamma_d = d u / (1 - d u)``: the float32 evaluation is within
+    ``gamma_d sum_k |a32_k b32_k| <= gamma_d |a32| |b32|`` of ``a32 . b32`` (Cauchy-Schwarz),
+    and ``|a32| <= (1 + u) |a|``; rounding the inputs moves ``a . b`` by at most
+    ``(2u + u^2) |a| |b|``; ``r`` is within ``u |a . b|`` of ``a . b``. So ``c = 1.01
+    (gamma_d (1 + u)^2 + 3u + 2u^2) + 2**-40`` (the last term covers the float64 arithmetic of
+    a test ``|v - x| <= e``, the factor the float64 norms), and ``t = 1.01 2**-126 (2 (1 + u)
+    sqrt(d) (a_max + b_max) + 4d + 1)`` covers underflow, for inputs and every operation
+    flushed to zero.
+
+    Examples
+    --------
+    >>> c, t = screen_factors(256, 1.0, 1.0)
+    >>> round(c, 9), t < 1e-30
+    (1.5592e-05, True)
+    >>> screen_factors(8, 2.0**60, 2.0**60) is None
+    True
+    """
+    big = MAX_SCREEN_NORM
+    if not (a_max < big and b_max < big and a_max * b_max < big and d * _U32 < 0.5):
+        return None
+    gamma = d * _U32 / (1.0 - d * _U32)
+    c = 1.01 * (gamma * (1.0 + _U32) ** 2 + 3.0 * _U32 + 2.0 * _U32**2) + 2.0**-40
+    t = 1.01 * _MIN_NORMAL32 * (2.0 * (1.0 + _U32) * np.sqrt(d) * (a_max + b_max) + 4.0 * d + 1.0)
+    return c, float(t)

@@ -10,24 +10,15 @@ bins: :mod:`bosaris_dask.screening`); :func:`screen_block` computes a block for 
    half the time of the float64 product here);
 2. a bound ``e`` on ``|v - x|``, ``x`` the exact score, valid for any BLAS, summation order,
    blocking and thread count, with or without subnormals flushed to zero
-   (:func:`screen_factors`);
+   (:func:`~bosaris_dask.embeddings.rounding.screen_factors`, derived there; ``1.56e-5`` for
+   unit rows at ``d = 256``);
 3. every pair whose interval ``[v - e, v + e]`` meets a range gets its exact score (the
    float64 dot product of its two rows, certified or recomputed exactly as in
    :mod:`bosaris_dask.embeddings.rounding`: the same bits as in any block); every other pair
    keeps ``v``, which lies outside every range since the interval around it does.
 
 So the refinement kernels select exactly the trials, with exactly the scores, that the exact
-block gives them. The bound, with ``u = 2**-24`` and ``gamma_d = d u / (1 - d u)``: the
-float32 product is within ``gamma_d sum_k |a32_k b32_k| <= gamma_d |a32| |b32|`` of
-``a32 . b32`` (any order; Cauchy-Schwarz), ``|a32| <= (1 + u) |a|``; rounding the inputs moves
-``a . b`` by at most ``(2u + u^2) |a| |b|``; the exact score is within ``u |a . b|`` of the
-exact product. So ``e = c |a| |b| + t`` with ``c = 1.01 (gamma_d (1 + u)^2 + 3u + 2u^2) +
-2**-40`` (the last term covers the float64 arithmetic of the test) and ``t`` covering
-underflow: ``2**-126 (2 (1 + u) sqrt(d) (|a| + |b|) + 4d + 1)``, for inputs and every
-operation flushed to zero. For unit rows at ``d = 256``: ``e = 1.56e-5``.
-
-Blocks whose rows are too large for float32 (norms, or the product of the largest norms of
-both sides, beyond ``2**100``) are computed exactly.
+block gives them. Blocks whose rows are too large for float32 products are computed exactly.
 
 Examples
 --------
@@ -50,17 +41,15 @@ True
 from __future__ import annotations
 
 import functools
-import math
 import threading
 
 import numpy as np
 
 from bosaris_dask.embeddings.kernel import pinned_blas, score_block
-from bosaris_dask.embeddings.rounding import exact_round, product_bound, round_certified
+from bosaris_dask.embeddings.rounding import exact_pairs, exact_round, product_bound, screen_factors
 from bosaris_dask.jit import compiled
 
 __all__ = [
-    "screen_factors",
     "bucket_lut",
     "screen_block",
     "screened_scores",
@@ -68,13 +57,6 @@ __all__ = [
     "reset_counts",
 ]
 
-_U = 2.0**-24  # float32 unit roundoff
-_MIN_NORMAL = 2.0**-126  # float32's smallest normal number
-#: Blocks with a row of a larger norm, or a larger product of the largest norms of their two
-#: sides, are computed exactly (their float32 products could overflow).
-MAX_NORM = 2.0**100
-#: Flagged pairs recomputed at once by the numpy path (bounds its gathered rows).
-PAIRS_AT_ONCE = 1 << 14
 #: Cells per strip of the numpy test (bounds its float64 temporaries).
 STRIP_CELLS = 1 << 20
 
@@ -94,20 +76,6 @@ def reset_counts() -> None:
     with _COUNT_LOCK:
         for k in _COUNTS:
             _COUNTS[k] = 0
-
-
-def screen_factors(d: int, a_max: float, b_max: float) -> tuple[float, float]:
-    """``(c, t)``: ``|v - x| <= c |a| |b| + t`` for every pair of rows of dimension ``d`` with
-    norms at most ``a_max`` and ``b_max`` (see the module docstring).
-
-    >>> c, t = screen_factors(256, 1.0, 1.0)
-    >>> round(c, 9), t < 1e-30
-    (1.5592e-05, True)
-    """
-    gamma = d * _U / (1.0 - d * _U)
-    c = 1.01 * (gamma * (1.0 + _U) ** 2 + 3.0 * _U + 2.0 * _U**2) + 2.0**-40
-    t = 1.01 * _MIN_NORMAL * (2.0 * (1.0 + _U) * math.sqrt(d) * (a_max + b_max) + 4.0 * d + 1.0)
-    return c, t
 
 
 def _screen_loop(a, b, v, bits, lut, na, nb, c, t, lo, hi, bound):  # pragma: no cover - numba
@@ -194,20 +162,6 @@ def _flags(v: np.ndarray, na: np.ndarray, nb: np.ndarray, c: float, t: float, lo
     return np.concatenate(found) if found else np.empty(0, dtype=np.intp)
 
 
-def _recompute(a: np.ndarray, b: np.ndarray, v: np.ndarray, flat: np.ndarray, bound: float):
-    """The exact scores of the pairs ``flat`` (flat indices into ``v``), written into ``v``."""
-    out = v.reshape(-1)
-    for start in range(0, len(flat), PAIRS_AT_ONCE):
-        part = flat[start : start + PAIRS_AT_ONCE]
-        rows, cols = np.divmod(part, v.shape[1])
-        p = np.einsum("ij,ij->i", a[rows], b[cols])
-        got = np.empty(len(p), dtype=np.float32)
-        failed = round_certified(p, bound, got, compiled_loop=False)
-        if failed.size:
-            got[failed] = exact_round(a[rows[failed]], b[cols[failed]])
-        out[part] = got
-
-
 def screen_block(
     a: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray, *, compiled_loop: bool = True
 ) -> tuple[np.ndarray, int]:
@@ -226,9 +180,10 @@ def screen_block(
     nb = np.sqrt(np.einsum("ij,ij->i", b, b))
     a_max, b_max = float(na.max(initial=0.0)), float(nb.max(initial=0.0))
     d = a.shape[1]
-    if not (a_max < MAX_NORM and b_max < MAX_NORM and a_max * b_max < MAX_NORM and d * _U < 0.5):
+    factors = screen_factors(d, a_max, b_max)
+    if factors is None:
         return score_block(a, b), shape[0] * shape[1]
-    c, t = screen_factors(d, a_max, b_max)
+    c, t = factors
     v = np.empty(shape, dtype=np.float32)
     with pinned_blas():
         np.matmul(a.astype(np.float32), b.astype(np.float32).T, out=v)
@@ -243,7 +198,8 @@ def screen_block(
             v.reshape(-1)[flat] = exact_round(a[rows], b[cols])
         return v, int(flagged)
     flat = _flags(v, na, nb, c, t, lo, hi)
-    _recompute(a, b, v, flat, bound)
+    rows, cols = np.divmod(flat, shape[1])
+    v.reshape(-1)[flat] = exact_pairs(a, b, rows, cols, a_norm=a_max, b_norm=b_max)
     return v, len(flat)
 
 
