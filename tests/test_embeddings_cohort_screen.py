@@ -35,10 +35,11 @@ def _unit(x):
 @st.composite
 def problems(draw):
     """Rows, a cohort, N and a block: normal, repeated cohort rows (ties), small integers
-    (many equal scores) or unnormalized rows of mixed scales (the dot backend)."""
+    (many equal scores), unnormalized rows of mixed scales (the dot backend), or a cohort of
+    near copies of a row (scores closer than the screen's float32 error)."""
     m, k, d = draw(st.integers(1, 12)), draw(st.integers(2, 90)), draw(st.integers(1, 24))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    kind = draw(st.sampled_from(["normal", "repeated", "integers", "dot"]))
+    kind = draw(st.sampled_from(["normal", "repeated", "integers", "dot", "near"]))
     if kind == "integers":
         a = rng.integers(-1, 2, size=(m, d)).astype(np.float64)
         c = rng.integers(-1, 2, size=(k, d)).astype(np.float64)
@@ -49,6 +50,8 @@ def problems(draw):
         if kind == "repeated":
             c[: k // 2] = c[0]
             a[0] = c[0]
+        elif kind == "near":  # scores closer than the float32 products can tell apart
+            c = a[0] + 1e-7 * rng.normal(size=(k, d))
     if kind == "dot":
         a *= 10.0 ** rng.uniform(-3, 3, size=(m, 1))
         c *= 10.0 ** rng.uniform(-3, 3, size=(k, 1))
