@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask.embeddings.rounding import round_products
+from bosaris_dask.embeddings.rounding import max_row_norm, round_products
 
 #: Rows of a block multiplied at once (bounds the float64 intermediate).
 STRIP_ROWS = 1024
@@ -84,8 +84,10 @@ def score_block(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(a, dtype=np.float64)
     b = np.ascontiguousarray(b, dtype=np.float64)
     out = np.empty((a.shape[0], b.shape[0]), dtype=np.float32)
+    b_norm = max_row_norm(b)
     with pinned_blas():
         for start in range(0, a.shape[0], STRIP_ROWS):
             stop = min(start + STRIP_ROWS, a.shape[0])
-            round_products(a[start:stop] @ b.T, a[start:stop], b, out[start:stop])
+            strip = a[start:stop]
+            round_products(strip @ b.T, strip, b, out[start:stop], b_norm=b_norm)
     return out

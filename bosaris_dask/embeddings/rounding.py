@@ -48,6 +48,7 @@ __all__ = [
     "round_products",
     "exact_pairs",
     "screen_factors",
+    "max_row_norm",
 ]
 
 _U = 2.0**-53  # float64 unit roundoff
@@ -226,13 +227,25 @@ def exact_round(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def round_products(products: np.ndarray, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+def max_row_norm(x: np.ndarray) -> float:
+    """The largest Euclidean norm of the rows of ``x`` (0 for no rows).
+
+    >>> max_row_norm(np.array([[3.0, 4.0], [1.0, 0.0]]))
+    5.0
+    """
+    return float(np.sqrt(np.einsum("ij,ij->i", x, x).max(initial=0.0)))
+
+
+def round_products(
+    products: np.ndarray, a: np.ndarray, b: np.ndarray, out: np.ndarray, *,
+    b_norm: float | None = None,
+) -> None:  # fmt: skip
     """Write ``products = a @ b.T`` (float64, from any BLAS) into the float32 ``out`` rounded as
     the exact products are: certified where the float64 error bound allows, recomputed
-    exactly elsewhere."""
-    a_norm = float(np.sqrt(np.einsum("ij,ij->i", a, a).max(initial=0.0)))
-    b_norm = float(np.sqrt(np.einsum("ij,ij->i", b, b).max(initial=0.0)))
-    failed = round_certified(products, product_bound(a.shape[1], a_norm, b_norm), out)
+    exactly elsewhere. ``b_norm``: an upper bound on the norms of ``b``'s rows, when the
+    caller has it (the strips of a block share it)."""
+    b_norm = max_row_norm(b) if b_norm is None else b_norm
+    failed = round_certified(products, product_bound(a.shape[1], max_row_norm(a), b_norm), out)
     if failed.size:
         rows, cols = np.divmod(failed, products.shape[1])
         out[rows, cols] = exact_round(a[rows], b[cols])
@@ -262,10 +275,8 @@ def exact_pairs(
     out = np.empty(len(rows), dtype=np.float32)
     if len(rows) == 0:
         return out
-    if a_norm is None:
-        a_norm = float(np.sqrt(np.einsum("ij,ij->i", a, a).max(initial=0.0)))
-    if b_norm is None:
-        b_norm = float(np.sqrt(np.einsum("ij,ij->i", b, b).max(initial=0.0)))
+    a_norm = max_row_norm(a) if a_norm is None else a_norm
+    b_norm = max_row_norm(b) if b_norm is None else b_norm
     if dots is None:
         products = np.concatenate([
             np.einsum("ij,ij->i", a[rows[s : s + PAIRS_AT_ONCE]], b[cols[s : s + PAIRS_AT_ONCE]])
