@@ -202,22 +202,6 @@ def test_the_screen_recomputes_few_pairs():
     assert 0 < counted["recomputed"] < 0.02 * counted["pairs"]
 
 
-@pytest.mark.parametrize("norm", ["z", "s", "as"])
-def test_normalized_scores_are_not_screened_and_agree(norm):
-    e, t, key = _data("random", 60, 70, 16)
-    c = from_arrays([f"c{i}" for i in range(40)],
-                    np.random.default_rng(3).normal(size=(40, 16)).astype(np.float32))  # fmt: skip
-
-    def run():
-        s = scores_from_embeddings(e, t, norm=norm, cohort=c, top_n=10 if norm == "as" else None,
-                                   chunks=(25, 30))  # fmt: skip
-        return metrics.evaluate(s, key)
-
-    on, off, counted = _both(run)
-    xr.testing.assert_identical(on, off)
-    assert counted["blocks"] == 0
-
-
 def test_several_systems_and_a_transformed_array():
     """Two systems from embeddings (one refined in a pass the other is not) and a system whose
     array was transformed on the way (its ids in another order: read exact)."""

@@ -18,7 +18,9 @@ statistics are computed once per embedding when the Scores object is built
 the exact cohort dot products (from the cohort's mean and covariance, within ``2^-24`` of the
 cosine scale of the float32 cohort scores' statistics), over the top N those of the N largest
 float32 cohort scores; every block then
-only rescales its product. An embedding whose (top-N) cohort scores have zero spread makes the
+only rescales its product. The engine's refinement passes read the matrix screened
+(:mod:`bosaris_dask.embeddings.normalized_screen`): exact normalized scores only where they can
+lie in a candidate bin. An embedding whose (top-N) cohort scores have zero spread makes the
 normalized score undefined and is an error naming it.
 
 Examples
@@ -35,11 +37,19 @@ Examples
 
 from __future__ import annotations
 
+from functools import partial
+
 import dask.array as da
 import numpy as np
 
+from bosaris_dask import screening
 from bosaris_dask.embeddings.cohort import side_statistics
 from bosaris_dask.embeddings.kernel import score_block
+from bosaris_dask.embeddings.normalized_screen import (
+    KINDS,
+    normalized_values,
+    screened_normalized,
+)
 from bosaris_dask.embeddings.prepare import Side
 from bosaris_dask.embeddings.scoring import outer_blocks
 from bosaris_dask.errors import OptionError, ScoreError
@@ -51,12 +61,8 @@ NORMS = ("none", "z", "t", "s", "as")
 
 def _normalize_block(a, b, mu_e, sd_e, mu_t, sd_t, norm: str) -> np.ndarray:
     s = score_block(a, b).astype(np.float64)
-    if norm == "z":
-        out = (s - mu_e[:, None]) / sd_e[:, None]
-    elif norm == "t":
-        out = (s - mu_t[None, :]) / sd_t[None, :]
-    else:
-        out = 0.5 * ((s - mu_e[:, None]) / sd_e[:, None] + (s - mu_t[None, :]) / sd_t[None, :])
+    out = normalized_values(s, mu_e[:, None], sd_e[:, None], mu_t[None, :], sd_t[None, :],
+                            KINDS[norm])  # fmt: skip
     return out.astype(np.float32)
 
 
@@ -117,6 +123,14 @@ def normalize(
 
     mu_e, sd_e = (lazy(e_stats[:, k], enrol.values) for k in cols)
     mu_t, sd_t = (lazy(t_stats[:, k], test.values) for k in cols)
-    matrix = outer_blocks(_normalize_block, enrol.values, test.values, mu_e, "i", sd_e, "i",
-                          mu_t, "j", sd_t, "j", norm=norm)  # fmt: skip
+    stats = (mu_e, "i", sd_e, "i", mu_t, "j", sd_t, "j")
+    matrix = outer_blocks(_normalize_block, enrol.values, test.values, *stats, norm=norm)
+    screening.register(matrix, partial(_screened, enrol.values, test.values, stats, norm))
     return matrix, e_found, t_found
+
+
+def _screened(rows: da.Array, cols: da.Array, stats: tuple, norm: str, lo: np.ndarray,
+              hi: np.ndarray) -> da.Array:  # fmt: skip
+    """The normalized matrix screened for the score ranges ``[lo[k], hi[k]]``
+    (:mod:`bosaris_dask.embeddings.normalized_screen`), chunked as the exact one."""
+    return outer_blocks(screened_normalized, rows, cols, *stats, norm=norm, lo=lo, hi=hi)

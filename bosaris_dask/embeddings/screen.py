@@ -55,6 +55,7 @@ __all__ = [
     "screened_scores",
     "counts",
     "reset_counts",
+    "count_block",
 ]
 
 #: Cells per strip of the numpy test (bounds its float64 temporaries).
@@ -203,12 +204,18 @@ def screen_block(
     return v, len(flat)
 
 
+def count_block(pairs: int, recomputed: int) -> None:
+    """Count a screened block of ``pairs`` pairs, ``recomputed`` of them exactly, in
+    :func:`counts`."""
+    with _COUNT_LOCK:
+        _COUNTS["blocks"] += 1
+        _COUNTS["pairs"] += pairs
+        _COUNTS["recomputed"] += recomputed
+
+
 def screened_scores(a: np.ndarray, b: np.ndarray, *, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """:func:`screen_block`'s block alone (the chunk function of a screened score matrix),
     counted in :func:`counts`."""
     v, recomputed = screen_block(a, b, lo, hi)
-    with _COUNT_LOCK:
-        _COUNTS["blocks"] += 1
-        _COUNTS["pairs"] += v.size
-        _COUNTS["recomputed"] += recomputed
+    count_block(v.size, recomputed)
     return v
