@@ -5,8 +5,7 @@ Usage::
 
     python benchmarks/bench_embeddings.py [--side 4096] [--dim 256] [--block 4096] [--repeat 3]
         [--modes sgemm,dgemm,scores,embeddings,zarr] [--cohort 0] [--top-n 300]
-        [--workdir DIR]  # modes also: unscreened
-        [--workdir DIR]
+        [--norm none] [--workdir DIR]  # modes also: unscreened
 
 Draws ``side`` enrolment and ``side`` test embeddings (float32, ``side // 20`` speakers, so a
 label-derived key has about 5% targets; seed 0) and times, each in a fresh child process (so
@@ -30,9 +29,13 @@ every mode alike):
   the rounds, by ``score``'s writer; the write time is printed; the store is deleted at the
   end unless ``--workdir`` is given). Both evaluations are checked to give the same EER and
   minDCF bit for bit.
-* ``cohort`` (with ``--cohort N``): the cohort statistics of AS-norm
+* ``cohort`` (with ``--cohort N`` and no ``--norm``): the cohort statistics of AS-norm
   (:func:`bosaris_dask.embeddings.cohort.cohort_stats`, top-``--top-n``) of the ``side``
   enrolment embeddings against ``N`` cohort embeddings (drawn like the test side).
+
+With ``--norm z|t|s|as`` (and ``--cohort N``) the scores of every mode but the products are
+normalized against that cohort (:mod:`bosaris_dask.embeddings.normalization`; the cohort
+statistics are computed in each timed call).
 
 Prints wall time, scores per second, the ratio to sgemm and to the zarr evaluation, and the
 peak RSS of each child. The issue's 1e9 and 1e10-pair runs are ``--side 31623`` and ``--side
@@ -68,7 +71,8 @@ MODES = ("sgemm", "dgemm", "scores", "embeddings", "zarr")
 class Embeddings:
     """asv-style benchmark bodies over one random embedding set."""
 
-    def setup(self, side: int = 1024, dim: int = 64, block: int = 512, cohort: int = 0) -> None:
+    def setup(self, side: int = 1024, dim: int = 64, block: int = 512, cohort: int = 0,
+              norm: str = "none", top_n: int = 300) -> None:  # fmt: skip
         rng = np.random.default_rng(0)
         speakers = max(2, side // 20)
         centres = rng.normal(size=(speakers, dim))
@@ -82,6 +86,7 @@ class Embeddings:
         self.key = key_from_labels(e_ids, labels_e, t_ids, labels_t, chunks=(block, block))
         self.block = block
         self.cohort = None
+        self.norm = {"norm": norm, "top_n": top_n if norm == "as" else None}
         if cohort:
             labels_c = rng.integers(0, speakers, size=cohort)
             c = (centres[labels_c] + rng.normal(size=(cohort, dim))).astype(np.float32)
@@ -102,7 +107,10 @@ class Embeddings:
         self._tiles(self.a.astype(np.float64), self.b.astype(np.float64))
 
     def lazy_scores(self):
-        return scores_from_embeddings(self.enrol, self.test, chunks=(self.block, self.block))
+        norm = self.norm if self.norm["norm"] != "none" else {}
+        cohort = {"cohort": self.cohort} if norm else {}
+        return scores_from_embeddings(self.enrol, self.test, chunks=(self.block, self.block),
+                                      **norm, **cohort)  # fmt: skip
 
     def time_scores(self) -> None:
         self.lazy_scores().score.data.sum(dtype=np.float64).compute()
@@ -146,7 +154,8 @@ def _warm_up() -> None:
 def _child(args: argparse.Namespace) -> None:
     _warm_up()
     bench = Embeddings()
-    bench.setup(args.side, args.dim, min(args.block, args.side), args.cohort)
+    bench.setup(args.side, args.dim, min(args.block, args.side), args.cohort, args.norm,
+                args.top_n)  # fmt: skip
     run = {
         "sgemm": bench.time_sgemm,
         "dgemm": bench.time_dgemm,
@@ -174,7 +183,8 @@ def _child(args: argparse.Namespace) -> None:
 def _measure(mode: str, args: argparse.Namespace, store: Path) -> dict:
     command = [sys.executable, __file__, "--child", mode, "--store", str(store),
                "--side", str(args.side), "--dim", str(args.dim), "--block", str(args.block),
-               "--cohort", str(args.cohort), "--top-n", str(args.top_n)]  # fmt: skip
+               "--cohort", str(args.cohort), "--top-n", str(args.top_n),
+               "--norm", args.norm]  # fmt: skip
     out = subprocess.run(command, check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -201,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--cohort", type=int, default=0, help="cohort size (0: no cohort run)")
     parser.add_argument("--top-n", type=int, default=300)
+    parser.add_argument("--norm", default="none", choices=("none", "z", "t", "s", "as"))
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--store", default=None, help=argparse.SUPPRESS)
@@ -209,12 +220,15 @@ def main(argv: list[str] | None = None) -> int:
         _child(args)
         return 0
     modes = [m for m in args.modes.split(",") if m]
-    if args.cohort:
+    if args.norm != "none" and not args.cohort:
+        parser.error("--norm needs --cohort N")
+    if args.cohort and args.norm == "none":
         modes.append("cohort")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench_embeddings_"))
     store = workdir / "scores.zarr"
     n = args.side**2
-    print(f"{args.side:,} x {args.side:,} = {n:.3g} pairs (d = {args.dim}), blocks of "
+    normed = f", {args.norm}-norm (cohort {args.cohort:,})" if args.norm != "none" else ""
+    print(f"{args.side:,} x {args.side:,} = {n:.3g} pairs (d = {args.dim}){normed}, blocks of "
           f"{min(args.block, args.side)}, median of {args.repeat} interleaved rounds")  # fmt: skip
     print(f"machine: {_machine()}")
     try:
