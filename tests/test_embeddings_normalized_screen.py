@@ -18,8 +18,9 @@ from bosaris_dask import engine, metrics, screening
 from bosaris_dask.embeddings import from_arrays, scores_from_embeddings, screen
 from bosaris_dask.embeddings.kernel import score_block
 from bosaris_dask.embeddings.normalized_screen import screen_normalized_block
-from bosaris_dask.keys import order_keys
 from bosaris_dask.trials import key_from_labels
+
+from .test_embeddings_screen import assert_screened
 
 OFF = {"bosaris_dask.screen": 0}
 
@@ -72,13 +73,7 @@ def test_a_screened_normalized_block_is_exact_near_the_ranges_and_outside_them_e
     exact = _reference(a, b, *stats, norm)
     got, recomputed = screen_normalized_block(a, b, *stats, norm, lo, hi, compiled_loop=False)
     fast, fast_recomputed = screen_normalized_block(a, b, *stats, norm, lo, hi)
-    x = exact.astype(np.float64)[..., None]
-    inside = ((x >= lo) & (x <= hi)).any(axis=-1)
-    assert got.dtype == np.float32 and got.shape == exact.shape
-    assert (order_keys(got[inside]) == order_keys(exact[inside])).all()
-    g = got.astype(np.float64)[..., None]
-    assert not ((g >= lo) & (g <= hi)).any(axis=-1)[~inside].any()
-    assert int(inside.sum()) <= recomputed <= exact.size
+    assert_screened(got, recomputed, exact, lo, hi)
     assert got.tobytes() == fast.tobytes()  # the compiled loop recomputes the same pairs
     assert fast_recomputed == recomputed or not len(lo)
 

@@ -104,6 +104,12 @@ def test_a_screened_block_is_exact_near_the_ranges_and_outside_them_elsewhere(pr
     a, b, lo, hi = problem
     exact = score_block(a, b)
     got, recomputed = screen.screen_block(a, b, lo, hi, compiled_loop=fast)
+    assert_screened(got, recomputed, exact, lo, hi)
+
+
+def assert_screened(got, recomputed, exact, lo, hi):
+    """``got`` holds ``exact``'s bits wherever ``exact`` lies in a range ``[lo[k], hi[k]]`` and
+    a value outside every range elsewhere; at least the pairs inside were recomputed."""
     x = exact.astype(np.float64)[..., None]
     inside = ((x >= lo) & (x <= hi)).any(axis=-1)
     assert got.dtype == np.float32 and got.shape == exact.shape

@@ -51,7 +51,7 @@ from bosaris_dask.embeddings.rounding import (
     product_bound,
     screen_factors,
 )
-from bosaris_dask.embeddings.screen import STRIP_CELLS, bucket_lut, count_block
+from bosaris_dask.embeddings.screen import STRIP_CELLS, bucket_lut, count_block, loop_helpers
 from bosaris_dask.jit import compiled
 
 __all__ = ["KINDS", "normalized_values", "screen_normalized_block", "screened_normalized"]
@@ -85,53 +85,45 @@ def _g(s, me, se, mt, st, kind):  # pragma: no cover - compiled by numba
 
 
 _g_compiled = None
+_meets = None
+_certified_dot = None
 
 
 def _norm_loop(a, b, v, bits, me, se, mt, st, kind, lut, na, nb, c, t, lo, hi, bound):
     # pragma: no cover - compiled by numba; tested against the numpy path
-    n_ranges = lo.shape[0]
-    d = a.shape[1]
     flagged = 0
     uncertain = 0
     for i in range(v.shape[0]):
         ci = c * na[i]
         for j in range(v.shape[1]):
             x = np.float64(v[i, j])
-            n = np.float32(_g_compiled(x, me[i], se[i], mt[j], st[j], kind))
-            v[i, j] = n
+            v[i, j] = np.float32(_g_compiled(x, me[i], se[i], mt[j], st[j], kind))
             if not lut[bits[i, j] >> 16]:
                 continue
             e = ci * nb[j] + t
             low = np.float64(np.float32(_g_compiled(x - e, me[i], se[i], mt[j], st[j], kind)))
             high = np.float64(np.float32(_g_compiled(x + e, me[i], se[i], mt[j], st[j], kind)))
-            left = 0
-            right = n_ranges
-            while left < right:  # the first range whose upper end is not below low
-                mid = (left + right) // 2
-                if hi[mid] < low:
-                    left = mid + 1
-                else:
-                    right = mid
-            if left == n_ranges or lo[left] > high:
+            if not _meets(lo, hi, low, high):
                 continue
             flagged += 1
-            s = 0.0
-            for k in range(d):
-                s += a[i, k] * b[j, k]
-            r = np.float32(s)
-            if np.float32(s - bound) == r and np.float32(s + bound) == r:
+            r = _certified_dot(a, b, i, j, bound)
+            if r == r:
                 v[i, j] = np.float32(_g_compiled(np.float64(r), me[i], se[i], mt[j], st[j], kind))
             else:
-                v[i, j] = np.nan
+                v[i, j] = r
                 uncertain += 1
     return flagged, uncertain
 
 
 def _loop():
     """The compiled loop, or ``None`` without numba."""
-    global _g_compiled
+    global _g_compiled, _meets, _certified_dot
+    helpers = loop_helpers()
     _g_compiled = compiled(_g)
-    return None if _g_compiled is None else compiled(_norm_loop)
+    if helpers is None or _g_compiled is None:
+        return None
+    _meets, _certified_dot = helpers
+    return compiled(_norm_loop)
 
 
 def _widen(lo, hi, e_max: float, slope: float) -> float:

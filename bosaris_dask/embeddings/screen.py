@@ -56,6 +56,7 @@ __all__ = [
     "counts",
     "reset_counts",
     "count_block",
+    "loop_helpers",
 ]
 
 #: Cells per strip of the numpy test (bounds its float64 temporaries).
@@ -79,13 +80,50 @@ def reset_counts() -> None:
             _COUNTS[k] = 0
 
 
+def _meets_py(lo, hi, low, high):  # pragma: no cover - compiled by numba
+    """Whether ``[low, high]`` meets one of the ranges ``[lo[k], hi[k]]`` (ascending,
+    disjoint): a binary search for the first range whose upper end is not below ``low``."""
+    left = 0
+    right = lo.shape[0]
+    while left < right:
+        mid = (left + right) // 2
+        if hi[mid] < low:
+            left = mid + 1
+        else:
+            right = mid
+    return left < lo.shape[0] and lo[left] <= high
+
+
+def _certified_dot_py(a, b, i, j, bound):  # pragma: no cover - compiled by numba
+    """The float32 of ``a[i] . b[j]`` where ``bound`` certifies its rounding, else NaN."""
+    s = 0.0
+    for k in range(a.shape[1]):
+        s += a[i, k] * b[j, k]
+    r = np.float32(s)
+    if np.float32(s - bound) == r and np.float32(s + bound) == r:
+        return r
+    return np.float32(np.nan)
+
+
+_meets = None
+_certified_dot = None
+
+
+def loop_helpers():
+    """The compiled range test and certified dot product the screens' loops call by name
+    (compiled before the loops that call them), or ``None`` without numba."""
+    global _meets, _certified_dot
+    _meets, _certified_dot = compiled(_meets_py), compiled(_certified_dot_py)
+    if _meets is None or _certified_dot is None:
+        return None
+    return _meets, _certified_dot
+
+
 def _screen_loop(a, b, v, bits, lut, na, nb, c, t, lo, hi, bound):  # pragma: no cover - numba
     """Recompute, in place in ``v``, the pairs whose interval meets a range: certified
     float32 of the float64 dot product, NaN where that is not certified. ``bits`` is ``v``
     viewed as ``uint32``; a pair is tested only if ``lut`` holds its top 16 bits. Returns the
     number of pairs recomputed and of NaNs written."""
-    n_ranges = lo.shape[0]
-    d = a.shape[1]
     flagged = 0
     uncertain = 0
     for i in range(v.shape[0]):
@@ -95,28 +133,12 @@ def _screen_loop(a, b, v, bits, lut, na, nb, c, t, lo, hi, bound):  # pragma: no
                 continue
             x = np.float64(v[i, j])
             e = ci * nb[j] + t
-            below = x - e
-            # the first range whose upper end is not below x - e
-            left = 0
-            right = n_ranges
-            while left < right:
-                mid = (left + right) // 2
-                if hi[mid] < below:
-                    left = mid + 1
-                else:
-                    right = mid
-            if left == n_ranges or lo[left] > x + e:
+            if not _meets(lo, hi, x - e, x + e):
                 continue
             flagged += 1
-            s = 0.0
-            for k in range(d):
-                s += a[i, k] * b[j, k]
-            r = np.float32(s)
-            if np.float32(s - bound) == r and np.float32(s + bound) == r:
-                v[i, j] = r
-            else:
-                v[i, j] = np.nan
-                uncertain += 1
+            r = _certified_dot(a, b, i, j, bound)
+            v[i, j] = r
+            uncertain += r != r
     return flagged, uncertain
 
 
@@ -189,7 +211,7 @@ def screen_block(
     with pinned_blas():
         np.matmul(a.astype(np.float32), b.astype(np.float32).T, out=v)
     bound = product_bound(d, a_max, b_max)
-    loop = compiled(_screen_loop) if compiled_loop else None
+    loop = compiled(_screen_loop) if compiled_loop and loop_helpers() is not None else None
     if loop is not None:
         lut = bucket_lut(lo, hi, 1.01 * (c * a_max * b_max + t))
         flagged, uncertain = loop(a, b, v, v.view(np.uint32), lut, na, nb, c, t, lo, hi, bound)
