@@ -10,17 +10,16 @@ from __future__ import annotations
 import dask
 import numpy as np
 import pytest
-import xarray as xr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bosaris_dask import engine, metrics, screening
-from bosaris_dask.embeddings import from_arrays, scores_from_embeddings, screen
+from bosaris_dask.embeddings import from_arrays, scores_from_embeddings
 from bosaris_dask.embeddings.kernel import score_block
 from bosaris_dask.embeddings.normalized_screen import screen_normalized_block
 from bosaris_dask.trials import key_from_labels
 
-from .test_embeddings_screen import assert_screened
+from .test_embeddings_screen import assert_screened, same_with_and_without_the_screen
 
 OFF = {"bosaris_dask.screen": 0}
 
@@ -125,15 +124,6 @@ def test_normalized_evaluations_are_the_same_with_and_without_the_screen(norm, c
             summary = engine.summarize(s, key, thresholds=[0.0, 1.0, 2.0], pav_bounds=True)
         return ds, summary
 
-    screen.reset_counts()
-    ds_on, (s_on,) = run()
-    counted = screen.counts()
-    with dask.config.set(OFF):
-        ds_off, (s_off,) = run()
-    xr.testing.assert_identical(ds_on, ds_off)
-    for field in ("lo", "bits", "n_tar", "n_non"):
-        assert np.array_equal(getattr(s_on, field), getattr(s_off, field))
-    assert (s_on.softplus_tar, s_on.softplus_non, s_on.passes) == (
-        s_off.softplus_tar, s_off.softplus_non, s_off.passes)  # fmt: skip
+    counted = same_with_and_without_the_screen(run)
     assert counted["blocks"] > 0  # the refinement passes were screened
     assert counted["recomputed"] < counted["pairs"] / 4

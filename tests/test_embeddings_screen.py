@@ -183,14 +183,21 @@ def test_evaluate_is_the_same_with_and_without_the_screen(kind, backend, chunks,
             summary = engine.summarize(s, key, thresholds=[0.0, 0.5, 1.0], pav_bounds=True)
         return ds, summary
 
+    counted = same_with_and_without_the_screen(run)
+    assert counted["blocks"] > 0  # the refinement passes were screened
+    assert counted["recomputed"] < counted["pairs"]
+
+
+def same_with_and_without_the_screen(run):
+    """Assert that ``run()`` (an evaluation and a one-system summary list) gives the same bits
+    with the screen on and off; the screen's counts of the run with it on."""
     (ds_on, (s_on,)), (ds_off, (s_off,)), counted = _both(run)
     xr.testing.assert_identical(ds_on, ds_off)
     for field in ("lo", "bits", "n_tar", "n_non"):
         assert np.array_equal(getattr(s_on, field), getattr(s_off, field))
     assert (s_on.softplus_tar, s_on.softplus_non, s_on.passes) == (
         s_off.softplus_tar, s_off.softplus_non, s_off.passes)  # fmt: skip
-    assert counted["blocks"] > 0  # the refinement passes were screened
-    assert counted["recomputed"] < counted["pairs"]
+    return counted
 
 
 def test_the_screen_recomputes_few_pairs():
