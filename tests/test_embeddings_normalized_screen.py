@@ -21,8 +21,6 @@ from bosaris_dask.trials import key_from_labels
 
 from .test_embeddings_screen import assert_screened, same_with_and_without_the_screen
 
-OFF = {"bosaris_dask.screen": 0}
-
 
 def _reference(a, b, mu_e, sd_e, mu_t, sd_t, norm):
     """The normalized block written out from the formulas (float64 on the exact scores)."""
