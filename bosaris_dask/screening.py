@@ -14,7 +14,8 @@ returns that array, chunked as the original. The engine asks for it (:func:`scre
 in every refinement pass that reads the data, with the candidate bins of that pass as score
 ranges (:func:`spec_ranges`), and the kernels then select exactly the trials, with exactly the
 scores, that they would select from the exact array. Scores from embeddings screen with a
-float32 product and an error bound (:mod:`bosaris_dask.embeddings.screen`).
+float32 product and an error bound (:mod:`bosaris_dask.embeddings.screen`; normalized ones
+through the normalization's monotonicity, :mod:`bosaris_dask.embeddings.normalized_screen`).
 
 The registry is keyed by the dask array's name: an array transformed on its way to the engine
 (aligned to a key in another order, rechunked, converted to float64) has another name and is

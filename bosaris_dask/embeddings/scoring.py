@@ -2,10 +2,11 @@
 
 The score matrix is never stored: each chunk is one block product of prepared enrolment rows
 and prepared test rows (:mod:`bosaris_dask.embeddings.kernel`), computed when a pass needs it
-and recomputed, bit for bit, by every later pass. The plain (not normalized) matrix registers a
-screen (:mod:`bosaris_dask.screening`): a refinement pass of the engine then computes each block
-as a float32 product and recomputes exactly only the pairs whose score can lie in a candidate
-bin (:mod:`bosaris_dask.embeddings.screen`), instead of every exact product again.
+and recomputed, bit for bit, by every later pass. The matrix registers a screen
+(:mod:`bosaris_dask.screening`): a refinement pass of the engine then computes each block as a
+float32 product and recomputes exactly only the pairs whose score can lie in a candidate bin
+(:mod:`bosaris_dask.embeddings.screen`; normalized scores:
+:mod:`bosaris_dask.embeddings.normalized_screen`), instead of every exact product again.
 """
 
 from __future__ import annotations
