@@ -34,8 +34,14 @@ Block = tuple[float, float, int, int]  # (lowest score, highest score, targets, 
 def roc_points(tar: np.ndarray, non: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every ROC point in counts: (misses, false alarms) at each distinct threshold and +inf."""
     thresholds = np.concatenate([np.unique(np.concatenate([tar, non])), [np.inf]])
-    misses = np.array([(tar < t).sum() for t in thresholds])
-    fas = np.array([(non >= t).sum() for t in thresholds])
+    return _counts(np.asarray(tar), np.asarray(non), thresholds)
+
+
+def _counts(tar: np.ndarray, non: np.ndarray, thresholds: np.ndarray):
+    """``#(tar < t)`` and ``#(non >= t)`` for every ``t``, by binary search in the sorted
+    scores."""
+    misses = np.searchsorted(np.sort(tar), thresholds, side="left")
+    fas = len(non) - np.searchsorted(np.sort(non), thresholds, side="left")
     return misses, fas
 
 
@@ -189,11 +195,13 @@ def fixed_fmr(tar, non, f) -> tuple[float, float, float]:
     tar, non = np.asarray(tar, dtype=np.float64), np.asarray(non, dtype=np.float64)
     if f < 1 / len(non):
         return math.nan, math.nan, math.nan
-    for t in sorted(set(tar.tolist()) | set(non.tolist())):
-        fmr = int((non >= t).sum()) / len(non)
-        if fmr <= f:
-            return t, fmr, int((tar < t).sum()) / len(tar)
-    return math.inf, 0.0, 1.0
+    thresholds = np.unique(np.concatenate([tar, non]))  # ascending
+    misses, fas = _counts(tar, non, thresholds)
+    ok = np.flatnonzero(fas / len(non) <= f)
+    if not len(ok):
+        return math.inf, 0.0, 1.0
+    i = ok[0]
+    return float(thresholds[i]), fas[i] / len(non), misses[i] / len(tar)
 
 
 def fixed_fnmr(tar, non, f) -> tuple[float, float, float]:
@@ -202,11 +210,12 @@ def fixed_fnmr(tar, non, f) -> tuple[float, float, float]:
     tar, non = np.asarray(tar, dtype=np.float64), np.asarray(non, dtype=np.float64)
     if f < 1 / len(tar):
         return math.nan, math.nan, math.nan
-    for t in sorted(set(tar.tolist()) | set(non.tolist()), reverse=True):
-        fnmr = int((tar < t).sum()) / len(tar)
-        if fnmr <= f:
-            return t, int((non >= t).sum()) / len(non), fnmr
-    raise AssertionError("the lowest target score always qualifies")
+    thresholds = np.unique(np.concatenate([tar, non]))  # ascending
+    misses, fas = _counts(tar, non, thresholds)
+    ok = np.flatnonzero(misses / len(tar) <= f)
+    assert len(ok), "the lowest target score always qualifies"
+    i = ok[-1]
+    return float(thresholds[i]), fas[i] / len(non), misses[i] / len(tar)
 
 
 def ece(llr_tar, llr_non, plo) -> float:
@@ -232,10 +241,11 @@ def pav_llr_of(tar, non) -> tuple[list[float], list[float]]:
     blocks = pav(tar, non)
     llrs = pav_llrs(blocks)
 
-    def of(s):
-        for (lo, hi, _, _), llr in zip(blocks, llrs, strict=True):
-            if lo <= s <= hi:
-                return llr
-        raise AssertionError(s)
+    lows = np.array([b[0] for b in blocks])
+
+    def of(s):  # the block whose span holds s: the last one starting at or below it
+        k = int(np.searchsorted(lows, s, side="right")) - 1
+        assert k >= 0 and blocks[k][0] <= s <= blocks[k][1], s
+        return llrs[k]
 
     return [of(float(s)) for s in tar], [of(float(s)) for s in non]

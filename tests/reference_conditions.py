@@ -28,7 +28,7 @@ Examples
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
@@ -57,13 +57,21 @@ def weighted_roc(scores, classes, weights) -> tuple[list[Fraction], list[Fractio
     w = _fractions(weights)
     total_tar = sum(x for x, c in zip(w, classes, strict=True) if c == 1)
     total_non = sum(x for x, c in zip(w, classes, strict=True) if c == -1)
+    at_tar: dict[float, Fraction] = defaultdict(Fraction)  # weight of each score, per class
+    at_non: dict[float, Fraction] = defaultdict(Fraction)
+    for x, s, c in zip(w, scores, classes, strict=True):
+        if c == 1:
+            at_tar[float(s)] += x
+        elif c == -1:
+            at_non[float(s)] += x
     thresholds = [*sorted(set(float(s) for s in scores)), np.inf]
     pmiss, pfa = [], []
-    for t in thresholds:
-        miss = sum(x for x, s, c in zip(w, scores, classes, strict=True) if c == 1 and s < t)
-        fa = sum(x for x, s, c in zip(w, scores, classes, strict=True) if c == -1 and s >= t)
-        pmiss.append(Fraction(miss) / total_tar)
-        pfa.append(Fraction(fa) / total_non)
+    miss, below_non = Fraction(0), Fraction(0)  # target weight below t, non-target weight below t
+    for t in thresholds:  # ascending: below the next t lie the scores below this t, and t's
+        pmiss.append(miss / total_tar)
+        pfa.append((total_non - below_non) / total_non)
+        miss += at_tar.get(t, Fraction(0))
+        below_non += at_non.get(t, Fraction(0))
     return pmiss, pfa
 
 
