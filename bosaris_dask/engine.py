@@ -704,22 +704,30 @@ def summarize(
 
     compiled = cells >= COMPILED_PASS1_TRIALS
     merge = refine_kernels.merge_system_refinements
+
+    def select(specs: rounds.Specs, read: list[da.Array]) -> da.Array:
+        kernel = partial(refine_kernels.select_kernel, specs=specs, compiled=compiled, **blocks)
+        return blockwise_pass(kernel, read)
+
+    def kept_aggregations(refined: list[int], specs: rounds.Specs,
+                          selection: refinement.Selection) -> list[runner.Aggregation]:  # fmt: skip
+        return [runner.Aggregation(summaries[k].name, partial(
+                    refine_kernels.refine_kept_kernel, system=k, spec=specs[k],
+                    kept_spec=selection.specs[k]), None, combine=merge)
+                for k in refined]  # fmt: skip
+
+    def read_aggregations(refined: list[int], specs: rounds.Specs):
+        aggs = [runner.Aggregation(summaries[k].name, partial(
+                    refine_kernels.refine_system_kernel, system=k, spec=specs[k],
+                    compiled=compiled, **blocks), None, combine=merge)
+                for k in refined]  # fmt: skip
+        return aggs, lambda results: dict(zip(refined, results, strict=True))
+
     plan_rounds = rounds.Rounds(
         inputs=inputs, dtype=dtype, first_scores=1, plan=plan,
         ranges=lambda specs: [screening.spec_ranges(spec, dtype) for spec in specs],
-        held=None if held is None else held.__getitem__,
-        select=lambda specs, read: blockwise_pass(
-            partial(refine_kernels.select_kernel, specs=specs, compiled=compiled, **blocks), read),
-        kept_aggregations=lambda refined, specs, selection: [
-            runner.Aggregation(summaries[k].name, partial(
-                refine_kernels.refine_kept_kernel, system=k, spec=specs[k],
-                kept_spec=selection.specs[k]), None, combine=merge)
-            for k in refined],
-        read_aggregations=lambda refined, specs: ([
-            runner.Aggregation(summaries[k].name, partial(
-                refine_kernels.refine_system_kernel, system=k, spec=specs[k], compiled=compiled,
-                **blocks), None, combine=merge)
-            for k in refined], lambda results: dict(zip(refined, results, strict=True))),
+        held=None if held is None else held.__getitem__, select=select,
+        kept_aggregations=kept_aggregations, read_aggregations=read_aggregations,
         keep_limit=knobs["keep_limit"], split_every=split_every, progress=progress,
     )  # fmt: skip
     return rounds.run_rounds(summaries, plan_rounds, rider, along)

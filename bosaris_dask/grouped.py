@@ -396,18 +396,23 @@ def refine_parts(
 
         return aggs, unpack
 
+    def select(specs: rounds.Specs, read: list[da.Array]) -> da.Array:
+        kernel = partial(grouped_select_kernel, specs=specs, parts=part_tuple, n_groups=n_groups,
+                         **blocks)  # fmt: skip
+        return engine.blockwise_pass(kernel, read)
+
+    def kept_aggregations(refined: list[int], specs: rounds.Specs,
+                          selection: refinement.Selection) -> list[runner.Aggregation]:  # fmt: skip
+        return [runner.Aggregation(summaries[j].name, partial(
+                    refine_kept_part, part=j, spec=specs[j], kept_spec=selection.specs[j]),
+                    None, combine=merge_part_refinements)
+                for j in refined]  # fmt: skip
+
     plan_rounds = rounds.Rounds(
         inputs=inputs, dtype=first.dtype, first_scores=2, plan=plan,
         ranges=lambda specs: _system_ranges(specs, parts, n_sys, first.dtype),
-        held=None if first.held is None else lambda j: _held(first, parts[j]),
-        select=lambda specs, read: engine.blockwise_pass(
-            partial(grouped_select_kernel, specs=specs, parts=part_tuple, n_groups=n_groups,
-                    **blocks), read),
-        kept_aggregations=lambda refined, specs, selection: [runner.Aggregation(
-            summaries[j].name, partial(refine_kept_part, part=j, spec=specs[j],
-                                       kept_spec=selection.specs[j]),
-            None, combine=merge_part_refinements) for j in refined],
-        read_aggregations=read_aggregations, keep_limit=knobs["keep_limit"],
-        split_every=split_every, progress=progress,
+        held=None if first.held is None else lambda j: _held(first, parts[j]), select=select,
+        kept_aggregations=kept_aggregations, read_aggregations=read_aggregations,
+        keep_limit=knobs["keep_limit"], split_every=split_every, progress=progress,
     )  # fmt: skip
     return rounds.run_rounds(summaries, plan_rounds, rider, along)

@@ -30,7 +30,7 @@ from bosaris_dask.refine_kernels import RefineSpec
 if TYPE_CHECKING:  # pragma: no cover
     from bosaris_dask.engine import Rider, ScoreSummary
 
-__all__ = ["Plan", "Rounds", "run_rounds"]
+__all__ = ["Plan", "Specs", "Rounds", "run_rounds"]
 
 #: A summary's candidate bins and the refinement spec that plans them (``None``: none left).
 Plan = tuple[np.ndarray, RefineSpec] | None
