@@ -46,7 +46,6 @@ import numpy as np
 from bosaris_dask.embeddings.kernel import pinned_blas, score_block
 from bosaris_dask.embeddings.rounding import (
     exact_pairs,
-    exact_round,
     max_row_norm,
     product_bound,
     screen_factors,
@@ -74,14 +73,6 @@ def normalized_values(s, mu_e, sd_e, mu_t, sd_t, kind: int):
     if kind == 1:
         return (s - mu_t) / sd_t
     return 0.5 * ((s - mu_e) / sd_e + (s - mu_t) / sd_t)
-
-
-def _g(s, me, se, mt, st, kind):  # pragma: no cover - compiled by numba
-    if kind == 0:
-        return (s - me) / se
-    if kind == 1:
-        return (s - mt) / st
-    return 0.5 * ((s - me) / se + (s - mt) / st)
 
 
 _g_compiled = None
@@ -119,7 +110,7 @@ def _loop():
     """The compiled loop, or ``None`` without numba."""
     global _g_compiled, _meets, _certified_dot
     helpers = loop_helpers()
-    _g_compiled = compiled(_g)
+    _g_compiled = compiled(normalized_values)  # on scalars: the same float64 operations
     if helpers is None or _g_compiled is None:
         return None
     _meets, _certified_dot = helpers
@@ -183,13 +174,10 @@ def screen_normalized_block(
         lut = bucket_lut(lo, hi, _widen(lo, hi, e_max, slope))
         flagged, uncertain = loop(a, b, v, v.view(np.uint32), *stats, kind, lut, na, nb, c, t,
                                   lo, hi, product_bound(a.shape[1], a_max, b_max))  # fmt: skip
-        if uncertain:
+        if uncertain:  # the few products too close to a float32 boundary: exactly
             flat = np.flatnonzero(np.isnan(v))
             rows, cols = np.divmod(flat, shape[1])
-            r = exact_round(a[rows], b[cols]).astype(np.float64)
-            v.reshape(-1)[flat] = normalized_values(
-                r, stats[0][rows], stats[1][rows], stats[2][cols], stats[3][cols], kind
-            ).astype(np.float32)
+            v.reshape(-1)[flat] = _exact_normalized(a, b, rows, cols, stats, kind, a_max, b_max)
         return v, int(flagged)
     flagged = []
     step = max(1, STRIP_CELLS // max(1, shape[1]))
