@@ -10,11 +10,14 @@ calls per block. Here one loop reads each trial's class, mask, group and score b
 adds one to its ``(group, bin)`` count and one to its pooled bin (the bins of 2,048 trials at a
 time, so the counts' cache misses overlap; counted in bytes, each wrap adding 256 to the
 total: a quarter of the cache), counting missing trials per group and non-finite
-scores on the way; a second loop splits each block's softplus terms (computed by numpy, as
-numba's ``exp`` and ``log1p`` differ from numpy's in the last bits) into whole and fractional
-grid units and adds them per ``(group, class)``. Both compute only integers (the units are
-integers below ``2**53`` held in float64, whose sums are exact in any order), so both paths
-give the same result, bit for bit; the tests check them against each other.
+scores on the way. The exact Cllr sums take the plain pass 1's terms
+(:mod:`bosaris_dask.fast_pass1`: numpy's ``exp`` and ``log1p`` of ``-|s|``, as numba's differ
+from numpy's in the last bits): a vector loop makes each trial's whole and fine grid units,
+a second adds them per ``(group, class)`` (:func:`sums_into`; numpy's dozen array operations
+per block for the terms and a scalar loop splitting them cost 13 ns per trial, these 8 on a
+1e9 chunk). All compute only integers (the units are integers below ``2**53``, whose sums are
+exact in any order), so both paths give the same result, bit for bit; the tests check them
+against each other.
 
 Examples
 --------
@@ -45,11 +48,12 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask import exact_sum
+from bosaris_dask import exact_sum, fast_pass1
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.jit import compiled
 
-__all__ = ["count_kernel", "counts_into", "units_kernel", "units_into"]
+__all__ = ["count_kernel", "counts_into", "units_kernel", "units_into", "sums_kernel", "sums_into",
+           "SUMS_RUN"]  # fmt: skip
 
 
 def _count_grouped(
@@ -205,6 +209,81 @@ def counts_into(
     hist += low
     phist += plow
     return int(out[0]), int(out[1]), int(out[2])
+
+
+def _group_sums(
+    cls, s, bits, e, exponent, groups, acc, h_buf, f_buf, whole, fine, big_at
+):  # pragma: no cover
+    # compiled by numba; the terms of fast_pass1._sum_terms, added per slot
+    big = False
+    sub = h_buf.size
+    for lo in range(0, s.size, sub):
+        hi = min(lo + sub, s.size)
+        c_, s_, b_, e_, g_ = cls[lo:hi], s[lo:hi], bits[lo:hi], e[lo:hi], groups[lo:hi]
+        for i in range(hi - lo):  # no store depends on another: a vector loop
+            c = c_[i]
+            nf = (np.uint64(b_[i]) & exponent) == exponent
+            x = 0.0 if nf else np.float64(s_[i])  # a non-finite score counts as 0.0
+            term = max(-x if c > 0 else x, 0.0) + e_[i]
+            term = term if c != 0 else 0.0
+            big |= term >= big_at
+            w = min(term, big_at) * whole
+            h = np.int64(w)  # truncation: floor, as w >= 0
+            h_buf[i] = h
+            f_buf[i] = np.int64(np.rint((w - h) * fine))
+        for i in range(hi - lo):  # then each trial's units to its slot
+            slot = 2 * np.int64(g_[i]) + (1 if c_[i] > 0 else 0)
+            acc[0, slot] += h_buf[i]
+            acc[1, slot] += f_buf[i]
+    return big
+
+
+def sums_kernel() -> tuple[Callable[..., Any], Callable[..., Any]] | None:
+    """The compiled loops for :func:`sums_into` (``-|s|`` of
+    :mod:`~bosaris_dask.fast_pass1`, and the per-slot sums), or ``None``."""
+    loops = compiled(fast_pass1._neg_abs), compiled(_group_sums)
+    return None if loops[0] is None or loops[1] is None else loops  # type: ignore[return-value]
+
+
+#: Trials per run of the per-slot sums: their units are written, then added to their slots
+#: (32 kB of units, in a core's L1 cache).
+SUMS_RUN = 2048
+
+
+def sums_into(
+    kernel: tuple[Callable[..., Any], Callable[..., Any]],
+    cls: np.ndarray,
+    s: np.ndarray,
+    groups: np.ndarray,
+    e: np.ndarray,
+    acc: np.ndarray,
+    bufs: tuple[np.ndarray, np.ndarray],
+) -> bool:
+    """Per slot ``2 * g + (cls > 0)``, the sums of the whole and the fine grid units
+    (:func:`bosaris_dask.exact_sum.split_units`) of the trials' softplus terms added to the
+    ``int64`` rows of ``acc`` (``(2, slots)``): what
+    :func:`bosaris_dask.kernels.softplus_terms` and :func:`units_into` give, bit for bit, for
+    trials whose codes ``cls`` (int8; ``0`` for no trial, so a trial without a score must be
+    0 here) are not 0; a non-finite score counts as 0.0. The terms are those of
+    :mod:`bosaris_dask.fast_pass1`: numpy's ``exp`` and ``log1p`` of ``-|s|`` into ``e``
+    (float64 scratch as long as ``s``, at most :data:`~bosaris_dask.exact_sum.MAX_BLOCK`),
+    then one compiled loop computing each trial's units (a vector loop) and one adding them
+    per slot, in runs of :data:`SUMS_RUN` trials (``bufs``: two ``int64`` buffers that long).
+
+    Returns whether a term reached :data:`~bosaris_dask.exact_sum.BIG` (rare: a score beyond
+    +-131072); then ``acc`` holds nothing usable and the caller sums the block exactly.
+    """
+    neg_abs, group_sums = kernel
+    kbits = s.dtype.itemsize * 8
+    exponent = np.uint64(0x7F800000 if kbits == 32 else 0x7FF0000000000000)
+    neg_abs(s, e)
+    np.exp(e, out=e)  # numpy's exp and log1p: the numpy path's bits
+    np.log1p(e, out=e)
+    bits = s.view(np.uint32 if kbits == 32 else np.uint64)
+    return bool(group_sums(
+        cls, s, bits, e, exponent, groups, acc, bufs[0], bufs[1], 2.0**exact_sum.HI_BITS,
+        2.0**exact_sum.LO_BITS, exact_sum.BIG,
+    ))  # fmt: skip
 
 
 def _group_units(terms, groups, cls, acc_hi, acc_lo, hi_scale, lo_scale):  # pragma: no cover
