@@ -9,8 +9,9 @@ the GIL), and adds the exact Cllr terms per ``(group, class)`` with two weighted
 calls per block. Here one loop reads each trial's class, mask, group and score bits once and
 adds one to its ``(group, bin)`` count and one to its pooled bin (the bins of 2,048 trials at a
 time, so the counts' cache misses overlap; counted in bytes, each wrap adding 256 to the
-total: a quarter of the cache), counting missing trials per group and non-finite
-scores on the way. The exact Cllr sums take the plain pass 1's terms
+total: a quarter of the cache); missing trials per group and non-finite scores are counted
+apart, by a loop that runs only where a vector loop finds a non-finite score or the mask a
+cell without one. The exact Cllr sums take the plain pass 1's terms
 (:mod:`bosaris_dask.fast_pass1`: numpy's ``exp`` and ``log1p`` of ``-|s|``, as numba's differ
 from numpy's in the last bits): a vector loop makes each trial's whole and fine grid units,
 a second adds them per ``(group, class)`` (:func:`sums_into`; numpy's dozen array operations
@@ -80,26 +81,21 @@ def _count_grouped(
     phist,
     low,
     plow,
-    missing,
 ):  # pragma: no cover
     # compiled by numba (coverage does not see inside); tested against the numpy path
     block = 2048  # first the bins of a block (no branches), then their counts
-    at = np.empty(block, dtype=np.int64)
-    pat = np.empty(block, dtype=np.int64)
+    at = np.empty(block, dtype=np.int32)  # int32: 16 kB for both, half a core's L1 cache
+    pat = np.empty(block, dtype=np.int32)
     dump = hist.size - 1  # non-trials and trials without a score
     pdump = phist.size - 1
     half = (hist.size - 1) // 2  # targets in the upper half
     zero = np.uint64(0)
     one = np.uint8(1)
-    bad, unscored, nonfinite = 0, 0, 0
     for lo in range(0, bits.size, block):
         hi = min(lo + block, bits.size)
-        odd = False  # a cell without a score, or a non-finite score, in this block
         for i in range(lo, hi):
             b = np.uint64(bits[i])
             nf = (b & exponent) == exponent
-            m = scored[i]
-            odd |= nf | (not m)
             b = zero if (nf or b == sign) else b  # non-finite counts as 0.0; -0.0 as +0.0
             key = b ^ (((zero - (b >> sign_bit)) & ones) | sign)  # order key, no branch
             if adaptive:
@@ -108,7 +104,7 @@ def _count_grouped(
             else:
                 k = np.int64(key >> shift)
             c = cls[i]
-            trial = c != 0 and m
+            trial = c != 0 and scored[i]
             at[i - lo] = (
                 (np.int64(groups[i]) * nbins + k + (half if c > 0 else 0)) if trial else dump
             )
@@ -138,22 +134,35 @@ def _count_grouped(
                 low[a] = v
                 if v == 0:
                     hist[a] += 256
-        if odd:  # rare: count them
-            for i in range(lo, hi):
-                nf = (np.uint64(bits[i]) & exponent) == exponent
-                c = cls[i]
-                nonfinite += nf
-                unscored += not scored[i]
-                if c != 0 and not scored[i]:
-                    missing[2 * np.int64(groups[i]) + (1 if c > 0 else 0)] += 1
-                bad += c != 0 and scored[i] and nf
+
+
+def _count_nonfinite(bits, exponent):  # pragma: no cover
+    # compiled by numba: a vector loop
+    n = 0
+    for i in range(bits.size):
+        n += (np.uint64(bits[i]) & exponent) == exponent
+    return n
+
+
+def _count_odd(cls, bits, scored, groups, exponent, missing):  # pragma: no cover
+    # compiled by numba; run only on a chunk with a cell without a score or a non-finite score
+    bad, unscored, nonfinite = 0, 0, 0
+    for i in range(bits.size):
+        nf = (np.uint64(bits[i]) & exponent) == exponent
+        c = cls[i]
+        nonfinite += nf
+        unscored += not scored[i]
+        if c != 0 and not scored[i]:
+            missing[2 * np.int64(groups[i]) + (1 if c > 0 else 0)] += 1
+        bad += c != 0 and scored[i] and nf
     return bad, unscored, nonfinite
 
 
-def count_kernel() -> Callable[..., Any] | None:
-    """The compiled counter for :func:`counts_into`, or ``None`` (numba missing, or
+def count_kernel() -> tuple[Callable[..., Any], ...] | None:
+    """The compiled loops for :func:`counts_into`, or ``None`` (numba missing, or
     :data:`bosaris_dask.jit.DISABLE_ENV` set)."""
-    return compiled(_count_grouped)
+    loops = tuple(compiled(fn) for fn in (_count_grouped, _count_nonfinite, _count_odd))
+    return None if any(fn is None for fn in loops) else loops
 
 
 def _map_args(binmap: BinMap | None) -> tuple[np.ndarray, np.uint64, np.uint64, bool]:
@@ -200,14 +209,21 @@ def counts_into(
     # every trial's two counts would miss a core's L2 (measured on 2**24 trials, those bins:
     # 4.3 ns per trial with uint32 counts, 1.9 with bytes)
     low, plow = np.zeros(hist.size, np.uint8), np.zeros(phist.size, np.uint8)
-    out = kernel(
-        codes, s.view(ku), np.asarray(scored, dtype=np.bool_), groups, table, bucket_shift,
-        shift, adaptive, ptable, pbucket_shift, pshift, padaptive, pooled is not None,
-        np.uint64(kbits - 1), np.uint64(1 << (kbits - 1)), exponent, np.uint64((1 << kbits) - 1),
-        np.int64(binmap.nbins), np.int64(pnbins), hist, phist, low, plow, missing,
+    count, count_nonfinite, count_odd = kernel
+    bits, scored = s.view(ku), np.asarray(scored, dtype=np.bool_)
+    count(
+        codes, bits, scored, groups, table, bucket_shift, shift, adaptive, ptable, pbucket_shift,
+        pshift, padaptive, pooled is not None, np.uint64(kbits - 1), np.uint64(1 << (kbits - 1)),
+        exponent, np.uint64((1 << kbits) - 1), np.int64(binmap.nbins), np.int64(pnbins), hist,
+        phist, low, plow,
     )  # fmt: skip
     hist += low
     phist += plow
+    # cells without a score and non-finite scores, counted apart (tracking them in the loop
+    # above cost 1.5-2 ns of its 15 per trial on a 1e9 chunk): rare, so first only looked for
+    if count_nonfinite(bits, exponent) == 0 and np.count_nonzero(scored) == scored.size:
+        return 0, 0, 0
+    out = count_odd(codes, bits, scored, groups, exponent, missing)
     return int(out[0]), int(out[1]), int(out[2])
 
 
