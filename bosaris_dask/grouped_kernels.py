@@ -332,7 +332,9 @@ def _compiled_pass1(
     encoded: bool = False,
 ) -> np.ndarray | compact.Encoded:
     """:func:`grouped_pass1_kernel` (the same result) with the compiled loops of
-    :mod:`~bosaris_dask.fast_grouped`: they count; numpy computes the softplus terms."""
+    :mod:`~bosaris_dask.fast_grouped`: they count, and add the Cllr units per group from
+    the plain pass 1's terms (numpy's ``exp`` and ``log1p``); a block with a term of
+    ``2**17`` or more takes :func:`~bosaris_dask.kernels.softplus_terms` and the exact path."""
     ws = workspace(np.dtype(s_all.dtype), block, slice_size)
     width = ws.key.dtype.itemsize * 8
     # uint32 counts below 2**32 trials per chunk; the targets in the upper half of each
