@@ -9,12 +9,16 @@ the GIL), and adds the exact Cllr terms per ``(group, class)`` with two weighted
 calls per block. Here one loop reads each trial's class, mask, group and score bits once and
 adds one to its ``(group, bin)`` count and one to its pooled bin (the bins of 2,048 trials at a
 time, so the counts' cache misses overlap; counted in bytes, each wrap adding 256 to the
-total: a quarter of the cache), counting missing trials per group and non-finite
-scores on the way; a second loop splits each block's softplus terms (computed by numpy, as
-numba's ``exp`` and ``log1p`` differ from numpy's in the last bits) into whole and fractional
-grid units and adds them per ``(group, class)``. Both compute only integers (the units are
-integers below ``2**53`` held in float64, whose sums are exact in any order), so both paths
-give the same result, bit for bit; the tests check them against each other.
+total: a quarter of the cache); missing trials per group and non-finite scores are counted
+apart, by a loop that runs only where a vector loop finds a non-finite score or the mask a
+cell without one. The exact Cllr sums take the plain pass 1's terms
+(:mod:`bosaris_dask.fast_pass1`: numpy's ``exp`` and ``log1p`` of ``-|s|``, as numba's differ
+from numpy's in the last bits): a vector loop makes each trial's whole and fine grid units,
+a second adds them per ``(group, class)`` (:func:`sums_into`; numpy's dozen array operations
+per block for the terms and a scalar loop splitting them cost 13 ns per trial, these 8 on a
+1e9 chunk). All compute only integers (the units are integers below ``2**53``, whose sums are
+exact in any order), so both paths give the same result, bit for bit; the tests check them
+against each other.
 
 Examples
 --------
@@ -45,11 +49,12 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask import exact_sum
+from bosaris_dask import exact_sum, fast_pass1
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.jit import compiled
 
-__all__ = ["count_kernel", "counts_into", "units_kernel", "units_into"]
+__all__ = ["count_kernel", "counts_into", "units_kernel", "units_into", "sums_kernel", "sums_into",
+           "SUMS_RUN"]  # fmt: skip
 
 
 def _count_grouped(
@@ -76,26 +81,21 @@ def _count_grouped(
     phist,
     low,
     plow,
-    missing,
 ):  # pragma: no cover
     # compiled by numba (coverage does not see inside); tested against the numpy path
     block = 2048  # first the bins of a block (no branches), then their counts
-    at = np.empty(block, dtype=np.int64)
-    pat = np.empty(block, dtype=np.int64)
+    at = np.empty(block, dtype=np.int32)  # int32: 16 kB for both, half a core's L1 cache
+    pat = np.empty(block, dtype=np.int32)
     dump = hist.size - 1  # non-trials and trials without a score
     pdump = phist.size - 1
     half = (hist.size - 1) // 2  # targets in the upper half
     zero = np.uint64(0)
     one = np.uint8(1)
-    bad, unscored, nonfinite = 0, 0, 0
     for lo in range(0, bits.size, block):
         hi = min(lo + block, bits.size)
-        odd = False  # a cell without a score, or a non-finite score, in this block
         for i in range(lo, hi):
             b = np.uint64(bits[i])
             nf = (b & exponent) == exponent
-            m = scored[i]
-            odd |= nf | (not m)
             b = zero if (nf or b == sign) else b  # non-finite counts as 0.0; -0.0 as +0.0
             key = b ^ (((zero - (b >> sign_bit)) & ones) | sign)  # order key, no branch
             if adaptive:
@@ -104,7 +104,7 @@ def _count_grouped(
             else:
                 k = np.int64(key >> shift)
             c = cls[i]
-            trial = c != 0 and m
+            trial = c != 0 and scored[i]
             at[i - lo] = (
                 (np.int64(groups[i]) * nbins + k + (half if c > 0 else 0)) if trial else dump
             )
@@ -134,22 +134,35 @@ def _count_grouped(
                 low[a] = v
                 if v == 0:
                     hist[a] += 256
-        if odd:  # rare: count them
-            for i in range(lo, hi):
-                nf = (np.uint64(bits[i]) & exponent) == exponent
-                c = cls[i]
-                nonfinite += nf
-                unscored += not scored[i]
-                if c != 0 and not scored[i]:
-                    missing[2 * np.int64(groups[i]) + (1 if c > 0 else 0)] += 1
-                bad += c != 0 and scored[i] and nf
+
+
+def _count_nonfinite(bits, exponent):  # pragma: no cover
+    # compiled by numba: a vector loop
+    n = 0
+    for i in range(bits.size):
+        n += (np.uint64(bits[i]) & exponent) == exponent
+    return n
+
+
+def _count_odd(cls, bits, scored, groups, exponent, missing):  # pragma: no cover
+    # compiled by numba; run only on a chunk with a cell without a score or a non-finite score
+    bad, unscored, nonfinite = 0, 0, 0
+    for i in range(bits.size):
+        nf = (np.uint64(bits[i]) & exponent) == exponent
+        c = cls[i]
+        nonfinite += nf
+        unscored += not scored[i]
+        if c != 0 and not scored[i]:
+            missing[2 * np.int64(groups[i]) + (1 if c > 0 else 0)] += 1
+        bad += c != 0 and scored[i] and nf
     return bad, unscored, nonfinite
 
 
-def count_kernel() -> Callable[..., Any] | None:
-    """The compiled counter for :func:`counts_into`, or ``None`` (numba missing, or
+def count_kernel() -> tuple[Callable[..., Any], ...] | None:
+    """The compiled loops for :func:`counts_into`, or ``None`` (numba missing, or
     :data:`bosaris_dask.jit.DISABLE_ENV` set)."""
-    return compiled(_count_grouped)
+    loops = tuple(compiled(fn) for fn in (_count_grouped, _count_nonfinite, _count_odd))
+    return None if any(fn is None for fn in loops) else loops
 
 
 def _map_args(binmap: BinMap | None) -> tuple[np.ndarray, np.uint64, np.uint64, bool]:
@@ -196,15 +209,97 @@ def counts_into(
     # every trial's two counts would miss a core's L2 (measured on 2**24 trials, those bins:
     # 4.3 ns per trial with uint32 counts, 1.9 with bytes)
     low, plow = np.zeros(hist.size, np.uint8), np.zeros(phist.size, np.uint8)
-    out = kernel(
-        codes, s.view(ku), np.asarray(scored, dtype=np.bool_), groups, table, bucket_shift,
-        shift, adaptive, ptable, pbucket_shift, pshift, padaptive, pooled is not None,
-        np.uint64(kbits - 1), np.uint64(1 << (kbits - 1)), exponent, np.uint64((1 << kbits) - 1),
-        np.int64(binmap.nbins), np.int64(pnbins), hist, phist, low, plow, missing,
+    count, count_nonfinite, count_odd = kernel
+    bits, scored = s.view(ku), np.asarray(scored, dtype=np.bool_)
+    count(
+        codes, bits, scored, groups, table, bucket_shift, shift, adaptive, ptable, pbucket_shift,
+        pshift, padaptive, pooled is not None, np.uint64(kbits - 1), np.uint64(1 << (kbits - 1)),
+        exponent, np.uint64((1 << kbits) - 1), np.int64(binmap.nbins), np.int64(pnbins), hist,
+        phist, low, plow,
     )  # fmt: skip
     hist += low
     phist += plow
+    # cells without a score and non-finite scores, counted apart (tracking them in the loop
+    # above cost 1.5-2 ns of its 15 per trial on a 1e9 chunk): rare, so first only looked for
+    if count_nonfinite(bits, exponent) == 0 and np.count_nonzero(scored) == scored.size:
+        return 0, 0, 0
+    out = count_odd(codes, bits, scored, groups, exponent, missing)
     return int(out[0]), int(out[1]), int(out[2])
+
+
+def _group_sums(
+    cls, s, bits, e, exponent, groups, acc, h_buf, f_buf, whole, fine, big_at
+):  # pragma: no cover
+    # compiled by numba; the terms of fast_pass1._sum_terms, added per slot
+    big = False
+    sub = h_buf.size
+    for lo in range(0, s.size, sub):
+        hi = min(lo + sub, s.size)
+        c_, s_, b_, e_, g_ = cls[lo:hi], s[lo:hi], bits[lo:hi], e[lo:hi], groups[lo:hi]
+        for i in range(hi - lo):  # no store depends on another: a vector loop
+            c = c_[i]
+            nf = (np.uint64(b_[i]) & exponent) == exponent
+            x = 0.0 if nf else np.float64(s_[i])  # a non-finite score counts as 0.0
+            term = max(-x if c > 0 else x, 0.0) + e_[i]
+            term = term if c != 0 else 0.0
+            big |= term >= big_at
+            w = min(term, big_at) * whole
+            h = np.int64(w)  # truncation: floor, as w >= 0
+            h_buf[i] = h
+            f_buf[i] = np.int64(np.rint((w - h) * fine))
+        for i in range(hi - lo):  # then each trial's units to its slot
+            slot = 2 * np.int64(g_[i]) + (1 if c_[i] > 0 else 0)
+            acc[0, slot] += h_buf[i]
+            acc[1, slot] += f_buf[i]
+    return big
+
+
+def sums_kernel() -> tuple[Callable[..., Any], Callable[..., Any]] | None:
+    """The compiled loops for :func:`sums_into` (``-|s|`` of
+    :mod:`~bosaris_dask.fast_pass1`, and the per-slot sums), or ``None``."""
+    loops = compiled(fast_pass1._neg_abs), compiled(_group_sums)
+    return None if loops[0] is None or loops[1] is None else loops  # type: ignore[return-value]
+
+
+#: Trials per run of the per-slot sums: their units are written, then added to their slots
+#: (32 kB of units, in a core's L1 cache).
+SUMS_RUN = 2048
+
+
+def sums_into(
+    kernel: tuple[Callable[..., Any], Callable[..., Any]],
+    cls: np.ndarray,
+    s: np.ndarray,
+    groups: np.ndarray,
+    e: np.ndarray,
+    acc: np.ndarray,
+    bufs: tuple[np.ndarray, np.ndarray],
+) -> bool:
+    """Per slot ``2 * g + (cls > 0)``, the sums of the whole and the fine grid units
+    (:func:`bosaris_dask.exact_sum.split_units`) of the trials' softplus terms added to the
+    ``int64`` rows of ``acc`` (``(2, slots)``): what
+    :func:`bosaris_dask.kernels.softplus_terms` and :func:`units_into` give, bit for bit, for
+    trials whose codes ``cls`` (int8; ``0`` for no trial, so a trial without a score must be
+    0 here) are not 0; a non-finite score counts as 0.0. The terms are those of
+    :mod:`bosaris_dask.fast_pass1`: numpy's ``exp`` and ``log1p`` of ``-|s|`` into ``e``
+    (float64 scratch as long as ``s``, at most :data:`~bosaris_dask.exact_sum.MAX_BLOCK`),
+    then one compiled loop computing each trial's units (a vector loop) and one adding them
+    per slot, in runs of :data:`SUMS_RUN` trials (``bufs``: two ``int64`` buffers that long).
+
+    Returns whether a term reached :data:`~bosaris_dask.exact_sum.BIG` (rare: a score beyond
+    +-131072); then ``acc`` holds nothing usable and the caller sums the block exactly.
+    """
+    neg_abs, group_sums = kernel
+    kbits = s.dtype.itemsize * 8
+    exponent = np.uint64(0x7F800000 if kbits == 32 else 0x7FF0000000000000)
+    neg_abs(s, e)
+    np.exp(e, out=e)  # numpy's exp and log1p: the numpy path's bits
+    np.log1p(e, out=e)
+    bits = s.view(np.uint32 if kbits == 32 else np.uint64)
+    return bool(group_sums(
+        cls, s, bits, e, exponent, groups, acc, bufs[0], bufs[1], 2.0**exact_sum.HI_BITS,
+        2.0**exact_sum.LO_BITS, exact_sum.BIG,
+    ))  # fmt: skip
 
 
 def _group_units(terms, groups, cls, acc_hi, acc_lo, hi_scale, lo_scale):  # pragma: no cover

@@ -143,6 +143,16 @@ class _GroupUnits:
         if self.blocks % _FLUSH == 0:
             self._flush()
 
+    def add_units(self, hi: np.ndarray, lo: np.ndarray) -> None:
+        """Add the per-slot sums of a block's whole and fine units (``int64``, each below
+        ``2**53``: at most ``MAX_BLOCK`` terms), as :func:`bosaris_dask.fast_grouped.sums_into`
+        makes them."""
+        self.hi += hi
+        self.lo += lo
+        self.blocks += 1
+        if self.blocks % _FLUSH == 0:
+            self._flush()
+
     def add(self, terms: np.ndarray, slot: np.ndarray, hi: np.ndarray) -> None:
         """Add ``terms`` (overwritten; at most ``MAX_BLOCK``) to their ``slot``; ``hi`` is a
         float64 buffer as long."""
@@ -322,7 +332,9 @@ def _compiled_pass1(
     encoded: bool = False,
 ) -> np.ndarray | compact.Encoded:
     """:func:`grouped_pass1_kernel` (the same result) with the compiled loops of
-    :mod:`~bosaris_dask.fast_grouped`: they count; numpy computes the softplus terms."""
+    :mod:`~bosaris_dask.fast_grouped`: they count, and add the Cllr units per group from
+    the plain pass 1's terms (numpy's ``exp`` and ``log1p``); a block with a term of
+    ``2**17`` or more takes :func:`~bosaris_dask.kernels.softplus_terms` and the exact path."""
     ws = workspace(np.dtype(s_all.dtype), block, slice_size)
     width = ws.key.dtype.itemsize * 8
     # uint32 counts below 2**32 trials per chunk; the targets in the upper half of each
@@ -338,9 +350,19 @@ def _compiled_pass1(
         counter, cls_all, s_all, m_all, grp_all, bm, hist, missing, pbm, pooled
     )
     sums = _GroupUnits(2 * n_groups)
+    summer = fast_grouped.sums_kernel()
+    acc = np.zeros((2, 2 * n_groups), dtype=np.int64)
+    bufs = (np.empty(fast_grouped.SUMS_RUN, np.int64), np.empty(fast_grouped.SUMS_RUN, np.int64))
     for b in slices(s_all.size, ws.block):
         s, key_cls = s_all[b], cls_all[b]
         c = key_cls if not unscored or m_all[b].all() else classes_of(key_cls, m_all[b])
+        acc[:] = 0
+        if summer is not None and not fast_grouped.sums_into(
+            summer, c, s, grp_all[b], ws.e[: s.size], acc, bufs
+        ):
+            sums.add_units(acc[0], acc[1])
+            continue
+        # numba missing, or a term of 2**17 or more in this block (rare): numpy's terms
         if nonfinite and not np.isfinite(s, out=ws.flag[: s.size]).all():
             s = np.where(ws.flag[: s.size], s, s.dtype.type(0))
         terms = softplus_terms(c, s, ws, np.count_nonzero(c) == s.size)

@@ -111,6 +111,36 @@ def _check(cls, s, m, g, n_groups, bm, pbm, block):
                                                          minlength=pbm.nbins))  # fmt: skip
 
 
+@settings(max_examples=60, deadline=None)
+@given(problem=chunks(), n_groups=st.integers(1, 5), seed=st.integers(0, 2**16))
+def test_compiled_per_group_sums_equal_the_numpy_terms_and_units(problem, n_groups, seed):
+    # sums_into's terms (fast_pass1's) and units against softplus_terms and split_units
+    # summed per slot with bincount (the numpy path); up to 6,300 trials: several runs
+    from bosaris_dask import exact_sum, fast_grouped
+    from bosaris_dask.grouped_kernels import _GroupUnits
+    from bosaris_dask.kernels import softplus_terms, workspace
+
+    cls, s, m, _, _ = problem
+    c = np.where(m, cls, 0).astype(np.int8).reshape(-1)
+    x = s.reshape(-1)
+    g = np.random.default_rng(seed).integers(0, n_groups, x.size).astype(np.int16)
+    acc = np.zeros((2, 2 * n_groups), dtype=np.int64)
+    bufs = (np.empty(fast_grouped.SUMS_RUN, np.int64), np.empty(fast_grouped.SUMS_RUN, np.int64))
+    with np.errstate(all="ignore"):
+        big = fast_grouped.sums_into(fast_grouped.sums_kernel(), c, x, g, np.empty(x.size),
+                                     acc, bufs)  # fmt: skip
+        ws = workspace(np.dtype(x.dtype), exact_sum.MAX_BLOCK, exact_sum.MAX_BLOCK)
+        terms = softplus_terms(c, np.where(np.isfinite(x), x, 0).astype(x.dtype), ws, False)
+    assert big == bool(np.any(terms >= exact_sum.BIG))
+    if big:
+        return
+    want = _GroupUnits(2 * n_groups)
+    want.add(terms.copy(), 2 * g.astype(np.intp) + (c > 0), np.empty(x.size))
+    got = _GroupUnits(2 * n_groups)
+    got.add_units(acc[0], acc[1])
+    assert got.total() == want.total()
+
+
 def test_terms_too_large_for_the_grid_are_summed_exactly_per_group():
     cls = np.array([[1, -1, -1, 1]], dtype=np.int8)
     s = np.array([[-3e5, 2e5, -1.0, 0.5]])  # softplus terms of 3e5 and 2e5: above 2**17
