@@ -257,7 +257,7 @@ def _group_sums(
 def sums_kernel() -> tuple[Callable[..., Any], Callable[..., Any]] | None:
     """The compiled loops for :func:`sums_into` (``-|s|`` of
     :mod:`~bosaris_dask.fast_pass1`, and the per-slot sums), or ``None``."""
-    loops = compiled(fast_pass1._neg_abs), compiled(_group_sums)
+    loops = compiled(fast_pass1.neg_abs), compiled(_group_sums)
     return None if loops[0] is None or loops[1] is None else loops  # type: ignore[return-value]
 
 

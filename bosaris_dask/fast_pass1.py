@@ -55,16 +55,17 @@ from bosaris_dask import exact_sum
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.jit import DISABLE_ENV, compiled
 
-__all__ = ["block_kernel", "block_args", "block_into", "DISABLE_ENV"]
+__all__ = ["block_kernel", "block_args", "block_into", "neg_abs", "DISABLE_ENV"]
 
 _WHOLE = 2.0**exact_sum.HI_BITS  # a term's whole grid units: floor(t * 2**20)
 _FINE = 2.0**exact_sum.LO_BITS  # its fine units: rint(frac * 2**37)
 _BIG = exact_sum.BIG  # terms from here on: the exact path (_big_block)
 
 
-def _neg_abs(s, e):  # pragma: no cover
-    # compiled by numba: -|s| in float64, -0.0 for a non-finite score (the numpy path scores
-    # it as 0.0), the argument of numpy's exp
+def neg_abs(s, e):  # pragma: no cover - compiled by numba
+    """Write ``-|s|`` in float64 into ``e``, ``-0.0`` for a non-finite score (the numpy path
+    scores it as 0.0): the argument of numpy's ``exp`` for the softplus terms (the grouped pass
+    1 compiles it too)."""
     for i in range(s.size):
         x = np.float64(s[i])
         e[i] = -abs(x) if math.isfinite(x) else -0.0
@@ -166,7 +167,7 @@ def block_kernel() -> tuple[Callable[..., Any], ...] | None:
     """The compiled loops for :func:`block_into`, or ``None`` when numba is missing or
     :data:`DISABLE_ENV` is set. Compiled on first use (cached on disk by numba where it can
     write); they release the GIL, so dask's threads run them in parallel."""
-    loops = tuple(compiled(fn) for fn in (_neg_abs, _count_trials, _sum_terms))
+    loops = tuple(compiled(fn) for fn in (neg_abs, _count_trials, _sum_terms))
     return None if any(fn is None for fn in loops) else loops
 
 
