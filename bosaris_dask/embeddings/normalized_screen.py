@@ -46,7 +46,6 @@ import numpy as np
 from bosaris_dask.embeddings.kernel import pinned_blas, score_block
 from bosaris_dask.embeddings.rounding import (
     exact_pairs,
-    max_row_norm,
     product_bound,
     screen_factors,
 )
@@ -153,7 +152,9 @@ def screen_normalized_block(
     shape = (a.shape[0], b.shape[0])
     if not len(lo):  # no range: any value will do
         return np.zeros(shape, dtype=np.float32), 0
-    a_max, b_max = max_row_norm(a), max_row_norm(b)
+    na = np.sqrt(np.einsum("ij,ij->i", a, a))
+    nb = np.sqrt(np.einsum("ij,ij->i", b, b))
+    a_max, b_max = float(na.max(initial=0.0)), float(nb.max(initial=0.0))
     factors = screen_factors(a.shape[1], a_max, b_max)
     if factors is None or not shape[0] or not shape[1]:
         exact = score_block(a, b).astype(np.float64)
@@ -161,8 +162,6 @@ def screen_normalized_block(
                                    stats[3], kind)  # fmt: skip
         return values.astype(np.float32), shape[0] * shape[1]
     c, t = factors
-    na = np.sqrt(np.einsum("ij,ij->i", a, a))
-    nb = np.sqrt(np.einsum("ij,ij->i", b, b))
     v = np.empty(shape, dtype=np.float32)
     with pinned_blas():
         np.matmul(a.astype(np.float32), b.astype(np.float32).T, out=v)
