@@ -46,16 +46,13 @@ __all__ = [
     "grouped_select_into",
     "bin_tables",
     "DISABLE_ENV",
-    "PACKED_LUTS",
     "SPARSE_SELECTION",
 ]
 
-#: From how many bins in all :func:`grouped_select_into` looks the selected bins up in bits
-#: packed eight to a byte instead of one byte each: below, the byte tables stay in a core's
-#: L2 cache and cost less to read (1e8 trials, 24 conditions: 2**17 + 24 x 2**14 bins, 4.8
-#: ns per trial with bytes, 5.5 with bits, measured); beyond, the bits fit where the bytes
-#: do not (1e9: 2**20 + 24 x 2**16 bins, 8.0 ns per trial with bytes, 6.0 with bits).
-PACKED_LUTS = 1 << 20
+#: The compiled loops read their bin tables as bits, eight bins to a byte, least significant
+#: bit first (``np.packbits(lut, bitorder="little")``): at 2**20 bins the bytes fill a core's
+#: L2 cache and the bits take an eighth of it, and at 2**17 bins the bits are no slower
+#: (benchmarks/README.md, "Selection loops with bit tables").
 
 
 def _select_trials(
@@ -89,9 +86,10 @@ def _select_trials(
             k = (t >> 8) + np.int64(key >> np.uint64(t & 255))
         else:
             k = np.int64(key >> shift)
+        k = min(max(k, 0), last)
         out_keys[n] = key
         out_tar[n] = c == 1
-        n += (c != 0) & scored[i] & lut[min(max(k, 0), last)]
+        n += (c != 0) & scored[i] & ((lut[k >> 3] >> (k & 7)) & 1)
     return n
 
 
@@ -141,7 +139,7 @@ def select_into(
         np.ascontiguousarray(scored, dtype=np.bool_),
         table, bucket_shift, shift, adaptive, np.uint64(kbits - 1), np.uint64(1 << (kbits - 1)),
         np.uint64((1 << kbits) - 1),
-        spec.lut, np.int64(spec.lut.size - 1), keys, is_tar,
+        spec.packed_lut, np.int64(spec.nbins - 1), keys, is_tar,
     ))  # fmt: skip
 
 
@@ -170,8 +168,6 @@ def _select_grouped(
     glut,
     nb,
     split,
-    lut_shift,
-    lut_mask,
     sign_bit,
     sign,
     ones,
@@ -193,11 +189,11 @@ def _select_grouped(
     # predicted; many: no branch, every trial written at the next free place. (One loop
     # would make each write's place wait for the previous trial's look-ups: 8 ns per trial
     # instead of 3, measured; a prefilter on the keys' top bits, as the numpy path has,
-    # mispredicts its branches where a fifth of the trials pass it.) The bin tables are bytes
-    # (lut_shift 0, lut_mask 0) or bits packed eight to a byte, least significant first (3, 7)
+    # mispredicts its branches where a fifth of the trials pass it.) The bin tables are bits
+    # (bin_tables); the padding bits of their last byte are zero
     zero = np.uint64(0)
-    plast = (plut.size << lut_shift) - 1
-    glast = (glut.size << lut_shift) - 1
+    plast = plut.size * 8 - 1
+    glast = glut.size * 8 - 1
     n_sel = 0
     for i in range(bits.size):
         c = cls[i]
@@ -213,7 +209,7 @@ def _select_grouped(
             else:
                 k = np.int64(key >> pshift)
             k = min(max(k, 0), plast)
-            flag |= np.uint8(trial & ((plut[k >> lut_shift] >> (k & lut_mask)) & 1))
+            flag |= np.uint8(trial & ((plut[k >> 3] >> (k & 7)) & 1))
         if split:
             if gadaptive:
                 t = gtable[np.intp(key >> gbucket_shift)]
@@ -222,7 +218,7 @@ def _select_grouped(
                 k = np.int64(key >> gshift)
             at = np.int64(groups[i]) * nb + k
             at = min(max(at, 0), glast)
-            hit = (glut[at >> lut_shift] >> (at & lut_mask)) & 1
+            hit = (glut[at >> 3] >> (at & 7)) & 1
             flag |= np.uint8(trial & hit) << np.uint8(1)
         flags[i] = flag
         n_sel += flag != 0
@@ -266,14 +262,14 @@ def grouped_select_loop() -> Callable[..., Any] | None:
     return compiled(_select_grouped)
 
 
-def bin_tables(plut: np.ndarray | None, glut: np.ndarray | None) -> tuple[bool, list]:
-    """Boolean bin tables as :func:`grouped_select_into` reads them: whether they are packed
-    (from :data:`PACKED_LUTS` bins in all), and each as ``uint8`` (one byte per bin, or eight
-    bins per byte, least significant bit first; ``None`` stays ``None``). Made once per chunk.
+def bin_tables(*luts: np.ndarray | None) -> list[np.ndarray | None]:
+    """Boolean bin tables as :func:`grouped_select_into` reads them: bits, eight bins to a
+    byte, least significant first (``None`` stays ``None``). Made once per chunk.
+
+    >>> [t.tolist() for t in bin_tables(np.array([1, 0, 0, 1, 0, 0, 0, 0, 1], bool))]
+    [[9, 1]]
     """
-    packed = sum(x.size for x in (plut, glut) if x is not None) >= PACKED_LUTS
-    return packed, [None if x is None else np.packbits(x, bitorder="little") if packed
-                    else x.view(np.uint8) for x in (plut, glut)]  # fmt: skip
+    return [None if x is None else np.packbits(x, bitorder="little") for x in luts]
 
 
 def grouped_select_into(
@@ -287,7 +283,6 @@ def grouped_select_into(
     scratch: np.ndarray,
     out_pooled: tuple[np.ndarray, np.ndarray],
     out_split: tuple[np.ndarray, np.ndarray, np.ndarray],
-    packed: bool = False,
 ) -> tuple[int, int]:
     """:func:`select_into` for the parts of a grouped refinement pass
     (:func:`bosaris_dask.grouped_refine_kernels.grouped_select_kernel`), each trial keyed once.
@@ -295,7 +290,7 @@ def grouped_select_into(
     ``pooled``: a spec whose pass-1 bins (``spec.binmap`` or ``spec.shift``) the pooled parts'
     candidates are in and their union as a table over those bins; ``split``: the same for the
     parts of groups, the table over ``(group, bin)`` (``group * spec.nbins + bin``); either
-    ``None``. The tables are those of :func:`bin_tables` (``packed`` as it says). ``scratch``:
+    ``None``. The tables are those of :func:`bin_tables`. ``scratch``:
     a ``uint8`` array as long as ``s``. Writes the keys and target flags of
     the trials of flat ``cls``, ``s``, ``scored`` in a selected pooled bin into
     ``out_pooled``, and the keys, target flags and groups of those in a selected ``(group,
@@ -317,7 +312,7 @@ def grouped_select_into(
         np.ascontiguousarray(scored, dtype=np.bool_), np.ascontiguousarray(groups),
         *pargs, plut, pspec is not None, *gargs, glut,
         np.int64(gspec.nbins if gspec is not None else 0), gspec is not None,
-        np.int64(3 if packed else 0), np.int64(7 if packed else 0), np.uint64(kbits - 1),
+        np.uint64(kbits - 1),
         np.uint64(1 << (kbits - 1)), np.uint64((1 << kbits) - 1), np.int64(SPARSE_SELECTION),
         scratch[:n],
         *out_pooled, *out_split,

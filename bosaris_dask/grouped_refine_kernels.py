@@ -177,7 +177,7 @@ def _select_parts(
         scratch = np.empty(room, np.uint8)
         out_p = (np.empty(room, kdt), np.empty(room, bool))
         out_g = (np.empty(room, kdt), np.empty(room, bool), np.empty(room, grp_flat.dtype))
-        packed, (plut8, glut8) = fast_select.bin_tables(plut, glut)
+        plut8, glut8 = fast_select.bin_tables(plut, glut)
         pooled_lut = (pspec, plut8) if plut is not None else None
         split_lut = (gspec, glut8) if glut is not None else None
     for sl in slices(s_flat.size, ws.slice_size):
@@ -187,7 +187,7 @@ def _select_parts(
             if loop is not None:
                 n_p, n_g = fast_select.grouped_select_into(
                     loop, cls_flat[b], s_flat[b], m_flat[b], grp_flat[b], pooled_lut,  # type: ignore[arg-type]
-                    split_lut, scratch, out_p, out_g, packed,  # type: ignore[arg-type]
+                    split_lut, scratch, out_p, out_g,  # type: ignore[arg-type]
                 )  # fmt: skip
                 for got, bufs, n in ((got_p, out_p, n_p), (got_g, out_g, n_g)):
                     if n:

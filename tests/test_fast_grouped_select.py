@@ -78,12 +78,11 @@ def problems(draw):
 
 
 @settings(max_examples=150, deadline=None)
-@given(problems(), st.booleans(), st.sampled_from([0, 16, 2**40]))
-def test_compiled_grouped_selection_equals_the_numpy_path(problem, packed, sparse):
+@given(problems(), st.sampled_from([0, 16, 2**40]))
+def test_compiled_grouped_selection_equals_the_numpy_path(problem, sparse):
     cls, s, m, groups, n_groups, parts, specs, block = problem
     ws = kernels.workspace(np.dtype(s.dtype), block, 4 * block)
-    default, default_sparse = fast_select.PACKED_LUTS, fast_select.SPARSE_SELECTION
-    fast_select.PACKED_LUTS = 0 if packed else default  # bin tables as bits or as bytes
+    default_sparse = fast_select.SPARSE_SELECTION
     # selected trials written with a branch (0: always), none (2**40: unless none), or either
     fast_select.SPARSE_SELECTION = sparse
     try:
@@ -91,7 +90,7 @@ def test_compiled_grouped_selection_equals_the_numpy_path(problem, packed, spars
             got = _select_parts(cls, groups, s, m, specs, parts, n_groups, ws, compiled=True)
             want = _select_parts(cls, groups, s, m, specs, parts, n_groups, ws, compiled=False)
     finally:
-        fast_select.PACKED_LUTS, fast_select.SPARSE_SELECTION = default, default_sparse
+        fast_select.SPARSE_SELECTION = default_sparse
     trial = (cls != 0) & m
     for part, spec, mine, theirs in zip(parts, specs, got, want, strict=True):
         if spec is None:
