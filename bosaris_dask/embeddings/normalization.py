@@ -44,12 +44,7 @@ import numpy as np
 
 from bosaris_dask import screening
 from bosaris_dask.embeddings.cohort import side_statistics
-from bosaris_dask.embeddings.kernel import score_block
-from bosaris_dask.embeddings.normalized_screen import (
-    KINDS,
-    normalized_values,
-    screened_normalized,
-)
+from bosaris_dask.embeddings.normalized_screen import normalized_block, screened_normalized
 from bosaris_dask.embeddings.prepare import Side
 from bosaris_dask.embeddings.scoring import outer_blocks
 from bosaris_dask.errors import OptionError, ScoreError
@@ -57,13 +52,6 @@ from bosaris_dask.errors import OptionError, ScoreError
 __all__ = ["NORMS", "normalized_matrix", "normalize"]
 
 NORMS = ("none", "z", "t", "s", "as")
-
-
-def _normalize_block(a, b, mu_e, sd_e, mu_t, sd_t, norm: str) -> np.ndarray:
-    s = score_block(a, b).astype(np.float64)
-    out = normalized_values(s, mu_e[:, None], sd_e[:, None], mu_t[None, :], sd_t[None, :],
-                            KINDS[norm])  # fmt: skip
-    return out.astype(np.float32)
 
 
 def _check_spread(sd: np.ndarray, side: Side, what: str) -> None:
@@ -124,7 +112,7 @@ def normalize(
     mu_e, sd_e = (lazy(e_stats[:, k], enrol.values) for k in cols)
     mu_t, sd_t = (lazy(t_stats[:, k], test.values) for k in cols)
     stats = (mu_e, "i", sd_e, "i", mu_t, "j", sd_t, "j")
-    matrix = outer_blocks(_normalize_block, enrol.values, test.values, *stats, norm=norm)
+    matrix = outer_blocks(normalized_block, enrol.values, test.values, *stats, norm=norm)
     screening.register(matrix, partial(_screened, enrol.values, test.values, stats, norm))
     return matrix, e_found, t_found
 

@@ -22,14 +22,13 @@ of ``G``); the numpy path (the reference) tests every pair's interval.
 Examples
 --------
 >>> import numpy as np
->>> from bosaris_dask.embeddings.normalization import _normalize_block
 >>> rng = np.random.default_rng(0)
 >>> a, b = rng.normal(size=(40, 8)), rng.normal(size=(50, 8))
 >>> a /= np.linalg.norm(a, axis=1, keepdims=True)
 >>> b /= np.linalg.norm(b, axis=1, keepdims=True)
 >>> mu_e, sd_e = rng.normal(0, 0.1, 40), rng.uniform(0.2, 0.4, 40)
 >>> mu_t, sd_t = rng.normal(0, 0.1, 50), rng.uniform(0.2, 0.4, 50)
->>> exact = _normalize_block(a, b, mu_e, sd_e, mu_t, sd_t, "s")
+>>> exact = normalized_block(a, b, mu_e, sd_e, mu_t, sd_t, "s")
 >>> got, recomputed = screen_normalized_block(a, b, mu_e, sd_e, mu_t, sd_t, "s",
 ...                                           np.array([1.0]), np.array([2.0]))
 >>> inside = (exact >= 1.0) & (exact <= 2.0)
@@ -52,7 +51,10 @@ from bosaris_dask.embeddings.rounding import (
 from bosaris_dask.embeddings.screen import STRIP_CELLS, bucket_lut, count_block, loop_helpers
 from bosaris_dask.jit import compiled
 
-__all__ = ["KINDS", "normalized_values", "screen_normalized_block", "screened_normalized"]
+__all__ = [
+    "KINDS", "normalized_values", "normalized_block", "screen_normalized_block",
+    "screened_normalized",
+]  # fmt: skip
 
 #: The normalizations by their code in the loops: the enrolment side's statistics (z), the
 #: test side's (t), half the sum of both (s; AS-norm is s with top-N statistics).
@@ -60,8 +62,7 @@ KINDS = {"z": 0, "t": 1, "s": 2, "as": 2}
 
 
 def normalized_values(s, mu_e, sd_e, mu_t, sd_t, kind: int):
-    """``G(s)`` in float64, the operations of
-    :func:`~bosaris_dask.embeddings.normalization._normalize_block` (scalars or arrays that
+    """``G(s)`` in float64, the operations of :func:`normalized_block` (scalars or arrays that
     broadcast).
 
     >>> float(normalized_values(0.6, 0.5, 0.5, 0.0, 1.0, 0))
@@ -72,6 +73,16 @@ def normalized_values(s, mu_e, sd_e, mu_t, sd_t, kind: int):
     if kind == 1:
         return (s - mu_t) / sd_t
     return 0.5 * ((s - mu_e) / sd_e + (s - mu_t) / sd_t)
+
+
+def normalized_block(a, b, mu_e, sd_e, mu_t, sd_t, norm: str) -> np.ndarray:
+    """The exact float32 block of ``norm``-normalized scores of prepared rows ``a`` and ``b``
+    (:data:`KINDS`; the statistics per row of ``a`` and of ``b``): ``fl32(G(r))``, ``r`` each
+    pair's exact raw score, ``G`` in float64 (:func:`normalized_values`)."""
+    s = score_block(a, b).astype(np.float64)
+    out = normalized_values(s, mu_e[:, None], sd_e[:, None], mu_t[None, :], sd_t[None, :],
+                            KINDS[norm])  # fmt: skip
+    return out.astype(np.float32)
 
 
 _g_compiled = None
@@ -157,10 +168,7 @@ def screen_normalized_block(
     a_max, b_max = float(na.max(initial=0.0)), float(nb.max(initial=0.0))
     factors = screen_factors(a.shape[1], a_max, b_max)
     if factors is None or not shape[0] or not shape[1]:
-        exact = score_block(a, b).astype(np.float64)
-        values = normalized_values(exact, stats[0][:, None], stats[1][:, None], stats[2],
-                                   stats[3], kind)  # fmt: skip
-        return values.astype(np.float32), shape[0] * shape[1]
+        return normalized_block(a, b, *stats, norm), shape[0] * shape[1]
     c, t = factors
     v = np.empty(shape, dtype=np.float32)
     with pinned_blas():
