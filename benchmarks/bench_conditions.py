@@ -29,6 +29,11 @@ with bins fitted to the scores as at 1e8 trials: the plain kernel (2**17 bins; n
 compiled counts of :mod:`bosaris_dask.fast_pass1`), the grouped one (24 x 2**16 bins), the
 grouped one with the pooled histogram apart (numpy, and the compiled loops of
 :mod:`bosaris_dask.fast_grouped`), and the 25 masked copies it replaced, in ns per trial.
+``--selection`` measures the compiled selection of a refinement pass on such a chunk, one
+thread, in ns per trial: plain (:func:`bosaris_dask.refine_kernels.select_trials`, 2**20 bins,
+1.5% of them candidates, as at 1e9 trials) and grouped
+(:func:`bosaris_dask.grouped_refine_kernels._select_parts`: the pooled part in the plain bins,
+0.2% candidates, and 24 conditions in 2**16 bins, 0.6% candidates each), interleaved rounds.
 
 Prints passes, wall time, the time spent inside the passes over the data (the rest is the
 client's: refinement plans and every condition's metrics, which do not grow with the trials)
@@ -187,6 +192,52 @@ def kernel_costs(models: int, segments: int, repeat: int) -> dict[str, float]:
     return {name: float(np.median(t)) / cls.size * 1e9 for name, t in times.items()}
 
 
+def selection_costs(models: int, segments: int, repeat: int) -> dict[str, float]:
+    """Median ns per trial of the compiled selections of a refinement pass (see the module
+    docstring) on one ``models x segments`` chunk, one thread, ``repeat`` interleaved rounds."""
+    from bosaris_dask import kernels
+    from bosaris_dask.binmap import BinMap
+    from bosaris_dask.grouped_kernels import Part
+    from bosaris_dask.grouped_refine_kernels import _select_parts
+    from bosaris_dask.keys import order_keys
+    from bosaris_dask.refine_kernels import RefineSpec, select_trials
+
+    rng = np.random.default_rng(0)
+    cls = rng.choice(np.array([-1, 1], np.int8), size=models * segments, p=[0.995, 0.005])
+    s = (rng.normal(size=cls.shape) + (cls == 1) * 2).astype(np.float32)
+    m = np.ones(cls.shape, bool)
+    g = rng.integers(0, 24, size=cls.shape).astype(np.int16)
+    pick = rng.integers(0, cls.size, 1 << 20)
+    sample, tar = order_keys(s[pick]), cls[pick] > 0
+    plain_map = BinMap.from_sample(sample, 32, 20, tar)
+    cond_map = BinMap.from_sample(sample, 32, 16, tar)
+
+    def spec(bm: BinMap, share: float) -> RefineSpec:
+        cands = np.flatnonzero(rng.random(bm.nbins) < share)
+        lo, bits = bm.bin_lo_bits(cands)
+        return RefineSpec(0, bm.top, lo.astype(np.uint64), bits.astype(np.int64),
+                          np.zeros(len(cands), np.int64), raw=True, binmap=bm)  # fmt: skip
+
+    plain_spec = spec(plain_map, 0.015)
+    parts = [Part(0)] + [Part(0, (k,), (k,)) for k in range(24)]
+    specs = [spec(plain_map, 0.002)] + [spec(cond_map, 0.006) for _ in range(24)]
+    ws = kernels.workspace(np.dtype(np.float32), 1 << 16, 1 << 22)
+    runs = {
+        "select (plain)": lambda: select_trials(cls, s, m, plain_spec, ws, compiled=True),
+        "select (24 conditions)": lambda: _select_parts(cls, g, s, m, specs, parts, 24, ws,
+                                                        compiled=True),
+    }  # fmt: skip
+    for run in runs.values():  # compile (numba) and warm the workspace first
+        run()
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeat):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    return {name: float(np.median(t)) / cls.size * 1e9 for name, t in times.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", type=int, default=4000)
@@ -194,8 +245,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--mode", action="append", choices=MODES, help="default: all")
     parser.add_argument("--kernels", action="store_true", help="the pass-1 kernels alone")
+    parser.add_argument("--selection", action="store_true",
+                        help="a refinement pass's compiled selections alone")  # fmt: skip
     parser.add_argument("--store", help="read DIR/key.zarr and DIR/system-1.zarr instead")
     args = parser.parse_args(argv)
+    if args.selection:
+        costs = selection_costs(args.models, args.segments, args.repeat)
+        load = os.getloadavg()[0]
+        print(f"refinement selection, one {args.models:,} x {args.segments:,} chunk, one "
+              f"thread, median of {args.repeat}, load average {load:.1f}")  # fmt: skip
+        for name, ns in costs.items():
+            print(f"{name:<24}{ns:>8.2f} ns/trial")
+        return 0
     if args.kernels:
         costs = kernel_costs(args.models, args.segments, args.repeat)
         print(f"pass-1 kernel, one {args.models:,} x {args.segments:,} chunk, one thread, "

@@ -370,6 +370,10 @@ def test_bench_conditions(capsys):
     assert _load("bench_conditions").main(["--kernels", "--models", "20", "--segments", "30",
                                             "--repeat", "1"]) == 0  # fmt: skip
     assert "grouped" in capsys.readouterr().out
+    assert _load("bench_conditions").main(["--selection", "--models", "20", "--segments", "30",
+                                            "--repeat", "1"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "select (plain)" in out and "select (24 conditions)" in out
 
 
 def test_bench_text_reader_runs_and_both_readers_agree(capsys):
