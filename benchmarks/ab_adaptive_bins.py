@@ -38,13 +38,13 @@ EXACT = ("min_dcf", "act_dcf", "eer", "prbep", "cllr", "min_cllr", "min_pmiss", 
 def _child(workdir: Path, mode: int, emulate: float) -> None:
     import dask
 
-    from bosaris_dask import config, engine, io, refinement
+    from bosaris_dask import config, io, pass1_bins, refinement
     from bosaris_dask.metrics import evaluate
 
     knobs = {"bosaris_dask.adaptive-bins": mode, "scheduler": "threads"}
     if emulate > 1:
         bits = 20 - round(math.log2(emulate))
-        engine.default_coarse_bits = lambda n: bits  # the budget of one or two systems' bins
+        pass1_bins.default_coarse_bits = lambda n: bits  # the budget of one or two systems' bins
         for name in ("keep-limit", "raw-limit"):
             knobs[f"bosaris_dask.{name}"] = int(config.KNOBS[name][0] / emulate)
     volumes: list[int] = []

@@ -46,7 +46,6 @@ vertex. :func:`score_bins` also resolves the bins PAV calibration needs:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -62,6 +61,7 @@ from bosaris_dask import (
     fixed_rates,
     kernels,
     memory,
+    pass1_bins,
     refine_kernels,
     refinement,
     roc,
@@ -69,21 +69,15 @@ from bosaris_dask import (
     runner,
     screening,
 )
-from bosaris_dask.binmap import MIN_ADAPTIVE_BITS, BinMap
+from bosaris_dask.binmap import BinMap
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
-from bosaris_dask.keys import key_bits, keys_to_values, order_keys, threshold_keys
-from bosaris_dask.progress import compute
+from bosaris_dask.keys import keys_to_values, threshold_keys
 from bosaris_dask.trials import align, is_label_key, kind_of, locate, trial_classes, validate
 
-__all__ = ["ScoreSummary", "Rider", "summarize", "score_bins", "fitted_bin_maps",
-           "adaptive_budget", "DEFAULT_SPLIT_EVERY"]  # fmt: skip
+__all__ = ["ScoreSummary", "Rider", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
 
 #: How many chunk results one merge task adds up.
 DEFAULT_SPLIT_EVERY = 8
-#: The most key-prefix bits pass 1 may use (a 256 MB histogram per system and chunk).
-MAX_COARSE_BITS = 24
-#: About how many trials the sample read before an adaptive pass 1 holds (whole rows).
-SAMPLE_TRIALS = 1 << 21
 #: From how many cells on pass 1 counts trials with the compiled loop of
 #: :mod:`bosaris_dask.fast_pass1`, and a refinement pass selects them with that of
 #: :mod:`bosaris_dask.fast_select` (where numba is installed): it saves about 2.7 ns of CPU per
@@ -371,119 +365,6 @@ def _task_memory(
     )  # fmt: skip
 
 
-def default_coarse_bits(n_systems: int) -> int:
-    """Key-prefix bits of pass 1: 16 MB of histogram per system and chunk at 20 bits, halved
-    for 3-4 systems and quartered beyond, so a chunk's result grows slower than the systems."""
-    return 20 if n_systems <= 2 else 19 if n_systems <= 4 else 18
-
-
-def _sample_keys(
-    inputs: list[da.Array], n_sys: int, size: int
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per system, the keys and target flags of the scored trials among about ``size`` trials
-    of a sixteenth of the chunks (one at least), spread over the chunk grid: every few rows (and
-    columns) of each, read in one small pass (a memory-mapped store reads only those rows)."""
-    nbi, nbj = inputs[0].numblocks
-    picks = np.unique(np.linspace(0, nbi * nbj - 1, max(1, nbi * nbj // 16)).round())
-    per = max(1, size // len(picks))
-    parts = []
-    for f in picks.astype(int).tolist():
-        i, j = divmod(f, nbj)
-        r, c = inputs[0].chunks[0][i], inputs[0].chunks[1][j]
-        rstep = min(r, math.ceil(r * c / per))
-        cstep = max(1, math.ceil(math.ceil(r / rstep) * c / per))
-        parts.append(tuple(a.blocks[i, j][::rstep, ::cstep].reshape(-1) for a in inputs))
-    got = compute(parts)
-    cls = np.concatenate([np.asarray(p[0]) for p in got])
-    out = []
-    for k in range(n_sys):
-        s = np.concatenate([np.asarray(p[1 + 2 * k]) for p in got])
-        m = np.concatenate([np.asarray(p[2 + 2 * k]) for p in got])
-        valid = (cls != 0) & m.astype(bool) & np.isfinite(s)
-        out.append((order_keys(s[valid]), cls[valid] > 0))
-    return out
-
-
-def _bin_maps(inputs: list[da.Array], dtype: np.dtype, bits: int, adaptive: bool) -> list[BinMap]:
-    """Pass 1's bins for each system: the top ``bits`` key bits, or, ``adaptive``, about
-    ``2**bits`` bins fitted to a sample of each system's scores (:mod:`bosaris_dask.binmap`)."""
-    if not adaptive:
-        return [BinMap.uniform(key_bits(dtype), bits)] * ((len(inputs) - 1) // 2)
-    return fitted_bin_maps(inputs, dtype, [bits])[0]
-
-
-def fitted_bin_maps(
-    inputs: list[da.Array], dtype: np.dtype, budgets: Sequence[int]
-) -> list[list[BinMap]]:
-    """Per budget (bits), per system, pass-1 bins fitted to one sample of each system's scores
-    (uniform bins for a budget under :data:`~bosaris_dask.binmap.MIN_ADAPTIVE_BITS` bits).
-
-    ``inputs`` are :func:`pass_inputs`'s: the same inputs give the same sample, so a budget that
-    :func:`summarize` would use gives, system by system, the maps it uses (the grouped passes
-    of :mod:`bosaris_dask.conditions` fit their pooled and their per-condition bins this way,
-    from one sample read).
-    """
-    n_sys = (len(inputs) - 1) // 2
-    width = key_bits(dtype)
-    samples = None
-    out = []
-    for bits in budgets:
-        if bits < MIN_ADAPTIVE_BITS:  # too few bins to share out: no sample
-            out.append([BinMap.uniform(width, bits)] * n_sys)
-            continue
-        if samples is None:
-            samples = _sample_keys(inputs, n_sys, SAMPLE_TRIALS)
-        out.append([BinMap.from_sample(keys, width, bits, tar) for keys, tar in samples])
-    return out
-
-
-def adaptive_budget(cells: int, bits: int) -> int | None:
-    """The bin budget (bits) of :func:`summarize`'s adaptive pass-1 bins for ``cells`` trials at
-    most ``2**bits`` bins when ``bosaris_dask.adaptive-bins`` fits them to the scores and no
-    ``coarse_bits`` is given; ``None`` when it keeps the fixed bins."""
-    knobs = engine_knobs()
-    if not _adaptive(knobs["adaptive_bins"], cells, knobs["keep_limit"], None):
-        return None
-    return _adaptive_bits(cells, bits)
-
-
-def _check_maps(maps: Sequence[BinMap], n_sys: int, dtype: np.dtype) -> list[BinMap]:
-    """``maps`` as a list, if there is one per system and each bins keys of ``dtype``."""
-    maps = list(maps)
-    if len(maps) != n_sys or any(m.key_bits != key_bits(dtype) for m in maps):
-        raise OptionError(f"bin_maps: need one map of {key_bits(dtype)}-bit keys per system "
-                          f"({n_sys}), got {len(maps)}")  # fmt: skip
-    if any(m.nbins > 1 << MAX_COARSE_BITS for m in maps):
-        raise OptionError(f"bin_maps: at most 2**{MAX_COARSE_BITS} bins per map")
-    return maps
-
-
-def _shift(binmap: BinMap) -> int:
-    """The shift of a uniform map (what the kernels and plans take), 0 for an adaptive one."""
-    return 0 if binmap.adaptive else binmap.shift
-
-
-def _adaptive_bits(cells: int, bits: int) -> int:
-    """The bin budget (bits) of adaptive pass-1 bins: about 1,024 trials per bin, 2**16 bins
-    at least, ``2**bits`` at most (17 bits at 1e8 trials, 20 at 1e9). Finer bins leave fewer
-    candidate trials but cost pass 1 cache misses: at 1e8, 2**20 bins spread over the whole
-    histogram made pass 1 23% slower per trial than the fixed bins, 2**16-2**18 3-8%.
-
-    >>> _adaptive_bits(10**8, 20), _adaptive_bits(10**9, 20), _adaptive_bits(10**6, 20)
-    (17, 20, 16)
-    """
-    return min(bits, max(16, round(math.log2(max(cells, 1) / 1024))))
-
-
-def _adaptive(mode: int, cells: int, keep_limit: int, coarse_bits: int | None) -> bool:
-    """Whether pass 1 fits its bins to the scores (``bosaris_dask.adaptive-bins``: 0 never;
-    1 when the trials could overflow the kept-trials budget and ``coarse_bits`` is not given;
-    2 always)."""
-    if mode == 2:
-        return True
-    return mode == 1 and coarse_bits is None and 0 < keep_limit < cells
-
-
 @dataclass
 class Rider:
     """Work that rides along :func:`summarize`'s passes (e.g. :mod:`bosaris_dask.exact_auc`).
@@ -560,7 +441,8 @@ def summarize(
     split_every
         How many chunk results one merge task combines (2 to 65536).
     coarse_bits
-        Key prefix bits of the first pass, 1 to :data:`MAX_COARSE_BITS` (default: 20 for one
+        Key prefix bits of the first pass, 1 to
+        :data:`~bosaris_dask.pass1_bins.MAX_COARSE_BITS` (default: 20 for one
         or two systems, fewer for more). The block sizes and refinement budgets are dask config
         keys (:mod:`bosaris_dask.config`), read when the graphs are built.
     progress
@@ -580,7 +462,7 @@ def summarize(
         (:mod:`bosaris_dask.spoofing.scale`): its hull is then not exact.
     bin_maps
         Pass 1's bins, one :class:`~bosaris_dask.binmap.BinMap` per system (e.g. from
-        :func:`fitted_bin_maps`), instead of those ``coarse_bits`` and
+        :func:`~bosaris_dask.pass1_bins.fitted_bin_maps`), instead of those ``coarse_bits`` and
         ``bosaris_dask.adaptive-bins`` choose.
     rider
         Work riding along pass 1 and the next pass that reads the data (:class:`Rider`).
@@ -615,18 +497,14 @@ def summarize(
     knobs = engine_knobs()
     split_every = config.check_int("split_every", split_every, 2, 1 << 16)
     if coarse_bits is not None:
-        coarse_bits = config.check_int("coarse_bits", coarse_bits, 1, MAX_COARSE_BITS)
+        most = pass1_bins.MAX_COARSE_BITS
+        coarse_bits = config.check_int("coarse_bits", coarse_bits, 1, most)
     blocks = {"block": knobs["block"], "slice_size": knobs["slice"]}
     inputs, dtype = pass_inputs(scores, key)
     n_sys = len(scores)
-    bits = coarse_bits or default_coarse_bits(n_sys)
     cells = int(np.prod(inputs[0].shape))
-    if bin_maps is not None:
-        maps = _check_maps(bin_maps, n_sys, dtype)
-    else:
-        adaptive = _adaptive(knobs["adaptive_bins"], cells, knobs["keep_limit"], coarse_bits)
-        budget = coarse_bits or _adaptive_bits(cells, bits) if adaptive else bits
-        maps = _bin_maps(inputs, dtype, budget, adaptive)
+    maps = pass1_bins.system_maps(inputs, dtype, coarse_bits=coarse_bits, bin_maps=bin_maps,
+                                  knobs=knobs)  # fmt: skip
     nbins = max(m.nbins for m in maps)
     positions, codes = key_codes_check(inputs[0], key, blocks)
     skip = bool(knobs["skip_chunks"]) and inputs[0].npartitions > 1
@@ -637,8 +515,8 @@ def summarize(
             _pass1_summary, name=name, k=k, inputs=inputs, key=key, dtype=dtype,
             binmap=maps[k], allow_missing=allow_missing,
         )  # fmt: skip
-        chunk = partial(kernels.system_kernel, system=k, shift=_shift(maps[k]), nbins=maps[k].nbins,
-                        binmap=maps[k] if maps[k].adaptive else None,
+        chunk = partial(kernels.system_kernel, system=k, shift=pass1_bins.kernel_shift(maps[k]),
+                        nbins=maps[k].nbins, binmap=pass1_bins.kernel_map(maps[k]),
                         compiled=cells >= COMPILED_PASS1_TRIALS, **blocks)  # fmt: skip
         coarse = refinement.ChunkBins.coarseness(inputs[0].npartitions, maps[k].nbins)
         note = partial(kernels.bins_note, nbins=maps[k].nbins, coarse=coarse) if skip else None
@@ -694,7 +572,7 @@ def summarize(
                 cands = np.union1d(cands, joint[k]).astype(np.int64)
             if len(cands):
                 spec = refinement.plan(
-                    s, cands, _shift(maps[k]), dense_budget=knobs["dense_budget"],
+                    s, cands, pass1_bins.kernel_shift(maps[k]), dense_budget=knobs["dense_budget"],
                     raw_limit=knobs["raw_limit"], binmap=maps[k],
                 )  # fmt: skip
                 plans.append((cands, spec))

@@ -27,7 +27,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import config, engine, memory, runner
+from bosaris_dask import config, engine, memory, pass1_bins, runner
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.errors import OptionError
 from bosaris_dask.grouped_kernels import (
@@ -245,7 +245,7 @@ def grouped_pass1(
     bin_maps, pooled_bin_maps
         Per system, the bins of its ``(group, bin)`` histogram and of its pooled histogram
         apart (:class:`~bosaris_dask.binmap.BinMap`, e.g. fitted to a sample of its scores by
-        :func:`bosaris_dask.engine.fitted_bin_maps`), instead of the top ``coarse_bits`` and
+        :func:`bosaris_dask.pass1_bins.fitted_bin_maps`), instead of the top ``coarse_bits`` and
         ``pooled_coarse_bits`` key bits. Every bin is a key prefix either way, so only the
         candidates after pass 1 (and so the passes) depend on them, not the exact results.
     riding
@@ -280,10 +280,10 @@ def grouped_pass1(
     knobs = engine.engine_knobs()
     split_every = config.check_int("split_every", split_every, 2, 1 << 16)
     if coarse_bits is not None:
-        coarse_bits = config.check_int("coarse_bits", coarse_bits, 1, engine.MAX_COARSE_BITS)
+        coarse_bits = config.check_int("coarse_bits", coarse_bits, 1, pass1_bins.MAX_COARSE_BITS)
     if pooled_coarse_bits is not None:
         pooled_coarse_bits = config.check_int(
-            "pooled_coarse_bits", pooled_coarse_bits, 1, engine.MAX_COARSE_BITS
+            "pooled_coarse_bits", pooled_coarse_bits, 1, pass1_bins.MAX_COARSE_BITS
         )
     if n_parts is None:
         n_parts = len(counted) * (n_groups + 1)
@@ -292,13 +292,13 @@ def grouped_pass1(
     inputs = [base[0], groups.rechunk(base[0].chunks), *base[1:]]
     width = key_bits(dtype)
     if bin_maps is None:
-        bits = coarse_bits or engine.default_coarse_bits(n_parts)
+        bits = coarse_bits or pass1_bins.default_coarse_bits(n_parts)
         maps = [BinMap.uniform(width, bits)] * n_sys
     else:
-        maps = _checked_maps(bin_maps, n_sys, width, "bin_maps")
+        maps = pass1_bins.check_maps(bin_maps, n_sys, width, "bin_maps")
     pmaps: list[BinMap] | None = None
     if pooled_bin_maps is not None:
-        pmaps = _checked_maps(pooled_bin_maps, n_sys, width, "pooled_bin_maps")
+        pmaps = pass1_bins.check_maps(pooled_bin_maps, n_sys, width, "pooled_bin_maps")
     elif apart:
         pmaps = [BinMap.uniform(width, pooled_coarse_bits)] * n_sys  # type: ignore[arg-type]
     positions, codes = engine.key_codes_check(inputs[0], key, blocks)
@@ -315,11 +315,12 @@ def grouped_pass1(
             _system_pass1, k=k, name=sys_names[k], n_groups=n_groups, inputs=inputs, key=key,
             nbins=nbins, allow_missing=allow_missing, pooled_nbins=mine,
         )  # fmt: skip
-        chunk = partial(grouped_pass1_kernel, system=k, shift=_shift(maps[k]), nbins=nbins,
-                        n_groups=n_groups, pooled_shift=_shift(pmap) if pmap else None,
-                        pooled_nbins=mine, binmap=_adaptive(maps[k]),
-                        pooled_binmap=_adaptive(pmap), compiled=compiled, encoded=True,
-                        **blocks)  # fmt: skip
+        chunk = partial(
+            grouped_pass1_kernel, system=k, shift=pass1_bins.kernel_shift(maps[k]), nbins=nbins,
+            n_groups=n_groups, pooled_shift=pass1_bins.kernel_shift(pmap) if pmap else None,
+            pooled_nbins=mine, binmap=pass1_bins.kernel_map(maps[k]),
+            pooled_binmap=pass1_bins.kernel_map(pmap), compiled=compiled, encoded=True, **blocks,
+        )  # fmt: skip
         length = pass1_length(n_groups, nbins) + 2 * mine
         coarse[k] = ChunkBins.coarseness(inputs[0].npartitions, nbins)
         pcoarse[k] = ChunkBins.coarseness(inputs[0].npartitions, mine) if mine else 0
@@ -370,22 +371,3 @@ def grouped_pass1(
         per_system, n_groups, maps, pmaps, dtype, inputs, sys_names, split_every, progress,
         knobs, ce_plo, cross_units, held, pooled_held, rode if riding else None,
     )  # fmt: skip
-
-
-def _checked_maps(maps: Sequence[BinMap], n_sys: int, width: int, what: str) -> list[BinMap]:
-    """``maps`` as a list, if there is one per system and each bins ``width``-bit keys."""
-    maps = list(maps)
-    if len(maps) != n_sys or any(m.key_bits != width for m in maps):
-        raise OptionError(f"{what}: need one map of {width}-bit keys per system ({n_sys}), "
-                          f"got {len(maps)}")  # fmt: skip
-    return maps
-
-
-def _shift(binmap: BinMap) -> int:
-    """A uniform map's shift (what the kernels take), 0 for an adaptive one."""
-    return 0 if binmap.adaptive else binmap.shift
-
-
-def _adaptive(binmap: BinMap | None) -> BinMap | None:
-    """The map for a kernel: ``None`` for a uniform one (the kernel shifts the keys)."""
-    return binmap if binmap is not None and binmap.adaptive else None

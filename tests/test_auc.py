@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score
 
-from bosaris_dask import engine, metrics
+from bosaris_dask import metrics, pass1_bins
 from bosaris_dask.trials import make_key, make_scores
 
 from . import reference as ref
@@ -80,7 +80,7 @@ def test_engine_bounds_contain_the_exact_auc(seed, coarse, ties, dense):
     key = make_key(range(6), range(9), mask, chunks=(4, 5))
     sc = make_scores(range(6), range(9), values, chunks=(2, 7))
     with (
-        mock.patch.object(engine, "default_coarse_bits", lambda n: coarse),
+        mock.patch.object(pass1_bins, "default_coarse_bits", lambda n: coarse),
         dask.config.set(
             {"bosaris_dask.raw-limit": 0 if dense else 1 << 22, "bosaris_dask.dense-budget": 64}
         ),  # fmt: skip
@@ -103,7 +103,7 @@ def test_engine_auc_is_not_exact_after_dense_refinement_but_bounded():
     key = make_key(range(6), range(9), mask, chunks=(4, 5))
     sc = make_scores(range(6), range(9), values, chunks=(2, 7))
     with (
-        mock.patch.object(engine, "default_coarse_bits", lambda n: 2),
+        mock.patch.object(pass1_bins, "default_coarse_bits", lambda n: 2),
         dask.config.set({"bosaris_dask.raw-limit": 0, "bosaris_dask.dense-budget": 64}),
     ):
         ds = metrics.evaluate(sc, key, priors=[0.5])

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.special import logit
 
-from bosaris_dask import engine, metrics
+from bosaris_dask import metrics, pass1_bins
 from bosaris_dask.cli import main
 from bosaris_dask.ece import DEFAULT_ECE_PLO, ece_arrays, neutral_ece
 from bosaris_dask.errors import OptionError, PlotError
@@ -74,7 +74,7 @@ def test_engine_ece_equals_the_definition_under_any_chunking(
               "bosaris_dask.raw-limit": data.draw(st.sampled_from([0, 1 << 22])),
               "bosaris_dask.dense-budget": 16}  # fmt: skip
     with (
-        mock.patch.object(engine, "default_coarse_bits", lambda n: coarse),
+        mock.patch.object(pass1_bins, "default_coarse_bits", lambda n: coarse),
         dask.config.set(config),
     ):
         ds = metrics.evaluate(scores, key, priors=[0.5], ece_plo=PLO,

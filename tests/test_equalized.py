@@ -15,7 +15,7 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import engine, metrics
+from bosaris_dask import metrics, pass1_bins
 from bosaris_dask.cli import main
 from bosaris_dask.conditions import condition_table
 from bosaris_dask.conditions.equalized import lower_hull
@@ -86,7 +86,7 @@ def _check(ds, want, k=0):
 def test_equals_the_brute_force_weighted_sweep(seed, n_m, n_s, chunk, by, ties, coarse):
     mids, sids, mask, scores, mcol, scol, tables = _case(seed, n_m, n_s, ties=ties)
     bits = (
-        mock.patch.object(engine, "default_coarse_bits", lambda n: coarse)
+        mock.patch.object(pass1_bins, "default_coarse_bits", lambda n: coarse)
         if coarse
         else nullcontext()
     )
@@ -110,7 +110,8 @@ def test_refinement_forced_through_many_rounds(coarse, dense):
     by = ["model.g", "segment.l"]
     knobs = {"bosaris_dask.block": 8, "bosaris_dask.slice": 16, "bosaris_dask.dense-budget": 4,
              "bosaris_dask.raw-limit": 0 if dense else 6}  # fmt: skip
-    with mock.patch.object(engine, "default_coarse_bits", lambda n: coarse), dask.config.set(knobs):
+    coarse_bits = mock.patch.object(pass1_bins, "default_coarse_bits", lambda n: coarse)
+    with coarse_bits, dask.config.set(knobs):
         ds = metrics.evaluate(
             make_scores(mids, sids, scores, chunks=(4, 5)), make_key(mids, sids, mask, chunks=3),
             priors=PRIORS, conditions=tables, by=by, equalize=True,
@@ -352,7 +353,7 @@ def test_the_joint_refinement_finds_vertices_no_condition_has(seed, dense):
     models = condition_table("model", mids, {"g": gender})
     knobs = {"bosaris_dask.block": 8, "bosaris_dask.slice": 16, "bosaris_dask.dense-budget": 4,
              "bosaris_dask.raw-limit": 0 if dense else 5}  # fmt: skip
-    with mock.patch.object(engine, "default_coarse_bits", lambda n: 4), dask.config.set(knobs):
+    with mock.patch.object(pass1_bins, "default_coarse_bits", lambda n: 4), dask.config.set(knobs):
         ds = metrics.evaluate(
             make_scores(mids, sids, scores, chunks=(2, 7)), make_key(mids, sids, mask, chunks=5),
             priors=PRIORS, sweep=[], conditions=[models], by=["model.g"], equalize=True,

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score
 
-from bosaris_dask import engine, exact_auc, metrics
+from bosaris_dask import engine, exact_auc, metrics, pass1_bins
 from bosaris_dask.trials import key_from_labels, make_key, make_scores
 
 
@@ -38,7 +38,7 @@ def _coarse(bits: int, **knobs):
     """Coarse pass-1 bins and starved refinement budgets: mixed coarse bins stay."""
     conf = {"bosaris_dask.raw-limit": 0, "bosaris_dask.dense-budget": 4}
     conf.update({f"bosaris_dask.{k.replace('_', '-')}": v for k, v in knobs.items()})
-    patch = mock.patch.object(engine, "default_coarse_bits", lambda n: bits)
+    patch = mock.patch.object(pass1_bins, "default_coarse_bits", lambda n: bits)
     return patch, dask.config.set(conf)
 
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import engine, io, metrics
+from bosaris_dask import io, metrics, pass1_bins
 from bosaris_dask.cli import main
 from bosaris_dask.conditions import condition_table
 from bosaris_dask.errors import OptionError
@@ -110,7 +110,7 @@ def test_engine_equals_brute_force_under_any_chunking(
         "bosaris_dask.slice": blocks[1],
     }
     with (
-        mock.patch.object(engine, "default_coarse_bits", lambda n: coarse),
+        mock.patch.object(pass1_bins, "default_coarse_bits", lambda n: coarse),
         dask.config.set(config),
     ):
         ds = metrics.evaluate(scores, key, priors=[0.5], fmr=fmr, fnmr=fnmr,

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import engine, metrics
+from bosaris_dask import metrics, pass1_bins
 from bosaris_dask.conditions import condition_codes, condition_table
 from bosaris_dask.conditions.evaluation import condition_result
 from bosaris_dask.conditions.summaries import GROUPED_KEY, POOLED_KEY, condition_summaries
@@ -119,12 +119,12 @@ def test_grouped_equals_masked_copies_bit_for_bit(seed, shape, chunk, n_sys, flo
     if any(int(((mask == 1) & m).sum()) == 0 or int(((mask == -1) & m).sum()) == 0
            for _, m in systems):  # fmt: skip
         return  # a pooled system without a class is an error in both (tested elsewhere)
-    bits = engine.default_coarse_bits if coarse is None else (lambda n: coarse)
+    bits = pass1_bins.default_coarse_bits if coarse is None else (lambda n: coarse)
     # adaptive-bins 2: pass 1's bins (pooled and per condition) fitted to a sample
     with dask.config.set({"scheduler": "sync", POOLED_KEY: apart,
                           "bosaris_dask.adaptive-bins": adaptive, **knobs}), \
             pytest.MonkeyPatch.context() as mp:  # fmt: skip
-        mp.setattr(engine, "default_coarse_bits", bits)
+        mp.setattr(pass1_bins, "default_coarse_bits", bits)
         old, new = _both(scores, key, cond, thresholds=[-2.2, 0.0, 1.5], split_every=2,
                          fmr=[0.1], equalize=equalize)  # fmt: skip
     _compare(old, new)
@@ -173,7 +173,7 @@ def test_pooled_apart_is_the_plain_evaluation(seed, chunk, n_sys, float32, coars
     args = {"thresholds": [-2.2, 0.0, 1.5], "fmr": [0.1], "split_every": 2}
     with dask.config.set(scheduler="sync", **keep), pytest.MonkeyPatch.context() as mp:
         mp.setattr(
-            engine, "default_coarse_bits", (lambda n: 20 - 2 * n) if coarse else (lambda n: 3)
+            pass1_bins, "default_coarse_bits", (lambda n: 20 - 2 * n) if coarse else (lambda n: 3)
         )
         old = condition_summaries(scores, key, cond, grouped=False, allow_missing=True,
                                   equalize=equalize, **args)  # fmt: skip

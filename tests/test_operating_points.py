@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import engine, metrics
+from bosaris_dask import metrics, pass1_bins
 from bosaris_dask.cli import main
 from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.errors import OptionError
@@ -112,7 +112,7 @@ def test_min_threshold_attains_min_dcf_under_any_chunking(data, coarse, dense):
         dask.config.set(
             {"bosaris_dask.raw-limit": 0 if dense else 1 << 22, "bosaris_dask.dense-budget": 64}
         ),  # fmt: skip
-        mock.patch.object(engine, "default_coarse_bits", lambda n: coarse),
+        mock.patch.object(pass1_bins, "default_coarse_bits", lambda n: coarse),
     ):
         ds = metrics.evaluate(scores, key, priors=[], operating_points=points, split_every=2)
     ds = metrics.operating_points(ds)

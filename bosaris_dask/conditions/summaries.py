@@ -26,7 +26,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import engine
+from bosaris_dask import engine, pass1_bins
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.conditions.codes import Conditions
 from bosaris_dask.conditions.equalized import EqualizedPlan, extra_mask, plan_members
@@ -160,7 +160,7 @@ def _coarse_bits(n_systems: int) -> int | None:
 
 
 #: The conditions' adaptive pass-1 bins: about ``2**CONDITION_EXTRA_BITS`` times the plain
-#: evaluation's bins in all (its budget, :func:`bosaris_dask.engine.adaptive_budget`, shared
+#: evaluation's bins in all (its budget, :func:`bosaris_dask.pass1_bins.adaptive_budget`, shared
 #: out over the conditions: 24 x 2**14 at 1e8 trials, 24 x 2**16 at 1e9), at most as many as
 #: the fixed bins: their candidate trials after pass 1 stay a small part of ``keep-limit``
 #: (1.7M with the plain evaluation's at 1e8), while their histograms stay small enough for
@@ -176,18 +176,18 @@ def _bin_maps(
 ) -> tuple[list[BinMap] | None, list[BinMap] | None]:
     """Per system, pass 1's bins of the conditions (at most ``2**bits``) and of the pooled
     histogram apart, fitted to one sample of its scores where a plain evaluation fits its own
-    (``bosaris_dask.adaptive-bins``, :func:`bosaris_dask.engine.adaptive_budget`): the pooled
+    (``bosaris_dask.adaptive-bins``, :func:`bosaris_dask.pass1_bins.adaptive_budget`): the pooled
     ones are then the plain evaluation's, map for map, and the conditions' are finer where the
     scores are dense, so their candidates after pass 1 shrink as the plain evaluation's do.
     ``None, None``: the top ``bits`` (and ``plain_bits``) key bits."""
     inputs, dtype = engine.pass_inputs(systems, key)
     cells = int(np.prod(inputs[0].shape))
-    budget = engine.adaptive_budget(cells, plain_bits)
+    budget = pass1_bins.adaptive_budget(cells, plain_bits)
     if budget is None:
         return None, None
     share = int(np.ceil(np.log2(max(1, n_groups))))
     own = min(bits, max(MIN_CONDITION_BITS, budget + CONDITION_EXTRA_BITS - share))
-    pooled, maps = engine.fitted_bin_maps(inputs, dtype, [budget, own])
+    pooled, maps = pass1_bins.fitted_bin_maps(inputs, dtype, [budget, own])
     return maps, pooled
 
 
@@ -308,10 +308,10 @@ def condition_summaries(
     # pass-1 bits from the numbers of systems and possible conditions, not from which have
     # trials: pass 1 tells that, and the masked copies use the same bits
     most = len(systems) * (1 + len(possible))
-    bits = _coarse_bits(most) or engine.default_coarse_bits(most)
+    bits = _coarse_bits(most) or pass1_bins.default_coarse_bits(most)
     use_grouped = grouped if grouped is not None else dask.config.get(GROUPED_KEY, True)
     apart = bool(dask.config.get(POOLED_KEY, True))
-    plain_bits = engine.default_coarse_bits(len(systems))
+    plain_bits = pass1_bins.default_coarse_bits(len(systems))
     maps, pooled_maps = _bin_maps(systems, key, bits, plain_bits, len(possible))
     if use_grouped:  # the counts come from pass 1: no pass of their own
         rows = groups if len(possible) == n_cond else remap_groups(groups, row)
