@@ -137,6 +137,18 @@ class Conditions:
         self._run("apart")
 
 
+def _ns_per_trial(runs: dict, repeat: int, trials: int) -> dict[str, float]:
+    """Median ns per trial of each run over ``repeat`` interleaved rounds (a noisy minute hits
+    every run)."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeat):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    return {name: float(np.median(t)) / trials * 1e9 for name, t in times.items()}
+
+
 def kernel_costs(models: int, segments: int, repeat: int) -> dict[str, float]:
     """Median ns per trial of each pass-1 kernel on one ``models x segments`` chunk, with the
     bins a 1e8-trial evaluation fits to the scores (plain: 2**17 bins; conditions: 2**16)."""
@@ -183,13 +195,7 @@ def kernel_costs(models: int, segments: int, repeat: int) -> dict[str, float]:
     for run in runs.values():  # compile (numba) and warm the workspaces first
         if run is not masked:
             run()
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(repeat):
-        for name, run in runs.items():
-            start = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - start)
-    return {name: float(np.median(t)) / cls.size * 1e9 for name, t in times.items()}
+    return _ns_per_trial(runs, repeat, cls.size)
 
 
 def selection_costs(models: int, segments: int, repeat: int) -> dict[str, float]:
@@ -229,13 +235,7 @@ def selection_costs(models: int, segments: int, repeat: int) -> dict[str, float]
     }  # fmt: skip
     for run in runs.values():  # compile (numba) and warm the workspace first
         run()
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(repeat):
-        for name, run in runs.items():
-            start = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - start)
-    return {name: float(np.median(t)) / cls.size * 1e9 for name, t in times.items()}
+    return _ns_per_trial(runs, repeat, cls.size)
 
 
 def main(argv: list[str] | None = None) -> int:
