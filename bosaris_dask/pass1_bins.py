@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import dask.array as da
 import numpy as np
 
-from bosaris_dask import config
+from bosaris_dask import config, subgrids
 from bosaris_dask.binmap import MIN_ADAPTIVE_BITS, BinMap
 from bosaris_dask.errors import OptionError
 from bosaris_dask.keys import key_bits, order_keys
@@ -87,7 +87,8 @@ def _sample_keys(
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per system, the keys and target flags of the scored trials among about ``size`` trials
     of a sixteenth of the chunks (one at least), spread over the chunk grid: every few rows (and
-    columns) of each, read in one small pass (a memory-mapped store reads only those rows)."""
+    columns) of each, read in one small pass (a memory-mapped store reads only those rows;
+    scores from embeddings compute only those pairs, :mod:`bosaris_dask.subgrids`)."""
     nbi, nbj = inputs[0].numblocks
     picks = np.unique(np.linspace(0, nbi * nbj - 1, max(1, nbi * nbj // 16)).round())
     per = max(1, size // len(picks))
@@ -97,7 +98,7 @@ def _sample_keys(
         r, c = inputs[0].chunks[0][i], inputs[0].chunks[1][j]
         rstep = min(r, math.ceil(r * c / per))
         cstep = max(1, math.ceil(math.ceil(r / rstep) * c / per))
-        parts.append(tuple(a.blocks[i, j][::rstep, ::cstep].reshape(-1) for a in inputs))
+        parts.append(tuple(subgrids.strided(a, i, j, rstep, cstep).reshape(-1) for a in inputs))
     got = compute(parts)
     cls = np.concatenate([np.asarray(p[0]) for p in got])
     out = []

@@ -20,7 +20,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import screening
+from bosaris_dask import screening, subgrids
 from bosaris_dask.embeddings.kernel import score_block
 from bosaris_dask.embeddings.prepare import (
     Side,
@@ -111,16 +111,36 @@ def outer_blocks(kernel: Any, rows: da.Array, cols: da.Array, *extra: Any, **kwa
     The row chunks travel boxed (:func:`_boxed_rows`) so that the layer has no contracted
     index: dask then fuses each block's product into the pass task that consumes it, and a
     block's scores live only inside that task (with a contracted index it does not, and the
-    threaded scheduler held dozens of 64 MiB blocks at once at 1e10 pairs).
+    threaded scheduler held dozens of 64 MiB blocks at once at 1e10 pairs). A strided part of
+    a block is computed from its rows and columns alone (:mod:`bosaris_dask.subgrids`).
     """
     boxed = [_boxed_rows(x) if k % 2 == 0 else x for k, x in enumerate(extra)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", da.PerformanceWarning)
-        return da.blockwise(
+        matrix = da.blockwise(
             partial(_unboxed, kernel), "ij", _boxed_rows(rows), "i", _boxed_rows(cols), "j",
             *boxed, dtype=np.float32, concatenate=True, meta=np.empty((0, 0), dtype=np.float32),
             adjust_chunks={"i": rows.chunks[0], "j": cols.chunks[0]}, **kwargs,
         )  # fmt: skip
+    subgrids.register(matrix, partial(_strided_block, kernel, rows, cols, extra, kwargs))
+    return matrix
+
+
+def _strided_block(
+    kernel: Any, rows: da.Array, cols: da.Array, extra: tuple, kwargs: dict[str, Any],
+    i: int, j: int, row_step: int, col_step: int,
+) -> da.Array:  # fmt: skip
+    """Block ``(i, j)`` of :func:`outer_blocks`' matrix at every ``row_step``-th row and
+    ``col_step``-th column, from those rows and columns alone (the kernel's scores are those
+    of each pair, whatever else its block holds)."""
+    at = {"i": (i, row_step), "j": (j, col_step)}
+
+    def part(x: da.Array, index: str) -> da.Array:
+        block, step = at[index]
+        return x.blocks[block][::step]
+
+    picked = [part(x, extra[k + 1]) if k % 2 == 0 else x for k, x in enumerate(extra)]
+    return outer_blocks(kernel, part(rows, "i"), part(cols, "j"), *picked, **kwargs)
 
 
 def _sides(

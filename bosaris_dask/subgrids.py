@@ -1,0 +1,67 @@
+"""Score arrays that compute a strided part of a chunk without computing the whole chunk.
+
+Before an adaptive pass 1, the engine reads a sample of the scores: every few rows and
+columns of a few chunks (:func:`bosaris_dask.pass1_bins.fitted_bin_maps`). Slicing a stored
+array reads little, but slicing a computed one computes the whole chunk first: from
+embeddings, a whole block product for a few hundred of its scores. A score source whose chunk
+is a function of its rows and columns (:func:`bosaris_dask.embeddings.scoring.outer_blocks`)
+registers a *strided reader* (:func:`register`): ``read(i, j, row_step, col_step)`` returns
+``array.blocks[i, j][::row_step, ::col_step]``, the same values, from those rows and columns
+alone. :func:`strided` uses it where there is one, and slices otherwise.
+
+As with :mod:`bosaris_dask.screening`, the registry is keyed by the dask array's name (an
+array transformed on its way to the engine is sliced), an entry lives as long as the array
+object it was registered with, and no result depends on a reader being found.
+
+Examples
+--------
+>>> import dask.array as da
+>>> import numpy as np
+>>> x = da.from_array(np.arange(16.0).reshape(4, 4), chunks=2)
+>>> strided(x, 1, 0, 2, 1).compute().tolist()  # no reader: a slice
+[[8.0, 9.0]]
+>>> register(x, lambda i, j, rs, cs: x.blocks[i, j][::rs, ::cs] * 0)
+>>> strided(x, 1, 0, 2, 1).compute().tolist()
+[[0.0, 0.0]]
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable
+
+import dask.array as da
+
+__all__ = ["register", "strided"]
+
+Reader = Callable[[int, int, int, int], da.Array]
+
+_LOCK = threading.Lock()
+_READERS: dict[str, Reader] = {}
+
+
+def _drop(name: str, reader: Reader) -> None:
+    with _LOCK:
+        if _READERS.get(name) is reader:
+            del _READERS[name]
+
+
+def register(array: da.Array, reader: Reader) -> None:
+    """Register ``reader(i, j, row_step, col_step)`` for ``array`` (see the module docstring),
+    for as long as the ``array`` object lives."""
+    with _LOCK:
+        _READERS[array.name] = reader
+    weakref.finalize(array, _drop, array.name, reader)
+
+
+def strided(array: da.Array, i: int, j: int, row_step: int, col_step: int) -> da.Array:
+    """``array.blocks[i, j][::row_step, ::col_step]``, through the array's strided reader
+    where it has one (and it gives an array of that shape and dtype)."""
+    with _LOCK:
+        reader = _READERS.get(array.name)
+    part = array.blocks[i, j][::row_step, ::col_step]
+    if reader is None:
+        return part
+    out = reader(i, j, row_step, col_step)
+    return out if out.shape == part.shape and out.dtype == part.dtype else part
