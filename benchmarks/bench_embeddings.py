@@ -5,7 +5,7 @@ Usage::
 
     python benchmarks/bench_embeddings.py [--side 4096] [--dim 256] [--block 4096] [--repeat 3]
         [--modes sgemm,dgemm,scores,embeddings,zarr] [--cohort 0] [--top-n 300]
-        [--norm none] [--workdir DIR]  # modes also: unscreened
+        [--norm none] [--workdir DIR]  # modes also: unscreened, sample, sample-blocks
 
 Draws ``side`` enrolment and ``side`` test embeddings (float32, ``side // 20`` speakers, so a
 label-derived key has about 5% targets; seed 0) and times, each in a fresh child process (so
@@ -25,6 +25,10 @@ every mode alike):
   :mod:`bosaris_dask.embeddings.screen`; the fraction recomputed is printed);
 * ``unscreened`` (not run by default): the same with the screen off (knob
   ``bosaris_dask.screen`` 0: every pass computes every exact block), for an A/B;
+* ``sample`` and ``sample-blocks`` (not run by default): the sample of the lazy scores that an
+  adaptive pass 1 fits its bins to (:func:`bosaris_dask.pass1_bins.fitted_bin_maps`), read
+  through the scores' strided reader (only the sampled pairs computed,
+  :mod:`bosaris_dask.subgrids`), and by slicing whole blocks (every sampled block computed);
 * ``zarr``: the same evaluation of the same matrix read from a zarr store (written once, before
   the rounds, by ``score``'s writer; the write time is printed; the store is deleted at the
   end unless ``--workdir`` is given). Both evaluations are checked to give the same EER and
@@ -124,6 +128,19 @@ class Embeddings:
         with dask.config.set({"bosaris_dask.screen": 0}):
             self.time_evaluate()
 
+    def time_sample(self, whole_blocks: bool = False) -> None:
+        from bosaris_dask import pass1_bins, subgrids
+        from bosaris_dask.engine import pass_inputs
+
+        inputs, _ = pass_inputs([self.lazy_scores()], self.key)
+        strided = subgrids.strided
+        if whole_blocks:
+            subgrids.strided = lambda a, i, j, r, c: a.blocks[i, j][::r, ::c]
+        try:
+            ((self.sample, _),) = pass1_bins._sample_keys(inputs, 1, pass1_bins.SAMPLE_TRIALS)
+        finally:
+            subgrids.strided = strided
+
     def time_zarr(self, store: str | os.PathLike[str]) -> None:
         from bosaris_dask import io
 
@@ -162,6 +179,8 @@ def _child(args: argparse.Namespace) -> None:
         "scores": bench.time_scores,
         "embeddings": bench.time_evaluate,
         "unscreened": bench.time_unscreened,
+        "sample": bench.time_sample,
+        "sample-blocks": lambda: bench.time_sample(whole_blocks=True),
         "zarr": lambda: bench.time_zarr(args.store),
         "write": lambda: bench.write_zarr(args.store),
         "cohort": lambda: bench.time_cohort(args.top_n),

@@ -337,6 +337,10 @@ def test_bench_embeddings(capsys):
     for name in ("sgemm", "dgemm", "scores", "evaluate", "unscreened"):
         getattr(bench, f"time_{name}")()
     bench.time_cohort(top_n=5)
+    bench.time_sample()
+    strided = bench.sample
+    bench.time_sample(whole_blocks=True)
+    assert np.array_equal(strided, bench.sample) and len(strided) > 0
     assert bench.results.attrs["passes"] >= 1
     assert bench.results.sizes["system"] == 1
     assert bench.stats.sizes["id"] == 60
