@@ -15,6 +15,7 @@ from bosaris_dask.embeddings import from_arrays, scores_from_embeddings
 from bosaris_dask.embeddings.scoring import outer_blocks
 from bosaris_dask.engine import pass_inputs
 from bosaris_dask.trials import key_from_labels
+from bosaris_dask.trials.construction import label_mask
 
 
 def _data(n_e: int, n_t: int, d: int, seed: int = 3):
@@ -46,6 +47,19 @@ def test_a_strided_block_equals_the_slice_of_the_whole_block(norm):
         assert np.array_equal(got.compute(), want)  # bit for bit (no NaN in scores)
 
 
+def test_a_strided_block_of_a_label_key_equals_the_slice():
+    rng = np.random.default_rng(1)
+    labels_m = rng.choice(np.array(["a", "b", "c", None], dtype=object), 50)
+    labels_s = rng.choice(np.array(["a", "b", "d", None], dtype=object), 70)
+    mask = label_mask(labels_m, labels_s, (16, 20))
+    assert mask.name in subgrids._READERS
+    for i, j, rs, cs in [(0, 0, 1, 1), (1, 2, 3, 7), (3, 3, 2, 5)]:
+        got = subgrids._READERS[mask.name](i, j, rs, cs).compute()
+        want = mask.blocks[i, j].compute()[::rs, ::cs]
+        assert got.dtype == want.dtype == np.int8 and np.array_equal(got, want)
+    assert {-1, 0, 1} <= set(np.unique(mask.compute()).tolist())
+
+
 def test_a_strided_block_computes_only_its_pairs():
     pairs = []
 
@@ -69,7 +83,7 @@ def test_the_adaptive_sample_and_evaluation_are_those_of_whole_blocks(monkeypatc
     e, t, key = _data(300, 260, 16)
     scores = scores_from_embeddings(e, t, trials=key, chunks=(64, 64))
     inputs, _ = pass_inputs([scores], key)
-    assert inputs[1].name in subgrids._READERS
+    assert inputs[0].name in subgrids._READERS and inputs[1].name in subgrids._READERS
     monkeypatch.setattr(pass1_bins, "SAMPLE_TRIALS", 1000)  # every 5th row of a block
     knobs = {"bosaris_dask.adaptive-bins": 2}
 

@@ -8,6 +8,7 @@ Every constructor returns a validated :class:`xarray.Dataset` with lazy dask dat
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import Any
 
 import dask.array as da
@@ -16,6 +17,7 @@ import pandas as pd
 import xarray as xr
 from dask.base import tokenize
 
+from bosaris_dask import subgrids
 from bosaris_dask.errors import ScoreError, TrialError
 from bosaris_dask.progress import compute
 
@@ -275,14 +277,25 @@ def label_mask(model_labels: Any, segment_labels: Any, chunks: Any) -> da.Array:
     """The lazy signed trial mask of a label-derived key, in the given 2-D ``chunks``.
 
     Each block is computed from the labels alone (target iff the labels are equal, no trial
-    where a label is missing), so the mask is never stored.
+    where a label is missing), so the mask is never stored; a strided part of a block, from
+    its rows' and columns' labels alone (:mod:`bosaris_dask.subgrids`).
     """
     mcodes, scodes = _label_codes(model_labels, segment_labels)
     shape = (len(mcodes), len(scodes))
     chunks = da.core.normalize_chunks(chunks, shape, dtype=np.int8)
     mc = da.from_array(mcodes, chunks=(chunks[0],))
     sc = da.from_array(scodes, chunks=(chunks[1],))
+    mask = _outer_mask(mc, sc)
+    subgrids.register(mask, partial(_strided_mask, mc, sc))
+    return mask
+
+
+def _outer_mask(mc: da.Array, sc: da.Array) -> da.Array:
     return da.blockwise(_mask_from_codes, "ij", mc, "i", sc, "j", dtype=np.int8, concatenate=True)
+
+
+def _strided_mask(mc: da.Array, sc: da.Array, i: int, j: int, rs: int, cs: int) -> da.Array:
+    return _outer_mask(mc.blocks[i][::rs], sc.blocks[j][::cs])
 
 
 def key_from_labels(
