@@ -41,14 +41,13 @@ Examples
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Callable, Sequence
 
 import dask.array as da
 import numpy as np
 
 from bosaris_dask import config
+from bosaris_dask.array_registry import ArrayRegistry
 from bosaris_dask.keys import keys_to_values
 
 __all__ = ["Ranges", "register", "screen_of", "spec_ranges", "merge_ranges", "screened_inputs"]
@@ -57,28 +56,18 @@ __all__ = ["Ranges", "register", "screen_of", "spec_ranges", "merge_ranges", "sc
 Ranges = tuple[np.ndarray, np.ndarray]
 Screen = Callable[[np.ndarray, np.ndarray], da.Array]
 
-_LOCK = threading.Lock()
-_SCREENS: dict[str, Screen] = {}
-
-
-def _drop(name: str, screen: Screen) -> None:
-    with _LOCK:
-        if _SCREENS.get(name) is screen:
-            del _SCREENS[name]
+_SCREENS: ArrayRegistry[Screen] = ArrayRegistry()
 
 
 def register(array: da.Array, screen: Screen) -> None:
     """Register ``screen(lo, hi)`` for ``array`` (see the module docstring), for as long as the
     ``array`` object lives."""
-    with _LOCK:
-        _SCREENS[array.name] = screen
-    weakref.finalize(array, _drop, array.name, screen)
+    _SCREENS.add(array, screen)
 
 
 def screen_of(array: da.Array) -> Screen | None:
     """The screen registered for an array of ``array``'s name, or ``None``."""
-    with _LOCK:
-        return _SCREENS.get(array.name)
+    return _SCREENS.get(array)
 
 
 def merge_ranges(lo: np.ndarray, hi: np.ndarray) -> Ranges:

@@ -9,9 +9,10 @@ registers a *strided reader* (:func:`register`): ``read(i, j, row_step, col_step
 ``array.blocks[i, j][::row_step, ::col_step]``, the same values, from those rows and columns
 alone. :func:`strided` uses it where there is one, and slices otherwise.
 
-As with :mod:`bosaris_dask.screening`, the registry is keyed by the dask array's name (an
-array transformed on its way to the engine is sliced), an entry lives as long as the array
-object it was registered with, and no result depends on a reader being found.
+As with :mod:`bosaris_dask.screening`, readers are kept by the dask array's name
+(:mod:`bosaris_dask.array_registry`): an array transformed on its way to the engine is sliced,
+an entry lives as long as the array object it was registered with, and no result depends on a
+reader being found.
 
 Examples
 --------
@@ -27,39 +28,34 @@ Examples
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Callable
 
 import dask.array as da
 
-__all__ = ["register", "strided"]
+from bosaris_dask.array_registry import ArrayRegistry
+
+__all__ = ["register", "reader_of", "strided"]
 
 Reader = Callable[[int, int, int, int], da.Array]
 
-_LOCK = threading.Lock()
-_READERS: dict[str, Reader] = {}
-
-
-def _drop(name: str, reader: Reader) -> None:
-    with _LOCK:
-        if _READERS.get(name) is reader:
-            del _READERS[name]
+_READERS: ArrayRegistry[Reader] = ArrayRegistry()
 
 
 def register(array: da.Array, reader: Reader) -> None:
     """Register ``reader(i, j, row_step, col_step)`` for ``array`` (see the module docstring),
     for as long as the ``array`` object lives."""
-    with _LOCK:
-        _READERS[array.name] = reader
-    weakref.finalize(array, _drop, array.name, reader)
+    _READERS.add(array, reader)
+
+
+def reader_of(array: da.Array) -> Reader | None:
+    """The strided reader registered for an array of ``array``'s name, or ``None``."""
+    return _READERS.get(array)
 
 
 def strided(array: da.Array, i: int, j: int, row_step: int, col_step: int) -> da.Array:
     """``array.blocks[i, j][::row_step, ::col_step]``, through the array's strided reader
     where it has one (and it gives an array of that shape and dtype)."""
-    with _LOCK:
-        reader = _READERS.get(array.name)
+    reader = _READERS.get(array)
     part = array.blocks[i, j][::row_step, ::col_step]
     if reader is None:
         return part

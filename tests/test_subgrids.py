@@ -36,12 +36,12 @@ def test_a_strided_block_equals_the_slice_of_the_whole_block(norm):
     if norm == "as":
         extra["top_n"] = 7
     scores = scores_from_embeddings(e, t, trials=key, chunks=(30, 40), **extra)["score"].data
-    assert scores.name in subgrids._READERS  # read through the embeddings' strided reader
+    assert subgrids.reader_of(scores) is not None  # the embeddings' strided reader
     rng = np.random.default_rng(0)
     for _ in range(12):
         i, j = int(rng.integers(scores.numblocks[0])), int(rng.integers(scores.numblocks[1]))
         rs, cs = int(rng.integers(1, 12)), int(rng.integers(1, 15))
-        got = subgrids._READERS[scores.name](i, j, rs, cs)  # the reader itself, no fallback
+        got = subgrids.reader_of(scores)(i, j, rs, cs)  # the reader itself, no fallback
         want = scores.blocks[i, j].compute()[::rs, ::cs]
         assert got.shape == want.shape and got.dtype == want.dtype == np.float32
         assert np.array_equal(got.compute(), want)  # bit for bit (no NaN in scores)
@@ -52,9 +52,9 @@ def test_a_strided_block_of_a_label_key_equals_the_slice():
     labels_m = rng.choice(np.array(["a", "b", "c", None], dtype=object), 50)
     labels_s = rng.choice(np.array(["a", "b", "d", None], dtype=object), 70)
     mask = label_mask(labels_m, labels_s, (16, 20))
-    assert mask.name in subgrids._READERS
+    assert subgrids.reader_of(mask) is not None
     for i, j, rs, cs in [(0, 0, 1, 1), (1, 2, 3, 7), (3, 3, 2, 5)]:
-        got = subgrids._READERS[mask.name](i, j, rs, cs).compute()
+        got = subgrids.reader_of(mask)(i, j, rs, cs).compute()
         want = mask.blocks[i, j].compute()[::rs, ::cs]
         assert got.dtype == want.dtype == np.int8 and np.array_equal(got, want)
     assert {-1, 0, 1} <= set(np.unique(mask.compute()).tolist())
@@ -83,7 +83,7 @@ def test_the_adaptive_sample_and_evaluation_are_those_of_whole_blocks(monkeypatc
     e, t, key = _data(300, 260, 16)
     scores = scores_from_embeddings(e, t, trials=key, chunks=(64, 64))
     inputs, _ = pass_inputs([scores], key)
-    assert inputs[0].name in subgrids._READERS and inputs[1].name in subgrids._READERS
+    assert all(subgrids.reader_of(a) is not None for a in inputs[:2])
     monkeypatch.setattr(pass1_bins, "SAMPLE_TRIALS", 1000)  # every 5th row of a block
     knobs = {"bosaris_dask.adaptive-bins": 2}
 
