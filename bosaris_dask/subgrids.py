@@ -5,7 +5,7 @@ columns of a few chunks (:func:`bosaris_dask.pass1_bins.fitted_bin_maps`). Slici
 array reads little, but slicing a computed one computes the whole chunk first: from
 embeddings, a whole block product for a few hundred of its scores. A score source whose chunk
 is a function of its rows and columns (:func:`bosaris_dask.embeddings.scoring.outer_blocks`)
-registers a *strided reader* (:func:`register`): ``read(i, j, row_step, col_step)`` returns
+registers a *strided reader* (:func:`register_reader`): ``read(i, j, row_step, col_step)`` returns
 ``array.blocks[i, j][::row_step, ::col_step]``, the same values, from those rows and columns
 alone. :func:`strided` uses it where there is one, and slices otherwise.
 
@@ -21,7 +21,7 @@ Examples
 >>> x = da.from_array(np.arange(16.0).reshape(4, 4), chunks=2)
 >>> strided(x, 1, 0, 2, 1).compute().tolist()  # no reader: a slice
 [[8.0, 9.0]]
->>> register(x, lambda i, j, rs, cs: x.blocks[i, j][::rs, ::cs] * 0)
+>>> register_reader(x, lambda i, j, rs, cs: x.blocks[i, j][::rs, ::cs] * 0)
 >>> strided(x, 1, 0, 2, 1).compute().tolist()
 [[0.0, 0.0]]
 """
@@ -34,14 +34,14 @@ import dask.array as da
 
 from bosaris_dask.array_registry import ArrayRegistry
 
-__all__ = ["register", "reader_of", "strided"]
+__all__ = ["register_reader", "reader_of", "strided"]
 
 Reader = Callable[[int, int, int, int], da.Array]
 
 _READERS: ArrayRegistry[Reader] = ArrayRegistry()
 
 
-def register(array: da.Array, reader: Reader) -> None:
+def register_reader(array: da.Array, reader: Reader) -> None:
     """Register ``reader(i, j, row_step, col_step)`` for ``array`` (see the module docstring),
     for as long as the ``array`` object lives."""
     _READERS.add(array, reader)

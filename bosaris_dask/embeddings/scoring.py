@@ -122,7 +122,7 @@ def outer_blocks(kernel: Any, rows: da.Array, cols: da.Array, *extra: Any, **kwa
             *boxed, dtype=np.float32, concatenate=True, meta=np.empty((0, 0), dtype=np.float32),
             adjust_chunks={"i": rows.chunks[0], "j": cols.chunks[0]}, **kwargs,
         )  # fmt: skip
-    subgrids.register(matrix, partial(_strided_block, kernel, rows, cols, extra, kwargs))
+    subgrids.register_reader(matrix, partial(_strided_block, kernel, rows, cols, extra, kwargs))
     return matrix
 
 

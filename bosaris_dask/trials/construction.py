@@ -286,7 +286,7 @@ def label_mask(model_labels: Any, segment_labels: Any, chunks: Any) -> da.Array:
     mc = da.from_array(mcodes, chunks=(chunks[0],))
     sc = da.from_array(scodes, chunks=(chunks[1],))
     mask = _outer_mask(mc, sc)
-    subgrids.register(mask, partial(_strided_mask, mc, sc))
+    subgrids.register_reader(mask, partial(_strided_mask, mc, sc))
     return mask
 
 
