@@ -89,9 +89,10 @@ class RefineSpec:
 
     @cached_property
     def packed_lut(self) -> np.ndarray:
-        """:attr:`lut` as bits, eight bins to a byte, least significant first (the compiled
-        selection's table: an eighth of the cache lines)."""
-        return np.packbits(self.lut, bitorder="little")
+        """:attr:`lut` as the compiled selection reads it
+        (:func:`bosaris_dask.fast_select.bin_tables`: bits, an eighth of the cache lines)."""
+        (packed,) = fast_select.bin_tables(self.lut)
+        return packed
 
     @cached_property
     def bucket_lut(self) -> np.ndarray:
