@@ -137,9 +137,30 @@ def _object_graph(
 
     return da.reduction(
         per_chunk, chunk=identity, combine=combine, aggregate=combine, axis=(0, 1),
-        dtype=object, split_every=split_every, concatenate=True,
-        meta=np.empty((), dtype=object),
+        dtype=object, split_every=_merge_widths(per_chunk.numblocks, split_every),
+        concatenate=True, meta=np.empty((), dtype=object),
     )  # fmt: skip
+
+
+def _merge_widths(numblocks: tuple[int, int], split_every: int | None) -> dict[int, int] | None:
+    """dask's per-axis ``split_every`` for merge tasks of at most ``split_every`` chunk results.
+
+    dask splits an integer evenly over the reduced axes (its square root for two), so a grid of
+    row chunks (``(n, 1)`` blocks, the usual trial matrix) merged pairwise: ``n - 1`` merges of
+    2 results, each decoding and encoding its total, instead of about ``n / 7`` of 8. An axis of
+    one block gets 1, the other axis everything.
+
+    >>> _merge_widths((60, 1), 8), _merge_widths((1, 9), 8), _merge_widths((5, 7), 8)
+    ({0: 8, 1: 1}, {0: 1, 1: 8}, {0: 2, 1: 2})
+    """
+    if split_every is None:
+        return None
+    if numblocks[1] == 1:
+        return {0: split_every, 1: 1}
+    if numblocks[0] == 1:
+        return {0: 1, 1: split_every}
+    side = max(2, int(split_every**0.5))
+    return {0: side, 1: side}
 
 
 def _chunk_task(*blocks: np.ndarray, aggs: tuple[Aggregation, ...], tune: bool) -> np.ndarray:
