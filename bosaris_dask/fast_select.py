@@ -29,7 +29,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -45,6 +45,7 @@ __all__ = [
     "grouped_select_loop",
     "grouped_select_into",
     "bin_tables",
+    "overlap_table",
     "DISABLE_ENV",
     "SPARSE_SELECTION",
 ]
@@ -166,6 +167,7 @@ def _select_grouped(
     gshift,
     gadaptive,
     glut,
+    ulut,
     nb,
     split,
     sign_bit,
@@ -173,6 +175,7 @@ def _select_grouped(
     ones,
     sparse,
     flags,
+    todo,
     pkeys,
     ptar,
     gkeys,
@@ -181,36 +184,49 @@ def _select_grouped(
 ):  # pragma: no cover
     # compiled by numba; tested against the numpy path. As _select_trials, for the pooled
     # parts (a bin of the pooled map in plut) and the parts of groups (a (group, bin) of the
-    # groups' map in glut) at once, in two loops: first each trial's flags (no branch on the
-    # data and no dependence between trials, so their table look-ups overlap), then the
-    # selected trials written out in order, each keyed again (a few integer operations: a
-    # key kept per trial, 8 bytes, made the first loop's writes evict the tables from the
-    # cache). Few selected (the usual case in a refinement pass): a branch on the flags,
-    # predicted; many: no branch, every trial written at the next free place. (One loop
-    # would make each write's place wait for the previous trial's look-ups: 8 ns per trial
-    # instead of 3, measured; a prefilter on the keys' top bits, as the numpy path has,
-    # mispredicts its branches where a fifth of the trials pass it.) The bin tables are bits
-    # (bin_tables); the padding bits of their last byte are zero
+    # groups' map in glut) at once, in three loops: first each trial's bin of the first map
+    # (the pooled one, else the groups'), its pooled flag and, listed with no branch, whether
+    # the bin meets a group's candidate (ulut); then the groups' look-ups for the listed
+    # trials only; then the selected trials written out in order, each keyed again (a few
+    # integer operations: a key kept per trial, 8 bytes, made the first loop's writes evict
+    # the tables from the cache). Few selected (the usual case in a refinement pass): a
+    # branch on the flags, predicted; many: no branch, every trial written at the next free
+    # place. (No branch in the first loop, so the trials' table look-ups overlap: a branch
+    # on ulut there, taken by a twelfth of the trials at 1e9 and 24 conditions, was slower
+    # than both look-ups for every trial.) The bin tables are bits (bin_tables); the padding
+    # bits of their last byte are zero
     zero = np.uint64(0)
     plast = plut.size * 8 - 1
     glast = glut.size * 8 - 1
     n_sel = 0
+    n_todo = 0
     for i in range(bits.size):
-        c = cls[i]
         b = np.uint64(bits[i])
         b = zero if b == sign else b  # -0.0 as +0.0
         key = b ^ (((zero - (b >> sign_bit)) & ones) | sign)  # order key, no branch
-        trial = (c != 0) & scored[i]
+        if padaptive:
+            t = ptable[np.intp(key >> pbucket_shift)]
+            k = (t >> 8) + np.int64(key >> np.uint64(t & 255))
+        else:
+            k = np.int64(key >> pshift)
+        k = min(max(k, 0), plast)
         flag = np.uint8(0)
         if pooled:
-            if padaptive:
-                t = ptable[np.intp(key >> pbucket_shift)]
-                k = (t >> 8) + np.int64(key >> np.uint64(t & 255))
-            else:
-                k = np.int64(key >> pshift)
-            k = min(max(k, 0), plast)
-            flag |= np.uint8(trial & ((plut[k >> 3] >> (k & 7)) & 1))
-        if split:
+            trial = (cls[i] != 0) & scored[i]
+            flag = np.uint8(trial & ((plut[k >> 3] >> (k & 7)) & 1))
+            n_sel += flag
+        flags[i] = flag
+        # the trials whose first-map bin meets a group's candidate (ulut), listed with no
+        # branch: the groups' look-ups are made for them only (a twelfth of the trials at
+        # 1e9 trials and 24 conditions; a branch here mispredicted more than it saved)
+        todo[n_todo] = i
+        n_todo += (ulut[k >> 3] >> (k & 7)) & 1
+    if split:
+        for j in range(n_todo):
+            i = todo[j]
+            b = np.uint64(bits[i])
+            b = zero if b == sign else b
+            key = b ^ (((zero - (b >> sign_bit)) & ones) | sign)
             if gadaptive:
                 t = gtable[np.intp(key >> gbucket_shift)]
                 k = (t >> 8) + np.int64(key >> np.uint64(t & 255))
@@ -218,10 +234,9 @@ def _select_grouped(
                 k = np.int64(key >> gshift)
             at = np.int64(groups[i]) * nb + k
             at = min(max(at, 0), glast)
-            hit = (glut[at >> 3] >> (at & 7)) & 1
-            flag |= np.uint8(trial & hit) << np.uint8(1)
-        flags[i] = flag
-        n_sel += flag != 0
+            hit = np.uint8(((cls[i] != 0) & scored[i]) & ((glut[at >> 3] >> (at & 7)) & 1))
+            flags[i] |= hit << np.uint8(1)
+            n_sel += hit
     n_p, n_g = 0, 0
     if n_sel * sparse <= bits.size:
         for i in range(bits.size):
@@ -272,6 +287,32 @@ def bin_tables(*luts: np.ndarray | None) -> list[np.ndarray | None]:
     return [None if x is None else np.packbits(x, bitorder="little") for x in luts]
 
 
+def overlap_table(first: RefineSpec, specs: Sequence[RefineSpec]) -> np.ndarray:
+    """bool per pass-1 bin of ``first``: does the bin share a key with a candidate of one of
+    ``specs`` (candidates ``[lo, lo + 2**bits)`` of keys binned by another map)? A key in no
+    such bin is in none of their candidates: :func:`grouped_select_into` looks up the groups'
+    table only for keys in these bins.
+
+    >>> from bosaris_dask.refine_kernels import RefineSpec
+    >>> first = RefineSpec(4, 4, np.array([0], np.uint64), np.array([4]), np.array([0]), True)
+    >>> other = RefineSpec(2, 6, np.array([20, 40], np.uint64), np.array([2, 5]),
+    ...                    np.array([0, 0]), True)
+    >>> np.flatnonzero(overlap_table(first, [other])).tolist()  # keys 20-23, then 40-71
+    [1, 2, 3, 4]
+    """
+    nb = first.nbins
+    if not specs:
+        return np.zeros(nb, dtype=bool)
+    lo = np.concatenate([s.cand_lo for s in specs]).astype(np.uint64)
+    # a candidate is narrower than the key (every map has two bins at least)
+    last = lo + ((np.uint64(1) << np.concatenate([s.cand_bits for s in specs]).astype(np.uint64))
+                 - np.uint64(1))  # fmt: skip
+    start = np.clip(first.bin_of(lo), 0, nb - 1)
+    stop = np.clip(first.bin_of(last), 0, nb - 1) + 1
+    edges = np.bincount(start, minlength=nb + 1) - np.bincount(stop, minlength=nb + 1)
+    return np.cumsum(edges[:nb]) > 0
+
+
 def grouped_select_into(
     loop: Callable[..., Any],
     cls: np.ndarray,
@@ -279,8 +320,8 @@ def grouped_select_into(
     scored: np.ndarray,
     groups: np.ndarray,
     pooled: tuple[RefineSpec, np.ndarray] | None,
-    split: tuple[RefineSpec, np.ndarray] | None,
-    scratch: np.ndarray,
+    split: tuple[RefineSpec, np.ndarray, np.ndarray] | None,
+    scratch: tuple[np.ndarray, np.ndarray],
     out_pooled: tuple[np.ndarray, np.ndarray],
     out_split: tuple[np.ndarray, np.ndarray, np.ndarray],
 ) -> tuple[int, int]:
@@ -289,19 +330,24 @@ def grouped_select_into(
 
     ``pooled``: a spec whose pass-1 bins (``spec.binmap`` or ``spec.shift``) the pooled parts'
     candidates are in and their union as a table over those bins; ``split``: the same for the
-    parts of groups, the table over ``(group, bin)`` (``group * spec.nbins + bin``); either
-    ``None``. The tables are those of :func:`bin_tables`. ``scratch``:
-    a ``uint8`` array as long as ``s``. Writes the keys and target flags of
-    the trials of flat ``cls``, ``s``, ``scored`` in a selected pooled bin into
-    ``out_pooled``, and the keys, target flags and groups of those in a selected ``(group,
-    bin)`` into ``out_split`` (each as long as ``s``), in order; returns how many of each.
-    Finite scores only (pass 1 refused the others); group codes in ``[0, n_groups)`` (pass 1
-    checked them).
+    parts of groups, the table over ``(group, bin)`` (``group * spec.nbins + bin``), and third
+    the :func:`overlap_table` of the groups' candidates over the *first* map's bins (the pooled
+    spec's where ``pooled`` is given, else the groups' own); either ``None``. The tables are
+    those of :func:`bin_tables`. ``scratch``: a ``uint8`` and an ``int32`` array, each at
+    least as long as ``s``. Writes the keys and target flags of the trials of flat ``cls``,
+    ``s``, ``scored`` in a selected pooled bin into ``out_pooled``, and the keys, target flags
+    and groups of those in a selected ``(group, bin)`` into ``out_split`` (each as long as
+    ``s``), in order; returns how many of each. Finite scores only (pass 1 refused the
+    others); group codes in ``[0, n_groups)`` (pass 1 checked them).
     """
     kbits = s.dtype.itemsize * 8
-    none = np.zeros(1, dtype=np.uint8)
-    pspec, plut = pooled if pooled is not None else (None, none)
-    gspec, glut = split if split is not None else (None, none)
+    pspec, plut = pooled if pooled is not None else (None, None)
+    gspec, glut, ulut = split if split is not None else (None, np.zeros(1, np.uint8), None)
+    # both tables over the first map's bins as long (the loop clamps a bin to plut's length)
+    plut = np.zeros_like(ulut) if plut is None else plut
+    ulut = np.zeros_like(plut) if ulut is None else ulut
+    if plut.size != ulut.size:
+        raise ValueError(f"bin tables of {plut.size} and {ulut.size} bytes over one map")
     pargs = _map_args(pspec, kbits) if pspec is not None else _map_args(gspec, kbits)  # type: ignore[arg-type]
     gargs = _map_args(gspec, kbits) if gspec is not None else pargs
     s = np.ascontiguousarray(s)
@@ -310,11 +356,11 @@ def grouped_select_into(
         np.ascontiguousarray(cls, dtype=np.int8),
         s.view(np.uint32 if kbits == 32 else np.uint64),
         np.ascontiguousarray(scored, dtype=np.bool_), np.ascontiguousarray(groups),
-        *pargs, plut, pspec is not None, *gargs, glut,
+        *pargs, plut, pspec is not None, *gargs, glut, ulut,
         np.int64(gspec.nbins if gspec is not None else 0), gspec is not None,
         np.uint64(kbits - 1),
         np.uint64(1 << (kbits - 1)), np.uint64((1 << kbits) - 1), np.int64(SPARSE_SELECTION),
-        scratch[:n],
+        scratch[0][:n], scratch[1][:n],
         *out_pooled, *out_split,
     )  # fmt: skip
     return int(out[0]), int(out[1])

@@ -174,12 +174,15 @@ def _select_parts(
     cls_flat, grp_flat, s_flat, m_flat = (a.reshape(-1) for a in (classes, groups, s, m))
     if loop is not None:
         room, kdt = min(ws.block, s_flat.size), key_dtype(s.dtype)
-        scratch = np.empty(room, np.uint8)
+        scratch = (np.empty(room, np.uint8), np.empty(room, np.int32))
         out_p = (np.empty(room, kdt), np.empty(room, bool))
         out_g = (np.empty(room, kdt), np.empty(room, bool), np.empty(room, grp_flat.dtype))
-        plut8, glut8 = fast_select.bin_tables(plut, glut)
+        first = pspec if pspec is not None else gspec  # the map the loop looks up first
+        over = None if gspec is None else fast_select.overlap_table(
+            first, [specs[j] for j in split])  # type: ignore[arg-type, misc]  # fmt: skip
+        plut8, glut8, over8 = fast_select.bin_tables(plut, glut, over)
         pooled_lut = (pspec, plut8) if plut is not None else None
-        split_lut = (gspec, glut8) if glut is not None else None
+        split_lut = (gspec, glut8, over8) if glut is not None else None
     for sl in slices(s_flat.size, ws.slice_size):
         got_p: list[list[np.ndarray]] = [[], []]
         got_g: list[list[np.ndarray]] = [[], [], []]

@@ -113,3 +113,34 @@ def test_compiled_grouped_selection_equals_the_numpy_path(problem, sparse):
 def test_disabling_numba_gives_the_numpy_path(monkeypatch):
     monkeypatch.setenv(fast_select.DISABLE_ENV, "1")
     assert fast_select.grouped_select_loop() is None
+
+
+@st.composite
+def overlap_problems(draw):
+    """A first map and candidates of specs in another map, over the keys of random scores."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    s = rng.normal(size=draw(st.integers(1, 500))) * draw(st.sampled_from([1.0, 1e3]))
+    finite = s.astype(dtype)
+    keys = _keys(finite)
+    bits = 32 if dtype == np.float32 else 64
+    first = _spec(draw, rng, _map(draw, rng, bits, finite), keys)
+    other = _map(draw, rng, bits, finite)
+    return first, [_spec(draw, rng, other, keys) for _ in range(draw(st.integers(0, 3)))]
+
+
+@settings(max_examples=100, deadline=None)
+@given(overlap_problems())
+def test_overlap_table_marks_exactly_the_bins_meeting_a_candidate(problem):
+    first, specs = problem
+    got = fast_select.overlap_table(first, specs)
+    assert got.shape == (first.nbins,) and got.dtype == bool
+    # brute force, in Python integers: bin b's keys [lo, lo + 2**w) meet a candidate's
+    bm = first.binmap if first.binmap is not None else BinMap.uniform(
+        first.prefix_bits + first.shift, first.prefix_bits)  # fmt: skip
+    lo, width = bm.bin_lo_bits(np.arange(first.nbins))
+    spans = [(int(a), int(a) + (1 << int(w)) - 1) for s in specs
+             for a, w in zip(s.cand_lo, s.cand_bits, strict=True)]  # fmt: skip
+    want = [any(int(a) <= hi and a2 <= int(a) + (1 << int(w)) - 1 for a2, hi in spans)
+            for a, w in zip(lo, width, strict=True)]  # fmt: skip
+    assert got.tolist() == want
