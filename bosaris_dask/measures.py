@@ -21,7 +21,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from scipy.special import expit, logit, ndtri
+from scipy.special import expit, logit, ndtr, ndtri
 
 from bosaris_dask import roc
 from bosaris_dask.arguments import float_vector
@@ -242,18 +242,71 @@ def steppy_roc(summary: ScoreSummary, resolution: float = 0.005) -> tuple[np.nda
     """ROC points ``(pmiss, pfa)`` at the summary's bin edges, thinned for plotting.
 
     Every point returned is an exact ROC point. Consecutive points closer than ``resolution``
-    on probit (DET) axes are merged, so a billion-trial curve is a few thousand points.
+    on probit (DET) axes are merged, so a billion-trial curve is a few thousand points: a point
+    is kept where its cell ``floor(probit(p) / resolution)`` on either axis differs from the
+    point before (the first and the last are always kept).
+
+    Examples
+    --------
+    >>> s = ScoreSummary(np.dtype(np.float64), lo=np.arange(4, dtype=np.uint64),
+    ...                  bits=np.zeros(4, np.int8), n_tar=np.array([0, 1, 1, 2]),
+    ...                  n_non=np.array([3, 1, 0, 0]), softplus_tar=0.0, softplus_non=0.0)
+    >>> pmiss, pfa = steppy_roc(s)
+    >>> pmiss.tolist(), pfa.tolist()
+    ([0.0, 0.0, 0.25, 0.5, 1.0], [1.0, 0.25, 0.0, 0.0, 0.0])
     """
     cum_tar = np.concatenate([[0], np.cumsum(summary.n_tar)])
     cum_non = np.concatenate([[0], np.cumsum(summary.n_non)])
     pmiss = cum_tar / summary.n_target
     pfa = (cum_non[-1] - cum_non) / summary.n_nontarget
-    eps = 1e-12
-    cells = np.stack([ndtri(np.clip(pmiss, eps, 1 - eps)), ndtri(np.clip(pfa, eps, 1 - eps))])
-    cells = np.floor(cells / resolution)
     keep = np.ones(len(pmiss), dtype=bool)
-    keep[1:-1] = np.any(cells[:, 1:-1] != cells[:, :-2], axis=0)
+    if len(pmiss) > 2:
+        keep[1:-1] = False
+        for p, falling in ((pmiss, False), (pfa, True)):
+            at = _cell_changes(p, resolution, falling)
+            keep[at[at < len(p) - 1]] = True
     return pmiss[keep], pfa[keep]
+
+
+def _cell_changes(p: np.ndarray, resolution: float, falling: bool) -> np.ndarray:
+    """The positions ``i >= 1`` where the probit cell ``floor(probit(p) / resolution)`` of
+    monotone ``p`` (non-decreasing, or non-increasing where ``falling``) differs from that at
+    ``i - 1``.
+
+    The cells are monotone along ``p``, so each such position is the first that reaches a cell:
+    found per cell crossed (a few thousand at most on ``[1e-12, 1 - 1e-12]``) by a binary
+    search, bracketed first where ``ndtr`` of the cell's edge falls in ``p`` and checked with
+    the exact cells at the bracket's ends (else the whole range), instead of evaluating the
+    probit at every bin.
+    """
+    eps = 1e-12
+    sign = -1.0 if falling else 1.0  # cells negated where falling: non-decreasing
+    n = len(p)
+
+    def cell(i: np.ndarray | int) -> np.ndarray:
+        return sign * np.floor(ndtri(np.clip(p[i], eps, 1 - eps)) / resolution)
+
+    first, last = float(cell(0)), float(cell(n - 1))
+    if last <= first:
+        return np.empty(0, dtype=np.intp)
+    targets = np.arange(first + 1, last + 1)
+    if falling:  # the first p below ndtr of the cell's upper edge
+        guess = np.searchsorted(-p, -ndtr((1 - targets) * resolution), side="right")
+    else:  # the first p at or above ndtr of the cell's lower edge
+        guess = np.searchsorted(p, ndtr(targets * resolution), side="left")
+    lo = np.clip(guess - 2, 1, n - 1)
+    hi = np.clip(guess + 2, 1, n - 1)
+    bracketed = (cell(lo - 1) < targets) & (cell(hi) >= targets)
+    lo[~bracketed], hi[~bracketed] = 1, n - 1  # invariant: cell(lo - 1) < target <= cell(hi)
+    while True:
+        open_ = lo < hi
+        if not open_.any():
+            break
+        mid = (lo + hi) // 2
+        reached = cell(mid) >= targets
+        hi = np.where(open_ & reached, mid, hi)
+        lo = np.where(open_ & ~reached, mid + 1, lo)
+    return np.unique(lo)
 
 
 def vertex_thresholds(summary: ScoreSummary, positions: np.ndarray) -> np.ndarray:

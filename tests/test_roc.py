@@ -148,3 +148,58 @@ def test_the_compiled_hull_loop_finds_the_same_vertices(n, seed, kind):
         fast = roc.convex_minorant(x, y)
     np.testing.assert_array_equal(fast, roc.convex_minorant(x, y, fast=False))
     ref.check_hull(y, x[-1] - x, y[fast], x[-1] - x[fast])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 5000),
+    seed=st.integers(0, 2**32 - 1),
+    resolution=st.sampled_from([0.005, 0.05, 1.0]),
+    dense=st.booleans(),
+)
+def test_steppy_roc_keeps_the_points_whose_probit_cell_changes(n, seed, resolution, dense):
+    """The thinned DET curve against the direct rule at every bin edge."""
+    from scipy.special import ndtri
+
+    from bosaris_dask.engine import ScoreSummary
+    from bosaris_dask.measures import steppy_roc
+
+    rng = np.random.default_rng(seed)
+    hi = 10**6 if dense else 3
+    n_tar = rng.integers(0, hi, n) * (rng.random(n) < 0.5)
+    n_non = rng.integers(0, hi, n) * (rng.random(n) < 0.5)
+    n_tar[0] += 1
+    n_non[-1] += 1
+    s = ScoreSummary(np.dtype(np.float64), lo=np.arange(n, dtype=np.uint64),
+                     bits=np.zeros(n, np.int8), n_tar=n_tar, n_non=n_non, softplus_tar=0.0,
+                     softplus_non=0.0)  # fmt: skip
+    pmiss = np.concatenate([[0], np.cumsum(n_tar)]) / n_tar.sum()
+    pfa = (n_non.sum() - np.concatenate([[0], np.cumsum(n_non)])) / n_non.sum()
+    cells = np.floor(ndtri(np.clip(np.stack([pmiss, pfa]), 1e-12, 1 - 1e-12)) / resolution)
+    keep = np.ones(len(pmiss), dtype=bool)
+    keep[1:-1] = (cells[:, 1:-1] != cells[:, :-2]).any(axis=0)
+    got_pmiss, got_pfa = steppy_roc(s, resolution)
+    np.testing.assert_array_equal(got_pmiss, pmiss[keep])
+    np.testing.assert_array_equal(got_pfa, pfa[keep])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 3000),
+    seed=st.integers(0, 2**32 - 1),
+    resolution=st.sampled_from([0.005, 0.05, 1.0]),
+    falling=st.booleans(),
+)
+def test_probit_cell_changes_of_a_monotone_rate(n, seed, resolution, falling):
+    from scipy.special import ndtri
+
+    from bosaris_dask.measures import _cell_changes
+
+    rng = np.random.default_rng(seed)
+    p = np.sort(rng.random(n) ** rng.choice([1, 8]))
+    p[rng.random(n) < 0.1] = 0.0
+    p = np.sort(p)
+    p = p[::-1].copy() if falling else p
+    cells = np.floor(ndtri(np.clip(p, 1e-12, 1 - 1e-12)) / resolution)
+    want = np.flatnonzero(cells[1:] != cells[:-1]) + 1
+    np.testing.assert_array_equal(_cell_changes(p, resolution, falling), want)
