@@ -196,18 +196,18 @@ def convex_minorant(x: np.ndarray, y: np.ndarray, fast: bool = True) -> np.ndarr
     >>> convex_minorant(np.array([0, 1, 2, 3]), np.array([0, 5, 1, 6])).tolist()
     [0, 2, 3]
     """
-    candidates = np.arange(len(x))
-    if len(candidates) > 2:
-        candidates = _drop_run_interiors(x, y, candidates)
     least = _COMPILED_HULL_POINTS_LOADED if "numba" in sys.modules else _COMPILED_HULL_POINTS
-    loop = compiled(_minorant_loop) if fast and len(candidates) >= least else None
-    if loop is not None:
-        xs, ys = np.asarray(x)[candidates], np.asarray(y)[candidates]
+    loop = compiled(_minorant_loop) if fast and len(x) >= least else None
+    if loop is not None:  # every point: the loop skips runs and repeats as cheaply as a filter
+        xs, ys = np.asarray(x), np.asarray(y)
         if xs.dtype.kind in "iu" and ys.dtype.kind in "iu" and min(xs.min(), ys.min()) >= 0 \
                 and max(xs.max(), ys.max()) < _COMPILED_HULL_LIMIT:  # fmt: skip
             stack = np.empty(len(xs) + 1, dtype=np.int64)
-            top = loop(xs.astype(np.int64), ys.astype(np.int64), stack)
-            return candidates[stack[:top]]
+            top = loop(xs.astype(np.int64, copy=False), ys.astype(np.int64, copy=False), stack)
+            return stack[:top].copy()
+    candidates = np.arange(len(x))
+    if len(candidates) > 2:
+        candidates = _drop_run_interiors(x, y, candidates)
     if len(candidates) > 256:
         candidates = _drop_above_qhull(x, y, candidates)
     xs = [int(v) for v in x[candidates]]
