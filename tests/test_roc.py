@@ -1,12 +1,15 @@
-"""The small exact kernels: hull, PAV blocks, EER, PRBEP, minDCF, minCllr."""
+"""The small exact kernels: hull, PAV blocks, EER, PRBEP, minDCF, minCllr, the thinned DET curve."""
 
 from __future__ import annotations
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.special import ndtri
 
 from bosaris_dask import roc
+from bosaris_dask.engine import ScoreSummary
+from bosaris_dask.measures import _cell_changes, steppy_roc
 
 from . import reference as ref
 
@@ -158,12 +161,8 @@ def test_the_compiled_hull_loop_finds_the_same_vertices(n, seed, kind):
     dense=st.booleans(),
 )
 def test_steppy_roc_keeps_the_points_whose_probit_cell_changes(n, seed, resolution, dense):
-    """The thinned DET curve against the direct rule at every bin edge."""
-    from scipy.special import ndtri
-
-    from bosaris_dask.engine import ScoreSummary
-    from bosaris_dask.measures import steppy_roc
-
+    """The thinned DET curve against the direct rule at every bin edge, and where each axis's
+    cell changes against the probit of every point."""
     rng = np.random.default_rng(seed)
     hi = 10**6 if dense else 3
     n_tar = rng.integers(0, hi, n) * (rng.random(n) < 0.5)
@@ -181,25 +180,6 @@ def test_steppy_roc_keeps_the_points_whose_probit_cell_changes(n, seed, resoluti
     got_pmiss, got_pfa = steppy_roc(s, resolution)
     np.testing.assert_array_equal(got_pmiss, pmiss[keep])
     np.testing.assert_array_equal(got_pfa, pfa[keep])
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    n=st.integers(1, 3000),
-    seed=st.integers(0, 2**32 - 1),
-    resolution=st.sampled_from([0.005, 0.05, 1.0]),
-    falling=st.booleans(),
-)
-def test_probit_cell_changes_of_a_monotone_rate(n, seed, resolution, falling):
-    from scipy.special import ndtri
-
-    from bosaris_dask.measures import _cell_changes
-
-    rng = np.random.default_rng(seed)
-    p = np.sort(rng.random(n) ** rng.choice([1, 8]))
-    p[rng.random(n) < 0.1] = 0.0
-    p = np.sort(p)
-    p = p[::-1].copy() if falling else p
-    cells = np.floor(ndtri(np.clip(p, 1e-12, 1 - 1e-12)) / resolution)
-    want = np.flatnonzero(cells[1:] != cells[:-1]) + 1
-    np.testing.assert_array_equal(_cell_changes(p, resolution, falling), want)
+    for axis, (p, falling) in enumerate(((pmiss, False), (pfa, True))):  # each axis alone
+        want = np.flatnonzero(cells[axis, 1:] != cells[axis, :-1]) + 1
+        np.testing.assert_array_equal(_cell_changes(p, resolution, falling), want)
