@@ -144,9 +144,10 @@ def _drop_above_qhull(x: np.ndarray, y: np.ndarray, keep: np.ndarray) -> np.ndar
 #: Points whose coordinates stay below this take the compiled hull loop (where numba is
 #: installed): the cross products of their differences are exact in int64.
 _COMPILED_HULL_LIMIT = 1 << 31
-#: From how many points (after the runs are dropped) the hull loop runs compiled: the hulls of
-#: 1e9-trial evaluations (about 1M bins: Qhull's pre-filter and the Python loop took 0.3-0.4 s
-#: per hull on a loaded machine); below, loading numba (0.4 s) would cost more than it saves.
+#: From how many points the hull loop runs compiled (it skips runs and repeats itself): the
+#: hulls of 1e9-trial evaluations (about 1M bins: Qhull's pre-filter and the Python loop took
+#: 0.3-0.4 s per hull on a loaded machine); below, loading numba (0.4 s) would cost more than
+#: it saves.
 _COMPILED_HULL_POINTS = 1 << 18
 #: From how many points the hull loop runs compiled once numba is loaded anyway (e.g. by the
 #: compiled pass-1 kernels): Qhull's pre-filter and the Python loop below cost 2-3 ms per hull

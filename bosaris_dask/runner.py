@@ -148,13 +148,14 @@ def _merge_widths(numblocks: tuple[int, int], split_every: int | None) -> dict[i
     dask splits an integer evenly over the reduced axes (its square root for two), so a grid of
     row chunks (``(n, 1)`` blocks, the usual trial matrix) merged pairwise: ``n - 1`` merges of
     2 results, each decoding and encoding its total, instead of about ``n / 7`` of 8. An axis of
-    one block gets 1, the other axis everything.
+    one block gets 1, the other axis everything (at least 2, as dask gives an integer).
 
     >>> _merge_widths((60, 1), 8), _merge_widths((1, 9), 8), _merge_widths((5, 7), 8)
     ({0: 8, 1: 1}, {0: 1, 1: 8}, {0: 2, 1: 2})
     """
     if split_every is None:
         return None
+    split_every = max(2, int(split_every))
     if numblocks[1] == 1:
         return {0: split_every, 1: 1}
     if numblocks[0] == 1:
