@@ -287,6 +287,9 @@ def _cell_changes(p: np.ndarray, resolution: float, falling: bool) -> np.ndarray
         return sign * np.floor(ndtri(np.clip(p[i], eps, 1 - eps)) / resolution)
 
     first, last = float(cell(0)), float(cell(n - 1))
+    if not (np.isfinite(first) and np.isfinite(last)):  # a rate of no trials (0 / 0): NaN
+        cells = cell(np.arange(n))
+        return np.flatnonzero(cells[1:] != cells[:-1]) + 1
     if last <= first:
         return np.empty(0, dtype=np.intp)
     targets = np.arange(first + 1, last + 1)

@@ -183,3 +183,13 @@ def test_steppy_roc_keeps_the_points_whose_probit_cell_changes(n, seed, resoluti
     for axis, (p, falling) in enumerate(((pmiss, False), (pfa, True))):  # each axis alone
         want = np.flatnonzero(cells[axis, 1:] != cells[axis, :-1]) + 1
         np.testing.assert_array_equal(_cell_changes(p, resolution, falling), want)
+
+
+def test_steppy_roc_of_a_summary_without_targets_keeps_every_point():
+    """pmiss is 0 / 0 at every point (as the direct rule has it, NaN cells all differ)."""
+    s = ScoreSummary(np.dtype(np.float64), lo=np.arange(4, dtype=np.uint64),
+                     bits=np.zeros(4, np.int8), n_tar=np.zeros(4, np.int64),
+                     n_non=np.array([3, 1, 0, 0]), softplus_tar=0.0, softplus_non=0.0)  # fmt: skip
+    with np.errstate(invalid="ignore"):
+        pmiss, pfa = steppy_roc(s)
+    assert np.isnan(pmiss).all() and pfa.tolist() == [1.0, 0.25, 0.0, 0.0, 0.0]
