@@ -60,6 +60,10 @@ def add_embedding_arguments(
     g.add_argument("--top-n", type=_block, metavar="N", help="AS-norm cohort size")
     g.add_argument("--block", type=_block, default=4096, metavar="ROWS",
                    help="score block size, ROWS x ROWS (default 4096)")  # fmt: skip
+    g.add_argument("--device", default="cpu",
+                   help="where the block products run: cpu (default, numpy), or a PyTorch "
+                   "device with float64 products such as cuda or cuda:1 (needs torch); the "
+                   "scores are the same bits on any device")  # fmt: skip
     if not class_tables:
         return
     g.add_argument("--enrol-classes", metavar="TABLE",
@@ -128,7 +132,7 @@ def embedding_scores(
 
     options = {"backend": args.backend, "center": args.center, "models": args.models,
                "trials": trials, "norm": args.norm, "cohort": args.cohort, "top_n": args.top_n,
-               "chunks": (args.block, args.block)}  # fmt: skip
+               "chunks": (args.block, args.block), "device": args.device}  # fmt: skip
     e = args.enrol if enrol is None else enrol
     t = args.test if test is None else test
     if quality:

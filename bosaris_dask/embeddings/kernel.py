@@ -17,7 +17,9 @@ candidate bin) and find the same scores as in pass 1. It is proven, not hoped fo
 The BLAS is pinned to one thread inside a task (via ``threadpoolctl`` when installed) so that
 dask's threads do not oversubscribe the cores; the bits do not depend on it. Rows are
 multiplied in strips of :data:`STRIP_ROWS` so the float64 intermediate stays small
-(``STRIP_ROWS x block columns x 8`` bytes). Should a score source still change between passes
+(``STRIP_ROWS x block columns x 8`` bytes). With ``device`` other than ``"cpu"`` the products
+run on an accelerator (:mod:`bosaris_dask.embeddings.device`) and are rounded here the same
+way: the same bits. Should a score source still change between passes
 (a file rewritten meanwhile), the engine stops with ``InconsistentPassesError`` rather than
 report a wrong number.
 
@@ -39,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from bosaris_dask.embeddings.device import device_strips
 from bosaris_dask.embeddings.rounding import max_row_norm, round_products
 
 #: Rows of a block multiplied at once (bounds the float64 intermediate).
@@ -78,16 +81,25 @@ def pinned_blas() -> Iterator[None]:
                 _pin_state["limiter"] = None
 
 
-def score_block(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _host_strips(a: np.ndarray, b: np.ndarray, rows: int) -> Iterator[tuple[int, int, np.ndarray]]:
+    for start in range(0, a.shape[0], rows):
+        stop = min(start + rows, a.shape[0])
+        yield start, stop, a[start:stop] @ b.T
+
+
+def score_block(a: np.ndarray, b: np.ndarray, device: str = "cpu") -> np.ndarray:
     """``a @ b.T`` rounded to float32 as the exact products are; ``a`` and ``b`` are prepared
-    float64 rows."""
+    float64 rows. ``device``: where the float64 products run (``"cpu"``: numpy's BLAS; else a
+    PyTorch device, :mod:`bosaris_dask.embeddings.device`), the same bits either way."""
     a = np.ascontiguousarray(a, dtype=np.float64)
     b = np.ascontiguousarray(b, dtype=np.float64)
     out = np.empty((a.shape[0], b.shape[0]), dtype=np.float32)
     b_norm = max_row_norm(b)
+    if device == "cpu":
+        strips = _host_strips(a, b, STRIP_ROWS)
+    else:
+        strips = device_strips(a, b, STRIP_ROWS, device)
     with pinned_blas():
-        for start in range(0, a.shape[0], STRIP_ROWS):
-            stop = min(start + STRIP_ROWS, a.shape[0])
-            strip = a[start:stop]
-            round_products(strip @ b.T, strip, b, out[start:stop], b_norm=b_norm)
+        for start, stop, products in strips:
+            round_products(products, a[start:stop], b, out[start:stop], b_norm=b_norm)
     return out

@@ -72,10 +72,12 @@ def normalized_matrix(
 
 def normalize(
     enrol: Side, test: Side, cohort: Side | None, *, norm: str, top_n: int | None = None,
-    both_sides: bool = False,
+    both_sides: bool = False, device: str = "cpu",
 ) -> tuple[da.Array, np.ndarray | None, np.ndarray | None]:  # fmt: skip
     """The normalized matrix and the ``(n, 4)`` cohort statistics of each side (``None`` for a
-    side the normalization does not use, unless ``both_sides``).
+    side the normalization does not use, unless ``both_sides``). ``device``: where the
+    matrix's block products run (as :func:`~bosaris_dask.embeddings.scoring.score_matrix`;
+    screened for refinement passes on the CPU only).
 
     Raises
     ------
@@ -112,8 +114,10 @@ def normalize(
     mu_e, sd_e = (lazy(e_stats[:, k], enrol.values) for k in cols)
     mu_t, sd_t = (lazy(t_stats[:, k], test.values) for k in cols)
     stats = (mu_e, "i", sd_e, "i", mu_t, "j", sd_t, "j")
-    matrix = outer_blocks(normalized_block, enrol.values, test.values, *stats, norm=norm)
-    screening.register(matrix, partial(_screened, enrol.values, test.values, stats, norm))
+    matrix = outer_blocks(normalized_block, enrol.values, test.values, *stats, norm=norm,
+                          device=device)  # fmt: skip
+    if device == "cpu":
+        screening.register(matrix, partial(_screened, enrol.values, test.values, stats, norm))
     return matrix, e_found, t_found
 
 

@@ -75,11 +75,12 @@ def normalized_values(s, mu_e, sd_e, mu_t, sd_t, kind: int):
     return 0.5 * ((s - mu_e) / sd_e + (s - mu_t) / sd_t)
 
 
-def normalized_block(a, b, mu_e, sd_e, mu_t, sd_t, norm: str) -> np.ndarray:
+def normalized_block(a, b, mu_e, sd_e, mu_t, sd_t, norm: str, device: str = "cpu") -> np.ndarray:
     """The exact float32 block of ``norm``-normalized scores of prepared rows ``a`` and ``b``
     (:data:`KINDS`; the statistics per row of ``a`` and of ``b``): ``fl32(G(r))``, ``r`` each
-    pair's exact raw score, ``G`` in float64 (:func:`normalized_values`)."""
-    s = score_block(a, b).astype(np.float64)
+    pair's exact raw score (its product on ``device``: :func:`~bosaris_dask.embeddings.kernel
+    .score_block`), ``G`` in float64 (:func:`normalized_values`)."""
+    s = score_block(a, b, device).astype(np.float64)
     out = normalized_values(s, mu_e[:, None], sd_e[:, None], mu_t[None, :], sd_t[None, :],
                             KINDS[norm])  # fmt: skip
     return out.astype(np.float32)

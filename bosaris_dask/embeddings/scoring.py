@@ -21,6 +21,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask import screening, subgrids
+from bosaris_dask.embeddings.device import check_device
 from bosaris_dask.embeddings.kernel import score_block
 from bosaris_dask.embeddings.prepare import (
     Side,
@@ -56,13 +57,16 @@ def _check_dimensions(a: Side, b: Side) -> None:
         )
 
 
-def score_matrix(enrol: Side, test: Side) -> da.Array:
+def score_matrix(enrol: Side, test: Side, device: str = "cpu") -> da.Array:
     """The lazy float32 ``(enrol x test)`` score matrix of two prepared sides, one block product
-    per chunk (chunked as the sides' rows), with its float32 screen registered for the
-    engine's refinement passes (:mod:`bosaris_dask.screening`)."""
+    per chunk (chunked as the sides' rows, the products on ``device``), with its float32
+    screen registered for the engine's refinement passes (:mod:`bosaris_dask.screening`) when
+    the products run on the CPU: on an accelerator a refinement pass recomputes whole blocks
+    there, which costs less than the CPU's float32 screen."""
     _check_dimensions(enrol, test)
-    matrix = outer_blocks(score_block, enrol.values, test.values)
-    screening.register(matrix, partial(screened_matrix, enrol.values, test.values))
+    matrix = outer_blocks(score_block, enrol.values, test.values, device=device)
+    if device == "cpu":
+        screening.register(matrix, partial(screened_matrix, enrol.values, test.values))
     return matrix
 
 
@@ -176,6 +180,7 @@ def scores_from_embeddings(
     cohort: Embeddings | None = None,
     top_n: int | None = None,
     chunks: tuple[int, int] = DEFAULT_CHUNKS,
+    device: str = "cpu",
 ) -> xr.Dataset:
     """Lazy Scores of enrolment against test embeddings (one blocked matrix product per chunk).
 
@@ -208,6 +213,12 @@ def scores_from_embeddings(
         The adaptive cohort size of AS-norm.
     chunks
         Score chunk shape ``(models, segments)``.
+    device
+        Where the block products run: ``"cpu"`` (numpy's BLAS), or a PyTorch device with
+        float64 products such as ``"cuda"`` or ``"cuda:1"`` (needs ``torch``; the device of
+        the workers that compute the blocks). The scores are the same bits on any device
+        (:mod:`bosaris_dask.embeddings.device`); the cohort statistics of a normalization are
+        computed on the CPU.
 
     Returns
     -------
@@ -223,7 +234,7 @@ def scores_from_embeddings(
     ScoreError
         NaN/infinite embeddings, zero vectors with the cosine back-end.
     OptionError
-        An unknown back-end or normalization, a missing cohort, a bad ``top_n``.
+        An unknown back-end, normalization or device, a missing cohort, a bad ``top_n``.
 
     Examples
     --------
@@ -238,7 +249,8 @@ def scores_from_embeddings(
     [[1.0, 0.0, -0.7071], [0.6, 0.8, -0.9899]]
     """
     options = {"backend": backend, "center": center, "models": models, "trials": trials,
-               "norm": norm, "cohort": cohort, "top_n": top_n, "chunks": chunks}  # fmt: skip
+               "norm": norm, "cohort": cohort, "top_n": top_n, "chunks": chunks,
+               "device": device}  # fmt: skip
     return _build(enrol, test, quality=False, **options)[0]
 
 
@@ -270,9 +282,10 @@ def _build(
     enrol: Embeddings, test: Embeddings, *, backend: str = "cosine", center: Any = None,
     models: Any = None, trials: xr.Dataset | None = None, norm: str = "none",
     cohort: Embeddings | None = None, top_n: int | None = None,
-    chunks: tuple[int, int] = DEFAULT_CHUNKS, quality: bool,
+    chunks: tuple[int, int] = DEFAULT_CHUNKS, device: str = "cpu", quality: bool,
 ) -> tuple[xr.Dataset, xr.Dataset | None]:  # fmt: skip
     check_backend(backend)
+    device = check_device(device)
     if quality and cohort is None:
         raise OptionError("cohort statistics (quality measures) need a cohort")
     vector = resolve_center(center)
@@ -280,7 +293,7 @@ def _build(
                   chunks=chunks)  # fmt: skip
     found = None
     if norm == "none" and cohort is None:
-        score = score_matrix(e, t)
+        score = score_matrix(e, t, device)
     else:
         from bosaris_dask.embeddings.normalization import normalize
 
@@ -292,9 +305,10 @@ def _build(
         if norm == "none" and quality:
             from bosaris_dask.embeddings.cohort import side_statistics
 
-            score, found = score_matrix(e, t), side_statistics([e, t], c, top_n=top_n)
+            score, found = score_matrix(e, t, device), side_statistics([e, t], c, top_n=top_n)
         else:
-            score, *found = normalize(e, t, c, norm=norm, top_n=top_n, both_sides=quality)
+            score, *found = normalize(e, t, c, norm=norm, top_n=top_n, both_sides=quality,
+                                      device=device)  # fmt: skip
     mask = None
     if trials is not None:
         mask = trial_classes(trials, chunks=score.chunks) != 0
