@@ -125,6 +125,7 @@ def _task_memory(
     n_parts: int,
     split_every: int,
     knobs: dict[str, int],
+    share: int = 1,
 ) -> memory.TaskMemory:
     """The peak memory of a task of these passes (:func:`memory.grouped_task_memory`)."""
     itemsizes = [a.dtype.itemsize for a in inputs]
@@ -138,7 +139,7 @@ def _task_memory(
         split_every=max(1, min(split_every, inputs[0].npartitions)),
         refine_bins=knobs["dense_budget"], raw_trials=min(knobs["raw_limit"], cells),
         kept_trials=min(knobs["keep_limit"], cells), block=knobs["block"],
-        slice_size=knobs["slice"],
+        slice_size=knobs["slice"], share=share,
     )  # fmt: skip
 
 
@@ -204,6 +205,7 @@ def grouped_pass1(
     systems: Sequence[int] | None = None,
     pooled_apart: Sequence[int] = (),
     n_parts: int | None = None,
+    share: int = 1,
     allow_missing: bool = False,
     split_every: int = engine.DEFAULT_SPLIT_EVERY,
     coarse_bits: int | None = None,
@@ -234,6 +236,9 @@ def grouped_pass1(
     n_parts
         How many parts will be summarized (for the memory estimate and the default bits;
         default: one per counted system and group, plus one per counted system).
+    share
+        The ``share`` the parts will be refined with
+        (:func:`~bosaris_dask.grouped.refine_parts`), for the memory estimate.
     coarse_bits, pooled_coarse_bits
         As :func:`~bosaris_dask.grouped.summarize_parts` (default bits: the engine's for
         ``n_parts`` systems).
@@ -342,7 +347,7 @@ def grouped_pass1(
         cross_entropy_length(len(ce_plo), n_groups),
         finalize=partial(split_cross_entropy, n_plo=len(ce_plo), n_groups=n_groups),
     ) for k in counted] if len(ce_plo) else []  # fmt: skip
-    need = _task_memory(inputs, dtype, nbins, rows, n_parts, split_every, knobs)
+    need = _task_memory(inputs, dtype, nbins, rows, n_parts, split_every, knobs, share)
     _, *found = runner.run_pass(
         "pass 1", [codes, *aggs, *cross, *riding], inputs, lead=positions,
         split_every=split_every, progress=progress, need=need,

@@ -25,7 +25,7 @@ results awaiting a merge 128 MB, kept trials 80 MB
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import dask
@@ -138,16 +138,21 @@ def pass_task_memory(
     buffers = Workspace.nbytes(elements, np.dtype(score_dtype), block, slice_size)
     row = coarse_length(nbins) * 8  # one system's pass-1 result (float64 counts, uncompacted)
     results = (2 * n_systems + 2) * row  # hist + bincount, the rows, their concatenation
-    merge = n_systems * max(
-        # the compact results (bosaris_dask.compact, at most a float64 row each), their running
-        # total, and encoding it: non-zero positions and values, and the encoded copy
-        (split_every + 3) * row,
-        (split_every + 1) * 2 * refine_bins * 8,  # refinements are added in place
-        raw_trials * 56,  # keys and counts, concatenated, then np.unique and a total
-    )
+    # the compact results (bosaris_dask.compact, at most a float64 row each), their running
+    # total, and encoding it: non-zero positions and values, and the encoded copy
+    merge = n_systems * max((split_every + 3) * row,
+                            _refinement_merge(split_every, refine_bins, raw_trials))  # fmt: skip
     held = split_every * n_systems * row
     kept = kept_trials * (key_dtype(score_dtype).itemsize + 1)  # a key and a target flag each
     return TaskMemory(inputs, buffers, results, merge, held, kept)
+
+
+def _refinement_merge(split_every: int, refine_bins: int, raw_trials: int) -> int:
+    """Peak bytes of a merge of one system's refinement results within its budgets."""
+    return max(
+        (split_every + 1) * 2 * refine_bins * 8,  # refinements are added in place
+        raw_trials * 56,  # keys and counts, concatenated, then np.unique and a total
+    )
 
 
 def grouped_task_memory(
@@ -165,14 +170,19 @@ def grouped_task_memory(
     kept_trials: int = 0,
     block: int = 1 << 16,
     slice_size: int = 1 << 22,
+    share: int = 1,
 ) -> TaskMemory:
     """:func:`pass_task_memory` of grouped passes (:mod:`bosaris_dask.grouped`).
 
     A system's pass-1 result is a ``(n_groups, nbins)`` histogram: as large as ``n_groups``
     ungrouped systems' (which is why callers coarsen pass 1 by the number of parts, as for
-    ungrouped parts); a refinement result is one per part (``n_parts``). ``input_itemsizes``
-    includes the group index. Bounded by :func:`pass_task_memory` of ``max(n_systems *
-    n_groups, n_parts)`` systems.
+    ungrouped parts), so pass 1 is bounded by :func:`pass_task_memory` of ``max(n_systems *
+    n_groups, n_parts)`` systems. ``input_itemsizes`` includes the group index. A refinement
+    result is one per part (``n_parts``, the ``n_systems`` pooled ones first), within the
+    refinement budgets ``refine_bins`` and ``raw_trials``, except that the parts beyond the
+    pooled ones refine within ``1 / share`` of them each
+    (:func:`~bosaris_dask.grouped.refine_parts`; a system's conditions share its budgets):
+    the refinement merges hold ``n_systems + ceil((n_parts - n_systems) / share)`` budgets.
 
     Examples
     --------
@@ -181,13 +191,22 @@ def grouped_task_memory(
     ...     n_groups=24, n_parts=25, nbins=1 << 16, split_every=8)
     >>> need.merge // 2**20  # split_every + 3 rows of 25 parts x 2**16 bins x 2 classes, float64
     275
+    >>> budgets = {"refine_bins": 1 << 19, "raw_trials": 1 << 22, "nbins": 1 << 16}
+    >>> kw = {"input_itemsizes": [1, 2, 4, 1], "score_dtype": np.float32, "n_systems": 1,
+    ...       "n_groups": 24, "n_parts": 25, "split_every": 8, **budgets}
+    >>> alone = grouped_task_memory((1000, 1000), **kw).merge // 2**20  # 25 full budgets
+    >>> shared = grouped_task_memory((1000, 1000), share=24, **kw).merge // 2**20  # 2 of them
+    >>> alone, shared, 2 * (1 << 22) * 56 // 2**20
+    (5600, 448, 448)
     """
-    return pass_task_memory(
+    rows = pass_task_memory(
         chunk_shape, input_itemsizes=input_itemsizes, score_dtype=score_dtype,
         n_systems=max(n_systems * n_groups, n_parts), nbins=nbins, split_every=split_every,
-        refine_bins=refine_bins, raw_trials=raw_trials, kept_trials=kept_trials, block=block,
-        slice_size=slice_size,
+        kept_trials=kept_trials, block=block, slice_size=slice_size,
     )  # fmt: skip
+    budgets = n_systems + -(-max(0, n_parts - n_systems) // max(1, share))
+    refining = min(budgets, n_parts) * _refinement_merge(split_every, refine_bins, raw_trials)
+    return replace(rows, merge=max(rows.merge, refining))
 
 
 def objective_task_memory(

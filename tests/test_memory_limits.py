@@ -144,3 +144,31 @@ def test_small_jobs_are_not_charged_the_full_budgets():
     assert need.kept == 120_000 * (4 + 1)  # float32 keys: no more than the cells
     one_gb = {"memory_limit": 10**9, "nthreads": 1, "metrics": {"memory": 150 * MB}}
     check_worker_memory(need, _FakeClient(w1=one_gb))
+
+
+@pytest.mark.slow
+def test_conditions_share_the_budgets_in_the_estimate_too(stores):
+    """24 conditions share their system's refinement budgets (``refine_parts(share=)``): the
+    estimate counted 25 whole budgets (a 5.9 GB merge task at the default ``raw-limit``) and
+    refused 1 GB workers that the evaluation fits in."""
+    from bosaris_dask.conditions import condition_table
+
+    key, scores = io.read(stores / "key.zarr"), io.read(stores / "system-1.zarr")
+    rng = np.random.default_rng(3)
+    tables = [
+        condition_table("model", key.model.values, {
+            "gender": rng.choice(["f", "m"], key.sizes["model"]),
+            "language": rng.choice(["eng", "cmn", "yue"], key.sizes["model"])}),
+        condition_table("segment", key.segment.values, {
+            "source": rng.choice([f"src{i}" for i in range(4)], key.sizes["segment"])}),
+    ]  # fmt: skip
+    by = ["model.gender", "model.language", "segment.source"]
+    expected = evaluate(scores, key, conditions=tables, by=by, progress=False)
+    assert expected.sizes["condition"] == 24
+    with connect(cluster="local", workers=2, threads_per_worker=1, memory_limit="1GB",
+                 **LOCAL) as client:  # fmt: skip
+        got = evaluate(scores, key, conditions=tables, by=by)
+        peaks = client.run(_peak_rss)
+    assert max(peaks.values()) < 10**9 * 0.95
+    for name in ("min_dcf", "act_dcf", "eer", "cllr", "min_cllr"):
+        np.testing.assert_array_equal(got[name].values, expected[name].values)

@@ -317,7 +317,7 @@ def condition_summaries(
         rows = groups if len(possible) == n_cond else remap_groups(groups, row)
         first = grouped_pass1(
             systems, key, rows, len(possible), pooled_apart=range(len(systems)) if apart else (),
-            allow_missing=allow_missing, split_every=split_every, coarse_bits=bits,
+            share=n_cond, allow_missing=allow_missing, split_every=split_every, coarse_bits=bits,
             pooled_coarse_bits=plain_bits if apart else None, progress=progress, names=names,
             cross_entropy_plo=cross_entropy_plo, bin_maps=maps,
             pooled_bin_maps=pooled_maps if apart else None,
