@@ -5,7 +5,8 @@ Usage::
 
     python benchmarks/bench_embeddings.py [--side 4096] [--dim 256] [--block 4096] [--repeat 3]
         [--modes sgemm,dgemm,scores,embeddings,zarr] [--cohort 0] [--top-n 300]
-        [--norm none] [--workdir DIR]  # modes also: unscreened, sample, sample-blocks
+        [--norm none] [--workdir DIR]
+        # modes also: unscreened, auc, auc-unscreened, sample, sample-blocks
 
 Draws ``side`` enrolment and ``side`` test embeddings (float32, ``side // 20`` speakers, so a
 label-derived key has about 5% targets; seed 0) and times, each in a fresh child process (so
@@ -128,6 +129,16 @@ class Embeddings:
         with dask.config.set({"bosaris_dask.screen": 0}):
             self.time_evaluate()
 
+    def time_auc(self) -> None:
+        """The evaluation with the exact AUC (its count rides the first refinement pass)."""
+        self.results = evaluate(self.lazy_scores(), self.key, exact_auc=True)
+
+    def time_auc_unscreened(self) -> None:
+        import dask
+
+        with dask.config.set({"bosaris_dask.screen": 0}):
+            self.time_auc()
+
     def time_sample(self, whole_blocks: bool = False) -> None:
         from bosaris_dask import pass1_bins, subgrids
         from bosaris_dask.engine import pass_inputs
@@ -179,6 +190,8 @@ def _child(args: argparse.Namespace) -> None:
         "scores": bench.time_scores,
         "embeddings": bench.time_evaluate,
         "unscreened": bench.time_unscreened,
+        "auc": bench.time_auc,
+        "auc-unscreened": bench.time_auc_unscreened,
         "sample": bench.time_sample,
         "sample-blocks": lambda: bench.time_sample(whole_blocks=True),
         "zarr": lambda: bench.time_zarr(args.store),
@@ -192,11 +205,16 @@ def _child(args: argparse.Namespace) -> None:
     run()
     result = {"wall_s": time.perf_counter() - start,
               "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}  # fmt: skip
-    if args.child in ("embeddings", "unscreened", "zarr"):
+    if args.child in _EVALUATIONS:
         r = bench.results.isel(system=0)
         result.update(passes=int(bench.results.attrs["passes"]), eer=float(r.eer),
-                      min_dcf=r.min_dcf.values.tolist(), screen=screen.counts())  # fmt: skip
+                      min_dcf=r.min_dcf.values.tolist(), screen=screen.counts(),
+                      auc=float(r.auc))  # fmt: skip
     print(json.dumps(result))
+
+
+#: The modes that evaluate (their results are compared).
+_EVALUATIONS = ("embeddings", "unscreened", "zarr", "auc", "auc-unscreened")
 
 
 def _measure(mode: str, args: argparse.Namespace, store: Path) -> dict:
@@ -277,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         peak = max(r["peak_rss_mb"] for r in runs[m])
         print(f"{m:<12}{wall[m]:>10.2f}{count / wall[m] / 1e6:>12.1f}{vs_s}{vs_z:>9}"
               f"{peak:>9.0f}")  # fmt: skip
-    done = [m for m in ("embeddings", "unscreened", "zarr") if m in modes]
+    done = [m for m in _EVALUATIONS if m in modes]
     for m in done:
         c = runs[m][0]["screen"]
         frac = f", {c['recomputed'] / c['pairs']:.2e} of them recomputed" if c["pairs"] else ""
@@ -288,6 +306,10 @@ def main(argv: list[str] | None = None) -> int:
         same = all((r["eer"], r["min_dcf"]) == (first["eer"], first["min_dcf"])
                    for m in done for r in runs[m])  # fmt: skip
         print(f"{' == '.join(done)} (EER, minDCF bit for bit): {same}")
+    aucs = [m for m in ("auc", "auc-unscreened") if m in modes]
+    if len(aucs) == 2:
+        same = len({r["auc"] for m in aucs for r in runs[m]}) == 1
+        print(f"auc == auc-unscreened (exact AUC bit for bit): {same}")
     return 0
 
 

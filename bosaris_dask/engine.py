@@ -376,9 +376,9 @@ class Rider:
         :data:`PASS1_LEAD_BLOCKS` of them, then its inputs).
     after_pass1
         ``after_pass1(summaries, results, inputs)``: called with the pass-1 summaries, the
-        results of ``pass1`` and the pass inputs; returns a dask graph to compute with the
-        next pass that reads the data (the first refinement pass, or a pass of its own when
-        there is none), or ``None``.
+        results of ``pass1`` and the pass inputs; returns the :class:`RiderPass` to compute
+        with the next pass that reads the data (the first refinement pass, or a pass of its
+        own when there is none), or ``None``.
     result
         The computed graph (``None`` until then).
     alone
@@ -389,6 +389,25 @@ class Rider:
     after_pass1: Callable[[list[ScoreSummary], list[Any], list[da.Array]], Any]
     result: Any = None
     alone: bool = False
+
+
+@dataclass(frozen=True)
+class RiderPass:
+    """What a :class:`Rider` computes with the next pass that reads the data.
+
+    Attributes
+    ----------
+    build
+        ``build(inputs)``: its graph over that pass's inputs, laid out as pass 1's (the score
+        arrays possibly screened, :mod:`bosaris_dask.screening`).
+    ranges
+        Per system, the score ranges ``(lo, hi)`` whose trials it needs with their exact
+        scores (a screen keeps those exact; a trial screened outside them is outside them), or
+        ``None`` for none.
+    """
+
+    build: Callable[[list[da.Array]], Any]
+    ranges: Sequence[tuple[np.ndarray, np.ndarray] | None]
 
 
 #: The blocks pass 1 gives a chunk before its inputs (the trial row and column positions).
@@ -554,7 +573,7 @@ def summarize(
         sums, summaries = summaries[n_sys:], summaries[:n_sys]
         summaries = [replace(s, cross_entropy_plo=ce_plo, cross_entropy=x)
                      for s, x in zip(summaries, sums, strict=True)]  # fmt: skip
-    along = None  # a rider's graph, computed with the next pass that reads the data
+    along = None  # a rider's pass, computed with the next pass that reads the data
     if rider is not None:
         along = rider.after_pass1([replace(s) for s in summaries], rode if riding else [], inputs)
 

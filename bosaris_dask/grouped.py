@@ -346,7 +346,7 @@ def refine_parts(
                                                       first.n_groups))
             for s, p in zip(summaries, parts, strict=True)
         ]  # fmt: skip
-    along = None  # a rider's graph, computed with the next pass that reads the data
+    along = None  # a rider's pass, computed with the next pass that reads the data
     if rider is not None:
         along = rider.after_pass1([replace(s) for s in summaries], first.rode or [], first.inputs)
     knobs, inputs, n_groups = first.knobs, first.inputs, first.n_groups

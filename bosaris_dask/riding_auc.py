@@ -38,6 +38,7 @@ from bosaris_dask.exact_auc import ExactAuc
 from bosaris_dask.keys import key_dtype, order_keys
 from bosaris_dask.measures import twice_u_parts
 from bosaris_dask.progress import current_client
+from bosaris_dask.screening import key_ranges
 
 __all__ = ["RidingAuc"]
 
@@ -141,7 +142,7 @@ class RidingAuc:
         )  # fmt: skip
 
     def _after_pass1(self, summaries: list[ScoreSummary], targets: list[_Targets | None],
-                     inputs: list[da.Array]) -> da.Array | None:  # fmt: skip
+                     inputs: list[da.Array]) -> engine.RiderPass | None:  # fmt: skip
         summaries = summaries[: len(self.parts)]
         plans = [mixed_bins(s, small_is_target=True) for s in summaries]
         js = [j for j, p in enumerate(plans) if p is not None]
@@ -164,10 +165,14 @@ class RidingAuc:
         by_system: dict[int, list[int]] = {}
         for j in js:
             by_system.setdefault(self.parts[j].system, []).append(j)
-        group_at = None
-        if self.grouped:  # the layout _part_keys reads: classes, scores and masks, groups
-            inputs = [inputs[0], *inputs[2:], inputs[1]]
-            group_at = len(inputs) - 1
+
+        def laid_out(read: list[da.Array]) -> list[da.Array]:
+            if self.grouped:  # the layout _part_keys reads: classes, scores and masks, groups
+                return [read[0], *read[2:], read[1]]
+            return read
+
+        inputs = laid_out(inputs)
+        group_at = len(inputs) - 1 if self.grouped else None
         lead = [da.from_array(small_all, chunks=max(1, len(small_all))), "k"]
         aggs = [
             runner.Aggregation(
@@ -184,7 +189,19 @@ class RidingAuc:
         memory.check_worker_memory(need, current_client())
         self.plans, self.firsts, self.served = plans, summaries, True
         self._aggs, self._by_system = aggs, by_system
-        return runner.graph(aggs, inputs, lead=lead, split_every=self.split_every)
+
+        def build(read: list[da.Array]) -> da.Array:
+            return runner.graph(aggs, laid_out(read), lead=lead, split_every=self.split_every)
+
+        # the exact scores it needs: those of the mixed bins' trials (the screen of a
+        # refinement pass keeps them, and screens every other trial outside those bins)
+        dtype = summaries[js[0]].dtype
+        ranges: list = [None] * len(self.names)
+        for k, mine in by_system.items():
+            lo = np.concatenate([plans[j].lo for j in mine])  # type: ignore[union-attr]
+            hi = np.concatenate([plans[j].hi for j in mine])  # type: ignore[union-attr]
+            ranges[k] = key_ranges(lo, hi, dtype)
+        return engine.RiderPass(build, ranges)
 
     def found(self) -> ExactAuc:
         """The exact AUC of each part (once the evaluation has run with :attr:`rider` and

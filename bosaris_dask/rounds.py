@@ -8,7 +8,8 @@ applies the refinements to the summaries, which are values (a refined summary is
 A round whose candidates fit the keep budget selects and keeps their trials in the same pass,
 so that later rounds read the kept trials instead of the data. Rounds end when no summary has
 a candidate bin left. Work riding along pass 1 (:class:`~bosaris_dask.engine.Rider`) is
-computed with the first round that reads the data, or alone after the last.
+computed with the first round that reads the data, or alone after the last, from the same
+screened scores (its own score ranges added to the screen's).
 
 What differs between the callers (how candidates are planned, which kernels select and refine
 trials, and how a pass's results are unpacked per summary) is given by a :class:`Rounds`.
@@ -28,7 +29,7 @@ from bosaris_dask.progress import compute
 from bosaris_dask.refine_kernels import RefineSpec
 
 if TYPE_CHECKING:  # pragma: no cover
-    from bosaris_dask.engine import Rider, ScoreSummary
+    from bosaris_dask.engine import Rider, RiderPass, ScoreSummary
 
 __all__ = ["Plan", "Specs", "Rounds", "run_rounds"]
 
@@ -83,14 +84,28 @@ class Rounds:
     progress: bool | None
 
 
+def _with_rider(ranges: list[screening.Ranges], along: RiderPass | None) -> list:
+    """Per system, the screen's ranges and the rider's together."""
+    if along is None:
+        return ranges
+    out = []
+    for mine, its in zip(ranges, along.ranges, strict=True):
+        got = [r for r in (mine, its) if r is not None]
+        out.append(screening.merge_ranges(np.concatenate([r[0] for r in got]),
+                                          np.concatenate([r[1] for r in got]))
+                   if got else None)  # fmt: skip
+    return out
+
+
 def run_rounds(
     summaries: Sequence[ScoreSummary], rounds: Rounds, rider: Rider | None = None,
-    along: Any = None,
+    along: RiderPass | None = None,
 ) -> list[ScoreSummary]:  # fmt: skip
     """The exact summaries after the refinement rounds, with the pass count (pass 1 included).
 
-    ``along``: the rider's graph, computed with the first pass that reads the data (its result
-    set on ``rider``), or in a pass of its own after the last round.
+    ``along``: the rider's pass, computed with the first pass that reads the data (its result
+    set on ``rider``), or in a pass of its own after the last round; it reads the same
+    (screened) scores as the round.
     """
     summaries = list(summaries)
     passes = 1
@@ -103,11 +118,13 @@ def run_rounds(
         if selection is not None and not selection.holds(specs):
             selection = None  # a bin outside the kept trials became a candidate: read again
         refined = [k for k, plan in enumerate(plans) if plan is not None]
-        read, part = rounds.inputs, ""
-        if selection is None and along is None:  # a rider reads the exact scores: no screen
+        read, part, also = rounds.inputs, "", None
+        if selection is None:
             read = screening.screened_inputs(
-                read, rounds.ranges(specs), first=rounds.first_scores, dtype=rounds.dtype
-            )
+                read, _with_rider(rounds.ranges(specs), along), first=rounds.first_scores,
+                dtype=rounds.dtype,
+            )  # fmt: skip
+            also = along.build(read) if along is not None else None  # every chunk
         if selection is None and rounds.held is not None:
             held = rounds.held
             read, part = refinement.chunks_to_read(read, [(held(k), specs[k]) for k in refined])
@@ -121,17 +138,17 @@ def run_rounds(
         if selection is not None:
             aggs = rounds.kept_aggregations(refined, specs, selection)
             if keep is not None:  # select, keep and refine in one go
-                kept = runner.run_pass_and_keep(name, aggs, [keep], keep, also=along, **run)
+                kept = runner.run_pass_and_keep(name, aggs, [keep], keep, also=also, **run)
                 selection.trials, results = kept[:2]
-                if along is not None:
+                if also is not None:
                     rider.result, along = kept[2], None  # type: ignore[union-attr]
             else:
                 results = runner.run_pass(name, aggs, [selection.trials], **run)
             by_summary = dict(zip(refined, results, strict=True))
         else:
             aggs, unpack = rounds.read_aggregations(refined, specs)
-            results = runner.run_pass(name, aggs, read, also=along, **run)
-            if along is not None:
+            results = runner.run_pass(name, aggs, read, also=also, **run)
+            if also is not None:
                 (results, rider.result), along = results, None  # type: ignore[union-attr]
             passes += 1
             by_summary = unpack(results)
@@ -139,7 +156,11 @@ def run_rounds(
             cands, spec = plans[k]  # type: ignore[misc]
             summaries[k] = refinement.apply_refinement(summaries[k], cands, spec, by_summary[k])
     if along is not None:  # no pass read the data after pass 1: the rider takes one of its own
-        rider.result = compute(along, progress=rounds.progress)  # type: ignore[union-attr]
+        read = screening.screened_inputs(
+            rounds.inputs, _with_rider([None] * len(along.ranges), along),
+            first=rounds.first_scores, dtype=rounds.dtype,
+        )  # fmt: skip
+        rider.result = compute(along.build(read), progress=rounds.progress)  # type: ignore[union-attr]
         rider.alone = True  # type: ignore[union-attr]
         passes += 1
     return [replace(s, passes=passes) for s in summaries]

@@ -12,8 +12,10 @@ that holds
 registers a *screen* for its dask array (:func:`register`): a function of the ranges that
 returns that array, chunked as the original. The engine asks for it (:func:`screened_inputs`)
 in every refinement pass that reads the data, with the candidate bins of that pass as score
-ranges (:func:`spec_ranges`), and the kernels then select exactly the trials, with exactly the
-scores, that they would select from the exact array. Scores from embeddings screen with a
+ranges (:func:`spec_ranges`; with work riding along the pass, such as the exact AUC's count
+of its mixed bins, their ranges too, :class:`~bosaris_dask.engine.RiderPass`), and the kernels
+then select exactly the trials, with exactly the scores, that they would select from the exact
+array. Scores from embeddings screen with a
 float32 product and an error bound (:mod:`bosaris_dask.embeddings.screen`; normalized ones
 through the normalization's monotonicity, :mod:`bosaris_dask.embeddings.normalized_screen`).
 
@@ -50,7 +52,10 @@ from bosaris_dask import config
 from bosaris_dask.array_registry import ArrayRegistry
 from bosaris_dask.keys import keys_to_values
 
-__all__ = ["Ranges", "register", "screen_of", "spec_ranges", "merge_ranges", "screened_inputs"]
+__all__ = [
+    "Ranges", "register", "screen_of", "spec_ranges", "key_ranges", "merge_ranges",
+    "screened_inputs",
+]  # fmt: skip
 
 #: Score ranges: ascending float64 lower and upper ends (inclusive), disjoint.
 Ranges = tuple[np.ndarray, np.ndarray]
@@ -106,8 +111,21 @@ def spec_ranges(spec, dtype: np.dtype) -> Ranges:
         return np.empty(0), np.empty(0)
     lo = np.asarray(spec.cand_lo, dtype=np.uint64)
     hi = lo + ((np.uint64(1) << spec.cand_bits.astype(np.uint64)) - np.uint64(1))
+    return key_ranges(lo, hi, dtype)
+
+
+def key_ranges(lo: np.ndarray, hi: np.ndarray, dtype: np.dtype) -> Ranges:
+    """The score ranges of the order keys ``[lo[k], hi[k]]`` (inclusive) of scores of
+    ``dtype``.
+
+    >>> from bosaris_dask.keys import order_keys
+    >>> lo, hi = order_keys(np.array([-1.0, 2.0], dtype=np.float32))
+    >>> key_ranges(np.array([lo]), np.array([hi]), np.dtype(np.float32))
+    (array([-1.]), array([2.]))
+    """
     with np.errstate(invalid="ignore"):
-        low, high = (keys_to_values(k, dtype).astype(np.float64) for k in (lo, hi))
+        low, high = (keys_to_values(np.asarray(k, dtype=np.uint64), dtype).astype(np.float64)
+                     for k in (lo, hi))  # fmt: skip
     # keys beyond the infinities are NaN patterns: the range reaches the infinity
     return merge_ranges(
         np.where(np.isnan(low), -np.inf, low), np.where(np.isnan(high), np.inf, high)

@@ -334,8 +334,9 @@ def test_bench_embeddings(capsys):
     module = _load("bench_embeddings")
     bench = module.Embeddings()
     bench.setup(side=60, dim=8, block=16, cohort=30)
-    for name in ("sgemm", "dgemm", "scores", "evaluate", "unscreened"):
+    for name in ("sgemm", "dgemm", "scores", "evaluate", "unscreened", "auc", "auc_unscreened"):
         getattr(bench, f"time_{name}")()
+    assert 0.5 < float(bench.results.auc[0]) < 1
     bench.time_cohort(top_n=5)
     bench.time_sample()
     strided = bench.sample

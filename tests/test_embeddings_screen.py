@@ -249,14 +249,38 @@ def test_conditions_are_the_same_with_and_without_the_screen():
     assert counted["blocks"] > 0
 
 
-def test_a_riding_exact_auc_reads_exact_scores():
-    e, t, key = _data("random", 80, 90, 16)
+@pytest.mark.parametrize("kind", ["random", "duplicated", "integer"])
+def test_a_riding_exact_auc_reads_screened_scores(kind):
+    """The exact AUC's count of its mixed bins' pairs rides the first refinement pass, which
+    screens the blocks for the candidates' and the mixed bins' score ranges together."""
+    e, t, key = _data(kind, 80, 90, 8 if kind == "integer" else 16)
+    conditions = [condition_table("model", e.id.values.tolist(),
+                                  {"g": [f"g{i % 2}" for i in range(80)]})]  # fmt: skip
 
     def run():
-        return metrics.evaluate(scores_from_embeddings(e, t, chunks=(40, 45)), key, exact_auc=True)
+        s = scores_from_embeddings(e, t, chunks=(40, 45))
+        by_g = {"conditions": conditions, "by": ["model.g"]}
+        return metrics.evaluate(s, key, exact_auc=True), metrics.evaluate(s, key, exact_auc=True,
+                                                                          **by_g)  # fmt: skip
 
-    on, off, _ = _both(run)
-    xr.testing.assert_identical(on, off)
+    (plain_on, cond_on), (plain_off, cond_off), counted = _both(run)
+    xr.testing.assert_identical(plain_on, plain_off)
+    xr.testing.assert_identical(cond_on, cond_off)
+    assert counted["blocks"] > 0 and counted["recomputed"] < counted["pairs"]
+    assert "auc_notes" not in plain_on.attrs  # the AUC rode along: no pass of its own
+    # the brute-force AUC of every (target, non-target) pair of the materialized scores
+    x = scores_from_embeddings(e, t).score.values.astype(np.float64)
+    labels = key.trial_mask.values
+    g1 = (np.arange(80) % 2 == 1)[:, None]
+    for part, got in (
+        (True, plain_on.auc),
+        (g1, cond_on.condition_auc.sel(condition="model.g=g1")),
+    ):
+        tar, non = x[part & (labels == 1)], x[part & (labels == -1)]
+        above = int((tar[:, None] > non[None, :]).sum())
+        tied = int((tar[:, None] == non[None, :]).sum())
+        exact = Fraction(2 * above + tied, 2 * tar.size * non.size)
+        assert float(got.values.reshape(-1)[0]) == float(exact)
 
 
 @pytest.mark.slow

@@ -114,8 +114,8 @@ def normalize(
     mu_e, sd_e = (lazy(e_stats[:, k], enrol.values) for k in cols)
     mu_t, sd_t = (lazy(t_stats[:, k], test.values) for k in cols)
     stats = (mu_e, "i", sd_e, "i", mu_t, "j", sd_t, "j")
-    matrix = outer_blocks(normalized_block, enrol.values, test.values, *stats, norm=norm,
-                          device=device)  # fmt: skip
+    on = {} if device == "cpu" else {"device": device}
+    matrix = outer_blocks(normalized_block, enrol.values, test.values, *stats, norm=norm, **on)
     if device == "cpu":
         screening.register(matrix, partial(_screened, enrol.values, test.values, stats, norm))
     return matrix, e_found, t_found

@@ -64,7 +64,8 @@ def score_matrix(enrol: Side, test: Side, device: str = "cpu") -> da.Array:
     the products run on the CPU: on an accelerator a refinement pass recomputes whole blocks
     there, which costs less than the CPU's float32 screen."""
     _check_dimensions(enrol, test)
-    matrix = outer_blocks(score_block, enrol.values, test.values, device=device)
+    on = {} if device == "cpu" else {"device": device}  # the CPU's blocks as they always were
+    matrix = outer_blocks(score_block, enrol.values, test.values, **on)
     if device == "cpu":
         screening.register(matrix, partial(screened_matrix, enrol.values, test.values))
     return matrix
