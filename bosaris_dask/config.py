@@ -40,7 +40,8 @@ key                    default     meaning
 ``bootstrap-budget``   536870912   bytes a bootstrap task may hold (its resample histograms,
                                    weights and merges): fewer bins beyond, an error below 16
 ``bootstrap-chunk``    1073741824  the bootstrap pass merges row chunks into chunks of up to
-                                   this many bytes of input when that splits fewer groups
+                                   this many bytes of input when that splits fewer groups (on
+                                   the threaded scheduler; a cluster keeps the chunks)
 ``worker-malloc``      1           a worker process started with distributed's
                                    ``MALLOC_TRIM_THRESHOLD_=65536`` raises glibc's mmap and trim
                                    thresholds at its first pass task (:mod:`bosaris_dask.malloc`);

@@ -24,6 +24,7 @@ results awaiting a merge 128 MB, kept trials 80 MB
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -37,7 +38,7 @@ from bosaris_dask.keys import key_dtype
 
 __all__ = [
     "TaskMemory", "pass_task_memory", "grouped_task_memory", "objective_task_memory",
-    "check_worker_memory", "WORKER_BASELINE",
+    "check_worker_memory", "cluster_threads", "WORKER_BASELINE",
 ]  # fmt: skip
 
 #: What a worker process holds before our first task: Python with numpy, dask, xarray, zarr.
@@ -303,3 +304,10 @@ limit is 400 MB: give each worker more memory (--memory-limit), fewer threads \
                 f"its memory limit is {limit // _MB} MB: give each worker more memory "
                 "(--memory-limit), fewer threads (--threads-per-worker 1), or use smaller chunks"
             )
+
+
+def cluster_threads(client: Any | None) -> int:
+    """The worker threads of ``client``'s cluster, or this machine's cores without a client."""
+    if client is None:
+        return os.cpu_count() or 1
+    return max(1, sum(nthreads for _, _, nthreads, _ in _workers(client)))
