@@ -100,9 +100,11 @@ class RidingAuc:
     per chunk and part, for the non-targets of those bins) rides along the first refinement
     pass, or takes a pass of its own when there is none. Each AUC is its pass-1 summary's
     between-bin part plus pass B's count: exact whatever refinement does. When a system's
-    targets overflow, or the targets of all parts' pass-1 mixed bins exceed the budget,
-    nothing rides along and :func:`exact_aucs` runs its passes after the evaluation as before
-    (:attr:`served` is False).
+    targets overflow, the targets of all parts' pass-1 mixed bins exceed the budget, or the
+    workers' memory limits cannot hold the targets pass 1 may pull (the specs are
+    ``optional``, :class:`~bosaris_dask.runner.Aggregation`), nothing rides along and
+    :func:`exact_aucs` runs its passes after the evaluation as before (:attr:`served` is
+    False).
 
     Parameters
     ----------
@@ -136,7 +138,8 @@ class RidingAuc:
                                 partial(_targets_kernel, system=k, limit=self.limit,
                                         grouped=grouped), None,
                                 combine=partial(_merge_targets, limit=self.limit),
-                                items=(self.limit, 16 if grouped else 8))  # key (and group)
+                                items=(self.limit, 16 if grouped else 8),  # key (and group)
+                                optional=True)  # left out where workers cannot hold them
              for k in range(n_systems)],
             self._after_pass1,
         )  # fmt: skip

@@ -36,7 +36,7 @@ import dask.array as da
 import numpy as np
 
 from bosaris_dask import compact, config, malloc, memory
-from bosaris_dask.errors import ClusterError
+from bosaris_dask.errors import ClusterError, MemoryLimitError
 from bosaris_dask.progress import compute, compute_and_keep, current_client
 
 __all__ = ["Aggregation", "finalize", "graph", "run_pass", "run_pass_and_keep", "with_items"]
@@ -84,6 +84,11 @@ class Aggregation:
         the chunk's targets, up to a budget): at most ``min(most, trials of a chunk)`` items of
         ``size`` bytes, which :func:`run_pass`'s memory check adds to its tasks' (the chunk
         task holds them twice, to sort; a merge task its parts and their merge).
+    optional
+        Work the pass may leave out when the workers cannot hold what its ``items`` may grow
+        to (the pass's other work can): :func:`run_pass` then gives ``None`` as its result
+        (e.g. the exact AUC's targets riding pass 1, which it then counts in passes of its
+        own, sized by what pass 1 found).
     """
 
     name: str
@@ -93,6 +98,7 @@ class Aggregation:
     finalize: Callable[[np.ndarray], Any] = _identity
     note: Callable[..., Any] | None = None
     items: tuple[int, int] | None = None
+    optional: bool = False
 
 
 def _is_object(aggs: Sequence[Aggregation]) -> bool:
@@ -282,20 +288,49 @@ def run_pass(
     Raises
     ------
     MemoryLimitError
-        The workers cannot hold the tasks (before any work).
+        The workers cannot hold the tasks (before any work), even without the ``optional``
+        specs.
     ClusterError
         The scheduler gave up on a task whose workers kept dying (``KilledWorker``).
     """
     aggs = list(aggs)
+    left_out: list[int] = []
     if need is not None:
-        need = with_items(need, aggs, inputs, split_every)
-        memory.check_worker_memory(need, current_client())
-    reduced = graph(aggs, inputs, lead=lead, split_every=split_every)
+        left_out = _left_out(need, aggs, inputs, split_every)
+    run = [a for i, a in enumerate(aggs) if i not in left_out]
+    reduced = graph(run, inputs, lead=lead, split_every=split_every)
     with _lost_workers(name):
         if also is None:
-            return finalize(aggs, compute(reduced, progress=progress))
+            return _put_back(finalize(run, compute(reduced, progress=progress)), left_out)
         total, extra = compute((reduced, also), progress=progress)
-    return finalize(aggs, total), extra
+    return _put_back(finalize(run, total), left_out), extra
+
+
+def _left_out(
+    need: memory.TaskMemory, aggs: list[Aggregation], inputs: Sequence[da.Array],
+    split_every: int | None,
+) -> list[int]:  # fmt: skip
+    """The positions of the ``optional`` specs the workers cannot hold (all of them, or none),
+    after checking the rest (:func:`~bosaris_dask.memory.check_worker_memory`)."""
+    client = current_client()
+    try:
+        memory.check_worker_memory(with_items(need, aggs, inputs, split_every), client)
+        return []
+    except MemoryLimitError:
+        optional = [i for i, a in enumerate(aggs) if a.optional]
+        if not optional:
+            raise
+    rest = [a for a in aggs if not a.optional]
+    memory.check_worker_memory(with_items(need, rest, inputs, split_every), client)
+    return optional
+
+
+def _put_back(results: list[Any], left_out: list[int]) -> list[Any]:
+    """``results`` with ``None`` at the ``left_out`` positions."""
+    out = list(results)
+    for i in sorted(left_out):
+        out.insert(i, None)
+    return out
 
 
 def with_items(

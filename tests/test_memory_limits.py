@@ -172,3 +172,18 @@ def test_conditions_share_the_budgets_in_the_estimate_too(stores):
     assert max(peaks.values()) < 10**9 * 0.95
     for name in ("min_dcf", "act_dcf", "eer", "cllr", "min_cllr"):
         np.testing.assert_array_equal(got[name].values, expected[name].values)
+
+
+@pytest.mark.slow
+def test_the_exact_auc_counts_apart_where_workers_cannot_hold_its_riding_targets(stores):
+    """Pass 1 may pull every target's key for the exact AUC (``auc-limit`` of them): where the
+    workers cannot hold that, pass 1 runs without it and the AUC takes passes of its own,
+    sized by what pass 1 found, instead of the evaluation being refused."""
+    key, scores = io.read(stores / "key.zarr"), io.read(stores / "system-1.zarr")
+    expected = evaluate(scores, key, exact_auc=True, progress=False)
+    with connect(cluster="local", workers=2, threads_per_worker=1, memory_limit="650MB",
+                 **LOCAL):  # fmt: skip
+        got = evaluate(scores, key, exact_auc=True)
+    assert got.attrs["passes"] > expected.attrs["passes"]  # the AUC's own passes
+    for name in ("auc", "eer", "min_dcf", "cllr"):
+        np.testing.assert_array_equal(got[name].values, expected[name].values)
