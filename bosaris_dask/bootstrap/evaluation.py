@@ -59,7 +59,6 @@ Examples
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -479,9 +478,9 @@ def _merged_rows(inputs: list[Any], groups: Any) -> tuple[list[Any], bool]:
     threads, or its one block with a threaded BLAS)."""
     chunks = inputs[0].chunks
     client = current_client()
+    cores = memory.cluster_threads(client)
     if client is not None:
-        return inputs, len(chunks[0]) * len(chunks[1]) >= memory.cluster_threads(client)
-    cores = os.cpu_count() or 1
+        return inputs, len(chunks[0]) * len(chunks[1]) >= cores
     n_rows = sum(chunks[0])
     per_row = sum(a.dtype.itemsize for a in inputs) * max(chunks[1])
     fewest = -(-n_rows * per_row // config.get("bootstrap-chunk"))
