@@ -535,7 +535,7 @@ def summarize(
             binmap=maps[k], allow_missing=allow_missing,
         )  # fmt: skip
         chunk = partial(kernels.system_kernel, system=k, shift=pass1_bins.kernel_shift(maps[k]),
-                        nbins=maps[k].nbins, binmap=pass1_bins.kernel_map(maps[k]),
+                        nbins=maps[k].nbins, binmap=pass1_bins.kernel_map(maps[k]), encoded=True,
                         compiled=cells >= COMPILED_PASS1_TRIALS, **blocks)  # fmt: skip
         coarse = refinement.ChunkBins.coarseness(inputs[0].npartitions, maps[k].nbins)
         note = partial(kernels.bins_note, nbins=maps[k].nbins, coarse=coarse) if skip else None

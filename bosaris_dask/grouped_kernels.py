@@ -31,6 +31,7 @@ Examples
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,7 @@ from bosaris_dask import compact, exact_sum, fast_ece, fast_grouped
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.errors import OptionError
 from bosaris_dask.kernels import (
+    SPARSE_BINS,
     blocked_bincount,
     classes_of,
     keys_into,
@@ -288,9 +290,14 @@ def grouped_pass1_kernel(
         terms = softplus_terms(c, s, ws, all_trials)
         sums.add(terms, slot, ws.e[:n])
 
-    pooled_hist = np.zeros(2 * pooled_nbins + 1, dtype=np.int64)
-    pooled = _pooled_buffer(min(s_all.size, ws.slice_size) if pooled_shift is not None else 0)
+    sparse = encoded and s_all.size * SPARSE_BINS <= nbins  # few trials: np.unique counts
+    pooled_hist = np.zeros(2 * pooled_nbins + 1 if not sparse else 0, dtype=np.int64)
+    along = s_all.size if sparse else min(s_all.size, ws.slice_size)
+    pooled = _pooled_buffer(along if pooled_shift is not None else 0)
     pooled_start = [0]
+    if sparse:
+        return _sparse_pass1(fill, pooled, s_all.size, ws.block, sums, missing, counts, n_groups,
+                             nbins, pooled_nbins if pooled_shift is not None else 0)  # fmt: skip
 
     def fill_both(b: slice, idx: np.ndarray) -> None:
         if pooled_shift is not None and b.start % ws.slice_size == 0:  # a new slice
@@ -310,6 +317,42 @@ def grouped_pass1_kernel(
         tail = [ph[:, 0], ph[:, 1]]
     row = np.concatenate([h, *limbs, missing, [counts["bad"]], *tail])
     return compact.encode(row) if encoded else row
+
+
+def _sparse_pass1(
+    fill: Callable[[slice, np.ndarray], None],
+    pooled: np.ndarray,
+    n: int,
+    block: int,
+    sums: _GroupUnits,
+    missing: np.ndarray,
+    counts: dict[str, int],
+    n_groups: int,
+    nbins: int,
+    pooled_nbins: int,
+) -> compact.Encoded:
+    """:func:`grouped_pass1_kernel`'s encoded result for a chunk of ``n`` trials, few for its
+    bins: ``fill`` writes every trial's index (and its pooled one into ``pooled``), whose
+    distinct values ``np.unique`` counts, without histograms of millions of bins."""
+    outside = 2 * n_groups * nbins
+    idx = np.empty(n, dtype=np.intp)
+    pooled[:] = 2 * pooled_nbins
+    for b in slices(n, block):
+        fill(b, idx[b])
+    at, values = np.unique(idx, return_counts=True)
+    at, values = at[at < outside], values[at < outside]  # trials only, at their bins
+    units = sums.total()  # slot 2g: group g's non-targets, 2g + 1: its targets
+    limbs = [exact_sum.to_limbs(units[2 * g + t]) for g in range(n_groups) for t in (1, 0)]
+    tail = np.concatenate([*limbs, missing, [counts["bad"]]])
+    parts_at = [at, outside + np.arange(tail.size)]
+    parts_values = [values.astype(np.float64), tail]
+    if pooled_nbins:  # after the tail: non-target counts, then target counts
+        p_at, p_values = np.unique(pooled, return_counts=True)
+        p_at, p_values = p_at[p_at < 2 * pooled_nbins], p_values[p_at < 2 * pooled_nbins]
+        parts_at.append(outside + tail.size + (p_at >> 1) + (p_at & 1) * pooled_nbins)
+        parts_values.append(p_values.astype(np.float64))
+    length = outside + tail.size + 2 * pooled_nbins
+    return compact.encode_sparse(length, np.concatenate(parts_at), np.concatenate(parts_values))
 
 
 def _compiled_pass1(
@@ -511,7 +554,7 @@ def _pooled_buffer(n: int) -> np.ndarray:
 
 
 def grouped_bins_note(
-    contribution: np.ndarray,
+    contribution: np.ndarray | compact.Encoded,
     rows: np.ndarray,
     cols: np.ndarray,
     *blocks: Any,
@@ -525,6 +568,17 @@ def grouped_bins_note(
     :func:`grouped_pass1_kernel` ``contribution``, as :func:`bosaris_dask.kernels.bins_note`
     notes them; and the same for the pooled histogram apart (``None`` without one)."""
     first = (int(rows[0]) if len(rows) else 0), (int(cols[0]) if len(cols) else 0)
+    if isinstance(contribution, compact.Encoded):  # sparse: the bins of its counts
+        at = contribution.positions
+        held = np.zeros(nbins, dtype=bool)
+        held[(at[at < 2 * n_groups * nbins] >> 1) % nbins] = True
+        note = (*first, pack_bins(held, coarse))
+        if not pooled_nbins:
+            return note, None
+        start = contribution.length - 2 * pooled_nbins
+        pooled = np.zeros(pooled_nbins, dtype=bool)
+        pooled[(at[at >= start] - start) % pooled_nbins] = True
+        return note, (*first, pack_bins(pooled, pooled_coarse))
     # a bin is held if any group's count of either class is non-zero (counts are never
     # negative): any() over rows, 16x faster than a sum over two axes at 24 x 2**16 bins
     counts = contribution[: 2 * n_groups * nbins].reshape(n_groups, -1)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask import exact_sum, fast_ece, fast_pass1
+from bosaris_dask import compact, exact_sum, fast_ece, fast_pass1
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.keys import key_dtype
 
@@ -314,11 +314,15 @@ def _coarse_system(
     ws: Workspace,
     binmap: BinMap | None = None,
     compiled: bool = True,
-) -> np.ndarray:
+    encoded: bool = False,
+) -> np.ndarray | compact.Encoded:
     """Pass 1 for one system's scores of a chunk (see :func:`coarse_kernel`); the bins are
     ``key >> shift``, or ``binmap``'s (its :attr:`~bosaris_dask.binmap.BinMap.nbins` is
     ``nbins``). ``compiled``: use the loops of :mod:`~bosaris_dask.fast_pass1` where numba is
-    installed (the same bits).
+    installed (the same bits). ``encoded``: the result may come as its
+    :func:`~bosaris_dask.compact.encode` form, as it does for a chunk with fewer trials than
+    a sixteenth of the bins: their bins are counted by ``np.unique``, without the two
+    million-element histogram (most of a small evaluation's time).
 
     Both paths walk the chunk in blocks of ``ws.block`` trials; a block is binned, counted and
     summed by :func:`_numpy_block` (with one ``bincount`` per slice of ``ws.slice_size``) or by
@@ -334,6 +338,16 @@ def _coarse_system(
             totals[k] += v
 
     kernel = fast_pass1.block_kernel() if compiled else None
+    if kernel is None and encoded and s_flat.size * SPARSE_BINS <= nbins:
+        idx = np.empty(s_flat.size, dtype=np.intp)
+        for b in slices(s_flat.size, ws.block):
+            add(_numpy_block(s_flat[b], cls_flat[b], m_flat[b], idx[b], nbins, ws, binmap))
+        found, counts = np.unique(idx, return_counts=True)
+        counts, found = counts[found < 2 * nbins], found[found < 2 * nbins]  # trials only
+        missing, bad, non, tar = totals
+        tail = np.concatenate([exact_sum.to_limbs(tar), exact_sum.to_limbs(non), [missing, bad]])
+        at = np.concatenate([(found >> 1) + (found & 1) * nbins, 2 * nbins + np.arange(tail.size)])
+        return compact.encode_sparse(coarse_length(nbins), at, np.r_[counts, tail])
     if kernel is None:
         h = blocked_bincount(
             s_flat.size, 2 * nbins + 1, ws,
@@ -355,13 +369,17 @@ def _coarse_system(
     return np.concatenate([h[:, 0], h[:, 1], *limbs, [missing, bad]])
 
 
+#: A chunk of fewer trials than the pass-1 bins over this is counted sparsely (``np.unique``).
+SPARSE_BINS = 16
+
+
 def coarse_length(nbins: int) -> int:
     """The length of one system's part of a pass-1 result (see :func:`coarse_kernel`)."""
     return 2 * nbins + 2 * exact_sum.LIMBS + 2
 
 
 def bins_note(
-    contribution: np.ndarray,
+    contribution: np.ndarray | compact.Encoded,
     rows: np.ndarray,
     cols: np.ndarray,
     *blocks: Any,
@@ -369,7 +387,8 @@ def bins_note(
     coarse: int = 0,
 ) -> tuple[int, int, np.ndarray]:
     """Which pass-1 bins of one system a chunk's trials fall in, from its :func:`system_kernel`
-    ``contribution``: ``(first row, first column, packed bits)``, bit ``g`` (``np.packbits``
+    ``contribution`` (the vector, or its sparse :class:`~bosaris_dask.compact.Encoded`
+    form): ``(first row, first column, packed bits)``, bit ``g`` (``np.packbits``
     order) set iff a bin of group ``g`` (bins ``g * 2**coarse`` to ``(g + 1) * 2**coarse - 1``)
     holds a trial of the chunk. A refinement pass reads only the chunks holding a candidate bin
     (:class:`bosaris_dask.refinement.ChunkBins`).
@@ -381,7 +400,12 @@ def bins_note(
     >>> np.flatnonzero(np.unpackbits(bins_note(v, [0], [0], nbins=10, coarse=2)[2])).tolist()
     [0, 2]
     """
-    held = (contribution[:nbins] + contribution[nbins : 2 * nbins]) > 0
+    if isinstance(contribution, compact.Encoded):  # sparse: the bins of its counts
+        held = np.zeros(nbins, dtype=bool)
+        at = contribution.positions
+        held[at[at < 2 * nbins] % nbins] = True
+    else:
+        held = (contribution[:nbins] + contribution[nbins : 2 * nbins]) > 0
     first = (int(rows[0]) if len(rows) else 0), (int(cols[0]) if len(cols) else 0)
     return first[0], first[1], pack_bins(held, coarse)
 
@@ -470,11 +494,13 @@ def system_kernel(
     slice_size: int,
     binmap: BinMap | None = None,
     compiled: bool = True,
-) -> np.ndarray:
+    encoded: bool = False,
+) -> np.ndarray | compact.Encoded:
     """Pass 1 for one system: its scores and mask are ``pairs[2 * system]`` and the next;
     its bins are ``key >> shift`` or, if given, ``binmap``'s (``nbins`` of them).
     ``compiled``: count the trials with :mod:`~bosaris_dask.fast_pass1` where numba is
-    installed (the same counts; loading numba costs a process about 0.4 s).
+    installed (the same counts; loading numba costs a process about 0.4 s). ``encoded``: the
+    result may come encoded (:mod:`~bosaris_dask.compact`; a chunk with few trials).
 
     Returns :func:`coarse_length` float64 values: ``[non-target counts (nbins), target counts
     (nbins), softplus_tar limbs, softplus_non limbs, missing, non-finite]`` (counts are exact in
@@ -483,7 +509,7 @@ def system_kernel(
     s, m = pairs[2 * system], pairs[2 * system + 1]
     ws = workspace(np.dtype(s.dtype), block, slice_size)
     flat = (a.reshape(-1) for a in (classes, s, m))
-    return _coarse_system(*flat, shift, nbins, ws, binmap, compiled)
+    return _coarse_system(*flat, shift, nbins, ws, binmap, compiled, encoded)
 
 
 def coarse_kernel(

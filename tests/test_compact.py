@@ -133,6 +133,30 @@ def test_merged_totals_encode_as_the_float64_sum_does(data, n, m):
     _same_encoding(compact.add_encoded(parts), compact.encode(compact.sum_encoded(parts)))
 
 
+@settings(max_examples=200, deadline=None)
+@given(v=vectors(), seed=st.integers(0, 2**32 - 1))
+def test_encode_sparse_is_encode_of_the_vector(v, seed):
+    # the non-zero elements (some zeros among them) in any order give encode's encoding
+    rng = np.random.default_rng(seed)
+    given_at = np.flatnonzero(v.view(np.int64) | (rng.random(v.size) < 0.05))
+    given_at = rng.permutation(given_at)
+    _same_encoding(compact.encode_sparse(v.size, given_at, v[given_at]), compact.encode(v))
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), n=st.integers(0, 3000), m=st.integers(1, 12))
+def test_sparse_counts_merge_as_the_float64_sum_does(data, n, m):
+    # a merge of small chunks' counts: every part sparse, few values together (or not)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    density = data.draw(st.sampled_from([0.001, 0.01, 0.05, 0.3]))
+    scale = data.draw(st.sampled_from([3, 2**31, 2**40]))
+    parts = []
+    for _ in range(m):
+        v = np.where(rng.random(n) < density, rng.integers(1, scale, size=n), 0)
+        parts.append(compact.encode_counts(v))
+    _same_encoding(compact.add_encoded(parts), compact.encode(compact.sum_encoded(parts)))
+
+
 @pytest.mark.parametrize("big", [2**32 - 1, 2**32, 2**52, 2**53 - 1])
 def test_merged_counts_widen_where_their_sum_may_not_fit(big):
     a = compact.encode_counts(np.array([big, 0, 1, 0, 0, 0, 0, 0], dtype=np.int64))
