@@ -36,6 +36,7 @@ SCRIPTS = {
     "bench_evaluate.py",
     "bench_fixed_rates.py",
     "bench_fusion.py",
+    "bench_small.py",
     "bench_spoofing.py",
     "bench_text_convert.py",
     "bench_text_reader.py",
@@ -114,6 +115,15 @@ def test_ab_evaluate(evaluated, capsys):
     assert summary["a/x/threads"]["ratio_wall"] == 1.0
     assert all(row["cpu_s"] > 0 for row in summary.values())
     assert "metrics identical to the first's: True" in capsys.readouterr().out
+
+
+def test_bench_small(capsys):
+    """One code version, one child process: every case evaluated, the same metrics."""
+    assert _load("bench_small").main(["--repeat", "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in out[1:4]] == ["tiny", "demo", "conditions"]
+    assert all("(x1.00)" in line for line in out[1:4])
+    assert out[4].endswith("metrics identical: True")
 
 
 def test_ab_evaluate_on_a_users_own_local_cluster(evaluated, capsys):
