@@ -1,9 +1,30 @@
-"""Shared pytest configuration: hypothesis profiles (``HYPOTHESIS_PROFILE=ci`` in CI)."""
+"""Shared pytest configuration: hypothesis profiles (``HYPOTHESIS_PROFILE=ci`` in CI) and how
+pytest-xdist shares the tests between its workers (``-n auto --dist loadgroup`` in pyproject)."""
 
 import os
+from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True)
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+#: Most workers ``-n auto`` starts: each test may start a LocalCluster of a few processes.
+MAX_WORKERS = 4
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """One worker per core, at most :data:`MAX_WORKERS`."""
+    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """One xdist group per file, so that a module's fixtures (data sets, clusters) are made once;
+    one group for all of tests/hpc, whose jobs share one SLURM node and its cores."""
+    for item in items:
+        path = Path(item.path).relative_to(config.rootpath)
+        group = "hpc" if path.parent.name == "hpc" else path.as_posix()
+        item.add_marker(pytest.mark.xdist_group(group))
