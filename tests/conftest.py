@@ -16,8 +16,10 @@ MAX_WORKERS = 4
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """One worker per core, at most :data:`MAX_WORKERS`."""
-    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
+    """One worker per core this process may use, at most :data:`MAX_WORKERS`."""
+    affinity = getattr(os, "sched_getaffinity", None)  # Linux; elsewhere all the cores
+    cores = len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+    return max(1, min(MAX_WORKERS, cores))
 
 
 @pytest.hookimpl(tryfirst=True)
