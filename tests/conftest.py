@@ -27,6 +27,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """One xdist group per file, so that a module's fixtures (data sets, clusters) are made once;
     one group for all of tests/hpc, whose jobs share one SLURM node and its cores."""
     for item in items:
-        path = Path(item.path).relative_to(config.rootpath)
-        group = "hpc" if path.parent.name == "hpc" else path.as_posix()
+        path = Path(item.path)
+        group = "hpc" if path.parent.name == "hpc" else str(path)
         item.add_marker(pytest.mark.xdist_group(group))
