@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/ab_evaluate.py --workdir DIR [--code NAME=PATH ...]
         [--case NAME=KEY,SCORES ...] [--cluster threads --cluster local] [--repeat 3]
-        [--json FILE]
+        [--warm] [--json FILE]
 
 Every combination of code version (``--code before=/tmp/base``: a checkout whose package is
 imported, through ``PYTHONPATH``; default: this checkout), store case (``--case
@@ -21,6 +21,9 @@ combination's ratio to the first one (per repeat, then the median), the CPU time
 of ``evaluate()`` (all threads of the driver process, which runs a LocalCluster's scheduler,
 plus the worker processes: less sensitive to other jobs on a shared machine than wall time),
 the driver's peak RSS, and checks that every combination gives the same metrics, bit for bit.
+``--warm`` runs one evaluation first in each process (its cluster started, the workers' imports
+and compiled loops loaded) and measures the second: the steady state of a notebook or a batch
+job that evaluates several systems.
 The evaluation is ``bench_evaluate.py``'s: 4 priors, a 201-point NBE sweep, EER, PRBEP, Cllr,
 minCllr.
 """
@@ -65,7 +68,7 @@ def _users_cluster(tuned: bool) -> Iterator[Any]:
         yield client
 
 
-def _child(workdir: Path, key: str, scores: str, cluster: str) -> None:
+def _child(workdir: Path, key: str, scores: str, cluster: str, warm: bool) -> None:
     import numpy as np
 
     from bosaris_dask import io
@@ -79,6 +82,8 @@ def _child(workdir: Path, key: str, scores: str, cluster: str) -> None:
     else:
         session = connect(cluster=cluster, dashboard=False, announce=None)
     with session as client:
+        if warm:
+            evaluate(s, k, priors=PRIORS, sweep=np.linspace(-10, 10, 201))
         workers_cpu0 = _workers_cpu(client)
         t0, cpu0 = time.perf_counter(), time.process_time()
         ds = evaluate(s, k, priors=PRIORS, sweep=np.linspace(-10, 10, 201))
@@ -112,11 +117,12 @@ def main(argv: list[str] | None = None) -> dict:
     clusters = ["threads", "local", "user", "user-untuned"]
     parser.add_argument("--cluster", action="append", choices=clusters)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--warm", action="store_true", help="measure a second evaluation")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        _child(args.workdir, *args.child)
+        _child(args.workdir, *args.child, warm=args.warm)
         return {}
     here = str(Path(__file__).resolve().parents[1])
     codes = dict(args.code or [("this", here)])
@@ -131,7 +137,8 @@ def main(argv: list[str] | None = None) -> dict:
             env = dict(os.environ, PYTHONPATH=codes[code])
             out = subprocess.run(
                 [sys.executable, __file__, "--workdir", str(args.workdir), "--child", key,
-                 scores, cluster], capture_output=True, text=True, env=env,
+                 scores, cluster, *(["--warm"] if args.warm else [])], capture_output=True,
+                text=True, env=env,
             )  # fmt: skip
             if out.returncode:
                 raise SystemExit(f"{code}/{case}/{cluster} failed:\n{out.stderr[-3000:]}")

@@ -130,6 +130,35 @@ def worker_environ() -> dict[str, Any]:
     return {TRIM_KEY: None} if str(value) == str(_DISTRIBUTED_TRIM) else {}
 
 
+#: The dask config key of distributed's statistical profiler in each worker.
+PROFILE_KEY = "distributed.worker.profile.enabled"
+
+
+def worker_config(dashboard: bool) -> dict[str, Any]:
+    """The dask config our local workers start with: :func:`worker_environ`, and without
+    distributed's statistical profiler when no dashboard will show it.
+
+    Each worker's profiler samples every thread's stack 100 times a second and merges the
+    samples every second, on the worker's event loop: on this project's 2-core machine,
+    time taken from the compute threads (a warm 1e9 evaluation on a 2-process LocalCluster:
+    35.1 s without it, 40.9 s with it, dask's threaded scheduler 32.0-33.9 s;
+    ``benchmarks/README.md``).
+    Its only readers are the dashboard's profile pages and ``Client.profile``, so it stays on
+    where the dashboard is served (``dashboard`` true and bokeh installed).
+
+    Examples
+    --------
+    >>> worker_config(dashboard=False)[PROFILE_KEY]
+    False
+    """
+    import importlib.util
+
+    config = worker_environ()
+    if not (dashboard and importlib.util.find_spec("bokeh") is not None):
+        config[PROFILE_KEY] = False
+    return config
+
+
 def _start_local(stack, workers, threads_per_worker, memory_limit, dashboard, timeout) -> Client:
     import dask
     from distributed import LocalCluster
@@ -146,7 +175,7 @@ def _start_local(stack, workers, threads_per_worker, memory_limit, dashboard, ti
     if memory_limit is not None:
         kwargs["memory_limit"] = memory_limit
     try:
-        with dask.config.set(worker_environ()):  # read by each worker's nanny as it starts
+        with dask.config.set(worker_config(dashboard)):  # each worker's nanny copies it
             local = LocalCluster(**kwargs)
     except (OSError, TimeoutError) as exc:
         raise ClusterError(f"could not start a local dask cluster: {exc}") from exc
