@@ -104,12 +104,13 @@ def test_bench_evaluate(evaluated):
 
 
 def test_ab_evaluate(evaluated, capsys):
-    """Two code versions (this checkout twice) x two cases (the same stores twice), threads."""
+    """Two code versions (this checkout twice) x two cases (the same stores twice), threads,
+    each process's second evaluation measured."""
     workdir, _, _ = evaluated
     summary = _load("ab_evaluate").main([
         "--workdir", str(workdir), "--code", f"a={ROOT}", "--code", f"b={ROOT}",
         "--case", "x=key.zarr,system-1.zarr", "--case", "y=key.zarr,system-1.zarr",
-        "--repeat", "1",
+        "--repeat", "1", "--warm",
     ])  # fmt: skip
     assert list(summary) == ["a/x/threads", "a/y/threads", "b/x/threads", "b/y/threads"]
     assert summary["a/x/threads"]["ratio_wall"] == 1.0
