@@ -85,12 +85,14 @@ def _count_trials(
     ones,
     targets,
     hist,
+    low,
 ):  # pragma: no cover
     # compiled by numba (coverage does not see inside); tested against the numpy path
     block = 2048  # first the bins of a block (no branches), then their counts: the counts'
     at = np.empty(block, dtype=np.int64)  # cache misses then overlap
     dump = hist.size - 1  # non-trials and trials without a score
     zero = np.uint64(0)
+    one = np.uint8(1)
     missing, bad, unscored, nonfinite = 0, 0, 0, 0
     for lo in range(0, bits.size, block):
         hi = min(lo + block, bits.size)
@@ -109,8 +111,12 @@ def _count_trials(
                 k = np.int64(key >> shift)
             c = cls[i]
             at[i - lo] = k + (targets if c > 0 else 0) if (c != 0 and m) else dump
-        for j in range(hi - lo):
-            hist[at[j]] += 1
+        for j in range(hi - lo):  # counts modulo 256 in bytes, each wrap 256 more in hist
+            a = at[j]
+            v = np.uint8(low[a] + one)  # numba would widen the sum
+            low[a] = v
+            if v == 0:
+                hist[a] += 256
         if odd:  # rare: count them
             for i in range(lo, hi):
                 nf = (np.uint64(bits[i]) & exponent) == exponent
@@ -194,13 +200,20 @@ def block_into(
     args: tuple[Any, ...],
     hist: np.ndarray,
     e: np.ndarray,
+    low: np.ndarray | None = None,
 ) -> tuple[int, int, int, int, int, int]:
     """Add each trial of a block of flat ``cls`` (int8 codes -1, 0, 1), ``s`` (float32 or
     float64 scores of the map's key width) and ``scored`` (bool) to ``hist`` (an integer dtype,
     ``2 * nbins + 1``: the non-targets of bin ``b`` at ``b``, its targets at ``nbins + b``; the
     last entry collects the cells that are no trial or have no score); a non-finite score
     counts as 0.0. ``args``: :func:`block_args` of the bin map; ``e``: float64 scratch of the
-    block's length (at most :data:`~bosaris_dask.exact_sum.MAX_BLOCK`).
+    block's length (at most :data:`~bosaris_dask.exact_sum.MAX_BLOCK`). ``low``: ``uint8``
+    counts as long as ``hist``, for a caller that counts a chunk block by block: the counts
+    modulo 256 go there, each wrap adds 256 to ``hist``, and the caller adds ``low`` to
+    ``hist`` after the chunk's last block (the byte counts take a quarter of the cache that
+    uint32 counts take: at 1e9 trials, 2**20 bins, the non-targets' 1 MB against 4 MB, and
+    the count loop 18 against 24 ns per trial on this project's VM). Without it, the block's
+    counts are added to ``hist`` before returning.
 
     Returns the trials without a score (not counted), the trials with a non-finite score, the
     cells without a score, the non-finite scores (trials or not), and the exact sums of
@@ -216,7 +229,12 @@ def block_into(
     neg_abs(s, e)
     np.exp(e, out=e)  # numpy's exp and log1p: the numpy path's bits
     np.log1p(e, out=e)
-    missing, bad, unscored, nonfinite = count_trials(codes, bits, scored, *args, hist)
+    own = low is None
+    if own:
+        low = np.zeros(hist.size, dtype=np.uint8)
+    missing, bad, unscored, nonfinite = count_trials(codes, bits, scored, *args, hist, low)
+    if own:
+        hist += low
     all_hi, all_lo, tar_hi, tar_lo, big = sum_terms(codes, s, bits, scored, e, args[6])
     if big:  # rare: terms of 2**17 or more
         non, tar = _big_block(codes, s, scored, e)

@@ -358,11 +358,13 @@ def _coarse_system(
         # uint32 counts (below 2**32 trials per chunk), the rare targets apart: the non-targets
         # of a bin share cache lines with their neighbours only (half the cache footprint)
         h = np.zeros(2 * nbins + 1, dtype=np.uint32 if s_flat.size < 2**32 else np.int64)
+        low = np.zeros(h.size, dtype=np.uint8)  # the counts modulo 256, added at the end
         args = fast_pass1.block_args(binmap)
         for b in slices(s_flat.size, ws.block):
             out = fast_pass1.block_into(kernel, cls_flat[b], s_flat[b], m_flat[b], args, h,
-                                        ws.e[: b.stop - b.start])  # fmt: skip
+                                        ws.e[: b.stop - b.start], low)  # fmt: skip
             add((out[0], out[1], out[4], out[5]))
+        h += low
         h = h[:-1].reshape(2, nbins).T  # non-targets, then targets
     missing, bad, non, tar = totals
     limbs = [exact_sum.to_limbs(tar), exact_sum.to_limbs(non)]
