@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 CLUSTER_KINDS = ("local", "threads", "slurm", "pbs", "mpi")
 
 #: Below this many trials, ``cluster=None`` picks the threaded scheduler. Measured on a 2-core
-#: machine, threads beat a 2-process LocalCluster even at 1e9 trials (8.4 s vs 16.1 s with its
-#: start-up, 12 s without; identical results; ``benchmarks/README.md``).
+#: machine, threads beat a 2-process LocalCluster even at 1e9 trials: warm, the cluster took
+#: 1.03-1.05x the threads' time, and a fresh one adds its start-up and the workers' first
+#: imports (2-3 s); identical results (``benchmarks/README.md``).
 SMALL_JOB_TRIALS = 10_000_000_000
 
 _JOBQUEUE_KINDS = ("slurm", "pbs")
