@@ -53,15 +53,21 @@ def require_slurm() -> str:
     """Return the default partition of a running SLURM; skip when SLURM is not installed."""
     if shutil.which("sinfo") is None or shutil.which("sbatch") is None:
         pytest.skip("sinfo/sbatch not found: install and start SLURM with .ci/setup-hpc.sh")
-    out = subprocess.run(["sinfo", "-h", "-o", "%P %T"], capture_output=True, text=True,
-                         timeout=30)  # fmt: skip
-    if out.returncode != 0:
-        pytest.fail(f"SLURM is installed but does not answer (start it with .ci/setup-hpc.sh): "
-                    f"{out.stderr.strip()}")  # fmt: skip
-    rows = [line.split() for line in out.stdout.splitlines() if line.strip()]
-    usable = [p for p, state in rows if state.startswith(("idle", "mix", "alloc"))]
-    if not usable:
-        pytest.fail(f"no SLURM partition with a usable node (run .ci/setup-hpc.sh):\n{out.stdout}")
+    deadline = time.monotonic() + 90  # a node still "completing" an earlier test's job
+    while True:
+        out = subprocess.run(["sinfo", "-h", "-o", "%P %T"], capture_output=True, text=True,
+                             timeout=30)  # fmt: skip
+        if out.returncode != 0:
+            pytest.fail(f"SLURM is installed but does not answer (start it with "
+                        f".ci/setup-hpc.sh): {out.stderr.strip()}")  # fmt: skip
+        rows = [line.split() for line in out.stdout.splitlines() if line.strip()]
+        usable = [p for p, state in rows if state.startswith(("idle", "mix", "alloc"))]
+        if usable:
+            break
+        if time.monotonic() > deadline:
+            pytest.fail(f"no SLURM partition with a usable node after 90 s (run "
+                        f".ci/setup-hpc.sh):\n{out.stdout}")  # fmt: skip
+        time.sleep(1)
     default = [p for p in usable if p.endswith("*")]
     return (default or usable)[0].rstrip("*")
 
