@@ -52,6 +52,7 @@ import numpy as np
 from bosaris_dask import exact_sum, fast_pass1
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.jit import compiled
+from bosaris_dask.loop_parts import LOOP_PARTS, add_one, bin_of, order_key
 
 __all__ = ["count_kernel", "counts_into", "units_kernel", "units_into", "sums_kernel", "sums_into",
            "SUMS_RUN"]  # fmt: skip
@@ -90,50 +91,28 @@ def _count_grouped(
     pdump = phist.size - 1
     half = (hist.size - 1) // 2  # targets in the upper half
     zero = np.uint64(0)
-    one = np.uint8(1)
     for lo in range(0, bits.size, block):
         hi = min(lo + block, bits.size)
         for i in range(lo, hi):
             b = np.uint64(bits[i])
             nf = (b & exponent) == exponent
-            b = zero if (nf or b == sign) else b  # non-finite counts as 0.0; -0.0 as +0.0
-            key = b ^ (((zero - (b >> sign_bit)) & ones) | sign)  # order key, no branch
-            if adaptive:
-                t = table[np.intp(key >> bucket_shift)]
-                k = (t >> 8) + np.int64(key >> np.uint64(t & 255))
-            else:
-                k = np.int64(key >> shift)
+            key = order_key(zero if nf else b, sign_bit, sign, ones)  # non-finite as 0.0
+            k = bin_of(key, table, bucket_shift, shift, adaptive)
             c = cls[i]
             trial = c != 0 and scored[i]
             at[i - lo] = (
                 (np.int64(groups[i]) * nbins + k + (half if c > 0 else 0)) if trial else dump
             )
             if pooled:
-                if padaptive:
-                    t = ptable[np.intp(key >> pbucket_shift)]
-                    k = (t >> 8) + np.int64(key >> np.uint64(t & 255))
-                else:
-                    k = np.int64(key >> pshift)
+                k = bin_of(key, ptable, pbucket_shift, pshift, padaptive)
                 pat[i - lo] = (k + (pnbins if c > 0 else 0)) if trial else pdump
         if pooled:  # both counts in one loop: measured faster than one loop for each
             for j in range(hi - lo):
-                a = at[j]
-                v = np.uint8(low[a] + one)  # numba would widen the sum
-                low[a] = v
-                if v == 0:  # the byte wrapped: 256 more
-                    hist[a] += 256
-                a = pat[j]
-                v = np.uint8(plow[a] + one)
-                plow[a] = v
-                if v == 0:
-                    phist[a] += 256
+                add_one(low, hist, at[j])
+                add_one(plow, phist, pat[j])
         else:
             for j in range(hi - lo):
-                a = at[j]
-                v = np.uint8(low[a] + one)  # numba would widen the sum
-                low[a] = v
-                if v == 0:
-                    hist[a] += 256
+                add_one(low, hist, at[j])
 
 
 def _count_nonfinite(bits, exponent):  # pragma: no cover
@@ -161,7 +140,11 @@ def _count_odd(cls, bits, scored, groups, exponent, missing):  # pragma: no cove
 def count_kernel() -> tuple[Callable[..., Any], ...] | None:
     """The compiled loops for :func:`counts_into`, or ``None`` (numba missing, or
     :data:`bosaris_dask.jit.DISABLE_ENV` set)."""
-    loops = tuple(compiled(fn) for fn in (_count_grouped, _count_nonfinite, _count_odd))
+    loops = (
+        compiled(_count_grouped, calls=LOOP_PARTS),
+        compiled(_count_nonfinite),
+        compiled(_count_odd),
+    )
     return None if any(fn is None for fn in loops) else loops
 
 

@@ -54,6 +54,7 @@ import numpy as np
 from bosaris_dask import exact_sum
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.jit import DISABLE_ENV, compiled
+from bosaris_dask.loop_parts import LOOP_PARTS, add_one, bin_of, order_key
 
 __all__ = ["block_kernel", "block_args", "block_into", "neg_abs", "DISABLE_ENV"]
 
@@ -92,7 +93,6 @@ def _count_trials(
     at = np.empty(block, dtype=np.int64)  # cache misses then overlap
     dump = hist.size - 1  # non-trials and trials without a score
     zero = np.uint64(0)
-    one = np.uint8(1)
     missing, bad, unscored, nonfinite = 0, 0, 0, 0
     for lo in range(0, bits.size, block):
         hi = min(lo + block, bits.size)
@@ -102,21 +102,12 @@ def _count_trials(
             nf = (b & exponent) == exponent
             m = scored[i]
             odd |= nf | (not m)
-            b = zero if (nf or b == sign) else b  # non-finite counts as 0.0; -0.0 as +0.0
-            key = b ^ (((zero - (b >> sign_bit)) & ones) | sign)  # order key, no branch
-            if adaptive:
-                t = table[np.intp(key >> bucket_shift)]
-                k = (t >> 8) + np.int64(key >> np.uint64(t & 255))
-            else:
-                k = np.int64(key >> shift)
+            key = order_key(zero if nf else b, sign_bit, sign, ones)  # non-finite as 0.0
+            k = bin_of(key, table, bucket_shift, shift, adaptive)
             c = cls[i]
             at[i - lo] = k + (targets if c > 0 else 0) if (c != 0 and m) else dump
         for j in range(hi - lo):  # counts modulo 256 in bytes, each wrap 256 more in hist
-            a = at[j]
-            v = np.uint8(low[a] + one)  # numba would widen the sum
-            low[a] = v
-            if v == 0:
-                hist[a] += 256
+            add_one(low, hist, at[j])
         if odd:  # rare: count them
             for i in range(lo, hi):
                 nf = (np.uint64(bits[i]) & exponent) == exponent
@@ -173,7 +164,7 @@ def block_kernel() -> tuple[Callable[..., Any], ...] | None:
     """The compiled loops for :func:`block_into`, or ``None`` when numba is missing or
     :data:`DISABLE_ENV` is set. Compiled on first use (cached on disk by numba where it can
     write); they release the GIL, so dask's threads run them in parallel."""
-    loops = tuple(compiled(fn) for fn in (neg_abs, _count_trials, _sum_terms))
+    loops = compiled(neg_abs), compiled(_count_trials, calls=LOOP_PARTS), compiled(_sum_terms)
     return None if any(fn is None for fn in loops) else loops
 
 

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bosaris_dask.jit import DISABLE_ENV, compiled
+from bosaris_dask.loop_parts import LOOP_PARTS, bin_of, order_key
 
 if TYPE_CHECKING:
     from bosaris_dask.refine_kernels import RefineSpec
@@ -75,19 +76,11 @@ def _select_trials(
     # compiled by numba (coverage does not see inside); tested against the numpy path.
     # No branch on the data: every trial's key and flag are written at the next free place,
     # which moves on only for a selected trial (at 1e9 trials half of them can be selected)
-    zero = np.uint64(0)
     n = 0
     for i in range(bits.size):
         c = cls[i]
-        b = np.uint64(bits[i])
-        b = zero if b == sign else b  # -0.0 as +0.0
-        key = b ^ (((zero - (b >> sign_bit)) & ones) | sign)  # order key, no branch
-        if adaptive:
-            t = table[np.intp(key >> bucket_shift)]
-            k = (t >> 8) + np.int64(key >> np.uint64(t & 255))
-        else:
-            k = np.int64(key >> shift)
-        k = min(max(k, 0), last)
+        key = order_key(np.uint64(bits[i]), sign_bit, sign, ones)  # -0.0 as +0.0
+        k = min(max(bin_of(key, table, bucket_shift, shift, adaptive), 0), last)
         out_keys[n] = key
         out_tar[n] = c == 1
         n += (c != 0) & scored[i] & ((lut[k >> 3] >> (k & 7)) & 1)
@@ -97,7 +90,7 @@ def _select_trials(
 def select_loop() -> Callable[..., Any] | None:
     """The compiled selection for :func:`select_into`, or ``None`` when numba is missing or
     :data:`DISABLE_ENV` is set (compiled on first use; it releases the GIL)."""
-    return compiled(_select_trials)
+    return compiled(_select_trials, calls=LOOP_PARTS)
 
 
 def _map_args(spec: RefineSpec, kbits: int) -> tuple[np.ndarray, np.uint64, np.uint64, bool]:
@@ -195,21 +188,13 @@ def _select_grouped(
     # on ulut there, taken by a twelfth of the trials at 1e9 and 24 conditions, was slower
     # than both look-ups for every trial.) The bin tables are bits (bin_tables); the padding
     # bits of their last byte are zero
-    zero = np.uint64(0)
     plast = plut.size * 8 - 1
     glast = glut.size * 8 - 1
     n_sel = 0
     n_todo = 0
     for i in range(bits.size):
-        b = np.uint64(bits[i])
-        b = zero if b == sign else b  # -0.0 as +0.0
-        key = b ^ (((zero - (b >> sign_bit)) & ones) | sign)  # order key, no branch
-        if padaptive:
-            t = ptable[np.intp(key >> pbucket_shift)]
-            k = (t >> 8) + np.int64(key >> np.uint64(t & 255))
-        else:
-            k = np.int64(key >> pshift)
-        k = min(max(k, 0), plast)
+        key = order_key(np.uint64(bits[i]), sign_bit, sign, ones)  # -0.0 as +0.0
+        k = min(max(bin_of(key, ptable, pbucket_shift, pshift, padaptive), 0), plast)
         flag = np.uint8(0)
         if pooled:
             trial = (cls[i] != 0) & scored[i]
@@ -224,14 +209,8 @@ def _select_grouped(
     if split:
         for j in range(n_todo):
             i = todo[j]
-            b = np.uint64(bits[i])
-            b = zero if b == sign else b
-            key = b ^ (((zero - (b >> sign_bit)) & ones) | sign)
-            if gadaptive:
-                t = gtable[np.intp(key >> gbucket_shift)]
-                k = (t >> 8) + np.int64(key >> np.uint64(t & 255))
-            else:
-                k = np.int64(key >> gshift)
+            key = order_key(np.uint64(bits[i]), sign_bit, sign, ones)
+            k = bin_of(key, gtable, gbucket_shift, gshift, gadaptive)
             at = np.int64(groups[i]) * nb + k
             at = min(max(at, 0), glast)
             hit = np.uint8(((cls[i] != 0) & scored[i]) & ((glut[at >> 3] >> (at & 7)) & 1))
@@ -242,9 +221,7 @@ def _select_grouped(
         for i in range(bits.size):
             f = flags[i]
             if f != 0:
-                b = np.uint64(bits[i])
-                b = zero if b == sign else b
-                key = b ^ (((zero - (b >> sign_bit)) & ones) | sign)
+                key = order_key(np.uint64(bits[i]), sign_bit, sign, ones)
                 tar = cls[i] == 1
                 if f & 1:
                     pkeys[n_p] = key
@@ -257,9 +234,7 @@ def _select_grouped(
                     n_g += 1
         return n_p, n_g
     for i in range(bits.size):
-        b = np.uint64(bits[i])
-        b = zero if b == sign else b
-        key = b ^ (((zero - (b >> sign_bit)) & ones) | sign)
+        key = order_key(np.uint64(bits[i]), sign_bit, sign, ones)
         f, tar = flags[i], cls[i] == 1
         pkeys[n_p] = key
         ptar[n_p] = tar
@@ -274,7 +249,7 @@ def _select_grouped(
 def grouped_select_loop() -> Callable[..., Any] | None:
     """The compiled selection for :func:`grouped_select_into`, or ``None`` (numba missing, or
     :data:`DISABLE_ENV` set)."""
-    return compiled(_select_grouped)
+    return compiled(_select_grouped, calls=LOOP_PARTS)
 
 
 def bin_tables(*luts: np.ndarray | None) -> list[np.ndarray | None]:

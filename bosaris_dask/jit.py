@@ -3,7 +3,9 @@
 numba is an optional dependency (the ``fast`` extra). A kernel module writes its loop in plain
 Python over numpy arrays and asks :func:`compiled` for the compiled version; without numba, or
 with :data:`DISABLE_ENV` set to any non-empty value, it gets ``None`` and runs its numpy path,
-which the tests compare with the compiled one bit for bit.
+which the tests compare with the compiled one bit for bit. A loop may call small plain functions
+by name (``calls=``): they are compiled first and the loop is compiled against them (numba calls
+compiled functions only), without numba ever being imported before a loop is asked for.
 
 Examples
 --------
@@ -13,12 +15,18 @@ Examples
 >>> fn = compiled(add)
 >>> fn is None or fn(1, 2) == 3
 True
+>>> def twice(a):
+...     return add(a, a)  # a plain function, by name
+>>> fn = compiled(twice, calls=[add])
+>>> fn is None or fn(21) == 42
+True
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Sequence
 from typing import Any
 
 __all__ = ["compiled", "DISABLE_ENV"]
@@ -29,14 +37,35 @@ DISABLE_ENV = "BOSARIS_DASK_NO_NUMBA"
 _cache: dict[Callable[..., Any], Callable[..., Any] | None] = {}
 
 
-def compiled(fn: Callable[..., Any], *, fastmath: bool = False) -> Callable[..., Any] | None:
+def compiled(
+    fn: Callable[..., Any], *, fastmath: bool = False, calls: Sequence[Callable[..., Any]] = ()
+) -> Callable[..., Any] | None:
     """``fn`` compiled by numba (``nogil``: dask's threads run it in parallel; cached on disk
     where numba can write), or ``None`` when numba is missing or :data:`DISABLE_ENV` is set.
 
     ``fastmath`` lets LLVM reassociate and vectorize floating-point sums: only for a kernel
-    whose result is certified for any summation order (the first call's choice sticks)."""
+    whose result is certified for any summation order (the first call's choice sticks).
+    ``calls``: the plain functions ``fn`` calls by their global name (e.g.
+    :data:`bosaris_dask.loop_parts.LOOP_PARTS`), callees before their callers: each is
+    compiled against those before it, and ``fn`` against all of them (LLVM inlines the small
+    ones). As with any numba cache, an edit to one of them alone does not invalidate ``fn``'s
+    cached machine code: touch ``fn``'s module too (an install rewrites every file)."""
     if os.environ.get(DISABLE_ENV):
         return None
+    if fn not in _cache:
+        helpers: dict[str, Callable[..., Any] | None] = {}
+        for h in calls:
+            helpers[h.__name__] = _njit(h, _bound(h, helpers))
+        ready = all(h is not None for h in helpers.values())
+        _cache[fn] = _njit(fn, _bound(fn, helpers), fastmath) if ready else None
+    return _cache[fn]
+
+
+def _njit(
+    fn: Callable[..., Any], target: Callable[..., Any], fastmath: bool = False
+) -> Callable[..., Any] | None:
+    """``numba.njit`` of ``target`` (``fn`` bound to its callees), once per ``fn``; ``None``
+    without numba."""
     if fn not in _cache:
         try:
             import numba
@@ -44,7 +73,17 @@ def compiled(fn: Callable[..., Any], *, fastmath: bool = False) -> Callable[...,
             _cache[fn] = None
         else:
             try:  # numba finds no cache directory for a read-only install without a home
-                _cache[fn] = numba.njit(nogil=True, cache=True, fastmath=fastmath)(fn)
+                _cache[fn] = numba.njit(nogil=True, cache=True, fastmath=fastmath)(target)
             except RuntimeError:  # pragma: no cover
-                _cache[fn] = numba.njit(nogil=True, fastmath=fastmath)(fn)
+                _cache[fn] = numba.njit(nogil=True, fastmath=fastmath)(target)
     return _cache[fn]
+
+
+def _bound(fn: Callable[..., Any], names: dict[str, Any]) -> Callable[..., Any]:
+    """``fn`` with ``names`` in place of its module's globals of those names."""
+    if not names:
+        return fn
+    env = {**fn.__globals__, **names}
+    bound = types.FunctionType(fn.__code__, env, fn.__name__, fn.__defaults__, fn.__closure__)
+    bound.__qualname__, bound.__module__ = fn.__qualname__, fn.__module__
+    return bound

@@ -37,6 +37,7 @@ import numpy as np
 
 from bosaris_dask.bootstrap.bins import Binning
 from bosaris_dask.jit import compiled
+from bosaris_dask.loop_parts import LOOP_PARTS, order_key
 
 __all__ = ["per_trial"]
 
@@ -47,7 +48,6 @@ def _collect(
 ):  # fmt: skip  # pragma: no cover
     # compiled by numba (coverage does not see inside); tested against the numpy path
     n = 0
-    zero = np.uint64(0)
     for ii in range(rows.size):
         i = rows[ii]
         row = np.int64(gm_l[ii]) * n_gs
@@ -59,9 +59,7 @@ def _collect(
             p = row + np.int64(gs_l[jj])
             if has_cond:
                 p += np.int64(cond[i, j]) * n_cells
-            b = np.uint64(bits[i, j])
-            b = zero if b == sign else b  # -0.0 as +0.0
-            key = b ^ (((zero - (b >> sign_bit)) & ones) | sign)
+            key = order_key(np.uint64(bits[i, j]), sign_bit, sign, ones)  # -0.0 as +0.0
             k = np.int64(lut[np.intp(key >> shift)])
             if k < 0:  # an edge inside the prefix: the edges <= key
                 lo, hi = 0, edges.size
@@ -127,7 +125,7 @@ def per_trial(
     (plus ``cond`` times the ``n_cells`` pairs) when its class is non-zero and its mask true;
     ``n_total`` bounds the cells.
     """
-    collect, scatter = compiled(_collect), compiled(_scatter)
+    collect, scatter = compiled(_collect, calls=LOOP_PARTS), compiled(_scatter)
     if collect is None or scatter is None:
         return None
     from bosaris_dask.bootstrap.histograms import _F32, _HI, _LO, LIMBS  # noqa: PLC0415

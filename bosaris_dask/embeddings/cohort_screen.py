@@ -65,12 +65,12 @@ BUFFER_BYTES = 64 * 2**20
 _ETA = 2.0**-149  # float32's smallest subnormal
 
 
-def _below_py(x):  # pragma: no cover - compiled by numba
+def _below(x):  # pragma: no cover - compiled by numba
     """A float32 at most ``x`` (float64), and close to it."""
     return np.float32(x - abs(x) * 2.0**-22 - 2.0**-140)
 
 
-def _lower_select_py(w, n, k):  # pragma: no cover - compiled by numba
+def _lower_select(w, n, k):  # pragma: no cover - compiled by numba
     """A value ``t`` with at least ``k`` of ``w[:n]`` at or above it, near the ``k``-th
     largest: a strided sample of 64 values proposes ``t``, a counting pass checks it (a
     selection costs ~9 ns a value, the check ~1)."""
@@ -95,7 +95,7 @@ def _lower_select_py(w, n, k):  # pragma: no cover - compiled by numba
     return np.partition(w[:n], n - k)[n - k]
 
 
-def _count_above_py(row, q, cut):  # pragma: no cover - compiled by numba
+def _count_above(row, q, cut):  # pragma: no cover - compiled by numba
     """How many of ``row[q : q + 16]`` are at least ``cut`` (the compiler vectorizes this loop:
     a slice indexed from 0, no wraparound checks)."""
     block = row[q : q + 16]
@@ -106,7 +106,7 @@ def _count_above_py(row, q, cut):  # pragma: no cover - compiled by numba
     return hits
 
 
-def _compact_py(r, top_n, ka, nb, tabs, thr, cnt, vals, idx, work, exact):  # pragma: no cover
+def _compact(r, top_n, ka, nb, tabs, thr, cnt, vals, idx, work, exact):  # pragma: no cover
     """Raise row ``r``'s threshold to (at most) the ``top_n``-th largest lower bound of its
     buffer and drop the entries below it; returns that lower bound (``-inf`` with fewer than
     ``top_n`` entries)."""
@@ -131,10 +131,8 @@ def _compact_py(r, top_n, ka, nb, tabs, thr, cnt, vals, idx, work, exact):  # pr
     return low
 
 
-_below: Callable[..., np.float32] | None = None
-_compact: Callable[..., None] | None = None
-_lower_select: Callable[..., float] | None = None
-_count_above: Callable[..., int] | None = None
+#: The helpers the loops call by name, callees first (``_compact`` calls ``_lower_select``).
+_PARTS = (_below, _lower_select, _count_above, _compact)
 
 
 def _scan_loop(s, row0, col0, top_n, ka, nb, nbmax, tabs, thr, cnt, vals, idx, over, work, room,
@@ -208,13 +206,8 @@ def screen_kernels() -> dict[str, Callable[..., None]] | None:
     :data:`~bosaris_dask.jit.DISABLE_ENV` set)."""
     names = {"scan": _scan_loop, "finish": _finish_loop, "dots": _dots_loop,
              "select": _select_loop}  # fmt: skip
-    # the loops call these helpers by name: they are compiled first
-    global _below, _lower_select, _compact, _count_above
-    _below, _lower_select = compiled(_below_py), compiled(_lower_select_py)
-    _compact, _count_above = compiled(_compact_py), compiled(_count_above_py)
-    if _below is None or _lower_select is None or _compact is None or _count_above is None:
-        return None
-    kernels = {name: compiled(fn, fastmath=name == "dots") for name, fn in names.items()}
+    kernels = {name: compiled(fn, fastmath=name == "dots", calls=_PARTS)
+               for name, fn in names.items()}  # fmt: skip
     if any(k is None for k in kernels.values()):
         return None
     return kernels  # type: ignore[return-value]

@@ -48,7 +48,14 @@ from bosaris_dask.embeddings.rounding import (
     product_bound,
     screen_factors,
 )
-from bosaris_dask.embeddings.screen import STRIP_CELLS, bucket_lut, count_block, loop_helpers
+from bosaris_dask.embeddings.screen import (
+    SCREEN_PARTS,
+    STRIP_CELLS,
+    _certified_dot,
+    _meets,
+    bucket_lut,
+    count_block,
+)
 from bosaris_dask.jit import compiled
 
 __all__ = [
@@ -86,11 +93,6 @@ def normalized_block(a, b, mu_e, sd_e, mu_t, sd_t, norm: str, device: str = "cpu
     return out.astype(np.float32)
 
 
-_g_compiled = None
-_meets = None
-_certified_dot = None
-
-
 def _norm_loop(a, b, v, bits, me, se, mt, st, kind, lut, na, nb, c, t, lo, hi, bound):
     # pragma: no cover - compiled by numba; tested against the numpy path
     flagged = 0
@@ -99,18 +101,22 @@ def _norm_loop(a, b, v, bits, me, se, mt, st, kind, lut, na, nb, c, t, lo, hi, b
         ci = c * na[i]
         for j in range(v.shape[1]):
             x = np.float64(v[i, j])
-            v[i, j] = np.float32(_g_compiled(x, me[i], se[i], mt[j], st[j], kind))
+            v[i, j] = np.float32(normalized_values(x, me[i], se[i], mt[j], st[j], kind))
             if not lut[bits[i, j] >> 16]:
                 continue
             e = ci * nb[j] + t
-            low = np.float64(np.float32(_g_compiled(x - e, me[i], se[i], mt[j], st[j], kind)))
-            high = np.float64(np.float32(_g_compiled(x + e, me[i], se[i], mt[j], st[j], kind)))
+            low = np.float64(np.float32(normalized_values(x - e, me[i], se[i], mt[j], st[j], kind)))
+            high = np.float64(
+                np.float32(normalized_values(x + e, me[i], se[i], mt[j], st[j], kind))
+            )
             if not _meets(lo, hi, low, high):
                 continue
             flagged += 1
             r = _certified_dot(a, b, i, j, bound)
             if r == r:
-                v[i, j] = np.float32(_g_compiled(np.float64(r), me[i], se[i], mt[j], st[j], kind))
+                v[i, j] = np.float32(
+                    normalized_values(np.float64(r), me[i], se[i], mt[j], st[j], kind)
+                )
             else:
                 v[i, j] = r
                 uncertain += 1
@@ -118,14 +124,9 @@ def _norm_loop(a, b, v, bits, me, se, mt, st, kind, lut, na, nb, c, t, lo, hi, b
 
 
 def _loop():
-    """The compiled loop, or ``None`` without numba."""
-    global _g_compiled, _meets, _certified_dot
-    helpers = loop_helpers()
-    _g_compiled = compiled(normalized_values)  # on scalars: the same float64 operations
-    if helpers is None or _g_compiled is None:
-        return None
-    _meets, _certified_dot = helpers
-    return compiled(_norm_loop)
+    """The compiled loop, or ``None`` without numba (``normalized_values`` on scalars: the
+    same float64 operations)."""
+    return compiled(_norm_loop, calls=(*SCREEN_PARTS, normalized_values))
 
 
 def _widen(lo, hi, e_max: float, slope: float) -> float:

@@ -56,7 +56,7 @@ __all__ = [
     "counts",
     "reset_counts",
     "count_block",
-    "loop_helpers",
+    "SCREEN_PARTS",
 ]
 
 #: Cells per strip of the numpy test (bounds its float64 temporaries).
@@ -80,7 +80,7 @@ def reset_counts() -> None:
             _COUNTS[k] = 0
 
 
-def _meets_py(lo, hi, low, high):  # pragma: no cover - compiled by numba
+def _meets(lo, hi, low, high):  # pragma: no cover - compiled by numba
     """Whether ``[low, high]`` meets one of the ranges ``[lo[k], hi[k]]`` (ascending,
     disjoint): a binary search for the first range whose upper end is not below ``low``."""
     left = 0
@@ -94,7 +94,7 @@ def _meets_py(lo, hi, low, high):  # pragma: no cover - compiled by numba
     return left < lo.shape[0] and lo[left] <= high
 
 
-def _certified_dot_py(a, b, i, j, bound):  # pragma: no cover - compiled by numba
+def _certified_dot(a, b, i, j, bound):  # pragma: no cover - compiled by numba
     """The float32 of ``a[i] . b[j]`` where ``bound`` certifies its rounding, else NaN."""
     s = 0.0
     for k in range(a.shape[1]):
@@ -105,18 +105,8 @@ def _certified_dot_py(a, b, i, j, bound):  # pragma: no cover - compiled by numb
     return np.float32(np.nan)
 
 
-_meets = None
-_certified_dot = None
-
-
-def loop_helpers():
-    """The compiled range test and certified dot product the screens' loops call by name
-    (compiled before the loops that call them), or ``None`` without numba."""
-    global _meets, _certified_dot
-    _meets, _certified_dot = compiled(_meets_py), compiled(_certified_dot_py)
-    if _meets is None or _certified_dot is None:
-        return None
-    return _meets, _certified_dot
+#: The range test and certified dot product the screens' compiled loops call by name.
+SCREEN_PARTS = (_meets, _certified_dot)
 
 
 def _screen_loop(a, b, v, bits, lut, na, nb, c, t, lo, hi, bound):  # pragma: no cover - numba
@@ -211,7 +201,7 @@ def screen_block(
     with pinned_blas():
         np.matmul(a.astype(np.float32), b.astype(np.float32).T, out=v)
     bound = product_bound(d, a_max, b_max)
-    loop = compiled(_screen_loop) if compiled_loop and loop_helpers() is not None else None
+    loop = compiled(_screen_loop, calls=SCREEN_PARTS) if compiled_loop else None
     if loop is not None:
         lut = bucket_lut(lo, hi, 1.01 * (c * a_max * b_max + t))
         flagged, uncertain = loop(a, b, v, v.view(np.uint32), lut, na, nb, c, t, lo, hi, bound)

@@ -1,0 +1,72 @@
+"""The small steps the compiled (numba) loops of the passes share: a score's order key, its
+pass-1 bin, and a count kept in bytes.
+
+Each is a plain function on scalars (numpy integers), which a loop calls by name and which
+:func:`bosaris_dask.jit.compiled` compiles into that loop (``calls=``); LLVM inlines them, so a
+loop runs as if they were written out in it. They are written once here so that the pass-1
+counts, the refinement selections and the bootstrap's block counts cannot drift apart: the key
+is :func:`bosaris_dask.keys.order_keys`' and the bin :class:`~bosaris_dask.binmap.BinMap`'s,
+which the numpy paths use and the tests compare the loops with, bit for bit.
+
+Examples
+--------
+>>> import numpy as np
+>>> from bosaris_dask.binmap import BinMap
+>>> from bosaris_dask.keys import order_keys
+>>> s = np.array([-1.5, -0.0, 0.0, 2.0], dtype=np.float32)
+>>> width = np.uint64(31), np.uint64(1 << 31), np.uint64(2**32 - 1)  # sign bit, sign, ones
+>>> with np.errstate(over="ignore"):  # modular arithmetic, as compiled
+...     keys = [order_key(np.uint64(b), *width) for b in s.view(np.uint32)]
+>>> keys == order_keys(np.array([-1.5, 0.0, 0.0, 2.0], dtype=np.float32)).tolist()
+True
+>>> sample = np.random.default_rng(0).normal(size=999).astype(np.float32)
+>>> m = BinMap.from_sample(order_keys(sample), 32, 10)
+>>> table, bucket_shift = m.table, np.uint64(m.key_bits - m.top)
+>>> [int(bin_of(k, table, bucket_shift, np.uint64(0), True)) for k in keys] == \\
+...     m.bin_of(np.array(keys, dtype=np.uint32)).tolist()
+True
+>>> low, hist = np.full(2, 255, dtype=np.uint8), np.zeros(2, dtype=np.uint32)
+>>> with np.errstate(over="ignore"):
+...     add_one(low, hist, 1)  # the byte wraps: 256 more in hist
+>>> (hist + low).tolist()
+[255, 256]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["order_key", "bin_of", "add_one", "LOOP_PARTS"]
+
+
+def order_key(b, sign_bit, sign, ones):
+    """The order-preserving key of a score's bits ``b`` (``uint64``) for ``k``-bit scores
+    (``sign_bit = k - 1``, ``sign = 1 << (k - 1)``, ``ones = 2**k - 1``), -0.0 keyed as +0.0;
+    no branch: a negative score's bits flipped, a positive one's sign bit set."""
+    zero = np.uint64(0)
+    b = zero if b == sign else b
+    return b ^ (((zero - (b >> sign_bit)) & ones) | sign)
+
+
+def bin_of(key, table, bucket_shift, shift, adaptive):
+    """The pass-1 bin (``int64``) of ``key``: an adaptive map's one look-up in its ``table``
+    (:attr:`bosaris_dask.binmap.BinMap.table`: offset and shift of the key's bucket
+    ``key >> bucket_shift``), else ``key >> shift``."""
+    if adaptive:
+        t = table[np.intp(key >> bucket_shift)]
+        return (t >> 8) + np.int64(key >> np.uint64(t & 255))
+    return np.int64(key >> shift)
+
+
+def add_one(low, hist, a):
+    """Count one at ``a``: in the byte ``low[a]`` (``uint8``), 256 more in ``hist[a]`` when it
+    wraps (the caller adds ``low`` to ``hist`` at the end). Bytes take a quarter of the cache
+    that ``uint32`` counts take, where every trial's count is a cache miss."""
+    v = np.uint8(low[a] + np.uint8(1))  # numba would widen the sum
+    low[a] = v
+    if v == 0:
+        hist[a] += 256
+
+
+#: All of them, for :func:`bosaris_dask.jit.compiled`'s ``calls``.
+LOOP_PARTS = (order_key, bin_of, add_one)
