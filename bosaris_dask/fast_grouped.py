@@ -52,7 +52,7 @@ import numpy as np
 from bosaris_dask import exact_sum, fast_pass1
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.jit import compiled
-from bosaris_dask.loop_parts import LOOP_PARTS, add_one, bin_of, order_key
+from bosaris_dask.loop_parts import LOOP_PARTS, add_one, bin_of, map_args, order_key
 
 __all__ = ["count_kernel", "counts_into", "units_kernel", "units_into", "sums_kernel", "sums_into",
            "SUMS_RUN"]  # fmt: skip
@@ -148,13 +148,6 @@ def count_kernel() -> tuple[Callable[..., Any], ...] | None:
     return None if any(fn is None for fn in loops) else loops
 
 
-def _map_args(binmap: BinMap | None) -> tuple[np.ndarray, np.uint64, np.uint64, bool]:
-    if binmap is not None and binmap.adaptive:
-        return binmap.table, np.uint64(binmap.key_bits - binmap.top), np.uint64(0), True
-    shift = 0 if binmap is None else binmap.shift
-    return np.zeros(1, np.int64), np.uint64(0), np.uint64(shift), False
-
-
 def counts_into(
     kernel: Callable[..., Any],
     cls: np.ndarray,
@@ -182,8 +175,8 @@ def counts_into(
     kbits = s.dtype.itemsize * 8
     ku = np.uint32 if kbits == 32 else np.uint64
     exponent = np.uint64(0x7F800000 if kbits == 32 else 0x7FF0000000000000)
-    table, bucket_shift, shift, adaptive = _map_args(binmap)
-    ptable, pbucket_shift, pshift, padaptive = _map_args(pooled_binmap)
+    table, bucket_shift, shift, adaptive = map_args(binmap)
+    ptable, pbucket_shift, pshift, padaptive = map_args(pooled_binmap)
     phist = pooled if pooled is not None else np.zeros(1, dtype=hist.dtype)
     pnbins = pooled_binmap.nbins if pooled_binmap is not None else 0
     codes = cls if cls.dtype == np.int8 else cls.astype(np.int8)  # codes are clipped to -2..2

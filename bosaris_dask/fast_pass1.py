@@ -54,7 +54,7 @@ import numpy as np
 from bosaris_dask import exact_sum
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.jit import DISABLE_ENV, compiled
-from bosaris_dask.loop_parts import LOOP_PARTS, add_one, bin_of, order_key
+from bosaris_dask.loop_parts import LOOP_PARTS, add_one, bin_of, map_args, order_key
 
 __all__ = ["block_kernel", "block_args", "block_into", "neg_abs", "DISABLE_ENV"]
 
@@ -172,12 +172,8 @@ def block_args(binmap: BinMap) -> tuple[Any, ...]:
     """The bin map's part of :func:`block_into`'s arguments, made once per chunk."""
     kbits = binmap.key_bits
     exponent = np.uint64(0x7F800000 if kbits == 32 else 0x7FF0000000000000)
-    if binmap.adaptive:
-        table, bucket_shift, shift = binmap.table, binmap.key_bits - binmap.top, 0
-    else:
-        table, bucket_shift, shift = np.zeros(1, np.int64), 0, binmap.shift
     return (
-        table, np.uint64(bucket_shift), np.uint64(shift), binmap.adaptive, np.uint64(kbits - 1),
+        *map_args(binmap), np.uint64(kbits - 1),
         np.uint64(1 << (kbits - 1)), exponent, np.uint64((1 << kbits) - 1),
         np.int64(binmap.nbins),
     )  # fmt: skip

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bosaris_dask.jit import DISABLE_ENV, compiled
-from bosaris_dask.loop_parts import LOOP_PARTS, bin_of, order_key
+from bosaris_dask.loop_parts import LOOP_PARTS, bin_of, map_args, order_key
 
 if TYPE_CHECKING:
     from bosaris_dask.refine_kernels import RefineSpec
@@ -93,20 +93,6 @@ def select_loop() -> Callable[..., Any] | None:
     return compiled(_select_trials, calls=LOOP_PARTS)
 
 
-def _map_args(spec: RefineSpec, kbits: int) -> tuple[np.ndarray, np.uint64, np.uint64, bool]:
-    """The pass-1 bin map of ``spec`` as the loops take it: table, bucket shift, shift and
-    whether it is adaptive."""
-    bm = spec.binmap
-    if bm is not None and bm.adaptive:
-        return bm.table, np.uint64(kbits - bm.top), np.uint64(0), True
-    return (
-        np.zeros(1, np.int64),
-        np.uint64(0),
-        np.uint64(spec.shift if bm is None else bm.shift),
-        False,
-    )
-
-
 def select_into(
     loop: Callable[..., Any],
     cls: np.ndarray,
@@ -123,7 +109,7 @@ def select_into(
     Finite scores only: pass 1 has refused non-finite trial scores.
     """
     kbits = s.dtype.itemsize * 8
-    table, bucket_shift, shift, adaptive = _map_args(spec, kbits)
+    table, bucket_shift, shift, adaptive = map_args(spec.binmap, spec.shift)
     # contiguous arrays (a key's mask is often a broadcast): numba's loops over strided arrays
     # are several times slower
     s = np.ascontiguousarray(s)
@@ -323,8 +309,9 @@ def grouped_select_into(
     ulut = np.zeros_like(plut) if ulut is None else ulut
     if plut.size != ulut.size:
         raise ValueError(f"bin tables of {plut.size} and {ulut.size} bytes over one map")
-    pargs = _map_args(pspec, kbits) if pspec is not None else _map_args(gspec, kbits)  # type: ignore[arg-type]
-    gargs = _map_args(gspec, kbits) if gspec is not None else pargs
+    first = pspec if pspec is not None else gspec
+    pargs = map_args(first.binmap, first.shift)  # type: ignore[union-attr]
+    gargs = map_args(gspec.binmap, gspec.shift) if gspec is not None else pargs
     s = np.ascontiguousarray(s)
     n = s.size
     out = loop(

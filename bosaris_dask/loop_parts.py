@@ -21,9 +21,7 @@ Examples
 True
 >>> sample = np.random.default_rng(0).normal(size=999).astype(np.float32)
 >>> m = BinMap.from_sample(order_keys(sample), 32, 10)
->>> table, bucket_shift = m.table, np.uint64(m.key_bits - m.top)
->>> [int(bin_of(k, table, bucket_shift, np.uint64(0), True)) for k in keys] == \\
-...     m.bin_of(np.array(keys, dtype=np.uint32)).tolist()
+>>> [int(bin_of(k, *map_args(m))) for k in keys] == m.bin_of(np.array(keys, np.uint32)).tolist()
 True
 >>> low, hist = np.full(2, 255, dtype=np.uint8), np.zeros(2, dtype=np.uint32)
 >>> with np.errstate(over="ignore"):
@@ -34,9 +32,14 @@ True
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-__all__ = ["order_key", "bin_of", "add_one", "LOOP_PARTS"]
+if TYPE_CHECKING:
+    from bosaris_dask.binmap import BinMap
+
+__all__ = ["order_key", "bin_of", "map_args", "add_one", "LOOP_PARTS"]
 
 
 def order_key(b, sign_bit, sign, ones):
@@ -56,6 +59,18 @@ def bin_of(key, table, bucket_shift, shift, adaptive):
         t = table[np.intp(key >> bucket_shift)]
         return (t >> 8) + np.int64(key >> np.uint64(t & 255))
     return np.int64(key >> shift)
+
+
+def map_args(
+    binmap: BinMap | None, shift: int = 0
+) -> tuple[np.ndarray, np.uint64, np.uint64, bool]:
+    """:func:`bin_of`'s ``table, bucket_shift, shift, adaptive`` for a
+    :class:`~bosaris_dask.binmap.BinMap` (``None``: the bins ``key >> shift``)."""
+    if binmap is not None and binmap.adaptive:
+        bucket_shift = np.uint64(binmap.key_bits - binmap.top)
+        return binmap.table, bucket_shift, np.uint64(0), True
+    shift = shift if binmap is None else binmap.shift
+    return np.zeros(1, np.int64), np.uint64(0), np.uint64(shift), False
 
 
 def add_one(low, hist, a):

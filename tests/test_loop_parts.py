@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from bosaris_dask import jit
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.keys import order_keys
-from bosaris_dask.loop_parts import LOOP_PARTS, add_one, bin_of, order_key
+from bosaris_dask.loop_parts import LOOP_PARTS, add_one, bin_of, map_args, order_key
 
 numba = pytest.importorskip("numba")
 
@@ -54,21 +54,15 @@ def test_order_key_compiled_is_order_keys_with_minus_zero_as_plus_zero(words, wi
     assert out.tolist() == expected.astype(np.uint64).tolist()
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.integers(0, 2**31), st.integers(6, 14), st.booleans())
-def test_bin_of_compiled_is_the_bin_maps_bin(seed, budget, adaptive) -> None:
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31), st.integers(6, 24), st.booleans(), st.booleans())
+def test_bin_of_compiled_is_the_bin_maps_bin(seed, budget, adaptive, wide) -> None:
     rng = np.random.default_rng(seed)
-    s = rng.standard_t(3, size=2000).astype(np.float32)
-    keys = order_keys(s)
-    m = BinMap.from_sample(keys[:500], 32, budget) if adaptive else BinMap.uniform(32, budget)
-    if m.adaptive:
-        table, bucket_shift, shift = m.table, np.uint64(32 - m.top), np.uint64(0)
-    else:
-        table, bucket_shift, shift = np.zeros(1, np.int64), np.uint64(0), np.uint64(m.shift)
+    s = rng.standard_t(3, size=2000).astype(np.float64 if wide else np.float32)
+    keys, width = order_keys(s), 64 if wide else 32
+    m = BinMap.from_sample(keys[:500], width, budget) if adaptive else BinMap.uniform(width, budget)
     out = np.empty(keys.size, dtype=np.int64)
-    jit.compiled(_bins_loop, calls=LOOP_PARTS)(
-        keys.astype(np.uint64), table, bucket_shift, shift, m.adaptive, out
-    )
+    jit.compiled(_bins_loop, calls=LOOP_PARTS)(keys.astype(np.uint64), *map_args(m), out)
     assert out.tolist() == m.bin_of(keys).tolist()
 
 
