@@ -48,7 +48,6 @@ __all__ = [
     "bin_tables",
     "overlap_table",
     "DISABLE_ENV",
-    "SPARSE_SELECTION",
 ]
 
 #: The compiled loops read their bin tables as bits, eight bins to a byte, least significant
@@ -123,13 +122,6 @@ def select_into(
     ))  # fmt: skip
 
 
-#: :func:`grouped_select_into` writes the selected trials out with a branch on each trial's
-#: flags where at most one trial in this many of a block is selected (the branch is then
-#: predicted: 1e9 trials, 24 conditions: 0.24% of the trials selected pooled and 0.7% per
-#: condition in pass 2), else with no branch (every trial written at the next free place).
-SPARSE_SELECTION = 16
-
-
 def _select_grouped(
     cls,
     bits,
@@ -152,8 +144,6 @@ def _select_grouped(
     sign_bit,
     sign,
     ones,
-    sparse,
-    flags,
     todo,
     pkeys,
     ptar,
@@ -163,72 +153,38 @@ def _select_grouped(
 ):  # pragma: no cover
     # compiled by numba; tested against the numpy path. As _select_trials, for the pooled
     # parts (a bin of the pooled map in plut) and the parts of groups (a (group, bin) of the
-    # groups' map in glut) at once, in three loops: first each trial's bin of the first map
-    # (the pooled one, else the groups'), its pooled flag and, listed with no branch, whether
-    # the bin meets a group's candidate (ulut); then the groups' look-ups for the listed
-    # trials only; then the selected trials written out in order, each keyed again (a few
-    # integer operations: a key kept per trial, 8 bytes, made the first loop's writes evict
-    # the tables from the cache). Few selected (the usual case in a refinement pass): a
-    # branch on the flags, predicted; many: no branch, every trial written at the next free
-    # place. (No branch in the first loop, so the trials' table look-ups overlap: a branch
-    # on ulut there, taken by a twelfth of the trials at 1e9 and 24 conditions, was slower
-    # than both look-ups for every trial.) The bin tables are bits (bin_tables); the padding
-    # bits of their last byte are zero
+    # groups' map in glut) at once, in two loops, each writing every trial at the next free
+    # place of its output, which moves on only for a selected trial (no branch on the data):
+    # first each trial's bin of the first map (the pooled one, else the groups'), its pooled
+    # selection and, listed the same way, whether the bin meets a group's candidate (ulut);
+    # then the groups' look-ups for the listed trials only (a twelfth of the trials at 1e9
+    # trials and 24 conditions; a branch on ulut in the first loop mispredicted more than it
+    # saved). Measured 0.96x the time of three loops with a flag per trial. The bin tables
+    # are bits (bin_tables); the padding bits of their last byte are zero
     plast = plut.size * 8 - 1
     glast = glut.size * 8 - 1
-    n_sel = 0
-    n_todo = 0
+    n_p, n_todo = 0, 0
     for i in range(bits.size):
         key = order_key(np.uint64(bits[i]), sign_bit, sign, ones)  # -0.0 as +0.0
         k = min(max(bin_of(key, ptable, pbucket_shift, pshift, padaptive), 0), plast)
-        flag = np.uint8(0)
-        if pooled:
-            trial = (cls[i] != 0) & scored[i]
-            flag = np.uint8(trial & ((plut[k >> 3] >> (k & 7)) & 1))
-            n_sel += flag
-        flags[i] = flag
-        # the trials whose first-map bin meets a group's candidate (ulut), listed with no
-        # branch: the groups' look-ups are made for them only (a twelfth of the trials at
-        # 1e9 trials and 24 conditions; a branch here mispredicted more than it saved)
+        c = cls[i]
+        pkeys[n_p] = key
+        ptar[n_p] = c == 1
+        n_p += pooled & (c != 0) & scored[i] & ((plut[k >> 3] >> (k & 7)) & 1)
         todo[n_todo] = i
         n_todo += (ulut[k >> 3] >> (k & 7)) & 1
+    n_g = 0
     if split:
         for j in range(n_todo):
             i = todo[j]
             key = order_key(np.uint64(bits[i]), sign_bit, sign, ones)
             k = bin_of(key, gtable, gbucket_shift, gshift, gadaptive)
-            at = np.int64(groups[i]) * nb + k
-            at = min(max(at, 0), glast)
-            hit = np.uint8(((cls[i] != 0) & scored[i]) & ((glut[at >> 3] >> (at & 7)) & 1))
-            flags[i] |= hit << np.uint8(1)
-            n_sel += hit
-    n_p, n_g = 0, 0
-    if n_sel * sparse <= bits.size:
-        for i in range(bits.size):
-            f = flags[i]
-            if f != 0:
-                key = order_key(np.uint64(bits[i]), sign_bit, sign, ones)
-                tar = cls[i] == 1
-                if f & 1:
-                    pkeys[n_p] = key
-                    ptar[n_p] = tar
-                    n_p += 1
-                if f >> 1:
-                    gkeys[n_g] = key
-                    gtar[n_g] = tar
-                    ggrp[n_g] = groups[i]
-                    n_g += 1
-        return n_p, n_g
-    for i in range(bits.size):
-        key = order_key(np.uint64(bits[i]), sign_bit, sign, ones)
-        f, tar = flags[i], cls[i] == 1
-        pkeys[n_p] = key
-        ptar[n_p] = tar
-        n_p += f & 1
-        gkeys[n_g] = key
-        gtar[n_g] = tar
-        ggrp[n_g] = groups[i]
-        n_g += f >> 1
+            at = min(max(np.int64(groups[i]) * nb + k, 0), glast)
+            c = cls[i]
+            gkeys[n_g] = key
+            gtar[n_g] = c == 1
+            ggrp[n_g] = groups[i]
+            n_g += (c != 0) & scored[i] & ((glut[at >> 3] >> (at & 7)) & 1)
     return n_p, n_g
 
 
@@ -282,7 +238,7 @@ def grouped_select_into(
     groups: np.ndarray,
     pooled: tuple[RefineSpec, np.ndarray] | None,
     split: tuple[RefineSpec, np.ndarray, np.ndarray] | None,
-    scratch: tuple[np.ndarray, np.ndarray],
+    todo: np.ndarray,
     out_pooled: tuple[np.ndarray, np.ndarray],
     out_split: tuple[np.ndarray, np.ndarray, np.ndarray],
 ) -> tuple[int, int]:
@@ -294,11 +250,11 @@ def grouped_select_into(
     parts of groups, the table over ``(group, bin)`` (``group * spec.nbins + bin``), and third
     the :func:`overlap_table` of the groups' candidates over the *first* map's bins (the pooled
     spec's where ``pooled`` is given, else the groups' own); either ``None``. The tables are
-    those of :func:`bin_tables`. ``scratch``: a ``uint8`` and an ``int32`` array, each at
-    least as long as ``s``. Writes the keys and target flags of the trials of flat ``cls``,
-    ``s``, ``scored`` in a selected pooled bin into ``out_pooled``, and the keys, target flags
-    and groups of those in a selected ``(group, bin)`` into ``out_split`` (each as long as
-    ``s``), in order; returns how many of each. Finite scores only (pass 1 refused the
+    those of :func:`bin_tables`. ``todo``: ``int32`` scratch at least as long as ``s``. Writes
+    the keys and target flags of the trials of flat ``cls``, ``s``, ``scored`` in a selected
+    pooled bin into ``out_pooled``, and the keys, target flags and groups of those in a
+    selected ``(group, bin)`` into ``out_split`` (each as long as ``s``), in order; returns how
+    many of each. Finite scores only (pass 1 refused the
     others); group codes in ``[0, n_groups)`` (pass 1 checked them).
     """
     kbits = s.dtype.itemsize * 8
@@ -321,8 +277,7 @@ def grouped_select_into(
         *pargs, plut, pspec is not None, *gargs, glut, ulut,
         np.int64(gspec.nbins if gspec is not None else 0), gspec is not None,
         np.uint64(kbits - 1),
-        np.uint64(1 << (kbits - 1)), np.uint64((1 << kbits) - 1), np.int64(SPARSE_SELECTION),
-        scratch[0][:n], scratch[1][:n],
+        np.uint64(1 << (kbits - 1)), np.uint64((1 << kbits) - 1), todo[:n],
         *out_pooled, *out_split,
     )  # fmt: skip
     return int(out[0]), int(out[1])

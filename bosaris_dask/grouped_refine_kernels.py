@@ -174,7 +174,7 @@ def _select_parts(
     cls_flat, grp_flat, s_flat, m_flat = (a.reshape(-1) for a in (classes, groups, s, m))
     if loop is not None:
         room, kdt = min(ws.block, s_flat.size), key_dtype(s.dtype)
-        scratch = (np.empty(room, np.uint8), np.empty(room, np.int32))
+        todo = np.empty(room, np.int32)
         out_p = (np.empty(room, kdt), np.empty(room, bool))
         out_g = (np.empty(room, kdt), np.empty(room, bool), np.empty(room, grp_flat.dtype))
         first = pspec if pspec is not None else gspec  # the map the loop looks up first
@@ -190,7 +190,7 @@ def _select_parts(
             if loop is not None:
                 n_p, n_g = fast_select.grouped_select_into(
                     loop, cls_flat[b], s_flat[b], m_flat[b], grp_flat[b], pooled_lut,  # type: ignore[arg-type]
-                    split_lut, scratch, out_p, out_g,  # type: ignore[arg-type]
+                    split_lut, todo, out_p, out_g,  # type: ignore[arg-type]
                 )  # fmt: skip
                 for got, bufs, n in ((got_p, out_p, n_p), (got_g, out_g, n_g)):
                     if n:

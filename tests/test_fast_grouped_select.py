@@ -78,19 +78,13 @@ def problems(draw):
 
 
 @settings(max_examples=150, deadline=None)
-@given(problems(), st.sampled_from([0, 16, 2**40]))
-def test_compiled_grouped_selection_equals_the_numpy_path(problem, sparse):
+@given(problems())
+def test_compiled_grouped_selection_equals_the_numpy_path(problem):
     cls, s, m, groups, n_groups, parts, specs, block = problem
     ws = kernels.workspace(np.dtype(s.dtype), block, 4 * block)
-    default_sparse = fast_select.SPARSE_SELECTION
-    # selected trials written with a branch (0: always), none (2**40: unless none), or either
-    fast_select.SPARSE_SELECTION = sparse
-    try:
-        with np.errstate(all="ignore"):
-            got = _select_parts(cls, groups, s, m, specs, parts, n_groups, ws, compiled=True)
-            want = _select_parts(cls, groups, s, m, specs, parts, n_groups, ws, compiled=False)
-    finally:
-        fast_select.SPARSE_SELECTION = default_sparse
+    with np.errstate(all="ignore"):
+        got = _select_parts(cls, groups, s, m, specs, parts, n_groups, ws, compiled=True)
+        want = _select_parts(cls, groups, s, m, specs, parts, n_groups, ws, compiled=False)
     trial = (cls != 0) & m
     for part, spec, mine, theirs in zip(parts, specs, got, want, strict=True):
         if spec is None:
