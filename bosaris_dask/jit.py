@@ -24,6 +24,8 @@ True
 
 from __future__ import annotations
 
+import hashlib
+import marshal
 import os
 import types
 from collections.abc import Callable, Sequence
@@ -48,8 +50,8 @@ def compiled(
     ``calls``: the plain functions ``fn`` calls by their global name (e.g.
     :data:`bosaris_dask.loop_parts.LOOP_PARTS`), callees before their callers: each is
     compiled against those before it, and ``fn`` against all of them (LLVM inlines the small
-    ones). As with any numba cache, an edit to one of them alone does not invalidate ``fn``'s
-    cached machine code: touch ``fn``'s module too (an install rewrites every file)."""
+    ones). ``fn``'s cache files are named after its helpers' code, so an edited helper alone
+    compiles ``fn`` again (numba itself checks only ``fn``'s source file)."""
     if os.environ.get(DISABLE_ENV):
         return None
     if fn not in _cache:
@@ -80,10 +82,17 @@ def _njit(
 
 
 def _bound(fn: Callable[..., Any], names: dict[str, Any]) -> Callable[..., Any]:
-    """``fn`` with ``names`` in place of its module's globals of those names."""
+    """``fn`` with ``names`` (compiled helpers) in place of its module's globals of those
+    names, its qualified name tagged with a digest of their code: numba names its cache files
+    after it, and checks only ``fn``'s own source file, so an edited helper gets fresh files
+    rather than the machine code compiled with the old one."""
     if not names:
         return fn
     env = {**fn.__globals__, **names}
     bound = types.FunctionType(fn.__code__, env, fn.__name__, fn.__defaults__, fn.__closure__)
-    bound.__qualname__, bound.__module__ = fn.__qualname__, fn.__module__
+    digest = hashlib.sha1(usedforsecurity=False)
+    for name, helper in sorted(names.items()):
+        digest.update(name.encode() + marshal.dumps(getattr(helper, "py_func", helper).__code__))
+    bound.__qualname__ = f"{fn.__qualname__}.{digest.hexdigest()[:12]}"
+    bound.__module__ = fn.__module__
     return bound
