@@ -52,7 +52,15 @@ import numpy as np
 from bosaris_dask import exact_sum, fast_pass1
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.jit import compiled
-from bosaris_dask.loop_parts import LOOP_PARTS, add_one, bin_of, map_args, order_key
+from bosaris_dask.loop_parts import (
+    LOOP_PARTS,
+    add_one,
+    bin_of,
+    exponent_bits,
+    key_args,
+    map_args,
+    order_key,
+)
 
 __all__ = ["count_kernel", "counts_into", "units_kernel", "units_into", "sums_kernel", "sums_into",
            "SUMS_RUN"]  # fmt: skip
@@ -74,8 +82,8 @@ def _count_grouped(
     pooled,
     sign_bit,
     sign,
-    exponent,
     ones,
+    exponent,
     nbins,
     pnbins,
     hist,
@@ -174,7 +182,7 @@ def counts_into(
     """
     kbits = s.dtype.itemsize * 8
     ku = np.uint32 if kbits == 32 else np.uint64
-    exponent = np.uint64(0x7F800000 if kbits == 32 else 0x7FF0000000000000)
+    exponent = exponent_bits(kbits)
     table, bucket_shift, shift, adaptive = map_args(binmap)
     ptable, pbucket_shift, pshift, padaptive = map_args(pooled_binmap)
     phist = pooled if pooled is not None else np.zeros(1, dtype=hist.dtype)
@@ -189,8 +197,8 @@ def counts_into(
     bits, scored = s.view(ku), np.asarray(scored, dtype=np.bool_)
     count(
         codes, bits, scored, groups, table, bucket_shift, shift, adaptive, ptable, pbucket_shift,
-        pshift, padaptive, pooled is not None, np.uint64(kbits - 1), np.uint64(1 << (kbits - 1)),
-        exponent, np.uint64((1 << kbits) - 1), np.int64(binmap.nbins), np.int64(pnbins), hist,
+        pshift, padaptive, pooled is not None, *key_args(kbits), exponent,
+        np.int64(binmap.nbins), np.int64(pnbins), hist,
         phist, low, plow,
     )  # fmt: skip
     hist += low
@@ -267,7 +275,7 @@ def sums_into(
     """
     neg_abs, group_sums = kernel
     kbits = s.dtype.itemsize * 8
-    exponent = np.uint64(0x7F800000 if kbits == 32 else 0x7FF0000000000000)
+    exponent = exponent_bits(kbits)
     neg_abs(s, e)
     np.exp(e, out=e)  # numpy's exp and log1p: the numpy path's bits
     np.log1p(e, out=e)

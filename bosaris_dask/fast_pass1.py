@@ -54,7 +54,15 @@ import numpy as np
 from bosaris_dask import exact_sum
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.jit import DISABLE_ENV, compiled
-from bosaris_dask.loop_parts import LOOP_PARTS, add_one, bin_of, map_args, order_key
+from bosaris_dask.loop_parts import (
+    LOOP_PARTS,
+    add_one,
+    bin_of,
+    exponent_bits,
+    key_args,
+    map_args,
+    order_key,
+)
 
 __all__ = ["block_kernel", "block_args", "block_into", "neg_abs", "DISABLE_ENV"]
 
@@ -82,8 +90,8 @@ def _count_trials(
     adaptive,
     sign_bit,
     sign,
-    exponent,
     ones,
+    exponent,
     targets,
     hist,
     low,
@@ -171,12 +179,7 @@ def block_kernel() -> tuple[Callable[..., Any], ...] | None:
 def block_args(binmap: BinMap) -> tuple[Any, ...]:
     """The bin map's part of :func:`block_into`'s arguments, made once per chunk."""
     kbits = binmap.key_bits
-    exponent = np.uint64(0x7F800000 if kbits == 32 else 0x7FF0000000000000)
-    return (
-        *map_args(binmap), np.uint64(kbits - 1),
-        np.uint64(1 << (kbits - 1)), exponent, np.uint64((1 << kbits) - 1),
-        np.int64(binmap.nbins),
-    )  # fmt: skip
+    return (*map_args(binmap), *key_args(kbits), exponent_bits(kbits), np.int64(binmap.nbins))
 
 
 def block_into(
@@ -222,7 +225,7 @@ def block_into(
     missing, bad, unscored, nonfinite = count_trials(codes, bits, scored, *args, hist, low)
     if own:
         hist += low
-    all_hi, all_lo, tar_hi, tar_lo, big = sum_terms(codes, s, bits, scored, e, args[6])
+    all_hi, all_lo, tar_hi, tar_lo, big = sum_terms(codes, s, bits, scored, e, args[7])
     if big:  # rare: terms of 2**17 or more
         non, tar = _big_block(codes, s, scored, e)
     else:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bosaris_dask.jit import DISABLE_ENV, compiled
-from bosaris_dask.loop_parts import LOOP_PARTS, bin_of, map_args, order_key
+from bosaris_dask.loop_parts import LOOP_PARTS, bin_of, key_args, map_args, order_key
 
 if TYPE_CHECKING:
     from bosaris_dask.refine_kernels import RefineSpec
@@ -116,8 +116,7 @@ def select_into(
         np.ascontiguousarray(cls, dtype=np.int8),
         s.view(np.uint32 if kbits == 32 else np.uint64),
         np.ascontiguousarray(scored, dtype=np.bool_),
-        table, bucket_shift, shift, adaptive, np.uint64(kbits - 1), np.uint64(1 << (kbits - 1)),
-        np.uint64((1 << kbits) - 1),
+        table, bucket_shift, shift, adaptive, *key_args(kbits),
         spec.packed_lut, np.int64(spec.nbins - 1), keys, is_tar,
     ))  # fmt: skip
 
@@ -276,8 +275,7 @@ def grouped_select_into(
         np.ascontiguousarray(scored, dtype=np.bool_), np.ascontiguousarray(groups),
         *pargs, plut, pspec is not None, *gargs, glut, ulut,
         np.int64(gspec.nbins if gspec is not None else 0), gspec is not None,
-        np.uint64(kbits - 1),
-        np.uint64(1 << (kbits - 1)), np.uint64((1 << kbits) - 1), todo[:n],
+        *key_args(kbits), todo[:n],
         *out_pooled, *out_split,
     )  # fmt: skip
     return int(out[0]), int(out[1])

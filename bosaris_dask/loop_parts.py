@@ -14,9 +14,8 @@ Examples
 >>> from bosaris_dask.binmap import BinMap
 >>> from bosaris_dask.keys import order_keys
 >>> s = np.array([-1.5, -0.0, 0.0, 2.0], dtype=np.float32)
->>> width = np.uint64(31), np.uint64(1 << 31), np.uint64(2**32 - 1)  # sign bit, sign, ones
 >>> with np.errstate(over="ignore"):  # modular arithmetic, as compiled
-...     keys = [order_key(np.uint64(b), *width) for b in s.view(np.uint32)]
+...     keys = [order_key(np.uint64(b), *key_args(32)) for b in s.view(np.uint32)]
 >>> keys == order_keys(np.array([-1.5, 0.0, 0.0, 2.0], dtype=np.float32)).tolist()
 True
 >>> sample = np.random.default_rng(0).normal(size=999).astype(np.float32)
@@ -39,7 +38,7 @@ import numpy as np
 if TYPE_CHECKING:
     from bosaris_dask.binmap import BinMap
 
-__all__ = ["order_key", "bin_of", "map_args", "add_one", "LOOP_PARTS"]
+__all__ = ["order_key", "key_args", "exponent_bits", "bin_of", "map_args", "add_one", "LOOP_PARTS"]
 
 
 def order_key(b, sign_bit, sign, ones):
@@ -49,6 +48,22 @@ def order_key(b, sign_bit, sign, ones):
     zero = np.uint64(0)
     b = zero if b == sign else b
     return b ^ (((zero - (b >> sign_bit)) & ones) | sign)
+
+
+def key_args(bits: int) -> tuple[np.uint64, np.uint64, np.uint64]:
+    """:func:`order_key`'s ``sign_bit, sign, ones`` for ``bits``-bit scores (32: float32, 64:
+    float64), in that order: the loops take them so.
+
+    >>> [int(x) for x in key_args(32)]
+    [31, 2147483648, 4294967295]
+    """
+    return np.uint64(bits - 1), np.uint64(1 << (bits - 1)), np.uint64((1 << bits) - 1)
+
+
+def exponent_bits(bits: int) -> np.uint64:
+    """The exponent field of ``bits``-bit floats: a score whose bits hold all of it is not
+    finite (``b & e == e``)."""
+    return np.uint64(0x7F800000 if bits == 32 else 0x7FF0000000000000)
 
 
 def bin_of(key, table, bucket_shift, shift, adaptive):

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from bosaris_dask import jit
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.keys import order_keys
-from bosaris_dask.loop_parts import LOOP_PARTS, add_one, bin_of, map_args, order_key
+from bosaris_dask.loop_parts import LOOP_PARTS, add_one, bin_of, key_args, map_args, order_key
 
 numba = pytest.importorskip("numba")
 
@@ -35,10 +35,6 @@ def _count_loop(at, low, hist):
         add_one(low, hist, at[i])
 
 
-def _width(bits: int) -> tuple[np.uint64, np.uint64, np.uint64]:
-    return np.uint64(bits - 1), np.uint64(1 << (bits - 1)), np.uint64((1 << bits) - 1)
-
-
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=200), st.booleans())
 def test_order_key_compiled_is_order_keys_with_minus_zero_as_plus_zero(words, wide) -> None:
@@ -52,7 +48,7 @@ def test_order_key_compiled_is_order_keys_with_minus_zero_as_plus_zero(words, wi
     s = np.concatenate([s, np.array([-0.0, 0.0, tiny, -tiny], dtype=dtype)])
     loop = jit.compiled(_keys_loop, calls=LOOP_PARTS)
     out = np.empty(s.size, dtype=np.uint64)
-    loop(s.view(np.uint32 if not wide else np.uint64), *_width(width), out)
+    loop(s.view(np.uint32 if not wide else np.uint64), *key_args(width), out)
     expected = order_keys(np.where(s == 0, dtype(0.0), s))  # -0.0 keyed as +0.0
     assert out.tolist() == expected.astype(np.uint64).tolist()
 

@@ -37,14 +37,14 @@ import numpy as np
 
 from bosaris_dask.bootstrap.bins import Binning
 from bosaris_dask.jit import compiled
-from bosaris_dask.loop_parts import LOOP_PARTS, order_key
+from bosaris_dask.loop_parts import LOOP_PARTS, key_args, order_key
 
 __all__ = ["per_trial"]
 
 
 def _collect(
     classes, bits, mask, cond, has_cond, rows, cols, gm_l, gs_l, n_gs, n_cells, lut, shift,
-    edges, sign, ones, sign_bit, counts, cell, bins, tar, score,
+    edges, sign_bit, sign, ones, counts, cell, bins, tar, score,
 ):  # fmt: skip  # pragma: no cover
     # compiled by numba (coverage does not see inside); tested against the numpy path
     n = 0
@@ -141,8 +141,8 @@ def per_trial(
     n = collect(
         classes, score.view(ku), mask, cond if cond is not None else np.zeros((1, 1), np.int8),
         cond is not None, rows, cols, gm_l, gs_l, np.int64(n_gs), np.int64(n_cells), binning.lut,
-        np.uint64(binning.shift), binning.edges.astype(np.uint64), np.uint64(1 << (kbits - 1)),
-        np.uint64((1 << kbits) - 1), np.uint64(kbits - 1), counts, cell, bins, tar,
+        np.uint64(binning.shift), binning.edges.astype(np.uint64), *key_args(kbits),
+        counts, cell, bins, tar,
         sbits.view(ku),
     )  # fmt: skip
     cell, bins, tar, sbits = cell[:n], bins[:n], tar[:n], sbits[:n]
