@@ -59,6 +59,7 @@ from bosaris_dask import (
     config,
     exact_sum,
     fixed_rates,
+    inline_blocks,
     kernels,
     memory,
     pass1_bins,
@@ -238,8 +239,8 @@ def key_codes_check(
     positions) for :func:`bosaris_dask.runner.run_pass` and the aggregation that counts codes
     outside -1/0/+1 and raises :class:`TrialError` naming the first."""
     n_rows, n_cols = classes.shape
-    positions = [da.arange(n_rows, chunks=classes.chunks[0]), "i",
-                 da.arange(n_cols, chunks=classes.chunks[1]), "j"]  # fmt: skip
+    positions = [inline_blocks.per_block(np.arange(n_rows), classes.chunks[0]), "i",
+                 inline_blocks.per_block(np.arange(n_cols), classes.chunks[1]), "j"]  # fmt: skip
     codes = runner.Aggregation(
         "key codes", partial(kernels.key_codes_kernel, n_cols=n_cols, **blocks), 2,
         combine=kernels.merge_key_codes, finalize=partial(_raise_bad_codes, key=key, n_cols=n_cols),

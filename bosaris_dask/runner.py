@@ -37,7 +37,7 @@ import numpy as np
 from dask.base import tokenize
 from dask.utils import funcname
 
-from bosaris_dask import compact, config, malloc, memory
+from bosaris_dask import compact, config, inline_blocks, malloc, memory
 from bosaris_dask.errors import ClusterError, MemoryLimitError
 from bosaris_dask.progress import compute, compute_and_keep, current_client
 
@@ -161,7 +161,7 @@ def _object_graph(
 ):
     task = task or partial(_object_task, aggs=aggs, tune=tune)
     token = tokenize(task, *args)  # once; blockwise and each merge level would each pickle aggs
-    per_chunk = da.blockwise(
+    per_chunk = inline_blocks.blockwise(
         task, "ij", *args, name=f"{funcname(task).strip('_')}-{token}",
         adjust_chunks={"i": 1, "j": 1}, concatenate=True, dtype=object,
         meta=np.empty((0, 0), dtype=object),

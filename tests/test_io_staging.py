@@ -65,8 +65,9 @@ def test_scores_in_another_id_order_are_realigned_once(trials, axes, caplog):
     with caplog.at_level(logging.INFO, logger="bosaris_dask.io"):
         got, tasks = _evaluate(shuffled, key)
     xr.testing.assert_identical(got, expected)
-    # every pass reads one task per chunk: the graph stays proportional to the chunks
-    assert tasks <= 2 * base, (tasks, base)
+    # every pass reads one task per chunk: the realignment adds a few tasks per chunk (162
+    # here, for 40 chunks), not a task per pair of chunks (1,600)
+    assert tasks - base <= 5 * (M // ROWS), (tasks, base)
     realigned = [r for r in caplog.records if "realigned once" in r.getMessage()]
     assert len(realigned) == (axes != "segment")  # one chunk across: reordered in place
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from bosaris_dask import runner
 from bosaris_dask.errors import ClusterError, MemoryLimitError
+from bosaris_dask.inline_blocks import per_block
 from bosaris_dask.memory import TaskMemory
 
 MB = 2**20
@@ -40,7 +41,10 @@ def test_specs_combine_exactly_under_any_chunking(seed, rows, cols, split_every,
     x = np.random.default_rng(seed).integers(-5, 100, size=(rows, cols)).astype(np.float64)
     chunks = (data.draw(st.integers(1, rows)), data.draw(st.integers(1, cols)))
     arr = da.from_array(x, chunks=chunks)
-    lead = [da.arange(rows, chunks=arr.chunks[0]), "i"]
+    inline = data.draw(st.booleans())  # the rows inside the chunk tasks, or tasks of their own
+    positions = per_block(np.arange(rows), arr.chunks[0]) if inline else da.arange(
+        rows, chunks=arr.chunks[0])  # fmt: skip
+    lead = [positions, "i"]
     total, largest, first = runner.run_pass("test", _specs(), [arr], lead=lead,
                                             split_every=split_every)  # fmt: skip
     assert total.tolist() == [x.sum(), x.size]

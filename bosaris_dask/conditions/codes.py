@@ -29,6 +29,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import dask.array as da
@@ -38,6 +39,7 @@ import xarray as xr
 
 from bosaris_dask.conditions.tables import SIDES, ConditionTable
 from bosaris_dask.errors import OptionError, TrialError
+from bosaris_dask.inline_blocks import blockwise, per_block
 
 __all__ = ["BySpec", "parse_by", "Conditions", "condition_codes"]
 
@@ -166,13 +168,12 @@ class Conditions:
         spart = (self.segment_codes * np.where(side == "segment", strides, 0)).sum(axis=1)
         shape = (len(mpart), len(spart))
         chunks = da.core.normalize_chunks(chunks, shape, dtype=self.dtype)
-        args: list[Any] = [da.from_array(mpart, chunks=(chunks[0],)), "i",
-                           da.from_array(spart, chunks=(chunks[1],)), "j"]  # fmt: skip
+        rows, cols = partial(per_block, chunks=chunks[0]), partial(per_block, chunks=chunks[1])
+        args: list[Any] = [rows(mpart), "i", cols(spart), "j"]  # inside the tasks: inline_blocks
         same = np.flatnonzero(side == "same")
         for k in same:
-            args += [da.from_array(self.model_codes[:, k], chunks=(chunks[0],)), "i",
-                     da.from_array(self.segment_codes[:, k], chunks=(chunks[1],)), "j"]  # fmt: skip
-        return da.blockwise(
+            args += [rows(self.model_codes[:, k]), "i", cols(self.segment_codes[:, k]), "j"]
+        return blockwise(
             _group_block, "ij", *args, strides=tuple(int(strides[k]) for k in same),
             out_dtype=self.dtype, dtype=self.dtype,
         )  # fmt: skip

@@ -17,7 +17,7 @@ import pandas as pd
 import xarray as xr
 from dask.base import tokenize
 
-from bosaris_dask import subgrids
+from bosaris_dask import inline_blocks, subgrids
 from bosaris_dask.errors import ScoreError, TrialError
 from bosaris_dask.progress import compute
 
@@ -283,19 +283,25 @@ def label_mask(model_labels: Any, segment_labels: Any, chunks: Any) -> da.Array:
     mcodes, scodes = _label_codes(model_labels, segment_labels)
     shape = (len(mcodes), len(scodes))
     chunks = da.core.normalize_chunks(chunks, shape, dtype=np.int8)
-    mc = da.from_array(mcodes, chunks=(chunks[0],))
-    sc = da.from_array(scodes, chunks=(chunks[1],))
-    mask = _outer_mask(mc, sc)
-    subgrids.register_reader(mask, partial(_strided_mask, mc, sc))
+    mask = _outer_mask(mcodes, scodes, chunks)
+    subgrids.register_reader(mask, partial(_strided_mask, mcodes, scodes, chunks))
     return mask
 
 
-def _outer_mask(mc: da.Array, sc: da.Array) -> da.Array:
-    return da.blockwise(_mask_from_codes, "ij", mc, "i", sc, "j", dtype=np.int8, concatenate=True)
+def _outer_mask(mcodes: np.ndarray, scodes: np.ndarray, chunks: tuple[tuple[int, ...], ...]
+                ) -> da.Array:  # fmt: skip
+    # the codes ride inside the mask's tasks (no task per block of codes: inline_blocks)
+    return inline_blocks.blockwise(
+        _mask_from_codes, "ij", inline_blocks.per_block(mcodes, chunks[0]), "i",
+        inline_blocks.per_block(scodes, chunks[1]), "j", dtype=np.int8, concatenate=True,
+    )  # fmt: skip
 
 
-def _strided_mask(mc: da.Array, sc: da.Array, i: int, j: int, rs: int, cs: int) -> da.Array:
-    return _outer_mask(mc.blocks[i][::rs], sc.blocks[j][::cs])
+def _strided_mask(mcodes: np.ndarray, scodes: np.ndarray, chunks: tuple[tuple[int, ...], ...],
+                  i: int, j: int, rs: int, cs: int) -> da.Array:  # fmt: skip
+    rows = mcodes[sum(chunks[0][:i]) : sum(chunks[0][: i + 1]) : rs]
+    cols = scodes[sum(chunks[1][:j]) : sum(chunks[1][: j + 1]) : cs]
+    return _outer_mask(rows, cols, ((len(rows),), (len(cols),)))
 
 
 def key_from_labels(

@@ -1,0 +1,77 @@
+"""Small per-row and per-column arrays handed to the tasks of a trial matrix inline.
+
+A trial matrix comes with per-row and per-column values that are tiny next to its chunks: a
+label-derived key's label codes, the codes of a condition, the rows' positions. Made dask arrays
+(``da.from_array``, ``da.arange``), each of their blocks is a task of its own, which dask does
+not fuse into the 2-D tasks that broadcast it, and whose result the scheduler ships to them: at
+1e9 trials in 60 chunks, a label-derived key added 61 such tasks to every pass, and the rows'
+positions 61 more to pass 1, almost half of an evaluation's tasks. On a distributed cluster
+every task costs the scheduler, which shares the cores with the workers.
+
+:func:`per_block` splits such an array along its chunks into a block dependency of dask's
+(:class:`dask.layers.ArrayValuesDep`): each task gets its block's slice as an argument, and no
+task is made for it. :func:`blockwise` is :func:`dask.array.blockwise` taking them among its
+arguments, next to dask arrays.
+
+Examples
+--------
+>>> import dask
+>>> import numpy as np
+>>> rows = per_block(np.arange(6), (3, 3))
+>>> x = da.ones((6, 2), chunks=(3, 2))
+>>> y = blockwise(lambda r, b: b * r[:, None], "ij", rows, "i", x, "ij", dtype=float)
+>>> y.sum(axis=1).compute().tolist()
+[0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+>>> len(dask.optimize(y)[0].__dask_graph__())  # one task per chunk, none for the rows
+2
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import dask.array as da
+import numpy as np
+from dask.layers import ArrayBlockwiseDep, ArrayValuesDep
+
+__all__ = ["blockwise", "per_block"]
+
+
+def per_block(values: np.ndarray, chunks: Sequence[int]) -> ArrayValuesDep:
+    """``values`` (1-D) split along ``chunks`` (block lengths), as a block dependency for
+    :func:`blockwise` (index it with one letter, as a 1-D dask array)."""
+    values = np.asarray(values)
+    chunks = tuple(int(c) for c in chunks)
+    if values.ndim != 1 or sum(chunks) != len(values):
+        raise ValueError(f"chunks {chunks} do not split an array of shape {values.shape}")
+    bounds = np.cumsum((0, *chunks)).tolist()
+    blocks = {(k,): values[bounds[k] : bounds[k + 1]] for k in range(len(chunks))}
+    return ArrayValuesDep((chunks,), blocks)
+
+
+def blockwise(func: Callable[..., Any], out_ind: str, *args: Any, **kwargs: Any) -> da.Array:
+    """:func:`dask.array.blockwise`, whose ``args`` may hold :func:`per_block` dependencies.
+
+    The dask arrays among ``args`` are unified as :func:`dask.array.blockwise` unifies them; a
+    dependency's blocks must then have the chunks of the arrays' axes with its letter.
+    """
+    pairs = list(zip(args[::2], args[1::2], strict=True))
+    arrays = [(a, ind) for a, ind in pairs if ind is not None and isinstance(a, da.Array)]
+    chunks: dict[str, tuple[int, ...]] = {}
+    if arrays:
+        chunks, unified = da.core.unify_chunks(*(x for pair in arrays for x in pair))
+        replaced = iter(unified)
+        pairs = [
+            (next(replaced), ind) if ind is not None and isinstance(a, da.Array) else (a, ind)
+            for a, ind in pairs
+        ]  # fmt: skip
+    for dep, ind in pairs:
+        if not isinstance(dep, ArrayBlockwiseDep):
+            continue
+        for letter, c in zip(ind, dep.chunks, strict=True):
+            if chunks.setdefault(letter, c) != c:
+                raise ValueError(f"per-block values in chunks {c}, the arrays' {letter!r} "
+                                 f"axis in {chunks[letter]}")  # fmt: skip
+    return da.blockwise(func, out_ind, *(x for pair in pairs for x in pair),
+                        align_arrays=False, **kwargs)  # fmt: skip
