@@ -7,7 +7,13 @@ the merge tree moved hundreds of megabytes at 1e8 trials. :func:`encode` stores 
 
 * ``"sparse"``: the positions (``int32``) and values of its non-zero elements, when at most
   a third of them are non-zero and all are integers;
-* ``"dense"``: all elements in the narrowest of ``uint32``, ``int64`` that holds each exactly;
+* ``"dense"``: all elements in the narrowest of ``uint8``, ``uint16``, ``uint32``, ``int64``
+  that holds each exactly;
+* ``"narrow"``: non-negative integers whose few large elements (an
+  :mod:`~bosaris_dask.exact_sum` limb, a crowded bin) would widen every element: all in
+  ``uint8`` or ``uint16`` with the large ones zeroed, and those apart (positions and values);
+  a pass-1 row of two million small counts and 72 limbs is 2 MB instead of 8 (a merged
+  total: instead of 16 in ``int64``);
 * ``"float64"``: the vector itself, when it holds anything else (fractions, ``inf``, ``nan``,
   ``-0.0``).
 
@@ -39,8 +45,8 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
-    "Encoded", "encode", "encode_counts", "encode_sparse", "decode", "sum_encoded",
-    "add_encoded", "max_nbytes",
+    "Encoded", "encode", "encode_counts", "encode_sparse", "decode", "integers",
+    "sum_encoded", "add_encoded", "max_nbytes",
 ]  # fmt: skip
 
 _U32_END = float(1 << 32)
@@ -56,25 +62,28 @@ class Encoded:
 
     Attributes
     ----------
-    kind : {"sparse", "dense", "float64"}
+    kind : {"sparse", "dense", "narrow", "float64"}
     length
         Elements of the vector.
     values
-        The non-zero values (sparse) or all of them (dense, float64).
+        The non-zero values (sparse) or all of them (dense, float64; narrow: the large ones
+        zeroed).
     positions
-        Where the non-zero values go (sparse only).
+        Where the non-zero values go (sparse), where the large ones go (narrow).
+    large
+        The large values (narrow only).
     """
 
     kind: str
     length: int
     values: np.ndarray
     positions: np.ndarray | None = None
+    large: np.ndarray | None = None
 
     @property
     def nbytes(self) -> int:
         """Bytes of the arrays (what a merge task receives, less pickling's few bytes)."""
-        extra = 0 if self.positions is None else self.positions.nbytes
-        return self.values.nbytes + extra
+        return sum(a.nbytes for a in (self.values, self.positions, self.large) if a is not None)
 
 
 def _as_integers(w: np.ndarray) -> np.ndarray | None:
@@ -126,9 +135,11 @@ def encode(vector: np.ndarray) -> Encoded:
         if values is not None:
             return Encoded("sparse", n, values, nonzero.astype(np.int32))
     values = _as_integers(v)  # cast once, kept
-    if values is not None:
-        return Encoded("dense", n, values)
-    return Encoded("float64", n, v.copy())
+    if values is None:
+        return Encoded("float64", n, v.copy())
+    if values.dtype == np.uint32 or not n or int(np.minimum.reduce(values)) >= 0:
+        return _dense_counts(values, int(np.maximum.reduce(values)) if n else 0)
+    return Encoded("dense", n, values)
 
 
 def encode_counts(values: np.ndarray) -> Encoded:
@@ -142,7 +153,7 @@ def encode_counts(values: np.ndarray) -> Encoded:
     >>> enc.kind, enc.values.tolist(), enc.positions.tolist()
     ('sparse', [3], [1])
     >>> encode_counts(np.array([1, 2], dtype=np.int64)).values.dtype
-    dtype('uint32')
+    dtype('uint8')
     """
     v = np.ascontiguousarray(values).reshape(-1)
     if v.dtype.kind not in "iu":
@@ -156,7 +167,33 @@ def encode_counts(values: np.ndarray) -> Encoded:
     if np.count_nonzero(v) <= n * SPARSE_FRACTION and n < 2**31:
         nonzero = np.flatnonzero(v)
         return Encoded("sparse", n, v[nonzero].astype(dtype), nonzero.astype(np.int32))
-    return Encoded("dense", n, v.astype(dtype, copy=False))
+    return _dense_counts(v, hi)
+
+
+def _count_dtype(hi: int) -> np.dtype:
+    """The narrowest of ``uint8``, ``uint16``, ``uint32``, ``int64`` holding ``0 .. hi``."""
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if hi <= np.iinfo(dtype).max:
+            return np.dtype(dtype)
+    return np.dtype(np.int64)
+
+
+def _dense_counts(v: np.ndarray, hi: int) -> Encoded:
+    """The dense or narrow form of non-negative integers ``v`` (any integer dtype, largest
+    ``hi``): whichever is smaller, a narrow one only where a few large values would otherwise
+    widen every element."""
+    n, wide = v.size, _count_dtype(hi)
+    for narrow in (np.dtype(np.uint8), np.dtype(np.uint16)):
+        if narrow.itemsize >= wide.itemsize:
+            break
+        large = np.flatnonzero(v > np.iinfo(narrow).max)
+        if narrow.itemsize * n + large.size * (4 + wide.itemsize) < wide.itemsize * n:
+            values = v.astype(narrow)  # the large ones wrap, then are zeroed
+            values[large] = 0
+            big = v[large]
+            return Encoded("narrow", n, values, large.astype(np.int32),
+                           big.astype(_count_dtype(int(big.max()))))  # fmt: skip
+    return Encoded("dense", n, v.astype(wide, copy=False))
 
 
 def encode_sparse(length: int, positions: np.ndarray, values: np.ndarray) -> Encoded:
@@ -191,7 +228,28 @@ def decode(enc: Encoded) -> np.ndarray:
         out = np.zeros(enc.length)
         out[enc.positions] = enc.values
         return out
-    return enc.values.astype(np.float64)
+    out = enc.values.astype(np.float64)
+    if enc.kind == "narrow":
+        out[enc.positions] = enc.large
+    return out
+
+
+def integers(enc: Encoded) -> np.ndarray:
+    """The integers of a dense or narrow vector of counts, in one array (a narrow one's
+    widened to hold its large values).
+
+    >>> v = np.zeros(1000, dtype=np.int64); v[:] = 3; v[7] = 2**40
+    >>> enc = encode_counts(v)
+    >>> enc.kind, integers(enc).dtype, integers(enc)[[0, 7]].tolist()
+    ('narrow', dtype('int64'), [3, 1099511627776])
+    """
+    if enc.kind == "dense":
+        return enc.values
+    if enc.kind != "narrow":
+        raise ValueError(f"a {enc.kind} vector holds no array of integers")
+    out = enc.values.astype(enc.large.dtype if enc.large.size else enc.values.dtype)
+    out[enc.positions] = enc.large
+    return out
 
 
 def sum_encoded(parts: list[Encoded]) -> np.ndarray:
@@ -219,6 +277,8 @@ def sum_encoded(parts: list[Encoded]) -> np.ndarray:
             out[enc.positions] += enc.values  # positions are distinct: no lost updates
         else:
             out += enc.values
+            if enc.kind == "narrow":  # where the values hold zeros
+                out[enc.positions] += enc.large
     return out
 
 
@@ -232,14 +292,17 @@ def _count_bound(enc: Encoded) -> int | None:
         return 0
     if v.dtype.kind == "i" and int(np.minimum.reduce(v)) < 0:
         return None
-    return int(np.maximum.reduce(v))
+    hi = int(np.maximum.reduce(v))
+    if enc.kind == "narrow" and enc.large.size:
+        hi = max(hi, int(np.maximum.reduce(enc.large)))
+    return hi
 
 
 def add_encoded(parts: list[Encoded]) -> Encoded:
     """``encode(sum_encoded(parts))``, bit for bit, without the float64 total where every part
     holds non-negative integers whose maxima add up to less than ``2**53`` (counts and limbs:
     a merge task's inputs): they are added in integers, ``uint32`` where the maxima add up to
-    less than ``2**32`` (a quarter of the memory a float64 total moves), and the total is
+    less than ``2**32``, and the total is
     encoded by :func:`encode_counts`, which gives the kind, dtype and values :func:`encode`
     gives its float64 vector (every partial sum of the float64 path is then an exact integer,
     so both totals hold the same values). Anything else goes the float64 way.
@@ -247,7 +310,7 @@ def add_encoded(parts: list[Encoded]) -> Encoded:
     >>> a, b = encode(np.array([0.0, 3.0, 0.0, 2.0])), encode(np.array([1.0, 0.0, 0.0, 5.0]))
     >>> total = add_encoded([a, b])
     >>> total.kind, total.values.dtype, decode(total).tolist()
-    ('dense', dtype('uint32'), [1.0, 3.0, 0.0, 7.0])
+    ('dense', dtype('uint8'), [1.0, 3.0, 0.0, 7.0])
     """
     if not parts:
         raise ValueError("no vectors to add")
@@ -268,6 +331,8 @@ def add_encoded(parts: list[Encoded]) -> Encoded:
             out[enc.positions] += enc.values.astype(out.dtype, copy=False)  # distinct positions
         else:
             np.add(out, enc.values, out=out, casting="unsafe")
+            if enc.kind == "narrow":  # where the values hold zeros
+                out[enc.positions] += enc.large.astype(out.dtype, copy=False)
     return encode_counts(out)
 
 

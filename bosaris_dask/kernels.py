@@ -409,7 +409,8 @@ def bins_note(
         at = contribution.positions
         held[at[at < 2 * nbins] % nbins] = True
     else:
-        held = (contribution[:nbins] + contribution[nbins : 2 * nbins]) > 0
+        # (counts are never negative; a sum could wrap in the narrow integers they come in)
+        held = (contribution[:nbins] > 0) | (contribution[nbins : 2 * nbins] > 0)
     first = (int(rows[0]) if len(rows) else 0), (int(cols[0]) if len(cols) else 0)
     return first[0], first[1], pack_bins(held, coarse)
 

@@ -214,7 +214,8 @@ def _chunk_task(*blocks: np.ndarray, aggs: tuple[Aggregation, ...], tune: bool) 
             raise ValueError(f"{agg.name}: a chunk gave {size} values, not {agg.length}")
         if agg.note is not None:  # the contribution: its integers where the kernel encoded
             if row is None:  # it densely, the Encoded itself where sparsely
-                row = encoded.values if encoded.kind == "dense" else encoded
+                row = (encoded if encoded.kind == "sparse" else compact.decode(encoded)
+                       if encoded.kind == "float64" else compact.integers(encoded))  # fmt: skip
             parts.append((encoded, [agg.note(row, *blocks)]))
         else:
             parts.append(encoded)

@@ -47,7 +47,7 @@ def test_total_is_numpys_sum_of_the_stack_bit_for_bit(data, n, m):
     assert got.tobytes() == expected.tobytes()
 
 
-def test_counts_travel_as_32_bit_integers_or_their_non_zero_elements():
+def test_counts_travel_in_the_narrowest_integers_or_their_non_zero_elements():
     counts = np.zeros(1 << 21)
     counts[::100] = 12345.0
     sparse = compact.encode(counts)
@@ -56,11 +56,34 @@ def test_counts_travel_as_32_bit_integers_or_their_non_zero_elements():
     assert sparse.nbytes == 8 * len(counts[::100])
     counts[:] = 7.0
     dense = compact.encode(counts)
-    assert (dense.kind, dense.values.dtype, dense.nbytes) == ("dense", np.uint32, 4 << 21)
-    counts[0] = 2.0**40  # a merged total beyond 32 bits widens to int64
-    assert compact.encode(counts).values.dtype == np.int64
+    assert (dense.kind, dense.values.dtype, dense.nbytes) == ("dense", np.uint8, 1 << 21)
+    counts[::2] = 300.0  # too many large ones to keep apart: every count in 16 bits
+    assert (compact.encode(counts).kind, compact.encode(counts).values.dtype) == (
+        "dense", np.uint16)  # fmt: skip
+    counts[:] = 7.0
+    counts[[5, 9]] = [2.0**40, 300.0]  # a merged total's limb, a crowded bin: kept apart
+    narrow = compact.encode(counts)
+    assert (narrow.kind, narrow.values.dtype, narrow.large.dtype) == ("narrow", np.uint8, np.int64)
+    assert narrow.positions.tolist() == [5, 9] and narrow.large.tolist() == [2**40, 300]
+    assert narrow.nbytes == (1 << 21) + 2 * (4 + 8)
+    assert narrow.values[[5, 9]].tolist() == [0, 0]
+    assert compact.decode(narrow).tobytes() == counts.tobytes()
+    np.testing.assert_array_equal(compact.integers(narrow), counts.astype(np.int64))
     counts[1] = 0.25
     assert compact.encode(counts).kind == "float64"
+
+
+def test_narrow_totals_add_up_and_stay_narrow():
+    a = np.full(4096, 200, dtype=np.int64)
+    a[[3, 17]] = [2**35, 70_000]
+    b = np.full(4096, 100, dtype=np.int64)  # 200 + 100 needs 9 bits: uint16 after the merge
+    b[3] = 2**35
+    total = compact.add_encoded([compact.encode_counts(a), compact.encode_counts(b)])
+    assert (total.kind, total.values.dtype, total.positions.tolist()) == (
+        "narrow", np.uint16, [3, 17])  # fmt: skip
+    assert compact.decode(total).tobytes() == (a + b).astype(np.float64).tobytes()
+    got = compact.sum_encoded([compact.encode_counts(a), compact.encode_counts(b)])
+    assert got.tobytes() == (a + b).astype(np.float64).tobytes()
 
 
 @pytest.mark.parametrize("special", [-0.0, np.inf, np.nan, 0.5, -(2.0**63) - 2**11, 2.0**63])

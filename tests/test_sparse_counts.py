@@ -108,3 +108,18 @@ def test_a_chunk_with_many_trials_per_bin_takes_the_dense_path():
     few = kernels.system_kernel(np.arange(1), np.arange(64), cls[:1], s[:1], m[:1],
                                 encoded=True, **args)  # fmt: skip
     assert isinstance(few, compact.Encoded) and few.kind == "sparse"
+
+
+def test_a_note_of_counts_in_narrow_integers_sees_every_held_bin():
+    nbins = 64
+    row = np.zeros(kernels.coarse_length(nbins))
+    row[: 2 * nbins] = 1.0  # every bin held: the row travels dense, in uint8
+    row[[0, nbins]] = [200.0, 56.0]  # bin 0: 200 non-targets and 56 targets, 256 in all
+    row[[5, nbins + 5]] = 0.0  # bin 5: empty
+    enc = compact.encode(row)
+    assert (enc.kind, enc.values.dtype) == ("dense", np.uint8)
+    rows, cols = np.arange(3), np.arange(4)
+    got = kernels.bins_note(compact.integers(enc), rows, cols, nbins=nbins)
+    want = kernels.bins_note(row, rows, cols, nbins=nbins)
+    held = np.flatnonzero(np.unpackbits(got[2])[:nbins]).tolist()
+    assert held == [b for b in range(nbins) if b != 5] and got[2].tobytes() == want[2].tobytes()
