@@ -33,9 +33,26 @@ from typing import Any
 
 import dask.array as da
 import numpy as np
+from dask.base import normalize_token, tokenize
 from dask.layers import ArrayBlockwiseDep, ArrayValuesDep
 
 __all__ = ["blockwise", "per_block"]
+
+
+class _Blocks(ArrayValuesDep):
+    """dask's :class:`~dask.layers.ArrayValuesDep`, named after all of its values: dask
+    tokenizes that class by the ``repr`` of its values, which numpy shortens to the first and
+    last three elements of an array of more than 1,000, so two arrays that differ only
+    inside would get one name (and one graph would use one for both)."""
+
+    def __init__(self, chunks: tuple[int, ...], blocks: dict, token: str):
+        super().__init__((chunks,), blocks)
+        self.token = token
+
+
+@normalize_token.register(_Blocks)
+def _normalize_blocks(dep: _Blocks) -> tuple[str, str]:
+    return "inline_blocks", dep.token
 
 
 def per_block(values: np.ndarray, chunks: Sequence[int]) -> ArrayValuesDep:
@@ -47,7 +64,7 @@ def per_block(values: np.ndarray, chunks: Sequence[int]) -> ArrayValuesDep:
         raise ValueError(f"chunks {chunks} do not split an array of shape {values.shape}")
     bounds = np.cumsum((0, *chunks)).tolist()
     blocks = {(k,): values[bounds[k] : bounds[k + 1]] for k in range(len(chunks))}
-    return ArrayValuesDep((chunks,), blocks)
+    return _Blocks(chunks, blocks, tokenize(values, chunks))
 
 
 def blockwise(func: Callable[..., Any], out_ind: str, *args: Any, **kwargs: Any) -> da.Array:

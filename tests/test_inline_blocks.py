@@ -92,3 +92,20 @@ def test_a_pass_with_inline_lead_blocks_has_only_chunk_and_merge_tasks():
     none = runner.graph([runner.Aggregation("n", lambda b: np.array([b.size]), 1)], [x],
                         split_every=4)  # fmt: skip
     assert _tasks(inline) == _tasks(none) == _tasks(tasks) - 3  # arange: a task per row block
+
+
+def test_blocks_differing_only_inside_are_different_inputs():
+    # dask names its ArrayValuesDep by the repr of the values: numpy shortens an array of
+    # more than 1,000 elements to its ends, so these two would share one name (and one graph
+    # would compute one mask for both keys)
+    ids = [f"m{i}" for i in range(3000)]
+    labels = np.arange(3000) % 7
+    other = labels.copy()
+    other[1500] = 0  # was 2: now the label of segment s0
+    one, two = (key_from_labels(ids, lab, ["s0", "s1"], [0, 1], chunks=(3000, 2)).trial_mask.data
+                for lab in (labels, other))  # fmt: skip
+    assert one.name != two.name
+    got_one, got_two = dask.compute(one, two)
+    assert np.argwhere(got_one != got_two).tolist() == [[1500, 0]]
+    np.testing.assert_array_equal(got_one[:, 0], np.where(labels == 0, 1, -1))
+    np.testing.assert_array_equal(got_two[:, 1], np.where(other == 1, 1, -1))
