@@ -54,6 +54,8 @@ from typing import Any
 import dask.array as da
 import numpy as np
 import xarray as xr
+from dask.base import tokenize
+from dask.utils import funcname
 
 from bosaris_dask import (
     config,
@@ -186,10 +188,7 @@ def blockwise_pass(kernel: Callable, inputs: list[da.Array]) -> da.Array:
     args: list[Any] = []
     for arr in inputs:
         args += [arr, "ij"]
-    return da.blockwise(
-        kernel, "ij", *args, adjust_chunks={"i": 1, "j": 1}, dtype=object,
-        meta=np.empty((0, 0), dtype=object),
-    )  # fmt: skip
+    return runner.chunk_tasks(kernel, args, f"{funcname(kernel)}-{tokenize(kernel, *args)}")
 
 
 def _raise_bad_codes(head: np.ndarray, *, key: xr.Dataset, n_cols: int) -> None:

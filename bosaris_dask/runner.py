@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
+import dask
 import dask.array as da
 import numpy as np
 from dask.base import tokenize
@@ -41,7 +42,10 @@ from bosaris_dask import compact, config, inline_blocks, malloc, memory
 from bosaris_dask.errors import ClusterError, MemoryLimitError
 from bosaris_dask.progress import compute, compute_and_keep, current_client
 
-__all__ = ["Aggregation", "finalize", "graph", "run_pass", "run_pass_and_keep", "with_items"]
+__all__ = [
+    "Aggregation", "chunk_tasks", "finalize", "graph", "run_pass", "run_pass_and_keep",
+    "with_items",
+]  # fmt: skip
 
 
 def _add(rows: np.ndarray) -> np.ndarray:
@@ -152,6 +156,37 @@ class _Merge:
         return out
 
 
+class _Shared:
+    """A value that a graph holds as data (dask would read a tuple or a list in a graph as
+    a task or as keys)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+
+
+def _apply_shared(*blocks: Any, shared: _Shared) -> Any:
+    return shared.value(*blocks)
+
+
+def chunk_tasks(func: Callable[..., Any], args: Sequence[Any], name: str) -> da.Array:
+    """``func(*blocks)`` for every chunk of ``args`` (arrays and their indices, as for
+    :func:`bosaris_dask.inline_blocks.blockwise`; the output indexed ``ij``, one object per
+    chunk), the tasks named ``name``.
+
+    ``func``, with every table its ``partial`` holds, is one key of the graph that each task
+    reads, not a copy inside each task: a distributed scheduler sends every task to a worker
+    on its own, so a refinement pass's selection tables (555 kB at 1e9 trials) went out once
+    per chunk, 33 MB per pass in 60 chunks. A worker now fetches them once.
+    """
+    shared = dask.delayed(_Shared(func), name=f"tables-{name}", pure=True)
+    return inline_blocks.blockwise(
+        _apply_shared, "ij", *args, shared=shared, name=name, adjust_chunks={"i": 1, "j": 1},
+        concatenate=True, dtype=object, meta=np.empty((0, 0), dtype=object),
+    )  # fmt: skip
+
+
 def _object_graph(
     aggs: tuple[Aggregation, ...],
     args: list[Any],
@@ -161,11 +196,7 @@ def _object_graph(
 ):
     task = task or partial(_object_task, aggs=aggs, tune=tune)
     token = tokenize(task, *args)  # once; blockwise and each merge level would each pickle aggs
-    per_chunk = inline_blocks.blockwise(
-        task, "ij", *args, name=f"{funcname(task).strip('_')}-{token}",
-        adjust_chunks={"i": 1, "j": 1}, concatenate=True, dtype=object,
-        meta=np.empty((0, 0), dtype=object),
-    )  # fmt: skip
+    per_chunk = chunk_tasks(task, args, f"{funcname(task).strip('_')}-{token}")
     merge = _Merge(aggs, token)
     return da.reduction(
         per_chunk, chunk=identity, combine=merge, aggregate=merge, axis=(0, 1),

@@ -3,6 +3,7 @@ memory check and the lost-worker message before and around the work."""
 
 from __future__ import annotations
 
+from functools import partial
 from types import SimpleNamespace
 
 import dask
@@ -123,3 +124,22 @@ def test_object_specs_merge_any_objects_and_keep_what_they_read(seed, split_ever
     )
     assert total == x.size
     np.testing.assert_array_equal(kept.compute(), 2 * x)
+
+
+def _plus_table(block: np.ndarray, table: np.ndarray) -> np.ndarray:
+    out = np.empty((1, 1), dtype=object)
+    out[0, 0] = float(block.sum() + table[-1])
+    return out
+
+
+def test_a_pass_holds_a_kernels_tables_once_not_in_every_task():
+    import pickle
+
+    table = np.arange(200_000)  # 1.6 MB
+    x = da.ones((40, 30), chunks=(10, 30))
+    tasks = runner.chunk_tasks(partial(_plus_table, table=table), [x, "ij"], "plus-abc")
+    (optimized,) = dask.optimize(tasks)
+    sizes = {k: len(pickle.dumps(v)) for k, v in dict(optimized.__dask_graph__()).items()}
+    assert [k for k, n in sizes.items() if n > table.nbytes] == ["tables-plus-abc"]
+    assert len(sizes) == 5 and max(n for k, n in sizes.items() if k != "tables-plus-abc") < 5000
+    assert [v[0] for v in tasks.compute()] == [300.0 + 199_999] * 4
