@@ -302,10 +302,10 @@ def add_encoded(parts: list[Encoded]) -> Encoded:
     """``encode(sum_encoded(parts))``, bit for bit, without the float64 total where every part
     holds non-negative integers whose maxima add up to less than ``2**53`` (counts and limbs:
     a merge task's inputs): they are added in integers, ``uint32`` where the maxima add up to
-    less than ``2**32``, and the total is
-    encoded by :func:`encode_counts`, which gives the kind, dtype and values :func:`encode`
-    gives its float64 vector (every partial sum of the float64 path is then an exact integer,
-    so both totals hold the same values). Anything else goes the float64 way.
+    less than ``2**32``, and the total is encoded by :func:`encode_counts`, which gives the
+    kind, dtype and values :func:`encode` gives its float64 vector (every partial sum of the
+    float64 path is then an exact integer, so both totals hold the same values). Anything else
+    goes the float64 way.
 
     >>> a, b = encode(np.array([0.0, 3.0, 0.0, 2.0])), encode(np.array([1.0, 0.0, 0.0, 5.0]))
     >>> total = add_encoded([a, b])
