@@ -55,11 +55,14 @@ def compiled(
     if os.environ.get(DISABLE_ENV):
         return None
     if fn not in _cache:
-        helpers: dict[str, Callable[..., Any] | None] = {}
+        helpers: dict[str, Callable[..., Any]] = {}
         for h in calls:
-            helpers[h.__name__] = _njit(h, _bound(h, helpers))
-        ready = all(h is not None for h in helpers.values())
-        _cache[fn] = _njit(fn, _bound(fn, helpers), fastmath) if ready else None
+            helper = _njit(h, _bound(h, helpers))
+            if helper is None:  # no numba: nothing to bind the rest to
+                _cache[fn] = None
+                return None
+            helpers[h.__name__] = helper
+        _cache[fn] = _njit(fn, _bound(fn, helpers), fastmath)
     return _cache[fn]
 
 
