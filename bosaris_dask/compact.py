@@ -137,8 +137,8 @@ def encode(vector: np.ndarray) -> Encoded:
     values = _as_integers(v)  # cast once, kept
     if values is None:
         return Encoded("float64", n, v.copy())
-    if values.dtype == np.uint32 or not n or int(np.minimum.reduce(values)) >= 0:
-        return _dense_counts(values, int(np.maximum.reduce(values)) if n else 0)
+    if values.dtype.kind == "u" or int(np.minimum.reduce(values)) >= 0:  # (n > 0: not sparse)
+        return _dense_counts(values, int(np.maximum.reduce(values)))
     return Encoded("dense", n, values)
 
 

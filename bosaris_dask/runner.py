@@ -243,14 +243,19 @@ def _chunk_task(*blocks: np.ndarray, aggs: tuple[Aggregation, ...], tune: bool) 
             encoded, size = compact.encode(row), row.size
         if size != agg.length:
             raise ValueError(f"{agg.name}: a chunk gave {size} values, not {agg.length}")
-        if agg.note is not None:  # the contribution: its integers where the kernel encoded
-            if row is None:  # it densely, the Encoded itself where sparsely
-                row = (encoded if encoded.kind == "sparse" else compact.decode(encoded)
-                       if encoded.kind == "float64" else compact.integers(encoded))  # fmt: skip
-            parts.append((encoded, [agg.note(row, *blocks)]))
+        if agg.note is not None:
+            parts.append((encoded, [agg.note(_note_row(encoded) if row is None else row, *blocks)]))
         else:
             parts.append(encoded)
     return _object_block(parts)
+
+
+def _note_row(encoded: compact.Encoded) -> np.ndarray | compact.Encoded:
+    """What a note reads of a contribution its kernel encoded: a sparse one as it is, a dense
+    or narrow one's integers (no float64 vector made), anything else decoded."""
+    if encoded.kind == "sparse":
+        return encoded
+    return compact.decode(encoded) if encoded.kind == "float64" else compact.integers(encoded)
 
 
 def _combine_numeric(parts: list[Any], agg: Aggregation) -> Any:
