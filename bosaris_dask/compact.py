@@ -54,6 +54,9 @@ _I64_END = float(1 << 53)  # beyond, float64 sums of int64 rows could differ fro
 _NEGATIVE_ZERO = np.int64(-(2**63))  # the bits of -0.0
 #: Sparse when at most this fraction of the elements are non-zero (positions cost 4 bytes).
 SPARSE_FRACTION = 1 / 3
+#: The longest vector whose positions travel as ``int32`` (sparse and narrow kinds); a longer
+#: one is encoded dense.
+POSITION_LIMIT = 2**31
 
 
 @dataclass(frozen=True)
@@ -129,7 +132,7 @@ def encode(vector: np.ndarray) -> Encoded:
     bits = v.view(np.int64)  # by bits: -0.0 counts as non-zero
     # counted first: the positions only where they are few (a dense pass-1 row of millions of
     # values spent most of its encoding time on them)
-    if np.count_nonzero(bits) <= n * SPARSE_FRACTION and n < 2**31:
+    if np.count_nonzero(bits) <= n * SPARSE_FRACTION and n <= POSITION_LIMIT:
         nonzero = np.flatnonzero(bits)
         values = _as_integers(v[nonzero])
         if values is not None:
@@ -164,7 +167,7 @@ def encode_counts(values: np.ndarray) -> Encoded:
     if (n and signed and int(np.minimum.reduce(v)) < 0) or hi >= _I64_END:
         return encode(v.astype(np.float64))  # not counts: the general path
     dtype = np.uint32 if hi < _U32_END else np.int64
-    if np.count_nonzero(v) <= n * SPARSE_FRACTION and n < 2**31:
+    if np.count_nonzero(v) <= n * SPARSE_FRACTION and n <= POSITION_LIMIT:
         nonzero = np.flatnonzero(v)
         return Encoded("sparse", n, v[nonzero].astype(dtype), nonzero.astype(np.int32))
     return _dense_counts(v, hi)
@@ -183,7 +186,8 @@ def _dense_counts(v: np.ndarray, hi: int) -> Encoded:
     ``hi``): whichever is smaller, a narrow one only where a few large values would otherwise
     widen every element."""
     n, wide = v.size, _count_dtype(hi)
-    for narrow in (np.dtype(np.uint8), np.dtype(np.uint16)):
+    narrowed = (np.dtype(np.uint8), np.dtype(np.uint16)) if n <= POSITION_LIMIT else ()
+    for narrow in narrowed:
         if narrow.itemsize >= wide.itemsize:
             break
         large = np.flatnonzero(v > np.iinfo(narrow).max)
@@ -212,7 +216,7 @@ def encode_sparse(length: int, positions: np.ndarray, values: np.ndarray) -> Enc
     p = np.asarray(positions, dtype=np.int64).reshape(-1)
     nonzero = v.view(np.int64) != 0  # by bits, as encode: -0.0 is not zero
     p, v = p[nonzero], v[nonzero]
-    if p.size <= length * SPARSE_FRACTION and length < 2**31:
+    if p.size <= length * SPARSE_FRACTION and length <= POSITION_LIMIT:
         order = np.argsort(p, kind="stable")
         ints = _as_integers(v[order])
         if ints is not None:

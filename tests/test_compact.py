@@ -86,6 +86,25 @@ def test_narrow_totals_add_up_and_stay_narrow():
     assert got.tobytes() == (a + b).astype(np.float64).tobytes()
 
 
+def test_vectors_too_long_for_int32_positions_are_encoded_dense(monkeypatch):
+    # a vector of 2**31 elements or more would wrap its int32 positions; its stand-in here is a
+    # vector longer than a lowered limit (each kind that keeps positions must respect it)
+    monkeypatch.setattr(compact, "POSITION_LIMIT", 100)
+    counts = np.full(101, 7, dtype=np.int64)
+    counts[[5, 99]] = [2**40, 300]  # would be narrow: uint8 and two values apart
+    for enc in (compact.encode(counts.astype(np.float64)), compact.encode_counts(counts)):
+        assert (enc.kind, enc.values.dtype) == ("dense", np.int64)
+        assert compact.decode(enc).tobytes() == counts.astype(np.float64).tobytes()
+    sparse = np.zeros(101)
+    sparse[[5, 99]] = 3.0
+    assert compact.encode(sparse).kind == "dense"
+    assert compact.encode_counts(sparse.astype(np.uint32)).kind == "dense"
+    assert compact.encode_sparse(101, np.array([5, 99]), np.array([3.0, 3.0])).kind == "dense"
+    total = compact.add_encoded([compact.encode(sparse), compact.encode(sparse)])
+    assert total.kind == "dense" and compact.decode(total).tolist() == (2 * sparse).tolist()
+    assert compact.encode(counts[:100].astype(np.float64)).kind == "narrow"  # at the limit
+
+
 @pytest.mark.parametrize("special", [-0.0, np.inf, np.nan, 0.5, -(2.0**63) - 2**11, 2.0**63])
 def test_what_no_integer_holds_stays_float64(special):
     v = np.zeros(10)
