@@ -167,6 +167,9 @@ def test_fuse_apply_reports_target_proportions_and_kl(tiny, tmp_path, capsys):
         prior=0.5, names=["ev", "ev2", "fused"],
     )  # fmt: skip
     assert "120 trials, posteriors at prior 0.5" in err
+    # dev2 is an affine map of dev: the training data cannot tell its weight from dev's
+    assert ("warning: the training data do not determine the weight of system 1, the weight of "
+            "system 2 and the offset") in err  # fmt: skip
     line = next(x for x in err.splitlines() if x.startswith("estimated target proportion"))
     values = [float(v.split()[-1]) for v in line.split(":")[1].split(",")]
     np.testing.assert_allclose(values, want.target_proportion.values, rtol=1e-5)

@@ -5,7 +5,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -168,17 +170,20 @@ def _fit_and_apply(
     ``--apply`` write the scores it gives."""
     from bosaris_dask import io
     from bosaris_dask.calibration import apply_model
+    from bosaris_dask.fusion.fit_checks import FitWarning
 
     if args.apply and args.out is None:
         raise OptionError("--apply needs --out (where to write the resulting scores)")
     opened = _opened(args, open_inputs, lambda inputs: _size(inputs[0]))
     with opened as (key, systems, quality), showing_progress(_progress(args)):
         start = time.perf_counter()
-        if quality is None:
-            train = systems if len(systems) > 1 or args.command == "fuse" else systems[0]
-            model.fit(train, key, allow_missing=args.allow_missing)
-        else:
-            model.fit(systems, key, quality, allow_missing=args.allow_missing)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitWarning)  # said in one line each, below
+            if quality is None:
+                train = systems if len(systems) > 1 or args.command == "fuse" else systems[0]
+                model.fit(train, key, allow_missing=args.allow_missing)
+            else:
+                model.fit(systems, key, quality, allow_missing=args.allow_missing)
         model.save(args.model_out)
         doc = model.to_dict()
         elapsed = time.perf_counter() - start
@@ -190,6 +195,8 @@ def _fit_and_apply(
         if doc.get("n_missing"):
             fitted += f"; dropped {doc['n_missing']:,} key trials without a score"
         _say(args, f"{doc['kind']}: {fitted} ({elapsed:.1f} s); wrote {args.model_out}")
+        for note in doc.get("warnings", []):
+            print(f"warning: {note}", file=sys.stderr)
         if args.apply:
             targets = [_read_scores(args, p) for p in args.apply]
             eval_quality = _read_quality(args, args.apply_quality) if quality is not None else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal, Self
 
@@ -21,6 +22,12 @@ from bosaris_dask.fusion.base import (
     _output_mask,
     apply_block,
     scores_and_key,
+)
+from bosaris_dask.fusion.fit_checks import (
+    FitWarning,
+    parameter_names,
+    separation_note,
+    undetermined_note,
 )
 from bosaris_dask.objectives import (
     FusionData,
@@ -68,6 +75,12 @@ class LinearFuser(JsonModel):
         L2 penalty, if any.
     iterations_, passes_, converged_
         Solver report (each pass is one dask compute over the data).
+    fit_warnings_
+        What the fit says about its training data, each also a
+        :class:`~bosaris_dask.fusion.fit_checks.FitWarning`: classes the model separates (the
+        cross-entropy has no minimum; the LLRs are over-confident) or parameters the data do not
+        determine (a constant or repeated system). Empty for a well-posed fit; ``"warnings"``
+        in the JSON.
     counts_
         ``n_target``, ``n_nontarget`` and ``n_missing`` (key trials without a score in every
         system, dropped from training).
@@ -102,6 +115,7 @@ class LinearFuser(JsonModel):
         self.passes_ = 0
         self.converged_ = False
         self.counts_: dict[str, int] = {}
+        self.fit_warnings_: list[str] = []
         self.result_: OptimizeResult | None = None
 
     # -- fitting -----------------------------------------------------------------------------
@@ -122,7 +136,23 @@ class LinearFuser(JsonModel):
         self.converged_ = res.converged
         self.objective_ = res.fun
         self.counts_ = {k: v for k, v in (obj.counts or {}).items() if k != "n_nonfinite"}
+        self._note_fit(obj, res)
         return res
+
+    def _note_fit(self, obj: FusionObjective, res: OptimizeResult) -> None:
+        """Warn (:class:`~bosaris_dask.fusion.fit_checks.FitWarning`) and keep in
+        ``fit_warnings_`` what the fit says about its data: separated classes, or parameters
+        the data leave undetermined (from the last pass's value and Hessian: no pass)."""
+        note = separation_note(obj.data_term(res.fun, res.x), obj.class_weights(), self.l2)
+        if note is None:
+            names = parameter_names(
+                obj.data.n_systems, obj.data.n_measures if obj.quality else 0,
+                calibration=self.kind == "linear_calibration",
+            )  # fmt: skip
+            note = undetermined_note(res.hess, names)
+        if note is not None and note not in self.fit_warnings_:
+            self.fit_warnings_.append(note)
+            warnings.warn(note, FitWarning, stacklevel=2)
 
     def _fit_data(
         self,
@@ -136,6 +166,7 @@ class LinearFuser(JsonModel):
         if start.shape != (k + 1,):
             raise ValueError(f"x0 must hold {k} weights and an offset, got shape {start.shape}")
         self.iterations_, self.passes_ = 0, int(persisted)
+        self.fit_warnings_ = []
         res = self._solve(self._objective(data, False, allow_missing), start)
         self.weights_, self.offset_ = res.x[:k].copy(), float(res.x[k])
         return self
@@ -279,6 +310,7 @@ class LinearFuser(JsonModel):
             "iterations": int(self.iterations_),
             "passes": int(self.passes_),
             "converged": bool(self.converged_),
+            "warnings": list(self.fit_warnings_),
             "l2": self.l2,
             "method": self.method,
             "gtol": self.gtol,
@@ -302,6 +334,7 @@ class LinearFuser(JsonModel):
         obj.iterations_ = int(d.get("iterations", 0))
         obj.passes_ = int(d.get("passes", 0))
         obj.converged_ = bool(d.get("converged", False))
+        obj.fit_warnings_ = [str(w) for w in d.get("warnings", [])]
         obj.counts_ = {k: int(d[k]) for k in ("n_target", "n_nontarget", "n_missing") if k in d}
         return obj
 
@@ -311,8 +344,19 @@ def linear_fuse(tar: np.ndarray, non: np.ndarray, prior: float = 0.5, **kwargs: 
 
     Examples
     --------
-    >>> f = linear_fuse(np.array([[2.0, 1.0], [1.0, 0.5]]), np.array([[0.0, 0.3], [1.5, -1]]))
-    >>> f.transform_arrays(np.zeros((1, 2))).shape
-    (1,)
+    >>> tar = np.array([[2.0, 1.0], [1.0, 0.5], [-0.5, 0.2]])
+    >>> f = linear_fuse(tar, np.array([[0.0, 0.3], [1.5, -1], [-1.0, 0.4]]))
+    >>> f.transform_arrays(np.zeros((1, 2))).shape, f.fit_warnings_
+    ((1,), [])
+
+    Classes that the model separates have no best fit (the cross-entropy falls without end as
+    the weights grow); the fit says so:
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True):
+    ...     warnings.simplefilter("always")
+    ...     f = linear_fuse(np.array([[2.0, 1.0]]), np.array([[0.0, 0.3]]))
+    >>> f.fit_warnings_[0][:34]
+    'the training classes are separable'
     """
     return LinearFuser(prior, **kwargs).fit_arrays(tar, non)

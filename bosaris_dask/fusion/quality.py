@@ -188,6 +188,7 @@ class QualityFuser(LinearFuser):
             self.iterations_ = 0
         self.linear_ = linear
         self.passes_ = self.linear_passes_
+        self.fit_warnings_ = list(linear.fit_warnings_)  # the quality stage's follow
         weights, offset = linear._check_fitted()
         qm, qs = quality_sides(quality, key.model.values, key.segment.values)
         has_m, has_s = _has_quality(qm), _has_quality(qs)

@@ -177,6 +177,12 @@ class FusionObjective:
             slab=SLAB,
         )  # fmt: skip
 
+    def class_weights(self) -> tuple[float, float]:
+        """The weight of each target's and each non-target's cross-entropy term in the
+        normalized objective: ``p / (N_tar H(p))`` and ``(1 - p) / (N_non H(p))`` (known after
+        the first pass)."""
+        return self._weights()
+
     def _weights(self) -> tuple[float, float]:
         c = self.counts
         if c is None:

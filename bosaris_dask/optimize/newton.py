@@ -171,4 +171,5 @@ def minimize(
         message=message,
         method=method,
         history=history,
+        hess=ev.H,
     )

@@ -72,6 +72,8 @@ class OptimizeResult:
         ``"exact"`` or ``"cg"``.
     history
         One ``(f, ||g||, radius, accepted)`` tuple per iteration.
+    hess
+        The exact Hessian at ``x`` (method ``"exact"``; ``None`` for ``"cg"``).
     """
 
     x: np.ndarray
@@ -83,6 +85,7 @@ class OptimizeResult:
     message: str
     method: str
     history: list[tuple[float, float, float, bool]] = field(default_factory=list)
+    hess: np.ndarray | None = None
 
 
 class QuadraticObjective:

@@ -1,0 +1,128 @@
+"""What a trained calibration or fusion says about its training data, from the fit's last pass:
+classes that the model separates (the cross-entropy then has no minimum), and parameters that
+the data leave undetermined (a constant system, systems that repeat each other).
+
+Neither makes the fitted numbers wrong on the training trials, but both make them arbitrary: a
+separated fit stops where the gradient test happens to pass, with over-confident LLRs, and an
+undetermined weight multiplies eval scores with a value the training data never chose. So a fit
+reports them (:class:`FitWarning`, and ``"warnings"`` in the model's JSON) rather than only
+``converged: true``. Both tests cost no pass: they read the objective's value and the exact
+Hessian that the solver's last pass already computed.
+
+Examples
+--------
+>>> separation_note(1e-9, class_weights=(0.5 / 40, 0.5 / 400), l2=0.0) is not None
+True
+>>> H = np.array([[2.0, 2.0], [2.0, 2.0]])  # a system constant at 1: it moves with the offset
+>>> undetermined_note(H, ["the weight of system 1", "the offset"])[:73]
+'the training data do not determine the weight of system 1 and the offset:'
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from bosaris_dask.objectives import quality_pairs
+
+__all__ = ["FitWarning", "separation_note", "undetermined_note", "parameter_names"]
+
+#: A direction of the parameters is undetermined where the Jacobi-scaled Hessian's eigenvalue
+#: along it is below this fraction of its largest (exact degeneracies give about 1e-16).
+UNDETERMINED_RATIO = 1e-10
+
+
+class FitWarning(UserWarning):
+    """A trained model whose training data separate the classes or leave parameters free."""
+
+
+def separation_note(data_term: float, class_weights: tuple[float, float], l2: float) -> str | None:
+    """The note for a fit whose classes are separated, or ``None``.
+
+    ``data_term`` is the normalized cross-entropy at the fitted parameters: the sum over trials
+    of ``w * softplus(-margin)``, each target weighted ``class_weights[0]`` and each non-target
+    ``class_weights[1]``, where a trial's margin is its LLR plus the training prior's log-odds
+    (minus, for a non-target). A trial on the wrong side of the Bayes threshold, or on it, adds
+    at least ``w log 2``, so a total below half the smallest such term means every margin is
+    positive: the model separates the classes, and scaling it up lowers the cross-entropy
+    without end. With an L2 penalty (``l2 > 0``) the minimum exists, so no note.
+
+    Examples
+    --------
+    >>> separation_note(0.3, class_weights=(0.5 / 40, 0.5 / 400), l2=0.0) is None
+    True
+    >>> separation_note(1e-9, class_weights=(0.5 / 40, 0.5 / 400), l2=0.1) is None
+    True
+    """
+    if l2 > 0 or not data_term < 0.5 * min(class_weights) * math.log(2.0):
+        return None
+    return (
+        f"the training classes are separable (objective {data_term:.3g}): at the training "
+        "prior every target scores above and every non-target below the Bayes threshold, so "
+        "the cross-entropy has no minimum and the fit stopped where the gradient test passed; "
+        "its LLRs are over-confident. Train on more (or harder) trials, or with an L2 penalty "
+        "(l2 > 0 in Python)"
+    )
+
+
+def undetermined_note(hessian: np.ndarray | None, names: Sequence[str]) -> str | None:
+    """The note for parameters that the training data do not determine, or ``None``.
+
+    ``hessian`` is the objective's exact Hessian at the fitted parameters (``None``: not
+    computed, no note). A parameter whose second derivative is zero (a system that is 0 on every
+    training trial), or a direction along which the Jacobi-scaled Hessian has an eigenvalue
+    below :data:`UNDETERMINED_RATIO` of its largest (a constant system moves with the offset,
+    two equal systems against each other), changes no training score: the fitted values along
+    it are whatever the solver started from. The note names the parameters of that direction
+    (``names``, one per parameter).
+
+    Examples
+    --------
+    >>> undetermined_note(np.diag([1.0, 4.0]), ["a", "b"]) is None
+    True
+    >>> undetermined_note(np.diag([0.0, 4.0]), ["the weight of system 1", "the offset"])[:70]
+    'the training data do not determine the weight of system 1: changing it'
+    """
+    if hessian is None:
+        return None
+    h = np.asarray(hessian, dtype=np.float64)
+    diag = np.diag(h)
+    if not np.all(np.isfinite(h)) or not diag.max(initial=0.0) > 0:
+        return None
+    flat = diag <= 0
+    if flat.any():
+        free = np.flatnonzero(flat)
+    else:
+        scale = 1.0 / np.sqrt(diag)
+        values, vectors = np.linalg.eigh(h * np.outer(scale, scale))
+        if not values[0] < UNDETERMINED_RATIO * values[-1]:
+            return None
+        v = np.abs(vectors[:, 0] * scale)  # back to the parameters' own units
+        free = np.flatnonzero(v > 0.1 * v.max())
+    listed = [names[i] for i in free]
+    what = listed[0] if len(listed) == 1 else ", ".join(listed[:-1]) + " and " + listed[-1]
+    change = "changing it" if len(listed) == 1 else "a joint change of them"
+    return (
+        f"the training data do not determine {what}: {change} leaves every training score "
+        "as it is (is a system constant on the training trials, or a copy of others?), so "
+        "the fitted values are arbitrary and can make eval scores wrong. Drop the redundant "
+        "system, or train with an L2 penalty (l2 > 0 in Python)"
+    )
+
+
+def parameter_names(n_systems: int, n_measures: int, calibration: bool) -> list[str]:
+    """Names of a fit's parameters, in the solver's order: the weights, the offset, then the
+    free entries of the quality matrix ``W`` (``n_measures`` quality measures; 0: none).
+
+    >>> parameter_names(2, 0, False)
+    ['the weight of system 1', 'the weight of system 2', 'the offset']
+    >>> parameter_names(1, 1, True)
+    ['the scale', 'the offset', 'W[0, 0]', 'W[0, 1]']
+    """
+    weights = ["the scale"] if calibration else [
+        f"the weight of system {k + 1}" for k in range(n_systems)
+    ]  # fmt: skip
+    rows, cols = quality_pairs(n_measures + 1) if n_measures else ((), ())
+    return [*weights, "the offset", *(f"W[{i}, {j}]" for i, j in zip(rows, cols, strict=True))]

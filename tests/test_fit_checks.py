@@ -1,0 +1,163 @@
+"""A trained calibration or fusion says when its data separate the classes or leave parameters
+undetermined (``fit_warnings_``, a FitWarning, the JSON's "warnings", a CLI warning line),
+and says nothing for a well-posed fit."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bosaris_dask.calibration import LinearCalibrator
+from bosaris_dask.cli import main
+from bosaris_dask.fusion import LinearFuser, QualityFuser
+from bosaris_dask.fusion.fit_checks import FitWarning
+from bosaris_dask.trials import make_key, make_quality, make_scores, quality_table
+
+
+def _fit(model, tar, non):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit_arrays(tar, non)
+    return model, [str(w.message) for w in caught if issubclass(w.category, FitWarning)]
+
+
+def _overlapping(rng, n_tar=60, n_non=300, k=2):
+    return rng.normal(1.0, 1.0, (n_tar, k)), rng.normal(-1.0, 1.0, (n_non, k))
+
+
+def test_a_well_posed_fit_says_nothing():
+    tar, non = _overlapping(np.random.default_rng(0))
+    model, caught = _fit(LinearFuser(0.5), tar, non)
+    assert model.fit_warnings_ == [] and caught == []
+    assert model.to_dict()["warnings"] == []
+
+
+@pytest.mark.parametrize("prior", [0.5, 0.01])
+def test_separable_classes_are_reported_as_such(prior):
+    rng = np.random.default_rng(1)
+    tar, non = rng.uniform(1, 3, 40), rng.uniform(-3, 0, 400)
+    model, caught = _fit(LinearCalibrator(prior), tar, non)
+    assert model.converged_  # the gradient test passed: that alone said nothing was wrong
+    (note,) = model.fit_warnings_
+    assert note.startswith("the training classes are separable") and caught == [note]
+    llr = model.transform_arrays(np.r_[tar, non]) + np.log(prior / (1 - prior))
+    assert (llr[:40] > 0).all() and (llr[40:] < 0).all()  # what the note says, checked apart
+
+
+def test_one_trial_on_the_wrong_side_is_not_separation():
+    rng = np.random.default_rng(2)
+    tar, non = rng.uniform(1, 3, 40), rng.uniform(-3, 0, 400)
+    non[0] = 2.0  # one non-target among the targets: the cross-entropy has its minimum
+    model, caught = _fit(LinearCalibrator(0.5), tar, non)
+    assert model.fit_warnings_ == [] and caught == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), prior=st.sampled_from([0.5, 0.1, 0.9]),
+       gap=st.floats(-2.0, 2.0))  # fmt: skip
+def test_a_separation_note_means_every_margin_is_positive(seed, prior, gap):
+    # soundness of the bound the note rests on, against the margins computed here
+    rng = np.random.default_rng(seed)
+    tar, non = rng.normal(gap, 1.0, (12, 2)), rng.normal(-gap, 1.0, (30, 2))
+    model, _ = _fit(LinearFuser(prior), tar, non)
+    plo = np.log(prior / (1 - prior))
+    margins = np.r_[model.transform_arrays(tar) + plo, -(model.transform_arrays(non) + plo)]
+    separated = any(n.startswith("the training classes are separable")
+                    for n in model.fit_warnings_)  # fmt: skip
+    if separated:
+        assert (margins > 0).all()
+    if (tar[:, 0].min() > non[:, 0].max()) or (tar[:, 1].min() > non[:, 1].max()):
+        assert separated  # separable along one system: the fit finds it
+
+
+def test_a_constant_system_leaves_its_weight_and_the_offset_undetermined():
+    tar, non = _overlapping(np.random.default_rng(3), k=1)
+    const = np.full_like
+    model, caught = _fit(LinearFuser(0.5), np.c_[tar, const(tar, 0.5)], np.c_[non, const(non, 0.5)])
+    (note,) = model.fit_warnings_
+    assert note.startswith("the training data do not determine the weight of system 2 and the "
+                           "offset: a joint change of them")  # fmt: skip
+    assert caught == [note]
+
+
+def test_a_system_at_zero_leaves_its_weight_undetermined():
+    tar, non = _overlapping(np.random.default_rng(4), k=1)
+    model, _ = _fit(
+        LinearFuser(0.5), np.c_[np.zeros_like(tar), tar], np.c_[np.zeros_like(non), non]
+    )
+    assert model.fit_warnings_[0].startswith(
+        "the training data do not determine the weight of system 1: changing it"
+    )
+
+
+def test_a_copy_of_a_system_and_a_constant_calibration_are_reported():
+    tar, non = _overlapping(np.random.default_rng(5), k=1)
+    model, _ = _fit(LinearFuser(0.5), np.c_[tar, 2 * tar - 1], np.c_[non, 2 * non - 1])
+    want = "the weight of system 1, the weight of system 2 and the offset:"
+    assert model.fit_warnings_[0].startswith(f"the training data do not determine {want}")
+    cal, _ = _fit(LinearCalibrator(0.5), np.full(30, 0.5), np.full(90, 0.5))
+    assert cal.fit_warnings_[0].startswith(
+        "the training data do not determine the scale and the offset"
+    )
+
+
+def test_a_penalty_makes_the_fit_well_posed():
+    tar, non = _overlapping(np.random.default_rng(6), k=1)
+    model, caught = _fit(LinearFuser(0.5, l2=0.1), np.c_[tar, tar], np.c_[non, non])
+    assert model.fit_warnings_ == [] and caught == []
+    sep, caught = _fit(LinearCalibrator(0.5, l2=0.1), np.arange(1.0, 5.0), -np.arange(1.0, 9.0))
+    assert sep.fit_warnings_ == [] and caught == []
+
+
+def test_the_warnings_travel_with_the_model(tmp_path):
+    rng = np.random.default_rng(7)
+    model, _ = _fit(LinearCalibrator(0.5), rng.uniform(1, 2, 20), rng.uniform(-2, 0, 50))
+    model.save(tmp_path / "m.json")
+    assert json.loads((tmp_path / "m.json").read_text())["warnings"] == model.fit_warnings_
+    assert LinearCalibrator.load(tmp_path / "m.json").fit_warnings_ == model.fit_warnings_
+
+
+def test_quality_fusion_keeps_its_first_stages_warnings():
+    rng = np.random.default_rng(8)
+    models, segments = [f"m{i}" for i in range(6)], [f"s{j}" for j in range(40)]
+    labels = np.where(rng.random((6, 40)) < 0.2, 1, -1)
+    labels[:, 0], labels[:, 1] = 1, -1
+    s = rng.normal(size=(6, 40)) + labels
+    key = make_key(models, segments, labels)
+    systems = [make_scores(models, segments, s), make_scores(models, segments, 3 * s)]
+    quality = make_quality(quality_table(models, rng.normal(size=(6, 1))),
+                           quality_table(segments, rng.normal(size=(40, 1))))  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        fused = QualityFuser(0.5).fit(systems, key, quality)
+    assert fused.linear_.fit_warnings_
+    assert fused.fit_warnings_[: len(fused.linear_.fit_warnings_)] == fused.linear_.fit_warnings_
+    assert "the weight of system 1 and the weight of system 2:" in fused.fit_warnings_[0]
+
+
+def test_the_cli_prints_each_warning_in_one_line_and_writes_it_to_the_model(tmp_path, capsys):
+    rng = np.random.default_rng(9)
+    lines_key, lines_s1, lines_s2 = [], [], []
+    for j in range(200):
+        target = j % 5 == 0
+        lines_key.append(f"m{j % 4} s{j} {'target' if target else 'nontarget'}")
+        lines_s1.append(f"m{j % 4} s{j} {rng.normal(1.5 if target else -1.0):.6f}")
+        lines_s2.append(f"m{j % 4} s{j} 0.25")
+    for name, lines in (("key", lines_key), ("s1", lines_s1), ("s2", lines_s2)):
+        (tmp_path / f"{name}.txt").write_text("\n".join(lines) + "\n")
+    rc = main(["fuse", "--key", str(tmp_path / "key.txt"), "--scores", str(tmp_path / "s1.txt"),
+               "--scores", str(tmp_path / "s2.txt"), "--model-out", str(tmp_path / "f.json"),
+               "--cluster", "threads"])  # fmt: skip
+    assert rc == 0
+    err = capsys.readouterr().err
+    warned = [x for x in err.splitlines() if x.startswith("warning: ")]
+    assert len(warned) == 1
+    assert warned[0].startswith("warning: the training data do not determine the weight of "
+                                "system 2 and the offset")  # fmt: skip
+    saved = json.loads((tmp_path / "f.json").read_text())["warnings"]
+    assert saved == [warned[0].removeprefix("warning: ")]
