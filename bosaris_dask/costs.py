@@ -32,9 +32,9 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
-
-from scipy.special import logit
+from dataclasses import dataclass, field
+from decimal import Decimal, localcontext
+from fractions import Fraction
 
 from bosaris_dask._deprecation import renamed_module
 from bosaris_dask.errors import OptionError
@@ -55,6 +55,9 @@ class OperatingPoint:
     p_target: float
     c_miss: float = 1.0
     c_fa: float = 1.0
+    #: The non-target prior as stated (:meth:`from_nontarget_prior`; ``p_target`` is then
+    #: ``1 - p_nontarget``, rounded); ``None``: ``p_target`` is the stated one.
+    p_nontarget: float | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         values = []
@@ -95,6 +98,22 @@ class OperatingPoint:
         return cls(*numbers)
 
     @classmethod
+    def from_nontarget_prior(cls, p_nontarget: float, c_miss: float = 1.0,
+                             c_fa: float = 1.0) -> OperatingPoint:  # fmt: skip
+        """The operating point of a stated non-target prior (e.g. ASVspoof 5's spoof prior
+        0.05), ``p_target = 1 − p_nontarget``. Its :attr:`plo` comes from ``p_nontarget``
+        itself: the float ``1 − 0.05`` is not 19/20 (its log-odds are 8 units in the last place
+        from ``ln 19``), so a score at the Bayes threshold the costs state (``−ln 1.9`` for
+        ASVspoof 5's countermeasure) is accepted.
+
+        >>> op = OperatingPoint.from_nontarget_prior(0.05, 1.0, 10.0)
+        >>> op.act_threshold == -math.log(1.9), op.p_target
+        (True, 0.95)
+        """
+        q = float(p_nontarget)
+        return cls(1.0 - q, c_miss, c_fa, p_nontarget=q)
+
+    @classmethod
     def from_prior(cls, prior: float) -> OperatingPoint:
         """An effective prior as an operating point with unit costs."""
         return cls(prior, 1.0, 1.0)
@@ -109,11 +128,54 @@ class OperatingPoint:
         return a / (a + b)
 
     @property
+    def plo(self) -> float:
+        """The prior log-odds of the effective prior, ``ln(P_target·C_miss / ((1 − P_target)·
+        C_fa))`` of the numbers as stated, rounded down to a float: ``−plo`` is then the least
+        float at or above the exact Bayes threshold, so a float score is accepted (``score >=
+        −plo``) exactly when it is at or above the exact threshold. (``logit`` of the effective
+        prior rounds to nearest, half the time below the threshold, and loses digits to
+        ``1 − p`` where the costs are far apart: at ``0.5:1e6:1``, 28,000 units in the last
+        place.)
+
+        >>> OperatingPoint(0.5, 1e6, 1).plo == math.log(1e6), OperatingPoint(0.5).plo
+        (True, 0.0)
+        """
+        if self.p_nontarget is None:
+            p = Fraction(self.p_target)
+            q = 1 - p
+        else:
+            q = Fraction(self.p_nontarget)
+            p = 1 - q
+        return _log_rounded_down(p * Fraction(self.c_miss) / (q * Fraction(self.c_fa)))
+
+    @property
     def act_threshold(self) -> float:
-        """The Bayes threshold ``−logit(p) = ln((1 − P_target)·C_fa / (P_target·C_miss))`` for
-        natural-log LLR scores, computed as the evaluation computes it (``−logit`` of the
-        effective prior)."""
-        return float(-logit(self.effective_prior))
+        """The Bayes threshold ``−plo = ln((1 − P_target)·C_fa / (P_target·C_miss))`` for
+        natural-log LLR scores (accept iff ``score >= act_threshold``), as the evaluation
+        applies it."""
+        return -self.plo
+
+
+def _log_rounded_down(r: Fraction) -> float:
+    """The largest float at or below ``ln r``, for a positive rational ``r``: a float within a
+    unit in the last place, then moved to the right side of ``ln r`` computed to 60 digits.
+
+    >>> _log_rounded_down(Fraction(19, 10)), math.log(1.9)  # ln 1.9 = 0.6418538861723947760
+    (0.6418538861723947, 0.6418538861723947)
+    >>> _log_rounded_down(Fraction(3)), math.log(3)  # ln 3 = 1.0986122886681096914
+    (1.0986122886681096, 1.0986122886681098)
+    """
+    if r == 1:
+        return 0.0
+    with localcontext() as ctx:
+        ctx.prec = 60
+        exact = (Decimal(r.numerator) / Decimal(r.denominator)).ln()
+    x = float(exact)
+    while Decimal(x) > exact:
+        x = math.nextafter(x, -math.inf)
+    while Decimal(math.nextafter(x, math.inf)) <= exact:
+        x = math.nextafter(x, math.inf)
+    return x
 
 
 def merge_operating_points(

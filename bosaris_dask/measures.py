@@ -21,10 +21,11 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from scipy.special import expit, logit, ndtr, ndtri
+from scipy.special import expit, ndtr, ndtri
 
 from bosaris_dask import roc
 from bosaris_dask.arguments import float_vector
+from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.errors import OptionError, ScoreError
 from bosaris_dask.kernels import softplus_totals
@@ -46,6 +47,7 @@ __all__ = [
     "hull_auc",
     "steppy_roc",
     "vertex_thresholds",
+    "stated_plo",
     "plo_axis",
     "summary_metrics",
 ]
@@ -327,25 +329,44 @@ def vertex_thresholds(summary: ScoreSummary, positions: np.ndarray) -> np.ndarra
     return np.where(cum[positions] == cum[-1], np.inf, out)  # nothing above: reject everything
 
 
-def plo_axis(priors: Sequence[float], sweep: np.ndarray) -> np.ndarray:
-    """The ``plo`` dimension of an evaluation: the prior log-odds of the operating points and of
-    the sweep, one sorted axis without repeats.
+def stated_plo(priors: Sequence[float | OperatingPoint]) -> np.ndarray:
+    """The prior log-odds of effective priors or operating points: each
+    :attr:`~bosaris_dask.costs.OperatingPoint.plo`, rounded down, so that ``score >= -plo``
+    accepts exactly the scores at or above the exact Bayes threshold.
+
+    Examples
+    --------
+    >>> stated_plo([0.5, OperatingPoint(0.5, 10.0, 1.0)]).tolist()  # ln 10 = 2.30258509299404568
+    [0.0, 2.3025850929940455]
+    """
+    points = [p if isinstance(p, OperatingPoint) else None for p in priors]
+    if any(p is None for p in points):
+        plain = iter(check_priors([p for p in priors if not isinstance(p, OperatingPoint)]))
+        points = [OperatingPoint.from_prior(next(plain)) if p is None else p for p in points]
+    return np.array([p.plo for p in points], dtype=np.float64)  # type: ignore[union-attr]
+
+
+def plo_axis(priors: Sequence[float | OperatingPoint], sweep: np.ndarray) -> np.ndarray:
+    """The ``plo`` dimension of an evaluation: the prior log-odds of the operating points
+    (effective priors or :class:`~bosaris_dask.costs.OperatingPoint`, :func:`stated_plo`) and
+    of the sweep, one sorted axis without repeats.
 
     Examples
     --------
     >>> plo_axis([0.5], np.array([-1.0, 0.0, 1.0])).tolist()
     [-1.0, 0.0, 1.0]
     """
-    return np.unique(np.concatenate([logit(check_priors(priors)), np.asarray(sweep, float)]))
+    return np.unique(np.concatenate([stated_plo(priors), np.asarray(sweep, float)]))
 
 
 def summary_metrics(
-    summary: ScoreSummary, priors: Sequence[float], sweep: np.ndarray
+    summary: ScoreSummary, priors: Sequence[float | OperatingPoint], sweep: np.ndarray
 ) -> dict[str, Any]:
     """All metrics of one system from its summary, as a dict of scalars and arrays.
 
     The per-prior metrics (:data:`PER_PLO`) are arrays along ``out["plo"]``, the sorted union of
-    ``logit(priors)`` and ``sweep`` (:func:`plo_axis`). ``min_threshold`` is a score threshold
+    the prior log-odds of ``priors`` (effective priors or operating points: :func:`stated_plo`)
+    and ``sweep`` (:func:`plo_axis`). ``min_threshold`` is a score threshold
     that attains minDCF: the one that rejects exactly the bins before the minimizing ROCCH vertex
     (:func:`roc.min_bayes_error_vertex`), i.e. the lowest score of the first accepted bin;
     ``-inf`` when accepting everything is optimal, ``+inf`` when rejecting everything is. The

@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-from scipy.special import logit
 
 from bosaris_dask import fixed_rates, roc
 from bosaris_dask.costs import OperatingPoint, merge_operating_points
@@ -40,6 +39,7 @@ from bosaris_dask.measures import (
     effective_prior,
     hull_auc,
     plo_axis,
+    stated_plo,
     steppy_roc,
     summary_auc,
     summary_cllr,
@@ -283,7 +283,7 @@ def pooled_evaluation(
     sweep = check_sweep(sweep)
     points = stated_operating_points(priors, operating_points)
     fmr, fnmr = check_fixed_rates(fmr, fnmr)
-    plo = logit(np.array([op.effective_prior for op in points]))
+    plo = stated_plo(points)
     if ece_plo is not None:
         from bosaris_dask.ece import check_plo
 
@@ -375,14 +375,14 @@ def evaluate_arrays(
 
 def act_dcf(tar: Any, non: Any, prior: float, *, normalize: bool = True) -> float:
     """actDCF at an effective prior, treating scores as LLRs (threshold ``-logit(prior)``)."""
-    plo = logit(check_priors([prior]))
+    plo = stated_plo(check_priors([prior]))
     act = act_rates(summary_from_arrays(tar, non), plo)["raw"]
     return float((act / dcf_normalizer(plo) if normalize else act)[0])
 
 
 def min_dcf(tar: Any, non: Any, prior: float, *, normalize: bool = True) -> float:
     """minDCF at an effective prior (the best threshold, found on the ROC convex hull)."""
-    plo = logit(check_priors([prior]))
+    plo = stated_plo(check_priors([prior]))
     raw = roc.min_bayes_error(summary_from_arrays(tar, non).hull, plo)[0]
     return float((raw / dcf_normalizer(plo) if normalize else raw)[0])
 
@@ -430,7 +430,7 @@ def min_threshold(tar: Any, non: Any, prior: float) -> float:
     1.0
     """
     summary = summary_from_arrays(tar, non)
-    plo = logit(check_priors([prior]))
+    plo = stated_plo(check_priors([prior]))
     vertex = roc.min_bayes_error_vertex(summary.hull, plo)
     return float(vertex_thresholds(summary, summary.hull.positions[vertex])[0])
 

@@ -108,7 +108,7 @@ PROFILES: dict[str, Profile] = {
             "asvspoof5-cm",
             "ASVspoof 5 evaluation package (asvspoof-challenge/asvspoof5, evaluation-package/), "
             "track 1: Pspoof 0.05, Cmiss 1, Cfa 10",
-            (OperatingPoint(0.95, 1.0, 10.0),),
+            (OperatingPoint.from_nontarget_prior(0.05, 1.0, 10.0),),
         ),
         Profile(
             "asvspoof5-sasv",

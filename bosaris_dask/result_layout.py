@@ -24,13 +24,19 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-from scipy.special import expit, logit
+from scipy.special import expit
 
 from bosaris_dask import fixed_rates
 from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.errors import OptionError
-from bosaris_dask.measures import DR30_ERRORS, check_priors, plo_axis, summary_metrics
+from bosaris_dask.measures import (
+    DR30_ERRORS,
+    check_priors,
+    plo_axis,
+    stated_plo,
+    summary_metrics,
+)
 
 __all__ = [
     "SCALARS",
@@ -137,8 +143,8 @@ def with_attrs(ds: xr.Dataset, prefix: str = "") -> xr.Dataset:
 def _plo_coords(points: Sequence[OperatingPoint], sweep: np.ndarray) -> dict[str, Any]:
     """The ``plo`` dimension and its coordinates (the stated operating points where reported)."""
     priors = check_priors([op.effective_prior for op in points])
-    plo = plo_axis(priors, sweep)
-    at = np.searchsorted(plo, logit(priors))
+    plo = plo_axis(points, sweep)
+    at = np.searchsorted(plo, stated_plo(points))
     prior = expit(plo)
     prior[at] = priors  # exactly as stated, not through logit and back
     p_target, c_miss, c_fa = prior.copy(), np.ones(len(plo)), np.ones(len(plo))
@@ -222,8 +228,7 @@ def results_dataset(
 ) -> xr.Dataset:
     from bosaris_dask.ece import ece_from_summary
 
-    priors = [op.effective_prior for op in points]
-    results = [summary_metrics(s, priors, sweep) for s in summaries]
+    results = [summary_metrics(s, points, sweep) for s in summaries]
     data: dict[str, Any] = {}
     for name in SCALARS:
         data[name] = ("system", np.array([r[name] for r in results]))

@@ -18,6 +18,7 @@ from scipy.special import logit
 
 from bosaris_dask import metrics, pass1_bins
 from bosaris_dask.cli import main
+from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.ece import DEFAULT_ECE_PLO, ece_arrays, neutral_ece
 from bosaris_dask.errors import OptionError, PlotError
 from bosaris_dask.llr_base import thresholds_from_natural
@@ -179,7 +180,10 @@ def test_cli_evaluate_ece_writes_the_default_grid(tmp_path):
     assert main([*argv, "--ece"]) == 0
     entry = json.loads(out.read_text())["systems"][0]
     # the default grid and the default operating points' prior log-odds (the printed table's)
-    grid = np.unique(np.concatenate([DEFAULT_ECE_PLO, logit(metrics.DEFAULT_PRIORS)]))
+    # (each the largest float at or below logit(p): within a unit in the last place of scipy's)
+    points = np.array([OperatingPoint.from_prior(p).plo for p in metrics.DEFAULT_PRIORS])
+    np.testing.assert_allclose(points, logit(metrics.DEFAULT_PRIORS), rtol=3e-16, atol=0)
+    grid = np.unique(np.concatenate([DEFAULT_ECE_PLO, points]))
     assert entry["ece"]["plo"] == grid.tolist() and len(grid) == 44
     assert entry["ece"]["raw"][grid.tolist().index(0.0)] == entry["cllr"]
     assert len(entry["ece"]["pav"]) == len(entry["ece"]["neutral"]) == 44

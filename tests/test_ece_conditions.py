@@ -18,6 +18,7 @@ from bosaris_dask import metrics
 from bosaris_dask.cli import main
 from bosaris_dask.conditions import condition_table
 from bosaris_dask.conditions.summaries import GROUPED_KEY, POOLED_KEY
+from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.ece import DEFAULT_ECE_PLO
 from bosaris_dask.report import format_table, to_json_dict
 from bosaris_dask.trials import make_key, make_scores
@@ -169,7 +170,9 @@ def test_cli_ece_plo_grid_with_by(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert printed.count("empirical cross-entropy in bits") == 3  # pooled and two conditions
     entry = json.loads(out.read_text())["systems"][0]
-    want = np.unique(np.concatenate([np.linspace(-4, 4, 9), [0.25], logit([0.5, 0.01])]))
+    points = [OperatingPoint.from_prior(p).plo for p in (0.5, 0.01)]  # logit, rounded down
+    np.testing.assert_allclose(points, logit([0.5, 0.01]), rtol=3e-16, atol=0)
+    want = np.unique(np.concatenate([np.linspace(-4, 4, 9), [0.25], points]))
     assert entry["ece"]["plo"] == want.tolist()
     assert [len(c["ece"]["raw"]) for c in entry["conditions"]] == [len(want)] * 2
     # each condition's ECE is its own trials': targets and non-targets of models m0, m2, ...
@@ -182,7 +185,7 @@ def test_cli_ece_plo_grid_with_by(tmp_path, capsys):
     # the default grid, and the operating points' prior log-odds
     assert main([*argv[:-4], "--ece", "-q"]) == 0
     grid = json.loads(out.read_text())["systems"][0]["ece"]["plo"]
-    assert grid == np.unique(np.concatenate([DEFAULT_ECE_PLO, logit([0.5, 0.01])])).tolist()
+    assert grid == np.unique(np.concatenate([DEFAULT_ECE_PLO, points])).tolist()
 
 
 @pytest.mark.parametrize("value", ["1:2", "a", "3:1:5", "-1:1:1", "1e999"])

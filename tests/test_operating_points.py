@@ -157,3 +157,72 @@ def test_cli_operating_points_in_json_and_table(tmp_path, capsys):
         main(["evaluate", "--scores", str(path), "--operating-point", "0.01:10", "-q"])
     assert info.value.code == 2
     assert "not Ptar:Cmiss:Cfa" in capsys.readouterr().err
+
+
+def _exact_threshold(p_target, c_miss, c_fa, p_nontarget=None):
+    """The Bayes threshold ln((1 - P) C_fa / (P C_miss)) of the floats as given, to 60 digits
+    (with ``p_nontarget``: P = 1 - p_nontarget exactly)."""
+    from decimal import Decimal, getcontext
+    from fractions import Fraction
+
+    getcontext().prec = 60
+    q = 1 - Fraction(p_target) if p_nontarget is None else Fraction(p_nontarget)
+    r = q * Fraction(c_fa) / ((1 - q) * Fraction(c_miss))
+    return (Decimal(r.numerator) / Decimal(r.denominator)).ln()
+
+
+def _straddle(eta):
+    """The least float >= eta and the float below it."""
+    from decimal import Decimal
+
+    x = float(eta)
+    if Decimal(x) < eta:
+        x = math.nextafter(x, math.inf)
+    return x, math.nextafter(x, -math.inf)
+
+
+@settings(max_examples=60, deadline=None)
+@given(p=st.floats(1e-4, 1 - 1e-4), log_ratio=st.floats(-14.0, 14.0))
+def test_a_score_at_the_bayes_threshold_is_accepted_whatever_the_costs(p, log_ratio):
+    # accept iff s >= ln((1 - P) C_fa / (P C_miss)): the float at or just above the exact
+    # threshold is accepted, the float below it is not (a target and a non-target at each)
+    c_miss = float(np.exp(log_ratio)) if log_ratio > 0 else 1.0
+    c_fa = float(np.exp(-log_ratio)) if log_ratio < 0 else 1.0
+    at, below = _straddle(_exact_threshold(p, c_miss, c_fa))
+    tar = non = np.array([at, below])
+    op = OperatingPoint(p, c_miss, c_fa)
+    for ds in (
+        metrics.evaluate_arrays(tar, non, priors=[], operating_points=[op]),
+        metrics.evaluate(
+            make_scores(["a", "b"], ["s", "t"], [[at, at], [below, below]]),
+            make_key(["a", "b"], ["s", "t"], [[1, -1], [1, -1]]),
+            priors=[],
+            operating_points=[op],
+        ),  # fmt: skip
+    ):
+        point = metrics.operating_points(ds).isel(system=0)
+        assert (float(point.act_pmiss[0]), float(point.act_pfa[0])) == (0.5, 0.5)
+
+
+def test_far_apart_costs_keep_the_threshold_to_the_last_place():
+    op = OperatingPoint.parse("0.5:1000000:1")  # logit of its effective prior is 28,000 ulp off
+    assert op.act_threshold == -math.log(1e6)
+    at, below = _straddle(_exact_threshold(0.5, 1e6, 1.0))
+    ds = metrics.evaluate_arrays([at], [at, below], priors=[], operating_points=[op])
+    point = metrics.operating_points(ds).isel(system=0)
+    assert float(point.act_threshold[0]) == op.act_threshold
+    assert (float(point.act_pmiss[0]), float(point.act_pfa[0]), float(point.act_dcf[0])) == (
+        0.0, 0.5, 0.5)  # fmt: skip
+
+
+def test_asvspoof5_countermeasure_threshold_is_minus_ln_1_9():
+    from bosaris_dask.profiles import PROFILES
+    from bosaris_dask.spoofing.scale import evaluate_cm
+
+    (op,) = PROFILES["asvspoof5-cm"].operating_points
+    at, below = _straddle(_exact_threshold(None, 1.0, 10.0, p_nontarget=0.05))
+    assert op.act_threshold == at  # the spoof prior 0.05 as stated, not the float 1 - 0.05
+    key = make_key(["cm"], list("abcd"), [[1, 1, -1, -1]])
+    out = evaluate_cm(make_scores(["cm"], list("abcd"), [[at, below, at, below]]), key)
+    assert out["act_threshold"] == at
+    assert out["act_dcf"] == pytest.approx((0.95 * 0.5 + 0.5 * 0.5) / 0.5, rel=1e-15)

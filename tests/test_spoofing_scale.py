@@ -155,7 +155,7 @@ def test_cm_metrics_equal_the_in_memory_ones(seed, n, chunk, levels, tiny):
     with dask.config.set(TINY if tiny else {}):
         out = evaluate_cm(scores, key)
     c = ASVSPOOF5  # the challenge's point, as 'spoof cm' states it in memory
-    point = OperatingPoint(c.p_target + c.p_nontarget, c.c_miss, c.c_fa_spoof)
+    point = OperatingPoint.from_nontarget_prior(c.p_spoof, c.c_miss, c.c_fa_spoof)
     ds = metrics.operating_points(metrics.evaluate_arrays(score[bona], score[~bona], priors=[],
                                                           operating_points=[point]))  # fmt: skip
     assert out["eer"] == cm_eer(score[bona], score[~bona])

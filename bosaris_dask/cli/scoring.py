@@ -119,12 +119,11 @@ def _ece_grid(args: argparse.Namespace, *, with_operating_points: bool = False) 
 
     grid = np.concatenate(args.ece_plo) if args.ece_plo else DEFAULT_ECE_PLO
     if with_operating_points:
-        from scipy.special import logit
-
+        from bosaris_dask.measures import stated_plo
         from bosaris_dask.metrics import stated_operating_points
 
         points = stated_operating_points(args.prior, args.operating_point or ())
-        grid = np.concatenate([grid, logit([op.effective_prior for op in points])])
+        grid = np.concatenate([grid, stated_plo(points)])
     return np.unique(np.asarray(grid, dtype=np.float64))
 
 

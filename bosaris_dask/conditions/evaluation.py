@@ -30,7 +30,6 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-from scipy.special import logit
 
 from bosaris_dask import engine, measures, metrics, result_layout, roc
 from bosaris_dask._deprecation import renamed_getattr
@@ -78,7 +77,7 @@ def summary_cprimary(summary: ScoreSummary, priors: Sequence[float]) -> tuple[fl
     >>> act == metrics.act_dcf([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5, -2.0], 0.5), mn
     (True, 0.25)
     """
-    plo = logit(measures.check_priors(priors, "Cprimary prior"))
+    plo = measures.stated_plo(measures.check_priors(priors, "Cprimary prior"))
     norm = measures.dcf_normalizer(plo)
     act = measures.act_rates(summary, plo)["raw"] / norm
     mn = roc.min_bayes_error(summary.hull, plo)[0] / norm
@@ -197,9 +196,9 @@ def conditions_and_summaries(
     sweep = measures.check_sweep(sweep)
     points = metrics.stated_operating_points(priors, operating_points)
     fmr, fnmr = metrics.check_fixed_rates(fmr, fnmr)
-    plo = logit(np.array([op.effective_prior for op in points]))
+    plo = measures.stated_plo(points)
     cp = measures.check_priors(cprimary_priors, "Cprimary prior") if len(cprimary_priors) else None
-    extra_plo = logit(cp) if cp is not None else np.empty(0)
+    extra_plo = measures.stated_plo(cp) if cp is not None else np.empty(0)
     thresholds = -np.concatenate([plo, sweep, extra_plo])
     names = list(names) if names is not None else None
     ce_plo = () if ece_plo is None else check_plo(ece_plo)
@@ -254,7 +253,6 @@ def conditions_and_summaries(
         pooled_summaries = with_passes(pooled_summaries, exact.passes)
     ds.attrs["passes"] = result.passes + (exact.passes if exact is not None else 0)
     data: dict[str, Any] = {}
-    priors_eff = [op.effective_prior for op in points]
     n_sys, n_cond, n_plo = len(systems), len(labels), ds.sizes["plo"]
     blank = {n: np.full((n_sys, n_cond), np.nan) for n in _SCALARS}
     blank |= {n: np.zeros((n_sys, n_cond), dtype=np.int64) for n in ("n_vertices", "n_roc_points")}
@@ -270,7 +268,7 @@ def conditions_and_summaries(
         for g, summary in enumerate(row):
             if summary is None:
                 continue
-            values = measures.summary_metrics(summary, priors_eff, sweep)
+            values = measures.summary_metrics(summary, points, sweep)
             curves[k, g] = {name: values[name] for name in _CURVES}
             if cp is not None:
                 values["cprimary_act"], values["cprimary_min"] = summary_cprimary(summary, cp)

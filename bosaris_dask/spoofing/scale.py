@@ -69,7 +69,6 @@ from typing import Any
 import dask.array as da
 import numpy as np
 import xarray as xr
-from scipy.special import logit
 
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
@@ -301,7 +300,7 @@ def _warn_volume(ss: Sequence[ScoreSummary], bins: dict[int, np.ndarray]) -> Non
 def _cm_point(costs: CostModel):
     from bosaris_dask.costs import OperatingPoint
 
-    return OperatingPoint(costs.p_target + costs.p_nontarget, costs.c_miss, costs.c_fa_spoof)
+    return OperatingPoint.from_nontarget_prior(costs.p_spoof, costs.c_miss, costs.c_fa_spoof)
 
 
 def evaluate_cm(
@@ -330,15 +329,14 @@ def evaluate_cm(
     from bosaris_dask.metrics import summary_metrics
 
     point = _cm_point(costs)
-    prior = point.effective_prior
     plan = _Plan(costs, cm=(Part(0, "n_tar"), Part(0, "n_non")), cm_eer=True)
     (s,) = summarize(
-        [scores], key, thresholds=[-logit(prior)], allow_missing=allow_missing,
+        [scores], key, thresholds=[point.act_threshold], allow_missing=allow_missing,
         progress=progress, split_every=split_every, names=["cm"],
         extra_candidates=plan.candidates,
     )  # fmt: skip
-    m = summary_metrics(s, [prior], np.empty(0))
-    at = int(np.searchsorted(m["plo"], logit(prior)))
+    m = summary_metrics(s, [point], np.empty(0))
+    at = int(np.searchsorted(m["plo"], point.plo))
     values, _ = plan.results([s])
     return {
         "task": "cm",
@@ -353,7 +351,7 @@ def evaluate_cm(
         },  # fmt: skip
         "min_dcf": float(m["min_dcf"][at]),
         "act_dcf": float(m["act_dcf"][at]),
-        "act_threshold": float(-logit(prior)),
+        "act_threshold": point.act_threshold,
         "eer": values["eer"],
         "eer_rocch": float(m["eer"]),
         "cllr": float(m["cllr"]),
