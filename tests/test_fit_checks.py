@@ -161,3 +161,31 @@ def test_the_cli_prints_each_warning_in_one_line_and_writes_it_to_the_model(tmp_
                                 "system 2 and the offset")  # fmt: skip
     saved = json.loads((tmp_path / "f.json").read_text())["warnings"]
     assert saved == [warned[0].removeprefix("warning: ")]
+
+
+def test_the_cli_l2_penalty_is_the_models_and_silences_the_warnings(tmp_path, capsys):
+    rng = np.random.default_rng(10)
+    tar, non = rng.uniform(1, 3, 30), rng.uniform(-3, 0, 90)  # separable
+    key = "\n".join(
+        [f"m t{i} target" for i in range(30)] + [f"m n{i} nontarget" for i in range(90)]
+    )
+    scores = "\n".join([f"m t{i} {float(s)!r}" for i, s in enumerate(tar)]
+                       + [f"m n{i} {float(s)!r}" for i, s in enumerate(non)])  # fmt: skip
+    (tmp_path / "key.txt").write_text(key + "\n")
+    (tmp_path / "s.txt").write_text(scores + "\n")
+    argv = ["calibrate", "--key", str(tmp_path / "key.txt"), "--scores", str(tmp_path / "s.txt"),
+            "--model-out", str(tmp_path / "cal.json"), "--cluster", "threads"]  # fmt: skip
+    assert main([*argv, "--l2", "0.01"]) == 0
+    assert "warning:" not in capsys.readouterr().err
+    saved = json.loads((tmp_path / "cal.json").read_text())
+    want = LinearCalibrator(0.5, l2=0.01).fit_arrays(tar, non)
+    assert saved["l2"] == 0.01 and saved["warnings"] == []
+    assert saved["weights"] == pytest.approx(want.weights_.tolist(), rel=1e-9)
+    assert saved["offset"] == pytest.approx(want.offset_, rel=1e-9)
+    assert main(argv) == 0  # without it: the warning
+    assert "warning: the training classes are separable" in capsys.readouterr().err
+    assert main([*argv, "--method", "pav", "--l2", "0.01"]) == 1
+    assert "--l2 is a penalty of the linear calibration" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # argparse refuses a negative penalty
+        main([*argv, "--l2", "-1"])
+    assert "not a finite number >= 0" in capsys.readouterr().err

@@ -98,6 +98,16 @@ def _prior(text: str) -> float:
     return value
 
 
+def _penalty(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"the L2 penalty {text} is not a finite number >= 0")
+    return value
+
+
 def _rate(text: str) -> float:
     try:
         value = float(text)
@@ -275,6 +285,12 @@ def _training_arguments(parser: argparse.ArgumentParser, apply_help: str) -> Non
     )  # fmt: skip
     parser.add_argument("--model-out", required=True, metavar="MODEL.json",
                         help="where to write the trained model (JSON)")  # fmt: skip
+    parser.add_argument(
+        "--l2", type=_penalty, default=0.0, metavar="LAMBDA",
+        help="L2 penalty LAMBDA/2 * ||weights||^2 on the logistic objective (not on the "
+        "offset; default 0: none, as BOSARIS): a best fit where the classes are separable or "
+        "a system is constant or repeated",
+    )  # fmt: skip
     parser.add_argument("--apply", action="append", metavar="SCORES", help=apply_help)
     parser.add_argument(
         "--allow-missing", action="store_true",

@@ -237,7 +237,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if _count_systems(args, score_paths) != 1:
         raise OptionError("calibrate trains on the scores of one system: give --scores, or "
                           "--enrol and --test, not both")  # fmt: skip
-    model = LinearCalibrator(args.train_prior) if args.method == "linear" else PAVCalibrator()
+    if args.method == "linear":
+        model = LinearCalibrator(args.train_prior, l2=args.l2)
+    elif args.l2:
+        raise OptionError("--l2 is a penalty of the linear calibration, not of PAV")
+    else:
+        model = PAVCalibrator()
 
     def open_inputs() -> tuple[Any, list[Any], Any]:
         key = _key(args)
@@ -267,9 +272,9 @@ def cmd_fuse(args: argparse.Namespace) -> int:
         return key, systems, _read_quality(args, args.quality)
 
     if with_quality:
-        model: Any = QualityFuser(args.train_prior, qtrans=qtrans)
+        model: Any = QualityFuser(args.train_prior, qtrans=qtrans, l2=args.l2)
     else:
-        model = LinearFuser(args.train_prior)
+        model = LinearFuser(args.train_prior, l2=args.l2)
     return _fit_and_apply(args, model, open_inputs)
 
 

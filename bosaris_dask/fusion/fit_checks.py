@@ -63,7 +63,7 @@ def separation_note(data_term: float, class_weights: tuple[float, float], l2: fl
         "prior every target scores above and every non-target below the Bayes threshold, so "
         "the cross-entropy has no minimum and the fit stopped where the gradient test passed; "
         "its LLRs are over-confident. Train on more (or harder) trials, or with an L2 penalty "
-        "(l2 > 0 in Python)"
+        "(--l2, or l2 > 0 in Python)"
     )
 
 
@@ -108,7 +108,7 @@ def undetermined_note(hessian: np.ndarray | None, names: Sequence[str]) -> str |
         f"the training data do not determine {what}: {change} leaves every training score "
         "as it is (is a system constant on the training trials, or a copy of others?), so "
         "the fitted values are arbitrary and can make eval scores wrong. Drop the redundant "
-        "system, or train with an L2 penalty (l2 > 0 in Python)"
+        "system, or train with an L2 penalty (--l2, or l2 > 0 in Python)"
     )
 
 
