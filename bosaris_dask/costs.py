@@ -102,9 +102,9 @@ class OperatingPoint:
                              c_fa: float = 1.0) -> OperatingPoint:  # fmt: skip
         """The operating point of a stated non-target prior (e.g. ASVspoof 5's spoof prior
         0.05), ``p_target = 1 − p_nontarget``. Its :attr:`plo` comes from ``p_nontarget``
-        itself: the float ``1 − 0.05`` is not 19/20 (its log-odds are 8 units in the last place
-        from ``ln 19``), so a score at the Bayes threshold the costs state (``−ln 1.9`` for
-        ASVspoof 5's countermeasure) is accepted.
+        itself: the float ``1 − 0.05`` is not 19/20 (its log-odds fall 9e-16 short of ``ln 19``,
+        8 units in the last place of the threshold ``−ln 1.9``), so a score at the Bayes
+        threshold the costs state (``−ln 1.9`` for ASVspoof 5's countermeasure) is accepted.
 
         >>> op = OperatingPoint.from_nontarget_prior(0.05, 1.0, 10.0)
         >>> op.act_threshold == -math.log(1.9), op.p_target

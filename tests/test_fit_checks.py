@@ -189,3 +189,12 @@ def test_the_cli_l2_penalty_is_the_models_and_silences_the_warnings(tmp_path, ca
     with pytest.raises(SystemExit):  # argparse refuses a negative penalty
         main([*argv, "--l2", "-1"])
     assert "not a finite number >= 0" in capsys.readouterr().err
+
+
+def test_a_constant_system_far_from_one_is_named_with_the_offset():
+    tar, non = _overlapping(np.random.default_rng(11), k=1)
+    big = np.full_like
+    model, _ = _fit(LinearFuser(0.5), np.c_[tar, big(tar, 1000.0)], np.c_[non, big(non, 1000.0)])
+    assert model.fit_warnings_[0].startswith(
+        "the training data do not determine the weight of system 2 and the offset:"
+    )

@@ -99,8 +99,8 @@ def undetermined_note(hessian: np.ndarray | None, names: Sequence[str]) -> str |
         values, vectors = np.linalg.eigh(h * np.outer(scale, scale))
         if not values[0] < UNDETERMINED_RATIO * values[-1]:
             return None
-        v = np.abs(vectors[:, 0] * scale)  # back to the parameters' own units
-        free = np.flatnonzero(v > 0.1 * v.max())
+        v = np.abs(vectors[:, 0])  # in the scaled units, where a system constant at 1000
+        free = np.flatnonzero(v > 0.1 * v.max())  # and the offset weigh alike
     listed = [names[i] for i in free]
     what = listed[0] if len(listed) == 1 else ", ".join(listed[:-1]) + " and " + listed[-1]
     change = "changing it" if len(listed) == 1 else "a joint change of them"
