@@ -72,7 +72,7 @@ _LABEL_PAIRS = [(b"target", b"nontarget"), (b"1", b"0"), (b"true", b"false"), (b
                 (b"bonafide", b"spoof")]  # fmt: skip
 _LABELS = {w: sign for pair in _LABEL_PAIRS for w, sign in zip(pair, (1, -1), strict=True)}
 _MODEL_NAMES = {"modelid", "model", "model_id", "enrollment", "enroll", "enroll_id"}
-_MODEL_NAMES |= {"enrollment_id"}
+_MODEL_NAMES |= {"enrollment_id", "enrol", "enrol_id"}
 _SEGMENT_NAMES = {"segmentid", "segment", "segment_id", "test", "test_id", "testid"}
 
 
@@ -102,17 +102,29 @@ def _text(token: bytes) -> str | None:
         return None
 
 
-def _voxceleb(first: list[bytes]) -> bool:
-    """``label enrol test`` (a VoxCeleb list): the third field is no number and no label."""
+def _numeric_test_id(tokens: list[bytes]) -> bool:
+    """``label enrol 1001``: a VoxCeleb line whose test id is all digits (or BOSARIS scores)."""
+    return (
+        len(tokens) == 3 and tokens[0].lower() in _LABELS and tokens[2].isdigit()
+        and tokens[2].lower() not in _LABELS
+    )  # fmt: skip
+
+
+def _voxceleb(first: list[bytes], kind: str | None = None) -> bool:
+    """``label enrol test`` (a VoxCeleb list): the third field is no number and no label, or
+    digits where the file is read as a key (a BOSARIS key's third field is a label)."""
     third = first[2].lower() if len(first) == 3 else b""
     return (
         len(first) == 3 and first[0].lower() in _LABELS
         and _number(third) is None and third not in _LABELS
-    )  # fmt: skip
+    ) or (kind == "key" and _numeric_test_id(first))  # fmt: skip
 
 
-def _kind_of(first: list[bytes], kind: str | None, line: int) -> str:
-    if _voxceleb(first):
+def _kind_of(first: list[bytes], kind: str | None, line: int, head: list[list[bytes]]) -> str:
+    if kind is None and _numeric_test_id(first):
+        if all(t[0].lower() in _LABELS and t[2].isdigit() for t in head if len(t) == 3):
+            raise Rejected(line, "a VoxCeleb list with numeric test ids, or BOSARIS scores?")
+    if _voxceleb(first, kind):
         if kind == "scores":
             raise Rejected(line, "a VoxCeleb list has no scores")
         return kind or "key"
@@ -158,8 +170,8 @@ def reference_parse(data: bytes, kind: str | None = None) -> tuple[str, list, li
     names = {t.decode("utf-8", "replace").strip().lower() for t in first}
     if names & _MODEL_NAMES and names & _SEGMENT_NAMES or len(first) == 4:
         raise OutsideSubset  # a NIST header, or wespeaker/3D-Speaker (tests/test_io_field_formats)
-    kind = _kind_of(first, kind, first_line)
-    vox = _voxceleb(first)
+    vox = _voxceleb(first, kind)
+    kind = _kind_of(first, kind, first_line, [tokens for _, tokens in records[:100]])
     trials: dict[tuple[str, str], object] = {}
     duplicate = None
     for n, tokens in records:

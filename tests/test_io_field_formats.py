@@ -122,9 +122,17 @@ def test_forced_format_wins_and_mismatches_are_errors(tmp_path):
     rows = _trials(n=5)
     both_numeric = tmp_path / "ambiguous.score"  # labels 1/0 and scores that happen to be 1/0
     both_numeric.write_text("a b 1 0\nc d 0 1\n")
-    with pytest.raises(ParseError, match="3 and 4 both hold only numbers that are label") as info:
+    with pytest.raises(
+        ParseError, match="fields 3 and 4 are both numbers that are label words"
+    ) as info:
         read_text(both_numeric)
     assert info.value.line == 1
+    for first, why in (("a x foo bar", "neither field 3 nor field 4 is a number"),
+                       ("a b 0.5 0.7", "both numbers, and neither is a label word")):  # fmt: skip
+        unclear = tmp_path / "unclear.score"
+        unclear.write_text(first + "\n")
+        with pytest.raises(ParseError, match=why):
+            read_text(unclear)
     key3d = read_text(both_numeric, "key", format="3dspeaker")
     assert key3d.trial_mask.values.tolist() == [[1, 0], [0, -1]]
     keywe = read_text(both_numeric, "key", format="wespeaker")
@@ -223,3 +231,33 @@ def test_nist_table_with_labels_is_its_own_key_and_convert_takes_a_format(tmp_pa
     np.testing.assert_array_equal(io.read(store).trial_mask.values, _expected(rows, vox, "key")[2])
     with pytest.raises(ParseError, match=r"expected 4 fields for a wespeaker file"):
         main(["convert", str(vox), str(tmp_path / "x.zarr"), "--format", "wespeaker", "--debug"])
+
+
+def test_a_voxceleb_list_with_numeric_test_ids_is_read_as_a_key_or_asks(tmp_path):
+    trials = tmp_path / "vox.txt"
+    trials.write_text("1 spkA 1001\n0 spkA 2002\n1 spkB 2002\n")
+    key = read_text(trials, "key")  # a BOSARIS key's third field is a label: VoxCeleb's layout
+    assert key.model.values.tolist() == ["spkA", "spkB"]
+    assert key.segment.values.tolist() == ["1001", "2002"]
+    assert key.trial_mask.values.tolist() == [[1, -1], [0, 1]]
+    with pytest.raises(ParseError, match="only digits: a VoxCeleb trial list with numeric") as info:
+        read_text(trials)  # scores of models "0" and "1", or that key: not guessed
+    assert info.value.line == 1
+    scores = read_text(trials, "scores")  # asked for scores: BOSARIS's is the only reading
+    assert scores.model.values.tolist() == ["1", "0"]
+    assert read_text(trials, format="voxceleb").trial_mask.values.tolist() == [[1, -1], [0, 1]]
+
+
+def test_a_header_may_spell_the_model_column_enrol(tmp_path):
+    path = tmp_path / "s.txt"
+    path.write_text("enrol test score label\na x 0.5 target\n")  # as --format's help spells it
+    scores = read_text(path)
+    assert scores.model.values.tolist() == ["a"] and scores.score.values.tolist() == [[0.5]]
+
+
+def test_scores_of_models_named_0_and_1_are_still_bosaris_scores(tmp_path):
+    path = tmp_path / "s.txt"
+    path.write_text("0 a 1.5\n1 a -0.25\n0 b 3e-2\n")  # scores are not all plain digits
+    scores = read_text(path)
+    assert scores.model.values.tolist() == ["0", "1"]
+    assert scores.score.values[0].tolist() == [1.5, 0.03]

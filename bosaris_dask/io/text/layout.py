@@ -14,7 +14,17 @@ from bosaris_dask.io.text.labels import ACCEPTED_LABELS, is_label_word
 #: Lines longer than this many bytes (without the newline) are an error.
 MAX_LINE_BYTES = 2**20
 _SYNONYMS = {
-    "model": ("modelid", "model", "model_id", "enrollment", "enroll", "enroll_id", "enrollment_id"),
+    "model": (
+        "modelid",
+        "model",
+        "model_id",
+        "enrollment",
+        "enroll",
+        "enroll_id",
+        "enrollment_id",
+        "enrol",
+        "enrol_id",
+    ),
     "segment": ("segmentid", "segment", "segment_id", "test", "test_id", "testid"),
     "label": ("targettype", "target_type", "label"),
     "score": ("llr", "score"),
@@ -167,7 +177,7 @@ def _detect_layout(
             return _Layout(kind, sep, len(tokens), columns, after, lineno + 1, header=True)
     tokens = line.split()
     if fmt is None:
-        fmt = _format_of_tokens(tokens, path, lineno, origin)
+        fmt = _format_of_tokens(tokens, path, lineno, origin, kind)
     if fmt in _HEADERLESS:
         return _headerless(fmt, kind, tokens, path, lineno, origin)
     if kind is None:
@@ -212,19 +222,32 @@ def _used(kind: str, roles: dict[str, int], path: Any, lineno: int, missing: Any
     return tuple((r, roles[r]) for r in ("model", "segment", want) if r)
 
 
-def _format_of_tokens(tokens: list[bytes], path: Any, lineno: int, origin: int) -> str:
-    """The headerless layout a first line shows (4 fields: the first lines, if need be)."""
-    if len(tokens) == 3 and not _is_number(tokens[2]) and not is_label_word(tokens[2]):
-        if is_label_word(tokens[0]):
-            return "voxceleb"
+def _format_of_tokens(
+    tokens: list[bytes], path: Any, lineno: int, origin: int, kind: str | None = None
+) -> str:
+    """The headerless layout a first line shows (the first lines, if need be)."""
+    if len(tokens) == 3 and is_label_word(tokens[0]) and not is_label_word(tokens[2]):
+        if not _is_number(tokens[2]) or (kind == "key" and tokens[2].isdigit()):
+            return "voxceleb"  # (a BOSARIS key's field 3 is a label, not a numeric test id)
+        if kind is None and all(is_label_word(t[0]) and t[2].isdigit()
+                                for t in _first_lines(path, origin) if len(t) == 3):  # fmt: skip
+            raise ParseError(
+                "cannot tell the kind of file: field 1 holds only label words and field 3 only "
+                "digits: a VoxCeleb trial list with numeric test ids (label enrol test), or "
+                "BOSARIS scores of models named like labels (model segment score)? give the "
+                "format (voxceleb or bosaris) or the kind (key or scores)",
+                path=path,
+                line=lineno,
+            )
     if len(tokens) == 4:
         lines = _first_lines(path, origin)
         fmt = _label_column(lines) or _label_column(lines[:1])
         if fmt is None:
             raise ParseError(
-                "cannot tell the kind of file: 4 fields, and fields 3 and 4 both hold only "
-                f"numbers that are label words ({ACCEPTED_LABELS}); give the format "
-                "(wespeaker: enrol test score label; 3dspeaker: enrol test label score)",
+                f"cannot tell the kind of file: 4 fields, and {_four_fields_unclear(lines[:1])}; "
+                "give the format (wespeaker: enrol test score label; 3dspeaker: enrol test "
+                "label score) or a header naming the model and segment columns (model: "
+                f"{', '.join(_SYNONYMS['model'])}; segment: {', '.join(_SYNONYMS['segment'])})",
                 path=path,
                 line=lineno,
             )
@@ -250,6 +273,24 @@ def _label_column(lines: list[list[bytes]]) -> str | None:
     if num[0] and lab[0] != lab[1]:
         return "wespeaker" if lab[1] else "3dspeaker"
     return None
+
+
+def _four_fields_unclear(lines: list[list[bytes]]) -> str:
+    """Why the first line's fields 3 and 4 tell no layout apart (:func:`_label_column`).
+
+    >>> _four_fields_unclear([[b"enrol", b"test", b"score", b"label"]])
+    'neither field 3 nor field 4 is a number (a score)'
+    >>> _four_fields_unclear([[b"a", b"b", b"1", b"0"]])[:50]
+    'fields 3 and 4 are both numbers that are label wor'
+    >>> _four_fields_unclear([[b"a", b"b", b"0.5", b"0.7"]])
+    'fields 3 and 4 are both numbers, and neither is a label word'
+    """
+    third, fourth = lines[0][2], lines[0][3]
+    if not (_is_number(third) or _is_number(fourth)):
+        return "neither field 3 nor field 4 is a number (a score)"
+    if is_label_word(third) and is_label_word(fourth):
+        return f"fields 3 and 4 are both numbers that are label words ({ACCEPTED_LABELS})"
+    return "fields 3 and 4 are both numbers, and neither is a label word"
 
 
 def _kind_of_tokens(tokens: list[bytes], path: Any, lineno: int) -> str:
