@@ -261,3 +261,13 @@ def test_scores_of_models_named_0_and_1_are_still_bosaris_scores(tmp_path):
     scores = read_text(path)
     assert scores.model.values.tolist() == ["0", "1"]
     assert scores.score.values[0].tolist() == [1.5, 0.03]
+
+
+def test_a_gzip_file_is_named_as_such(tmp_path):
+    import gzip
+
+    path = tmp_path / "s.txt.gz"
+    with gzip.open(path, "wt") as f:
+        f.write("a x 0.5\n")
+    with pytest.raises(ParseError, match="s.txt.gz:1: a gzip-compressed file"):
+        read_text(path)

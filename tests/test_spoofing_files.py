@@ -25,8 +25,11 @@ DATA = Path(__file__).parent / "data" / "asvspoof5"
 REF = json.loads((DATA / "reference.json").read_text())
 
 
-def _write(path: Path, text: str) -> str:
-    path.write_text(text)
+def _write(path: Path, text: str | bytes) -> str:
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
     return str(path)
 
 
@@ -82,6 +85,12 @@ def test_hand_written_files_with_header_spaces_case_and_gzip(tmp_path):
         (read_sasv_key, "s a bonafide imp\n", r"k:1: bad asv-label 'imp': expected target/"),
         (read_sasv_scores, "s a 1 2\n", r"k:1: expected 5 fields, found 4"),
         (read_sasv_scores, "s a 1 x 3\n", r"k:1: bad asv-score 'x'"),
+        # the BOSARIS readers' text rules: what Python's float() or str.split() would take
+        (read_cm_scores, "a 1\nb 1_000\n", r"k:2: bad cm-score '1_000': not a number"),
+        (read_cm_scores, "a \uff10.\uff15\n", r"k:1: bad cm-score '\uff10.\uff15': not a num"),
+        (read_cm_scores, "a\u00a01.5\n", r"k:1: expected 2 fields, found 1"),
+        (read_cm_scores, "a 1\rb 2\n", r"k:1: carriage return inside a line"),
+        (read_cm_scores, b"a 1\nb\xff 2\n", r"k:2: not UTF-8 text \(invalid start byte at byte 2"),
     ],
 )
 def test_bad_lines_are_one_line_errors_naming_file_and_line(tmp_path, reader, text, message):
@@ -115,3 +124,10 @@ def test_scores_not_in_the_key_are_ignored_and_key_order_kept(tmp_path):
     kd, sd = cm_key_and_scores(key, scores)
     assert sd.score.values.tolist() == [[2.0, 1.0, 3.0]]
     assert np.array_equal(kd.trial_mask.values, [[-1, 1, -1]])
+
+
+def test_a_byte_order_mark_crlf_and_blank_lines_before_the_header_are_read(tmp_path):
+    key = read_cm_key(_write(tmp_path / "k", "\ufeff\r\n\nfilename cm-label\r\na bonafide\r\n"
+                                            "b spoof\r\n"))  # fmt: skip
+    scores = read_cm_scores(_write(tmp_path / "s", "\ufeffb -1.5\na 2\n"))
+    assert [a.tolist() for a in cm_arrays(key, scores)] == [[2.0], [-1.5]]

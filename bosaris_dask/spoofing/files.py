@@ -12,7 +12,10 @@ Track 2 (spoofing-aware speaker verification, SASV):
 - scores: ``spk  filename  cm-score  asv-score  sasv-score``.
 
 Fields are separated by tabs or spaces; a first line that names the columns (``filename ...``,
-``spk ...``) is skipped; ``.gz`` files are read through gzip. Labels are case-insensitive.
+``spk ...``) is skipped; ``.gz`` files are read through gzip. Labels are case-insensitive. The
+text rules are the BOSARIS readers' (:mod:`bosaris_dask.io.text`): UTF-8 with an optional
+byte-order mark, LF or CRLF line ends, ASCII blanks between fields, scores as ASCII numbers
+without ``_`` separators.
 
 These readers are **in memory** (numpy arrays): an ASVspoof set is about 1e6 rows, a few tens of
 MB, so nothing here is lazy or chunked like the BOSARIS readers of :mod:`bosaris_dask.io`.
@@ -37,10 +40,13 @@ Examples
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import io
 import math
 import os
+import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -113,36 +119,61 @@ class SASVScores:
     sasv: np.ndarray
 
 
-def _open(path: str) -> io.TextIOBase:
+def _open(path: str) -> io.BufferedIOBase:
     if str(path).endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8")  # type: ignore[return-value]
-    return open(path, encoding="utf-8")
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return open(path, "rb")
+
+
+#: Field separators: runs of ASCII blanks, as the BOSARIS text readers split (a non-breaking
+#: space or another Unicode space is part of a field).
+_BLANKS = re.compile(r"[ \t\x0b\x0c]+")
 
 
 def _rows(path: str, header: str, nfields: int) -> Iterator[tuple[int, list[str]]]:
-    """``(line number, fields)`` of each non-blank line, the header line skipped."""
+    """``(line number, fields)`` of each non-blank line: UTF-8 (a byte-order mark skipped),
+    lines ending in LF or CRLF, a first non-blank line naming the columns skipped."""
+    first = True
     with _open(path) as f:
         try:
-            for number, line in enumerate(f, 1):
-                fields = line.split()
-                if not fields:
+            for number, raw in enumerate(f, 1):
+                if number == 1 and raw.startswith(codecs.BOM_UTF8):
+                    raw = raw[len(codecs.BOM_UTF8) :]
+                body = raw.removesuffix(b"\n").removesuffix(b"\r")
+                if b"\r" in body:
+                    raise ParseError("carriage return inside a line (a file with CR line "
+                                     "endings? convert them to LF)", path, number)  # fmt: skip
+                try:
+                    line = body.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    raise ParseError(f"not UTF-8 text ({error.reason} at byte {error.start + 1} "
+                                     "of the line)", path, number) from None  # fmt: skip
+                fields = _BLANKS.split(line.strip(" \t\x0b\x0c"))
+                if fields == [""]:
                     continue
-                if number == 1 and fields[0].lower() == header:
+                if first and fields[0].lower() == header:
+                    first = False
                     continue
+                first = False
                 if len(fields) != nfields:
                     raise ParseError(
                         f"expected {nfields} fields, found {len(fields)}", path, number
                     )
                 yield number, fields
-        except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as error:
-            raise ParseError(f"not a readable text file ({error})", path) from None
+        except (gzip.BadGzipFile, EOFError, zlib.error) as error:
+            raise ParseError(f"not a readable gzip file ({error})", path) from None
 
 
 def _score(text: str, what: str, path: str, number: int) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise ParseError(f"bad {what} {text!r}: not a number", path, number) from None
+    """A score as the BOSARIS text readers take one: ASCII, no ``_`` separators, finite."""
+    value = None
+    if text.isascii() and "_" not in text:
+        try:
+            value = float(text)
+        except ValueError:
+            pass
+    if value is None:
+        raise ParseError(f"bad {what} {text!r}: not a number", path, number)
     if not math.isfinite(value):
         raise ParseError(f"bad {what} {text!r}: not finite", path, number)
     return value

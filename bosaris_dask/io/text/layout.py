@@ -32,6 +32,7 @@ _SYNONYMS = {
 _ROLE_OF_NAME = {name: role for role, names in _SYNONYMS.items() for name in names}
 _KINDS = ("scores", "key", "ndx")
 _BOM = b"\xef\xbb\xbf"
+_GZIP = b"\x1f\x8b"  # the magic bytes a gzip stream starts with
 _NOT_FLOAT = re.compile(rb"[\s_]")
 
 
@@ -61,7 +62,13 @@ def _first_nonblank_line(path: str | os.PathLike[str]) -> tuple[bytes, int, int,
     it); reads at most ``MAX_LINE_BYTES`` past any line start.
     """
     with _open(path) as f:
-        origin = len(_BOM) if f.read(3) == _BOM else 0
+        magic = f.read(3)
+        if magic[:2] == _GZIP:
+            raise ParseError(
+                "a gzip-compressed file: the text readers take plain text (decompress it "
+                "first, e.g. gunzip)", path=path, line=1,
+            )  # fmt: skip
+        origin = len(_BOM) if magic == _BOM else 0
         offset = origin
         f.seek(origin)
         lineno, buf = 1, b""
