@@ -271,3 +271,10 @@ def test_a_gzip_file_is_named_as_such(tmp_path):
         f.write("a x 0.5\n")
     with pytest.raises(ParseError, match="s.txt.gz:1: a gzip-compressed file"):
         read_text(path)
+
+
+def test_a_score_beyond_float64_is_said_to_be(tmp_path):
+    path = tmp_path / "s.txt"
+    path.write_text("a x 0.5\nb x 1e400\n")
+    with pytest.raises(ParseError, match=r"s.txt:2: score '1e400' is not finite \(beyond float64"):
+        read_text(path)

@@ -158,7 +158,9 @@ def _floats(tokens: list[bytes], role: str):
         first = int(np.flatnonzero(bad)[0])
         if parsed[first] is None:
             return values, (first, f"cannot parse {what} {_shown(tokens[first])}")
-        return values, (first, f"{what} {_shown(tokens[first])} is not finite")
+        overflow = np.isinf(values[first]) and b"inf" not in tokens[first].lower()
+        why = " (beyond float64's range)" if overflow else ""
+        return values, (first, f"{what} {_shown(tokens[first])} is not finite{why}")
     return values, None
 
 

@@ -277,6 +277,8 @@ def _floats(raw: list[bytes], role: str) -> tuple[np.ndarray, list[str | None]]:
         values[k] = np.inf if v is None else v
         if v is None:
             reasons.append(f"cannot parse {what} {_shown(token)}")
+        elif np.isinf(v) and b"inf" not in token.lower():  # e.g. 1e400
+            reasons.append(f"{what} {_shown(token)} is not finite (beyond float64's range)")
         elif np.isinf(v) or (role == "score" and np.isnan(v)):
             reasons.append(f"{what} {_shown(token)} is not finite")
         else:
