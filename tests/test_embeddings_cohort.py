@@ -123,6 +123,13 @@ def test_bad_cohort_options(data):
     flat = from_arrays(["a", "b"], np.ones((2, D)), source="flat.npz")
     with pytest.raises(ScoreError, match=r"id 'e0': its cohort scores have zero spread"):
         scores_from_embeddings(*args, norm="z", cohort=flat)
+    # one direction at several scales: the exact products differ by rounding alone, so their
+    # spread is noise (it gave z-normalized scores of 1.6e8 before the float32-rounding test)
+    direction = np.random.default_rng(3).normal(size=D)
+    scaled = from_arrays([f"c{k}" for k in range(5)],
+                         direction * np.array([[1.0], [0.3], [7.0], [1e3], [1e-3]]))  # fmt: skip
+    with pytest.raises(ScoreError, match=r"zero spread \(none above their float32 rounding\)"):
+        scores_from_embeddings(*args, norm="z", cohort=scaled)
     with pytest.raises(ScoreError, match="cohort.npz: id 'c3' has NaN"):
         bad = c.copy()
         bad[3, 0] = np.inf

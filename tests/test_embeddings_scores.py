@@ -171,3 +171,17 @@ def test_blas_pin_is_shared_by_concurrent_tasks_and_restored(sets):
     runs = [s.score.data.compute(scheduler="threads", num_workers=4) for _ in range(3)]
     assert all(r.tobytes() == runs[0].tobytes() for r in runs)
     assert blas_threads() == before  # the last task out restored the original limits
+
+
+@pytest.mark.parametrize("exponent", [600, -560])
+def test_embeddings_far_from_unit_scale_score_as_at_unit_scale(exponent):
+    # scaled by a power of two, the prepared (normalized) rows are the same bits, so are the
+    # scores; unscaled squares overflowed (norm inf: every score 0) or fell to subnormals
+    rng = np.random.default_rng(4)
+    e, t = rng.normal(size=(6, 16)), rng.normal(size=(9, 16))
+    unit = scores_from_embeddings(from_arrays(list("abcdef"), e),
+                                  from_arrays([f"t{j}" for j in range(9)], t))  # fmt: skip
+    far = scores_from_embeddings(from_arrays(list("abcdef"), np.ldexp(e, exponent)),
+                                 from_arrays([f"t{j}" for j in range(9)], t))  # fmt: skip
+    assert far.score.values.tobytes() == unit.score.values.tobytes()
+    assert np.abs(unit.score.values).max() > 0.1

@@ -54,12 +54,20 @@ __all__ = ["NORMS", "normalized_matrix", "normalize"]
 NORMS = ("none", "z", "t", "s", "as")
 
 
-def _check_spread(sd: np.ndarray, side: Side, what: str) -> None:
-    bad = ~(sd > 0)
+#: A spread of cohort scores at or below this fraction of their root mean square is no spread:
+#: the float32 scores and the statistics hold the cohort's scores to about ``2**-24`` of it, so
+#: dividing by such a spread gives noise (a cohort of one vector at several scales gave
+#: z-normalized scores of 1.6e8).
+SPREAD_RESOLUTION = 2.0**-24
+
+
+def _check_spread(mu: np.ndarray, sd: np.ndarray, side: Side, what: str) -> None:
+    bad = ~(sd > SPREAD_RESOLUTION * np.hypot(mu, sd))
     if bad.any():
         raise ScoreError(
             f"{side.source}: id {side.ids[np.flatnonzero(bad)[0]]!r}: its {what}"
-            "cohort scores have zero spread, so its normalized scores are undefined"
+            "cohort scores have zero spread (none above their float32 rounding), so its "
+            "normalized scores are undefined"
         )
 
 
@@ -104,9 +112,9 @@ def normalize(
     e_stats = e_found if use_e else np.ones((enrol.values.shape[0], 4))
     t_stats = t_found if use_t else np.ones((test.values.shape[0], 4))
     if use_e:
-        _check_spread(e_stats[:, cols[1]], enrol, what)
+        _check_spread(e_stats[:, cols[0]], e_stats[:, cols[1]], enrol, what)
     if use_t:
-        _check_spread(t_stats[:, cols[1]], test, what)
+        _check_spread(t_stats[:, cols[0]], t_stats[:, cols[1]], test, what)
 
     def lazy(values: np.ndarray, like: da.Array) -> da.Array:
         return da.from_array(values, chunks=(like.chunks[0],))

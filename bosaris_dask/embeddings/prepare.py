@@ -142,6 +142,25 @@ def _rows(emb: xr.Dataset, ids: Sequence[Any], what: str) -> np.ndarray:
     return rows
 
 
+def row_norms(x: np.ndarray) -> np.ndarray:
+    """Each row's Euclidean norm, ``sqrt((x * x).sum(axis=1))`` scaled by a power of two so
+    that no square overflows or falls to a subnormal: the same bits wherever the unscaled sum is
+    exact to its last place (scaling by ``2**e`` commutes with every rounding in between), and
+    the right value where it is not (rows of 1e160 had an infinite norm, so scores of 0; rows
+    of 1e-160 lost digits to subnormal squares).
+
+    >>> x = np.array([[3.0, 4.0], [3.0, 4.0], [0.0, 0.0]]) * [[2.0**600], [2.0**-560], [1.0]]
+    >>> (row_norms(x) == [5 * 2.0**600, 5 * 2.0**-560, 0.0]).tolist()
+    [True, True, True]
+    >>> with np.errstate(over="ignore", under="ignore"):
+    ...     np.sqrt((x * x).sum(axis=1)).tolist()  # unscaled
+    [inf, 0.0, 0.0]
+    """
+    _, e = np.frexp(np.abs(x).max(axis=1, initial=0.0))
+    y = np.ldexp(x, -e[:, None])  # exact: only the exponents change
+    return np.ldexp(np.sqrt((y * y).sum(axis=1)), e)
+
+
 def _prepare_rows(x: np.ndarray, norms: np.ndarray | None, center: np.ndarray | None):
     out = x.astype(np.float64)  # a copy: the file's rows are never modified
     if center is not None:
@@ -188,9 +207,8 @@ def prepare(
     x = raw.astype(np.float64)
     if center is not None:
         x = x - center
-    finite, norms = compute(
-        (da.isfinite(raw).all(axis=1), da.sqrt((x * x).sum(axis=1))), progress=None
-    )
+    norms = x.map_blocks(row_norms, drop_axis=1, dtype=np.float64, meta=np.empty(0))
+    finite, norms = compute((da.isfinite(raw).all(axis=1), norms), progress=None)
     _raise_non_finite(finite, names, source)
     if backend == "dot":
         values = raw.map_blocks(_prepare_rows, None, center, dtype=np.float64)
@@ -234,7 +252,7 @@ def prepare_models(
         :, None]  # fmt: skip
     where = f"{_source(emb)} (models of {table.attrs.get('source', '<model map>')})"
     if backend == "cosine":
-        norms = np.sqrt((means * means).sum(axis=1))
+        norms = row_norms(means)
         _raise_zero_norm(norms, names, where, False)
         means = means / norms[:, None]
     if ids is not None:
