@@ -142,7 +142,7 @@ def _rows(emb: xr.Dataset, ids: Sequence[Any], what: str) -> np.ndarray:
     return rows
 
 
-def row_norms(x: np.ndarray) -> np.ndarray:
+def _row_norms(x: np.ndarray) -> np.ndarray:
     """Each row's Euclidean norm, ``sqrt((x * x).sum(axis=1))`` scaled by a power of two so
     that no square overflows or falls to a subnormal: the same bits wherever the unscaled sum is
     exact to its last place (scaling by ``2**e`` commutes with every rounding in between), and
@@ -150,7 +150,7 @@ def row_norms(x: np.ndarray) -> np.ndarray:
     of 1e-160 lost digits to subnormal squares).
 
     >>> x = np.array([[3.0, 4.0], [3.0, 4.0], [0.0, 0.0]]) * [[2.0**600], [2.0**-560], [1.0]]
-    >>> (row_norms(x) == [5 * 2.0**600, 5 * 2.0**-560, 0.0]).tolist()
+    >>> (_row_norms(x) == [5 * 2.0**600, 5 * 2.0**-560, 0.0]).tolist()
     [True, True, True]
     >>> with np.errstate(over="ignore", under="ignore"):
     ...     np.sqrt((x * x).sum(axis=1)).tolist()  # unscaled
@@ -207,7 +207,7 @@ def prepare(
     x = raw.astype(np.float64)
     if center is not None:
         x = x - center
-    norms = x.map_blocks(row_norms, drop_axis=1, dtype=np.float64, meta=np.empty(0))
+    norms = x.map_blocks(_row_norms, drop_axis=1, dtype=np.float64, meta=np.empty(0))
     finite, norms = compute((da.isfinite(raw).all(axis=1), norms), progress=None)
     _raise_non_finite(finite, names, source)
     if backend == "dot":
@@ -252,7 +252,7 @@ def prepare_models(
         :, None]  # fmt: skip
     where = f"{_source(emb)} (models of {table.attrs.get('source', '<model map>')})"
     if backend == "cosine":
-        norms = row_norms(means)
+        norms = _row_norms(means)
         _raise_zero_norm(norms, names, where, False)
         means = means / norms[:, None]
     if ids is not None:
