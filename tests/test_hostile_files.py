@@ -528,3 +528,22 @@ def test_written_files_still_read(tmp_path):
         for ext in ("h5", "zarr"):
             back = io.read(io.write(obj, tmp_path / f"{obj.attrs['bosaris_kind']}.{ext}"))
             xr.testing.assert_equal(back.compute(), obj.compute())
+
+
+def test_an_hdf5_file_of_another_kind_is_refused_by_name(tmp_path):
+    # an Ndx read as a key made every trial a target; a key read as scores was said to lack
+    # /score_mask, and one read as an Ndx to be corrupt
+    ndx = make_ndx(["m1", "m2"], ["s1", "s2", "s3"], [[1, 0, 1], [0, 1, 1]])
+    key = make_key(["m1", "m2"], ["s1", "s2", "s3"], [[1, 0, -1], [0, -1, 1]])
+    io.write(ndx, tmp_path / "ndx.h5")
+    io.write(key, tmp_path / "key.h5")
+    with pytest.raises(StoreError, match="ndx.h5: holds a ndx, expected a key"):
+        io.read(tmp_path / "ndx.h5", "key")
+    with pytest.raises(StoreError, match="key.h5: holds a key, expected a scores"):
+        io.read(tmp_path / "key.h5", "scores")
+    with pytest.raises(StoreError, match="key.h5: holds a key, expected a ndx"):
+        io.read(tmp_path / "key.h5", "ndx")
+    assert io.read(tmp_path / "key.h5", "key").trial_mask.values.tolist() == [
+        [1, 0, -1],
+        [0, -1, 1],
+    ]

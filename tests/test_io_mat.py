@@ -240,3 +240,27 @@ def test_v73_links_out_of_the_file_are_not_followed(tmp_path):
         f["scr"]["scores"] = h5py.ExternalLink(str(secret), "/scores")
     with pytest.raises(StoreError, match="external link to .*secret.h5.* not followed"):
         io.read(path)
+
+
+def test_a_matrix_of_another_shape_is_refused_not_reshaped(tmp_path):
+    # 3 models x 5 segments stored 5 x 3: reshaping it mixed the trials (a silent wrong key)
+    mask = np.array([[1, -1, 0, -1, 1], [-1, -1, 1, 0, 0], [0, 1, -1, -1, 1]], dtype=np.int8)
+    ids = {"row_ids": _cell(["m1", "m2", "m10"]), "column_ids": _cell([f"s{j}" for j in range(5)])}
+    scipy.io.savemat(tmp_path / "t.mat", {"key": {**ids, "trial_mask": mask.T.copy()}})
+    want = r"t.mat: key.trial_mask has shape \(5, 3\) but there are 3 row ids and 5 column"
+    with pytest.raises(StoreError, match=want + r" ids \(transposed\?\)"):
+        io.read(tmp_path / "t.mat")
+    scipy.io.savemat(tmp_path / "ok.mat", {"key": {**ids, "trial_mask": mask}})
+    assert io.read(tmp_path / "ok.mat").trial_mask.values.tolist() == mask.tolist()
+    one = {"row_ids": _cell(["m1"]), "column_ids": ids["column_ids"], "trial_mask": mask[:1]}
+    scipy.io.savemat(tmp_path / "one.mat", {"key": one})  # 1 x 5: squeezed to a vector, read back
+    assert io.read(tmp_path / "one.mat").trial_mask.values.tolist() == mask[:1].tolist()
+
+
+def test_char_matrix_ids_lose_their_padding(tmp_path):
+    # MATLAB's char({'m1', 'm2', 'm10'}) pads the rows with spaces, as v7.3 files show too
+    mask = np.array([[1, -1], [-1, 1], [1, 0]], dtype=np.int8)
+    key = {"row_ids": np.array(["m1 ", "m2 ", "m10"]), "column_ids": _cell(["s1", "s2"]),
+           "trial_mask": mask}  # fmt: skip
+    scipy.io.savemat(tmp_path / "c.mat", {"key": key})
+    assert io.read(tmp_path / "c.mat").model.values.tolist() == ["m1", "m2", "m10"]

@@ -251,6 +251,21 @@ def detect_hdf5_kind(f: h5py.File, path: str | os.PathLike[str] = "") -> str:
     raise StoreError(f"{path}: not a BOSARIS HDF5 file (no /trial_mask, /scores or /values)")
 
 
+def _checked_kind(f: h5py.File, path: Path, kind: str | None) -> str:
+    """``kind``, or the file's own: a file whose datasets say another kind is refused, as zarr
+    and .mat stores are (an Ndx read as a key made every trial a target; a key read as scores
+    was said to miss /score_mask). A float /trial_mask says nothing: ``kind`` decides."""
+    try:
+        found = detect_hdf5_kind(f, path)
+    except StoreError:
+        if kind is None:
+            raise
+        return kind
+    if kind is not None and found != kind:
+        raise StoreError(f"{path}: holds a {found}, expected a {kind}")
+    return found
+
+
 def _key_signs(x: np.ndarray) -> np.ndarray:
     """The codes of a ``/trial_mask`` block: integers as they are, floats by their sign past 0.5
     (MATLAB's meaning), without 8-byte temporaries.
@@ -378,7 +393,7 @@ def read_hdf5(
         raise StoreNotFoundError(f"{path}: no such HDF5 file")
     manager, f = _open(path)
     try:
-        found = kind or detect_hdf5_kind(f, path)
+        found = _checked_kind(f, path, kind)
         if found == "quality":
             raise StoreError(f"{path}: holds a quality table; read it with read_quality")
         if found not in ("key", "ndx", "scores"):

@@ -54,6 +54,8 @@ def ids_of(value: Any, where: str) -> np.ndarray:
     """Ids as a 1-D object array of unique ``str`` (from a cell array, a list or a char matrix)."""
     if value is None:
         raise StoreError(f"{where} is missing")
+    # a char matrix (numpy str rows) pads its rows with spaces, as MATLAB's char() does
+    padded = isinstance(value, np.ndarray) and value.dtype.kind == "U"
     flat = np.ravel(np.asarray([value] if isinstance(value, str) else value, dtype=object))
     out = []
     for v in flat:
@@ -61,7 +63,7 @@ def ids_of(value: Any, where: str) -> np.ndarray:
             v = v.item()
         if not isinstance(v, str):
             raise StoreError(f"{where} holds {type(v).__name__}, not strings")
-        out.append(v.rstrip("\x00"))
+        out.append(v.rstrip("\x00 ") if padded else v.rstrip("\x00"))
     index = pd.Index(out)
     if not index.is_unique:
         raise StoreError(f"{where}: duplicate id {index[index.duplicated()][0]!r}")
@@ -77,10 +79,12 @@ def _matrix(value: Any, shape: tuple[int, int], where: str) -> Any:
     if value.dtype.kind not in "biuf":
         raise StoreError(f"{where} holds {value.dtype}, expected numbers")
     if tuple(value.shape) != shape:
-        if int(np.prod(value.shape)) != shape[0] * shape[1] or len(value.shape) > 2:
+        squeezed = value.ndim <= 1 and value.size == shape[0] * shape[1] and min(shape) <= 1
+        if not squeezed:  # a matrix of another shape is never reshaped: it would mix trials
+            turned = " (transposed?)" if tuple(value.shape) == shape[::-1] else ""
             raise StoreError(
                 f"{where} has shape {tuple(value.shape)} but there are {shape[0]} row ids and "
-                f"{shape[1]} column ids"
+                f"{shape[1]} column ids{turned}"
             )
         value = value.reshape(shape)
     return value
