@@ -313,6 +313,10 @@ def check_inputs(
         validate(s)
     if names is not None and len(names) != len(scores):
         raise OptionError(f"{len(names)} names for {len(scores)} systems")
+    if names is not None and len(set(map(str, names))) < len(names):
+        twice = next(n for k, n in enumerate(names) if str(n) in map(str, names[:k]))
+        raise OptionError(f"system name {str(twice)!r} is given twice: names must tell the "
+                          "systems apart")  # fmt: skip
 
 
 def pass_inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.Array], np.dtype]:

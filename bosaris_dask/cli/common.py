@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bosaris_dask.errors import BosarisError
+from bosaris_dask.errors import BosarisError, OptionError
 
 T = TypeVar("T")
 
@@ -171,6 +173,33 @@ def _system_name(path: str) -> str:
     return name
 
 
+def system_names(paths: Sequence[str], more: Sequence[str] = ()) -> list[str]:
+    """One name per system: each file's name without its suffix (``more``: names of systems
+    that have no file, e.g. scored from embeddings), a repeated one told apart by its folders
+    (``exp1/scores``, ``exp2/scores``), and the same file given twice by ``#2``, ``#3``, ...
+
+    >>> system_names(["exp1/scores.txt", "exp2/scores.txt", "b.h5", "b.h5"], ["test"])
+    ['exp1/scores', 'exp2/scores', 'b', 'b#2', 'test']
+    """
+    names = [_system_name(p) for p in paths]
+    folders = [[q for q in Path(p.rstrip("/")).parts[:-1] if q != "/"] for p in paths]
+    for depth in range(1, max(map(len, folders), default=0) + 1):
+        files: dict[str, set[str]] = {}
+        for name, path in zip(names, paths, strict=True):
+            files.setdefault(name, set()).add(os.path.normpath(path))
+        clash = {name for name, found in files.items() if len(found) > 1}  # distinct files
+        if not clash:
+            break
+        for k, name in enumerate(names):
+            if name in clash and len(folders[k]) >= depth:
+                names[k] = "/".join([*folders[k][-depth:], _system_name(paths[k])])
+    out, seen = [], Counter()
+    for name in [*names, *more]:  # the same file twice, or a file named as a scored system
+        seen[name] += 1
+        out.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return out
+
+
 def _default_priors(args: argparse.Namespace) -> None:
     """``--prior`` not given: the default operating points (none when only
     ``--operating-point`` is given)."""
@@ -192,6 +221,10 @@ def _bootstrap_options(args: argparse.Namespace) -> dict[str, Any]:
     names = ("ci", "bootstrap", "resample", "seed", "compare", "bootstrap_method")
     given = {n: getattr(args, n, None) for n in names}
     if given["ci"] is None and not any(given[n] for n in ("bootstrap", "resample", "compare")):
+        for name in ("seed", "bootstrap_method"):  # said, not silently ignored
+            if given[name] is not None and hasattr(args, "bootstrap"):  # (demo's own --seed)
+                flag = "--" + name.replace("_", "-")
+                raise OptionError(f"{flag} needs --bootstrap B (the number of resamples)")
         return {}
     given["resample"] = given["resample"] or ()
     given["compare"] = bool(given["compare"])
@@ -203,11 +236,12 @@ def _evaluate(args: argparse.Namespace, key: Any, systems: list[Any], score_path
     from bosaris_dask.llr_base import thresholds_from_natural
     from bosaris_dask.metrics import evaluate
 
-    names = [_system_name(p) for p in score_paths or []]
-    if len(names) < len(systems):  # the last system is scored from embeddings
+    more = []
+    if len(score_paths or []) < len(systems):  # the last system is scored from embeddings
         from bosaris_dask.cli.embeddings import embedding_system_name
 
-        names.append(embedding_system_name(args))
+        more.append(embedding_system_name(args))
+    names = system_names(score_paths or [], more)
     with warnings.catch_warnings():
         from bosaris_dask.exact_auc import ExactAucWarning
 
