@@ -19,6 +19,7 @@ from bosaris_dask.bootstrap import Binning
 from bosaris_dask.bootstrap.evaluation import add_intervals
 from bosaris_dask.conditions import condition_table
 from bosaris_dask.errors import OptionError, TrialError
+from bosaris_dask.report import format_table
 from bosaris_dask.trials import make_key, make_scores
 from tests import reference as ref
 from tests import reference_conditions as refc
@@ -678,3 +679,35 @@ def test_row_chunks_merge_on_threads_only(monkeypatch):
     monkeypatch.setattr(evaluation, "current_client", lambda: Cluster())
     kept, pin = evaluation._merged_rows([x], groups)
     assert kept[0] is x and pin  # 10 chunks for 3 worker threads: one BLAS thread each
+
+
+def test_resamples_left_out_of_each_condition_are_counted_and_said():
+    # 6 speakers (2 models, 3 segments each), gender on the model side; the documented draws
+    # (rng.integers per side and resample) replayed here tell which resamples hold no target
+    # or no non-target of a condition
+    spk_m, spk_s = np.repeat(np.arange(6), 2), np.repeat(np.arange(6), 3)
+    mids, sids = [f"m{i}" for i in range(12)], [f"s{j}" for j in range(18)]
+    key = make_key(mids, sids, np.where(spk_m[:, None] == spk_s[None, :], 1, -1))
+    rng = np.random.default_rng(0)
+    scores = make_scores(mids, sids, rng.normal(size=(12, 18)) + 2 * (spk_m[:, None] == spk_s))
+    gender = np.where(spk_m < 3, "f", "m")
+    tables = [condition_table("model", mids, {"spk": [f"k{s}" for s in spk_m], "g": gender}),
+              condition_table("segment", sids, {"spk": [f"k{s}" for s in spk_s]})]  # fmt: skip
+    b, seed = 200, 5
+    spec = {"ci": 0.9, "bootstrap": b, "resample": ["model.spk", "segment.spk"], "seed": seed}
+    ds = metrics.evaluate(scores, key, priors=[0.5], conditions=tables, by=["model.g"], **spec)
+    draws = np.random.default_rng(seed)
+    want = {"f": 0, "m": 0}
+    for _ in range(b):
+        mm = np.bincount(draws.integers(0, 6, 6), minlength=6)
+        sm = np.bincount(draws.integers(0, 6, 6), minlength=6)
+        for g, speakers in (("f", range(3)), ("m", range(3, 6))):
+            tar = any(mm[s] and sm[s] for s in speakers)
+            non = any(mm[s] and sm[t] for s in speakers for t in range(6) if t != s)
+            want[g] += not (tar and non)
+    got = dict(zip([str(c).split("=")[1] for c in ds.condition.values],
+                   ds.condition_bootstrap_degenerate.values[0].tolist(), strict=True))  # fmt: skip
+    assert got == want and 0 < want["f"] < b, (got, want)
+    lines = format_table(ds)
+    assert f"per condition, left out of its intervals: model.g=f {want['f']}" in lines
+    assert f"{want['m']} of the {b} resamples drew no target or no non-target" in lines

@@ -323,7 +323,8 @@ def add_intervals(
                                       binning.edge_index(-plo)))  # fmt: skip
     out = _interval_variables(ds, reps, level, is_op)
     if cond is not None:
-        variables, creps = _condition_variables(ds, results, binnings, plo, level, is_op)
+        variables, creps = _condition_variables(ds, results, binnings, plo, level, is_op,
+                                                bootstrap)  # fmt: skip
         out |= variables
         if compare:
             out |= _condition_compare_variables(ds, creps, level, is_op, len(names))
@@ -364,12 +365,17 @@ def _condition_index(
 
 
 def _condition_variables(
-    ds, results, binnings, plo, level, is_op
+    ds, results, binnings, plo, level, is_op, bootstrap
 ) -> tuple[dict[str, Any], dict[tuple[int, int], dict[str, np.ndarray]]]:
-    """``condition_<metric>_ci`` (``system``, ``condition``[, ``plo``], ``bound``), and every
-    (system, condition)'s replicate metrics (those with targets and non-targets)."""
+    """``condition_<metric>_ci`` (``system``, ``condition``[, ``plo``], ``bound``) and
+    ``condition_bootstrap_degenerate`` (how many of the ``bootstrap`` resamples each interval
+    left out), and every (system, condition)'s replicate metrics (those with targets and
+    non-targets)."""
     n_sys, n_cond = ds.sizes["system"], ds.sizes["condition"]
     reps: dict[tuple[int, int], dict[str, np.ndarray]] = {}
+    # resamples that drew no target or no non-target of a condition (all of them where the
+    # condition has none): left out of its intervals
+    left_out = np.full((n_sys, n_cond), int(bootstrap), dtype=np.int64)
     out = {name: np.full((n_sys, n_cond, 2), np.nan) for name in METRICS}
     out |= {name: np.full((n_sys, n_cond, ds.sizes["plo"], 2), np.nan) for name in PER_POINT}
     for k, pooled in enumerate(results):
@@ -387,15 +393,18 @@ def _condition_variables(
             rep = replicate_metrics(res.tar, res.non, res.sp_tar, res.sp_non, plo,
                                     binnings[k].edge_index(-plo))  # fmt: skip
             reps[k, g] = rep
+            left_out[k, g] = int(np.isnan(rep["eer"][1:]).sum())
             for name in METRICS:
                 out[name][k, g] = _interval(rep[name][1:, None], level)[0]
             for name in PER_POINT:
                 out[name][k, g, is_op] = _interval(rep[name][1:], level)
-    return {
+    variables = {
         f"condition_{name}_ci": (("system", "condition")
                                  + (("plo",) if name in PER_POINT else ()) + ("bound",), arr)
         for name, arr in out.items()
-    }, reps  # fmt: skip
+    }  # fmt: skip
+    variables["condition_bootstrap_degenerate"] = (("system", "condition"), left_out)
+    return variables, reps
 
 
 def _condition_compare_variables(ds, reps, level, is_op, n_sys) -> dict[str, Any]:
@@ -464,6 +473,11 @@ def _describe(ds: xr.Dataset, level: float) -> None:
                 ds[var].attrs.update(units="fraction" if var.endswith("_p_better") else units,
                                      long_name=long)  # fmt: skip
     ds["bound"].attrs.update(units="", long_name="low and high end of an interval")
+    if "condition_bootstrap_degenerate" in ds.variables:
+        ds["condition_bootstrap_degenerate"].attrs.update(
+            units="resamples", long_name="resamples with no target or no non-target of the "
+            "condition, left out of its intervals",
+        )  # fmt: skip
 
 
 def _merged_rows(inputs: list[Any], groups: Any) -> tuple[list[Any], bool]:

@@ -2,7 +2,9 @@
 
 JSON: each system gets ``"eer_ci"``, ``"cllr_ci"``, ``"min_cllr_ci"`` and each of its operating
 points ``"act_dcf_ci"``, ``"min_dcf_ci"`` (``[low, high]``), and so does each of its condition
-entries with ``--by``; the document gets ``"bootstrap":
+entries with ``--by``, which also say how many resamples drew no target or no non-target of the
+condition and are left out of its intervals (``"bootstrap_degenerate"``; the table says it
+too); the document gets ``"bootstrap":
 {"resamples", "ci", "seed", "resample", "bins", "groups", "degenerate", "method",
 "pair_factor"}`` and, with
 ``compare``, ``"comparisons": [{"first", "second", "eer": {"diff", "diff_ci", "p_first_better"},
@@ -61,6 +63,9 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
             for g, cond in enumerate(entry.get("conditions", [])):
                 for name in METRICS:
                     cond[name + "_ci"] = _pair(results["condition_" + name + "_ci"].values[k, g])
+                if "condition_bootstrap_degenerate" in results:
+                    left = results.condition_bootstrap_degenerate.values[k, g]
+                    cond["bootstrap_degenerate"] = int(left)
                 for op, at in zip(cond["operating_points"], ops, strict=True):
                     for name in PER_POINT:
                         values = results["condition_" + name + "_ci"].values[k, g, at]
@@ -113,6 +118,23 @@ def _compare(
             "p_first_better": _num(pick("_p_better"))}  # fmt: skip
 
 
+def _left_out_notes(results: xr.Dataset) -> list[str]:
+    """Lines saying how many resamples drew no target or no non-target (pooled, and per
+    condition where any did): they are left out of the intervals."""
+    b = int(results.attrs["bootstrap"])
+    lines = []
+    if int(results.attrs["bootstrap_degenerate"]):
+        lines.append(f"  {results.attrs['bootstrap_degenerate']} of the {b} resamples drew no "
+                     "target or no non-target and are left out of the intervals")  # fmt: skip
+    if "condition_bootstrap_degenerate" in results:
+        left = results.condition_bootstrap_degenerate.values.max(axis=0)
+        labels = [str(c) for c in results.condition.values]
+        some = [f"{label} {int(n)}" for label, n in zip(labels, left, strict=True) if 0 < n < b]
+        if some:
+            lines.append(f"  per condition, left out of its intervals: {', '.join(some)}")
+    return lines
+
+
 def format_block(results: xr.Dataset) -> list[str]:
     """Text lines: each system's intervals, then each comparison."""
     a = results.attrs
@@ -122,6 +144,7 @@ def format_block(results: xr.Dataset) -> list[str]:
     level = f"{100 * float(a['ci']):g}%"
     lines = ["", f"{level} bootstrap intervals ({a['bootstrap']} two-way resamples of "
              f"{' x '.join(a['resample'])}, seed {a['bootstrap_seed']}; percentile)"]  # fmt: skip
+    lines += _left_out_notes(results)
     cells = ["EER (%)", "Cllr", "minCllr"] + [
         f"{n} P={float(results.prior.values[at]):g}" for at in ops for n in ("act", "min")
     ]

@@ -370,6 +370,9 @@ def condition_result(results: xr.Dataset, condition: int | str) -> xr.Dataset:
     out = out.rename_dims({PREFIX + d: d for d in set(_CURVES.values()) if PREFIX + d in out.dims})
     out.attrs = {k: v for k, v in results.attrs.items() if k != "by"}
     out.attrs["by"] = {str(b): str(results[str(b)].values[g]) for b in results.attrs["by"]}
+    if "bootstrap_degenerate" in out.data_vars:  # the condition's own left-out resamples
+        out.attrs["bootstrap_degenerate"] = int(out.bootstrap_degenerate.max())
+        out = out.drop_vars("bootstrap_degenerate")
     return out
 
 
