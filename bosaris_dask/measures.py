@@ -117,6 +117,11 @@ def summary_from_arrays(tar: Any, non: Any, name: str = "system") -> ScoreSummar
     for side, arr in (("target", tar), ("non-target", non)):
         if arr.dtype.kind not in "iuf":
             raise ScoreError(f"{name}: {side} scores must be real numbers, got dtype {arr.dtype}")
+        if arr.dtype.kind in "iu" and arr.size:
+            big = max(abs(int(arr.min())), abs(int(arr.max())))
+            if big > 2**53:  # float64 would round some of them into ties
+                raise ScoreError(f"{name}: {side} integer scores reach {big}, beyond 2**53, "
+                                 "where float64 misses integers: give floats")  # fmt: skip
     dtype = np.float32 if tar.dtype == non.dtype == np.float32 else np.float64
     tar, non = tar.astype(dtype).ravel(), non.astype(dtype).ravel()
     both = np.concatenate([tar, non])

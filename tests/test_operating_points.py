@@ -226,3 +226,13 @@ def test_asvspoof5_countermeasure_threshold_is_minus_ln_1_9():
     out = evaluate_cm(make_scores(["cm"], list("abcd"), [[at, below, at, below]]), key)
     assert out["act_threshold"] == at
     assert out["act_dcf"] == pytest.approx((0.95 * 0.5 + 0.5 * 0.5) / 0.5, rel=1e-15)
+
+
+def test_integer_scores_beyond_2_53_are_refused_not_rounded_into_ties():
+    from bosaris_dask.errors import ScoreError
+
+    big = np.array([2**53 + 1, 2**53], dtype=np.int64)  # 2**53 + 1 is no float64
+    with pytest.raises(ScoreError, match="integer scores reach 9007199254740993, beyond 2"):
+        metrics.auc(big, np.array([2**53, 2**53 + 2], dtype=np.int64))
+    small = np.array([-(2**53), 5], dtype=np.int64)  # every integer up to 2**53 is a float64
+    assert metrics.auc(small, np.array([0], dtype=np.int64)) == 0.5
