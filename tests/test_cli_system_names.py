@@ -12,20 +12,17 @@ from bosaris_dask.cli import main
 from bosaris_dask.errors import OptionError
 from bosaris_dask.metrics import evaluate
 from bosaris_dask.trials import make_key, make_scores
+from tests.trial_text import write_trial_files
 
 
 def _files(tmp_path):
     rng = np.random.default_rng(0)
-    key, s1, s2 = [], [], []
-    for j in range(60):
-        target = j % 4 == 0
-        key.append(f"m{j % 3} t{j} {'target' if target else 'nontarget'}")
-        s1.append(f"m{j % 3} t{j} {float(rng.normal(1.0 if target else -1.0))!r}")
-        s2.append(f"m{j % 3} t{j} {float(rng.normal(0.5 if target else -0.5))!r}")
-    for where, lines in (("key.txt", key), ("exp1/sys.txt", s1), ("exp2/sys.txt", s2)):
-        (tmp_path / where).parent.mkdir(exist_ok=True)
-        (tmp_path / where).write_text("\n".join(lines) + "\n")
-    return tmp_path / "key.txt", tmp_path / "exp1" / "sys.txt", tmp_path / "exp2" / "sys.txt"
+    trials = [(f"m{j % 3}", f"t{j}", j % 4 == 0) for j in range(60)]
+    s1, s2 = [], []
+    for _, _, target in trials:
+        s1.append(float(rng.normal(1.0 if target else -1.0)))
+        s2.append(float(rng.normal(0.5 if target else -0.5)))
+    return write_trial_files(tmp_path, trials, {"exp1/sys.txt": s1, "exp2/sys.txt": s2})
 
 
 def _names(tmp_path, *scores):

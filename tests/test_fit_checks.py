@@ -17,6 +17,7 @@ from bosaris_dask.cli import main
 from bosaris_dask.fusion import LinearFuser, QualityFuser
 from bosaris_dask.fusion.fit_checks import FitWarning
 from bosaris_dask.trials import make_key, make_quality, make_scores, quality_table
+from tests.trial_text import write_trial_files
 
 
 def _fit(model, tar, non):
@@ -142,14 +143,9 @@ def test_quality_fusion_keeps_its_first_stages_warnings():
 
 def test_the_cli_prints_each_warning_in_one_line_and_writes_it_to_the_model(tmp_path, capsys):
     rng = np.random.default_rng(9)
-    lines_key, lines_s1, lines_s2 = [], [], []
-    for j in range(200):
-        target = j % 5 == 0
-        lines_key.append(f"m{j % 4} s{j} {'target' if target else 'nontarget'}")
-        lines_s1.append(f"m{j % 4} s{j} {rng.normal(1.5 if target else -1.0):.6f}")
-        lines_s2.append(f"m{j % 4} s{j} 0.25")
-    for name, lines in (("key", lines_key), ("s1", lines_s1), ("s2", lines_s2)):
-        (tmp_path / f"{name}.txt").write_text("\n".join(lines) + "\n")
+    trials = [(f"m{j % 4}", f"s{j}", j % 5 == 0) for j in range(200)]
+    s1 = [f"{rng.normal(1.5 if target else -1.0):.6f}" for _, _, target in trials]
+    write_trial_files(tmp_path, trials, {"s1.txt": s1, "s2.txt": ["0.25"] * len(trials)})
     rc = main(["fuse", "--key", str(tmp_path / "key.txt"), "--scores", str(tmp_path / "s1.txt"),
                "--scores", str(tmp_path / "s2.txt"), "--model-out", str(tmp_path / "f.json"),
                "--cluster", "threads"])  # fmt: skip
@@ -166,13 +162,8 @@ def test_the_cli_prints_each_warning_in_one_line_and_writes_it_to_the_model(tmp_
 def test_the_cli_l2_penalty_is_the_models_and_silences_the_warnings(tmp_path, capsys):
     rng = np.random.default_rng(10)
     tar, non = rng.uniform(1, 3, 30), rng.uniform(-3, 0, 90)  # separable
-    key = "\n".join(
-        [f"m t{i} target" for i in range(30)] + [f"m n{i} nontarget" for i in range(90)]
-    )
-    scores = "\n".join([f"m t{i} {float(s)!r}" for i, s in enumerate(tar)]
-                       + [f"m n{i} {float(s)!r}" for i, s in enumerate(non)])  # fmt: skip
-    (tmp_path / "key.txt").write_text(key + "\n")
-    (tmp_path / "s.txt").write_text(scores + "\n")
+    trials = [("m", f"t{i}", True) for i in range(30)] + [("m", f"n{i}", False) for i in range(90)]
+    write_trial_files(tmp_path, trials, {"s.txt": [*tar, *non]})
     argv = ["calibrate", "--key", str(tmp_path / "key.txt"), "--scores", str(tmp_path / "s.txt"),
             "--model-out", str(tmp_path / "cal.json"), "--cluster", "threads"]  # fmt: skip
     assert main([*argv, "--l2", "0.01"]) == 0
