@@ -54,6 +54,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import ParseError, TrialError
+from bosaris_dask.io.text.layout import number_of_token
 
 __all__ = [
     "CMKey",
@@ -165,13 +166,8 @@ def _rows(path: str, header: str, nfields: int) -> Iterator[tuple[int, list[str]
 
 
 def _score(text: str, what: str, path: str, number: int) -> float:
-    """A score as the BOSARIS text readers take one: ASCII, no ``_`` separators, finite."""
-    value = None
-    if text.isascii() and "_" not in text:
-        try:
-            value = float(text)
-        except ValueError:
-            pass
+    """A score as the BOSARIS text readers take one (ASCII, no ``_`` separators), finite."""
+    value = number_of_token(text.encode())
     if value is None:
         raise ParseError(f"bad {what} {text!r}: not a number", path, number)
     if not math.isfinite(value):

@@ -100,12 +100,24 @@ def _check_line(line: bytes, path: Any, lineno: int) -> None:
         raise ParseError("NUL byte in a text file (is it binary?)", path=path, line=lineno)
 
 
-def _is_number(token: bytes) -> bool:
+def number_of_token(token: bytes) -> float | None:
+    """The value of a number field as the text readers take one (ASCII, Python's ``float``
+    syntax without blanks or ``_`` separators), or None.
+
+    >>> number_of_token(b"-1.5e3"), number_of_token(b"1_000"), number_of_token("０".encode())
+    (-1500.0, None, None)
+    """
+    if not token.isascii() or _NOT_FLOAT.search(token):
+        return None
     try:
-        value = float(token)
+        return float(token)
     except ValueError:
-        return False
-    return token.isascii() and not _NOT_FLOAT.search(token) and math.isfinite(value)
+        return None
+
+
+def _is_number(token: bytes) -> bool:
+    value = number_of_token(token)
+    return value is not None and math.isfinite(value)
 
 
 def _header_roles(names: list[str], path: Any, lineno: int) -> dict[str, int] | None:

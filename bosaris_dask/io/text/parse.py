@@ -32,7 +32,13 @@ import pandas as pd
 
 from bosaris_dask.errors import ParseError
 from bosaris_dask.io.text.labels import ACCEPTED_LABELS, label_sign
-from bosaris_dask.io.text.layout import _NOT_FLOAT, MAX_LINE_BYTES, _Layout, _open, _shown
+from bosaris_dask.io.text.layout import (
+    MAX_LINE_BYTES,
+    _Layout,
+    _open,
+    _shown,
+    number_of_token,
+)
 
 _ID_ROLES = ("model", "segment", "id")
 _FLOAT_ROLES = ("score", "value")
@@ -268,12 +274,7 @@ def _floats(raw: list[bytes], role: str) -> tuple[np.ndarray, list[str | None]]:
     values = np.empty(len(raw), dtype=np.float64)
     reasons: list[str | None] = []
     for k, token in enumerate(raw):
-        v = None
-        if token.isascii() and not _NOT_FLOAT.search(token):
-            try:
-                v = float(token)
-            except ValueError:
-                pass
+        v = number_of_token(token)
         values[k] = np.inf if v is None else v
         if v is None:
             reasons.append(f"cannot parse {what} {_shown(token)}")
