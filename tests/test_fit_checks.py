@@ -189,3 +189,46 @@ def test_a_constant_system_far_from_one_is_named_with_the_offset():
     assert model.fit_warnings_[0].startswith(
         "the training data do not determine the weight of system 2 and the offset:"
     )
+
+
+def test_a_fit_stopped_by_max_iter_says_so():
+    tar, non = _overlapping(np.random.default_rng(11))
+    model, caught = _fit(LinearFuser(0.5, max_iter=2), tar, non)
+    assert not model.converged_ and model.iterations_ == 2
+    (note,) = model.fit_warnings_
+    assert note.startswith("the fit stopped before reaching its minimum (reached max_iter=2, "
+                           "after 2 iterations)") and caught == [note]  # fmt: skip
+    assert model.to_dict()["warnings"] == [note]
+    assert _fit(LinearFuser(0.5), tar, non)[0].fit_warnings_ == []  # the full fit: nothing
+
+
+def test_a_minimum_at_float_precision_is_not_a_stop_short():
+    from bosaris_dask.fusion.fit_checks import unconverged_note
+    from bosaris_dask.optimize import QuadraticObjective, minimize
+
+    res = minimize(QuadraticObjective(np.eye(2), np.ones(2)), np.ones(2), max_iter=0)
+    assert res.converged and unconverged_note(res) is None  # g0 = 0: at the minimum
+    res = minimize(QuadraticObjective(np.eye(2), np.ones(2)), np.zeros(2), max_iter=0)
+    assert unconverged_note(res) is not None
+    res.at_precision = True  # float64 resolves no further decrease: a minimum to precision
+    assert unconverged_note(res) is None
+
+
+def test_the_cli_max_iter_bounds_the_fit_and_the_warning_says_so(tmp_path, capsys):
+    rng = np.random.default_rng(12)
+    trials = [(f"m{j % 4}", f"s{j}", j % 5 == 0) for j in range(200)]
+    s1 = [rng.normal(1.5 if target else -1.0) for _, _, target in trials]
+    write_trial_files(tmp_path, trials, {"s1.txt": s1})
+    argv = ["calibrate", "--key", str(tmp_path / "key.txt"), "--scores", str(tmp_path / "s1.txt"),
+            "--model-out", str(tmp_path / "cal.json"), "--cluster", "threads"]  # fmt: skip
+    assert main([*argv, "--max-iter", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "after 1 iterations" in err
+    assert "warning: the fit stopped before reaching its minimum (reached max_iter=1" in err
+    assert not json.loads((tmp_path / "cal.json").read_text())["converged"]
+    assert main(argv) == 0
+    assert "warning:" not in capsys.readouterr().err
+    assert main([*argv, "--method", "pav", "--max-iter", "5"]) == 1
+    assert "--max-iter bounds the iterations of the linear calibration" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*argv, "--max-iter", "0"])

@@ -158,3 +158,30 @@ def test_llr_base_10_in_and_out(tmp_path):
     got, want = io.read(o10, "scores").score.values, io.read(on, "scores").score.values
     np.testing.assert_allclose(got, want / math.log(10), rtol=1e-6, atol=1e-9)
     assert not np.allclose(got, want)
+
+
+def test_a_model_trained_on_log10_lrs_is_applied_to_log10_lrs(tmp_path, capsys):
+    key, log10 = _files(tmp_path, 1.0)
+    model = tmp_path / "m10.json"
+    assert main(["calibrate", "--key", str(key), "--scores", str(log10), "--model-out",
+                 str(model), "--llr-base", "10", "--apply", str(log10), "--out",
+                 str(tmp_path / "trained.txt"), "-q"]) == 0  # fmt: skip
+    assert json.loads(model.read_text())["llr_base"] == "10"
+    # apply without --llr-base reads and writes log10 LRs, as the model was trained (it read
+    # them as natural-log LLRs: up to 8% off)
+    assert main(["apply", "--model", str(model), "--scores", str(log10),
+                 "--out", str(tmp_path / "applied.txt")]) == 0  # fmt: skip
+    assert "reading and writing base-10 LLRs, as the model was trained" in capsys.readouterr().err
+    want = (tmp_path / "trained.txt").read_text()
+    assert (tmp_path / "applied.txt").read_text() == want
+    assert main(["apply", "--model", str(model), "--scores", str(log10), "--llr-base", "e",
+                 "--out", str(tmp_path / "as_e.txt")]) == 0  # fmt: skip
+    assert "warning: the model was trained on base-10 LLRs, and --llr-base e" in (
+        capsys.readouterr().err
+    )
+    assert (tmp_path / "as_e.txt").read_text() != want
+    # a model trained on natural-log LLRs records no base, and apply reads natural logs
+    _, natural = _files(tmp_path, math.log(10))
+    assert main(["calibrate", "--key", str(key), "--scores", str(natural), "--model-out",
+                 str(tmp_path / "me.json"), "-q"]) == 0  # fmt: skip
+    assert "llr_base" not in json.loads((tmp_path / "me.json").read_text())

@@ -12,6 +12,7 @@ import pytest
 import xarray as xr
 from dask.callbacks import Callback
 from scipy import optimize as sciopt
+from scipy import special
 
 from bosaris_dask.calibration import load_model
 from bosaris_dask.errors import ScoreError, TrialError
@@ -57,7 +58,7 @@ def _parts(theta, Xt, Xn, prior):
     out = []
     for X, y, w in ((Xt, 1.0, prior / len(Xt)), (Xn, -1.0, (1 - prior) / len(Xn))):
         yz = y * (X @ theta + plo)
-        e = 1 / (1 + np.exp(yz))
+        e = special.expit(-yz)  # 1 / (1 + exp(yz)), without overflow at far margins
         out.append((w / ent, X, y, yz, e))
     return out
 
@@ -533,3 +534,32 @@ def test_class_sums_equal_the_textbook_logistic_formulas_at_extreme_scores(mode)
         }[mode]
         got = np.concatenate(_class_sums(X, y, theta, 0.0, mode, v))
         np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-300)
+
+
+def _outlying_systems():
+    """Three systems (the audit's case): two Gaussian, one rounded to 0.1 with a few far
+    outlying training scores (+-1e4, +-800) that put a steep, narrow valley along its weight."""
+    rng = np.random.default_rng(42)
+    labels = rng.integers(0, 20, 60)[:, None] == rng.integers(0, 20, 80)[None, :]
+    a = np.where(labels, rng.normal(3, 1.5, labels.shape), rng.normal(-3, 1.5, labels.shape))
+    b = np.where(labels, rng.normal(1, 2, labels.shape), rng.normal(-0.5, 2, labels.shape))
+    c = np.where(labels, rng.normal(2, 1, labels.shape), rng.normal(0, 1, labels.shape))
+    c = np.round(c, 1)
+    c[0, :5] = [800.0, -800.0, 50.0, -50.0, 1e4]
+    for (i, j), v in zip(np.argwhere(labels)[:3], [-700.0, 900.0, 35.0], strict=True):
+        c[i, j] = v
+    S = np.stack([a.ravel(), 2 * b.ravel() + 1, c.ravel()], axis=-1)
+    return S[labels.ravel()], S[~labels.ravel()]
+
+
+@pytest.mark.parametrize("method", ["exact", "cg"])
+def test_far_outlying_training_scores_do_not_stall_the_fit(method: str) -> None:
+    # with the trust region scaled once at the start, the steps zigzagged across the valley at
+    # a collapsed radius: objective 0.318 (exact) or 0.468 (cg) at max_iter, 4.4x the minimum
+    tar, non = _outlying_systems()
+    best = scipy_optimum(features(tar), features(non), 0.5, np.r_[np.full(3, 1 / 3), 0.0])
+    fuser = LinearFuser(0.5, method=method).fit_arrays(tar, non)
+    assert fuser.converged_ and fuser.fit_warnings_ == []
+    minimum = brute_objective(best, features(tar), features(non), 0.5)
+    assert fuser.objective_ == pytest.approx(minimum, rel=1e-12)
+    np.testing.assert_allclose(np.r_[fuser.weights_, fuser.offset_], best, rtol=1e-6, atol=1e-9)

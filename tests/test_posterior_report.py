@@ -88,3 +88,20 @@ def test_one_pass():
     with Count():
         posterior_report(systems, prior=0.01)
     assert Count.n == 1
+
+
+def test_the_printed_table_keeps_wide_values_apart():
+    import xarray as xr
+
+    from bosaris_dask.fusion.diagnostics import format_posterior_report
+
+    report = xr.Dataset(
+        {"target_proportion": ("system", [0.1, 0.2]),
+         "kl_divergence": (("system", "other"), [[0.0, 20028.0], [19072.0, 1.5e-7]])},
+        coords={"system": ["a", "evalC"], "other": ["a", "evalC"]},
+        attrs={"n_trials": 10, "prior": 0.5},
+    )  # fmt: skip
+    rows = format_posterior_report(report).splitlines()[-2:]
+    # each value is its own whitespace-separated field (was "2.003e+041.907e+04...")
+    assert [row.split() for row in rows] == [["a", "0", "2.003e+04"],
+                                             ["evalC", "1.907e+04", "1.5e-07"]]  # fmt: skip

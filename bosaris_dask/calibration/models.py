@@ -15,9 +15,9 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.calibration.pav import PAVCalibrator
-from bosaris_dask.errors import TrialError
+from bosaris_dask.errors import ParseError, TrialError
 from bosaris_dask.fusion import LinearFuser, QualityFuser
-from bosaris_dask.fusion.base import _from_json, scores_and_key
+from bosaris_dask.fusion.base import _from_json, _load_json, scores_and_key
 
 
 class LinearCalibrator(LinearFuser):
@@ -110,6 +110,28 @@ def load_model(
     'LinearCalibrator'
     """
     return _model_of(model) if isinstance(model, dict) else _from_json(_model_of, model)
+
+
+def trained_llr_base(path: str | os.PathLike[str]) -> str:
+    """The base of the LLRs a model file was trained on: its ``"llr_base"`` field, which the
+    CLI writes when ``--llr-base`` is not ``e`` (a model itself maps natural-log LLRs).
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "cal.json")
+    ...     linear_calibrate(np.array([2.0, 3.0, 0.5]), np.array([0.0, -1.0, 1.0])).save(
+    ...         path, llr_base="10")
+    ...     trained_llr_base(path)
+    '10'
+    """
+    from bosaris_dask.llr_base import LLR_BASES
+
+    base = _load_json(path).get("llr_base", "e")
+    if base not in LLR_BASES:
+        raise ParseError(f"llr_base {base!r} is not one of {', '.join(LLR_BASES)}", path=path)
+    return str(base)
 
 
 def _model_of(d: dict[str, Any]) -> LinearCalibrator | LinearFuser | QualityFuser | PAVCalibrator:

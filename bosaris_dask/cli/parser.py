@@ -238,13 +238,14 @@ def _bootstrap_arguments(parser: argparse.ArgumentParser) -> None:
                         "Poisson(1)")  # fmt: skip
 
 
-def _llr_base_argument(parser: argparse.ArgumentParser) -> None:
+def _llr_base_argument(parser: argparse.ArgumentParser, from_model: bool = False) -> None:
     from bosaris_dask.llr_base import LLR_BASES
 
+    default = "the base the model was trained with" if from_model else "e"
     parser.add_argument(
-        "--llr-base", choices=LLR_BASES, default="e",
-        help="base of the LLRs read and written (default e; 10 for log10 LRs: scores are "
-        "multiplied by ln 10 on input and written LLRs divided by it)",
+        "--llr-base", choices=LLR_BASES, default=None if from_model else "e",
+        help=f"base of the LLRs read and written (default {default}; 10 for log10 LRs: scores "
+        "are multiplied by ln 10 on input and written LLRs divided by it)",
     )  # fmt: skip
 
 
@@ -290,6 +291,11 @@ def _training_arguments(parser: argparse.ArgumentParser, apply_help: str) -> Non
         help="L2 penalty LAMBDA/2 * ||weights||^2 on the logistic objective (not on the "
         "offset; default 0: none, as BOSARIS): a best fit where the classes are separable or "
         "a system is constant or repeated",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-iter", type=_positive, default=None, metavar="N",
+        help="at most N trust-region iterations, one pass each (default 100); a fit that stops "
+        "before its minimum says so",
     )  # fmt: skip
     parser.add_argument("--apply", action="append", metavar="SCORES", help=apply_help)
     parser.add_argument(
@@ -345,7 +351,7 @@ def _finish(parser: argparse.ArgumentParser, func: Any) -> None:
     from bosaris_dask.cluster import add_cluster_arguments
 
     if func in (cmd_evaluate, cmd_plot, cmd_calibrate, cmd_fuse, cmd_apply):
-        _llr_base_argument(parser)
+        _llr_base_argument(parser, from_model=func is cmd_apply)
     _common(parser)
     add_cluster_arguments(parser)
     parser.set_defaults(func=func)

@@ -183,7 +183,7 @@ def _fit_and_apply(
                 model.fit(train, key, allow_missing=args.allow_missing)
             else:
                 model.fit(systems, key, quality, allow_missing=args.allow_missing)
-        model.save(args.model_out)
+        model.save(args.model_out, **({} if args.llr_base == "e" else {"llr_base": args.llr_base}))
         doc = model.to_dict()
         elapsed = time.perf_counter() - start
         if "iterations" in doc:
@@ -238,9 +238,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise OptionError("calibrate trains on the scores of one system: give --scores, or "
                           "--enrol and --test, not both")  # fmt: skip
     if args.method == "linear":
-        model = LinearCalibrator(args.train_prior, l2=args.l2)
-    elif args.l2:
-        raise OptionError("--l2 is a penalty of the linear calibration, not of PAV")
+        model = LinearCalibrator(args.train_prior, l2=args.l2, **_iterations(args))
+    elif args.l2 or args.max_iter is not None:
+        option = "--l2 is a penalty" if args.l2 else "--max-iter bounds the iterations"
+        raise OptionError(f"{option} of the linear calibration, not of PAV")
     else:
         model = PAVCalibrator()
 
@@ -272,10 +273,15 @@ def cmd_fuse(args: argparse.Namespace) -> int:
         return key, systems, _read_quality(args, args.quality)
 
     if with_quality:
-        model: Any = QualityFuser(args.train_prior, qtrans=qtrans, l2=args.l2)
+        model: Any = QualityFuser(args.train_prior, qtrans=qtrans, l2=args.l2, **_iterations(args))
     else:
-        model = LinearFuser(args.train_prior, l2=args.l2)
+        model = LinearFuser(args.train_prior, l2=args.l2, **_iterations(args))
     return _fit_and_apply(args, model, open_inputs)
+
+
+def _iterations(args: argparse.Namespace) -> dict[str, int]:
+    """``max_iter`` for a logistic model where ``--max-iter`` is given (else its default)."""
+    return {} if args.max_iter is None else {"max_iter": args.max_iter}
 
 
 def _read_qtrans(path: str | None) -> Any:
@@ -300,6 +306,18 @@ def _read_qtrans(path: str | None) -> Any:
 def cmd_apply(args: argparse.Namespace) -> int:
     from bosaris_dask import io
     from bosaris_dask.calibration import apply_model, load_model
+    from bosaris_dask.calibration.models import trained_llr_base
+
+    trained = trained_llr_base(args.model)
+    if args.llr_base is None:
+        args.llr_base = trained
+        if trained != "e":
+            _say(args, f"reading and writing base-{trained} LLRs, as the model was trained "
+                       f"(--llr-base {trained})")  # fmt: skip
+    elif args.llr_base != trained:
+        print(f"warning: the model was trained on base-{trained} LLRs, and --llr-base "
+              f"{args.llr_base} reads these scores as base-{args.llr_base} LLRs",
+              file=sys.stderr)  # fmt: skip
 
     def open_inputs() -> tuple[Any, list[Any], Any, Any]:
         model = load_model(args.model)

@@ -192,10 +192,11 @@ class JsonModel:
                  if not _same(value, defaults.get(name, inspect.Parameter.empty))]  # fmt: skip
         return f"{type(self).__name__}({', '.join(shown)})"
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the fitted model as JSON (``to_dict``), atomically: a temporary file renamed
-        into place."""
-        _save_json(self.to_dict(), path)  # type: ignore[attr-defined]
+    def save(self, path: str | os.PathLike[str], **fields: Any) -> None:
+        """Write the fitted model as JSON (``to_dict``, and ``fields`` beside it: the CLI
+        records the ``llr_base`` of the scores it trained on), atomically: a temporary file
+        renamed into place."""
+        _save_json({**self.to_dict(), **fields}, path)  # type: ignore[attr-defined]
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Any:

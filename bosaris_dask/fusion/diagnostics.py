@@ -129,7 +129,8 @@ def format_posterior_report(report: xr.Dataset) -> str:
     b      0.25    0
     """
     names = [str(s) for s in report.system.values]
-    width = max(max(len(n) for n in names), 6) + 2
+    cells = [[f"{v:.4g}" for v in row] for row in report.kl_divergence.values]
+    width = max(*(len(n) for n in names), *(len(c) for row in cells for c in row), 6) + 2
     lines = [
         f"{report.attrs['n_trials']} trials, posteriors at prior {report.attrs['prior']:g}",
         "estimated target proportion: "
@@ -139,6 +140,6 @@ def format_posterior_report(report: xr.Dataset) -> str:
         "KL(row || column), nats:",
         " " * (width - 1) + "".join(f"{n:<{width}}" for n in names).rstrip(),
     ]
-    for n, row in zip(names, report.kl_divergence.values, strict=True):
-        lines.append((f"{n:<{width - 1}}" + "".join(f"{v:<{width}.4g}" for v in row)).rstrip())
+    for n, row in zip(names, cells, strict=True):
+        lines.append((f"{n:<{width - 1}}" + "".join(f"{c:<{width}}" for c in row)).rstrip())
     return "\n".join(lines)

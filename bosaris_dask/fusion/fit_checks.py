@@ -26,8 +26,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from bosaris_dask.objectives import quality_pairs
+from bosaris_dask.optimize import OptimizeResult
 
-__all__ = ["FitWarning", "separation_note", "undetermined_note", "parameter_names"]
+__all__ = [
+    "FitWarning", "unconverged_note", "separation_note", "undetermined_note", "parameter_names",
+]  # fmt: skip
 
 #: A direction of the parameters is undetermined where the Jacobi-scaled Hessian's eigenvalue
 #: along it is below this fraction of its largest (exact degeneracies give about 1e-16).
@@ -36,6 +39,33 @@ UNDETERMINED_RATIO = 1e-10
 
 class FitWarning(UserWarning):
     """A trained model whose training data separate the classes or leave parameters free."""
+
+
+def unconverged_note(result: OptimizeResult) -> str | None:
+    """The note for a fit that stopped before its minimum, or ``None``.
+
+    ``max_iter``, a collapsed trust region or a non-finite objective can end the solver's
+    iterations with the gradient test unmet; the fitted values are then not the optimum of
+    the training objective, however good they look. A stop where float64 resolves no further
+    decrease (``result.at_precision``) is a minimum to float precision: no note.
+
+    Examples
+    --------
+    >>> from bosaris_dask.optimize import QuadraticObjective, minimize
+    >>> q = QuadraticObjective(np.diag([1.0, 1e6]), np.ones(2))
+    >>> unconverged_note(minimize(q, np.zeros(2), max_iter=0))[:64]
+    'the fit stopped before reaching its minimum (reached max_iter=0,'
+    >>> unconverged_note(minimize(q, np.zeros(2))) is None
+    True
+    """
+    if result.converged or result.at_precision:
+        return None
+    return (
+        f"the fit stopped before reaching its minimum ({result.message}, after "
+        f"{result.iterations} iterations): the fitted values are not the optimum of the "
+        "training objective and can make eval scores wrong. Allow more iterations "
+        "(--max-iter, or max_iter in Python); far outlying training scores slow the fit"
+    )
 
 
 def separation_note(data_term: float, class_weights: tuple[float, float], l2: float) -> str | None:

@@ -27,6 +27,7 @@ from bosaris_dask.fusion.fit_checks import (
     FitWarning,
     parameter_names,
     separation_note,
+    unconverged_note,
     undetermined_note,
 )
 from bosaris_dask.objectives import (
@@ -141,8 +142,9 @@ class LinearFuser(JsonModel):
 
     def _note_fit(self, obj: FusionObjective, res: OptimizeResult) -> None:
         """Warn (:class:`~bosaris_dask.fusion.fit_checks.FitWarning`) and keep in
-        ``fit_warnings_`` what the fit says about its data: separated classes, or parameters
-        the data leave undetermined (from the last pass's value and Hessian: no pass)."""
+        ``fit_warnings_`` what the fit says about its data (separated classes, or parameters the
+        data leave undetermined: from the last pass's value and Hessian, no pass), then about
+        itself (stopped before its minimum)."""
         note = separation_note(obj.data_term(res.fun, res.x), obj.class_weights(), self.l2)
         if note is None:
             names = parameter_names(
@@ -150,9 +152,10 @@ class LinearFuser(JsonModel):
                 calibration=self.kind == "linear_calibration",
             )  # fmt: skip
             note = undetermined_note(res.hess, names)
-        if note is not None and note not in self.fit_warnings_:
-            self.fit_warnings_.append(note)
-            warnings.warn(note, FitWarning, stacklevel=2)
+        for said in (note, unconverged_note(res)):
+            if said is not None and said not in self.fit_warnings_:
+                self.fit_warnings_.append(said)
+                warnings.warn(said, FitWarning, stacklevel=2)
 
     def _fit_data(
         self,

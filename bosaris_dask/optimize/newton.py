@@ -28,14 +28,13 @@ def _hessian(ev: Evaluation) -> np.ndarray:
     return ev.H
 
 
-def _scaling(diag: np.ndarray | None, n: int) -> np.ndarray:
-    """Jacobi scaling ``s = sqrt(diag(H))`` (variables ``y = s * x``), guarded against zeros."""
-    if diag is None:
-        return np.ones(n)
-    d = np.abs(np.asarray(diag, dtype=np.float64))
+def _scaling(diag: np.ndarray | None, n: int, fallback: np.ndarray | None = None) -> np.ndarray:
+    """Jacobi scaling ``s = sqrt(diag(H))`` (variables ``y = s * x``), guarded against zeros;
+    ``fallback`` (default ones) where the diagonal says nothing (missing, nil or not finite)."""
+    d = np.abs(np.asarray(diag, dtype=np.float64)) if diag is not None else np.zeros(n)
     top = float(d.max(initial=0.0))
     if not top > 0.0 or not math.isfinite(top):
-        return np.ones(n)
+        return np.ones(n) if fallback is None else fallback
     return np.sqrt(np.maximum(d, 1e-12 * top))
 
 
@@ -74,7 +73,12 @@ def minimize(
     max_cg
         At most this many Hessian-vector products per CG solve (default ``max(2n, 10)``).
     scale
-        Work in variables scaled by the square root of the Hessian diagonal at ``x0``.
+        Work in variables scaled by the square root of the Hessian diagonal: at ``x0``, then
+        at each accepted point, never shrinking (Moré's rule, as MINPACK scales its trust
+        region). Where a few extreme training scores put a steep, narrow valley along one
+        parameter (its curvature is huge near the optimum and nil at ``x0``), a scaling fixed
+        at ``x0`` keeps the trust region round in the wrong variables: the steps zigzag across
+        the valley at a collapsed radius and ``max_iter`` ends the fit far from its minimum.
 
     Returns
     -------
@@ -105,6 +109,7 @@ def minimize(
     iterations = 0
     converged, message = False, f"reached max_iter={max_iter}"
     stalls = 0
+    at_precision = False
     while True:
         gnorm = float(np.linalg.norm(_gradient(ev)))
         if not math.isfinite(ev.f) or not math.isfinite(gnorm):
@@ -123,17 +128,17 @@ def minimize(
             rtol = min(0.5, math.sqrt(gnorm / g0norm))
             xk = x
 
-            def hessp_y(v: np.ndarray, xk: np.ndarray = xk) -> np.ndarray:
-                return objective.hessp(xk, v / s) / s
+            def hessp_y(v: np.ndarray, xk: np.ndarray = xk, sk: np.ndarray = s) -> np.ndarray:
+                return objective.hessp(xk, v / sk) / sk
 
             py, pred, on_boundary, _ = steihaug_cg(gy, hessp_y, radius, rtol=rtol, max_iter=max_cg)
         p = py / s
         step_norm = float(np.linalg.norm(py))
         if step_norm == 0.0 or not pred > 0.0:
-            message = "no descent step can be computed (at float precision)"
+            message, at_precision = "no descent step can be computed (at float precision)", True
             break
         x_new = x + p
-        ev_new = objective.evaluate(x_new, "fgH" if exact else "fg")
+        ev_new = objective.evaluate(x_new, "fgH" if exact else "fgd" if scale else "fg")
         iterations += 1
         ared = ev.f - ev_new.f
         noise = 64.0 * _EPS * max(abs(ev.f), abs(ev_new.f))
@@ -155,8 +160,11 @@ def minimize(
             if ev_new.diag is None and ev.diag is not None:
                 ev_new = Evaluation(ev_new.f, ev_new.g, ev_new.H, ev.diag)
             ev = ev_new
+            if scale:
+                s = np.maximum(s, _scaling(ev.diag, n, fallback=s))
             if stalls >= 3:
                 message = "the steps no longer change the objective (float precision)"
+                at_precision = True
                 break
         elif radius <= 1e-14 * max(float(np.linalg.norm(x * s)), 1.0):
             message = "the trust region collapsed"
@@ -172,4 +180,5 @@ def minimize(
         method=method,
         history=history,
         hess=ev.H,
+        at_precision=at_precision,
     )

@@ -68,6 +68,10 @@ class OptimizeResult:
         Whether the gradient test ``||g|| <= gtol * ||g0||`` was met (or ``g0`` is zero).
     message
         Why the iterations stopped.
+    at_precision
+        Whether they stopped short of the gradient test because float64 resolves no further
+        decrease of the objective (a minimum to float precision; ``False`` when converged, and
+        when ``max_iter``, a collapsed trust region or a non-finite value stopped them).
     method
         ``"exact"`` or ``"cg"``.
     history
@@ -86,6 +90,7 @@ class OptimizeResult:
     method: str
     history: list[tuple[float, float, float, bool]] = field(default_factory=list)
     hess: np.ndarray | None = None
+    at_precision: bool = False
 
 
 class QuadraticObjective:
