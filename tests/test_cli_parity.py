@@ -176,6 +176,36 @@ def test_fuse_apply_reports_target_proportions_and_kl(tiny, tmp_path, capsys):
     assert "KL(row || column), nats:" in err
 
 
+def test_fuse_apply_onto_one_of_its_inputs_reports_on_the_inputs(tiny, tmp_path, capsys):
+    import shutil
+
+    ev = io.read(tiny / "eval.h5")
+    filled = make_scores(ev.model.values, ev.segment.values,
+                         np.where(ev.score_mask.values, ev.score.values, 0.0))  # fmt: skip
+    io.write(filled, tmp_path / "ev.h5")
+    io.write(make_scores(ev.model.values, ev.segment.values, filled.score.values ** 2 / 4),
+             tmp_path / "ev2.h5")  # fmt: skip
+    shutil.copy(tmp_path / "ev2.h5", tmp_path / "ev2_copy.h5")
+
+    def fuse(second: str, out: str) -> str:
+        argv = ["fuse", "--key", str(tiny / "key.h5"), "--scores", str(tiny / "dev.h5"),
+                "--scores", str(tiny / "eval.h5"), "--model-out", str(tmp_path / "f.json"),
+                "--apply", str(tmp_path / "ev.h5"), "--apply", str(tmp_path / second),
+                "--out", str(tmp_path / out), "--cluster", "threads",
+                "--allow-missing"]  # fmt: skip
+        assert main(argv) == 0
+        err = capsys.readouterr().err
+        return err[err.index("trials, posteriors") :]
+
+    elsewhere = fuse("ev2.h5", "fused.h5")
+    # the write replaces ev2_copy.h5 under the lazily opened input: the report was read from
+    # the fused scores (ev2's proportion was the fusion's, its KL to the fusion 0)
+    onto_input = fuse("ev2_copy.h5", "ev2_copy.h5").replace("ev2_copy", "ev2")
+    assert onto_input.split() == elsewhere.split()
+    fused = io.read(tmp_path / "ev2_copy.h5")
+    np.testing.assert_array_equal(fused.score.values, io.read(tmp_path / "fused.h5").score.values)
+
+
 def test_fuse_with_quality_and_qtrans(tiny, tmp_path, capsys):
     from bosaris_dask.fusion import QualityFuser
     from bosaris_dask.trials import make_quality, quality_table

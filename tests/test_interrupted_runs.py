@@ -154,8 +154,10 @@ def test_a_temporary_of_a_temporary_is_a_temporary_of_the_final_name(tmp_path):
 
 
 def _dirs(tmp_path, names, content):
+    """Directory outputs, as zarr stores are (only those may be replaced)."""
     for name in names:
         (tmp_path / name).mkdir()
+        (tmp_path / name / "zarr.json").write_text("{}")
         (tmp_path / name / "v").write_text(content)
 
 
@@ -222,9 +224,56 @@ def test_atomic_paths_failed_rename_cleans_up(tmp_path, monkeypatch):
         for t in tmps:
             t.mkdir()
             (t / "v").write_text("new")
-    # the first output was already in place; nothing else is left behind
+    # the first output was already in place: it is put back, so the previous set stays whole
     assert sorted(os.listdir(tmp_path)) == names
-    assert [(tmp_path / n / "v").read_text() for n in names] == ["new", "old"]
+    assert [(tmp_path / n / "v").read_text() for n in names] == ["old", "old"]
+
+
+@pytest.mark.parametrize("interrupt", [OSError(5, "Input/output error"), KeyboardInterrupt()])
+def test_a_set_cut_short_between_renames_keeps_the_previous_run(tmp_path, monkeypatch, interrupt):
+    # simulate's key and scores appear together: never a new key beside the previous scores
+    argv = ["simulate", "--models", "5", "--segments", "7", "--systems", "1", "--out-dir",
+            str(tmp_path), "-q", "--cluster", "threads"]  # fmt: skip
+    assert main(argv) == 0
+    swap = atomic._swap
+
+    def cut(tmp, final):
+        if final.name == "system-1.zarr":
+            raise interrupt
+        return swap(tmp, final)
+
+    monkeypatch.setattr(atomic, "_swap", cut)
+    if isinstance(interrupt, KeyboardInterrupt):
+        assert main([*argv[:2], "9", *argv[3:]]) == 130  # the CLI's "interrupted"
+    else:
+        with pytest.raises(OSError):
+            main([*argv[:2], "9", *argv[3:]])
+    from bosaris_dask import io
+
+    assert dict(io.read(tmp_path / "key.zarr").sizes) == {"model": 5, "segment": 7}
+    assert dict(io.read(tmp_path / "system-1.zarr").sizes) == {"model": 5, "segment": 7}
+    assert sorted(os.listdir(tmp_path)) == ["key.zarr", "system-1.zarr"]
+
+
+def test_a_directory_that_is_no_store_is_never_replaced(tmp_path, capsys):
+    from bosaris_dask import io
+    from bosaris_dask.trials import make_scores
+
+    scores = make_scores(["m"], ["s", "t"], [[1.5, -1.0]])
+    for name in ("results", "out.zarr", "out.h5", "out.txt"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "thesis.tex").write_text("precious")
+        with pytest.raises(StoreError, match="is a directory that is not a zarr store"):
+            io.write(scores, tmp_path / name, **({"format": "text"} if name == "results" else {}))
+        assert (tmp_path / name / "thesis.tex").read_text() == "precious"
+    io.write(scores, tmp_path / "s.zarr")
+    argv = ["evaluate", "--key", str(tmp_path / "k.txt"), "--scores", str(tmp_path / "s.zarr"),
+            "--json", str(tmp_path / "s.zarr"), "-q", "--cluster", "threads"]  # fmt: skip
+    (tmp_path / "k.txt").write_text("m s target\nm t nontarget\n")
+    assert main(argv) == 1  # a file never replaces a store (here the input itself)
+    assert "is a zarr store (a directory)" in capsys.readouterr().err
+    assert io.read(tmp_path / "s.zarr").score.values.tolist() == [[1.5, -1.0]]
+    io.write(scores, tmp_path / "s.zarr")  # a store replaces a store, as a file a file
 
 
 def test_text_reader_spills_to_an_unnamed_file(tmp_path, monkeypatch):

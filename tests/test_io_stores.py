@@ -651,20 +651,23 @@ def test_atomic_path_files_and_directories(tmp_path):
     assert final.read_text() == "file"
     with atomic.atomic_path(final) as tmp:  # a directory replaces a file
         tmp.mkdir()
-        (tmp / "inner").write_text("dir")
-    assert (final / "inner").read_text() == "dir"
-    with atomic.atomic_path(final) as tmp:  # a directory replaces a directory
+        (tmp / "zarr.json").write_text("{}")
+    assert (final / "zarr.json").read_text() == "{}"
+    with atomic.atomic_path(final) as tmp:  # a store replaces a store
         tmp.mkdir()
         (tmp / "other").write_text("dir2")
     assert [p.name for p in final.iterdir()] == ["other"]
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
+    with pytest.raises(StoreError, match="not a zarr store"), atomic.atomic_path(final):
+        pass  # a directory that is no store is never replaced (refused before any work)
+    assert [p.name for p in final.iterdir()] == ["other"]
 
 
 def test_atomic_path_without_exchange_falls_back(tmp_path, monkeypatch):
     monkeypatch.setattr(atomic, "_exchange", lambda a, b: False)
     final = tmp_path / "d.zarr"
     final.mkdir()
-    (final / "old").write_text("old")
+    (final / "zarr.json").write_text("old")
     with atomic.atomic_path(final) as tmp:
         tmp.mkdir()
         (tmp / "new").write_text("new")

@@ -201,19 +201,26 @@ def _fit_and_apply(
             eval_quality = _read_quality(args, args.apply_quality) if quality is not None else None
             ndx = io.read(args.ndx) if args.ndx else None
             fitted_out = apply_model(model, targets, quality=eval_quality or quality, ndx=ndx)
+            # the report before the write: --out may be one of the --apply stores, which the
+            # write replaces under the lazily opened inputs
+            report = (
+                _posterior_report(args, model, targets, fitted_out, ndx)
+                if args.command == "fuse" and not args.quiet
+                else None
+            )
             out = _fill_missing(args, _in_user_base(args, fitted_out), ndx)
             io.write(out, args.out, progress=_progress(args))
             _say(args, f"wrote {args.out}")
-            if args.command == "fuse":
-                _say_posterior_report(args, model, targets, _read_scores(args, args.out), ndx)
+            if report is not None:
+                _say(args, report)
     return 0
 
 
-def _say_posterior_report(
+def _posterior_report(
     args: argparse.Namespace, model: Any, systems: list[Any], fused: Any, ndx: Any
-) -> None:
-    """After ``fuse --apply``: each eval system's (and the fusion's) estimated target
-    proportion and the pairwise KL divergences of their posteriors, at the model's prior."""
+) -> str:
+    """For ``fuse --apply``: each eval system's (and the fusion's) estimated target proportion
+    and the pairwise KL divergences of their posteriors, at the model's prior."""
     from bosaris_dask.cli.common import _system_name
     from bosaris_dask.fusion.diagnostics import format_posterior_report, posterior_report
 
@@ -222,7 +229,7 @@ def _say_posterior_report(
         names = [f"system-{i + 1}" for i in range(len(names))]
     names.append("fused")
     report = posterior_report([*systems, fused], prior=model.prior, names=names, ndx=ndx)
-    _say(args, format_posterior_report(report))
+    return format_posterior_report(report)
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:

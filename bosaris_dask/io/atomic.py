@@ -77,17 +77,42 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), os.fspath(b))
 
 
+def _is_zarr_store(path: Path) -> bool:
+    """Whether a directory holds a zarr store (version 3 or 2 metadata at its root)."""
+    return any((path / name).exists() for name in ("zarr.json", ".zgroup", ".zarray"))
+
+
+def _check_replaceable(final: Path, tmp: Path | None = None) -> None:
+    """A StoreError where writing ``final`` would delete a directory that is not an output of
+    the same kind: one that is no zarr store (someone's folder, whatever its name), or a store
+    that a file (``tmp``, once written) would replace."""
+    if not final.is_dir() or final.is_symlink():
+        return
+    if not _is_zarr_store(final):
+        raise StoreError(
+            f"cannot write {final}: it is a directory that is not a zarr store, and writing "
+            "would delete it; remove it yourself or write elsewhere"
+        )
+    if tmp is not None and not tmp.is_dir():
+        raise StoreError(
+            f"cannot write {final}: it is a zarr store (a directory), and writing this file "
+            "there would delete it; remove it yourself or write elsewhere"
+        )
+
+
 def _swap(tmp: Path, final: Path) -> Path | None:
-    """Move ``tmp`` onto ``final``; return where the previous output is now, or None."""
+    """Move ``tmp`` onto ``final``; return where the previous output is now (kept until the
+    caller deletes it, so that it can be put back), or None (there was none, or a file was
+    replaced where paths cannot be exchanged)."""
     if not final.exists() and not final.is_symlink():
         os.replace(tmp, final)
         return None
+    if _exchange(tmp, final):  # tmp now holds the previous output
+        return tmp
     both_files = not tmp.is_dir() and (final.is_symlink() or not final.is_dir())
     if both_files:
         os.replace(tmp, final)  # atomic for files
         return None
-    if _exchange(tmp, final):  # tmp now holds the previous output
-        return tmp
     aside = _sibling(final, _OLD)
     os.replace(final, aside)
     try:
@@ -98,11 +123,24 @@ def _swap(tmp: Path, final: Path) -> Path | None:
     return aside
 
 
+def _put_back(swapped: list[tuple[Path, Path | None, bool]]) -> None:
+    """Undo the renames of a set of outputs cut short: each previous output back in place
+    (the new one deleted), or the new one deleted where there was none before. (A file that
+    replaced another where paths cannot be exchanged stays: the previous one is gone.)"""
+    for final, old, existed in reversed(swapped):
+        if old is not None:
+            remove_path(_swap(old, final) or old)
+        elif not existed:
+            remove_path(final)
+
+
 @contextlib.contextmanager
 def atomic_paths(final_paths: Sequence[str | os.PathLike[str]]) -> Iterator[list[Path]]:
     """:func:`atomic_path` for outputs that must appear together: renamed one right after the other
-    when the block exits normally, previous outputs deleted after the last rename. A StoreError if a
-    directory does not exist or the block did not create a temporary.
+    when the block exits normally, previous outputs deleted after the last rename (and put back
+    where a rename fails or is interrupted: the previous set stays whole). A StoreError if a
+    directory does not exist, the block did not create a temporary, or an output would replace a
+    directory that is no zarr store, or a store by a file (never deleted silently).
 
     Examples
     --------
@@ -120,23 +158,26 @@ def atomic_paths(final_paths: Sequence[str | os.PathLike[str]]) -> Iterator[list
     for final in finals:
         if not final.parent.is_dir():
             raise StoreError(f"cannot write {final}: directory {final.parent} does not exist")
+        _check_replaceable(final)
     tmps = [_sibling(final, _TMP) for final in finals]
-    previous: list[Path] = []
+    swapped: list[tuple[Path, Path | None, bool]] = []  # (in place, previous one, existed)
     try:
         yield tmps
         for tmp, final in zip(tmps, finals, strict=True):
             if not tmp.exists():
                 raise StoreError(f"nothing was written for {final}")
+            _check_replaceable(final, tmp)
         for tmp, final in zip(tmps, finals, strict=True):
-            old = _swap(tmp, final)
-            if old is not None:
-                previous.append(old)
+            existed = final.exists() or final.is_symlink()
+            swapped.append((final, _swap(tmp, final), existed))  # _swap: all or nothing
     except BaseException:
-        for path in [*tmps, *previous]:
+        _put_back(swapped)
+        for path in tmps:
             remove_path(path)
         raise
-    for old in previous:
-        remove_path(old)
+    for _, old, _ in swapped:
+        if old is not None:
+            remove_path(old)
     for directory in dict.fromkeys(final.parent for final in finals):
         _fsync_dir(directory)
 
