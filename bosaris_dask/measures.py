@@ -30,6 +30,7 @@ from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.errors import OptionError, ScoreError
 from bosaris_dask.kernels import softplus_totals
 from bosaris_dask.keys import order_keys
+from bosaris_dask.trials.construction import check_exact_integers
 
 __all__ = [
     "DEFAULT_PRIORS",
@@ -117,11 +118,7 @@ def summary_from_arrays(tar: Any, non: Any, name: str = "system") -> ScoreSummar
     for side, arr in (("target", tar), ("non-target", non)):
         if arr.dtype.kind not in "iuf":
             raise ScoreError(f"{name}: {side} scores must be real numbers, got dtype {arr.dtype}")
-        if arr.dtype.kind in "iu" and arr.size:
-            big = max(abs(int(arr.min())), abs(int(arr.max())))
-            if big > 2**53:  # float64 would round some of them into ties
-                raise ScoreError(f"{name}: {side} integer scores reach {big}, beyond 2**53, "
-                                 "where float64 misses integers: give floats")  # fmt: skip
+        check_exact_integers(arr, f"{name}: {side}")
     dtype = np.float32 if tar.dtype == non.dtype == np.float32 else np.float64
     tar, non = tar.astype(dtype).ravel(), non.astype(dtype).ravel()
     both = np.concatenate([tar, non])
@@ -170,9 +167,11 @@ def summary_cllr(summary: ScoreSummary) -> float:
 def _dr30_plo(summary: ScoreSummary, sweep: np.ndarray) -> tuple[float, float]:
     """Where the minDCF error counts along the sweep reach 30 false alarms / 30 misses.
 
-    Returns the first sweep point (from low prior log-odds) with at least 30 false alarms and
-    the last with at least 30 misses; NaN where there is none.
+    Returns the first sweep point (from low prior log-odds, in whatever order ``sweep`` is
+    given) with at least 30 false alarms and the last with at least 30 misses; NaN where there
+    is none.
     """
+    sweep = np.sort(sweep)
     _, pmiss, pfa = roc.min_bayes_error(summary.hull, sweep)
     fas = np.rint(pfa * summary.n_nontarget)
     misses = np.rint(pmiss * summary.n_target)

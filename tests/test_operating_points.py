@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import metrics, pass1_bins
+from bosaris_dask import io, metrics, pass1_bins
 from bosaris_dask.cli import main
 from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.errors import OptionError
@@ -236,3 +236,25 @@ def test_integer_scores_beyond_2_53_are_refused_not_rounded_into_ties():
         metrics.auc(big, np.array([2**53, 2**53 + 2], dtype=np.int64))
     small = np.array([-(2**53), 5], dtype=np.int64)  # every integer up to 2**53 is a float64
     assert metrics.auc(small, np.array([0], dtype=np.int64)) == 0.5
+
+
+def test_stored_integer_scores_beyond_2_53_are_refused_not_rounded_into_ties(tmp_path, capsys):
+    import h5py
+
+    from bosaris_dask.errors import ScoreError
+
+    values = np.array([[2**60 + 1, 2**60], [2**60 + 3, 2**60]], dtype=np.int64)
+    with pytest.raises(ScoreError, match="integer scores reach 1152921504606846979, beyond 2"):
+        make_scores(["m1", "m2"], ["s1", "s2"], values)  # was EER 0.5 for the exact 0
+    key = make_key(["m1", "m2"], ["s1", "s2"], [[1, -1], [1, -1]])
+    ok = make_scores(["m1", "m2"], ["s1", "s2"], values - 2**60)  # small integers: exact
+    assert metrics.evaluate(ok, key).eer.item() == 0.0
+    with h5py.File(tmp_path / "s.h5", "w") as f:  # as a MATLAB int64 matrix is stored
+        f["scores"] = values
+        f["score_mask"] = np.ones((2, 2), np.uint8)
+        f["ID/row_ids"], f["ID/column_ids"] = [b"m1", b"m2"], [b"s1", b"s2"]
+    io.write(key, tmp_path / "k.h5")
+    rc = main(["evaluate", "--key", str(tmp_path / "k.h5"), "--scores", str(tmp_path / "s.h5"),
+               "-q", "--cluster", "threads"])  # fmt: skip
+    assert rc == 1
+    assert "s.h5: /scores: integer scores reach 1152921504606846979" in capsys.readouterr().err

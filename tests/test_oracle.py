@@ -112,3 +112,18 @@ def test_eer_prbep_min_cllr_equal_the_reference(results):
     np.testing.assert_allclose(results.eer.item(), ref.eer(TAR, NON), rtol=1e-14)
     np.testing.assert_allclose(results.prbep.item(), ref.prbep(TAR, NON), rtol=1e-14)
     np.testing.assert_allclose(results.min_cllr.item(), ref.min_cllr(TAR, NON), rtol=1e-14)
+
+
+@pytest.mark.parametrize("how", ["arrays", "trials"])
+def test_dr30_does_not_depend_on_the_order_of_the_sweep(how):
+    sweep = np.array(ORACLE["sweep"]["plo"])
+    reversed_sweep = sweep[::-1].copy()
+    if how == "arrays":
+        r = metrics.evaluate_arrays(TAR, NON, priors=[0.5], sweep=reversed_sweep)
+    else:
+        scores, key = _as_trial_objects()
+        r = metrics.evaluate(scores, key, priors=[0.5], sweep=reversed_sweep)
+    # the first point from low prior log-odds with 30 false alarms, the last with 30 misses
+    dr30 = ORACLE["dr30"]
+    assert r.dr30_fa_plo.item() == sweep[dr30["nbe_sweep_index_fa_1based"] - 1]
+    assert r.dr30_miss_plo.item() == sweep[dr30["nbe_sweep_index_miss_1based"] - 1]

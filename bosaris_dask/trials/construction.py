@@ -356,6 +356,7 @@ def make_scores(
     m, s = _ids(models, "model"), _ids(segments, "segment")
     _check_shape("score", score, m, s)
     _check_score_dtype(score if isinstance(score, da.Array) else np.asarray(score))
+    score = exact_integers(score, "scores")
     dtype = np.float32 if getattr(score, "dtype", None) == np.float32 else np.float64
     values = _lazy(score, chunks, dtype)
     if score_mask is None:
@@ -373,6 +374,40 @@ def _check_score_dtype(score: Any, what: str = "scores") -> None:
         raise ScoreError(
             f"{what} must be real numbers (float32 or float64), got dtype {score.dtype}"
         )
+
+
+#: Integers up to this magnitude are exact in float64; beyond it some round into ties.
+EXACT_INTEGERS = 2**53
+
+
+def check_exact_integers(values: np.ndarray, what: str) -> np.ndarray:
+    """``values``, after checking that integer scores are exact in float64 (a ScoreError
+    naming ``what`` beyond :data:`EXACT_INTEGERS`, where distinct scores would become ties).
+
+    >>> check_exact_integers(np.array([2**53, -3]), "s").tolist()
+    [9007199254740992, -3]
+    >>> try:
+    ...     check_exact_integers(np.array([2**60 + 1, 2**60]), "s")
+    ... except ScoreError as exc:
+    ...     print(str(exc)[:51])
+    s: integer scores reach 1152921504606846977, beyond
+    """
+    if values.dtype.kind in "iu" and values.dtype.itemsize >= 8 and values.size:
+        big = max(abs(int(values.min())), abs(int(values.max())))
+        if big > EXACT_INTEGERS:
+            raise ScoreError(f"{what}: integer scores reach {big}, beyond 2**53, where float64 "
+                             "misses integers: give floats")  # fmt: skip
+    return values
+
+
+def exact_integers(score: Any, what: str) -> Any:
+    """:func:`check_exact_integers` of a dask array's blocks as they are computed (the array
+    itself where its integers are narrow enough to be exact, or it holds floats)."""
+    if not isinstance(score, da.Array):
+        return check_exact_integers(np.asarray(score), what)
+    if score.dtype.kind not in "iu" or score.dtype.itemsize < 8:
+        return score
+    return score.map_blocks(check_exact_integers, what, dtype=score.dtype)
 
 
 def quality_table(ids: Iterable[Any], values: Any, *, measures: Iterable[Any] | None = None):

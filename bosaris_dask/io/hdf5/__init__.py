@@ -28,6 +28,7 @@ from bosaris_dask.io.hdf5.mapped import (
 )
 from bosaris_dask.io.hdf5.write import write_hdf5, write_quality_hdf5
 from bosaris_dask.trials import make_key, make_ndx, make_scores, quality_table
+from bosaris_dask.trials.construction import exact_integers
 
 __all__ = [
     "read_hdf5",
@@ -406,7 +407,7 @@ def read_hdf5(
         lazy = functools.partial(_lazy, path, manager, f, shape=shape, chunks=plan)
         if found == "scores":
             mask = lazy("score_mask", (0, 1)) != 0
-            raw = lazy("scores")
+            raw = exact_integers(lazy("scores"), f"{path}: /scores")
             score = raw if raw.dtype == np.float32 else raw.astype(np.float64)
             score = da.map_blocks(_masked_scores, score, mask, dtype=score.dtype)
             return make_scores(models, segments, score, mask)
