@@ -102,6 +102,30 @@ def test_score_writes_cohort_statistics_as_quality(files, monkeypatch):
     np.testing.assert_array_equal(q.segment_quality.values[:, 2], ref.top_mean.values)
     assert main(["score", "--enrol", "enrol.npz", "--test", "test.npz", "--out", "s.zarr",
                  "--quality-out", "q.zarr"]) == 1  # fmt: skip
+    # one store for both: the scores would silently replace the statistics
+    assert (
+        main(
+            [
+                "score",
+                "--enrol",
+                "enrol.npz",
+                "--test",
+                "test.npz",
+                "--norm",
+                "z",
+                "--cohort",
+                "cohort.npz",
+                "--out",
+                "q.zarr",
+                "--quality-out",
+                "./q.zarr",
+            ]
+        )
+        == 1
+    )
+    assert io.read(files / "q.zarr").segment_quality.values[:, 2].tolist() == (
+        ref.top_mean.values.tolist()
+    )
 
 
 @pytest.mark.slow

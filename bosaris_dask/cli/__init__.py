@@ -79,3 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. piped into `head`: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as error:  # a full disk, a file size limit, an I/O error: what and where
+        if args.debug:
+            raise
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"bosaris-dask: error: {where}{error.strerror or error} (--debug for the "
+              "traceback)", file=sys.stderr)  # fmt: skip
+        return 1

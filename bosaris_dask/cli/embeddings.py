@@ -7,6 +7,7 @@ T`` options that every command taking ``--scores`` also takes (``evaluate``, ``p
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -150,6 +151,9 @@ def cmd_score(args: argparse.Namespace) -> int:
         if io.detect_format(args.quality_out) != "zarr":
             raise BosarisError(f"--quality-out is a quality store: {args.quality_out} should "
                                "end in .zarr")  # fmt: skip
+        if args.out and os.path.abspath(args.quality_out) == os.path.abspath(args.out):
+            raise BosarisError(f"--quality-out and --out are both {args.out}: the scores "
+                               "would replace the quality store")  # fmt: skip
 
     def open_inputs() -> tuple[Any, Any, Any]:
         trials = None

@@ -374,6 +374,8 @@ def build_parser() -> argparse.ArgumentParser:
     >>> args.scores, args.prior
     (['a', 'b'], [0.1, 0.01])
     """
+    from bosaris_dask.io import TEXT_SUFFIXES
+
     parser = _Parser(
         prog="bosaris-dask", allow_abbrev=False,
         description="Exact BOSARIS-style evaluation, calibration and fusion of classifier "
@@ -385,7 +387,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _add(sub, "convert", "convert a key, ndx or scores between text, HDF5, zarr",
              "Convert a Key, Ndx or Scores between formats, chosen by extension: .zarr "
-             "(directory store), .h5/.hdf5 (BOSARIS layout), anything else is text.")  # fmt: skip
+             "(directory store), .h5/.hdf5 (BOSARIS layout), .mat (MATLAB), text for no "
+             f"extension or {', '.join(TEXT_SUFFIXES[1:])}; any other is an error.")  # fmt: skip
     p.add_argument("input", help="file or store to read")
     p.add_argument("output", help="file or store to write (replaced atomically)")
     p.add_argument("--kind", choices=["key", "ndx", "scores"],

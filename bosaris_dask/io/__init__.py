@@ -191,7 +191,19 @@ def write(
             f"{path}: writing to a URL is not supported (object stores cannot rename, so the "
             "write could not be atomic); write to a local or shared file system"
         )
+    path = store_location(path)  # file:// as read takes it
     fmt = _write_format(path, format)
+    try:
+        return _write_as(fmt, obj, Path(path), progress, options)
+    except (OSError, RuntimeError) as exc:  # h5py's close after a failed write: a RuntimeError
+        cause = exc if isinstance(exc, OSError) else exc.__context__
+        if not isinstance(cause, OSError):
+            raise
+        reason = os.strerror(cause.errno) if cause.errno else str(cause)  # h5py's is a page
+        raise StoreError(f"cannot write {path}: {reason}") from exc
+
+
+def _write_as(fmt: str, obj: xr.Dataset, path: Path, progress: bool, options: dict) -> Path:
     if fmt == "zarr":
         return write_zarr(obj, path, progress=progress, **options)
     if fmt == "hdf5":
@@ -203,7 +215,7 @@ def write(
     from bosaris_dask.io.text import write_text
 
     write_text(obj, path, **options)
-    return Path(path)
+    return path
 
 
 def read_quality(path: str | os.PathLike[str]) -> xr.DataArray:

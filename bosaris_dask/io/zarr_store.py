@@ -444,7 +444,12 @@ def _known_all_true(arr: da.Array) -> bool:
 
 
 def _ids(obj: xr.Dataset, dim: str) -> np.ndarray:
-    return np.asarray([str(i) for i in obj[dim].values], dtype=object)
+    ids = [str(i) for i in obj[dim].values]
+    # no ids: numpy's variable-width strings, what zarr reads the others back as (an empty
+    # object array shows no type, and xarray would write it as float64)
+    if ids:
+        return np.asarray(ids, dtype=object)
+    return np.array([], dtype=getattr(np.dtypes, "StringDType", lambda: "U1")())  # numpy < 2
 
 
 def _dataset(obj: xr.Dataset, kind: str, chunk_mb: float) -> tuple[xr.Dataset, dict]:
