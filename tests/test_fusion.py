@@ -563,3 +563,17 @@ def test_far_outlying_training_scores_do_not_stall_the_fit(method: str) -> None:
     minimum = brute_objective(best, features(tar), features(non), 0.5)
     assert fuser.objective_ == pytest.approx(minimum, rel=1e-12)
     np.testing.assert_allclose(np.r_[fuser.weights_, fuser.offset_], best, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("offset", [100.0, 500.0])
+def test_scores_far_from_zero_are_fitted_from_zero_llrs(offset: float) -> None:
+    # from weight 1 and offset 0 every trial was saturated (a nil Hessian): the fit stopped at
+    # its starting point ("trust region collapsed", objective 70.7 at offset 100) or max_iter
+    rng = np.random.default_rng(3)
+    tar, non = rng.normal(offset + 2, 1.0, (300, 1)), rng.normal(offset - 2, 1.0, (3000, 1))
+    best = scipy_optimum(features(tar - offset), features(non - offset), 0.5, np.zeros(2))
+    best[1] -= best[0] * offset  # the same optimum, for scores not shifted
+    fuser = LinearFuser(0.5).fit_arrays(tar, non)
+    assert fuser.converged_ and fuser.fit_warnings_ == [] and fuser.iterations_ <= 12
+    assert fuser.passes_ == fuser.iterations_ + 2  # x0, then zero LLRs (f = 1), then the steps
+    np.testing.assert_allclose(np.r_[fuser.weights_, fuser.offset_], best, rtol=1e-7)

@@ -130,7 +130,10 @@ class LinearFuser(JsonModel):
         )  # fmt: skip
 
     def _solve(self, obj: FusionObjective, x0: np.ndarray) -> OptimizeResult:
-        res = minimize(obj, x0, method=self.method, gtol=self.gtol, max_iter=self.max_iter)
+        res = minimize(
+            obj, x0, method=self.method, gtol=self.gtol, max_iter=self.max_iter,
+            fallback=(np.zeros_like(x0), 1.0),  # all LLRs 0: the normalized cross-entropy is 1
+        )  # fmt: skip
         self.result_ = res
         self.iterations_ += res.iterations
         self.passes_ += res.passes

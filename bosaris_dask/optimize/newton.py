@@ -48,6 +48,7 @@ def minimize(
     initial_radius: float | None = None,
     max_cg: int | None = None,
     scale: bool = True,
+    fallback: tuple[np.ndarray, float] | None = None,
 ) -> OptimizeResult:
     """Minimize a smooth convex objective by trust-region Newton, counting passes.
 
@@ -72,6 +73,12 @@ def minimize(
         Newton step first.
     max_cg
         At most this many Hessian-vector products per CG solve (default ``max(2n, 10)``).
+    fallback
+        ``(x, f(x))``, a point whose objective value is known without a pass: where ``x0`` is
+        worse, the iterations start from it instead (one more pass). A logistic fit's ``x0``
+        can sit where every trial is saturated (scores offset by hundreds): the Hessian there
+        is nil to float precision and no Newton step means anything, while at zero LLRs the
+        normalized cross-entropy is exactly 1.
     scale
         Work in variables scaled by the square root of the Hessian diagonal: at ``x0``, then
         at each accepted point, never shrinking (Moré's rule, as MINPACK scales its trust
@@ -101,6 +108,9 @@ def minimize(
     exact = method == "exact"
     start_passes = objective.passes
     ev = objective.evaluate(x, "fgH" if exact else "fgd")
+    if fallback is not None and not ev.f <= fallback[1]:
+        x = np.asarray(fallback[0], dtype=np.float64).copy()
+        ev = objective.evaluate(x, "fgH" if exact else "fgd")
     s = _scaling(ev.diag, n) if scale else np.ones(n)
     g0norm = float(np.linalg.norm(_gradient(ev)))
     radius = math.inf if initial_radius is None else float(initial_radius)
