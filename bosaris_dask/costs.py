@@ -80,6 +80,12 @@ class OperatingPoint:
                 f"operating point {p:g}:{c_miss:g}:{c_fa:g} has an effective prior of 0 or 1 "
                 "in floating point"
             )
+        tiny = sys.float_info.min  # below it, p and the DCFs lose digits (NaN at 1e-320)
+        if min(self.effective_prior, 1 - self.effective_prior, p, 1 - p) < tiny:
+            raise OptionError(
+                f"operating point {p:g}:{c_miss:g}:{c_fa:g} has a prior below {tiny:.3g}, "
+                "float64's smallest normal number: its costs cannot be computed"
+            )
 
     @classmethod
     def parse(cls, text: str) -> OperatingPoint:

@@ -329,7 +329,8 @@ def test_training_with_missing_scores_needs_allow_missing(tmp_path, command):
             "--model-out", str(tmp_path / "m.json"), "--cluster", "threads"]  # fmt: skip
     result = _run(*args)
     assert result.returncode == 1 and not (tmp_path / "m.json").exists()
-    assert "2 key trials have no score in some system (allow_missing drops them)" in result.stderr
+    assert ("2 key trials have no score in some system: s has none for (a, u), (a, v), ... "
+            "(--allow-missing drops them)") in result.stderr  # fmt: skip
     result = _run(*args, "--allow-missing")
     assert result.returncode == 0, result.stderr
     assert "dropped 2 key trials without a score" in result.stderr

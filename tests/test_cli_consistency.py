@@ -151,3 +151,130 @@ def test_every_example_runs_on_the_demo_data(command, workdir, monkeypatch, caps
         assert (path / name).exists(), name
     if command == "info":
         assert "key trials:" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------------------------
+# options that would be silently replaced or ignored are refused (the CLI audit)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["calibrate", "--key", "k", "--scores", "a", "--scores", "b", "--model-out", "m.json"],
+         "--scores was given twice: it takes one value"),  # trained on b alone
+        (["evaluate", "--key", "k", "--scores", "a", "--json", "1.json", "--json", "2.json"],
+         "--json was given twice"),
+        (["evaluate", "--key", "k", "--scores", "a", "--bootstrap", "9", "--seed=-1"],
+         "argument --seed: must be an integer >= 0: -1"),  # was numpy's traceback
+        (["evaluate", "--key", "k", "--scores", "a", "--prior", "1e-320"],
+         "effective prior 1e-320 is below float64's smallest normal number"),  # was nan / nan
+        (["evaluate", "--key", "k", "--scores", "a", "--operating-point", "0.5:1e-320:1"],
+         "has a prior below 2.23e-308"),
+    ],
+)  # fmt: skip
+def test_the_parser_refuses_what_it_would_silently_lose(argv, says, capsys):
+    with pytest.raises(SystemExit):
+        main(argv)
+    assert says in capsys.readouterr().err
+
+
+def test_one_value_options_given_once_and_list_options_repeated_still_parse():
+    args = build_parser().parse_args(
+        [
+            "evaluate",
+            "--key",
+            "k",
+            "--scores",
+            "a",
+            "--scores",
+            "b",
+            "--prior",
+            "0.1",
+            "--prior",
+            "0.2",
+            "--json",
+            "r.json",
+        ]
+    )
+    assert args.scores == ["a", "b"] and args.prior == [0.1, 0.2] and args.json == "r.json"
+    assert not hasattr(args, "_options_given")
+
+
+@pytest.mark.parametrize(
+    "extra, says",
+    [
+        (["--ndx", "ndx.txt"], "--ndx only applies with --apply"),
+        (["--out", "o.txt", "--fill-missing", "0"], "--out, --fill-missing only apply with"),
+        (["--method", "pav", "--train-prior", "0.1"], "--train-prior is the prior of the "
+         "objective of the linear calibration, not of PAV"),
+        (["--center", "c.npy", "--norm", "z"], "--center, --norm only apply to scores from "
+         "embeddings: give --enrol and --test"),
+    ],
+)  # fmt: skip
+def test_calibrate_refuses_options_it_would_ignore(workdir, monkeypatch, capsys, extra, says):
+    _run_examples("demo", workdir, monkeypatch)
+    monkeypatch.chdir(workdir[0])
+    base = ["calibrate", "--key", "demo-small/key.zarr", "--scores", "demo-small/system-1.zarr",
+            "--model-out", "idle.json", "-q", "--cluster", "threads"]  # fmt: skip
+    assert main([*base, *extra]) == 1
+    assert says in capsys.readouterr().err
+    assert not (workdir[0] / "idle.json").exists()  # refused before any work
+
+
+def test_fuse_apply_quality_needs_a_quality_fusion(workdir, monkeypatch, capsys):
+    _run_examples("demo", workdir, monkeypatch)
+    monkeypatch.chdir(workdir[0])
+    s = ["--scores", "demo-small/system-1.zarr", "--scores", "demo-small/system-2.zarr"]
+    argv = ["fuse", "--key", "demo-small/key.zarr", *s, "--model-out", "f.json", "--apply",
+            "demo-small/system-1.zarr", "--apply", "demo-small/system-2.zarr", "--out", "f.zarr",
+            "--apply-quality", "q.zarr", "-q", "--cluster", "threads"]  # fmt: skip
+    assert main(argv) == 1
+    assert "--apply-quality is the eval set's quality for a quality fusion" in (
+        capsys.readouterr().err
+    )
+
+
+def test_repeated_fixed_rate_targets_are_reported_once(workdir, monkeypatch, capsys):
+    _run_examples("demo", workdir, monkeypatch)
+    monkeypatch.chdir(workdir[0])
+    argv = ["evaluate", "--key", "demo-small/key.zarr", "--scores", "demo-small/system-1.zarr",
+            "--fmr", "0.01", "--fmr", "1e-2", "--fnmr", "0.05", "--fnmr", "0.05",
+            "--cluster", "threads"]  # fmt: skip
+    assert main(argv) == 0  # was a TypeError traceback
+    rows = [x for x in capsys.readouterr().out.splitlines() if x.startswith("system-1 ")]
+    assert [r.split()[1] for r in rows[-2:]] == ["0.01", "0.05"]
+
+
+@pytest.mark.parametrize(
+    "kind, extra, says",
+    [
+        ("ape", ["--prior", "0.1"], "--prior is for det and nbe plots: 'plot ape'"),
+        ("cllr", ["--operating-point", "0.1:1:1"], "--operating-point is for det and nbe"),
+        ("det", ["--contributions"], "--contributions is for nbe plots"),
+        ("nbe", ["--window", "wide"], "--window is for det plots"),
+        ("ece", ["--dr30", "miss"], "--dr30 is for det and nbe plots"),
+        ("det", ["--ece-plo", "0"], "--ece-plo is for ece plots"),
+    ],
+)  # fmt: skip
+def test_a_plot_refuses_the_options_of_other_plots(kind, extra, says, capsys):
+    # each of these drew the same image as without the option
+    argv = ["plot", kind, "--key", "k", "--scores", "s", *extra, "--out", "p.png"]
+    assert main(argv) == 1  # refused before any input is read
+    assert says in capsys.readouterr().err
+
+
+def test_apply_says_how_many_systems_the_model_takes(workdir, monkeypatch, capsys):
+    _run_examples("demo", workdir, monkeypatch)
+    monkeypatch.chdir(workdir[0])
+    s1, s2 = "demo-small/system-1.zarr", "demo-small/system-2.zarr"
+    assert main(["calibrate", "--key", "demo-small/key.zarr", "--scores", s1, "--model-out",
+                 "one.json", "-q", "--cluster", "threads"]) == 0  # fmt: skip
+    argv = ["apply", "--model", "one.json", "--scores", s1, "--scores", s2, "--out", "o.zarr"]
+    assert main([*argv, "-q"]) == 1  # was "expected 1 Scores, got 2", naming nothing
+    assert ("one.json is a linear_calibration of 1 system: give 1 --scores (in the order it "
+            "was trained), not 2") in capsys.readouterr().err  # fmt: skip
+    fuse = ["fuse", "--key", "demo-small/key.zarr", "--scores", s1, "--scores", s2,
+            "--model-out", "q.json", "--quality", s1, "-q", "--cluster", "threads"]  # fmt: skip
+    assert main(fuse) == 1
+    assert "system-1.zarr: a scores store, not quality" in capsys.readouterr().err

@@ -738,3 +738,12 @@ def test_a_pipe_is_read_like_a_file_and_errors_name_it(tmp_path):
     writer.join()
     assert (info.value.path, info.value.line) == (str(fifo), 2)
     assert not list(tmp_path.glob("bosaris-text-*"))  # the copies are gone
+
+
+def test_an_object_without_trials_is_not_written_as_an_empty_file(tmp_path):
+    # apply to two systems with disjoint trials wrote a 0-byte file that no reader takes back
+    scores = make_scores(["m"], ["a", "b"], [[1.0, 2.0]], [[False, False]])
+    for header in (False, True):
+        with pytest.raises(TrialError, match=r"out\.txt: no trial to write"):
+            write_text(scores, tmp_path / "out.txt", header=header)
+        assert list(tmp_path.iterdir()) == []

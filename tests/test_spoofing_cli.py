@@ -117,7 +117,9 @@ def test_spoof_cm_reads_a_key_and_a_scores_store(tmp_path, capsys):
     "argv, message",
     [(["--key", str(DATA / "cm_key.tsv.gz"), "--scores", "x.zarr"], "stores of a set: --set-dir"),
      (["--key", str(DATA / "cm_key.tsv.gz")], "give --key and --scores"),
-     (["--set-dir", "d", "--key", "k"], "--set-dir replaces --key and --scores")],
+     (["--set-dir", "d", "--key", "k"], "--set-dir replaces --key and --scores"),
+     (["--set-dir", "d", "--convert-dir", "o", "--json", "r.json"],  # wrote no JSON, said nothing
+      "--convert-dir writes the set's stores and evaluates nothing, so --json has no effect")],
 )  # fmt: skip
 def test_spoof_input_errors_are_one_line(capsys, argv, message):
     status, _, err = _run(capsys, "spoof", "cm", *argv)

@@ -80,7 +80,21 @@ def uses_embeddings(args: argparse.Namespace) -> bool:
     enrol, test = getattr(args, "enrol", None), getattr(args, "test", None)
     if (enrol is None) != (test is None):
         raise BosarisError("scores from embeddings need both --enrol and --test")
+    if enrol is None:
+        idle = [f"--{name.replace('_', '-')}" for name, default in _EMBEDDING_DEFAULTS.items()
+                if getattr(args, name, default) != default]  # fmt: skip
+        if idle:
+            verb = "applies" if len(idle) == 1 else "apply"
+            raise BosarisError(f"{', '.join(idle)} only {verb} to scores from embeddings: give "
+                               "--enrol and --test, or leave them out")  # fmt: skip
     return enrol is not None
+
+
+#: The options of scores from embeddings, and their values when not given.
+_EMBEDDING_DEFAULTS = {
+    "models": None, "backend": "cosine", "center": None, "norm": "none", "cohort": None,
+    "top_n": None, "block": 4096, "device": "cpu",
+}  # fmt: skip
 
 
 def uses_class_tables(args: argparse.Namespace) -> bool:

@@ -39,14 +39,38 @@ RENAMED = {
 }
 
 
+class _StoreOnce(argparse._StoreAction):
+    """``store``, refusing an option given twice: a second value silently replaced the first
+    (``calibrate --scores a --scores b`` trained on ``b``); options that take several values
+    are repeated with ``append``."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        given = namespace.__dict__.setdefault(_GIVEN, set())
+        if option_string is not None and self.dest in given:
+            parser.error(f"{option_string} was given twice: it takes one value")
+        given.add(self.dest)
+        setattr(namespace, self.dest, values)
+
+
+_GIVEN = "_options_given"
+
+
 class _Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose errors show the new spelling of an option that changed."""
+    """An ``ArgumentParser`` whose errors show the new spelling of an option that changed, and
+    that refuses a one-value option given twice."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
         self._argv = list(sys.argv[1:] if args is None else args)
-        return super().parse_known_args(self._argv, namespace)
+        parsed, rest = super().parse_known_args(self._argv, namespace)
+        parsed.__dict__.pop(_GIVEN, None)
+        return parsed, rest
 
     def error(self, message: str) -> NoReturn:
         argv = getattr(self, "_argv", [])
@@ -95,6 +119,9 @@ def _prior(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"effective prior {text} is not strictly between 0 and 1")
+    if value < sys.float_info.min:
+        raise argparse.ArgumentTypeError(f"effective prior {text} is below float64's smallest "
+                                         f"normal number ({sys.float_info.min:.3g})")  # fmt: skip
     return value
 
 
@@ -229,7 +256,8 @@ def _bootstrap_arguments(parser: argparse.ArgumentParser) -> None:
                         "speakers) resampled on that side; repeat for both sides")  # fmt: skip
     parser.add_argument("--ci", type=float, metavar="LEVEL",
                         help="the intervals' level (default 0.95)")  # fmt: skip
-    parser.add_argument("--seed", type=int, metavar="S", help="the resamples' random seed")
+    parser.add_argument("--seed", type=_seed, metavar="S",
+                        help="the resamples' random seed (an integer >= 0)")  # fmt: skip
     parser.add_argument("--compare", action="store_true",
                         help="paired bootstrap comparison of every pair of systems")  # fmt: skip
     parser.add_argument("--bootstrap-method", choices=("multinomial", "poisson"),
@@ -247,6 +275,16 @@ def _llr_base_argument(parser: argparse.ArgumentParser, from_model: bool = False
         help=f"base of the LLRs read and written (default {default}; 10 for log10 LRs: scores "
         "are multiplied by ln 10 on input and written LLRs divided by it)",
     )  # fmt: skip
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0: {text}")
+    return value
 
 
 def _positive(text: str) -> int:
@@ -281,8 +319,8 @@ def _quality_arguments(parser: argparse.ArgumentParser) -> None:
 def _training_arguments(parser: argparse.ArgumentParser, apply_help: str) -> None:
     """What calibrate and fuse share: the objective's prior, the model file, --apply."""
     parser.add_argument(
-        "--train-prior", type=_prior, default=0.5, metavar="P",
-        help="effective prior of the training objective (default 0.5)",
+        "--train-prior", type=_prior, default=None, metavar="P",
+        help="effective prior of the logistic training objective (default 0.5; not for PAV)",
     )  # fmt: skip
     parser.add_argument("--model-out", required=True, metavar="MODEL.json",
                         help="where to write the trained model (JSON)")  # fmt: skip

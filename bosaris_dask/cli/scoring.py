@@ -24,8 +24,9 @@ from bosaris_dask.cli.common import (
     _size,
     _systems,
     _write_json,
+    system_names,
 )
-from bosaris_dask.errors import BosarisError, OptionError
+from bosaris_dask.errors import BosarisError, MissingTrialsError, OptionError
 from bosaris_dask.progress import showing_progress
 
 
@@ -67,6 +68,12 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from bosaris_dask.plots import save_plot
     from bosaris_dask.profiles import apply_profile
 
+    for option, dest, kinds in _PLOT_OPTIONS:  # as given, before a profile adds its own
+        value = getattr(args, dest, None)
+        if value not in (None, False, []) and not (dest == "dr30" and value == "both"):
+            if args.kind not in kinds:
+                raise OptionError(f"{option} is for {' and '.join(kinds)} plots: 'plot "
+                                  f"{args.kind}' would not use it")  # fmt: skip
     given = bool(args.fmr or args.fnmr)
     profile = apply_profile(args)
     if args.kind != "det" and (args.fmr or args.fnmr):  # before any input is read
@@ -109,6 +116,17 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The plot options that some kinds of plot use: (option, its dest, the kinds that use it).
+_PLOT_OPTIONS = (
+    ("--prior", "prior", ("det", "nbe")),
+    ("--operating-point", "operating_point", ("det", "nbe")),
+    ("--window", "window", ("det",)),
+    ("--dr30", "dr30", ("det", "nbe")),
+    ("--contributions", "contributions", ("nbe",)),
+    ("--ece-plo", "ece_plo", ("ece",)),
+)
+
+
 def _ece_grid(args: argparse.Namespace, *, with_operating_points: bool = False) -> Any:
     """The ECE grid: the ``--ece-plo`` values (or the default grid), sorted, each once; with
     ``with_operating_points``, also the prior log-odds of the reported operating points (the
@@ -141,7 +159,13 @@ def _read_quality(args: argparse.Namespace, path: str | None) -> Any:
     from bosaris_dask.trials import make_quality
 
     if path is not None:
-        return io.read(path)
+        from bosaris_dask.trials import kind_of
+
+        quality = io.read(path)
+        if kind_of(quality) != "quality":
+            raise BosarisError(f"{path}: a {kind_of(quality)} store, not quality (a quality "
+                               "store holds model and segment quality measures)")  # fmt: skip
+        return quality
     if args.model_quality is None and args.segment_quality is None:
         return None
     return make_quality(
@@ -173,16 +197,30 @@ def _fit_and_apply(
 
     if args.apply and args.out is None:
         raise OptionError("--apply needs --out (where to write the resulting scores)")
+    if not args.apply:
+        idle = [option for option, value in (
+            ("--out", args.out), ("--ndx", args.ndx), ("--fill-missing", args.fill_missing),
+            ("--apply-quality", getattr(args, "apply_quality", None)),
+        ) if value is not None]  # fmt: skip
+        if idle:
+            raise OptionError(
+                f"{', '.join(idle)} only {'applies' if len(idle) == 1 else 'apply'} with --apply "
+                f"(the eval scores to "
+                f"{args.command} and write): give --apply, or leave them out"
+            )
     opened = _opened(args, open_inputs, lambda inputs: _size(inputs[0]))
     with opened as (key, systems, quality), showing_progress(_progress(args)):
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FitWarning)  # said in one line each, below
-            if quality is None:
-                train = systems if len(systems) > 1 or args.command == "fuse" else systems[0]
-                model.fit(train, key, allow_missing=args.allow_missing)
-            else:
-                model.fit(systems, key, quality, allow_missing=args.allow_missing)
+            try:
+                if quality is None:
+                    train = systems if len(systems) > 1 or args.command == "fuse" else systems[0]
+                    model.fit(train, key, allow_missing=args.allow_missing)
+                else:
+                    model.fit(systems, key, quality, allow_missing=args.allow_missing)
+            except MissingTrialsError as exc:
+                raise _named_missing(args, exc, key, systems) from None
         model.save(args.model_out, **({} if args.llr_base == "e" else {"llr_base": args.llr_base}))
         doc = model.to_dict()
         elapsed = time.perf_counter() - start
@@ -216,6 +254,27 @@ def _fit_and_apply(
     return 0
 
 
+def _named_missing(
+    args: argparse.Namespace, exc: MissingTrialsError, key: Any, systems: list[Any]
+) -> MissingTrialsError:
+    """The fit's count of key trials without a score, with the first system that lacks some
+    and a few of its trials (found by one more look at the data, on this error path only)."""
+    from bosaris_dask.cli.embeddings import uses_embeddings
+    from bosaris_dask.trials import reindex_ids, trial_classes
+    from bosaris_dask.trials.construction import locate
+
+    paths = [args.scores] if isinstance(args.scores, str) else list(args.scores or [])
+    names = system_names(paths, ["embeddings"] if uses_embeddings(args) else [])
+    models, segments = key.model.values, key.segment.values
+    for name, system in zip(names, systems, strict=False):
+        mask = reindex_ids(system, models, segments).score_mask.data
+        where = locate((trial_classes(key, chunks=mask.chunks) != 0) & ~mask, models, segments)
+        if where:
+            return MissingTrialsError(f"{exc.args[0].split(' (')[0]}: {name} has none for "
+                                      f"{where}, ... (--allow-missing drops them)")  # fmt: skip
+    return exc
+
+
 def _posterior_report(
     args: argparse.Namespace, model: Any, systems: list[Any], fused: Any, ndx: Any
 ) -> str:
@@ -243,11 +302,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     score_paths = [] if args.scores is None else [args.scores]
     if _count_systems(args, score_paths) != 1:
         raise OptionError("calibrate trains on the scores of one system: give --scores, or "
-                          "--enrol and --test, not both")  # fmt: skip
+                          "--enrol and --test"
+                          + (", not both" if score_paths else " (neither was given)"))  # fmt: skip
     if args.method == "linear":
-        model = LinearCalibrator(args.train_prior, l2=args.l2, **_iterations(args))
-    elif args.l2 or args.max_iter is not None:
-        option = "--l2 is a penalty" if args.l2 else "--max-iter bounds the iterations"
+        model = LinearCalibrator(_train_prior(args), l2=args.l2, **_iterations(args))
+    elif args.l2 or args.max_iter is not None or args.train_prior is not None:
+        option = (
+            "--l2 is a penalty" if args.l2 else "--max-iter bounds the iterations"
+            if args.max_iter is not None else "--train-prior is the prior of the objective"
+        )  # fmt: skip
         raise OptionError(f"{option} of the linear calibration, not of PAV")
     else:
         model = PAVCalibrator()
@@ -279,11 +342,22 @@ def cmd_fuse(args: argparse.Namespace) -> int:
         systems = _systems(args, key, args.scores or [], llr_base=args.llr_base)
         return key, systems, _read_quality(args, args.quality)
 
+    if getattr(args, "apply_quality", None) and not with_quality:
+        raise OptionError(
+            "--apply-quality is the eval set's quality for a quality fusion: train one with "
+            "--quality (or --model-quality/--segment-quality)"
+        )
+    prior = _train_prior(args)
     if with_quality:
-        model: Any = QualityFuser(args.train_prior, qtrans=qtrans, l2=args.l2, **_iterations(args))
+        model: Any = QualityFuser(prior, qtrans=qtrans, l2=args.l2, **_iterations(args))
     else:
-        model = LinearFuser(args.train_prior, l2=args.l2, **_iterations(args))
+        model = LinearFuser(prior, l2=args.l2, **_iterations(args))
     return _fit_and_apply(args, model, open_inputs)
+
+
+def _train_prior(args: argparse.Namespace) -> float:
+    """``--train-prior``, 0.5 where it is not given."""
+    return 0.5 if args.train_prior is None else args.train_prior
 
 
 def _iterations(args: argparse.Namespace) -> dict[str, int]:
@@ -328,6 +402,13 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     def open_inputs() -> tuple[Any, list[Any], Any, Any]:
         model = load_model(args.model)
+        n_model = len(model.weights_) if getattr(model, "weights_", None) is not None else 1
+        given = _count_systems(args, args.scores)
+        if given != n_model:
+            plural = "s" * (n_model > 1)
+            raise OptionError(f"{args.model} is a {model.kind} of {n_model} system{plural}: "
+                              f"give {n_model} --scores (in the order it was trained), not "
+                              f"{given}")  # fmt: skip
         ndx = io.read(args.ndx) if args.ndx else None
         systems = _systems(args, ndx, args.scores or [], llr_base=args.llr_base)
         return model, systems, _read_quality(args, args.quality), ndx

@@ -129,6 +129,12 @@ def cmd_spoof(args: argparse.Namespace) -> int:
 
     if args.task == "cm" and args.asv_rates is not None:
         raise OptionError("--asv-rates is for 'spoof sasv' (the t-DCF), not 'spoof cm'")
+    if args.convert_dir and (args.json or args.asv_rates is not None):
+        idle = "--json" if args.json else "--asv-rates"
+        raise OptionError(
+            f"--convert-dir writes the set's stores and evaluates nothing, so {idle} has no "
+            "effect: run the evaluation on the stores after"
+        )
     args.asv_rates = args.asv_rates or "fixed"
     with _opened(args, lambda: _open(args), _size) as (key, columns):
         if args.convert_dir:

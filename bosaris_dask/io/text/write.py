@@ -78,7 +78,8 @@ def write_text(obj: xr.Dataset, path: str | os.PathLike[str], *, header: bool = 
     Raises
     ------
     TrialError
-        If an id cannot be written (empty, or with whitespace for space-separated output).
+        If an id cannot be written (empty, or with whitespace for space-separated output), or
+        there is no trial to write.
     ScoreError
         If a masked-in score is NaN or infinite.
 
@@ -120,9 +121,11 @@ def write_text(obj: xr.Dataset, path: str | os.PathLike[str], *, header: bool = 
         if header:
             names = ["modelid", "segmentid", *([_HEADER_NAMES[kind]] if kind != "ndx" else [])]
             f.write(("\t".join(names) + "\n").encode())
+        written = 0
         for a, b in _row_bands(tuple(row_chunks), max_rows):
             band = _rows(arrays, a, b)
             cells = np.flatnonzero(band[-1])  # row-major
+            written += cells.size
             for k in range(0, cells.size, _WRITE_LINES):
                 rr, cc = np.divmod(cells[k : k + _WRITE_LINES], max(ns, 1))
                 pieces: list[Any] = [model_piece[rr + a], segment_piece[cc]]
@@ -132,6 +135,10 @@ def write_text(obj: xr.Dataset, path: str | os.PathLike[str], *, header: bool = 
                 elif kind == "key":
                     pieces.append(label_piece[band[0][rr, cc].astype(np.intp) + 1])
                 f.write(_join_lines(pieces))
+        if not written:  # a file of no trial lines, which no reader takes back
+            raise TrialError(f"{path}: no trial to write (every cell of the {kind} is masked "
+                             "out; a fusion's trials are those every system scores); nothing "
+                             "was written")  # fmt: skip
 
 
 def _join_lines(pieces: list[Any]) -> bytes:
