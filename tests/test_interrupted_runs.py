@@ -320,3 +320,29 @@ def test_scratch_memmaps_of_killed_runs_are_swept_by_the_next(tmp_path):
     )
     scratch.remove()
     assert not os.path.exists(scratch.path)
+
+
+def test_a_write_that_the_directory_refuses_names_the_output_not_its_temporary(
+    tmp_path, monkeypatch
+):
+    import builtins
+
+    from bosaris_dask import io
+    from bosaris_dask.trials import make_scores
+
+    scores = make_scores(["m"], ["s"], [[0.5]])
+    real_open = builtins.open
+
+    def read_only(path, *args, **kwargs):  # as a read-only directory refuses new files
+        if ".tmp-" in str(path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(builtins, "open", read_only)
+        with pytest.raises(StoreError, match=r"cannot write .*/out\.txt: Permission denied$"):
+            io.write(scores, tmp_path / "out.txt")  # was "[Errno 13] ... '.out.txt.tmp-...'"
+    assert list(tmp_path.iterdir()) == []
+    long_name = tmp_path / ("x" * 240 + ".txt")  # the temporary's name would pass NAME_MAX
+    with pytest.raises(StoreError, match="its name is too long for the hidden temporary"):
+        io.write(scores, long_name)

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import xarray as xr
 
-from bosaris_dask.errors import StoreError, StoreNotFoundError
+from bosaris_dask.errors import BosarisError, StoreError, StoreNotFoundError
 from bosaris_dask.io.atomic import atomic_path, remove_stale
 from bosaris_dask.io.hdf5 import read_hdf5, read_quality_hdf5, write_hdf5, write_quality_hdf5
 from bosaris_dask.io.zarr_store import is_url, read_zarr, store_location, write_zarr
@@ -195,6 +195,8 @@ def write(
     fmt = _write_format(path, format)
     try:
         return _write_as(fmt, obj, Path(path), progress, options)
+    except BosarisError:  # already says what and where (a StoreError is an OSError too)
+        raise
     except (OSError, RuntimeError) as exc:  # h5py's close after a failed write: a RuntimeError
         cause = exc if isinstance(exc, OSError) else exc.__context__
         if not isinstance(cause, OSError):

@@ -21,6 +21,7 @@ __all__ = ["atomic_path", "atomic_paths", "remove_stale", "remove_path"]
 
 _TMP = ".tmp-"
 _OLD = ".old-"
+_NAME_MAX = 255  # bytes in a file name on Linux and macOS file systems
 
 
 def _sibling(final: Path, tag: str) -> Path:
@@ -123,6 +124,18 @@ def _swap(tmp: Path, final: Path) -> Path | None:
     return aside
 
 
+def _output_of(exc: BaseException, tmps: list[Path], finals: list[Path]) -> Path | None:
+    """The output whose temporary an OSError names (a read-only directory, a full disk), or
+    None (another error, or one about an input)."""
+    if not isinstance(exc, OSError) or not exc.errno or exc.filename is None:
+        return None
+    named = Path(os.fsdecode(exc.filename))
+    for tmp, final in zip(tmps, finals, strict=True):
+        if named == tmp or tmp in named.parents:
+            return final
+    return None
+
+
 def _put_back(swapped: list[tuple[Path, Path | None, bool]]) -> None:
     """Undo the renames of a set of outputs cut short: each previous output back in place
     (the new one deleted), or the new one deleted where there was none before. (A file that
@@ -158,6 +171,9 @@ def atomic_paths(final_paths: Sequence[str | os.PathLike[str]]) -> Iterator[list
     for final in finals:
         if not final.parent.is_dir():
             raise StoreError(f"cannot write {final}: directory {final.parent} does not exist")
+        if len(os.fsencode(final.name)) > _NAME_MAX - len(f".{_TMP}") - 12:
+            raise StoreError(f"cannot write {final}: its name is too long for the hidden "
+                             f"temporary beside it (at most {_NAME_MAX - 18} bytes)")  # fmt: skip
         _check_replaceable(final)
     tmps = [_sibling(final, _TMP) for final in finals]
     swapped: list[tuple[Path, Path | None, bool]] = []  # (in place, previous one, existed)
@@ -170,10 +186,13 @@ def atomic_paths(final_paths: Sequence[str | os.PathLike[str]]) -> Iterator[list
         for tmp, final in zip(tmps, finals, strict=True):
             existed = final.exists() or final.is_symlink()
             swapped.append((final, _swap(tmp, final), existed))  # _swap: all or nothing
-    except BaseException:
+    except BaseException as exc:
         _put_back(swapped)
         for path in tmps:
             remove_path(path)
+        failed = _output_of(exc, tmps, finals)
+        if failed is not None:  # say the output, not its hidden temporary
+            raise StoreError(f"cannot write {failed}: {os.strerror(exc.errno)}") from exc
         raise
     for _, old, _ in swapped:
         if old is not None:
