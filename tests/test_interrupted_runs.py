@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import numpy as np
 import pytest
@@ -346,3 +347,17 @@ def test_a_write_that_the_directory_refuses_names_the_output_not_its_temporary(
     long_name = tmp_path / ("x" * 240 + ".txt")  # the temporary's name would pass NAME_MAX
     with pytest.raises(StoreError, match="its name is too long for the hidden temporary"):
         io.write(scores, long_name)
+
+
+def test_the_next_write_sweeps_what_killed_writers_left(tmp_path):
+    from bosaris_dask import io
+    from bosaris_dask.trials import make_scores
+
+    old, fresh = tmp_path / ".out.zarr.tmp-0123456789ab", tmp_path / ".out.zarr.tmp-ba9876543210"
+    for leftover in (old, fresh):
+        leftover.mkdir()
+        (leftover / "c").write_text("partial")
+    os.utime(old, (time.time() - 7200, time.time() - 7200))  # a killed write, two hours ago
+    io.write(make_scores(["m"], ["s"], [[0.5]]), tmp_path / "out.zarr")
+    # the fresh one may be a write still running elsewhere: kept
+    assert sorted(p.name for p in tmp_path.iterdir()) == [fresh.name, "out.zarr"]

@@ -175,6 +175,7 @@ def atomic_paths(final_paths: Sequence[str | os.PathLike[str]]) -> Iterator[list
             raise StoreError(f"cannot write {final}: its name is too long for the hidden "
                              f"temporary beside it (at most {_NAME_MAX - 18} bytes)")  # fmt: skip
         _check_replaceable(final)
+        remove_stale(final)  # what killed writers of this output left, an hour old or more
     tmps = [_sibling(final, _TMP) for final in finals]
     swapped: list[tuple[Path, Path | None, bool]] = []  # (in place, previous one, existed)
     try:
