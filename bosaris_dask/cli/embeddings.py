@@ -27,6 +27,13 @@ def _block(text: str) -> int:
     return value
 
 
+def _top_n(text: str) -> int:
+    value = int(text) if text.strip().lstrip("-").isdigit() else 0
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be an integer of at least 2: {text}")
+    return value
+
+
 def add_embedding_arguments(
     parser: argparse.ArgumentParser, *, required: bool, class_tables: bool = True
 ) -> None:
@@ -58,7 +65,8 @@ def add_embedding_arguments(
                    help="cohort score normalization: z, t, s = (z + t) / 2, or as "
                    "(adaptive S-norm over the top-N cohort scores of each side)")  # fmt: skip
     g.add_argument("--cohort", metavar="C", help="cohort embeddings (with --norm)")
-    g.add_argument("--top-n", type=_block, metavar="N", help="AS-norm cohort size")
+    g.add_argument("--top-n", type=_top_n, metavar="N",
+                   help="AS-norm cohort size (at least 2: the statistics take a std)")  # fmt: skip
     g.add_argument("--block", type=_block, default=4096, metavar="ROWS",
                    help="score block size, ROWS x ROWS (default 4096)")  # fmt: skip
     g.add_argument("--device", default="cpu",

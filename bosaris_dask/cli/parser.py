@@ -545,7 +545,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--method",
         choices=["linear", "pav"],
         default="linear",
-        help="linear: LLR = a + b*score (logistic regression); pav: monotone PAV map",
+        help="linear (default): LLR = a + b*score (logistic regression); pav: monotone PAV map",
     )
     p.add_argument("--key", help="the key of the training set (or --enrol-classes and "
                    "--test-classes)")  # fmt: skip
@@ -577,7 +577,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _add(sub, "apply", "apply a saved calibration or fusion model to scores",
              "Apply MODEL.json (from calibrate or fuse) to scores, lazily, chunk by chunk, and "
              "write the result.")  # fmt: skip
-    p.add_argument("--model", required=True, metavar="MODEL.json")
+    p.add_argument("--model", required=True, metavar="MODEL.json",
+                   help="a model written by calibrate or fuse --model-out")  # fmt: skip
     p.add_argument(
         "--scores", action="append", metavar="SCORES",
         help="scores of one system; repeat for each fused system, in training order (the "

@@ -79,7 +79,8 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     g.add_argument(
         "--dashboard", action=argparse.BooleanOptionalAction, default=None,
-        help="start the dask dashboard and print its link (default: yes)",
+        help="start the dask dashboard of a distributed cluster and print its link (default: "
+        "yes; the threaded scheduler has none)",
     )  # fmt: skip
     g.add_argument(
         "--scheduler-timeout", dest="timeout", type=_positive_float, metavar="SECONDS",

@@ -74,7 +74,8 @@ def scratch_directory(scratch: str | os.PathLike[str] | None = None, *, what: st
     given = scratch if scratch is not None else dask.config.get(SCRATCH_CONFIG, None)
     if given is not None:
         if not os.path.isdir(given):
-            raise StoreError(f"scratch directory {os.fspath(given)} does not exist")
+            why = "is not a directory" if os.path.exists(given) else "does not exist"
+            raise StoreError(f"scratch directory {os.fspath(given)} {why}")
         return os.fspath(given)
     off = workers_off_this_host()
     if off:
