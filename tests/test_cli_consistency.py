@@ -180,23 +180,8 @@ def test_the_parser_refuses_what_it_would_silently_lose(argv, says, capsys):
 
 
 def test_one_value_options_given_once_and_list_options_repeated_still_parse():
-    args = build_parser().parse_args(
-        [
-            "evaluate",
-            "--key",
-            "k",
-            "--scores",
-            "a",
-            "--scores",
-            "b",
-            "--prior",
-            "0.1",
-            "--prior",
-            "0.2",
-            "--json",
-            "r.json",
-        ]
-    )
+    argv = "evaluate --key k --scores a --scores b --prior 0.1 --prior 0.2 --json r.json"
+    args = build_parser().parse_args(argv.split())
     assert args.scores == ["a", "b"] and args.prior == [0.1, 0.2] and args.json == "r.json"
     assert not hasattr(args, "_options_given")
 
