@@ -236,3 +236,86 @@ def test_star_import_of_every_module_works():
         module = importlib.import_module(info.name)
         missing = [n for n in getattr(module, "__all__", []) if not hasattr(module, n)]
         assert not missing, f"{info.name}.__all__ names what it lacks: {missing}"
+
+
+# --------------------------------------------------------------------------------------------
+# what the Python API audit found: restrictions that were silently undone
+# --------------------------------------------------------------------------------------------
+
+_M, _S = ["m0", "m1", "m2"], ["s0", "s1", "s2", "s3"]
+_ML, _SL = np.array([0, 1, 2]), np.array([0, 1, 2, 0])
+
+
+def _restricting_ndx():
+    return bd.make_ndx(_M, _S, np.eye(3, 4, dtype=bool) | np.eye(3, 4, k=1, dtype=bool))
+
+
+def _scores():
+    return bd.make_scores(_M, _S, np.arange(12.0).reshape(3, 4) - 5)
+
+
+@pytest.mark.parametrize("labels", [False, True])
+def test_align_restricts_a_key_to_the_trials_of_an_ndx(labels):
+    key = (bd.key_from_labels(_M, _ML, _S, _SL) if labels
+           else bd.make_key(_M, _S, np.where(_ML[:, None] == _SL[None, :], 1, -1)))  # fmt: skip
+    ndx = _restricting_ndx()
+    restricted = bd.align(key, ndx)  # kept all 12 cells (a label key: evaluated all 12)
+    classes = restricted.trial_mask.values
+    np.testing.assert_array_equal(classes != 0, ndx.trial_mask.values)
+    r = bd.evaluate(_scores(), restricted, priors=[0.5])
+    assert (int(r.n_target[0]), int(r.n_nontarget[0])) == (
+        (classes == 1).sum(),
+        (classes == -1).sum(),
+    )
+    assert int(r.n_target[0] + r.n_nontarget[0]) == 6
+
+
+def test_a_label_keys_edited_mask_is_what_is_evaluated():
+    key = bd.key_from_labels(_M, _ML, _S, _SL)
+    assert trials.is_label_key(key)
+    edited = key.assign(trial_mask=key.trial_mask.where(_restricting_ndx().trial_mask, 0))
+    assert not trials.is_label_key(edited)  # the labels only ride along now
+    r = bd.evaluate(_scores(), edited, priors=[0.5])  # evaluated the 12 label pairs
+    assert int(r.n_target[0] + r.n_nontarget[0]) == 6
+    loaded = key.load()  # a key in memory is its mask: same trials as the labels give
+    assert not trials.is_label_key(loaded)
+    assert bd.evaluate(_scores(), loaded).eer.item() == bd.evaluate(_scores(), key).eer.item()
+
+
+def test_evaluate_cm_refuses_an_sasv_key():
+    from bosaris_dask.errors import TrialError
+    from bosaris_dask.spoofing.scale import cm_key, evaluate_cm, sasv_key
+
+    key = bd.make_key(_M, _S, np.where(_ML[:, None] == _SL[None, :], 1, -1))
+    sasv = sasv_key(key, np.array([False, False, True, True]))
+    with pytest.raises(TrialError, match="evaluate_cm takes a CM key"):  # was EER 0.5625
+        evaluate_cm(_scores(), sasv)  # of ASV targets as bona fide, ASV non-targets as spoofs
+    assert evaluate_cm(_scores(), cm_key(sasv))["n_bonafide"] == 6
+
+
+def test_quality_fusion_refuses_measures_in_another_order():
+    from bosaris_dask.errors import TrialError
+
+    rng = np.random.default_rng(4)
+    models, segments = [f"m{i}" for i in range(8)], [f"s{j}" for j in range(30)]
+    labels = np.where(rng.random((8, 30)) < 0.3, 1, -1)
+    labels[:, 0], labels[:, 1] = 1, -1
+    key = bd.make_key(models, segments, labels)
+    systems = [bd.make_scores(models, segments, labels + rng.normal(size=labels.shape) * k)
+               for k in (1.0, 2.0)]  # fmt: skip
+    qm, qs = rng.normal(size=(8, 2)), rng.normal(size=(30, 2))
+
+    def quality(names_m, names_s, order=(0, 1)):
+        return bd.make_quality(
+            trials.quality_table(models, qm[:, order], measures=names_m),
+            trials.quality_table(segments, qs[:, order], measures=names_s),
+        )
+
+    fuser = bd.QualityFuser(0.5).fit(systems, key, quality(["snr", "dur"], ["snr", "dur"]))
+    assert fuser.measures_ == ["snr", "dur"] and fuser.to_dict()["measures"] == ["snr", "dur"]
+    with pytest.raises(TrialError, match=r"the quality measures are \['dur', 'snr'\], the model"):
+        fuser.transform(systems, quality(["dur", "snr"], ["dur", "snr"], order=(1, 0)))
+    with pytest.raises(TrialError, match="the model side's quality measures are"):
+        bd.QualityFuser(0.5).fit(systems, key, quality(["snr", "dur"], ["dur", "snr"]))
+    numbered = quality(None, None)  # tables that only number their measures: by position
+    assert bd.QualityFuser.from_dict(fuser.to_dict()).transform(systems, numbered) is not None

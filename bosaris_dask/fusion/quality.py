@@ -17,6 +17,7 @@ from bosaris_dask.fusion.linear import LinearFuser
 from bosaris_dask.objectives import (
     align_inputs,
     fusion_data,
+    measure_names,
     n_quality_params,
     quality_matrix,
     quality_params,
@@ -147,6 +148,7 @@ class QualityFuser(LinearFuser):
         ):
             raise TrialError(f"Qtrans must be a finite 2-D matrix, got shape {self.qtrans.shape}")
         self.quality_matrix_: np.ndarray | None = None
+        self.measures_: list[str] | None = None  # the quality measures' names, as trained
         self.linear_: LinearFuser | None = None
         self.linear_passes_ = 0
 
@@ -167,6 +169,8 @@ class QualityFuser(LinearFuser):
         quality)`` of earlier releases still works, with a ``FutureWarning``.
         """
         scores, key = scores_and_key(scores, key, "QualityFuser.fit")
+        if kind_of(quality) == "quality":
+            self.measures_ = measure_names(quality)
         quality = transform_quality(quality, self.qtrans)
         data = fusion_data(key, _as_list(scores), quality, persist=self.persist)
         k = data.n_systems
@@ -241,6 +245,15 @@ class QualityFuser(LinearFuser):
         weights, offset = self._check_fitted()
         if kind_of(quality) != "quality":
             raise TrialError(f"expected quality, got {kind_of(quality)}")
+        given = measure_names(quality)
+        if self.measures_ is not None and given is not None and given != self.measures_:
+            numbered = [str(i) for i in range(len(given))]
+            if numbered not in (given, self.measures_):  # a table that only numbers them
+                raise TrialError(
+                    f"the quality measures are {given}, the model was trained on "
+                    f"{self.measures_}: W pairs them by position, so give the same measures "
+                    "in the same order"
+                )
         systems = _as_list(scores)
         if len(systems) != len(weights):
             raise TrialError(f"expected {len(weights)} Scores, got {len(systems)}")
@@ -316,6 +329,8 @@ class QualityFuser(LinearFuser):
         d["quality_matrix"] = np.asarray(W).tolist()
         d["n_measures"] = int(W.shape[0] - 1)
         d["linear_passes"] = int(self.linear_passes_)
+        if self.measures_ is not None:
+            d["measures"] = list(self.measures_)
         if self.qtrans is not None:
             d["qtrans"] = self.qtrans.tolist()
         if self.linear_ is not None:
@@ -332,6 +347,8 @@ class QualityFuser(LinearFuser):
             raise TrialError("quality_matrix[-1][-1] must be 0 (the offset takes its place)")
         obj.quality_matrix_ = quality_matrix(quality_params(W), W.shape[0] - 1)
         obj.linear_passes_ = int(d.get("linear_passes", 0))
+        if d.get("measures") is not None:
+            obj.measures_ = [str(m) for m in d["measures"]]
         if "n_no_quality" in d:
             obj.counts_["n_no_quality"] = int(d["n_no_quality"])
         if d.get("qtrans") is not None:

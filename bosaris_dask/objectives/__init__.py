@@ -40,6 +40,7 @@ from bosaris_dask.objectives.data import (
     align_inputs,
     fusion_data,
     fusion_data_from_arrays,
+    measure_names,
     quality_sides,
 )
 from bosaris_dask.objectives.kernel import (
@@ -62,6 +63,7 @@ __all__ = [
     "fusion_data_from_arrays",
     "align_inputs",
     "quality_sides",
+    "measure_names",
     "quality_pairs",
     "quality_matrix",
     "quality_params",

@@ -143,7 +143,36 @@ def quality_sides(
             f"{mq.sizes['model_measure']} model-side and {sq.sizes['segment_measure']} "
             "segment-side quality measures: W is symmetric, so both sides need the same number"
         )
+    names = measure_names(quality)
+    if names is None:
+        m_names = [str(v) for v in mq.model_measure.values]
+        s_names = [str(v) for v in sq.segment_measure.values]
+        raise TrialError(
+            f"the model side's quality measures are {m_names} and the segment side's "
+            f"{s_names}: W pairs them by position, so both sides need the same measures in the "
+            "same order"
+        )
     return _side(mq, "model", np.asarray(models)), _side(sq, "segment", np.asarray(segments))
+
+
+def measure_names(quality: xr.Dataset) -> list[str] | None:
+    """The quality measures' names (both sides', or the side given: a side that only numbers
+    its measures ``0..q-1`` takes the other's names), or ``None`` where the sides name them
+    differently (or there is no side).
+
+    >>> from bosaris_dask.trials import make_quality, quality_table
+    >>> q = make_quality(quality_table(["m1"], [[0.5, 2]], measures=["snr", "dur"]),
+    ...                  quality_table(["s1"], [[1, 3]]))
+    >>> measure_names(q)
+    ['snr', 'dur']
+    """
+    sides = [[str(v) for v in quality[f"{side}_measure"].values]
+             for side in ("model", "segment") if f"{side}_measure" in quality.coords]  # fmt: skip
+    if not sides:
+        return None
+    numbered = [str(i) for i in range(len(sides[0]))]
+    named = [names for names in sides if names != numbered] or [numbered]
+    return named[0] if all(names == named[0] for names in named) else None
 
 
 def fusion_data(

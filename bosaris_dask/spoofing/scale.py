@@ -328,6 +328,11 @@ def evaluate_cm(
     """
     from bosaris_dask.metrics import summary_metrics
 
+    if SPOOF_COORD in key.coords:  # its -1 trials mix ASV non-targets with spoofs
+        raise TrialError(
+            "evaluate_cm takes a CM key (bona fide +1, spoof -1: cm_key), not an SASV key "
+            "with segment_spoof; evaluate an SASV key with evaluate_sasv"
+        )
     point = _cm_point(costs)
     plan = _Plan(costs, cm=(Part(0, "n_tar"), Part(0, "n_non")), cm_eer=True)
     (s,) = summarize(

@@ -463,8 +463,25 @@ def kind_of(obj: xr.Dataset) -> str:
 
 
 def is_label_key(obj: xr.Dataset) -> bool:
-    """Whether ``obj`` is a key derived from class labels (its mask is never stored)."""
-    return kind_of(obj) == "key" and "model_label" in obj.coords and "segment_label" in obj.coords
+    """Whether ``obj`` is a key derived from class labels (its mask is never stored): it has
+    both sides' labels, and its ``trial_mask`` is still the one they give. A mask restricted
+    (``align`` to an Ndx), edited or loaded into memory is the key's trials from then on, and
+    the labels only ride along: the engine reads that mask, never the labels behind it.
+
+    Examples
+    --------
+    >>> key = key_from_labels(["m1", "m2"], ["a", "b"], ["s1", "s2"], ["a", "a"])
+    >>> is_label_key(key), is_label_key(key.assign(trial_mask=key.trial_mask.where(
+    ...     key.segment != "s2", 0)))
+    (True, False)
+    """
+    if kind_of(obj) != "key" or not {"model_label", "segment_label"} <= set(obj.coords):
+        return False
+    mask = obj.trial_mask.data
+    if not isinstance(mask, da.Array):
+        return False
+    labels = obj.model_label.values, obj.segment_label.values
+    return mask.name == label_mask(*labels, mask.chunks).name
 
 
 _REQUIRED = {

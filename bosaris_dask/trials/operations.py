@@ -119,9 +119,11 @@ def align(
 ) -> xr.Dataset:
     """Align ``obj`` (typically Scores) to the ids of ``like`` and restrict it to its trials.
 
-    The result has the model and segment ids of ``like`` in its order. When ``obj`` is Scores
-    and ``like`` a Key or an Ndx, its ``score_mask`` is ANDed with the trials of ``like``: a
-    score of a pair that is not a trial is not a score any more (lazily; nothing is computed).
+    The result has the model and segment ids of ``like`` in its order. When ``like`` is a Key
+    or an Ndx, ``obj`` keeps only its trials (lazily; nothing is computed): Scores by ANDing
+    their ``score_mask`` (a score of a pair that is not a trial is not a score any more), a Key
+    or an Ndx by clearing its other cells (a label-derived key then holds the restricted mask,
+    which is what is evaluated).
     With ``log_missing=True`` one pass counts what ``like`` has and ``obj`` lacks
     (:func:`bosaris_dask.trials.alignment_report`) and logs it at INFO on the
     ``"bosaris_dask"`` logger, as the toolkit prints it. ``once``: realign ids in another
@@ -162,6 +164,13 @@ def align(
         out = reindex_ids(
             obj, like.model.values, like.segment.values, once=once, like_chunks=chunks
         )
+    if restrict and kind_of(obj) in ("key", "ndx") and kind_of(like) in ("key", "ndx"):
+        mask = out.trial_mask.data
+        if not isinstance(mask, da.Array):
+            mask = da.from_array(mask, chunks="auto")
+        out = out.copy()
+        trials = trial_classes(like, chunks=mask.chunks) != 0
+        out["trial_mask"] = (out.trial_mask.dims, da.where(trials, mask, 0).astype(mask.dtype))
     if restrict and kind_of(obj) == "scores" and kind_of(like) in ("key", "ndx"):
         mask = out.score_mask.data
         out = out.copy()
