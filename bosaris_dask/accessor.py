@@ -165,11 +165,20 @@ class BosarisAccessor:
 
     def targets(self) -> xr.DataArray:
         """Boolean mask of a Key's target trials (lazy)."""
-        return (self.classes() == 1).rename("target")
+        return (self._key_classes("targets") == 1).rename("target")
 
     def nontargets(self) -> xr.DataArray:
         """Boolean mask of a Key's non-target trials (lazy)."""
-        return (self.classes() == -1).rename("nontarget")
+        return (self._key_classes("nontargets") == -1).rename("nontarget")
+
+    def _key_classes(self, what: str) -> xr.DataArray:
+        """:meth:`classes` of a Key; an Ndx's trials have no class (its +1 is "a trial")."""
+        from bosaris_dask.trials import kind_of
+
+        if kind_of(self._obj) != "key":
+            raise TrialError(f"{what}() needs a Key (targets and non-targets), not "
+                             f"{kind_of(self._obj)}")  # fmt: skip
+        return self.classes()
 
     def target_scores(self, key: xr.Dataset, **kwargs: Any) -> np.ndarray:
         """:func:`bosaris_dask.trials.target_scores` (small data only)."""

@@ -234,6 +234,10 @@ def evaluate(
     MissingTrialsError
         Key trials without a score (unless ``allow_missing``), naming a few.
     """
+    cprimary_priors = np.atleast_1d(np.asarray(cprimary_priors, dtype=object)).tolist()
+    if not bootstrap and (seed is not None or bootstrap_method != "multinomial"):
+        raise OptionError("seed and bootstrap_method choose the bootstrap's resamples: give "
+                          "bootstrap (a number of resamples) too")  # fmt: skip
     if bootstrap or ci is not None or resample or compare:
         from bosaris_dask.bootstrap import evaluate_with_intervals
 
@@ -321,9 +325,10 @@ def pooled_evaluation(
 
 def check_fixed_rates(fmr: Any, fnmr: Any) -> tuple[np.ndarray, np.ndarray]:
     """The fixed-rate targets, checked (empty arrays where none)."""
+    fmr, fnmr = (np.atleast_1d(np.asarray(r, dtype=object)) for r in (fmr, fnmr))  # 0.1: [0.1]
     return (
-        fixed_rates.check_rates(fmr, "FMR") if len(fmr) else np.empty(0),
-        fixed_rates.check_rates(fnmr, "FNMR") if len(fnmr) else np.empty(0),
+        fixed_rates.check_rates(fmr.tolist(), "FMR") if len(fmr) else np.empty(0),
+        fixed_rates.check_rates(fnmr.tolist(), "FNMR") if len(fnmr) else np.empty(0),
     )
 
 
@@ -338,12 +343,26 @@ def stated_operating_points(
     OptionError
         If a prior or a stated point is invalid, or there is no operating point at all.
     """
-    stated = [op if isinstance(op, OperatingPoint) else OperatingPoint.parse(op)
-              for op in operating_points]  # fmt: skip
+    if isinstance(operating_points, (str, OperatingPoint)):  # one point, not its characters
+        operating_points = [operating_points]
+    stated = [_operating_point(op) for op in operating_points]
+    priors = np.atleast_1d(np.asarray(priors, dtype=object)).tolist()  # a prior, or several
     points = merge_operating_points(check_priors(priors).tolist() if len(priors) else [], stated)
     if not points:
         raise OptionError("no operating point: give at least one prior or operating point")
     return points
+
+
+def _operating_point(op: Any) -> OperatingPoint:
+    """An operating point given as itself, ``"Ptar:Cmiss:Cfa"`` or ``(Ptar, Cmiss, Cfa)``."""
+    if isinstance(op, OperatingPoint):
+        return op
+    if isinstance(op, str):
+        return OperatingPoint.parse(op)
+    if isinstance(op, Sequence) and len(op) == 3:
+        return OperatingPoint(*op)
+    raise OptionError(f"an operating point is an OperatingPoint, 'Ptar:Cmiss:Cfa' or "
+                      f"(Ptar, Cmiss, Cfa), not {op!r}")  # fmt: skip
 
 
 def evaluate_arrays(

@@ -319,3 +319,52 @@ def test_quality_fusion_refuses_measures_in_another_order():
         bd.QualityFuser(0.5).fit(systems, key, quality(["snr", "dur"], ["dur", "snr"]))
     numbered = quality(None, None)  # tables that only number their measures: by position
     assert bd.QualityFuser.from_dict(fuser.to_dict()).transform(systems, numbered) is not None
+
+
+def _key():
+    return bd.make_key(_M, _S, np.where(_ML[:, None] == _SL[None, :], 1, -1))
+
+
+def test_trial_objects_loaded_into_memory_work_as_stored_ones():
+    # every entry point failed with "'numpy.ndarray' object has no attribute 'chunks'"
+    scores, key = _scores(), _key()
+    lazy = bd.evaluate(scores, key)
+    loaded = bd.evaluate(scores.compute(), key.compute())
+    assert lazy.cllr.item() == loaded.cllr.item() and lazy.eer.item() == loaded.eer.item()
+    cal = bd.LinearCalibrator().fit(scores.load(), key)
+    np.testing.assert_array_equal(cal.weights_, bd.LinearCalibrator().fit(scores, key).weights_)
+    out = cal.transform(scores.compute()).score.values
+    np.testing.assert_array_equal(out, cal.transform(scores).score.values)
+
+
+@pytest.mark.parametrize(
+    "one, many",
+    [
+        ({"priors": 0.1}, {"priors": [0.1]}),
+        ({"priors": np.float64(0.1)}, {"priors": [0.1]}),
+        ({"fmr": 0.25}, {"fmr": [0.25]}),
+        ({"operating_points": "0.01:10:1"}, {"operating_points": ["0.01:10:1"]}),
+        ({"operating_points": [(0.01, 10, 1)]}, {"operating_points": ["0.01:10:1"]}),
+    ],
+)  # fmt: skip
+def test_one_value_where_a_list_is_expected(one, many):
+    # TypeErrors ("float has no len()", "'tuple' has no attribute 'split'"), or a string read
+    # as its characters ("'0' is not Ptar:Cmiss:Cfa")
+    a, b = bd.evaluate(_scores(), _key(), **one), bd.evaluate(_scores(), _key(), **many)
+    assert a.identical(b)
+
+
+def test_python_arguments_that_would_be_ignored_or_poison_a_fit_are_refused():
+    from bosaris_dask.errors import OptionError, TrialError
+
+    with pytest.raises(OptionError, match="seed and bootstrap_method choose"):
+        bd.evaluate(_scores(), _key(), seed=1)  # ran without a bootstrap, said nothing
+    with pytest.raises(TrialError, match=r"targets\(\) needs a Key"):
+        _restricting_ndx().bosaris.targets()  # every trial of an Ndx was a "target"
+    kept = trials.filter_trials(_key(), models="m1", keep=False)  # dropped "m" and "1"
+    assert kept.model.values.tolist() == ["m0", "m2"]
+    for bad in ({"bound": float("nan")}, {"pseudo_counts": "no"}, {"small_val": -1.0}):
+        with pytest.raises(OptionError):
+            bd.PAVCalibrator(**bad)  # NaN LLRs; "no" was True
+    with pytest.raises(OptionError, match="l2 must be a finite number >= 0"):
+        bd.LinearFuser(l2=float("nan"))  # fitted the all-zero model

@@ -9,6 +9,7 @@ too) and builds the :func:`~bosaris_dask.calibration.pav_map`;
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -18,7 +19,7 @@ import xarray as xr
 
 from bosaris_dask.calibration.knots import DEFAULT_BOUND, interpolate_map, pav_map
 from bosaris_dask.engine import score_bins
-from bosaris_dask.errors import NotFittedError, ScoreError, TrialError
+from bosaris_dask.errors import NotFittedError, OptionError, ScoreError, TrialError
 from bosaris_dask.fusion.base import MODEL_FORMAT, JsonModel, scores_and_key
 from bosaris_dask.trials import align, kind_of, make_scores, trial_classes
 
@@ -65,8 +66,14 @@ class PAVCalibrator(JsonModel):
         self, *, small_val: float = 1e-3, pseudo_counts: bool = True, bound: float = DEFAULT_BOUND
     ) -> None:
         self.small_val = float(small_val)
+        if not 0 <= self.small_val < math.inf:
+            raise OptionError(f"small_val must be a finite number >= 0, got {small_val!r}")
+        if not isinstance(pseudo_counts, (bool, np.bool_)):  # "no" would be True
+            raise OptionError(f"pseudo_counts must be True or False, got {pseudo_counts!r}")
         self.pseudo_counts = bool(pseudo_counts)
         self.bound = float(bound)
+        if not 0 < self.bound < math.inf:  # NaN made every LLR NaN
+            raise OptionError(f"bound must be a finite number > 0, got {bound!r}")
         self.score_bounds_: np.ndarray | None = None
         self.llr_bounds_: np.ndarray | None = None
         self.counts_: dict[str, int] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 from typing import Any, Literal, Self
@@ -12,6 +13,7 @@ import xarray as xr
 
 from bosaris_dask.errors import (
     NotFittedError,
+    OptionError,
     ScoreError,
     TrialError,
 )
@@ -104,9 +106,15 @@ class LinearFuser(JsonModel):
     ) -> None:
         self.prior = check_prior(prior)
         self.l2 = float(l2)
+        if not 0 <= self.l2 < math.inf:  # NaN fitted the all-zero model
+            raise OptionError(f"l2 must be a finite number >= 0, got {l2!r}")
         self.method = method
         self.gtol = float(gtol)
+        if not 0 < self.gtol < math.inf:
+            raise OptionError(f"gtol must be a finite number > 0, got {gtol!r}")
         self.max_iter = int(max_iter)
+        if self.max_iter < 0:
+            raise OptionError(f"max_iter must be an integer >= 0, got {max_iter!r}")
         self.split_every = split_every
         self.persist = persist
         self.weights_: np.ndarray | None = None

@@ -152,6 +152,7 @@ def align(
     if deprecated_args or deprecated_kwargs:
         raise TypeError("align(obj, like) takes no other positional or keyword arguments than "
                         "log_missing, once and restrict")  # fmt: skip
+    obj = _chunked(obj)
     same = obj.indexes["model"].equals(like.indexes["model"]) and obj.indexes["segment"].equals(
         like.indexes["segment"]
     )
@@ -200,6 +201,19 @@ align.__signature__ = _signature_without_deprecated(align).replace(  # type: ign
 )
 
 
+def _chunked(obj: xr.Dataset) -> xr.Dataset:
+    """``obj`` with its matrices as dask arrays (a trial object loaded into memory, e.g. by
+    ``.compute()``, in the chunks a store of it would have), as every pass expects."""
+    matrices = [v for v in obj.data_vars.values() if v.dims == ("model", "segment")]
+    if all(isinstance(v.data, da.Array) for v in matrices):
+        return obj
+    from bosaris_dask.io.compute import plan_chunks
+
+    itemsize = max((v.dtype.itemsize for v in matrices), default=1)
+    rows, cols = plan_chunks((obj.sizes["model"], obj.sizes["segment"]), itemsize)
+    return obj.chunk({"model": rows, "segment": cols})
+
+
 def align_with(
     obj: xr.Dataset, like: xr.Dataset, *, log_missing: bool = False, once: bool = False
 ) -> xr.Dataset:
@@ -230,6 +244,8 @@ def filter_trials(
     for dim, ids in (("model", models), ("segment", segments)):
         if ids is None:
             continue
+        if isinstance(ids, (str, bytes)):  # one id, not its characters
+            ids = [ids]
         listed = out.indexes[dim].isin([str(i) for i in ids])
         out = out.isel({dim: np.flatnonzero(listed if keep else ~listed)})
     return out
