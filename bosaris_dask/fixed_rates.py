@@ -54,18 +54,20 @@ __all__ = [
 
 
 def check_rates(rates: Any, what: str = "FMR") -> np.ndarray:
-    """Target rates as a 1-D float64 array; each must lie in ``(0, 1]``.
+    """Target rates as a 1-D float64 array, each once in the order given (``0.01`` and
+    ``1e-2`` are one target); each must lie in ``(0, 1]``.
 
     Examples
     --------
-    >>> check_rates([1e-3, 0.1]).tolist()
+    >>> check_rates([1e-3, 0.1, 1e-3]).tolist()
     [0.001, 0.1]
     >>> check_rates([0.0])
     Traceback (most recent call last):
     ...
     bosaris_dask.errors.OptionError: target FMR 0.0 is not in (0, 1]
     """
-    return float_vector(rates, f"target {what}", "rate")
+    rates = float_vector(rates, f"target {what}", "rate")
+    return np.asarray(list(dict.fromkeys(rates.tolist())), dtype=np.float64)
 
 
 def allowed_errors(rate: float, n: int) -> int:

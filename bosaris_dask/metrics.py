@@ -235,6 +235,8 @@ def evaluate(
         Key trials without a score (unless ``allow_missing``), naming a few.
     """
     cprimary_priors = np.atleast_1d(np.asarray(cprimary_priors, dtype=object)).tolist()
+    if seed is not None and not (isinstance(seed, (int, np.integer)) and seed >= 0):
+        raise OptionError(f"seed must be an integer >= 0, got {seed!r}")
     if not bootstrap and (seed is not None or bootstrap_method != "multinomial"):
         raise OptionError("seed and bootstrap_method choose the bootstrap's resamples: give "
                           "bootstrap (a number of resamples) too")  # fmt: skip

@@ -368,3 +368,9 @@ def test_python_arguments_that_would_be_ignored_or_poison_a_fit_are_refused():
             bd.PAVCalibrator(**bad)  # NaN LLRs; "no" was True
     with pytest.raises(OptionError, match="l2 must be a finite number >= 0"):
         bd.LinearFuser(l2=float("nan"))  # fitted the all-zero model
+    with pytest.raises(OptionError, match="seed must be an integer >= 0, got -1"):
+        bd.evaluate(_scores(), _key(), bootstrap=5, seed=-1)  # numpy's ValueError
+    with pytest.raises(OptionError, match="a Cprimary prior is given twice"):
+        bd.evaluate(_scores(), _key(), cprimary_priors=[0.05, 0.05, 0.2])  # weighed it twice
+    twice = bd.evaluate(_scores(), _key(), fmr=[0.25, 0.25, 2.5e-1])  # ambiguous coordinates
+    assert twice.sizes["fmr_target"] == 1

@@ -261,7 +261,7 @@ def _run_evaluate(evaluate: Any, args: argparse.Namespace, key: Any, systems: li
         conditions=getattr(args, "conditions", None) or (), by=getattr(args, "by", None) or (),
         cprimary_priors=getattr(args, "cprimary_priors", None) or (),
         equalize=getattr(args, "equalize", False),
-        fmr=_distinct(getattr(args, "fmr", None)), fnmr=_distinct(getattr(args, "fnmr", None)),
+        fmr=getattr(args, "fmr", None) or (), fnmr=getattr(args, "fnmr", None) or (),
         ece_plo=getattr(args, "ece_plo", None), exact_auc=getattr(args, "exact_auc", False),
         **_bootstrap_options(args),
     )  # fmt: skip
@@ -272,8 +272,3 @@ def _write_json(path: str, document: dict[str, Any]) -> None:
 
     with atomic_path(path) as tmp:
         Path(tmp).write_text(json.dumps(document, indent=2) + "\n")
-
-
-def _distinct(rates: list[float] | None) -> tuple[float, ...]:
-    """Repeated ``--fmr``/``--fnmr`` values once each, in the order given (``0.01 1e-2``)."""
-    return tuple(dict.fromkeys(rates or ()))

@@ -198,6 +198,8 @@ def conditions_and_summaries(
     fmr, fnmr = metrics.check_fixed_rates(fmr, fnmr)
     plo = measures.stated_plo(points)
     cp = measures.check_priors(cprimary_priors, "Cprimary prior") if len(cprimary_priors) else None
+    if cp is not None and len(set(cp.tolist())) < len(cp):  # the mean would weigh it twice
+        raise OptionError(f"a Cprimary prior is given twice: {cp.tolist()}")
     extra_plo = measures.stated_plo(cp) if cp is not None else np.empty(0)
     thresholds = -np.concatenate([plo, sweep, extra_plo])
     names = list(names) if names is not None else None
