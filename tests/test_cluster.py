@@ -337,6 +337,11 @@ def test_add_cluster_arguments_parses_and_defaults_to_none():
         ["--scheduler", "tcp://a:1", "--cluster", "local"],
         ["--scheduler", "tcp://a:1", "--scheduler-file", "f"],
         ["--scheduler-timeout", "0"],
+        ["--scheduler-timeout", "inf"],  # a KeyError traceback from dask's time parser
+        ["--memory-limit", "inf"],  # an OverflowError traceback
+        ["--memory-limit", "nan"],  # "invalid _memory_limit value"
+        ["--memory-limit", "1.5"],  # 1 byte: distributed gave each worker all the memory
+        ["--memory-limit", "5B"],
     ],
 )
 def test_add_cluster_arguments_rejects_bad_values(argv, capsys):
@@ -827,3 +832,56 @@ def test_local_workers_run_without_the_profiler_when_no_dashboard_shows_it(monke
     assert scheduler.PROFILE_KEY not in scheduler.worker_config(dashboard=True)
     monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
     assert scheduler.worker_config(dashboard=True)[scheduler.PROFILE_KEY] is False
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["--cluster", "threads", "--memory-limit", "1GB"],
+         "--memory-limit acts on --cluster local or mpi; this run uses the threaded scheduler"),
+        (["--memory-limit", "1GB"], "(chosen for a small job: --cluster local starts worker "),
+        (["--cluster", "threads", "--threads-per-worker", "2"], "--threads-per-worker acts on"),
+        (["--cluster", "local", "--interface", "lo"], "--interface acts on --cluster slurm or "
+         "pbs or mpi; this run uses --cluster local"),
+        (["--cluster", "threads", "--worker-timeout", "5"], "--worker-timeout acts on"),
+        (["--cluster", "threads", "--scheduler-timeout", "5"], "--scheduler-timeout acts on"),
+        (["--cluster", "threads", "--dashboard"], "--dashboard acts on"),
+        (["--cluster", "local", "--queue", "q"], "--queue acts on --cluster slurm or pbs"),
+        (["--scheduler-file", "f.json", "--interface", "lo"], "a running scheduler "
+         "(--scheduler-file)"),
+    ],
+)  # fmt: skip
+def test_cluster_options_the_run_would_not_use_are_refused_by_their_names(argv, says):
+    # each was accepted and ignored (or refused naming Python keywords, 'queue only apply')
+    parser = argparse.ArgumentParser()
+    add_cluster_arguments(parser)
+    with pytest.raises(ClusterError) as info, connect_from_args(parser.parse_args(argv),
+                                                                 size_hint=10):  # fmt: skip
+        pass
+    assert says in str(info.value)
+    with connect_from_args(parser.parse_args(["--cluster", "threads", "--no-dashboard"]),
+                           size_hint=10) as client:  # fmt: skip
+        assert client is None  # --no-dashboard asks for nothing: accepted anywhere
+
+
+def test_a_scheduler_address_that_never_answers_as_dask_is_given_up(monkeypatch):
+    # a web server (a dashboard's port) accepts the connection and never answers the
+    # handshake: the run waited without end, whatever --scheduler-timeout said
+    from bosaris_dask.cluster import scheduler
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    monkeypatch.setattr(scheduler, "_HANDSHAKE_GRACE", 1.0)
+    start = time.monotonic()
+    try:
+        address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+        with pytest.raises(ClusterError, match="does not answer as a dask scheduler"):
+            with connect(scheduler=address, timeout=1, announce=None):
+                pass
+    finally:
+        server.close()
+    assert time.monotonic() - start < 10
+    with pytest.raises(ClusterError, match="missing port number in address 'foo'"):
+        with connect(scheduler="foo", timeout=1, announce=None):  # was a ValueError traceback
+            pass

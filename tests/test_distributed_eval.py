@@ -69,12 +69,17 @@ def _run_while_killing_a_worker(job, victim: int):
     return result["value"]
 
 
-def test_local_cluster_equals_threads(stores):
+def test_local_cluster_equals_threads(stores, tmp_path):
     expected = _evaluate(stores)
+    scores = io.read(stores / "system-1.zarr")
+    io.write(scores, tmp_path / "threads.h5")
     with connect(cluster="local", workers=2, threads_per_worker=1, **LOCAL) as client:
         assert len(client.scheduler_info()["workers"]) == 2
         got = _evaluate(stores)
+        io.write(scores, tmp_path / "local.h5")
     xr.testing.assert_identical(got, expected)
+    # the same bytes: datasets placed in their order (not the first written first), no times
+    assert (tmp_path / "local.h5").read_bytes() == (tmp_path / "threads.h5").read_bytes()
 
 
 def test_worker_killed_mid_evaluation_still_exact(stores):

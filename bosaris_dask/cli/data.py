@@ -49,7 +49,11 @@ def cmd_info(args: argparse.Namespace) -> int:
     from bosaris_dask.cli.embeddings import cmd_embedding_info, is_embedding_file
 
     if is_embedding_file(args.path):
-        return cmd_embedding_info(args)
+        if args.key:
+            raise BosarisError(f"--key compares scores with a key, but {args.path} holds "
+                               "embeddings")  # fmt: skip
+        with _opened(args, lambda: None, lambda _: 0):  # the cluster options, as elsewhere
+            return cmd_embedding_info(args)
     with _opened(args, lambda: io.read(args.path), _size) as obj:
         _print_info(args, obj)
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from bosaris_dask.cluster.scheduler import CLUSTER_KINDS
 
@@ -114,8 +115,8 @@ def _positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text!r}")
     return value
 
 
@@ -136,16 +137,17 @@ def _memory_limit(value: str | int | float) -> str | int | float:
                 number = float(text)
             except ValueError:
                 try:
-                    ok = parse_bytes(text) > 0
+                    ok = 2**20 <= parse_bytes(text) < math.inf
                 except ValueError:
                     ok = False
-            else:
-                parsed = number if number <= 1 else int(number)
-                ok = number > 0
+            else:  # a fraction of the machine's memory, or bytes (at least a mebibyte)
+                ok = 0 < number <= 1 or 2**20 <= number < math.inf
+                parsed = number if not ok or number <= 1 else int(number)
     else:
         ok = False
         parsed = value
     if not ok:
-        message = f"invalid memory limit {value!r}: use bytes, e.g. 4GB, a fraction, or 'auto'"
+        message = (f"invalid memory limit {value!r}: use bytes (at least 1MiB), e.g. 4GB, a "
+                   "fraction of the machine's memory in (0, 1], or 'auto'")  # fmt: skip
         raise argparse.ArgumentTypeError(message)
     return parsed

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from bosaris_dask.errors import ClusterError
@@ -31,15 +32,42 @@ _JOBQUEUE_KINDS = ("slurm", "pbs")
 _log = logging.getLogger("bosaris_dask.cluster")
 
 
+#: Seconds beyond ``timeout`` that a connection may take before it is given up: a server
+#: that accepts it but is no dask scheduler (a dashboard's port, a web server) never answers
+#: distributed's handshake, which then waits without end.
+_HANDSHAKE_GRACE = 5.0
+
+
 def _client(stack: contextlib.ExitStack, timeout: float, what: str, **kwargs) -> Client:
+    import threading
+
     from distributed import Client
 
-    try:
-        client = Client(timeout=timeout, set_as_default=True, **kwargs)
-    except (OSError, TimeoutError) as exc:
+    made: dict[str, Any] = {}
+
+    def connect() -> None:
+        try:
+            made["client"] = Client(timeout=timeout, set_as_default=True, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - reported below, in the caller's thread
+            made["error"] = exc
+
+    attempt = threading.Thread(target=connect, name="bosaris-dask-connect", daemon=True)
+    attempt.start()
+    attempt.join(timeout + _HANDSHAKE_GRACE)
+    if attempt.is_alive():
+        raise ClusterError(
+            f"cannot reach {what} within {timeout:g} s: something accepts the connection but "
+            "does not answer as a dask scheduler (a dashboard's port? the scheduler's is "
+            "usually 8786)"
+        )
+    exc = made.get("error")
+    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        raise exc
+    if exc is not None:  # refused, timed out, a malformed address, a reply that is no dask's
         raise ClusterError(
             f"cannot reach {what} within {timeout:g} s ({type(exc).__name__}: {exc})"
         ) from exc
+    client = made["client"]
     stack.callback(_close_quietly, client)
     return client
 
@@ -176,12 +204,31 @@ def _start_local(stack, workers, threads_per_worker, memory_limit, dashboard, ti
     if memory_limit is not None:
         kwargs["memory_limit"] = memory_limit
     try:
-        with dask.config.set(worker_config(dashboard)):  # each worker's nanny copies it
-            local = LocalCluster(**kwargs)
+        with dask.config.set(worker_config(dashboard)), _workers_ignore_ctrl_c():
+            local = LocalCluster(**kwargs)  # each worker's nanny copies the config
     except (OSError, TimeoutError) as exc:
         raise ClusterError(f"could not start a local dask cluster: {exc}") from exc
     stack.callback(_close_quietly, local)
     return _client(stack, timeout, "the local dask cluster", address=local)
+
+
+@contextlib.contextmanager
+def _workers_ignore_ctrl_c() -> Iterator[None]:
+    """Start worker processes with SIGINT ignored (a process inherits an ignored signal, and
+    Python then leaves it so): a Ctrl-C in the terminal reaches every process of its group,
+    and each worker printed its own KeyboardInterrupt traceback before this program said
+    "interrupted" and closed the cluster. (A Ctrl-C while the workers start waits for them.)"""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _wait_for_workers(client: Client, kind: str, timeout: float, where: str) -> None:

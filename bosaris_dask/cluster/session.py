@@ -265,7 +265,60 @@ def connect_from_args(
     )  # fmt: skip
     kwargs = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
     kwargs.update(overrides)
+    kind = _choose_kind(kwargs.get("scheduler"), kwargs.get("scheduler_file"),
+                        kwargs.get("cluster"), kwargs.get("size_hint"))  # fmt: skip
+    check_cluster_options(args, kind)
     return connect(**kwargs)
+
+
+#: Each cluster option of the command line, its destination, and the kinds of run it acts on
+#: ("address": --scheduler, "file": --scheduler-file, "existing": a client already running).
+_APPLIES = (
+    ("--threads-per-worker", "threads_per_worker", ("local", "mpi")),
+    ("--memory-limit", "memory_limit", ("local", "mpi")),
+    ("--queue", "queue", _JOBQUEUE_KINDS),
+    ("--cores", "cores", _JOBQUEUE_KINDS),
+    ("--memory", "memory", _JOBQUEUE_KINDS),
+    ("--walltime", "walltime", _JOBQUEUE_KINDS),
+    ("--jobs", "jobs", _JOBQUEUE_KINDS),
+    ("--interface", "interface", (*_JOBQUEUE_KINDS, "mpi")),
+    ("--scheduler-timeout", "timeout", ("address", "file", "local", "mpi", *_JOBQUEUE_KINDS)),
+    ("--worker-timeout", "worker_timeout", ("address", "file", "mpi", *_JOBQUEUE_KINDS)),
+    ("--dashboard", "dashboard", ("address", "file", "local", "mpi", *_JOBQUEUE_KINDS)),
+)
+
+_RUNS = {
+    "threads": "the threaded scheduler (no worker processes)",
+    "existing": "the dask client already running",
+    "address": "a running scheduler (--scheduler)",
+    "file": "a running scheduler (--scheduler-file)",
+}
+
+
+def check_cluster_options(args: argparse.Namespace, kind: str) -> None:
+    """A ClusterError naming a command-line cluster option that the run of ``kind`` would not
+    use (``--memory-limit`` with the threaded scheduler, ``--interface`` on this machine...):
+    options are not silently ignored.
+
+    Examples
+    --------
+    >>> try:
+    ...     check_cluster_options(argparse.Namespace(memory_limit="4GB"), "threads")
+    ... except ClusterError as exc:
+    ...     print(str(exc)[:63])
+    --memory-limit acts on --cluster local or mpi; this run uses th
+    """
+    for option, dest, kinds in _APPLIES:
+        value = getattr(args, dest, None)
+        if value is None or value is False or kind in kinds:  # --no-dashboard: nothing to do
+            continue
+        where = " or ".join(k for k in kinds if k in CLUSTER_KINDS)
+        run = _RUNS.get(kind, f"--cluster {kind}")
+        chosen = kind == "threads" and getattr(args, "cluster", None) is None
+        hint = " (chosen for a small job: --cluster local starts worker processes)" * chosen
+        raise ClusterError(f"{option} acts on --cluster {where}"
+                           + (" or a running scheduler" if "address" in kinds else "")
+                           + f"; this run uses {run}{hint}")  # fmt: skip
 
 
 def _choose_kind(scheduler, scheduler_file, cluster, size_hint) -> str:

@@ -47,7 +47,9 @@ def _write_strings(parent: h5py.Group, name: str, values: Any, *, scalar: bool =
         arr = arr.reshape(())
     else:
         space = h5py.h5s.create_simple((len(encoded),))
-    dset = h5py.h5d.create(parent.id, name.encode(), tid, space)
+    untimed = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    untimed.set_obj_track_times(False)  # no timestamp: the same bytes each time
+    dset = h5py.h5d.create(parent.id, name.encode(), tid, space, dcpl=untimed)
     if arr.size:
         dset.write(h5py.h5s.ALL, h5py.h5s.ALL, arr, mtype=tid)
 
@@ -77,7 +79,10 @@ def _stream(
     with a local scheduler, else pulled from distributed workers a batch at a time.
     """
     arrays = list(matrices.values())
-    datasets = [f.create_dataset(n, shape=a.shape, dtype=a.dtype) for n, a in matrices.items()]
+    early = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    early.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)  # places fixed in order, whatever writes first
+    datasets = [f.create_dataset(n, shape=a.shape, dtype=a.dtype, track_times=False, dcpl=early)
+                for n, a in matrices.items()]  # fmt: skip
     if 0 in arrays[0].shape:
         return datasets
     if current_client() is None:
@@ -147,7 +152,7 @@ def write_hdf5(
         _stream(matrices, f, f"writing {path}", progress)
         if kind == "key":
             _write_strings(f, "file_format", "2.0", scalar=True)
-        group = f.require_group("ID")
+        group = f.create_group("ID", track_order=None)
         _write_strings(group, "row_ids", obj.model.values)
         _write_strings(group, "column_ids", obj.segment.values)
     return path
