@@ -115,6 +115,8 @@ def test_default_small_job_uses_threads():
         ({"cluster": "local", "workers": 0}, "workers must be a positive integer"),
         ({"cluster": "local", "memory_limit": "lots"}, "invalid memory limit 'lots'"),
         ({"cluster": "local", "memory_limit": -1}, "invalid memory limit -1"),
+        ({"cluster": "local", "memory_limit": 1.5}, "invalid memory limit 1.5"),  # 1 byte
+        ({"cluster": "local", "memory_limit": float("inf")}, "invalid memory limit inf"),
     ],
 )
 def test_bad_options_raise_cluster_error(kwargs, match):
@@ -882,6 +884,9 @@ def test_a_scheduler_address_that_never_answers_as_dask_is_given_up(monkeypatch)
     finally:
         server.close()
     assert time.monotonic() - start < 10
+    # the abandoned Client had set dask's scheduler to "dask.distributed": restored, or every
+    # later compute in this process failed ("no Client active")
+    assert dask.config.get("scheduler", None) is None
     with pytest.raises(ClusterError, match="missing port number in address 'foo'"):
         with connect(scheduler="foo", timeout=1, announce=None):  # was a ValueError traceback
             pass

@@ -125,7 +125,7 @@ def _memory_limit(value: str | int | float) -> str | int | float:
     from dask.utils import parse_bytes
 
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        ok = value > 0
+        ok = 0 < value <= 1 or 2**20 <= value < math.inf  # a fraction, or bytes
         parsed: str | int | float = value
     elif isinstance(value, str):
         text = value.strip()

@@ -41,9 +41,11 @@ _HANDSHAKE_GRACE = 5.0
 def _client(stack: contextlib.ExitStack, timeout: float, what: str, **kwargs) -> Client:
     import threading
 
+    import dask
     from distributed import Client
 
     made: dict[str, Any] = {}
+    before = dask.config.get("scheduler", None)  # a Client sets it first, then connects
 
     def connect() -> None:
         try:
@@ -54,6 +56,11 @@ def _client(stack: contextlib.ExitStack, timeout: float, what: str, **kwargs) ->
     attempt = threading.Thread(target=connect, name="bosaris-dask-connect", daemon=True)
     attempt.start()
     attempt.join(timeout + _HANDSHAKE_GRACE)
+    if attempt.is_alive() or "error" in made:  # no client: dask's scheduler as it was
+        if before is None:
+            dask.config.config.pop("scheduler", None)
+        else:
+            dask.config.set(scheduler=before)
     if attempt.is_alive():
         raise ClusterError(
             f"cannot reach {what} within {timeout:g} s: something accepts the connection but "
