@@ -162,9 +162,8 @@ def test_every_example_runs_on_the_demo_data(command, workdir, monkeypatch, caps
     "argv, says",
     [
         (["calibrate", "--key", "k", "--scores", "a", "--scores", "b", "--model-out", "m.json"],
-         "--scores was given twice: it takes one value"),  # trained on b alone
-        (["evaluate", "--key", "k", "--scores", "a", "--json", "1.json", "--json", "2.json"],
-         "--json was given twice"),
+         "--scores was given twice: it takes one input here"),  # trained on b alone
+        (["evaluate", "--key", "k1", "--key", "k2", "--scores", "a"], "--key was given twice"),
         (["evaluate", "--key", "k", "--scores", "a", "--bootstrap", "9", "--seed=-1"],
          "argument --seed: must be an integer >= 0: -1"),  # was numpy's traceback
         (["evaluate", "--key", "k", "--scores", "a", "--prior", "1e-320"],
@@ -183,6 +182,10 @@ def test_one_value_options_given_once_and_list_options_repeated_still_parse():
     argv = "evaluate --key k --scores a --scores b --prior 0.1 --prior 0.2 --json r.json"
     args = build_parser().parse_args(argv.split())
     assert args.scores == ["a", "b"] and args.prior == [0.1, 0.2] and args.json == "r.json"
+    # a setting given twice: the last wins, as job scripts override defaults ($EXTRA_ARGS)
+    again = build_parser().parse_args([*argv.split(), "--worker-timeout", "3600",
+                                       "--worker-timeout", "120", "--json", "s.json"])  # fmt: skip
+    assert again.worker_timeout == 120 and again.json == "s.json"
     assert not hasattr(args, "_options_given")
 
 

@@ -40,19 +40,28 @@ RENAMED = {
 
 
 class _StoreOnce(argparse._StoreAction):
-    """``store``, refusing an option given twice: a second value silently replaced the first
-    (``calibrate --scores a --scores b`` trained on ``b``); options that take several values
-    are repeated with ``append``."""
+    """``store``, refusing an input option given twice: a second file silently replaced the
+    first (``calibrate --scores a --scores b`` trained on ``b``, where ``fuse`` takes both).
+    Other one-value options keep argparse's last-wins, which job scripts use to override a
+    default (``... --worker-timeout 3600 $EXTRA_ARGS``)."""
 
     def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
         given = namespace.__dict__.setdefault(_GIVEN, set())
-        if option_string is not None and self.dest in given:
-            parser.error(f"{option_string} was given twice: it takes one value")
+        is_input = self.dest in _INPUTS and self.type is None  # a path (simulate's --models: N)
+        if option_string is not None and is_input and self.dest in given:
+            parser.error(f"{option_string} was given twice: it takes one input here")
         given.add(self.dest)
         setattr(namespace, self.dest, values)
 
 
 _GIVEN = "_options_given"
+
+#: Options that name an input: given twice, one of the two would be silently dropped.
+_INPUTS = frozenset({
+    "key", "scores", "ndx", "model", "enrol", "test", "models", "cohort", "center", "quality",
+    "apply_quality", "model_quality", "segment_quality", "eval_key", "enrol_classes",
+    "test_classes", "set_dir",
+})  # fmt: skip
 
 
 class _Parser(argparse.ArgumentParser):
