@@ -327,11 +327,7 @@ def pooled_evaluation(
 
 def check_fixed_rates(fmr: Any, fnmr: Any) -> tuple[np.ndarray, np.ndarray]:
     """The fixed-rate targets, checked (empty arrays where none)."""
-    fmr, fnmr = (np.atleast_1d(np.asarray(r, dtype=object)) for r in (fmr, fnmr))  # 0.1: [0.1]
-    return (
-        fixed_rates.check_rates(fmr.tolist(), "FMR") if len(fmr) else np.empty(0),
-        fixed_rates.check_rates(fnmr.tolist(), "FNMR") if len(fnmr) else np.empty(0),
-    )
+    return fixed_rates.check_rates(fmr, "FMR"), fixed_rates.check_rates(fnmr, "FNMR")
 
 
 def stated_operating_points(
@@ -348,8 +344,7 @@ def stated_operating_points(
     if isinstance(operating_points, (str, OperatingPoint)):  # one point, not its characters
         operating_points = [operating_points]
     stated = [_operating_point(op) for op in operating_points]
-    priors = np.atleast_1d(np.asarray(priors, dtype=object)).tolist()  # a prior, or several
-    points = merge_operating_points(check_priors(priors).tolist() if len(priors) else [], stated)
+    points = merge_operating_points(check_priors(priors).tolist(), stated)  # a prior, or several
     if not points:
         raise OptionError("no operating point: give at least one prior or operating point")
     return points

@@ -27,6 +27,13 @@ def _block(text: str) -> int:
     return value
 
 
+#: The options of scores from embeddings, and their values when not given.
+_EMBEDDING_DEFAULTS = {
+    "models": None, "backend": "cosine", "center": None, "norm": "none", "cohort": None,
+    "top_n": None, "block": 4096, "device": "cpu",
+}  # fmt: skip
+
+
 def _top_n(text: str) -> int:
     value = int(text) if text.strip().lstrip("-").isdigit() else 0
     if value < 2:
@@ -55,21 +62,21 @@ def add_embedding_arguments(
     g.add_argument("--models", metavar="MAP",
                    help="model map, 'model segment' lines: each model is the mean of its "
                    "segments' (normalized) embeddings")  # fmt: skip
-    g.add_argument("--backend", choices=BACKENDS, default="cosine",
+    g.add_argument("--backend", choices=BACKENDS, default=_EMBEDDING_DEFAULTS["backend"],
                    help="cosine (default): length-normalize, then dot product; "
                    "dot: the raw dot product")  # fmt: skip
     g.add_argument("--center", metavar="MEAN",
                    help="subtract a mean first: a .npy holding a 1-D vector, or an embedding "
                    "file whose mean is used")  # fmt: skip
-    g.add_argument("--norm", choices=NORMS, default="none",
+    g.add_argument("--norm", choices=NORMS, default=_EMBEDDING_DEFAULTS["norm"],
                    help="cohort score normalization: z, t, s = (z + t) / 2, or as "
                    "(adaptive S-norm over the top-N cohort scores of each side)")  # fmt: skip
     g.add_argument("--cohort", metavar="C", help="cohort embeddings (with --norm)")
     g.add_argument("--top-n", type=_top_n, metavar="N",
                    help="AS-norm cohort size (at least 2: the statistics take a std)")  # fmt: skip
-    g.add_argument("--block", type=_block, default=4096, metavar="ROWS",
+    g.add_argument("--block", type=_block, default=_EMBEDDING_DEFAULTS["block"], metavar="ROWS",
                    help="score block size, ROWS x ROWS (default 4096)")  # fmt: skip
-    g.add_argument("--device", default="cpu",
+    g.add_argument("--device", default=_EMBEDDING_DEFAULTS["device"],
                    help="where the block products run: cpu (default, numpy), or a PyTorch "
                    "device with float64 products such as cuda or cuda:1 (needs torch); the "
                    "scores are the same bits on any device")  # fmt: skip
@@ -96,13 +103,6 @@ def uses_embeddings(args: argparse.Namespace) -> bool:
             raise BosarisError(f"{', '.join(idle)} only {verb} to scores from embeddings: give "
                                "--enrol and --test, or leave them out")  # fmt: skip
     return enrol is not None
-
-
-#: The options of scores from embeddings, and their values when not given.
-_EMBEDDING_DEFAULTS = {
-    "models": None, "backend": "cosine", "center": None, "norm": "none", "cohort": None,
-    "top_n": None, "block": 4096, "device": "cpu",
-}  # fmt: skip
 
 
 def uses_class_tables(args: argparse.Namespace) -> bool:

@@ -121,11 +121,27 @@ _WHY = {
 }
 
 
-def _prior(text: str) -> float:
+def _number(text: str) -> float:
+    """``text`` as a float; an argparse error ``not a number`` else."""
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+def _integer(text: str, low: int, must: str) -> int:
+    """``text`` as an integer of at least ``low``; an argparse error ``must ...: text`` else."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = low - 1
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be {must}: {text}")
+    return value
+
+
+def _prior(text: str) -> float:
+    value = _number(text)
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"effective prior {text} is not strictly between 0 and 1")
     if value < sys.float_info.min:
@@ -135,20 +151,14 @@ def _prior(text: str) -> float:
 
 
 def _penalty(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    value = _number(text)
     if not 0 <= value < float("inf"):
         raise argparse.ArgumentTypeError(f"the L2 penalty {text} is not a finite number >= 0")
     return value
 
 
 def _rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    value = _number(text)
     if not 0 < value <= 1:
         raise argparse.ArgumentTypeError(f"target rate {text} is not in (0, 1]")
     return value
@@ -287,23 +297,11 @@ def _llr_base_argument(parser: argparse.ArgumentParser, from_model: bool = False
 
 
 def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0: {text}")
-    return value
+    return _integer(text, 0, "an integer >= 0")
 
 
 def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer: {text}")
-    return value
+    return _integer(text, 1, "a positive integer")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
