@@ -44,6 +44,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
+from bosaris_dask import exact_sum
 from bosaris_dask.arguments import float_vector
 from bosaris_dask.calibration.optimal import optimal_llr_table
 from bosaris_dask.errors import OptionError
@@ -90,6 +91,10 @@ def _weighted(a: np.ndarray, tar: np.ndarray, non: np.ndarray, t: int, n: int) -
     return (expit(a) * tar / t + expit(-a) * non / n) / _LN2
 
 
+def _mean_weighted(a: np.ndarray, mean_tar: np.ndarray, mean_non: np.ndarray) -> np.ndarray:
+    return (expit(a) * mean_tar + expit(-a) * mean_non) / _LN2
+
+
 def ece_from_summary(summary: ScoreSummary, plo: Any | None = None) -> dict[str, np.ndarray]:
     """``{"ece", "ece_pav", "ece_neutral"}`` in bits at the prior log-odds ``plo``.
 
@@ -102,9 +107,11 @@ def ece_from_summary(summary: ScoreSummary, plo: Any | None = None) -> dict[str,
     a = summary.cross_entropy_plo if plo is None else check_plo(plo)
     if not np.array_equal(a, summary.cross_entropy_plo):
         raise OptionError("the summary's cross-entropy sums were made for another ECE grid")
-    sums = summary.cross_entropy
+    t, n = summary.n_target, summary.n_nontarget  # exact means, as Cllr's: finite, same bits
+    means = np.array([[exact_sum.mean(tar, t), exact_sum.mean(non, n)]
+                      for tar, non in summary.cross_entropy]).reshape(-1, 2)  # fmt: skip
     return {
-        "ece": _weighted(a, sums[:, 0], sums[:, 1], summary.n_target, summary.n_nontarget),
+        "ece": _mean_weighted(a, means[:, 0], means[:, 1]),
         "ece_pav": _pav_ece(summary, a),
         "ece_neutral": neutral_ece(a),
     }
@@ -114,12 +121,12 @@ def ece_arrays(tar: Any, non: Any, plo: Any = DEFAULT_ECE_PLO) -> dict[str, np.n
     """:func:`ece_from_summary` of in-memory target and non-target LLRs (natural log)."""
     from dataclasses import replace
 
-    from bosaris_dask.kernels import cross_entropy_totals
+    from bosaris_dask.kernels import cross_entropy_units
     from bosaris_dask.metrics import summary_from_arrays
 
     a = check_plo(plo)
     summary = summary_from_arrays(tar, non)
-    sums = cross_entropy_totals(np.asarray(tar), np.asarray(non), a)
+    sums = cross_entropy_units(np.asarray(tar), np.asarray(non), a)
     return ece_from_summary(replace(summary, cross_entropy_plo=a, cross_entropy=sums))
 
 

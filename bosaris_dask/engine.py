@@ -110,18 +110,21 @@ class ScoreSummary:
         with ``bits == 0`` is one exact score value.
     n_tar, n_non
         Target and non-target counts per bin.
-    softplus_tar, softplus_non
+    softplus_units
         ``sum log(1 + exp(-s))`` over targets and ``sum log(1 + exp(s))`` over non-targets
-        (natural log): Cllr without a second pass. Each term is rounded to a multiple of
-        ``2**-57`` and the terms are added exactly (:mod:`bosaris_dask.exact_sum`), so the
-        sums are the same, bit for bit, in any chunking, merge tree and scheduler.
+        (natural log), as exact integers in units of ``2**-57``: Cllr without a second pass.
+        Each term is rounded to a multiple of ``2**-57`` and the terms are added exactly
+        (:mod:`bosaris_dask.exact_sum`), so the sums are the same, bit for bit, in any
+        chunking, merge tree and scheduler, and their means are finite even where the sums
+        exceed float64. :attr:`softplus_tar` and :attr:`softplus_non` are them as floats.
     n_missing
         Key trials without a score (dropped; non-zero only with ``allow_missing``).
     cross_entropy_plo, cross_entropy
         Prior log-odds ``a`` (asked for with :func:`summarize`'s ``cross_entropy_plo``) and, per
         ``a``, the exact sums ``sum log(1 + exp(-(s + a)))`` over targets and
-        ``sum log(1 + exp(s + a))`` over non-targets, shape ``(len(a), 2)``: the empirical
-        cross-entropy of the scores as LLRs at every ``a`` (:mod:`bosaris_dask.ece`).
+        ``sum log(1 + exp(s + a))`` over non-targets, a (target, non-target) pair of integers
+        in the units of ``softplus_units``: the empirical cross-entropy of the scores as LLRs at
+        every ``a`` (:mod:`bosaris_dask.ece`).
     passes
         Passes over the data this summary took (shared by all systems of one call).
     """
@@ -131,13 +134,12 @@ class ScoreSummary:
     bits: np.ndarray
     n_tar: np.ndarray
     n_non: np.ndarray
-    softplus_tar: float
-    softplus_non: float
+    softplus_units: tuple[int, int]
     n_missing: int = 0
     passes: int = 1
     name: str = ""
     cross_entropy_plo: np.ndarray | None = None
-    cross_entropy: np.ndarray | None = None
+    cross_entropy: list[tuple[int, int]] | None = None
     _hull: roc.Hull | None = field(default=None, repr=False)
 
     @property
@@ -149,6 +151,16 @@ class ScoreSummary:
     def n_nontarget(self) -> int:
         """Number of non-target trials."""
         return int(self.n_non.sum())
+
+    @property
+    def softplus_tar(self) -> float:
+        """The targets' softplus sum as a float (``inf`` beyond float64's range)."""
+        return exact_sum.to_float(self.softplus_units[0])
+
+    @property
+    def softplus_non(self) -> float:
+        """The non-targets' softplus sum as a float (``inf`` beyond float64's range)."""
+        return exact_sum.to_float(self.softplus_units[1])
 
     def values(self) -> np.ndarray:
         """The lowest score value of each bin (the exact value where ``bits == 0``)."""
@@ -262,7 +274,7 @@ def _pass1_summary(
     nbins = binmap.nbins
     n_non, n_tar = row[:nbins].astype(np.int64), row[nbins : 2 * nbins].astype(np.int64)
     limbs = row[2 * nbins : -2].reshape(2, -1)
-    sp_tar, sp_non = (exact_sum.to_float(exact_sum.from_limbs(x)) for x in limbs)
+    sp_tar, sp_non = (exact_sum.from_limbs(x) for x in limbs)
     missing, bad = row[-2:]
     raise_trial_errors(name, int(bad), int(missing), inputs[0], inputs[1 + 2 * k],
                        inputs[2 + 2 * k], key, allow_missing)  # fmt: skip
@@ -274,8 +286,7 @@ def _pass1_summary(
         bits=bits,
         n_tar=n_tar[nonempty],
         n_non=n_non[nonempty],
-        softplus_tar=sp_tar,
-        softplus_non=sp_non,
+        softplus_units=(sp_tar, sp_non),
         n_missing=int(missing),
         name=name,
     )
@@ -287,10 +298,11 @@ def _pass1_summary(
     return summary
 
 
-def _cross_entropy_sums(total: np.ndarray, n: int) -> np.ndarray:
-    """The ``(n, 2)`` float sums from :func:`kernels.cross_entropy_kernel`'s merged limbs."""
-    limbs = np.asarray(total).reshape(n * 2, exact_sum.LIMBS)
-    return np.array([exact_sum.to_float(exact_sum.from_limbs(x)) for x in limbs]).reshape(n, 2)
+def _cross_entropy_units(total: np.ndarray, n: int) -> list[tuple[int, int]]:
+    """The ``n`` exact (target, non-target) unit sums of :func:`kernels.cross_entropy_kernel`'s
+    merged limbs."""
+    units = [exact_sum.from_limbs(x) for x in np.asarray(total).reshape(n * 2, exact_sum.LIMBS)]
+    return list(zip(units[::2], units[1::2], strict=True))
 
 
 # --------------------------------------------------------------------------------------------
@@ -554,7 +566,7 @@ def summarize(
             f"{s.name} cross-entropy", partial(
                 kernels.cross_entropy_kernel, system=k, plo=ce_plo,
                 compiled=cells * len(ce_plo) >= COMPILED_ECE_TERMS, **blocks),
-            ce_length, finalize=partial(_cross_entropy_sums, n=len(ce_plo)),
+            ce_length, finalize=partial(_cross_entropy_units, n=len(ce_plo)),
         )
         for k, s in enumerate(systems)
     ] if len(ce_plo) else []  # fmt: skip

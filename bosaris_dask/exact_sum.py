@@ -36,7 +36,7 @@ import numpy as np
 
 __all__ = [
     "GRID_BITS", "HI_BITS", "LO_BITS", "BIG", "MAX_BLOCK", "LIMBS", "exact_units", "block_units",
-    "block_units_subset", "total", "to_limbs", "from_limbs", "to_float",
+    "block_units_subset", "total", "to_limbs", "from_limbs", "to_float", "mean",
 ]  # fmt: skip
 
 #: Terms are rounded to multiples of ``2**-GRID_BITS``; sums are integers in these units.
@@ -207,5 +207,21 @@ def to_float(units: int) -> float:
     """``units * 2**-GRID_BITS`` correctly rounded to float64 (``inf`` beyond its range)."""
     try:
         return units / (1 << GRID_BITS)
+    except OverflowError:
+        return math.inf
+
+
+def mean(units: int, n: int) -> float:
+    """``units * 2**-GRID_BITS / n`` correctly rounded to float64: finite wherever the mean is,
+    even when the sum itself is beyond float64 (``inf`` only if the mean is).
+
+    Examples
+    --------
+    >>> units = 3 * (int(1e308) << GRID_BITS)  # three terms of 1e308: the sum is not a float
+    >>> to_float(units), mean(units, 3)
+    (inf, 1e+308)
+    """
+    try:
+        return units / (n << GRID_BITS)
     except OverflowError:
         return math.inf

@@ -45,7 +45,6 @@ import xarray as xr
 from bosaris_dask import (
     config,
     engine,
-    exact_sum,
     fixed_rates,
     grouped_histograms,
     refine_kernels,
@@ -88,8 +87,8 @@ def _part_summary(first: GroupedPass1, part: Part, name: str) -> ScoreSummary:
     tar, non = part.groups(first.n_groups)
     n_tar = own.counts[tar, :, 1].sum(axis=0)
     n_non = own.counts[non, :, 0].sum(axis=0)
-    sp_tar = exact_sum.to_float(sum(own.units[g][0] for g in np.flatnonzero(tar).tolist()))
-    sp_non = exact_sum.to_float(sum(own.units[g][1] for g in np.flatnonzero(non).tolist()))
+    sp_tar = sum(own.units[g][0] for g in np.flatnonzero(tar).tolist())
+    sp_non = sum(own.units[g][1] for g in np.flatnonzero(non).tolist())
     nonempty = np.flatnonzero((n_tar + n_non) > 0)
     return _summary(
         first.dtype, nonempty, first.maps[part.system], n_tar[nonempty], n_non[nonempty],
@@ -103,19 +102,18 @@ def _summary(
     binmap: BinMap,
     n_tar: np.ndarray,
     n_non: np.ndarray,
-    sp_tar: int | float,
-    sp_non: int | float,
+    sp_tar: int,
+    sp_non: int,
     missing: int,
     name: str,
 ) -> ScoreSummary:
-    """A pass-1 summary (softplus sums as exact units or floats), or the error of a part
-    without targets or non-targets."""
+    """A pass-1 summary (softplus sums in exact units), or the error of a part without targets
+    or non-targets."""
     lo, bits = binmap.bin_lo_bits(nonempty)
     summary = ScoreSummary(
         dtype=dtype, lo=lo, bits=bits,
         n_tar=n_tar, n_non=n_non,
-        softplus_tar=sp_tar if isinstance(sp_tar, float) else exact_sum.to_float(sp_tar),
-        softplus_non=sp_non if isinstance(sp_non, float) else exact_sum.to_float(sp_non),
+        softplus_units=(sp_tar, sp_non),
         n_missing=missing, name=name,
     )  # fmt: skip
     if summary.n_target == 0 or summary.n_nontarget == 0:
@@ -126,15 +124,13 @@ def _summary(
     return summary
 
 
-def _part_cross_entropy(units: list[list[list[int]]], part: Part, n_groups: int) -> np.ndarray:
-    """A part's ``(len(plo), 2)`` cross-entropy sums (targets, non-targets) from its system's
-    per-group exact units (:func:`~bosaris_dask.grouped_kernels.split_cross_entropy`)."""
+def _part_cross_entropy(
+    units: list[list[list[int]]], part: Part, n_groups: int
+) -> list[tuple[int, int]]:
+    """A part's exact (target, non-target) cross-entropy sums per prior log-odds from its
+    system's per-group units (:func:`~bosaris_dask.grouped_kernels.split_cross_entropy`)."""
     tar, non = (np.flatnonzero(m).tolist() for m in part.groups(n_groups))
-    return np.array([
-        [exact_sum.to_float(sum(at[g][0] for g in tar)),
-         exact_sum.to_float(sum(at[g][1] for g in non))]
-        for at in units
-    ]).reshape(len(units), 2)  # fmt: skip
+    return [(sum(at[g][0] for g in tar), sum(at[g][1] for g in non)) for at in units]
 
 
 def _used_groups(

@@ -45,7 +45,7 @@ __all__ = [
     "coarse_length",
     "bins_note",
     "pack_bins",
-    "softplus_totals",
+    "softplus_units",
 ]
 
 # Block sizes (``bosaris_dask.block`` and ``bosaris_dask.slice``): a histogram update is one
@@ -178,16 +178,17 @@ def softplus_sums(c: np.ndarray, s: np.ndarray, ws: Workspace, all_trials: bool)
     return [trials - tar, tar]
 
 
-def softplus_totals(tar: np.ndarray, non: np.ndarray) -> tuple[float, float]:
-    """The exact softplus sums of in-memory target and non-target scores, as pass 1 makes them.
+def softplus_units(tar: np.ndarray, non: np.ndarray) -> tuple[int, int]:
+    """The exact softplus sums of in-memory target and non-target scores, as pass 1 makes them
+    (integers in :mod:`~bosaris_dask.exact_sum` units).
 
     The same per-trial terms and the same exact summation as :func:`coarse_kernel`, so an
     in-memory evaluation reports the same Cllr, bit for bit, as one over chunks.
 
     Examples
     --------
-    >>> t, n = softplus_totals(np.array([0.0, 2.0]), np.array([-1.0]))
-    >>> round(t, 12), round(n, 12)
+    >>> t, n = softplus_units(np.array([0.0, 2.0]), np.array([-1.0]))
+    >>> round(exact_sum.to_float(t), 12), round(exact_sum.to_float(n), 12)
     (0.820075191603, 0.313261687518)
     """
     ws = workspace(np.dtype(np.float64), exact_sum.MAX_BLOCK, exact_sum.MAX_BLOCK)
@@ -199,7 +200,7 @@ def softplus_totals(tar: np.ndarray, non: np.ndarray) -> tuple[float, float]:
             c = np.full(b.stop - b.start, code, dtype=np.int8)
             non_units, tar_units = softplus_sums(c, flat[b], ws, True)
             units += tar_units if code > 0 else non_units
-        out.append(exact_sum.to_float(units))
+        out.append(units)
     return out[0], out[1]
 
 
@@ -250,18 +251,19 @@ def cross_entropy_kernel(
     return np.concatenate([exact_sum.to_limbs(v) for pair in sums for v in pair])
 
 
-def cross_entropy_totals(tar: np.ndarray, non: np.ndarray, plo: np.ndarray) -> np.ndarray:
-    """:func:`cross_entropy_kernel`'s sums of in-memory scores, as floats: ``(len(plo), 2)``.
+def cross_entropy_units(tar: np.ndarray, non: np.ndarray, plo: np.ndarray) -> list[tuple[int, int]]:
+    """:func:`cross_entropy_kernel`'s exact (target, non-target) sums of in-memory scores, one
+    pair per prior log-odds.
 
     Examples
     --------
-    >>> t = cross_entropy_totals(np.array([0.0, 2.0]), np.array([-1.0]), np.array([0.0]))
-    >>> t[0].tolist() == list(softplus_totals(np.array([0.0, 2.0]), np.array([-1.0])))
+    >>> t = cross_entropy_units(np.array([0.0, 2.0]), np.array([-1.0]), np.array([0.0]))
+    >>> t == [softplus_units(np.array([0.0, 2.0]), np.array([-1.0]))]
     True
     """
     tar = np.asarray(tar, dtype=np.float64).reshape(-1)
     non = np.asarray(non, dtype=np.float64).reshape(-1)
-    return np.array([softplus_totals(tar + a, non + a) for a in np.asarray(plo, np.float64)])
+    return [softplus_units(tar + a, non + a) for a in np.asarray(plo, np.float64)]
 
 
 def _numpy_block(

@@ -23,12 +23,12 @@ from typing import Any
 import numpy as np
 from scipy.special import expit, ndtr, ndtri
 
-from bosaris_dask import roc
+from bosaris_dask import exact_sum, roc
 from bosaris_dask.arguments import float_vector
 from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.errors import OptionError, ScoreError
-from bosaris_dask.kernels import softplus_totals
+from bosaris_dask.kernels import softplus_units
 from bosaris_dask.keys import order_keys
 from bosaris_dask.trials.construction import check_exact_integers
 
@@ -129,15 +129,14 @@ def summary_from_arrays(tar: Any, non: Any, name: str = "system") -> ScoreSummar
     keys, inverse = np.unique(order_keys(both), return_inverse=True)
     n_tar = np.bincount(inverse[: tar.size], minlength=len(keys))
     n_non = np.bincount(inverse[tar.size :], minlength=len(keys))
-    softplus_tar, softplus_non = softplus_totals(tar, non)  # the same bits as over chunks
+    units = softplus_units(tar, non)  # the same bits as over chunks
     return ScoreSummary(
         dtype=np.dtype(dtype),
         lo=keys.astype(np.uint64),
         bits=np.zeros(len(keys), dtype=np.int8),
         n_tar=n_tar,
         n_non=n_non,
-        softplus_tar=softplus_tar,
-        softplus_non=softplus_non,
+        softplus_units=units,
         passes=0,
         name=name,
     )
@@ -161,7 +160,8 @@ def dcf_normalizer(plo: np.ndarray) -> np.ndarray:
 
 def summary_cllr(summary: ScoreSummary) -> float:
     t, n = summary.n_target, summary.n_nontarget
-    return (summary.softplus_tar / t + summary.softplus_non / n) / (2 * np.log(2))
+    tar, non = summary.softplus_units  # exact means: finite where the sums exceed float64
+    return (exact_sum.mean(tar, t) + exact_sum.mean(non, n)) / (2 * np.log(2))
 
 
 def _dr30_plo(summary: ScoreSummary, sweep: np.ndarray) -> tuple[float, float]:
@@ -256,7 +256,7 @@ def steppy_roc(summary: ScoreSummary, resolution: float = 0.005) -> tuple[np.nda
     --------
     >>> s = ScoreSummary(np.dtype(np.float64), lo=np.arange(4, dtype=np.uint64),
     ...                  bits=np.zeros(4, np.int8), n_tar=np.array([0, 1, 1, 2]),
-    ...                  n_non=np.array([3, 1, 0, 0]), softplus_tar=0.0, softplus_non=0.0)
+    ...                  n_non=np.array([3, 1, 0, 0]), softplus_units=(0, 0))
     >>> pmiss, pfa = steppy_roc(s)
     >>> pmiss.tolist(), pfa.tolist()
     ([0.0, 0.0, 0.25, 0.5, 1.0], [1.0, 0.25, 0.0, 0.0, 0.0])

@@ -381,10 +381,10 @@ def evaluate_arrays(
     summary = summary_from_arrays(tar, non, name)
     if ece_plo is not None:
         from bosaris_dask.ece import check_plo
-        from bosaris_dask.kernels import cross_entropy_totals
+        from bosaris_dask.kernels import cross_entropy_units
 
         a = check_plo(ece_plo)
-        sums = cross_entropy_totals(np.asarray(tar), np.asarray(non), a)
+        sums = cross_entropy_units(np.asarray(tar), np.asarray(non), a)
         summary = replace(summary, cross_entropy_plo=a, cross_entropy=sums)
     return results_dataset([summary], points, sweep, fmr, fnmr)
 

@@ -15,7 +15,7 @@ Examples
 >>> from bosaris_dask.engine import ScoreSummary
 >>> s = ScoreSummary(np.dtype(np.float64), lo=np.array([0, 16, 32], dtype=np.uint64),
 ...                  bits=np.array([4, 4, 4], dtype=np.int8), n_tar=np.array([0, 3, 5]),
-...                  n_non=np.array([4, 2, 0]), softplus_tar=0.0, softplus_non=0.0)
+...                  n_non=np.array([4, 2, 0]), softplus_units=(0, 0))
 >>> hull_candidates(s).tolist()  # the only mixed bin: it may hide a hull vertex
 [1]
 """

@@ -471,6 +471,27 @@ def test_cllr_is_bit_identical_under_any_chunking_and_merge_tree(data, split_eve
     np.testing.assert_allclose(s.softplus_non, np.logaddexp(0, non).sum(), rtol=1e-14)
 
 
+def test_cllr_is_finite_where_its_softplus_sums_exceed_float64():
+    # 300 target scores of -1e306: the targets' softplus sum, 3e308, is beyond float64, their
+    # mean (1e306) is not; Cllr was inf. Reference: the mean of each class, exactly, by
+    # Fractions (softplus(-s) = -s + log1p(exp(s)) = 1e306 to float64 for s = -1e306).
+    from fractions import Fraction
+
+    values = np.full((20, 20), -1e306)
+    values[:, 15:] = -1.0
+    mask = np.where(np.arange(20)[None, :] < 15, 1, -1).astype(np.int8).repeat(20, axis=0)
+    scores, key = make_scores(range(20), range(20), values), make_key(range(20), range(20), mask)
+    mean_tar = Fraction(1e306)
+    mean_non = Fraction(float(np.logaddexp(0.0, -1.0)))
+    expected = float((mean_tar + mean_non) / 2 / Fraction(float(np.log(2))))
+    (summary,) = engine.summarize([scores.chunk({"model": 7, "segment": 6})], key)
+    assert summary.softplus_tar == np.inf  # the float sum overflows ...
+    assert measures.summary_cllr(summary) == pytest.approx(expected, rel=1e-15)  # ... the mean not
+    result = metrics.evaluate(scores, key, priors=[0.5])
+    assert float(result.cllr.item()) == pytest.approx(expected, rel=1e-15)
+    assert metrics.cllr(values[mask == 1], values[mask == -1]) == pytest.approx(expected, rel=1e-15)
+
+
 # --------------------------------------------------------------------------------------------
 # a realistic size: millions of trials, several chunks, many ties, against numpy brute force
 # --------------------------------------------------------------------------------------------
@@ -525,7 +546,7 @@ def test_refinement_returns_a_new_summary():
                     for k in (keys[is_tar], keys[~is_tar]))  # fmt: skip
     wide = engine.ScoreSummary(np.dtype(np.float64), lo=lo, bits=np.full(len(lo), shift, np.int8),
                                n_tar=n_tar.copy(), n_non=n_non.copy(),
-                               softplus_tar=1.0, softplus_non=1.0)  # fmt: skip
+                               softplus_units=(1, 1))  # fmt: skip
     cands = np.arange(len(lo))
     spec = refinement.plan(wide, cands, shift, dense_budget=64, raw_limit=1 << 22)
     fine = refinement.apply_refinement(

@@ -72,7 +72,7 @@ def _wide_summary():
                     for k in (keys[is_tar], keys[~is_tar]))  # fmt: skip
     bits = np.full(len(lo), shift, np.int8)
     s = engine.ScoreSummary(np.dtype(np.float64), lo=lo, bits=bits, n_tar=n_tar, n_non=n_non,
-                            softplus_tar=1.0, softplus_non=1.0)  # fmt: skip
+                            softplus_units=(1, 1))  # fmt: skip
     return s, shift, keys, is_tar
 
 

@@ -5,7 +5,9 @@ log-odds dimension (``python tests/test_result_layout.py`` with the old package 
 the JSON and the printed table of the same input must stay byte-identical. They were written
 again when the Bayes thresholds became the exact ones rounded up (``OperatingPoint.plo``): that
 changed ``act_threshold`` and the DCF values in their last place (at most 9e-16 relative) and
-nothing else, the tables not at all. The layout itself is
+nothing else, the tables not at all; and again when Cllr became the correctly rounded mean of
+its exact sums (``exact_sum.mean``: finite where a sum exceeds float64), which moved ``cllr``
+and ``cllr_cal`` of two systems in their last place. The layout itself is
 checked against plain numpy: the operating points and the sweep share ``plo``, the per-prior
 variables exist once, the ragged curves come back at their exact lengths.
 """

@@ -170,8 +170,8 @@ def test_steppy_roc_keeps_the_points_whose_probit_cell_changes(n, seed, resoluti
     n_tar[0] += 1
     n_non[-1] += 1
     s = ScoreSummary(np.dtype(np.float64), lo=np.arange(n, dtype=np.uint64),
-                     bits=np.zeros(n, np.int8), n_tar=n_tar, n_non=n_non, softplus_tar=0.0,
-                     softplus_non=0.0)  # fmt: skip
+                     bits=np.zeros(n, np.int8), n_tar=n_tar, n_non=n_non,
+                     softplus_units=(0, 0))  # fmt: skip
     pmiss = np.concatenate([[0], np.cumsum(n_tar)]) / n_tar.sum()
     pfa = (n_non.sum() - np.concatenate([[0], np.cumsum(n_non)])) / n_non.sum()
     cells = np.floor(ndtri(np.clip(np.stack([pmiss, pfa]), 1e-12, 1 - 1e-12)) / resolution)
@@ -189,7 +189,7 @@ def test_steppy_roc_of_a_summary_without_targets_keeps_every_point():
     """pmiss is 0 / 0 at every point (as the direct rule has it, NaN cells all differ)."""
     s = ScoreSummary(np.dtype(np.float64), lo=np.arange(4, dtype=np.uint64),
                      bits=np.zeros(4, np.int8), n_tar=np.zeros(4, np.int64),
-                     n_non=np.array([3, 1, 0, 0]), softplus_tar=0.0, softplus_non=0.0)  # fmt: skip
+                     n_non=np.array([3, 1, 0, 0]), softplus_units=(0, 0))  # fmt: skip
     with np.errstate(invalid="ignore"):
         pmiss, pfa = steppy_roc(s)
     assert np.isnan(pmiss).all() and pfa.tolist() == [1.0, 0.25, 0.0, 0.0, 0.0]
