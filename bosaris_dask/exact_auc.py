@@ -280,8 +280,10 @@ def _bounds(s: ScoreSummary) -> str:
 
 def apply_exact_auc(ds: xr.Dataset, found: ExactAuc) -> xr.Dataset:
     """``ds`` (an evaluation's Dataset) with the exact AUCs in ``auc``, ``auc_low`` and
-    ``auc_high``, and ``attrs["auc_notes"]`` where a system's AUC stayed a bound."""
+    ``auc_high``, ``attrs["exact_auc"] = 1`` (the table reports them), and
+    ``attrs["auc_notes"]`` where a system's AUC stayed a bound."""
     out = ds.copy()
+    out.attrs["exact_auc"] = 1
     for name in ("auc", "auc_low", "auc_high"):
         values = out[name].values.copy()
         for k, v in enumerate(found.values):

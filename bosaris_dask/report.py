@@ -189,6 +189,21 @@ def _fixed_lines(results: xr.Dataset, names: list[str], width: int, side: str) -
     return lines
 
 
+def _auc_lines(results: xr.Dataset, names: list[str], width: int) -> list[str]:
+    """The AUC block of :func:`format_table` where the exact AUC was asked for
+    (``evaluate --exact-auc``): the AUC, or its bounds where it stayed one."""
+    if not results.attrs.get("exact_auc"):
+        return []
+    lines = ["", "AUC (exact Mann-Whitney, ties counted half)"]
+    for name in names:
+        r = results.sel(system=name)
+        auc, low, high = float(r.auc), float(r.auc_low), float(r.auc_high)
+        shown = (f"{auc:.6f}" if np.isfinite(auc) else f"{low:.6f}..{high:.6f} (bounds)"
+                 if np.isfinite(low) else "undefined")  # fmt: skip
+        lines.append(f"{name:<{width}}  {shown}")
+    return lines
+
+
 def _ece_lines(results: xr.Dataset, names: list[str], width: int) -> list[str]:
     """The ECE block of :func:`format_table`: raw / PAV-calibrated ECE at each operating point
     whose prior log-odds lies on the ECE grid (``evaluate --ece`` puts them all there), and
@@ -284,6 +299,7 @@ def format_table(results: xr.Dataset) -> str:
     for side in ("fmr", "fnmr"):
         lines += _fixed_lines(results, names, width, side)
     lines += _ece_lines(results, names, width)
+    lines += _auc_lines(results, names, width)
     if "cprimary_act" in results:
         priors = ", ".join(f"{p:g}" for p in results.attrs["cprimary_priors"])
         lines += ["", f"Cprimary (mean normalized DCF over priors {priors}): actual / minimum"]

@@ -284,12 +284,21 @@ def test_cli_exact_auc_and_its_one_line_warning(tmp_path, capsys):
     with patch, conf:
         assert main(argv) == 0
         doc = json.loads(out.read_text())
-        assert doc["systems"][0]["auc"] == float(_mann_whitney(tar, non))
-        assert "auc_notes" not in doc and capsys.readouterr().err == ""
+        exact = float(_mann_whitney(tar, non))
+        assert doc["systems"][0]["auc"] == exact
+        captured = capsys.readouterr()
+        assert "auc_notes" not in doc and captured.err == ""
+        table = captured.out.splitlines()  # the table says it too, not only the JSON
+        assert table[table.index("AUC (exact Mann-Whitney, ties counted half)") + 1].split() == [
+            "scores", f"{exact:.6f}"]  # fmt: skip
         with dask.config.set({"bosaris_dask.auc-limit": 1}):
             assert main(argv) == 0
     doc = json.loads(out.read_text())
-    err = capsys.readouterr().err.strip().splitlines()
+    captured = capsys.readouterr()
+    row = captured.out.splitlines()[-1].split()
+    low, high = doc["systems"][0]["auc_low"], doc["systems"][0]["auc_high"]
+    assert row == ["scores", f"{low:.6f}..{high:.6f}", "(bounds)"]
+    err = captured.err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("warning: scores: exact AUC not computed: its ")
     assert doc["auc_notes"] == [err[0].removeprefix("warning: ")]
     entry = doc["systems"][0]
