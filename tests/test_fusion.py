@@ -17,6 +17,7 @@ from scipy import special
 from bosaris_dask.calibration import load_model
 from bosaris_dask.errors import ScoreError, TrialError
 from bosaris_dask.fusion import LinearFuser, QualityBackoffWarning, QualityFuser, linear_fuse
+from bosaris_dask.fusion.fit_checks import FitWarning
 from bosaris_dask.objectives import (
     FusionObjective,
     fusion_data,
@@ -461,7 +462,8 @@ def test_quality_fusion_without_any_quality_is_the_linear_fusion() -> None:
     key, scores, quality, _ = trial_set(seed=12)
     no_quality = quality.copy()
     no_quality["segment_quality"] = xr.full_like(quality.segment_quality, np.nan)
-    qf = QualityFuser(0.5, gtol=1e-10).fit(scores, key, no_quality, allow_missing=True)
+    with pytest.warns(FitWarning, match="the segment side has none"):  # and says so
+        qf = QualityFuser(0.5, gtol=1e-10).fit(scores, key, no_quality, allow_missing=True)
     lin = LinearFuser(0.5, gtol=1e-10).fit(scores, key, allow_missing=True)
     np.testing.assert_allclose(qf.quality_matrix_, 0.0, atol=1e-12)  # nothing to learn from
     np.testing.assert_allclose(qf.weights_, lin.weights_, atol=1e-8)

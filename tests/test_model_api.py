@@ -166,3 +166,135 @@ def test_pav_block_count_is_a_fitted_attribute():
     with pytest.warns(FutureWarning, match="use n_blocks_"):
         assert pav.n_blocks == 3
     assert not hasattr(PAVCalibrator(), "n_blocks_")
+
+
+@pytest.mark.parametrize("model", ["linear_fusion", "linear_calibration", "pav", "quality"])
+def test_a_changed_parameter_drops_the_fit(data, model, tmp_path):
+    """set_params(prior=...) after fit kept the weights fitted at the old prior beside the new
+    one, and save wrote them as a model of the new prior; a quality fuser applied its fitted W
+    to quality mapped by a new qtrans (LLRs off by up to 0.9)."""
+    key, systems, quality = data
+    make, scores, extra, change = {
+        "linear_fusion": (LinearFuser, systems, (), {"prior": 0.01}),
+        "linear_calibration": (LinearCalibrator, systems[0], (), {"l2": 5.0}),
+        "pav": (PAVCalibrator, systems[0], (), {"small_val": 0.5}),
+        "quality": (QualityFuser, systems, (quality,), {"qtrans": [[2.0]]}),
+    }[model]
+    fitted = make().fit(scores, key, *extra)
+    kept = fitted.to_dict()
+    assert fitted.set_params(split_every=4) if model != "pav" else True  # how a fit runs
+    assert fitted.to_dict() == kept  # ... keeps the fit
+    fitted.set_params(**change)
+    with pytest.raises(NotFittedError):
+        fitted.transform(scores, *extra)
+    with pytest.raises(NotFittedError):
+        fitted.save(tmp_path / "m.json")
+    assert fitted.fit(scores, key, *extra).to_dict() != kept  # fitted again, at the new value
+
+
+def test_a_models_llr_base_survives_load_and_save_and_apply_follows_it(tmp_path):
+    """A model trained by the CLI on base-10 LLRs lost its "llr_base" when loaded and saved in
+    Python: `apply` then read base-10 scores as natural logs (-2.039 for -1.037)."""
+    from bosaris_dask.calibration import apply_model
+    from bosaris_dask.cli import main
+
+    rng = np.random.default_rng(2)
+    ids = [f"m{i}" for i in range(40)]
+    lines = [f"{m} s{j} {'target' if i == j else 'nontarget'}" for i, m in enumerate(ids)
+             for j in range(40)]  # fmt: skip
+    (tmp_path / "k.txt").write_text("\n".join(lines) + "\n")
+    scores = np.where(np.eye(40, dtype=bool), 1.0, -1.0) + rng.normal(0, 1, (40, 40))
+    rows = [f"{m} s{j} {float(scores[i, j])!r}" for i, m in enumerate(ids) for j in range(40)]
+    (tmp_path / "s.txt").write_text("\n".join(rows) + "\n")
+    k, s = str(tmp_path / "k.txt"), str(tmp_path / "s.txt")
+    assert main(["calibrate", "--key", k, "--scores", s, "-q", "--llr-base", "10",
+                 "--model-out", str(tmp_path / "m10.json")]) == 0  # fmt: skip
+    model = load_model(tmp_path / "m10.json")
+    assert model.llr_base_ == "10"
+    model.save(tmp_path / "resaved.json")
+    for name in ("m10", "resaved"):
+        assert main(["apply", "-q", "--model", str(tmp_path / f"{name}.json"), "--scores", s,
+                     "--out", str(tmp_path / f"{name}.zarr")]) == 0  # fmt: skip
+    want = bd.read(tmp_path / "m10.zarr").score.values
+    np.testing.assert_array_equal(bd.read(tmp_path / "resaved.zarr").score.values, want)
+    applied = apply_model(load_model(tmp_path / "resaved.json"), bd.read(tmp_path / "s.txt"))
+    np.testing.assert_allclose(applied.score.values, want, rtol=1e-12)  # base 10 in and out
+    natural = apply_model(model, bd.read(tmp_path / "s.txt"), llr_base="e")
+    assert not np.allclose(natural.score.values, want)
+    assert model.fit_arrays(np.r_[1.0, -0.5], np.r_[0.0, 1.0]).llr_base_ == "e"  # a Python fit
+
+
+def test_ndx_must_be_a_trial_list(data, tmp_path, capsys):
+    from bosaris_dask.cli import main
+
+    key, systems, _ = data
+    cal = LinearCalibrator().fit(systems[0], key)
+    with pytest.raises(TrialError, match="ndx must be an Ndx or a Key .*, not scores"):
+        cal.transform(systems[0], ndx=systems[1])
+    with pytest.raises(TrialError, match="not scores"):
+        PAVCalibrator().fit(systems[0], key).transform(systems[0], ndx=systems[1])
+    cal.save(tmp_path / "cal.json")
+    bd.write(systems[0], tmp_path / "s.zarr")
+    s = str(tmp_path / "s.zarr")
+    assert main(["apply", "--model", str(tmp_path / "cal.json"), "--scores", s, "--ndx", s,
+                 "--out", str(tmp_path / "o.zarr")]) == 1  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert err == f"bosaris-dask: error: --ndx {s} holds scores, not a trial list (an Ndx or a Key)"
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [("weights", 1.5, "weights must be a list of numbers"),
+     ("weights", None, "weights must be a list of numbers"),
+     ("weights", [[1.0], [2.0]], "weights must be a list of numbers"),
+     ("weights", [1.0, float("nan")], "weights must hold finite numbers"),
+     ("offset", float("inf"), "offset must hold finite numbers"),
+     ("format", "bosaris_dask.model/2", "format 'bosaris_dask.model/2' is not")],
+)  # fmt: skip
+def test_a_malformed_model_file_is_named(data, tmp_path, field, value, message):
+    """Each was a TypeError traceback at apply time, or blamed on the data ("1979 scored trials
+    have a non-finite score")."""
+    import json
+
+    key, systems, _ = data
+    d = LinearFuser().fit(systems, key).to_dict()
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({**d, field: value}))
+    with pytest.raises(bd.errors.ParseError, match=f"bad.json: {message}"):
+        load_model(path)
+
+
+def test_fuser_parameters_are_checked_where_given(data):
+    key, systems, _ = data
+    for bad in ({"method": "bogus"}, {"max_iter": 1.5}, {"max_iter": True}, {"gtol": "x"},
+                {"l2": "x"}):  # fmt: skip
+        with pytest.raises(OptionError, match=next(iter(bad))):
+            LinearFuser(**bad)
+    with pytest.raises(TrialError, match="no system to fuse"):
+        LinearFuser().fit_arrays(np.ones((3, 0)), np.zeros((3, 0)))
+    fitted = LinearFuser(max_iter=7).fit(systems, key)
+    assert load_model(fitted.to_dict()).max_iter == 7  # saved with the model
+
+
+def test_a_quality_fusion_without_quality_says_so(data):
+    key, systems, _ = data
+    none = make_quality(bd.trials.quality_table(MODELS, np.full((6, 1), np.nan)),
+                        bd.trials.quality_table(SEGMENTS, np.ones((8, 1))))  # fmt: skip
+    with pytest.warns(bd.fusion.fit_checks.FitWarning, match="no training trial has quality"):
+        fuser = QualityFuser().fit(systems, key, none)
+    assert fuser.fit_warnings_ and not fuser.quality_matrix_.any()
+
+
+def test_the_cli_prints_the_packages_warnings_in_one_line(capsys):
+    """A QualityBackoffWarning from `fuse --apply` or `apply` was printed as Python prints a
+    warning: a source path and line, then the source line."""
+    import warnings
+
+    from bosaris_dask.cli import _one_line_warnings
+    from bosaris_dask.fusion import QualityBackoffWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        with _one_line_warnings():
+            warnings.warn("4 trials have no quality: ...", QualityBackoffWarning, stacklevel=1)
+    assert capsys.readouterr().err == "warning: 4 trials have no quality: ...\n"

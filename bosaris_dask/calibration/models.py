@@ -17,7 +17,7 @@ import xarray as xr
 from bosaris_dask.calibration.pav import PAVCalibrator
 from bosaris_dask.errors import ParseError, TrialError
 from bosaris_dask.fusion import LinearFuser, QualityFuser
-from bosaris_dask.fusion.base import _from_json, _load_json, scores_and_key
+from bosaris_dask.fusion.base import _from_json, _load_json, scores_and_key, with_llr_base
 
 
 class LinearCalibrator(LinearFuser):
@@ -109,7 +109,8 @@ def load_model(
     >>> type(load_model(cal.to_dict())).__name__
     'LinearCalibrator'
     """
-    return _model_of(model) if isinstance(model, dict) else _from_json(_model_of, model)
+    build = with_llr_base(_model_of)
+    return build(model) if isinstance(model, dict) else _from_json(build, model)
 
 
 def trained_llr_base(path: str | os.PathLike[str]) -> str:
@@ -147,6 +148,7 @@ def apply_model(
     *,
     quality: xr.Dataset | None = None,
     ndx: xr.Dataset | None = None,
+    llr_base: str | None = None,
 ) -> xr.Dataset:
     """Apply any fitted calibrator or fuser to Scores, lazily (one entry point for the CLI).
 
@@ -161,6 +163,10 @@ def apply_model(
         The Quality object, required by a quality fuser (ignored otherwise: an error).
     ndx
         Optional Ndx or Key: output on its ids, restricted to its trials.
+    llr_base : {"e", "10", "2"}, optional
+        The base of the LLRs in ``scores`` and in the output. ``None``: the one the model was
+        trained on (``model.llr_base_``: ``"e"`` unless ``bosaris-dask calibrate/fuse
+        --llr-base`` trained it), as ``bosaris-dask apply`` does.
 
     Examples
     --------
@@ -170,7 +176,21 @@ def apply_model(
     >>> bool(np.isclose(out.score.values[0, 0], cal.transform_arrays(np.array([1.0]))[0]))
     True
     """
+    from bosaris_dask.llr_base import from_natural, to_natural
+
+    base = model.llr_base_ if llr_base is None else llr_base
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
+    if base != "e":
+        systems = [to_natural(s, base) for s in systems]
+    return from_natural(_apply(model, systems, quality, ndx), base)
+
+
+def _apply(
+    model: LinearCalibrator | LinearFuser | QualityFuser | PAVCalibrator,
+    systems: list[xr.Dataset],
+    quality: xr.Dataset | None,
+    ndx: xr.Dataset | None,
+) -> xr.Dataset:
     if isinstance(model, QualityFuser):
         if quality is None:
             raise TrialError("a quality fusion model needs the quality measures")

@@ -20,7 +20,13 @@ import xarray as xr
 from bosaris_dask.calibration.knots import DEFAULT_BOUND, interpolate_map, pav_map
 from bosaris_dask.engine import score_bins
 from bosaris_dask.errors import NotFittedError, OptionError, ScoreError, TrialError
-from bosaris_dask.fusion.base import MODEL_FORMAT, JsonModel, scores_and_key
+from bosaris_dask.fusion.base import (
+    MODEL_FORMAT,
+    JsonModel,
+    model_array,
+    scores_and_key,
+    wanted_trials,
+)
 from bosaris_dask.trials import align, kind_of, make_scores, trial_classes
 
 
@@ -111,6 +117,7 @@ class PAVCalibrator(JsonModel):
         n_missing
             Trials dropped upstream for lack of a score (recorded in ``counts_``).
         """
+        self.__dict__.pop("llr_base_", None)  # a fit in Python: of natural-log LLRs
         self.score_bounds_, self.llr_bounds_ = pav_map(
             score_lo,
             score_hi,
@@ -173,7 +180,7 @@ class PAVCalibrator(JsonModel):
         score_bounds, llr_bounds = self._check_fitted()
         if kind_of(scores) != "scores":
             raise TrialError(f"expected scores, got {kind_of(scores)}")
-        like = scores if ndx is None else ndx
+        like = wanted_trials(ndx, scores)
         s = align(scores, like)
         mask = s.score_mask.data
         if ndx is not None:
@@ -220,8 +227,8 @@ class PAVCalibrator(JsonModel):
             pseudo_counts=d.get("pseudo_counts", True),
             bound=d.get("bound", DEFAULT_BOUND),
         )
-        sb = np.asarray(d["score_bounds"], dtype=np.float64)
-        lb = np.asarray(d["llr_bounds"], dtype=np.float64)
+        sb = model_array(d["score_bounds"], "score_bounds", 1)
+        lb = model_array(d["llr_bounds"], "llr_bounds", 1, infinite_ok=True)  # pure end blocks
         if sb.ndim != 1 or sb.shape != lb.shape or len(sb) < 2 or len(sb) % 2:
             raise TrialError("score_bounds and llr_bounds must be equal-length even 1-D lists")
         if (sb[1:] < sb[:-1]).any() or (lb[1:] < lb[:-1]).any():

@@ -22,6 +22,7 @@ import contextlib
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Iterator, Sequence
 
 from bosaris_dask.cli.parser import build_parser
@@ -49,6 +50,25 @@ def _notes(args: argparse.Namespace) -> Iterator[None]:
         logger.setLevel(level)
 
 
+@contextlib.contextmanager
+def _one_line_warnings() -> Iterator[None]:
+    """The package's own warnings (a quality fusion backing off, ...) as one ``warning:`` line
+    each, as the commands print theirs, not Python's two lines naming a source file."""
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+        if category.__module__.startswith("bosaris_dask"):
+            print(f"warning: {message}", file=sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
+
+
 def _run(args: argparse.Namespace) -> int:
     """Run the subcommand, with the scratch directory of ``--scratch-dir`` in dask's config."""
     if getattr(args, "scratch_dir", None) is not None:
@@ -66,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with _notes(args):
+        with _notes(args), _one_line_warnings():
             return _run(args)
     except (BosarisError, FileNotFoundError, PermissionError) as error:
         if args.debug:

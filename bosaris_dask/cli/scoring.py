@@ -231,14 +231,19 @@ def _fit_and_apply(
             fitted = f"{len(doc['score_bounds']) // 2} PAV blocks"
         if doc.get("n_missing"):
             fitted += f"; dropped {doc['n_missing']:,} key trials without a score"
+        if doc.get("n_no_quality"):
+            fitted += (f"; {doc['n_no_quality']:,} trials without quality trained the linear "
+                       "stage only")  # fmt: skip
         _say(args, f"{doc['kind']}: {fitted} ({elapsed:.1f} s); wrote {args.model_out}")
         for note in doc.get("warnings", []):
             print(f"warning: {note}", file=sys.stderr)
         if args.apply:
             targets = [_read_scores(args, p) for p in args.apply]
             eval_quality = _read_quality(args, args.apply_quality) if quality is not None else None
-            ndx = io.read(args.ndx) if args.ndx else None
-            fitted_out = apply_model(model, targets, quality=eval_quality or quality, ndx=ndx)
+            ndx = _read_ndx(args.ndx)
+            fitted_out = apply_model(
+                model, targets, quality=eval_quality or quality, ndx=ndx, llr_base="e"
+            )  # the targets are natural-log LLRs already
             # the report before the write: --out may be one of the --apply stores, which the
             # write replaces under the lazily opened inputs
             report = (
@@ -252,6 +257,20 @@ def _fit_and_apply(
             if report is not None:
                 _say(args, report)
     return 0
+
+
+def _read_ndx(path: str | None) -> Any:
+    """The trial list of ``--ndx`` (an Ndx, or a Key's trials), or ``None`` without one."""
+    from bosaris_dask import io
+    from bosaris_dask.trials import kind_of
+
+    if path is None:
+        return None
+    ndx = io.read(path)
+    if kind_of(ndx) not in ("ndx", "key"):
+        raise OptionError(f"--ndx {path} holds {kind_of(ndx)}, not a trial list (an Ndx or a "
+                          "Key)")  # fmt: skip
+    return ndx
 
 
 def _named_missing(
@@ -409,13 +428,13 @@ def cmd_apply(args: argparse.Namespace) -> int:
             raise OptionError(f"{args.model} is a {model.kind} of {n_model} system{plural}: "
                               f"give {n_model} --scores (in the order it was trained), not "
                               f"{given}")  # fmt: skip
-        ndx = io.read(args.ndx) if args.ndx else None
+        ndx = _read_ndx(args.ndx)
         systems = _systems(args, ndx, args.scores or [], llr_base=args.llr_base)
         return model, systems, _read_quality(args, args.quality), ndx
 
     with _opened(args, open_inputs, lambda inputs: _size(inputs[1][0])) as inputs:
         model, systems, quality, ndx = inputs
-        out = apply_model(model, systems, quality=quality, ndx=ndx)
+        out = apply_model(model, systems, quality=quality, ndx=ndx, llr_base="e")  # converted
         out = _fill_missing(args, _in_user_base(args, out), ndx)
         io.write(out, args.out, progress=_progress(args))
     _say(args, f"wrote {args.out}")

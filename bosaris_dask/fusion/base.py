@@ -86,6 +86,26 @@ def _output_mask(aligned: Sequence[xr.Dataset], ndx: xr.Dataset | None) -> da.Ar
     return mask
 
 
+def wanted_trials(ndx: xr.Dataset | None, like: xr.Dataset) -> xr.Dataset:
+    """``transform``'s output grid: ``ndx`` (an Ndx, or a Key's trials), or ``like`` without it.
+
+    Examples
+    --------
+    >>> from bosaris_dask.trials import make_scores
+    >>> s = make_scores(["m"], ["s"], [[0.5]])
+    >>> wanted_trials(s, s)
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.TrialError: ndx must be an Ndx or a Key (the trials wanted), not scores
+    """
+    if ndx is None:
+        return like
+    kind = _kind(ndx)
+    if kind not in ("ndx", "key"):
+        raise TrialError(f"ndx must be an Ndx or a Key (the trials wanted), not {kind}")
+    return ndx
+
+
 def _as_list(scores: xr.Dataset | Sequence[xr.Dataset]) -> list[xr.Dataset]:
     return [scores] if isinstance(scores, xr.Dataset) else list(scores)
 
@@ -127,9 +147,17 @@ def scores_and_key(first: Any, second: Any, method: str, *, stacklevel: int = 3)
 class JsonModel:
     """Parameters as scikit-learn keeps them, and ``save``/``load`` as JSON.
 
-    A subclass defines ``to_dict``/``from_dict`` and keeps every ``__init__`` parameter as an
-    attribute of the same name (what :meth:`get_params` reads).
+    A subclass defines ``to_dict``/``from_dict``, keeps every ``__init__`` parameter as an
+    attribute of the same name (what :meth:`get_params` reads) and sets every fitted attribute
+    (a name ending with ``_``) in ``__init__`` to its value before ``fit``.
+
+    ``llr_base_`` is the base of the LLRs the model was trained on: ``"e"`` for a fit in Python
+    (models map natural-log LLRs); ``bosaris-dask calibrate/fuse --llr-base 10`` records
+    ``"10"`` in the JSON, which :meth:`load`, :meth:`save` and
+    :func:`~bosaris_dask.calibration.apply_model` keep.
     """
+
+    llr_base_: str = "e"
 
     @classmethod
     def _param_names(cls) -> list[str]:
@@ -160,6 +188,11 @@ class JsonModel:
     def set_params(self, **params: Any) -> Self:
         """Set parameters by name (checked as ``__init__`` checks them); returns the model.
 
+        A fitted model whose parameters change (other than ``split_every``/``persist``, which
+        only say how a fit runs) loses its fit: its fitted values were made with the old ones,
+        and kept beside the new ones they would be applied, and saved, as a model that was never
+        trained. Fit it again.
+
         Raises
         ------
         OptionError
@@ -170,6 +203,10 @@ class JsonModel:
         >>> from bosaris_dask.fusion import LinearFuser
         >>> LinearFuser().set_params(prior=0.01)
         LinearFuser(prior=0.01)
+        >>> import numpy as np
+        >>> fitted = LinearFuser().fit_arrays(np.array([1.0, 3.0]), np.array([0.0, 2.0]))
+        >>> fitted.set_params(prior=0.01).weights_ is None  # fit again at the new prior
+        True
         """
         names = self._param_names()
         unknown = [name for name in params if name not in names]
@@ -177,9 +214,19 @@ class JsonModel:
             raise OptionError(f"{type(self).__name__} has no parameter {unknown[0]!r}; "
                               f"its parameters are {', '.join(names)}")  # fmt: skip
         checked = type(self)(**{**self.get_params(), **params})
+        changed = [n for n in params if not _same(getattr(self, n), getattr(checked, n))]
         for name in params:
             setattr(self, name, getattr(checked, name))
+        if any(n not in _HOW_IT_RUNS for n in changed):
+            self._unfit(checked)
         return self
+
+    def _unfit(self, fresh: JsonModel) -> None:
+        """Every fitted attribute back to its value before ``fit`` (``fresh``'s)."""
+        for name, value in vars(fresh).items():
+            if name.endswith("_") and not name.startswith("_"):
+                setattr(self, name, value)
+        self.__dict__.pop("llr_base_", None)
 
     def __repr__(self) -> str:
         defaults = {}
@@ -194,17 +241,81 @@ class JsonModel:
 
     def save(self, path: str | os.PathLike[str], **fields: Any) -> None:
         """Write the fitted model as JSON (``to_dict``, and ``fields`` beside it: the CLI
-        records the ``llr_base`` of the scores it trained on), atomically: a temporary file
-        renamed into place."""
-        _save_json({**self.to_dict(), **fields}, path)  # type: ignore[attr-defined]
+        records the ``llr_base`` of the scores it trained on; ``llr_base_`` otherwise, where it
+        is not ``"e"``), atomically: a temporary file renamed into place."""
+        base = {} if self.llr_base_ == "e" else {"llr_base": self.llr_base_}
+        _save_json({**self.to_dict(), **base, **fields}, path)  # type: ignore[attr-defined]
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Any:
         """Read a model written by :meth:`save` (a missing file or a bad one names the file)."""
-        return _from_json(cls.from_dict, path)  # type: ignore[attr-defined]
+        return _from_json(with_llr_base(cls.from_dict), path)  # type: ignore[attr-defined]
 
     save_json = save  #: the name of earlier releases
     load_json = load  #: the name of earlier releases
+
+
+def model_array(value: Any, name: str, ndim: int, *, infinite_ok: bool = False) -> np.ndarray:
+    """A model file's array field as float64 with ``ndim`` dimensions and no NaN (nor ``inf``
+    unless ``infinite_ok``); a :class:`TrialError` naming the field otherwise.
+
+    Examples
+    --------
+    >>> model_array([1.0, 2.0], "weights", 1).tolist()
+    [1.0, 2.0]
+    >>> model_array(1.5, "weights", 1)
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.TrialError: weights must be a list of numbers (1-D), got 1.5
+    """
+    shape = "a number" if ndim == 0 else "a list of numbers" if ndim == 1 else "a list of lists"
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None or arr.ndim != ndim or (ndim and arr.size == 0):
+        raise TrialError(f"{name} must be {shape} ({ndim}-D), got {value!r}"[:200])
+    bad = np.isnan(arr) if infinite_ok else ~np.isfinite(arr)
+    if bad.any():
+        raise TrialError(f"{name} must hold {'numbers' if infinite_ok else 'finite numbers'}, "
+                         f"got {arr[bad].flat[0]!r}")  # fmt: skip
+    return arr
+
+
+#: Parameters that say how a fit runs, not what it fits: changing them keeps the fit.
+_HOW_IT_RUNS = ("split_every", "persist")
+
+
+def with_llr_base(build: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
+    """``build`` (a ``from_dict``) that also checks the dict's ``"format"`` and keeps its
+    ``"llr_base"`` in ``llr_base_``.
+
+    Examples
+    --------
+    >>> from bosaris_dask.fusion import LinearFuser
+    >>> d = {"kind": "linear_fusion", "prior": 0.5, "weights": [1.0], "offset": 0.0}
+    >>> with_llr_base(LinearFuser.from_dict)({**d, "llr_base": "10"}).llr_base_
+    '10'
+    >>> with_llr_base(LinearFuser.from_dict)({**d, "format": "bosaris_dask.model/2"})
+    Traceback (most recent call last):
+    ...
+    ValueError: format 'bosaris_dask.model/2' is not bosaris_dask.model/1
+    """
+
+    def build_with_base(d: dict[str, Any]) -> Any:
+        from bosaris_dask.llr_base import LLR_BASES
+
+        if d.get("format", MODEL_FORMAT) != MODEL_FORMAT:  # absent in hand-written models
+            raise ValueError(f"format {d['format']!r} is not {MODEL_FORMAT}")
+        base = d.get("llr_base", "e")
+        if base not in LLR_BASES:
+            raise ValueError(f"llr_base {base!r} is not one of {', '.join(LLR_BASES)}")
+        model = build(d)
+        if base != "e":
+            model.llr_base_ = str(base)
+        return model
+
+    return build_with_base
 
 
 def _same(value: Any, default: Any) -> bool:

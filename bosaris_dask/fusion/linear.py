@@ -23,7 +23,9 @@ from bosaris_dask.fusion.base import (
     _as_list,
     _output_mask,
     apply_block,
+    model_array,
     scores_and_key,
+    wanted_trials,
 )
 from bosaris_dask.fusion.fit_checks import (
     FitWarning,
@@ -43,6 +45,16 @@ from bosaris_dask.objectives import (
 )
 from bosaris_dask.optimize import OptimizeResult, minimize
 from bosaris_dask.trials import make_scores
+
+_METHODS = ("auto", "exact", "cg")
+
+
+def _number(value: Any) -> float:
+    """``value`` as a float, or NaN for what is no number (the range checks then refuse it)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
 
 
 class LinearFuser(JsonModel):
@@ -105,16 +117,18 @@ class LinearFuser(JsonModel):
         persist: bool = False,
     ) -> None:
         self.prior = check_prior(prior)
-        self.l2 = float(l2)
+        self.l2 = _number(l2)
         if not 0 <= self.l2 < math.inf:  # NaN fitted the all-zero model
             raise OptionError(f"l2 must be a finite number >= 0, got {l2!r}")
+        if method not in _METHODS:
+            raise OptionError(f"method must be one of {', '.join(_METHODS)}, got {method!r}")
         self.method = method
-        self.gtol = float(gtol)
+        self.gtol = _number(gtol)
         if not 0 < self.gtol < math.inf:
             raise OptionError(f"gtol must be a finite number > 0, got {gtol!r}")
-        self.max_iter = int(max_iter)
-        if self.max_iter < 0:
+        if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 0:
             raise OptionError(f"max_iter must be an integer >= 0, got {max_iter!r}")
+        self.max_iter = int(max_iter)
         self.split_every = split_every
         self.persist = persist
         self.weights_: np.ndarray | None = None
@@ -176,11 +190,14 @@ class LinearFuser(JsonModel):
         allow_missing: bool = True,
     ) -> Self:
         k = data.n_systems
+        if k == 0:
+            raise TrialError("no system to fuse: the scores have 0 columns")
         start = np.r_[np.full(k, 1.0 / k), 0.0] if x0 is None else np.asarray(x0, float)
         if start.shape != (k + 1,):
             raise ValueError(f"x0 must hold {k} weights and an offset, got shape {start.shape}")
         self.iterations_, self.passes_ = 0, int(persisted)
         self.fit_warnings_ = []
+        self.__dict__.pop("llr_base_", None)  # a fit in Python: of natural-log LLRs
         res = self._solve(self._objective(data, False, allow_missing), start)
         self.weights_, self.offset_ = res.x[:k].copy(), float(res.x[k])
         return self
@@ -243,7 +260,7 @@ class LinearFuser(JsonModel):
         weights, offset = self._check_fitted()
         if len(scores) != len(weights):
             raise TrialError(f"expected {len(weights)} Scores, got {len(scores)}")
-        like = scores[0] if ndx is None else ndx
+        like = wanted_trials(ndx, scores[0])
         aligned = align_inputs(scores, like)
         chunks = aligned[0].score.data.chunks
         args: list[Any] = []
@@ -328,6 +345,7 @@ class LinearFuser(JsonModel):
             "l2": self.l2,
             "method": self.method,
             "gtol": self.gtol,
+            "max_iter": self.max_iter,
             **{k: int(v) for k, v in self.counts_.items()},
         }
 
@@ -341,9 +359,10 @@ class LinearFuser(JsonModel):
             l2=d.get("l2", 0.0),
             method=d.get("method", "auto"),
             gtol=d.get("gtol", 1e-8),
+            max_iter=d.get("max_iter", 100),
         )
-        obj.weights_ = np.asarray(d["weights"], dtype=np.float64)
-        obj.offset_ = float(d["offset"])
+        obj.weights_ = model_array(d["weights"], "weights", 1)
+        obj.offset_ = float(model_array(d["offset"], "offset", 0))
         obj.objective_ = d.get("objective")
         obj.iterations_ = int(d.get("iterations", 0))
         obj.passes_ = int(d.get("passes", 0))

@@ -12,7 +12,15 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import NotFittedError, TrialError
-from bosaris_dask.fusion.base import _as_list, _output_mask, apply_block, scores_and_key
+from bosaris_dask.fusion.base import (
+    _as_list,
+    _output_mask,
+    apply_block,
+    model_array,
+    scores_and_key,
+    wanted_trials,
+)
+from bosaris_dask.fusion.fit_checks import FitWarning
 from bosaris_dask.fusion.linear import LinearFuser
 from bosaris_dask.objectives import (
     align_inputs,
@@ -169,6 +177,7 @@ class QualityFuser(LinearFuser):
         quality)`` of earlier releases still works, with a ``FutureWarning``.
         """
         scores, key = scores_and_key(scores, key, "QualityFuser.fit")
+        self.__dict__.pop("llr_base_", None)  # a fit in Python: of natural-log LLRs
         if kind_of(quality) == "quality":
             self.measures_ = measure_names(quality)
         quality = transform_quality(quality, self.qtrans)
@@ -197,6 +206,11 @@ class QualityFuser(LinearFuser):
         qm, qs = quality_sides(quality, key.model.values, key.segment.values)
         has_m, has_s = _has_quality(qm), _has_quality(qs)
         if not (has_m.any() and has_s.any()):  # no trial has quality: nothing to learn
+            note = (f"no training trial has quality measures on both sides (the "
+                    f"{'model' if not has_m.any() else 'segment'} side has none): the quality "
+                    "fusion is the linear fusion (W = 0)")  # fmt: skip
+            self.fit_warnings_.append(note)
+            warnings.warn(note, FitWarning, stacklevel=2)
             self.weights_, self.offset_ = np.array(weights, dtype=np.float64), float(offset)
             self.quality_matrix_ = np.zeros((data.n_measures + 1,) * 2)
             self.objective_, self.converged_ = linear.objective_, linear.converged_
@@ -257,7 +271,7 @@ class QualityFuser(LinearFuser):
         systems = _as_list(scores)
         if len(systems) != len(weights):
             raise TrialError(f"expected {len(weights)} Scores, got {len(systems)}")
-        like = systems[0] if ndx is None else ndx
+        like = wanted_trials(ndx, systems[0])
         aligned = align_inputs(systems, like)
         chunks = aligned[0].score.data.chunks
         qm, qs = quality_sides(
@@ -340,7 +354,7 @@ class QualityFuser(LinearFuser):
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> QualityFuser:
         obj = super().from_dict(d)
-        W = np.asarray(d["quality_matrix"], dtype=np.float64)
+        W = model_array(d["quality_matrix"], "quality_matrix", 2)
         if W.ndim != 2 or W.shape[0] != W.shape[1] or not np.array_equal(W, W.T):
             raise TrialError("quality_matrix must be a symmetric square matrix")
         if W[-1, -1] != 0:
@@ -352,7 +366,7 @@ class QualityFuser(LinearFuser):
         if "n_no_quality" in d:
             obj.counts_["n_no_quality"] = int(d["n_no_quality"])
         if d.get("qtrans") is not None:
-            obj.qtrans = np.atleast_2d(np.asarray(d["qtrans"], dtype=np.float64))
+            obj.qtrans = np.atleast_2d(model_array(d["qtrans"], "qtrans", np.ndim(d["qtrans"])))
             if obj.qtrans.shape[0] != W.shape[0] - 1:
                 raise TrialError(
                     f"qtrans has {obj.qtrans.shape[0]} rows for {W.shape[0] - 1} quality measures"
