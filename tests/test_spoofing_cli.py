@@ -124,3 +124,34 @@ def test_spoof_cm_reads_a_key_and_a_scores_store(tmp_path, capsys):
 def test_spoof_input_errors_are_one_line(capsys, argv, message):
     status, _, err = _run(capsys, "spoof", "cm", *argv)
     assert status == 1 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_undefined_t_dcf_leaves_the_other_sasv_metrics(tmp_path, capsys):
+    """An ASV system that accepts every trial at its EER threshold (C1 < 0) made the whole run
+    an error, losing the a-DCF and the t-EER; one that accepts no spoof (C2 = 0) was called
+    undefined although (C0 + C1 Pmiss) / C0 is defined."""
+    key = tmp_path / "k.tsv"
+    labels = [("T1", "bonafide", "target"), ("T2", "bonafide", "target"),
+              ("N1", "bonafide", "nontarget"), ("N2", "bonafide", "nontarget"),
+              ("P1", "spoof", "spoof"), ("P2", "spoof", "spoof")]  # fmt: skip
+    key.write_text("spk\tfilename\tcm-label\tasv-label\n"
+                   + "".join(f"A\t{f}\t{c}\t{a}\n" for f, c, a in labels))  # fmt: skip
+    rows = {"inverted": [-3, -1, 5, 2, -5, 6], "no_spoof_accepted": [3, 1, 0, 2, -5, -6]}
+    out = {}
+    for name, asv in rows.items():
+        scores = tmp_path / f"{name}.tsv"
+        scores.write_text("spk\tfilename\tcm-score\tasv-score\tsasv-score\n" + "".join(
+            f"A\t{f}\t{cm}\t{a}\t{s}\n" for f, cm, a, s in zip(
+                ["T1", "T2", "N1", "N2", "P1", "P2"], [1.0, 0.5, 0.2, 0.8, -1.0, 0.3], asv,
+                [1, 2, 0, -1, -3, -2], strict=True)))  # fmt: skip
+        code, stdout, _ = _run(capsys, "spoof", "sasv", "--key", str(key), "--scores",
+                               str(scores), "--asv-rates", "given", "--json",
+                               str(tmp_path / f"{name}.json"))  # fmt: skip
+        assert code == 0
+        out[name] = (stdout, json.loads((tmp_path / f"{name}.json").read_text()))
+    stdout, doc = out["inverted"]  # Pmiss = Pfa = 100 %: C1 < 0
+    assert doc["min_t_dcf"] is None and doc["min_t_dcf_note"].startswith("t-DCF undefined")
+    assert doc["min_a_dcf"] == 0.0 and doc["t_eer"] == 0.0
+    assert "min t-DCF               undefined  (t-DCF undefined for these ASV rates" in stdout
+    _, doc = out["no_spoof_accepted"]  # Pfa,spoof = 0: C2 = 0, the CM cannot help
+    assert doc["asv_rates"]["pfa_spoof"] == 0.0 and doc["min_t_dcf"] == 1.0

@@ -252,7 +252,9 @@ def test_min_t_dcf_with_given_asv_scores_equals_brute_force(tar, non, spf, bona,
         if best is None or abs(pm - pf) < best[0]:
             best = (abs(pm - pf), pm, pf, _acc(spf, t))
     assert (rates.pmiss, rates.pfa, rates.pfa_spoof) == best[1:]
-    if PTAR * CMISS - (PTAR * CMISS * best[1] + PNON * CFA * best[2]) < 0 or best[3] == 0:
+    c0 = PTAR * CMISS * best[1] + PNON * CFA * best[2]
+    c1, c2 = PTAR * CMISS - c0, PSPOOF * CFA_SPOOF * best[3]
+    if c1 < 0 or not c0 + min(c1, c2) > 0:  # C2 = 0 alone (no spoof accepted) is defined
         with pytest.raises(ScoreError, match="t-DCF undefined"):
             min_t_dcf(bona, cm_spf, rates)
         return

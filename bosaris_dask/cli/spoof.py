@@ -104,9 +104,11 @@ def format_spoof(doc: dict[str, Any]) -> str:
     if "min_a_dcf" in doc:
         lines.append(f"{'min a-DCF':<24}{doc['min_a_dcf']:.4f}"
                      f"  (SASV score >= {doc['min_a_dcf_threshold']:.4f})")  # fmt: skip
-    if "min_t_dcf" in doc:
+    if doc.get("min_t_dcf") is not None:
         lines.append(f"{'min t-DCF':<24}{doc['min_t_dcf']:.4f}"
                      f"  (CM score >= {doc['min_t_dcf_threshold']:.4f})")  # fmt: skip
+    elif "min_t_dcf_note" in doc:
+        lines.append(f"{'min t-DCF':<24}undefined  ({doc['min_t_dcf_note']})")
     if doc.get("t_eer") is not None:
         lines.append(f"{'t-EER (exact)':<24}{100 * doc['t_eer']:.3f} %")
     else:

@@ -251,12 +251,21 @@ def asv_rates_at(target: Any, nontarget: Any, spoof: Any, threshold: float) -> A
 
 
 def t_dcf_constants(asv: AsvRates, costs: CostModel = ASVSPOOF5) -> tuple[float, float, float]:
-    """``(C0, C1, C2)`` of the t-DCF (see :func:`min_t_dcf`); ScoreError where undefined."""
+    """``(C0, C1, C2)`` of the t-DCF (see :func:`min_t_dcf`); ScoreError where undefined: a
+    negative ``C1`` or ``C2``, or a zero normalizer ``C0 + min(C1, C2)``. ``C2 = 0`` (an ASV
+    that accepts no spoof) leaves it defined where ``C0 > 0``.
+
+    Examples
+    --------
+    >>> t_dcf_constants(AsvRates(pmiss=0.1, pfa=0.01, pfa_spoof=0.0))[2]
+    0.0
+    """
     c0 = costs.p_target * costs.c_miss * asv.pmiss + costs.p_nontarget * costs.c_fa * asv.pfa
     c1 = costs.p_target * costs.c_miss - c0
     c2 = costs.p_spoof * costs.c_fa_spoof * asv.pfa_spoof
-    if c1 < 0 or c2 <= 0:
-        raise ScoreError(f"t-DCF undefined for these ASV rates (C1 = {c1}, C2 = {c2})")
+    if c1 < 0 or c2 < 0 or not c0 + min(c1, c2) > 0:
+        raise ScoreError(f"t-DCF undefined for these ASV rates (C0 = {c0}, C1 = {c1}, "
+                         f"C2 = {c2})")  # fmt: skip
     return c0, c1, c2
 
 

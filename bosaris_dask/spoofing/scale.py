@@ -217,7 +217,10 @@ class _Plan:
         g = joint.grid(ss, self.cm)
         below, above = g.below(bona), g.above(spf)
         nb, ns = g.total(bona), g.total(spf)
-        c = t_dcf_constants(rates, self.costs)
+        try:
+            c = t_dcf_constants(rates, self.costs)
+        except ScoreError as err:  # the other metrics stand: reported, with why this one is not
+            return {"min_t_dcf": None, "min_t_dcf_threshold": None, "min_t_dcf_note": str(err)}, {}
 
         def cost(i: np.ndarray, j: np.ndarray) -> np.ndarray:
             return t_dcf_of_rates(below[i] / nb, above[j] / ns, c)
