@@ -168,3 +168,57 @@ def test_code_errors():
     other = condition_table("model", ["m0", "m1", "m2"], {"g": list("xyz")}, source="m2.tsv")
     with pytest.raises(TrialError, match="m2.tsv: model column 'g' is also in m.tsv"):
         condition_codes(key, [models, other], ["model.g"])
+
+
+def test_text_tables_in_gzip_with_a_byte_order_mark_or_bad_bytes(tmp_path):
+    import gzip
+
+    (tmp_path / "m.tsv.gz").write_bytes(gzip.compress(b"model\tg\nm1\tf\nm2\tm\n"))
+    assert read_condition_table(tmp_path / "m.tsv.gz").columns["g"].tolist() == ["f", "m"]
+    (tmp_path / "bom.tsv").write_bytes(b"\xef\xbb\xbfmodel\tg\nm1\tf\n")  # was: not '\ufeffmodel'
+    assert read_condition_table(tmp_path / "bom.tsv").side == "model"
+    (tmp_path / "latin.tsv").write_bytes(b"model\tg\nm1\t\xe9\n")  # was a UnicodeDecodeError
+    with pytest.raises(ParseError, match=r"latin.tsv:2: not UTF-8 text"):
+        read_condition_table(tmp_path / "latin.tsv")
+    (tmp_path / "cut.tsv.gz").write_bytes(gzip.compress(b"model\tg\nm1\tf\n" * 50)[:30])
+    with pytest.raises(ParseError, match=r"cut.tsv.gz:\d+: not a complete gzip file"):
+        read_condition_table(tmp_path / "cut.tsv.gz")
+
+
+@pytest.mark.filterwarnings("ignore:The data type .* does not have a Zarr V3 specification")
+def test_a_nan_in_a_stored_column_is_a_missing_value(tmp_path):
+    group = zarr.open_group(str(tmp_path / "m.zarr"), mode="w")
+    group.create_array("model", data=np.array([b"m1", b"m2"]))
+    group.create_array("age", data=np.array([30.0, np.nan]))  # was the condition 'age=nan'
+    with pytest.raises(StoreError, match="empty value in column 'age' \\(id 'm2'\\)"):
+        read_condition_table(tmp_path / "m.zarr")
+
+
+def test_same_col_whose_sides_share_no_value_warns():
+    """A model side written 1, 2 and a segment side 1.0, 2.0 (a float store column) made every
+    trial 'different', silently."""
+    from bosaris_dask.conditions import ConditionWarning
+
+    key = _key(2, 3)
+    models = condition_table("model", key.model.values, {"lang": ["1", "2"]})
+    segments = condition_table("segment", key.segment.values, {"lang": ["1.0", "2.0", "1.0"]})
+    with pytest.warns(ConditionWarning, match=r"same.lang: no model's value equals a segment's "
+                      r"\(models '1', '2'; segments '1.0', '2.0'\)"):  # fmt: skip
+        condition_codes(key, [models, segments], ["same.lang"])
+    segments = condition_table("segment", key.segment.values, {"lang": ["1", "3", "4"]})
+    condition_codes(key, [models, segments], ["same.lang"])  # one shared value: no warning
+
+
+def test_python_takes_one_by_spec_or_table_as_a_string(tmp_path):
+    """by="model.g" was read character by character ("--by 'm': expected ...")."""
+    import bosaris_dask as bd
+    from bosaris_dask.trials import make_scores
+
+    key = _key()
+    scores = make_scores(key.model.values, key.segment.values,
+                         np.random.default_rng(0).normal(size=(3, 4)))  # fmt: skip
+    path = _write(tmp_path, "m.tsv", "model\tg\n" + "".join(
+        f"{m}\t{i % 2}\n" for i, m in enumerate(key.model.values)))  # fmt: skip
+    one = bd.evaluate(scores, key, conditions=str(path), by="model.g")
+    listed = bd.evaluate(scores, key, conditions=[path], by=["model.g"])
+    assert one.identical(listed) and one.sizes["condition"] == 2

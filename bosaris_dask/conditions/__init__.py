@@ -12,7 +12,13 @@
 """
 
 from bosaris_dask._deprecation import renamed_getattr
-from bosaris_dask.conditions.codes import BySpec, Conditions, condition_codes, parse_by
+from bosaris_dask.conditions.codes import (
+    BySpec,
+    Conditions,
+    ConditionWarning,
+    condition_codes,
+    parse_by,
+)
 from bosaris_dask.conditions.evaluation import (
     condition_result,
     conditions_as_systems,
@@ -25,6 +31,7 @@ from bosaris_dask.conditions.tables import ConditionTable, condition_table, read
 __all__ = [
     "BySpec",
     "Conditions",
+    "ConditionWarning",
     "ConditionSummaries",
     "ConditionTable",
     "condition_codes",

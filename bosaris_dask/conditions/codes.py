@@ -27,6 +27,7 @@ Examples
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -41,7 +42,14 @@ from bosaris_dask.conditions.tables import SIDES, ConditionTable
 from bosaris_dask.errors import OptionError, TrialError
 from bosaris_dask.inline_blocks import blockwise, per_block
 
-__all__ = ["BySpec", "parse_by", "Conditions", "condition_codes"]
+__all__ = ["BySpec", "parse_by", "Conditions", "condition_codes", "ConditionWarning"]
+
+
+class ConditionWarning(UserWarning):
+    """A condition spec that can only give one answer: ``same.COL`` where no model's value of
+    COL equals any segment's (often a value written ``1`` on one side and ``1.0`` on the
+    other), so every trial is ``different``."""
+
 
 _KINDS = ("model", "segment", "same")
 #: The values of a ``same.COL`` spec, in code order.
@@ -225,6 +233,20 @@ def _column(cols: dict, side: str, spec: BySpec, tables: Sequence[ConditionTable
     return cols[side][spec.column][0]
 
 
+def _warn_if_never_same(spec: BySpec, model_values: np.ndarray, segment_values: np.ndarray) -> None:
+    """A :class:`ConditionWarning` where the two sides of ``same.COL`` share no value."""
+    mv, sv = np.unique(model_values), np.unique(segment_values)
+    if len(mv) and len(sv) and not len(np.intersect1d(mv, sv)):
+        shown = [", ".join(repr(str(v)) for v in vals[:3]) + (", ..." if len(vals) > 3 else "")
+                 for vals in (mv, sv)]  # fmt: skip
+        warnings.warn(
+            f"{spec}: no model's value equals a segment's (models {shown[0]}; segments "
+            f"{shown[1]}): every trial is 'different'",
+            ConditionWarning,
+            stacklevel=3,
+        )
+
+
 def condition_codes(
     key: xr.Dataset, tables: Iterable[ConditionTable], by: Iterable[str | BySpec]
 ) -> Conditions:
@@ -257,6 +279,7 @@ def condition_codes(
     for k, spec in enumerate(specs):
         if spec.kind == "same":
             mv, sv = (_column(cols, side, spec, tables) for side in SIDES)
+            _warn_if_never_same(spec, mv.astype(str), sv.astype(str))
             vocab, inverse = np.unique(np.concatenate([mv, sv]).astype(str), return_inverse=True)
             mcodes[:, k], scodes[:, k] = inverse[:n_m], inverse[n_m:]
             values.append(SAME_VALUES)

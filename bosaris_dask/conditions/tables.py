@@ -146,9 +146,15 @@ def _read_text(path: Path) -> ConditionTable:
     ids: list[str] = []
     rows: list[list[str]] = []
     lines: list[int] = []
-    with open(path, encoding="utf-8", newline="") as f:
-        for lineno, raw in enumerate(f, start=1):
-            text = raw.rstrip("\r\n")
+    with _open_bytes(path) as f:
+        for lineno, raw in _numbered_lines(f, path):
+            try:
+                text = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as err:
+                raise ParseError(f"not UTF-8 text ({err.reason} at byte {err.start} of the line)",
+                                 path=path, line=lineno) from None  # fmt: skip
+            if lineno == 1:
+                text = text.removeprefix("\ufeff")  # a byte-order mark, as the trial readers
             if not text.strip():
                 continue
             fields = text.split("\t")
@@ -172,6 +178,28 @@ def _read_text(path: Path) -> ConditionTable:
     values = np.asarray(rows, dtype=object).reshape(len(rows), len(header) - 1)
     columns = {name: values[:, k] for k, name in enumerate(header[1:])}
     return condition_table(header[0], ids, columns, source=str(path), lines=lines)
+
+
+def _open_bytes(path: Path) -> Any:
+    """``path`` opened for reading lines as bytes; a ``.gz`` file through gzip."""
+    if path.suffix == ".gz":
+        import gzip
+
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def _numbered_lines(f: Any, path: Path) -> Iterable[tuple[int, bytes]]:
+    """``(line number, line)`` of ``f``; a broken gzip stream is a ParseError naming the file."""
+    import gzip
+
+    lineno = 0
+    try:
+        for lineno, raw in enumerate(f, start=1):  # noqa: B007 (the number names an error)
+            yield lineno, raw
+    except (gzip.BadGzipFile, EOFError) as err:
+        raise ParseError(f"not a complete gzip file ({err or 'truncated'})", path=path,
+                         line=lineno + 1) from None  # fmt: skip
 
 
 def _check_header(header: list[str], path: Path, lineno: int) -> None:
@@ -211,8 +239,9 @@ def _from_arrays(path: Path, arrays: Mapping[str, Any], attrs: Mapping[str, Any]
         if values.shape != ids.shape or values.ndim != 1:
             raise StoreError(f"{path}: {name!r} has shape {values.shape}, the ids {ids.shape}")
         columns[name] = [_text(v) for v in values]
-        empty = [k for k, v in enumerate(columns[name]) if not v.strip()]
-        if empty:
+        missing = np.isnan(values) if values.dtype.kind in "fc" else np.zeros(len(values), bool)
+        empty = [k for k, v in enumerate(columns[name]) if not v.strip() or missing[k]]
+        if empty:  # a NaN of a float column is a missing value, as an empty text field
             first = _text(ids[empty[0]])
             raise StoreError(f"{path}: empty value in column {name!r} (id {first!r})")
     return condition_table(side, [_text(v) for v in ids], columns, source=str(path))
