@@ -116,7 +116,11 @@ def test_bad_cohort_options(data):
         scores_from_embeddings(*args, norm="z")
     with pytest.raises(OptionError, match="norm must be one of"):
         scores_from_embeddings(*args, norm="q", cohort=C)
-    with pytest.raises(OptionError, match="top_n must be an integer from 2 to the cohort size 57"):
+    with pytest.raises(
+        OptionError,
+        match=r"top_n \(--top-n\) must be an integer from 2 to "
+        r"the size of the cohort cohort.npz, 57; got 58",
+    ):
         scores_from_embeddings(*args, norm="as", cohort=C, top_n=58)
     with pytest.raises(OptionError, match="top_n is the cohort size of AS-norm"):
         scores_from_embeddings(*args, norm="as", cohort=C)

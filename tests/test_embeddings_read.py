@@ -146,3 +146,28 @@ def test_write_then_read_gives_the_same_set(ext, tmp_path, values):
 def test_writing_kaldi_is_refused(tmp_path, values):
     with pytest.raises(StoreError, match="kaldiio.save_ark"):
         write(from_arrays(IDS, values), tmp_path / "x.ark")
+
+
+def test_empty_cut_short_and_unreadable_files_are_named(tmp_path):
+    """Zero-byte and truncated .npz/.npy files were EOFError/BadZipFile tracebacks; a 0-row file
+    was read (an empty --center centered nothing, an empty cohort divided by zero); a bad Kaldi
+    offset was kaldiio's AssertionError."""
+    ids = np.array(["a", "b"])
+    np.savez(tmp_path / "ok.npz", ids=ids, embeddings=np.ones((2, 3), np.float32))
+    (tmp_path / "zero.npz").write_bytes(b"")
+    (tmp_path / "cut.npz").write_bytes((tmp_path / "ok.npz").read_bytes()[:200])
+    (tmp_path / "zero.npy").write_bytes(b"")
+    (tmp_path / "zero.ids").write_text("")
+    np.savez(tmp_path / "empty.npz", ids=np.array([], "U1"), embeddings=np.zeros((0, 3), "f4"))
+    for name, message in [("zero.npz", "not a readable .npz file"),
+                          ("cut.npz", "not a readable .npz file"),
+                          ("zero.npy", "not a readable .npy array"),
+                          ("empty.npz", "no embeddings in the file")]:  # fmt: skip
+        with pytest.raises(ParseError, match=f"{name}: {message}"):
+            read(tmp_path / name)
+    kaldiio = pytest.importorskip("kaldiio")
+    kaldiio.save_ark(str(tmp_path / "e.ark"), {"a": np.ones(3, np.float32)},
+                     scp=str(tmp_path / "e.scp"))  # fmt: skip
+    (tmp_path / "bad.scp").write_text(f"a {tmp_path / 'e.ark'}:999999\n")
+    with pytest.raises(ParseError, match=r"bad.scp: id 'a': cannot read .*e.ark:999999"):
+        read(tmp_path / "bad.scp")

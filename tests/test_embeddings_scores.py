@@ -185,3 +185,30 @@ def test_embeddings_far_from_unit_scale_score_as_at_unit_scale(exponent):
                                  from_arrays([f"t{j}" for j in range(9)], t))  # fmt: skip
     assert far.score.values.tobytes() == unit.score.values.tobytes()
     assert np.abs(unit.score.values).max() > 0.1
+
+
+def test_dot_products_beyond_float32_are_refused_not_written(sets):
+    """Embeddings of norm 1e20 (dot back-end) gave inf scores, and of 1e-25 all-zero ones (EER
+    50 %), with exit status 0."""
+    (e_ids, _, e), (t_ids, _, t) = sets
+    for scale, what in ((1e20, "beyond float32 scores"), (1e-25, "are all below")):
+        big_e = from_arrays(e_ids, e * scale, source="e.npz")
+        big_t = from_arrays(t_ids, t * scale, source="t.npz")
+        with pytest.raises(ScoreError, match=f"dot products of e.npz and t.npz .*{what}"):
+            scores_from_embeddings(big_e, big_t, backend="dot")
+    scores_from_embeddings(
+        from_arrays(e_ids, e * 1e5), from_arrays(t_ids, t * 1e5), backend="dot"
+    )  # fmt: skip  (in range: scored)
+
+
+def test_a_cohort_holding_the_trials_ids_warns_and_an_empty_one_is_refused(sets):
+    from bosaris_dask.embeddings.cohort import CohortWarning
+    from bosaris_dask.errors import OptionError
+
+    (e_ids, _, e), (t_ids, _, t) = sets
+    enrol, test = from_arrays(e_ids, e, source="e.npz"), from_arrays(t_ids, t, source="t.npz")
+    with pytest.warns(CohortWarning, match=r"the cohort t.npz holds \d+ of the ids of t.npz"):
+        scores_from_embeddings(enrol, test, norm="s", cohort=test)
+    one = from_arrays(["c"], e[:1], source="c.npz")
+    with pytest.raises(OptionError, match="c.npz: a cohort needs at least 2 embeddings, got 1"):
+        scores_from_embeddings(enrol, test, norm="z", cohort=one)

@@ -52,7 +52,8 @@ def cmd_info(args: argparse.Namespace) -> int:
         if args.key:
             raise BosarisError(f"--key compares scores with a key, but {args.path} holds "
                                "embeddings")  # fmt: skip
-        with _opened(args, lambda: None, lambda _: 0):  # the cluster options, as elsewhere
+        # the cluster options, as elsewhere; one read of the file: threads unless told otherwise
+        with _opened(args, lambda: args.path, lambda _: 0):
             return cmd_embedding_info(args)
     with _opened(args, lambda: io.read(args.path), _size) as obj:
         _print_info(args, obj)

@@ -42,6 +42,7 @@ Examples
 from __future__ import annotations
 
 import os
+import warnings
 from statistics import NormalDist
 from typing import Any
 
@@ -57,7 +58,8 @@ from bosaris_dask.embeddings.prepare import Side, _load, prepare, prepare_models
 from bosaris_dask.errors import OptionError
 from bosaris_dask.progress import compute
 
-__all__ = ["COHORT_BLOCK", "STATISTICS", "side_statistics", "cohort_stats", "cohort_quality"]
+__all__ = ["COHORT_BLOCK", "STATISTICS", "CohortWarning", "side_statistics", "cohort_stats",
+           "cohort_quality"]  # fmt: skip
 
 #: Cohort embeddings scored at once per chunk of rows (a 4096-row chunk then holds ~100 MB:
 #: the float32 block, a float64 strip of the product, and the top-N candidates).
@@ -222,12 +224,33 @@ def _moments_block(a: np.ndarray, packed: np.ndarray) -> np.ndarray:
     return row_moments(a, packed[0], packed[1:])
 
 
-def _check_top_n(top_n: int | None, n_cohort: int) -> int:
+class CohortWarning(UserWarning):
+    """A cohort that holds ids of the embeddings it normalizes: each of them meets itself among
+    its cohort scores (a cosine of 1, at the top of its top-N)."""
+
+
+def _warn_if_shared(side: Side, cohort: Side) -> None:
+    shared = np.intersect1d(side.ids.astype(str), cohort.ids.astype(str))
+    if len(shared):
+        warnings.warn(
+            f"the cohort {cohort.source} holds {len(shared)} of the ids of {side.source} (e.g. "
+            f"{str(shared[0])!r}): each meets itself among its cohort scores; a cohort is usually "
+            "kept apart from the trials",
+            CohortWarning,
+            stacklevel=4,
+        )
+
+
+def _check_top_n(top_n: int | None, cohort: Side) -> int:
+    n_cohort = cohort.values.shape[0]
+    if n_cohort < 2:  # no spread of its scores (and none at all for an empty one)
+        raise OptionError(f"{cohort.source}: a cohort needs at least 2 embeddings, got "
+                          f"{n_cohort}")  # fmt: skip
     if top_n is None:
         return 0
     if not isinstance(top_n, int | np.integer) or not 2 <= top_n <= n_cohort:
-        raise OptionError(f"top_n must be an integer from 2 to the cohort size {n_cohort}, "
-                          f"got {top_n!r}")  # fmt: skip
+        raise OptionError(f"top_n (--top-n) must be an integer from 2 to the size of the "
+                          f"cohort {cohort.source}, {n_cohort}; got {top_n!r}")  # fmt: skip
     return int(top_n)
 
 
@@ -252,7 +275,7 @@ def side_statistics(
 
     if method not in ("screen", "streaming"):
         raise OptionError(f"method must be 'screen' or 'streaming', got {method!r}")
-    n = _check_top_n(top_n, cohort.values.shape[0])
+    n = _check_top_n(top_n, cohort)
     block = COHORT_BLOCK if block is None else block
     whole = cohort.values.rechunk((-1, -1))
     packed = whole.map_blocks(_packed_moments, chunks=((whole.shape[1] + 1,), whole.chunks[1]),
@@ -263,6 +286,7 @@ def side_statistics(
     graphs = []
     for side in sides:
         _check_dimensions(side, cohort)
+        _warn_if_shared(side, cohort)
         if method == "streaming":
             graphs.append(da.blockwise(
                 _stats_block, "is", side.values, "ik", whole, "jk", new_axes={"s": 4},

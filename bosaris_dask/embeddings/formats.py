@@ -26,6 +26,7 @@ absent.
 from __future__ import annotations
 
 import os
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -152,8 +153,9 @@ def read_ids_file(path: str | os.PathLike[str]) -> np.ndarray:
 def open_npy(path: Path, ids: Any, chunk_rows: int) -> tuple[np.ndarray, da.Array]:
     try:
         mm = np.load(path, mmap_mode="r")
-    except ValueError as error:
-        raise ParseError(f"not a .npy array: {error}", path=path) from None
+    except (ValueError, EOFError, OSError) as error:  # numpy says EOF for an empty file
+        raise ParseError(f"not a readable .npy array: {error or 'empty or cut short'}",
+                         path=path) from None  # fmt: skip
     _check_matrix(mm.shape, mm.dtype, path, "the array")
     listed = isinstance(ids, np.ndarray | list | tuple)
     names = ids if listed else read_ids_file(_ids_file(path, ids))
@@ -178,8 +180,9 @@ def open_npz(path: Path, chunk_rows: int) -> tuple[np.ndarray, da.Array]:
         with np.load(path, allow_pickle=False) as z:
             names = _as_ids(_member(z, "ids", path, False), path)
             values = np.asarray(_member(z, "embeddings", path))
-    except (ValueError, OSError) as error:
-        raise ParseError(f"not a readable .npz file: {error}", path=path) from None
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as error:
+        raise ParseError(f"not a readable .npz file: {error or 'empty or cut short'}",
+                         path=path) from None  # fmt: skip
     _check_matrix(values.shape, values.dtype, path, "embeddings")
     return names, da.from_array(values, chunks=(chunk_rows, values.shape[1]))
 
@@ -248,12 +251,23 @@ class _KaldiRows:
         index = np.arange(self.shape[0])[rows]
         out = np.empty((len(index), self.shape[1]), dtype=self.dtype)
         for k, i in enumerate(index):
-            v = _vector(kaldiio.load_mat(self.specs[i]), self.path, self.ids[i])
+            v = _vector(_load_mat(kaldiio, self.specs[i], self.path, self.ids[i]), self.path,
+                        self.ids[i])  # fmt: skip
             if v.shape[0] != self.shape[1]:
                 raise ParseError(f"id {self.ids[i]!r} has dimension {v.shape[0]}, the first "
                                  f"has {self.shape[1]}", path=self.path)  # fmt: skip
             out[k] = v
         return out[:, cols]
+
+
+def _load_mat(kaldiio: Any, spec: str, path: Any, name: str) -> Any:
+    """kaldiio's vector at ``spec``; what goes wrong names the script file and the id."""
+    try:
+        return kaldiio.load_mat(spec)
+    except Exception as error:  # kaldiio asserts, and raises OSError/ValueError of its own
+        raise ParseError(f"id {name!r}: cannot read {spec} "
+                         f"({type(error).__name__}: {error or 'bad offset or data'})",
+                         path=path) from None  # fmt: skip
 
 
 def _resolve_spec(spec: str, base: Path) -> str:
@@ -279,7 +293,7 @@ def open_scp(path: Path, chunk_rows: int) -> tuple[np.ndarray, da.Array]:
     if not names:
         raise ParseError("no embeddings in the script file", path=path)
     specs = [_resolve_spec(s, path.parent) for s in specs]
-    first = _vector(kaldiio.load_mat(specs[0]), path, names[0])
+    first = _vector(_load_mat(kaldiio, specs[0], path, names[0]), path, names[0])
     ids = np.asarray(names, dtype=object)
     rows = _KaldiRows(os.fspath(path), np.asarray(specs, dtype=object), ids, first.shape[0],
                       first.dtype)  # fmt: skip
@@ -321,4 +335,6 @@ def open_file(
         names, values = opener(p, chunk_rows)
     if len(names) != values.shape[0]:
         raise ParseError(f"{len(names)} ids for {values.shape[0]} embeddings", path=path)
+    if not len(names):  # as a Kaldi file without vectors
+        raise ParseError("no embeddings in the file", path=path)
     return names, values, fmt

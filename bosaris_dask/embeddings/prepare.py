@@ -34,7 +34,7 @@ import pandas as pd
 import xarray as xr
 
 from bosaris_dask.embeddings.model_map import as_model_map, model_rows
-from bosaris_dask.embeddings.store import from_arrays, read
+from bosaris_dask.embeddings.store import euclidean_norms, from_arrays, read
 from bosaris_dask.errors import OptionError, ScoreError, TrialError
 from bosaris_dask.progress import compute
 
@@ -45,11 +45,42 @@ BACKENDS = ("cosine", "dot")
 
 @dataclass(frozen=True)
 class Side:
-    """The prepared rows of one side: ids, lazy float64 values, and the file they came from."""
+    """The prepared rows of one side: ids, lazy float64 values, the file they came from, and
+    the largest norm of a row (1 with the cosine back-end)."""
 
     ids: np.ndarray
     values: da.Array
     source: str
+    max_norm: float = 1.0
+
+
+_F32_MAX, _F32_TINY = float(np.finfo(np.float32).max), float(np.finfo(np.float32).tiny)
+
+
+def check_dot_range(a: Side, b: Side) -> None:
+    """Refuse two dot-back-end sides whose products cannot be float32 scores: beyond float32's
+    largest (they would be infinite) or all below its smallest normal number (0, or a few
+    digits). Bounded by the product of the sides' largest norms (Cauchy-Schwarz).
+
+    Examples
+    --------
+    >>> big = Side(np.array(["a"]), da.zeros((1, 2)), "e.npz", max_norm=1e20)
+    >>> check_dot_range(big, big)
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.ScoreError: dot products of e.npz and e.npz reach up to 1e+40, beyond \
+float32 scores (3.4e+38): they would be infinite; scale the embeddings, or use the cosine back-end
+    """
+    reach = a.max_norm * b.max_norm
+    if reach > _F32_MAX:
+        raise ScoreError(f"dot products of {a.source} and {b.source} reach up to {reach:.3g}, "
+                         f"beyond float32 scores ({_F32_MAX:.2g}): they would be infinite; scale "
+                         "the embeddings, or use the cosine back-end")  # fmt: skip
+    if 0 < reach < _F32_TINY:
+        raise ScoreError(f"dot products of {a.source} and {b.source} are all below "
+                         f"{reach:.3g}, under float32's smallest normal number "
+                         f"({_F32_TINY:.2g}): they would be 0 or lose their digits; scale the "
+                         "embeddings, or use the cosine back-end")  # fmt: skip
 
 
 def _load(emb: xr.Dataset | str | os.PathLike[str]) -> xr.Dataset:
@@ -77,7 +108,9 @@ def estimate_center(emb: xr.Dataset | str | os.PathLike[str]) -> np.ndarray:
     x = emb.embedding.data.astype(np.float64)
     finite, total = compute((da.isfinite(x).all(axis=1), x.sum(axis=0)), progress=None)
     _raise_non_finite(finite, emb.id.values, _source(emb))
-    return total / max(1, emb.sizes["id"])
+    if not emb.sizes["id"]:  # no mean to center with (it centered nothing)
+        raise ScoreError(f"{_source(emb)}: no embeddings to estimate a centering vector from")
+    return total / emb.sizes["id"]
 
 
 def resolve_center(center: Any) -> np.ndarray | None:
@@ -142,25 +175,6 @@ def _rows(emb: xr.Dataset, ids: Sequence[Any], what: str) -> np.ndarray:
     return rows
 
 
-def _row_norms(x: np.ndarray) -> np.ndarray:
-    """Each row's Euclidean norm, ``sqrt((x * x).sum(axis=1))`` scaled by a power of two so
-    that no square overflows or falls to a subnormal: the same bits wherever the unscaled sum is
-    exact to its last place (scaling by ``2**e`` commutes with every rounding in between), and
-    the right value where it is not (rows of 1e160 had an infinite norm, so scores of 0; rows
-    of 1e-160 lost digits to subnormal squares).
-
-    >>> x = np.array([[3.0, 4.0], [3.0, 4.0], [0.0, 0.0]]) * [[2.0**600], [2.0**-560], [1.0]]
-    >>> (_row_norms(x) == [5 * 2.0**600, 5 * 2.0**-560, 0.0]).tolist()
-    [True, True, True]
-    >>> with np.errstate(over="ignore", under="ignore"):
-    ...     np.sqrt((x * x).sum(axis=1)).tolist()  # unscaled
-    [inf, 0.0, 0.0]
-    """
-    _, e = np.frexp(np.abs(x).max(axis=1, initial=0.0))
-    y = np.ldexp(x, -e[:, None])  # exact: only the exponents change
-    return np.ldexp(np.sqrt((y * y).sum(axis=1)), e)
-
-
 def _prepare_rows(x: np.ndarray, norms: np.ndarray | None, center: np.ndarray | None):
     out = x.astype(np.float64)  # a copy: the file's rows are never modified
     if center is not None:
@@ -207,12 +221,14 @@ def prepare(
     x = raw.astype(np.float64)
     if center is not None:
         x = x - center
-    norms = x.map_blocks(_row_norms, drop_axis=1, dtype=np.float64, meta=np.empty(0))
+    norms = x.map_blocks(euclidean_norms, drop_axis=1, dtype=np.float64, meta=np.empty(0))
     finite, norms = compute((da.isfinite(raw).all(axis=1), norms), progress=None)
     _raise_non_finite(finite, names, source)
+    if center is not None:  # finite rows a finite center moved beyond float64
+        _raise_non_finite(np.isfinite(norms), names, f"{source} (after centering)")
     if backend == "dot":
         values = raw.map_blocks(_prepare_rows, None, center, dtype=np.float64)
-        return Side(names, values, source)
+        return Side(names, values, source, float(norms.max(initial=0.0)))
     _raise_zero_norm(norms, names, source, center is not None)
     n = da.from_array(norms[:, None], chunks=(raw.chunks[0], 1))
     values = da.map_blocks(_prepare_rows, raw, n, center, dtype=np.float64)
@@ -251,8 +267,8 @@ def prepare_models(
     means = np.add.reduceat(prepared, starts, axis=0) / np.diff(np.append(starts, len(rows)))[
         :, None]  # fmt: skip
     where = f"{_source(emb)} (models of {table.attrs.get('source', '<model map>')})"
+    norms = euclidean_norms(means)
     if backend == "cosine":
-        norms = _row_norms(means)
         _raise_zero_norm(norms, names, where, False)
         means = means / norms[:, None]
     if ids is not None:
@@ -262,5 +278,6 @@ def prepare_models(
             bad = np.asarray(ids)[sel < 0][0]
             raise TrialError(f"key model id {str(bad)!r} is not in the model map "
                              f"{table.attrs.get('source', '<model map>')}")  # fmt: skip
-        names, means = names[sel], means[sel]
-    return Side(names, da.from_array(means, chunks=(chunk_rows, -1)), where)
+        names, means, norms = names[sel], means[sel], norms[sel]
+    top = 1.0 if backend == "cosine" else float(norms.max(initial=0.0))
+    return Side(names, da.from_array(means, chunks=(chunk_rows, -1)), where, top)

@@ -27,6 +27,7 @@ from bosaris_dask.embeddings.prepare import (
     Side,
     _load,
     check_backend,
+    check_dot_range,
     prepare,
     prepare_models,
     resolve_center,
@@ -292,6 +293,8 @@ def _build(
     vector = resolve_center(center)
     e, t = _sides(enrol, test, backend=backend, center=vector, models=models, trials=trials,
                   chunks=chunks)  # fmt: skip
+    if backend == "dot":
+        check_dot_range(e, t)
     found = None
     if norm == "none" and cohort is None:
         score = score_matrix(e, t, device)
@@ -303,6 +306,9 @@ def _build(
             if cohort is None
             else prepare(_load(cohort), backend=backend, center=vector, what="cohort")
         )
+        if c is not None and backend == "dot":
+            check_dot_range(e, c)
+            check_dot_range(t, c)
         if norm == "none" and quality:
             from bosaris_dask.embeddings.cohort import side_statistics
 

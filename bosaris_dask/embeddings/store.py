@@ -31,7 +31,7 @@ from bosaris_dask.embeddings.formats import DEFAULT_ROWS, open_file
 from bosaris_dask.errors import ParseError, TrialError
 from bosaris_dask.progress import compute
 
-__all__ = ["read", "from_arrays", "info", "EMBEDDING_DIMS"]
+__all__ = ["read", "from_arrays", "info", "euclidean_norms", "EMBEDDING_DIMS"]
 
 #: Dimensions of the ``embedding`` variable: one row per id, one column per vector component.
 EMBEDDING_DIMS = ("id", "component")
@@ -113,6 +113,25 @@ def read(
     return _dataset(names, values, os.fspath(path), fmt)
 
 
+def euclidean_norms(x: np.ndarray) -> np.ndarray:
+    """Each row's Euclidean norm, ``sqrt((x * x).sum(axis=1))`` scaled by a power of two so
+    that no square overflows or falls to a subnormal: the same bits wherever the unscaled sum is
+    exact to its last place (scaling by ``2**e`` commutes with every rounding in between), and
+    the right value where it is not (rows of 1e160 had an infinite norm, so scores of 0; rows
+    of 1e-160 lost digits to subnormal squares).
+
+    >>> x = np.array([[3.0, 4.0], [3.0, 4.0], [0.0, 0.0]]) * [[2.0**600], [2.0**-560], [1.0]]
+    >>> (euclidean_norms(x) == [5 * 2.0**600, 5 * 2.0**-560, 0.0]).tolist()
+    [True, True, True]
+    >>> with np.errstate(over="ignore", under="ignore"):
+    ...     np.sqrt((x * x).sum(axis=1)).tolist()  # unscaled
+    [inf, 0.0, 0.0]
+    """
+    _, e = np.frexp(np.abs(x).max(axis=1, initial=0.0))
+    y = np.ldexp(x, -e[:, None])  # exact: only the exponents change
+    return np.ldexp(np.sqrt((y * y).sum(axis=1)), e)
+
+
 def info(emb: xr.Dataset) -> dict[str, Any]:
     """Count, dimension, dtype and a summary of the vector norms (one pass over the values).
 
@@ -132,7 +151,7 @@ def info(emb: xr.Dataset) -> dict[str, Any]:
     """
     x = emb.embedding.data.astype(np.float64)
     finite = da.isfinite(x).all(axis=1)
-    norms = da.sqrt((x * x).sum(axis=1))
+    norms = x.map_blocks(euclidean_norms, drop_axis=1, dtype=np.float64, meta=np.empty(0))
     finite, norms = compute((finite, norms), progress=None)
     good = norms[finite]
     return {
