@@ -430,7 +430,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = _add(sub, "convert", "convert a key, ndx or scores between text, HDF5, zarr",
+    p = _add(sub, "convert", "convert a key, ndx or scores between text, HDF5, MAT, zarr",
              "Convert a Key, Ndx or Scores between formats, chosen by extension: .zarr "
              "(directory store), .h5/.hdf5 (BOSARIS layout), .mat (MATLAB), text for no "
              f"extension or {', '.join(TEXT_SUFFIXES[1:])}; any other is an error.")  # fmt: skip

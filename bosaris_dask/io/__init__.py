@@ -148,7 +148,7 @@ def _write_format(path: str | os.PathLike[str], format: Format | None) -> Format
     if fmt == "text" and suffix not in TEXT_SUFFIXES and not Path(path).is_dir():
         raise StoreError(
             f"{path}: cannot tell the format to write from the suffix {suffix!r}; use .zarr, "
-            ".h5, .mat or .txt, or say format='text' to write text under this name"
+            ".h5, .mat or .txt (in Python, format='text' writes text under this name)"
         )
     return fmt
 
