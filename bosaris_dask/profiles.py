@@ -44,21 +44,16 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import xarray as xr
-
 from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.errors import OptionError
-from bosaris_dask.metrics import operating_points
 
 __all__ = [
     "Profile",
     "PROFILES",
     "VAST_P_TARGET",
     "apply_profile",
-    "cprimary",
     "annotate_json",
-    "format_cprimary",
+    "cprimary_priors",
 ]
 
 #: SRE18's VAST condition target prior (the CMN2 points are the ``sre18`` profile).
@@ -159,55 +154,24 @@ def apply_profile(args: argparse.Namespace) -> Profile | None:
     return profile
 
 
-def cprimary(results: xr.Dataset, profile: Profile) -> xr.Dataset | None:
-    """Cprimary of each system: the mean normalized actDCF and minDCF over the profile's points.
-
-    Returns None when the profile has no Cprimary or ``results`` lack one of its points (an
-    explicit ``--prior`` replaced them).
-
-    Examples
-    --------
-    >>> from bosaris_dask.metrics import evaluate_arrays
-    >>> r = evaluate_arrays([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5], priors=[0.01, 0.05])
-    >>> c = cprimary(r, PROFILES["sre21"])
-    >>> bool(c.min_cprimary[0] == operating_points(r).min_dcf[0].mean())
-    True
-    """
-    if not profile.cprimary:
-        return None
-    wanted = [op.effective_prior for op in profile.operating_points]
-    points = operating_points(results)
-    if not np.isin(wanted, points.prior.values).all():
-        return None
-    sel = points.sel(prior=wanted)
-    return xr.Dataset(
-        {"act_cprimary": sel.act_dcf.mean("prior"), "min_cprimary": sel.min_dcf.mean("prior")},
-        attrs={
-            "profile": profile.name,
-            "p_target": [op.p_target for op in profile.operating_points],
-        },
-    )
-
-
-def annotate_json(doc: dict[str, Any], results: xr.Dataset, profile: Profile) -> dict[str, Any]:
-    """Add the profile's name and, where it has one, each system's Cprimary to a JSON document."""
+def annotate_json(doc: dict[str, Any], profile: Profile) -> dict[str, Any]:
+    """Add the profile's name and source to a JSON document (its Cprimary, where it has one, is
+    the evaluation's own ``"cprimary"``: :func:`cprimary_priors`)."""
     doc["profile"] = {"name": profile.name, "source": profile.source}
-    c = cprimary(results, profile)
-    if c is not None:
-        for k, system in enumerate(doc["systems"]):
-            system["act_cprimary"] = float(c.act_cprimary.values[k])
-            system["min_cprimary"] = float(c.min_cprimary.values[k])
     return doc
 
 
-def format_cprimary(results: xr.Dataset, profile: Profile) -> str:
-    """The lines the text report adds for a profile with Cprimary (empty if none)."""
-    c = cprimary(results, profile)
-    if c is None:
-        return ""
-    points = " and ".join(f"{p:g}" for p in c.attrs["p_target"])
-    lines = ["", f"Cprimary ({profile.name}: mean normalized DCF at Ptar {points}), act / min"]
-    for k, name in enumerate(results.system.values):
-        act, mn = float(c.act_cprimary.values[k]), float(c.min_cprimary.values[k])
-        lines.append(f"{name}  {act:.3f} / {mn:.3f}")
-    return "\n".join(lines)
+def cprimary_priors(profile: Profile | None, explicit: bool) -> list[float]:
+    """The effective priors of a profile's Cprimary, or none: a profile without one, or whose
+    operating points an explicit ``--prior``/``--operating-point`` replaced.
+
+    Examples
+    --------
+    >>> cprimary_priors(PROFILES["sre21"], explicit=False)
+    [0.01, 0.05]
+    >>> cprimary_priors(PROFILES["sre21"], explicit=True), cprimary_priors(None, False)
+    ([], [])
+    """
+    if profile is None or not profile.cprimary or explicit:
+        return []
+    return [op.effective_prior for op in profile.operating_points]

@@ -476,7 +476,7 @@ def test_cli_profile_cprimary_per_condition(files, capsys):
     out = capsys.readouterr().out
     assert out.count("Cprimary (") == 1 + 2  # pooled once, then once per condition
     (system,) = json.loads((path / "p.json").read_text())["systems"]
-    assert system["cprimary"]["act"] == system["act_cprimary"]  # the profile's own keys agree
+    assert system["cprimary"]["priors"] == [0.01, 0.05]  # the profile's, in the one schema
     for c in system["conditions"]:
         member = _membership(mids, sids, mcols, scols, "model.g", c["by"]["model.g"])
         tar, non = scores[(mask == 1) & member], scores[(mask == -1) & member]

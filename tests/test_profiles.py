@@ -77,21 +77,28 @@ def test_sre21_cprimary(tmp_path, capsys):
     out = tmp_path / "r.json"
     assert main(["evaluate", "--scores", str(path), "--profile", "sre21", "--json", str(out),
                  "-q"]) == 0  # fmt: skip
-    assert "Cprimary (sre21" in capsys.readouterr().out
+    assert "Cprimary (mean normalized DCF over priors 0.01, 0.05)" in capsys.readouterr().out
     doc = json.loads(out.read_text())
     assert doc["profile"]["name"] == "sre21"
     system = doc["systems"][0]
     assert [op["p_target"] for op in system["operating_points"]] == [0.01, 0.05]
     want_min = np.mean([_brute_min(tar, non, p) for p in (0.01, 0.05)])
     want_act = np.mean([_norm_dcf(tar, non, -math.log(p / (1 - p)), p) for p in (0.01, 0.05)])
-    assert system["min_cprimary"] == pytest.approx(want_min, rel=1e-12)
-    assert system["act_cprimary"] == pytest.approx(want_act, rel=1e-12)
+    assert system["cprimary"]["priors"] == [0.01, 0.05]  # one schema, with or without --by
+    assert system["cprimary"]["min"] == pytest.approx(want_min, rel=1e-12)
+    assert system["cprimary"]["act"] == pytest.approx(want_act, rel=1e-12)
+    assert "min_cprimary" not in system and "act_cprimary" not in system
     # an explicit --prior wins: the profile's points (and Cprimary) are not used
     assert main(["evaluate", "--scores", str(path), "--profile", "sre21", "--prior", "0.5",
                  "--json", str(out), "-q"]) == 0  # fmt: skip
     system = json.loads(out.read_text())["systems"][0]
     assert [op["prior"] for op in system["operating_points"]] == [0.5]
-    assert "min_cprimary" not in system
+    assert "cprimary" not in system
+    # an explicit --cprimary-priors wins: one Cprimary, at its priors (there were two)
+    assert main(["evaluate", "--scores", str(path), "--profile", "sre21", "--cprimary-priors",
+                 "0.02", "--json", str(out), "-q"]) == 0  # fmt: skip
+    system = json.loads(out.read_text())["systems"][0]
+    assert system["cprimary"]["priors"] == [0.02] and "min_cprimary" not in system
 
 
 def test_asvspoof5_cm_costs(tmp_path):

@@ -31,13 +31,13 @@ from bosaris_dask.progress import showing_progress
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from bosaris_dask.profiles import annotate_json, apply_profile, format_cprimary
+    from bosaris_dask.profiles import annotate_json, apply_profile, cprimary_priors
     from bosaris_dask.report import format_table, to_json_dict
 
+    explicit = bool(args.prior or args.operating_point)
     profile = apply_profile(args)
-    if profile is not None and profile.cprimary and args.by and not args.cprimary_priors:
-        # per condition too: the profile's Cprimary from the same passes
-        args.cprimary_priors = [op.effective_prior for op in profile.operating_points]
+    if not args.cprimary_priors:  # the profile's Cprimary is the evaluation's own (per condition)
+        args.cprimary_priors = cprimary_priors(profile, explicit)
     _default_priors(args)
     args.ece_plo = _ece_grid(args, with_operating_points=True) if args.ece or args.ece_plo else None
     start = time.perf_counter()
@@ -49,12 +49,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         key, systems = loaded
         results = _evaluate(args, key, systems, args.scores)
         elapsed = time.perf_counter() - start
-        own = profile is not None and "cprimary_act" not in results  # else in the table
-        print(format_table(results) + (format_cprimary(results, profile) if own else ""))
+        print(format_table(results))
         _say(args, f"\n{results.attrs['passes']} passes over the data in {elapsed:.1f} s")
         if args.json:
             doc = to_json_dict(results)
-            _write_json(args.json, annotate_json(doc, results, profile) if profile else doc)
+            _write_json(args.json, annotate_json(doc, profile) if profile else doc)
             _say(args, f"wrote {args.json}")
         if args.plots_dir:
             from bosaris_dask.plots import save_standard_plots

@@ -66,7 +66,8 @@ _ECE = ("ece", "ece_pav")
 
 def summary_cprimary(summary: ScoreSummary, priors: Sequence[float]) -> tuple[float, float]:
     """Cprimary of one summary: the means over ``priors`` of the normalized actDCF and of the
-    normalized minDCF. (:func:`bosaris_dask.profiles.cprimary` is Cprimary of a result Dataset.)
+    normalized minDCF (``--profile sre18``/``sre21`` set these priors:
+    :func:`bosaris_dask.profiles.cprimary_priors`).
 
     Exact at priors whose Bayes thresholds the summary was refined for.
 
