@@ -232,3 +232,29 @@ def test_the_cli_max_iter_bounds_the_fit_and_the_warning_says_so(tmp_path, capsy
     assert "--max-iter bounds the iterations of the linear calibration" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main([*argv, "--max-iter", "0"])
+
+
+def test_classes_that_meet_only_at_a_tie_are_reported():
+    """Integer scores whose classes overlap at one value: no best fit (the scale grew with gtol,
+    19 -> 24 -> 28), yet "converged" and no warning, because tied trials keep the objective
+    away from 0 (the separation note's test)."""
+    rng = np.random.default_rng(13)
+    tar, non = rng.integers(0, 4, 300).astype(float), rng.integers(-3, 1, 3000).astype(float)
+    scales = []
+    for gtol in (1e-8, 1e-10):
+        model, caught = _fit(LinearCalibrator(gtol=gtol), tar, non)
+        (note,) = model.fit_warnings_
+        assert note.startswith("the training classes meet only at ties: every target "
+                               "score is at or above 0 and every non-target score at or "
+                               "below 0")  # fmt: skip
+        assert caught == [note]
+        scales.append(model.scale_)
+    assert scales[1] > scales[0] + 1  # what the note says: no minimum, the scale keeps growing
+    tied = np.c_[rng.normal(1, 1, 300), tar], np.c_[rng.normal(-1, 1, 3000), non]
+    model, caught = _fit(LinearFuser(), *tied)  # a fusion with such a system has no best fit
+    assert "every target score of system 2 is at or above 0" in model.fit_warnings_[0]
+    model, caught = _fit(LinearCalibrator(l2=0.01), tar, non)  # an L2 penalty: a minimum
+    assert model.fit_warnings_ == [] and caught == []
+    non[0] = 1.0  # one non-target above a target: the classes overlap, the minimum exists
+    model, caught = _fit(LinearCalibrator(), tar, non)
+    assert model.fit_warnings_ == [] and caught == []

@@ -29,7 +29,8 @@ from bosaris_dask.objectives import quality_pairs
 from bosaris_dask.optimize import OptimizeResult
 
 __all__ = [
-    "FitWarning", "unconverged_note", "separation_note", "undetermined_note", "parameter_names",
+    "FitWarning", "unconverged_note", "separation_note", "tied_separation_note",
+    "undetermined_note", "parameter_names",
 ]  # fmt: skip
 
 #: A direction of the parameters is undetermined where the Jacobi-scaled Hessian's eigenvalue
@@ -95,6 +96,44 @@ def separation_note(data_term: float, class_weights: tuple[float, float], l2: fl
         "its LLRs are over-confident. Train on more (or harder) trials, or with an L2 penalty "
         "(--l2, or l2 > 0 in Python)"
     )
+
+
+def tied_separation_note(
+    score_ranges: np.ndarray | None, l2: float, *, calibration: bool = False
+) -> str | None:
+    """The note for a system whose classes meet only at one tied score, or ``None``.
+
+    ``score_ranges`` is ``(K, 4)``: each system's lowest and highest target score, then lowest
+    and highest non-target score (:attr:`~bosaris_dask.objectives.FusionObjective.score_ranges`).
+    Where a system's non-targets all score at or below its lowest target (integer scores that
+    overlap at a single value, say), raising its weight about that value lowers every untied
+    trial's cross-entropy and leaves the tied ones as they are: the objective has no minimum,
+    and the fit stops where the gradient test happens to pass (the objective's value does not
+    fall to 0, so :func:`separation_note` does not see it). With an L2 penalty the minimum
+    exists: no note.
+
+    Examples
+    --------
+    >>> ranges = np.array([[0.0, 3.0, -3.0, 0.0]])  # targets 0..3, non-targets -3..0
+    >>> tied_separation_note(ranges, 0.0, calibration=True)[:58]
+    'the training classes meet only at ties: every target score'
+    >>> tied_separation_note(ranges, 0.1) is None
+    True
+    """
+    if l2 > 0 or score_ranges is None:
+        return None
+    for k, (tar_lo, tar_hi, non_lo, non_hi) in enumerate(np.asarray(score_ranges).tolist()):
+        if non_hi <= tar_lo and tar_hi > non_lo:  # not all equal: that is a constant system
+            who = "" if calibration else f" of system {k + 1}"
+            return (
+                f"the training classes meet only at ties: every target score{who} is at or "
+                f"above {tar_lo:.6g} and every non-target score at or below {non_hi:.6g}, so "
+                "a steeper map about that point always fits the training data better: the "
+                "cross-entropy has no minimum, the fit stopped where the gradient test passed, "
+                "and its LLRs are over-confident. Train on more (or harder) trials, or with an "
+                "L2 penalty (--l2, or l2 > 0 in Python)"
+            )
+    return None
 
 
 def undetermined_note(hessian: np.ndarray | None, names: Sequence[str]) -> str | None:

@@ -31,6 +31,7 @@ from bosaris_dask.fusion.fit_checks import (
     FitWarning,
     parameter_names,
     separation_note,
+    tied_separation_note,
     unconverged_note,
     undetermined_note,
 )
@@ -171,6 +172,9 @@ class LinearFuser(JsonModel):
         data leave undetermined: from the last pass's value and Hessian, no pass), then about
         itself (stopped before its minimum)."""
         note = separation_note(obj.data_term(res.fun, res.x), obj.class_weights(), self.l2)
+        if note is None:
+            note = tied_separation_note(obj.score_ranges, self.l2,
+                                        calibration=self.kind == "linear_calibration")  # fmt: skip
         if note is None:
             names = parameter_names(
                 obj.data.n_systems, obj.data.n_measures if obj.quality else 0,

@@ -176,6 +176,41 @@ def _class_sums(X: np.ndarray, y: float, theta: np.ndarray, plo: float, mode: Mo
     return parts
 
 
+def class_ranges(*blocks: np.ndarray, n_systems: int) -> np.ndarray:
+    """Each system's lowest and highest target and non-target score in one chunk, over the
+    trials :func:`block_sums` counts (scored in every system, finite): ``(1, 1, 4K)``, per
+    system ``min tar, -max tar, min non, -max non`` (``inf`` where a class is absent), so that
+    the minimum over chunks merges them.
+
+    Examples
+    --------
+    >>> out = class_ranges(np.array([[1.0, -1.0, 3.0, 9.0]]),
+    ...                    np.array([[True, True, True, False]]),
+    ...                    np.array([[1, -1, 1, 1]], dtype=np.int8), n_systems=1)
+    >>> out[0, 0].tolist()  # targets 1 and 3 (9 has no score), the non-target -1
+    [1.0, -3.0, -1.0, 1.0]
+    """
+    k = n_systems
+    scores, masks, cls = blocks[:k], blocks[k : 2 * k], blocks[2 * k]
+    out = np.full(4 * k, np.inf)
+    step = max(1, SLAB // max(cls.shape[1], 1))
+    for r0 in range(0, cls.shape[0], step):
+        sl = slice(r0, r0 + step)
+        ok = cls[sl] != 0
+        for m, s in zip(masks, scores, strict=True):
+            ok &= m[sl] & np.isfinite(s[sl])
+        for which, label in ((0, 1), (2, -1)):
+            sel = ok & (cls[sl] == label)
+            if not sel.any():
+                continue
+            for j, s in enumerate(scores):
+                vals = s[sl][sel]
+                lo = 4 * j + which
+                out[lo] = min(out[lo], float(vals.min()))
+                out[lo + 1] = min(out[lo + 1], -float(vals.max()))
+    return out[None, None, :]
+
+
 def block_sums(
     *blocks: np.ndarray,
     n_systems: int,

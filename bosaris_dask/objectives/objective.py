@@ -23,6 +23,7 @@ from bosaris_dask.objectives.kernel import (
     _class_length,
     block_sums,
     check_prior,
+    class_ranges,
     n_quality_params,
     packed_length,
     prior_entropy,
@@ -32,6 +33,10 @@ from bosaris_dask.optimize import Evaluation
 
 def _quality_last(kernel: Any, qm: np.ndarray, qs: np.ndarray, *blocks: np.ndarray) -> np.ndarray:
     return kernel(*blocks, qm, qs)
+
+
+def _without_lead(kernel: Any, n_lead: int, *blocks: np.ndarray) -> np.ndarray:
+    return kernel(*blocks[n_lead:])
 
 
 class FusionObjective:
@@ -74,6 +79,9 @@ class FusionObjective:
     counts
         After the first pass: ``n_target``, ``n_nontarget``, ``n_missing`` (trials of the key
         without a score in every system: dropped) and ``n_nonfinite``.
+    score_ranges
+        After the first pass: ``(K, 4)``, each system's lowest and highest target score, then
+        lowest and highest non-target score, over the trials counted.
     """
 
     def __init__(
@@ -103,6 +111,7 @@ class FusionObjective:
         self.n_params = data.n_systems + 1 + (n_quality_params(data.n_measures) * self.quality)
         self.passes = 0
         self.counts: dict[str, int] | None = None
+        self.score_ranges: np.ndarray | None = None
         self._entropy = prior_entropy(prior)
         self._regularized = np.ones(self.n_params)
         self._regularized[data.n_systems] = 0.0
@@ -141,11 +150,21 @@ class FusionObjective:
             raise ValueError(f"expected {self.n_params} parameters, got shape {theta.shape}")
         d = self.data
         agg, lead = self._aggregation(mode, theta, v)
-        (packed,) = runner.run_pass(
-            f"fusion pass {self.passes + 1}", [agg], [*d.scores, *d.masks, d.classes], lead=lead,
+        aggs = [agg]
+        if self.passes == 0:  # each system's score range per class, for the fit's checks
+            ranges = partial(class_ranges, n_systems=d.n_systems)
+            aggs.append(runner.Aggregation(
+                "score ranges", partial(_without_lead, ranges, len(lead) // 2),
+                4 * d.n_systems, combine=partial(np.min, axis=0),
+            ))  # fmt: skip
+        packed, *more = runner.run_pass(
+            f"fusion pass {self.passes + 1}", aggs, [*d.scores, *d.masks, d.classes], lead=lead,
             split_every=self.split_every, progress=self.progress,
             need=self.task_memory(mode) if self.passes == 0 else None,
         )  # fmt: skip
+        if more:
+            r = np.asarray(more[0]).reshape(d.n_systems, 4)
+            self.score_ranges = np.column_stack([r[:, 0], -r[:, 1], r[:, 2], -r[:, 3]])
         self.passes += 1
         length = _class_length(self.n_params, mode)
         counts = {k: int(round(c)) for k, c in zip(_COUNTS, packed[2 * length :], strict=True)}
