@@ -171,3 +171,11 @@ def test_empty_cut_short_and_unreadable_files_are_named(tmp_path):
     (tmp_path / "bad.scp").write_text(f"a {tmp_path / 'e.ark'}:999999\n")
     with pytest.raises(ParseError, match=r"bad.scp: id 'a': cannot read .*e.ark:999999"):
         read(tmp_path / "bad.scp")
+
+
+def test_an_embedding_file_given_as_scores_is_named_as_such(tmp_path):
+    import bosaris_dask as bd
+
+    np.savez(tmp_path / "e.npz", ids=np.array(["a"]), embeddings=np.ones((1, 2), np.float32))
+    with pytest.raises(StoreError, match="e.npz: embeddings, not trials or scores"):
+        bd.read(tmp_path / "e.npz")  # was "NUL byte in a text file"

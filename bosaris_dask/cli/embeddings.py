@@ -20,18 +20,18 @@ from bosaris_dask.errors import BosarisError
 _EMBEDDING_SUFFIXES = (".npy", ".npz", ".scp", ".ark")
 
 
-def _block(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
-    return value
-
-
 #: The options of scores from embeddings, and their values when not given.
 _EMBEDDING_DEFAULTS = {
     "models": None, "backend": "cosine", "center": None, "norm": "none", "cohort": None,
     "top_n": None, "block": 4096, "device": "cpu",
 }  # fmt: skip
+
+
+def _block(text: str) -> int:
+    value = int(text) if text.strip().isdigit() else 0  # "abc" was "invalid _block value"
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer: {text}")
+    return value
 
 
 def _top_n(text: str) -> int:

@@ -101,7 +101,8 @@ def normalize(
     if cohort is None:
         raise OptionError(f"{norm}-norm needs a cohort")
     if (norm == "as") != (top_n is not None):
-        raise OptionError("top_n is the cohort size of AS-norm (norm='as'), and it needs one")
+        raise OptionError("top_n (--top-n) is the cohort size of AS-norm (norm='as', --norm as), "
+                          "and AS-norm needs one")  # fmt: skip
     use_e, use_t = norm != "t", norm != "z"
     sides = [enrol] * (use_e or both_sides) + [test] * (use_t or both_sides)
     stats = side_statistics(sides, cohort, top_n=top_n)

@@ -137,8 +137,10 @@ def resolve_center(center: Any) -> np.ndarray | None:
 
 def _vector(values: Any, source: str) -> np.ndarray:
     vec = np.asarray(values, dtype=np.float64)
-    if vec.ndim != 1 or not np.isfinite(vec).all():
-        raise OptionError(f"{source}: a centering vector is 1-D and finite, got shape {vec.shape}")
+    if vec.ndim != 1:
+        raise OptionError(f"{source}: a centering vector is 1-D, got shape {vec.shape}")
+    if not np.isfinite(vec).all():
+        raise OptionError(f"{source}: the centering vector holds NaN or infinite values")
     return vec
 
 

@@ -159,14 +159,15 @@ def _sides(
         if kind_of(trials) not in ("key", "ndx"):
             raise TrialError(f"trials must be a key or an ndx, got {kind_of(trials)}")
         model_ids, segment_ids = trials.model.values, trials.segment.values
+    which = "key" if trials is None or kind_of(trials) == "key" else "trial list"
     if models is None:
         e = prepare(enrol, model_ids, backend=backend, center=center, chunk_rows=chunks[0],
-                    what="key model")  # fmt: skip
+                    what=f"{which} model")  # fmt: skip
     else:
         e = prepare_models(enrol, models, model_ids, backend=backend, center=center,
                            chunk_rows=chunks[0])  # fmt: skip
     t = prepare(test, segment_ids, backend=backend, center=center, chunk_rows=chunks[1],
-                what="key segment")  # fmt: skip
+                what=f"{which} segment")  # fmt: skip
     return e, t
 
 

@@ -35,6 +35,9 @@ __all__ = [
 
 Format = Literal["zarr", "hdf5", "mat", "text"]
 
+#: Suffixes of embedding files (:mod:`bosaris_dask.embeddings`): never read as text trials.
+_EMBEDDING_SUFFIXES = (".npz", ".npy", ".ark", ".scp")
+
 #: Suffixes that :func:`write` takes as text without being told (``format="text"``).
 TEXT_SUFFIXES = (
     "", ".txt", ".tsv", ".lst", ".list", ".trials", ".trial", ".trl", ".scores", ".score",
@@ -132,6 +135,9 @@ def read(
         return obj if chunks is None else obj.chunk(chunks)
     if p.is_dir():
         raise StoreError(f"{p}: a directory that is not a zarr store")
+    if Path(p).suffix.lower() in _EMBEDDING_SUFFIXES:
+        raise StoreError(f"{p}: embeddings, not trials or scores (score them with --enrol and "
+                         "--test, or bosaris_dask.embeddings)")  # fmt: skip
     from bosaris_dask.io.text import read_text
 
     return read_text(p, kind, chunks=chunks, scratch_dir=scratch, format=text_format)
