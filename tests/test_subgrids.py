@@ -32,7 +32,9 @@ def _data(n_e: int, n_t: int, d: int, seed: int = 3):
 @pytest.mark.parametrize("norm", ["none", "z", "t", "s", "as"])
 def test_a_strided_block_equals_the_slice_of_the_whole_block(norm):
     e, t, key = _data(70, 90, 12)
-    extra = {} if norm == "none" else {"norm": norm, "cohort": _data(40, 1, 12, seed=4)[0]}
+    cohort = _data(40, 1, 12, seed=4)[0]
+    cohort = cohort.assign_coords(id=[f"c{i}" for i in range(40)])  # ids of its own
+    extra = {} if norm == "none" else {"norm": norm, "cohort": cohort}
     if norm == "as":
         extra["top_n"] = 7
     scores = scores_from_embeddings(e, t, trials=key, chunks=(30, 40), **extra)["score"].data
