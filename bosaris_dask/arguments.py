@@ -6,14 +6,15 @@ through :func:`float_vector`, so the same mistake reads the same wherever it is 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
 from bosaris_dask.errors import OptionError
 
-__all__ = ["RULES", "float_vector"]
+__all__ = ["RULES", "float_vector", "one_or_many"]
 
 #: rule name -> (element-wise test, what a failing value "is")
 RULES: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
@@ -64,3 +65,20 @@ def float_vector(values: Any, what: str, rule: str, *, empty_ok: bool = True) ->
     if bad.any():
         raise OptionError(f"{what} {v[bad][0]} {says}")
     return v
+
+
+def one_or_many(value: Any) -> list[Any]:
+    """A list of what an argument takes one or several of: a string or path is one (``by=
+    "model.gender"`` is one spec, ``conditions="models.tsv"`` one table, not a sequence of
+    characters), as is any object that is not iterable (a condition table).
+
+    Examples
+    --------
+    >>> one_or_many("model.g"), one_or_many(["model.g", "same.l"]), one_or_many(None)
+    (['model.g'], ['model.g', 'same.l'], [])
+    """
+    if value is None:
+        return []
+    if isinstance(value, str | os.PathLike) or not isinstance(value, Iterable):
+        return [value]
+    return list(value)

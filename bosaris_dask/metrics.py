@@ -18,7 +18,6 @@ True
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -27,6 +26,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask import fixed_rates, roc
+from bosaris_dask.arguments import one_or_many
 from bosaris_dask.costs import OperatingPoint, merge_operating_points
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import OptionError
@@ -236,7 +236,7 @@ def evaluate(
         Key trials without a score (unless ``allow_missing``), naming a few.
     """
     cprimary_priors = np.atleast_1d(np.asarray(cprimary_priors, dtype=object)).tolist()
-    conditions, by, resample = (_one_or_many(x) for x in (conditions, by, resample))
+    conditions, by, resample = (one_or_many(x) for x in (conditions, by, resample))
     if seed is not None and not (isinstance(seed, (int, np.integer)) and seed >= 0):
         raise OptionError(f"seed must be an integer >= 0, got {seed!r}")
     if not bootstrap and (seed is not None or bootstrap_method != "multinomial"):
@@ -362,16 +362,6 @@ def _operating_point(op: Any) -> OperatingPoint:
         return OperatingPoint(*op)
     raise OptionError(f"an operating point is an OperatingPoint, 'Ptar:Cmiss:Cfa' or "
                       f"(Ptar, Cmiss, Cfa), not {op!r}")  # fmt: skip
-
-
-def _one_or_many(value: Any) -> list[Any]:
-    """A list of what ``evaluate`` takes one or several of (``by="model.gender"`` is one spec,
-    ``conditions="models.tsv"`` one table: not a sequence of characters)."""
-    from bosaris_dask.conditions import ConditionTable
-
-    if isinstance(value, str | os.PathLike | ConditionTable):
-        return [value]
-    return list(value or ())
 
 
 def evaluate_arrays(

@@ -179,3 +179,17 @@ def test_an_embedding_file_given_as_scores_is_named_as_such(tmp_path):
     np.savez(tmp_path / "e.npz", ids=np.array(["a"]), embeddings=np.ones((1, 2), np.float32))
     with pytest.raises(StoreError, match="e.npz: embeddings, not trials or scores"):
         bd.read(tmp_path / "e.npz")  # was "NUL byte in a text file"
+
+
+def test_a_cut_short_archive_and_a_norm_beyond_float64_are_named(tmp_path):
+    from bosaris_dask.embeddings import scores_from_embeddings
+    from bosaris_dask.errors import ScoreError
+
+    kaldiio = pytest.importorskip("kaldiio")
+    kaldiio.save_ark(str(tmp_path / "e.ark"), {k: np.ones(4, np.float32) for k in "abc"})
+    (tmp_path / "cut.ark").write_bytes((tmp_path / "e.ark").read_bytes()[:-5])
+    with pytest.raises(ParseError, match=r"cut.ark: cannot read the archive after id 'b'"):
+        read(tmp_path / "cut.ark")  # was numpy's ValueError traceback
+    huge = from_arrays(["e"], np.array([[1.5e308, 1.5e308]]), source="huge.npz")
+    with pytest.raises(ScoreError, match="huge.npz: id 'e' has a norm beyond float64"):
+        scores_from_embeddings(huge, from_arrays(["t"], np.ones((1, 2))))  # was a score of 0

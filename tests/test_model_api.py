@@ -298,3 +298,18 @@ def test_the_cli_prints_the_packages_warnings_in_one_line(capsys):
         with _one_line_warnings():
             warnings.warn("4 trials have no quality: ...", QualityBackoffWarning, stacklevel=1)
     assert capsys.readouterr().err == "warning: 4 trials have no quality: ...\n"
+
+
+def test_a_malformed_quality_model_is_named(data, tmp_path):
+    import json
+
+    key, systems, quality = data
+    d = QualityFuser().fit(systems, key, quality).to_dict()
+    cases = [("linear", "abc", "linear must be a linear fusion model"),
+             ("qtrans", "abc", "qtrans must be a list of lists"),
+             ("qtrans", [[1.0], [1.0, 2.0]], "qtrans must be a list")]  # fmt: skip
+    for field, value, message in cases:
+        path = tmp_path / "q.json"
+        path.write_text(json.dumps({**d, field: value}))
+        with pytest.raises(bd.errors.ParseError, match=f"q.json: {message}"):
+            load_model(path)

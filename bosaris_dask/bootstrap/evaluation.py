@@ -66,6 +66,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask import config, memory
+from bosaris_dask.arguments import one_or_many
 from bosaris_dask.bootstrap.bins import choose_edges, prefix_histograms, summary_prefix_counts
 from bosaris_dask.bootstrap.histograms import (
     BLOCK_BYTES,
@@ -165,6 +166,7 @@ def evaluate_with_intervals(
     """
     from bosaris_dask import metrics
 
+    conditions, by, resample = (one_or_many(x) for x in (conditions, by, resample))
     _, n_resamples = check_options(ci, bootstrap, resample, compare, conditions)
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
     if compare and len(systems) < 2:

@@ -33,6 +33,7 @@ import xarray as xr
 
 from bosaris_dask import engine, measures, metrics, result_layout, roc
 from bosaris_dask._deprecation import renamed_getattr
+from bosaris_dask.arguments import one_or_many
 from bosaris_dask.conditions import equalized
 from bosaris_dask.conditions.codes import BySpec, Conditions, condition_codes
 from bosaris_dask.conditions.summaries import condition_summaries
@@ -189,6 +190,7 @@ def conditions_and_summaries(
         As :func:`~bosaris_dask.metrics.evaluate`. An empty condition is not an error.
     """
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
+    conditions, by = one_or_many(conditions), one_or_many(by)
     if bool(conditions) != bool(by):
         raise OptionError("condition tables (--conditions) and --by specs go together")
     if equalize and not by:

@@ -149,7 +149,7 @@ def _read_text(path: Path) -> ConditionTable:
     with _open_bytes(path) as f:
         for lineno, raw in _numbered_lines(f, path):
             try:
-                text = raw.decode("utf-8").rstrip("\r\n")
+                text = raw.decode("utf-8")
             except UnicodeDecodeError as err:
                 raise ParseError(f"not UTF-8 text ({err.reason} at byte {err.start} of the line)",
                                  path=path, line=lineno) from None  # fmt: skip
@@ -190,16 +190,16 @@ def _open_bytes(path: Path) -> Any:
 
 
 def _numbered_lines(f: Any, path: Path) -> Iterable[tuple[int, bytes]]:
-    """``(line number, line)`` of ``f``; a broken gzip stream is a ParseError naming the file."""
+    """``(line number, line)`` of ``f``, lines ended by ``\\n``, ``\\r\\n`` or a lone ``\\r`` (a
+    table is one row per id: read whole); a broken gzip stream is a ParseError naming the file."""
     import gzip
+    import zlib
 
-    lineno = 0
     try:
-        for lineno, raw in enumerate(f, start=1):  # noqa: B007 (the number names an error)
-            yield lineno, raw
-    except (gzip.BadGzipFile, EOFError) as err:
-        raise ParseError(f"not a complete gzip file ({err or 'truncated'})", path=path,
-                         line=lineno + 1) from None  # fmt: skip
+        data = f.read()
+    except (gzip.BadGzipFile, EOFError, zlib.error) as err:
+        raise ParseError(f"not a complete gzip file ({err or 'truncated'})", path=path) from None
+    return enumerate(data.splitlines(), start=1)
 
 
 def _check_header(header: list[str], path: Path, lineno: int) -> None:

@@ -154,7 +154,7 @@ def open_npy(path: Path, ids: Any, chunk_rows: int) -> tuple[np.ndarray, da.Arra
     try:
         mm = np.load(path, mmap_mode="r")
     except (ValueError, EOFError, OSError) as error:  # numpy says EOF for an empty file
-        raise ParseError(f"not a readable .npy array: {error or 'empty or cut short'}",
+        raise ParseError(f"not a readable .npy array: {str(error) or 'empty or cut short'}",
                          path=path) from None  # fmt: skip
     _check_matrix(mm.shape, mm.dtype, path, "the array")
     listed = isinstance(ids, np.ndarray | list | tuple)
@@ -181,7 +181,7 @@ def open_npz(path: Path, chunk_rows: int) -> tuple[np.ndarray, da.Array]:
             names = _as_ids(_member(z, "ids", path, False), path)
             values = np.asarray(_member(z, "embeddings", path))
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as error:
-        raise ParseError(f"not a readable .npz file: {error or 'empty or cut short'}",
+        raise ParseError(f"not a readable .npz file: {str(error) or 'empty or cut short'}",
                          path=path) from None  # fmt: skip
     _check_matrix(values.shape, values.dtype, path, "embeddings")
     return names, da.from_array(values, chunks=(chunk_rows, values.shape[1]))
@@ -260,13 +260,27 @@ class _KaldiRows:
         return out[:, cols]
 
 
+def _ark_items(kaldiio: Any, f: Any, path: Any) -> Any:
+    """kaldiio's ``(id, vector)`` pairs of an archive; a cut-short or corrupt one names the file
+    (and the last id read)."""
+    name = None
+    try:
+        for name, value in kaldiio.load_ark(f):
+            yield name, value
+    except Exception as error:  # kaldiio raises ValueError/AssertionError/EOFError of its own
+        after = f" after id {name!r}" if name is not None else ""
+        why = str(error) or "cut short or corrupt"
+        raise ParseError(f"cannot read the archive{after} ({type(error).__name__}: {why})",
+                         path=path) from None  # fmt: skip
+
+
 def _load_mat(kaldiio: Any, spec: str, path: Any, name: str) -> Any:
     """kaldiio's vector at ``spec``; what goes wrong names the script file and the id."""
     try:
         return kaldiio.load_mat(spec)
     except Exception as error:  # kaldiio asserts, and raises OSError/ValueError of its own
         raise ParseError(f"id {name!r}: cannot read {spec} "
-                         f"({type(error).__name__}: {error or 'bad offset or data'})",
+                         f"({type(error).__name__}: {str(error) or 'bad offset or data'})",
                          path=path) from None  # fmt: skip
 
 
@@ -304,7 +318,7 @@ def open_ark(path: Path, chunk_rows: int) -> tuple[np.ndarray, da.Array]:
     kaldiio = _kaldiio()
     names, vectors = [], []
     with open(path, "rb") as f:
-        for name, value in kaldiio.load_ark(f):
+        for name, value in _ark_items(kaldiio, f, path):
             v = _vector(value, path, name)
             if vectors and v.shape != vectors[0].shape:
                 raise ParseError(f"id {name!r} has dimension {v.shape[0]}, the first has "

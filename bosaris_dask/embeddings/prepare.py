@@ -73,9 +73,10 @@ float32 scores (3.4e+38): they would be infinite; scale the embeddings, or use t
     """
     reach = a.max_norm * b.max_norm
     if reach > _F32_MAX:
-        raise ScoreError(f"dot products of {a.source} and {b.source} reach up to {reach:.3g}, "
-                         f"beyond float32 scores ({_F32_MAX:.2g}): they would be infinite; scale "
-                         "the embeddings, or use the cosine back-end")  # fmt: skip
+        raise ScoreError(f"dot products of {a.source} and {b.source} can reach {reach:.3g} (the "
+                         f"product of their largest norms), beyond float32 scores "
+                         f"({_F32_MAX:.2g}): they would be infinite; scale the embeddings, or use "
+                         "the cosine back-end")  # fmt: skip
     if 0 < reach < _F32_TINY:
         raise ScoreError(f"dot products of {a.source} and {b.source} are all below "
                          f"{reach:.3g}, under float32's smallest normal number "
@@ -226,8 +227,10 @@ def prepare(
     norms = x.map_blocks(euclidean_norms, drop_axis=1, dtype=np.float64, meta=np.empty(0))
     finite, norms = compute((da.isfinite(raw).all(axis=1), norms), progress=None)
     _raise_non_finite(finite, names, source)
-    if center is not None:  # finite rows a finite center moved beyond float64
-        _raise_non_finite(np.isfinite(norms), names, f"{source} (after centering)")
+    if not np.isfinite(norms).all():  # finite rows whose norm (after centering) overflows
+        where = " after centering" if center is not None else ""
+        bad = names[np.flatnonzero(~np.isfinite(norms))[0]]
+        raise ScoreError(f"{source}: id {bad!r} has a norm beyond float64{where}")
     if backend == "dot":
         values = raw.map_blocks(_prepare_rows, None, center, dtype=np.float64)
         return Side(names, values, source, float(norms.max(initial=0.0)))
@@ -270,6 +273,9 @@ def prepare_models(
         :, None]  # fmt: skip
     where = f"{_source(emb)} (models of {table.attrs.get('source', '<model map>')})"
     norms = euclidean_norms(means)
+    if not np.isfinite(norms).all():  # dot: a model's mean beyond float64
+        raise ScoreError(f"{where}: model {names[np.flatnonzero(~np.isfinite(norms))[0]]!r} has a "
+                         "mean embedding whose norm is beyond float64")  # fmt: skip
     if backend == "cosine":
         _raise_zero_norm(norms, names, where, False)
         means = means / norms[:, None]

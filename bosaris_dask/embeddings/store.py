@@ -129,7 +129,8 @@ def euclidean_norms(x: np.ndarray) -> np.ndarray:
     """
     _, e = np.frexp(np.abs(x).max(axis=1, initial=0.0))
     y = np.ldexp(x, -e[:, None])  # exact: only the exponents change
-    return np.ldexp(np.sqrt((y * y).sum(axis=1)), e)
+    with np.errstate(over="ignore"):  # a norm beyond float64 is inf, for the callers to name
+        return np.ldexp(np.sqrt((y * y).sum(axis=1)), e)
 
 
 def info(emb: xr.Dataset) -> dict[str, Any]:

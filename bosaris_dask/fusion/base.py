@@ -278,7 +278,7 @@ def model_array(value: Any, name: str, ndim: int, *, infinite_ok: bool = False) 
     bad = np.isnan(arr) if infinite_ok else ~np.isfinite(arr)
     if bad.any():
         raise TrialError(f"{name} must hold {'numbers' if infinite_ok else 'finite numbers'}, "
-                         f"got {arr[bad].flat[0]!r}")  # fmt: skip
+                         f"got {float(arr[bad].flat[0])!r}")  # fmt: skip
     return arr
 
 

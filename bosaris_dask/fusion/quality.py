@@ -366,12 +366,15 @@ class QualityFuser(LinearFuser):
         if "n_no_quality" in d:
             obj.counts_["n_no_quality"] = int(d["n_no_quality"])
         if d.get("qtrans") is not None:
-            obj.qtrans = np.atleast_2d(model_array(d["qtrans"], "qtrans", np.ndim(d["qtrans"])))
+            obj.qtrans = model_array(d["qtrans"], "qtrans", 2)
             if obj.qtrans.shape[0] != W.shape[0] - 1:
                 raise TrialError(
                     f"qtrans has {obj.qtrans.shape[0]} rows for {W.shape[0] - 1} quality measures"
                 )
         if d.get("linear") is not None:
+            if not isinstance(d["linear"], dict):
+                raise TrialError(f"linear must be a linear fusion model (an object), got "
+                                 f"{d['linear']!r}"[:200])  # fmt: skip
             obj.linear_ = LinearFuser.from_dict(d["linear"])
             if len(obj.linear_.weights_) != len(obj.weights_):  # type: ignore[arg-type]
                 raise TrialError("the first-stage linear fusion has a different number of systems")
