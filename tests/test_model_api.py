@@ -313,3 +313,30 @@ def test_a_malformed_quality_model_is_named(data, tmp_path):
         path.write_text(json.dumps({**d, field: value}))
         with pytest.raises(bd.errors.ParseError, match=f"q.json: {message}"):
             load_model(path)
+
+
+def test_a_fusion_refuses_its_systems_in_another_order(tmp_path, capsys):
+    """A fusion applied to its systems in another order multiplied each system's scores by
+    another's weight, silently; the model now records the names it was trained on."""
+    from bosaris_dask.cli import main
+
+    rng = np.random.default_rng(4)
+    classes = np.where(np.eye(30, dtype=bool), 1, -1)
+    key = make_key([f"m{i}" for i in range(30)], [f"s{j}" for j in range(30)], classes)
+    bd.write(key, tmp_path / "key.zarr")
+    for name, w in (("a", 1.0), ("b", 0.3)):
+        values = classes * w + rng.normal(0, 1, classes.shape)
+        bd.write(
+            make_scores(key.model.values, key.segment.values, values), tmp_path / f"{name}.zarr"
+        )
+    a, b, model = (str(tmp_path / n) for n in ("a.zarr", "b.zarr", "fusion.json"))
+    k = str(tmp_path / "key.zarr")
+    assert main(["fuse", "--key", k, "--scores", a, "--scores", b, "--model-out", model, "-q"]) == 0
+    assert load_model(model).kind == "linear_fusion"
+    out = str(tmp_path / "o.zarr")
+    for argv in (["apply", "--model", model, "--scores", b, "--scores", a, "--out", out],
+                 ["fuse", "--key", k, "--scores", a, "--scores", b, "--model-out", model,
+                  "--apply", b, "--apply", a, "--out", out]):  # fmt: skip
+        assert main(argv) == 1
+        assert "the fusion's systems are a, b in that order, not b, a" in capsys.readouterr().err
+    assert main(["apply", "--model", model, "--scores", a, "--scores", b, "--out", out, "-q"]) == 0

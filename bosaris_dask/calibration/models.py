@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.calibration.pav import PAVCalibrator
-from bosaris_dask.errors import ParseError, TrialError
+from bosaris_dask.errors import OptionError, ParseError, TrialError
 from bosaris_dask.fusion import LinearFuser, QualityFuser
 from bosaris_dask.fusion.base import _from_json, _load_json, scores_and_key, with_llr_base
 
@@ -133,6 +133,50 @@ def trained_llr_base(path: str | os.PathLike[str]) -> str:
     if base not in LLR_BASES:
         raise ParseError(f"llr_base {base!r} is not one of {', '.join(LLR_BASES)}", path=path)
     return str(base)
+
+
+def trained_systems(path: str | os.PathLike[str]) -> list[str] | None:
+    """The names of the systems a fusion model file was trained on, in order: its
+    ``"systems"`` field, which ``bosaris-dask fuse`` writes (``None`` without one).
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "fusion.json")
+    ...     linear_calibrate(np.array([2.0, 3.0, 0.5]), np.array([0.0, -1.0, 1.0])).save(
+    ...         path, systems=["sys1"])
+    ...     trained_systems(path)
+    ['sys1']
+    """
+    names = _load_json(path).get("systems")
+    if names is not None and not (
+        isinstance(names, list) and all(isinstance(n, str) for n in names)
+    ):
+        raise ParseError(f"systems must be a list of names, not {names!r}"[:200], path=path)
+    return names
+
+
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def check_system_order(trained: list[str] | None, given: list[str], model: str) -> None:
+    """Refuse the systems of a fusion given in another order than it was trained on: the same
+    names, permuted (each weight would multiply another system's scores).
+
+    Examples
+    --------
+    >>> check_system_order(["a", "b"], ["b", "a"], "fusion.json")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.OptionError: fusion.json: the fusion's systems are a, b in that order...
+    >>> check_system_order(["dev/a", "dev/b"], ["eval/a", "eval/b"], "fusion.json")  # other sets
+    """
+    if trained and sorted(trained) == sorted(given) and trained != given:
+        order, wrong = ", ".join(trained), ", ".join(given)
+        raise OptionError(f"{model}: the fusion's systems are {order} in that order, not "
+                          f"{wrong}: give them in the training order")  # fmt: skip
 
 
 def _model_of(d: dict[str, Any]) -> LinearCalibrator | LinearFuser | QualityFuser | PAVCalibrator:

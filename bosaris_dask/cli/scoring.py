@@ -192,10 +192,14 @@ def _fit_and_apply(
     ``--apply`` write the scores it gives."""
     from bosaris_dask import io
     from bosaris_dask.calibration import apply_model
+    from bosaris_dask.calibration.models import check_system_order
     from bosaris_dask.fusion.fit_checks import FitWarning
 
     if args.apply and args.out is None:
         raise OptionError("--apply needs --out (where to write the resulting scores)")
+    trained = _system_names(args)
+    if args.apply and len(trained) > 1:  # before the fit: the same systems, in another order
+        check_system_order(trained, system_names(args.apply), args.model_out)
     if not args.apply:
         idle = [option for option, value in (
             ("--out", args.out), ("--ndx", args.ndx), ("--fill-missing", args.fill_missing),
@@ -220,7 +224,8 @@ def _fit_and_apply(
                     model.fit(systems, key, quality, allow_missing=args.allow_missing)
             except MissingTrialsError as exc:
                 raise _named_missing(args, exc, key, systems) from None
-        model.save(args.model_out, **({} if args.llr_base == "e" else {"llr_base": args.llr_base}))
+        fields = {} if args.llr_base == "e" else {"llr_base": args.llr_base}
+        model.save(args.model_out, **fields, **({"systems": trained} if len(trained) > 1 else {}))
         doc = model.to_dict()
         elapsed = time.perf_counter() - start
         if "iterations" in doc:
@@ -258,6 +263,15 @@ def _fit_and_apply(
     return 0
 
 
+def _system_names(args: argparse.Namespace) -> list[str]:
+    """The names of the ``--scores`` systems (then the one scored from embeddings), as
+    ``evaluate`` names them."""
+    from bosaris_dask.cli.embeddings import embedding_system_name, uses_embeddings
+
+    paths = [args.scores] if isinstance(args.scores, str) else list(args.scores or [])
+    return system_names(paths, [embedding_system_name(args)] if uses_embeddings(args) else [])
+
+
 def _read_ndx(path: str | None) -> Any:
     """The trial list of ``--ndx`` (an Ndx, or a Key's trials), or ``None`` without one."""
     from bosaris_dask import io
@@ -277,12 +291,10 @@ def _named_missing(
 ) -> MissingTrialsError:
     """The fit's count of key trials without a score, with the first system that lacks some
     and a few of its trials (found by one more look at the data, on this error path only)."""
-    from bosaris_dask.cli.embeddings import uses_embeddings
     from bosaris_dask.trials import reindex_ids, trial_classes
     from bosaris_dask.trials.construction import locate
 
-    paths = [args.scores] if isinstance(args.scores, str) else list(args.scores or [])
-    names = system_names(paths, ["embeddings"] if uses_embeddings(args) else [])
+    names = _system_names(args)
     models, segments = key.model.values, key.segment.values
     for name, system in zip(names, systems, strict=False):
         mask = reindex_ids(system, models, segments).score_mask.data
@@ -405,8 +417,13 @@ def _read_qtrans(path: str | None) -> Any:
 def cmd_apply(args: argparse.Namespace) -> int:
     from bosaris_dask import io
     from bosaris_dask.calibration import apply_model, load_model
-    from bosaris_dask.calibration.models import trained_llr_base
+    from bosaris_dask.calibration.models import (
+        check_system_order,
+        trained_llr_base,
+        trained_systems,
+    )
 
+    check_system_order(trained_systems(args.model), _system_names(args), args.model)
     trained = trained_llr_base(args.model)
     if args.llr_base is None:
         args.llr_base = trained
