@@ -193,3 +193,11 @@ def test_a_cut_short_archive_and_a_norm_beyond_float64_are_named(tmp_path):
     huge = from_arrays(["e"], np.array([[1.5e308, 1.5e308]]), source="huge.npz")
     with pytest.raises(ScoreError, match="huge.npz: id 'e' has a norm beyond float64"):
         scores_from_embeddings(huge, from_arrays(["t"], np.ones((1, 2))))  # was a score of 0
+
+
+def test_an_empty_model_map_is_refused(tmp_path):
+    from bosaris_dask.embeddings import read_model_map
+
+    (tmp_path / "map.txt").write_text("# models of nobody\n\n")  # scored 0 models, silently
+    with pytest.raises(ParseError, match="map.txt: no 'model segment' lines in the model map"):
+        read_model_map(tmp_path / "map.txt")

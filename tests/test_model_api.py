@@ -210,7 +210,7 @@ def test_a_models_llr_base_survives_load_and_save_and_apply_follows_it(tmp_path)
     assert main(["calibrate", "--key", k, "--scores", s, "-q", "--llr-base", "10",
                  "--model-out", str(tmp_path / "m10.json")]) == 0  # fmt: skip
     model = load_model(tmp_path / "m10.json")
-    assert model.llr_base_ == "10"
+    assert model.llr_base_ == "10" and load_model(model.to_dict()).llr_base_ == "10"
     model.save(tmp_path / "resaved.json")
     for name in ("m10", "resaved"):
         assert main(["apply", "-q", "--model", str(tmp_path / f"{name}.json"), "--scores", s,

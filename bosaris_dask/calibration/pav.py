@@ -209,6 +209,7 @@ class PAVCalibrator(JsonModel):
         return {
             "format": MODEL_FORMAT,
             "kind": self.kind,
+            **self.llr_base_field(),
             "small_val": self.small_val,
             "pseudo_counts": self.pseudo_counts,
             "bound": self.bound,

@@ -14,11 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from bosaris_dask.cli.common import _opened, _progress, _say
+from bosaris_dask.embeddings.formats import EMBEDDING_ONLY_SUFFIXES
 from bosaris_dask.errors import BosarisError
-
-#: Extensions that only embedding files have (HDF5 and zarr are recognized by their content).
-_EMBEDDING_SUFFIXES = (".npy", ".npz", ".scp", ".ark")
-
 
 #: The options of scores from embeddings, and their values when not given.
 _EMBEDDING_DEFAULTS = {
@@ -264,7 +261,7 @@ def is_embedding_file(path: str) -> bool:
     ``embeddings`` array (trial stores have none)."""
     p = Path(path.rstrip("/"))
     suffix = p.suffix.lower()
-    if suffix in _EMBEDDING_SUFFIXES:
+    if suffix in EMBEDDING_ONLY_SUFFIXES:
         return True
     try:
         if suffix in (".h5", ".hdf5") and p.is_file():

@@ -34,7 +34,7 @@ def read_model_map(path: str | os.PathLike[str]) -> pd.DataFrame:
     ------
     ParseError
         A line without exactly two fields, or the same (model, segment) pair twice (naming the
-        file and line).
+        file and line); a map without any pair.
     """
     models, segments, lines = [], [], []
     with open(path, encoding="utf-8") as f:
@@ -48,6 +48,8 @@ def read_model_map(path: str | os.PathLike[str]) -> pd.DataFrame:
             models.append(fields[0])
             segments.append(fields[1])
             lines.append(n)
+    if not models:  # no model would be scored
+        raise ParseError("no 'model segment' lines in the model map", path=path)
     table = pd.DataFrame({"model": models, "segment": segments, "line": lines})
     table.attrs["source"] = os.fspath(path)
     _no_repeats(table)

@@ -239,12 +239,16 @@ class JsonModel:
                  if not _same(value, defaults.get(name, inspect.Parameter.empty))]  # fmt: skip
         return f"{type(self).__name__}({', '.join(shown)})"
 
+    def llr_base_field(self) -> dict[str, str]:
+        """``{"llr_base": ...}`` for ``to_dict`` where the model was trained on LLRs of another
+        base than ``e``, else nothing."""
+        return {} if self.llr_base_ == "e" else {"llr_base": self.llr_base_}
+
     def save(self, path: str | os.PathLike[str], **fields: Any) -> None:
         """Write the fitted model as JSON (``to_dict``, and ``fields`` beside it: the CLI
         records the ``llr_base`` of the scores it trained on; ``llr_base_`` otherwise, where it
         is not ``"e"``), atomically: a temporary file renamed into place."""
-        base = {} if self.llr_base_ == "e" else {"llr_base": self.llr_base_}
-        _save_json({**self.to_dict(), **base, **fields}, path)  # type: ignore[attr-defined]
+        _save_json({**self.to_dict(), **fields}, path)  # type: ignore[attr-defined]
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Any:

@@ -338,6 +338,7 @@ class LinearFuser(JsonModel):
         return {
             "format": MODEL_FORMAT,
             "kind": self.kind,
+            **self.llr_base_field(),
             "prior": self.prior,
             "weights": [float(w) for w in weights],
             "offset": float(offset),

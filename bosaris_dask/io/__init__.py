@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import xarray as xr
 
+from bosaris_dask.embeddings.formats import EMBEDDING_ONLY_SUFFIXES
 from bosaris_dask.errors import BosarisError, StoreError, StoreNotFoundError
 from bosaris_dask.io.atomic import atomic_path, remove_stale
 from bosaris_dask.io.hdf5 import read_hdf5, read_quality_hdf5, write_hdf5, write_quality_hdf5
@@ -34,9 +35,6 @@ __all__ = [
 ]
 
 Format = Literal["zarr", "hdf5", "mat", "text"]
-
-#: Suffixes of embedding files (:mod:`bosaris_dask.embeddings`): never read as text trials.
-_EMBEDDING_SUFFIXES = (".npz", ".npy", ".ark", ".scp")
 
 #: Suffixes that :func:`write` takes as text without being told (``format="text"``).
 TEXT_SUFFIXES = (
@@ -135,7 +133,7 @@ def read(
         return obj if chunks is None else obj.chunk(chunks)
     if p.is_dir():
         raise StoreError(f"{p}: a directory that is not a zarr store")
-    if Path(p).suffix.lower() in _EMBEDDING_SUFFIXES:
+    if Path(p).suffix.lower() in EMBEDDING_ONLY_SUFFIXES:
         raise StoreError(f"{p}: embeddings, not trials or scores (score them with --enrol and "
                          "--test, or bosaris_dask.embeddings)")  # fmt: skip
     from bosaris_dask.io.text import read_text
