@@ -155,3 +155,16 @@ def test_an_undefined_t_dcf_leaves_the_other_sasv_metrics(tmp_path, capsys):
     assert "min t-DCF               undefined  (t-DCF undefined for these ASV rates" in stdout
     _, doc = out["no_spoof_accepted"]  # Pfa,spoof = 0: C2 = 0, the CM cannot help
     assert doc["asv_rates"]["pfa_spoof"] == 0.0 and doc["min_t_dcf"] == 1.0
+
+
+def test_a_cm_key_of_one_class_is_said_in_the_challenges_words(tmp_path, capsys):
+    (tmp_path / "k.tsv").write_text("filename\tcm-label\nA\tbonafide\nB\tbonafide\n")
+    (tmp_path / "s.tsv").write_text("filename\tcm-score\nA\t1.0\nB\t2.0\n")
+    code, _, err = _run(capsys, "spoof", "cm", "--key", str(tmp_path / "k.tsv"), "--scores",
+                        str(tmp_path / "s.tsv"))  # fmt: skip
+    assert (
+        code == 1
+        and "found 2 targets and 0 non-targets (in a CM key, bona fide trials are "
+        "the targets and spoofs the non-targets"
+        in err
+    )

@@ -338,11 +338,19 @@ def evaluate_cm(
         )
     point = _cm_point(costs)
     plan = _Plan(costs, cm=(Part(0, "n_tar"), Part(0, "n_non")), cm_eer=True)
-    (s,) = summarize(
-        [scores], key, thresholds=[point.act_threshold], allow_missing=allow_missing,
-        progress=progress, split_every=split_every, names=["cm"],
-        extra_candidates=plan.candidates,
-    )  # fmt: skip
+    try:
+        (s,) = summarize(
+            [scores], key, thresholds=[point.act_threshold], allow_missing=allow_missing,
+            progress=progress, split_every=split_every, names=["cm"],
+            extra_candidates=plan.candidates,
+        )  # fmt: skip
+    except ScoreError as error:  # in the challenge's words: bona fide and spoof, not targets
+        if "need both targets and non-targets" not in str(error):
+            raise
+        raise ScoreError(
+            f"{error} (in a CM key, bona fide trials are the targets and spoofs "
+            "the non-targets: the CM metrics need both)"
+        ) from None
     m = summary_metrics(s, [point], np.empty(0))
     at = int(np.searchsorted(m["plo"], point.plo))
     values, _ = plan.results([s])
