@@ -157,10 +157,6 @@ def trained_systems(path: str | os.PathLike[str]) -> list[str] | None:
     return names
 
 
-def _is_str(value: Any) -> bool:
-    return isinstance(value, str)
-
-
 def check_system_order(trained: list[str] | None, given: list[str], model: str) -> None:
     """Refuse the systems of a fusion given in another order than it was trained on: the same
     names, permuted (each weight would multiply another system's scores).
