@@ -258,3 +258,21 @@ def test_classes_that_meet_only_at_a_tie_are_reported():
     non[0] = 1.0  # one non-target above a target: the classes overlap, the minimum exists
     model, caught = _fit(LinearCalibrator(), tar, non)
     assert model.fit_warnings_ == [] and caught == []
+
+
+@pytest.mark.parametrize("offset, scale", [
+    (1e3, 1.0), (1e5, 1.0), (1e7, 1.0), (-1e9, 1.0), (0.0, 1e-13), (0.0, 1e-5), (0.0, 1e5),
+    (0.0, 1e13)])  # fmt: skip
+def test_scores_far_from_zero_or_from_unit_spread_reach_the_optimum(offset, scale):
+    """Scores offset by 1e7 fitted all LLRs 0 (objective 1.0 for 0.522), offsets of 1e5 said
+    'undetermined', scores scaled by 1e13 stopped at 0.721 saying converged: the fit now runs
+    on standardized scores where the first pass finds them so (one pass more)."""
+    rng = np.random.default_rng(1)
+    tar, non = rng.normal(2, 1, 300), rng.normal(0, 1, 3000)
+    want = LinearCalibrator(gtol=1e-12).fit_arrays(tar, non)
+    model, caught = _fit(LinearCalibrator(), (tar + offset) * scale, (non + offset) * scale)
+    assert model.fit_warnings_ == [] and caught == [] and model.converged_
+    assert model.objective_ == pytest.approx(want.objective_, rel=1e-9)
+    assert model.scale_ * scale == pytest.approx(want.scale_, rel=1e-6)
+    llr = model.transform_arrays(np.array([(1.0 + offset) * scale]))[0]
+    assert llr == pytest.approx(want.transform_arrays(np.array([1.0]))[0], abs=1e-5)

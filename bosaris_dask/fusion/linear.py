@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Literal, Self
 
 import dask.array as da
@@ -38,6 +39,7 @@ from bosaris_dask.fusion.fit_checks import (
 from bosaris_dask.objectives import (
     FusionData,
     FusionObjective,
+    Rescale,
     align_inputs,
     check_prior,
     fusion_data,
@@ -145,11 +147,11 @@ class LinearFuser(JsonModel):
     # -- fitting -----------------------------------------------------------------------------
 
     def _objective(
-        self, data: FusionData, quality: bool, allow_missing: bool = True
+        self, data: FusionData, quality: bool, allow_missing: bool = True, rescale: bool = False
     ) -> FusionObjective:
         return FusionObjective(
             data, self.prior, l2=self.l2, quality=quality, split_every=self.split_every,
-            allow_missing=allow_missing,
+            allow_missing=allow_missing, rescale=rescale,
         )  # fmt: skip
 
     def _solve(self, obj: FusionObjective, x0: np.ndarray) -> OptimizeResult:
@@ -202,8 +204,21 @@ class LinearFuser(JsonModel):
         self.iterations_, self.passes_ = 0, int(persisted)
         self.fit_warnings_ = []
         self.__dict__.pop("llr_base_", None)  # a fit in Python: of natural-log LLRs
-        res = self._solve(self._objective(data, False, allow_missing), start)
-        self.weights_, self.offset_ = res.x[:k].copy(), float(res.x[k])
+        try:
+            res = self._solve(self._objective(data, False, allow_missing, rescale=True), start)
+            x = res.x
+        except Rescale as far:  # e.g. 1000 +- 5: fit v (s - c) / h + b', then w = v / h, ...
+            self.passes_ += 1  # the first pass, which found it
+            c, h = far.centers, far.scales
+            standardized = replace(data, scores=tuple(
+                (s.astype(np.float64) - ck) / hk
+                for s, ck, hk in zip(data.scores, c.tolist(), h.tolist(), strict=True)
+            ))  # fmt: skip
+            at = np.r_[start[:k] * h, start[k] + start[:k] @ c]  # the same LLRs as ``start``
+            res = self._solve(self._objective(standardized, False, allow_missing), at)
+            w = res.x[:k] / h
+            x = np.r_[w, res.x[k] - w @ c]  # ... and b = b' - w c
+        self.weights_, self.offset_ = x[:k].copy(), float(x[k])
         return self
 
     def fit(

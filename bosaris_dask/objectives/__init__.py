@@ -53,12 +53,13 @@ from bosaris_dask.objectives.kernel import (
     quality_pairs,
     quality_params,
 )
-from bosaris_dask.objectives.objective import FusionObjective
+from bosaris_dask.objectives.objective import FusionObjective, Rescale
 
 __all__ = [
     "SLAB",
     "FusionData",
     "FusionObjective",
+    "Rescale",
     "fusion_data",
     "fusion_data_from_arrays",
     "align_inputs",

@@ -39,6 +39,45 @@ def _without_lead(kernel: Any, n_lead: int, *blocks: np.ndarray) -> np.ndarray:
     return kernel(*blocks[n_lead:])
 
 
+#: A system whose scores' midpoint is this many half-ranges from 0 (e.g. 1000 +- 5) makes its
+#: weight and the offset nearly collinear; one whose half-range is beyond these bounds gives a
+#: gradient whose weight part dwarfs the offset's (the relative stopping test then passes with
+#: the offset unfitted). :class:`Rescale` asks for the fit in standardized scores.
+OFFSET_RATIO, SPREAD_BOUNDS = 100.0, (1e-4, 1e4)
+
+
+class Rescale(Exception):  # noqa: N818 (a request, not an error)
+    """Raised by the first pass of a :class:`FusionObjective` with ``rescale=True`` whose
+    systems' scores are far from 0 compared with their spread, or spread over a range far from
+    1 (:func:`standardization`): fit again on ``(s - centers) / scales``."""
+
+    def __init__(self, centers: np.ndarray, scales: np.ndarray) -> None:
+        super().__init__("the scores are far from 0 or from unit spread")
+        self.centers, self.scales = centers, scales
+
+
+def standardization(score_ranges: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each system's midpoint and half-range (1 for a constant system) where one system that
+    is not constant lies more than :data:`OFFSET_RATIO` half-ranges from 0 or has a half-range
+    outside :data:`SPREAD_BOUNDS`, else ``None``.
+
+    Examples
+    --------
+    >>> [c.tolist() for c in standardization(np.array([[1000.0, 1010.0, 995.0, 1004.0]]))]
+    [[1002.5], [7.5]]
+    >>> standardization(np.array([[-1.0, 3.0, -4.0, 1.0]])) is None
+    True
+    """
+    lo = np.minimum(score_ranges[:, 0], score_ranges[:, 2])
+    hi = np.maximum(score_ranges[:, 1], score_ranges[:, 3])
+    mid, half = (lo + hi) / 2, (hi - lo) / 2
+    far = np.abs(mid) > OFFSET_RATIO * half
+    odd = (half < SPREAD_BOUNDS[0]) | (half > SPREAD_BOUNDS[1])
+    if not np.any((far | odd) & (half > 0)):  # a constant system is the fit checks' to name
+        return None
+    return mid, np.where(half > 0, half, 1.0)
+
+
 class FusionObjective:
     """The normalized prior-weighted cross-entropy of a fusion, evaluated by passes over data.
 
@@ -63,6 +102,9 @@ class FusionObjective:
     progress
         Show a progress bar for each pass; ``None`` (default) follows the innermost
         :func:`bosaris_dask.progress.showing_progress` block (no bar outside one).
+    rescale
+        Raise :class:`Rescale` after the first pass where a system's scores sit far from 0
+        compared with their spread, or spread far from 1 (:func:`standardization`).
 
     Raises
     ------
@@ -94,6 +136,7 @@ class FusionObjective:
         split_every: int | dict | None = None,
         allow_missing: bool = True,
         progress: bool | None = None,
+        rescale: bool = False,
     ) -> None:
         prior = check_prior(prior)
         if l2 < 0:
@@ -108,6 +151,7 @@ class FusionObjective:
         self.split_every = split_every
         self.allow_missing = bool(allow_missing)
         self.progress = progress
+        self.rescale = rescale
         self.n_params = data.n_systems + 1 + (n_quality_params(data.n_measures) * self.quality)
         self.passes = 0
         self.counts: dict[str, int] | None = None
@@ -181,6 +225,10 @@ class FusionObjective:
                 f"{counts['n_target']} targets and {counts['n_nontarget']} non-targets"
             )
         self.counts = counts
+        if more and self.rescale:  # the data are sound: is the parametrization?
+            found = standardization(self.score_ranges)
+            if found is not None:
+                raise Rescale(*found)
         return packed
 
     def task_memory(self, mode: Mode = "fgH") -> memory.TaskMemory:
