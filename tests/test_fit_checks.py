@@ -276,3 +276,27 @@ def test_scores_far_from_zero_or_from_unit_spread_reach_the_optimum(offset, scal
     assert model.scale_ * scale == pytest.approx(want.scale_, rel=1e-6)
     llr = model.transform_arrays(np.array([(1.0 + offset) * scale]))[0]
     assert llr == pytest.approx(want.transform_arrays(np.array([1.0]))[0], abs=1e-5)
+
+
+def test_a_quality_fusion_of_scores_far_from_zero_reaches_the_same_fit():
+    """Its quality stage stalled ("not converged", a false 'undetermined' warning) on scores
+    offset by 1e6; both stages now run standardized there."""
+    rng = np.random.default_rng(3)
+    models, segments = [f"m{i}" for i in range(60)], [f"s{j}" for j in range(80)]
+    classes = np.where(rng.random((60, 80)) < 0.1, 1, -1)
+    quality = make_quality(quality_table(models, rng.normal(size=(60, 1))),
+                           quality_table(segments, rng.normal(size=(80, 1))))  # fmt: skip
+    noise = [rng.normal(0, 1, classes.shape) for _ in range(2)]
+    key = make_key(models, segments, classes)
+    fits = []
+    for offset in (0.0, 1e6):
+        systems = [make_scores(models, segments, classes * w + e + offset)
+                   for w, e in zip((1.0, 0.5), noise, strict=True)]  # fmt: skip
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", FitWarning)
+            fits.append((QualityFuser().fit(systems, key, quality), offset))
+    (plain, _), (shifted, offset) = fits
+    assert shifted.converged_ and shifted.objective_ == pytest.approx(plain.objective_, rel=1e-9)
+    np.testing.assert_allclose(shifted.quality_matrix_, plain.quality_matrix_, atol=1e-6)
+    assert shifted.offset_ + shifted.weights_.sum() * offset == pytest.approx(plain.offset_,
+                                                                              abs=1e-5)  # fmt: skip

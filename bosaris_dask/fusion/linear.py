@@ -204,9 +204,20 @@ class LinearFuser(JsonModel):
         self.iterations_, self.passes_ = 0, int(persisted)
         self.fit_warnings_ = []
         self.__dict__.pop("llr_base_", None)  # a fit in Python: of natural-log LLRs
+        x = self._solve_standardizing(data, False, allow_missing, start)
+        self.weights_, self.offset_ = x[:k].copy(), float(x[k])
+        return self
+
+    def _solve_standardizing(
+        self, data: FusionData, quality: bool, allow_missing: bool, start: np.ndarray
+    ) -> np.ndarray:
+        """The fitted parameters from ``start`` (``K`` weights, the offset, then any quality
+        parameters); where the first pass finds the scores far from 0 or from unit spread
+        (:class:`~bosaris_dask.objectives.Rescale`), fitted on ``(s - c) / h`` and mapped
+        back (the quality parameters unchanged)."""
+        k = data.n_systems
         try:
-            res = self._solve(self._objective(data, False, allow_missing, rescale=True), start)
-            x = res.x
+            return self._solve(self._objective(data, quality, allow_missing, True), start).x
         except Rescale as far:  # e.g. 1000 +- 5: fit v (s - c) / h + b', then w = v / h, ...
             self.passes_ += 1  # the first pass, which found it
             c, h = far.centers, far.scales
@@ -214,12 +225,12 @@ class LinearFuser(JsonModel):
                 (s.astype(np.float64) - ck) / hk
                 for s, ck, hk in zip(data.scores, c.tolist(), h.tolist(), strict=True)
             ))  # fmt: skip
-            at = np.r_[start[:k] * h, start[k] + start[:k] @ c]  # the same LLRs as ``start``
-            res = self._solve(self._objective(standardized, False, allow_missing), at)
-            w = res.x[:k] / h
-            x = np.r_[w, res.x[k] - w @ c]  # ... and b = b' - w c
-        self.weights_, self.offset_ = x[:k].copy(), float(x[k])
-        return self
+            at = start.copy()
+            at[:k], at[k] = start[:k] * h, start[k] + start[:k] @ c  # the same LLRs as start
+            x = self._solve(self._objective(standardized, quality, allow_missing), at).x.copy()
+            x[:k] /= h
+            x[k] -= x[:k] @ c  # ... and b = b' - w c
+            return x
 
     def fit(
         self,

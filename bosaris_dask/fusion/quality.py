@@ -223,9 +223,9 @@ class QualityFuser(LinearFuser):
         )
         data = replace(data, classes=da.where(has, data.classes, 0).astype(np.int8))
         x0 = np.r_[weights, offset, np.zeros(n_quality_params(data.n_measures))]
-        res = self._solve(self._objective(data, True, allow_missing), x0)
-        self.weights_, self.offset_ = res.x[:k].copy(), float(res.x[k])
-        self.quality_matrix_ = quality_matrix(res.x[k + 1 :], data.n_measures)
+        x = self._solve_standardizing(data, True, allow_missing, x0)
+        self.weights_, self.offset_ = x[:k].copy(), float(x[k])
+        self.quality_matrix_ = quality_matrix(x[k + 1 :], data.n_measures)
         if linear.counts_ and self.linear_passes_ > int(self.persist):  # fitted here: same data
             scored = linear.counts_["n_target"] + linear.counts_["n_nontarget"]
             used = self.counts_["n_target"] + self.counts_["n_nontarget"]
