@@ -300,3 +300,17 @@ def test_a_quality_fusion_of_scores_far_from_zero_reaches_the_same_fit():
     np.testing.assert_allclose(shifted.quality_matrix_, plain.quality_matrix_, atol=1e-6)
     assert shifted.offset_ + shifted.weights_.sum() * offset == pytest.approx(plain.offset_,
                                                                               abs=1e-5)  # fmt: skip
+
+
+def test_the_cg_solver_checks_for_undetermined_weights_too():
+    """method="cg" computes no Hessian, so a repeated system said nothing (the exact solver
+    warns); one pass more computes it where the parameters are few."""
+    rng = np.random.default_rng(0)
+    tar, non = rng.normal(1, 1, (300, 1)), rng.normal(-1, 1, (3000, 1))
+    model, caught = _fit(LinearFuser(method="cg"), np.c_[tar, tar], np.c_[non, non])
+    (note,) = model.fit_warnings_
+    assert note.startswith("the training data do not determine the weight of system 1 and the "
+                           "weight of system 2") and caught == [note]  # fmt: skip
+    other = rng.normal(0, 1, (300, 1)), rng.normal(0, 1, (3000, 1))
+    model, caught = _fit(LinearFuser(method="cg"), np.c_[tar, other[0]], np.c_[non, other[1]])
+    assert model.fit_warnings_ == [] and caught == []

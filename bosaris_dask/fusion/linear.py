@@ -46,7 +46,7 @@ from bosaris_dask.objectives import (
     fusion_data_from_arrays,
     quality_sides,
 )
-from bosaris_dask.optimize import OptimizeResult, minimize
+from bosaris_dask.optimize import EXACT_MAX_PARAMS, OptimizeResult, minimize
 from bosaris_dask.trials import make_scores
 
 _METHODS = ("auto", "exact", "cg")
@@ -171,8 +171,9 @@ class LinearFuser(JsonModel):
     def _note_fit(self, obj: FusionObjective, res: OptimizeResult) -> None:
         """Warn (:class:`~bosaris_dask.fusion.fit_checks.FitWarning`) and keep in
         ``fit_warnings_`` what the fit says about its data (separated classes, or parameters the
-        data leave undetermined: from the last pass's value and Hessian, no pass), then about
-        itself (stopped before its minimum)."""
+        data leave undetermined: from the last pass's value and Hessian, no pass; the CG
+        solver computes no Hessian, so one pass more computes it where the parameters are few
+        enough for the exact solver), then about itself (stopped before its minimum)."""
         note = separation_note(obj.data_term(res.fun, res.x), obj.class_weights(), self.l2)
         if note is None:
             note = tied_separation_note(obj.score_ranges, self.l2,
@@ -182,7 +183,11 @@ class LinearFuser(JsonModel):
                 obj.data.n_systems, obj.data.n_measures if obj.quality else 0,
                 calibration=self.kind == "linear_calibration",
             )  # fmt: skip
-            note = undetermined_note(res.hess, names)
+            hess = res.hess
+            if hess is None and obj.n_params <= EXACT_MAX_PARAMS:  # method="cg"
+                hess = obj.evaluate(res.x, "fgH").H
+                self.passes_ += 1
+            note = undetermined_note(hess, names)
         for said in (note, unconverged_note(res)):
             if said is not None and said not in self.fit_warnings_:
                 self.fit_warnings_.append(said)
