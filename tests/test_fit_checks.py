@@ -314,3 +314,12 @@ def test_the_cg_solver_checks_for_undetermined_weights_too():
     other = rng.normal(0, 1, (300, 1)), rng.normal(0, 1, (3000, 1))
     model, caught = _fit(LinearFuser(method="cg"), np.c_[tar, other[0]], np.c_[non, other[1]])
     assert model.fit_warnings_ == [] and caught == []
+
+
+def test_a_standardized_fit_names_the_tie_in_the_scores_own_units():
+    rng = np.random.default_rng(13)
+    tar = rng.integers(0, 4, 300).astype(float) + 5000.0  # 100+ half-ranges from 0: standardized
+    non = rng.integers(-3, 1, 3000).astype(float) + 5000.0
+    model, caught = _fit(LinearCalibrator(), tar, non)
+    assert model.fit_warnings_[0].startswith("the training classes meet only at ties: every "
+                                             "target score is at or above 5000 ")  # fmt: skip

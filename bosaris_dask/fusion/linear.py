@@ -147,11 +147,16 @@ class LinearFuser(JsonModel):
     # -- fitting -----------------------------------------------------------------------------
 
     def _objective(
-        self, data: FusionData, quality: bool, allow_missing: bool = True, rescale: bool = False
+        self,
+        data: FusionData,
+        quality: bool,
+        allow_missing: bool = True,
+        rescale: bool = False,
+        standardized_by: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> FusionObjective:
         return FusionObjective(
             data, self.prior, l2=self.l2, quality=quality, split_every=self.split_every,
-            allow_missing=allow_missing, rescale=rescale,
+            allow_missing=allow_missing, rescale=rescale, standardized_by=standardized_by,
         )  # fmt: skip
 
     def _solve(self, obj: FusionObjective, x0: np.ndarray) -> OptimizeResult:
@@ -232,7 +237,8 @@ class LinearFuser(JsonModel):
             ))  # fmt: skip
             at = start.copy()
             at[:k], at[k] = start[:k] * h, start[k] + start[:k] @ c  # the same LLRs as start
-            x = self._solve(self._objective(standardized, quality, allow_missing), at).x.copy()
+            obj = self._objective(standardized, quality, allow_missing, standardized_by=(c, h))
+            x = self._solve(obj, at).x.copy()
             x[:k] /= h
             x[k] -= x[:k] @ c  # ... and b = b' - w c
             return x

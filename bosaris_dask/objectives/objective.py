@@ -105,6 +105,9 @@ class FusionObjective:
     rescale
         Raise :class:`Rescale` after the first pass where a system's scores sit far from 0
         compared with their spread, or spread far from 1 (:func:`standardization`).
+    standardized_by
+        The ``(centers, scales)`` the data's scores were standardized by (``data`` holds
+        ``(s - c) / h``), so that :attr:`score_ranges` are in the original scores' units.
 
     Raises
     ------
@@ -137,6 +140,7 @@ class FusionObjective:
         allow_missing: bool = True,
         progress: bool | None = None,
         rescale: bool = False,
+        standardized_by: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
         prior = check_prior(prior)
         if l2 < 0:
@@ -152,6 +156,7 @@ class FusionObjective:
         self.allow_missing = bool(allow_missing)
         self.progress = progress
         self.rescale = rescale
+        self.standardized_by = standardized_by
         self.n_params = data.n_systems + 1 + (n_quality_params(data.n_measures) * self.quality)
         self.passes = 0
         self.counts: dict[str, int] | None = None
@@ -208,7 +213,11 @@ class FusionObjective:
         )  # fmt: skip
         if more:
             r = np.asarray(more[0]).reshape(d.n_systems, 4)
-            self.score_ranges = np.column_stack([r[:, 0], -r[:, 1], r[:, 2], -r[:, 3]])
+            ranges = np.column_stack([r[:, 0], -r[:, 1], r[:, 2], -r[:, 3]])
+            if self.standardized_by is not None:
+                c, h = self.standardized_by
+                ranges = ranges * h[:, None] + c[:, None]
+            self.score_ranges = ranges
         self.passes += 1
         length = _class_length(self.n_params, mode)
         counts = {k: int(round(c)) for k, c in zip(_COUNTS, packed[2 * length :], strict=True)}
