@@ -103,7 +103,8 @@ class LinearFuser(JsonModel):
         ``n_target``, ``n_nontarget`` and ``n_missing`` (key trials without a score in every
         system, dropped from training).
     result_
-        The :class:`bosaris_dask.optimize.OptimizeResult` (not serialized).
+        The :class:`bosaris_dask.optimize.OptimizeResult` (not serialized; its ``x`` is in
+        standardized scores where the fit ran on them, see :meth:`fit`).
     """
 
     kind = "linear_fusion"
@@ -256,8 +257,11 @@ class LinearFuser(JsonModel):
         Key trials without a score in some system are an error, as in ``evaluate``, unless
         ``allow_missing``: then they are dropped and counted in ``counts_["n_missing"]``. A
         non-finite score is a :class:`ScoreError`. The default starting point is ``b_k = 1/K``,
-        ``a = 0`` (as BOSARIS). The order ``fit(key, scores)`` of earlier releases still works,
-        with a ``FutureWarning``.
+        ``a = 0`` (as BOSARIS). Where the first pass finds a system's scores far from 0 compared
+        with their spread, or spread far from 1, the fit runs on ``(s - midpoint) /
+        half-range`` (:func:`~bosaris_dask.objectives.objective.standardization`) and maps the
+        weights back. The order ``fit(key, scores)`` of earlier releases still works, with a
+        ``FutureWarning``.
 
         Raises
         ------
