@@ -323,3 +323,14 @@ def test_a_standardized_fit_names_the_tie_in_the_scores_own_units():
     model, caught = _fit(LinearCalibrator(), tar, non)
     assert model.fit_warnings_[0].startswith("the training classes meet only at ties: every "
                                              "target score is at or above 5000 ")  # fmt: skip
+
+
+def test_a_standardized_fit_penalizes_the_original_weights():
+    """l2/2 ||w||^2 is on the weights of the scores as given: standardized by h, the penalty
+    is on v / h (the fit of scores offset by 1e6 equals the unshifted one, penalty included)."""
+    rng = np.random.default_rng(1)
+    tar, non = rng.normal(2, 1, 300), rng.normal(0, 1, 3000)
+    want = LinearCalibrator(l2=0.05, gtol=1e-12).fit_arrays(tar, non)
+    model, caught = _fit(LinearCalibrator(l2=0.05), tar + 1e6, non + 1e6)
+    assert caught == [] and model.objective_ == pytest.approx(want.objective_, rel=1e-9)
+    assert model.scale_ == pytest.approx(want.scale_, rel=1e-7)

@@ -162,8 +162,13 @@ class FusionObjective:
         self.counts: dict[str, int] | None = None
         self.score_ranges: np.ndarray | None = None
         self._entropy = prior_entropy(prior)
+        # the L2 penalty is l2/2 * ||r * theta||^2: r is 0 for the offset, 1 for the other
+        # parameters, and 1/h for a weight of scores standardized by h (the original weight's)
         self._regularized = np.ones(self.n_params)
         self._regularized[data.n_systems] = 0.0
+        if standardized_by is not None:
+            self._regularized[: data.n_systems] = 1.0 / standardized_by[1]
+        self._curvature = self._regularized**2  # of the penalty, per parameter
 
     # -- one pass ------------------------------------------------------------------------------
 
@@ -280,14 +285,14 @@ class FusionObjective:
         f = float(comb[0] + 0.5 * self.l2 * (reg @ reg))
         if order == "f":
             return Evaluation(f)
-        g = comb[1 : 1 + n] + self.l2 * reg
+        g = comb[1 : 1 + n] + self.l2 * self._regularized * reg
         if order == "fgd":
-            return Evaluation(f, g, diag=comb[1 + n :] + self.l2 * self._regularized)
+            return Evaluation(f, g, diag=comb[1 + n :] + self.l2 * self._curvature)
         if order == "fg":
             return Evaluation(f, g)
         H = np.zeros((n, n))
         H[np.triu_indices(n)] = comb[1 + n :]
-        H = H + np.triu(H, 1).T + self.l2 * np.diag(self._regularized)
+        H = H + np.triu(H, 1).T + self.l2 * np.diag(self._curvature)
         return Evaluation(f, g, H, np.diag(H).copy())
 
     def hessp(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -295,7 +300,7 @@ class FusionObjective:
         packed = self._pass("hv", x, v)
         n = self.n_params
         wt, wn = self._weights()
-        return wt * packed[:n] + wn * packed[n : 2 * n] + self.l2 * self._regularized * v
+        return wt * packed[:n] + wn * packed[n : 2 * n] + self.l2 * self._curvature * v
 
     # -- conveniences (scipy drivers, reporting) -----------------------------------------------
 
