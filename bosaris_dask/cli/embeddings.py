@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from bosaris_dask.cli.common import _opened, _progress, _say
-from bosaris_dask.embeddings.formats import EMBEDDING_ONLY_SUFFIXES
 from bosaris_dask.errors import BosarisError
 
 #: The options of scores from embeddings, and their values when not given.
@@ -259,6 +258,8 @@ def write_demo_embeddings(out: Path, seed: int = 0) -> list[Path]:
 def is_embedding_file(path: str) -> bool:
     """Whether ``path`` holds embeddings: by extension, or an HDF5/zarr store that has an
     ``embeddings`` array (trial stores have none)."""
+    from bosaris_dask.io import EMBEDDING_ONLY_SUFFIXES
+
     p = Path(path.rstrip("/"))
     suffix = p.suffix.lower()
     if suffix in EMBEDDING_ONLY_SUFFIXES:

@@ -40,9 +40,6 @@ DEFAULT_ROWS = 8192
 
 FORMATS = ("npy", "npz", "hdf5", "zarr", "scp", "ark")
 
-#: Suffixes only embedding files have (HDF5 and zarr hold trials too).
-EMBEDDING_ONLY_SUFFIXES = (".npy", ".npz", ".scp", ".ark")
-
 
 def detect(path: str | os.PathLike[str]) -> str:
     """The embedding format of ``path``, from its extension.

@@ -11,7 +11,6 @@ from typing import Any, Literal
 
 import xarray as xr
 
-from bosaris_dask.embeddings.formats import EMBEDDING_ONLY_SUFFIXES
 from bosaris_dask.errors import BosarisError, StoreError, StoreNotFoundError
 from bosaris_dask.io.atomic import atomic_path, remove_stale
 from bosaris_dask.io.hdf5 import read_hdf5, read_quality_hdf5, write_hdf5, write_quality_hdf5
@@ -35,6 +34,9 @@ __all__ = [
 ]
 
 Format = Literal["zarr", "hdf5", "mat", "text"]
+
+#: Suffixes only embedding files have (HDF5 and zarr hold trials too): never read as trials.
+EMBEDDING_ONLY_SUFFIXES = (".npy", ".npz", ".scp", ".ark")
 
 #: Suffixes that :func:`write` takes as text without being told (``format="text"``).
 TEXT_SUFFIXES = (
