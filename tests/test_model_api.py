@@ -332,7 +332,10 @@ def test_a_fusion_refuses_its_systems_in_another_order(tmp_path, capsys):
     a, b, model = (str(tmp_path / n) for n in ("a.zarr", "b.zarr", "fusion.json"))
     k = str(tmp_path / "key.zarr")
     assert main(["fuse", "--key", k, "--scores", a, "--scores", b, "--model-out", model, "-q"]) == 0
-    assert load_model(model).kind == "linear_fusion"
+    fitted = load_model(model)
+    assert fitted.kind == "linear_fusion" and fitted.systems_ == ["a", "b"]
+    fitted.save(tmp_path / "resaved.json")  # the names survive a Python round trip
+    assert load_model(tmp_path / "resaved.json").systems_ == ["a", "b"]
     out = str(tmp_path / "o.zarr")
     for argv in (["apply", "--model", model, "--scores", b, "--scores", a, "--out", out],
                  ["fuse", "--key", k, "--scores", a, "--scores", b, "--model-out", model,

@@ -15,9 +15,9 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.calibration.pav import PAVCalibrator
-from bosaris_dask.errors import OptionError, ParseError, TrialError
+from bosaris_dask.errors import OptionError, TrialError
 from bosaris_dask.fusion import LinearFuser, QualityFuser
-from bosaris_dask.fusion.base import _from_json, _load_json, scores_and_key, with_llr_base
+from bosaris_dask.fusion.base import _from_json, scores_and_key, with_training_fields
 
 
 class LinearCalibrator(LinearFuser):
@@ -109,52 +109,8 @@ def load_model(
     >>> type(load_model(cal.to_dict())).__name__
     'LinearCalibrator'
     """
-    build = with_llr_base(_model_of)
+    build = with_training_fields(_model_of)
     return build(model) if isinstance(model, dict) else _from_json(build, model)
-
-
-def trained_llr_base(path: str | os.PathLike[str]) -> str:
-    """The base of the LLRs a model file was trained on: its ``"llr_base"`` field, which the
-    CLI writes when ``--llr-base`` is not ``e`` (a model itself maps natural-log LLRs).
-
-    Examples
-    --------
-    >>> import json, tempfile
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     path = os.path.join(tmp, "cal.json")
-    ...     linear_calibrate(np.array([2.0, 3.0, 0.5]), np.array([0.0, -1.0, 1.0])).save(
-    ...         path, llr_base="10")
-    ...     trained_llr_base(path)
-    '10'
-    """
-    from bosaris_dask.llr_base import LLR_BASES
-
-    base = _load_json(path).get("llr_base", "e")
-    if base not in LLR_BASES:
-        raise ParseError(f"llr_base {base!r} is not one of {', '.join(LLR_BASES)}", path=path)
-    return str(base)
-
-
-def trained_systems(path: str | os.PathLike[str]) -> list[str] | None:
-    """The names of the systems a fusion model file was trained on, in order: its
-    ``"systems"`` field, which ``bosaris-dask fuse`` writes (``None`` without one).
-
-    Examples
-    --------
-    >>> import json, tempfile
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     path = os.path.join(tmp, "fusion.json")
-    ...     linear_calibrate(np.array([2.0, 3.0, 0.5]), np.array([0.0, -1.0, 1.0])).save(
-    ...         path, systems=["sys1"])
-    ...     trained_systems(path)
-    ['sys1']
-    """
-    names = _load_json(path).get("systems")
-    if names is not None and not (
-        isinstance(names, list) and all(isinstance(n, str) for n in names)
-    ):
-        raise ParseError(f"systems must be a list of names, not {names!r}"[:200], path=path)
-    return names
 
 
 def check_system_order(trained: list[str] | None, given: list[str], model: str) -> None:

@@ -117,7 +117,7 @@ class PAVCalibrator(JsonModel):
         n_missing
             Trials dropped upstream for lack of a score (recorded in ``counts_``).
         """
-        self.__dict__.pop("llr_base_", None)  # a fit in Python: of natural-log LLRs
+        self._forget_training_inputs()
         self.score_bounds_, self.llr_bounds_ = pav_map(
             score_lo,
             score_hi,
@@ -209,7 +209,7 @@ class PAVCalibrator(JsonModel):
         return {
             "format": MODEL_FORMAT,
             "kind": self.kind,
-            **self.llr_base_field(),
+            **self.training_fields(),
             "small_val": self.small_val,
             "pseudo_counts": self.pseudo_counts,
             "bound": self.bound,

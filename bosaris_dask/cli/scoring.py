@@ -224,8 +224,9 @@ def _fit_and_apply(
                     model.fit(systems, key, quality, allow_missing=args.allow_missing)
             except MissingTrialsError as exc:
                 raise _named_missing(args, exc, key, systems) from None
-        fields = {} if args.llr_base == "e" else {"llr_base": args.llr_base}
-        model.save(args.model_out, **fields, **({"systems": trained} if len(trained) > 1 else {}))
+        model.llr_base_ = args.llr_base  # what the model was trained on, kept in its JSON
+        model.systems_ = trained if len(trained) > 1 else None
+        model.save(args.model_out)
         doc = model.to_dict()
         elapsed = time.perf_counter() - start
         if "iterations" in doc:
@@ -417,14 +418,11 @@ def _read_qtrans(path: str | None) -> Any:
 def cmd_apply(args: argparse.Namespace) -> int:
     from bosaris_dask import io
     from bosaris_dask.calibration import apply_model, load_model
-    from bosaris_dask.calibration.models import (
-        check_system_order,
-        trained_llr_base,
-        trained_systems,
-    )
+    from bosaris_dask.calibration.models import check_system_order
 
-    check_system_order(trained_systems(args.model), _system_names(args), args.model)
-    trained = trained_llr_base(args.model)
+    model = load_model(args.model)  # read once: its weights, LLR base and systems' names
+    check_system_order(model.systems_, _system_names(args), args.model)
+    trained = model.llr_base_
     if args.llr_base is None:
         args.llr_base = trained
         if trained != "e":
@@ -436,7 +434,6 @@ def cmd_apply(args: argparse.Namespace) -> int:
               file=sys.stderr)  # fmt: skip
 
     def open_inputs() -> tuple[Any, list[Any], Any, Any]:
-        model = load_model(args.model)
         n_model = len(model.weights_) if getattr(model, "weights_", None) is not None else 1
         given = _count_systems(args, args.scores)
         if given != n_model:

@@ -151,13 +151,16 @@ class JsonModel:
     attribute of the same name (what :meth:`get_params` reads) and sets every fitted attribute
     (a name ending with ``_``) in ``__init__`` to its value before ``fit``.
 
-    ``llr_base_`` is the base of the LLRs the model was trained on: ``"e"`` for a fit in Python
-    (models map natural-log LLRs); ``bosaris-dask calibrate/fuse --llr-base 10`` records
-    ``"10"`` in the JSON, which :meth:`load`, :meth:`save` and
-    :func:`~bosaris_dask.calibration.apply_model` keep.
+    What the CLI records about the training inputs rides along (:meth:`training_fields`):
+    ``llr_base_``, the base of the LLRs the model was trained on (``"e"`` for a fit in Python:
+    models map natural-log LLRs; ``bosaris-dask calibrate/fuse --llr-base 10`` records
+    ``"10"``, which :func:`~bosaris_dask.calibration.apply_model` follows), and ``systems_``,
+    the names of a fusion's systems in training order (``None`` unknown). :meth:`load`,
+    :meth:`save` and ``to_dict`` keep both; a new fit forgets them.
     """
 
     llr_base_: str = "e"
+    systems_: list[str] | None = None
 
     @classmethod
     def _param_names(cls) -> list[str]:
@@ -226,7 +229,12 @@ class JsonModel:
         for name, value in vars(fresh).items():
             if name.endswith("_") and not name.startswith("_"):
                 setattr(self, name, value)
-        self.__dict__.pop("llr_base_", None)
+        self._forget_training_inputs()
+
+    def _forget_training_inputs(self) -> None:
+        """A new fit (in Python: of natural-log LLRs, of systems without names)."""
+        for name in _TRAINING_FIELDS.values():
+            self.__dict__.pop(name, None)
 
     def __repr__(self) -> str:
         defaults = {}
@@ -239,21 +247,24 @@ class JsonModel:
                  if not _same(value, defaults.get(name, inspect.Parameter.empty))]  # fmt: skip
         return f"{type(self).__name__}({', '.join(shown)})"
 
-    def llr_base_field(self) -> dict[str, str]:
-        """``{"llr_base": ...}`` for ``to_dict`` where the model was trained on LLRs of another
-        base than ``e``, else nothing."""
-        return {} if self.llr_base_ == "e" else {"llr_base": self.llr_base_}
+    def training_fields(self) -> dict[str, Any]:
+        """``"llr_base"`` (where not ``"e"``) and ``"systems"`` (where known) for ``to_dict``."""
+        out: dict[str, Any] = {}
+        if self.llr_base_ != "e":
+            out["llr_base"] = self.llr_base_
+        if self.systems_ is not None:
+            out["systems"] = list(self.systems_)
+        return out
 
     def save(self, path: str | os.PathLike[str], **fields: Any) -> None:
-        """Write the fitted model as JSON (``to_dict``, and ``fields`` beside it: the CLI
-        records the ``llr_base`` of the scores it trained on; ``llr_base_`` otherwise, where it
-        is not ``"e"``), atomically: a temporary file renamed into place."""
+        """Write the fitted model as JSON (``to_dict``, and ``fields`` beside it), atomically:
+        a temporary file renamed into place."""
         _save_json({**self.to_dict(), **fields}, path)  # type: ignore[attr-defined]
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Any:
         """Read a model written by :meth:`save` (a missing file or a bad one names the file)."""
-        return _from_json(with_llr_base(cls.from_dict), path)  # type: ignore[attr-defined]
+        return _from_json(with_training_fields(cls.from_dict), path)  # type: ignore[attr-defined]
 
     save_json = save  #: the name of earlier releases
     load_json = load  #: the name of earlier releases
@@ -290,23 +301,30 @@ def model_array(value: Any, name: str, ndim: int, *, infinite_ok: bool = False) 
 _HOW_IT_RUNS = ("split_every", "persist")
 
 
-def with_llr_base(build: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
+#: JSON field -> model attribute of what the CLI records about the training inputs.
+_TRAINING_FIELDS = {"llr_base": "llr_base_", "systems": "systems_"}
+
+
+def with_training_fields(
+    build: Callable[[dict[str, Any]], Any],
+) -> Callable[[dict[str, Any]], Any]:
     """``build`` (a ``from_dict``) that also checks the dict's ``"format"`` and keeps its
-    ``"llr_base"`` in ``llr_base_``.
+    ``"llr_base"`` and ``"systems"`` (:meth:`JsonModel.training_fields`).
 
     Examples
     --------
     >>> from bosaris_dask.fusion import LinearFuser
     >>> d = {"kind": "linear_fusion", "prior": 0.5, "weights": [1.0], "offset": 0.0}
-    >>> with_llr_base(LinearFuser.from_dict)({**d, "llr_base": "10"}).llr_base_
-    '10'
-    >>> with_llr_base(LinearFuser.from_dict)({**d, "format": "bosaris_dask.model/2"})
+    >>> m = with_training_fields(LinearFuser.from_dict)({**d, "llr_base": "10", "systems": ["a"]})
+    >>> m.llr_base_, m.systems_
+    ('10', ['a'])
+    >>> with_training_fields(LinearFuser.from_dict)({**d, "format": "bosaris_dask.model/2"})
     Traceback (most recent call last):
     ...
     ValueError: format 'bosaris_dask.model/2' is not bosaris_dask.model/1
     """
 
-    def build_with_base(d: dict[str, Any]) -> Any:
+    def build_with_fields(d: dict[str, Any]) -> Any:
         from bosaris_dask.llr_base import LLR_BASES
 
         if d.get("format", MODEL_FORMAT) != MODEL_FORMAT:  # absent in hand-written models
@@ -314,12 +332,19 @@ def with_llr_base(build: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str,
         base = d.get("llr_base", "e")
         if base not in LLR_BASES:
             raise ValueError(f"llr_base {base!r} is not one of {', '.join(LLR_BASES)}")
+        names = d.get("systems")
+        if names is not None and not (
+            isinstance(names, list) and all(isinstance(n, str) for n in names)
+        ):
+            raise ValueError(f"systems must be a list of names, not {names!r}"[:200])
         model = build(d)
         if base != "e":
             model.llr_base_ = str(base)
+        if names is not None:
+            model.systems_ = list(names)
         return model
 
-    return build_with_base
+    return build_with_fields
 
 
 def _same(value: Any, default: Any) -> bool:

@@ -214,7 +214,7 @@ class LinearFuser(JsonModel):
             raise ValueError(f"x0 must hold {k} weights and an offset, got shape {start.shape}")
         self.iterations_, self.passes_ = 0, int(persisted)
         self.fit_warnings_ = []
-        self.__dict__.pop("llr_base_", None)  # a fit in Python: of natural-log LLRs
+        self._forget_training_inputs()
         x = self._solve_standardizing(data, False, allow_missing, start)
         self.weights_, self.offset_ = x[:k].copy(), float(x[k])
         return self
@@ -379,7 +379,7 @@ class LinearFuser(JsonModel):
         return {
             "format": MODEL_FORMAT,
             "kind": self.kind,
-            **self.llr_base_field(),
+            **self.training_fields(),
             "prior": self.prior,
             "weights": [float(w) for w in weights],
             "offset": float(offset),

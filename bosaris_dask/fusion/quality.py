@@ -177,7 +177,7 @@ class QualityFuser(LinearFuser):
         quality)`` of earlier releases still works, with a ``FutureWarning``.
         """
         scores, key = scores_and_key(scores, key, "QualityFuser.fit")
-        self.__dict__.pop("llr_base_", None)  # a fit in Python: of natural-log LLRs
+        self._forget_training_inputs()
         if kind_of(quality) == "quality":
             self.measures_ = measure_names(quality)
         quality = transform_quality(quality, self.qtrans)
