@@ -152,6 +152,12 @@ class _FakeJobQueue:
     def scale(self, n=None, jobs=0):
         self.scaled = {"n": n, "jobs": jobs}
 
+    def sync(self, function, *args):
+        return function(*args)
+
+    def _correct_state(self):  # submits nothing: no job, so no job id to watch
+        self.workers = {}
+
     def worker_count(self) -> int:
         """The worker processes this would run, as dask-jobqueue counts them."""
         per_job = self._dummy_job.worker_processes
@@ -890,3 +896,60 @@ def test_a_scheduler_address_that_never_answers_as_dask_is_given_up(monkeypatch)
     with pytest.raises(ClusterError, match="missing port number in address 'foo'"):
         with connect(scheduler="foo", timeout=1, announce=None):  # was a ValueError traceback
             pass
+
+
+# --------------------------------------------------------------------------------------------
+# Submitting to a batch system that refuses the job, or whose job ends without a worker
+# (the real dask-jobqueue class; sbatch, squeue and scancel are small scripts on PATH)
+# --------------------------------------------------------------------------------------------
+
+
+def _fake_slurm(directory: Path, monkeypatch, sbatch: str, squeue: str) -> None:
+    """Put shell scripts named sbatch, squeue and scancel first on PATH."""
+    bin_dir = directory / "bin"
+    bin_dir.mkdir()
+    for name, body in {"sbatch": sbatch, "squeue": squeue, "scancel": "exit 0"}.items():
+        script = bin_dir / name
+        script.write_text(f"#!/bin/sh\n{body}\n")
+        script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_a_refused_submission_fails_at_once_with_the_batch_systems_message(
+    jobqueue, tmp_path, monkeypatch
+):
+    # Before, sbatch's refusal was logged by dask's event loop and the run waited the whole
+    # worker timeout, then blamed the queue.
+    refusal = "sbatch: error: Memory specification can not be satisfied"
+    _fake_slurm(tmp_path, monkeypatch, sbatch=f"echo '{refusal}' >&2; exit 1", squeue="exit 0")
+    start = time.monotonic()
+    with pytest.raises(ClusterError) as raised:
+        with connect(cluster="slurm", cores=1, memory="100GB", worker_timeout=120, **LOCAL):
+            pytest.fail("the block must not run")
+    message = str(raised.value)
+    assert message.startswith(f"could not submit slurm worker jobs: {refusal}\njob script:\n")
+    assert "#SBATCH --mem=" in message
+    assert time.monotonic() - start < 60  # not the 120 s worker timeout
+
+
+@pytest.mark.parametrize(
+    ("queued", "match"),
+    [
+        ("", r"no dask worker joined the dask-jobqueue \(slurm\) scheduler: the slurm worker "
+             r"job\(s\) 4242 ended before any dask worker joined; see their output files in "),
+        ("4242", r"within 2 s \(are the jobs still queued\? see 'squeue'"),
+    ],
+)  # fmt: skip
+def test_a_job_that_ends_without_a_worker_ends_the_wait(
+    jobqueue, tmp_path, monkeypatch, queued, match
+):
+    from bosaris_dask.cluster import scheduler
+
+    monkeypatch.setattr(scheduler, "HOPELESS_POLL_S", 0.2)
+    _fake_slurm(tmp_path, monkeypatch, sbatch="echo 4242", squeue=f"echo '{queued}'")
+    logs = tmp_path / "logs"
+    with dask.config.set({"jobqueue.slurm.log-directory": str(logs)}):
+        with pytest.raises(ClusterError, match=match) as raised:
+            with connect(cluster="slurm", cores=1, memory="1GB", worker_timeout=2, **LOCAL):
+                pytest.fail("the block must not run")
+    assert (str(logs) in str(raised.value)) == (not queued)

@@ -10,6 +10,8 @@ import contextlib
 import importlib
 import importlib.util
 import logging
+import subprocess
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from bosaris_dask.cluster.scheduler import _JOBQUEUE_KINDS, _client, _close_quietly, _log
@@ -148,7 +150,9 @@ def _jobqueue_cluster(cls, kind: str, kwargs: dict):
 
 
 def _start_jobqueue(stack, kind, workers, queue, cores, memory, walltime, jobs, interface,
-                    dashboard, timeout) -> Client:  # fmt: skip
+                    dashboard, timeout) -> tuple[Client, Callable[[], str | None]]:  # fmt: skip
+    """Start a dask-jobqueue cluster, submit its worker jobs; return the client and a check for
+    :func:`~bosaris_dask.cluster.scheduler._wait_for_workers` (see :func:`_jobs_left_queue`)."""
     cls = _jobqueue_class(kind)
     kwargs = _jobqueue_kwargs(kind, workers, jobs, queue, cores, memory, walltime, interface)
     if not dashboard:
@@ -162,16 +166,88 @@ def _start_jobqueue(stack, kind, workers, queue, cores, memory, walltime, jobs, 
         )
     client = _client(stack, timeout, f"the {kind} cluster's scheduler", address=jq)
     try:
-        if jobs is None and workers is not None:
-            jq.scale(n=workers)
-        else:
-            jq.scale(jobs=jobs or 1)  # nothing given: one job
+        with _refusals_not_logged():
+            if jobs is None and workers is not None:
+                jq.scale(n=workers)
+            else:
+                jq.scale(jobs=jobs or 1)  # nothing given: one job
+            _submit_now(jq)
     except Exception as exc:
         raise ClusterError(
-            f"could not submit {kind} worker jobs ({type(exc).__name__}: {exc}); job script:\n"
+            f"could not submit {kind} worker jobs: {_submission_error(exc)}\njob script:\n"
             f"{jq.job_script()}"
         ) from exc
-    return client
+    return client, _jobs_left_queue(jq, kind)
+
+
+def _submit_now(jq) -> None:
+    """Submit the jobs ``scale`` asked for and wait for the submissions (not for the jobs).
+
+    ``scale`` only schedules the submission on the cluster's event loop, where a refused
+    ``sbatch``/``qsub`` (too much memory for any node, an unknown partition) is logged and
+    forgotten: the run then waited the whole worker timeout (10 minutes by default) and blamed
+    a queue. Here the refusal raises, with the batch system's own message. A job whose
+    submission failed before this waited on it (the event loop may run ``scale``'s callback
+    first) has no job id; it is submitted once more, which fails with the message again.
+    """
+    jq.sync(jq._correct_state)
+    for job in list(jq.workers.values()):
+        if getattr(job, "job_id", "") is None:
+            jq.sync(job.start)
+
+
+@contextlib.contextmanager
+def _refusals_not_logged() -> Iterator[None]:
+    """Keep tornado from logging a refused submission's traceback (its event loop ran
+    ``scale``'s callback, whose error nobody awaited) while :func:`_submit_now` reports it."""
+
+    def not_a_refusal(record: logging.LogRecord) -> bool:
+        return _REFUSAL not in record.getMessage()
+
+    logger = logging.getLogger("tornado.application")
+    logger.addFilter(not_a_refusal)
+    try:
+        yield
+    finally:
+        logger.removeFilter(not_a_refusal)
+
+
+#: How dask-jobqueue's error for a failed sbatch/qsub/scancel begins.
+_REFUSAL = "Command exited with non-zero exit code"
+
+
+def _submission_error(exc: BaseException) -> str:
+    """What the batch system said: dask-jobqueue's error holds the command, stdout and stderr."""
+    text = str(exc)
+    said = text.partition("stderr:")[2].strip()
+    return said or f"{type(exc).__name__}: {text}"
+
+
+def _jobs_left_queue(jq, kind: str) -> Callable[[], str | None]:
+    """A check for the wait for workers: a message once every submitted SLURM job has left the
+    queue (``squeue -j`` lists none of them), when waiting longer cannot bring a worker; None
+    while any is pending or running, when ``squeue`` cannot tell, and for PBS (not checked)."""
+    ids = [str(job.job_id) for job in jq.workers.values() if getattr(job, "job_id", None)]
+    if kind != "slurm" or not ids:
+        return lambda: None
+    logs = getattr(jq._dummy_job, "log_directory", None)
+    where = f" in {logs}" if logs else " (sbatch's default: slurm-<id>.out in the working folder)"
+
+    def check() -> str | None:
+        command = ["squeue", "-h", "-o", "%i", "-j", ",".join(ids)]
+        try:
+            out = subprocess.run(command, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        gone = out.returncode == 0 and not out.stdout.split()
+        if not (gone or "Invalid job id" in out.stderr):
+            return None
+        return (
+            f"the slurm worker job(s) {', '.join(ids)} ended before any dask worker joined; "
+            f"see their output files{where}"
+        )
+
+    return check
 
 
 def _import_optional(module: str, feature: str):

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from bosaris_dask.errors import ClusterError
@@ -28,6 +29,8 @@ CLUSTER_KINDS = ("local", "threads", "slurm", "pbs", "mpi")
 SMALL_JOB_TRIALS = 10_000_000_000
 
 _JOBQUEUE_KINDS = ("slurm", "pbs")
+#: Seconds between two looks at the batch jobs while waiting for their first worker.
+HOPELESS_POLL_S = 5.0
 
 _log = logging.getLogger("bosaris_dask.cluster")
 
@@ -238,17 +241,41 @@ def _workers_ignore_ctrl_c() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _wait_for_workers(client: Client, kind: str, timeout: float, where: str) -> None:
+def _wait_for_workers(
+    client: Client,
+    kind: str,
+    timeout: float,
+    where: str,
+    hopeless: Callable[[], str | None] | None = None,
+) -> None:
+    """Wait up to ``timeout`` seconds for the first worker (all ranks' workers under MPI).
+
+    ``hopeless``, polled every few seconds, returns a message where waiting longer cannot bring
+    a worker (every batch job that would run one has ended); the wait then ends at once with it.
+    """
     n = 1
     if kind == "mpi":
         from mpi4py import MPI
 
         n = max(MPI.COMM_WORLD.Get_size() - 2, 1)
-    try:
-        client.wait_for_workers(n, timeout=timeout)
-    except (TimeoutError, OSError) as exc:
-        hint = {
-            "slurm": " (are the jobs still queued? see 'squeue' and the jobs' output files)",
-            "pbs": " (are the jobs still queued? see 'qstat' and the jobs' output files)",
-        }.get(kind, "")
-        raise ClusterError(f"no dask worker joined {where} within {timeout:g} s{hint}") from exc
+    hint = {
+        "slurm": " (are the jobs still queued? see 'squeue' and the jobs' output files)",
+        "pbs": " (are the jobs still queued? see 'qstat' and the jobs' output files)",
+    }.get(kind, "")
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        step = left if hopeless is None else min(left, HOPELESS_POLL_S)
+        try:
+            client.wait_for_workers(n, timeout=max(step, 0.001))
+            return
+        except TimeoutError as exc:  # before OSError, its base class
+            said = hopeless() if hopeless is not None else None
+            if said is not None:
+                raise ClusterError(f"no dask worker joined {where}: {said}") from exc
+            if time.monotonic() >= deadline:
+                raise ClusterError(
+                    f"no dask worker joined {where} within {timeout:g} s{hint}"
+                ) from exc
+        except OSError as exc:
+            raise ClusterError(f"no dask worker joined {where} ({exc}){hint}") from exc

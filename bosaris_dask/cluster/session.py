@@ -160,6 +160,7 @@ def connect(
         return
 
     stack = contextlib.ExitStack()
+    hopeless = None  # a check that says when waiting for workers cannot help (jobqueue kinds)
     with stack:
         if kind == "address":
             where = f"the dask scheduler at {scheduler}"
@@ -181,7 +182,7 @@ def connect(
             )
         else:
             where = f"the dask-jobqueue ({kind}) scheduler"
-            client = _start_jobqueue(
+            client, hopeless = _start_jobqueue(
                 stack, kind, workers, queue, cores, memory, walltime, jobs, interface,
                 dashboard, timeout,
             )  # fmt: skip
@@ -192,7 +193,7 @@ def connect(
                 if worker_timeout is not None
                 else (600.0 if kind in _JOBQUEUE_KINDS else 60.0)
             )
-            _wait_for_workers(client, kind, wait, where)
+            _wait_for_workers(client, kind, wait, where, hopeless)
         link = client.dashboard_link
         if dashboard and link:
             # A scheduler we start serves dashboard pages only where bokeh is installed.

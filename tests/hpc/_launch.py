@@ -50,9 +50,18 @@ def require_mpi() -> str:
 
 
 def require_slurm() -> str:
-    """Return the default partition of a running SLURM; skip when SLURM is not installed."""
+    """Return the default partition of a running SLURM; skip when SLURM is not installed.
+
+    Waits first for every job of this user to be gone: the hpc tests run one at a time and each
+    sizes its jobs to the whole one-node CI SLURM, so an earlier test's job still completing (or
+    a worker job it left) would keep this test's jobs queued until their timeouts.
+    """
     if shutil.which("sinfo") is None or shutil.which("sbatch") is None:
         pytest.skip("sinfo/sbatch not found: install and start SLURM with .ci/setup-hpc.sh")
+    left = wait_until_gone(our_job_ids(), timeout=120)
+    if left:
+        pytest.fail(f"jobs {sorted(left)} of an earlier test still queued after 120 s:\n"
+                    f"{slurm_state()}")  # fmt: skip
     deadline = time.monotonic() + 90  # a node still "completing" an earlier test's job
     while True:
         out = subprocess.run(["sinfo", "-h", "-o", "%P %T"], capture_output=True, text=True,
@@ -66,7 +75,7 @@ def require_slurm() -> str:
             break
         if time.monotonic() > deadline:
             pytest.fail(f"no SLURM partition with a usable node after 90 s (run "
-                        f".ci/setup-hpc.sh):\n{out.stdout}")  # fmt: skip
+                        f".ci/setup-hpc.sh):\n{slurm_state()}")  # fmt: skip
         time.sleep(1)
     default = [p for p in usable if p.endswith("*")]
     return (default or usable)[0].rstrip("*")
@@ -129,11 +138,12 @@ def sbatch_and_wait(
             break
         if time.monotonic() > deadline:
             subprocess.run(["scancel", job_id], timeout=30)
-            pytest.fail(f"sbatch job {job_id} ran past {timeout} s:\n{_job_output(directory)}")
+            pytest.fail(f"sbatch job {job_id} ran past {timeout} s:\n"
+                        f"{slurm_state(directory)}")  # fmt: skip
         time.sleep(0.5)
     if state != "COMPLETED" or exit_code != "0:0":
         pytest.fail(f"sbatch job {job_id} ended {state} (exit {exit_code}):\n"
-                    f"{_job_output(directory)}")  # fmt: skip
+                    f"{slurm_state(directory)}")  # fmt: skip
     return job_id, _job_output(directory, tail=None)
 
 
@@ -154,6 +164,31 @@ def squeue_ids() -> set[str]:
     out = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True,
                          timeout=30)  # fmt: skip
     return set(out.stdout.split())
+
+
+def our_job_ids() -> set[str]:
+    """The ids of this user's jobs in the queue (pending, running or completing)."""
+    out = subprocess.run(["squeue", "-h", "-u", str(os.getuid()), "-o", "%i"],
+                         capture_output=True, text=True, timeout=30)  # fmt: skip
+    return set(out.stdout.split())
+
+
+def slurm_state(directory: Path | None = None, tail: int = 4000) -> str:
+    """What a failed hpc test prints to say why a job did not run: the queue with each job's
+    state and reason, the nodes' CPUs (allocated/idle/other/total) and why any is down, and the
+    end of every job output file under ``directory`` (the tests' ``slurm-*.out``, the worker
+    jobs' logs)."""
+    commands = [["squeue", "-o", "%.8i %.20j %.10T %.6C %.8m %.10M %R"],
+                ["sinfo", "-N", "-o", "%N %T CPUs(A/I/O/T)=%C memory=%m free=%e"],
+                ["sinfo", "-R"]]  # fmt: skip
+    parts = []
+    for command in commands:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=30)
+        parts.append(f"$ {shlex.join(command)}\n{out.stdout}{out.stderr}")
+    for path in sorted(directory.rglob("*.out")) if directory is not None else ():
+        text = path.read_text(errors="replace")
+        parts.append(f"--- {path.relative_to(directory)} (last {tail} characters)\n{text[-tail:]}")
+    return "\n".join(parts)
 
 
 def wait_until_gone(job_ids: set[str], timeout: float = 60) -> set[str]:

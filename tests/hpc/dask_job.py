@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     # Nothing but argument parsing above this line: with --cluster mpi every rank runs it.
     with connect_from_args(args) as client:
         if client is not None and args.min_workers > 1:
-            client.wait_for_workers(args.min_workers, timeout=120)
+            client.wait_for_workers(args.min_workers, timeout=args.worker_timeout or 120)
         x = da.arange(args.n, chunks=max(args.n // 16, 1), dtype="int64")
         total = int((x * 3 + 1).sum(split_every=2).compute())
         workers = {} if client is None else client.run(_worker_info)

@@ -105,12 +105,12 @@ def test_example_slurm_jobqueue_script(data, tmp_path, monkeypatch):
         "DATA": str(directory), "OUT": str(out), "JOBS": "1", "DASK_CONFIG": str(EXAMPLES),
         "BOSARIS_DASK": shlex.join(CLI),
         "EXTRA_ARGS": f"--queue {partition} --cores 1 --memory 1GB --workers 1 "
-                      "--walltime 00:05:00 --interface lo --worker-timeout 120",
+                      "--walltime 00:08:00 --interface lo --worker-timeout 240",
     }.items():  # fmt: skip
         monkeypatch.setenv(name, value)
-    options = [f"--partition={partition}", "--cpus-per-task=1", "--mem=1G", "--time=5",
+    options = [f"--partition={partition}", "--cpus-per-task=1", "--mem=1G", "--time=8",
                f"--output={tmp_path}/slurm-%j.out"]  # fmt: skip
-    job_id, log = sbatch_and_wait(EXAMPLES / "slurm-jobqueue.sh", tmp_path, timeout=240,
+    job_id, log = sbatch_and_wait(EXAMPLES / "slurm-jobqueue.sh", tmp_path, timeout=400,
                                   options=options)  # fmt: skip
     assert out.exists(), log
     assert json.loads(out.read_text()) == reference

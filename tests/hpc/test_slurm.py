@@ -17,6 +17,7 @@ from tests.hpc._launch import (
     require_slurm,
     run,
     sbatch_and_wait,
+    slurm_state,
     squeue_ids,
     wait_until_gone,
 )
@@ -44,11 +45,11 @@ def test_cluster_slurm_through_dask_jobqueue(tmp_path, monkeypatch):
     # ... and the rest from the command line, which wins (walltime here).
     command = [*JOB, "--n", str(N), "--out", str(out), "--min-workers", "2", "--cluster",
                "slurm", "--queue", partition, "--jobs", "2", "--walltime", "00:05:00",
-               "--interface", "lo", "--no-dashboard", "--worker-timeout", "120"]  # fmt: skip
+               "--interface", "lo", "--no-dashboard", "--worker-timeout", "240"]  # fmt: skip
     before = squeue_ids()
     monkeypatch.setenv("DASK_CONFIG", str(tmp_path))
-    done = run(command, timeout=240, cwd=tmp_path)
-    assert done.returncode == 0, done.stdout[-4000:]
+    done = run(command, timeout=400, cwd=tmp_path)
+    assert done.returncode == 0, f"{done.stdout[-4000:]}\n{slurm_state(tmp_path)}"
     result = read_result(out, done.stdout)
     check_sum_result(result, N)
     job_ids = {w["slurm_job_id"] for w in result["workers"]}
