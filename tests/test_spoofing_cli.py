@@ -62,6 +62,34 @@ def test_spoof_sasv_prints_and_writes_a_dcf_t_dcf_and_t_eer(tmp_path, capsys, ra
     assert "min a-DCF               0.2427" in out and "t-EER (exact)           8.264 %" in out
 
 
+def test_spoof_sasv_of_a_single_system_reports_the_a_dcf_and_says_what_is_not_given(
+    tmp_path, capsys
+):
+    # The evaluation package's t2_single mode: '-' for the CM and ASV scores. The trials also
+    # come from the database's five-column protocol file, where a file serves several speakers.
+    import gzip
+
+    rows = [line.split() for line in gzip.open(DATA / "sasv_scores.tsv.gz", "rt")][1:]
+    scores = tmp_path / "single.tsv"
+    scores.write_text("".join(f"{spk}\t{name}\t-\t-\t{sasv}\n" for spk, name, _, _, sasv in rows))
+    key_rows = [line.split() for line in gzip.open(DATA / "sasv_key.tsv.gz", "rt")][1:]
+    key = tmp_path / "trial.tsv"
+    key.write_text("".join(f"{spk} {name} F {'bonafide' if cm == 'bonafide' else 'A12'} {asv}\n"
+                           for spk, name, cm, asv in key_rows))  # fmt: skip
+    out_json = tmp_path / "single.json"
+    status, out, _ = _run(capsys, "spoof", "sasv", "--key", str(key), "--scores", str(scores),
+                          "--json", str(out_json))  # fmt: skip
+    assert status == 0
+    doc = json.loads(out_json.read_text())
+    assert doc["min_a_dcf"] == pytest.approx(REF["sasv"]["min_a_dcf"], rel=1e-12)
+    assert (doc["min_t_dcf"], doc["min_t_dcf_note"]) == (None, "needs the CM scores")
+    assert (doc["t_eer"], doc["t_eer_note"]) == (None, "needs the CM and the ASV scores")
+    assert "min t-DCF               -  (needs the CM scores)" in out
+    status, _, err = _run(capsys, "spoof", "sasv", "--key", str(key), "--scores", str(scores),
+                          "--asv-rates", "given")  # fmt: skip
+    assert status == 1 and "single.tsv has none (its asv-score column is '-'" in err
+
+
 def test_spoof_errors_are_one_line(tmp_path, capsys):
     key = tmp_path / "k.tsv"
     key.write_text("filename\tcm-label\nE1\tbonafide\nE2\tspoofed\n")

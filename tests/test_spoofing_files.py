@@ -19,6 +19,7 @@ from bosaris_dask.spoofing import (
     read_sasv_key,
     read_sasv_scores,
     sasv_arrays,
+    sasv_key_and_scores,
 )
 
 DATA = Path(__file__).parent / "data" / "asvspoof5"
@@ -77,7 +78,31 @@ def test_hand_written_files_with_header_spaces_case_and_gzip(tmp_path):
     [
         (read_cm_key, "a bonafide\nb fake\n", r"k:2: bad cm-label 'fake': expected bonafide/spoof"),
         (read_cm_key, "a bonafide\na spoof\n", r"k:2: duplicate filename 'a' \(first on line 1\)"),
-        (read_cm_key, "a bonafide x\n", r"k:1: expected 2 fields, found 3"),
+        (read_cm_key, "a bonafide x\n", r"k:1: expected 2 or 10 fields, found 3"),
+        (read_cm_key, "a bonafide\nb spoof x\n", r"k:2: expected 2 fields, found 3"),
+        (
+            read_sasv_key,
+            "s a F bonafide spoof\n",
+            r"k:1: attack label 'bonafide' contradicts "
+            r"asv-label 'spoof'",
+        ),
+        (read_sasv_key, "s a F A11 target\n", r"k:1: attack label 'A11' contradicts asv-label"),
+        (
+            read_sasv_key,
+            "s a bonafide target\ns a bonafide target\n",
+            r"k:2: duplicate trial \(speaker 's', filename 'a'\) \(first on line 1\)",
+        ),
+        (
+            read_sasv_scores,
+            "s a - 1 2\ns b 3 4 5\n",
+            r"k:2: cm-score '3' where line 1 gave '-' \(not given\): a score column is all ",
+        ),
+        (
+            read_sasv_scores,
+            "s a 0 1 2\ns b 3 - 5\n",
+            r"k:2: asv-score '-' where line 1 gave numbers",
+        ),
+        (read_sasv_scores, "s a - - -\n", r"k: every score column is '-': no score given"),
         (read_cm_key, "filename cm-label\n", r"k: no trial in the key"),
         (read_cm_scores, "a 1\nb np.float64(2.0)\n", r"k:2: bad cm-score 'np.float64\(2.0\)'"),
         (read_cm_scores, "a nan\n", r"k:1: bad cm-score 'nan': not finite"),
@@ -109,7 +134,8 @@ def test_a_key_filename_without_score_is_named(tmp_path):
 def test_a_speaker_mismatch_and_a_missing_class_are_errors(tmp_path):
     key = read_sasv_key(_write(tmp_path / "key", "S1 a bonafide target\nS1 b spoof spoof\n"))
     scores = read_sasv_scores(_write(tmp_path / "sc", "S1 a 1 2 3\nS9 b 1 2 3\n"))
-    with pytest.raises(TrialError, match=r"filename 'b': speaker 'S1' in .*key but 'S9'"):
+    with pytest.raises(TrialError, match=r"1 trial\(s\) \(speaker filename\) of .*key have no "
+                                         r"score in .*sc: 'S1 b'"):  # fmt: skip
         sasv_arrays(key, scores)
     scores = read_sasv_scores(_write(tmp_path / "sc2", "S1 a 1 2 3\nS1 b 1 2 3\n"))
     with pytest.raises(TrialError, match=r"no nontarget trial"):
@@ -131,3 +157,67 @@ def test_a_byte_order_mark_crlf_and_blank_lines_before_the_header_are_read(tmp_p
                                             "b spoof\r\n"))  # fmt: skip
     scores = read_cm_scores(_write(tmp_path / "s", "\ufeffb -1.5\na 2\n"))
     assert [a.tolist() for a in cm_arrays(key, scores)] == [[2.0], [-1.5]]
+
+
+def test_a_file_trialled_against_several_speakers_is_one_trial_per_speaker(tmp_path):
+    # The database's track-2 trials reuse a test file for several claimed speakers (834,536
+    # trials of 680,774 files in the evaluation set): a trial is the (speaker, filename) pair.
+    key = read_sasv_key(_write(tmp_path / "k", "spk filename cm-label asv-label\n"
+                                               "S1 a bonafide target\nS2 a bonafide nontarget\n"
+                                               "S1 b spoof spoof\nS2 b spoof spoof\n"))  # fmt: skip
+    scores = read_sasv_scores(_write(tmp_path / "s", "S2 b 1 2 3\nS1 a 4 5 6\nS2 a 7 8 9\n"
+                                                     "S1 b 10 11 12\n"))  # fmt: skip
+    arrays = sasv_arrays(key, scores)
+    assert {n: v.tolist() for n, v in arrays["sasv"].items()} == {
+        "target": [6.0], "nontarget": [9.0], "spoof": [12.0, 3.0]}  # fmt: skip
+    kd, cols = sasv_key_and_scores(key, scores)
+    assert kd.segment.values.tolist() == ["S1 a", "S2 a", "S1 b", "S2 b"]
+    assert cols["cm"].score.values.tolist() == [[4.0, 7.0, 10.0, 1.0]]
+
+
+def test_score_columns_given_as_dashes_are_left_out(tmp_path):
+    # A single SASV system (the evaluation package's t2_single mode) writes '-' for the CM and
+    # ASV scores.
+    key = read_sasv_key(_write(tmp_path / "k", "S1 a bonafide target\nS2 a bonafide nontarget\n"
+                                               "S1 b spoof spoof\n"))  # fmt: skip
+    scores = read_sasv_scores(
+        _write(
+            tmp_path / "s",
+            "spk\tfilename\tcm-score\tasv-score\t"
+            "sasv-score\nS1\ta\t-\t-\t2.5\n"
+            "S2\ta\t-\t-\t-1\nS1\tb\t-\t-\t0\n",
+        )
+    )
+    assert scores.cm is None and scores.asv is None
+    arrays = sasv_arrays(key, scores)
+    assert list(arrays) == ["sasv"]
+    assert {n: v.tolist() for n, v in arrays["sasv"].items()} == {
+        "target": [2.5], "nontarget": [-1.0], "spoof": [0.0]}  # fmt: skip
+    _, cols = sasv_key_and_scores(key, scores)
+    assert sorted(cols) == ["sasv"]
+
+
+def _as_protocols(tmp_path) -> tuple[str, str]:
+    """The bundled keys rewritten in the database's protocol layouts (space-separated, no
+    header): track 1's ten columns and track 2's five."""
+    cm_rows = [line.split("\t") for line in gzip.open(DATA / "cm_key.tsv.gz", "rt")][1:]
+    cm = [f"E_0001 {name} F - - - {'-' if label.strip() == 'bonafide' else 'AC1'} "
+          f"{'bonafide' if label.strip() == 'bonafide' else 'A17'} {label.strip()} -"
+          for name, label in cm_rows]  # fmt: skip
+    sasv_rows = [line.split() for line in gzip.open(DATA / "sasv_key.tsv.gz", "rt")][1:]
+    sasv = [f"{spk} {name} M {'bonafide' if cm_label == 'bonafide' else 'A11'} {asv}"
+            for spk, name, cm_label, asv in sasv_rows]  # fmt: skip
+    return (
+        _write(tmp_path / "ASVspoof5.eval.track_1.tsv", "\n".join(cm) + "\n"),
+        _write(tmp_path / "ASVspoof5.eval.track_2.trial.tsv", "\n".join(sasv) + "\n"),
+    )
+
+
+def test_the_databases_protocol_files_read_as_the_packages_keys(tmp_path):
+    track_1, track_2 = _as_protocols(tmp_path)
+    package, protocol = read_cm_key(DATA / "cm_key.tsv.gz"), read_cm_key(track_1)
+    assert protocol.filename.tolist() == package.filename.tolist()
+    assert protocol.bonafide.tolist() == package.bonafide.tolist()
+    package, protocol = read_sasv_key(DATA / "sasv_key.tsv.gz"), read_sasv_key(track_2)
+    for field in ("speaker", "filename", "asv_class"):
+        assert getattr(protocol, field).tolist() == getattr(package, field).tolist(), field

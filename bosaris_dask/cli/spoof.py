@@ -64,7 +64,14 @@ def _cm(args: argparse.Namespace, key: Any, columns: dict[str, Any]) -> dict[str
 
 
 def _sasv(args: argparse.Namespace, key: Any, columns: dict[str, Any]) -> dict[str, Any]:
+    from bosaris_dask.errors import OptionError
     from bosaris_dask.spoofing.scale import evaluate_sasv
+
+    if args.asv_rates == "given" and "asv" not in columns:
+        where = args.scores if args.scores is not None else args.set_dir
+        raise OptionError(f"--asv-rates given counts the ASV rates from the ASV scores, and "
+                          f"{where} has none (its asv-score column is '-' or absent): use "
+                          "--asv-rates fixed")  # fmt: skip
 
     return evaluate_sasv(key, **columns, asv_rates=args.asv_rates, progress=_progress(args))
 
@@ -101,22 +108,28 @@ def format_spoof(doc: dict[str, Any]) -> str:
                  f"Pfa,spoof {100 * r['pfa_spoof']:.3f} %")  # fmt: skip
         lines.append(f"ASV rates ({r['source']}{where}): {rates}")
     lines.append("")
-    if "min_a_dcf" in doc:
-        lines.append(f"{'min a-DCF':<24}{doc['min_a_dcf']:.4f}"
-                     f"  (SASV score >= {doc['min_a_dcf_threshold']:.4f})")  # fmt: skip
-    if doc.get("min_t_dcf") is not None:
-        lines.append(f"{'min t-DCF':<24}{doc['min_t_dcf']:.4f}"
-                     f"  (CM score >= {doc['min_t_dcf_threshold']:.4f})")  # fmt: skip
-    elif "min_t_dcf_note" in doc:
-        lines.append(f"{'min t-DCF':<24}undefined  ({doc['min_t_dcf_note']})")
+    for name, label, column in (("min_a_dcf", "min a-DCF", "SASV"),
+                                ("min_t_dcf", "min t-DCF", "CM")):  # fmt: skip
+        if doc.get(name) is not None:
+            lines.append(f"{label:<24}{doc[name]:.4f}"
+                         f"  ({column} score >= {doc[f'{name}_threshold']:.4f})")  # fmt: skip
+        elif f"{name}_note" in doc:
+            lines.append(f"{label:<24}{_not_reported(doc[f'{name}_note'])}")
     if doc.get("t_eer") is not None:
         lines.append(f"{'t-EER (exact)':<24}{100 * doc['t_eer']:.3f} %")
+    elif "t_eer_note" in doc:
+        lines.append(f"{'t-EER (exact)':<24}{_not_reported(doc['t_eer_note'])}")
     else:
-        note = doc.get("t_eer_note", "undefined: no ASV threshold qualifies")
-        lines.append(f"{'t-EER (exact)':<24}{'undefined' if 't_eer_note' not in doc else '-'}"
-                     + (f"  ({note})" if "t_eer_note" in doc else ""))  # fmt: skip
+        lines.append(f"{'t-EER (exact)':<24}undefined")
     lines.append(f"{'passes over the data':<24}{doc['passes']}")
     return "\n".join(lines)
+
+
+def _not_reported(note: str) -> str:
+    """A metric's cell without a value: ``-`` where it was not computed (its scores not given,
+    or not asked for), ``undefined`` where the data leave it without a value; and why."""
+    computed = not note.startswith(("needs ", "not asked"))
+    return f"{'undefined' if computed else '-'}  ({note})"
 
 
 def _finite(value: Any) -> Any:

@@ -1,27 +1,35 @@
-"""Readers of the ASVspoof 5 protocol (key) and score files, in the evaluation package's formats.
+"""Readers of the ASVspoof 5 protocol (key) and score files: the evaluation package's formats
+and the protocol files the database ships.
 
 Track 1 (countermeasure, CM):
 
-- key: ``filename  cm-label`` with ``cm-label`` ``bonafide`` or ``spoof``;
+- key: ``filename  cm-label`` with ``cm-label`` ``bonafide`` or ``spoof`` (the package's), or
+  the database's ``ASVspoof5.*.track_1.tsv`` (ten columns: speaker, filename, gender, codec,
+  codec quality, codec seed, attack tag, attack label, key, reserved);
 - scores: ``filename  cm-score``.
 
-Track 2 (spoofing-aware speaker verification, SASV):
+Track 2 (spoofing-aware speaker verification, SASV): a trial is a (claimed speaker, filename)
+pair, and one file is trialled against several speakers.
 
 - key: ``spk  filename  cm-label  asv-label`` with ``asv-label`` ``target``, ``nontarget`` or
-  ``spoof`` (a spoof's ``cm-label`` is ``spoof``, a target's or non-target's ``bonafide``);
-- scores: ``spk  filename  cm-score  asv-score  sasv-score``.
+  ``spoof`` (a spoof's ``cm-label`` is ``spoof``, a target's or non-target's ``bonafide``), or
+  the database's ``ASVspoof5.*.track_2.trial.tsv`` (five columns: target speaker, filename,
+  target gender, attack label or ``bonafide``, asv key);
+- scores: ``spk  filename  cm-score  asv-score  sasv-score``; a column of ``-`` is a score not
+  given (a single SASV system writes ``-`` for the CM and ASV scores), and what needs it is not
+  reported.
 
 Fields are separated by tabs or spaces; a first line that names the columns (``filename ...``,
-``spk ...``) is skipped; ``.gz`` files are read through gzip. Labels are case-insensitive. The
-text rules are the BOSARIS readers' (:mod:`bosaris_dask.io.text`): UTF-8 with an optional
-byte-order mark, LF or CRLF line ends, ASCII blanks between fields, scores as ASCII numbers
-without ``_`` separators.
+``spk ...``, or the package's ``trial_anon``/``tar_spk_anon``) is skipped; ``.gz`` files are
+read through gzip. Labels are case-insensitive. The text rules are the BOSARIS readers'
+(:mod:`bosaris_dask.io.text`): UTF-8 with an optional byte-order mark, LF or CRLF line ends,
+ASCII blanks between fields, scores as ASCII numbers without ``_`` separators.
 
 These readers are **in memory** (numpy arrays): an ASVspoof set is about 1e6 rows, a few tens of
 MB, so nothing here is lazy or chunked like the BOSARIS readers of :mod:`bosaris_dask.io`.
 Every problem is a one-line :class:`~bosaris_dask.errors.ParseError` naming the file and line
-(a bad label or score, a wrong number of fields, a duplicate filename) or a
-:class:`~bosaris_dask.errors.TrialError` naming the files and a few filenames (a key filename
+(a bad label or score, a wrong number of fields, a duplicate trial) or a
+:class:`~bosaris_dask.errors.TrialError` naming the files and a few trials (a key trial
 without a score).
 
 Examples
@@ -110,14 +118,20 @@ class SASVKey:
 
 @dataclass(frozen=True)
 class SASVScores:
-    """Track-2 scores: ``speaker``, ``filename``, ``cm``, ``asv``, ``sasv`` (float64 arrays)."""
+    """Track-2 scores: ``speaker``, ``filename``, ``cm``, ``asv``, ``sasv`` (float64 arrays;
+    ``None`` for a column the file gives as ``-``)."""
 
     path: str
     speaker: np.ndarray
     filename: np.ndarray
-    cm: np.ndarray
-    asv: np.ndarray
-    sasv: np.ndarray
+    cm: np.ndarray | None
+    asv: np.ndarray | None
+    sasv: np.ndarray | None
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The columns given, by name (``cm``, ``asv``, ``sasv``)."""
+        named = {"cm": self.cm, "asv": self.asv, "sasv": self.sasv}
+        return {name: values for name, values in named.items() if values is not None}
 
 
 def _open(path: str) -> io.BufferedIOBase:
@@ -131,10 +145,13 @@ def _open(path: str) -> io.BufferedIOBase:
 _BLANKS = re.compile(r"[ \t\x0b\x0c]+")
 
 
-def _rows(path: str, header: str, nfields: int) -> Iterator[tuple[int, list[str]]]:
+def _rows(path: str, headers: tuple[str, ...], widths: tuple[int, ...]
+          ) -> Iterator[tuple[int, list[str]]]:  # fmt: skip
     """``(line number, fields)`` of each non-blank line: UTF-8 (a byte-order mark skipped),
-    lines ending in LF or CRLF, a first non-blank line naming the columns skipped."""
+    lines ending in LF or CRLF, a first non-blank line whose first field is one of ``headers``
+    skipped. The first data line has one of ``widths`` fields, and every line as many."""
     first = True
+    width = None
     with _open(path) as f:
         try:
             for number, raw in enumerate(f, 1):
@@ -152,14 +169,16 @@ def _rows(path: str, header: str, nfields: int) -> Iterator[tuple[int, list[str]
                 fields = _BLANKS.split(line.strip(" \t\x0b\x0c"))
                 if fields == [""]:
                     continue
-                if first and fields[0].lower() == header:
+                if first and fields[0].lower() in headers:
                     first = False
                     continue
                 first = False
-                if len(fields) != nfields:
-                    raise ParseError(
-                        f"expected {nfields} fields, found {len(fields)}", path, number
-                    )
+                if width is None and len(fields) in widths:
+                    width = len(fields)
+                if len(fields) != (width or widths[0]):
+                    expected = width or " or ".join(str(w) for w in widths)
+                    raise ParseError(f"expected {expected} fields, found {len(fields)}",
+                                     path, number)  # fmt: skip
                 yield number, fields
         except (gzip.BadGzipFile, EOFError, zlib.error) as error:
             raise ParseError(f"not a readable gzip file ({error})", path) from None
@@ -183,23 +202,51 @@ def _label(text: str, words: dict, what: str, path: str, number: int):
         raise ParseError(f"bad {what} {text!r}: expected {accepted}", path, number) from None
 
 
-def _unique(names: list[str], lines: list[int], path: str) -> np.ndarray:
-    seen: dict[str, int] = {}
-    for name, number in zip(names, lines, strict=True):
-        first = seen.setdefault(name, number)
+def _unique(names: list[str], lines: list[int], path: str, speakers: list[str] | None = None
+            ) -> np.ndarray:  # fmt: skip
+    """The filenames as an array; a trial (filename, or speaker and filename) twice is an
+    error naming both lines."""
+    trials = names if speakers is None else list(zip(speakers, names, strict=True))
+    seen: dict = {}
+    for trial, number in zip(trials, lines, strict=True):
+        first = seen.setdefault(trial, number)
         if first != number:
-            raise ParseError(f"duplicate filename {name!r} (first on line {first})", path, number)
+            what = (f"filename {trial!r}" if speakers is None
+                    else f"trial (speaker {trial[0]!r}, filename {trial[1]!r})")  # fmt: skip
+            raise ParseError(f"duplicate {what} (first on line {first})", path, number)
     return np.array(names, dtype=object)
 
 
+#: A track-1 key's columns: the package's (filename, cm-label) or the database's protocol.
+_CM_KEY_WIDTHS = (2, 10)
+#: A track-2 key's columns: the package's (spk, filename, cm-label, asv-label) or the
+#: database's trial protocol (spk, filename, gender, attack label, asv key).
+_SASV_KEY_WIDTHS = (4, 5)
+_CM_HEADERS = ("filename", "trial_anon")
+_SASV_HEADERS = ("spk", "tar_spk_anon")
+#: A score not given (a single SASV system's CM and ASV columns).
+NOT_GIVEN = "-"
+
+
 def read_cm_key(path: str | os.PathLike[str]) -> CMKey:
-    """Read a track-1 key, ``filename cm-label`` (``bonafide``/``spoof``)."""
+    """Read a track-1 key: ``filename cm-label`` (``bonafide``/``spoof``), or the database's
+    ten-column ``ASVspoof5.*.track_1.tsv`` (filename in column 2, key in column 9, whose
+    attack label, column 8, must say ``bonafide`` exactly for the bona fide files)."""
     path = os.fspath(path)
     names, lines, labels = [], [], []
-    for number, (name, label) in _rows(path, "filename", 2):
+    for number, fields in _rows(path, _CM_HEADERS, _CM_KEY_WIDTHS):
+        if len(fields) == 2:
+            name, label = fields
+            bonafide = _label(label, _CM_LABELS, "cm-label", path, number)
+        else:
+            name, attack, label = fields[1], fields[7], fields[8]
+            bonafide = _label(label, _CM_LABELS, "key", path, number)
+            if bonafide != (attack.lower() == "bonafide"):
+                raise ParseError(f"key {label!r} contradicts attack label {attack!r}",
+                                 path, number)  # fmt: skip
         names.append(name)
         lines.append(number)
-        labels.append(_label(label, _CM_LABELS, "cm-label", path, number))
+        labels.append(bonafide)
     if not names:
         raise ParseError("no trial in the key", path)
     return CMKey(path, _unique(names, lines, path), np.array(labels, dtype=bool))
@@ -209,7 +256,7 @@ def read_cm_scores(path: str | os.PathLike[str]) -> CMScores:
     """Read track-1 scores, ``filename cm-score``."""
     path = os.fspath(path)
     names, lines, scores = [], [], []
-    for number, (name, score) in _rows(path, "filename", 2):
+    for number, (name, score) in _rows(path, _CM_HEADERS, (2,)):
         names.append(name)
         lines.append(number)
         scores.append(_score(score, "cm-score", path, number))
@@ -217,49 +264,82 @@ def read_cm_scores(path: str | os.PathLike[str]) -> CMScores:
 
 
 def read_sasv_key(path: str | os.PathLike[str]) -> SASVKey:
-    """Read a track-2 key, ``spk filename cm-label asv-label``; the two labels must agree."""
+    """Read a track-2 key: ``spk filename cm-label asv-label`` (the two labels must agree), or
+    the database's five-column ``ASVspoof5.*.track_2.trial.tsv`` (``spk filename gender
+    attack-label asv-key``: a trial is bona fide where the attack label is ``bonafide``)."""
     path = os.fspath(path)
     speakers, names, lines, classes = [], [], [], []
-    for number, (spk, name, cm, asv) in _rows(path, "spk", 4):
-        bonafide = _label(cm, _CM_LABELS, "cm-label", path, number)
+    for number, fields in _rows(path, _SASV_HEADERS, _SASV_KEY_WIDTHS):
+        if len(fields) == 4:
+            spk, name, cm, asv = fields
+            bonafide = _label(cm, _CM_LABELS, "cm-label", path, number)
+            said = f"cm-label {cm!r}"
+        else:
+            spk, name, _gender, attack, asv = fields
+            bonafide = attack.lower() == "bonafide"
+            said = f"attack label {attack!r}"
         cls = _label(asv, _ASV_LABELS, "asv-label", path, number)
         if bonafide == (cls == SPOOF):
-            raise ParseError(f"cm-label {cm!r} contradicts asv-label {asv!r}", path, number)
+            raise ParseError(f"{said} contradicts asv-label {asv!r}", path, number)
         speakers.append(spk)
         names.append(name)
         lines.append(number)
         classes.append(cls)
     if not names:
         raise ParseError("no trial in the key", path)
-    return SASVKey(path, np.array(speakers, dtype=object), _unique(names, lines, path),
+    return SASVKey(path, np.array(speakers, dtype=object), _unique(names, lines, path, speakers),
                    np.array(classes, dtype=np.int8))  # fmt: skip
 
 
 def read_sasv_scores(path: str | os.PathLike[str]) -> SASVScores:
-    """Read track-2 scores, ``spk filename cm-score asv-score sasv-score``."""
+    """Read track-2 scores, ``spk filename cm-score asv-score sasv-score``; a column of ``-``
+    (every line) is a score not given, ``None`` in the result."""
     path = os.fspath(path)
+    whats = ("cm-score", "asv-score", "sasv-score")
     speakers, names, lines, cols = [], [], [], ([], [], [])
-    for number, (spk, name, *values) in _rows(path, "spk", 5):
+    given: list[tuple[bool, int]] = []  # per column: given as numbers?, on which line first
+    for number, (spk, name, *values) in _rows(path, _SASV_HEADERS, (5,)):
         speakers.append(spk)
         names.append(name)
         lines.append(number)
-        for col, text, what in zip(
-            cols, values, ("cm-score", "asv-score", "sasv-score"), strict=True
-        ):
-            col.append(_score(text, what, path, number))
-    cm, asv, sasv = (np.array(c, dtype=np.float64) for c in cols)
-    return SASVScores(path, np.array(speakers, dtype=object), _unique(names, lines, path),
-                      cm, asv, sasv)  # fmt: skip
+        if not given:
+            given = [(text != NOT_GIVEN, number) for text in values]
+        for col, text, what, (numbers, first) in zip(cols, values, whats, given, strict=True):
+            if (text != NOT_GIVEN) != numbers:
+                was = "numbers" if numbers else f"'{NOT_GIVEN}' (not given)"
+                raise ParseError(f"{what} {text!r} where line {first} gave {was}: a score "
+                                 f"column is all numbers or all '{NOT_GIVEN}'", path,
+                                 number)  # fmt: skip
+            if numbers:
+                col.append(_score(text, what, path, number))
+    if given and not any(numbers for numbers, _ in given):
+        raise ParseError(f"every score column is '{NOT_GIVEN}': no score given", path)
+    cm, asv, sasv = (
+        np.array(c, dtype=np.float64) if not given or given[i][0] else None
+        for i, c in enumerate(cols)
+    )
+    return SASVScores(path, np.array(speakers, dtype=object),
+                      _unique(names, lines, path, speakers), cm, asv, sasv)  # fmt: skip
 
 
-def _positions(key_names: np.ndarray, key_path: str, names: np.ndarray, path: str) -> np.ndarray:
-    """Row of each key filename in the score file; a key filename without a score is an error."""
-    where = {name: i for i, name in enumerate(names.tolist())}
-    rows = np.array([where.get(name, -1) for name in key_names.tolist()], dtype=np.int64)
+def _positions(key_names: np.ndarray, key_path: str, names: np.ndarray, path: str,
+               key_speakers: np.ndarray | None = None, speakers: np.ndarray | None = None,
+               ) -> np.ndarray:  # fmt: skip
+    """Row of each key trial (filename, or speaker and filename) in the score file; a key
+    trial without a score is an error naming a few."""
+    if key_speakers is None:
+        key_trials, trials = key_names.tolist(), names.tolist()
+    else:
+        key_trials = list(zip(key_speakers.tolist(), key_names.tolist(), strict=True))
+        trials = list(zip(speakers.tolist(), names.tolist(), strict=True))
+    where = {trial: i for i, trial in enumerate(trials)}
+    rows = np.array([where.get(trial, -1) for trial in key_trials], dtype=np.int64)
     missing = np.flatnonzero(rows < 0)
     if missing.size:
-        few = ", ".join(repr(n) for n in key_names[missing[:3]])
-        raise TrialError(f"{missing.size} filename(s) of {key_path} have no score in {path}: "
+        what = "filename(s)" if key_speakers is None else "trial(s) (speaker filename)"
+        few = ", ".join(repr(n if key_speakers is None else " ".join(n))
+                        for n in (key_trials[i] for i in missing[:3]))  # fmt: skip
+        raise TrialError(f"{missing.size} {what} of {key_path} have no score in {path}: "
                          f"{few}{' ...' if missing.size > 3 else ''}")  # fmt: skip
     return rows
 
@@ -275,15 +355,9 @@ def cm_arrays(key: CMKey, scores: CMScores) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _sasv_rows(key: SASVKey, scores: SASVScores) -> np.ndarray:
-    """Row of each key filename in the score file; speakers and classes checked."""
-    rows = _positions(key.filename, key.path, scores.filename, scores.path)
-    bad = np.flatnonzero(scores.speaker[rows] != key.speaker)
-    if bad.size:
-        i = bad[0]
-        raise TrialError(
-            f"filename {key.filename[i]!r}: speaker {key.speaker[i]!r} in "
-            f"{key.path} but {scores.speaker[rows[i]]!r} in {scores.path}"
-        )
+    """Row of each key trial in the score file; every class present."""
+    rows = _positions(key.filename, key.path, scores.filename, scores.path, key.speaker,
+                      scores.speaker)  # fmt: skip
     classes = {"target": TARGET, "nontarget": NONTARGET, "spoof": SPOOF}
     for name, code in classes.items():
         if not np.any(key.asv_class == code):
@@ -292,13 +366,14 @@ def _sasv_rows(key: SASVKey, scores: SASVScores) -> np.ndarray:
 
 
 def sasv_arrays(key: SASVKey, scores: SASVScores) -> dict[str, dict[str, np.ndarray]]:
-    """Scores by column and class: ``out[column][cls]``, column ``cm``/``asv``/``sasv``, class
-    ``target``/``nontarget``/``spoof``. Speakers must match between key and scores."""
+    """Scores by column and class: ``out[column][cls]``, column ``cm``/``asv``/``sasv`` (those
+    given), class ``target``/``nontarget``/``spoof``; trials are matched on speaker and
+    filename."""
     rows = _sasv_rows(key, scores)
     classes = {"target": TARGET, "nontarget": NONTARGET, "spoof": SPOOF}
     return {
         column: {name: values[rows][key.asv_class == code] for name, code in classes.items()}
-        for column, values in (("cm", scores.cm), ("asv", scores.asv), ("sasv", scores.sasv))
+        for column, values in scores.columns().items()
     }
 
 
@@ -326,30 +401,32 @@ def cm_key_and_scores(key: CMKey, scores: CMScores) -> tuple[xr.Dataset, xr.Data
 def sasv_key_and_scores(
     key: SASVKey, scores: SASVScores
 ) -> tuple[xr.Dataset, dict[str, xr.Dataset]]:
-    """An SASV key and the three score columns of a track-2 set, for
+    """An SASV key and the score columns given of a track-2 set, for
     :func:`bosaris_dask.spoofing.scale.evaluate_sasv`.
 
-    One model, ``"sasv"``; one segment per key filename. The key is a BOSARIS Key (targets
-    +1, non-targets and spoofs -1) with the coordinate ``segment_spoof``
-    (:func:`bosaris_dask.spoofing.scale.sasv_key`); the scores are ``{"cm", "asv", "sasv"}``.
+    One model, ``"sasv"``; one segment per key trial, named ``"speaker filename"`` (a blank
+    cannot occur inside a field, so the pair reads back unambiguously). The key is a BOSARIS
+    Key (targets +1, non-targets and spoofs -1) with the coordinate ``segment_spoof``
+    (:func:`bosaris_dask.spoofing.scale.sasv_key`); the scores are those of ``{"cm", "asv",
+    "sasv"}`` the file gives.
 
     Examples
     --------
-    >>> names = np.array(["a", "b", "c"], dtype=object)
-    >>> key = SASVKey("k", np.array(["s"] * 3, dtype=object), names,
-    ...               np.array([TARGET, NONTARGET, SPOOF], dtype=np.int8))
+    >>> names = np.array(["a", "b", "a"], dtype=object)  # file "a" trialled for two speakers
+    >>> speakers = np.array(["s", "s", "t"], dtype=object)
+    >>> key = SASVKey("k", speakers, names, np.array([TARGET, SPOOF, NONTARGET], dtype=np.int8))
     >>> one = np.array([1.0, 0.0, -1.0])
-    >>> kd, sd = sasv_key_and_scores(key, SASVScores("s", key.speaker, names, one, one, one))
-    >>> kd.trial_mask.values.tolist(), kd.segment_spoof.values.tolist(), sorted(sd)
-    ([[1, -1, -1]], [False, False, True], ['asv', 'cm', 'sasv'])
+    >>> kd, sd = sasv_key_and_scores(key, SASVScores("s", speakers, names, None, None, one))
+    >>> kd.segment.values.tolist(), kd.trial_mask.values.tolist(), sorted(sd)
+    (['s a', 's b', 't a'], [[1, -1, -1]], ['sasv'])
     """
     from bosaris_dask.spoofing.scale import sasv_key
     from bosaris_dask.trials.construction import make_key, make_scores
 
     rows = _sasv_rows(key, scores)
-    segments = key.filename.astype(str)
+    segments = np.char.add(np.char.add(key.speaker.astype(str), " "), key.filename.astype(str))
     mask = np.where(key.asv_class == TARGET, 1, -1).astype(np.int8)[None, :]
     out = sasv_key(make_key(["sasv"], segments, mask), key.asv_class == SPOOF)
-    columns = {name: make_scores(["sasv"], segments, getattr(scores, name)[rows][None, :])
-               for name in ("cm", "asv", "sasv")}  # fmt: skip
+    columns = {name: make_scores(["sasv"], segments, values[rows][None, :])
+               for name, values in scores.columns().items()}  # fmt: skip
     return out, columns

@@ -466,7 +466,8 @@ def evaluate_sasv(
         ``n_target``, ``n_nontarget``, ``n_spoof``, ``costs``, ``min_a_dcf`` and
         ``min_a_dcf_threshold``, ``asv_rates`` (``source``, ``pmiss``, ``pfa``, ``pfa_spoof``,
         ``threshold``), ``min_t_dcf`` and ``min_t_dcf_threshold``, ``t_eer`` and its
-        thresholds (``None`` with ``t_eer_note`` where not computed), ``passes``.
+        thresholds, ``passes``. A metric not computed (its scores not given) or undefined is
+        ``None`` with ``<metric>_note`` saying why (``"needs the CM scores"``).
     """
     _spoof_flags(key)  # an SASV key, or a one-line error
     if isinstance(asv_rates, str) and asv_rates not in ("fixed", "given"):
@@ -529,6 +530,10 @@ def evaluate_sasv(
                             "pmiss": rates.pmiss, "pfa": rates.pfa,
                             "pfa_spoof": rates.pfa_spoof, "threshold": rates.threshold}  # fmt: skip
     out["passes"] = summaries[0].passes
+    for name, column, needs in (("min_a_dcf", sasv, "the SASV scores"),
+                                ("min_t_dcf", cm, "the CM scores")):  # fmt: skip
+        if column is None:
+            out.update({name: None, f"{name}_threshold": None, f"{name}_note": f"needs {needs}"})
     if tandem_result is not None:
         out.update(_t_eer_values(tandem_result))
     else:
