@@ -170,7 +170,7 @@ BAD_LABELS = [
     ("voxceleb", "1 a x\nyes a y\n", 2, "label 'yes' is not one of"),
     ("wespeaker", "a x 0.5 target\na y 0.1 nontarget\nb x 0.2 nontargt\n", 3, "'nontargt'"),
     ("3dspeaker", "a x 1 0.5\na y 0 0.1\nb x 1.0 0.2\n", 3, "label '1.0' is not one of"),
-    ("bosaris", "a x target\na y Impostor\nb y spoofed\n", 3, "label 'spoofed' is not one of"),
+    ("bosaris", "a x target\na y NonTarget\nb y spoofed\n", 3, "label 'spoofed' is not one of"),
 ]
 
 
@@ -190,6 +190,43 @@ def test_bad_labels_name_file_line_and_words(tmp_path, parser, fmt, content, lin
     if fmt != "bosaris":  # detection finds the same layout (and the same error)
         with pytest.raises(ParseError, match=message.replace("(", r"\(")):
             read_text(path, "key", block_bytes=block_bytes)
+
+
+MIXED_PAIRS = [
+    # ASVspoof's three-class ASV trial lists: the spoofs were read as non-targets
+    (
+        "a x target\na y nontarget\nb y spoof\nb x target\n",
+        3,
+        "label 'spoof' is of the pair bonafide/spoof, but line 1 has 'target', of target/nontarget",
+        "'bosaris-dask spoof sasv'",
+    ),
+    (
+        "a x 1\na y target\n",
+        2,
+        "label 'target' is of the pair target/nontarget, but line 1 has '1', of 1/0",
+        "one pair of words",
+    ),
+    (
+        "a x Genuine\na y impostor\nb x TRUE\n",
+        3,
+        "label 'TRUE' is of the pair true/false, but line 1 has 'Genuine', of genuine/impostor",
+        "one pair of words",
+    ),
+]
+
+
+@pytest.mark.parametrize("block_bytes", [text.BLOCK_BYTES, 4])
+@pytest.mark.parametrize(("content", "line", "message", "ending"), MIXED_PAIRS)
+def test_label_words_of_two_pairs_are_refused_at_the_first_line_of_the_second(
+    tmp_path, parser, content, line, message, ending, block_bytes
+):
+    path = tmp_path / "trials.txt"
+    path.write_text(content)
+    with pytest.raises(ParseError) as info:
+        read_text(path, "key", block_bytes=block_bytes)
+    assert (info.value.line, info.value.path) == (line, os.fspath(path))
+    assert info.value.message.startswith(message)
+    assert info.value.message.endswith(ending)
 
 
 def test_evaluate_takes_a_score_file_as_its_own_key(tmp_path, capsys):

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from bosaris_dask.errors import ParseError
-from bosaris_dask.io.text.labels import ACCEPTED_LABELS, label_sign
+from bosaris_dask.io.text.labels import ACCEPTED_LABELS, label_sign, label_words
 from bosaris_dask.io.text.layout import (
     MAX_LINE_BYTES,
     _Layout,
@@ -54,6 +54,8 @@ class _Chunk:
     first_line: int
     lines: np.ndarray | None  # 1-based line of each record; None: first_line + arange(n)
     n: int
+    #: A label column's pairs of words: {pair index: (word, 1-based line of its first use)}
+    words: dict[int, tuple[str, int]] | None = None
 
 
 def _good_id(u: Any) -> bool:
@@ -228,6 +230,7 @@ def _parse_checked(
             sign = np.fromiter(map(label_sign, raw), dtype=np.int8, count=len(raw))
             reasons = [None if s else _label_reason(u) for s, u in zip(sign, raw, strict=True)]
             labels = sign[codes]
+            label_codes, label_raw = codes, raw
         bad = np.flatnonzero([r is not None for r in reasons])
         if bad.size:
             first = int(np.flatnonzero(np.isin(codes, bad))[0])
@@ -235,7 +238,11 @@ def _parse_checked(
     if errors:
         i, message = min(errors)
         raise ParseError(message, path=path, line=int(lines[i]))
-    return _Chunk(ids, _stack(values, labels, layout), first_line, lines[at], len(at))
+    chunk = _Chunk(ids, _stack(values, labels, layout), first_line, lines[at], len(at))
+    if labels is not None:
+        chunk.words = {pair: (word, int(lines[at[record]])) for pair, (word, record)
+                       in label_words(label_raw, label_codes).items()}  # fmt: skip
+    return chunk
 
 
 def _columns(block: bytes, sep: bytes, nfields: int, n: int) -> list[np.ndarray]:
@@ -387,8 +394,14 @@ def _parse_fast(
             codes, uniques = pd.factorize(df[j].to_numpy(dtype=object))
             if not all(isinstance(u, str) for u in uniques):
                 return None
-            sign = np.array([label_sign(u.strip(_WS).encode()) for u in uniques], dtype=np.int8)
+            raw = [u.strip(_WS).encode() for u in uniques]
+            sign = np.array([label_sign(u) for u in raw], dtype=np.int8)
             if not sign.all():
                 return None
             labels = sign[codes]
-    return _Chunk(ids, _stack(values, labels, layout), first_line, None, len(df))
+            words = {pair: (word, first_line + record)
+                     for pair, (word, record) in label_words(raw, codes).items()}  # fmt: skip
+    chunk = _Chunk(ids, _stack(values, labels, layout), first_line, None, len(df))
+    if labels is not None:
+        chunk.words = words
+    return chunk

@@ -11,6 +11,7 @@ import xarray as xr
 
 from bosaris_dask.errors import ParseError
 from bosaris_dask.io.text.collect import MEMMAP_THRESHOLD, _assemble, _Collector
+from bosaris_dask.io.text.labels import OneLabelPair
 from bosaris_dask.io.text.layout import _detect_layout, _first_nonblank_line, _Layout, _shown
 from bosaris_dask.io.text.parse import BLOCK_BYTES, _iter_blocks, _parse_block
 from bosaris_dask.io.text.scratch import _is_stream, _ScratchFile
@@ -127,9 +128,13 @@ def read_text(
             copy.remove()
     layout = _detect_layout(path, kind, header, format)
     collector = _Collector(layout, scratch_dir)
+    one_pair = OneLabelPair(path)
     try:
         for block, first_line, n_lines in _iter_blocks(path, layout, block_bytes):
-            collector.add(_parse_block(block, first_line, n_lines, layout, path), n_lines)
+            chunk = _parse_block(block, first_line, n_lines, layout, path)
+            if chunk.words is not None:
+                one_pair.add(chunk.words)
+            collector.add(chunk, n_lines)
         return _assemble(collector, path, chunks, scratch_dir, memmap_threshold)
     finally:
         collector.close()
