@@ -201,3 +201,55 @@ def test_an_empty_model_map_is_refused(tmp_path):
     (tmp_path / "map.txt").write_text("# models of nobody\n\n")  # scored 0 models, silently
     with pytest.raises(ParseError, match="map.txt: no 'model segment' lines in the model map"):
         read_model_map(tmp_path / "map.txt")
+
+
+def _kaldi_set(folder, values, scale):
+    """``xvector.ark``/``xvector.scp`` in ``folder`` written from inside it, as kaldiio's
+    ``WriteHelper('ark,scp:xvector.ark,xvector.scp')`` does in an output folder: the script's
+    archive paths are relative (``xvector.ark:OFFSET``)."""
+    import os
+
+    kaldiio = pytest.importorskip("kaldiio")
+    folder.mkdir()
+    here = os.getcwd()
+    os.chdir(folder)
+    try:
+        rows = {f"id{i:04d}": (scale * v).astype(np.float32) for i, v in enumerate(values)}
+        kaldiio.save_ark("xvector.ark", rows, scp="xvector.scp")
+    finally:
+        os.chdir(here)
+    return folder / "xvector.scp"
+
+
+def test_a_relative_archive_in_two_places_is_refused_not_read_from_the_wrong_one(
+    tmp_path, values, monkeypatch
+):
+    # The enrolment script says 'xvector.ark:27'; run from the test folder, which has its own
+    # xvector.ark with ids of the same length, every offset landed on a test vector: all scores
+    # wrong (EER 47 % for 0 %), nothing said.
+    enrol = _kaldi_set(tmp_path / "enrol", values, 1.0)
+    _kaldi_set(tmp_path / "test", values[::-1], 2.0)
+    monkeypatch.chdir(tmp_path / "test")
+    with pytest.raises(ParseError, match=r"enrol/xvector.scp:1: archive 'xvector.ark' is "
+                                         r"relative, and there are two: .*test/xvector.ark \(from "
+                                         r"the working directory"):  # fmt: skip
+        read("../enrol/xvector.scp")
+    # Found in one place only (beside the script here), that one is read, by absolute path:
+    # a worker process in another working directory reads the same archive.
+    monkeypatch.chdir(tmp_path)
+    emb = read(enrol)
+    monkeypatch.chdir(tmp_path / "test")
+    np.testing.assert_array_equal(emb.embedding.values, values)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    missing = r"archive 'xvector.ark' not found: neither .*elsewhere/xvector.ark \(from the work"
+    with pytest.raises(ParseError, match=missing):
+        read(_moved_script(tmp_path))
+
+
+def _moved_script(tmp_path):
+    """The enrolment script copied to a folder without its archive."""
+    folder = tmp_path / "scp_only"
+    folder.mkdir()
+    (folder / "xvector.scp").write_text((tmp_path / "enrol" / "xvector.scp").read_text())
+    return folder / "xvector.scp"

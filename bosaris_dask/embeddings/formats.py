@@ -14,7 +14,9 @@ format (by extension)           layout
 ``.h5``, ``.hdf5``              datasets ``ids`` (strings) and ``embeddings`` (2-D float)
 ``.zarr``                       a group with arrays ``ids`` and ``embeddings``
 ``.scp``                        Kaldi script file of vectors (``id rxspecifier`` lines), via
-                                ``kaldiio``; each task loads its rows by their specifiers
+                                ``kaldiio``; each task loads its rows by their specifiers; a
+                                relative archive is found from the working directory or beside
+                                the script (two different ones: an error)
 ``.ark``                        Kaldi archive of vectors, via ``kaldiio`` (read whole: an archive
                                 has no index)
 ==============================  ===================================================================
@@ -284,18 +286,52 @@ def _load_mat(kaldiio: Any, spec: str, path: Any, name: str) -> Any:
                          path=path) from None  # fmt: skip
 
 
-def _resolve_spec(spec: str, base: Path) -> str:
-    """An ``ark:offset`` specifier whose file is relative to the script file's folder when it
-    does not exist relative to the working directory (Kaldi's own rule is the latter)."""
-    file = spec.rsplit(":", 1)[0] if ":" in spec else spec
-    if spec.endswith("|") or os.path.isabs(file) or os.path.exists(file):
-        return spec
-    return os.fspath(base / spec) if (base / file).exists() else spec
+def _resolve_specs(specs: list[str], lines: list[int], path: Path) -> list[str]:
+    """The ``file:offset`` specifiers of a script file with absolute files, so that any worker
+    process, whatever its working directory, reads the same archive.
+
+    A relative file is looked up relative to the working directory (Kaldi's rule: recipes write
+    ``exp/xvectors/xvector.1.ark:27`` and run from the recipe folder) and beside the script
+    file (kaldiio's ``ark,scp:xvector.ark,xvector.scp`` written in an output folder). Found in
+    one place, that one is read; in both, as two different files, it is an error naming the
+    line, since reading the wrong one gives every id another id's vector at an offset that may
+    well exist (silently wrong scores); in neither, an error naming both places.
+    """
+    resolved: dict[str, str] = {}
+    out = []
+    for spec, line in zip(specs, lines, strict=True):
+        file, colon, offset = spec.rpartition(":") if ":" in spec else (spec, "", "")
+        if spec.endswith("|") or os.path.isabs(file):
+            out.append(spec)
+            continue
+        if file not in resolved:
+            resolved[file] = _one_archive(file, path, line)
+        out.append(f"{resolved[file]}{colon}{offset}")
+    return out
+
+
+def _one_archive(file: str, path: Path, line: int) -> str:
+    here, beside = Path(os.path.abspath(file)), Path(os.path.abspath(path.parent / file))
+    found = [p for p in dict.fromkeys((here, beside)) if p.is_file()]
+    if len(found) == 2 and not os.path.samefile(*found):
+        raise ParseError(
+            f"archive {file!r} is relative, and there are two: {here} (from the working "
+            f"directory, Kaldi's rule) and {beside} (beside the script file); run from the "
+            "folder the script's paths are relative to, or write them absolute",
+            path=path, line=line,
+        )  # fmt: skip
+    if not found:
+        raise ParseError(
+            f"archive {file!r} not found: neither {here} (from the working directory) nor "
+            f"{beside} (beside the script file) exists",
+            path=path, line=line,
+        )  # fmt: skip
+    return os.fspath(found[0])
 
 
 def open_scp(path: Path, chunk_rows: int) -> tuple[np.ndarray, da.Array]:
     kaldiio = _kaldiio()
-    names, specs = [], []
+    names, specs, lines = [], [], []
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
@@ -304,9 +340,10 @@ def open_scp(path: Path, chunk_rows: int) -> tuple[np.ndarray, da.Array]:
             raise ParseError(f"expected 'id rxspecifier', got {line!r}", path=path, line=n)
         names.append(parts[0])
         specs.append(parts[1])
+        lines.append(n)
     if not names:
         raise ParseError("no embeddings in the script file", path=path)
-    specs = [_resolve_spec(s, path.parent) for s in specs]
+    specs = _resolve_specs(specs, lines, path)
     first = _vector(_load_mat(kaldiio, specs[0], path, names[0]), path, names[0])
     ids = np.asarray(names, dtype=object)
     rows = _KaldiRows(os.fspath(path), np.asarray(specs, dtype=object), ids, first.shape[0],
