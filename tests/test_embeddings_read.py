@@ -253,3 +253,97 @@ def _moved_script(tmp_path):
     folder.mkdir()
     (folder / "xvector.scp").write_text((tmp_path / "enrol" / "xvector.scp").read_text())
     return folder / "xvector.scp"
+
+
+def _field_layout(layout, tmp_path, ids, values):
+    """An embedding set as one of the field's tools writes it (module docstring of
+    ``bosaris_dask.embeddings.formats``)."""
+    if layout == "hdf5-other-names":  # ids as variable-length strings in an (n, 1) column
+        path = tmp_path / "x.h5"
+        with h5py.File(path, "w") as f:
+            f.create_dataset("utt_ids", data=np.asarray(ids, dtype=object)[:, None],
+                             dtype=h5py.string_dtype())  # fmt: skip
+            f["xvectors"] = values[:, None, :]  # (n, 1, d)
+    elif layout == "hdf5-per-id":  # hyperion's H5DataWriter: a dataset per id
+        path = tmp_path / "hyp.h5"
+        with h5py.File(path, "w") as f:
+            for i, v in zip(ids, values, strict=True):
+                f[i.replace("-", "/")] = v  # an id with '/' is a path of groups
+        ids = np.array([i.replace("-", "/") for i in ids])
+    elif layout == "zarr-xarray":  # our own Dataset written by xarray's to_zarr
+        import xarray as xr
+
+        path = tmp_path / "x.zarr"
+        coords = {"id": ids.astype(object)}
+        xr.Dataset({"embedding": (("id", "dim"), values)}, coords=coords).to_zarr(
+            path, consolidated=False
+        )
+    elif layout == "npz-other-names":
+        path = tmp_path / "x.npz"
+        np.savez(path, names=ids, data=values)
+    elif layout == "npz-per-id":  # np.savez(out, **vectors)
+        path = tmp_path / "d.npz"
+        np.savez(path, **dict(zip(ids, values, strict=True)))
+    elif layout == "npy-folder":  # speechbrain: one ID.npy per utterance, ids with '/' nested
+        path = tmp_path / "emb"
+        for i, v in zip(ids, values, strict=True):
+            f = path / (i.replace("-", "/", 1) + ".npy")
+            f.parent.mkdir(parents=True, exist_ok=True)
+            np.save(f, v)
+        ids = np.array([i.replace("-", "/", 1) for i in ids])
+    else:  # .npy with a Windows ids file: byte-order mark and CRLF
+        path = tmp_path / "w.npy"
+        np.save(path, values)
+        (tmp_path / "w.ids").write_bytes(("\ufeff" + "\r\n".join(ids) + "\r\n").encode())
+    return path, ids
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "hdf5-other-names",
+        "hdf5-per-id",
+        "zarr-xarray",
+        "npz-other-names",
+        "npz-per-id",
+        "npy-folder",
+        "npy-bom",
+    ],
+)
+def test_the_fields_layouts_read_each_id_with_its_own_vector(layout, tmp_path, values):
+    from bosaris_dask.cli.embeddings import is_embedding_file
+
+    path, ids = _field_layout(layout, tmp_path, IDS, values)
+    emb = read(path)
+    got = dict(zip(emb.id.values.tolist(), emb.embedding.values, strict=True))
+    assert sorted(got) == sorted(ids.tolist())  # a BOM stuck to the first id failed here
+    for i, v in zip(ids.tolist(), values, strict=True):
+        np.testing.assert_array_equal(got[i], v)
+    assert is_embedding_file(str(path))  # so `info` shows it as embeddings
+
+
+@pytest.mark.parametrize(
+    ("name", "write", "message"),
+    [
+        ("n.pkl", lambda p, v: p.write_bytes(b"\x80\x04."), r"a pickle .* is not read: unpickl"),
+        ("o.npz", lambda p, v: np.savez(p, ids=np.array(list(IDS), dtype=object),
+                                        embeddings=v), r"stored as Python objects"),
+        ("d.npy", lambda p, v: np.save(p, np.array([{"a": 1}]), allow_pickle=True),
+         r"holds Python objects \(np.save of a dict"),
+        ("t.h5", lambda p, v: _h5(p, ids=IDS.astype("S"), embeddings=v.T),
+         r"11 ids for 5 embeddings: the array is 5 x 11, dimension first"),
+    ],
+)  # fmt: skip
+def test_layouts_that_are_not_read_say_what_to_do(name, write, message, tmp_path, values):
+    path = tmp_path / name
+    write(path, values)
+    if name == "d.npy":
+        (tmp_path / "d.ids").write_text("a\n")
+    with pytest.raises((ParseError, StoreError), match=message):
+        read(path)
+
+
+def _h5(path, **arrays):
+    with h5py.File(path, "w") as f:
+        for name, value in arrays.items():
+            f[name] = value

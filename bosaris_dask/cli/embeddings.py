@@ -256,24 +256,31 @@ def write_demo_embeddings(out: Path, seed: int = 0) -> list[Path]:
 
 
 def is_embedding_file(path: str) -> bool:
-    """Whether ``path`` holds embeddings: by extension, or an HDF5/zarr store that has an
-    ``embeddings`` array (trial stores have none)."""
+    """Whether ``path`` holds embeddings: by extension, or an HDF5/zarr store that the
+    embedding readers take (:func:`~bosaris_dask.embeddings.formats.holds_embeddings`)."""
     from bosaris_dask.io import EMBEDDING_ONLY_SUFFIXES
 
     p = Path(path.rstrip("/"))
     suffix = p.suffix.lower()
-    if suffix in EMBEDDING_ONLY_SUFFIXES:
-        return True
+    if suffix in EMBEDDING_ONLY_SUFFIXES or suffix in (".pkl", ".pickle", ".pt", ".pth"):
+        return True  # (pickles: for the embedding reader's message on them)
+    if suffix != ".zarr" and p.is_dir():  # a folder of .npy vectors
+        return any(p.rglob("*.npy"))
+    if suffix not in (".h5", ".hdf5", ".zarr"):
+        return False
+    from bosaris_dask.embeddings.formats import hdf5_datasets, holds_embeddings, is_per_id
+
     try:
         if suffix in (".h5", ".hdf5") and p.is_file():
             import h5py
 
             with h5py.File(p, "r") as f:
-                return "embeddings" in f
+                return holds_embeddings(f) or is_per_id(hdf5_datasets(f))
         if suffix == ".zarr" and p.is_dir():
             import zarr
 
-            return "embeddings" in zarr.open_group(str(p), mode="r")
+            group = zarr.open_group(str(p), mode="r")
+            return "bosaris_kind" not in group.attrs and holds_embeddings(dict(group.arrays()))
     except (OSError, ValueError):
         return False
     return False

@@ -19,10 +19,16 @@ format (by extension)           layout
                                 the script (two different ones: an error)
 ``.ark``                        Kaldi archive of vectors, via ``kaldiio`` (read whole: an archive
                                 has no index)
+a folder                        ``ID.npy`` files of one vector each (speechbrain's extraction
+                                script), read whole
 ==============================  ===================================================================
 
-In HDF5 and zarr a single 2-D float array of another name is accepted when ``embeddings`` is
-absent.
+Under other names, as the field's tools write them: in ``.npz``, HDF5 and zarr, the only 2-D
+float array is the embeddings (``data``, ``xvectors``; ``(n, 1, d)`` reads as ``(n, d)``) and
+the only 1-D array of strings the ids (``keys``, ``utt_ids``, an xarray ``id`` coordinate;
+an ``(n, 1)`` column too); a ``.npz`` or HDF5 file whose every member is one vector, named by
+its id (hyperion's ``H5DataWriter``, ``np.savez(out, **vectors)``), is read whole. Pickles
+(``.pkl``, ``.pt``) and arrays of Python objects are refused: unpickling runs the file's code.
 """
 
 from __future__ import annotations
@@ -40,7 +46,9 @@ from bosaris_dask.errors import ParseError, StoreError, StoreNotFoundError
 #: Rows per chunk when reading (about 8 MiB of float32 at d = 256).
 DEFAULT_ROWS = 8192
 
-FORMATS = ("npy", "npz", "hdf5", "zarr", "scp", "ark")
+FORMATS = ("npy", "npz", "hdf5", "zarr", "scp", "ark", "npydir")
+#: Pickled files: never unpickled here (unpickling runs the file's code).
+_PICKLES = ("pkl", "pickle", "pt", "pth")
 
 
 def detect(path: str | os.PathLike[str]) -> str:
@@ -53,10 +61,18 @@ def detect(path: str | os.PathLike[str]) -> str:
     """
     suffix = Path(str(path).rstrip("/")).suffix.lower().lstrip(".")
     fmt = {"h5": "hdf5"}.get(suffix, suffix)
+    if fmt != "zarr" and Path(path).is_dir():
+        return "npydir"
+    if fmt in _PICKLES:
+        raise StoreError(
+            f"{path}: a pickle (NeMo's *_embeddings.pkl, torch.save) is not read: unpickling "
+            "runs code from the file. Save the vectors as arrays, e.g. np.savez(out, "
+            "ids=np.asarray(list(d), dtype=str), embeddings=np.stack(list(d.values())))"
+        )
     if fmt not in FORMATS:
         raise StoreError(
             f"{path}: unknown embedding format {suffix!r}: expected one of "
-            ".npy (+ ids file), .npz, .h5/.hdf5, .zarr, .scp, .ark"
+            ".npy (+ ids file), .npz, .h5/.hdf5, .zarr, .scp, .ark, or a folder of .npy vectors"
         )
     return fmt
 
@@ -73,9 +89,11 @@ class _Rows:
     thousands of rows costs little next to reading them).
     """
 
-    def __init__(self, path: str, kind: str, name: str, shape: tuple[int, int], dtype: Any):
+    def __init__(self, path: str, kind: str, name: str, shape: tuple[int, ...], dtype: Any):
         self.path, self.kind, self.name = path, kind, name
-        self.shape, self.dtype, self.ndim = shape, np.dtype(dtype), 2
+        #: An ``(n, 1, d)`` array (one vector per id, kept as a 1 x d matrix) reads as (n, d).
+        self.squeeze = len(shape) == 3
+        self.shape, self.dtype, self.ndim = (shape[0], shape[-1]), np.dtype(dtype), 2
 
     def __dask_tokenize__(self) -> tuple:
         """Graph keys follow the file's identity (path, size, modification time), so opening
@@ -84,6 +102,9 @@ class _Rows:
                 str(self.dtype))  # fmt: skip
 
     def __getitem__(self, key: Any) -> np.ndarray:
+        if self.squeeze:
+            rows, cols = key if isinstance(key, tuple) else (key, slice(None))
+            key = (rows, 0, cols)
         if self.kind == "npy":
             return np.asarray(np.load(self.path, mmap_mode="r")[key])
         import h5py
@@ -101,6 +122,8 @@ def _lazy(rows: Any, chunk_rows: int) -> da.Array:
 
 def _as_ids(values: Any, path: Any) -> np.ndarray:
     arr = np.asarray(values)
+    if arr.ndim == 2 and arr.shape[1] == 1:  # a column, as MATLAB and pandas store a list
+        arr = arr[:, 0]
     if arr.ndim != 1:
         raise ParseError(f"ids must be 1-D, got shape {arr.shape}", path=path)
     if arr.dtype.kind == "S":
@@ -110,7 +133,8 @@ def _as_ids(values: Any, path: Any) -> np.ndarray:
 
 
 def _check_matrix(shape: tuple[int, ...], dtype: Any, path: Any, name: str) -> None:
-    if len(shape) != 2:
+    """A 2-D (ids x dimension) array of real numbers, or (ids x 1 x dimension)."""
+    if not (len(shape) == 2 or (len(shape) == 3 and shape[1] == 1)):
         raise ParseError(f"{name} must be a 2-D (ids x dimension) array, got shape {shape}",
                          path=path)  # fmt: skip
     if np.dtype(dtype).kind not in "fiu":
@@ -124,8 +148,8 @@ def _ids_file(path: Path, ids: Any) -> Path:
         if candidate.is_file():
             return candidate
     raise StoreNotFoundError(
-        f"{path}: a .npy file needs its ids: {path.with_suffix('.ids')} (or .txt), one id per "
-        "line, or pass ids="
+        f"{path}: a .npy file needs its ids: {path.with_suffix('.ids')} (or .txt) beside it, "
+        "one id per line (in Python, ids= names the file or gives the ids)"
     )
 
 
@@ -140,7 +164,8 @@ def read_ids_file(path: str | os.PathLike[str]) -> np.ndarray:
     >>> read_ids_file(p).tolist()
     ['spk1-a', 'spk2-b']
     """
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    # utf-8-sig: a byte-order mark (Windows editors) is not part of the first id
+    lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
     if lines and lines[-1].strip() == "":
         lines = lines[:-1]
     out = np.empty(len(lines), dtype=object)
@@ -156,6 +181,13 @@ def open_npy(path: Path, ids: Any, chunk_rows: int) -> tuple[np.ndarray, da.Arra
     try:
         mm = np.load(path, mmap_mode="r")
     except (ValueError, EOFError, OSError) as error:  # numpy says EOF for an empty file
+        if "Python objects" in str(error):
+            raise ParseError(
+                "the array holds Python objects (np.save of a dict or list?), which are not "
+                "unpickled (a file can run code when unpickled): save a float array, e.g. "
+                "np.save(out, np.stack(list(d.values()))) with the ids, one per line, in a "
+                ".ids file beside it", path=path,
+            ) from None  # fmt: skip
         raise ParseError(f"not a readable .npy array: {str(error) or 'empty or cut short'}",
                          path=path) from None  # fmt: skip
     _check_matrix(mm.shape, mm.dtype, path, "the array")
@@ -165,27 +197,116 @@ def open_npy(path: Path, ids: Any, chunk_rows: int) -> tuple[np.ndarray, da.Arra
     return _as_ids(names, path), _lazy(rows, chunk_rows)
 
 
-def _member(container: Any, name: str, path: Any, fallback: bool = True) -> Any:
+def _member(container: Any, name: str, path: Any) -> Any:
+    """The array ``name`` (``ids`` or ``embeddings``) of an npz, HDF5 or zarr container; under
+    another name, the container's only array that can be it: one 2-D (or ids x 1 x dimension)
+    float array for the embeddings (``data``, ``xvectors``, ...), one 1-D array of strings for
+    the ids (``keys``, ``utt_ids``, ``names``, ...)."""
     if name in container:
         return container[name]
-    if fallback and name == "embeddings":
-        matrices = [k for k in container if len(getattr(container[k], "shape", ())) == 2
-                    and np.dtype(container[k].dtype).kind == "f"]  # fmt: skip
-        if len(matrices) == 1:
-            return container[matrices[0]]
-    raise ParseError(f"no {name!r} array (found: {', '.join(sorted(container)) or 'nothing'})",
-                     path=path)  # fmt: skip
+    fits = _fits_embeddings if name == "embeddings" else _fits_ids
+    found = [k for k in container if fits(container[k])]
+    if len(found) == 1:
+        return container[found[0]]
+    listed = ", ".join(sorted(container)) or "nothing"
+    if len(listed) > 200:
+        listed = f"{listed[:200]}... ({len(container)} members)"
+    which = "2-D float array" if name == "embeddings" else "1-D array of strings"
+    raise ParseError(f"no {name!r} array, and {'no' if not found else 'more than one'} other "
+                     f"{which} to take for it (found: {listed})", path=path)  # fmt: skip
+
+
+#: Members of the BOSARIS trial files (HDF5 Key, Ndx, Scores, quality): not embeddings.
+_TRIAL_MEMBERS = frozenset({"trial_mask", "target_mask", "nontarget_mask", "scores",
+                            "score_mask", "values", "ID", "score", "model", "segment"})  # fmt: skip
+
+
+def holds_embeddings(container: Any) -> bool:
+    """Whether an HDF5 file or zarr group (``container``, mapping names to members) holds an
+    embedding set as :func:`open_file` reads it: an ``embeddings`` array, or, in a container
+    that is no trial file, one array that can be the embeddings and one that can be the ids.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> holds_embeddings({"data": np.zeros((3, 4)), "keys": np.array(["a", "b", "c"])})
+    True
+    >>> holds_embeddings({"scores": np.zeros((3, 4)), "keys": np.array(["a", "b", "c"])})
+    False
+    """
+    if "embeddings" in container:
+        return True
+    if _TRIAL_MEMBERS & set(container):
+        return False
+    members = [container[k] for k in container]
+    return (sum(map(_fits_embeddings, members)) == 1) and (sum(map(_fits_ids, members)) == 1)
+
+
+def _fits_embeddings(member: Any) -> bool:
+    shape = getattr(member, "shape", ())
+    kind = np.dtype(getattr(member, "dtype", "O")).kind
+    return kind == "f" and (len(shape) == 2 or (len(shape) == 3 and shape[1] == 1))
+
+
+def _fits_ids(member: Any) -> bool:
+    shape = getattr(member, "shape", ())
+    dtype = getattr(member, "dtype", None)
+    if not (len(shape) == 1 or (len(shape) == 2 and shape[1] == 1)) or dtype is None:
+        return False
+    if np.dtype(dtype).kind in "SU" or str(dtype) in ("StringDType()", "str", "<U0"):
+        return True
+    try:  # h5py's variable-length strings are object arrays that say so
+        import h5py
+
+        return h5py.check_string_dtype(dtype) is not None
+    except (ImportError, TypeError):
+        return False
+
+
+def is_per_id(items: list[tuple[str, Any]]) -> bool:
+    """Whether ``(name, member)`` pairs are one float vector (or 1 x d matrix) per id, all of
+    one dimension (shapes and dtypes only: nothing is read)."""
+    shapes = {tuple(getattr(member, "shape", ())) for _, member in items}
+    if len(shapes) != 1:
+        return False
+    (shape,) = shapes
+    if not (len(shape) == 1 or (len(shape) == 2 and shape[0] == 1)):
+        return False
+    return all(np.dtype(getattr(member, "dtype", "O")).kind == "f" for _, member in items)
+
+
+def _per_id(items: list[tuple[str, Any]]) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(ids, rows)`` of a container holding one vector per id, named by the id (hyperion's
+    ``H5DataWriter``, ``np.savez(out, **vectors)``): every member a float vector (or 1 x d) of
+    one dimension; None for any other container."""
+    if not is_per_id(items):
+        return None
+    ids = np.array([name for name, _ in items], dtype=object)
+    return ids, np.stack([np.asarray(member[()]).reshape(-1) for _, member in items])
 
 
 def open_npz(path: Path, chunk_rows: int) -> tuple[np.ndarray, da.Array]:
     try:
         with np.load(path, allow_pickle=False) as z:
-            names = _as_ids(_member(z, "ids", path, False), path)
-            values = np.asarray(_member(z, "embeddings", path))
+            per_id = None if "ids" in z.files else _per_id([(k, z[k]) for k in z.files])
+            if per_id is not None:
+                names, values = per_id
+            else:
+                names = _as_ids(_member(z, "ids", path), path)
+                values = np.asarray(_member(z, "embeddings", path))
+    except ParseError:
+        raise
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as error:
+        if "allow_pickle=False" in str(error):
+            raise ParseError(
+                "an array is stored as Python objects, which are not unpickled (a file can run "
+                "code when unpickled): save the ids as strings, e.g. np.savez(path, "
+                "ids=np.asarray(ids, dtype=str), embeddings=x)", path=path,
+            ) from None  # fmt: skip
         raise ParseError(f"not a readable .npz file: {str(error) or 'empty or cut short'}",
                          path=path) from None  # fmt: skip
     _check_matrix(values.shape, values.dtype, path, "embeddings")
+    values = values.reshape(values.shape[0], values.shape[-1])
     return names, da.from_array(values, chunks=(chunk_rows, values.shape[1]))
 
 
@@ -194,13 +315,50 @@ def open_hdf5(path: Path, chunk_rows: int) -> tuple[np.ndarray, da.Array]:
 
     try:
         with h5py.File(path, "r") as f:
-            names = _as_ids(_member(f, "ids", path, False)[()], path)
+            per_id = None if "ids" in f else _per_id(hdf5_datasets(f))
+            if per_id is not None:
+                names, values = per_id
+                return names, da.from_array(values, chunks=(chunk_rows, values.shape[1]))
+            names = _as_ids(_member(f, "ids", path)[()], path)
             dset = _member(f, "embeddings", path)
             shape, dtype, name = dset.shape, dset.dtype, dset.name
     except OSError as error:
         raise StoreError(f"{path}: not a readable HDF5 file ({error})") from None
     _check_matrix(shape, dtype, path, "embeddings")
     return names, _lazy(_Rows(os.fspath(path), "hdf5", name, shape, dtype), chunk_rows)
+
+
+def hdf5_datasets(f: Any) -> list[tuple[str, Any]]:
+    """Every dataset of an HDF5 file with its path (an id with ``/`` is a path of groups)."""
+    import h5py
+
+    found: list[tuple[str, Any]] = []
+    f.visititems(lambda name, obj: found.append((name, obj)) if isinstance(obj, h5py.Dataset)
+                 else None)  # fmt: skip
+    return found
+
+
+def open_npydir(path: Path, chunk_rows: int) -> tuple[np.ndarray, da.Array]:
+    """A folder of ``ID.npy`` files, one vector each (speechbrain's
+    ``extract_speaker_embeddings.py``); an id is the file's path in the folder, without
+    ``.npy``."""
+    files = sorted(f for f in path.rglob("*.npy") if f.is_file())
+    if not files:
+        raise ParseError("a folder without .npy files (and not a zarr store)", path=path)
+    names, vectors = [], []
+    for f in files:
+        name = f.relative_to(path).with_suffix("").as_posix()
+        try:
+            v = _vector(np.load(f, allow_pickle=False), f, name)
+        except ValueError as error:
+            raise ParseError(f"not a readable .npy vector: {error}", path=f) from None
+        if vectors and v.shape != vectors[0].shape:
+            raise ParseError(f"dimension {v.shape[0]}, where {files[0].name} has "
+                             f"{vectors[0].shape[0]}", path=f)  # fmt: skip
+        names.append(name)
+        vectors.append(v)
+    values = np.stack(vectors)
+    return np.asarray(names, dtype=object), da.from_array(values, chunks=(chunk_rows, -1))
 
 
 def open_zarr(path: Path, chunk_rows: int) -> tuple[np.ndarray, da.Array]:
@@ -211,10 +369,11 @@ def open_zarr(path: Path, chunk_rows: int) -> tuple[np.ndarray, da.Array]:
         arrays = dict(group.arrays())
     except (FileNotFoundError, ValueError, TypeError) as error:
         raise StoreError(f"{path}: not a readable zarr group ({error})") from None
-    names = _as_ids(_member(arrays, "ids", path, False)[...], path)
+    names = _as_ids(_member(arrays, "ids", path)[...], path)
     arr = _member(arrays, "embeddings", path)
     _check_matrix(arr.shape, arr.dtype, path, "embeddings")
-    return names, da.from_zarr(arr, chunks=(chunk_rows, arr.shape[1]))
+    values = da.from_zarr(arr, chunks=(chunk_rows, *arr.shape[1:]))
+    return names, values.reshape(arr.shape[0], arr.shape[-1]) if arr.ndim == 3 else values
 
 
 def _kaldiio() -> Any:
@@ -382,10 +541,16 @@ def open_file(
         if ids is not None:
             raise StoreError(f"{path}: ids= is only for .npy files; {fmt} files hold their ids")
         opener = {"npz": open_npz, "hdf5": open_hdf5, "zarr": open_zarr, "scp": open_scp,
-                  "ark": open_ark}[fmt]  # fmt: skip
+                  "ark": open_ark, "npydir": open_npydir}[fmt]  # fmt: skip
         names, values = opener(p, chunk_rows)
     if len(names) != values.shape[0]:
-        raise ParseError(f"{len(names)} ids for {values.shape[0]} embeddings", path=path)
+        hint = ""
+        if fmt == "npy" and len(names) == values.shape[0] + 1:
+            hint = " (a header line in the ids file?)"
+        if values.shape[1] == len(names):
+            hint = (f": the array is {values.shape[0]} x {values.shape[1]}, dimension first "
+                    "(as MATLAB writes it)? store it ids x dimension")  # fmt: skip
+        raise ParseError(f"{len(names)} ids for {values.shape[0]} embeddings{hint}", path=path)
     if not len(names):  # as a Kaldi file without vectors
         raise ParseError("no embeddings in the file", path=path)
     return names, values, fmt
