@@ -77,6 +77,14 @@ def test_dot_backend_and_centering(sets, tmp_path):
     for path, vec in (("mean.npy", mu), ("rows.npy", c.astype(np.float64).mean(axis=0))):
         got = scores_from_embeddings(E, T, center=tmp_path / path).score.values
         _assert_rounded(got, _cosine_ref(e, t, vec))
+    # Kaldi's mean.vec (ivector-mean), binary and text
+    kaldiio = pytest.importorskip("kaldiio")
+    kaldiio.save_mat(str(tmp_path / "mean.vec"), mu.astype(np.float32))
+    with open(tmp_path / "text.vec", "w") as f:
+        f.write(" [ " + " ".join(repr(float(x)) for x in mu) + " ]\n")
+    for name in ("mean.vec", "text.vec"):
+        got = scores_from_embeddings(E, T, center=tmp_path / name).score.values
+        _assert_rounded(got, _cosine_ref(e, t, mu))
 
 
 def test_model_map_averages_normalized_segments(sets, tmp_path):

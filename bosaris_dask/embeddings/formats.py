@@ -435,6 +435,11 @@ def _ark_items(kaldiio: Any, f: Any, path: Any) -> Any:
                          path=path) from None  # fmt: skip
 
 
+def kaldi_vector(path: Path) -> np.ndarray:
+    """A Kaldi vector file (``ivector-mean scp:xvector.scp mean.vec``), binary or text."""
+    return _vector(_load_mat(_kaldiio(), os.fspath(path), path, path.name), path, path.name)
+
+
 def _load_mat(kaldiio: Any, spec: str, path: Any, name: str) -> Any:
     """kaldiio's vector at ``spec``; what goes wrong names the script file and the id."""
     try:

@@ -115,7 +115,8 @@ def estimate_center(emb: xr.Dataset | str | os.PathLike[str]) -> np.ndarray:
 
 def resolve_center(center: Any) -> np.ndarray | None:
     """A centering vector from ``None``, a 1-D array, an embedding set (its mean is estimated),
-    or a path: a ``.npy`` file holding a 1-D vector, or any embedding file (its mean).
+    or a path: a ``.npy`` file holding a 1-D vector, a Kaldi ``.vec`` (``ivector-mean``'s
+    ``mean.vec``, binary or text), or any embedding file (its mean).
     """
     if center is None:
         return None
@@ -123,6 +124,10 @@ def resolve_center(center: Any) -> np.ndarray | None:
         return estimate_center(center)
     if isinstance(center, str | os.PathLike):
         path = Path(center)
+        if path.suffix.lower() == ".vec" and path.is_file():  # Kaldi's ivector-mean output
+            from bosaris_dask.embeddings.formats import kaldi_vector
+
+            return _vector(kaldi_vector(path), str(path))
         if path.suffix.lower() == ".npy" and path.is_file():
             vec = np.load(path, mmap_mode="r")
             if vec.ndim == 1:
