@@ -63,7 +63,7 @@ def add_embedding_arguments(
                    "dot: the raw dot product")  # fmt: skip
     g.add_argument("--center", metavar="MEAN",
                    help="subtract a mean first: a .npy holding a 1-D vector, a Kaldi .vec "
-                   "(ivector-mean's mean.vec), or an embedding file whose mean is used")  # fmt: skip
+                   "(ivector-mean's mean.vec), or an embedding file (its mean)")  # fmt: skip
     g.add_argument("--norm", choices=NORMS, default=_EMBEDDING_DEFAULTS["norm"],
                    help="cohort score normalization: z, t, s = (z + t) / 2, or as "
                    "(adaptive S-norm over the top-N cohort scores of each side)")  # fmt: skip
