@@ -315,3 +315,35 @@ def test_a_score_beyond_float64_is_said_to_be(tmp_path):
     path.write_text("a x 0.5\nb x 1e400\n")
     with pytest.raises(ParseError, match=r"s.txt:2: score '1e400' is not finite \(beyond float64"):
         read_text(path)
+
+
+@pytest.mark.parametrize("block_bytes", [text.BLOCK_BYTES, 64])
+def test_a_csv_table_with_a_header_reads_as_its_tab_separated_twin(tmp_path, parser,
+                                                                   block_bytes):  # fmt: skip
+    # hyperion's TrialScores.save_table writes 'modelid,segmentid,LLR' for a non-.tsv name
+    rows = _trials(n=50, seed=3)
+    csv, tsv = tmp_path / "scores.csv", tmp_path / "scores.tsv"
+    csv.write_text("modelid,segmentid,LLR\n" + "".join(f"{e},{t},{s!r}\n" for e, t, _, s in rows))
+    tsv.write_text("modelid\tsegmentid\tLLR\n" + "".join(f"{e}\t{t}\t{s!r}\n"
+                                                         for e, t, _, s in rows))  # fmt: skip
+    a = read_text(csv, block_bytes=block_bytes)
+    b = read_text(tsv, block_bytes=block_bytes)
+    assert a.model.values.tolist() == b.model.values.tolist()
+    np.testing.assert_array_equal(a.score.values, b.score.values)
+    assert int(a.score_mask.sum()) == 50
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("m1,s1,0.5\nm1,s2,0.25\n", r"one field, 'm1,s1,0.5': comma-separated values\? without "),
+        ("a.wav*b.wav 0.25 1\nc.wav*b.wav -0.5 0\n", r"an ESPnet trial score file \(enrol\*test "
+                                                     r"score label\)\? 'a.wav\*b.wav' would be"),
+    ],
+)  # fmt: skip
+def test_other_tools_headerless_layouts_are_named_not_misread(tmp_path, content, message):
+    path = tmp_path / "scores"
+    path.write_text(content)
+    with pytest.raises(ParseError, match=message) as info:
+        read_text(path)
+    assert info.value.line == 1

@@ -175,6 +175,8 @@ def _detect_layout(
     line, lineno, origin, after = _first_nonblank_line(path)
     if header is not False:
         sep = b"\t" if b"\t" in line else None
+        if sep is None and b"," in line and len(line.split()) == 1:
+            sep = b","  # a CSV table (hyperion's TrialScores.save_table, pandas' to_csv)
         tokens = line.split(sep) if sep else line.split()
         names = [t.decode("utf-8", "replace") for t in tokens]
         roles = _header_roles(names, path, lineno)
@@ -195,6 +197,7 @@ def _detect_layout(
             ))  # fmt: skip
             return _Layout(kind, sep, len(tokens), columns, after, lineno + 1, header=True)
     tokens = line.split()
+    _refuse_foreign(tokens, path, lineno)
     if fmt is None:
         fmt = _format_of_tokens(tokens, path, lineno, origin, kind)
     if fmt in _HEADERLESS:
@@ -211,6 +214,26 @@ def _detect_layout(
         fields += (("score" if kind == "scores" else "label", 2),)
     # the data start at line 1: blank lines before the first trial are skipped by the parser
     return _Layout(kind, None, len(tokens), fields, origin, 1)
+
+
+def _refuse_foreign(tokens: list[bytes], path: Any, lineno: int) -> None:
+    """A one-line error for the headerless layouts of other tools that would otherwise be read
+    as something else (an ESPnet trial id as a model, its score as a segment) or fail with a
+    bare field count."""
+    if len(tokens) == 1 and tokens[0].count(b",") >= 1:
+        raise ParseError(
+            f"one field, {_shown(tokens[0])}: comma-separated values? without a header line "
+            "naming the columns (e.g. modelid,segmentid,LLR) the fields are separated by tabs "
+            "or spaces: add the header, or convert with tr ',' '\\t'",
+            path=path, line=lineno,
+        )  # fmt: skip
+    if len(tokens) == 3 and b"*" in tokens[0] and _is_number(tokens[1]):
+        raise ParseError(
+            f"an ESPnet trial score file (enrol*test score label)? {_shown(tokens[0])} would be "
+            "read as a model and the score as a segment: split the trial id, e.g. "
+            "awk '{split($1, t, \"*\"); print t[1], t[2], $2}' for the scores",
+            path=path, line=lineno,
+        )  # fmt: skip
 
 
 def _headerless(
