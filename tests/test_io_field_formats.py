@@ -300,14 +300,23 @@ def test_scores_of_models_named_0_and_1_are_still_bosaris_scores(tmp_path):
     assert scores.score.values[0].tolist() == [1.5, 0.03]
 
 
-def test_a_gzip_file_is_named_as_such(tmp_path):
+@pytest.mark.parametrize("block_bytes", [text.BLOCK_BYTES, 64])
+def test_a_gzip_file_reads_as_its_plain_twin_and_a_cut_one_is_named(tmp_path, parser,
+                                                                    block_bytes):  # fmt: skip
     import gzip
 
-    path = tmp_path / "s.txt.gz"
-    with gzip.open(path, "wt") as f:
-        f.write("a x 0.5\n")
-    with pytest.raises(ParseError, match="s.txt.gz:1: a gzip-compressed file"):
-        read_text(path)
+    rows = _trials(n=60, seed=7)
+    body = "modelid\tsegmentid\tLLR\n" + "".join(f"{e}\t{t}\t{s!r}\n" for e, t, _, s in rows)
+    plain, packed = tmp_path / "s.tsv", tmp_path / "s.tsv.gz"
+    plain.write_text("\ufeff" + body)  # a byte-order mark inside the compressed stream too
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    a, b = read_text(plain, block_bytes=block_bytes), read_text(packed, block_bytes=block_bytes)
+    assert a.segment.values.tolist() == b.segment.values.tolist()
+    np.testing.assert_array_equal(a.score.values, b.score.values)
+    cut = tmp_path / "cut.gz"
+    cut.write_bytes(packed.read_bytes()[:-40])
+    with pytest.raises(ParseError, match=r"cut.gz: not a readable gzip file"):
+        read_text(cut, block_bytes=block_bytes)
 
 
 def test_a_score_beyond_float64_is_said_to_be(tmp_path):

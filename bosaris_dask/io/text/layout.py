@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gzip
 import math
 import os
 import re
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,10 +53,38 @@ class _Layout:
 
 
 def _open(path: str | os.PathLike[str]):
+    """The file's bytes; a gzip-compressed one (by its magic bytes, whatever its name) is
+    decompressed as it is read."""
     try:
-        return open(path, "rb")  # noqa: SIM115 (closed by the callers' with blocks)
+        f = open(path, "rb")  # noqa: SIM115 (closed by the callers' with blocks)
     except OSError as e:
         raise StoreError(f"cannot read {os.fspath(path)}: {e.strerror or e}") from e
+    if f.read(2) != _GZIP:
+        f.seek(0)
+        return f
+    f.seek(0)
+    return _Gunzip(path, f)
+
+
+class _Gunzip(gzip.GzipFile):
+    """A gzip stream whose cut-short or corrupt data is a ParseError naming the file."""
+
+    def __init__(self, path: str | os.PathLike[str], f: Any):
+        super().__init__(fileobj=f, mode="rb")
+        self._path, self._raw = path, f
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            return super().read(size)
+        except (gzip.BadGzipFile, EOFError, zlib.error) as error:
+            why = str(error) or "cut short"
+            raise ParseError(f"not a readable gzip file ({why})", path=self._path) from None
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._raw.close()
 
 
 def _first_nonblank_line(path: str | os.PathLike[str]) -> tuple[bytes, int, int, int]:
@@ -63,11 +93,6 @@ def _first_nonblank_line(path: str | os.PathLike[str]) -> tuple[bytes, int, int,
     """
     with _open(path) as f:
         magic = f.read(3)
-        if magic[:2] == _GZIP:
-            raise ParseError(
-                "a gzip-compressed file: the text readers take plain text (decompress it "
-                "first, e.g. gunzip)", path=path, line=1,
-            )  # fmt: skip
         origin = len(_BOM) if magic == _BOM else 0
         offset = origin
         f.seek(origin)
