@@ -711,3 +711,71 @@ def test_resamples_left_out_of_each_condition_are_counted_and_said():
     lines = format_table(ds)
     assert f"per condition, left out of its intervals: model.g=f {want['f']}" in lines
     assert f"{want['m']} of the {b} resamples drew no target or no non-target" in lines
+
+
+def test_a_side_of_one_group_is_refused_not_reported_as_a_zero_width_interval():
+    # every resample of one group is the data again: the '95% interval' was the binned value
+    # of the data, [24.224, 24.224] for an EER of 23.988
+    key, systems, tables, *_ = _data()
+    one = condition_table("model", list(key.model.values), {"all": ["x"] * key.sizes["model"]})
+    refused = r"--resample model.all: every model of the key has the same all \('x'\): a side"
+    with pytest.raises(OptionError, match=refused):
+        _evaluate(key, systems, conditions=[one, tables[1]], bootstrap=50,
+                  resample=["model.all", "segment.spk"])  # fmt: skip
+
+
+def test_too_few_resamples_for_the_level_warn_once():
+    import warnings
+
+    from bosaris_dask.bootstrap.evaluation import BootstrapWarning
+
+    key, systems, tables, *_ = _data()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _evaluate(key, systems, conditions=tables, bootstrap=39, resample=["model.spk"], seed=1)
+        _evaluate(key, systems, conditions=tables, bootstrap=40, resample=["model.spk"], seed=1)
+    few = [w for w in caught if issubclass(w.category, BootstrapWarning)]
+    assert [str(w.message)[:44] for w in few] == ["39 resamples are too few for 95% intervals: "]
+
+
+def test_the_interval_block_says_equalized_metrics_and_cprimary_have_none():
+    key, systems, tables, *_ = _data()
+    ds = _evaluate(
+        key,
+        systems,
+        conditions=tables,
+        by=["model.gender"],
+        equalize=True,
+        cprimary_priors=[0.2, 0.5],
+        bootstrap=40,
+        resample=["model.spk"],
+        seed=1,
+    )
+    text = format_table(ds)
+    assert ("95% bootstrap intervals (40 two-way resamples of model.spk, seed 1; percentile)\n"
+            "  of the pooled metrics (and per condition): the equalized metrics and Cprimary "
+            "have none\n") in text  # fmt: skip
+
+
+def test_a_comparison_says_how_far_the_bins_resolve_the_rank_metrics():
+    # Two systems that rank every trial alike differ by 0 exactly, but each has bins of its
+    # own: the resamples' EER, minDCF and minCllr differ by the bins' error, which the
+    # comparison reports as its resolution (the two systems' binned errors on the data).
+    key, systems, tables, *_ = _data(n_m=14, n_s=16)
+    twin = systems[0].copy(data={"score": systems[0].score * 2.5 + 0.3,
+                                 "score_mask": systems[0].score_mask})  # fmt: skip
+    ds = _evaluate(key, [systems[0], twin], conditions=tables, bootstrap=40,
+                   resample=["model.spk", "segment.spk"], seed=2, compare=True)  # fmt: skip
+    for name in ("eer", "min_cllr"):
+        assert float(ds[f"compare_{name}"][0]) == 0.0
+        off = np.abs(ds[f"{name}_binned"].values - ds[name].values)
+        assert float(ds[f"compare_{name}_resolution"][0]) == off[0] + off[1]
+    assert "compare_cllr_resolution" not in ds  # Cllr and actDCF are exact per resample
+    text = format_table(ds)
+    res = float(ds.compare_eer_resolution[0]) * 100
+    assert "  EER (%) +0.000 [" in text and f"; bins ±{res:.3f})" in text
+    from bosaris_dask.report import to_json_dict
+
+    (cmp,) = to_json_dict(ds)["comparisons"]
+    assert cmp["eer"]["diff_resolution"] == float(ds.compare_eer_resolution[0])
+    assert "diff_resolution" not in cmp["cllr"]

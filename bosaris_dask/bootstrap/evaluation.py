@@ -26,7 +26,11 @@ resolution. The same computation on the data itself (no resampling) is reported 
 With ``compare``, every pair of systems (``first``, ``second``) gets the exact difference
 ``first - second`` of each metric, the percentile interval of the resamples' differences (the
 same resamples for both systems: paired) and the fraction of resamples in which the first is
-strictly better (lower).
+strictly better (lower). Each system has bins of its own, so the resamples' EER, minDCF and
+minCllr of two systems carry different binning errors: two systems that rank every trial alike
+(one a shifted or scaled copy of the other) get an interval around 0 and a fraction near 0.5
+instead of [0, 0] and 0. ``compare_<metric>_resolution`` (for those three) says how large
+that error is: the two systems' binned values on the data, off from the exact ones, in all.
 
 With ``by`` (conditions), every condition with targets and non-targets gets its intervals too
 (``condition_<metric>_ci``), from the same resamples and the same pass, on its system's bins:
@@ -59,6 +63,8 @@ Examples
 from __future__ import annotations
 
 import itertools
+import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -80,7 +86,14 @@ from bosaris_dask.conditions.tables import ConditionTable, read_condition_table
 from bosaris_dask.errors import BosarisError, OptionError
 from bosaris_dask.progress import current_client
 
-__all__ = ["evaluate_with_intervals", "add_intervals", "check_options", "choose_bins", "BOUNDS"]
+__all__ = [
+    "evaluate_with_intervals",
+    "add_intervals",
+    "check_options",
+    "choose_bins",
+    "BOUNDS",
+    "BootstrapWarning",
+]
 
 #: The ``bound`` dimension of the intervals.
 BOUNDS = ("low", "high")
@@ -90,9 +103,10 @@ _BINNED = ("eer", "min_cllr", "min_dcf")
 
 def check_options(
     ci: float | None, bootstrap: int | None, resample: Sequence[Any], compare: bool,
-    conditions: Sequence[Any],
+    conditions: Sequence[Any], warn: bool = True,
 ) -> tuple[float, int]:  # fmt: skip
-    """The interval level and resample count, or a one-line OptionError for a bad combination.
+    """The interval level and resample count, or a one-line OptionError for a bad combination;
+    a :class:`BootstrapWarning` (unless not ``warn``) for too few resamples for the level.
 
     Examples
     --------
@@ -114,7 +128,18 @@ def check_options(
         raise OptionError("--bootstrap needs --resample model.COL and/or --resample segment.COL")
     if not conditions:
         raise OptionError("--resample names columns of condition tables: give --conditions TABLE")
+    if warn and bootstrap * (1 - level) / 2 < 1:
+        warnings.warn(
+            f"{bootstrap} resamples are too few for {100 * level:g}% intervals: fewer than one "
+            "resample lies beyond each end, which is interpolated between the most extreme ones; "
+            f"take at least {math.ceil(2 / (1 - level))} (1000 or more for stable ends)",
+            BootstrapWarning, stacklevel=3,
+        )  # fmt: skip
     return level, bootstrap
+
+
+class BootstrapWarning(UserWarning):
+    """Bootstrap settings that give intervals in name only (too few resamples for the level)."""
 
 
 def _task_bytes(n_rows: int, nb: int, n_sys: int, split_every: int, groups: int) -> int:
@@ -285,7 +310,9 @@ def add_intervals(
     """
     from bosaris_dask.engine import pass_inputs
 
-    level, bootstrap = check_options(ci, bootstrap, resample, compare, conditions)
+    level, bootstrap = check_options(
+        ci, bootstrap, resample, compare, conditions, warn=_draws is None
+    )  # (else warned already)
     if compare and len(systems) < 2:
         raise OptionError("--compare needs at least two systems")
     # drawn and checked before any pass (by evaluate_with_intervals before the evaluation's)
@@ -463,6 +490,8 @@ def _describe(ds: xr.Dataset, level: float) -> None:
             f"compare_{name}": f"{short} of the first system minus the second's (exact)",
             f"compare_{name}_ci": f"{pct} paired bootstrap interval of compare_{name}",
             f"compare_{name}_p_better": f"fraction of resamples where the first's {short} is lower",
+            f"compare_{name}_resolution": f"how far the two systems' binned {short} of the data "
+            "are from the exact ones, in all: differences within it are not resolved",
             f"condition_compare_{name}": f"{short} of the first system minus the second's "
             "(exact), per condition",
             f"condition_compare_{name}_ci": f"{pct} paired bootstrap interval of "
@@ -572,4 +601,10 @@ def _compare_variables(ds, reps, level, is_op, names) -> dict[str, Any]:
         out[f"compare_{name}"] = (dims, point)
         out[f"compare_{name}_ci"] = ((*dims, "bound"), ci)
         out[f"compare_{name}_p_better"] = (dims, p_better)
+        if name in _BINNED:  # each resample's value is the bins'; on the data they are off by
+            off = [np.abs(reps[k][name][0] - exact[k]) for k in range(len(names))]
+            resolution = np.stack([off[i] + off[j] for i, j in pairs])
+            if per_point:
+                resolution = _per_plo(ds, resolution, is_op)
+            out[f"compare_{name}_resolution"] = (dims, resolution)
     return out

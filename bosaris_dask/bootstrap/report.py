@@ -114,8 +114,11 @@ def _compare(
         v = v if g is None else v[g]
         return v if at is None else v[at]
 
-    return {"diff": _num(pick("")), "diff_ci": _pair(pick("_ci")),
-            "p_first_better": _num(pick("_p_better"))}  # fmt: skip
+    out = {"diff": _num(pick("")), "diff_ci": _pair(pick("_ci")),
+           "p_first_better": _num(pick("_p_better"))}  # fmt: skip
+    if g is None and f"compare_{name}_resolution" in results:
+        out["diff_resolution"] = _num(pick("_resolution"))
+    return out
 
 
 def _left_out_notes(results: xr.Dataset) -> list[str]:
@@ -144,6 +147,11 @@ def format_block(results: xr.Dataset) -> list[str]:
     level = f"{100 * float(a['ci']):g}%"
     lines = ["", f"{level} bootstrap intervals ({a['bootstrap']} two-way resamples of "
              f"{' x '.join(a['resample'])}, seed {a['bootstrap_seed']}; percentile)"]  # fmt: skip
+    named = (("equalized_eer", "the equalized metrics"), ("cprimary_act", "Cprimary"))
+    uncovered = [name for var, name in named if var in results]
+    if uncovered:
+        lines.append(f"  of the pooled metrics (and per condition): {' and '.join(uncovered)} "
+                     f"{'have' if len(uncovered) > 1 else 'has'} none")  # fmt: skip
     lines += _left_out_notes(results)
     cells = ["EER (%)", "Cllr", "minCllr"] + [
         f"{n} P={float(results.prior.values[at]):g}" for at in ops for n in ("act", "min")
@@ -161,8 +169,13 @@ def format_block(results: xr.Dataset) -> list[str]:
                 row.append(f"[{lo:.3f}, {hi:.3f}]")
         lines.append(f"{name:<{width}}" + "".join(f"  {c:>{col}}" for c in row))
     if "pair" in results.dims:
-        lines += ["", f"paired differences first - second: value [{level} interval] "
-                  "(fraction of resamples where the first is lower)"]  # fmt: skip
+        lines += [
+            "",
+            f"paired differences first - second: value [{level} interval] "
+            "(fraction of resamples where the first is lower)",
+            "  bins ±R: the resamples' EER, minCllr and minDCF are the bootstrap bins', "
+            "off by up to about R on the data: a difference within ±R is not resolved",
+        ]
         for i, label in enumerate(results.pair.values):
             parts = []
             for metric in METRICS:
@@ -170,7 +183,8 @@ def format_block(results: xr.Dataset) -> list[str]:
                 d = float(results[f"compare_{metric}"].values[i]) * scale
                 lo, hi = results[f"compare_{metric}_ci"].values[i] * scale
                 p = float(results[f"compare_{metric}_p_better"].values[i])
-                parts.append(f"{_LABELS[metric]} {d:+.3f} [{lo:+.3f}, {hi:+.3f}] ({p:.2f})")
+                parts.append(f"{_LABELS[metric]} {d:+.3f} [{lo:+.3f}, {hi:+.3f}] ({p:.2f}"
+                             f"{_bins(results, metric, i, None, scale)})")  # fmt: skip
             for at in ops:
                 prior = float(results.prior.values[at])
                 for metric in PER_POINT:
@@ -178,7 +192,17 @@ def format_block(results: xr.Dataset) -> list[str]:
                     lo, hi = results[f"compare_{metric}_ci"].values[i, at]
                     p = float(results[f"compare_{metric}_p_better"].values[i, at])
                     short = "actDCF" if metric == "act_dcf" else "minDCF"
-                    parts.append(f"{short} P={prior:g} {d:+.3f} [{lo:+.3f}, {hi:+.3f}] ({p:.2f})")
+                    parts.append(f"{short} P={prior:g} {d:+.3f} [{lo:+.3f}, {hi:+.3f}] ({p:.2f}"
+                                 f"{_bins(results, metric, i, at, 1)})")  # fmt: skip
             lines.append(f"{label}:")
             lines += [f"  {p}" for p in parts]
     return lines
+
+
+def _bins(results: xr.Dataset, metric: str, i: int, at: int | None, scale: float) -> str:
+    """``"; bins ±R"`` for a binned metric of a comparison, else ``""``."""
+    var = f"compare_{metric}_resolution"
+    if var not in results:
+        return ""
+    v = results[var].values[i]
+    return f"; bins ±{float(v if at is None else v[at]) * scale:.3f}"

@@ -134,6 +134,13 @@ def _side_codes(
         )
     values = table.columns[spec.column][where].astype(str)
     vocab, codes = np.unique(values, return_inverse=True)
+    if len(vocab) == 1 and len(values) > 0:
+        raise OptionError(
+            f"--resample {spec}: every {spec.side} of the key has the same {spec.column} "
+            f"({str(vocab[0])!r}): a side of one group is not resampled (each resample would "
+            "be the data again, and each interval the data's own value): resample a column "
+            f"with several groups, or leave the {spec.side} side out"
+        )
     return codes.astype(np.int64).reshape(-1), len(vocab)
 
 
