@@ -491,3 +491,64 @@ def test_save_plot_draws_one_kind_with_options(three, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "ape.pdf", "cllr.pdf", "det.png", "nbe.pdf"
     ]  # fmt: skip
+
+
+def test_names_matplotlib_would_hide_or_misread_are_drawn_as_given():
+    # a label starting with '_' is left out of legends; '$...$' is read as math text
+    key, scores = simulate(30, 40, systems=2, target_rate=0.1, seed=1)
+    ds = evaluate(scores, key, names=["_fused", "sys$^$x"])
+    for draw in (det_plot, nbe_plot):
+        ax = draw(ds)
+        texts = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert any(t.lstrip("\u200b").startswith("_fused") for t in texts), texts
+        assert any(t.startswith(r"sys\$^\$x") for t in texts), texts
+        ax.figure.canvas.draw()  # the math-text parser raised on 'sys$^$x'
+        plt.close(ax.figure)
+
+
+@pytest.mark.parametrize("n_tar", [1, 5, 30])
+def test_auto_window_with_30_or_fewer_targets_is_a_window(n_tar):
+    rng = np.random.default_rng(n_tar)
+    ds = evaluate_arrays(rng.normal(2, 1, n_tar), rng.normal(0, 1, 5000))
+    pfa_lo, pfa_hi, pmiss_lo, pmiss_hi = auto_window(ds)
+    assert 0 < pfa_lo < pfa_hi < 1 and 0 < pmiss_lo <= 0.1 < pmiss_hi < 1
+    plt.close(det_plot(ds, window="auto").figure)
+
+
+def test_the_plot_command_checks_its_output_before_reading_and_names_empty_conditions(
+    tmp_path, capsys
+):
+    from bosaris_dask.cli import main
+
+    absent = str(tmp_path / "no-such-key.txt")
+    for out, said in ((tmp_path / "x.jpg", "plots are written as png, pdf, svg"),
+                      (tmp_path / "none" / "x.png", "no folder"),
+                      (tmp_path / "dir.png", "a folder is there")):  # fmt: skip
+        out.mkdir(exist_ok=True) if out.name == "dir.png" else None
+        assert main(["plot", "det", "--key", absent, "--scores", absent, "--out", str(out)]) == 1
+        assert said in capsys.readouterr().err  # not the missing key: nothing was read
+    key, scores, table = tmp_path / "k.txt", tmp_path / "s.txt", tmp_path / "m.tsv"
+    key.write_text("a x target\na y nontarget\nb x nontarget\nb y nontarget\n")
+    scores.write_text("a x 2\na y 0\nb x 1\nb y -1\n")
+    table.write_text("model\tgender\na\tf\nb\tm\n")
+    assert (
+        main(
+            [
+                "plot",
+                "det",
+                "--key",
+                str(key),
+                "--scores",
+                str(scores),
+                "--conditions",
+                str(table),
+                "--by",
+                "model.gender",
+                "--out",
+                str(tmp_path / "d.png"),
+            ]
+        )
+        == 0
+    )
+    said = "no curve for s [model.gender=m]: no targets or no non-targets"
+    assert said in capsys.readouterr().err

@@ -73,6 +73,13 @@ def cmd_plot(args: argparse.Namespace) -> int:
             if args.kind not in kinds:
                 raise OptionError(f"{option} is for {' and '.join(kinds)} plots: 'plot "
                                   f"{args.kind}' would not use it")  # fmt: skip
+    from bosaris_dask.plots._common import check_plot_path
+
+    check_plot_path(args.out)  # before any pass: a bad --out would waste them all
+    if args.kind == "det" and args.window not in (None, "auto"):
+        from bosaris_dask.plots.axes import resolve_window
+
+        resolve_window(args.window)
     given = bool(args.fmr or args.fnmr)
     profile = apply_profile(args)
     if args.kind != "det" and (args.fmr or args.fnmr):  # before any input is read
@@ -105,6 +112,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
         results = ({k: conditions_as_systems(v) for k, v in results.items()}
                    if isinstance(results, dict) else conditions_as_systems(results))  # fmt: skip
+        _say_conditions_left_out(args, results)
     options: dict[str, Any] = {"window": args.window} if args.kind == "det" and args.window else {}
     if args.kind in ("det", "nbe"):
         options["dr30"] = args.dr30
@@ -113,6 +121,14 @@ def cmd_plot(args: argparse.Namespace) -> int:
     save_plot(results, args.kind, args.out, **options)
     _say(args, f"wrote {args.out}")
     return 0
+
+
+def _say_conditions_left_out(args: argparse.Namespace, results: Any) -> None:
+    """Say which conditions have no curve (no targets or no non-targets), as the table does."""
+    views = results.values() if isinstance(results, dict) else [results]
+    left = sorted({str(c) for v in views for c in v.attrs.get("conditions_left_out", ())})
+    if left:
+        _say(args, f"no curve for {', '.join(left)}: no targets or no non-targets")
 
 
 #: The plot options that some kinds of plot use: (option, its dest, the kinds that use it).

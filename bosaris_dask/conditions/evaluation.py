@@ -384,7 +384,8 @@ def condition_result(results: xr.Dataset, condition: int | str) -> xr.Dataset:
 def conditions_as_systems(results: xr.Dataset, *, empty: bool = False) -> xr.Dataset:
     """The per-condition results as one pooled-layout Dataset whose ``system`` is each
     (system, condition) pair, labelled ``"name [model.gender=f]"``: any plot then draws a curve
-    per condition. Conditions without targets or non-targets are left out unless ``empty``.
+    per condition. Conditions without targets or non-targets are left out unless ``empty``
+    (their labels in ``attrs["conditions_left_out"]``).
 
     Examples
     --------
@@ -397,12 +398,13 @@ def conditions_as_systems(results: xr.Dataset, *, empty: bool = False) -> xr.Dat
     >>> conditions_as_systems(ds).system.values.tolist()
     ['system-1 [segment.lang=a]', 'system-1 [segment.lang=b]']
     """
-    parts = []
+    parts, left_out = [], []
     for g, label in enumerate(results.condition.values):
         view = condition_result(results, g)
         for name in view.system.values:
             one = view.sel(system=[name])
             if not empty and not int(one.n_target[0]) * int(one.n_nontarget[0]):
+                left_out.append(f"{name} [{label}]")
                 continue
             parts.append(one.assign_coords(system=[f"{name} [{label}]"]))
     if not parts:
@@ -414,6 +416,8 @@ def conditions_as_systems(results: xr.Dataset, *, empty: bool = False) -> xr.Dat
     if neutral is not None:  # one curve, not one per system
         out["ece_neutral"] = neutral
     out.attrs = {k: v for k, v in results.attrs.items() if k != "by"}
+    if left_out:
+        out.attrs["conditions_left_out"] = left_out
     return out
 
 

@@ -19,7 +19,7 @@ from bosaris_dask.errors import PlotError
 
 __all__ = [
     "Results", "Curve", "curves", "dr30_sides", "new_axes", "finish_curve_axes", "save_figure",
-    "FORMATS", "LEGEND_OUTSIDE",
+    "check_plot_path", "legend_text", "FORMATS", "LEGEND_OUTSIDE",
 ]  # fmt: skip
 
 #: An evaluation (``metrics.evaluate``), or several by name (``{"dev": ..., "eval": ...}``).
@@ -73,7 +73,7 @@ def curves(results: Results, systems: Sequence[str] | None, ax: Axes, kind: str)
             )
         for name in chosen:
             label = name if set_name is None else f"{name} [{set_name}]"
-            out.append((label, ds.sel(system=name)))
+            out.append((legend_text(label), ds.sel(system=name)))
     if not out:
         raise PlotError("no system to plot")
     palette = _palette()
@@ -85,6 +85,20 @@ def curves(results: Results, systems: Sequence[str] | None, ax: Axes, kind: str)
         Curve(label, data, palette[(start + i) % len(palette)])
         for i, (label, data) in enumerate(out)
     ]
+
+
+def legend_text(name: str) -> str:
+    r"""A system name as matplotlib shows it: ``$`` escaped (a pair would be read as math
+    text, drawn wrongly or raise), and a leading ``_`` kept (such labels are left out of
+    legends) by a zero-width space before it.
+
+    Examples
+    --------
+    >>> legend_text("_fused"), legend_text("sys$^$x")
+    ('\u200b_fused', 'sys\\$^\\$x')
+    """
+    text = name.replace("$", r"\$")
+    return f"\u200b{text}" if text.startswith("_") else text
 
 
 def dr30_sides(dr30: bool | str) -> tuple[str, ...]:
@@ -146,6 +160,27 @@ def finite_values(a: xr.DataArray) -> np.ndarray:
     return values[~np.isnan(values)]
 
 
+def check_plot_path(path: str | os.PathLike[str]) -> str:
+    """The format of a plot output path (its suffix), or a PlotError: another suffix, a folder
+    that does not exist, or a folder at the path. The plot command checks it before reading.
+
+    Examples
+    --------
+    >>> check_plot_path("det.PDF")
+    'pdf'
+    """
+    path = Path(path)
+    fmt = path.suffix.lower().lstrip(".")
+    if fmt not in FORMATS:
+        raise PlotError(f"{path}: plots are written as {', '.join(FORMATS)} (from the suffix)")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise PlotError(f"{path}: no folder {parent} to write the plot in")
+    if path.is_dir():
+        raise PlotError(f"{path}: a folder is there, not a plot file")
+    return fmt
+
+
 def save_figure(figure: Figure | Axes, path: str | os.PathLike[str], *, dpi: float = 150) -> Path:
     """Write a figure (or the figure of an Axes) atomically; the suffix picks the format.
 
@@ -186,9 +221,7 @@ def save_figure(figure: Figure | Axes, path: str | os.PathLike[str], *, dpi: flo
     if fig is None:
         raise PlotError("this Axes belongs to no figure")
     path = Path(path)
-    fmt = path.suffix.lower().lstrip(".")
-    if fmt not in FORMATS:
-        raise PlotError(f"{path}: plots are written as {', '.join(FORMATS)} (from the suffix)")
+    fmt = check_plot_path(path)
     with atomic_path(path) as tmp:
         # A fixed date keeps PDF and SVG output reproducible.
         metadata = {"png": None, "pdf": {"CreationDate": None}, "svg": {"Date": None}}[fmt]

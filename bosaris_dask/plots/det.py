@@ -143,7 +143,8 @@ def auto_window(results: Results, systems: Sequence[str] | None = None) -> Windo
     """A DET window fitted to the data: from half the DR30 rates up to the operating points.
 
     The lower limits are half of the smallest ``Pfa = 30/N`` and ``Pmiss = 30/T`` of the
-    systems, rounded down to a 1-2-5 value (at least 1e-9). The upper limits are 50%, or the
+    systems, rounded down to a 1-2-5 value (at least 1e-9, at most 10%: with 30 or fewer
+    targets or non-targets, 30 errors are more than there are). The upper limits are 50%, or the
     next of 80%, 90%, 95%, 99% that holds every minDCF operating point lying within the other
     axis' limits.
 
@@ -162,7 +163,8 @@ def auto_window(results: Results, systems: Sequence[str] | None = None) -> Windo
     steps = np.array([m * 10.0**e for e in range(-9, 0) for m in (1.0, 2.0, 5.0)])
     lows = []
     for var in ("pfa30", "pmiss30"):
-        value = max(0.5 * min(float(c.data[var]) for c in chosen), steps[0])
+        # at most 10%: with 30 or fewer targets (non-targets) the DR30 rate is 100% or more
+        value = min(max(0.5 * min(float(c.data[var]) for c in chosen), steps[0]), 0.1)
         lows.append(float(steps[steps <= value * (1 + 1e-9)][-1]))
     pfa = np.concatenate([operating_points(c.data).min_pfa.values for c in chosen])
     pmiss = np.concatenate([operating_points(c.data).min_pmiss.values for c in chosen])
