@@ -399,7 +399,8 @@ def test_cli_intervals_and_comparison_in_json(cli_set, tmp_path, capsys):
     assert doc["bootstrap"]["resample"] == ["model.speaker", "segment.speaker"]
     (cmp,) = doc["comparisons"]
     assert (cmp["first"], cmp["second"]) == ("s1", "s2")
-    assert set(cmp["eer"]) == {"diff", "diff_ci", "p_first_better"}
+    assert set(cmp["eer"]) == {"diff", "diff_ci", "p_first_better", "diff_resolution"}
+    assert set(cmp["cllr"]) == {"diff", "diff_ci", "p_first_better"}  # exact per resample
     assert cmp["operating_points"][0]["prior"] == 0.1
     from bosaris_dask import io
 

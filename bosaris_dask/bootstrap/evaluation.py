@@ -449,6 +449,7 @@ def _condition_compare_variables(ds, reps, level, is_op, n_sys) -> dict[str, Any
         point = np.full((len(pairs), n_cond, *tail), np.nan)
         ci = np.full((len(pairs), n_cond, *tail, 2), np.nan)
         p_better = np.full((len(pairs), n_cond, *tail), np.nan)
+        resolution = np.full((len(pairs), n_cond, *tail), np.nan)
         exact = ds[f"condition_{name}"].values
         for p, (i, j) in enumerate(pairs):
             for g in range(n_cond):
@@ -458,19 +459,27 @@ def _condition_compare_variables(ds, reps, level, is_op, n_sys) -> dict[str, Any
                 with np.errstate(invalid="ignore"):
                     better = np.where(np.isnan(diff), np.nan, diff < 0)
                     frac = np.nanmean(better, axis=0)
+                off = sum(
+                    np.abs(reps[k, g][name][0] - (exact[k, g][is_op] if per_point else exact[k, g]))
+                    for k in (i, j)
+                )
                 if per_point:
                     point[p, g] = exact[i, g] - exact[j, g]
                     point[p, g, ~is_op] = np.nan
                     ci[p, g, is_op] = _interval(diff, level)
                     p_better[p, g, is_op] = frac
+                    resolution[p, g, is_op] = off
                 else:
                     point[p, g] = exact[i, g] - exact[j, g]
                     ci[p, g] = _interval(diff, level)
                     p_better[p, g] = frac
+                    resolution[p, g] = off
         dims = ("pair", "condition", "plo") if per_point else ("pair", "condition")
         out[f"condition_compare_{name}"] = (dims, point)
         out[f"condition_compare_{name}_ci"] = ((*dims, "bound"), ci)
         out[f"condition_compare_{name}_p_better"] = (dims, p_better)
+        if name in _BINNED:
+            out[f"condition_compare_{name}_resolution"] = (dims, resolution)
     return out
 
 
@@ -492,6 +501,8 @@ def _describe(ds: xr.Dataset, level: float) -> None:
             f"compare_{name}_p_better": f"fraction of resamples where the first's {short} is lower",
             f"compare_{name}_resolution": f"how far the two systems' binned {short} of the data "
             "are from the exact ones, in all: differences within it are not resolved",
+            f"condition_compare_{name}_resolution": f"how far the two systems' binned {short} "
+            "of the condition's data are from the exact ones, in all",
             f"condition_compare_{name}": f"{short} of the first system minus the second's "
             "(exact), per condition",
             f"condition_compare_{name}_ci": f"{pct} paired bootstrap interval of "

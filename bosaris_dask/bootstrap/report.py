@@ -116,7 +116,7 @@ def _compare(
 
     out = {"diff": _num(pick("")), "diff_ci": _pair(pick("_ci")),
            "p_first_better": _num(pick("_p_better"))}  # fmt: skip
-    if g is None and f"compare_{name}_resolution" in results:
+    if f"compare_{name}_resolution" in results:
         out["diff_resolution"] = _num(pick("_resolution"))
     return out
 
