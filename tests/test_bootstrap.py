@@ -780,3 +780,23 @@ def test_a_comparison_says_how_far_the_bins_resolve_the_rank_metrics():
     (cmp,) = to_json_dict(ds)["comparisons"]
     assert cmp["eer"]["diff_resolution"] == float(ds.compare_eer_resolution[0])
     assert "diff_resolution" not in cmp["cllr"]
+
+
+def test_a_comparison_with_missing_scores_says_it_is_not_paired_over_trials():
+    import warnings
+
+    from bosaris_dask.bootstrap.evaluation import BootstrapWarning
+
+    key, systems, tables, *_ = _data()
+    mask = systems[1].score_mask.values.copy()
+    mask[0, 0] = mask[0, 1] = False  # two key trials without a score in the second system
+    holed = systems[1].copy()
+    holed["score_mask"] = (systems[1].score_mask.dims, mask)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _evaluate(key, [systems[0], holed], conditions=tables, bootstrap=40, seed=1,
+                  resample=["model.spk"], compare=True, allow_missing=True)  # fmt: skip
+    said = [str(w.message) for w in caught if issubclass(w.category, BootstrapWarning)]
+    assert said == ["the comparison pairs the resamples, not the trials: with missing scores "
+                    "the systems are compared on different trials (key trials missing per "
+                    "system: a 0, b 2)"]  # fmt: skip

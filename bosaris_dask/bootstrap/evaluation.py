@@ -215,6 +215,14 @@ def evaluate_with_intervals(
         ds, summaries = metrics.pooled_evaluation(
             systems, key, split_every=split_every, progress=progress, **kwargs
         )
+    if compare and "n_missing" in ds and int(ds.n_missing.max()) > 0:
+        missing = ", ".join(f"{n} {int(m)}" for n, m in zip(ds.system.values, ds.n_missing.values,
+                                                              strict=True))  # fmt: skip
+        warnings.warn(
+            f"the comparison pairs the resamples, not the trials: with missing scores the "
+            f"systems are compared on different trials (key trials missing per system: "
+            f"{missing})", BootstrapWarning, stacklevel=2,
+        )  # fmt: skip
     return add_intervals(
         ds, systems, key, conditions=conditions, resample=resample, bootstrap=int(bootstrap or 0),
         ci=ci, seed=seed, compare=compare, split_every=split_every, progress=progress,
