@@ -547,3 +547,30 @@ def test_an_hdf5_file_of_another_kind_is_refused_by_name(tmp_path):
         [1, 0, -1],
         [0, -1, 1],
     ]
+
+
+@pytest.mark.parametrize("fmt", ["h5", "mat"])
+def test_an_ndx_stored_with_a_signed_mask_reads_as_an_ndx_when_asked(tmp_path, fmt):
+    # SIDEKIT's Ndx.write stores an int8 0/1 mask: the kind from the dtype says key, every
+    # trial a target; kind="ndx" reads it as what it is (values 0/1, checked)
+    import scipy.io
+
+    mask = np.array([[1, 0, 1], [0, 1, 1]], dtype=np.int8)
+    ids = {"row_ids": ["m1", "m2"], "column_ids": ["s1", "s2", "s3"]}
+    paths = []
+    for name, values in (("ndx", mask), ("bad", -mask)):
+        path = tmp_path / f"{name}.{fmt}"
+        if fmt == "h5":
+            with h5py.File(path, "w") as f:
+                f["trial_mask"] = values
+                f["ID/row_ids"] = np.array([b"m1", b"m2"])
+                f["ID/column_ids"] = np.array([b"s1", b"s2", b"s3"])
+        else:
+            scipy.io.savemat(path, {"idx": {**ids, "trial_mask": values}})
+        paths.append(path)
+    assert io.read(paths[0]).attrs["bosaris_kind"] == "key"  # what the file says
+    ndx = io.read(paths[0], "ndx")
+    assert ndx.attrs["bosaris_kind"] == "ndx"
+    assert ndx.trial_mask.values.tolist() == (mask == 1).tolist()
+    with pytest.raises(StoreError):  # a real key's -1 is not an ndx's 0/1
+        io.read(paths[1], "ndx").trial_mask.compute()

@@ -264,3 +264,14 @@ def test_char_matrix_ids_lose_their_padding(tmp_path):
            "trial_mask": mask}  # fmt: skip
     scipy.io.savemat(tmp_path / "c.mat", {"key": key})
     assert io.read(tmp_path / "c.mat").model.values.tolist() == ["m1", "m2", "m10"]
+
+
+def test_v73_chars_of_code_points_beyond_16_bits_are_not_cut():
+    # hdf5storage writes a char outside the BMP as a uint32 code point (MATLAB_int_decode=4);
+    # reading it as uint16 turned 's😀' into 's\uf600', an id no key has
+    from bosaris_dask.io.mat.v73 import _chars
+
+    wide = np.array([[ord(c)] for c in "s😀"], dtype=np.uint32)  # (length, 1), as stored
+    assert _chars(wide) == "s😀"
+    units = np.frombuffer("s😀".encode("utf-16-le"), dtype="<u2")  # MATLAB: UTF-16 units
+    assert _chars(units[:, None].astype(np.uint16)) == "s😀"

@@ -91,6 +91,11 @@ def _print_info(args: argparse.Namespace, obj: Any) -> None:
         counts = compute([(mask == 1).sum(), (mask == -1).sum()], progress=_progress(args))
         n_tar, n_non = (int(v) for v in counts)
         print(f"trials:      {n_tar + n_non:,} ({n_tar:,} targets, {n_non:,} non-targets)")
+        if n_tar and not n_non and io.detect_format(args.path) in ("hdf5", "mat"):
+            print(
+                "note:        no non-targets: an Ndx stored with a signed (int8) mask, as "
+                "SIDEKIT writes them? convert it with --kind ndx"
+            )
     else:
         name = "trial_mask" if kind == "ndx" else "score_mask"
         print(f"trials:      {int(compute(obj[name].data.sum(), progress=_progress(args))):,}")

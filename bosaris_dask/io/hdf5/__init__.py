@@ -255,16 +255,25 @@ def detect_hdf5_kind(f: h5py.File, path: str | os.PathLike[str] = "") -> str:
 def _checked_kind(f: h5py.File, path: Path, kind: str | None) -> str:
     """``kind``, or the file's own: a file whose datasets say another kind is refused, as zarr
     and .mat stores are (an Ndx read as a key made every trial a target; a key read as scores
-    was said to miss /score_mask). A float /trial_mask says nothing: ``kind`` decides."""
+    was said to miss /score_mask). A float /trial_mask says nothing: ``kind`` decides; a signed
+    one alone may be an Ndx (SIDEKIT writes int8): ``kind="ndx"`` reads it so, its values 0/1."""
     try:
         found = detect_hdf5_kind(f, path)
     except StoreError:
         if kind is None:
             raise
         return kind
+    if kind == "ndx" and found == "key" and _signed_mask_only(f, path):
+        return kind  # an Ndx written with a signed mask (SIDEKIT's int8): 0/1, checked as read
     if kind is not None and found != kind:
         raise StoreError(f"{path}: holds a {found}, expected a {kind}")
     return found
+
+
+def _signed_mask_only(f: h5py.File, path: Path) -> bool:
+    """Whether the file says "key" only by its signed ``/trial_mask`` (no ``/file_format``, no
+    old two-mask layout): an Ndx stored as int8 looks the same, so ``kind="ndx"`` may read it."""
+    return all(_resolve(path, f, name) is None for name in ("file_format", "target_mask"))
 
 
 def _key_signs(x: np.ndarray) -> np.ndarray:

@@ -127,6 +127,8 @@ def to_object(fields: dict, kind: str, where: str) -> xr.Dataset | xr.DataArray:
             return make_scores(models, segments, score, mask)
         if kind == "ndx":
             mask = _matrix(_field(fields, "trial_mask"), shape, f"{where}.trial_mask")
+            if isinstance(mask, np.ndarray) and mask.dtype.kind in "if" and (mask < 0).any():
+                raise StoreError(f"{where}.trial_mask holds negative values: a key, not an ndx")
             return make_ndx(models, segments, mask != 0)
         if "tar" in fields and _field(fields, "trial_mask") is None:
             tar = _matrix(fields["tar"], shape, f"{where}.tar") != 0
@@ -251,6 +253,9 @@ def read_mat(path: str | os.PathLike[str], kind: str | None = None) -> xr.Datase
     path = Path(path)
     name, fields = _struct(path, kind)
     found = KINDS.get(name) or guess_kind(fields)
+    if kind == "ndx" and found == "key" and name not in KINDS and "tar" not in fields and (
+            "file_format" not in fields):  # fmt: skip
+        found = kind  # an Ndx written with a signed mask (SIDEKIT's int8): 0/1, checked below
     if kind is not None and found != kind:
         raise StoreError(f"{path}: holds a {found}, expected a {kind}")
     if found == "quality":

@@ -37,9 +37,16 @@ def _class(obj: Any) -> str:
 
 
 def _chars(values: np.ndarray) -> Any:
-    """A MATLAB char array (uint16, reversed dims) as a string, or a list for a char matrix."""
-    rows = np.atleast_2d(np.asarray(values, dtype=np.uint16)).T  # MATLAB's (rows, length)
-    text = [r.astype("<u2").tobytes().decode("utf-16-le", "replace") for r in rows]
+    """A MATLAB char array (reversed dims) as a string, or a list for a char matrix: UTF-16
+    code units (uint16, as MATLAB writes them), or whole code points in wider integers
+    (hdf5storage's ``MATLAB_int_decode=4``, uint32), never cut to 16 bits."""
+    values = np.asarray(values)
+    wide = values.dtype.kind in "iu" and values.dtype.itemsize > 2
+    rows = np.atleast_2d(values.astype(np.uint32 if wide else np.uint16)).T  # (rows, length)
+    if wide:
+        text = [r.astype("<u4").tobytes().decode("utf-32-le", "replace") for r in rows]
+    else:
+        text = [r.astype("<u2").tobytes().decode("utf-16-le", "replace") for r in rows]
     return text[0] if len(text) == 1 else [t.rstrip(" ") for t in text]
 
 
