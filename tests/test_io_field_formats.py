@@ -348,6 +348,11 @@ def test_a_csv_table_with_a_header_reads_as_its_tab_separated_twin(tmp_path, par
         ("m1,s1,0.5\nm1,s2,0.25\n", r"one field, 'm1,s1,0.5': comma-separated values\? without "),
         ("a.wav*b.wav 0.25 1\nc.wav*b.wav -0.5 0\n", r"an ESPnet trial score file \(enrol\*test "
                                                      r"score label\)\? 'a.wav\*b.wav' would be"),
+        # ASVspoof 5 CM files: read as trial lists, their labels and scores became segments
+        ("filename cm-label\nE1 bonafide\nE2 spoof\n", r"two fields, the second a label word "
+                                                       r"\('bonafide'\): an id-label list"),
+        ("filename\tcm-score\nE1\t1.375\nE2\t-2e-3\n", r"two fields, the second a score "
+                                                       r"\('1.375'\): an id-score file"),
     ],
 )  # fmt: skip
 def test_other_tools_headerless_layouts_are_named_not_misread(tmp_path, content, message):
@@ -356,3 +361,10 @@ def test_other_tools_headerless_layouts_are_named_not_misread(tmp_path, content,
     with pytest.raises(ParseError, match=message) as info:
         read_text(path)
     assert info.value.line == 1
+
+
+def test_a_trial_list_of_numeric_segment_ids_is_still_a_trial_list(tmp_path):
+    path = tmp_path / "trials"
+    path.write_text("m1 1234\nm1 77\nm2 1234\n")  # (IJB-style numeric template ids)
+    ndx = read_text(path)
+    assert ndx.segment.values.tolist() == ["1234", "77"] and int(ndx.trial_mask.sum()) == 3

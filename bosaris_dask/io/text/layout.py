@@ -222,7 +222,7 @@ def _detect_layout(
             ))  # fmt: skip
             return _Layout(kind, sep, len(tokens), columns, after, lineno + 1, header=True)
     tokens = line.split()
-    _refuse_foreign(tokens, path, lineno)
+    _refuse_foreign(tokens, path, lineno, origin)
     if fmt is None:
         fmt = _format_of_tokens(tokens, path, lineno, origin, kind)
     if fmt in _HEADERLESS:
@@ -241,10 +241,28 @@ def _detect_layout(
     return _Layout(kind, None, len(tokens), fields, origin, 1)
 
 
-def _refuse_foreign(tokens: list[bytes], path: Any, lineno: int) -> None:
+def _refuse_foreign(tokens: list[bytes], path: Any, lineno: int, origin: int) -> None:
     """A one-line error for the headerless layouts of other tools that would otherwise be read
-    as something else (an ESPnet trial id as a model, its score as a segment) or fail with a
-    bare field count."""
+    as something else (an ESPnet trial id as a model, its score as a segment; an ASVspoof CM
+    key or score file as a trial list whose segments are labels or scores) or fail with a bare
+    field count."""
+    if len(tokens) == 2:
+        lines = _first_lines(path, origin)
+        second = [t[1] for t in lines[1:] or lines if len(t) == 2]  # the first may be a header
+        if second and all(is_label_word(t, numeric=False) for t in second):
+            raise ParseError(
+                f"two fields, the second a label word ({_shown(second[0])}): an id-label list "
+                "such as an ASVspoof CM key (filename cm-label)? a trial list has model and "
+                "segment ids; for ASVspoof use 'bosaris-dask spoof cm'",
+                path=path, line=lineno,
+            )  # fmt: skip
+        if second and all(_is_number(t) and not t.lstrip(b"+-").isdigit() for t in second):
+            raise ParseError(
+                f"two fields, the second a score ({_shown(second[0])}): an id-score file such "
+                "as ASVspoof CM scores (filename cm-score)? a trial list has model and segment "
+                "ids; for ASVspoof use 'bosaris-dask spoof cm'",
+                path=path, line=lineno,
+            )  # fmt: skip
     if len(tokens) == 1 and tokens[0].count(b",") >= 1:
         raise ParseError(
             f"one field, {_shown(tokens[0])}: comma-separated values? without a header line "
