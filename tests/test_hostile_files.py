@@ -574,3 +574,25 @@ def test_an_ndx_stored_with_a_signed_mask_reads_as_an_ndx_when_asked(tmp_path, f
     assert ndx.trial_mask.values.tolist() == (mask == 1).tolist()
     with pytest.raises(StoreError):  # a real key's -1 is not an ndx's 0/1
         io.read(paths[1], "ndx").trial_mask.compute()
+
+
+def test_a_flattened_or_transposed_hdf5_matrix_is_refused_with_a_hint(tmp_path):
+    # a 3 x 4 /scores flattened to 12 values was reshaped row-major: a MATLAB (column-major)
+    # file gave 10 of 12 cells another trial's score
+    ids = {"ID/row_ids": np.array([b"m0", b"m1", b"m2"]),
+           "ID/column_ids": np.array([b"s0", b"s1", b"s2", b"s3"])}  # fmt: skip
+    scores = np.arange(12, dtype=np.float64).reshape(3, 4)
+    for name, layout, hint in (("flat", lambda x: x.T.ravel(), "flattened to 1-D"),
+                               ("transposed", lambda x: x.T, "transposed")):  # fmt: skip
+        path = tmp_path / f"{name}.h5"
+        with h5py.File(path, "w") as f:
+            for k, v in ids.items():
+                f[k] = v
+            f["scores"] = layout(scores)
+            f["score_mask"] = layout(np.ones((3, 4), dtype=np.uint8))
+        with pytest.raises(StoreError, match=rf"{name}.h5: /score\w* has shape .*{hint}"):
+            io.read(path)
+    with h5py.File(tmp_path / "one.h5", "w") as f:  # 1 x 4 stored squeezed: unambiguous
+        f["ID/row_ids"], f["ID/column_ids"] = np.array([b"m0"]), ids["ID/column_ids"]
+        f["scores"], f["score_mask"] = np.arange(4.0), np.ones(4, dtype=np.uint8)
+    assert io.read(tmp_path / "one.h5").score.values.tolist() == [[0.0, 1.0, 2.0, 3.0]]

@@ -341,10 +341,18 @@ def _lazy(
             f"{path}: /{name} holds a non-standard number type ({dset.dtype}); floats must be "
             "little-endian IEEE 754, as MATLAB, h5py and SIDEKIT write them (corrupt?)"
         )
-    if dset.shape != shape and not (dset.ndim < 2 and dset.size == np.prod(shape)):
+    # a 1 x 1 or 1 x n (n x 1) matrix stored squeezed is unambiguous; a full matrix flattened
+    # to 1-D is not (row- or column-major?), so it is refused as the .mat reader refuses it
+    squeezed = dset.ndim < 2 and dset.size == np.prod(shape) and min(shape) <= 1
+    if dset.shape != shape and not squeezed:
+        hint = ""
+        if dset.shape == shape[::-1]:
+            hint = " (stored segments x models, transposed, as MATLAB's h5write does?)"
+        elif dset.ndim < 2 and dset.size == np.prod(shape):
+            hint = " (a matrix flattened to 1-D: row- or column-major cannot be told)"
         raise StoreError(
             f"{path}: /{name} has shape {dset.shape} but there are {shape[0]} row ids and "
-            f"{shape[1]} column ids"
+            f"{shape[1]} column ids{hint}"
         )
     stat = path.stat()
     arr = _H5Array(
