@@ -248,7 +248,9 @@ def _refuse_foreign(tokens: list[bytes], path: Any, lineno: int, origin: int) ->
     field count."""
     if len(tokens) == 2:
         lines = _first_lines(path, origin)
-        second = [t[1] for t in lines[1:] or lines if len(t) == 2]  # the first may be a header
+        data_like = is_label_word(tokens[1], numeric=False) or _is_number(tokens[1])
+        body = lines if data_like else lines[1:]  # the first line may be a header
+        second = [t[1] for t in body] if body and all(len(t) == 2 for t in body) else []
         if second and all(is_label_word(t, numeric=False) for t in second):
             raise ParseError(
                 f"two fields, the second a label word ({_shown(second[0])}): an id-label list "

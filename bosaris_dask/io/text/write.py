@@ -61,8 +61,8 @@ def _rows(arrays: list[Any], a: int, b: int) -> list[np.ndarray]:
 def write_text(obj: xr.Dataset, path: str | os.PathLike[str], *, header: bool = False) -> None:
     """Write a trial object as text, band of rows by band of rows (bounded memory), atomically.
 
-    Lines are ``model segment score`` (scores: the masked-in entries, float64 as the shortest
-    repr that reads back exactly, float32 with 9 digits), ``model segment target|nontarget``
+    Lines are ``model segment score`` (scores: the masked-in entries as the shortest repr of
+    their float64 value, which reads back exactly, float32 too), ``model segment target|nontarget``
     (key) or ``model segment`` (ndx), in model then segment order.
 
     Parameters
@@ -154,8 +154,8 @@ def _format_scores(values: np.ndarray, models: np.ndarray, segments: np.ndarray)
             f"the score of trial ({models[i]!r}, {segments[i]!r}) is {values[i]}: "
             "non-finite scores cannot be written"
         )
-    if values.dtype == np.float32:
-        return map("{:.9g}".format, values.tolist())
+    # float32 too as the shortest repr of its exact float64 value: text reads into float64, so
+    # 9 digits (float32's round trip) read back as a float64 up to 1e-9 off the stored value
     return map(float.__repr__, values.astype(np.float64, copy=False).tolist())
 
 
