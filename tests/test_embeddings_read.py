@@ -347,3 +347,24 @@ def _h5(path, **arrays):
     with h5py.File(path, "w") as f:
         for name, value in arrays.items():
             f[name] = value
+
+
+@pytest.mark.parametrize(
+    ("written", "hint"),
+    [
+        (lambda i: f"{i[0]},{i[1]}", r"the file has it as '0,spk0-utt0': an ids file written "
+                                     r"with its index \(pandas' to_csv\)\?"),
+        (lambda i: f"{float(i[0])}", r"the file has it as '0.0': numbers stored as floats\?"),
+    ],
+)  # fmt: skip
+def test_a_missing_id_the_file_spells_otherwise_is_explained(tmp_path, values, written, hint):
+    from bosaris_dask.embeddings import scores_from_embeddings
+    from bosaris_dask.trials import make_ndx
+
+    wanted = IDS if "," in written((0, "x")) else np.array([str(k) for k in range(len(IDS))])
+    np.save(tmp_path / "e.npy", values)
+    (tmp_path / "e.ids").write_text("".join(f"{written((k, i))}\n" for k, i in enumerate(wanted)))
+    emb = read(tmp_path / "e.npy")
+    ndx = make_ndx(wanted[:2].tolist(), wanted[2:4].tolist())
+    with pytest.raises(TrialError, match=hint):
+        scores_from_embeddings(emb, emb, trials=ndx)

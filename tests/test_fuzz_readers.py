@@ -148,6 +148,8 @@ def _foreign(first: list[bytes], line: int, head: list[list[bytes]]) -> None:
     with a comma, ESPnet's ``enrol*test score label``, two fields whose second is a label word
     (not 1/0) or a non-integer number on every line (a first line that is neither may be a
     header)."""
+    if len(first) >= 3 and first[1] == b"[":
+        raise Rejected(line, "a Kaldi text archive of vectors")
     if len(first) == 1 and b"," in first[0]:
         raise Rejected(line, "comma-separated")
     if len(first) == 3 and b"*" in first[0] and _number(first[1]) is not None:

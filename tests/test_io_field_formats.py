@@ -348,6 +348,8 @@ def test_a_csv_table_with_a_header_reads_as_its_tab_separated_twin(tmp_path, par
         ("m1,s1,0.5\nm1,s2,0.25\n", r"one field, 'm1,s1,0.5': comma-separated values\? without "),
         ("a.wav*b.wav 0.25 1\nc.wav*b.wav -0.5 0\n", r"an ESPnet trial score file \(enrol\*test "
                                                      r"score label\)\? 'a.wav\*b.wav' would be"),
+        ("utt1  [ 0.5 -1.25 3 ]\nutt2  [ 1 2 3 ]\n", r"'id \[ v1 v2 ... \]': a Kaldi text "
+                                                     r"archive of vectors"),
         # ASVspoof 5 CM files: read as trial lists, their labels and scores became segments
         ("filename cm-label\nE1 bonafide\nE2 spoof\n", r"two fields, the second a label word "
                                                        r"\('bonafide'\): an id-label list"),

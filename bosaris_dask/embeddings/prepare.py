@@ -178,8 +178,32 @@ def _rows(emb: xr.Dataset, ids: Sequence[Any], what: str) -> np.ndarray:
     if (rows < 0).any():
         bad = np.flatnonzero(rows < 0)
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-        raise TrialError(f"{what} id {wanted[bad[0]]!r} has no embedding in {_source(emb)}{more}")
+        raise TrialError(f"{what} id {wanted[bad[0]]!r} has no embedding in {_source(emb)}{more}"
+                         f"{_id_hint(str(wanted[bad[0]]), emb.indexes['id'])}")  # fmt: skip
     return rows
+
+
+def _id_hint(wanted: str, have: Any) -> str:
+    """Why an id may be missing where the file holds it under another spelling: a pandas index
+    column written with it (``0,spk1-a``), or numbers stored as floats (``1.0`` for ``1``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> print(_id_hint("spk1-a", pd.Index(["0,spk1-a", "1,spk2-b"]))[:48])
+    ; the file has it as '0,spk1-a': an ids file wri
+    >>> print(_id_hint("7", pd.Index(["7.0", "8.0"]))[:40])
+    ; the file has it as '7.0': numbers stor
+    """
+    for spelled in have[:100_000]:
+        spelled = str(spelled)
+        if spelled.partition(",")[2] == wanted and spelled.partition(",")[0].isdigit():
+            return (f"; the file has it as {spelled!r}: an ids file written with its index "
+                    "(pandas' to_csv)? write the ids alone, one per line")  # fmt: skip
+        if spelled.endswith(".0") and spelled[:-2] == wanted:
+            return (f"; the file has it as {spelled!r}: numbers stored as floats? store the ids "
+                    "as strings")  # fmt: skip
+    return ""
 
 
 def _prepare_rows(x: np.ndarray, norms: np.ndarray | None, center: np.ndarray | None):

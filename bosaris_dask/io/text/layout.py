@@ -265,6 +265,12 @@ def _refuse_foreign(tokens: list[bytes], path: Any, lineno: int, origin: int) ->
                 "ids; for ASVspoof use 'bosaris-dask spoof cm'",
                 path=path, line=lineno,
             )  # fmt: skip
+    if len(tokens) >= 3 and tokens[1] == b"[":
+        raise ParseError(
+            "'id [ v1 v2 ... ]': a Kaldi text archive of vectors (copy-vector ... ark,t:)? "
+            "embedding commands read it named .ark; trial files have one trial per line",
+            path=path, line=lineno,
+        )  # fmt: skip
     if len(tokens) == 1 and tokens[0].count(b",") >= 1:
         raise ParseError(
             f"one field, {_shown(tokens[0])}: comma-separated values? without a header line "
