@@ -552,3 +552,15 @@ def test_the_plot_command_checks_its_output_before_reading_and_names_empty_condi
     )
     said = "no curve for s [model.gender=m]: no targets or no non-targets"
     assert said in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("n", [12, 25])
+def test_more_curves_than_the_colour_cycle_get_distinct_colours(n):
+    # curves 1 and 11 shared a colour (and line style) past the cycle's 10
+    key, scores = simulate(20, 30, systems=n, target_rate=0.2, seed=2)
+    ax = det_plot(evaluate(scores, key))
+    colours = {line.get_color() for line in ax.get_lines() if line.get_gid() and
+               line.get_gid().startswith("det/") and line.get_gid().count("/") == 2 and
+               line.get_linewidth() == 1.8}  # fmt: skip
+    assert len(colours) == n
+    plt.close(ax.figure)

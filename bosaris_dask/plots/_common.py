@@ -42,9 +42,25 @@ class Curve:
     color: str
 
 
-def _palette() -> list[str]:
+def _palette(n: int = 0) -> list[str]:
+    """The style's colour cycle; for more curves than it has colours (curves per condition of
+    several systems), ``n`` distinct colours from a qualitative (up to 20) or a continuous map,
+    so that no two curves share a colour.
+
+    Examples
+    --------
+    >>> len(set(_palette(12))) >= 12
+    True
+    """
     colors = mpl.rcParams["axes.prop_cycle"].by_key().get("color")
-    return list(colors) if colors else ["C0", "C1", "C2", "C3"]
+    palette = list(colors) if colors else ["C0", "C1", "C2", "C3"]
+    if n <= len(palette):
+        return palette
+    if n <= 20:
+        cmap = mpl.colormaps["tab20"]
+        return [mpl.colors.to_hex(cmap(i)) for i in range(20)]
+    cmap = mpl.colormaps["turbo"]
+    return [mpl.colors.to_hex(cmap(0.05 + 0.9 * i / (n - 1))) for i in range(n)]
 
 
 def curves(results: Results, systems: Sequence[str] | None, ax: Axes, kind: str) -> list[Curve]:
@@ -76,11 +92,11 @@ def curves(results: Results, systems: Sequence[str] | None, ax: Axes, kind: str)
             out.append((legend_text(label), ds.sel(system=name)))
     if not out:
         raise PlotError("no system to plot")
-    palette = _palette()
     # Labels already drawn by a plot of this kind (gids "kind/what/label"): new colours after.
     gids = [a.get_gid() for a in (*ax.get_lines(), *ax.patches)]
     parts = [g.split("/", 2) for g in gids if g and g.startswith(f"{kind}/")]
     start = len({p[2] for p in parts if len(p) == 3})
+    palette = _palette(start + len(out))
     return [
         Curve(label, data, palette[(start + i) % len(palette)])
         for i, (label, data) in enumerate(out)
