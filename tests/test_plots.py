@@ -564,3 +564,19 @@ def test_more_curves_than_the_colour_cycle_get_distinct_colours(n):
                line.get_linewidth() == 1.8}  # fmt: skip
     assert len(colours) == n
     plt.close(ax.figure)
+
+
+def test_the_nbe_plot_shows_every_operating_point_it_was_given():
+    # P = 0.9 (log-odds 2.2) lay past the fixed -10..1 range: evaluated, never drawn
+    rng = np.random.default_rng(4)
+    ds = evaluate_arrays(rng.normal(2, 1, 300), rng.normal(0, 1, 3000), priors=[0.01, 0.9])
+    ax = nbe_plot(ds)
+    lo, hi = ax.get_xlim()
+    assert lo == -10.0 and hi == pytest.approx(float(logit(0.9)) + 0.5)
+    marks = [line for line in ax.get_lines() if line.get_gid() == "nbe/operating-point"]
+    assert sorted(round(float(line.get_xdata()[0]), 6) for line in marks) == sorted(
+        round(float(logit(p)), 6) for p in (0.01, 0.9))  # fmt: skip
+    plt.close(ax.figure)
+    plain = nbe_plot(evaluate_arrays(rng.normal(2, 1, 300), rng.normal(0, 1, 3000)))
+    assert plain.get_xlim() == (-10.0, 1.0)  # the classic range where nothing asks more
+    plt.close(plain.figure)

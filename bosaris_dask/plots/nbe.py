@@ -84,7 +84,7 @@ def nbe_plot(
     *,
     ax: Axes | None = None,
     systems: Sequence[str] | None = None,
-    xlim: tuple[float, float] = (-10.0, 1.0),
+    xlim: tuple[float, float] | None = None,
     ylim: tuple[float, float] = (0.0, 1.2),
     act_dcf: bool = True,
     min_dcf: bool = True,
@@ -109,8 +109,9 @@ def nbe_plot(
         Names of the systems to draw, in order (default: all).
     xlim, ylim
         Axis limits: prior log-odds (default -10..1: the low-prior side, where speaker
-        verification operates, up to just past ``P = 0.5``) and normalized DCF. The sweep itself
-        is set by ``evaluate`` (default -10..10).
+        verification operates, up to just past ``P = 0.5``, widened to show every operating
+        point, e.g. ``P = 0.9``) and normalized DCF. The sweep itself is set by ``evaluate``
+        (default -10..10).
     act_dcf, min_dcf
         Draw the actDCF (solid) and minDCF (dashed) curves.
     contributions
@@ -139,11 +140,18 @@ def nbe_plot(
     """
     if not (act_dcf or min_dcf):
         raise PlotError("draw at least one of the actDCF and minDCF curves")
-    if not (xlim[0] < xlim[1] and ylim[0] < ylim[1]):
-        raise PlotError(f"axis limits must increase, got xlim={xlim}, ylim={ylim}")
     ax = new_axes(ax, (8.5, 4.8))
     sides = dr30_sides(dr30)
     chosen = curves(results, systems, ax, "nbe")
+    if operating_points is None:
+        operating_points = sorted(
+            {float(p) for c in chosen for p in metrics.operating_points(c.data).prior.values}
+        )
+    if xlim is None:  # the classic -10..1, widened to show every operating point
+        at = [float(logit(p)) for p in operating_points if 0 < float(p) < 1]
+        xlim = (min([-10.0, *(x - 0.5 for x in at)]), max([1.0, *(x + 0.5 for x in at)]))
+    if not (xlim[0] < xlim[1] and ylim[0] < ylim[1]):
+        raise PlotError(f"axis limits must increase, got xlim={xlim}, ylim={ylim}")
     for c in chosen:
         _system(ax, c, act_dcf, min_dcf, contributions, sides)
     if sides:
@@ -151,10 +159,6 @@ def nbe_plot(
     if default and not any(line.get_gid() == "nbe/default" for line in ax.get_lines()):
         ax.axhline(1.0, color="0.45", linewidth=1.0, linestyle=(0, (5, 3)), zorder=1,
                    gid="nbe/default")  # fmt: skip
-    if operating_points is None:
-        operating_points = sorted(
-            {float(p) for c in chosen for p in metrics.operating_points(c.data).prior.values}
-        )
     _operating_points(ax, operating_points, xlim)
     ax.set_xlim(*xlim)
     ax.set_ylim(*ylim)
