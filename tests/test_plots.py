@@ -580,3 +580,16 @@ def test_the_nbe_plot_shows_every_operating_point_it_was_given():
     plain = nbe_plot(evaluate_arrays(rng.normal(2, 1, 300), rng.normal(0, 1, 3000)))
     assert plain.get_xlim() == (-10.0, 1.0)  # the classic range where nothing asks more
     plt.close(plain.figure)
+
+
+def test_the_nbe_plot_shades_everything_where_30_false_alarms_are_never_reached():
+    # 20 non-targets: the minDCF point never has 30 false alarms, so no mark and no shading
+    # said 'reliable everywhere', the opposite of the truth
+    rng = np.random.default_rng(6)
+    ds = evaluate_arrays(rng.normal(2, 1, 500), rng.normal(0, 1, 20))
+    assert np.isnan(float(ds.dr30_fa_plo[0]))
+    ax = nbe_plot(ds, dr30="fa")
+    (span,) = [p for p in ax.patches if p.get_gid() == "nbe/dr30-span-fa"]
+    lo = span.get_x()  # axvspan: a Rectangle, x in data units
+    assert (lo, lo + span.get_width()) == ax.get_xlim()
+    plt.close(ax.figure)

@@ -204,16 +204,17 @@ def _system(ax: Axes, c: Curve, act: bool, min_: bool, parts: bool, dr30: Sequen
 def _dr30_spans(
     ax: Axes, chosen: Sequence[Curve], xlim: tuple[float, float], sides: Sequence[str]
 ) -> None:
-    """Shade the unreliable ranges when every system shares them (one key)."""
+    """Shade the unreliable ranges when every system shares them (one key). A system whose
+    minDCF point never reaches 30 false alarms (misses) on the sweep (NaN: few non-targets or
+    targets) is unreliable on all of it: the whole range is shaded."""
     for var, left in (("dr30_fa_plo", True), ("dr30_miss_plo", False)):
         if ("fa" if left else "miss") not in sides:
             continue
-        values = {float(c.data[var]) for c in chosen}
+        nowhere = np.inf if left else -np.inf  # 30 errors reached nowhere: unreliable everywhere
+        values = {nowhere if np.isnan(v) else v for v in (float(c.data[var]) for c in chosen)}
         if len(values) != 1:
             continue
-        at = values.pop()
-        if np.isnan(at):
-            continue
+        at = min(max(values.pop(), xlim[0]), xlim[1])
         lo, hi = (xlim[0], at) if left else (at, xlim[1])
         if lo < hi:
             ax.axvspan(lo, hi, color="0.5", alpha=0.08, linewidth=0, zorder=0,
