@@ -54,15 +54,13 @@ def is_label_word(token: bytes, *, numeric: bool = True) -> bool:
 
 
 def label_words(raw: list[bytes], codes: np.ndarray) -> dict[int, tuple[str, int]]:
-    """The pairs a label column uses: ``{pair index: (word as written, record)}`` with the first
-    record (index into ``codes``) of each pair; ``raw`` are the column's unique words (all label
-    words), ``codes`` each record's index into ``raw``."""
-    # the first record of each word: codes number the words in order of first appearance (as
-    # pandas.factorize gives them), so the running maximum steps up exactly there: O(n), no sort
-    steps = np.diff(np.maximum.accumulate(codes), prepend=-1) > 0
-    first = np.flatnonzero(steps) if len(codes) and codes.min() >= 0 else np.unique(
-        codes, return_index=True)[1]  # fmt: skip
-    if len(first) != len(raw):  # not in order of appearance: take them the slow way
+    """The pairs a label column uses: ``{pair index: (word as written, record)}`` with each
+    pair's first record (an index into ``codes``); ``raw`` are the column's unique words (all
+    label words), ``codes`` each record's index into ``raw``."""
+    # codes number the words in order of first appearance (as pandas.factorize gives them), so
+    # the running maximum steps up exactly at each word's first record: O(n), no sort
+    first = np.flatnonzero(np.diff(np.maximum.accumulate(codes), prepend=-1) > 0)
+    if len(first) != len(raw):  # not numbered in order of appearance: the slow way
         first = np.unique(codes, return_index=True)[1]
     found: dict[int, tuple[str, int]] = {}
     for word, record in zip(raw, first.tolist(), strict=True):

@@ -54,8 +54,12 @@ class _Chunk:
     first_line: int
     lines: np.ndarray | None  # 1-based line of each record; None: first_line + arange(n)
     n: int
-    #: A label column's pairs of words: {pair index: (word, 1-based line of its first use)}
+    #: A label column's pairs of words: {pair index: (word, its first record)}
     words: dict[int, tuple[str, int]] | None = None
+
+    def line(self, record: int) -> int:
+        """The 1-based line of a record."""
+        return self.first_line + record if self.lines is None else int(self.lines[record])
 
 
 def _good_id(u: Any) -> bool:
@@ -213,7 +217,7 @@ def _parse_checked(
     columns = _columns(block, sep, layout.nfields, len(at))
     ids: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     values: list[np.ndarray] = []
-    labels = None
+    labels = words = None
     for role, j in layout.roles:
         codes, uniques = pd.factorize(columns[j])
         raw = [u.encode("latin-1") for u in uniques]
@@ -230,7 +234,8 @@ def _parse_checked(
             sign = np.fromiter(map(label_sign, raw), dtype=np.int8, count=len(raw))
             reasons = [None if s else _label_reason(u) for s, u in zip(sign, raw, strict=True)]
             labels = sign[codes]
-            label_codes, label_raw = codes, raw
+            if sign.all():
+                words = label_words(raw, codes)
         bad = np.flatnonzero([r is not None for r in reasons])
         if bad.size:
             first = int(np.flatnonzero(np.isin(codes, bad))[0])
@@ -238,11 +243,7 @@ def _parse_checked(
     if errors:
         i, message = min(errors)
         raise ParseError(message, path=path, line=int(lines[i]))
-    chunk = _Chunk(ids, _stack(values, labels, layout), first_line, lines[at], len(at))
-    if labels is not None:
-        chunk.words = {pair: (word, int(lines[at[record]])) for pair, (word, record)
-                       in label_words(label_raw, label_codes).items()}  # fmt: skip
-    return chunk
+    return _Chunk(ids, _stack(values, labels, layout), first_line, lines[at], len(at), words)
 
 
 def _columns(block: bytes, sep: bytes, nfields: int, n: int) -> list[np.ndarray]:
@@ -376,7 +377,7 @@ def _parse_fast(
                 return None
     ids: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     values: list[np.ndarray] = []
-    labels = None
+    labels = words = None
     for role, j in layout.roles:
         if role in _ID_ROLES:
             codes, uniques = pd.factorize(df[j].to_numpy(dtype=object))
@@ -401,9 +402,5 @@ def _parse_fast(
             if not sign.all():
                 return None
             labels = sign[codes]
-            words = {pair: (word, first_line + record)
-                     for pair, (word, record) in label_words(raw, codes).items()}  # fmt: skip
-    chunk = _Chunk(ids, _stack(values, labels, layout), first_line, None, len(df))
-    if labels is not None:
-        chunk.words = words
-    return chunk
+            words = label_words(raw, codes)
+    return _Chunk(ids, _stack(values, labels, layout), first_line, None, len(df), words)

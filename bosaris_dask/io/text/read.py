@@ -132,8 +132,9 @@ def read_text(
     try:
         for block, first_line, n_lines in _iter_blocks(path, layout, block_bytes):
             chunk = _parse_block(block, first_line, n_lines, layout, path)
-            if chunk.words is not None:
-                one_pair.add(chunk.words)
+            if chunk.words is not None:  # (lines now: a block made canonical drops some)
+                one_pair.add({pair: (word, chunk.line(record))
+                              for pair, (word, record) in chunk.words.items()})  # fmt: skip
             collector.add(chunk, n_lines)
         return _assemble(collector, path, chunks, scratch_dir, memmap_threshold)
     finally:
