@@ -42,11 +42,9 @@ def _chars(values: np.ndarray) -> Any:
     (hdf5storage's ``MATLAB_int_decode=4``, uint32), never cut to 16 bits."""
     values = np.asarray(values)
     wide = values.dtype.kind in "iu" and values.dtype.itemsize > 2
-    rows = np.atleast_2d(values.astype(np.uint32 if wide else np.uint16)).T  # (rows, length)
-    if wide:
-        text = [r.astype("<u4").tobytes().decode("utf-32-le", "replace") for r in rows]
-    else:
-        text = [r.astype("<u2").tobytes().decode("utf-16-le", "replace") for r in rows]
+    unit, codec = ("<u4", "utf-32-le") if wide else ("<u2", "utf-16-le")
+    rows = np.atleast_2d(values.astype(unit)).T  # MATLAB's (rows, length)
+    text = [r.tobytes().decode(codec, "replace") for r in rows]
     return text[0] if len(text) == 1 else [t.rstrip(" ") for t in text]
 
 
