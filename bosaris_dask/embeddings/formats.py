@@ -288,12 +288,14 @@ def _per_id(items: list[tuple[str, Any]]) -> tuple[np.ndarray, np.ndarray] | Non
 def open_npz(path: Path, chunk_rows: int) -> tuple[np.ndarray, da.Array]:
     try:
         with np.load(path, allow_pickle=False) as z:
-            per_id = None if "ids" in z.files else _per_id([(k, z[k]) for k in z.files])
+            # without ``ids``, every member is looked at (by shape): each is read once here
+            members = z if "ids" in z.files else {k: z[k] for k in z.files}
+            per_id = None if members is z else _per_id(list(members.items()))
             if per_id is not None:
                 names, values = per_id
             else:
-                names = _as_ids(_member(z, "ids", path), path)
-                values = np.asarray(_member(z, "embeddings", path))
+                names = _as_ids(_member(members, "ids", path), path)
+                values = np.asarray(_member(members, "embeddings", path))
     except ParseError:
         raise
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as error:
