@@ -125,7 +125,7 @@ def resolve_center(center: Any) -> np.ndarray | None:
     if isinstance(center, str | os.PathLike):
         path = Path(center)
         if path.suffix.lower() == ".vec" and path.is_file():  # Kaldi's ivector-mean output
-            from bosaris_dask.embeddings.formats import kaldi_vector
+            from bosaris_dask.embeddings.kaldi import kaldi_vector
 
             return _vector(kaldi_vector(path), str(path))
         if path.suffix.lower() == ".npy" and path.is_file():
