@@ -407,6 +407,32 @@ def test_hdf5_reads_variable_length_ids_and_sidekit_scores(tmp_path):
     np.testing.assert_array_equal(scores.score_mask.values, [[True, False], [True, True]])
 
 
+def test_hdf5_reads_sidekit_files_with_their_id_sets(tmp_path):
+    # SIDEKIT's Key/Ndx/Scores.write: /modelset and /segset (bytes, gzip + fletcher32), int8 masks
+    sets = {"modelset": np.array([b"m1", b"m2"]), "segset": np.array([b"a", b"b", b"c"])}
+    signs = np.array([[1, -1, 0], [0, 1, -1]], dtype=np.int8)
+    key = io.read_hdf5(_write_hand(tmp_path / "k.h5", {"trial_mask": signs, **sets}))
+    assert key.attrs["bosaris_kind"] == "key"
+    _assert_ids(key, ["m1", "m2"], ["a", "b", "c"])
+    np.testing.assert_array_equal(key.trial_mask.values, signs)
+
+    trials = np.array([[1, 0, 1], [0, 1, 1]], dtype=np.int8)
+    ndx = io.read_hdf5(_write_hand(tmp_path / "n.h5", {"trial_mask": trials, **sets}), "ndx")
+    np.testing.assert_array_equal(ndx.trial_mask.values, trials.astype(bool))
+
+    score = np.array([[0.5, 7.0, -1.0], [2.0, 3.0, 4.0]])
+    mask = np.array([[1, 0, 1], [1, 1, 0]], dtype=np.int8)
+    typo = {"modelset": sets["modelset"], "segest": sets["segset"]}  # as one release wrote it
+    for name, ids in (("s.h5", sets), ("typo.h5", typo)):
+        scores = io.read_hdf5(
+            _write_hand(tmp_path / name, {"scores": score, "score_mask": mask, **ids})
+        )
+        _assert_ids(scores, ["m1", "m2"], ["a", "b", "c"])
+        np.testing.assert_array_equal(scores.score.values, np.where(mask, score, 0.0))
+    with pytest.raises(StoreError, match=r"dataset /ID/row_ids is missing"):
+        io.read_hdf5(_write_hand(tmp_path / "no.h5", {"trial_mask": signs}))
+
+
 def test_hdf5_reads_the_old_key_format_and_float_masks(tmp_path):
     tar = np.array([[1, 0, 0], [0, 0, 1]], dtype=np.uint8)
     non = np.array([[0, 1, 0], [1, 0, 0]], dtype=np.uint8)

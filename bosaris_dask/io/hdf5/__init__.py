@@ -156,7 +156,19 @@ def _mask_values(x: np.ndarray, allowed: tuple[int, ...], where: str) -> np.ndar
     return x
 
 
-_ROWS, _COLUMNS = "ID/row_ids", "ID/column_ids"
+#: Where a file's ids lie: the toolkit's ``ID`` group (hyperion writes it too), or SIDEKIT's
+#: top-level sets (one SIDEKIT release wrote a score file's second set as ``segest``).
+_ID_PLACES = (("ID/row_ids", "ID/column_ids"), ("modelset", "segset"), ("modelset", "segest"))
+
+
+def _read_all_ids(path: Path, f: h5py.File) -> tuple[np.ndarray, np.ndarray]:
+    """``(model ids, segment ids)`` from the first place of :data:`_ID_PLACES` that holds both;
+    a file with neither is said to miss the toolkit's."""
+    rows, columns = next(
+        (place for place in _ID_PLACES if all(_resolve(path, f, n) is not None for n in place)),
+        _ID_PLACES[0],
+    )
+    return _read_ids(path, f, rows), _read_ids(path, f, columns)
 
 
 @dataclass(eq=False)
@@ -316,7 +328,7 @@ def _trial_ids(path: str, i: int, j: int) -> str:
     """``(model, segment)`` of cell ``(i, j)`` of a file, for an error message."""
     try:
         with h5py.File(path, "r") as f:
-            models, segments = _read_ids(Path(path), f, _ROWS), _read_ids(Path(path), f, _COLUMNS)
+            models, segments = _read_all_ids(Path(path), f)
     except (OSError, StoreError):  # the ids were readable when the file was opened
         return f"(row {i + 1}, column {j + 1})"
     return f"({models[i]}, {segments[j]})"
@@ -416,7 +428,7 @@ def read_hdf5(
             raise StoreError(f"{path}: holds a quality table; read it with read_quality")
         if found not in ("key", "ndx", "scores"):
             raise StoreError(f"{path}: cannot read kind {found!r} from HDF5")
-        models, segments = _read_ids(path, f, _ROWS), _read_ids(path, f, _COLUMNS)
+        models, segments = _read_all_ids(path, f)
         shape = (len(models), len(segments))
         # keys and indexes in the chunks of double scores of the same shape: an evaluation
         # then reads key and scores in the same chunks, no key block held for several tasks
