@@ -19,6 +19,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.fixed_rates import unmeasurable_note
+from bosaris_dask.llr_base import log_of_base
 from bosaris_dask.metrics import operating_points
 
 __all__ = ["to_json_dict", "format_table"]
@@ -50,7 +51,8 @@ def to_json_dict(results: xr.Dataset) -> dict[str, Any]:
     [{"prior", "act_dcf", "min_dcf"}]}`` (and ``"cprimary"`` with Cprimary priors); with
     bootstrap intervals, ``"eer_ci": [low, high]`` etc. and ``"bootstrap"``, ``"comparisons"``
     (:mod:`bosaris_dask.bootstrap.report`); with ``ece_plo`` (``evaluate --ece``), ``"ece":
-    {"plo", "raw", "pav", "neutral"}``: the natural prior log-odds of the grid and the
+    {"plo", "raw", "pav", "neutral"}``: the prior log-odds of the grid (natural, or in the base
+    of ``results.attrs["llr_base"]``, as the thresholds) and the
     empirical cross-entropy in bits there of the LLRs as given, PAV-calibrated and ``LR = 1``
     (:mod:`bosaris_dask.ece`; ``raw`` at ``plo`` 0 is ``cllr``; each condition entry has its
     own, from its own trials); with ``exact_auc`` (``evaluate --exact-auc``) beyond its budget,
@@ -127,10 +129,12 @@ def _systems_json(results: xr.Dataset) -> list[dict[str, Any]]:
 
 
 def _ece_json(results: xr.Dataset, r: xr.Dataset) -> dict[str, list[Any]]:
-    """One system's ECE curves: ``{"plo", "raw", "pav", "neutral"}`` (bits; ``plo`` natural)."""
+    """One system's ECE curves: ``{"plo", "raw", "pav", "neutral"}`` (bits; ``plo`` in the
+    results' LLR base)."""
     curves = {"raw": r.ece, "pav": r.ece_pav, "neutral": results.ece_neutral}
+    factor = log_of_base(results.attrs.get("llr_base", "e"))
     return {
-        "plo": [float(a) for a in results.ece_plo.values],
+        "plo": [float(a) / factor for a in results.ece_plo.values],
         **{k: [_number(v) for v in c.values] for k, c in curves.items()},
     }
 

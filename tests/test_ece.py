@@ -189,3 +189,20 @@ def test_cli_evaluate_ece_writes_the_default_grid(tmp_path):
     assert len(entry["ece"]["pav"]) == len(entry["ece"]["neutral"]) == 44
     assert main(argv) == 0
     assert "ece" not in json.loads(out.read_text())["systems"][0]
+
+
+def test_cli_ece_grid_and_json_are_in_the_llrs_base(tmp_path):
+    # --llr-base 10 reads log10 LRs and draws the ECE against log10 prior odds: --ece-plo and
+    # the JSON's grid are in that base too (--ece-plo 1 is prior odds 10, not e)
+    path, out = _text_scores(tmp_path), tmp_path / "r.json"
+    argv = ["evaluate", "--format", "wespeaker", "--scores", str(path), "-q", "--json", str(out),
+            "--prior", "0.5", "--llr-base", "10", "--ece-plo=-1:1:3"]  # fmt: skip
+    assert main(argv) == 0
+    entry = json.loads(out.read_text())["systems"][0]
+    assert entry["ece"]["plo"] == pytest.approx([-1.0, 0.0, 1.0], rel=1e-15)
+    text = np.loadtxt(path, usecols=2, dtype=np.float64)
+    labels = np.loadtxt(path, usecols=3, dtype=str)
+    natural = text * math.log(10)
+    tar, non = natural[labels == "target"], natural[labels == "nontarget"]
+    expected = [ref.ece(tar, non, a * math.log(10)) for a in (-1.0, 0.0, 1.0)]
+    np.testing.assert_allclose(entry["ece"]["raw"], expected, rtol=1e-12)

@@ -208,9 +208,10 @@ def _ece_plo(text: str) -> list[float]:
 def _ece_plo_argument(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "--ece-plo", type=_ece_plo, action="append", metavar="A|LO:HI:N",
-        help="a natural prior log-odds of the ECE grid, or LO:HI:N for N evenly spaced from LO "
-        f"to HI (write --ece-plo=-10:10:81 when LO is negative); repeatable; {what} "
-        "(default grid: 41 points, -10 to 10, every 0.25 within +-3)",
+        help="a prior log-odds of the ECE grid (natural, log10 with --llr-base 10), or LO:HI:N "
+        "for N evenly spaced from LO to HI (write --ece-plo=-10:10:81 when LO is negative); "
+        f"repeatable; {what} (default grid: 41 points, natural log-odds -10 to 10, every 0.25 "
+        "within +-3)",
     )  # fmt: skip
 
 

@@ -143,14 +143,19 @@ _PLOT_OPTIONS = (
 
 
 def _ece_grid(args: argparse.Namespace, *, with_operating_points: bool = False) -> Any:
-    """The ECE grid: the ``--ece-plo`` values (or the default grid), sorted, each once; with
+    """The ECE grid in natural prior log-odds: the ``--ece-plo`` values (in the LLRs' base, as
+    the plot's axis and the JSON give them) or the default grid, sorted, each once; with
     ``with_operating_points``, also the prior log-odds of the reported operating points (the
     printed table shows the ECE there)."""
     import numpy as np
 
     from bosaris_dask.ece import DEFAULT_ECE_PLO
+    from bosaris_dask.llr_base import log_of_base
 
-    grid = np.concatenate(args.ece_plo) if args.ece_plo else DEFAULT_ECE_PLO
+    if args.ece_plo:
+        grid = np.concatenate(args.ece_plo) * log_of_base(getattr(args, "llr_base", None) or "e")
+    else:
+        grid = DEFAULT_ECE_PLO
     if with_operating_points:
         from bosaris_dask.measures import stated_plo
         from bosaris_dask.metrics import stated_operating_points
