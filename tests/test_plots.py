@@ -226,6 +226,21 @@ def test_det_legend_names_systems_with_eer_and_keys_the_marks(three, ax):
     assert key_texts == [*want, "EER", "DR30: 30 errors"]
 
 
+def test_det_key_says_why_a_dr30_line_is_missing(ax):
+    # 20 targets: 30 misses never happen, so no Pmiss DR30 line; the key says why
+    rng = np.random.default_rng(3)
+    ds = evaluate_arrays(rng.normal(2, 1, 20), rng.normal(0, 1, 5000), name="few")
+    det_plot(ds, ax=ax, window="wide")
+    assert gid_lines(ax, "det/dr30-miss") == [] and len(gid_lines(ax, "det/dr30-fa")) == 1
+    (key,) = [a for a in ax.artists if a.get_gid() == "det/key"]
+    texts = [t.get_text() for t in key.get_texts()]
+    assert texts[-2:] == ["DR30: 30 errors", "(30 or fewer targets: no line)"]
+    ax.clear()
+    det_plot(evaluate_arrays(rng.normal(2, 1, 40), rng.normal(0, 1, 5000)), ax=ax)
+    (key,) = [a for a in ax.artists if a.get_gid() == "det/key"]
+    assert [t.get_text() for t in key.get_texts()][-1] == "DR30: 30 errors"
+
+
 def test_det_legends_do_not_cover_curves(three):
     fig = Figure(figsize=(6.4, 6.4), layout="constrained")
     ax = det_plot(three, ax=fig.add_subplot())

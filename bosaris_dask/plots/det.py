@@ -296,13 +296,12 @@ def det_plot(
             _fixed_rate_marks(ax, c, limits)
 
     which = dr30_sides(dr30)
-    if which:
-        _dr30_lines(ax, chosen, limits, which)
+    too_few = _dr30_lines(ax, chosen, limits, which) if which else []
     set_det_axes(ax, limits)
     if title:
         ax.set_title(title)
     if legend:
-        _legend(ax, _key(visible, min_dcf, act_dcf, eer, bool(which)))
+        _legend(ax, _key(visible, min_dcf, act_dcf, eer, bool(which), too_few))
     return ax
 
 
@@ -403,9 +402,15 @@ def _marker_style(i: int) -> dict[str, Any]:
 
 
 def _key(
-    visible: dict[int, float], min_dcf: bool, act_dcf: bool, eer: bool, dr30: bool
+    visible: dict[int, float],
+    min_dcf: bool,
+    act_dcf: bool,
+    eer: bool,
+    dr30: bool,
+    too_few: Sequence[str] = (),
 ) -> list[tuple[Any, str]]:
-    """Legend entries explaining the marks: one per visible prior, EER, DR30."""
+    """Legend entries explaining the marks: one per visible prior, EER, DR30 (and why a DR30
+    line is missing: ``too_few`` names the trials that number fewer than 30)."""
     keyed: list[tuple[Any, str]] = []
     what = "/".join(w for w, on in (("min", min_dcf), ("act", act_dcf)) if on)
     for i in sorted(visible):
@@ -418,13 +423,18 @@ def _key(
     if dr30:
         keyed.append((_legend_proxy(color="0.35", linestyle=":", linewidth=1.2),
                       "DR30: 30 errors"))  # fmt: skip
+        for trials in too_few:
+            keyed.append((_legend_proxy(linestyle="none"), f"(30 or fewer {trials}: no line)"))
     return keyed
 
 
 def _dr30_lines(
     ax: Axes, chosen: Sequence[Any], limits: Window, which: Sequence[str] = ("fa", "miss")
-) -> None:
+) -> list[str]:
+    """Draw the DR30 lines of ``which`` sides within ``limits``; return the trials
+    (``"non-targets"``, ``"targets"``) some system has 30 or fewer of: no line for it."""
     pfa_lo, pfa_hi, pmiss_lo, pmiss_hi = limits
+    too_few = []
     for var, lo, hi, vertical, text in (
         ("pfa30", pfa_lo, pfa_hi, True, "30 false alarms"),
         ("pmiss30", pmiss_lo, pmiss_hi, False, "30 misses"),
@@ -432,6 +442,8 @@ def _dr30_lines(
         if ("fa" if vertical else "miss") not in which:
             continue
         values = [float(c.data[var]) for c in chosen]
+        if any(not v < 1.0 for v in values):  # 30/N >= 1: 30 errors are never made
+            too_few.append("non-targets" if vertical else "targets")
         for value in dict.fromkeys(values):  # unique, in order
             if not lo < value < hi:
                 continue
@@ -449,6 +461,7 @@ def _dr30_lines(
                 ax.annotate(text, (1.0, pos), xycoords=("axes fraction", "data"),
                             xytext=(-4, 3), textcoords="offset points", ha="right",
                             va="bottom", fontsize=7, color=color)  # fmt: skip
+    return too_few
 
 
 def _legend(ax: Axes, keyed: list[tuple[Any, str]]) -> None:
