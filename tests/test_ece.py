@@ -206,3 +206,21 @@ def test_cli_ece_grid_and_json_are_in_the_llrs_base(tmp_path):
     tar, non = natural[labels == "target"], natural[labels == "nontarget"]
     expected = [ref.ece(tar, non, a * math.log(10)) for a in (-1.0, 0.0, 1.0)]
     np.testing.assert_allclose(entry["ece"]["raw"], expected, rtol=1e-12)
+
+
+def test_ece_plot_of_one_point_marks_it():
+    # one grid point drew a line of one point (nothing) in a window of zero width
+    rng = np.random.default_rng(6)
+    ds = metrics.evaluate_arrays(rng.normal(1, 1, 50), rng.normal(-1, 1, 200), name="s",
+                                 ece_plo=[0.0])  # fmt: skip
+    ax = ece_plot(ds)
+    lines = {line.get_gid(): line for line in ax.get_lines()}
+    assert lines["ece/raw/s"].get_marker() == "o" and lines["ece/neutral"].get_marker() == "o"
+    assert lines["ece/raw/s"].get_ydata().tolist() == [float(ds.cllr.item())]
+    assert ax.get_xlim() == (-1.0, 1.0)
+    assert (
+        ece_plot(metrics.evaluate_arrays([1.0, 2.0], [0.0], ece_plo=PLO))
+        .get_lines()[0]
+        .get_marker()
+        == "None"
+    )

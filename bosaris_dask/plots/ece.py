@@ -80,6 +80,8 @@ def ece_plot(
     """
     ax = new_axes(ax, (8.0, 4.2))
     chosen = curves(results, systems, ax, "ece")
+    # a grid of one or two points draws no visible curve: mark the points
+    marker = "o" if min(c.data.sizes.get("ece_plo", 0) for c in chosen) < 3 else None
     top = 0.0
     x = np.empty(0)
     base = "e"
@@ -92,14 +94,15 @@ def ece_plot(
                  f"minCllr {float(c.data.min_cllr):.3f} bits")  # fmt: skip
         raw, pav = c.data.ece.values, c.data.ece_pav.values
         ax.plot(x, raw, color=c.color, linewidth=1.8, label=label, zorder=3,
-                gid=f"ece/raw/{c.label}")  # fmt: skip
+                gid=f"ece/raw/{c.label}", marker=marker)  # fmt: skip
         ax.plot(x, pav, color=c.color, linewidth=1.5, linestyle="--", zorder=3,
-                gid=f"ece/pav/{c.label}")  # fmt: skip
+                gid=f"ece/pav/{c.label}", marker=marker, markerfacecolor="white")  # fmt: skip
         top = max(top, float(np.max(raw)), float(np.max(c.data.ece_neutral.values)))
     if neutral and not any(line.get_gid() == "ece/neutral" for line in ax.get_lines()):
         ax.plot(x, chosen[-1].data.ece_neutral.values, color="0.5", linestyle=":",
-                linewidth=1.3, zorder=2, gid="ece/neutral")  # fmt: skip
-    ax.set_xlim(*(xlim if xlim is not None else (float(x.min()), float(x.max()))))
+                linewidth=1.3, zorder=2, gid="ece/neutral", marker=marker)  # fmt: skip
+    lo, hi = float(x.min()), float(x.max())
+    ax.set_xlim(*(xlim if xlim is not None else (lo, hi) if lo < hi else (lo - 1.0, hi + 1.0)))
     # a badly calibrated system's ECE grows without bound at extreme priors: the y axis ends
     # at 2 bits at most, so the neutral curve (at most 1 bit) stays readable
     ax.set_ylim(0.0, min(top, 2.0) * 1.05)
