@@ -550,7 +550,7 @@ def test_an_hdf5_file_of_another_kind_is_refused_by_name(tmp_path):
 
 
 @pytest.mark.parametrize("fmt", ["h5", "mat"])
-def test_an_ndx_stored_with_a_signed_mask_reads_as_an_ndx_when_asked(tmp_path, fmt):
+def test_an_ndx_stored_with_a_signed_mask_reads_as_an_ndx_when_asked(tmp_path, fmt, capsys):
     # SIDEKIT's Ndx.write stores an int8 0/1 mask: the kind from the dtype says key, every
     # trial a target; kind="ndx" reads it as what it is (values 0/1, checked)
     import scipy.io
@@ -574,6 +574,12 @@ def test_an_ndx_stored_with_a_signed_mask_reads_as_an_ndx_when_asked(tmp_path, f
     assert ndx.trial_mask.values.tolist() == (mask == 1).tolist()
     with pytest.raises(StoreError):  # a real key's -1 is not an ndx's 0/1
         io.read(paths[1], "ndx").trial_mask.compute()
+    # info says what the file may be, and reads it so when told
+    assert main(["info", str(paths[0]), "--cluster", "threads", "-q"]) == 0
+    assert "read it with --kind ndx" in capsys.readouterr().out
+    assert main(["info", str(paths[0]), "--kind", "ndx", "--cluster", "threads", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "kind:        ndx" in out and "trials:      4\n" in out
 
 
 def test_a_flattened_or_transposed_hdf5_matrix_is_refused_with_a_hint(tmp_path):

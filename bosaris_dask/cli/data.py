@@ -55,7 +55,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         # the cluster options, as elsewhere; one read of the file: threads unless told otherwise
         with _opened(args, lambda: args.path, lambda _: 0):
             return cmd_embedding_info(args)
-    with _opened(args, lambda: io.read(args.path), _size) as obj:
+    with _opened(args, lambda: io.read(args.path, args.kind), _size) as obj:
         _print_info(args, obj)
     return 0
 
@@ -94,7 +94,7 @@ def _print_info(args: argparse.Namespace, obj: Any) -> None:
         if n_tar and not n_non and io.detect_format(args.path) in ("hdf5", "mat"):
             print(
                 "note:        no non-targets: an Ndx stored with a signed (int8) mask, as "
-                "SIDEKIT writes them? convert it with --kind ndx"
+                "SIDEKIT writes them? read it with --kind ndx (info, convert)"
             )
     else:
         name = "trial_mask" if kind == "ndx" else "score_mask"

@@ -445,6 +445,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = _add(sub, "info", "describe a key, ndx, scores or quality store",
              "Print kind, shape, ids, trial and target counts, chunking.")  # fmt: skip
     p.add_argument("path", help="file or store to describe")
+    p.add_argument("--kind", choices=["key", "ndx", "scores"],
+                   help="what it holds (default: detected from the content; an Ndx stored "
+                   "with a signed mask, as SIDEKIT writes it, needs ndx)")  # fmt: skip
     p.add_argument(
         "--key",
         help="with scores: also count the key's trials with and without a score, and the "
