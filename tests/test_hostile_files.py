@@ -580,6 +580,13 @@ def test_an_ndx_stored_with_a_signed_mask_reads_as_an_ndx_when_asked(tmp_path, f
     assert main(["info", str(paths[0]), "--kind", "ndx", "--cluster", "threads", "-q"]) == 0
     out = capsys.readouterr().out
     assert "kind:        ndx" in out and "trials:      4\n" in out
+    # convert writes what it read, and says the same
+    out_path = str(tmp_path / f"out-{fmt}.zarr")
+    assert main(["convert", str(paths[0]), out_path, "--cluster", "threads", "-q"]) == 0
+    assert "read it with --kind ndx" in capsys.readouterr().err
+    assert main(["convert", str(paths[0]), out_path, "--kind", "ndx", "--cluster", "threads",
+                 "-q"]) == 0  # fmt: skip
+    assert capsys.readouterr().err == "" and io.read(out_path).attrs["bosaris_kind"] == "ndx"
 
 
 def test_a_flattened_or_transposed_hdf5_matrix_is_refused_with_a_hint(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,12 @@ from bosaris_dask.cli.common import (
 from bosaris_dask.errors import BosarisError
 from bosaris_dask.progress import compute
 
+#: Why an HDF5/.mat key may hold targets only.
+_SIGNED_NDX = (
+    "an Ndx stored with a signed (int8) mask, as SIDEKIT writes them? read it with --kind ndx "
+    "(info, convert)"
+)
+
 
 def cmd_convert(args: argparse.Namespace) -> int:
     from bosaris_dask import io
@@ -32,8 +39,32 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
     with _opened(args, open_input, _size) as obj:
         io.write(obj, args.output, progress=_progress(args))
+        note = None if args.kind else _maybe_an_ndx(args, args.input, obj)
     _say(args, f"wrote {obj.attrs['bosaris_kind']} {dict(obj.sizes)} to {args.output}")
+    if note:
+        print(f"warning: {note}", file=sys.stderr)
     return 0
+
+
+def _target_counts(args: argparse.Namespace, key: Any) -> tuple[int, int]:
+    """``(targets, non-targets)`` of an explicit key, in one pass."""
+    mask = key.trial_mask.data
+    counts = compute([(mask == 1).sum(), (mask == -1).sum()], progress=_progress(args))
+    return int(counts[0]), int(counts[1])
+
+
+def _maybe_an_ndx(args: argparse.Namespace, path: str, obj: Any) -> str | None:
+    """What to say of a key read from HDF5/.mat with targets only: an Ndx stored with a signed
+    (int8) mask, as SIDEKIT writes them, reads as such a key (one more pass over the mask)."""
+    from bosaris_dask import io
+    from bosaris_dask.trials import is_label_key, kind_of
+
+    if kind_of(obj) != "key" or is_label_key(obj) or io.detect_format(path) not in ("hdf5", "mat"):
+        return None
+    n_tar, n_non = _target_counts(args, obj)
+    if not n_tar or n_non:
+        return None
+    return f"{path} has no non-targets: {_SIGNED_NDX}"
 
 
 def _count_label_targets(obj: Any) -> int:
@@ -87,15 +118,10 @@ def _print_info(args: argparse.Namespace, obj: Any) -> None:
         n_tar = _count_label_targets(obj)
         print(f"trials:      {n_m * n_s:,} ({n_tar:,} targets, {n_m * n_s - n_tar:,} non-targets)")
     elif kind == "key":
-        mask = obj.trial_mask.data
-        counts = compute([(mask == 1).sum(), (mask == -1).sum()], progress=_progress(args))
-        n_tar, n_non = (int(v) for v in counts)
+        n_tar, n_non = _target_counts(args, obj)
         print(f"trials:      {n_tar + n_non:,} ({n_tar:,} targets, {n_non:,} non-targets)")
         if n_tar and not n_non and io.detect_format(args.path) in ("hdf5", "mat"):
-            print(
-                "note:        no non-targets: an Ndx stored with a signed (int8) mask, as "
-                "SIDEKIT writes them? read it with --kind ndx (info, convert)"
-            )
+            print(f"note:        no non-targets: {_SIGNED_NDX}")
     else:
         name = "trial_mask" if kind == "ndx" else "score_mask"
         print(f"trials:      {int(compute(obj[name].data.sum(), progress=_progress(args))):,}")
