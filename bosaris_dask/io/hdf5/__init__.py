@@ -39,8 +39,14 @@ __all__ = [
 ]
 
 
-#: The number types matrices may hold (see _standard_type).
-_STANDARD_TYPES = (h5py.h5t.IEEE_F32LE, h5py.h5t.IEEE_F64LE) + tuple(
+#: The number types matrices may hold (see _standard_type): IEEE 754 floats and two's
+#: complement integers of either byte order (big-endian ones are read into native arrays).
+_STANDARD_TYPES = (
+    h5py.h5t.IEEE_F32LE,
+    h5py.h5t.IEEE_F64LE,
+    h5py.h5t.IEEE_F32BE,
+    h5py.h5t.IEEE_F64BE,
+) + tuple(
     getattr(h5py.h5t, f"STD_{sign}{bits}{order}")
     for sign in "IU"
     for bits in (8, 16, 32, 64)
@@ -127,8 +133,8 @@ def _dataset(path: Any, f: h5py.File, name: str) -> h5py.Dataset:
 
 
 def _standard_type(path: Path, dset: h5py.Dataset) -> bool:
-    """Whether ``dset`` holds little-endian IEEE floats or standard integers (or an enum of them): a
-    flipped bit in a datatype message would otherwise change every value read.
+    """Whether ``dset`` holds IEEE floats or standard integers (or an enum of them): a flipped
+    bit in a datatype message would otherwise change every value read.
     """
     try:
         tid = dset.id.get_type()
@@ -351,7 +357,7 @@ def _lazy(
     if not _standard_type(path, dset):
         raise StoreError(
             f"{path}: /{name} holds a non-standard number type ({dset.dtype}); floats must be "
-            "little-endian IEEE 754, as MATLAB, h5py and SIDEKIT write them (corrupt?)"
+            "IEEE 754, as MATLAB, h5py and SIDEKIT write them (corrupt?)"
         )
     # a 1 x 1 or 1 x n (n x 1) matrix stored squeezed is unambiguous; a full matrix flattened
     # to 1-D is not (row- or column-major?), so it is refused as the .mat reader refuses it
@@ -376,6 +382,8 @@ def _lazy(
     out = da.from_array(
         arr, chunks=chunks, asarray=True, fancy=False, meta=np.empty((0, 0), dtype=dset.dtype)
     )
+    if not out.dtype.isnative:  # big-endian: the kernels take native numbers (fused per chunk)
+        out = out.astype(out.dtype.newbyteorder("="))
     if allowed is None or dset.dtype.kind not in "iu":
         return out
     return out.map_blocks(_mask_values, allowed, f"{path}: /{name}", dtype=out.dtype)
