@@ -5,8 +5,10 @@
 - :mod:`~bosaris_dask.bootstrap.histograms`: the pass that makes every resample's exact weighted
   histogram and Cllr sums at once (matrix products over group pairs);
 - :mod:`~bosaris_dask.bootstrap.replicates`: the metrics of every resample;
-- :mod:`~bosaris_dask.bootstrap.evaluation`: intervals and comparisons into the result Dataset
-  (:func:`~bosaris_dask.metrics.evaluate` with ``bootstrap=B``).
+- :mod:`~bosaris_dask.bootstrap.variables`: the resamples' metrics as intervals and paired
+  comparisons (Dataset variables, per condition too);
+- :mod:`~bosaris_dask.bootstrap.evaluation`: the passes, and their variables into the result
+  Dataset (:func:`~bosaris_dask.metrics.evaluate` with ``bootstrap=B``).
 """
 
 from bosaris_dask.bootstrap.bins import Binning, choose_edges

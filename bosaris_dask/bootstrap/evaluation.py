@@ -82,6 +82,13 @@ from bosaris_dask.bootstrap.histograms import (
 )
 from bosaris_dask.bootstrap.replicates import METRICS, PER_POINT, replicate_metrics
 from bosaris_dask.bootstrap.resample import multiplicities, resample_groups
+from bosaris_dask.bootstrap.variables import (
+    compare_variables,
+    condition_compare_variables,
+    condition_interval_variables,
+    describe,
+    interval_variables,
+)
 from bosaris_dask.conditions.tables import ConditionTable, read_condition_table
 from bosaris_dask.errors import BosarisError, OptionError
 from bosaris_dask.progress import current_client
@@ -97,8 +104,6 @@ __all__ = [
 
 #: The ``bound`` dimension of the intervals.
 BOUNDS = ("low", "high")
-#: The metrics whose binned value on the data itself is reported (the binning's error).
-_BINNED = ("eer", "min_cllr", "min_dcf")
 
 
 def check_options(
@@ -242,15 +247,6 @@ def _draw(
     return groups, m, s, seed
 
 
-def _interval(values: np.ndarray, level: float) -> np.ndarray:
-    """Percentile interval along axis 0 (NaN rows left out): shape ``values.shape[1:] + (2,)``."""
-    with np.errstate(all="ignore"):
-        if np.all(np.isnan(values)):
-            return np.full(values.shape[1:] + (2,), np.nan)
-        q = np.nanquantile(values, [(1 - level) / 2, (1 + level) / 2], axis=0)
-    return np.moveaxis(q, 0, -1)
-
-
 def _tables(conditions: Sequence[ConditionTable | str]) -> list[ConditionTable]:
     return [t if isinstance(t, ConditionTable) else read_condition_table(t) for t in conditions]
 
@@ -358,15 +354,15 @@ def add_intervals(
             )
         reps.append(replicate_metrics(res.tar, res.non, res.sp_tar, res.sp_non, plo,
                                       binning.edge_index(-plo)))  # fmt: skip
-    out = _interval_variables(ds, reps, level, is_op)
+    out = interval_variables(ds, reps, level, is_op)
     if cond is not None:
-        variables, creps = _condition_variables(ds, results, binnings, plo, level, is_op,
+        variables, creps = condition_interval_variables(ds, results, binnings, plo, level, is_op,
                                                 bootstrap)  # fmt: skip
         out |= variables
         if compare:
-            out |= _condition_compare_variables(ds, creps, level, is_op, len(names))
+            out |= condition_compare_variables(ds, creps, level, is_op, len(names))
     if compare:
-        out |= _compare_variables(ds, reps, level, is_op, names)
+        out |= compare_variables(ds, reps, level, is_op, names)
     if keep_replicates:
         for name in (*METRICS, *PER_POINT):
             arr = np.stack([r[name] for r in reps])
@@ -378,7 +374,7 @@ def add_intervals(
         ds = ds.assign_coords(pair=[f"{names[i]} - {names[j]}" for i, j in pairs],
                               first=("pair", [names[i] for i, _ in pairs]),
                               second=("pair", [names[j] for _, j in pairs]))  # fmt: skip
-    _describe(ds, level)
+    describe(ds, level)
     degenerate = int(max(np.isnan(r["eer"][1:]).sum() for r in reps))
     spread = _pair_factor(groups, inputs[0].chunks)
     ds.attrs.update(
@@ -399,135 +395,6 @@ def _condition_index(
 
     cond = condition_codes(key, _tables(conditions), by)
     return cond.group_index(inputs[0].chunks), cond.n_conditions
-
-
-def _condition_variables(
-    ds, results, binnings, plo, level, is_op, bootstrap
-) -> tuple[dict[str, Any], dict[tuple[int, int], dict[str, np.ndarray]]]:
-    """``condition_<metric>_ci`` (``system``, ``condition``[, ``plo``], ``bound``) and
-    ``condition_bootstrap_degenerate`` (how many of the ``bootstrap`` resamples each interval
-    left out), and every (system, condition)'s replicate metrics (those with targets and
-    non-targets)."""
-    n_sys, n_cond = ds.sizes["system"], ds.sizes["condition"]
-    reps: dict[tuple[int, int], dict[str, np.ndarray]] = {}
-    # resamples that drew no target or no non-target of a condition (all of them where the
-    # condition has none): left out of its intervals
-    left_out = np.full((n_sys, n_cond), int(bootstrap), dtype=np.int64)
-    out = {name: np.full((n_sys, n_cond, 2), np.nan) for name in METRICS}
-    out |= {name: np.full((n_sys, n_cond, ds.sizes["plo"], 2), np.nan) for name in PER_POINT}
-    for k, pooled in enumerate(results):
-        for g, res in enumerate(pooled.conditions):
-            counted = (int(res.tar[0].sum()), int(res.non[0].sum()))
-            expected = (int(ds.condition_n_target[k, g]), int(ds.condition_n_nontarget[k, g]))
-            if counted != expected:
-                raise BosarisError(
-                    f"condition {g} of system {k + 1}: the bootstrap pass counted {counted[0]} "
-                    f"targets and {counted[1]} non-targets, the evaluation {expected[0]} and "
-                    f"{expected[1]}"
-                )
-            if not (counted[0] and counted[1]):
-                continue
-            rep = replicate_metrics(res.tar, res.non, res.sp_tar, res.sp_non, plo,
-                                    binnings[k].edge_index(-plo))  # fmt: skip
-            reps[k, g] = rep
-            left_out[k, g] = int(np.isnan(rep["eer"][1:]).sum())
-            for name in METRICS:
-                out[name][k, g] = _interval(rep[name][1:, None], level)[0]
-            for name in PER_POINT:
-                out[name][k, g, is_op] = _interval(rep[name][1:], level)
-    variables = {
-        f"condition_{name}_ci": (("system", "condition")
-                                 + (("plo",) if name in PER_POINT else ()) + ("bound",), arr)
-        for name, arr in out.items()
-    }  # fmt: skip
-    variables["condition_bootstrap_degenerate"] = (("system", "condition"), left_out)
-    return variables, reps
-
-
-def _condition_compare_variables(ds, reps, level, is_op, n_sys) -> dict[str, Any]:
-    """``condition_compare_<metric>`` (``pair``, ``condition``[, ``plo``]) with its ``_ci``
-    and ``_p_better``: :func:`_compare_variables` per condition, from the same resamples (NaN
-    where either system has no targets or no non-targets in the condition)."""
-    pairs = list(itertools.combinations(range(n_sys), 2))
-    n_cond, n_plo = ds.sizes["condition"], ds.sizes["plo"]
-    out: dict[str, Any] = {}
-    for name in (*METRICS, *PER_POINT):
-        per_point = name in PER_POINT
-        tail = (n_plo,) if per_point else ()
-        point = np.full((len(pairs), n_cond, *tail), np.nan)
-        ci = np.full((len(pairs), n_cond, *tail, 2), np.nan)
-        p_better = np.full((len(pairs), n_cond, *tail), np.nan)
-        resolution = np.full((len(pairs), n_cond, *tail), np.nan)
-        exact = ds[f"condition_{name}"].values
-        for p, (i, j) in enumerate(pairs):
-            for g in range(n_cond):
-                if (i, g) not in reps or (j, g) not in reps:
-                    continue
-                diff = reps[i, g][name][1:] - reps[j, g][name][1:]  # (B,) or (B, n_ops)
-                with np.errstate(invalid="ignore"):
-                    better = np.where(np.isnan(diff), np.nan, diff < 0)
-                    frac = np.nanmean(better, axis=0)
-                off = sum(
-                    np.abs(reps[k, g][name][0] - (exact[k, g][is_op] if per_point else exact[k, g]))
-                    for k in (i, j)
-                )
-                if per_point:
-                    point[p, g] = exact[i, g] - exact[j, g]
-                    point[p, g, ~is_op] = np.nan
-                    ci[p, g, is_op] = _interval(diff, level)
-                    p_better[p, g, is_op] = frac
-                    resolution[p, g, is_op] = off
-                else:
-                    point[p, g] = exact[i, g] - exact[j, g]
-                    ci[p, g] = _interval(diff, level)
-                    p_better[p, g] = frac
-                    resolution[p, g] = off
-        dims = ("pair", "condition", "plo") if per_point else ("pair", "condition")
-        out[f"condition_compare_{name}"] = (dims, point)
-        out[f"condition_compare_{name}_ci"] = ((*dims, "bound"), ci)
-        out[f"condition_compare_{name}_p_better"] = (dims, p_better)
-        if name in _BINNED:
-            out[f"condition_compare_{name}_resolution"] = (dims, resolution)
-    return out
-
-
-def _describe(ds: xr.Dataset, level: float) -> None:
-    """``units`` and ``long_name`` of the bootstrap's variables (as the evaluation's have)."""
-    from bosaris_dask.result_layout import ATTRS
-
-    pct = f"{100 * level:g}%"
-    for name in (*METRICS, *PER_POINT):
-        units, long_name = ATTRS[name]
-        short = long_name.split(":")[0]
-        text = {
-            f"{name}_ci": f"{pct} two-way bootstrap percentile interval of {short}",
-            f"condition_{name}_ci": f"{pct} two-way bootstrap percentile interval of {short}, "
-            "per condition",
-            f"{name}_binned": f"{short} of the data from the bootstrap's coarse bins",
-            f"compare_{name}": f"{short} of the first system minus the second's (exact)",
-            f"compare_{name}_ci": f"{pct} paired bootstrap interval of compare_{name}",
-            f"compare_{name}_p_better": f"fraction of resamples where the first's {short} is lower",
-            f"compare_{name}_resolution": f"how far the two systems' binned {short} of the data "
-            "are from the exact ones, in all: differences within it are not resolved",
-            f"condition_compare_{name}_resolution": f"how far the two systems' binned {short} "
-            "of the condition's data are from the exact ones, in all",
-            f"condition_compare_{name}": f"{short} of the first system minus the second's "
-            "(exact), per condition",
-            f"condition_compare_{name}_ci": f"{pct} paired bootstrap interval of "
-            f"condition_compare_{name}",
-            f"condition_compare_{name}_p_better": f"fraction of resamples where the first's "
-            f"{short} is lower, per condition",
-        }
-        for var, long in text.items():
-            if var in ds.variables:
-                ds[var].attrs.update(units="fraction" if var.endswith("_p_better") else units,
-                                     long_name=long)  # fmt: skip
-    ds["bound"].attrs.update(units="", long_name="low and high end of an interval")
-    if "condition_bootstrap_degenerate" in ds.variables:
-        ds["condition_bootstrap_degenerate"].attrs.update(
-            units="resamples", long_name="resamples with no target or no non-target of the "
-            "condition, left out of its intervals",
-        )  # fmt: skip
 
 
 def _merged_rows(inputs: list[Any], groups: Any) -> tuple[list[Any], bool]:
@@ -571,59 +438,3 @@ def _pair_factor(groups: Any, chunks: tuple[tuple[int, ...], ...]) -> float:
         total.append(sum(len(np.unique(codes[a:b])) for a, b in zip(edges[:-1], edges[1:],
                                                                      strict=True)))  # fmt: skip
     return float(total[0] * total[1] / (groups.n_model * groups.n_segment))
-
-
-def _per_plo(ds: xr.Dataset, values: np.ndarray, is_op: np.ndarray) -> np.ndarray:
-    """``(..., n_ops, *)`` values at the operating points into ``(..., n_plo, *)``, NaN off."""
-    shape = list(values.shape)
-    shape[1] = ds.sizes["plo"]
-    out = np.full(shape, np.nan)
-    out[:, is_op] = values
-    return out
-
-
-def _interval_variables(ds, reps, level, is_op) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name in METRICS:
-        out[name + "_ci"] = (
-            ("system", "bound"),
-            np.stack([_interval(r[name][1:, None], level)[0] for r in reps]),
-        )
-    for name in PER_POINT:
-        ci = np.stack([_interval(r[name][1:], level) for r in reps])
-        out[name + "_ci"] = (("system", "plo", "bound"), _per_plo(ds, ci, is_op))
-    for name in _BINNED:
-        if name in PER_POINT:
-            vals = np.stack([r[name][0] for r in reps])
-            out[name + "_binned"] = (("system", "plo"), _per_plo(ds, vals, is_op))
-        else:
-            out[name + "_binned"] = ("system", np.array([r[name][0] for r in reps]))
-    return out
-
-
-def _compare_variables(ds, reps, level, is_op, names) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    pairs = list(itertools.combinations(range(len(names)), 2))
-    for name in (*METRICS, *PER_POINT):
-        per_point = name in PER_POINT
-        exact = ds[name].values[:, is_op] if per_point else ds[name].values
-        diff = np.stack([reps[i][name][1:] - reps[j][name][1:] for i, j in pairs])
-        with np.errstate(invalid="ignore"):
-            better = np.where(np.isnan(diff), np.nan, diff < 0)
-            p_better = np.nanmean(better, axis=1) if diff.size else diff
-        point = np.stack([exact[i] - exact[j] for i, j in pairs])
-        ci = np.stack([_interval(d, level) for d in diff])
-        dims: tuple[str, ...] = ("pair", "plo") if per_point else ("pair",)
-        if per_point:
-            point, p_better = _per_plo(ds, point, is_op), _per_plo(ds, p_better, is_op)
-            ci = _per_plo(ds, ci, is_op)
-        out[f"compare_{name}"] = (dims, point)
-        out[f"compare_{name}_ci"] = ((*dims, "bound"), ci)
-        out[f"compare_{name}_p_better"] = (dims, p_better)
-        if name in _BINNED:  # each resample's value is the bins'; on the data they are off by
-            off = [np.abs(reps[k][name][0] - exact[k]) for k in range(len(names))]
-            resolution = np.stack([off[i] + off[j] for i, j in pairs])
-            if per_point:
-                resolution = _per_plo(ds, resolution, is_op)
-            out[f"compare_{name}_resolution"] = (dims, resolution)
-    return out
