@@ -46,6 +46,10 @@ key                    default     meaning
                                    ``MALLOC_TRIM_THRESHOLD_=65536`` raises glibc's mmap and trim
                                    thresholds at its first pass task (:mod:`bosaris_dask.malloc`);
                                    0: leave malloc alone
+``fsync``              1           an output's files and folders are flushed to disk (``fsync``)
+                                   before it is renamed into place, so that a crash of the
+                                   machine cannot leave a renamed but incomplete output
+                                   (:mod:`bosaris_dask.io.atomic`); 0: leave it to the OS
 =====================  ==========  ==============================================================
 
 Examples
@@ -89,6 +93,7 @@ KNOBS: dict[str, tuple[int, int, int]] = {
     "bootstrap-budget": (1 << 29, 1 << 20, 1 << 42),
     "bootstrap-chunk": (1 << 30, 1 << 10, 1 << 40),
     "worker-malloc": (1, 0, 1),
+    "fsync": (1, 0, 1),
 }
 
 dask.config.update_defaults({"bosaris_dask": {name: d for name, (d, _, _) in KNOBS.items()}})

@@ -361,3 +361,46 @@ def test_the_next_write_sweeps_what_killed_writers_left(tmp_path):
     io.write(make_scores(["m"], ["s"], [[0.5]]), tmp_path / "out.zarr")
     # the fresh one may be a write still running elsewhere: kept
     assert sorted(p.name for p in tmp_path.iterdir()) == [fresh.name, "out.zarr"]
+
+
+def test_every_file_and_folder_of_an_output_is_flushed_before_the_rename(tmp_path, monkeypatch):
+    # without fsync a crash of the machine after the rename could leave a renamed output whose
+    # files the OS had not yet written (empty or short): durable before it is visible
+    import dask
+
+    from bosaris_dask import io
+    from bosaris_dask.trials import make_scores
+
+    scores = make_scores(["m1", "m2"], ["s1", "s2"], [[0.5, 1.0], [2.0, 3.0]])
+    synced: list[tuple[str, bool]] = []  # (path, whether the output was visible then)
+    real_fsync = os.fsync
+    final = tmp_path / "s.zarr"
+
+    def record(fd):
+        synced.append((os.readlink(f"/proc/self/fd/{fd}"), final.exists()))
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", record)
+    io.write(scores, tmp_path / "s.zarr")
+    written = {
+        os.fspath(p.relative_to(tmp_path / "s.zarr")) for p in (tmp_path / "s.zarr").rglob("*")
+    }
+    flushed = {p.split(".tmp-", 1)[1].partition("/")[2] for p, _ in synced if ".tmp-" in p}
+    assert written | {""} <= flushed  # every file and folder, the store's root too
+    assert not any(visible for p, visible in synced if ".tmp-" in p)  # before the rename
+    synced.clear()
+    final = tmp_path / "s.txt"
+    io.write(scores, final)
+    assert [p for p, v in synced if ".tmp-" in p and not v]
+    synced.clear()
+    with dask.config.set({"bosaris_dask.fsync": 0}):
+        io.write(scores, tmp_path / "t.txt")
+    assert not [p for p, _ in synced if ".tmp-" in p]
+
+    def failing(fd):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", failing)
+    with pytest.raises(StoreError, match=r"cannot write .*/u\.txt: Input/output error$"):
+        io.write(scores, tmp_path / "u.txt")
+    assert not (tmp_path / "u.txt").exists()

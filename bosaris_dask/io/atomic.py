@@ -1,6 +1,7 @@
-"""Atomic writes: an output is built under a hidden sibling ``.NAME.tmp-<12 hex>`` and renamed into
-place when complete (a directory by ``renameat2(RENAME_EXCHANGE)`` on Linux, else moved aside
-to ``.NAME.old-*`` first); :func:`remove_stale` cleans up after killed writers.
+"""Atomic writes: an output is built under a hidden sibling ``.NAME.tmp-<12 hex>``, flushed to disk
+(every file and folder, unless the ``bosaris_dask.fsync`` knob is 0) and renamed into place
+when complete (a directory by ``renameat2(RENAME_EXCHANGE)`` on Linux, else moved aside to
+``.NAME.old-*`` first); :func:`remove_stale` cleans up after killed writers.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from bosaris_dask import config
 from bosaris_dask.errors import StoreError
 
 __all__ = ["atomic_path", "atomic_paths", "remove_stale", "remove_path"]
@@ -44,6 +46,27 @@ def remove_path(path: str | os.PathLike[str]) -> None:
     else:
         with contextlib.suppress(FileNotFoundError):
             p.unlink()
+
+
+def _fsync_tree(path: Path) -> None:
+    """Flush a written output to disk: every file, then every folder (deepest first, so each
+    entry is durable before the folder naming it). An error here is a failed write."""
+    paths = [path]
+    if path.is_dir() and not path.is_symlink():
+        paths = []
+        for root, _dirs, files in os.walk(path, topdown=False):
+            paths += [Path(root, name) for name in files]
+            paths.append(Path(root))
+    for p in paths:
+        if p.is_symlink():
+            continue
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, os.fspath(p)) from exc
+        finally:
+            os.close(fd)
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -184,6 +207,9 @@ def atomic_paths(final_paths: Sequence[str | os.PathLike[str]]) -> Iterator[list
             if not tmp.exists():
                 raise StoreError(f"nothing was written for {final}")
             _check_replaceable(final, tmp)
+        if config.get("fsync"):
+            for tmp in tmps:
+                _fsync_tree(tmp)
         for tmp, final in zip(tmps, finals, strict=True):
             existed = final.exists() or final.is_symlink()
             swapped.append((final, _swap(tmp, final), existed))  # _swap: all or nothing
