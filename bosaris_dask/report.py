@@ -43,23 +43,26 @@ def to_json_dict(results: xr.Dataset) -> dict[str, Any]:
     "min_cllr", "cllr_cal", "auc", "auc_low", "auc_high", "auc_rocch", "operating_points":
     [{"prior", "p_target", "c_miss", "c_fa", "act_threshold", "act_dcf", "min_dcf",
     "act_dcf_raw", "min_dcf_raw", "act_pmiss", "act_pfa", "min_pmiss", "min_pfa",
-    "min_threshold"}]}], "passes": N}``; with Cprimary priors each system also has
-    ``"cprimary": {"act", "min", "priors"}``, and with conditions ``"conditions": [{"by":
-    {spec: value}, ...}]``: one entry per condition with the keys of the system's own entry
-    (``by`` instead of ``name``; ``null`` metrics for a condition without targets or
-    non-targets); with ``equalize``, ``"equalized": {"by", "eer", "operating_points":
+    "min_threshold", "act_cdet", "min_cdet"}]}], "passes": N}``; with Cprimary priors each
+    system also has ``"cprimary": {"act", "min", "priors"}``, and with conditions
+    ``"conditions": [{"by": {spec: value}, ...}]``: one entry per condition with the keys of the
+    system's own entry (``by`` instead of ``name``; ``null`` metrics for a condition without
+    targets or non-targets); with ``equalize``, ``"equalized": {"by", "eer", "operating_points":
     [{"prior", "act_dcf", "min_dcf"}]}`` (and ``"cprimary"`` with Cprimary priors); with
     bootstrap intervals, ``"eer_ci": [low, high]`` etc. and ``"bootstrap"``, ``"comparisons"``
     (:mod:`bosaris_dask.bootstrap.report`); with ``ece_plo`` (``evaluate --ece``), ``"ece":
     {"plo", "raw", "pav", "neutral"}``: the prior log-odds of the grid (natural, or in the base
-    of ``results.attrs["llr_base"]``, as the thresholds) and the
-    empirical cross-entropy in bits there of the LLRs as given, PAV-calibrated and ``LR = 1``
-    (:mod:`bosaris_dask.ece`; ``raw`` at ``plo`` 0 is ``cllr``; each condition entry has its
-    own, from its own trials); with ``exact_auc`` (``evaluate --exact-auc``) beyond its budget,
-    ``"auc_notes"``: why ``auc`` is ``null``;
+    of ``results.attrs["llr_base"]``, as the thresholds) and the empirical cross-entropy in bits
+    there of the LLRs as given, PAV-calibrated and ``LR = 1`` (:mod:`bosaris_dask.ece`; ``raw``
+    at ``plo`` 0 is ``cllr``; each condition entry has its own, from its own trials); with
+    ``exact_auc`` (``evaluate --exact-auc``) beyond its budget, ``"auc_notes"``: why ``auc`` is
+    ``null``;
     ``prior`` is the effective prior of the operating point ``(p_target, c_miss, c_fa)``;
     ``act_dcf``/``min_dcf`` are normalized by ``min(p, 1 - p)`` (the same number as the DCF in
-    cost units normalized by ``min(p_target c_miss, (1 - p_target) c_fa)``). ``act_threshold``
+    cost units normalized by ``min(p_target c_miss, (1 - p_target) c_fa)``); ``*_dcf_raw`` are
+    Bayes error rates at the effective prior, ``p Pmiss + (1 - p) Pfa``, and ``act_cdet``/
+    ``min_cdet`` the DCF in cost units, ``c_miss p_target Pmiss + c_fa (1 - p_target) Pfa``
+    (NIST's C_det; equal to ``_raw`` for unit costs). ``act_threshold``
     is the Bayes threshold ``-logit(prior)`` actDCF applies; ``min_threshold`` is a score
     threshold attaining minDCF (accept iff ``score >= threshold``), ``null`` when the optimum
     accepts every trial (``-inf``: ``min_pmiss`` is 0) or rejects every trial (``+inf``).
@@ -83,19 +86,34 @@ def to_json_dict(results: xr.Dataset) -> dict[str, Any]:
     return doc
 
 
+def _with_cdet(point: dict[str, Any]) -> dict[str, Any]:
+    """An operating point's entry with ``act_cdet`` and ``min_cdet``: the DCF in cost units,
+    ``c_miss p_target Pmiss + c_fa (1 - p_target) Pfa`` (NIST's C_det), which is the Bayes
+    error rate at the effective prior (``*_dcf_raw``) times ``c_miss p_target + c_fa (1 -
+    p_target)``. Without stated costs (a prior alone) the costs are 1 and C_det is ``_raw``."""
+    p, c_miss, c_fa = (point.get(k, d) for k, d in (("p_target", point["prior"]),
+                                                   ("c_miss", 1.0), ("c_fa", 1.0)))  # fmt: skip
+    scale = c_miss * p + c_fa * (1.0 - p)
+    for which in ("act", "min"):
+        raw = point.get(f"{which}_dcf_raw")
+        if f"{which}_dcf_raw" in point:
+            point[f"{which}_cdet"] = None if raw is None else raw * scale
+    return point
+
+
 def _systems_json(results: xr.Dataset) -> list[dict[str, Any]]:
     systems = []
     points = operating_points(results)
     for name in results.system.values:
         r = points.sel(system=name)
         ops = [
-            {
+            _with_cdet({
                 "prior": float(p),
                 **{c: _number(points[c].sel(prior=p)) for c in _OP_COORDS if c in points.coords},
                 **{f: _number(r[f].sel(prior=p)) for f in _OP_FIELDS if f in r},
-            }
+            })
             for p in points.prior.values
-        ]
+        ]  # fmt: skip
         entry = {
             "name": str(name),
             "n_target": int(r.n_target),

@@ -84,7 +84,8 @@ def test_evaluate_json_equals_the_api(small_set, tmp_path):
             assert op["min_pfa"] == float(ops.min_pfa[k, j])
             assert set(op) == {"prior", "act_dcf", "min_dcf", "act_dcf_raw", "min_dcf_raw",
                                "act_pmiss", "act_pfa", "min_pmiss", "min_pfa", "p_target",
-                               "c_miss", "c_fa", "act_threshold", "min_threshold"}  # fmt: skip
+                               "c_miss", "c_fa", "act_threshold", "min_threshold", "act_cdet",
+                               "min_cdet"}  # fmt: skip
 
 
 def test_evaluate_prints_a_table(small_set):

@@ -153,6 +153,13 @@ def test_cli_operating_points_in_json_and_table(tmp_path, capsys):
     for o in ops:
         t = -np.inf if o["min_threshold"] is None else o["min_threshold"]
         assert _dcf(tar, non, t, o["prior"]) == pytest.approx(o["min_dcf"], rel=1e-12)
+        # C_det in cost units (NIST): c_miss P Pmiss + c_fa (1 - P) Pfa at the stated costs
+        for which, thr in (("act", o["act_threshold"]), ("min", t)):
+            pmiss, pfa = np.mean(tar < thr), np.mean(non >= thr)
+            cdet = o["c_miss"] * o["p_target"] * pmiss + o["c_fa"] * (1 - o["p_target"]) * pfa
+            assert o[f"{which}_cdet"] == pytest.approx(cdet, rel=1e-12)
+    assert ops[0]["min_cdet"] > ops[0]["min_dcf_raw"]  # 0.01:10:1 costs more than unit costs
+    assert ops[1]["min_cdet"] == ops[1]["min_dcf_raw"]
     with pytest.raises(SystemExit) as info:  # argparse: usage error, exit status 2
         main(["evaluate", "--scores", str(path), "--operating-point", "0.01:10", "-q"])
     assert info.value.code == 2
