@@ -10,6 +10,8 @@ from bosaris_dask import io
 from bosaris_dask.cli import main
 from bosaris_dask.trials import key_from_labels, make_ndx
 
+from . import reference as ref
+
 D = 24
 
 
@@ -294,6 +296,53 @@ def test_key_from_class_tables_marks_targets_by_equal_class(tmp_path):
                          for e in e_ids])  # fmt: skip
     assert key.model.values.tolist() == e_ids and key.segment.values.tolist() == t_ids
     np.testing.assert_array_equal(key.trial_mask.values, expected)
+
+
+def test_one_file_on_both_sides_scores_no_id_against_itself(tmp_path, monkeypatch):
+    # --enrol X --test X with class tables: each id against itself (cosine 1, a certain target)
+    # was a target trial; the metrics must be those of the other pairs alone
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(8)
+    spk = np.repeat(np.arange(10), 4)
+    emb = rng.normal(size=(10, 16))[spk] + 1.5 * rng.normal(size=(40, 16))
+    ids = np.array([f"u{i}" for i in range(40)])
+    np.savez("all.npz", ids=ids, embeddings=emb)
+    (tmp_path / "c.txt").write_text("".join(f"{u} s{k}\n" for u, k in zip(ids, spk, strict=True)))
+    assert (
+        main(
+            [
+                "evaluate",
+                "--enrol",
+                "all.npz",
+                "--test",
+                "all.npz",
+                "--enrol-classes",
+                "c.txt",
+                "--test-classes",
+                "c.txt",
+                "--prior",
+                "0.5",
+                "--json",
+                "r.json",
+                "-q",
+            ]
+        )
+        == 0
+    )
+    (got,) = json.loads((tmp_path / "r.json").read_text())["systems"]
+    unit = emb / np.linalg.norm(emb, axis=1, keepdims=True)
+    cos, same = unit @ unit.T, spk[:, None] == spk[None, :]
+    off = ~np.eye(40, dtype=bool)
+    tar, non = cos[same & off], cos[~same]
+    assert (got["n_target"], got["n_nontarget"]) == (tar.size, non.size) == (40 * 3, 40 * 36)
+    # the scores are float32 products of the float64 vectors: rank ties may differ, so the
+    # reference takes the package's float32 rounding of the cosines
+    tar32, non32 = tar.astype(np.float32), non.astype(np.float32)
+    assert got["eer"] == pytest.approx(ref.eer(tar32, non32), rel=1e-9)
+    assert got["cllr"] == pytest.approx(ref.cllr(tar32.astype(float), non32.astype(float)),
+                                        rel=1e-6)  # fmt: skip
 
 
 def test_evaluate_with_class_tables_equals_evaluate_with_the_key(tables):

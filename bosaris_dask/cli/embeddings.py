@@ -81,7 +81,8 @@ def add_embedding_arguments(
     g.add_argument("--enrol-classes", metavar="TABLE",
                    help="instead of --key: 'id class' lines for the enrolment ids (the model "
                    "map's models with --models); with --test-classes, the key is every "
-                   "enrolment id against every test id, a target iff same class")  # fmt: skip
+                   "enrolment id against every test id, a target iff same class (an id "
+                   "on both sides is no trial against itself)")  # fmt: skip
     g.add_argument("--test-classes", metavar="TABLE",
                    help="'id class' lines for the test ids (with --enrol-classes)")  # fmt: skip
 

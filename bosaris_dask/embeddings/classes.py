@@ -4,7 +4,9 @@ Each table has one ``id class`` pair per line (whitespace-separated; blank lines
 starting with ``#`` are skipped), e.g. VoxCeleb's ``utterance speaker`` lists. The key is
 all-vs-all over the ids that are scored (the enrolment file's ids, or the model map's models,
 and the test file's ids): a trial is a target iff both ids have the same class. Every scored id
-must have a class; a table may name more ids than are scored (they are ignored).
+must have a class; a table may name more ids than are scored (they are ignored). An id on both
+sides (one embedding file given as enrolment and test) is no trial against itself: its score
+is that of an item with itself (1 for cosine), a certain target that would flatter every metric.
 
 Examples
 --------
@@ -24,12 +26,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import dask.array as da
 import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import ParseError, TrialError
 
-__all__ = ["read_class_table", "key_from_class_tables"]
+__all__ = ["read_class_table", "key_from_class_tables", "without_self_trials"]
 
 
 def read_class_table(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -98,4 +101,36 @@ def key_from_class_tables(
     enrol_ids, test_ids = list(enrol_ids), list(test_ids)
     e = _labels(enrol_ids, read_class_table(enrol_classes), "enrolment", enrol_classes)
     t = _labels(test_ids, read_class_table(test_classes), "test", test_classes)
-    return key_from_labels(enrol_ids, e, test_ids, t, chunks=chunks)
+    return without_self_trials(key_from_labels(enrol_ids, e, test_ids, t, chunks=chunks))
+
+
+def without_self_trials(key: xr.Dataset) -> xr.Dataset:
+    """``key`` with every id that is both a model and a segment left out against itself (no
+    trial there); ``key`` itself when no id is on both sides.
+
+    Examples
+    --------
+    >>> from bosaris_dask.trials import key_from_labels
+    >>> key = key_from_labels(["a", "b"], ["x", "y"], ["b", "a", "c"], ["y", "x", "x"])
+    >>> without_self_trials(key).trial_mask.values.tolist()
+    [[-1, 0, 1], [0, -1, -1]]
+    """
+    position = {str(t): j for j, t in enumerate(key.segment.values)}
+    column = np.array([position.get(str(m), -1) for m in key.model.values], dtype=np.int64)
+    if (column < 0).all():
+        return key
+    mask = key.trial_mask.data
+    rows = da.from_array(column[:, None], chunks=(mask.chunks[0], 1))
+    cleared = da.map_blocks(_clear_self, mask, rows, dtype=mask.dtype)
+    return key.assign(trial_mask=key.trial_mask.copy(data=cleared))
+
+
+def _clear_self(block: np.ndarray, column: np.ndarray, block_info: Any = None) -> np.ndarray:
+    """A key block with each row's own column (``column``: global, -1 for none) set to 0."""
+    lo, hi = block_info[0]["array-location"][1]
+    rows = np.flatnonzero((column[:, 0] >= lo) & (column[:, 0] < hi))
+    if rows.size == 0:
+        return block
+    out = block.copy()
+    out[rows, column[rows, 0] - lo] = 0
+    return out
