@@ -19,7 +19,7 @@ from bosaris_dask.bootstrap import Binning
 from bosaris_dask.bootstrap.evaluation import add_intervals
 from bosaris_dask.conditions import condition_table
 from bosaris_dask.errors import OptionError, TrialError
-from bosaris_dask.report import format_table
+from bosaris_dask.report import format_table, to_json_dict
 from bosaris_dask.trials import make_key, make_scores
 from tests import reference as ref
 from tests import reference_conditions as refc
@@ -739,7 +739,7 @@ def test_too_few_resamples_for_the_level_warn_once():
     assert [str(w.message)[:44] for w in few] == ["39 resamples are too few for 95% intervals: "]
 
 
-def test_the_interval_block_says_equalized_metrics_and_cprimary_have_none():
+def test_the_interval_block_says_which_metrics_have_no_interval():
     key, systems, tables, *_ = _data()
     ds = _evaluate(
         key,
@@ -751,11 +751,14 @@ def test_the_interval_block_says_equalized_metrics_and_cprimary_have_none():
         bootstrap=40,
         resample=["model.spk"],
         seed=1,
+        fmr=[0.1],
     )
     text = format_table(ds)
     assert ("95% bootstrap intervals (40 two-way resamples of model.spk, seed 1; percentile)\n"
-            "  of the pooled metrics (and per condition): the equalized metrics and Cprimary "
-            "have none\n") in text  # fmt: skip
+            "  of the pooled metrics (and per condition): the equalized metrics, Cprimary, the "
+            "fixed-FMR points and the AUC have none\n") in text  # fmt: skip
+    assert to_json_dict(ds)["bootstrap"]["no_intervals"] == [
+        "the equalized metrics", "Cprimary", "the fixed-FMR points", "the AUC"]  # fmt: skip
 
 
 def test_a_comparison_says_how_far_the_bins_resolve_the_rank_metrics():

@@ -78,6 +78,7 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
         "degenerate": int(a["bootstrap_degenerate"]),
         "method": POISSON_METHOD if a.get("bootstrap_method") == "poisson" else METHOD,
         "pair_factor": float(a["bootstrap_pair_factor"]),
+        "no_intervals": without_intervals(results),
     }  # fmt: skip
     if "pair" in results.dims:
         doc["comparisons"] = []
@@ -138,6 +139,25 @@ def _left_out_notes(results: xr.Dataset) -> list[str]:
     return lines
 
 
+#: Results a bootstrap gives no interval, by the variable that says they were computed.
+_WITHOUT_INTERVALS = (
+    ("equalized_eer", "the equalized metrics"),
+    ("cprimary_act", "Cprimary"),
+    ("fixed_fmr_fnmr", "the fixed-FMR points"),
+    ("fixed_fnmr_fmr", "the fixed-FNMR points"),
+)
+
+
+def without_intervals(results: xr.Dataset) -> list[str]:
+    """What the evaluation reports that its bootstrap gives no interval: equalized metrics,
+    Cprimary, the fixed-FMR/FNMR points (the resamples' coarse bins cannot place a threshold at
+    FMR 1e-4) and the exact AUC."""
+    names = [name for var, name in _WITHOUT_INTERVALS if var in results]
+    if "auc" in results and np.isfinite(results.auc.values).any():
+        names.append("the AUC")
+    return names
+
+
 def format_block(results: xr.Dataset) -> list[str]:
     """Text lines: each system's intervals, then each comparison."""
     a = results.attrs
@@ -147,10 +167,10 @@ def format_block(results: xr.Dataset) -> list[str]:
     level = f"{100 * float(a['ci']):g}%"
     lines = ["", f"{level} bootstrap intervals ({a['bootstrap']} two-way resamples of "
              f"{' x '.join(a['resample'])}, seed {a['bootstrap_seed']}; percentile)"]  # fmt: skip
-    named = (("equalized_eer", "the equalized metrics"), ("cprimary_act", "Cprimary"))
-    uncovered = [name for var, name in named if var in results]
+    uncovered = without_intervals(results)
     if uncovered:
-        lines.append(f"  of the pooled metrics (and per condition): {' and '.join(uncovered)} "
+        said = ", ".join(uncovered[:-1]) + (" and " if len(uncovered) > 1 else "") + uncovered[-1]
+        lines.append(f"  of the pooled metrics (and per condition): {said} "
                      f"{'have' if len(uncovered) > 1 else 'has'} none")  # fmt: skip
     lines += _left_out_notes(results)
     cells = ["EER (%)", "Cllr", "minCllr"] + [
