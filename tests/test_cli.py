@@ -336,3 +336,15 @@ def test_training_with_missing_scores_needs_allow_missing(tmp_path, command):
     assert result.returncode == 0, result.stderr
     assert "dropped 2 key trials without a score" in result.stderr
     assert json.loads((tmp_path / "m.json").read_text())["n_missing"] == 2
+
+
+def test_one_value_column_is_not_both_the_labels_and_the_scores(tmp_path, capsys):
+    # 'm s 1' lines given as key and as scores: the labels scored themselves (EER 0)
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("".join(f"m{i} s{j} {int(i == j)}\n" for i in range(4) for j in range(5)))
+    assert main(["evaluate", "--key", str(pairs), "--scores", str(pairs), "-q"]) == 1
+    assert "--key and --scores are the same file" in capsys.readouterr().err
+    both = tmp_path / "vox.score"  # a score and a label column: its own key, as before
+    both.write_text("".join(f"m{i} s{j} {0.1 * (i + j)!r} {'target' if i == j else 'nontarget'}\n"
+                            for i in range(4) for j in range(5)))  # fmt: skip
+    assert main(["evaluate", "--key", str(both), "--scores", str(both), "-q"]) == 0

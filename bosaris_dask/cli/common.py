@@ -90,8 +90,36 @@ def _load(
                 "score and a label column, e.g. wespeaker's 'enrol test score label', can be "
                 "their own key)"
             )
+    _one_column_twice(key_path, score_paths, text_format)
     key = io.read(key_path, "key", text_format=text_format)  # first: a wrong key path is the
     return key, _systems(args, key, score_paths, text_format, llr_base)  # first error
+
+
+def _one_column_twice(key_path: str, score_paths: Sequence[str], text_format: str | None) -> None:
+    """Refuse a text file given as key and as scores whose one value column would be read as
+    labels by the one and as scores by the other (``m s 1`` lines: EER 0, the labels
+    separating themselves); a file with a score and a label column may be both."""
+    import os
+
+    from bosaris_dask import io
+    from bosaris_dask.errors import OptionError
+    from bosaris_dask.io.text import text_has_labels
+
+    for path in score_paths:
+        try:
+            same = os.path.samefile(key_path, path)
+        except OSError:
+            continue  # a missing file is named where it is read
+        if (
+            same
+            and io.detect_format(path) == "text"
+            and not text_has_labels(path, format=text_format)
+        ):
+            raise OptionError(
+                f"--key and --scores are the same file, {path}, which has one value column: it "
+                "would be read as labels by --key and as scores by --scores; give the scores' "
+                "own file to --scores"
+            )
 
 
 def _uses_class_tables(args: argparse.Namespace) -> bool:
