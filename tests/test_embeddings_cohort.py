@@ -122,8 +122,11 @@ def test_bad_cohort_options(data):
         r"the size of the cohort cohort.npz, 57; got 58",
     ):
         scores_from_embeddings(*args, norm="as", cohort=C, top_n=58)
-    with pytest.raises(OptionError, match=r"top_n \(--top-n\) is the cohort size of AS-norm"):
+    with pytest.raises(OptionError, match=r"AS-norm needs top_n \(--top-n\): how many"):
         scores_from_embeddings(*args, norm="as", cohort=C)
+    with pytest.raises(OptionError, match=r"top_n \(--top-n\) only applies to AS-norm .* not "
+                       r"to s-norm$"):  # fmt: skip
+        scores_from_embeddings(*args, norm="s", cohort=C, top_n=10)
     flat = from_arrays(["a", "b"], np.ones((2, D)), source="flat.npz")
     with pytest.raises(ScoreError, match=r"id 'e0': its cohort scores have zero spread"):
         scores_from_embeddings(*args, norm="z", cohort=flat)

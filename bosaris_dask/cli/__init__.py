@@ -81,6 +81,19 @@ def _run(args: argparse.Namespace) -> int:
     return int(args.func(args) or 0)
 
 
+#: What the library's messages say of a keyword, and what the command line says instead.
+_REMEDIES = {"(allow_missing drops them)": ("allow_missing", "(--allow-missing drops them)")}
+
+
+def _in_cli_words(message: str, args: argparse.Namespace) -> str:
+    """``message`` with the remedies that name a Python keyword naming the command's option
+    instead (or left out where the command has none)."""
+    for said, (name, option) in _REMEDIES.items():
+        if said in message:
+            message = message.replace(said, option if hasattr(args, name) else "").rstrip()
+    return message
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``bosaris-dask``; returns the exit status."""
     parser = build_parser()
@@ -91,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (BosarisError, FileNotFoundError, PermissionError) as error:
         if args.debug:
             raise
-        print(f"bosaris-dask: error: {error}", file=sys.stderr)
+        print(f"bosaris-dask: error: {_in_cli_words(str(error), args)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("bosaris-dask: interrupted", file=sys.stderr)

@@ -99,10 +99,13 @@ def normalize(
     if norm == "none":
         raise OptionError("a cohort is only used with a normalization (norm z, t, s or as)")
     if cohort is None:
-        raise OptionError(f"{norm}-norm needs a cohort")
-    if (norm == "as") != (top_n is not None):
-        raise OptionError("top_n (--top-n) is the cohort size of AS-norm (norm='as', --norm as), "
-                          "and AS-norm needs one")  # fmt: skip
+        raise OptionError(f"{norm}-norm needs a cohort (cohort=, --cohort)")
+    if norm == "as" and top_n is None:
+        raise OptionError("AS-norm needs top_n (--top-n): how many of the highest cohort scores "
+                          "of each embedding it uses")  # fmt: skip
+    if norm != "as" and top_n is not None:
+        raise OptionError(f"top_n (--top-n) only applies to AS-norm (norm='as', --norm as), not "
+                          f"to {norm}-norm")  # fmt: skip
     use_e, use_t = norm != "t", norm != "z"
     sides = [enrol] * (use_e or both_sides) + [test] * (use_t or both_sides)
     stats = side_statistics(sides, cohort, top_n=top_n)
