@@ -71,6 +71,22 @@ class ParseError(BosarisError, ValueError):
 class StoreError(BosarisError, OSError):
     """A store (zarr, HDF5) is missing, truncated, corrupt or of an unexpected layout."""
 
+    @classmethod
+    def wrong_kind(cls, path: object, found: str, kind: str) -> StoreError:
+        """The error for a file holding a ``found`` where a ``kind`` was asked for, with the
+        likely cause where there is one (a text key of 1/0 labels reads as scores unless told).
+
+        Examples
+        --------
+        >>> str(StoreError.wrong_kind("k.h5", "ndx", "scores"))
+        'k.h5: holds a ndx, expected a scores'
+        """
+        hint = ""
+        if found == "scores" and kind in ("key", "ndx"):
+            hint = (" (converted from a text file whose labels are 1/0, read as scores? convert "
+                    f"that file with --kind {kind})")  # fmt: skip
+        return cls(f"{path}: holds a {found}, expected a {kind}{hint}")
+
 
 class StoreNotFoundError(StoreError, FileNotFoundError):
     """A file or store to read does not exist (also a :class:`FileNotFoundError`)."""

@@ -884,3 +884,14 @@ def test_file_urls_are_written_where_they_are_read(tmp_path):
     io.write(obj, url)
     assert (tmp_path / "u.zarr").is_dir()
     assert io.read(url).score.values.tolist() == [[0.5]]
+
+
+def test_a_text_key_of_1_0_labels_converted_as_scores_says_so(tmp_path):
+    # 'm s 1' lines read as scores unless told: once converted, --key names the way out
+    text = tmp_path / "k10"
+    text.write_text("m1 s1 1\nm1 s2 0\nm2 s1 0\nm2 s2 1\n")
+    io.write(io.read(text), tmp_path / "k10.h5")
+    with pytest.raises(StoreError, match=r"holds a scores, expected a key \(converted from a "
+                       r"text file whose labels are 1/0.*--kind key\)"):  # fmt: skip
+        io.read(tmp_path / "k10.h5", "key")
+    assert io.read(text, "key").trial_mask.values.tolist() == [[1, -1], [-1, 1]]

@@ -74,7 +74,7 @@ def _existing(path: str | os.PathLike[str]) -> Path:
 def _check_kind(obj: xr.Dataset, kind: str | None, path: Any) -> xr.Dataset:
     found = obj.attrs["bosaris_kind"]
     if kind is not None and found != kind:
-        raise StoreError(f"{path}: holds a {found}, expected a {kind}")
+        raise StoreError.wrong_kind(path, found, kind)
     return obj
 
 

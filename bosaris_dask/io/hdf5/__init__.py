@@ -284,7 +284,7 @@ def _checked_kind(f: h5py.File, path: Path, kind: str | None) -> str:
     if kind == "ndx" and found == "key" and _signed_mask_only(f, path):
         return kind  # an Ndx written with a signed mask (SIDEKIT's int8): 0/1, checked as read
     if kind is not None and found != kind:
-        raise StoreError(f"{path}: holds a {found}, expected a {kind}")
+        raise StoreError.wrong_kind(path, found, kind)
     return found
 
 

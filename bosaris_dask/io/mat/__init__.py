@@ -257,7 +257,7 @@ def read_mat(path: str | os.PathLike[str], kind: str | None = None) -> xr.Datase
             "file_format" not in fields):  # fmt: skip
         found = kind  # an Ndx written with a signed mask (SIDEKIT's int8): 0/1, checked below
     if kind is not None and found != kind:
-        raise StoreError(f"{path}: holds a {found}, expected a {kind}")
+        raise StoreError.wrong_kind(path, found, kind)
     if found == "quality":
         raise StoreError(f"{path}: holds a quality table; read it with read_quality")
     return to_object(fields, found, f"{path}: {name}")
