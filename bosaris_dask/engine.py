@@ -290,10 +290,18 @@ def _pass1_summary(
         n_missing=int(missing),
         name=name,
     )
+    return check_both_classes(summary)
+
+
+def check_both_classes(summary: ScoreSummary) -> ScoreSummary:
+    """``summary``, or the ScoreError of a system whose scored key trials lack a class (the
+    key's doing, or the scores' where they miss a class's trials: both counts are said)."""
     if summary.n_target == 0 or summary.n_nontarget == 0:
+        missing = f" ({summary.n_missing} key trials without a score)" if summary.n_missing else ""
         raise ScoreError(
-            f"{name}: need both targets and non-targets, found {summary.n_target} targets "
-            f"and {summary.n_nontarget} non-targets"
+            f"{summary.name}: need both targets and non-targets, found {summary.n_target} "
+            f"targets and {summary.n_nontarget} non-targets among the key's scored trials"
+            f"{missing}"
         )
     return summary
 

@@ -54,8 +54,8 @@ from bosaris_dask import (
     screening,
 )
 from bosaris_dask.binmap import BinMap
-from bosaris_dask.engine import ScoreSummary
-from bosaris_dask.errors import OptionError, ScoreError
+from bosaris_dask.engine import ScoreSummary, check_both_classes
+from bosaris_dask.errors import OptionError
 from bosaris_dask.grouped_histograms import GroupedPass1, SystemPass1, grouped_pass1, remap_groups
 from bosaris_dask.grouped_kernels import Part
 from bosaris_dask.grouped_refine_kernels import (
@@ -116,12 +116,7 @@ def _summary(
         softplus_units=(sp_tar, sp_non),
         n_missing=missing, name=name,
     )  # fmt: skip
-    if summary.n_target == 0 or summary.n_nontarget == 0:
-        raise ScoreError(
-            f"{name}: need both targets and non-targets, found {summary.n_target} "
-            f"targets and {summary.n_nontarget} non-targets"
-        )
-    return summary
+    return check_both_classes(summary)
 
 
 def _part_cross_entropy(

@@ -178,7 +178,7 @@ def test_empty_conditions_are_counted_not_errors():
                               "act_threshold": -0.0, **dict.fromkeys(
                                   ["act_dcf", "min_dcf", "act_dcf_raw", "min_dcf_raw",
                                    "act_pmiss", "act_pfa", "min_pmiss", "min_pfa",
-                                   "min_threshold"])}],
+                                   "min_threshold", "act_cdet", "min_cdet"])}],
     }  # fmt: skip
     table = format_table(ds)
     assert table.count("== condition model.gender=") == 6

@@ -147,10 +147,12 @@ CASES = [
          {"key.txt": KEY + "m3 s1 target\nm3 s2 nontarget\n"}),
     # -- empty target or non-target sets --------------------------------------------------------
     Case("no-targets", ScoreError,
-         "scores: need both targets and non-targets, found 0 targets and 4 non-targets",
+         "scores: need both targets and non-targets, found 0 targets and 4 non-targets among the "
+         "key's scored trials",
          _evaluate, _evaluate_cli(), {"key.txt": KEY.replace(" target", " nontarget")}),
     Case("no-nontargets", ScoreError,
-         "scores: need both targets and non-targets, found 2 targets and 0 non-targets",
+         "scores: need both targets and non-targets, found 2 targets and 0 non-targets among the "
+         "key's scored trials",
          _evaluate, _evaluate_cli(), {"key.txt": "m1 s1 target\nm2 s2 target\n"}),
     Case("no-targets-arrays", ScoreError, "system: need targets and non-targets, got 0 and 2",
          lambda d: metrics.min_dcf([], [0.0, 1.0], 0.01)),

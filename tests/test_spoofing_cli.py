@@ -192,7 +192,7 @@ def test_a_cm_key_of_one_class_is_said_in_the_challenges_words(tmp_path, capsys)
                         str(tmp_path / "s.tsv"))  # fmt: skip
     assert (
         code == 1
-        and "found 2 targets and 0 non-targets (in a CM key, bona fide trials are "
-        "the targets and spoofs the non-targets"
+        and "found 2 targets and 0 non-targets among the key's scored trials (in a CM key, "
+        "bona fide trials are the targets and spoofs the non-targets"
         in err
     )

@@ -206,8 +206,9 @@ def cmd_score(args: argparse.Namespace) -> int:
         text = io.detect_format(args.out) == "text"
         options = {} if text else {"chunk_mb": args.block**2 * 4 / 2**20}
         io.write(scores, args.out, progress=_progress(args), **options)
-    _say(args, f"wrote {scores.sizes['model']:,} x {scores.sizes['segment']:,} scores to "
-               f"{args.out} in {time.perf_counter() - start:.1f} s")  # fmt: skip
+    ids = f"{scores.sizes['model']:,} x {scores.sizes['segment']:,}"
+    what = f"{ids} scores" if trials is None else f"the scores of the trials of {ids} ids"
+    _say(args, f"wrote {what} to {args.out} in {time.perf_counter() - start:.1f} s")
     return 0
 
 

@@ -168,6 +168,7 @@ def _fixed_rate_arguments(parser: argparse.ArgumentParser, plot: str = "") -> No
     """``--fmr`` and ``--fnmr``; ``plot``: what a plot does with them (evaluate: the DET
     files of --plots-dir mark them)."""
     plot = plot or "--plots-dir: the DET plots mark them"
+    fnmr_plot = plot.replace("'FMR 1e-3: FNMR 4.21%%'", "'FNMR 5e-2: FMR 3.85%%'")
     parser.add_argument(
         "--fmr", type=_rate, action="append", metavar="F",
         help="report FNMR and TAR at false-match rate F (ISO/IEC 19795-1): the threshold is "
@@ -177,7 +178,7 @@ def _fixed_rate_arguments(parser: argparse.ArgumentParser, plot: str = "") -> No
     parser.add_argument(
         "--fnmr", type=_rate, action="append", metavar="F",
         help="report FMR at false-non-match rate F: the threshold is the largest score with "
-        f"FNMR <= F; repeatable; {plot}",
+        f"FNMR <= F; repeatable; {fnmr_plot}",
     )  # fmt: skip
 
 
