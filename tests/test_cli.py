@@ -348,3 +348,18 @@ def test_one_value_column_is_not_both_the_labels_and_the_scores(tmp_path, capsys
     both.write_text("".join(f"m{i} s{j} {0.1 * (i + j)!r} {'target' if i == j else 'nontarget'}\n"
                             for i in range(4) for j in range(5)))  # fmt: skip
     assert main(["evaluate", "--key", str(both), "--scores", str(both), "-q"]) == 0
+
+
+def test_an_output_in_a_missing_folder_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    from bosaris_dask.cli import scoring
+
+    def no_evaluation(*args, **kwargs):
+        raise AssertionError("evaluated before the output was checked")
+
+    monkeypatch.setattr(scoring, "_evaluate", no_evaluation)
+    scores = tmp_path / "s.score"
+    scores.write_text("m1 s1 0.5 target\nm1 s2 -0.5 nontarget\n")
+    json_out = tmp_path / "missing" / "r.json"
+    assert main(["evaluate", "--scores", str(scores), "--json", str(json_out), "-q"]) == 1
+    assert f"cannot write {json_out}: directory {json_out.parent} does not exist" in (
+        capsys.readouterr().err)  # fmt: skip

@@ -69,8 +69,29 @@ def _one_line_warnings() -> Iterator[None]:
         warnings.showwarning = shown
 
 
+#: The options (``args`` names) that name an output file or store.
+_OUTPUTS = ("json", "out", "model_out", "quality_out", "output")
+
+
+def _check_output_folders(args: argparse.Namespace) -> None:
+    """Refuse an output whose folder does not exist before any work (the JSON of an hour's
+    evaluation was refused only once the evaluation was done)."""
+    from pathlib import Path
+
+    from bosaris_dask.errors import StoreError
+
+    for name in _OUTPUTS:
+        path = getattr(args, name, None)
+        if not isinstance(path, str) or "://" in path:
+            continue
+        parent = Path(path).parent
+        if not parent.is_dir():
+            raise StoreError(f"cannot write {path}: directory {parent} does not exist")
+
+
 def _run(args: argparse.Namespace) -> int:
     """Run the subcommand, with the scratch directory of ``--scratch-dir`` in dask's config."""
+    _check_output_folders(args)
     if getattr(args, "scratch_dir", None) is not None:
         import dask
 
