@@ -266,3 +266,10 @@ def test_apply_says_how_many_systems_the_model_takes(workdir, monkeypatch, capsy
             "--model-out", "q.json", "--quality", s1, "-q", "--cluster", "threads"]  # fmt: skip
     assert main(fuse) == 1
     assert "system-1.zarr: a scores store, not quality" in capsys.readouterr().err
+
+
+def test_a_comma_separated_list_says_to_repeat_the_flag(capsys):
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--scores", "s.txt", "--prior", "0.01,0.05"])
+    assert ("not a number: '0.01,0.05' (one value per flag: repeat the flag for several)"
+            in capsys.readouterr().err)  # fmt: skip

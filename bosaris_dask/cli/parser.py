@@ -126,7 +126,17 @@ def _number(text: str) -> float:
     try:
         return float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        several = "," in text and all(_is_float(t) for t in text.split(","))
+        hint = " (one value per flag: repeat the flag for several)" if several else ""
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}{hint}") from None
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _integer(text: str, low: int, must: str) -> int:
