@@ -91,8 +91,58 @@ def _load(
                 "their own key)"
             )
     _one_column_twice(key_path, score_paths, text_format)
-    key = io.read(key_path, "key", text_format=text_format)  # first: a wrong key path is the
-    return key, _systems(args, key, score_paths, text_format, llr_base)  # first error
+    if _may_pack(args, key_path, score_paths):
+        from bosaris_dask.io.text.packed import TrialList, read_trials
+
+        key = read_trials(key_path, "key", format=text_format)  # a wrong path is the first error
+        if isinstance(key, TrialList):
+            return _packed(args, key, score_paths, text_format, llr_base)
+    else:
+        key = io.read(key_path, "key", text_format=text_format)  # first: a wrong key path is
+    return key, _systems(args, key, score_paths, text_format, llr_base)  # the first error
+
+
+def _may_pack(args: argparse.Namespace | None, key_path: str, score_paths: Sequence[str]) -> bool:
+    """Whether an evaluation may pack sparse text lists (:mod:`bosaris_dask.io.text.packed`):
+    ``evaluate`` or ``plot`` of text files alone (regular files, no scores from embeddings),
+    grouping no trial by its ids (no ``--by``, no bootstrap)."""
+    from bosaris_dask import io
+    from bosaris_dask.io.text.scratch import _is_stream
+
+    if args is None or getattr(args, "command", None) not in ("evaluate", "plot"):
+        return False
+    if (
+        getattr(args, "enrol", None)
+        or getattr(args, "by", None)
+        or getattr(args, "bootstrap", None)
+    ):
+        return False
+    paths = [key_path, *score_paths]
+    return all(io.detect_format(p) == "text" and not _is_stream(p) for p in paths)
+
+
+def _packed(
+    args: argparse.Namespace,
+    key: Any,
+    score_paths: Sequence[str],
+    text_format: str | None,
+    llr_base: str,
+) -> tuple[Any, list[Any]]:
+    """The packed key and systems of a sparse key list and text score files."""
+    from bosaris_dask.io.text.packed import TrialList, pack
+    from bosaris_dask.llr_base import to_natural
+
+    lists = [TrialList.read(p, "scores", format=text_format) for p in score_paths]
+    n_m, n_s, n = len(key.models), len(key.segments), len(key.values)
+    _say(args, f"{key.path}: {n:,} trials over {n_m:,} x {n_s:,} ids: evaluated as packed "
+               "trial lists, not as the ids' grid")  # fmt: skip
+    allow_missing = bool(getattr(args, "allow_missing", False))
+    packed_key, systems = pack(
+        key, lists, names=system_names(list(score_paths)), allow_missing=allow_missing
+    )
+    if llr_base != "e":
+        systems = [to_natural(s, llr_base) for s in systems]
+    return packed_key, systems
 
 
 def _one_column_twice(key_path: str, score_paths: Sequence[str], text_format: str | None) -> None:

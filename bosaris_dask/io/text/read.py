@@ -126,6 +126,25 @@ def read_text(
             raise ParseError(error.message, path, error.line) from None
         finally:
             copy.remove()
+    collector = collect_text(path, kind, header=header, format=format, scratch_dir=scratch_dir,
+                             block_bytes=block_bytes)  # fmt: skip
+    try:
+        return _assemble(collector, path, chunks, scratch_dir, memmap_threshold)
+    finally:
+        collector.close()
+
+
+def collect_text(
+    path: str | os.PathLike[str],
+    kind: str | None = None,
+    *,
+    header: bool | None = None,
+    format: str | None = None,
+    scratch_dir: str | os.PathLike[str] | None = None,
+    block_bytes: int = BLOCK_BYTES,
+) -> _Collector:
+    """The records of a text trial file (a regular file), parsed and checked line by line
+    (:func:`read_text` without the dense matrices); the caller closes the collector."""
     layout = _detect_layout(path, kind, header, format)
     collector = _Collector(layout, scratch_dir)
     one_pair = OneLabelPair(path)
@@ -136,9 +155,10 @@ def read_text(
                 one_pair.add({pair: (word, chunk.line(record))
                               for pair, (word, record) in chunk.words.items()})  # fmt: skip
             collector.add(chunk, n_lines)
-        return _assemble(collector, path, chunks, scratch_dir, memmap_threshold)
-    finally:
+    except BaseException:
         collector.close()
+        raise
+    return collector
 
 
 def read_quality_text(

@@ -1,0 +1,216 @@
+"""Sparse text trial lists packed into small dense matrices, for an evaluation.
+
+Trial objects are models x segments matrices. A text trial list with many ids and few trials
+per id fills a sliver of its grid: VoxCeleb1-E's 579,818 trials name 145,160 x 145,160
+utterances, 2.1e10 cells (20 GB of key and 190 GB of scores, in scratch memmaps); 60,000
+trials each with ids of its own took 2 minutes and 20 GB of resident memory to evaluate. An
+evaluation needs each trial's label and scores, not the grid: :func:`pack` joins the key's
+trials with each system's scores by ``(model, segment)`` and lays the joined trials out row by
+row, ``width`` to a row, in the key's order. The packed objects hold the same trials, labels and
+scores, so every metric of them is the metric of the lists; their ids only number the rows and
+columns (``"trials 0-4095"``, ``"+17"``), so they serve evaluations that do not group by id (no
+conditions, no bootstrap) and write no scores back.
+
+A key trial without a score in a system is a missing trial (an error naming its ids, or left
+out of that system with ``allow_missing``); scores of trials the key does not hold are ignored;
+a trial given twice in a file is an error naming both lines, as when the lists are read whole.
+
+Examples
+--------
+>>> import pathlib, tempfile
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (d / "trials").write_text("a x target\\nb y nontarget\\nc z nontarget\\n")
+>>> _ = (d / "scores").write_text("c z -1.5\\nb y 0.25\\na x 2.0\\nq r 9.0\\n")
+>>> key, (scores,) = pack(TrialList.read(d / "trials", "key"),
+...                       [TrialList.read(d / "scores", "scores")], width=2)
+>>> key.trial_mask.values.tolist(), scores.score.values.tolist()
+([[1, -1], [-1, 0]], [[2.0, 0.25], [-1.5, 0.0]])
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bosaris_dask.errors import MissingTrialsError, ParseError
+from bosaris_dask.io.text.collect import _Collector
+from bosaris_dask.trials import make_key, make_scores
+
+__all__ = ["TrialList", "pack", "is_sparse", "read_trials", "WIDTH"]
+
+#: Trials per row of a packed matrix.
+WIDTH = 4096
+#: A list is packed when its grid has more than this many cells per trial ...
+SPARSE_CELLS_PER_TRIAL = 64
+#: ... and more than this many cells (below, the grid is small whatever its fill).
+SPARSE_MIN_CELLS = 1 << 26
+
+
+@dataclass(frozen=True)
+class TrialList:
+    """The records of a text trial file: ids by first appearance, per-record id codes, the
+    records' values (labels +1/-1 of a key, scores) and their lines."""
+
+    path: str
+    models: np.ndarray
+    segments: np.ndarray
+    model_codes: np.ndarray
+    segment_codes: np.ndarray
+    values: np.ndarray
+    line_of: Callable[[int], int]
+
+    @classmethod
+    def read(
+        cls, path: str | os.PathLike[str], kind: str, *, format: str | None = None
+    ) -> TrialList:
+        """Read a key (``kind="key"``) or scores (``kind="scores"``) text file as a list."""
+        from bosaris_dask.io.text.read import collect_text
+
+        collector = collect_text(path, kind, format=format)
+        try:
+            return cls._of(collector, path)
+        finally:
+            collector.close()
+
+    @classmethod
+    def _of(cls, collector: _Collector, path: str | os.PathLike[str]) -> TrialList:
+        if collector.n == 0:
+            raise ParseError("no trials in the file", path=path, line=max(collector.last_line, 1))
+        records = np.concatenate(list(collector.spill))
+        return cls(
+            os.fspath(path),
+            np.array(list(collector.models), dtype=object),
+            np.array(list(collector.segments), dtype=object),
+            records["m"].astype(np.int64),
+            records["s"].astype(np.int64),
+            records["v"],
+            _LineMap(collector._starts, collector._lines),
+        )
+
+    def refuse_duplicates(self) -> None:
+        """A ParseError at the second line of the first trial given twice."""
+        flat = self.model_codes * len(self.segments) + self.segment_codes
+        order = np.argsort(flat, kind="stable")
+        again = np.flatnonzero(flat[order][1:] == flat[order][:-1])
+        if again.size:
+            first, second = order[again + 1], order[again]
+            k = int(np.argmin(np.maximum(first, second)))  # the earliest repeat in the file
+            a, b = sorted((int(first[k]), int(second[k])))
+            raise ParseError(
+                f"trial ({self.models[self.model_codes[a]]!r}, "
+                f"{self.segments[self.segment_codes[a]]!r}) is given twice, first on line "
+                f"{self.line_of(a)}",
+                path=self.path,
+                line=self.line_of(b),
+            )
+
+
+class _LineMap:
+    """A record's line, from the collector's per-block starts and line maps (kept after it is
+    closed)."""
+
+    def __init__(self, starts: list[int], lines: list[tuple[int, np.ndarray | None]]):
+        self._starts, self._lines = list(starts), list(lines)
+
+    def __call__(self, record: int) -> int:
+        k = int(np.searchsorted(self._starts, record, side="right")) - 1
+        first, lines = self._lines[k]
+        i = record - self._starts[k]
+        return first + i if lines is None else int(lines[i])
+
+
+def is_sparse(n_models: int, n_segments: int, n_trials: int) -> bool:
+    """Whether a list's models x segments grid is large and mostly empty (worth packing).
+
+    Examples
+    --------
+    >>> is_sparse(145_160, 145_160, 579_818), is_sparse(4_708, 4_708, 37_611)
+    (True, False)
+    """
+    cells = n_models * n_segments
+    return cells > SPARSE_MIN_CELLS and cells > SPARSE_CELLS_PER_TRIAL * n_trials
+
+
+def read_trials(
+    path: str | os.PathLike[str], kind: str, *, format: str | None = None
+) -> TrialList | xr.Dataset:
+    """A text file's trials in one parse: a :class:`TrialList` when its grid is sparse
+    (:func:`is_sparse`), else the dense trial object :func:`~bosaris_dask.io.read` gives."""
+    from bosaris_dask.io.text.collect import MEMMAP_THRESHOLD, _assemble
+    from bosaris_dask.io.text.read import collect_text
+
+    collector = collect_text(path, kind, format=format)
+    try:
+        if is_sparse(len(collector.models), len(collector.segments), collector.n):
+            return TrialList._of(collector, path)
+        return _assemble(collector, path, None, None, MEMMAP_THRESHOLD)
+    finally:
+        collector.close()
+
+
+def pack(
+    key: TrialList,
+    systems: Sequence[TrialList],
+    *,
+    names: Sequence[str] | None = None,
+    allow_missing: bool = False,
+    width: int = WIDTH,
+) -> tuple[xr.Dataset, list[xr.Dataset]]:
+    """The key's trials and each system's scores of them as packed Key and Scores objects.
+
+    Raises
+    ------
+    ParseError
+        A trial given twice in a file (naming both lines).
+    MissingTrialsError
+        Key trials without a score in a system (naming the first few), unless
+        ``allow_missing``: then they are left out of that system's scores.
+    """
+    names = list(names) if names is not None else [Path(s.path).name for s in systems]
+    key.refuse_duplicates()
+    n_seg = len(key.segments)
+    flat = key.model_codes * n_seg + key.segment_codes
+    order = np.argsort(flat)
+    sorted_flat = flat[order]
+    n = len(flat)
+    rows = -(-n // width)
+    shape = (rows, width) if rows > 1 else (1, n)
+    model_ids = [f"trials {r * shape[1]}-{min(n, (r + 1) * shape[1]) - 1}" for r in range(rows)]
+    segment_ids = [f"+{c}" for c in range(shape[1])]
+    mask = np.zeros(shape[0] * shape[1], dtype=np.int8)
+    mask[:n] = np.where(key.values > 0, 1, -1)
+    packed_key = make_key(model_ids, segment_ids, mask.reshape(shape))
+    packed = []
+    for name, system in zip(names, systems, strict=True):
+        system.refuse_duplicates()
+        m = pd.Index(key.models).get_indexer(system.models)[system.model_codes]
+        s = pd.Index(key.segments).get_indexer(system.segments)[system.segment_codes]
+        in_key = (m >= 0) & (s >= 0)
+        theirs = m[in_key] * n_seg + s[in_key]
+        at = np.minimum(np.searchsorted(sorted_flat, theirs), n - 1)
+        hit = sorted_flat[at] == theirs
+        score = np.zeros(mask.size, dtype=np.float64)
+        given = np.zeros(mask.size, dtype=bool)
+        trial = order[at[hit]]
+        score[trial] = system.values[in_key][hit]
+        given[trial] = True
+        missing = n - int(np.count_nonzero(given[:n]))
+        if missing and not allow_missing:
+            lacking = np.flatnonzero(~given[:n])[:3]
+            where = ", ".join(
+                f"({key.models[key.model_codes[i]]}, {key.segments[key.segment_codes[i]]})"
+                for i in lacking
+            )
+            raise MissingTrialsError(
+                f"{name}: {missing} key trials have no score, e.g. {where} (allow_missing "
+                "drops them)"
+            )
+        packed.append(make_scores(model_ids, segment_ids, score.reshape(shape),
+                                  given.reshape(shape)))  # fmt: skip
+    return packed_key, packed

@@ -1,0 +1,162 @@
+"""Sparse text trial lists evaluated packed (:mod:`bosaris_dask.io.text.packed`): the same
+numbers as the dense models x segments objects, the same errors, a fraction of the memory."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from bosaris_dask.cli import main
+from bosaris_dask.errors import MissingTrialsError, ParseError
+from bosaris_dask.io.text import packed
+from bosaris_dask.io.text.packed import TrialList, is_sparse, pack
+
+from . import reference as ref
+
+
+@pytest.fixture
+def always_pack(monkeypatch):
+    """Pack every list, however small its grid."""
+    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 0)
+    monkeypatch.setattr(packed, "SPARSE_CELLS_PER_TRIAL", 0)
+
+
+@pytest.fixture
+def never_pack(monkeypatch):
+    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 1 << 62)
+
+
+def _lists(tmp_path, n=300, seed=0, shuffle=True):
+    """A VoxCeleb-like list (ids of their own, some shared), its scores in another order,
+    plus scores of trials the key does not hold; and the per-trial truth."""
+    rng = np.random.default_rng(seed)
+    enrol = rng.integers(0, n // 2, n)
+    test = rng.integers(0, n, n)
+    pairs = list(dict.fromkeys(zip(enrol.tolist(), test.tolist(), strict=True)))
+    labels = rng.random(len(pairs)) < 0.3
+    scores = rng.normal(size=len(pairs)).round(3) + 2.0 * labels  # ties too
+    word = {True: "target", False: "nontarget"}
+    key_lines = [f"e{a} t{b} {word[bool(t)]}\n" for (a, b), t in zip(pairs, labels, strict=True)]
+    score_lines = [f"e{a} t{b} {float(s)!r}\n" for (a, b), s in zip(pairs, scores, strict=True)]
+    score_lines += ["x1 t1 5.0\n", "e0 y9 -7.0\n"]  # not key trials: ignored
+    order = rng.permutation(len(score_lines)) if shuffle else np.arange(len(score_lines))
+    (tmp_path / "trials").write_text("".join(key_lines))
+    (tmp_path / "scores").write_text("".join(score_lines[i] for i in order))
+    return scores[labels], scores[~labels]
+
+
+def _evaluate_json(tmp_path, name, *extra):
+    out = tmp_path / f"{name}.json"
+    argv = ["evaluate", "--key", str(tmp_path / "trials"), "--scores", str(tmp_path / "scores"),
+            "--prior", "0.5", "--prior", "0.01", "--fmr", "0.1", "--exact-auc", "--json", str(out),
+            "-q", *extra]  # fmt: skip
+    assert main(argv) == 0
+    doc = json.loads(out.read_text())
+    doc.pop("passes")
+    return doc
+
+
+def test_packed_lists_give_the_dense_numbers(tmp_path, monkeypatch):
+    tar, non = _lists(tmp_path)
+    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 1 << 62)
+    dense = _evaluate_json(tmp_path, "dense")
+    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 0)
+    monkeypatch.setattr(packed, "SPARSE_CELLS_PER_TRIAL", 0)
+    got = _evaluate_json(tmp_path, "packed")
+    assert got == dense  # every metric, bit for bit
+    (system,) = got["systems"]
+    assert (system["n_target"], system["n_nontarget"]) == (tar.size, non.size)
+    assert system["eer"] == pytest.approx(ref.eer(tar, non), rel=1e-12)
+    assert system["cllr"] == pytest.approx(ref.cllr(tar, non), rel=1e-12)
+
+
+def test_a_key_trial_without_a_score_is_named_or_left_out(tmp_path, always_pack, capsys):
+    _lists(tmp_path, shuffle=False)
+    lines = (tmp_path / "scores").read_text().splitlines(keepends=True)
+    (tmp_path / "scores").write_text("".join(lines[2:]))  # the first two key trials
+    first = (tmp_path / "trials").read_text().split("\n")[0].split()[:2]
+    assert main(["evaluate", "--key", str(tmp_path / "trials"), "--scores",
+                 str(tmp_path / "scores"), "-q"]) == 1  # fmt: skip
+    err = capsys.readouterr().err
+    assert f"scores: 2 key trials have no score, e.g. ({first[0]}, {first[1]})" in err
+    assert "(--allow-missing drops them)" in err
+    doc = _evaluate_json(tmp_path, "r", "--allow-missing")
+    assert doc["systems"][0]["n_missing"] == 2
+
+
+def test_trials_given_twice_are_refused_at_their_line(tmp_path):
+    (tmp_path / "k").write_text("a x target\nb y nontarget\nc z nontarget\nb y target\n")
+    with pytest.raises(ParseError, match=r"k:4: trial \('b', 'y'\) is given twice, first on "
+                       r"line 2"):  # fmt: skip
+        TrialList.read(tmp_path / "k", "key").refuse_duplicates()
+    (tmp_path / "k").write_text("a x target\nb y nontarget\n")
+    (tmp_path / "s").write_text("a x 1.0\n\nb y 2.0\na x 3.0\n")  # a blank line: lines, not records
+    with pytest.raises(ParseError, match=r"s:4: trial \('a', 'x'\) is given twice, first on "
+                       r"line 1"):  # fmt: skip
+        pack(TrialList.read(tmp_path / "k", "key"), [TrialList.read(tmp_path / "s", "scores")])
+
+
+def test_pack_lays_out_the_key_order_and_leaves_padding_out():
+    # 5 trials, 2 per row: rows 0-1, 2-3, 4 (+ one padding cell, no trial)
+    def ids(*names):
+        return np.array(names, dtype=object)
+
+    key = TrialList("k", ids("a", "b"), ids("x", "y", "z"), np.array([0, 0, 1, 1, 0]),
+                    np.array([0, 1, 1, 2, 2]), np.array([1, -1, -1, 1, -1], dtype=np.int8),
+                    lambda r: r + 1)  # fmt: skip
+    sys_ = TrialList("s", ids("b", "a"), ids("z", "y", "x"), np.array([0, 1, 1, 0, 1]),
+                     np.array([0, 1, 2, 1, 0]), np.array([0.4, 0.1, 0.0, 0.3, 0.2]),
+                     lambda r: r + 1)  # fmt: skip
+    k, (s,) = pack(key, [sys_], width=2)
+    assert k.trial_mask.values.tolist() == [[1, -1], [-1, 1], [-1, 0]]
+    # (a,x)=0.0 (a,y)=0.1 (b,y)=0.3 (b,z)=0.4 (a,z)=0.2
+    assert s.score.values.tolist() == [[0.0, 0.1], [0.3, 0.4], [0.2, 0.0]]
+    assert s.score_mask.values.tolist() == [[True, True], [True, True], [True, False]]
+    with pytest.raises(MissingTrialsError, match=r"s: 1 key trials have no score, e.g. \(a, z\)"):
+        pack(key, [TrialList("s", sys_.models, sys_.segments, sys_.model_codes[:4],
+                             sys_.segment_codes[:4], sys_.values[:4], sys_.line_of)])  # fmt: skip
+
+
+def test_sparse_means_a_large_mostly_empty_grid():
+    assert is_sparse(145_160, 145_160, 579_818)  # VoxCeleb1-E
+    assert not is_sparse(4_708, 4_708, 37_611)  # VoxCeleb1-O: 2.2e7 cells, a small grid
+    assert not is_sparse(31_623, 31_623, 10**9)  # dense
+
+
+def test_own_key_score_files_plots_and_several_systems_pack(tmp_path, always_pack, capsys):
+    rng = np.random.default_rng(4)
+    lines_a, lines_b = [], []
+    for i in range(200):
+        label = "target" if i % 4 == 0 else "nontarget"
+        lines_a.append(f"u{i} v{i} {rng.normal(2.0 if i % 4 == 0 else 0.0)!r} {label}\n")
+        lines_b.append(f"u{i} v{i} {rng.normal(1.0 if i % 4 == 0 else 0.0)!r}\n")
+    (tmp_path / "a.score").write_text("".join(lines_a))
+    (tmp_path / "b.score").write_text("".join(reversed(lines_b)))
+    argv = ["evaluate", "--scores", str(tmp_path / "a.score"), "--scores",
+            str(tmp_path / "b.score"), "--json", str(tmp_path / "r.json")]  # fmt: skip
+    assert main(argv) == 0
+    assert "200 trials over 200 x 200 ids: evaluated as packed" in capsys.readouterr().err
+    systems = json.loads((tmp_path / "r.json").read_text())["systems"]
+    assert [s["name"] for s in systems] == ["a", "b"]
+    for s, lines in zip(systems, (lines_a, lines_b), strict=True):
+        values = {tuple(x.split()[:2]): float(x.split()[2]) for x in lines}
+        tar = np.array([values[(f"u{i}", f"v{i}")] for i in range(0, 200, 4)])
+        non = np.array([values[(f"u{i}", f"v{i}")] for i in range(200) if i % 4])
+        assert s["eer"] == pytest.approx(ref.eer(tar, non), rel=1e-12)
+    out = tmp_path / "det.png"
+    assert main(["plot", "det", "--scores", str(tmp_path / "a.score"), "--out", str(out),
+                 "-q"]) == 0  # fmt: skip
+    assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_conditions_and_the_bootstrap_keep_the_ids_grid(tmp_path, always_pack, capsys):
+    # they group trials by their ids: the lists are read whole, as before
+    _lists(tmp_path, n=60)
+    models = sorted({line.split()[0] for line in (tmp_path / "trials").read_text().splitlines()})
+    (tmp_path / "m.tsv").write_text("model\tg\n" + "".join(f"{m}\t{len(m) % 2}\n" for m in models))
+    assert main(["evaluate", "--key", str(tmp_path / "trials"), "--scores",
+                 str(tmp_path / "scores"), "--conditions", str(tmp_path / "m.tsv"), "--by",
+                 "model.g"]) == 0  # fmt: skip
+    assert "evaluated as packed" not in capsys.readouterr().err
