@@ -87,6 +87,14 @@ def _check_output_folders(args: argparse.Namespace) -> None:
         parent = Path(path).parent
         if not parent.is_dir():
             raise StoreError(f"cannot write {path}: directory {parent} does not exist")
+        if name in ("out", "output") and args.command in _TRIAL_WRITERS:
+            from bosaris_dask.io import _write_format
+
+            _write_format(path, None)  # a suffix that names no format: refused before training
+
+
+#: The commands whose ``--out`` (``output``) is a trial object (a store or file of scores).
+_TRIAL_WRITERS = ("convert", "calibrate", "fuse", "apply", "score")
 
 
 def _run(args: argparse.Namespace) -> int:
