@@ -137,7 +137,7 @@ def test_own_key_score_files_plots_and_several_systems_pack(tmp_path, always_pac
     argv = ["evaluate", "--scores", str(tmp_path / "a.score"), "--scores",
             str(tmp_path / "b.score"), "--json", str(tmp_path / "r.json")]  # fmt: skip
     assert main(argv) == 0
-    assert "200 trials over 200 x 200 ids: evaluated as packed" in capsys.readouterr().err
+    assert "200 trials over 200 x 200 ids: read as packed" in capsys.readouterr().err
     systems = json.loads((tmp_path / "r.json").read_text())["systems"]
     assert [s["name"] for s in systems] == ["a", "b"]
     for s, lines in zip(systems, (lines_a, lines_b), strict=True):
@@ -159,4 +159,25 @@ def test_conditions_and_the_bootstrap_keep_the_ids_grid(tmp_path, always_pack, c
     assert main(["evaluate", "--key", str(tmp_path / "trials"), "--scores",
                  str(tmp_path / "scores"), "--conditions", str(tmp_path / "m.tsv"), "--by",
                  "model.g"]) == 0  # fmt: skip
-    assert "evaluated as packed" not in capsys.readouterr().err
+    assert "read as packed" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["calibrate", "fuse"])
+def test_a_fit_on_packed_lists_is_the_fit_on_the_grid(tmp_path, monkeypatch, command, capsys):
+    _lists(tmp_path)
+    argv = [command, "--key", str(tmp_path / "trials"), "--scores", str(tmp_path / "scores")]
+    models = {}
+    for name, cells in (("dense", 1 << 62), ("packed", 0)):
+        monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", cells)
+        monkeypatch.setattr(packed, "SPARSE_CELLS_PER_TRIAL", 0)
+        out = tmp_path / f"{name}.json"
+        assert main([*argv, "--model-out", str(out)]) == 0
+        models[name] = json.loads(out.read_text())
+    assert "read as packed" in capsys.readouterr().err
+    # the same trials: the same counts, and the optimum to float rounding (the sums of the
+    # objective run over other chunks, in another order)
+    dense, got = models["dense"], models["packed"]
+    for name in ("weights", "offset", "objective"):
+        np.testing.assert_allclose(got[name], dense[name], rtol=1e-12)
+        dense.pop(name), got.pop(name)
+    assert got == dense

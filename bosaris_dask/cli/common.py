@@ -102,14 +102,42 @@ def _load(
     return key, _systems(args, key, score_paths, text_format, llr_base)  # the first error
 
 
+def _key_and_systems(
+    args: argparse.Namespace, score_paths: Sequence[str], llr_base: str = "e"
+) -> tuple[Any, list[Any]]:
+    """The key of ``--key`` (or of class tables) and the systems of ``score_paths`` a fit
+    trains on: packed where they are sparse text lists (:func:`_may_pack`)."""
+    if (
+        args.key is not None
+        and not _uses_class_tables(args)
+        and _may_pack(args, args.key, score_paths)
+    ):
+        from bosaris_dask.io.text.packed import TrialList, read_trials
+
+        key = read_trials(args.key, "key")
+        if isinstance(key, TrialList):
+            return _packed(args, key, score_paths, None, llr_base)
+    else:
+        key = _key(args)
+    return key, _systems(args, key, score_paths, llr_base=llr_base)
+
+
+#: The commands that may take sparse text lists packed: what they compute does not depend on
+#: the trials' ids (calibrate and fuse train on them; their --apply reads the eval scores whole).
+_PACKING = ("evaluate", "plot", "calibrate", "fuse")
+
+
 def _may_pack(args: argparse.Namespace | None, key_path: str, score_paths: Sequence[str]) -> bool:
-    """Whether an evaluation may pack sparse text lists (:mod:`bosaris_dask.io.text.packed`):
-    ``evaluate`` or ``plot`` of text files alone (regular files, no scores from embeddings),
-    grouping no trial by its ids (no ``--by``, no bootstrap)."""
+    """Whether an evaluation or a fit may pack sparse text lists
+    (:mod:`bosaris_dask.io.text.packed`): text files alone (regular files, no scores from
+    embeddings), grouping no trial by its ids (no ``--by``, no bootstrap, no quality
+    measures)."""
     from bosaris_dask import io
     from bosaris_dask.io.text.scratch import _is_stream
 
-    if args is None or getattr(args, "command", None) not in ("evaluate", "plot"):
+    if args is None or getattr(args, "command", None) not in _PACKING:
+        return False
+    if any(getattr(args, name, None) for name in ("quality", "model_quality", "segment_quality")):
         return False
     if (
         getattr(args, "enrol", None)
@@ -134,7 +162,7 @@ def _packed(
 
     lists = [TrialList.read(p, "scores", format=text_format) for p in score_paths]
     n_m, n_s, n = len(key.models), len(key.segments), len(key.values)
-    _say(args, f"{key.path}: {n:,} trials over {n_m:,} x {n_s:,} ids: evaluated as packed "
+    _say(args, f"{key.path}: {n:,} trials over {n_m:,} x {n_s:,} ids: read as packed "
                "trial lists, not as the ids' grid")  # fmt: skip
     allow_missing = bool(getattr(args, "allow_missing", False))
     packed_key, systems = pack(

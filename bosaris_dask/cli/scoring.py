@@ -15,7 +15,7 @@ from bosaris_dask.cli.common import (
     _default_priors,
     _evaluate,
     _in_user_base,
-    _key,
+    _key_and_systems,
     _load,
     _opened,
     _progress,
@@ -368,8 +368,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         model = PAVCalibrator()
 
     def open_inputs() -> tuple[Any, list[Any], Any]:
-        key = _key(args)
-        return key, _systems(args, key, score_paths, llr_base=args.llr_base), None
+        return *_key_and_systems(args, score_paths, args.llr_base), None
 
     return _fit_and_apply(args, model, open_inputs)
 
@@ -390,8 +389,7 @@ def cmd_fuse(args: argparse.Namespace) -> int:
         raise BosarisError("--qtrans maps quality measures: give them (--quality, ...)")
 
     def open_inputs() -> tuple[Any, list[Any], Any]:
-        key = _key(args)
-        systems = _systems(args, key, args.scores or [], llr_base=args.llr_base)
+        key, systems = _key_and_systems(args, args.scores or [], args.llr_base)
         return key, systems, _read_quality(args, args.quality)
 
     if getattr(args, "apply_quality", None) and not with_quality:
