@@ -26,6 +26,8 @@ Examples
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -41,6 +43,8 @@ from dask.utils import funcname
 from bosaris_dask import compact, config, inline_blocks, malloc, memory
 from bosaris_dask.errors import ClusterError, MemoryLimitError
 from bosaris_dask.progress import compute, compute_and_keep, current_client
+
+_log = logging.getLogger("bosaris_dask.passes")
 
 __all__ = [
     "Aggregation", "chunk_tasks", "finalize", "graph", "run_pass", "run_pass_and_keep",
@@ -362,7 +366,7 @@ def run_pass(
         left_out = _left_out(need, aggs, inputs, split_every)
     run = [a for i, a in enumerate(aggs) if i not in left_out]
     reduced = graph(run, inputs, lead=lead, split_every=split_every)
-    with _lost_workers(name):
+    with _lost_workers(name, inputs):
         if also is None:
             return _put_back(finalize(run, compute(reduced, progress=progress)), left_out)
         total, extra = compute((reduced, also), progress=progress)
@@ -440,7 +444,7 @@ def run_pass_and_keep(
     """
     aggs = list(aggs)
     reduced = graph(aggs, inputs, split_every=split_every)
-    with _lost_workers(name):
+    with _lost_workers(name, inputs):
         if also is None:
             kept, total = compute_and_keep(keep, reduced, progress=progress)
             return kept, finalize(aggs, total)
@@ -462,10 +466,15 @@ def finalize(aggs: Sequence[Aggregation], total: Any) -> list[Any]:
 
 
 @contextmanager
-def _lost_workers(name: str) -> Iterator[None]:
-    """Turn the scheduler giving up on a task (``KilledWorker``) into one clear message."""
+def _lost_workers(name: str, inputs: Sequence[da.Array] = ()) -> Iterator[None]:
+    """Log the pass's time (logger ``bosaris_dask.passes``, INFO: a batch job's log shows each
+    pass where a terminal shows a progress bar); turn the scheduler giving up on a task
+    (``KilledWorker``) into one clear message."""
+    start = time.perf_counter()
     try:
         yield
+        chunks = f"{inputs[0].npartitions:,} chunks, " if inputs else ""
+        _log.info("%s: %sdone in %.1f s", name, chunks, time.perf_counter() - start)
     except Exception as err:
         if not _lost_worker(err):
             raise

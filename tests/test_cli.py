@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -379,3 +380,15 @@ def test_an_output_suffix_that_names_no_format_is_refused_before_training(
     assert main(argv) == 1
     assert "o.csv: cannot tell the format to write from the suffix '.csv'" in (
         capsys.readouterr().err)  # fmt: skip
+
+
+def test_a_batch_log_gets_a_line_per_pass(tmp_path, capsys):
+    # no terminal (a batch job's log): no progress bar, so each pass says when it is done
+    scores = tmp_path / "s.score"
+    scores.write_text("".join(f"m{i} s{i} {0.1 * i!r} {'target' if i % 3 else 'nontarget'}\n"
+                              for i in range(30)))  # fmt: skip
+    assert main(["evaluate", "--scores", str(scores), "--cluster", "threads"]) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"^pass 1: 1 chunks, done in \d+\.\d s$", err, re.MULTILINE), err
+    assert main(["evaluate", "--scores", str(scores), "--cluster", "threads", "-q"]) == 0
+    assert "pass 1" not in capsys.readouterr().err

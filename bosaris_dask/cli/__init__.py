@@ -33,21 +33,26 @@ __all__ = ["main", "build_parser"]
 
 @contextlib.contextmanager
 def _notes(args: argparse.Namespace) -> Iterator[None]:
-    """Print the package's notes (e.g. scores realigned once) on stderr unless ``-q``."""
+    """Print the package's notes (e.g. scores realigned once) on stderr unless ``-q``; where
+    stderr is no terminal (a batch job's log, which gets no progress bar), also a line per
+    pass over the data with its time."""
     if getattr(args, "quiet", False):
         yield
         return
-    logger = logging.getLogger("bosaris_dask.io")
+    names = ["bosaris_dask.io"] + ([] if sys.stderr.isatty() else ["bosaris_dask.passes"])
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
-    level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
+    loggers = [logging.getLogger(name) for name in names]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
     try:
         yield
     finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.removeHandler(handler)
+            logger.setLevel(level)
 
 
 @contextlib.contextmanager
