@@ -73,12 +73,45 @@ def test_hand_written_files_with_header_spaces_case_and_gzip(tmp_path):
     assert arrays["sasv"]["spoof"].tolist() == [3.0]
 
 
+def test_asvspoof_2019_cm_protocol_and_score_files(tmp_path):
+    # the 2019 LA protocol (speaker filename - attack|- key) and the 2019 evaluation package's
+    # CM score file (filename attack key score): the same key and scores as the 2-column files
+    protocol = _write(tmp_path / "ASVspoof2019.LA.cm.eval.trl.txt",
+                      "LA_0039 LA_E_2834763 - A11 spoof\nLA_0014 LA_E_8877452 - - bonafide\n"
+                      "LA_0040 LA_E_6828287 - A14 spoof\n")  # fmt: skip
+    scores = _write(tmp_path / "cm_score.txt",
+                    "LA_E_8877452 - bonafide 4.25\nLA_E_2834763 A11 spoof -3.5\n"
+                    "LA_E_6828287 A14 spoof 0.5\n")  # fmt: skip
+    key = read_cm_key(protocol)
+    assert key.filename.tolist() == ["LA_E_2834763", "LA_E_8877452", "LA_E_6828287"]
+    assert key.bonafide.tolist() == [False, True, False]
+    bona, spoof = cm_arrays(key, read_cm_scores(scores))
+    assert bona.tolist() == [4.25] and spoof.tolist() == [-3.5, 0.5]
+
+
 @pytest.mark.parametrize(
     "reader, text, message",
     [
         (read_cm_key, "a bonafide\nb fake\n", r"k:2: bad cm-label 'fake': expected bonafide/spoof"),
         (read_cm_key, "a bonafide\na spoof\n", r"k:2: duplicate filename 'a' \(first on line 1\)"),
-        (read_cm_key, "a bonafide x\n", r"k:1: expected 2 or 10 fields, found 3"),
+        (read_cm_key, "a bonafide x\n", r"k:1: expected 2, 5 or 10 fields, found 3$"),
+        (
+            read_cm_key,
+            "s a bonafide target\n",
+            r"k:1: expected 2, 5 or 10 fields, found 4 \(a track-2 \(SASV\) file\? use 'spoof "
+            r"sasv'\)",
+        ),
+        (
+            read_cm_key,
+            "s a F bonafide target\n",
+            r"k:1: key 'target' is an ASV label: a track-2 \(SASV\) file\? use 'spoof sasv'",
+        ),
+        (
+            read_cm_key,
+            "LA_0079 LA_T_1 - A01 bonafide\n",
+            r"k:1: key 'bonafide' contradicts attack 'A01' \(ASVspoof 2019: '-' for bona fide",
+        ),
+        (read_cm_scores, "s a 1 2 3\n", r"k:1: expected 2 or 4 fields, found 5 \(a track-2"),
         (read_cm_key, "a bonafide\nb spoof x\n", r"k:2: expected 2 fields, found 3"),
         (
             read_sasv_key,
@@ -113,7 +146,7 @@ def test_hand_written_files_with_header_spaces_case_and_gzip(tmp_path):
         # the BOSARIS readers' text rules: what Python's float() or str.split() would take
         (read_cm_scores, "a 1\nb 1_000\n", r"k:2: bad cm-score '1_000': not a number"),
         (read_cm_scores, "a \uff10.\uff15\n", r"k:1: bad cm-score '\uff10.\uff15': not a num"),
-        (read_cm_scores, "a\u00a01.5\n", r"k:1: expected 2 fields, found 1"),
+        (read_cm_scores, "a\u00a01.5\n", r"k:1: expected 2 or 4 fields, found 1$"),
         (read_cm_scores, "a 1\rb 2\n", r"k:1: carriage return inside a line"),
         (read_cm_scores, b"a 1\nb\xff 2\n", r"k:2: not UTF-8 text \(invalid start byte at byte 2"),
     ],

@@ -5,8 +5,11 @@ Track 1 (countermeasure, CM):
 
 - key: ``filename  cm-label`` with ``cm-label`` ``bonafide`` or ``spoof`` (the package's), or
   the database's ``ASVspoof5.*.track_1.tsv`` (ten columns: speaker, filename, gender, codec,
-  codec quality, codec seed, attack tag, attack label, key, reserved);
-- scores: ``filename  cm-score``.
+  codec quality, codec seed, attack tag, attack label, key, reserved), or an ASVspoof 2019
+  LA/PA CM protocol (five columns: speaker, filename, ``-`` or environment, attack or ``-``,
+  key);
+- scores: ``filename  cm-score``, or the ASVspoof 2019 evaluation package's
+  ``filename  attack  key  cm-score`` (the score is the fourth field; its key is not read).
 
 Track 2 (spoofing-aware speaker verification, SASV): a trial is a (claimed speaker, filename)
 pair, and one file is trialled against several speakers.
@@ -145,11 +148,13 @@ def _open(path: str) -> io.BufferedIOBase:
 _BLANKS = re.compile(r"[ \t\x0b\x0c]+")
 
 
-def _rows(path: str, headers: tuple[str, ...], widths: tuple[int, ...]
+def _rows(path: str, headers: tuple[str, ...], widths: tuple[int, ...],
+          hint: tuple[tuple[int, ...], str] = ((), "")
           ) -> Iterator[tuple[int, list[str]]]:  # fmt: skip
     """``(line number, fields)`` of each non-blank line: UTF-8 (a byte-order mark skipped),
     lines ending in LF or CRLF, a first non-blank line whose first field is one of ``headers``
-    skipped. The first data line has one of ``widths`` fields, and every line as many."""
+    skipped. The first data line has one of ``widths`` fields, and every line as many; a line
+    with one of ``hint``'s widths says its text (what such a file may be)."""
     first = True
     width = None
     with _open(path) as f:
@@ -176,8 +181,10 @@ def _rows(path: str, headers: tuple[str, ...], widths: tuple[int, ...]
                 if width is None and len(fields) in widths:
                     width = len(fields)
                 if len(fields) != (width or widths[0]):
-                    expected = width or " or ".join(str(w) for w in widths)
-                    raise ParseError(f"expected {expected} fields, found {len(fields)}",
+                    *most, last = [str(w) for w in widths]
+                    expected = width or (f"{', '.join(most)} or {last}" if most else last)
+                    said = f" ({hint[1]})" if len(fields) in hint[0] else ""
+                    raise ParseError(f"expected {expected} fields, found {len(fields)}{said}",
                                      path, number)  # fmt: skip
                 yield number, fields
         except (gzip.BadGzipFile, EOFError, zlib.error) as error:
@@ -217,27 +224,43 @@ def _unique(names: list[str], lines: list[int], path: str, speakers: list[str] |
     return np.array(names, dtype=object)
 
 
-#: A track-1 key's columns: the package's (filename, cm-label) or the database's protocol.
-_CM_KEY_WIDTHS = (2, 10)
+#: A track-1 key's columns: the package's (filename, cm-label), ASVspoof 2019's CM protocol
+#: (speaker, filename, environment or -, attack or -, key) or the database's protocol.
+_CM_KEY_WIDTHS = (2, 5, 10)
+#: Track-1 scores' columns: (filename, cm-score), or ASVspoof 2019's (filename, attack, key,
+#: cm-score).
+_CM_SCORE_WIDTHS = (2, 4)
 #: A track-2 key's columns: the package's (spk, filename, cm-label, asv-label) or the
 #: database's trial protocol (spk, filename, gender, attack label, asv key).
 _SASV_KEY_WIDTHS = (4, 5)
 _CM_HEADERS = ("filename", "trial_anon")
+#: What a track-1 reader says of a file with a track-2 layout.
+_SASV_HINT = "a track-2 (SASV) file? use 'spoof sasv'"
 _SASV_HEADERS = ("spk", "tar_spk_anon")
 #: A score not given (a single SASV system's CM and ASV columns).
 NOT_GIVEN = "-"
 
 
 def read_cm_key(path: str | os.PathLike[str]) -> CMKey:
-    """Read a track-1 key: ``filename cm-label`` (``bonafide``/``spoof``), or the database's
+    """Read a track-1 key: ``filename cm-label`` (``bonafide``/``spoof``), the database's
     ten-column ``ASVspoof5.*.track_1.tsv`` (filename in column 2, key in column 9, whose
-    attack label, column 8, must say ``bonafide`` exactly for the bona fide files)."""
+    attack label, column 8, must say ``bonafide`` exactly for the bona fide files), or an
+    ASVspoof 2019 CM protocol (filename in column 2, key in column 5, the attack in column 4
+    ``-`` exactly for the bona fide files)."""
     path = os.fspath(path)
     names, lines, labels = [], [], []
-    for number, fields in _rows(path, _CM_HEADERS, _CM_KEY_WIDTHS):
+    for number, fields in _rows(path, _CM_HEADERS, _CM_KEY_WIDTHS, ((4,), _SASV_HINT)):
         if len(fields) == 2:
             name, label = fields
             bonafide = _label(label, _CM_LABELS, "cm-label", path, number)
+        elif len(fields) == 5:  # ASVspoof 2019: the attack is '-' for bona fide speech
+            name, attack, label = fields[1], fields[3], fields[4]
+            if label.lower() in _ASV_LABELS and label.lower() != "spoof":
+                raise ParseError(f"key {label!r} is an ASV label: {_SASV_HINT}", path, number)
+            bonafide = _label(label, _CM_LABELS, "key", path, number)
+            if bonafide != (attack == "-"):
+                raise ParseError(f"key {label!r} contradicts attack {attack!r} (ASVspoof 2019: "
+                                 "'-' for bona fide speech)", path, number)  # fmt: skip
         else:
             name, attack, label = fields[1], fields[7], fields[8]
             bonafide = _label(label, _CM_LABELS, "key", path, number)
@@ -253,10 +276,12 @@ def read_cm_key(path: str | os.PathLike[str]) -> CMKey:
 
 
 def read_cm_scores(path: str | os.PathLike[str]) -> CMScores:
-    """Read track-1 scores, ``filename cm-score``."""
+    """Read track-1 scores, ``filename cm-score`` (or ASVspoof 2019's ``filename attack key
+    cm-score``)."""
     path = os.fspath(path)
     names, lines, scores = [], [], []
-    for number, (name, score) in _rows(path, _CM_HEADERS, (2,)):
+    for number, fields in _rows(path, _CM_HEADERS, _CM_SCORE_WIDTHS, ((5,), _SASV_HINT)):
+        name, score = fields[0], fields[-1]
         names.append(name)
         lines.append(number)
         scores.append(_score(score, "cm-score", path, number))
