@@ -392,3 +392,12 @@ def test_a_batch_log_gets_a_line_per_pass(tmp_path, capsys):
     assert re.search(r"^pass 1: 1 chunks, done in \d+\.\d s$", err, re.MULTILINE), err
     assert main(["evaluate", "--scores", str(scores), "--cluster", "threads", "-q"]) == 0
     assert "pass 1" not in capsys.readouterr().err
+
+
+def test_a_pipe_cannot_be_its_own_key(tmp_path, capsys):
+    import os
+
+    fifo = tmp_path / "scores.fifo"
+    os.mkfifo(fifo)
+    assert main(["evaluate", "--scores", str(fifo), "-q"]) == 1
+    assert f"--key is needed: {fifo} is a pipe" in capsys.readouterr().err

@@ -11,7 +11,7 @@ import pytest
 from bosaris_dask.cli import main
 from bosaris_dask.errors import MissingTrialsError, ParseError
 from bosaris_dask.io.text import packed
-from bosaris_dask.io.text.packed import TrialList, is_sparse, pack
+from bosaris_dask.io.text.packed import TrialList, is_sparse, on_grid, pack
 
 from . import reference as ref
 
@@ -149,6 +149,10 @@ def test_own_key_score_files_plots_and_several_systems_pack(tmp_path, always_pac
     assert main(["plot", "det", "--scores", str(tmp_path / "a.score"), "--out", str(out),
                  "-q"]) == 0  # fmt: skip
     assert out.read_bytes()[:4] == b"\x89PNG"
+    a = str(tmp_path / "a.score")  # dev and eval sets: both packed
+    assert main(["plot", "nbe", "--scores", a, "--eval-key", a, "--eval-scores", a, "--out",
+                 str(tmp_path / "nbe.png")]) == 0  # fmt: skip
+    assert capsys.readouterr().err.count("read as packed trial lists") == 2
 
 
 def test_conditions_and_the_bootstrap_keep_the_ids_grid(tmp_path, always_pack, capsys):
@@ -181,3 +185,50 @@ def test_a_fit_on_packed_lists_is_the_fit_on_the_grid(tmp_path, monkeypatch, com
         np.testing.assert_allclose(got[name], dense[name], rtol=1e-12)
         dense.pop(name), got.pop(name)
     assert got == dense
+
+
+def test_errors_come_as_when_the_lists_are_read_whole(tmp_path, always_pack, capsys):
+    _lists(tmp_path, n=80)
+    key = tmp_path / "trials"
+    first = key.read_text().splitlines()[0]
+    key.write_text(key.read_text() + first + "\n")  # a duplicate key trial, at the end
+    bad = tmp_path / "bad"
+    bad.write_text("a b c d e f\n")
+    n = len(key.read_text().splitlines())
+    # the key's duplicate before another file's parse error
+    assert main(["evaluate", "--key", str(key), "--scores", str(bad), "-q"]) == 1
+    assert f"trials:{n}: trial " in capsys.readouterr().err
+    key.write_text("".join(key.read_text().splitlines(keepends=True)[:-1]))
+    # no scores, or a score file that does not exist: the messages of the grid's readers
+    for argv, said in (
+        (["--key", str(key)], "no scores: give --scores, or --enrol and --test"),
+        (["--key", str(key), "--scores", str(tmp_path / "none")], "none: no such file or store"),
+    ):
+        assert main(["evaluate", *argv, "-q"]) == 1
+        assert said in capsys.readouterr().err, argv
+
+
+def test_a_score_file_beyond_its_keys_ids_goes_on_the_keys_grid(tmp_path, monkeypatch, capsys):
+    # a small key, and a score file that also holds 3,000 trials of other ids: the scores
+    # are put on the key's grid (not on a grid of all their ids), with the same numbers
+    rng = np.random.default_rng(9)
+    key_lines, score_lines, tar, non = [], [], [], []
+    for i in range(40):
+        for j in range(30):
+            target = i % 10 == j % 10
+            value = round(float(rng.normal(2.0 if target else 0.0)), 2)
+            key_lines.append(f"m{i} s{j} {'target' if target else 'nontarget'}\n")
+            score_lines.append(f"m{i} s{j} {value!r}\n")
+            (tar if target else non).append(value)
+    score_lines += [f"x{k} y{k} 1.0\n" for k in range(3_000)]
+    (tmp_path / "trials").write_text("".join(key_lines))
+    (tmp_path / "scores").write_text("".join(reversed(score_lines)))
+    put = []
+    monkeypatch.setattr(packed, "on_grid", lambda *a: put.append(1) or on_grid(*a))
+    doc = _evaluate_json(tmp_path, "r")
+    assert put == [1]
+    (system,) = doc["systems"]
+    assert (system["n_target"], system["n_nontarget"]) == (len(tar), len(non))
+    assert system["eer"] == pytest.approx(ref.eer(np.array(tar), np.array(non)), rel=1e-12)
+    monkeypatch.setattr(packed, "ON_GRID_MAX_CELLS", 0)  # the scores' own grid: the same
+    assert _evaluate_json(tmp_path, "dense") == doc

@@ -60,6 +60,7 @@ def _load(
     text_format: str | None = None,
     llr_base: str = "e",
     args: argparse.Namespace | None = None,
+    packing: argparse.Namespace | None = None,
 ) -> tuple[Any, list[Any]]:
     """Open the key and the systems' scores (lazily: nothing is computed yet).
 
@@ -67,10 +68,13 @@ def _load(
     3D-Speaker score file, or a NIST table with a label column): it is read twice, once for its
     labels and once for its scores, each streamed. With ``--enrol``/``--test`` in ``args``, the
     scores from embeddings are the last system (:mod:`bosaris_dask.cli.embeddings`), and
-    ``--enrol-classes``/``--test-classes`` may give the key instead of ``key_path``.
+    ``--enrol-classes``/``--test-classes`` may give the key instead of ``key_path``. Sparse text
+    lists are read packed where the command (``packing``, default ``args``) allows it
+    (:func:`_may_pack`).
     """
     from bosaris_dask import io
     from bosaris_dask.errors import OptionError
+    from bosaris_dask.io.text.scratch import _is_stream
 
     score_paths = list(score_paths or [])
     if args is not None and _uses_class_tables(args):  # an error with --key
@@ -82,6 +86,9 @@ def _load(
         from bosaris_dask.io.text import text_has_labels
 
         key_path = score_paths[0]
+        if _is_stream(key_path):
+            raise OptionError(f"--key is needed: {key_path} is a pipe, and a file that is its "
+                              "own key is read twice (as labels, then scores)")  # fmt: skip
         if io.detect_format(key_path) != "text" or not text_has_labels(
             key_path, format=text_format
         ):
@@ -91,15 +98,35 @@ def _load(
                 "their own key)"
             )
     _one_column_twice(key_path, score_paths, text_format)
-    if _may_pack(args, key_path, score_paths):
-        from bosaris_dask.io.text.packed import TrialList, read_trials
+    packing = packing if packing is not None else args
+    if _may_pack(packing, key_path, score_paths):
+        return _text_inputs(packing, key_path, score_paths, text_format, llr_base)
+    key = io.read(key_path, "key", text_format=text_format)  # first: a wrong key path is the
+    return key, _systems(args, key, score_paths, text_format, llr_base)  # first error
 
-        key = read_trials(key_path, "key", format=text_format)  # a wrong path is the first error
-        if isinstance(key, TrialList):
-            return _packed(args, key, score_paths, text_format, llr_base)
-    else:
-        key = io.read(key_path, "key", text_format=text_format)  # first: a wrong key path is
-    return key, _systems(args, key, score_paths, text_format, llr_base)  # the first error
+
+def _text_inputs(
+    args: argparse.Namespace,
+    key_path: str,
+    score_paths: Sequence[str],
+    text_format: str | None,
+    llr_base: str,
+) -> tuple[Any, list[Any]]:
+    """A text key and text scores, each parsed once: packed when the key is sparse; else the
+    key's grid, with a sparse score file (trials beyond the key's ids) put on that grid."""
+    from bosaris_dask.io.text.packed import TrialList, on_grid, read_trials
+    from bosaris_dask.llr_base import to_natural
+
+    key = read_trials(key_path, "key", format=text_format)  # a wrong path is the first error
+    if isinstance(key, TrialList):
+        return _packed(args, key, score_paths, text_format, llr_base)
+    systems = []
+    for path in score_paths:
+        scores = read_trials(path, "scores", format=text_format, like=key)
+        systems.append(on_grid(scores, key) if isinstance(scores, TrialList) else scores)
+    if llr_base != "e":
+        systems = [to_natural(s, llr_base) for s in systems]
+    return key, systems
 
 
 def _key_and_systems(
@@ -112,13 +139,8 @@ def _key_and_systems(
         and not _uses_class_tables(args)
         and _may_pack(args, args.key, score_paths)
     ):
-        from bosaris_dask.io.text.packed import TrialList, read_trials
-
-        key = read_trials(args.key, "key")
-        if isinstance(key, TrialList):
-            return _packed(args, key, score_paths, None, llr_base)
-    else:
-        key = _key(args)
+        return _text_inputs(args, args.key, score_paths, None, llr_base)
+    key = _key(args)
     return key, _systems(args, key, score_paths, llr_base=llr_base)
 
 
@@ -146,7 +168,9 @@ def _may_pack(args: argparse.Namespace | None, key_path: str, score_paths: Seque
     ):
         return False
     paths = [key_path, *score_paths]
-    return all(io.detect_format(p) == "text" and not _is_stream(p) for p in paths)
+    return bool(score_paths) and all(
+        io.detect_format(p) == "text" and Path(p).is_file() and not _is_stream(p) for p in paths
+    )
 
 
 def _packed(
@@ -160,6 +184,7 @@ def _packed(
     from bosaris_dask.io.text.packed import TrialList, pack
     from bosaris_dask.llr_base import to_natural
 
+    key.refuse_duplicates()  # the key's errors first, as when it is read whole
     lists = [TrialList.read(p, "scores", format=text_format) for p in score_paths]
     n_m, n_s, n = len(key.models), len(key.segments), len(key.values)
     _say(args, f"{key.path}: {n:,} trials over {n_m:,} x {n_s:,} ids: read as packed "

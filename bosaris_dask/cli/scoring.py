@@ -104,7 +104,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     with _opened(args, open_inputs, lambda ks: _size(ks[0])) as loaded:
         results: Any = _evaluate(args, *loaded, args.scores)
         if eval_key is not None:  # the dev systems' names label the eval curves too
-            eval_inputs = _load(eval_key, eval_scores, args.format, args.llr_base)
+            eval_inputs = _load(eval_key, eval_scores, args.format, args.llr_base, packing=args)
             evaluated = _evaluate(args, *eval_inputs, args.scores)
             results = {"dev": results, "eval": evaluated}
     if getattr(args, "by", None):  # a curve per (system, condition)

@@ -42,7 +42,7 @@ from bosaris_dask.errors import MissingTrialsError, ParseError
 from bosaris_dask.io.text.collect import _Collector
 from bosaris_dask.trials import make_key, make_scores
 
-__all__ = ["TrialList", "pack", "is_sparse", "read_trials", "WIDTH"]
+__all__ = ["TrialList", "pack", "on_grid", "is_sparse", "read_trials", "WIDTH"]
 
 #: Trials per row of a packed matrix.
 WIDTH = 4096
@@ -50,6 +50,9 @@ WIDTH = 4096
 SPARSE_CELLS_PER_TRIAL = 64
 #: ... and more than this many cells (below, the grid is small whatever its fill).
 SPARSE_MIN_CELLS = 1 << 26
+#: A score list whose grid is larger than its key's is put on the key's grid
+#: (:func:`on_grid`, in memory) when that grid has at most this many cells.
+ON_GRID_MAX_CELLS = 1 << 26
 
 
 @dataclass(frozen=True)
@@ -138,20 +141,58 @@ def is_sparse(n_models: int, n_segments: int, n_trials: int) -> bool:
 
 
 def read_trials(
-    path: str | os.PathLike[str], kind: str, *, format: str | None = None
+    path: str | os.PathLike[str],
+    kind: str,
+    *,
+    format: str | None = None,
+    like: xr.Dataset | None = None,
 ) -> TrialList | xr.Dataset:
     """A text file's trials in one parse: a :class:`TrialList` when its grid is sparse
-    (:func:`is_sparse`), else the dense trial object :func:`~bosaris_dask.io.read` gives."""
+    (:func:`is_sparse`) or, given a trial object ``like`` whose grid is small, larger than
+    that grid (the file holds trials beyond its ids: :func:`on_grid` takes the rest); else
+    the dense trial object :func:`~bosaris_dask.io.read` gives."""
     from bosaris_dask.io.text.collect import MEMMAP_THRESHOLD, _assemble
     from bosaris_dask.io.text.read import collect_text
 
     collector = collect_text(path, kind, format=format)
     try:
-        if is_sparse(len(collector.models), len(collector.segments), collector.n):
+        m, s = len(collector.models), len(collector.segments)
+        beyond = like is not None and (
+            like.sizes["model"] * like.sizes["segment"] <= ON_GRID_MAX_CELLS
+            and m * s > 2 * like.sizes["model"] * like.sizes["segment"]
+        )
+        if beyond or is_sparse(m, s, collector.n):
             return TrialList._of(collector, path)
         return _assemble(collector, path, None, None, MEMMAP_THRESHOLD)
     finally:
         collector.close()
+
+
+def on_grid(scores: TrialList, key: xr.Dataset) -> xr.Dataset:
+    """The scores of a list on the models x segments grid of ``key`` (the trials of other ids
+    left out, as an evaluation ignores them; a trial given twice is still an error).
+
+    Examples
+    --------
+    >>> from bosaris_dask.trials import make_key
+    >>> key = make_key(["a"], ["x", "y"], [[1, -1]])
+    >>> trials = TrialList("s", np.array(["b", "a"], dtype=object),
+    ...                    np.array(["y", "x", "z"], dtype=object), np.array([0, 1, 1]),
+    ...                    np.array([0, 1, 0]), np.array([5.0, 2.0, 3.0]), lambda r: r + 1)
+    >>> s = on_grid(trials, key)
+    >>> s.score.values.tolist(), s.score_mask.values.tolist()
+    ([[2.0, 3.0]], [[True, True]])
+    """
+    scores.refuse_duplicates()
+    models, segments = key.model.values, key.segment.values
+    m = pd.Index(models).get_indexer(scores.models)[scores.model_codes]
+    s = pd.Index(segments).get_indexer(scores.segments)[scores.segment_codes]
+    on = (m >= 0) & (s >= 0)
+    score = np.zeros((len(models), len(segments)), dtype=np.float64)
+    given = np.zeros(score.shape, dtype=bool)
+    score[m[on], s[on]] = scores.values[on]
+    given[m[on], s[on]] = True
+    return make_scores(models, segments, score, given)
 
 
 def pack(
@@ -174,6 +215,8 @@ def pack(
     """
     names = list(names) if names is not None else [Path(s.path).name for s in systems]
     key.refuse_duplicates()
+    for system in systems:  # every file's duplicates before any missing trial
+        system.refuse_duplicates()
     n_seg = len(key.segments)
     flat = key.model_codes * n_seg + key.segment_codes
     order = np.argsort(flat)
@@ -188,7 +231,6 @@ def pack(
     packed_key = make_key(model_ids, segment_ids, mask.reshape(shape))
     packed = []
     for name, system in zip(names, systems, strict=True):
-        system.refuse_duplicates()
         m = pd.Index(key.models).get_indexer(system.models)[system.model_codes]
         s = pd.Index(key.segments).get_indexer(system.segments)[system.segment_codes]
         in_key = (m >= 0) & (s >= 0)
