@@ -31,6 +31,41 @@ from bosaris_dask.trials.construction import (
 #: The fill value of each data variable where an alignment adds rows or columns.
 _FILL = {"trial_mask": 0, "score": 0.0, "score_mask": False}
 
+#: A trial object of at most this many cells is reindexed from memory, a gather per block of
+#: the result: xarray's lazy reindex of a small matrix onto a large grid of mostly other ids
+#: splits the result into a chunk per run of indices (2 x 2 scores on a 508 x 500 key: 250
+#: times the chunks, and a fit's pass took 2 minutes instead of a second).
+SMALL_SOURCE_CELLS = 1 << 20
+
+
+def _gathered(
+    obj: xr.Dataset, rows: np.ndarray, cols: np.ndarray, m: Any, s: Any, chunks: Any
+) -> xr.Dataset:
+    """``obj`` (small) on the ids ``m`` x ``s`` (``rows``/``cols``: their positions in ``obj``,
+    -1 for new ids), lazily in ``chunks``, each block gathered from the in-memory matrices."""
+    import dask
+
+    r = da.from_array(rows[:, None], chunks=(chunks[0], 1))
+    c = da.from_array(cols[None, :], chunks=(1, chunks[1]))
+    data = {}
+    for name in (n for n in _FILL if n in obj.data_vars):
+        values = obj[name].data
+        # one task holds the whole (small) source: lazily, as an alignment stays lazy
+        source = dask.delayed(values if isinstance(values, da.Array) else np.asarray(values))
+        data[name] = (("model", "segment"), da.map_blocks(
+            _gather, r, c, source=source, fill=_FILL[name], dtype=values.dtype,
+            chunks=chunks, meta=np.empty((0, 0), dtype=values.dtype)))  # fmt: skip
+    return xr.Dataset(data, coords={"model": m, "segment": s}, attrs=dict(obj.attrs))
+
+
+def _gather(rows: np.ndarray, cols: np.ndarray, source: np.ndarray, fill: Any) -> np.ndarray:
+    """The cells ``source[rows, cols]`` of one block (``fill`` where either is -1)."""
+    r, c = rows[:, 0], cols[0]
+    out = source[np.ix_(np.maximum(r, 0), np.maximum(c, 0))] if source.size else np.zeros(
+        (len(r), len(c)), dtype=source.dtype)  # fmt: skip
+    out[(r < 0)[:, None] | (c < 0)[None, :]] = fill
+    return out
+
 
 def _shuffles(obj: xr.Dataset, rows: np.ndarray, cols: np.ndarray) -> bool:
     """Whether reindexing ``obj`` lazily would move cells between its chunks: ids in another
@@ -93,14 +128,24 @@ def reindex_ids(
         return key_from_labels(m, ml, s, sl, chunks=obj.trial_mask.data.chunksize)
     rows = obj.indexes["model"].get_indexer(m)
     cols = obj.indexes["segment"].get_indexer(s)
+    from bosaris_dask.io.compute import plan_chunks
+
     if once and _shuffles(obj, rows, cols):
-        from bosaris_dask.io.compute import plan_chunks
         from bosaris_dask.io.staging import realign
 
         names = [n for n in _FILL if n in obj.data_vars]
         itemsize = max(obj[n].dtype.itemsize for n in names)
         chunks = _chunks_of(like_chunks, (len(m), len(s)), plan_chunks((len(m), len(s)), itemsize))
         return realign(obj, rows, cols, chunks, models=m, segments=s)
+    if obj.sizes["model"] * obj.sizes["segment"] <= SMALL_SOURCE_CELLS and set(obj.coords) == {
+        "model",
+        "segment",
+    }:
+        names = [n for n in _FILL if n in obj.data_vars]
+        itemsize = max(obj[n].dtype.itemsize for n in names)
+        shape = (len(m), len(s))
+        return _gathered(obj, rows, cols, m, s,
+                         _chunks_of(like_chunks, shape, plan_chunks(shape, itemsize)))  # fmt: skip
     fill = {k: v for k, v in _FILL.items() if k in obj.data_vars}
     out = obj.reindex(model=m, segment=s, fill_value=fill)
     for name in fill:  # reindexing with a fill value may upcast; restore dtypes
