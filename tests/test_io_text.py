@@ -748,3 +748,17 @@ def test_an_object_without_trials_is_not_written_as_an_empty_file(tmp_path):
         with pytest.raises(TrialError, match=r"out\.txt: no trial to write"):
             write_text(scores, tmp_path / "out.txt", header=header)
         assert list(tmp_path.iterdir()) == []
+
+
+def test_a_long_read_says_how_far_it_is(tmp_path, monkeypatch, caplog):
+    import logging
+
+    from bosaris_dask.io.text import read as text_read
+
+    monkeypatch.setattr(text_read, "PROGRESS_S", 0.0)  # a line after every block
+    path = tmp_path / "s.txt"
+    path.write_text("".join(f"m{i % 7} s{i} {i * 0.5!r}\n" for i in range(3000)))
+    with caplog.at_level(logging.INFO, logger="bosaris_dask.io"):
+        read_text(path, block_bytes=8192)
+    lines = [r.getMessage() for r in caplog.records if "% read" in r.getMessage()]
+    assert len(lines) > 3 and lines[-1].startswith(f"{path}: 100% read, 3,000 trials, ")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
+import time
 from typing import Any
 
 import numpy as np
@@ -148,6 +150,7 @@ def collect_text(
     layout = _detect_layout(path, kind, header, format)
     collector = _Collector(layout, scratch_dir)
     one_pair = OneLabelPair(path)
+    progress = _Progress(path)
     try:
         for block, first_line, n_lines in _iter_blocks(path, layout, block_bytes):
             chunk = _parse_block(block, first_line, n_lines, layout, path)
@@ -155,10 +158,38 @@ def collect_text(
                 one_pair.add({pair: (word, chunk.line(record))
                               for pair, (word, record) in chunk.words.items()})  # fmt: skip
             collector.add(chunk, n_lines)
+            progress.read(len(block), collector.n)
     except BaseException:
         collector.close()
         raise
     return collector
+
+
+class _Progress:
+    """A line on the ``bosaris_dask.io`` logger every :data:`PROGRESS_S` seconds of a long
+    read (what share of the file, how many trials), so a long parse is not silent."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path, self.done, self.start = path, 0, time.perf_counter()
+        self.next = self.start + PROGRESS_S
+        try:
+            self.size = os.path.getsize(path)
+        except OSError:
+            self.size = 0
+
+    def read(self, n_bytes: int, n_trials: int) -> None:
+        self.done += n_bytes
+        now = time.perf_counter()
+        if now >= self.next:
+            self.next = now + PROGRESS_S
+            share = f"{100 * self.done / self.size:.0f}% " if self.size else ""
+            _log.info("%s: %sread, %s trials, %.0f s", self.path, share, f"{n_trials:,}",
+                      now - self.start)  # fmt: skip
+
+
+#: Seconds between the progress lines of a long text read.
+PROGRESS_S = 10.0
+_log = logging.getLogger("bosaris_dask.io")
 
 
 def read_quality_text(
