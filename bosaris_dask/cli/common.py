@@ -168,8 +168,12 @@ def _may_pack(args: argparse.Namespace | None, key_path: str, score_paths: Seque
     ):
         return False
     paths = [key_path, *score_paths]
-    return bool(score_paths) and all(
-        io.detect_format(p) == "text" and Path(p).is_file() and not _is_stream(p) for p in paths
+    return bool(score_paths) and all(  # (anything else: the readers of the grid say what it is)
+        io.detect_format(p) == "text"
+        and Path(p).is_file()
+        and not _is_stream(p)
+        and Path(p).suffix.lower() not in io.EMBEDDING_ONLY_SUFFIXES
+        for p in paths
     )
 
 
