@@ -78,6 +78,25 @@ def _global_codes(table: dict[str, int], codes: np.ndarray, uniques: np.ndarray)
     return g[codes]
 
 
+class LineMap:
+    """A record's line in its file, from each parsed block's first record, first line and line
+    numbers (``None``: consecutive lines)."""
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._lines: list[tuple[int, np.ndarray | None]] = []
+
+    def add(self, start: int, first_line: int, lines: np.ndarray | None) -> None:
+        self._starts.append(start)
+        self._lines.append((first_line, lines))
+
+    def __call__(self, record: int) -> int:
+        k = bisect_right(self._starts, record) - 1
+        first, lines = self._lines[k]
+        i = record - self._starts[k]
+        return first + i if lines is None else int(lines[i])
+
+
 class _Collector:
     """The trials of a file: id tables, (model code, segment code, value) records, lines."""
 
@@ -93,8 +112,7 @@ class _Collector:
         self.spill = _Spill(np.dtype(fields), scratch_dir)
         self.n = 0
         self.last_line = layout.first_line - 1
-        self._starts: list[int] = []
-        self._lines: list[tuple[int, np.ndarray | None]] = []
+        self.line_of = LineMap()
 
     def add(self, chunk: _Chunk, n_lines: int) -> None:
         self.last_line = chunk.first_line + n_lines - 1
@@ -106,15 +124,8 @@ class _Collector:
         if self.kind != "ndx":
             records["v"] = chunk.values
         self.spill.append(records)
-        self._starts.append(self.n)
-        self._lines.append((chunk.first_line, chunk.lines))
+        self.line_of.add(self.n, chunk.first_line, chunk.lines)
         self.n += chunk.n
-
-    def line_of(self, record: int) -> int:
-        k = bisect_right(self._starts, record) - 1
-        first, lines = self._lines[k]
-        i = record - self._starts[k]
-        return first + i if lines is None else int(lines[i])
 
     def linear(self) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
         """Per block: (first record, flat cell index, records)."""

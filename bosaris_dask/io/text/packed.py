@@ -93,7 +93,7 @@ class TrialList:
             records["m"].astype(np.int64),
             records["s"].astype(np.int64),
             records["v"],
-            _LineMap(collector._starts, collector._lines),
+            collector.line_of,
         )
 
     def refuse_duplicates(self) -> None:
@@ -112,20 +112,6 @@ class TrialList:
                 path=self.path,
                 line=self.line_of(b),
             )
-
-
-class _LineMap:
-    """A record's line, from the collector's per-block starts and line maps (kept after it is
-    closed)."""
-
-    def __init__(self, starts: list[int], lines: list[tuple[int, np.ndarray | None]]):
-        self._starts, self._lines = list(starts), list(lines)
-
-    def __call__(self, record: int) -> int:
-        k = int(np.searchsorted(self._starts, record, side="right")) - 1
-        first, lines = self._lines[k]
-        i = record - self._starts[k]
-        return first + i if lines is None else int(lines[i])
 
 
 def is_sparse(n_models: int, n_segments: int, n_trials: int) -> bool:
