@@ -178,8 +178,11 @@ def test_cli_scratch_option_and_refusal(tmp_path, texts, cluster, elsewhere, mon
     from bosaris_dask.cli import main
     from bosaris_dask.io.text import read_text
 
+    from bosaris_dask.io.text import collect
+
     staged = {**read_text.__kwdefaults__, "memmap_threshold": 0}  # text inputs memory-mapped
     monkeypatch.setattr(read_text, "__kwdefaults__", staged)
+    monkeypatch.setattr(collect, "MEMMAP_THRESHOLD", 0)  # (also as the CLI reads text lists)
     key_path, scores_path = texts
     argv = ["evaluate", "--key", str(key_path), "--scores", str(scores_path), "-q"]
     argv += ["--scheduler", cluster.scheduler_address]

@@ -128,24 +128,20 @@ def reindex_ids(
         return key_from_labels(m, ml, s, sl, chunks=obj.trial_mask.data.chunksize)
     rows = obj.indexes["model"].get_indexer(m)
     cols = obj.indexes["segment"].get_indexer(s)
-    from bosaris_dask.io.compute import plan_chunks
+    shuffle = once and _shuffles(obj, rows, cols)
+    gather = (obj.sizes["model"] * obj.sizes["segment"] <= SMALL_SOURCE_CELLS
+              and set(obj.coords) == {"model", "segment"})  # fmt: skip
+    if shuffle or gather:
+        from bosaris_dask.io.compute import plan_chunks
 
-    if once and _shuffles(obj, rows, cols):
+        itemsize = max(obj[n].dtype.itemsize for n in _FILL if n in obj.data_vars)
+        shape = (len(m), len(s))
+        chunks = _chunks_of(like_chunks, shape, plan_chunks(shape, itemsize))
+        if not shuffle:
+            return _gathered(obj, rows, cols, m, s, chunks)
         from bosaris_dask.io.staging import realign
 
-        names = [n for n in _FILL if n in obj.data_vars]
-        itemsize = max(obj[n].dtype.itemsize for n in names)
-        chunks = _chunks_of(like_chunks, (len(m), len(s)), plan_chunks((len(m), len(s)), itemsize))
         return realign(obj, rows, cols, chunks, models=m, segments=s)
-    if obj.sizes["model"] * obj.sizes["segment"] <= SMALL_SOURCE_CELLS and set(obj.coords) == {
-        "model",
-        "segment",
-    }:
-        names = [n for n in _FILL if n in obj.data_vars]
-        itemsize = max(obj[n].dtype.itemsize for n in names)
-        shape = (len(m), len(s))
-        return _gathered(obj, rows, cols, m, s,
-                         _chunks_of(like_chunks, shape, plan_chunks(shape, itemsize)))  # fmt: skip
     fill = {k: v for k, v in _FILL.items() if k in obj.data_vars}
     out = obj.reindex(model=m, segment=s, fill_value=fill)
     for name in fill:  # reindexing with a fill value may upcast; restore dtypes
