@@ -176,9 +176,7 @@ def test_scratch_directory_serves_workers_elsewhere(tmp_path, texts, cluster, el
 
 def test_cli_scratch_option_and_refusal(tmp_path, texts, cluster, elsewhere, monkeypatch, capsys):
     from bosaris_dask.cli import main
-    from bosaris_dask.io.text import read_text
-
-    from bosaris_dask.io.text import collect
+    from bosaris_dask.io.text import collect, read_text
 
     staged = {**read_text.__kwdefaults__, "memmap_threshold": 0}  # text inputs memory-mapped
     monkeypatch.setattr(read_text, "__kwdefaults__", staged)
