@@ -81,17 +81,13 @@ _OUTPUTS = ("json", "out", "model_out", "quality_out", "output")
 def _check_output_folders(args: argparse.Namespace) -> None:
     """Refuse an output whose folder does not exist before any work (the JSON of an hour's
     evaluation was refused only once the evaluation was done)."""
-    from pathlib import Path
-
-    from bosaris_dask.errors import StoreError
+    from bosaris_dask.io.atomic import check_folder
 
     for name in _OUTPUTS:
         path = getattr(args, name, None)
         if not isinstance(path, str) or "://" in path or (args.command, name) == ("plot", "out"):
             continue  # (plot checks its image's path itself: check_plot_path)
-        parent = Path(path).parent
-        if not parent.is_dir():
-            raise StoreError(f"cannot write {path}: directory {parent} does not exist")
+        check_folder(path)  # as the write would, but before the work
         if name in ("out", "output") and args.command in _TRIAL_WRITERS:
             from bosaris_dask.io import _write_format
 

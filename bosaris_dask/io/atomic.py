@@ -19,7 +19,7 @@ from pathlib import Path
 from bosaris_dask import config
 from bosaris_dask.errors import StoreError
 
-__all__ = ["atomic_path", "atomic_paths", "remove_stale", "remove_path"]
+__all__ = ["atomic_path", "atomic_paths", "check_folder", "remove_stale", "remove_path"]
 
 _TMP = ".tmp-"
 _OLD = ".old-"
@@ -38,6 +38,13 @@ def _sibling(final: Path, tag: str) -> Path:
     return final.with_name(f".{name}{tag}{uuid.uuid4().hex[:12]}")
 
 
+def check_folder(path: str | os.PathLike[str]) -> None:
+    """A StoreError unless the folder an output ``path`` goes in exists."""
+    parent = Path(path).parent
+    if not parent.is_dir():
+        raise StoreError(f"cannot write {path}: directory {parent} does not exist")
+
+
 def remove_path(path: str | os.PathLike[str]) -> None:
     """Delete a file, a link or a directory tree; a path that does not exist is ignored."""
     p = Path(path)
@@ -46,6 +53,17 @@ def remove_path(path: str | os.PathLike[str]) -> None:
     else:
         with contextlib.suppress(FileNotFoundError):
             p.unlink()
+
+
+def _fsync(path: Path) -> None:
+    """Flush one file or folder to disk; an OSError (naming ``path``) where it cannot."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, os.fspath(path)) from exc
+    finally:
+        os.close(fd)
 
 
 def _fsync_tree(path: Path) -> None:
@@ -58,29 +76,14 @@ def _fsync_tree(path: Path) -> None:
             paths += [Path(root, name) for name in files]
             paths.append(Path(root))
     for p in paths:
-        if p.is_symlink():
-            continue
-        fd = os.open(p, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        except OSError as exc:
-            raise OSError(exc.errno, exc.strerror, os.fspath(p)) from exc
-        finally:
-            os.close(fd)
+        if not p.is_symlink():
+            _fsync(p)
 
 
 def _fsync_dir(directory: Path) -> None:
     """Make a rename durable (best effort)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    with contextlib.suppress(OSError):
+        _fsync(directory)
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -192,8 +195,7 @@ def atomic_paths(final_paths: Sequence[str | os.PathLike[str]]) -> Iterator[list
     """
     finals = [Path(p) for p in final_paths]
     for final in finals:
-        if not final.parent.is_dir():
-            raise StoreError(f"cannot write {final}: directory {final.parent} does not exist")
+        check_folder(final)
         if len(os.fsencode(final.name)) > _NAME_MAX - len(f".{_TMP}") - 12:
             raise StoreError(f"cannot write {final}: its name is too long for the hidden "
                              f"temporary beside it (at most {_NAME_MAX - 18} bytes)")  # fmt: skip
