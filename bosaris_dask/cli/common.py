@@ -115,7 +115,6 @@ def _text_inputs(
     """A text key and text scores, each parsed once: packed when the key is sparse; else the
     key's grid, with a sparse score file (trials beyond the key's ids) put on that grid."""
     from bosaris_dask.io.text.packed import TrialList, on_grid, read_trials
-    from bosaris_dask.llr_base import to_natural
 
     key = read_trials(key_path, "key", format=text_format)  # a wrong path is the first error
     if isinstance(key, TrialList):
@@ -124,9 +123,7 @@ def _text_inputs(
     for path in score_paths:
         scores = read_trials(path, "scores", format=text_format, like=key)
         systems.append(on_grid(scores, key) if isinstance(scores, TrialList) else scores)
-    if llr_base != "e":
-        systems = [to_natural(s, llr_base) for s in systems]
-    return key, systems
+    return key, _in_natural(systems, llr_base)
 
 
 def _key_and_systems(
@@ -186,7 +183,6 @@ def _packed(
 ) -> tuple[Any, list[Any]]:
     """The packed key and systems of a sparse key list and text score files."""
     from bosaris_dask.io.text.packed import TrialList, pack
-    from bosaris_dask.llr_base import to_natural
 
     key.refuse_duplicates()  # the key's errors first, as when it is read whole
     lists = [TrialList.read(p, "scores", format=text_format) for p in score_paths]
@@ -197,9 +193,7 @@ def _packed(
     packed_key, systems = pack(
         key, lists, names=system_names(list(score_paths)), allow_missing=allow_missing
     )
-    if llr_base != "e":
-        systems = [to_natural(s, llr_base) for s in systems]
-    return packed_key, systems
+    return packed_key, _in_natural(systems, llr_base)
 
 
 def _one_column_twice(key_path: str, score_paths: Sequence[str], text_format: str | None) -> None:
@@ -266,13 +260,16 @@ def _systems(
     ``--scores S``.
     """
     from bosaris_dask import io
-    from bosaris_dask.llr_base import to_natural
 
     systems = [io.read(p, "scores", text_format=text_format) for p in score_paths]
-    systems = _with_embeddings(args, trials, systems)
-    if llr_base != "e":
-        systems = [to_natural(s, llr_base) for s in systems]
-    return systems
+    return _in_natural(_with_embeddings(args, trials, systems), llr_base)
+
+
+def _in_natural(systems: list[Any], llr_base: str) -> list[Any]:
+    """The systems' scores as natural-log LLRs (``--llr-base``)."""
+    from bosaris_dask.llr_base import to_natural
+
+    return systems if llr_base == "e" else [to_natural(s, llr_base) for s in systems]
 
 
 def _read_scores(args: argparse.Namespace, path: str) -> Any:

@@ -33,6 +33,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -95,6 +96,11 @@ class TrialList:
             records["v"],
             collector.line_of,
         )
+
+    def positions_in(self, models: Any, segments: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Each record's model and segment positions among other ids (-1: not there)."""
+        m = pd.Index(models).get_indexer(self.models)[self.model_codes]
+        return m, pd.Index(segments).get_indexer(self.segments)[self.segment_codes]
 
     def refuse_duplicates(self) -> None:
         """A ParseError at the second line of the first trial given twice."""
@@ -171,8 +177,7 @@ def on_grid(scores: TrialList, key: xr.Dataset) -> xr.Dataset:
     """
     scores.refuse_duplicates()
     models, segments = key.model.values, key.segment.values
-    m = pd.Index(models).get_indexer(scores.models)[scores.model_codes]
-    s = pd.Index(segments).get_indexer(scores.segments)[scores.segment_codes]
+    m, s = scores.positions_in(models, segments)
     on = (m >= 0) & (s >= 0)
     score = np.zeros((len(models), len(segments)), dtype=np.float64)
     given = np.zeros(score.shape, dtype=bool)
@@ -217,8 +222,7 @@ def pack(
     packed_key = make_key(model_ids, segment_ids, mask.reshape(shape))
     packed = []
     for name, system in zip(names, systems, strict=True):
-        m = pd.Index(key.models).get_indexer(system.models)[system.model_codes]
-        s = pd.Index(key.segments).get_indexer(system.segments)[system.segment_codes]
+        m, s = system.positions_in(key.models, key.segments)
         in_key = (m >= 0) & (s >= 0)
         theirs = m[in_key] * n_seg + s[in_key]
         at = np.minimum(np.searchsorted(sorted_flat, theirs), n - 1)
