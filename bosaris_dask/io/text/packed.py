@@ -29,6 +29,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -104,13 +105,8 @@ class TrialList:
 
     def refuse_duplicates(self) -> None:
         """A ParseError at the second line of the first trial given twice."""
-        flat = self.model_codes * len(self.segments) + self.segment_codes
-        order = np.argsort(flat, kind="stable")
-        again = np.flatnonzero(flat[order][1:] == flat[order][:-1])
-        if again.size:
-            first, second = order[again + 1], order[again]
-            k = int(np.argmin(np.maximum(first, second)))  # the earliest repeat in the file
-            a, b = sorted((int(first[k]), int(second[k])))
+        if self._repeat is not None:
+            a, b = self._repeat
             raise ParseError(
                 f"trial ({self.models[self.model_codes[a]]!r}, "
                 f"{self.segments[self.segment_codes[a]]!r}) is given twice, first on line "
@@ -118,6 +114,18 @@ class TrialList:
                 path=self.path,
                 line=self.line_of(b),
             )
+
+    @functools.cached_property
+    def _repeat(self) -> tuple[int, int] | None:
+        """The records of the earliest repeat of a trial (its first and second), found once."""
+        flat = self.model_codes * len(self.segments) + self.segment_codes
+        order = np.argsort(flat, kind="stable")
+        again = np.flatnonzero(flat[order][1:] == flat[order][:-1])
+        if not again.size:
+            return None
+        first, second = order[again], order[again + 1]  # stable: first < second
+        k = int(np.argmin(second))  # the earliest repeat in the file
+        return int(first[k]), int(second[k])
 
 
 def is_sparse(n_models: int, n_segments: int, n_trials: int) -> bool:
