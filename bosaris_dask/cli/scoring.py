@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bosaris_dask.cli.common import (
+    _cluster,
     _default_priors,
     _evaluate,
     _in_user_base,
@@ -26,6 +27,7 @@ from bosaris_dask.cli.common import (
     _write_json,
     system_names,
 )
+from bosaris_dask.cli.in_order import apply_in_order, keeps_line_order
 from bosaris_dask.errors import BosarisError, MissingTrialsError, OptionError
 from bosaris_dask.progress import showing_progress
 
@@ -263,7 +265,12 @@ def _fit_and_apply(
         _say(args, f"{doc['kind']}: {fitted} ({elapsed:.1f} s); wrote {args.model_out}")
         for note in doc.get("warnings", []):
             print(f"warning: {note}", file=sys.stderr)
-        if args.apply:
+        if args.apply and quality is None and keeps_line_order(args, args.apply):
+            targets, fitted_out = apply_in_order(args, model, args.apply)
+            _say(args, f"wrote {args.out}")
+            if args.command == "fuse" and not args.quiet:
+                _say(args, _posterior_report(args, model, targets, fitted_out, None))
+        elif args.apply:
             targets = [_read_scores(args, p) for p in args.apply]
             eval_quality = _read_quality(args, args.apply_quality) if quality is not None else None
             ndx = _read_ndx(args.ndx)
@@ -464,6 +471,13 @@ def cmd_apply(args: argparse.Namespace) -> int:
         systems = _systems(args, ndx, args.scores or [], llr_base=args.llr_base)
         return model, systems, _read_quality(args, args.quality), ndx
 
+    if keeps_line_order(args, args.scores or []):
+        n_model = len(model.weights_) if getattr(model, "weights_", None) is not None else 1
+        if len(args.scores) == n_model:  # (else the grid path's error, below)
+            with _cluster(args):
+                apply_in_order(args, model, args.scores)
+            _say(args, f"wrote {args.out}")
+            return 0
     with _opened(args, open_inputs, lambda inputs: _size(inputs[1][0])) as inputs:
         model, systems, quality, ndx = inputs
         out = apply_model(model, systems, quality=quality, ndx=ndx, llr_base="e")  # converted

@@ -44,7 +44,10 @@ from bosaris_dask.errors import MissingTrialsError, ParseError
 from bosaris_dask.io.text.collect import _Collector
 from bosaris_dask.trials import make_key, make_scores
 
-__all__ = ["TrialList", "pack", "on_grid", "is_sparse", "read_trials", "WIDTH"]
+__all__ = [
+    "TrialList", "pack", "joined", "as_packed", "unpacked", "on_grid", "is_sparse", "read_trials",
+    "WIDTH",
+]  # fmt: skip
 
 #: Trials per row of a packed matrix.
 WIDTH = 4096
@@ -60,7 +63,7 @@ ON_GRID_MAX_CELLS = 1 << 26
 @dataclass(frozen=True)
 class TrialList:
     """The records of a text trial file: ids by first appearance, per-record id codes, the
-    records' values (labels +1/-1 of a key, scores) and their lines."""
+    records' values (labels +1/-1 of a key, scores; 1 for an ndx's trials) and their lines."""
 
     path: str
     models: np.ndarray
@@ -74,7 +77,8 @@ class TrialList:
     def read(
         cls, path: str | os.PathLike[str], kind: str, *, format: str | None = None
     ) -> TrialList:
-        """Read a key (``kind="key"``) or scores (``kind="scores"``) text file as a list."""
+        """Read a key (``kind="key"``), scores (``"scores"``) or ndx (``"ndx"``) text file as a
+        list."""
         from bosaris_dask.io.text.read import collect_text
 
         collector = collect_text(path, kind, format=format)
@@ -94,7 +98,7 @@ class TrialList:
             np.array(list(collector.segments), dtype=object),
             records["m"].astype(np.int64),
             records["s"].astype(np.int64),
-            records["v"],
+            records["v"] if "v" in records.dtype.names else np.ones(len(records), np.int8),
             collector.line_of,
         )
 
@@ -216,33 +220,15 @@ def pack(
     key.refuse_duplicates()
     for system in systems:  # every file's duplicates before any missing trial
         system.refuse_duplicates()
-    n_seg = len(key.segments)
-    flat = key.model_codes * n_seg + key.segment_codes
-    order = np.argsort(flat)
-    sorted_flat = flat[order]
-    n = len(flat)
-    rows = -(-n // width)
-    shape = (rows, width) if rows > 1 else (1, n)
-    model_ids = [f"trials {r * shape[1]}-{min(n, (r + 1) * shape[1]) - 1}" for r in range(rows)]
-    segment_ids = [f"+{c}" for c in range(shape[1])]
-    mask = np.zeros(shape[0] * shape[1], dtype=np.int8)
-    mask[:n] = np.where(key.values > 0, 1, -1)
-    packed_key = make_key(model_ids, segment_ids, mask.reshape(shape))
+    n = len(key.values)
+    mask = np.where(key.values > 0, 1, -1).astype(np.int8)
+    packed_key = as_packed(key, mask, kind="key", width=width)
     packed = []
     for name, system in zip(names, systems, strict=True):
-        m, s = system.positions_in(key.models, key.segments)
-        in_key = (m >= 0) & (s >= 0)
-        theirs = m[in_key] * n_seg + s[in_key]
-        at = np.minimum(np.searchsorted(sorted_flat, theirs), n - 1)
-        hit = sorted_flat[at] == theirs
-        score = np.zeros(mask.size, dtype=np.float64)
-        given = np.zeros(mask.size, dtype=bool)
-        trial = order[at[hit]]
-        score[trial] = system.values[in_key][hit]
-        given[trial] = True
-        missing = n - int(np.count_nonzero(given[:n]))
+        score, given = joined(key, system)
+        missing = n - int(np.count_nonzero(given))
         if missing and not allow_missing:
-            lacking = np.flatnonzero(~given[:n])[:3]
+            lacking = np.flatnonzero(~given)[:3]
             where = ", ".join(
                 f"({key.models[key.model_codes[i]]}, {key.segments[key.segment_codes[i]]})"
                 for i in lacking
@@ -251,6 +237,67 @@ def pack(
                 f"{name}: {missing} key trials have no score, e.g. {where} (allow_missing "
                 "drops them)"
             )
-        packed.append(make_scores(model_ids, segment_ids, score.reshape(shape),
-                                  given.reshape(shape)))  # fmt: skip
+        packed.append(as_packed(key, score, given, width=width))
     return packed_key, packed
+
+
+def joined(order: TrialList, system: TrialList) -> tuple[np.ndarray, np.ndarray]:
+    """The score ``system`` gives each record of ``order``, and whether it gives one (the
+    trials are matched by ``(model, segment)``; ``system``'s other trials are ignored).
+
+    Examples
+    --------
+    >>> ids = np.array(["a", "b"], dtype=object)
+    >>> order = TrialList("o", ids, ids, np.array([1, 0]), np.array([1, 0]), np.ones(2), int)
+    >>> system = TrialList("s", ids[:1], ids[:1], np.array([0]), np.array([0]),
+    ...                    np.array([0.5]), int)
+    >>> joined(order, system)
+    (array([0. , 0.5]), array([False,  True]))
+    """
+    n_seg = len(order.segments)
+    flat = order.model_codes * n_seg + order.segment_codes
+    by_cell = np.argsort(flat)
+    sorted_flat = flat[by_cell]
+    m, s = system.positions_in(order.models, order.segments)
+    inside = (m >= 0) & (s >= 0)
+    theirs = m[inside] * n_seg + s[inside]
+    at = np.minimum(np.searchsorted(sorted_flat, theirs), len(flat) - 1)
+    hit = sorted_flat[at] == theirs
+    score = np.zeros(len(flat), dtype=np.float64)
+    given = np.zeros(len(flat), dtype=bool)
+    score[by_cell[at[hit]]] = system.values[inside][hit]
+    given[by_cell[at[hit]]] = True
+    return score, given
+
+
+def as_packed(
+    order: TrialList,
+    values: np.ndarray,
+    given: np.ndarray | None = None,
+    *,
+    kind: str = "scores",
+    width: int = WIDTH,
+) -> xr.Dataset:
+    """Per-record ``values`` of ``order`` laid out ``width`` to a row, in the records' order: a
+    Key (``kind="key"``, values +1/-1) or Scores (``given``: which records have a score).
+    ``unpacked`` reads them back."""
+    n = len(order.values)
+    rows = -(-n // width)
+    shape = (rows, width) if rows > 1 else (1, n)
+    model_ids = [f"trials {r * shape[1]}-{min(n, (r + 1) * shape[1]) - 1}" for r in range(rows)]
+    segment_ids = [f"+{c}" for c in range(shape[1])]
+    cells = np.zeros(shape[0] * shape[1], dtype=values.dtype)
+    cells[:n] = values
+    if kind == "key":
+        return make_key(model_ids, segment_ids, cells.reshape(shape))
+    mask = np.zeros(cells.size, dtype=bool)
+    mask[:n] = True if given is None else given
+    return make_scores(model_ids, segment_ids, cells.reshape(shape), mask.reshape(shape))
+
+
+def unpacked(scores: xr.Dataset, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``n`` records' scores and masks of a packed Scores object (computed)."""
+    from bosaris_dask.progress import compute
+
+    score, mask = compute([scores.score.data.ravel()[:n], scores.score_mask.data.ravel()[:n]])
+    return np.asarray(score), np.asarray(mask)

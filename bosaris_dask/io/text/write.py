@@ -14,6 +14,7 @@ import xarray as xr
 
 from bosaris_dask.errors import ScoreError, TrialError
 from bosaris_dask.io.atomic import atomic_path
+from bosaris_dask.io.text.packed import TrialList
 from bosaris_dask.progress import compute
 from bosaris_dask.trials import is_label_key, kind_of, trial_classes, validate
 
@@ -139,6 +140,44 @@ def write_text(obj: xr.Dataset, path: str | os.PathLike[str], *, header: bool = 
             raise TrialError(f"{path}: no trial to write (every cell of the {kind} is masked "
                              "out; a fusion's trials are those every system scores); nothing "
                              "was written")  # fmt: skip
+
+
+def write_score_lines(
+    trials: TrialList, values: np.ndarray, keep: np.ndarray, path: str | os.PathLike[str]
+) -> int:
+    """Write ``model segment score`` lines for the records of ``trials`` that ``keep``, in the
+    records' order (a file's line order), atomically; scores as in :func:`write_text`.
+    Returns the number of lines.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> ids = np.array(["b", "a"], dtype=object)
+    >>> trials = TrialList("t", ids, ids, np.array([1, 0]), np.array([0, 1]), np.ones(2), int)
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "out.txt"
+    >>> write_score_lines(trials, np.array([0.5, -2.0]), np.array([True, True]), path)
+    2
+    >>> print(path.read_text(), end="")
+    a b 0.5
+    b a -2.0
+    """
+    models = _writable_ids(trials.models, "model", False)
+    segments = _writable_ids(trials.segments, "segment", False)
+    rows = np.flatnonzero(keep)
+    if not rows.size:
+        raise TrialError(f"{path}: no trial to write (a fusion's trials are those every system "
+                         "scores); nothing was written")  # fmt: skip
+    model_piece = np.array([m + " " for m in models], dtype=object)
+    segment_piece = np.array([g + " " for g in segments], dtype=object)
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        for k in range(0, rows.size, _WRITE_LINES):
+            r = rows[k : k + _WRITE_LINES]
+            m, g = trials.model_codes[r], trials.segment_codes[r]
+            f.write(_join_lines([
+                model_piece[m], segment_piece[g],
+                _format_scores(values[r], models[m], segments[g]), repeat("\n"),
+            ]))  # fmt: skip
+    return int(rows.size)
 
 
 def _join_lines(pieces: list[Any]) -> bytes:

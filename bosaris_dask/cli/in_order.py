@@ -1,0 +1,118 @@
+"""Scores applied from text files to a text file, line for line in the input's order.
+
+``apply``, ``calibrate --apply`` and ``fuse --apply`` read scores as a models x segments grid,
+and :func:`~bosaris_dask.io.write` writes a grid model by model. A text file read and written
+that way comes back in another line order, and a Kaldi recipe that ``paste``\\ s the output
+beside its trial list then pairs scores with the wrong trials. So when every input is a text
+file (of at most :data:`LIST_MAX_BYTES`) and ``--out`` is text, the lists are applied as
+lists: each system's scores joined by ``(model, segment)`` to the records of the first file
+(of ``--ndx`` where given), packed (:mod:`bosaris_dask.io.text.packed`), mapped by the same
+model code as a grid, and written in those records' order. The values and the set of lines
+are those of the grid path; only their order differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bosaris_dask.cli.common import _in_natural, _in_user_base, _say
+from bosaris_dask.errors import BosarisError, OptionError
+
+__all__ = ["LIST_MAX_BYTES", "keeps_line_order", "apply_in_order"]
+
+#: Text score files up to this size each keep their line order in a text output; larger ones
+#: go through the grid (bounded memory), written model by model.
+LIST_MAX_BYTES = 1 << 30
+
+
+def keeps_line_order(args: argparse.Namespace, score_paths: Sequence[str]) -> bool:
+    """Whether ``score_paths`` (and ``--ndx``) are applied as lists: every one a regular text
+    file of at most :data:`LIST_MAX_BYTES`, written to a text ``--out``, with no quality
+    measures and no scores from embeddings."""
+    from bosaris_dask import io
+    from bosaris_dask.io.text.scratch import _is_stream
+
+    if args.out is None or not score_paths or io._write_format(args.out, None) != "text":
+        return False
+    if any(getattr(args, name, None) for name in (
+        "quality", "apply_quality", "model_quality", "segment_quality", "enrol", "test",
+    )):  # fmt: skip
+        return False
+    paths = [*score_paths, *([args.ndx] if args.ndx else [])]
+    listed = all(
+        io.detect_format(p) == "text"
+        and Path(p).is_file()
+        and not _is_stream(p)
+        and Path(p).suffix.lower() not in io.EMBEDDING_ONLY_SUFFIXES
+        and Path(p).stat().st_size <= LIST_MAX_BYTES
+        for p in paths
+    )
+    if not listed and all(io.detect_format(p) == "text" for p in paths):
+        _say(args, f"{args.out}: lines written model by model, not in the input's order (an "
+                   f"input larger than {LIST_MAX_BYTES >> 30} GiB, or not a regular file, "
+                   "is read as a grid)")  # fmt: skip
+    return listed
+
+
+def apply_in_order(
+    args: argparse.Namespace, model: Any, score_paths: Sequence[str]
+) -> tuple[list[Any], Any]:
+    """Apply ``model`` to the text lists of ``score_paths`` and write ``--out`` in the order of
+    ``--ndx``'s lines, else of the first file's; the natural-log inputs and output, packed
+    (for ``fuse``'s posterior report).
+
+    A trial without a score in every system is not written (a fusion's trials are those every
+    system scores) and is counted on stderr; with ``--fill-missing`` each ``--ndx`` trial
+    without one is written with that value.
+    """
+    from bosaris_dask.calibration import apply_model
+    from bosaris_dask.io.text.packed import TrialList, as_packed, joined, unpacked
+    from bosaris_dask.io.text.write import write_score_lines
+
+    lists = [TrialList.read(p, "scores") for p in score_paths]
+    for scores in lists:
+        scores.refuse_duplicates()
+    order = _ndx_list(args.ndx) if args.ndx else lists[0]
+    systems = [as_packed(order, *joined(order, scores)) for scores in lists]
+    natural = _in_natural(systems, args.llr_base)
+    out = apply_model(model, natural, llr_base="e")  # the inputs are natural-log LLRs
+    values, scored = unpacked(_in_user_base(args, out), len(order.values))
+    unscored = int(np.count_nonzero(~scored))
+    fill = getattr(args, "fill_missing", None)
+    if fill is not None:
+        if args.ndx is None:
+            raise BosarisError("--fill-missing needs --ndx (the trials that must all have a "
+                               "score)")  # fmt: skip
+        values = np.where(scored, values, fill)
+        if unscored:
+            _say(args, f"{unscored:,} of the {len(values):,} --ndx trials have no score: "
+                       f"filled with {fill:g}")  # fmt: skip
+    elif unscored:
+        first = Path(order.path).name
+        _say(args, f"{unscored:,} of the {len(values):,} trials of {first} have no score in "
+                   "every system: not written")  # fmt: skip
+    write_score_lines(order, values, scored | (fill is not None), args.out)
+    return natural, out
+
+
+def _ndx_list(path: str) -> Any:
+    """The trials of ``--ndx`` (an ndx or key text file) as a list, duplicates refused."""
+    from bosaris_dask.io.text.collect import _Collector
+    from bosaris_dask.io.text.packed import TrialList
+    from bosaris_dask.io.text.read import collect_text
+
+    collector: _Collector = collect_text(path)
+    try:
+        if collector.kind not in ("ndx", "key"):
+            raise OptionError(f"--ndx {path} holds {collector.kind}, not a trial list (an Ndx or "
+                              "a Key)")  # fmt: skip
+        trials = TrialList._of(collector, path)
+    finally:
+        collector.close()
+    trials.refuse_duplicates()
+    return trials
