@@ -474,7 +474,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     if keeps_line_order(args, args.scores or []):
         n_model = len(model.weights_) if getattr(model, "weights_", None) is not None else 1
         if len(args.scores) == n_model:  # (else the grid path's error, below)
-            with _cluster(args):
+            with _cluster(args, size_hint=0):  # lists in memory: threads unless told
                 apply_in_order(args, model, args.scores)
             _say(args, f"wrote {args.out}")
             return 0
