@@ -47,11 +47,11 @@ def _lists(tmp_path, n=300, seed=0, shuffle=True):
     return scores[labels], scores[~labels]
 
 
-def _evaluate_json(tmp_path, name, *extra):
+def _evaluate_json(tmp_path, name, *extra, quiet=True):
     out = tmp_path / f"{name}.json"
     argv = ["evaluate", "--key", str(tmp_path / "trials"), "--scores", str(tmp_path / "scores"),
             "--prior", "0.5", "--prior", "0.01", "--fmr", "0.1", "--exact-auc", "--json", str(out),
-            "-q", *extra]  # fmt: skip
+            *(["-q"] if quiet else []), *extra]  # fmt: skip
     assert main(argv) == 0
     doc = json.loads(out.read_text())
     doc.pop("passes")
@@ -155,14 +155,62 @@ def test_own_key_score_files_plots_and_several_systems_pack(tmp_path, always_pac
     assert capsys.readouterr().err.count("read as packed trial lists") == 2
 
 
-def test_conditions_and_the_bootstrap_keep_the_ids_grid(tmp_path, always_pack, capsys):
-    # they group trials by their ids: the lists are read whole, as before
+def _condition_tables(tmp_path):
+    """Model and segment tables over the ids of ``_lists``' files (a few more ids than the key
+    has), with a column on each side and one both share."""
+    lines = (tmp_path / "trials").read_text().splitlines()
+    models = sorted({line.split()[0] for line in lines} | {"e-extra"})
+    segments = sorted({line.split()[1] for line in lines})
+    (tmp_path / "m.tsv").write_text("model\tg\tlang\n" + "".join(
+        f"{m}\t{len(m) % 2}\t{'ab'[sum(map(ord, m)) % 2]}\n" for m in models))  # fmt: skip
+    (tmp_path / "s.tsv").write_text("segment\tlang\tsrc\n" + "".join(
+        f"{t}\t{'abc'[int(t[1:]) % 3]}\t{'xy'[int(t[1:]) % 2]}\n" for t in segments))  # fmt: skip
+    return {m: (str(len(m) % 2), "ab"[sum(map(ord, m)) % 2]) for m in models}, {
+        t: ("abc"[int(t[1:]) % 3], "xy"[int(t[1:]) % 2]) for t in segments
+    }
+
+
+def test_conditions_of_packed_lists_are_the_grids(tmp_path, monkeypatch, capsys):
+    # each trial's condition comes from its own ids, not from its packed row and column
+    _lists(tmp_path, n=400)
+    model_of, segment_of = _condition_tables(tmp_path)
+    by = ["--conditions", str(tmp_path / "m.tsv"), "--conditions", str(tmp_path / "s.tsv"),
+          "--by", "model.g", "--by", "same.lang", "--by", "segment.src", "--equalize",
+          "--cprimary-priors", "0.01", "--cprimary-priors", "0.05"]  # fmt: skip
+    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 1 << 62)
+    dense = _evaluate_json(tmp_path, "dense", *by)
+    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 0)
+    monkeypatch.setattr(packed, "SPARSE_CELLS_PER_TRIAL", 0)
+    got = _evaluate_json(tmp_path, "packed", *by, quiet=False)
+    assert "read as packed trial lists" in capsys.readouterr().err
+    assert got == dense  # pooled, per condition, equalized, Cprimary: bit for bit
+    # each condition against a brute force over its own trials
+    labels = [line.split() for line in (tmp_path / "trials").read_text().splitlines()]
+    scores = {tuple(line.split()[:2]): float(line.split()[2])
+              for line in (tmp_path / "scores").read_text().splitlines()}  # fmt: skip
+    conditions = got["systems"][0]["conditions"]
+    assert len(conditions) == 8
+    for entry in conditions:
+        want = entry["by"]
+        tar, non = [], []
+        for m, t, word in labels:
+            g, mlang = model_of[m]
+            slang, src = segment_of[t]
+            same = "same" if mlang == slang else "different"
+            if (g, same, src) == (want["model.g"], want["same.lang"], want["segment.src"]):
+                (tar if word == "target" else non).append(scores[m, t])
+        assert (entry["n_target"], entry["n_nontarget"]) == (len(tar), len(non))
+        if tar and non:
+            assert entry["eer"] == pytest.approx(ref.eer(np.array(tar), np.array(non)), rel=1e-12)
+
+
+def test_the_bootstrap_keeps_the_ids_grid(tmp_path, always_pack, capsys):
+    # it resamples trials by their ids: the lists are read whole, as before
     _lists(tmp_path, n=60)
-    models = sorted({line.split()[0] for line in (tmp_path / "trials").read_text().splitlines()})
-    (tmp_path / "m.tsv").write_text("model\tg\n" + "".join(f"{m}\t{len(m) % 2}\n" for m in models))
+    _condition_tables(tmp_path)
     assert main(["evaluate", "--key", str(tmp_path / "trials"), "--scores",
-                 str(tmp_path / "scores"), "--conditions", str(tmp_path / "m.tsv"), "--by",
-                 "model.g"]) == 0  # fmt: skip
+                 str(tmp_path / "scores"), "--bootstrap", "20", "--resample", "model.g",
+                 "--conditions", str(tmp_path / "m.tsv")]) == 0  # fmt: skip
     assert "read as packed" not in capsys.readouterr().err
 
 

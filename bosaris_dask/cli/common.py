@@ -77,6 +77,9 @@ def _load(
     from bosaris_dask.io.text.scratch import _is_stream
 
     score_paths = list(score_paths or [])
+    packing = packing if packing is not None else args
+    if packing is not None:
+        packing.trial_conditions = None  # set where the lists are packed with --by
     if args is not None and _uses_class_tables(args):  # an error with --key
         key = _key(args)
         return key, _systems(args, key, score_paths, text_format, llr_base)
@@ -98,7 +101,6 @@ def _load(
                 "their own key)"
             )
     _one_column_twice(key_path, score_paths, text_format)
-    packing = packing if packing is not None else args
     if _may_pack(packing, key_path, score_paths):
         return _text_inputs(packing, key_path, score_paths, text_format, llr_base)
     key = io.read(key_path, "key", text_format=text_format)  # first: a wrong key path is the
@@ -142,15 +144,15 @@ def _key_and_systems(
 
 
 #: The commands that may take sparse text lists packed: what they compute does not depend on
-#: the trials' ids (calibrate and fuse train on them; their --apply reads the eval scores whole).
+#: the matrix's ids (calibrate and fuse train on them; --by conditions come from each trial's
+#: own ids).
 _PACKING = ("evaluate", "plot", "calibrate", "fuse")
 
 
 def _may_pack(args: argparse.Namespace | None, key_path: str, score_paths: Sequence[str]) -> bool:
     """Whether an evaluation or a fit may pack sparse text lists
     (:mod:`bosaris_dask.io.text.packed`): text files alone (regular files, no scores from
-    embeddings), grouping no trial by its ids (no ``--by``, no bootstrap, no quality
-    measures)."""
+    embeddings), no bootstrap (it resamples ids), no quality measures."""
     from bosaris_dask import io
     from bosaris_dask.io.text.scratch import _is_stream
 
@@ -158,11 +160,7 @@ def _may_pack(args: argparse.Namespace | None, key_path: str, score_paths: Seque
         return False
     if any(getattr(args, name, None) for name in ("quality", "model_quality", "segment_quality")):
         return False
-    if (
-        getattr(args, "enrol", None)
-        or getattr(args, "by", None)
-        or getattr(args, "bootstrap", None)
-    ):
+    if getattr(args, "enrol", None) or _bootstrap_options(args):
         return False
     paths = [key_path, *score_paths]
     return bool(score_paths) and all(  # (anything else: the readers of the grid say what it is)
@@ -193,7 +191,27 @@ def _packed(
     packed_key, systems = pack(
         key, lists, names=system_names(list(score_paths)), allow_missing=allow_missing
     )
+    if getattr(args, "by", None):  # each trial's condition, from its own ids
+        args.trial_conditions = _trial_conditions(args, key)
     return packed_key, _in_natural(systems, llr_base)
+
+
+def _trial_conditions(args: argparse.Namespace, key: Any) -> Any:
+    """The ``--by`` conditions of a packed key list's trials (``--conditions`` tables)."""
+    import functools
+
+    import xarray as xr
+
+    from bosaris_dask.conditions import read_condition_table
+    from bosaris_dask.conditions.codes import trial_conditions
+    from bosaris_dask.io.text.packed import packed_cells
+
+    tables = [read_condition_table(p) for p in getattr(args, "conditions", None) or []]
+    if not tables:
+        raise OptionError("condition tables (--conditions) and --by specs go together")
+    ids = xr.Dataset(coords={"model": key.models, "segment": key.segments})
+    return trial_conditions(ids, key.model_codes, key.segment_codes, tables, args.by,
+                            functools.partial(packed_cells, key))  # fmt: skip
 
 
 def _one_column_twice(key_path: str, score_paths: Sequence[str], text_format: str | None) -> None:
@@ -390,7 +408,8 @@ def _run_evaluate(evaluate: Any, args: argparse.Namespace, key: Any, systems: li
         systems, key, priors=args.prior, names=names,
         operating_points=getattr(args, "operating_point", None) or (),
         allow_missing=args.allow_missing, progress=_progress(args),
-        conditions=getattr(args, "conditions", None) or (), by=getattr(args, "by", None) or (),
+        conditions=getattr(args, "trial_conditions", None) or getattr(args, "conditions", None)
+        or (), by=getattr(args, "by", None) or (),
         cprimary_priors=getattr(args, "cprimary_priors", None) or (),
         equalize=getattr(args, "equalize", False),
         fmr=getattr(args, "fmr", None) or (), fnmr=getattr(args, "fnmr", None) or (),

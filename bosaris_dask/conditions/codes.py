@@ -42,7 +42,10 @@ from bosaris_dask.conditions.tables import SIDES, ConditionTable
 from bosaris_dask.errors import OptionError, TrialError
 from bosaris_dask.inline_blocks import blockwise, per_block
 
-__all__ = ["BySpec", "parse_by", "Conditions", "condition_codes", "ConditionWarning"]
+__all__ = [
+    "BySpec", "parse_by", "Conditions", "CellConditions", "condition_codes", "trial_conditions",
+    "ConditionWarning",
+]  # fmt: skip
 
 
 class ConditionWarning(UserWarning):
@@ -185,6 +188,64 @@ class Conditions:
             _group_block, "ij", *args, strides=tuple(int(strides[k]) for k in same),
             out_dtype=self.dtype, dtype=self.dtype,
         )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CellConditions(Conditions):
+    """Conditions of trials whose matrix is not the grid of their ids (the packed text lists
+    of :mod:`bosaris_dask.io.text.packed`, a row holding trials of many models): each cell's
+    condition is given (``cells``, in the layout of the packed key; 0 in padding cells) and
+    ``model_codes``/``segment_codes`` are those of the lists' ids. Made by
+    :func:`trial_conditions`."""
+
+    cells: np.ndarray
+
+    def possible_groups(self, limit: int = 1 << 22) -> np.ndarray:
+        """The conditions of the cells, ascending (padding cells' 0 too: a superset)."""
+        return np.unique(self.cells)
+
+    def group_index(self, chunks: Any) -> da.Array:
+        """The condition of every cell, a ``(rows, columns)`` array in ``chunks``."""
+        chunks = da.core.normalize_chunks(chunks, self.cells.shape, dtype=self.dtype)
+        return da.from_array(self.cells.astype(self.dtype, copy=False), chunks=chunks)
+
+
+def trial_conditions(
+    ids: xr.Dataset,
+    model_of: np.ndarray,
+    segment_of: np.ndarray,
+    tables: Iterable[ConditionTable],
+    by: Iterable[str | BySpec],
+    layout: Any,
+) -> CellConditions:
+    """The conditions of trials listed as (model, segment) positions among the ids of ``ids``
+    (a Dataset with ``model`` and ``segment`` coordinates), each trial's condition placed in
+    its cell by ``layout`` (per-trial values -> the packed matrix). As
+    :func:`condition_codes` for a grid: the same specs, values, checks and messages.
+
+    Examples
+    --------
+    >>> from bosaris_dask.conditions.tables import condition_table
+    >>> ids = xr.Dataset(coords={"model": ["m1", "m2"], "segment": ["s1", "s2"]})
+    >>> models = condition_table("model", ["m1", "m2"], {"g": ["f", "m"]})
+    >>> segments = condition_table("segment", ["s1", "s2"], {"g": ["m", "f"]})
+    >>> cond = trial_conditions(ids, np.array([0, 1, 1]), np.array([0, 0, 1]),
+    ...                         [models, segments], ["model.g", "same.g"], lambda g: g[None])
+    >>> cond.labels[cond.cells[0, 2]], cond.cells.tolist()
+    ({'model.g': 'm', 'same.g': 'different'}, [[1, 2, 3]])
+    """
+    base = condition_codes(ids, tables, by)
+    group = np.zeros(len(model_of), dtype=np.int64)
+    for k, (spec, stride) in enumerate(zip(base.by, base.strides.tolist(), strict=True)):
+        m, s = base.model_codes[model_of, k], base.segment_codes[segment_of, k]
+        if spec.kind == "model":
+            group += m * stride
+        elif spec.kind == "segment":
+            group += s * stride
+        else:  # same.COL: 0 "same", 1 "different"
+            group += (m != s) * stride
+    return CellConditions(base.by, base.values, base.model_codes, base.segment_codes,
+                          layout(group.astype(base.dtype)))  # fmt: skip
 
 
 def _group_block(mpart, spart, *pairs, strides: tuple[int, ...], out_dtype: np.dtype):

@@ -35,7 +35,13 @@ from bosaris_dask import engine, measures, metrics, result_layout, roc
 from bosaris_dask._deprecation import renamed_getattr
 from bosaris_dask.arguments import one_or_many
 from bosaris_dask.conditions import equalized
-from bosaris_dask.conditions.codes import BySpec, Conditions, condition_codes
+from bosaris_dask.conditions.codes import (
+    BySpec,
+    CellConditions,
+    Conditions,
+    condition_codes,
+    parse_by,
+)
 from bosaris_dask.conditions.summaries import condition_summaries
 from bosaris_dask.conditions.tables import ConditionTable, read_condition_table
 from bosaris_dask.costs import OperatingPoint
@@ -90,6 +96,25 @@ def _tables(conditions: Sequence[ConditionTable | str]) -> list[ConditionTable]:
     return [t if isinstance(t, ConditionTable) else read_condition_table(t) for t in conditions]
 
 
+def _conditions_of(key: xr.Dataset, conditions: Sequence[Any], by: Sequence[Any]) -> Conditions:
+    """The conditions of the key's trials: from condition tables, or given already (one
+    :class:`Conditions` of the key's layout, e.g. packed lists':
+    :func:`~bosaris_dask.conditions.codes.trial_conditions`) and made under the same specs."""
+    if len(conditions) == 1 and isinstance(conditions[0], Conditions):
+        cond = conditions[0]
+        if tuple(parse_by(b) for b in by) != cond.by:
+            raise OptionError(f"the conditions given were made --by {', '.join(map(str, cond.by))}"
+                              f", not {', '.join(map(str, by))}")  # fmt: skip
+        if isinstance(cond, CellConditions) and cond.cells.shape != (
+            key.sizes["model"],
+            key.sizes["segment"],
+        ):
+            raise OptionError(f"the conditions given are laid out {cond.cells.shape}, the key "
+                              f"{key.sizes['model'], key.sizes['segment']}")  # fmt: skip
+        return cond
+    return condition_codes(key, _tables(conditions), by)
+
+
 def evaluate_conditions(
     scores: xr.Dataset | Sequence[xr.Dataset],
     key: xr.Dataset,
@@ -127,7 +152,9 @@ def conditions_and_summaries(
     Parameters
     ----------
     conditions
-        Condition tables (:class:`ConditionTable` objects or paths to read).
+        Condition tables (:class:`ConditionTable` objects or paths to read), or the
+        :class:`~bosaris_dask.conditions.codes.Conditions` of the key's trials made under
+        ``by`` (:func:`~bosaris_dask.conditions.codes.trial_conditions` for packed lists).
     by
         ``model.COL``, ``segment.COL`` or ``same.COL`` specs; several give their Cartesian
         product. ``conditions`` and ``by`` go together.
@@ -223,7 +250,7 @@ def conditions_and_summaries(
         if exact is not None:
             ds = apply_exact_auc(ds, exact)
         return _with_cprimary(ds, pooled, cp), list(pooled)
-    cond = condition_codes(key, _tables(conditions), by)
+    cond = _conditions_of(key, conditions, by)
     riding = RidingAuc(len(systems), names, split_every, grouped=True) if exact_auc else None
     result = condition_summaries(
         systems, key, cond, thresholds=thresholds, fmr=fmr, fnmr=fnmr, cross_entropy_plo=ce_plo,

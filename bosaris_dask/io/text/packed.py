@@ -8,8 +8,9 @@ evaluation needs each trial's label and scores, not the grid: :func:`pack` joins
 trials with each system's scores by ``(model, segment)`` and lays the joined trials out row by
 row, ``width`` to a row, in the key's order. The packed objects hold the same trials, labels and
 scores, so every metric of them is the metric of the lists; their ids only number the rows and
-columns (``"trials 0-4095"``, ``"+17"``), so they serve evaluations that do not group by id (no
-conditions, no bootstrap) and write no scores back.
+columns (``"trials 0-4095"``, ``"+17"``). Conditions come from each trial's own ids
+(:func:`~bosaris_dask.conditions.codes.trial_conditions`, in the layout of
+:func:`packed_cells`); the bootstrap, which resamples ids, needs the grid.
 
 A key trial without a score in a system is a missing trial (an error naming its ids, or left
 out of that system with ``allow_missing``); scores of trials the key does not hold are ignored;
@@ -45,8 +46,8 @@ from bosaris_dask.io.text.collect import _Collector
 from bosaris_dask.trials import make_key, make_scores
 
 __all__ = [
-    "TrialList", "pack", "joined", "as_packed", "unpacked", "on_grid", "is_sparse", "read_trials",
-    "WIDTH",
+    "TrialList", "pack", "joined", "as_packed", "packed_cells", "unpacked", "on_grid",
+    "is_sparse", "read_trials", "WIDTH",
 ]  # fmt: skip
 
 #: Trials per row of a packed matrix.
@@ -282,17 +283,33 @@ def as_packed(
     Key (``kind="key"``, values +1/-1) or Scores (``given``: which records have a score).
     ``unpacked`` reads them back."""
     n = len(order.values)
+    cells = packed_cells(order, values, width)
+    rows, columns = cells.shape
+    model_ids = [f"trials {r * columns}-{min(n, (r + 1) * columns) - 1}" for r in range(rows)]
+    segment_ids = [f"+{c}" for c in range(columns)]
+    if kind == "key":
+        return make_key(model_ids, segment_ids, cells)
+    mask = packed_cells(order, np.ones(n, dtype=bool) if given is None else given, width)
+    return make_scores(model_ids, segment_ids, cells, mask)
+
+
+def packed_cells(order: TrialList, values: np.ndarray, width: int = WIDTH) -> np.ndarray:
+    """Per-record ``values`` of ``order`` in the packed matrix: record ``i`` at row
+    ``i // width``, column ``i % width`` (one row of all records where they fit in one), zeros
+    after the last.
+
+    Examples
+    --------
+    >>> order = TrialList("o", None, None, None, None, np.zeros(5), int)
+    >>> packed_cells(order, np.arange(1, 6), width=2).tolist()
+    [[1, 2], [3, 4], [5, 0]]
+    """
+    n = len(order.values)
     rows = -(-n // width)
     shape = (rows, width) if rows > 1 else (1, n)
-    model_ids = [f"trials {r * shape[1]}-{min(n, (r + 1) * shape[1]) - 1}" for r in range(rows)]
-    segment_ids = [f"+{c}" for c in range(shape[1])]
     cells = np.zeros(shape[0] * shape[1], dtype=values.dtype)
     cells[:n] = values
-    if kind == "key":
-        return make_key(model_ids, segment_ids, cells.reshape(shape))
-    mask = np.zeros(cells.size, dtype=bool)
-    mask[:n] = True if given is None else given
-    return make_scores(model_ids, segment_ids, cells.reshape(shape), mask.reshape(shape))
+    return cells.reshape(shape)
 
 
 def unpacked(scores: xr.Dataset, n: int) -> tuple[np.ndarray, np.ndarray]:
