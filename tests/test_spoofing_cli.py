@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bosaris_dask.cli import main
@@ -196,3 +197,199 @@ def test_a_cm_key_of_one_class_is_said_in_the_challenges_words(tmp_path, capsys)
         "bona fide trials are the targets and spoofs the non-targets"
         in err
     )
+
+
+# --------------------------------------------------------------------------------------------
+# --allow-missing: key trials without a score
+# --------------------------------------------------------------------------------------------
+
+DROPPED = (3, 7, 11)  # the key trials the score files leave out
+
+
+def _hand_made(tmp_path: Path, task: str, n: int = 30) -> tuple[list[str], list[str]]:
+    """Key and score files of ``n`` trials (scores rounded to 0.01: some tied): the full key,
+    the key without the ``DROPPED`` trials, and scores for those others only (reversed).
+    Returns the argv of the full key and of the reduced one."""
+    rng = np.random.default_rng(7)
+    values = np.round(rng.normal(size=(n, 3)), 2)
+    key, scores = [], []
+    for i in range(n):
+        if task == "cm":
+            bona = i % 3 == 0
+            key.append(f"F{i}\t{'bonafide' if bona else 'spoof'}\n")
+            scores.append(f"F{i}\t{values[i, 0] + bona:.2f}\n")
+        else:
+            cls = ("target", "nontarget", "spoof")[i % 3]
+            cm = "spoof" if cls == "spoof" else "bonafide"
+            shift = {"target": 1.0, "nontarget": 0.0, "spoof": -0.5}[cls]
+            key.append(f"S{i % 4}\tF{i}\t{cm}\t{cls}\n")
+            cols = "\t".join(f"{v + shift:.2f}" for v in values[i])
+            scores.append(f"S{i % 4}\tF{i}\t{cols}\n")
+    head = (
+        ("filename\tcm-label\n", "filename\tcm-score\n")
+        if task == "cm"
+        else (
+            "spk\tfilename\tcm-label\tasv-label\n",
+            "spk\tfilename\tcm-score\tasv-score\tsasv-score\n",
+        )
+    )
+    kept = [i for i in range(n) if i not in DROPPED]
+    (tmp_path / "key.tsv").write_text(head[0] + "".join(key))
+    (tmp_path / "key_scored.tsv").write_text(head[0] + "".join(key[i] for i in kept))
+    (tmp_path / "scores.tsv").write_text(head[1] + "".join(scores[i] for i in kept[::-1]))
+    return (
+        [f"--key={tmp_path / 'key.tsv'}", f"--scores={tmp_path / 'scores.tsv'}"],
+        [f"--key={tmp_path / 'key_scored.tsv'}", f"--scores={tmp_path / 'scores.tsv'}"],
+    )
+
+
+def _evaluated(capsys, tmp_path: Path, task: str, name: str, *argv: str) -> tuple:
+    """``(status, stdout, stderr, JSON document)`` of one ``spoof`` run."""
+    rates = ["--asv-rates", "given"] if task == "sasv" else []
+    out = tmp_path / f"{name}.json"
+    status, stdout, err = _run(capsys, "spoof", task, *argv, *rates, "--json", str(out))
+    return status, stdout, err, json.loads(out.read_text()) if status == 0 else None
+
+
+@pytest.mark.parametrize("task", ["cm", "sasv"])
+def test_allow_missing_drops_unscored_key_trials_as_if_the_key_did_not_list_them(
+    tmp_path, capsys, task
+):
+    full, scored = _hand_made(tmp_path, task)
+    status, _, err = _run(capsys, "spoof", task, *full)
+    what = "filename(s)" if task == "cm" else "trial(s) (speaker filename)"
+    few = "'F3', 'F7', 'F11'" if task == "cm" else "'S3 F3', 'S3 F7', 'S3 F11'"
+    assert status == 1 and err.strip().endswith(
+        f"3 {what} of {tmp_path / 'key.tsv'} have no score in {tmp_path / 'scores.tsv'}: {few} "
+        "(--allow-missing drops them)"
+    )
+    status, out, err, doc = _evaluated(capsys, tmp_path, task, "allowed", *full, "--allow-missing")
+    assert status == 0 and "dropped 3 key trials without a score" in err
+    assert doc["n_missing"] == 3
+    status, ref_out, ref_err, ref = _evaluated(capsys, tmp_path, task, "ref", *scored)
+    assert status == 0 and ref["n_missing"] == 0 and "dropped" not in ref_err
+    assert {**doc, "n_missing": 0} == ref and out == ref_out  # every number, bit for bit
+    assert ref["passes"] >= 2 and (ref.get("t_eer") is not None or task == "cm")
+
+
+@pytest.mark.parametrize("task", ["cm", "sasv"])
+def test_convert_dir_with_allow_missing_writes_only_the_scored_trials(tmp_path, capsys, task):
+    full, scored = _hand_made(tmp_path, task)
+    status, _, err = _run(capsys, "spoof", task, *full, "--convert-dir", str(tmp_path / "set"))
+    assert status == 1 and err.strip().endswith("(--allow-missing drops them)")
+    assert not (tmp_path / "set").exists()
+    status, _, err = _run(capsys, "spoof", task, *full, "--allow-missing",
+                          "--convert-dir", str(tmp_path / "set"))  # fmt: skip
+    assert status == 0 and "dropped 3 key trials without a score" in err
+    from bosaris_dask.spoofing import stores
+
+    segments = stores.read_key(tmp_path / "set" / "key.zarr").segment.values.tolist()
+    assert len(segments) == 27 and not {"F3", "S3 F3", "F7", "S3 F7"} & set(segments)
+    _, _, err, doc = _evaluated(capsys, tmp_path, task, "set", "--set-dir", str(tmp_path / "set"))
+    _, _, _, ref = _evaluated(capsys, tmp_path, task, "ref", *scored)
+    assert doc == ref and doc["n_missing"] == 0 and "dropped" not in err
+    # stores are copied as they are: nothing for --allow-missing to do
+    status, _, err = _run(capsys, "spoof", task, "--set-dir", str(tmp_path / "set"),
+                          "--allow-missing", "--convert-dir", str(tmp_path / "copy"))  # fmt: skip
+    assert status == 1 and "--convert-dir copies stores as they are" in err
+    assert "--allow-missing has no effect" in err and not (tmp_path / "copy").exists()
+
+
+def _set_with_holes(tmp_path: Path, task: str, holes: dict[str, tuple[int, ...]]) -> str:
+    """The stores of the full hand-made set, each column without a score for its ``holes``
+    (key trial indices); returns the set's directory."""
+    from bosaris_dask.spoofing import files, stores
+
+    key_path, scores_path = tmp_path / "key.tsv", tmp_path / "all.tsv"
+    if task == "cm":
+        key, cm = files.cm_key_and_scores(files.read_cm_key(key_path),
+                                          files.read_cm_scores(scores_path))  # fmt: skip
+        columns = {"cm": cm}
+    else:
+        key, columns = files.sasv_key_and_scores(files.read_sasv_key(key_path),
+                                                 files.read_sasv_scores(scores_path))  # fmt: skip
+    for name, where in holes.items():
+        mask = columns[name].score_mask.values.copy()
+        mask[0, list(where)] = False
+        columns[name] = columns[name].assign(score_mask=(("model", "segment"), mask))
+    stores.write_set(tmp_path / "holes", key, columns)
+    return str(tmp_path / "holes")
+
+
+def _all_scores(tmp_path: Path, task: str) -> None:
+    """``all.tsv``: the hand-made scores of every key trial (the dropped ones too)."""
+    full = tmp_path / "full"
+    full.mkdir()
+    _hand_made(full, task, n=30)
+    (tmp_path / "key.tsv").write_text((full / "key.tsv").read_text())
+    lines = (full / "scores.tsv").read_text().splitlines(keepends=True)
+    rng = np.random.default_rng(0)
+    extra = "".join(
+        (f"F{i}\t{rng.normal():.2f}\n" if task == "cm"
+         else f"S{i % 4}\tF{i}\t{rng.normal():.2f}\t{rng.normal():.2f}\t{rng.normal():.2f}\n")
+        for i in DROPPED
+    )  # fmt: skip
+    (tmp_path / "all.tsv").write_text("".join(lines) + extra)
+
+
+@pytest.mark.parametrize("task", ["cm", "sasv"])
+def test_stores_with_missing_scores_need_allow_missing_and_drop_them_the_same(
+    tmp_path, capsys, task
+):
+    _all_scores(tmp_path, task)
+    columns = ("cm",) if task == "cm" else ("cm", "asv", "sasv")
+    set_dir = _set_with_holes(tmp_path, task, {c: DROPPED for c in columns})
+    inputs = [["--set-dir", set_dir]]
+    if task == "cm":  # a key and a Scores store too
+        inputs.append(["--key", f"{set_dir}/key.zarr", "--scores", f"{set_dir}/cm.zarr"])
+    _, scored = _hand_made(tmp_path / "full", task)
+    _, _, _, ref = _evaluated(capsys, tmp_path, task, "ref", *scored)
+    for argv in inputs:
+        status, _, err = _run(capsys, "spoof", task, *argv)
+        assert status == 1 and "3 key trials have no score, e.g. " in err
+        assert err.strip().endswith("(--allow-missing drops them)")
+        status, _, err, doc = _evaluated(capsys, tmp_path, task, "holes", *argv, "--allow-missing")
+        assert status == 0 and "dropped 3 key trials without a score" in err
+        assert doc["n_missing"] == 3 and "n_missing_by_column" not in doc
+        assert {**doc, "n_missing": 0} == ref  # as the text files without those trials
+
+
+def test_set_dir_columns_without_different_scores_are_counted_per_column(tmp_path, capsys):
+    """Each column's metrics drop its own key trials without a score; the ASV column, read
+    only for the t-EER (fixed ASV rates), was not checked at all: its missing scores were
+    dropped silently."""
+    _all_scores(tmp_path, "sasv")
+    set_dir = _set_with_holes(tmp_path, "sasv", {"sasv": (3,), "asv": (7, 11)})
+    status, _, err = _run(capsys, "spoof", "sasv", "--set-dir", set_dir)
+    assert status == 1 and "sasv: 1 key trials have no score, e.g. (sasv, S3 F3)" in err
+    set_dir = _set_with_holes(tmp_path, "sasv", {"asv": (7, 11)})
+    status, _, err = _run(capsys, "spoof", "sasv", "--set-dir", set_dir)
+    assert status == 1 and "asv: 2 key trials have no score, e.g. (sasv, S3 F7)" in err
+    assert err.strip().endswith("(--allow-missing drops them)")
+    set_dir = _set_with_holes(tmp_path, "sasv", {"sasv": (3,), "asv": (7, 11)})
+    out = tmp_path / "r.json"
+    status, _, err = _run(capsys, "spoof", "sasv", "--set-dir", set_dir, "--allow-missing",
+                          "--json", str(out))  # fmt: skip
+    doc = json.loads(out.read_text())
+    assert status == 0 and doc["n_missing"] == 2
+    assert doc["n_missing_by_column"] == {"sasv": 1, "cm": 0, "asv": 2}
+    assert "dropped key trials without a score, each column its own: sasv 1, cm 0, asv 2" in err
+    assert doc["n_target"] + doc["n_nontarget"] + doc["n_spoof"] == 29  # the SASV column's
+
+
+@pytest.mark.parametrize("task", ["cm", "sasv"])
+def test_a_class_left_without_trials_by_allow_missing_is_still_an_error(tmp_path, capsys, task):
+    full, _ = _hand_made(tmp_path, task, n=12)  # bona fide (cm) / target (sasv): 0, 3, 6, 9
+    lines = (tmp_path / "scores.tsv").read_text().splitlines(keepends=True)
+    column = 1 if task == "sasv" else 0  # 3 has no score already: leave out the others too
+    kept = [line for line in lines if line.split()[column] not in ("F0", "F6", "F9")]
+    (tmp_path / "scores.tsv").write_text("".join(kept))
+    status, _, err = _run(capsys, "spoof", task, *full, "--allow-missing")
+    assert status == 1 and len(err.strip().splitlines()) == 1
+    if task == "cm":
+        assert ("cm: need both targets and non-targets, found 0 targets and 6 non-targets "
+                "among the key's scored trials (in a CM key, bona fide") in err  # fmt: skip
+    else:
+        assert err.strip().endswith(f"{tmp_path / 'key.tsv'}: no target trial with a score in "
+                                    f"{tmp_path / 'scores.tsv'} (6 key trials without one "
+                                    "dropped)")  # fmt: skip

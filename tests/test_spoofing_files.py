@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from bosaris_dask import metrics
-from bosaris_dask.errors import ParseError, TrialError
+from bosaris_dask.errors import MissingTrialsError, ParseError, TrialError
 from bosaris_dask.spoofing import (
     cm_arrays,
     cm_key_and_scores,
@@ -254,3 +254,39 @@ def test_the_databases_protocol_files_read_as_the_packages_keys(tmp_path):
     package, protocol = read_sasv_key(DATA / "sasv_key.tsv.gz"), read_sasv_key(track_2)
     for field in ("speaker", "filename", "asv_class"):
         assert getattr(protocol, field).tolist() == getattr(package, field).tolist(), field
+
+
+def test_allow_missing_leaves_key_trials_without_a_score_out(tmp_path):
+    key = read_cm_key(_write(tmp_path / "key", "a bonafide\nb spoof\nc spoof\nd bonafide\n"))
+    scores = read_cm_scores(_write(tmp_path / "sc", "d 4\na 1\nb 2\nzzz 3\n"))
+    missing = r"1 filename\(s\) of .*key have no score in .*sc: 'c' \(allow_missing drops them\)$"
+    with pytest.raises(MissingTrialsError, match=missing):
+        cm_key_and_scores(key, scores)
+    bona, spoof = cm_arrays(key, scores, allow_missing=True)
+    assert bona.tolist() == [1.0, 4.0] and spoof.tolist() == [2.0]
+    kd, sd = cm_key_and_scores(key, scores, allow_missing=True)
+    assert kd.segment.values.tolist() == ["a", "b", "d"]
+    assert sd.score.values.tolist() == [[1.0, 2.0, 4.0]]
+    assert np.array_equal(kd.trial_mask.values, [[1, -1, 1]])
+    scores = read_cm_scores(_write(tmp_path / "sc2", "a 1\nd 4\n"))
+    with pytest.raises(TrialError, match=r"need bona fide and spoof trials, found 2 bona fide "
+                                         r"and 0 spoof with a score in .*sc2 \(2 key trials "
+                                         r"without one dropped\)"):  # fmt: skip
+        cm_arrays(key, scores, allow_missing=True)
+
+    text = "S1 a bonafide target\nS2 a bonafide nontarget\nS1 b spoof spoof\nS1 c bonafide target\n"
+    key = read_sasv_key(_write(tmp_path / "k2", text))
+    scores = read_sasv_scores(_write(tmp_path / "s2", "S1 a 1 2 3\nS2 a 4 5 6\nS1 b 7 8 9\n"))
+    with pytest.raises(MissingTrialsError, match=r"'S1 c' \(allow_missing drops them\)$"):
+        sasv_arrays(key, scores)
+    arrays = sasv_arrays(key, scores, allow_missing=True)
+    assert {n: v.tolist() for n, v in arrays["sasv"].items()} == {
+        "target": [3.0], "nontarget": [6.0], "spoof": [9.0]}  # fmt: skip
+    kd, columns = sasv_key_and_scores(key, scores, allow_missing=True)
+    assert kd.segment.values.tolist() == ["S1 a", "S2 a", "S1 b"]
+    assert kd.segment_spoof.values.tolist() == [False, False, True]
+    assert columns["cm"].score.values.tolist() == [[1.0, 4.0, 7.0]]
+    scores = read_sasv_scores(_write(tmp_path / "s3", "S1 a 1 2 3\nS1 b 7 8 9\n"))
+    with pytest.raises(TrialError, match=r"k2: no nontarget trial with a score in .*s3 \(2 key "
+                                         r"trials without one dropped\)$"):  # fmt: skip
+        sasv_key_and_scores(key, scores, allow_missing=True)

@@ -411,3 +411,24 @@ def test_t_eer_at_scale_names_missing_asv_scores_and_drops_them_when_allowed():
     ref = t_eer(*_classes(mask, spoof, cols["cm"]), *_classes(m, spoof, cols["asv"]))
     assert _t_eer_out(scale) == _t_eer_out(memory) == (
         ref["t_eer"], ref["asv_threshold"], ref["cm_threshold"])  # fmt: skip
+
+
+def test_missing_asv_scores_read_only_for_the_t_eer_are_named_unless_allowed():
+    """With the fixed ASV rates on a small key the ASV column is no member of the engine call,
+    only gathered for the t-EER: its key trials without a score were dropped silently."""
+    key, scores, mask, spoof, cols = _random_set(3, 3, 30, 5)
+    holes = np.ones(mask.shape, dtype=bool)
+    holes[1, 4] = holes[2, 8] = False
+    assert mask[1, 4] != 0 and mask[2, 8] != 0
+    asv = make_scores(key.model.values, key.segment.values, cols["asv"], holes)
+    with pytest.raises(MissingTrialsError, match=r"asv: 2 key trials have no score, e.g. .*m1"):
+        evaluate_sasv(key, cm=scores["cm"], asv=asv, sasv=scores["sasv"])
+    out = evaluate_sasv(key, cm=scores["cm"], asv=asv, sasv=scores["sasv"], allow_missing=True)
+    m = mask.copy()
+    m[1, 4] = m[2, 8] = 0
+    ref = t_eer(*_classes(mask, spoof, cols["cm"]), *_classes(m, spoof, cols["asv"]))
+    assert _t_eer_out(out) == (ref["t_eer"], ref["asv_threshold"], ref["cm_threshold"])
+    assert out["n_missing"] == 2
+    assert out["n_missing_by_column"] == {"sasv": 0, "cm": 0, "asv": 2}
+    full = evaluate_sasv(key, cm=scores["cm"], asv=scores["asv"], sasv=scores["sasv"])
+    assert full["n_missing"] == 0 and "n_missing_by_column" not in full

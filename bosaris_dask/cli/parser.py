@@ -645,6 +645,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sasv: the ASV rates of the t-DCF: the package's fixed ones (default) "
                    "or counted from the asv-score column at the ASV EER threshold")  # fmt: skip
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="drop key trials without a score (and report how many)")  # fmt: skip
     _finish(p, cmd_spoof)
 
     p = _add(sub, "demo", "simulate a small example and evaluate it",

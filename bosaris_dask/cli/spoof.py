@@ -3,7 +3,10 @@
 ``cm`` reads a track-1 key and score file; ``sasv`` a track-2 pair (the evaluation package's
 formats, :mod:`bosaris_dask.spoofing.files`), or the set of zarr stores ``--convert-dir``
 writes from them and ``--set-dir`` reads (:mod:`bosaris_dask.spoofing.stores`). Both print
-a table and, with ``--json``, write the numbers with the costs they were computed with. The
+a table and, with ``--json``, write the numbers with the costs they were computed with. A key
+trial without a score is an error, unless ``--allow-missing``: the text readers then leave it
+out of the key (so ``--convert-dir`` writes only the scored trials), the engine out of the
+stores' metrics, and the count is said on stderr and is ``n_missing`` in the JSON. The
 metrics come from one engine call (:mod:`bosaris_dask.spoofing.scale`: exact, out of core,
 on the cluster the options name); the t-EER too, gathered into memory up to
 :data:`~bosaris_dask.spoofing.scale.T_EER_MAX_TRIALS` key cells and refined by the engine
@@ -18,9 +21,11 @@ from typing import Any
 from bosaris_dask.cli.common import _opened, _progress, _say, _write_json
 
 
-def _open(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
-    """The key and the score columns: the challenge's text files, a key and a Scores store
-    (cm), or a set of stores (``--set-dir``)."""
+def _open(args: argparse.Namespace) -> tuple[Any, dict[str, Any], int]:
+    """The key, the score columns and the count of key trials dropped for want of a score
+    (``--allow-missing``, text files: stores keep theirs, for the engine to drop): the
+    challenge's text files, a key and a Scores store (cm), or a set of stores
+    (``--set-dir``)."""
     from bosaris_dask.errors import OptionError
     from bosaris_dask.io import detect_format, read
     from bosaris_dask.spoofing import files, stores
@@ -33,7 +38,7 @@ def _open(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
             if "cm" not in columns:
                 raise OptionError(f"{args.set_dir}: no cm.zarr for 'spoof cm'")
             columns = {"cm": columns["cm"]}
-        return stores.read_key(f"{args.set_dir}/key.zarr"), columns
+        return stores.read_key(f"{args.set_dir}/key.zarr"), columns, 0
     if args.key is None or args.scores is None:
         raise OptionError("give --key and --scores (the challenge's files), or --set-dir")
     zarr_key, zarr_scores = (detect_format(p) == "zarr" for p in (args.key, args.scores))
@@ -43,16 +48,30 @@ def _open(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
                 "--key and --scores are the challenge's text files (or, for "
                 "'spoof cm', a key and a Scores store); stores of a set: --set-dir"
             )
-        return stores.read_key(args.key), {"cm": read(args.scores, "scores")}
+        return stores.read_key(args.key), {"cm": read(args.scores, "scores")}, 0
     if args.task == "cm":
-        key, scores = files.cm_key_and_scores(files.read_cm_key(args.key),
-                                              files.read_cm_scores(args.scores))  # fmt: skip
-        return key, {"cm": scores}
-    return files.sasv_key_and_scores(files.read_sasv_key(args.key),
-                                     files.read_sasv_scores(args.scores))  # fmt: skip
+        text_key = files.read_cm_key(args.key)
+        key, scores = files.cm_key_and_scores(text_key, files.read_cm_scores(args.scores),
+                                              allow_missing=args.allow_missing)  # fmt: skip
+        columns = {"cm": scores}
+    else:
+        text_key = files.read_sasv_key(args.key)
+        key, columns = files.sasv_key_and_scores(text_key, files.read_sasv_scores(args.scores),
+                                                 allow_missing=args.allow_missing)  # fmt: skip
+    return key, columns, text_key.filename.size - key.sizes["segment"]
 
 
-def _size(opened: tuple[Any, dict[str, Any]]) -> int:
+def _dropped(args: argparse.Namespace, n: int, by_column: dict[str, int] | None = None) -> None:
+    """Say how many key trials were dropped for want of a score (per column where the
+    stores of a set lack different numbers: each column's metrics drop its own)."""
+    if by_column:
+        each = ", ".join(f"{name} {count:,}" for name, count in by_column.items())
+        _say(args, f"dropped key trials without a score, each column its own: {each}")
+    elif n:
+        _say(args, f"dropped {n:,} key trials without a score")
+
+
+def _size(opened: tuple[Any, dict[str, Any], int]) -> int:
     key = opened[0]
     return int(key.sizes["model"] * key.sizes["segment"])
 
@@ -60,7 +79,8 @@ def _size(opened: tuple[Any, dict[str, Any]]) -> int:
 def _cm(args: argparse.Namespace, key: Any, columns: dict[str, Any]) -> dict[str, Any]:
     from bosaris_dask.spoofing.scale import evaluate_cm
 
-    return evaluate_cm(columns["cm"], key, progress=_progress(args))
+    return evaluate_cm(columns["cm"], key, allow_missing=args.allow_missing,
+                       progress=_progress(args))  # fmt: skip
 
 
 def _sasv(args: argparse.Namespace, key: Any, columns: dict[str, Any]) -> dict[str, Any]:
@@ -73,7 +93,8 @@ def _sasv(args: argparse.Namespace, key: Any, columns: dict[str, Any]) -> dict[s
                           f"{where} has none (its asv-score column is '-' or absent): use "
                           "--asv-rates fixed")  # fmt: skip
 
-    return evaluate_sasv(key, **columns, asv_rates=args.asv_rates, progress=_progress(args))
+    return evaluate_sasv(key, **columns, asv_rates=args.asv_rates,
+                         allow_missing=args.allow_missing, progress=_progress(args))  # fmt: skip
 
 
 def format_spoof(doc: dict[str, Any]) -> str:
@@ -139,6 +160,15 @@ def _finite(value: Any) -> Any:
     return None if isinstance(value, float) and value != value else value
 
 
+def _stores(args: argparse.Namespace) -> bool:
+    """Whether the inputs are zarr stores (``--set-dir``, or a key and a Scores store)."""
+    from bosaris_dask.io import detect_format
+
+    return args.set_dir is not None or any(
+        p is not None and detect_format(p) == "zarr" for p in (args.key, args.scores)
+    )
+
+
 def cmd_spoof(args: argparse.Namespace) -> int:
     from bosaris_dask.errors import OptionError
 
@@ -150,15 +180,23 @@ def cmd_spoof(args: argparse.Namespace) -> int:
             f"--convert-dir writes the set's stores and evaluates nothing, so {idle} has no "
             "effect: run the evaluation on the stores after"
         )
+    if args.convert_dir and args.allow_missing and _stores(args):
+        raise OptionError(
+            "--convert-dir copies stores as they are (their trials without a score stay), so "
+            "--allow-missing has no effect: give it to the evaluation of the stores"
+        )
     args.asv_rates = args.asv_rates or "fixed"
-    with _opened(args, lambda: _open(args), _size) as (key, columns):
+    with _opened(args, lambda: _open(args), _size) as (key, columns, dropped):
         if args.convert_dir:
             from bosaris_dask.spoofing.stores import write_set
 
+            _dropped(args, dropped)
             paths = write_set(args.convert_dir, key, columns, progress=_progress(args))
             _say(args, "wrote " + ", ".join(str(p) for p in paths))
             return 0
         doc = _finite((_cm if args.task == "cm" else _sasv)(args, key, columns))
+    doc["n_missing"] += dropped  # the text files' (left out of the key) or the stores'
+    _dropped(args, doc["n_missing"], doc.get("n_missing_by_column"))
     print(format_spoof(doc))
     if args.json:
         _write_json(args.json, doc)

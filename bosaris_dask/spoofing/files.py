@@ -33,7 +33,8 @@ MB, so nothing here is lazy or chunked like the BOSARIS readers of :mod:`bosaris
 Every problem is a one-line :class:`~bosaris_dask.errors.ParseError` naming the file and line
 (a bad label or score, a wrong number of fields, a duplicate trial) or a
 :class:`~bosaris_dask.errors.TrialError` naming the files and a few trials (a key trial
-without a score).
+without a score: a :class:`~bosaris_dask.errors.MissingTrialsError`, unless ``allow_missing``
+leaves such trials out, as if the key did not list them).
 
 Examples
 --------
@@ -52,6 +53,7 @@ Examples
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import gzip
 import io
 import math
@@ -64,7 +66,7 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from bosaris_dask.errors import ParseError, TrialError
+from bosaris_dask.errors import MissingTrialsError, ParseError, TrialError
 from bosaris_dask.io.text.layout import number_of_token
 
 __all__ = [
@@ -349,9 +351,9 @@ def read_sasv_scores(path: str | os.PathLike[str]) -> SASVScores:
 
 def _positions(key_names: np.ndarray, key_path: str, names: np.ndarray, path: str,
                key_speakers: np.ndarray | None = None, speakers: np.ndarray | None = None,
-               ) -> np.ndarray:  # fmt: skip
+               allow_missing: bool = False) -> np.ndarray:  # fmt: skip
     """Row of each key trial (filename, or speaker and filename) in the score file; a key
-    trial without a score is an error naming a few."""
+    trial without a score is an error naming a few, or, with ``allow_missing``, row -1."""
     if key_speakers is None:
         key_trials, trials = key_names.tolist(), names.tolist()
     else:
@@ -360,41 +362,78 @@ def _positions(key_names: np.ndarray, key_path: str, names: np.ndarray, path: st
     where = {trial: i for i, trial in enumerate(trials)}
     rows = np.array([where.get(trial, -1) for trial in key_trials], dtype=np.int64)
     missing = np.flatnonzero(rows < 0)
-    if missing.size:
+    if missing.size and not allow_missing:
         what = "filename(s)" if key_speakers is None else "trial(s) (speaker filename)"
         few = ", ".join(repr(n if key_speakers is None else " ".join(n))
                         for n in (key_trials[i] for i in missing[:3]))  # fmt: skip
-        raise TrialError(f"{missing.size} {what} of {key_path} have no score in {path}: "
-                         f"{few}{' ...' if missing.size > 3 else ''}")  # fmt: skip
+        raise MissingTrialsError(f"{missing.size} {what} of {key_path} have no score in {path}: "
+                                 f"{few}{' ...' if missing.size > 3 else ''} (allow_missing "
+                                 "drops them)")  # fmt: skip
     return rows
 
 
-def cm_arrays(key: CMKey, scores: CMScores) -> tuple[np.ndarray, np.ndarray]:
-    """``(bona fide scores, spoof scores)``; scores of filenames not in the key are ignored."""
-    score = scores.score[_positions(key.filename, key.path, scores.filename, scores.path)]
-    bona, spoof = score[key.bonafide], score[~key.bonafide]
+def _scored(key: CMKey | SASVKey, rows: np.ndarray) -> tuple[CMKey | SASVKey, np.ndarray]:
+    """The key without its trials of row -1 (no score), and the rows of the others."""
+    kept = rows >= 0
+    if kept.all():
+        return key, rows
+    arrays = {f.name: getattr(key, f.name)[kept] for f in dataclasses.fields(key)
+              if f.name != "path"}  # fmt: skip
+    return dataclasses.replace(key, **arrays), rows[kept]
+
+
+def _dropped(key: CMKey | SASVKey, kept: CMKey | SASVKey, scores: CMScores | SASVScores) -> str:
+    """What a class error adds when key trials without a score were left out."""
+    n = key.filename.size - kept.filename.size
+    return f" with a score in {scores.path} ({n} key trials without one dropped)" if n else ""
+
+
+def _cm_rows(key: CMKey, scores: CMScores, allow_missing: bool) -> tuple[CMKey, np.ndarray]:
+    """The key (without its trials that have no score, where allowed) and their rows."""
+    rows = _positions(key.filename, key.path, scores.filename, scores.path,
+                      allow_missing=allow_missing)  # fmt: skip
+    return _scored(key, rows)  # type: ignore[return-value]
+
+
+def cm_arrays(
+    key: CMKey, scores: CMScores, *, allow_missing: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(bona fide scores, spoof scores)``; scores of filenames not in the key are ignored.
+    A key filename without a score is an error, unless ``allow_missing`` (then it is left
+    out)."""
+    kept, rows = _cm_rows(key, scores, allow_missing)
+    score = scores.score[rows]
+    bona, spoof = score[kept.bonafide], score[~kept.bonafide]
     if not bona.size or not spoof.size:
         raise TrialError(f"{key.path}: need bona fide and spoof trials, found "
-                         f"{bona.size} bona fide and {spoof.size} spoof")  # fmt: skip
+                         f"{bona.size} bona fide and {spoof.size} spoof"
+                         f"{_dropped(key, kept, scores)}")  # fmt: skip
     return bona, spoof
 
 
-def _sasv_rows(key: SASVKey, scores: SASVScores) -> np.ndarray:
-    """Row of each key trial in the score file; every class present."""
+def _sasv_rows(
+    key: SASVKey, scores: SASVScores, allow_missing: bool = False
+) -> tuple[SASVKey, np.ndarray]:
+    """The key (without its trials that have no score, where allowed) and the row of each
+    of its trials in the score file; every class present."""
     rows = _positions(key.filename, key.path, scores.filename, scores.path, key.speaker,
-                      scores.speaker)  # fmt: skip
+                      scores.speaker, allow_missing)  # fmt: skip
+    kept, rows = _scored(key, rows)
     classes = {"target": TARGET, "nontarget": NONTARGET, "spoof": SPOOF}
     for name, code in classes.items():
-        if not np.any(key.asv_class == code):
-            raise TrialError(f"{key.path}: no {name} trial")
-    return rows
+        if not np.any(kept.asv_class == code):
+            raise TrialError(f"{key.path}: no {name} trial{_dropped(key, kept, scores)}")
+    return kept, rows  # type: ignore[return-value]
 
 
-def sasv_arrays(key: SASVKey, scores: SASVScores) -> dict[str, dict[str, np.ndarray]]:
+def sasv_arrays(
+    key: SASVKey, scores: SASVScores, *, allow_missing: bool = False
+) -> dict[str, dict[str, np.ndarray]]:
     """Scores by column and class: ``out[column][cls]``, column ``cm``/``asv``/``sasv`` (those
     given), class ``target``/``nontarget``/``spoof``; trials are matched on speaker and
-    filename."""
-    rows = _sasv_rows(key, scores)
+    filename. A key trial without a score is an error, unless ``allow_missing`` (then it is
+    left out)."""
+    key, rows = _sasv_rows(key, scores, allow_missing)
     classes = {"target": TARGET, "nontarget": NONTARGET, "spoof": SPOOF}
     return {
         column: {name: values[rows][key.asv_class == code] for name, code in classes.items()}
@@ -402,11 +441,15 @@ def sasv_arrays(key: SASVKey, scores: SASVScores) -> dict[str, dict[str, np.ndar
     }
 
 
-def cm_key_and_scores(key: CMKey, scores: CMScores) -> tuple[xr.Dataset, xr.Dataset]:
+def cm_key_and_scores(
+    key: CMKey, scores: CMScores, *, allow_missing: bool = False
+) -> tuple[xr.Dataset, xr.Dataset]:
     """A BOSARIS Key and Scores of a track-1 set, for :func:`bosaris_dask.metrics.evaluate`.
 
     One model, ``"cm"``; one segment per key filename; bona fide trials are targets, spoofs
-    non-targets (the challenge's convention: a CM accepts bona fide speech).
+    non-targets (the challenge's convention: a CM accepts bona fide speech). A key filename
+    without a score is an error, unless ``allow_missing``: then it is left out of both (the
+    key's segments are the scored filenames; the difference in size is the count dropped).
 
     Examples
     --------
@@ -417,14 +460,15 @@ def cm_key_and_scores(key: CMKey, scores: CMScores) -> tuple[xr.Dataset, xr.Data
     """
     from bosaris_dask.trials.construction import make_key, make_scores
 
-    score = scores.score[_positions(key.filename, key.path, scores.filename, scores.path)]
+    key, rows = _cm_rows(key, scores, allow_missing)
+    score = scores.score[rows]
     segments = key.filename.astype(str)
     mask = np.where(key.bonafide, 1, -1).astype(np.int8)[None, :]
     return make_key(["cm"], segments, mask), make_scores(["cm"], segments, score[None, :])
 
 
 def sasv_key_and_scores(
-    key: SASVKey, scores: SASVScores
+    key: SASVKey, scores: SASVScores, *, allow_missing: bool = False
 ) -> tuple[xr.Dataset, dict[str, xr.Dataset]]:
     """An SASV key and the score columns given of a track-2 set, for
     :func:`bosaris_dask.spoofing.scale.evaluate_sasv`.
@@ -433,7 +477,8 @@ def sasv_key_and_scores(
     cannot occur inside a field, so the pair reads back unambiguously). The key is a BOSARIS
     Key (targets +1, non-targets and spoofs -1) with the coordinate ``segment_spoof``
     (:func:`bosaris_dask.spoofing.scale.sasv_key`); the scores are those of ``{"cm", "asv",
-    "sasv"}`` the file gives.
+    "sasv"}`` the file gives. A key trial without a score is an error, unless
+    ``allow_missing``: then it is left out of both, as in :func:`cm_key_and_scores`.
 
     Examples
     --------
@@ -448,7 +493,7 @@ def sasv_key_and_scores(
     from bosaris_dask.spoofing.scale import sasv_key
     from bosaris_dask.trials.construction import make_key, make_scores
 
-    rows = _sasv_rows(key, scores)
+    key, rows = _sasv_rows(key, scores, allow_missing)
     segments = np.char.add(np.char.add(key.speaker.astype(str), " "), key.filename.astype(str))
     mask = np.where(key.asv_class == TARGET, 1, -1).astype(np.int8)[None, :]
     out = sasv_key(make_key(["sasv"], segments, mask), key.asv_class == SPOOF)

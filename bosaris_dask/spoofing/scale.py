@@ -416,12 +416,14 @@ def _raise_missing(name: str, n: int, key: xr.Dataset, scores: xr.Dataset) -> No
 
 
 def _gather(key: xr.Dataset, column: xr.Dataset, chunks: Any) -> list[da.Array]:
-    """A column's scored target, non-target and spoof scores (lazy, unknown sizes)."""
+    """A column's scored target, non-target and spoof scores (lazy, unknown sizes), and its
+    count of key trials without a score."""
     s = align(column, key)
     score, mask = s.score.data.rechunk(chunks), s.score_mask.data.rechunk(chunks)
     codes, spoof = _classes(key, chunks)
-    return [score[mask & c] for c in ((codes == 1) & ~spoof, (codes == -1) & ~spoof,
-                                      (codes != 0) & spoof)]  # fmt: skip
+    return [*(score[mask & c] for c in ((codes == 1) & ~spoof, (codes == -1) & ~spoof,
+                                        (codes != 0) & spoof)),
+            ((codes != 0) & ~mask).sum()]  # fmt: skip
 
 
 def evaluate_sasv(
@@ -459,11 +461,17 @@ def evaluate_sasv(
         Keys of at most this many cells (models x segments) gather the two columns into
         memory for the t-EER; larger ones get it from the engine's refined summaries, in the
         same passes as the other metrics (module docstring).
+    allow_missing
+        Leave out the key trials without a score in a column from that column's metrics (each
+        column's own: the counts come from the SASV column) instead of raising
+        :class:`~bosaris_dask.errors.MissingTrialsError`.
 
     Returns
     -------
     dict
-        ``n_target``, ``n_nontarget``, ``n_spoof``, ``costs``, ``min_a_dcf`` and
+        ``n_target``, ``n_nontarget``, ``n_spoof``, ``n_missing`` (key trials without a
+        score, dropped: the most of any column used; with ``n_missing_by_column`` where the
+        columns lack different numbers), ``costs``, ``min_a_dcf`` and
         ``min_a_dcf_threshold``, ``asv_rates`` (``source``, ``pmiss``, ``pfa``, ``pfa_spoof``,
         ``threshold``), ``min_t_dcf`` and ``min_t_dcf_threshold``, ``t_eer`` and its
         thresholds, ``passes``. A metric not computed (its scores not given) or undefined is
@@ -515,8 +523,8 @@ def evaluate_sasv(
         raise ScoreError(f"{error} (in the member 'COLUMN: CLASS/spoof', 'targets' are the "
                          "CLASS trials and 'non-targets' the spoofs)") from None  # fmt: skip
     columns = {"sasv": sasv, "cm": cm, "asv": asv}
-    for name, k in starts.items():
-        n = _unscored(summaries, k, name != "cm")
+    missing = {name: _unscored(summaries, k, name != "cm") for name, k in starts.items()}
+    for name, n in missing.items():
         if n and not allow_missing:
             _raise_missing(name, n, key, columns[name])
     values, _ = plan.results(summaries)
@@ -524,7 +532,14 @@ def evaluate_sasv(
         raise ScoreError(values["t_dcf_error"])
     rates = values.pop("asv_rates")
     tandem_result = values.pop("t_eer_result", None)
-    out: dict[str, Any] = {"task": "sasv", "costs": costs.as_dict(), **values}
+    if tandem_result is not None:
+        tandem_values = _t_eer_values(tandem_result)
+    else:  # gathered: the ASV column, if no member, is checked for missing scores there
+        tandem_values = _t_eer(key, cm, asv, chunks, t_eer, missing, allow_missing)
+    out: dict[str, Any] = {"task": "sasv", "costs": costs.as_dict(), **values,
+                           "n_missing": max(missing.values())}  # fmt: skip
+    if len(set(missing.values())) > 1:
+        out["n_missing_by_column"] = missing
     if rates is not None:
         out["asv_rates"] = {"source": asv_rates if isinstance(asv_rates, str) else "custom",
                             "pmiss": rates.pmiss, "pfa": rates.pfa,
@@ -534,10 +549,7 @@ def evaluate_sasv(
                                 ("min_t_dcf", cm, "the CM scores")):  # fmt: skip
         if column is None:
             out.update({name: None, f"{name}_threshold": None, f"{name}_note": f"needs {needs}"})
-    if tandem_result is not None:
-        out.update(_t_eer_values(tandem_result))
-    else:
-        out.update(_t_eer(key, cm, asv, chunks, t_eer))
+    out.update(tandem_values)
     return out
 
 
@@ -556,9 +568,13 @@ def _t_eer(
     asv: xr.Dataset | None,
     chunks: Any,
     wanted: bool | None,
+    missing: dict[str, int],
+    allow_missing: bool,
 ) -> dict[str, Any]:
     """The t-EER in memory (keys up to ``t_eer_max_trials`` cells): one more read of the CM
-    and ASV columns, then :func:`~bosaris_dask.spoofing.metrics.t_eer`."""
+    and ASV columns, then :func:`~bosaris_dask.spoofing.metrics.t_eer`. An ASV column read
+    here only (no member of the engine call) has its key trials without a score counted into
+    ``missing`` here, and named unless ``allow_missing``."""
     from bosaris_dask.progress import compute
     from bosaris_dask.spoofing.metrics import t_eer
 
@@ -569,5 +585,10 @@ def _t_eer(
         if wanted:
             raise OptionError("the t-EER needs both the CM and the ASV scores")
         return {**none, "t_eer_note": "needs the CM and the ASV scores"}
-    arrays = compute([*_gather(key, cm, chunks), *_gather(key, asv, chunks)])
-    return _t_eer_values(t_eer(*arrays))
+    *cm_arrays, _, tar, non, spf, n = compute([*_gather(key, cm, chunks),
+                                              *_gather(key, asv, chunks)])  # fmt: skip
+    if "asv" not in missing:
+        if n and not allow_missing:
+            _raise_missing("asv", int(n), key, asv)
+        missing["asv"] = int(n)
+    return _t_eer_values(t_eer(*cm_arrays, tar, non, spf))
