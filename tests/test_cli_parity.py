@@ -121,14 +121,14 @@ def test_plot_nbe_dev_and_eval_in_one_plot(tiny, tmp_path, monkeypatch):
     np.testing.assert_allclose(
         results["eval"].min_dcf.values.ravel(), expected.min_dcf.values.ravel(), rtol=1e-12
     )
-    assert results["eval"].system.values.tolist() == ["dev"]  # named after the dev system
+    assert results["eval"].system.values.tolist() == ["ev"]  # named after its own file
     from matplotlib.figure import Figure
 
     ax = Figure().add_subplot()
     plots.nbe_plot(results, ax=ax, **options)
     gids = {line.get_gid() for line in ax.get_lines()}
     for part in ("act_miss", "act_fa", "min_miss", "min_fa"):
-        assert {f"nbe/{part}/dev [dev]", f"nbe/{part}/dev [eval]"} <= gids
+        assert {f"nbe/{part}/dev [dev]", f"nbe/{part}/ev [eval]"} <= gids
     (op,) = [line for line in ax.get_lines() if line.get_gid() == "nbe/operating-point"]
     np.testing.assert_allclose(op.get_xdata(), [np.log(0.01 / 0.99)] * 2, rtol=1e-12)
 

@@ -549,7 +549,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--eval-scores",
         action="append",
-        help="eval scores of one system (same order as --scores); with --eval-key",
+        help="eval scores of one system (same order as --scores); with --eval-key. Curves "
+        "are named after their files: 'NAME [dev]' for --scores, 'NAME [eval]' for these",
     )
     p.add_argument("--contributions", action="store_true",
                    help="nbe: also draw the miss and false-alarm parts of each curve (always "

@@ -105,9 +105,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
     with _opened(args, open_inputs, lambda ks: _size(ks[0])) as loaded:
         results: Any = _evaluate(args, *loaded, args.scores)
-        if eval_key is not None:  # the dev systems' names label the eval curves too
+        if eval_key is not None:  # each eval curve is named after its own file ("[eval]")
             eval_inputs = _load(eval_key, eval_scores, args.format, args.llr_base, packing=args)
-            evaluated = _evaluate(args, *eval_inputs, args.scores)
+            evaluated = _evaluate(args, *eval_inputs, eval_scores)
             results = {"dev": results, "eval": evaluated}
     if getattr(args, "by", None):  # a curve per (system, condition)
         from bosaris_dask.conditions.evaluation import conditions_as_systems
