@@ -75,7 +75,11 @@ def test_each_eval_curve_is_computed_from_the_file_it_is_named_after(sets, monke
         assert float(results["eval"].eer.sel(system=name)) == float(alone.eer.squeeze())
     ax = Figure().add_subplot()
     plots.nbe_plot(results, ax=ax, **options)
-    labels = [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")]
+    labels = [
+        line.get_label().split(": ")[0]
+        for line in ax.get_lines()
+        if not line.get_label().startswith("_")
+    ]  # (": actDCF above the axis ...")
     assert labels == ["alpha [dev]", "beta [dev]", "alpha-eval [eval]", "beta-eval [eval]"]
     act = {line.get_gid(): line for line in ax.get_lines()}
     sweep = results["eval"].sel(system="beta-eval")

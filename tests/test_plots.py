@@ -1,6 +1,7 @@
 """Plots: what is drawn is what was computed (line data, marks, ticks, limits, legends, files)."""
 
 import json
+import logging
 import math
 from pathlib import Path
 
@@ -34,7 +35,7 @@ from bosaris_dask.plots import (  # noqa: E402
     save_standard_plots,
 )
 from bosaris_dask.plots.axes import det_ticks, percent_label, resolve_window  # noqa: E402
-from bosaris_dask.plots.nbe import contributions  # noqa: E402
+from bosaris_dask.plots.nbe import NBE_YMAX_CAP, contributions  # noqa: E402
 from bosaris_dask.simulate import simulate  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "gauss1"
@@ -390,7 +391,7 @@ def test_nbe_options_dev_eval_and_legend_outside(three, small, ax):
                     "nbe/act/small [eval]", "nbe/operating-point"]  # fmt: skip
     np.testing.assert_allclose(gid_lines(ax, "nbe/operating-point")[0].get_xdata(),
                                [logit(0.2)] * 2)  # fmt: skip
-    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    texts = [t.get_text().split(": ")[0] for t in ax.get_legend().get_texts()]  # (": clipped")
     assert texts == ["a [dev]", "b [dev]", "c [dev]", "small [eval]", "actDCF"]
     ax.figure.canvas.draw()
     assert ax.get_legend().get_window_extent().x0 > ax.get_window_extent().x1
@@ -608,3 +609,88 @@ def test_the_nbe_plot_shades_everything_where_30_false_alarms_are_never_reached(
     lo = span.get_x()  # axvspan: a Rectangle, x in data units
     assert (lo, lo + span.get_width()) == ax.get_xlim()
     plt.close(ax.figure)
+
+
+# --------------------------------------------------------------------------------------------
+# NBE y axis: 0..1.2 while the curves fit, raised (up to a cap) to show a miscalibrated system,
+# and a clipped curve says so
+
+
+def _llrs(a=1.0, b=0.0, *, n=(400, 3600), seed=1, mu=3.0):
+    """Calibrated Gaussian LLRs (targets N(mu, 2 mu), non-targets N(-mu, 2 mu)), as ``a * llr +
+    b``: a > 1 overconfident, b a shift; ``n`` targets and non-targets."""
+    rng = np.random.default_rng(seed)
+    tar, non = rng.normal(mu, np.sqrt(2 * mu), n[0]), rng.normal(-mu, np.sqrt(2 * mu), n[1])
+    return a * tar + b, a * non + b
+
+
+def _act_max(ds, xlim):
+    """The highest actDCF of the (one) system's sweep within xlim (its grid's points)."""
+    sw = sweep_points(ds.isel(system=0))
+    inside = (sw.plo.values >= xlim[0]) & (sw.plo.values <= xlim[1])
+    return float(np.nanmax(sw.act_dcf.values[inside]))
+
+
+def _legend(ax):
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_nbe_y_axis_stays_0_to_1_2_for_a_calibrated_system(ax, caplog):
+    ds = evaluate_arrays(*_llrs(), name="good")
+    assert _act_max(ds, (-10, 1)) <= 1.2
+    with caplog.at_level(logging.INFO, logger="bosaris_dask.plots"):
+        nbe_plot(ds, ax=ax)
+    assert ax.get_ylim() == (0.0, 1.2)
+    assert _legend(ax)[0] == "good" and not caplog.records
+
+
+def test_nbe_a_few_false_alarms_do_not_raise_the_axis_but_their_spike_is_said(ax, caplog):
+    # one non-target above every threshold: worth e^10 / 3600 = 6.1 at -10, on 1 false alarm
+    tar, non = _llrs()
+    non[0] = 11.0
+    ds = evaluate_arrays(tar, non, name="good")
+    high = _act_max(ds, (-10, 1))
+    assert high > 5
+    with caplog.at_level(logging.INFO, logger="bosaris_dask.plots"):
+        nbe_plot(ds, ax=ax)
+    assert ax.get_ylim() == (0.0, 1.2)
+    assert _legend(ax)[0] == f"good: actDCF above the axis, up to {high:.3g}"
+    (note,) = [r.getMessage() for r in caplog.records]
+    assert note.startswith(f"nbe plot: good's actDCF reaches {high:.3g} at prior log-odds -10 "
+                           "(1 false alarm, ")  # fmt: skip
+
+
+def test_nbe_y_axis_rises_to_show_a_miscalibrated_system(ax):
+    # shifted by 2.5 towards targets: up to ~2.3, on over a thousand false alarms
+    ds = evaluate_arrays(*_llrs(1.0, 2.5, n=(1000, 100_000)), name="over")
+    high = _act_max(ds, (-10, 1))
+    assert 1.2 < high < 4
+    nbe_plot(ds, ax=ax)
+    bottom, top = ax.get_ylim()
+    assert bottom == 0.0 and high <= top <= high * 1.05 + 0.5 and top % 0.5 == 0
+    (act,) = gid_lines(ax, "nbe/act/over")
+    drawn = act.get_xdata() <= 1.0
+    assert np.nanmax(act.get_ydata()[drawn]) <= top  # every drawn point of it is on the axes
+    assert _legend(ax)[0] == "over"  # not clipped
+
+
+def test_nbe_y_axis_is_capped_and_a_curve_above_the_cap_says_so(caplog):
+    ds = evaluate_arrays(*_llrs(20.0, 5.0), name="x20")  # far off: thousands at -10
+    high = _act_max(ds, (-10, 1))
+    assert high > 1000
+    with caplog.at_level(logging.INFO, logger="bosaris_dask.plots"):
+        ax = nbe_plot(ds, ax=Figure().add_subplot())
+    assert ax.get_ylim() == (0.0, NBE_YMAX_CAP)
+    assert _legend(ax)[0] == f"x20: actDCF above the axis, up to {high:,.0f}"
+    (note,) = [r.getMessage() for r in caplog.records]
+    assert f"x20's actDCF reaches {high:,.0f}" in note and f"(top {NBE_YMAX_CAP:g})" in note
+    # given limits are kept; the legend says what they clip
+    ax = nbe_plot(ds, ax=Figure().add_subplot(), ylim=(0.0, 1.2))
+    assert ax.get_ylim() == (0.0, 1.2) and _legend(ax)[0].startswith("x20: actDCF above")
+    ax = nbe_plot(ds, ax=Figure().add_subplot(), ylim=(0.0, 1e4))
+    assert ax.get_ylim() == (0.0, 1e4) and _legend(ax)[0] == "x20"
+    # a well-calibrated system drawn after it on the same Axes keeps its curve on the axes
+    ax = nbe_plot(ds, ax=Figure().add_subplot(), xlim=(-10, 1))
+    nbe_plot(evaluate_arrays(*_llrs(), name="good"), ax=ax, xlim=(-10, 1))
+    assert ax.get_ylim() == (0.0, NBE_YMAX_CAP)
+    assert [t.split(":")[0] for t in _legend(ax)[:2]] == ["x20", "good"]

@@ -33,13 +33,14 @@ __all__ = ["main", "build_parser"]
 
 @contextlib.contextmanager
 def _notes(args: argparse.Namespace) -> Iterator[None]:
-    """Print the package's notes (e.g. scores realigned once) on stderr unless ``-q``; where
-    stderr is no terminal (a batch job's log, which gets no progress bar), also a line per
-    pass over the data with its time."""
+    """Print the package's notes (e.g. scores realigned once, a plot's curve clipped) on stderr
+    unless ``-q``; where stderr is no terminal (a batch job's log, which gets no progress bar),
+    also a line per pass over the data with its time."""
     if getattr(args, "quiet", False):
         yield
         return
-    names = ["bosaris_dask.io"] + ([] if sys.stderr.isatty() else ["bosaris_dask.passes"])
+    names = ["bosaris_dask.io", "bosaris_dask.plots"]
+    names += [] if sys.stderr.isatty() else ["bosaris_dask.passes"]
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     loggers = [logging.getLogger(name) for name in names]
