@@ -85,3 +85,94 @@ def test_each_eval_curve_is_computed_from_the_file_it_is_named_after(sets, monke
     sweep = results["eval"].sel(system="beta-eval")
     np.testing.assert_array_equal(act["nbe/act/beta-eval [eval]"].get_ydata(),
                                   plots.nbe.metrics.sweep_points(sweep).act_dcf.values)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def calibration(tmp_path_factory):
+    """A key (400 targets, 3,600 non-targets), well-calibrated Gaussian LLRs ``good`` and the
+    same times 20, shifted by 5 (``bad``: overconfident, its actDCF in the thousands)."""
+    from bosaris_dask.trials import make_key, make_scores
+
+    d = tmp_path_factory.mktemp("calibration")
+    models, segments = [f"m{i}" for i in range(40)], [f"s{j}" for j in range(100)]
+    target = (np.arange(40)[:, None] % 10) == (np.arange(100)[None, :] % 10)
+    rng = np.random.default_rng(1)
+    llr = np.where(target, 3.0, -3.0) + rng.normal(0.0, np.sqrt(6.0), target.shape)
+    io.write(make_key(models, segments, np.where(target, 1, -1)), d / "key.zarr")
+    io.write(make_scores(models, segments, llr), d / "good.zarr")
+    io.write(make_scores(models, segments, 20.0 * llr + 5.0), d / "bad.zarr")
+    return d
+
+
+def _nbe(d, *more, monkeypatch, out="nbe.png"):
+    """Run ``plot nbe`` and return the Axes of the figure it wrote."""
+    from bosaris_dask.plots import standard
+
+    figures = []
+
+    def spy(fig, path, **kw):
+        figures.append(fig)
+        return original(fig, path, **kw)
+
+    original = standard.save_figure
+    monkeypatch.setattr(standard, "save_figure", spy)
+    assert main(["plot", "nbe", "--key", str(d / "key.zarr"), *more, "--out",
+                 str(d / out), "--cluster", "threads"]) == 0  # fmt: skip
+    (fig,) = figures
+    return fig.axes[0]
+
+
+def _act_max(ax, label):
+    (act,) = [line for line in ax.get_lines() if line.get_gid() == f"nbe/act/{label}"]
+    x, y = act.get_xdata(), act.get_ydata()
+    lo, hi = ax.get_xlim()
+    return float(np.nanmax(y[(x >= lo) & (x <= hi)]))
+
+
+def test_plot_nbe_keeps_0_to_1_2_for_a_calibrated_system(calibration, monkeypatch, capsys):
+    ax = _nbe(calibration, "--scores", str(calibration / "good.zarr"), monkeypatch=monkeypatch)
+    assert _act_max(ax, "good") <= 1.2 and ax.get_ylim() == (0.0, 1.2)
+    assert "clipped" not in capsys.readouterr().err
+
+
+def test_plot_nbe_shows_a_miscalibrated_system_up_to_the_cap_and_says_so(
+    calibration, monkeypatch, capsys
+):
+    ax = _nbe(calibration, "--scores", str(calibration / "good.zarr"), "--scores",
+              str(calibration / "bad.zarr"), monkeypatch=monkeypatch)  # fmt: skip
+    high = _act_max(ax, "bad")
+    assert high > plots.nbe.NBE_YMAX_CAP and ax.get_ylim() == (0.0, plots.nbe.NBE_YMAX_CAP)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend[:2] == ["good", f"bad: actDCF above the axis, up to {high:,.0f}"]
+    err = capsys.readouterr().err
+    assert f"nbe plot: bad's actDCF reaches {high:,.0f} at prior log-odds " in err
+    assert "above the y axis (top 5): clipped" in err and "good's" not in err
+
+
+def test_plot_nbe_ymax_sets_the_top(calibration, monkeypatch, capsys):
+    bad = ["--scores", str(calibration / "bad.zarr")]
+    ax = _nbe(calibration, *bad, "--ymax", "1e4", monkeypatch=monkeypatch)
+    high = _act_max(ax, "bad")
+    assert ax.get_ylim() == (0.0, 1e4) and high < 1e4
+    assert [t.get_text() for t in ax.get_legend().get_texts()][0] == "bad"
+    assert "clipped" not in capsys.readouterr().err
+    monkeypatch.undo()
+    ax = _nbe(calibration, *bad, "--ymax", "2", "-q", monkeypatch=monkeypatch)
+    assert ax.get_ylim() == (0.0, 2.0)  # as asked, clipped: the legend says so (-q: no note)
+    assert ax.get_legend().get_texts()[0].get_text().startswith("bad: actDCF above the axis")
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "inf", "nan", "1,2"])
+def test_plot_nbe_ymax_is_a_positive_number(calibration, value, capsys):
+    with pytest.raises(SystemExit):
+        main(["plot", "nbe", "--key", str(calibration / "key.zarr"), "--scores",
+              str(calibration / "good.zarr"), "--ymax", value, "--out", "x.png"])  # fmt: skip
+    assert "--ymax" in capsys.readouterr().err
+
+
+def test_plot_ymax_is_for_nbe_plots(calibration, tmp_path, capsys):
+    assert main(["plot", "det", "--key", str(calibration / "key.zarr"), "--scores",
+                 str(calibration / "good.zarr"), "--ymax", "2", "--out",
+                 str(tmp_path / "det.png")]) == 1  # fmt: skip
+    assert "--ymax is for nbe plots" in capsys.readouterr().err

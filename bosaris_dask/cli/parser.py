@@ -167,6 +167,13 @@ def _penalty(text: str) -> float:
     return value
 
 
+def _axis_top(text: str) -> float:
+    value = _number(text)
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"the top of the axis {text} is not a finite number > 0")
+    return value
+
+
 def _rate(text: str) -> float:
     value = _number(text)
     if not 0 < value <= 1:
@@ -555,6 +562,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--contributions", action="store_true",
                    help="nbe: also draw the miss and false-alarm parts of each curve (always "
                    "with --eval-key)")  # fmt: skip
+    p.add_argument("--ymax", type=_axis_top, metavar="Y",
+                   help="nbe: the top of the y axis (normalized DCF). Default: 1.2 while every "
+                   "curve fits, else raised to show the curves, up to 5; a curve above the top "
+                   "is clipped, its legend entry and a note saying how high it goes")  # fmt: skip
     p.add_argument("--allow-missing", action="store_true",
                    help="drop key trials without a score (and report how many)")  # fmt: skip
     _condition_arguments(p, cprimary=False)

@@ -120,6 +120,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
         options["dr30"] = args.dr30
     if args.kind == "nbe":
         options["contributions"] = args.contributions or eval_key is not None
+        if args.ymax is not None:
+            options["ylim"] = (0.0, args.ymax)
     save_plot(results, args.kind, args.out, **options)
     _say(args, f"wrote {args.out}")
     return 0
@@ -140,6 +142,7 @@ _PLOT_OPTIONS = (
     ("--window", "window", ("det",)),
     ("--dr30", "dr30", ("det", "nbe")),
     ("--contributions", "contributions", ("nbe",)),
+    ("--ymax", "ymax", ("nbe",)),
     ("--ece-plo", "ece_plo", ("ece",)),
 )
 
