@@ -694,3 +694,29 @@ def test_nbe_y_axis_is_capped_and_a_curve_above_the_cap_says_so(caplog):
     nbe_plot(evaluate_arrays(*_llrs(), name="good"), ax=ax, xlim=(-10, 1))
     assert ax.get_ylim() == (0.0, NBE_YMAX_CAP)
     assert [t.split(":")[0] for t in _legend(ax)[:2]] == ["x20", "good"]
+
+
+def test_an_ece_curve_above_the_axis_says_how_high_it_goes(caplog):
+    from bosaris_dask.plots import ece_plot
+
+    rng = np.random.default_rng(0)
+    plo = np.linspace(-6, 6, 49)
+    tar, non = rng.normal(2, 1.5, 300), rng.normal(-2, 1.5, 3000)
+    good = evaluate_arrays(tar, non, name="good", ece_plo=plo)
+    bad = evaluate_arrays(tar * 20 + 20, non * 20 + 20, name="bad", ece_plo=plo)
+    with caplog.at_level(logging.INFO, logger="bosaris_dask.plots"):
+        ax = ece_plot({"good": good, "bad": bad})
+    top = ax.get_ylim()[1]
+    assert top == pytest.approx(2.1)
+    # the peak within the axis's x range, from the results themselves (bits)
+    peak = float(bad.ece.values.max())
+    assert peak > top
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    cllr, min_cllr = float(bad.cllr.squeeze()), float(bad.min_cllr.squeeze())
+    clipped = f"(ECE above the axis, up to {peak:.3g} bits)"
+    assert texts[1].startswith("bad") and texts[1].endswith(
+        f": Cllr {cllr:.3f}, minCllr {min_cllr:.3f} bits {clipped}"
+    )
+    assert texts[0].endswith("bits")  # the good system is not clipped
+    assert [r.getMessage().split("'")[0] for r in caplog.records] == ["ece plot: bad [bad]"]
+    plt.close("all")

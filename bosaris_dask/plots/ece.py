@@ -25,6 +25,7 @@ Examples
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import numpy as np
@@ -34,7 +35,13 @@ from bosaris_dask.errors import PlotError
 from bosaris_dask.llr_base import log_of_base
 from bosaris_dask.plots._common import Results, curves, finish_curve_axes, new_axes
 
-__all__ = ["ece_plot"]
+__all__ = ["ece_plot", "ECE_YMAX"]
+
+#: The y axis (bits) ends at most a little above this: a badly calibrated system's ECE grows
+#: without bound at extreme priors, and the neutral curve (at most 1 bit) must stay readable.
+ECE_YMAX = 2.0
+
+_log = logging.getLogger("bosaris_dask.plots")
 
 
 def ece_plot(
@@ -104,8 +111,10 @@ def ece_plot(
     lo, hi = float(x.min()), float(x.max())
     ax.set_xlim(*(xlim if xlim is not None else (lo, hi) if lo < hi else (lo - 1.0, hi + 1.0)))
     # a badly calibrated system's ECE grows without bound at extreme priors: the y axis ends
-    # at 2 bits at most, so the neutral curve (at most 1 bit) stays readable
-    ax.set_ylim(0.0, min(top, 2.0) * 1.05)
+    # at 2 bits at most, so the neutral curve (at most 1 bit) stays readable; a curve above
+    # it says so
+    ax.set_ylim(0.0, min(top, ECE_YMAX) * 1.05)
+    _label_clipped(ax, ax.get_xlim(), ax.get_ylim()[1])
     what = r"$\log_{10}$" if base == "10" else r"$\log$" if base == "e" else rf"$\log_{{{base}}}$"
     ax.set_xlabel(f"Prior log-odds  {what}" + r"$\,\frac{P(H_p)}{P(H_d)}$")
     ax.set_ylabel("Empirical cross-entropy (bits)")
@@ -118,3 +127,23 @@ def ece_plot(
         dotted="neutral LR = 1" if neutral else None,
     )
     return ax
+
+
+def _label_clipped(ax: Axes, xlim: tuple[float, float], top: float) -> None:
+    """Say in the legend entry of each raw ECE curve that goes above ``top`` within ``xlim``
+    how high it goes, and log a note with the prior log-odds where it peaks."""
+    for line in ax.get_lines():
+        gid = str(line.get_gid())
+        if not gid.startswith("ece/raw/"):
+            continue
+        x = np.asarray(line.get_xdata(), dtype=np.float64)
+        y = np.asarray(line.get_ydata(), dtype=np.float64)
+        inside = np.flatnonzero((x >= xlim[0]) & (x <= xlim[1]) & ~np.isnan(y))
+        if not len(inside) or not y[inside].max() > top:
+            continue
+        i = inside[int(np.argmax(y[inside]))]
+        note = f"ECE above the axis, up to {y[i]:.3g} bits"
+        if note not in line.get_label():
+            line.set_label(f"{line.get_label()} ({note})")
+            _log.info("ece plot: %s's ECE reaches %.3g bits at prior log-odds %.3g, above the y "
+                      "axis (top %.3g bits): clipped", gid[len("ece/raw/"):], y[i], x[i], top)
