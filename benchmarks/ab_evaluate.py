@@ -10,11 +10,12 @@ Every combination of code version (``--code before=/tmp/base``: a checkout whose
 imported, through ``PYTHONPATH``; default: this checkout), store case (``--case
 explicit=key-explicit.zarr,system-1-masked.zarr``: a key and a scores store in ``DIR``;
 default: ``key.zarr,system-1.zarr``) and scheduler (``threads``; ``local``: the 2-process
-``LocalCluster`` of ``--cluster local``; ``user``: a plain ``distributed.LocalCluster(n_workers=2,
-threads_per_worker=1)`` as a notebook user starts one, with distributed's malloc setting, which
-the first pass tunes (:mod:`bosaris_dask.malloc`); ``user-untuned``: the same with
-``bosaris_dask.worker-malloc`` 0; a cluster's start-up is in the wall time, not in
-``evaluate()``) runs
+``LocalCluster`` of ``--cluster local``; ``local-1x2``: that LocalCluster with one worker
+process of two threads (``--workers 1 --threads-per-worker 2``); ``user``: a plain
+``distributed.LocalCluster(n_workers=2, threads_per_worker=1)`` as a notebook user starts one,
+with distributed's malloc setting, which the first pass tunes (:mod:`bosaris_dask.malloc`);
+``user-untuned``: the same with ``bosaris_dask.worker-malloc`` 0; a cluster's start-up is in
+the wall time, not in ``evaluate()``) runs
 ``--repeat`` times in a fresh process, interleaved so that a noisy minute on a shared machine
 hits all of them alike. It prints medians of the wall time and of ``evaluate()`` alone, each
 combination's ratio to the first one (per repeat, then the median), the CPU time
@@ -79,6 +80,9 @@ def _child(workdir: Path, key: str, scores: str, cluster: str, warm: bool) -> No
     k, s = io.read(workdir / key), io.read(workdir / scores)
     if cluster.startswith("user"):
         session = _users_cluster(tuned=cluster == "user")
+    elif cluster == "local-1x2":  # one worker process computing on two threads
+        session = connect(cluster="local", workers=1, threads_per_worker=2, dashboard=False,
+                          announce=None)  # fmt: skip
     else:
         session = connect(cluster=cluster, dashboard=False, announce=None)
     with session as client:
@@ -114,7 +118,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--workdir", type=Path, required=True)
     parser.add_argument("--code", type=_pair, action="append")
     parser.add_argument("--case", type=_pair, action="append")
-    clusters = ["threads", "local", "user", "user-untuned"]
+    clusters = ["threads", "local", "local-1x2", "user", "user-untuned"]
     parser.add_argument("--cluster", action="append", choices=clusters)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--warm", action="store_true", help="measure a second evaluation")

@@ -16,6 +16,7 @@ import numpy as np
 
 
 def main(out: Path, n_models: int = 4000, n_segments: int = 100_000, n: int = 3_000_000) -> None:
+    """Write the list (``n`` trials over ``n_models`` x ``n_segments`` ids) and its tables."""
     rng = np.random.default_rng(1)
     draws = n * 11 // 10
     cells = np.unique(rng.integers(0, n_models, draws) * n_segments

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import doctest
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -45,6 +46,7 @@ SCRIPTS = {
     "floors.py",
     "fuzz_readers.py",
     "kill_campaign.py",
+    "make_sparse_conditions.py",
     "memory_limited.py",
     "pass1_kernel.py",
     "peak_memory.py",
@@ -128,14 +130,15 @@ def test_bench_small(capsys):
 
 
 def test_ab_evaluate_on_a_users_own_local_cluster(evaluated, capsys):
-    """A plain distributed LocalCluster, tuned by the first pass or not, gives the threads'
-    metrics bit for bit."""
+    """A plain distributed LocalCluster, tuned by the first pass or not, and ours with one
+    two-thread worker, give the threads' metrics bit for bit."""
     workdir, _, _ = evaluated
     summary = _load("ab_evaluate").main([
         "--workdir", str(workdir), "--cluster", "threads", "--cluster", "user",
-        "--cluster", "user-untuned", "--repeat", "1",
+        "--cluster", "user-untuned", "--cluster", "local-1x2", "--repeat", "1",
     ])  # fmt: skip
-    assert list(summary) == ["this/label/threads", "this/label/user", "this/label/user-untuned"]
+    assert list(summary) == ["this/label/threads", "this/label/user", "this/label/user-untuned",
+                             "this/label/local-1x2"]  # fmt: skip
     assert "metrics identical to the first's: True" in capsys.readouterr().out
 
 
@@ -398,3 +401,23 @@ def test_bench_text_reader_runs_and_both_readers_agree(capsys):
     summary = _load("bench_text_reader").main(["900", "--chunksize", "250"])
     assert summary["identical"] and summary["lines"] == 900
     assert {r["trials"] for r in summary["runs"]} == {900}
+
+
+def test_make_sparse_conditions(tmp_path, monkeypatch, capsys):
+    """The SRE-like list and its tables, small: packed, 16 conditions, counts that add up."""
+    from bosaris_dask.cli import main
+    from bosaris_dask.io.text import packed
+
+    _load("make_sparse_conditions").main(tmp_path, n_models=30, n_segments=200, n=600)
+    lines = (tmp_path / "sre.key").read_text().splitlines()
+    assert len(lines) == len(set(tuple(x.split()[:2]) for x in lines)) == 600
+    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 0)
+    monkeypatch.setattr(packed, "SPARSE_CELLS_PER_TRIAL", 0)
+    monkeypatch.chdir(tmp_path)
+    assert main(["evaluate", "--key", "sre.key", "--scores", "sre.scores", "--conditions",
+                 "m.tsv", "--conditions", "s.tsv", "--by", "model.gender", "--by", "same.lang",
+                 "--by", "segment.source", "--json", "r.json"]) == 0  # fmt: skip
+    assert "read as packed trial lists" in capsys.readouterr().err
+    (system,) = json.loads((tmp_path / "r.json").read_text())["systems"]
+    assert len(system["conditions"]) == 16
+    assert sum(c["n_target"] + c["n_nontarget"] for c in system["conditions"]) == 600

@@ -354,6 +354,9 @@ def test_random_bytes_as_text(scratch, data, kind, block_bytes):
 # found by this test: a label of a second pair after a blank line was said to be on the line
 # before (the block made canonical drops blank lines; the first use's line was counted in it)
 @example(data=b"m1 m1 TRUE\n\nm1 m1 1\n", kind=None, block_bytes=64)
+# found by this test: a bad field count on line 3 was reported before line 2's label of
+# another pair, in the same block
+@example(data=b"m1 m1 1\nm1 m1 TRUE\nm1 m1 1 m1\n", kind="key", block_bytes=17)
 def test_trial_like_token_soup_as_text(scratch, data, kind, block_bytes):
     check_text("text: token soup", data, kind, block_bytes, scratch)
 

@@ -145,5 +145,11 @@ def _label_clipped(ax: Axes, xlim: tuple[float, float], top: float) -> None:
         note = f"ECE above the axis, up to {y[i]:.3g} bits"
         if note not in line.get_label():
             line.set_label(f"{line.get_label()} ({note})")
-            _log.info("ece plot: %s's ECE reaches %.3g bits at prior log-odds %.3g, above the y "
-                      "axis (top %.3g bits): clipped", gid[len("ece/raw/"):], y[i], x[i], top)
+            _log.info(
+                "ece plot: %s's ECE reaches %.3g bits at prior log-odds %.3g, above the y "
+                "axis (top %.3g bits): clipped",
+                gid[len("ece/raw/") :],
+                y[i],
+                x[i],
+                top,
+            )

@@ -153,16 +153,40 @@ def collect_text(
     progress = _Progress(path)
     try:
         for block, first_line, n_lines in _iter_blocks(path, layout, block_bytes):
-            chunk = _parse_block(block, first_line, n_lines, layout, path)
-            if chunk.words is not None:  # (lines now: a block made canonical drops some)
-                one_pair.add({pair: (word, chunk.line(record))
-                              for pair, (word, record) in chunk.words.items()})  # fmt: skip
+            try:
+                chunk = _parse_block(block, first_line, n_lines, layout, path)
+            except ParseError as error:  # a label of another pair above it is the first error
+                _labels_before(error, block, first_line, layout, path, one_pair)
+                raise
+            _add_labels(chunk, one_pair)
             collector.add(chunk, n_lines)
             progress.read(len(block), collector.n)
     except BaseException:
         collector.close()
         raise
     return collector
+
+
+def _add_labels(chunk: Any, one_pair: OneLabelPair) -> None:
+    """Give ``one_pair`` the label words of a parsed block (key files)."""
+    if chunk.words is not None:  # (lines now: a block made canonical drops some)
+        one_pair.add({pair: (word, chunk.line(record))
+                      for pair, (word, record) in chunk.words.items()})  # fmt: skip
+
+
+def _labels_before(
+    error: ParseError, block: bytes, first_line: int, layout: Any, path: Any, one_pair: OneLabelPair
+) -> None:
+    """Check the labels of a block's lines above ``error``'s (which parse): a label word of
+    another pair there is the file's first error, raised instead."""
+    if error.line is None or error.line <= first_line:
+        return
+    above = error.line - first_line
+    ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == ord("\n"))
+    if len(ends) < above:
+        return
+    _add_labels(_parse_block(block[: ends[above - 1] + 1], first_line, above, layout, path),
+                one_pair)  # fmt: skip
 
 
 class _Progress:
