@@ -36,7 +36,9 @@ __all__ = ["compiled", "DISABLE_ENV"]
 #: Set this environment variable to any non-empty value to use the numpy paths even with numba.
 DISABLE_ENV = "BOSARIS_DASK_NO_NUMBA"
 
-_cache: dict[Callable[..., Any], Callable[..., Any] | None] = {}
+#: Compiled functions by ``(fn, the helpers it is bound to)``: the same loop asked for without
+#: and then with its helpers (a test's check that numba is there, then the kernel) gets two.
+_cache: dict[tuple[Callable[..., Any], tuple[Callable[..., Any], ...]], Any] = {}
 
 
 def compiled(
@@ -54,34 +56,34 @@ def compiled(
     compiles ``fn`` again (numba itself checks only ``fn``'s source file)."""
     if os.environ.get(DISABLE_ENV):
         return None
-    if fn not in _cache:
+    calls = tuple(calls)
+    key = (fn, calls)
+    if key not in _cache:
         helpers: dict[str, Callable[..., Any]] = {}
-        for h in calls:
-            helper = _njit(h, _bound(h, helpers))
+        for k, h in enumerate(calls):
+            helper = _njit((h, calls[:k]), _bound(h, helpers))
             if helper is None:  # no numba: nothing to bind the rest to
-                _cache[fn] = None
+                _cache[key] = None
                 return None
             helpers[h.__name__] = helper
-        _cache[fn] = _njit(fn, _bound(fn, helpers), fastmath)
-    return _cache[fn]
+        _njit(key, _bound(fn, helpers), fastmath)
+    return _cache[key]
 
 
-def _njit(
-    fn: Callable[..., Any], target: Callable[..., Any], fastmath: bool = False
-) -> Callable[..., Any] | None:
-    """``numba.njit`` of ``target`` (``fn`` bound to its callees), once per ``fn``; ``None``
-    without numba."""
-    if fn not in _cache:
+def _njit(key: tuple[Any, ...], target: Callable[..., Any], fastmath: bool = False) -> Any:
+    """``numba.njit`` of ``target`` (a function bound to its callees), once per ``key``;
+    ``None`` without numba."""
+    if key not in _cache:
         try:
             import numba
         except ImportError:
-            _cache[fn] = None
+            _cache[key] = None
         else:
             try:  # numba finds no cache directory for a read-only install without a home
-                _cache[fn] = numba.njit(nogil=True, cache=True, fastmath=fastmath)(target)
+                _cache[key] = numba.njit(nogil=True, cache=True, fastmath=fastmath)(target)
             except RuntimeError:  # pragma: no cover
-                _cache[fn] = numba.njit(nogil=True, fastmath=fastmath)(target)
-    return _cache[fn]
+                _cache[key] = numba.njit(nogil=True, fastmath=fastmath)(target)
+    return _cache[key]
 
 
 def _bound(fn: Callable[..., Any], names: dict[str, Any]) -> Callable[..., Any]:
