@@ -141,7 +141,7 @@ class Embeddings:
 
     def time_sample(self, whole_blocks: bool = False) -> None:
         from bosaris_dask import pass1_bins, subgrids
-        from bosaris_dask.engine import pass_inputs
+        from bosaris_dask.inputs import pass_inputs
 
         inputs, _ = pass_inputs([self.lazy_scores()], self.key)
         strided = subgrids.strided

@@ -38,6 +38,7 @@ def peak_rss() -> int:
 def run(workdir: Path, cluster: str, **options) -> tuple:
     from bosaris_dask import engine, io, pass1_bins
     from bosaris_dask.cluster import connect
+    from bosaris_dask.inputs import pass_inputs
     from bosaris_dask.metrics import evaluate
 
     key = io.read(workdir / "key.zarr")
@@ -49,7 +50,7 @@ def run(workdir: Path, cluster: str, **options) -> tuple:
         wall = time.perf_counter() - start
         after = set(client.scheduler_info(n_workers=-1)["workers"]) if client else set()
         peaks = client.run(peak_rss) if client else {}
-        inputs, dtype = engine.pass_inputs([scores], key)
+        inputs, dtype = pass_inputs([scores], key)
         need = engine._task_memory(inputs, dtype, 1 << pass1_bins.default_coarse_bits(1),
                                    engine.DEFAULT_SPLIT_EVERY)  # fmt: skip
     return ds, wall, peaks, before != after, need

@@ -22,6 +22,10 @@ globally. Instead (see DESIGN.md, section 3.1):
    where they can fall in a candidate bin: from embeddings, a float32 product per block instead
    of the exact float64 one (:mod:`bosaris_dask.embeddings.screen`).
 
+The checks of the inputs, the arrays the kernels read and the errors pass 1 finds in them are
+:mod:`bosaris_dask.inputs`'s; work that rides along the passes (the exact AUC) is declared by
+:mod:`bosaris_dask.riders`.
+
 The result of a system is a :class:`ScoreSummary`: ascending, non-empty key bins with target and
 non-target counts, exact (single keys) wherever a metric could depend on it.
 
@@ -61,7 +65,6 @@ from bosaris_dask import (
     config,
     exact_sum,
     fixed_rates,
-    inline_blocks,
     kernels,
     memory,
     pass1_bins,
@@ -73,11 +76,18 @@ from bosaris_dask import (
     screening,
 )
 from bosaris_dask.binmap import BinMap
-from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
+from bosaris_dask.errors import OptionError
+from bosaris_dask.inputs import (
+    check_both_classes,
+    check_inputs,
+    key_codes_check,
+    pass_inputs,
+    raise_trial_errors,
+)
 from bosaris_dask.keys import keys_to_values, threshold_keys
-from bosaris_dask.trials import align, is_label_key, kind_of, locate, trial_classes, validate
+from bosaris_dask.riders import Rider
 
-__all__ = ["ScoreSummary", "Rider", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
+__all__ = ["ScoreSummary", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
 
 #: How many chunk results one merge task adds up.
 DEFAULT_SPLIT_EVERY = 8
@@ -203,62 +213,6 @@ def blockwise_pass(kernel: Callable, inputs: list[da.Array]) -> da.Array:
     return runner.chunk_tasks(kernel, args, f"{funcname(kernel)}-{tokenize(kernel, *args)}")
 
 
-def _raise_bad_codes(head: np.ndarray, *, key: xr.Dataset, n_cols: int) -> None:
-    """Raise :class:`TrialError` naming a trial if pass 1 found key codes outside -1/0/+1."""
-    count, first = head
-    if not count:
-        return
-    i, j = divmod(int(first), n_cols)
-    code = key.trial_mask.data[i, j]
-    # one element of the key, for the error message: no pass, no progress bar
-    code = int(code.compute() if isinstance(code, da.Array) else code)
-    raise TrialError(
-        "a key's trial_mask holds only -1 (non-target), 0 (no trial) and +1 (target); "
-        f"found {code} at ({key.model.values[i]}, {key.segment.values[j]})"
-        + (f" and {int(count) - 1} more bad values" if count > 1 else "")
-    )
-
-
-def raise_trial_errors(
-    name: str,
-    bad: int,
-    missing: int,
-    classes: da.Array,
-    scores: da.Array,
-    mask: da.Array,
-    key: xr.Dataset,
-    allow_missing: bool,
-) -> None:
-    """The error a system's pass-1 counts call for, naming a trial: ``bad`` scored trials with
-    non-finite scores (ScoreError), ``missing`` key trials without a score (MissingTrialsError,
-    unless ``allow_missing``). ``classes`` are the key's trial classes, ``mask`` the scores'."""
-    if bad:
-        cond = ~da.isfinite(scores) & (classes != 0) & mask
-        where = locate(cond, key.model.values, key.segment.values)
-        raise ScoreError(f"{name}: {bad} trials have non-finite scores, e.g. {where}")
-    if missing and not allow_missing:
-        where = locate((classes != 0) & ~mask, key.model.values, key.segment.values)
-        raise MissingTrialsError(
-            f"{name}: {missing} key trials have no score, e.g. {where} (allow_missing drops them)"
-        )
-
-
-def key_codes_check(
-    classes: da.Array, key: xr.Dataset, blocks: dict[str, int]
-) -> tuple[list[Any], runner.Aggregation]:
-    """The pass-1 check of the key's codes: the ``lead`` arrays (trial row and column
-    positions) for :func:`bosaris_dask.runner.run_pass` and the aggregation that counts codes
-    outside -1/0/+1 and raises :class:`TrialError` naming the first."""
-    n_rows, n_cols = classes.shape
-    positions = [inline_blocks.per_block(np.arange(n_rows), classes.chunks[0]), "i",
-                 inline_blocks.per_block(np.arange(n_cols), classes.chunks[1]), "j"]  # fmt: skip
-    codes = runner.Aggregation(
-        "key codes", partial(kernels.key_codes_kernel, n_cols=n_cols, **blocks), 2,
-        combine=kernels.merge_key_codes, finalize=partial(_raise_bad_codes, key=key, n_cols=n_cols),
-    )  # fmt: skip
-    return positions, codes
-
-
 def _pass1_summary(
     row: np.ndarray,
     *,
@@ -293,69 +247,11 @@ def _pass1_summary(
     return check_both_classes(summary)
 
 
-def check_both_classes(summary: ScoreSummary) -> ScoreSummary:
-    """``summary``, or the ScoreError of a system whose scored key trials lack a class (the
-    key's doing, or the scores' where they miss a class's trials: both counts are said)."""
-    if summary.n_target == 0 or summary.n_nontarget == 0:
-        missing = f" ({summary.n_missing} key trials without a score)" if summary.n_missing else ""
-        raise ScoreError(
-            f"{summary.name}: need both targets and non-targets, found {summary.n_target} "
-            f"targets and {summary.n_nontarget} non-targets among the key's scored trials"
-            f"{missing}"
-        )
-    return summary
-
-
 def _cross_entropy_units(total: np.ndarray, n: int) -> list[tuple[int, int]]:
     """The ``n`` exact (target, non-target) unit sums of :func:`kernels.cross_entropy_kernel`'s
     merged limbs."""
     units = [exact_sum.from_limbs(x) for x in np.asarray(total).reshape(n * 2, exact_sum.LIMBS)]
     return list(zip(units[::2], units[1::2], strict=True))
-
-
-# --------------------------------------------------------------------------------------------
-# the public entry point
-# --------------------------------------------------------------------------------------------
-
-
-def check_inputs(
-    scores: Sequence[xr.Dataset], key: xr.Dataset, names: Sequence[str] | None
-) -> None:
-    """Cheap structural checks (kinds, dims, dtypes, unique ids, names); computes nothing."""
-    if kind_of(key) != "key":
-        raise TrialError(f"evaluation needs a key, got {kind_of(key)}")
-    validate(key)
-    if len(scores) == 0:
-        raise TrialError("no systems to evaluate (an empty list of Scores)")
-    for k, s in enumerate(scores):
-        if kind_of(s) != "scores":
-            raise TrialError(f"system {k + 1} is a {kind_of(s)}, not Scores")
-        validate(s)
-    if names is not None and len(names) != len(scores):
-        raise OptionError(f"{len(names)} names for {len(scores)} systems")
-    if names is not None and len(set(map(str, names))) < len(names):
-        twice = next(n for k, n in enumerate(names) if str(n) in map(str, names[:k]))
-        raise OptionError(f"system name {str(twice)!r} is given twice: names must tell the "
-                          "systems apart")  # fmt: skip
-
-
-def pass_inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.Array], np.dtype]:
-    """The kernels' inputs (key classes, then each system's scores and mask) and score dtype."""
-    if not is_label_key(key) and key.trial_mask.dtype != np.int8:
-        # keep codes outside -1/0/+1 outside them when the kernels' int8 conversion wraps
-        key = key.assign(trial_mask=key.trial_mask.clip(-2, 2))
-    # passes: realign once; the kernels drop non-trials by the key classes, so the score
-    # masks need no AND with the key (which cost two temporaries and a classes_of per block)
-    aligned = [align(s, key, once=True, restrict=False) for s in scores]
-    dtypes = {np.dtype(s.score.dtype) for s in aligned}
-    chunks = aligned[0].score.data.chunks
-    inputs = [trial_classes(key, chunks=chunks)]
-    for s in aligned:
-        inputs += [s.score.data.rechunk(chunks), s.score_mask.data.rechunk(chunks)]
-    dtype = np.dtype(np.float32) if dtypes == {np.dtype(np.float32)} else np.dtype(np.float64)
-    if dtype == np.float64:
-        inputs = [a.astype(np.float64) if i % 2 == 1 else a for i, a in enumerate(inputs)]
-    return inputs, dtype
 
 
 def engine_knobs() -> dict[str, int]:
@@ -389,53 +285,9 @@ def _task_memory(
     )  # fmt: skip
 
 
-@dataclass
-class Rider:
-    """Work that rides along :func:`summarize`'s passes (e.g. :mod:`bosaris_dask.exact_auc`).
-
-    Attributes
-    ----------
-    pass1
-        Specs added to pass 1 (their chunks get pass 1's lead blocks first,
-        :data:`PASS1_LEAD_BLOCKS` of them, then its inputs).
-    after_pass1
-        ``after_pass1(summaries, results, inputs)``: called with the pass-1 summaries, the
-        results of ``pass1`` and the pass inputs; returns the :class:`RiderPass` to compute
-        with the next pass that reads the data (the first refinement pass, or a pass of its
-        own when there is none), or ``None``.
-    result
-        The computed graph (``None`` until then).
-    alone
-        Whether the graph took a pass of its own.
-    """
-
-    pass1: Sequence[runner.Aggregation]
-    after_pass1: Callable[[list[ScoreSummary], list[Any], list[da.Array]], Any]
-    result: Any = None
-    alone: bool = False
-
-
-@dataclass(frozen=True)
-class RiderPass:
-    """What a :class:`Rider` computes with the next pass that reads the data.
-
-    Attributes
-    ----------
-    build
-        ``build(inputs)``: its graph over that pass's inputs, laid out as pass 1's (the score
-        arrays possibly screened, :mod:`bosaris_dask.screening`).
-    ranges
-        Per system, the score ranges ``(lo, hi)`` whose trials it needs with their exact
-        scores (a screen keeps those exact; a trial screened outside them is outside them), or
-        ``None`` for none.
-    """
-
-    build: Callable[[list[da.Array]], Any]
-    ranges: Sequence[tuple[np.ndarray, np.ndarray] | None]
-
-
-#: The blocks pass 1 gives a chunk before its inputs (the trial row and column positions).
-PASS1_LEAD_BLOCKS = 2
+# --------------------------------------------------------------------------------------------
+# the public entry point
+# --------------------------------------------------------------------------------------------
 
 
 def summarize(
@@ -480,7 +332,8 @@ def summarize(
         Prior log-odds at which pass 1 also sums each system's cross-entropy terms (the ECE
         plot, :mod:`bosaris_dask.ece`; ``len`` softplus evaluations per trial, no extra pass).
     allow_missing
-        Drop key trials that have no score instead of raising :class:`MissingTrialsError`.
+        Drop key trials that have no score instead of raising
+        :class:`~bosaris_dask.errors.MissingTrialsError`.
     split_every
         How many chunk results one merge task combines (2 to 65536).
     coarse_bits
@@ -508,7 +361,8 @@ def summarize(
         :func:`~bosaris_dask.pass1_bins.fitted_bin_maps`), instead of those ``coarse_bits`` and
         ``bosaris_dask.adaptive-bins`` choose.
     rider
-        Work riding along pass 1 and the next pass that reads the data (:class:`Rider`).
+        Work riding along pass 1 and the next pass that reads the data
+        (:class:`~bosaris_dask.riders.Rider`).
 
     Returns
     -------

@@ -85,6 +85,7 @@ from bosaris_dask.auc_kernels import (
     pair_count_kernel,
 )
 from bosaris_dask.engine import ScoreSummary
+from bosaris_dask.inputs import pass_inputs
 from bosaris_dask.measures import twice_u_parts
 
 __all__ = [
@@ -196,7 +197,7 @@ def exact_aucs(
     mixed: dict[int, int] = {}
     passes = 0
     if fits:
-        inputs, _ = engine.pass_inputs(systems, key)
+        inputs, _ = pass_inputs(systems, key)
         group_at = None
         if any(parts[k].condition is not None for k in fits):
             if groups is None:

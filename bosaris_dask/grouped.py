@@ -54,7 +54,7 @@ from bosaris_dask import (
     screening,
 )
 from bosaris_dask.binmap import BinMap
-from bosaris_dask.engine import ScoreSummary, check_both_classes
+from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.errors import OptionError
 from bosaris_dask.grouped_histograms import GroupedPass1, SystemPass1, grouped_pass1, remap_groups
 from bosaris_dask.grouped_kernels import Part
@@ -65,7 +65,9 @@ from bosaris_dask.grouped_refine_kernels import (
     merge_parts,
     refine_kept_part,
 )
+from bosaris_dask.inputs import check_both_classes
 from bosaris_dask.keys import threshold_keys
+from bosaris_dask.riders import Rider
 
 __all__ = ["summarize_parts", "grouped_pass1", "refine_parts", "GroupedPass1", "SystemPass1",
            "Part", "remap_groups"]  # fmt: skip
@@ -283,7 +285,7 @@ def refine_parts(
     names: Sequence[str] | None = None,
     extra_candidates: Callable[[list[ScoreSummary]], list[np.ndarray | None]] | None = None,
     share: int = 1,
-    rider: engine.Rider | None = None,
+    rider: Rider | None = None,
 ) -> list[ScoreSummary]:
     """The exact summaries of ``parts`` (one per part, in order) from a grouped pass 1: each
     part's pass-1 summary is a sum over its groups (a pooled part counted apart: its own
@@ -309,7 +311,7 @@ def refine_parts(
         far fewer trials. The pooled parts keep the whole budgets (so that they refine as a
         plain evaluation does).
     rider
-        Work riding along (:class:`~bosaris_dask.engine.Rider`): its ``after_pass1`` gets the
+        Work riding along (:class:`~bosaris_dask.riders.Rider`): its ``after_pass1`` gets the
         parts' pass-1 summaries, ``first.rode`` and ``first.inputs``; its graph is computed
         with the first refinement pass (or a pass of its own when there is none).
 

@@ -40,6 +40,7 @@ from bosaris_dask.grouped_kernels import (
     split_cross_entropy,
     split_pass1,
 )
+from bosaris_dask.inputs import check_inputs, key_codes_check, pass_inputs, raise_trial_errors
 from bosaris_dask.keys import key_bits
 from bosaris_dask.refinement import ChunkBins
 
@@ -92,8 +93,8 @@ def _system_pass1(
     tail = 2 * pooled_nbins
     row, extra = (row[: len(row) - tail], row[len(row) - tail :]) if tail else (row, row[:0])
     counts, units, group_missing, bad = split_pass1(row, n_groups, nbins)
-    engine.raise_trial_errors(name, int(bad), int(group_missing.sum()), inputs[0],
-                              inputs[2 + 2 * k], inputs[3 + 2 * k], key, allow_missing)  # fmt: skip
+    raise_trial_errors(name, int(bad), int(group_missing.sum()), inputs[0],
+                       inputs[2 + 2 * k], inputs[3 + 2 * k], key, allow_missing)  # fmt: skip
     pooled = None
     if tail:
         n_non, n_tar = (np.rint(x).astype(np.int64) for x in extra.reshape(2, -1))
@@ -271,7 +272,7 @@ def grouped_pass1(
     """
     if isinstance(scores, xr.Dataset):
         scores = [scores]
-    engine.check_inputs(scores, key, None)
+    check_inputs(scores, key, None)
     if not np.issubdtype(groups.dtype, np.integer):
         raise OptionError(f"groups must be integer codes 0 .. n_groups - 1, got {groups.dtype}")
     n_sys = len(scores)
@@ -293,7 +294,7 @@ def grouped_pass1(
     if n_parts is None:
         n_parts = len(counted) * (n_groups + 1)
     blocks = {"block": knobs["block"], "slice_size": knobs["slice"]}
-    base, dtype = engine.pass_inputs(scores, key)
+    base, dtype = pass_inputs(scores, key)
     inputs = [base[0], groups.rechunk(base[0].chunks), *base[1:]]
     width = key_bits(dtype)
     if bin_maps is None:
@@ -306,7 +307,7 @@ def grouped_pass1(
         pmaps = pass1_bins.check_maps(pooled_bin_maps, n_sys, width, "pooled_bin_maps")
     elif apart:
         pmaps = [BinMap.uniform(width, pooled_coarse_bits)] * n_sys  # type: ignore[arg-type]
-    positions, codes = engine.key_codes_check(inputs[0], key, blocks)
+    positions, codes = key_codes_check(inputs[0], key, blocks)
     skip = bool(knobs["skip_chunks"]) and inputs[0].npartitions > 1
     compiled = int(np.prod(inputs[0].shape)) >= COMPILED_TRIALS
     coarse: dict[int, int] = {}  # per system: ChunkBins coarseness of its histograms' notes

@@ -116,7 +116,7 @@ def fitted_bin_maps(
     """Per budget (bits), per system, pass-1 bins fitted to one sample of each system's scores
     (uniform bins for a budget under :data:`~bosaris_dask.binmap.MIN_ADAPTIVE_BITS` bits).
 
-    ``inputs`` are :func:`bosaris_dask.engine.pass_inputs`'s: the same inputs give the same
+    ``inputs`` are :func:`bosaris_dask.inputs.pass_inputs`'s: the same inputs give the same
     sample, so a budget that :func:`system_maps` would use gives, system by system, the maps it
     uses (the grouped passes of :mod:`bosaris_dask.conditions` fit their pooled and their
     per-condition bins this way, from one sample read).

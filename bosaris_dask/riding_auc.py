@@ -21,7 +21,7 @@ from functools import partial
 import dask.array as da
 import numpy as np
 
-from bosaris_dask import config, engine, memory, runner
+from bosaris_dask import config, memory, riders, runner
 from bosaris_dask.auc_kernels import (
     BLOCK,
     AucPart,
@@ -52,7 +52,7 @@ def _targets_kernel(*blocks: np.ndarray, system: int, limit: int, grouped: bool)
     ``grouped``, their groups in the same order), or ``None`` (overflow) when there are more
     than ``limit`` of them (bounded memory). The blocks: pass 1's lead ones, the classes,
     (``grouped``: the groups), then each system's scores and mask."""
-    at = engine.PASS1_LEAD_BLOCKS
+    at = riders.PASS1_LEAD_BLOCKS
     first = at + (2 if grouped else 1) + 2 * system
     c, s, m = blocks[at].reshape(-1), blocks[first].reshape(-1), blocks[first + 1].reshape(-1)
     g = blocks[at + 1].reshape(-1) if grouped else None
@@ -133,7 +133,7 @@ class RidingAuc:
         self.plans: list[MixedBins | None] = []
         self.firsts: list[ScoreSummary] = []
         self.served = False
-        self.rider = engine.Rider(
+        self.rider = riders.Rider(
             [runner.Aggregation(f"{self.names[k]} exact AUC targets",
                                 partial(_targets_kernel, system=k, limit=self.limit,
                                         grouped=grouped), None,
@@ -145,7 +145,7 @@ class RidingAuc:
         )  # fmt: skip
 
     def _after_pass1(self, summaries: list[ScoreSummary], targets: list[_Targets | None],
-                     inputs: list[da.Array]) -> engine.RiderPass | None:  # fmt: skip
+                     inputs: list[da.Array]) -> riders.RiderPass | None:  # fmt: skip
         summaries = summaries[: len(self.parts)]
         plans = [mixed_bins(s, small_is_target=True) for s in summaries]
         js = [j for j, p in enumerate(plans) if p is not None]
@@ -204,7 +204,7 @@ class RidingAuc:
             lo = np.concatenate([plans[j].lo for j in mine])  # type: ignore[union-attr]
             hi = np.concatenate([plans[j].hi for j in mine])  # type: ignore[union-attr]
             ranges[k] = key_ranges(lo, hi, dtype)
-        return engine.RiderPass(build, ranges)
+        return riders.RiderPass(build, ranges)
 
     def found(self) -> ExactAuc:
         """The exact AUC of each part (once the evaluation has run with :attr:`rider` and

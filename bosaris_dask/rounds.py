@@ -7,7 +7,7 @@ that hold a candidate bin), or the trials a former round kept, refines the candi
 applies the refinements to the summaries, which are values (a refined summary is a new one).
 A round whose candidates fit the keep budget selects and keeps their trials in the same pass,
 so that later rounds read the kept trials instead of the data. Rounds end when no summary has
-a candidate bin left. Work riding along pass 1 (:class:`~bosaris_dask.engine.Rider`) is
+a candidate bin left. Work riding along pass 1 (:class:`~bosaris_dask.riders.Rider`) is
 computed with the first round that reads the data, or alone after the last, from the same
 screened scores (its own score ranges added to the screen's).
 
@@ -29,7 +29,8 @@ from bosaris_dask.progress import compute
 from bosaris_dask.refine_kernels import RefineSpec
 
 if TYPE_CHECKING:  # pragma: no cover
-    from bosaris_dask.engine import Rider, RiderPass, ScoreSummary
+    from bosaris_dask.engine import ScoreSummary
+    from bosaris_dask.riders import Rider, RiderPass
 
 __all__ = ["Plan", "Specs", "Rounds", "run_rounds"]
 

@@ -13,7 +13,7 @@ registers a *screen* for its dask array (:func:`register`): a function of the ra
 returns that array, chunked as the original. The engine asks for it (:func:`screened_inputs`)
 in every refinement pass that reads the data, with the candidate bins of that pass as score
 ranges (:func:`spec_ranges`; with work riding along the pass, such as the exact AUC's count
-of its mixed bins, their ranges too, :class:`~bosaris_dask.engine.RiderPass`), and the kernels
+of its mixed bins, their ranges too, :class:`~bosaris_dask.riders.RiderPass`), and the kernels
 then select exactly the trials, with exactly the scores, that they would select from the exact
 array. Scores from embeddings screen with a
 float32 product and an error bound (:mod:`bosaris_dask.embeddings.screen`; normalized ones

@@ -179,7 +179,7 @@ def test_align_with_ids_and_align_with_warn_and_give_the_new_results():
 
 #: Calls of dask's own compute/persist left on purpose: (module, function) -> why.
 _TINY_COMPUTES = {
-    ("bosaris_dask/engine.py", "_raise_bad_codes"): "one key element for an error message",
+    ("bosaris_dask/inputs.py", "_raise_bad_codes"): "one key element for an error message",
     ("bosaris_dask/objectives/data.py", "fusion_data"): "FusionData.persist: progress.persist",
 }
 

@@ -14,6 +14,7 @@ from scipy.special import expit, logit
 
 from bosaris_dask import engine, kernels, measures, metrics, refine_kernels, refinement, roc
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
+from bosaris_dask.inputs import pass_inputs
 from bosaris_dask.keys import key_bits, order_keys
 from bosaris_dask.trials import key_from_labels, make_key, make_scores
 
@@ -194,7 +195,7 @@ def test_building_the_inputs_computes_nothing():
     key = key_from_labels(range(100), np.arange(100) % 7, range(80), np.arange(80) % 7, chunks=30)
     scores = make_scores(range(100), range(80), da.random.random((100, 80), chunks=30))
     with dask.config.set(scheduler=refuse):
-        inputs, dtype = engine.pass_inputs([scores], key)
+        inputs, dtype = pass_inputs([scores], key)
     assert dtype == np.float64 and inputs[0].chunks == scores.score.data.chunks
 
 
@@ -421,7 +422,7 @@ def test_knobs_reach_the_kernels_as_arguments():
     key = make_key(["a", "b"], ["x", "y"], [[1, -1], [-1, 1]])
     scores = make_scores(["a", "b"], ["x", "y"], np.eye(2))
     with dask.config.set({"bosaris_dask.block": 8, "bosaris_dask.slice": 24}):
-        inputs, _ = engine.pass_inputs([scores], key)
+        inputs, _ = pass_inputs([scores], key)
         knobs = engine.engine_knobs()
     assert (knobs["block"], knobs["slice"]) == (8, 24)
     kernels.workspace = spy

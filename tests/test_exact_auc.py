@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score
 
-from bosaris_dask import engine, exact_auc, metrics, pass1_bins
+from bosaris_dask import engine, exact_auc, metrics, pass1_bins, riders
+from bosaris_dask.inputs import pass_inputs
 from bosaris_dask.trials import key_from_labels, make_key, make_scores
 
 
@@ -69,7 +70,7 @@ def _riding_extra(systems, key, bits, limit, plain_passes, today, **kwargs):
     pass; one of its own when there is none); else ``today`` (the passes after the
     evaluation)."""
     firsts = []
-    rider = engine.Rider([], lambda summaries, results, inputs: firsts.extend(summaries))
+    rider = riders.Rider([], lambda summaries, results, inputs: firsts.extend(summaries))
     patch, conf = _coarse(bits)
     with patch, conf:
         engine.summarize(systems, key, thresholds=[0.0], rider=rider, **kwargs)
@@ -333,7 +334,7 @@ def test_a_worker_too_small_is_refused_before_the_extra_passes(monkeypatch):
     with pytest.raises(MemoryLimitError, match=r"^worker w1 would need about"):
         exact_auc.exact_aucs(scores, key, summaries)
     assert computed == []
-    need = exact_auc.auc_task_memory(engine.pass_inputs([scores], key)[0], 100, 1000, True, 8)
+    need = exact_auc.auc_task_memory(pass_inputs([scores], key)[0], 100, 1000, True, 8)
     assert need.inputs == 10 * 25 * (1 + 8 + 1) and need.merge == 3 * 1100 * 8
 
 

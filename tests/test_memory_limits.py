@@ -133,9 +133,10 @@ def test_small_jobs_are_not_charged_the_full_budgets():
     """CI found the HPC examples refused on 1 GB workers: a merge was charged 8 results of 4
     chunks, and raw and kept trials beyond the cells there are."""
     from bosaris_dask import engine, pass1_bins
+    from bosaris_dask.inputs import pass_inputs
 
     key, systems = simulate(300, 400, systems=2, seed=1, chunks=(150, 200))  # 4 chunks
-    inputs, dtype = engine.pass_inputs(systems, key)
+    inputs, dtype = pass_inputs(systems, key)
     nbins = 1 << pass1_bins.default_coarse_bits(2)
     need = engine._task_memory(inputs, dtype, nbins, split_every=8)
     row = (2 * nbins + 2 * 36 + 2) * 8  # counts, the exact sums' limbs, missing, non-finite

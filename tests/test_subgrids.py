@@ -13,7 +13,7 @@ import xarray as xr
 from bosaris_dask import metrics, pass1_bins, subgrids
 from bosaris_dask.embeddings import from_arrays, scores_from_embeddings
 from bosaris_dask.embeddings.scoring import outer_blocks
-from bosaris_dask.engine import pass_inputs
+from bosaris_dask.inputs import pass_inputs
 from bosaris_dask.trials import key_from_labels
 from bosaris_dask.trials.construction import label_mask
 

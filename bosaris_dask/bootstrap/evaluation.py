@@ -312,7 +312,7 @@ def add_intervals(
         grow with it); ``attrs["passes"]`` counts the bootstrap's passes (one, or two when the
         bins need a pass of their own).
     """
-    from bosaris_dask.engine import pass_inputs
+    from bosaris_dask.inputs import pass_inputs
 
     level, bootstrap = check_options(
         ci, bootstrap, resample, compare, conditions, warn=_draws is None

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import engine, measures, metrics, result_layout, roc
+from bosaris_dask import measures, metrics, result_layout, roc
 from bosaris_dask._deprecation import renamed_getattr
 from bosaris_dask.arguments import one_or_many
 from bosaris_dask.conditions import equalized
@@ -55,6 +55,7 @@ from bosaris_dask.exact_auc import (
     exact_aucs,
     with_passes,
 )
+from bosaris_dask.inputs import pass_inputs
 from bosaris_dask.riding_auc import RidingAuc
 
 __all__ = ["evaluate_conditions", "conditions_and_summaries", "condition_result",
@@ -356,7 +357,7 @@ def _exact(
                                         for k, _, _, text in conditions]  # fmt: skip
     groups = None
     if conditions and cond is not None:
-        inputs, _ = engine.pass_inputs(systems, key)
+        inputs, _ = pass_inputs(systems, key)
         groups = cond.group_index(inputs[0].chunks)
     return exact_aucs(
         systems, key, [*pooled, *(s for _, _, s, _ in conditions)], parts=parts, groups=groups,

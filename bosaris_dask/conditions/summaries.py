@@ -34,6 +34,7 @@ from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import MissingTrialsError, TrialError
 from bosaris_dask.exact_auc import AucPart
 from bosaris_dask.grouped import Part, grouped_pass1, refine_parts, remap_groups
+from bosaris_dask.inputs import pass_inputs
 from bosaris_dask.riding_auc import RidingAuc
 from bosaris_dask.runner import Aggregation, run_pass
 from bosaris_dask.trials import align, kind_of, locate, trial_classes
@@ -180,7 +181,7 @@ def _bin_maps(
     ones are then the plain evaluation's, map for map, and the conditions' are finer where the
     scores are dense, so their candidates after pass 1 shrink as the plain evaluation's do.
     ``None, None``: the top ``bits`` (and ``plain_bits``) key bits."""
-    inputs, dtype = engine.pass_inputs(systems, key)
+    inputs, dtype = pass_inputs(systems, key)
     cells = int(np.prod(inputs[0].shape))
     budget = pass1_bins.adaptive_budget(cells, plain_bits)
     if budget is None:

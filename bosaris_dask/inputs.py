@@ -1,0 +1,148 @@
+"""An evaluation's inputs: checked, laid out for the kernels, and the errors their trials call for.
+
+One place for what :func:`bosaris_dask.engine.summarize` and the grouped pass 1
+(:mod:`bosaris_dask.grouped_histograms`) require of the scores and the key, and how they say it:
+
+- :func:`check_inputs`: the cheap structural checks before any graph is built (kinds, dims,
+  dtypes, unique ids, names);
+- :func:`pass_inputs`: the arrays the kernels read (the key's trial classes, then each system's
+  scores and mask, in one chunking and one score dtype);
+- :func:`key_codes_check`: pass 1's check of the key's codes (only -1, 0 and +1);
+- :func:`raise_trial_errors` and :func:`check_both_classes`: the error a system's pass-1 counts
+  call for (non-finite scores, key trials without a score, no targets or no non-targets), each
+  naming a trial or the counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from bosaris_dask import inline_blocks, kernels, runner
+from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
+from bosaris_dask.trials import align, is_label_key, kind_of, locate, trial_classes, validate
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bosaris_dask.engine import ScoreSummary
+
+__all__ = [
+    "check_inputs",
+    "pass_inputs",
+    "key_codes_check",
+    "raise_trial_errors",
+    "check_both_classes",
+]
+
+
+def check_inputs(
+    scores: Sequence[xr.Dataset], key: xr.Dataset, names: Sequence[str] | None
+) -> None:
+    """Cheap structural checks (kinds, dims, dtypes, unique ids, names); computes nothing."""
+    if kind_of(key) != "key":
+        raise TrialError(f"evaluation needs a key, got {kind_of(key)}")
+    validate(key)
+    if len(scores) == 0:
+        raise TrialError("no systems to evaluate (an empty list of Scores)")
+    for k, s in enumerate(scores):
+        if kind_of(s) != "scores":
+            raise TrialError(f"system {k + 1} is a {kind_of(s)}, not Scores")
+        validate(s)
+    if names is not None and len(names) != len(scores):
+        raise OptionError(f"{len(names)} names for {len(scores)} systems")
+    if names is not None and len(set(map(str, names))) < len(names):
+        twice = next(n for k, n in enumerate(names) if str(n) in map(str, names[:k]))
+        raise OptionError(f"system name {str(twice)!r} is given twice: names must tell the "
+                          "systems apart")  # fmt: skip
+
+
+def pass_inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.Array], np.dtype]:
+    """The kernels' inputs (key classes, then each system's scores and mask) and score dtype."""
+    if not is_label_key(key) and key.trial_mask.dtype != np.int8:
+        # keep codes outside -1/0/+1 outside them when the kernels' int8 conversion wraps
+        key = key.assign(trial_mask=key.trial_mask.clip(-2, 2))
+    # passes: realign once; the kernels drop non-trials by the key classes, so the score
+    # masks need no AND with the key (which cost two temporaries and a classes_of per block)
+    aligned = [align(s, key, once=True, restrict=False) for s in scores]
+    dtypes = {np.dtype(s.score.dtype) for s in aligned}
+    chunks = aligned[0].score.data.chunks
+    inputs = [trial_classes(key, chunks=chunks)]
+    for s in aligned:
+        inputs += [s.score.data.rechunk(chunks), s.score_mask.data.rechunk(chunks)]
+    dtype = np.dtype(np.float32) if dtypes == {np.dtype(np.float32)} else np.dtype(np.float64)
+    if dtype == np.float64:
+        inputs = [a.astype(np.float64) if i % 2 == 1 else a for i, a in enumerate(inputs)]
+    return inputs, dtype
+
+
+def key_codes_check(
+    classes: da.Array, key: xr.Dataset, blocks: dict[str, int]
+) -> tuple[list[Any], runner.Aggregation]:
+    """The pass-1 check of the key's codes: the ``lead`` arrays (trial row and column
+    positions) for :func:`bosaris_dask.runner.run_pass` and the aggregation that counts codes
+    outside -1/0/+1 and raises :class:`TrialError` naming the first."""
+    n_rows, n_cols = classes.shape
+    positions = [inline_blocks.per_block(np.arange(n_rows), classes.chunks[0]), "i",
+                 inline_blocks.per_block(np.arange(n_cols), classes.chunks[1]), "j"]  # fmt: skip
+    codes = runner.Aggregation(
+        "key codes", partial(kernels.key_codes_kernel, n_cols=n_cols, **blocks), 2,
+        combine=kernels.merge_key_codes, finalize=partial(_raise_bad_codes, key=key, n_cols=n_cols),
+    )  # fmt: skip
+    return positions, codes
+
+
+def _raise_bad_codes(head: np.ndarray, *, key: xr.Dataset, n_cols: int) -> None:
+    """Raise :class:`TrialError` naming a trial if pass 1 found key codes outside -1/0/+1."""
+    count, first = head
+    if not count:
+        return
+    i, j = divmod(int(first), n_cols)
+    code = key.trial_mask.data[i, j]
+    # one element of the key, for the error message: no pass, no progress bar
+    code = int(code.compute() if isinstance(code, da.Array) else code)
+    raise TrialError(
+        "a key's trial_mask holds only -1 (non-target), 0 (no trial) and +1 (target); "
+        f"found {code} at ({key.model.values[i]}, {key.segment.values[j]})"
+        + (f" and {int(count) - 1} more bad values" if count > 1 else "")
+    )
+
+
+def raise_trial_errors(
+    name: str,
+    bad: int,
+    missing: int,
+    classes: da.Array,
+    scores: da.Array,
+    mask: da.Array,
+    key: xr.Dataset,
+    allow_missing: bool,
+) -> None:
+    """The error a system's pass-1 counts call for, naming a trial: ``bad`` scored trials with
+    non-finite scores (ScoreError), ``missing`` key trials without a score (MissingTrialsError,
+    unless ``allow_missing``). ``classes`` are the key's trial classes, ``mask`` the scores'."""
+    if bad:
+        cond = ~da.isfinite(scores) & (classes != 0) & mask
+        where = locate(cond, key.model.values, key.segment.values)
+        raise ScoreError(f"{name}: {bad} trials have non-finite scores, e.g. {where}")
+    if missing and not allow_missing:
+        where = locate((classes != 0) & ~mask, key.model.values, key.segment.values)
+        raise MissingTrialsError(
+            f"{name}: {missing} key trials have no score, e.g. {where} (allow_missing drops them)"
+        )
+
+
+def check_both_classes(summary: ScoreSummary) -> ScoreSummary:
+    """``summary``, or the ScoreError of a system whose scored key trials lack a class (the
+    key's doing, or the scores' where they miss a class's trials: both counts are said)."""
+    if summary.n_target == 0 or summary.n_nontarget == 0:
+        missing = f" ({summary.n_missing} key trials without a score)" if summary.n_missing else ""
+        raise ScoreError(
+            f"{summary.name}: need both targets and non-targets, found {summary.n_target} "
+            f"targets and {summary.n_nontarget} non-targets among the key's scored trials"
+            f"{missing}"
+        )
+    return summary
