@@ -6,8 +6,8 @@ normalized DCF depend on it only through the *effective prior*
     ``p = P_target·C_miss / (P_target·C_miss + (1 − P_target)·C_fa)``,
 
 so ``DCF(t) / min(P_target·C_miss, (1 − P_target)·C_fa)`` equals the unit-cost normalized DCF at
-``p`` (DESIGN.md section 2). The Bayes threshold for scores that are natural-log likelihood ratios
-is
+``p`` (Brümmer & de Villiers 2011, section 2.3). The Bayes threshold for scores that are
+natural-log likelihood ratios is
 
     ``act_threshold = −logit(p) = ln(C_fa / C_miss) − logit(P_target)
     = ln((1 − P_target)·C_fa / (P_target·C_miss))``

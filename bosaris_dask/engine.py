@@ -1,7 +1,8 @@
 """The evaluation engine: exact score summaries from a fixed number of passes over the chunks.
 
-This is the only module that builds dask graphs for evaluation passes. Scores never get sorted
-globally. Instead (see DESIGN.md, section 3.1):
+This module runs a plain evaluation's passes (:mod:`bosaris_dask.grouped_histograms` and
+:mod:`bosaris_dask.rounds` run those of conditions and refinement rounds on the same plan).
+Scores never get sorted globally. Instead:
 
 1. **Pass 1** keys every score (:mod:`bosaris_dask.keys`) and, in one fused kernel per chunk,
    counts targets and non-targets per key prefix (the top ``coarse_bits`` bits, or, for more

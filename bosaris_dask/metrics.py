@@ -1,7 +1,8 @@
 """BOSARIS metrics: actDCF, minDCF, ROCCH, EER, PRBEP, Cllr, minCllr, DR30 and the NBE sweep.
 
-Definitions follow DESIGN.md section 2 (unit costs, effective prior ``p``, Bayes threshold
-``-logit(p)``, accept iff ``score >= threshold``). Everything is computed from
+Definitions follow Brümmer & de Villiers (2011), section 2 (unit costs, effective prior
+``p``, Bayes threshold ``-logit(p)``, accept iff ``score >= threshold``). Everything is
+computed from
 :class:`~bosaris_dask.engine.ScoreSummary` objects, so the same code serves a few thousand scores
 in numpy arrays and a billion-trial store.
 

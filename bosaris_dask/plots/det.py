@@ -5,7 +5,7 @@ The DET curve is the ROC with both axes warped by :func:`~bosaris_dask.plots.axe
 
 - the **ROCCH-DET** (default): each segment of the ROC convex hull, sampled at
   ``points_per_segment + 1`` points and warped, so it shows the curved image of the hull, the
-  curve on which every minDCF operating point lies (DESIGN.md section 2);
+  curve on which every minDCF operating point lies (Brümmer & de Villiers 2011, section 2.6);
 - the **steppy DET**: the exact ROC points of the evaluation (``roc_pfa``, ``roc_pmiss``; thinned
   in probit space by :func:`bosaris_dask.metrics.steppy_roc`) joined by straight lines.
 
