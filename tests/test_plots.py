@@ -35,7 +35,7 @@ from bosaris_dask.plots import (  # noqa: E402
     save_standard_plots,
 )
 from bosaris_dask.plots.axes import det_ticks, percent_label, resolve_window  # noqa: E402
-from bosaris_dask.plots.nbe import NBE_YMAX_CAP, contributions  # noqa: E402
+from bosaris_dask.plots.nbe import contributions  # noqa: E402
 from bosaris_dask.simulate import simulate  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "gauss1"
@@ -612,8 +612,7 @@ def test_the_nbe_plot_shades_everything_where_30_false_alarms_are_never_reached(
 
 
 # --------------------------------------------------------------------------------------------
-# NBE y axis: 0..1.2 while the curves fit, raised (up to a cap) to show a miscalibrated system,
-# and a clipped curve says so
+# NBE y axis: BOSARIS's 0..1.2 unless told, and a clipped curve says so
 
 
 def _llrs(a=1.0, b=0.0, *, n=(400, 3600), seed=1, mu=3.0):
@@ -660,39 +659,39 @@ def test_nbe_a_few_false_alarms_do_not_raise_the_axis_but_their_spike_is_said(ax
                            "(1 false alarm, ")  # fmt: skip
 
 
-def test_nbe_y_axis_rises_to_show_a_miscalibrated_system(ax):
+def test_nbe_a_miscalibrated_system_is_clipped_and_says_so_or_shown_when_asked(ax):
     # shifted by 2.5 towards targets: up to ~2.3, on over a thousand false alarms
     ds = evaluate_arrays(*_llrs(1.0, 2.5, n=(1000, 100_000)), name="over")
     high = _act_max(ds, (-10, 1))
     assert 1.2 < high < 4
     nbe_plot(ds, ax=ax)
-    bottom, top = ax.get_ylim()
-    assert bottom == 0.0 and high <= top <= high * 1.05 + 0.5 and top % 0.5 == 0
+    assert ax.get_ylim() == (0.0, 1.2)
+    assert _legend(ax)[0] == f"over: actDCF above the axis, up to {high:.3g}"
+    ax = nbe_plot(ds, ax=Figure().add_subplot(), ylim=(0.0, 4.0))  # asked to show it all
     (act,) = gid_lines(ax, "nbe/act/over")
     drawn = act.get_xdata() <= 1.0
-    assert np.nanmax(act.get_ydata()[drawn]) <= top  # every drawn point of it is on the axes
-    assert _legend(ax)[0] == "over"  # not clipped
+    assert np.nanmax(act.get_ydata()[drawn]) <= 4.0 and _legend(ax)[0] == "over"
 
 
-def test_nbe_y_axis_is_capped_and_a_curve_above_the_cap_says_so(caplog):
+def test_nbe_a_curve_far_above_the_axis_says_how_far(caplog):
     ds = evaluate_arrays(*_llrs(20.0, 5.0), name="x20")  # far off: thousands at -10
     high = _act_max(ds, (-10, 1))
     assert high > 1000
     with caplog.at_level(logging.INFO, logger="bosaris_dask.plots"):
         ax = nbe_plot(ds, ax=Figure().add_subplot())
-    assert ax.get_ylim() == (0.0, NBE_YMAX_CAP)
+    assert ax.get_ylim() == (0.0, 1.2)
     assert _legend(ax)[0] == f"x20: actDCF above the axis, up to {high:,.0f}"
     (note,) = [r.getMessage() for r in caplog.records]
-    assert f"x20's actDCF reaches {high:,.0f}" in note and f"(top {NBE_YMAX_CAP:g})" in note
+    assert f"x20's actDCF reaches {high:,.0f}" in note and "(top 1.2)" in note
     # given limits are kept; the legend says what they clip
     ax = nbe_plot(ds, ax=Figure().add_subplot(), ylim=(0.0, 1.2))
     assert ax.get_ylim() == (0.0, 1.2) and _legend(ax)[0].startswith("x20: actDCF above")
     ax = nbe_plot(ds, ax=Figure().add_subplot(), ylim=(0.0, 1e4))
     assert ax.get_ylim() == (0.0, 1e4) and _legend(ax)[0] == "x20"
-    # a well-calibrated system drawn after it on the same Axes keeps its curve on the axes
-    ax = nbe_plot(ds, ax=Figure().add_subplot(), xlim=(-10, 1))
+    # a well-calibrated system drawn after it on the same Axes keeps the axis it was given
+    ax = nbe_plot(ds, ax=Figure().add_subplot(), xlim=(-10, 1), ylim=(0.0, 5.0))
     nbe_plot(evaluate_arrays(*_llrs(), name="good"), ax=ax, xlim=(-10, 1))
-    assert ax.get_ylim() == (0.0, NBE_YMAX_CAP)
+    assert ax.get_ylim() == (0.0, 5.0)
     assert [t.split(":")[0] for t in _legend(ax)[:2]] == ["x20", "good"]
 
 

@@ -563,9 +563,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="nbe: also draw the miss and false-alarm parts of each curve (always "
                    "with --eval-key)")  # fmt: skip
     p.add_argument("--ymax", type=_axis_top, metavar="Y",
-                   help="nbe: the top of the y axis (normalized DCF). Default: 1.2 while every "
-                   "curve fits, else raised to show the curves, up to 5; a curve above the top "
-                   "is clipped, its legend entry and a note saying how high it goes")  # fmt: skip
+                   help="nbe: the top of the y axis (normalized DCF; default 1.2, as BOSARIS). "
+                   "A curve above the top is clipped, its legend entry and a note saying how "
+                   "high it goes")  # fmt: skip
     p.add_argument("--allow-missing", action="store_true",
                    help="drop key trials without a score (and report how many)")  # fmt: skip
     _condition_arguments(p, cprimary=False)

@@ -15,15 +15,12 @@ prior alone, drawn as the line ``y = 1``). Per system:
 
 Vertical dotted lines mark chosen operating points (by default the results' priors).
 
-The y axis is BOSARIS's 0..1.2 (:data:`NBE_YLIM`), where the detail is, while every drawn curve
-fits in it. A badly calibrated system's actDCF can be far above 1 (at prior log-odds -10, up to
-``e^10``, 22,026 times the cost of deciding by the prior alone): the axis is then raised to
-show it, up to :data:`NBE_YMAX_CAP`. Only what rests on at least 30 errors raises it (the rule
-of 30 again: a good system's one false alarm among N non-targets is worth ``e^10 / N`` at -10,
-noise, not miscalibration). A curve still above the top (or above a ``ylim`` given) is clipped
-there, and says so: its legend entry reads e.g. ``"sys: actDCF above the axis, up to 8,868"``,
-and a note naming the point and its error counts is logged (logger ``bosaris_dask.plots``, at
-INFO; the command line prints it).
+The y axis is BOSARIS's 0..1.2 (:data:`NBE_YLIM`), where the detail is (``ylim`` sets
+another; ``plot nbe --ymax``). A badly calibrated system's actDCF can be far above 1 (at prior
+log-odds -10, up to ``e^10``, 22,026 times the cost of deciding by the prior alone): a curve
+above the top is clipped there, and says so: its legend entry reads e.g. ``"sys: actDCF above
+the axis, up to 8,868"``, and a note naming the point and its error counts is logged (logger
+``bosaris_dask.plots``, at INFO; the command line prints it).
 
 Examples
 --------
@@ -38,15 +35,14 @@ Examples
 >>> [float(v) for v in (*ax.get_xlim(), *ax.get_ylim())]
 [-10.0, 1.0, 0.0, 1.2]
 >>> off = evaluate_arrays(rng.normal(3, 1, 500) * 3, rng.normal(0, 1, 5000) * 3, name="x3")
->>> ax = nbe_plot(off)  # overconfident: its actDCF goes above 1.2, the axis with it
+>>> ax = nbe_plot(off)  # overconfident: its actDCF goes above the axis, and it says so
 >>> [float(v) for v in ax.get_ylim()], ax.get_legend().get_texts()[0].get_text()
-([0.0, 5.0], 'x3: actDCF above the axis, up to 11.9')
+([0.0, 1.2], 'x3: actDCF above the axis, up to 11.9')
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
@@ -57,7 +53,6 @@ from scipy.special import expit, logit
 
 from bosaris_dask import metrics
 from bosaris_dask.errors import PlotError
-from bosaris_dask.measures import DR30_ERRORS
 from bosaris_dask.plots._common import (
     LEGEND_OUTSIDE,
     Curve,
@@ -67,14 +62,11 @@ from bosaris_dask.plots._common import (
     new_axes,
 )
 
-__all__ = ["nbe_plot", "contributions", "NBE_YLIM", "NBE_YMAX_CAP"]
+__all__ = ["nbe_plot", "contributions", "NBE_YLIM"]
 
 #: The y axis (normalized DCF) while every drawn curve fits: BOSARIS's, where the detail is.
 NBE_YLIM = (0.0, 1.2)
 
-#: The highest top the y axis is raised to, to show a curve above :data:`NBE_YLIM` (five times
-#: the cost of deciding by the prior alone); a curve above it is clipped, and says so.
-NBE_YMAX_CAP = 5.0
 
 _log = logging.getLogger("bosaris_dask.plots")
 
@@ -136,13 +128,10 @@ def nbe_plot(
     xlim, ylim
         Axis limits: prior log-odds (default -10..1: the low-prior side, where speaker
         verification operates, up to just past ``P = 0.5``, widened to show every operating
-        point, e.g. ``P = 0.9``) and normalized DCF (default 0..1.2, :data:`NBE_YLIM`, raised
-        when a drawn curve goes above it, to 5% above its highest point within ``xlim``,
-        rounded up to a multiple of 0.5, at most :data:`NBE_YMAX_CAP`, counting only the
-        miss and false-alarm parts that rest on at least 30 errors; never lowered below the
-        top of a plot already on ``ax``. A curve above the top is clipped and its legend
-        entry says how high it goes). The sweep itself is set by ``evaluate`` (default
-        -10..10).
+        point, e.g. ``P = 0.9``) and normalized DCF (default 0..1.2, :data:`NBE_YLIM`, never
+        lowered below the top of a plot already on ``ax``; a curve above the top is clipped
+        and its legend entry says how high it goes). The sweep itself is set by ``evaluate``
+        (default -10..10).
     act_dcf, min_dcf
         Draw the actDCF (solid) and minDCF (dashed) curves.
     contributions
@@ -189,7 +178,7 @@ def nbe_plot(
     drawn = [which for which, on in (("act", act_dcf), ("min", min_dcf)) if on]
     peaks = {(c.label, which): _peak(c, which, xlim) for c in chosen for which in drawn}
     if ylim is None:
-        ylim = _auto_ylim(max((peak.backed for peak in peaks.values()), default=0.0))
+        ylim = NBE_YLIM
         if earlier is not None and earlier > ylim[1]:  # keep showing what is drawn already
             ylim = (ylim[0], earlier)
     _label_clipped(ax, xlim, ylim[1])
@@ -220,37 +209,29 @@ def nbe_plot(
 
 class _Peak(NamedTuple):
     """A curve's highest point within the x window: ``y`` at ``x`` on ``fa`` false alarms and
-    ``miss`` misses, and ``backed``, its highest value counting only the parts (miss,
-    false-alarm) that rest on at least DR30 errors."""
+    ``miss`` misses."""
 
     y: float
     x: float
     fa: int
     miss: int
-    backed: float
 
 
 def _peak(c: Curve, which: str, xlim: tuple[float, float]) -> _Peak:
-    """The highest point of ``c``'s actDCF or minDCF curve within ``xlim``.
-
-    A part of the curve that rests on fewer than 30 errors (Doddington's rule) does not raise
-    the axis: a good system's single false alarm at prior log-odds -10 is worth ``e^10 / N``,
-    far above 1.2, and is noise. A badly calibrated system's high actDCF rests on many.
-    """
+    """The highest point of ``c``'s actDCF or minDCF curve within ``xlim`` (the note on a
+    clipped curve gives its error counts: a good system's one false alarm at prior log-odds -10
+    is worth ``e^10 / N``, far above 1.2; a badly calibrated system's high actDCF rests on
+    many)."""
     sweep = metrics.sweep_points(c.data)
     plo = np.asarray(sweep.plo.values, dtype=np.float64)
     y = np.asarray(sweep[f"{which}_dcf"].values, dtype=np.float64)
-    miss, fa = contributions(c.data, which)
     n_fa = np.rint(sweep[f"{which}_pfa"].values * float(c.data.n_nontarget))
     n_miss = np.rint(sweep[f"{which}_pmiss"].values * float(c.data.n_target))
-    errors = float(c.data.attrs.get("dr30_errors", DR30_ERRORS))
-    backed = np.where(n_miss >= errors, miss, 0.0) + np.where(n_fa >= errors, fa, 0.0)
     inside = np.flatnonzero((plo >= xlim[0]) & (plo <= xlim[1]) & ~np.isnan(y))
     if not len(inside):
-        return _Peak(np.nan, np.nan, 0, 0, np.nan)
+        return _Peak(np.nan, np.nan, 0, 0)
     i = inside[int(np.argmax(y[inside]))]
-    return _Peak(float(y[i]), float(plo[i]), int(n_fa[i]), int(n_miss[i]),
-                 float(np.nanmax(backed[inside])))  # fmt: skip
+    return _Peak(float(y[i]), float(plo[i]), int(n_fa[i]), int(n_miss[i]))
 
 
 def _highest(ax: Axes, xlim: tuple[float, float]) -> dict[str, dict[str, float]]:
@@ -271,18 +252,6 @@ def _highest(ax: Axes, xlim: tuple[float, float]) -> dict[str, dict[str, float]]
         if len(ys):
             out.setdefault(parts[2], {})[parts[1]] = float(ys.max())
     return out
-
-
-def _auto_ylim(highest: float) -> tuple[float, float]:
-    """:data:`NBE_YLIM` when the curves fit in it; else a top 5% above them, rounded up to a
-    multiple of 0.5, at most :data:`NBE_YMAX_CAP`.
-
-    >>> _auto_ylim(0.9), _auto_ylim(1.3), _auto_ylim(3.0), _auto_ylim(8868.0)
-    ((0.0, 1.2), (0.0, 1.5), (0.0, 3.5), (0.0, 5.0))
-    """
-    if not highest > NBE_YLIM[1]:  # (also NaN: nothing drawn in the window)
-        return NBE_YLIM
-    return (NBE_YLIM[0], min(math.ceil(highest * 1.05 * 2.0) / 2.0, NBE_YMAX_CAP))
 
 
 def _amount(value: float) -> str:
