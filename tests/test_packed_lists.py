@@ -280,3 +280,81 @@ def test_a_score_file_beyond_its_keys_ids_goes_on_the_keys_grid(tmp_path, monkey
     assert system["eer"] == pytest.approx(ref.eer(np.array(tar), np.array(non)), rel=1e-12)
     monkeypatch.setattr(packed, "ON_GRID_MAX_CELLS", 0)  # the scores' own grid: the same
     assert _evaluate_json(tmp_path, "dense") == doc
+
+
+def _embeddings(tmp_path, n=60, d=8, seed=2):
+    """An embedding file of ``n`` ids (``u0`` ...) from ``n // 4`` speakers, and a key list of
+    pairs of them (VoxCeleb-like: labels first), returned with the ids' speakers."""
+    rng = np.random.default_rng(seed)
+    speaker = rng.integers(0, n // 4, n)
+    emb = rng.normal(size=(n // 4, d))[speaker] + rng.normal(size=(n, d))
+    ids = np.array([f"u{i}" for i in range(n)])
+    np.savez(tmp_path / "emb.npz", ids=ids, embeddings=emb.astype(np.float32))
+    pairs = {(int(a), int(b)) for a, b in rng.integers(0, n, (4 * n, 2)) if a != b}
+    lines = [f"{int(speaker[a] == speaker[b])} u{a} u{b}\n" for a, b in sorted(pairs)]
+    (tmp_path / "trials").write_text("".join(lines))
+    return ids, emb.astype(np.float32)
+
+
+@pytest.mark.parametrize("options", [[], ["--backend", "dot"], ["--center", "EMB"]])
+def test_scores_from_embeddings_of_a_sparse_key_pair_by_pair(tmp_path, monkeypatch, options,
+                                                            capsys):  # fmt: skip
+    ids, emb = _embeddings(tmp_path)
+    options = [str(tmp_path / "emb.npz") if o == "EMB" else o for o in options]
+    argv = ["--enrol", str(tmp_path / "emb.npz"), "--test", str(tmp_path / "emb.npz"),
+            "--exact-auc", *options]  # fmt: skip
+    (tmp_path / "scores").write_text(  # a second system: a score file of the same trials
+        "".join(
+            f"{line.split()[1]} {line.split()[2]} {i % 7 * 0.5}\n"
+            for i, line in enumerate((tmp_path / "trials").read_text().splitlines())
+        )
+    )
+    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 1 << 62)
+    dense = _evaluate_json(tmp_path, "dense", *argv)
+    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 0)
+    monkeypatch.setattr(packed, "SPARSE_CELLS_PER_TRIAL", 0)
+    got = _evaluate_json(tmp_path, "packed", *argv, quiet=False)
+    assert "read as packed trial lists" in capsys.readouterr().err
+    assert got == dense  # both systems, every metric (the exact AUC too), bit for bit
+    # the embeddings' system against a float64 brute force of its EER
+    v = emb.astype(np.float64)
+    if "--center" in options:
+        v = v - v.mean(axis=0)
+    if "dot" not in options:
+        v = v / np.linalg.norm(v, axis=1, keepdims=True)
+    tar, non = [], []
+    for line in (tmp_path / "trials").read_text().splitlines():
+        label, a, b = line.split()
+        (tar if label == "1" else non).append(float(np.float32(v[int(a[1:])] @ v[int(b[1:])])))
+    system = got["systems"][1]
+    assert (system["n_target"], system["n_nontarget"]) == (len(tar), len(non))
+    assert system["eer"] == pytest.approx(ref.eer(np.array(tar), np.array(non)), rel=1e-12)
+
+
+def test_trial_scores_are_the_matrix_scores_bit_for_bit():
+    from bosaris_dask.embeddings import from_arrays, scores_from_embeddings, trial_scores
+
+    rng = np.random.default_rng(5)
+    e = from_arrays([f"m{i}" for i in range(40)], rng.normal(size=(40, 16)) * 3)
+    t = from_arrays([f"t{i}" for i in range(50)], rng.normal(size=(50, 16)))
+    rows, cols = rng.integers(0, 40, 500), rng.integers(0, 50, 500)
+    for backend in ("cosine", "dot"):
+        matrix = scores_from_embeddings(e, t, backend=backend, chunks=(7, 9)).score.values
+        got = trial_scores(e, t, e.id.values, t.id.values, rows, cols, backend=backend)
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got.view(np.uint32), matrix[rows, cols].view(np.uint32))
+
+
+def test_a_key_id_without_an_embedding_is_named_as_on_the_grid(tmp_path, monkeypatch, capsys):
+    _embeddings(tmp_path)
+    with open(tmp_path / "trials", "a") as f:
+        f.write("0 u1 nobody\n")
+    argv = ["evaluate", "--key", str(tmp_path / "trials"), "--enrol", str(tmp_path / "emb.npz"),
+            "--test", str(tmp_path / "emb.npz"), "-q"]  # fmt: skip
+    errors = []
+    for cells in (1 << 62, 0):
+        monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", cells)
+        monkeypatch.setattr(packed, "SPARSE_CELLS_PER_TRIAL", 0)
+        assert main(argv) != 0
+        errors.append(capsys.readouterr().err)
+    assert errors[0] == errors[1] and "nobody" in errors[0]

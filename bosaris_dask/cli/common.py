@@ -125,7 +125,7 @@ def _text_inputs(
     for path in score_paths:
         scores = read_trials(path, "scores", format=text_format, like=key)
         systems.append(on_grid(scores, key) if isinstance(scores, TrialList) else scores)
-    return key, _in_natural(systems, llr_base)
+    return key, _in_natural(_with_embeddings(args, key, systems), llr_base)
 
 
 def _key_and_systems(
@@ -151,8 +151,9 @@ _PACKING = ("evaluate", "plot", "calibrate", "fuse")
 
 def _may_pack(args: argparse.Namespace | None, key_path: str, score_paths: Sequence[str]) -> bool:
     """Whether an evaluation or a fit may pack sparse text lists
-    (:mod:`bosaris_dask.io.text.packed`): text files alone (regular files, no scores from
-    embeddings), no bootstrap (it resamples ids), no quality measures."""
+    (:mod:`bosaris_dask.io.text.packed`): text files (regular files) and scores from
+    embeddings without cohort normalization (scored pair by pair), no bootstrap (it resamples
+    ids), no quality measures."""
     from bosaris_dask import io
     from bosaris_dask.io.text.scratch import _is_stream
 
@@ -160,15 +161,28 @@ def _may_pack(args: argparse.Namespace | None, key_path: str, score_paths: Seque
         return False
     if any(getattr(args, name, None) for name in ("quality", "model_quality", "segment_quality")):
         return False
-    if getattr(args, "enrol", None) or _bootstrap_options(args):
+    if _bootstrap_options(args) or not (score_paths or _pairs_from_embeddings(args)):
         return False
     paths = [key_path, *score_paths]
-    return bool(score_paths) and all(  # (anything else: the readers of the grid say what it is)
+    return all(  # (anything else: the readers of the grid say what it is)
         io.detect_format(p) == "text"
         and Path(p).is_file()
         and not _is_stream(p)
         and Path(p).suffix.lower() not in io.EMBEDDING_ONLY_SUFFIXES
         for p in paths
+    )
+
+
+def _pairs_from_embeddings(args: argparse.Namespace) -> bool:
+    """Whether ``--enrol``/``--test`` score the key's trials with no cohort normalization
+    (then a sparse key's trials are scored pair by pair:
+    :func:`~bosaris_dask.embeddings.scoring.trial_scores`)."""
+    from bosaris_dask.cli.embeddings import uses_embeddings
+
+    return (
+        uses_embeddings(args)
+        and getattr(args, "norm", "none") in (None, "none")
+        and getattr(args, "cohort", None) is None
     )
 
 
@@ -179,8 +193,9 @@ def _packed(
     text_format: str | None,
     llr_base: str,
 ) -> tuple[Any, list[Any]]:
-    """The packed key and systems of a sparse key list and text score files."""
-    from bosaris_dask.io.text.packed import TrialList, pack
+    """The packed key and systems of a sparse key list, text score files and the scores from
+    embeddings of its trials."""
+    from bosaris_dask.io.text.packed import TrialList, as_packed, pack
 
     key.refuse_duplicates()  # the key's errors first, as when it is read whole
     lists = [TrialList.read(p, "scores", format=text_format) for p in score_paths]
@@ -191,9 +206,20 @@ def _packed(
     packed_key, systems = pack(
         key, lists, names=system_names(list(score_paths)), allow_missing=allow_missing
     )
+    if _pairs_from_embeddings(args):  # the last system, as on the grid
+        systems.append(as_packed(key, _trial_scores(args, key)))
     if getattr(args, "by", None):  # each trial's condition, from its own ids
         args.trial_conditions = _trial_conditions(args, key)
     return packed_key, _in_natural(systems, llr_base)
+
+
+def _trial_scores(args: argparse.Namespace, key: Any) -> Any:
+    """The scores from ``--enrol``/``--test`` of a key list's trials, pair by pair."""
+    from bosaris_dask.embeddings import trial_scores
+
+    return trial_scores(args.enrol, args.test, key.models, key.segments, key.model_codes,
+                        key.segment_codes, backend=args.backend, center=args.center,
+                        models=args.models)  # fmt: skip
 
 
 def _trial_conditions(args: argparse.Namespace, key: Any) -> Any:

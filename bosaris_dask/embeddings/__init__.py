@@ -34,7 +34,11 @@ from bosaris_dask.embeddings.classes import key_from_class_tables, read_class_ta
 from bosaris_dask.embeddings.cohort import cohort_quality, cohort_stats
 from bosaris_dask.embeddings.model_map import read_model_map
 from bosaris_dask.embeddings.prepare import estimate_center
-from bosaris_dask.embeddings.scoring import scores_from_embeddings, scores_with_cohort_quality
+from bosaris_dask.embeddings.scoring import (
+    scores_from_embeddings,
+    scores_with_cohort_quality,
+    trial_scores,
+)
 from bosaris_dask.embeddings.store import EMBEDDING_DIMS, from_arrays, info, read
 from bosaris_dask.embeddings.writer import write
 
@@ -48,6 +52,7 @@ __all__ = [
     "key_from_class_tables",
     "estimate_center",
     "scores_from_embeddings",
+    "trial_scores",
     "scores_with_cohort_quality",
     "cohort_stats",
     "cohort_quality",

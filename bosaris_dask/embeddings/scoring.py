@@ -37,6 +37,7 @@ from bosaris_dask.errors import OptionError, TrialError
 from bosaris_dask.trials import kind_of, make_scores, trial_classes
 
 __all__ = [
+    "trial_scores",
     "scores_from_embeddings",
     "scores_with_cohort_quality",
     "score_matrix",
@@ -160,6 +161,15 @@ def _sides(
             raise TrialError(f"trials must be a key or an ndx, got {kind_of(trials)}")
         model_ids, segment_ids = trials.model.values, trials.segment.values
     which = "key" if trials is None or kind_of(trials) == "key" else "trial list"
+    return _prepared_sides(enrol, test, model_ids, segment_ids, which, backend=backend,
+                           center=center, models=models, chunks=chunks)  # fmt: skip
+
+
+def _prepared_sides(
+    enrol: Embeddings, test: Embeddings, model_ids: Any, segment_ids: Any, which: str, *,
+    backend: str, center: np.ndarray | None, models: Any, chunks: tuple[int, int],
+) -> tuple[Side, Side]:  # fmt: skip
+    """Both prepared sides, restricted to (and ordered as) these ids (``None``: all)."""
     if models is None:
         e = prepare(enrol, model_ids, backend=backend, center=center, chunk_rows=chunks[0],
                     what=f"{which} model")  # fmt: skip
@@ -255,6 +265,47 @@ def scores_from_embeddings(
                "norm": norm, "cohort": cohort, "top_n": top_n, "chunks": chunks,
                "device": device}  # fmt: skip
     return _build(enrol, test, quality=False, **options)[0]
+
+
+def trial_scores(
+    enrol: Embeddings,
+    test: Embeddings,
+    model_ids: Any,
+    segment_ids: Any,
+    model_of: np.ndarray,
+    segment_of: np.ndarray,
+    *,
+    backend: str = "cosine",
+    center: Any = None,
+    models: Any = None,
+) -> np.ndarray:
+    """The float32 scores of a list of trials, ``(model_ids[model_of[k]],
+    segment_ids[segment_of[k]])``: the bits :func:`scores_from_embeddings` gives them in any
+    block (every score is the exact product rounded once: :mod:`.rounding`), computed pair by
+    pair, for lists too sparse for a models x segments matrix (a VoxCeleb1-E key). No cohort
+    normalization (its statistics are per row of the matrix).
+
+    Examples
+    --------
+    >>> from bosaris_dask.embeddings import from_arrays
+    >>> e = from_arrays(["m1", "m2"], np.array([[1.0, 0.0], [0.6, 0.8]]))
+    >>> t = from_arrays(["t1", "t2"], np.array([[2.0, 0.0], [0.0, 3.0]]))
+    >>> trial_scores(e, t, ["m2", "m1"], ["t2", "t1"], np.array([0, 1]), np.array([0, 1]))
+    array([0.8, 1. ], dtype=float32)
+    """
+    from bosaris_dask.embeddings.rounding import exact_pairs
+    from bosaris_dask.progress import compute
+
+    check_backend(backend)
+    vector = resolve_center(center)
+    e, t = _prepared_sides(enrol, test, np.asarray(model_ids), np.asarray(segment_ids), "key",
+                           backend=backend, center=vector, models=models,
+                           chunks=DEFAULT_CHUNKS)  # fmt: skip
+    if backend == "dot":
+        check_dot_range(e, t)
+    _check_dimensions(e, t)
+    a, b = (np.asarray(v, dtype=np.float64) for v in compute([e.values, t.values]))
+    return exact_pairs(a, b, np.asarray(model_of), np.asarray(segment_of))
 
 
 def scores_with_cohort_quality(
