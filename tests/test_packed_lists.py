@@ -358,3 +358,21 @@ def test_a_key_id_without_an_embedding_is_named_as_on_the_grid(tmp_path, monkeyp
         assert main(argv) != 0
         errors.append(capsys.readouterr().err)
     assert errors[0] == errors[1] and "nobody" in errors[0]
+
+
+def test_score_writes_a_text_list_in_its_order_with_the_matrix_values(tmp_path, capsys):
+    _embeddings(tmp_path)
+    lines = (tmp_path / "trials").read_text().splitlines()
+    rng = np.random.default_rng(0)
+    rng.shuffle(lines)  # a list in no id order
+    (tmp_path / "trials").write_text("".join(f"{line}\n" for line in lines))
+    argv = ["score", "--key", str(tmp_path / "trials"), "--enrol", str(tmp_path / "emb.npz"),
+            "--test", str(tmp_path / "emb.npz")]  # fmt: skip
+    assert main([*argv, "--out", str(tmp_path / "s.txt")]) == 0
+    assert "in its order" in capsys.readouterr().err
+    out = (tmp_path / "s.txt").read_text().splitlines()
+    assert [line.split()[:2] for line in out] == [line.split()[1:] for line in lines]
+    assert main([*argv, "--out", str(tmp_path / "s.zarr"), "-q"]) == 0  # the matrix's blocks
+    assert main(["convert", str(tmp_path / "s.zarr"), str(tmp_path / "grid.txt"), "-q"]) == 0
+    grid = (tmp_path / "grid.txt").read_text().splitlines()
+    assert out != grid and sorted(out) == sorted(grid)

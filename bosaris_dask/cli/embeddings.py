@@ -190,9 +190,11 @@ def cmd_score(args: argparse.Namespace) -> int:
             return int(trials.sizes["model"] * trials.sizes["segment"])
         return int(enrol.sizes["id"] * test.sizes["id"])
 
+    start = time.perf_counter()
+    if _scores_listed(args):
+        return _score_list(args, start)
     # The inputs are opened first (a wrong path fails before a cluster starts); the checks,
     # cohort statistics and scores then run where the cluster is.
-    start = time.perf_counter()
     with _opened(args, open_inputs, size) as (trials, enrol, test):
         if args.quality_out:
             scores, quality = embedding_scores(args, trials, True, enrol, test)
@@ -209,6 +211,42 @@ def cmd_score(args: argparse.Namespace) -> int:
     ids = f"{scores.sizes['model']:,} x {scores.sizes['segment']:,}"
     what = f"{ids} scores" if trials is None else f"the scores of the trials of {ids} ids"
     _say(args, f"wrote {what} to {args.out} in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+def _scores_listed(args: argparse.Namespace) -> bool:
+    """Whether ``score`` writes the trials of a text ``--key``/``--ndx`` to a text ``--out``
+    pair by pair, in the list's order (no cohort normalization, no class tables)."""
+    from bosaris_dask.cli.in_order import listed
+
+    trials = args.key or args.ndx
+    return (
+        trials is not None
+        and not uses_class_tables(args)
+        and args.norm in (None, "none")
+        and args.cohort is None
+        and not args.quality_out
+        and listed(args, [trials])
+    )
+
+
+def _score_list(args: argparse.Namespace, start: float) -> int:
+    """``score`` of a text trial list into a text file, line for line in its order (a Kaldi
+    recipe pastes it beside the list): each trial's score as in any block of the matrix
+    (:func:`~bosaris_dask.embeddings.scoring.trial_scores`)."""
+    import numpy as np
+
+    from bosaris_dask.cli.in_order import trial_list
+    from bosaris_dask.embeddings import trial_scores
+    from bosaris_dask.io.text.write import write_score_lines
+
+    trials = trial_list(args.key or args.ndx, "--key" if args.key else "--ndx")
+    scores = trial_scores(args.enrol, args.test, trials.models, trials.segments,
+                          trials.model_codes, trials.segment_codes, backend=args.backend,
+                          center=args.center, models=args.models)  # fmt: skip
+    n = write_score_lines(trials, scores, np.ones(len(scores), dtype=bool), args.out)
+    _say(args, f"wrote the scores of the {n:,} trials of {Path(trials.path).name}, in its "
+               f"order, to {args.out} in {time.perf_counter() - start:.1f} s")  # fmt: skip
     return 0
 
 

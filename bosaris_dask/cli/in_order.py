@@ -23,7 +23,7 @@ import numpy as np
 from bosaris_dask.cli.common import _in_natural, _in_user_base, _say
 from bosaris_dask.errors import BosarisError, OptionError
 
-__all__ = ["LIST_MAX_BYTES", "keeps_line_order", "apply_in_order"]
+__all__ = ["LIST_MAX_BYTES", "keeps_line_order", "apply_in_order", "listed", "trial_list"]
 
 #: Text score files up to this size each keep their line order in a text output; larger ones
 #: go through the grid (bounded memory), written model by model.
@@ -35,7 +35,6 @@ def keeps_line_order(args: argparse.Namespace, score_paths: Sequence[str]) -> bo
     file of at most :data:`LIST_MAX_BYTES`, written to a text ``--out``, with no quality
     measures and no scores from embeddings."""
     from bosaris_dask import io
-    from bosaris_dask.io.text.scratch import _is_stream
 
     if args.out is None or not score_paths or io._write_format(args.out, None) != "text":
         return False
@@ -44,19 +43,13 @@ def keeps_line_order(args: argparse.Namespace, score_paths: Sequence[str]) -> bo
     )):  # fmt: skip
         return False
     paths = [*score_paths, *([args.ndx] if args.ndx else [])]
-    listed = all(
-        io.detect_format(p) == "text"
-        and Path(p).is_file()
-        and not _is_stream(p)
-        and Path(p).suffix.lower() not in io.EMBEDDING_ONLY_SUFFIXES
-        and Path(p).stat().st_size <= LIST_MAX_BYTES
-        for p in paths
-    )
-    if not listed and all(io.detect_format(p) == "text" for p in paths):
+    if listed(args, paths):
+        return True
+    if all(io.detect_format(p) == "text" for p in paths):
         _say(args, f"{args.out}: lines written model by model, not in the input's order (an "
                    f"input larger than {LIST_MAX_BYTES >> 30} GiB, or not a regular file, "
                    "is read as a grid)")  # fmt: skip
-    return listed
+    return False
 
 
 def apply_in_order(
@@ -77,7 +70,7 @@ def apply_in_order(
     lists = [TrialList.read(p, "scores") for p in score_paths]
     for scores in lists:
         scores.refuse_duplicates()
-    order = _ndx_list(args.ndx) if args.ndx else lists[0]
+    order = trial_list(args.ndx, "--ndx") if args.ndx else lists[0]
     systems = [as_packed(order, *joined(order, scores)) for scores in lists]
     natural = _in_natural(systems, args.llr_base)
     out = apply_model(model, natural, llr_base="e")  # the inputs are natural-log LLRs
@@ -100,8 +93,9 @@ def apply_in_order(
     return natural, out
 
 
-def _ndx_list(path: str) -> Any:
-    """The trials of ``--ndx`` (an ndx or key text file) as a list, duplicates refused."""
+def trial_list(path: str, option: str) -> Any:
+    """The trials of an ndx or key text file (``option`` names it in errors) as a list,
+    duplicates refused."""
     from bosaris_dask.io.text.collect import _Collector
     from bosaris_dask.io.text.packed import TrialList
     from bosaris_dask.io.text.read import collect_text
@@ -109,10 +103,30 @@ def _ndx_list(path: str) -> Any:
     collector: _Collector = collect_text(path)
     try:
         if collector.kind not in ("ndx", "key"):
-            raise OptionError(f"--ndx {path} holds {collector.kind}, not a trial list (an Ndx or "
-                              "a Key)")  # fmt: skip
+            raise OptionError(f"{option} {path} holds {collector.kind}, not a trial list (an Ndx "
+                              "or a Key)")  # fmt: skip
         trials = TrialList._of(collector, path)
     finally:
         collector.close()
     trials.refuse_duplicates()
     return trials
+
+
+def listed(args: argparse.Namespace, paths: Sequence[str]) -> bool:
+    """Whether ``paths`` are regular text files of at most :data:`LIST_MAX_BYTES` each and
+    ``--out`` is text: read and written as lists, in their lines' order."""
+    from bosaris_dask import io
+    from bosaris_dask.io.text.scratch import _is_stream
+
+    return (
+        args.out is not None
+        and io._write_format(args.out, None) == "text"
+        and all(
+            io.detect_format(p) == "text"
+            and Path(p).is_file()
+            and not _is_stream(p)
+            and Path(p).suffix.lower() not in io.EMBEDDING_ONLY_SUFFIXES
+            and Path(p).stat().st_size <= LIST_MAX_BYTES
+            for p in paths
+        )
+    )
