@@ -121,3 +121,40 @@ def test_large_files_go_through_the_grid_and_say_so(lists, monkeypatch, capsys):
     main([*argv, "--out", str(d / "out.txt")])
     assert "written model by model" in capsys.readouterr().err
     assert _lines(d / "out.txt") == _grid(d, argv, d / "grid.txt")  # the grid's order
+
+
+def test_a_text_output_that_cannot_keep_the_order_says_why(lists, capsys):
+    d = lists
+    main(["calibrate", "--key", str(d / "key.lst"), "--scores", str(d / "s1.lst"),
+          "--model-out", str(d / "cal.json"), "-q"])  # fmt: skip
+    ndx = [line.split()[:2] for line in _lines(d / "s1.lst")][:5]
+    _write(d / "trials.ndx", [" ".join(t) for t in ndx])
+    main(["convert", str(d / "trials.ndx"), str(d / "ndx.zarr"), "-q"])
+    capsys.readouterr()
+    main(["apply", "--model", str(d / "cal.json"), "--scores", str(d / "s1.lst"), "--ndx",
+          str(d / "ndx.zarr"), "--out", str(d / "out.txt")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert "lines written model by model, not in the order of the input lines" in err
+    assert len(_lines(d / "out.txt")) == 5
+
+
+def test_fill_messages_count_trials_and_refuse_a_non_finite_value(lists, capsys):
+    d = lists
+    main(["calibrate", "--key", str(d / "key.lst"), "--scores", str(d / "s1.lst"),
+          "--model-out", str(d / "cal.json"), "-q"])  # fmt: skip
+    first = _lines(d / "s1.lst")[0].split()[:2]
+    _write(d / "trials.ndx", [" ".join(first), "nobody utt00", "spk0-enr nothing"])
+    argv = ["apply", "--model", str(d / "cal.json"), "--scores", str(d / "s1.lst"), "--ndx",
+            str(d / "trials.ndx"), "--fill-missing"]  # fmt: skip
+    for out in ("out.txt", "out.zarr"):  # the lists, then the grid
+        capsys.readouterr()
+        assert main([*argv, "0", "--out", str(d / out)]) == 0
+        assert "2 of the 3 --ndx trials have no score: filled with 0" in capsys.readouterr().err
+        assert main([*argv, "nan", "--out", str(d / out)]) != 0
+        assert "the fill value must be a finite number, got nan" in capsys.readouterr().err
+    _write(d / "none.ndx", ["nobody utt00"])
+    assert main(["apply", "--model", str(d / "cal.json"), "--scores", str(d / "s1.lst"),
+                 "--ndx", str(d / "none.ndx"), "--out", str(d / "none.txt")]) != 0  # fmt: skip
+    err = capsys.readouterr().err
+    assert "no trial to write (no trial of the list has a score" in err
+    assert not (d / "none.txt").exists()

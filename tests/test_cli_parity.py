@@ -39,7 +39,7 @@ def test_calibrate_apply_fill_missing(tiny, tmp_path, capsys):
                "--ndx", str(tiny / "ndx.h5"), "--fill-missing", "0", "--out", str(out),
                "--cluster", "threads"])  # fmt: skip
     assert rc == 0
-    assert "32 of 150 trials: filled with 0" in capsys.readouterr().err  # m9: 30, two holes
+    assert "32 of the 150 --ndx trials have no score: filled with 0" in capsys.readouterr().err
     doc = json.loads(model.read_text())
     cal = io.read(out)
     assert cal.model.values.tolist() == [*(f"m{i}" for i in range(4)), "m9"]

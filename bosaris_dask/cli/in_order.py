@@ -38,17 +38,17 @@ def keeps_line_order(args: argparse.Namespace, score_paths: Sequence[str]) -> bo
 
     if args.out is None or not score_paths or io._write_format(args.out, None) != "text":
         return False
-    if any(getattr(args, name, None) for name in (
-        "quality", "apply_quality", "model_quality", "segment_quality", "enrol", "test",
-    )):  # fmt: skip
-        return False
     paths = [*score_paths, *([args.ndx] if args.ndx else [])]
-    if listed(args, paths):
+    extra = [f"--{name.replace('_', '-')}" for name in (
+        "quality", "apply_quality", "model_quality", "segment_quality", "enrol",
+    ) if getattr(args, name, None)]  # fmt: skip
+    if not extra and listed(args, paths):
         return True
-    if all(io.detect_format(p) == "text" for p in paths):
-        _say(args, f"{args.out}: lines written model by model, not in the input's order (an "
-                   f"input larger than {LIST_MAX_BYTES >> 30} GiB, or not a regular file, "
-                   "is read as a grid)")  # fmt: skip
+    if any(io.detect_format(p) == "text" for p in paths):  # a text input's order is not kept
+        why = (f"with {', '.join(extra)}" if extra else "an input is not a regular text file "
+               f"of at most {LIST_MAX_BYTES >> 30} GiB")  # fmt: skip
+        _say(args, f"{args.out}: lines written model by model, not in the order of the input "
+                   f"lines ({why}: the scores are read as the ids' grid)")  # fmt: skip
     return False
 
 
@@ -81,6 +81,8 @@ def apply_in_order(
         if args.ndx is None:
             raise BosarisError("--fill-missing needs --ndx (the trials that must all have a "
                                "score)")  # fmt: skip
+        if not np.isfinite(fill):
+            raise BosarisError(f"the fill value must be a finite number, got {fill}")
         values = np.where(scored, values, fill)
         if unscored:
             _say(args, f"{unscored:,} of the {len(values):,} --ndx trials have no score: "

@@ -207,7 +207,9 @@ def _fill_missing(args: argparse.Namespace, out: Any, ndx: Any) -> Any:
         raise BosarisError("--fill-missing needs --ndx (the trials that must all have a score)")
     from bosaris_dask.trials import alignment_report, set_missing_to_value
 
-    _say(args, f"{alignment_report(out, ndx)}: filled with {args.fill_missing:g}")
+    report = alignment_report(out, ndx)  # (out is on the ndx's ids: count its trials)
+    _say(args, f"{report.trials:,} of the {report.n_trials:,} --ndx trials have no score: "
+               f"filled with {args.fill_missing:g}")  # fmt: skip
     return set_missing_to_value(out, ndx, args.fill_missing, log_missing=False)
 
 
@@ -268,7 +270,7 @@ def _fit_and_apply(
         _say(args, f"{doc['kind']}: {fitted} ({elapsed:.1f} s); wrote {args.model_out}")
         for note in doc.get("warnings", []):
             print(f"warning: {note}", file=sys.stderr)
-        if args.apply and quality is None and keeps_line_order(args, args.apply):
+        if args.apply and keeps_line_order(args, args.apply):
             targets, fitted_out = apply_in_order(args, model, args.apply)
             _say(args, f"wrote {args.out}")
             if args.command == "fuse" and not args.quiet:

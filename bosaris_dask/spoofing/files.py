@@ -403,12 +403,18 @@ def cm_arrays(
     out)."""
     kept, rows = _cm_rows(key, scores, allow_missing)
     score = scores.score[rows]
-    bona, spoof = score[kept.bonafide], score[~kept.bonafide]
-    if not bona.size or not spoof.size:
-        raise TrialError(f"{key.path}: need bona fide and spoof trials, found "
-                         f"{bona.size} bona fide and {spoof.size} spoof"
-                         f"{_dropped(key, kept, scores)}")  # fmt: skip
-    return bona, spoof
+    _both_classes(key, kept, scores)
+    return score[kept.bonafide], score[~kept.bonafide]
+
+
+def _both_classes(key: CMKey, kept: CMKey, scores: CMScores) -> None:
+    """Bona fide and spoof trials both among the key's trials with a score, or an error
+    (saying how many were dropped for want of one)."""
+    n_bona = int(np.count_nonzero(kept.bonafide))
+    n_spoof = kept.bonafide.size - n_bona
+    if not n_bona or not n_spoof:
+        raise TrialError(f"{key.path}: need bona fide and spoof trials, found {n_bona} bona "
+                         f"fide and {n_spoof} spoof{_dropped(key, kept, scores)}")  # fmt: skip
 
 
 def _sasv_rows(
@@ -460,8 +466,10 @@ def cm_key_and_scores(
     """
     from bosaris_dask.trials.construction import make_key, make_scores
 
-    key, rows = _cm_rows(key, scores, allow_missing)
-    score = scores.score[rows]
+    kept, rows = _cm_rows(key, scores, allow_missing)
+    if kept is not key:  # trials dropped: an emptied class says so (the engine would not)
+        _both_classes(key, kept, scores)
+    key, score = kept, scores.score[rows]
     segments = key.filename.astype(str)
     mask = np.where(key.bonafide, 1, -1).astype(np.int8)[None, :]
     return make_key(["cm"], segments, mask), make_scores(["cm"], segments, score[None, :])

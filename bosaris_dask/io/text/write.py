@@ -165,8 +165,8 @@ def write_score_lines(
     segments = _writable_ids(trials.segments, "segment", False)
     rows = np.flatnonzero(keep)
     if not rows.size:
-        raise TrialError(f"{path}: no trial to write (a fusion's trials are those every system "
-                         "scores); nothing was written")  # fmt: skip
+        raise TrialError(f"{path}: no trial to write (no trial of the list has a score, in "
+                         "every system of a fusion); nothing was written")  # fmt: skip
     model_piece = np.array([m + " " for m in models], dtype=object)
     segment_piece = np.array([g + " " for g in segments], dtype=object)
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
