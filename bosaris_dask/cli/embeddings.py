@@ -220,14 +220,13 @@ def _scores_listed(args: argparse.Namespace) -> bool:
     from bosaris_dask.cli.in_order import listed
 
     trials = args.key or args.ndx
-    return (
-        trials is not None
-        and not uses_class_tables(args)
-        and args.norm in (None, "none")
-        and args.cohort is None
-        and not args.quality_out
-        and listed(args, [trials])
-    )
+    if trials is None or uses_class_tables(args) or not listed(args, [trials]):
+        return False
+    if args.norm in (None, "none") and args.cohort is None and not args.quality_out:
+        return True
+    _say(args, f"{args.out}: lines written model by model, not in the order of {trials}'s lines "
+               "(cohort statistics come from the ids' matrix)")  # fmt: skip
+    return False
 
 
 def _score_list(args: argparse.Namespace, start: float) -> int:
