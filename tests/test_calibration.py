@@ -361,6 +361,7 @@ def test_pav_fit_and_transform_trial_objects() -> None:
     assert cal.counts_ == {
         "n_target": int(((cls == 1) & mask).sum()),
         "n_nontarget": int(((cls == -1) & mask).sum()),
+        "n_missing": int(((cls != 0) & ~mask).sum()),  # dropped, and said, as the fits do
     }
     out = cal.fit_transform(scores, key, allow_missing=True).compute()
     want = (cls != 0) & mask

@@ -1,9 +1,9 @@
 """Non-parametric calibration as a fit/apply object: :class:`PAVCalibrator`.
 
 Fitting bins the supervised scores with the engine's exact passes
-(:func:`bosaris_dask.engine.score_bins`: the bins are exact around the PAV block boundaries; the
-pseudo-counts only remove block boundaries, so they are exact for the map with pseudo-counts
-too) and builds the :func:`~bosaris_dask.calibration.pav_map`;
+(:func:`bosaris_dask.engine.summarize` with ``pav_bounds``: the bins are exact around the PAV
+block boundaries; the pseudo-counts only remove block boundaries, so they are exact for the map
+with pseudo-counts too) and builds the :func:`~bosaris_dask.calibration.pav_map`;
 ``transform`` maps scores chunk by chunk, lazily.
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.calibration.knots import DEFAULT_BOUND, interpolate_map, pav_map
-from bosaris_dask.engine import score_bins
+from bosaris_dask.engine import summarize
 from bosaris_dask.errors import NotFittedError, OptionError, ScoreError, TrialError
 from bosaris_dask.fusion.base import (
     MODEL_FORMAT,
@@ -142,15 +142,21 @@ class PAVCalibrator(JsonModel):
         """Fit on a supervised set: a Scores object and a Key (the scores aligned to its ids).
 
         Key trials without a score are a :class:`MissingTrialsError` (naming a few), as in
-        ``evaluate``, unless ``allow_missing`` drops them (the engine does not report how many,
-        so ``counts_`` then has no ``n_missing``); non-finite scores are a :class:`ScoreError`.
+        ``evaluate``, unless ``allow_missing`` drops them (``counts_["n_missing"]`` says how
+        many, as the logistic fits do); non-finite scores are a :class:`ScoreError`.
         The order ``fit(key, scores)`` of earlier releases still works, with a ``FutureWarning``.
         """
         scores, key = scores_and_key(scores, key, "PAVCalibrator.fit")
         if kind_of(key) != "key" or kind_of(scores) != "scores":
             raise TrialError("PAVCalibrator.fit takes a Scores object and a Key")
-        bins = score_bins(scores, key, allow_missing=allow_missing)
-        return self.fit_bins(*(np.asarray(a) for a in bins))
+        (s,) = summarize([scores], key, pav_bounds=True, allow_missing=allow_missing)
+        return self.fit_bins(
+            s.values().astype(np.float64),
+            s.upper_values().astype(np.float64),
+            s.n_tar,
+            s.n_non,
+            n_missing=s.n_missing if allow_missing else None,
+        )
 
     def _check_fitted(self) -> tuple[np.ndarray, np.ndarray]:
         """The knots ``(score_bounds_, llr_bounds_)``; a :class:`NotFittedError` before ``fit``."""

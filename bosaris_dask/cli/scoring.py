@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 import warnings
@@ -333,9 +334,11 @@ def _named_missing(
     for name, system in zip(names, systems, strict=False):
         mask = reindex_ids(system, models, segments).score_mask.data
         where = locate((trial_classes(key, chunks=mask.chunks) != 0) & ~mask, models, segments)
-        if where:
-            return MissingTrialsError(f"{exc.args[0].split(' (')[0]}: {name} has none for "
-                                      f"{where}, ... (--allow-missing drops them)")  # fmt: skip
+        if where:  # the count, without the engine's default system name and examples
+            count = re.search(r"[\d,]+ key trials have no score( in some system)?", exc.args[0])
+            head = count.group(0) if count else exc.args[0].split(" (")[0]
+            return MissingTrialsError(f"{head}: {name} has none for {where}, ... "
+                                      "(--allow-missing drops them)")  # fmt: skip
     return exc
 
 
