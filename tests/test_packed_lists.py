@@ -296,11 +296,22 @@ def _embeddings(tmp_path, n=60, d=8, seed=2):
     return ids, emb.astype(np.float32)
 
 
-@pytest.mark.parametrize("options", [[], ["--backend", "dot"], ["--center", "EMB"]])
+@pytest.mark.parametrize(
+    "options",
+    [
+        [],
+        ["--backend", "dot"],
+        ["--center", "EMB"],
+        ["--norm", "as", "--cohort", "COHORT", "--top-n", "5"],
+    ],
+)
 def test_scores_from_embeddings_of_a_sparse_key_pair_by_pair(tmp_path, monkeypatch, options,
                                                             capsys):  # fmt: skip
     ids, emb = _embeddings(tmp_path)
-    options = [str(tmp_path / "emb.npz") if o == "EMB" else o for o in options]
+    cohort = np.random.default_rng(9).normal(size=(40, 8)).astype(np.float32)
+    np.savez(tmp_path / "cohort.npz", ids=np.array([f"c{i}" for i in range(40)]), embeddings=cohort)
+    named = {"EMB": str(tmp_path / "emb.npz"), "COHORT": str(tmp_path / "cohort.npz")}
+    options = [named.get(o, o) for o in options]
     argv = ["--enrol", str(tmp_path / "emb.npz"), "--test", str(tmp_path / "emb.npz"),
             "--exact-auc", *options]  # fmt: skip
     (tmp_path / "scores").write_text(  # a second system: a score file of the same trials
@@ -316,6 +327,8 @@ def test_scores_from_embeddings_of_a_sparse_key_pair_by_pair(tmp_path, monkeypat
     got = _evaluate_json(tmp_path, "packed", *argv, quiet=False)
     assert "read as packed trial lists" in capsys.readouterr().err
     assert got == dense  # both systems, every metric (the exact AUC too), bit for bit
+    if "--norm" in options:
+        return  # (its brute force: test_embeddings_cohort; the layouts agree above)
     # the embeddings' system against a float64 brute force of its EER
     v = emb.astype(np.float64)
     if "--center" in options:
@@ -337,10 +350,14 @@ def test_trial_scores_are_the_matrix_scores_bit_for_bit():
     rng = np.random.default_rng(5)
     e = from_arrays([f"m{i}" for i in range(40)], rng.normal(size=(40, 16)) * 3)
     t = from_arrays([f"t{i}" for i in range(50)], rng.normal(size=(50, 16)))
+    c = from_arrays([f"c{i}" for i in range(30)], rng.normal(size=(30, 16)))
     rows, cols = rng.integers(0, 40, 500), rng.integers(0, 50, 500)
-    for backend in ("cosine", "dot"):
-        matrix = scores_from_embeddings(e, t, backend=backend, chunks=(7, 9)).score.values
-        got = trial_scores(e, t, e.id.values, t.id.values, rows, cols, backend=backend)
+    cases = [{"backend": b} for b in ("cosine", "dot")]
+    cases += [{"norm": n, "cohort": c} for n in ("z", "t", "s")]
+    cases += [{"norm": "as", "cohort": c, "top_n": 7}, {"backend": "dot", "norm": "s", "cohort": c}]
+    for options in cases:
+        matrix = scores_from_embeddings(e, t, chunks=(7, 9), **options).score.values
+        got = trial_scores(e, t, e.id.values, t.id.values, rows, cols, **options)
         assert got.dtype == np.float32
         np.testing.assert_array_equal(got.view(np.uint32), matrix[rows, cols].view(np.uint32))
 

@@ -152,8 +152,7 @@ _PACKING = ("evaluate", "plot", "calibrate", "fuse")
 def _may_pack(args: argparse.Namespace | None, key_path: str, score_paths: Sequence[str]) -> bool:
     """Whether an evaluation or a fit may pack sparse text lists
     (:mod:`bosaris_dask.io.text.packed`): text files (regular files) and scores from
-    embeddings without cohort normalization (scored pair by pair), no bootstrap (it resamples
-    ids), no quality measures."""
+    embeddings (scored pair by pair), no bootstrap (it resamples ids), no quality measures."""
     from bosaris_dask import io
     from bosaris_dask.io.text.scratch import _is_stream
 
@@ -174,16 +173,11 @@ def _may_pack(args: argparse.Namespace | None, key_path: str, score_paths: Seque
 
 
 def _pairs_from_embeddings(args: argparse.Namespace) -> bool:
-    """Whether ``--enrol``/``--test`` score the key's trials with no cohort normalization
-    (then a sparse key's trials are scored pair by pair:
-    :func:`~bosaris_dask.embeddings.scoring.trial_scores`)."""
+    """Whether ``--enrol``/``--test`` score the key's trials (then a sparse key's trials are
+    scored pair by pair: :func:`~bosaris_dask.embeddings.scoring.trial_scores`)."""
     from bosaris_dask.cli.embeddings import uses_embeddings
 
-    return (
-        uses_embeddings(args)
-        and getattr(args, "norm", "none") in (None, "none")
-        and getattr(args, "cohort", None) is None
-    )
+    return uses_embeddings(args)
 
 
 def _packed(
@@ -219,7 +213,8 @@ def _trial_scores(args: argparse.Namespace, key: Any) -> Any:
 
     return trial_scores(args.enrol, args.test, key.models, key.segments, key.model_codes,
                         key.segment_codes, backend=args.backend, center=args.center,
-                        models=args.models)  # fmt: skip
+                        models=args.models, norm=args.norm, cohort=args.cohort,
+                        top_n=args.top_n)  # fmt: skip
 
 
 def _trial_conditions(args: argparse.Namespace, key: Any) -> Any:

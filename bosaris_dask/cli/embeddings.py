@@ -216,16 +216,16 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 def _scores_listed(args: argparse.Namespace) -> bool:
     """Whether ``score`` writes the trials of a text ``--key``/``--ndx`` to a text ``--out``
-    pair by pair, in the list's order (no cohort normalization, no class tables)."""
+    pair by pair, in the list's order (no class tables, no ``--quality-out``)."""
     from bosaris_dask.cli.in_order import listed
 
     trials = args.key or args.ndx
     if trials is None or uses_class_tables(args) or not listed(args, [trials]):
         return False
-    if args.norm in (None, "none") and args.cohort is None and not args.quality_out:
+    if not args.quality_out:
         return True
-    _say(args, f"{args.out}: lines written model by model, not in the order of {trials}'s lines "
-               "(cohort statistics come from the ids' matrix)")  # fmt: skip
+    _say(args, f"{args.out}: lines written model by model, not in the order of {trials}'s "
+               "lines (--quality-out takes the cohort statistics of the matrix's ids)")  # fmt: skip
     return False
 
 
@@ -242,7 +242,8 @@ def _score_list(args: argparse.Namespace, start: float) -> int:
     trials = trial_list(args.key or args.ndx, "--key" if args.key else "--ndx")
     scores = trial_scores(args.enrol, args.test, trials.models, trials.segments,
                           trials.model_codes, trials.segment_codes, backend=args.backend,
-                          center=args.center, models=args.models)  # fmt: skip
+                          center=args.center, models=args.models, norm=args.norm,
+                          cohort=args.cohort, top_n=args.top_n)  # fmt: skip
     n = write_score_lines(trials, scores, np.ones(len(scores), dtype=bool), args.out)
     _say(args, f"wrote the scores of the {n:,} trials of {Path(trials.path).name}, in its "
                f"order, to {args.out} in {time.perf_counter() - start:.1f} s")  # fmt: skip

@@ -49,7 +49,7 @@ from bosaris_dask.embeddings.prepare import Side
 from bosaris_dask.embeddings.scoring import outer_blocks
 from bosaris_dask.errors import OptionError, ScoreError
 
-__all__ = ["NORMS", "normalized_matrix", "normalize"]
+__all__ = ["NORMS", "normalized_matrix", "normalize", "side_norms"]
 
 NORMS = ("none", "z", "t", "s", "as")
 
@@ -94,6 +94,29 @@ def normalize(
     ScoreError
         A zero standard deviation of an embedding's cohort scores.
     """
+    (mu_e, sd_e, mu_t, sd_t), e_found, t_found = side_norms(
+        enrol, test, cohort, norm=norm, top_n=top_n, both_sides=both_sides
+    )
+
+    def lazy(values: np.ndarray, like: da.Array) -> da.Array:
+        return da.from_array(values, chunks=(like.chunks[0],))
+
+    stats = (lazy(mu_e, enrol.values), "i", lazy(sd_e, enrol.values), "i",
+             lazy(mu_t, test.values), "j", lazy(sd_t, test.values), "j")  # fmt: skip
+    on = {} if device == "cpu" else {"device": device}
+    matrix = outer_blocks(normalized_block, enrol.values, test.values, *stats, norm=norm, **on)
+    if device == "cpu":
+        screening.register(matrix, partial(_screened, enrol.values, test.values, stats, norm))
+    return matrix, e_found, t_found
+
+
+def side_norms(
+    enrol: Side, test: Side, cohort: Side | None, *, norm: str, top_n: int | None = None,
+    both_sides: bool = False,
+) -> tuple[tuple[np.ndarray, ...], np.ndarray | None, np.ndarray | None]:  # fmt: skip
+    """``(mu_e, sd_e, mu_t, sd_t)``, the statistics ``norm`` divides each row's scores by (1
+    and 1 where a side is not used), and the ``(n, 4)`` cohort statistics of each side as
+    :func:`normalize` returns them; the same checks."""
     if norm not in NORMS:
         raise OptionError(f"norm must be one of {', '.join(NORMS)}, got {norm!r}")
     if norm == "none":
@@ -119,18 +142,8 @@ def normalize(
         _check_spread(e_stats[:, cols[0]], e_stats[:, cols[1]], enrol, what)
     if use_t:
         _check_spread(t_stats[:, cols[0]], t_stats[:, cols[1]], test, what)
-
-    def lazy(values: np.ndarray, like: da.Array) -> da.Array:
-        return da.from_array(values, chunks=(like.chunks[0],))
-
-    mu_e, sd_e = (lazy(e_stats[:, k], enrol.values) for k in cols)
-    mu_t, sd_t = (lazy(t_stats[:, k], test.values) for k in cols)
-    stats = (mu_e, "i", sd_e, "i", mu_t, "j", sd_t, "j")
-    on = {} if device == "cpu" else {"device": device}
-    matrix = outer_blocks(normalized_block, enrol.values, test.values, *stats, norm=norm, **on)
-    if device == "cpu":
-        screening.register(matrix, partial(_screened, enrol.values, test.values, stats, norm))
-    return matrix, e_found, t_found
+    found = (e_stats[:, cols[0]], e_stats[:, cols[1]], t_stats[:, cols[0]], t_stats[:, cols[1]])
+    return found, e_found, t_found
 
 
 def _screened(rows: da.Array, cols: da.Array, stats: tuple, norm: str, lo: np.ndarray,

@@ -278,12 +278,16 @@ def trial_scores(
     backend: str = "cosine",
     center: Any = None,
     models: Any = None,
+    norm: str = "none",
+    cohort: Embeddings | None = None,
+    top_n: int | None = None,
 ) -> np.ndarray:
     """The float32 scores of a list of trials, ``(model_ids[model_of[k]],
     segment_ids[segment_of[k]])``: the bits :func:`scores_from_embeddings` gives them in any
-    block (every score is the exact product rounded once: :mod:`.rounding`), computed pair by
-    pair, for lists too sparse for a models x segments matrix (a VoxCeleb1-E key). No cohort
-    normalization (its statistics are per row of the matrix).
+    block (every score is the exact product rounded once: :mod:`.rounding`; a normalization
+    is elementwise on it, with each side's cohort statistics), computed pair by pair, for lists
+    too sparse for a models x segments matrix (a VoxCeleb1-E key). The options are
+    :func:`scores_from_embeddings`'s.
 
     Examples
     --------
@@ -304,8 +308,23 @@ def trial_scores(
     if backend == "dot":
         check_dot_range(e, t)
     _check_dimensions(e, t)
+    rows, cols = np.asarray(model_of), np.asarray(segment_of)
     a, b = (np.asarray(v, dtype=np.float64) for v in compute([e.values, t.values]))
-    return exact_pairs(a, b, np.asarray(model_of), np.asarray(segment_of))
+    raw = exact_pairs(a, b, rows, cols)
+    if norm == "none" and cohort is None:
+        return raw
+    from bosaris_dask.embeddings.normalization import side_norms
+    from bosaris_dask.embeddings.normalized_screen import KINDS, normalized_values
+
+    c = None if cohort is None else prepare(_load(cohort), backend=backend, center=vector,
+                                            what="cohort")  # fmt: skip
+    if c is not None and backend == "dot":
+        check_dot_range(e, c)
+        check_dot_range(t, c)
+    (mu_e, sd_e, mu_t, sd_t), _, _ = side_norms(e, t, c, norm=norm, top_n=top_n)
+    out = normalized_values(raw.astype(np.float64), mu_e[rows], sd_e[rows], mu_t[cols],
+                            sd_t[cols], KINDS[norm])  # fmt: skip
+    return out.astype(np.float32)
 
 
 def scores_with_cohort_quality(
