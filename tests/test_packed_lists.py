@@ -393,3 +393,22 @@ def test_score_writes_a_text_list_in_its_order_with_the_matrix_values(tmp_path, 
     assert main(["convert", str(tmp_path / "s.zarr"), str(tmp_path / "grid.txt"), "-q"]) == 0
     grid = (tmp_path / "grid.txt").read_text().splitlines()
     assert out != grid and sorted(out) == sorted(grid)
+
+
+def test_apply_to_scores_from_embeddings_of_a_text_list_keeps_its_order(tmp_path, capsys):
+    _embeddings(tmp_path)
+    emb = ["--enrol", str(tmp_path / "emb.npz"), "--test", str(tmp_path / "emb.npz")]
+    assert main(["calibrate", "--key", str(tmp_path / "trials"), *emb, "--model-out",
+                 str(tmp_path / "cal.json"), "-q"]) == 0  # fmt: skip
+    lines = (tmp_path / "trials").read_text().splitlines()[::-1]  # another order than the ids'
+    (tmp_path / "trials.ndx").write_text("".join(f"{x.split()[1]} {x.split()[2]}\n"
+                                                 for x in lines))  # fmt: skip
+    argv = ["apply", "--model", str(tmp_path / "cal.json"), *emb, "--ndx",
+            str(tmp_path / "trials.ndx")]  # fmt: skip
+    assert main([*argv, "--out", str(tmp_path / "cal.txt"), "-q"]) == 0
+    out = (tmp_path / "cal.txt").read_text().splitlines()
+    assert [x.split()[:2] for x in out] == [x.split()[1:] for x in lines]
+    assert main([*argv, "--out", str(tmp_path / "cal.zarr"), "-q"]) == 0  # through the grid
+    assert main(["convert", str(tmp_path / "cal.zarr"), str(tmp_path / "grid.txt"), "-q"]) == 0
+    grid = (tmp_path / "grid.txt").read_text().splitlines()
+    assert out != grid and sorted(out) == sorted(grid)

@@ -30,17 +30,22 @@ __all__ = ["LIST_MAX_BYTES", "keeps_line_order", "apply_in_order", "listed", "tr
 LIST_MAX_BYTES = 1 << 30
 
 
-def keeps_line_order(args: argparse.Namespace, score_paths: Sequence[str]) -> bool:
-    """Whether ``score_paths`` (and ``--ndx``) are applied as lists: every one a regular text
-    file of at most :data:`LIST_MAX_BYTES`, written to a text ``--out``, with no quality
-    measures and no scores from embeddings."""
+def keeps_line_order(
+    args: argparse.Namespace, score_paths: Sequence[str], embeddings: bool = False
+) -> bool:
+    """Whether ``score_paths`` (and ``--ndx``; with ``embeddings``, the scores from
+    ``--enrol``/``--test`` of its trials, the last system) are applied as lists: every file a
+    regular text file of at most :data:`LIST_MAX_BYTES`, written to a text ``--out``, with no
+    quality measures."""
     from bosaris_dask import io
 
-    if args.out is None or not score_paths or io._write_format(args.out, None) != "text":
+    if args.out is None or io._write_format(args.out, None) != "text":
+        return False
+    if not score_paths and not (embeddings and args.ndx):  # all pairs: the grid
         return False
     paths = [*score_paths, *([args.ndx] if args.ndx else [])]
     extra = [f"--{name.replace('_', '-')}" for name in (
-        "quality", "apply_quality", "model_quality", "segment_quality", "enrol",
+        "quality", "apply_quality", "model_quality", "segment_quality",
     ) if getattr(args, name, None)]  # fmt: skip
     if not extra and listed(args, paths):
         return True
@@ -53,11 +58,12 @@ def keeps_line_order(args: argparse.Namespace, score_paths: Sequence[str]) -> bo
 
 
 def apply_in_order(
-    args: argparse.Namespace, model: Any, score_paths: Sequence[str]
+    args: argparse.Namespace, model: Any, score_paths: Sequence[str], embeddings: bool = False
 ) -> tuple[list[Any], Any]:
-    """Apply ``model`` to the text lists of ``score_paths`` and write ``--out`` in the order of
-    ``--ndx``'s lines, else of the first file's; the natural-log inputs and output, packed
-    (for ``fuse``'s posterior report).
+    """Apply ``model`` to the text lists of ``score_paths`` (and, with ``embeddings``, to the
+    scores from ``--enrol``/``--test`` of the list's trials, pair by pair: the last system)
+    and write ``--out`` in the order of ``--ndx``'s lines, else of the first file's; the
+    natural-log inputs and output, packed (for ``fuse``'s posterior report).
 
     A trial without a score in every system is not written (a fusion's trials are those every
     system scores) and is counted on stderr; with ``--fill-missing`` each ``--ndx`` trial
@@ -72,6 +78,10 @@ def apply_in_order(
         scores.refuse_duplicates()
     order = trial_list(args.ndx, "--ndx") if args.ndx else lists[0]
     systems = [as_packed(order, *joined(order, scores)) for scores in lists]
+    if embeddings:
+        from bosaris_dask.cli.common import _trial_scores
+
+        systems.append(as_packed(order, _trial_scores(args, order)))
     natural = _in_natural(systems, args.llr_base)
     out = apply_model(model, natural, llr_base="e")  # the inputs are natural-log LLRs
     values, scored = unpacked(_in_user_base(args, out), len(order.values))

@@ -479,11 +479,14 @@ def cmd_apply(args: argparse.Namespace) -> int:
         systems = _systems(args, ndx, args.scores or [], llr_base=args.llr_base)
         return model, systems, _read_quality(args, args.quality), ndx
 
-    if keeps_line_order(args, args.scores or []):
+    from bosaris_dask.cli.embeddings import uses_embeddings
+
+    embeddings = uses_embeddings(args)
+    if keeps_line_order(args, args.scores or [], embeddings):
         n_model = len(model.weights_) if getattr(model, "weights_", None) is not None else 1
-        if len(args.scores) == n_model:  # (else the grid path's error, below)
+        if _count_systems(args, args.scores) == n_model:  # (else the grid path's error, below)
             with _cluster(args, size_hint=0):  # lists in memory: threads unless told
-                apply_in_order(args, model, args.scores)
+                apply_in_order(args, model, args.scores or [], embeddings)
             _say(args, f"wrote {args.out}")
             return 0
     with _opened(args, open_inputs, lambda inputs: _size(inputs[1][0])) as inputs:
