@@ -412,3 +412,15 @@ def test_apply_to_scores_from_embeddings_of_a_text_list_keeps_its_order(tmp_path
     assert main(["convert", str(tmp_path / "cal.zarr"), str(tmp_path / "grid.txt"), "-q"]) == 0
     grid = (tmp_path / "grid.txt").read_text().splitlines()
     assert out != grid and sorted(out) == sorted(grid)
+
+
+def test_a_sparse_list_read_as_the_grid_says_so(tmp_path, always_pack, caplog):
+    import logging
+
+    from bosaris_dask import io
+
+    _lists(tmp_path, n=40)
+    with caplog.at_level(logging.INFO, logger="bosaris_dask.io"):
+        io.read(tmp_path / "trials", "key")
+    (note,) = [r.getMessage() for r in caplog.records]
+    assert "read as the ids' grid" in note and note.startswith(f"{tmp_path / 'trials'}: ")

@@ -3,6 +3,7 @@ trial object, in memory or in scratch memmaps."""
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from bisect import bisect_right
@@ -147,6 +148,20 @@ _DENSE = {
 }
 
 
+def _note_sparse(path: Any, n: int, shape: tuple[int, int]) -> None:
+    """Say (logger ``bosaris_dask.io``, which the CLI prints) that a sparse list is being laid
+    out on its ids' grid: slow and mostly holes, where a packed evaluation or a text output
+    would read it as a list (:mod:`bosaris_dask.io.text.packed`)."""
+    from bosaris_dask.io.text.packed import is_sparse
+
+    if is_sparse(*shape, n):
+        logging.getLogger("bosaris_dask.io").info(
+            "%s: %s trials over %s x %s ids read as the ids' grid (%s cells, mostly empty); "
+            "evaluations without a bootstrap, and text outputs, read such lists as lists",
+            path, f"{n:,}", f"{shape[0]:,}", f"{shape[1]:,}", f"{shape[0] * shape[1]:,}",
+        )  # fmt: skip
+
+
 def _assemble(
     collector: _Collector,
     path: Any,
@@ -160,6 +175,7 @@ def _assemble(
     models, segments = list(collector.models), list(collector.segments)
     shape = (len(models), len(segments))
     cells = shape[0] * shape[1]
+    _note_sparse(path, collector.n, shape)
     spec = _DENSE[kind]
     in_memmap = cells * sum(np.dtype(dt).itemsize for _, dt in spec) > memmap_threshold
     owners: dict[str, _ScratchFile] = {}
