@@ -58,6 +58,17 @@ def _evaluate_json(tmp_path, name, *extra, quiet=True):
     return doc
 
 
+def _grid_and_packed(tmp_path, monkeypatch, capsys, *argv):
+    """``_evaluate_json`` through the ids' grid, then packed (checked to be)."""
+    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 1 << 62)
+    dense = _evaluate_json(tmp_path, "dense", *argv)
+    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 0)
+    monkeypatch.setattr(packed, "SPARSE_CELLS_PER_TRIAL", 0)
+    got = _evaluate_json(tmp_path, "packed", *argv, quiet=False)
+    assert "read as packed trial lists" in capsys.readouterr().err
+    return dense, got
+
+
 def test_packed_lists_give_the_dense_numbers(tmp_path, monkeypatch):
     tar, non = _lists(tmp_path)
     monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 1 << 62)
@@ -177,12 +188,7 @@ def test_conditions_of_packed_lists_are_the_grids(tmp_path, monkeypatch, capsys)
     by = ["--conditions", str(tmp_path / "m.tsv"), "--conditions", str(tmp_path / "s.tsv"),
           "--by", "model.g", "--by", "same.lang", "--by", "segment.src", "--equalize",
           "--cprimary-priors", "0.01", "--cprimary-priors", "0.05"]  # fmt: skip
-    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 1 << 62)
-    dense = _evaluate_json(tmp_path, "dense", *by)
-    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 0)
-    monkeypatch.setattr(packed, "SPARSE_CELLS_PER_TRIAL", 0)
-    got = _evaluate_json(tmp_path, "packed", *by, quiet=False)
-    assert "read as packed trial lists" in capsys.readouterr().err
+    dense, got = _grid_and_packed(tmp_path, monkeypatch, capsys, *by)
     assert got == dense  # pooled, per condition, equalized, Cprimary: bit for bit
     # each condition against a brute force over its own trials
     labels = [line.split() for line in (tmp_path / "trials").read_text().splitlines()]
@@ -320,12 +326,7 @@ def test_scores_from_embeddings_of_a_sparse_key_pair_by_pair(tmp_path, monkeypat
             for i, line in enumerate((tmp_path / "trials").read_text().splitlines())
         )
     )
-    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 1 << 62)
-    dense = _evaluate_json(tmp_path, "dense", *argv)
-    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 0)
-    monkeypatch.setattr(packed, "SPARSE_CELLS_PER_TRIAL", 0)
-    got = _evaluate_json(tmp_path, "packed", *argv, quiet=False)
-    assert "read as packed trial lists" in capsys.readouterr().err
+    dense, got = _grid_and_packed(tmp_path, monkeypatch, capsys, *argv)
     assert got == dense  # both systems, every metric (the exact AUC too), bit for bit
     if "--norm" in options:
         return  # (its brute force: test_embeddings_cohort; the layouts agree above)
