@@ -7,8 +7,10 @@ beside its trial list then pairs scores with the wrong trials. So when every inp
 file (of at most :data:`LIST_MAX_BYTES`) and ``--out`` is text, the lists are applied as
 lists: each system's scores joined by ``(model, segment)`` to the records of the first file
 (of ``--ndx`` where given), packed (:mod:`bosaris_dask.io.text.packed`), mapped by the same
-model code as a grid, and written in those records' order. The values and the set of lines
-are those of the grid path; only their order differs.
+model code as a grid, and written in those records' order; ``apply --enrol --test`` of a
+text ``--ndx`` scores its trials pair by pair
+(:func:`~bosaris_dask.embeddings.scoring.trial_scores`). The values and the set of lines are
+those of the grid path; only their order differs.
 """
 
 from __future__ import annotations
