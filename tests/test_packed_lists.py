@@ -425,3 +425,38 @@ def test_a_sparse_list_read_as_the_grid_says_so(tmp_path, always_pack, caplog):
         io.read(tmp_path / "trials", "key")
     (note,) = [r.getMessage() for r in caplog.records]
     assert "read as the ids' grid" in note and note.startswith(f"{tmp_path / 'trials'}: ")
+
+
+@pytest.mark.parametrize("cells", [0, 1 << 62])  # packed, then the grid
+def test_an_eval_set_given_by_files_does_not_take_the_dev_embeddings(tmp_path, monkeypatch,
+                                                                     cells):  # fmt: skip
+    from bosaris_dask import plots
+
+    _embeddings(tmp_path)
+    (tmp_path / "other").write_text("".join(  # the eval system: a score file of the trials
+        f"{x.split()[1]} {x.split()[2]} 0.5\n"
+        for x in (tmp_path / "trials").read_text().splitlines()))  # fmt: skip
+    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", cells)
+    monkeypatch.setattr(packed, "SPARSE_CELLS_PER_TRIAL", 0)
+    drawn = {}
+    monkeypatch.setattr(plots, "save_plot", lambda results, *a, **k: drawn.update(results))
+    assert main(["plot", "det", "--key", str(tmp_path / "trials"), "--enrol",
+                 str(tmp_path / "emb.npz"), "--test", str(tmp_path / "emb.npz"), "--eval-key",
+                 str(tmp_path / "trials"), "--eval-scores", str(tmp_path / "other"), "--out",
+                 str(tmp_path / "det.png"), "-q"]) == 0  # fmt: skip
+    assert [list(drawn[s].system.values) for s in ("dev", "eval")] == [["emb"], ["other"]]
+
+
+def test_score_of_a_list_checks_and_names_as_the_matrix_does(tmp_path, capsys):
+    _embeddings(tmp_path)
+    (tmp_path / "trials.ndx").write_text("u1 u2\nnobody u3\n")
+    argv = ["score", "--ndx", str(tmp_path / "trials.ndx"), "--enrol", str(tmp_path / "emb.npz"),
+            "--test", str(tmp_path / "emb.npz")]  # fmt: skip
+    errors = []
+    for out in ("s.txt", "s.zarr"):  # pair by pair, then the matrix
+        for extra in ([], ["--device", "bogus"]):
+            assert main([*argv, *extra, "--out", str(tmp_path / out)]) != 0
+            errors.append(capsys.readouterr().err.strip().splitlines()[-1])
+    assert errors[:2] == errors[2:]
+    assert "trial list model id 'nobody' has no embedding" in errors[0]
+    assert "bogus" in errors[1]

@@ -101,8 +101,9 @@ def _load(
                 "their own key)"
             )
     _one_column_twice(key_path, score_paths, text_format)
-    if _may_pack(packing, key_path, score_paths):
-        return _text_inputs(packing, key_path, score_paths, text_format, llr_base)
+    embeddings = args is not None and _pairs_from_embeddings(args)  # (not an eval set's)
+    if _may_pack(packing, key_path, score_paths, embeddings):
+        return _text_inputs(packing, key_path, score_paths, text_format, llr_base, embeddings)
     key = io.read(key_path, "key", text_format=text_format)  # first: a wrong key path is the
     return key, _systems(args, key, score_paths, text_format, llr_base)  # first error
 
@@ -113,19 +114,22 @@ def _text_inputs(
     score_paths: Sequence[str],
     text_format: str | None,
     llr_base: str,
+    embeddings: bool,
 ) -> tuple[Any, list[Any]]:
-    """A text key and text scores, each parsed once: packed when the key is sparse; else the
-    key's grid, with a sparse score file (trials beyond the key's ids) put on that grid."""
+    """A text key and text scores, each parsed once (with ``embeddings``, the scores from
+    ``--enrol``/``--test`` the last system): packed when the key is sparse; else the key's
+    grid, with a sparse score file (trials beyond the key's ids) put on that grid."""
     from bosaris_dask.io.text.packed import TrialList, on_grid, read_trials
 
     key = read_trials(key_path, "key", format=text_format)  # a wrong path is the first error
     if isinstance(key, TrialList):
-        return _packed(args, key, score_paths, text_format, llr_base)
+        return _packed(args, key, score_paths, text_format, llr_base, embeddings)
     systems = []
     for path in score_paths:
         scores = read_trials(path, "scores", format=text_format, like=key)
         systems.append(on_grid(scores, key) if isinstance(scores, TrialList) else scores)
-    return key, _in_natural(_with_embeddings(args, key, systems), llr_base)
+    return key, _in_natural(_with_embeddings(args if embeddings else None, key, systems),
+                            llr_base)  # fmt: skip
 
 
 def _key_and_systems(
@@ -136,9 +140,10 @@ def _key_and_systems(
     if (
         args.key is not None
         and not _uses_class_tables(args)
-        and _may_pack(args, args.key, score_paths)
+        and _may_pack(args, args.key, score_paths, _pairs_from_embeddings(args))
     ):
-        return _text_inputs(args, args.key, score_paths, None, llr_base)
+        return _text_inputs(args, args.key, score_paths, None, llr_base,
+                            _pairs_from_embeddings(args))  # fmt: skip
     key = _key(args)
     return key, _systems(args, key, score_paths, llr_base=llr_base)
 
@@ -149,7 +154,12 @@ def _key_and_systems(
 _PACKING = ("evaluate", "plot", "calibrate", "fuse")
 
 
-def _may_pack(args: argparse.Namespace | None, key_path: str, score_paths: Sequence[str]) -> bool:
+def _may_pack(
+    args: argparse.Namespace | None,
+    key_path: str,
+    score_paths: Sequence[str],
+    embeddings: bool = False,
+) -> bool:
     """Whether an evaluation or a fit may pack sparse text lists
     (:mod:`bosaris_dask.io.text.packed`): text files (regular files) and scores from
     embeddings (scored pair by pair), no bootstrap (it resamples ids), no quality measures."""
@@ -160,7 +170,7 @@ def _may_pack(args: argparse.Namespace | None, key_path: str, score_paths: Seque
         return False
     if any(getattr(args, name, None) for name in ("quality", "model_quality", "segment_quality")):
         return False
-    if _bootstrap_options(args) or not (score_paths or _pairs_from_embeddings(args)):
+    if _bootstrap_options(args) or not (score_paths or embeddings):
         return False
     paths = [key_path, *score_paths]
     return all(  # (anything else: the readers of the grid say what it is)
@@ -186,22 +196,27 @@ def _packed(
     score_paths: Sequence[str],
     text_format: str | None,
     llr_base: str,
+    embeddings: bool,
 ) -> tuple[Any, list[Any]]:
-    """The packed key and systems of a sparse key list, text score files and the scores from
-    embeddings of its trials."""
+    """The packed key and systems of a sparse key list, text score files and (``embeddings``)
+    the scores from ``--enrol``/``--test`` of its trials; errors in the grid's order: the
+    key's, the files', the embeddings', then missing scores."""
     from bosaris_dask.io.text.packed import TrialList, as_packed, pack
 
     key.refuse_duplicates()  # the key's errors first, as when it is read whole
     lists = [TrialList.read(p, "scores", format=text_format) for p in score_paths]
+    for scores in lists:
+        scores.refuse_duplicates()
     n_m, n_s, n = len(key.models), len(key.segments), len(key.values)
     _say(args, f"{key.path}: {n:,} trials over {n_m:,} x {n_s:,} ids: read as packed "
                "trial lists, not as the ids' grid")  # fmt: skip
+    from_embeddings = _trial_scores(args, key) if embeddings else None
     allow_missing = bool(getattr(args, "allow_missing", False))
     packed_key, systems = pack(
         key, lists, names=system_names(list(score_paths)), allow_missing=allow_missing
     )
-    if _pairs_from_embeddings(args):  # the last system, as on the grid
-        systems.append(as_packed(key, _trial_scores(args, key)))
+    if from_embeddings is not None:  # the last system, as on the grid
+        systems.append(as_packed(key, from_embeddings))
     if getattr(args, "by", None):  # each trial's condition, from its own ids
         args.trial_conditions = _trial_conditions(args, key)
     return packed_key, _in_natural(systems, llr_base)
@@ -214,7 +229,8 @@ def _trial_scores(args: argparse.Namespace, key: Any) -> Any:
     return trial_scores(args.enrol, args.test, key.models, key.segments, key.model_codes,
                         key.segment_codes, backend=args.backend, center=args.center,
                         models=args.models, norm=args.norm, cohort=args.cohort,
-                        top_n=args.top_n)  # fmt: skip
+                        top_n=args.top_n, device=args.device,
+                        what="trial list" if key.kind == "ndx" else "key")  # fmt: skip
 
 
 def _trial_conditions(args: argparse.Namespace, key: Any) -> Any:

@@ -243,7 +243,8 @@ def _score_list(args: argparse.Namespace, start: float) -> int:
     scores = trial_scores(args.enrol, args.test, trials.models, trials.segments,
                           trials.model_codes, trials.segment_codes, backend=args.backend,
                           center=args.center, models=args.models, norm=args.norm,
-                          cohort=args.cohort, top_n=args.top_n)  # fmt: skip
+                          cohort=args.cohort, top_n=args.top_n, device=args.device,
+                          what="trial list" if trials.kind == "ndx" else "key")  # fmt: skip
     n = write_score_lines(trials, scores, np.ones(len(scores), dtype=bool), args.out)
     _say(args, f"wrote the scores of the {n:,} trials of {Path(trials.path).name}, in its "
                f"order, to {args.out} in {time.perf_counter() - start:.1f} s")  # fmt: skip

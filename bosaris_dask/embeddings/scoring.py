@@ -281,13 +281,17 @@ def trial_scores(
     norm: str = "none",
     cohort: Embeddings | None = None,
     top_n: int | None = None,
+    device: str = "cpu",
+    what: str = "key",
 ) -> np.ndarray:
     """The float32 scores of a list of trials, ``(model_ids[model_of[k]],
     segment_ids[segment_of[k]])``: the bits :func:`scores_from_embeddings` gives them in any
     block (every score is the exact product rounded once: :mod:`.rounding`; a normalization
     is elementwise on it, with each side's cohort statistics), computed pair by pair, for lists
     too sparse for a models x segments matrix (a VoxCeleb1-E key). The options are
-    :func:`scores_from_embeddings`'s.
+    :func:`scores_from_embeddings`'s (``device`` is checked as there; the products of single
+    pairs run on the CPU, the same bits); ``what`` names the list in errors (``"key"``,
+    ``"trial list"``).
 
     Examples
     --------
@@ -301,8 +305,9 @@ def trial_scores(
     from bosaris_dask.progress import compute
 
     check_backend(backend)
+    check_device(device)
     vector = resolve_center(center)
-    e, t = _prepared_sides(enrol, test, np.asarray(model_ids), np.asarray(segment_ids), "key",
+    e, t = _prepared_sides(enrol, test, np.asarray(model_ids), np.asarray(segment_ids), what,
                            backend=backend, center=vector, models=models,
                            chunks=DEFAULT_CHUNKS)  # fmt: skip
     if backend == "dot":

@@ -73,6 +73,7 @@ class TrialList:
     segment_codes: np.ndarray
     values: np.ndarray
     line_of: Callable[[int], int]
+    kind: str = "scores"  # the file's: "scores", "key" or "ndx"
 
     @classmethod
     def read(
@@ -101,6 +102,7 @@ class TrialList:
             records["s"].astype(np.int64),
             records["v"] if "v" in records.dtype.names else np.ones(len(records), np.int8),
             collector.line_of,
+            collector.kind,
         )
 
     def positions_in(self, models: Any, segments: Any) -> tuple[np.ndarray, np.ndarray]:
