@@ -2,9 +2,10 @@
 
 Everything inside bosaris_dask uses natural-log LLRs (Cllr is then reported in bits, whatever
 the base of the input). A log10 LR ``x`` is the natural LLR ``x·ln 10``: :func:`to_natural`
-multiplies the scores by ``ln(base)`` (lazily, in the scores' dtype) on input and
-:func:`from_natural` divides written LLRs by it on output. Rank-based metrics (minDCF, EER,
-minCllr) do not change; Cllr, actDCF and the Bayes thresholds read the scores as LLRs and do.
+multiplies the scores by ``ln(base)`` (lazily, in float64: a float32 product would merge
+neighbouring scores into ties) on input and :func:`from_natural` divides written LLRs by it on
+output. Rank-based metrics (minDCF, EER, minCllr) do not change; Cllr, actDCF and the Bayes
+thresholds read the scores as LLRs and do.
 Thresholds reported in a base-10 evaluation are converted back (``/ ln 10``), to within a
 rounding of the scaled scores.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import OptionError
@@ -49,7 +51,10 @@ def _scaled(scores: xr.Dataset, factor: float) -> xr.Dataset:
     if factor == 1.0:
         return scores
     out = scores.copy()
-    out["score"] = scores.score * scores.score.dtype.type(factor)
+    # in float64 whatever the stored dtype: a float32 product would round each scaled score to
+    # float32 again, and a factor of 2 to 4 (ln 10) or below 1 (ln 2) merges neighbouring
+    # float32 scores into ties, changing even the rank-based metrics
+    out["score"] = scores.score.astype(np.float64) * factor
     out["score"].attrs = dict(scores.score.attrs)
     return out
 

@@ -185,3 +185,25 @@ def test_a_model_trained_on_log10_lrs_is_applied_to_log10_lrs(tmp_path, capsys):
     assert main(["calibrate", "--key", str(key), "--scores", str(natural), "--model-out",
                  str(tmp_path / "me.json"), "-q"]) == 0  # fmt: skip
     assert "llr_base" not in json.loads((tmp_path / "me.json").read_text())
+
+
+def test_base_10_float32_scores_keep_their_order_when_scaled():
+    # a float32 product by ln 10 merged about a tenth of neighbouring float32 scores into ties
+    # (a target and a non-target tied: the rank-based metrics can move); the scaling is float64
+    from bosaris_dask.llr_base import to_natural
+    from bosaris_dask.metrics import evaluate
+    from bosaris_dask.trials import make_key, make_scores
+
+    rng = np.random.default_rng(4)
+    low = np.unique(rng.normal(size=400).astype(np.float32))
+    high = np.nextafter(low, np.float32(np.inf))  # each score's float32 neighbour
+    values = np.stack([low, high], axis=1).reshape(1, -1)
+    labels = np.tile([-1, 1], low.size).reshape(1, -1)  # the neighbour above is a target
+    ids = [f"s{j}" for j in range(values.shape[1])]
+    key = make_key(["m"], ids, labels)
+    scores = make_scores(["m"], ids, values)
+    natural = to_natural(scores, 10)
+    plain, scaled = evaluate(scores, key), evaluate(natural, key)
+    for name in ("eer", "min_cllr", "prbep"):
+        assert float(scaled[name][0]) == float(plain[name][0]), name
+    assert np.all(np.diff(natural.score.values[0].reshape(-1, 2), axis=1) > 0)  # no new ties
