@@ -460,3 +460,29 @@ def test_score_of_a_list_checks_and_names_as_the_matrix_does(tmp_path, capsys):
     assert errors[:2] == errors[2:]
     assert "trial list model id 'nobody' has no embedding" in errors[0]
     assert "bogus" in errors[1]
+
+
+@pytest.mark.parametrize("norm", ["s", "as"])
+def test_one_embedding_set_on_both_sides_gets_each_ids_statistics_once(norm, monkeypatch):
+    from bosaris_dask.embeddings import cohort as cohort_module
+    from bosaris_dask.embeddings import from_arrays, scores_from_embeddings, trial_scores
+
+    rng = np.random.default_rng(8)
+    e = from_arrays([f"u{i}" for i in range(60)], rng.normal(size=(60, 12)))
+    c = from_arrays([f"c{i}" for i in range(25)], rng.normal(size=(25, 12)))
+    options = {"norm": norm, "cohort": c, "top_n": 6 if norm == "as" else None}
+    models, segments = e.id.values[:45], e.id.values[20:]  # the sides share 25 ids
+    matrix = scores_from_embeddings(e, e, chunks=(8, 11), **options).score.values
+    rows, cols = rng.integers(0, 45, 400), rng.integers(0, 40, 400)
+    seen = []
+    real = cohort_module.side_statistics
+    monkeypatch.setattr(cohort_module, "side_statistics",
+                        lambda sides, *a, **k: seen.append(sum(len(s.ids) for s in sides))
+                        or real(sides, *a, **k))  # fmt: skip
+    from bosaris_dask.embeddings import normalization
+
+    monkeypatch.setattr(normalization, "side_statistics", cohort_module.side_statistics)
+    got = trial_scores(e, e, models, segments, rows, cols, **options)
+    assert seen == [60]  # the 60 ids once, not 45 + 40
+    want = matrix[rows + 0, cols + 20]
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))

@@ -131,6 +131,8 @@ def side_norms(
                           f"to {norm}-norm")  # fmt: skip
     use_e, use_t = norm != "t", norm != "z"
     sides = [enrol] * (use_e or both_sides) + [test] * (use_t or both_sides)
+    if len(sides) == 2 and sides[0] is sides[1]:  # one side twice: its statistics once
+        sides = sides[:1]
     stats = side_statistics(sides, cohort, top_n=top_n)
     cols = (2, 3) if norm == "as" else (0, 1)
     what = f"top-{top_n} " if norm == "as" else ""
