@@ -163,22 +163,27 @@ def _may_pack(
     """Whether an evaluation or a fit may pack sparse text lists
     (:mod:`bosaris_dask.io.text.packed`): text files (regular files) and scores from
     embeddings (scored pair by pair), no bootstrap (it resamples ids), no quality measures."""
-    from bosaris_dask import io
-    from bosaris_dask.io.text.scratch import _is_stream
-
     if args is None or getattr(args, "command", None) not in _PACKING:
         return False
     if any(getattr(args, name, None) for name in ("quality", "model_quality", "segment_quality")):
         return False
     if _bootstrap_options(args) or not (score_paths or embeddings):
         return False
-    paths = [key_path, *score_paths]
-    return all(  # (anything else: the readers of the grid say what it is)
-        io.detect_format(p) == "text"
-        and Path(p).is_file()
-        and not _is_stream(p)
-        and Path(p).suffix.lower() not in io.EMBEDDING_ONLY_SUFFIXES
-        for p in paths
+    # (anything else: the readers of the grid say what it is)
+    return all(_regular_text_file(p) for p in (key_path, *score_paths))
+
+
+def _regular_text_file(path: str) -> bool:
+    """Whether ``path`` is a regular file read as a text trial list (not a store, a pipe or
+    an embedding file): what can be read as a list (:mod:`bosaris_dask.io.text.packed`)."""
+    from bosaris_dask import io
+    from bosaris_dask.io.text.scratch import _is_stream
+
+    return (
+        io.detect_format(path) == "text"
+        and Path(path).is_file()
+        and not _is_stream(path)
+        and Path(path).suffix.lower() not in io.EMBEDDING_ONLY_SUFFIXES
     )
 
 

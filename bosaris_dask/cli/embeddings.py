@@ -235,16 +235,12 @@ def _score_list(args: argparse.Namespace, start: float) -> int:
     (:func:`~bosaris_dask.embeddings.scoring.trial_scores`)."""
     import numpy as np
 
+    from bosaris_dask.cli.common import _trial_scores
     from bosaris_dask.cli.in_order import trial_list
-    from bosaris_dask.embeddings import trial_scores
     from bosaris_dask.io.text.write import write_score_lines
 
     trials = trial_list(args.key or args.ndx, "--key" if args.key else "--ndx")
-    scores = trial_scores(args.enrol, args.test, trials.models, trials.segments,
-                          trials.model_codes, trials.segment_codes, backend=args.backend,
-                          center=args.center, models=args.models, norm=args.norm,
-                          cohort=args.cohort, top_n=args.top_n, device=args.device,
-                          what="trial list" if trials.kind == "ndx" else "key")  # fmt: skip
+    scores = _trial_scores(args, trials)
     n = write_score_lines(trials, scores, np.ones(len(scores), dtype=bool), args.out)
     _say(args, f"wrote the scores of the {n:,} trials of {Path(trials.path).name}, in its "
                f"order, to {args.out} in {time.perf_counter() - start:.1f} s")  # fmt: skip

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask.cli.common import _in_natural, _in_user_base, _say
+from bosaris_dask.cli.common import _in_natural, _in_user_base, _regular_text_file, _say
 from bosaris_dask.errors import BosarisError, OptionError
 
 __all__ = ["LIST_MAX_BYTES", "keeps_line_order", "apply_in_order", "listed", "trial_list"]
@@ -130,17 +130,11 @@ def listed(args: argparse.Namespace, paths: Sequence[str]) -> bool:
     """Whether ``paths`` are regular text files of at most :data:`LIST_MAX_BYTES` each and
     ``--out`` is text: read and written as lists, in their lines' order."""
     from bosaris_dask import io
-    from bosaris_dask.io.text.scratch import _is_stream
 
     return (
         args.out is not None
         and io._write_format(args.out, None) == "text"
         and all(
-            io.detect_format(p) == "text"
-            and Path(p).is_file()
-            and not _is_stream(p)
-            and Path(p).suffix.lower() not in io.EMBEDDING_ONLY_SUFFIXES
-            and Path(p).stat().st_size <= LIST_MAX_BYTES
-            for p in paths
-        )
+            _regular_text_file(p) and Path(p).stat().st_size <= LIST_MAX_BYTES for p in paths
+        )  # fmt: skip
     )

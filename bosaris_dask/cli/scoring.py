@@ -467,14 +467,15 @@ def cmd_apply(args: argparse.Namespace) -> int:
               f"{args.llr_base} reads these scores as base-{args.llr_base} LLRs",
               file=sys.stderr)  # fmt: skip
 
+    n_model = len(model.weights_) if getattr(model, "weights_", None) is not None else 1
+    given = _count_systems(args, args.scores)
+    if given != n_model:
+        plural = "s" * (n_model > 1)
+        raise OptionError(f"{args.model} is a {model.kind} of {n_model} system{plural}: "
+                          f"give {n_model} --scores (in the order it was trained), not "
+                          f"{given}")  # fmt: skip
+
     def open_inputs() -> tuple[Any, list[Any], Any, Any]:
-        n_model = len(model.weights_) if getattr(model, "weights_", None) is not None else 1
-        given = _count_systems(args, args.scores)
-        if given != n_model:
-            plural = "s" * (n_model > 1)
-            raise OptionError(f"{args.model} is a {model.kind} of {n_model} system{plural}: "
-                              f"give {n_model} --scores (in the order it was trained), not "
-                              f"{given}")  # fmt: skip
         ndx = _read_ndx(args.ndx)
         systems = _systems(args, ndx, args.scores or [], llr_base=args.llr_base)
         return model, systems, _read_quality(args, args.quality), ndx
@@ -483,12 +484,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     embeddings = uses_embeddings(args)
     if keeps_line_order(args, args.scores or [], embeddings):
-        n_model = len(model.weights_) if getattr(model, "weights_", None) is not None else 1
-        if _count_systems(args, args.scores) == n_model:  # (else the grid path's error, below)
-            with _cluster(args, size_hint=0):  # lists in memory: threads unless told
-                apply_in_order(args, model, args.scores or [], embeddings)
-            _say(args, f"wrote {args.out}")
-            return 0
+        with _cluster(args, size_hint=0):  # lists in memory: threads unless told
+            apply_in_order(args, model, args.scores or [], embeddings)
+        _say(args, f"wrote {args.out}")
+        return 0
     with _opened(args, open_inputs, lambda inputs: _size(inputs[1][0])) as inputs:
         model, systems, quality, ndx = inputs
         out = apply_model(model, systems, quality=quality, ndx=ndx, llr_base="e")  # converted

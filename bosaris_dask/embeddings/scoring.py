@@ -322,11 +322,7 @@ def trial_scores(
     from bosaris_dask.embeddings.normalization import side_norms
     from bosaris_dask.embeddings.normalized_screen import KINDS, normalized_values
 
-    c = None if cohort is None else prepare(_load(cohort), backend=backend, center=vector,
-                                            what="cohort")  # fmt: skip
-    if c is not None and backend == "dot":
-        check_dot_range(e, c)
-        check_dot_range(t, c)
+    c = _prepared_cohort(cohort, e, t, backend, vector)
     if norm in ("s", "as") and models is None and _same_source(enrol, test):
         union = _union_side(e, t, a, b)
         del a, b  # (the union holds the rows now: a VoxCeleb1-E side is 300 MB)
@@ -336,6 +332,20 @@ def trial_scores(
     out = normalized_values(raw.astype(np.float64), mu_e[rows], sd_e[rows], mu_t[cols],
                             sd_t[cols], KINDS[norm])  # fmt: skip
     return out.astype(np.float32)
+
+
+def _prepared_cohort(
+    cohort: Embeddings | None, e: Side, t: Side, backend: str, center: np.ndarray | None
+) -> Side | None:
+    """The cohort prepared like the sides ``e`` and ``t`` (``None`` without one); with the dot
+    back-end, its products with both sides checked to be float32 scores."""
+    if cohort is None:
+        return None
+    c = prepare(_load(cohort), backend=backend, center=center, what="cohort")
+    if backend == "dot":
+        check_dot_range(e, c)
+        check_dot_range(t, c)
+    return c
 
 
 def _same_source(enrol: Embeddings, test: Embeddings) -> bool:
@@ -426,14 +436,7 @@ def _build(
     else:
         from bosaris_dask.embeddings.normalization import normalize
 
-        c = (
-            None
-            if cohort is None
-            else prepare(_load(cohort), backend=backend, center=vector, what="cohort")
-        )
-        if c is not None and backend == "dot":
-            check_dot_range(e, c)
-            check_dot_range(t, c)
+        c = _prepared_cohort(cohort, e, t, backend, vector)
         if norm == "none" and quality:
             from bosaris_dask.embeddings.cohort import side_statistics
 
