@@ -70,7 +70,7 @@ def _load(
     scores from embeddings are the last system (:mod:`bosaris_dask.cli.embeddings`), and
     ``--enrol-classes``/``--test-classes`` may give the key instead of ``key_path``. Sparse text
     lists are read packed where the command (``packing``, default ``args``) allows it
-    (:func:`_may_pack`).
+    (:func:`~bosaris_dask.cli.packed_inputs._may_pack`).
     """
     from bosaris_dask import io
     from bosaris_dask.errors import OptionError
@@ -101,6 +101,8 @@ def _load(
                 "their own key)"
             )
     _one_column_twice(key_path, score_paths, text_format)
+    from bosaris_dask.cli.packed_inputs import _may_pack, _pairs_from_embeddings, _text_inputs
+
     embeddings = args is not None and _pairs_from_embeddings(args)  # (not an eval set's)
     if _may_pack(packing, key_path, score_paths, embeddings):
         return _text_inputs(packing, key_path, score_paths, text_format, llr_base, embeddings)
@@ -108,35 +110,14 @@ def _load(
     return key, _systems(args, key, score_paths, text_format, llr_base)  # first error
 
 
-def _text_inputs(
-    args: argparse.Namespace,
-    key_path: str,
-    score_paths: Sequence[str],
-    text_format: str | None,
-    llr_base: str,
-    embeddings: bool,
-) -> tuple[Any, list[Any]]:
-    """A text key and text scores, each parsed once (with ``embeddings``, the scores from
-    ``--enrol``/``--test`` the last system): packed when the key is sparse; else the key's
-    grid, with a sparse score file (trials beyond the key's ids) put on that grid."""
-    from bosaris_dask.io.text.packed import TrialList, on_grid, read_trials
-
-    key = read_trials(key_path, "key", format=text_format)  # a wrong path is the first error
-    if isinstance(key, TrialList):
-        return _packed(args, key, score_paths, text_format, llr_base, embeddings)
-    systems = []
-    for path in score_paths:
-        scores = read_trials(path, "scores", format=text_format, like=key)
-        systems.append(on_grid(scores, key) if isinstance(scores, TrialList) else scores)
-    return key, _in_natural(_with_embeddings(args if embeddings else None, key, systems),
-                            llr_base)  # fmt: skip
-
-
 def _key_and_systems(
     args: argparse.Namespace, score_paths: Sequence[str], llr_base: str = "e"
 ) -> tuple[Any, list[Any]]:
     """The key of ``--key`` (or of class tables) and the systems of ``score_paths`` a fit
-    trains on: packed where they are sparse text lists (:func:`_may_pack`)."""
+    trains on: packed where they are sparse text lists
+    (:func:`~bosaris_dask.cli.packed_inputs._may_pack`)."""
+    from bosaris_dask.cli.packed_inputs import _may_pack, _pairs_from_embeddings, _text_inputs
+
     if (
         args.key is not None
         and not _uses_class_tables(args)
@@ -146,114 +127,6 @@ def _key_and_systems(
                             _pairs_from_embeddings(args))  # fmt: skip
     key = _key(args)
     return key, _systems(args, key, score_paths, llr_base=llr_base)
-
-
-#: The commands that may take sparse text lists packed: what they compute does not depend on
-#: the matrix's ids (calibrate and fuse train on them; --by conditions come from each trial's
-#: own ids).
-_PACKING = ("evaluate", "plot", "calibrate", "fuse")
-
-
-def _may_pack(
-    args: argparse.Namespace | None,
-    key_path: str,
-    score_paths: Sequence[str],
-    embeddings: bool = False,
-) -> bool:
-    """Whether an evaluation or a fit may pack sparse text lists
-    (:mod:`bosaris_dask.io.text.packed`): text files (regular files) and scores from
-    embeddings (scored pair by pair), no bootstrap (it resamples ids), no quality measures."""
-    if args is None or getattr(args, "command", None) not in _PACKING:
-        return False
-    if any(getattr(args, name, None) for name in ("quality", "model_quality", "segment_quality")):
-        return False
-    if _bootstrap_options(args) or not (score_paths or embeddings):
-        return False
-    # (anything else: the readers of the grid say what it is)
-    return all(_regular_text_file(p) for p in (key_path, *score_paths))
-
-
-def _regular_text_file(path: str) -> bool:
-    """Whether ``path`` is a regular file read as a text trial list (not a store, a pipe or
-    an embedding file): what can be read as a list (:mod:`bosaris_dask.io.text.packed`)."""
-    from bosaris_dask import io
-    from bosaris_dask.io.text.scratch import _is_stream
-
-    return (
-        io.detect_format(path) == "text"
-        and Path(path).is_file()
-        and not _is_stream(path)
-        and Path(path).suffix.lower() not in io.EMBEDDING_ONLY_SUFFIXES
-    )
-
-
-def _pairs_from_embeddings(args: argparse.Namespace) -> bool:
-    """Whether ``--enrol``/``--test`` score the key's trials (then a sparse key's trials are
-    scored pair by pair: :func:`~bosaris_dask.embeddings.scoring.trial_scores`)."""
-    from bosaris_dask.cli.embeddings import uses_embeddings
-
-    return uses_embeddings(args)
-
-
-def _packed(
-    args: argparse.Namespace,
-    key: Any,
-    score_paths: Sequence[str],
-    text_format: str | None,
-    llr_base: str,
-    embeddings: bool,
-) -> tuple[Any, list[Any]]:
-    """The packed key and systems of a sparse key list, text score files and (``embeddings``)
-    the scores from ``--enrol``/``--test`` of its trials; errors in the grid's order: the
-    key's, the files', the embeddings', then missing scores."""
-    from bosaris_dask.io.text.packed import TrialList, as_packed, pack
-
-    key.refuse_duplicates()  # the key's errors first, as when it is read whole
-    lists = [TrialList.read(p, "scores", format=text_format) for p in score_paths]
-    for scores in lists:
-        scores.refuse_duplicates()
-    n_m, n_s, n = len(key.models), len(key.segments), len(key.values)
-    _say(args, f"{key.path}: {n:,} trials over {n_m:,} x {n_s:,} ids: read as packed "
-               "trial lists, not as the ids' grid")  # fmt: skip
-    from_embeddings = _trial_scores(args, key) if embeddings else None
-    allow_missing = bool(getattr(args, "allow_missing", False))
-    packed_key, systems = pack(
-        key, lists, names=system_names(list(score_paths)), allow_missing=allow_missing
-    )
-    if from_embeddings is not None:  # the last system, as on the grid
-        systems.append(as_packed(key, from_embeddings))
-    if getattr(args, "by", None):  # each trial's condition, from its own ids
-        args.trial_conditions = _trial_conditions(args, key)
-    return packed_key, _in_natural(systems, llr_base)
-
-
-def _trial_scores(args: argparse.Namespace, key: Any) -> Any:
-    """The scores from ``--enrol``/``--test`` of a key list's trials, pair by pair."""
-    from bosaris_dask.embeddings import trial_scores
-
-    return trial_scores(args.enrol, args.test, key.models, key.segments, key.model_codes,
-                        key.segment_codes, backend=args.backend, center=args.center,
-                        models=args.models, norm=args.norm, cohort=args.cohort,
-                        top_n=args.top_n, device=args.device,
-                        what="trial list" if key.kind == "ndx" else "key")  # fmt: skip
-
-
-def _trial_conditions(args: argparse.Namespace, key: Any) -> Any:
-    """The ``--by`` conditions of a packed key list's trials (``--conditions`` tables)."""
-    import functools
-
-    import xarray as xr
-
-    from bosaris_dask.conditions import read_condition_table
-    from bosaris_dask.conditions.codes import trial_conditions
-    from bosaris_dask.io.text.packed import packed_cells
-
-    tables = [read_condition_table(p) for p in getattr(args, "conditions", None) or []]
-    if not tables:
-        raise OptionError("condition tables (--conditions) and --by specs go together")
-    ids = xr.Dataset(coords={"model": key.models, "segment": key.segments})
-    return trial_conditions(ids, key.model_codes, key.segment_codes, tables, args.by,
-                            functools.partial(packed_cells, key))  # fmt: skip
 
 
 def _one_column_twice(key_path: str, score_paths: Sequence[str], text_format: str | None) -> None:

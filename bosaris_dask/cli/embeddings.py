@@ -235,8 +235,8 @@ def _score_list(args: argparse.Namespace, start: float) -> int:
     (:func:`~bosaris_dask.embeddings.scoring.trial_scores`)."""
     import numpy as np
 
-    from bosaris_dask.cli.common import _trial_scores
     from bosaris_dask.cli.in_order import trial_list
+    from bosaris_dask.cli.packed_inputs import _trial_scores
     from bosaris_dask.io.text.write import write_score_lines
 
     trials = trial_list(args.key or args.ndx, "--key" if args.key else "--ndx")

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask.cli.common import _in_natural, _in_user_base, _regular_text_file, _say
+from bosaris_dask.cli.common import _in_natural, _in_user_base, _say
+from bosaris_dask.cli.packed_inputs import _regular_text_file
 from bosaris_dask.errors import BosarisError, OptionError
 
 __all__ = ["LIST_MAX_BYTES", "keeps_line_order", "apply_in_order", "listed", "trial_list"]
@@ -81,7 +82,7 @@ def apply_in_order(
     order = trial_list(args.ndx, "--ndx") if args.ndx else lists[0]
     systems = [as_packed(order, *joined(order, scores)) for scores in lists]
     if embeddings:
-        from bosaris_dask.cli.common import _trial_scores
+        from bosaris_dask.cli.packed_inputs import _trial_scores
 
         systems.append(as_packed(order, _trial_scores(args, order)))
     natural = _in_natural(systems, args.llr_base)
