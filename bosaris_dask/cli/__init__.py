@@ -10,7 +10,8 @@ the cluster options (``--cluster``, ``--scheduler`` ...) are everywhere. Errors 
 exit with status 1; ``--debug`` shows the traceback instead. Progress bars go to stderr when
 it is a terminal (``-q`` silences them).
 
-The parser is in :mod:`bosaris_dask.cli.parser`; the subcommands that make or move data in
+The parser is in :mod:`bosaris_dask.cli.parser` (each subcommand's options in
+:mod:`bosaris_dask.cli.subcommands`); the subcommands that make or move data in
 :mod:`bosaris_dask.cli.data`, those that evaluate or train on scores in
 :mod:`bosaris_dask.cli.scoring`.
 """
