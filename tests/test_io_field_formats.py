@@ -370,3 +370,23 @@ def test_a_trial_list_of_numeric_segment_ids_is_still_a_trial_list(tmp_path):
     path.write_text("m1 1234\nm1 77\nm2 1234\n")  # (IJB-style numeric template ids)
     ndx = read_text(path)
     assert ndx.segment.values.tolist() == ["1234", "77"] and int(ndx.trial_mask.sum()) == 3
+
+
+def test_key_format_reads_a_key_of_another_layout_than_the_scores(tmp_path):
+    rows = _trials(n=30, seed=4)
+    vox = _voxceleb(tmp_path, rows)
+    three_d = tmp_path / "scores.3d"  # 3D-Speaker's 'enrol test label score'
+    three_d.write_text("".join(f"{e} {t} {int(tar)} {s:.5f}\n" for e, t, tar, s in rows))
+    plain = tmp_path / "plain.txt"
+    plain.write_text("".join(f"{e} {t} {s:.5f}\n" for e, t, _, s in rows))
+    base = ["evaluate", "--key", str(vox), "--prior", "0.1", "-q", "--debug", "--json"]
+    with pytest.raises(ParseError, match=r"veri_test2.txt:1: expected 4 fields for a 3dspeaker"):
+        main([*base, str(tmp_path / "x.json"), "--scores", str(three_d), "--format", "3dspeaker"])
+    given, reference = tmp_path / "given.json", tmp_path / "reference.json"
+    assert main([*base, str(given), "--scores", str(three_d), "--format", "3dspeaker",
+                 "--key-format", "voxceleb"]) == 0  # fmt: skip
+    assert main([*base, str(reference), "--scores", str(plain)]) == 0
+    got, want = json.loads(given.read_text()), json.loads(reference.read_text())
+    for field in ("n_target", "n_nontarget", "eer", "cllr", "operating_points"):
+        assert got["systems"][0][field] == want["systems"][0][field]
+    assert got["systems"][0]["n_target"] == sum(tar for _, _, tar, _ in rows)

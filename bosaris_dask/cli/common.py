@@ -61,8 +61,12 @@ def _load(
     llr_base: str = "e",
     args: argparse.Namespace | None = None,
     packing: argparse.Namespace | None = None,
+    key_format: str | None = None,
 ) -> tuple[Any, list[Any]]:
     """Open the key and the systems' scores (lazily: nothing is computed yet).
+
+    ``text_format`` is the layout of the text score files, ``key_format`` that of a text key
+    (default ``text_format``; either ``None``: detected from the file's first lines).
 
     Without a key, the key comes from the labels of the first scores file (a wespeaker or
     3D-Speaker score file, or a NIST table with a label column): it is read twice, once for its
@@ -100,13 +104,16 @@ def _load(
                 "score and a label column, e.g. wespeaker's 'enrol test score label', can be "
                 "their own key)"
             )
+        key_format = text_format  # the same file
+    key_format = key_format or text_format
     _one_column_twice(key_path, score_paths, text_format)
     from bosaris_dask.cli.packed_inputs import _may_pack, _pairs_from_embeddings, _text_inputs
 
     embeddings = args is not None and _pairs_from_embeddings(args)  # (not an eval set's)
     if _may_pack(packing, key_path, score_paths, embeddings):
-        return _text_inputs(packing, key_path, score_paths, text_format, llr_base, embeddings)
-    key = io.read(key_path, "key", text_format=text_format)  # first: a wrong key path is the
+        return _text_inputs(packing, key_path, score_paths, (key_format, text_format), llr_base,
+                            embeddings)  # fmt: skip
+    key = io.read(key_path, "key", text_format=key_format)  # first: a wrong key path is the
     return key, _systems(args, key, score_paths, text_format, llr_base)  # first error
 
 
@@ -123,7 +130,7 @@ def _key_and_systems(
         and not _uses_class_tables(args)
         and _may_pack(args, args.key, score_paths, _pairs_from_embeddings(args))
     ):
-        return _text_inputs(args, args.key, score_paths, None, llr_base,
+        return _text_inputs(args, args.key, score_paths, (None, None), llr_base,
                             _pairs_from_embeddings(args))  # fmt: skip
     key = _key(args)
     return key, _systems(args, key, score_paths, llr_base=llr_base)

@@ -190,15 +190,29 @@ def key_and_systems(
     parser.add_argument("--scores", required=scores_required, action="append",
                         metavar="SCORES", help=scores_help)  # fmt: skip
     if own_key:
-        format_argument(parser)
+        format_argument(parser, key_apart=True)
+        key_format_argument(parser)
 
 
-def format_argument(parser: argparse.ArgumentParser) -> None:
+def format_argument(parser: argparse.ArgumentParser, key_apart: bool = False) -> None:
     from bosaris_dask.io.text import TEXT_FORMATS
 
     parser.add_argument(
         "--format", choices=TEXT_FORMATS,
-        help="layout of the text inputs (default: detected from their first lines): bosaris "
+        help="layout of the text inputs (default: detected from their first lines"
+        + ("; a key of another layout: --key-format" if key_apart else "")
+        + "): bosaris "
         "(model segment score|label), nist (header), voxceleb (label enrol test), wespeaker "
         "(enrol test score label), 3dspeaker (enrol test label score)",
+    )  # fmt: skip
+
+
+def key_format_argument(parser: argparse.ArgumentParser) -> None:
+    from bosaris_dask.io.text import TEXT_FORMATS
+
+    parser.add_argument(
+        "--key-format", choices=TEXT_FORMATS,
+        help="layout of a text --key (and --eval-key) when it differs from the scores' "
+        "--format, e.g. a voxceleb trial list with wespeaker scores (default: --format, else "
+        "detected)",
     )  # fmt: skip

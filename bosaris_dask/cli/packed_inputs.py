@@ -24,16 +24,18 @@ def _text_inputs(
     args: argparse.Namespace,
     key_path: str,
     score_paths: Sequence[str],
-    text_format: str | None,
+    formats: tuple[str | None, str | None],
     llr_base: str,
     embeddings: bool,
 ) -> tuple[Any, list[Any]]:
     """A text key and text scores, each parsed once (with ``embeddings``, the scores from
     ``--enrol``/``--test`` the last system): packed when the key is sparse; else the key's
-    grid, with a sparse score file (trials beyond the key's ids) put on that grid."""
+    grid, with a sparse score file (trials beyond the key's ids) put on that grid.
+    ``formats``: the text layouts of the key and of the scores (``None``: detected)."""
     from bosaris_dask.io.text.packed import TrialList, on_grid, read_trials
 
-    key = read_trials(key_path, "key", format=text_format)  # a wrong path is the first error
+    key_format, text_format = formats
+    key = read_trials(key_path, "key", format=key_format)  # a wrong path is the first error
     if isinstance(key, TrialList):
         return _packed(args, key, score_paths, text_format, llr_base, embeddings)
     systems = []

@@ -46,7 +46,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     start = time.perf_counter()
 
     def open_inputs() -> tuple[Any, list[Any]]:
-        return _load(args.key, args.scores, args.format, args.llr_base, args)
+        return _load(
+            args.key, args.scores, args.format, args.llr_base, args, key_format=args.key_format
+        )
 
     with _opened(args, open_inputs, lambda ks: _size(ks[0])) as loaded:
         key, systems = loaded
@@ -102,12 +104,21 @@ def cmd_plot(args: argparse.Namespace) -> int:
         )
 
     def open_inputs() -> tuple[Any, list[Any]]:
-        return _load(args.key, args.scores, args.format, args.llr_base, args)
+        return _load(
+            args.key, args.scores, args.format, args.llr_base, args, key_format=args.key_format
+        )
 
     with _opened(args, open_inputs, lambda ks: _size(ks[0])) as loaded:
         results: Any = _evaluate(args, *loaded, args.scores)
         if eval_key is not None:  # each eval curve is named after its own file ("[eval]")
-            eval_inputs = _load(eval_key, eval_scores, args.format, args.llr_base, packing=args)
+            eval_inputs = _load(
+                eval_key,
+                eval_scores,
+                args.format,
+                args.llr_base,
+                packing=args,
+                key_format=args.key_format,
+            )
             evaluated = _evaluate(args, *eval_inputs, eval_scores)
             results = {"dev": results, "eval": evaluated}
     if getattr(args, "by", None):  # a curve per (system, condition)
