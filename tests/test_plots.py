@@ -286,6 +286,34 @@ def test_det_dev_and_eval_share_an_axes_in_new_colours(three, small, ax):
     assert len(gid_lines(ax, "det/dr30-fa")) >= 2
 
 
+def test_one_systems_dev_and_eval_curves_share_a_hue_the_eval_darker(three, ax):
+    # dev and eval curves of one system had unrelated colours (the eval ones went on cycling)
+    renamed = three.assign_coords(system=["a-eval", "b-eval", "c-eval"])  # as plot --eval-key
+    det_plot({"dev": three, "eval": renamed}, ax=ax)
+    dev = [matplotlib.colors.to_rgb(gid_lines(ax, f"det/curve/{n} [dev]")[0].get_color())
+           for n in NAMES]  # fmt: skip
+    ev = [matplotlib.colors.to_rgb(gid_lines(ax, f"det/curve/{n}-eval [eval]")[0].get_color())
+          for n in NAMES]  # fmt: skip
+    assert len(set(dev)) == 3
+    for d, e in zip(dev, ev, strict=True):  # the i-th system of each set: one hue, darker
+        np.testing.assert_allclose(e, np.array(d) * 0.6, atol=1 / 255)
+    _, ax2 = plt.subplots()
+    reordered = three.sel(system=["c", "a", "b"])  # same names: paired by name, not position
+    det_plot({"dev": three, "eval": reordered}, ax=ax2)
+    for n in NAMES:
+        d = matplotlib.colors.to_rgb(gid_lines(ax2, f"det/curve/{n} [dev]")[0].get_color())
+        e = matplotlib.colors.to_rgb(gid_lines(ax2, f"det/curve/{n} [eval]")[0].get_color())
+        np.testing.assert_allclose(e, np.array(d) * 0.6, atol=1 / 255)
+    _, ax3 = plt.subplots()  # one system per set: distinct hues read better than shades
+    det_plot({"dev": three.sel(system=["a"]), "eval": renamed.sel(system=["a-eval"])}, ax=ax3)
+    one = [
+        gid_lines(ax3, f"det/curve/{lab}")[0].get_color() for lab in ("a [dev]", "a-eval [eval]")
+    ]
+    assert one == list(matplotlib.rcParams["axes.prop_cycle"].by_key()["color"][:2])
+    plt.close(ax2.figure)
+    plt.close(ax3.figure)
+
+
 def test_det_auto_window_and_custom_limits(small, ax):
     tar, non, ds = small
     lo_fa, hi_fa, lo_miss, hi_miss = auto_window(ds)

@@ -68,6 +68,25 @@ def curves(results: Results, systems: Sequence[str] | None, ax: Axes, kind: str)
 
     ``results`` is a Dataset (labels are the system names) or a mapping ``{set: Dataset}``
     (labels ``"system [set]"``). ``systems`` selects and orders systems by name (all if None).
+    In a mapping whose sets hold several systems each, one system's curves share a hue (later
+    sets in darker, then lighter shades of it), so that several systems' dev and eval curves
+    can be told apart: a system of a later set is the earlier set's system of the same name,
+    else of the same position (as ``plot --eval-key`` gives the eval scores of the same
+    systems in the same order, each named after its own file). With one system per set, each
+    set takes its own colour (distinct hues read better than shades).
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from bosaris_dask import evaluate
+    >>> from bosaris_dask.simulate import simulate
+    >>> key, scores = simulate(20, 30, systems=2, target_rate=0.2, seed=0)
+    >>> ds = evaluate(scores, key)
+    >>> drawn = curves({"dev": ds, "eval": ds}, None, plt.figure().gca(), "det")
+    >>> [c.label for c in drawn]
+    ['system-1 [dev]', 'system-2 [dev]', 'system-1 [eval]', 'system-2 [eval]']
+    >>> drawn[0].color == drawn[1].color, drawn[2].color == _shade(drawn[0].color, 1)
+    (False, True)
     """
     if isinstance(results, xr.Dataset):
         sets: list[tuple[str | None, xr.Dataset]] = [(None, results)]
@@ -75,7 +94,7 @@ def curves(results: Results, systems: Sequence[str] | None, ax: Axes, kind: str)
         sets = [(str(k), v) for k, v in cast(Mapping[str, xr.Dataset], results).items()]
     else:
         raise PlotError("plot an evaluation Dataset, or a non-empty mapping of them by name")
-    out = []
+    chosen_per_set = []
     for set_name, ds in sets:
         if not isinstance(ds, xr.Dataset) or "system" not in ds.dims:
             raise PlotError(f"{set_name or 'results'}: not an evaluation Dataset (no 'system')")
@@ -87,20 +106,47 @@ def curves(results: Results, systems: Sequence[str] | None, ax: Axes, kind: str)
                 f"no system {', '.join(map(repr, unknown))} in {set_name or 'the results'} "
                 f"(systems: {', '.join(names)})"
             )
-        for name in chosen:
+        chosen_per_set.append(chosen)
+    paired = all(len(chosen) > 1 for chosen in chosen_per_set)
+    out = []
+    hues: dict[str, int] = {}  # system name -> hue index
+    for k, ((set_name, ds), chosen) in enumerate(zip(sets, chosen_per_set, strict=True)):
+        for position, name in enumerate(chosen):
             label = name if set_name is None else f"{name} [{set_name}]"
-            out.append((legend_text(label), ds.sel(system=name)))
+            if paired:
+                hue, shade = hues.setdefault(name, position if k else len(hues)), k
+            else:
+                hue, shade = len(out), 0
+            out.append((legend_text(label), ds.sel(system=name), hue, shade))
     if not out:
         raise PlotError("no system to plot")
-    # Labels already drawn by a plot of this kind (gids "kind/what/label"): new colours after.
+    # Systems already drawn by a plot of this kind (gids "kind/what/label"): new hues after.
     gids = [a.get_gid() for a in (*ax.get_lines(), *ax.patches)]
     parts = [g.split("/", 2) for g in gids if g and g.startswith(f"{kind}/")]
-    start = len({p[2] for p in parts if len(p) == 3})
-    palette = _palette(start + len(out))
+    start = len({p[2] for p in parts if len(p) == 3})  # >= the hues they took
+    palette = _palette(start + 1 + max(hue for _, _, hue, _ in out))
     return [
-        Curve(label, data, palette[(start + i) % len(palette)])
-        for i, (label, data) in enumerate(out)
+        Curve(label, data, _shade(palette[(start + hue) % len(palette)], shade))
+        for label, data, hue, shade in out
     ]
+
+
+def _shade(color: str, k: int) -> str:
+    """``color`` for the ``k``-th set of a plot: itself for ``k = 0``, then alternately darker
+    and lighter, further each time.
+
+    Examples
+    --------
+    >>> [_shade("#ff0000", k) for k in range(4)]
+    ['#ff0000', '#990000', '#ff8080', '#5c0000']
+    """
+    if k == 0:
+        return color
+    rgb = np.array(mpl.colors.to_rgb(color))
+    step = (k + 1) // 2
+    if k % 2:
+        return mpl.colors.to_hex(rgb * 0.6**step)
+    return mpl.colors.to_hex(1 - (1 - rgb) * 0.5**step)
 
 
 def legend_text(name: str) -> str:
