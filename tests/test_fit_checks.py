@@ -316,6 +316,18 @@ def test_the_cg_solver_checks_for_undetermined_weights_too():
     assert model.fit_warnings_ == [] and caught == []
 
 
+def test_a_fit_of_more_parameters_than_the_exact_solver_takes_is_checked_too():
+    """method="auto" runs CG past 50 parameters, and the check's Hessian pass was skipped
+    there: 60 systems, the last a copy of the first, said nothing."""
+    rng = np.random.default_rng(1)
+    k = 60
+    tar, non = rng.normal(0.3, 1, (400, k)), rng.normal(-0.3, 1, (4000, k))
+    tar[:, -1], non[:, -1] = tar[:, 0], non[:, 0]
+    model, caught = _fit(LinearFuser(max_iter=30), tar, non)
+    note = "the training data do not determine the weight of system 1 and the weight of system 60"
+    assert model.fit_warnings_[0].startswith(note) and caught[0] == model.fit_warnings_[0]
+
+
 def test_a_standardized_fit_names_the_tie_in_the_scores_own_units():
     rng = np.random.default_rng(13)
     tar = rng.integers(0, 4, 300).astype(float) + 5000.0  # 100+ half-ranges from 0: standardized

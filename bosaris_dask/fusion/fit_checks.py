@@ -37,6 +37,12 @@ __all__ = [
 #: along it is below this fraction of its largest (exact degeneracies give about 1e-16).
 UNDETERMINED_RATIO = 1e-10
 
+#: A fit by the CG solver (which computes no Hessian) takes one pass more for the Hessian of
+#: the undetermined check up to this many parameters (a chunk's share is one ``n x n`` matrix
+#: product per class: 200 parameters cost about 4e4 multiply-adds per trial); beyond, the fit
+#: is not checked for undetermined parameters.
+CHECKED_MAX_PARAMS = 200
+
 
 class FitWarning(UserWarning):
     """A trained model whose training data separate the classes or leave parameters free."""

@@ -29,6 +29,7 @@ from bosaris_dask.fusion.base import (
     wanted_trials,
 )
 from bosaris_dask.fusion.fit_checks import (
+    CHECKED_MAX_PARAMS,
     FitWarning,
     parameter_names,
     separation_note,
@@ -46,7 +47,7 @@ from bosaris_dask.objectives import (
     fusion_data_from_arrays,
     quality_sides,
 )
-from bosaris_dask.optimize import EXACT_MAX_PARAMS, OptimizeResult, minimize
+from bosaris_dask.optimize import OptimizeResult, minimize
 from bosaris_dask.trials import make_scores
 
 _METHODS = ("auto", "exact", "cg")
@@ -178,8 +179,9 @@ class LinearFuser(JsonModel):
         """Warn (:class:`~bosaris_dask.fusion.fit_checks.FitWarning`) and keep in
         ``fit_warnings_`` what the fit says about its data (separated classes, or parameters the
         data leave undetermined: from the last pass's value and Hessian, no pass; the CG
-        solver computes no Hessian, so one pass more computes it where the parameters are few
-        enough for the exact solver), then about itself (stopped before its minimum)."""
+        solver computes no Hessian, so one pass more computes it up to
+        :data:`~bosaris_dask.fusion.fit_checks.CHECKED_MAX_PARAMS` parameters), then about
+        itself (stopped before its minimum)."""
         note = separation_note(obj.data_term(res.fun, res.x), obj.class_weights(), self.l2)
         if note is None:
             note = tied_separation_note(obj.score_ranges, self.l2,
@@ -190,7 +192,7 @@ class LinearFuser(JsonModel):
                 calibration=self.kind == "linear_calibration",
             )  # fmt: skip
             hess = res.hess
-            if hess is None and obj.n_params <= EXACT_MAX_PARAMS:  # method="cg"
+            if hess is None and obj.n_params <= CHECKED_MAX_PARAMS:  # the CG solver
                 hess = obj.evaluate(res.x, "fgH").H
                 self.passes_ += 1
             note = undetermined_note(hess, names)
