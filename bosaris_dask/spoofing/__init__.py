@@ -4,8 +4,9 @@
 memory); :mod:`~bosaris_dask.spoofing.metrics` computes the countermeasure EER as the package
 defines it, min a-DCF, min t-DCF and the exact t-EER on numpy arrays (``FIELD_METRICS.md``
 section 4); :mod:`~bosaris_dask.spoofing.scale` computes the same numbers from Key/Scores
-datasets of any size in one engine call (:mod:`~bosaris_dask.spoofing.joint`: the bins they
-need exact); :mod:`~bosaris_dask.spoofing.stores` writes and reads a set as zarr stores.
+datasets of any size in one engine call (:mod:`~bosaris_dask.spoofing.keys`: the SASV and CM
+keys; :mod:`~bosaris_dask.spoofing.plan`: what each metric reads from the summaries;
+:mod:`~bosaris_dask.spoofing.joint`: the bins they need exact); :mod:`~bosaris_dask.spoofing.stores` writes and reads a set as zarr stores.
 """
 
 from bosaris_dask.spoofing.files import (
@@ -22,6 +23,7 @@ from bosaris_dask.spoofing.files import (
     sasv_arrays,
     sasv_key_and_scores,
 )
+from bosaris_dask.spoofing.keys import cm_key, sasv_key
 from bosaris_dask.spoofing.metrics import (
     ASVSPOOF5,
     FIXED_ASV_RATES,
@@ -35,13 +37,8 @@ from bosaris_dask.spoofing.metrics import (
     min_t_dcf,
     t_eer,
 )
-from bosaris_dask.spoofing.scale import (
-    TEerScaleWarning,
-    cm_key,
-    evaluate_cm,
-    evaluate_sasv,
-    sasv_key,
-)
+from bosaris_dask.spoofing.plan import TEerScaleWarning
+from bosaris_dask.spoofing.scale import evaluate_cm, evaluate_sasv
 
 __all__ = [
     "evaluate_cm",

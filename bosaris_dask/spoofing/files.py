@@ -484,7 +484,7 @@ def sasv_key_and_scores(
     One model, ``"sasv"``; one segment per key trial, named ``"speaker filename"`` (a blank
     cannot occur inside a field, so the pair reads back unambiguously). The key is a BOSARIS
     Key (targets +1, non-targets and spoofs -1) with the coordinate ``segment_spoof``
-    (:func:`bosaris_dask.spoofing.scale.sasv_key`); the scores are those of ``{"cm", "asv",
+    (:func:`bosaris_dask.spoofing.keys.sasv_key`); the scores are those of ``{"cm", "asv",
     "sasv"}`` the file gives. A key trial without a score is an error, unless
     ``allow_missing``: then it is left out of both, as in :func:`cm_key_and_scores`.
 
@@ -498,7 +498,7 @@ def sasv_key_and_scores(
     >>> kd.segment.values.tolist(), kd.trial_mask.values.tolist(), sorted(sd)
     (['s a', 's b', 't a'], [[1, -1, -1]], ['sasv'])
     """
-    from bosaris_dask.spoofing.scale import sasv_key
+    from bosaris_dask.spoofing.keys import sasv_key
     from bosaris_dask.trials.construction import make_key, make_scores
 
     key, rows = _sasv_rows(key, scores, allow_missing)

@@ -61,9 +61,7 @@ Examples
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 import dask.array as da
@@ -72,227 +70,24 @@ import xarray as xr
 
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
-from bosaris_dask.spoofing import joint, tandem
 from bosaris_dask.spoofing.joint import Part
+from bosaris_dask.spoofing.keys import SPOOF_COORD, asv_classes, cm_key, sasv_key, spoof_flags
 from bosaris_dask.spoofing.metrics import (
     ASVSPOOF5,
     FIXED_ASV_RATES,
     AsvRates,
     CostModel,
-    a_dcf_of_rates,
-    t_dcf_constants,
-    t_dcf_of_rates,
 )
-from bosaris_dask.trials import align, kind_of, locate, make_key, make_scores, trial_classes
+from bosaris_dask.spoofing.plan import MetricPlan, TEerScaleWarning
+from bosaris_dask.trials import align, locate, make_scores, trial_classes
 
 __all__ = ["SPOOF_COORD", "T_EER_MAX_TRIALS", "TEerScaleWarning", "sasv_key", "cm_key",
            "evaluate_cm", "evaluate_sasv"]  # fmt: skip
 
 
-class TEerScaleWarning(UserWarning):
-    """The t-EER's candidate bins do not fit the engine's keep limit: more passes."""
-
-
-#: The coordinate of an SASV key that marks spoofed segments.
-SPOOF_COORD = "segment_spoof"
 #: The most key cells for which :func:`evaluate_sasv` gathers the t-EER's scores into memory
 #: (above, the engine refines them instead).
 T_EER_MAX_TRIALS = 20_000_000
-
-
-# --------------------------------------------------------------------------------------------
-# keys
-# --------------------------------------------------------------------------------------------
-
-
-def sasv_key(key: xr.Dataset, spoof_segments: Any) -> xr.Dataset:
-    """An SASV key: ``key`` (a BOSARIS Key, +1 target, -1 non-target) with the boolean
-    coordinate ``segment_spoof`` marking the spoofed segments (their trials are spoofs).
-
-    Examples
-    --------
-    >>> k = sasv_key(make_key(["m"], ["a", "b"], [[1, -1]]), [False, True])
-    >>> k.segment_spoof.values.tolist()
-    [False, True]
-    """
-    if kind_of(key) != "key":
-        raise TrialError(f"an SASV key is built on a key, got {kind_of(key)}")
-    flags = np.asarray(spoof_segments)
-    if flags.dtype != bool or flags.shape != (key.sizes["segment"],):
-        raise TrialError(f"segment_spoof must be {key.sizes['segment']} booleans (one per "
-                         f"segment), got {flags.dtype} of shape {flags.shape}")  # fmt: skip
-    return key.assign_coords({SPOOF_COORD: ("segment", flags)})
-
-
-def _spoof_flags(key: xr.Dataset) -> np.ndarray:
-    if kind_of(key) != "key" or SPOOF_COORD not in key.coords:
-        raise TrialError("not an SASV key: a key with the coordinate segment_spoof is needed "
-                         "(bosaris_dask.spoofing.sasv_key)")  # fmt: skip
-    return np.asarray(key[SPOOF_COORD].values, dtype=bool)
-
-
-def _classes(key: xr.Dataset, chunks: Any) -> tuple[da.Array, da.Array]:
-    """The ASV codes (+1/-1/0) and the spoof flags broadcast, both in ``chunks``."""
-    codes = trial_classes(key, chunks=chunks)
-    flags = da.from_array(_spoof_flags(key)[None, :], chunks=(1, chunks[1]))
-    spoof = da.broadcast_to(flags, codes.shape, chunks=chunks)
-    return codes, spoof
-
-
-def cm_key(key: xr.Dataset, chunks: Any = None) -> xr.Dataset:
-    """The countermeasure key of an SASV key, lazily: bona fide trials +1, spoofs -1.
-
-    Examples
-    --------
-    >>> k = sasv_key(make_key(["m"], ["a", "b", "c"], [[1, -1, 1]]), [False, False, True])
-    >>> cm_key(k).trial_mask.values.tolist()
-    [[1, 1, -1]]
-    """
-    chunks = chunks or trial_classes(key).chunks
-    codes, spoof = _classes(key, chunks)
-    mask = da.where(codes != 0, da.where(spoof, -1, 1), 0).astype(np.int8)
-    return make_key(key.model.values, key.segment.values, mask)
-
-
-# --------------------------------------------------------------------------------------------
-# what each metric reads from the summaries
-# --------------------------------------------------------------------------------------------
-
-
-def _first_min(g: joint.Grid, cost: Callable, dtype: Any) -> tuple[float, float]:
-    edges = np.arange(len(g.lo) + 1)
-    values = cost(edges, edges)
-    i = joint.first_minimum(values)
-    return float(values[i]), float(g.thresholds(dtype)[i])
-
-
-@dataclass
-class _Plan:
-    """The members of one SASV call and how each metric reads them."""
-
-    costs: CostModel
-    a_dcf: tuple[Part, Part, Part] | None = None  # target, non-target, spoof
-    cm: tuple[Part, Part] | None = None  # bona fide, spoof
-    asv: tuple[Part, Part, Part] | None = None  # target, non-target, spoof
-    rates: AsvRates | None = None  # fixed ASV rates, or None: counted from asv
-    cm_eer: bool = False
-    t_eer: tuple[tuple[Part, Part], tuple[Part, Part, Part]] | None = None  # cm, asv parts
-    names: list[str] = field(default_factory=list)
-    rounds: int = 0
-
-    # ---- metrics (each also returns its candidate grid bins, per member)
-    def a_dcf_result(self, ss: Sequence[ScoreSummary]) -> tuple[dict, dict]:
-        tar, non, spf = self.a_dcf
-        g = joint.grid(ss, self.a_dcf)
-        below, n_above, s_above = g.below(tar), g.above(non), g.above(spf)
-        nt, nn, ns = g.total(tar), g.total(non), g.total(spf)
-
-        def cost(i: np.ndarray, j: np.ndarray) -> np.ndarray:
-            return a_dcf_of_rates(below[i] / nt, n_above[j] / nn, s_above[j] / ns, self.costs)
-
-        value, threshold = _first_min(g, cost, ss[tar.index].dtype)
-        bins = joint.member_bins(g, joint.min_cost_bins(g, cost), self.a_dcf)
-        return {"min_a_dcf": value, "min_a_dcf_threshold": threshold,
-                "n_target": nt, "n_nontarget": nn, "n_spoof": ns}, bins  # fmt: skip
-
-    def asv_result(self, ss: Sequence[ScoreSummary]) -> tuple[AsvRates, dict]:
-        tar, non, spf = self.asv
-        g = joint.grid(ss, (tar, non))
-        pmiss, pfa = g.below(tar) / g.total(tar), g.above(non) / g.total(non)
-        i = joint.eer_index(pmiss, pfa)
-        s = ss[spf.index]
-        t = float(g.thresholds(s.dtype)[i])
-        spoofs = 0 if t == np.inf else int(s.error_counts(np.array([t]))[1][0])
-        rates = AsvRates(float(pmiss[i]), float(pfa[i]), spoofs / s.n_nontarget, t)
-        bins = joint.member_bins(g, joint.eer_bins(pmiss, pfa, g.bits, threshold=True),
-                                 (tar, non))  # fmt: skip
-        if i < len(g.lo):
-            more = joint.straddling_bins(s, spf.counts, g.lo[i], int(g.bits[i]))
-            if len(more):
-                bins[spf.index] = np.union1d(bins.get(spf.index, np.empty(0, np.int64)), more)
-        return rates, bins
-
-    def t_dcf_result(self, ss: Sequence[ScoreSummary], rates: AsvRates) -> tuple[dict, dict]:
-        bona, spf = self.cm
-        g = joint.grid(ss, self.cm)
-        below, above = g.below(bona), g.above(spf)
-        nb, ns = g.total(bona), g.total(spf)
-        try:
-            c = t_dcf_constants(rates, self.costs)
-        except ScoreError as err:  # the other metrics stand: reported, with why this one is not
-            return {"min_t_dcf": None, "min_t_dcf_threshold": None, "min_t_dcf_note": str(err)}, {}
-
-        def cost(i: np.ndarray, j: np.ndarray) -> np.ndarray:
-            return t_dcf_of_rates(below[i] / nb, above[j] / ns, c)
-
-        value, threshold = _first_min(g, cost, ss[bona.index].dtype)
-        bins = joint.member_bins(g, joint.min_cost_bins(g, cost), self.cm)
-        return {"min_t_dcf": value, "min_t_dcf_threshold": threshold}, bins
-
-    def cm_eer_result(self, ss: Sequence[ScoreSummary]) -> tuple[float, dict]:
-        bona, spf = self.cm
-        g = joint.grid(ss, self.cm)
-        pmiss, pfa = g.below(bona) / g.total(bona), g.above(spf) / g.total(spf)
-        i = joint.eer_index(pmiss, pfa)
-        bins = joint.member_bins(g, joint.eer_bins(pmiss, pfa, g.bits, threshold=False),
-                                 self.cm)  # fmt: skip
-        return float((pmiss[i] + pfa[i]) / 2), bins
-
-    def results(self, ss: Sequence[ScoreSummary]) -> tuple[dict[str, Any], list[dict]]:
-        out: dict[str, Any] = {}
-        bins: list[dict] = []
-        if self.a_dcf is not None:
-            values, b = self.a_dcf_result(ss)
-            out.update(values)
-            bins.append(b)
-        rates = self.rates
-        if self.asv is not None:
-            rates, b = self.asv_result(ss)
-            bins.append(b)
-        out["asv_rates"] = rates
-        if self.cm is not None and rates is not None:
-            try:
-                values, b = self.t_dcf_result(ss, rates)
-            except ScoreError as error:
-                out["t_dcf_error"] = str(error)
-            else:
-                out.update(values)
-                bins.append(b)
-        if self.cm_eer:
-            out["eer"], b = self.cm_eer_result(ss)
-            bins.append(b)
-        if self.t_eer is not None:
-            out["t_eer_result"], b = tandem.t_eer_on_grids(ss, *self.t_eer)
-            bins.append(b)
-            if self.rounds == 0:
-                _warn_volume(ss, b)
-        return out, bins
-
-    def candidates(self, ss: list[ScoreSummary]) -> list[np.ndarray | None]:
-        """The engine's ``extra_candidates`` hook: every metric's bins, per member."""
-        merged: list[np.ndarray | None] = [None] * len(ss)
-        parts = self.results(ss)[1]
-        self.rounds += 1
-        for part in parts:
-            for k, idx in part.items():
-                merged[k] = idx if merged[k] is None else np.union1d(merged[k], idx)
-        return merged
-
-
-def _warn_volume(ss: Sequence[ScoreSummary], bins: dict[int, np.ndarray]) -> None:
-    """Warn when the t-EER's first candidate bins hold more trials than the engine keeps in
-    memory (``bosaris_dask.keep-limit``): exact still, but each later round reads the data."""
-    from bosaris_dask import config
-
-    n = sum(int(ss[k].n_tar[i].sum() + ss[k].n_non[i].sum()) for k, i in bins.items())
-    limit = config.get("keep-limit")
-    if n > limit:
-        warnings.warn(
-            f"t-EER: the candidate score bins hold {n:,} trials, more than "
-            f"bosaris_dask.keep-limit ({limit:,}): still exact, but every refinement round "
-            "reads the scores again (more passes); raise keep-limit if the memory allows",
-            TEerScaleWarning, stacklevel=6,
-        )  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
@@ -324,6 +119,7 @@ def evaluate_cm(
 
     Examples
     --------
+    >>> from bosaris_dask.trials import make_key
     >>> key = make_key(["cm"], list("abcd"), [[1, 1, -1, -1]])
     >>> out = evaluate_cm(make_scores(["cm"], list("abcd"), [[2.0, 0.0, 0.5, -1.0]]), key)
     >>> out["eer"], out["eer_rocch"], out["n_bonafide"], out["passes"]
@@ -337,7 +133,7 @@ def evaluate_cm(
             "with segment_spoof; evaluate an SASV key with evaluate_sasv"
         )
     point = _cm_point(costs)
-    plan = _Plan(costs, cm=(Part(0, "n_tar"), Part(0, "n_non")), cm_eer=True)
+    plan = MetricPlan(costs, cm=(Part(0, "n_tar"), Part(0, "n_non")), cm_eer=True)
     try:
         (s,) = summarize(
             [scores], key, thresholds=[point.act_threshold], allow_missing=allow_missing,
@@ -390,7 +186,7 @@ def _members(
     ids = (key.model.values, key.segment.values)
     if not both:
         return [(name, make_scores(*ids, score, mask))]
-    codes, spoof = _classes(key, chunks)
+    codes, spoof = asv_classes(key, chunks)
     tar = (codes == 1) & ~spoof
     non = (codes == -1) & ~spoof
     spf = (codes != 0) & spoof
@@ -420,7 +216,7 @@ def _gather(key: xr.Dataset, column: xr.Dataset, chunks: Any) -> list[da.Array]:
     count of key trials without a score."""
     s = align(column, key)
     score, mask = s.score.data.rechunk(chunks), s.score_mask.data.rechunk(chunks)
-    codes, spoof = _classes(key, chunks)
+    codes, spoof = asv_classes(key, chunks)
     return [*(score[mask & c] for c in ((codes == 1) & ~spoof, (codes == -1) & ~spoof,
                                         (codes != 0) & spoof)),
             ((codes != 0) & ~mask).sum()]  # fmt: skip
@@ -477,7 +273,7 @@ def evaluate_sasv(
         thresholds, ``passes``. A metric not computed (its scores not given) or undefined is
         ``None`` with ``<metric>_note`` saying why (``"needs the CM scores"``).
     """
-    _spoof_flags(key)  # an SASV key, or a one-line error
+    spoof_flags(key)  # an SASV key, or a one-line error
     if isinstance(asv_rates, str) and asv_rates not in ("fixed", "given"):
         raise OptionError(f"asv_rates must be 'fixed', 'given' or AsvRates, got {asv_rates!r}")
     given = asv_rates == "given"
@@ -487,7 +283,7 @@ def evaluate_sasv(
         raise OptionError("no scores: give sasv, cm and/or asv")
     first = next(x for x in (sasv, cm, asv) if x is not None)
     chunks = align(first, key).score.data.chunks
-    plan = _Plan(costs, rates=None if given else
+    plan = MetricPlan(costs, rates=None if given else
                  (FIXED_ASV_RATES if asv_rates == "fixed" else asv_rates))  # fmt: skip
     members: list[tuple[str, xr.Dataset]] = []
     starts: dict[str, int] = {}

@@ -4,7 +4,7 @@
 A set is a directory of ordinary bosaris_dask zarr stores (:func:`bosaris_dask.io.write_zarr`):
 
 - ``key.zarr``: track 1, a Key with bona fide +1 and spoof -1; track 2, the SASV key
-  (:func:`~bosaris_dask.spoofing.scale.sasv_key`): a Key with targets +1 and non-targets and
+  (:func:`~bosaris_dask.spoofing.keys.sasv_key`): a Key with targets +1 and non-targets and
   spoofs -1, plus the 1-D boolean array ``segment_spoof`` (one per segment). Any reader of
   Keys reads it (a plain evaluation then counts spoofs as non-targets);
   :func:`read_key` adds ``segment_spoof`` back;
@@ -18,7 +18,7 @@ Examples
 --------
 >>> import tempfile
 >>> import numpy as np
->>> from bosaris_dask.spoofing.scale import sasv_key
+>>> from bosaris_dask.spoofing.keys import sasv_key
 >>> from bosaris_dask.trials import make_key, make_scores
 >>> key = sasv_key(make_key(["m"], ["a", "b", "c"], [[1, -1, -1]]), [False, False, True])
 >>> s = make_scores(["m"], ["a", "b", "c"], [[1.0, 0.0, -1.0]])
@@ -40,7 +40,7 @@ import xarray as xr
 import zarr
 
 from bosaris_dask.errors import StoreError
-from bosaris_dask.spoofing.scale import SPOOF_COORD, sasv_key
+from bosaris_dask.spoofing.keys import SPOOF_COORD, sasv_key
 
 __all__ = ["COLUMNS", "write_set", "read_key", "read_scores"]
 
@@ -83,7 +83,7 @@ def write_set(
 
 def read_key(path: str | os.PathLike[str]) -> xr.Dataset:
     """A key store; with its ``segment_spoof`` array, the SASV key
-    (:func:`~bosaris_dask.spoofing.scale.sasv_key`)."""
+    (:func:`~bosaris_dask.spoofing.keys.sasv_key`)."""
     from bosaris_dask.io import read
 
     key = read(path, "key")
