@@ -21,7 +21,7 @@ drawn for three sets of LLRs:
 
 At ``a = 0`` the raw ECE is Cllr and the PAV one minCllr. With conditions (``evaluate(...,
 by=..., ece_plo=...)``), every condition's sums come from the same pass, per ``(condition,
-class)`` (:func:`bosaris_dask.grouped_kernels.grouped_cross_entropy_kernel`), so each
+class)`` (:func:`bosaris_dask.grouped_cross_entropy.grouped_cross_entropy_kernel`), so each
 condition's ECE is that of its own trials.
 
 Examples

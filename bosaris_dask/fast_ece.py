@@ -4,9 +4,9 @@
 At each prior log-odds ``a`` of the ECE grid, pass 1 adds every trial's term
 ``softplus(-c * (s + a))`` to its (group and) class's exact sum
 (:func:`bosaris_dask.kernels.cross_entropy_kernel`,
-:func:`bosaris_dask.grouped_kernels.grouped_cross_entropy_kernel`): in numpy about fifteen array
-operations per block and grid point (the shift, the class's sign, ``-|z|``, ``exp``, ``log1p``,
-a maximum, an addition, the split of each term into the integer grid units of
+:func:`bosaris_dask.grouped_cross_entropy.grouped_cross_entropy_kernel`): in numpy about
+fifteen array operations per block and grid point (the shift, the class's sign, ``-|z|``,
+``exp``, ``log1p``, a maximum, an addition, the split of each term into the integer grid units of
 :mod:`bosaris_dask.exact_sum` and their sums). Here one loop writes ``s + a`` and ``-|s + a|``,
 numpy takes ``exp`` and ``log1p`` of the latter (numba's differ from numpy's SIMD ones in the
 last bits), and a second loop makes each term with exact operations (a sign, a maximum, one
@@ -155,7 +155,7 @@ def run_sums(
 ) -> list[int]:
     """:func:`two_sums`' terms summed per run of ``x`` (``starts``: where each run begins,
     ascending, the first at 0, each run non-empty), as
-    :func:`bosaris_dask.grouped_kernels.grouped_cross_entropy_kernel` sums them."""
+    :func:`bosaris_dask.grouped_cross_entropy.grouped_cross_entropy_kernel` sums them."""
     n = x.size
     xa, e = xa[:n], e[:n]
     _log1p_exp(kernel, x, a, xa, e)

@@ -125,7 +125,7 @@ def _part_cross_entropy(
     units: list[list[list[int]]], part: Part, n_groups: int
 ) -> list[tuple[int, int]]:
     """A part's exact (target, non-target) cross-entropy sums per prior log-odds from its
-    system's per-group units (:func:`~bosaris_dask.grouped_kernels.split_cross_entropy`)."""
+    system's per-group units (:func:`~bosaris_dask.grouped_cross_entropy.split_cross_entropy`)."""
     tar, non = (np.flatnonzero(m).tolist() for m in part.groups(n_groups))
     return [(sum(at[g][0] for g in tar), sum(at[g][1] for g in non)) for at in units]
 
@@ -199,7 +199,7 @@ def summarize_parts(
     cross_entropy_plo
         As :func:`~bosaris_dask.engine.summarize`: pass 1 also sums each system's
         cross-entropy terms at these prior log-odds, per ``(group, class)``
-        (:func:`~bosaris_dask.grouped_kernels.grouped_cross_entropy_kernel`), and each part's
+        (:func:`~bosaris_dask.grouped_cross_entropy.grouped_cross_entropy_kernel`), and each part's
         ``cross_entropy`` is the exact sum over its groups: the ECE of every condition, no
         extra pass.
     coarse_bits

@@ -30,14 +30,16 @@ import xarray as xr
 from bosaris_dask import config, engine, memory, pass1_bins, runner
 from bosaris_dask.binmap import BinMap
 from bosaris_dask.errors import OptionError
+from bosaris_dask.grouped_cross_entropy import (
+    cross_entropy_length,
+    grouped_cross_entropy_kernel,
+    split_cross_entropy,
+)
 from bosaris_dask.grouped_kernels import (
     check_group_codes,
-    cross_entropy_length,
     grouped_bins_note,
-    grouped_cross_entropy_kernel,
     grouped_pass1_kernel,
     pass1_length,
-    split_cross_entropy,
     split_pass1,
 )
 from bosaris_dask.inputs import check_inputs, key_codes_check, pass_inputs, raise_trial_errors
@@ -162,7 +164,7 @@ class GroupedPass1:
     cross_entropy_plo, cross_units
         The prior log-odds of the cross-entropy sums and, per system (``None`` for a system
         not counted), its exact per-group units
-        (:func:`~bosaris_dask.grouped_kernels.split_cross_entropy`); none without them.
+        (:func:`~bosaris_dask.grouped_cross_entropy.split_cross_entropy`); none without them.
     """
 
     systems: list[SystemPass1 | None]

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import exact_sum, fast_ece, grouped_kernels, kernels
+from bosaris_dask import exact_sum, fast_ece, grouped_cross_entropy, kernels
 
 pytest.importorskip("numba")
 
@@ -58,7 +58,7 @@ def _pooled(cls, s, m, plo, block, compiled):
 
 def _grouped(cls, s, m, groups, n_groups, plo, block, compiled):
     rows, cols = np.arange(cls.shape[0]), np.arange(cls.shape[1])
-    return grouped_kernels.grouped_cross_entropy_kernel(
+    return grouped_cross_entropy.grouped_cross_entropy_kernel(
         rows, cols, cls, groups, s, m, system=0, plo=plo, n_groups=n_groups, block=block,
         slice_size=4 * block, compiled=compiled,
     )  # fmt: skip

@@ -6,7 +6,8 @@ defines it, min a-DCF, min t-DCF and the exact t-EER on numpy arrays (``FIELD_ME
 section 4); :mod:`~bosaris_dask.spoofing.scale` computes the same numbers from Key/Scores
 datasets of any size in one engine call (:mod:`~bosaris_dask.spoofing.keys`: the SASV and CM
 keys; :mod:`~bosaris_dask.spoofing.plan`: what each metric reads from the summaries;
-:mod:`~bosaris_dask.spoofing.joint`: the bins they need exact); :mod:`~bosaris_dask.spoofing.stores` writes and reads a set as zarr stores.
+:mod:`~bosaris_dask.spoofing.joint`: the bins they need exact);
+:mod:`~bosaris_dask.spoofing.stores` writes and reads a set as zarr stores.
 """
 
 from bosaris_dask.spoofing.files import (
