@@ -74,6 +74,7 @@ import xarray as xr
 from bosaris_dask import config, memory
 from bosaris_dask.arguments import one_or_many
 from bosaris_dask.bootstrap.bins import choose_edges, prefix_histograms, summary_prefix_counts
+from bosaris_dask.bootstrap.cells import CellGroups, TrialResample
 from bosaris_dask.bootstrap.histograms import (
     BLOCK_BYTES,
     LIMBS,
@@ -238,8 +239,13 @@ def evaluate_with_intervals(
 def _draw(
     key, conditions, resample, bootstrap, seed, method="multinomial"
 ) -> tuple[Any, np.ndarray, np.ndarray, int]:
-    """The resampled groups, their multiplicities (checked) and the seed (a fresh one if None)."""
-    groups = resample_groups(key, _tables(conditions), resample)
+    """The resampled groups, their multiplicities (checked) and the seed (a fresh one if None);
+    a packed list's groups are made from its recipe (:mod:`~bosaris_dask.bootstrap.cells`)."""
+    if len(resample) == 1 and isinstance(resample[0], TrialResample):
+        groups = resample[0].groups()
+        groups.check_layout(key)
+    else:
+        groups = resample_groups(key, _tables(conditions), resample)
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % (1 << 63))
     m, s = multiplicities(groups, bootstrap, seed, method)
@@ -343,6 +349,7 @@ def add_intervals(
         inputs, m, s, groups.model_codes, groups.segment_codes, binnings, names,
         split_every=split_every, progress=progress, pin_blas=pin,
         conditions=None if cond is None else cond[0], n_conditions=0 if cond is None else cond[1],
+        cells=groups.arrays(inputs[0].chunks) if isinstance(groups, CellGroups) else None,
     )  # fmt: skip
     reps = []
     for k, (res, binning) in enumerate(zip(results, binnings, strict=True)):
@@ -390,10 +397,11 @@ def add_intervals(
 def _condition_index(
     key: xr.Dataset, conditions: Sequence[Any], by: Sequence[Any], inputs: list[Any]
 ) -> tuple[Any, int]:
-    """Each cell's condition under ``by`` (lazy, in the inputs' chunks), and how many."""
-    from bosaris_dask.conditions.codes import condition_codes
+    """Each cell's condition under ``by`` (lazy, in the inputs' chunks), and how many (from
+    tables, or given: a packed list's :class:`~bosaris_dask.conditions.codes.CellConditions`)."""
+    from bosaris_dask.conditions.evaluation import _conditions_of
 
-    cond = condition_codes(key, _tables(conditions), by)
+    cond = _conditions_of(key, conditions, by)
     return cond.group_index(inputs[0].chunks), cond.n_conditions
 
 
@@ -432,6 +440,8 @@ def _merged_rows(inputs: list[Any], groups: Any) -> tuple[list[Any], bool]:
 def _pair_factor(groups: Any, chunks: tuple[tuple[int, ...], ...]) -> float:
     """The group pairs the chunks hold, summed over chunks, over ``G_model * G_segment``: the
     bootstrap pass's work relative to groups whose ids are never split between chunks."""
+    if isinstance(groups, CellGroups):
+        return groups.pair_factor(chunks)
     total = []
     for codes, sizes in ((groups.model_codes, chunks[0]), (groups.segment_codes, chunks[1])):
         edges = np.cumsum([0, *sizes])

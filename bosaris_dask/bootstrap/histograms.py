@@ -165,6 +165,15 @@ def _block(m, s, mcode, scode, ri, cj, classes, score, mask, cond, binning, nb, 
                                binning, nb)  # fmt: skip
     elif per_class[0][3] >= _BIG:
         _refuse(per_class[0][3])
+    cells = np.arange(n_cells)
+    _products(m, s, per_class, gm_u[cells // n_gs], cells % n_gs, gs_u, n_cells, nb, out, guard)
+
+
+def _products(m, s, per_class, cell_model, cell_segment, gs_u, n_cells, nb, out, guard) -> None:
+    """Add a block's weighted histograms to ``out``, from ``per_class`` (per class: the occupied
+    (condition, cell) indices, their count tables and exact Cllr sums) where cell ``p`` is the
+    group pair ``(cell_model[p], gs_u[cell_segment[p]])``, the cells in ascending order of
+    both."""
     for c, (occupied, table, sums) in enumerate(cl[:3] for cl in per_class):
         if not len(occupied):
             continue
@@ -175,14 +184,14 @@ def _block(m, s, mcode, scode, ri, cj, classes, score, mask, cond, binning, nb, 
         x32 = table[:, : nb + k_hi + k_lo]
         cols = np.r_[0 : nb + k_hi, nb + _NIBBLES : nb + _NIBBLES + k_lo]
         within = occupied % n_cells
-        mg, sg, gc = gm_u[within // n_gs], gs_u[within % n_gs], occupied // n_cells
+        mg, sg_l, gc = cell_model[within], cell_segment[within], occupied // n_cells
         # runs of one (condition, model group): the cells are sorted by it
-        starts = np.r_[0, np.flatnonzero(np.diff(occupied // n_gs)) + 1, len(occupied)]
+        new_run = (np.diff(gc) != 0) | (np.diff(mg) != 0)
+        starts = np.r_[0, np.flatnonzero(new_run) + 1, len(occupied)]
         if len(occupied) >= _MIN_RUN * (len(starts) - 1):
-            _per_model_group(m, s, x32, nb, cols, starts, mg, within % n_gs, gs_u, gc,
-                             out[:, c], guard)  # fmt: skip
+            _per_model_group(m, s, x32, nb, cols, starts, mg, sg_l, gs_u, gc, out[:, c], guard)
         else:
-            _batched(m, s, x32, cols, mg, sg, gc, out[:, c], guard)
+            _batched(m, s, x32, cols, mg, gs_u[sg_l], gc, out[:, c], guard)
 
 
 def _per_model_group(m, s, x32, nb, cols, starts, mg, sg_l, gs_u, gc, out, guard) -> None:
@@ -418,19 +427,30 @@ def resample_histograms(
     segment_codes: np.ndarray, binnings: Sequence[Binning], names: Sequence[str], *,
     split_every: int, progress: bool | None, pin_blas: bool = True,
     conditions: da.Array | None = None, n_conditions: int = 0,
+    cells: tuple[da.Array, da.Array] | None = None,
 ) -> list[ResampleHistograms]:  # fmt: skip
     """The bootstrap pass over ``inputs`` (key classes, then scores and mask per system), per
     condition too when given each cell's condition (``conditions``, ``n_conditions`` of them):
     the pooled histograms are then the sums of the conditions' (they partition the trials).
+    With ``cells``, each cell's model-side and segment-side groups (a packed list's: its trials'
+    own, :mod:`~bosaris_dask.bootstrap.cells`) instead of each row's ``model_codes`` and each
+    column's ``segment_codes`` (:func:`~bosaris_dask.bootstrap.cell_blocks.chunk_histograms`).
     The multiplicities are checked here, before the pass (:func:`check_multiplicities`)."""
     check_multiplicities(m, s)
     if conditions is not None:
         inputs = [*inputs, conditions.rechunk(inputs[0].chunks)]
     n_cond = n_conditions if conditions is not None else 0
     chunks = inputs[0].chunks
-    lead = [da.from_array(m, chunks=-1), "ab", da.from_array(s, chunks=-1), "cd",
-            da.from_array(model_codes, chunks=(chunks[0],)), "i",
-            da.from_array(segment_codes, chunks=(chunks[1],)), "j"]  # fmt: skip
+    lead = [da.from_array(m, chunks=-1), "ab", da.from_array(s, chunks=-1), "cd"]
+    kernel = chunk_histograms
+    if cells is None:
+        lead += [da.from_array(model_codes, chunks=(chunks[0],)), "i",
+                 da.from_array(segment_codes, chunks=(chunks[1],)), "j"]  # fmt: skip
+    else:  # (the conditions' cells, then the groups')
+        from bosaris_dask.bootstrap import cell_blocks
+
+        inputs = [*inputs, *(c.rechunk(chunks) for c in cells)]
+        kernel = cell_blocks.chunk_histograms
     n_rows = m.shape[0]
     need = task_memory(inputs, n_rows, max(b.n_bins for b in binnings),
                        len(binnings) * max(1, n_cond), split_every,
@@ -438,9 +458,7 @@ def resample_histograms(
     aggs = [
         Aggregation(
             f"bootstrap of {name}",
-            partial(
-                chunk_histograms, system=k, binning=binning, pin_blas=pin_blas, n_conditions=n_cond
-            ),
+            partial(kernel, system=k, binning=binning, pin_blas=pin_blas, n_conditions=n_cond),
             max(1, n_cond) * 2 * n_rows * (binning.n_bins + LIMBS) + 1,
             finalize=partial(
                 ResampleHistograms, n_rows=n_rows, nb=binning.n_bins, name=name, n_conditions=n_cond

@@ -84,6 +84,7 @@ def _load(
     packing = packing if packing is not None else args
     if packing is not None:
         packing.trial_conditions = None  # set where the lists are packed with --by
+        packing.trial_resample = None  # ... and with --bootstrap --resample
     if args is not None and _uses_class_tables(args):  # an error with --key
         key = _key(args)
         return key, _systems(args, key, score_paths, text_format, llr_base)
@@ -336,7 +337,8 @@ def _run_evaluate(evaluate: Any, args: argparse.Namespace, key: Any, systems: li
         equalize=getattr(args, "equalize", False),
         fmr=getattr(args, "fmr", None) or (), fnmr=getattr(args, "fnmr", None) or (),
         ece_plo=getattr(args, "ece_plo", None), exact_auc=getattr(args, "exact_auc", False),
-        **_bootstrap_options(args),
+        **_bootstrap_options(args)
+        | ({"resample": [args.trial_resample]} if getattr(args, "trial_resample", None) else {}),
     )  # fmt: skip
 
 

@@ -1,7 +1,7 @@
 """Text trial lists read as lists: a sparse key list and its score files packed
 (:mod:`bosaris_dask.io.text.packed`), the scores from embeddings of its trials pair by pair,
-and its ``--by`` conditions from each trial's own ids, for the commands whose results do not
-depend on the matrix's ids (:data:`_PACKING`)."""
+and its ``--by`` conditions and ``--resample`` groups from each trial's own ids, for the
+commands whose results do not depend on the matrix's ids (:data:`_PACKING`)."""
 
 from __future__ import annotations
 
@@ -60,12 +60,13 @@ def _may_pack(
 ) -> bool:
     """Whether an evaluation or a fit may pack sparse text lists
     (:mod:`bosaris_dask.io.text.packed`): text files (regular files) and scores from
-    embeddings (scored pair by pair), no bootstrap (it resamples ids), no quality measures."""
+    embeddings (scored pair by pair), no quality measures. The bootstrap's groups, like
+    ``--by`` conditions, come from each trial's own ids (:mod:`bosaris_dask.bootstrap.cells`)."""
     if args is None or getattr(args, "command", None) not in _PACKING:
         return False
     if any(getattr(args, name, None) for name in ("quality", "model_quality", "segment_quality")):
         return False
-    if _bootstrap_options(args) or not (score_paths or embeddings):
+    if not (score_paths or embeddings):
         return False
     # (anything else: the readers of the grid say what it is)
     return all(_regular_text_file(p) for p in (key_path, *score_paths))
@@ -120,6 +121,8 @@ def _packed(
     )
     if from_embeddings is not None:  # the last system, as on the grid
         systems.append(as_packed(key, from_embeddings))
+    if getattr(args, "resample", None) and _bootstrap_options(args):  # made in the bootstrap
+        args.trial_resample = _trial_resample(args, key)
     if getattr(args, "by", None):  # each trial's condition, from its own ids
         args.trial_conditions = _trial_conditions(args, key)
     return packed_key, _in_natural(systems, llr_base)
@@ -134,6 +137,22 @@ def _trial_scores(args: argparse.Namespace, key: Any) -> Any:
                         models=args.models, norm=args.norm, cohort=args.cohort,
                         top_n=args.top_n, device=args.device,
                         what="trial list" if key.kind == "ndx" else "key")  # fmt: skip
+
+
+def _trial_resample(args: argparse.Namespace, key: Any) -> Any:
+    """The ``--resample`` groups of a packed key list's trials, as a recipe the bootstrap makes
+    them from where it makes the grid's (:mod:`bosaris_dask.bootstrap.cells`)."""
+    import functools
+
+    import xarray as xr
+
+    from bosaris_dask.bootstrap.cells import TrialResample
+    from bosaris_dask.io.text.packed import packed_cells
+
+    ids = xr.Dataset(coords={"model": key.models, "segment": key.segments})
+    return TrialResample(tuple(args.resample), tuple(getattr(args, "conditions", None) or ()),
+                         ids, key.model_codes, key.segment_codes,
+                         functools.partial(packed_cells, key))  # fmt: skip
 
 
 def _trial_conditions(args: argparse.Namespace, key: Any) -> Any:
