@@ -210,14 +210,15 @@ def test_conditions_of_packed_lists_are_the_grids(tmp_path, monkeypatch, capsys)
             assert entry["eer"] == pytest.approx(ref.eer(np.array(tar), np.array(non)), rel=1e-12)
 
 
-def test_the_bootstrap_keeps_the_ids_grid(tmp_path, always_pack, capsys):
-    # it resamples trials by their ids: the lists are read whole, as before
+def test_the_bootstrap_packs_too(tmp_path, always_pack, capsys):
+    # each trial's groups come from its own ids (tests/test_bootstrap_packed.py: the grid's
+    # intervals, bit for bit)
     _lists(tmp_path, n=60)
     _condition_tables(tmp_path)
     assert main(["evaluate", "--key", str(tmp_path / "trials"), "--scores",
                  str(tmp_path / "scores"), "--bootstrap", "20", "--resample", "model.g",
                  "--conditions", str(tmp_path / "m.tsv")]) == 0  # fmt: skip
-    assert "read as packed" not in capsys.readouterr().err
+    assert "read as packed" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", ["calibrate", "fuse"])

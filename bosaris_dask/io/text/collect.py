@@ -157,7 +157,7 @@ def _note_sparse(path: Any, n: int, shape: tuple[int, int]) -> None:
     if is_sparse(*shape, n):
         logging.getLogger("bosaris_dask.io").info(
             "%s: %s trials over %s x %s ids read as the ids' grid (%s cells, mostly empty); "
-            "evaluations without a bootstrap, and text outputs, read such lists as lists",
+            "the command line's evaluations and text outputs read such lists as lists",
             path, f"{n:,}", f"{shape[0]:,}", f"{shape[1]:,}", f"{shape[0] * shape[1]:,}",
         )  # fmt: skip
 
