@@ -10,7 +10,8 @@ row, ``width`` to a row, in the key's order. The packed objects hold the same tr
 scores, so every metric of them is the metric of the lists; their ids only number the rows and
 columns (``"trials 0-4095"``, ``"+17"``). Conditions come from each trial's own ids
 (:func:`~bosaris_dask.conditions.codes.trial_conditions`, in the layout of
-:func:`packed_cells`); the bootstrap, which resamples ids, needs the grid.
+:func:`packed_cells`), and so do the bootstrap's resampled groups
+(:class:`~bosaris_dask.bootstrap.cells.TrialResample`).
 
 A key trial without a score in a system is a missing trial (an error naming its ids, or left
 out of that system with ``allow_missing``); scores of trials the key does not hold are ignored;
