@@ -181,9 +181,9 @@ def test_the_cell_kernel_is_the_grid_kernel_on_the_same_trials(seed, n, g, n_con
     histograms._MIN_RUN = 1 if per_group else 10**9
     try:
         want = histograms.chunk_histograms(m, s, mcode, scode, classes, score, mask, *extra, **kw)
-        got = [cell_blocks.chunk_histograms(m, s, *cell_args, **kw)]
+        got = [cell_blocks.cell_chunk_histograms(m, s, *cell_args, **kw)]
         os.environ[jit.DISABLE_ENV] = "1"
-        got.append(cell_blocks.chunk_histograms(m, s, *cell_args, **kw))
+        got.append(cell_blocks.cell_chunk_histograms(m, s, *cell_args, **kw))
     finally:
         os.environ.pop(jit.DISABLE_ENV, None)
         histograms._TRIALS, histograms._MIN_RUN, histograms.BLOCK_BYTES = saved

@@ -20,7 +20,7 @@ Examples
 >>> classes = np.array([[1, -1, -1, 1]], dtype=np.int8)  # the grid's 2 x 2 trials in one row
 >>> scores = np.array([[1.0, -1.0, 0.5, 2.0]])
 >>> model_cells, segment_cells = np.array([[0, 0, 1, 1]]), np.zeros((1, 4), int)
->>> out = chunk_histograms(m, s, classes, scores, np.ones((1, 4), bool), model_cells,
+>>> out = cell_chunk_histograms(m, s, classes, scores, np.ones((1, 4), bool), model_cells,
 ...                        segment_cells, system=0, binning=binning)
 >>> cells = out[:-1].reshape(2, 2, -1)  # (non-target/target, data/resample 1, bins + limbs)
 >>> cells[0, :, :2].tolist(), cells[1, :, :2].tolist()
@@ -39,10 +39,10 @@ from bosaris_dask.bootstrap import fast_block, histograms
 from bosaris_dask.bootstrap.bins import Binning
 from bosaris_dask.embeddings.kernel import pinned_blas
 
-__all__ = ["chunk_histograms"]
+__all__ = ["cell_chunk_histograms"]
 
 
-def chunk_histograms(
+def cell_chunk_histograms(
     m: np.ndarray, s: np.ndarray, classes: np.ndarray, *blocks: np.ndarray, system: int,
     binning: Binning, pin_blas: bool = True, n_conditions: int = 0,
 ) -> np.ndarray:  # fmt: skip

@@ -434,7 +434,7 @@ def resample_histograms(
     the pooled histograms are then the sums of the conditions' (they partition the trials).
     With ``cells``, each cell's model-side and segment-side groups (a packed list's: its trials'
     own, :mod:`~bosaris_dask.bootstrap.cells`) instead of each row's ``model_codes`` and each
-    column's ``segment_codes`` (:func:`~bosaris_dask.bootstrap.cell_blocks.chunk_histograms`).
+    column's ``segment_codes`` (:mod:`~bosaris_dask.bootstrap.cell_blocks`).
     The multiplicities are checked here, before the pass (:func:`check_multiplicities`)."""
     check_multiplicities(m, s)
     if conditions is not None:
@@ -450,7 +450,7 @@ def resample_histograms(
         from bosaris_dask.bootstrap import cell_blocks
 
         inputs = [*inputs, *(c.rechunk(chunks) for c in cells)]
-        kernel = cell_blocks.chunk_histograms
+        kernel = cell_blocks.cell_chunk_histograms
     n_rows = m.shape[0]
     need = task_memory(inputs, n_rows, max(b.n_bins for b in binnings),
                        len(binnings) * max(1, n_cond), split_every,
