@@ -305,14 +305,14 @@ def is_embedding_file(path: str) -> bool:
         return any(p.rglob("*.npy"))
     if suffix not in (".h5", ".hdf5", ".zarr"):
         return False
-    from bosaris_dask.embeddings.formats import hdf5_datasets, holds_embeddings, is_per_id
+    from bosaris_dask.embeddings.formats import hdf5_per_id, holds_embeddings
 
     try:
         if suffix in (".h5", ".hdf5") and p.is_file():
             import h5py
 
             with h5py.File(p, "r") as f:
-                return holds_embeddings(f) or is_per_id(hdf5_datasets(f))
+                return hdf5_per_id(f, read=False, first=64) is not None or holds_embeddings(f)
         if suffix == ".zarr" and p.is_dir():
             import zarr
 

@@ -317,7 +317,7 @@ def open_hdf5(path: Path, chunk_rows: int) -> tuple[np.ndarray, da.Array]:
 
     try:
         with h5py.File(path, "r") as f:
-            per_id = None if "ids" in f else _per_id(hdf5_datasets(f))
+            per_id = None if "ids" in f else hdf5_per_id(f)
             if per_id is not None:
                 names, values = per_id
                 return names, da.from_array(values, chunks=(chunk_rows, values.shape[1]))
@@ -330,14 +330,49 @@ def open_hdf5(path: Path, chunk_rows: int) -> tuple[np.ndarray, da.Array]:
     return names, _lazy(_Rows(os.fspath(path), "hdf5", name, shape, dtype), chunk_rows)
 
 
-def hdf5_datasets(f: Any) -> list[tuple[str, Any]]:
-    """Every dataset of an HDF5 file with its path (an id with ``/`` is a path of groups)."""
+def hdf5_per_id(
+    f: Any, read: bool = True, first: int | None = None
+) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """:func:`_per_id` of an HDF5 file's datasets, through h5py's low-level interface: one
+    open and one read per dataset, without the high-level objects (hyperion writes a dataset
+    per id: 1e5 ids in about a third of the time). ``read=False``: the ids only (``None`` for
+    the rows), from the datasets' shapes and types; ``first``: look at that many datasets only
+    (whether a file looks like one, as ``info`` asks: opening a dataset takes ~50 us).
+
+    Examples
+    --------
+    >>> import h5py, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "h.h5")
+    >>> with h5py.File(path, "w") as f:
+    ...     f["spk1/a"], f["b"] = np.ones(3, np.float32), np.zeros(3, np.float32)
+    >>> with h5py.File(path, "r") as f:
+    ...     ids, rows = hdf5_per_id(f)
+    >>> ids.tolist(), rows.tolist()
+    (['b', 'spk1/a'], [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
+    """
     import h5py
 
-    found: list[tuple[str, Any]] = []
-    f.visititems(lambda name, obj: found.append((name, obj)) if isinstance(obj, h5py.Dataset)
-                 else None)  # fmt: skip
-    return found
+    names: list[bytes] = []
+    h5py.h5o.visit(f.id, lambda name, info: names.append(name)
+                   if info.type == h5py.h5o.TYPE_DATASET else None, info=True)  # fmt: skip
+    rows, shapes = [], set()
+    for name in names[:first]:
+        dataset = h5py.h5d.open(f.id, name)
+        shape, dtype = dataset.shape, dataset.dtype
+        shapes.add(shape)
+        if (
+            len(shapes) > 1
+            or dtype.kind != "f"
+            or not (len(shape) == 1 or (len(shape) == 2 and shape[0] == 1))
+        ):
+            return None  # not one float vector per id: the file's other layouts
+        if read:
+            row = np.empty(shape, dtype=dtype)
+            dataset.read(h5py.h5s.ALL, h5py.h5s.ALL, row)
+            rows.append(row.reshape(-1))
+    if not shapes:
+        return None
+    return np.array([n.decode() for n in names], dtype=object), np.stack(rows) if read else None
 
 
 def open_npydir(path: Path, chunk_rows: int) -> tuple[np.ndarray, da.Array]:
