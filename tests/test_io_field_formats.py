@@ -390,3 +390,13 @@ def test_key_format_reads_a_key_of_another_layout_than_the_scores(tmp_path):
     for field in ("n_target", "n_nontarget", "eer", "cllr", "operating_points"):
         assert got["systems"][0][field] == want["systems"][0][field]
     assert got["systems"][0]["n_target"] == sum(tar for _, _, tar, _ in rows)
+
+
+def test_a_kaldi_sre08_trial_key_with_condition_columns_says_what_it_is(tmp_path):
+    path = tmp_path / "short2-short3-female.trials"  # model segment label, then det1..det8
+    path.write_text(
+        "10027 thagc_B nontarget N N Y N N N N N\n10027 tbbad_A target Y Y Y N N N N N\n"
+    )
+    with pytest.raises(ParseError, match=r"trials:1: expected 3 fields for key, found 11 \(a NIST "
+                       r"SRE08 trial key with Y/N condition columns.*cut -d' ' -f1-3"):  # fmt: skip
+        read_text(path, "key")

@@ -231,9 +231,15 @@ def _detect_layout(
         kind = _kind_of_tokens(tokens, path, lineno)
     expected = {"scores": (3,), "key": (3,), "ndx": (2, 3)}[kind]
     if len(tokens) not in expected:
-        raise ParseError(
-            f"expected {expected[0]} fields for {kind}, found {len(tokens)}", path=path, line=lineno
-        )
+        extra = tokens[3:]
+        hint = ""
+        if len(tokens) > 3 and extra and all(t in (b"Y", b"N") for t in extra):
+            hint = (" (a NIST SRE08 trial key with Y/N condition columns, as Kaldi's sre08 "
+                    "recipe keeps it? keep the first three: cut -d' ' -f1-3; for per-condition "
+                    "metrics, make the condition a --conditions table of the model or segment "
+                    "side)")  # fmt: skip
+        raise ParseError(f"expected {expected[0]} fields for {kind}, found {len(tokens)}{hint}",
+                         path=path, line=lineno)  # fmt: skip
     fields: tuple[tuple[str, int], ...] = (("model", 0), ("segment", 1))
     if kind != "ndx":
         fields += (("score" if kind == "scores" else "label", 2),)
