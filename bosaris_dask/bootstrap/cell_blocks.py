@@ -29,15 +29,10 @@ Examples
 
 from __future__ import annotations
 
-import contextlib
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 from bosaris_dask.bootstrap import fast_block, histograms
 from bosaris_dask.bootstrap.bins import Binning
-from bosaris_dask.embeddings.kernel import pinned_blas
 
 __all__ = ["cell_chunk_histograms"]
 
@@ -67,25 +62,14 @@ def cell_chunk_histograms(
     order = np.argsort(pair, kind="stable")
     rows, cols, pair = rows[order], cols[order], pair[order]
     cuts = _cuts(pair, max(1, histograms.BLOCK_BYTES // ((nb + histograms.LIMBS) * 8)))
-    threads = 1 if pin_blas else min(len(cuts), os.cpu_count() or 1)
-    parts = [(np.zeros(shape), np.zeros(1)) for _ in range(threads)]
 
-    def run(k: int) -> None:
-        out, guard = parts[k]
-        for a, e in cuts[k::threads]:
-            trials = (rows[a:e], cols[a:e])
-            _block(m, s, pair[a:e], classes[trials], score[trials],
-                   None if cond is None else cond[trials], binning, nb, out, guard)  # fmt: skip
+    def block(cut: tuple[int, int], out: np.ndarray, guard: np.ndarray) -> None:
+        a, e = cut
+        trials = (rows[a:e], cols[a:e])
+        _block(m, s, pair[a:e], classes[trials], score[trials],
+               None if cond is None else cond[trials], binning, nb, out, guard)  # fmt: skip
 
-    with pinned_blas() if pin_blas or threads > 1 else contextlib.nullcontext():
-        if threads == 1:
-            run(0)
-        else:
-            with ThreadPoolExecutor(threads) as pool:
-                list(pool.map(run, range(threads)))
-    # integer sums below 2**53 (check_exact): exact in any order
-    out, guard = (sum(p[i] for p in parts[1:]) + parts[0][i] for i in (0, 1))
-    return np.concatenate([out.reshape(-1), guard])
+    return histograms.run_blocks(cuts, block, shape, pin_blas)
 
 
 def _cuts(pair: np.ndarray, max_pairs: int) -> list[tuple[int, int]]:

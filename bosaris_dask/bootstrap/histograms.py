@@ -51,9 +51,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from typing import Any
 
 import dask.array as da
 import numpy as np
@@ -330,16 +331,31 @@ def chunk_histograms(
     m, s = m.T.astype(np.float32), s.T.astype(np.float32)  # rows: groups
     shape = (max(1, n_conditions), 2, m.shape[1], nb + LIMBS)
     cuts = _blocks(mcode, scode, nb)
-    # tasks in parallel (pin_blas): one BLAS thread each, blocks in turn; fewer tasks than
-    # cores: the blocks in threads of this task with one BLAS thread each, or one block with a
-    # threaded BLAS
+    return run_blocks(
+        cuts, lambda cut, out, guard: _block(m, s, mcode, scode, *cut, classes, score, mask,
+                                             cond, binning, nb, out, guard),
+        shape, pin_blas,
+    )  # fmt: skip
+
+
+def run_blocks(
+    cuts: list[Any], block: Callable[[Any, np.ndarray, np.ndarray], None],
+    shape: tuple[int, ...], pin_blas: bool,
+) -> np.ndarray:  # fmt: skip
+    """``block(cut, out, guard)`` for every cut of a chunk, summed: ``[out, guard]`` flattened.
+
+    Tasks in parallel (``pin_blas``): one BLAS thread each, the blocks in turn; fewer tasks than
+    cores: the blocks in threads of this task, each with one BLAS thread and its own sums
+    (integers below 2**53, :func:`check_exact`: the same sums in any order), or one block with
+    a threaded BLAS.
+    """
     threads = 1 if pin_blas else min(len(cuts), os.cpu_count() or 1)
     parts = [(np.zeros(shape), np.zeros(1)) for _ in range(threads)]
 
     def run(k: int) -> None:
         out, guard = parts[k]
-        for ri, cj in cuts[k::threads]:
-            _block(m, s, mcode, scode, ri, cj, classes, score, mask, cond, binning, nb, out, guard)
+        for cut in cuts[k::threads]:
+            block(cut, out, guard)
 
     with pinned_blas() if pin_blas or threads > 1 else contextlib.nullcontext():
         if threads == 1:
@@ -347,7 +363,6 @@ def chunk_histograms(
         else:
             with ThreadPoolExecutor(threads) as pool:
                 list(pool.map(run, range(threads)))
-    # integer sums below 2**53 (check_exact): exact in any order
     out, guard = (sum(p[i] for p in parts[1:]) + parts[0][i] for i in (0, 1))
     return np.concatenate([out.reshape(-1), guard])
 
