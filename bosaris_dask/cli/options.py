@@ -212,7 +212,7 @@ def key_format_argument(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument(
         "--key-format", choices=TEXT_FORMATS,
-        help="layout of a text --key (and --eval-key) when it differs from the scores' "
+        help="layout of a text --key (and plot's --eval-key) when it differs from the scores' "
         "--format, e.g. a voxceleb trial list with wespeaker scores (default: --format, else "
         "detected)",
     )  # fmt: skip

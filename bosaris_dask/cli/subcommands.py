@@ -103,8 +103,9 @@ def _evaluate(sub: Any) -> None:
     p = _add(sub, "evaluate", "exact DCF, EER, Cllr, ... of one or more systems",
              "Evaluate systems against a key: actDCF and minDCF at each prior, ROCCH-EER, "
              "PRBEP, Cllr, minCllr (exact, any scale).")  # fmt: skip
-    options.key_and_systems(p, "scores of one system; repeat for several systems (or, or also, "
-                     "--enrol and --test)", own_key=True, scores_required=False)  # fmt: skip
+    options.key_and_systems(p, "scores of one system; repeat for several systems (or, or "
+                            "also, --enrol and --test)", own_key=True,
+                            scores_required=False)  # fmt: skip
     add_embedding_arguments(p, required=False)
     options.prior_argument(p, "at which to report actDCF and minDCF")
     options.operating_point_argument(p)
@@ -151,13 +152,14 @@ def _plot(sub: Any) -> None:
         "ece: empirical cross-entropy of the raw, PAV-calibrated and neutral LLRs vs prior "
         "log-odds (log10 with --llr-base 10)",
     )
-    options.key_and_systems(p, "scores of one system; repeat for several systems (or, or also, "
-                     "--enrol and --test)", own_key=True, scores_required=False)  # fmt: skip
+    options.key_and_systems(p, "scores of one system; repeat for several systems (or, or "
+                            "also, --enrol and --test)", own_key=True,
+                            scores_required=False)  # fmt: skip
     add_embedding_arguments(p, required=False)
     options.prior_argument(p, "marked on the plot")
     options.operating_point_argument(p)
-    options.fixed_rate_arguments(p, "det: mark each system's exact (FMR, FNMR) point there, the "
-                          "legend saying e.g. 'FMR 1e-3: FNMR 4.21%%'")  # fmt: skip
+    options.fixed_rate_arguments(p, "det: mark each system's exact (FMR, FNMR) point there, "
+                                 "the legend saying e.g. 'FMR 1e-3: FNMR 4.21%%'")  # fmt: skip
     options.ece_plo_argument(p, "ece: the plot's grid")
     p.add_argument(
         "--window",
@@ -210,9 +212,9 @@ def _fuse(sub: Any) -> None:
              "Train a logistic-regression fusion of several systems on a supervised set and "
              "write it as JSON; with quality measures, a quality fusion. With --apply, fuse "
              "the eval systems (same order).")  # fmt: skip
-    options.key_and_systems(p, "training scores of one system; repeat for each system (the scores "
-                     "from --enrol and --test are one more, the last)", scores_required=False,
-                     key_required=False)  # fmt: skip
+    options.key_and_systems(p, "training scores of one system; repeat for each system (the "
+                            "scores from --enrol and --test are one more, the last)",
+                            scores_required=False, key_required=False)  # fmt: skip
     add_embedding_arguments(p, required=False)
     options.quality_arguments(p)
     p.add_argument("--apply-quality", help="quality store of the eval set (default: --quality)")
@@ -222,8 +224,8 @@ def _fuse(sub: Any) -> None:
         help="quality fusion: a text matrix (r rows, one column per quality measure) mapping "
         "both sides' quality vectors before fusion (the toolkit's Qtrans)",
     )
-    options.training_arguments(p, "eval scores of one system; repeat for each system, in the order "
-                           "of --scores")  # fmt: skip
+    options.training_arguments(p, "eval scores of one system; repeat for each system, in the "
+                               "order of --scores")  # fmt: skip
     _finish(p, cmd_fuse)
 
 
