@@ -23,6 +23,7 @@ from bosaris_dask.fusion.base import (
 from bosaris_dask.fusion.fit_checks import FitWarning
 from bosaris_dask.fusion.linear import LinearFuser
 from bosaris_dask.objectives import (
+    TrialQuality,
     align_inputs,
     fusion_data,
     measure_names,
@@ -39,7 +40,9 @@ class QualityBackoffWarning(UserWarning):
     """Some trials have no quality: they get the first-stage linear fusion's score."""
 
 
-def transform_quality(quality: xr.Dataset, qtrans: np.ndarray | None) -> xr.Dataset:
+def transform_quality(
+    quality: xr.Dataset | TrialQuality, qtrans: np.ndarray | None
+) -> xr.Dataset | TrialQuality:
     """Both sides' quality vectors mapped by ``qtrans`` (``(r, q)``): ``q -> qtrans @ q``.
 
     ``None`` returns ``quality`` unchanged. A row with a NaN stays all NaN (no quality).
@@ -50,6 +53,8 @@ def transform_quality(quality: xr.Dataset, qtrans: np.ndarray | None) -> xr.Data
     >>> transform_quality(q, np.array([[1.0, 1.0]])).segment_quality.values.tolist()
     [[7.0]]
     """
+    if isinstance(quality, TrialQuality):  # the trials' ids' quality, mapped
+        return quality.mapped(lambda ids: transform_quality(ids, qtrans))
     if qtrans is None:
         return quality
     if kind_of(quality) != "quality":
@@ -164,12 +169,14 @@ class QualityFuser(LinearFuser):
         self,
         scores: xr.Dataset | Sequence[xr.Dataset],
         key: xr.Dataset,
-        quality: xr.Dataset,
+        quality: xr.Dataset | TrialQuality,
         *,
         allow_missing: bool = False,
         linear: LinearFuser | None = None,
     ) -> QualityFuser:
-        """Train on ``K`` Scores, a Key and a Quality object.
+        """Train on ``K`` Scores, a Key and a Quality object (for packed trials, their
+        :class:`~bosaris_dask.objectives.cells.TrialQuality`: the same model as on the ids'
+        grid, the sums running in another order).
 
         ``linear``: an already fitted linear fuser to start from and to back off to (its passes
         are not counted again); by default one is trained first on the same data.
@@ -178,8 +185,9 @@ class QualityFuser(LinearFuser):
         """
         scores, key = scores_and_key(scores, key, "QualityFuser.fit")
         self._forget_training_inputs()
-        if kind_of(quality) == "quality":
-            self.measures_ = measure_names(quality)
+        cells = quality if isinstance(quality, TrialQuality) else None  # packed trials
+        if kind_of(quality.quality if cells else quality) == "quality":
+            self.measures_ = measure_names(quality.quality if cells else quality)
         quality = transform_quality(quality, self.qtrans)
         data = fusion_data(key, _as_list(scores), quality, persist=self.persist)
         k = data.n_systems
@@ -203,7 +211,8 @@ class QualityFuser(LinearFuser):
         self.passes_ = self.linear_passes_
         self.fit_warnings_ = list(linear.fit_warnings_)  # the quality stage's follow
         weights, offset = linear._check_fitted()
-        qm, qs = quality_sides(quality, key.model.values, key.segment.values)
+        qm, qs = (cells.sides() if cells else  # the ids' quality
+                  quality_sides(quality, key.model.values, key.segment.values))  # fmt: skip
         has_m, has_s = _has_quality(qm), _has_quality(qs)
         if not (has_m.any() and has_s.any()):  # no trial has quality: nothing to learn
             note = (f"no training trial has quality measures on both sides (the "
@@ -217,10 +226,13 @@ class QualityFuser(LinearFuser):
             self.counts_ = dict(linear.counts_)
             return self
         chunks = data.classes.chunks
-        has = (
-            da.from_array(has_m, chunks=(chunks[0],))[:, None]
-            & da.from_array(has_s, chunks=(chunks[1],))[None, :]
-        )
+        if cells is not None:  # each cell's trial's model and segment
+            has = da.from_array(has_m[cells.model_cells] & has_s[cells.segment_cells], chunks)
+        else:
+            has = (
+                da.from_array(has_m, chunks=(chunks[0],))[:, None]
+                & da.from_array(has_s, chunks=(chunks[1],))[None, :]
+            )
         data = replace(data, classes=da.where(has, data.classes, 0).astype(np.int8))
         x0 = np.r_[weights, offset, np.zeros(n_quality_params(data.n_measures))]
         x = self._solve_standardizing(data, True, allow_missing, x0)

@@ -35,6 +35,7 @@ Examples
 
 from __future__ import annotations
 
+from bosaris_dask.objectives.cells import TrialQuality, trial_quality
 from bosaris_dask.objectives.data import (
     FusionData,
     align_inputs,
@@ -58,6 +59,8 @@ from bosaris_dask.objectives.objective import FusionObjective, Rescale
 __all__ = [
     "SLAB",
     "FusionData",
+    "TrialQuality",
+    "trial_quality",
     "FusionObjective",
     "Rescale",
     "fusion_data",

@@ -14,6 +14,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import ScoreError, TrialError
+from bosaris_dask.objectives.cells import TrialQuality
 from bosaris_dask.progress import persist
 from bosaris_dask.trials import align, kind_of, trial_classes, validate
 
@@ -31,7 +32,10 @@ class FusionData:
     model_quality, segment_quality
         ``(n_models, Q)`` and ``(n_segments, Q)`` dask arrays (chunked like the rows and the
         columns) of quality vectors with a constant 1 appended, zero rows where quality is
-        missing; ``None`` without quality.
+        missing; ``None`` without quality. For trials laid out off their ids' grid (packed
+        lists, :class:`~bosaris_dask.objectives.cells.TrialQuality`), both are ``(rows,
+        columns, Q)``: each cell's own trial's vectors, chunked like the classes (see
+        :attr:`per_cell`).
     """
 
     scores: tuple[da.Array, ...]
@@ -48,7 +52,13 @@ class FusionData:
     @property
     def n_measures(self) -> int:
         """Quality measures per side (0 without quality)."""
-        return 0 if self.model_quality is None else int(self.model_quality.shape[1]) - 1
+        return 0 if self.model_quality is None else int(self.model_quality.shape[-1]) - 1
+
+    @property
+    def per_cell(self) -> bool:
+        """Whether the quality vectors are each cell's (packed trials), not each row's and
+        each column's."""
+        return self.model_quality is not None and self.model_quality.ndim == 3
 
     def persist(self) -> FusionData:
         """Persist every array (one read of the stores; afterwards passes read memory)."""
@@ -178,7 +188,7 @@ def measure_names(quality: xr.Dataset) -> list[str] | None:
 def fusion_data(
     key: xr.Dataset,
     scores: Sequence[xr.Dataset],
-    quality: xr.Dataset | None = None,
+    quality: xr.Dataset | TrialQuality | None = None,
     *,
     persist: bool = False,
 ) -> FusionData:
@@ -191,7 +201,10 @@ def fusion_data(
     scores
         ``K`` Scores objects (the systems to fuse; one for calibration).
     quality
-        Optional Quality object (both sides, same number of measures).
+        Optional Quality object (both sides, same number of measures); for packed trials
+        (:mod:`bosaris_dask.io.text.packed`), their
+        :class:`~bosaris_dask.objectives.cells.TrialQuality` (each cell gets its own trial's
+        vectors).
     persist
         Persist the aligned scores, masks and classes (see :meth:`FusionData.persist`): the
         stores are read once instead of once per pass, at the price of holding every score
@@ -216,7 +229,9 @@ def fusion_data(
     chunks = aligned[0].score.data.chunks
     classes = trial_classes(key, chunks=chunks)
     qm = qs = None
-    if quality is not None:
+    if isinstance(quality, TrialQuality):
+        qm, qs = cell_quality(quality, chunks)
+    elif quality is not None:
         qm_np, qs_np = quality_sides(quality, key.model.values, key.segment.values)
         qm = da.from_array(qm_np, chunks=(chunks[0], qm_np.shape[1]))
         qs = da.from_array(qs_np, chunks=(chunks[1], qs_np.shape[1]))
@@ -228,6 +243,25 @@ def fusion_data(
         segment_quality=qs,
     )
     return data.persist() if persist else data
+
+
+def cell_quality(
+    quality: TrialQuality,
+    chunks: tuple[tuple[int, ...], ...],
+    sides: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[da.Array, da.Array]:
+    """Each cell's model-side and segment-side quality vectors as ``(rows, columns, Q)`` dask
+    arrays in the trials' ``chunks`` (``sides``: the ids' vectors, when already computed).
+
+    Raises
+    ------
+    TrialError
+        If the quality is laid out in another shape than the trials.
+    """
+    quality.check_layout(tuple(sum(c) for c in chunks))
+    qm, qs = quality.cells(sides)
+    q_chunks = (*chunks, qm.shape[-1])
+    return da.from_array(qm, chunks=q_chunks), da.from_array(qs, chunks=q_chunks)
 
 
 def fusion_data_from_arrays(

@@ -113,6 +113,8 @@ def _features(
 
     ``flat`` are the trials' flat indices in the slab (``row * n_cols + col``); the result is
     ``(n_params, m)`` (feature-major, so that every product below is a contiguous BLAS call).
+    ``qm`` and ``qs`` are the slab's rows' and the chunk's columns' quality vectors, or (3-D,
+    packed trials) the slab's cells' own: the same products of the same vectors either way.
     """
     k = len(scores)
     X = np.empty((n_params, len(flat)))
@@ -125,8 +127,12 @@ def _features(
     if n_params > k + 1:
         if qm is None or qs is None:
             raise ValueError("the quality parameters need both quality sides")
-        QM = qm.T[:, flat // n_cols]  # (Q, m)
-        QS = qs.T[:, flat % n_cols]
+        if qm.ndim == 3:  # each cell's own vectors
+            row, col = np.divmod(flat, n_cols)
+            QM, QS = qm[row, col].T, qs[row, col].T  # (Q, m)
+        else:
+            QM = qm.T[:, flat // n_cols]  # (Q, m)
+            QS = qs.T[:, flat % n_cols]
         for p, (a, b) in enumerate(zip(*quality_pairs(QM.shape[0]), strict=True)):
             X[k + 1 + p] = QM[a] * QS[b] if a == b else QM[a] * QS[b] + QM[b] * QS[a]
     return X
@@ -223,7 +229,8 @@ def block_sums(
     """The fused kernel of one chunk: packed sums of the objective's pieces.
 
     ``blocks`` are the chunk's ``K`` score blocks, ``K`` mask blocks, the class block and,
-    with ``quality``, the model-side and segment-side quality rows of the chunk. Returns a
+    with ``quality``, the model-side and segment-side quality rows of the chunk (or, 3-D,
+    of each of its cells: :attr:`~bosaris_dask.objectives.FusionData.per_cell`). Returns a
     ``(1, 1, L)`` float64 array: for targets then non-targets, what ``mode`` asks for (value,
     gradient, Hessian diagonal or upper triangle, or Hessian times ``v``), then the counts of
     targets, non-targets, trials without a score (dropped) and non-finite scores (an error).
@@ -259,12 +266,13 @@ def block_sums(
         counts[3] += np.count_nonzero(scored) - np.count_nonzero(finite)
         slab = [s[sl] for s in scores]
         q_rows = None if qm is None else qm[sl]
+        q_cols = qs[sl] if qs is not None and qs.ndim == 3 else qs
         for which, y in ((0, 1.0), (1, -1.0)):
             flat = np.flatnonzero(finite & (c == (1 if y > 0 else -1)))
             counts[which] += len(flat)
             if not len(flat):
                 continue
-            X = _features(slab, flat, n_cols, q_rows, qs, n)
+            X = _features(slab, flat, n_cols, q_rows, q_cols, n)
             sums = np.concatenate(_class_sums(X, y, theta, plo, mode, v))
             out[which * length : (which + 1) * length] += sums
     return out[None, None, :]

@@ -186,7 +186,9 @@ class FusionObjective:
         )
         lead: list[Any] = []
         if self.quality:  # the runner passes lead blocks first; block_sums wants them last
-            lead = [d.model_quality, "ia", d.segment_quality, "jb"]
+            per_cell = d.per_cell  # each cell's own vectors (packed trials)
+            lead = [d.model_quality, "ija" if per_cell else "ia",
+                    d.segment_quality, "ija" if per_cell else "jb"]  # fmt: skip
             kernel = partial(_quality_last, kernel)
         agg = runner.Aggregation(f"fusion {mode}", kernel, packed_length(self.n_params, mode))
         return agg, lead
@@ -249,10 +251,13 @@ class FusionObjective:
         """The peak memory of a task of a pass of ``mode`` (checked before the first pass)."""
         d = self.data
         arrays = [*d.scores, *d.masks, d.classes]
+        if d.per_cell and self.quality:  # each cell's two quality vectors are inputs too
+            arrays += [d.model_quality, d.segment_quality]
         chunk = tuple(max(c) for c in d.classes.chunks)
         split_every = self.split_every if isinstance(self.split_every, int) else 8
         return memory.objective_task_memory(
-            (chunk[0], chunk[1]), input_itemsizes=[a.dtype.itemsize for a in arrays],
+            (chunk[0], chunk[1]),
+            input_itemsizes=[a.dtype.itemsize * int(np.prod(a.shape[2:])) for a in arrays],
             n_params=self.n_params, n_measures=d.n_measures if self.quality else 0,
             result_length=packed_length(self.n_params, mode), split_every=split_every,
             slab=SLAB,

@@ -1,0 +1,115 @@
+"""Quality measures of trials laid out off their ids' grid: each cell's own quality vectors.
+
+A quality fusion forms each trial's quality term from its model's and its segment's quality
+vectors (:func:`~bosaris_dask.objectives.quality_sides`). On a models x segments grid those are
+the row's and the column's. A sparse text list packed 4,096 trials to a row
+(:mod:`bosaris_dask.io.text.packed`) has rows and columns that only number the trials, so each
+cell carries its own trial's two vectors instead (as
+:class:`~bosaris_dask.conditions.codes.CellConditions` carries each trial's condition).
+:class:`TrialQuality` is the Quality object of the list's ids plus, per cell, the positions of
+the trial's model and segment among those ids; it stands wherever a fit or an application of a
+quality fusion takes a Quality object, with packed Key and Scores objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+import xarray as xr
+
+from bosaris_dask.errors import TrialError
+
+__all__ = ["TrialQuality", "trial_quality"]
+
+
+@dataclass(frozen=True)
+class TrialQuality:
+    """The quality measures of trials whose matrix is not the grid of their ids.
+
+    Attributes
+    ----------
+    quality
+        The Quality object of the ids (:func:`bosaris_dask.trials.make_quality`).
+    models, segments
+        The trials' ids (model ids, segment ids).
+    model_cells, segment_cells
+        ``(rows, columns)`` integer arrays in the layout of the packed trial objects: each
+        cell's trial's model position in ``models`` and segment position in ``segments``
+        (padding cells hold no trial; what they point at is never read).
+    """
+
+    quality: xr.Dataset
+    models: np.ndarray
+    segments: np.ndarray
+    model_cells: np.ndarray
+    segment_cells: np.ndarray
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """The packed matrix's ``(rows, columns)``."""
+        return self.model_cells.shape  # type: ignore[return-value]
+
+    def mapped(self, fn: Callable[[xr.Dataset], xr.Dataset]) -> TrialQuality:
+        """The same trials with the ids' Quality object mapped by ``fn`` (e.g. a ``Qtrans``)."""
+        return replace(self, quality=fn(self.quality))
+
+    def sides(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each model's and each segment's quality vector, a constant 1 appended (zero rows
+        without quality), with the checks and errors of
+        :func:`~bosaris_dask.objectives.quality_sides` on a grid of these ids."""
+        from bosaris_dask.objectives.data import quality_sides
+
+        return quality_sides(self.quality, self.models, self.segments)
+
+    def cells(
+        self, sides: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Each cell's model-side and segment-side quality vectors: two ``(rows, columns,
+        Q)`` arrays (``sides``: those of :meth:`sides`, when already computed)."""
+        qm, qs = self.sides() if sides is None else sides
+        return qm[self.model_cells], qs[self.segment_cells]
+
+    def check_layout(self, shape: tuple[int, ...]) -> None:
+        """A TrialError unless the trials are laid out in a matrix of ``shape``.
+
+        Raises
+        ------
+        TrialError
+            Naming both shapes.
+        """
+        if tuple(shape) != self.shape:
+            raise TrialError(
+                f"the trials' quality is laid out {self.shape[0]} x {self.shape[1]}, the trials "
+                f"{shape[0]} x {shape[1]}: give the quality of the same packed trials"
+            )
+
+
+def trial_quality(
+    quality: xr.Dataset,
+    models: np.ndarray,
+    segments: np.ndarray,
+    model_of: np.ndarray,
+    segment_of: np.ndarray,
+    layout: Callable[[np.ndarray], np.ndarray],
+) -> TrialQuality:
+    """The quality of trials listed as (model, segment) positions among ``models`` and
+    ``segments``, each trial's positions placed in its cell by ``layout`` (per-trial values
+    -> the packed matrix, e.g. ``functools.partial(packed_cells, key_list)``).
+
+    Examples
+    --------
+    >>> from bosaris_dask.trials import make_quality, quality_table
+    >>> q = make_quality(quality_table(["m1", "m2"], [[0.5], [1.5]]),
+    ...                  quality_table(["s1"], [[2.0]]))
+    >>> tq = trial_quality(q, np.array(["m1", "m2"]), np.array(["s1", "s9"]),
+    ...                    np.array([1, 0, 0]), np.array([0, 1, 0]), lambda v: v[None])
+    >>> qm, qs = tq.cells()
+    >>> qm[0].tolist(), qs[0].tolist()  # s9 has no quality: a zero row
+    ([[1.5, 1.0], [0.5, 1.0], [0.5, 1.0]], [[2.0, 1.0], [0.0, 0.0], [2.0, 1.0]])
+    """
+    model_of = np.asarray(model_of, dtype=np.int64)
+    segment_of = np.asarray(segment_of, dtype=np.int64)
+    return TrialQuality(quality, np.asarray(models), np.asarray(segments),
+                        layout(model_of), layout(segment_of))  # fmt: skip
