@@ -60,11 +60,10 @@ def _may_pack(
 ) -> bool:
     """Whether an evaluation or a fit may pack sparse text lists
     (:mod:`bosaris_dask.io.text.packed`): text files (regular files) and scores from
-    embeddings (scored pair by pair), no quality measures. The bootstrap's groups, like
-    ``--by`` conditions, come from each trial's own ids (:mod:`bosaris_dask.bootstrap.cells`)."""
+    embeddings (scored pair by pair). The bootstrap's groups, like ``--by`` conditions, come
+    from each trial's own ids (:mod:`bosaris_dask.bootstrap.cells`), and so do quality
+    measures (:func:`packed_quality`)."""
     if args is None or getattr(args, "command", None) not in _PACKING:
-        return False
-    if any(getattr(args, name, None) for name in ("quality", "model_quality", "segment_quality")):
         return False
     if not (score_paths or embeddings):
         return False
@@ -125,6 +124,8 @@ def _packed(
         args.trial_resample = _trial_resample(args, key)
     if getattr(args, "by", None):  # each trial's condition, from its own ids
         args.trial_conditions = _trial_conditions(args, key)
+    if any(getattr(args, name, None) for name in ("quality", "model_quality", "segment_quality")):
+        args.packed_list = key  # each trial's quality, from its own ids (packed_quality)
     return packed_key, _in_natural(systems, llr_base)
 
 
@@ -171,3 +172,20 @@ def _trial_conditions(args: argparse.Namespace, key: Any) -> Any:
     ids = xr.Dataset(coords={"model": key.models, "segment": key.segments})
     return trial_conditions(ids, key.model_codes, key.segment_codes, tables, args.by,
                             functools.partial(packed_cells, key))  # fmt: skip
+
+
+def packed_quality(args: argparse.Namespace, quality: Any) -> Any:
+    """The quality of the trials of a key list read packed (:func:`_packed`): each cell
+    gets its trial's model's and segment's vectors
+    (:class:`~bosaris_dask.objectives.cells.TrialQuality`); ``quality`` itself (a Quality
+    object of the grid's ids, or ``None``) where the key was read as the grid."""
+    key = getattr(args, "packed_list", None)
+    if key is None or quality is None:
+        return quality
+    import functools
+
+    from bosaris_dask.io.text.packed import packed_cells
+    from bosaris_dask.objectives import trial_quality
+
+    return trial_quality(quality, key.models, key.segments, key.model_codes,
+                         key.segment_codes, functools.partial(packed_cells, key))  # fmt: skip

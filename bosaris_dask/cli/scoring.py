@@ -234,6 +234,7 @@ def _fit_and_apply(
     from bosaris_dask.calibration import apply_model
     from bosaris_dask.calibration.models import check_system_order
     from bosaris_dask.fusion.fit_checks import FitWarning
+    from bosaris_dask.objectives import TrialQuality
 
     if args.apply and args.out is None:
         raise OptionError("--apply needs --out (where to write the resulting scores)")
@@ -290,6 +291,8 @@ def _fit_and_apply(
         elif args.apply:
             targets = [_read_scores(args, p) for p in args.apply]
             eval_quality = _read_quality(args, args.apply_quality) if quality is not None else None
+            if isinstance(quality, TrialQuality):  # packed training trials: the ids' quality
+                quality = quality.quality
             ndx = _read_ndx(args.ndx)
             fitted_out = apply_model(
                 model, targets, quality=eval_quality or quality, ndx=ndx, llr_base="e"
@@ -415,8 +418,10 @@ def cmd_fuse(args: argparse.Namespace) -> int:
         raise BosarisError("--qtrans maps quality measures: give them (--quality, ...)")
 
     def open_inputs() -> tuple[Any, list[Any], Any]:
+        from bosaris_dask.cli.packed_inputs import packed_quality
+
         key, systems = _key_and_systems(args, args.scores or [], args.llr_base)
-        return key, systems, _read_quality(args, args.quality)
+        return key, systems, packed_quality(args, _read_quality(args, args.quality))
 
     if getattr(args, "apply_quality", None) and not with_quality:
         raise OptionError(
