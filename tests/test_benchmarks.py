@@ -47,6 +47,7 @@ SCRIPTS = {
     "fuzz_readers.py",
     "kill_campaign.py",
     "make_sparse_conditions.py",
+    "make_sparse_quality.py",
     "memory_limited.py",
     "pass1_kernel.py",
     "peak_memory.py",
@@ -401,6 +402,26 @@ def test_bench_text_reader_runs_and_both_readers_agree(capsys):
     summary = _load("bench_text_reader").main(["900", "--chunksize", "250"])
     assert summary["identical"] and summary["lines"] == 900
     assert {r["trials"] for r in summary["runs"]} == {900}
+
+
+def test_make_sparse_quality(tmp_path, monkeypatch, capsys):
+    """The VoxCeleb1-E-like list, small: its quality fusion trains packed, some trials back
+    off (ids without quality)."""
+    from bosaris_dask.cli import main
+    from bosaris_dask.io.text import packed
+
+    n = _load("make_sparse_quality").write(tmp_path, n_ids=400, n_trials=900)
+    assert len((tmp_path / "trials").read_text().splitlines()) == n
+    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 0)
+    monkeypatch.setattr(packed, "SPARSE_CELLS_PER_TRIAL", 0)
+    monkeypatch.chdir(tmp_path)
+    assert main(["fuse", "--key", "trials", "--scores", "sys1", "--scores", "sys2",
+                 "--model-quality", "mq", "--segment-quality", "sq", "--model-out",
+                 "m.json"]) == 0  # fmt: skip
+    assert "read as packed trial lists" in capsys.readouterr().err
+    model = json.loads((tmp_path / "m.json").read_text())
+    assert model["kind"] == "quality_fusion" and model["n_measures"] == 2
+    assert model["n_target"] + model["n_nontarget"] + model.get("n_no_quality", 0) == n
 
 
 def test_make_sparse_conditions(tmp_path, monkeypatch, capsys):

@@ -16,7 +16,7 @@ import pytest
 from bosaris_dask import io
 from bosaris_dask.cli import main
 from bosaris_dask.errors import TrialError
-from bosaris_dask.fusion import QualityFuser
+from bosaris_dask.fusion import QualityBackoffWarning, QualityFuser
 from bosaris_dask.io.text import packed
 from bosaris_dask.io.text.packed import TrialList, pack, packed_cells
 from bosaris_dask.objectives import block_sums, fusion_data, trial_quality
@@ -264,3 +264,25 @@ def test_an_infinite_measure_of_a_key_id_is_the_grids_error(tmp_path):
             QualityFuser(0.5).fit(*args)
         errors.append((type(caught.value), str(caught.value)))
     assert errors[0] == errors[1] and "infinite" in errors[0][1]
+
+
+def test_fuse_apply_after_a_packed_fit_applies_on_the_eval_grid(tmp_path, monkeypatch, capsys):
+    # the eval scores go through the grid (a store output): the training trials' quality is
+    # given as the ids' Quality object there, as after a grid fit
+    _lists(tmp_path, seed=8)
+    options = ["--model-quality", str(tmp_path / "mq"), "--segment-quality",
+               str(tmp_path / "sq"), "--apply", str(tmp_path / "sys1"), "--apply",
+               str(tmp_path / "sys2"), "--out"]  # fmt: skip
+    outs = []
+    for name, cells in (("grid", 1 << 62), ("packed", 0)):
+        monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", cells)
+        monkeypatch.setattr(packed, "SPARSE_CELLS_PER_TRIAL", 0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", QualityBackoffWarning)  # (as the CLI says it)
+            code, _ = _fuse(tmp_path, name, *options, str(tmp_path / f"{name}.zarr"))
+        assert code == 0
+        outs.append(io.read(tmp_path / f"{name}.zarr").compute())
+        err = capsys.readouterr().err
+        assert ("read as packed trial lists" in err) == (name == "packed")
+    np.testing.assert_array_equal(outs[0].score_mask.values, outs[1].score_mask.values)
+    np.testing.assert_allclose(outs[1].score.values, outs[0].score.values, rtol=0, atol=1e-12)
