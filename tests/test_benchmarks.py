@@ -46,6 +46,7 @@ SCRIPTS = {
     "floors.py",
     "fuzz_readers.py",
     "kill_campaign.py",
+    "make_sparse_bootstrap.py",
     "make_sparse_conditions.py",
     "make_sparse_quality.py",
     "memory_limited.py",
@@ -422,6 +423,27 @@ def test_make_sparse_quality(tmp_path, monkeypatch, capsys):
     model = json.loads((tmp_path / "m.json").read_text())
     assert model["kind"] == "quality_fusion" and model["n_measures"] == 2
     assert model["n_target"] + model["n_nontarget"] + model.get("n_no_quality", 0) == n
+
+
+def test_make_sparse_bootstrap(tmp_path, monkeypatch, capsys):
+    """The VoxCeleb1-E-like list with speaker tables, small: packed, two-way intervals."""
+    from bosaris_dask.cli import main
+    from bosaris_dask.io.text import packed
+
+    _load("make_sparse_bootstrap").main(tmp_path, 600, 40, 1500)
+    lines = (tmp_path / "trials").read_text().splitlines()
+    assert len(lines) == len(set(tuple(x.split()[:2]) for x in lines)) <= 1500
+    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 0)
+    monkeypatch.setattr(packed, "SPARSE_CELLS_PER_TRIAL", 0)
+    monkeypatch.chdir(tmp_path)
+    assert main(["evaluate", "--key", "trials", "--scores", "scores", "--conditions", "m.tsv",
+                 "--conditions", "s.tsv", "--resample", "model.speaker", "--resample",
+                 "segment.speaker", "--bootstrap", "20", "--seed", "1", "--json",
+                 "r.json"]) == 0  # fmt: skip
+    assert "read as packed trial lists" in capsys.readouterr().err
+    (system,) = json.loads((tmp_path / "r.json").read_text())["systems"]
+    low, high = system["eer_ci"]
+    assert system["n_target"] + system["n_nontarget"] == len(lines) and low <= high
 
 
 def test_make_sparse_conditions(tmp_path, monkeypatch, capsys):
