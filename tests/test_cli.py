@@ -371,12 +371,12 @@ def test_an_output_in_a_missing_folder_is_refused_before_any_work(tmp_path, caps
 def test_an_output_suffix_that_names_no_format_is_refused_before_training(
     tmp_path, capsys, monkeypatch
 ):
-    from bosaris_dask.cli import scoring
+    from bosaris_dask.cli import training
 
     def no_fit(*args, **kwargs):
         raise AssertionError("trained before the output was checked")
 
-    monkeypatch.setattr(scoring, "_load", no_fit)
+    monkeypatch.setattr(training, "_load", no_fit)
     argv = ["calibrate", "--scores", "s.score", "--model-out", str(tmp_path / "m.json"),
             "--apply", "s.score", "--out", str(tmp_path / "o.csv"), "-q"]  # fmt: skip
     assert main(argv) == 1

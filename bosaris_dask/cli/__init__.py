@@ -12,8 +12,8 @@ it is a terminal (``-q`` silences them).
 
 The parser is in :mod:`bosaris_dask.cli.parser` (each subcommand's options in
 :mod:`bosaris_dask.cli.subcommands`); the subcommands that make or move data in
-:mod:`bosaris_dask.cli.data`, those that evaluate or train on scores in
-:mod:`bosaris_dask.cli.scoring`.
+:mod:`bosaris_dask.cli.data`, those that evaluate scores in :mod:`bosaris_dask.cli.scoring`,
+those that train on scores or apply a model in :mod:`bosaris_dask.cli.training`.
 """
 
 from __future__ import annotations

@@ -347,3 +347,11 @@ def _write_json(path: str, document: dict[str, Any]) -> None:
 
     with atomic_path(path) as tmp:
         Path(tmp).write_text(json.dumps(document, indent=2) + "\n")
+
+
+def _count_systems(args: argparse.Namespace, score_paths: list[str] | None) -> int:
+    """The number of systems: the ``--scores`` files, and one more with ``--enrol``/``--test``
+    (scored last)."""
+    from bosaris_dask.cli.embeddings import uses_embeddings
+
+    return len(score_paths or []) + int(uses_embeddings(args))

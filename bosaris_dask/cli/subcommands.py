@@ -22,8 +22,9 @@ from bosaris_dask.cli import options, values
 from bosaris_dask.cli.data import cmd_convert, cmd_demo, cmd_info, cmd_simulate
 from bosaris_dask.cli.embeddings import add_embedding_arguments, add_score_parser
 from bosaris_dask.cli.examples import epilog
-from bosaris_dask.cli.scoring import cmd_apply, cmd_calibrate, cmd_evaluate, cmd_fuse, cmd_plot
+from bosaris_dask.cli.scoring import cmd_evaluate, cmd_plot
 from bosaris_dask.cli.spoof import cmd_spoof
+from bosaris_dask.cli.training import cmd_apply, cmd_calibrate, cmd_fuse
 
 
 def add_subcommands(sub: Any) -> None:

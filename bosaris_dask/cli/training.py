@@ -1,0 +1,353 @@
+"""Subcommands that train on scores or apply a trained model: ``calibrate``, ``fuse`` and
+``apply`` (those that evaluate scores: :mod:`bosaris_dask.cli.scoring`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from bosaris_dask.cli.common import (
+    _cluster,
+    _count_systems,
+    _in_user_base,
+    _key_and_systems,
+    _opened,
+    _progress,
+    _read_scores,
+    _say,
+    _size,
+    _systems,
+    system_names,
+)
+from bosaris_dask.cli.in_order import apply_in_order, keeps_line_order
+from bosaris_dask.errors import BosarisError, MissingTrialsError, OptionError
+from bosaris_dask.progress import showing_progress
+
+
+def _read_quality(args: argparse.Namespace, path: str | None) -> Any:
+    """A Quality object from a zarr quality store, or from model/segment quality tables."""
+    from bosaris_dask import io
+    from bosaris_dask.trials import make_quality
+
+    if path is not None:
+        from bosaris_dask.trials import kind_of
+
+        quality = io.read(path)
+        if kind_of(quality) != "quality":
+            raise BosarisError(f"{path}: a {kind_of(quality)} store, not quality (a quality "
+                               "store holds model and segment quality measures)")  # fmt: skip
+        return quality
+    if args.model_quality is None and args.segment_quality is None:
+        return None
+    return make_quality(
+        io.read_quality(args.model_quality) if args.model_quality else None,
+        io.read_quality(args.segment_quality) if args.segment_quality else None,
+    )
+
+
+def _fill_missing(args: argparse.Namespace, out: Any, ndx: Any) -> Any:
+    """With ``--fill-missing VALUE``: every trial of ``--ndx`` gets a score, VALUE if none."""
+    if getattr(args, "fill_missing", None) is None:
+        return out
+    if ndx is None:
+        raise BosarisError("--fill-missing needs --ndx (the trials that must all have a score)")
+    from bosaris_dask.trials import alignment_report, set_missing_to_value
+
+    report = alignment_report(out, ndx)  # (out is on the ndx's ids: count its trials)
+    _say(args, f"{report.trials:,} of the {report.n_trials:,} --ndx trials have no score: "
+               f"filled with {args.fill_missing:g}")  # fmt: skip
+    return set_missing_to_value(out, ndx, args.fill_missing, log_missing=False)
+
+
+def _fit_and_apply(
+    args: argparse.Namespace, model: Any, open_inputs: Callable[[], tuple[Any, list[Any], Any]]
+) -> int:
+    """Train ``model`` on ``open_inputs()`` (key, systems, quality), save it, and with
+    ``--apply`` write the scores it gives."""
+    from bosaris_dask import io
+    from bosaris_dask.calibration import apply_model
+    from bosaris_dask.calibration.models import check_system_order
+    from bosaris_dask.fusion.fit_checks import FitWarning
+    from bosaris_dask.objectives import TrialQuality
+
+    if args.apply and args.out is None:
+        raise OptionError("--apply needs --out (where to write the resulting scores)")
+    trained = _system_names(args)
+    if args.apply and len(trained) > 1:  # before the fit: the same systems, in another order
+        check_system_order(trained, system_names(args.apply), args.model_out)
+    if not args.apply:
+        idle = [option for option, value in (
+            ("--out", args.out), ("--ndx", args.ndx), ("--fill-missing", args.fill_missing),
+            ("--apply-quality", getattr(args, "apply_quality", None)),
+        ) if value is not None]  # fmt: skip
+        if idle:
+            raise OptionError(
+                f"{', '.join(idle)} only {'applies' if len(idle) == 1 else 'apply'} with --apply "
+                f"(the eval scores to "
+                f"{args.command} and write): give --apply, or leave them out"
+            )
+    opened = _opened(args, open_inputs, lambda inputs: _size(inputs[0]))
+    with opened as (key, systems, quality), showing_progress(_progress(args)):
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitWarning)  # said in one line each, below
+            try:
+                if quality is None:
+                    train = systems if len(systems) > 1 or args.command == "fuse" else systems[0]
+                    model.fit(train, key, allow_missing=args.allow_missing)
+                else:
+                    model.fit(systems, key, quality, allow_missing=args.allow_missing)
+            except MissingTrialsError as exc:
+                raise _named_missing(args, exc, key, systems) from None
+        model.llr_base_ = args.llr_base  # what the model was trained on, kept in its JSON
+        model.systems_ = trained if len(trained) > 1 else None
+        model.save(args.model_out)
+        doc = model.to_dict()
+        elapsed = time.perf_counter() - start
+        if "iterations" in doc:
+            fitted = (f"objective {doc['objective']:.6g} after {doc['iterations']} iterations, "
+                      f"{doc['passes']} passes over the data")  # fmt: skip
+        else:
+            fitted = f"{len(doc['score_bounds']) // 2} PAV blocks"
+        if doc.get("n_missing"):
+            fitted += f"; dropped {doc['n_missing']:,} key trials without a score"
+        if doc.get("n_no_quality"):
+            fitted += (f"; {doc['n_no_quality']:,} trials without quality trained the linear "
+                       "stage only")  # fmt: skip
+        _say(args, f"{doc['kind']}: {fitted} ({elapsed:.1f} s); wrote {args.model_out}")
+        for note in doc.get("warnings", []):
+            print(f"warning: {note}", file=sys.stderr)
+        if args.apply and keeps_line_order(args, args.apply):
+            targets, fitted_out = apply_in_order(args, model, args.apply)
+            _say(args, f"wrote {args.out}")
+            if args.command == "fuse" and not args.quiet:
+                _say(args, _posterior_report(args, model, targets, fitted_out, None))
+        elif args.apply:
+            targets = [_read_scores(args, p) for p in args.apply]
+            eval_quality = _read_quality(args, args.apply_quality) if quality is not None else None
+            if isinstance(quality, TrialQuality):  # packed training trials: the ids' quality
+                quality = quality.quality
+            ndx = _read_ndx(args.ndx)
+            fitted_out = apply_model(
+                model, targets, quality=eval_quality or quality, ndx=ndx, llr_base="e"
+            )  # the targets are natural-log LLRs already
+            # the report before the write: --out may be one of the --apply stores, which the
+            # write replaces under the lazily opened inputs
+            report = (
+                _posterior_report(args, model, targets, fitted_out, ndx)
+                if args.command == "fuse" and not args.quiet
+                else None
+            )
+            out = _fill_missing(args, _in_user_base(args, fitted_out), ndx)
+            io.write(out, args.out, progress=_progress(args))
+            _say(args, f"wrote {args.out}")
+            if report is not None:
+                _say(args, report)
+    return 0
+
+
+def _system_names(args: argparse.Namespace) -> list[str]:
+    """The names of the ``--scores`` systems (then the one scored from embeddings), as
+    ``evaluate`` names them."""
+    from bosaris_dask.cli.embeddings import embedding_system_name, uses_embeddings
+
+    paths = [args.scores] if isinstance(args.scores, str) else list(args.scores or [])
+    return system_names(paths, [embedding_system_name(args)] if uses_embeddings(args) else [])
+
+
+def _read_ndx(path: str | None) -> Any:
+    """The trial list of ``--ndx`` (an Ndx, or a Key's trials), or ``None`` without one."""
+    from bosaris_dask import io
+    from bosaris_dask.trials import kind_of
+
+    if path is None:
+        return None
+    ndx = io.read(path)
+    if kind_of(ndx) not in ("ndx", "key"):
+        raise OptionError(f"--ndx {path} holds {kind_of(ndx)}, not a trial list (an Ndx or a "
+                          "Key)")  # fmt: skip
+    return ndx
+
+
+def _named_missing(
+    args: argparse.Namespace, exc: MissingTrialsError, key: Any, systems: list[Any]
+) -> MissingTrialsError:
+    """The fit's count of key trials without a score, with the first system that lacks some
+    and a few of its trials (found by one more look at the data, on this error path only)."""
+    from bosaris_dask.trials import reindex_ids, trial_classes
+    from bosaris_dask.trials.construction import locate
+
+    names = _system_names(args)
+    models, segments = key.model.values, key.segment.values
+    for name, system in zip(names, systems, strict=False):
+        mask = reindex_ids(system, models, segments).score_mask.data
+        where = locate((trial_classes(key, chunks=mask.chunks) != 0) & ~mask, models, segments)
+        if where:  # the count, without the engine's default system name and examples
+            count = re.search(r"[\d,]+ key trials have no score( in some system)?", exc.args[0])
+            head = count.group(0) if count else exc.args[0].split(" (")[0]
+            return MissingTrialsError(f"{head}: {name} has none for {where}, ... "
+                                      "(--allow-missing drops them)")  # fmt: skip
+    return exc
+
+
+def _posterior_report(
+    args: argparse.Namespace, model: Any, systems: list[Any], fused: Any, ndx: Any
+) -> str:
+    """For ``fuse --apply``: each eval system's (and the fusion's) estimated target proportion
+    and the pairwise KL divergences of their posteriors, at the model's prior."""
+    from bosaris_dask.cli.common import _system_name
+    from bosaris_dask.fusion.diagnostics import format_posterior_report, posterior_report
+
+    names = [_system_name(p) for p in args.apply]
+    if len(set(names)) < len(names) or "fused" in names:  # names must tell the systems apart
+        names = [f"system-{i + 1}" for i in range(len(names))]
+    names.append("fused")
+    report = posterior_report([*systems, fused], prior=model.prior, names=names, ndx=ndx)
+    return format_posterior_report(report)
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from bosaris_dask.calibration import LinearCalibrator, PAVCalibrator
+
+    if args.apply and len(args.apply) > 1:
+        raise OptionError(
+            f"calibrate --apply takes the scores of one system, got {len(args.apply)}; "
+            "calibrate each system on its own"
+        )
+    score_paths = [] if args.scores is None else [args.scores]
+    if _count_systems(args, score_paths) != 1:
+        raise OptionError("calibrate trains on the scores of one system: give --scores, or "
+                          "--enrol and --test"
+                          + (", not both" if score_paths else " (neither was given)"))  # fmt: skip
+    if args.method == "linear":
+        model = LinearCalibrator(_train_prior(args), l2=args.l2, **_iterations(args))
+    elif args.l2 or args.max_iter is not None or args.train_prior is not None:
+        option = (
+            "--l2 is a penalty" if args.l2 else "--max-iter bounds the iterations"
+            if args.max_iter is not None else "--train-prior is the prior of the objective"
+        )  # fmt: skip
+        raise OptionError(f"{option} of the linear calibration, not of PAV")
+    else:
+        model = PAVCalibrator()
+
+    def open_inputs() -> tuple[Any, list[Any], Any]:
+        return *_key_and_systems(args, score_paths, args.llr_base), None
+
+    return _fit_and_apply(args, model, open_inputs)
+
+
+def cmd_fuse(args: argparse.Namespace) -> int:
+    from bosaris_dask.fusion import LinearFuser, QualityFuser
+
+    n_systems = _count_systems(args, args.scores)
+    if args.apply and len(args.apply) != n_systems:
+        raise OptionError(
+            f"--apply takes the eval scores of the same {n_systems} systems, in the same "
+            f"order; got {len(args.apply)}"
+        )
+
+    qtrans = _read_qtrans(getattr(args, "qtrans", None))
+    with_quality = args.quality or args.model_quality or args.segment_quality
+    if qtrans is not None and not with_quality:
+        raise BosarisError("--qtrans maps quality measures: give them (--quality, ...)")
+
+    def open_inputs() -> tuple[Any, list[Any], Any]:
+        from bosaris_dask.cli.packed_inputs import packed_quality
+
+        key, systems = _key_and_systems(args, args.scores or [], args.llr_base)
+        return key, systems, packed_quality(args, _read_quality(args, args.quality))
+
+    if getattr(args, "apply_quality", None) and not with_quality:
+        raise OptionError(
+            "--apply-quality is the eval set's quality for a quality fusion: train one with "
+            "--quality (or --model-quality/--segment-quality)"
+        )
+    prior = _train_prior(args)
+    if with_quality:
+        model: Any = QualityFuser(prior, qtrans=qtrans, l2=args.l2, **_iterations(args))
+    else:
+        model = LinearFuser(prior, l2=args.l2, **_iterations(args))
+    return _fit_and_apply(args, model, open_inputs)
+
+
+def _train_prior(args: argparse.Namespace) -> float:
+    """``--train-prior``, 0.5 where it is not given."""
+    return 0.5 if args.train_prior is None else args.train_prior
+
+
+def _iterations(args: argparse.Namespace) -> dict[str, int]:
+    """``max_iter`` for a logistic model where ``--max-iter`` is given (else its default)."""
+    return {} if args.max_iter is None else {"max_iter": args.max_iter}
+
+
+def _read_qtrans(path: str | None) -> Any:
+    """The ``--qtrans`` matrix: whitespace-separated numbers, one row per line."""
+    if path is None:
+        return None
+    import numpy as np
+
+    from bosaris_dask.errors import ParseError
+
+    try:
+        matrix = np.loadtxt(path, ndmin=2, dtype=np.float64)
+    except OSError as exc:
+        raise BosarisError(f"{path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ParseError(f"not a matrix of numbers ({exc})", path=path) from None
+    if matrix.size == 0 or not np.isfinite(matrix).all():
+        raise ParseError("Qtrans must be a non-empty matrix of finite numbers", path=path)
+    return matrix
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    from bosaris_dask import io
+    from bosaris_dask.calibration import apply_model, load_model
+    from bosaris_dask.calibration.models import check_system_order
+
+    model = load_model(args.model)  # read once: its weights, LLR base and systems' names
+    check_system_order(model.systems_, _system_names(args), args.model)
+    trained = model.llr_base_
+    if args.llr_base is None:
+        args.llr_base = trained
+        if trained != "e":
+            _say(args, f"reading and writing base-{trained} LLRs, as the model was trained "
+                       f"(--llr-base {trained})")  # fmt: skip
+    elif args.llr_base != trained:
+        print(f"warning: the model was trained on base-{trained} LLRs, and --llr-base "
+              f"{args.llr_base} reads these scores as base-{args.llr_base} LLRs",
+              file=sys.stderr)  # fmt: skip
+
+    n_model = len(model.weights_) if getattr(model, "weights_", None) is not None else 1
+    given = _count_systems(args, args.scores)
+    if given != n_model:
+        plural = "s" * (n_model > 1)
+        raise OptionError(f"{args.model} is a {model.kind} of {n_model} system{plural}: "
+                          f"give {n_model} --scores (in the order it was trained), not "
+                          f"{given}")  # fmt: skip
+
+    def open_inputs() -> tuple[Any, list[Any], Any, Any]:
+        ndx = _read_ndx(args.ndx)
+        systems = _systems(args, ndx, args.scores or [], llr_base=args.llr_base)
+        return model, systems, _read_quality(args, args.quality), ndx
+
+    from bosaris_dask.cli.embeddings import uses_embeddings
+
+    embeddings = uses_embeddings(args)
+    if keeps_line_order(args, args.scores or [], embeddings):
+        with _cluster(args, size_hint=0):  # lists in memory: threads unless told
+            apply_in_order(args, model, args.scores or [], embeddings)
+        _say(args, f"wrote {args.out}")
+        return 0
+    with _opened(args, open_inputs, lambda inputs: _size(inputs[1][0])) as inputs:
+        model, systems, quality, ndx = inputs
+        out = apply_model(model, systems, quality=quality, ndx=ndx, llr_base="e")  # converted
+        out = _fill_missing(args, _in_user_base(args, out), ndx)
+        io.write(out, args.out, progress=_progress(args))
+    _say(args, f"wrote {args.out}")
+    return 0
