@@ -376,7 +376,7 @@ def test_an_output_suffix_that_names_no_format_is_refused_before_training(
     def no_fit(*args, **kwargs):
         raise AssertionError("trained before the output was checked")
 
-    monkeypatch.setattr(training, "_load", no_fit)
+    monkeypatch.setattr(training, "_key_and_systems", no_fit)  # calibrate's reader
     argv = ["calibrate", "--scores", "s.score", "--model-out", str(tmp_path / "m.json"),
             "--apply", "s.score", "--out", str(tmp_path / "o.csv"), "-q"]  # fmt: skip
     assert main(argv) == 1
