@@ -487,3 +487,31 @@ def test_one_embedding_set_on_both_sides_gets_each_ids_statistics_once(norm, mon
     assert seen == [60]  # the 60 ids once, not 45 + 40
     want = matrix[rows + 0, cols + 20]
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("name", ["trials", "scores"])
+def test_info_of_a_sparse_list_counts_its_trials_without_the_grid(tmp_path, monkeypatch, capsys,
+                                                                   name):  # fmt: skip
+    # info built the grid (VoxCeleb1-E: 2.1e10 cells of scratch memmaps) to count 5.8e5 trials
+    tar, non = _lists(tmp_path)
+    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 1 << 62)
+    assert main(["info", str(tmp_path / name), "-q"]) == 0
+    grid = dict(line.split(":", 1) for line in capsys.readouterr().out.splitlines())
+    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 0)
+    monkeypatch.setattr(packed, "SPARSE_CELLS_PER_TRIAL", 0)
+
+    def no_grid(*args, **kwargs):
+        raise AssertionError("the grid was built")
+
+    monkeypatch.setattr("bosaris_dask.io.text.collect._assemble", no_grid)
+    monkeypatch.setattr("bosaris_dask.io.read", no_grid)
+    assert main(["info", str(tmp_path / name), "-q"]) == 0
+    listed = dict(line.split(":", 1) for line in capsys.readouterr().out.splitlines())
+    for field in ("path", "kind", "model ids", "segment ids", "trials"):
+        assert listed[field] == grid[field]
+    assert listed["shape"].startswith(grid["shape"][:-1]) and "sparse list" in listed["shape"]
+    n = len(tar) + len(non) + (2 if name == "scores" else 0)  # (the scores of non-key trials)
+    want = (
+        f"{n:,} ({len(tar):,} targets, {len(non):,} non-targets)" if name == "trials" else f"{n:,}"
+    )
+    assert listed["trials"].strip() == want

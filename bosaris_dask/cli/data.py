@@ -86,9 +86,47 @@ def cmd_info(args: argparse.Namespace) -> int:
         # the cluster options, as elsewhere; one read of the file: threads unless told otherwise
         with _opened(args, lambda: args.path, lambda _: 0):
             return cmd_embedding_info(args)
-    with _opened(args, lambda: io.read(args.path, args.kind), _size) as obj:
+    listed = _text_trials(args)
+    from bosaris_dask.io.text.packed import TrialList
+
+    if isinstance(listed, TrialList):
+        _print_list_info(args, listed)
+        return 0
+    read = (lambda: listed) if listed is not None else (lambda: io.read(args.path, args.kind))
+    with _opened(args, read, _size) as obj:
         _print_info(args, obj)
     return 0
+
+
+def _text_trials(args: argparse.Namespace) -> Any:
+    """A text trial file read once: a sparse list
+    (:func:`~bosaris_dask.io.text.packed.is_sparse`) as a
+    :class:`~bosaris_dask.io.text.packed.TrialList`, so that ``info`` never builds its grid
+    (VoxCeleb1-E's is 2.1e10 cells), else its trial object; ``None`` for any other file (or
+    with ``--key``, whose coverage is counted on the grid)."""
+    from bosaris_dask.cli.packed_inputs import _regular_text_file
+    from bosaris_dask.io.text.packed import read_trials
+
+    if args.key or not _regular_text_file(args.path):
+        return None
+    return read_trials(args.path, args.kind)
+
+
+def _print_list_info(args: argparse.Namespace, trials: Any) -> None:
+    """``info`` of a sparse text list, from its trials: the counts the grid would give."""
+    n_m, n_s, n = len(trials.models), len(trials.segments), len(trials.values)
+    print(f"path:        {args.path} (text)")
+    print(f"kind:        {trials.kind}")
+    print(f"shape:       {n_m:,} models x {n_s:,} segments ({n_m * n_s:,} cells; a sparse "
+          "list: read as a list, not as its grid)")  # fmt: skip
+    for dim, ids in (("model", trials.models), ("segment", trials.segments)):
+        more = f", ... ({len(ids):,} ids)" if len(ids) > 4 else ""
+        print(f"{dim + ' ids:':<13}{', '.join(map(str, ids[:4]))}{more}")
+    if trials.kind == "key":
+        n_tar = int(np.count_nonzero(trials.values > 0))
+        print(f"trials:      {n:,} ({n_tar:,} targets, {n - n_tar:,} non-targets)")
+    else:
+        print(f"trials:      {n:,}")
 
 
 def _print_info(args: argparse.Namespace, obj: Any) -> None:
