@@ -15,7 +15,7 @@ from bosaris_dask.embeddings import from_arrays, scores_from_embeddings
 from bosaris_dask.embeddings.scoring import outer_blocks
 from bosaris_dask.inputs import pass_inputs
 from bosaris_dask.trials import key_from_labels
-from bosaris_dask.trials.construction import label_mask
+from bosaris_dask.trials.labels import label_mask
 
 
 def _data(n_e: int, n_t: int, d: int, seed: int = 3):

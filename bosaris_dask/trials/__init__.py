@@ -33,7 +33,6 @@ from bosaris_dask.trials.construction import DIMS as DIMS  # not in __all__; io.
 from bosaris_dask.trials.construction import (
     KINDS,
     is_label_key,
-    key_from_labels,
     key_from_masks,
     kind_of,
     make_key,
@@ -55,6 +54,7 @@ from bosaris_dask.trials.idmap import (
     write_id_map,
     write_list,
 )
+from bosaris_dask.trials.labels import key_from_labels
 from bosaris_dask.trials.missing import AlignmentReport, alignment_report, set_missing_to_value
 from bosaris_dask.trials.operations import (
     align,

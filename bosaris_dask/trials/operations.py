@@ -23,10 +23,10 @@ from bosaris_dask.trials.construction import (
     _ids,
     _raise_conflicts,
     is_label_key,
-    key_from_labels,
     kind_of,
     trial_classes,
 )
+from bosaris_dask.trials.labels import key_from_labels
 
 #: The fill value of each data variable where an alignment adds rows or columns.
 _FILL = {"trial_mask": 0, "score": 0.0, "score_mask": False}
