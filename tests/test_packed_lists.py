@@ -515,3 +515,28 @@ def test_info_of_a_sparse_list_counts_its_trials_without_the_grid(tmp_path, monk
         f"{n:,} ({len(tar):,} targets, {len(non):,} non-targets)" if name == "trials" else f"{n:,}"
     )
     assert listed["trials"].strip() == want
+
+
+@pytest.mark.parametrize("name", ["trials", "scores"])
+def test_convert_of_a_sparse_list_to_text_keeps_its_lines_without_the_grid(tmp_path, monkeypatch,
+                                                                           name):  # fmt: skip
+    _lists(tmp_path)
+    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 1 << 62)
+    assert main(["convert", str(tmp_path / name), str(tmp_path / "grid.txt"), "-q"]) == 0
+    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 0)
+    monkeypatch.setattr(packed, "SPARSE_CELLS_PER_TRIAL", 0)
+
+    def no_grid(*args, **kwargs):
+        raise AssertionError("the grid was built")
+
+    monkeypatch.setattr("bosaris_dask.io.text.collect._assemble", no_grid)
+    monkeypatch.setattr("bosaris_dask.io.read", no_grid)
+    assert main(["convert", str(tmp_path / name), str(tmp_path / "list.txt"), "-q"]) == 0
+    listed = (tmp_path / "list.txt").read_text().splitlines()
+    assert sorted(listed) == sorted((tmp_path / "grid.txt").read_text().splitlines())
+    given = [line.split() for line in (tmp_path / name).read_text().splitlines()]
+    assert [line.split()[:2] for line in listed] == [g[:2] for g in given]  # the file's order
+    if name == "scores":
+        assert [float(line.split()[2]) for line in listed] == [float(g[2]) for g in given]
+    else:
+        assert [line.split()[2] for line in listed] == [g[2] for g in given]

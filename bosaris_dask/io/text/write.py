@@ -180,6 +180,45 @@ def write_score_lines(
     return int(rows.size)
 
 
+def write_list(trials: TrialList, path: str | os.PathLike[str]) -> int:
+    """Write a text trial list's records as BOSARIS lines in their own order (a file's line
+    order), atomically: ``model segment score`` (scores, as :func:`write_text` writes them),
+    ``model segment target|nontarget`` (key) or ``model segment`` (ndx). Returns the number of
+    lines. A sparse list never becomes its models x segments grid this way.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> ids = np.array(["b", "a"], dtype=object)
+    >>> key = TrialList("t", ids, ids, np.array([1, 0]), np.array([0, 1]), np.array([-1, 1]),
+    ...                 int, kind="key")
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "key.txt"
+    >>> write_list(key, path)
+    2
+    >>> print(path.read_text(), end="")
+    a b nontarget
+    b a target
+    """
+    if trials.kind == "scores":
+        return write_score_lines(trials, trials.values, np.ones(len(trials.values), bool), path)
+    models = _writable_ids(trials.models, "model", False)
+    segments = _writable_ids(trials.segments, "segment", False)
+    if not len(trials.values):
+        raise TrialError(f"{path}: no trial to write; nothing was written")
+    end = "\n" if trials.kind == "ndx" else " "
+    model_piece = np.array([m + " " for m in models], dtype=object)
+    segment_piece = np.array([g + end for g in segments], dtype=object)
+    label_piece = np.array(["nontarget\n", "target\n"], dtype=object)
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        for k in range(0, len(trials.values), _WRITE_LINES):
+            r = slice(k, k + _WRITE_LINES)
+            pieces = [model_piece[trials.model_codes[r]], segment_piece[trials.segment_codes[r]]]
+            if trials.kind == "key":
+                pieces.append(label_piece[(np.asarray(trials.values[r]) > 0).astype(np.intp)])
+            f.write(_join_lines(pieces))
+    return len(trials.values)
+
+
 def _join_lines(pieces: list[Any]) -> bytes:
     """Concatenate the pieces of each line (``repeat`` pieces are endless)."""
     return "".join(chain.from_iterable(zip(*pieces, strict=False))).encode("utf-8")
