@@ -56,14 +56,14 @@ def _list_to_text(args: argparse.Namespace) -> bool:
     from bosaris_dask import io
     from bosaris_dask.cli.packed_inputs import _regular_text_file
     from bosaris_dask.io.text.packed import TrialList, read_trials
-    from bosaris_dask.io.text.write import write_list
+    from bosaris_dask.io.text.write import write_trial_lines
 
     if not _regular_text_file(args.input) or io._write_format(args.output, None) != "text":
         return False
     trials = read_trials(args.input, args.kind, format=args.format)
     if not isinstance(trials, TrialList):
         return False  # (a dense list: read again through its grid, which it fills)
-    n = write_list(trials, args.output)
+    n = write_trial_lines(trials, args.output)
     _say(args, f"wrote {trials.kind} ({n:,} trials over {len(trials.models):,} x "
                f"{len(trials.segments):,} ids, a sparse list: in its line order) to "
                f"{args.output}")  # fmt: skip

@@ -180,7 +180,7 @@ def write_score_lines(
     return int(rows.size)
 
 
-def write_list(trials: TrialList, path: str | os.PathLike[str]) -> int:
+def write_trial_lines(trials: TrialList, path: str | os.PathLike[str]) -> int:
     """Write a text trial list's records as BOSARIS lines in their own order (a file's line
     order), atomically: ``model segment score`` (scores, as :func:`write_text` writes them),
     ``model segment target|nontarget`` (key) or ``model segment`` (ndx). Returns the number of
@@ -193,7 +193,7 @@ def write_list(trials: TrialList, path: str | os.PathLike[str]) -> int:
     >>> key = TrialList("t", ids, ids, np.array([1, 0]), np.array([0, 1]), np.array([-1, 1]),
     ...                 int, kind="key")
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "key.txt"
-    >>> write_list(key, path)
+    >>> write_trial_lines(key, path)
     2
     >>> print(path.read_text(), end="")
     a b nontarget
