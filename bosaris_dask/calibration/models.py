@@ -18,6 +18,7 @@ from bosaris_dask.calibration.pav import PAVCalibrator
 from bosaris_dask.errors import OptionError, TrialError
 from bosaris_dask.fusion import LinearFuser, QualityFuser
 from bosaris_dask.fusion.base import _from_json, scores_and_key, with_training_fields
+from bosaris_dask.objectives import TrialQuality
 
 
 class LinearCalibrator(LinearFuser):
@@ -142,7 +143,7 @@ def apply_model(
     model: LinearCalibrator | LinearFuser | QualityFuser | PAVCalibrator,
     scores: xr.Dataset | Sequence[xr.Dataset],
     *,
-    quality: xr.Dataset | None = None,
+    quality: xr.Dataset | TrialQuality | None = None,
     ndx: xr.Dataset | None = None,
     llr_base: str | None = None,
 ) -> xr.Dataset:
@@ -156,7 +157,9 @@ def apply_model(
         One Scores object (calibrators) or the ``K`` systems' Scores in training order (fusers;
         a single Scores is accepted when ``K = 1``).
     quality
-        The Quality object, required by a quality fuser (ignored otherwise: an error).
+        The Quality object, required by a quality fuser (given to another model: an error);
+        for packed trials (:mod:`bosaris_dask.io.text.packed`), their
+        :class:`~bosaris_dask.objectives.cells.TrialQuality`.
     ndx
         Optional Ndx or Key: output on its ids, restricted to its trials.
     llr_base : {"e", "10", "2"}, optional
@@ -184,7 +187,7 @@ def apply_model(
 def _apply(
     model: LinearCalibrator | LinearFuser | QualityFuser | PAVCalibrator,
     systems: list[xr.Dataset],
-    quality: xr.Dataset | None,
+    quality: xr.Dataset | TrialQuality | None,
     ndx: xr.Dataset | None,
 ) -> xr.Dataset:
     if isinstance(model, QualityFuser):

@@ -30,6 +30,7 @@ from bosaris_dask.errors import (
     StoreNotFoundError,
     TrialError,
 )
+from bosaris_dask.objectives.cells import cell_terms
 from bosaris_dask.trials import trial_classes
 
 #: The ``"format"`` field of every model dict.
@@ -46,7 +47,9 @@ def apply_block(
     """The fused LLRs of one chunk (0.0 where a trial has no score in some system).
 
     ``blocks`` are ``K`` score blocks, ``K`` mask blocks and, with ``W``, the chunk's
-    model-side and segment-side quality vectors.
+    model-side and segment-side quality vectors: its rows' and its columns' (2-D) or, for
+    packed trials, each cell's own (3-D, ``(rows, columns, Q)``:
+    :func:`~bosaris_dask.objectives.cells.cell_terms`).
 
     Raises
     ------
@@ -70,7 +73,7 @@ def apply_block(
             llr += float(w) * s.astype(np.float64, copy=False)
         if W is not None:
             qm, qs = blocks[2 * k], blocks[2 * k + 1]
-            llr += qm @ W @ qs.T
+            llr += qm @ W @ qs.T if qm.ndim == 2 else cell_terms(qm, W, qs)
     bad = int(np.count_nonzero(mask & ~np.isfinite(llr)))
     if bad:
         raise ScoreError(f"{bad} scored trials have a non-finite score")

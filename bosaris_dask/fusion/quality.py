@@ -32,6 +32,7 @@ from bosaris_dask.objectives import (
     quality_params,
     quality_sides,
 )
+from bosaris_dask.objectives.data import cell_quality
 from bosaris_dask.progress import compute
 from bosaris_dask.trials import kind_of, make_quality, make_scores, quality_table
 
@@ -78,8 +79,9 @@ def transform_quality(
 
 
 def _has_quality(side: np.ndarray) -> np.ndarray:
-    """Which rows of a quality side (from ``quality_sides``) have quality: the constant 1."""
-    return side[:, -1] != 0
+    """Which rows of a quality side (from ``quality_sides``), or which cells of packed trials'
+    (``(rows, columns, Q)``), have quality: the constant 1."""
+    return side[..., -1] != 0
 
 
 def _quality_block(
@@ -91,12 +93,17 @@ def _quality_block(
     backoff_weights: np.ndarray,
     backoff_offset: float,
 ) -> np.ndarray:
-    """One chunk: the quality fusion where both sides have quality, else the back-off."""
+    """One chunk: the quality fusion where both sides have quality, else the back-off (the
+    quality vectors: the chunk's rows' and columns', or each cell's own)."""
     k = n_systems
     fused = apply_block(*blocks, n_systems=k, weights=weights, offset=offset, W=W)
     backoff = apply_block(*blocks[: 2 * k], n_systems=k, weights=backoff_weights,
                           offset=backoff_offset)  # fmt: skip
-    has = _has_quality(blocks[2 * k])[:, None] & _has_quality(blocks[2 * k + 1])[None, :]
+    qm, qs = blocks[2 * k], blocks[2 * k + 1]
+    if qm.ndim == 3:  # packed trials: each cell's own model and segment
+        has = _has_quality(qm) & _has_quality(qs)
+    else:
+        has = _has_quality(qm)[:, None] & _has_quality(qs)[None, :]
     return np.where(has, fused, backoff)
 
 
@@ -257,7 +264,7 @@ class QualityFuser(LinearFuser):
     def transform(  # type: ignore[override]
         self,
         scores: xr.Dataset | Sequence[xr.Dataset],
-        quality: xr.Dataset,
+        quality: xr.Dataset | TrialQuality,
         *,
         ndx: xr.Dataset | None = None,
     ) -> xr.Dataset:
@@ -265,13 +272,18 @@ class QualityFuser(LinearFuser):
 
         Trials whose model or segment has no quality get the first-stage linear fusion's score.
         When some ids lack quality, one pass over the score masks counts those trials for the
-        :class:`QualityBackoffWarning` (and none when every id has quality).
+        :class:`QualityBackoffWarning` (and none when every id has quality). Packed trials
+        (:mod:`bosaris_dask.io.text.packed`) take their
+        :class:`~bosaris_dask.objectives.cells.TrialQuality`: each cell its own trial's
+        vectors, the same values as on the ids' grid, the same warnings and errors.
         """
         W = self._fitted_quality_matrix()
         weights, offset = self._check_fitted()
-        if kind_of(quality) != "quality":
-            raise TrialError(f"expected quality, got {kind_of(quality)}")
-        given = measure_names(quality)
+        cells = quality if isinstance(quality, TrialQuality) else None  # packed trials
+        ids_quality = quality.quality if isinstance(quality, TrialQuality) else quality
+        if kind_of(ids_quality) != "quality":
+            raise TrialError(f"expected quality, got {kind_of(ids_quality)}")
+        given = measure_names(ids_quality)
         if self.measures_ is not None and given is not None and given != self.measures_:
             numbered = [str(i) for i in range(len(given))]
             if numbered not in (given, self.measures_):  # a table that only numbers them
@@ -286,21 +298,31 @@ class QualityFuser(LinearFuser):
         like = wanted_trials(ndx, systems[0])
         aligned = align_inputs(systems, like)
         chunks = aligned[0].score.data.chunks
-        qm, qs = quality_sides(
-            transform_quality(quality, self.qtrans), like.model.values, like.segment.values
-        )
+        mapped = transform_quality(quality, self.qtrans)
+        if isinstance(mapped, TrialQuality):  # the trials' ids' vectors
+            cells = mapped
+            qm, qs = cells.sides()
+        else:
+            qm, qs = quality_sides(mapped, like.model.values, like.segment.values)
         if qm.shape[1] != W.shape[0]:
             raise TrialError(
                 f"the model has {W.shape[0] - 1} quality measures, the quality {qm.shape[1] - 1}"
             )
         mask = _output_mask(aligned, ndx)
         has_m, has_s = _has_quality(qm), _has_quality(qs)
+        if cells is not None:
+            cells.check_layout(mask.shape)
         backoff = self.linear_
         if not (has_m.all() and has_s.all()):
-            lacking = mask & ~(
-                da.from_array(has_m, chunks=(chunks[0],))[:, None]
-                & da.from_array(has_s, chunks=(chunks[1],))[None, :]
-            )
+            if cells is not None:  # each cell's trial's model and segment
+                has = da.from_array(has_m[cells.model_cells] & has_s[cells.segment_cells],
+                                    chunks=chunks)  # fmt: skip
+            else:
+                has = (
+                    da.from_array(has_m, chunks=(chunks[0],))[:, None]
+                    & da.from_array(has_s, chunks=(chunks[1],))[None, :]
+                )
+            lacking = mask & ~has
             n = int(compute(lacking.sum(), progress=None))
             if n and backoff is None:
                 raise TrialError(
@@ -317,8 +339,12 @@ class QualityFuser(LinearFuser):
         args: list[Any] = []
         for a in (*(s.score.data for s in aligned), *(s.score_mask.data for s in aligned)):
             args += [a, "ij"]
-        args += [da.from_array(qm, chunks=(chunks[0], qm.shape[1])), "ia"]
-        args += [da.from_array(qs, chunks=(chunks[1], qs.shape[1])), "jb"]
+        if cells is not None:  # (rows, columns, Q) each: the cells' own vectors
+            qm_cells, qs_cells = cell_quality(cells, chunks, (qm, qs))
+            args += [qm_cells, "ija", qs_cells, "ija"]
+        else:
+            args += [da.from_array(qm, chunks=(chunks[0], qm.shape[1])), "ia"]
+            args += [da.from_array(qs, chunks=(chunks[1], qs.shape[1])), "jb"]
         llr = da.blockwise(
             _quality_block,
             "ij",

@@ -21,7 +21,7 @@ import xarray as xr
 
 from bosaris_dask.errors import TrialError
 
-__all__ = ["TrialQuality", "trial_quality"]
+__all__ = ["TrialQuality", "cell_terms", "trial_quality"]
 
 
 @dataclass(frozen=True)
@@ -113,3 +113,27 @@ def trial_quality(
     segment_of = np.asarray(segment_of, dtype=np.int64)
     return TrialQuality(quality, np.asarray(models), np.asarray(segments),
                         layout(model_of), layout(segment_of))  # fmt: skip
+
+
+def cell_terms(qm: np.ndarray, W: np.ndarray, qs: np.ndarray) -> np.ndarray:
+    """Each cell's quality term ``q~_m' W q~_s`` from its own vectors (``qm`` and ``qs``:
+    ``(rows, columns, Q)``, as :meth:`TrialQuality.cells` gives them).
+
+    The products are those of the grid's ``qm @ W @ qs.T`` (:func:`~bosaris_dask.fusion.base.
+    apply_block`): each model vector times ``W`` as a row of a matrix product, then one inner
+    product per cell, so that a trial's term is the grid cell's, bit for bit where numpy's
+    stacked products round as its matrix products (as with the OpenBLAS numpy ships with; else
+    in the last ulp).
+
+    Examples
+    --------
+    >>> qm = np.array([[[1.0, 1.0], [2.0, 1.0]]])  # one row of two cells
+    >>> qs = np.array([[[3.0, 1.0], [0.5, 1.0]]])
+    >>> W = np.array([[1.0, 0.5], [0.5, 0.0]])
+    >>> cell_terms(qm, W, qs).tolist()  # 1*3 + 0.5*(1 + 3), 2*0.5 + 0.5*(2 + 0.5)
+    [[5.0, 2.25]]
+    >>> grid = qm[0] @ W @ qs[0].T  # the grid of these ids: its diagonal is the cells'
+    >>> np.diagonal(grid).tolist()
+    [5.0, 2.25]
+    """
+    return np.matmul((qm @ W)[..., None, :], qs[..., :, None])[..., 0, 0]
