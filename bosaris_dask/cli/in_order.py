@@ -9,14 +9,18 @@ lists: each system's scores joined by ``(model, segment)`` to the records of the
 (of ``--ndx`` where given), packed (:mod:`bosaris_dask.io.text.packed`), mapped by the same
 model code as a grid, and written in those records' order; ``apply --enrol --test`` of a
 text ``--ndx`` scores its trials pair by pair
-(:func:`~bosaris_dask.embeddings.scoring.trial_scores`). The values and the set of lines are
-those of the grid path; only their order differs.
+(:func:`~bosaris_dask.embeddings.scoring.trial_scores`). A quality fusion gives each trial
+its own model's and segment's quality vectors
+(:class:`~bosaris_dask.objectives.cells.TrialQuality`), so a VoxCeleb1-E-sized list (2.1e10
+cells as a grid) is applied too. The values and the set of lines are those of the grid path;
+only their order differs.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +30,14 @@ from bosaris_dask.cli.common import _in_natural, _in_user_base, _say
 from bosaris_dask.cli.packed_inputs import _regular_text_file
 from bosaris_dask.errors import BosarisError, OptionError
 
-__all__ = ["LIST_MAX_BYTES", "keeps_line_order", "apply_in_order", "listed", "trial_list"]
+__all__ = [
+    "LIST_MAX_BYTES",
+    "keeps_line_order",
+    "apply_in_order",
+    "list_quality",
+    "listed",
+    "trial_list",
+]
 
 #: Text score files up to this size each keep their line order in a text output; larger ones
 #: go through the grid (bounded memory), written model by model.
@@ -38,8 +49,8 @@ def keeps_line_order(
 ) -> bool:
     """Whether ``score_paths`` (and ``--ndx``; with ``embeddings``, the scores from
     ``--enrol``/``--test`` of its trials, the last system) are applied as lists: every file a
-    regular text file of at most :data:`LIST_MAX_BYTES`, written to a text ``--out``, with no
-    quality measures."""
+    regular text file of at most :data:`LIST_MAX_BYTES`, written to a text ``--out`` (quality
+    measures are tables of the ids, whatever their format)."""
     from bosaris_dask import io
 
     if args.out is None or io._write_format(args.out, None) != "text":
@@ -47,26 +58,31 @@ def keeps_line_order(
     if not score_paths and not (embeddings and args.ndx):  # all pairs: the grid
         return False
     paths = [*score_paths, *([args.ndx] if args.ndx else [])]
-    extra = [f"--{name.replace('_', '-')}" for name in (
-        "quality", "apply_quality", "model_quality", "segment_quality",
-    ) if getattr(args, name, None)]  # fmt: skip
-    if not extra and listed(args, paths):
+    if listed(args, paths):
         return True
     if any(io.detect_format(p) == "text" for p in paths):  # a text input's order is not kept
-        why = (f"with {', '.join(extra)}" if extra else "an input is not a regular text file "
-               f"of at most {LIST_MAX_BYTES >> 30} GiB")  # fmt: skip
         _say(args, f"{args.out}: lines written model by model, not in the order of the input "
-                   f"lines ({why}: the scores are read as the ids' grid)")  # fmt: skip
+                   f"lines (an input is not a regular text file of at most "
+                   f"{LIST_MAX_BYTES >> 30} GiB: the scores are read as the ids' "
+                   "grid)")  # fmt: skip
     return False
 
 
 def apply_in_order(
-    args: argparse.Namespace, model: Any, score_paths: Sequence[str], embeddings: bool = False
+    args: argparse.Namespace,
+    model: Any,
+    score_paths: Sequence[str],
+    embeddings: bool = False,
+    quality: Callable[[], Any] | None = None,
 ) -> tuple[list[Any], Any]:
     """Apply ``model`` to the text lists of ``score_paths`` (and, with ``embeddings``, to the
     scores from ``--enrol``/``--test`` of the list's trials, pair by pair: the last system)
     and write ``--out`` in the order of ``--ndx``'s lines, else of the first file's; the
     natural-log inputs and output, packed (for ``fuse``'s posterior report).
+
+    ``quality`` reads the Quality object of the ids (or ``None``) after the lists, as the grid
+    path reads it after the scores; each trial then gets its own model's and segment's
+    vectors (:func:`list_quality`), and a quality fusion backs off as on the grid.
 
     A trial without a score in every system is not written (a fusion's trials are those every
     system scores) and is counted on stderr; with ``--fill-missing`` each ``--ndx`` trial
@@ -86,7 +102,9 @@ def apply_in_order(
 
         systems.append(as_packed(order, _trial_scores(args, order)))
     natural = _in_natural(systems, args.llr_base)
-    out = apply_model(model, natural, llr_base="e")  # the inputs are natural-log LLRs
+    ids_quality = None if quality is None else quality()
+    out = apply_model(model, natural, quality=list_quality(ids_quality, order),
+                      llr_base="e")  # the inputs are natural-log LLRs  # fmt: skip
     values, scored = unpacked(_in_user_base(args, out), len(order.values))
     unscored = int(np.count_nonzero(~scored))
     fill = getattr(args, "fill_missing", None)
@@ -106,6 +124,32 @@ def apply_in_order(
                    "every system: not written")  # fmt: skip
     write_score_lines(order, values, scored | (fill is not None), args.out)
     return natural, out
+
+
+def list_quality(quality: Any, order: Any) -> Any:
+    """The quality of the trials of ``order`` (a TrialList) packed in its records' order: each
+    cell its trial's model's and segment's vectors
+    (:class:`~bosaris_dask.objectives.cells.TrialQuality`); ``None`` without ``quality``.
+
+    Examples
+    --------
+    >>> from bosaris_dask.io.text.packed import TrialList
+    >>> from bosaris_dask.trials import make_quality, quality_table
+    >>> ids = np.array(["a", "b"], dtype=object)
+    >>> order = TrialList("o", ids, ids, np.array([1, 0]), np.array([0, 0]), np.ones(2), float)
+    >>> q = make_quality(quality_table(["a", "b"], [[1.0], [2.0]]),
+    ...                  quality_table(["a"], [[5.0]]))
+    >>> qm, qs = list_quality(q, order).cells()
+    >>> qm.tolist(), qs.tolist()  # trial 1 is (b, a), trial 2 (a, a)
+    ([[[2.0, 1.0], [1.0, 1.0]]], [[[5.0, 1.0], [5.0, 1.0]]])
+    """
+    if quality is None:
+        return None
+    from bosaris_dask.io.text.packed import packed_cells
+    from bosaris_dask.objectives import trial_quality
+
+    return trial_quality(quality, order.models, order.segments, order.model_codes,
+                         order.segment_codes, functools.partial(packed_cells, order))  # fmt: skip
 
 
 def trial_list(path: str, option: str) -> Any:

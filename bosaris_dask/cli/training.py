@@ -123,19 +123,25 @@ def _fit_and_apply(
         _say(args, f"{doc['kind']}: {fitted} ({elapsed:.1f} s); wrote {args.model_out}")
         for note in doc.get("warnings", []):
             print(f"warning: {note}", file=sys.stderr)
+        if isinstance(quality, TrialQuality):  # packed training trials: the ids' quality
+            quality = quality.quality
+
+        def eval_quality() -> Any:  # --apply-quality, else the training ids' quality
+            if quality is None:
+                return None
+            return _read_quality(args, args.apply_quality) or quality
+
         if args.apply and keeps_line_order(args, args.apply):
-            targets, fitted_out = apply_in_order(args, model, args.apply)
+            targets, fitted_out = apply_in_order(args, model, args.apply, quality=eval_quality)
             _say(args, f"wrote {args.out}")
             if args.command == "fuse" and not args.quiet:
                 _say(args, _posterior_report(args, model, targets, fitted_out, None))
         elif args.apply:
             targets = [_read_scores(args, p) for p in args.apply]
-            eval_quality = _read_quality(args, args.apply_quality) if quality is not None else None
-            if isinstance(quality, TrialQuality):  # packed training trials: the ids' quality
-                quality = quality.quality
+            evaluated = eval_quality()
             ndx = _read_ndx(args.ndx)
             fitted_out = apply_model(
-                model, targets, quality=eval_quality or quality, ndx=ndx, llr_base="e"
+                model, targets, quality=evaluated, ndx=ndx, llr_base="e"
             )  # the targets are natural-log LLRs already
             # the report before the write: --out may be one of the --apply stores, which the
             # write replaces under the lazily opened inputs
@@ -341,7 +347,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
     embeddings = uses_embeddings(args)
     if keeps_line_order(args, args.scores or [], embeddings):
         with _cluster(args, size_hint=0):  # lists in memory: threads unless told
-            apply_in_order(args, model, args.scores or [], embeddings)
+            apply_in_order(args, model, args.scores or [], embeddings,
+                           quality=lambda: _read_quality(args, args.quality))  # fmt: skip
         _say(args, f"wrote {args.out}")
         return 0
     with _opened(args, open_inputs, lambda inputs: _size(inputs[1][0])) as inputs:
