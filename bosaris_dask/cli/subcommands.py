@@ -234,8 +234,9 @@ def _apply(sub: Any) -> None:
     p = _add(sub, "apply", "apply a saved calibration or fusion model to scores",
              "Apply MODEL.json (from calibrate or fuse) to scores, lazily, chunk by chunk, and "
              "write the result. Text scores (and scores from embeddings of a text --ndx) "
-             "written as text keep the line order of --ndx, else of the first file, unless a "
-             "store or quality measures make it a grid (then a note says so).")  # fmt: skip
+             "written as text keep the line order of --ndx, else of the first file (quality "
+             "measures too), unless a store or a file over 1 GiB makes it a grid (then a note "
+             "says so).")  # fmt: skip
     p.add_argument("--model", required=True, metavar="MODEL.json",
                    help="a model written by calibrate or fuse --model-out")  # fmt: skip
     p.add_argument(
