@@ -540,3 +540,32 @@ def test_convert_of_a_sparse_list_to_text_keeps_its_lines_without_the_grid(tmp_p
         assert [float(line.split()[2]) for line in listed] == [float(g[2]) for g in given]
     else:
         assert [line.split()[2] for line in listed] == [g[2] for g in given]
+
+
+def test_info_of_a_sparse_score_list_with_its_key_counts_the_coverage_without_the_grid(
+    tmp_path, monkeypatch, capsys
+):
+    _lists(tmp_path)
+    scores = tmp_path / "scores"
+    lines = scores.read_text().splitlines()
+    (tmp_path / "fewer").write_text("\n".join(lines[5:]) + "\n")  # some key trials unscored
+    argv = ["info", str(tmp_path / "fewer"), "--key", str(tmp_path / "trials"), "-q"]
+    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 1 << 62)
+    assert main(argv) == 0
+    grid = capsys.readouterr().out.splitlines()[-2:]
+    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 0)
+    monkeypatch.setattr(packed, "SPARSE_CELLS_PER_TRIAL", 0)
+
+    def no_grid(*args, **kwargs):
+        raise AssertionError("the grid was built")
+
+    monkeypatch.setattr("bosaris_dask.io.text.collect._assemble", no_grid)
+    monkeypatch.setattr("bosaris_dask.io.read", no_grid)
+    assert main(argv) == 0
+    listed = capsys.readouterr().out.splitlines()[-2:]
+    assert listed == grid
+    key = {tuple(line.split()[:2]) for line in (tmp_path / "trials").read_text().splitlines()}
+    given = {tuple(line.split()[:2]) for line in lines[5:]}
+    scored = len(key & given)
+    assert listed[0].endswith(f"({scored:,} with a score, {len(key) - scored:,} without)")
+    assert listed[1].startswith(f"not in key:  {len(given) - scored:,} of {len(given):,}")

@@ -110,13 +110,20 @@ def cmd_info(args: argparse.Namespace) -> int:
         # the cluster options, as elsewhere; one read of the file: threads unless told otherwise
         with _opened(args, lambda: args.path, lambda _: 0):
             return cmd_embedding_info(args)
-    listed = _text_trials(args)
     from bosaris_dask.io.text.packed import TrialList
 
-    if isinstance(listed, TrialList):
+    listed = _text_trials(args)
+    key = _key_list(args) if isinstance(listed, TrialList) else None
+    if isinstance(listed, TrialList) and (not args.key or key is not None):
         _print_list_info(args, listed)
+        if key is not None:
+            _print_list_coverage(listed, key, args.key)
         return 0
-    read = (lambda: listed) if listed is not None else (lambda: io.read(args.path, args.kind))
+    grid = None if isinstance(listed, TrialList) else listed  # (a sparse list, a dense key)
+
+    def read() -> Any:
+        return io.read(args.path, args.kind) if grid is None else grid
+
     with _opened(args, read, _size) as obj:
         _print_info(args, obj)
     return 0
@@ -126,18 +133,43 @@ def _text_trials(args: argparse.Namespace) -> Any:
     """A text trial file read once: a sparse list
     (:func:`~bosaris_dask.io.text.packed.is_sparse`) as a
     :class:`~bosaris_dask.io.text.packed.TrialList`, so that ``info`` never builds its grid
-    (VoxCeleb1-E's is 2.1e10 cells), else its trial object; ``None`` for any other file (or
-    with ``--key``, whose coverage is counted on the grid)."""
+    (VoxCeleb1-E's is 2.1e10 cells), else its trial object; ``None`` for any other file."""
     from bosaris_dask.cli.packed_inputs import _regular_text_file
     from bosaris_dask.io.text.packed import read_trials
 
-    if args.key or not _regular_text_file(args.path):
+    if not _regular_text_file(args.path):
         return None
     return read_trials(args.path, args.kind)
 
 
+def _key_list(args: argparse.Namespace) -> Any:
+    """``--key`` as a sparse list, to count a sparse score list's coverage without the grid;
+    ``None`` without ``--key`` or when it is no sparse text list (counted on the grid)."""
+    from bosaris_dask.cli.packed_inputs import _regular_text_file
+    from bosaris_dask.io.text.packed import TrialList, read_trials
+
+    if not args.key or not _regular_text_file(args.key):
+        return None
+    key = read_trials(args.key, "key")
+    return key if isinstance(key, TrialList) else None
+
+
+def _print_list_coverage(scores: Any, key: Any, key_path: str) -> None:
+    """:func:`_print_coverage` of two sparse lists, from their trials."""
+    from bosaris_dask.io.text.packed import joined
+
+    _, given = joined(key, scores)
+    scored, n_key, n_scores = int(given.sum()), len(key.values), len(scores.values)
+    print(f"key trials:  {n_key:,} in {key_path} ({scored:,} with a score, "
+          f"{n_key - scored:,} without)")  # fmt: skip
+    print(f"not in key:  {n_scores - scored:,} of {n_scores:,} scores (evaluate ignores them)")
+
+
 def _print_list_info(args: argparse.Namespace, trials: Any) -> None:
     """``info`` of a sparse text list, from its trials: the counts the grid would give."""
+    if args.key and trials.kind != "scores":
+        raise BosarisError(f"--key compares scores with a key, but {args.path} holds a "
+                           f"{trials.kind}")  # fmt: skip
     n_m, n_s, n = len(trials.models), len(trials.segments), len(trials.values)
     print(f"path:        {args.path} (text)")
     print(f"kind:        {trials.kind}")
