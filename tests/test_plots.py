@@ -314,6 +314,24 @@ def test_one_systems_dev_and_eval_curves_share_a_hue_the_eval_darker(three, ax):
     plt.close(ax3.figure)
 
 
+def test_condition_curves_of_dev_and_eval_pair_up_when_a_set_leaves_one_out(three):
+    # --by curves are "name [condition]"; eval names differ (their files) and a condition
+    # without targets is left out of one set: pairing by position shifted every later hue
+    dev = three.sel(system=["a", "b", "a", "b"]).assign_coords(
+        system=["a [x=1]", "b [x=1]", "a [x=2]", "b [x=2]"])  # fmt: skip
+    ev = three.sel(system=["a", "a", "b"]).assign_coords(
+        system=["a2 [x=1]", "a2 [x=2]", "b2 [x=2]"])  # fmt: skip
+    ax = det_plot({"dev": dev, "eval": ev})
+    color = {lab: matplotlib.colors.to_rgb(gid_lines(ax, f"det/curve/{lab}")[0].get_color())
+             for lab in ("a [x=2] [dev]", "b [x=2] [dev]", "a2 [x=2] [eval]",
+                         "b2 [x=2] [eval]")}  # fmt: skip
+    np.testing.assert_allclose(color["a2 [x=2] [eval]"], np.array(color["a [x=2] [dev]"]) * 0.6,
+                               atol=1 / 255)  # fmt: skip
+    np.testing.assert_allclose(color["b2 [x=2] [eval]"], np.array(color["b [x=2] [dev]"]) * 0.6,
+                               atol=1 / 255)  # fmt: skip
+    plt.close(ax.figure)
+
+
 def test_det_auto_window_and_custom_limits(small, ax):
     tar, non, ds = small
     lo_fa, hi_fa, lo_miss, hi_miss = auto_window(ds)

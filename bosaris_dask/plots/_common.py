@@ -71,8 +71,9 @@ def curves(results: Results, systems: Sequence[str] | None, ax: Axes, kind: str)
     In a mapping whose sets hold several systems each, one system's curves share a hue (later
     sets in darker, then lighter shades of it), so that several systems' dev and eval curves
     can be told apart: a system of a later set is the earlier set's system of the same name,
-    else of the same position (as ``plot --eval-key`` gives the eval scores of the same
-    systems in the same order, each named after its own file). With one system per set, each
+    else of the same rank among the curves of its condition (``--by`` curves; as ``plot
+    --eval-key`` gives the eval scores of the same systems in the same order, each named after
+    its own file, and a set may leave a condition out). With one system per set, each
     set takes its own colour (distinct hues read better than shades).
 
     Examples
@@ -110,11 +111,15 @@ def curves(results: Results, systems: Sequence[str] | None, ax: Axes, kind: str)
     paired = all(len(chosen) > 1 for chosen in chosen_per_set)
     out = []
     hues: dict[str, int] = {}  # system name -> hue index
+    ranked: dict[tuple[str, int], int] = {}  # (condition, rank among its curves) -> hue
     for k, ((set_name, ds), chosen) in enumerate(zip(sets, chosen_per_set, strict=True)):
-        for position, name in enumerate(chosen):
+        for (condition, rank), position, name in zip(_ranks(chosen), range(len(chosen)), chosen,
+                                                     strict=True):  # fmt: skip
             label = name if set_name is None else f"{name} [{set_name}]"
             if paired:
-                hue, shade = hues.setdefault(name, position if k else len(hues)), k
+                same = ranked.get((condition, rank), position)  # (names differ: files)
+                hue, shade = hues.setdefault(name, same if k else len(hues)), k
+                ranked.setdefault((condition, rank), hue)
             else:
                 hue, shade = len(out), 0
             out.append((legend_text(label), ds.sel(system=name), hue, shade))
@@ -129,6 +134,25 @@ def curves(results: Results, systems: Sequence[str] | None, ax: Axes, kind: str)
         Curve(label, data, _shade(palette[(start + hue) % len(palette)], shade))
         for label, data, hue, shade in out
     ]
+
+
+def _ranks(names: Sequence[str]) -> list[tuple[str, int]]:
+    """Each name's condition (a trailing ``" [...]"``, as ``--by`` curves are named; ``""``
+    without one) and its rank among the names of that condition: the same system of two sets
+    whose names differ (files), in a condition that one set leaves out, still pairs up.
+
+    Examples
+    --------
+    >>> _ranks(["a [x=1]", "b [x=1]", "a [x=2]", "c"])
+    [('[x=1]', 0), ('[x=1]', 1), ('[x=2]', 0), ('', 0)]
+    """
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        condition = "[" + name.rsplit(" [", 1)[1] if name.endswith("]") and " [" in name else ""
+        out.append((condition, seen.get(condition, 0)))
+        seen[condition] = seen.get(condition, 0) + 1
+    return out
 
 
 def _shade(color: str, k: int) -> str:
