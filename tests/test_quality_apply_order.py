@@ -348,3 +348,25 @@ def test_transform_of_packed_trials_is_the_grids_bit_for_bit(lists, model, width
 def _three(order):
     return replace(order, model_codes=order.model_codes[:3],
                    segment_codes=order.segment_codes[:3], values=order.values[:3])  # fmt: skip
+
+
+def test_apply_of_scores_from_embeddings_of_a_text_ndx_with_quality(lists, capsys):
+    """``apply --enrol --test --ndx LIST`` with a quality fusion whose last system is scored
+    from embeddings: pair by pair in the ndx's order, the grid's lines and values."""
+    d = lists
+    ids = sorted({w for line in _lines(d / "key.lst") for w in line.split()[:2]})
+    rng = np.random.default_rng(3)
+    np.savez(d / "emb.npz", ids=np.array(ids), embeddings=rng.normal(size=(len(ids), 8)))
+    embeddings = ["--enrol", str(d / "emb.npz"), "--test", str(d / "emb.npz")]
+    assert main(["fuse", "--key", str(d / "key.lst"), "--scores", str(d / "s1.lst"),
+                 *embeddings, *_quality_options(d), "--model-out", str(d / "qe.json"),
+                 "-q"]) == 0  # fmt: skip
+    ndx = list(reversed(_lines(d / "key.lst")))[:300]
+    _write(d / "ndx.lst", [" ".join(line.split()[:2]) for line in ndx])
+    argv = ["apply", "--model", str(d / "qe.json"), "--scores", str(d / "s1.lst"), *embeddings,
+            "--ndx", str(d / "ndx.lst"), *_quality_options(d)]  # fmt: skip
+    out, err = _in_order(d, argv, capsys)
+    grid, grid_err = _grid(d, argv, capsys)
+    assert "model by model" not in err
+    assert [line.split()[:2] for line in out] == [line.split()[:2] for line in ndx]
+    assert sorted(out) == sorted(grid) and _warnings(err) == _warnings(grid_err)
