@@ -489,14 +489,8 @@ def test_one_embedding_set_on_both_sides_gets_each_ids_statistics_once(norm, mon
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
-@pytest.mark.parametrize("name", ["trials", "scores"])
-def test_info_of_a_sparse_list_counts_its_trials_without_the_grid(tmp_path, monkeypatch, capsys,
-                                                                   name):  # fmt: skip
-    # info built the grid (VoxCeleb1-E: 2.1e10 cells of scratch memmaps) to count 5.8e5 trials
-    tar, non = _lists(tmp_path)
-    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 1 << 62)
-    assert main(["info", str(tmp_path / name), "-q"]) == 0
-    grid = dict(line.split(":", 1) for line in capsys.readouterr().out.splitlines())
+def _pack_without_a_grid(monkeypatch) -> None:
+    """Pack every list, and fail a test that reads one as its grid after all."""
     monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 0)
     monkeypatch.setattr(packed, "SPARSE_CELLS_PER_TRIAL", 0)
 
@@ -505,6 +499,17 @@ def test_info_of_a_sparse_list_counts_its_trials_without_the_grid(tmp_path, monk
 
     monkeypatch.setattr("bosaris_dask.io.text.collect._assemble", no_grid)
     monkeypatch.setattr("bosaris_dask.io.read", no_grid)
+
+
+@pytest.mark.parametrize("name", ["trials", "scores"])
+def test_info_of_a_sparse_list_counts_its_trials_without_the_grid(tmp_path, monkeypatch, capsys,
+                                                                   name):  # fmt: skip
+    # info built the grid (VoxCeleb1-E: 2.1e10 cells of scratch memmaps) to count 5.8e5 trials
+    tar, non = _lists(tmp_path)
+    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 1 << 62)
+    assert main(["info", str(tmp_path / name), "-q"]) == 0
+    grid = dict(line.split(":", 1) for line in capsys.readouterr().out.splitlines())
+    _pack_without_a_grid(monkeypatch)
     assert main(["info", str(tmp_path / name), "-q"]) == 0
     listed = dict(line.split(":", 1) for line in capsys.readouterr().out.splitlines())
     for field in ("path", "kind", "model ids", "segment ids", "trials"):
@@ -523,14 +528,7 @@ def test_convert_of_a_sparse_list_to_text_keeps_its_lines_without_the_grid(tmp_p
     _lists(tmp_path)
     monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 1 << 62)
     assert main(["convert", str(tmp_path / name), str(tmp_path / "grid.txt"), "-q"]) == 0
-    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 0)
-    monkeypatch.setattr(packed, "SPARSE_CELLS_PER_TRIAL", 0)
-
-    def no_grid(*args, **kwargs):
-        raise AssertionError("the grid was built")
-
-    monkeypatch.setattr("bosaris_dask.io.text.collect._assemble", no_grid)
-    monkeypatch.setattr("bosaris_dask.io.read", no_grid)
+    _pack_without_a_grid(monkeypatch)
     assert main(["convert", str(tmp_path / name), str(tmp_path / "list.txt"), "-q"]) == 0
     listed = (tmp_path / "list.txt").read_text().splitlines()
     assert sorted(listed) == sorted((tmp_path / "grid.txt").read_text().splitlines())
@@ -553,14 +551,7 @@ def test_info_of_a_sparse_score_list_with_its_key_counts_the_coverage_without_th
     monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 1 << 62)
     assert main(argv) == 0
     grid = capsys.readouterr().out.splitlines()[-2:]
-    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 0)
-    monkeypatch.setattr(packed, "SPARSE_CELLS_PER_TRIAL", 0)
-
-    def no_grid(*args, **kwargs):
-        raise AssertionError("the grid was built")
-
-    monkeypatch.setattr("bosaris_dask.io.text.collect._assemble", no_grid)
-    monkeypatch.setattr("bosaris_dask.io.read", no_grid)
+    _pack_without_a_grid(monkeypatch)
     assert main(argv) == 0
     listed = capsys.readouterr().out.splitlines()[-2:]
     assert listed == grid
