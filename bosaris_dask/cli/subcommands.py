@@ -100,17 +100,24 @@ def _simulate(sub: Any) -> None:
     _finish(p, cmd_simulate)
 
 
-def _evaluate(sub: Any) -> None:
-    p = _add(sub, "evaluate", "exact DCF, EER, Cllr, ... of one or more systems",
-             "Evaluate systems against a key: actDCF and minDCF at each prior, ROCCH-EER, "
-             "PRBEP, Cllr, minCllr (exact, any scale).")  # fmt: skip
+def _systems_and_operating_points(p: argparse.ArgumentParser, priors: str, rates: str = "") -> None:
+    """What evaluate and plot share: the key and the systems (files or embeddings), and the
+    operating points (``priors``: what they are for; ``rates``: what a plot does with
+    ``--fmr``/``--fnmr``)."""
     options.key_and_systems(p, "scores of one system; repeat for several systems (or, or "
                             "also, --enrol and --test)", own_key=True,
                             scores_required=False)  # fmt: skip
     add_embedding_arguments(p, required=False)
-    options.prior_argument(p, "at which to report actDCF and minDCF")
+    options.prior_argument(p, priors)
     options.operating_point_argument(p)
-    options.fixed_rate_arguments(p)
+    options.fixed_rate_arguments(p, rates)
+
+
+def _evaluate(sub: Any) -> None:
+    p = _add(sub, "evaluate", "exact DCF, EER, Cllr, ... of one or more systems",
+             "Evaluate systems against a key: actDCF and minDCF at each prior, ROCCH-EER, "
+             "PRBEP, Cllr, minCllr (exact, any scale).")  # fmt: skip
+    _systems_and_operating_points(p, "at which to report actDCF and minDCF")
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     p.add_argument(
         "--ece", action="store_true",
@@ -153,14 +160,9 @@ def _plot(sub: Any) -> None:
         "ece: empirical cross-entropy of the raw, PAV-calibrated and neutral LLRs vs prior "
         "log-odds (log10 with --llr-base 10)",
     )
-    options.key_and_systems(p, "scores of one system; repeat for several systems (or, or "
-                            "also, --enrol and --test)", own_key=True,
-                            scores_required=False)  # fmt: skip
-    add_embedding_arguments(p, required=False)
-    options.prior_argument(p, "marked on the plot")
-    options.operating_point_argument(p)
-    options.fixed_rate_arguments(p, "det: mark each system's exact (FMR, FNMR) point there, "
-                                 "the legend saying e.g. 'FMR 1e-3: FNMR 4.21%%'")  # fmt: skip
+    _systems_and_operating_points(p, "marked on the plot", "det: mark each system's exact "
+                                  "(FMR, FNMR) point there, the legend saying e.g. 'FMR 1e-3: "
+                                  "FNMR 4.21%%'")  # fmt: skip
     options.ece_plo_argument(p, "ece: the plot's grid")
     p.add_argument(
         "--window",
