@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from bosaris_dask.cli.common import (
+    _bootstrap_options,
     _count_systems,
     _default_priors,
     _evaluate,
@@ -31,6 +32,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         args.cprimary_priors = cprimary_priors(profile, explicit)
     _default_priors(args)
     args.ece_plo = _ece_grid(args, with_operating_points=True) if args.ece or args.ece_plo else None
+    _check_bootstrap_options(args)
     start = time.perf_counter()
 
     def open_inputs() -> tuple[Any, list[Any]]:
@@ -54,6 +56,18 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             written = save_standard_plots(results, args.plots_dir)
             _say(args, f"wrote {', '.join(str(p) for p in written)}")
     return 0
+
+
+def _check_bootstrap_options(args: argparse.Namespace) -> None:
+    """The bootstrap's options checked before any input is read, so that their errors come
+    first whether the lists are read packed or as their grid (which read the condition tables
+    at different times)."""
+    from bosaris_dask.bootstrap.evaluation import check_options
+
+    given = _bootstrap_options(args)
+    if given:
+        check_options(given["ci"], given["bootstrap"], given["resample"], given["compare"],
+                      args.conditions or (), warn=False)  # fmt: skip
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
