@@ -218,6 +218,21 @@ def test_zarr_quality_round_trip(tmp_path):
     assert back.segment.values.tolist() == ["é", "s"]
 
 
+def test_zarr_quality_with_named_measures_has_no_unspecified_string_type(tmp_path):
+    # numpy's fixed-width strings have no zarr v3 specification: zarr warned four times that
+    # the store "may be unreadable by other Zarr libraries"
+    q = make_quality(
+        model_quality=quality_table(["m1"], [[0.5, 1.0]], measures=["snr", "duration"]),
+        segment_quality=quality_table(["s1"], [[2.0, 3.0]], measures=["snr", "duration"]),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        back = io.read_zarr(io.write_zarr(q, tmp_path / "q.zarr"))
+    for side in ("model", "segment"):
+        assert back[f"{side}_measure"].values.tolist() == ["snr", "duration"]
+        assert back[f"{side}_quality"].values.tolist() == q[f"{side}_quality"].values.tolist()
+
+
 def _written_scores(directory: Path, name: str = "s.zarr") -> Path:
     """A 20 x 10 scores store in four chunks of 5 full rows."""
     rng = _rng(2)

@@ -458,6 +458,15 @@ def _dataset(obj: xr.Dataset, kind: str, chunk_mb: float) -> tuple[xr.Dataset, d
     if kind == "quality":
         out = obj.drop_encoding().copy()
         out = out.assign_coords({side: _ids(out, side) for side in DIMS if side in out.coords})
+        # named measures as variable-length strings too: numpy's fixed-width ones have no
+        # zarr v3 specification (zarr warns that such a store may not read back)
+        out = out.assign_coords(
+            {
+                name: _ids(out, name)
+                for name in out.coords
+                if name.endswith("_measure") and out[name].dtype.kind in "USO"
+            }
+        )
         out.attrs = attrs
         return out, {}
     coords: dict[str, Any] = {"model": _ids(obj, "model"), "segment": _ids(obj, "segment")}
