@@ -14,7 +14,8 @@ import xarray as xr
 from bosaris_dask.errors import BosarisError, StoreError, StoreNotFoundError
 from bosaris_dask.io.atomic import atomic_path, remove_stale
 from bosaris_dask.io.hdf5 import read_hdf5, read_quality_hdf5, write_hdf5, write_quality_hdf5
-from bosaris_dask.io.zarr_store import is_url, read_zarr, store_location, write_zarr
+from bosaris_dask.io.zarr_store import is_url, read_zarr, store_location
+from bosaris_dask.io.zarr_write import write_zarr
 
 __all__ = [
     "read",
