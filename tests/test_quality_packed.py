@@ -226,7 +226,8 @@ def test_quality_errors_and_warnings_are_the_grids(tmp_path, monkeypatch, capsys
         (tmp_path / "sq").write_text("2\nnot-a-key-id 1 2\n")
     (gc, grid, gerr), (pc, got, perr) = _grid_then_packed(tmp_path, monkeypatch, capsys,
                                                           *options)  # fmt: skip
-    assert "read as packed trial lists" in perr
+    if tables != "inf":  # (a table that cannot be read is the first error: nothing is packed)
+        assert "read as packed trial lists" in perr
     if tables == "missing score":  # worded by the packing, as without quality: the same facts
         for said in (_warnings(perr), _warnings(gerr)):
             assert len(said) == 1 and all(f in said[0] for f in ("1 key trials", "sys2", "(e"))
@@ -286,3 +287,18 @@ def test_fuse_apply_after_a_packed_fit_applies_on_the_eval_grid(tmp_path, monkey
         assert ("read as packed trial lists" in err) == (name == "packed")
     np.testing.assert_array_equal(outs[0].score_mask.values, outs[1].score_mask.values)
     np.testing.assert_allclose(outs[1].score.values, outs[0].score.values, rtol=0, atol=1e-12)
+
+
+def test_a_bad_quality_table_is_the_first_error_before_a_missing_score(tmp_path, monkeypatch,
+                                                                        capsys):  # fmt: skip
+    # the packed lists named the missing score (found while packing) and the grid the table
+    _lists(tmp_path, seed=7)
+    text = (tmp_path / "sq").read_text().splitlines()
+    text[3] = text[3].split()[0] + " inf 1.0"
+    (tmp_path / "sq").write_text("\n".join(text) + "\n")
+    lines = (tmp_path / "sys2").read_text().splitlines()
+    (tmp_path / "sys2").write_text("\n".join(lines[1:]) + "\n")
+    options = ["--model-quality", str(tmp_path / "mq"), "--segment-quality", str(tmp_path / "sq")]
+    (gc, _, gerr), (pc, _, perr) = _grid_then_packed(tmp_path, monkeypatch, capsys, *options)
+    assert gc == pc == 1 and _warnings(perr) == _warnings(gerr)
+    assert "is not finite" in _warnings(perr)[0]

@@ -266,8 +266,11 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     def open_inputs() -> tuple[Any, list[Any], Any]:
         from bosaris_dask.cli.packed_inputs import packed_quality
 
+        # the tables first: their errors come before the lists' (packing finds a missing
+        # score while reading, the grid only in the first pass)
+        quality = _read_quality(args, args.quality)
         key, systems = _key_and_systems(args, args.scores or [], args.llr_base)
-        return key, systems, packed_quality(args, _read_quality(args, args.quality))
+        return key, systems, packed_quality(args, quality)
 
     if getattr(args, "apply_quality", None) and not with_quality:
         raise OptionError(
