@@ -400,3 +400,35 @@ def test_a_kaldi_sre08_trial_key_with_condition_columns_says_what_it_is(tmp_path
     with pytest.raises(ParseError, match=r"trials:1: expected 3 fields for key, found 11 \(a NIST "
                        r"SRE08 trial key with Y/N condition columns.*cut -d' ' -f1-3"):  # fmt: skip
         read_text(path, "key")
+
+
+def test_calibrate_fuse_and_apply_take_format_and_key_format(tmp_path):
+    # only evaluate and plot took --format: a fit or an application of files whose layout had
+    # to be named could not be run
+    rows = _trials(n=30, seed=5)
+    vox = _voxceleb(tmp_path, rows)
+    three_d = tmp_path / "scores.3d"
+    three_d.write_text("".join(f"{e} {t} {int(tar)} {s:.5f}\n" for e, t, tar, s in rows))
+    plain = tmp_path / "plain.txt"
+    plain.write_text("".join(f"{e} {t} {s:.5f}\n" for e, t, _, s in rows))
+    forced = ["--format", "3dspeaker", "--key-format", "voxceleb"]
+    with pytest.raises(ParseError, match=r"veri_test2.txt:1: expected 4 fields for a 3dspeaker"):
+        main(["calibrate", "--key", str(vox), "--scores", str(three_d), "--format", "3dspeaker",
+              "--model-out", str(tmp_path / "x.json"), "-q", "--debug"])  # fmt: skip
+    for command, scores in (("calibrate", ["--scores"]), ("fuse", ["--scores"])):
+        models = []
+        for name, files, extra in (("given", three_d, forced), ("detected", plain, [])):
+            out = tmp_path / f"{command}-{name}.json"
+            assert main([command, "--key", str(vox), *scores, str(files), *extra, "--model-out",
+                         str(out), "-q"]) == 0  # fmt: skip
+            models.append(json.loads(out.read_text()))
+        assert models[0]["weights"] == models[1]["weights"]
+        assert models[0]["offset"] == models[1]["offset"]
+    outs = []
+    for name, files, extra in (("given", three_d, forced), ("detected", plain, [])):
+        out = tmp_path / f"applied-{name}.txt"
+        model = tmp_path / "calibrate-detected.json"
+        assert main(["apply", "--model", str(model), "--scores", str(files), "--ndx", str(vox),
+                     *extra, "--out", str(out), "-q"]) == 0  # fmt: skip
+        outs.append(out.read_text())
+    assert outs[0] == outs[1] and len(outs[0].splitlines()) == len(rows)

@@ -131,10 +131,18 @@ def _key_and_systems(
         and not _uses_class_tables(args)
         and _may_pack(args, args.key, score_paths, _pairs_from_embeddings(args))
     ):
-        return _text_inputs(args, args.key, score_paths, (None, None), llr_base,
+        return _text_inputs(args, args.key, score_paths, _text_formats(args), llr_base,
                             _pairs_from_embeddings(args))  # fmt: skip
-    key = _key(args)
-    return key, _systems(args, key, score_paths, llr_base=llr_base)
+    key_format, text_format = _text_formats(args)
+    key = _key(args, key_format)
+    return key, _systems(args, key, score_paths, text_format, llr_base)
+
+
+def _text_formats(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """The text layouts of ``--key`` (and ``--ndx``) and of the score files:
+    ``--key-format`` (else ``--format``) and ``--format``; ``None``: detected."""
+    text_format = getattr(args, "format", None)
+    return getattr(args, "key_format", None) or text_format, text_format
 
 
 def _one_column_twice(key_path: str, score_paths: Sequence[str], text_format: str | None) -> None:
@@ -170,8 +178,9 @@ def _uses_class_tables(args: argparse.Namespace) -> bool:
     return uses_class_tables(args)
 
 
-def _key(args: argparse.Namespace) -> Any:
-    """The key of ``--key``, or the label-derived one of ``--enrol-classes``/``--test-classes``."""
+def _key(args: argparse.Namespace, text_format: str | None = None) -> Any:
+    """The key of ``--key`` (a text one in layout ``text_format``, ``None``: detected), or the
+    label-derived one of ``--enrol-classes``/``--test-classes``."""
     from bosaris_dask import io
     from bosaris_dask.errors import OptionError
 
@@ -182,7 +191,7 @@ def _key(args: argparse.Namespace) -> Any:
     if args.key is None:
         raise OptionError("--key is needed (or, with --enrol and --test, --enrol-classes and "
                           "--test-classes)")  # fmt: skip
-    return io.read(args.key, "key")
+    return io.read(args.key, "key", text_format=text_format)
 
 
 def _systems(
@@ -218,7 +227,8 @@ def _read_scores(args: argparse.Namespace, path: str) -> Any:
     from bosaris_dask import io
     from bosaris_dask.llr_base import to_natural
 
-    return to_natural(io.read(path, "scores"), getattr(args, "llr_base", "e"))
+    return to_natural(io.read(path, "scores", text_format=getattr(args, "format", None)),
+                      getattr(args, "llr_base", "e"))  # fmt: skip
 
 
 def _in_user_base(args: argparse.Namespace, scores: Any) -> Any:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask.cli.common import _in_natural, _in_user_base, _say
+from bosaris_dask.cli.common import _in_natural, _in_user_base, _say, _text_formats
 from bosaris_dask.cli.packed_inputs import _regular_text_file
 from bosaris_dask.errors import BosarisError, OptionError
 
@@ -92,10 +92,11 @@ def apply_in_order(
     from bosaris_dask.io.text.packed import TrialList, as_packed, joined, unpacked
     from bosaris_dask.io.text.write import write_score_lines
 
-    lists = [TrialList.read(p, "scores") for p in score_paths]
+    key_format, text_format = _text_formats(args)
+    lists = [TrialList.read(p, "scores", format=text_format) for p in score_paths]
     for scores in lists:
         scores.refuse_duplicates()
-    order = trial_list(args.ndx, "--ndx") if args.ndx else lists[0]
+    order = trial_list(args.ndx, "--ndx", key_format) if args.ndx else lists[0]
     systems = [as_packed(order, *joined(order, scores)) for scores in lists]
     if embeddings:
         from bosaris_dask.cli.packed_inputs import _trial_scores
@@ -152,14 +153,14 @@ def list_quality(quality: Any, order: Any) -> Any:
                          order.segment_codes, functools.partial(packed_cells, order))  # fmt: skip
 
 
-def trial_list(path: str, option: str) -> Any:
-    """The trials of an ndx or key text file (``option`` names it in errors) as a list,
-    duplicates refused."""
+def trial_list(path: str, option: str, text_format: str | None = None) -> Any:
+    """The trials of an ndx or key text file (``option`` names it in errors; in layout
+    ``text_format``, ``None``: detected) as a list, duplicates refused."""
     from bosaris_dask.io.text.collect import _Collector
     from bosaris_dask.io.text.packed import TrialList
     from bosaris_dask.io.text.read import collect_text
 
-    collector: _Collector = collect_text(path)
+    collector: _Collector = collect_text(path, format=text_format)
     try:
         if collector.kind not in ("ndx", "key"):
             raise OptionError(f"{option} {path} holds {collector.kind}, not a trial list (an Ndx "

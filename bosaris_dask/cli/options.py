@@ -212,7 +212,14 @@ def key_format_argument(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument(
         "--key-format", choices=TEXT_FORMATS,
-        help="layout of a text --key (and plot's --eval-key) when it differs from the scores' "
-        "--format, e.g. a voxceleb trial list with wespeaker scores (default: --format, else "
-        "detected)",
+        help="layout of a text --key (--ndx, plot's --eval-key) when it differs from the "
+        "scores' --format, e.g. a voxceleb trial list with wespeaker scores (default: --format, "
+        "else detected)",
     )  # fmt: skip
+
+
+def format_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--format`` (the text score files') and ``--key-format`` (a text key's or trial
+    list's), for the commands whose key is not one of their score files."""
+    format_argument(parser, key_apart=True)
+    key_format_argument(parser)

@@ -205,6 +205,7 @@ def _calibrate(sub: Any) -> None:
     p.add_argument("--key", help="the key of the training set (or --enrol-classes and "
                    "--test-classes)")  # fmt: skip
     p.add_argument("--scores", help="the training scores (or --enrol and --test)")
+    options.format_arguments(p)
     add_embedding_arguments(p, required=False)
     options.training_arguments(p, "scores to calibrate with the trained model (one system)")
     _finish(p, cmd_calibrate)
@@ -218,6 +219,7 @@ def _fuse(sub: Any) -> None:
     options.key_and_systems(p, "training scores of one system; repeat for each system (the "
                             "scores from --enrol and --test are one more, the last)",
                             scores_required=False, key_required=False)  # fmt: skip
+    options.format_arguments(p)
     add_embedding_arguments(p, required=False)
     options.quality_arguments(p)
     p.add_argument("--apply-quality", help="quality store of the eval set (default: --quality)")
@@ -246,6 +248,7 @@ def _apply(sub: Any) -> None:
         help="scores of one system; repeat for each fused system, in training order (the "
         "scores from --enrol and --test, of the --ndx trials, come last)",
     )  # fmt: skip
+    options.format_arguments(p)
     add_embedding_arguments(p, required=False, class_tables=False)
     options.quality_arguments(p)
     p.add_argument("--ndx", help="keep only these trials")

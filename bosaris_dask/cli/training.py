@@ -23,6 +23,7 @@ from bosaris_dask.cli.common import (
     _say,
     _size,
     _systems,
+    _text_formats,
     system_names,
 )
 from bosaris_dask.cli.in_order import apply_in_order, keeps_line_order
@@ -139,7 +140,7 @@ def _fit_and_apply(
         elif args.apply:
             targets = [_read_scores(args, p) for p in args.apply]
             evaluated = eval_quality()
-            ndx = _read_ndx(args.ndx)
+            ndx = _read_ndx(args.ndx, _text_formats(args)[0])
             fitted_out = apply_model(
                 model, targets, quality=evaluated, ndx=ndx, llr_base="e"
             )  # the targets are natural-log LLRs already
@@ -167,14 +168,15 @@ def _system_names(args: argparse.Namespace) -> list[str]:
     return system_names(paths, [embedding_system_name(args)] if uses_embeddings(args) else [])
 
 
-def _read_ndx(path: str | None) -> Any:
-    """The trial list of ``--ndx`` (an Ndx, or a Key's trials), or ``None`` without one."""
+def _read_ndx(path: str | None, text_format: str | None = None) -> Any:
+    """The trial list of ``--ndx`` (an Ndx, or a Key's trials; a text one in layout
+    ``text_format``, ``None``: detected), or ``None`` without one."""
     from bosaris_dask import io
     from bosaris_dask.trials import kind_of
 
     if path is None:
         return None
-    ndx = io.read(path)
+    ndx = io.read(path, text_format=text_format)
     if kind_of(ndx) not in ("ndx", "key"):
         raise OptionError(f"--ndx {path} holds {kind_of(ndx)}, not a trial list (an Ndx or a "
                           "Key)")  # fmt: skip
@@ -341,8 +343,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
                           f"{given}")  # fmt: skip
 
     def open_inputs() -> tuple[Any, list[Any], Any, Any]:
-        ndx = _read_ndx(args.ndx)
-        systems = _systems(args, ndx, args.scores or [], llr_base=args.llr_base)
+        key_format, text_format = _text_formats(args)
+        ndx = _read_ndx(args.ndx, key_format)
+        systems = _systems(args, ndx, args.scores or [], text_format, args.llr_base)
         return model, systems, _read_quality(args, args.quality), ndx
 
     from bosaris_dask.cli.embeddings import uses_embeddings
