@@ -208,7 +208,7 @@ def pack(
     *,
     names: Sequence[str] | None = None,
     allow_missing: bool = False,
-    width: int = WIDTH,
+    width: int | None = None,
 ) -> tuple[xr.Dataset, list[xr.Dataset]]:
     """The key's trials and each system's scores of them as packed Key and Scores objects.
 
@@ -280,7 +280,7 @@ def as_packed(
     given: np.ndarray | None = None,
     *,
     kind: str = "scores",
-    width: int = WIDTH,
+    width: int | None = None,
 ) -> xr.Dataset:
     """Per-record ``values`` of ``order`` laid out ``width`` to a row, in the records' order: a
     Key (``kind="key"``, values +1/-1) or Scores (``given``: which records have a score).
@@ -296,10 +296,10 @@ def as_packed(
     return make_scores(model_ids, segment_ids, cells, mask)
 
 
-def packed_cells(order: TrialList, values: np.ndarray, width: int = WIDTH) -> np.ndarray:
+def packed_cells(order: TrialList, values: np.ndarray, width: int | None = None) -> np.ndarray:
     """Per-record ``values`` of ``order`` in the packed matrix: record ``i`` at row
     ``i // width``, column ``i % width`` (one row of all records where they fit in one), zeros
-    after the last.
+    after the last; ``width`` :data:`WIDTH` (read when called) unless given.
 
     Examples
     --------
@@ -308,6 +308,7 @@ def packed_cells(order: TrialList, values: np.ndarray, width: int = WIDTH) -> np
     [[1, 2], [3, 4], [5, 0]]
     """
     n = len(order.values)
+    width = WIDTH if width is None else width
     rows = -(-n // width)
     shape = (rows, width) if rows > 1 else (1, n)
     cells = np.zeros(shape[0] * shape[1], dtype=values.dtype)
