@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from bosaris_dask import io
-from bosaris_dask.cli import in_order, main
+from bosaris_dask.cli import in_order, main, packed_inputs
 from bosaris_dask.errors import TrialError
 from bosaris_dask.fusion import QualityBackoffWarning, QualityFuser
 from bosaris_dask.io.text.packed import TrialList, as_packed, joined, packed_cells, unpacked
@@ -325,7 +325,7 @@ def test_transform_of_packed_trials_is_the_grids_bit_for_bit(lists, model, width
     order = TrialList.read(d / "s1.lst", "scores")
     lists_ = [TrialList.read(d / f"s{k}.lst", "scores") for k in (1, 2)]
     packed = [as_packed(order, *joined(order, s), width=width) for s in lists_]
-    cells = in_order.list_quality(quality, order)
+    cells = packed_inputs.list_quality(quality, order)
     if width != 4096:
         cells = replace(cells, model_cells=packed_cells(order, order.model_codes, width),
                         segment_cells=packed_cells(order, order.segment_codes, width))  # fmt: skip
@@ -342,7 +342,7 @@ def test_transform_of_packed_trials_is_the_grids_bit_for_bit(lists, model, width
     np.testing.assert_array_equal(scored, grid.score_mask.values[rows, cols])
     np.testing.assert_array_equal(values[scored], grid.score.values[rows, cols][scored])
     with pytest.raises(TrialError, match="laid out 1 x 3, the trials"):
-        fuser.transform(packed, in_order.list_quality(quality, _three(order)))
+        fuser.transform(packed, packed_inputs.list_quality(quality, _three(order)))
 
 
 def _three(order):

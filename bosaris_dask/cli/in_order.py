@@ -19,7 +19,6 @@ only their order differs.
 from __future__ import annotations
 
 import argparse
-import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,14 +26,13 @@ from typing import Any
 import numpy as np
 
 from bosaris_dask.cli.common import _in_natural, _in_user_base, _say, _text_formats
-from bosaris_dask.cli.packed_inputs import _regular_text_file
+from bosaris_dask.cli.packed_inputs import _regular_text_file, list_quality, score_lists
 from bosaris_dask.errors import BosarisError, OptionError
 
 __all__ = [
     "LIST_MAX_BYTES",
     "keeps_line_order",
     "apply_in_order",
-    "list_quality",
     "listed",
     "trial_list",
 ]
@@ -82,20 +80,19 @@ def apply_in_order(
 
     ``quality`` reads the Quality object of the ids (or ``None``) after the lists, as the grid
     path reads it after the scores; each trial then gets its own model's and segment's
-    vectors (:func:`list_quality`), and a quality fusion backs off as on the grid.
+    vectors (:func:`~bosaris_dask.cli.packed_inputs.list_quality`), and a quality fusion
+    backs off as on the grid.
 
     A trial without a score in every system is not written (a fusion's trials are those every
     system scores) and is counted on stderr; with ``--fill-missing`` each ``--ndx`` trial
     without one is written with that value.
     """
     from bosaris_dask.calibration import apply_model
-    from bosaris_dask.io.text.packed import TrialList, as_packed, joined, unpacked
+    from bosaris_dask.io.text.packed import as_packed, joined, unpacked
     from bosaris_dask.io.text.write import write_score_lines
 
     key_format, text_format = _text_formats(args)
-    lists = [TrialList.read(p, "scores", format=text_format) for p in score_paths]
-    for scores in lists:
-        scores.refuse_duplicates()
+    lists = score_lists(score_paths, text_format)
     order = trial_list(args.ndx, "--ndx", key_format) if args.ndx else lists[0]
     systems = [as_packed(order, *joined(order, scores)) for scores in lists]
     if embeddings:
@@ -125,32 +122,6 @@ def apply_in_order(
                    "every system: not written")  # fmt: skip
     write_score_lines(order, values, scored | (fill is not None), args.out)
     return natural, out
-
-
-def list_quality(quality: Any, order: Any) -> Any:
-    """The quality of the trials of ``order`` (a TrialList) packed in its records' order: each
-    cell its trial's model's and segment's vectors
-    (:class:`~bosaris_dask.objectives.cells.TrialQuality`); ``None`` without ``quality``.
-
-    Examples
-    --------
-    >>> from bosaris_dask.io.text.packed import TrialList
-    >>> from bosaris_dask.trials import make_quality, quality_table
-    >>> ids = np.array(["a", "b"], dtype=object)
-    >>> order = TrialList("o", ids, ids, np.array([1, 0]), np.array([0, 0]), np.ones(2), float)
-    >>> q = make_quality(quality_table(["a", "b"], [[1.0], [2.0]]),
-    ...                  quality_table(["a"], [[5.0]]))
-    >>> qm, qs = list_quality(q, order).cells()
-    >>> qm.tolist(), qs.tolist()  # trial 1 is (b, a), trial 2 (a, a)
-    ([[[2.0, 1.0], [1.0, 1.0]]], [[[5.0, 1.0], [5.0, 1.0]]])
-    """
-    if quality is None:
-        return None
-    from bosaris_dask.io.text.packed import packed_cells
-    from bosaris_dask.objectives import trial_quality
-
-    return trial_quality(quality, order.models, order.segments, order.model_codes,
-                         order.segment_codes, functools.partial(packed_cells, order))  # fmt: skip
 
 
 def trial_list(path: str, option: str, text_format: str | None = None) -> Any:

@@ -104,12 +104,10 @@ def _packed(
     """The packed key and systems of a sparse key list, text score files and (``embeddings``)
     the scores from ``--enrol``/``--test`` of its trials; errors in the grid's order: the
     key's, the files', the embeddings', then missing scores."""
-    from bosaris_dask.io.text.packed import TrialList, as_packed, pack
+    from bosaris_dask.io.text.packed import as_packed, pack
 
     key.refuse_duplicates()  # the key's errors first, as when it is read whole
-    lists = [TrialList.read(p, "scores", format=text_format) for p in score_paths]
-    for scores in lists:
-        scores.refuse_duplicates()
+    lists = score_lists(score_paths, text_format)
     n_m, n_s, n = len(key.models), len(key.segments), len(key.values)
     _say(args, f"{key.path}: {n:,} trials over {n_m:,} x {n_s:,} ids: read as packed "
                "trial lists, not as the ids' grid")  # fmt: skip
@@ -176,16 +174,46 @@ def _trial_conditions(args: argparse.Namespace, key: Any) -> Any:
 
 def packed_quality(args: argparse.Namespace, quality: Any) -> Any:
     """The quality of the trials of a key list read packed (:func:`_packed`): each cell
-    gets its trial's model's and segment's vectors
-    (:class:`~bosaris_dask.objectives.cells.TrialQuality`); ``quality`` itself (a Quality
-    object of the grid's ids, or ``None``) where the key was read as the grid."""
+    gets its trial's model's and segment's vectors (:func:`list_quality`); ``quality`` itself
+    (a Quality object of the grid's ids, or ``None``) where the key was read as the grid."""
     key = getattr(args, "packed_list", None)
-    if key is None or quality is None:
-        return quality
+    return quality if key is None else list_quality(quality, key)
+
+
+def list_quality(quality: Any, order: Any) -> Any:
+    """The quality of the trials of ``order`` (a TrialList) packed in its records' order: each
+    cell its trial's model's and segment's vectors
+    (:class:`~bosaris_dask.objectives.cells.TrialQuality`); ``None`` without ``quality``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bosaris_dask.io.text.packed import TrialList
+    >>> from bosaris_dask.trials import make_quality, quality_table
+    >>> ids = np.array(["a", "b"], dtype=object)
+    >>> order = TrialList("o", ids, ids, np.array([1, 0]), np.array([0, 0]), np.ones(2), float)
+    >>> q = make_quality(quality_table(["a", "b"], [[1.0], [2.0]]),
+    ...                  quality_table(["a"], [[5.0]]))
+    >>> qm, qs = list_quality(q, order).cells()
+    >>> qm.tolist(), qs.tolist()  # trial 1 is (b, a), trial 2 (a, a)
+    ([[[2.0, 1.0], [1.0, 1.0]]], [[[5.0, 1.0], [5.0, 1.0]]])
+    """
+    if quality is None:
+        return None
     import functools
 
     from bosaris_dask.io.text.packed import packed_cells
     from bosaris_dask.objectives import trial_quality
 
-    return trial_quality(quality, key.models, key.segments, key.model_codes,
-                         key.segment_codes, functools.partial(packed_cells, key))  # fmt: skip
+    return trial_quality(quality, order.models, order.segments, order.model_codes,
+                         order.segment_codes, functools.partial(packed_cells, order))  # fmt: skip
+
+
+def score_lists(score_paths: Sequence[str], text_format: str | None) -> list[Any]:
+    """The text score files as lists, each refusing a trial given twice (at its lines)."""
+    from bosaris_dask.io.text.packed import TrialList
+
+    lists = [TrialList.read(p, "scores", format=text_format) for p in score_paths]
+    for scores in lists:
+        scores.refuse_duplicates()
+    return lists
