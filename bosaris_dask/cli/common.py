@@ -57,16 +57,15 @@ def _opened(
 def _load(
     key_path: str | None,
     score_paths: Sequence[str] | None,
-    text_format: str | None = None,
+    formats: tuple[str | None, str | None] = (None, None),
     llr_base: str = "e",
     args: argparse.Namespace | None = None,
     packing: argparse.Namespace | None = None,
-    key_format: str | None = None,
 ) -> tuple[Any, list[Any]]:
     """Open the key and the systems' scores (lazily: nothing is computed yet).
 
-    ``text_format`` is the layout of the text score files, ``key_format`` that of a text key
-    (default ``text_format``; either ``None``: detected from the file's first lines).
+    ``formats`` are the layouts of a text key and of the text score files
+    (:func:`_text_formats`; ``None``: detected from the file's first lines).
 
     Without a key, the key comes from the labels of the first scores file (a wespeaker or
     3D-Speaker score file, or a NIST table with a label column): it is read twice, once for its
@@ -80,6 +79,7 @@ def _load(
     from bosaris_dask.errors import OptionError
     from bosaris_dask.io.text.scratch import _is_stream
 
+    key_format, text_format = formats
     score_paths = list(score_paths or [])
     packing = packing if packing is not None else args
     if packing is not None:
@@ -106,7 +106,6 @@ def _load(
                 "their own key)"
             )
         key_format = text_format  # the same file
-    key_format = key_format or text_format
     _one_column_twice(key_path, score_paths, text_format)
     from bosaris_dask.cli.packed_inputs import _may_pack, _pairs_from_embeddings, _text_inputs
 

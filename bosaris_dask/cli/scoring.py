@@ -17,6 +17,7 @@ from bosaris_dask.cli.common import (
     _opened,
     _say,
     _size,
+    _text_formats,
     _write_json,
 )
 from bosaris_dask.errors import BosarisError, OptionError
@@ -36,9 +37,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     start = time.perf_counter()
 
     def open_inputs() -> tuple[Any, list[Any]]:
-        return _load(
-            args.key, args.scores, args.format, args.llr_base, args, key_format=args.key_format
-        )
+        return _load(args.key, args.scores, _text_formats(args), args.llr_base, args)
 
     with _opened(args, open_inputs, lambda ks: _size(ks[0])) as loaded:
         key, systems = loaded
@@ -106,21 +105,13 @@ def cmd_plot(args: argparse.Namespace) -> int:
         )
 
     def open_inputs() -> tuple[Any, list[Any]]:
-        return _load(
-            args.key, args.scores, args.format, args.llr_base, args, key_format=args.key_format
-        )
+        return _load(args.key, args.scores, _text_formats(args), args.llr_base, args)
 
     with _opened(args, open_inputs, lambda ks: _size(ks[0])) as loaded:
         results: Any = _evaluate(args, *loaded, args.scores)
         if eval_key is not None:  # each eval curve is named after its own file ("[eval]")
-            eval_inputs = _load(
-                eval_key,
-                eval_scores,
-                args.format,
-                args.llr_base,
-                packing=args,
-                key_format=args.key_format,
-            )
+            eval_inputs = _load(eval_key, eval_scores, _text_formats(args), args.llr_base,
+                                packing=args)  # fmt: skip
             evaluated = _evaluate(args, *eval_inputs, eval_scores)
             results = {"dev": results, "eval": evaluated}
     if getattr(args, "by", None):  # a curve per (system, condition)
