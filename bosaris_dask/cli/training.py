@@ -128,9 +128,9 @@ def _fit_and_apply(
             quality = quality.quality
 
         def eval_quality() -> Any:  # --apply-quality, else the training ids' quality
-            if quality is None:
-                return None
-            return _read_quality(args, args.apply_quality) or quality
+            if quality is None or args.apply_quality is None:
+                return quality  # (not the training tables read a second time)
+            return _read_quality(args, args.apply_quality)
 
         if args.apply and keeps_line_order(args, args.apply):
             targets, fitted_out = apply_in_order(args, model, args.apply, quality=eval_quality)
