@@ -270,9 +270,12 @@ def is_per_id(items: list[tuple[str, Any]]) -> bool:
     if len(shapes) != 1:
         return False
     (shape,) = shapes
-    if not (len(shape) == 1 or (len(shape) == 2 and shape[0] == 1)):
-        return False
-    return all(np.dtype(getattr(member, "dtype", "O")).kind == "f" for _, member in items)
+    return all(_is_vector(shape, getattr(member, "dtype", "O")) for _, member in items)
+
+
+def _is_vector(shape: tuple[int, ...], dtype: Any) -> bool:
+    """Whether a member of ``shape`` and ``dtype`` is one embedding: a float vector (or 1 x d)."""
+    return (len(shape) == 1 or (len(shape) == 2 and shape[0] == 1)) and np.dtype(dtype).kind == "f"
 
 
 def _per_id(items: list[tuple[str, Any]]) -> tuple[np.ndarray, np.ndarray] | None:
@@ -360,11 +363,7 @@ def hdf5_per_id(
         dataset = h5py.h5d.open(f.id, name)
         shape, dtype = dataset.shape, dataset.dtype
         shapes.add(shape)
-        if (
-            len(shapes) > 1
-            or dtype.kind != "f"
-            or not (len(shape) == 1 or (len(shape) == 2 and shape[0] == 1))
-        ):
+        if len(shapes) > 1 or not _is_vector(shape, dtype):
             return None  # not one float vector per id: the file's other layouts
         if read:
             row = np.empty(shape, dtype=dtype)
