@@ -42,6 +42,10 @@ key                    default     meaning
 ``bootstrap-chunk``    1073741824  the bootstrap pass merges row chunks into chunks of up to
                                    this many bytes of input when that splits fewer groups (on
                                    the threaded scheduler; a cluster keeps the chunks)
+``trial-cells``        134217728   the most cells of a grid whose trials' own conditions
+                                   (``--by trial.COL``) are held in memory, 2 bytes a cell
+                                   (:mod:`bosaris_dask.conditions.codes`); a longer trial list
+                                   is read packed
 ``worker-malloc``      1           a worker process started with distributed's
                                    ``MALLOC_TRIM_THRESHOLD_=65536`` raises glibc's mmap and trim
                                    thresholds at its first pass task (:mod:`bosaris_dask.malloc`);
@@ -92,6 +96,7 @@ KNOBS: dict[str, tuple[int, int, int]] = {
     "bootstrap-bins": (256, 4, 1 << 16),
     "bootstrap-budget": (1 << 29, 1 << 20, 1 << 42),
     "bootstrap-chunk": (1 << 30, 1 << 10, 1 << 40),
+    "trial-cells": (1 << 27, 0, 1 << 40),
     "worker-malloc": (1, 0, 1),
     "fsync": (1, 0, 1),
 }

@@ -147,7 +147,8 @@ def evaluate(
     split_every
         How many chunk results each merge task combines.
     conditions, by
-        Condition tables (or their paths) and ``model.COL``/``segment.COL``/``same.COL`` specs:
+        Condition tables (or their paths) and ``model.COL``/``segment.COL``/``same.COL``/
+        ``trial.COL`` specs:
         also evaluate every condition (their Cartesian product) from the same passes, into
         ``condition_*`` variables with a ``condition`` dimension
         (:func:`bosaris_dask.conditions.evaluation.evaluate_conditions`).

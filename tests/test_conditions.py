@@ -265,7 +265,7 @@ def test_cli_conditions_json(files, capsys):
     [
         (["--by", "model.x"], "--by model.x: no model column 'x' (model columns: g, l; in "),
         (["--by", "same.g"], "--by same.g: no segment column 'g'"),
-        (["--by", "gender"], "expected model.COL, segment.COL or same.COL"),
+        (["--by", "gender"], "expected model.COL, segment.COL, same.COL or trial.COL"),
         (["--by", "model.g", "--conditions", "DUP"], ":4: duplicate model id 'm1'"),
         (
             ["--by", "model.g", "--conditions", "SHORT"],

@@ -66,12 +66,13 @@ def condition_arguments(parser: argparse.ArgumentParser, cprimary: bool = True) 
     parser.add_argument(
         "--conditions", action="append", metavar="TABLE",
         help="a condition table (tab-separated, header 'model' or 'segment' then attribute "
-        "columns; or zarr/HDF5); repeat for several tables",
+        "columns, or 'model segment' then columns of each trial; or zarr/HDF5); repeat for "
+        "several tables",
     )  # fmt: skip
     parser.add_argument(
         "--by", action="append", metavar="SPEC",
-        help="model.COL, segment.COL or same.COL: also report every condition of COL; repeat "
-        "for the Cartesian product of several",
+        help="model.COL, segment.COL, same.COL or trial.COL: also report every condition of "
+        "COL; repeat for the Cartesian product of several",
     )  # fmt: skip
     if not cprimary:
         return

@@ -1,6 +1,7 @@
 """Per-condition evaluation: condition tables, ``--by`` specs and exact per-condition summaries.
 
-- :mod:`~bosaris_dask.conditions.tables`: reading condition tables (text, zarr, HDF5);
+- :mod:`~bosaris_dask.conditions.tables`: reading condition tables of models, segments or
+  trials (text, zarr, HDF5);
 - :mod:`~bosaris_dask.conditions.codes`: ``--by`` specs and the condition of every trial;
 - :mod:`~bosaris_dask.conditions.summaries`: the exact summaries of every system in every
   condition (:func:`condition_summaries`, through the grouped kernels of

@@ -1,13 +1,17 @@
 """``--by`` specs and the condition of every trial, as a lazy group index chunked like the key.
 
-A spec is ``model.COL`` (the model's value of COL), ``segment.COL`` (the segment's) or
+A spec is ``model.COL`` (the model's value of COL), ``segment.COL`` (the segment's),
 ``same.COL`` (``"same"`` when the trial's model and segment have the same value of COL,
-``"different"`` otherwise; COL must be a column on both sides). Several specs give the
-Cartesian product of their values: condition ``g`` is a mixed-radix number whose digits are the
-specs' value codes, first spec most significant (the order of :func:`itertools.product`).
+``"different"`` otherwise; COL must be a column on both sides) or ``trial.COL`` (the trial's
+own value, from a table of trials). Several specs give the Cartesian product of their values:
+condition ``g`` is a mixed-radix number whose digits are the specs' value codes, first spec
+most significant (the order of :func:`itertools.product`).
 
 Per-model and per-segment codes are small numpy arrays; the per-cell group index is computed
-chunk by chunk from them (never stored).
+chunk by chunk from them (never stored). A ``trial.COL`` spec needs each trial's own code: a
+grid of at most ``bosaris_dask.trial-cells`` cells holds them in memory (a
+:class:`CellConditions`); a longer trial list is read packed (a row of trials of many models)
+where each trial's code is its cell's anyway.
 
 Examples
 --------
@@ -38,7 +42,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bosaris_dask.conditions.tables import SIDES, ConditionTable
+from bosaris_dask.conditions.tables import SIDES, TRIAL, ConditionTable
 from bosaris_dask.errors import OptionError, TrialError
 from bosaris_dask.inline_blocks import blockwise, per_block
 
@@ -54,14 +58,15 @@ class ConditionWarning(UserWarning):
     other), so every trial is ``different``."""
 
 
-_KINDS = ("model", "segment", "same")
+_KINDS = ("model", "segment", "same", TRIAL)
+_EXPECTED = "expected model.COL, segment.COL, same.COL or trial.COL"
 #: The values of a ``same.COL`` spec, in code order.
 SAME_VALUES = ("same", "different")
 
 
 @dataclass(frozen=True)
 class BySpec:
-    """One ``--by`` spec: ``kind`` is ``"model"``, ``"segment"`` or ``"same"``."""
+    """One ``--by`` spec: ``kind`` is ``"model"``, ``"segment"``, ``"same"`` or ``"trial"``."""
 
     kind: str
     column: str
@@ -71,22 +76,22 @@ class BySpec:
 
 
 def parse_by(spec: str | BySpec) -> BySpec:
-    """Parse ``model.COL``, ``segment.COL`` or ``same.COL``.
+    """Parse ``model.COL``, ``segment.COL``, ``same.COL`` or ``trial.COL``.
 
     Examples
     --------
     >>> parse_by("same.language")
     BySpec(kind='same', column='language')
-    >>> parse_by("language")
+    >>> parse_by("language")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    bosaris_dask.errors.OptionError: --by 'language': expected model.COL, segment.COL or same.COL
+    bosaris_dask.errors.OptionError: --by 'language': expected model.COL, segment.COL, same...
     """
     if isinstance(spec, BySpec):
         return spec
     kind, dot, column = str(spec).partition(".")
     if not dot or kind not in _KINDS or not column:
-        raise OptionError(f"--by {spec!r}: expected model.COL, segment.COL or same.COL")
+        raise OptionError(f"--by {spec!r}: {_EXPECTED}")
     return BySpec(kind, column)
 
 
@@ -104,8 +109,8 @@ class Conditions:
         One dict per condition, ``{spec: value}``, in group-index order.
     model_codes, segment_codes
         ``(n_models, n_specs)`` and ``(n_segments, n_specs)`` value codes in the key's id order
-        (0 for a spec of the other side; for ``same.COL`` both sides' codes of COL in one
-        shared vocabulary).
+        (0 for a spec of the other side or of the trial; for ``same.COL`` both sides' codes of
+        COL in one shared vocabulary).
     """
 
     by: tuple[BySpec, ...]
@@ -221,7 +226,8 @@ def trial_conditions(
     """The conditions of trials listed as (model, segment) positions among the ids of ``ids``
     (a Dataset with ``model`` and ``segment`` coordinates), each trial's condition placed in
     its cell by ``layout`` (per-trial values -> the packed matrix). As
-    :func:`condition_codes` for a grid: the same specs, values, checks and messages.
+    :func:`condition_codes` for a grid: the same specs, values, checks and messages; a
+    ``trial.COL`` spec's values are those its column takes on these trials.
 
     Examples
     --------
@@ -233,8 +239,20 @@ def trial_conditions(
     ...                         [models, segments], ["model.g", "same.g"], lambda g: g[None])
     >>> cond.labels[cond.cells[0, 2]], cond.cells.tolist()
     ({'model.g': 'm', 'same.g': 'different'}, [[1, 2, 3]])
+    >>> trials = condition_table("trial", ["m1", "m2", "m2"], {"phone": ["Y", "N", "Y"]},
+    ...                          segments=["s1", "s1", "s2"])
+    >>> cond = trial_conditions(ids, np.array([0, 1, 1]), np.array([0, 0, 1]),
+    ...                         [models, trials], ["model.g", "trial.phone"], lambda g: g[None])
+    >>> [cond.labels[g]["trial.phone"] for g in cond.cells[0]]
+    ['Y', 'N', 'Y']
     """
-    base = condition_codes(ids, tables, by)
+    tables = list(tables)
+    specs = _specs(by)
+    base = _side_conditions(ids, tables, specs)
+    trial = {k: _trial_codes(ids, model_of, segment_of, tables, spec)
+             for k, spec in enumerate(specs) if spec.kind == TRIAL}  # fmt: skip
+    values = tuple(trial[k][0] if k in trial else v for k, v in enumerate(base.values))
+    base = Conditions(base.by, values, base.model_codes, base.segment_codes)
     group = np.zeros(len(model_of), dtype=np.int64)
     for k, (spec, stride) in enumerate(zip(base.by, base.strides.tolist(), strict=True)):
         m, s = base.model_codes[model_of, k], base.segment_codes[segment_of, k]
@@ -242,10 +260,83 @@ def trial_conditions(
             group += m * stride
         elif spec.kind == "segment":
             group += s * stride
+        elif spec.kind == TRIAL:
+            group += trial[k][1] * stride
         else:  # same.COL: 0 "same", 1 "different"
             group += (m != s) * stride
     return CellConditions(base.by, base.values, base.model_codes, base.segment_codes,
                           layout(group.astype(base.dtype)))  # fmt: skip
+
+
+def _trial_codes(
+    ids: xr.Dataset,
+    model_of: np.ndarray,
+    segment_of: np.ndarray,
+    tables: Sequence[ConditionTable],
+    spec: BySpec,
+) -> tuple[tuple[str, ...], np.ndarray]:
+    """A ``trial.COL`` spec's values (sorted) and each trial's code, from the trial table
+    that has COL; every trial must be a row of it (rows of other trials are ignored)."""
+    found = [t for t in tables if t.side == TRIAL and spec.column in t.columns]
+    if not found:
+        have = sorted({c for t in tables if t.side == TRIAL for c in t.columns})
+        files = ", ".join(t.source for t in tables if t.side == TRIAL)
+        where = (f"trial columns: {', '.join(have) or 'none'}; in {files}" if files else
+                 "no table of trials: a header starting 'model<TAB>segment'")  # fmt: skip
+        raise OptionError(f"--by {spec}: no trial column {spec.column!r} ({where})")
+    if len(found) > 1:
+        raise TrialError(f"{found[1].source}: trial column {spec.column!r} is also in "
+                         f"{found[0].source}")  # fmt: skip
+    table = found[0]
+    n_seg = ids.sizes["segment"]
+    rows_m = pd.Index(ids["model"].values).get_indexer(table.ids)
+    rows_s = pd.Index(ids["segment"].values).get_indexer(table.segments)
+    inside = np.flatnonzero((rows_m >= 0) & (rows_s >= 0))
+    flat = rows_m[inside].astype(np.int64) * n_seg + rows_s[inside]
+    order = np.argsort(flat, kind="stable")
+    flat, inside = flat[order], inside[order]
+    want = np.asarray(model_of, dtype=np.int64) * n_seg + np.asarray(segment_of, np.int64)
+    at = np.minimum(np.searchsorted(flat, want), max(len(flat) - 1, 0))
+    missing = np.flatnonzero(flat[at] != want) if len(flat) else np.arange(len(want))
+    if len(missing):
+        first = int(missing[0])
+        pair = (str(ids["model"].values[model_of[first]]),
+                str(ids["segment"].values[segment_of[first]]))  # fmt: skip
+        raise TrialError(f"{table.source}: {len(missing)} trials of the key are not in the "
+                         f"table of trials, e.g. {pair}")  # fmt: skip
+    vocab, codes = np.unique(table.columns[spec.column][inside[at]].astype(str),
+                             return_inverse=True)  # fmt: skip
+    return tuple(str(v) for v in vocab), codes.reshape(-1).astype(np.int64)
+
+
+def _grid_trial_conditions(
+    key: xr.Dataset, tables: Sequence[ConditionTable], specs: tuple[BySpec, ...]
+) -> CellConditions:
+    """The conditions of a grid's trials with a ``trial.COL`` spec: every cell's code held
+    (at most ``bosaris_dask.trial-cells`` cells; cells that are not trials get 0)."""
+    from bosaris_dask import config
+    from bosaris_dask.progress import compute
+
+    n_m, n_s = key.sizes["model"], key.sizes["segment"]
+    limit = config.get("trial-cells")
+    if n_m * n_s > limit:
+        spec = next(s for s in specs if s.kind == TRIAL)
+        raise OptionError(
+            f"--by {spec}: a grid of {n_m} x {n_s} cells has more than {limit:,} "
+            "(bosaris_dask.trial-cells) to hold each cell's condition: give the trials as a "
+            "text list (read packed), or raise the limit"
+        )
+    if "trial_mask" not in key:
+        raise OptionError(f"--by {specs[0]}: trial conditions need a key (its trials)")
+    mask = key["trial_mask"].data != 0
+    model_of, segment_of = np.nonzero(compute(mask) if isinstance(mask, da.Array) else mask)
+
+    def in_grid(group: np.ndarray) -> np.ndarray:
+        cells = np.zeros((n_m, n_s), dtype=group.dtype)
+        cells[model_of, segment_of] = group
+        return cells
+
+    return trial_conditions(key, model_of, segment_of, tables, specs, in_grid)
 
 
 def _group_block(mpart, spart, *pairs, strides: tuple[int, ...], out_dtype: np.dtype):
@@ -267,7 +358,7 @@ def _side_columns(
 ) -> dict[str, dict[str, tuple[np.ndarray, ConditionTable]]]:
     """Per side, column -> (values in the key's id order, its table); checks id coverage."""
     out: dict[str, dict[str, tuple[np.ndarray, ConditionTable]]] = {s: {} for s in SIDES}
-    for table in tables:
+    for table in (t for t in tables if t.side in SIDES):
         ids = key[table.side].values
         where = pd.Index(table.ids).get_indexer(ids)
         absent = np.flatnonzero(where < 0)
@@ -313,31 +404,52 @@ def condition_codes(
 ) -> Conditions:
     """The conditions of ``key``'s trials under the ``by`` specs, from condition tables.
 
-    Every id of the key's side must be in each table of that side; table ids the key lacks are
-    ignored. A spec's values are those its column takes on the key's ids (sorted), so every
-    combination of them is a condition, with trials or not.
+    Every id of the key's side must be in each table of that side, and every trial of the key
+    in a table of trials that a ``trial.COL`` spec reads; table ids (and trials) the key lacks
+    are ignored. A spec's values are those its column takes on the key's ids (sorted; a
+    ``trial.COL`` spec's, on the key's trials), so every combination of them is a condition,
+    with trials or not. With a ``trial.COL`` spec, a :class:`CellConditions` holding every
+    cell's condition (the key's trial mask is read once for it).
 
     Raises
     ------
     TrialError
-        A key id missing from a table of its side (naming the table and an id), a column given
-        by two tables of one side.
+        A key id missing from a table of its side, a trial missing from a table of trials
+        (naming the table and an id or trial), a column given by two tables of one side.
     OptionError
         No spec, a malformed spec, the same spec twice, a column missing from the side(s) it
-        needs (naming the spec, the columns there are and the tables).
+        needs (naming the spec, the columns there are and the tables), a ``trial.COL`` spec on
+        a grid of more than ``bosaris_dask.trial-cells`` cells.
     """
     tables = list(tables)
+    specs = _specs(by)
+    if any(s.kind == TRIAL for s in specs):
+        return _grid_trial_conditions(key, tables, specs)
+    return _side_conditions(key, tables, specs)
+
+
+def _specs(by: Iterable[str | BySpec]) -> tuple[BySpec, ...]:
     specs = tuple(parse_by(b) for b in by)
     if not specs:
         raise OptionError("no --by spec: name at least one condition column")
     if len(set(specs)) < len(specs):
         raise OptionError(f"--by {next(str(s) for s in specs if specs.count(s) > 1)} given twice")
+    return specs
+
+
+def _side_conditions(
+    key: xr.Dataset, tables: Sequence[ConditionTable], specs: tuple[BySpec, ...]
+) -> Conditions:
+    """The side specs' codes and values (a ``trial.COL`` spec's: no values, codes 0)."""
     cols = _side_columns(tables, key)
     n_m, n_s = key.sizes["model"], key.sizes["segment"]
     mcodes = np.zeros((n_m, len(specs)), dtype=np.int64)
     scodes = np.zeros((n_s, len(specs)), dtype=np.int64)
     values: list[tuple[str, ...]] = []
     for k, spec in enumerate(specs):
+        if spec.kind == TRIAL:
+            values.append(())
+            continue
         if spec.kind == "same":
             mv, sv = (_column(cols, side, spec, tables) for side in SIDES)
             _warn_if_never_same(spec, mv.astype(str), sv.astype(str))

@@ -157,8 +157,8 @@ def conditions_and_summaries(
         :class:`~bosaris_dask.conditions.codes.Conditions` of the key's trials made under
         ``by`` (:func:`~bosaris_dask.conditions.codes.trial_conditions` for packed lists).
     by
-        ``model.COL``, ``segment.COL`` or ``same.COL`` specs; several give their Cartesian
-        product. ``conditions`` and ``by`` go together.
+        ``model.COL``, ``segment.COL``, ``same.COL`` or ``trial.COL`` specs; several give
+        their Cartesian product. ``conditions`` and ``by`` go together.
     cprimary_priors
         Effective priors whose normalized actDCF and minDCF are averaged into Cprimary
         (``cprimary_act``, ``cprimary_min``; SRE21: 0.01 and 0.05).

@@ -1,4 +1,4 @@
-"""Condition tables: one row per model (or segment) id, one column per attribute.
+"""Condition tables: one row per model (or segment, or trial), one column per attribute.
 
 A table is tab-separated text whose header's first field names the side (``model`` or
 ``segment``) and whose other fields name the attributes::
@@ -7,9 +7,18 @@ A table is tab-separated text whose header's first field names the side (``model
     m1	f	eng
     m2	m	cmn
 
+A header starting ``model	segment`` makes a *trial* table: one row per (model, segment) trial,
+for attributes of the trial itself that neither side has (NIST SRE08's per-trial Y/N condition
+columns, a same-phone-number flag)::
+
+    model	segment	short2-short3
+    m1	s1	Y
+    m1	s2	N
+
 It can also be a zarr store or HDF5 file holding a 1-D array of ids named after the side
-(``model`` or ``segment``; or ``ids`` with the attribute ``side``) and one 1-D array per
-attribute. Values are strings (numbers are read as their text).
+(``model`` or ``segment``; or ``ids`` with the attribute ``side``; both ``model`` and ``segment``
+for a trial table) and one 1-D array per attribute. Values are strings (numbers are read as
+their text).
 
 Examples
 --------
@@ -31,28 +40,33 @@ import pandas as pd
 
 from bosaris_dask.errors import ParseError, StoreError, TrialError
 
-__all__ = ["ConditionTable", "condition_table", "read_condition_table", "SIDES"]
+__all__ = ["ConditionTable", "condition_table", "read_condition_table", "SIDES", "TRIAL"]
 
 #: The two sides of a trial, as named in a table's header.
 SIDES = ("model", "segment")
+#: The side of a table of trials (a header starting ``model	segment``).
+TRIAL = "trial"
 
 
 @dataclass(frozen=True)
 class ConditionTable:
-    """Attributes of the ids of one side.
+    """Attributes of the ids of one side, or of trials.
 
     Attributes
     ----------
     side
-        ``"model"`` or ``"segment"``.
+        ``"model"``, ``"segment"`` or ``"trial"``.
     ids
-        The ids (1-D object array of ``str``, unique).
+        The ids (1-D object array of ``str``, unique); of a trial table, each trial's model.
     columns
         Attribute name -> 1-D object array of ``str`` values, aligned with ``ids``.
     source
         Where the table came from (a path, or ``"<memory>"``), for error messages.
     lines
         The line of each id in a text file (``None`` otherwise), for error messages.
+    segments
+        Of a trial table, each trial's segment (the pairs ``(ids, segments)`` are unique);
+        ``None`` for a table of one side.
     """
 
     side: str
@@ -60,6 +74,7 @@ class ConditionTable:
     columns: Mapping[str, np.ndarray]
     source: str = "<memory>"
     lines: np.ndarray | None = field(default=None, repr=False)
+    segments: np.ndarray | None = field(default=None, repr=False)
 
 
 def condition_table(
@@ -69,14 +84,18 @@ def condition_table(
     *,
     source: str = "<memory>",
     lines: Iterable[int] | None = None,
+    segments: Iterable[Any] | None = None,
 ) -> ConditionTable:
     """Build a :class:`ConditionTable`, checking the side, duplicate ids and column lengths.
+
+    A trial table (``side="trial"``) takes each trial's model as ``ids`` and its segment as
+    ``segments``.
 
     Raises
     ------
     TrialError
-        An unknown side, a duplicate id (naming it, and its line when known), a column of
-        another length than the ids, a column named like the side.
+        An unknown side, a duplicate id or trial (naming it, and its line when known), a column
+        of another length than the ids, a column named like a side.
 
     Examples
     --------
@@ -84,29 +103,43 @@ def condition_table(
     Traceback (most recent call last):
     ...
     bosaris_dask.errors.TrialError: <memory>: duplicate segment id 's1'
+    >>> trials = condition_table("trial", ["m1", "m1"], {"y": ["Y", "N"]}, segments=["s1", "s2"])
+    >>> trials.side, trials.segments.tolist()
+    ('trial', ['s1', 's2'])
     """
-    if side not in SIDES:
-        raise TrialError(f"{source}: the side of a condition table is 'model' or 'segment', "
-                         f"not {side!r}")  # fmt: skip
-    id_arr = np.asarray([str(i) for i in ids], dtype=object)
+    if side not in (*SIDES, TRIAL):
+        raise TrialError(f"{source}: the side of a condition table is 'model', 'segment' or "
+                         f"'trial', not {side!r}")  # fmt: skip
+    if (side == TRIAL) != (segments is not None):
+        raise TrialError(f"{source}: a trial table, and only a trial table, has segments")
+    id_arr = _texts(ids)
+    seg_arr = None if segments is None else _texts(segments)
     line_arr = None if lines is None else np.asarray(list(lines), dtype=np.int64)
-    index = pd.Index(id_arr)
+    if seg_arr is not None and seg_arr.shape != id_arr.shape:
+        raise TrialError(f"{source}: {seg_arr.size} segments for {id_arr.size} models")
+    index = pd.Index(id_arr) if seg_arr is None else pd.MultiIndex.from_arrays([id_arr, seg_arr])
     if not index.is_unique:
         first = int(np.flatnonzero(index.duplicated())[0])
         where = f"{source}:{line_arr[first]}" if line_arr is not None else source
-        raise TrialError(f"{where}: duplicate {side} id {id_arr[first]!r}")
+        what = (f"{side} id {id_arr[first]!r}" if seg_arr is None
+                else f"trial ({id_arr[first]!r}, {seg_arr[first]!r})")  # fmt: skip
+        raise TrialError(f"{where}: duplicate {what}")
     cols: dict[str, np.ndarray] = {}
     for name, values in columns.items():
         name = str(name)
         if name in SIDES or not name:
             raise TrialError(f"{source}: {name!r} cannot name an attribute column")
-        arr = np.asarray([str(v) for v in values], dtype=object)
+        arr = _texts(values)
         if arr.shape != id_arr.shape:
             raise TrialError(
                 f"{source}: column {name!r} has {arr.size} values for {id_arr.size} ids"
             )
         cols[name] = arr
-    return ConditionTable(side, id_arr, cols, source, line_arr)
+    return ConditionTable(side, id_arr, cols, source, line_arr, seg_arr)
+
+
+def _texts(values: Iterable[Any]) -> np.ndarray:
+    return np.asarray([str(v) for v in values], dtype=object)
 
 
 def read_condition_table(path: str | os.PathLike[str]) -> ConditionTable:
@@ -143,7 +176,6 @@ def read_condition_table(path: str | os.PathLike[str]) -> ConditionTable:
 
 def _read_text(path: Path) -> ConditionTable:
     header: list[str] | None = None
-    ids: list[str] = []
     rows: list[list[str]] = []
     lines: list[int] = []
     with _open_bytes(path) as f:
@@ -170,14 +202,16 @@ def _read_text(path: Path) -> ConditionTable:
             empty = [header[k] for k, v in enumerate(fields) if not v.strip()]
             if empty:
                 raise ParseError(f"empty value in column {empty[0]!r}", path=path, line=lineno)
-            ids.append(fields[0].strip())
-            rows.append([v.strip() for v in fields[1:]])
+            rows.append([v.strip() for v in fields])
             lines.append(lineno)
     if header is None:
         raise ParseError("empty condition table (no header)", path=path)
-    values = np.asarray(rows, dtype=object).reshape(len(rows), len(header) - 1)
-    columns = {name: values[:, k] for k, name in enumerate(header[1:])}
-    return condition_table(header[0], ids, columns, source=str(path), lines=lines)
+    values = np.asarray(rows, dtype=object).reshape(len(rows), len(header))
+    n_id = 2 if _is_trial_header(header) else 1
+    columns = {name: values[:, k] for k, name in enumerate(header[n_id:], start=n_id)}
+    return condition_table(TRIAL if n_id == 2 else header[0], values[:, 0], columns,
+                           source=str(path), lines=lines,
+                           segments=values[:, 1] if n_id == 2 else None)  # fmt: skip
 
 
 def _open_bytes(path: Path) -> Any:
@@ -210,30 +244,43 @@ def _check_header(header: list[str], path: Path, lineno: int) -> None:
             f"the header's first field names the side ('model' or 'segment'), not {names[0]!r}",
             path=path, line=lineno,
         )  # fmt: skip
-    if len(names) < 2:
+    n_id = 2 if _is_trial_header(names) else 1
+    if len(names) <= n_id:
         raise ParseError("the header names no attribute column", path=path, line=lineno)
     seen: set[str] = set()
-    for name in names[1:]:
+    for name in names[n_id:]:
         if not name or name in SIDES or name in seen:
             raise ParseError(f"bad or repeated column name {name!r}", path=path, line=lineno)
         seen.add(name)
 
 
+def _is_trial_header(names: list[str]) -> bool:
+    """Whether a header names a trial table: ``model`` then ``segment``."""
+    return list(names[:2]) == list(SIDES)
+
+
 def _from_arrays(path: Path, arrays: Mapping[str, Any], attrs: Mapping[str, Any]) -> ConditionTable:
     names = [n for n in SIDES if n in arrays]
-    if len(names) == 1:
-        side, id_name = names[0], names[0]
+    if len(names) == 2:
+        side, id_names = TRIAL, names
+    elif len(names) == 1:
+        side, id_names = names[0], names
     elif "ids" in arrays and attrs.get("side") in SIDES:
-        side, id_name = str(attrs["side"]), "ids"
+        side, id_names = str(attrs["side"]), ["ids"]
     else:
         raise StoreError(
             f"{path}: a condition table holds one id array named 'model' or 'segment' "
-            "(or 'ids' with the attribute side='model' or 'segment')"
+            "(or 'ids' with the attribute side='model' or 'segment'), or both for a table of "
+            "trials"
         )
-    ids = np.asarray(arrays[id_name])
+    ids = np.asarray(arrays[id_names[0]])
+    for name in id_names[1:]:
+        if np.shape(arrays[name]) != ids.shape:
+            raise StoreError(f"{path}: {name!r} has shape {np.shape(arrays[name])}, "
+                             f"the models {ids.shape}")  # fmt: skip
     columns = {}
     for name, arr in arrays.items():
-        if name == id_name:
+        if name in id_names:
             continue
         values = np.asarray(arr)
         if values.shape != ids.shape or values.ndim != 1:
@@ -244,7 +291,9 @@ def _from_arrays(path: Path, arrays: Mapping[str, Any], attrs: Mapping[str, Any]
         if empty:  # a NaN of a float column is a missing value, as an empty text field
             first = _text(ids[empty[0]])
             raise StoreError(f"{path}: empty value in column {name!r} (id {first!r})")
-    return condition_table(side, [_text(v) for v in ids], columns, source=str(path))
+    segments = [_text(v) for v in arrays["segment"]] if side == TRIAL else None
+    return condition_table(side, [_text(v) for v in ids], columns, source=str(path),
+                           segments=segments)  # fmt: skip
 
 
 def _text(value: Any) -> str:
