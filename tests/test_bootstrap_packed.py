@@ -19,7 +19,7 @@ from bosaris_dask.bootstrap import Binning, cell_blocks, histograms
 from bosaris_dask.bootstrap.cells import TrialResample
 from bosaris_dask.bootstrap.evaluation import add_intervals
 from bosaris_dask.cli import main
-from bosaris_dask.conditions.codes import trial_conditions
+from bosaris_dask.conditions.cells import trial_conditions
 from bosaris_dask.io.text import packed
 from bosaris_dask.io.text.packed import TrialList, on_grid, pack, packed_cells
 

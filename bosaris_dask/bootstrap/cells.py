@@ -3,7 +3,7 @@
 A packed text list (:mod:`bosaris_dask.io.text.packed`) lays trials of many models and segments
 out ``width`` to a row, so a row is not a model and a column not a segment: each trial's
 model-side and segment-side groups come from its own ids, as its ``--by`` condition does
-(:class:`~bosaris_dask.conditions.codes.CellConditions`). :class:`TrialResample` is the recipe
+(:class:`~bosaris_dask.conditions.cells.CellConditions`). :class:`TrialResample` is the recipe
 (``--resample`` specs, condition tables, each trial's id positions and the layout), made into
 :class:`CellGroups` by the bootstrap where it makes the grid's
 (:func:`~bosaris_dask.bootstrap.resample.resample_groups`, from the same ids: the same groups,

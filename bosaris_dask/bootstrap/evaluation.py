@@ -398,7 +398,7 @@ def _condition_index(
     key: xr.Dataset, conditions: Sequence[Any], by: Sequence[Any], inputs: list[Any]
 ) -> tuple[Any, int]:
     """Each cell's condition under ``by`` (lazy, in the inputs' chunks), and how many (from
-    tables, or given: a packed list's :class:`~bosaris_dask.conditions.codes.CellConditions`)."""
+    tables, or given: a packed list's :class:`~bosaris_dask.conditions.cells.CellConditions`)."""
     from bosaris_dask.conditions.evaluation import _conditions_of
 
     cond = _conditions_of(key, conditions, by)

@@ -161,7 +161,7 @@ def _trial_conditions(args: argparse.Namespace, key: Any) -> Any:
     import xarray as xr
 
     from bosaris_dask.conditions import read_condition_table
-    from bosaris_dask.conditions.codes import trial_conditions
+    from bosaris_dask.conditions.cells import trial_conditions
     from bosaris_dask.io.text.packed import packed_cells
 
     tables = [read_condition_table(p) for p in getattr(args, "conditions", None) or []]

@@ -8,10 +8,9 @@ condition ``g`` is a mixed-radix number whose digits are the specs' value codes,
 most significant (the order of :func:`itertools.product`).
 
 Per-model and per-segment codes are small numpy arrays; the per-cell group index is computed
-chunk by chunk from them (never stored). A ``trial.COL`` spec needs each trial's own code: a
-grid of at most ``bosaris_dask.trial-cells`` cells holds them in memory (a
-:class:`CellConditions`); a longer trial list is read packed (a row of trials of many models)
-where each trial's code is its cell's anyway.
+chunk by chunk from them (never stored). A ``trial.COL`` spec needs each trial's own code
+(:mod:`bosaris_dask.conditions.cells`: on a grid of at most ``bosaris_dask.trial-cells``
+cells, every cell's held in memory; a packed trial list's, in its own cell anyway).
 
 Examples
 --------
@@ -47,8 +46,7 @@ from bosaris_dask.errors import OptionError, TrialError
 from bosaris_dask.inline_blocks import blockwise, per_block
 
 __all__ = [
-    "BySpec", "parse_by", "Conditions", "CellConditions", "condition_codes", "trial_conditions",
-    "ConditionWarning",
+    "BySpec", "parse_by", "Conditions", "condition_codes", "ConditionWarning",
 ]  # fmt: skip
 
 
@@ -195,150 +193,6 @@ class Conditions:
         )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class CellConditions(Conditions):
-    """Conditions of trials whose matrix is not the grid of their ids (the packed text lists
-    of :mod:`bosaris_dask.io.text.packed`, a row holding trials of many models): each cell's
-    condition is given (``cells``, in the layout of the packed key; 0 in padding cells) and
-    ``model_codes``/``segment_codes`` are those of the lists' ids. Made by
-    :func:`trial_conditions`."""
-
-    cells: np.ndarray
-
-    def possible_groups(self, limit: int = 1 << 22) -> np.ndarray:
-        """The conditions of the cells, ascending (padding cells' 0 too: a superset)."""
-        return np.unique(self.cells)
-
-    def group_index(self, chunks: Any) -> da.Array:
-        """The condition of every cell, a ``(rows, columns)`` array in ``chunks``."""
-        chunks = da.core.normalize_chunks(chunks, self.cells.shape, dtype=self.dtype)
-        return da.from_array(self.cells.astype(self.dtype, copy=False), chunks=chunks)
-
-
-def trial_conditions(
-    ids: xr.Dataset,
-    model_of: np.ndarray,
-    segment_of: np.ndarray,
-    tables: Iterable[ConditionTable],
-    by: Iterable[str | BySpec],
-    layout: Any,
-) -> CellConditions:
-    """The conditions of trials listed as (model, segment) positions among the ids of ``ids``
-    (a Dataset with ``model`` and ``segment`` coordinates), each trial's condition placed in
-    its cell by ``layout`` (per-trial values -> the packed matrix). As
-    :func:`condition_codes` for a grid: the same specs, values, checks and messages; a
-    ``trial.COL`` spec's values are those its column takes on these trials.
-
-    Examples
-    --------
-    >>> from bosaris_dask.conditions.tables import condition_table
-    >>> ids = xr.Dataset(coords={"model": ["m1", "m2"], "segment": ["s1", "s2"]})
-    >>> models = condition_table("model", ["m1", "m2"], {"g": ["f", "m"]})
-    >>> segments = condition_table("segment", ["s1", "s2"], {"g": ["m", "f"]})
-    >>> cond = trial_conditions(ids, np.array([0, 1, 1]), np.array([0, 0, 1]),
-    ...                         [models, segments], ["model.g", "same.g"], lambda g: g[None])
-    >>> cond.labels[cond.cells[0, 2]], cond.cells.tolist()
-    ({'model.g': 'm', 'same.g': 'different'}, [[1, 2, 3]])
-    >>> trials = condition_table("trial", ["m1", "m2", "m2"], {"phone": ["Y", "N", "Y"]},
-    ...                          segments=["s1", "s1", "s2"])
-    >>> cond = trial_conditions(ids, np.array([0, 1, 1]), np.array([0, 0, 1]),
-    ...                         [models, trials], ["model.g", "trial.phone"], lambda g: g[None])
-    >>> [cond.labels[g]["trial.phone"] for g in cond.cells[0]]
-    ['Y', 'N', 'Y']
-    """
-    tables = list(tables)
-    specs = _specs(by)
-    base = _side_conditions(ids, tables, specs)
-    trial = {k: _trial_codes(ids, model_of, segment_of, tables, spec)
-             for k, spec in enumerate(specs) if spec.kind == TRIAL}  # fmt: skip
-    values = tuple(trial[k][0] if k in trial else v for k, v in enumerate(base.values))
-    base = Conditions(base.by, values, base.model_codes, base.segment_codes)
-    group = np.zeros(len(model_of), dtype=np.int64)
-    for k, (spec, stride) in enumerate(zip(base.by, base.strides.tolist(), strict=True)):
-        m, s = base.model_codes[model_of, k], base.segment_codes[segment_of, k]
-        if spec.kind == "model":
-            group += m * stride
-        elif spec.kind == "segment":
-            group += s * stride
-        elif spec.kind == TRIAL:
-            group += trial[k][1] * stride
-        else:  # same.COL: 0 "same", 1 "different"
-            group += (m != s) * stride
-    return CellConditions(base.by, base.values, base.model_codes, base.segment_codes,
-                          layout(group.astype(base.dtype)))  # fmt: skip
-
-
-def _trial_codes(
-    ids: xr.Dataset,
-    model_of: np.ndarray,
-    segment_of: np.ndarray,
-    tables: Sequence[ConditionTable],
-    spec: BySpec,
-) -> tuple[tuple[str, ...], np.ndarray]:
-    """A ``trial.COL`` spec's values (sorted) and each trial's code, from the trial table
-    that has COL; every trial must be a row of it (rows of other trials are ignored)."""
-    found = [t for t in tables if t.side == TRIAL and spec.column in t.columns]
-    if not found:
-        have = sorted({c for t in tables if t.side == TRIAL for c in t.columns})
-        files = ", ".join(t.source for t in tables if t.side == TRIAL)
-        where = (f"trial columns: {', '.join(have) or 'none'}; in {files}" if files else
-                 "no table of trials: a header starting 'model<TAB>segment'")  # fmt: skip
-        raise OptionError(f"--by {spec}: no trial column {spec.column!r} ({where})")
-    if len(found) > 1:
-        raise TrialError(f"{found[1].source}: trial column {spec.column!r} is also in "
-                         f"{found[0].source}")  # fmt: skip
-    table = found[0]
-    n_seg = ids.sizes["segment"]
-    rows_m = pd.Index(ids["model"].values).get_indexer(table.ids)
-    rows_s = pd.Index(ids["segment"].values).get_indexer(table.segments)
-    inside = np.flatnonzero((rows_m >= 0) & (rows_s >= 0))
-    flat = rows_m[inside].astype(np.int64) * n_seg + rows_s[inside]
-    order = np.argsort(flat, kind="stable")
-    flat, inside = flat[order], inside[order]
-    want = np.asarray(model_of, dtype=np.int64) * n_seg + np.asarray(segment_of, np.int64)
-    at = np.minimum(np.searchsorted(flat, want), max(len(flat) - 1, 0))
-    missing = np.flatnonzero(flat[at] != want) if len(flat) else np.arange(len(want))
-    if len(missing):
-        first = int(missing[0])
-        pair = (str(ids["model"].values[model_of[first]]),
-                str(ids["segment"].values[segment_of[first]]))  # fmt: skip
-        raise TrialError(f"{table.source}: {len(missing)} trials of the key are not in the "
-                         f"table of trials, e.g. {pair}")  # fmt: skip
-    vocab, codes = np.unique(table.columns[spec.column][inside[at]].astype(str),
-                             return_inverse=True)  # fmt: skip
-    return tuple(str(v) for v in vocab), codes.reshape(-1).astype(np.int64)
-
-
-def _grid_trial_conditions(
-    key: xr.Dataset, tables: Sequence[ConditionTable], specs: tuple[BySpec, ...]
-) -> CellConditions:
-    """The conditions of a grid's trials with a ``trial.COL`` spec: every cell's code held
-    (at most ``bosaris_dask.trial-cells`` cells; cells that are not trials get 0)."""
-    from bosaris_dask import config
-    from bosaris_dask.progress import compute
-
-    n_m, n_s = key.sizes["model"], key.sizes["segment"]
-    limit = config.get("trial-cells")
-    if n_m * n_s > limit:
-        spec = next(s for s in specs if s.kind == TRIAL)
-        raise OptionError(
-            f"--by {spec}: a grid of {n_m} x {n_s} cells has more than {limit:,} "
-            "(bosaris_dask.trial-cells) to hold each cell's condition: give the trials as a "
-            "text list (read packed), or raise the limit"
-        )
-    if "trial_mask" not in key:
-        raise OptionError(f"--by {specs[0]}: trial conditions need a key (its trials)")
-    mask = key["trial_mask"].data != 0
-    model_of, segment_of = np.nonzero(compute(mask) if isinstance(mask, da.Array) else mask)
-
-    def in_grid(group: np.ndarray) -> np.ndarray:
-        cells = np.zeros((n_m, n_s), dtype=group.dtype)
-        cells[model_of, segment_of] = group
-        return cells
-
-    return trial_conditions(key, model_of, segment_of, tables, specs, in_grid)
-
-
 def _group_block(mpart, spart, *pairs, strides: tuple[int, ...], out_dtype: np.dtype):
     # one row of groups per distinct model-side code (a handful), then one gather of rows:
     # no chunk-sized temporaries
@@ -408,8 +262,9 @@ def condition_codes(
     in a table of trials that a ``trial.COL`` spec reads; table ids (and trials) the key lacks
     are ignored. A spec's values are those its column takes on the key's ids (sorted; a
     ``trial.COL`` spec's, on the key's trials), so every combination of them is a condition,
-    with trials or not. With a ``trial.COL`` spec, a :class:`CellConditions` holding every
-    cell's condition (the key's trial mask is read once for it).
+    with trials or not. With a ``trial.COL`` spec, a
+    :class:`~bosaris_dask.conditions.cells.CellConditions` holding every cell's condition (the
+    key's trial mask is read once for it).
 
     Raises
     ------
@@ -422,13 +277,16 @@ def condition_codes(
         a grid of more than ``bosaris_dask.trial-cells`` cells.
     """
     tables = list(tables)
-    specs = _specs(by)
+    specs = parse_specs(by)
     if any(s.kind == TRIAL for s in specs):
-        return _grid_trial_conditions(key, tables, specs)
-    return _side_conditions(key, tables, specs)
+        from bosaris_dask.conditions.cells import grid_trial_conditions
+
+        return grid_trial_conditions(key, tables, specs)
+    return side_conditions(key, tables, specs)
 
 
-def _specs(by: Iterable[str | BySpec]) -> tuple[BySpec, ...]:
+def parse_specs(by: Iterable[str | BySpec]) -> tuple[BySpec, ...]:
+    """The ``--by`` specs parsed: at least one, none twice."""
     specs = tuple(parse_by(b) for b in by)
     if not specs:
         raise OptionError("no --by spec: name at least one condition column")
@@ -437,7 +295,7 @@ def _specs(by: Iterable[str | BySpec]) -> tuple[BySpec, ...]:
     return specs
 
 
-def _side_conditions(
+def side_conditions(
     key: xr.Dataset, tables: Sequence[ConditionTable], specs: tuple[BySpec, ...]
 ) -> Conditions:
     """The side specs' codes and values (a ``trial.COL`` spec's: no values, codes 0)."""

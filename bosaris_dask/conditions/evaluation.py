@@ -35,9 +35,9 @@ from bosaris_dask import measures, metrics, result_layout, roc
 from bosaris_dask._deprecation import renamed_getattr
 from bosaris_dask.arguments import one_or_many
 from bosaris_dask.conditions import equalized
+from bosaris_dask.conditions.cells import CellConditions
 from bosaris_dask.conditions.codes import (
     BySpec,
-    CellConditions,
     Conditions,
     condition_codes,
     parse_by,
@@ -100,7 +100,7 @@ def _tables(conditions: Sequence[ConditionTable | str]) -> list[ConditionTable]:
 def _conditions_of(key: xr.Dataset, conditions: Sequence[Any], by: Sequence[Any]) -> Conditions:
     """The conditions of the key's trials: from condition tables, or given already (one
     :class:`Conditions` of the key's layout, e.g. packed lists':
-    :func:`~bosaris_dask.conditions.codes.trial_conditions`) and made under the same specs."""
+    :func:`~bosaris_dask.conditions.cells.trial_conditions`) and made under the same specs."""
     if len(conditions) == 1 and isinstance(conditions[0], Conditions):
         cond = conditions[0]
         if tuple(parse_by(b) for b in by) != cond.by:
@@ -155,7 +155,7 @@ def conditions_and_summaries(
     conditions
         Condition tables (:class:`ConditionTable` objects or paths to read), or the
         :class:`~bosaris_dask.conditions.codes.Conditions` of the key's trials made under
-        ``by`` (:func:`~bosaris_dask.conditions.codes.trial_conditions` for packed lists).
+        ``by`` (:func:`~bosaris_dask.conditions.cells.trial_conditions` for packed lists).
     by
         ``model.COL``, ``segment.COL``, ``same.COL`` or ``trial.COL`` specs; several give
         their Cartesian product. ``conditions`` and ``by`` go together.

@@ -5,7 +5,7 @@ vectors (:func:`~bosaris_dask.objectives.quality_sides`). On a models x segments
 the row's and the column's. A sparse text list packed 4,096 trials to a row
 (:mod:`bosaris_dask.io.text.packed`) has rows and columns that only number the trials, so each
 cell carries its own trial's two vectors instead (as
-:class:`~bosaris_dask.conditions.codes.CellConditions` carries each trial's condition).
+:class:`~bosaris_dask.conditions.cells.CellConditions` carries each trial's condition).
 :class:`TrialQuality` is the Quality object of the list's ids plus, per cell, the positions of
 the trial's model and segment among those ids; it stands wherever a fit or an application of a
 quality fusion takes a Quality object, with packed Key and Scores objects.

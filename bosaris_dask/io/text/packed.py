@@ -9,7 +9,7 @@ trials with each system's scores by ``(model, segment)`` and lays the joined tri
 row, ``width`` to a row, in the key's order. The packed objects hold the same trials, labels and
 scores, so every metric of them is the metric of the lists; their ids only number the rows and
 columns (``"trials 0-4095"``, ``"+17"``). Conditions come from each trial's own ids
-(:func:`~bosaris_dask.conditions.codes.trial_conditions`, in the layout of
+(:func:`~bosaris_dask.conditions.cells.trial_conditions`, in the layout of
 :func:`packed_cells`), and so do the bootstrap's resampled groups
 (:class:`~bosaris_dask.bootstrap.cells.TrialResample`).
 

@@ -1,0 +1,184 @@
+"""The conditions of trials one by one: each cell's condition held, not computed from its row
+and column. For packed text lists (a row holding trials of many models: each trial's condition
+from its own ids, :func:`trial_conditions`) and for ``trial.COL`` specs, whose values belong to
+the trial itself (a table of trials; on a grid, :func:`grid_trial_conditions`).
+
+Examples
+--------
+>>> import numpy as np
+>>> from bosaris_dask.trials import make_key
+>>> from bosaris_dask.conditions.tables import condition_table
+>>> key = make_key(["m1", "m2"], ["s1", "s2"], [[1, -1], [0, 1]])
+>>> trials = condition_table("trial", ["m1", "m1", "m2"], {"phone": ["Y", "N", "N"]},
+...                          segments=["s1", "s2", "s2"])
+>>> cond = grid_trial_conditions(key, [trials], ["trial.phone"])
+>>> cond.values, cond.cells.tolist()  # the cell that is no trial gets 0
+((('N', 'Y'),), [[1, 0], [0, 0]])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dask.array as da
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bosaris_dask import config
+from bosaris_dask.conditions.codes import (
+    BySpec,
+    Conditions,
+    parse_specs,
+    side_conditions,
+)
+from bosaris_dask.conditions.tables import TRIAL, ConditionTable
+from bosaris_dask.errors import OptionError, TrialError
+from bosaris_dask.progress import compute
+
+__all__ = ["CellConditions", "trial_conditions", "grid_trial_conditions"]
+
+
+@dataclass(frozen=True)
+class CellConditions(Conditions):
+    """Conditions held cell by cell: of trials whose matrix is not the grid of their ids (the
+    packed text lists of :mod:`bosaris_dask.io.text.packed`, a row holding trials of many
+    models), or with a ``trial.COL`` spec. Each cell's condition is given (``cells``, in the
+    layout of the key; 0 in padding cells and cells that are no trial) and
+    ``model_codes``/``segment_codes`` are those of the ids. Made by :func:`trial_conditions`."""
+
+    cells: np.ndarray
+
+    def possible_groups(self, limit: int = 1 << 22) -> np.ndarray:
+        """The conditions of the cells, ascending (padding cells' 0 too: a superset)."""
+        return np.unique(self.cells)
+
+    def group_index(self, chunks: Any) -> da.Array:
+        """The condition of every cell, a ``(rows, columns)`` array in ``chunks``."""
+        chunks = da.core.normalize_chunks(chunks, self.cells.shape, dtype=self.dtype)
+        return da.from_array(self.cells.astype(self.dtype, copy=False), chunks=chunks)
+
+
+def trial_conditions(
+    ids: xr.Dataset,
+    model_of: np.ndarray,
+    segment_of: np.ndarray,
+    tables: Iterable[ConditionTable],
+    by: Iterable[str | BySpec],
+    layout: Any,
+) -> CellConditions:
+    """The conditions of trials listed as (model, segment) positions among the ids of ``ids``
+    (a Dataset with ``model`` and ``segment`` coordinates), each trial's condition placed in
+    its cell by ``layout`` (per-trial values -> the packed matrix). As
+    :func:`condition_codes` for a grid: the same specs, values, checks and messages; a
+    ``trial.COL`` spec's values are those its column takes on these trials.
+
+    Examples
+    --------
+    >>> from bosaris_dask.conditions.tables import condition_table
+    >>> ids = xr.Dataset(coords={"model": ["m1", "m2"], "segment": ["s1", "s2"]})
+    >>> models = condition_table("model", ["m1", "m2"], {"g": ["f", "m"]})
+    >>> segments = condition_table("segment", ["s1", "s2"], {"g": ["m", "f"]})
+    >>> cond = trial_conditions(ids, np.array([0, 1, 1]), np.array([0, 0, 1]),
+    ...                         [models, segments], ["model.g", "same.g"], lambda g: g[None])
+    >>> cond.labels[cond.cells[0, 2]], cond.cells.tolist()
+    ({'model.g': 'm', 'same.g': 'different'}, [[1, 2, 3]])
+    >>> trials = condition_table("trial", ["m1", "m2", "m2"], {"phone": ["Y", "N", "Y"]},
+    ...                          segments=["s1", "s1", "s2"])
+    >>> cond = trial_conditions(ids, np.array([0, 1, 1]), np.array([0, 0, 1]),
+    ...                         [models, trials], ["model.g", "trial.phone"], lambda g: g[None])
+    >>> [cond.labels[g]["trial.phone"] for g in cond.cells[0]]
+    ['Y', 'N', 'Y']
+    """
+    tables = list(tables)
+    specs = parse_specs(by)
+    base = side_conditions(ids, tables, specs)
+    trial = {k: _trial_codes(ids, model_of, segment_of, tables, spec)
+             for k, spec in enumerate(specs) if spec.kind == TRIAL}  # fmt: skip
+    values = tuple(trial[k][0] if k in trial else v for k, v in enumerate(base.values))
+    base = Conditions(base.by, values, base.model_codes, base.segment_codes)
+    group = np.zeros(len(model_of), dtype=np.int64)
+    for k, (spec, stride) in enumerate(zip(base.by, base.strides.tolist(), strict=True)):
+        m, s = base.model_codes[model_of, k], base.segment_codes[segment_of, k]
+        if spec.kind == "model":
+            group += m * stride
+        elif spec.kind == "segment":
+            group += s * stride
+        elif spec.kind == TRIAL:
+            group += trial[k][1] * stride
+        else:  # same.COL: 0 "same", 1 "different"
+            group += (m != s) * stride
+    return CellConditions(base.by, base.values, base.model_codes, base.segment_codes,
+                          layout(group.astype(base.dtype)))  # fmt: skip
+
+
+def _trial_codes(
+    ids: xr.Dataset,
+    model_of: np.ndarray,
+    segment_of: np.ndarray,
+    tables: Sequence[ConditionTable],
+    spec: BySpec,
+) -> tuple[tuple[str, ...], np.ndarray]:
+    """A ``trial.COL`` spec's values (sorted) and each trial's code, from the trial table
+    that has COL; every trial must be a row of it (rows of other trials are ignored)."""
+    found = [t for t in tables if t.side == TRIAL and spec.column in t.columns]
+    if not found:
+        have = sorted({c for t in tables if t.side == TRIAL for c in t.columns})
+        files = ", ".join(t.source for t in tables if t.side == TRIAL)
+        where = (f"trial columns: {', '.join(have) or 'none'}; in {files}" if files else
+                 "no table of trials: a header starting 'model<TAB>segment'")  # fmt: skip
+        raise OptionError(f"--by {spec}: no trial column {spec.column!r} ({where})")
+    if len(found) > 1:
+        raise TrialError(f"{found[1].source}: trial column {spec.column!r} is also in "
+                         f"{found[0].source}")  # fmt: skip
+    table = found[0]
+    n_seg = ids.sizes["segment"]
+    rows_m = pd.Index(ids["model"].values).get_indexer(table.ids)
+    rows_s = pd.Index(ids["segment"].values).get_indexer(table.segments)
+    inside = np.flatnonzero((rows_m >= 0) & (rows_s >= 0))
+    flat = rows_m[inside].astype(np.int64) * n_seg + rows_s[inside]
+    order = np.argsort(flat, kind="stable")
+    flat, inside = flat[order], inside[order]
+    want = np.asarray(model_of, dtype=np.int64) * n_seg + np.asarray(segment_of, np.int64)
+    at = np.minimum(np.searchsorted(flat, want), max(len(flat) - 1, 0))
+    missing = np.flatnonzero(flat[at] != want) if len(flat) else np.arange(len(want))
+    if len(missing):
+        first = int(missing[0])
+        pair = (str(ids["model"].values[model_of[first]]),
+                str(ids["segment"].values[segment_of[first]]))  # fmt: skip
+        raise TrialError(f"{table.source}: {len(missing)} trials of the key are not in the "
+                         f"table of trials, e.g. {pair}")  # fmt: skip
+    vocab, codes = np.unique(table.columns[spec.column][inside[at]].astype(str),
+                             return_inverse=True)  # fmt: skip
+    return tuple(str(v) for v in vocab), codes.reshape(-1).astype(np.int64)
+
+
+def grid_trial_conditions(
+    key: xr.Dataset, tables: Iterable[ConditionTable], by: Iterable[str | BySpec]
+) -> CellConditions:
+    """The conditions of a grid's trials with a ``trial.COL`` spec: every cell's code held
+    (at most ``bosaris_dask.trial-cells`` cells; cells that are not trials get 0). The key's
+    trial mask is computed for it."""
+    tables, specs = list(tables), parse_specs(by)
+    n_m, n_s = key.sizes["model"], key.sizes["segment"]
+    limit = config.get("trial-cells")
+    if n_m * n_s > limit:
+        spec = next(s for s in specs if s.kind == TRIAL)
+        raise OptionError(
+            f"--by {spec}: a grid of {n_m} x {n_s} cells has more than {limit:,} "
+            "(bosaris_dask.trial-cells) to hold each cell's condition: give the trials as a "
+            "text list (read packed), or raise the limit"
+        )
+    if "trial_mask" not in key:
+        raise OptionError(f"--by {specs[0]}: trial conditions need a key (its trials)")
+    mask = key["trial_mask"].data != 0
+    model_of, segment_of = np.nonzero(compute(mask) if isinstance(mask, da.Array) else mask)
+
+    def in_grid(group: np.ndarray) -> np.ndarray:
+        cells = np.zeros((n_m, n_s), dtype=group.dtype)
+        cells[model_of, segment_of] = group
+        return cells
+
+    return trial_conditions(key, model_of, segment_of, tables, specs, in_grid)
