@@ -254,3 +254,38 @@ def test_every_entry_point_takes_one_spec_or_table_as_a_string(tmp_path):
     listed = evaluate_with_intervals(scores, key, conditions=[path], resample=["model.g"],
                                      bootstrap=3, seed=1, split_every=8)  # fmt: skip
     assert one.identical(listed)
+
+
+def test_info_describes_condition_tables_and_their_coverage_of_a_key(tmp_path, capsys):
+    from bosaris_dask.cli import main
+    from bosaris_dask.io import write
+
+    (tmp_path / "m.tsv").write_text("model\tspeaker\tg\nm1\tspk1\tf\nm2\tspk2\tf\nm3\tspk1\tm\n")
+    (tmp_path / "t.tsv").write_text("model\tsegment\tphone\nm1\ts1\tY\nm2\ts1\tN\nm2\ts2\tY\n")
+    (tmp_path / "key.txt").write_text("m1 s1 target\nm2 s1 nontarget\nm2 s2 target\n")
+    (tmp_path / "headed.txt").write_text("model\tsegment\tlabel\nm1\ts1\ttarget\n")
+    write(make_key(["m1", "m2"], ["s1", "s2"], [[1, 0], [-1, 1]]), tmp_path / "key.zarr")
+    assert main(["info", str(tmp_path / "m.tsv"), "--key", str(tmp_path / "key.txt")]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "side:        model: 3 ids, m1, m2, m3 (--by model.COL)",
+        "columns:     speaker: 2 values: spk1 (2), spk2 (1)",
+        "             g: 2 values: f (2), m (1)",
+        "key:         every one of its 2 model ids is in the table",
+    ]
+    for key in ("key.txt", "key.zarr"):  # a text list, a store (the grid)
+        assert main(["info", str(tmp_path / "t.tsv"), "--key", str(tmp_path / key)]) == 0
+        assert capsys.readouterr().out.splitlines()[1:] == [
+            "side:        trial: 3 trials of 2 models x 2 segments (--by trial.COL)",
+            "columns:     phone: 2 values: Y (2), N (1)",
+            "key:         every one of its 3 trials is in the table",
+        ]
+    (tmp_path / "t.tsv").write_text("model\tsegment\tphone\nm1\ts1\tY\nm2\ts2\tY\n")
+    assert main(["info", str(tmp_path / "t.tsv"), "--key", str(tmp_path / "key.zarr")]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"key:         not covered: {tmp_path / 't.tsv'}: 1 trials of the key are not in the "
+        "table of trials, e.g. ('m2', 's1')"
+    )
+    assert main(["info", str(tmp_path / "headed.txt")]) == 0  # a key with a header: no table
+    assert "kind:        key" in capsys.readouterr().out
+    assert main(["info", "--kind", "conditions", str(tmp_path / "key.zarr")]) != 0
+    assert "key.zarr: a key store, not a condition table" in capsys.readouterr().err

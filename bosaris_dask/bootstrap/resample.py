@@ -129,7 +129,7 @@ def _side_codes(
     absent = np.flatnonzero(where < 0)
     if len(absent):
         raise TrialError(
-            f"{table.source}: {len(absent)} {spec.side} ids of the key are not in the table, "
+            f"{table.source}: {len(absent):,} {spec.side} ids of the key are not in the table, "
             f"e.g. {ids[absent[0]]!r}"
         )
     values = table.columns[spec.column][where].astype(str)

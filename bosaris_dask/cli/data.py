@@ -101,7 +101,11 @@ def _count_label_targets(obj: Any) -> int:
 
 def cmd_info(args: argparse.Namespace) -> int:
     from bosaris_dask import io
+    from bosaris_dask.cli.condition_info import cmd_condition_info, is_condition_table
     from bosaris_dask.cli.embeddings import cmd_embedding_info, is_embedding_file
+
+    if args.kind == "conditions" or (args.kind is None and is_condition_table(args.path)):
+        return cmd_condition_info(args)
 
     if is_embedding_file(args.path):
         if args.key:

@@ -69,16 +69,19 @@ def _convert(sub: Any) -> None:
 
 
 def _info(sub: Any) -> None:
-    p = _add(sub, "info", "describe a key, ndx, scores or quality store",
-             "Print kind, shape, ids, trial and target counts, chunking.")  # fmt: skip
+    p = _add(sub, "info", "describe a key, ndx, scores, quality, embeddings or condition table",
+             "Print kind, shape, ids, trial and target counts, chunking; of a condition table "
+             "its side, ids and columns' values.")  # fmt: skip
     p.add_argument("path", help="file or store to describe")
-    p.add_argument("--kind", choices=["key", "ndx", "scores"],
+    p.add_argument("--kind", choices=["key", "ndx", "scores", "conditions"],
                    help="what it holds (default: detected from the content; an Ndx stored "
-                   "with a signed mask, as SIDEKIT writes it, needs ndx)")  # fmt: skip
+                   "with a signed mask, as SIDEKIT writes it, needs ndx; a zarr/HDF5 "
+                   "condition table needs conditions)")  # fmt: skip
     p.add_argument(
         "--key",
         help="with scores: also count the key's trials with and without a score, and the "
-        "scores of trials not in the key (which evaluate ignores)",
+        "scores of trials not in the key (which evaluate ignores); with a condition table: "
+        "whether it has every id (or trial) of the key",
     )
     _finish(p, cmd_info)
 

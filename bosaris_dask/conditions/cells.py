@@ -148,7 +148,7 @@ def _trial_codes(
         first = int(missing[0])
         pair = (str(ids["model"].values[model_of[first]]),
                 str(ids["segment"].values[segment_of[first]]))  # fmt: skip
-        raise TrialError(f"{table.source}: {len(missing)} trials of the key are not in the "
+        raise TrialError(f"{table.source}: {len(missing):,} trials of the key are not in the "
                          f"table of trials, e.g. {pair}")  # fmt: skip
     vocab, codes = np.unique(table.columns[spec.column][inside[at]].astype(str),
                              return_inverse=True)  # fmt: skip

@@ -218,8 +218,8 @@ def _side_columns(
         absent = np.flatnonzero(where < 0)
         if len(absent):
             raise TrialError(
-                f"{table.source}: {len(absent)} {table.side} ids of the key are not in the table, "
-                f"e.g. {ids[absent[0]]!r}"
+                f"{table.source}: {len(absent):,} {table.side} ids of the key are not in the "
+                f"table, e.g. {ids[absent[0]]!r}"
             )
         for name, values in table.columns.items():
             if name in out[table.side]:

@@ -260,6 +260,8 @@ def _is_trial_header(names: list[str]) -> bool:
 
 
 def _from_arrays(path: Path, arrays: Mapping[str, Any], attrs: Mapping[str, Any]) -> ConditionTable:
+    if "bosaris_kind" in attrs:
+        raise StoreError(f"{path}: a {attrs['bosaris_kind']} store, not a condition table")
     names = [n for n in SIDES if n in arrays]
     if len(names) == 2:
         side, id_names = TRIAL, names

@@ -1,0 +1,138 @@
+"""``info`` of a condition table: its side, ids and columns, and with ``--key`` whether it
+covers the key's ids (or trials) as ``--by`` needs them, before a long evaluation finds out.
+
+A tab-separated text file is taken for a condition table when its header's first field names
+a side and the trial readers would not take the line for the header of a trial file:
+``model<TAB>speaker`` (no segment column), or ``model<TAB>segment<TAB>phone`` whose other
+columns name no score or label. ``--kind conditions`` says so for any table (zarr, HDF5 too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bosaris_dask.conditions.tables import SIDES, TRIAL, ConditionTable, read_condition_table
+from bosaris_dask.errors import BosarisError
+
+__all__ = ["is_condition_table", "cmd_condition_info"]
+
+#: Distinct values shown with their counts; beyond, the first few only.
+_SHOWN_VALUES = 8
+
+
+def is_condition_table(path: str) -> bool:
+    """Whether ``path`` is tab-separated text headed like a condition table (see the module).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "m.tsv").write_text("model\\tspeaker\\nm1\\tspk1\\n")
+    >>> _ = (d / "k.txt").write_text("model\\tsegment\\tlabel\\nm1\\ts1\\ttarget\\n")
+    >>> is_condition_table(str(d / "m.tsv")), is_condition_table(str(d / "k.txt"))
+    (True, False)
+    """
+    from bosaris_dask.io.text.layout import _ROLE_OF_NAME
+
+    header = _first_line(Path(path))
+    if header is None or "\t" not in header:
+        return False
+    names = [n.strip() for n in header.split("\t")]
+    if names[0] not in SIDES:
+        return False
+    roles = [_ROLE_OF_NAME.get(n.lower()) for n in names[1:]]
+    if names[:2] == list(SIDES):
+        return len(names) > 2 and not any(r in ("score", "label") for r in roles[1:])
+    return roles[0] != "segment"
+
+
+def _first_line(path: Path) -> str | None:
+    """The first non-blank line of a regular (or gzip) text file, else None."""
+    if not path.is_file():
+        return None
+    try:
+        with open(path, "rb") as f:
+            gz = f.read(2) == b"\x1f\x8b"
+        with gzip.open(path, "rb") if gz else open(path, "rb") as f:
+            for _, raw in zip(range(64), f, strict=False):
+                line = raw.decode("utf-8").removeprefix("\ufeff").rstrip("\r\n")
+                if line.strip():
+                    return line
+    except (OSError, UnicodeDecodeError, EOFError):
+        return None
+    return None
+
+
+def cmd_condition_info(args: argparse.Namespace) -> int:
+    """Print a condition table's side, ids and columns; with ``--key``, its coverage."""
+    table = read_condition_table(args.path)
+    n = len(table.ids)
+    print(f"path:        {args.path} (condition table)")
+    if table.side == TRIAL:
+        n_m, n_s = len(np.unique(table.ids)), len(np.unique(table.segments))
+        print(f"side:        trial: {n:,} trials of {n_m:,} models x {n_s:,} segments "
+              "(--by trial.COL)")  # fmt: skip
+    else:
+        shown = ", ".join(map(str, table.ids[:4])) + (", ..." if n > 4 else "")
+        print(f"side:        {table.side}: {n:,} ids, {shown} (--by {table.side}.COL)")
+    for k, (name, values) in enumerate(table.columns.items()):
+        print(f"{'columns:' if k == 0 else '':<13}{name}: {_values(values)}")
+    if args.key:
+        print(f"key:         {_coverage(table, args.key)}")
+    return 0
+
+
+def _values(values: np.ndarray) -> str:
+    """``N values: a (count), b (count)``, the most frequent first; past
+    :data:`_SHOWN_VALUES` values, their range of counts and the first few."""
+    vocab, counts = np.unique(values.astype(str), return_counts=True)
+    if len(vocab) > _SHOWN_VALUES:
+        few = ", ".join(map(str, vocab[:4]))
+        return (f"{len(vocab):,} values, {counts.min():,} to {counts.max():,} rows each "
+                f"({few}, ...)")  # fmt: skip
+    order = np.argsort(-counts, kind="stable")
+    return f"{len(vocab):,} values: " + ", ".join(f"{vocab[i]} ({counts[i]:,})" for i in order)
+
+
+def _coverage(table: ConditionTable, key_path: str) -> str:
+    """Whether the key's ids (or trials) are all in the table, else the error ``--by`` gives."""
+    from bosaris_dask.conditions.cells import trial_conditions
+    from bosaris_dask.conditions.codes import condition_codes
+    from bosaris_dask.io.text.packed import TrialList, packed_cells
+    from bosaris_dask.progress import compute
+
+    spec = f"{table.side}.{next(iter(table.columns))}"
+    key = _key(key_path)
+    try:
+        if isinstance(key, TrialList):
+            import functools
+
+            import xarray as xr
+
+            ids = xr.Dataset(coords={"model": key.models, "segment": key.segments})
+            trial_conditions(ids, key.model_codes, key.segment_codes, [table], [spec],
+                             functools.partial(packed_cells, key))  # fmt: skip
+            n_trials = len(key.values)
+        else:
+            condition_codes(key, [table], [spec])
+            n_trials = int(compute((key.trial_mask.data != 0).sum())) if table.side == TRIAL else 0
+    except BosarisError as err:
+        return f"not covered: {err}"
+    if table.side == TRIAL:
+        return f"every one of its {n_trials:,} trials is in the table"
+    n_ids = len(getattr(key, f"{table.side}s") if isinstance(key, TrialList) else key[table.side])
+    return f"every one of its {n_ids:,} {table.side} ids is in the table"
+
+
+def _key(path: str) -> Any:
+    """The key: a sparse text list as its trials, else the trial object."""
+    from bosaris_dask import io
+    from bosaris_dask.cli.packed_inputs import _regular_text_file
+    from bosaris_dask.io.text.packed import read_trials
+
+    return read_trials(path, "key") if _regular_text_file(path) else io.read(path, "key")
