@@ -31,6 +31,7 @@ EXAMPLES: dict[str, list[str]] = {
     "info": [
         "bosaris-dask info bosaris-demo/key.zarr",
         f"bosaris-dask info {_S1} {_K}",
+        f"bosaris-dask info bosaris-demo/models.tsv {_K}",
     ],
     "simulate": [
         "bosaris-dask simulate --models 200 --segments 500 --out-dir sim",
@@ -111,6 +112,7 @@ def epilog(command: str) -> str:
     examples (on the data that 'bosaris-dask demo' writes):
       bosaris-dask info bosaris-demo/key.zarr
       bosaris-dask info bosaris-demo/system-1.zarr --key bosaris-demo/key.zarr
+      bosaris-dask info bosaris-demo/models.tsv --key bosaris-demo/key.zarr
     """
     lines = "\n".join(f"  {line}" for line in EXAMPLES[command])
     data = DATA.get(command, "the data that 'bosaris-dask demo' writes")
