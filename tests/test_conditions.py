@@ -483,3 +483,22 @@ def test_cli_profile_cprimary_per_condition(files, capsys):
         mins = [float(ref.min_dcf(tar, non, logit(p))) / p for p in (0.01, 0.05)]
         assert c["cprimary"]["priors"] == [0.01, 0.05]
         assert c["cprimary"]["min"] == pytest.approx(np.mean(mins), abs=1e-12)
+
+
+def test_conditions_as_systems_of_a_comparison_warns_nothing():
+    # xarray warned that its concat default changes (FutureWarning) for the paired comparison's
+    # variables, which have no system dimension
+    import warnings
+
+    from bosaris_dask.conditions.evaluation import conditions_as_systems
+
+    mids, sids, mask, scores, _, _, tables = _case(3, 6, 8)
+    mask[0, 0], mask[-1, -1] = 1, -1
+    systems = [make_scores(mids, sids, scores + k) for k in (0.0, 0.5)]
+    ds = metrics.evaluate(systems, make_key(mids, sids, mask), conditions=tables,
+                          by=["model.g"], ci=0.9, bootstrap=20, resample=["model.g"],
+                          seed=1, compare=True)  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        out = conditions_as_systems(ds)
+    assert out.sizes["system"] == 4

@@ -440,7 +440,7 @@ def conditions_as_systems(results: xr.Dataset, *, empty: bool = False) -> xr.Dat
     neutral = parts[0].get("ece_neutral")
     if neutral is not None:
         parts = [p.drop_vars("ece_neutral") for p in parts]
-    out = xr.concat(parts, dim="system")
+    out = xr.concat(parts, dim="system", data_vars="all")
     if neutral is not None:  # one curve, not one per system
         out["ece_neutral"] = neutral
     out.attrs = {k: v for k, v in results.attrs.items() if k != "by"}
