@@ -2,8 +2,8 @@
 
 nbmake (the test run's ``--nbmake``) executes every notebook but compares nothing, so a saved
 table could drift from the code unnoticed (two rounding cells and a model file's fields had).
-The first two notebooks print no timings or addresses: their text outputs must match exactly.
-(The third prints a cluster's address and timings; images are not compared.)
+The first, second and fourth notebooks print no timings or addresses: their text outputs must
+match exactly. (The third prints a cluster's address and timings; images are not compared.)
 """
 
 from __future__ import annotations
@@ -28,7 +28,10 @@ def _texts(nb: nbformat.NotebookNode) -> list[tuple[int, str]]:
     return out
 
 
-@pytest.mark.parametrize("name", ["01_quickstart.ipynb", "02_calibration_and_fusion.ipynb"])
+@pytest.mark.parametrize(
+    "name",
+    ["01_quickstart.ipynb", "02_calibration_and_fusion.ipynb", "04_conditions_and_intervals.ipynb"],
+)
 def test_saved_text_outputs_are_what_the_code_prints(name, tmp_path):
     from nbclient import NotebookClient
 
