@@ -8,6 +8,8 @@ import h5py
 import numpy as np
 import pytest
 import zarr
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bosaris_dask.conditions import condition_codes, condition_table, read_condition_table
 from bosaris_dask.errors import OptionError, ParseError, StoreError, TrialError
@@ -289,3 +291,58 @@ def test_info_describes_condition_tables_and_their_coverage_of_a_key(tmp_path, c
     assert "kind:        key" in capsys.readouterr().out
     assert main(["info", "--kind", "conditions", str(tmp_path / "key.zarr")]) != 0
     assert "key.zarr: a key store, not a condition table" in capsys.readouterr().err
+
+
+_FIELD = st.text(alphabet=st.sampled_from(list("ab1.-_") + [" ", "\t", "\xa0", "é", "\r"]),
+                 max_size=4)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    header=st.sampled_from(["model\tg", "segment\tg\th", "model\tsegment\tg", "model\tsegment"]),
+    rows=st.lists(st.lists(_FIELD, min_size=1, max_size=4), max_size=6),
+    ends=st.sampled_from(["\n", "\r\n"]),
+    bom=st.booleans(),
+    last=st.booleans(),
+)
+def test_the_plain_parse_is_the_checked_one(header, rows, ends, bom, last):
+    """pandas' parse of a plain file gives the line-by-line reader's table, and every file it
+    declines is left to that reader (which raises its errors with their lines)."""
+    from pathlib import Path
+
+    from bosaris_dask.conditions.tables import _parsed_checked, _parsed_plain
+
+    text = ends.join([header, *("\t".join(r) for r in rows)]) + (ends if last else "")
+    data = ("\ufeff" if bom else "").encode() + text.encode()
+    path = Path("t.tsv")
+    try:
+        want = _parsed_checked(data, path)
+    except (ParseError, TrialError) as err:  # declined, or the same error (a duplicate id)
+        try:
+            assert _parsed_plain(data, path) is None
+        except TrialError as again:
+            assert str(again) == str(err)
+        return
+    got = _parsed_plain(data, path)
+    if got is None:  # declined: only files with whitespace to strip or lines to skip
+        assert (
+            any(c in text for c in " \xa0\r")
+            or "\n\n" in text.replace("\r\n", "\n")
+            or ("\t\t" in text or "\t\n" in text or text.endswith("\t"))
+        )
+        return
+    assert (got.side, got.ids.tolist(), got.lines.tolist()) == (
+        want.side, want.ids.tolist(), want.lines.tolist())  # fmt: skip
+    assert got.segments is None if want.segments is None else (
+        got.segments.tolist() == want.segments.tolist())  # fmt: skip
+    assert {k: v.tolist() for k, v in got.columns.items()} == {
+        k: v.tolist() for k, v in want.columns.items()}  # fmt: skip
+
+
+def test_the_plain_parse_takes_a_clean_file(tmp_path):
+    from bosaris_dask.conditions.tables import _parsed_plain
+
+    data = b"model\tsegment\tphone\r\nm1\ts1\tY\r\nm1\ts2\tN\r\n"
+    table = _parsed_plain(data, tmp_path / "t.tsv")
+    assert table is not None and table.lines.tolist() == [2, 3]
+    assert _parsed_plain(b"model\tg\nm1\tf\n\nm2\tm\n", tmp_path / "b.tsv") is None  # blank line
