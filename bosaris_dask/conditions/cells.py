@@ -95,8 +95,15 @@ def trial_conditions(
     tables = list(tables)
     specs = parse_specs(by)
     base = side_conditions(ids, tables, specs)
-    trial = {k: _trial_codes(ids, model_of, segment_of, tables, spec)
-             for k, spec in enumerate(specs) if spec.kind == TRIAL}  # fmt: skip
+    trial: dict[int, tuple[tuple[str, ...], np.ndarray]] = {}
+    rows: dict[int, np.ndarray] = {}  # each table of trials' row of every trial, found once
+    for k, spec in enumerate(specs):
+        if spec.kind == TRIAL:
+            table = _trial_table(tables, spec)
+            if id(table) not in rows:
+                rows[id(table)] = _rows_of(ids, model_of, segment_of, table)
+            codes, vocab = pd.factorize(table.columns[spec.column][rows[id(table)]], sort=True)
+            trial[k] = (tuple(str(v) for v in vocab), codes.astype(np.int64))
     values = tuple(trial[k][0] if k in trial else v for k, v in enumerate(base.values))
     base = Conditions(base.by, values, base.model_codes, base.segment_codes)
     group = np.zeros(len(model_of), dtype=np.int64)
@@ -114,15 +121,8 @@ def trial_conditions(
                           layout(group.astype(base.dtype)))  # fmt: skip
 
 
-def _trial_codes(
-    ids: xr.Dataset,
-    model_of: np.ndarray,
-    segment_of: np.ndarray,
-    tables: Sequence[ConditionTable],
-    spec: BySpec,
-) -> tuple[tuple[str, ...], np.ndarray]:
-    """A ``trial.COL`` spec's values (sorted) and each trial's code, from the trial table
-    that has COL; every trial must be a row of it (rows of other trials are ignored)."""
+def _trial_table(tables: Sequence[ConditionTable], spec: BySpec) -> ConditionTable:
+    """The table of trials that has a ``trial.COL`` spec's column."""
     found = [t for t in tables if t.side == TRIAL and spec.column in t.columns]
     if not found:
         have = sorted({c for t in tables if t.side == TRIAL for c in t.columns})
@@ -133,7 +133,14 @@ def _trial_codes(
     if len(found) > 1:
         raise TrialError(f"{found[1].source}: trial column {spec.column!r} is also in "
                          f"{found[0].source}")  # fmt: skip
-    table = found[0]
+    return found[0]
+
+
+def _rows_of(
+    ids: xr.Dataset, model_of: np.ndarray, segment_of: np.ndarray, table: ConditionTable
+) -> np.ndarray:
+    """The table's row of every trial; every trial must be one (rows of other trials are
+    ignored)."""
     n_seg = ids.sizes["segment"]
     rows_m = pd.Index(ids["model"].values).get_indexer(table.ids)
     rows_s = pd.Index(ids["segment"].values).get_indexer(table.segments)
@@ -150,9 +157,7 @@ def _trial_codes(
                 str(ids["segment"].values[segment_of[first]]))  # fmt: skip
         raise TrialError(f"{table.source}: {len(missing):,} trials of the key are not in the "
                          f"table of trials, e.g. {pair}")  # fmt: skip
-    vocab, codes = np.unique(table.columns[spec.column][inside[at]].astype(str),
-                             return_inverse=True)  # fmt: skip
-    return tuple(str(v) for v in vocab), codes.reshape(-1).astype(np.int64)
+    return inside[at]
 
 
 def grid_trial_conditions(
