@@ -161,23 +161,8 @@ def write_score_lines(
     a b 0.5
     b a -2.0
     """
-    models = _writable_ids(trials.models, "model", False)
-    segments = _writable_ids(trials.segments, "segment", False)
-    rows = np.flatnonzero(keep)
-    if not rows.size:
-        raise TrialError(f"{path}: no trial to write (no trial of the list has a score, in "
-                         "every system of a fusion); nothing was written")  # fmt: skip
-    model_piece = np.array([m + " " for m in models], dtype=object)
-    segment_piece = np.array([g + " " for g in segments], dtype=object)
-    with atomic_path(path) as tmp, open(tmp, "wb") as f:
-        for k in range(0, rows.size, _WRITE_LINES):
-            r = rows[k : k + _WRITE_LINES]
-            m, g = trials.model_codes[r], trials.segment_codes[r]
-            f.write(_join_lines([
-                model_piece[m], segment_piece[g],
-                _format_scores(values[r], models[m], segments[g]), repeat("\n"),
-            ]))  # fmt: skip
-    return int(rows.size)
+    why = " (no trial of the list has a score, in every system of a fusion)"
+    return _write_records(trials, np.flatnonzero(keep), path, values, why)
 
 
 def write_trial_lines(trials: TrialList, path: str | os.PathLike[str]) -> int:
@@ -199,24 +184,34 @@ def write_trial_lines(trials: TrialList, path: str | os.PathLike[str]) -> int:
     a b nontarget
     b a target
     """
-    if trials.kind == "scores":
-        return write_score_lines(trials, trials.values, np.ones(len(trials.values), bool), path)
+    scores = trials.values if trials.kind == "scores" else None
+    return _write_records(trials, np.arange(len(trials.values)), path, scores)
+
+
+def _write_records(
+    trials: TrialList, rows: np.ndarray, path: Any, scores: np.ndarray | None, why: str = ""
+) -> int:
+    """Write the records ``rows`` of ``trials`` as lines, with ``scores`` (one per record) if
+    given, else as the list's kind says; ``why``: what an empty output means."""
     models = _writable_ids(trials.models, "model", False)
     segments = _writable_ids(trials.segments, "segment", False)
-    if not len(trials.values):
-        raise TrialError(f"{path}: no trial to write; nothing was written")
-    end = "\n" if trials.kind == "ndx" else " "
+    if not rows.size:
+        raise TrialError(f"{path}: no trial to write{why}; nothing was written")
+    end = "\n" if trials.kind == "ndx" and scores is None else " "
     model_piece = np.array([m + " " for m in models], dtype=object)
     segment_piece = np.array([g + end for g in segments], dtype=object)
     label_piece = np.array(["nontarget\n", "target\n"], dtype=object)
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
-        for k in range(0, len(trials.values), _WRITE_LINES):
-            r = slice(k, k + _WRITE_LINES)
-            pieces = [model_piece[trials.model_codes[r]], segment_piece[trials.segment_codes[r]]]
-            if trials.kind == "key":
+        for k in range(0, rows.size, _WRITE_LINES):
+            r = rows[k : k + _WRITE_LINES]
+            m, g = trials.model_codes[r], trials.segment_codes[r]
+            pieces: list[Any] = [model_piece[m], segment_piece[g]]
+            if scores is not None:
+                pieces += [_format_scores(scores[r], models[m], segments[g]), repeat("\n")]
+            elif trials.kind == "key":
                 pieces.append(label_piece[(np.asarray(trials.values[r]) > 0).astype(np.intp)])
             f.write(_join_lines(pieces))
-    return len(trials.values)
+    return int(rows.size)
 
 
 def _join_lines(pieces: list[Any]) -> bytes:
