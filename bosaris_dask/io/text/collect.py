@@ -230,21 +230,17 @@ def _raise_duplicate(
     collector: _Collector, seen: np.ndarray, path: Any, models: list[str], segments: list[str]
 ) -> None:
     """Raise the ParseError of the first trial given twice (``seen``: zeroed, of the dense size)."""
-    second = cell = None
     for start, lin, _ in collector.linear():
-        found = []
-        again = np.flatnonzero(seen[lin])
-        if again.size:
-            found.append(int(again[0]))
-        order = np.argsort(lin, kind="stable")
-        same = np.flatnonzero(lin[order][1:] == lin[order][:-1])
-        if same.size:
-            found.append(int(order[same + 1].min()))
-        if found:
-            second, cell = start + min(found), int(lin[min(found)])
+        again = seen[lin] != 0  # given in an earlier block
+        within = first_repeat(lin)
+        if within is not None:
+            again[within[1]] = True
+        if again.any():
+            second = start + int(np.argmax(again))
+            cell = int(lin[second - start])
             break
         seen[lin] = 1
-    if second is None or cell is None:  # cannot happen: the counts disagreed
+    else:  # cannot happen: the counts disagreed
         raise ParseError("duplicate trials", path=path)
     first = next(
         start + int(np.flatnonzero(lin == cell)[0])
@@ -252,9 +248,23 @@ def _raise_duplicate(
         if np.any(lin == cell)
     )
     m, s = divmod(cell, len(segments))
-    raise ParseError(
-        f"trial ({models[m]!r}, {segments[s]!r}) is given twice, first on line "
-        f"{collector.line_of(first)}",
-        path=path,
-        line=collector.line_of(second),
+    raise trial_twice(
+        path, models[m], segments[s], collector.line_of(first), collector.line_of(second)
     )
+
+
+def first_repeat(flat: np.ndarray) -> tuple[int, int] | None:
+    """The first and second record of the earliest repeat of a value of ``flat``, or None."""
+    order = np.argsort(flat, kind="stable")
+    again = np.flatnonzero(flat[order][1:] == flat[order][:-1])
+    if not again.size:
+        return None
+    first, second = order[again], order[again + 1]  # stable: first < second
+    k = int(np.argmin(second))  # the earliest repeat
+    return int(first[k]), int(second[k])
+
+
+def trial_twice(path: Any, model: str, segment: str, first: int, second: int) -> ParseError:
+    """The error of a trial given twice: at its second line, naming the first."""
+    message = f"trial ({model!r}, {segment!r}) is given twice, first on line {first}"
+    return ParseError(message, path, second)

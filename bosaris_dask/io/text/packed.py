@@ -43,7 +43,7 @@ import pandas as pd
 import xarray as xr
 
 from bosaris_dask.errors import MissingTrialsError, ParseError
-from bosaris_dask.io.text.collect import _Collector
+from bosaris_dask.io.text.collect import _Collector, first_repeat, trial_twice
 from bosaris_dask.trials import make_key, make_scores
 
 __all__ = [
@@ -115,25 +115,13 @@ class TrialList:
         """A ParseError at the second line of the first trial given twice."""
         if self._repeat is not None:
             a, b = self._repeat
-            raise ParseError(
-                f"trial ({self.models[self.model_codes[a]]!r}, "
-                f"{self.segments[self.segment_codes[a]]!r}) is given twice, first on line "
-                f"{self.line_of(a)}",
-                path=self.path,
-                line=self.line_of(b),
-            )
+            m, s = self.models[self.model_codes[a]], self.segments[self.segment_codes[a]]
+            raise trial_twice(self.path, m, s, self.line_of(a), self.line_of(b))
 
     @functools.cached_property
     def _repeat(self) -> tuple[int, int] | None:
         """The records of the earliest repeat of a trial (its first and second), found once."""
-        flat = self.model_codes * len(self.segments) + self.segment_codes
-        order = np.argsort(flat, kind="stable")
-        again = np.flatnonzero(flat[order][1:] == flat[order][:-1])
-        if not again.size:
-            return None
-        first, second = order[again], order[again + 1]  # stable: first < second
-        k = int(np.argmin(second))  # the earliest repeat in the file
-        return int(first[k]), int(second[k])
+        return first_repeat(self.model_codes * len(self.segments) + self.segment_codes)
 
 
 def is_sparse(n_models: int, n_segments: int, n_trials: int) -> bool:
