@@ -18,7 +18,7 @@ import xarray as xr
 
 from bosaris_dask.errors import ClusterError, StoreError
 from bosaris_dask.io.compute import as_dask
-from bosaris_dask.io.text.scratch import _ScratchArray, _ScratchFile
+from bosaris_dask.io.text.scratch import SCRATCH_CONFIG, _ScratchArray, _ScratchFile
 from bosaris_dask.progress import compute, current_client
 
 __all__ = [
@@ -31,9 +31,11 @@ __all__ = [
 
 _log = logging.getLogger("bosaris_dask.io")
 
-#: The dask config key naming the scratch directory (``dask.config.set``; ``--scratch-dir``).
-SCRATCH_CONFIG = "bosaris_dask.scratch"
-
+#: What to do about an input staged where workers on other hosts cannot read it.
+_WAY_OUT = (
+    "convert it first (bosaris-dask convert {source} {source}.zarr, on a shared file system) "
+    "or pass --scratch-dir DIR (scratch= in Python) with DIR shared by all hosts"
+)
 #: The fill value of each data variable where an alignment adds rows or columns.
 _FILL = {"trial_mask": 0, "score": 0.0, "score_mask": False}
 
@@ -79,12 +81,10 @@ def scratch_directory(scratch: str | os.PathLike[str] | None = None, *, what: st
         return os.fspath(given)
     off = workers_off_this_host()
     if off:
-        source = what or "INPUT"
         raise ClusterError(
             f"{what + ': ' if what else ''}staging it in this machine's temporary folder would "
             f"leave it unreadable by {len(off)} worker(s) on other hosts (e.g. {off[0]}); "
-            f"convert it first (bosaris-dask convert {source} {source}.zarr, on a shared file "
-            "system) or pass --scratch-dir DIR (scratch= in Python) with DIR shared by all hosts"
+            + _WAY_OUT.format(source=what or "INPUT")
         )
     return tempfile.gettempdir()
 
@@ -100,12 +100,10 @@ def check_staged_readable(client: Any = None) -> None:
         return
     off = workers_off_this_host(client)
     if off:
-        source = staged[0]
         raise ClusterError(
-            f"{source}: this text input was staged in this machine's temporary folder, which "
-            f"{len(off)} worker(s) on other hosts (e.g. {off[0]}) cannot read; convert it first "
-            f"(bosaris-dask convert {source} {source}.zarr, on a shared file system) or pass "
-            "--scratch-dir DIR (scratch= in Python) with DIR shared by all hosts"
+            f"{staged[0]}: this text input was staged in this machine's temporary folder, which "
+            f"{len(off)} worker(s) on other hosts (e.g. {off[0]}) cannot read; "
+            + _WAY_OUT.format(source=staged[0])
         )
 
 

@@ -15,7 +15,8 @@ import numpy as np
 from bosaris_dask.io.atomic import remove_path
 
 _SCRATCH_PREFIX = "bosaris-text-"
-_SCRATCH_KEY = "bosaris_dask.scratch"  # = bosaris_dask.io.staging.SCRATCH_CONFIG
+#: The dask config key naming the scratch directory (``dask.config.set``; ``--scratch-dir``).
+SCRATCH_CONFIG = "bosaris_dask.scratch"
 
 
 def _is_stream(path: str | os.PathLike[str]) -> bool:
@@ -58,7 +59,7 @@ class _ScratchFile:
     """
 
     def __init__(self, scratch_dir: str | os.PathLike[str] | None, *, staged: str | None = None):
-        chosen = scratch_dir if scratch_dir is not None else dask.config.get(_SCRATCH_KEY, None)
+        chosen = scratch_dir if scratch_dir is not None else dask.config.get(SCRATCH_CONFIG, None)
         if staged is not None:
             from bosaris_dask.io.staging import scratch_directory
 
