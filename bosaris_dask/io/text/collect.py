@@ -105,12 +105,8 @@ class _Collector:
         self.kind = layout.kind
         self.models: dict[str, int] = {}
         self.segments: dict[str, int] = {}
-        fields = [("m", "<i4"), ("s", "<i4")]
-        if self.kind == "scores":
-            fields.append(("v", "<f8"))
-        elif self.kind == "key":
-            fields.append(("v", "i1"))
-        self.spill = _Spill(np.dtype(fields), scratch_dir)
+        value = {"scores": [("v", "<f8")], "key": [("v", "i1")]}.get(self.kind, [])  # ndx: none
+        self.spill = _Spill(np.dtype([("m", "<i4"), ("s", "<i4"), *value]), scratch_dir)
         self.n = 0
         self.last_line = layout.first_line - 1
         self.line_of = LineMap()
@@ -191,11 +187,7 @@ def _assemble(
         for _, lin, records in collector.linear():
             if kind == "scores":
                 flat["score"][lin] = records["v"]
-                mask[lin] = True
-            elif kind == "key":
-                mask[lin] = records["v"]
-            else:
-                mask[lin] = True
+            mask[lin] = records["v"] if kind == "key" else True
         if np.count_nonzero(mask) != collector.n:
             mask[:] = 0
             _raise_duplicate(collector, mask, path, models, segments)
@@ -219,11 +211,8 @@ def _assemble(
             data[name] = da.from_array(source, chunks=chunks, name=label)
     else:
         data = {name: arr.reshape(shape) for name, arr in flat.items()}
-    if kind == "scores":
-        return make_scores(models, segments, data["score"], data["score_mask"], chunks=chunks)
-    if kind == "key":
-        return make_key(models, segments, data["trial_mask"], chunks=chunks)
-    return make_ndx(models, segments, data["trial_mask"], chunks=chunks)
+    make = {"scores": make_scores, "key": make_key, "ndx": make_ndx}[kind]
+    return make(models, segments, *(data[name] for name, _ in spec), chunks=chunks)
 
 
 def _raise_duplicate(
