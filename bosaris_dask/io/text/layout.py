@@ -120,9 +120,17 @@ def _first_nonblank_line(path: str | os.PathLike[str]) -> tuple[bytes, int, int,
 
 def _check_line(line: bytes, path: Any, lineno: int) -> None:
     if len(line) > MAX_LINE_BYTES:
-        raise ParseError(f"line longer than {MAX_LINE_BYTES} bytes", path=path, line=lineno)
+        raise _too_long(path, lineno)
     if b"\0" in line:
-        raise ParseError("NUL byte in a text file (is it binary?)", path=path, line=lineno)
+        raise _nul_byte(path, lineno)
+
+
+def _too_long(path: Any, line: int) -> ParseError:
+    return ParseError(f"line longer than {MAX_LINE_BYTES} bytes", path, line)
+
+
+def _nul_byte(path: Any, line: int) -> ParseError:
+    return ParseError("NUL byte in a text file (is it binary?)", path, line)
 
 
 def number_of_token(token: bytes) -> float | None:

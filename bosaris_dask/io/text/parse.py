@@ -35,8 +35,10 @@ from bosaris_dask.io.text.labels import ACCEPTED_LABELS, label_sign, label_words
 from bosaris_dask.io.text.layout import (
     MAX_LINE_BYTES,
     _Layout,
+    _nul_byte,
     _open,
     _shown,
+    _too_long,
     number_of_token,
 )
 
@@ -117,11 +119,7 @@ def _iter_blocks(
                     block = b"".join((carry, memoryview(chunk)[:cut])) if carry else chunk[:cut]
                     carry = chunk[cut:]
             if len(carry) > MAX_LINE_BYTES:
-                raise ParseError(
-                    f"line longer than {MAX_LINE_BYTES} bytes",
-                    path=path,
-                    line=lineno + block.count(b"\n"),
-                )
+                raise _too_long(path, lineno + block.count(b"\n"))
             if not block:
                 continue
             _check_block(block, path, lineno)
@@ -137,21 +135,13 @@ def _iter_blocks(
 def _check_block(block: bytes, path: Any, lineno: int) -> None:
     nul = block.find(b"\0")
     if nul >= 0:
-        raise ParseError(
-            "NUL byte in a text file (is it binary?)",
-            path=path,
-            line=lineno + block.count(b"\n", 0, nul),
-        )
+        raise _nul_byte(path, lineno + block.count(b"\n", 0, nul))
     # every window of MAX_LINE_BYTES + 1 bytes after a line start must hold a newline
     start = 0
     while len(block) - start > MAX_LINE_BYTES + 1:
         end = block.rfind(b"\n", start, start + MAX_LINE_BYTES + 1)
         if end < 0:
-            raise ParseError(
-                f"line longer than {MAX_LINE_BYTES} bytes",
-                path=path,
-                line=lineno + block.count(b"\n", 0, start),
-            )
+            raise _too_long(path, lineno + block.count(b"\n", 0, start))
         start = end + 1
 
 
