@@ -18,21 +18,10 @@ from bosaris_dask.io.zarr_store import is_url, read_zarr, store_location
 from bosaris_dask.io.zarr_write import write_zarr
 
 __all__ = [
-    "read",
-    "write",
-    "read_quality",
-    "write_quality",
-    "detect_format",
-    "TEXT_SUFFIXES",
-    "read_zarr",
-    "write_zarr",
-    "read_hdf5",
-    "write_hdf5",
-    "read_quality_hdf5",
-    "write_quality_hdf5",
-    "atomic_path",
-    "remove_stale",
-]
+    "read", "write", "read_quality", "write_quality", "detect_format", "TEXT_SUFFIXES",
+    "read_zarr", "write_zarr", "read_hdf5", "write_hdf5", "read_quality_hdf5",
+    "write_quality_hdf5", "atomic_path", "remove_stale",
+]  # fmt: skip
 
 Format = Literal["zarr", "hdf5", "mat", "text"]
 

@@ -22,12 +22,9 @@ from bosaris_dask.io.text.scratch import SCRATCH_CONFIG, _ScratchArray, _Scratch
 from bosaris_dask.progress import compute, current_client
 
 __all__ = [
-    "realign",
-    "scratch_directory",
-    "check_staged_readable",
-    "workers_off_this_host",
+    "realign", "scratch_directory", "check_staged_readable", "workers_off_this_host",
     "SCRATCH_CONFIG",
-]
+]  # fmt: skip
 
 _log = logging.getLogger("bosaris_dask.io")
 

@@ -31,25 +31,15 @@ from bosaris_dask.trials import make_key, make_ndx, make_scores, quality_table
 from bosaris_dask.trials.construction import exact_integers
 
 __all__ = [
-    "read_hdf5",
-    "write_hdf5",
-    "read_quality_hdf5",
-    "write_quality_hdf5",
-    "detect_hdf5_kind",
-]
+    "read_hdf5", "write_hdf5", "read_quality_hdf5", "write_quality_hdf5", "detect_hdf5_kind",
+]  # fmt: skip
 
 
 #: The number types matrices may hold (see _standard_type): IEEE 754 floats and two's
 #: complement integers of either byte order (big-endian ones are read into native arrays).
-_STANDARD_TYPES = (
-    h5py.h5t.IEEE_F32LE,
-    h5py.h5t.IEEE_F64LE,
-    h5py.h5t.IEEE_F32BE,
-    h5py.h5t.IEEE_F64BE,
-) + tuple(
-    getattr(h5py.h5t, f"STD_{sign}{bits}{order}")
-    for sign in "IU"
-    for bits in (8, 16, 32, 64)
+_STANDARD_TYPES = tuple(
+    getattr(h5py.h5t, f"{name}{order}")
+    for name in ("IEEE_F32", "IEEE_F64", *(f"STD_{s}{b}" for s in "IU" for b in (8, 16, 32, 64)))
     for order in ("LE", "BE")
 )
 

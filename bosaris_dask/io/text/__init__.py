@@ -14,12 +14,6 @@ from bosaris_dask.io.text.read import read_quality_text, read_text, sniff_text_k
 from bosaris_dask.io.text.write import write_quality_text, write_text
 
 __all__ = [
-    "sniff_text_kind",
-    "text_has_labels",
-    "TEXT_FORMATS",
-    "read_text",
-    "write_text",
-    "read_quality_text",
-    "write_quality_text",
-    "MEMMAP_THRESHOLD",
-]
+    "sniff_text_kind", "text_has_labels", "TEXT_FORMATS", "read_text", "write_text",
+    "read_quality_text", "write_quality_text", "MEMMAP_THRESHOLD",
+]  # fmt: skip

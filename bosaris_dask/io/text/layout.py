@@ -15,22 +15,13 @@ from bosaris_dask.io.text.labels import ACCEPTED_LABELS, is_label_word
 
 #: Lines longer than this many bytes (without the newline) are an error.
 MAX_LINE_BYTES = 2**20
-_SYNONYMS = {
-    "model": (
-        "modelid",
-        "model",
-        "model_id",
-        "enrollment",
-        "enroll",
-        "enroll_id",
-        "enrollment_id",
-        "enrol",
-        "enrol_id",
-    ),
+_SYNONYMS = {  # the column names of a header, by role
+    "model": ("modelid", "model", "model_id", "enrollment", "enroll", "enroll_id",
+              "enrollment_id", "enrol", "enrol_id"),
     "segment": ("segmentid", "segment", "segment_id", "test", "test_id", "testid"),
     "label": ("targettype", "target_type", "label"),
     "score": ("llr", "score"),
-}
+}  # fmt: skip
 _ROLE_OF_NAME = {name: role for role, names in _SYNONYMS.items() for name in names}
 _KINDS = ("scores", "key", "ndx")
 _BOM = b"\xef\xbb\xbf"
