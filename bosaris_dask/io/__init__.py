@@ -61,13 +61,6 @@ def _existing(path: str | os.PathLike[str]) -> Path:
     return p
 
 
-def _check_kind(obj: xr.Dataset, kind: str | None, path: Any) -> xr.Dataset:
-    found = obj.attrs["bosaris_kind"]
-    if kind is not None and found != kind:
-        raise StoreError.wrong_kind(path, found, kind)
-    return obj
-
-
 def read(
     path: str | os.PathLike[str],
     kind: str | None = None,
@@ -113,7 +106,10 @@ def read(
         raise StoreError(f"{path}: only zarr stores can be read from a URL")
     p = path if is_url(path) else _existing(path)
     if fmt == "zarr":
-        return _check_kind(read_zarr(p, chunks=chunks), kind, p)
+        obj = read_zarr(p, chunks=chunks)
+        if kind is not None and obj.attrs["bosaris_kind"] != kind:
+            raise StoreError.wrong_kind(p, obj.attrs["bosaris_kind"], kind)
+        return obj
     if fmt == "hdf5":
         return read_hdf5(p, kind, chunks=chunks)
     if fmt == "mat":

@@ -56,16 +56,10 @@ def _dataset(obj: xr.Dataset, kind: str, chunk_mb: float) -> tuple[xr.Dataset, d
     attrs: dict[str, Any] = {"bosaris_kind": kind, "bosaris_store_version": STORE_VERSION}
     if kind == "quality":
         out = obj.drop_encoding().copy()
-        out = out.assign_coords({side: _ids(out, side) for side in DIMS if side in out.coords})
-        # named measures as variable-length strings too: numpy's fixed-width ones have no
+        # ids, and named measures, as variable-length strings: numpy's fixed-width ones have no
         # zarr v3 specification (zarr warns that such a store may not read back)
-        out = out.assign_coords(
-            {
-                name: _ids(out, name)
-                for name in out.coords
-                if name.endswith("_measure") and out[name].dtype.kind in "USO"
-            }
-        )
+        named = [n for n in out.coords if n.endswith("_measure") and out[n].dtype.kind in "USO"]
+        out = out.assign_coords({n: _ids(out, n) for n in [*DIMS, *named] if n in out.coords})
         out.attrs = attrs
         return out, {}
     coords: dict[str, Any] = {"model": _ids(obj, "model"), "segment": _ids(obj, "segment")}

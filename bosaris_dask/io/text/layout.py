@@ -50,11 +50,9 @@ def _open(path: str | os.PathLike[str]):
         f = open(path, "rb")  # noqa: SIM115 (closed by the callers' with blocks)
     except OSError as e:
         raise StoreError(f"cannot read {os.fspath(path)}: {e.strerror or e}") from e
-    if f.read(2) != _GZIP:
-        f.seek(0)
-        return f
+    gzipped = f.read(2) == _GZIP
     f.seek(0)
-    return _Gunzip(path, f)
+    return _Gunzip(path, f) if gzipped else f
 
 
 class _Gunzip(gzip.GzipFile):
