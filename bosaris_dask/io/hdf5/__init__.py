@@ -210,6 +210,8 @@ class _H5Array:
 
 
 def _open(path: Path) -> tuple[CachingFileManager, h5py.File]:
+    if not path.exists():
+        raise StoreNotFoundError(f"{path}: no such HDF5 file")
     manager = CachingFileManager(h5py.File, os.fspath(path), mode="r")
     try:
         return manager, manager.acquire()
@@ -417,8 +419,6 @@ def read_hdf5(
     ('ndx', [[True, False, True]])
     """
     path = Path(path)
-    if not path.exists():
-        raise StoreNotFoundError(f"{path}: no such HDF5 file")
     manager, f = _open(path)
     try:
         found = _checked_kind(f, path, kind)
@@ -468,13 +468,8 @@ def read_quality_hdf5(path: str | os.PathLike[str]) -> xr.DataArray:
     [0.2, 6.0]
     """
     path = Path(path)
-    if not path.exists():
-        raise StoreNotFoundError(f"{path}: no such HDF5 file")
+    manager, f = _open(path)
     try:
-        f = h5py.File(path, "r")
-    except H5_ERRORS as exc:
-        raise StoreError(f"{path}: not a readable HDF5 file ({exc})") from exc
-    with f:
         ids = _read_ids(path, f, "ids")
         dset = _dataset(path, f, "values")
         if dset.dtype.kind not in "iuf":
@@ -483,6 +478,8 @@ def read_quality_hdf5(path: str | os.PathLike[str]) -> xr.DataArray:
             values = np.asarray(dset[()], dtype=np.float64)
         except H5_ERRORS as exc:
             raise StoreError(f"{path}: cannot read /values ({exc})") from exc
+    finally:
+        manager.close()
     return quality_from_values(ids, values, f"{path}: /values")
 
 
