@@ -1,21 +1,18 @@
 """Sparse text trial lists packed into small dense matrices, for an evaluation.
 
-Trial objects are models x segments matrices. A text trial list with many ids and few trials
-per id fills a sliver of its grid: VoxCeleb1-E's 579,818 trials name 145,160 x 145,160
-utterances, 2.1e10 cells (20 GB of key and 190 GB of scores, in scratch memmaps); 60,000
-trials each with ids of its own took 2 minutes and 20 GB of resident memory to evaluate. An
-evaluation needs each trial's label and scores, not the grid: :func:`pack` joins the key's
-trials with each system's scores by ``(model, segment)`` and lays the joined trials out row by
-row, ``width`` to a row, in the key's order. The packed objects hold the same trials, labels and
-scores, so every metric of them is the metric of the lists; their ids only number the rows and
-columns (``"trials 0-4095"``, ``"+17"``). Conditions come from each trial's own ids
-(:func:`~bosaris_dask.conditions.cells.trial_conditions`, in the layout of
-:func:`packed_cells`), and so do the bootstrap's resampled groups
-(:class:`~bosaris_dask.bootstrap.cells.TrialResample`).
+A text list with many ids and few trials per id fills a sliver of its models x segments grid
+(VoxCeleb1-E: 579,818 trials over 145,160 x 145,160 ids, 2.1e10 cells). An evaluation needs
+each trial's label and scores, not the grid: :func:`pack` joins the key's trials with each
+system's scores by ``(model, segment)`` and lays them out ``width`` to a row, in the key's
+order, so every metric of the packed objects is the metric of the lists; their ids only number
+the rows and columns (``"trials 0-4095"``, ``"+17"``). Conditions
+(:func:`~bosaris_dask.conditions.cells.trial_conditions`) and the bootstrap's groups
+(:class:`~bosaris_dask.bootstrap.cells.TrialResample`) come from each trial's own ids, in the
+layout of :func:`packed_cells`.
 
-A key trial without a score in a system is a missing trial (an error naming its ids, or left
-out of that system with ``allow_missing``); scores of trials the key does not hold are ignored;
-a trial given twice in a file is an error naming both lines, as when the lists are read whole.
+A key trial without a score in a system is an error naming its ids (or left out of that system
+with ``allow_missing``); scores of trials the key does not hold are ignored; a trial given twice
+in a file is an error naming both lines, as when the lists are read whole.
 
 Examples
 --------
