@@ -341,11 +341,9 @@ def _build(path: Path | str, kind: str, ds: xr.Dataset, attrs: dict, chunks: Any
     omitted = set(attrs.get("bosaris_all_true", []))
 
     def matrix(name: str) -> Any:
-        return (
-            None
-            if name in omitted
-            else _chunk_array(arrays[name], path, name, _absent_ok(attrs, name))
-        )
+        if name in omitted:
+            return None
+        return _chunk_array(arrays[name], path, name, _absent_ok(attrs, name))
 
     if kind == "key":  # codes outside {-1, 0, +1} raise when a block is read, naming the trial
         mask = checked_codes(matrix("trial_mask"), models, segments, where=f"{path}: ")

@@ -63,11 +63,9 @@ class _Reader:
         found = _node(self.path, self.file, name)
         if found is None:
             raise StoreError(f"{self.path}: {name} is missing")
-        return (
-            _dataset(self.path, self.file, found[0])
-            if isinstance(found[1], h5py.Dataset)
-            else found[1]
-        )
+        if isinstance(found[1], h5py.Dataset):
+            return _dataset(self.path, self.file, found[0])
+        return found[1]
 
     def decode(self, obj: Any, depth: int = 0) -> Any:
         if depth > 8:
