@@ -80,12 +80,6 @@ def _fsync_tree(path: Path) -> None:
             _fsync(p)
 
 
-def _fsync_dir(directory: Path) -> None:
-    """Make a rename durable (best effort)."""
-    with contextlib.suppress(OSError):
-        _fsync(directory)
-
-
 def _exchange(a: Path, b: Path) -> bool:
     """Swap two paths with Linux ``renameat2(RENAME_EXCHANGE)``; False where it is not available."""
     try:
@@ -227,7 +221,8 @@ def atomic_paths(final_paths: Sequence[str | os.PathLike[str]]) -> Iterator[list
         if old is not None:
             remove_path(old)
     for directory in dict.fromkeys(final.parent for final in finals):
-        _fsync_dir(directory)
+        with contextlib.suppress(OSError):  # the renames made durable, best effort
+            _fsync(directory)
 
 
 @contextlib.contextmanager
