@@ -365,6 +365,19 @@ def test_other_tools_headerless_layouts_are_named_not_misread(tmp_path, content,
     assert info.value.line == 1
 
 
+@pytest.mark.parametrize("end", ["", "\n"])
+def test_a_short_file_s_last_line_counts_without_its_newline(tmp_path, end):
+    # the layout's sniffing dropped a last line without "\n": the first line alone looked like
+    # an id-score file (found by tests/test_fuzz_readers.py)
+    path = tmp_path / "trials"
+    path.write_text("1 0.0\nm1 m" + end)
+    ndx = read_text(path)
+    assert ndx.model.values.tolist() == ["1", "m1"] and int(ndx.trial_mask.sum()) == 2
+    path.write_text("filename cm-score\nE1 1.375\nE2 -2e-3" + end)
+    with pytest.raises(ParseError, match="an id-score file"):
+        read_text(path)
+
+
 def test_a_trial_list_of_numeric_segment_ids_is_still_a_trial_list(tmp_path):
     path = tmp_path / "trials"
     path.write_text("m1 1234\nm1 77\nm2 1234\n")  # (IJB-style numeric template ids)

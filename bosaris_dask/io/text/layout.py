@@ -353,10 +353,13 @@ def _format_of_tokens(
 
 def _first_lines(path: Any, origin: int) -> list[list[bytes]]:
     """The fields of the first (up to ``_SNIFF_LINES``) non-blank lines."""
+    limit = _SNIFF_LINES * 256
     with _open(path) as f:
         f.seek(origin)
-        head = f.read(_SNIFF_LINES * 256)
-    complete = head.split(b"\n")[:-1] or [head]  # one long line: the first one is enough
+        head = f.read(limit)
+    pieces = head.split(b"\n")
+    # the last piece is a whole line where the file ends in it; else one long line is enough
+    complete = pieces if len(head) < limit else (pieces[:-1] or [head])
     return [t for t in map(bytes.split, complete) if t][:_SNIFF_LINES]
 
 
