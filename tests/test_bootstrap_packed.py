@@ -4,13 +4,11 @@ resamples, histograms and intervals, bit for bit, as through the ids' grid."""
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 
 import numpy as np
 import pytest
-import xarray as xr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +19,7 @@ from bosaris_dask.bootstrap.evaluation import add_intervals
 from bosaris_dask.cli import main
 from bosaris_dask.conditions.cells import trial_conditions
 from bosaris_dask.io.text import packed
-from bosaris_dask.io.text.packed import TrialList, on_grid, pack, packed_cells
+from bosaris_dask.io.text.packed import TrialList, on_grid, pack
 
 PRIORS = [0.5, 0.05]
 SPECS = ["model.spk", "segment.spk"]
@@ -55,7 +53,7 @@ def _lists(d, seed=0, n_utt=90, n_spk=9, n=500):
 
 def _both(d, width, chunks):
     """The lists through the ids' grid, and packed ``width`` to a row in dask ``chunks``, each
-    as (key, systems, layout, key list)."""
+    as (key, systems, listed trials, key list)."""
     from bosaris_dask import io
 
     key_list = TrialList.read(d / "trials", "key")
@@ -64,14 +62,11 @@ def _both(d, width, chunks):
     grid = [on_grid(x, grid_key) for x in lists]
     key, systems = pack(key_list, lists, width=width)
     key, *systems = (x.chunk({"model": chunks[0], "segment": chunks[1]}) for x in (key, *systems))
-    return (grid_key, grid), (key, systems, functools.partial(packed_cells, key_list, width=width),
-                              key_list)  # fmt: skip
+    return (grid_key, grid), (key, systems, key_list.listed(width), key_list)
 
 
-def _recipe(key_list, layout, tables, specs=SPECS):
-    ids = xr.Dataset(coords={"model": key_list.models, "segment": key_list.segments})
-    return TrialResample(tuple(specs), tuple(map(str, tables)), ids, key_list.model_codes,
-                         key_list.segment_codes, layout)  # fmt: skip
+def _recipe(trials, tables, specs=SPECS):
+    return TrialResample(tuple(specs), tuple(map(str, tables)), trials)
 
 
 def _intervals(ds):
@@ -95,12 +90,12 @@ def _assert_same(got, want):
 ])  # fmt: skip
 def test_intervals_and_comparisons_are_the_grids_bit_for_bit(tmp_path, width, chunks, method):
     tables = _lists(tmp_path, seed=width)
-    (grid_key, grid), (key, systems, layout, key_list) = _both(tmp_path, width, chunks)
+    (grid_key, grid), (key, systems, trials, key_list) = _both(tmp_path, width, chunks)
     kw = {"priors": PRIORS, "bootstrap": 40, "seed": 7, "compare": True, "split_every": 2,
           "bootstrap_method": method}  # fmt: skip
     want = metrics.evaluate(grid, grid_key, conditions=tables, resample=SPECS, **kw)
     got = metrics.evaluate(systems, key, conditions=tables,
-                           resample=[_recipe(key_list, layout, tables)], **kw)  # fmt: skip
+                           resample=[_recipe(trials, tables)], **kw)  # fmt: skip
     _assert_same(got, want)
     assert want.attrs["bootstrap_groups"] == [9, 9] and "compare_eer_ci" in want
 
@@ -108,10 +103,10 @@ def test_intervals_and_comparisons_are_the_grids_bit_for_bit(tmp_path, width, ch
 @pytest.mark.parametrize("side", [["model.spk"], ["segment.spk"]])
 def test_every_resample_is_the_grids_one_side_or_two(tmp_path, side):
     tables = _lists(tmp_path, seed=3)
-    (grid_key, grid), (key, systems, layout, key_list) = _both(tmp_path, 29, (2, 13))
+    (grid_key, grid), (key, systems, trials, key_list) = _both(tmp_path, 29, (2, 13))
     out = []
     for k, s, resample in ((grid_key, grid, side),
-                           (key, systems, [_recipe(key_list, layout, tables, side)])):  # fmt: skip
+                           (key, systems, [_recipe(trials, tables, side)])):  # fmt: skip
         ds = metrics.evaluate(s, k, priors=PRIORS)
         out.append(add_intervals(ds, s, k, conditions=tables, resample=resample, bootstrap=30,
                                  seed=1, split_every=2, keep_replicates=True))  # fmt: skip
@@ -121,18 +116,16 @@ def test_every_resample_is_the_grids_one_side_or_two(tmp_path, side):
 
 def test_per_condition_intervals_and_comparisons_are_the_grids(tmp_path):
     tables = _lists(tmp_path, seed=5, n=700)
-    (grid_key, grid), (key, systems, layout, key_list) = _both(tmp_path, 41, (2, 20))
+    (grid_key, grid), (key, systems, trials, key_list) = _both(tmp_path, 41, (2, 20))
     by = ["model.g", "same.spk", "segment.lang"]
-    ids = xr.Dataset(coords={"model": key_list.models, "segment": key_list.segments})
     from bosaris_dask.conditions import read_condition_table
 
-    cond = trial_conditions(ids, key_list.model_codes, key_list.segment_codes,
-                            [read_condition_table(t) for t in tables], by, layout)  # fmt: skip
+    cond = trial_conditions(trials, [read_condition_table(t) for t in tables], by)
     kw = {"priors": PRIORS, "bootstrap": 30, "seed": 2, "compare": True, "by": by,
           "split_every": 2}  # fmt: skip
     want = metrics.evaluate(grid, grid_key, conditions=tables, resample=SPECS, **kw)
     got = metrics.evaluate(systems, key, conditions=[cond],
-                           resample=[_recipe(key_list, layout, tables)], **kw)  # fmt: skip
+                           resample=[_recipe(trials, tables)], **kw)  # fmt: skip
     _assert_same(got, want)
     assert want.sizes["condition"] == 12 and "condition_compare_eer_ci" in want
 

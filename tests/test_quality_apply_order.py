@@ -17,7 +17,8 @@ from bosaris_dask import io
 from bosaris_dask.cli import in_order, main, packed_inputs
 from bosaris_dask.errors import TrialError
 from bosaris_dask.fusion import QualityBackoffWarning, QualityFuser
-from bosaris_dask.io.text.packed import TrialList, as_packed, joined, packed_cells, unpacked
+from bosaris_dask.io.text.packed import TrialList, as_packed, joined, unpacked
+from bosaris_dask.objectives import trial_quality
 from bosaris_dask.trials import make_quality, quality_table
 
 #: The back-off warning is one ``warning:`` line of the CLI, compared between the two paths.
@@ -327,8 +328,7 @@ def test_transform_of_packed_trials_is_the_grids_bit_for_bit(lists, model, width
     packed = [as_packed(order, *joined(order, s), width=width) for s in lists_]
     cells = packed_inputs.list_quality(quality, order)
     if width != 4096:
-        cells = replace(cells, model_cells=packed_cells(order, order.model_codes, width),
-                        segment_cells=packed_cells(order, order.segment_codes, width))  # fmt: skip
+        cells = trial_quality(quality, order.listed(width))
         packed = [s.chunk({"model": 2, "segment": 16}) for s in packed]
     with warnings.catch_warnings(record=True) as on_cells:
         warnings.simplefilter("always")

@@ -6,7 +6,6 @@ order)."""
 
 from __future__ import annotations
 
-import functools
 import json
 import warnings
 
@@ -18,9 +17,10 @@ from bosaris_dask.cli import main
 from bosaris_dask.errors import TrialError
 from bosaris_dask.fusion import QualityBackoffWarning, QualityFuser
 from bosaris_dask.io.text import packed
-from bosaris_dask.io.text.packed import TrialList, pack, packed_cells
+from bosaris_dask.io.text.packed import TrialList, pack
 from bosaris_dask.objectives import block_sums, fusion_data, trial_quality
 from bosaris_dask.trials import make_quality, quality_table
+from bosaris_dask.trials.listed import ListedTrials
 
 #: How close a packed fit is to the grid's: relative to the largest parameter (measured
 #: here: at most ~1e-15; the fits run the same iterations on sums that differ in the last
@@ -62,15 +62,7 @@ def _packed_inputs(tmp_path, quality, width=packed.WIDTH):
     key = TrialList.read(tmp_path / "trials", "key")
     lists = [TrialList.read(tmp_path / f"sys{k}", "scores") for k in (1, 2)]
     pkey, systems = pack(key, lists, width=width)
-    cells = trial_quality(
-        quality,
-        key.models,
-        key.segments,
-        key.model_codes,
-        key.segment_codes,
-        functools.partial(packed_cells, key, width=width),
-    )
-    return pkey, systems, cells  # fmt: skip
+    return pkey, systems, trial_quality(quality, key.listed(width))
 
 
 def _grid_inputs(tmp_path):
@@ -151,8 +143,9 @@ def test_quality_laid_out_for_other_trials_is_refused(tmp_path):
     _lists(tmp_path)
     quality = _quality(tmp_path)
     pkey, psystems, cells = _packed_inputs(tmp_path, quality, 64)
-    other = trial_quality(quality, cells.models, cells.segments, np.zeros(5, int),
-                          np.zeros(5, int), lambda v: v[None])  # fmt: skip
+    five = ListedTrials(cells.models, cells.segments, np.zeros(5, int), np.zeros(5, int),
+                        lambda v: v[None])  # fmt: skip
+    other = trial_quality(quality, five)
     with pytest.raises(TrialError, match="laid out 1 x 5, the trials .* x 64"):
         fusion_data(pkey, psystems, other)
 

@@ -4,7 +4,7 @@ A packed text list (:mod:`bosaris_dask.io.text.packed`) lays trials of many mode
 out ``width`` to a row, so a row is not a model and a column not a segment: each trial's
 model-side and segment-side groups come from its own ids, as its ``--by`` condition does
 (:class:`~bosaris_dask.conditions.cells.CellConditions`). :class:`TrialResample` is the recipe
-(``--resample`` specs, condition tables, each trial's id positions and the layout), made into
+(``--resample`` specs, condition tables and the listed trials), made into
 :class:`CellGroups` by the bootstrap where it makes the grid's
 (:func:`~bosaris_dask.bootstrap.resample.resample_groups`, from the same ids: the same groups,
 numbers, checks and messages, in the same order among the bootstrap's other checks). The
@@ -13,12 +13,12 @@ finds its groups differs.
 
 Examples
 --------
->>> import xarray as xr
 >>> from bosaris_dask.conditions import condition_table
->>> ids = xr.Dataset(coords={"model": ["m1", "m2"], "segment": ["s1", "s2"]})
+>>> from bosaris_dask.trials.listed import ListedTrials
+>>> trials = ListedTrials(np.array(["m1", "m2"]), np.array(["s1", "s2"]), np.array([0, 1, 1]),
+...                       np.array([0, 0, 1]), lambda v: v[None])
 >>> spk = condition_table("segment", ["s1", "s2"], {"spk": ["b", "a"]})
->>> recipe = TrialResample(("segment.spk",), (spk,), ids, np.array([0, 1, 1]),
-...                        np.array([0, 0, 1]), lambda v: v[None])
+>>> recipe = TrialResample(("segment.spk",), (spk,), trials)
 >>> groups = recipe.groups()
 >>> groups.segment_codes.tolist(), groups.segment_cells.tolist(), groups.model_cells.tolist()
 ([1, 0], [[1, 1, 0]], [[0, 0, 0]])
@@ -28,7 +28,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +39,7 @@ import xarray as xr
 from bosaris_dask.bootstrap.resample import SideGroups, resample_groups
 from bosaris_dask.conditions.tables import ConditionTable, read_condition_table
 from bosaris_dask.errors import OptionError
+from bosaris_dask.trials.listed import ListedTrials
 
 __all__ = ["CellGroups", "TrialResample"]
 
@@ -82,25 +83,21 @@ class CellGroups(SideGroups):
 
 @dataclass(frozen=True)
 class TrialResample:
-    """``--resample`` specs of trials listed as positions among ids (``model_of`` and
-    ``segment_of`` index ``ids``' ``model`` and ``segment`` coordinates), each trial's values
-    placed in its cell by ``layout`` (per-trial values -> the packed matrix); ``tables``:
-    condition tables or paths to read."""
+    """``--resample`` specs of listed trials; ``tables``: condition tables or paths to
+    read."""
 
     specs: tuple[str, ...]
     tables: Sequence[ConditionTable | str]
-    ids: xr.Dataset
-    model_of: np.ndarray
-    segment_of: np.ndarray
-    layout: Callable[[np.ndarray], np.ndarray]
+    trials: ListedTrials
 
     def groups(self) -> CellGroups:
         """The groups, as :func:`~bosaris_dask.bootstrap.resample.resample_groups` makes them
         for the ids' grid (its errors), and every trial's in its cell."""
         tables = [t if isinstance(t, ConditionTable) else read_condition_table(t)
                   for t in self.tables]  # fmt: skip
-        base = resample_groups(self.ids, tables, self.specs)
-        sides = ((base.model_codes, self.model_of), (base.segment_codes, self.segment_of))
-        cells = [self.layout(codes[of].astype(np.int32)) for codes, of in sides]
+        trials = self.trials
+        base = resample_groups(trials.ids, tables, self.specs)
+        sides = ((base.model_codes, trials.model_of), (base.segment_codes, trials.segment_of))
+        cells = [trials.cells(codes[of].astype(np.int32)) for codes, of in sides]
         return CellGroups(base.specs, base.model_codes, base.segment_codes, base.n_model,
-                          base.n_segment, base.resampled, *cells, len(self.model_of))  # fmt: skip
+                          base.n_segment, base.resampled, *cells, len(trials.model_of))  # fmt: skip

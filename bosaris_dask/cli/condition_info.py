@@ -103,20 +103,14 @@ def _coverage(table: ConditionTable, key_path: str) -> str:
     """Whether the key's ids (or trials) are all in the table, else the error ``--by`` gives."""
     from bosaris_dask.conditions.cells import trial_conditions
     from bosaris_dask.conditions.codes import condition_codes
-    from bosaris_dask.io.text.packed import TrialList, packed_cells
+    from bosaris_dask.io.text.packed import TrialList
     from bosaris_dask.progress import compute
 
     spec = f"{table.side}.{next(iter(table.columns))}"
     key = _key(key_path)
     try:
         if isinstance(key, TrialList):
-            import functools
-
-            import xarray as xr
-
-            ids = xr.Dataset(coords={"model": key.models, "segment": key.segments})
-            trial_conditions(ids, key.model_codes, key.segment_codes, [table], [spec],
-                             functools.partial(packed_cells, key))  # fmt: skip
+            trial_conditions(key.listed(), [table], [spec])
             n_trials = len(key.values)
         else:
             condition_codes(key, [table], [spec])

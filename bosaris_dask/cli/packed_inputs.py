@@ -141,35 +141,21 @@ def _trial_scores(args: argparse.Namespace, key: Any) -> Any:
 def _trial_resample(args: argparse.Namespace, key: Any) -> Any:
     """The ``--resample`` groups of a packed key list's trials, as a recipe the bootstrap makes
     them from where it makes the grid's (:mod:`bosaris_dask.bootstrap.cells`)."""
-    import functools
-
-    import xarray as xr
-
     from bosaris_dask.bootstrap.cells import TrialResample
-    from bosaris_dask.io.text.packed import packed_cells
 
-    ids = xr.Dataset(coords={"model": key.models, "segment": key.segments})
-    return TrialResample(tuple(args.resample), tuple(getattr(args, "conditions", None) or ()),
-                         ids, key.model_codes, key.segment_codes,
-                         functools.partial(packed_cells, key))  # fmt: skip
+    tables = tuple(getattr(args, "conditions", None) or ())
+    return TrialResample(tuple(args.resample), tables, key.listed())
 
 
 def _trial_conditions(args: argparse.Namespace, key: Any) -> Any:
     """The ``--by`` conditions of a packed key list's trials (``--conditions`` tables)."""
-    import functools
-
-    import xarray as xr
-
     from bosaris_dask.conditions import read_condition_table
     from bosaris_dask.conditions.cells import trial_conditions
-    from bosaris_dask.io.text.packed import packed_cells
 
     tables = [read_condition_table(p) for p in getattr(args, "conditions", None) or []]
     if not tables:
         raise OptionError("condition tables (--conditions) and --by specs go together")
-    ids = xr.Dataset(coords={"model": key.models, "segment": key.segments})
-    return trial_conditions(ids, key.model_codes, key.segment_codes, tables, args.by,
-                            functools.partial(packed_cells, key))  # fmt: skip
+    return trial_conditions(key.listed(), tables, args.by)
 
 
 def packed_quality(args: argparse.Namespace, quality: Any) -> Any:
@@ -200,13 +186,9 @@ def list_quality(quality: Any, order: Any) -> Any:
     """
     if quality is None:
         return None
-    import functools
-
-    from bosaris_dask.io.text.packed import packed_cells
     from bosaris_dask.objectives import trial_quality
 
-    return trial_quality(quality, order.models, order.segments, order.model_codes,
-                         order.segment_codes, functools.partial(packed_cells, order))  # fmt: skip
+    return trial_quality(quality, order.listed())
 
 
 def score_lists(score_paths: Sequence[str], text_format: str | None) -> list[Any]:

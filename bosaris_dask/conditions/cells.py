@@ -37,6 +37,7 @@ from bosaris_dask.conditions.codes import (
 from bosaris_dask.conditions.tables import TRIAL, ConditionTable
 from bosaris_dask.errors import OptionError, TrialError
 from bosaris_dask.progress import compute
+from bosaris_dask.trials.listed import ListedTrials
 
 __all__ = ["CellConditions", "trial_conditions", "grid_trial_conditions"]
 
@@ -62,36 +63,31 @@ class CellConditions(Conditions):
 
 
 def trial_conditions(
-    ids: xr.Dataset,
-    model_of: np.ndarray,
-    segment_of: np.ndarray,
-    tables: Iterable[ConditionTable],
-    by: Iterable[str | BySpec],
-    layout: Any,
+    trials: ListedTrials, tables: Iterable[ConditionTable], by: Iterable[str | BySpec]
 ) -> CellConditions:
-    """The conditions of trials listed as (model, segment) positions among the ids of ``ids``
-    (a Dataset with ``model`` and ``segment`` coordinates), each trial's condition placed in
-    its cell by ``layout`` (per-trial values -> the packed matrix). As
-    :func:`condition_codes` for a grid: the same specs, values, checks and messages; a
-    ``trial.COL`` spec's values are those its column takes on these trials.
+    """The conditions of listed trials, each trial's condition placed in its cell. As
+    :func:`~bosaris_dask.conditions.codes.condition_codes` for a grid: the same specs, values,
+    checks and messages; a ``trial.COL`` spec's values are those its column takes on these
+    trials.
 
     Examples
     --------
     >>> from bosaris_dask.conditions.tables import condition_table
-    >>> ids = xr.Dataset(coords={"model": ["m1", "m2"], "segment": ["s1", "s2"]})
+    >>> from bosaris_dask.trials.listed import ListedTrials
+    >>> trials = ListedTrials(np.array(["m1", "m2"]), np.array(["s1", "s2"]),
+    ...                       np.array([0, 1, 1]), np.array([0, 0, 1]), lambda g: g[None])
     >>> models = condition_table("model", ["m1", "m2"], {"g": ["f", "m"]})
     >>> segments = condition_table("segment", ["s1", "s2"], {"g": ["m", "f"]})
-    >>> cond = trial_conditions(ids, np.array([0, 1, 1]), np.array([0, 0, 1]),
-    ...                         [models, segments], ["model.g", "same.g"], lambda g: g[None])
+    >>> cond = trial_conditions(trials, [models, segments], ["model.g", "same.g"])
     >>> cond.labels[cond.cells[0, 2]], cond.cells.tolist()
     ({'model.g': 'm', 'same.g': 'different'}, [[1, 2, 3]])
-    >>> trials = condition_table("trial", ["m1", "m2", "m2"], {"phone": ["Y", "N", "Y"]},
+    >>> phones = condition_table("trial", ["m1", "m2", "m2"], {"phone": ["Y", "N", "Y"]},
     ...                          segments=["s1", "s1", "s2"])
-    >>> cond = trial_conditions(ids, np.array([0, 1, 1]), np.array([0, 0, 1]),
-    ...                         [models, trials], ["model.g", "trial.phone"], lambda g: g[None])
+    >>> cond = trial_conditions(trials, [models, phones], ["model.g", "trial.phone"])
     >>> [cond.labels[g]["trial.phone"] for g in cond.cells[0]]
     ['Y', 'N', 'Y']
     """
+    ids, model_of, segment_of = trials.ids, trials.model_of, trials.segment_of
     tables = list(tables)
     specs = parse_specs(by)
     base = side_conditions(ids, tables, specs)
@@ -118,7 +114,7 @@ def trial_conditions(
         else:  # same.COL: 0 "same", 1 "different"
             group += (m != s) * stride
     return CellConditions(base.by, base.values, base.model_codes, base.segment_codes,
-                          layout(group.astype(base.dtype)))  # fmt: skip
+                          trials.cells(group.astype(base.dtype)))  # fmt: skip
 
 
 def _trial_table(tables: Sequence[ConditionTable], spec: BySpec) -> ConditionTable:
@@ -186,4 +182,6 @@ def grid_trial_conditions(
         cells[model_of, segment_of] = group
         return cells
 
-    return trial_conditions(key, model_of, segment_of, tables, specs, in_grid)
+    trials = ListedTrials(key["model"].values, key["segment"].values, model_of, segment_of,
+                          in_grid)  # fmt: skip
+    return trial_conditions(trials, tables, specs)

@@ -20,6 +20,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import TrialError
+from bosaris_dask.trials.listed import ListedTrials
 
 __all__ = ["TrialQuality", "cell_terms", "trial_quality"]
 
@@ -86,33 +87,25 @@ class TrialQuality:
             )
 
 
-def trial_quality(
-    quality: xr.Dataset,
-    models: np.ndarray,
-    segments: np.ndarray,
-    model_of: np.ndarray,
-    segment_of: np.ndarray,
-    layout: Callable[[np.ndarray], np.ndarray],
-) -> TrialQuality:
-    """The quality of trials listed as (model, segment) positions among ``models`` and
-    ``segments``, each trial's positions placed in its cell by ``layout`` (per-trial values
-    -> the packed matrix, e.g. ``functools.partial(packed_cells, key_list)``).
+def trial_quality(quality: xr.Dataset, trials: ListedTrials) -> TrialQuality:
+    """The quality of listed trials, each trial's model and segment positions placed in its
+    cell.
 
     Examples
     --------
     >>> from bosaris_dask.trials import make_quality, quality_table
+    >>> from bosaris_dask.trials.listed import ListedTrials
     >>> q = make_quality(quality_table(["m1", "m2"], [[0.5], [1.5]]),
     ...                  quality_table(["s1"], [[2.0]]))
-    >>> tq = trial_quality(q, np.array(["m1", "m2"]), np.array(["s1", "s9"]),
-    ...                    np.array([1, 0, 0]), np.array([0, 1, 0]), lambda v: v[None])
-    >>> qm, qs = tq.cells()
+    >>> trials = ListedTrials(np.array(["m1", "m2"]), np.array(["s1", "s9"]),
+    ...                       np.array([1, 0, 0]), np.array([0, 1, 0]), lambda v: v[None])
+    >>> qm, qs = trial_quality(q, trials).cells()
     >>> qm[0].tolist(), qs[0].tolist()  # s9 has no quality: a zero row
     ([[1.5, 1.0], [0.5, 1.0], [0.5, 1.0]], [[2.0, 1.0], [0.0, 0.0], [2.0, 1.0]])
     """
-    model_of = np.asarray(model_of, dtype=np.int64)
-    segment_of = np.asarray(segment_of, dtype=np.int64)
-    return TrialQuality(quality, np.asarray(models), np.asarray(segments),
-                        layout(model_of), layout(segment_of))  # fmt: skip
+    cells = [trials.cells(np.asarray(of, dtype=np.int64))
+             for of in (trials.model_of, trials.segment_of)]  # fmt: skip
+    return TrialQuality(quality, np.asarray(trials.models), np.asarray(trials.segments), *cells)
 
 
 def cell_terms(qm: np.ndarray, W: np.ndarray, qs: np.ndarray) -> np.ndarray:

@@ -42,6 +42,7 @@ import xarray as xr
 from bosaris_dask.errors import MissingTrialsError, ParseError
 from bosaris_dask.io.text.collect import _Collector, first_repeat, trial_twice
 from bosaris_dask.trials import make_key, make_scores
+from bosaris_dask.trials.listed import ListedTrials
 
 __all__ = [
     "TrialList", "pack", "joined", "as_packed", "packed_cells", "unpacked", "on_grid",
@@ -102,6 +103,12 @@ class TrialList:
             collector.line_of,
             collector.kind,
         )
+
+    def listed(self, width: int | None = None) -> ListedTrials:
+        """The records as listed trials, packed ``width`` to a row (:func:`packed_cells`)."""
+        layout = functools.partial(packed_cells, self, width=width)
+        return ListedTrials(self.models, self.segments, self.model_codes, self.segment_codes,
+                            layout)  # fmt: skip
 
     def positions_in(self, models: Any, segments: Any) -> tuple[np.ndarray, np.ndarray]:
         """Each record's model and segment positions among other ids (-1: not there)."""
