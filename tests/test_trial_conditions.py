@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import dask
 import numpy as np
@@ -214,7 +215,10 @@ def test_bad_trial_specs_and_tables():
     with pytest.raises(TrialError, match="b: trial column 'y' is also in <memory>"):
         metrics.evaluate(scores, key, conditions=[a, b], by=["trial.y"])
     with dask.config.set({"bosaris_dask.trial-cells": 3}):
-        with pytest.raises(OptionError, match=r"a grid of 2 x 2 cells has more than 3 "):
+        with pytest.raises(
+            OptionError,
+            match=r"a grid of 2 x 2 cells has more than 3 .*DASK_BOSARIS_DASK__TRIAL_CELLS=4 ",
+        ):
             metrics.evaluate(scores, key, conditions=[a], by=["trial.y"])
     with pytest.raises(TrialError, match=r"duplicate trial \('m1', 's1'\)"):
         condition_table("trial", ["m1", "m1"], {"y": ["Y", "N"]}, segments=["s1", "s1"])
@@ -249,3 +253,26 @@ def test_trial_tables_from_text_zarr_and_hdf5(tmp_path):
         assert (table.side, table.ids.tolist(), table.segments.tolist()) == (
             "trial", ["m1", "m1"], ["s1", "s2"])  # fmt: skip
         assert table.columns["y"].tolist() == ["1", "0"]
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        ("segment\tmodel\ty", "starts its header 'model<TAB>segment', not 'segment<TAB>model'"),
+        ("model segment y", "not 'model segment y' (the fields are separated by tabs, not spaces)"),
+        ("model\tsegment\ty\t", "an empty column name in the header (a tab too many?)"),
+    ],
+)
+def test_a_trial_table_s_header_mistakes_are_named(tmp_path, header, message):
+    (tmp_path / "t.tsv").write_text(f"{header}\nm1\ts1\tY\n")
+    with pytest.raises(ParseError, match=re.escape(message)):
+        read_condition_table(tmp_path / "t.tsv")
+
+
+def test_a_side_spec_of_a_trial_column_points_to_trial_col():
+    key = make_key(["m1"], ["s1", "s2"], [[1, -1]])
+    trials = condition_table("trial", ["m1", "m1"], {"c1": ["Y", "N"]}, segments=["s1", "s2"])
+    with pytest.raises(OptionError, match=r"'c1' is a column of the table of trials <memory> "
+                       r"\(header 'model<TAB>segment'\): --by trial.c1"):  # fmt: skip
+        metrics.evaluate(make_scores(["m1"], ["s1", "s2"], [[1.0, 0.0]]), key,
+                         conditions=[trials], by=["model.c1"])  # fmt: skip

@@ -66,7 +66,7 @@ def condition_arguments(parser: argparse.ArgumentParser, cprimary: bool = True) 
     parser.add_argument(
         "--conditions", action="append", metavar="TABLE",
         help="a condition table (tab-separated, header 'model' or 'segment' then attribute "
-        "columns, or 'model segment' then columns of each trial; or zarr/HDF5); repeat for "
+        "columns, or 'model', 'segment' then columns of each trial; or zarr/HDF5); repeat for "
         "several tables",
     )  # fmt: skip
     parser.add_argument(

@@ -169,8 +169,9 @@ def grid_trial_conditions(
         spec = next(s for s in specs if s.kind == TRIAL)
         raise OptionError(
             f"--by {spec}: a grid of {n_m} x {n_s} cells has more than {limit:,} "
-            "(bosaris_dask.trial-cells) to hold each cell's condition: give the trials as a "
-            "text list (read packed), or raise the limit"
+            f"(bosaris_dask.trial-cells) to hold each cell's condition, 2 bytes a cell; "
+            f"where memory allows, raise the limit (e.g. DASK_BOSARIS_DASK__TRIAL_CELLS="
+            f"{n_m * n_s} in the environment)"
         )
     if "trial_mask" not in key:
         raise OptionError(f"--by {specs[0]}: trial conditions need a key (its trials)")

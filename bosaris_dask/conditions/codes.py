@@ -233,8 +233,12 @@ def _column(cols: dict, side: str, spec: BySpec, tables: Sequence[ConditionTable
     if spec.column not in cols[side]:
         have = ", ".join(sorted(cols[side])) or "none"
         files = ", ".join(t.source for t in tables if t.side == side) or "no table"
+        trial = [t.source for t in tables if t.side == TRIAL and spec.column in t.columns]
+        hint = (f"; {spec.column!r} is a column of the table of trials {trial[0]} (header "
+                f"'model<TAB>segment'): --by trial.{spec.column}" if trial else "")  # fmt: skip
         raise OptionError(
-            f"--by {spec}: no {side} column {spec.column!r} ({side} columns: {have}; in {files})"
+            f"--by {spec}: no {side} column {spec.column!r} ({side} columns: {have}; in "
+            f"{files}{hint})"
         )
     return cols[side][spec.column][0]
 

@@ -305,16 +305,25 @@ def _check_header(header: list[str], path: Path, lineno: int) -> None:
     names = [h.strip() for h in header]
     header[:] = names
     if names[0] not in SIDES:
+        spaced = names[0].split()
+        why = (" (the fields are separated by tabs, not spaces)"
+               if len(spaced) > 1 and spaced[0] in SIDES else "")  # fmt: skip
         raise ParseError(
-            f"the header's first field names the side ('model' or 'segment'), not {names[0]!r}",
-            path=path, line=lineno,
+            f"the header's first field names the side ('model' or 'segment'), not "
+            f"{names[0]!r}{why}", path=path, line=lineno,
         )  # fmt: skip
+    if names[:2] == ["segment", "model"]:
+        raise ParseError("a table of trials starts its header 'model<TAB>segment', not "
+                         "'segment<TAB>model'", path=path, line=lineno)  # fmt: skip
     n_id = 2 if _is_trial_header(names) else 1
     if len(names) <= n_id:
         raise ParseError("the header names no attribute column", path=path, line=lineno)
     seen: set[str] = set()
     for name in names[n_id:]:
-        if not name or name in SIDES or name in seen:
+        if not name:
+            raise ParseError("an empty column name in the header (a tab too many?)",
+                             path=path, line=lineno)  # fmt: skip
+        if name in SIDES or name in seen:
             raise ParseError(f"bad or repeated column name {name!r}", path=path, line=lineno)
         seen.add(name)
 

@@ -233,8 +233,9 @@ def _detect_layout(
         if len(tokens) > 3 and extra and all(t in (b"Y", b"N") for t in extra):
             hint = (" (a NIST SRE08 trial key with Y/N condition columns, as Kaldi's sre08 "
                     "recipe keeps it? keep the first three: cut -d' ' -f1-3; for per-condition "
-                    "metrics, make the columns a --conditions table of trials, header 'model "
-                    "segment COL...', and give --by trial.COL)")  # fmt: skip
+                    "metrics, make the columns a --conditions table of trials, tab-separated "
+                    "with the header 'model<TAB>segment<TAB>COL...', and give --by "
+                    "trial.COL)")  # fmt: skip
         raise ParseError(f"expected {expected[0]} fields for {kind}, found {len(tokens)}{hint}",
                          path=path, line=lineno)  # fmt: skip
     fields: tuple[tuple[str, int], ...] = (("model", 0), ("segment", 1))
