@@ -44,8 +44,8 @@ key                    default     meaning
                                    the threaded scheduler; a cluster keeps the chunks)
 ``trial-cells``        134217728   the most cells of a grid whose trials' own conditions
                                    (``--by trial.COL``) are held in memory, 2 bytes a cell
-                                   (:mod:`bosaris_dask.conditions.codes`); a longer trial list
-                                   is read packed
+                                   (:mod:`bosaris_dask.conditions.cells`); a larger grid is
+                                   refused (a sparse text list, read packed, has no grid)
 ``worker-malloc``      1           a worker process started with distributed's
                                    ``MALLOC_TRIM_THRESHOLD_=65536`` raises glibc's mmap and trim
                                    thresholds at its first pass task (:mod:`bosaris_dask.malloc`);

@@ -216,9 +216,9 @@ def test_cli_packs_with_the_bootstrap_and_reports_the_grids_intervals(tmp_path, 
     (["--resample", "model.lang"], "--resample model.lang: no model column 'lang' in the "
      "condition tables (model columns: g, spk; 'lang' is a segment column)"),
     (["--resample", "model.spk", "--resample", "model.g"], "--resample: one spec per side"),
-    (["--resample", "segment.spk", "--missing"], "s.tsv: 1 segment ids of the key are not in "
+    (["--resample", "segment.spk", "--missing"], "s.tsv: 1 segment id of the key is not in "
      "the table, e.g. 'u5'"),
-    (["--resample", "model.spk", "--missing", "--by", "segment.lang"], "s.tsv: 1 segment ids"),
+    (["--resample", "model.spk", "--missing", "--by", "segment.lang"], "s.tsv: 1 segment id of"),
     (["--resample", "model.spk", "--bootstrap", "1"], "--bootstrap must be"),
     ([], "--bootstrap needs --resample"),
     # a bad --by table and a bad option: the option first, both ways (packed lists read the

@@ -269,7 +269,7 @@ def test_cli_conditions_json(files, capsys):
         (["--by", "model.g", "--conditions", "DUP"], ":4: duplicate model id 'm1'"),
         (
             ["--by", "model.g", "--conditions", "SHORT"],
-            "model ids of the key are not in the table, e.g. 'm5'",
+            "1 model id of the key is not in the table, e.g. 'm5'",
         ),
     ],
 )

@@ -151,7 +151,7 @@ def test_codes_match_direct_lookup(specs):
 def test_code_errors():
     key = _key()
     models = condition_table("model", ["m0", "m1"], {"g": ["f", "m"]}, source="m.tsv")
-    with pytest.raises(TrialError, match=r"^m.tsv: 1 model ids of the key are not in the table, "
+    with pytest.raises(TrialError, match=r"^m.tsv: 1 model id of the key is not in the table, "
                        r"e.g. 'm2'$"):  # fmt: skip
         condition_codes(key, [models], ["model.g"])
     models = condition_table("model", ["m0", "m1", "m2"], {"g": ["f", "m", "f"]}, source="m.tsv")
@@ -183,7 +183,7 @@ def test_text_tables_in_gzip_with_a_byte_order_mark_or_bad_bytes(tmp_path):
     with pytest.raises(ParseError, match=r"latin.tsv:2: not UTF-8 text"):
         read_condition_table(tmp_path / "latin.tsv")
     (tmp_path / "cut.tsv.gz").write_bytes(gzip.compress(b"model\tg\nm1\tf\n" * 50)[:30])
-    with pytest.raises(ParseError, match=r"cut.tsv.gz: not a complete gzip file"):
+    with pytest.raises(ParseError, match=r"cut.tsv.gz: not a readable gzip file"):
         read_condition_table(tmp_path / "cut.tsv.gz")
 
 
@@ -234,7 +234,7 @@ def test_text_tables_with_lone_cr_line_ends_and_a_corrupt_gzip(tmp_path):
     data = bytearray(gzip.compress(b"model\tg\n" + b"m1\tf\n" * 200))
     data[20:60] = bytes(b ^ 0xFF for b in data[20:60])  # was a zlib.error traceback
     (tmp_path / "bad.tsv.gz").write_bytes(bytes(data))
-    with pytest.raises(ParseError, match="bad.tsv.gz: not a complete gzip file"):
+    with pytest.raises(ParseError, match="bad.tsv.gz: not a readable gzip file"):
         read_condition_table(tmp_path / "bad.tsv.gz")
 
 
@@ -284,7 +284,7 @@ def test_info_describes_condition_tables_and_their_coverage_of_a_key(tmp_path, c
     (tmp_path / "t.tsv").write_text("model\tsegment\tphone\nm1\ts1\tY\nm2\ts2\tY\n")
     assert main(["info", str(tmp_path / "t.tsv"), "--key", str(tmp_path / "key.zarr")]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == (
-        f"key:         not covered: {tmp_path / 't.tsv'}: 1 trials of the key are not in the "
+        f"key:         not covered: {tmp_path / 't.tsv'}: 1 trial of the key is not in the "
         "table of trials, e.g. ('m2', 's1')"
     )
     assert main(["info", str(tmp_path / "headed.txt")]) == 0  # a key with a header: no table
@@ -346,3 +346,21 @@ def test_the_plain_parse_takes_a_clean_file(tmp_path):
     table = _parsed_plain(data, tmp_path / "t.tsv")
     assert table is not None and table.lines.tolist() == [2, 3]
     assert _parsed_plain(b"model\tg\nm1\tf\n\nm2\tm\n", tmp_path / "b.tsv") is None  # blank line
+
+
+def test_info_of_trial_files_with_headers_in_another_order_and_a_corrupt_gzip(tmp_path, capsys):
+    # a review found them read as condition tables (a traceback for the gzip)
+    import gzip
+
+    from bosaris_dask.cli import main
+
+    (tmp_path / "sm.txt").write_text("segment\tmodel\tscore\ns1\tm1\t0.5\n")
+    (tmp_path / "ms.txt").write_text("model\tscore\tsegment\nm1\t0.5\ts1\n")
+    for name in ("sm.txt", "ms.txt"):
+        assert main(["info", str(tmp_path / name)]) == 0
+        assert "kind:        scores" in capsys.readouterr().out
+    (tmp_path / "bad.gz").write_bytes(gzip.compress(b"model\tg\nm1\tf\n" * 100)[:25])
+    assert main(["info", str(tmp_path / "bad.gz")]) != 0
+    assert "bad.gz: not a readable gzip file" in capsys.readouterr().err
+    (tmp_path / "m.table").write_bytes(gzip.compress(b"model\tg\nm1\tf\n"))  # gzip, any name
+    assert read_condition_table(tmp_path / "m.table").columns["g"].tolist() == ["f"]

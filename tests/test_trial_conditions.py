@@ -198,7 +198,7 @@ def test_a_trial_missing_from_the_table_is_named(tmp_path, monkeypatch, capsys, 
             "--conditions", str(tmp_path / "t.tsv"), "--by", "trial.phone", "-q"]  # fmt: skip
     assert main(argv) != 0
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err == (f"bosaris-dask: error: {tmp_path / 't.tsv'}: 1 trials of the key are not in "
+    assert err == (f"bosaris-dask: error: {tmp_path / 't.tsv'}: 1 trial of the key is not in "
                    f"the table of trials, e.g. {tuple(first_key_trial)}")  # fmt: skip
 
 
@@ -214,6 +214,9 @@ def test_bad_trial_specs_and_tables():
     scores = make_scores(["m1", "m2"], ["s1", "s2"], [[1, 0], [0, 1]])
     with pytest.raises(TrialError, match="b: trial column 'y' is also in <memory>"):
         metrics.evaluate(scores, key, conditions=[a, b], by=["trial.y"])
+    with dask.config.set({"bosaris_dask.trial-cells": 3}):  # a spec's typo first
+        with pytest.raises(OptionError, match=r"--by trial.nope: no trial column 'nope'"):
+            metrics.evaluate(scores, key, conditions=[a], by=["trial.nope"])
     with dask.config.set({"bosaris_dask.trial-cells": 3}):
         with pytest.raises(
             OptionError,

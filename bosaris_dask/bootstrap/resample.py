@@ -43,8 +43,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bosaris_dask.conditions.tables import SIDES, ConditionTable
-from bosaris_dask.errors import OptionError, TrialError
+from bosaris_dask.conditions.tables import SIDES, ConditionTable, ids_missing
+from bosaris_dask.errors import OptionError
 
 __all__ = ["ResampleSpec", "parse_resample", "SideGroups", "resample_groups", "multiplicities",
            "METHODS"]  # fmt: skip
@@ -128,10 +128,7 @@ def _side_codes(
     where = pd.Index(table.ids).get_indexer(ids)
     absent = np.flatnonzero(where < 0)
     if len(absent):
-        raise TrialError(
-            f"{table.source}: {len(absent):,} {spec.side} ids of the key are not in the table, "
-            f"e.g. {ids[absent[0]]!r}"
-        )
+        raise ids_missing(table, spec.side, ids, absent)
     values = table.columns[spec.column][where].astype(str)
     vocab, codes = np.unique(values, return_inverse=True)
     if len(vocab) == 1 and len(values) > 0:

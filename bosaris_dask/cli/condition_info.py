@@ -2,15 +2,14 @@
 covers the key's ids (or trials) as ``--by`` needs them, before a long evaluation finds out.
 
 A tab-separated text file is taken for a condition table when its header's first field names
-a side and the trial readers would not take the line for the header of a trial file:
-``model<TAB>speaker`` (no segment column), or ``model<TAB>segment<TAB>phone`` whose other
-columns name no score or label. ``--kind conditions`` says so for any table (zarr, HDF5 too).
+a side and the line names no model and segment columns as a trial file's header does
+(``model<TAB>speaker``), or is ``model<TAB>segment<TAB>phone`` whose other columns name no
+score or label (a table of trials). ``--kind conditions`` says so for any table (zarr, HDF5 too).
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
 from pathlib import Path
 from typing import Any
 
@@ -33,39 +32,25 @@ def is_condition_table(path: str) -> bool:
     >>> import pathlib, tempfile
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (d / "m.tsv").write_text("model\\tspeaker\\nm1\\tspk1\\n")
-    >>> _ = (d / "k.txt").write_text("model\\tsegment\\tlabel\\nm1\\ts1\\ttarget\\n")
+    >>> _ = (d / "k.txt").write_text("segment\\tmodel\\tlabel\\ns1\\tm1\\ttarget\\n")
     >>> is_condition_table(str(d / "m.tsv")), is_condition_table(str(d / "k.txt"))
     (True, False)
     """
-    from bosaris_dask.io.text.layout import _ROLE_OF_NAME
+    from bosaris_dask.io.text.layout import _ROLE_OF_NAME, _first_nonblank_line
 
-    header = _first_line(Path(path))
-    if header is None or "\t" not in header:
+    if not Path(path).is_file():
         return False
-    names = [n.strip() for n in header.split("\t")]
-    if names[0] not in SIDES:
-        return False
-    roles = [_ROLE_OF_NAME.get(n.lower()) for n in names[1:]]
-    if names[:2] == list(SIDES):
-        return len(names) > 2 and not any(r in ("score", "label") for r in roles[1:])
-    return roles[0] != "segment"
-
-
-def _first_line(path: Path) -> str | None:
-    """The first non-blank line of a regular (or gzip) text file, else None."""
-    if not path.is_file():
-        return None
     try:
-        with open(path, "rb") as f:
-            gz = f.read(2) == b"\x1f\x8b"
-        with gzip.open(path, "rb") if gz else open(path, "rb") as f:
-            for _, raw in zip(range(64), f, strict=False):
-                line = raw.decode("utf-8").removeprefix("\ufeff").rstrip("\r\n")
-                if line.strip():
-                    return line
-    except (OSError, UnicodeDecodeError, EOFError):
-        return None
-    return None
+        header = _first_nonblank_line(path)[0].decode("utf-8")
+    except (BosarisError, UnicodeDecodeError):
+        return False  # the trial readers say what is wrong
+    names = [n.strip() for n in header.split("\t")]
+    roles = {_ROLE_OF_NAME.get(n.lower()) for n in names}
+    if len(names) < 2 or names[0] not in SIDES:
+        return False
+    if {"model", "segment"} <= roles:  # a trial file's header, whatever its order, unless
+        return names[:2] == list(SIDES) and not roles & {"score", "label"}  # a table of trials
+    return True
 
 
 def cmd_condition_info(args: argparse.Namespace) -> int:

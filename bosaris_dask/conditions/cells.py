@@ -18,6 +18,7 @@ Examples
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,7 @@ from bosaris_dask import config
 from bosaris_dask.conditions.codes import (
     BySpec,
     Conditions,
+    ConditionWarning,
     parse_specs,
     side_conditions,
 )
@@ -91,7 +93,7 @@ def trial_conditions(
     tables = list(tables)
     specs = parse_specs(by)
     base = side_conditions(ids, tables, specs)
-    trial: dict[int, tuple[tuple[str, ...], np.ndarray]] = {}
+    own: dict[int, tuple[tuple[str, ...], np.ndarray]] = {}  # trial specs: values, codes
     rows: dict[int, np.ndarray] = {}  # each table of trials' row of every trial, found once
     for k, spec in enumerate(specs):
         if spec.kind == TRIAL:
@@ -99,22 +101,23 @@ def trial_conditions(
             if id(table) not in rows:
                 rows[id(table)] = _rows_of(ids, model_of, segment_of, table)
             codes, vocab = pd.factorize(table.columns[spec.column][rows[id(table)]], sort=True)
-            trial[k] = (tuple(str(v) for v in vocab), codes.astype(np.int64))
-    values = tuple(trial[k][0] if k in trial else v for k, v in enumerate(base.values))
+            own[k] = (tuple(str(v) for v in vocab), codes)
+    rows.clear()
+    values = tuple(own[k][0] if k in own else v for k, v in enumerate(base.values))
     base = Conditions(base.by, values, base.model_codes, base.segment_codes)
-    group = np.zeros(len(model_of), dtype=np.int64)
+    group = np.zeros(len(model_of), dtype=base.dtype)  # every digit fits: n_conditions does
     for k, (spec, stride) in enumerate(zip(base.by, base.strides.tolist(), strict=True)):
-        m, s = base.model_codes[model_of, k], base.segment_codes[segment_of, k]
-        if spec.kind == "model":
-            group += m * stride
+        if spec.kind == TRIAL:
+            digit = own.pop(k)[1]
+        elif spec.kind == "model":
+            digit = base.model_codes[model_of, k]
         elif spec.kind == "segment":
-            group += s * stride
-        elif spec.kind == TRIAL:
-            group += trial[k][1] * stride
+            digit = base.segment_codes[segment_of, k]
         else:  # same.COL: 0 "same", 1 "different"
-            group += (m != s) * stride
+            digit = base.model_codes[model_of, k] != base.segment_codes[segment_of, k]
+        group += (digit * stride).astype(base.dtype)
     return CellConditions(base.by, base.values, base.model_codes, base.segment_codes,
-                          trials.cells(group.astype(base.dtype)))  # fmt: skip
+                          trials.cells(group))  # fmt: skip
 
 
 def _trial_table(tables: Sequence[ConditionTable], spec: BySpec) -> ConditionTable:
@@ -151,8 +154,11 @@ def _rows_of(
         first = int(missing[0])
         pair = (str(ids["model"].values[model_of[first]]),
                 str(ids["segment"].values[segment_of[first]]))  # fmt: skip
-        raise TrialError(f"{table.source}: {len(missing):,} trials of the key are not in the "
-                         f"table of trials, e.g. {pair}")  # fmt: skip
+        n = len(missing)
+        many = n > 1
+        raise TrialError(f"{table.source}: {n:,} trial{'s' * many} of the key "
+                         f"{'are' if many else 'is'} not in the table of trials, "
+                         f"e.g. {pair}")  # fmt: skip
     return inside[at]
 
 
@@ -163,20 +169,29 @@ def grid_trial_conditions(
     (at most ``bosaris_dask.trial-cells`` cells; cells that are not trials get 0). The key's
     trial mask is computed for it."""
     tables, specs = list(tables), parse_specs(by)
+    with warnings.catch_warnings():  # every spec checked before the trials are read (its
+        warnings.simplefilter("ignore", ConditionWarning)  # warnings: by trial_conditions)
+        side_conditions(key, tables, specs)
+    for spec in (s for s in specs if s.kind == TRIAL):
+        _trial_table(tables, spec)
     n_m, n_s = key.sizes["model"], key.sizes["segment"]
     limit = config.get("trial-cells")
     if n_m * n_s > limit:
         spec = next(s for s in specs if s.kind == TRIAL)
         raise OptionError(
             f"--by {spec}: a grid of {n_m} x {n_s} cells has more than {limit:,} "
-            f"(bosaris_dask.trial-cells) to hold each cell's condition, 2 bytes a cell; "
-            f"where memory allows, raise the limit (e.g. DASK_BOSARIS_DASK__TRIAL_CELLS="
+            f"(bosaris_dask.trial-cells) to hold each cell's condition (2 bytes a cell, 3 while "
+            f"made); where memory allows, raise the limit (e.g. DASK_BOSARIS_DASK__TRIAL_CELLS="
             f"{n_m * n_s} in the environment)"
         )
     if "trial_mask" not in key:
         raise OptionError(f"--by {specs[0]}: trial conditions need a key (its trials)")
     mask = key["trial_mask"].data != 0
-    model_of, segment_of = np.nonzero(compute(mask) if isinstance(mask, da.Array) else mask)
+    positions = np.nonzero(compute(mask) if isinstance(mask, da.Array) else mask)
+    del mask
+    model_of, segment_of = (p.astype(np.int32 if len(p) and p.max() < 2**31 else np.int64)
+                            for p in positions)  # fmt: skip
+    del positions
 
     def in_grid(group: np.ndarray) -> np.ndarray:
         cells = np.zeros((n_m, n_s), dtype=group.dtype)

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bosaris_dask.conditions.tables import SIDES, TRIAL, ConditionTable
+from bosaris_dask.conditions.tables import SIDES, TRIAL, ConditionTable, ids_missing
 from bosaris_dask.errors import OptionError, TrialError
 from bosaris_dask.inline_blocks import blockwise, per_block
 
@@ -217,10 +217,7 @@ def _side_columns(
         where = pd.Index(table.ids).get_indexer(ids)
         absent = np.flatnonzero(where < 0)
         if len(absent):
-            raise TrialError(
-                f"{table.source}: {len(absent):,} {table.side} ids of the key are not in the "
-                f"table, e.g. {ids[absent[0]]!r}"
-            )
+            raise ids_missing(table, table.side, ids, absent)
         for name, values in table.columns.items():
             if name in out[table.side]:
                 other = out[table.side][name][1].source

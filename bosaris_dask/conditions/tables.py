@@ -15,7 +15,8 @@ columns, a same-phone-number flag)::
     m1	s1	Y
     m1	s2	N
 
-It can also be a zarr store or HDF5 file holding a 1-D array of ids named after the side
+A gzip-compressed file (told by its first bytes) is decompressed as it is read. It can also
+be a zarr store or HDF5 file holding a 1-D array of ids named after the side
 (``model`` or ``segment``; or ``ids`` with the attribute ``side``; both ``model`` and ``segment``
 for a trial table) and one 1-D array per attribute. Values are strings (numbers are read as
 their text).
@@ -43,7 +44,9 @@ import pandas as pd
 
 from bosaris_dask.errors import ParseError, StoreError, TrialError
 
-__all__ = ["ConditionTable", "condition_table", "read_condition_table", "SIDES", "TRIAL"]
+__all__ = [
+    "ConditionTable", "condition_table", "read_condition_table", "ids_missing", "SIDES", "TRIAL",
+]  # fmt: skip
 
 #: The two sides of a trial, as named in a table's header.
 SIDES = ("model", "segment")
@@ -141,11 +144,27 @@ def condition_table(
     return ConditionTable(side, id_arr, cols, source, line_arr, seg_arr)
 
 
+def ids_missing(
+    table: ConditionTable, side: str, ids: np.ndarray, absent: np.ndarray
+) -> TrialError:
+    """The error for the key's ``side`` ids that ``table`` lacks (``absent``: their positions in
+    ``ids``).
+
+    >>> table = condition_table("model", ["m1"], {"g": ["f"]})
+    >>> str(ids_missing(table, "model", np.array(["m1", "m2"]), np.array([1])))
+    "<memory>: 1 model id of the key is not in the table, e.g. 'm2'"
+    """
+    n, first = len(absent), str(ids[absent[0]])
+    many = n > 1
+    return TrialError(f"{table.source}: {n:,} {side} id{'s' * many} of the key "
+                      f"{'are' if many else 'is'} not in the table, e.g. {first!r}")  # fmt: skip
+
+
 def _texts(values: Iterable[Any]) -> np.ndarray:
-    """``values`` as an object array of ``str`` (as they are, where they are already)."""
+    """``values`` as an object array of ``str`` (a copy; no conversion where they are)."""
     if isinstance(values, np.ndarray) and values.dtype == object and values.ndim == 1:
         if pd.api.types.infer_dtype(values, skipna=False) == "string":
-            return values
+            return values.copy()
     return np.asarray([str(v) for v in values], dtype=object)
 
 
@@ -182,8 +201,10 @@ def read_condition_table(path: str | os.PathLike[str]) -> ConditionTable:
 
 
 def _read_text(path: Path) -> ConditionTable:
-    with _open_bytes(path) as f:
-        data = _whole(f, path)
+    from bosaris_dask.io.text.layout import _open  # gzip by its magic bytes, as trial files
+
+    with _open(path) as f:
+        data = f.read()
     return _parsed_plain(data, path) or _parsed_checked(data, path)
 
 
@@ -278,27 +299,6 @@ def _table_of(header: list[str], values: np.ndarray, lines: Any, path: Path) -> 
     return condition_table(TRIAL if n_id == 2 else header[0], values[:, 0], columns,
                            source=str(path), lines=lines,
                            segments=values[:, 1] if n_id == 2 else None)  # fmt: skip
-
-
-def _open_bytes(path: Path) -> Any:
-    """``path`` opened for reading lines as bytes; a ``.gz`` file through gzip."""
-    if path.suffix == ".gz":
-        import gzip
-
-        return gzip.open(path, "rb")
-    return open(path, "rb")
-
-
-def _whole(f: Any, path: Path) -> bytes:
-    """The bytes of ``f`` (a table is one row per id: read whole); a broken gzip stream is a
-    ParseError naming the file."""
-    import gzip
-    import zlib
-
-    try:
-        return f.read()
-    except (gzip.BadGzipFile, EOFError, zlib.error) as err:
-        raise ParseError(f"not a complete gzip file ({err or 'truncated'})", path=path) from None
 
 
 def _check_header(header: list[str], path: Path, lineno: int) -> None:

@@ -19,6 +19,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -49,7 +50,7 @@ class ListedTrials:
     segment_of: np.ndarray
     layout: Callable[[np.ndarray], np.ndarray]
 
-    @property
+    @functools.cached_property
     def ids(self) -> xr.Dataset:
         """The ids as a Dataset's ``model`` and ``segment`` coordinates."""
         return xr.Dataset(coords={"model": self.models, "segment": self.segments})

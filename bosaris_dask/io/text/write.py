@@ -185,25 +185,31 @@ def write_trial_lines(trials: TrialList, path: str | os.PathLike[str]) -> int:
     b a target
     """
     scores = trials.values if trials.kind == "scores" else None
-    return _write_records(trials, np.arange(len(trials.values)), path, scores)
+    return _write_records(trials, None, path, scores)
 
 
 def _write_records(
-    trials: TrialList, rows: np.ndarray, path: Any, scores: np.ndarray | None, why: str = ""
+    trials: TrialList,
+    rows: np.ndarray | None,
+    path: Any,
+    scores: np.ndarray | None,
+    why: str = "",
 ) -> int:
-    """Write the records ``rows`` of ``trials`` as lines, with ``scores`` (one per record) if
-    given, else as the list's kind says; ``why``: what an empty output means."""
+    """Write the records ``rows`` of ``trials`` (``None``: all, in slices) as lines, with
+    ``scores`` (one per record) if given, else as the list's kind says; ``why``: what an empty
+    output means."""
     models = _writable_ids(trials.models, "model", False)
     segments = _writable_ids(trials.segments, "segment", False)
-    if not rows.size:
+    n = len(trials.values) if rows is None else rows.size
+    if not n:
         raise TrialError(f"{path}: no trial to write{why}; nothing was written")
     end = "\n" if trials.kind == "ndx" and scores is None else " "
     model_piece = np.array([m + " " for m in models], dtype=object)
     segment_piece = np.array([g + end for g in segments], dtype=object)
     label_piece = np.array(["nontarget\n", "target\n"], dtype=object)
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
-        for k in range(0, rows.size, _WRITE_LINES):
-            r = rows[k : k + _WRITE_LINES]
+        for k in range(0, n, _WRITE_LINES):
+            r = slice(k, k + _WRITE_LINES) if rows is None else rows[k : k + _WRITE_LINES]
             m, g = trials.model_codes[r], trials.segment_codes[r]
             pieces: list[Any] = [model_piece[m], segment_piece[g]]
             if scores is not None:
@@ -211,7 +217,7 @@ def _write_records(
             elif trials.kind == "key":
                 pieces.append(label_piece[(np.asarray(trials.values[r]) > 0).astype(np.intp)])
             f.write(_join_lines(pieces))
-    return int(rows.size)
+    return int(n)
 
 
 def _join_lines(pieces: list[Any]) -> bytes:
