@@ -56,7 +56,7 @@ class CellConditions(Conditions):
 
     def possible_groups(self, limit: int = 1 << 22) -> np.ndarray:
         """The conditions of the cells, ascending (padding cells' 0 too: a superset)."""
-        return np.unique(self.cells)
+        return np.flatnonzero(np.bincount(self.cells.ravel(), minlength=self.n_conditions))
 
     def group_index(self, chunks: Any) -> da.Array:
         """The condition of every cell, a ``(rows, columns)`` array in ``chunks``."""
