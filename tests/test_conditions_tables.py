@@ -258,6 +258,7 @@ def test_every_entry_point_takes_one_spec_or_table_as_a_string(tmp_path):
     assert one.identical(listed)
 
 
+@pytest.mark.filterwarnings("ignore:The data type .* does not have a Zarr V3 specification")
 def test_info_describes_condition_tables_and_their_coverage_of_a_key(tmp_path, capsys):
     from bosaris_dask.cli import main
     from bosaris_dask.io import write
@@ -286,6 +287,13 @@ def test_info_describes_condition_tables_and_their_coverage_of_a_key(tmp_path, c
     assert capsys.readouterr().out.splitlines()[-1] == (
         f"key:         not covered: {tmp_path / 't.tsv'}: 1 trial of the key is not in the "
         "table of trials, e.g. ('m2', 's1')"
+    )
+    z = zarr.open_group(str(tmp_path / "m.zarr"), mode="w")  # a store, told by its arrays
+    z.create_array("model", data=np.array([b"m1", b"m2"]))
+    z.create_array("g", data=np.array([b"f", b"m"]))
+    assert main(["info", str(tmp_path / "m.zarr"), "--key", str(tmp_path / "key.zarr")]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "key:         every one of its 2 model ids is in the table"
     )
     assert main(["info", str(tmp_path / "headed.txt")]) == 0  # a key with a header: no table
     assert "kind:        key" in capsys.readouterr().out

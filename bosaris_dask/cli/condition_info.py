@@ -4,7 +4,7 @@ covers the key's ids (or trials) as ``--by`` needs them, before a long evaluatio
 A tab-separated text file is taken for a condition table when its header's first field names
 a side and the line names no model and segment columns as a trial file's header does
 (``model<TAB>speaker``), or is ``model<TAB>segment<TAB>phone`` whose other columns name no
-score or label (a table of trials). ``--kind conditions`` says so for any table (zarr, HDF5 too).
+score or label (a table of trials); a zarr or HDF5 store when it reads as one.
 """
 
 from __future__ import annotations
@@ -38,6 +38,12 @@ def is_condition_table(path: str) -> bool:
     """
     from bosaris_dask.io.text.layout import _ROLE_OF_NAME, _first_nonblank_line
 
+    if Path(path).is_dir() or Path(path).suffix in (".zarr", ".h5", ".hdf5"):
+        try:  # a trial store is refused before its matrices are read
+            read_condition_table(path)
+        except (BosarisError, OSError, KeyError, TypeError, ValueError):
+            return False
+        return True
     if not Path(path).is_file():
         return False
     try:

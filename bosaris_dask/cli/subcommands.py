@@ -75,8 +75,7 @@ def _info(sub: Any) -> None:
     p.add_argument("path", help="file or store to describe")
     p.add_argument("--kind", choices=["key", "ndx", "scores", "conditions"],
                    help="what it holds (default: detected from the content; an Ndx stored "
-                   "with a signed mask, as SIDEKIT writes it, needs ndx; a zarr/HDF5 "
-                   "condition table needs conditions)")  # fmt: skip
+                   "with a signed mask, as SIDEKIT writes it, needs ndx)")  # fmt: skip
     p.add_argument(
         "--key",
         help="with scores: also count the key's trials with and without a score, and the "

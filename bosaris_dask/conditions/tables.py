@@ -334,6 +334,8 @@ def _is_trial_header(names: list[str]) -> bool:
 
 
 def _from_arrays(path: Path, arrays: Mapping[str, Any], attrs: Mapping[str, Any]) -> ConditionTable:
+    """The table of a store's arrays (zarr or h5py arrays, read here once their shapes are
+    checked: a trial store is refused before its matrices are read)."""
     if "bosaris_kind" in attrs:
         raise StoreError(f"{path}: a {attrs['bosaris_kind']} store, not a condition table")
     names = [n for n in SIDES if n in arrays]
@@ -349,25 +351,24 @@ def _from_arrays(path: Path, arrays: Mapping[str, Any], attrs: Mapping[str, Any]
             "(or 'ids' with the attribute side='model' or 'segment'), or both for a table of "
             "trials"
         )
-    ids = np.asarray(arrays[id_names[0]])
-    for name in id_names[1:]:
-        if np.shape(arrays[name]) != ids.shape:
-            raise StoreError(f"{path}: {name!r} has shape {np.shape(arrays[name])}, "
-                             f"the models {ids.shape}")  # fmt: skip
+    shape = tuple(arrays[id_names[0]].shape)
+    for name, arr in arrays.items():
+        if tuple(arr.shape) != shape or len(shape) != 1:
+            what = "the models" if name in id_names else "the ids"
+            raise StoreError(f"{path}: {name!r} has shape {tuple(arr.shape)}, {what} {shape}")
+    ids = np.asarray(arrays[id_names[0]][...])
     columns = {}
     for name, arr in arrays.items():
         if name in id_names:
             continue
-        values = np.asarray(arr)
-        if values.shape != ids.shape or values.ndim != 1:
-            raise StoreError(f"{path}: {name!r} has shape {values.shape}, the ids {ids.shape}")
+        values = np.asarray(arr[...])
         columns[name] = [_text(v) for v in values]
         missing = np.isnan(values) if values.dtype.kind in "fc" else np.zeros(len(values), bool)
         empty = [k for k, v in enumerate(columns[name]) if not v.strip() or missing[k]]
         if empty:  # a NaN of a float column is a missing value, as an empty text field
             first = _text(ids[empty[0]])
             raise StoreError(f"{path}: empty value in column {name!r} (id {first!r})")
-    segments = [_text(v) for v in arrays["segment"]] if side == TRIAL else None
+    segments = [_text(v) for v in arrays["segment"][...]] if side == TRIAL else None
     return condition_table(side, [_text(v) for v in ids], columns, source=str(path),
                            segments=segments)  # fmt: skip
 
@@ -383,17 +384,16 @@ def _read_zarr(path: Path) -> ConditionTable:
         group = zarr.open_group(str(path), mode="r")
     except Exception as err:  # zarr raises several types for a non-store
         raise StoreError(f"{path}: not a zarr condition table ({err})") from None
-    arrays = {name: arr[...] for name, arr in group.arrays()}
-    return _from_arrays(path, arrays, dict(group.attrs))
+    return _from_arrays(path, dict(group.arrays()), dict(group.attrs))
 
 
 def _read_hdf5(path: Path) -> ConditionTable:
     import h5py
 
     try:
-        with h5py.File(path, "r") as f:
-            arrays = {n: f[n][...] for n in f if isinstance(f[n], h5py.Dataset)}
-            attrs = {k: _text(v) for k, v in f.attrs.items()}
+        f = h5py.File(path, "r")
     except OSError as err:
         raise StoreError(f"{path}: not an HDF5 condition table ({err})") from None
-    return _from_arrays(path, arrays, attrs)
+    with f:
+        arrays = {n: f[n] for n in f if isinstance(f[n], h5py.Dataset)}
+        return _from_arrays(path, arrays, {k: _text(v) for k, v in f.attrs.items()})
