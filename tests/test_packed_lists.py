@@ -498,6 +498,7 @@ def _pack_without_a_grid(monkeypatch) -> None:
         raise AssertionError("the grid was built")
 
     monkeypatch.setattr("bosaris_dask.io.text.collect._assemble", no_grid)
+    monkeypatch.setattr("bosaris_dask.io.text.read._assemble", no_grid)  # its own binding
     monkeypatch.setattr("bosaris_dask.io.read", no_grid)
 
 
@@ -560,3 +561,24 @@ def test_info_of_a_sparse_score_list_with_its_key_counts_the_coverage_without_th
     scored = len(key & given)
     assert listed[0].endswith(f"({scored:,} with a score, {len(key) - scored:,} without)")
     assert listed[1].startswith(f"not in key:  {len(given) - scored:,} of {len(given):,}")
+
+
+def test_info_of_a_sparse_score_list_against_a_key_store_never_builds_the_list_s_grid(
+    tmp_path, monkeypatch, capsys
+):
+    from bosaris_dask import io
+
+    _lists(tmp_path)
+    lines = (tmp_path / "scores").read_text().splitlines()
+    (tmp_path / "fewer").write_text("\n".join(lines[5:]) + "\n")
+    io.write(io.read(tmp_path / "trials", "key"), tmp_path / "key.zarr")
+    argv = ["info", str(tmp_path / "fewer"), "--key", str(tmp_path / "key.zarr"), "-q"]
+    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 1 << 62)
+    assert main(argv) == 0
+    grid = capsys.readouterr().out.splitlines()[-2:]
+    read = io.read
+    _pack_without_a_grid(monkeypatch)
+    monkeypatch.setattr("bosaris_dask.io.read", read)  # the key store's own read
+    assert main(argv) == 0
+    listed = capsys.readouterr().out.splitlines()[-2:]
+    assert listed == grid and "with a score" in listed[0]

@@ -117,13 +117,16 @@ def cmd_info(args: argparse.Namespace) -> int:
     from bosaris_dask.io.text.packed import TrialList
 
     listed = _text_trials(args)
-    key = _key_list(args) if isinstance(listed, TrialList) else None
-    if isinstance(listed, TrialList) and (not args.key or key is not None):
+    if isinstance(listed, TrialList):  # a sparse list: never its grid
         _print_list_info(args, listed)
+        key = _key_list(args) if args.key else None
         if key is not None:
             _print_list_coverage(listed, key, args.key)
+        elif args.key:
+            with _opened(args, lambda: io.read(args.key, "key"), _size) as grid_key:
+                _print_list_coverage_of_grid(args, listed, grid_key)
         return 0
-    grid = None if isinstance(listed, TrialList) else listed  # (a sparse list, a dense key)
+    grid = listed
 
     def read() -> Any:
         return io.read(args.path, args.kind) if grid is None else grid
@@ -165,6 +168,21 @@ def _print_list_coverage(scores: Any, key: Any, key_path: str) -> None:
     _, given = joined(key, scores)
     scored, n_key, n_scores = int(given.sum()), len(key.values), len(scores.values)
     print(f"key trials:  {n_key:,} in {key_path} ({scored:,} with a score, "
+          f"{n_key - scored:,} without)")  # fmt: skip
+    print(f"not in key:  {n_scores - scored:,} of {n_scores:,} scores (evaluate ignores them)")
+
+
+def _print_list_coverage_of_grid(args: argparse.Namespace, scores: Any, key: Any) -> None:
+    """:func:`_print_coverage` of a sparse score list against a key store (or dense text key):
+    the key's labels looked up at the list's trials, not the list put on a grid."""
+    scores.refuse_duplicates()  # as the grid would
+    m, s = scores.positions_in(key["model"].values, key["segment"].values)
+    inside = np.flatnonzero((m >= 0) & (s >= 0))
+    mask = key["trial_mask"].data
+    labels, n_key = compute((mask.vindex[m[inside], s[inside]], (mask != 0).sum()),
+                            progress=_progress(args))  # fmt: skip
+    scored, n_key, n_scores = int(np.count_nonzero(labels)), int(n_key), len(scores.values)
+    print(f"key trials:  {n_key:,} in {args.key} ({scored:,} with a score, "
           f"{n_key - scored:,} without)")  # fmt: skip
     print(f"not in key:  {n_scores - scored:,} of {n_scores:,} scores (evaluate ignores them)")
 
