@@ -163,7 +163,9 @@ def evaluate(
         target ``f`` the threshold is the smallest observed score ``t`` with
         ``FMR(t) = #{non-targets >= t} / N_non <= f``; for an FNMR target the largest observed
         score with ``FNMR(t) = #{targets < t} / N_tar <= f``. Ties make the rates jump: the
-        achieved rate can lie well below the target (it is reported). A target below one error
+        achieved rate can lie well below the target (it is reported); where ties put more
+        non-targets than ``f`` allows on the highest score (no target above it), the FMR
+        threshold is ``+inf`` with FMR 0 and FNMR 1. A target below one error
         (``f < 1/N_non`` for FMR, ``f < 1/N_tar`` for FNMR) cannot be measured: NaN.
         Exact order statistics (:mod:`bosaris_dask.fixed_rates`), refined in the same passes
         as the hull (``attrs["passes"]`` does not grow, except when nothing else needed one).
