@@ -264,7 +264,8 @@ def _spoof(sub: Any) -> None:
              "Read ASVspoof 5 key and score files (the evaluation package's formats) or zarr "
              "stores, and print the challenge's metrics with its costs, exact at any scale. cm "
              "(track 1): minDCF, actDCF, the package's EER, ROCCH-EER, Cllr. sasv (track 2): "
-             "min a-DCF, min t-DCF, exact t-EER (in memory, up to 2e7 trials). --convert-dir DIR "
+             "min a-DCF, min t-DCF, exact t-EER (in memory up to 2e7 trials, from the passes "
+             "beyond). --convert-dir DIR "
              "converts the files to zarr stores instead; --set-dir DIR reads them.")  # fmt: skip
     p.add_argument("task", choices=["cm", "sasv"],
                    help="cm: 'filename cm-label' key and 'filename cm-score' scores; sasv: "

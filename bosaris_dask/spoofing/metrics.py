@@ -162,7 +162,9 @@ def cm_eer(bonafide: Any, spoof: Any) -> float:
     """The package's countermeasure EER (not the ROCCH-EER).
 
     The mean of Pmiss and Pfa at the threshold where ``|Pmiss - Pfa|`` is least; of several
-    such thresholds, the lowest. Bona fide is the positive class.
+    such thresholds, the lowest. The differences are compared in floating point, as the
+    evaluation package compares them: two equal in exact arithmetic can round apart, and the
+    lower one is taken. Bona fide is the positive class.
     """
     _, pmiss, pfa = miss_fa(bonafide, spoof)
     i = int(np.argmin(np.abs(pmiss - pfa)))  # argmin: the first (lowest threshold) on ties
@@ -221,7 +223,8 @@ def min_a_dcf(
 def asv_rates(target: Any, nontarget: Any, spoof: Any) -> AsvRates:
     """ASV rates at the ASV system's EER threshold (target vs non-target, rule of :func:`cm_eer`).
 
-    The threshold ``t`` is the lowest where ``|Pmiss - Pfa|`` is least; there, ``pmiss`` is the
+    The threshold ``t`` is the lowest where ``|Pmiss - Pfa|`` is least (in floating point, as
+    :func:`cm_eer` compares); there, ``pmiss`` is the
     fraction of targets with ``score < t`` and ``pfa``/``pfa_spoof`` the fractions of
     non-targets/spoofs with ``score >= t`` (:func:`asv_rates_at`).
 
@@ -327,7 +330,8 @@ def t_eer(
     ``Pmiss,tdm = Pmiss,cm + (1 - Pmiss,cm)·Pmiss,asv`` and
     ``Pfa,tdm = ½(1 - Pmiss,cm)·Pfa,non + ½·Pfa,cm·Pfa,spoof``; then choose the ``τ``
     minimizing ``|Pfa,non/Pfa,spoof - Pfa,cm/(1 - Pmiss,cm)|`` (the lowest on ties; a
-    division by zero counts as infinitely far); t-EER is ``Pfa,spoof·Pfa,cm`` there. The CM
+    division by zero counts as infinitely far; ties as the floats compare, as in
+    :func:`cm_eer`); t-EER is ``Pfa,spoof·Pfa,cm`` there. The CM
     positive class is bona fide (target and non-target trials), its negative class spoofs.
 
     Returns
