@@ -32,6 +32,7 @@ SCRIPTS = {
     "bench_auc.py",
     "bench_bootstrap.py",
     "bench_cohort.py",
+    "bench_condition_tables.py",
     "bench_conditions.py",
     "bench_embeddings.py",
     "bench_evaluate.py",
@@ -444,6 +445,12 @@ def test_make_sparse_bootstrap(tmp_path, monkeypatch, capsys):
     (system,) = json.loads((tmp_path / "r.json").read_text())["systems"]
     low, high = system["eer_ci"]
     assert system["n_target"] + system["n_nontarget"] == len(lines) and low <= high
+
+
+def test_bench_condition_tables(capsys):
+    result = _load("bench_condition_tables").main(n=3000, repeat=1)
+    assert {r["rows"] for r in result.values()} == {3000}  # every reader read every trial
+    assert "vs pandas" in capsys.readouterr().out
 
 
 def test_make_sparse_conditions(tmp_path, monkeypatch, capsys):
