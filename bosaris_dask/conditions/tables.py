@@ -123,9 +123,10 @@ def condition_table(
     line_arr = None if lines is None else np.asarray(list(lines), dtype=np.int64)
     if seg_arr is not None and seg_arr.shape != id_arr.shape:
         raise TrialError(f"{source}: {seg_arr.size} segments for {id_arr.size} models")
-    index = pd.Index(id_arr) if seg_arr is None else pd.MultiIndex.from_arrays([id_arr, seg_arr])
-    if not index.is_unique:
-        first = int(np.flatnonzero(index.duplicated())[0])
+    keys = pd.DataFrame({"id": id_arr} if seg_arr is None else {"id": id_arr, "seg": seg_arr})
+    repeated = keys.duplicated().to_numpy()  # hashed, not sorted (a MultiIndex sorts its levels)
+    if repeated.any():
+        first = int(np.flatnonzero(repeated)[0])
         where = f"{source}:{line_arr[first]}" if line_arr is not None else source
         what = (f"{side} id {id_arr[first]!r}" if seg_arr is None
                 else f"trial ({id_arr[first]!r}, {seg_arr[first]!r})")  # fmt: skip
