@@ -217,7 +217,7 @@ _OTHER_SPACE = re.compile(r"[^\S\t\n]")
 
 
 def _plain(text: str) -> bool:
-    """Whether no field of ``text`` (lines joined by ``\n``, no final one) is empty or has
+    """Whether no field of ``text`` (lines joined by ``\\n``, no final one) is empty or has
     whitespace at either end, and no line is blank (a scan for any other whitespace first:
     without it, tabs and newlines side by side are all there is to look for)."""
     if _OTHER_SPACE.search(text):
@@ -230,7 +230,7 @@ def _parsed_plain(data: bytes, path: Path) -> ConditionTable | None:
     """The table through pandas' C parser when the file is plain: UTF-8, no blank line (row
     ``k`` is on line ``k + 2``), no whitespace around a field, every row of the header's
     length, a valid header; else ``None``, and :func:`_parsed_checked` finds the first problem
-    and its line. (A million trials: 1 s instead of 4.)"""
+    and its line. (A million trials: 1.3 s instead of 2.9 s, ``bench_condition_tables.py``.)"""
     try:
         text = data.decode("utf-8").removeprefix("\ufeff").replace("\r\n", "\n")
     except UnicodeDecodeError:
