@@ -70,7 +70,8 @@ def float_vector(values: Any, what: str, rule: str, *, empty_ok: bool = True) ->
 def one_or_many(value: Any) -> list[Any]:
     """A list of what an argument takes one or several of: a string or path is one (``by=
     "model.gender"`` is one spec, ``conditions="models.tsv"`` one table, not a sequence of
-    characters), as is any object that is not iterable (a condition table).
+    characters), as is any object that is not iterable (a condition table) and a pandas
+    DataFrame (a condition table, not a sequence of column names).
 
     Examples
     --------
@@ -80,5 +81,7 @@ def one_or_many(value: Any) -> list[Any]:
     if value is None:
         return []
     if isinstance(value, str | os.PathLike) or not isinstance(value, Iterable):
+        return [value]
+    if hasattr(value, "columns") and hasattr(value, "index"):  # a DataFrame: one table
         return [value]
     return list(value)

@@ -147,7 +147,9 @@ def evaluate(
     split_every
         How many chunk results each merge task combines.
     conditions, by
-        Condition tables (or their paths) and ``model.COL``/``segment.COL``/``same.COL``/
+        Condition tables (:class:`~bosaris_dask.conditions.ConditionTable`, pandas DataFrames
+        with a ``model`` and/or ``segment`` column, or paths) and
+        ``model.COL``/``segment.COL``/``same.COL``/
         ``trial.COL`` specs:
         also evaluate every condition (their Cartesian product) from the same passes, into
         ``condition_*`` variables with a ``condition`` dimension

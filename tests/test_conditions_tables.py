@@ -372,3 +372,36 @@ def test_info_of_trial_files_with_headers_in_another_order_and_a_corrupt_gzip(tm
     assert "bad.gz: not a readable gzip file" in capsys.readouterr().err
     (tmp_path / "m.table").write_bytes(gzip.compress(b"model\tg\nm1\tf\n"))  # gzip, any name
     assert read_condition_table(tmp_path / "m.table").columns["g"].tolist() == ["f"]
+
+
+def test_dataframes_are_condition_tables_in_evaluate_and_the_bootstrap(tmp_path):
+    import pandas as pd
+
+    import bosaris_dask as bd
+    from bosaris_dask.conditions import table_from_frame
+    from bosaris_dask.trials import make_scores
+
+    rng = np.random.default_rng(4)
+    mids, sids = [f"m{i}" for i in range(6)], [f"s{j}" for j in range(9)]
+    mask = rng.choice([-1, 1], size=(6, 9), p=[0.7, 0.3])
+    mask[0, 0], mask[-1, -1] = 1, -1
+    key = make_key(mids, sids, mask)
+    scores = make_scores(mids, sids, rng.normal(size=(6, 9)) + mask)
+    models = pd.DataFrame({"model": mids, "spk": [f"k{i // 2}" for i in range(6)],
+                           "age": [30, 41, 30, 52, 41, 30]})  # fmt: skip
+    i, j = np.nonzero(mask)
+    trials = pd.DataFrame({"model": np.array(mids)[i], "segment": np.array(sids)[j],
+                           "y": np.where((i + j) % 2, "Y", "N")})  # fmt: skip
+    (tmp_path / "m.tsv").write_text(models.to_csv(sep="\t", index=False))
+    (tmp_path / "t.tsv").write_text(trials.to_csv(sep="\t", index=False))
+    kw = {"by": ["model.age", "trial.y"], "bootstrap": 30, "resample": ["model.spk"], "seed": 3}
+    from_frames = bd.evaluate(scores, key, conditions=[models.set_index("model"), trials], **kw)
+    from_files = bd.evaluate(scores, key, conditions=[tmp_path / "m.tsv", tmp_path / "t.tsv"],
+                             **kw)  # fmt: skip
+    assert from_frames.identical(from_files)
+    one = bd.evaluate(scores, key, conditions=models, by="model.age")  # one DataFrame
+    assert one.sizes["condition"] == 3
+    with pytest.raises(TrialError, match=r"<DataFrame>: missing value in column 'age' \(row 1\)"):
+        table_from_frame(models.assign(age=[30, None, 30, 52, 41, 30]))
+    with pytest.raises(TrialError, match="no column .or index. named 'model' or 'segment'"):
+        table_from_frame(models.rename(columns={"model": "enrol"}))

@@ -37,7 +37,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.bootstrap.resample import SideGroups, resample_groups
-from bosaris_dask.conditions.tables import ConditionTable, read_condition_table
+from bosaris_dask.conditions.tables import ConditionTable, as_condition_table
 from bosaris_dask.errors import OptionError
 from bosaris_dask.trials.listed import ListedTrials
 
@@ -93,8 +93,7 @@ class TrialResample:
     def groups(self) -> CellGroups:
         """The groups, as :func:`~bosaris_dask.bootstrap.resample.resample_groups` makes them
         for the ids' grid (its errors), and every trial's in its cell."""
-        tables = [t if isinstance(t, ConditionTable) else read_condition_table(t)
-                  for t in self.tables]  # fmt: skip
+        tables = [as_condition_table(t) for t in self.tables]
         trials = self.trials
         base = resample_groups(trials.ids, tables, self.specs)
         sides = ((base.model_codes, trials.model_of), (base.segment_codes, trials.segment_of))

@@ -90,7 +90,7 @@ from bosaris_dask.bootstrap.variables import (
     describe,
     interval_variables,
 )
-from bosaris_dask.conditions.tables import ConditionTable, read_condition_table
+from bosaris_dask.conditions.tables import ConditionTable, as_condition_table
 from bosaris_dask.errors import BosarisError, OptionError
 from bosaris_dask.progress import current_client
 
@@ -245,16 +245,12 @@ def _draw(
         groups = resample[0].groups()
         groups.check_layout(key)
     else:
-        groups = resample_groups(key, _tables(conditions), resample)
+        groups = resample_groups(key, [as_condition_table(t) for t in conditions], resample)
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % (1 << 63))
     m, s = multiplicities(groups, bootstrap, seed, method)
     check_multiplicities(m, s)
     return groups, m, s, seed
-
-
-def _tables(conditions: Sequence[ConditionTable | str]) -> list[ConditionTable]:
-    return [t if isinstance(t, ConditionTable) else read_condition_table(t) for t in conditions]
 
 
 def add_intervals(

@@ -27,7 +27,12 @@ from bosaris_dask.conditions.evaluation import (
     summary_cprimary,
 )
 from bosaris_dask.conditions.summaries import ConditionSummaries, condition_summaries
-from bosaris_dask.conditions.tables import ConditionTable, condition_table, read_condition_table
+from bosaris_dask.conditions.tables import (
+    ConditionTable,
+    condition_table,
+    read_condition_table,
+    table_from_frame,
+)
 
 __all__ = [
     "BySpec",
@@ -44,6 +49,7 @@ __all__ = [
     "parse_by",
     "read_condition_table",
     "summary_cprimary",
+    "table_from_frame",
 ]
 
 __getattr__ = renamed_getattr(__name__, {"cprimary": ("summary_cprimary", summary_cprimary)})

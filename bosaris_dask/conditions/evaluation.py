@@ -43,7 +43,7 @@ from bosaris_dask.conditions.codes import (
     parse_by,
 )
 from bosaris_dask.conditions.summaries import condition_summaries
-from bosaris_dask.conditions.tables import ConditionTable, read_condition_table
+from bosaris_dask.conditions.tables import ConditionTable, as_condition_table
 from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.ece import check_plo, ece_from_summary
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
@@ -93,10 +93,6 @@ def summary_cprimary(summary: ScoreSummary, priors: Sequence[float]) -> tuple[fl
     return float(np.mean(act)), float(np.mean(mn))
 
 
-def _tables(conditions: Sequence[ConditionTable | str]) -> list[ConditionTable]:
-    return [t if isinstance(t, ConditionTable) else read_condition_table(t) for t in conditions]
-
-
 def _conditions_of(key: xr.Dataset, conditions: Sequence[Any], by: Sequence[Any]) -> Conditions:
     """The conditions of the key's trials: from condition tables, or given already (one
     :class:`Conditions` of the key's layout, e.g. packed lists':
@@ -113,7 +109,7 @@ def _conditions_of(key: xr.Dataset, conditions: Sequence[Any], by: Sequence[Any]
             raise OptionError(f"the conditions given are laid out {cond.cells.shape}, the key "
                               f"{key.sizes['model'], key.sizes['segment']}")  # fmt: skip
         return cond
-    return condition_codes(key, _tables(conditions), by)
+    return condition_codes(key, [as_condition_table(t) for t in conditions], by)
 
 
 def evaluate_conditions(
@@ -153,7 +149,8 @@ def conditions_and_summaries(
     Parameters
     ----------
     conditions
-        Condition tables (:class:`ConditionTable` objects or paths to read), or the
+        Condition tables (:class:`ConditionTable` objects, pandas DataFrames or paths to
+        read), or the
         :class:`~bosaris_dask.conditions.codes.Conditions` of the key's trials made under
         ``by`` (:func:`~bosaris_dask.conditions.cells.trial_conditions` for packed lists).
     by

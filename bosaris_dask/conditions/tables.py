@@ -45,7 +45,8 @@ import pandas as pd
 from bosaris_dask.errors import ParseError, StoreError, TrialError
 
 __all__ = [
-    "ConditionTable", "condition_table", "read_condition_table", "ids_missing", "SIDES", "TRIAL",
+    "ConditionTable", "condition_table", "read_condition_table", "table_from_frame",
+    "as_condition_table", "ids_missing", "SIDES", "TRIAL",
 ]  # fmt: skip
 
 #: The two sides of a trial, as named in a table's header.
@@ -143,6 +144,51 @@ def condition_table(
             )
         cols[name] = arr
     return ConditionTable(side, id_arr, cols, source, line_arr, seg_arr)
+
+
+def table_from_frame(frame: pd.DataFrame, *, source: str = "<DataFrame>") -> ConditionTable:
+    """A condition table from a pandas DataFrame: the ids in a column (or index level) named
+    ``model`` or ``segment`` (both: a table of trials), every other column an attribute.
+    Values are compared as text, as a file's; a missing value (NaN, None) is refused, as an
+    empty field is.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"model": ["m1", "m2"], "gender": ["f", "m"], "age": [31, 45]})
+    >>> table = table_from_frame(frame)
+    >>> table.side, table.columns["age"].tolist()
+    ('model', ['31', '45'])
+    >>> table_from_frame(frame.set_index("model")).ids.tolist()  # the index, as a column
+    ['m1', 'm2']
+    """
+    if any(name in SIDES for name in frame.index.names):
+        frame = frame.reset_index()
+    names = [n for n in SIDES if n in frame.columns]
+    if not names:
+        raise TrialError(f"{source}: no column (or index) named 'model' or 'segment' for the "
+                         f"ids (columns: {', '.join(map(str, frame.columns))})")  # fmt: skip
+    missing = frame.isna().to_numpy()
+    if missing.any():
+        row, col = (int(k[0]) for k in np.nonzero(missing))
+        raise TrialError(f"{source}: missing value in column {frame.columns[col]!r} "
+                         f"(row {row})")  # fmt: skip
+    columns = {str(c): frame[c].to_numpy() for c in frame.columns if c not in SIDES}
+    side = TRIAL if len(names) == 2 else names[0]
+    segments = frame["segment"].to_numpy() if side == TRIAL else None
+    return condition_table(side, frame[names[0]].to_numpy(), columns, source=source,
+                           segments=segments)  # fmt: skip
+
+
+def as_condition_table(
+    table: ConditionTable | pd.DataFrame | str | os.PathLike[str],
+) -> ConditionTable:
+    """``table`` as a :class:`ConditionTable`: as it is, from a DataFrame
+    (:func:`table_from_frame`), or read from its path (:func:`read_condition_table`)."""
+    if isinstance(table, ConditionTable):
+        return table
+    if isinstance(table, pd.DataFrame):
+        return table_from_frame(table)
+    return read_condition_table(table)
 
 
 def ids_missing(
