@@ -403,5 +403,7 @@ def test_dataframes_are_condition_tables_in_evaluate_and_the_bootstrap(tmp_path)
     assert one.sizes["condition"] == 3
     with pytest.raises(TrialError, match=r"<DataFrame>: missing value in column 'age' \(row 1\)"):
         table_from_frame(models.assign(age=[30, None, 30, 52, 41, 30]))
+    with pytest.raises(TrialError, match=r"missing value in column 'spk' \(row 2\)"):
+        table_from_frame(models.assign(spk=["a", "b", " ", "c", "d", "e"]))
     with pytest.raises(TrialError, match="no column .or index. named 'model' or 'segment'"):
         table_from_frame(models.rename(columns={"model": "enrol"}))

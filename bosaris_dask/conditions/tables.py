@@ -149,8 +149,8 @@ def condition_table(
 def table_from_frame(frame: pd.DataFrame, *, source: str = "<DataFrame>") -> ConditionTable:
     """A condition table from a pandas DataFrame: the ids in a column (or index level) named
     ``model`` or ``segment`` (both: a table of trials), every other column an attribute.
-    Values are compared as text, as a file's; a missing value (NaN, None) is refused, as an
-    empty field is.
+    Values are compared as text, as a file's; a missing value (NaN, None, an empty string) is
+    refused, as an empty field is.
 
     Examples
     --------
@@ -167,8 +167,9 @@ def table_from_frame(frame: pd.DataFrame, *, source: str = "<DataFrame>") -> Con
     if not names:
         raise TrialError(f"{source}: no column (or index) named 'model' or 'segment' for the "
                          f"ids (columns: {', '.join(map(str, frame.columns))})")  # fmt: skip
-    missing = frame.isna().to_numpy()
-    if missing.any():
+    blank = (frame.astype(str).apply(lambda column: column.str.strip()) == "").to_numpy()
+    missing = frame.isna().to_numpy() | blank
+    if missing.any():  # as an empty field of a file is
         row, col = (int(k[0]) for k in np.nonzero(missing))
         raise TrialError(f"{source}: missing value in column {frame.columns[col]!r} "
                          f"(row {row})")  # fmt: skip
