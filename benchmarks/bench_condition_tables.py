@@ -35,7 +35,7 @@ _CHILD = r"""
 import json, resource, sys, time
 from pathlib import Path
 import pandas as pd
-import bosaris_dask.conditions.tables as tables
+import bosaris_dask.conditions.table_files as tables
 path, reader = Path(sys.argv[1]), sys.argv[2]
 t = time.perf_counter()
 if reader == "bosaris_dask":

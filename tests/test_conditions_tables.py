@@ -318,7 +318,7 @@ def test_the_plain_parse_is_the_checked_one(header, rows, ends, bom, last):
     declines is left to that reader (which raises its errors with their lines)."""
     from pathlib import Path
 
-    from bosaris_dask.conditions.tables import _parsed_checked, _parsed_plain
+    from bosaris_dask.conditions.table_files import _parsed_checked, _parsed_plain
 
     text = ends.join([header, *("\t".join(r) for r in rows)]) + (ends if last else "")
     data = ("\ufeff" if bom else "").encode() + text.encode()
@@ -348,7 +348,7 @@ def test_the_plain_parse_is_the_checked_one(header, rows, ends, bom, last):
 
 
 def test_the_plain_parse_takes_a_clean_file(tmp_path):
-    from bosaris_dask.conditions.tables import _parsed_plain
+    from bosaris_dask.conditions.table_files import _parsed_plain
 
     data = b"model\tsegment\tphone\r\nm1\ts1\tY\r\nm1\ts2\tN\r\n"
     table = _parsed_plain(data, tmp_path / "t.tsv")

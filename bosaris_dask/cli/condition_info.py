@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask.conditions.tables import SIDES, TRIAL, ConditionTable, read_condition_table
+from bosaris_dask.conditions.table_files import read_condition_table
+from bosaris_dask.conditions.tables import SIDES, TRIAL, ConditionTable
 from bosaris_dask.errors import BosarisError
 
 __all__ = ["is_condition_table", "cmd_condition_info"]

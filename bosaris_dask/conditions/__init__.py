@@ -27,12 +27,8 @@ from bosaris_dask.conditions.evaluation import (
     summary_cprimary,
 )
 from bosaris_dask.conditions.summaries import ConditionSummaries, condition_summaries
-from bosaris_dask.conditions.tables import (
-    ConditionTable,
-    condition_table,
-    read_condition_table,
-    table_from_frame,
-)
+from bosaris_dask.conditions.table_files import read_condition_table
+from bosaris_dask.conditions.tables import ConditionTable, condition_table, table_from_frame
 
 __all__ = [
     "BySpec",
