@@ -18,7 +18,6 @@ Examples
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +31,6 @@ from bosaris_dask import config
 from bosaris_dask.conditions.codes import (
     BySpec,
     Conditions,
-    ConditionWarning,
     parse_specs,
     side_conditions,
 )
@@ -89,13 +87,20 @@ def trial_conditions(
     >>> [cond.labels[g]["trial.phone"] for g in cond.cells[0]]
     ['Y', 'N', 'Y']
     """
-    ids, model_of, segment_of = trials.ids, trials.model_of, trials.segment_of
     tables = list(tables)
     specs = parse_specs(by)
-    base = side_conditions(ids, tables, specs)
+    return _of_trials(side_conditions(trials.ids, tables, specs), trials, tables)
+
+
+def _of_trials(
+    base: Conditions, trials: ListedTrials, tables: Sequence[ConditionTable]
+) -> CellConditions:
+    """The trials' conditions from the side codes of ``base`` (:func:`side_conditions` of the
+    trials' ids) and the tables of trials for its ``trial.COL`` specs."""
+    ids, model_of, segment_of = trials.ids, trials.model_of, trials.segment_of
     own: dict[int, tuple[tuple[str, ...], np.ndarray]] = {}  # trial specs: values, codes
     rows: dict[int, np.ndarray] = {}  # each table of trials' row of every trial, found once
-    for k, spec in enumerate(specs):
+    for k, spec in enumerate(base.by):
         if spec.kind == TRIAL:
             table = _trial_table(tables, spec)
             if id(table) not in rows:
@@ -169,9 +174,7 @@ def grid_trial_conditions(
     (at most ``bosaris_dask.trial-cells`` cells; cells that are not trials get 0). The key's
     trial mask is computed for it."""
     tables, specs = list(tables), parse_specs(by)
-    with warnings.catch_warnings():  # every spec checked before the trials are read (its
-        warnings.simplefilter("ignore", ConditionWarning)  # warnings: by trial_conditions)
-        side_conditions(key, tables, specs)
+    base = side_conditions(key, tables, specs)  # every spec checked before the mask is read
     for spec in (s for s in specs if s.kind == TRIAL):
         _trial_table(tables, spec)
     n_m, n_s = key.sizes["model"], key.sizes["segment"]
@@ -200,4 +203,4 @@ def grid_trial_conditions(
 
     trials = ListedTrials(key["model"].values, key["segment"].values, model_of, segment_of,
                           in_grid)  # fmt: skip
-    return trial_conditions(trials, tables, specs)
+    return _of_trials(base, trials, tables)
