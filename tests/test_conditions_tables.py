@@ -407,3 +407,22 @@ def test_dataframes_are_condition_tables_in_evaluate_and_the_bootstrap(tmp_path)
         table_from_frame(models.assign(spk=["a", "b", " ", "c", "d", "e"]))
     with pytest.raises(TrialError, match="no column .or index. named 'model' or 'segment'"):
         table_from_frame(models.rename(columns={"model": "enrol"}))
+
+
+def test_a_table_is_read_once_by_an_evaluation_with_conditions_and_a_bootstrap(
+    tmp_path, monkeypatch
+):
+    import bosaris_dask as bd
+    from bosaris_dask.conditions import table_files
+    from bosaris_dask.trials import make_scores
+
+    key = _key(6, 8, seed=2)
+    scores = make_scores(key.model.values, key.segment.values, np.arange(48.0).reshape(6, 8))
+    (tmp_path / "m.tsv").write_text("model\tg\n" + "".join(f"m{i}\t{i % 2}\n" for i in range(6)))
+    read, calls = table_files.read_condition_table, []
+    monkeypatch.setattr(table_files, "read_condition_table",
+                        lambda p: calls.append(p) or read(p))  # fmt: skip
+    with pytest.warns(UserWarning, match="too few"):
+        bd.evaluate(scores, key, conditions=tmp_path / "m.tsv", by="model.g", bootstrap=5,
+                    resample="model.g", seed=1)  # fmt: skip
+    assert len(calls) == 1  # not once for the draws, once per condition pass

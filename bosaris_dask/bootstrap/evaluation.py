@@ -90,6 +90,7 @@ from bosaris_dask.bootstrap.variables import (
     describe,
     interval_variables,
 )
+from bosaris_dask.conditions.codes import Conditions
 from bosaris_dask.conditions.tables import ConditionTable, as_condition_table
 from bosaris_dask.errors import BosarisError, OptionError
 from bosaris_dask.progress import current_client
@@ -202,6 +203,8 @@ def evaluate_with_intervals(
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
     if compare and len(systems) < 2:
         raise OptionError("--compare needs at least two systems")
+    # the tables read once, here, not by each step that uses them (draws, conditions, intervals)
+    conditions = [c if isinstance(c, Conditions) else as_condition_table(c) for c in conditions]
     # the resamples are drawn and checked on the client before any pass
     draws = _draw(key, conditions, resample, n_resamples, seed, bootstrap_method)
     if by or len(cprimary_priors) or equalize:

@@ -118,10 +118,15 @@ def _packed(
     )
     if from_embeddings is not None:  # the last system, as on the grid
         systems.append(as_packed(key, from_embeddings))
-    if getattr(args, "resample", None) and _bootstrap_options(args):  # made in the bootstrap
-        args.trial_resample = _trial_resample(args, key)
+    resample = getattr(args, "resample", None) and _bootstrap_options(args)
+    if resample or getattr(args, "by", None):  # the tables read once, for both
+        tables = _condition_tables(args)
+    if resample:  # the groups made in the bootstrap
+        from bosaris_dask.bootstrap.cells import TrialResample
+
+        args.trial_resample = TrialResample(tuple(args.resample), tables, key.listed())
     if getattr(args, "by", None):  # each trial's condition, from its own ids
-        args.trial_conditions = _trial_conditions(args, key)
+        args.trial_conditions = _trial_conditions(args, key, tables)
     if any(getattr(args, name, None) for name in ("quality", "model_quality", "segment_quality")):
         args.packed_list = key  # each trial's quality, from its own ids (packed_quality)
     return packed_key, _in_natural(systems, llr_base)
@@ -138,21 +143,18 @@ def _trial_scores(args: argparse.Namespace, key: Any) -> Any:
                         what="trial list" if key.kind == "ndx" else "key")  # fmt: skip
 
 
-def _trial_resample(args: argparse.Namespace, key: Any) -> Any:
-    """The ``--resample`` groups of a packed key list's trials, as a recipe the bootstrap makes
-    them from where it makes the grid's (:mod:`bosaris_dask.bootstrap.cells`)."""
-    from bosaris_dask.bootstrap.cells import TrialResample
-
-    tables = tuple(getattr(args, "conditions", None) or ())
-    return TrialResample(tuple(args.resample), tables, key.listed())
-
-
-def _trial_conditions(args: argparse.Namespace, key: Any) -> Any:
-    """The ``--by`` conditions of a packed key list's trials (``--conditions`` tables)."""
+def _condition_tables(args: argparse.Namespace) -> tuple[Any, ...]:
+    """The ``--conditions`` tables, read (the packed list's ``--resample`` groups are made
+    from them in the bootstrap, :mod:`bosaris_dask.bootstrap.cells`)."""
     from bosaris_dask.conditions import read_condition_table
+
+    return tuple(read_condition_table(p) for p in getattr(args, "conditions", None) or ())
+
+
+def _trial_conditions(args: argparse.Namespace, key: Any, tables: Sequence[Any]) -> Any:
+    """The ``--by`` conditions of a packed key list's trials (``--conditions`` tables)."""
     from bosaris_dask.conditions.cells import trial_conditions
 
-    tables = [read_condition_table(p) for p in getattr(args, "conditions", None) or []]
     if not tables:
         raise OptionError("condition tables (--conditions) and --by specs go together")
     return trial_conditions(key.listed(), tables, args.by)
