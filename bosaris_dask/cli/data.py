@@ -166,10 +166,7 @@ def _print_list_coverage(scores: Any, key: Any, key_path: str) -> None:
     from bosaris_dask.io.text.packed import joined
 
     _, given = joined(key, scores)
-    scored, n_key, n_scores = int(given.sum()), len(key.values), len(scores.values)
-    print(f"key trials:  {n_key:,} in {key_path} ({scored:,} with a score, "
-          f"{n_key - scored:,} without)")  # fmt: skip
-    print(f"not in key:  {n_scores - scored:,} of {n_scores:,} scores (evaluate ignores them)")
+    _print_counts(key_path, len(key.values), int(given.sum()), len(scores.values))
 
 
 def _print_list_coverage_of_grid(args: argparse.Namespace, scores: Any, key: Any) -> None:
@@ -181,10 +178,7 @@ def _print_list_coverage_of_grid(args: argparse.Namespace, scores: Any, key: Any
     mask = key["trial_mask"].data
     labels, n_key = compute((mask.vindex[m[inside], s[inside]], (mask != 0).sum()),
                             progress=_progress(args))  # fmt: skip
-    scored, n_key, n_scores = int(np.count_nonzero(labels)), int(n_key), len(scores.values)
-    print(f"key trials:  {n_key:,} in {args.key} ({scored:,} with a score, "
-          f"{n_key - scored:,} without)")  # fmt: skip
-    print(f"not in key:  {n_scores - scored:,} of {n_scores:,} scores (evaluate ignores them)")
+    _print_counts(args.key, int(n_key), int(np.count_nonzero(labels)), len(scores.values))
 
 
 def _print_list_info(args: argparse.Namespace, trials: Any) -> None:
@@ -252,9 +246,14 @@ def _print_coverage(scores: Any, key_path: str) -> None:
     from bosaris_dask.trials import coverage
 
     c = coverage(scores, io.read(key_path))
-    print(f"key trials:  {c['trials']:,} in {key_path} ({c['scored']:,} with a score, "
-          f"{c['missing']:,} without)")  # fmt: skip
-    print(f"not in key:  {c['unused']:,} of {c['scores']:,} scores (evaluate ignores them)")
+    _print_counts(key_path, c["trials"], c["scored"], c["scores"])
+
+
+def _print_counts(key_path: str, n_key: int, scored: int, n_scores: int) -> None:
+    """The key's trials with and without a score, and the scores of trials not in it."""
+    print(f"key trials:  {n_key:,} in {key_path} ({scored:,} with a score, "
+          f"{n_key - scored:,} without)")  # fmt: skip
+    print(f"not in key:  {n_scores - scored:,} of {n_scores:,} scores (evaluate ignores them)")
 
 
 def _write_simulation(key: Any, systems: list[Any], out: Path, progress: bool) -> list[Path]:
