@@ -78,6 +78,17 @@ def transform_quality(
     return make_quality(tables["model"], tables["segment"])
 
 
+def _both_have(
+    has_m: np.ndarray, has_s: np.ndarray, cells: TrialQuality | None, chunks: Any
+) -> da.Array:
+    """Which cells' trials have quality on both sides (``has_m``/``has_s``: per model, per
+    segment), in ``chunks``: a grid's rows and columns, or each packed cell's own trial."""
+    if cells is not None:
+        return da.from_array(has_m[cells.model_cells] & has_s[cells.segment_cells], chunks)
+    rows = da.from_array(has_m, chunks=(chunks[0],))[:, None]
+    return rows & da.from_array(has_s, chunks=(chunks[1],))[None, :]
+
+
 def _has_quality(side: np.ndarray) -> np.ndarray:
     """Which rows of a quality side (from ``quality_sides``), or which cells of packed trials'
     (``(rows, columns, Q)``), have quality: the constant 1."""
@@ -232,14 +243,7 @@ class QualityFuser(LinearFuser):
             self.objective_, self.converged_ = linear.objective_, linear.converged_
             self.counts_ = dict(linear.counts_)
             return self
-        chunks = data.classes.chunks
-        if cells is not None:  # each cell's trial's model and segment
-            has = da.from_array(has_m[cells.model_cells] & has_s[cells.segment_cells], chunks)
-        else:
-            has = (
-                da.from_array(has_m, chunks=(chunks[0],))[:, None]
-                & da.from_array(has_s, chunks=(chunks[1],))[None, :]
-            )
+        has = _both_have(has_m, has_s, cells, data.classes.chunks)
         data = replace(data, classes=da.where(has, data.classes, 0).astype(np.int8))
         x0 = np.r_[weights, offset, np.zeros(n_quality_params(data.n_measures))]
         x = self._solve_standardizing(data, True, allow_missing, x0)
@@ -314,15 +318,7 @@ class QualityFuser(LinearFuser):
             cells.check_layout(mask.shape)
         backoff = self.linear_
         if not (has_m.all() and has_s.all()):
-            if cells is not None:  # each cell's trial's model and segment
-                has = da.from_array(has_m[cells.model_cells] & has_s[cells.segment_cells],
-                                    chunks=chunks)  # fmt: skip
-            else:
-                has = (
-                    da.from_array(has_m, chunks=(chunks[0],))[:, None]
-                    & da.from_array(has_s, chunks=(chunks[1],))[None, :]
-                )
-            lacking = mask & ~has
+            lacking = mask & ~_both_have(has_m, has_s, cells, chunks)
             n = int(compute(lacking.sum(), progress=None))
             if n and backoff is None:
                 raise TrialError(
