@@ -71,7 +71,7 @@ def from_natural(scores: xr.Dataset, base: float | str) -> xr.Dataset:
 
 def thresholds_from_natural(results: xr.Dataset, base: float | str) -> xr.Dataset:
     """An evaluation whose thresholds (``act_threshold``, ``min_threshold``, the fixed-FMR/FNMR
-    ``fixed_*_threshold``) are given in ``base``."""
+    ``fixed_*_threshold``, the ROC points' ``roc_threshold``) are given in ``base``."""
     factor = log_of_base(base)
     if factor == 1.0:
         return results
@@ -80,7 +80,7 @@ def thresholds_from_natural(results: xr.Dataset, base: float | str) -> xr.Datase
     if "act_threshold" in out.coords:
         out = out.assign_coords(act_threshold=out.act_threshold / factor)
         out.act_threshold.attrs.update(results.act_threshold.attrs, units=units)
-    names = ("min_threshold", "fixed_fmr_threshold", "fixed_fnmr_threshold")
+    names = ("min_threshold", "fixed_fmr_threshold", "fixed_fnmr_threshold", "roc_threshold")
     for name in (*names, *(f"condition_{n}" for n in names)):
         if name in out:
             out[name] = out[name] / factor

@@ -47,6 +47,9 @@ __all__ = [
     "twice_u_parts",
     "hull_auc",
     "steppy_roc",
+    "steppy_roc_positions",
+    "roc_points",
+    "roc_thresholds",
     "vertex_thresholds",
     "stated_plo",
     "plo_axis",
@@ -250,7 +253,8 @@ def steppy_roc(summary: ScoreSummary, resolution: float = 0.005) -> tuple[np.nda
     Every point returned is an exact ROC point. Consecutive points closer than ``resolution``
     on probit (DET) axes are merged, so a billion-trial curve is a few thousand points: a point
     is kept where its cell ``floor(probit(p) / resolution)`` on either axis differs from the
-    point before (the first and the last are always kept).
+    point before (the first and the last are always kept). :func:`steppy_roc_positions` says
+    which bin edges they are (:func:`roc_thresholds` gives their score thresholds).
 
     Examples
     --------
@@ -261,17 +265,56 @@ def steppy_roc(summary: ScoreSummary, resolution: float = 0.005) -> tuple[np.nda
     >>> pmiss.tolist(), pfa.tolist()
     ([0.0, 0.0, 0.25, 0.5, 1.0], [1.0, 0.25, 0.0, 0.0, 0.0])
     """
+    return roc_points(summary, steppy_roc_positions(summary, resolution))
+
+
+def roc_points(summary: ScoreSummary, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The exact ROC points ``(pmiss, pfa)`` that reject the summary's first ``positions``
+    bins: the miss rate of the targets below each edge, the false-alarm rate of the
+    non-targets at or above it."""
     cum_tar = np.concatenate([[0], np.cumsum(summary.n_tar)])
     cum_non = np.concatenate([[0], np.cumsum(summary.n_non)])
-    pmiss = cum_tar / summary.n_target
-    pfa = (cum_non[-1] - cum_non) / summary.n_nontarget
+    pfa = (cum_non[-1] - cum_non[positions]) / summary.n_nontarget
+    return cum_tar[positions] / summary.n_target, pfa
+
+
+def roc_thresholds(summary: ScoreSummary, positions: np.ndarray) -> np.ndarray:
+    """The score threshold of each ROC point of :func:`roc_points`: the lowest value the first
+    accepted bin can hold (the exact score where the bin is one value), so that the point's
+    miss rate is that of the targets below it and its false-alarm rate that of the non-targets
+    at or above it; ``+inf`` past the last bin, and ``-inf`` (``+inf``) where a bin's lowest
+    value is no number and nothing lies below (above) it.
+
+    >>> s = ScoreSummary(np.dtype(np.float64), lo=order_keys(np.array([-2.0, 1.0, 3.0])),
+    ...                  bits=np.zeros(3, np.int8), n_tar=np.array([0, 1, 1]),
+    ...                  n_non=np.array([1, 1, 0]), softplus_units=(0, 0))
+    >>> roc_thresholds(s, np.arange(4)).tolist()
+    [-2.0, 1.0, 3.0, inf]
+    """
+    positions = np.asarray(positions)
+    values = np.append(summary.values().astype(np.float64), np.inf)[positions]
+    before = np.concatenate([[0], np.cumsum(summary.n_tar + summary.n_non)])[positions] == 0
+    return np.where(np.isnan(values), np.where(before, -np.inf, np.inf), values)
+
+
+def steppy_roc_positions(summary: ScoreSummary, resolution: float = 0.005) -> np.ndarray:
+    """The bin edges :func:`steppy_roc` keeps: position ``i`` is the ROC point that rejects
+    the summary's first ``i`` bins (``0 .. nbins``, ascending).
+
+    >>> s = ScoreSummary(np.dtype(np.float64), lo=np.arange(4, dtype=np.uint64),
+    ...                  bits=np.zeros(4, np.int8), n_tar=np.array([0, 1, 1, 2]),
+    ...                  n_non=np.array([3, 1, 0, 0]), softplus_units=(0, 0))
+    >>> steppy_roc_positions(s).tolist()
+    [0, 1, 2, 3, 4]
+    """
+    pmiss, pfa = roc_points(summary, np.arange(len(summary.n_tar) + 1))
     keep = np.ones(len(pmiss), dtype=bool)
     if len(pmiss) > 2:
         keep[1:-1] = False
         for p, falling in ((pmiss, False), (pfa, True)):
             at = _cell_changes(p, resolution, falling)
             keep[at[at < len(p) - 1]] = True
-    return pmiss[keep], pfa[keep]
+    return np.flatnonzero(keep)
 
 
 def _cell_changes(p: np.ndarray, resolution: float, falling: bool) -> np.ndarray:
@@ -395,7 +438,9 @@ def summary_metrics(
         "rocch_pmiss": hull.pmiss,
         "rocch_pfa": hull.pfa,
     }
-    out["roc_pmiss"], out["roc_pfa"] = steppy_roc(summary)
+    kept = steppy_roc_positions(summary)
+    out["roc_pmiss"], out["roc_pfa"] = roc_points(summary, kept)
+    out["roc_threshold"] = roc_thresholds(summary, kept)
     out["n_vertices"], out["n_roc_points"] = len(hull.pmiss), len(out["roc_pmiss"])
     out["auc_low"], out["auc_high"] = summary_auc(summary)
     out["auc"] = out["auc_low"] if out["auc_low"] == out["auc_high"] else np.nan

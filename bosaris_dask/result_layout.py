@@ -63,7 +63,8 @@ PER_PLO = ("act_dcf", "min_dcf", "act_dcf_raw", "min_dcf_raw",
 #: The ragged curves: variable -> (padded dimension, the variable counting each row's length).
 CURVES = {"rocch_pmiss": ("vertex", "n_vertices"), "rocch_pfa": ("vertex", "n_vertices"),
           "roc_pmiss": ("roc_point", "n_roc_points"),
-          "roc_pfa": ("roc_point", "n_roc_points")}  # fmt: skip
+          "roc_pfa": ("roc_point", "n_roc_points"),
+          "roc_threshold": ("roc_point", "n_roc_points")}  # fmt: skip
 
 _P, _N = "probability", "count"
 #: ``units`` and ``long_name`` of every variable and coordinate of an evaluation.
@@ -99,6 +100,11 @@ ATTRS: dict[str, tuple[str, str]] = {
     "rocch_pfa": (_P, "ROCCH vertex false-alarm rates; NaN-padded beyond n_vertices"),
     "roc_pmiss": (_P, "exact steppy-ROC miss rates, thinned; NaN-padded beyond n_roc_points"),
     "roc_pfa": (_P, "exact steppy-ROC false-alarm rates, thinned; NaN-padded beyond n_roc_points"),
+    "roc_threshold": (
+        "score",
+        "score threshold t of each roc point: roc_pmiss = P(s < t | target), roc_pfa = "
+        "P(s >= t | non-target); +inf last; NaN-padded beyond n_roc_points",
+    ),
     "plo": ("log-odds", "prior log-odds logit(p): operating points and NBE sweep, sorted"),
     "prior": (_P, "effective prior p = sigmoid(plo)"),
     "p_target": (_P, "target prior of the operating point as stated (p off the points)"),

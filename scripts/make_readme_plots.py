@@ -4,12 +4,14 @@ Three simulated systems (``bosaris_dask.simulate``: an over-confident LLR-like s
 cosine-similarity-like one and one printed with 3 decimals) on 2,000 models x 3,000 segments
 (6 million trials, 30,000 targets), evaluated exactly; then the standard plots of
 ``bosaris_dask.plots`` are written, and a low-false-alarm DET with the fixed-FMR operating points
-1e-4, 1e-3 and 1e-2 marked (``det_fmr.png``). Runs in about 10 s; the output is the same on
-every run.
+1e-4, 1e-3 and 1e-2 marked (``det_fmr.png``), the ECE plot, and the Tippett plot of the three
+systems calibrated (logistic regression on the same trials). Runs in about 20 s; the output is
+the same on every run.
 
 Usage::
 
-    python scripts/make_readme_plots.py  # docs/images/{det,det_low_fa,nbe,ape,ece,det_fmr}.png
+    python scripts/make_readme_plots.py  # docs/images/*.png
+    # (det, det_low_fa, nbe, ape, ece, tippett, det_fmr)
     python scripts/make_readme_plots.py --out-dir /tmp/plots --models 500 --segments 800
 """
 
@@ -24,6 +26,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+from bosaris_dask.calibration import LinearCalibrator  # noqa: E402
 from bosaris_dask.ece import DEFAULT_ECE_PLO  # noqa: E402
 from bosaris_dask.metrics import evaluate  # noqa: E402
 from bosaris_dask.plots import save_figure, save_plot, standard_figures  # noqa: E402
@@ -51,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
         path = save_figure(figure, args.out_dir / f"{name}.png", dpi=110)
         print(f"wrote {path}")
     print(f"wrote {save_plot(results, 'ece', args.out_dir / 'ece.png', dpi=110)}")
+    # a Tippett plot shows LLRs: the three systems calibrated on themselves (logistic regression)
+    calibrated = [LinearCalibrator().fit(s, key).transform(s) for s in systems]
+    llrs = evaluate(calibrated, key, names=[f"{n}, calibrated" for n in NAMES])
+    print(f"wrote {save_plot(llrs, 'tippett', args.out_dir / 'tippett.png', dpi=110)}")
     det_fmr = save_plot(results, "det", args.out_dir / "det_fmr.png", dpi=110, window="low_fa")
     print(f"wrote {det_fmr}")
     print(f"{time.perf_counter() - start:.1f} s", file=sys.stderr)

@@ -151,16 +151,17 @@ def _evaluate(sub: Any) -> None:
 
 
 def _plot(sub: Any) -> None:
-    p = _add(sub, "plot", "draw a DET, NBE, APE, Cllr or ECE plot of one or more systems",
+    p = _add(sub, "plot", "draw a DET, NBE, APE, Cllr, ECE or Tippett plot of one or more systems",
              "Evaluate systems against a key and draw one plot; the format follows the "
              "extension of --out (.png, .pdf, .svg).")  # fmt: skip
     p.add_argument(
         "kind",
-        choices=["det", "nbe", "ape", "cllr", "ece"],
+        choices=["det", "nbe", "ape", "cllr", "ece", "tippett"],
         help="det: DET curves; nbe: normalized Bayes error rate vs prior log-odds; "
         "ape: Bayes error-rate curves; cllr: Cllr = minCllr + calibration loss; "
         "ece: empirical cross-entropy of the raw, PAV-calibrated and neutral LLRs vs prior "
-        "log-odds (log10 with --llr-base 10)",
+        "log-odds (log10 with --llr-base 10); tippett: proportions of target and non-target "
+        "LLRs at or above each threshold (log10 LR with --llr-base 10)",
     )
     _systems_and_operating_points(p, "marked on the plot", "det: mark each system's exact "
                                   "(FMR, FNMR) point there, the legend saying e.g. 'FMR 1e-3: "

@@ -1,4 +1,5 @@
-"""Plots of evaluations: DET (steppy and ROCCH), normalized Bayes error rate, APE and Cllr.
+"""Plots of evaluations: DET (steppy and ROCCH), normalized Bayes error rate, APE, Cllr, ECE and
+Tippett.
 
 Every plot function takes an evaluation Dataset (:func:`bosaris_dask.metrics.evaluate`), or a
 mapping of them by name (``{"dev": ..., "eval": ...}``), draws on a matplotlib Axes (a new
@@ -15,6 +16,8 @@ display: save with :func:`save_figure`, draw and save one plot with :func:`save_
   minCllr, and the bars ``Cllr = minCllr + calibration loss``.
 - :func:`ece_plot`: empirical cross-entropy of the raw, PAV-calibrated and neutral LLRs against
   prior log-odds (the forensic ECE plot; results of ``evaluate(..., ece_plo=...)``).
+- :func:`tippett_plot`: the proportions of target and non-target LLRs at or above each threshold
+  (the forensic Tippett plot), with the line LLR = 0.
 
 Examples
 --------
@@ -43,6 +46,7 @@ from bosaris_dask.plots.standard import (
     save_standard_plots,
     standard_figures,
 )
+from bosaris_dask.plots.tippett import tippett_plot
 
 __all__ = [
     "DET_WINDOWS",
@@ -61,4 +65,5 @@ __all__ = [
     "save_standard_plots",
     "set_det_axes",
     "standard_figures",
+    "tippett_plot",
 ]

@@ -19,7 +19,7 @@ from bosaris_dask.errors import PlotError
 
 __all__ = [
     "Results", "Curve", "curves", "dr30_sides", "new_axes", "finish_curve_axes", "save_figure",
-    "check_plot_path", "legend_text", "FORMATS", "LEGEND_OUTSIDE",
+    "check_plot_path", "legend_text", "log_label", "FORMATS", "LEGEND_OUTSIDE",
 ]  # fmt: skip
 
 #: An evaluation (``metrics.evaluate``), or several by name (``{"dev": ..., "eval": ...}``).
@@ -185,6 +185,15 @@ def legend_text(name: str) -> str:
     """
     text = name.replace("$", r"\$")
     return f"\u200b{text}" if text.startswith("_") else text
+
+
+def log_label(base: str) -> str:
+    r"""The logarithm of LLRs in ``base`` (``"e"``, ``"10"``, ``"2"``) as an axis label writes it.
+
+    >>> log_label("10"), log_label("e")
+    ('$\\log_{10}$', '$\\log$')
+    """
+    return r"$\log_{10}$" if base == "10" else r"$\log$" if base == "e" else rf"$\log_{{{base}}}$"
 
 
 def dr30_sides(dr30: bool | str) -> tuple[str, ...]:

@@ -33,7 +33,13 @@ from matplotlib.axes import Axes
 
 from bosaris_dask.errors import PlotError
 from bosaris_dask.llr_base import log_of_base
-from bosaris_dask.plots._common import Results, curves, finish_curve_axes, new_axes
+from bosaris_dask.plots._common import (
+    Results,
+    curves,
+    finish_curve_axes,
+    log_label,
+    new_axes,
+)
 
 __all__ = ["ece_plot", "ECE_YMAX"]
 
@@ -115,8 +121,7 @@ def ece_plot(
     # it says so
     ax.set_ylim(0.0, min(top, ECE_YMAX) * 1.05)
     _label_clipped(ax, ax.get_xlim(), ax.get_ylim()[1])
-    what = r"$\log_{10}$" if base == "10" else r"$\log$" if base == "e" else rf"$\log_{{{base}}}$"
-    ax.set_xlabel(f"Prior log-odds  {what}" + r"$\,\frac{P(H_p)}{P(H_d)}$")
+    ax.set_xlabel(f"Prior log-odds  {log_label(base)}" + r"$\,\frac{P(H_p)}{P(H_d)}$")
     ax.set_ylabel("Empirical cross-entropy (bits)")
     finish_curve_axes(
         ax,

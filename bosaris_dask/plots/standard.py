@@ -26,6 +26,7 @@ from bosaris_dask.plots.ape import _count, ape_plot, cllr_plot
 from bosaris_dask.plots.det import det_plot
 from bosaris_dask.plots.ece import ece_plot
 from bosaris_dask.plots.nbe import nbe_plot
+from bosaris_dask.plots.tippett import tippett_plot
 
 __all__ = ["PLOT_KINDS", "STANDARD_PLOTS", "save_plot", "standard_figures", "save_standard_plots"]
 
@@ -77,6 +78,7 @@ PLOT_KINDS: dict[str, tuple[Callable[..., Axes], tuple[float, float]]] = {
     "ape": (ape_plot, (9.0, 4.6)),
     "cllr": (cllr_plot, (8.0, 2.5)),
     "ece": (ece_plot, (9.0, 4.6)),
+    "tippett": (tippett_plot, (9.0, 4.6)),
 }
 
 
@@ -90,15 +92,15 @@ def save_plot(
 ) -> Path:
     """Draw one plot on a new figure (no pyplot) and write it; the suffix picks the format.
 
-    What ``bosaris-dask plot det|nbe|ape|cllr|ece ... --out FILE`` does.
+    What ``bosaris-dask plot det|nbe|ape|cllr|ece|tippett ... --out FILE`` does.
 
     Parameters
     ----------
     results
         An evaluation Dataset, or a mapping of them by name.
-    kind : {"det", "nbe", "ape", "cllr", "ece"}
-        Which plot: :func:`det_plot`, :func:`nbe_plot`, :func:`ape_plot`, :func:`cllr_plot` or
-        :func:`ece_plot` (results evaluated with ``ece_plo``).
+    kind : {"det", "nbe", "ape", "cllr", "ece", "tippett"}
+        Which plot: :func:`det_plot`, :func:`nbe_plot`, :func:`ape_plot`, :func:`cllr_plot`,
+        :func:`ece_plot` (results evaluated with ``ece_plo``) or :func:`tippett_plot`.
     path
         Output file ending in ``.png``, ``.pdf`` or ``.svg``; its directory must exist.
     dpi
