@@ -341,6 +341,68 @@ def test_training_with_missing_scores_needs_allow_missing(tmp_path, command):
     assert json.loads((tmp_path / "m.json").read_text())["n_missing"] == 2
 
 
+@pytest.mark.parametrize("command", ["calibrate", "fuse", "calibrate --method pav", "apply"])
+def test_training_and_applying_name_the_system_and_trial_of_a_non_finite_score(tmp_path, command):
+    """As evaluate does: the file and a trial, whatever the stage that finds it."""
+    classes = np.array([[1, -1, -1], [-1, 1, -1]])
+    values = classes * 2.0 + np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]])
+    io.write(make_key(["a", "b"], ["u", "v", "w"], classes), tmp_path / "key.zarr")
+    io.write(make_scores(["a", "b"], ["u", "v", "w"], values), tmp_path / "ok.zarr")
+    values[1, 2] = np.nan
+    io.write(make_scores(["a", "b"], ["u", "v", "w"], values), tmp_path / "nan.zarr")
+    if command == "apply":
+        fit = _run("calibrate", "--key", str(tmp_path / "key.zarr"), "--scores",
+                   str(tmp_path / "ok.zarr"), "--model-out", str(tmp_path / "m.json"),
+                   "--cluster", "threads")  # fmt: skip
+        assert fit.returncode == 0, fit.stderr
+        args = ["apply", "--model", str(tmp_path / "m.json"), "--scores",
+                str(tmp_path / "nan.zarr"), "--out", str(tmp_path / "o.zarr")]  # fmt: skip
+    else:
+        systems = ["--scores", str(tmp_path / "ok.zarr")] * (command == "fuse")
+        args = [*command.split(), "--key", str(tmp_path / "key.zarr"), *systems, "--scores",
+                str(tmp_path / "nan.zarr"), "--model-out", str(tmp_path / "m2.json")]  # fmt: skip
+    result = _run(*args, "--cluster", "threads")
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == (
+        "bosaris-dask: error: nan: 1 trials have non-finite scores, e.g. (b, w)"
+    )
+    assert not (tmp_path / "m2.json").exists() and not (tmp_path / "o.zarr").exists()
+
+
+@pytest.mark.parametrize("command", ["calibrate", "fuse", "calibrate --method pav"])
+def test_training_on_a_key_without_targets_names_the_key_or_system(tmp_path, command):
+    io.write(make_key(["a"], ["u", "v"], np.array([[-1, -1]])), tmp_path / "key.zarr")
+    io.write(make_scores(["a"], ["u", "v"], np.array([[0.5, -1.0]])), tmp_path / "sys.zarr")
+    result = _run(*command.split(), "--key", str(tmp_path / "key.zarr"), "--scores",
+                  str(tmp_path / "sys.zarr"), "--model-out", str(tmp_path / "m.json"),
+                  "--cluster", "threads")  # fmt: skip
+    assert result.returncode == 1
+    named = "sys: need both" if "pav" in command else f"{tmp_path / 'key.zarr'}: fitting needs"
+    assert f"error: {named}" in result.stderr.splitlines()[-1]
+
+
+def test_apply_says_which_model_takes_quality_and_what_an_evaluation_json_is(tmp_path):
+    io.write(make_scores(["a"], ["u", "v"], np.array([[0.5, -1.0]])), tmp_path / "s.zarr")
+    (tmp_path / "q.json").write_text(json.dumps({
+        "kind": "quality_fusion", "prior": 0.5, "weights": [1.0], "offset": 0.0,
+        "quality_matrix": [[0.0]]}))  # fmt: skip
+    (tmp_path / "r.json").write_text(json.dumps({"systems": [{"name": "x"}], "passes": 2}))
+    (tmp_path / "l.json").write_text(
+        json.dumps({"kind": "linear_calibration", "prior": 0.5, "weights": [1.0], "offset": 0.0})
+    )
+    common = ["--scores", str(tmp_path / "s.zarr"), "--out", str(tmp_path / "o.zarr")]
+    cases = {
+        "q.json": ([], "q.json is a quality fusion: give the scores' quality measures"),
+        "r.json": ([], "r.json: this is an evaluation's results (evaluate --json), not a model"),
+        "l.json": (["--quality", "q.zarr"], "l.json is a linear_calibration model, which takes "
+                   "no quality measures: leave out --quality"),
+    }  # fmt: skip
+    for model, (extra, said) in cases.items():
+        result = _run("apply", "--model", str(tmp_path / model), *common, *extra)
+        assert result.returncode == 1 and said in result.stderr, result.stderr
+    assert not (tmp_path / "o.zarr").exists()
+
+
 def test_one_value_column_is_not_both_the_labels_and_the_scores(tmp_path, capsys):
     # 'm s 1' lines given as key and as scores: the labels scored themselves (EER 0)
     pairs = tmp_path / "pairs.txt"

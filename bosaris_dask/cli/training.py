@@ -27,7 +27,7 @@ from bosaris_dask.cli.common import (
     system_names,
 )
 from bosaris_dask.cli.in_order import apply_in_order, keeps_line_order
-from bosaris_dask.errors import BosarisError, MissingTrialsError, OptionError
+from bosaris_dask.errors import BosarisError, MissingTrialsError, OptionError, ScoreError
 from bosaris_dask.progress import showing_progress
 
 
@@ -104,8 +104,8 @@ def _fit_and_apply(
                     model.fit(train, key, allow_missing=args.allow_missing)
                 else:
                     model.fit(systems, key, quality, allow_missing=args.allow_missing)
-            except MissingTrialsError as exc:
-                raise _named_missing(args, exc, key, systems) from None
+            except (MissingTrialsError, ScoreError) as exc:
+                raise _named_fit_error(args, exc, key, systems) from None
         model.llr_base_ = args.llr_base  # what the model was trained on, kept in its JSON
         model.systems_ = trained if len(trained) > 1 else None
         model.save(args.model_out)
@@ -183,25 +183,74 @@ def _read_ndx(path: str | None, text_format: str | None = None) -> Any:
     return ndx
 
 
-def _named_missing(
-    args: argparse.Namespace, exc: MissingTrialsError, key: Any, systems: list[Any]
-) -> MissingTrialsError:
-    """The fit's count of key trials without a score, with the first system that lacks some
-    and a few of its trials (found by one more look at the data, on this error path only)."""
+def _named_fit_error(
+    args: argparse.Namespace, exc: BosarisError, key: Any, systems: list[Any]
+) -> BosarisError:
+    """The fit's error, with what it is about (found by one more look at the data, on this
+    error path only): the first system with key trials without a score, or with non-finite
+    scores, and a few of those trials; the key, for a fit that found no target or no
+    non-target trial."""
+    import dask.array as da
+
     from bosaris_dask.trials import reindex_ids, trial_classes
+
+    text = exc.args[0] if exc.args else ""
+    if text.startswith("fitting needs target and non-target"):
+        return ScoreError(f"{args.key}: {text}")
+    default = re.match(r"system-(\d+): need both targets", text)  # a PAV fit's default name
+    names = _system_names(args)
+    if default and int(default.group(1)) <= len(names):
+        return ScoreError(names[int(default.group(1)) - 1] + text[text.index(":") :])
+    missing = isinstance(exc, MissingTrialsError)
+    if not missing and "non-finite score" not in text:
+        return exc
+    models, segments = key.model.values, key.segment.values
+
+    def bad_trials(system: Any) -> Any:
+        aligned = reindex_ids(system, models, segments)
+        mask = aligned.score_mask.data
+        trials = trial_classes(key, chunks=mask.chunks) != 0
+        return trials & ~mask if missing else trials & mask & ~da.isfinite(aligned.score.data)
+
+    found = _first_system_with(args, systems, bad_trials, models, segments)
+    if found is None:
+        return exc
+    name, where, bad = found
+    if missing:  # the count, without the engine's default system name and examples
+        count = re.search(r"[\d,]+ key trials have no score( in some system)?", text)
+        head = count.group(0) if count else text.split(" (")[0]
+        return MissingTrialsError(f"{head}: {name} has none for {where}, ... "
+                                  "(--allow-missing drops them)")  # fmt: skip
+    return _nonfinite(name, where, bad)
+
+
+def _first_system_with(
+    args: argparse.Namespace,
+    systems: list[Any],
+    bad_of: Callable[[Any], Any],
+    models: Any = None,
+    segments: Any = None,
+) -> tuple[str, str, Any] | None:
+    """The name of the first system where the lazy boolean matrix ``bad_of(system)`` holds a
+    cell, a few of those cells' ids (the system's own, or ``models`` and ``segments``) and the
+    matrix; ``None`` where none does."""
     from bosaris_dask.trials.construction import locate
 
-    names = _system_names(args)
-    models, segments = key.model.values, key.segment.values
-    for name, system in zip(names, systems, strict=False):
-        mask = reindex_ids(system, models, segments).score_mask.data
-        where = locate((trial_classes(key, chunks=mask.chunks) != 0) & ~mask, models, segments)
-        if where:  # the count, without the engine's default system name and examples
-            count = re.search(r"[\d,]+ key trials have no score( in some system)?", exc.args[0])
-            head = count.group(0) if count else exc.args[0].split(" (")[0]
-            return MissingTrialsError(f"{head}: {name} has none for {where}, ... "
-                                      "(--allow-missing drops them)")  # fmt: skip
-    return exc
+    for name, system in zip(_system_names(args), systems, strict=False):
+        bad = bad_of(system)
+        rows = system.model.values if models is None else models
+        where = locate(bad, rows, system.segment.values if segments is None else segments)
+        if where:
+            return name, where, bad
+    return None
+
+
+def _nonfinite(name: str, where: str, bad: Any) -> ScoreError:
+    """The error of a system's non-finite scores, as the evaluation words it."""
+    from bosaris_dask.progress import compute
+
+    n = int(compute(bad.sum(), progress=None))
+    return ScoreError(f"{name}: {n} trials have non-finite scores, e.g. {where}")
 
 
 def _posterior_report(
@@ -334,6 +383,16 @@ def cmd_apply(args: argparse.Namespace) -> int:
               f"{args.llr_base} reads these scores as base-{args.llr_base} LLRs",
               file=sys.stderr)  # fmt: skip
 
+    quality_options = {"--quality": args.quality, "--model-quality": args.model_quality,
+                       "--segment-quality": args.segment_quality}  # fmt: skip
+    given_quality = [option for option, value in quality_options.items() if value]
+    if model.kind == "quality_fusion" and not given_quality:
+        raise OptionError(f"{args.model} is a quality fusion: give the scores' quality measures "
+                          "(--quality STORE, or --model-quality and --segment-quality "
+                          "tables)")  # fmt: skip
+    if model.kind != "quality_fusion" and given_quality:
+        raise OptionError(f"{args.model} is a {model.kind} model, which takes no quality "
+                          f"measures: leave out {', '.join(given_quality)}")  # fmt: skip
     n_model = len(model.weights_) if getattr(model, "weights_", None) is not None else 1
     given = _count_systems(args, args.scores)
     if given != n_model:
@@ -361,6 +420,21 @@ def cmd_apply(args: argparse.Namespace) -> int:
         model, systems, quality, ndx = inputs
         out = apply_model(model, systems, quality=quality, ndx=ndx, llr_base="e")  # converted
         out = _fill_missing(args, _in_user_base(args, out), ndx)
-        io.write(out, args.out, progress=_progress(args))
+        try:
+            io.write(out, args.out, progress=_progress(args))
+        except ScoreError as exc:  # a non-finite score among the inputs, most likely
+            raise _named_nonfinite(args, exc, systems) from None
     _say(args, f"wrote {args.out}")
     return 0
+
+
+def _named_nonfinite(args: argparse.Namespace, exc: ScoreError, systems: list[Any]) -> ScoreError:
+    """``apply``'s error of non-finite LLRs, with the first input system holding a non-finite
+    score and a few of its trials (found by one more look at the data, on this error path
+    only); the error as it was where no input score is non-finite (the LLRs overflowed)."""
+    import dask.array as da
+
+    found = _first_system_with(
+        args, systems, lambda s: s.score_mask.data & ~da.isfinite(s.score.data)
+    )
+    return exc if found is None else _nonfinite(*found)

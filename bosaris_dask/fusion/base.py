@@ -406,4 +406,7 @@ def _load_json(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise ParseError(f"not a JSON model file: {exc.msg}", path=path, line=exc.lineno) from None
     if not isinstance(d, dict):
         raise ParseError(f"a model file holds a JSON object, not {type(d).__name__}", path=path)
+    if "kind" not in d and isinstance(d.get("systems"), list) and "passes" in d:
+        raise ParseError("this is an evaluation's results (evaluate --json), not a model: "
+                         "give the --model-out file of calibrate or fuse", path=path)  # fmt: skip
     return d
