@@ -88,6 +88,14 @@ def test_errors_are_one_line(files, capsys, monkeypatch):
                  "--out", "x.zarr"]) == 1  # fmt: skip
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "has no embedding in cohort.npz" in err[0]
+    # --allow-missing drops trials without a score: an id without an embedding is still an
+    # error, which says so
+    assert main(["evaluate", "--enrol", "enrol.npz", "--test", "cohort.npz", "--key", "key.zarr",
+                 "--allow-missing"]) == 1  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith(
+        "(--allow-missing drops key trials without a score, not ids without an embedding)"
+    )
 
 
 def test_score_writes_cohort_statistics_as_quality(files, monkeypatch):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bosaris_dask.cli.common import _opened, _progress, _say
-from bosaris_dask.errors import BosarisError
+from bosaris_dask.errors import BosarisError, TrialError
 
 #: The options of scores from embeddings, and their values when not given.
 _EMBEDDING_DEFAULTS = {
@@ -57,7 +57,8 @@ def add_embedding_arguments(
     g.add_argument("--test", required=required, metavar="T", help="test embeddings")
     g.add_argument("--models", metavar="MAP",
                    help="model map, 'model segment' lines: each model is the mean of its "
-                   "segments' (normalized) embeddings")  # fmt: skip
+                   "segments' embeddings (with cosine: of the normalized ones, normalized "
+                   "again)")  # fmt: skip
     g.add_argument("--backend", choices=BACKENDS, default=_EMBEDDING_DEFAULTS["backend"],
                    help="cosine (default): length-normalize, then dot product; "
                    "dot: the raw dot product")  # fmt: skip
@@ -155,9 +156,15 @@ def embedding_scores(
                "chunks": (args.block, args.block), "device": args.device}  # fmt: skip
     e = args.enrol if enrol is None else enrol
     t = args.test if test is None else test
-    if quality:
-        return scores_with_cohort_quality(e, t, **options)
-    return scores_from_embeddings(e, t, **options)
+    try:
+        if quality:
+            return scores_with_cohort_quality(e, t, **options)
+        return scores_from_embeddings(e, t, **options)
+    except TrialError as exc:  # --allow-missing is about scores, not embeddings: say so
+        if getattr(args, "allow_missing", False) and "has no embedding" in str(exc):
+            raise TrialError(f"{exc} (--allow-missing drops key trials without a score, not "
+                             "ids without an embedding)") from None  # fmt: skip
+        raise
 
 
 def cmd_score(args: argparse.Namespace) -> int:

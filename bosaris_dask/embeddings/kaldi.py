@@ -3,7 +3,8 @@ extra): a script file (``.scp``, ``id rxspecifier`` lines) read lazily by its sp
 archive (``.ark``) read whole, and a single vector file (``ivector-mean``'s ``mean.vec``).
 
 A script's relative archive is found from the working directory (Kaldi's rule) or beside the
-script; found in both as two different files, it is an error (:func:`_resolve_specs`).
+script; found in both as two files (even with the same bytes), it is an error
+(:func:`_resolve_specs`).
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def _resolve_specs(specs: list[str], lines: list[int], path: Path) -> list[str]:
     A relative file is looked up relative to the working directory (Kaldi's rule: recipes write
     ``exp/xvectors/xvector.1.ark:27`` and run from the recipe folder) and beside the script
     file (kaldiio's ``ark,scp:xvector.ark,xvector.scp`` written in an output folder). Found in
-    one place, that one is read; in both, as two different files, it is an error naming the
+    one place, that one is read; in both, as two files (even two copies), it is an error naming the
     line, since reading the wrong one gives every id another id's vector at an offset that may
     well exist (silently wrong scores); in neither, an error naming both places.
     """
