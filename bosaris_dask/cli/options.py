@@ -132,7 +132,8 @@ def prior_argument(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 def quality_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--quality", help="a quality store (zarr) with model and segment quality")
+    parser.add_argument("--quality", help="a quality store (zarr) with model and segment quality "
+                        "(bd.write of make_quality(...), or score --quality-out)")  # fmt: skip
     parser.add_argument("--model-quality", help="model-side quality table (text or HDF5)")
     parser.add_argument("--segment-quality", help="segment-side quality table (text or HDF5)")
 
@@ -141,7 +142,8 @@ def training_arguments(parser: argparse.ArgumentParser, apply_help: str) -> None
     """What calibrate and fuse share: the objective's prior, the model file, --apply."""
     parser.add_argument(
         "--train-prior", type=values.prior, default=None, metavar="P",
-        help="effective prior of the logistic training objective (default 0.5; not for PAV)",
+        help="effective prior of the logistic training objective (default 0.5; not for "
+        "calibrate --method pav)",
     )  # fmt: skip
     parser.add_argument("--model-out", required=True, metavar="MODEL.json",
                         help="where to write the trained model (JSON)")  # fmt: skip

@@ -224,7 +224,8 @@ def read_quality(path: str | os.PathLike[str]) -> xr.DataArray:
 
         return read_quality_mat(p)
     if fmt == "zarr":
-        raise StoreError(f"{p}: quality tables are read from HDF5, MAT or text files, not zarr")
+        raise StoreError(f"{p}: quality tables (one side) are read from HDF5, MAT or text files; "
+                         "a zarr store holds a Quality object of both sides: bd.read")  # fmt: skip
     from bosaris_dask.io.text import read_quality_text
 
     return read_quality_text(p)
@@ -242,7 +243,9 @@ def write_quality(
 
         return write_quality_mat(table, path)
     if fmt == "zarr":
-        raise StoreError(f"{path}: quality tables are written to HDF5, MAT or text files, not zarr")
+        raise StoreError(f"{path}: quality tables (one side) are written to HDF5, MAT or text "
+                         "files; a Quality object of both sides (make_quality) goes to zarr with "
+                         "bd.write")  # fmt: skip
     from bosaris_dask.io.text import write_quality_text
 
     write_quality_text(table, path)
