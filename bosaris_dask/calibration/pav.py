@@ -52,7 +52,10 @@ class PAVCalibrator(JsonModel):
         increasing (0: flat blocks; the BOSARIS reference shows 0 and 0.001).
     pseudo_counts
         Add one target below and one non-target above every score, so every LLR is finite
-        (``False``: the pure PAV LLRs, ``+-inf`` for pure end blocks).
+        (``False``: the pure PAV LLRs, ``+-inf`` for pure end blocks and for scores between
+        such a block and its neighbour; an evaluation refuses non-finite scores, and the JSON
+        then holds ``Infinity``, which strict JSON parsers refuse: for analysis, as
+        :func:`~bosaris_dask.calibration.optimal_llrs`).
     bound
         Position of the pseudo-observations (``-bound``, ``+bound``).
 
