@@ -331,8 +331,12 @@ def test_dev_eval_and_cheating_workflows() -> None:
 def test_errors_for_bad_scores() -> None:
     key = make_key(["m1", "m2"], ["s1", "s2"], [[1, -1], [-1, 0]])
     bad = make_scores(["m1", "m2"], ["s1", "s2"], [[np.inf, 1.0], [0.0, np.nan]])
-    with pytest.raises(ScoreError, match="1 trials have a non-finite score"):
-        LinearFuser().fit([bad], key)  # NaN outside the key's trials is not an error
+    with pytest.raises(
+        ScoreError,
+        match=r"^system-1: 1 trials have non-finite scores, e\.g\. "
+        r"\(m1, s1\)$",
+    ):  # NaN outside the key's trials is not an error
+        LinearFuser().fit([bad], key)
     fine = make_scores(["m1", "m2"], ["s1", "s2"], [[2.0, 1.0], [0.0, np.nan]])
     fuser = LinearFuser(l2=0.1).fit([fine], key)  # separable: the penalty keeps it finite
     with pytest.raises(ScoreError):

@@ -376,3 +376,40 @@ def test_info_key_says_what_evaluate_uses(tmp_path, capsys):
     assert capsys.readouterr().err == (
         f"bosaris-dask: error: --key compares scores with a key, but {key} holds a key\n"
     )
+
+
+@pytest.mark.parametrize("fitter", ["LinearFuser", "QualityFuser"])
+def test_fits_name_the_system_and_trials_as_evaluate_does(fitter):
+    # the second system lacks a score at (b, v) and holds a NaN at (a, w): each error names
+    # the system by its place, as evaluate names systems, and a trial
+    from bosaris_dask.errors import MissingTrialsError
+    from bosaris_dask.fusion import QualityFuser
+    from bosaris_dask.trials import make_quality, quality_table
+
+    classes = np.array([[1, -1, -1], [-1, 1, -1]])
+    ids = (["a", "b"], ["u", "v", "w"])
+    key = make_key(*ids, classes)
+    good = make_scores(*ids, classes * 2.0 + 0.1)
+    values = classes * 2.0 + 0.2
+    mask = np.ones(classes.shape, bool)
+    mask[1, 1] = False
+    holed = make_scores(*ids, values, mask)
+    values[0, 2] = np.nan
+    broken = make_scores(*ids, values)
+    quality = make_quality(quality_table(ids[0], [[1.0], [2.0]]),
+                           quality_table(ids[1], [[1.0], [0.5], [2.0]]))  # fmt: skip
+
+    def fit(second: xr.Dataset) -> None:
+        if fitter == "LinearFuser":
+            LinearFuser().fit([good, second], key)
+        else:
+            QualityFuser().fit([good, second], key, quality)
+
+    with pytest.raises(MissingTrialsError) as missing:
+        fit(holed)
+    assert str(missing.value) == (
+        "system-2: 1 key trials have no score, e.g. (b, v) (allow_missing drops them)"
+    )
+    with pytest.raises(ScoreError) as nonfinite:
+        fit(broken)
+    assert str(nonfinite.value) == "system-2: 1 trials have non-finite scores, e.g. (a, w)"

@@ -105,7 +105,7 @@ def _fit_and_apply(
                 else:
                     model.fit(systems, key, quality, allow_missing=args.allow_missing)
             except (MissingTrialsError, ScoreError) as exc:
-                raise _named_fit_error(args, exc, key, systems) from None
+                raise _named_fit_error(args, exc) from None
         model.llr_base_ = args.llr_base  # what the model was trained on, kept in its JSON
         model.systems_ = trained if len(trained) > 1 else None
         model.save(args.model_out)
@@ -183,74 +183,19 @@ def _read_ndx(path: str | None, text_format: str | None = None) -> Any:
     return ndx
 
 
-def _named_fit_error(
-    args: argparse.Namespace, exc: BosarisError, key: Any, systems: list[Any]
-) -> BosarisError:
-    """The fit's error, with what it is about (found by one more look at the data, on this
-    error path only): the first system with key trials without a score, or with non-finite
-    scores, and a few of those trials; the key, for a fit that found no target or no
-    non-target trial."""
-    import dask.array as da
-
-    from bosaris_dask.trials import reindex_ids, trial_classes
-
+def _named_fit_error(args: argparse.Namespace, exc: BosarisError) -> BosarisError:
+    """The fit's error with the names the command line gave: the system's file where the fit
+    named it by its place (``system-K: ...``: its key trials without a score, non-finite
+    scores, a class it lacks), the key for a fit that found no target or no non-target."""
     text = exc.args[0] if exc.args else ""
     if text.startswith("fitting needs target and non-target"):
         return ScoreError(f"{args.key}: {text}")
-    default = re.match(r"system-(\d+): need both targets", text)  # a PAV fit's default name
+    place = re.match(r"system-(\d+): ", text)
     names = _system_names(args)
-    if default and int(default.group(1)) <= len(names):
-        return ScoreError(names[int(default.group(1)) - 1] + text[text.index(":") :])
-    missing = isinstance(exc, MissingTrialsError)
-    if not missing and "non-finite score" not in text:
+    if place is None or not 0 < int(place.group(1)) <= len(names):
         return exc
-    models, segments = key.model.values, key.segment.values
-
-    def bad_trials(system: Any) -> Any:
-        aligned = reindex_ids(system, models, segments)
-        mask = aligned.score_mask.data
-        trials = trial_classes(key, chunks=mask.chunks) != 0
-        return trials & ~mask if missing else trials & mask & ~da.isfinite(aligned.score.data)
-
-    found = _first_system_with(args, systems, bad_trials, models, segments)
-    if found is None:
-        return exc
-    name, where, bad = found
-    if missing:  # the count, without the engine's default system name and examples
-        count = re.search(r"[\d,]+ key trials have no score( in some system)?", text)
-        head = count.group(0) if count else text.split(" (")[0]
-        return MissingTrialsError(f"{head}: {name} has none for {where}, ... "
-                                  "(--allow-missing drops them)")  # fmt: skip
-    return _nonfinite(name, where, bad)
-
-
-def _first_system_with(
-    args: argparse.Namespace,
-    systems: list[Any],
-    bad_of: Callable[[Any], Any],
-    models: Any = None,
-    segments: Any = None,
-) -> tuple[str, str, Any] | None:
-    """The name of the first system where the lazy boolean matrix ``bad_of(system)`` holds a
-    cell, a few of those cells' ids (the system's own, or ``models`` and ``segments``) and the
-    matrix; ``None`` where none does."""
-    from bosaris_dask.trials.construction import locate
-
-    for name, system in zip(_system_names(args), systems, strict=False):
-        bad = bad_of(system)
-        rows = system.model.values if models is None else models
-        where = locate(bad, rows, system.segment.values if segments is None else segments)
-        if where:
-            return name, where, bad
-    return None
-
-
-def _nonfinite(name: str, where: str, bad: Any) -> ScoreError:
-    """The error of a system's non-finite scores, as the evaluation words it."""
-    from bosaris_dask.progress import compute
-
-    n = int(compute(bad.sum(), progress=None))
-    return ScoreError(f"{name}: {n} trials have non-finite scores, e.g. {where}")
+    named = f"{names[int(place.group(1)) - 1]}: {text[place.end() :]}"
+    return MissingTrialsError(named) if isinstance(exc, MissingTrialsError) else ScoreError(named)
 
 
 def _posterior_report(
@@ -434,7 +379,13 @@ def _named_nonfinite(args: argparse.Namespace, exc: ScoreError, systems: list[An
     only); the error as it was where no input score is non-finite (the LLRs overflowed)."""
     import dask.array as da
 
-    found = _first_system_with(
-        args, systems, lambda s: s.score_mask.data & ~da.isfinite(s.score.data)
-    )
-    return exc if found is None else _nonfinite(*found)
+    from bosaris_dask.progress import compute
+    from bosaris_dask.trials.construction import locate
+
+    for name, system in zip(_system_names(args), systems, strict=False):
+        bad = system.score_mask.data & ~da.isfinite(system.score.data)
+        where = locate(bad, system.model.values, system.segment.values)
+        if where:
+            n = int(compute(bad.sum(), progress=None))
+            return ScoreError(f"{name}: {n} trials have non-finite scores, e.g. {where}")
+    return exc

@@ -13,6 +13,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import (
+    MissingTrialsError,
     NotFittedError,
     OptionError,
     ScoreError,
@@ -272,8 +273,10 @@ class LinearFuser(JsonModel):
         """
         scores, key = scores_and_key(scores, key, f"{type(self).__name__}.fit")
         data = fusion_data(key, _as_list(scores), persist=self.persist)
-        # persisting is a pass too
-        return self._fit_data(data, x0, persisted=self.persist, allow_missing=allow_missing)
+        try:  # persisting is a pass too
+            return self._fit_data(data, x0, persisted=self.persist, allow_missing=allow_missing)
+        except (MissingTrialsError, ScoreError) as exc:
+            raise data.located(exc, key.model.values, key.segment.values) from None
 
     def fit_arrays(
         self,

@@ -11,7 +11,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask.errors import NotFittedError, TrialError
+from bosaris_dask.errors import MissingTrialsError, NotFittedError, ScoreError, TrialError
 from bosaris_dask.fusion.base import (
     _as_list,
     _output_mask,
@@ -32,7 +32,7 @@ from bosaris_dask.objectives import (
     quality_params,
     quality_sides,
 )
-from bosaris_dask.objectives.data import cell_quality
+from bosaris_dask.objectives.data import FusionData, cell_quality
 from bosaris_dask.progress import compute
 from bosaris_dask.trials import kind_of, make_quality, make_scores, quality_table
 
@@ -208,6 +208,22 @@ class QualityFuser(LinearFuser):
             self.measures_ = measure_names(quality.quality if cells else quality)
         quality = transform_quality(quality, self.qtrans)
         data = fusion_data(key, _as_list(scores), quality, persist=self.persist)
+        try:
+            return self._fit_quality(data, key, quality, cells, allow_missing, linear)
+        except (MissingTrialsError, ScoreError) as exc:
+            raise data.located(exc, key.model.values, key.segment.values) from None
+
+    def _fit_quality(
+        self,
+        data: FusionData,
+        key: xr.Dataset,
+        quality: Any,
+        cells: TrialQuality | None,
+        allow_missing: bool,
+        linear: LinearFuser | None,
+    ) -> QualityFuser:
+        """:meth:`fit` on the aligned data: the linear stage (unless given), then the quality
+        matrix."""
         k = data.n_systems
         if linear is None:
             linear = LinearFuser(

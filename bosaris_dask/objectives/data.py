@@ -13,7 +13,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask.errors import ScoreError, TrialError
+from bosaris_dask.errors import BosarisError, MissingTrialsError, ScoreError, TrialError
 from bosaris_dask.objectives.cells import TrialQuality
 from bosaris_dask.progress import persist
 from bosaris_dask.trials import align, kind_of, trial_classes, validate
@@ -71,6 +71,41 @@ class FusionData:
             masks=tuple(arrays[k : 2 * k]),
             classes=arrays[2 * k],
         )
+
+    def located(
+        self, error: BosarisError, models: np.ndarray, segments: np.ndarray
+    ) -> BosarisError:
+        """A fit's count of key trials without a score, or of non-finite scores, as an
+        evaluation words it: the first system with such trials (``system-K``, as
+        :func:`~bosaris_dask.metrics.evaluate` names systems), their count and a few of them
+        by ``models`` and ``segments`` (the ids of the key's grid), found by one more look at
+        the data (on this error path only). Any other error as it is.
+
+        Examples
+        --------
+        >>> data = fusion_data_from_arrays(np.array([[1.0]]), np.array([[np.nan], [0.0]]))
+        >>> str(data.located(ScoreError("1 trials have a non-finite score"), np.array(["m"]),
+        ...                  np.array(["t1", "n1", "n2"])))
+        'system-1: 1 trials have non-finite scores, e.g. (m, n1)'
+        """
+        from bosaris_dask.progress import compute
+        from bosaris_dask.trials.construction import locate
+
+        missing = isinstance(error, MissingTrialsError)
+        if not missing and "non-finite score" not in str(error):
+            return error
+        trials = self.classes != 0
+        for k, (score, mask) in enumerate(zip(self.scores, self.masks, strict=True)):
+            bad = trials & ~mask if missing else trials & mask & ~da.isfinite(score)
+            n = int(compute(bad.sum(), progress=None))
+            if not n:
+                continue
+            where = locate(bad, models, segments)
+            if missing:
+                return MissingTrialsError(f"system-{k + 1}: {n} key trials have no score, e.g. "
+                                          f"{where} (allow_missing drops them)")  # fmt: skip
+            return ScoreError(f"system-{k + 1}: {n} trials have non-finite scores, e.g. {where}")
+        return error
 
 
 def align_inputs(
