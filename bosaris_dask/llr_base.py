@@ -6,8 +6,8 @@ multiplies the scores by ``ln(base)`` (lazily, in float64: a float32 product wou
 neighbouring scores into ties) on input and :func:`from_natural` divides written LLRs by it on
 output. Rank-based metrics (minDCF, EER, minCllr) do not change; Cllr, actDCF and the Bayes
 thresholds read the scores as LLRs and do.
-Thresholds reported in a base-10 evaluation are converted back (``/ ln 10``), to within a
-rounding of the scaled scores.
+Thresholds reported in a base-10 evaluation are converted back exactly: the smallest value
+whose scaled score reaches the natural threshold (:func:`threshold_in_base`).
 
 Examples
 --------
@@ -28,7 +28,8 @@ import xarray as xr
 
 from bosaris_dask.errors import OptionError
 
-__all__ = ["LLR_BASES", "log_of_base", "to_natural", "from_natural", "thresholds_from_natural"]
+__all__ = ["LLR_BASES", "log_of_base", "to_natural", "from_natural", "threshold_in_base",
+           "thresholds_from_natural"]  # fmt: skip
 
 #: Bases the CLI accepts for ``--llr-base``.
 LLR_BASES = ("e", "10", "2")
@@ -69,21 +70,51 @@ def from_natural(scores: xr.Dataset, base: float | str) -> xr.Dataset:
     return _scaled(scores, 1.0 / log_of_base(base))
 
 
+def threshold_in_base(threshold: np.ndarray | float, factor: float) -> np.ndarray:
+    """The thresholds, on natural LLRs, of LLRs read in a base as ``s * factor``
+    (:func:`to_natural`, in float64), as thresholds on those LLRs themselves: the smallest
+    float64 ``v`` with ``v * factor >= t`` (a product rounded as numpy rounds it), so that a
+    score ``s`` is at or above ``v`` exactly when its natural LLR is at or above ``t``. Plain
+    division can miss by an ulp (``-1.96`` scaled by ``ln 10`` and divided back is
+    ``-1.9599999999999997``). Non-finite thresholds are divided.
+
+    Examples
+    --------
+    >>> f = math.log(10)
+    >>> t = np.float64(-1.96) * f
+    >>> float(t / f), float(threshold_in_base(t, f))
+    (-1.9599999999999997, -1.96)
+    """
+    t = np.asarray(threshold, dtype=np.float64)
+    v = t / factor
+    finite = np.isfinite(v)
+    with np.errstate(over="ignore"):  # products beyond the float range compare as +-inf
+        for _ in range(4):  # an ulp or two off: up while too low, then down while it holds
+            low = finite & (v * factor < t)
+            v = np.where(low, np.nextafter(v, np.inf), v)
+        for _ in range(4):
+            below = np.nextafter(v, -np.inf)
+            v = np.where(finite & (below * factor >= t), below, v)
+    return v
+
+
 def thresholds_from_natural(results: xr.Dataset, base: float | str) -> xr.Dataset:
     """An evaluation whose thresholds (``act_threshold``, ``min_threshold``, the fixed-FMR/FNMR
-    ``fixed_*_threshold``, the ROC points' ``roc_threshold``) are given in ``base``."""
+    ``fixed_*_threshold``, the ROC points' ``roc_threshold``) are given in ``base``, each
+    exactly where the scores were read in that base (:func:`threshold_in_base`)."""
     factor = log_of_base(base)
     if factor == 1.0:
         return results
     out = results.copy()
     units = f"LLR in base {base}"
     if "act_threshold" in out.coords:
-        out = out.assign_coords(act_threshold=out.act_threshold / factor)
+        act = threshold_in_base(out.act_threshold.values, factor)
+        out = out.assign_coords(act_threshold=(out.act_threshold.dims, act))
         out.act_threshold.attrs.update(results.act_threshold.attrs, units=units)
     names = ("min_threshold", "fixed_fmr_threshold", "fixed_fnmr_threshold", "roc_threshold")
     for name in (*names, *(f"condition_{n}" for n in names)):
         if name in out:
-            out[name] = out[name] / factor
+            out[name] = out[name].copy(data=threshold_in_base(out[name].values, factor))
             out[name].attrs.update(results[name].attrs, units=units)
     out.attrs["llr_base"] = str(base)
     return out

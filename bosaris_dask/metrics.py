@@ -216,9 +216,11 @@ def evaluate(
         ``*_raw`` ones are Bayes error rates; ``min_threshold`` is a score threshold attaining
         minDCF (accept iff ``score >= min_threshold``). The ragged ROC curves ``rocch_pmiss``/
         ``rocch_pfa`` (the hull's vertices, dimension ``vertex``) and ``roc_pmiss``/``roc_pfa``
-        (exact steppy-ROC points thinned by :func:`steppy_roc`, dimension ``roc_point``) are
-        NaN-padded past each system's ``n_vertices``/``n_roc_points``; :func:`curve` returns one
-        at its exact length. ``attrs["passes"]`` says how many passes over the data the
+        (exact steppy-ROC points thinned by :func:`steppy_roc`, dimension ``roc_point``, each
+        with its score threshold ``roc_threshold``: ``roc_pmiss`` is the share of targets
+        below it, ``roc_pfa`` that of non-targets at or above it) are NaN-padded past each
+        system's ``n_vertices``/``n_roc_points``; :func:`curve` returns one at its exact
+        length. ``attrs["passes"]`` says how many passes over the data the
         evaluation took. ``cllr_cal = cllr - min_cllr`` is the calibration loss (the forensic
         community's Cllr_cal). ``auc`` is the exact area under the ROC (Mann-Whitney, ties
         counted half), NaN unless the summary determines it, with ``auc_low``/``auc_high`` its

@@ -341,7 +341,9 @@ def test_training_with_missing_scores_needs_allow_missing(tmp_path, command):
     assert json.loads((tmp_path / "m.json").read_text())["n_missing"] == 2
 
 
-@pytest.mark.parametrize("command", ["calibrate", "fuse", "calibrate --method pav", "apply"])
+@pytest.mark.parametrize(
+    "command", ["calibrate", "fuse", "calibrate --method pav", "apply", "calibrate --apply"]
+)
 def test_training_and_applying_name_the_system_and_trial_of_a_non_finite_score(tmp_path, command):
     """As evaluate does: the file and a trial, whatever the stage that finds it."""
     classes = np.array([[1, -1, -1], [-1, 1, -1]])
@@ -357,6 +359,10 @@ def test_training_and_applying_name_the_system_and_trial_of_a_non_finite_score(t
         assert fit.returncode == 0, fit.stderr
         args = ["apply", "--model", str(tmp_path / "m.json"), "--scores",
                 str(tmp_path / "nan.zarr"), "--out", str(tmp_path / "o.zarr")]  # fmt: skip
+    elif command == "calibrate --apply":  # the scores applied to, after a sound fit
+        args = ["calibrate", "--key", str(tmp_path / "key.zarr"), "--scores",
+                str(tmp_path / "ok.zarr"), "--model-out", str(tmp_path / "m2.json"), "--apply",
+                str(tmp_path / "nan.zarr"), "--out", str(tmp_path / "o.zarr")]  # fmt: skip
     else:
         systems = ["--scores", str(tmp_path / "ok.zarr")] * (command == "fuse")
         args = [*command.split(), "--key", str(tmp_path / "key.zarr"), *systems, "--scores",
@@ -366,7 +372,8 @@ def test_training_and_applying_name_the_system_and_trial_of_a_non_finite_score(t
     assert result.stderr.splitlines()[-1] == (
         "bosaris-dask: error: nan: 1 trials have non-finite scores, e.g. (b, w)"
     )
-    assert not (tmp_path / "m2.json").exists() and not (tmp_path / "o.zarr").exists()
+    assert not (tmp_path / "o.zarr").exists()
+    assert command == "calibrate --apply" or not (tmp_path / "m2.json").exists()
 
 
 @pytest.mark.parametrize("command", ["calibrate", "fuse", "calibrate --method pav"])
@@ -379,6 +386,21 @@ def test_training_on_a_key_without_targets_names_the_key_or_system(tmp_path, com
     assert result.returncode == 1
     named = "sys: need both" if "pav" in command else f"{tmp_path / 'key.zarr'}: fitting needs"
     assert f"error: {named}" in result.stderr.splitlines()[-1]
+
+    # a key with both classes whose scores lack one: the key's counts, not the key, named
+    io.write(make_key(["a"], ["u", "v"], np.array([[1, -1]])), tmp_path / "key2.zarr")
+    io.write(make_scores(["a"], ["u", "v"], np.array([[0.0, -1.0]]), np.array([[False, True]])),
+             tmp_path / "sys2.zarr")  # fmt: skip
+    result = _run(*command.split(), "--key", str(tmp_path / "key2.zarr"), "--scores",
+                  str(tmp_path / "sys2.zarr"), "--model-out", str(tmp_path / "m.json"),
+                  "--allow-missing", "--cluster", "threads")  # fmt: skip
+    assert result.returncode == 1
+    said = ("sys2: need both targets and non-targets, found 0 targets and 1 non-targets among "
+            "the key's scored trials (1 key trials without a score)" if "pav" in command else
+            "fitting needs target and non-target trials with scores; found 0 targets and 1 "
+            "non-targets, of the key's 1 targets and 1 non-targets: the others have no score in "
+            "some system (--allow-missing dropped them)")  # fmt: skip
+    assert result.stderr.splitlines()[-1] == f"bosaris-dask: error: {said}"
 
 
 def test_apply_says_which_model_takes_quality_and_what_an_evaluation_json_is(tmp_path):

@@ -424,16 +424,18 @@ def test_plot_a_curve_per_condition(files):
 
 
 def test_llr_base_converts_condition_thresholds_too():
-    from bosaris_dask.llr_base import thresholds_from_natural
+    from bosaris_dask.llr_base import threshold_in_base, thresholds_from_natural
 
     mids, sids, mask, scores, mcols, scols, tables = _case(2, 6, 8)
     mask[0, 0], mask[-1, -1] = 1, -1
     ds = metrics.evaluate(make_scores(mids, sids, scores), make_key(mids, sids, mask),
                           conditions=tables, by=["model.g"], priors=PRIORS)  # fmt: skip
     ten = thresholds_from_natural(ds, "10")
-    np.testing.assert_array_equal(ten.condition_min_threshold.values,
-                                  ds.condition_min_threshold.values / np.log(10))  # fmt: skip
-    np.testing.assert_array_equal(ten.min_threshold.values, ds.min_threshold.values / np.log(10))
+    f = np.log(10)
+    for name in ("condition_min_threshold", "min_threshold", "condition_roc_threshold"):
+        converted = threshold_in_base(ds[name].values, f)
+        np.testing.assert_array_equal(ten[name].values, converted)
+        np.testing.assert_allclose(converted, ds[name].values / f, rtol=1e-15)  # an ulp or so
 
 
 @pytest.mark.slow

@@ -1,6 +1,7 @@
 """Tippett plots and the ROC points' thresholds they are drawn from: every drawn point against
 a brute force on the trials (proportions of target and non-target LLRs at or above it)."""
 
+import logging
 import math
 
 import matplotlib
@@ -67,15 +68,23 @@ def test_roc_thresholds_of_coarse_bins_are_their_lower_edges():
     pmiss, pfa = measures.roc_points(s, positions)
     tar, non = values[mask == 1].astype(np.float64), values[mask == -1].astype(np.float64)
     _check_points(t, pmiss, pfa, tar, non)
-    coarse = np.flatnonzero(s.bits > 0)
-    np.testing.assert_array_equal(t[coarse], s.values()[coarse])  # edges, not scores
+    scores = np.concatenate([tar, non])
+    edges = t[np.flatnonzero(s.bits > 0)]
+    assert not np.isin(edges[np.isfinite(edges)], scores).all()  # bin edges, not scores
 
 
-def test_roc_thresholds_follow_the_llr_base():
-    rng = np.random.default_rng(0)
-    ds = evaluate_arrays(rng.normal(2, 1, 50), rng.normal(-2, 1, 80), name="a")
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_roc_thresholds_in_base_10_split_the_base_10_scores_exactly(dtype):
+    # log10 LRs to two decimals, read as natural LLRs (x ln 10, in float64 as --llr-base 10
+    # does): divided back, -1.96 x ln 10 / ln 10 is -1.9599999999999997, which splits a tie
+    rng = np.random.default_rng(1)
+    tar = np.round(rng.normal(1.0, 1.0, 300), 2).astype(dtype)
+    non = np.round(rng.normal(-1.0, 1.0, 800), 2).astype(dtype)
+    f = math.log(10)
+    ds = evaluate_arrays(tar.astype(np.float64) * f, non.astype(np.float64) * f, name="a")
     ten = thresholds_from_natural(ds, 10)
-    np.testing.assert_array_equal(ten.roc_threshold.values, ds.roc_threshold.values / math.log(10))
+    _check_points(*_points(ten), tar.astype(np.float64), non.astype(np.float64))
+    assert (ds.roc_threshold.values / f != ten.roc_threshold.values).any()  # division misses
     assert ten.roc_threshold.attrs["units"] == "LLR in base 10"
     assert tippett_plot(ten).get_xlabel() == "LLR threshold x  ($\\log_{10}$ LR)"
     plt.close("all")
@@ -116,13 +125,42 @@ def test_tippett_legend_leaves_out_rates_an_evaluation_without_plo_0_lacks():
     plt.close("all")
 
 
-def test_tippett_of_a_far_tail_keeps_the_window_on_the_curves():
-    # a wide bin at the low end: the window stops at the first drop when the point before it
-    # lies further out than half the curves' range
-    tar, non = np.array([1.0, 2.0, 3.0]), np.array([-1e6, 0.0, 0.5, 1.5])
-    ax = tippett_plot(evaluate_arrays(tar, non, name="a"))
+def test_tippett_leaves_far_outliers_off_the_axis_and_says_so(caplog):
+    # one sentinel at each end among thousands: the axis holds the curves, not the sentinels
+    rng = np.random.default_rng(2)
+    tar = np.append(rng.normal(2, 1, 2000), 1e6)
+    non = np.append(rng.normal(-2, 1, 5000), -1e6)
+    with caplog.at_level(logging.INFO, logger="bosaris_dask.plots"):
+        ax = tippett_plot(evaluate_arrays(tar, non, name="a"))
     lo, hi = ax.get_xlim()
-    assert -1.0 < lo < 0.0 and 3.0 < hi < 3.5
+    assert -20 < lo < non[:-1].min() and tar[:-1].max() < hi < 20
+    assert [r.getMessage().split(" has ")[0] for r in caplog.records] == ["tippett plot: a"]
+    line = next(x for x in ax.get_lines() if x.get_gid() == "tippett/target/a")
+    x, y = line.get_data()
+    assert x.min() == lo and x.max() == hi  # the sentinels are drawn at the edges
+    plt.close("all")
+
+
+def test_tippett_of_the_extreme_floats_draws():
+    for tar, non in (([1.7e308, 1.0], [-1.0, 0.0]), ([1e308, 1.0], [-1e308, 0.0])):
+        ax = tippett_plot(evaluate_arrays(tar, non, name="a"))
+        lo, hi = ax.get_xlim()
+        assert np.isfinite([lo, hi]).all() and lo < 0.0 < hi
+        ax.figure.canvas.draw()
+        plt.close("all")
+
+
+def test_tippett_leaves_out_a_condition_without_targets():
+    key = make_key(["m1", "m2"], ["s1", "s2"], [[1, -1], [-1, -1]])
+    scores = make_scores(["m1", "m2"], ["s1", "s2"], [[2.0, 0.5], [-1.0, 0.3]])
+    table = condition_table("model", ["m1", "m2"], {"g": ["a", "b"]})
+    ds = evaluate(scores, key, conditions=[table], by=["model.g"], names=["s"])
+    ax = tippett_plot(conditions_as_systems(ds, empty=True))
+    assert sorted(line.get_gid() for line in ax.get_lines()) == [
+        "tippett/nontarget/s [model.g=a]",
+        "tippett/target/s [model.g=a]",
+        "tippett/zero",
+    ]
     plt.close("all")
 
 

@@ -105,7 +105,7 @@ def _fit_and_apply(
                 else:
                     model.fit(systems, key, quality, allow_missing=args.allow_missing)
             except (MissingTrialsError, ScoreError) as exc:
-                raise _named_fit_error(args, exc) from None
+                raise _named_fit_error(args, exc, key) from None
         model.llr_base_ = args.llr_base  # what the model was trained on, kept in its JSON
         model.systems_ = trained if len(trained) > 1 else None
         model.save(args.model_out)
@@ -144,15 +144,18 @@ def _fit_and_apply(
             fitted_out = apply_model(
                 model, targets, quality=evaluated, ndx=ndx, llr_base="e"
             )  # the targets are natural-log LLRs already
-            # the report before the write: --out may be one of the --apply stores, which the
-            # write replaces under the lazily opened inputs
-            report = (
-                _posterior_report(args, model, targets, fitted_out, ndx)
-                if args.command == "fuse" and not args.quiet
-                else None
-            )
             out = _fill_missing(args, _in_user_base(args, fitted_out), ndx)
-            io.write(out, args.out, progress=_progress(args))
+            try:
+                # the report before the write: --out may be one of the --apply stores, which
+                # the write replaces under the lazily opened inputs
+                report = (
+                    _posterior_report(args, model, targets, fitted_out, ndx)
+                    if args.command == "fuse" and not args.quiet
+                    else None
+                )
+                io.write(out, args.out, progress=_progress(args))
+            except ScoreError as exc:  # a non-finite score among the inputs, most likely
+                raise _named_nonfinite(exc, targets, system_names(args.apply)) from None
             _say(args, f"wrote {args.out}")
             if report is not None:
                 _say(args, report)
@@ -183,13 +186,24 @@ def _read_ndx(path: str | None, text_format: str | None = None) -> Any:
     return ndx
 
 
-def _named_fit_error(args: argparse.Namespace, exc: BosarisError) -> BosarisError:
+def _named_fit_error(args: argparse.Namespace, exc: BosarisError, key: Any) -> BosarisError:
     """The fit's error with the names the command line gave: the system's file where the fit
     named it by its place (``system-K: ...``: its key trials without a score, non-finite
-    scores, a class it lacks), the key for a fit that found no target or no non-target."""
+    scores, a class it lacks); for a fit that found no target or no non-target, the key if it
+    has none, else the key's counts (the scores lack the rest: one more look at the key, on
+    this error path only)."""
+    from bosaris_dask.progress import compute
+
     text = exc.args[0] if exc.args else ""
     if text.startswith("fitting needs target and non-target"):
-        return ScoreError(f"{args.key}: {text}")
+        mask = key.trial_mask.data
+        n_tar, n_non = (int(n) for n in compute(((mask == 1).sum(), (mask == -1).sum()),
+                                                progress=None))  # fmt: skip
+        if not (n_tar and n_non):
+            return ScoreError(f"{args.key}: {text}")
+        dropped = " (--allow-missing dropped them)" if args.allow_missing else ""
+        return ScoreError(f"{text}, of the key's {n_tar:,} targets and {n_non:,} non-targets: "
+                          f"the others have no score in some system{dropped}")  # fmt: skip
     place = re.match(r"system-(\d+): ", text)
     names = _system_names(args)
     if place is None or not 0 < int(place.group(1)) <= len(names):
@@ -368,21 +382,22 @@ def cmd_apply(args: argparse.Namespace) -> int:
         try:
             io.write(out, args.out, progress=_progress(args))
         except ScoreError as exc:  # a non-finite score among the inputs, most likely
-            raise _named_nonfinite(args, exc, systems) from None
+            raise _named_nonfinite(exc, systems, _system_names(args)) from None
     _say(args, f"wrote {args.out}")
     return 0
 
 
-def _named_nonfinite(args: argparse.Namespace, exc: ScoreError, systems: list[Any]) -> ScoreError:
-    """``apply``'s error of non-finite LLRs, with the first input system holding a non-finite
-    score and a few of its trials (found by one more look at the data, on this error path
-    only); the error as it was where no input score is non-finite (the LLRs overflowed)."""
+def _named_nonfinite(exc: ScoreError, systems: list[Any], names: list[str]) -> ScoreError:
+    """An applied model's error of non-finite LLRs, with the first input system (by
+    ``names``) holding a non-finite score and a few of its trials (found by one more look at
+    the data, on this error path only); the error as it was where no input score is
+    non-finite (the LLRs overflowed)."""
     import dask.array as da
 
     from bosaris_dask.progress import compute
     from bosaris_dask.trials.construction import locate
 
-    for name, system in zip(_system_names(args), systems, strict=False):
+    for name, system in zip(names, systems, strict=False):
         bad = system.score_mask.data & ~da.isfinite(system.score.data)
         where = locate(bad, system.model.values, system.segment.values)
         if where:

@@ -32,6 +32,7 @@ Examples
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import numpy as np
@@ -42,7 +43,15 @@ from bosaris_dask.errors import PlotError
 from bosaris_dask.plots._common import Results, curves, finish_curve_axes, log_label, new_axes
 from bosaris_dask.result_layout import CURVES
 
-__all__ = ["tippett_plot", "tippett_points"]
+__all__ = ["tippett_plot", "tippett_points", "TAIL"]
+
+#: The x axis leaves out LLRs beyond half the width of the curves' core (where either curve is
+#: within ``TAIL`` of neither 1 nor 0) from its ends, and says so (a note in the log).
+TAIL = 1e-3
+#: The widest x axis: matplotlib cannot draw ticks over the whole float64 range.
+_FAR = 1e307
+
+_log = logging.getLogger("bosaris_dask.plots")
 
 
 def tippett_points(data: xr.Dataset) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -110,28 +119,31 @@ def tippett_plot(
         Results that are not an evaluation, or an unknown system.
     """
     ax = new_axes(ax, (8.0, 4.8))
-    chosen = curves(results, systems, ax, "tippett")
+    chosen = [c for c in curves(results, systems, ax, "tippett")
+              if int(c.data.n_target) and int(c.data.n_nontarget)]  # fmt: skip
     points = [tippett_points(c.data) for c in chosen]
-    spans = [_span(*p) for p in points]
-    lo = min(0.0, *(a for a, _ in spans))
-    hi = max(0.0, *(b for _, b in spans))
-    pad = 0.03 * (hi - lo) if hi > lo else 1.0
+    spans = [span for span in (_span(*p) for p in points) if span is not None]
+    lo, hi = min([0.0, *(a for a, _ in spans)]), max([0.0, *(b for _, b in spans)])
+    pad = (0.03 * hi - 0.03 * lo) or 1.0  # without overflow, at +-1e308 too
     lo, hi = xlim if xlim is not None else (lo - pad, hi + pad)
+    lo, hi = max(float(lo), -_FAR), min(float(hi), _FAR)
+    ax.set_xlim(lo, hi)
+    ax.set_autoscalex_on(False)
     for c, (x, targets, nontargets) in zip(chosen, points, strict=True):
-        # every LLR is at or above x left of the lowest point, none right of the highest
-        ends = (min(lo, x[0]), max(hi, x[-1])) if len(x) else (lo, hi)
-        x = np.concatenate([[ends[0]], x, [ends[1]]])
+        # every LLR is at or above x left of the lowest point, none right of the highest;
+        # points beyond the axis are drawn at its edges
+        x = np.clip(np.concatenate([[lo], x, [hi]]), lo, hi)
         for y, kind in ((targets, "target"), (nontargets, "nontarget")):
             ax.plot(x, np.concatenate([[1.0], y, [0.0]]), color=c.color, zorder=3,
                     linestyle="-" if kind == "target" else "--",
                     linewidth=1.8 if kind == "target" else 1.5, drawstyle="steps-pre",
                     label=_label(c.label, c.data) if kind == "target" else None,
                     gid=f"tippett/{kind}/{c.label}")  # fmt: skip
+    _say_clipped(chosen, points, lo, hi)
     if not any(line.get_gid() == "tippett/zero" for line in ax.get_lines()):
         ax.axvline(0.0, color="0.4", linestyle=":", linewidth=1.2, zorder=2, gid="tippett/zero")
-    ax.set_xlim(lo, hi)
     ax.set_ylim(-0.02, 1.02)
-    base = str(chosen[-1].data.attrs.get("llr_base", "e"))
+    base = str(chosen[-1].data.attrs.get("llr_base", "e")) if chosen else "e"
     ax.set_xlabel(f"LLR threshold x  ({log_label(base)} LR)")
     ax.set_ylabel("Proportion of LLRs ≥ x")
     finish_curve_axes(ax, title=title, legend=legend, solid="targets (Hp true)",
@@ -139,22 +151,36 @@ def tippett_plot(
     return ax
 
 
-def _span(x: np.ndarray, targets: np.ndarray, nontargets: np.ndarray) -> tuple[float, float]:
-    """The LLR range where a system's curves fall: from the last point where every LLR is at
-    or above the threshold to the first where none is, each taken unless it lies further than
-    half the range of the points between (a wide bin at either end of a large evaluation's
-    scores holds a few extreme LLRs far out)."""
-    inside = np.flatnonzero((targets < 1.0) | (nontargets < 1.0))
-    inside = inside[(targets[inside] > 0.0) | (nontargets[inside] > 0.0)]
-    if not len(inside):
-        return (float(x[0]), float(x[-1])) if len(x) else (-1.0, 1.0)
-    a, b = float(x[inside[0]]), float(x[inside[-1]])
-    width = max(b - a, 1e-9)
-    if inside[0] > 0 and x[inside[0] - 1] >= a - width / 2:
-        a = float(x[inside[0] - 1])
-    if inside[-1] + 1 < len(x) and x[inside[-1] + 1] <= b + width / 2:
-        b = float(x[inside[-1] + 1])
-    return a, b
+def _span(x: np.ndarray, targets: np.ndarray, nontargets: np.ndarray) -> tuple[float, float] | None:
+    """The LLR range of a system's curves (``None`` without a point): from its lowest LLR to
+    its highest, but no further out than half the width of its core (where either curve is
+    within :data:`TAIL` of neither 1 nor 0) beyond the core's ends: a few extreme LLRs (a
+    sentinel score, an outlier far out) do not squeeze the curves into a sliver of the axis."""
+    if not len(x):
+        return None
+    low, high = np.minimum(targets, nontargets), np.maximum(targets, nontargets)
+
+    def ends(start: np.ndarray, stop: np.ndarray) -> tuple[float, float]:
+        # the point before the first drop below 1 ... the point after the last rise above 0
+        a = float(x[max(start[0] - 1, 0)]) if len(start) else float(x[0])
+        b = float(x[min(stop[-1] + 1, len(x) - 1)]) if len(stop) else float(x[-1])
+        return a, b
+
+    lowest, highest = ends(np.flatnonzero(low < 1.0), np.flatnonzero(high > 0.0))
+    a, b = ends(np.flatnonzero(low < 1.0 - TAIL), np.flatnonzero(high > TAIL))
+    half = b / 2 - a / 2  # half the core's width, without overflow
+    return max(lowest, a - half), min(highest, b + half)
+
+
+def _say_clipped(chosen: Sequence, points: Sequence, lo: float, hi: float) -> None:
+    """Log a note for each system with LLRs beyond the x axis (drawn at its edges)."""
+    for c, (x, targets, nontargets) in zip(chosen, points, strict=True):
+        changes = (np.minimum(targets, nontargets) < 1.0) & (np.maximum(targets, nontargets) > 0)
+        held = x[changes | np.r_[changes[1:], False]]  # a point and the one before a change
+        if len(held) and (held[0] < lo or held[-1] > hi):
+            _log.info("tippett plot: %s has LLRs from %.4g to %.4g, beyond the x axis "
+                      "(%.4g to %.4g): drawn at its edges", c.label, held[0], held[-1], lo,
+                      hi)  # fmt: skip
 
 
 def _label(label: str, data: xr.Dataset) -> str:
