@@ -336,6 +336,14 @@ def test_bad_options_without_tables_or_with_one_system():
     short = condition_table("model", ["m00"], {"spk": ["x"]})
     with pytest.raises(TrialError, match="ids of the key are not in the table"):
         _evaluate(key, systems, conditions=[short], bootstrap=5, resample=["model.spk"])
+    # a column in two tables of its side: which one the groups come from would be a guess
+    model_tables = [t for t in tables if t.side == "model"]
+    spk = next(t for t in model_tables if "spk" in t.columns)
+    again = condition_table("model", list(spk.ids), {"spk": ["x"] * len(spk.ids)},
+                            source="again.tsv")  # fmt: skip
+    with pytest.raises(TrialError) as err:
+        _evaluate(key, systems, conditions=[*tables, again], bootstrap=5, resample=["model.spk"])
+    assert str(err.value) == f"again.tsv: model column 'spk' is also in {spk.source}"
 
 
 def test_budget_error_names_the_limit():
@@ -527,7 +535,7 @@ def test_scores_beyond_the_exact_cllr_range_are_refused():
 
     key, systems, tables, raw, *_ = _data(seed=5)
     big = make_scores(systems[0].model.values, systems[0].segment.values, raw[0] * 1e6)
-    with pytest.raises(ScoreError, match=r"need \|score\| < 131072"):
+    with pytest.raises(ScoreError, match=r"need each trial.s Cllr term below 131072 nats"):
         metrics.evaluate(big, key, conditions=tables, bootstrap=5, resample=["model.spk"])
 
 
@@ -754,7 +762,7 @@ def test_the_interval_block_says_which_metrics_have_no_interval():
         fmr=[0.1],
     )
     text = format_table(ds)
-    assert ("95% bootstrap intervals (40 two-way resamples of model.spk, seed 1; percentile)\n"
+    assert ("95% bootstrap intervals (40 resamples of model.spk, seed 1; percentile)\n"
             "  of the pooled metrics (and per condition): the equalized metrics, Cprimary, the "
             "fixed-FMR points and the AUC have none\n") in text  # fmt: skip
     assert to_json_dict(ds)["bootstrap"]["no_intervals"] == [
@@ -803,3 +811,17 @@ def test_a_comparison_with_missing_scores_says_it_is_not_paired_over_trials():
     assert said == ["the comparison pairs the resamples, not the trials: with missing scores "
                     "the systems are compared on different trials (key trials missing per "
                     "system: a 0, b 2)"]  # fmt: skip
+
+
+def test_the_table_header_says_one_side_and_poisson_draws():
+    from bosaris_dask.report import format_table
+
+    key, systems, tables, *_ = _data()
+    ds = _evaluate(key, systems, conditions=tables, bootstrap=6, resample=["model.spk"], seed=2,
+                   bootstrap_method="poisson")  # fmt: skip
+    assert ("95% bootstrap intervals (6 resamples of model.spk, seed 2; Poisson draws; "
+            "percentile)") in format_table(ds)  # fmt: skip
+    both = _evaluate(key, systems, conditions=tables, bootstrap=6, seed=2,
+                     resample=["model.spk", "segment.spk"])  # fmt: skip
+    assert ("95% bootstrap intervals (6 two-way resamples of model.spk x segment.spk, seed 2; "
+            "percentile)") in format_table(both)  # fmt: skip

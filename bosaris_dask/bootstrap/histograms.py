@@ -21,7 +21,8 @@ tree, on any scheduler. The Cllr sums are made the same way: each trial's term
 ``2**-57`` as in :mod:`bosaris_dask.exact_sum`, summed exactly per pair as integers, split into
 4-bit limbs and multiplied by ``w`` with the counts: every resample's Cllr sums are exact sums
 of those rounded terms, whatever the chunking or the scheduler (a term of ``2**17`` or more,
-i.e. ``|score| >= 131072``, is refused with a one-line error).
+a target scored at or below ``-131072`` or a non-target at or above ``+131072``, is refused
+with a one-line error).
 
 With conditions, the cells are (condition, group pair): each condition gets its own histograms
 from the same products (a pair's trials are split between its conditions), and the pooled ones
@@ -90,8 +91,9 @@ def _terms(s: np.ndarray, tar: np.ndarray) -> np.ndarray:
 
 def _refuse(term: float) -> None:
     raise ScoreError(
-        f"the bootstrap's exact Cllr sums need |score| < {_BIG:.0f}, found a score whose "
-        f"Cllr term is {term:.6g}"
+        f"the bootstrap's exact Cllr sums need each trial's Cllr term below {_BIG:.0f} nats "
+        f"(a target above -{_BIG:.0f}, a non-target below +{_BIG:.0f}); found a term of "
+        f"{term:.6g}"
     )
 
 

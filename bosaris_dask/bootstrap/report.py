@@ -165,8 +165,11 @@ def format_block(results: xr.Dataset) -> list[str]:
     width = max(6, *(len(n) for n in names))
     ops = _ops(results)
     level = f"{100 * float(a['ci']):g}%"
-    lines = ["", f"{level} bootstrap intervals ({a['bootstrap']} two-way resamples of "
-             f"{' x '.join(a['resample'])}, seed {a['bootstrap_seed']}; percentile)"]  # fmt: skip
+    kind = "two-way resamples" if len(a["resample"]) > 1 else "resamples"
+    drawn = "; Poisson draws" if a.get("bootstrap_method") == "poisson" else ""
+    lines = ["", f"{level} bootstrap intervals ({a['bootstrap']} {kind} of "
+             f"{' x '.join(a['resample'])}, seed {a['bootstrap_seed']}{drawn}; "
+             "percentile)"]  # fmt: skip
     uncovered = without_intervals(results)
     if uncovered:
         said = ", ".join(uncovered[:-1]) + (" and " if len(uncovered) > 1 else "") + uncovered[-1]

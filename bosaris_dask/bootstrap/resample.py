@@ -44,7 +44,7 @@ import pandas as pd
 import xarray as xr
 
 from bosaris_dask.conditions.tables import SIDES, ConditionTable, ids_missing
-from bosaris_dask.errors import OptionError
+from bosaris_dask.errors import OptionError, TrialError
 
 __all__ = ["ResampleSpec", "parse_resample", "SideGroups", "resample_groups", "multiplicities",
            "METHODS"]  # fmt: skip
@@ -123,6 +123,9 @@ def _side_codes(
             f"--resample {spec}: no {spec.side} column {spec.column!r} in the condition tables "
             f"({spec.side} columns: {cols}{hint})"
         )
+    if len(found) > 1:  # as --by refuses it: which table's column would be ambiguous
+        raise TrialError(f"{found[1].source}: {spec.side} column {spec.column!r} is also in "
+                         f"{found[0].source}")  # fmt: skip
     table = found[0]
     ids = key[spec.side].values
     where = pd.Index(table.ids).get_indexer(ids)
@@ -152,7 +155,8 @@ def resample_groups(
         No spec, a malformed spec, two specs for one side, a column that no table of its side
         has (saying when it is a column of the other side).
     TrialError
-        A key id missing from the table that holds the column.
+        A key id missing from the table that holds the column, or the column in two tables of
+        its side.
     """
     parsed = tuple(parse_resample(s) for s in specs)
     if not parsed:
