@@ -247,10 +247,10 @@ def evaluate(
     conditions, by, resample = (one_or_many(x) for x in (conditions, by, resample))
     if seed is not None and not (isinstance(seed, (int, np.integer)) and seed >= 0):
         raise OptionError(f"seed must be an integer >= 0, got {seed!r}")
-    if not bootstrap and (seed is not None or bootstrap_method != "multinomial"):
+    if bootstrap is None and (seed is not None or bootstrap_method != "multinomial"):
         raise OptionError("seed and bootstrap_method choose the bootstrap's resamples: give "
                           "bootstrap (a number of resamples) too")  # fmt: skip
-    if bootstrap or ci is not None or resample or compare:
+    if bootstrap is not None or ci is not None or resample or compare:  # (bootstrap=0: refused)
         from bosaris_dask.bootstrap import evaluate_with_intervals
 
         return evaluate_with_intervals(

@@ -317,6 +317,7 @@ def test_local_cluster_gives_identical_intervals():
         ({"bootstrap": 10, "resample": ["model.spk", "model.gender"]}, "one spec per side"),
         ({"bootstrap": 10, "resample": ["model.spk"], "ci": 1.5}, "strictly between 0 and 1"),
         ({"bootstrap": 1, "resample": ["model.spk"]}, "--bootstrap must be an integer from 2"),
+        ({"bootstrap": 0}, "--bootstrap must be an integer from 2"),  # not "no bootstrap"
     ],
 )
 def test_bad_options_are_one_line_errors(kw, message):

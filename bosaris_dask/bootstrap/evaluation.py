@@ -124,7 +124,7 @@ def check_options(
     ...
     bosaris_dask.errors.OptionError: --ci needs --bootstrap B (the number of resamples)
     """
-    if not bootstrap:
+    if bootstrap is None:
         what = "--ci" if ci is not None else "--resample" if resample else "--compare"
         raise OptionError(f"{what} needs --bootstrap B (the number of resamples)")
     bootstrap = config.check_int("--bootstrap", bootstrap, 2, 1 << 20)
