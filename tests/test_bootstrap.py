@@ -826,3 +826,23 @@ def test_the_table_header_says_one_side_and_poisson_draws():
                      resample=["model.spk", "segment.spk"])  # fmt: skip
     assert ("95% bootstrap intervals (6 two-way resamples of model.spk x segment.spk, seed 2; "
             "percentile)") in format_table(both)  # fmt: skip
+
+
+def test_a_condition_without_targets_says_so_instead_of_nan_intervals():
+    from bosaris_dask.report import format_table
+
+    rng = np.random.default_rng(0)
+    mids, sids = [f"m{i}" for i in range(12)], [f"s{j}" for j in range(15)]
+    mask = np.where(rng.random((12, 15)) < 0.3, 1, -1)
+    mask[6:, :] = -1  # the models of group b have no target
+    key = make_key(mids, sids, mask)
+    systems = [make_scores(mids, sids, mask * 1.5 + rng.normal(size=mask.shape)) for _ in "ab"]
+    table = condition_table("model", mids, {"g": ["a"] * 6 + ["b"] * 6,
+                                            "spk": [f"p{i // 2}" for i in range(12)]})  # fmt: skip
+    ds = _evaluate(key, systems, conditions=[table], by=["model.g"], bootstrap=40,
+                   resample=["model.spk"], seed=1, compare=True)  # fmt: skip
+    text = format_table(ds)
+    block = text[text.index("== condition model.g=b") :]
+    assert "  no intervals: no target or no non-target here\n" in block
+    assert "\na - b: none (a system without targets or non-targets here)\n" in block
+    assert "nan" not in block.split("bootstrap intervals")[1].split("(no targets")[0]

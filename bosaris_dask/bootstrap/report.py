@@ -127,9 +127,13 @@ def _left_out_notes(results: xr.Dataset) -> list[str]:
     condition where any did): they are left out of the intervals."""
     b = int(results.attrs["bootstrap"])
     lines = []
-    if int(results.attrs["bootstrap_degenerate"]):
-        lines.append(f"  {results.attrs['bootstrap_degenerate']} of the {b} resamples drew no "
-                     "target or no non-target and are left out of the intervals")  # fmt: skip
+    degenerate = int(results.attrs["bootstrap_degenerate"])
+    lacking = (results.n_target.values == 0) | (results.n_nontarget.values == 0)
+    if degenerate == b and lacking.all():  # (a condition's view) no resample could hold both
+        lines.append("  no intervals: no target or no non-target here")
+    elif degenerate:
+        lines.append(f"  {degenerate} of the {b} resamples drew no target or no non-target and "
+                     "are left out of the intervals")  # fmt: skip
     if "condition_bootstrap_degenerate" in results:
         left = results.condition_bootstrap_degenerate.values.max(axis=0)
         labels = [str(c) for c in results.condition.values]
@@ -185,11 +189,10 @@ def format_block(results: xr.Dataset) -> list[str]:
         row = []
         for metric in METRICS:
             lo, hi = results[metric + "_ci"].values[k] * (100 if metric == "eer" else 1)
-            row.append(f"[{lo:.3f}, {hi:.3f}]")
+            row.append(_interval(lo, hi))
         for at in ops:
             for metric in PER_POINT:
-                lo, hi = results[metric + "_ci"].values[k, at]
-                row.append(f"[{lo:.3f}, {hi:.3f}]")
+                row.append(_interval(*results[metric + "_ci"].values[k, at]))
         lines.append(f"{name:<{width}}" + "".join(f"  {c:>{col}}" for c in row))
     if "pair" in results.dims:
         lines += [
@@ -200,6 +203,9 @@ def format_block(results: xr.Dataset) -> list[str]:
             "off by up to about R on the data: a difference within ±R is not resolved",
         ]
         for i, label in enumerate(results.pair.values):
+            if all(np.isnan(results[f"compare_{m}"].values[i]) for m in METRICS):
+                lines.append(f"{label}: none (a system without targets or non-targets here)")
+                continue
             parts = []
             for metric in METRICS:
                 scale = 100 if metric == "eer" else 1
@@ -220,6 +226,12 @@ def format_block(results: xr.Dataset) -> list[str]:
             lines.append(f"{label}:")
             lines += [f"  {p}" for p in parts]
     return lines
+
+
+def _interval(lo: float, hi: float) -> str:
+    """``[lo, hi]`` to three decimals; ``none`` where there is no interval (no targets or no
+    non-targets)."""
+    return "none" if np.isnan(lo) and np.isnan(hi) else f"[{lo:.3f}, {hi:.3f}]"
 
 
 def _bins(results: xr.Dataset, metric: str, i: int, at: int | None, scale: float) -> str:
