@@ -214,7 +214,7 @@ class FusionObjective:
                 4 * d.n_systems, combine=partial(np.min, axis=0),
             ))  # fmt: skip
         packed, *more = runner.run_pass(
-            f"fusion pass {self.passes + 1}", aggs, [*d.scores, *d.masks, d.classes], lead=lead,
+            f"fit pass {self.passes + 1}", aggs, [*d.scores, *d.masks, d.classes], lead=lead,
             split_every=self.split_every, progress=self.progress,
             need=self.task_memory(mode) if self.passes == 0 else None,
         )  # fmt: skip
