@@ -416,7 +416,7 @@ def test_apply_says_which_model_takes_quality_and_what_an_evaluation_json_is(tmp
     cases = {
         "q.json": ([], "q.json is a quality fusion: give the scores' quality measures"),
         "r.json": ([], "r.json: this is an evaluation's results (evaluate --json), not a model"),
-        "l.json": (["--quality", "q.zarr"], "l.json is a linear_calibration model, which takes "
+        "l.json": (["--quality", "q.zarr"], "l.json is a linear calibration, which takes "
                    "no quality measures: leave out --quality"),
     }  # fmt: skip
     for model, (extra, said) in cases.items():

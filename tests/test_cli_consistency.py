@@ -260,7 +260,7 @@ def test_apply_says_how_many_systems_the_model_takes(workdir, monkeypatch, capsy
                  "one.json", "-q", "--cluster", "threads"]) == 0  # fmt: skip
     argv = ["apply", "--model", "one.json", "--scores", s1, "--scores", s2, "--out", "o.zarr"]
     assert main([*argv, "-q"]) == 1  # was "expected 1 Scores, got 2", naming nothing
-    assert ("one.json is a linear_calibration of 1 system: give 1 --scores (in the order it "
+    assert ("one.json is a linear calibration of 1 system: give 1 --scores (in the order it "
             "was trained), not 2") in capsys.readouterr().err  # fmt: skip
     fuse = ["fuse", "--key", "demo-small/key.zarr", "--scores", s1, "--scores", s2,
             "--model-out", "q.json", "--quality", s1, "-q", "--cluster", "threads"]  # fmt: skip
