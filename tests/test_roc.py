@@ -9,7 +9,7 @@ from scipy.special import ndtri
 
 from bosaris_dask import roc
 from bosaris_dask.engine import ScoreSummary
-from bosaris_dask.measures import _cell_changes, steppy_roc
+from bosaris_dask.steppy_roc import _cell_changes, steppy_roc
 
 from . import reference as ref
 

@@ -15,7 +15,7 @@ import pytest  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from bosaris_dask import engine, measures  # noqa: E402
+from bosaris_dask import engine, steppy_roc  # noqa: E402
 from bosaris_dask.cli import main  # noqa: E402
 from bosaris_dask.conditions import condition_table  # noqa: E402
 from bosaris_dask.conditions.evaluation import conditions_as_systems  # noqa: E402
@@ -64,8 +64,8 @@ def test_roc_thresholds_of_coarse_bins_are_their_lower_edges():
         (s,) = engine.summarize([make_scores(range(40), range(50), values)], key, coarse_bits=6)
     assert (s.bits > 0).any() and (s.bits == 0).any()
     positions = np.arange(len(s.lo) + 1)
-    t = measures.roc_thresholds(s, positions)
-    pmiss, pfa = measures.roc_points(s, positions)
+    t = steppy_roc.roc_thresholds(s, positions)
+    pmiss, pfa = steppy_roc.roc_points(s, positions)
     tar, non = values[mask == 1].astype(np.float64), values[mask == -1].astype(np.float64)
     _check_points(t, pmiss, pfa, tar, non)
     scores = np.concatenate([tar, non])
