@@ -279,7 +279,7 @@ def test_errors_are_the_grids(lists, model, capsys, problem):
         "measure count": "the model has 2 quality measures, the quality 3",
         "sides differ": "W is symmetric",
         "infinite": "infinite",
-        "no tables": "needs the quality measures",
+        "no tables": "is a quality fusion: give the scores' quality measures",
         "names": "W pairs them by position",
         "no linear": "fit it again",
         "linear model": "takes no quality measures",
