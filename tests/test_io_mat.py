@@ -72,9 +72,36 @@ def test_a_mat_path_gives_a_mat_file_never_text(tmp_path):
     assert path.read_bytes()[:6] == b"MATLAB"
     assert scipy.io.whosmat(path) == [("key", (1, 1), "struct")]
     fields = scipy.io.loadmat(path, simplify_cells=True)["key"]
-    assert fields["trial_mask"].dtype == np.int8 and fields["file_format"] == "2.0"
-    assert list(fields["row_ids"]) == MODELS  # a cell array of strings
+    # the toolkit's Key object, as its read_mat rebuilds it: modelset and segset cell arrays,
+    # logical tar and non masks (scipy reads MATLAB logicals back as uint8)
+    assert sorted(fields) == ["modelset", "non", "segset", "tar"]
+    codes = key.trial_mask.values
+    assert fields["tar"].tolist() == (codes == 1).tolist()
+    assert fields["non"].tolist() == (codes == -1).tolist()
+    assert list(fields["modelset"]) == MODELS and list(fields["segset"]) == SEGMENTS
     assert io.detect_format(tmp_path / "key.mat") == "mat"
+
+
+@pytest.mark.parametrize("kind", ["key", "ndx", "scores64", "scores32"])
+def test_mat_files_hold_the_toolkits_object_fields(kind, tmp_path):
+    obj, _ = _objects()[kind]
+    matrices = {"key": {"tar": "logical", "non": "logical"}, "ndx": {"trialmask": "logical"},
+                "scores64": {"scoremat": "double", "scoremask": "logical"},
+                "scores32": {"scoremat": "single", "scoremask": "logical"}}[kind]  # fmt: skip
+    expected = {"modelset": "cell", "segset": "cell", **matrices}
+    name = {"key": "key", "ndx": "ndx"}.get(kind, "scr")
+    v5 = scipy.io.loadmat(io.write(obj, tmp_path / "v5.mat"), simplify_cells=True)[name]
+    assert sorted(v5) == sorted(expected)
+    with h5py.File(io.write(obj, tmp_path / "v73.mat", mat_version="7.3"), "r") as f:
+        classes = {k: f[name][k].attrs["MATLAB_class"].decode() for k in f[name]}
+    assert classes == expected
+    stored = io.read(io.write(obj, tmp_path / f"{kind}.zarr")).compute()
+    for path in (tmp_path / "v5.mat", tmp_path / "v73.mat"):
+        back = io.read(path).compute()
+        for var in stored.data_vars:  # scores off the mask are 0 in MAT (and HDF5) files
+            on = stored.score_mask.values if var == "score" else True
+            np.testing.assert_array_equal(np.where(on, back[var].values, 0),
+                                          np.where(on, stored[var].values, 0))  # fmt: skip
 
 
 def test_an_unknown_suffix_is_an_explicit_choice(tmp_path):
@@ -275,3 +302,31 @@ def test_v73_chars_of_code_points_beyond_16_bits_are_not_cut():
     assert _chars(wide) == "s😀"
     units = np.frombuffer("s😀".encode("utf-16-le"), dtype="<u2")  # MATLAB: UTF-16 units
     assert _chars(units[:, None].astype(np.uint16)) == "s😀"
+
+
+def test_ids_with_nul_characters_are_refused_with_the_file(tmp_path):
+    # MATLAB's char arrays would read 'a\x00b' as 'a b' (v5) or end it at the NUL (7.3)
+    key = make_key(["a\x00b", "c"], ["s"], np.array([[1], [-1]]))
+    for version in ("5", "7.3"):
+        path = tmp_path / f"k{version}.mat"
+        with pytest.raises(StoreError) as err:
+            io.write(key, path, mat_version=version)
+        assert str(err.value) == (f"{path}: ids with NUL characters cannot be stored in a MAT "
+                                  "file's modelset: 'a\\x00b'")  # fmt: skip
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_convert_writes_version_7_3_when_asked(tmp_path, capsys):
+    from bosaris_dask.cli import main
+
+    key, _ = _objects()["key"]
+    io.write(key, tmp_path / "key.zarr")
+    out = tmp_path / "key.mat"
+    assert main(["convert", str(tmp_path / "key.zarr"), str(out), "--mat-version", "7.3",
+                 "-q"]) == 0  # fmt: skip
+    assert mat.is_v73(out)
+    assert io.read(out).trial_mask.values.tolist() == key.trial_mask.values.tolist()
+    assert main(["convert", str(tmp_path / "key.zarr"), str(tmp_path / "k.h5"),
+                 "--mat-version", "7.3"]) == 1  # fmt: skip
+    assert "--mat-version is for a .mat output" in capsys.readouterr().err
+    assert not (tmp_path / "k.h5").exists()

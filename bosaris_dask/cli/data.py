@@ -21,7 +21,7 @@ from bosaris_dask.cli.common import (
     _size,
     _write_json,
 )
-from bosaris_dask.errors import BosarisError
+from bosaris_dask.errors import BosarisError, OptionError
 from bosaris_dask.progress import compute
 
 #: Why an HDF5/.mat key may hold targets only.
@@ -34,6 +34,9 @@ _SIGNED_NDX = (
 def cmd_convert(args: argparse.Namespace) -> int:
     from bosaris_dask import io
 
+    mat = {"mat_version": args.mat_version} if args.mat_version else {}
+    if mat and io._write_format(args.output, None) != "mat":
+        raise OptionError(f"--mat-version is for a .mat output, not {args.output}")
     if _list_to_text(args):
         return 0
 
@@ -41,7 +44,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         return io.read(args.input, args.kind, text_format=args.format)
 
     with _opened(args, open_input, _size) as obj:
-        io.write(obj, args.output, progress=_progress(args))
+        io.write(obj, args.output, progress=_progress(args), **mat)
         note = None if args.kind else _maybe_an_ndx(args, args.input, obj)
     _say(args, f"wrote {obj.attrs['bosaris_kind']} {dict(obj.sizes)} to {args.output}")
     if note:

@@ -64,6 +64,9 @@ def _convert(sub: Any) -> None:
     p.add_argument("output", help="file or store to write (replaced atomically)")
     p.add_argument("--kind", choices=["key", "ndx", "scores"],
                    help="what the input holds (default: detected from the content)")  # fmt: skip
+    p.add_argument("--mat-version", choices=["5", "7.3"],
+                   help="version of a .mat output: 5 (default; at most 2 GiB a matrix) or 7.3 "
+                   "(HDF5 underneath, written block by block)")  # fmt: skip
     options.format_argument(p)
     _finish(p, cmd_convert)
 

@@ -16,11 +16,19 @@ import xarray as xr
 
 from bosaris_dask.errors import StoreError, StoreNotFoundError, TrialError
 from bosaris_dask.io.atomic import atomic_path
+from bosaris_dask.io.compute import as_dask
 from bosaris_dask.io.hdf5 import quality_from_values
-from bosaris_dask.io.hdf5.write import bosaris_matrices
 from bosaris_dask.io.mat.v73 import is_v73, read_v73, write_v73
 from bosaris_dask.progress import compute
-from bosaris_dask.trials import key_from_masks, kind_of, make_key, make_ndx, make_scores, validate
+from bosaris_dask.trials import (
+    key_from_masks,
+    kind_of,
+    make_key,
+    make_ndx,
+    make_scores,
+    trial_classes,
+    validate,
+)
 from bosaris_dask.trials.construction import checked_codes
 
 __all__ = ["read_mat", "write_mat", "read_quality_mat", "write_quality_mat"]
@@ -155,18 +163,32 @@ def to_fields(obj: xr.Dataset | xr.DataArray, *, lazy: bool = False) -> tuple[st
     kind = kind_of(validate(obj))
     if kind not in ("key", "ndx", "scores"):
         raise StoreError(f"a {kind} cannot be written to a MAT file")
-    fields: dict[str, Any] = {
-        "row_ids": np.asarray([str(i) for i in obj.model.values], dtype=object),
-        "column_ids": np.asarray([str(i) for i in obj.segment.values], dtype=object),
-        **bosaris_matrices(obj, kind),
-    }
-    if kind == "key":
-        fields["file_format"] = "2.0"
+    fields: dict[str, Any] = {"modelset": _ids(obj.model.values, "modelset"),
+                              "segset": _ids(obj.segment.values, "segset")}  # fmt: skip
+    if kind == "key":  # the toolkit's Key: logical target and non-target masks
+        classes = trial_classes(obj)
+        fields.update(tar=classes == 1, non=classes == -1)
+    elif kind == "ndx":
+        fields["trialmask"] = as_dask(obj.trial_mask.data).astype(bool)
+    else:
+        mask, score = as_dask(obj.score_mask.data).astype(bool), as_dask(obj.score.data)
+        fields.update(scoremat=da.where(mask, score, score.dtype.type(0)), scoremask=mask)
     if not lazy:
         names = [k for k, v in fields.items() if isinstance(v, da.Array)]
         values = compute([fields[k] for k in names])
         fields.update(zip(names, (np.asarray(v) for v in values), strict=True))
     return VARIABLES[kind], fields
+
+
+def _ids(values: Any, name: str) -> np.ndarray:
+    """Ids as an object array of ``str`` for a cell array; NUL characters refused (MATLAB's
+    char arrays end at them, or read them as spaces: another id)."""
+    ids = np.asarray([str(i) for i in values], dtype=object)
+    bad = [i for i in ids if "\x00" in i]
+    if bad:
+        raise StoreError(f"ids with NUL characters cannot be stored in a MAT file's {name}: "
+                         f"{bad[0]!r}")  # fmt: skip
+    return ids
 
 
 def read_v5(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -183,9 +205,7 @@ def _as_mat(value: Any) -> Any:
         cell = np.empty((len(value), 1), dtype=object)  # a column cell array of strings
         cell[:, 0] = list(value)
         return cell
-    if isinstance(value, np.ndarray) and value.dtype == bool:
-        return value.astype(np.uint8)
-    return value
+    return value  # (a bool matrix is written as a MATLAB logical one)
 
 
 def write_v5(file: Any, name: str, fields: dict[str, Any], where: Path) -> None:
@@ -194,7 +214,7 @@ def write_v5(file: Any, name: str, fields: dict[str, Any], where: Path) -> None:
     if size > V5_LIMIT:
         raise StoreError(
             f"{where}: {size} bytes do not fit a version 5 MAT file (2 GiB per variable); "
-            "write a version 7.3 one (mat_version='7.3')"
+            "write a version 7.3 one (mat_version='7.3'; convert --mat-version 7.3)"
         )
     struct = {k: _as_mat(v) for k, v in fields.items()}
     scipy.io.savemat(file, {name: struct}, format="5", do_compression=True, oned_as="column")
@@ -300,7 +320,10 @@ def write_mat(
     if mat_version not in ("5", "7.3"):
         raise StoreError(f"{path}: mat_version must be '5' or '7.3', not {mat_version!r}")
     path = Path(path)
-    name, fields = to_fields(obj, lazy=mat_version == "7.3")
+    try:
+        name, fields = to_fields(obj, lazy=mat_version == "7.3")
+    except StoreError as exc:  # what cannot be stored, said with the file
+        raise StoreError(f"{path}: {exc}") from None
     with atomic_path(path) as tmp:
         if mat_version == "5":
             with open(tmp, "wb") as f:
