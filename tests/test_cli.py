@@ -487,3 +487,34 @@ def test_a_pipe_cannot_be_its_own_key(tmp_path, capsys):
     os.mkfifo(fifo)
     assert main(["evaluate", "--scores", str(fifo), "-q"]) == 1
     assert f"--key is needed: {fifo} is a pipe" in capsys.readouterr().err
+
+
+def test_info_describes_quality_objects_and_one_sides_tables(tmp_path, capsys):
+    from bosaris_dask.trials import make_quality, quality_table
+
+    models = quality_table(["a", "b", "c"], [[1.0, 2.0], [3.0, 4.5], [0.5, 1.0]],
+                           measures=["dur", "snr"])  # fmt: skip
+    segments = quality_table(["u", "v"], [[1.0], [2.0]])
+    io.write(make_quality(models, segments), tmp_path / "q.zarr")
+    io.write_quality(models, tmp_path / "m.h5")
+    io.write_quality(segments, tmp_path / "s.txt")
+    assert main(["info", str(tmp_path / "q.zarr")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1:] == [
+        "kind:        quality",
+        "model ids:   a, b, c (3 ids)",
+        "  dur          min 0.5, mean 1.5, max 3",
+        "  snr          min 1, mean 2.5, max 4.5",
+        "segment ids: u, v (2 ids)",
+        "  measure 0    min 1, mean 1.5, max 2",
+    ]
+    for name, ids in (("m.h5", "a, b, c (3 ids)"), ("s.txt", "u, v (2 ids)")):
+        assert main(["info", str(tmp_path / name)]) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert out[1:3] == [
+            "kind:        quality table of one side (--model-quality or --segment-quality)",
+            f"ids:         {ids}",
+        ]
+    (tmp_path / "bad.txt").write_text("a b c d e\n")  # no trial file, no quality table
+    assert main(["info", str(tmp_path / "bad.txt")]) == 1
+    assert "cannot tell the kind of file" in capsys.readouterr().err

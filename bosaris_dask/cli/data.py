@@ -46,7 +46,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
     with _opened(args, open_input, _size) as obj:
         io.write(obj, args.output, progress=_progress(args), **mat)
         note = None if args.kind else _maybe_an_ndx(args, args.input, obj)
-    _say(args, f"wrote {obj.attrs['bosaris_kind']} {dict(obj.sizes)} to {args.output}")
+    as_lines = (" as trial lines (an id without a trial has no line)"
+                if io._write_format(args.output, None) == "text" else "")  # fmt: skip
+    _say(args, f"wrote {obj.attrs['bosaris_kind']} {dict(obj.sizes)} to {args.output}{as_lines}")
     if note:
         print(f"warning: {note}", file=sys.stderr)
     return 0
@@ -119,7 +121,11 @@ def cmd_info(args: argparse.Namespace) -> int:
             return cmd_embedding_info(args)
     from bosaris_dask.io.text.packed import TrialList
 
-    listed = _text_trials(args)
+    try:
+        listed = _text_trials(args)
+    except BosarisError as exc:  # a quality table's lines are no trial file's
+        _print_quality_table(args, exc)
+        return 0
     if isinstance(listed, TrialList):  # a sparse list: never its grid
         _print_list_info(args, listed)
         key = _key_list(args) if args.key else None
@@ -134,9 +140,47 @@ def cmd_info(args: argparse.Namespace) -> int:
     def read() -> Any:
         return io.read(args.path, args.kind) if grid is None else grid
 
-    with _opened(args, read, _size) as obj:
-        _print_info(args, obj)
+    try:
+        with _opened(args, read, _size) as obj:
+            _print_info(args, obj)
+    except BosarisError as exc:  # one side's quality table (HDF5 or MAT)?
+        _print_quality_table(args, exc)
     return 0
+
+
+def _print_quality_table(args: argparse.Namespace, error: BosarisError) -> None:
+    """``info`` of one side's quality table at ``args.path``, where reading it as a trial file
+    failed for being one (or, for text, for being no kind of trial file); else ``error``."""
+    from bosaris_dask import io
+
+    said = str(error)
+    if args.kind or args.key or not ("quality table" in said or "cannot tell" in said):
+        raise error
+    try:
+        table = io.read_quality(args.path)
+    except BosarisError:
+        raise error from None
+    print(f"path:        {args.path} ({io.detect_format(args.path)})")
+    print("kind:        quality table of one side (--model-quality or --segment-quality)")
+    _print_quality_side(table, "")
+
+
+def _print_quality_side(table: Any, side: str) -> None:
+    """A quality table's ids and each measure's range (``side``: ``"model "``, ``"segment "``
+    or ``""``)."""
+    import numpy as np
+
+    ids = [str(i) for i in table[table.dims[0]].values]
+    shown = ", ".join(ids[:4]) + (", ..." if len(ids) > 4 else "")
+    print(f"{side + 'ids:':<13}{shown} ({len(ids):,} ids)")
+    values = np.asarray(table.values, dtype=np.float64)
+    for k, name in enumerate(table[table.dims[1]].values.tolist()):
+        v = values[:, k]
+        label = f"measure {name}" if isinstance(name, int) else str(name)
+        print(
+            f"  {label:<12} min {np.min(v, initial=np.inf):.6g}, mean {np.mean(v):.6g}, "
+            f"max {np.max(v, initial=-np.inf):.6g}"
+        )
 
 
 def _text_trials(args: argparse.Namespace) -> Any:
@@ -214,7 +258,9 @@ def _print_info(args: argparse.Namespace, obj: Any) -> None:
     print(f"path:        {args.path} ({io.detect_format(args.path)})")
     print(f"kind:        {kind}{' (derived from class labels)' if is_label_key(obj) else ''}")
     if kind == "quality":
-        print(obj)
+        for side in ("model", "segment"):
+            if f"{side}_quality" in obj:
+                _print_quality_side(obj[f"{side}_quality"], f"{side} ")
         return
     n_m, n_s = obj.sizes["model"], obj.sizes["segment"]
     print(f"shape:       {n_m:,} models x {n_s:,} segments ({n_m * n_s:,} cells)")

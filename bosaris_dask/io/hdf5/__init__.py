@@ -423,7 +423,8 @@ def read_hdf5(
     try:
         found = _checked_kind(f, path, kind)
         if found == "quality":
-            raise StoreError(f"{path}: holds a quality table; read it with read_quality")
+            raise StoreError(f"{path}: holds a quality table (one side's: --model-quality or "
+                             "--segment-quality, bd.read_quality)")  # fmt: skip
         if found not in ("key", "ndx", "scores"):
             raise StoreError(f"{path}: cannot read kind {found!r} from HDF5")
         models, segments = _read_all_ids(path, f)

@@ -140,7 +140,9 @@ def write_hdf5(
     """
     kind = kind_of(validate(obj))
     if kind == "quality":
-        raise StoreError(f"{path}: write quality tables with write_quality_hdf5")
+        raise StoreError(f"{path}: a Quality object of both sides is stored as zarr; HDF5 holds "
+                         "one side's quality table (bd.write_quality, as --model-quality and "
+                         "--segment-quality read them)")  # fmt: skip
     path = Path(path)
     plan = plan_chunks(
         (obj.sizes["model"], obj.sizes["segment"]), 8 if kind == "scores" else 1, chunk_mb

@@ -279,7 +279,8 @@ def read_mat(path: str | os.PathLike[str], kind: str | None = None) -> xr.Datase
     if kind is not None and found != kind:
         raise StoreError.wrong_kind(path, found, kind)
     if found == "quality":
-        raise StoreError(f"{path}: holds a quality table; read it with read_quality")
+        raise StoreError(f"{path}: holds a quality table (one side's: --model-quality or "
+                         "--segment-quality, bd.read_quality)")  # fmt: skip
     return to_object(fields, found, f"{path}: {name}")
 
 
