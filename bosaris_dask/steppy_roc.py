@@ -24,6 +24,7 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 from bosaris_dask.engine import ScoreSummary
+from bosaris_dask.keys import keys_to_values
 
 __all__ = ["steppy_roc", "steppy_roc_positions", "roc_points", "roc_thresholds"]
 
@@ -74,7 +75,10 @@ def roc_thresholds(summary: ScoreSummary, positions: np.ndarray) -> np.ndarray:
     [-2.0, 1.0, 3.0, inf]
     """
     positions = np.asarray(positions)
-    values = np.append(summary.values().astype(np.float64), np.inf)[positions]
+    inside = positions < len(summary.lo)  # past the last bin: +inf
+    values = np.full(positions.shape, np.inf)
+    lowest = keys_to_values(summary.lo[positions[inside]], summary.dtype)  # those bins only
+    values[inside] = lowest.astype(np.float64)
     before = np.concatenate([[0], np.cumsum(summary.n_tar + summary.n_non)])[positions] == 0
     return np.where(np.isnan(values), np.where(before, -np.inf, np.inf), values)
 
