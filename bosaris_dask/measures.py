@@ -249,15 +249,14 @@ def vertex_thresholds(summary: ScoreSummary, positions: np.ndarray) -> np.ndarra
     """Score thresholds that reject exactly the first ``positions`` bins (accept ``s >= t``).
 
     A bin covers the keys ``[lo, lo + 2**bits)``, ascending and disjoint, so the lowest value a
-    bin can hold (:meth:`ScoreSummary.values`) separates it from every bin before it. Rejecting
-    no trial is ``-inf``; rejecting every trial (or every bin that holds one) is ``+inf``.
+    bin can hold (:func:`~bosaris_dask.steppy_roc.roc_thresholds`) separates it from every bin
+    before it. Rejecting no trial is ``-inf``; rejecting every trial (or every bin that holds
+    one) is ``+inf``.
     """
     positions = np.asarray(positions)
-    values = np.append(summary.values().astype(np.float64), np.inf)
-    out = values[positions]
-    cum = np.concatenate([[0], np.cumsum(summary.n_tar + summary.n_non)])
-    out = np.where(cum[positions] == 0, -np.inf, out)  # nothing below: accept everything
-    return np.where(cum[positions] == cum[-1], np.inf, out)  # nothing above: reject everything
+    cum = np.concatenate([[0], np.cumsum(summary.n_tar + summary.n_non)])[positions]
+    out = np.where(cum == 0, -np.inf, roc_thresholds(summary, positions))  # nothing below
+    return np.where(cum == summary.n_tar.sum() + summary.n_non.sum(), np.inf, out)
 
 
 def stated_plo(priors: Sequence[float | OperatingPoint]) -> np.ndarray:

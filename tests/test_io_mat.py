@@ -330,3 +330,17 @@ def test_convert_writes_version_7_3_when_asked(tmp_path, capsys):
                  "--mat-version", "7.3"]) == 1  # fmt: skip
     assert "--mat-version is for a .mat output" in capsys.readouterr().err
     assert not (tmp_path / "k.h5").exists()
+
+
+def test_errors_name_the_fields_as_the_file_names_them(tmp_path):
+    # the toolkit's names (what this package writes): an error says scoremask, not score_mask
+    cell = np.empty((2, 1), dtype=object)
+    cell[:, 0] = ["m1", "m2"]
+    segs = np.empty((3, 1), dtype=object)
+    segs[:, 0] = ["t1", "t2", "t3"]
+    scipy.io.savemat(tmp_path / "s.mat", {"scr": {
+        "modelset": cell, "segset": segs, "scoremat": np.zeros((2, 3)),
+        "scoremask": np.ones((3, 2), dtype=bool)}})  # fmt: skip
+    with pytest.raises(StoreError, match=r"s\.mat: scr\.scoremask has shape \(3, 2\) but there "
+                       r"are 2 row ids and 3 column ids \(transposed\?\)"):  # fmt: skip
+        io.read(tmp_path / "s.mat")

@@ -125,16 +125,19 @@ def test_tippett_legend_leaves_out_rates_an_evaluation_without_plo_0_lacks():
     plt.close("all")
 
 
-def test_tippett_leaves_far_outliers_off_the_axis_and_says_so(caplog):
+@pytest.mark.parametrize("n", [1500, 2000, 5000])  # 1 in 1,000 to 1 in 2,000: an edge case
+def test_tippett_leaves_far_outliers_off_the_axis_and_says_so(caplog, n):
     # one sentinel at each end among thousands: the axis holds the curves, not the sentinels
     rng = np.random.default_rng(2)
-    tar = np.append(rng.normal(2, 1, 2000), 1e6)
+    tar = np.append(rng.normal(2, 1, n), 1e6)
     non = np.append(rng.normal(-2, 1, 5000), -1e6)
     with caplog.at_level(logging.INFO, logger="bosaris_dask.plots"):
         ax = tippett_plot(evaluate_arrays(tar, non, name="a"))
     lo, hi = ax.get_xlim()
     assert -20 < lo < non[:-1].min() and tar[:-1].max() < hi < 20
-    assert [r.getMessage().split(" has ")[0] for r in caplog.records] == ["tippett plot: a"]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"tippett plot: a has its lowest LLR -1e+06 left of the x axis (from {lo:.4g}) and its "
+        f"highest LLR 1e+06 right of it (to {hi:.4g}): drawn at the edges"]  # fmt: skip
     line = next(x for x in ax.get_lines() if x.get_gid() == "tippett/target/a")
     x, y = line.get_data()
     assert x.min() == lo and x.max() == hi  # the sentinels are drawn at the edges

@@ -172,8 +172,10 @@ def _print_quality_side(table: Any, side: str) -> None:
 
     ids = [str(i) for i in table[table.dims[0]].values]
     shown = ", ".join(ids[:4]) + (", ..." if len(ids) > 4 else "")
-    print(f"{side + 'ids:':<13}{shown} ({len(ids):,} ids)")
+    print(f"{side + 'ids:':<13}{shown + ' ' if shown else ''}({len(ids):,} ids)")
     values = np.asarray(table.values, dtype=np.float64)
+    if not len(values):
+        return
     for k, name in enumerate(table[table.dims[1]].values.tolist()):
         v = values[:, k]
         label = f"measure {name}" if isinstance(name, int) else str(name)

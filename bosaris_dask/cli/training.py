@@ -200,7 +200,9 @@ def _named_fit_error(args: argparse.Namespace, exc: BosarisError, key: Any) -> B
         n_tar, n_non = (int(n) for n in compute(((mask == 1).sum(), (mask == -1).sum()),
                                                 progress=None))  # fmt: skip
         if not (n_tar and n_non):
-            return ScoreError(f"{args.key}: {text}")
+            named = args.key or (f"the key of {getattr(args, 'enrol_classes', None)} x "
+                                 f"{getattr(args, 'test_classes', None)}")  # fmt: skip
+            return ScoreError(f"{named}: {text}")
         dropped = " (--allow-missing dropped them)" if args.allow_missing else ""
         return ScoreError(f"{text}, of the key's {n_tar:,} targets and {n_non:,} non-targets: "
                           f"the others have no score in some system{dropped}")  # fmt: skip

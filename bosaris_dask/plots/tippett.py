@@ -100,7 +100,9 @@ def tippett_plot(
     systems
         Names of the systems to draw (default: all).
     xlim
-        LLR range of the x axis, in the LLRs' base (default: every system's points).
+        LLR range of the x axis, in the LLRs' base (default: every system's LLRs but far
+        outliers, beyond half the width of the curves' core, drawn at the axis's edges and
+        named in a log note).
     legend
         Add a legend (each system with its proportions of targets below 0 and of non-targets
         at or above 0).
@@ -116,7 +118,8 @@ def tippett_plot(
     Raises
     ------
     PlotError
-        Results that are not an evaluation, or an unknown system.
+        Results that are not an evaluation (or without ``roc_threshold``), or an unknown
+        system.
     """
     ax = new_axes(ax, (8.0, 4.8))
     chosen = [c for c in curves(results, systems, ax, "tippett")
@@ -143,7 +146,8 @@ def tippett_plot(
     if not any(line.get_gid() == "tippett/zero" for line in ax.get_lines()):
         ax.axvline(0.0, color="0.4", linestyle=":", linewidth=1.2, zorder=2, gid="tippett/zero")
     ax.set_ylim(-0.02, 1.02)
-    base = str(chosen[-1].data.attrs.get("llr_base", "e")) if chosen else "e"
+    first = results if isinstance(results, xr.Dataset) else next(iter(results.values()))
+    base = str(first.attrs.get("llr_base", "e"))  # (of the results: every curve may be empty)
     ax.set_xlabel(f"LLR threshold x  ({log_label(base)} LR)")
     ax.set_ylabel("Proportion of LLRs ≥ x")
     finish_curve_axes(ax, title=title, legend=legend, solid="targets (Hp true)",
@@ -161,9 +165,10 @@ def _span(x: np.ndarray, targets: np.ndarray, nontargets: np.ndarray) -> tuple[f
     low, high = np.minimum(targets, nontargets), np.maximum(targets, nontargets)
 
     def ends(start: np.ndarray, stop: np.ndarray) -> tuple[float, float]:
-        # the point before the first drop below 1 ... the point after the last rise above 0
+        # drawn as steps-pre, a curve falls past a level just after the point before the first
+        # below it, and stays below one just after the last point above it
         a = float(x[max(start[0] - 1, 0)]) if len(start) else float(x[0])
-        b = float(x[min(stop[-1] + 1, len(x) - 1)]) if len(stop) else float(x[-1])
+        b = float(x[stop[-1]]) if len(stop) else float(x[-1])
         return a, b
 
     lowest, highest = ends(np.flatnonzero(low < 1.0), np.flatnonzero(high > 0.0))
@@ -177,10 +182,12 @@ def _say_clipped(chosen: Sequence, points: Sequence, lo: float, hi: float) -> No
     for c, (x, targets, nontargets) in zip(chosen, points, strict=True):
         changes = (np.minimum(targets, nontargets) < 1.0) & (np.maximum(targets, nontargets) > 0)
         held = x[changes | np.r_[changes[1:], False]]  # a point and the one before a change
-        if len(held) and (held[0] < lo or held[-1] > hi):
-            _log.info("tippett plot: %s has LLRs from %.4g to %.4g, beyond the x axis "
-                      "(%.4g to %.4g): drawn at its edges", c.label, held[0], held[-1], lo,
-                      hi)  # fmt: skip
+        beyond = ([f"its lowest LLR {held[0]:.4g} left of the x axis (from {lo:.4g})"]
+                  if len(held) and held[0] < lo else []) + (
+                  [f"its highest LLR {held[-1]:.4g} right of it (to {hi:.4g})"]
+                  if len(held) and held[-1] > hi else [])  # fmt: skip
+        if beyond:
+            _log.info("tippett plot: %s has %s: drawn at the edges", c.label, " and ".join(beyond))
 
 
 def _label(label: str, data: xr.Dataset) -> str:

@@ -49,13 +49,25 @@ _SCIPY_ERRORS = (ValueError, TypeError, OSError, EOFError, KeyError, IndexError,
 
 
 def _field(fields: dict, name: str) -> Any:
+    return _located(fields, name, "")[0]
+
+
+def _located(fields: dict, name: str, where: str) -> tuple[Any, str]:
+    """A field by any of its names (``None`` if absent), and ``where.NAME`` as the struct
+    names it, for messages."""
     for alias in _ALIASES.get(name, (name,)):
         if alias in fields:
-            return fields[alias]
+            return fields[alias], f"{where}.{alias}"
         sub = fields.get("ID")
         if isinstance(sub, dict) and alias in sub:
-            return sub[alias]
-    return None
+            return sub[alias], f"{where}.ID.{alias}"
+    return None, f"{where}.{name}"
+
+
+def _named_matrix(fields: dict, name: str, shape: tuple[int, int], where: str) -> Any:
+    """:func:`_matrix` of a field, its messages naming the field as the struct does."""
+    value, named = _located(fields, name, where)
+    return _matrix(value, shape, named)
 
 
 def ids_of(value: Any, where: str) -> np.ndarray:
@@ -121,28 +133,30 @@ def to_object(fields: dict, kind: str, where: str) -> xr.Dataset | xr.DataArray:
         ids = ids_of(fields.get("ids"), f"{where}.ids")
         values = np.asarray(fields.get("values"), dtype=np.float64)
         return quality_from_values(ids, values, f"{where}.values")
-    models = ids_of(_field(fields, "row_ids"), f"{where}.row_ids")
-    segments = ids_of(_field(fields, "column_ids"), f"{where}.column_ids")
+    models = ids_of(*_located(fields, "row_ids", where))
+    segments = ids_of(*_located(fields, "column_ids", where))
     shape = (len(models), len(segments))
     try:
         if kind == "scores":
-            mask = _matrix(_field(fields, "score_mask"), shape, f"{where}.score_mask") != 0
-            score = _matrix(_field(fields, "scores"), shape, f"{where}.scores")
+            mask = _named_matrix(fields, "score_mask", shape, where) != 0
+            score = _named_matrix(fields, "scores", shape, where)
             if score.dtype.kind != "f":
-                raise StoreError(f"{where}.scores holds {score.dtype}, expected double or single")
+                named = _located(fields, "scores", where)[1]
+                raise StoreError(f"{named} holds {score.dtype}, expected double or single")
             pick = np.where if isinstance(score, np.ndarray) else da.where
             score = pick(mask, score, score.dtype.type(0))  # as the HDF5 reader: 0 off the mask
             return make_scores(models, segments, score, mask)
         if kind == "ndx":
-            mask = _matrix(_field(fields, "trial_mask"), shape, f"{where}.trial_mask")
+            mask = _named_matrix(fields, "trial_mask", shape, where)
             if isinstance(mask, np.ndarray) and mask.dtype.kind in "if" and (mask < 0).any():
-                raise StoreError(f"{where}.trial_mask holds negative values: a key, not an ndx")
+                named = _located(fields, "trial_mask", where)[1]
+                raise StoreError(f"{named} holds negative values: a key, not an ndx")
             return make_ndx(models, segments, mask != 0)
         if "tar" in fields and _field(fields, "trial_mask") is None:
             tar = _matrix(fields["tar"], shape, f"{where}.tar") != 0
             non = _matrix(fields.get("non"), shape, f"{where}.non") != 0
             return key_from_masks(models, segments, tar, non)
-        mask = _matrix(_field(fields, "trial_mask"), shape, f"{where}.trial_mask")
+        mask = _named_matrix(fields, "trial_mask", shape, where)
         if isinstance(mask, da.Array):  # a large v7.3 matrix: checked as its blocks are read
             mask = checked_codes(mask, models, segments, where=f"{where}: ")
         return make_key(models, segments, mask)
