@@ -399,7 +399,7 @@ def test_training_on_a_key_without_targets_names_the_key_or_system(tmp_path, com
             "the key's scored trials (1 key trials without a score)" if "pav" in command else
             "fitting needs target and non-target trials with scores; found 0 targets and 1 "
             "non-targets, of the key's 1 targets and 1 non-targets: the others have no score in "
-            "some system (--allow-missing dropped them)")  # fmt: skip
+            "sys2 (--allow-missing dropped them)")  # fmt: skip
     assert result.stderr.splitlines()[-1] == f"bosaris-dask: error: {said}"
 
 

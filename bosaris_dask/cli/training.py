@@ -204,8 +204,10 @@ def _named_fit_error(args: argparse.Namespace, exc: BosarisError, key: Any) -> B
                                  f"{getattr(args, 'test_classes', None)}")  # fmt: skip
             return ScoreError(f"{named}: {text}")
         dropped = " (--allow-missing dropped them)" if args.allow_missing else ""
+        names = _system_names(args)
+        where = names[0] if len(names) == 1 else "some system"
         return ScoreError(f"{text}, of the key's {n_tar:,} targets and {n_non:,} non-targets: "
-                          f"the others have no score in some system{dropped}")  # fmt: skip
+                          f"the others have no score in {where}{dropped}")  # fmt: skip
     place = re.match(r"system-(\d+): ", text)
     names = _system_names(args)
     if place is None or not 0 < int(place.group(1)) <= len(names):
