@@ -36,6 +36,7 @@ class LinearCalibrator(LinearFuser):
     """
 
     kind = "linear_calibration"
+    description = "linear calibration"
 
     @property
     def scale_(self) -> float:

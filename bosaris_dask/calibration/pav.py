@@ -70,6 +70,8 @@ class PAVCalibrator(JsonModel):
     """
 
     kind = "pav"
+    #: The kind in words, as messages name it.
+    description = "PAV calibration"
 
     def __init__(
         self, *, small_val: float = 1e-3, pseudo_counts: bool = True, bound: float = DEFAULT_BOUND

@@ -328,11 +328,6 @@ def _read_qtrans(path: str | None) -> Any:
     return matrix
 
 
-#: How ``apply``'s messages name each kind of model.
-_MODEL_NAMES = {"linear_calibration": "linear calibration", "pav": "PAV calibration",
-                "linear_fusion": "linear fusion", "quality_fusion": "quality fusion"}  # fmt: skip
-
-
 def cmd_apply(args: argparse.Namespace) -> int:
     from bosaris_dask import io
     from bosaris_dask.calibration import apply_model, load_model
@@ -359,13 +354,13 @@ def cmd_apply(args: argparse.Namespace) -> int:
                           "(--quality STORE, or --model-quality and --segment-quality "
                           "tables)")  # fmt: skip
     if model.kind != "quality_fusion" and given_quality:
-        raise OptionError(f"{args.model} is a {_MODEL_NAMES[model.kind]}, which takes no quality "
+        raise OptionError(f"{args.model} is a {model.description}, which takes no quality "
                           f"measures: leave out {', '.join(given_quality)}")  # fmt: skip
     n_model = len(model.weights_) if getattr(model, "weights_", None) is not None else 1
     given = _count_systems(args, args.scores)
     if given != n_model:
         plural = "s" * (n_model > 1)
-        raise OptionError(f"{args.model} is a {_MODEL_NAMES[model.kind]} of {n_model} "
+        raise OptionError(f"{args.model} is a {model.description} of {n_model} "
                           f"system{plural}: give {n_model} --scores (in the order it was "
                           f"trained), not {given}")  # fmt: skip
 

@@ -110,6 +110,8 @@ class LinearFuser(JsonModel):
     """
 
     kind = "linear_fusion"
+    #: The kind in words, as messages name it.
+    description = "linear fusion"
 
     def __init__(
         self,

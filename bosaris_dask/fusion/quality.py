@@ -170,6 +170,7 @@ class QualityFuser(LinearFuser):
     """
 
     kind = "quality_fusion"
+    description = "quality fusion"
 
     def __init__(self, prior: float = 0.5, *, qtrans: Any = None, **kwargs: Any) -> None:
         super().__init__(prior, **kwargs)
