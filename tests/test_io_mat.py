@@ -344,3 +344,15 @@ def test_errors_name_the_fields_as_the_file_names_them(tmp_path):
     with pytest.raises(StoreError, match=r"s\.mat: scr\.scoremask has shape \(3, 2\) but there "
                        r"are 2 row ids and 3 column ids \(transposed\?\)"):  # fmt: skip
         io.read(tmp_path / "s.mat")
+
+
+def test_quality_tables_with_nul_ids_are_refused_and_quality_objects_sent_to_zarr(tmp_path):
+    from bosaris_dask.trials import make_quality
+
+    table = quality_table(["a\x00b"], [[1.0]])
+    with pytest.raises(StoreError, match=r"q\.mat: ids with NUL characters cannot be stored"):
+        io.write_quality(table, tmp_path / "q.mat")
+    both = make_quality(quality_table(["m"], [[1.0]]), quality_table(["s"], [[2.0]]))
+    with pytest.raises(StoreError, match="a Quality object of both sides is stored as zarr"):
+        io.write(both, tmp_path / "both.mat")
+    assert list(tmp_path.iterdir()) == []

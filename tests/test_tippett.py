@@ -136,8 +136,8 @@ def test_tippett_leaves_far_outliers_off_the_axis_and_says_so(caplog, n):
     lo, hi = ax.get_xlim()
     assert -20 < lo < non[:-1].min() and tar[:-1].max() < hi < 20
     assert [r.getMessage() for r in caplog.records] == [
-        f"tippett plot: a has its lowest LLR -1e+06 left of the x axis (from {lo:.4g}) and its "
-        f"highest LLR 1e+06 right of it (to {hi:.4g}): drawn at the edges"]  # fmt: skip
+        f"tippett plot: a has LLRs down to about -1e+06, left of the x axis (from {lo:.4g}) and "
+        f"LLRs up to about 1e+06, right of it (to {hi:.4g}): drawn at the edges"]  # fmt: skip
     line = next(x for x in ax.get_lines() if x.get_gid() == "tippett/target/a")
     x, y = line.get_data()
     assert x.min() == lo and x.max() == hi  # the sentinels are drawn at the edges

@@ -156,10 +156,11 @@ def tippett_plot(
 
 
 def _span(x: np.ndarray, targets: np.ndarray, nontargets: np.ndarray) -> tuple[float, float] | None:
-    """The LLR range of a system's curves (``None`` without a point): from its lowest LLR to
-    its highest, but no further out than half the width of its core (where either curve is
-    within :data:`TAIL` of neither 1 nor 0) beyond the core's ends: a few extreme LLRs (a
-    sentinel score, an outlier far out) do not squeeze the curves into a sliver of the axis."""
+    """The LLR range of a system's curves (``None`` without a point): from its lowest point
+    (the bin edge at or just below its lowest LLR) to its highest, but no further out than half
+    the width of its core (where the curves are neither both within :data:`TAIL` of 1 nor both
+    within it of 0) beyond the core's ends: a few extreme LLRs (a sentinel score, an outlier
+    far out) do not squeeze the curves into a sliver of the axis."""
     if not len(x):
         return None
     low, high = np.minimum(targets, nontargets), np.maximum(targets, nontargets)
@@ -182,9 +183,10 @@ def _say_clipped(chosen: Sequence, points: Sequence, lo: float, hi: float) -> No
     for c, (x, targets, nontargets) in zip(chosen, points, strict=True):
         changes = (np.minimum(targets, nontargets) < 1.0) & (np.maximum(targets, nontargets) > 0)
         held = x[changes | np.r_[changes[1:], False]]  # a point and the one before a change
-        beyond = ([f"its lowest LLR {held[0]:.4g} left of the x axis (from {lo:.4g})"]
+        # the points are bin edges: at or just below the LLRs they hold (exact for few trials)
+        beyond = ([f"LLRs down to about {held[0]:.4g}, left of the x axis (from {lo:.4g})"]
                   if len(held) and held[0] < lo else []) + (
-                  [f"its highest LLR {held[-1]:.4g} right of it (to {hi:.4g})"]
+                  [f"LLRs up to about {held[-1]:.4g}, right of it (to {hi:.4g})"]
                   if len(held) and held[-1] > hi else [])  # fmt: skip
         if beyond:
             _log.info("tippett plot: %s has %s: drawn at the edges", c.label, " and ".join(beyond))

@@ -169,12 +169,15 @@ def to_fields(obj: xr.Dataset | xr.DataArray, *, lazy: bool = False) -> tuple[st
     dask arrays with ``lazy=True``.
     """
     if isinstance(obj, xr.DataArray):
-        ids = np.asarray([str(i) for i in obj[obj.dims[0]].values], dtype=object)
         return VARIABLES["quality"], {
-            "ids": ids,
+            "ids": _ids(obj[obj.dims[0]].values, "ids"),
             "values": np.asarray(obj.values, dtype=np.float64).T,
         }
     kind = kind_of(validate(obj))
+    if kind == "quality":
+        raise StoreError("a Quality object of both sides is stored as zarr; a MAT file holds one "
+                         "side's quality table (bd.write_quality, as --model-quality and "
+                         "--segment-quality read them)")  # fmt: skip
     if kind not in ("key", "ndx", "scores"):
         raise StoreError(f"a {kind} cannot be written to a MAT file")
     fields: dict[str, Any] = {"modelset": _ids(obj.model.values, "modelset"),

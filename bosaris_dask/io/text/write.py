@@ -99,7 +99,9 @@ def write_text(obj: xr.Dataset, path: str | os.PathLike[str], *, header: bool = 
     """
     kind = kind_of(obj)
     if kind == "quality":
-        raise TrialError("write quality tables with write_quality_text")
+        raise TrialError("a Quality object of both sides is stored as zarr; a text file holds "
+                         "one side's quality table (bd.write_quality, as --model-quality and "
+                         "--segment-quality read them)")  # fmt: skip
     validate(obj)
     sep = "\t" if header else " "
     models = _writable_ids(obj.model.values, "model", header)
