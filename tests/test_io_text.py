@@ -692,6 +692,10 @@ def test_quality_writer_errors(tmp_path):
         write_quality_text(quality_table(["a"], [[np.inf]]), tmp_path / "q.txt")
     with pytest.raises(TrialError, match="cannot be written"):
         write_quality_text(quality_table(["a b"], [[1.0]]), tmp_path / "q.txt")
+    empty = quality_table([], np.zeros((0, 2)))  # the reader refuses a file without ids
+    with pytest.raises(TrialError, match="a quality table without ids cannot be written as text"):
+        write_quality_text(empty, tmp_path / "q.txt")
+    assert not (tmp_path / "q.txt").exists()
 
 
 def test_benchmark_body_runs():

@@ -264,6 +264,9 @@ def write_quality_text(table: xr.DataArray, path: str | os.PathLike[str]) -> Non
     q = values.shape[1]
     if q < 1:
         raise TrialError("a quality table needs at least one measure")
+    if not len(ids):  # as the reader refuses a quality file without ids (most likely the wrong one)
+        raise TrialError("a quality table without ids cannot be written as text: its file would "
+                         "hold no line to read back")  # fmt: skip
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
         f.write(f"{q}\n".encode())
         for k in range(0, len(ids), _WRITE_LINES):
