@@ -10,7 +10,8 @@ One place for what :func:`bosaris_dask.engine.summarize` and the grouped pass 1
 - :func:`key_codes_check`: pass 1's check of the key's codes (only -1, 0 and +1);
 - :func:`raise_trial_errors` and :func:`check_both_classes`: the error a system's pass-1 counts
   call for (non-finite scores, key trials without a score, no targets or no non-targets), each
-  naming a trial or the counts.
+  naming a trial or the counts, worded by :func:`trial_cells_error` (as fits and ``apply``
+  word them too).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = [
     "pass_inputs",
     "key_codes_check",
     "raise_trial_errors",
+    "trial_cells_error",
     "check_both_classes",
 ]
 
@@ -124,15 +126,42 @@ def raise_trial_errors(
     """The error a system's pass-1 counts call for, naming a trial: ``bad`` scored trials with
     non-finite scores (ScoreError), ``missing`` key trials without a score (MissingTrialsError,
     unless ``allow_missing``). ``classes`` are the key's trial classes, ``mask`` the scores'."""
+    ids = key.model.values, key.segment.values
     if bad:
-        cond = ~da.isfinite(scores) & (classes != 0) & mask
-        where = locate(cond, key.model.values, key.segment.values)
-        raise ScoreError(f"{name}: {bad} trials have non-finite scores, e.g. {where}")
+        raise trial_cells_error(name, ~da.isfinite(scores) & (classes != 0) & mask, *ids, bad)
     if missing and not allow_missing:
-        where = locate((classes != 0) & ~mask, key.model.values, key.segment.values)
-        raise MissingTrialsError(
-            f"{name}: {missing} key trials have no score, e.g. {where} (allow_missing drops them)"
+        raise trial_cells_error(name, (classes != 0) & ~mask, *ids, missing, missing=True)
+
+
+def trial_cells_error(
+    name: str,
+    cells: da.Array,
+    models: np.ndarray,
+    segments: np.ndarray,
+    count: int | None = None,
+    *,
+    missing: bool = False,
+) -> ScoreError | MissingTrialsError:
+    """The error of a system's trials at the lazy boolean ``cells``: non-finite scores
+    (ScoreError), or with ``missing`` key trials without a score (MissingTrialsError), with
+    their ``count`` (computed if not given) and a few of them by ``models`` and ``segments``:
+    how every command words them (found by one more look at the data, on an error path only).
+
+    Examples
+    --------
+    >>> cells = da.from_array(np.array([[False, True]]))
+    >>> str(trial_cells_error("sys", cells, np.array(["m"]), np.array(["s1", "s2"])))
+    'sys: 1 trials have non-finite scores, e.g. (m, s2)'
+    """
+    from bosaris_dask.progress import compute
+
+    where = locate(cells, models, segments)
+    n = int(compute(cells.sum(), progress=None)) if count is None else count
+    if missing:
+        return MissingTrialsError(
+            f"{name}: {n} key trials have no score, e.g. {where} (allow_missing drops them)"
         )
+    return ScoreError(f"{name}: {n} trials have non-finite scores, e.g. {where}")
 
 
 def check_both_classes(summary: ScoreSummary) -> ScoreSummary:

@@ -398,13 +398,12 @@ def _named_nonfinite(exc: ScoreError, systems: list[Any], names: list[str]) -> S
     non-finite (the LLRs overflowed)."""
     import dask.array as da
 
+    from bosaris_dask.inputs import trial_cells_error
     from bosaris_dask.progress import compute
-    from bosaris_dask.trials.construction import locate
 
     for name, system in zip(names, systems, strict=False):
         bad = system.score_mask.data & ~da.isfinite(system.score.data)
-        where = locate(bad, system.model.values, system.segment.values)
-        if where:
-            n = int(compute(bad.sum(), progress=None))
-            return ScoreError(f"{name}: {n} trials have non-finite scores, e.g. {where}")
+        n = int(compute(bad.sum(), progress=None))
+        if n:
+            return trial_cells_error(name, bad, system.model.values, system.segment.values, n)
     return exc

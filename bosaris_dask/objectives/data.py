@@ -88,8 +88,8 @@ class FusionData:
         ...                  np.array(["t1", "n1", "n2"])))
         'system-1: 1 trials have non-finite scores, e.g. (m, n1)'
         """
+        from bosaris_dask.inputs import trial_cells_error
         from bosaris_dask.progress import compute
-        from bosaris_dask.trials.construction import locate
 
         missing = isinstance(error, MissingTrialsError)
         if not missing and "non-finite score" not in str(error):
@@ -98,13 +98,9 @@ class FusionData:
         for k, (score, mask) in enumerate(zip(self.scores, self.masks, strict=True)):
             bad = trials & ~mask if missing else trials & mask & ~da.isfinite(score)
             n = int(compute(bad.sum(), progress=None))
-            if not n:
-                continue
-            where = locate(bad, models, segments)
-            if missing:
-                return MissingTrialsError(f"system-{k + 1}: {n} key trials have no score, e.g. "
-                                          f"{where} (allow_missing drops them)")  # fmt: skip
-            return ScoreError(f"system-{k + 1}: {n} trials have non-finite scores, e.g. {where}")
+            if n:
+                return trial_cells_error(f"system-{k + 1}", bad, models, segments, n,
+                                         missing=missing)  # fmt: skip
         return error
 
 
