@@ -29,6 +29,7 @@ __all__ = [
     "ClusterError",
     "MemoryLimitError",
     "PlotError",
+    "quality_object_refused",
     "InconsistentPassesError",
 ]
 
@@ -130,3 +131,16 @@ class InconsistentPassesError(BosarisError, RuntimeError):
     """Two passes over the same scores disagree: a refinement pass counted other trials in a
     score bin than pass 1 did (the data changed between passes, or a score source is not
     deterministic). The engine stops rather than report a wrong number."""
+
+
+def quality_object_refused(holder: str) -> str:
+    """Why a Quality object of both sides cannot go to ``holder`` (HDF5, a MAT or a text file,
+    each of which holds one side's quality table), for the writers' errors.
+
+    >>> quality_object_refused("HDF5")[:48]
+    'a Quality object of both sides is stored as zarr'
+    """
+    return (
+        f"a Quality object of both sides is stored as zarr; {holder} holds one side's quality "
+        "table (bd.write_quality, as --model-quality and --segment-quality read them)"
+    )

@@ -17,7 +17,7 @@ import h5py
 import numpy as np
 import xarray as xr
 
-from bosaris_dask.errors import StoreError
+from bosaris_dask.errors import StoreError, quality_object_refused
 from bosaris_dask.io.atomic import atomic_path
 from bosaris_dask.io.compute import as_dask, plan_chunks
 from bosaris_dask.progress import compute, current_client
@@ -140,9 +140,7 @@ def write_hdf5(
     """
     kind = kind_of(validate(obj))
     if kind == "quality":
-        raise StoreError(f"{path}: a Quality object of both sides is stored as zarr; HDF5 holds "
-                         "one side's quality table (bd.write_quality, as --model-quality and "
-                         "--segment-quality read them)")  # fmt: skip
+        raise StoreError(f"{path}: {quality_object_refused('HDF5')}")
     path = Path(path)
     plan = plan_chunks(
         (obj.sizes["model"], obj.sizes["segment"]), 8 if kind == "scores" else 1, chunk_mb

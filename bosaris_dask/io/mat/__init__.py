@@ -14,7 +14,7 @@ import pandas as pd
 import scipy.io
 import xarray as xr
 
-from bosaris_dask.errors import StoreError, StoreNotFoundError, TrialError
+from bosaris_dask.errors import StoreError, StoreNotFoundError, TrialError, quality_object_refused
 from bosaris_dask.io.atomic import atomic_path
 from bosaris_dask.io.compute import as_dask
 from bosaris_dask.io.hdf5 import quality_from_values
@@ -175,9 +175,7 @@ def to_fields(obj: xr.Dataset | xr.DataArray, *, lazy: bool = False) -> tuple[st
         }
     kind = kind_of(validate(obj))
     if kind == "quality":
-        raise StoreError("a Quality object of both sides is stored as zarr; a MAT file holds one "
-                         "side's quality table (bd.write_quality, as --model-quality and "
-                         "--segment-quality read them)")  # fmt: skip
+        raise StoreError(quality_object_refused("a MAT file"))
     if kind not in ("key", "ndx", "scores"):
         raise StoreError(f"a {kind} cannot be written to a MAT file")
     fields: dict[str, Any] = {"modelset": _ids(obj.model.values, "modelset"),

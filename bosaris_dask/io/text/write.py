@@ -12,7 +12,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask.errors import ScoreError, TrialError
+from bosaris_dask.errors import ScoreError, TrialError, quality_object_refused
 from bosaris_dask.io.atomic import atomic_path
 from bosaris_dask.io.text.packed import TrialList
 from bosaris_dask.progress import compute
@@ -99,9 +99,7 @@ def write_text(obj: xr.Dataset, path: str | os.PathLike[str], *, header: bool = 
     """
     kind = kind_of(obj)
     if kind == "quality":
-        raise TrialError("a Quality object of both sides is stored as zarr; a text file holds "
-                         "one side's quality table (bd.write_quality, as --model-quality and "
-                         "--segment-quality read them)")  # fmt: skip
+        raise TrialError(quality_object_refused("a text file"))
     validate(obj)
     sep = "\t" if header else " "
     models = _writable_ids(obj.model.values, "model", header)
