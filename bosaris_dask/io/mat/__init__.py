@@ -139,17 +139,17 @@ def to_object(fields: dict, kind: str, where: str) -> xr.Dataset | xr.DataArray:
     try:
         if kind == "scores":
             mask = _named_matrix(fields, "score_mask", shape, where) != 0
-            score = _named_matrix(fields, "scores", shape, where)
+            value, named = _located(fields, "scores", where)
+            score = _matrix(value, shape, named)
             if score.dtype.kind != "f":
-                named = _located(fields, "scores", where)[1]
                 raise StoreError(f"{named} holds {score.dtype}, expected double or single")
             pick = np.where if isinstance(score, np.ndarray) else da.where
             score = pick(mask, score, score.dtype.type(0))  # as the HDF5 reader: 0 off the mask
             return make_scores(models, segments, score, mask)
         if kind == "ndx":
-            mask = _named_matrix(fields, "trial_mask", shape, where)
+            value, named = _located(fields, "trial_mask", where)
+            mask = _matrix(value, shape, named)
             if isinstance(mask, np.ndarray) and mask.dtype.kind in "if" and (mask < 0).any():
-                named = _located(fields, "trial_mask", where)[1]
                 raise StoreError(f"{named} holds negative values: a key, not an ndx")
             return make_ndx(models, segments, mask != 0)
         if "tar" in fields and _field(fields, "trial_mask") is None:
