@@ -4,7 +4,7 @@ One place for what :func:`bosaris_dask.engine.summarize` and the grouped pass 1
 (:mod:`bosaris_dask.grouped_histograms`) require of the scores and the key, and how they say it:
 
 - :func:`check_inputs`: the cheap structural checks before any graph is built (kinds, dims,
-  dtypes, unique ids, names);
+  dtypes, unique ids, names: :func:`check_names`, which fits use too);
 - :func:`pass_inputs`: the arrays the kernels read (the key's trial classes, then each system's
   scores and mask, in one chunking and one score dtype);
 - :func:`key_codes_check`: pass 1's check of the key's codes (only -1, 0 and +1);
@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "check_inputs",
+    "check_names",
     "pass_inputs",
     "key_codes_check",
     "raise_trial_errors",
@@ -54,9 +55,25 @@ def check_inputs(
         if kind_of(s) != "scores":
             raise TrialError(f"system {k + 1} is a {kind_of(s)}, not Scores")
         validate(s)
-    if names is not None and len(names) != len(scores):
-        raise OptionError(f"{len(names)} names for {len(scores)} systems")
-    if names is not None and len(set(map(str, names))) < len(names):
+    check_names(names, len(scores))
+
+
+def check_names(names: Sequence[str] | None, n_systems: int) -> None:
+    """An :class:`OptionError` unless ``names`` (if given) name ``n_systems`` systems apart.
+
+    Examples
+    --------
+    >>> check_names(["a"], 2)
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.OptionError: 1 names for 2 systems
+    """
+    if names is None:
+        return
+    if isinstance(names, str) or len(names) != n_systems:
+        given = 1 if isinstance(names, str) else len(names)
+        raise OptionError(f"{given} names for {n_systems} systems")
+    if len(set(map(str, names))) < len(names):
         twice = next(n for k, n in enumerate(names) if str(n) in map(str, names[:k]))
         raise OptionError(f"system name {str(twice)!r} is given twice: names must tell the "
                           "systems apart")  # fmt: skip

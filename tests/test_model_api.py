@@ -342,3 +342,36 @@ def test_a_fusion_refuses_its_systems_in_another_order(tmp_path, capsys):
         assert main(argv) == 1
         assert "the fusion's systems are a, b in that order, not b, a" in capsys.readouterr().err
     assert main(["apply", "--model", model, "--scores", a, "--scores", b, "--out", out, "-q"]) == 0
+
+
+def test_fits_take_names_as_evaluate_does(data):
+    """``fit(..., names=)`` names a system's bad trials in errors and its weight in fit notes,
+    as ``evaluate(names=)`` does; a fusion of several systems keeps the names (``systems_``)."""
+    key, systems, quality = data
+    fused = LinearFuser().fit(systems, key, names=["dev1", "dev2"])
+    assert fused.systems_ == ["dev1", "dev2"] and fused.to_dict()["systems"] == ["dev1", "dev2"]
+    assert LinearFuser().fit(systems, key).systems_ is None  # a new fit forgets them
+    assert QualityFuser().fit(systems, key, quality, names=["a", "b"]).systems_ == ["a", "b"]
+    assert LinearCalibrator().fit(systems[0], key, names=["dev1"]).systems_ is None
+    values = systems[1].score.values.copy()
+    values[0, 0], values[2, 1] = np.nan, np.inf
+    holed = make_scores(MODELS, SEGMENTS, values)
+    expected = r"^dev2: 2 trials have non-finite scores, e\.g\. \(m0, s0\)"
+    for fit in (lambda: LinearFuser().fit([systems[0], holed], key, names=["dev1", "dev2"]),
+                lambda: QualityFuser().fit([systems[0], holed], key, quality,
+                                           names=["dev1", "dev2"]),
+                lambda: LinearCalibrator().fit(holed, key, names=["dev2"]),
+                lambda: PAVCalibrator().fit(holed, key, names=["dev2"])):  # fmt: skip
+        with pytest.raises(bd.errors.ScoreError, match=expected):
+            fit()
+    unscored = make_scores(MODELS, SEGMENTS, systems[1].score.values,
+                           score_mask=np.arange(48).reshape(6, 8) != 9)  # fmt: skip
+    with pytest.raises(bd.errors.MissingTrialsError, match=r"^dev2: 1 key trials have no score"):
+        LinearFuser().fit([systems[0], unscored], key, names=["dev1", "dev2"])
+    for names, message in ((["a"], "1 names for 2 systems"), ("ab", "1 names for 2 systems"),
+                           (["a", "a"], "system name 'a' is given twice")):  # fmt: skip
+        with pytest.raises(OptionError, match=message):
+            LinearFuser().fit(systems, key, names=names)
+    constant = make_scores(MODELS, SEGMENTS, np.full((6, 8), 1000.0))
+    with pytest.warns(bd.fusion.fit_checks.FitWarning, match="the weight of dev2 and the offset"):
+        LinearFuser().fit([systems[0], constant], key, names=["dev1", "dev2"])

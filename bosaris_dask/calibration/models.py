@@ -50,13 +50,15 @@ class LinearCalibrator(LinearFuser):
         key: xr.Dataset,
         *,
         allow_missing: bool = False,
+        names: Sequence[str] | None = None,
         x0: np.ndarray | None = None,
     ) -> Self:
-        """Train on one Scores object and a Key (see :meth:`LinearFuser.fit`)."""
+        """Train on one Scores object and a Key (see :meth:`LinearFuser.fit`; ``names``: the
+        system's name, as a list of one, for errors)."""
         scores, key = scores_and_key(scores, key, f"{type(self).__name__}.fit")
         if not isinstance(scores, xr.Dataset):
             raise TrialError("a calibrator takes one Scores object")
-        return super().fit([scores], key, allow_missing=allow_missing, x0=x0)
+        return super().fit([scores], key, allow_missing=allow_missing, names=names, x0=x0)
 
     def fit_arrays(
         self,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import dask.array as da
@@ -142,19 +143,25 @@ class PAVCalibrator(JsonModel):
         return self.fit_bins(*_bins_of_arrays(tar, non))
 
     def fit(
-        self, scores: xr.Dataset, key: xr.Dataset, *, allow_missing: bool = False
+        self,
+        scores: xr.Dataset,
+        key: xr.Dataset,
+        *,
+        allow_missing: bool = False,
+        names: Sequence[str] | None = None,
     ) -> PAVCalibrator:
         """Fit on a supervised set: a Scores object and a Key (the scores aligned to its ids).
 
         Key trials without a score are a :class:`MissingTrialsError` (naming a few), as in
         ``evaluate``, unless ``allow_missing`` drops them (``counts_["n_missing"]`` says how
         many, as the logistic fits do); non-finite scores are a :class:`ScoreError`.
+        ``names``: the system's name, as a list of one, for errors (as ``evaluate``'s).
         The order ``fit(key, scores)`` of earlier releases still works, with a ``FutureWarning``.
         """
         scores, key = scores_and_key(scores, key, "PAVCalibrator.fit")
         if kind_of(key) != "key" or kind_of(scores) != "scores":
             raise TrialError("PAVCalibrator.fit takes a Scores object and a Key")
-        (s,) = summarize([scores], key, pav_bounds=True, allow_missing=allow_missing)
+        (s,) = summarize([scores], key, pav_bounds=True, allow_missing=allow_missing, names=names)
         return self.fit_bins(
             s.values().astype(np.float64),
             s.upper_values().astype(np.float64),

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 import warnings
@@ -27,7 +26,7 @@ from bosaris_dask.cli.common import (
     system_names,
 )
 from bosaris_dask.cli.in_order import apply_in_order, keeps_line_order
-from bosaris_dask.errors import BosarisError, MissingTrialsError, OptionError, ScoreError
+from bosaris_dask.errors import BosarisError, OptionError, ScoreError
 from bosaris_dask.progress import showing_progress
 
 
@@ -101,13 +100,13 @@ def _fit_and_apply(
             try:
                 if quality is None:
                     train = systems if len(systems) > 1 or args.command == "fuse" else systems[0]
-                    model.fit(train, key, allow_missing=args.allow_missing)
+                    model.fit(train, key, allow_missing=args.allow_missing, names=trained)
                 else:
-                    model.fit(systems, key, quality, allow_missing=args.allow_missing)
-            except (MissingTrialsError, ScoreError) as exc:
-                raise _named_fit_error(args, exc, key) from None
+                    model.fit(systems, key, quality, allow_missing=args.allow_missing,
+                              names=trained)  # fmt: skip
+            except ScoreError as exc:
+                raise _no_class_error(args, exc, key) from None
         model.llr_base_ = args.llr_base  # what the model was trained on, kept in its JSON
-        model.systems_ = trained if len(trained) > 1 else None
         model.save(args.model_out)
         doc = model.to_dict()
         elapsed = time.perf_counter() - start
@@ -186,34 +185,27 @@ def _read_ndx(path: str | None, text_format: str | None = None) -> Any:
     return ndx
 
 
-def _named_fit_error(args: argparse.Namespace, exc: BosarisError, key: Any) -> BosarisError:
-    """The fit's error with the names the command line gave: the system's file where the fit
-    named it by its place (``system-K: ...``: its key trials without a score, non-finite
-    scores, a class it lacks); for a fit that found no target or no non-target, the key if it
-    has none, else the key's counts (the scores lack the rest: one more look at the key, on
-    this error path only)."""
+def _no_class_error(args: argparse.Namespace, exc: ScoreError, key: Any) -> ScoreError:
+    """A fit's error that it found no target or no non-target, naming the key if it has
+    none, else giving the key's counts (the scores lack the rest: one more look at the key,
+    on this error path only); any other error (the fit named its system) as it is."""
     from bosaris_dask.progress import compute
 
     text = exc.args[0] if exc.args else ""
-    if text.startswith("fitting needs target and non-target"):
-        mask = key.trial_mask.data
-        n_tar, n_non = (int(n) for n in compute(((mask == 1).sum(), (mask == -1).sum()),
-                                                progress=None))  # fmt: skip
-        if not (n_tar and n_non):
-            named = args.key or (f"the key of {getattr(args, 'enrol_classes', None)} x "
-                                 f"{getattr(args, 'test_classes', None)}")  # fmt: skip
-            return ScoreError(f"{named}: {text}")
-        dropped = " (--allow-missing dropped them)" if args.allow_missing else ""
-        names = _system_names(args)
-        where = names[0] if len(names) == 1 else "some system"
-        return ScoreError(f"{text}, of the key's {n_tar:,} targets and {n_non:,} non-targets: "
-                          f"the others have no score in {where}{dropped}")  # fmt: skip
-    place = re.match(r"system-(\d+): ", text)
-    names = _system_names(args)
-    if place is None or not 0 < int(place.group(1)) <= len(names):
+    if not text.startswith("fitting needs target and non-target"):
         return exc
-    named = f"{names[int(place.group(1)) - 1]}: {text[place.end() :]}"
-    return MissingTrialsError(named) if isinstance(exc, MissingTrialsError) else ScoreError(named)
+    mask = key.trial_mask.data
+    n_tar, n_non = (int(n) for n in compute(((mask == 1).sum(), (mask == -1).sum()),
+                                            progress=None))  # fmt: skip
+    if not (n_tar and n_non):
+        named = args.key or (f"the key of {getattr(args, 'enrol_classes', None)} x "
+                             f"{getattr(args, 'test_classes', None)}")  # fmt: skip
+        return ScoreError(f"{named}: {text}")
+    dropped = " (--allow-missing dropped them)" if args.allow_missing else ""
+    names = _system_names(args)
+    where = names[0] if len(names) == 1 else "some system"
+    return ScoreError(f"{text}, of the key's {n_tar:,} targets and {n_non:,} non-targets: "
+                      f"the others have no score in {where}{dropped}")  # fmt: skip
 
 
 def _posterior_report(

@@ -158,8 +158,9 @@ class JsonModel:
     ``llr_base_``, the base of the LLRs the model was trained on (``"e"`` for a fit in Python:
     models map natural-log LLRs; ``bosaris-dask calibrate/fuse --llr-base 10`` records
     ``"10"``, which :func:`~bosaris_dask.calibration.apply_model` follows), and ``systems_``,
-    the names of a fusion's systems in training order (``None`` unknown). :meth:`load`,
-    :meth:`save` and ``to_dict`` keep both; a new fit forgets them.
+    the names of a fusion's systems in training order (``None`` unknown: a fit of one system,
+    or of systems without ``names``). :meth:`load`, :meth:`save` and ``to_dict`` keep both; a
+    new fit forgets them, keeping only the ``names`` it is given.
     """
 
     llr_base_: str = "e"
@@ -233,6 +234,13 @@ class JsonModel:
             if name.endswith("_") and not name.startswith("_"):
                 setattr(self, name, value)
         self._forget_training_inputs()
+
+    def _trained_on(self, names: Sequence[str] | None) -> Self:
+        """The model, keeping the ``names`` of the systems its fit fused (several: one system
+        needs no name to be applied to the right scores)."""
+        if names is not None and len(names) > 1:
+            self.systems_ = list(names)
+        return self
 
     def _forget_training_inputs(self) -> None:
         """A new fit (in Python: of natural-log LLRs, of systems without names)."""

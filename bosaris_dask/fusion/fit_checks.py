@@ -105,9 +105,14 @@ def separation_note(data_term: float, class_weights: tuple[float, float], l2: fl
 
 
 def tied_separation_note(
-    score_ranges: np.ndarray | None, l2: float, *, calibration: bool = False
+    score_ranges: np.ndarray | None,
+    l2: float,
+    *,
+    calibration: bool = False,
+    systems: Sequence[str] | None = None,
 ) -> str | None:
-    """The note for a system whose classes meet only at one tied score, or ``None``.
+    """The note for a system (of ``systems`` by name, if given) whose classes meet only at one
+    tied score, or ``None``.
 
     ``score_ranges`` is ``(K, 4)``: each system's lowest and highest target score, then lowest
     and highest non-target score (:attr:`~bosaris_dask.objectives.FusionObjective.score_ranges`).
@@ -130,7 +135,8 @@ def tied_separation_note(
         return None
     for k, (tar_lo, tar_hi, non_lo, non_hi) in enumerate(np.asarray(score_ranges).tolist()):
         if non_hi <= tar_lo and tar_hi > non_lo:  # not all equal: that is a constant system
-            who = "" if calibration else f" of system {k + 1}"
+            name = systems[k] if systems else f"system {k + 1}"
+            who = "" if calibration else f" of {name}"
             return (
                 f"the training classes meet only at ties: every target score{who} is at or "
                 f"above {tar_lo:.6g} and every non-target score at or below {non_hi:.6g}, so "
@@ -187,17 +193,21 @@ def undetermined_note(hessian: np.ndarray | None, names: Sequence[str]) -> str |
     )
 
 
-def parameter_names(n_systems: int, n_measures: int, calibration: bool) -> list[str]:
-    """Names of a fit's parameters, in the solver's order: the weights, the offset, then the
-    free entries of the quality matrix ``W`` (``n_measures`` quality measures; 0: none).
+def parameter_names(
+    n_systems: int, n_measures: int, calibration: bool, systems: Sequence[str] | None = None
+) -> list[str]:
+    """Names of a fit's parameters, in the solver's order: the weights (of the ``systems``
+    by name, if given), the offset, then the free entries of the quality matrix ``W``
+    (``n_measures`` quality measures; 0: none).
 
     >>> parameter_names(2, 0, False)
     ['the weight of system 1', 'the weight of system 2', 'the offset']
+    >>> parameter_names(2, 0, False, ["dev1.scores", "dev2.scores"])[1]
+    'the weight of dev2.scores'
     >>> parameter_names(1, 1, True)
     ['the scale', 'the offset', 'W[0, 0]', 'W[0, 1]']
     """
-    weights = ["the scale"] if calibration else [
-        f"the weight of system {k + 1}" for k in range(n_systems)
-    ]  # fmt: skip
+    systems = systems or [f"system {k + 1}" for k in range(n_systems)]
+    weights = ["the scale"] if calibration else [f"the weight of {s}" for s in systems]
     rows, cols = quality_pairs(n_measures + 1) if n_measures else ((), ())
     return [*weights, "the offset", *(f"W[{i}, {j}]" for i, j in zip(rows, cols, strict=True))]

@@ -187,12 +187,12 @@ class LinearFuser(JsonModel):
         itself (stopped before its minimum)."""
         note = separation_note(obj.data_term(res.fun, res.x), obj.class_weights(), self.l2)
         if note is None:
-            note = tied_separation_note(obj.score_ranges, self.l2,
+            note = tied_separation_note(obj.score_ranges, self.l2, systems=obj.data.names,
                                         calibration=self.kind == "linear_calibration")  # fmt: skip
         if note is None:
             names = parameter_names(
                 obj.data.n_systems, obj.data.n_measures if obj.quality else 0,
-                calibration=self.kind == "linear_calibration",
+                calibration=self.kind == "linear_calibration", systems=obj.data.names,
             )  # fmt: skip
             hess = res.hess
             if hess is None and obj.n_params <= CHECKED_MAX_PARAMS:  # the CG solver
@@ -255,18 +255,21 @@ class LinearFuser(JsonModel):
         key: xr.Dataset,
         *,
         allow_missing: bool = False,
+        names: Sequence[str] | None = None,
         x0: np.ndarray | None = None,
     ) -> Self:
         """Train on a supervised set: ``K`` Scores and a Key (the scores aligned to its ids).
 
         Key trials without a score in some system are an error, as in ``evaluate``, unless
         ``allow_missing``: then they are dropped and counted in ``counts_["n_missing"]``. A
-        non-finite score is a :class:`ScoreError`. The default starting point is ``b_k = 1/K``,
-        ``a = 0`` (as BOSARIS). Where the first pass finds a system's scores far from 0 compared
-        with their spread, or spread far from 1, the fit runs on ``(s - midpoint) /
-        half-range`` (:func:`~bosaris_dask.objectives.objective.standardization`) and maps the
-        weights back. The order ``fit(key, scores)`` of earlier releases still works, with a
-        ``FutureWarning``.
+        non-finite score is a :class:`ScoreError`. ``names``: the systems' names, which errors
+        and fit notes use (default ``system-1``, ..., as ``evaluate``'s) and which a fusion of
+        several systems keeps (``systems_``, saved with it). The default starting point is
+        ``b_k = 1/K``, ``a = 0`` (as BOSARIS). Where the first pass finds a system's scores far
+        from 0 compared with their spread, or spread far from 1, the fit runs on ``(s -
+        midpoint) / half-range`` (:func:`~bosaris_dask.objectives.objective.standardization`)
+        and maps the weights back. The order ``fit(key, scores)`` of earlier releases still
+        works, with a ``FutureWarning``.
 
         Raises
         ------
@@ -274,11 +277,12 @@ class LinearFuser(JsonModel):
             Key trials without a score, unless ``allow_missing`` (found by the first pass).
         """
         scores, key = scores_and_key(scores, key, f"{type(self).__name__}.fit")
-        data = fusion_data(key, _as_list(scores), persist=self.persist)
+        data = fusion_data(key, _as_list(scores), persist=self.persist, names=names)
         try:  # persisting is a pass too
-            return self._fit_data(data, x0, persisted=self.persist, allow_missing=allow_missing)
+            self._fit_data(data, x0, persisted=self.persist, allow_missing=allow_missing)
         except (MissingTrialsError, ScoreError) as exc:
             raise data.located(exc, key.model.values, key.segment.values) from None
+        return self._trained_on(data.names)
 
     def fit_arrays(
         self,

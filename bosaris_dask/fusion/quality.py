@@ -191,6 +191,7 @@ class QualityFuser(LinearFuser):
         quality: xr.Dataset | TrialQuality,
         *,
         allow_missing: bool = False,
+        names: Sequence[str] | None = None,
         linear: LinearFuser | None = None,
     ) -> QualityFuser:
         """Train on ``K`` Scores, a Key and a Quality object (for packed trials, their
@@ -199,7 +200,7 @@ class QualityFuser(LinearFuser):
 
         ``linear``: an already fitted linear fuser to start from and to back off to (its passes
         are not counted again); by default one is trained first on the same data.
-        ``allow_missing``: as in :meth:`LinearFuser.fit`. The order ``fit(key, scores,
+        ``allow_missing``, ``names``: as in :meth:`LinearFuser.fit`. The order ``fit(key, scores,
         quality)`` of earlier releases still works, with a ``FutureWarning``.
         """
         scores, key = scores_and_key(scores, key, "QualityFuser.fit")
@@ -208,11 +209,12 @@ class QualityFuser(LinearFuser):
         if kind_of(quality.quality if cells else quality) == "quality":
             self.measures_ = measure_names(quality.quality if cells else quality)
         quality = transform_quality(quality, self.qtrans)
-        data = fusion_data(key, _as_list(scores), quality, persist=self.persist)
+        data = fusion_data(key, _as_list(scores), quality, persist=self.persist, names=names)
         try:
-            return self._fit_quality(data, key, quality, cells, allow_missing, linear)
+            self._fit_quality(data, key, quality, cells, allow_missing, linear)
         except (MissingTrialsError, ScoreError) as exc:
             raise data.located(exc, key.model.values, key.segment.values) from None
+        return self._trained_on(data.names)
 
     def _fit_quality(
         self,

@@ -14,6 +14,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import BosarisError, MissingTrialsError, ScoreError, TrialError
+from bosaris_dask.inputs import check_names
 from bosaris_dask.objectives.cells import TrialQuality
 from bosaris_dask.progress import persist
 from bosaris_dask.trials import align, kind_of, trial_classes, validate
@@ -36,6 +37,9 @@ class FusionData:
         lists, :class:`~bosaris_dask.objectives.cells.TrialQuality`), both are ``(rows,
         columns, Q)``: each cell's own trial's vectors, chunked like the classes (see
         :attr:`per_cell`).
+    names
+        The systems' names, what errors and fit notes call them (``None``: ``system-1``, ...,
+        as :func:`~bosaris_dask.metrics.evaluate` names them).
     """
 
     scores: tuple[da.Array, ...]
@@ -43,11 +47,17 @@ class FusionData:
     classes: da.Array
     model_quality: da.Array | None = None
     segment_quality: da.Array | None = None
+    names: tuple[str, ...] | None = None
 
     @property
     def n_systems(self) -> int:
         """``K``, the number of systems."""
         return len(self.scores)
+
+    @property
+    def system_names(self) -> list[str]:
+        """The systems' names: :attr:`names`, else ``system-1``, ..."""
+        return list(self.names or (f"system-{k + 1}" for k in range(self.n_systems)))
 
     @property
     def n_measures(self) -> int:
@@ -76,10 +86,10 @@ class FusionData:
         self, error: BosarisError, models: np.ndarray, segments: np.ndarray
     ) -> BosarisError:
         """A fit's count of key trials without a score, or of non-finite scores, as an
-        evaluation words it: the first system with such trials (``system-K``, as
-        :func:`~bosaris_dask.metrics.evaluate` names systems), their count and a few of them
-        by ``models`` and ``segments`` (the ids of the key's grid), found by one more look at
-        the data (on this error path only). Any other error as it is.
+        evaluation words it: the first system with such trials (by :attr:`system_names`),
+        their count and a few of them by ``models`` and ``segments`` (the ids of the key's
+        grid), found by one more look at the data (on this error path only). Any other error
+        as it is.
 
         Examples
         --------
@@ -95,12 +105,11 @@ class FusionData:
         if not missing and "non-finite score" not in str(error):
             return error
         trials = self.classes != 0
-        for k, (score, mask) in enumerate(zip(self.scores, self.masks, strict=True)):
+        for name, score, mask in zip(self.system_names, self.scores, self.masks, strict=True):
             bad = trials & ~mask if missing else trials & mask & ~da.isfinite(score)
             n = int(compute(bad.sum(), progress=None))
             if n:
-                return trial_cells_error(f"system-{k + 1}", bad, models, segments, n,
-                                         missing=missing)  # fmt: skip
+                return trial_cells_error(name, bad, models, segments, n, missing=missing)
         return error
 
 
@@ -222,6 +231,7 @@ def fusion_data(
     quality: xr.Dataset | TrialQuality | None = None,
     *,
     persist: bool = False,
+    names: Sequence[str] | None = None,
 ) -> FusionData:
     """The inputs of a fit: Scores aligned to the key's ids, its classes, quality vectors.
 
@@ -242,6 +252,8 @@ def fusion_data(
         matrix in the cluster's memory (``K * (4 or 8) + K + 1`` bytes per trial). Worth it
         when the data fit in memory: a fit costs about 5-10 passes with ``method="exact"`` and
         tens with ``"cg"``.
+    names
+        The systems' names, for errors and fit notes (default ``system-1``, ...).
 
     Examples
     --------
@@ -254,6 +266,7 @@ def fusion_data(
     """
     if kind_of(key) != "key":
         raise TrialError(f"expected a key, got {kind_of(key)}")
+    check_names(names, len(scores))
     # the fit's passes read them many times: realign ids in another order once (persisting
     # computes the lazy reindex once anyway)
     aligned = align_inputs(scores, key, once=not persist)
@@ -272,6 +285,7 @@ def fusion_data(
         classes=classes,
         model_quality=qm,
         segment_quality=qs,
+        names=None if names is None else tuple(map(str, names)),
     )
     return data.persist() if persist else data
 
