@@ -21,6 +21,7 @@ __all__ = [
     "ParseError",
     "StoreError",
     "StoreNotFoundError",
+    "QualityTableError",
     "TrialError",
     "ScoreError",
     "MissingTrialsError",
@@ -87,6 +88,22 @@ class StoreError(BosarisError, OSError):
             hint = (" (converted from a text file whose labels are 1/0, read as scores? convert "
                     f"that file with --kind {kind})")  # fmt: skip
         return cls(f"{path}: holds a {found}, expected a {kind}{hint}")
+
+
+class QualityTableError(StoreError):
+    """A file holds one side's quality table where trials (a key, an ndx, scores) were wanted.
+
+    Examples
+    --------
+    >>> str(QualityTableError.of("q.h5"))[:27]
+    'q.h5: holds a quality table'
+    """
+
+    @classmethod
+    def of(cls, path: object) -> QualityTableError:
+        """The error for ``path``, a quality table, read as trials (HDF5, MAT or text)."""
+        return cls(f"{path}: holds a quality table (one side's: --model-quality or "
+                   "--segment-quality, bd.read_quality)")  # fmt: skip
 
 
 class StoreNotFoundError(StoreError, FileNotFoundError):

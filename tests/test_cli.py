@@ -518,3 +518,14 @@ def test_info_describes_quality_objects_and_one_sides_tables(tmp_path, capsys):
     (tmp_path / "bad.txt").write_text("a b c d e\n")  # no trial file, no quality table
     assert main(["info", str(tmp_path / "bad.txt")]) == 1
     assert "cannot tell the kind of file" in capsys.readouterr().err
+    (tmp_path / "short.txt").write_text("2\nu 1\n")  # q = 2 but one value: no quality table
+    assert main(["info", str(tmp_path / "short.txt")]) == 1
+    assert "holds a quality table" not in capsys.readouterr().err
+    io.write_quality(models, tmp_path / "m.mat")
+    for name in ("m.h5", "m.mat", "s.txt"):  # a quality table where trials are wanted
+        path = str(tmp_path / name)
+        assert main(["evaluate", "--key", path, "--scores", path]) == 1
+        assert capsys.readouterr().err.strip() == (
+            f"bosaris-dask: error: {path}: holds a quality table (one side's: --model-quality or "
+            "--segment-quality, bd.read_quality)"
+        )

@@ -21,7 +21,7 @@ from bosaris_dask.cli.common import (
     _size,
     _write_json,
 )
-from bosaris_dask.errors import BosarisError, OptionError
+from bosaris_dask.errors import BosarisError, OptionError, QualityTableError
 from bosaris_dask.progress import compute
 
 #: Why an HDF5/.mat key may hold targets only.
@@ -123,7 +123,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
     try:
         listed = _text_trials(args)
-    except BosarisError as exc:  # a quality table's lines are no trial file's
+    except QualityTableError as exc:
         _print_quality_table(args, exc)
         return 0
     if isinstance(listed, TrialList):  # a sparse list: never its grid
@@ -143,23 +143,19 @@ def cmd_info(args: argparse.Namespace) -> int:
     try:
         with _opened(args, read, _size) as obj:
             _print_info(args, obj)
-    except BosarisError as exc:  # one side's quality table (HDF5 or MAT)?
+    except QualityTableError as exc:  # one side's quality table (HDF5 or MAT)
         _print_quality_table(args, exc)
     return 0
 
 
-def _print_quality_table(args: argparse.Namespace, error: BosarisError) -> None:
-    """``info`` of one side's quality table at ``args.path``, where reading it as a trial file
-    failed for being one (or, for text, for being no kind of trial file); else ``error``."""
+def _print_quality_table(args: argparse.Namespace, error: QualityTableError) -> None:
+    """``info`` of one side's quality table at ``args.path``, which the trial readers found
+    to be one (``error``, raised as it is where ``--kind`` or ``--key`` asks for trials)."""
     from bosaris_dask import io
 
-    said = str(error)
-    if args.kind or args.key or not ("quality table" in said or "cannot tell" in said):
+    if args.kind or args.key:
         raise error
-    try:
-        table = io.read_quality(args.path)
-    except BosarisError:
-        raise error from None
+    table = io.read_quality(args.path)
     print(f"path:        {args.path} ({io.detect_format(args.path)})")
     print("kind:        quality table of one side (--model-quality or --segment-quality)")
     _print_quality_side(table, "")

@@ -17,7 +17,7 @@ import pandas as pd
 import xarray as xr
 from xarray.backends import CachingFileManager
 
-from bosaris_dask.errors import StoreError, StoreNotFoundError, TrialError
+from bosaris_dask.errors import QualityTableError, StoreError, StoreNotFoundError, TrialError
 from bosaris_dask.io.compute import plan_chunks
 from bosaris_dask.io.hdf5.mapped import (
     H5_ERRORS,
@@ -275,6 +275,8 @@ def _checked_kind(f: h5py.File, path: Path, kind: str | None) -> str:
         return kind
     if kind == "ndx" and found == "key" and _signed_mask_only(f, path):
         return kind  # an Ndx written with a signed mask (SIDEKIT's int8): 0/1, checked as read
+    if found == "quality" and kind != "quality":
+        raise QualityTableError.of(path)
     if kind is not None and found != kind:
         raise StoreError.wrong_kind(path, found, kind)
     return found
@@ -422,9 +424,6 @@ def read_hdf5(
     manager, f = _open(path)
     try:
         found = _checked_kind(f, path, kind)
-        if found == "quality":
-            raise StoreError(f"{path}: holds a quality table (one side's: --model-quality or "
-                             "--segment-quality, bd.read_quality)")  # fmt: skip
         if found not in ("key", "ndx", "scores"):
             raise StoreError(f"{path}: cannot read kind {found!r} from HDF5")
         models, segments = _read_all_ids(path, f)

@@ -14,7 +14,13 @@ import pandas as pd
 import scipy.io
 import xarray as xr
 
-from bosaris_dask.errors import StoreError, StoreNotFoundError, TrialError, quality_object_refused
+from bosaris_dask.errors import (
+    QualityTableError,
+    StoreError,
+    StoreNotFoundError,
+    TrialError,
+    quality_object_refused,
+)
 from bosaris_dask.io.atomic import atomic_path
 from bosaris_dask.io.compute import as_dask
 from bosaris_dask.io.hdf5 import quality_from_values
@@ -291,11 +297,10 @@ def read_mat(path: str | os.PathLike[str], kind: str | None = None) -> xr.Datase
     if kind == "ndx" and found == "key" and name not in KINDS and "tar" not in fields and (
             "file_format" not in fields):  # fmt: skip
         found = kind  # an Ndx written with a signed mask (SIDEKIT's int8): 0/1, checked below
+    if found == "quality":
+        raise QualityTableError.of(path)
     if kind is not None and found != kind:
         raise StoreError.wrong_kind(path, found, kind)
-    if found == "quality":
-        raise StoreError(f"{path}: holds a quality table (one side's: --model-quality or "
-                         "--segment-quality, bd.read_quality)")  # fmt: skip
     return to_object(fields, found, f"{path}: {name}")
 
 

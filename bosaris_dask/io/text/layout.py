@@ -10,7 +10,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from bosaris_dask.errors import ParseError, StoreError, TrialError
+from bosaris_dask.errors import ParseError, QualityTableError, StoreError, TrialError
 from bosaris_dask.io.text.labels import ACCEPTED_LABELS, is_label_word
 
 #: Lines longer than this many bytes (without the newline) are an error.
@@ -249,7 +249,7 @@ def _refuse_foreign(tokens: list[bytes], path: Any, lineno: int, origin: int) ->
     """A one-line error for the headerless layouts of other tools that would otherwise be read
     as something else (an ESPnet trial id as a model, its score as a segment; an ASVspoof CM
     key or score file as a trial list whose segments are labels or scores) or fail with a bare
-    field count."""
+    field count (a quality table)."""
     if len(tokens) == 2:
         lines = _first_lines(path, origin)
         data_like = is_label_word(tokens[1], numeric=False) or _is_number(tokens[1])
@@ -275,6 +275,10 @@ def _refuse_foreign(tokens: list[bytes], path: Any, lineno: int, origin: int) ->
             "embedding commands read it named .ark; trial files have one trial per line",
             path=path, line=lineno,
         )  # fmt: skip
+    if len(tokens) == 1 and tokens[0].isdigit() and int(tokens[0]) > 0:
+        body = _first_lines(path, origin)[1:]  # a quality file: q, then lines 'id v1 ... vq'
+        if body and all(len(t) == int(tokens[0]) + 1 for t in body):
+            raise QualityTableError.of(path)
     if len(tokens) == 1 and tokens[0].count(b",") >= 1:
         raise ParseError(
             f"one field, {_shown(tokens[0])}: comma-separated values? without a header line "
