@@ -153,8 +153,9 @@ def test_the_cli_prints_each_warning_in_one_line_and_writes_it_to_the_model(tmp_
     err = capsys.readouterr().err
     warned = [x for x in err.splitlines() if x.startswith("warning: ")]
     assert len(warned) == 1
-    assert warned[0].startswith("warning: the training data do not determine the weight of "
-                                "s2 and the offset")  # fmt: skip  (the system by its file)
+    assert warned[0].startswith(
+        "warning: the training data do not determine the weight of s2 and the offset"
+    )  # fmt: skip  (the system by its file)
     saved = json.loads((tmp_path / "f.json").read_text())["warnings"]
     assert saved == [warned[0].removeprefix("warning: ")]
 

@@ -8,8 +8,9 @@ import json
 import numpy as np
 import pytest
 
+from bosaris_dask import io
 from bosaris_dask.cli import main
-from bosaris_dask.errors import MissingTrialsError, ParseError
+from bosaris_dask.errors import MissingTrialsError, OptionError, ParseError
 from bosaris_dask.io.text import packed
 from bosaris_dask.io.text.packed import TrialList, is_sparse, on_grid, pack
 
@@ -539,6 +540,36 @@ def test_convert_of_a_sparse_list_to_text_keeps_its_lines_without_the_grid(tmp_p
         assert [float(line.split()[2]) for line in listed] == [float(g[2]) for g in given]
     else:
         assert [line.split()[2] for line in listed] == [g[2] for g in given]
+
+
+@pytest.mark.parametrize("name", ["trials", "scores"])
+def test_convert_header_writes_a_nist_table_from_a_list_or_its_grid(tmp_path, monkeypatch, name):
+    """``convert --header``: a NIST table (tabs, a header line) that reads back as the same
+    object, from a sparse list (in its line order) and from its grid; refused for a store."""
+    _lists(tmp_path)
+    source = tmp_path / name
+    monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 1 << 62)
+    assert main(["convert", str(source), str(tmp_path / "grid.tsv"), "--header", "-q"]) == 0
+    assert main(["convert", str(source), str(tmp_path / "grid.zarr"), "-q"]) == 0
+    with pytest.raises(OptionError, match="--header is for a text output, not .*x.h5"):
+        main(["convert", str(source), str(tmp_path / "x.h5"), "--header", "--debug"])
+    _pack_without_a_grid(monkeypatch)
+    assert main(["convert", str(source), str(tmp_path / "list.tsv"), "--header", "-q"]) == 0
+    header = "modelid\tsegmentid\t" + ("LLR" if name == "scores" else "targettype")
+    given = [line.split() for line in source.read_text().splitlines()]
+    for out in ("grid.tsv", "list.tsv"):
+        lines = (tmp_path / out).read_text().splitlines()
+        assert lines[0] == header and all(line.count("\t") == 2 for line in lines)
+        rows = {tuple(line.split("\t")[:2]): line.split("\t")[2] for line in lines[1:]}
+        assert rows == {(g[0], g[1]): (repr(float(g[2])) if name == "scores" else g[2])
+                        for g in given}  # fmt: skip
+    listed = (tmp_path / "list.tsv").read_text().splitlines()[1:]
+    assert [line.split("\t")[:2] for line in listed] == [g[:2] for g in given]  # its order
+    monkeypatch.undo()
+    back, grid = io.read(tmp_path / "grid.tsv"), io.read(tmp_path / "grid.zarr")
+    back = back.sel(model=grid.model.values, segment=grid.segment.values)  # (ids in line order)
+    for var in grid.data_vars:
+        np.testing.assert_array_equal(back[var].values, grid[var].values)
 
 
 def test_info_of_a_sparse_score_list_with_its_key_counts_the_coverage_without_the_grid(

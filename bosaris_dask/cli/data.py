@@ -34,20 +34,24 @@ _SIGNED_NDX = (
 def cmd_convert(args: argparse.Namespace) -> int:
     from bosaris_dask import io
 
+    out_format = io._write_format(args.output, None)
     mat = {"mat_version": args.mat_version} if args.mat_version else {}
-    if mat and io._write_format(args.output, None) != "mat":
+    if mat and out_format != "mat":
         raise OptionError(f"--mat-version is for a .mat output, not {args.output}")
+    if args.header and out_format != "text":
+        raise OptionError(f"--header is for a text output, not {args.output}")
     if _list_to_text(args):
         return 0
+    options = {**mat, **({"header": True} if args.header else {})}
 
     def open_input() -> Any:
         return io.read(args.input, args.kind, text_format=args.format)
 
     with _opened(args, open_input, _size) as obj:
-        io.write(obj, args.output, progress=_progress(args), **mat)
+        io.write(obj, args.output, progress=_progress(args), **options)
         note = None if args.kind else _maybe_an_ndx(args, args.input, obj)
     as_lines = (" as trial lines (an id without a trial has no line)"
-                if io._write_format(args.output, None) == "text" else "")  # fmt: skip
+                if out_format == "text" else "")  # fmt: skip
     _say(args, f"wrote {obj.attrs['bosaris_kind']} {dict(obj.sizes)} to {args.output}{as_lines}")
     if note:
         print(f"warning: {note}", file=sys.stderr)
@@ -68,7 +72,7 @@ def _list_to_text(args: argparse.Namespace) -> bool:
     trials = read_trials(args.input, args.kind, format=args.format)
     if not isinstance(trials, TrialList):
         return False  # (a dense list: read again through its grid, which it fills)
-    n = write_trial_lines(trials, args.output)
+    n = write_trial_lines(trials, args.output, header=args.header)
     _say(args, f"wrote {trials.kind} ({n:,} trials over {len(trials.models):,} x "
                f"{len(trials.segments):,} ids, a sparse list: in its line order) to "
                f"{args.output}")  # fmt: skip

@@ -67,6 +67,9 @@ def _convert(sub: Any) -> None:
     p.add_argument("--mat-version", choices=["5", "7.3"],
                    help="version of a .mat output: 5 (default; at most 2 GiB a matrix) or 7.3 "
                    "(HDF5 underneath, written block by block)")  # fmt: skip
+    p.add_argument("--header", action="store_true",
+                   help="a text output as a NIST table: tab-separated, with a header line "
+                   "(modelid, segmentid, then LLR or targettype)")  # fmt: skip
     options.format_argument(p)
     _finish(p, cmd_convert)
 

@@ -120,8 +120,7 @@ def write_text(obj: xr.Dataset, path: str | os.PathLike[str], *, header: bool = 
     label_piece = np.array(["nontarget\n", "", "target\n"], dtype=object)
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
         if header:
-            names = ["modelid", "segmentid", *([_HEADER_NAMES[kind]] if kind != "ndx" else [])]
-            f.write(("\t".join(names) + "\n").encode())
+            f.write(_header_line(kind))
         written = 0
         for a, b in _row_bands(tuple(row_chunks), max_rows):
             band = _rows(arrays, a, b)
@@ -165,11 +164,14 @@ def write_score_lines(
     return _write_records(trials, np.flatnonzero(keep), path, values, why)
 
 
-def write_trial_lines(trials: TrialList, path: str | os.PathLike[str]) -> int:
+def write_trial_lines(
+    trials: TrialList, path: str | os.PathLike[str], *, header: bool = False
+) -> int:
     """Write a text trial list's records as BOSARIS lines in their own order (a file's line
     order), atomically: ``model segment score`` (scores, as :func:`write_text` writes them),
-    ``model segment target|nontarget`` (key) or ``model segment`` (ndx). Returns the number of
-    lines. A sparse list never becomes its models x segments grid this way.
+    ``model segment target|nontarget`` (key) or ``model segment`` (ndx); with ``header``, a
+    NIST table as :func:`write_text` writes it. Returns the number of lines. A sparse list
+    never becomes its models x segments grid this way.
 
     Examples
     --------
@@ -185,7 +187,7 @@ def write_trial_lines(trials: TrialList, path: str | os.PathLike[str]) -> int:
     b a target
     """
     scores = trials.values if trials.kind == "scores" else None
-    return _write_records(trials, None, path, scores)
+    return _write_records(trials, None, path, scores, header=header)
 
 
 def _write_records(
@@ -194,20 +196,26 @@ def _write_records(
     path: Any,
     scores: np.ndarray | None,
     why: str = "",
+    *,
+    header: bool = False,
 ) -> int:
     """Write the records ``rows`` of ``trials`` (``None``: all, in slices) as lines, with
     ``scores`` (one per record) if given, else as the list's kind says; ``why``: what an empty
-    output means."""
-    models = _writable_ids(trials.models, "model", False)
-    segments = _writable_ids(trials.segments, "segment", False)
+    output means; ``header``: a NIST table (tabs, a header line)."""
+    sep = "\t" if header else " "
+    models = _writable_ids(trials.models, "model", header)
+    segments = _writable_ids(trials.segments, "segment", header)
     n = len(trials.values) if rows is None else rows.size
     if not n:
         raise TrialError(f"{path}: no trial to write{why}; nothing was written")
-    end = "\n" if trials.kind == "ndx" and scores is None else " "
-    model_piece = np.array([m + " " for m in models], dtype=object)
+    kind = "scores" if scores is not None else trials.kind
+    end = "\n" if kind == "ndx" else sep
+    model_piece = np.array([m + sep for m in models], dtype=object)
     segment_piece = np.array([g + end for g in segments], dtype=object)
     label_piece = np.array(["nontarget\n", "target\n"], dtype=object)
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        if header:
+            f.write(_header_line(kind))
         for k in range(0, n, _WRITE_LINES):
             r = slice(k, k + _WRITE_LINES) if rows is None else rows[k : k + _WRITE_LINES]
             m, g = trials.model_codes[r], trials.segment_codes[r]
@@ -218,6 +226,12 @@ def _write_records(
                 pieces.append(label_piece[(np.asarray(trials.values[r]) > 0).astype(np.intp)])
             f.write(_join_lines(pieces))
     return int(n)
+
+
+def _header_line(kind: str) -> bytes:
+    """A NIST table's header line for a ``kind`` of trial object."""
+    names = ["modelid", "segmentid", *([_HEADER_NAMES[kind]] if kind != "ndx" else [])]
+    return ("\t".join(names) + "\n").encode()
 
 
 def _join_lines(pieces: list[Any]) -> bytes:
