@@ -296,14 +296,23 @@ def test_evaluate_plots_writes_the_standard_set(small_set, tmp_path):
             ["evaluate", "--key", "k", "--scores", "s", "--plots", "d"],
             "evaluate --plots is now --plots-dir (a directory)",
         ),
+        (  # one-value options are not told to repeat (the last would win, or be refused)
+            ["evaluate", "--key", "k", "--scores", "s", "--json", "a.json", "b.json"],
+            "argument --json: takes one value, got 2 (a.json b.json)",
+        ),
+        (
+            ["calibrate", "--key", "k", "--scores", "a", "b", "--model-out", "m.json"],
+            "argument --scores: takes one value, got 2 (a b)",
+        ),
     ],
 )
 def test_old_spellings_fail_with_the_new_one(argv, message, capsys):
     with pytest.raises(SystemExit) as exc:
         main(argv)
     assert exc.value.code == 2
-    last = capsys.readouterr().err.strip().splitlines()[-1]
-    assert last.startswith("bosaris-dask") and last.endswith(f": error: {message}")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith(f"usage: bosaris-dask {argv[0]} ")  # the subcommand's usage
+    assert err[-1] == f"bosaris-dask {argv[0]}: error: {message}"
 
 
 def test_calibrate_apply_takes_one_system(small_set, tmp_path):

@@ -82,14 +82,29 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         argv = getattr(self, "_argv", [])
         command = self.prog.split()[-1]  # a subcommand's parser: "bosaris-dask evaluate"
-        if command not in _COMMANDS:
+        own = command in _COMMANDS
+        if not own:
             command = next((a for a in argv if a in _COMMANDS), "")
-        hint = _old_spelling(argv, command, message)
-        super().error(hint or message)
+        sub = self if own else _subparser(self, command)
+        hint = _old_spelling(argv, command, message, sub)
+        # the subcommand's usage and name, also for what the top-level parser found (extras)
+        argparse.ArgumentParser.error(sub or self, hint or message)
 
 
-def _old_spelling(argv: list[str], command: str, message: str) -> str | None:
-    """The one-line error for an option spelled as in an earlier release, else ``None``."""
+def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser | None:
+    """The parser of subcommand ``command`` under the top-level ``parser`` (``None``: none)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices.get(command)
+    return None
+
+
+def _old_spelling(
+    argv: list[str], command: str, message: str, sub: argparse.ArgumentParser | None = None
+) -> str | None:
+    """The one-line error for an option spelled as in an earlier release (several values
+    after a repeatable flag), or for several values after a one-value option of ``sub``, the
+    subcommand's parser; else ``None``."""
     for old in argv:
         new = RENAMED.get((command, old))
         if new is not None:
@@ -107,8 +122,12 @@ def _old_spelling(argv: list[str], command: str, message: str) -> str | None:
                 break
             values.append(value)
         if len(values) > 1 and values[1] in unknown:
-            spelled = " ".join(f"{option} {v}" for v in values)
-            return f"argument {option}: one value per flag; repeat the flag: {spelled}"
+            action = sub._option_string_actions.get(option) if sub is not None else None
+            if isinstance(action, argparse._AppendAction):
+                spelled = " ".join(f"{option} {v}" for v in values)
+                return f"argument {option}: one value per flag; repeat the flag: {spelled}"
+            return (f"argument {option}: takes one value, got {len(values)} "
+                    f"({' '.join(values)})")  # fmt: skip
     return None
 
 
