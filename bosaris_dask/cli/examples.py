@@ -39,20 +39,13 @@ EXAMPLES: dict[str, list[str]] = {
         "--target-rate 0.01 --out-dir sim64",
     ],
     "evaluate": [
-        f"bosaris-dask evaluate {_K} --scores {_S1} --prior 0.01",
-        f"bosaris-dask evaluate {_EK} {_E} --norm s --cohort bosaris-demo/cohort.npz",
         f"bosaris-dask evaluate {_K} --scores {_S1} --scores {_S2} --prior 0.1 --prior 0.01 "
         "--json results.json",
-        f"bosaris-dask evaluate {_K} --scores {_S3} --plots-dir plots",
-        f"bosaris-dask evaluate {_K} --scores {_S1} --ece --json ece.json",
-        f"bosaris-dask evaluate {_K} --scores {_S1} --fmr 1e-4 --fmr 1e-3 --fmr 1e-2 "
-        "--fnmr 0.05 --json fmr.json",
-        f"bosaris-dask evaluate {_E} --enrol-classes bosaris-demo/enrol.classes "
-        "--test-classes bosaris-demo/test.classes --json emb-results.json",
         f"bosaris-dask evaluate {_K} --scores {_S1} --scores {_S2} --prior 0.01 "
         "--conditions bosaris-demo/models.tsv --conditions bosaris-demo/segments.tsv "
         "--bootstrap 200 --resample model.speaker --resample segment.speaker --seed 1 --compare "
         "--json ci.json",
+        f"bosaris-dask evaluate {_EK} {_E} --norm s --cohort bosaris-demo/cohort.npz",
     ],
     "score": [
         f"bosaris-dask score {_E} {_EK} --out emb.zarr",
@@ -61,13 +54,10 @@ EXAMPLES: dict[str, list[str]] = {
         "--quality-out emb-quality.zarr",
     ],
     "plot": [
-        f"bosaris-dask plot det {_K} --scores {_S1} --scores {_S2} --out det.png",
-        f"bosaris-dask plot nbe {_K} --scores {_S1} --prior 0.01 --out nbe.pdf",
-        f"bosaris-dask plot ece {_K} --scores {_S1} --scores {_S2} --out ece.png",
         f"bosaris-dask plot det {_K} --scores {_S1} --scores {_S2} --fmr 1e-3 --fmr 1e-2 "
-        "--window low_fa --out det-fmr.png",
-        f"bosaris-dask plot det {_EK} {_E} --norm s --cohort bosaris-demo/cohort.npz "
-        "--out emb-det.png",
+        "--out det.png",
+        f"bosaris-dask plot nbe {_K} --scores {_S1} --prior 0.01 --out nbe.pdf",
+        f"bosaris-dask plot tippett {_K} --scores {_S3} --out tippett.png",
     ],
     "calibrate": [
         f"bosaris-dask calibrate {_K} --scores {_S2} --train-prior 0.1 --model-out cal.json",
@@ -95,12 +85,17 @@ EXAMPLES: dict[str, list[str]] = {
         "--scores asvspoof5/sasv_scores.tsv.gz --asv-rates given --json sasv.json",
         "bosaris-dask spoof sasv --key asvspoof5/sasv_key.tsv.gz "
         "--scores asvspoof5/sasv_scores.tsv.gz --convert-dir sasv-set",
-        "bosaris-dask spoof sasv --set-dir sasv-set --asv-rates given",
     ],
 }
 
-#: The data a command's examples run on, where it is not the demo's.
-DATA = {"spoof": "ASVspoof 5 files: the package's, or tests/data/asvspoof5/ of the sources"}
+#: The data a command's examples run on, where it is not the demo's alone.
+DATA = {
+    "fuse": "the data that 'bosaris-dask demo' writes; the third fuses the scores that "
+    "'score' writes in its first example",
+    "apply": "the data that 'bosaris-dask demo' writes and the models that the examples of "
+    "'calibrate' and 'fuse' save",
+    "spoof": "a sample of ASVspoof 5's files: tests/data/asvspoof5/ of the source repository",
+}
 
 
 def epilog(command: str) -> str:
