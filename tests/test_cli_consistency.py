@@ -146,6 +146,21 @@ def test_every_example_runs_on_the_demo_data(command, workdir, monkeypatch, caps
         assert "key trials:" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("argv", [
+    ["info", "bosaris-demo/key.zarr"],
+    ["info", "bosaris-demo/models.tsv", "--key", "bosaris-demo/key.zarr"],
+    ["info", "bosaris-demo/enrol.npz"],
+])  # fmt: skip
+def test_info_goes_where_the_cluster_options_say(argv, workdir, monkeypatch, capsys):
+    """``info`` honours the cluster options on every path that reads data (a condition table
+    with ``--key`` ignored them): an unreachable scheduler is an error, not a local run."""
+    _run_examples("demo", workdir, monkeypatch)
+    monkeypatch.chdir(workdir[0])
+    nobody = ["--scheduler", "tcp://127.0.0.1:9", "--scheduler-timeout", "1"]
+    assert main([*argv, *nobody]) == 1
+    assert "cannot reach the dask scheduler at tcp://127.0.0.1:9" in capsys.readouterr().err
+
+
 # --------------------------------------------------------------------------------------------
 # options that would be silently replaced or ignored are refused (the CLI audit)
 # --------------------------------------------------------------------------------------------

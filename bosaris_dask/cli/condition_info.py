@@ -75,7 +75,11 @@ def cmd_condition_info(args: argparse.Namespace) -> int:
     for k, (name, values) in enumerate(table.columns.items()):
         print(f"{'columns:' if k == 0 else '':<13}{name}: {_values(values)}")
     if args.key:
-        print(f"key:         {_coverage(table, args.key)}")
+        from bosaris_dask.cli.common import _opened
+
+        # where the work runs, as every command that reads data (a key of trials is counted)
+        with _opened(args, lambda: _key(args.key), _cells) as key:
+            print(f"key:         {_coverage(table, key)}")
     return 0
 
 
@@ -91,15 +95,15 @@ def _values(values: np.ndarray) -> str:
     return f"{len(vocab):,} values: " + ", ".join(f"{vocab[i]} ({counts[i]:,})" for i in order)
 
 
-def _coverage(table: ConditionTable, key_path: str) -> str:
-    """Whether the key's ids (or trials) are all in the table, else the error ``--by`` gives."""
+def _coverage(table: ConditionTable, key: Any) -> str:
+    """Whether the ``key``'s ids (or trials) are all in the table, else the error ``--by``
+    gives."""
     from bosaris_dask.conditions.cells import trial_conditions
     from bosaris_dask.conditions.codes import condition_codes
     from bosaris_dask.io.text.packed import TrialList
     from bosaris_dask.progress import compute
 
     spec = f"{table.side}.{next(iter(table.columns))}"
-    key = _key(key_path)
     try:
         if isinstance(key, TrialList):
             trial_conditions(key.listed(), [table], [spec])
@@ -113,6 +117,14 @@ def _coverage(table: ConditionTable, key_path: str) -> str:
         return f"every one of its {n_trials:,} trials is in the table"
     n_ids = len(getattr(key, f"{table.side}s") if isinstance(key, TrialList) else key[table.side])
     return f"every one of its {n_ids:,} {table.side} ids is in the table"
+
+
+def _cells(key: Any) -> int:
+    """The size of a key (its trials, or its grid's cells), which picks a scheduler."""
+    from bosaris_dask.cli.common import _size
+    from bosaris_dask.io.text.packed import TrialList
+
+    return len(key.values) if isinstance(key, TrialList) else _size(key)
 
 
 def _key(path: str) -> Any:
