@@ -302,12 +302,12 @@ def _set_with_holes(tmp_path: Path, task: str, holes: dict[str, tuple[int, ...]]
 
     key_path, scores_path = tmp_path / "key.tsv", tmp_path / "all.tsv"
     if task == "cm":
-        key, cm = files.cm_key_and_scores(files.read_cm_key(key_path),
-                                          files.read_cm_scores(scores_path))  # fmt: skip
+        key, cm = files.cm_key_and_scores(files.read_cm_scores(scores_path),
+                                          files.read_cm_key(key_path))  # fmt: skip
         columns = {"cm": cm}
     else:
-        key, columns = files.sasv_key_and_scores(files.read_sasv_key(key_path),
-                                                 files.read_sasv_scores(scores_path))  # fmt: skip
+        key, columns = files.sasv_key_and_scores(files.read_sasv_scores(scores_path),
+                                                 files.read_sasv_key(key_path))  # fmt: skip
     for name, where in holes.items():
         mask = columns[name].score_mask.values.copy()
         mask[0, list(where)] = False

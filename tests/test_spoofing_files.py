@@ -35,22 +35,22 @@ def _write(path: Path, text: str | bytes) -> str:
 
 
 def test_the_bundled_track1_files_read_as_the_package_counts_them():
-    bona, spoof = cm_arrays(read_cm_key(DATA / "cm_key.tsv.gz"),
-                            read_cm_scores(DATA / "cm_scores.tsv.gz"))  # fmt: skip
+    bona, spoof = cm_arrays(read_cm_scores(DATA / "cm_scores.tsv.gz"),
+                            read_cm_key(DATA / "cm_key.tsv.gz"))  # fmt: skip
     assert (bona.size, spoof.size) == (REF["cm"]["n_bonafide"], REF["cm"]["n_spoof"])
 
 
 def test_the_bundled_track2_files_read_as_the_package_counts_them():
-    arrays = sasv_arrays(read_sasv_key(DATA / "sasv_key.tsv.gz"),
-                         read_sasv_scores(DATA / "sasv_scores.tsv.gz"))  # fmt: skip
+    arrays = sasv_arrays(read_sasv_scores(DATA / "sasv_scores.tsv.gz"),
+                         read_sasv_key(DATA / "sasv_key.tsv.gz"))  # fmt: skip
     for column in ("cm", "asv", "sasv"):
         sizes = {name: v.size for name, v in arrays[column].items()}
         assert sizes == {n: REF["sasv"][f"n_{n}"] for n in ("target", "nontarget", "spoof")}
 
 
 def test_track1_through_the_engine_gives_the_package_dcf_eer_and_cllr():
-    key, scores = cm_key_and_scores(read_cm_key(DATA / "cm_key.tsv.gz"),
-                                    read_cm_scores(DATA / "cm_scores.tsv.gz"))  # fmt: skip
+    key, scores = cm_key_and_scores(read_cm_scores(DATA / "cm_scores.tsv.gz"),
+                                    read_cm_key(DATA / "cm_key.tsv.gz"))  # fmt: skip
     ds = metrics.evaluate(scores, key, priors=[REF["cm"]["effective_prior"]])
     ds = metrics.operating_points(ds)
     cm = REF["cm"]
@@ -67,7 +67,7 @@ def test_hand_written_files_with_header_spaces_case_and_gzip(tmp_path):
                 "S2 c spoof spoof\n")  # fmt: skip
     key = read_sasv_key(tmp_path / "k.gz")
     scores = read_sasv_scores(_write(tmp_path / "s", "S2 c 1 2 3\nS1 b 4 5 6\n\nS1 a 7 8 9\n"))
-    arrays = sasv_arrays(key, scores)
+    arrays = sasv_arrays(scores, key)
     assert arrays["cm"]["target"].tolist() == [7.0]
     assert arrays["asv"]["nontarget"].tolist() == [5.0]
     assert arrays["sasv"]["spoof"].tolist() == [3.0]
@@ -85,7 +85,7 @@ def test_asvspoof_2019_cm_protocol_and_score_files(tmp_path):
     key = read_cm_key(protocol)
     assert key.filename.tolist() == ["LA_E_2834763", "LA_E_8877452", "LA_E_6828287"]
     assert key.bonafide.tolist() == [False, True, False]
-    bona, spoof = cm_arrays(key, read_cm_scores(scores))
+    bona, spoof = cm_arrays(read_cm_scores(scores), key)
     assert bona.tolist() == [4.25] and spoof.tolist() == [-3.5, 0.5]
 
 
@@ -161,7 +161,7 @@ def test_a_key_filename_without_score_is_named(tmp_path):
     key = read_cm_key(_write(tmp_path / "key", "a bonafide\nb spoof\nc spoof\n"))
     scores = read_cm_scores(_write(tmp_path / "sc", "a 1\nb 2\nzzz 3\n"))
     with pytest.raises(TrialError, match=r"1 filename\(s\) of .*key have no score in .*sc: 'c'"):
-        cm_arrays(key, scores)
+        cm_arrays(scores, key)
 
 
 def test_a_speaker_mismatch_and_a_missing_class_are_errors(tmp_path):
@@ -169,27 +169,52 @@ def test_a_speaker_mismatch_and_a_missing_class_are_errors(tmp_path):
     scores = read_sasv_scores(_write(tmp_path / "sc", "S1 a 1 2 3\nS9 b 1 2 3\n"))
     with pytest.raises(TrialError, match=r"1 trial\(s\) \(speaker filename\) of .*key have no "
                                          r"score in .*sc: 'S1 b'"):  # fmt: skip
-        sasv_arrays(key, scores)
+        sasv_arrays(scores, key)
     scores = read_sasv_scores(_write(tmp_path / "sc2", "S1 a 1 2 3\nS1 b 1 2 3\n"))
     with pytest.raises(TrialError, match=r"no nontarget trial"):
-        sasv_arrays(key, scores)
+        sasv_arrays(scores, key)
 
 
 def test_scores_not_in_the_key_are_ignored_and_key_order_kept(tmp_path):
     key = read_cm_key(_write(tmp_path / "key", "b spoof\na bonafide\nc spoof\n"))
     scores = read_cm_scores(_write(tmp_path / "sc", "x 9\nc 3\na 1\nb 2\n"))
-    bona, spoof = cm_arrays(key, scores)
+    bona, spoof = cm_arrays(scores, key)
     assert bona.tolist() == [1.0] and spoof.tolist() == [2.0, 3.0]
-    kd, sd = cm_key_and_scores(key, scores)
+    kd, sd = cm_key_and_scores(scores, key)
     assert sd.score.values.tolist() == [[2.0, 1.0, 3.0]]
     assert np.array_equal(kd.trial_mask.values, [[-1, 1, -1]])
+
+
+def test_the_earlier_order_key_then_scores_is_swapped_with_a_warning(tmp_path):
+    """``(scores, key)`` as in ``evaluate``; ``(key, scores)`` of earlier releases still works
+    with a FutureWarning; anything else is a TrialError naming what the function takes."""
+    key = read_cm_key(_write(tmp_path / "key", "b spoof\na bonafide\n"))
+    scores = read_cm_scores(_write(tmp_path / "sc", "a 1\nb 2\n"))
+    skey = read_sasv_key(_write(tmp_path / "skey", "S1 a bonafide target\nS1 b bonafide "
+                                "nontarget\nS1 c spoof spoof\n"))  # fmt: skip
+    sscores = read_sasv_scores(_write(tmp_path / "ssc", "S1 a 1 2 3\nS1 b 0 0 0\nS1 c 4 5 6\n"))
+    for func, s, k in (
+        (cm_arrays, scores, key),
+        (cm_key_and_scores, scores, key),
+        (sasv_arrays, sscores, skey),
+        (sasv_key_and_scores, sscores, skey),
+    ):
+        want = func(s, k)
+        with pytest.warns(FutureWarning, match=rf"{func.__name__}\(key, scores\) is deprecated"):
+            swapped = func(k, s)
+        assert repr(swapped) == repr(want)
+        with pytest.raises(TrialError, match=rf"{func.__name__} takes \(\w+Scores, \w+Key\), "
+                                             r"not \(ndarray, \w+Key\)"):  # fmt: skip
+            func(np.zeros(2), k)
+    with pytest.warns(FutureWarning):  # keywords pass through the swap
+        assert [a.tolist() for a in cm_arrays(key, scores, allow_missing=True)] == [[1.0], [2.0]]
 
 
 def test_a_byte_order_mark_crlf_and_blank_lines_before_the_header_are_read(tmp_path):
     key = read_cm_key(_write(tmp_path / "k", "\ufeff\r\n\nfilename cm-label\r\na bonafide\r\n"
                                             "b spoof\r\n"))  # fmt: skip
     scores = read_cm_scores(_write(tmp_path / "s", "\ufeffb -1.5\na 2\n"))
-    assert [a.tolist() for a in cm_arrays(key, scores)] == [[2.0], [-1.5]]
+    assert [a.tolist() for a in cm_arrays(scores, key)] == [[2.0], [-1.5]]
 
 
 def test_a_file_trialled_against_several_speakers_is_one_trial_per_speaker(tmp_path):
@@ -200,10 +225,10 @@ def test_a_file_trialled_against_several_speakers_is_one_trial_per_speaker(tmp_p
                                                "S1 b spoof spoof\nS2 b spoof spoof\n"))  # fmt: skip
     scores = read_sasv_scores(_write(tmp_path / "s", "S2 b 1 2 3\nS1 a 4 5 6\nS2 a 7 8 9\n"
                                                      "S1 b 10 11 12\n"))  # fmt: skip
-    arrays = sasv_arrays(key, scores)
+    arrays = sasv_arrays(scores, key)
     assert {n: v.tolist() for n, v in arrays["sasv"].items()} == {
         "target": [6.0], "nontarget": [9.0], "spoof": [12.0, 3.0]}  # fmt: skip
-    kd, cols = sasv_key_and_scores(key, scores)
+    kd, cols = sasv_key_and_scores(scores, key)
     assert kd.segment.values.tolist() == ["S1 a", "S2 a", "S1 b", "S2 b"]
     assert cols["cm"].score.values.tolist() == [[4.0, 7.0, 10.0, 1.0]]
 
@@ -222,11 +247,11 @@ def test_score_columns_given_as_dashes_are_left_out(tmp_path):
         )
     )
     assert scores.cm is None and scores.asv is None
-    arrays = sasv_arrays(key, scores)
+    arrays = sasv_arrays(scores, key)
     assert list(arrays) == ["sasv"]
     assert {n: v.tolist() for n, v in arrays["sasv"].items()} == {
         "target": [2.5], "nontarget": [-1.0], "spoof": [0.0]}  # fmt: skip
-    _, cols = sasv_key_and_scores(key, scores)
+    _, cols = sasv_key_and_scores(scores, key)
     assert sorted(cols) == ["sasv"]
 
 
@@ -261,10 +286,10 @@ def test_allow_missing_leaves_key_trials_without_a_score_out(tmp_path):
     scores = read_cm_scores(_write(tmp_path / "sc", "d 4\na 1\nb 2\nzzz 3\n"))
     missing = r"1 filename\(s\) of .*key have no score in .*sc: 'c' \(allow_missing drops them\)$"
     with pytest.raises(MissingTrialsError, match=missing):
-        cm_key_and_scores(key, scores)
-    bona, spoof = cm_arrays(key, scores, allow_missing=True)
+        cm_key_and_scores(scores, key)
+    bona, spoof = cm_arrays(scores, key, allow_missing=True)
     assert bona.tolist() == [1.0, 4.0] and spoof.tolist() == [2.0]
-    kd, sd = cm_key_and_scores(key, scores, allow_missing=True)
+    kd, sd = cm_key_and_scores(scores, key, allow_missing=True)
     assert kd.segment.values.tolist() == ["a", "b", "d"]
     assert sd.score.values.tolist() == [[1.0, 2.0, 4.0]]
     assert np.array_equal(kd.trial_mask.values, [[1, -1, 1]])
@@ -272,21 +297,21 @@ def test_allow_missing_leaves_key_trials_without_a_score_out(tmp_path):
     with pytest.raises(TrialError, match=r"need bona fide and spoof trials, found 2 bona fide "
                                          r"and 0 spoof with a score in .*sc2 \(2 key trials "
                                          r"without one dropped\)"):  # fmt: skip
-        cm_arrays(key, scores, allow_missing=True)
+        cm_arrays(scores, key, allow_missing=True)
 
     text = "S1 a bonafide target\nS2 a bonafide nontarget\nS1 b spoof spoof\nS1 c bonafide target\n"
     key = read_sasv_key(_write(tmp_path / "k2", text))
     scores = read_sasv_scores(_write(tmp_path / "s2", "S1 a 1 2 3\nS2 a 4 5 6\nS1 b 7 8 9\n"))
     with pytest.raises(MissingTrialsError, match=r"'S1 c' \(allow_missing drops them\)$"):
-        sasv_arrays(key, scores)
-    arrays = sasv_arrays(key, scores, allow_missing=True)
+        sasv_arrays(scores, key)
+    arrays = sasv_arrays(scores, key, allow_missing=True)
     assert {n: v.tolist() for n, v in arrays["sasv"].items()} == {
         "target": [3.0], "nontarget": [6.0], "spoof": [9.0]}  # fmt: skip
-    kd, columns = sasv_key_and_scores(key, scores, allow_missing=True)
+    kd, columns = sasv_key_and_scores(scores, key, allow_missing=True)
     assert kd.segment.values.tolist() == ["S1 a", "S2 a", "S1 b"]
     assert kd.segment_spoof.values.tolist() == [False, False, True]
     assert columns["cm"].score.values.tolist() == [[1.0, 4.0, 7.0]]
     scores = read_sasv_scores(_write(tmp_path / "s3", "S1 a 1 2 3\nS1 b 7 8 9\n"))
     with pytest.raises(TrialError, match=r"k2: no nontarget trial with a score in .*s3 \(2 key "
                                          r"trials without one dropped\)$"):  # fmt: skip
-        sasv_key_and_scores(key, scores, allow_missing=True)
+        sasv_key_and_scores(scores, key, allow_missing=True)

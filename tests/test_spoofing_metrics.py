@@ -114,13 +114,13 @@ def brute_t_eer(cm_bona, cm_spf, tar, non, spf):
 # ------------------------------------------------------------------- the official package's values
 @pytest.fixture(scope="module")
 def cm():
-    return cm_arrays(read_cm_key(DATA / "cm_key.tsv.gz"), read_cm_scores(DATA / "cm_scores.tsv.gz"))
+    return cm_arrays(read_cm_scores(DATA / "cm_scores.tsv.gz"), read_cm_key(DATA / "cm_key.tsv.gz"))
 
 
 @pytest.fixture(scope="module")
 def sasv():
-    return sasv_arrays(read_sasv_key(DATA / "sasv_key.tsv.gz"),
-                       read_sasv_scores(DATA / "sasv_scores.tsv.gz"))  # fmt: skip
+    return sasv_arrays(read_sasv_scores(DATA / "sasv_scores.tsv.gz"),
+                       read_sasv_key(DATA / "sasv_key.tsv.gz"))  # fmt: skip
 
 
 def _bona(arrays):

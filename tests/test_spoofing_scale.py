@@ -162,8 +162,8 @@ def test_cm_metrics_equal_the_in_memory_ones(seed, n, chunk, levels, tiny):
 
 
 def test_the_bundled_case_through_the_engine_gives_the_packages_numbers():
-    key, cols = sasv_key_and_scores(read_sasv_key(DATA / "sasv_key.tsv.gz"),
-                                    read_sasv_scores(DATA / "sasv_scores.tsv.gz"))  # fmt: skip
+    key, cols = sasv_key_and_scores(read_sasv_scores(DATA / "sasv_scores.tsv.gz"),
+                                    read_sasv_key(DATA / "sasv_key.tsv.gz"))  # fmt: skip
     cols = {n: c.chunk({"segment": 5000}) for n, c in cols.items()}
     out = evaluate_sasv(key, **cols)
     ref = REF["sasv"]
@@ -335,8 +335,8 @@ def test_t_eer_at_scale_on_continuous_scores_with_tiny_budgets(seed):
 
 
 def test_the_bundled_case_at_scale_gives_the_exact_t_eer():
-    key, cols = sasv_key_and_scores(read_sasv_key(DATA / "sasv_key.tsv.gz"),
-                                    read_sasv_scores(DATA / "sasv_scores.tsv.gz"))  # fmt: skip
+    key, cols = sasv_key_and_scores(read_sasv_scores(DATA / "sasv_scores.tsv.gz"),
+                                    read_sasv_key(DATA / "sasv_key.tsv.gz"))  # fmt: skip
     cols = {n: c.chunk({"segment": 5000}) for n, c in cols.items()}
     memory = evaluate_sasv(key, cm=cols["cm"], asv=cols["asv"])
     scale = evaluate_sasv(key, cm=cols["cm"], asv=cols["asv"], t_eer_max_trials=1)

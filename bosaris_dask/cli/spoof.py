@@ -51,12 +51,12 @@ def _open(args: argparse.Namespace) -> tuple[Any, dict[str, Any], int]:
         return stores.read_key(args.key), {"cm": read(args.scores, "scores")}, 0
     if args.task == "cm":
         text_key = files.read_cm_key(args.key)
-        key, scores = files.cm_key_and_scores(text_key, files.read_cm_scores(args.scores),
+        key, scores = files.cm_key_and_scores(files.read_cm_scores(args.scores), text_key,
                                               allow_missing=args.allow_missing)  # fmt: skip
         columns = {"cm": scores}
     else:
         text_key = files.read_sasv_key(args.key)
-        key, columns = files.sasv_key_and_scores(text_key, files.read_sasv_scores(args.scores),
+        key, columns = files.sasv_key_and_scores(files.read_sasv_scores(args.scores), text_key,
                                                  allow_missing=args.allow_missing)  # fmt: skip
     return key, columns, text_key.filename.size - key.sizes["segment"]
 

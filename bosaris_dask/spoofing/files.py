@@ -46,7 +46,7 @@ Examples
 >>> key = read_cm_key(d / "key.tsv")
 >>> key.bonafide.tolist()
 [True, False]
->>> cm_arrays(key, read_cm_scores(d / "cm.tsv"))  # (bona fide, spoof) scores
+>>> cm_arrays(read_cm_scores(d / "cm.tsv"), key)  # (bona fide, spoof) scores
 (array([2.]), array([-1.5]))
 """
 
@@ -54,20 +54,25 @@ from __future__ import annotations
 
 import codecs
 import dataclasses
+import functools
 import gzip
 import io
 import math
 import os
 import re
+import warnings
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import MissingTrialsError, ParseError, TrialError
 from bosaris_dask.io.text.layout import number_of_token
+
+T = TypeVar("T")
 
 __all__ = [
     "CMKey",
@@ -395,12 +400,41 @@ def _cm_rows(key: CMKey, scores: CMScores, allow_missing: bool) -> tuple[CMKey, 
     return _scored(key, rows)  # type: ignore[return-value]
 
 
+def _scores_then_key(
+    scores_type: type, key_type: type
+) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """Make a function of ``(scores, key)`` (the order of ``evaluate``) take the order
+    ``(key, scores)`` of earlier releases too, swapped with a ``FutureWarning``, and refuse
+    other objects with a :class:`~bosaris_dask.errors.TrialError` naming what it takes."""
+
+    def wrap(func: Callable[..., T]) -> Callable[..., T]:
+        @functools.wraps(func)
+        def ordered(scores: object, key: object, *, allow_missing: bool = False) -> T:
+            name = func.__name__
+            if isinstance(scores, key_type) and isinstance(key, scores_type):
+                warnings.warn(f"{name}(key, scores) is deprecated: the order is now "
+                              f"{name}(scores, key), as in evaluate(scores, key); the arguments "
+                              "were swapped this time", FutureWarning, stacklevel=2)  # fmt: skip
+                scores, key = key, scores
+            if not (isinstance(scores, scores_type) and isinstance(key, key_type)):
+                given = f"{type(scores).__name__}, {type(key).__name__}"
+                raise TrialError(f"{name} takes ({scores_type.__name__}, {key_type.__name__}), "
+                                 f"not ({given})")  # fmt: skip
+            return func(scores, key, allow_missing=allow_missing)
+
+        return ordered
+
+    return wrap
+
+
+@_scores_then_key(CMScores, CMKey)
 def cm_arrays(
-    key: CMKey, scores: CMScores, *, allow_missing: bool = False
+    scores: CMScores, key: CMKey, *, allow_missing: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(bona fide scores, spoof scores)``; scores of filenames not in the key are ignored.
     A key filename without a score is an error, unless ``allow_missing`` (then it is left
-    out)."""
+    out). The order ``(key, scores)`` of earlier releases still works, with a
+    ``FutureWarning``."""
     kept, rows = _cm_rows(key, scores, allow_missing)
     score = scores.score[rows]
     _both_classes(key, kept, scores)
@@ -432,13 +466,15 @@ def _sasv_rows(
     return kept, rows  # type: ignore[return-value]
 
 
+@_scores_then_key(SASVScores, SASVKey)
 def sasv_arrays(
-    key: SASVKey, scores: SASVScores, *, allow_missing: bool = False
+    scores: SASVScores, key: SASVKey, *, allow_missing: bool = False
 ) -> dict[str, dict[str, np.ndarray]]:
     """Scores by column and class: ``out[column][cls]``, column ``cm``/``asv``/``sasv`` (those
     given), class ``target``/``nontarget``/``spoof``; trials are matched on speaker and
     filename. A key trial without a score is an error, unless ``allow_missing`` (then it is
-    left out)."""
+    left out). The order ``(key, scores)`` of earlier releases still works, with a
+    ``FutureWarning``."""
     key, rows = _sasv_rows(key, scores, allow_missing)
     classes = {"target": TARGET, "nontarget": NONTARGET, "spoof": SPOOF}
     return {
@@ -447,20 +483,23 @@ def sasv_arrays(
     }
 
 
+@_scores_then_key(CMScores, CMKey)
 def cm_key_and_scores(
-    key: CMKey, scores: CMScores, *, allow_missing: bool = False
+    scores: CMScores, key: CMKey, *, allow_missing: bool = False
 ) -> tuple[xr.Dataset, xr.Dataset]:
-    """A BOSARIS Key and Scores of a track-1 set, for :func:`bosaris_dask.metrics.evaluate`.
+    """A BOSARIS Key and Scores (in that order) of a track-1 set, for
+    :func:`bosaris_dask.metrics.evaluate`.
 
     One model, ``"cm"``; one segment per key filename; bona fide trials are targets, spoofs
     non-targets (the challenge's convention: a CM accepts bona fide speech). A key filename
     without a score is an error, unless ``allow_missing``: then it is left out of both (the
     key's segments are the scored filenames; the difference in size is the count dropped).
+    The order ``(key, scores)`` of earlier releases still works, with a ``FutureWarning``.
 
     Examples
     --------
     >>> key = CMKey("k", np.array(["a", "b"], dtype=object), np.array([True, False]))
-    >>> kd, sd = cm_key_and_scores(key, CMScores("s", key.filename, np.array([1.0, -1.0])))
+    >>> kd, sd = cm_key_and_scores(CMScores("s", key.filename, np.array([1.0, -1.0])), key)
     >>> kd.trial_mask.values.tolist(), sd.score.values.tolist()
     ([[1, -1]], [[1.0, -1.0]])
     """
@@ -475,11 +514,13 @@ def cm_key_and_scores(
     return make_key(["cm"], segments, mask), make_scores(["cm"], segments, score[None, :])
 
 
+@_scores_then_key(SASVScores, SASVKey)
 def sasv_key_and_scores(
-    key: SASVKey, scores: SASVScores, *, allow_missing: bool = False
+    scores: SASVScores, key: SASVKey, *, allow_missing: bool = False
 ) -> tuple[xr.Dataset, dict[str, xr.Dataset]]:
-    """An SASV key and the score columns given of a track-2 set, for
-    :func:`bosaris_dask.spoofing.scale.evaluate_sasv`.
+    """An SASV key and the score columns given (in that order) of a track-2 set, for
+    :func:`bosaris_dask.spoofing.scale.evaluate_sasv`; the arguments in the order of
+    ``evaluate`` (``(key, scores)``, of earlier releases, with a ``FutureWarning``).
 
     One model, ``"sasv"``; one segment per key trial, named ``"speaker filename"`` (a blank
     cannot occur inside a field, so the pair reads back unambiguously). The key is a BOSARIS
@@ -494,7 +535,7 @@ def sasv_key_and_scores(
     >>> speakers = np.array(["s", "s", "t"], dtype=object)
     >>> key = SASVKey("k", speakers, names, np.array([TARGET, SPOOF, NONTARGET], dtype=np.int8))
     >>> one = np.array([1.0, 0.0, -1.0])
-    >>> kd, sd = sasv_key_and_scores(key, SASVScores("s", speakers, names, None, None, one))
+    >>> kd, sd = sasv_key_and_scores(SASVScores("s", speakers, names, None, None, one), key)
     >>> kd.segment.values.tolist(), kd.trial_mask.values.tolist(), sorted(sd)
     (['s a', 's b', 't a'], [[1, -1, -1]], ['sasv'])
     """
