@@ -52,6 +52,9 @@ def test_target_scores_match_brute_force(key, scores):
     tar, non = _tar_non()
     assert sorted(scores.bosaris.target_scores(key)) == sorted(tar)
     assert sorted(scores.bosaris.nontarget_scores(key)) == sorted(non)
+    with pytest.raises(bd.errors.TrialError, match=r"target_scores takes \(scores, key\), "
+                                                  r"not \(key, scores\)"):  # fmt: skip
+        bd.trials.target_scores(key, scores)  # (an AttributeError before)
 
 
 def test_align_is_bd_align_to_the_like_object(key, scores):

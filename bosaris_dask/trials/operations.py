@@ -390,6 +390,10 @@ def coverage(scores: xr.Dataset, trials: xr.Dataset) -> dict[str, int]:
 def _scores_of_class(
     scores: xr.Dataset, key: xr.Dataset, sign: int, allow_missing: bool
 ) -> np.ndarray:
+    kinds = (kind_of(scores), kind_of(key))
+    if kinds != ("scores", "key"):
+        name = "target_scores" if sign > 0 else "nontarget_scores"
+        raise TrialError(f"{name} takes (scores, key), not ({kinds[0]}, {kinds[1]})")
     s = align(scores, key)
     classes = trial_classes(key, chunks=s.score.data.chunks)
     wanted = classes == sign
