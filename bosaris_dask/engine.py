@@ -77,7 +77,7 @@ from bosaris_dask import (
     screening,
 )
 from bosaris_dask.binmap import BinMap
-from bosaris_dask.errors import OptionError
+from bosaris_dask.errors import OptionError, TrialError
 from bosaris_dask.inputs import (
     check_both_classes,
     check_inputs,
@@ -199,6 +199,15 @@ class ScoreSummary:
         cum_tar = np.concatenate([[0], np.cumsum(self.n_tar)])
         cum_non = np.concatenate([[0], np.cumsum(self.n_non)])
         return cum_tar[pos], cum_non[-1] - cum_non[pos]
+
+    @classmethod
+    def given_to(cls, function: str, obj: Any) -> ScoreSummary:
+        """``obj``, or the error of a ``function`` of summaries given something else."""
+        if not isinstance(obj, cls):
+            raise TrialError(f"{function} takes a score summary (bd.summarize(scores, key), or "
+                             "metrics.summary_from_arrays(tar, non) for arrays), not "
+                             f"{type(obj).__name__}")  # fmt: skip
+        return obj
 
 
 # --------------------------------------------------------------------------------------------

@@ -206,6 +206,7 @@ def summary_auc(summary: ScoreSummary) -> tuple[float, float]:
     (float, float)
         Lower and upper bound, each correctly rounded from an exact integer ratio.
     """
+    summary = ScoreSummary.given_to("summary_auc", summary)
     base, unknown = twice_u_parts(summary)
     total = 2 * summary.n_target * summary.n_nontarget
     return float(Fraction(base, total)), float(Fraction(base + unknown, total))
@@ -302,6 +303,7 @@ def summary_metrics(
     ``-inf`` when accepting everything is optimal, ``+inf`` when rejecting everything is. The
     DR30 points are looked for along ``sweep`` alone.
     """
+    summary = ScoreSummary.given_to("summary_metrics", summary)
     plo = plo_axis(priors, sweep)
     sweep = np.asarray(sweep, dtype=np.float64)
     hull = summary.hull

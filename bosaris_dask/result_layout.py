@@ -201,6 +201,7 @@ def fixed_rate_metrics(
     >>> out["fixed_fmr_threshold"].tolist(), out["fixed_fmr_fnmr"].tolist()
     ([3.0], [0.5])
     """
+    summary = ScoreSummary.given_to("fixed_rate_metrics", summary)
     out: dict[str, np.ndarray] = {}
     for side, rates, fn in (("fmr", fmr, fixed_rates.fixed_fmr),
                             ("fnmr", fnmr, fixed_rates.fixed_fnmr)):  # fmt: skip

@@ -47,6 +47,7 @@ def steppy_roc(summary: ScoreSummary, resolution: float = 0.005) -> tuple[np.nda
     >>> pmiss.tolist(), pfa.tolist()
     ([0.0, 0.0, 0.25, 0.5, 1.0], [1.0, 0.25, 0.0, 0.0, 0.0])
     """
+    summary = ScoreSummary.given_to("steppy_roc", summary)
     return roc_points(summary, steppy_roc_positions(summary, resolution))
 
 

@@ -374,3 +374,16 @@ def test_python_arguments_that_would_be_ignored_or_poison_a_fit_are_refused():
         bd.evaluate(_scores(), _key(), cprimary_priors=[0.05, 0.05, 0.2])  # weighed it twice
     twice = bd.evaluate(_scores(), _key(), fmr=[0.25, 0.25, 2.5e-1])  # ambiguous coordinates
     assert twice.sizes["fmr_target"] == 1
+
+
+@pytest.mark.parametrize(("name", "more"), [
+    ("steppy_roc", 1), ("fixed_rate_metrics", 1), ("summary_metrics", 2), ("summary_auc", 0),
+])  # fmt: skip
+def test_metrics_of_summaries_given_arrays_say_what_they_take(name, more):
+    """``bd.metrics``' functions of a score summary, given the arrays their neighbours take,
+    say so (an AttributeError, or for ``fixed_rate_metrics(tar, non)`` a misleading 'target
+    FMR -0.16 is not in (0, 1]', before)."""
+    tar, non = np.array([1.0, 2.0]), np.array([-0.16, 0.5])
+    with pytest.raises(bd.errors.TrialError, match=rf"^{name} takes a score summary \(bd\."
+                                                   r"summarize.*, not ndarray$"):  # fmt: skip
+        getattr(bd.metrics, name)(tar, *[non, [0.5]][:more])
