@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -133,6 +134,37 @@ def test_spoof_converts_to_zarr_and_reads_the_stores_back_to_the_same_numbers(tm
     assert status == 0 and "passes over the data" in out
     text, zarr = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("text", "zarr"))
     assert text == zarr
+
+
+def test_a_set_written_over_an_earlier_one_keeps_none_of_its_score_stores(tmp_path, capsys):
+    """A single SASV system converted into the folder of a full set: the earlier CM and ASV
+    stores went on being read (min t-DCF and t-EER of the earlier system's CM scores); they are
+    removed, and a folder of that name that is no store is refused, never deleted."""
+    out_dir = tmp_path / "set"
+    full = ["--key", str(DATA / "sasv_key.tsv.gz"), "--scores", str(DATA / "sasv_scores.tsv.gz")]
+    assert _run(capsys, "spoof", "sasv", *full, "--convert-dir", str(out_dir))[0] == 0
+    lines = gzip.open(DATA / "sasv_scores.tsv.gz", "rt").read().splitlines()
+    single = tmp_path / "single.tsv"  # the same SASV scores, no CM or ASV column
+    single.write_text("\n".join(
+        " ".join([*f[:2], "-", "-", f[4]]) for f in (line.split() for line in lines[1:])
+    ) + "\n")  # fmt: skip
+    alone = ["--key", str(DATA / "sasv_key.tsv.gz"), "--scores", str(single)]
+    assert _run(capsys, "spoof", "sasv", *alone, "--convert-dir", str(out_dir))[0] == 0
+    assert {p.name for p in out_dir.iterdir()} == {"key.zarr", "sasv.zarr"}
+    stored = _run(capsys, "spoof", "sasv", "--set-dir", str(out_dir))
+    assert stored[:2] == _run(capsys, "spoof", "sasv", *alone)[:2]
+    assert "needs the CM scores" in stored[1]
+    for argv in (
+        ["--set-dir", str(out_dir)],
+        ["--key", str(out_dir / "key.zarr"), "--scores", str(out_dir / "sasv.zarr")],
+    ):
+        status, _, err = _run(capsys, "spoof", "cm", *argv)  # a CM evaluation of SASV trials
+        assert status == 1 and "key.zarr: an SASV key (trials of claimed speakers" in err
+    (out_dir / "cm.zarr").mkdir()
+    (out_dir / "cm.zarr" / "mine.txt").write_text("not a store")
+    status, _, err = _run(capsys, "spoof", "sasv", *alone, "--convert-dir", str(out_dir))
+    assert status == 1 and "cm.zarr is there and is no score store of an earlier set" in err
+    assert (out_dir / "cm.zarr" / "mine.txt").exists()
 
 
 def test_spoof_cm_reads_a_key_and_a_scores_store(tmp_path, capsys):

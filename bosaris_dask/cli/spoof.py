@@ -33,12 +33,14 @@ def _open(args: argparse.Namespace) -> tuple[Any, dict[str, Any], int]:
     if args.set_dir is not None:
         if args.key is not None or args.scores is not None:
             raise OptionError("--set-dir replaces --key and --scores: give one or the other")
+        key_path = f"{args.set_dir}/key.zarr"
+        key = _cm_key_checked(args, stores.read_key(key_path), key_path)
         columns = stores.read_scores(args.set_dir)
         if args.task == "cm":
             if "cm" not in columns:
                 raise OptionError(f"{args.set_dir}: no cm.zarr for 'spoof cm'")
             columns = {"cm": columns["cm"]}
-        return stores.read_key(f"{args.set_dir}/key.zarr"), columns, 0
+        return key, columns, 0
     if args.key is None or args.scores is None:
         raise OptionError("give --key and --scores (the challenge's files), or --set-dir")
     zarr_key, zarr_scores = (detect_format(p) == "zarr" for p in (args.key, args.scores))
@@ -48,7 +50,8 @@ def _open(args: argparse.Namespace) -> tuple[Any, dict[str, Any], int]:
                 "--key and --scores are the challenge's text files (or, for "
                 "'spoof cm', a key and a Scores store); stores of a set: --set-dir"
             )
-        return stores.read_key(args.key), {"cm": read(args.scores, "scores")}, 0
+        key = _cm_key_checked(args, stores.read_key(args.key), args.key)
+        return key, {"cm": read(args.scores, "scores")}, 0
     if args.task == "cm":
         text_key = files.read_cm_key(args.key)
         key, scores = files.cm_key_and_scores(files.read_cm_scores(args.scores), text_key,
@@ -59,6 +62,21 @@ def _open(args: argparse.Namespace) -> tuple[Any, dict[str, Any], int]:
         key, columns = files.sasv_key_and_scores(files.read_sasv_scores(args.scores), text_key,
                                                  allow_missing=args.allow_missing)  # fmt: skip
     return key, columns, text_key.filename.size - key.sizes["segment"]
+
+
+def _cm_key_checked(args: argparse.Namespace, key: Any, path: str) -> Any:
+    """The key store of ``path``, or for ``spoof cm`` given an SASV key (its non-targets mix
+    ASV non-targets with spoofs, its files recur once per claimed speaker) the error that
+    says which command reads it."""
+    from bosaris_dask.errors import OptionError
+    from bosaris_dask.spoofing.keys import SPOOF_COORD
+
+    if args.task == "cm" and SPOOF_COORD in key.coords:
+        raise OptionError(f"{path}: an SASV key (trials of claimed speakers, spoofed or not): "
+                          "'spoof sasv' evaluates it (its CM scores enter the t-DCF and the "
+                          "t-EER); 'spoof cm' takes a CM set, as 'spoof cm --convert-dir' "
+                          "writes it")  # fmt: skip
+    return key
 
 
 def _dropped(args: argparse.Namespace, n: int, by_column: dict[str, int] | None = None) -> None:

@@ -19,7 +19,8 @@ from pathlib import Path
 from bosaris_dask import config
 from bosaris_dask.errors import StoreError
 
-__all__ = ["atomic_path", "atomic_paths", "check_folder", "remove_stale", "remove_path"]
+__all__ = ["atomic_path", "atomic_paths", "check_folder", "is_zarr_store", "remove_stale",
+           "remove_path"]  # fmt: skip
 
 _TMP = ".tmp-"
 _OLD = ".old-"
@@ -98,7 +99,7 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), os.fspath(b))
 
 
-def _is_zarr_store(path: Path) -> bool:
+def is_zarr_store(path: Path) -> bool:
     """Whether a directory holds a zarr store (version 3 or 2 metadata at its root)."""
     return any((path / name).exists() for name in ("zarr.json", ".zgroup", ".zarray"))
 
@@ -109,7 +110,7 @@ def _check_replaceable(final: Path, tmp: Path | None = None) -> None:
     that a file (``tmp``, once written) would replace."""
     if not final.is_dir() or final.is_symlink():
         return
-    if not _is_zarr_store(final):
+    if not is_zarr_store(final):
         raise StoreError(
             f"cannot write {final}: it is a directory that is not a zarr store, and writing "
             "would delete it; remove it yourself or write elsewhere"

@@ -56,9 +56,15 @@ def write_set(
     progress: bool = False,
 ) -> list[Path]:
     """Write ``key.zarr`` and ``<column>.zarr`` (``cm``, ``asv``, ``sasv``) into
-    ``directory``, all appearing together; ``segment_spoof`` of an SASV key is kept."""
+    ``directory``, all appearing together; ``segment_spoof`` of an SASV key is kept.
+
+    The score stores of an earlier set in ``directory`` that this one does not have are
+    removed first (:func:`read_scores` reads every one it finds: a CM store left there would
+    give this set's t-DCF the earlier set's CM scores). A directory of that name that is not a
+    zarr store is an error, never deleted.
+    """
     from bosaris_dask.io import write_zarr
-    from bosaris_dask.io.atomic import atomic_paths
+    from bosaris_dask.io.atomic import atomic_paths, is_zarr_store, remove_path
 
     bad = sorted(set(scores) - set(COLUMNS))
     if bad:
@@ -66,6 +72,13 @@ def write_set(
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     names = [c for c in COLUMNS if c in scores]
+    earlier = [out / f"{c}.zarr" for c in COLUMNS if c not in scores]
+    for path in (p for p in earlier if p.exists() or p.is_symlink()):
+        if not is_zarr_store(path):
+            raise StoreError(f"cannot write the set into {out}: {path.name} is there and is no "
+                             "score store of an earlier set (not deleted): remove it or write "
+                             "elsewhere")  # fmt: skip
+        remove_path(path)  # before the new stores: an interrupted write leaves no stale one
     paths = [out / "key.zarr", *(out / f"{c}.zarr" for c in names)]
     with atomic_paths(paths) as tmps:
         plain = key.drop_vars(SPOOF_COORD) if SPOOF_COORD in key.coords else key
