@@ -43,11 +43,15 @@ from bosaris_dask.errors import PlotError
 from bosaris_dask.plots._common import Results, curves, finish_curve_axes, log_label, new_axes
 from bosaris_dask.result_layout import CURVES
 
-__all__ = ["tippett_plot", "tippett_points", "TAIL"]
+__all__ = ["tippett_plot", "tippett_points", "TAIL", "FEW"]
 
 #: The x axis leaves out LLRs beyond half the width of the curves' core (where either curve is
-#: within ``TAIL`` of neither 1 nor 0) from its ends, and says so (a note in the log).
+#: within ``TAIL`` of neither 1 nor 0, or of :data:`FEW` trials of its class where that is
+#: more) from its ends, and says so (a note in the log).
 TAIL = 1e-3
+#: A class's trials at either end that its core may leave out, however few trials it has: a
+#: sentinel or an outlier among 200 forensic comparisons is not the curve.
+FEW = 2
 #: The widest x axis: matplotlib cannot draw ticks over the whole float64 range.
 _FAR = 1e307
 
@@ -102,7 +106,8 @@ def tippett_plot(
     xlim
         LLR range of the x axis, in the LLRs' base (default: every system's LLRs but far
         outliers, beyond half the width of the curves' core, drawn at the axis's edges and
-        named in a log note).
+        named in a log note; the core leaves out a class's 0.1% or 2 trials, whichever is
+        more, at either end).
     legend
         Add a legend (each system with its proportions of targets below 0 and of non-targets
         at or above 0).
@@ -125,7 +130,8 @@ def tippett_plot(
     chosen = [c for c in curves(results, systems, ax, "tippett")
               if int(c.data.n_target) and int(c.data.n_nontarget)]  # fmt: skip
     points = [tippett_points(c.data) for c in chosen]
-    spans = [span for span in (_span(*p) for p in points) if span is not None]
+    counts = [(int(c.data.n_target), int(c.data.n_nontarget)) for c in chosen]
+    spans = [s for s in (_span(*p, n) for p, n in zip(points, counts, strict=True)) if s]
     lo, hi = min([0.0, *(a for a, _ in spans)]), max([0.0, *(b for _, b in spans)])
     pad = (0.03 * hi - 0.03 * lo) or 1.0  # without overflow, at +-1e308 too
     lo, hi = xlim if xlim is not None else (lo - pad, hi + pad)
@@ -155,14 +161,20 @@ def tippett_plot(
     return ax
 
 
-def _span(x: np.ndarray, targets: np.ndarray, nontargets: np.ndarray) -> tuple[float, float] | None:
+def _span(
+    x: np.ndarray, targets: np.ndarray, nontargets: np.ndarray, counts: tuple[int, int]
+) -> tuple[float, float] | None:
     """The LLR range of a system's curves (``None`` without a point): from its lowest point
     (the bin edge at or just below its lowest LLR) to its highest, but no further out than half
-    the width of its core (where the curves are neither both within :data:`TAIL` of 1 nor both
-    within it of 0) beyond the core's ends: a few extreme LLRs (a sentinel score, an outlier
-    far out) do not squeeze the curves into a sliver of the axis."""
+    the width of its core beyond the core's ends. The core is where the curves are neither
+    both near 1 nor both near 0: within :data:`TAIL`, or :data:`FEW` trials of the class
+    (``counts``: targets, non-targets) where that is more. A few extreme LLRs (a sentinel
+    score, an outlier far out) do not squeeze the curves into a sliver of the axis."""
     if not len(x):
         return None
+    tail_tar, tail_non = (max(TAIL, (FEW + 0.5) / n) for n in counts)  # (k / n > FEW + 1/2)
+    inside = (targets < 1.0 - tail_tar) | (nontargets < 1.0 - tail_non)
+    above = (targets > tail_tar) | (nontargets > tail_non)
     low, high = np.minimum(targets, nontargets), np.maximum(targets, nontargets)
 
     def ends(start: np.ndarray, stop: np.ndarray) -> tuple[float, float]:
@@ -173,7 +185,7 @@ def _span(x: np.ndarray, targets: np.ndarray, nontargets: np.ndarray) -> tuple[f
         return a, b
 
     lowest, highest = ends(np.flatnonzero(low < 1.0), np.flatnonzero(high > 0.0))
-    a, b = ends(np.flatnonzero(low < 1.0 - TAIL), np.flatnonzero(high > TAIL))
+    a, b = ends(np.flatnonzero(inside), np.flatnonzero(above))
     half = b / 2 - a / 2  # half the core's width, without overflow
     return max(lowest, a - half), min(highest, b + half)
 
