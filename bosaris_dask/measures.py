@@ -94,11 +94,25 @@ def check_priors(priors: Sequence[float], what: str = "effective prior") -> np.n
     return float_vector(priors, what, "probability")
 
 
-def check_sweep(sweep: Any) -> np.ndarray:
-    """The NBE sweep (prior log-odds) as a 1-D float64 array of finite numbers."""
-    if sweep is None:
-        return default_sweep()
-    return float_vector(sweep, "sweep prior log-odds", "finite")
+def check_sweep(sweep: Any, plo: np.ndarray | None = None) -> np.ndarray:
+    """The NBE sweep (prior log-odds) as a 1-D float64 array of finite numbers; ``None``: the
+    default, extended in its steps of 0.1 to half a unit beyond each operating point's
+    prior log-odds ``plo`` outside it (an NBE plot shows the curve about every one).
+
+    Examples
+    --------
+    >>> s = check_sweep(None, np.array([np.log(1e-5 / (1 - 1e-5))]))  # -11.51
+    >>> len(s), s[:2].tolist(), s[21:23].tolist()
+    (222, [-12.1, -12.0], [-10.0, -9.9])
+    """
+    if sweep is not None:
+        return float_vector(sweep, "sweep prior log-odds", "finite")
+    out = default_sweep()
+    if plo is None or not len(plo):
+        return out
+    below = np.arange(int(np.floor((np.min(plo) - 0.5) * 10)), int(out[0] * 10))
+    above = np.arange(int(out[-1] * 10) + 1, int(np.ceil((np.max(plo) + 0.5) * 10)) + 1)
+    return np.concatenate([below / 10, out, above / 10])
 
 
 # --------------------------------------------------------------------------------------------

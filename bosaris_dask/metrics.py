@@ -134,7 +134,8 @@ def evaluate(
         or ``"Ptar:Cmiss:Cfa"`` strings; each is reported at its effective prior (one point per
         effective prior: the first stated wins).
     sweep
-        Prior log-odds of the normalized Bayes error-rate sweep (default: 201 points, -10..10).
+        Prior log-odds of the normalized Bayes error-rate sweep (default: 201 points, -10..10,
+        extended in its steps of 0.1 to half a unit beyond any operating point outside it).
     names
         System names (default ``system-1``, ...).
     allow_missing
@@ -296,10 +297,10 @@ def pooled_evaluation(
     """:func:`evaluate` of the pooled trials, and the summaries it was computed from (their
     ``passes`` count the exact AUC's too)."""
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
-    sweep = check_sweep(sweep)
     points = stated_operating_points(priors, operating_points)
     fmr, fnmr = check_fixed_rates(fmr, fnmr)
     plo = stated_plo(points)
+    sweep = check_sweep(sweep, plo)
     if ece_plo is not None:
         from bosaris_dask.ece import check_plo
 
@@ -385,8 +386,8 @@ def evaluate_arrays(
     ece_plo: Sequence[float] | np.ndarray | None = None,
 ) -> xr.Dataset:
     """:func:`evaluate` for in-memory target and non-target score arrays."""
-    sweep = check_sweep(sweep)
     points = stated_operating_points(priors, operating_points)
+    sweep = check_sweep(sweep, stated_plo(points))
     fmr, fnmr = check_fixed_rates(fmr, fnmr)
     summary = summary_from_arrays(tar, non, name)
     if ece_plo is not None:

@@ -644,6 +644,22 @@ def test_the_nbe_plot_shows_every_operating_point_it_was_given():
     plt.close(plain.figure)
 
 
+def test_the_nbe_curves_reach_an_operating_point_past_the_default_sweep():
+    # P = 1e-5 (log-odds -11.5): the axis widened to show its line, the curves stopped at -10
+    rng = np.random.default_rng(4)
+    tar, non = rng.normal(2, 1, 300), rng.normal(0, 1, 3000)
+    ds = evaluate_arrays(tar, non, priors=[1e-5, 0.5])
+    sweep = sweep_points(ds).plo.values
+    assert sweep[0] == pytest.approx(-12.1) and sweep[-1] == 10.0 and len(sweep) == 222
+    assert np.array_equal(sweep[21:], sweep_points(evaluate_arrays(tar, non)).plo.values)
+    ax = nbe_plot(ds)
+    lo, _ = ax.get_xlim()
+    for which in ("act", "min"):
+        line = next(x for x in ax.get_lines() if x.get_gid() == f"nbe/{which}/system")
+        assert line.get_xdata()[0] < lo < float(logit(1e-5))  # drawn across the whole axis
+    plt.close(ax.figure)
+
+
 def test_the_nbe_plot_shades_everything_where_30_false_alarms_are_never_reached():
     # 20 non-targets: the minDCF point never has 30 false alarms, so no mark and no shading
     # said 'reliable everywhere', the opposite of the truth

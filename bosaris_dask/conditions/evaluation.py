@@ -221,10 +221,10 @@ def conditions_and_summaries(
     if equalize and not by:
         raise OptionError("--equalize needs conditions to equalize over: give --conditions "
                           "and --by")  # fmt: skip
-    sweep = measures.check_sweep(sweep)
     points = metrics.stated_operating_points(priors, operating_points)
     fmr, fnmr = metrics.check_fixed_rates(fmr, fnmr)
     plo = measures.stated_plo(points)
+    sweep = measures.check_sweep(sweep, plo)
     cp = measures.check_priors(cprimary_priors, "Cprimary prior") if len(cprimary_priors) else None
     if cp is not None and len(set(cp.tolist())) < len(cp):  # the mean would weigh it twice
         raise OptionError(f"a Cprimary prior is given twice: {cp.tolist()}")
