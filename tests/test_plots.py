@@ -260,6 +260,33 @@ def _inside(box, points):
         points[:, 1] > box.y0) & (points[:, 1] < box.y1)  # fmt: skip
 
 
+def test_det_steppy_follows_a_run_of_ties_along_its_roc_segment(ax):
+    """Tied scores make a straight ROC segment; joined straight on probit axes (or aimed at
+    probit -40 where it reaches a rate of 0) the line passed up to 0.08 probit below the
+    ROCCH. Every drawn point is an exact ROC point or lies on the segment between two, and
+    the exact points are all drawn, in order."""
+    rng = np.random.default_rng(3)
+    tar = np.concatenate([rng.normal(2, 1, 990), np.zeros(10)])  # ties at 0 with ...
+    non = np.concatenate([rng.normal(-1, 1, 700), np.zeros(300)])  # ... 300 non-targets
+    ds = evaluate_arrays(tar, non, name="t")
+    det_plot(ds, ax=ax, curve="steppy", window=(1e-3, 0.9, 1e-3, 0.9), eer=False, dr30=False)
+    (line,) = gid_lines(ax, "det/curve/t")
+    drawn = line.get_xydata()
+    pmiss, pfa = finite(ds.roc_pmiss.sel(system="t")), finite(ds.roc_pfa.sel(system="t"))
+    exact = np.clip(ndtri(np.column_stack([pfa, pmiss])), -40, 40)
+    at = [int(np.flatnonzero((drawn == p).all(axis=1))[0]) for p in exact]
+    assert at == sorted(at) and len(drawn) > len(exact)  # all there, in order, and more
+    roc = ndtr(drawn)  # back in ROC space: on the segment of the exact points around each
+    for k in range(len(at) - 1):
+        between = roc[at[k] + 1 : at[k + 1]]
+        if len(between):
+            a, b = np.array([pfa[k], pmiss[k]]), np.array([pfa[k + 1], pmiss[k + 1]])
+            t = (between - a) @ (b - a) / ((b - a) @ (b - a))
+            np.testing.assert_allclose(a + t[:, None] * (b - a), between, atol=1e-12)
+    (tie,) = np.flatnonzero(-np.diff(pfa) > 0.25)  # the run at 0: 300 non-targets, 10 targets
+    assert pmiss[tie + 1] - pmiss[tie] == pytest.approx(0.01) and at[tie + 1] - at[tie] > 10
+
+
 def test_det_steppy_only_and_selected_systems_and_priors(three, ax):
     det_plot(three, ax=ax, systems=["c", "a"], curve="steppy", priors=[0.1], dr30=False,
              eer=False)  # fmt: skip

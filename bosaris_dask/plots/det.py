@@ -7,7 +7,9 @@ The DET curve is the ROC with both axes warped by :func:`~bosaris_dask.plots.axe
   ``points_per_segment + 1`` points and warped, so it shows the curved image of the hull, the
   curve on which every minDCF operating point lies (Brümmer & de Villiers 2011, section 2.6);
 - the **steppy DET**: the exact ROC points of the evaluation (``roc_pfa``, ``roc_pmiss``; thinned
-  in probit space by :func:`bosaris_dask.metrics.steppy_roc`) joined by straight lines.
+  in probit space by :func:`bosaris_dask.metrics.steppy_roc`) joined by straight lines, or,
+  where two are far apart (a run of tied scores), by their ROC segment sampled and warped
+  (:func:`steppy_det_points`).
 
 Marks: a filled marker per effective prior at the minDCF operating point (optionally a hollow
 one at the actDCF operating point, where the system's own threshold ``-logit(p)`` lands), the
@@ -50,8 +52,8 @@ from bosaris_dask.metrics import operating_points
 from bosaris_dask.plots._common import Results, curves, dr30_sides, new_axes
 from bosaris_dask.plots.axes import Window, probit, resolve_window, set_det_axes
 
-__all__ = ["rocch_det_points", "det_xy", "auto_window", "det_plot", "PRIOR_MARKERS",
-           "FIXED_RATE_MARKERS", "rate_label", "fixed_rate_label"]  # fmt: skip
+__all__ = ["rocch_det_points", "steppy_det_points", "det_xy", "auto_window", "det_plot",
+           "PRIOR_MARKERS", "FIXED_RATE_MARKERS", "rate_label", "fixed_rate_label"]  # fmt: skip
 
 #: Marker shapes of the operating points, in the order of the results' priors.
 PRIOR_MARKERS = ("o", "s", "^", "D", "v", "p", "h", "<", ">")
@@ -111,12 +113,27 @@ def rocch_det_points(
     >>> np.round(x, 4).tolist(), np.round(y, 4).tolist()
     ([0.0, -0.3853, -0.8416, -0.8416, -0.9842, -1.1503], [-1.1503, -0.9842, -0.8416, -0.8416, -0.3853, 0.0])
     """  # noqa: E501
+    if points_per_segment < 1:
+        raise PlotError(f"points_per_segment must be at least 1, got {points_per_segment}")
+    start, step, t0, t1 = _segments_in(pmiss, pfa, window)
+    seg = t0 <= t1
+    u = np.linspace(0.0, 1.0, points_per_segment + 1)
+    t = t0[seg, None] + (t1 - t0)[seg, None] * u
+    points = start[seg, None, :] + t[..., None] * step[seg, None, :]
+    xy = probit(points.reshape(-1, 2))
+    return xy[:, 0], xy[:, 1]
+
+
+def _segments_in(
+    pmiss: Any, pfa: Any, window: str | Sequence[float]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The segments between consecutive ROC points (NaN padding dropped) in ROC space,
+    ``start + t * step`` for ``t`` in ``[0, 1]``, and the interval ``[t0, t1]`` of each inside
+    the window's box (``t0 > t1``: outside it)."""
     pmiss = np.asarray(pmiss, dtype=np.float64).ravel()
     pfa = np.asarray(pfa, dtype=np.float64).ravel()
     keep = ~(np.isnan(pmiss) | np.isnan(pfa))
     pmiss, pfa = pmiss[keep], pfa[keep]
-    if points_per_segment < 1:
-        raise PlotError(f"points_per_segment must be at least 1, got {points_per_segment}")
     pfa_lo, pfa_hi, pmiss_lo, pmiss_hi = resolve_window(window)
     start = np.stack([pfa[:-1], pmiss[:-1]], axis=1)
     step = np.stack([pfa[1:], pmiss[1:]], axis=1) - start
@@ -129,14 +146,41 @@ def rocch_det_points(
     flat = step == 0
     t_enter = np.where(flat, np.where(inside, -np.inf, np.inf), np.minimum(ta, tb))
     t_leave = np.where(flat, np.where(inside, np.inf, -np.inf), np.maximum(ta, tb))
-    t0 = np.maximum(0.0, t_enter.max(axis=1))
-    t1 = np.minimum(1.0, t_leave.min(axis=1))
-    seg = t0 <= t1
-    u = np.linspace(0.0, 1.0, points_per_segment + 1)
-    t = t0[seg, None] + (t1 - t0)[seg, None] * u
-    points = start[seg, None, :] + t[..., None] * step[seg, None, :]
-    xy = probit(points.reshape(-1, 2))
-    return xy[:, 0], xy[:, 1]
+    return start, step, np.maximum(0.0, t_enter.max(axis=1)), np.minimum(1.0, t_leave.min(axis=1))
+
+
+def steppy_det_points(
+    pmiss: Any, pfa: Any, window: str | Sequence[float] = "classic", max_gap: float = 0.05
+) -> tuple[np.ndarray, np.ndarray]:
+    """The steppy DET curve: the exact ROC points in probit coordinates (rates 0 and 1 at -40
+    and 40, as :func:`det_xy`), joined, where two are further apart than ``max_gap`` on the
+    probit axes (a run of tied scores, or a step to a rate of 0), by points sampled along
+    their straight ROC segment where it crosses the window: the drawn line follows the
+    segment, not a straight probit line aimed at -40.
+
+    Examples
+    --------
+    >>> x, y = steppy_det_points([0.0, 0.5, 0.5], [1.0, 0.5, 0.0], (0.1, 0.9, 0.1, 0.9), 1.0)
+    >>> np.round(x, 3).tolist()  # (1, 0), 2 points inside the window, (0.5, 0.5), 2, (0, 0.5)
+    [40.0, 1.282, 0.524, 0.0, -0.524, -1.282, -40.0]
+    >>> np.round(y, 3).tolist()
+    [-40.0, -1.282, -0.524, 0.0, 0.0, 0.0, 0.0]
+    """
+    start, step, t0, t1 = _segments_in(pmiss, pfa, window)
+    ends = np.concatenate([start, start[-1:] + step[-1:]])  # the exact points, (pfa, pmiss)
+    xy = det_xy(ends[:, 0], ends[:, 1])
+    gap = np.hypot(*(xy[1:] - xy[:-1]).T)
+    pieces = [xy[:1]]
+    for i in range(len(step)):
+        if gap[i] > max_gap and t0[i] <= t1[i]:
+            a, b = det_xy(*(start[i] + np.array([t0[i], t1[i]])[:, None] * step[i]).T)
+            k = max(1, int(np.ceil(np.hypot(*(b - a)) / max_gap)))
+            t = np.linspace(t0[i], t1[i], k + 1)
+            t = t[(t > 0.0) & (t < 1.0)]  # the segment's own ends are the exact points
+            pieces.append(probit(start[i] + t[:, None] * step[i]))
+        pieces.append(xy[i + 1 : i + 2])
+    out = np.concatenate(pieces)
+    return out[:, 0], out[:, 1]
 
 
 def auto_window(results: Results, systems: Sequence[str] | None = None) -> Window:
@@ -279,11 +323,10 @@ def det_plot(
             ax.plot(x, y, color=c.color, linewidth=1.8, label=name, zorder=3,
                                     gid=f"det/curve/{c.label}")  # fmt: skip
         if curve in ("steppy", "both"):
-            pmiss, pfa = exact_curve(c.data, None, "roc")
-            xy = det_xy(pfa, pmiss)
+            x, y = steppy_det_points(*exact_curve(c.data, None, "roc"), limits)
             main = curve == "steppy"
             ax.plot(
-                xy[:, 0], xy[:, 1], color=c.color, zorder=2.5,
+                x, y, color=c.color, zorder=2.5,
                 linewidth=1.5 if main else 0.8, alpha=1.0 if main else 0.55,
                 label=name if main else "_nolegend_",
                 gid=f"det/curve/{c.label}" if main else f"det/steppy/{c.label}",
