@@ -697,7 +697,28 @@ def test_the_nbe_plot_shades_everything_where_30_false_alarms_are_never_reached(
     (span,) = [p for p in ax.patches if p.get_gid() == "nbe/dr30-span-fa"]
     lo = span.get_x()  # axvspan: a Rectangle, x in data units
     assert (lo, lo + span.get_width()) == ax.get_xlim()
+    # no mark is drawn, so the legend keys none; it keys the shading (it had no entry)
+    legend = [x.get_text() for x in ax.get_legend().get_texts()]
+    assert "< 30 false alarms to the left" not in legend and "minDCF on < 30 errors" in legend
     plt.close(ax.figure)
+
+
+def test_nbe_dr30_marks_sit_on_the_mindcf_curve_or_nowhere():
+    # without the minDCF curve the marks sat on the actDCF curve, at the minDCF points' prior
+    # log-odds: a '< 30 misses' mark where the actDCF point has none
+    rng = np.random.default_rng(2)
+    ds = evaluate_arrays(rng.normal(2, 1, 200), rng.normal(0, 1, 5000), name="s")
+    both = nbe_plot(ds)
+    marks = [x for x in both.get_lines() if x.get_gid().startswith("nbe/dr30-")]
+    (low,) = [x for x in marks if x.get_gid() == "nbe/dr30-miss/s"]
+    at = float(ds.dr30_miss_plo[0])
+    assert low.get_xydata().tolist() == [[at, float(sweep_points(ds).min_dcf.sel(plo=at)[0])]]
+    plt.close(both.figure)
+    act = nbe_plot(ds, min_dcf=False)
+    assert not [x for x in act.get_lines() if x.get_gid().startswith("nbe/dr30-")]
+    legend = [x.get_text() for x in act.get_legend().get_texts()]
+    assert not [x for x in legend if x.startswith("< 30")]
+    plt.close(act.figure)
 
 
 # --------------------------------------------------------------------------------------------

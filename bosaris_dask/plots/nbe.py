@@ -49,6 +49,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 from scipy.special import expit, logit
 
 from bosaris_dask import metrics
@@ -138,7 +139,9 @@ def nbe_plot(
         Also draw the miss (dotted) and false-alarm (dash-dot) parts of each drawn curve.
     dr30 : {True, False, "both", "miss", "fa", "none"}
         Mark where minDCF rests on fewer than 30 false alarms (``"fa"``) and/or misses
-        (``"miss"``) (see module docstring); ``True`` is ``"both"``.
+        (``"miss"``) (see module docstring); ``True`` is ``"both"``. The marks sit on the
+        minDCF curve (none without it); the shading, where every system shares it, is drawn
+        either way.
     operating_points
         Effective priors to mark with vertical lines (default: the results' priors; ``()`` for
         none).
@@ -294,8 +297,8 @@ def _system(ax: Axes, c: Curve, act: bool, min_: bool, parts: bool, dr30: Sequen
             for part, values, pstyle in (("miss", miss, ":"), ("fa", fa, "-.")):
                 ax.plot(plo, values, color=c.color, linestyle=pstyle, linewidth=1.0, alpha=0.8,
                         zorder=2, gid=f"nbe/{which}_{part}/{c.label}")  # fmt: skip
-    if dr30:
-        curve = sweep.min_dcf if min_ else sweep.act_dcf
+    if dr30 and min_:  # the points of the minDCF curve (without it, the shading alone)
+        curve = sweep.min_dcf
         for var, marker in (("dr30_fa_plo", "<"), ("dr30_miss_plo", ">")):
             at = float(c.data[var])
             if var.split("_")[1] not in dr30 or np.isnan(at):
@@ -357,13 +360,14 @@ def _legend(
         key.append((Line2D([], [], linestyle="-.", **thin), "false-alarm part"))
     if default:
         key.append((Line2D([], [], color="0.45", linestyle=(0, (5, 3))), "default (prior only)"))
-    if dr30:
-        mark: dict[str, Any] = dict(
-            linestyle="none", color="0.6", markeredgecolor="black", markersize=7
-        )
-        if "fa" in dr30:
-            key.append((Line2D([], [], marker="<", **mark), "< 30 false alarms to the left"))
-        if "miss" in dr30:
-            key.append((Line2D([], [], marker=">", **mark), "< 30 misses to the right"))
+    drawn = {str(a.get_gid()) for a in [*ax.get_lines(), *ax.patches]}
+    mark: dict[str, Any] = dict(linestyle="none", color="0.6", markeredgecolor="black",
+                                markersize=7)  # fmt: skip
+    for side, marker, said in (("fa", "<", "< 30 false alarms to the left"),
+                               ("miss", ">", "< 30 misses to the right")):  # fmt: skip
+        if side in dr30 and any(g.startswith(f"nbe/dr30-{side}/") for g in drawn):
+            key.append((Line2D([], [], marker=marker, **mark), said))  # only marks drawn
+    if dr30 and any(g.startswith("nbe/dr30-span-") for g in drawn):
+        key.append((Patch(color="0.5", alpha=0.08), "minDCF on < 30 errors"))
     ax.legend(handles + [h for h, _ in key], labels + [label for _, label in key],
               **LEGEND_OUTSIDE)  # fmt: skip

@@ -47,10 +47,11 @@ __all__ = ["tippett_plot", "tippett_points", "TAIL", "FEW"]
 
 #: The x axis leaves out LLRs beyond half the width of the curves' core (where either curve is
 #: within ``TAIL`` of neither 1 nor 0, or of :data:`FEW` trials of its class where that is
-#: more) from its ends, and says so (a note in the log).
+#: more and at most 5% of them) from its ends, and says so (a note in the log).
 TAIL = 1e-3
-#: A class's trials at either end that its core may leave out, however few trials it has: a
-#: sentinel or an outlier among 200 forensic comparisons is not the curve.
+#: A class's trials at either end that its core may leave out where they are at most 5% of
+#: its trials: a sentinel or an outlier among 200 forensic comparisons is not the curve, but
+#: a handful of trials are all curve.
 FEW = 2
 #: The widest x axis: matplotlib cannot draw ticks over the whole float64 range.
 _FAR = 1e307
@@ -106,8 +107,8 @@ def tippett_plot(
     xlim
         LLR range of the x axis, in the LLRs' base (default: every system's LLRs but far
         outliers, beyond half the width of the curves' core, drawn at the axis's edges and
-        named in a log note; the core leaves out a class's 0.1% or 2 trials, whichever is
-        more, at either end).
+        named in a log note; the core leaves out a class's 0.1% or up to 2 trials, at most 5%
+        of them, whichever is more, at either end).
     legend
         Add a legend (each system with its proportions of targets below 0 and of non-targets
         at or above 0).
@@ -168,11 +169,12 @@ def _span(
     (the bin edge at or just below its lowest LLR) to its highest, but no further out than half
     the width of its core beyond the core's ends. The core is where the curves are neither
     both near 1 nor both near 0: within :data:`TAIL`, or :data:`FEW` trials of the class
-    (``counts``: targets, non-targets) where that is more. A few extreme LLRs (a sentinel
-    score, an outlier far out) do not squeeze the curves into a sliver of the axis."""
+    (``counts``: targets, non-targets) where that is more and at most 5% of the class. A few
+    extreme LLRs (a sentinel score, an outlier far out) do not squeeze the curves into a
+    sliver of the axis."""
     if not len(x):
         return None
-    tail_tar, tail_non = (max(TAIL, (FEW + 0.5) / n) for n in counts)  # (k / n > FEW + 1/2)
+    tail_tar, tail_non = (max(TAIL, min(FEW + 0.5, 0.05 * n) / n) for n in counts)
     inside = (targets < 1.0 - tail_tar) | (nontargets < 1.0 - tail_non)
     above = (targets > tail_tar) | (nontargets > tail_non)
     low, high = np.minimum(targets, nontargets), np.maximum(targets, nontargets)
