@@ -96,10 +96,11 @@ def test_hand_worked_labels_and_window(ax):
     assert texts[1:] == ["FMR 0.1: FNMR 60%", "FNMR 0.2: FMR 30%"]
     (fmr_mark,) = _marks(ax, "det/fixed_fmr/x")
     np.testing.assert_allclose(fmr_mark.get_xydata(), ndtri([[0.1, 0.6]]))
-    # outside the window (misses up to 50%): drawn, not listed
+    # outside the window (misses up to 50%): listed as such (it vanished from the legend)
     ax2 = Figure().add_subplot()
     det_plot(ds, ax=ax2, window="classic")
-    assert [t.get_text() for t in ax2.get_legend().get_texts()][1:] == ["FNMR 0.2: FMR 30%"]
+    assert [t.get_text() for t in ax2.get_legend().get_texts()][1:] == [
+        "FMR 0.1: FNMR 60% (outside the window)", "FNMR 0.2: FMR 30%"]  # fmt: skip
     assert len(_marks(ax2, "det/fixed_fmr/x")[0].get_xydata()) == 1
     # and switched off
     ax3 = Figure().add_subplot()
@@ -135,7 +136,10 @@ def test_cli_plot_det_and_evaluate_plots_dir_mark_the_points(tmp_path, monkeypat
     assert main(["evaluate", *common, "--plots-dir", str(tmp_path / "plots")]) == 0
     # det.png (classic: misses up to 50%, the FMR point's 60% is outside) and det_low_fa.png
     # (false alarms up to 20%: the FNMR point's FMR 30% is outside)
-    assert drawn == [["FNMR 0.2: FMR 30%"], ["FMR 0.1: FNMR 60%"]]
+    assert drawn == [
+        ["FMR 0.1: FNMR 60% (outside the window)", "FNMR 0.2: FMR 30%"],
+        ["FMR 0.1: FNMR 60%", "FNMR 0.2: FMR 30% (outside the window)"],
+    ]
 
 
 def test_standard_plots_without_fixed_rates_are_unchanged(tmp_path):

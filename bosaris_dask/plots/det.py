@@ -286,9 +286,9 @@ def det_plot(
         Mark the fixed-FMR and fixed-FNMR operating points the results hold (an evaluation
         with ``fmr=``/``fnmr=``, ``bosaris-dask plot det --fmr 1e-3``): each at its exact
         ``(actual FMR, FNMR)``, the point of the steppy DET where the threshold lands (ties
-        can put the actual FMR below the target). The system's legend lists those inside the
-        window, e.g. ``"FMR 1e-3: FNMR 4.21%"``, and the targets below one error among the
-        trials as ``"FMR 1e-6: not measurable"``.
+        can put the actual FMR below the target). The system's legend lists each, e.g.
+        ``"FMR 1e-3: FNMR 4.21%"`` (with ``" (outside the window)"`` where it is), and the
+        targets below one error among the trials as ``"FMR 1e-6: not measurable"``.
     legend
         Add a legend (systems with their EER, then a key to the marks).
     title
@@ -418,7 +418,8 @@ def fixed_rate_label(side: str, target: float, fmr: float, fnmr: float) -> str:
 
 
 def _fixed_rate_marks(ax: Axes, c: Any, limits: Window) -> None:
-    """Mark the fixed-FMR/FNMR points of one system; those inside the window are labelled."""
+    """Mark the fixed-FMR/FNMR points of one system, each in the legend (one outside the
+    window said to be, with its rates: they are computed, just not in view)."""
     box = probit(np.array(limits)).reshape(2, 2)
     for side, marker in FIXED_RATE_MARKERS.items():
         if f"fixed_{side}_threshold" not in c.data:
@@ -436,7 +437,8 @@ def _fixed_rate_marks(ax: Axes, c: Any, limits: Window) -> None:
                 continue
             ((x, y),) = det_xy([a], [b])
             inside = box[0, 0] <= x <= box[0, 1] and box[1, 0] <= y <= box[1, 1]
-            ax.plot([x], [y], label=label if inside else "_nolegend_", **style)
+            ax.plot([x], [y], label=label if inside else f"{label} (outside the window)",
+                    **style)  # fmt: skip
 
 
 def _marker_style(i: int) -> dict[str, Any]:
