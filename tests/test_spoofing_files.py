@@ -112,6 +112,13 @@ def test_asvspoof_2019_cm_protocol_and_score_files(tmp_path):
             r"k:1: key 'bonafide' contradicts attack 'A01' \(ASVspoof 2019: '-' for bona fide",
         ),
         (read_cm_scores, "s a 1 2 3\n", r"k:1: expected 2 or 4 fields, found 5 \(a track-2"),
+        (
+            read_sasv_key,
+            "filename cm-label\na bonafide\n",
+            r"k:1: expected 4 or 5 fields, found 2 \(a track-1 \(CM\) file\? use 'spoof cm'\)",
+        ),
+        (read_sasv_scores, "a 0.5\n", r"k:1: expected 5 fields, found 2 \(a track-1 \(CM\)"),
+        (read_sasv_scores, "a A01 spoof 0.5\n", r"k:1: expected 5 fields, found 4 \(a track-1"),
         (read_cm_key, "a bonafide\nb spoof x\n", r"k:2: expected 2 fields, found 3"),
         (
             read_sasv_key,

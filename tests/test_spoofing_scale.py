@@ -234,6 +234,18 @@ def test_bad_requests_are_one_line_errors():
     assert out["t_eer"] is None and out["t_eer_note"] == "not asked for"
 
 
+def test_the_class_counts_come_from_the_key_without_an_sasv_column():
+    """Without SASV scores the counts (from the a-DCF's members) were absent, though
+    documented, and the CLI dropped its count line; they are the key's there."""
+    key = sasv_key(make_key(["m"], list("abcde"), [[1, 1, -1, -1, -1]]),
+                   [False, False, False, True, True])  # fmt: skip
+    s = make_scores(["m"], list("abcde"), [[2.0, 0.5, 1.0, 1.5, -1.0]])
+    counts = ("n_target", "n_nontarget", "n_spoof")
+    for columns in ({"cm": s, "asv": s}, {"cm": s}, {"sasv": s, "cm": s, "asv": s}):
+        out = evaluate_sasv(key, **columns)
+        assert [out[n] for n in counts] == [2, 1, 2], columns
+
+
 def test_a_missing_class_is_named():
     key = sasv_key(make_key(["m"], list("abc"), [[1, 1, -1]]), [False, False, True])
     s = make_scores(["m"], list("abc"), [[1.0, 0.0, -1.0]])

@@ -244,6 +244,9 @@ _CM_HEADERS = ("filename", "trial_anon")
 #: What a track-1 reader says of a file with a track-2 layout.
 _SASV_HINT = "a track-2 (SASV) file? use 'spoof sasv'"
 _SASV_HEADERS = ("spk", "tar_spk_anon")
+#: What a track-2 reader says of a file with a track-1 layout (the package's key or scores, the
+#: database's ten-column protocol, ASVspoof 2019's four-column scores).
+_CM_HINT = "a track-1 (CM) file? use 'spoof cm'"
 #: A score not given (a single SASV system's CM and ASV columns).
 NOT_GIVEN = "-"
 
@@ -301,7 +304,7 @@ def read_sasv_key(path: str | os.PathLike[str]) -> SASVKey:
     attack-label asv-key``: a trial is bona fide where the attack label is ``bonafide``)."""
     path = os.fspath(path)
     speakers, names, lines, classes = [], [], [], []
-    for number, fields in _rows(path, _SASV_HEADERS, _SASV_KEY_WIDTHS):
+    for number, fields in _rows(path, _SASV_HEADERS, _SASV_KEY_WIDTHS, ((2, 10), _CM_HINT)):
         if len(fields) == 4:
             spk, name, cm, asv = fields
             bonafide = _label(cm, _CM_LABELS, "cm-label", path, number)
@@ -330,7 +333,7 @@ def read_sasv_scores(path: str | os.PathLike[str]) -> SASVScores:
     whats = ("cm-score", "asv-score", "sasv-score")
     speakers, names, lines, cols = [], [], [], ([], [], [])
     given: list[tuple[bool, int]] = []  # per column: given as numbers?, on which line first
-    for number, (spk, name, *values) in _rows(path, _SASV_HEADERS, (5,)):
+    for number, (spk, name, *values) in _rows(path, _SASV_HEADERS, (5,), ((2, 4), _CM_HINT)):
         speakers.append(spk)
         names.append(name)
         lines.append(number)

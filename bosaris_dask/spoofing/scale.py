@@ -265,7 +265,8 @@ def evaluate_sasv(
     Returns
     -------
     dict
-        ``n_target``, ``n_nontarget``, ``n_spoof``, ``n_missing`` (key trials without a
+        ``n_target``, ``n_nontarget``, ``n_spoof`` (the SASV column's scored trials; without
+        it, the key's), ``n_missing`` (key trials without a
         score, dropped: the most of any column used; with ``n_missing_by_column`` where the
         columns lack different numbers), ``costs``, ``min_a_dcf`` and
         ``min_a_dcf_threshold``, ``asv_rates`` (``source``, ``pmiss``, ``pfa``, ``pfa_spoof``,
@@ -332,7 +333,9 @@ def evaluate_sasv(
         tandem_values = _t_eer_values(tandem_result)
     else:  # gathered: the ASV column, if no member, is checked for missing scores there
         tandem_values = _t_eer(key, cm, asv, chunks, t_eer, missing, allow_missing)
-    out: dict[str, Any] = {"task": "sasv", "costs": costs.as_dict(), **values,
+    out: dict[str, Any] = {"task": "sasv", "costs": costs.as_dict(),
+                           **(values if "n_target" in values else {**_key_counts(key, chunks),
+                                                                   **values}),
                            "n_missing": max(missing.values())}  # fmt: skip
     if len(set(missing.values())) > 1:
         out["n_missing_by_column"] = missing
@@ -347,6 +350,17 @@ def evaluate_sasv(
             out.update({name: None, f"{name}_threshold": None, f"{name}_note": f"needs {needs}"})
     out.update(tandem_values)
     return out
+
+
+def _key_counts(key: xr.Dataset, chunks: Any) -> dict[str, int]:
+    """The key's target, non-target and spoof trials (the counts where no SASV column gives
+    its scored ones), in one look at the key."""
+    from bosaris_dask.progress import compute
+
+    codes, spoof = asv_classes(key, chunks)
+    counts = compute([((codes == 1) & ~spoof).sum(), ((codes == -1) & ~spoof).sum(),
+                      ((codes != 0) & spoof).sum()], progress=None)  # fmt: skip
+    return dict(zip(("n_target", "n_nontarget", "n_spoof"), map(int, counts), strict=True))
 
 
 def _t_eer_values(r: dict[str, float]) -> dict[str, Any]:
