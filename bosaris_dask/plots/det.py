@@ -344,7 +344,9 @@ def det_plot(
     if title:
         ax.set_title(title)
     if legend:
-        _legend(ax, _key(visible, min_dcf, act_dcf, eer, bool(which), too_few))
+        stars = [x for x in ax.get_lines() if str(x.get_gid()).startswith("det/eer/")]
+        shown = any(np.isfinite(x.get_xydata()).all() for x in stars)  # EER 0: no star
+        _legend(ax, _key(visible, min_dcf, act_dcf, eer and shown, bool(which), too_few))
     return ax
 
 
