@@ -47,10 +47,13 @@ def test_toolkit_windows_set_the_axis_limits(name, limits, ax):
     np.testing.assert_allclose(ax.get_ylim(), ndtri(limits[2:]), rtol=1e-12)
 
 
-def test_window_from_a_string_of_four_limits(ax):
-    det_plot(DS, ax=ax, window="0.001,0.2,0.01,0.6")
+@pytest.mark.parametrize("text", ["0.001:0.2:0.01:0.6", "0.001,0.2,0.01,0.6"])
+def test_window_from_a_string_of_four_limits(ax, text):
+    det_plot(DS, ax=ax, window=text)  # ':' as --operating-point joins parts; ',' as before
     np.testing.assert_allclose(ax.get_xlim(), ndtri([0.001, 0.2]), rtol=1e-12)
     np.testing.assert_allclose(ax.get_ylim(), ndtri([0.01, 0.6]), rtol=1e-12)
+    with pytest.raises(PlotError, match="four limits"):
+        resolve_window("0.001:0.2:0.01")
     with pytest.raises(PlotError, match="four limits"):
         resolve_window("0.001,0.2,0.01")
     with pytest.raises(PlotError, match="0 < low < high < 1"):

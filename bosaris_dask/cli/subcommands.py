@@ -176,7 +176,8 @@ def _plot(sub: Any) -> None:
     p.add_argument(
         "--window",
         help="DET axes window: classic (0.05-50%%), low_fa, wide, auto, the toolkit's old, new, "
-        "big, sre10, or PFA_MIN,PFA_MAX,PMISS_MIN,PMISS_MAX (probabilities)",
+        "big, sre10, or PFA_MIN:PFA_MAX:PMISS_MIN:PMISS_MAX (probabilities, joined by ':' "
+        "as in --operating-point)",
     )
     p.add_argument("--dr30", choices=["both", "miss", "fa", "none"], default="both",
                    help="DR30 marks: for misses, false alarms, both (default) or none")  # fmt: skip

@@ -192,11 +192,13 @@ def resolve_window(window: str | Sequence[float]) -> Window:
     (0.0005, 0.5, 0.0005, 0.5)
     >>> resolve_window((0.001, 0.4, 0.01, 0.6))
     (0.001, 0.4, 0.01, 0.6)
-    >>> resolve_window("0.001,0.4,0.01,0.6")  # the CLI's --window PFA_MIN,PFA_MAX,...
+    >>> resolve_window("0.001:0.4:0.01:0.6")  # the CLI's --window PFA_MIN:PFA_MAX:...
+    (0.001, 0.4, 0.01, 0.6)
+    >>> resolve_window("0.001,0.4,0.01,0.6")  # (commas, as earlier releases took them)
     (0.001, 0.4, 0.01, 0.6)
     """
-    if isinstance(window, str) and "," in window:
-        window = window.split(",")
+    if isinstance(window, str) and ("," in window or ":" in window):
+        window = window.replace(",", ":").split(":")
     if isinstance(window, str):
         name = window.replace("-", "_").lower()
         if name not in DET_WINDOWS:
