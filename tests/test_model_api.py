@@ -375,3 +375,24 @@ def test_fits_take_names_as_evaluate_does(data):
     constant = make_scores(MODELS, SEGMENTS, np.full((6, 8), 1000.0))
     with pytest.warns(bd.fusion.fit_checks.FitWarning, match="the weight of dev2 and the offset"):
         LinearFuser().fit([systems[0], constant], key, names=["dev1", "dev2"])
+
+
+def test_transform_names_a_trial_whose_score_is_not_finite(data):
+    """Python's transform said '1 scored trials have a non-finite score' (the CLI named the
+    file and trial, Python users nothing); the lazy chunk's error names one by its ids."""
+    key, systems, quality = data
+    values = systems[1].score.values.copy()
+    values[4, 6] = np.inf
+    holed = make_scores(MODELS, SEGMENTS, values, chunks=(3, 4))
+    fitted = [(LinearFuser().fit(systems, key), [systems[0], holed], {}),
+              (QualityFuser().fit(systems, key, quality), [systems[0], holed],
+               {"quality": quality}),
+              (LinearCalibrator().fit(systems[1], key), holed, {}),
+              (PAVCalibrator().fit(systems[1], key), holed, {})]  # fmt: skip
+    for model, scores, extra in fitted:
+        with pytest.raises(
+            bd.errors.ScoreError,
+            match=r"^1 scored trials of a chunk have a "
+            r"non-finite score.*, e\.g\. \(m4, s6\)$",
+        ):
+            model.transform(scores, **extra).score.compute()

@@ -25,8 +25,10 @@ from bosaris_dask.fusion.base import (
     MODEL_FORMAT,
     JsonModel,
     model_array,
+    nonfinite_error,
     scores_and_key,
     wanted_trials,
+    with_ids,
 )
 from bosaris_dask.trials import align, kind_of, make_scores, trial_classes
 
@@ -203,10 +205,15 @@ class PAVCalibrator(JsonModel):
         mask = s.score_mask.data
         if ndx is not None:
             mask = mask & (trial_classes(ndx, chunks=mask.chunks) != 0)
-        llr = da.map_blocks(
-            _pav_block,
+        block, ids = with_ids(_pav_block, like, s.score.data.chunks)
+        llr = da.blockwise(
+            block,
+            "ij",
+            *ids,
             s.score.data,
+            "ij",
             s.score_mask.data,
+            "ij",
             score_bounds=score_bounds,
             llr_bounds=llr_bounds,
             dtype=np.float64,
@@ -258,12 +265,17 @@ class PAVCalibrator(JsonModel):
 
 
 def _pav_block(
-    score: np.ndarray, mask: np.ndarray, *, score_bounds: np.ndarray, llr_bounds: np.ndarray
+    score: np.ndarray,
+    mask: np.ndarray,
+    *,
+    score_bounds: np.ndarray,
+    llr_bounds: np.ndarray,
+    ids: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     s = score.astype(np.float64, copy=False)
-    bad = int(np.count_nonzero(mask & ~np.isfinite(s)))
-    if bad:
-        raise ScoreError(f"{bad} scored trials have a non-finite score")
+    bad = mask & ~np.isfinite(s)
+    if bad.any():
+        raise nonfinite_error(bad, ids, fused=False)
     return np.where(mask, interpolate_map(np.where(mask, s, 0.0), score_bounds, llr_bounds), 0.0)
 
 

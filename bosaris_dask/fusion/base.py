@@ -16,6 +16,7 @@ import json
 import os
 import warnings
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, Self
 
 import dask.array as da
@@ -43,13 +44,15 @@ def apply_block(
     weights: np.ndarray,
     offset: float,
     W: np.ndarray | None = None,
+    ids: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """The fused LLRs of one chunk (0.0 where a trial has no score in some system).
 
     ``blocks`` are ``K`` score blocks, ``K`` mask blocks and, with ``W``, the chunk's
     model-side and segment-side quality vectors: its rows' and its columns' (2-D) or, for
     packed trials, each cell's own (3-D, ``(rows, columns, Q)``:
-    :func:`~bosaris_dask.objectives.cells.cell_terms`).
+    :func:`~bosaris_dask.objectives.cells.cell_terms`). ``ids``: the chunk's model and segment
+    ids, which an error names (:func:`with_ids` hands them to a block function).
 
     Raises
     ------
@@ -74,10 +77,46 @@ def apply_block(
         if W is not None:
             qm, qs = blocks[2 * k], blocks[2 * k + 1]
             llr += qm @ W @ qs.T if qm.ndim == 2 else cell_terms(qm, W, qs)
-    bad = int(np.count_nonzero(mask & ~np.isfinite(llr)))
-    if bad:
-        raise ScoreError(f"{bad} scored trials have a non-finite score")
+    bad = mask & ~np.isfinite(llr)
+    if bad.any():
+        raise nonfinite_error(bad, ids)
     return np.where(mask, llr, 0.0)
+
+
+def nonfinite_error(
+    bad: np.ndarray, ids: tuple[np.ndarray, np.ndarray] | None, *, fused: bool = True
+) -> ScoreError:
+    """The error of a chunk's scored trials whose output is not finite (``bad``: a
+    non-finite input score, or, ``fused``, an LLR that overflows), naming the first by its
+    ``ids`` (the chunk's model and segment ids) where they are known.
+
+    Examples
+    --------
+    >>> bad = np.array([[False, True], [False, True]])
+    >>> str(nonfinite_error(bad, (np.array(["m1", "m2"]), np.array(["s1", "s2"]))))
+    '2 scored trials of a chunk have a non-finite score (or their LLR overflows), e.g. (m1, s2)'
+    """
+    n = int(np.count_nonzero(bad))
+    if ids is None:
+        return ScoreError(f"{n} scored trials have a non-finite score")
+    r, c = (int(i) for i in np.argwhere(bad)[0][:2])
+    why = " (or their LLR overflows)" if fused else ""
+    return ScoreError(f"{n} scored trials of a chunk have a non-finite score{why}, e.g. "
+                      f"({ids[0][r]}, {ids[1][c]})")  # fmt: skip
+
+
+def with_ids(block: Callable[..., np.ndarray], like: xr.Dataset, chunks: Any) -> tuple[Any, list]:
+    """``block`` (a block function taking ``ids=``) for ``da.blockwise`` over ``"ij"`` chunks
+    of ``like``'s grid, and the leading blockwise arguments that hand each chunk its model
+    and segment ids (so that its errors name a trial)."""
+    models = da.from_array(np.asarray(like.model.values, dtype=object), chunks=(chunks[0],))
+    segments = da.from_array(np.asarray(like.segment.values, dtype=object), chunks=(chunks[1],))
+    return partial(_named, block), [models, "i", segments, "j"]
+
+
+def _named(block: Callable[..., np.ndarray], models: np.ndarray, segments: np.ndarray,
+           *blocks: np.ndarray, **options: Any) -> np.ndarray:  # fmt: skip
+    return block(*blocks, ids=(models, segments), **options)
 
 
 def _output_mask(aligned: Sequence[xr.Dataset], ndx: xr.Dataset | None) -> da.Array:

@@ -28,6 +28,7 @@ from bosaris_dask.fusion.base import (
     model_array,
     scores_and_key,
     wanted_trials,
+    with_ids,
 )
 from bosaris_dask.fusion.fit_checks import (
     CHECKED_MAX_PARAMS,
@@ -328,9 +329,11 @@ class LinearFuser(JsonModel):
             qm, qs = quality_sides(quality, like.model.values, like.segment.values)
             args += [da.from_array(qm, chunks=(chunks[0], qm.shape[1])), "ia"]
             args += [da.from_array(qs, chunks=(chunks[1], qs.shape[1])), "jb"]
+        block, ids = with_ids(apply_block, like, chunks)
         llr = da.blockwise(
-            apply_block,
+            block,
             "ij",
+            *ids,
             *args,
             n_systems=len(aligned),
             weights=np.asarray(weights),

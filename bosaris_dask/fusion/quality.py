@@ -19,6 +19,7 @@ from bosaris_dask.fusion.base import (
     model_array,
     scores_and_key,
     wanted_trials,
+    with_ids,
 )
 from bosaris_dask.fusion.fit_checks import FitWarning
 from bosaris_dask.fusion.linear import LinearFuser
@@ -103,13 +104,14 @@ def _quality_block(
     W: np.ndarray,
     backoff_weights: np.ndarray,
     backoff_offset: float,
+    ids: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """One chunk: the quality fusion where both sides have quality, else the back-off (the
     quality vectors: the chunk's rows' and columns', or each cell's own)."""
     k = n_systems
-    fused = apply_block(*blocks, n_systems=k, weights=weights, offset=offset, W=W)
+    fused = apply_block(*blocks, n_systems=k, weights=weights, offset=offset, W=W, ids=ids)
     backoff = apply_block(*blocks[: 2 * k], n_systems=k, weights=backoff_weights,
-                          offset=backoff_offset)  # fmt: skip
+                          offset=backoff_offset, ids=ids)  # fmt: skip
     qm, qs = blocks[2 * k], blocks[2 * k + 1]
     if qm.ndim == 3:  # packed trials: each cell's own model and segment
         has = _has_quality(qm) & _has_quality(qs)
@@ -360,9 +362,11 @@ class QualityFuser(LinearFuser):
         else:
             args += [da.from_array(qm, chunks=(chunks[0], qm.shape[1])), "ia"]
             args += [da.from_array(qs, chunks=(chunks[1], qs.shape[1])), "jb"]
+        block, ids = with_ids(_quality_block, like, chunks)
         llr = da.blockwise(
-            _quality_block,
+            block,
             "ij",
+            *ids,
             *args,
             n_systems=len(aligned),
             weights=np.asarray(weights),
