@@ -222,6 +222,20 @@ def test_the_bootstrap_packs_too(tmp_path, always_pack, capsys):
     assert "read as packed" in capsys.readouterr().err
 
 
+def test_apply_of_a_sparse_list_says_it_is_read_packed(tmp_path, monkeypatch, capsys):
+    # evaluate, plot, calibrate and fuse said so; apply (in the list's line order) did not
+    _lists(tmp_path)
+    scores = str(tmp_path / "scores")
+    assert main(["calibrate", "--key", str(tmp_path / "trials"), "--scores", scores,
+                 "--model-out", str(tmp_path / "cal.json"), "-q"]) == 0  # fmt: skip
+    argv = ["apply", "--model", str(tmp_path / "cal.json"), "--scores", scores, "--out"]
+    for cells, said in ((1 << 62, False), (0, True)):  # a dense list, then a sparse one
+        monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", cells)
+        monkeypatch.setattr(packed, "SPARSE_CELLS_PER_TRIAL", 0)
+        assert main([*argv, str(tmp_path / "out.txt")]) == 0
+        assert ("scores: 302 trials over" in capsys.readouterr().err) == said
+
+
 @pytest.mark.parametrize("command", ["calibrate", "fuse"])
 def test_a_fit_on_packed_lists_is_the_fit_on_the_grid(tmp_path, monkeypatch, command, capsys):
     _lists(tmp_path)

@@ -26,7 +26,12 @@ from typing import Any
 import numpy as np
 
 from bosaris_dask.cli.common import _in_natural, _in_user_base, _say, _text_formats
-from bosaris_dask.cli.packed_inputs import _regular_text_file, list_quality, score_lists
+from bosaris_dask.cli.packed_inputs import (
+    _regular_text_file,
+    list_quality,
+    say_packed,
+    score_lists,
+)
 from bosaris_dask.errors import BosarisError, OptionError
 
 __all__ = [
@@ -88,12 +93,14 @@ def apply_in_order(
     without one is written with that value.
     """
     from bosaris_dask.calibration import apply_model
-    from bosaris_dask.io.text.packed import as_packed, joined, unpacked
+    from bosaris_dask.io.text.packed import as_packed, is_sparse, joined, unpacked
     from bosaris_dask.io.text.write import write_score_lines
 
     key_format, text_format = _text_formats(args)
     lists = score_lists(score_paths, text_format)
     order = trial_list(args.ndx, "--ndx", key_format) if args.ndx else lists[0]
+    if is_sparse(len(order.models), len(order.segments), len(order.values)):
+        say_packed(args, order)  # (a dense list is applied in its line order just the same)
     systems = [as_packed(order, *joined(order, scores)) for scores in lists]
     if embeddings:
         from bosaris_dask.cli.packed_inputs import _trial_scores

@@ -93,6 +93,14 @@ def _pairs_from_embeddings(args: argparse.Namespace) -> bool:
     return uses_embeddings(args)
 
 
+def say_packed(args: argparse.Namespace, trials: Any) -> None:
+    """Say that a sparse list (a :class:`~bosaris_dask.io.text.packed.TrialList`) is read as
+    packed trial lists, as every command reading one does."""
+    n_m, n_s, n = len(trials.models), len(trials.segments), len(trials.values)
+    _say(args, f"{trials.path}: {n:,} trials over {n_m:,} x {n_s:,} ids: read as packed "
+               "trial lists, not as the ids' grid")  # fmt: skip
+
+
 def _packed(
     args: argparse.Namespace,
     key: Any,
@@ -108,9 +116,7 @@ def _packed(
 
     key.refuse_duplicates()  # the key's errors first, as when it is read whole
     lists = score_lists(score_paths, text_format)
-    n_m, n_s, n = len(key.models), len(key.segments), len(key.values)
-    _say(args, f"{key.path}: {n:,} trials over {n_m:,} x {n_s:,} ids: read as packed "
-               "trial lists, not as the ids' grid")  # fmt: skip
+    say_packed(args, key)
     from_embeddings = _trial_scores(args, key) if embeddings else None
     allow_missing = bool(getattr(args, "allow_missing", False))
     packed_key, systems = pack(
