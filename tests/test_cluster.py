@@ -429,6 +429,46 @@ def test_missing_scheduler_file_fails_fast(tmp_path):
 # --------------------------------------------------------------------------------------------
 
 
+def _slow(block):
+    time.sleep(1.0)
+    return block
+
+
+def test_a_run_whose_workers_are_all_lost_ends_with_a_cluster_error():
+    """Every worker gone mid-run (killed for memory, a job's walltime): the tasks waited for
+    a worker forever. A scheduler this package starts fails them after the worker timeout,
+    and connect says so in one line; the scheduler's line per task is left out."""
+    import logging
+    import threading
+
+    from bosaris_dask.progress import compute
+
+    start = time.monotonic()
+    with pytest.raises(
+        ClusterError,
+        match=r"^every worker of the local dask cluster was lost "
+        r"during the work and none came back within 1 s",
+    ):
+        with connect(cluster="local", workers=1, threads_per_worker=1, announce=None) as client:
+            assert client.run_on_scheduler(
+                lambda dask_scheduler: dask_scheduler.no_workers_timeout) == 60.0  # fmt: skip
+            client.run_on_scheduler(
+                lambda dask_scheduler: setattr(dask_scheduler, "no_workers_timeout", 1.0)
+            )
+            logged: list[str] = []
+            handler = logging.Handler()
+            handler.emit = lambda record: logged.append(record.getMessage())  # type: ignore
+            logging.getLogger("distributed.scheduler").addHandler(handler)
+            threading.Timer(0.5, lambda: client.cluster.scale(0)).start()  # all workers gone
+            try:
+                compute(da.ones(6, chunks=1).map_blocks(_slow).sum())
+            finally:
+                logging.getLogger("distributed.scheduler").removeHandler(handler)
+    assert time.monotonic() - start < 30
+    assert not [m for m in logged if "timed out waiting" in m]
+    assert dask.config.get("distributed.comm.timeouts.connect")  # dask's config left whole
+
+
 def test_local_cluster_two_processes_matches_threads():
     x, dx = _data()
     expected = _threaded_sum(dx)

@@ -161,7 +161,11 @@ def connect(
 
     stack = contextlib.ExitStack()
     hopeless = None  # a check that says when waiting for workers cannot help (jobqueue kinds)
+    wait = (worker_timeout if worker_timeout is not None
+            else 600.0 if kind in _JOBQUEUE_KINDS else 60.0)  # fmt: skip
     with stack:
+        if kind in ("local", "mpi", *_JOBQUEUE_KINDS):  # a scheduler of ours
+            stack.enter_context(_failing_without_workers(wait))
         if kind == "address":
             where = f"the dask scheduler at {scheduler}"
             client = _client(stack, timeout, where, address=scheduler)
@@ -188,11 +192,6 @@ def connect(
             )  # fmt: skip
 
         if kind in ("address", "file", "mpi", "slurm", "pbs"):
-            wait = (
-                worker_timeout
-                if worker_timeout is not None
-                else (600.0 if kind in _JOBQUEUE_KINDS else 60.0)
-            )
             _wait_for_workers(client, kind, wait, where, hopeless)
         link = client.dashboard_link
         if dashboard and link:
@@ -206,12 +205,49 @@ def connect(
         except BosarisError:
             raise
         except Exception as exc:
+            from distributed.scheduler import NoValidWorkerError, NoWorkerError
+
+            if isinstance(exc, NoWorkerError | NoValidWorkerError):
+                waited = getattr(exc, "timeout", wait)
+                raise ClusterError(
+                    f"every worker of {where} was lost during the work and none came back "
+                    f"within {waited:g} s (killed for memory, or their jobs ended?); nothing "
+                    "is reported"
+                ) from None
             if client.status != "running":
                 raise ClusterError(
                     f"lost the connection to {where} ({type(exc).__name__}: {exc}); "
                     "did the scheduler die, or its job end?"
                 ) from exc
             raise
+
+
+@contextlib.contextmanager
+def _failing_without_workers(wait: float) -> Iterator[None]:
+    """dask's config for a scheduler started in this block: tasks that wait ``wait`` seconds
+    with no worker to run them fail (``distributed.scheduler.no-workers-timeout``), so a run
+    whose workers are all lost ends instead of waiting forever; a value the user configured
+    is kept. The scheduler's log line per failed task is left out (:func:`connect` says it
+    once)."""
+    import logging
+
+    import dask
+    import distributed  # noqa: F401  (its config defaults first: set() would drop them after)
+
+    def not_a_timed_out_task(record: logging.LogRecord) -> bool:
+        return "marked as failed because it timed out waiting" not in record.getMessage()
+
+    key = "distributed.scheduler.no-workers-timeout"
+    logger = logging.getLogger("distributed.scheduler")
+    logger.addFilter(not_a_timed_out_task)
+    try:
+        if dask.config.get(key, None) is not None:
+            yield
+        else:
+            with dask.config.set({key: f"{wait}s"}):
+                yield
+    finally:
+        logger.removeFilter(not_a_timed_out_task)
 
 
 def connect_timeout() -> float:
