@@ -145,6 +145,22 @@ def test_text_staged_for_workers_elsewhere_is_refused_with_advice(texts, cluster
     assert "--scratch-dir DIR" in message
 
 
+def test_scores_realigned_for_workers_elsewhere_are_refused_with_the_way_out(trials, cluster,
+                                                                           elsewhere):  # fmt: skip
+    # the advice put the description where a file name goes ('bosaris-dask convert scores in
+    # another id order than the key's scores in ... .zarr'); converting keeps the order anyway
+    from distributed import Client
+
+    models, segments, key, score, mask = trials
+    shuffled = make_scores(models[::-1], segments, score[::-1], mask[::-1], chunks=(ROWS, S))
+    with Client(cluster), pytest.raises(bd.errors.ClusterError) as error:
+        align(shuffled, key, once=True)
+    assert str(error.value).startswith("scores in another id order than the key's: staging it")
+    assert str(error.value).endswith("; pass --scratch-dir DIR (scratch= in Python) with DIR "
+                                     "shared by all hosts")  # fmt: skip
+    assert "convert" not in str(error.value)
+
+
 def test_text_staged_before_the_cluster_is_refused_when_it_comes(texts, cluster, elsewhere):
     from distributed import Client
 

@@ -28,11 +28,11 @@ __all__ = [
 
 _log = logging.getLogger("bosaris_dask.io")
 
-#: What to do about an input staged where workers on other hosts cannot read it.
-_WAY_OUT = (
-    "convert it first (bosaris-dask convert {source} {source}.zarr, on a shared file system) "
-    "or pass --scratch-dir DIR (scratch= in Python) with DIR shared by all hosts"
-)
+#: What to do about data staged where workers on other hosts cannot read it.
+_SHARED_SCRATCH = "pass --scratch-dir DIR (scratch= in Python) with DIR shared by all hosts"
+#: ... and about a text input staged so.
+_WAY_OUT = ("convert it first (bosaris-dask convert {source} {source}.zarr, on a shared file "
+            "system) or " + _SHARED_SCRATCH)  # fmt: skip
 #: The fill value of each data variable where an alignment adds rows or columns.
 _FILL = {"trial_mask": 0, "score": 0.0, "score_mask": False}
 
@@ -66,9 +66,12 @@ def workers_off_this_host(client: Any = None) -> list[str]:
     return sorted(off)
 
 
-def scratch_directory(scratch: str | os.PathLike[str] | None = None, *, what: str = "") -> str:
+def scratch_directory(
+    scratch: str | os.PathLike[str] | None = None, *, what: str = "", converts: bool = True
+) -> str:
     """The directory for staged data: ``scratch``, else the dask config :data:`SCRATCH_CONFIG`, else
-    the temporary folder, refused (ClusterError) when workers run on other hosts.
+    the temporary folder, refused (ClusterError) when workers run on other hosts. ``what``: the
+    data (a text file's path where ``converts``: converting it would do too).
     """
     given = scratch if scratch is not None else dask.config.get(SCRATCH_CONFIG, None)
     if given is not None:
@@ -81,7 +84,7 @@ def scratch_directory(scratch: str | os.PathLike[str] | None = None, *, what: st
         raise ClusterError(
             f"{what + ': ' if what else ''}staging it in this machine's temporary folder would "
             f"leave it unreadable by {len(off)} worker(s) on other hosts (e.g. {off[0]}); "
-            + _WAY_OUT.format(source=what or "INPUT")
+            + (_WAY_OUT.format(source=what or "INPUT") if converts else _SHARED_SCRATCH)
         )
     return tempfile.gettempdir()
 
@@ -180,7 +183,9 @@ def realign(
     """
     rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
     names = [n for n in obj.data_vars if n in _FILL]
-    directory = scratch_directory(what="scores in another id order than the key's")
+    directory = scratch_directory(
+        what="scores in another id order than the key's", converts=False
+    )  # (converted, they keep their order)
     owners, stores = {}, []
     for name in names:
         owners[name], store = _stage(as_dask(obj[name].data), directory)
