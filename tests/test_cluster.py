@@ -107,11 +107,18 @@ def test_default_small_job_uses_threads():
         ({"scheduler": "tcp://127.0.0.1:1", "cluster": "local"}, "only one of"),
         ({"scheduler": "tcp://127.0.0.1:1", "scheduler_file": "f.json"}, "only one of"),
         ({"cluster": "yarn"}, "unknown cluster 'yarn'"),
-        ({"cluster": "local", "jobs": 2}, "jobs only apply to cluster='slurm'"),
-        ({"cluster": "threads", "queue": "q", "walltime": "1:00"}, "queue, walltime only"),
+        ({"cluster": "local", "jobs": 2}, r"jobs \(--jobs\) only apply to cluster='slurm'"),
+        (
+            {"cluster": "threads", "queue": "q", "walltime": "1:00"},
+            r"queue \(--queue\), walltime \(--walltime\) only",
+        ),
         ({"cluster": "mpi", "workers": 4}, "mpirun -n N"),
         ({"cluster": "slurm", "memory_limit": "4GB"}, "memory per job"),
-        ({"scheduler": "tcp://127.0.0.1:1", "workers": 2}, "only apply to a cluster we start"),
+        (
+            {"scheduler": "tcp://127.0.0.1:1", "workers": 2},  # the flags too (the CLI's)
+            r"^workers \(--workers\) only apply to a cluster this program starts \(cluster='local' "
+            r"or 'mpi'\), not to a running scheduler \(--scheduler\)$",
+        ),
         ({"cluster": "local", "workers": 0}, "workers must be a positive integer"),
         ({"cluster": "local", "memory_limit": "lots"}, "invalid memory limit 'lots'"),
         ({"cluster": "local", "memory_limit": -1}, "invalid memory limit -1"),
@@ -268,6 +275,36 @@ def test_jobqueue_with_nothing_given_leaves_everything_to_dask_config(kind, fake
 def test_jobqueue_workers_that_are_not_whole_jobs_are_refused(kwargs, match, fake_clusters):
     with pytest.raises(ClusterError, match=match):
         with connect(cluster="slurm", **kwargs, **LOCAL):
+            pytest.fail("the block must not run")
+
+
+@pytest.mark.parametrize("cluster", ["mpi", "slurm"])
+def test_an_interface_this_host_lacks_is_one_line_before_anything_starts(cluster, fake_clusters):
+    # mpi: rank 0 died with a traceback and the other ranks waited forever; slurm: a 76-line
+    # traceback of distributed's RuntimeError
+    with pytest.raises(ClusterError, match=r"^--interface no-such-nic: this host has no such "
+                                           r"network interface \(it has .*lo"):  # fmt: skip
+        with connect(cluster=cluster, interface="no-such-nic", **LOCAL):
+            pytest.fail("the block must not run")
+    assert fake_clusters["mpi"] == []
+
+
+def test_mpi4py_without_its_mpi_library_is_one_line(fake_clusters, monkeypatch):
+    import types
+
+    mpi4py = types.ModuleType("mpi4py")
+
+    def no_library(name):
+        raise RuntimeError("cannot load MPI library (libmpi.so: cannot open shared object file)")
+
+    mpi4py.__getattr__ = no_library  # as mpi4py's MPI module fails to load
+    monkeypatch.setitem(sys.modules, "mpi4py", mpi4py)
+    with pytest.raises(
+        ClusterError,
+        match=r"^cluster='mpi': mpi4py cannot load the MPI library "
+        r"\(cannot load MPI library .*\); load the MPI",
+    ):
+        with connect(cluster="mpi", **LOCAL):
             pytest.fail("the block must not run")
 
 

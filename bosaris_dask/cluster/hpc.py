@@ -75,7 +75,13 @@ def jobqueue_job_script(
 def _start_mpi(stack, threads_per_worker, memory_limit, interface, dashboard, timeout) -> Client:
     dask_mpi = _import_optional("dask_mpi", "cluster='mpi'")
     _import_optional("mpi4py", "cluster='mpi'")
-    from mpi4py import MPI
+    try:
+        from mpi4py import MPI
+    except RuntimeError as exc:  # mpi4py installed, its MPI library not found
+        raise ClusterError(f"cluster='mpi': mpi4py cannot load the MPI library ({exc}); load "
+                           "the MPI that mpi4py was built with (module load ...), or "
+                           "reinstall mpi4py against this one") from None  # fmt: skip
+    check_interface(interface)  # on every rank: a bad name stopped rank 0, the others waited
 
     if MPI.COMM_WORLD.Get_rank() != 1:
         # The scheduler and worker ranks log every connection (and tracebacks of the closed
@@ -131,8 +137,29 @@ def _jobqueue_kwargs(kind, workers, jobs, queue, cores, memory, walltime, interf
     return {k: v for k, v in overrides.items() if v is not None}
 
 
+def check_interface(interface: str | None) -> None:
+    """A :class:`ClusterError` unless ``interface`` (if given) is a network interface of this
+    host, where the scheduler listens on it.
+
+    >>> check_interface("no-such-nic")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.ClusterError: --interface no-such-nic: this host has no such network ...
+    """
+    if interface is None:
+        return
+    import psutil
+
+    names = sorted(psutil.net_if_addrs())
+    if interface not in names:
+        raise ClusterError(f"--interface {interface}: this host has no such network interface "
+                           f"(it has {', '.join(names)}): the scheduler listens on it "
+                           "here")  # fmt: skip
+
+
 @contextlib.contextmanager
 def _jobqueue_cluster(cls, kind: str, kwargs: dict):
+    check_interface(kwargs.get("interface"))
     try:
         jq = cls(**kwargs)
     except ValueError as exc:
@@ -141,7 +168,7 @@ def _jobqueue_cluster(cls, kind: str, kwargs: dict):
             f"jobqueue.{kind}.memory in dask's config (~/.config/dask/jobqueue.yaml) or pass "
             "--cores/--memory."
         ) from exc
-    except (OSError, TimeoutError) as exc:
+    except (OSError, TimeoutError, RuntimeError) as exc:  # (distributed's wrapped errors)
         raise ClusterError(f"could not start the {kind} cluster's scheduler: {exc}") from exc
     try:
         yield jq
@@ -202,7 +229,10 @@ def _refusals_not_logged() -> Iterator[None]:
     ``scale``'s callback, whose error nobody awaited) while :func:`_submit_now` reports it."""
 
     def not_a_refusal(record: logging.LogRecord) -> bool:
-        return _REFUSAL not in record.getMessage()
+        # the refusal's text, or a submission command missing (sbatch on a PBS site)
+        missing = record.exc_info is not None and isinstance(record.exc_info[1],
+                                                             FileNotFoundError)  # fmt: skip
+        return _REFUSAL not in record.getMessage() and not missing
 
     logger = logging.getLogger("tornado.application")
     logger.addFilter(not_a_refusal)

@@ -387,17 +387,29 @@ def _check_options(kind, workers, threads_per_worker, memory_limit, queue, cores
                      "jobs": jobs}  # fmt: skip
     bad = [n for n, v in jobqueue_only.items() if v is not None]
     if bad and kind not in _JOBQUEUE_KINDS:
-        raise ClusterError(f"{', '.join(bad)} only apply to cluster='slurm' or 'pbs'")
+        raise ClusterError(f"{_named(bad)} only apply to cluster='slurm' or 'pbs'")
     if kind in _JOBQUEUE_KINDS and memory_limit is not None:
         raise ClusterError("with slurm/pbs give the memory per job (memory=...), not memory_limit")
     if kind == "mpi" and workers is not None:
         raise ClusterError("with mpi the number of workers is set by 'mpirun -n N' (N - 2)")
-    if kind in ("address", "file", "existing") and any(
-        v is not None for v in (workers, threads_per_worker, memory_limit)
-    ):
-        raise ClusterError(
-            "workers, threads_per_worker and memory_limit only apply to a cluster we start"
-        )
+    ours = {"workers": workers, "threads_per_worker": threads_per_worker,
+            "memory_limit": memory_limit}  # fmt: skip
+    given = [n for n, v in ours.items() if v is not None]
+    if kind in ("address", "file", "existing") and given:
+        running = {"address": "a running scheduler (--scheduler)",
+                   "file": "a running scheduler (--scheduler-file)",
+                   "existing": "the client already running"}[kind]  # fmt: skip
+        raise ClusterError(f"{_named(given)} only apply to a cluster this program starts "
+                           f"(cluster='local' or 'mpi'), not to {running}")  # fmt: skip
+
+
+def _named(names: list[str]) -> str:
+    """Python parameters with the command line's options for them.
+
+    >>> _named(["workers", "memory_limit"])
+    'workers (--workers), memory_limit (--memory-limit)'
+    """
+    return ", ".join(f"{n} (--{n.replace('_', '-')})" for n in names)
 
 
 def _announcer(announce):
