@@ -284,8 +284,9 @@ def check_worker_memory(need: TaskMemory, client: Any | None) -> None:
     bosaris_dask.errors.MemoryLimitError: worker tcp://w1 would need about 520 MB (200 MB for \
 itself, 2 threads x 150 MB; chunk task 150 MB (inputs 100 MB, kernel buffers 40 MB, histograms \
 10 MB), merge task 60 MB, results awaiting a merge 20 MB, kept trials 0 MB) but its memory \
-limit is 400 MB: give each worker more memory (--memory-limit), fewer threads \
-(--threads-per-worker 1), or use smaller chunks
+limit is 400 MB: give each worker more memory (--memory-limit under --cluster mpi; dask \
+worker --memory-limit for your own), fewer threads (--threads-per-worker 1; dask worker \
+--nthreads 1), or use smaller chunks
     """
     if client is None:
         return
@@ -301,9 +302,24 @@ limit is 400 MB: give each worker more memory (--memory-limit), fewer threads \
             raise MemoryLimitError(
                 f"worker {address} would need about {total // _MB} MB ({itself // _MB} MB for "
                 f"itself, {threads} x {need.peak // _MB} MB; {need.describe()}) but "
-                f"its memory limit is {limit // _MB} MB: give each worker more memory "
-                "(--memory-limit), fewer threads (--threads-per-worker 1), or use smaller chunks"
+                f"its memory limit is {limit // _MB} MB: {_remedy(client, nthreads)}"
             )
+
+
+def _remedy(client: Any, nthreads: int) -> str:
+    """What gives a worker of ``client``'s cluster room for a task, in the options of the
+    cluster kind it is (a local cluster's, slurm/pbs jobs', or workers started elsewhere)."""
+    kind = type(getattr(client, "cluster", None)).__name__
+    if kind == "LocalCluster":
+        more, fewer = "(--memory-limit)", "(--threads-per-worker 1)"
+    elif kind in ("SLURMCluster", "PBSCluster"):
+        more = "(--memory per job, shared by its worker processes)"
+        fewer = "(more worker processes per job: jobqueue's processes, or --workers with --jobs)"
+    else:  # a running scheduler's workers, or dask-mpi's
+        more = "(--memory-limit under --cluster mpi; dask worker --memory-limit for your own)"
+        fewer = "(--threads-per-worker 1; dask worker --nthreads 1)"
+    threads = f"fewer threads {fewer}, " if nthreads > 1 else ""
+    return f"give each worker more memory {more}, {threads}or use smaller chunks"
 
 
 def cluster_threads(client: Any | None) -> int:

@@ -86,6 +86,26 @@ def test_check_counts_threads_baseline_and_the_terminate_fraction():
     check_worker_memory(need, _FakeClient(w1=just))  # 200 + 200 + 20 + 40 = 460: fine
 
 
+def test_the_remedy_names_the_options_of_the_cluster_kind():
+    # it named --memory-limit and --threads-per-worker, which slurm/pbs and running schedulers
+    # refuse, and fewer threads to a worker of one thread
+    from types import SimpleNamespace
+
+    from bosaris_dask.memory import _remedy
+
+    def kind(name):
+        return SimpleNamespace(cluster=type(name, (), {})())
+
+    assert _remedy(kind("LocalCluster"), 2) == ("give each worker more memory (--memory-limit), "
+                                                "fewer threads (--threads-per-worker 1), or use "
+                                                "smaller chunks")  # fmt: skip
+    assert _remedy(kind("LocalCluster"), 1) == ("give each worker more memory (--memory-limit), "
+                                                "or use smaller chunks")  # fmt: skip
+    assert "(--memory per job" in _remedy(kind("SLURMCluster"), 4)
+    assert "--memory-limit)" not in _remedy(kind("PBSCluster"), 4)
+    assert "dask worker --memory-limit" in _remedy(SimpleNamespace(cluster=None), 2)
+
+
 @pytest.mark.slow
 def test_a_worker_too_small_for_one_task_is_refused_before_any_pass(stores, capsys):
     key, scores = io.read(stores / "key.zarr"), io.read(stores / "system-1.zarr")
