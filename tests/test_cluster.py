@@ -239,6 +239,11 @@ def test_the_local_dashboard_port_comes_from_dask_config(fake_clusters):
         with connect(cluster="local", workers=1, announce=None):
             pass
     assert fake_clusters["local"][0]["dashboard_address"] == "127.0.0.1:9999"  # loopback only
+    with connect(cluster="local", workers=1, dashboard=False, announce=None):
+        pass  # no dashboard: the scheduler's HTTP routes on a free port, 8787 left alone
+    assert fake_clusters["local"][1]["dashboard_address"] is None
+    assert fake_clusters["local"][1]["scheduler_kwargs"] == {
+        "dashboard": False, "dashboard_address": "127.0.0.1:0"}  # fmt: skip
 
 
 @pytest.mark.parametrize("kind", ["slurm", "pbs"])

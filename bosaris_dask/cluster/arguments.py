@@ -96,7 +96,8 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     g.add_argument(
         "--worker-timeout", type=_positive_float, metavar="SECONDS",
-        help="how long to wait for the first worker (default 600 for slurm/pbs, else 60)",
+        help="how long to wait for the first worker, and for any worker once all are lost "
+        "mid-run on a cluster this program starts (default 600 for slurm/pbs, else 60)",
     )  # fmt: skip
 
 

@@ -207,6 +207,8 @@ def _start_local(stack, workers, threads_per_worker, memory_limit, dashboard, ti
         "host": "127.0.0.1",
         "dashboard_address": _loopback_dashboard() if dashboard else None,
     }
+    if not dashboard:  # the scheduler's HTTP routes on a free port: 8787 stays free (and quiet)
+        kwargs["scheduler_kwargs"] = {"dashboard": False, "dashboard_address": "127.0.0.1:0"}
     if workers is not None:
         kwargs["n_workers"] = workers
     if threads_per_worker is not None:

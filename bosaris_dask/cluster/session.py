@@ -102,7 +102,8 @@ def connect(
         Seconds to wait to reach a scheduler; also how long a lost scheduler is retried
         (default: dask's ``distributed.comm.timeouts.connect``, 30 s unless configured).
     worker_timeout
-        Seconds to wait for the first worker (slurm/pbs jobs may queue: default 600; else 60).
+        Seconds to wait for the first worker (slurm/pbs jobs may queue: default 600; else 60),
+        and, on a scheduler started here, for any worker once all are lost during the work.
     size_hint
         Number of trials of the job, used only by ``cluster=None`` to choose threads or local.
     announce
@@ -320,7 +321,7 @@ _APPLIES = (
     ("--jobs", "jobs", _JOBQUEUE_KINDS),
     ("--interface", "interface", (*_JOBQUEUE_KINDS, "mpi")),
     ("--scheduler-timeout", "timeout", ("address", "file", "local", "mpi", *_JOBQUEUE_KINDS)),
-    ("--worker-timeout", "worker_timeout", ("address", "file", "mpi", *_JOBQUEUE_KINDS)),
+    ("--worker-timeout", "worker_timeout", ("address", "file", "local", "mpi", *_JOBQUEUE_KINDS)),
     ("--dashboard", "dashboard", ("address", "file", "local", "mpi", *_JOBQUEUE_KINDS)),
 )
 
