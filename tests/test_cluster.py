@@ -222,8 +222,9 @@ def test_workers_is_the_number_of_workers_for_every_kind(kind, fake_clusters):
         threads = dask.config.get("num_workers", None)
     if kind == "local":
         assert fake_clusters["local"] == [
-            {"processes": True, "host": "127.0.0.1", "dashboard_address": None, "n_workers": 4}
-        ]
+            {"processes": True, "host": "127.0.0.1", "dashboard_address": None, "n_workers": 4,
+             "scheduler_kwargs": {"dashboard": False, "dashboard_address": "127.0.0.1:0"}}
+        ]  # fmt: skip
     elif kind == "threads":
         assert threads == 4
     else:
