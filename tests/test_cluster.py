@@ -441,6 +441,29 @@ def test_unreachable_scheduler_address_fails_fast():
     assert current_client() is None
 
 
+def test_a_server_that_is_no_dask_scheduler_is_said_to_be_one():
+    # an SSH banner read as a message's length: 'MemoryError: Unable to allocate 2.82 EiB'
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def banner():
+        connection, _ = server.accept()
+        connection.sendall(b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n" * 4)
+
+    threading.Thread(target=banner, daemon=True).start()
+    address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    try:
+        with pytest.raises(ClusterError, match=r"something answers there, but not as a dask "
+                                               r"scheduler"):  # fmt: skip
+            with connect(scheduler=address, timeout=5, announce=None):
+                pytest.fail("the block must not run")
+    finally:
+        server.close()
+
+
 def test_the_connect_timeout_comes_from_dask_config_unless_given(tmp_path):
     """No copy of distributed's connect timeout: without ``timeout`` (or --scheduler-timeout)
     dask's ``distributed.comm.timeouts.connect`` decides."""

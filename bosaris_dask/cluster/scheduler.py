@@ -73,6 +73,11 @@ def _client(stack: contextlib.ExitStack, timeout: float, what: str, **kwargs) ->
     exc = made.get("error")
     if isinstance(exc, (KeyboardInterrupt, SystemExit)):
         raise exc
+    if isinstance(exc, MemoryError):  # another protocol's bytes read as a message's length
+        raise ClusterError(
+            f"cannot connect to {what}: something answers there, but not as a dask scheduler "
+            "(another service on that port? the scheduler's is usually 8786)"
+        ) from exc
     if exc is not None:  # refused, timed out, a malformed address, a reply that is no dask's
         raise ClusterError(
             f"cannot reach {what} within {timeout:g} s ({type(exc).__name__}: {exc})"
