@@ -230,7 +230,7 @@ def test_workers_is_the_number_of_workers_for_every_kind(kind, fake_clusters):
     else:
         (jq,) = _FakeJobQueue.made
         # Nothing of the job's size comes from us: dask's config (here 2 per job) decides.
-        assert jq.kwargs == {"scheduler_options": {"dashboard": False}}
+        assert jq.kwargs == {"scheduler_options": {"dashboard": False, "dashboard_address": ":0"}}
         assert jq.scaled == {"n": 4, "jobs": 0}
         assert jq.worker_count() == 4  # two jobs of two
 
@@ -329,6 +329,7 @@ def test_mpi_passes_only_what_was_given(fake_clusters):
             "nthreads": 4,
             "memory_limit": "7GB",
             "interface": "lo",
+            "dashboard_address": ":0",  # no dashboard: the HTTP routes on a free port
         },
     ]
     with pytest.raises(ClusterError, match="mpirun -n N"):

@@ -67,9 +67,14 @@ def jobqueue_job_script(
         raise ClusterError(f"job scripts exist for {_JOBQUEUE_KINDS}, not {cluster!r}")
     cls = _jobqueue_class(cluster)
     kwargs = _jobqueue_kwargs(cluster, workers, jobs, queue, cores, memory, walltime, interface)
-    kwargs.setdefault("scheduler_options", {"host": "127.0.0.1", "dashboard": False})
+    kwargs.setdefault("scheduler_options", {"host": "127.0.0.1", **_NO_DASHBOARD})
     with _jobqueue_cluster(cls, cluster, kwargs) as jq:
         return str(jq.job_script())
+
+
+#: A scheduler without dashboard pages: its HTTP routes (health, metrics) on a free port, so
+#: that it neither takes 8787 nor warns that another process has it.
+_NO_DASHBOARD = {"dashboard": False, "dashboard_address": ":0"}
 
 
 def _start_mpi(stack, threads_per_worker, memory_limit, interface, dashboard, timeout) -> Client:
@@ -90,6 +95,8 @@ def _start_mpi(stack, threads_per_worker, memory_limit, interface, dashboard, ti
     # Only what was given: dask-mpi's own defaults decide the rest (1 thread, memory "auto").
     given = {"interface": interface, "nthreads": threads_per_worker, "memory_limit": memory_limit}
     kwargs = {k: v for k, v in given.items() if v is not None}
+    if not dashboard:
+        kwargs["dashboard_address"] = _NO_DASHBOARD["dashboard_address"]
     try:
         is_client = dask_mpi.initialize(dashboard=dashboard, exit=False, **kwargs)
     except dask_mpi.WorldTooSmallException as exc:
@@ -183,7 +190,7 @@ def _start_jobqueue(stack, kind, workers, queue, cores, memory, walltime, jobs, 
     cls = _jobqueue_class(kind)
     kwargs = _jobqueue_kwargs(kind, workers, jobs, queue, cores, memory, walltime, interface)
     if not dashboard:
-        kwargs["scheduler_options"] = {"dashboard": False}
+        kwargs["scheduler_options"] = dict(_NO_DASHBOARD)
     jq = stack.enter_context(_jobqueue_cluster(cls, kind, kwargs))
     per_job = jq._dummy_job.worker_processes  # as dask-jobqueue's own scale(n=...) reads it
     if jobs is None and workers is not None and workers % per_job:
