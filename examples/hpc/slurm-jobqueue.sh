@@ -21,7 +21,7 @@
 set -euo pipefail
 
 DATA=${DATA:-/scratch/$USER/sre-1e9}
-OUT=${OUT:-$DATA/results-$SLURM_JOB_ID.json}
+OUT=${OUT:-$DATA/results-${SLURM_JOB_ID:-local}.json}
 JOBS=${JOBS:-8}                 # worker jobs to submit
 BOSARIS_DASK=${BOSARIS_DASK:-bosaris-dask}
 EXTRA_ARGS=${EXTRA_ARGS:-}      # e.g. "--queue long --walltime 04:00:00 --interface ib0"

@@ -18,7 +18,7 @@
 set -euo pipefail
 
 DATA=${DATA:-/scratch/$USER/sre-1e9}
-OUT=${OUT:-$DATA/results-$SLURM_JOB_ID.json}
+OUT=${OUT:-$DATA/results-${SLURM_JOB_ID:-local}.json}
 MEMORY_LIMIT=${MEMORY_LIMIT:-7GB}   # per worker rank: a little under cpus-per-task x mem-per-cpu
 BOSARIS_DASK=${BOSARIS_DASK:-bosaris-dask}
 MPIRUN_ARGS=${MPIRUN_ARGS:-}        # e.g. "--mca btl_tcp_if_include ib0"
@@ -27,7 +27,7 @@ EXTRA_ARGS=${EXTRA_ARGS:-}          # e.g. "--interface ib0"
 # module load openmpi   # where the site provides MPI through modules
 
 # shellcheck disable=SC2086  # the *_ARGS and BOSARIS_DASK variables are word lists
-mpirun $MPIRUN_ARGS -n "$SLURM_NTASKS" $BOSARIS_DASK evaluate \
+mpirun $MPIRUN_ARGS -n "${SLURM_NTASKS:?run it with sbatch, or set SLURM_NTASKS}" $BOSARIS_DASK evaluate \
     --key "$DATA/key.zarr" \
     --scores "$DATA/system-1.zarr" --scores "$DATA/system-2.zarr" \
     --prior 0.5 --prior 0.01 --prior 0.001 \
