@@ -496,6 +496,20 @@ def test_missing_scheduler_file_fails_fast(tmp_path):
 # --------------------------------------------------------------------------------------------
 
 
+def test_a_ctrl_c_closes_quietly_and_leaves_the_log_levels_as_they_were():
+    """A Ctrl-C during a run on worker processes printed asyncio's 'Task exception was never
+    retrieved ... AllExit' and the workers' heartbeat tracebacks after 'interrupted'; the
+    shutdown silences them, and this process's levels come back once the cluster has closed."""
+    import logging
+
+    levels = {n: logging.getLogger(n).level for n in ("distributed", "asyncio", "tornado")}
+    with pytest.raises(KeyboardInterrupt):
+        with connect(cluster="local", workers=1, threads_per_worker=1, announce=None) as client:
+            raise KeyboardInterrupt
+    assert client.status == "closed"
+    assert {n: logging.getLogger(n).level for n in levels} == levels
+
+
 def _slow(block):
     time.sleep(1.0)
     return block

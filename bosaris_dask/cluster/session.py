@@ -165,6 +165,7 @@ def connect(
     wait = (worker_timeout if worker_timeout is not None
             else 600.0 if kind in _JOBQUEUE_KINDS else 60.0)  # fmt: skip
     with stack:
+        stack.enter_context(_log_levels_kept())  # left last: after the cluster has closed
         if kind in ("local", "mpi", *_JOBQUEUE_KINDS):  # a scheduler of ours
             stack.enter_context(_failing_without_workers(wait))
         if kind == "address":
@@ -203,6 +204,9 @@ def connect(
                 _log.info("no dask dashboard: install bokeh to get one")
         try:
             yield client
+        except KeyboardInterrupt:
+            _quiet_shutdown(client, ours=kind != "address" and kind != "file")
+            raise
         except BosarisError:
             raise
         except Exception as exc:
@@ -221,6 +225,40 @@ def connect(
                     "did the scheduler die, or its job end?"
                 ) from exc
             raise
+
+
+#: The loggers that report work cut short by a Ctrl-C.
+_SHUTDOWN_LOGGERS = ("distributed", "asyncio", "tornado")
+
+
+@contextlib.contextmanager
+def _log_levels_kept() -> Iterator[None]:
+    """The levels of :data:`_SHUTDOWN_LOGGERS` as they were before the block, after it."""
+    import logging
+
+    levels = {name: logging.getLogger(name).level for name in _SHUTDOWN_LOGGERS}
+    try:
+        yield
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+
+
+def _quiet_shutdown(client: Any, *, ours: bool) -> None:
+    """After a Ctrl-C, close without the tracebacks of work cut short: the client's cancelled
+    gathers (asyncio's 'Task exception was never retrieved ... AllExit') and, on workers this
+    program started, their failed heartbeats once the scheduler is gone (this process's levels
+    come back when :func:`connect` has closed the cluster)."""
+    import logging
+
+    def quiet() -> None:
+        for name in _SHUTDOWN_LOGGERS:
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+
+    quiet()
+    if ours:
+        with contextlib.suppress(Exception):
+            client.run(quiet)  # (a few ms: the workers are idle or cancelling)
 
 
 @contextlib.contextmanager
