@@ -24,13 +24,24 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["renamed_getattr", "renamed_module", "warn_renamed"]
+__all__ = ["renamed_getattr", "renamed_module", "warn_renamed", "warn_swapped"]
 
 
 def warn_renamed(old: str, new: str, *, stacklevel: int = 3) -> None:
     """Warn that ``old`` is now ``new`` (a ``FutureWarning``: removed in the next release)."""
     warnings.warn(
         f"{old} is deprecated and will be removed in the next release: use {new}",
+        FutureWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def warn_swapped(function: str, *, stacklevel: int = 3) -> None:
+    """Warn that ``function`` was given ``(key, scores)``, the order of earlier releases, and
+    swapped them (a ``FutureWarning``)."""
+    warnings.warn(
+        f"{function}(key, scores) is deprecated: the order is now {function}(scores, key), as "
+        "in evaluate(scores, key); the arguments were swapped this time",
         FutureWarning,
         stacklevel=stacklevel,
     )

@@ -207,8 +207,10 @@ def test_the_earlier_order_key_then_scores_is_swapped_with_a_warning(tmp_path):
         (sasv_key_and_scores, sscores, skey),
     ):
         want = func(s, k)
-        with pytest.warns(FutureWarning, match=rf"{func.__name__}\(key, scores\) is deprecated"):
+        with pytest.warns(FutureWarning, match=rf"{func.__name__}\(key, scores\) is deprecated") \
+                as record:  # fmt: skip
             swapped = func(k, s)
+        assert record[0].filename == __file__  # points at the caller
         assert repr(swapped) == repr(want)
         with pytest.raises(TrialError, match=rf"{func.__name__} takes \(\w+Scores, \w+Key\), "
                                              r"not \(ndarray, \w+Key\)"):  # fmt: skip

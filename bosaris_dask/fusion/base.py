@@ -14,7 +14,6 @@ from __future__ import annotations
 import inspect
 import json
 import os
-import warnings
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, Self
@@ -23,6 +22,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
+from bosaris_dask._deprecation import warn_swapped
 from bosaris_dask.errors import (
     OptionError,
     ParseError,
@@ -176,12 +176,7 @@ def scores_and_key(first: Any, second: Any, method: str, *, stacklevel: int = 3)
     ('scores', 'key')
     """
     if _kind(first) == "key" and _kind(second) == "scores":
-        warnings.warn(
-            f"{method}(key, scores) is deprecated: the order is now {method}(scores, key), as "
-            "in evaluate(scores, key); the arguments were swapped this time",
-            FutureWarning,
-            stacklevel=stacklevel,
-        )
+        warn_swapped(method, stacklevel=stacklevel + 1)
         return second, first
     return first, second
 

@@ -60,7 +60,6 @@ import io
 import math
 import os
 import re
-import warnings
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -69,6 +68,7 @@ from typing import TypeVar
 import numpy as np
 import xarray as xr
 
+from bosaris_dask._deprecation import warn_swapped
 from bosaris_dask.errors import MissingTrialsError, ParseError, TrialError
 from bosaris_dask.io.text.layout import number_of_token
 
@@ -415,9 +415,7 @@ def _scores_then_key(
         def ordered(scores: object, key: object, *, allow_missing: bool = False) -> T:
             name = func.__name__
             if isinstance(scores, key_type) and isinstance(key, scores_type):
-                warnings.warn(f"{name}(key, scores) is deprecated: the order is now "
-                              f"{name}(scores, key), as in evaluate(scores, key); the arguments "
-                              "were swapped this time", FutureWarning, stacklevel=2)  # fmt: skip
+                warn_swapped(name)
                 scores, key = key, scores
             if not (isinstance(scores, scores_type) and isinstance(key, key_type)):
                 given = f"{type(scores).__name__}, {type(key).__name__}"
