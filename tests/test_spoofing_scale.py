@@ -241,7 +241,12 @@ def test_the_class_counts_come_from_the_key_without_an_sasv_column():
                    [False, False, False, True, True])  # fmt: skip
     s = make_scores(["m"], list("abcde"), [[2.0, 0.5, 1.0, 1.5, -1.0]])
     counts = ("n_target", "n_nontarget", "n_spoof")
-    for columns in ({"cm": s, "asv": s}, {"cm": s}, {"sasv": s, "cm": s, "asv": s}):
+    for columns in (
+        {"cm": s, "asv": s},
+        {"cm": s},
+        {"sasv": s, "cm": s, "asv": s},
+        {"cm": s, "asv": s, "asv_rates": "given"},
+    ):  # (the ASV members': no pass)
         out = evaluate_sasv(key, **columns)
         assert [out[n] for n in counts] == [2, 1, 2], columns
 

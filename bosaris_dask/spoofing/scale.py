@@ -266,7 +266,8 @@ def evaluate_sasv(
     -------
     dict
         ``n_target``, ``n_nontarget``, ``n_spoof`` (the SASV column's scored trials; without
-        it, the key's), ``n_missing`` (key trials without a
+        it, the ASV column's where it is read in the passes, else the key's), ``n_missing``
+        (key trials without a
         score, dropped: the most of any column used; with ``n_missing_by_column`` where the
         columns lack different numbers), ``costs``, ``min_a_dcf`` and
         ``min_a_dcf_threshold``, ``asv_rates`` (``source``, ``pmiss``, ``pfa``, ``pfa_spoof``,
@@ -333,9 +334,8 @@ def evaluate_sasv(
         tandem_values = _t_eer_values(tandem_result)
     else:  # gathered: the ASV column, if no member, is checked for missing scores there
         tandem_values = _t_eer(key, cm, asv, chunks, t_eer, missing, allow_missing)
-    out: dict[str, Any] = {"task": "sasv", "costs": costs.as_dict(),
-                           **(values if "n_target" in values else {**_key_counts(key, chunks),
-                                                                   **values}),
+    counts = {} if "n_target" in values else _class_counts(summaries, starts, key, chunks)
+    out: dict[str, Any] = {"task": "sasv", "costs": costs.as_dict(), **counts, **values,
                            "n_missing": max(missing.values())}  # fmt: skip
     if len(set(missing.values())) > 1:
         out["n_missing_by_column"] = missing
@@ -352,9 +352,15 @@ def evaluate_sasv(
     return out
 
 
-def _key_counts(key: xr.Dataset, chunks: Any) -> dict[str, int]:
-    """The key's target, non-target and spoof trials (the counts where no SASV column gives
-    its scored ones), in one look at the key."""
+def _class_counts(
+    ss: Sequence[ScoreSummary], starts: dict[str, int], key: xr.Dataset, chunks: Any
+) -> dict[str, int]:
+    """The target, non-target and spoof trials where no SASV column counts its scored ones:
+    the ASV column's members' (no pass), else the key's (one look at the key)."""
+    if "asv" in starts:
+        k = starts["asv"]  # members (target vs spoof), (non-target vs spoof)
+        return {"n_target": ss[k].n_target, "n_nontarget": ss[k + 1].n_target,
+                "n_spoof": ss[k].n_nontarget}  # fmt: skip
     from bosaris_dask.progress import compute
 
     codes, spoof = asv_classes(key, chunks)
