@@ -385,6 +385,8 @@ def test_add_cluster_arguments_parses_and_defaults_to_none():
         ["--workers", "0"],
         ["--workers", "two"],
         ["--memory-limit", "lots"],
+        ["--memory", "banana"],  # dask-jobqueue's ValueError, under a generic hint, before
+        ["--memory", "16"],  # 16 bytes
         ["--cluster", "yarn"],
         ["--scheduler", "tcp://a:1", "--cluster", "local"],
         ["--scheduler", "tcp://a:1", "--scheduler-file", "f"],

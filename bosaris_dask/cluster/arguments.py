@@ -68,7 +68,8 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     g.add_argument("--queue", metavar="NAME", help="slurm partition or pbs queue")
     g.add_argument("--cores", type=_positive_int, metavar="N", help="slurm/pbs: cores per job")
-    g.add_argument("--memory", metavar="BYTES", help="slurm/pbs: memory per job, e.g. 16GB")
+    g.add_argument("--memory", type=_job_memory, metavar="BYTES",
+                   help="slurm/pbs: memory per job, e.g. 16GB")  # fmt: skip
     g.add_argument("--walltime", metavar="HH:MM:SS", help="slurm/pbs: walltime per job")
     g.add_argument(
         "--jobs", type=_positive_int, metavar="N",
@@ -118,6 +119,28 @@ def _positive_float(text: str) -> float:
         value = 0.0
     if not 0 < value < math.inf:
         raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text!r}")
+    return value
+
+
+def _job_memory(value: str) -> str:
+    """A job's memory as dask-jobqueue takes it: bytes with a unit (``16GB``), checked here.
+
+    >>> _job_memory("16GB")
+    '16GB'
+    >>> _job_memory("banana")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: invalid job memory 'banana': use bytes with a unit, e.g. 16GB
+    """
+    from dask.utils import parse_bytes
+
+    try:
+        ok = 2**20 <= parse_bytes(value) < math.inf
+    except (ValueError, TypeError):
+        ok = False
+    if not ok:
+        raise argparse.ArgumentTypeError(f"invalid job memory {value!r}: use bytes with a unit, "
+                                         "e.g. 16GB")  # fmt: skip
     return value
 
 
