@@ -507,6 +507,7 @@ def test_a_ctrl_c_closes_quietly_and_leaves_the_log_levels_as_they_were():
     levels = {n: logging.getLogger(n).level for n in ("distributed", "asyncio", "tornado")}
     with pytest.raises(KeyboardInterrupt):
         with connect(cluster="local", workers=1, threads_per_worker=1, announce=None) as client:
+            assert int(da.ones(4, chunks=2).sum().compute()) == 4  # (as mid-run: workers up)
             raise KeyboardInterrupt
     assert client.status == "closed"
     assert {n: logging.getLogger(n).level for n in levels} == levels
