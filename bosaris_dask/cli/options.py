@@ -138,8 +138,11 @@ def quality_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--segment-quality", help="segment-side quality table (text or HDF5)")
 
 
-def training_arguments(parser: argparse.ArgumentParser, apply_help: str) -> None:
-    """What calibrate and fuse share: the objective's prior, the model file, --apply."""
+def training_arguments(
+    parser: argparse.ArgumentParser, apply_help: str, *, one_system: bool = False
+) -> None:
+    """What calibrate and fuse share: the objective's prior, the model file, --apply (one
+    input given twice refused by the parser where ``one_system``, else repeatable)."""
     parser.add_argument(
         "--train-prior", type=values.prior, default=None, metavar="P",
         help="effective prior of the logistic training objective (default 0.5; not for "
@@ -158,7 +161,8 @@ def training_arguments(parser: argparse.ArgumentParser, apply_help: str) -> None
         help="at most N trust-region iterations, one pass each (default 100); a fit that stops "
         "before its minimum says so",
     )  # fmt: skip
-    parser.add_argument("--apply", action="append", metavar="SCORES", help=apply_help)
+    parser.add_argument("--apply", action=None if one_system else "append", metavar="SCORES",
+                        help=apply_help)  # fmt: skip
     parser.add_argument(
         "--allow-missing", action="store_true",
         help="drop key trials without a score from training (and report how many)",

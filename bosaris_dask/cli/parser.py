@@ -58,7 +58,7 @@ _GIVEN = "_options_given"
 _INPUTS = frozenset({
     "key", "scores", "ndx", "model", "enrol", "test", "models", "cohort", "center", "quality",
     "apply_quality", "model_quality", "segment_quality", "eval_key", "enrol_classes",
-    "test_classes", "set_dir",
+    "test_classes", "set_dir", "apply",
 })  # fmt: skip
 
 

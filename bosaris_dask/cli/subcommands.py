@@ -217,7 +217,8 @@ def _calibrate(sub: Any) -> None:
     p.add_argument("--scores", help="the training scores (or --enrol and --test)")
     options.format_arguments(p)
     add_embedding_arguments(p, required=False)
-    options.training_arguments(p, "scores to calibrate with the trained model (one system)")
+    options.training_arguments(p, "scores to calibrate with the trained model (one system)",
+                               one_system=True)  # fmt: skip
     _finish(p, cmd_calibrate)
 
 

@@ -227,11 +227,8 @@ def _posterior_report(
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from bosaris_dask.calibration import LinearCalibrator, PAVCalibrator
 
-    if args.apply and len(args.apply) > 1:
-        raise OptionError(
-            f"calibrate --apply takes the scores of one system, got {len(args.apply)}; "
-            "calibrate each system on its own"
-        )
+    if isinstance(args.apply, str):  # one system (the parser refuses a second)
+        args.apply = [args.apply]
     score_paths = [] if args.scores is None else [args.scores]
     if _count_systems(args, score_paths) != 1:
         raise OptionError("calibrate trains on the scores of one system: give --scores, or "
