@@ -709,7 +709,10 @@ def test_scheduler_file_and_address_with_real_processes(dask_processes):
     with connect(scheduler=dask_processes.address, timeout=20, announce=messages.append) as client:
         link = client.dashboard_link
         assert link.startswith("http://127.0.0.1:")
-        assert messages == [f"dask dashboard at {link}"]  # someone else's dashboard: announced
+        # someone else's dashboard: announced where that scheduler has bokeh (asked; this
+        # one runs in this environment), not a link to a page that says to install it
+        served = importlib.util.find_spec("bokeh") is not None
+        assert messages == ([f"dask dashboard at {link}"] if served else [])
         assert client.run(os.getpid) == {next(iter(client.scheduler_info()["workers"])):
                                          worker_pid}  # fmt: skip
         assert float(dx.sum(split_every=2).compute()) == expected

@@ -197,11 +197,11 @@ def connect(
             _wait_for_workers(client, kind, wait, where, hopeless)
         link = client.dashboard_link
         if dashboard and link:
-            # A scheduler we start serves dashboard pages only where bokeh is installed.
-            if kind in ("address", "file") or importlib.util.find_spec("bokeh") is not None:
+            # A scheduler serves dashboard pages only where bokeh is installed (there: asked)
+            if _serves_dashboard(client, remote=kind in ("address", "file")):
                 say(f"dask dashboard at {link}")
             else:
-                _log.info("no dask dashboard: install bokeh to get one")
+                _log.info("no dask dashboard: install bokeh where the scheduler runs")
         try:
             yield client
         except KeyboardInterrupt:
@@ -225,6 +225,21 @@ def connect(
                     "did the scheduler die, or its job end?"
                 ) from exc
             raise
+
+
+def _serves_dashboard(client: Any, *, remote: bool) -> bool:
+    """Whether the scheduler has bokeh, which its dashboard pages need: this process's for a
+    scheduler started here, else asked of the scheduler (yes where it cannot say)."""
+    if not remote:
+        return importlib.util.find_spec("bokeh") is not None
+    try:
+        return bool(client.run_on_scheduler(_has_bokeh))
+    except Exception:  # noqa: BLE001 - a scheduler that runs no code of ours: show the link
+        return True
+
+
+def _has_bokeh() -> bool:
+    return importlib.util.find_spec("bokeh") is not None
 
 
 #: The loggers that report work cut short by a Ctrl-C.
