@@ -1080,3 +1080,22 @@ def test_a_job_that_ends_without_a_worker_ends_the_wait(
             with connect(cluster="slurm", cores=1, memory="1GB", worker_timeout=2, **LOCAL):
                 pytest.fail("the block must not run")
     assert (str(logs) in str(raised.value)) == (not queued)
+
+
+def test_a_cluster_that_fails_to_close_is_not_left_to_the_exit_hook():
+    # a refused job submission: the SLURMCluster never started, its close failed, and
+    # distributed's atexit hook waited 10 s on it before the program could end
+    import weakref
+
+    from bosaris_dask.cluster.scheduler import _close_quietly
+
+    class NeverStarted:
+        _instances: weakref.WeakSet = weakref.WeakSet()
+
+        def close(self):
+            raise RuntimeError("Status.created")
+
+    cluster = NeverStarted()
+    NeverStarted._instances.add(cluster)
+    _close_quietly(cluster)
+    assert cluster not in NeverStarted._instances

@@ -122,6 +122,11 @@ def _close_quietly(closable) -> None:
         closable.close()
     except Exception as exc:  # a dead scheduler must not hide the block's own error
         _log.debug("closing %r failed: %s", closable, exc)
+        # nor keep the program from ending: distributed's atexit hook closes the clusters it
+        # still knows of, waiting 10 s on one that never started (a refused job submission)
+        instances = getattr(type(closable), "_instances", None)
+        if instances is not None:
+            instances.discard(closable)
 
 
 def _loopback_dashboard() -> str:
