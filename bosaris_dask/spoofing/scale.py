@@ -268,11 +268,12 @@ def evaluate_sasv(
         ``n_target``, ``n_nontarget``, ``n_spoof`` (the SASV column's scored trials; without
         it, the ASV column's where it is read in the passes, else the key's), ``n_missing``
         (key trials without a score, dropped: the most of any column used; with
-        ``n_missing_by_column`` where the columns lack different numbers), ``costs``, ``min_a_dcf`` and
-        ``min_a_dcf_threshold``, ``asv_rates`` (``source``, ``pmiss``, ``pfa``, ``pfa_spoof``,
-        ``threshold``), ``min_t_dcf`` and ``min_t_dcf_threshold``, ``t_eer`` and its
-        thresholds, ``passes``. A metric not computed (its scores not given) or undefined is
-        ``None`` with ``<metric>_note`` saying why (``"needs the CM scores"``).
+        ``n_missing_by_column`` where the columns lack different numbers), ``costs``,
+        ``min_a_dcf`` and ``min_a_dcf_threshold``, ``asv_rates`` (``source``, ``pmiss``,
+        ``pfa``, ``pfa_spoof``, ``threshold``), ``min_t_dcf`` and ``min_t_dcf_threshold``,
+        ``t_eer`` and its thresholds, ``passes``. A metric not computed (its scores not given)
+        or undefined is ``None`` with ``<metric>_note`` saying why (``"needs the CM
+        scores"``).
     """
     spoof_flags(key)  # an SASV key, or a one-line error
     if isinstance(asv_rates, str) and asv_rates not in ("fixed", "given"):
