@@ -798,6 +798,14 @@ def test_nbe_a_curve_far_above_the_axis_says_how_far(caplog):
     assert ax.get_ylim() == (0.0, 1.2) and _legend(ax)[0].startswith("x20: actDCF above")
     ax = nbe_plot(ds, ax=Figure().add_subplot(), ylim=(0.0, 1e4))
     assert ax.get_ylim() == (0.0, 1e4) and _legend(ax)[0] == "x20"
+    # a window edge off the sweep's points: the legend says the evaluation's own highest value
+    # there, as the note does (it said the drawn line's interpolation at the edge)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="bosaris_dask.plots"):
+        ax = nbe_plot(ds, ax=Figure().add_subplot(), xlim=(-5.05, 1.0))
+    inside = f"{_act_max(ds, (-5.05, 1.0)):.3g}"  # (below 1,000: three digits)
+    assert _legend(ax)[0] == f"x20: actDCF above the axis, up to {inside}"
+    assert f"x20's actDCF reaches {inside} " in caplog.records[0].getMessage()
     # a well-calibrated system drawn after it on the same Axes keeps the axis it was given
     ax = nbe_plot(ds, ax=Figure().add_subplot(), xlim=(-10, 1), ylim=(0.0, 5.0))
     nbe_plot(evaluate_arrays(*_llrs(), name="good"), ax=ax, xlim=(-10, 1))

@@ -237,10 +237,13 @@ def _peak(c: Curve, which: str, xlim: tuple[float, float]) -> _Peak:
     return _Peak(float(y[i]), float(plo[i]), int(n_fa[i]), int(n_miss[i]))
 
 
-def _highest(ax: Axes, xlim: tuple[float, float]) -> dict[str, dict[str, float]]:
+def _highest(
+    ax: Axes, xlim: tuple[float, float], edges: bool = True
+) -> dict[str, dict[str, float]]:
     """The highest value within ``xlim`` of every actDCF and minDCF line on ``ax`` (earlier
     calls' too): ``{label: {"act": y, "min": y}}``. A line that leaves the window is drawn up to
-    its edge: its value there counts too. (The contributions are below their curve.)"""
+    its edge: its value there counts too where ``edges`` (else only the line's points: values
+    of the evaluation, not interpolated). (The contributions are below their curve.)"""
     out: dict[str, dict[str, float]] = {}
     for line in ax.get_lines():
         parts = str(line.get_gid()).split("/", 2)
@@ -250,7 +253,7 @@ def _highest(ax: Axes, xlim: tuple[float, float]) -> dict[str, dict[str, float]]
         y = np.asarray(line.get_ydata(), dtype=np.float64)
         x, y = x[~np.isnan(y)], y[~np.isnan(y)]
         ys = y[(x >= xlim[0]) & (x <= xlim[1])]
-        if len(x) > 1:
+        if edges and len(x) > 1:
             ys = np.concatenate([ys, np.interp([e for e in xlim if x[0] < e < x[-1]], x, y)])
         if len(ys):
             out.setdefault(parts[2], {})[parts[1]] = float(ys.max())
@@ -270,13 +273,16 @@ def _amount(value: float) -> str:
 def _label_clipped(ax: Axes, xlim: tuple[float, float], top: float) -> None:
     """Say in each system's legend entry which of its curves go above ``top``, and how high
     (every system on ``ax``: a later call may have moved the top)."""
-    highest = _highest(ax, xlim)
+    highest, exact = _highest(ax, xlim), _highest(ax, xlim, edges=False)
     for line in ax.get_lines():
         parts = str(line.get_gid()).split("/", 2)
         if len(parts) != 3 or parts[0] != "nbe" or str(line.get_label()).startswith("_"):
             continue
-        peaks = highest.get(parts[2], {})
-        said = [f"{which}DCF above the axis, up to {_amount(peaks[which])}"
+        peaks, points = highest.get(parts[2], {}), exact.get(parts[2], {})
+        # clipped where the drawn line leaves the top; how far: the evaluation's own highest
+        # value in the window (the log note's), else the line's at the window's edge
+        said = [f"{which}DCF above the axis, up to "
+                f"{_amount(points[which] if points.get(which, 0.0) > top else peaks[which])}"
                 for which in ("act", "min") if peaks.get(which, 0.0) > top]  # fmt: skip
         line.set_label(f"{parts[2]}: {'; '.join(said)}" if said else parts[2])
 
