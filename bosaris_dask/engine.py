@@ -82,6 +82,7 @@ from bosaris_dask.inputs import (
     check_both_classes,
     check_inputs,
     key_codes_check,
+    names_or_default,
     pass_inputs,
     raise_trial_errors,
 )
@@ -416,8 +417,7 @@ def summarize(
     positions, codes = key_codes_check(inputs[0], key, blocks)
     skip = bool(knobs["skip_chunks"]) and inputs[0].npartitions > 1
     systems = []
-    for k in range(n_sys):
-        name = names[k] if names else f"system-{k + 1}"
+    for k, name in enumerate(names_or_default(names, n_sys)):
         finalize = partial(
             _pass1_summary, name=name, k=k, inputs=inputs, key=key, dtype=dtype,
             binmap=maps[k], allow_missing=allow_missing,

@@ -65,7 +65,7 @@ from bosaris_dask.grouped_refine_kernels import (
     merge_parts,
     refine_kept_part,
 )
-from bosaris_dask.inputs import check_both_classes
+from bosaris_dask.inputs import check_both_classes, names_or_default
 from bosaris_dask.keys import threshold_keys
 from bosaris_dask.riders import Rider
 
@@ -233,7 +233,7 @@ def summarize_parts(
     if any(not 0 <= p.system < n_sys for p in parts) or not parts:
         raise OptionError(f"parts must name systems 1 to {n_sys}")
     if names is None:
-        names = [f"system-{k + 1}" for k in range(n_sys)]
+        names = names_or_default(None, n_sys)
         names += [f"{names[p.system]} [part {j + 1}]" for j, p in enumerate(parts)]
     if len(names) != n_sys + len(parts):
         raise OptionError(f"{len(names)} names for {n_sys} systems and {len(parts)} parts")

@@ -42,7 +42,13 @@ from bosaris_dask.grouped_kernels import (
     pass1_length,
     split_pass1,
 )
-from bosaris_dask.inputs import check_inputs, key_codes_check, pass_inputs, raise_trial_errors
+from bosaris_dask.inputs import (
+    check_inputs,
+    key_codes_check,
+    names_or_default,
+    pass_inputs,
+    raise_trial_errors,
+)
 from bosaris_dask.keys import key_bits
 from bosaris_dask.refinement import ChunkBins
 
@@ -282,7 +288,7 @@ def grouped_pass1(
     apart = sorted(set(pooled_apart))
     if apart and pooled_coarse_bits is None and pooled_bin_maps is None:
         raise OptionError("pooled histograms apart need pooled_coarse_bits or pooled_bin_maps")
-    sys_names = list(names) if names is not None else [f"system-{k + 1}" for k in range(n_sys)]
+    sys_names = names_or_default(names, n_sys)
     if len(sys_names) != n_sys:
         raise OptionError(f"{len(sys_names)} names for {n_sys} systems")
     knobs = engine.engine_knobs()

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "check_inputs",
     "check_names",
+    "names_or_default",
     "pass_inputs",
     "key_codes_check",
     "raise_trial_errors",
@@ -56,6 +57,16 @@ def check_inputs(
             raise TrialError(f"system {k + 1} is a {kind_of(s)}, not Scores")
         validate(s)
     check_names(names, len(scores))
+
+
+def names_or_default(names: Sequence[str] | None, n_systems: int) -> list[str]:
+    """``names`` as a list, else ``system-1``, ..., ``system-N``: how every result and error
+    names systems not given names.
+
+    >>> names_or_default(None, 2), names_or_default(("a",), 1)
+    (['system-1', 'system-2'], ['a'])
+    """
+    return list(names) if names is not None else [f"system-{k + 1}" for k in range(n_systems)]
 
 
 def check_names(names: Sequence[str] | None, n_systems: int) -> None:

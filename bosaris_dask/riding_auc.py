@@ -35,6 +35,7 @@ from bosaris_dask.auc_kernels import (
 )
 from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.exact_auc import ExactAuc
+from bosaris_dask.inputs import names_or_default
 from bosaris_dask.keys import key_dtype, order_keys
 from bosaris_dask.measures import twice_u_parts
 from bosaris_dask.progress import current_client
@@ -124,7 +125,7 @@ class RidingAuc:
         self, n_systems: int, names: Sequence[str] | None, split_every: int, grouped: bool = False
     ) -> None:
         self.limit = config.get("auc-limit")
-        self.names = list(names) if names else [f"system-{k + 1}" for k in range(n_systems)]
+        self.names = names_or_default(names, n_systems)
         self.split_every = split_every
         self.grouped = grouped
         #: What the first summaries after pass 1 count (pooled systems by default).

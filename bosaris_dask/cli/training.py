@@ -215,10 +215,11 @@ def _posterior_report(
     and the pairwise KL divergences of their posteriors, at the model's prior."""
     from bosaris_dask.cli.common import _system_name
     from bosaris_dask.fusion.diagnostics import format_posterior_report, posterior_report
+    from bosaris_dask.inputs import names_or_default
 
     names = [_system_name(p) for p in args.apply]
     if len(set(names)) < len(names) or "fused" in names:  # names must tell the systems apart
-        names = [f"system-{i + 1}" for i in range(len(names))]
+        names = names_or_default(None, len(names))
     names.append("fused")
     report = posterior_report([*systems, fused], prior=model.prior, names=names, ndx=ndx)
     return format_posterior_report(report)

@@ -34,7 +34,7 @@ from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import MissingTrialsError, TrialError
 from bosaris_dask.exact_auc import AucPart
 from bosaris_dask.grouped import Part, grouped_pass1, refine_parts, remap_groups
-from bosaris_dask.inputs import pass_inputs
+from bosaris_dask.inputs import names_or_default, pass_inputs
 from bosaris_dask.riding_auc import RidingAuc
 from bosaris_dask.runner import Aggregation, run_pass
 from bosaris_dask.trials import align, kind_of, locate, trial_classes
@@ -291,7 +291,7 @@ def condition_summaries(
     if kind_of(key) != "key":
         raise TrialError(f"evaluation needs a key, got {kind_of(key)}")
     systems = list(scores)
-    names = list(names) if names is not None else [f"system-{k + 1}" for k in range(len(systems))]
+    names = names_or_default(names, len(systems))
     aligned = [align(s, key) for s in systems]
     chunks = aligned[0].score_mask.data.chunks
     groups = conditions.group_index(chunks)

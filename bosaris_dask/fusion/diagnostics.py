@@ -18,6 +18,7 @@ from scipy.special import expit, log_expit, logit
 
 from bosaris_dask.errors import TrialError
 from bosaris_dask.fusion.base import _as_list, _output_mask
+from bosaris_dask.inputs import names_or_default
 from bosaris_dask.objectives import align_inputs, check_prior
 from bosaris_dask.progress import compute
 
@@ -79,7 +80,7 @@ def posterior_report(
     """
     prior = check_prior(prior)
     systems = _as_list(scores)
-    names = [f"system-{i + 1}" for i in range(len(systems))] if names is None else list(names)
+    names = names_or_default(names, len(systems))
     if len(names) != len(systems):
         raise TrialError(f"{len(names)} names for {len(systems)} systems")
     aligned = align_inputs(systems, systems[0] if ndx is None else ndx)

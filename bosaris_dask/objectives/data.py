@@ -14,7 +14,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import BosarisError, MissingTrialsError, ScoreError, TrialError
-from bosaris_dask.inputs import check_names
+from bosaris_dask.inputs import check_names, names_or_default
 from bosaris_dask.objectives.cells import TrialQuality
 from bosaris_dask.progress import persist
 from bosaris_dask.trials import align, kind_of, trial_classes, validate
@@ -57,7 +57,7 @@ class FusionData:
     @property
     def system_names(self) -> list[str]:
         """The systems' names: :attr:`names`, else ``system-1``, ..."""
-        return list(self.names or (f"system-{k + 1}" for k in range(self.n_systems)))
+        return names_or_default(self.names, self.n_systems)
 
     @property
     def n_measures(self) -> int:
