@@ -231,7 +231,7 @@ def _serves_dashboard(client: Any, *, remote: bool) -> bool:
     """Whether the scheduler has bokeh, which its dashboard pages need: this process's for a
     scheduler started here, else asked of the scheduler (yes where it cannot say)."""
     if not remote:
-        return importlib.util.find_spec("bokeh") is not None
+        return _has_bokeh()
     try:
         return bool(client.run_on_scheduler(_has_bokeh))
     except Exception:  # noqa: BLE001 - a scheduler that runs no code of ours: show the link
