@@ -275,7 +275,7 @@ def _checked_kind(f: h5py.File, path: Path, kind: str | None) -> str:
         return kind
     if kind == "ndx" and found == "key" and _signed_mask_only(f, path):
         return kind  # an Ndx written with a signed mask (SIDEKIT's int8): 0/1, checked as read
-    if found == "quality" and kind != "quality":
+    if found == "quality":  # (its own reader: read_quality_hdf5)
         raise QualityTableError.of(path)
     if kind is not None and found != kind:
         raise StoreError.wrong_kind(path, found, kind)
