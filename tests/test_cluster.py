@@ -1025,6 +1025,49 @@ def test_a_scheduler_address_that_never_answers_as_dask_is_given_up(monkeypatch)
             pass
 
 
+def test_a_connection_given_up_never_becomes_dasks_scheduler_later(monkeypatch):
+    # CI: on a loaded machine the abandoned attempt reached Client's constructor after the
+    # attempt was given up; it then set dask's scheduler to "dask.distributed" (and itself as
+    # the default client) while it waited on the handshake, and every later compute of that
+    # test process failed with "Requested dask.distributed scheduler but no Client active"
+    import threading
+
+    import distributed
+    from distributed.client import _get_global_client
+
+    from bosaris_dask.cluster import scheduler
+
+    slow_start = threading.Event()
+    original = distributed.Client.__init__
+
+    def late_init(self, *args, **kwargs):
+        slow_start.wait(10)  # released once the attempt has been given up
+        original(self, *args, **kwargs)
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    monkeypatch.setattr(scheduler, "_HANDSHAKE_GRACE", 0.5)
+    monkeypatch.setattr(distributed.Client, "__init__", late_init)
+    try:
+        address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+        with pytest.raises(ClusterError, match="does not answer as a dask scheduler"):
+            with connect(scheduler=address, timeout=0.5, announce=None):
+                pass
+        slow_start.set()  # the abandoned attempt now constructs its client and hangs
+        time.sleep(1.0)
+        assert dask.config.get("scheduler", None) is None
+        assert _get_global_client() is None
+        assert float(da.ones(4, chunks=2).sum().compute()) == 4.0
+    finally:
+        slow_start.set()
+        server.close()
+    attempt = [t for t in threading.enumerate() if t.name == "bosaris-dask-connect"]
+    for thread in attempt:
+        thread.join(15)
+    assert dask.config.get("scheduler", None) is None
+
+
 # --------------------------------------------------------------------------------------------
 # Submitting to a batch system that refuses the job, or whose job ends without a worker
 # (the real dask-jobqueue class; sbatch, squeue and scancel are small scripts on PATH)

@@ -44,27 +44,28 @@ _HANDSHAKE_GRACE = 5.0
 def _client(stack: contextlib.ExitStack, timeout: float, what: str, **kwargs) -> Client:
     import threading
 
-    import dask
     from distributed import Client
 
     made: dict[str, Any] = {}
-    before = dask.config.get("scheduler", None)  # a Client sets it first, then connects
+    given_up = threading.Event()
 
     def connect() -> None:
+        # not set_as_default: an attempt given up below may still be connecting, and must not
+        # become dask's scheduler whenever it gets that far (every later compute in this
+        # process then failed with "no Client active", or waited on it)
         try:
-            made["client"] = Client(timeout=timeout, set_as_default=True, **kwargs)
+            made["client"] = Client(timeout=timeout, set_as_default=False, **kwargs)
         except BaseException as exc:  # noqa: BLE001 - reported below, in the caller's thread
             made["error"] = exc
+            return
+        if given_up.is_set():  # connected after all, too late: nobody will close it
+            _close_quietly(made["client"])
 
     attempt = threading.Thread(target=connect, name="bosaris-dask-connect", daemon=True)
     attempt.start()
     attempt.join(timeout + _HANDSHAKE_GRACE)
-    if attempt.is_alive() or "error" in made:  # no client: dask's scheduler as it was
-        if before is None:
-            dask.config.config.pop("scheduler", None)
-        else:
-            dask.config.set(scheduler=before)
     if attempt.is_alive():
+        given_up.set()
         raise ClusterError(
             f"cannot reach {what} within {timeout:g} s: something accepts the connection but "
             "does not answer as a dask scheduler (a dashboard's port? the scheduler's is "
@@ -84,7 +85,20 @@ def _client(stack: contextlib.ExitStack, timeout: float, what: str, **kwargs) ->
         ) from exc
     client = made["client"]
     stack.callback(_close_quietly, client)
+    stack.enter_context(_as_default(client))
     return client
+
+
+@contextlib.contextmanager
+def _as_default(client: Client) -> Iterator[None]:
+    """Make ``client`` dask's scheduler for the block, as ``Client(set_as_default=True)`` does
+    (closing the client takes it out of distributed's default clients)."""
+    import dask
+    from distributed.client import ensure_default_client
+
+    ensure_default_client(client)
+    with dask.config.set(scheduler="dask.distributed"):
+        yield
 
 
 def _read_scheduler_file(path: str, timeout: float) -> str:
