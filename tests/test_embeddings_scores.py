@@ -99,6 +99,15 @@ def test_model_map_averages_normalized_segments(sets, tmp_path):
     _assert_rounded(s.score.values, _cosine_ref(model, t))
 
 
+def test_a_model_without_segments_is_refused_by_name(sets):
+    # it was dropped from the scores without a word; with a key naming it, the error said
+    # "key model id 'm0' is not in the model map"
+    (e_ids, _, e), (t_ids, _, t) = sets
+    with pytest.raises(TrialError, match="model map: model 'm0' has no segments"):
+        scores_from_embeddings(from_arrays(e_ids, e), from_arrays(t_ids, t),
+                               models={"m0": [], "m1": [e_ids[0]]})  # fmt: skip
+
+
 def test_key_selects_ids_order_and_trials(sets):
     (e_ids, e_lab, e), (t_ids, t_lab, t) = sets
     models, segs = [e_ids[5], e_ids[0], e_ids[9]], t_ids[10:20][::-1]

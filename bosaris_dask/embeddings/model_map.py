@@ -83,6 +83,8 @@ def as_model_map(models: Any) -> pd.DataFrame:
 def _segments(segs: Any, model: Any) -> Sequence[Any]:
     if isinstance(segs, str) or not isinstance(segs, Sequence | np.ndarray):
         raise TrialError(f"model map: the segments of {model!r} must be a list")
+    if len(segs) == 0:  # it vanished from the scores, or a key naming it blamed the map
+        raise TrialError(f"model map: model {model!r} has no segments")
     return list(segs)
 
 
