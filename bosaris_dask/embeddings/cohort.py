@@ -9,9 +9,9 @@ normalized score matrix (:mod:`bosaris_dask.embeddings.normalization`).
 standard deviation of ``e . c_j`` over the cohort are ``e . c_mean`` and ``sqrt(e^T Sigma e)``,
 from the cohort's mean and covariance computed once in a fixed order
 (:mod:`bosaris_dask.embeddings.cohort_moments`). They are the statistics of the **exact** dot
-products of the prepared rows, before their rounding to float32; those of the float32 cohort
-scores differ by at most ``2^-24 mean(|x|)`` (mean) and ``2^-24 sqrt(mean(x^2))`` (std), ``x``
-the exact products.
+products of the prepared rows, before their rounding to float32, up to float64 rounding (see
+there: negligible for cosine scores); those of the float32 cohort scores differ by at most
+``2^-24 mean(|x|)`` (mean) and ``2^-24 sqrt(mean(x^2))`` (std), ``x`` the exact products.
 
 **Top N (AS-norm)**: each chunk of rows screens the cohort by float32 products with a rigorous
 error bound, keeps the cohort rows that may be among a row's top N and recomputes those exactly

@@ -20,7 +20,12 @@ clipped at 0.
 
 **What they are the statistics of.** They are the mean and standard deviation of the *exact*
 dot products ``x_j = e . c_j`` of the prepared rows (the scores before their rounding to
-float32), up to float64 rounding (relative ~1e-12 here). The cohort scores ``r_j = fl32(x_j)``
+float32), up to float64 rounding. That error is absolute in ``σ²``, of the order of
+``2^-53 d |e|^2 tr Σ`` (the terms of ``e^T Σ e`` may cancel): about 1e-14 for cosine scores
+(unit rows, ``tr Σ <= 1``) at d = 256, far below float32's; with dot scores whose cohort
+spreads far more across ``e`` than along it, ``σ`` can be off by more (1% for a cohort 1e7
+times wider across than along: there the top-N statistics with N the cohort's size, which
+score every member, are the ones to use). The cohort scores ``r_j = fl32(x_j)``
 that the previous implementation averaged differ from them by ``|r_j - x_j| <= 2^-24 |x_j|``
 (float32 round to nearest), so
 
