@@ -38,8 +38,9 @@ EXACT = ("min_dcf", "act_dcf", "eer", "prbep", "cllr", "min_cllr", "min_pmiss", 
 def _child(workdir: Path, mode: int, emulate: float) -> None:
     import dask
 
-    from bosaris_dask import config, io, pass1_bins, refinement
+    from bosaris_dask import config, io
     from bosaris_dask.metrics import evaluate
+    from bosaris_dask.passes import pass1_bins, refinement
 
     knobs = {"bosaris_dask.adaptive-bins": mode, "scheduler": "threads"}
     if emulate > 1:

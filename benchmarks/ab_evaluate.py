@@ -13,7 +13,7 @@ default: ``key.zarr,system-1.zarr``) and scheduler (``threads``; ``local``: the 
 ``LocalCluster`` of ``--cluster local``; ``local-1x2``: that LocalCluster with one worker
 process of two threads (``--workers 1 --threads-per-worker 2``); ``user``: a plain
 ``distributed.LocalCluster(n_workers=2, threads_per_worker=1)`` as a notebook user starts one,
-with distributed's malloc setting, which the first pass tunes (:mod:`bosaris_dask.malloc`);
+with distributed's malloc setting, which the first pass tunes (:mod:`bosaris_dask.passes.malloc`);
 ``user-untuned``: the same with ``bosaris_dask.worker-malloc`` 0; a cluster's start-up is in
 the wall time, not in ``evaluate()``) runs
 ``--repeat`` times in a fresh process, interleaved so that a noisy minute on a shared machine

@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args(argv)
 
-    from bosaris_dask import refinement
+    from bosaris_dask.passes import refinement
 
     if args.store is not None:
         from bosaris_dask import io

@@ -34,8 +34,9 @@ from pathlib import Path
 import dask
 import numpy as np
 
-from bosaris_dask import exact_auc, io
+from bosaris_dask import io
 from bosaris_dask.metrics import evaluate, pooled_evaluation
+from bosaris_dask.passes import exact_auc
 from bosaris_dask.simulate import simulate
 
 MODES = ("plain", "exact", "exact-2")

@@ -26,14 +26,14 @@ interleaved runs:
 ``--kernels`` measures instead the pass-1 kernel alone on one in-memory chunk of the same
 size, one thread, 24 random conditions per cell (the worst case for the histogram's cache),
 with bins fitted to the scores as at 1e8 trials: the plain kernel (2**17 bins; numpy, and the
-compiled counts of :mod:`bosaris_dask.fast_pass1`), the grouped one (24 x 2**16 bins), the
+compiled counts of :mod:`bosaris_dask.passes.fast_pass1`), the grouped one (24 x 2**16 bins), the
 grouped one with the pooled histogram apart (numpy, and the compiled loops of
-:mod:`bosaris_dask.fast_grouped`), and the 25 masked copies it replaced, in ns per trial.
+:mod:`bosaris_dask.passes.fast_grouped`), and the 25 masked copies it replaced, in ns per trial.
 ``--selection`` measures the compiled selection of a refinement pass on such a chunk, one
-thread, in ns per trial: plain (:func:`bosaris_dask.refine_kernels.select_trials`, 2**20 bins,
-1.5% of them candidates, as at 1e9 trials) and grouped
-(:func:`bosaris_dask.grouped_refine_kernels._select_parts`: the pooled part in the plain bins,
-0.2% candidates, and 24 conditions in 2**16 bins, 0.6% candidates each), interleaved rounds.
+thread, in ns per trial: plain (:func:`bosaris_dask.passes.refine_kernels.select_trials`, 2**20
+bins, 1.5% of them candidates, as at 1e9 trials) and grouped
+(:func:`bosaris_dask.passes.grouped_refine_kernels._select_parts`: the pooled part in the plain
+bins, 0.2% candidates, and 24 conditions in 2**16 bins, 0.6% candidates each), interleaved rounds.
 
 Prints passes, wall time, the time spent inside the passes over the data (the rest is the
 client's: refinement plans and every condition's metrics, which do not grow with the trials)
@@ -54,10 +54,11 @@ from pathlib import Path
 import dask
 import numpy as np
 
-from bosaris_dask import io, runner
+from bosaris_dask import io
 from bosaris_dask.conditions import condition_table
 from bosaris_dask.conditions.summaries import GROUPED_KEY, POOLED_KEY
 from bosaris_dask.metrics import evaluate
+from bosaris_dask.passes import runner
 from bosaris_dask.simulate import simulate
 
 BY = ["model.gender", "segment.source", "same.language"]
@@ -152,10 +153,10 @@ def _ns_per_trial(runs: dict, repeat: int, trials: int) -> dict[str, float]:
 def kernel_costs(models: int, segments: int, repeat: int) -> dict[str, float]:
     """Median ns per trial of each pass-1 kernel on one ``models x segments`` chunk, with the
     bins a 1e8-trial evaluation fits to the scores (plain: 2**17 bins; conditions: 2**16)."""
-    from bosaris_dask import kernels
-    from bosaris_dask.binmap import BinMap
-    from bosaris_dask.grouped_kernels import grouped_pass1_kernel
-    from bosaris_dask.keys import order_keys
+    from bosaris_dask.passes import kernels
+    from bosaris_dask.passes.binmap import BinMap
+    from bosaris_dask.passes.grouped_kernels import grouped_pass1_kernel
+    from bosaris_dask.passes.keys import order_keys
 
     rng = np.random.default_rng(0)
     cls = rng.choice(np.array([-1, 1], np.int8), size=(models, segments), p=[0.995, 0.005])
@@ -201,12 +202,12 @@ def kernel_costs(models: int, segments: int, repeat: int) -> dict[str, float]:
 def selection_costs(models: int, segments: int, repeat: int) -> dict[str, float]:
     """Median ns per trial of the compiled selections of a refinement pass (see the module
     docstring) on one ``models x segments`` chunk, one thread, ``repeat`` interleaved rounds."""
-    from bosaris_dask import kernels
-    from bosaris_dask.binmap import BinMap
-    from bosaris_dask.grouped_kernels import Part
-    from bosaris_dask.grouped_refine_kernels import _select_parts
-    from bosaris_dask.keys import order_keys
-    from bosaris_dask.refine_kernels import RefineSpec, select_trials
+    from bosaris_dask.passes import kernels
+    from bosaris_dask.passes.binmap import BinMap
+    from bosaris_dask.passes.grouped_kernels import Part
+    from bosaris_dask.passes.grouped_refine_kernels import _select_parts
+    from bosaris_dask.passes.keys import order_keys
+    from bosaris_dask.passes.refine_kernels import RefineSpec, select_trials
 
     rng = np.random.default_rng(0)
     cls = rng.choice(np.array([-1, 1], np.int8), size=models * segments, p=[0.995, 0.005])

@@ -27,9 +27,9 @@ every mode alike):
 * ``unscreened`` (not run by default): the same with the screen off (knob
   ``bosaris_dask.screen`` 0: every pass computes every exact block), for an A/B;
 * ``sample`` and ``sample-blocks`` (not run by default): the sample of the lazy scores that an
-  adaptive pass 1 fits its bins to (:func:`bosaris_dask.pass1_bins.fitted_bin_maps`), read
+  adaptive pass 1 fits its bins to (:func:`bosaris_dask.passes.pass1_bins.fitted_bin_maps`), read
   through the scores' strided reader (only the sampled pairs computed,
-  :mod:`bosaris_dask.subgrids`), and by slicing whole blocks (every sampled block computed);
+  :mod:`bosaris_dask.passes.subgrids`), and by slicing whole blocks (every sampled block computed);
 * ``zarr``: the same evaluation of the same matrix read from a zarr store (written once, before
   the rounds, by ``score``'s writer; the write time is printed; the store is deleted at the
   end unless ``--workdir`` is given). Both evaluations are checked to give the same EER and
@@ -140,8 +140,8 @@ class Embeddings:
             self.time_auc()
 
     def time_sample(self, whole_blocks: bool = False) -> None:
-        from bosaris_dask import pass1_bins, subgrids
         from bosaris_dask.inputs import pass_inputs
+        from bosaris_dask.passes import pass1_bins, subgrids
 
         inputs, _ = pass_inputs([self.lazy_scores()], self.key)
         strided = subgrids.strided

@@ -36,10 +36,11 @@ def peak_rss() -> int:
 
 
 def run(workdir: Path, cluster: str, **options) -> tuple:
-    from bosaris_dask import engine, io, pass1_bins
+    from bosaris_dask import engine, io
     from bosaris_dask.cluster import connect
     from bosaris_dask.inputs import pass_inputs
     from bosaris_dask.metrics import evaluate
+    from bosaris_dask.passes import pass1_bins
 
     key = io.read(workdir / "key.zarr")
     scores = io.read(workdir / "system-1.zarr")

@@ -5,14 +5,14 @@ Usage::
     python benchmarks/pass1_kernel.py [--code NAME=PATH ...] [--n 16777216] [--repeat 5]
 
 Every code version (``--code before=/work/main``: a checkout whose ``bosaris_dask`` is imported
-through ``PYTHONPATH``; default: this checkout) runs :func:`bosaris_dask.kernels.system_kernel`
-on the same chunk (``--n`` float32 scores, normal, with 2% targets, a broadcast mask as a
-label-derived key gives, and an adaptive bin map of 2**20 bins from a sample, as the engine
-uses at 1e9 trials) in a fresh process, once with the compiled loop and once on the numpy path.
-The versions run interleaved, ``--repeat`` rounds; it prints the median ns per trial of each,
-and each one's ratio to the first version (per round, then the median), so that a busy minute
-on a shared machine hits all of them alike. The times are the thread's CPU time (best of 3 runs
-per process), less sensitive than wall time to other jobs on the machine.
+through ``PYTHONPATH``; default: this checkout) runs
+:func:`bosaris_dask.passes.kernels.system_kernel` on the same chunk (``--n`` float32 scores, normal,
+with 2% targets, a broadcast mask as a label-derived key gives, and an adaptive bin map of 2**20
+bins from a sample, as the engine uses at 1e9 trials) in a fresh process, once with the compiled
+loop and once on the numpy path. The versions run interleaved, ``--repeat`` rounds; it prints the
+median ns per trial of each, and each one's ratio to the first version (per round, then the median),
+so that a busy minute on a shared machine hits all of them alike. The times are the thread's CPU
+time (best of 3 runs per process), less sensitive than wall time to other jobs on the machine.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ CHILD = """
 import json, sys, time
 import numpy as np
 from threadpoolctl import threadpool_limits
-from bosaris_dask import kernels
-from bosaris_dask.binmap import BinMap
-from bosaris_dask.keys import order_keys
+from bosaris_dask.passes import kernels
+from bosaris_dask.passes.binmap import BinMap
+from bosaris_dask.passes.keys import order_keys
 
 n, compiled = int(sys.argv[1]), sys.argv[2] == "1"
 rng = np.random.default_rng(0)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from bosaris_dask import accessor  # noqa: F401  (registers ``.bosaris``)
 
 # The public names are imported on first use (PEP 562): a dask worker that unpickles a kernel
-# of bosaris_dask.kernels imports numpy and that module, not scipy, h5py, zarr and the models
+# of bosaris_dask.passes.kernels imports numpy and that module, not scipy, h5py, zarr and the models
 # (3 s of CPU per fresh worker process on this project's 2-core machine; issue 16).
 _LAZY = {
     "LinearCalibrator": "bosaris_dask.calibration",
@@ -93,6 +93,8 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    """The public names and submodules, imported on first use (PEP 562): ``import
+    bosaris_dask`` stays light for the dask workers that unpickle a kernel."""
     module = _LAZY.get(name)  # first: ``operating_points`` is a function, not the old module
     if module is None:
         if importlib.util.find_spec(f"bosaris_dask.{name}") is None:
@@ -105,6 +107,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
+    """The names of the package, the lazily imported public ones included."""
     return sorted(set(globals()) | set(__all__))
 
 

@@ -21,18 +21,18 @@ key                    default     meaning
                                    each): a system's targets in pass 1 (the AUC then takes no
                                    extra pass), else the smaller class of the mixed score bins
                                    (all systems together) in passes after the evaluation:
-                                   :mod:`bosaris_dask.exact_auc`; beyond, bounds only
+                                   :mod:`bosaris_dask.passes.exact_auc`; beyond, bounds only
 ``skip-chunks``        1           refinement passes read only the chunks whose pass-1 bins hold
                                    a candidate trial (pass 1 notes which bins each chunk holds): a
                                    chunk of an embedding source skipped is a block product saved;
                                    0: read every chunk
 ``screen``             1           a refinement pass reads a score source's *screen* where it
                                    has one (exact scores only near the candidate bins: scores
-                                   from embeddings, :mod:`bosaris_dask.screening`); 0: the
+                                   from embeddings, :mod:`bosaris_dask.passes.screening`); 0: the
                                    exact scores everywhere
 ``adaptive-bins``      1           pass 1's bins fitted to a sample of the scores (finer where
-                                   they are dense, :mod:`bosaris_dask.binmap`): 0 never, 1 when
-                                   the trials outnumber ``keep-limit`` (and ``coarse_bits`` is
+                                   they are dense, :mod:`bosaris_dask.passes.binmap`): 0 never, 1
+                                   when the trials outnumber ``keep-limit`` (and ``coarse_bits`` is
                                    not given), 2 always; per condition too
                                    (:mod:`bosaris_dask.conditions.summaries`)
 ``bootstrap-bins``     256         the most coarse score bins per system of the bootstrap's
@@ -48,8 +48,8 @@ key                    default     meaning
                                    refused (a sparse text list, read packed, has no grid)
 ``worker-malloc``      1           a worker process started with distributed's
                                    ``MALLOC_TRIM_THRESHOLD_=65536`` raises glibc's mmap and trim
-                                   thresholds at its first pass task (:mod:`bosaris_dask.malloc`);
-                                   0: leave malloc alone
+                                   thresholds at its first pass task
+                                   (:mod:`bosaris_dask.passes.malloc`); 0: leave malloc alone
 ``fsync``              1           an output's files and folders are flushed to disk (``fsync``)
                                    before it is renamed into place, so that a crash of the
                                    machine cannot leave a renamed but incomplete output

@@ -13,7 +13,7 @@ drawn for three sets of LLRs:
   on input). Its sums are accumulated in the evaluation's first pass at every grid point
   (:func:`bosaris_dask.engine.summarize`'s ``cross_entropy_plo``: one softplus per trial and
   grid point, no extra pass), each term rounded and summed exactly, as Cllr's; in compiled
-  loops where numba is installed (:mod:`bosaris_dask.fast_ece`, the same bits).
+  loops where numba is installed (:mod:`bosaris_dask.passes.fast_ece`, the same bits).
 * **PAV** (calibrated): the optimal LLRs (:func:`bosaris_dask.calibration.optimal_llr_table`,
   raw PAV without Laplace's dummies: pure end blocks give ``±inf``, which cost nothing), from the
   summary's exact ROC convex hull alone.
@@ -21,7 +21,7 @@ drawn for three sets of LLRs:
 
 At ``a = 0`` the raw ECE is Cllr and the PAV one minCllr. With conditions (``evaluate(...,
 by=..., ece_plo=...)``), every condition's sums come from the same pass, per ``(condition,
-class)`` (:func:`bosaris_dask.grouped_cross_entropy.grouped_cross_entropy_kernel`), so each
+class)`` (:func:`bosaris_dask.passes.grouped_cross_entropy.grouped_cross_entropy_kernel`), so each
 condition's ECE is that of its own trials.
 
 Examples
@@ -44,10 +44,10 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
-from bosaris_dask import exact_sum
 from bosaris_dask.arguments import float_vector
 from bosaris_dask.calibration.optimal import optimal_llr_table
 from bosaris_dask.errors import OptionError
+from bosaris_dask.passes import exact_sum
 
 if TYPE_CHECKING:
     from bosaris_dask.engine import ScoreSummary
@@ -121,8 +121,8 @@ def ece_arrays(tar: Any, non: Any, plo: Any = DEFAULT_ECE_PLO) -> dict[str, np.n
     """:func:`ece_from_summary` of in-memory target and non-target LLRs (natural log)."""
     from dataclasses import replace
 
-    from bosaris_dask.kernels import cross_entropy_units
     from bosaris_dask.metrics import summary_from_arrays
+    from bosaris_dask.passes.kernels import cross_entropy_units
 
     a = check_plo(plo)
     summary = summary_from_arrays(tar, non)

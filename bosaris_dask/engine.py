@@ -1,31 +1,31 @@
 """The evaluation engine: exact score summaries from a fixed number of passes over the chunks.
 
-This module runs a plain evaluation's passes (:mod:`bosaris_dask.grouped_histograms` and
-:mod:`bosaris_dask.rounds` run those of conditions and refinement rounds on the same plan).
+This module runs a plain evaluation's passes (:mod:`bosaris_dask.passes.grouped_histograms` and
+:mod:`bosaris_dask.passes.rounds` run those of conditions and refinement rounds on the same plan).
 Scores never get sorted globally. Instead:
 
-1. **Pass 1** keys every score (:mod:`bosaris_dask.keys`) and, in one fused kernel per chunk,
+1. **Pass 1** keys every score (:mod:`bosaris_dask.passes.keys`) and, in one fused kernel per chunk,
    counts targets and non-targets per key prefix (the top ``coarse_bits`` bits, or, for more
    trials than ``keep-limit``, prefixes of lengths fitted to a sample of the scores:
-   :mod:`bosaris_dask.binmap`), sums what needs no refinement (Cllr terms, missing trials,
+   :mod:`bosaris_dask.passes.binmap`), sums what needs no refinement (Cllr terms, missing trials,
    non-finite scores). Chunk results are merged by exact sums in a tree (``split_every``).
 2. On the client, the bin edges are exact ROC points. A bin can hide an ROC convex hull vertex
    only if its optimistic corner lies below the hull of the edges; a Bayes threshold needs exact
    counts only in the bin that contains it. Only those **candidate bins** are refined
-   (:mod:`bosaris_dask.refinement` chooses them and applies what a pass finds).
+   (:mod:`bosaris_dask.passes.refinement` chooses them and applies what a pass finds).
 3. **Refinement passes** sub-histogram the candidate bins on the next key bits, or, when few
    trials remain in them, pull their exact keys. When the candidate trials fit in memory, one
    pass keeps them and every later round runs on them alone. A pass that reads the data reads
    only the chunks holding a trial of a candidate's pass-1 bin (pass 1 notes which bins each
-   chunk holds: :class:`~bosaris_dask.refinement.ChunkBins`; knob ``skip-chunks``): from
+   chunk holds: :class:`~bosaris_dask.passes.refinement.ChunkBins`; knob ``skip-chunks``): from
    embeddings, a chunk skipped is a block product not computed. A score source with a screen
-   (:mod:`bosaris_dask.screening`; knob ``screen``) computes, for such a pass, exact scores only
-   where they can fall in a candidate bin: from embeddings, a float32 product per block instead
+   (:mod:`bosaris_dask.passes.screening`; knob ``screen``) computes, for such a pass, exact scores
+   only where they can fall in a candidate bin: from embeddings, a float32 product per block instead
    of the exact float64 one (:mod:`bosaris_dask.embeddings.screen`).
 
 The checks of the inputs, the arrays the kernels read and the errors pass 1 finds in them are
 :mod:`bosaris_dask.inputs`'s; work that rides along the passes (the exact AUC) is declared by
-:mod:`bosaris_dask.riders`.
+:mod:`bosaris_dask.passes.riders`.
 
 The result of a system is a :class:`ScoreSummary`: ascending, non-empty key bins with target and
 non-target counts, exact (single keys) wherever a metric could depend on it.
@@ -62,21 +62,7 @@ import xarray as xr
 from dask.base import tokenize
 from dask.utils import funcname
 
-from bosaris_dask import (
-    config,
-    exact_sum,
-    fixed_rates,
-    kernels,
-    memory,
-    pass1_bins,
-    refine_kernels,
-    refinement,
-    roc,
-    rounds,
-    runner,
-    screening,
-)
-from bosaris_dask.binmap import BinMap
+from bosaris_dask import config, fixed_rates, roc
 from bosaris_dask.errors import OptionError, TrialError
 from bosaris_dask.inputs import (
     check_both_classes,
@@ -86,21 +72,33 @@ from bosaris_dask.inputs import (
     pass_inputs,
     raise_trial_errors,
 )
-from bosaris_dask.keys import keys_to_values, threshold_keys
-from bosaris_dask.riders import Rider
+from bosaris_dask.passes import (
+    exact_sum,
+    kernels,
+    memory,
+    pass1_bins,
+    refine_kernels,
+    refinement,
+    rounds,
+    runner,
+    screening,
+)
+from bosaris_dask.passes.binmap import BinMap
+from bosaris_dask.passes.keys import keys_to_values, threshold_keys
+from bosaris_dask.passes.riders import Rider
 
 __all__ = ["ScoreSummary", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
 
 #: How many chunk results one merge task adds up.
 DEFAULT_SPLIT_EVERY = 8
 #: From how many cells on pass 1 counts trials with the compiled loop of
-#: :mod:`bosaris_dask.fast_pass1`, and a refinement pass selects them with that of
-#: :mod:`bosaris_dask.fast_select` (where numba is installed): it saves about 2.7 ns of CPU per
-#: trial, and loading numba costs a process about 0.4 s (measured: 16% slower at 1e8 trials).
+#: :mod:`bosaris_dask.passes.fast_pass1`, and a refinement pass selects them with that of
+#: :mod:`bosaris_dask.passes.fast_select` (where numba is installed): it saves about 2.7 ns of CPU
+#: per trial, and loading numba costs a process about 0.4 s (measured: 16% slower at 1e8 trials).
 COMPILED_PASS1_TRIALS = 1 << 28
 #: From how many ECE terms (cells times grid points) pass 1 sums the cross-entropy terms with
-#: the compiled loops of :mod:`bosaris_dask.fast_ece` (where numba is installed; the same bits):
-#: they save about 2 ns of CPU per term, loading numba costs a process about 0.4 s.
+#: the compiled loops of :mod:`bosaris_dask.passes.fast_ece` (where numba is installed; the same
+#: bits): they save about 2 ns of CPU per term, loading numba costs a process about 0.4 s.
 COMPILED_ECE_TERMS = 1 << 28
 
 
@@ -126,7 +124,7 @@ class ScoreSummary:
         ``sum log(1 + exp(-s))`` over targets and ``sum log(1 + exp(s))`` over non-targets
         (natural log), as exact integers in units of ``2**-57``: Cllr without a second pass.
         Each term is rounded to a multiple of ``2**-57`` and the terms are added exactly
-        (:mod:`bosaris_dask.exact_sum`), so the sums are the same, bit for bit, in any
+        (:mod:`bosaris_dask.passes.exact_sum`), so the sums are the same, bit for bit, in any
         chunking, merge tree and scheduler, and their means are finite even where the sums
         exceed float64. :attr:`softplus_tar` and :attr:`softplus_non` are them as floats.
     n_missing
@@ -349,7 +347,7 @@ def summarize(
         How many chunk results one merge task combines (2 to 65536).
     coarse_bits
         Key prefix bits of the first pass, 1 to
-        :data:`~bosaris_dask.pass1_bins.MAX_COARSE_BITS` (default: 20 for one
+        :data:`~bosaris_dask.passes.pass1_bins.MAX_COARSE_BITS` (default: 20 for one
         or two systems, fewer for more). The block sizes and refinement budgets are dask config
         keys (:mod:`bosaris_dask.config`), read when the graphs are built.
     progress
@@ -368,12 +366,12 @@ def summarize(
         rates); default all. ``False`` for a summary that only serves ``extra_candidates``
         (:mod:`bosaris_dask.spoofing.scale`): its hull is then not exact.
     bin_maps
-        Pass 1's bins, one :class:`~bosaris_dask.binmap.BinMap` per system (e.g. from
-        :func:`~bosaris_dask.pass1_bins.fitted_bin_maps`), instead of those ``coarse_bits`` and
-        ``bosaris_dask.adaptive-bins`` choose.
+        Pass 1's bins, one :class:`~bosaris_dask.passes.binmap.BinMap` per system (e.g. from
+        :func:`~bosaris_dask.passes.pass1_bins.fitted_bin_maps`), instead of those ``coarse_bits``
+        and ``bosaris_dask.adaptive-bins`` choose.
     rider
         Work riding along pass 1 and the next pass that reads the data
-        (:class:`~bosaris_dask.riders.Rider`).
+        (:class:`~bosaris_dask.passes.riders.Rider`).
 
     Returns
     -------

@@ -1,7 +1,8 @@
 """An evaluation's inputs: checked, laid out for the kernels, and the errors their trials call for.
 
 One place for what :func:`bosaris_dask.engine.summarize` and the grouped pass 1
-(:mod:`bosaris_dask.grouped_histograms`) require of the scores and the key, and how they say it:
+(:mod:`bosaris_dask.passes.grouped_histograms`) require of the scores and the key, and how they say
+it:
 
 - :func:`check_inputs`: the cheap structural checks before any graph is built (kinds, dims,
   dtypes, unique ids, names: :func:`check_names`, which fits use too);
@@ -24,8 +25,8 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import inline_blocks, kernels, runner
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
+from bosaris_dask.passes import inline_blocks, kernels, runner
 from bosaris_dask.trials import align, is_label_key, kind_of, locate, trial_classes, validate
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -113,7 +114,7 @@ def key_codes_check(
     classes: da.Array, key: xr.Dataset, blocks: dict[str, int]
 ) -> tuple[list[Any], runner.Aggregation]:
     """The pass-1 check of the key's codes: the ``lead`` arrays (trial row and column
-    positions) for :func:`bosaris_dask.runner.run_pass` and the aggregation that counts codes
+    positions) for :func:`bosaris_dask.passes.runner.run_pass` and the aggregation that counts codes
     outside -1/0/+1 and raises :class:`TrialError` naming the first."""
     n_rows, n_cols = classes.shape
     positions = [inline_blocks.per_block(np.arange(n_rows), classes.chunks[0]), "i",

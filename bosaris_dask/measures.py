@@ -23,13 +23,14 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
-from bosaris_dask import exact_sum, roc
+from bosaris_dask import roc
 from bosaris_dask.arguments import float_vector
 from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.errors import OptionError, ScoreError
-from bosaris_dask.kernels import softplus_units
-from bosaris_dask.keys import order_keys
+from bosaris_dask.passes import exact_sum
+from bosaris_dask.passes.kernels import softplus_units
+from bosaris_dask.passes.keys import order_keys
 from bosaris_dask.steppy_roc import roc_points, roc_thresholds, steppy_roc, steppy_roc_positions
 from bosaris_dask.trials.construction import check_exact_integers
 
@@ -209,9 +210,9 @@ def summary_auc(summary: ScoreSummary) -> tuple[float, float]:
 
     Refining every mixed coarse bin (``n_tar > 0 and n_non > 0 and bits > 0``) down to single
     values would cost passes that grow with the number and width of the mixed bins (the whole
-    overlap of the two score distributions). :mod:`bosaris_dask.exact_auc` instead counts their
-    pairs exactly, in the evaluation's own passes when the targets fit a budget, else in one or
-    two more passes when the smaller class of those bins fits it
+    overlap of the two score distributions). :mod:`bosaris_dask.passes.exact_auc` instead counts
+    their pairs exactly, in the evaluation's own passes when the targets fit a budget, else in one
+    or two more passes when the smaller class of those bins fits it
     (``evaluate(..., exact_auc=True)``); otherwise these bounds say how far from exact the AUC
     can be.
 
@@ -231,7 +232,7 @@ def twice_u_parts(summary: ScoreSummary) -> tuple[int, int]:
 
     ``2·(pairs in different bins with the target above) + (pairs tied in an exact bin)``, and
     ``2·(pairs inside mixed coarse bins)``: exact Python integers (:func:`summary_auc`;
-    :mod:`bosaris_dask.exact_auc` counts the second part exactly).
+    :mod:`bosaris_dask.passes.exact_auc` counts the second part exactly).
 
     Examples
     --------

@@ -186,13 +186,13 @@ def evaluate(
         every pair of systems. The point estimates stay exact
         (:mod:`bosaris_dask.bootstrap.evaluation` says what the intervals are computed from).
     exact_auc
-        Make ``auc`` exact at any scale (:mod:`bosaris_dask.exact_auc`): when every system's
+        Make ``auc`` exact at any scale (:mod:`bosaris_dask.passes.exact_auc`): when every system's
         targets fit ``bosaris_dask.auc-limit``, in the evaluation's own passes (pass 1 pulls
         their keys, the count rides the refinement pass; one more pass when there is none);
         else one or two more passes after the summary (none when no coarse bin holds both
         classes), for every system at once, when the smaller class of the mixed bins fits
         the budget; else ``auc`` stays NaN with its bounds, an
-        :class:`~bosaris_dask.exact_auc.ExactAucWarning` and ``attrs["auc_notes"]`` saying
+        :class:`~bosaris_dask.passes.exact_auc.ExactAucWarning` and ``attrs["auc_notes"]`` saying
         why. With conditions, per condition too (``condition_auc``, each from its own
         trials), from the same passes.
     bootstrap_method
@@ -307,7 +307,7 @@ def pooled_evaluation(
         ece_plo = check_plo(ece_plo)
     riding = None
     if exact_auc:  # the exact AUC rides along the evaluation's passes where it fits
-        from bosaris_dask.riding_auc import RidingAuc
+        from bosaris_dask.passes.riding_auc import RidingAuc
 
         riding = RidingAuc(len(systems), names, split_every)
     summaries = summarize(
@@ -325,7 +325,7 @@ def pooled_evaluation(
     )
     if riding is None:
         return results_dataset(summaries, points, sweep, fmr, fnmr), summaries
-    from bosaris_dask.exact_auc import apply_exact_auc, exact_aucs, with_passes
+    from bosaris_dask.passes.exact_auc import apply_exact_auc, exact_aucs, with_passes
 
     if riding.served:
         found = riding.found()
@@ -392,7 +392,7 @@ def evaluate_arrays(
     summary = summary_from_arrays(tar, non, name)
     if ece_plo is not None:
         from bosaris_dask.ece import check_plo
-        from bosaris_dask.kernels import cross_entropy_units
+        from bosaris_dask.passes.kernels import cross_entropy_units
 
         a = check_plo(ece_plo)
         sums = cross_entropy_units(np.asarray(tar), np.asarray(non), a)

@@ -38,7 +38,7 @@ from scipy.spatial import ConvexHull, QhullError
 from scipy.special import expit
 
 from bosaris_dask._deprecation import renamed_getattr
-from bosaris_dask.jit import compiled
+from bosaris_dask.passes.jit import compiled
 
 __all__ = [
     "Hull",

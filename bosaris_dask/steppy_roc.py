@@ -9,7 +9,7 @@ keeps those whose point moves on probit (DET) axes by more than a resolution, a 
 Examples
 --------
 >>> from bosaris_dask.engine import ScoreSummary
->>> from bosaris_dask.keys import order_keys
+>>> from bosaris_dask.passes.keys import order_keys
 >>> s = ScoreSummary(np.dtype(np.float64), lo=order_keys(np.array([-2.0, 1.0, 3.0])),
 ...                  bits=np.zeros(3, np.int8), n_tar=np.array([0, 1, 1]),
 ...                  n_non=np.array([1, 1, 0]), softplus_units=(0, 0))
@@ -24,7 +24,7 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 from bosaris_dask.engine import ScoreSummary
-from bosaris_dask.keys import keys_to_values
+from bosaris_dask.passes.keys import keys_to_values
 
 __all__ = ["steppy_roc", "steppy_roc_positions", "roc_points", "roc_thresholds"]
 
@@ -68,7 +68,7 @@ def roc_thresholds(summary: ScoreSummary, positions: np.ndarray) -> np.ndarray:
     at or above it; ``+inf`` past the last bin, and ``-inf`` (``+inf``) where a bin's lowest
     value is no number and nothing lies below (above) it.
 
-    >>> from bosaris_dask.keys import order_keys
+    >>> from bosaris_dask.passes.keys import order_keys
     >>> s = ScoreSummary(np.dtype(np.float64), lo=order_keys(np.array([-2.0, 1.0, 3.0])),
     ...                  bits=np.zeros(3, np.int8), n_tar=np.array([0, 1, 1]),
     ...                  n_non=np.array([1, 1, 0]), softplus_units=(0, 0))

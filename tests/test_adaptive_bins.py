@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bosaris_dask import engine, metrics
-from bosaris_dask.binmap import BinMap
-from bosaris_dask.keys import order_keys
+from bosaris_dask.passes.binmap import BinMap
+from bosaris_dask.passes.keys import order_keys
 from bosaris_dask.trials import make_key, make_scores
 
 from .test_engine import BLOCKS, PLO, _assert_exact, _objects, _split, trial_sets

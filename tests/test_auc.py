@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score
 
-from bosaris_dask import metrics, pass1_bins
+from bosaris_dask import metrics
+from bosaris_dask.passes import pass1_bins
 from bosaris_dask.trials import make_key, make_scores
 
 from . import reference as ref

@@ -490,7 +490,7 @@ def test_the_pass_is_checked_against_the_workers_memory():
 
     from bosaris_dask.bootstrap.histograms import task_memory
     from bosaris_dask.errors import MemoryLimitError
-    from bosaris_dask.memory import check_worker_memory
+    from bosaris_dask.passes.memory import check_worker_memory
 
     inputs = [da.zeros((4000, 4000), chunks=(1000, 4000), dtype=t) for t in ("i1", "f4", "?")]
     need = task_memory(inputs, n_rows=1001, nb=256, n_systems=1, split_every=8)
@@ -585,8 +585,8 @@ def test_compiled_pass_equals_the_numpy_path_bit_for_bit(seed, rows, cols, g, n_
     in one block or (``small``) many."""
     import os
 
-    from bosaris_dask import jit
     from bosaris_dask.bootstrap import fast_block, histograms
+    from bosaris_dask.passes import jit
 
     if jit.compiled(fast_block._collect) is None:
         pytest.skip("numba missing or disabled")

@@ -138,7 +138,7 @@ def test_the_cell_kernel_is_the_grid_kernel_on_the_same_trials(seed, n, g, n_con
     """One chunk's histograms from each trial's own groups (trials of a random grid laid out
     in a row, in random order) against the grid kernel's: numba and numpy paths, one block or
     many, products per model group or batched."""
-    from bosaris_dask import jit
+    from bosaris_dask.passes import jit
 
     rng = np.random.default_rng(seed)
     rows, cols = int(rng.integers(1, 20)), int(rng.integers(1, 20))

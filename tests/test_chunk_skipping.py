@@ -17,10 +17,11 @@ import xarray as xr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import engine, metrics, refinement
+from bosaris_dask import engine, metrics
 from bosaris_dask.conditions import condition_table
 from bosaris_dask.embeddings import from_arrays, scores_from_embeddings
 from bosaris_dask.embeddings import scoring as embedding_scoring
+from bosaris_dask.passes import refinement
 from bosaris_dask.trials import key_from_labels, make_key, make_scores, trial_classes
 
 from . import reference as ref
@@ -197,7 +198,7 @@ def test_embedding_blocks_without_candidates_are_not_recomputed(monkeypatch):
 
 
 def test_conditions_refinement_reads_only_the_chunks_holding_candidates():
-    """The grouped passes of conditions (:mod:`bosaris_dask.grouped`) skip chunks too."""
+    """The grouped passes of conditions (:mod:`bosaris_dask.passes.grouped`) skip chunks too."""
     rng = np.random.default_rng(7)
     chunks = ((10,) * 4, (10,) * 5)
     mask, values = _concentrated(rng, (40, 50), chunks, (2, 1), ties=4, dtype=np.float32)

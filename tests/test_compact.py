@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import compact
+from bosaris_dask.passes import compact
 
 _SPECIAL = [0.0, -0.0, 1.0, 2.0**31, 2.0**32 - 1, 2.0**32, 2.0**52, -3.0, 0.5, np.inf, np.nan]
 

@@ -120,8 +120,8 @@ def test_exact_auc_on_a_local_cluster_equals_threads(stores):
     processes give what the threaded scheduler gives."""
     import dask
 
-    from bosaris_dask.exact_auc import mixed_bins
     from bosaris_dask.metrics import pooled_evaluation
+    from bosaris_dask.passes.exact_auc import mixed_bins
 
     key = io.read(stores / "key.zarr")
     systems = [io.read(stores / f"system-{k}.zarr") for k in (1, 2)]

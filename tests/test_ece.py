@@ -16,12 +16,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.special import logit
 
-from bosaris_dask import metrics, pass1_bins
+from bosaris_dask import metrics
 from bosaris_dask.cli import main
 from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.ece import DEFAULT_ECE_PLO, ece_arrays, neutral_ece
 from bosaris_dask.errors import OptionError, PlotError
 from bosaris_dask.llr_base import thresholds_from_natural
+from bosaris_dask.passes import pass1_bins
 from bosaris_dask.plots import ece_plot
 from bosaris_dask.report import to_json_dict
 from bosaris_dask.trials import make_key, make_scores

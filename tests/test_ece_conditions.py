@@ -224,8 +224,8 @@ def test_plot_draws_a_curve_per_condition():
 
 @pytest.mark.parametrize("n_groups", [1, 2, 3, 7])
 def test_kernel_sums_per_group_are_the_plain_kernels_of_each_group(n_groups):
-    from bosaris_dask import grouped_cross_entropy as gk
-    from bosaris_dask import kernels
+    from bosaris_dask.passes import grouped_cross_entropy as gk
+    from bosaris_dask.passes import kernels
 
     rng = np.random.default_rng(n_groups)
     shape = (30, 41)

@@ -16,12 +16,12 @@ import dask
 import numpy as np
 import pytest
 
-from bosaris_dask import screening
 from bosaris_dask.cli import main
 from bosaris_dask.embeddings import device, from_arrays, kernel, scores_from_embeddings, scoring
 from bosaris_dask.embeddings.rounding import round_products
 from bosaris_dask.errors import OptionError
 from bosaris_dask.metrics import evaluate
+from bosaris_dask.passes import screening
 from bosaris_dask.trials import key_from_labels
 
 D = 16

@@ -13,10 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import engine, metrics, screening
+from bosaris_dask import engine, metrics
 from bosaris_dask.embeddings import from_arrays, scores_from_embeddings
 from bosaris_dask.embeddings.kernel import score_block
 from bosaris_dask.embeddings.normalized_screen import screen_normalized_block
+from bosaris_dask.passes import screening
 from bosaris_dask.trials import key_from_labels
 
 from .test_embeddings_screen import assert_screened, same_with_and_without_the_screen

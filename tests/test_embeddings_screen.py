@@ -1,5 +1,5 @@
 """The float32 screen of the refinement passes from embeddings (``bosaris_dask.embeddings.screen``,
-``bosaris_dask.screening``): its error bound holds for any summation order (against exact
+``bosaris_dask.passes.screening``): its error bound holds for any summation order (against exact
 rational dot products), a screened block is exact wherever a score can lie in a range and
 outside every range elsewhere, and evaluations from embeddings give the same bits with the
 screen on and off (ties, duplicated embeddings, integer embeddings, several chunkings, both
@@ -16,11 +16,12 @@ import xarray as xr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import engine, metrics, screening
+from bosaris_dask import engine, metrics
 from bosaris_dask.conditions import condition_table
 from bosaris_dask.embeddings import from_arrays, rounding, scores_from_embeddings, screen
 from bosaris_dask.embeddings.kernel import score_block
-from bosaris_dask.keys import order_keys
+from bosaris_dask.passes import screening
+from bosaris_dask.passes.keys import order_keys
 from bosaris_dask.trials import key_from_labels
 
 OFF = {"bosaris_dask.screen": 0}

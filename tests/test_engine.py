@@ -12,10 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.special import expit, logit
 
-from bosaris_dask import engine, kernels, measures, metrics, refine_kernels, refinement, roc
+from bosaris_dask import engine, measures, metrics, roc
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.inputs import pass_inputs
-from bosaris_dask.keys import key_bits, order_keys
+from bosaris_dask.passes import kernels, refine_kernels, refinement
+from bosaris_dask.passes.keys import key_bits, order_keys
 from bosaris_dask.trials import key_from_labels, make_key, make_scores
 
 from . import reference as ref

@@ -18,8 +18,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score
 
-from bosaris_dask import engine, exact_auc, metrics, pass1_bins, riders
+from bosaris_dask import engine, metrics
 from bosaris_dask.inputs import pass_inputs
+from bosaris_dask.passes import exact_auc, pass1_bins, riders
 from bosaris_dask.trials import key_from_labels, make_key, make_scores
 
 
@@ -242,8 +243,8 @@ def test_no_mixed_bin_costs_no_pass():
 def test_mixed_twice_u_counts_pairs_inside_bins_only():
     from dataclasses import replace
 
-    from bosaris_dask.keys import order_keys
     from bosaris_dask.measures import summary_from_arrays
+    from bosaris_dask.passes.keys import order_keys
 
     tar, non = [1.0, 3.0, 3.0, 10.0], [2.0, 3.0, 9.0, 11.0, -4.0]
     # three coarse bins: the negative scores, [0, 2) and [2, inf]; only the last is mixed
@@ -315,8 +316,8 @@ class _FakeClient:
 
 
 def test_a_worker_too_small_is_refused_before_the_extra_passes(monkeypatch):
-    from bosaris_dask import runner
     from bosaris_dask.errors import MemoryLimitError
+    from bosaris_dask.passes import runner
 
     rng = np.random.default_rng(3)
     mask = rng.choice(np.array([-1, 1], dtype=np.int8), size=(40, 50), p=[0.8, 0.2])
@@ -383,7 +384,7 @@ def test_pass_1_memory_check_counts_the_target_keys_riding_along(monkeypatch):
     check: a chunk holds its keys twice (to sort), a merge its parts and their merge."""
     import dask
 
-    from bosaris_dask import runner
+    from bosaris_dask.passes import runner
 
     rng = np.random.default_rng(5)
     mask = rng.choice(np.array([-1, 1], dtype=np.int8), size=(40, 50), p=[0.8, 0.2])

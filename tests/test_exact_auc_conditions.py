@@ -18,10 +18,11 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import exact_auc, metrics, riding_auc
+from bosaris_dask import metrics
 from bosaris_dask.cli import main
 from bosaris_dask.conditions import condition_table
 from bosaris_dask.conditions.summaries import GROUPED_KEY
+from bosaris_dask.passes import exact_auc, riding_auc
 from bosaris_dask.trials import make_key, make_scores
 from tests.test_exact_auc import _chunks, _coarse, _reads_per_chunk
 

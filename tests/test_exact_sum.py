@@ -1,4 +1,4 @@
-"""Exact, grouping-independent sums (bosaris_dask.exact_sum) against rational arithmetic."""
+"""Exact, grouping-independent sums (bosaris_dask.passes.exact_sum) against rational arithmetic."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import exact_sum
+from bosaris_dask.passes import exact_sum
 
 GRID = 2**exact_sum.GRID_BITS
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import exact_sum, fast_ece, grouped_cross_entropy, kernels
+from bosaris_dask.passes import exact_sum, fast_ece, grouped_cross_entropy, kernels
 
 pytest.importorskip("numba")
 

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import compact
-from bosaris_dask.binmap import BinMap
-from bosaris_dask.grouped_kernels import grouped_pass1_kernel, split_pass1
-from bosaris_dask.keys import order_keys
+from bosaris_dask.passes import compact
+from bosaris_dask.passes.binmap import BinMap
+from bosaris_dask.passes.grouped_kernels import grouped_pass1_kernel, split_pass1
+from bosaris_dask.passes.keys import order_keys
 
 from .test_fast_pass1 import chunks
 
@@ -116,9 +116,9 @@ def _check(cls, s, m, g, n_groups, bm, pbm, block):
 def test_compiled_per_group_sums_equal_the_numpy_terms_and_units(problem, n_groups, seed):
     # sums_into's terms (fast_pass1's) and units against softplus_terms and split_units
     # summed per slot with bincount (the numpy path); up to 6,300 trials: several runs
-    from bosaris_dask import exact_sum, fast_grouped
-    from bosaris_dask.grouped_kernels import _GroupUnits
-    from bosaris_dask.kernels import softplus_terms, workspace
+    from bosaris_dask.passes import exact_sum, fast_grouped
+    from bosaris_dask.passes.grouped_kernels import _GroupUnits
+    from bosaris_dask.passes.kernels import softplus_terms, workspace
 
     cls, s, m, _, _ = problem
     c = np.where(m, cls, 0).astype(np.int8).reshape(-1)
@@ -151,7 +151,7 @@ def test_terms_too_large_for_the_grid_are_summed_exactly_per_group():
     slow = _kernel(cls, s, m, g, 2, bm, None, 2, False)
     np.testing.assert_array_equal(fast, slow)
     _, units, _, _ = split_pass1(fast, 2, bm.nbins)
-    from bosaris_dask import exact_sum
+    from bosaris_dask.passes import exact_sum
 
     got = [[exact_sum.to_float(u) for u in per] for per in units]  # [target, non-target]
     assert got[1][0] == pytest.approx(3e5) and got[0][1] == pytest.approx(2e5)
@@ -162,7 +162,8 @@ def test_an_evaluation_with_compiled_grouped_counts_and_selection_is_the_same_bi
 ):
     import dask
 
-    from bosaris_dask import grouped_histograms, metrics
+    from bosaris_dask import metrics
+    from bosaris_dask.passes import grouped_histograms
 
     from .test_grouped import BY, SCALED, _dense
 

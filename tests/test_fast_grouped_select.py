@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import fast_select, kernels
-from bosaris_dask.binmap import BinMap
-from bosaris_dask.grouped_kernels import Part
-from bosaris_dask.grouped_refine_kernels import _select_parts
-from bosaris_dask.refine_kernels import RefineSpec
+from bosaris_dask.passes import fast_select, kernels
+from bosaris_dask.passes.binmap import BinMap
+from bosaris_dask.passes.grouped_kernels import Part
+from bosaris_dask.passes.grouped_refine_kernels import _select_parts
+from bosaris_dask.passes.refine_kernels import RefineSpec
 from tests.test_fast_select import SPECIAL, _keys
 
 pytest.importorskip("numba")

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import fast_pass1, kernels
-from bosaris_dask.binmap import BinMap
+from bosaris_dask.passes import fast_pass1, kernels
+from bosaris_dask.passes.binmap import BinMap
 
 pytest.importorskip("numba")
 
@@ -67,7 +67,7 @@ def chunks(draw):
     if draw(st.booleans()):
         bm = BinMap.uniform(bits, draw(st.integers(1, 12)))
     else:
-        from bosaris_dask.keys import order_keys
+        from bosaris_dask.passes.keys import order_keys
 
         sample = order_keys(s.reshape(-1)[np.isfinite(s.reshape(-1))])
         bm = BinMap.from_sample(sample, bits, draw(st.integers(6, 12)))

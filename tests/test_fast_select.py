@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import fast_select, kernels, refine_kernels
-from bosaris_dask.binmap import BinMap
-from bosaris_dask.refine_kernels import RefineSpec
+from bosaris_dask.passes import fast_select, kernels, refine_kernels
+from bosaris_dask.passes.binmap import BinMap
+from bosaris_dask.passes.refine_kernels import RefineSpec
 
 pytest.importorskip("numba")
 

@@ -16,11 +16,12 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import metrics, pass1_bins
+from bosaris_dask import metrics
 from bosaris_dask.conditions import condition_codes, condition_table
 from bosaris_dask.conditions.evaluation import condition_result
 from bosaris_dask.conditions.summaries import GROUPED_KEY, POOLED_KEY, condition_summaries
 from bosaris_dask.engine import summarize
+from bosaris_dask.passes import pass1_bins
 from bosaris_dask.trials import make_key, make_scores
 
 
@@ -189,7 +190,7 @@ def test_pooled_apart_is_the_plain_evaluation(seed, chunk, n_sys, float32, coars
 def test_groups_no_part_names_share_one_histogram_row():
     import dask.array as da
 
-    from bosaris_dask.grouped import Part, _used_groups
+    from bosaris_dask.passes.grouped import Part, _used_groups
 
     groups = da.from_array(np.array([[0, 5, 9], [5, 7, 0]], dtype=np.int16), chunks=1)
     parts = [Part(0), Part(0, (5,), (5,)), Part(0, (9,), (5, 9))]
@@ -202,7 +203,7 @@ def test_groups_no_part_names_share_one_histogram_row():
 def test_each_part_counts_its_own_missing_trials_and_one_dataset_is_accepted():
     import dask.array as da
 
-    from bosaris_dask.grouped import Part, summarize_parts
+    from bosaris_dask.passes.grouped import Part, summarize_parts
 
     rng = np.random.default_rng(7)
     n_m, n_s, n_g = 9, 12, 3
@@ -240,7 +241,7 @@ def test_group_codes_outside_the_groups_are_refused(bad, remapped):
     import dask.array as da
 
     from bosaris_dask.errors import OptionError
-    from bosaris_dask.grouped import Part, summarize_parts
+    from bosaris_dask.passes.grouped import Part, summarize_parts
 
     mids, sids = ["m0", "m1"], ["s0", "s1", "s2"]
     key = make_key(mids, sids, np.array([[1, -1, -1], [-1, 1, -1]]))
@@ -429,7 +430,7 @@ def test_adaptive_condition_bins_give_the_fixed_bins_metrics_and_the_references(
 
 
 def test_a_chunk_note_names_the_bins_any_group_holds():
-    from bosaris_dask.grouped_kernels import grouped_bins_note
+    from bosaris_dask.passes.grouped_kernels import grouped_bins_note
 
     rng = np.random.default_rng(3)
     n_groups, nbins, pooled_nbins = 3, 64, 32

@@ -20,8 +20,8 @@ def _modules_after(statement: str) -> set[str]:
 
 
 def test_a_worker_unpickling_a_kernel_imports_no_stores_and_no_models():
-    loaded = _modules_after("import bosaris_dask.kernels")
-    assert "bosaris_dask.kernels" in loaded
+    loaded = _modules_after("import bosaris_dask.passes.kernels")
+    assert "bosaris_dask.passes.kernels" in loaded
     for heavy in ("scipy", "h5py", "zarr", "bosaris_dask.calibration", "bosaris_dask.io"):
         assert heavy not in loaded, heavy
 

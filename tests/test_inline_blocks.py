@@ -1,6 +1,6 @@
-"""Per-row and per-column arrays inside the tasks (``bosaris_dask.inline_blocks``): the blocks a
-task gets are the slices of the array along the chunks, under any chunking, and no task is made
-for them; a label-derived key's mask, a condition's group index and a pass's row positions
+"""Per-row and per-column arrays inside the tasks (``bosaris_dask.passes.inline_blocks``): the
+blocks a task gets are the slices of the array along the chunks, under any chunking, and no task is
+made for them; a label-derived key's mask, a condition's group index and a pass's row positions
 add no tasks to a pass."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import runner
 from bosaris_dask.conditions import condition_codes, condition_table
-from bosaris_dask.inline_blocks import blockwise, per_block
+from bosaris_dask.passes import runner
+from bosaris_dask.passes.inline_blocks import blockwise, per_block
 from bosaris_dask.trials import key_from_labels, make_key
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from bosaris_dask import jit
+from bosaris_dask.passes import jit
 
 
 def _one(a):

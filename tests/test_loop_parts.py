@@ -12,10 +12,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import jit
-from bosaris_dask.binmap import BinMap
-from bosaris_dask.keys import order_keys
-from bosaris_dask.loop_parts import LOOP_PARTS, add_one, bin_of, key_args, map_args, order_key
+from bosaris_dask.passes import jit
+from bosaris_dask.passes.binmap import BinMap
+from bosaris_dask.passes.keys import order_keys
+from bosaris_dask.passes.loop_parts import (
+    LOOP_PARTS,
+    add_one,
+    bin_of,
+    key_args,
+    map_args,
+    order_key,
+)
 
 numba = pytest.importorskip("numba")
 

@@ -1,5 +1,6 @@
 """Worker processes started by distributed with its fixed malloc trim threshold get glibc's
-thresholds raised at their first pass task (bosaris_dask.malloc), once, unless configured off."""
+thresholds raised at their first pass task (bosaris_dask.passes.malloc), once, unless configured
+off."""
 
 import os
 import platform
@@ -8,7 +9,7 @@ import sys
 
 import pytest
 
-from bosaris_dask.malloc import should_tune
+from bosaris_dask.passes.malloc import should_tune
 
 glibc = pytest.mark.skipif(
     platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc only"
@@ -34,7 +35,7 @@ def test_only_distributeds_own_value_is_tuned(environ, expected):
     ("env", "expected"), [({"MALLOC_TRIM_THRESHOLD_": "65536"}, "True False"), ({}, "False False")]
 )
 def test_tune_once_sets_the_thresholds_once_per_process(env, expected):
-    code = "from bosaris_dask.malloc import tune_once; print(tune_once(), tune_once())"
+    code = "from bosaris_dask.passes.malloc import tune_once; print(tune_once(), tune_once())"
     out = subprocess.run([sys.executable, "-c", code], env=_clean_env(**env), capture_output=True,
                          text=True, timeout=60, check=True).stdout.strip()  # fmt: skip
     assert out == expected
@@ -48,7 +49,7 @@ def test_a_users_local_cluster_is_tuned_by_the_first_pass_unless_configured_off(
     code = (
         "import dask, numpy as np\n"
         "from distributed import Client, LocalCluster\n"
-        "from bosaris_dask import malloc\n"
+        "from bosaris_dask.passes import malloc\n"
         "from bosaris_dask.metrics import evaluate\n"
         "from bosaris_dask.trials import make_key, make_scores\n"
         "def run(setting):\n"

@@ -14,8 +14,13 @@ from bosaris_dask import io
 from bosaris_dask.cli import main
 from bosaris_dask.cluster import connect
 from bosaris_dask.errors import MemoryLimitError
-from bosaris_dask.memory import WORKER_BASELINE, TaskMemory, check_worker_memory, pass_task_memory
 from bosaris_dask.metrics import evaluate
+from bosaris_dask.passes.memory import (
+    WORKER_BASELINE,
+    TaskMemory,
+    check_worker_memory,
+    pass_task_memory,
+)
 from bosaris_dask.simulate import simulate
 
 BLOCK, SLICE = 1 << 16, 1 << 22  # the default bosaris_dask.block and .slice
@@ -91,7 +96,7 @@ def test_the_remedy_names_the_options_of_the_cluster_kind():
     # refuse, and fewer threads to a worker of one thread
     from types import SimpleNamespace
 
-    from bosaris_dask.memory import _remedy
+    from bosaris_dask.passes.memory import _remedy
 
     def kind(name):
         return SimpleNamespace(cluster=type(name, (), {})())
@@ -157,8 +162,9 @@ def _peak_rss() -> int:
 def test_small_jobs_are_not_charged_the_full_budgets():
     """CI found the HPC examples refused on 1 GB workers: a merge was charged 8 results of 4
     chunks, and raw and kept trials beyond the cells there are."""
-    from bosaris_dask import engine, pass1_bins
+    from bosaris_dask import engine
     from bosaris_dask.inputs import pass_inputs
+    from bosaris_dask.passes import pass1_bins
 
     key, systems = simulate(300, 400, systems=2, seed=1, chunks=(150, 200))  # 4 chunks
     inputs, dtype = pass_inputs(systems, key)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bosaris_dask import memory
-from bosaris_dask import runner as runner_module
 from bosaris_dask.errors import MemoryLimitError
 from bosaris_dask.fusion import LinearFuser
 from bosaris_dask.objectives import FusionObjective, fusion_data
+from bosaris_dask.passes import memory
+from bosaris_dask.passes import runner as runner_module
 from bosaris_dask.progress import showing_progress
 from bosaris_dask.trials import make_key, make_scores
 

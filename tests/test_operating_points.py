@@ -14,10 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import io, metrics, pass1_bins
+from bosaris_dask import io, metrics
 from bosaris_dask.cli import main
 from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.errors import OptionError
+from bosaris_dask.passes import pass1_bins
 from bosaris_dask.trials import make_key, make_scores
 
 from . import reference as ref

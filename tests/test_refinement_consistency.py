@@ -11,9 +11,10 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from bosaris_dask import engine, refine_kernels, refinement
+from bosaris_dask import engine
 from bosaris_dask.errors import InconsistentPassesError
-from bosaris_dask.keys import key_bits, order_keys
+from bosaris_dask.passes import refine_kernels, refinement
+from bosaris_dask.passes.keys import key_bits, order_keys
 from bosaris_dask.trials import make_key, make_scores
 
 RNG = np.random.default_rng(13)

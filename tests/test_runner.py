@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import runner
 from bosaris_dask.errors import ClusterError, MemoryLimitError
-from bosaris_dask.inline_blocks import per_block
-from bosaris_dask.memory import TaskMemory
+from bosaris_dask.passes import runner
+from bosaris_dask.passes.inline_blocks import per_block
+from bosaris_dask.passes.memory import TaskMemory
 
 MB = 2**20
 

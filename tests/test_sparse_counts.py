@@ -9,10 +9,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import compact, kernels
-from bosaris_dask.binmap import BinMap
-from bosaris_dask.grouped_kernels import grouped_bins_note, grouped_pass1_kernel
-from bosaris_dask.keys import order_keys
+from bosaris_dask.passes import compact, kernels
+from bosaris_dask.passes.binmap import BinMap
+from bosaris_dask.passes.grouped_kernels import grouped_bins_note, grouped_pass1_kernel
+from bosaris_dask.passes.keys import order_keys
 
 SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 3.4e38, 1e300]
 

@@ -1,5 +1,5 @@
-"""Strided reads of computed score arrays (``bosaris_dask.subgrids``): a strided part of a block
-of scores from embeddings (raw, Z/T/S/AS-normalized) equals the same slice of the whole block,
+"""Strided reads of computed score arrays (``bosaris_dask.passes.subgrids``): a strided part of a
+block of scores from embeddings (raw, Z/T/S/AS-normalized) equals the same slice of the whole block,
 bit for bit, is computed from those rows and columns alone, and the adaptive pass 1's sample
 (and so the evaluation) is the same as slicing whole blocks gives."""
 
@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from bosaris_dask import metrics, pass1_bins, subgrids
+from bosaris_dask import metrics
 from bosaris_dask.embeddings import from_arrays, scores_from_embeddings
 from bosaris_dask.embeddings.scoring import outer_blocks
 from bosaris_dask.inputs import pass_inputs
+from bosaris_dask.passes import pass1_bins, subgrids
 from bosaris_dask.trials import key_from_labels
 from bosaris_dask.trials.labels import label_mask
 

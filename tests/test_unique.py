@@ -1,4 +1,4 @@
-"""bosaris_dask.unique against numpy's np.unique, on random integer arrays."""
+"""bosaris_dask.passes.unique against numpy's np.unique, on random integer arrays."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask.unique import unique
+from bosaris_dask.passes.unique import unique
 
 
 @settings(max_examples=100, deadline=None)

@@ -3,7 +3,7 @@
 The bootstrap accumulates, per resample, a weighted histogram over a few hundred *coarse* score
 bins (:mod:`bosaris_dask.bootstrap.histograms`). Their edges are chosen here, per system, from
 exact counts of targets and non-targets per key prefix (the top :func:`prefix_bits` bits of the
-order-preserving key, :mod:`bosaris_dask.keys`): those of the evaluation's own summaries
+order-preserving key, :mod:`bosaris_dask.passes.keys`): those of the evaluation's own summaries
 (:func:`summary_prefix_counts`), or, where the evaluation does not hand them over (with
 conditions), of one extra pass (:func:`prefix_histograms`):
 
@@ -22,7 +22,7 @@ by binary search.
 Examples
 --------
 >>> import numpy as np
->>> from bosaris_dask.keys import order_keys
+>>> from bosaris_dask.passes.keys import order_keys
 >>> b = Binning.from_edges(np.array([0.0, 1.5]), np.float64)
 >>> b.bins(order_keys(np.array([-1.0, 0.0, 1.0, 1.5, 2.0]))).tolist()
 [0, 1, 1, 2, 2]
@@ -41,8 +41,8 @@ import dask.array as da
 import numpy as np
 from scipy.special import ndtri
 
-from bosaris_dask.keys import key_bits, order_keys, threshold_keys
-from bosaris_dask.runner import Aggregation, run_pass
+from bosaris_dask.passes.keys import key_bits, order_keys, threshold_keys
+from bosaris_dask.passes.runner import Aggregation, run_pass
 
 __all__ = ["Binning", "prefix_bits", "prefix_histograms", "summary_prefix_counts", "choose_edges"]
 

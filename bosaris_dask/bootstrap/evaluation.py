@@ -71,7 +71,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import config, memory
+from bosaris_dask import config
 from bosaris_dask.arguments import one_or_many
 from bosaris_dask.bootstrap.bins import choose_edges, prefix_histograms, summary_prefix_counts
 from bosaris_dask.bootstrap.cells import CellGroups, TrialResample
@@ -93,6 +93,7 @@ from bosaris_dask.bootstrap.variables import (
 from bosaris_dask.conditions.codes import Conditions
 from bosaris_dask.conditions.tables import ConditionTable, as_condition_table
 from bosaris_dask.errors import BosarisError, OptionError
+from bosaris_dask.passes import memory
 from bosaris_dask.progress import current_client
 
 __all__ = [

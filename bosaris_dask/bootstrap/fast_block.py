@@ -36,8 +36,8 @@ from __future__ import annotations
 import numpy as np
 
 from bosaris_dask.bootstrap.bins import Binning
-from bosaris_dask.jit import compiled
-from bosaris_dask.loop_parts import LOOP_PARTS, key_args, order_key
+from bosaris_dask.passes.jit import compiled
+from bosaris_dask.passes.loop_parts import LOOP_PARTS, key_args, order_key
 
 __all__ = ["per_trial"]
 

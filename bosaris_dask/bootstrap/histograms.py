@@ -18,8 +18,8 @@ otherwise, so it is exact in any order; the chunks' results merge by float64 sum
 below ``2**53`` (the sum of the bounds is checked: :func:`check_exact`), exact in any merge
 tree, on any scheduler. The Cllr sums are made the same way: each trial's term
 ``log(1 + exp(-s))`` (targets) or ``log(1 + exp(s))`` (non-targets) is rounded to a multiple of
-``2**-57`` as in :mod:`bosaris_dask.exact_sum`, summed exactly per pair as integers, split into
-4-bit limbs and multiplied by ``w`` with the counts: every resample's Cllr sums are exact sums
+``2**-57`` as in :mod:`bosaris_dask.passes.exact_sum`, summed exactly per pair as integers, split
+into 4-bit limbs and multiplied by ``w`` with the counts: every resample's Cllr sums are exact sums
 of those rounded terms, whatever the chunking or the scheduler (a term of ``2**17`` or more,
 a target scored at or below ``-131072`` or a non-target at or above ``+131072``, is refused
 with a one-line error).
@@ -60,13 +60,13 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-from bosaris_dask import memory
 from bosaris_dask.bootstrap import fast_block
 from bosaris_dask.bootstrap.bins import Binning
 from bosaris_dask.embeddings.kernel import pinned_blas
 from bosaris_dask.errors import OptionError, ScoreError
-from bosaris_dask.keys import order_keys
-from bosaris_dask.runner import Aggregation, run_pass
+from bosaris_dask.passes import memory
+from bosaris_dask.passes.keys import order_keys
+from bosaris_dask.passes.runner import Aggregation, run_pass
 
 __all__ = ["chunk_histograms", "resample_histograms", "ResampleHistograms", "LIMBS",
            "check_exact", "check_multiplicities", "BLOCK_BYTES", "task_memory"]  # fmt: skip

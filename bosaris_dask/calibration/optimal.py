@@ -37,7 +37,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, summarize
-from bosaris_dask.keys import order_keys
+from bosaris_dask.passes.keys import order_keys
 from bosaris_dask.roc import pav_blocks
 
 __all__ = ["optimal_llr_table", "optimal_llrs_arrays", "optimal_llrs"]

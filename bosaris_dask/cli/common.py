@@ -325,7 +325,7 @@ def _evaluate(args: argparse.Namespace, key: Any, systems: list[Any], score_path
         more.append(embedding_system_name(args))
     names = system_names(score_paths or [], more)
     with warnings.catch_warnings():
-        from bosaris_dask.exact_auc import ExactAucWarning
+        from bosaris_dask.passes.exact_auc import ExactAucWarning
 
         warnings.simplefilter("ignore", ExactAucWarning)  # said once, in one line, below
         results = _run_evaluate(evaluate, args, key, systems, names)

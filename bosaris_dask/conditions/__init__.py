@@ -5,7 +5,7 @@
 - :mod:`~bosaris_dask.conditions.codes`: ``--by`` specs and the condition of every trial;
 - :mod:`~bosaris_dask.conditions.summaries`: the exact summaries of every system in every
   condition (:func:`condition_summaries`, through the grouped kernels of
-  :mod:`bosaris_dask.grouped`: each trial keyed once per pass for all conditions);
+  :mod:`bosaris_dask.passes.grouped`: each trial keyed once per pass for all conditions);
 - :mod:`~bosaris_dask.conditions.equalized`: NIST partition-equalized metrics over the
   conditions (``equalize=True``), resolved exactly in the same refinement rounds;
 - :mod:`~bosaris_dask.conditions.evaluation`: the labelled Dataset

@@ -43,7 +43,7 @@ import xarray as xr
 
 from bosaris_dask.conditions.tables import SIDES, TRIAL, ConditionTable, ids_missing
 from bosaris_dask.errors import OptionError, TrialError
-from bosaris_dask.inline_blocks import blockwise, per_block
+from bosaris_dask.passes.inline_blocks import blockwise, per_block
 
 __all__ = [
     "BySpec", "parse_by", "Conditions", "condition_codes", "ConditionWarning",

@@ -19,14 +19,14 @@ vertex of that hull) and actDCF (threshold ``-logit(p)``) are computed on that o
 vertices need not be vertices of any one partition's hull, so the engine resolves the *joint*
 histogram where the equalized curve needs it: each (system, partition) is a member summary of
 the same call that gives the per-condition metrics (a part of
-:func:`~bosaris_dask.grouped.summarize_parts`, through
+:func:`~bosaris_dask.passes.grouped.summarize_parts`, through
 :func:`~bosaris_dask.conditions.summaries.condition_summaries`; a partition with one class only
 rides with a partition of the other class whose trials it ignores). All
 members' bins are nested dyadic key ranges, so their coarsest common cover is a histogram with
 a ``(partition, bin)`` integer count matrix. After every round, :func:`joint_candidates` builds that
 grid, forms the equalized curve at its edges, and asks the engine to refine (in every member)
 the bins that are mixed on the equalized curve and whose optimistic corner lies below the hull
-of the edges (the engine's own rule, :func:`bosaris_dask.refinement.hull_candidates`, with a
+of the edges (the engine's own rule, :func:`bosaris_dask.passes.refinement.hull_candidates`, with a
 tolerance that errs on the side of refining). The candidates of later rounds lie inside those
 of earlier ones, so the kept candidate trials serve them: the pass count stays that of the
 per-condition evaluation in the usual case.

@@ -48,15 +48,15 @@ from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.ece import check_plo, ece_from_summary
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import OptionError
-from bosaris_dask.exact_auc import (
+from bosaris_dask.inputs import pass_inputs
+from bosaris_dask.passes.exact_auc import (
     AucPart,
     ExactAuc,
     apply_exact_auc,
     exact_aucs,
     with_passes,
 )
-from bosaris_dask.inputs import pass_inputs
-from bosaris_dask.riding_auc import RidingAuc
+from bosaris_dask.passes.riding_auc import RidingAuc
 
 __all__ = ["evaluate_conditions", "conditions_and_summaries", "condition_result",
            "conditions_as_systems", "summary_cprimary", "PREFIX"]  # fmt: skip
@@ -174,7 +174,7 @@ def conditions_and_summaries(
         non-targets), from the same passes as the pooled ones: the evaluation's own when the
         targets fit the budget ``bosaris_dask.auc-limit`` (pass 1 pulls every target's key
         with its condition, the counts ride the refinement pass:
-        :class:`~bosaris_dask.riding_auc.RidingAuc`), else one or two extra passes (every
+        :class:`~bosaris_dask.passes.riding_auc.RidingAuc`), else one or two extra passes (every
         condition's keys pulled and counted in them) within that one budget (pooled
         summaries first, then the conditions in order; beyond it, bounds and a note in
         ``attrs["auc_notes"]``).

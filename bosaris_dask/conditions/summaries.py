@@ -26,17 +26,18 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import engine, pass1_bins
-from bosaris_dask.binmap import BinMap
+from bosaris_dask import engine
 from bosaris_dask.conditions.codes import Conditions
 from bosaris_dask.conditions.equalized import EqualizedPlan, extra_mask, plan_members
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
 from bosaris_dask.errors import MissingTrialsError, TrialError
-from bosaris_dask.exact_auc import AucPart
-from bosaris_dask.grouped import Part, grouped_pass1, refine_parts, remap_groups
 from bosaris_dask.inputs import names_or_default, pass_inputs
-from bosaris_dask.riding_auc import RidingAuc
-from bosaris_dask.runner import Aggregation, run_pass
+from bosaris_dask.passes import pass1_bins
+from bosaris_dask.passes.binmap import BinMap
+from bosaris_dask.passes.exact_auc import AucPart
+from bosaris_dask.passes.grouped import Part, grouped_pass1, refine_parts, remap_groups
+from bosaris_dask.passes.riding_auc import RidingAuc
+from bosaris_dask.passes.runner import Aggregation, run_pass
 from bosaris_dask.trials import align, kind_of, locate, trial_classes
 
 __all__ = [
@@ -126,8 +127,8 @@ def condition_counts(
     """Exact ``(S, G, 2, 2)`` counts of key trials per system, condition, class and scored.
 
     Axis 2 is target (0) / non-target (1), axis 3 unscored (0) / scored (1). One pass of the
-    pass runner (:func:`bosaris_dask.runner.run_pass`) over the key classes, the condition index
-    and the systems' score masks (not the scores); counts are exact in float64 up to 2**53.
+    pass runner (:func:`bosaris_dask.passes.runner.run_pass`) over the key classes, the condition
+    index and the systems' score masks (not the scores); counts are exact in float64 up to 2**53.
 
     Examples
     --------
@@ -161,11 +162,11 @@ def _coarse_bits(n_systems: int) -> int | None:
 
 
 #: The conditions' adaptive pass-1 bins: about ``2**CONDITION_EXTRA_BITS`` times the plain
-#: evaluation's bins in all (its budget, :func:`bosaris_dask.pass1_bins.adaptive_budget`, shared
-#: out over the conditions: 24 x 2**14 at 1e8 trials, 24 x 2**16 at 1e9), at most as many as
-#: the fixed bins: their candidate trials after pass 1 stay a small part of ``keep-limit``
-#: (1.7M with the plain evaluation's at 1e8), while their histograms stay small enough for
-#: the CPU caches (measured: the compiled counts took twice as long with 2**16 bins per
+#: evaluation's bins in all (its budget, :func:`bosaris_dask.passes.pass1_bins.adaptive_budget`,
+#: shared out over the conditions: 24 x 2**14 at 1e8 trials, 24 x 2**16 at 1e9), at most as many
+#: as the fixed bins: their candidate trials after pass 1 stay a small part of ``keep-limit``
+#: (1.7M with the plain evaluation's at 1e8), while their histograms stay small enough for the
+#: CPU caches (measured: the compiled counts took twice as long with 2**16 bins per
 #: condition as with 2**13).
 CONDITION_EXTRA_BITS = 2
 #: The fewest key bits (bins) of the conditions' adaptive maps.
@@ -177,9 +178,9 @@ def _bin_maps(
 ) -> tuple[list[BinMap] | None, list[BinMap] | None]:
     """Per system, pass 1's bins of the conditions (at most ``2**bits``) and of the pooled
     histogram apart, fitted to one sample of its scores where a plain evaluation fits its own
-    (``bosaris_dask.adaptive-bins``, :func:`bosaris_dask.pass1_bins.adaptive_budget`): the pooled
-    ones are then the plain evaluation's, map for map, and the conditions' are finer where the
-    scores are dense, so their candidates after pass 1 shrink as the plain evaluation's do.
+    (``bosaris_dask.adaptive-bins``, :func:`bosaris_dask.passes.pass1_bins.adaptive_budget`): the
+    pooled ones are then the plain evaluation's, map for map, and the conditions' are finer where
+    the scores are dense, so their candidates after pass 1 shrink as the plain evaluation's do.
     ``None, None``: the top ``bits`` (and ``plain_bits``) key bits."""
     inputs, dtype = pass_inputs(systems, key)
     cells = int(np.prod(inputs[0].shape))
@@ -213,14 +214,14 @@ def condition_summaries(
 
     How it works, and what it costs:
 
-    1. Pass 1 (:func:`bosaris_dask.grouped.grouped_pass1`) keys each system's trials once
+    1. Pass 1 (:func:`bosaris_dask.passes.grouped.grouped_pass1`) keys each system's trials once
        and counts them in a ``(condition, key bin)`` histogram, with exact Cllr sums and the
        key trials without a score per condition: every system's scored/unscored targets and
        non-targets per condition come from it, in the pass a plain evaluation makes anyway
        (the same number of passes). Missing trials are reported from it (the error of a plain
        evaluation) unless ``allow_missing``; conditions without a scored target or non-target
        get no summary.
-    2. :func:`bosaris_dask.grouped.refine_parts` then evaluates the pooled systems and every
+    2. :func:`bosaris_dask.passes.grouped.refine_parts` then evaluates the pooled systems and every
        non-empty (system, condition) pair as *parts* of the systems: a part's pass-1 histogram
        and exact Cllr sums are sums over its conditions (the pooled one over all), and each
        refinement pass picks the trials inside the union of the parts' candidate bins once.
@@ -238,14 +239,14 @@ def condition_summaries(
        stays as small; the pooled summaries are counted
        apart, from the same keys, in a plain evaluation's bins (:data:`POOLED_KEY`): each is,
        bin for bin, that of a plain evaluation. Where a plain evaluation fits its pass-1 bins
-       to a sample of the scores (``bosaris_dask.adaptive-bins``, :mod:`bosaris_dask.binmap`:
+       to a sample of the scores (``bosaris_dask.adaptive-bins``, :mod:`bosaris_dask.passes.binmap`:
        by default when the trials outnumber ``keep-limit``), the conditions' bins are fitted
        to the same sample, within the same number of bins as the fixed ones: their candidate
        trials after pass 1 then shrink as the plain evaluation's do, so both take the same
        passes where the fixed bins made the conditions read the data once more (at 1e8 trials
        with 24 conditions, benchmarks/README.md).
     3. Each system's conditions share its refinement budgets (``dense-budget`` and
-       ``raw-limit`` divided by ``G``; :func:`bosaris_dask.grouped.refine_parts`), so a
+       ``raw-limit`` divided by ``G``; :func:`bosaris_dask.passes.grouped.refine_parts`), so a
        refinement task holds about what it holds for the system alone, and a condition's
        candidate bins are sub-histogrammed before their trials are pulled (the masked copies
        are evaluated under the same budgets, the pooled systems apart).
@@ -277,7 +278,7 @@ def condition_summaries(
     grouped
         Use the grouped kernels (default: the dask config key :data:`GROUPED_KEY`, on).
     riding
-        A :class:`~bosaris_dask.riding_auc.RidingAuc` (made with ``grouped=True``): the exact
+        A :class:`~bosaris_dask.passes.riding_auc.RidingAuc` (made with ``grouped=True``): the exact
         AUCs of the pooled systems and of every condition ride along the grouped passes
         (only with the grouped kernels; it stays unserved otherwise).
 

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bosaris_dask.jit import compiled
+from bosaris_dask.passes.jit import compiled
 
 __all__ = ["CHUNK", "cohort_moments", "row_moments"]
 

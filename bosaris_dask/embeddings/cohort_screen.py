@@ -50,7 +50,7 @@ import numpy as np
 
 from bosaris_dask.embeddings.kernel import pinned_blas
 from bosaris_dask.embeddings.rounding import exact_pairs, screen_factors
-from bosaris_dask.jit import compiled
+from bosaris_dask.passes.jit import compiled
 
 __all__ = ["SCREEN_ROWS", "screen_kernels", "screen_top", "row_norms"]
 
@@ -203,7 +203,7 @@ def _select_loop(exact, cnt, top):  # pragma: no cover - compiled by numba
 
 def screen_kernels() -> dict[str, Callable[..., None]] | None:
     """The compiled loops of the screen, or ``None`` without numba (or with
-    :data:`~bosaris_dask.jit.DISABLE_ENV` set)."""
+    :data:`~bosaris_dask.passes.jit.DISABLE_ENV` set)."""
     names = {"scan": _scan_loop, "finish": _finish_loop, "dots": _dots_loop,
              "select": _select_loop}  # fmt: skip
     kernels = {name: compiled(fn, fastmath=name == "dots", calls=_PARTS)

@@ -33,7 +33,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from bosaris_dask.jit import DISABLE_ENV, compiled
+from bosaris_dask.passes.jit import DISABLE_ENV, compiled
 
 __all__ = ["top_kernel", "DISABLE_ENV"]
 

@@ -42,12 +42,12 @@ from functools import partial
 import dask.array as da
 import numpy as np
 
-from bosaris_dask import screening
 from bosaris_dask.embeddings.cohort import side_statistics
 from bosaris_dask.embeddings.normalized_screen import normalized_block, screened_normalized
 from bosaris_dask.embeddings.prepare import Side
 from bosaris_dask.embeddings.scoring import outer_blocks
 from bosaris_dask.errors import OptionError, ScoreError
+from bosaris_dask.passes import screening
 
 __all__ = ["NORMS", "normalized_matrix", "normalize", "side_norms"]
 

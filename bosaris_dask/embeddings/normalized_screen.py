@@ -56,7 +56,7 @@ from bosaris_dask.embeddings.screen import (
     bucket_lut,
     count_block,
 )
-from bosaris_dask.jit import compiled
+from bosaris_dask.passes.jit import compiled
 
 __all__ = [
     "KINDS", "normalized_values", "normalized_block", "screen_normalized_block",

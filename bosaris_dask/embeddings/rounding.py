@@ -15,7 +15,7 @@ in exact rational arithmetic (:func:`exact_round`).
 So a recomputed block, a block of another shape or a single pair give the same bits, and the
 refinement passes of the engine find the scores of pass 1 (they recompute single pairs: the
 screen of :mod:`bosaris_dask.embeddings.screen`). Exact zeros may come out as ``-0.0`` or
-``+0.0``; the engine's keys make them equal (:mod:`bosaris_dask.keys`).
+``+0.0``; the engine's keys make them equal (:mod:`bosaris_dask.passes.keys`).
 
 Examples
 --------
@@ -39,7 +39,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from bosaris_dask.jit import compiled
+from bosaris_dask.passes.jit import compiled
 
 __all__ = [
     "product_bound",

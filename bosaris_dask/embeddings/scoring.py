@@ -3,8 +3,8 @@
 The score matrix is never stored: each chunk is one block product of prepared enrolment rows
 and prepared test rows (:mod:`bosaris_dask.embeddings.kernel`), computed when a pass needs it
 and recomputed, bit for bit, by every later pass. The matrix registers a screen
-(:mod:`bosaris_dask.screening`): a refinement pass of the engine then computes each block as a
-float32 product and recomputes exactly only the pairs whose score can lie in a candidate bin
+(:mod:`bosaris_dask.passes.screening`): a refinement pass of the engine then computes each block as
+a float32 product and recomputes exactly only the pairs whose score can lie in a candidate bin
 (:mod:`bosaris_dask.embeddings.screen`; normalized scores:
 :mod:`bosaris_dask.embeddings.normalized_screen`), instead of every exact product again.
 """
@@ -21,7 +21,6 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bosaris_dask import screening, subgrids
 from bosaris_dask.embeddings.device import check_device
 from bosaris_dask.embeddings.kernel import score_block
 from bosaris_dask.embeddings.prepare import (
@@ -35,6 +34,7 @@ from bosaris_dask.embeddings.prepare import (
 )
 from bosaris_dask.embeddings.screen import screened_scores
 from bosaris_dask.errors import OptionError, TrialError
+from bosaris_dask.passes import screening, subgrids
 from bosaris_dask.trials import kind_of, make_scores, trial_classes
 
 __all__ = [
@@ -63,7 +63,7 @@ def _check_dimensions(a: Side, b: Side) -> None:
 def score_matrix(enrol: Side, test: Side, device: str = "cpu") -> da.Array:
     """The lazy float32 ``(enrol x test)`` score matrix of two prepared sides, one block product
     per chunk (chunked as the sides' rows, the products on ``device``), with its float32
-    screen registered for the engine's refinement passes (:mod:`bosaris_dask.screening`) when
+    screen registered for the engine's refinement passes (:mod:`bosaris_dask.passes.screening`) when
     the products run on the CPU: on an accelerator a refinement pass recomputes whole blocks
     there, which costs less than the CPU's float32 screen."""
     _check_dimensions(enrol, test)
@@ -120,7 +120,7 @@ def outer_blocks(kernel: Any, rows: da.Array, cols: da.Array, *extra: Any, **kwa
     index: dask then fuses each block's product into the pass task that consumes it, and a
     block's scores live only inside that task (with a contracted index it does not, and the
     threaded scheduler held dozens of 64 MiB blocks at once at 1e10 pairs). A strided part of
-    a block is computed from its rows and columns alone (:mod:`bosaris_dask.subgrids`).
+    a block is computed from its rows and columns alone (:mod:`bosaris_dask.passes.subgrids`).
     """
     boxed = [_boxed_rows(x) if k % 2 == 0 else x for k, x in enumerate(extra)]
     with warnings.catch_warnings():

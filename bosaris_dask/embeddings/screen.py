@@ -4,7 +4,7 @@ candidate bins.
 Pass 1 of an evaluation needs every score (:mod:`bosaris_dask.embeddings.kernel`: the exact dot
 product of the prepared float64 rows, rounded once to float32). A refinement pass needs the
 exact score only of the pairs whose score can lie in one of a few score ranges (its candidate
-bins: :mod:`bosaris_dask.screening`); :func:`screen_block` computes a block for it as
+bins: :mod:`bosaris_dask.passes.screening`); :func:`screen_block` computes a block for it as
 
 1. the float32 product ``v = fl(a32 @ b32.T)`` of the rows rounded to float32 (sgemm: about
    half the time of the float64 product here);
@@ -47,7 +47,7 @@ import numpy as np
 
 from bosaris_dask.embeddings.kernel import pinned_blas, score_block
 from bosaris_dask.embeddings.rounding import exact_pairs, exact_round, product_bound, screen_factors
-from bosaris_dask.jit import compiled
+from bosaris_dask.passes.jit import compiled
 
 __all__ = [
     "bucket_lut",

@@ -1,7 +1,7 @@
 """The objective of calibration and fusion as an :class:`~bosaris_dask.optimize.Objective`.
 
 :class:`FusionObjective` runs :func:`~bosaris_dask.objectives.block_sums` as one
-:mod:`~bosaris_dask.runner` pass per evaluation (with its memory check and progress bar) and
+:mod:`~bosaris_dask.passes.runner` pass per evaluation (with its memory check and progress bar) and
 unpacks value, gradient and Hessian.
 """
 
@@ -13,7 +13,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from bosaris_dask import memory, runner
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.objectives.data import FusionData
 from bosaris_dask.objectives.kernel import (
@@ -29,6 +28,7 @@ from bosaris_dask.objectives.kernel import (
     prior_entropy,
 )
 from bosaris_dask.optimize import Evaluation
+from bosaris_dask.passes import memory, runner
 
 
 def _quality_last(kernel: Any, qm: np.ndarray, qs: np.ndarray, *blocks: np.ndarray) -> np.ndarray:
@@ -113,7 +113,8 @@ class FusionObjective:
     ------
     MemoryLimitError
         At the first pass, before any work: the distributed workers' memory limits cannot hold
-        the tasks (the same check as evaluation's, :func:`bosaris_dask.memory.check_worker_memory`).
+        the tasks (the same check as evaluation's,
+        :func:`bosaris_dask.passes.memory.check_worker_memory`).
 
     Attributes
     ----------
@@ -173,7 +174,8 @@ class FusionObjective:
     # -- one pass ------------------------------------------------------------------------------
 
     def _aggregation(self, mode: Mode, theta: np.ndarray, v: np.ndarray | None):
-        """The pass as a :class:`~bosaris_dask.runner.Aggregation`, and its ``lead`` inputs."""
+        """The pass as a :class:`~bosaris_dask.passes.runner.Aggregation`, and its ``lead``
+        inputs."""
         d = self.data
         kernel = partial(
             block_sums,

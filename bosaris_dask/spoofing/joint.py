@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask.keys import keys_to_values
+from bosaris_dask.passes.keys import keys_to_values
 
 __all__ = ["Part", "Grid", "grid", "first_minimum", "min_cost_bins", "eer_index", "eer_bins",
            "member_bins", "straddling_bins"]  # fmt: skip

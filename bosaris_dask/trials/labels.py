@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bosaris_dask import inline_blocks, subgrids
 from bosaris_dask.errors import TrialError
+from bosaris_dask.passes import inline_blocks, subgrids
 from bosaris_dask.trials.construction import _dataset, _ids
 
 __all__ = ["key_from_labels", "label_mask"]
@@ -47,7 +47,7 @@ def label_mask(model_labels: Any, segment_labels: Any, chunks: Any) -> da.Array:
 
     Each block is computed from the labels alone (target iff the labels are equal, no trial
     where a label is missing), so the mask is never stored; a strided part of a block, from
-    its rows' and columns' labels alone (:mod:`bosaris_dask.subgrids`).
+    its rows' and columns' labels alone (:mod:`bosaris_dask.passes.subgrids`).
     """
     mcodes, scodes = _label_codes(model_labels, segment_labels)
     shape = (len(mcodes), len(scodes))

@@ -2,8 +2,8 @@
 pairs, per chunk and merged (pure numpy; the same on a chunk and on the client).
 
 Both ways of counting use them: riding along the evaluation's passes
-(:mod:`bosaris_dask.riding_auc`) and the passes after it (:mod:`bosaris_dask.exact_auc`, where
-the method is described).
+(:mod:`bosaris_dask.passes.riding_auc`) and the passes after it
+(:mod:`bosaris_dask.passes.exact_auc`, where the method is described).
 
 The examples are in :func:`mixed_bins` and :func:`mixed_twice_u`.
 """
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 import dask.array as da
 import numpy as np
 
-from bosaris_dask import memory
 from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.errors import InconsistentPassesError
-from bosaris_dask.keys import key_bits, key_dtype, keys_to_values, order_keys
+from bosaris_dask.passes import memory
+from bosaris_dask.passes.keys import key_bits, key_dtype, keys_to_values, order_keys
 
 __all__ = [
     "BLOCK",

@@ -2,8 +2,8 @@
 
 A refinement pass (:mod:`bosaris_dask.engine`) needs the exact score only of the trials inside
 its candidate bins: every other trial is dropped by the refinement kernels
-(:mod:`bosaris_dask.refine_kernels`), whatever its score, as long as that score is outside every
-candidate bin. A score source that can compute, more cheaply than its exact scores, an array
+(:mod:`bosaris_dask.passes.refine_kernels`), whatever its score, as long as that score is outside
+every candidate bin. A score source that can compute, more cheaply than its exact scores, an array
 that holds
 
 - the exact score of every cell whose exact score lies in one of given score ranges, and
@@ -13,9 +13,9 @@ registers a *screen* for its dask array (:func:`register`): a function of the ra
 returns that array, chunked as the original. The engine asks for it (:func:`screened_inputs`)
 in every refinement pass that reads the data, with the candidate bins of that pass as score
 ranges (:func:`spec_ranges`; with work riding along the pass, such as the exact AUC's count
-of its mixed bins, their ranges too, :class:`~bosaris_dask.riders.RiderPass`), and the kernels
-then select exactly the trials, with exactly the scores, that they would select from the exact
-array. Scores from embeddings screen with a
+of its mixed bins, their ranges too, :class:`~bosaris_dask.passes.riders.RiderPass`), and the
+kernels then select exactly the trials, with exactly the scores, that they would select from the
+exact array. Scores from embeddings screen with a
 float32 product and an error bound (:mod:`bosaris_dask.embeddings.screen`; normalized ones
 through the normalization's monotonicity, :mod:`bosaris_dask.embeddings.normalized_screen`).
 
@@ -49,8 +49,8 @@ import dask.array as da
 import numpy as np
 
 from bosaris_dask import config
-from bosaris_dask.array_registry import ArrayRegistry
-from bosaris_dask.keys import keys_to_values
+from bosaris_dask.passes.array_registry import ArrayRegistry
+from bosaris_dask.passes.keys import keys_to_values
 
 __all__ = [
     "Ranges", "register", "screen_of", "spec_ranges", "key_ranges", "merge_ranges",
@@ -94,11 +94,11 @@ def merge_ranges(lo: np.ndarray, hi: np.ndarray) -> Ranges:
 
 
 def spec_ranges(spec, dtype: np.dtype) -> Ranges:
-    """The score ranges of a :class:`~bosaris_dask.refine_kernels.RefineSpec`'s candidate bins
-    (keys ``[cand_lo, cand_lo + 2**cand_bits)``) for scores of ``dtype``; none for ``None``.
+    """The score ranges of a :class:`~bosaris_dask.passes.refine_kernels.RefineSpec`'s candidate
+    bins (keys ``[cand_lo, cand_lo + 2**cand_bits)``) for scores of ``dtype``; none for ``None``.
 
-    >>> from bosaris_dask.keys import order_keys
-    >>> from bosaris_dask.refine_kernels import RefineSpec
+    >>> from bosaris_dask.passes.keys import order_keys
+    >>> from bosaris_dask.passes.refine_kernels import RefineSpec
     >>> lo = order_keys(np.array([0.5, -2.0], dtype=np.float32)).astype(np.uint64)
     >>> spec = RefineSpec(0, 32, np.sort(lo), np.array([0, 0]), np.array([0, 0]), True)
     >>> spec_ranges(spec, np.dtype(np.float32))
@@ -118,7 +118,7 @@ def key_ranges(lo: np.ndarray, hi: np.ndarray, dtype: np.dtype) -> Ranges:
     """The score ranges of the order keys ``[lo[k], hi[k]]`` (inclusive) of scores of
     ``dtype``.
 
-    >>> from bosaris_dask.keys import order_keys
+    >>> from bosaris_dask.passes.keys import order_keys
     >>> lo, hi = order_keys(np.array([-1.0, 2.0], dtype=np.float32))
     >>> key_ranges(np.array([lo]), np.array([hi]), np.dtype(np.float32))
     (array([-1.]), array([2.]))

@@ -1,8 +1,8 @@
 """Pass 1's bins: the top key bits, or maps fitted to a sample of the scores.
 
 Pass 1 (:func:`bosaris_dask.engine.summarize`, and the grouped pass 1 of
-:mod:`bosaris_dask.grouped_histograms`) counts trials per key bin
-(:class:`~bosaris_dask.binmap.BinMap`). Which bins it uses is decided here, before any pass:
+:mod:`bosaris_dask.passes.grouped_histograms`) counts trials per key bin
+(:class:`~bosaris_dask.passes.binmap.BinMap`). Which bins it uses is decided here, before any pass:
 
 - the top ``coarse_bits`` of each key (:func:`default_coarse_bits`: 20 for one or two systems);
 - for more trials than the kept-trials budget (``bosaris_dask.keep-limit``) can hold, an
@@ -27,10 +27,11 @@ from collections.abc import Sequence
 import dask.array as da
 import numpy as np
 
-from bosaris_dask import config, subgrids
-from bosaris_dask.binmap import MIN_ADAPTIVE_BITS, BinMap
+from bosaris_dask import config
 from bosaris_dask.errors import OptionError
-from bosaris_dask.keys import key_bits, order_keys
+from bosaris_dask.passes import subgrids
+from bosaris_dask.passes.binmap import MIN_ADAPTIVE_BITS, BinMap
+from bosaris_dask.passes.keys import key_bits, order_keys
 from bosaris_dask.progress import compute
 
 __all__ = [
@@ -88,7 +89,7 @@ def _sample_keys(
     """Per system, the keys and target flags of the scored trials among about ``size`` trials
     of a sixteenth of the chunks (one at least), spread over the chunk grid: every few rows (and
     columns) of each, read in one small pass (a memory-mapped store reads only those rows;
-    scores from embeddings compute only those pairs, :mod:`bosaris_dask.subgrids`)."""
+    scores from embeddings compute only those pairs, :mod:`bosaris_dask.passes.subgrids`)."""
     nbi, nbj = inputs[0].numblocks
     picks = np.unique(np.linspace(0, nbi * nbj - 1, max(1, nbi * nbj // 16)).round())
     per = max(1, size // len(picks))
@@ -114,7 +115,7 @@ def fitted_bin_maps(
     inputs: list[da.Array], dtype: np.dtype, budgets: Sequence[int]
 ) -> list[list[BinMap]]:
     """Per budget (bits), per system, pass-1 bins fitted to one sample of each system's scores
-    (uniform bins for a budget under :data:`~bosaris_dask.binmap.MIN_ADAPTIVE_BITS` bits).
+    (uniform bins for a budget under :data:`~bosaris_dask.passes.binmap.MIN_ADAPTIVE_BITS` bits).
 
     ``inputs`` are :func:`bosaris_dask.inputs.pass_inputs`'s: the same inputs give the same
     sample, so a budget that :func:`system_maps` would use gives, system by system, the maps it

@@ -1,12 +1,12 @@
 """Pass 1's work on a block of trials as compiled (numba) loops, when numba is installed
 (``pip install bosaris-dask[fast]``).
 
-The numpy path of :func:`bosaris_dask.kernels.system_kernel` makes a trial's histogram index in
-a dozen array operations per block (order key, bucket, table look-up, shift, target flag),
+The numpy path of :func:`bosaris_dask.passes.kernels.system_kernel` makes a trial's histogram index
+in a dozen array operations per block (order key, bucket, table look-up, shift, target flag),
 counts a slice of indices with ``bincount``, and sums the Cllr terms ``softplus(-c * s)`` in
 another dozen (classes, sign, maximum, the split of each term into integer grid units of
-:mod:`bosaris_dask.exact_sum`, gathers of the targets). The loop here reads each trial's class,
-mask and score once: it adds one to its bin (the bins of 2,048 trials at a time, so that the
+:mod:`bosaris_dask.passes.exact_sum`, gathers of the targets). The loop here reads each trial's
+class, mask and score once: it adds one to its bin (the bins of 2,048 trials at a time, so that the
 counts' cache misses overlap), adds its term's grid units to the target or non-target sums, and
 counts the missing and non-finite scores on the way.
 
@@ -16,14 +16,14 @@ a term that is not exact arithmetic, and the loop does the rest with exact opera
 a maximum, one addition, power-of-two scalings, ``floor`` and ``rint``) and integer sums, which
 do not depend on their order. So both paths give the same counts and the same sums, bit for
 bit; the tests check them against each other. A block with a term of ``2**17`` or more (a
-score beyond ±131072) has its sums made by :func:`bosaris_dask.exact_sum.block_units_subset`.
+score beyond ±131072) has its sums made by :func:`bosaris_dask.passes.exact_sum.block_units_subset`.
 
 Examples
 --------
 >>> import math
 >>> import numpy as np
->>> from bosaris_dask import exact_sum
->>> from bosaris_dask.binmap import BinMap
+>>> from bosaris_dask.passes import exact_sum
+>>> from bosaris_dask.passes.binmap import BinMap
 >>> c = np.array([1, -1, -1, 0, 1], dtype=np.int8)
 >>> s = np.array([2.0, 0.5, -np.inf, 1.0, -0.0], dtype=np.float32)
 >>> hist, e = np.zeros(2 * 16 + 1, dtype=np.uint32), np.empty(5)
@@ -51,10 +51,10 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask import exact_sum
-from bosaris_dask.binmap import BinMap
-from bosaris_dask.jit import DISABLE_ENV, compiled
-from bosaris_dask.loop_parts import (
+from bosaris_dask.passes import exact_sum
+from bosaris_dask.passes.binmap import BinMap
+from bosaris_dask.passes.jit import DISABLE_ENV, compiled
+from bosaris_dask.passes.loop_parts import (
     LOOP_PARTS,
     add_one,
     bin_of,
@@ -155,8 +155,8 @@ def _big_block(
     cls: np.ndarray, s: np.ndarray, scored: np.ndarray, e: np.ndarray
 ) -> tuple[int, int]:
     """The exact non-target and target sums of a block holding a term of ``2**17`` or more: the
-    compiled loop's terms, in numpy, summed by :func:`~bosaris_dask.exact_sum.block_units_subset`
-    (rare: a score beyond ±131072)."""
+    compiled loop's terms, in numpy, summed by
+    :func:`~bosaris_dask.passes.exact_sum.block_units_subset` (rare: a score beyond ±131072)."""
     x = np.where(np.isfinite(s), s, 0).astype(np.float64)
     terms = np.maximum(np.where(cls > 0, -x, x), 0.0) + e
     trial = (cls != 0) & scored
@@ -197,7 +197,7 @@ def block_into(
     ``2 * nbins + 1``: the non-targets of bin ``b`` at ``b``, its targets at ``nbins + b``; the
     last entry collects the cells that are no trial or have no score); a non-finite score
     counts as 0.0. ``args``: :func:`block_args` of the bin map; ``e``: float64 scratch of the
-    block's length (at most :data:`~bosaris_dask.exact_sum.MAX_BLOCK`). ``low``: ``uint8``
+    block's length (at most :data:`~bosaris_dask.passes.exact_sum.MAX_BLOCK`). ``low``: ``uint8``
     counts as long as ``hist``, for a caller that counts a chunk block by block: the counts
     modulo 256 go there, each wrap adds 256 to ``hist``, and the caller adds ``low`` to
     ``hist`` after the chunk's last block (the byte counts take a quarter of the cache that
@@ -208,7 +208,7 @@ def block_into(
     Returns the trials without a score (not counted), the trials with a non-finite score, the
     cells without a score, the non-finite scores (trials or not), and the exact sums of
     ``softplus(-c * s)`` over the non-targets and over the targets, in units of
-    ``2**-GRID_BITS`` (:mod:`bosaris_dask.exact_sum`), as the numpy path computes them.
+    ``2**-GRID_BITS`` (:mod:`bosaris_dask.passes.exact_sum`), as the numpy path computes them.
     """
     neg_abs, count_trials, sum_terms = kernel
     # contiguous arrays: a key's mask is often a broadcast (stride 0), and numba's loops over

@@ -1,8 +1,8 @@
 """A refinement pass's selection of the trials in candidate bins as one compiled (numba) loop,
 when numba is installed (``pip install bosaris-dask[fast]``).
 
-The numpy path of :func:`bosaris_dask.refine_kernels.select_kernel` keys a block of scores, looks up
-each key's bucket and bin in two tables, and gathers the keys and classes of the trials in
+The numpy path of :func:`bosaris_dask.passes.refine_kernels.select_kernel` keys a block of scores,
+looks up each key's bucket and bin in two tables, and gathers the keys and classes of the trials in
 candidate bins, in a dozen array operations per block. The loop here does it trial by trial,
 in one read of each trial's class, mask and score and no branch on them. It computes the same
 keys and flags (integer work only), so both paths select the same trials in the same order; the
@@ -11,9 +11,9 @@ tests compare them.
 Examples
 --------
 >>> import numpy as np
->>> from bosaris_dask.binmap import BinMap
->>> from bosaris_dask.refine_kernels import RefineSpec
->>> from bosaris_dask.keys import order_keys
+>>> from bosaris_dask.passes.binmap import BinMap
+>>> from bosaris_dask.passes.refine_kernels import RefineSpec
+>>> from bosaris_dask.passes.keys import order_keys
 >>> s = np.array([0.5, -1.0, 2.0, 0.75, -0.0], dtype=np.float32)
 >>> c = np.array([1, -1, 1, 0, -1], dtype=np.int8)
 >>> lo = order_keys(np.array([0.5, -0.0], np.float32)).astype(np.uint64) >> 24 << 24
@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bosaris_dask.jit import DISABLE_ENV, compiled
-from bosaris_dask.loop_parts import LOOP_PARTS, bin_of, key_args, map_args, order_key
+from bosaris_dask.passes.jit import DISABLE_ENV, compiled
+from bosaris_dask.passes.loop_parts import LOOP_PARTS, bin_of, key_args, map_args, order_key
 
 if TYPE_CHECKING:
-    from bosaris_dask.refine_kernels import RefineSpec
+    from bosaris_dask.passes.refine_kernels import RefineSpec
 
 __all__ = [
     "select_loop",
@@ -209,7 +209,7 @@ def overlap_table(first: RefineSpec, specs: Sequence[RefineSpec]) -> np.ndarray:
     such bin is in none of their candidates: :func:`grouped_select_into` looks up the groups'
     table only for keys in these bins.
 
-    >>> from bosaris_dask.refine_kernels import RefineSpec
+    >>> from bosaris_dask.passes.refine_kernels import RefineSpec
     >>> first = RefineSpec(4, 4, np.array([0], np.uint64), np.array([4]), np.array([0]), True)
     >>> other = RefineSpec(2, 6, np.array([20, 40], np.uint64), np.array([2, 5]),
     ...                    np.array([0, 0]), True)
@@ -242,7 +242,8 @@ def grouped_select_into(
     out_split: tuple[np.ndarray, np.ndarray, np.ndarray],
 ) -> tuple[int, int]:
     """:func:`select_into` for the parts of a grouped refinement pass
-    (:func:`bosaris_dask.grouped_refine_kernels.grouped_select_kernel`), each trial keyed once.
+    (:func:`bosaris_dask.passes.grouped_refine_kernels.grouped_select_kernel`), each trial keyed
+    once.
 
     ``pooled``: a spec whose pass-1 bins (``spec.binmap`` or ``spec.shift``) the pooled parts'
     candidates are in and their union as a table over those bins; ``split``: the same for the

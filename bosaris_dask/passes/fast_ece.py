@@ -3,25 +3,26 @@
 
 At each prior log-odds ``a`` of the ECE grid, pass 1 adds every trial's term
 ``softplus(-c * (s + a))`` to its (group and) class's exact sum
-(:func:`bosaris_dask.kernels.cross_entropy_kernel`,
-:func:`bosaris_dask.grouped_cross_entropy.grouped_cross_entropy_kernel`): in numpy about
+(:func:`bosaris_dask.passes.kernels.cross_entropy_kernel`,
+:func:`bosaris_dask.passes.grouped_cross_entropy.grouped_cross_entropy_kernel`): in numpy about
 fifteen array operations per block and grid point (the shift, the class's sign, ``-|z|``,
 ``exp``, ``log1p``, a maximum, an addition, the split of each term into the integer grid units of
-:mod:`bosaris_dask.exact_sum` and their sums). Here one loop writes ``s + a`` and ``-|s + a|``,
-numpy takes ``exp`` and ``log1p`` of the latter (numba's differ from numpy's SIMD ones in the
+:mod:`bosaris_dask.passes.exact_sum` and their sums). Here one loop writes ``s + a`` and ``-|s +
+a|``, numpy takes ``exp`` and ``log1p`` of the latter (numba's differ from numpy's SIMD ones in the
 last bits), and a second loop makes each term with exact operations (a sign, a maximum, one
 addition) and adds its grid units (power-of-two scalings, ``floor`` and ``rint``) to its slot's
 integer sums, which do not depend on their order: the same sums as the numpy path, bit for bit
 (the tests check them against each other).
 
-The loops take a block whose terms all lie below ``2**17`` (:data:`~bosaris_dask.exact_sum.BIG`),
-which :func:`fits` checks from the block's largest ``|s|`` and ``|a|``: other blocks and grid
-points (scores or prior log-odds beyond about ±131071) keep the numpy path.
+The loops take a block whose terms all lie below ``2**17``
+(:data:`~bosaris_dask.passes.exact_sum.BIG`), which :func:`fits` checks from the block's largest
+``|s|`` and ``|a|``: other blocks and grid points (scores or prior log-odds beyond about ±131071)
+keep the numpy path.
 
 Examples
 --------
 >>> import math
->>> from bosaris_dask.kernels import softplus_sums, workspace
+>>> from bosaris_dask.passes.kernels import softplus_sums, workspace
 >>> c = np.array([1, -1, 0, 1], dtype=np.int8)
 >>> x = np.array([2.0, 0.5, 7.0, -1.0])
 >>> kernel = loops()
@@ -43,8 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask import exact_sum
-from bosaris_dask.jit import DISABLE_ENV, compiled
+from bosaris_dask.passes import exact_sum
+from bosaris_dask.passes.jit import DISABLE_ENV, compiled
 
 __all__ = ["loops", "fits", "two_sums", "run_sums", "DISABLE_ENV"]
 
@@ -130,10 +131,10 @@ def two_sums(
     kernel: Loops, x: np.ndarray, cls: np.ndarray, a: float, xa: np.ndarray, e: np.ndarray
 ) -> tuple[int, int]:
     """The exact non-target and target sums of ``softplus(-c * (x + a))``, in units of
-    ``2**-GRID_BITS``, as :func:`bosaris_dask.kernels.softplus_sums` of ``x + a`` makes them.
+    ``2**-GRID_BITS``, as :func:`bosaris_dask.passes.kernels.softplus_sums` of ``x + a`` makes them.
 
     ``kernel``: :func:`loops`; ``x``: a block's float64 scores (finite, at most
-    :data:`~bosaris_dask.exact_sum.MAX_BLOCK` of them, :func:`fits` at ``a``); ``cls``: int8
+    :data:`~bosaris_dask.passes.exact_sum.MAX_BLOCK` of them, :func:`fits` at ``a``); ``cls``: int8
     codes (0: no term); ``xa``, ``e``: float64 scratch at least as long as ``x``.
     """
     n = x.size
@@ -155,7 +156,7 @@ def run_sums(
 ) -> list[int]:
     """:func:`two_sums`' terms summed per run of ``x`` (``starts``: where each run begins,
     ascending, the first at 0, each run non-empty), as
-    :func:`bosaris_dask.grouped_cross_entropy.grouped_cross_entropy_kernel` sums them."""
+    :func:`bosaris_dask.passes.grouped_cross_entropy.grouped_cross_entropy_kernel` sums them."""
     n = x.size
     xa, e = xa[:n], e[:n]
     _log1p_exp(kernel, x, a, xa, e)

@@ -50,7 +50,7 @@ def compiled(
     ``fastmath`` lets LLVM reassociate and vectorize floating-point sums: only for a kernel
     whose result is certified for any summation order (the first call's choice sticks).
     ``calls``: the plain functions ``fn`` calls by their global name (e.g.
-    :data:`bosaris_dask.loop_parts.LOOP_PARTS`), callees before their callers: each is
+    :data:`bosaris_dask.passes.loop_parts.LOOP_PARTS`), callees before their callers: each is
     compiled against those before it, and ``fn`` against all of them (LLVM inlines the small
     ones). ``fn``'s cache files are named after its helpers' code, so an edited helper alone
     compiles ``fn`` again (numba itself checks only ``fn``'s source file)."""

@@ -3,7 +3,7 @@
 Pass 1 also pulls the sorted order keys of every scored target (bounded by
 ``bosaris_dask.auc-limit``); the count of the pass-1 mixed bins' pairs rides the first
 refinement pass. The counting itself, and the passes after the evaluation when the targets do
-not fit, are :mod:`bosaris_dask.exact_auc`'s.
+not fit, are :mod:`bosaris_dask.passes.exact_auc`'s.
 
 Examples
 --------
@@ -21,8 +21,12 @@ from functools import partial
 import dask.array as da
 import numpy as np
 
-from bosaris_dask import config, memory, riders, runner
-from bosaris_dask.auc_kernels import (
+from bosaris_dask import config
+from bosaris_dask.engine import ScoreSummary
+from bosaris_dask.inputs import names_or_default
+from bosaris_dask.measures import twice_u_parts
+from bosaris_dask.passes import memory, riders, runner
+from bosaris_dask.passes.auc_kernels import (
     BLOCK,
     AucPart,
     MixedBins,
@@ -33,13 +37,10 @@ from bosaris_dask.auc_kernels import (
     mixed_bins,
     pair_count_kernel,
 )
-from bosaris_dask.engine import ScoreSummary
-from bosaris_dask.exact_auc import ExactAuc
-from bosaris_dask.inputs import names_or_default
-from bosaris_dask.keys import key_dtype, order_keys
-from bosaris_dask.measures import twice_u_parts
+from bosaris_dask.passes.exact_auc import ExactAuc
+from bosaris_dask.passes.keys import key_dtype, order_keys
+from bosaris_dask.passes.screening import key_ranges
 from bosaris_dask.progress import current_client
-from bosaris_dask.screening import key_ranges
 
 __all__ = ["RidingAuc"]
 
@@ -103,7 +104,7 @@ class RidingAuc:
     between-bin part plus pass B's count: exact whatever refinement does. When a system's
     targets overflow, the targets of all parts' pass-1 mixed bins exceed the budget, or the
     workers' memory limits cannot hold the targets pass 1 may pull (the specs are
-    ``optional``, :class:`~bosaris_dask.runner.Aggregation`), nothing rides along and
+    ``optional``, :class:`~bosaris_dask.passes.runner.Aggregation`), nothing rides along and
     :func:`exact_aucs` runs its passes after the evaluation as before (:attr:`served` is
     False).
 
@@ -116,7 +117,7 @@ class RidingAuc:
     split_every
         As :func:`exact_aucs`.
     grouped
-        Pass 1 is :func:`~bosaris_dask.grouped.grouped_pass1` (its inputs hold the groups
+        Pass 1 is :func:`~bosaris_dask.passes.grouped.grouped_pass1` (its inputs hold the groups
         after the classes): set :attr:`parts` (pooled first, then conditions whose
         ``condition`` is a code of those groups) before the refinement.
     """

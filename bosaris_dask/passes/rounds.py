@@ -1,13 +1,13 @@
 """The refinement rounds after pass 1, for plain systems (:func:`bosaris_dask.engine.summarize`)
-and for parts of systems (:func:`bosaris_dask.grouped.refine_parts`) alike.
+and for parts of systems (:func:`bosaris_dask.passes.grouped.refine_parts`) alike.
 
-A round plans each summary's candidate bins (:mod:`bosaris_dask.refinement`), reads the data
-(screened where a score source has a screen, :mod:`bosaris_dask.screening`; only the chunks
+A round plans each summary's candidate bins (:mod:`bosaris_dask.passes.refinement`), reads the data
+(screened where a score source has a screen, :mod:`bosaris_dask.passes.screening`; only the chunks
 that hold a candidate bin), or the trials a former round kept, refines the candidate bins and
 applies the refinements to the summaries, which are values (a refined summary is a new one).
 A round whose candidates fit the keep budget selects and keeps their trials in the same pass,
 so that later rounds read the kept trials instead of the data. Rounds end when no summary has
-a candidate bin left. Work riding along pass 1 (:class:`~bosaris_dask.riders.Rider`) is
+a candidate bin left. Work riding along pass 1 (:class:`~bosaris_dask.passes.riders.Rider`) is
 computed with the first round that reads the data, or alone after the last, from the same
 screened scores (its own score ranges added to the screen's).
 
@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any
 import dask.array as da
 import numpy as np
 
-from bosaris_dask import refinement, runner, screening
+from bosaris_dask.passes import refinement, runner, screening
+from bosaris_dask.passes.refine_kernels import RefineSpec
 from bosaris_dask.progress import compute
-from bosaris_dask.refine_kernels import RefineSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     from bosaris_dask.engine import ScoreSummary
-    from bosaris_dask.riders import Rider, RiderPass
+    from bosaris_dask.passes.riders import Rider, RiderPass
 
 __all__ = ["Plan", "Specs", "Rounds", "run_rounds"]
 

@@ -6,10 +6,10 @@ the contributions of several chunks (``combine``, default: add them), and what t
 of the total (``finalize``). :func:`run_pass` runs any list of them as **one** pass: one task per
 chunk computes every spec's contribution, a tree of merge tasks (``split_every`` at a time)
 combines them, and one ``compute`` brings the totals back. Numeric contributions and partial
-totals travel between tasks in compact form (:mod:`bosaris_dask.compact`: only the non-zero
+totals travel between tasks in compact form (:mod:`bosaris_dask.passes.compact`: only the non-zero
 counts, or 32-bit integers), decoded bit for bit where they are added. The memory check before
-the work (:mod:`bosaris_dask.memory`), the progress bar (:mod:`bosaris_dask.progress`) and the
-message for a worker lost to the cluster are here, in one place, for every pass that uses it.
+the work (:mod:`bosaris_dask.passes.memory`), the progress bar (:mod:`bosaris_dask.progress`) and
+the message for a worker lost to the cluster are here, in one place, for every pass that uses it.
 
 Examples
 --------
@@ -40,8 +40,9 @@ import numpy as np
 from dask.base import tokenize
 from dask.utils import funcname
 
-from bosaris_dask import compact, config, inline_blocks, malloc, memory
+from bosaris_dask import config
 from bosaris_dask.errors import ClusterError, MemoryLimitError
+from bosaris_dask.passes import compact, inline_blocks, malloc, memory
 from bosaris_dask.progress import compute, compute_and_keep, current_client
 
 _log = logging.getLogger("bosaris_dask.passes")
@@ -70,8 +71,8 @@ class Aggregation:
         What it is (for messages).
     chunk
         ``chunk(*blocks)``: the chunk's contribution, a float64 vector of ``length`` or its
-        :class:`~bosaris_dask.compact.Encoded` form (e.g. counts a kernel holds as integers,
-        :func:`~bosaris_dask.compact.encode_counts`: no float64 vector made and checked). The
+        :class:`~bosaris_dask.passes.compact.Encoded` form (e.g. counts a kernel holds as integers,
+        :func:`~bosaris_dask.passes.compact.encode_counts`: no float64 vector made and checked). The
         blocks are those of :func:`run_pass`'s ``lead`` arguments, then its ``inputs``.
     length
         The length of a contribution; ``None``: a contribution is any Python object (e.g. the
@@ -80,13 +81,13 @@ class Aggregation:
         ``combine(rows)``: one vector from a ``(m, length)`` stack of contributions or partial
         combinations (for object specs: one object from a list of them). It must be associative
         and commutative (merge trees vary); the default adds them, which is exact for counts
-        and for :mod:`~bosaris_dask.exact_sum` limbs.
+        and for :mod:`~bosaris_dask.passes.exact_sum` limbs.
     finalize
         ``finalize(total)``: the result on the client (may raise, naming what is wrong).
     note
         ``note(contribution, *blocks)``: a small object about one chunk (numeric specs only;
         the contribution's values, as integers where the chunk gave them encoded densely, the
-        sparse :class:`~bosaris_dask.compact.Encoded` itself where it gave them so),
+        sparse :class:`~bosaris_dask.passes.compact.Encoded` itself where it gave them so),
         made where the chunk's contribution is, e.g. which score bins the chunk holds. The
         spec's result is then ``(finalize(total), notes)``, ``notes`` a list with one note per
         chunk (in no particular order: a note says which chunk it is about).
@@ -176,7 +177,7 @@ def _apply_shared(*blocks: Any, shared: _Shared) -> Any:
 
 def chunk_tasks(func: Callable[..., Any], args: Sequence[Any], name: str) -> da.Array:
     """``func(*blocks)`` for every chunk of ``args`` (arrays and their indices, as for
-    :func:`bosaris_dask.inline_blocks.blockwise`; the output indexed ``ij``, one object per
+    :func:`bosaris_dask.passes.inline_blocks.blockwise`; the output indexed ``ij``, one object per
     chunk), the tasks named ``name``.
 
     ``func``, with every table its ``partial`` holds, is one key of the graph that each task
@@ -232,7 +233,7 @@ def _merge_widths(numblocks: tuple[int, int], split_every: int | None) -> dict[i
 
 
 def _chunk_task(*blocks: np.ndarray, aggs: tuple[Aggregation, ...], tune: bool) -> np.ndarray:
-    if tune:  # once per worker process: see bosaris_dask.malloc
+    if tune:  # once per worker process: see bosaris_dask.passes.malloc
         malloc.tune_once()
     parts = []
     for agg in aggs:
@@ -264,7 +265,7 @@ def _note_row(encoded: compact.Encoded) -> np.ndarray | compact.Encoded:
 
 def _combine_numeric(parts: list[Any], agg: Aggregation) -> Any:
     """``agg.combine`` of encoded contributions, encoded: an added total holds one vector at
-    a time (:func:`~bosaris_dask.compact.add_encoded`: counts added as integers, anything
+    a time (:func:`~bosaris_dask.passes.compact.add_encoded`: counts added as integers, anything
     else in float64), other combines get the stack.
     With ``agg.note``, each part is ``(encoded, notes)`` and the notes are gathered."""
     if agg.note is not None:
@@ -284,8 +285,9 @@ def graph(
     split_every: int | None,
 ) -> da.Array:
     """The dask graph of one pass (computes nothing): a 0-d object array holding the list of
-    every spec's total (a numeric spec's total encoded by :func:`~bosaris_dask.compact.encode`, as
-    every contribution travels between tasks; :func:`run_pass` decodes them).
+    every spec's total (a numeric spec's total encoded by
+    :func:`~bosaris_dask.passes.compact.encode`, as every contribution travels between tasks;
+    :func:`run_pass` decodes them).
 
     ``inputs`` are 2-D arrays with the same chunks (index ``ij``); ``lead`` are extra
     ``array, index`` pairs (e.g. per-row arrays indexed ``"i"``, or per-row tables ``"ia"``
@@ -346,7 +348,7 @@ def run_pass(
         Show a progress bar (``None``: follow :func:`~bosaris_dask.progress.showing_progress`).
     need
         The peak memory of a task, checked against the distributed workers' limits before any
-        work (:func:`~bosaris_dask.memory.check_worker_memory`); ``None``: no check.
+        work (:func:`~bosaris_dask.passes.memory.check_worker_memory`); ``None``: no check.
     also
         Another dask graph computed in the same go (e.g. the exact AUC's count riding along a
         refinement pass: the chunks both read are read once); the return is then
@@ -378,7 +380,7 @@ def _left_out(
     split_every: int | None,
 ) -> list[int]:  # fmt: skip
     """The positions of the ``optional`` specs the workers cannot hold (all of them, or none),
-    after checking the rest (:func:`~bosaris_dask.memory.check_worker_memory`)."""
+    after checking the rest (:func:`~bosaris_dask.passes.memory.check_worker_memory`)."""
     client = current_client()
     try:
         memory.check_worker_memory(with_items(need, aggs, inputs, split_every), client)

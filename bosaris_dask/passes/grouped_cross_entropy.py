@@ -1,5 +1,5 @@
 """Pass 1's cross-entropy sums per group (the ECE of each condition): each trial's softplus
-terms at every prior log-odds, rounded as :func:`bosaris_dask.kernels.cross_entropy_kernel`
+terms at every prior log-odds, rounded as :func:`bosaris_dask.passes.kernels.cross_entropy_kernel`
 rounds them and added exactly per ``(group, class)``, so a group's sums are the integers a plain
 evaluation of its trials alone gives.
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from bosaris_dask import exact_sum, fast_ece
-from bosaris_dask.grouped_kernels import check_group_codes
-from bosaris_dask.kernels import classes_of, slices, softplus_terms, workspace
+from bosaris_dask.passes import exact_sum, fast_ece
+from bosaris_dask.passes.grouped_kernels import check_group_codes
+from bosaris_dask.passes.kernels import classes_of, slices, softplus_terms, workspace
 
 __all__ = ["cross_entropy_length", "grouped_cross_entropy_kernel", "split_cross_entropy"]
 
@@ -41,14 +41,14 @@ def grouped_cross_entropy_kernel(
     """Pass 1's cross-entropy sums of one system per group, at prior log-odds ``plo`` (the ECE
     of each condition).
 
-    :func:`bosaris_dask.kernels.cross_entropy_kernel` per group: for each ``a`` of ``plo``,
+    :func:`bosaris_dask.passes.kernels.cross_entropy_kernel` per group: for each ``a`` of ``plo``,
     ``sum log(1 + exp(-(s + a)))`` over a group's targets and ``sum log(1 + exp(s + a))`` over
     its non-targets, each term computed and rounded as there and added exactly, so a group's
     sums are the integers a plain evaluation of its trials alone gives. Returns
     :func:`cross_entropy_length` float64 values: per ``a``, per group, the targets' then the
-    non-targets' :mod:`~bosaris_dask.exact_sum` limbs. Costs ``len(plo)`` softplus evaluations
-    per trial. ``compiled``: sum with the loops of :mod:`~bosaris_dask.fast_ece` where numba is
-    installed (the same bits).
+    non-targets' :mod:`~bosaris_dask.passes.exact_sum` limbs. Costs ``len(plo)`` softplus
+    evaluations per trial. ``compiled``: sum with the loops of :mod:`~bosaris_dask.passes.fast_ece`
+    where numba is installed (the same bits).
 
     Examples
     --------
@@ -111,8 +111,8 @@ def grouped_cross_entropy_kernel(
 def _run_units(terms: np.ndarray, starts: np.ndarray, hi: np.ndarray) -> list[int]:
     """Exact sums, in units of ``2**-GRID_BITS``, of the runs of non-negative ``terms`` that
     begin at ``starts`` (ascending, each run non-empty): each term rounded exactly as
-    :func:`bosaris_dask.exact_sum.block_units` rounds it. ``terms`` (at most ``MAX_BLOCK``) is
-    overwritten; ``hi`` is a float64 buffer as long."""
+    :func:`bosaris_dask.passes.exact_sum.block_units` rounds it. ``terms`` (at most ``MAX_BLOCK``)
+    is overwritten; ``hi`` is a float64 buffer as long."""
     out = [0] * len(starts)
     if np.maximum.reduce(terms) >= exact_sum._BIG:  # rare: the exact path
         big = np.flatnonzero(terms >= exact_sum._BIG)

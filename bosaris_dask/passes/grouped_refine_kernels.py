@@ -2,11 +2,11 @@
 
 A grouped refinement pass (:func:`grouped_refine_kernel`, :func:`grouped_select_kernel`) picks
 the trials of a system inside the union of its parts' candidate bins once, then hands each part
-(:class:`~bosaris_dask.grouped_kernels.Part`: the pooled trials or a condition's) its own
+(:class:`~bosaris_dask.passes.grouped_kernels.Part`: the pooled trials or a condition's) its own
 trials, so a part's result is exactly what
-:func:`~bosaris_dask.refine_kernels.refine_system_kernel` (or
-:func:`~bosaris_dask.refine_kernels.select_kernel`) gives for that part's trials alone. Pass 1's
-grouped kernels are in :mod:`bosaris_dask.grouped_kernels`.
+:func:`~bosaris_dask.passes.refine_kernels.refine_system_kernel` (or
+:func:`~bosaris_dask.passes.refine_kernels.select_kernel`) gives for that part's trials alone. Pass
+1's grouped kernels are in :mod:`bosaris_dask.passes.grouped_kernels`.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask import fast_select
-from bosaris_dask.grouped_kernels import Part
-from bosaris_dask.kernels import Workspace, classes_of, keys_into, slices, workspace
-from bosaris_dask.keys import key_dtype
-from bosaris_dask.refine_kernels import (
+from bosaris_dask.passes import fast_select
+from bosaris_dask.passes.grouped_kernels import Part
+from bosaris_dask.passes.kernels import Workspace, classes_of, keys_into, slices, workspace
+from bosaris_dask.passes.keys import key_dtype
+from bosaris_dask.passes.refine_kernels import (
     RefineSpec,
     count_selected,
     object_block,
@@ -119,14 +119,14 @@ def _select_parts(
     compiled: bool = False,
 ) -> list[tuple[np.ndarray, np.ndarray] | None]:
     """Per part, the keys (native key dtype) and target flags of its chunk trials inside its
-    spec's candidate bins (what :func:`~bosaris_dask.refine_kernels.select_trials` gives for
+    spec's candidate bins (what :func:`~bosaris_dask.passes.refine_kernels.select_trials` gives for
     the part's trials alone), or None where its spec is None.
 
     Each trial is keyed once. The pooled parts' trials are picked by their candidates' pass-1
     bins; the other parts' by a ``(group, pass-1 bin)`` table of their candidates, so only
     trials of a condition inside that condition's candidates are gathered, then sorted by
     group and handed to each part. ``compiled``: pick them with the loop of
-    :func:`bosaris_dask.fast_select.grouped_select_into` where numba is installed (the same
+    :func:`bosaris_dask.passes.fast_select.grouped_select_into` where numba is installed (the same
     trials, in the same order).
     """
     active = [j for j, spec in enumerate(specs) if spec is not None]
@@ -281,7 +281,7 @@ def grouped_refine_kernel(
 ) -> list[Any]:
     """A refinement pass on one chunk for the parts of one system: per part (``specs`` and
     ``parts`` in the same order), what
-    :func:`~bosaris_dask.refine_kernels.refine_system_kernel` gives for its trials alone, or
+    :func:`~bosaris_dask.passes.refine_kernels.refine_system_kernel` gives for its trials alone, or
     None where its spec is None. ``compiled``: as :func:`_select_parts`."""
     s, m = pairs[2 * system], pairs[2 * system + 1]
     ws = workspace(np.dtype(s.dtype), block, slice_size)
@@ -312,8 +312,8 @@ def grouped_select_kernel(
     slice_size: int,
     compiled: bool = False,
 ) -> np.ndarray:
-    """:func:`bosaris_dask.refine_kernels.select_kernel` for parts (one entry per part, in order):
-    each system's trials keyed once for all its parts. ``compiled``: as
+    """:func:`bosaris_dask.passes.refine_kernels.select_kernel` for parts (one entry per part, in
+    order): each system's trials keyed once for all its parts. ``compiled``: as
     :func:`_select_parts`."""
     kept: list[Any] = [None] * len(parts)
     for k in range(len(pairs) // 2):
@@ -330,9 +330,9 @@ def grouped_select_kernel(
 
 
 def _dense_count(keys: np.ndarray, is_tar: np.ndarray, spec: RefineSpec) -> np.ndarray:
-    """:func:`~bosaris_dask.refine_kernels.count_selected` for whole pass-1 bins split evenly,
-    of keys that all lie inside them: the same sub-bin counts, with a few in-place operations
-    in the keys' own dtype instead of per-trial lookups of every candidate's offsets and
+    """:func:`~bosaris_dask.passes.refine_kernels.count_selected` for whole pass-1 bins split
+    evenly, of keys that all lie inside them: the same sub-bin counts, with a few in-place
+    operations in the keys' own dtype instead of per-trial lookups of every candidate's offsets and
     widths."""
     rank = spec.rank
     assert rank is not None and spec.whole_bins_split_evenly
@@ -349,8 +349,8 @@ def _dense_count(keys: np.ndarray, is_tar: np.ndarray, spec: RefineSpec) -> np.n
 
 
 def _raw_count(keys: np.ndarray, is_tar: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`bosaris_dask.refine_kernels.count_selected` of a raw spec: the distinct keys (uint64,
-    ascending) and their ``(non-target, target)`` counts, from one sort of ``key * 2 +
+    """:func:`bosaris_dask.passes.refine_kernels.count_selected` of a raw spec: the distinct keys
+    (uint64, ascending) and their ``(non-target, target)`` counts, from one sort of ``key * 2 +
     is_target`` (keys are below ``2**63`` only for float32 scores: float64 keys sort apart)."""
     keys = keys.astype(np.uint64)
     if keys.size and keys.max() >= np.uint64(1 << 63):
@@ -368,9 +368,9 @@ def _raw_count(keys: np.ndarray, is_tar: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 def count_part(keys: np.ndarray, is_tar: np.ndarray, spec: RefineSpec) -> Any:
-    """:func:`~bosaris_dask.refine_kernels.count_selected` (the same result), faster for the two
-    common cases: raw keys, and keys inside whole pass-1 bins (of one width: ``key >> shift``) split
-    evenly."""
+    """:func:`~bosaris_dask.passes.refine_kernels.count_selected` (the same result), faster for the
+    two common cases: raw keys, and keys inside whole pass-1 bins (of one width: ``key >> shift``)
+    split evenly."""
     if spec.raw:
         return _raw_count(keys, is_tar)
     if spec.whole_bins_split_evenly and spec.binmap is None:
@@ -381,7 +381,7 @@ def count_part(keys: np.ndarray, is_tar: np.ndarray, spec: RefineSpec) -> Any:
 def refine_kept_part(
     selection: np.ndarray, *, part: int, spec: RefineSpec, kept_spec: RefineSpec | None
 ) -> Any:
-    """:func:`bosaris_dask.refine_kernels.refine_kept_kernel` with :func:`count_part`."""
+    """:func:`bosaris_dask.passes.refine_kernels.refine_kept_kernel` with :func:`count_part`."""
     keys, is_tar = selection[0, 0][part]
     if spec is not kept_spec:
         keys, is_tar = within_candidates(keys, is_tar, spec)
@@ -390,7 +390,8 @@ def refine_kept_part(
 
 def merge_part_refinements(results: list[Any]) -> Any:
     """Combine one part's refinement results of several chunks: add dense histograms; merge
-    exact keys, adding their counts (as :func:`bosaris_dask.refine_kernels.merge_refinements`)."""
+    exact keys, adding their counts (as
+    :func:`bosaris_dask.passes.refine_kernels.merge_refinements`)."""
     first = results[0]
     if first is None:
         return None

@@ -4,7 +4,7 @@ what it found.
 After pass 1 (:mod:`bosaris_dask.engine`), a bin of a :class:`~bosaris_dask.engine.ScoreSummary`
 needs refining only if it could hide an ROC convex hull vertex, contains a Bayes threshold, or
 (for PAV calibration) borders a hull vertex. :func:`plan` turns those candidate bins into a
-:class:`~bosaris_dask.refine_kernels.RefineSpec` within the budgets (dask config keys
+:class:`~bosaris_dask.passes.refine_kernels.RefineSpec` within the budgets (dask config keys
 ``bosaris_dask.dense-budget`` and ``bosaris_dask.raw-limit``, see :mod:`bosaris_dask.config`);
 :class:`Selection` is the candidate trials kept in memory between rounds;
 :func:`apply_refinement` replaces the candidate bins by what a pass found inside them.
@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING
 import dask.array as da
 import numpy as np
 
-from bosaris_dask.binmap import BinMap
 from bosaris_dask.fixed_rates import fixed_rate_candidates
-from bosaris_dask.keys import key_bits
-from bosaris_dask.refine_kernels import RefineSpec
-from bosaris_dask.unique import unique
+from bosaris_dask.passes.binmap import BinMap
+from bosaris_dask.passes.keys import key_bits
+from bosaris_dask.passes.refine_kernels import RefineSpec
+from bosaris_dask.passes.unique import unique
 
 if TYPE_CHECKING:
     from bosaris_dask.engine import ScoreSummary
@@ -92,7 +92,7 @@ def plan(
     binmap: BinMap | None = None,
 ) -> RefineSpec:
     """How to refine the candidate bins ``cands`` of ``s``, whose pass 1 binned keys by
-    ``key >> shift`` or, if given, by ``binmap`` (:mod:`bosaris_dask.binmap`).
+    ``key >> shift`` or, if given, by ``binmap`` (:mod:`bosaris_dask.passes.binmap`).
 
     Pull their exact keys if they hold at most ``raw_limit`` trials; otherwise split each into
     the same number of sub-bins, ``dense_budget`` sub-bins in all at most.
@@ -150,7 +150,7 @@ class Selection:
 @dataclass(frozen=True)
 class ChunkBins:
     """Which pass-1 bins of one system hold trials, chunk by chunk (from the notes of
-    :func:`bosaris_dask.kernels.bins_note`).
+    :func:`bosaris_dask.passes.kernels.bins_note`).
 
     A refinement pass needs only the trials inside candidate bins, and every candidate lies
     inside one pass-1 bin: a chunk holding no trial of those pass-1 bins contributes nothing
@@ -174,7 +174,7 @@ class ChunkBins:
 
     @staticmethod
     def coarseness(n_chunks: int, nbins: int) -> int:
-        """The ``coarse`` of :func:`~bosaris_dask.kernels.bins_note` within :attr:`BUDGET`.
+        """The ``coarse`` of :func:`~bosaris_dask.passes.kernels.bins_note` within :attr:`BUDGET`.
 
         >>> ChunkBins.coarseness(64, 1 << 20), ChunkBins.coarseness(625, 1 << 20)
         (0, 3)

@@ -3,7 +3,7 @@
 
 :func:`grouped_pass1` runs it; :class:`GroupedPass1` holds what it found (the per-group counts
 a caller chooses parts from) and what the refinement passes of
-:func:`bosaris_dask.grouped.refine_parts` read the data with.
+:func:`bosaris_dask.passes.grouped.refine_parts` read the data with.
 
 Examples
 --------
@@ -27,21 +27,8 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import config, engine, memory, pass1_bins, runner
-from bosaris_dask.binmap import BinMap
+from bosaris_dask import config, engine
 from bosaris_dask.errors import OptionError
-from bosaris_dask.grouped_cross_entropy import (
-    cross_entropy_length,
-    grouped_cross_entropy_kernel,
-    split_cross_entropy,
-)
-from bosaris_dask.grouped_kernels import (
-    check_group_codes,
-    grouped_bins_note,
-    grouped_pass1_kernel,
-    pass1_length,
-    split_pass1,
-)
 from bosaris_dask.inputs import (
     check_inputs,
     key_codes_check,
@@ -49,13 +36,27 @@ from bosaris_dask.inputs import (
     pass_inputs,
     raise_trial_errors,
 )
-from bosaris_dask.keys import key_bits
-from bosaris_dask.refinement import ChunkBins
+from bosaris_dask.passes import memory, pass1_bins, runner
+from bosaris_dask.passes.binmap import BinMap
+from bosaris_dask.passes.grouped_cross_entropy import (
+    cross_entropy_length,
+    grouped_cross_entropy_kernel,
+    split_cross_entropy,
+)
+from bosaris_dask.passes.grouped_kernels import (
+    check_group_codes,
+    grouped_bins_note,
+    grouped_pass1_kernel,
+    pass1_length,
+    split_pass1,
+)
+from bosaris_dask.passes.keys import key_bits
+from bosaris_dask.passes.refinement import ChunkBins
 
 __all__ = ["grouped_pass1", "GroupedPass1", "SystemPass1", "remap_groups", "COMPILED_TRIALS"]
 
 #: From how many cells on the grouped pass 1 counts trials with the compiled loops of
-#: :mod:`bosaris_dask.fast_grouped` (where numba is installed): they save about 15 ns of CPU
+#: :mod:`bosaris_dask.passes.fast_grouped` (where numba is installed): they save about 15 ns of CPU
 #: per trial at 24 conditions (two histograms and the per-condition Cllr units), and loading
 #: numba costs a process about 0.4 s.
 COMPILED_TRIALS = 1 << 24
@@ -71,7 +72,7 @@ class SystemPass1:
         ``(n_groups, nbins, 2)`` scored non-target and target trials per group and key bin.
     units
         Per group, the targets' and the non-targets' exact softplus sums
-        (:mod:`~bosaris_dask.exact_sum` units).
+        (:mod:`~bosaris_dask.passes.exact_sum` units).
     missing
         ``(n_groups, 2)`` key non-target and target trials without a score.
     pooled
@@ -155,7 +156,7 @@ def _task_memory(
 @dataclass(frozen=True)
 class GroupedPass1:
     """The result of a grouped pass 1 (:func:`grouped_pass1`), and what the refinement passes
-    of :func:`~bosaris_dask.grouped.refine_parts` read the data with.
+    of :func:`~bosaris_dask.passes.grouped.refine_parts` read the data with.
 
     Attributes
     ----------
@@ -165,12 +166,12 @@ class GroupedPass1:
         The number of groups.
     maps, pooled_maps
         Per system, the bins of its ``(group, bin)`` histogram and of its pooled histogram
-        counted apart (:class:`~bosaris_dask.binmap.BinMap`; ``pooled_maps`` ``None`` when
+        counted apart (:class:`~bosaris_dask.passes.binmap.BinMap`; ``pooled_maps`` ``None`` when
         no pooled histogram is counted apart).
     cross_entropy_plo, cross_units
         The prior log-odds of the cross-entropy sums and, per system (``None`` for a system
         not counted), its exact per-group units
-        (:func:`~bosaris_dask.grouped_cross_entropy.split_cross_entropy`); none without them.
+        (:func:`~bosaris_dask.passes.grouped_cross_entropy.split_cross_entropy`); none without them.
     """
 
     systems: list[SystemPass1 | None]
@@ -230,13 +231,13 @@ def grouped_pass1(
     Cllr sums and missing trials per group, before any part is chosen.
 
     What a caller learns from it (e.g. which conditions have trials: :attr:`GroupedPass1.counts`)
-    can choose the parts :func:`~bosaris_dask.grouped.refine_parts` then summarizes and refines,
-    so choosing them costs no pass of its own.
+    can choose the parts :func:`~bosaris_dask.passes.grouped.refine_parts` then summarizes and
+    refines, so choosing them costs no pass of its own.
 
     Parameters
     ----------
     scores, key, groups, n_groups, allow_missing, split_every, progress
-        As :func:`~bosaris_dask.grouped.summarize_parts`.
+        As :func:`~bosaris_dask.passes.grouped.summarize_parts`.
     systems
         The systems to count (default: all).
     pooled_apart
@@ -247,20 +248,20 @@ def grouped_pass1(
         default: one per counted system and group, plus one per counted system).
     share
         The ``share`` the parts will be refined with
-        (:func:`~bosaris_dask.grouped.refine_parts`), for the memory estimate.
+        (:func:`~bosaris_dask.passes.grouped.refine_parts`), for the memory estimate.
     coarse_bits, pooled_coarse_bits
-        As :func:`~bosaris_dask.grouped.summarize_parts` (default bits: the engine's for
+        As :func:`~bosaris_dask.passes.grouped.summarize_parts` (default bits: the engine's for
         ``n_parts`` systems).
     names
         One name per system (errors about a system's trials name it).
     cross_entropy_plo
-        As :func:`~bosaris_dask.grouped.summarize_parts`: also sum each counted system's
+        As :func:`~bosaris_dask.passes.grouped.summarize_parts`: also sum each counted system's
         cross-entropy terms at these prior log-odds per ``(group, class)``, in the same pass.
     bin_maps, pooled_bin_maps
         Per system, the bins of its ``(group, bin)`` histogram and of its pooled histogram
-        apart (:class:`~bosaris_dask.binmap.BinMap`, e.g. fitted to a sample of its scores by
-        :func:`bosaris_dask.pass1_bins.fitted_bin_maps`), instead of the top ``coarse_bits`` and
-        ``pooled_coarse_bits`` key bits. Every bin is a key prefix either way, so only the
+        apart (:class:`~bosaris_dask.passes.binmap.BinMap`, e.g. fitted to a sample of its scores by
+        :func:`bosaris_dask.passes.pass1_bins.fitted_bin_maps`), instead of the top ``coarse_bits``
+        and ``pooled_coarse_bits`` key bits. Every bin is a key prefix either way, so only the
         candidates after pass 1 (and so the passes) depend on them, not the exact results.
     riding
         Specs riding along pass 1 (their chunks get the trial positions, the key's classes,

@@ -1,18 +1,19 @@
 """Per-chunk kernels of grouped passes: each trial keyed once, counted per (group, key bin).
 
 A grouped pass evaluates several *parts* of one system at once: the pooled trials and, e.g.,
-each condition's trials (:class:`Part`). Where the plain kernels (:mod:`bosaris_dask.kernels`)
-key and count every trial once per summary, these key a system's trials once and
+each condition's trials (:class:`Part`). Where the plain kernels
+(:mod:`bosaris_dask.passes.kernels`) key and count every trial once per summary, these key a
+system's trials once and
 
 - pass 1 (:func:`grouped_pass1_kernel`): count them into one ``(group, bin, class)`` histogram
   and add their exact Cllr terms per ``(group, class)``; a part's counts and sums are then sums
   over its groups, made on the client (the pooled summary is the sum over all groups);
-- the ECE's cross-entropy sums per group (:mod:`bosaris_dask.grouped_cross_entropy`);
-- refinement (:mod:`bosaris_dask.grouped_refine_kernels`): pick the trials inside the union of
-  the parts' candidate bins once, then hand each part its own trials.
+- the ECE's cross-entropy sums per group (:mod:`bosaris_dask.passes.grouped_cross_entropy`);
+- refinement (:mod:`bosaris_dask.passes.grouped_refine_kernels`): pick the trials inside the union
+  of the parts' candidate bins once, then hand each part its own trials.
 
-The Cllr terms are those of :func:`bosaris_dask.kernels.softplus_sums`, rounded the same way
-(:mod:`bosaris_dask.exact_sum`) and added exactly per ``(group, class)`` with a weighted
+The Cllr terms are those of :func:`bosaris_dask.passes.kernels.softplus_sums`, rounded the same way
+(:mod:`bosaris_dask.passes.exact_sum`) and added exactly per ``(group, class)`` with a weighted
 ``bincount``: its partial sums of a block's integer-valued parts stay below ``2**53``, so they
 are exact, and every part's total is the same integer as a plain evaluation of its trials.
 
@@ -38,10 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask import compact, exact_sum, fast_grouped
-from bosaris_dask.binmap import BinMap
 from bosaris_dask.errors import OptionError
-from bosaris_dask.kernels import (
+from bosaris_dask.passes import compact, exact_sum, fast_grouped
+from bosaris_dask.passes.binmap import BinMap
+from bosaris_dask.passes.kernels import (
     SPARSE_BINS,
     blocked_bincount,
     classes_of,
@@ -126,7 +127,7 @@ class _GroupUnits:
 
     def add_groups(self, terms: np.ndarray, groups: np.ndarray, c: np.ndarray, kernel: Any) -> None:
         """:meth:`add` of ``terms`` to the slots ``2 * groups + (c > 0)``, with the compiled
-        loop of :func:`bosaris_dask.fast_grouped.units_into` (the same sums)."""
+        loop of :func:`bosaris_dask.passes.fast_grouped.units_into` (the same sums)."""
         if terms.size == 0:
             return
         if np.maximum.reduce(terms) >= exact_sum._BIG:  # rare: the exact path
@@ -147,8 +148,8 @@ class _GroupUnits:
 
     def add_units(self, hi: np.ndarray, lo: np.ndarray) -> None:
         """Add the per-slot sums of a block's whole and fine units (``int64``, each below
-        ``2**53``: at most ``MAX_BLOCK`` terms), as :func:`bosaris_dask.fast_grouped.sums_into`
-        makes them."""
+        ``2**53``: at most ``MAX_BLOCK`` terms), as
+        :func:`bosaris_dask.passes.fast_grouped.sums_into` makes them."""
         self.hi += hi
         self.lo += lo
         self.blocks += 1
@@ -211,16 +212,17 @@ def grouped_pass1_kernel(
     pooled_shift`` or ``pooled_binmap``'s (``pooled_nbins``). Returns
     :func:`pass1_length` float64 values: the ``(n_groups, nbins, 2)`` counts (non-targets,
     targets), then per group the targets' and the non-targets' softplus sums as
-    :mod:`~bosaris_dask.exact_sum` limbs, then per group the key non-target and target trials
+    :mod:`~bosaris_dask.passes.exact_sum` limbs, then per group the key non-target and target trials
     without a score, then the trials with non-finite scores. All merge by adding. With
     ``pooled_shift``, then the pooled counts by ``key >> pooled_shift`` (``pooled_nbins``
     non-target counts, then as many target counts: the layout of
-    :func:`bosaris_dask.kernels.system_kernel`'s), from the same keys. ``compiled``: count
+    :func:`bosaris_dask.passes.kernels.system_kernel`'s), from the same keys. ``compiled``: count
     the trials and add the Cllr units per group with the loops of
-    :mod:`~bosaris_dask.fast_grouped` where numba is installed (the same result).
-    ``encoded``: return the result as :func:`bosaris_dask.compact.encode` encodes it (the
-    compiled loops' integer counts encoded as they are, :func:`~bosaris_dask.compact.encode_counts`:
-    no float64 vector of millions of counts made and checked).
+    :mod:`~bosaris_dask.passes.fast_grouped` where numba is installed (the same result).
+    ``encoded``: return the result as :func:`bosaris_dask.passes.compact.encode` encodes it (the
+    compiled loops' integer counts encoded as they are,
+    :func:`~bosaris_dask.passes.compact.encode_counts`: no float64 vector of millions of counts made
+    and checked).
     """
     check_group_codes(groups, n_groups)
     counter = fast_grouped.count_kernel() if compiled else None
@@ -375,9 +377,10 @@ def _compiled_pass1(
     encoded: bool = False,
 ) -> np.ndarray | compact.Encoded:
     """:func:`grouped_pass1_kernel` (the same result) with the compiled loops of
-    :mod:`~bosaris_dask.fast_grouped`: they count, and add the Cllr units per group from
+    :mod:`~bosaris_dask.passes.fast_grouped`: they count, and add the Cllr units per group from
     the plain pass 1's terms (numpy's ``exp`` and ``log1p``); a block with a term of
-    ``2**17`` or more takes :func:`~bosaris_dask.kernels.softplus_terms` and the exact path."""
+    ``2**17`` or more takes :func:`~bosaris_dask.passes.kernels.softplus_terms` and the exact
+    path."""
     ws = workspace(np.dtype(s_all.dtype), block, slice_size)
     width = ws.key.dtype.itemsize * 8
     # uint32 counts below 2**32 trials per chunk; the targets in the upper half of each
@@ -450,7 +453,7 @@ def grouped_bins_note(
     pooled_coarse: int = 0,
 ) -> tuple[tuple[int, int, np.ndarray], tuple[int, int, np.ndarray] | None]:
     """Which key bins a chunk's trials of one system fall in (any group), from its
-    :func:`grouped_pass1_kernel` ``contribution``, as :func:`bosaris_dask.kernels.bins_note`
+    :func:`grouped_pass1_kernel` ``contribution``, as :func:`bosaris_dask.passes.kernels.bins_note`
     notes them; and the same for the pooled histogram apart (``None`` without one)."""
     first = (int(rows[0]) if len(rows) else 0), (int(cols[0]) if len(cols) else 0)
     if isinstance(contribution, compact.Encoded):  # sparse: the bins of its counts

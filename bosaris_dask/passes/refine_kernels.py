@@ -1,13 +1,13 @@
 """Per-chunk kernels of the refinement passes: the trials of a chunk inside candidate bins.
 
-After pass 1 (:mod:`bosaris_dask.kernels`) the client chooses candidate bins
-(:mod:`bosaris_dask.refinement`) and describes them to the chunks in a :class:`RefineSpec`. A
+After pass 1 (:mod:`bosaris_dask.passes.kernels`) the client chooses candidate bins
+(:mod:`bosaris_dask.passes.refinement`) and describes them to the chunks in a :class:`RefineSpec`. A
 refinement pass then sub-histograms the candidate bins on the next key bits, or pulls the exact
 keys in them (:func:`refine_system_kernel`); or it selects those trials once
 (:func:`select_kernel`) so that later rounds run on the kept trials alone
 (:func:`refine_kept_kernel`). The building blocks (:func:`select_trials`,
 :func:`within_candidates`, :func:`count_selected`, :func:`sub_histogram`) serve the grouped
-kernels of :mod:`bosaris_dask.grouped_kernels` too.
+kernels of :mod:`bosaris_dask.passes.grouped_kernels` too.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask import fast_select
-from bosaris_dask.binmap import BinMap
-from bosaris_dask.kernels import (
+from bosaris_dask.passes import fast_select
+from bosaris_dask.passes.binmap import BinMap
+from bosaris_dask.passes.kernels import (
     Workspace,
     blocked_bincount,
     classes_of,
@@ -28,7 +28,7 @@ from bosaris_dask.kernels import (
     slices,
     workspace,
 )
-from bosaris_dask.keys import key_dtype
+from bosaris_dask.passes.keys import key_dtype
 
 __all__ = [
     "RefineSpec",
@@ -53,7 +53,7 @@ class RefineSpec:
 
     Only the candidates travel in the task graph; the lookup tables by key prefix (megabytes at
     20 prefix bits) are built where the kernel runs. Pass 1's bins are ``key >> shift`` (into
-    ``2**prefix_bits`` bins), or ``binmap``'s when given (:mod:`bosaris_dask.binmap`).
+    ``2**prefix_bits`` bins), or ``binmap``'s when given (:mod:`bosaris_dask.passes.binmap`).
     """
 
     shift: int  # pass 1 binned keys by ``key >> shift``
@@ -90,7 +90,7 @@ class RefineSpec:
     @cached_property
     def packed_lut(self) -> np.ndarray:
         """:attr:`lut` as the compiled selection reads it
-        (:func:`bosaris_dask.fast_select.bin_tables`: bits, an eighth of the cache lines)."""
+        (:func:`bosaris_dask.passes.fast_select.bin_tables`: bits, an eighth of the cache lines)."""
         (packed,) = fast_select.bin_tables(self.lut)
         return packed
 
@@ -140,7 +140,7 @@ def select_trials(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The keys (native key dtype) and target flags of a chunk's trials inside the candidates.
 
-    ``compiled``: select with :mod:`~bosaris_dask.fast_select` where numba is installed (the
+    ``compiled``: select with :mod:`~bosaris_dask.passes.fast_select` where numba is installed (the
     same trials, in the same order)."""
     loop = fast_select.select_loop() if compiled else None
     picked_keys, picked_tar = [], []
@@ -288,7 +288,8 @@ def refine_system_kernel(
 ) -> Any:
     """A refinement pass on one chunk for one system: a dense sub-histogram of its candidate
     bins, or the exact keys in them with their counts (``spec.raw``). ``compiled``: select the
-    trials with :mod:`~bosaris_dask.fast_select` where numba is installed (the same result)."""
+    trials with :mod:`~bosaris_dask.passes.fast_select` where numba is installed (the same
+    result)."""
     s, m = pairs[2 * system].reshape(-1), pairs[2 * system + 1].reshape(-1)
     ws = workspace(np.dtype(s.dtype), block, slice_size)
     cls_flat = classes.reshape(-1)
@@ -310,7 +311,7 @@ def select_kernel(
 
     The later refinement passes then run on these (:func:`refine_kept_kernel`) instead of
     reading and keying every trial again. ``compiled``: select them with
-    :mod:`~bosaris_dask.fast_select` where numba is installed (the same trials, in order).
+    :mod:`~bosaris_dask.passes.fast_select` where numba is installed (the same trials, in order).
     """
     cls_flat = classes.reshape(-1)
     kept = [

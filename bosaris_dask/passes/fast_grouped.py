@@ -1,8 +1,8 @@
 """The grouped pass 1's integer work on a chunk as compiled (numba) loops, when numba is
-installed (``pip install bosaris-dask[fast]``): :mod:`bosaris_dask.fast_pass1` with a group
+installed (``pip install bosaris-dask[fast]``): :mod:`bosaris_dask.passes.fast_pass1` with a group
 index.
 
-:func:`bosaris_dask.grouped_kernels.grouped_pass1_kernel`'s numpy path keys each trial, looks
+:func:`bosaris_dask.passes.grouped_kernels.grouped_pass1_kernel`'s numpy path keys each trial, looks
 its bin up twice (the conditions' map and the pooled map apart), builds two histogram indices
 in a dozen array operations per block and counts them with two ``bincount`` calls (which hold
 the GIL), and adds the exact Cllr terms per ``(group, class)`` with two weighted ``bincount``
@@ -12,7 +12,7 @@ time, so the counts' cache misses overlap; counted in bytes, each wrap adding 25
 total: a quarter of the cache); missing trials per group and non-finite scores are counted
 apart, by a loop that runs only where a vector loop finds a non-finite score or the mask a
 cell without one. The exact Cllr sums take the plain pass 1's terms
-(:mod:`bosaris_dask.fast_pass1`: numpy's ``exp`` and ``log1p`` of ``-|s|``, as numba's differ
+(:mod:`bosaris_dask.passes.fast_pass1`: numpy's ``exp`` and ``log1p`` of ``-|s|``, as numba's differ
 from numpy's in the last bits): a vector loop makes each trial's whole and fine grid units,
 a second adds them per ``(group, class)`` (:func:`sums_into`; numpy's dozen array operations
 per block for the terms and a scalar loop splitting them cost 13 ns per trial, these 8 on a
@@ -23,7 +23,7 @@ against each other.
 Examples
 --------
 >>> import numpy as np
->>> from bosaris_dask.binmap import BinMap
+>>> from bosaris_dask.passes.binmap import BinMap
 >>> cls = np.array([1, -1, -1, 0, 1], dtype=np.int8)
 >>> s = np.array([2.0, 0.5, -1.0, 1.0, -0.0], dtype=np.float32)
 >>> groups = np.array([0, 1, 1, 0, 1], dtype=np.int16)
@@ -49,10 +49,10 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask import exact_sum, fast_pass1
-from bosaris_dask.binmap import BinMap
-from bosaris_dask.jit import compiled
-from bosaris_dask.loop_parts import (
+from bosaris_dask.passes import exact_sum, fast_pass1
+from bosaris_dask.passes.binmap import BinMap
+from bosaris_dask.passes.jit import compiled
+from bosaris_dask.passes.loop_parts import (
     LOOP_PARTS,
     add_one,
     bin_of,
@@ -147,7 +147,7 @@ def _count_odd(cls, bits, scored, groups, exponent, missing):  # pragma: no cove
 
 def count_kernel() -> tuple[Callable[..., Any], ...] | None:
     """The compiled loops for :func:`counts_into`, or ``None`` (numba missing, or
-    :data:`bosaris_dask.jit.DISABLE_ENV` set)."""
+    :data:`bosaris_dask.passes.jit.DISABLE_ENV` set)."""
     loops = (
         compiled(_count_grouped, calls=LOOP_PARTS),
         compiled(_count_nonfinite),
@@ -173,7 +173,7 @@ def counts_into(
     (integers, ``2 * n_groups * binmap.nbins + 1``: the non-targets of group ``g`` and bin
     ``b`` at ``g * nbins + b``, its targets half the histogram further; the last entry collects
     the cells that are no trial or have no score) and, given, to ``pooled`` (``2 *
-    pooled_binmap.nbins + 1``: as :func:`bosaris_dask.fast_pass1.counts_into`). Adds the
+    pooled_binmap.nbins + 1``: as :func:`bosaris_dask.passes.fast_pass1.counts_into`). Adds the
     trials without a score to ``missing`` (int64, slot ``2 * g`` for non-targets, ``2 * g +
     1`` for targets). A non-finite score counts as 0.0.
 
@@ -240,7 +240,7 @@ def _group_sums(
 
 def sums_kernel() -> tuple[Callable[..., Any], Callable[..., Any]] | None:
     """The compiled loops for :func:`sums_into` (``-|s|`` of
-    :mod:`~bosaris_dask.fast_pass1`, and the per-slot sums), or ``None``."""
+    :mod:`~bosaris_dask.passes.fast_pass1`, and the per-slot sums), or ``None``."""
     loops = compiled(fast_pass1.neg_abs), compiled(_group_sums)
     return None if loops[0] is None or loops[1] is None else loops  # type: ignore[return-value]
 
@@ -260,17 +260,17 @@ def sums_into(
     bufs: tuple[np.ndarray, np.ndarray],
 ) -> bool:
     """Per slot ``2 * g + (cls > 0)``, the sums of the whole and the fine grid units
-    (:func:`bosaris_dask.exact_sum.split_units`) of the trials' softplus terms added to the
+    (:func:`bosaris_dask.passes.exact_sum.split_units`) of the trials' softplus terms added to the
     ``int64`` rows of ``acc`` (``(2, slots)``): what
-    :func:`bosaris_dask.kernels.softplus_terms` and :func:`units_into` give, bit for bit, for
+    :func:`bosaris_dask.passes.kernels.softplus_terms` and :func:`units_into` give, bit for bit, for
     trials whose codes ``cls`` (int8; ``0`` for no trial, so a trial without a score must be
     0 here) are not 0; a non-finite score counts as 0.0. The terms are those of
-    :mod:`bosaris_dask.fast_pass1`: numpy's ``exp`` and ``log1p`` of ``-|s|`` into ``e``
-    (float64 scratch as long as ``s``, at most :data:`~bosaris_dask.exact_sum.MAX_BLOCK`),
+    :mod:`bosaris_dask.passes.fast_pass1`: numpy's ``exp`` and ``log1p`` of ``-|s|`` into ``e``
+    (float64 scratch as long as ``s``, at most :data:`~bosaris_dask.passes.exact_sum.MAX_BLOCK`),
     then one compiled loop computing each trial's units (a vector loop) and one adding them
     per slot, in runs of :data:`SUMS_RUN` trials (``bufs``: two ``int64`` buffers that long).
 
-    Returns whether a term reached :data:`~bosaris_dask.exact_sum.BIG` (rare: a score beyond
+    Returns whether a term reached :data:`~bosaris_dask.passes.exact_sum.BIG` (rare: a score beyond
     +-131072); then ``acc`` holds nothing usable and the caller sums the block exactly.
     """
     neg_abs, group_sums = kernel
@@ -312,8 +312,8 @@ def units_into(
     acc_lo: np.ndarray,
 ) -> None:
     """Per slot ``2 * g + (cls > 0)``, the sums of ``terms``' whole and fractional grid units
-    (:func:`bosaris_dask.exact_sum.split_units`; terms below ``2**17``, at most
-    :data:`~bosaris_dask.exact_sum.MAX_BLOCK` of them) into the float64 ``acc_hi`` and
+    (:func:`bosaris_dask.passes.exact_sum.split_units`; terms below ``2**17``, at most
+    :data:`~bosaris_dask.passes.exact_sum.MAX_BLOCK` of them) into the float64 ``acc_hi`` and
     ``acc_lo`` (overwritten): the sums a weighted ``bincount`` of the split units gives, as
     every partial sum is an integer below ``2**53``."""
     kernel(terms, groups, cls, acc_hi, acc_lo, 2.0**exact_sum._HI_BITS, 2.0**exact_sum._LO_BITS)

@@ -2,17 +2,18 @@
 pass-1 bin, and a count kept in bytes.
 
 Each is a plain function on scalars (numpy integers), which a loop calls by name and which
-:func:`bosaris_dask.jit.compiled` compiles into that loop (``calls=``); LLVM inlines them, so a
-loop runs as if they were written out in it. They are written once here so that the pass-1
+:func:`bosaris_dask.passes.jit.compiled` compiles into that loop (``calls=``); LLVM inlines them, so
+a loop runs as if they were written out in it. They are written once here so that the pass-1
 counts, the refinement selections and the bootstrap's block counts cannot drift apart: the key
-is :func:`bosaris_dask.keys.order_keys`' and the bin :class:`~bosaris_dask.binmap.BinMap`'s,
-which the numpy paths use and the tests compare the loops with, bit for bit.
+is :func:`bosaris_dask.passes.keys.order_keys`' and the bin
+:class:`~bosaris_dask.passes.binmap.BinMap`'s, which the numpy paths use and the tests compare the
+loops with, bit for bit.
 
 Examples
 --------
 >>> import numpy as np
->>> from bosaris_dask.binmap import BinMap
->>> from bosaris_dask.keys import order_keys
+>>> from bosaris_dask.passes.binmap import BinMap
+>>> from bosaris_dask.passes.keys import order_keys
 >>> s = np.array([-1.5, -0.0, 0.0, 2.0], dtype=np.float32)
 >>> with np.errstate(over="ignore"):  # modular arithmetic, as compiled
 ...     keys = [order_key(np.uint64(b), *key_args(32)) for b in s.view(np.uint32)]
@@ -36,7 +37,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from bosaris_dask.binmap import BinMap
+    from bosaris_dask.passes.binmap import BinMap
 
 __all__ = ["order_key", "key_args", "exponent_bits", "bin_of", "map_args", "add_one", "LOOP_PARTS"]
 
@@ -68,7 +69,7 @@ def exponent_bits(bits: int) -> np.uint64:
 
 def bin_of(key, table, bucket_shift, shift, adaptive):
     """The pass-1 bin (``int64``) of ``key``: an adaptive map's one look-up in its ``table``
-    (:attr:`bosaris_dask.binmap.BinMap.table`: offset and shift of the key's bucket
+    (:attr:`bosaris_dask.passes.binmap.BinMap.table`: offset and shift of the key's bucket
     ``key >> bucket_shift``), else ``key >> shift``."""
     if adaptive:
         t = table[np.intp(key >> bucket_shift)]
@@ -80,7 +81,7 @@ def map_args(
     binmap: BinMap | None, shift: int = 0
 ) -> tuple[np.ndarray, np.uint64, np.uint64, bool]:
     """:func:`bin_of`'s ``table, bucket_shift, shift, adaptive`` for a
-    :class:`~bosaris_dask.binmap.BinMap` (``None``: the bins ``key >> shift``)."""
+    :class:`~bosaris_dask.passes.binmap.BinMap` (``None``: the bins ``key >> shift``)."""
     if binmap is not None and binmap.adaptive:
         bucket_shift = np.uint64(binmap.key_bits - binmap.top)
         return binmap.table, bucket_shift, np.uint64(0), True
@@ -98,5 +99,5 @@ def add_one(low, hist, a):
         hist[a] += 256
 
 
-#: All of them, for :func:`bosaris_dask.jit.compiled`'s ``calls``.
+#: All of them, for :func:`bosaris_dask.passes.jit.compiled`'s ``calls``.
 LOOP_PARTS = (order_key, bin_of, add_one)

@@ -1,7 +1,7 @@
 """The pass-1 bins of the engine: key prefixes of one length, or of lengths fitted to the scores.
 
 Pass 1 (:mod:`bosaris_dask.engine`) counts trials per *bin*, a range of order-preserving keys
-(:mod:`bosaris_dask.keys`) that is a key prefix. A :class:`BinMap` says which prefix each key
+(:mod:`bosaris_dask.passes.keys`) that is a key prefix. A :class:`BinMap` says which prefix each key
 falls in:
 
 - :meth:`BinMap.uniform`: the top ``bits`` of the key (``key >> (key_bits - bits)``);
@@ -18,7 +18,7 @@ candidate bins hold after pass 1 (and so the number of passes) does.
 Examples
 --------
 >>> import numpy as np
->>> from bosaris_dask.keys import order_keys
+>>> from bosaris_dask.passes.keys import order_keys
 >>> sample = order_keys(np.random.default_rng(0).normal(size=10_000).astype(np.float32))
 >>> m = BinMap.from_sample(sample, 32, 18)
 >>> m.nbins <= 2**18, int(m.extra.min()), int(m.extra.max())  # finer where scores are dense
@@ -39,7 +39,7 @@ from functools import cached_property
 
 import numpy as np
 
-from bosaris_dask.unique import unique
+from bosaris_dask.passes.unique import unique
 
 __all__ = ["BinMap", "TOP_BITS", "MIN_ADAPTIVE_BITS"]
 

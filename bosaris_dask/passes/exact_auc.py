@@ -7,8 +7,8 @@ different bins and every pair tied in an exact bin (:func:`~bosaris_dask.measure
 only pairs inside a **mixed** coarse bin (``bits > 0``, both classes) are unknown. Here they are
 counted exactly:
 
-* **Riding along** (:class:`~bosaris_dask.riding_auc.RidingAuc`): pass 1 of the evaluation
-  also pulls the exact order keys (:func:`~bosaris_dask.keys.order_keys`) of every scored
+* **Riding along** (:class:`~bosaris_dask.passes.riding_auc.RidingAuc`): pass 1 of the evaluation
+  also pulls the exact order keys (:func:`~bosaris_dask.passes.keys.order_keys`) of every scored
   target of each system (with conditions, each with its condition), sorted per chunk and
   merged, as long as they fit the budget ``bosaris_dask.auc-limit``
   (:mod:`bosaris_dask.config`): a chunk or merge over it gives up (bounded memory). The
@@ -38,7 +38,7 @@ counted exactly:
   keys a system's trials once, then hands each key to the parts whose bins and condition it
   falls in (the pooled one and its own condition's), so the extra passes are as many as
   without conditions; riding along, they ride the grouped passes
-  (:func:`~bosaris_dask.grouped.refine_parts`) the same way.
+  (:func:`~bosaris_dask.passes.grouped.refine_parts`) the same way.
 
 When ``S`` does not fit the budget the bounds stay (``auc`` NaN, ``auc_low``/``auc_high`` exact
 bounds) and :func:`exact_aucs` says why in one line (:class:`ExactAucWarning`).
@@ -70,8 +70,12 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import config, engine, runner
-from bosaris_dask.auc_kernels import (
+from bosaris_dask import config, engine
+from bosaris_dask.engine import ScoreSummary
+from bosaris_dask.inputs import pass_inputs
+from bosaris_dask.measures import twice_u_parts
+from bosaris_dask.passes import runner
+from bosaris_dask.passes.auc_kernels import (
     AucPart,
     MixedBins,
     Wanted,
@@ -84,9 +88,6 @@ from bosaris_dask.auc_kernels import (
     mixed_twice_u,
     pair_count_kernel,
 )
-from bosaris_dask.engine import ScoreSummary
-from bosaris_dask.inputs import pass_inputs
-from bosaris_dask.measures import twice_u_parts
 
 __all__ = [
     "ExactAucWarning",

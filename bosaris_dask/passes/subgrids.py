@@ -1,7 +1,7 @@
 """Score arrays that compute a strided part of a chunk without computing the whole chunk.
 
 Before an adaptive pass 1, the engine reads a sample of the scores: every few rows and
-columns of a few chunks (:func:`bosaris_dask.pass1_bins.fitted_bin_maps`). Slicing a stored
+columns of a few chunks (:func:`bosaris_dask.passes.pass1_bins.fitted_bin_maps`). Slicing a stored
 array reads little, but slicing a computed one computes the whole chunk first: from
 embeddings, a whole block product for a few hundred of its scores. A score source whose chunk
 is a function of its rows and columns (:func:`bosaris_dask.embeddings.scoring.outer_blocks`)
@@ -9,10 +9,10 @@ registers a *strided reader* (:func:`register_reader`): ``read(i, j, row_step, c
 ``array.blocks[i, j][::row_step, ::col_step]``, the same values, from those rows and columns
 alone. :func:`strided` uses it where there is one, and slices otherwise.
 
-As with :mod:`bosaris_dask.screening`, readers are kept by the dask array's name
-(:mod:`bosaris_dask.array_registry`): an array transformed on its way to the engine is sliced,
-an entry lives as long as the array object it was registered with, and no result depends on a
-reader being found.
+As with :mod:`bosaris_dask.passes.screening`, readers are kept by the dask array's name
+(:mod:`bosaris_dask.passes.array_registry`): an array transformed on its way to the engine is
+sliced, an entry lives as long as the array object it was registered with, and no result depends on
+a reader being found.
 
 Examples
 --------
@@ -32,7 +32,7 @@ from collections.abc import Callable
 
 import dask.array as da
 
-from bosaris_dask.array_registry import ArrayRegistry
+from bosaris_dask.passes.array_registry import ArrayRegistry
 
 __all__ = ["register_reader", "reader_of", "strided"]
 

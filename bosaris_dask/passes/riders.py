@@ -2,9 +2,9 @@
 
 A :class:`Rider` adds its specs to pass 1 and, from pass 1's results, asks for a
 :class:`RiderPass` computed with the next pass that reads the data (the first refinement
-round, or a pass of its own: :mod:`bosaris_dask.rounds`). The exact AUC rides this way
-(:mod:`bosaris_dask.riding_auc`); the grouped passes of conditions take riders too
-(:func:`bosaris_dask.grouped.refine_parts`).
+round, or a pass of its own: :mod:`bosaris_dask.passes.rounds`). The exact AUC rides this way
+(:mod:`bosaris_dask.passes.riding_auc`); the grouped passes of conditions take riders too
+(:func:`bosaris_dask.passes.grouped.refine_parts`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
     from bosaris_dask.engine import ScoreSummary
-    from bosaris_dask.runner import Aggregation
+    from bosaris_dask.passes.runner import Aggregation
 
 __all__ = ["Rider", "RiderPass", "PASS1_LEAD_BLOCKS"]
 
@@ -30,7 +30,7 @@ PASS1_LEAD_BLOCKS = 2
 @dataclass
 class Rider:
     """Work that rides along :func:`~bosaris_dask.engine.summarize`'s passes (e.g.
-    :mod:`bosaris_dask.exact_auc`).
+    :mod:`bosaris_dask.passes.exact_auc`).
 
     Attributes
     ----------
@@ -62,7 +62,7 @@ class RiderPass:
     ----------
     build
         ``build(inputs)``: its graph over that pass's inputs, laid out as pass 1's (the score
-        arrays possibly screened, :mod:`bosaris_dask.screening`).
+        arrays possibly screened, :mod:`bosaris_dask.passes.screening`).
     ranges
         Per system, the score ranges ``(lo, hi)`` whose trials it needs with their exact
         scores (a screen keeps those exact; a trial screened outside them is outside them), or

@@ -10,7 +10,7 @@ the merge tree moved hundreds of megabytes at 1e8 trials. :func:`encode` stores 
 * ``"dense"``: all elements in the narrowest of ``uint8``, ``uint16``, ``uint32``, ``int64``
   that holds each exactly;
 * ``"narrow"``: non-negative integers whose few large elements (an
-  :mod:`~bosaris_dask.exact_sum` limb, a crowded bin) would widen every element: all in
+  :mod:`~bosaris_dask.passes.exact_sum` limb, a crowded bin) would widen every element: all in
   ``uint8`` or ``uint16`` with the large ones zeroed, and those apart (positions and values);
   a pass-1 row of two million small counts and 72 limbs is 2 MB instead of 8 (a merged
   total: instead of 16 in ``int64``);
@@ -19,7 +19,7 @@ the merge tree moved hundreds of megabytes at 1e8 trials. :func:`encode` stores 
 
 :func:`decode` gives back the same float64 vector, bit for bit, and :func:`sum_encoded` adds encoded
 vectors to the same totals, bit for bit, as numpy's ``rows.sum(axis=0)`` of the float64 rows:
-integer vectors (all a count or an :mod:`~bosaris_dask.exact_sum` limb can be; exact below
+integer vectors (all a count or an :mod:`~bosaris_dask.passes.exact_sum` limb can be; exact below
 ``2**53`` in any order) one by one into a single float64 vector, anything else through numpy.
 
 Examples

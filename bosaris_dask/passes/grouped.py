@@ -2,14 +2,14 @@
 keying of its trials.
 
 :func:`summarize_parts` returns what :func:`bosaris_dask.engine.summarize` returns for a list
-of "systems" that are parts of a few real systems (:class:`~bosaris_dask.grouped_kernels.Part`:
-the targets of some groups and the non-targets of some groups, e.g. one condition), bit for
-bit, in the same passes, with the same refinement decisions (the same pass-1 bins, candidates,
-plans, rounds and kept trials), but each real system's trials are read and keyed once per pass
-instead of once per part:
+of "systems" that are parts of a few real systems
+(:class:`~bosaris_dask.passes.grouped_kernels.Part`: the targets of some groups and the non-targets
+of some groups, e.g. one condition), bit for bit, in the same passes, with the same refinement
+decisions (the same pass-1 bins, candidates, plans, rounds and kept trials), but each real system's
+trials are read and keyed once per pass instead of once per part:
 
-- pass 1 (:mod:`bosaris_dask.grouped_histograms`) counts a ``(group, bin)`` histogram per
-  system (:mod:`bosaris_dask.grouped_kernels`),
+- pass 1 (:mod:`bosaris_dask.passes.grouped_histograms`) counts a ``(group, bin)`` histogram per
+  system (:mod:`bosaris_dask.passes.grouped_kernels`),
   and sums the Cllr terms (and, with ``cross_entropy_plo``, the ECE's cross-entropy terms) per
   ``(group, class)`` exactly; a part's summary is the sum over its groups (the pooled one: over
   all groups), made on the client;
@@ -20,7 +20,7 @@ Examples
 --------
 >>> import numpy as np
 >>> import dask.array as da
->>> from bosaris_dask.grouped_kernels import Part
+>>> from bosaris_dask.passes.grouped_kernels import Part
 >>> from bosaris_dask.trials import make_key, make_scores
 >>> key = make_key(["m1", "m2"], ["s1", "s2"], np.array([[1, -1], [-1, 1]]))
 >>> scores = make_scores(["m1", "m2"], ["s1", "s2"], np.array([[2.0, 0.5], [-1.0, 0.5]]))
@@ -42,10 +42,11 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import (
-    config,
-    engine,
-    fixed_rates,
+from bosaris_dask import config, engine, fixed_rates
+from bosaris_dask.engine import ScoreSummary
+from bosaris_dask.errors import OptionError
+from bosaris_dask.inputs import check_both_classes, names_or_default
+from bosaris_dask.passes import (
     grouped_histograms,
     refine_kernels,
     refinement,
@@ -53,21 +54,23 @@ from bosaris_dask import (
     runner,
     screening,
 )
-from bosaris_dask.binmap import BinMap
-from bosaris_dask.engine import ScoreSummary
-from bosaris_dask.errors import OptionError
-from bosaris_dask.grouped_histograms import GroupedPass1, SystemPass1, grouped_pass1, remap_groups
-from bosaris_dask.grouped_kernels import Part
-from bosaris_dask.grouped_refine_kernels import (
+from bosaris_dask.passes.binmap import BinMap
+from bosaris_dask.passes.grouped_histograms import (
+    GroupedPass1,
+    SystemPass1,
+    grouped_pass1,
+    remap_groups,
+)
+from bosaris_dask.passes.grouped_kernels import Part
+from bosaris_dask.passes.grouped_refine_kernels import (
     grouped_refine_kernel,
     grouped_select_kernel,
     merge_part_refinements,
     merge_parts,
     refine_kept_part,
 )
-from bosaris_dask.inputs import check_both_classes, names_or_default
-from bosaris_dask.keys import threshold_keys
-from bosaris_dask.riders import Rider
+from bosaris_dask.passes.keys import threshold_keys
+from bosaris_dask.passes.riders import Rider
 
 __all__ = ["summarize_parts", "grouped_pass1", "refine_parts", "GroupedPass1", "SystemPass1",
            "Part", "remap_groups"]  # fmt: skip
@@ -125,7 +128,8 @@ def _part_cross_entropy(
     units: list[list[list[int]]], part: Part, n_groups: int
 ) -> list[tuple[int, int]]:
     """A part's exact (target, non-target) cross-entropy sums per prior log-odds from its
-    system's per-group units (:func:`~bosaris_dask.grouped_cross_entropy.split_cross_entropy`)."""
+    system's per-group units
+    (:func:`~bosaris_dask.passes.grouped_cross_entropy.split_cross_entropy`)."""
     tar, non = (np.flatnonzero(m).tolist() for m in part.groups(n_groups))
     return [(sum(at[g][0] for g in tar), sum(at[g][1] for g in non)) for at in units]
 
@@ -192,22 +196,22 @@ def summarize_parts(
     n_groups
         The number of groups.
     parts
-        What each summary counts (:class:`~bosaris_dask.grouped_kernels.Part`).
+        What each summary counts (:class:`~bosaris_dask.passes.grouped_kernels.Part`).
     thresholds, fmr, fnmr, allow_missing, split_every, progress, extra_candidates
         As :func:`~bosaris_dask.engine.summarize`; ``extra_candidates`` gets the part
         summaries.
     cross_entropy_plo
         As :func:`~bosaris_dask.engine.summarize`: pass 1 also sums each system's
         cross-entropy terms at these prior log-odds, per ``(group, class)``
-        (:func:`~bosaris_dask.grouped_cross_entropy.grouped_cross_entropy_kernel`), and each part's
-        ``cross_entropy`` is the exact sum over its groups: the ECE of every condition, no
+        (:func:`~bosaris_dask.passes.grouped_cross_entropy.grouped_cross_entropy_kernel`), and each
+        part's ``cross_entropy`` is the exact sum over its groups: the ECE of every condition, no
         extra pass.
     coarse_bits
         Pass-1 key bits (default: the engine's for as many systems as there are parts, so the
         bins are those of the ungrouped call).
     pooled_coarse_bits
         Pass-1 key bits of the pooled parts (``Part(k)``), which are then counted apart by the
-        plain kernel (:func:`bosaris_dask.kernels.system_kernel`): with the engine's bits for
+        plain kernel (:func:`bosaris_dask.passes.kernels.system_kernel`): with the engine's bits for
         the systems alone, each pooled summary is, bin for bin, that of a plain
         :func:`~bosaris_dask.engine.summarize` of the systems (only ``passes`` is the call's).
         ``None``: pooled parts are sums over the groups, at ``coarse_bits``.
@@ -311,7 +315,7 @@ def refine_parts(
         far fewer trials. The pooled parts keep the whole budgets (so that they refine as a
         plain evaluation does).
     rider
-        Work riding along (:class:`~bosaris_dask.riders.Rider`): its ``after_pass1`` gets the
+        Work riding along (:class:`~bosaris_dask.passes.riders.Rider`): its ``after_pass1`` gets the
         parts' pass-1 summaries, ``first.rode`` and ``first.inputs``; its graph is computed
         with the first refinement pass (or a pass of its own when there is none).
 

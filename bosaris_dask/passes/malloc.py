@@ -10,7 +10,7 @@ time at 1e8 trials (``benchmarks/README.md``, "Worker processes").
 The local clusters this package starts leave the variable out
 (:func:`bosaris_dask.cluster.scheduler.worker_environ`). A cluster the user started (``Client()``
 in a notebook, dask-jobqueue, dask-mpi) gets the same effect here: the first pass task a worker
-process runs (:mod:`bosaris_dask.runner`) calls :func:`tune_once`, which, where the process's
+process runs (:mod:`bosaris_dask.passes.runner`) calls :func:`tune_once`, which, where the process's
 environment holds distributed's value and the C library is glibc, raises the mmap threshold to
 64 MiB and the trim threshold to 256 MiB with ``mallopt``, above the kernels' temporaries (as
 glibc's dynamic threshold adapts to them, up to its 32 MiB ceiling). A worker then keeps up to

@@ -1,10 +1,10 @@
 """Values registered for dask arrays by name, each for as long as its array object lives.
 
 A score source attaches what it can do more cheaply than computing its chunks (a screen,
-:mod:`bosaris_dask.screening`; a strided reader, :mod:`bosaris_dask.subgrids`) to the dask array
-it returns. The engine meets that array again by name: an array transformed on its way (another
-name) finds nothing, and nothing depends on a value being found. A later registration under the
-same name replaces an earlier one, which then leaves nothing behind when its array is freed.
+:mod:`bosaris_dask.passes.screening`; a strided reader, :mod:`bosaris_dask.passes.subgrids`) to the
+dask array it returns. The engine meets that array again by name: an array transformed on its way
+(another name) finds nothing, and nothing depends on a value being found. A later registration under
+the same name replaces an earlier one, which then leaves nothing behind when its array is freed.
 
 Examples
 --------

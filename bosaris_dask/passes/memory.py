@@ -33,8 +33,8 @@ import dask
 import numpy as np
 
 from bosaris_dask.errors import MemoryLimitError
-from bosaris_dask.kernels import Workspace, coarse_length
-from bosaris_dask.keys import key_dtype
+from bosaris_dask.passes.kernels import Workspace, coarse_length
+from bosaris_dask.passes.keys import key_dtype
 
 __all__ = [
     "TaskMemory", "pass_task_memory", "grouped_task_memory", "objective_task_memory",
@@ -139,7 +139,7 @@ def pass_task_memory(
     buffers = Workspace.nbytes(elements, np.dtype(score_dtype), block, slice_size)
     row = coarse_length(nbins) * 8  # one system's pass-1 result (float64 counts, uncompacted)
     results = (2 * n_systems + 2) * row  # hist + bincount, the rows, their concatenation
-    # the compact results (bosaris_dask.compact, at most a float64 row each), their running
+    # the compact results (bosaris_dask.passes.compact, at most a float64 row each), their running
     # total, and encoding it: non-zero positions and values, and the encoded copy
     merge = n_systems * max((split_every + 3) * row,
                             _refinement_merge(split_every, refine_bins, raw_trials))  # fmt: skip
@@ -173,7 +173,7 @@ def grouped_task_memory(
     slice_size: int = 1 << 22,
     share: int = 1,
 ) -> TaskMemory:
-    """:func:`pass_task_memory` of grouped passes (:mod:`bosaris_dask.grouped`).
+    """:func:`pass_task_memory` of grouped passes (:mod:`bosaris_dask.passes.grouped`).
 
     A system's pass-1 result is a ``(n_groups, nbins)`` histogram: as large as ``n_groups``
     ungrouped systems' (which is why callers coarsen pass 1 by the number of parts, as for
@@ -182,7 +182,7 @@ def grouped_task_memory(
     result is one per part (``n_parts``, the ``n_systems`` pooled ones first), within the
     refinement budgets ``refine_bins`` and ``raw_trials``, except that the parts beyond the
     pooled ones refine within ``1 / share`` of them each
-    (:func:`~bosaris_dask.grouped.refine_parts`; a system's conditions share its budgets):
+    (:func:`~bosaris_dask.passes.grouped.refine_parts`; a system's conditions share its budgets):
     the refinement merges hold ``n_systems + ceil((n_parts - n_systems) / share)`` budgets.
 
     Examples

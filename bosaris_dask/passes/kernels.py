@@ -3,7 +3,7 @@
 :mod:`bosaris_dask.engine` builds the dask graphs that run these and merges their results.
 Pass 1 (:func:`coarse_kernel`) counts targets and non-targets per key prefix and sums the Cllr
 terms; the refinement passes' kernels, which sub-histogram or pull the exact keys of the
-candidate bins chosen on the client, are in :mod:`bosaris_dask.refine_kernels`. Every kernel
+candidate bins chosen on the client, are in :mod:`bosaris_dask.passes.refine_kernels`. Every kernel
 works in cache-sized blocks of ``block`` elements with buffers reused through ``out=``
 arguments: each thread keeps one
 :class:`Workspace` for all the chunks it processes (:func:`workspace`). The block sizes are
@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask import compact, exact_sum, fast_ece, fast_pass1
-from bosaris_dask.binmap import BinMap
-from bosaris_dask.keys import key_dtype
+from bosaris_dask.passes import compact, exact_sum, fast_ece, fast_pass1
+from bosaris_dask.passes.binmap import BinMap
+from bosaris_dask.passes.keys import key_dtype
 
 __all__ = [
     "Workspace",
@@ -128,7 +128,7 @@ def workspace(dtype: np.dtype, block: int, slice_size: int) -> Workspace:
 
 
 def keys_into(s: np.ndarray, ws: Workspace) -> np.ndarray:
-    """:func:`~bosaris_dask.keys.order_keys` of ``s`` into the workspace (no allocation)."""
+    """:func:`~bosaris_dask.passes.keys.order_keys` of ``s`` into the workspace (no allocation)."""
     n = s.size
     key, signs = ws.key[:n], ws.signs[:n]
     bits = s.dtype.itemsize * 8
@@ -166,7 +166,7 @@ def softplus_sums(c: np.ndarray, s: np.ndarray, ws: Workspace, all_trials: bool)
 
     That is ``log(1 + exp(-s))`` for targets and ``log(1 + exp(s))`` for non-targets, in
     float64, accurate to ~1e-16 absolute per trial, each rounded to a multiple of ``2**-57``
-    and added exactly (:mod:`bosaris_dask.exact_sum`): the same trials give the same sums in
+    and added exactly (:mod:`bosaris_dask.passes.exact_sum`): the same trials give the same sums in
     any chunking. ``all_trials``: no code of ``c`` is 0.
     """
     n = s.size
@@ -180,7 +180,7 @@ def softplus_sums(c: np.ndarray, s: np.ndarray, ws: Workspace, all_trials: bool)
 
 def softplus_units(tar: np.ndarray, non: np.ndarray) -> tuple[int, int]:
     """The exact softplus sums of in-memory target and non-target scores, as pass 1 makes them
-    (integers in :mod:`~bosaris_dask.exact_sum` units).
+    (integers in :mod:`~bosaris_dask.passes.exact_sum` units).
 
     The same per-trial terms and the same exact summation as :func:`coarse_kernel`, so an
     in-memory evaluation reports the same Cllr, bit for bit, as one over chunks.
@@ -220,9 +220,9 @@ def cross_entropy_kernel(
     For each ``a`` of ``plo``: ``sum log(1 + exp(-(s + a)))`` over targets and
     ``sum log(1 + exp(s + a))`` over non-targets, ``s + a`` in float64, each term rounded and
     added exactly as :func:`softplus_sums` does (``a = 0`` gives Cllr's sums, bit for bit).
-    Returns ``len(plo) * 2`` :mod:`~bosaris_dask.exact_sum` limb vectors: per ``a``, targets
+    Returns ``len(plo) * 2`` :mod:`~bosaris_dask.passes.exact_sum` limb vectors: per ``a``, targets
     then non-targets. Costs ``len(plo)`` softplus evaluations per trial. ``compiled``: sum
-    with the loops of :mod:`~bosaris_dask.fast_ece` where numba is installed (the same bits).
+    with the loops of :mod:`~bosaris_dask.passes.fast_ece` where numba is installed (the same bits).
     """
     s, m = pairs[2 * system], pairs[2 * system + 1]
     ws = workspace(np.dtype(s.dtype), block, slice_size)
@@ -280,7 +280,7 @@ def _numpy_block(
 
     Returns the trials without a score, the trials with a non-finite score (counted as 0.0),
     and the exact non-target and target sums of the Cllr terms (:func:`softplus_sums`), as
-    :func:`~bosaris_dask.fast_pass1.block_into` does for the compiled path.
+    :func:`~bosaris_dask.passes.fast_pass1.block_into` does for the compiled path.
     """
     n = s.size
     missing = bad = 0
@@ -319,16 +319,16 @@ def _coarse_system(
     encoded: bool = False,
 ) -> np.ndarray | compact.Encoded:
     """Pass 1 for one system's scores of a chunk (see :func:`coarse_kernel`); the bins are
-    ``key >> shift``, or ``binmap``'s (its :attr:`~bosaris_dask.binmap.BinMap.nbins` is
-    ``nbins``). ``compiled``: use the loops of :mod:`~bosaris_dask.fast_pass1` where numba is
+    ``key >> shift``, or ``binmap``'s (its :attr:`~bosaris_dask.passes.binmap.BinMap.nbins` is
+    ``nbins``). ``compiled``: use the loops of :mod:`~bosaris_dask.passes.fast_pass1` where numba is
     installed (the same bits). ``encoded``: the result may come as its
-    :func:`~bosaris_dask.compact.encode` form, as it does for a chunk with fewer trials than
+    :func:`~bosaris_dask.passes.compact.encode` form, as it does for a chunk with fewer trials than
     half the bins: their bins are counted by ``np.unique``, without the two million-element
     histogram (most of a small evaluation's time).
 
     Both paths walk the chunk in blocks of ``ws.block`` trials; a block is binned, counted and
     summed by :func:`_numpy_block` (with one ``bincount`` per slice of ``ws.slice_size``) or by
-    :func:`~bosaris_dask.fast_pass1.block_into`.
+    :func:`~bosaris_dask.passes.fast_pass1.block_into`.
     """
     if binmap is None:
         bits = ws.key.dtype.itemsize * 8
@@ -393,11 +393,11 @@ def bins_note(
     coarse: int = 0,
 ) -> tuple[int, int, np.ndarray]:
     """Which pass-1 bins of one system a chunk's trials fall in, from its :func:`system_kernel`
-    ``contribution`` (the vector, or its sparse :class:`~bosaris_dask.compact.Encoded`
+    ``contribution`` (the vector, or its sparse :class:`~bosaris_dask.passes.compact.Encoded`
     form): ``(first row, first column, packed bits)``, bit ``g`` (``np.packbits``
     order) set iff a bin of group ``g`` (bins ``g * 2**coarse`` to ``(g + 1) * 2**coarse - 1``)
     holds a trial of the chunk. A refinement pass reads only the chunks holding a candidate bin
-    (:class:`bosaris_dask.refinement.ChunkBins`).
+    (:class:`bosaris_dask.passes.refinement.ChunkBins`).
 
     >>> v = np.zeros(coarse_length(10)); v[3] = 2; v[10 + 9] = 1  # non-targets, then targets
     >>> r, c, bits = bins_note(v, np.arange(4, 6), np.arange(2), nbins=10)
@@ -505,13 +505,14 @@ def system_kernel(
 ) -> np.ndarray | compact.Encoded:
     """Pass 1 for one system: its scores and mask are ``pairs[2 * system]`` and the next;
     its bins are ``key >> shift`` or, if given, ``binmap``'s (``nbins`` of them).
-    ``compiled``: count the trials with :mod:`~bosaris_dask.fast_pass1` where numba is
+    ``compiled``: count the trials with :mod:`~bosaris_dask.passes.fast_pass1` where numba is
     installed (the same counts; loading numba costs a process about 0.4 s). ``encoded``: the
-    result may come encoded (:mod:`~bosaris_dask.compact`; a chunk with few trials).
+    result may come encoded (:mod:`~bosaris_dask.passes.compact`; a chunk with few trials).
 
     Returns :func:`coarse_length` float64 values: ``[non-target counts (nbins), target counts
     (nbins), softplus_tar limbs, softplus_non limbs, missing, non-finite]`` (counts are exact in
-    float64, the softplus sums are :mod:`~bosaris_dask.exact_sum` limbs). All merge by adding.
+    float64, the softplus sums are :mod:`~bosaris_dask.passes.exact_sum` limbs). All merge by
+    adding.
     """
     s, m = pairs[2 * system], pairs[2 * system + 1]
     ws = workspace(np.dtype(s.dtype), block, slice_size)
@@ -533,7 +534,7 @@ def coarse_kernel(
     """Pass 1 on one chunk: :func:`key_codes_kernel`, then :func:`system_kernel` of each system.
 
     ``block`` and ``slice_size`` are the :class:`Workspace` sizes. Returns a ``(1, 1, L)``
-    float64 array (the engine runs the two kernels as :mod:`~bosaris_dask.runner` specs).
+    float64 array (the engine runs the two kernels as :mod:`~bosaris_dask.passes.runner` specs).
     """
     sizes = {"block": block, "slice_size": slice_size}
     out = [key_codes_kernel(rows, cols, classes, *pairs, n_cols=n_cols, **sizes)] + [
