@@ -256,8 +256,19 @@ def test_classes_that_meet_only_at_a_tie_are_reported():
     assert "every target score of system 2 is at or above 0" in model.fit_warnings_[0]
     model, caught = _fit(LinearCalibrator(l2=0.01), tar, non)  # an L2 penalty: a minimum
     assert model.fit_warnings_ == [] and caught == []
+    # the same scores running the wrong way (a distance, votes against): no warning at all,
+    # a weight that moved with gtol (-18.4 -> -27.4) and LLRs of -37 at score 2
+    model, caught = _fit(LinearCalibrator(), -tar, -non)
+    assert model.scale_ < 0 and caught == model.fit_warnings_
+    assert model.fit_warnings_[0].startswith(
+        "the training classes meet only at ties: every target score is at or below 0 and "
+        "every non-target score at or above 0 (higher scores for non-targets)")  # fmt: skip
+    model, _ = _fit(LinearFuser(), np.c_[tied[0][:, 0], -tar], np.c_[tied[1][:, 0], -non])
+    assert "every target score of system 2 is at or below 0" in model.fit_warnings_[0]
     non[0] = 1.0  # one non-target above a target: the classes overlap, the minimum exists
     model, caught = _fit(LinearCalibrator(), tar, non)
+    assert model.fit_warnings_ == [] and caught == []
+    model, caught = _fit(LinearCalibrator(), -tar, -non)
     assert model.fit_warnings_ == [] and caught == []
 
 

@@ -98,9 +98,9 @@ def separation_note(data_term: float, class_weights: tuple[float, float], l2: fl
     return (
         f"the training classes are separable (objective {data_term:.3g}): at the training "
         "prior every target scores above and every non-target below the Bayes threshold, so "
-        "the cross-entropy has no minimum and the fit stopped where the gradient test passed; "
-        "its LLRs are over-confident. Train on more (or harder) trials, or with an L2 penalty "
-        "(--l2, or l2 > 0 in Python)"
+        "the cross-entropy has no minimum and where the fit stopped is arbitrary; its LLRs "
+        "are over-confident. Train on more (or harder) trials, or with an L2 penalty (--l2, or "
+        "l2 > 0 in Python)"
     )
 
 
@@ -117,8 +117,10 @@ def tied_separation_note(
     ``score_ranges`` is ``(K, 4)``: each system's lowest and highest target score, then lowest
     and highest non-target score (:attr:`~bosaris_dask.objectives.FusionObjective.score_ranges`).
     Where a system's non-targets all score at or below its lowest target (integer scores that
-    overlap at a single value, say), raising its weight about that value lowers every untied
-    trial's cross-entropy and leaves the tied ones as they are: the objective has no minimum,
+    overlap at a single value, say), or all at or above its highest target (the same with the
+    scores running the wrong way: a negative weight), raising its weight about that value
+    lowers every untied trial's cross-entropy and leaves the tied ones as they are: the
+    objective has no minimum,
     and the fit stops where the gradient test happens to pass (the objective's value does not
     fall to 0, so :func:`separation_note` does not see it). With an L2 penalty the minimum
     exists: no note.
@@ -133,18 +135,24 @@ def tied_separation_note(
     """
     if l2 > 0 or score_ranges is None:
         return None
-    for k, (tar_lo, tar_hi, non_lo, non_hi) in enumerate(np.asarray(score_ranges).tolist()):
-        if non_hi <= tar_lo and tar_hi > non_lo:  # not all equal: that is a constant system
-            name = systems[k] if systems else f"system {k + 1}"
-            who = "" if calibration else f" of {name}"
-            return (
-                f"the training classes meet only at ties: every target score{who} is at or "
-                f"above {tar_lo:.6g} and every non-target score at or below {non_hi:.6g}, so "
-                "a steeper map about that point always fits the training data better: the "
-                "cross-entropy has no minimum, the fit stopped where the gradient test passed, "
-                "and its LLRs are over-confident. Train on more (or harder) trials, or with an "
-                "L2 penalty (--l2, or l2 > 0 in Python)"
-            )
+    ranges = np.asarray(score_ranges, dtype=np.float64) + 0.0  # no "-0" in the message
+    for k, (tar_lo, tar_hi, non_lo, non_hi) in enumerate(ranges.tolist()):
+        if tar_hi > non_lo and non_hi <= tar_lo:  # not all equal: that is a constant system
+            where = f"at or above {tar_lo:.6g} and every non-target score at or below {non_hi:.6g}"
+        elif non_hi > tar_lo and tar_hi <= non_lo:  # the same, the scores running the wrong way
+            where = (f"at or below {tar_hi:.6g} and every non-target score at or above "
+                     f"{non_lo:.6g} (higher scores for non-targets)")  # fmt: skip
+        else:
+            continue
+        name = systems[k] if systems else f"system {k + 1}"
+        who = "" if calibration else f" of {name}"
+        return (
+            f"the training classes meet only at ties: every target score{who} is {where}, so "
+            "a steeper map about that point always fits the training data better: the "
+            "cross-entropy has no minimum, where the fit stopped is arbitrary, and its LLRs "
+            "are over-confident. Train on more (or harder) trials, or with an L2 penalty (--l2, "
+            "or l2 > 0 in Python)"
+        )
     return None
 
 
