@@ -220,6 +220,19 @@ def test_a_models_llr_base_survives_load_and_save_and_apply_follows_it(tmp_path)
     np.testing.assert_allclose(applied.score.values, want, rtol=1e-12)  # base 10 in and out
     natural = apply_model(model, bd.read(tmp_path / "s.txt"), llr_base="e")
     assert not np.allclose(natural.score.values, want)
+    # Class.load(path).transform follows the base too (it read base-10 scores as natural logs
+    # and wrote natural-log LLRs: -2.146 where apply wrote -1.073), as does transform_arrays
+    loaded = bd.LinearCalibrator.load(tmp_path / "m10.json")
+    np.testing.assert_allclose(loaded.transform(bd.read(s)).score.values, want, rtol=1e-12)
+    np.testing.assert_allclose(loaded.transform_arrays(scores.ravel()), want.ravel(), rtol=1e-12)
+    assert main(["calibrate", "--key", k, "--scores", s, "-q", "--llr-base", "10", "--method",
+                 "pav", "--model-out", str(tmp_path / "p10.json")]) == 0  # fmt: skip
+    assert main(["apply", "-q", "--model", str(tmp_path / "p10.json"), "--scores", s,
+                 "--out", str(tmp_path / "p10.zarr")]) == 0  # fmt: skip
+    pav = bd.PAVCalibrator.load(tmp_path / "p10.json")
+    want = bd.read(tmp_path / "p10.zarr").score.values
+    np.testing.assert_allclose(pav.transform(bd.read(s)).score.values, want, rtol=1e-12)
+    np.testing.assert_allclose(pav.transform_arrays(scores), want, rtol=1e-12)
     assert model.fit_arrays(np.r_[1.0, -0.5], np.r_[0.0, 1.0]).llr_base_ == "e"  # a Python fit
 
 

@@ -178,13 +178,13 @@ def apply_model(
     >>> bool(np.isclose(out.score.values[0, 0], cal.transform_arrays(np.array([1.0]))[0]))
     True
     """
-    from bosaris_dask.llr_base import from_natural, to_natural
+    import copy
 
-    base = model.llr_base_ if llr_base is None else llr_base
+    if llr_base is not None and llr_base != model.llr_base_:  # the model read in that base
+        model = copy.copy(model)
+        model.llr_base_ = llr_base
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
-    if base != "e":
-        systems = [to_natural(s, base) for s in systems]
-    return from_natural(_apply(model, systems, quality, ndx), base)
+    return _apply(model, systems, quality, ndx)  # each transform follows ``llr_base_``
 
 
 def _apply(

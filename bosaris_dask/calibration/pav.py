@@ -24,6 +24,7 @@ from bosaris_dask.errors import NotFittedError, OptionError, ScoreError, TrialEr
 from bosaris_dask.fusion.base import (
     MODEL_FORMAT,
     JsonModel,
+    in_llr_base,
     model_array,
     nonfinite_error,
     scores_and_key,
@@ -178,6 +179,7 @@ class PAVCalibrator(JsonModel):
             raise NotFittedError("this PAVCalibrator is not fitted yet: call fit first")
         return self.score_bounds_, self.llr_bounds_
 
+    @in_llr_base
     def transform_arrays(self, scores: np.ndarray) -> np.ndarray:
         """Calibrated LLRs of an array of scores (any shape).
 
@@ -192,6 +194,7 @@ class PAVCalibrator(JsonModel):
             raise ScoreError(f"{int((~np.isfinite(s)).sum())} scores are not finite")
         return interpolate_map(s, score_bounds, llr_bounds)
 
+    @in_llr_base
     def transform(self, scores: xr.Dataset, *, ndx: xr.Dataset | None = None) -> xr.Dataset:
         """Calibrated LLRs as a lazy Scores object (float64; 0.0 where there is no score).
 

@@ -189,12 +189,13 @@ class JsonModel:
     (a name ending with ``_``) in ``__init__`` to its value before ``fit``.
 
     What the CLI records about the training inputs rides along (:meth:`training_fields`):
-    ``llr_base_``, the base of the LLRs the model was trained on (``"e"`` for a fit in Python:
-    models map natural-log LLRs; ``bosaris-dask calibrate/fuse --llr-base 10`` records
-    ``"10"``, which :func:`~bosaris_dask.calibration.apply_model` follows), and ``systems_``,
-    the names of a fusion's systems in training order (``None`` unknown: a fit of one system,
-    or of systems without ``names``). :meth:`load`, :meth:`save` and ``to_dict`` keep both; a
-    new fit forgets them, keeping only the ``names`` it is given.
+    ``llr_base_``, the base of the LLRs the model was trained on (``"e"`` for a fit in Python;
+    ``bosaris-dask calibrate/fuse --llr-base 10`` records ``"10"``: ``transform`` and
+    :func:`~bosaris_dask.calibration.apply_model` then read and write base-10 LLRs, as
+    ``bosaris-dask apply`` does, while the parameters stay those of natural-log LLRs), and
+    ``systems_``, the names of a fusion's systems in training order (``None`` unknown: a fit of
+    one system, or of systems without ``names``). :meth:`load`, :meth:`save` and ``to_dict``
+    keep both; a new fit forgets them, keeping only the ``names`` it is given.
     """
 
     llr_base_: str = "e"
@@ -348,6 +349,42 @@ _HOW_IT_RUNS = ("split_every", "persist")
 
 #: JSON field -> model attribute of what the CLI records about the training inputs.
 _TRAINING_FIELDS = {"llr_base": "llr_base_", "systems": "systems_"}
+
+
+def in_llr_base(transform: Callable[..., Any]) -> Callable[..., Any]:
+    """``transform`` (natural-log LLRs in, natural-log LLRs out) reading and writing LLRs in
+    the model's ``llr_base_`` instead: Scores, a sequence of Scores, or an array.
+
+    Examples
+    --------
+    >>> from bosaris_dask.calibration import linear_calibrate
+    >>> cal = linear_calibrate(np.array([2.0, 3.0, 0.5]), np.array([0.0, -1.0, 1.0]))
+    >>> natural = cal.transform_arrays(np.array([1.0 * np.log(10)])) / np.log(10)
+    >>> cal.llr_base_ = "10"  # as a model trained by ``--llr-base 10`` loads
+    >>> bool(np.isclose(cal.transform_arrays(np.array([1.0]))[0], natural[0]))
+    True
+    """
+    from functools import wraps
+
+    @wraps(transform)
+    def in_base(self: JsonModel, scores: Any, *args: Any, **kwargs: Any) -> Any:
+        from bosaris_dask.llr_base import from_natural, log_of_base, to_natural
+
+        factor = log_of_base(self.llr_base_)
+        if factor == 1.0:
+            return transform(self, scores, *args, **kwargs)
+        if isinstance(scores, xr.Dataset):
+            scores = to_natural(scores, self.llr_base_)
+        elif isinstance(scores, Sequence) and all(isinstance(s, xr.Dataset) for s in scores):
+            scores = [to_natural(s, self.llr_base_) for s in scores]
+        else:
+            scores = np.asarray(scores, dtype=np.float64) * factor
+        out = transform(self, scores, *args, **kwargs)
+        if isinstance(out, xr.Dataset):
+            return from_natural(out, self.llr_base_)
+        return out / factor
+
+    return in_base
 
 
 def with_training_fields(

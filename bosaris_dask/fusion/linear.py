@@ -25,6 +25,7 @@ from bosaris_dask.fusion.base import (
     _as_list,
     _output_mask,
     apply_block,
+    in_llr_base,
     model_array,
     scores_and_key,
     wanted_trials,
@@ -345,6 +346,7 @@ class LinearFuser(JsonModel):
         )
         return make_scores(like.model.values, like.segment.values, llr, _output_mask(aligned, ndx))
 
+    @in_llr_base
     def transform(
         self, scores: xr.Dataset | Sequence[xr.Dataset], *, ndx: xr.Dataset | None = None
     ) -> xr.Dataset:
@@ -360,6 +362,7 @@ class LinearFuser(JsonModel):
         """
         return self._transform(_as_list(scores), ndx, None, None)
 
+    @in_llr_base
     def transform_arrays(self, scores: np.ndarray) -> np.ndarray:
         """Fused LLRs of an ``(n, K)`` array of scores (or ``(n,)`` when ``K = 1``).
 

@@ -16,6 +16,7 @@ from bosaris_dask.fusion.base import (
     _as_list,
     _output_mask,
     apply_block,
+    in_llr_base,
     model_array,
     scores_and_key,
     wanted_trials,
@@ -286,6 +287,7 @@ class QualityFuser(LinearFuser):
     def fit_arrays(self, *args: Any, **kwargs: Any) -> QualityFuser:
         raise TrialError("quality fusion needs trial objects: use fit(scores, key, quality)")
 
+    @in_llr_base
     def transform(  # type: ignore[override]
         self,
         scores: xr.Dataset | Sequence[xr.Dataset],
