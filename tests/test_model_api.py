@@ -261,6 +261,8 @@ def test_ndx_must_be_a_trial_list(data, tmp_path, capsys):
      ("weights", [[1.0], [2.0]], "weights must be a list of numbers"),
      ("weights", [1.0, float("nan")], "weights must hold finite numbers"),
      ("offset", float("inf"), "offset must hold finite numbers"),
+     ("offset", True, "offset must be a number"),  # JSON's true was applied as 1
+     ("weights", [True, 1.0], "weights must be a list of numbers"),
      ("format", "bosaris_dask.model/2", "format 'bosaris_dask.model/2' is not")],
 )  # fmt: skip
 def test_a_malformed_model_file_is_named(data, tmp_path, field, value, message):
@@ -274,6 +276,18 @@ def test_a_malformed_model_file_is_named(data, tmp_path, field, value, message):
     path.write_text(json.dumps({**d, field: value}))
     with pytest.raises(bd.errors.ParseError, match=f"bad.json: {message}"):
         load_model(path)
+
+
+def test_a_calibration_model_of_several_weights_is_malformed(tmp_path):
+    # was "b.json is a linear calibration of 2 systems: give 2 --scores" at apply time
+    import json
+
+    d = {"format": "bosaris_dask.model/1", "kind": "linear_calibration", "prior": 0.5,
+         "weights": [1.0, 2.0], "offset": 0.0}  # fmt: skip
+    (tmp_path / "b.json").write_text(json.dumps(d))
+    with pytest.raises(bd.errors.ParseError, match="b.json: a linear_calibration has one "
+                       "weight, got 2"):  # fmt: skip
+        load_model(tmp_path / "b.json")
 
 
 def test_fuser_parameters_are_checked_where_given(data):

@@ -331,7 +331,7 @@ def model_array(value: Any, name: str, ndim: int, *, infinite_ok: bool = False) 
     """
     shape = "a number" if ndim == 0 else "a list of numbers" if ndim == 1 else "a list of lists"
     try:
-        arr = np.asarray(value, dtype=np.float64)
+        arr = None if _holds_bool(value) else np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         arr = None
     if arr is None or arr.ndim != ndim or (ndim and arr.size == 0):
@@ -341,6 +341,13 @@ def model_array(value: Any, name: str, ndim: int, *, infinite_ok: bool = False) 
         raise TrialError(f"{name} must hold {'numbers' if infinite_ok else 'finite numbers'}, "
                          f"got {float(arr[bad].flat[0])!r}")  # fmt: skip
     return arr
+
+
+def _holds_bool(value: Any) -> bool:
+    """JSON's ``true``/``false`` where a number belongs (numpy would read them as 1 and 0)."""
+    if isinstance(value, bool | np.bool_):
+        return True
+    return isinstance(value, list | tuple) and any(_holds_bool(v) for v in value)
 
 
 #: Parameters that say how a fit runs, not what it fits: changing them keeps the fit.

@@ -425,6 +425,9 @@ class LinearFuser(JsonModel):
             max_iter=d.get("max_iter", 100),
         )
         obj.weights_ = model_array(d["weights"], "weights", 1)
+        if cls.kind == "linear_calibration" and obj.weights_.size != 1:
+            raise TrialError(f"a linear_calibration has one weight, got {obj.weights_.size} (a "
+                             "fusion's model is of kind linear_fusion)")  # fmt: skip
         obj.offset_ = float(model_array(d["offset"], "offset", 0))
         obj.objective_ = d.get("objective")
         obj.iterations_ = int(d.get("iterations", 0))
