@@ -583,3 +583,17 @@ def test_scores_far_from_zero_are_fitted_from_zero_llrs(offset: float) -> None:
     assert fuser.converged_ and fuser.fit_warnings_ == [] and fuser.iterations_ <= 12
     assert fuser.passes_ == fuser.iterations_ + 2  # x0, then zero LLRs (f = 1), then the steps
     np.testing.assert_allclose(np.r_[fuser.weights_, fuser.offset_], best, rtol=1e-7)
+
+
+def test_an_infinite_quality_measure_is_named_by_its_id():
+    # was "model quality measures contain infinite values", naming no id
+    rng = np.random.default_rng(13)
+    models, segs = [f"m{i}" for i in range(6)], [f"s{j}" for j in range(8)]
+    mask = np.where(rng.random((6, 8)) < 0.4, 1, -1)
+    key = make_key(models, segs, mask)
+    scores = make_scores(models, segs, rng.normal(size=(6, 8)) + 2 * (mask == 1))
+    qm = rng.normal(size=(6, 2))
+    qm[2, 1] = np.inf
+    quality = make_quality(quality_table(models, qm), quality_table(segs, rng.normal(size=(8, 2))))
+    with pytest.raises(ScoreError, match="model 'm2' has inf as measure 2"):
+        QualityFuser().fit(scores, key, quality)

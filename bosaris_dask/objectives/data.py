@@ -151,8 +151,11 @@ def align_inputs(
 def _side(table: xr.DataArray, dim: str, ids: np.ndarray) -> np.ndarray:
     values = table.reindex({dim: ids}).values.astype(np.float64)
     missing = np.isnan(values).any(axis=1)
-    if np.isinf(values).any():
-        raise ScoreError(f"{dim} quality measures contain infinite values")
+    infinite = np.isinf(values)
+    if infinite.any():
+        row, col = np.argwhere(infinite)[0]
+        raise ScoreError(f"{dim} quality measures contain infinite values: {dim} {ids[row]!r} "
+                         f"has {values[row, col]} as measure {col + 1}")  # fmt: skip
     out = np.zeros((len(ids), values.shape[1] + 1))
     out[~missing, :-1] = values[~missing]
     out[~missing, -1] = 1.0
