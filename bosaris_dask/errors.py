@@ -24,6 +24,7 @@ __all__ = [
     "QualityTableError",
     "TrialError",
     "ScoreError",
+    "NoClassError",
     "MissingTrialsError",
     "NotFittedError",
     "OptionError",
@@ -116,6 +117,10 @@ class TrialError(BosarisError, ValueError):
 
 class ScoreError(BosarisError, ValueError):
     """Scores that cannot be evaluated: non-finite values, empty target or non-target sets."""
+
+
+class NoClassError(ScoreError):
+    """A fit found no target or no non-target trial with a score to train on."""
 
 
 class MissingTrialsError(TrialError):

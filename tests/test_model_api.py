@@ -423,3 +423,14 @@ def test_transform_names_a_trial_whose_score_is_not_finite(data):
             r"non-finite score.*, e\.g\. \(m4, s6\)$",
         ):
             model.transform(scores, **extra).score.compute()
+
+
+def test_a_fit_without_one_class_raises_its_own_error_class():
+    # the CLI told this error from the others by its text
+    from bosaris_dask.errors import NoClassError, ScoreError
+
+    key = make_key(["a"], ["u", "v"], np.array([[-1, -1]]))
+    scores = make_scores(["a"], ["u", "v"], np.array([[0.5, -1.0]]))
+    with pytest.raises(NoClassError, match="found 0 targets and 2 non-targets") as caught:
+        LinearFuser().fit([scores], key)
+    assert isinstance(caught.value, ScoreError)  # what it was: kept for callers catching that

@@ -26,7 +26,7 @@ from bosaris_dask.cli.common import (
     system_names,
 )
 from bosaris_dask.cli.in_order import apply_in_order, keeps_line_order
-from bosaris_dask.errors import BosarisError, OptionError, ScoreError
+from bosaris_dask.errors import BosarisError, NoClassError, OptionError, ScoreError
 from bosaris_dask.progress import showing_progress
 
 
@@ -104,7 +104,7 @@ def _fit_and_apply(
                 else:
                     model.fit(systems, key, quality, allow_missing=args.allow_missing,
                               names=trained)  # fmt: skip
-            except ScoreError as exc:
+            except NoClassError as exc:
                 raise _no_class_error(args, exc, key) from None
         model.llr_base_ = args.llr_base  # what the model was trained on, kept in its JSON
         model.save(args.model_out)
@@ -185,15 +185,13 @@ def _read_ndx(path: str | None, text_format: str | None = None) -> Any:
     return ndx
 
 
-def _no_class_error(args: argparse.Namespace, exc: ScoreError, key: Any) -> ScoreError:
+def _no_class_error(args: argparse.Namespace, exc: NoClassError, key: Any) -> ScoreError:
     """A fit's error that it found no target or no non-target, naming the key if it has
     none, else giving the key's counts (the scores lack the rest: one more look at the key,
-    on this error path only); any other error (the fit named its system) as it is."""
+    on this error path only)."""
     from bosaris_dask.progress import compute
 
     text = exc.args[0] if exc.args else ""
-    if not text.startswith("fitting needs target and non-target"):
-        return exc
     mask = key.trial_mask.data
     n_tar, n_non = (int(n) for n in compute(((mask == 1).sum(), (mask == -1).sum()),
                                             progress=None))  # fmt: skip

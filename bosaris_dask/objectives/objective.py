@@ -13,7 +13,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
+from bosaris_dask.errors import (
+    MissingTrialsError,
+    NoClassError,
+    OptionError,
+    ScoreError,
+    TrialError,
+)
 from bosaris_dask.objectives.data import FusionData
 from bosaris_dask.objectives.kernel import (
     _COUNTS,
@@ -238,7 +244,7 @@ class FusionObjective:
         if counts["n_nonfinite"]:
             raise ScoreError(f"{counts['n_nonfinite']} trials have a non-finite score")
         if counts["n_target"] == 0 or counts["n_nontarget"] == 0:
-            raise ScoreError(
+            raise NoClassError(
                 f"fitting needs target and non-target trials with scores; found "
                 f"{counts['n_target']} targets and {counts['n_nontarget']} non-targets"
             )
