@@ -41,3 +41,15 @@ def test_public_names_and_submodules_resolve_on_first_use():
         assert "no_such_name" in str(exc)
     else:
         raise AssertionError("an unknown name resolved")
+
+
+def test_help_lists_a_short_package():
+    # help(bd) listed 65 modules, 32 of them the passes' machinery (now bosaris_dask.passes)
+    import pkgutil
+
+    import bosaris_dask as bd
+
+    top = {m.name for m in pkgutil.iter_modules(bd.__path__)}
+    assert len(top) <= 36, sorted(top)
+    assert {"passes", "metrics", "io", "trials", "engine"} <= top
+    assert not {"kernels", "runner", "compact", "refinement"} & top
