@@ -104,6 +104,12 @@ def _text(token: bytes) -> str | None:
         return None
 
 
+def _id(token: bytes) -> str | None:
+    """An id: UTF-8, not a comment's ``#...``, no byte-order mark (files joined with cat)."""
+    text = _text(token)
+    return None if text is None or text.startswith("#") or "\ufeff" in text else text
+
+
 def _numeric_test_id(tokens: list[bytes]) -> bool:
     """``label enrol 1001``: a VoxCeleb line whose test id is all digits (or BOSARIS scores)."""
     return (
@@ -212,7 +218,7 @@ def reference_parse(data: bytes, kind: str | None = None) -> tuple[str, list, li
         if len(tokens) != len(first):
             raise Rejected(n, "wrong number of fields")
         ids = tokens[1:3] if vox else tokens[:2]
-        model, segment, value = _text(ids[0]), _text(ids[1]), _value(kind, tokens, vox)
+        model, segment, value = _id(ids[0]), _id(ids[1]), _value(kind, tokens, vox)
         if model is None or segment is None or value is None:
             raise Rejected(n, "bad id, score or label")
         if kind == "key":

@@ -246,6 +246,12 @@ def test_errors_name_the_file_and_field(tmp_path):
                      "column_ids": _cell(["t"]), "trial_mask": np.ones((2, 1))}})  # fmt: skip
     with pytest.raises(StoreError, match=r"ndx.row_ids: duplicate id 'm'"):
         io.read(tmp_path / "d.mat")
+    empty = _cell(["m", ""])  # MATLAB's '' in a cell array: said "holds ndarray, not strings"
+    empty[1, 0] = np.zeros((0, 0))
+    scipy.io.savemat(tmp_path / "e.mat", {"ndx": {"row_ids": empty,
+                     "column_ids": _cell(["t"]), "trial_mask": np.ones((2, 1))}})  # fmt: skip
+    with pytest.raises(StoreError, match=r"ndx.row_ids holds an empty id \(entry 2\)"):
+        io.read(tmp_path / "e.mat")
     scipy.io.savemat(tmp_path / "none.mat", {"x": np.ones(3)})
     with pytest.raises(StoreError, match="expected one struct variable"):
         io.read(tmp_path / "none.mat")

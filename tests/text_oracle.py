@@ -122,7 +122,8 @@ def _shown(token: bytes, limit: int = 60) -> str:
 
 
 def _good_id(u: Any) -> bool:
-    return isinstance(u, str) and u != "" and u == u.strip(_WS)
+    return (isinstance(u, str) and u != "" and u == u.strip(_WS) and u[:1] != "#"
+            and "\ufeff" not in u)  # fmt: skip
 
 
 def _ids(tokens: list[bytes], role: str):
@@ -137,6 +138,12 @@ def _ids(tokens: list[bytes], role: str):
             err = (first, f"{role} id {u[:60]!r} is not valid UTF-8")
         elif not u.strip():
             err = (first, f"empty {role} id")
+        elif "\ufeff" in decoded[codes[first]]:
+            err = (first, f"{role} id {decoded[codes[first]]!r} holds a byte-order mark (files "
+                          "joined with cat? remove it)")  # fmt: skip
+        elif decoded[codes[first]].startswith("#"):
+            err = (first, f"{role} id {decoded[codes[first]]!r} starts with '#': trial lists "
+                          "have no comment lines")  # fmt: skip
         else:
             err = (first, f"{role} id {decoded[codes[first]]!r} has surrounding whitespace")
     return codes, decoded, err

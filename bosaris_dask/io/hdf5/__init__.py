@@ -256,7 +256,10 @@ def detect_hdf5_kind(f: h5py.File, path: str | os.PathLike[str] = "") -> str:
             return "key"
         if dtype.kind in "ub":
             return "ndx"
-        raise StoreError(f"{path}: /trial_mask holds {dtype}; pass kind=")
+        raise StoreError(
+            f"{path}: /trial_mask holds {dtype}, neither a key's int8 nor an "
+            "ndx's uint8: say which it is (--kind key|ndx; kind= in Python)"
+        )
     if has("values") and has("ids"):
         return "quality"
     raise StoreError(f"{path}: not a BOSARIS HDF5 file (no /trial_mask, /scores or /values)")

@@ -87,6 +87,8 @@ def ids_of(value: Any, where: str) -> np.ndarray:
     for v in flat:
         if isinstance(v, np.ndarray) and v.size == 1:
             v = v.item()
+        if isinstance(v, np.ndarray) and v.size == 0:  # MATLAB's '' in a cell array
+            raise StoreError(f"{where} holds an empty id (entry {len(out) + 1})")
         if not isinstance(v, str):
             raise StoreError(f"{where} holds {type(v).__name__}, not strings")
         out.append(v.rstrip("\x00 ") if padded else v.rstrip("\x00"))

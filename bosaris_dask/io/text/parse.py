@@ -65,7 +65,8 @@ class _Chunk:
 
 
 def _good_id(u: Any) -> bool:
-    return isinstance(u, str) and u != "" and u == u.strip(_WS)
+    return (isinstance(u, str) and u != "" and u == u.strip(_WS) and not u.startswith("#")
+            and "\ufeff" not in u)  # fmt: skip
 
 
 def _stack(values: list[np.ndarray], labels: np.ndarray | None, layout: _Layout):
@@ -263,6 +264,11 @@ def _id_reason(u: bytes, role: str) -> tuple[str | None, str | None]:
         return text, None
     if not u.strip():
         return text, f"empty {role} id"
+    if "\ufeff" in text:  # cat of files saved with one
+        return text, (f"{role} id {text!r} holds a byte-order mark (files joined with cat? "
+                      "remove it)")  # fmt: skip
+    if text.startswith("#"):  # never data: it would read as the ids '#...'
+        return text, f"{role} id {text!r} starts with '#': trial lists have no comment lines"
     return text, f"{role} id {text!r} has surrounding whitespace"
 
 

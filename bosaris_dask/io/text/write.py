@@ -24,8 +24,8 @@ _WRITE_BAND_BYTES = 32 * 2**20
 _WRITE_LINES = 2**18
 _HEADER_NAMES = {"scores": "LLR", "key": "targettype"}
 _ID_BAD = {
-    False: re.compile(r"[ \t\n\r\x0b\x0c\x00]|^\ufeff"),  # whitespace-separated fields
-    True: re.compile(r"[\t\n\r\x00]|^[ \x0b\x0c]|[ \x0b\x0c]$"),  # tab-separated fields
+    False: re.compile(r"[ \t\n\r\x0b\x0c\x00\ufeff]|^#"),  # whitespace-separated fields
+    True: re.compile(r"[\t\n\r\x00\ufeff]|^[ \x0b\x0c#]|[ \x0b\x0c]$"),  # tab-separated fields
 }
 
 
@@ -34,12 +34,32 @@ def _writable_ids(ids: Any, role: str, tabs: bool) -> np.ndarray:
     out = np.array([str(i) for i in np.asarray(ids, dtype=object).ravel()], dtype=object)
     bad = _ID_BAD[tabs]
     for i in (k for k, u in enumerate(out) if u == "" or bad.search(u)):
-        why = "tabs, newlines, NUL" if tabs else "whitespace, NUL or a leading byte-order mark"
+        why = "tabs, newlines, NUL" if tabs else "whitespace, NUL"
         raise TrialError(
-            f"{role} id {out[i]!r} cannot be written to a text file "
-            f"(empty, or contains {why}); use a zarr or HDF5 store"
+            f"{role} id {out[i]!r} cannot be written to a text file (empty, starts with '#', "
+            f"or contains {why} or a byte-order mark); use a zarr or HDF5 store"
         )
     return out
+
+
+def _check_first_line(path: Any, kind: str, header: bool, model: str, segment: str) -> None:
+    """Refuse a headerless ndx whose first line the reader would take for a header (say
+    ``enroll test``): it would read back without that trial."""
+    from bosaris_dask.errors import ParseError
+    from bosaris_dask.io.text.layout import _header_roles
+
+    if header or kind != "ndx":
+        return
+    try:
+        looks = _header_roles([model, segment], path, 1) is not None
+    except ParseError:  # e.g. "modelid model": a header naming one column twice
+        looks = True
+    if looks:
+        raise TrialError(
+            f"{path}: the first trial ({model!r}, {segment!r}) would read back as a header line, "
+            "dropping it: write a NIST table (header=True; convert --header) or a zarr or "
+            "HDF5 store"
+        )
 
 
 def _row_bands(row_chunks: tuple[int, ...], max_rows: int) -> Iterator[tuple[int, int]]:
@@ -125,13 +145,19 @@ def write_text(obj: xr.Dataset, path: str | os.PathLike[str], *, header: bool = 
         for a, b in _row_bands(tuple(row_chunks), max_rows):
             band = _rows(arrays, a, b)
             cells = np.flatnonzero(band[-1])  # row-major
+            if cells.size and not written:
+                r0, c0 = divmod(int(cells[0]), max(ns, 1))
+                _check_first_line(path, kind, header, models[r0 + a], segments[c0])
             written += cells.size
             for k in range(0, cells.size, _WRITE_LINES):
                 rr, cc = np.divmod(cells[k : k + _WRITE_LINES], max(ns, 1))
                 pieces: list[Any] = [model_piece[rr + a], segment_piece[cc]]
                 if kind == "scores":
                     values = band[0][rr, cc]
-                    pieces += [_format_scores(values, models[rr + a], segments[cc]), repeat("\n")]
+                    pieces += [
+                        _format_scores(values, models[rr + a], segments[cc], path),
+                        repeat("\n"),
+                    ]
                 elif kind == "key":
                     pieces.append(label_piece[band[0][rr, cc].astype(np.intp) + 1])
                 f.write(_join_lines(pieces))
@@ -216,12 +242,15 @@ def _write_records(
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
         if header:
             f.write(_header_line(kind))
+        first = 0 if rows is None else int(rows[0])
+        _check_first_line(path, kind, header, models[trials.model_codes[first]],
+                          segments[trials.segment_codes[first]])  # fmt: skip
         for k in range(0, n, _WRITE_LINES):
             r = slice(k, k + _WRITE_LINES) if rows is None else rows[k : k + _WRITE_LINES]
             m, g = trials.model_codes[r], trials.segment_codes[r]
             pieces: list[Any] = [model_piece[m], segment_piece[g]]
             if scores is not None:
-                pieces += [_format_scores(scores[r], models[m], segments[g]), repeat("\n")]
+                pieces += [_format_scores(scores[r], models[m], segments[g], path), repeat("\n")]
             elif trials.kind == "key":
                 pieces.append(label_piece[(np.asarray(trials.values[r]) > 0).astype(np.intp)])
             f.write(_join_lines(pieces))
@@ -239,13 +268,15 @@ def _join_lines(pieces: list[Any]) -> bytes:
     return "".join(chain.from_iterable(zip(*pieces, strict=False))).encode("utf-8")
 
 
-def _format_scores(values: np.ndarray, models: np.ndarray, segments: np.ndarray) -> Iterator[str]:
+def _format_scores(
+    values: np.ndarray, models: np.ndarray, segments: np.ndarray, path: Any
+) -> Iterator[str]:
     bad = ~np.isfinite(values)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise ScoreError(
-            f"the score of trial ({models[i]!r}, {segments[i]!r}) is {values[i]}: "
-            "non-finite scores cannot be written"
+            f"{path}: the score of trial ({models[i]!r}, {segments[i]!r}) is {values[i]}: "
+            "non-finite scores cannot be written (nothing was written)"
         )
     # float32 too as the shortest repr of its exact float64 value: text reads into float64, so
     # 9 digits (float32's round trip) read back as a float64 up to 1e-9 off the stored value
