@@ -10,7 +10,8 @@ standard deviation of ``e . c_j`` over the cohort are ``e . c_mean`` and ``sqrt(
 from the cohort's mean and covariance computed once in a fixed order
 (:mod:`bosaris_dask.embeddings.cohort_moments`). They are the statistics of the **exact** dot
 products of the prepared rows, before their rounding to float32, up to float64 rounding (see
-there: negligible for cosine scores); those of the float32 cohort scores differ by at most
+there; a row where that rounding may matter takes its own cohort products' statistics:
+:func:`_direct_where_untrusted`); those of the float32 cohort scores differ by at most
 ``2^-24 mean(|x|)`` (mean) and ``2^-24 sqrt(mean(x^2))`` (std), ``x`` the exact products.
 
 **Top N (AS-norm)**: each chunk of rows screens the cohort by float32 products with a rigorous
@@ -50,7 +51,13 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask.embeddings.cohort_moments import cohort_moments, row_moments
+from bosaris_dask.embeddings.cohort_moments import (
+    TRUSTED,
+    cohort_moments,
+    direct_moments,
+    error_bounds,
+    row_moments,
+)
 from bosaris_dask.embeddings.cohort_screen import row_norms, screen_top
 from bosaris_dask.embeddings.fast_top import top_kernel
 from bosaris_dask.embeddings.kernel import score_block
@@ -211,7 +218,7 @@ def _screen_block(
     """The ``(m, 4)`` statistics of the rows ``a``: moments, then the screened top-N."""
     moments = row_moments(a, packed[0], packed[1:])
     top = _top_block(a, cohort, cohort32, cohort_norms, top_n, block, moments)
-    return np.concatenate([moments, top], axis=1)
+    return np.concatenate([_untrusted_marked(moments, a, packed, len(cohort)), top], axis=1)
 
 
 def _packed_moments(cohort: np.ndarray) -> np.ndarray:
@@ -220,8 +227,35 @@ def _packed_moments(cohort: np.ndarray) -> np.ndarray:
     return np.concatenate([mean[None, :], cov])
 
 
-def _moments_block(a: np.ndarray, packed: np.ndarray) -> np.ndarray:
-    return row_moments(a, packed[0], packed[1:])
+def _moments_block(a: np.ndarray, packed: np.ndarray, n: int) -> np.ndarray:
+    return _untrusted_marked(row_moments(a, packed[0], packed[1:]), a, packed, n)
+
+
+def _untrusted_marked(moments: np.ndarray, a: np.ndarray, packed: np.ndarray, n: int):
+    """``moments`` with NaN for the std of the rows whose ``e^T Σ e`` float64 rounding may
+    matter (:func:`~bosaris_dask.embeddings.cohort_moments.error_bounds`): the client computes
+    those from their products (:func:`_direct_where_untrusted`)."""
+    untrusted = error_bounds(a, packed[1:], n) > TRUSTED * moments[:, 1] ** 2
+    if untrusted.any():
+        moments = moments.copy()
+        moments[untrusted, 1] = np.nan
+    return moments
+
+
+def _direct_where_untrusted(
+    stats: list[np.ndarray], sides: list[Side], whole: da.Array
+) -> list[np.ndarray]:
+    """The statistics with each row marked untrusted by its task given the mean and std of
+    its own cohort products (rare: a cohort spread far more across a row than along it)."""
+    if not any(np.isnan(s[:, 1]).any() for s in stats):
+        return stats
+    cohort = np.asarray(whole.compute())
+    mean = cohort_moments(cohort)[0]  # the tasks' bits
+    for s, side in zip(stats, sides, strict=True):
+        rows = np.flatnonzero(np.isnan(s[:, 1]))
+        if rows.size:
+            s[rows, :2] = direct_moments(np.asarray(side.values[rows].compute()), cohort, mean)
+    return stats
 
 
 class CohortWarning(UserWarning):
@@ -302,11 +336,12 @@ def side_statistics(
             continue
         full = da.blockwise(
             _moments_block, "is", side.values, "ik", packed, "jk", new_axes={"s": 2},
-            concatenate=True, dtype=np.float64, meta=np.empty((0, 0)),
+            concatenate=True, dtype=np.float64, meta=np.empty((0, 0)), n=whole.shape[0],
         )  # fmt: skip
         top = da.full((side.values.shape[0], 2), np.nan, chunks=(side.values.chunks[0], 2))
         graphs.append(da.concatenate([full, top], axis=1))
-    return list(compute(graphs, progress=None))
+    stats = list(compute(graphs, progress=None))
+    return stats if method == "streaming" else _direct_where_untrusted(stats, sides, whole)
 
 
 def cohort_stats(
