@@ -358,3 +358,26 @@ def test_a_standardized_fit_penalizes_the_original_weights():
     model, caught = _fit(LinearCalibrator(l2=0.05), tar + 1e6, non + 1e6)
     assert caught == [] and model.objective_ == pytest.approx(want.objective_, rel=1e-9)
     assert model.scale_ == pytest.approx(want.scale_, rel=1e-7)
+
+
+def test_systems_whose_combination_meets_only_at_ties_are_reported():
+    """Neither system alone separates the classes, their difference does with ties: the
+    weights grew with gtol (-17.3/17.3 -> -27.3/27.3) with converged=True and no warning, or
+    at gtol 1e-12 the "undetermined" note (the wrong reason)."""
+    rng = np.random.default_rng(18)
+    s1_tar, s1_non = 3 * rng.normal(size=400), 3 * rng.normal(size=2000)
+    tar = np.c_[s1_tar, s1_tar + rng.integers(0, 3, 400)]  # s2 - s1 in 0..2 for targets
+    non = np.c_[s1_non, s1_non + rng.integers(-3, 1, 2000)]  # and in -3..0 for non-targets
+    for gtol in (1e-8, 1e-12):
+        model, caught = _fit(LinearFuser(gtol=gtol), tar, non)
+        (note,) = model.fit_warnings_
+        assert note.startswith("the training classes meet only at ties of a combination of "
+                               "the systems (-1 * system 1 + 1 * system 2)")  # fmt: skip
+        assert caught == [note]
+    model, caught = _fit(LinearFuser(l2=0.01), tar, non)  # a minimum: nothing to say
+    assert model.fit_warnings_ == [] and caught == []
+    # correlated systems (0.99999) are well posed: no note, and no pass spent checking
+    t, n = rng.normal(2, 1, 2000), rng.normal(0, 1, 20000)
+    twin = lambda x: 0.99999 * x + np.sqrt(1 - 0.99999**2) * rng.normal(size=x.shape)  # noqa: E731
+    model, caught = _fit(LinearFuser(), np.c_[t, twin(t)], np.c_[n, twin(n)])
+    assert model.fit_warnings_ == [] and model.passes_ == model.iterations_ + 1

@@ -33,7 +33,10 @@ from bosaris_dask.fusion.base import (
 )
 from bosaris_dask.fusion.fit_checks import (
     CHECKED_MAX_PARAMS,
+    SEPARATION_CHECK_RATIO,
     FitWarning,
+    combination_tie_note,
+    flattest_direction,
     parameter_names,
     separation_note,
     tied_separation_note,
@@ -200,11 +203,27 @@ class LinearFuser(JsonModel):
             if hess is None and obj.n_params <= CHECKED_MAX_PARAMS:  # the CG solver
                 hess = obj.evaluate(res.x, "fgH").H
                 self.passes_ += 1
-            note = undetermined_note(hess, names)
+            note = self._combination_note(obj, hess)
+            if note is None:
+                note = undetermined_note(hess, names)
         for said in (note, unconverged_note(res)):
             if said is not None and said not in self.fit_warnings_:
                 self.fit_warnings_.append(said)
                 warnings.warn(said, FitWarning, stacklevel=2)
+
+    def _combination_note(self, obj: FusionObjective, hess: np.ndarray | None) -> str | None:
+        """Where the Hessian is nearly flat along some direction, one pass more: do the
+        systems' combination along it separate the classes, ties aside (no minimum)? Each
+        system alone was checked by :func:`tied_separation_note`, from no pass."""
+        flat = flattest_direction(hess)
+        if (flat is None or flat[0] >= SEPARATION_CHECK_RATIO or self.l2 > 0 or obj.quality
+                or obj.data.n_systems < 2):  # fmt: skip
+            return None
+        names = obj.data.names or [f"system {k + 1}" for k in range(obj.data.n_systems)]
+        scales = None if obj.standardized_by is None else obj.standardized_by[1]
+        ranges, size = obj.direction_ranges(flat[1])
+        self.passes_ += 1
+        return combination_tie_note(ranges, size, flat[1], names, scales)
 
     def _fit_data(
         self,

@@ -255,6 +255,31 @@ class FusionObjective:
                 raise Rescale(*found)
         return packed
 
+    def direction_ranges(self, direction: np.ndarray) -> tuple[np.ndarray, float]:
+        """One pass: the lowest and highest target, then non-target, value of
+        ``direction . (s_1, .., s_K, 1)`` over the trials the fit counts (``(4,)``; without
+        quality), and the largest ``|direction| . (|s_1|, .., |s_K|, 1)`` (the scale its
+        rounding is relative to). Along a direction that leaves the classes apart, ties
+        aside, the cross-entropy falls without end
+        (:func:`~bosaris_dask.fusion.fit_checks.combination_tie_note`)."""
+        d = self.data
+        v = np.asarray(direction, dtype=np.float64)
+        k = d.n_systems
+        along = v[k] + sum(float(w) * s for w, s in zip(v[:k], d.scores, strict=True))
+        size = abs(v[k]) + sum(abs(float(w)) * abs(s) for w, s in zip(v[:k], d.scores, strict=True))
+        scored = d.masks[0]
+        for m in d.masks[1:]:
+            scored = scored & m
+        agg = runner.Aggregation("direction ranges", partial(class_ranges, n_systems=2), 8,
+                                 combine=partial(np.min, axis=0))  # fmt: skip
+        (r,) = runner.run_pass(
+            f"fit pass {self.passes + 1}", [agg], [along, size, scored, scored, d.classes],
+            split_every=self.split_every, progress=self.progress,
+        )  # fmt: skip
+        self.passes += 1
+        r = np.asarray(r, dtype=np.float64).reshape(8)
+        return np.array([r[0], -r[1], r[2], -r[3]]), float(max(-r[5], -r[7]))
+
     def task_memory(self, mode: Mode = "fgH") -> memory.TaskMemory:
         """The peak memory of a task of a pass of ``mode`` (checked before the first pass)."""
         d = self.data
