@@ -313,6 +313,20 @@ def test_det_dev_and_eval_share_an_axes_in_new_colours(three, small, ax):
     assert len(gid_lines(ax, "det/dr30-fa")) >= 2
 
 
+def test_close_dr30_lines_share_one_label(three, ax):
+    # per-condition dev and eval curves of nearly equal trial counts drew their "30 misses"
+    # labels over each other, a smear at the right edge
+    near = three.assign(pmiss30=three.pmiss30 * 1.02, pfa30=three.pfa30 * 1.02)
+    det_plot({"dev": three, "eval": near}, ax=ax, window=(1e-4, 0.5, 1e-4, 0.5))
+    assert len(gid_lines(ax, "det/dr30-miss")) == 2 and len(gid_lines(ax, "det/dr30-fa")) == 2
+    for words in ("30 misses", "30 false alarms"):
+        (label,) = [t for t in ax.texts if t.get_text() == words]
+        assert matplotlib.colors.to_hex(label.get_color()) == "#595959"  # the shared grey
+    far = three.assign(pmiss30=three.pmiss30 * 3)  # far apart: a label each
+    det_plot({"dev": three, "eval": far}, ax=(ax2 := Figure().add_subplot()))
+    assert len([t for t in ax2.texts if t.get_text() == "30 misses"]) == 2
+
+
 def test_one_systems_dev_and_eval_curves_share_a_hue_the_eval_darker(three, ax):
     # dev and eval curves of one system had unrelated colours (the eval ones went on cycling)
     renamed = three.assign_coords(system=["a-eval", "b-eval", "c-eval"])  # as plot --eval-key

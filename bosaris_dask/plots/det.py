@@ -373,6 +373,8 @@ def _dr30_lines(
         values = [float(c.data[var]) for c in chosen]
         if any(not v < 1.0 for v in values):  # 30/N >= 1: 30 errors are never made
             too_few.append("non-targets" if vertical else "targets")
+        labelled: list[tuple[float, Any]] = []  # one label for lines closer than a label
+        gap = 0.04 * (float(probit(hi)) - float(probit(lo)))
         for value in dict.fromkeys(values):  # unique, in order
             if not lo < value < hi:
                 continue
@@ -382,14 +384,19 @@ def _dr30_lines(
             gid = "det/dr30-fa" if vertical else "det/dr30-miss"
             draw = ax.axvline if vertical else ax.axhline
             draw(pos, color=color, linestyle=":", linewidth=1.2, zorder=2, gid=gid)
+            near = [label for at, label in labelled if abs(at - pos) < gap]
+            if near:  # the same words over each other: one label, in the shared grey
+                near[0].set_color("0.35")
+                continue
             if vertical:
-                ax.annotate(text, (pos, 1.0), xycoords=("data", "axes fraction"), rotation=90,
-                            xytext=(3, -4), textcoords="offset points", ha="left", va="top",
-                            fontsize=7, color=color)  # fmt: skip
+                label = ax.annotate(text, (pos, 1.0), xycoords=("data", "axes fraction"),
+                                    rotation=90, xytext=(3, -4), textcoords="offset points",
+                                    ha="left", va="top", fontsize=7, color=color)  # fmt: skip
             else:
-                ax.annotate(text, (1.0, pos), xycoords=("axes fraction", "data"),
-                            xytext=(-4, 3), textcoords="offset points", ha="right",
-                            va="bottom", fontsize=7, color=color)  # fmt: skip
+                label = ax.annotate(text, (1.0, pos), xycoords=("axes fraction", "data"),
+                                    xytext=(-4, 3), textcoords="offset points", ha="right",
+                                    va="bottom", fontsize=7, color=color)  # fmt: skip
+            labelled.append((pos, label))
     return too_few
 
 
