@@ -249,12 +249,13 @@ def _direct_where_untrusted(
     its own cohort products (rare: a cohort spread far more across a row than along it)."""
     if not any(np.isnan(s[:, 1]).any() for s in stats):
         return stats
-    cohort = np.asarray(whole.compute())
-    mean = cohort_moments(cohort)[0]  # the tasks' bits
-    for s, side in zip(stats, sides, strict=True):
-        rows = np.flatnonzero(np.isnan(s[:, 1]))
+    marked = [np.flatnonzero(np.isnan(s[:, 1])) for s in stats]
+    wanted = [side.values[rows] for side, rows in zip(sides, marked, strict=True)]
+    cohort, *rows_of = compute([whole, *wanted], progress=None)
+    mean = cohort_moments(np.asarray(cohort))[0]  # the tasks' bits
+    for s, rows, e in zip(stats, marked, rows_of, strict=True):
         if rows.size:
-            s[rows, :2] = direct_moments(np.asarray(side.values[rows].compute()), cohort, mean)
+            s[rows, :2] = direct_moments(np.asarray(e), cohort, mean)
     return stats
 
 
