@@ -94,7 +94,10 @@ def test_mat_files_hold_the_toolkits_object_fields(kind, tmp_path):
     assert sorted(v5) == sorted(expected)
     with h5py.File(io.write(obj, tmp_path / "v73.mat", mat_version="7.3"), "r") as f:
         classes = {k: f[name][k].attrs["MATLAB_class"].decode() for k in f[name]}
-    assert classes == expected
+        # the field names as MATLAB lists them (vlen strings of 1-byte chars), in v5's order
+        listed = [b"".join(chars).decode() for chars in f[name].attrs["MATLAB_fields"]]
+        assert h5py.check_vlen_dtype(f[name].attrs.get_id("MATLAB_fields").dtype) == "S1"
+    assert classes == expected and listed == list(v5)
     stored = io.read(io.write(obj, tmp_path / f"{kind}.zarr")).compute()
     for path in (tmp_path / "v5.mat", tmp_path / "v73.mat"):
         back = io.read(path).compute()

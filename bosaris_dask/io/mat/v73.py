@@ -147,6 +147,10 @@ def write_v73(tmp: Path, name: str, fields: dict[str, Any]) -> None:
     with h5py.File(tmp, "w", userblock_size=512, libver=("earliest", "v110")) as f:
         group = f.create_group(name)
         _attr_class(group, "struct")
+        # the field names in their order, as MATLAB writes them: one string of 1-byte chars each
+        names = np.empty(len(fields), dtype=object)
+        names[:] = [np.frombuffer(k.encode("ascii"), dtype="S1") for k in fields]
+        group.attrs.create("MATLAB_fields", names, dtype=h5py.vlen_dtype(np.dtype("S1")))
         for field, value in fields.items():
             if isinstance(value, str):
                 _write_chars(group, field, value)
