@@ -17,7 +17,8 @@ import xarray as xr
 from bosaris_dask.calibration.pav import PAVCalibrator
 from bosaris_dask.errors import OptionError, TrialError
 from bosaris_dask.fusion import LinearFuser, QualityFuser
-from bosaris_dask.fusion.base import _from_json, scores_and_key, with_training_fields
+from bosaris_dask.fusion.base import scores_and_key
+from bosaris_dask.fusion.json_model import _from_json, with_training_fields
 from bosaris_dask.objectives import TrialQuality
 
 

@@ -21,16 +21,8 @@ import xarray as xr
 from bosaris_dask.calibration.knots import DEFAULT_BOUND, interpolate_map, pav_map
 from bosaris_dask.engine import summarize
 from bosaris_dask.errors import NotFittedError, OptionError, ScoreError, TrialError
-from bosaris_dask.fusion.base import (
-    MODEL_FORMAT,
-    JsonModel,
-    in_llr_base,
-    model_array,
-    nonfinite_error,
-    scores_and_key,
-    wanted_trials,
-    with_ids,
-)
+from bosaris_dask.fusion.base import nonfinite_error, scores_and_key, wanted_trials, with_ids
+from bosaris_dask.fusion.json_model import MODEL_FORMAT, JsonModel, in_llr_base, model_array
 from bosaris_dask.trials import align, kind_of, make_scores, trial_classes
 
 

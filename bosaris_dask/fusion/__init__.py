@@ -46,9 +46,10 @@ True
 
 from __future__ import annotations
 
-from bosaris_dask.fusion.base import MODEL_FORMAT, apply_block
-from bosaris_dask.fusion.base import JsonModel as JsonModel  # not in __all__; a base class
+from bosaris_dask.fusion.base import apply_block
 from bosaris_dask.fusion.diagnostics import format_posterior_report, posterior_report
+from bosaris_dask.fusion.json_model import MODEL_FORMAT
+from bosaris_dask.fusion.json_model import JsonModel as JsonModel  # not in __all__; a base class
 from bosaris_dask.fusion.linear import LinearFuser, linear_fuse
 from bosaris_dask.fusion.quality import QualityBackoffWarning, QualityFuser, transform_quality
 

@@ -20,13 +20,9 @@ from bosaris_dask.errors import (
     TrialError,
 )
 from bosaris_dask.fusion.base import (
-    MODEL_FORMAT,
-    JsonModel,
     _as_list,
     _output_mask,
     apply_block,
-    in_llr_base,
-    model_array,
     scores_and_key,
     wanted_trials,
     with_ids,
@@ -43,6 +39,7 @@ from bosaris_dask.fusion.fit_checks import (
     unconverged_note,
     undetermined_note,
 )
+from bosaris_dask.fusion.json_model import MODEL_FORMAT, JsonModel, in_llr_base, model_array
 from bosaris_dask.objectives import (
     FusionData,
     FusionObjective,

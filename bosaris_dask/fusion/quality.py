@@ -16,13 +16,12 @@ from bosaris_dask.fusion.base import (
     _as_list,
     _output_mask,
     apply_block,
-    in_llr_base,
-    model_array,
     scores_and_key,
     wanted_trials,
     with_ids,
 )
 from bosaris_dask.fusion.fit_checks import FitWarning
+from bosaris_dask.fusion.json_model import in_llr_base, model_array
 from bosaris_dask.fusion.linear import LinearFuser
 from bosaris_dask.objectives import (
     TrialQuality,
