@@ -189,21 +189,48 @@ def merge_operating_points(
 ) -> list[OperatingPoint]:
     """Effective priors (unit costs) followed by stated operating points, one per effective prior.
 
-    The results are indexed by effective prior, so a point whose effective prior is already there
-    is dropped (the first one stated wins).
+    The results are indexed by prior log-odds (:attr:`OperatingPoint.plo`), so points that share
+    it share one result: a repeat is dropped, a stated point replaces a bare prior of its
+    effective prior (its DCF in cost units is then reported), and two stated points with other
+    costs are refused (their normalized DCFs are one number, their costs in cost units are not).
+
+    Raises
+    ------
+    OptionError
+        Two stated operating points of one effective prior and different costs.
 
     Examples
     --------
     >>> [op.p_target for op in merge_operating_points([0.5, 0.01], [OperatingPoint(0.01, 1, 1)])]
     [0.5, 0.01]
+    >>> merge_operating_points([0.5, 0.1], [OperatingPoint(0.5, 2, 2)])[0]
+    OperatingPoint(p_target=0.5, c_miss=2.0, c_fa=2.0)
     """
     out: list[OperatingPoint] = []
-    seen: set[float] = set()
-    for op in [OperatingPoint.from_prior(p) for p in priors] + list(points):
-        if op.effective_prior not in seen:
-            seen.add(op.effective_prior)
+    seen: dict[float, tuple[int, bool]] = {}  # plo -> (index in out, stated)
+    bare = [(OperatingPoint.from_prior(p), False) for p in priors]
+    for op, stated in bare + [(op, True) for op in points]:
+        if op.plo not in seen:
+            seen[op.plo] = (len(out), stated)
             out.append(op)
+            continue
+        k, kept_stated = seen[op.plo]
+        kept = out[k]
+        if (kept.p_target, kept.c_miss, kept.c_fa) == (op.p_target, op.c_miss, op.c_fa):
+            continue
+        if stated and not kept_stated:
+            out[k], seen[op.plo] = op, (k, True)
+            continue
+        raise OptionError(
+            f"operating points {_spec(kept)} and {_spec(op)} have one effective prior "
+            f"({op.effective_prior:.6g}): an evaluation reports one result per effective prior "
+            "(their normalized DCFs are equal, their DCFs in cost units are not); ask for one"
+        )
     return out
+
+
+def _spec(op: OperatingPoint) -> str:
+    return f"{op.p_target:g}:{op.c_miss:g}:{op.c_fa:g}"
 
 
 # the old module name, which hid the function bosaris_dask.operating_points once imported

@@ -52,6 +52,24 @@ def test_hand_worked_operating_points():
             OperatingPoint.parse(bad)
 
 
+def test_points_of_one_effective_prior_give_one_result_or_an_error():
+    # 0.01:10:1 and 0.5:1:9.9 (effective priors one ulp apart, one prior log-odds) were merged
+    # silently, the later one's costs kept though the docstring said the first wins: no entry
+    # for 0.01:10:1, and its DCF in cost units (0.0627) reported as 0.313
+    tar, non = np.array([1.0, 2.0, 3.0]), np.array([-1.0, 0.0, 1.5, -2.0])
+    with pytest.raises(OptionError, match="operating points 0.01:10:1 and 0.5:1:9.9 have one "
+                       "effective prior \\(0.0917431\\)"):  # fmt: skip
+        metrics.evaluate_arrays(tar, non, priors=[0.5],
+                                operating_points=["0.01:10:1", "0.5:1:9.9"])  # fmt: skip
+    # a stated point replaces the bare prior of its effective prior; a repeat is dropped
+    ds = metrics.operating_points(
+        metrics.evaluate_arrays(
+            tar, non, priors=[0.5, 0.01], operating_points=["0.5:2:2", "0.01:1:1", "0.5:2:2"]
+        )
+    )
+    assert ds.p_target.values.tolist() == [0.5, 0.01] and ds.c_miss.values.tolist() == [2.0, 1.0]
+
+
 def test_hand_worked_thresholds():
     tar, non = np.array([1.0, 2.0, 3.0]), np.array([-1.0, 0.0, 1.5, -2.0])
     ds = metrics.operating_points(
@@ -77,6 +95,11 @@ def test_hand_worked_thresholds():
     assert accept.min_threshold.item() == -np.inf and accept.min_dcf.item() == 1.0
 
 
+def _plo_of(point: tuple[float, float, float]) -> float:
+    """One result per effective prior: points that share one are refused."""
+    return OperatingPoint(*point).plo
+
+
 @st.composite
 def _trials(draw):
     n_m, n_s = draw(st.integers(1, 8)), draw(st.integers(2, 10))
@@ -96,7 +119,7 @@ def _trials(draw):
 
     points = draw(st.lists(st.tuples(st.sampled_from([0.001, 0.01, 0.05, 0.5, 0.9, 0.99]),
                                      st.sampled_from([1.0, 10.0]), st.sampled_from([1.0, 10.0])),
-                           min_size=1, max_size=4))  # fmt: skip
+                           min_size=1, max_size=4, unique_by=_plo_of))  # fmt: skip
     return values, mask, (cuts(n_m), cuts(n_s)), [OperatingPoint(*p) for p in points]
 
 
