@@ -81,8 +81,16 @@ ATTRS: dict[str, tuple[str, str]] = {
     "auc_low": (_P, "lower bound on the exact AUC"),
     "auc_high": (_P, "upper bound on the exact AUC"),
     "auc_rocch": (_P, "area under the ROC convex hull"),
-    "pmiss30": (_P, "DR30: Pmiss of 30 misses (rates below rest on < 30 errors)"),
-    "pfa30": (_P, "DR30: Pfa of 30 false alarms (rates below rest on < 30 errors)"),
+    "pmiss30": (
+        _P,
+        "DR30: Pmiss of 30 misses, 30 / targets (rates below rest on < 30 errors; "
+        "at or above 1 with 30 or fewer targets: no DR30 point)",
+    ),
+    "pfa30": (
+        _P,
+        "DR30: Pfa of 30 false alarms, 30 / non-targets (rates below rest on < 30 "
+        "errors; at or above 1 with 30 or fewer non-targets: no DR30 point)",
+    ),
     "dr30_fa_plo": ("log-odds", "first sweep plo whose minDCF point has >= 30 false alarms"),
     "dr30_miss_plo": ("log-odds", "last sweep plo whose minDCF point has >= 30 misses"),
     "n_vertices": (_N, "length of this system's rocch_* rows (the rest is NaN padding)"),
@@ -165,7 +173,7 @@ def _plo_coords(points: Sequence[OperatingPoint], sweep: np.ndarray) -> dict[str
         "p_target": ("plo", p_target),
         "c_miss": ("plo", c_miss),
         "c_fa": ("plo", c_fa),
-        "act_threshold": ("plo", -plo),
+        "act_threshold": ("plo", 0.0 - plo),  # 0.0, not -0.0, at P = 0.5
         "operating_point": ("plo", order),
         "in_sweep": ("plo", np.isin(plo, np.asarray(sweep, dtype=np.float64))),
     }

@@ -175,7 +175,7 @@ def test_empty_conditions_are_counted_not_errors():
         "n_missing": 0, "eer": None, "prbep": None, "cllr": None, "min_cllr": None,
         **dict.fromkeys(["cllr_cal", "auc", "auc_low", "auc_high", "auc_rocch"]),
         "operating_points": [{"prior": 0.5, "p_target": 0.5, "c_miss": 1.0, "c_fa": 1.0,
-                              "act_threshold": -0.0, **dict.fromkeys(
+                              "act_threshold": 0.0, **dict.fromkeys(
                                   ["act_dcf", "min_dcf", "act_dcf_raw", "min_dcf_raw",
                                    "act_pmiss", "act_pfa", "min_pmiss", "min_pfa",
                                    "min_threshold", "act_cdet", "min_cdet"])}],

@@ -173,3 +173,17 @@ if __name__ == "__main__":  # regenerate (only from a commit whose output is the
     for name, make in CASES.items():
         (GOLDEN / f"{name}.json").write_text(_render(make()))
     print("wrote", sorted(CASES), "with", sys.modules["bosaris_dask"].__file__)
+
+
+def test_the_threshold_at_even_odds_is_zero_and_dr30_beyond_one_is_explained():
+    # the JSON said "act_threshold": -0.0 at P = 0.5; pmiss30 was 10 ("probability") for three
+    # targets with nothing saying why
+    from bosaris_dask import metrics
+
+    ds = metrics.evaluate_arrays(np.array([1.0, 2.0, 3.0]), np.array([-1.0, 0.0]), priors=[0.5])
+    threshold = metrics.operating_points(ds).act_threshold.values
+    assert threshold.tolist() == [0.0] and not np.signbit(threshold).any()
+    assert (
+        ds.pmiss30.item() == 10.0
+        and "30 or fewer targets: no DR30 point" in ds.pmiss30.attrs["long_name"]
+    )
