@@ -97,6 +97,40 @@ def test_not_fitted_is_sklearn_like(model, data):
         assert not hasattr(model, "scale_")  # an AttributeError until fitted
 
 
+@pytest.mark.parametrize("make", [LinearFuser, LinearCalibrator, PAVCalibrator, QualityFuser])
+def test_fitted_attributes_exist_only_once_fitted_as_sklearn_checks(make, data, tmp_path):
+    """Fitted attributes were set to None (weights_, ...) or 0/False/{} in __init__: an unfitted
+    model showed ``converged_ = False`` and ``counts_ = {}`` as if they were results, and
+    scikit-learn's rule (a ``vars`` name ending with ``_``) called it fitted."""
+    key, systems, quality = data
+    model = make()
+    declared = type(model)._fitted_names()
+    assert {"counts_"} <= declared and not declared & {"llr_base_", "systems_"}
+    assert not [name for name in vars(model) if name.endswith("_")]
+    for name in declared:
+        assert not hasattr(model, name)
+        with pytest.raises(NotFittedError, match=f"not fitted yet: call fit first [(]{name} "):
+            getattr(model, name)
+    with pytest.raises(AttributeError, match="has no attribute 'weigths_'") as typo:
+        model.weigths_  # noqa: B018 (a misspelt name is no fitted attribute)
+    assert not isinstance(typo.value, NotFittedError)
+    args = {QualityFuser: (systems, key, quality), LinearCalibrator: (systems[0], key),
+            PAVCalibrator: (systems[0], key)}.get(make, (systems, key))  # fmt: skip
+    fitted = model.fit(*args)
+    assert all(hasattr(fitted, name) for name in declared)  # every one set by fit ...
+    fitted.save(tmp_path / "m.json")
+    loaded = type(model).load(tmp_path / "m.json")
+    assert all(hasattr(loaded, name) for name in declared)  # ... and by load
+    assert looks_fitted(fitted) and looks_fitted(loaded) and not looks_fitted(make())
+    fitted.set_params(**({"small_val": 0.0} if make is PAVCalibrator else {"prior": 0.2}))
+    assert not looks_fitted(fitted)  # a new parameter forgets the fit
+
+
+def looks_fitted(model) -> bool:
+    """scikit-learn's ``check_is_fitted`` rule (it also wants ``BaseEstimator``'s tags)."""
+    return any(v.endswith("_") and not v.startswith("__") for v in vars(model))
+
+
 def test_get_and_set_params():
     fuser = LinearFuser(0.1, l2=0.01, max_iter=7)
     assert fuser.get_params() == {"prior": 0.1, "l2": 0.01, "method": "auto", "gtol": 1e-8,
@@ -120,7 +154,7 @@ def test_sklearn_clone_rebuilds_an_unfitted_copy(data):
     key, systems, _ = data
     fuser = LinearFuser(0.2, l2=0.1).fit(systems, key)
     copy = base.clone(fuser)
-    assert copy.get_params() == fuser.get_params() and copy.weights_ is None
+    assert copy.get_params() == fuser.get_params() and not hasattr(copy, "weights_")
 
 
 def test_save_and_load_round_trip(data, tmp_path):

@@ -20,7 +20,7 @@ import xarray as xr
 
 from bosaris_dask.calibration.knots import DEFAULT_BOUND, interpolate_map, pav_map
 from bosaris_dask.engine import summarize
-from bosaris_dask.errors import NotFittedError, OptionError, ScoreError, TrialError
+from bosaris_dask.errors import OptionError, ScoreError, TrialError
 from bosaris_dask.fusion.base import nonfinite_error, scores_and_key, wanted_trials, with_ids
 from bosaris_dask.fusion.json_model import MODEL_FORMAT, JsonModel, in_llr_base, model_array
 from bosaris_dask.trials import align, kind_of, make_scores, trial_classes
@@ -69,6 +69,11 @@ class PAVCalibrator(JsonModel):
     #: The kind in words, as messages name it.
     description = "PAV calibration"
 
+    # fitted attributes: set by fit (or load), absent before (a NotFittedError)
+    score_bounds_: np.ndarray
+    llr_bounds_: np.ndarray
+    counts_: dict[str, int]
+
     def __init__(
         self, *, small_val: float = 1e-3, pseudo_counts: bool = True, bound: float = DEFAULT_BOUND
     ) -> None:
@@ -81,9 +86,6 @@ class PAVCalibrator(JsonModel):
         self.bound = float(bound)
         if not 0 < self.bound < math.inf:  # NaN made every LLR NaN
             raise OptionError(f"bound must be a finite number > 0, got {bound!r}")
-        self.score_bounds_: np.ndarray | None = None
-        self.llr_bounds_: np.ndarray | None = None
-        self.counts_: dict[str, int] = {}
 
     @property
     def n_blocks_(self) -> int:
@@ -167,9 +169,7 @@ class PAVCalibrator(JsonModel):
 
     def _check_fitted(self) -> tuple[np.ndarray, np.ndarray]:
         """The knots ``(score_bounds_, llr_bounds_)``; a :class:`NotFittedError` before ``fit``."""
-        if self.score_bounds_ is None or self.llr_bounds_ is None:
-            raise NotFittedError("this PAVCalibrator is not fitted yet: call fit first")
-        return self.score_bounds_, self.llr_bounds_
+        return self.score_bounds_, self.llr_bounds_  # a NotFittedError before fit (JsonModel)
 
     @in_llr_base
     def transform_arrays(self, scores: np.ndarray) -> np.ndarray:
@@ -235,7 +235,7 @@ class PAVCalibrator(JsonModel):
             "bound": self.bound,
             "score_bounds": score_bounds.tolist(),
             "llr_bounds": llr_bounds.tolist(),
-            **self.counts_,
+            **getattr(self, "counts_", {}),  # none for a map set by hand
         }
 
     @classmethod

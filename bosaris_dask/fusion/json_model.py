@@ -20,6 +20,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import (
+    NotFittedError,
     OptionError,
     ParseError,
     StoreError,
@@ -35,8 +36,11 @@ class JsonModel:
     """Parameters as scikit-learn keeps them, and ``save``/``load`` as JSON.
 
     A subclass defines ``to_dict``/``from_dict``, keeps every ``__init__`` parameter as an
-    attribute of the same name (what :meth:`get_params` reads) and sets every fitted attribute
-    (a name ending with ``_``) in ``__init__`` to its value before ``fit``.
+    attribute of the same name (what :meth:`get_params` reads) and declares its fitted
+    attributes (names ending with ``_``) as annotations of its class body. As scikit-learn's,
+    they exist only once the model is fitted (or loaded): before, reading one raises
+    :class:`~bosaris_dask.errors.NotFittedError` (an ``AttributeError``: ``hasattr`` is
+    ``False``, and ``vars`` holds no name ending with ``_``, scikit-learn's test of a fit).
 
     What the CLI records about the training inputs rides along (:meth:`training_fields`):
     ``llr_base_``, the base of the LLRs the model was trained on (``"e"`` for a fit in Python;
@@ -65,6 +69,35 @@ class JsonModel:
             if all(p.kind != p.VAR_KEYWORD for p in params):
                 break
         return names
+
+    @classmethod
+    def _fitted_names(cls) -> set[str]:
+        """The fitted attributes the classes declare (annotations ending with ``_`` that hold
+        no class-level value)."""
+        return {name for klass in cls.__mro__ for name in inspect.get_annotations(klass)
+                if name.endswith("_") and not name.startswith("_")
+                and not hasattr(klass, name)}  # fmt: skip
+
+    def __getattr__(self, name: str) -> Any:
+        """A fitted attribute read before ``fit``: a :class:`NotFittedError` saying so (only
+        called where ordinary lookup failed).
+
+        Examples
+        --------
+        >>> from bosaris_dask.fusion import LinearFuser
+        >>> try:
+        ...     LinearFuser().weights_
+        ... except NotFittedError as exc:
+        ...     print(exc)
+        this LinearFuser is not fitted yet: call fit first (weights_ is set by fit)
+        >>> hasattr(LinearFuser(), "weights_")
+        False
+        """
+        if name in type(self)._fitted_names():
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit first "
+                                 f"({name} is set by fit)")  # fmt: skip
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}",
+                             name=name, obj=self)  # fmt: skip
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The model's parameters (as given to ``__init__``), by name.
@@ -97,8 +130,8 @@ class JsonModel:
         LinearFuser(prior=0.01)
         >>> import numpy as np
         >>> fitted = LinearFuser().fit_arrays(np.array([1.0, 3.0]), np.array([0.0, 2.0]))
-        >>> fitted.set_params(prior=0.01).weights_ is None  # fit again at the new prior
-        True
+        >>> hasattr(fitted.set_params(prior=0.01), "weights_")  # fit again at the new prior
+        False
         """
         names = self._param_names()
         unknown = [name for name in params if name not in names]
@@ -110,14 +143,13 @@ class JsonModel:
         for name in params:
             setattr(self, name, getattr(checked, name))
         if any(n not in _HOW_IT_RUNS for n in changed):
-            self._unfit(checked)
+            self._unfit()
         return self
 
-    def _unfit(self, fresh: JsonModel) -> None:
-        """Every fitted attribute back to its value before ``fit`` (``fresh``'s)."""
-        for name, value in vars(fresh).items():
-            if name.endswith("_") and not name.startswith("_"):
-                setattr(self, name, value)
+    def _unfit(self) -> None:
+        """The model as before ``fit``: no fitted attribute."""
+        for name in type(self)._fitted_names():
+            self.__dict__.pop(name, None)
         self._forget_training_inputs()
 
     def _trained_on(self, names: Sequence[str] | None) -> Self:

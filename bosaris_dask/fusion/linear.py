@@ -14,7 +14,6 @@ import xarray as xr
 
 from bosaris_dask.errors import (
     MissingTrialsError,
-    NotFittedError,
     OptionError,
     ScoreError,
     TrialError,
@@ -115,6 +114,17 @@ class LinearFuser(JsonModel):
     #: The kind in words, as messages name it.
     description = "linear fusion"
 
+    # fitted attributes: set by fit (or load), absent before (a NotFittedError)
+    weights_: np.ndarray
+    offset_: float
+    objective_: float | None
+    iterations_: int
+    passes_: int
+    converged_: bool
+    counts_: dict[str, int]
+    fit_warnings_: list[str]
+    result_: OptimizeResult | None
+
     def __init__(
         self,
         prior: float = 0.5,
@@ -141,15 +151,6 @@ class LinearFuser(JsonModel):
         self.max_iter = int(max_iter)
         self.split_every = split_every
         self.persist = persist
-        self.weights_: np.ndarray | None = None
-        self.offset_: float | None = None
-        self.objective_: float | None = None
-        self.iterations_ = 0
-        self.passes_ = 0
-        self.converged_ = False
-        self.counts_: dict[str, int] = {}
-        self.fit_warnings_: list[str] = []
-        self.result_: OptimizeResult | None = None
 
     # -- fitting -----------------------------------------------------------------------------
 
@@ -320,9 +321,7 @@ class LinearFuser(JsonModel):
 
     def _check_fitted(self) -> tuple[np.ndarray, float]:
         """The fitted weights and offset; a :class:`NotFittedError` before ``fit``."""
-        if self.weights_ is None or self.offset_ is None:
-            raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit first")
-        return self.weights_, self.offset_
+        return self.weights_, self.offset_  # a NotFittedError before fit (JsonModel)
 
     def _transform(
         self,
@@ -416,16 +415,24 @@ class LinearFuser(JsonModel):
             "prior": self.prior,
             "weights": [float(w) for w in weights],
             "offset": float(offset),
-            "objective": None if self.objective_ is None else float(self.objective_),
-            "iterations": int(self.iterations_),
-            "passes": int(self.passes_),
-            "converged": bool(self.converged_),
-            "warnings": list(self.fit_warnings_),
+            **self._solver_report(),
             "l2": self.l2,
             "method": self.method,
             "gtol": self.gtol,
             "max_iter": self.max_iter,
-            **{k: int(v) for k, v in self.counts_.items()},
+            **{k: int(v) for k, v in getattr(self, "counts_", {}).items()},
+        }
+
+    def _solver_report(self) -> dict[str, Any]:
+        """What the fit reported, for ``to_dict`` (a model whose parameters were set by hand
+        has no report: no objective, no iterations)."""
+        objective = getattr(self, "objective_", None)
+        return {
+            "objective": None if objective is None else float(objective),
+            "iterations": int(getattr(self, "iterations_", 0)),
+            "passes": int(getattr(self, "passes_", 0)),
+            "converged": bool(getattr(self, "converged_", False)),
+            "warnings": list(getattr(self, "fit_warnings_", [])),
         }
 
     @classmethod
@@ -451,6 +458,7 @@ class LinearFuser(JsonModel):
         obj.converged_ = bool(d.get("converged", False))
         obj.fit_warnings_ = [str(w) for w in d.get("warnings", [])]
         obj.counts_ = {k: int(d[k]) for k in ("n_target", "n_nontarget", "n_missing") if k in d}
+        obj.result_ = None  # not serialized
         return obj
 
 

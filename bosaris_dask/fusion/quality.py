@@ -11,7 +11,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask.errors import MissingTrialsError, NotFittedError, ScoreError, TrialError
+from bosaris_dask.errors import MissingTrialsError, ScoreError, TrialError
 from bosaris_dask.fusion.base import (
     _as_list,
     _output_mask,
@@ -174,6 +174,12 @@ class QualityFuser(LinearFuser):
     kind = "quality_fusion"
     description = "quality fusion"
 
+    # fitted attributes, beside LinearFuser's: set by fit (or load), absent before
+    quality_matrix_: np.ndarray
+    measures_: list[str] | None  # the quality measures' names, as trained (None: unnamed)
+    linear_: LinearFuser | None  # None: loaded without its first stage
+    linear_passes_: int
+
     def __init__(self, prior: float = 0.5, *, qtrans: Any = None, **kwargs: Any) -> None:
         super().__init__(prior, **kwargs)
         self.qtrans = None if qtrans is None else np.atleast_2d(np.asarray(qtrans, np.float64))
@@ -181,10 +187,6 @@ class QualityFuser(LinearFuser):
             self.qtrans.ndim != 2 or not np.isfinite(self.qtrans).all()
         ):
             raise TrialError(f"Qtrans must be a finite 2-D matrix, got shape {self.qtrans.shape}")
-        self.quality_matrix_: np.ndarray | None = None
-        self.measures_: list[str] | None = None  # the quality measures' names, as trained
-        self.linear_: LinearFuser | None = None
-        self.linear_passes_ = 0
 
     def fit(  # type: ignore[override]
         self,
@@ -208,8 +210,8 @@ class QualityFuser(LinearFuser):
         scores, key = scores_and_key(scores, key, "QualityFuser.fit")
         self._forget_training_inputs()
         cells = quality if isinstance(quality, TrialQuality) else None  # packed trials
-        if kind_of(quality.quality if cells else quality) == "quality":
-            self.measures_ = measure_names(quality.quality if cells else quality)
+        named = kind_of(quality.quality if cells else quality) == "quality"
+        self.measures_ = measure_names(quality.quality if cells else quality) if named else None
         quality = transform_quality(quality, self.qtrans)
         data = fusion_data(key, _as_list(scores), quality, persist=self.persist, names=names)
         try:
@@ -248,7 +250,9 @@ class QualityFuser(LinearFuser):
             self.iterations_ = 0
         self.linear_ = linear
         self.passes_ = self.linear_passes_
-        self.fit_warnings_ = list(linear.fit_warnings_)  # the quality stage's follow
+        self.fit_warnings_ = list(
+            getattr(linear, "fit_warnings_", [])
+        )  # the quality stage's follow
         weights, offset = linear._check_fitted()
         qm, qs = (cells.sides() if cells else  # the ids' quality
                   quality_sides(quality, key.model.values, key.segment.values))  # fmt: skip
@@ -261,8 +265,10 @@ class QualityFuser(LinearFuser):
             warnings.warn(note, FitWarning, stacklevel=2)
             self.weights_, self.offset_ = np.array(weights, dtype=np.float64), float(offset)
             self.quality_matrix_ = np.zeros((data.n_measures + 1,) * 2)
-            self.objective_, self.converged_ = linear.objective_, linear.converged_
-            self.counts_ = dict(linear.counts_)
+            report = linear._solver_report()
+            self.objective_, self.converged_ = report["objective"], report["converged"]
+            self.result_ = getattr(linear, "result_", None)
+            self.counts_ = dict(getattr(linear, "counts_", {}))
             return self
         has = _both_have(has_m, has_s, cells, data.classes.chunks)
         data = replace(data, classes=da.where(has, data.classes, 0).astype(np.int8))
@@ -270,7 +276,7 @@ class QualityFuser(LinearFuser):
         x = self._solve_standardizing(data, True, allow_missing, x0)
         self.weights_, self.offset_ = x[:k].copy(), float(x[k])
         self.quality_matrix_ = quality_matrix(x[k + 1 :], data.n_measures)
-        if linear.counts_ and self.linear_passes_ > int(self.persist):  # fitted here: same data
+        if self.linear_passes_ > int(self.persist) and linear.counts_:  # fitted here: same data
             scored = linear.counts_["n_target"] + linear.counts_["n_nontarget"]
             used = self.counts_["n_target"] + self.counts_["n_nontarget"]
             self.counts_["n_no_quality"] = scored - used
@@ -279,8 +285,6 @@ class QualityFuser(LinearFuser):
     def _fitted_quality_matrix(self) -> np.ndarray:
         """The fitted quality matrix ``W``; a :class:`NotFittedError` before ``fit``."""
         self._check_fitted()
-        if self.quality_matrix_ is None:
-            raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit first")
         return self.quality_matrix_
 
     def fit_arrays(self, *args: Any, **kwargs: Any) -> QualityFuser:
@@ -310,12 +314,13 @@ class QualityFuser(LinearFuser):
         if kind_of(ids_quality) != "quality":
             raise TrialError(f"expected quality, got {kind_of(ids_quality)}")
         given = measure_names(ids_quality)
-        if self.measures_ is not None and given is not None and given != self.measures_:
+        trained = getattr(self, "measures_", None)  # None: unnamed, or a model made by hand
+        if trained is not None and given is not None and given != trained:
             numbered = [str(i) for i in range(len(given))]
-            if numbered not in (given, self.measures_):  # a table that only numbers them
+            if numbered not in (given, trained):  # a table that only numbers them
                 raise TrialError(
                     f"the quality measures are {given}, the model was trained on "
-                    f"{self.measures_}: W pairs them by position, so give the same measures "
+                    f"{trained}: W pairs them by position, so give the same measures "
                     "in the same order"
                 )
         systems = _as_list(scores)
@@ -338,7 +343,7 @@ class QualityFuser(LinearFuser):
         has_m, has_s = _has_quality(qm), _has_quality(qs)
         if cells is not None:
             cells.check_layout(mask.shape)
-        backoff = self.linear_
+        backoff = getattr(self, "linear_", None)
         if not (has_m.all() and has_s.all()):
             lacking = mask & ~_both_have(has_m, has_s, cells, chunks)
             n = int(compute(lacking.sum(), progress=None))
@@ -400,12 +405,12 @@ class QualityFuser(LinearFuser):
         W = self._fitted_quality_matrix()
         d["quality_matrix"] = np.asarray(W).tolist()
         d["n_measures"] = int(W.shape[0] - 1)
-        d["linear_passes"] = int(self.linear_passes_)
-        if self.measures_ is not None:
+        d["linear_passes"] = int(getattr(self, "linear_passes_", 0))
+        if getattr(self, "measures_", None) is not None:
             d["measures"] = list(self.measures_)
         if self.qtrans is not None:
             d["qtrans"] = self.qtrans.tolist()
-        if self.linear_ is not None:
+        if getattr(self, "linear_", None) is not None:
             d["linear"] = self.linear_.to_dict()
         return d
 
@@ -419,8 +424,9 @@ class QualityFuser(LinearFuser):
             raise TrialError("quality_matrix[-1][-1] must be 0 (the offset takes its place)")
         obj.quality_matrix_ = quality_matrix(quality_params(W), W.shape[0] - 1)
         obj.linear_passes_ = int(d.get("linear_passes", 0))
-        if d.get("measures") is not None:
-            obj.measures_ = [str(m) for m in d["measures"]]
+        measures = d.get("measures")
+        obj.measures_ = None if measures is None else [str(m) for m in measures]
+        obj.linear_ = None
         if "n_no_quality" in d:
             obj.counts_["n_no_quality"] = int(d["n_no_quality"])
         if d.get("qtrans") is not None:
