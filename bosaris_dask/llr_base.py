@@ -26,7 +26,7 @@ import math
 import numpy as np
 import xarray as xr
 
-from bosaris_dask.errors import OptionError
+from bosaris_dask.errors import OptionError, ScoreError
 
 __all__ = ["LLR_BASES", "log_of_base", "to_natural", "from_natural", "threshold_in_base",
            "thresholds_from_natural"]  # fmt: skip
@@ -55,8 +55,38 @@ def _scaled(scores: xr.Dataset, factor: float) -> xr.Dataset:
     # in float64 whatever the stored dtype: a float32 product would round each scaled score to
     # float32 again, and a factor of 2 to 4 (ln 10) or below 1 (ln 2) merges neighbouring
     # float32 scores into ties, changing even the rank-based metrics
-    out["score"] = scores.score.astype(np.float64) * factor
+    mask = scores["score_mask"] if "score_mask" in scores else xr.ones_like(scores.score, bool)
+    out["score"] = xr.apply_ufunc(
+        _times, scores.score, mask, kwargs={"factor": factor}, dask="parallelized",
+        output_dtypes=[np.float64],
+    )  # fmt: skip
     out["score"].attrs = dict(scores.score.attrs)
+    return out
+
+
+def _times(score: np.ndarray, mask: np.ndarray, *, factor: float) -> np.ndarray:
+    """``score * factor`` in float64; a :class:`ScoreError` where a finite score of a trial
+    (``mask``) goes beyond the float64 range (it would be refused as non-finite, though the
+    file holds a number).
+
+    Examples
+    --------
+    >>> _times(np.array([1e308, -2.0]), np.array([False, True]), factor=math.log(10))
+    array([        inf, -4.60517019])
+    >>> _times(np.array([1e308]), np.array([True]), factor=math.log(10))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.ScoreError: the score 1e+308 is beyond the float64 range ... +-7.807e+307
+    """
+    with np.errstate(over="ignore"):
+        out = score.astype(np.float64) * factor
+    over = mask & np.isinf(out) & np.isfinite(score)
+    if over.any():
+        raise ScoreError(
+            f"the score {float(score[over][0])!r} is beyond the float64 range once multiplied "
+            f"by {factor:.6g} (ln of the LLRs' base) to a natural-log LLR: scores in that base "
+            f"must lie within +-{np.finfo(np.float64).max / factor:.4g}"
+        )
     return out
 
 

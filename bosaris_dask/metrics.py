@@ -443,8 +443,10 @@ def cllr(tar: Any, non: Any) -> float:
 
 
 def min_cllr(tar: Any, non: Any) -> float:
-    """minCllr in bits: Cllr after the optimal monotone (PAV) calibration."""
-    return roc.hull_min_cllr(summary_from_arrays(tar, non).hull)
+    """minCllr in bits: Cllr after the optimal monotone (PAV) calibration (never above
+    :func:`cllr`: the scores' own map is one of the monotone ones)."""
+    summary = summary_from_arrays(tar, non)
+    return min(roc.hull_min_cllr(summary.hull), summary_cllr(summary))
 
 
 def min_threshold(tar: Any, non: Any, prior: float) -> float:
