@@ -195,19 +195,26 @@ def _fixed_lines(results: xr.Dataset, names: list[str], width: int, side: str) -
         title = ("FMR at fixed FNMR (threshold: the largest score with FNMR <= target; "
                  "accept iff score >= threshold)")  # fmt: skip
         cols = ("FNMR target", "threshold", "FMR", "actual FNMR", "TAR")
-    lines = ["", title, f"{'system':<{width}}" + "".join(f"  {c:>11}" for c in cols)]
+    rows = []
     for name in names:
         r = results.sel(system=name)
         for target in r[f"{side}_target"].values:
             at = {f"{side}_target": target}
             t, fmr, fnmr = (float(r[f"fixed_{side}_{k}"].sel(at))
                             for k in ("threshold", "fmr", "fnmr"))  # fmt: skip
-            cells = [f"{target:g}", f"{t:.6g}", f"{fmr:.6g}", f"{fnmr:.6g}", f"{1 - fnmr:.6g}"]
+            cells = [f"{target:g}", shown_threshold(t), f"{fmr:.6g}", f"{fnmr:.6g}",
+                     f"{1 - fnmr:.6g}"]  # fmt: skip
             if math.isnan(t):
                 cells = [cells[0]] + ["n/a"] * 4
             note = _fixed_note(r, side, float(target))
-            lines.append(f"{name:<{width}}" + "".join(f"  {c:>11}" for c in cells)
-                         + (f"  ({note})" if note else ""))  # fmt: skip
+            rows.append((name, cells, note))
+    wide = [max(11, *(len(cells[k]) for _, cells, _ in rows)) for k in range(len(cols))]
+    lines = ["", title, f"{'system':<{width}}" + "".join(f"  {c:>{w}}" for c, w in
+                                                         zip(cols, wide, strict=True))]  # fmt: skip
+    for name, cells, note in rows:
+        lines.append(f"{name:<{width}}" + "".join(f"  {c:>{w}}" for c, w in
+                                                   zip(cells, wide, strict=True))
+                     + (f"  ({note})" if note else ""))  # fmt: skip
     return lines
 
 
@@ -243,21 +250,58 @@ def _ece_lines(results: xr.Dataset, names: list[str], width: int) -> list[str]:
             "calibration loss; at P=0.5: Cllr / minCllr)")  # fmt: skip
     if not cols:
         return ["", head + ": no operating point on the ECE grid (see the JSON)"]
-    col = max(15, *(len(label) for label, _ in cols))
+    rows = [[_pair(float(r.ece[j]), float(r.ece_pav[j])) for _, j in cols]
+            for r in (results.sel(system=name) for name in names)]  # fmt: skip
+    rows.append([shown(float(results.ece_neutral[j])) for _, j in cols])
+    col = max(15, *(len(label) for label, _ in cols), *(len(c) for row in rows for c in row))
     lines = ["", head, f"{'system':<{width}}" + "".join(f"  {c:>{col}}" for c, _ in cols)]
-    for name in names:
-        r = results.sel(system=name)
-        cells = [_pair(float(r.ece[j]), float(r.ece_pav[j])) for _, j in cols]
+    for name, cells in zip([*names, "LR = 1"], rows, strict=True):
         lines.append(f"{name:<{width}}" + "".join(f"  {c:>{col}}" for c in cells))
-    neutral = [f"{float(results.ece_neutral[j]):.3f}" for _, j in cols]
-    lines.append(f"{'LR = 1':<{width}}" + "".join(f"  {c:>{col}}" for c in neutral))
     return lines
 
 
 def _pair(raw: float, pav: float) -> str:
     if math.isnan(raw):
         return "n/a"
-    return f"{raw:.3f} / {pav:.3f}"
+    return f"{shown(raw)} / {shown(pav)}"
+
+
+def shown(value: float) -> str:
+    """A metric in the text table: three decimals, or two significant digits where three
+    decimals would show a value that is not 0 as ``0.000`` (a perfect-looking system), or
+    three in exponent form from a million (the Cllr of LLRs near the float64 limit had 300
+    digits).
+
+    Examples
+    --------
+    >>> shown(0.0831), shown(5e-06), shown(0.00018), shown(0.0), shown(float("nan"))
+    ('0.083', '5e-06', '0.00018', '0.000', 'nan')
+    >>> shown(9.337840876355713e305), shown(12345.678)
+    ('9.34e+305', '12345.678')
+    """
+    if value != 0 and abs(value) < 0.0005:
+        return f"{value:.2g}"
+    return f"{value:.3g}" if abs(value) >= 1e6 else f"{value:.3f}"
+
+
+def shown_threshold(value: float) -> str:
+    """A score threshold in the text table: six significant digits where they give the value
+    back, else the shortest digits that do (in float32 where the value is a float32, as a
+    float32 store's scores are), so that applying the printed threshold decides every trial
+    as the table's rates say.
+
+    Examples
+    --------
+    >>> shown_threshold(2.5), shown_threshold(1.0000000000454747)
+    ('2.5', '1.0000000000454747')
+    >>> shown_threshold(float(np.float32(0.1234567891)))
+    '0.12345679'
+    """
+    short = f"{value:.6g}"
+    if not math.isfinite(value) or float(short) == value:
+        return short
+    single = np.float32(value)
+    return str(single) if float(single) == value else repr(float(value))
 
 
 def _prior_label(p: float) -> str:
@@ -299,8 +343,8 @@ def format_table(results: xr.Dataset) -> str:
         r = results.sel(system=name)
         lines.append(
             f"{name:<{width}}  {int(r.n_target):>12,}  {int(r.n_nontarget):>14,}  "
-            f"{100 * float(r.eer):>8.3f}  {float(r.prbep):>10.3f}  {float(r.cllr):>11.3f}  "
-            f"{float(r.min_cllr):>14.3f}"
+            f"{shown(100 * float(r.eer)):>8}  {shown(float(r.prbep)):>10}  "
+            f"{shown(float(r.cllr)):>11}  {shown(float(r.min_cllr)):>14}"
         )
         if int(r.n_missing):
             lines.append(
@@ -309,14 +353,12 @@ def format_table(results: xr.Dataset) -> str:
     lines += ["", "normalized actDCF / minDCF at each effective prior"]
     points = operating_points(results)
     cells = [_point_label(points, p) for p in points.prior.values]
-    col = max(15, *(len(c) for c in cells))
+    rows = [[_pair(float(a), float(m)) for a, m in zip(r.act_dcf.values, r.min_dcf.values,
+                                                        strict=True)]
+            for r in (points.sel(system=name) for name in names)]  # fmt: skip
+    col = max(15, *(len(c) for c in cells), *(len(c) for row in rows for c in row))
     lines.append(f"{'system':<{width}}" + "".join(f"  {c:>{col}}" for c in cells))
-    for name in names:
-        r = points.sel(system=name)
-        row = [
-            f"{float(a):.3f} / {float(m):.3f}"
-            for a, m in zip(r.act_dcf.values, r.min_dcf.values, strict=True)
-        ]
+    for name, row in zip(names, rows, strict=True):
         lines.append(f"{name:<{width}}" + "".join(f"  {c:>{col}}" for c in row))
     for side in ("fmr", "fnmr"):
         lines += _fixed_lines(results, names, width, side)
@@ -327,8 +369,7 @@ def format_table(results: xr.Dataset) -> str:
         lines += ["", f"Cprimary (mean normalized DCF over priors {priors}): actual / minimum"]
         for name in names:
             r = results.sel(system=name)
-            lines.append(f"{name:<{width}}  {float(r.cprimary_act):.3f} / "
-                         f"{float(r.cprimary_min):.3f}")  # fmt: skip
+            lines.append(f"{name:<{width}}  {_pair(float(r.cprimary_act), float(r.cprimary_min))}")
     if "equalized_eer" in results:
         from bosaris_dask.conditions.equalized import format_block
 

@@ -187,3 +187,29 @@ def test_the_threshold_at_even_odds_is_zero_and_dr30_beyond_one_is_explained():
         ds.pmiss30.item() == 10.0
         and "30 or fewer targets: no DR30 point" in ds.pmiss30.attrs["long_name"]
     )
+
+
+def test_the_table_shows_small_values_and_thresholds_that_can_be_applied():
+    """A system with one non-target above every target printed EER, Cllr and DCFs as 0.000
+    (they are 5e-6 .. 2e-4), and a float64 threshold at six digits (-26.9331 for
+    -26.93312437980511: applying the printed value rejects the trial it was found at)."""
+    rng = np.random.default_rng(3)
+    tar = rng.normal(9.0, 1.0, 1_000)
+    non = np.r_[rng.normal(-30.0, 1.0, 19_999), 20.0]
+    ds = metrics.evaluate_arrays(tar, non, priors=[0.5, 0.01], fmr=[0.001], ece_plo=[0.0])
+    table = format_table(ds)
+    summary = table.splitlines()[1].split()
+    exact = [100 * ds.eer.item(), ds.prbep.item(), ds.cllr.item(), ds.min_cllr.item()]
+    assert ds.min_cllr.item() < 5e-4  # below what three decimals show
+    for shown, value in zip(summary[3:7], exact, strict=True):
+        assert float(shown) == pytest.approx(value, rel=0.2)  # never 0.000
+    assert "0.000" not in table.split()
+    row = next(line for line in table.splitlines() if line.startswith("system ") and
+               line.split()[1] == "0.001")  # fmt: skip
+    printed = float(row.split()[2])
+    assert printed == ds.fixed_fmr_threshold.item() and printed != float(f"{printed:.6g}")
+    assert np.mean(non >= printed) == ds.fixed_fmr_fmr.item() == float(row.split()[3])
+    single = metrics.evaluate_arrays(tar.astype(np.float32), non.astype(np.float32), fmr=[0.001])
+    row = [line for line in format_table(single).splitlines() if line.startswith("system ")][-1]
+    assert np.float32(row.split()[2]) == single.fixed_fmr_threshold.item()  # float32 digits
+    assert len(row.split()[2]) <= 11

@@ -501,27 +501,27 @@ def format_block(results: xr.Dataset) -> list[str]:
     if "equalized_eer" not in results:
         return []
     from bosaris_dask.metrics import operating_points
+    from bosaris_dask.report import shown
 
     names = [str(n) for n in results.system.values]
     width = max(6, *(len(n) for n in names))
     points = operating_points(results)
     by = " x ".join(results.attrs.get("equalized_by", []))
     cells = [f"P={float(p):g}" for p in points.prior.values]
-    col = max(15, *(len(c) for c in cells))
+    rows = [[f"{shown(float(a))} / {shown(float(m))}"
+             for a, m in zip(r.equalized_act_dcf.values, r.equalized_min_dcf.values, strict=True)]
+            for r in (points.sel(system=name) for name in names)]  # fmt: skip
+    col = max(15, *(len(c) for c in cells), *(len(c) for row in rows for c in row))
     lines = [
         "",
         f"partition-equalized over {by}: EER, then normalized actDCF / minDCF",
         f"{'system':<{width}}  {'EER (%)':>8}" + "".join(f"  {c:>{col}}" for c in cells),
     ]
-    for name in names:
-        r = points.sel(system=name)
-        row = [f"{float(a):.3f} / {float(m):.3f}"
-               for a, m in zip(r.equalized_act_dcf.values, r.equalized_min_dcf.values,
-                               strict=True)]  # fmt: skip
-        lines.append(f"{name:<{width}}  {100 * float(results.equalized_eer.sel(system=name)):>8.3f}"
-                     + "".join(f"  {c:>{col}}" for c in row))  # fmt: skip
+    for name, row in zip(names, rows, strict=True):
+        eer = shown(100 * float(results.equalized_eer.sel(system=name)))
+        lines.append(f"{name:<{width}}  {eer:>8}" + "".join(f"  {c:>{col}}" for c in row))
         if "equalized_cprimary_act" in results:
             rr = results.sel(system=name)
-            lines.append(f"{'':<{width}}  Cprimary {float(rr.equalized_cprimary_act):.3f} / "
-                         f"{float(rr.equalized_cprimary_min):.3f}")  # fmt: skip
+            lines.append(f"{'':<{width}}  Cprimary {shown(float(rr.equalized_cprimary_act))} / "
+                         f"{shown(float(rr.equalized_cprimary_min))}")  # fmt: skip
     return lines
