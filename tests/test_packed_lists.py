@@ -4,6 +4,7 @@ numbers as the dense models x segments objects, the same errors, a fraction of t
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -627,3 +628,26 @@ def test_info_of_a_sparse_score_list_against_a_key_store_never_builds_the_list_s
     assert main(argv) == 0
     listed = capsys.readouterr().out.splitlines()[-2:]
     assert listed == grid and "with a score" in listed[0]
+
+
+def test_info_and_convert_of_a_list_with_a_trial_given_twice_refuse_it(
+    tmp_path, always_pack, capsys
+):
+    """info counted a trial given twice twice (9,001 trials, the repeat's label an extra
+    target; a score given twice 'not in key') and convert wrote both lines, where evaluate,
+    and info/convert of a dense list, refuse it at its line."""
+    _lists(tmp_path)
+    key_lines = (tmp_path / "trials").read_text().splitlines(keepends=True)
+    first = key_lines[1].rsplit(" ", 1)[0]
+    (tmp_path / "twice").write_text("".join(key_lines) + f"{first} target\n")
+    (tmp_path / "scores2").write_text((tmp_path / "scores").read_text() + f"{first} 9.0\n")
+    n_key = len(key_lines) + 1
+    said = rf"twice:{n_key}: trial \('{first.split()[0]}', '{first.split()[1]}'\) is given twice, first on line 2"  # noqa: E501
+    for argv in (["info", str(tmp_path / "twice")],
+                 ["convert", str(tmp_path / "twice"), str(tmp_path / "out.txt")],
+                 ["info", str(tmp_path / "scores2"), "--key", str(tmp_path / "trials")],
+                 ["info", str(tmp_path / "scores"), "--key", str(tmp_path / "twice")]):  # fmt: skip
+        assert main([*argv, "-q"]) == 1
+        err = capsys.readouterr().err
+        assert "is given twice" in err and ("scores2:" in err or re.search(said, err)), argv
+    assert not (tmp_path / "out.txt").exists()

@@ -72,6 +72,7 @@ def _list_to_text(args: argparse.Namespace) -> bool:
     trials = read_trials(args.input, args.kind, format=args.format)
     if not isinstance(trials, TrialList):
         return False  # (a dense list: read again through its grid, which it fills)
+    trials.refuse_duplicates()  # as the grid would: a list that converts is one that reads
     n = write_trial_lines(trials, args.output, header=args.header)
     _say(args, f"wrote {trials.kind} ({n:,} trials over {len(trials.models):,} x "
                f"{len(trials.segments):,} ids, a sparse list: in its line order) to "
@@ -214,6 +215,8 @@ def _print_list_coverage(scores: Any, key: Any, key_path: str) -> None:
     """:func:`_print_coverage` of two sparse lists, from their trials."""
     from bosaris_dask.io.text.packed import joined
 
+    key.refuse_duplicates()  # as the grids would
+    scores.refuse_duplicates()
     _, given = joined(key, scores)
     _print_counts(key_path, len(key.values), int(given.sum()), len(scores.values))
 
@@ -235,6 +238,7 @@ def _print_list_info(args: argparse.Namespace, trials: Any) -> None:
     if args.key and trials.kind != "scores":
         raise BosarisError(f"--key compares scores with a key, but {args.path} holds a "
                            f"{trials.kind}")  # fmt: skip
+    trials.refuse_duplicates()  # as the grid would (a trial given twice counted twice)
     n_m, n_s, n = len(trials.models), len(trials.segments), len(trials.values)
     print(f"path:        {args.path} (text)")
     print(f"kind:        {trials.kind}")
