@@ -73,11 +73,6 @@ from bosaris_dask.errors import TrialError
 __all__ = ["BosarisAccessor"]
 
 
-def _is_evaluation(obj: xr.Dataset) -> bool:
-    """Whether ``obj`` is the result of :func:`bosaris_dask.evaluate` (it has its ``plo`` axis)."""
-    return "plo" in obj.dims and "operating_point" in obj.coords
-
-
 @xr.register_dataset_accessor("bosaris")
 class BosarisAccessor:
     """``ds.bosaris``: the functions of :mod:`bosaris_dask` that take ``ds`` first, as methods."""
@@ -86,12 +81,9 @@ class BosarisAccessor:
         self._obj = obj
 
     def _evaluation(self, what: str) -> xr.Dataset:
-        if not _is_evaluation(self._obj):
-            raise TrialError(
-                f".bosaris.{what}() works on the result of bosaris_dask.evaluate (a Dataset with "
-                "a 'plo' dimension), not on this Dataset"
-            )
-        return self._obj
+        from bosaris_dask.result_layout import check_evaluation
+
+        return check_evaluation(self._obj, f".bosaris.{what}()")
 
     # ----------------------------------------------------------------------------------------
     # any bosaris Dataset
@@ -99,11 +91,16 @@ class BosarisAccessor:
 
     @property
     def kind(self) -> str:
-        """``"ndx"``, ``"key"``, ``"scores"``, ``"quality"`` (:func:`bosaris_dask.trials.kind_of`)
-        or ``"evaluation"`` (the result of :func:`bosaris_dask.evaluate`)."""
-        if _is_evaluation(self._obj):
-            return "evaluation"
+        """``"ndx"``, ``"key"``, ``"scores"``, ``"quality"`` (:func:`bosaris_dask.trials.kind_of`),
+        ``"evaluation"`` (the result of :func:`bosaris_dask.evaluate`) or ``"embeddings"`` (an
+        embedding set, :func:`bosaris_dask.embeddings.read`)."""
+        from bosaris_dask.result_layout import is_evaluation
         from bosaris_dask.trials import kind_of
+
+        if is_evaluation(self._obj):
+            return "evaluation"
+        if "embedding" in self._obj and "id" in self._obj.coords:
+            return "embeddings"
 
         return kind_of(self._obj)
 

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "check_inputs",
+    "check_key",
     "check_names",
     "names_or_default",
     "pass_inputs",
@@ -48,8 +49,7 @@ def check_inputs(
     scores: Sequence[xr.Dataset], key: xr.Dataset, names: Sequence[str] | None
 ) -> None:
     """Cheap structural checks (kinds, dims, dtypes, unique ids, names); computes nothing."""
-    if kind_of(key) != "key":
-        raise TrialError(f"evaluation needs a key, got {kind_of(key)}")
+    check_key(scores, key)
     validate(key)
     if len(scores) == 0:
         raise TrialError("no systems to evaluate (an empty list of Scores)")
@@ -58,6 +58,36 @@ def check_inputs(
             raise TrialError(f"system {k + 1} is a {kind_of(s)}, not Scores")
         validate(s)
     check_names(names, len(scores))
+
+
+def check_key(scores: Sequence[Any], key: Any) -> None:
+    """A TrialError unless ``key`` is a Key; one that says so where the arguments came in the
+    order ``(key, scores)``.
+
+    Examples
+    --------
+    >>> from bosaris_dask.trials import make_key, make_scores
+    >>> key, scores = make_key(["m"], ["s"], [[1]]), make_scores(["m"], ["s"], [[0.5]])
+    >>> check_key([key], scores)
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.TrialError: the scores come first: (scores, key), not (key, scores)
+    """
+    kind = _kind(key)
+    if kind == "key":
+        return
+    if kind == "scores" and any(_kind(s) == "key" for s in scores):
+        raise TrialError("the scores come first: (scores, key), not (key, scores)")
+    shown = kind or f"a {type(key).__name__}, not a trial object"
+    raise TrialError(f"evaluation needs a key, got {shown}")
+
+
+def _kind(obj: Any) -> str | None:
+    """The trial kind of ``obj``, ``None`` for anything else."""
+    try:
+        return kind_of(obj)
+    except TrialError:
+        return None
 
 
 def names_or_default(names: Sequence[str] | None, n_systems: int) -> list[str]:

@@ -130,6 +130,9 @@ def summary_from_arrays(tar: Any, non: Any, name: str = "system") -> ScoreSummar
     >>> s.values().tolist(), s.n_tar.tolist(), s.n_non.tolist()
     ([0.0, 1.0, 2.0], [0, 2, 1], [1, 1, 0])
     """
+    if any(hasattr(arr, "data_vars") for arr in (tar, non)):  # an xarray Dataset
+        raise ScoreError("the array metrics take target and non-target score arrays, got a "
+                         "Dataset: evaluate(scores, key) evaluates trial objects")  # fmt: skip
     tar, non = np.asarray(tar), np.asarray(non)
     for side, arr in (("target", tar), ("non-target", non)):
         if arr.dtype.kind not in "iuf":

@@ -402,16 +402,24 @@ def evaluate_arrays(
 
 def act_dcf(tar: Any, non: Any, prior: float, *, normalize: bool = True) -> float:
     """actDCF at an effective prior, treating scores as LLRs (threshold ``-logit(prior)``)."""
-    plo = stated_plo(check_priors([prior]))
+    plo = _one_prior(prior, "act_dcf")
     act = act_rates(summary_from_arrays(tar, non), plo)["raw"]
     return float((act / dcf_normalizer(plo) if normalize else act)[0])
 
 
 def min_dcf(tar: Any, non: Any, prior: float, *, normalize: bool = True) -> float:
     """minDCF at an effective prior (the best threshold, found on the ROC convex hull)."""
-    plo = stated_plo(check_priors([prior]))
+    plo = _one_prior(prior, "min_dcf")
     raw = roc.min_bayes_error(summary_from_arrays(tar, non).hull, plo)[0]
     return float((raw / dcf_normalizer(plo) if normalize else raw)[0])
+
+
+def _one_prior(prior: Any, function: str) -> np.ndarray:
+    """The prior log-odds of one effective prior; an OptionError for several."""
+    if np.ndim(prior) != 0:
+        raise OptionError(f"{function} takes one effective prior, got {prior!r}: "
+                          "evaluate_arrays(tar, non, priors=[...]) gives several")  # fmt: skip
+    return stated_plo(check_priors([prior]))
 
 
 def eer(tar: Any, non: Any) -> float:
@@ -459,7 +467,7 @@ def min_threshold(tar: Any, non: Any, prior: float) -> float:
     1.0
     """
     summary = summary_from_arrays(tar, non)
-    plo = stated_plo(check_priors([prior]))
+    plo = _one_prior(prior, "min_threshold")
     vertex = roc.min_bayes_error_vertex(summary.hull, plo)
     return float(vertex_thresholds(summary, summary.hull.positions[vertex])[0])
 

@@ -21,6 +21,7 @@ import xarray as xr
 from bosaris_dask.fixed_rates import unmeasurable_note
 from bosaris_dask.llr_base import log_of_base
 from bosaris_dask.metrics import operating_points
+from bosaris_dask.result_layout import check_evaluation
 
 __all__ = ["to_json_dict", "format_table"]
 
@@ -67,7 +68,7 @@ def to_json_dict(results: xr.Dataset) -> dict[str, Any]:
     threshold attaining minDCF (accept iff ``score >= threshold``), ``null`` when the optimum
     accepts every trial (``-inf``: ``min_pmiss`` is 0) or rejects every trial (``+inf``).
     """
-    systems = _systems_json(results)
+    systems = _systems_json(check_evaluation(results, "to_json_dict"))
     if "condition" in results.dims:
         from bosaris_dask.conditions.evaluation import condition_result
 
@@ -334,7 +335,7 @@ def format_table(results: xr.Dataset) -> str:
     system            P=0.5
     system    0.667 / 0.333
     """
-    names = [str(n) for n in results.system.values]
+    names = [str(n) for n in check_evaluation(results, "format_table").system.values]
     width = max(6, *(len(n) for n in names))
     head = (f"{'system':<{width}}  {'targets':>12}  {'non-targets':>14}  {'EER (%)':>8}  "
             f"{'PRBEP':>10}  {'Cllr (bits)':>11}  {'minCllr (bits)':>14}")  # fmt: skip

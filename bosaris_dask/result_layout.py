@@ -29,7 +29,7 @@ from scipy.special import expit
 from bosaris_dask import fixed_rates
 from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.engine import ScoreSummary
-from bosaris_dask.errors import OptionError
+from bosaris_dask.errors import OptionError, TrialError
 from bosaris_dask.measures import (
     DR30_ERRORS,
     check_priors,
@@ -113,6 +113,8 @@ ATTRS: dict[str, tuple[str, str]] = {
         "score threshold t of each roc point: roc_pmiss = P(s < t | target), roc_pfa = "
         "P(s >= t | non-target); +inf last; NaN-padded beyond n_roc_points",
     ),
+    "system": ("name", "the evaluated system (its score file's name, or as named)"),
+    "condition": ("label", "the condition: the values of its --by specs, joined"),
     "plo": ("log-odds", "prior log-odds logit(p): operating points and NBE sweep, sorted"),
     "prior": (_P, "effective prior p = sigmoid(plo)"),
     "p_target": (_P, "target prior of the operating point as stated (p off the points)"),
@@ -273,6 +275,28 @@ def results_dataset(
     return with_attrs(ds)
 
 
+def is_evaluation(obj: Any) -> bool:
+    """Whether ``obj`` is the result of :func:`bosaris_dask.evaluate` (it has its ``plo`` axis)."""
+    return isinstance(obj, xr.Dataset) and "plo" in obj.dims and "operating_point" in obj.coords
+
+
+def check_evaluation(obj: Any, what: str) -> xr.Dataset:
+    """``obj``, or a :class:`TrialError` saying that ``what`` takes an evaluation's result.
+
+    Examples
+    --------
+    >>> check_evaluation(xr.Dataset(), "operating_points")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.TrialError: operating_points works on the result of ... this Dataset
+    """
+    if not is_evaluation(obj):
+        shown = "Dataset" if isinstance(obj, xr.Dataset) else type(obj).__name__
+        raise TrialError(f"{what} works on the result of bosaris_dask.evaluate (a Dataset with "
+                         f"a 'plo' dimension), not on this {shown}")  # fmt: skip
+    return obj
+
+
 def operating_points(results: xr.Dataset) -> xr.Dataset:
     """The reported operating points of an evaluation, in the order stated, indexed by ``prior``.
 
@@ -290,7 +314,7 @@ def operating_points(results: xr.Dataset) -> xr.Dataset:
     >>> ops.act_dcf.sel(prior=0.1).item() == act_dcf([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5], 0.1)
     True
     """
-    order = results.operating_point.values
+    order = check_evaluation(results, "operating_points").operating_point.values
     at = np.flatnonzero(order >= 0)
     return results.isel(plo=at[np.argsort(order[at])]).swap_dims(plo="prior")
 
@@ -305,7 +329,7 @@ def sweep_points(results: xr.Dataset) -> xr.Dataset:
     >>> ds.plo.values.round(3).tolist(), sweep_points(ds).plo.values.tolist()
     ([-2.197, -1.0, 0.0, 1.0], [-1.0, 0.0, 1.0])
     """
-    return results.isel(plo=results.in_sweep.values)
+    return results.isel(plo=check_evaluation(results, "sweep_points").in_sweep.values)
 
 
 def curve(
@@ -328,6 +352,12 @@ def curve(
     """
     if kind not in ("rocch", "roc"):
         raise OptionError(f'curve kind must be "rocch" or "roc", got {kind!r}')
+    if f"{kind}_pmiss" not in results:
+        raise TrialError(f"curve works on the result of bosaris_dask.evaluate (with its "
+                         f"'{kind}_pmiss'), not on this {type(results).__name__}")  # fmt: skip
+    if system is not None and "system" in results.dims and system not in results.system:
+        names = ", ".join(map(str, results.system.values))
+        raise OptionError(f"curve: no system {system!r}; the systems are {names}")
     if system is None and "system" in results.dims:
         if results.sizes["system"] != 1:
             names = ", ".join(map(str, results.system.values))

@@ -45,9 +45,9 @@ class LinearCalibrator(LinearFuser):
         weights, _ = self._check_fitted()
         return float(weights[0])
 
-    def fit(
+    def fit(  # type: ignore[override]  # one Scores object
         self,
-        scores: xr.Dataset | Sequence[xr.Dataset],
+        scores: xr.Dataset,
         key: xr.Dataset,
         *,
         allow_missing: bool = False,
@@ -58,7 +58,8 @@ class LinearCalibrator(LinearFuser):
         system's name, as a list of one, for errors)."""
         scores, key = scores_and_key(scores, key, f"{type(self).__name__}.fit")
         if not isinstance(scores, xr.Dataset):
-            raise TrialError("a calibrator takes one Scores object")
+            raise TrialError("a calibrator takes one Scores object (fuse several systems with "
+                             f"LinearFuser), got a {type(scores).__name__}")  # fmt: skip
         return super().fit([scores], key, allow_missing=allow_missing, names=names, x0=x0)
 
     def fit_arrays(

@@ -22,7 +22,13 @@ from bosaris_dask.calibration.knots import DEFAULT_BOUND, interpolate_map, pav_m
 from bosaris_dask.engine import summarize
 from bosaris_dask.errors import OptionError, ScoreError, TrialError
 from bosaris_dask.fusion.base import nonfinite_error, scores_and_key, wanted_trials, with_ids
-from bosaris_dask.fusion.json_model import MODEL_FORMAT, JsonModel, in_llr_base, model_array
+from bosaris_dask.fusion.json_model import (
+    MODEL_FORMAT,
+    JsonModel,
+    in_llr_base,
+    model_array,
+    number_or_nan,
+)
 from bosaris_dask.trials import align, kind_of, make_scores, trial_classes
 
 
@@ -77,13 +83,13 @@ class PAVCalibrator(JsonModel):
     def __init__(
         self, *, small_val: float = 1e-3, pseudo_counts: bool = True, bound: float = DEFAULT_BOUND
     ) -> None:
-        self.small_val = float(small_val)
+        self.small_val = number_or_nan(small_val)
         if not 0 <= self.small_val < math.inf:
             raise OptionError(f"small_val must be a finite number >= 0, got {small_val!r}")
         if not isinstance(pseudo_counts, (bool, np.bool_)):  # "no" would be True
             raise OptionError(f"pseudo_counts must be True or False, got {pseudo_counts!r}")
         self.pseudo_counts = bool(pseudo_counts)
-        self.bound = float(bound)
+        self.bound = number_or_nan(bound)
         if not 0 < self.bound < math.inf:  # NaN made every LLR NaN
             raise OptionError(f"bound must be a finite number > 0, got {bound!r}")
 
@@ -156,6 +162,9 @@ class PAVCalibrator(JsonModel):
         The order ``fit(key, scores)`` of earlier releases still works, with a ``FutureWarning``.
         """
         scores, key = scores_and_key(scores, key, "PAVCalibrator.fit")
+        if not isinstance(scores, xr.Dataset):
+            raise TrialError("a calibrator takes one Scores object (fuse several systems with "
+                             f"LinearFuser), got a {type(scores).__name__}")  # fmt: skip
         if kind_of(key) != "key" or kind_of(scores) != "scores":
             raise TrialError("PAVCalibrator.fit takes a Scores object and a Key")
         (s,) = summarize([scores], key, pav_bounds=True, allow_missing=allow_missing, names=names)
@@ -217,11 +226,17 @@ class PAVCalibrator(JsonModel):
         return make_scores(like.model.values, like.segment.values, llr, mask)
 
     def fit_transform(
-        self, scores: xr.Dataset, key: xr.Dataset, *, allow_missing: bool = False
+        self,
+        scores: xr.Dataset,
+        key: xr.Dataset,
+        *,
+        allow_missing: bool = False,
+        names: Sequence[str] | None = None,
     ) -> xr.Dataset:
         """Fit and apply on the same set (the "cheating" variant), on the key's trials."""
         scores, key = scores_and_key(scores, key, "PAVCalibrator.fit_transform")
-        return self.fit(scores, key, allow_missing=allow_missing).transform(scores, ndx=key)
+        fitted = self.fit(scores, key, allow_missing=allow_missing, names=names)
+        return fitted.transform(scores, ndx=key)
 
     def to_dict(self) -> dict[str, Any]:
         """The fitted map as a JSON-friendly dict (``+-Infinity`` only without pseudo-counts)."""

@@ -330,6 +330,9 @@ def conditions_and_summaries(
     for spec in cond.by:
         coords[str(spec)] = ("condition", [lab[str(spec)] for lab in labels])
     ds = result_layout.with_attrs(ds.assign_coords(coords).assign(data), PREFIX)
+    ds = result_layout.with_attrs(ds)  # the condition coordinate's own
+    for spec in cond.by:
+        ds[str(spec)].attrs.update(units="label", long_name=f"the condition's value of {spec}")
     ds.attrs["by"] = [str(b) for b in cond.by]
     return ds, pooled_summaries
 

@@ -30,15 +30,15 @@ from bosaris_dask import engine
 from bosaris_dask.conditions.codes import Conditions
 from bosaris_dask.conditions.equalized import EqualizedPlan, extra_mask, plan_members
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
-from bosaris_dask.errors import MissingTrialsError, TrialError
-from bosaris_dask.inputs import names_or_default, pass_inputs
+from bosaris_dask.errors import MissingTrialsError
+from bosaris_dask.inputs import check_key, names_or_default, pass_inputs
 from bosaris_dask.passes import pass1_bins
 from bosaris_dask.passes.binmap import BinMap
 from bosaris_dask.passes.exact_auc import AucPart
 from bosaris_dask.passes.grouped import Part, grouped_pass1, refine_parts, remap_groups
 from bosaris_dask.passes.riding_auc import RidingAuc
 from bosaris_dask.passes.runner import Aggregation, run_pass
-from bosaris_dask.trials import align, kind_of, locate, trial_classes
+from bosaris_dask.trials import align, locate, trial_classes
 
 __all__ = [
     "ConditionSummaries",
@@ -289,9 +289,8 @@ def condition_summaries(
     TrialError, ScoreError, OptionError
         As :func:`summarize` (for the pooled systems).
     """
-    if kind_of(key) != "key":
-        raise TrialError(f"evaluation needs a key, got {kind_of(key)}")
     systems = list(scores)
+    check_key(systems, key)
     names = names_or_default(names, len(systems))
     aligned = [align(s, key) for s in systems]
     chunks = aligned[0].score_mask.data.chunks

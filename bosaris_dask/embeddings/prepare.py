@@ -84,7 +84,27 @@ def check_dot_range(a: Side, b: Side) -> None:
 
 
 def _load(emb: xr.Dataset | str | os.PathLike[str]) -> xr.Dataset:
-    return emb if isinstance(emb, xr.Dataset) else read(emb)
+    return check_embedding_set(emb) if isinstance(emb, xr.Dataset) else read(emb)
+
+
+def check_embedding_set(emb: Any) -> xr.Dataset:
+    """``emb``, or a :class:`TrialError` saying that it is no embedding set (``id`` and
+    ``embedding``, as :func:`~bosaris_dask.embeddings.read` and ``from_arrays`` make them).
+
+    Examples
+    --------
+    >>> from bosaris_dask.trials import make_key
+    >>> check_embedding_set(make_key(["m"], ["s"], [[1]]))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.TrialError: expected an embedding set (...), got a trial object (key)
+    """
+    if isinstance(emb, xr.Dataset) and "embedding" in emb and "id" in emb.coords:
+        return emb
+    kind = emb.attrs.get("bosaris_kind") if isinstance(emb, xr.Dataset) else None
+    shown = (f"a trial object ({kind})" if kind else "a Dataset without 'id' and 'embedding'"
+             if isinstance(emb, xr.Dataset) else f"a {type(emb).__name__}")  # fmt: skip
+    raise TrialError(f"expected an embedding set (embeddings.read or from_arrays), got {shown}")
 
 
 def _source(emb: xr.Dataset) -> str:

@@ -48,6 +48,9 @@ def write(emb: xr.Dataset, path: str | os.PathLike[str], *, chunk_rows: int = DE
     Path
         ``path``.
     """
+    from bosaris_dask.embeddings.prepare import check_embedding_set
+
+    check_embedding_set(emb)
     fmt = detect(path)
     final = Path(path)
     ids = np.asarray([str(i) for i in emb.id.values], dtype=object)

@@ -150,6 +150,27 @@ def _kind(obj: Any) -> str | None:
     return None
 
 
+def check_systems(systems: Sequence[Any], n_systems: int) -> None:
+    """A TrialError unless ``systems`` are ``n_systems`` Scores objects (a key among them is
+    named as such, not counted as a system short).
+
+    Examples
+    --------
+    >>> from bosaris_dask.trials import make_key
+    >>> check_systems([make_key(["m"], ["s"], [[1]])], 2)
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.TrialError: system 1 is a key, not Scores
+    """
+    for k, system in enumerate(systems):
+        kind = _kind(system)
+        if kind != "scores":
+            shown = f"a {kind}" if kind else f"a {type(system).__name__}"
+            raise TrialError(f"system {k + 1} is {shown}, not Scores")
+    if len(systems) != n_systems:
+        raise TrialError(f"expected {n_systems} Scores, got {len(systems)}")
+
+
 def scores_and_key(first: Any, second: Any, method: str, *, stacklevel: int = 3) -> tuple[Any, Any]:
     """``fit``'s first two arguments as ``(scores, key)``.
 

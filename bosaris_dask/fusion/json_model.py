@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import os
 from collections.abc import Callable, Sequence
 from typing import Any, Self
@@ -196,6 +197,34 @@ class JsonModel:
 
     save_json = save  #: the name of earlier releases
     load_json = load  #: the name of earlier releases
+
+
+def number_or_nan(value: Any) -> float:
+    """``value`` as a float, or NaN for what is no number (the range checks then refuse it).
+
+    Examples
+    --------
+    >>> number_or_nan("0.5"), number_or_nan("x")
+    (0.5, nan)
+    """
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def check_split_every(value: Any) -> int | dict | None:
+    """A fit's ``split_every`` (None, an integer >= 2, or dask's dict of one per axis); an
+    :class:`OptionError` for anything else (``"x"`` was kept, and failed inside the fit)."""
+
+    def fine(v: Any) -> bool:
+        return isinstance(v, int | np.integer) and not isinstance(v, bool) and v >= 2
+
+    if value is None or fine(value) or (isinstance(value, dict) and value
+                                        and all(fine(v) for v in value.values())):  # fmt: skip
+        return value
+    raise OptionError(f"split_every must be None, an integer >= 2 or a dict of them per axis, "
+                      f"got {value!r}")  # fmt: skip
 
 
 def model_array(value: Any, name: str, ndim: int, *, infinite_ok: bool = False) -> np.ndarray:

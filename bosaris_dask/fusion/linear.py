@@ -22,6 +22,7 @@ from bosaris_dask.fusion.base import (
     _as_list,
     _output_mask,
     apply_block,
+    check_systems,
     scores_and_key,
     wanted_trials,
     with_ids,
@@ -38,7 +39,14 @@ from bosaris_dask.fusion.fit_checks import (
     unconverged_note,
     undetermined_note,
 )
-from bosaris_dask.fusion.json_model import MODEL_FORMAT, JsonModel, in_llr_base, model_array
+from bosaris_dask.fusion.json_model import (
+    MODEL_FORMAT,
+    JsonModel,
+    check_split_every,
+    in_llr_base,
+    model_array,
+    number_or_nan,
+)
 from bosaris_dask.objectives import (
     FusionData,
     FusionObjective,
@@ -53,14 +61,6 @@ from bosaris_dask.optimize import OptimizeResult, minimize
 from bosaris_dask.trials import make_scores
 
 _METHODS = ("auto", "exact", "cg")
-
-
-def _number(value: Any) -> float:
-    """``value`` as a float, or NaN for what is no number (the range checks then refuse it)."""
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 class LinearFuser(JsonModel):
@@ -137,19 +137,19 @@ class LinearFuser(JsonModel):
         persist: bool = False,
     ) -> None:
         self.prior = check_prior(prior)
-        self.l2 = _number(l2)
+        self.l2 = number_or_nan(l2)
         if not 0 <= self.l2 < math.inf:  # NaN fitted the all-zero model
             raise OptionError(f"l2 must be a finite number >= 0, got {l2!r}")
         if method not in _METHODS:
             raise OptionError(f"method must be one of {', '.join(_METHODS)}, got {method!r}")
         self.method = method
-        self.gtol = _number(gtol)
+        self.gtol = number_or_nan(gtol)
         if not 0 < self.gtol < math.inf:
             raise OptionError(f"gtol must be a finite number > 0, got {gtol!r}")
         if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 0:
             raise OptionError(f"max_iter must be an integer >= 0, got {max_iter!r}")
         self.max_iter = int(max_iter)
-        self.split_every = split_every
+        self.split_every = check_split_every(split_every)
         self.persist = persist
 
     # -- fitting -----------------------------------------------------------------------------
@@ -331,8 +331,7 @@ class LinearFuser(JsonModel):
         W: np.ndarray | None,
     ) -> xr.Dataset:
         weights, offset = self._check_fitted()
-        if len(scores) != len(weights):
-            raise TrialError(f"expected {len(weights)} Scores, got {len(scores)}")
+        check_systems(scores, len(weights))
         like = wanted_trials(ndx, scores[0])
         aligned = align_inputs(scores, like)
         chunks = aligned[0].score.data.chunks

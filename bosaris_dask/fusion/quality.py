@@ -16,6 +16,7 @@ from bosaris_dask.fusion.base import (
     _as_list,
     _output_mask,
     apply_block,
+    check_systems,
     scores_and_key,
     wanted_trials,
     with_ids,
@@ -181,8 +182,15 @@ class QualityFuser(LinearFuser):
     linear_passes_: int
 
     def __init__(self, prior: float = 0.5, *, qtrans: Any = None, **kwargs: Any) -> None:
+        unknown = [name for name in kwargs if name not in LinearFuser._param_names()]
+        if unknown:
+            raise TypeError(f"QualityFuser() got an unexpected keyword argument {unknown[0]!r}")
         super().__init__(prior, **kwargs)
-        self.qtrans = None if qtrans is None else np.atleast_2d(np.asarray(qtrans, np.float64))
+        try:
+            self.qtrans = (None if qtrans is None
+                           else np.atleast_2d(np.asarray(qtrans, np.float64)))  # fmt: skip
+        except (TypeError, ValueError):
+            raise TrialError(f"Qtrans must be a finite 2-D matrix, got {qtrans!r}"[:200]) from None
         if self.qtrans is not None and (
             self.qtrans.ndim != 2 or not np.isfinite(self.qtrans).all()
         ):
@@ -324,8 +332,7 @@ class QualityFuser(LinearFuser):
                     "in the same order"
                 )
         systems = _as_list(scores)
-        if len(systems) != len(weights):
-            raise TrialError(f"expected {len(weights)} Scores, got {len(systems)}")
+        check_systems(systems, len(weights))
         like = wanted_trials(ndx, systems[0])
         aligned = align_inputs(systems, like)
         chunks = aligned[0].score.data.chunks

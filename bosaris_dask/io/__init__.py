@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import xarray as xr
 
-from bosaris_dask.errors import BosarisError, StoreError, StoreNotFoundError
+from bosaris_dask.errors import BosarisError, StoreError, StoreNotFoundError, TrialError
 from bosaris_dask.io.atomic import atomic_path, remove_stale
 from bosaris_dask.io.hdf5 import read_hdf5, read_quality_hdf5, write_hdf5, write_quality_hdf5
 from bosaris_dask.io.zarr_store import is_url, read_zarr, store_location
@@ -178,6 +178,13 @@ def write(
     >>> print(path.read_text(), end="")
     m a target
     """
+    if isinstance(obj, str | os.PathLike) and isinstance(path, xr.Dataset):
+        raise TrialError("write takes (obj, path), not (path, obj)")
+    if "plo" in getattr(obj, "dims", ()):
+        raise TrialError(
+            "this is an evaluation's result, not a trial object: keep it with "
+            "its own to_zarr or to_netcdf, or as JSON (report.to_json_dict)"
+        )
     if is_url(path):
         raise StoreError(
             f"{path}: writing to a URL is not supported (object stores cannot rename, so the "
