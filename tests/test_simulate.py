@@ -334,3 +334,32 @@ def test_nontargets_in_a_realistic_range(medium):
     assert -1 < lo and hi < 1  # cosine-like
     for x in xs:
         assert np.percentile(x[~tar], 99.9) < np.percentile(x[tar], 90)
+
+
+def test_a_rate_that_makes_every_trial_a_target_is_refused():
+    # a rate above 2/3 gave round(1/rate) = 1 speaker: a key of targets only, silently
+    with pytest.raises(TrialError, match=r"target_rate 0.7: every trial would be a target.*"
+                       r"round\(1/0.7\) = 1 speaker"):  # fmt: skip
+        simulate(50, 60, target_rate=0.7)
+    with pytest.raises(TrialError, match="1 x 1 trials of one speaker"):
+        simulate(1, 1, target_rate=0.005)
+    key, _ = simulate(2, 3, target_rate=1.0)  # asked for
+    assert (key.trial_mask.values == 1).all()
+
+
+def test_the_cli_says_a_rate_it_cannot_make_and_keeps_no_stale_systems(tmp_path, capsys):
+    from bosaris_dask.cli import main
+
+    out = tmp_path / "st"
+    argv = ["simulate", "--models", "50", "--segments", "60", "--out-dir", str(out), "-q"]
+    assert main([*argv, "--target-rate", "0.4"]) == 0  # round(1/0.4) = 2 speakers: 0.5
+    err = capsys.readouterr().err
+    assert "warning: the target rate is 0.5, not the 0.4 asked" in err
+    assert main([*argv, "--target-rate", "0.02"]) == 0
+    assert "warning" not in capsys.readouterr().err  # 50 speakers, one model each: 0.02
+    before = sorted(p.name for p in out.iterdir())
+    # a second run of fewer systems left the first run's system-2/3 beside the new key, which
+    # evaluated (at chance) as its systems
+    assert main([*argv, "--systems", "1", "--seed", "5"]) == 1
+    assert "st holds system-2.zarr, system-3.zarr of an earlier run" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == before  # nothing written

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -321,6 +322,13 @@ def _write_simulation(key: Any, systems: list[Any], out: Path, progress: bool) -
     from bosaris_dask.io import write_zarr
     from bosaris_dask.io.atomic import atomic_paths
 
+    stale = sorted((p.name for p in out.glob("system-*.zarr")
+                    if p.stem[7:].isdigit() and int(p.stem[7:]) > len(systems)),
+                   key=lambda name: int(name[7:-5]))  # fmt: skip
+    if stale:  # beside the new key, they would evaluate (at chance) as if they were its systems
+        raise OptionError(f"{out} holds {', '.join(stale)} of an earlier run, beside the "
+                          f"{len(systems)} system{'s' * (len(systems) > 1)} this run writes with "
+                          "a new key: remove them, or write into another --out-dir")  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "key.zarr", *(out / f"system-{k}.zarr" for k in range(1, len(systems) + 1))]
     with atomic_paths(paths) as tmps:
@@ -342,6 +350,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         paths = _write_simulation(key, systems, Path(args.out_dir), _progress(args))
         _say(args, f"wrote {', '.join(str(p) for p in paths)} "
                    f"in {time.perf_counter() - start:.1f} s")  # fmt: skip
+    rate = _count_label_targets(key) / (args.models * args.segments)
+    if not math.isclose(rate, args.target_rate, rel_tol=0.01):
+        print(f"warning: the target rate is {rate:.4g}, not the {args.target_rate:g} asked: "
+              f"the trials are dealt to round(1/{args.target_rate:g}) speakers",
+              file=sys.stderr)  # fmt: skip
     return 0
 
 

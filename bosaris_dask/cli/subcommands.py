@@ -101,8 +101,11 @@ def _simulate(sub: Any) -> None:
     p.add_argument("--out-dir", required=True, metavar="DIR", help="directory to write into")
     p.add_argument("--systems", type=values.positive, default=3)
     p.add_argument(
-        "--target-rate", type=float, default=0.005, help="fraction of target trials (default 0.005)"
-    )
+        "--target-rate", type=float, default=0.005,
+        help="fraction of target trials, made 1/n for n = round(1/RATE) speakers, so rates above "
+             "2/3 are refused and others may come out near, not at, RATE (said with a warning; "
+             "default 0.005)",
+    )  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     _finish(p, cmd_simulate)

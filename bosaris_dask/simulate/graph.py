@@ -99,6 +99,12 @@ def simulate(
     chunks = _chunks(shape, dt, chunks)
 
     mspk, sspk = _speakers(n_models, n_segments, target_rate, seed)
+    speakers = np.unique(np.r_[mspk, sspk])
+    if target_rate < 1.0 and len(speakers) == 1:
+        why = (f"{n_models} x {n_segments} trials of one speaker" if round(1 / target_rate) > 1
+               else f"round(1/{target_rate!r}) = 1 speaker, as for any rate above 2/3")  # fmt: skip
+        raise TrialError(f"target_rate {target_rate!r}: every trial would be a target, with no "
+                         f"non-target to evaluate: {why}")  # fmt: skip
     width = max(5, len(str(max(int(mspk.max()), int(sspk.max())) + 1)))
     model_ids = [f"m{i:06d}" for i in range(1, n_models + 1)]
     segment_ids = [f"s{j:06d}" for j in range(1, n_segments + 1)]
