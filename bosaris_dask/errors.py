@@ -82,13 +82,18 @@ class StoreError(BosarisError, OSError):
         Examples
         --------
         >>> str(StoreError.wrong_kind("k.h5", "ndx", "scores"))
-        'k.h5: holds a ndx, expected a scores'
+        'k.h5: holds an ndx, expected scores'
         """
         hint = ""
         if found == "scores" and kind in ("key", "ndx"):
             hint = (" (converted from a text file whose labels are 1/0, read as scores? convert "
                     f"that file with --kind {kind})")  # fmt: skip
-        return cls(f"{path}: holds a {found}, expected a {kind}{hint}")
+        return cls(f"{path}: holds {_a(found)}, expected {_a(kind)}{hint}")
+
+
+def _a(kind: str) -> str:
+    """A trial kind with its article: ``an ndx``, ``a key``, ``scores``."""
+    return {"ndx": "an ndx", "scores": "scores"}.get(kind, f"a {kind}")
 
 
 class QualityTableError(StoreError):
@@ -103,8 +108,9 @@ class QualityTableError(StoreError):
     @classmethod
     def of(cls, path: object) -> QualityTableError:
         """The error for ``path``, a quality table, read as trials (HDF5, MAT or text)."""
-        return cls(f"{path}: holds a quality table (one side's: --model-quality or "
-                   "--segment-quality, bd.read_quality)")  # fmt: skip
+        return cls(f"{path}: holds a quality table, one side's, not trials (read it with "
+                   "bd.read_quality and write it with bd.write_quality; fuse and apply take it "
+                   "as --model-quality or --segment-quality)")  # fmt: skip
 
 
 class StoreNotFoundError(StoreError, FileNotFoundError):

@@ -487,7 +487,7 @@ def test_a_batch_log_gets_a_line_per_pass(tmp_path, capsys):
                               for i in range(30)))  # fmt: skip
     assert main(["evaluate", "--scores", str(scores), "--cluster", "threads"]) == 0
     err = capsys.readouterr().err
-    assert re.search(r"^pass 1: 1 chunks, done in \d+\.\d s$", err, re.MULTILINE), err
+    assert re.search(r"^pass 1: 1 chunk, done in \d+\.\d s$", err, re.MULTILINE), err
     assert main(["evaluate", "--scores", str(scores), "--cluster", "threads", "-q"]) == 0
     assert "pass 1" not in capsys.readouterr().err
 
@@ -538,6 +538,10 @@ def test_info_describes_quality_objects_and_one_sides_tables(tmp_path, capsys):
         path = str(tmp_path / name)
         assert main(["evaluate", "--key", path, "--scores", path]) == 1
         assert capsys.readouterr().err.strip() == (
-            f"bosaris-dask: error: {path}: holds a quality table (one side's: --model-quality or "
-            "--segment-quality, bd.read_quality)"
+            f"bosaris-dask: error: {path}: holds a quality table, one side's, not trials (read it "
+            "with bd.read_quality and write it with bd.write_quality; fuse and apply take it as "
+            "--model-quality or --segment-quality)"
         )
+    # convert takes trials: its error said to use --model-quality, an option it does not have
+    assert main(["convert", str(tmp_path / "s.txt"), str(tmp_path / "s.h5")]) == 1
+    assert "write it with bd.write_quality" in capsys.readouterr().err

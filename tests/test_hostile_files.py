@@ -547,11 +547,11 @@ def test_an_hdf5_file_of_another_kind_is_refused_by_name(tmp_path):
     key = make_key(["m1", "m2"], ["s1", "s2", "s3"], [[1, 0, -1], [0, -1, 1]])
     io.write(ndx, tmp_path / "ndx.h5")
     io.write(key, tmp_path / "key.h5")
-    with pytest.raises(StoreError, match="ndx.h5: holds a ndx, expected a key"):
+    with pytest.raises(StoreError, match="ndx.h5: holds an ndx, expected a key"):
         io.read(tmp_path / "ndx.h5", "key")
-    with pytest.raises(StoreError, match="key.h5: holds a key, expected a scores"):
+    with pytest.raises(StoreError, match="key.h5: holds a key, expected scores"):
         io.read(tmp_path / "key.h5", "scores")
-    with pytest.raises(StoreError, match="key.h5: holds a key, expected a ndx"):
+    with pytest.raises(StoreError, match="key.h5: holds a key, expected an ndx"):
         io.read(tmp_path / "key.h5", "ndx")
     assert io.read(tmp_path / "key.h5", "key").trial_mask.values.tolist() == [
         [1, 0, -1],

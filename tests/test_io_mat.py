@@ -260,7 +260,7 @@ def test_errors_name_the_file_and_field(tmp_path):
         io.read(tmp_path / "none.mat")
     key, _ = _objects()["key"]
     io.write(key, tmp_path / "key.mat")
-    with pytest.raises(StoreError, match="holds a key, expected a scores"):
+    with pytest.raises(StoreError, match="holds a key, expected scores"):
         io.read(tmp_path / "key.mat", "scores")
 
 

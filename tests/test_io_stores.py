@@ -789,7 +789,7 @@ def test_dispatcher_errors(tmp_path):
     with pytest.raises(StoreNotFoundError):
         io.read_quality(tmp_path / "q.h5")
     path = io.write(make_ndx(["m"], ["s"]), tmp_path / "n.zarr")
-    with pytest.raises(StoreError, match="holds a ndx, expected a key"):
+    with pytest.raises(StoreError, match="holds an ndx, expected a key"):
         io.read(path, "key")
     with pytest.raises(StoreError, match="read from HDF5, MAT or text files; a zarr store holds "
                        "a Quality object of both sides: bd.read"):  # fmt: skip
@@ -909,7 +909,7 @@ def test_a_text_key_of_1_0_labels_converted_as_scores_says_so(tmp_path):
     text = tmp_path / "k10"
     text.write_text("m1 s1 1\nm1 s2 0\nm2 s1 0\nm2 s2 1\n")
     io.write(io.read(text), tmp_path / "k10.h5")
-    with pytest.raises(StoreError, match=r"holds a scores, expected a key \(converted from a "
+    with pytest.raises(StoreError, match=r"holds scores, expected a key \(converted from a "
                        r"text file whose labels are 1/0.*--kind key\)"):  # fmt: skip
         io.read(tmp_path / "k10.h5", "key")
     assert io.read(text, "key").trial_mask.values.tolist() == [[1, -1], [-1, 1]]

@@ -622,8 +622,8 @@ def test_random_objects_round_trip(tmp_path, obj, header, block_bytes):
 
 def test_unwritable_ids_and_scores(tmp_path):
     path = tmp_path / "x.txt"
-    with pytest.raises(TrialError, match="cannot be written"):
-        write_text(make_ndx(["a b"], ["s"]), path)
+    with pytest.raises(TrialError, match=f"^{path}: model id 'a b' cannot be written"):
+        write_text(make_ndx(["a b"], ["s"]), path)  # the output named (it was not)
     with pytest.raises(TrialError, match="cannot be written"):
         write_text(make_ndx(["a\tb"], ["s"]), path, header=True)
     with pytest.raises(TrialError, match="cannot be written"):

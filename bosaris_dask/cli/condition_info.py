@@ -89,8 +89,10 @@ def _values(values: np.ndarray) -> str:
     vocab, counts = np.unique(values.astype(str), return_counts=True)
     if len(vocab) > _SHOWN_VALUES:
         few = ", ".join(map(str, vocab[:4]))
-        return (f"{len(vocab):,} values, {counts.min():,} to {counts.max():,} rows each "
-                f"({few}, ...)")  # fmt: skip
+        low, high = int(counts.min()), int(counts.max())
+        each = (f"{low:,} row{'s' * (low > 1)} each" if low == high
+                else f"{low:,} to {high:,} rows each")  # fmt: skip
+        return f"{len(vocab):,} values, {each} ({few}, ...)"
     order = np.argsort(-counts, kind="stable")
     return f"{len(vocab):,} values: " + ", ".join(f"{vocab[i]} ({counts[i]:,})" for i in order)
 

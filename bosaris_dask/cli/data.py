@@ -278,7 +278,8 @@ def _print_info(args: argparse.Namespace, obj: Any) -> None:
     var = obj["score" if kind == "scores" else "trial_mask"]
     chunks = var.data.chunksize
     print(
-        f"chunks:      {chunks[0]:,} x {chunks[1]:,} ({var.data.npartitions} chunks, {var.dtype})"
+        f"chunks:      {chunks[0]:,} x {chunks[1]:,} ({var.data.npartitions} "
+        f"chunk{'s' * (var.data.npartitions > 1)}, {var.dtype})"
     )
     if kind == "key" and is_label_key(obj):
         n_tar = _count_label_targets(obj)

@@ -475,7 +475,8 @@ def _lost_workers(name: str, inputs: Sequence[da.Array] = ()) -> Iterator[None]:
     start = time.perf_counter()
     try:
         yield
-        chunks = f"{inputs[0].npartitions:,} chunks, " if inputs else ""
+        n = inputs[0].npartitions if inputs else 0
+        chunks = f"{n:,} chunk{'s' * (n > 1)}, " if inputs else ""
         _log.info("%s: %sdone in %.1f s", name, chunks, time.perf_counter() - start)
     except Exception as err:
         if not _lost_worker(err):

@@ -29,15 +29,16 @@ _ID_BAD = {
 }
 
 
-def _writable_ids(ids: Any, role: str, tabs: bool) -> np.ndarray:
-    """Ids as an object array of str; an id that would not read back is an error."""
+def _writable_ids(ids: Any, role: str, tabs: bool, path: Any) -> np.ndarray:
+    """Ids as an object array of str; an id that would not read back is an error naming the
+    output ``path``."""
     out = np.array([str(i) for i in np.asarray(ids, dtype=object).ravel()], dtype=object)
     bad = _ID_BAD[tabs]
     for i in (k for k, u in enumerate(out) if u == "" or bad.search(u)):
         why = "tabs, newlines, NUL" if tabs else "whitespace, NUL"
         raise TrialError(
-            f"{role} id {out[i]!r} cannot be written to a text file (empty, starts with '#', "
-            f"or contains {why} or a byte-order mark); use a zarr or HDF5 store"
+            f"{path}: {role} id {out[i]!r} cannot be written to a text file (empty, starts "
+            f"with '#', or contains {why} or a byte-order mark); use a zarr or HDF5 store"
         )
     return out
 
@@ -122,8 +123,8 @@ def write_text(obj: xr.Dataset, path: str | os.PathLike[str], *, header: bool = 
         raise TrialError(quality_object_refused("a text file"))
     validate(obj)
     sep = "\t" if header else " "
-    models = _writable_ids(obj.model.values, "model", header)
-    segments = _writable_ids(obj.segment.values, "segment", header)
+    models = _writable_ids(obj.model.values, "model", header, path)
+    segments = _writable_ids(obj.segment.values, "segment", header, path)
     ns = len(segments)
     if kind == "scores":
         score = obj.score.data
@@ -229,8 +230,8 @@ def _write_records(
     ``scores`` (one per record) if given, else as the list's kind says; ``why``: what an empty
     output means; ``header``: a NIST table (tabs, a header line)."""
     sep = "\t" if header else " "
-    models = _writable_ids(trials.models, "model", header)
-    segments = _writable_ids(trials.segments, "segment", header)
+    models = _writable_ids(trials.models, "model", header, path)
+    segments = _writable_ids(trials.segments, "segment", header, path)
     n = len(trials.values) if rows is None else rows.size
     if not n:
         raise TrialError(f"{path}: no trial to write{why}; nothing was written")
@@ -300,7 +301,7 @@ def write_quality_text(table: xr.DataArray, path: str | os.PathLike[str]) -> Non
     """
     if not isinstance(table, xr.DataArray) or table.dims != ("id", "measure"):
         raise TrialError("a quality table is a DataArray with dims ('id', 'measure')")
-    ids = _writable_ids(table.id.values, "quality", False)
+    ids = _writable_ids(table.id.values, "quality", False, path)
     values = np.asarray(table.values, dtype=np.float64)
     if np.isinf(values).any():
         raise TrialError("quality values must be finite or NaN (no quality)")
