@@ -77,7 +77,11 @@ ATTRS: dict[str, tuple[str, str]] = {
     "cllr": ("bits", "Cllr: the scores' cross-entropy as natural-log LLRs, 0 = perfect"),
     "min_cllr": ("bits", "minCllr: Cllr after the optimal monotone (PAV) calibration"),
     "cllr_cal": ("bits", "calibration loss cllr - min_cllr"),
-    "auc": (_P, "exact ROC AUC (Mann-Whitney, ties half), NaN when not determined"),
+    "auc": (
+        _P,
+        "exact ROC AUC (Mann-Whitney, ties half); NaN where the passes' bins leave it "
+        "between auc_low and auc_high: evaluate(exact_auc=True) computes it",
+    ),
     "auc_low": (_P, "lower bound on the exact AUC"),
     "auc_high": (_P, "upper bound on the exact AUC"),
     "auc_rocch": (_P, "area under the ROC convex hull"),
