@@ -317,7 +317,10 @@ def summary_metrics(
     the prior log-odds of ``priors`` (effective priors or operating points: :func:`stated_plo`)
     and ``sweep`` (:func:`plo_axis`). ``min_threshold`` is a score threshold
     that attains minDCF: the one that rejects exactly the bins before the minimizing ROCCH vertex
-    (:func:`roc.min_bayes_error_vertex`), i.e. the lowest score of the first accepted bin;
+    (:func:`roc.min_bayes_error_vertex`), i.e. the lowest value of the first accepted bin (its
+    lowest score where the bin was refined to one value, else its lower edge: a value between
+    two scores, which decides every trial alike, not necessarily a score itself, as
+    :func:`bosaris_dask.metrics.min_threshold`'s on arrays is);
     ``-inf`` when accepting everything is optimal, ``+inf`` when rejecting everything is. The
     DR30 points are looked for along ``sweep`` alone.
     """
