@@ -71,3 +71,33 @@ def test_fusion_shows_progress_bars_when_asked(capsys):
     obj = FusionObjective(fusion_data(key, systems), prior=0.5, progress=True)
     obj.evaluate(np.array([0.5, 0.5, 0.0]), "f")
     assert capsys.readouterr().err.count("100% Completed") == 1
+
+
+def test_the_objective_kernel_runs_the_blas_on_one_thread(monkeypatch):
+    """A quality fusion's offset was -1.4645764817984859 on the threaded scheduler and
+    -1.4645764817984845 on worker processes (whose BLAS distributed starts with one thread):
+    the kernel's products ran on the process's BLAS threads, which add in another order."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from bosaris_dask.objectives import kernel
+
+    seen = []
+    inner = kernel._class_sums
+
+    def spy(*args, **kwargs):
+        seen.extend(p["num_threads"] for p in threadpoolctl.threadpool_info()
+                    if p["user_api"] == "blas")  # fmt: skip
+        return inner(*args, **kwargs)
+
+    monkeypatch.setattr(kernel, "_class_sums", spy)
+    rng = np.random.default_rng(0)
+
+    def blas_threads():
+        return [p["num_threads"] for p in threadpoolctl.threadpool_info()
+                if p["user_api"] == "blas"]  # fmt: skip
+
+    before = blas_threads()
+    if max(before, default=1) < 2:
+        pytest.skip("this process's BLAS runs on one thread already")
+    LinearFuser().fit_arrays(rng.normal(1, 1, (500, 2)), rng.normal(-1, 1, (2000, 2)))
+    assert blas_threads() == before  # the process's own setting is back
+    assert seen and set(seen) == {1}

@@ -14,7 +14,7 @@ candidate bin) and find the same scores as in pass 1. It is proven, not hoped fo
   only: the same in any block shape, on any worker, with any number of BLAS threads, and it
   equals the exact cosine (of the prepared rows) to float32 rounding.
 
-The BLAS is pinned to one thread inside a task (via ``threadpoolctl`` when installed) so that
+The BLAS is pinned to one thread inside a task (via ``threadpoolctl``) so that
 dask's threads do not oversubscribe the cores; the bits do not depend on it. Rows are
 multiplied in strips of :data:`STRIP_ROWS` so the float64 intermediate stays small
 (``STRIP_ROWS x block columns x 8`` bytes). With ``device`` other than ``"cpu"`` the products

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from bosaris_dask.embeddings.kernel import pinned_blas
 from bosaris_dask.errors import OptionError
 
 #: Trials per slab inside a chunk kernel: bounds the per-trial feature matrix of a task.
@@ -234,6 +235,9 @@ def block_sums(
     ``(1, 1, L)`` float64 array: for targets then non-targets, what ``mode`` asks for (value,
     gradient, Hessian diagonal or upper triangle, or Hessian times ``v``), then the counts of
     targets, non-targets, trials without a score (dropped) and non-finite scores (an error).
+    The BLAS runs on one thread inside (:func:`~bosaris_dask.embeddings.kernel.pinned_blas`):
+    the sums are then the same bits on the threaded scheduler and on worker processes (whose
+    BLAS distributed starts with one thread).
 
     Examples
     --------
@@ -273,6 +277,7 @@ def block_sums(
             if not len(flat):
                 continue
             X = _features(slab, flat, n_cols, q_rows, q_cols, n)
-            sums = np.concatenate(_class_sums(X, y, theta, plo, mode, v))
+            with pinned_blas():  # a BLAS of several threads adds the products in another order
+                sums = np.concatenate(_class_sums(X, y, theta, plo, mode, v))
             out[which * length : (which + 1) * length] += sums
     return out[None, None, :]
