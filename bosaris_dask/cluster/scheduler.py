@@ -253,7 +253,10 @@ def _workers_ignore_ctrl_c() -> Iterator[None]:
     """Start worker processes with SIGINT ignored (a process inherits an ignored signal, and
     Python then leaves it so): a Ctrl-C in the terminal reaches every process of its group,
     and each worker printed its own KeyboardInterrupt traceback before this program said
-    "interrupted" and closed the cluster. (A Ctrl-C while the workers start waits for them.)"""
+    "interrupted" and closed the cluster. A Ctrl-C while the workers start is lost with them:
+    an ignored signal is discarded, not held (blocking SIGINT instead, as the standard library
+    starts its resource tracker, does not reach the workers: distributed starts them from
+    threads of its own, which do not block it)."""
     import signal
     import threading
 
