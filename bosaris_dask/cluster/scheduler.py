@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -240,7 +241,14 @@ def _start_local(stack, workers, threads_per_worker, memory_limit, dashboard, ti
     if memory_limit is not None:
         kwargs["memory_limit"] = memory_limit
     try:
-        with dask.config.set(worker_config(dashboard)), _workers_ignore_ctrl_c():
+        with (
+            dask.config.set(worker_config(dashboard)),
+            _workers_ignore_ctrl_c(),
+            warnings.catch_warnings(),
+        ):
+            # 8787 taken (another cluster): distributed serves on a free port, and says so in a
+            # warning of four lines; the dashboard's link, where shown, is the port it took
+            warnings.filterwarnings("ignore", "Port .* is already in use", UserWarning)
             local = LocalCluster(**kwargs)  # each worker's nanny copies the config
     except (OSError, TimeoutError) as exc:
         raise ClusterError(f"could not start a local dask cluster: {exc}") from exc
