@@ -1142,3 +1142,20 @@ def test_a_cluster_that_fails_to_close_is_not_left_to_the_exit_hook():
     NeverStarted._instances.add(cluster)
     _close_quietly(cluster)
     assert cluster not in NeverStarted._instances
+
+
+def test_a_taken_dashboard_port_gives_no_warning(recwarn):
+    """With the dashboard's port taken (another cluster's), distributed served on a free port
+    and printed a four-line UserWarning on every run."""
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    try:
+        with dask.config.set({"distributed.scheduler.dashboard.address": f":{port}"}):
+            with connect(cluster="local", workers=1, threads_per_worker=1, dashboard=True,
+                         announce=None) as client:  # fmt: skip
+                assert client.submit(sum, [1, 2]).result() == 3
+    finally:
+        taken.close()
+    assert not [w for w in recwarn if "already in use" in str(w.message)]
