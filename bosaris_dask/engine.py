@@ -392,6 +392,15 @@ def summarize(
         Key trials without a score, unless ``allow_missing``.
     MemoryLimitError
         The distributed workers' memory limits cannot hold the tasks (checked before pass 1).
+
+    Examples
+    --------
+    >>> from bosaris_dask.trials import make_key, make_scores
+    >>> key = make_key(["m1", "m2"], ["s1", "s2"], [[1, -1], [-1, 1]])
+    >>> scores = make_scores(["m1", "m2"], ["s1", "s2"], [[2.5, -1.0], [0.3, 1.5]])
+    >>> (summary,) = summarize(scores, key)
+    >>> summary.n_target, summary.n_nontarget, summary.passes
+    (2, 2, 1)
     """
     if isinstance(scores, xr.Dataset):
         scores = [scores]

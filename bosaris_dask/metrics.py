@@ -243,6 +243,18 @@ def evaluate(
         non-target trial.
     MissingTrialsError
         Key trials without a score (unless ``allow_missing``), naming a few.
+
+    Examples
+    --------
+    >>> from bosaris_dask.trials import make_key, make_scores
+    >>> key = make_key(["m1", "m2"], ["s1", "s2", "s3"], [[1, -1, -1], [-1, 1, -1]])
+    >>> scores = make_scores(["m1", "m2"], ["s1", "s2", "s3"],
+    ...                      [[2.5, -1.0, 0.3], [-0.5, 1.5, -2.0]])
+    >>> r = evaluate(scores, key, priors=[0.5, 0.01])
+    >>> int(r.n_target.item()), int(r.n_nontarget.item()), float(r.eer.item())
+    (2, 4, 0.0)
+    >>> round(float(r.cllr.item()), 4), operating_points(r).act_dcf.values.round(3).tolist()
+    (0.42, [[0.25, 1.0]])
     """
     cprimary_priors = np.atleast_1d(np.asarray(cprimary_priors, dtype=object)).tolist()
     conditions, by, resample = (one_or_many(x) for x in (conditions, by, resample))

@@ -69,6 +69,13 @@ class PAVCalibrator(JsonModel):
         The number of PAV blocks.
     counts_
         ``n_target``, ``n_nontarget`` (without pseudo-counts) and, when known, ``n_missing``.
+
+    Examples
+    --------
+    >>> pav = PAVCalibrator().fit_arrays(np.array([1.0, 2.0, 3.0, 2.5]),
+    ...                                  np.array([0.0, 1.5, -1.0, 0.5]))
+    >>> pav.n_blocks_, pav.transform_arrays(np.array([-1.0, 1.2, 3.0])).round(3).tolist()
+    (3, [-1.098, -0.0, 1.098])
     """
 
     kind = "pav"

@@ -108,6 +108,19 @@ class LinearFuser(JsonModel):
     result_
         The :class:`bosaris_dask.optimize.OptimizeResult` (not serialized; its ``x`` is in
         standardized scores where the fit ran on them, see :meth:`fit`).
+
+    Examples
+    --------
+    Two systems whose scores are each ``2 s - 2`` in natural-log LLRs (unit-variance classes
+    at 0 and 2) fuse with weights near 2 and an offset near -4:
+
+    >>> rng = np.random.default_rng(0)
+    >>> tar, non = rng.normal(2.0, 1.0, (200, 2)), rng.normal(0.0, 1.0, (800, 2))
+    >>> fuser = LinearFuser(prior=0.5).fit_arrays(tar, non)
+    >>> fuser.weights_.round(2).tolist(), round(fuser.offset_, 2), fuser.converged_
+    ([1.99, 2.11], -3.9, True)
+    >>> fuser.transform_arrays(np.array([[2.0, 2.0]])).round(1).tolist()
+    [4.3]
     """
 
     kind = "linear_fusion"
