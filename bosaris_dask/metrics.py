@@ -413,14 +413,26 @@ def evaluate_arrays(
 
 
 def act_dcf(tar: Any, non: Any, prior: float, *, normalize: bool = True) -> float:
-    """actDCF at an effective prior, treating scores as LLRs (threshold ``-logit(prior)``)."""
+    """actDCF at an effective prior, treating scores as LLRs (threshold ``-logit(prior)``).
+
+    Examples
+    --------
+    >>> act_dcf([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5, -2.0], 0.5)  # the non-target 1.5 accepted
+    0.5
+    """
     plo = _one_prior(prior, "act_dcf")
     act = act_rates(summary_from_arrays(tar, non), plo)["raw"]
     return float((act / dcf_normalizer(plo) if normalize else act)[0])
 
 
 def min_dcf(tar: Any, non: Any, prior: float, *, normalize: bool = True) -> float:
-    """minDCF at an effective prior (the best threshold, found on the ROC convex hull)."""
+    """minDCF at an effective prior (the best threshold, found on the ROC convex hull).
+
+    Examples
+    --------
+    >>> min_dcf([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5, -2.0], 0.5)
+    0.25
+    """
     plo = _one_prior(prior, "min_dcf")
     raw = roc.min_bayes_error(summary_from_arrays(tar, non).hull, plo)[0]
     return float((raw / dcf_normalizer(plo) if normalize else raw)[0])
@@ -435,7 +447,13 @@ def _one_prior(prior: Any, function: str) -> np.ndarray:
 
 
 def eer(tar: Any, non: Any) -> float:
-    """The ROCCH-EER of target and non-target scores."""
+    """The ROCCH-EER of target and non-target scores.
+
+    Examples
+    --------
+    >>> round(eer([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5, -2.0]), 4)
+    0.1429
+    """
     return roc.hull_eer(summary_from_arrays(tar, non).hull)
 
 
@@ -458,13 +476,25 @@ def prbep(tar: Any, non: Any) -> float:
 
 
 def cllr(tar: Any, non: Any) -> float:
-    """Cllr in bits, treating the scores as natural-log LLRs."""
+    """Cllr in bits, treating the scores as natural-log LLRs.
+
+    Examples
+    --------
+    >>> round(cllr([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5, -2.0]), 4)
+    0.6287
+    """
     return summary_cllr(summary_from_arrays(tar, non))
 
 
 def min_cllr(tar: Any, non: Any) -> float:
     """minCllr in bits: Cllr after the optimal monotone (PAV) calibration (never above
-    :func:`cllr`: the scores' own map is one of the monotone ones)."""
+    :func:`cllr`: the scores' own map is one of the monotone ones).
+
+    Examples
+    --------
+    >>> round(min_cllr([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5, -2.0]), 4)
+    0.2874
+    """
     summary = summary_from_arrays(tar, non)
     return min(roc.hull_min_cllr(summary.hull), summary_cllr(summary))
 
