@@ -483,7 +483,7 @@ def cllr(tar: Any, non: Any) -> float:
     >>> round(cllr([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5, -2.0]), 4)
     0.6287
     """
-    return summary_cllr(summary_from_arrays(tar, non))
+    return float(summary_cllr(summary_from_arrays(tar, non)))
 
 
 def min_cllr(tar: Any, non: Any) -> float:
@@ -496,7 +496,7 @@ def min_cllr(tar: Any, non: Any) -> float:
     0.2874
     """
     summary = summary_from_arrays(tar, non)
-    return min(roc.hull_min_cllr(summary.hull), summary_cllr(summary))
+    return float(min(roc.hull_min_cllr(summary.hull), summary_cllr(summary)))
 
 
 def min_threshold(tar: Any, non: Any, prior: float) -> float:
