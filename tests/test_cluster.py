@@ -1159,3 +1159,25 @@ def test_a_taken_dashboard_port_gives_no_warning(recwarn):
     finally:
         taken.close()
     assert not [w for w in recwarn if "already in use" in str(w.message)]
+
+
+def test_a_task_error_on_local_workers_prints_one_line_not_the_workers_log(tmp_path, capfd):
+    """A key code outside -1/0/1 found in a task: the worker logged "Compute Failed" and the
+    task's traceback (seven lines) before the command's own one-line error."""
+    import zarr
+
+    from bosaris_dask import io
+    from bosaris_dask.cli import main
+    from bosaris_dask.trials import make_key, make_scores
+
+    ids = (["m1", "m2"], ["s1", "s2"])
+    io.write(make_key(*ids, [[1, -1], [-1, 1]]), tmp_path / "key.zarr")
+    io.write(make_scores(*ids, [[2.0, -1.0], [0.5, 1.5]]), tmp_path / "s.zarr")
+    zarr.open_array(tmp_path / "key.zarr" / "trial_mask", mode="r+")[0, 1] = 7
+    argv = ["evaluate", "--key", str(tmp_path / "key.zarr"), "--scores", str(tmp_path / "s.zarr"),
+            "--cluster", "local", "--workers", "1", "--threads-per-worker", "1",
+            "--no-dashboard"]  # fmt: skip
+    assert main(argv) == 1
+    err = capfd.readouterr().err
+    assert "Compute Failed" not in err and "Traceback" not in err, err
+    assert "7" in err and "(m1, s2)" in err, err

@@ -253,7 +253,11 @@ def _start_local(stack, workers, threads_per_worker, memory_limit, dashboard, ti
     except (OSError, TimeoutError) as exc:
         raise ClusterError(f"could not start a local dask cluster: {exc}") from exc
     stack.callback(_close_quietly, local)
-    return _client(stack, timeout, "the local dask cluster", address=local)
+    client = _client(stack, timeout, "the local dask cluster", address=local)
+    from bosaris_dask.cluster.worker_logs import TaskErrorsToTheClient
+
+    client.register_plugin(TaskErrorsToTheClient())
+    return client
 
 
 @contextlib.contextmanager
