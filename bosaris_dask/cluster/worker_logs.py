@@ -19,7 +19,7 @@ class TaskErrorsToTheClient(WorkerPlugin):
     Examples
     --------
     >>> record = logging.LogRecord("distributed.worker", logging.ERROR, "", 0,
-    ...                            "Compute Failed\nKey: ...", None, None)
+    ...                            "Compute Failed", None, None)
     >>> _not_a_compute_failure(record)
     False
     """
