@@ -258,9 +258,8 @@ class QualityFuser(LinearFuser):
             self.iterations_ = 0
         self.linear_ = linear
         self.passes_ = self.linear_passes_
-        self.fit_warnings_ = list(
-            getattr(linear, "fit_warnings_", [])
-        )  # the quality stage's follow
+        # the linear stage's warnings, then the quality stage's
+        self.fit_warnings_ = list(getattr(linear, "fit_warnings_", []))
         weights, offset = linear._check_fitted()
         qm, qs = (cells.sides() if cells else  # the ids' quality
                   quality_sides(quality, key.model.values, key.segment.values))  # fmt: skip
