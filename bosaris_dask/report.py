@@ -209,7 +209,7 @@ def _fixed_lines(results: xr.Dataset, names: list[str], width: int, side: str) -
                 cells = [cells[0]] + ["n/a"] * 4
             note = _fixed_note(r, side, float(target))
             rows.append((name, cells, note))
-    wide = [max(11, *(len(cells[k]) for _, cells, _ in rows)) for k in range(len(cols))]
+    wide = [max([11, *(len(cells[k]) for _, cells, _ in rows)]) for k in range(len(cols))]
     lines = ["", title, f"{'system':<{width}}" + "".join(f"  {c:>{w}}" for c, w in
                                                          zip(cols, wide, strict=True))]  # fmt: skip
     for name, cells, note in rows:
