@@ -806,12 +806,21 @@ def test_a_comparison_with_missing_scores_says_it_is_not_paired_over_trials():
     holed["score_mask"] = (systems[1].score_mask.dims, mask)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _evaluate(key, [systems[0], holed], conditions=tables, bootstrap=40, seed=1,
-                  resample=["model.spk"], compare=True, allow_missing=True)  # fmt: skip
+        ds = _evaluate(key, [systems[0], holed], conditions=tables, bootstrap=40, seed=1,
+                       resample=["model.spk"], compare=True, allow_missing=True)  # fmt: skip
     said = [str(w.message) for w in caught if issubclass(w.category, BootstrapWarning)]
     assert said == ["the comparison pairs the resamples, not the trials: with missing scores "
                     "the systems are compared on different trials (key trials missing per "
                     "system: a 0, b 2)"]  # fmt: skip
+    from bosaris_dask.report import to_json_dict
+
+    # a JSON reader was not told (the warning only went to stderr)
+    (cmp,) = to_json_dict(ds)["comparisons"]
+    assert cmp["note"] == ("each system on its own scored trials (a misses 0 key trials, b 2): "
+                           "the resamples are paired, not the trials")  # fmt: skip
+    full = _evaluate(key, systems, conditions=tables, bootstrap=10, seed=1,
+                     resample=["model.spk"], compare=True)  # fmt: skip
+    assert "note" not in to_json_dict(full)["comparisons"][0]
 
 
 def test_the_table_header_says_one_side_and_poisson_draws():

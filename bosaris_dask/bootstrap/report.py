@@ -7,7 +7,8 @@ condition and are left out of its intervals (``"bootstrap_degenerate"``; the tab
 too); the document gets ``"bootstrap":
 {"resamples", "ci", "seed", "resample", "bins", "groups", "degenerate", "method",
 "pair_factor"}`` and, with
-``compare``, ``"comparisons": [{"first", "second", "eer": {"diff", "diff_ci", "p_first_better"},
+``compare``, ``"comparisons": [{"first", "second", ("note": where a system misses key
+trials, each is compared on its own scored trials), "eer": {"diff", "diff_ci", "p_first_better"},
 "cllr": ..., "min_cllr": ..., "operating_points": [{"prior", "act_dcf": {...}, "min_dcf":
 {...}}]}]``; with ``--by`` too, each comparison has ``"conditions": [{"by", "eer", ...,
 "operating_points"}]``, the same keys per condition.
@@ -85,6 +86,9 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
         for i, _ in enumerate(results.pair.values):
             item: dict[str, Any] = {"first": str(results.first.values[i]),
                                     "second": str(results.second.values[i])}  # fmt: skip
+            note = _own_trials_note(results, item["first"], item["second"])
+            if note:
+                item["note"] = note
             for name in METRICS:
                 item[name] = _compare(results, name, i)
             item["operating_points"] = [
@@ -104,6 +108,20 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
                 ]  # fmt: skip
             doc["comparisons"].append(item)
     return doc
+
+
+def _own_trials_note(results: xr.Dataset, first: str, second: str) -> str | None:
+    """What a comparison of systems that miss key trials (``allow_missing``) compares: each
+    system on the trials it scores, so the pair is of resamples, not of trials."""
+    if "n_missing" not in results:
+        return None
+    missing = [int(results.n_missing.sel(system=s)) for s in (first, second)]
+    if not any(missing):
+        return None
+    return (
+        f"each system on its own scored trials ({first} misses {missing[0]} key trials, "
+        f"{second} {missing[1]}): the resamples are paired, not the trials"
+    )
 
 
 def _compare(
