@@ -142,6 +142,9 @@ class _FakeClient:
     status = "running"
     dashboard_link = None
 
+    def register_plugin(self, plugin):  # a local cluster's worker-log plugin
+        pass
+
 
 class _FakeJobQueue:
     """Stands in for SLURMCluster/PBSCluster: records its arguments and what it was scaled to."""

@@ -60,7 +60,9 @@ def pinned_blas() -> Iterator[None]:
     BLAS thread counts are per process, not per thread, so concurrent tasks of a threaded
     scheduler share one pin: the first task in sets the limit, the last one out restores the
     original (nested ``threadpool_limits`` contexts in several threads would restore each
-    other's limits in the wrong order).
+    other's limits in the wrong order). A limit the main thread set with threadpoolctl and
+    has not restored keeps OpenBLAS (0.3.31 here) from taking a worker thread's pin: the BLAS
+    then runs on the main thread's count inside the tasks too.
     """
     try:
         from threadpoolctl import threadpool_limits
