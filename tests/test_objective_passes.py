@@ -79,6 +79,7 @@ def test_the_objective_kernel_runs_the_blas_on_one_thread():
     the kernel's products ran on the process's BLAS threads, which add in another order.
     Checked in a fresh process, as a command runs (a limit another test left set in this one's
     main thread keeps OpenBLAS from taking a worker thread's own)."""
+    import os
     import subprocess
     import sys
 
@@ -99,8 +100,10 @@ rng = np.random.default_rng(0)
 LinearFuser().fit_arrays(rng.normal(1, 1, (500, 2)), rng.normal(-1, 1, (2000, 2)))
 print(max(before, default=1), sorted(set(seen)), blas_threads() == before)
 """
+    two = {name: "2" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    env = {**os.environ, **two}  # (another test of this process may have set them to 1)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, check=True).stdout.split(maxsplit=1)  # fmt: skip
+                         timeout=120, check=True, env=env).stdout.split(maxsplit=1)  # fmt: skip
     if int(out[0]) < 2:
         pytest.skip("this machine's BLAS runs on one thread already")
     assert out[1].strip() == "[1] True"  # one thread inside; the process's own setting back
