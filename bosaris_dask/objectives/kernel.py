@@ -247,6 +247,19 @@ def block_sums(
     >>> np.allclose(out[0, 0], [np.logaddexp(0, -1), np.logaddexp(0, -1), 1, 1, 1, 0])
     True
     """
+    with pinned_blas():  # a BLAS of several threads adds the products in another order
+        return _block_sums(blocks, n_systems, quality, mode, theta, plo, v)
+
+
+def _block_sums(
+    blocks: tuple[np.ndarray, ...],
+    n_systems: int,
+    quality: bool,
+    mode: Mode,
+    theta: np.ndarray,
+    plo: float,
+    v: np.ndarray | None,
+) -> np.ndarray:
     k = n_systems
     scores, masks, cls = blocks[:k], blocks[k : 2 * k], blocks[2 * k]
     qm, qs = (blocks[2 * k + 1], blocks[2 * k + 2]) if quality else (None, None)
@@ -277,7 +290,6 @@ def block_sums(
             if not len(flat):
                 continue
             X = _features(slab, flat, n_cols, q_rows, q_cols, n)
-            with pinned_blas():  # a BLAS of several threads adds the products in another order
-                sums = np.concatenate(_class_sums(X, y, theta, plo, mode, v))
+            sums = np.concatenate(_class_sums(X, y, theta, plo, mode, v))
             out[which * length : (which + 1) * length] += sums
     return out[None, None, :]
