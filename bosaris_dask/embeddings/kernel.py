@@ -55,8 +55,8 @@ _pin_state: dict[str, Any] = {"depth": 0, "limiter": None}
 
 @contextlib.contextmanager
 def pinned_blas() -> Iterator[None]:
-    """Limit the BLAS to one thread while any task of this process is inside (no-op without
-    ``threadpoolctl``).
+    """Limit the BLAS to one thread while any task of this process is inside (threadpoolctl,
+    through one controller per process: :func:`_blas_controller`).
 
     BLAS thread counts are per process, not per thread, so concurrent tasks of a threaded
     scheduler share one pin: the first task in sets the limit, the last one out restores the
