@@ -11,16 +11,18 @@ __all__ = ["TaskErrorsToTheClient"]
 
 
 class TaskErrorsToTheClient(WorkerPlugin):
-    """Drop a worker's "Compute Failed" log record: the task's exception reaches the client,
-    which words it in one line (``bosaris-dask: error: ...``), and the record printed seven
-    lines of it first, on the same terminal. Other worker records (memory, lost connections)
-    are kept.
+    """Drop two of a local worker's log records, noise on the terminal it shares with the
+    command: "Compute Failed" (the task's exception reaches the client, which words it in one
+    line, ``bosaris-dask: error: ...``; the record printed seven lines of it first) and a
+    heartbeat that found the scheduler gone (a local cluster's scheduler lives in the
+    command's process: gone, it is closing, and the worker printed a 30-line traceback after
+    the error, in one run of four). Other worker records (memory, ...) are kept.
 
     Examples
     --------
     >>> record = logging.LogRecord("distributed.worker", logging.ERROR, "", 0,
     ...                            "Compute Failed", None, None)
-    >>> _not_a_compute_failure(record)
+    >>> _kept(record)
     False
     """
 
@@ -28,9 +30,12 @@ class TaskErrorsToTheClient(WorkerPlugin):
 
     def setup(self, worker: Any) -> None:
         worker_log = logging.getLogger("distributed.worker")
-        if _not_a_compute_failure not in worker_log.filters:
-            worker_log.addFilter(_not_a_compute_failure)
+        if _kept not in worker_log.filters:
+            worker_log.addFilter(_kept)
 
 
-def _not_a_compute_failure(record: logging.LogRecord) -> bool:
-    return not str(record.msg).startswith("Compute Failed")
+_NOISE = ("Compute Failed", "Failed to communicate with scheduler during heartbeat")
+
+
+def _kept(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith(_NOISE)
