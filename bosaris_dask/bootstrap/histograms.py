@@ -62,9 +62,9 @@ import numpy as np
 
 from bosaris_dask.bootstrap import fast_block
 from bosaris_dask.bootstrap.bins import Binning
-from bosaris_dask.embeddings.kernel import pinned_blas
 from bosaris_dask.errors import OptionError, ScoreError
 from bosaris_dask.passes import memory
+from bosaris_dask.passes.blas import pinned_blas
 from bosaris_dask.passes.keys import order_keys
 from bosaris_dask.passes.runner import Aggregation, run_pass
 

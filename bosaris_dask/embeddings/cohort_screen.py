@@ -48,8 +48,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from bosaris_dask.embeddings.kernel import pinned_blas
 from bosaris_dask.embeddings.rounding import exact_pairs, screen_factors
+from bosaris_dask.passes.blas import pinned_blas
 from bosaris_dask.passes.jit import compiled
 
 __all__ = ["SCREEN_ROWS", "screen_kernels", "screen_top", "row_norms"]

@@ -14,8 +14,9 @@ candidate bin) and find the same scores as in pass 1. It is proven, not hoped fo
   only: the same in any block shape, on any worker, with any number of BLAS threads, and it
   equals the exact cosine (of the prepared rows) to float32 rounding.
 
-The BLAS is pinned to one thread inside a task (via ``threadpoolctl``) so that
-dask's threads do not oversubscribe the cores; the bits do not depend on it. Rows are
+The BLAS is pinned to one thread inside a task
+(:func:`~bosaris_dask.passes.blas.pinned_blas`) so that dask's threads do not
+oversubscribe the cores; the bits do not depend on it. Rows are
 multiplied in strips of :data:`STRIP_ROWS` so the float64 intermediate stays small
 (``STRIP_ROWS x block columns x 8`` bytes). With ``device`` other than ``"cpu"`` the products
 run on an accelerator (:mod:`bosaris_dask.embeddings.device`) and are rounded here the same
@@ -34,59 +35,16 @@ array([[1. , 0.6],
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import threading
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 
 from bosaris_dask.embeddings.device import device_strips
 from bosaris_dask.embeddings.rounding import max_row_norm, round_products
+from bosaris_dask.passes.blas import pinned_blas
 
 #: Rows of a block multiplied at once (bounds the float64 intermediate).
 STRIP_ROWS = 1024
-
-
-_PIN_LOCK = threading.Lock()
-_pin_state: dict[str, Any] = {"depth": 0, "limiter": None}
-
-
-@contextlib.contextmanager
-def pinned_blas() -> Iterator[None]:
-    """Limit the BLAS to one thread while any task of this process is inside (threadpoolctl,
-    through one controller per process: :func:`_blas_controller`).
-
-    BLAS thread counts are per process, not per thread, so concurrent tasks of a threaded
-    scheduler share one pin: the first task in sets the limit, the last one out restores the
-    original (nested ``threadpool_limits`` contexts in several threads would restore each
-    other's limits in the wrong order). A limit the main thread set with threadpoolctl and
-    has not restored keeps OpenBLAS (0.3.31 here) from taking a worker thread's pin: the BLAS
-    then runs on the main thread's count inside the tasks too.
-    """
-    with _PIN_LOCK:
-        if _pin_state["depth"] == 0:
-            _pin_state["limiter"] = _blas_controller().limit(limits=1, user_api="blas")
-        _pin_state["depth"] += 1
-    try:
-        yield
-    finally:
-        with _PIN_LOCK:
-            _pin_state["depth"] -= 1
-            if _pin_state["depth"] == 0:
-                _pin_state["limiter"].restore_original_limits()
-                _pin_state["limiter"] = None
-
-
-@functools.cache
-def _blas_controller() -> Any:
-    """The process's threadpoolctl controller, found once: making one scans the loaded
-    libraries (1.6 ms; a fusion pass pinned its BLAS per slab and ran 4x slower), using it to
-    set a limit takes 13 us."""
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()
 
 
 def _host_strips(a: np.ndarray, b: np.ndarray, rows: int) -> Iterator[tuple[int, int, np.ndarray]]:

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bosaris_dask.embeddings.kernel import pinned_blas, score_block
+from bosaris_dask.embeddings.kernel import score_block
 from bosaris_dask.embeddings.rounding import (
     exact_pairs,
     product_bound,
@@ -56,6 +56,7 @@ from bosaris_dask.embeddings.screen import (
     bucket_lut,
     count_block,
 )
+from bosaris_dask.passes.blas import pinned_blas
 from bosaris_dask.passes.jit import compiled
 
 __all__ = [

@@ -45,8 +45,9 @@ import threading
 
 import numpy as np
 
-from bosaris_dask.embeddings.kernel import pinned_blas, score_block
+from bosaris_dask.embeddings.kernel import score_block
 from bosaris_dask.embeddings.rounding import exact_pairs, exact_round, product_bound, screen_factors
+from bosaris_dask.passes.blas import pinned_blas
 from bosaris_dask.passes.jit import compiled
 
 __all__ = [

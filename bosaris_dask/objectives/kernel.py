@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from bosaris_dask.embeddings.kernel import pinned_blas
 from bosaris_dask.errors import OptionError
+from bosaris_dask.passes.blas import pinned_blas
 
 #: Trials per slab inside a chunk kernel: bounds the per-trial feature matrix of a task.
 SLAB = 1 << 16
@@ -235,7 +235,7 @@ def block_sums(
     ``(1, 1, L)`` float64 array: for targets then non-targets, what ``mode`` asks for (value,
     gradient, Hessian diagonal or upper triangle, or Hessian times ``v``), then the counts of
     targets, non-targets, trials without a score (dropped) and non-finite scores (an error).
-    The BLAS runs on one thread inside (:func:`~bosaris_dask.embeddings.kernel.pinned_blas`):
+    The BLAS runs on one thread inside (:func:`~bosaris_dask.passes.blas.pinned_blas`):
     the sums are then the same bits on the threaded scheduler and on worker processes (whose
     BLAS distributed starts with one thread).
 
