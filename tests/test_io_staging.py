@@ -258,3 +258,93 @@ def test_realigning_once_equals_the_lazy_reindex(rows, cols, chunk, seed, dtype)
         np.testing.assert_array_equal(once[name].values, lazy[name].values)
     assert once.model.values.tolist() == new_m.tolist()
     assert once.segment.values.tolist() == new_s.tolist()
+
+
+# --------------------------------------------------------------------------------------------
+# in-memory inputs go to a cluster's workers once, not with every pass's graph
+# --------------------------------------------------------------------------------------------
+
+SIDE = 400  # 160,000 trials: float64 scores of 1.28 MB, over the 1 MiB from which they move
+
+
+@pytest.fixture(scope="module")
+def two_processes():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as local:
+        yield local
+
+
+@pytest.fixture(scope="module")
+def big_texts(tmp_path_factory):
+    rng = np.random.default_rng(21)
+    folder = tmp_path_factory.mktemp("texts")
+    codes = np.where(rng.random((SIDE, SIDE)) < 0.05, 1, -1).astype(np.int8)
+    score = rng.normal(size=(SIDE, SIDE)) + 2.0 * (codes == 1)
+    models, segments = _ids("m", SIDE), _ids("s", SIDE)
+    key = make_key(models, segments, codes)
+    scores = make_scores(models, segments, score, np.ones_like(codes, dtype=bool))
+    return bd.io.write(key, folder / "key.txt"), bd.io.write(scores, folder / "scores.txt")
+
+
+def _graph_warnings(record) -> list[str]:
+    return [str(w.message) for w in record if "Sending large graph" in str(w.message)]
+
+
+def test_text_inputs_are_sent_to_the_workers_once(big_texts, two_processes):
+    from distributed import Client
+
+    from bosaris_dask.io.staging import _in_memory_bytes, on_the_workers
+
+    key_path, scores_path = big_texts
+    with dask.config.set(scheduler="threads"):
+        expected = bd.evaluate(bd.io.read(scores_path), bd.io.read(key_path))
+    threshold = {"distributed.admin.large-graph-warning-threshold": "1MiB"}
+    with dask.config.set(threshold), Client(two_processes), pytest.warns() as record:
+        scores, key = on_the_workers((bd.io.read(scores_path), bd.io.read(key_path)))
+        assert _in_memory_bytes(scores.score.data) == 0  # on the workers: the graph names it
+        result = bd.evaluate(scores, key)
+        assert result.attrs["passes"] >= 2
+        import warnings
+
+        warnings.warn("a marker, so that the record is never empty", UserWarning, stacklevel=1)
+    # before, each pass sent the 1.44 MB of scores and mask again ("Sending large graph")
+    assert _graph_warnings(record) == []
+    xr.testing.assert_identical(result, expected)
+
+
+def test_cli_sends_text_inputs_read_before_the_cluster_once(big_texts, two_processes, capsys):
+    from bosaris_dask.cli import main
+
+    key_path, scores_path = big_texts
+    argv = ["evaluate", "--key", str(key_path), "--scores", str(scores_path), "-q"]
+    assert main([*argv, "--cluster", "threads"]) == 0
+    expected = capsys.readouterr().out
+    threshold = {"distributed.admin.large-graph-warning-threshold": "1MiB"}
+    with dask.config.set(threshold), pytest.warns() as record:
+        assert main([*argv, "--scheduler", two_processes.scheduler_address]) == 0
+        import warnings
+
+        warnings.warn("a marker, so that the record is never empty", UserWarning, stacklevel=1)
+    assert _graph_warnings(record) == []
+    assert capsys.readouterr().out == expected
+
+
+def test_scores_from_embeddings_stay_unwritten_on_a_cluster(two_processes):
+    # the walk persists matrices the graph holds whole, never a matrix computed from them
+    from distributed import Client
+
+    from bosaris_dask.embeddings import from_arrays, scores_from_embeddings
+    from bosaris_dask.io.staging import _in_memory_bytes, on_the_workers
+
+    rng = np.random.default_rng(5)
+    enrol = from_arrays(_ids("e", 3000), rng.normal(size=(3000, 64)))
+    test = from_arrays(_ids("t", 3000), rng.normal(size=(3000, 64)))
+    with Client(two_processes) as client:
+        scores = scores_from_embeddings(enrol, test)
+        held = _in_memory_bytes(scores.score.data)
+        kept = on_the_workers({"systems": [scores], "enrol": enrol}, client)
+        assert kept["systems"][0] is scores  # 36 MB of scores from 3 MB of embeddings
+        assert _in_memory_bytes(kept["enrol"].embedding.data) == 0  # the set itself moved
+        assert held >= 2 * 3000 * 64 * 8

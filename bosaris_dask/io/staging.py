@@ -1,6 +1,7 @@
-"""Staging data where every worker can read it: large text inputs as scratch-file memmaps, and
-scores in another id order than the key's realigned once (:func:`realign`; a lazy reindex
-shuffles every chunk with every other in every pass).
+"""Staging data where every worker can read it: large text inputs as scratch-file memmaps,
+in-memory inputs put on a cluster's workers once (:func:`on_the_workers`), and scores in
+another id order than the key's realigned once (:func:`realign`; a lazy reindex shuffles every
+chunk with every other in every pass).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import logging
 import os
 import socket
 import tempfile
+import warnings
 from typing import Any
 
 import dask
@@ -23,7 +25,7 @@ from bosaris_dask.progress import compute, current_client
 
 __all__ = [
     "realign", "scratch_directory", "check_staged_readable", "workers_off_this_host",
-    "SCRATCH_CONFIG",
+    "on_the_workers", "SCRATCH_CONFIG",
 ]  # fmt: skip
 
 _log = logging.getLogger("bosaris_dask.io")
@@ -222,3 +224,76 @@ def realign(
         len(chunks[0]) * len(chunks[1]),
     )
     return xr.Dataset(data_vars, coords=coords, attrs=dict(obj.attrs))
+
+
+#: Bytes of in-memory data from which a trial object is put on a cluster's workers once.
+PERSIST_FROM = 2**20
+
+
+def _in_memory_bytes(arr: da.Array) -> int:
+    """Bytes of numpy data held in ``arr``'s graph itself (a text or MAT file read into memory;
+    memmaps, zarr and HDF5 arrays are read by the tasks, not held).
+    """
+    total = 0
+    for layer in arr.__dask_graph__().layers.values():
+        if not layer.is_materialized():
+            continue
+        for value in layer.values():
+            value = getattr(value, "value", value)  # a dask DataNode holds its data so
+            if isinstance(value, np.ndarray) and not isinstance(value, np.memmap):
+                total += value.nbytes
+    return total
+
+
+def _held_in_graph(data: Any) -> bool:
+    """Whether ``data`` is a dask array made from at least its own size of in-memory data (a
+    text matrix, perhaps converted): persisted, it costs the workers no more than it costs the
+    graph. Scores computed from in-memory embeddings are not: their matrix is never stored.
+    """
+    if not isinstance(data, da.Array):
+        return False
+    held = _in_memory_bytes(data)
+    return held >= PERSIST_FROM and held >= data.nbytes
+
+
+def on_the_workers(obj: Any, client: Any = None) -> Any:
+    """``obj`` with its in-memory matrices put on the distributed client's workers once.
+
+    A text or MAT input is read into this process; its arrays sit in the graph of every pass,
+    and a distributed scheduler is sent them again with each pass (distributed warns "Sending
+    large graph"). Persisted, each pass's graph names them instead; they live as long as the
+    returned objects and the client (the CLI calls this once its cluster is up).
+
+    Only matrices no larger than the in-memory data in their graph are persisted: scores
+    computed from embeddings, a matrix larger than its embeddings, are not computed here.
+    Datasets are looked for in ``obj`` and in the tuples, lists and dicts it holds; anything
+    else comes back as it is, and so does everything without a distributed client
+    (:func:`current_client`) or under :data:`PERSIST_FROM` bytes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bosaris_dask.trials import make_scores
+    >>> scores = make_scores(["m"], ["s"], np.array([[1.0]]))
+    >>> on_the_workers(scores) is scores  # no client: nothing to do
+    True
+    """
+    client = client if client is not None else current_client()
+    if client is None:
+        return obj
+    if isinstance(obj, tuple | list):
+        return type(obj)(on_the_workers(item, client) for item in obj)
+    if isinstance(obj, dict):
+        return {name: on_the_workers(item, client) for name, item in obj.items()}
+    if not isinstance(obj, xr.Dataset):
+        return obj
+    names = [name for name, var in obj.data_vars.items() if _held_in_graph(var.data)]
+    if not names:
+        return obj
+    with warnings.catch_warnings():  # sent once here, which is what the warning asks for
+        warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
+        kept = client.persist([obj[name].data for name in names])
+    _log.debug("in-memory inputs put on the workers once: %s", ", ".join(names))
+    return obj.assign(
+        {name: obj[name].copy(data=data) for name, data in zip(names, kept, strict=True)}
+    )
