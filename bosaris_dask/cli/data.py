@@ -351,12 +351,24 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         paths = _write_simulation(key, systems, Path(args.out_dir), _progress(args))
         _say(args, f"wrote {', '.join(str(p) for p in paths)} "
                    f"in {time.perf_counter() - start:.1f} s")  # fmt: skip
-    rate = _count_label_targets(key) / (args.models * args.segments)
+    targets = _count_label_targets(key)
+    rate = targets / (args.models * args.segments)
     if not math.isclose(rate, args.target_rate, rel_tol=0.01):
-        print(f"warning: the target rate is {rate:.4g}, not the {args.target_rate:g} asked: "
-              f"the trials are dealt to round(1/{args.target_rate:g}) speakers",
+        print(f"warning: the target rate is {rate:.4g}, not the {args.target_rate:g} asked "
+              f"({targets:,} targets in {args.models * args.segments:,} trials): "
+              f"{_why_not(args.models, args.segments, args.target_rate)}",
               file=sys.stderr)  # fmt: skip
     return 0
+
+
+def _why_not(models: int, segments: int, target_rate: float) -> str:
+    """Why ``simulate`` cannot make ``target_rate`` of ``models x segments`` trials."""
+    speakers = max(1, round(1 / target_rate))
+    why = f"the ids are dealt in turn to round(1/{target_rate:g}) = {speakers:,} speakers"
+    if math.isclose(1 / speakers, target_rate, rel_tol=0.01):  # the speakers' shares are unequal
+        return (f"{why}, who get unequal shares unless the models and segments are multiples "
+                f"of {speakers:,}")  # fmt: skip
+    return f"{why}: with equal shares, a rate of 1/{speakers:,}"
 
 
 def _write_speaker_tables(key: Any, out: Path) -> list[Path]:
