@@ -341,17 +341,25 @@ def test_hdf5_non_standard_number_types_are_refused(tmp_path):
 @pytest.mark.parametrize(
     ("name", "value", "kind", "message"),
     [
-        ("trial_mask", 2, "ndx", "/trial_mask holds 2, expected 0, 1"),
-        ("trial_mask", 7, "key", "/trial_mask holds 7, expected -1, 0, 1"),
-        ("score_mask", 255, "scores", "/score_mask holds 255, expected 0, 1"),
+        (
+            "trial_mask",
+            2,
+            "ndx",
+            r"/trial_mask holds 2 at row 2, column 3 \(counted from 1\), "
+            "expected 0, 1",
+        ),
+        ("trial_mask", 7, "key", "/trial_mask holds 7 at row 2, column 3 .*, expected -1, 0, 1"),
+        ("score_mask", 255, "scores", "/score_mask holds 255 at row 2, column 3 .*, expected 0, 1"),
     ],
 )
 def test_hdf5_integer_masks_with_other_values_are_corrupt(tmp_path, name, value, kind, message):
+    # the first bad value is named where it is (the error named only the file)
     mask = NDX_MASK.astype(np.int8 if kind == "key" else np.uint8)
-    mask[1, 1] = value
+    mask[1, 2] = value
     extra = {"scores": SCORES} if kind == "scores" else {}
     path = _hand(tmp_path / f"{kind}.h5", {name: mask, **extra, **IDS})
     _store_error(path, message, compute=True, kind=kind)
+    _store_error(path, message, compute=True, kind=kind, chunks=(1, 2))  # in the last chunk
 
 
 def test_hdf5_corrupt_metadata_of_a_written_file_is_an_error(written_scores):

@@ -135,8 +135,12 @@ def _standard_type(path: Path, dset: h5py.Dataset) -> bool:
         raise StoreError(f"{path}: cannot read the type of {dset.name} ({exc})") from exc
 
 
-def _mask_values(x: np.ndarray, allowed: tuple[int, ...], where: str) -> np.ndarray:
-    """``x``, checked: an integer mask holding values other than ``allowed`` is corrupt."""
+def _mask_values(
+    x: np.ndarray, allowed: tuple[int, ...], where: str, block_info: Any = None
+) -> np.ndarray:
+    """``x``, checked: an integer mask holding values other than ``allowed`` is corrupt; the
+    first such value is named with its row and column in the file (``block_info``: dask's).
+    """
     if x.dtype.kind in "iu":
         lo, hi = min(allowed), max(allowed)
         if len(allowed) == hi - lo + 1 and (
@@ -146,8 +150,16 @@ def _mask_values(x: np.ndarray, allowed: tuple[int, ...], where: str) -> np.ndar
             return x  # a range of codes: two reductions, no temporaries (isin: 10x slower)
         bad = ~np.isin(x, allowed)
         if bad.any():
+            at = np.unravel_index(int(np.argmax(bad)), x.shape)
+            value = x[at].item()
+            if block_info is not None:  # the block's place in the whole matrix
+                at = tuple(a + lo for a, (lo, _) in zip(at, block_info[0]["array-location"],
+                                                        strict=True))  # fmt: skip
+            place = ", ".join(f"{axis} {i + 1:,}" for axis, i in zip(("row", "column"), at,
+                                                                     strict=False))  # fmt: skip
             raise StoreError(
-                f"{where} holds {x[bad][0]}, expected {', '.join(map(str, allowed))} (corrupt?)"
+                f"{where} holds {value} at {place} (counted from 1), expected "
+                f"{', '.join(map(str, allowed))} (corrupt?)"
             )
     return x
 
