@@ -556,6 +556,43 @@ def test_a_run_whose_workers_are_all_lost_ends_with_a_cluster_error():
     assert dask.config.get("distributed.comm.timeouts.connect")  # dask's config left whole
 
 
+def test_someone_elses_scheduler_losing_every_worker_ends_when_a_worker_timeout_is_given():
+    """Your own --scheduler whose workers all die mid-run (a walltime) waited forever: with
+    --worker-timeout, its tasks fail after it, and its setting is put back after the run."""
+    import threading
+
+    from distributed import LocalCluster
+
+    from bosaris_dask.progress import compute
+
+    def timeout_of(dask_scheduler):
+        return dask_scheduler.no_workers_timeout
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as theirs:  # fmt: skip
+        with dask.config.set({"distributed.scheduler.no-workers-timeout": None}):
+            theirs.scheduler.no_workers_timeout = None  # (as a scheduler without the setting)
+        address = theirs.scheduler_address
+        with connect(scheduler=address, announce=None) as client:  # not asked: theirs kept
+            assert client.run_on_scheduler(timeout_of) is None
+        start = time.monotonic()
+        with pytest.raises(
+            ClusterError, match=rf"^every worker of the dask scheduler at {address} was lost "
+            r"during the work and none came back within 1 s",
+        ):  # fmt: skip
+            with connect(scheduler=address, worker_timeout=1, announce=None) as client:
+                assert client.run_on_scheduler(timeout_of) == 1
+                threading.Timer(0.5, lambda: theirs.scale(0)).start()  # all workers gone
+                compute(da.ones(6, chunks=1).map_blocks(_slow).sum())
+        assert time.monotonic() - start < 30
+        assert theirs.scheduler.no_workers_timeout is None  # put back
+        theirs.scheduler.no_workers_timeout = 7.0  # a setting of theirs is theirs
+        theirs.scale(1)
+        with connect(scheduler=address, worker_timeout=1, announce=None) as client:
+            assert client.run_on_scheduler(timeout_of) == 7.0
+        assert theirs.scheduler.no_workers_timeout == 7.0
+
+
 def test_local_cluster_two_processes_matches_threads():
     x, dx = _data()
     expected = _threaded_sum(dx)

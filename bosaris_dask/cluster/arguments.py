@@ -98,7 +98,9 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--worker-timeout", type=_positive_float, metavar="SECONDS",
         help="how long to wait for the first worker, and for any worker once all are lost "
-        "mid-run on a cluster this program starts (default 600 for slurm/pbs, else 60)",
+        "mid-run on a cluster this program starts (default 600 for slurm/pbs, else 60); given "
+        "with --scheduler/--scheduler-file, that scheduler also fails the run's tasks after it "
+        "(for the run's duration, where its config sets no no-workers-timeout)",
     )  # fmt: skip
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from bosaris_dask.cluster.arguments import _memory_limit
 from bosaris_dask.cluster.hpc import _start_jobqueue, _start_mpi
+from bosaris_dask.cluster.no_workers import failing_without_workers, theirs_failing_without_workers
 from bosaris_dask.cluster.scheduler import (
     _JOBQUEUE_KINDS,
     CLUSTER_KINDS,
@@ -103,7 +104,9 @@ def connect(
         (default: dask's ``distributed.comm.timeouts.connect``, 30 s unless configured).
     worker_timeout
         Seconds to wait for the first worker (slurm/pbs jobs may queue: default 600; else 60),
-        and, on a scheduler started here, for any worker once all are lost during the work.
+        and for any worker once all are lost during the work: on a scheduler started here
+        always, on someone else's (``scheduler``, ``scheduler_file``) only when given, for as
+        long as the block runs (its ``no-workers-timeout`` is theirs otherwise).
     size_hint
         Number of trials of the job, used only by ``cluster=None`` to choose threads or local.
     announce
@@ -167,7 +170,7 @@ def connect(
     with stack:
         stack.enter_context(_log_levels_kept())  # left last: after the cluster has closed
         if kind in ("local", "mpi", *_JOBQUEUE_KINDS):  # a scheduler of ours
-            stack.enter_context(_failing_without_workers(wait))
+            stack.enter_context(failing_without_workers(wait))
         if kind == "address":
             where = f"the dask scheduler at {scheduler}"
             client = _client(stack, timeout, where, address=scheduler)
@@ -195,6 +198,8 @@ def connect(
 
         if kind in ("address", "file", "mpi", "slurm", "pbs"):
             _wait_for_workers(client, kind, wait, where, hopeless)
+        if kind in ("address", "file") and worker_timeout is not None:
+            stack.enter_context(theirs_failing_without_workers(client, worker_timeout, where))
         link = client.dashboard_link
         if dashboard and link:
             # A scheduler serves dashboard pages only where bokeh is installed (there: asked)
@@ -274,34 +279,6 @@ def _quiet_shutdown(client: Any, *, ours: bool) -> None:
     if ours:
         with contextlib.suppress(Exception):
             client.run(quiet)  # (a few ms: the workers are idle or cancelling)
-
-
-@contextlib.contextmanager
-def _failing_without_workers(wait: float) -> Iterator[None]:
-    """dask's config for a scheduler started in this block: tasks that wait ``wait`` seconds
-    with no worker to run them fail (``distributed.scheduler.no-workers-timeout``), so a run
-    whose workers are all lost ends instead of waiting forever; a value the user configured
-    is kept. The scheduler's log line per failed task is left out (:func:`connect` says it
-    once)."""
-    import logging
-
-    import dask
-    import distributed  # noqa: F401  (its config defaults first: set() would drop them after)
-
-    def not_a_timed_out_task(record: logging.LogRecord) -> bool:
-        return "marked as failed because it timed out waiting" not in record.getMessage()
-
-    key = "distributed.scheduler.no-workers-timeout"
-    logger = logging.getLogger("distributed.scheduler")
-    logger.addFilter(not_a_timed_out_task)
-    try:
-        if dask.config.get(key, None) is not None:
-            yield
-        else:
-            with dask.config.set({key: f"{wait}s"}):
-                yield
-    finally:
-        logger.removeFilter(not_a_timed_out_task)
 
 
 def connect_timeout() -> float:
