@@ -17,6 +17,7 @@ import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
+from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from bosaris_dask.errors import ClusterError, StoreError
 from bosaris_dask.io.compute import as_dask
@@ -226,49 +227,65 @@ def realign(
     return xr.Dataset(data_vars, coords=coords, attrs=dict(obj.attrs))
 
 
-#: Bytes of in-memory data from which a trial object is put on a cluster's workers once.
-PERSIST_FROM = 2**20
+#: Bytes of in-memory data in a matrix's graph from which they are sent to a cluster once.
+SCATTER_FROM = 2**20
+
+
+def _literal(value: Any) -> np.ndarray | None:
+    """The numpy data a graph holds as ``value`` (a memmap is read by its task: not held)."""
+    value = getattr(value, "value", value)  # a dask DataNode holds its data so
+    if isinstance(value, np.ndarray) and not isinstance(value, np.memmap):
+        return value
+    return None
+
+
+def _literal_layers(arr: da.Array) -> dict[str, dict[Any, np.ndarray]]:
+    """The layers of ``arr``'s graph that only hold numpy data (a text, MAT or npz file read
+    into memory), by name."""
+    found = {}
+    for name, layer in arr.__dask_graph__().layers.items():
+        if not layer.is_materialized():
+            continue  # e.g. blockwise work, or a store's reader: no data in the graph
+        values = {key: _literal(value) for key, value in layer.items()}
+        if values and all(v is not None for v in values.values()):
+            found[name] = values
+    return found
 
 
 def _in_memory_bytes(arr: da.Array) -> int:
-    """Bytes of numpy data held in ``arr``'s graph itself (a text or MAT file read into memory;
-    memmaps, zarr and HDF5 arrays are read by the tasks, not held).
-    """
-    total = 0
-    for layer in arr.__dask_graph__().layers.values():
-        if not layer.is_materialized():
-            continue
-        for value in layer.values():
-            value = getattr(value, "value", value)  # a dask DataNode holds its data so
-            if isinstance(value, np.ndarray) and not isinstance(value, np.memmap):
-                total += value.nbytes
-    return total
+    """Bytes of numpy data held in ``arr``'s graph itself."""
+    return sum(v.nbytes for layer in _literal_layers(arr).values() for v in layer.values())
 
 
-def _held_in_graph(data: Any) -> bool:
-    """Whether ``data`` is a dask array made from at least its own size of in-memory data (a
-    text matrix, perhaps converted): persisted, it costs the workers no more than it costs the
-    graph. Scores computed from in-memory embeddings are not: their matrix is never stored.
-    """
-    if not isinstance(data, da.Array):
-        return False
-    held = _in_memory_bytes(data)
-    return held >= PERSIST_FROM and held >= data.nbytes
+def _scattered(arr: da.Array, client: Any) -> da.Array:
+    """``arr`` whose graph names its in-memory data on the workers, sent there once now."""
+    layers = _literal_layers(arr)
+    data = {key: value for layer in layers.values() for key, value in layer.items()}
+    with warnings.catch_warnings():  # (sent once: what distributed's warnings ask for)
+        warnings.filterwarnings("ignore", "Large object of size", UserWarning)
+        futures = client.scatter(data, hash=False)
+    graph = arr.__dask_graph__()
+    new_layers = dict(graph.layers)
+    for name, layer in layers.items():
+        new_layers[name] = MaterializedLayer({key: futures[key] for key in layer})
+    return da.Array(HighLevelGraph(new_layers, graph.dependencies), arr.name, arr.chunks,
+                    meta=arr._meta)  # fmt: skip
 
 
 def on_the_workers(obj: Any, client: Any = None) -> Any:
-    """``obj`` with its in-memory matrices put on the distributed client's workers once.
+    """``obj`` with the in-memory data of its matrices sent to the distributed client's workers
+    once.
 
-    A text or MAT input is read into this process; its arrays sit in the graph of every pass,
-    and a distributed scheduler is sent them again with each pass (distributed warns "Sending
-    large graph"). Persisted, each pass's graph names them instead; they live as long as the
-    returned objects and the client (the CLI calls this once its cluster is up).
+    A text, MAT or npz input is read into this process; its data sit in the graph of every
+    pass, and a distributed scheduler is sent them again with each pass (distributed warns
+    "Sending large graph"). Scattered to the workers, the data are named by each pass's graph
+    instead; nothing is computed. They live as long as the returned objects and the client (the
+    CLI calls this once its cluster is up). Scores from in-memory embeddings are left as they
+    are: the passes compute them through their screens, whose graphs hold the embeddings.
 
-    Only matrices no larger than the in-memory data in their graph are persisted: scores
-    computed from embeddings, a matrix larger than its embeddings, are not computed here.
     Datasets are looked for in ``obj`` and in the tuples, lists and dicts it holds; anything
     else comes back as it is, and so does everything without a distributed client
-    (:func:`current_client`) or under :data:`PERSIST_FROM` bytes.
+    (:func:`current_client`) or with under :data:`SCATTER_FROM` bytes in memory.
 
     Examples
     --------
@@ -287,13 +304,16 @@ def on_the_workers(obj: Any, client: Any = None) -> Any:
         return {name: on_the_workers(item, client) for name, item in obj.items()}
     if not isinstance(obj, xr.Dataset):
         return obj
-    names = [name for name, var in obj.data_vars.items() if _held_in_graph(var.data)]
-    if not names:
+    from bosaris_dask.passes.screening import screen_of
+
+    moved = {
+        name: obj[name].copy(data=_scattered(var.data, client))
+        for name, var in obj.data_vars.items()
+        if isinstance(var.data, da.Array)
+        and screen_of(var.data) is None  # (the passes read a screened array through its screen)
+        and _in_memory_bytes(var.data) >= SCATTER_FROM
+    }
+    if not moved:
         return obj
-    with warnings.catch_warnings():  # sent once here, which is what the warning asks for
-        warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
-        kept = client.persist([obj[name].data for name in names])
-    _log.debug("in-memory inputs put on the workers once: %s", ", ".join(names))
-    return obj.assign(
-        {name: obj[name].copy(data=data) for name, data in zip(names, kept, strict=True)}
-    )
+    _log.debug("in-memory data sent to the workers once: %s", ", ".join(moved))
+    return obj.assign(moved)
