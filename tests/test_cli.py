@@ -147,6 +147,22 @@ def test_info_reports_counts(small_set):
     assert "derived from class labels" in result.stdout
 
 
+def test_info_of_an_id_class_table_says_what_it_may_be(tmp_path, capsys):
+    # an 'id class' table reads as an ndx of one trial per id: info said only "kind: ndx"
+    from bosaris_dask.cli import main
+
+    table = tmp_path / "enrol_classes.txt"
+    table.write_text("".join(f"e{i} spk{i % 3}\n" for i in range(9)))
+    assert main(["info", str(table)]) == 0
+    out = capsys.readouterr().out
+    assert "kind:        ndx" in out and "trials:      9\n" in out
+    assert "if this is an 'id class' table, it is read by --enrol-classes/--test-classes" in out
+    trials = tmp_path / "trials.txt"  # a list with a model of two trials: no such note
+    trials.write_text("m1 s1\nm1 s2\nm2 s1\n")
+    assert main(["info", str(trials)]) == 0
+    assert "note:" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     "command",
     ["convert", "info", "simulate", "evaluate", "plot", "calibrate", "fuse", "apply", "demo"],

@@ -291,7 +291,12 @@ def _print_info(args: argparse.Namespace, obj: Any) -> None:
             print(f"note:        no non-targets: {_SIGNED_NDX}")
     else:
         name = "trial_mask" if kind == "ndx" else "score_mask"
-        print(f"trials:      {int(compute(obj[name].data.sum(), progress=_progress(args))):,}")
+        n = int(compute(obj[name].data.sum(), progress=_progress(args)))
+        print(f"trials:      {n:,}")
+        if kind == "ndx" and n == n_m > n_s and io.detect_format(args.path) == "text":
+            print("note:        one segment per model, fewer segments than models: if this is "
+                  "an 'id class' table, it is read by --enrol-classes/--test-classes (info "
+                  "reads it as a trial list)")  # fmt: skip
     if args.key:
         _print_coverage(obj, args.key)
 
