@@ -341,19 +341,13 @@ def test_hdf5_non_standard_number_types_are_refused(tmp_path):
 @pytest.mark.parametrize(
     ("name", "value", "kind", "message"),
     [
-        (
-            "trial_mask",
-            2,
-            "ndx",
-            r"/trial_mask holds 2 at row 2, column 3 \(counted from 1\), "
-            "expected 0, 1",
-        ),
-        ("trial_mask", 7, "key", "/trial_mask holds 7 at row 2, column 3 .*, expected -1, 0, 1"),
-        ("score_mask", 255, "scores", "/score_mask holds 255 at row 2, column 3 .*, expected 0, 1"),
+        ("trial_mask", 2, "ndx", r"/trial_mask holds 2 at trial \(m2, s3\), expected 0, 1"),
+        ("trial_mask", 7, "key", r"/trial_mask holds 7 at trial \(m2, s3\), expected -1, 0, 1"),
+        ("score_mask", 255, "scores", r"/score_mask holds 255 at trial \(m2, s3\), expected 0, 1"),
     ],
 )
 def test_hdf5_integer_masks_with_other_values_are_corrupt(tmp_path, name, value, kind, message):
-    # the first bad value is named where it is (the error named only the file)
+    # the first bad value's trial is named (the error named only the file)
     mask = NDX_MASK.astype(np.int8 if kind == "key" else np.uint8)
     mask[1, 2] = value
     extra = {"scores": SCORES} if kind == "scores" else {}

@@ -136,10 +136,10 @@ def _standard_type(path: Path, dset: h5py.Dataset) -> bool:
 
 
 def _mask_values(
-    x: np.ndarray, allowed: tuple[int, ...], where: str, block_info: Any = None
+    x: np.ndarray, allowed: tuple[int, ...], path: str, name: str, block_info: Any = None
 ) -> np.ndarray:
-    """``x``, checked: an integer mask holding values other than ``allowed`` is corrupt; the
-    first such value is named with its row and column in the file (``block_info``: dask's).
+    """``x``, a block of ``path``'s ``/name`` (``block_info``: dask's), checked: an integer mask
+    holding values other than ``allowed`` is corrupt; the first such value's trial is named.
     """
     if x.dtype.kind in "iu":
         lo, hi = min(allowed), max(allowed)
@@ -150,16 +150,14 @@ def _mask_values(
             return x  # a range of codes: two reductions, no temporaries (isin: 10x slower)
         bad = ~np.isin(x, allowed)
         if bad.any():
-            at = np.unravel_index(int(np.argmax(bad)), x.shape)
-            value = x[at].item()
+            i, j = np.unravel_index(int(np.argmax(bad)), x.shape)
+            value = x[i, j].item()
             if block_info is not None:  # the block's place in the whole matrix
-                at = tuple(a + lo for a, (lo, _) in zip(at, block_info[0]["array-location"],
-                                                        strict=True))  # fmt: skip
-            place = ", ".join(f"{axis} {i + 1:,}" for axis, i in zip(("row", "column"), at,
-                                                                     strict=False))  # fmt: skip
+                (r0, _), (c0, _) = block_info[0]["array-location"]
+                i, j = i + r0, j + c0
             raise StoreError(
-                f"{where} holds {value} at {place} (counted from 1), expected "
-                f"{', '.join(map(str, allowed))} (corrupt?)"
+                f"{path}: /{name} holds {value} at trial {_trial_ids(path, int(i), int(j))}, "
+                f"expected {', '.join(map(str, allowed))} (corrupt?)"
             )
     return x
 
@@ -395,7 +393,7 @@ def _lazy(
         out = out.astype(out.dtype.newbyteorder("="))
     if allowed is None or dset.dtype.kind not in "iu":
         return out
-    return out.map_blocks(_mask_values, allowed, f"{path}: /{name}", dtype=out.dtype)
+    return out.map_blocks(_mask_values, allowed, os.fspath(path), name, dtype=out.dtype)
 
 
 def read_hdf5(
