@@ -92,6 +92,14 @@ def current_client() -> Any | None:
     return None
 
 
+def _named_on_the_workers(x: Any, client: Any) -> Any:
+    """``x`` naming the in-memory data already sent to ``client``'s workers
+    (:mod:`bosaris_dask.io.scattered`) instead of holding them."""
+    from bosaris_dask.io.scattered import named
+
+    return named(x, client)
+
+
 def _run_here(run: Any, objs: tuple[Any, ...]) -> tuple[Any, ...]:
     """``run(*objs)`` (``dask.compute`` or ``dask.persist``) without a client: the threads are
     a pool of this call's own (``num_workers`` from dask's config, else the CPU count), drained
@@ -137,6 +145,7 @@ def compute(x: Any, *, progress: bool | None = False) -> Any:
 
         with ProgressBar(out=sys.stderr, dt=0.5):
             return _compute_here((x,))[0]
+    x = _named_on_the_workers(x, client)
     if not progress:
         return dask.compute(x)[0]
     from distributed import progress as distributed_progress
@@ -165,6 +174,7 @@ def compute_and_keep(keep: Any, x: Any, *, progress: bool | None = False) -> tup
         # persisted with keep in one go, then gathered: one graph, optimized as one, so the
         # tasks they share run once. (Persisting keep alone, then computing x, fused keep's
         # tasks into x's under other keys: every chunk was read and selected twice.)
+        keep, x = _named_on_the_workers((keep, x), client)
         parts = x if isinstance(x, tuple) else (x,)
         kept, *rest = client.persist([keep, *parts])
         value = compute(tuple(rest), progress=progress)
@@ -185,6 +195,7 @@ def persist(*xs: Any) -> tuple[Any, ...]:
     >>> kept.chunks, int(kept.sum().compute(scheduler="sync"))
     (((2, 2),), 10)
     """
-    if current_client() is not None:
-        return tuple(dask.persist(*xs))
+    client = current_client()
+    if client is not None:
+        return tuple(dask.persist(*_named_on_the_workers(xs, client)))
     return _run_here(dask.persist, xs)

@@ -331,21 +331,38 @@ def test_cli_sends_text_inputs_read_before_the_cluster_once(big_texts, two_proce
     assert capsys.readouterr().out == expected
 
 
-def test_embedding_sets_move_and_their_scores_stay_lazy(two_processes):
-    # the data move, nothing is computed; scores from embeddings are left to their screens
+def test_scores_from_embeddings_send_their_embeddings_once(two_processes):
+    # the embeddings move, nothing is computed; the screens that compute the scores in each
+    # pass build graphs of their own from the embeddings, which name the workers' copies too
     from distributed import Client
 
     from bosaris_dask.embeddings import from_arrays, scores_from_embeddings
+    from bosaris_dask.io.scattered import forget, named
     from bosaris_dask.io.staging import _in_memory_bytes, on_the_workers
 
     rng = np.random.default_rng(5)
-    enrol = from_arrays(_ids("e", 3000), rng.normal(size=(3000, 64)))
-    test = from_arrays(_ids("t", 3000), rng.normal(size=(3000, 64)))
-    with Client(two_processes) as client:
-        scores = scores_from_embeddings(enrol, test)
-        assert _in_memory_bytes(scores.score.data) >= 2 * 3000 * 64 * 8
-        kept = on_the_workers({"systems": [scores], "enrol": enrol}, client)
-        assert kept["systems"][0] is scores
-        moved = kept["enrol"].embedding.data
-        assert _in_memory_bytes(moved) == 0 and moved.name == enrol.embedding.data.name
-        np.testing.assert_array_equal(moved.compute(), enrol.embedding.values)
+    spk = np.arange(1500) % 50
+    centres = rng.normal(size=(50, 64))
+    enrol = from_arrays(_ids("e", 1500), centres[spk] + rng.normal(size=(1500, 64)))
+    test = from_arrays(_ids("t", 1500), centres[spk] + rng.normal(size=(1500, 64)))
+    key = make_key(_ids("e", 1500), _ids("t", 1500),
+                   np.where(spk[:, None] == spk[None, :], 1, -1))  # fmt: skip
+    scores = scores_from_embeddings(enrol, test, chunks=(500, 500))
+    with dask.config.set(scheduler="threads"):
+        expected = bd.evaluate(scores, key)
+    threshold = {"distributed.admin.large-graph-warning-threshold": "1MiB"}
+    with dask.config.set(threshold), Client(two_processes) as client, pytest.warns() as record:
+        assert _in_memory_bytes(scores.score.data) >= 2 * 1500 * 64 * 8  # 1.5 MB
+        kept = on_the_workers({"systems": [scores], "enrol": enrol, "key": key}, client)
+        assert _in_memory_bytes(kept["systems"][0].score.data) == 0
+        assert _in_memory_bytes(kept["enrol"].embedding.data) == 0
+        assert _in_memory_bytes(named(scores.score.data, client)) == 0  # a later graph too
+        np.testing.assert_array_equal(kept["enrol"].embedding.values, enrol.embedding.values)
+        result = bd.evaluate(kept["systems"][0], kept["key"])
+        forget(client)
+        assert _in_memory_bytes(named(scores.score.data, client)) > 0
+        import warnings
+
+        warnings.warn("a marker, so that the record is never empty", UserWarning, stacklevel=1)
+    assert _graph_warnings(record) == []  # each pass sent the 1.5 MB again before
+    xr.testing.assert_identical(result, expected)

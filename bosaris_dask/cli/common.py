@@ -49,12 +49,17 @@ def _opened(
     worth starting. Under MPI every rank runs the command: the inputs are opened only on the
     client rank, inside the cluster.
     """
+    from bosaris_dask.io.scattered import forget
     from bosaris_dask.io.staging import on_the_workers
 
     loaded = None if args.cluster == "mpi" else open_inputs()
     with _cluster(args, size_hint=None if loaded is None else size(loaded)) as client:
-        # in-memory inputs (text, MAT) go to the workers once, not with every pass's graph
-        yield on_the_workers(open_inputs() if loaded is None else loaded, client)
+        # in-memory inputs (text, MAT, npz) go to the workers once, not with every pass's graph
+        try:
+            yield on_the_workers(open_inputs() if loaded is None else loaded, client)
+        finally:
+            if client is not None:
+                forget(client)
 
 
 def _load(

@@ -17,7 +17,6 @@ import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
-from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from bosaris_dask.errors import ClusterError, StoreError
 from bosaris_dask.io.compute import as_dask
@@ -258,18 +257,18 @@ def _in_memory_bytes(arr: da.Array) -> int:
 
 
 def _scattered(arr: da.Array, client: Any) -> da.Array:
-    """``arr`` whose graph names its in-memory data on the workers, sent there once now."""
+    """``arr`` whose graph names its in-memory data on the workers, sent there once now (and
+    recorded, so that other graphs holding the same data name them too: :mod:`.scattered`)."""
+    from bosaris_dask.io import scattered
+
     layers = _literal_layers(arr)
     data = {key: value for layer in layers.values() for key, value in layer.items()}
     with warnings.catch_warnings():  # (sent once: what distributed's warnings ask for)
         warnings.filterwarnings("ignore", "Large object of size", UserWarning)
         futures = client.scatter(data, hash=False)
-    graph = arr.__dask_graph__()
-    new_layers = dict(graph.layers)
     for name, layer in layers.items():
-        new_layers[name] = MaterializedLayer({key: futures[key] for key in layer})
-    return da.Array(HighLevelGraph(new_layers, graph.dependencies), arr.name, arr.chunks,
-                    meta=arr._meta)  # fmt: skip
+        scattered.remember(client, name, {key: futures[key] for key in layer})
+    return scattered.named(arr, client)
 
 
 def on_the_workers(obj: Any, client: Any = None) -> Any:
@@ -279,9 +278,10 @@ def on_the_workers(obj: Any, client: Any = None) -> Any:
     A text, MAT or npz input is read into this process; its data sit in the graph of every
     pass, and a distributed scheduler is sent them again with each pass (distributed warns
     "Sending large graph"). Scattered to the workers, the data are named by each pass's graph
-    instead; nothing is computed. They live as long as the returned objects and the client (the
-    CLI calls this once its cluster is up). Scores from in-memory embeddings are left as they
-    are: the passes compute them through their screens, whose graphs hold the embeddings.
+    instead, and by any graph the package computes later that holds the same data (e.g. the
+    screens that compute scores from embeddings: :mod:`~bosaris_dask.io.scattered`); nothing is
+    computed. They live as long as the client, or until
+    :func:`bosaris_dask.io.scattered.forget` (the CLI calls both once its cluster is up).
 
     Datasets are looked for in ``obj`` and in the tuples, lists and dicts it holds; anything
     else comes back as it is, and so does everything without a distributed client
@@ -304,15 +304,16 @@ def on_the_workers(obj: Any, client: Any = None) -> Any:
         return {name: on_the_workers(item, client) for name, item in obj.items()}
     if not isinstance(obj, xr.Dataset):
         return obj
-    from bosaris_dask.passes.screening import screen_of
+    from bosaris_dask.io.scattered import named
 
-    moved = {
-        name: obj[name].copy(data=_scattered(var.data, client))
-        for name, var in obj.data_vars.items()
-        if isinstance(var.data, da.Array)
-        and screen_of(var.data) is None  # (the passes read a screened array through its screen)
-        and _in_memory_bytes(var.data) >= SCATTER_FROM
-    }
+    moved = {}
+    for name, var in obj.data_vars.items():
+        if isinstance(var.data, da.Array):
+            data = named(var.data, client)  # (data already sent, e.g. with another object)
+            if _in_memory_bytes(data) >= SCATTER_FROM:
+                data = _scattered(data, client)
+            if data is not var.data:
+                moved[name] = var.copy(data=data)
     if not moved:
         return obj
     _log.debug("in-memory data sent to the workers once: %s", ", ".join(moved))
