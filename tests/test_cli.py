@@ -147,6 +147,28 @@ def test_info_reports_counts(small_set):
     assert "derived from class labels" in result.stdout
 
 
+@pytest.mark.parametrize("option", ["--json", "--model-out"])
+def test_an_output_that_would_replace_a_directory_is_refused_before_the_work(
+    small_set, tmp_path, capsys, option
+):
+    # a folder (or a zarr store) given where a JSON file goes was refused only once the
+    # evaluation had run and printed its table
+    from bosaris_dask.cli import main
+
+    key, scores = str(small_set / "key.zarr"), str(small_set / "system-1.zarr")
+    command = ["evaluate"] if option == "--json" else ["calibrate"]
+    for target, says in [
+        (tmp_path / "results", "it is a directory that is not a zarr store"),
+        (small_set / "system-2.zarr", "it is a zarr store (a directory)"),
+    ]:
+        target.mkdir(exist_ok=True)
+        argv = [*command, "--key", key, "--scores", scores, option, str(target), "-q"]
+        assert main([*argv, "--cluster", "threads"]) == 1
+        captured = capsys.readouterr()
+        assert captured.out == "" and f"cannot write {target}: {says}" in captured.err
+    assert (small_set / "system-2.zarr" / "zarr.json").exists()  # left whole
+
+
 def test_info_of_an_id_class_table_says_what_it_may_be(tmp_path, capsys):
     # an 'id class' table reads as an ndx of one trial per id: info said only "kind: ndx"
     from bosaris_dask.cli import main

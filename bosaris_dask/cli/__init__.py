@@ -78,6 +78,8 @@ def _one_line_warnings() -> Iterator[None]:
 
 #: The options (``args`` names) that name an output file or store.
 _OUTPUTS = ("json", "out", "model_out", "quality_out", "output")
+#: ... those always a file.
+_FILE_OUTPUTS = ("json", "model_out")
 
 
 def _check_output_folders(args: argparse.Namespace) -> None:
@@ -89,7 +91,7 @@ def _check_output_folders(args: argparse.Namespace) -> None:
         path = getattr(args, name, None)
         if not isinstance(path, str) or "://" in path or (args.command, name) == ("plot", "out"):
             continue  # (plot checks its image's path itself: check_plot_path)
-        check_folder(path)  # as the write would, but before the work
+        check_folder(path, file=name in _FILE_OUTPUTS)  # as the write would, before the work
         if name in ("out", "output") and args.command in _TRIAL_WRITERS:
             from bosaris_dask.io import _write_format
 

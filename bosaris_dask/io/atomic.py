@@ -39,11 +39,15 @@ def _sibling(final: Path, tag: str) -> Path:
     return final.with_name(f".{name}{tag}{uuid.uuid4().hex[:12]}")
 
 
-def check_folder(path: str | os.PathLike[str]) -> None:
-    """A StoreError unless the folder an output ``path`` goes in exists."""
+def check_folder(path: str | os.PathLike[str], *, file: bool = False) -> None:
+    """A StoreError unless the folder an output ``path`` goes in exists, and unless writing
+    there could replace what is there: a directory that is no zarr store, or (``file``: the
+    output is a file, e.g. JSON) any directory. Called before the work; the write checks again.
+    """
     parent = Path(path).parent
     if not parent.is_dir():
         raise StoreError(f"cannot write {path}: directory {parent} does not exist")
+    _check_replaceable(Path(path), file=file)
 
 
 def remove_path(path: str | os.PathLike[str]) -> None:
@@ -104,10 +108,10 @@ def is_zarr_store(path: Path) -> bool:
     return any((path / name).exists() for name in ("zarr.json", ".zgroup", ".zarray"))
 
 
-def _check_replaceable(final: Path, tmp: Path | None = None) -> None:
+def _check_replaceable(final: Path, *, file: bool = False) -> None:
     """A StoreError where writing ``final`` would delete a directory that is not an output of
     the same kind: one that is no zarr store (someone's folder, whatever its name), or a store
-    that a file (``tmp``, once written) would replace."""
+    that a ``file`` would replace."""
     if not final.is_dir() or final.is_symlink():
         return
     if not is_zarr_store(final):
@@ -115,7 +119,7 @@ def _check_replaceable(final: Path, tmp: Path | None = None) -> None:
             f"cannot write {final}: it is a directory that is not a zarr store, and writing "
             "would delete it; remove it yourself or write elsewhere"
         )
-    if tmp is not None and not tmp.is_dir():
+    if file:
         raise StoreError(
             f"cannot write {final}: it is a zarr store (a directory), and writing this file "
             "there would delete it; remove it yourself or write elsewhere"
@@ -194,7 +198,6 @@ def atomic_paths(final_paths: Sequence[str | os.PathLike[str]]) -> Iterator[list
         if len(os.fsencode(final.name)) > _NAME_MAX - len(f".{_TMP}") - 12:
             raise StoreError(f"cannot write {final}: its name is too long for the hidden "
                              f"temporary beside it (at most {_NAME_MAX - 18} bytes)")  # fmt: skip
-        _check_replaceable(final)
         remove_stale(final)  # what killed writers of this output left, an hour old or more
     tmps = [_sibling(final, _TMP) for final in finals]
     swapped: list[tuple[Path, Path | None, bool]] = []  # (in place, previous one, existed)
@@ -203,7 +206,7 @@ def atomic_paths(final_paths: Sequence[str | os.PathLike[str]]) -> Iterator[list
         for tmp, final in zip(tmps, finals, strict=True):
             if not tmp.exists():
                 raise StoreError(f"nothing was written for {final}")
-            _check_replaceable(final, tmp)
+            _check_replaceable(final, file=not tmp.is_dir())
         if config.get("fsync"):
             for tmp in tmps:
                 _fsync_tree(tmp)
