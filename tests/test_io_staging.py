@@ -110,12 +110,14 @@ def texts(tmp_path):
     return tmp_path / "key.txt", tmp_path / "scores.txt"
 
 
+def _local_cluster(**options):
+    distributed = pytest.importorskip("distributed")
+    return distributed.LocalCluster(threads_per_worker=1, dashboard_address=None, **options)
+
+
 @pytest.fixture
 def cluster():
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
-    ) as local:
+    with _local_cluster(n_workers=1, processes=False) as local:
         yield local
 
 
@@ -269,10 +271,7 @@ SIDE = 400  # 160,000 trials: float64 scores of 1.28 MB, over the 1 MiB from whi
 
 @pytest.fixture(scope="module")
 def two_processes():
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as local:
+    with _local_cluster(n_workers=2, processes=True) as local:
         yield local
 
 
