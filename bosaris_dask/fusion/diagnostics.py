@@ -22,18 +22,28 @@ from bosaris_dask.inputs import names_or_default
 from bosaris_dask.objectives import align_inputs, check_prior
 from bosaris_dask.progress import compute
 
+#: Trials per slab of a chunk: the float64 temporaries of one slab and ``K`` systems are about
+#: ``8 * K * SLAB`` bytes each (a whole chunk's were 3 GB for 1.5e7 trials and four systems).
+SLAB = 1 << 18
+
 
 def _block_sums(*blocks: np.ndarray, n_systems: int, plo: float) -> np.ndarray:
     """One chunk's sums: ``[count, sum P_i (K), sum KL(i||j) (K*K)]`` over common trials."""
     k = n_systems
-    mask = np.logical_and.reduce(blocks[k : 2 * k])
-    a = np.stack([np.asarray(s, np.float64)[mask] for s in blocks[:k]]) + plo  # (K, n)
-    p = expit(a)
-    log_p, log_q = log_expit(a), log_expit(-a)  # log P, log (1 - P)
-    # KL(i||j) = P_i (log P_i - log P_j) + (1 - P_i) (log(1 - P_i) - log(1 - P_j)), summed
-    kl = (p * log_p).sum(1)[:, None] - p @ log_p.T
-    kl += ((1 - p) * log_q).sum(1)[:, None] - (1 - p) @ log_q.T
-    out = np.concatenate([[mask.sum()], p.sum(1), kl.ravel()])
+    mask = np.logical_and.reduce(blocks[k : 2 * k]).reshape(-1)
+    flat = [np.asarray(s).reshape(-1) for s in blocks[:k]]
+    count, sums, kl = int(mask.sum()), np.zeros(k), np.zeros((k, k))
+    for lo in range(0, mask.size, SLAB):
+        kept = mask[lo : lo + SLAB]
+        a = np.stack([np.asarray(f[lo : lo + SLAB][kept], np.float64) for f in flat]) + plo
+        p = expit(a)  # (K, n)
+        log_p, log_q = log_expit(a), log_expit(-a)  # log P, log (1 - P)
+        # KL(i||j) = P_i (log P_i - log P_j) + (1 - P_i) (log(1 - P_i) - log(1 - P_j)), summed
+        kl += (p * log_p).sum(1)[:, None] - p @ log_p.T
+        q = 1 - p
+        kl += (q * log_q).sum(1)[:, None] - q @ log_q.T
+        sums += p.sum(1)
+    out = np.concatenate([[count], sums, kl.ravel()])
     return out[None, None, :]
 
 
