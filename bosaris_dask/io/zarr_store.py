@@ -301,6 +301,22 @@ def _require(path: Path | str, arrays: dict, name: str, dims: tuple[str, ...]) -
     return arr
 
 
+#: CF attributes with which xarray stores values other than the ones it reads back.
+_CF_PACKING = ("scale_factor", "add_offset")
+
+
+def _check_not_packed(path: Path | str, name: str, arr: Any) -> None:
+    """A StoreError for an array stored with CF packing (``to_zarr(encoding=...)``): its stored
+    values are not the data, and reading them as they are would give other scores."""
+    packing = [a for a in _CF_PACKING if a in arr.attrs]
+    if packing:
+        raise StoreError(
+            f"{path}: array {name!r} is stored with CF packing ({', '.join(packing)}, as "
+            "xarray's to_zarr writes with an encoding): write it with bosaris_dask.write, or "
+            "open it with xarray.open_zarr and pass the Dataset"
+        )
+
+
 def _check_trial_layout(path: Path | str, kind: str, attrs: dict, arrays: dict) -> None:
     sizes = {}
     for dim in DIMS:
@@ -403,6 +419,8 @@ def read_zarr(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
     kind = attrs.get("bosaris_kind")
     if kind not in ("ndx", "key", "scores", "quality"):
         raise StoreError(f"{path}: not a bosaris_dask store (bosaris_kind = {kind!r})")
+    for name, arr in arrays.items():
+        _check_not_packed(path, name, arr)
     if kind != "quality":
         _check_trial_layout(path, kind, attrs, arrays)
     for name, arr in arrays.items():

@@ -440,12 +440,26 @@ def validate(obj: xr.Dataset) -> xr.Dataset:
             raise TrialError(f"{kind} has no {name!r} variable")
         var = obj[name]
         if var.dims != DIMS:
-            raise TrialError(f"{kind}.{name} has dims {var.dims}, expected {DIMS}")
+            turned = (f": transpose it ({kind}.transpose{DIMS})"
+                      if set(var.dims) == set(DIMS) else "")  # fmt: skip
+            raise TrialError(f"{kind}.{name} has dims {var.dims}, expected {DIMS}{turned}")
         if name == "score":
             _check_score_dtype(var, "scores.score")
         elif var.dtype.kind != dtype_kind:
-            raise TrialError(f"{kind}.{name} has dtype {var.dtype}")
+            raise TrialError(f"{kind}.{name} has dtype {var.dtype}{_WHOLE_DATASET_HINT[kind]}")
     return obj
+
+
+#: Why a mask may have become numbers: xarray applies an operation on a Dataset to every
+#: variable (``scores * 2``, ``.where``, ``.fillna``, ``.astype``).
+_WHOLE_DATASET_HINT = {
+    "scores": " (an operation on the whole Dataset, e.g. scores * 2, applies to score_mask too: "
+    "operate on the scores alone, e.g. scores.assign(score=scores.score * 2))",
+    "key": " (expected integer codes -1, 0, +1: an operation on the whole Dataset, e.g. "
+    ".where or .reindex, may have made them floats)",
+    "ndx": " (expected booleans: an operation on the whole Dataset, e.g. .where or .reindex, "
+    "may have made them numbers)",
+}
 
 
 def trial_classes(trials: xr.Dataset, chunks: Any = None) -> da.Array:
@@ -455,6 +469,7 @@ def trial_classes(trials: xr.Dataset, chunks: Any = None) -> da.Array:
     (no rechunking of a stored mask).
     """
     kind = kind_of(trials)
+    validate(trials)  # (a transposed square mask would read as a swapped one)
     if kind == "key" and is_label_key(trials) and chunks is not None:
         from bosaris_dask.trials.labels import label_mask
 

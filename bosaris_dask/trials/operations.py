@@ -25,6 +25,7 @@ from bosaris_dask.trials.construction import (
     is_label_key,
     kind_of,
     trial_classes,
+    validate,
 )
 from bosaris_dask.trials.labels import key_from_labels
 
@@ -121,6 +122,7 @@ def reindex_ids(
     >>> reindex_ids(ndx, ["m2", "m3"], ["s1"]).trial_mask.values.tolist()
     [[True], [False]]
     """
+    validate(obj)  # (a transposed square matrix would be read as a swapped one)
     m, s = _ids(models, "model"), _ids(segments, "segment")
     if is_label_key(obj):
         ml = obj.model_label.to_series().reindex(m).to_numpy(dtype=object)
@@ -193,7 +195,8 @@ def align(
     if deprecated_args or deprecated_kwargs:
         raise TypeError("align(obj, like) takes no other positional or keyword arguments than "
                         "log_missing, once and restrict")  # fmt: skip
-    obj = _chunked(obj)
+    obj = _chunked(validate(obj))
+    validate(like)
     same = obj.indexes["model"].equals(like.indexes["model"]) and obj.indexes["segment"].equals(
         like.indexes["segment"]
     )

@@ -1,0 +1,63 @@
+"""Trial objects treated as the xarray Datasets they are: what ordinary xarray operations do
+to them, and the traps where a number came out silently wrong."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bosaris_dask as bd
+from bosaris_dask.errors import StoreError, TrialError
+from bosaris_dask.trials import make_key, make_scores
+
+KEY = make_key(["m1", "m2"], ["s1", "s2"], [[1, -1], [-1, 1]])
+SCORES = make_scores(["m1", "m2"], ["s1", "s2"], [[3.0, -2.0], [5.0, 4.0]])
+KEY_OTHER_ORDER = make_key(["m2", "m1"], ["s1", "s2"], [[-1, 1], [1, -1]])
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda s, k: bd.align(s.transpose("segment", "model"), KEY_OTHER_ORDER),
+        lambda s, k: bd.align(s, k.transpose("segment", "model")),
+        lambda s, k: bd.trials.reindex_ids(s.transpose("segment", "model"), ["m2"], ["s1"]),
+        lambda s, k: k.transpose("segment", "model").bosaris.classes(),
+        lambda s, k: bd.trials.nontarget_scores(s.transpose("segment", "model"), k),
+        lambda s, k: bd.trials.coverage(s, k.transpose("segment", "model")),
+    ],
+)
+def test_a_transposed_square_object_is_refused_not_read_swapped(call):
+    # a 2 x 2 matrix transposed has the same shape: align read it by position, so the score
+    # of (m1, s2) became 5.0, and an evaluation through it gave EER 0.479 for 0.138
+    says = r"has dims \('segment', 'model'\), expected \('model', 'segment'\): transpose it"
+    with pytest.raises(TrialError, match=says + r" \((scores|key)\.transpose"):
+        call(SCORES, KEY)
+
+
+def test_aligned_in_model_segment_order_the_scores_stay_with_their_trials():
+    aligned = bd.align(SCORES.transpose("segment", "model").transpose(), KEY_OTHER_ORDER)
+    assert float(aligned.score.sel(model="m1", segment="s2")) == -2.0
+    assert float(aligned.score.sel(model="m2", segment="s1")) == 5.0
+
+
+def test_a_whole_dataset_operation_that_makes_the_mask_numbers_says_so():
+    says = r"scores.score_mask has dtype int64 \(an operation on the whole Dataset, e.g. "
+    with pytest.raises(TrialError, match=says + r"scores \* 2, applies to score_mask too"):
+        bd.evaluate(SCORES * 2, KEY)
+    doubled = SCORES.assign(score=SCORES.score * 2)  # what the message says to do
+    assert float(bd.evaluate(doubled, KEY).eer[0]) == float(bd.evaluate(SCORES, KEY).eer[0])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int16"])
+def test_a_zarr_store_written_with_cf_packing_is_refused(tmp_path, dtype):
+    # read with the packing ignored, (s - 5) / 2 were evaluated: Cllr 1.281 for 0.703
+    path = tmp_path / "packed.zarr"
+    encoding = {"score": {"add_offset": 5.0, "scale_factor": 2.0, "dtype": dtype}}
+    with pytest.warns(UserWarning):  # (xarray's, about the encoding of a float as float)
+        SCORES.to_zarr(path, mode="w", encoding=encoding)
+    with pytest.raises(StoreError, match=r"array 'score' is stored with CF packing "
+                       r"\(scale_factor, add_offset, as xarray's to_zarr writes"):  # fmt: skip
+        bd.read(path)
+    plain = tmp_path / "plain.zarr"
+    SCORES.to_zarr(plain, mode="w")  # xarray's own store, unpacked: read as it is
+    np.testing.assert_array_equal(bd.read(plain).score.values, SCORES.score.values)
