@@ -754,18 +754,26 @@ def test_an_object_without_trials_is_not_written_as_an_empty_file(tmp_path):
         assert list(tmp_path.iterdir()) == []
 
 
-def test_a_long_read_says_how_far_it_is(tmp_path, monkeypatch, caplog):
+def test_a_long_read_and_write_say_how_far_they_are_and_when_done(tmp_path, monkeypatch, caplog):
     import logging
 
-    from bosaris_dask.io.text import read as text_read
+    from bosaris_dask.io.text import heartbeat
 
-    monkeypatch.setattr(text_read, "PROGRESS_S", 0.0)  # a line after every block
+    monkeypatch.setattr(heartbeat, "PROGRESS_S", 0.0)  # a line after every block
     path = tmp_path / "s.txt"
     path.write_text("".join(f"m{i % 7} s{i} {i * 0.5!r}\n" for i in range(3000)))
     with caplog.at_level(logging.INFO, logger="bosaris_dask.io"):
-        read_text(path, block_bytes=8192)
-    lines = [r.getMessage() for r in caplog.records if "% read" in r.getMessage()]
-    assert len(lines) > 3 and lines[-1].startswith(f"{path}: 100% read, 3,000 trials, ")
+        scores = read_text(path, block_bytes=8192)
+    lines = [r.getMessage() for r in caplog.records if "read" in r.getMessage()]
+    assert len(lines) > 3 and lines[-2].startswith(f"{path}: 100% read, 3,000 trials, ")
+    assert lines[-1].startswith(f"{path}: read, 3,000 trials in ")  # (then the matrices)
+    caplog.clear()
+    monkeypatch.setattr("bosaris_dask.io.text.write._WRITE_BAND_BYTES", 1)  # a band per model
+    with caplog.at_level(logging.INFO, logger="bosaris_dask.io"):
+        write_text(scores, tmp_path / "out.txt")
+    lines = [r.getMessage() for r in caplog.records if "written" in r.getMessage()]
+    assert len(lines) == 8 and lines[1].startswith(f"{tmp_path / 'out.txt'}: 14% written, ")
+    assert lines[-1].startswith(f"{tmp_path / 'out.txt'}: written, 3,000 lines in ")
 
 
 @pytest.mark.parametrize(

@@ -53,7 +53,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
         note = None if args.kind else _maybe_an_ndx(args, args.input, obj)
     as_lines = (" as trial lines (an id without a trial has no line)"
                 if out_format == "text" else "")  # fmt: skip
-    _say(args, f"wrote {obj.attrs['bosaris_kind']} {dict(obj.sizes)} to {args.output}{as_lines}")
+    shape = f"{obj.sizes['model']:,} x {obj.sizes['segment']:,}" if "model" in obj.sizes else ""
+    _say(args, f"wrote {obj.attrs['bosaris_kind']}{' of ' + shape if shape else ''} to "
+               f"{args.output}{as_lines}")  # fmt: skip
     if note:
         print(f"warning: {note}", file=sys.stderr)
     return 0

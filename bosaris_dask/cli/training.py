@@ -111,8 +111,9 @@ def _fit_and_apply(
         doc = model.to_dict()
         elapsed = time.perf_counter() - start
         if "iterations" in doc:
-            fitted = (f"objective {doc['objective']:.6g} after {doc['iterations']} iterations, "
-                      f"{doc['passes']} passes over the data")  # fmt: skip
+            fitted = (f"objective {doc['objective']:.6g} after {doc['iterations']} "
+                      f"iteration{'s' * (doc['iterations'] != 1)}, {doc['passes']} "
+                      f"pass{'es' * (doc['passes'] != 1)} over the data")  # fmt: skip
         else:
             fitted = f"{len(doc['score_bounds']) // 2} PAV blocks"
         if doc.get("n_missing"):
@@ -120,7 +121,8 @@ def _fit_and_apply(
         if doc.get("n_no_quality"):
             fitted += (f"; {doc['n_no_quality']:,} trials without quality trained the linear "
                        "stage only")  # fmt: skip
-        _say(args, f"{doc['kind']}: {fitted} ({elapsed:.1f} s); wrote {args.model_out}")
+        _say(args, f"{doc['kind'].replace('_', ' ')}: {fitted} ({elapsed:.1f} s); wrote "
+                   f"{args.model_out}")  # fmt: skip
         for note in doc.get("warnings", []):
             print(f"warning: {note}", file=sys.stderr)
         if isinstance(quality, TrialQuality):  # packed training trials: the ids' quality

@@ -143,7 +143,7 @@ def format_posterior_report(report: xr.Dataset) -> str:
     cells = [[f"{v:.4g}" for v in row] for row in report.kl_divergence.values]
     width = max(*(len(n) for n in names), *(len(c) for row in cells for c in row), 6) + 2
     lines = [
-        f"{report.attrs['n_trials']} trials, posteriors at prior {report.attrs['prior']:g}",
+        f"{report.attrs['n_trials']:,} trials, posteriors at prior {report.attrs['prior']:g}",
         "estimated target proportion: "
         + ", ".join(
             f"{n} {v:.6g}" for n, v in zip(names, report.target_proportion.values, strict=True)

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
-import time
 from typing import Any
 
 import numpy as np
@@ -13,6 +11,7 @@ import xarray as xr
 
 from bosaris_dask.errors import ParseError
 from bosaris_dask.io.text.collect import MEMMAP_THRESHOLD, _assemble, _Collector
+from bosaris_dask.io.text.heartbeat import Heartbeat
 from bosaris_dask.io.text.labels import OneLabelPair
 from bosaris_dask.io.text.layout import _detect_layout, _first_nonblank_line, _Layout, _shown
 from bosaris_dask.io.text.parse import BLOCK_BYTES, _iter_blocks, _parse_block
@@ -150,7 +149,7 @@ def collect_text(
     layout = _detect_layout(path, kind, header, format)
     collector = _Collector(layout, scratch_dir)
     one_pair = OneLabelPair(path)
-    progress = _Progress(path)
+    progress, done = Heartbeat(path, "read", _file_size(path)), 0
     try:
         for block, first_line, n_lines in _iter_blocks(path, layout, block_bytes):
             try:
@@ -160,11 +159,20 @@ def collect_text(
                 raise
             _add_labels(chunk, one_pair)
             collector.add(chunk, n_lines)
-            progress.read(len(block), collector.n)
+            done += len(block)
+            progress.advance(done, f"{collector.n:,} trials")
     except BaseException:
         collector.close()
         raise
+    progress.finish(f"{collector.n:,} trials")
     return collector
+
+
+def _file_size(path: str | os.PathLike[str]) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _add_labels(chunk: Any, one_pair: OneLabelPair) -> None:
@@ -187,33 +195,6 @@ def _labels_before(
         return
     _add_labels(_parse_block(block[: ends[above - 1] + 1], first_line, above, layout, path),
                 one_pair)  # fmt: skip
-
-
-class _Progress:
-    """A line on the ``bosaris_dask.io`` logger every :data:`PROGRESS_S` seconds of a long
-    read (what share of the file, how many trials), so a long parse is not silent."""
-
-    def __init__(self, path: str | os.PathLike[str]):
-        self.path, self.done, self.start = path, 0, time.perf_counter()
-        self.next = self.start + PROGRESS_S
-        try:
-            self.size = os.path.getsize(path)
-        except OSError:
-            self.size = 0
-
-    def read(self, n_bytes: int, n_trials: int) -> None:
-        self.done += n_bytes
-        now = time.perf_counter()
-        if now >= self.next:
-            self.next = now + PROGRESS_S
-            share = f"{100 * self.done / self.size:.0f}% " if self.size else ""
-            _log.info("%s: %sread, %s trials, %.0f s", self.path, share, f"{n_trials:,}",
-                      now - self.start)  # fmt: skip
-
-
-#: Seconds between the progress lines of a long text read.
-PROGRESS_S = 10.0
-_log = logging.getLogger("bosaris_dask.io")
 
 
 def read_quality_text(

@@ -14,6 +14,7 @@ import xarray as xr
 
 from bosaris_dask.errors import ScoreError, TrialError, quality_object_refused
 from bosaris_dask.io.atomic import atomic_path
+from bosaris_dask.io.text.heartbeat import Heartbeat
 from bosaris_dask.io.text.packed import TrialList
 from bosaris_dask.progress import compute
 from bosaris_dask.trials import is_label_key, kind_of, trial_classes, validate
@@ -139,11 +140,13 @@ def write_text(obj: xr.Dataset, path: str | os.PathLike[str], *, header: bool = 
     model_piece = np.array([m + sep for m in models], dtype=object)
     segment_piece = np.array([s + ("\n" if kind == "ndx" else sep) for s in segments], object)
     label_piece = np.array(["nontarget\n", "", "target\n"], dtype=object)
+    beat = Heartbeat(path, "written", len(models))
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
         if header:
             f.write(_header_line(kind))
         written = 0
         for a, b in _row_bands(tuple(row_chunks), max_rows):
+            beat.advance(a, f"{written:,} lines")
             band = _rows(arrays, a, b)
             cells = np.flatnonzero(band[-1])  # row-major
             if cells.size and not written:
@@ -166,6 +169,7 @@ def write_text(obj: xr.Dataset, path: str | os.PathLike[str], *, header: bool = 
             raise TrialError(f"{path}: no trial to write (every cell of the {kind} is masked "
                              "out; a fusion's trials are those every system scores); nothing "
                              "was written")  # fmt: skip
+    beat.finish(f"{written:,} lines")
 
 
 def write_score_lines(
