@@ -30,6 +30,7 @@ True
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
@@ -41,6 +42,8 @@ import dask.array as da
 import dask.base
 import dask.system
 from dask.threaded import ContextAwareThreadPoolExecutor
+
+_log = logging.getLogger("bosaris_dask")
 
 __all__ = ["compute", "compute_and_keep", "persist", "current_client", "showing_progress"]
 
@@ -111,6 +114,9 @@ def _run_here(run: Any, objs: tuple[Any, ...]) -> tuple[Any, ...]:
     pool = ContextAwareThreadPoolExecutor(workers)
     try:
         return tuple(run(*objs, scheduler="threads", pool=pool))
+    except KeyboardInterrupt:  # a thread cannot be stopped mid-task: say why the wait
+        _log.warning("interrupted: waiting for the tasks that are running to end")
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
