@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -528,6 +529,28 @@ def test_a_batch_log_gets_a_line_per_pass(tmp_path, capsys):
     assert re.search(r"^pass 1: 1 chunk, done in \d+\.\d s$", err, re.MULTILINE), err
     assert main(["evaluate", "--scores", str(scores), "--cluster", "threads", "-q"]) == 0
     assert "pass 1" not in capsys.readouterr().err
+
+
+def test_a_long_pass_says_it_is_still_running(tmp_path, capsys, monkeypatch):
+    # a batch log was silent for as long as a pass took (minutes at scale)
+    from bosaris_dask.passes import runner
+
+    monkeypatch.setattr(runner, "RUNNING_S", 0.05)
+    real = runner.finalize  # (made slow: it runs inside the pass's timing)
+
+    def finalize_later(*args, **kwargs):
+        time.sleep(0.3)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "finalize", finalize_later)
+    scores = tmp_path / "s.score"
+    scores.write_text("".join(f"m{i} s{i} {0.1 * i!r} {'target' if i % 3 else 'nontarget'}\n"
+                              for i in range(30)))  # fmt: skip
+    assert main(["evaluate", "--scores", str(scores), "--cluster", "threads"]) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"^pass 1: 1 chunk, running for 0 s$", err, re.MULTILINE), err
+    assert main(["evaluate", "--scores", str(scores), "--cluster", "threads", "-q"]) == 0
+    assert "running" not in capsys.readouterr().err
 
 
 def test_a_pipe_cannot_be_its_own_key(tmp_path, capsys):

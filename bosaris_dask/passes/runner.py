@@ -27,6 +27,7 @@ Examples
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -467,16 +468,40 @@ def finalize(aggs: Sequence[Aggregation], total: Any) -> list[Any]:
     ]  # fmt: skip
 
 
+#: Seconds between the lines that say a long pass is still running.
+RUNNING_S = 30.0
+
+
+@contextmanager
+def _still_running(name: str, chunks: str, start: float) -> Iterator[None]:
+    """A line every :data:`RUNNING_S` seconds of a long pass (a batch log is not silent for
+    the minutes a pass can take), from a thread that ends with the block."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(RUNNING_S):
+            _log.info("%s: %srunning for %.0f s", name, chunks, time.perf_counter() - start)
+
+    thread = threading.Thread(target=beat, name=f"bosaris-dask {name}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 @contextmanager
 def _lost_workers(name: str, inputs: Sequence[da.Array] = ()) -> Iterator[None]:
     """Log the pass's time (logger ``bosaris_dask.passes``, INFO: a batch job's log shows each
     pass where a terminal shows a progress bar); turn the scheduler giving up on a task
     (``KilledWorker``) into one clear message."""
     start = time.perf_counter()
+    n = inputs[0].npartitions if inputs else 0
+    chunks = f"{n:,} chunk{'s' * (n > 1)}, " if inputs else ""
     try:
-        yield
-        n = inputs[0].npartitions if inputs else 0
-        chunks = f"{n:,} chunk{'s' * (n > 1)}, " if inputs else ""
+        with _still_running(name, chunks, start):
+            yield
         _log.info("%s: %sdone in %.1f s", name, chunks, time.perf_counter() - start)
     except Exception as err:
         if not _lost_worker(err):

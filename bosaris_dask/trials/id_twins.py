@@ -26,8 +26,9 @@ def normalization_twins(wanted: Sequence[Any], given: Sequence[Any]) -> list[tup
 
     Examples
     --------
-    >>> normalization_twins(["caf\\u00e9", "tea"], ["cafe\\u0301", "tea"])
-    [('café', 'café')]
+    >>> twins = normalization_twins(["caf\\u00e9", "tea"], ["cafe\\u0301", "tea"])
+    >>> [(ascii(w), ascii(g)) for w, g in twins]
+    [("'caf\\\\xe9'", "'cafe\\\\u0301'")]
     >>> normalization_twins(["a", "b"], ["a"])  # missing, but no twin
     []
     """
