@@ -22,6 +22,7 @@ from bosaris_dask.io.zarr_store import (
 )
 from bosaris_dask.progress import compute
 from bosaris_dask.trials import DIMS, is_label_key, kind_of, validate
+from bosaris_dask.trials.construction import check_exact_integers
 
 __all__ = ["write_zarr"]
 
@@ -51,6 +52,18 @@ def _ids(obj: xr.Dataset, dim: str) -> np.ndarray:
     return np.array([], dtype=getattr(np.dtypes, "StringDType", lambda: "U1")())  # numpy < 2
 
 
+def _stored_scores(arr: da.Array) -> da.Array:
+    """Scores as a store holds them: float16 as float32 and integers as float64 (exactly, or
+    a ScoreError where an int64 is beyond 2**53), the dtypes a store's reader takes."""
+    if arr.dtype == np.float16:
+        return arr.astype(np.float32)
+    if arr.dtype.kind in "iu":
+        if arr.dtype.itemsize >= 8:
+            arr = arr.map_blocks(check_exact_integers, "scores", dtype=arr.dtype)
+        return arr.astype(np.float64)
+    return arr
+
+
 def _dataset(obj: xr.Dataset, kind: str, chunk_mb: float) -> tuple[xr.Dataset, dict]:
     """The dataset to write and its encoding."""
     attrs: dict[str, Any] = {"bosaris_kind": kind, "bosaris_store_version": STORE_VERSION}
@@ -75,6 +88,8 @@ def _dataset(obj: xr.Dataset, kind: str, chunk_mb: float) -> tuple[xr.Dataset, d
     attrs["bosaris_all_true"] = []
     for name in names:
         arr = as_dask(obj[name].data).rechunk(chunks)
+        if name == "score":
+            arr = _stored_scores(arr)
         if name == _MASKS.get(kind) and _known_all_true(arr):
             attrs["bosaris_all_true"].append(name)
             continue

@@ -294,7 +294,7 @@ def _check_score_dtype(score: Any, what: str = "scores") -> None:
     booleans and Python objects are an error rather than a silent conversion."""
     if score.dtype.kind not in "iuf":
         raise ScoreError(
-            f"{what} must be real numbers (float32 or float64), got dtype {score.dtype}"
+            f"{what} must be real numbers (floats or integers), got dtype {score.dtype}"
         )
 
 
