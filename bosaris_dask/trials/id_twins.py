@@ -1,7 +1,8 @@
-"""Ids that differ only in their Unicode normalization: ``'café'`` written as one code point
-(NFC, as most editors save it) in one file and as ``e`` plus a combining accent (NFD, as macOS
-file names come) in the other look alike, yet miss each other when trials are matched by id.
-:func:`warn_normalization_twins` says so where :func:`~bosaris_dask.trials.align` meets them.
+"""Ids that look alike but differ, so their trials miss each other when matched by id: ``'café'``
+written as one code point (NFC, as most editors save it) in one file and as ``e`` plus a
+combining accent (NFD, as macOS file names come) in the other; an integer id ``0`` of a Dataset
+built in Python against the string ``'0'`` of a file; an id with a space around it.
+:func:`warn_id_twins` says so where :func:`~bosaris_dask.trials.align` meets them.
 """
 
 from __future__ import annotations
@@ -13,48 +14,78 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["IdWarning", "normalization_twins", "warn_normalization_twins"]
+__all__ = ["IdWarning", "id_twins", "warn_id_twins"]
 
 
 class IdWarning(UserWarning):
-    """Ids of two trial objects that look alike but differ (their Unicode normalization)."""
+    """Ids of two trial objects that look alike but differ."""
 
 
-def normalization_twins(wanted: Sequence[Any], given: Sequence[Any]) -> list[tuple[str, str]]:
+def _plain(i: Any) -> bool:
+    """Whether an id is its own canonical form: an ASCII string without edge whitespace."""
+    return isinstance(i, str) and i.isascii() and i == i.strip()
+
+
+def _canonical(i: Any) -> str:
+    return unicodedata.normalize("NFC", str(i)).strip()
+
+
+def id_twins(wanted: Sequence[Any], given: Sequence[Any]) -> list[tuple[Any, Any]]:
     """Pairs ``(w, g)`` of an id of ``wanted`` missing from ``given`` and an id of ``given``
-    that is the same text in another Unicode normalization (equal once both are NFC).
+    with the same text once both are strings, NFC-normalized and stripped of edge whitespace.
 
     Examples
     --------
-    >>> twins = normalization_twins(["caf\\u00e9", "tea"], ["cafe\\u0301", "tea"])
+    >>> twins = id_twins(["caf\\u00e9", "tea", "0"], ["cafe\\u0301", "tea", 0])
     >>> [(ascii(w), ascii(g)) for w, g in twins]
-    [("'caf\\\\xe9'", "'cafe\\\\u0301'")]
-    >>> normalization_twins(["a", "b"], ["a"])  # missing, but no twin
+    [("'caf\\\\xe9'", "'cafe\\\\u0301'"), ("'0'", '0')]
+    >>> id_twins(["a", "b"], ["a"])  # missing, but no twin
     []
     """
     missing = pd.Index(wanted).difference(pd.Index(given), sort=False)
-    odd = [i for i in missing if isinstance(i, str) and not i.isascii()]
-    if not odd:  # (ASCII ids have one normalization: the common case stops here)
+    if missing.empty:
         return []
-    forms = {}
-    for i in given:
-        if isinstance(i, str) and not i.isascii():
-            forms.setdefault(unicodedata.normalize("NFC", i), i)
-    return [(i, forms[n]) for i in odd if (n := unicodedata.normalize("NFC", i)) in forms]
+    odd_given = {}
+    for g in given:
+        if not _plain(g):
+            odd_given.setdefault(_canonical(g), g)
+    plain_given = None
+    twins = []
+    for w in missing:
+        if _plain(w):
+            if w in odd_given:
+                twins.append((w, odd_given[w]))
+            continue
+        c = _canonical(w)
+        if c in odd_given:
+            twins.append((w, odd_given[c]))
+            continue
+        if plain_given is None:
+            plain_given = {g for g in given if _plain(g)}
+        if c in plain_given:
+            twins.append((w, c))
+    return twins
 
 
-def warn_normalization_twins(
-    wanted: Sequence[Any], given: Sequence[Any], side: str, kinds: tuple[str, str]
-) -> None:
+def _how(w: Any, g: Any) -> str:
+    if type(w) is not type(g) and not (isinstance(w, str) and isinstance(g, str)):
+        return f"as text ({type(w).__name__} and {type(g).__name__} ids)"
+    if str(w).strip() != str(w) or str(g).strip() != str(g):
+        return "without the whitespace around them"
+    return "after Unicode normalization"
+
+
+def warn_id_twins(wanted: Sequence[Any], given: Sequence[Any], side: str,
+                  kinds: tuple[str, str]) -> None:  # fmt: skip
     """An :class:`IdWarning` when ids of ``wanted`` (the ``side`` ids of a ``kinds[0]``) are
-    missing from ``given`` (those of a ``kinds[1]``) only for their Unicode normalization."""
-    twins = normalization_twins(wanted, given)
+    missing from ``given`` (those of a ``kinds[1]``) only for looking alike but differing."""
+    twins = id_twins(wanted, given)
     if twins:
-        w, g = twins[0]
+        w, g = (x.item() if hasattr(x, "item") else x for x in twins[0])  # (numpy scalars)
         warnings.warn(
             f"{len(twins):,} {side} id(s) of the {kinds[0]} match an id of the {kinds[1]} only "
-            f"after Unicode normalization, e.g. {ascii(w)} and {ascii(g)}, so their trials do "
-            "not match: write both files' ids in one normalization (e.g. NFC)",
+            f"{_how(w, g)}, e.g. {ascii(w)} and {ascii(g)}, so their trials do not match: "
+            "give both objects the same ids",
             IdWarning,
             stacklevel=3,
         )

@@ -203,11 +203,11 @@ def align(
     if same:
         out = obj
     else:
-        from bosaris_dask.trials.id_twins import warn_normalization_twins
+        from bosaris_dask.trials.id_twins import warn_id_twins
 
         for side in ("model", "segment"):
             kinds = (kind_of(like), kind_of(obj))
-            warn_normalization_twins(like[side].values, obj[side].values, side, kinds)
+            warn_id_twins(like[side].values, obj[side].values, side, kinds)
         chunks = None
         if "trial_mask" in like.data_vars and isinstance(like.trial_mask.data, da.Array):
             chunks = like.trial_mask.data.chunks
