@@ -79,7 +79,14 @@ def check_key(scores: Sequence[Any], key: Any) -> None:
     if kind == "scores" and any(_kind(s) == "key" for s in scores):
         raise TrialError("the scores come first: (scores, key), not (key, scores)")
     shown = kind or f"a {type(key).__name__}, not a trial object"
+    if kind is None and isinstance(key, xr.Dataset):
+        shown += _LOST_KIND
     raise TrialError(f"evaluation needs a key, got {shown}")
+
+
+#: Why a Dataset that was a trial object is no longer one.
+_LOST_KIND = (" (attrs['bosaris_kind'] is not set: an xarray operation may have dropped the "
+              "attrs; xr.set_options(keep_attrs=True) keeps them)")  # fmt: skip
 
 
 def _kind(obj: Any) -> str | None:

@@ -73,3 +73,28 @@ def test_scores_of_any_real_dtype_written_to_zarr_read_back(tmp_path, dtype):
     assert back.score.dtype.kind == "f"
     np.testing.assert_array_equal(back.score.values, values.astype(np.float64))
     assert float(bd.evaluate(back, KEY).cllr[0]) == float(bd.evaluate(scores, KEY).cllr[0])
+
+
+def test_what_xarray_operations_did_is_said():
+    lost = KEY.copy()
+    lost.attrs = {}  # (most xarray operations drop attrs unless keep_attrs)
+    with pytest.raises(TrialError, match=r"got a Dataset, not a trial object \(attrs\['bosaris_"
+                       r"kind'\] is not set: .*xr.set_options\(keep_attrs=True\)"):  # fmt: skip
+        bd.evaluate(SCORES, lost)
+    # a selection of one id drops the dimension: a bare KeyError 'model' before
+    with pytest.raises(TrialError, match=r"scores has one model and no 'model' dimension .*"
+                       r"select a list, scores.sel\(model=\['x'\]\)"):  # fmt: skip
+        bd.evaluate(SCORES.sel(model="m1"), KEY)
+
+
+@pytest.mark.parametrize(
+    "head, what",
+    [(b"\x89HDF\r\n\x1a\n", "an HDF5 file"), (b"CDF\x01", "a netCDF-3 file")],
+)
+def test_a_binary_file_read_as_text_is_named_for_what_it_is(tmp_path, head, what):
+    # xarray's to_netcdf output read by its suffix as text: 'NUL byte in a text file'
+    path = tmp_path / "scores.nc"
+    path.write_bytes(head + bytes(64))
+    with pytest.raises(StoreError, match=f"scores.nc: {what}, not a text trial list .*"
+                       r"opened with xarray \(xr.open_dataset\)"):  # fmt: skip
+        bd.read(path)

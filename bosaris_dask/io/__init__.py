@@ -121,12 +121,34 @@ def read(
         return obj if chunks is None else obj.chunk(chunks)
     if p.is_dir():
         raise StoreError(f"{p}: a directory that is not a zarr store")
+    _refuse_binary(p)
     if Path(p).suffix.lower() in EMBEDDING_ONLY_SUFFIXES:
         raise StoreError(f"{p}: embeddings, not trials or scores (score them with --enrol and "
                          "--test, or bosaris_dask.embeddings)")  # fmt: skip
     from bosaris_dask.io.text import read_text
 
     return read_text(p, kind, chunks=chunks, scratch_dir=scratch, format=text_format)
+
+
+#: File signatures of formats a text reader would meet as binary noise.
+_SIGNATURES = {b"\x89HDF\r\n\x1a\n": "an HDF5 file", b"CDF\x01": "a netCDF-3 file",
+               b"CDF\x02": "a netCDF-3 file", b"PK\x03\x04": "a zip archive (npz?)"}  # fmt: skip
+
+
+def _refuse_binary(path: Path) -> None:
+    """A StoreError for a file read as text that starts with a binary format's signature."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError:
+        return  # (the text reader says why it cannot read it)
+    what = next((name for sig, name in _SIGNATURES.items() if head.startswith(sig)), None)
+    if what is not None:
+        raise StoreError(
+            f"{path}: {what}, not a text trial list (read as text for its suffix "
+            f"{Path(path).suffix or '(none)'}): a BOSARIS HDF5 file needs the suffix .h5; a "
+            "Dataset that xarray saved is opened with xarray (xr.open_dataset) and passed as it is"
+        )
 
 
 def _write_format(path: str | os.PathLike[str], format: Format | None) -> Format:

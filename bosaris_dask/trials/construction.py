@@ -380,7 +380,9 @@ def kind_of(obj: xr.Dataset) -> str:
     """The kind of a trial object: ``"ndx"``, ``"key"``, ``"scores"`` or ``"quality"``."""
     kind = getattr(obj, "attrs", {}).get("bosaris_kind")
     if kind not in KINDS:
-        raise TrialError(f"not a bosaris trial object (attrs['bosaris_kind'] = {kind!r})")
+        why = (" (an xarray operation may have dropped the attrs; "
+               "xr.set_options(keep_attrs=True) keeps them)" if kind is None else "")  # fmt: skip
+        raise TrialError(f"not a bosaris trial object (attrs['bosaris_kind'] = {kind!r}){why}")
     return kind
 
 
@@ -432,6 +434,11 @@ def validate(obj: xr.Dataset) -> xr.Dataset:
     for dim in ("model", "segment") if kind != "quality" else ():
         if dim not in obj.coords:
             raise TrialError(f"{kind} has no {dim!r} ids")
+        if dim not in obj.dims:
+            raise TrialError(
+                f"{kind} has one {dim} and no {dim!r} dimension (a selection of one id, "
+                f"{kind}.sel({dim}='x'), drops it: select a list, {kind}.sel({dim}=['x']))"
+            )
         index = obj.indexes[dim]
         if not index.is_unique:
             raise TrialError(f"duplicate {dim} id {index[index.duplicated()][0]!r} in {kind}")
