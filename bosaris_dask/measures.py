@@ -62,8 +62,17 @@ DR30_ERRORS = 30
 
 
 def default_sweep() -> np.ndarray:
-    """The default NBE sweep: 201 prior log-odds from -10 to 10."""
-    return np.linspace(-10.0, 10.0, 201)
+    """The default NBE sweep: 201 prior log-odds from -10 to 10 in steps of 0.1, each the
+    double nearest its decimal (``k / 10``; ``linspace`` gave 9.100000000000001, so that
+    ``result.sel(plo=9.1)`` found nothing).
+
+    Examples
+    --------
+    >>> plo = default_sweep()
+    >>> len(plo), plo[191], bool((plo == np.round(plo, 1)).all())
+    (201, np.float64(9.1), True)
+    """
+    return np.arange(-100, 101) / 10.0
 
 
 def effective_prior(p_target: float, c_miss: float = 1.0, c_fa: float = 1.0) -> float:
