@@ -68,7 +68,7 @@ def to_json_dict(results: xr.Dataset) -> dict[str, Any]:
     threshold attaining minDCF (accept iff ``score >= threshold``), ``null`` when the optimum
     accepts every trial (``-inf``: ``min_pmiss`` is 0) or rejects every trial (``+inf``).
     """
-    systems = _systems_json(check_evaluation(results, "to_json_dict"))
+    systems = _systems_json(check_evaluation(results, "to_json_dict", per_system=True))
     if "condition" in results.dims:
         from bosaris_dask.conditions.evaluation import condition_result
 
@@ -335,7 +335,9 @@ def format_table(results: xr.Dataset) -> str:
     system            P=0.5
     system    0.667 / 0.333
     """
-    names = [str(n) for n in check_evaluation(results, "format_table").system.values]
+    names = [
+        str(n) for n in check_evaluation(results, "format_table", per_system=True).system.values
+    ]
     width = max(6, *(len(n) for n in names))
     head = (f"{'system':<{width}}  {'targets':>12}  {'non-targets':>14}  {'EER (%)':>8}  "
             f"{'PRBEP':>10}  {'Cllr (bits)':>11}  {'minCllr (bits)':>14}")  # fmt: skip

@@ -284,8 +284,9 @@ def is_evaluation(obj: Any) -> bool:
     return isinstance(obj, xr.Dataset) and "plo" in obj.dims and "operating_point" in obj.coords
 
 
-def check_evaluation(obj: Any, what: str) -> xr.Dataset:
-    """``obj``, or a :class:`TrialError` saying that ``what`` takes an evaluation's result.
+def check_evaluation(obj: Any, what: str, *, per_system: bool = False) -> xr.Dataset:
+    """``obj``, or a :class:`TrialError` saying that ``what`` takes an evaluation's result
+    (``per_system``: one that still has its ``system`` and ``condition`` dimensions).
 
     Examples
     --------
@@ -298,6 +299,10 @@ def check_evaluation(obj: Any, what: str) -> xr.Dataset:
         shown = "Dataset" if isinstance(obj, xr.Dataset) else type(obj).__name__
         raise TrialError(f"{what} works on the result of bosaris_dask.evaluate (a Dataset with "
                          f"a 'plo' dimension), not on this {shown}")  # fmt: skip
+    for dim in ("system", "condition") if per_system else ():
+        if dim in obj.coords and dim not in obj.dims:  # a selection of one dropped it
+            raise TrialError(f"{what} works on a result with a {dim!r} dimension: select a "
+                             f"list, e.g. result.sel({dim}=['a'])")  # fmt: skip
     return obj
 
 

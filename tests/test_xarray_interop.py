@@ -98,3 +98,13 @@ def test_a_binary_file_read_as_text_is_named_for_what_it_is(tmp_path, head, what
     with pytest.raises(StoreError, match=f"scores.nc: {what}, not a text trial list .*"
                        r"opened with xarray \(xr.open_dataset\)"):  # fmt: skip
         bd.read(path)
+
+
+def test_a_result_with_one_system_selected_says_to_select_a_list():
+    # result.sel(system="a") then format_table raised "iteration over a 0-d array"
+    result = bd.evaluate(SCORES, KEY)
+    name = str(result.system.values[0])
+    with pytest.raises(TrialError, match=r"format_table works on a result with a 'system' "
+                       r"dimension: select a list, e.g. result.sel\(system=\['a'\]\)"):  # fmt: skip
+        result.sel(system=name).bosaris.format_table()
+    assert result.sel(system=[name]).bosaris.format_table() == result.bosaris.format_table()
