@@ -593,6 +593,41 @@ def test_someone_elses_scheduler_losing_every_worker_ends_when_a_worker_timeout_
         assert theirs.scheduler.no_workers_timeout == 7.0
 
 
+def test_the_worker_timeout_reaches_a_scheduler_without_this_package(tmp_path):
+    # the setter was pickled by reference, so a scheduler host without bosaris_dask (the usual
+    # 'someone else's scheduler') could not run it: --worker-timeout was only a warning
+    import os
+    import subprocess
+    import sys
+
+    from bosaris_dask.cluster.no_workers import theirs_failing_without_workers
+
+    file = tmp_path / "scheduler.json"
+    code = ("import sys; sys.modules['bosaris_dask'] = None\n"
+            "from distributed.cli.dask_scheduler import main\n"
+            f"sys.argv = ['dask-scheduler', '--scheduler-file', {str(file)!r}, "
+            "'--no-dashboard', '--port', '0']\nmain()")  # fmt: skip
+    scheduler = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(300):
+            if file.exists() and os.path.getsize(file):
+                break
+            time.sleep(0.1)
+        from distributed import Client
+
+        with Client(scheduler_file=str(file), timeout=30) as client:
+
+            def timeout_of(dask_scheduler):
+                return dask_scheduler.no_workers_timeout
+
+            with theirs_failing_without_workers(client, 30.0, "the dask scheduler"):
+                assert client.run_on_scheduler(timeout_of) == 30.0
+            assert client.run_on_scheduler(timeout_of) is None  # put back
+    finally:
+        scheduler.terminate()
+        scheduler.wait()
+
+
 def test_local_cluster_two_processes_matches_threads():
     x, dx = _data()
     expected = _threaded_sum(dx)

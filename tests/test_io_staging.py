@@ -3,6 +3,7 @@ scratch directory of text inputs on clusters (issue 11, item 5)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import dask
@@ -365,3 +366,46 @@ def test_scores_from_embeddings_send_their_embeddings_once(two_processes):
         warnings.warn("a marker, so that the record is never empty", UserWarning, stacklevel=1)
     assert _graph_warnings(record) == []  # each pass sent the 1.5 MB again before
     xr.testing.assert_identical(result, expected)
+
+
+def test_data_sent_once_survive_a_lost_worker():
+    # sent with client.scatter, a piece was lost with its worker and every later pass failed
+    # ('lost dependencies'); sent as tasks, the scheduler gives it again
+    import os
+
+    from distributed import Client
+
+    from bosaris_dask.io.staging import on_the_workers
+    from bosaris_dask.progress import compute
+
+    ids = _ids("m", 600)
+    values = np.random.default_rng(0).normal(size=(600, 600))
+    scores = make_scores(ids, ids, values, chunks=(150, 600))
+    with _local_cluster(n_workers=2, processes=True) as local, Client(local) as client:
+        moved = on_the_workers(scores, client)
+        before = compute(moved.score.data.sum(axis=1))
+        victim = next(a for a, keys in client.has_what().items() if keys)
+        with contextlib.suppress(Exception):
+            client.run(lambda: os._exit(1), workers=[victim])
+        client.wait_for_workers(1)
+        np.testing.assert_array_equal(compute(moved.score.data.sum(axis=1)), before)
+        np.testing.assert_array_equal(compute(scores.score.data.sum(axis=1)), before)
+
+
+def test_only_layers_named_by_their_data_are_recorded(two_processes):
+    # a layer named by hand could be another array's of the same name: computed on the old data
+    import dask.array as da
+    from distributed import Client
+
+    from bosaris_dask.io.staging import _in_memory_bytes, on_the_workers
+    from bosaris_dask.progress import compute
+
+    ids = _ids("m", 400)
+    first = make_scores(ids, ids, np.ones((400, 400)))
+    dims = ("model", "segment")
+    first = first.assign(score=(dims, da.from_array(np.ones((400, 400)), name="mine")))
+    second = first.assign(score=(dims, da.from_array(np.zeros((400, 400)), name="mine")))
+    with Client(two_processes) as client:
+        kept = on_the_workers(first, client)
+        assert _in_memory_bytes(kept.score.data) > 0  # left as it is
+        assert float(compute(second.score.data.sum())) == 0.0

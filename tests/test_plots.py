@@ -422,7 +422,7 @@ def test_nbe_curves_and_contributions_are_the_sweep(small, ax):
     nbe_plot(ds, ax=ax, contributions=True)
     r = sweep_points(ds).sel(system="small")
     plo = r.plo.values
-    np.testing.assert_array_equal(plo, np.linspace(-10, 10, 201))  # the sweep, no prior added
+    np.testing.assert_array_equal(plo, np.arange(-100, 101) / 10)  # the sweep, no prior added
     np.testing.assert_array_equal(gid_lines(ax, "nbe/act/small")[0].get_xdata(), plo)
     np.testing.assert_array_equal(gid_lines(ax, "nbe/act/small")[0].get_ydata(),
                                   r.act_dcf.values)  # fmt: skip

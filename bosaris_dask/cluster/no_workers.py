@@ -40,15 +40,6 @@ def failing_without_workers(wait: float) -> Iterator[None]:
         logger.removeFilter(not_a_timed_out_task)
 
 
-def _set_no_workers_timeout(dask_scheduler: Any, value: float | None, when: float | None) -> Any:
-    """On the scheduler: its ``no_workers_timeout`` set to ``value`` where it is ``when``; the
-    value it had."""
-    before = dask_scheduler.no_workers_timeout
-    if before == when:
-        dask_scheduler.no_workers_timeout = value
-    return before
-
-
 @contextlib.contextmanager
 def theirs_failing_without_workers(client: Any, wait: float, where: str) -> Iterator[None]:
     """Someone else's scheduler fails this block's tasks after ``wait`` seconds without any
@@ -58,8 +49,17 @@ def theirs_failing_without_workers(client: Any, wait: float, where: str) -> Iter
     runs: hence only when asked (``--worker-timeout``). A scheduler that refuses to run
     functions (``distributed.scheduler.pickle: false``) is left as it is, with a warning.
     """
+
+    def set_timeout(dask_scheduler: Any, value: float | None, when: float | None) -> Any:
+        # the scheduler's no_workers_timeout set to value where it is when; the value it had
+        # (defined here so that it is sent by value: their scheduler need not have this package)
+        before = dask_scheduler.no_workers_timeout
+        if before == when:
+            dask_scheduler.no_workers_timeout = value
+        return before
+
     try:
-        before = client.run_on_scheduler(_set_no_workers_timeout, value=wait, when=None)
+        before = client.run_on_scheduler(set_timeout, value=wait, when=None)
     except Exception as exc:  # noqa: BLE001  (what it raises is the remote scheduler's)
         _log.warning("%s keeps its own no-workers-timeout (--worker-timeout %g not set there: "
                      "%s)", where, wait, exc)  # fmt: skip
@@ -73,4 +73,4 @@ def theirs_failing_without_workers(client: Any, wait: float, where: str) -> Iter
         yield
     finally:
         with contextlib.suppress(Exception):  # (a scheduler already gone keeps nothing)
-            client.run_on_scheduler(_set_no_workers_timeout, value=None, when=wait)
+            client.run_on_scheduler(set_timeout, value=None, when=wait)

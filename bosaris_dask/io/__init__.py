@@ -121,10 +121,10 @@ def read(
         return obj if chunks is None else obj.chunk(chunks)
     if p.is_dir():
         raise StoreError(f"{p}: a directory that is not a zarr store")
-    _refuse_binary(p)
     if Path(p).suffix.lower() in EMBEDDING_ONLY_SUFFIXES:
         raise StoreError(f"{p}: embeddings, not trials or scores (score them with --enrol and "
                          "--test, or bosaris_dask.embeddings)")  # fmt: skip
+    _refuse_binary(p)
     from bosaris_dask.io.text import read_text
 
     return read_text(p, kind, chunks=chunks, scratch_dir=scratch, format=text_format)

@@ -1,48 +1,79 @@
 """In-memory data sent to a cluster's workers once, and every later graph made to name them.
 
-:func:`~bosaris_dask.io.staging.on_the_workers` scatters the numpy data a trial object's graph
-holds (a text, MAT or npz file read into memory) under their own keys and records the layers
-here (:func:`remember`). A graph made later from the same data, e.g. the screens that compute
-scores from embeddings in each pass, still holds them: :func:`named` replaces each such layer by
-the workers' copies, and :mod:`bosaris_dask.progress` applies it to everything it computes on a
-distributed client, so the data go over the network once, not with each pass. A layer's keys
-are its data's hash (``da.from_array``), so a graph that names them means the same data.
-The records of a client end when it closes (:func:`forget` drops them sooner).
+:func:`~bosaris_dask.io.staging.on_the_workers` sends the numpy data a trial object's graph
+holds (a text, MAT or npz file read into memory) to the workers as tasks of their own and
+records the layers here (:func:`remember`). A graph made later from the same data, e.g. the
+screens that compute scores from embeddings in each pass, still holds them: :func:`named`
+replaces each such layer by the workers' copies, and :mod:`bosaris_dask.progress` applies it to
+everything it computes on a distributed client, so the data go over the network once, not with
+each pass. Only layers named by dask from their data (``da.from_array``'s ``array-<hash>``) are
+recorded, so a graph that names one holds the same data. The data stay recomputable: a worker
+lost with a piece gets it again from the scheduler, which keeps each task.
+
+The records of a client are dropped when it has closed, or by :func:`forget` (the CLI's, when
+its command ends); until then the workers keep the data.
 """
 
 from __future__ import annotations
 
+import re
+import threading
+import weakref
 from typing import Any
 
 import dask.array as da
 from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
-__all__ = ["remember", "forget", "named"]
+__all__ = ["remember", "forget", "named", "recordable"]
 
-#: By client id: the scattered layers, by name, as ``{key: Future}``.
-_LAYERS: dict[str, dict[str, dict[Any, Any]]] = {}
+#: By client id: the client (weakly) and its recorded layers, by name, as ``{key: Future}``.
+_LAYERS: dict[str, tuple[Any, dict[str, dict[Any, Any]]]] = {}
+_LOCK = threading.Lock()
+
+#: The names dask gives a layer of in-memory data from the data's hash (``da.from_array``).
+_HASHED = re.compile(r"array-[0-9a-f]{32}")
+
+
+def recordable(name: str) -> bool:
+    """Whether a layer of in-memory data is named by its data's hash, so that recording it
+    cannot give another graph's layer of that name other data (a name chosen by hand could)."""
+    return _HASHED.fullmatch(name) is not None
 
 
 def remember(client: Any, name: str, futures: dict[Any, Any]) -> None:
-    """Record the layer ``name`` of a graph as scattered on ``client``'s workers."""
-    _LAYERS.setdefault(client.id, {})[name] = futures
+    """Record the layer ``name`` of a graph as on ``client``'s workers."""
+    with _LOCK:
+        _, layers = _LAYERS.setdefault(client.id, (_ref(client), {}))
+        layers[name] = futures
+
+
+def _ref(client: Any) -> Any:
+    try:
+        return weakref.ref(client)
+    except TypeError:  # (an object without weak references: held)
+        return lambda: client
 
 
 def forget(client: Any) -> None:
     """Drop the records of ``client`` (its data are released once nothing else holds them)."""
-    _LAYERS.pop(client.id, None)
+    with _LOCK:
+        _LAYERS.pop(client.id, None)
 
 
 def _layers_of(client: Any) -> dict[str, dict[Any, Any]]:
-    for gone in [cid for cid in _LAYERS if cid != client.id]:  # (clients closed or replaced)
-        _LAYERS.pop(gone)
-    return _LAYERS.get(client.id, {})
+    with _LOCK:
+        for cid, (ref, _) in list(_LAYERS.items()):  # (clients gone or closed)
+            other = ref()
+            if other is None or getattr(other, "status", "running") in ("closing", "closed"):
+                _LAYERS.pop(cid, None)
+        entry = _LAYERS.get(client.id)
+        return dict(entry[1]) if entry is not None else {}
 
 
 def _graph(graph: HighLevelGraph, layers: dict[str, dict[Any, Any]]) -> HighLevelGraph | None:
     """``graph`` with its recorded layers naming the workers' copies, or ``None``: none."""
-    hits = [name for name in graph.layers if name in layers]
+    hits = [n for n, layer in graph.layers.items() if n in layers and set(layer) == set(layers[n])]
     if not hits:
         return None
     new = dict(graph.layers)
@@ -55,12 +86,15 @@ def named(x: Any, client: Any) -> Any:
     """``x`` (a dask array or delayed value, or a tuple, list or dict of them) whose graphs name
     the data recorded as on ``client``'s workers instead of holding them."""
     layers = _layers_of(client)
-    if not layers:
-        return x
+    return _named(x, layers) if layers else x
+
+
+def _named(x: Any, layers: dict[str, dict[Any, Any]]) -> Any:
     if isinstance(x, tuple | list):
-        return type(x)(named(item, client) for item in x)
+        items = [_named(item, layers) for item in x]
+        return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)  # (namedtuples)
     if isinstance(x, dict):
-        return {k: named(v, client) for k, v in x.items()}
+        return {k: _named(v, layers) for k, v in x.items()}
     graph = x.__dask_graph__() if isinstance(x, da.Array | Delayed) else None
     if not isinstance(graph, HighLevelGraph) or (new := _graph(graph, layers)) is None:
         return x

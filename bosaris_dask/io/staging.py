@@ -257,15 +257,18 @@ def _in_memory_bytes(arr: da.Array) -> int:
 
 
 def _scattered(arr: da.Array, client: Any) -> da.Array:
-    """``arr`` whose graph names its in-memory data on the workers, sent there once now (and
-    recorded, so that other graphs holding the same data name them too: :mod:`.scattered`)."""
+    """``arr`` whose graph names its in-memory data on the workers, sent there once now as
+    tasks of their own (recomputable where a worker is lost), and recorded so that other graphs
+    holding the same data name them too (:mod:`.scattered`)."""
     from bosaris_dask.io import scattered
 
-    layers = _literal_layers(arr)
+    layers = {n: layer for n, layer in _literal_layers(arr).items() if scattered.recordable(n)}
     data = {key: value for layer in layers.values() for key, value in layer.items()}
+    if not data:
+        return arr
     with warnings.catch_warnings():  # (sent once: what distributed's warnings ask for)
-        warnings.filterwarnings("ignore", "Large object of size", UserWarning)
-        futures = client.scatter(data, hash=False)
+        warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
+        futures = dict(zip(data, client.get(data, list(data), sync=False), strict=True))
     for name, layer in layers.items():
         scattered.remember(client, name, {key: futures[key] for key in layer})
     return scattered.named(arr, client)
@@ -299,7 +302,8 @@ def on_the_workers(obj: Any, client: Any = None) -> Any:
     if client is None:
         return obj
     if isinstance(obj, tuple | list):
-        return type(obj)(on_the_workers(item, client) for item in obj)
+        items = [on_the_workers(item, client) for item in obj]
+        return type(obj)(*items) if hasattr(obj, "_fields") else type(obj)(items)
     if isinstance(obj, dict):
         return {name: on_the_workers(item, client) for name, item in obj.items()}
     if not isinstance(obj, xr.Dataset):
