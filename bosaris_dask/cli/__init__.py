@@ -91,11 +91,13 @@ def _check_output_folders(args: argparse.Namespace) -> None:
         path = getattr(args, name, None)
         if not isinstance(path, str) or "://" in path or (args.command, name) == ("plot", "out"):
             continue  # (plot checks its image's path itself: check_plot_path)
-        check_folder(path, file=name in _FILE_OUTPUTS)  # as the write would, before the work
+        file = name in _FILE_OUTPUTS
         if name in ("out", "output") and args.command in _TRIAL_WRITERS:
             from bosaris_dask.io import _write_format
 
-            _write_format(path, None)  # a suffix that names no format: refused before training
+            # a suffix that names no format: refused before training
+            file = _write_format(path, None) != "zarr"
+        check_folder(path, file=file)  # as the write would, before the work
 
 
 #: The commands whose ``--out`` (``output``) is a trial object (a store or file of scores).

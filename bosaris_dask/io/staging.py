@@ -280,11 +280,12 @@ def on_the_workers(obj: Any, client: Any = None) -> Any:
 
     A text, MAT or npz input is read into this process; its data sit in the graph of every
     pass, and a distributed scheduler is sent them again with each pass (distributed warns
-    "Sending large graph"). Scattered to the workers, the data are named by each pass's graph
-    instead, and by any graph the package computes later that holds the same data (e.g. the
-    screens that compute scores from embeddings: :mod:`~bosaris_dask.io.scattered`); nothing is
-    computed. They live as long as the client, or until
-    :func:`bosaris_dask.io.scattered.forget` (the CLI calls both once its cluster is up).
+    "Sending large graph"). Sent once, as tasks of their own (a worker lost with a piece gets
+    it again from the scheduler), the data are named by each pass's graph instead, and by any
+    graph the package computes later that holds the same data (e.g. the screens that compute
+    scores from embeddings: :mod:`~bosaris_dask.io.scattered`); nothing else is computed. They
+    live as long as the client, or until :func:`bosaris_dask.io.scattered.forget` (the CLI
+    calls this once its cluster is up, and that when its command ends).
 
     Datasets are looked for in ``obj`` and in the tuples, lists and dicts it holds; anything
     else comes back as it is, and so does everything without a distributed client
