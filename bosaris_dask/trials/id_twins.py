@@ -42,14 +42,15 @@ def id_twins(wanted: Sequence[Any], given: Sequence[Any]) -> list[tuple[Any, Any
     >>> id_twins(["a", "b"], ["a"])  # missing, but no twin
     []
     """
-    missing = pd.Index(wanted).difference(pd.Index(given), sort=False)
+    given_index = pd.Index(given)
+    missing = pd.Index(wanted).difference(given_index, sort=False)
     if missing.empty:
         return []
     odd_given = {}
-    for g in given:
-        if not _plain(g):
-            odd_given.setdefault(_canonical(g), g)
-    plain_given = None
+    if not _all_plain(given_index):  # (a loop over every id only where some are not plain)
+        for g in given:
+            if not _plain(g):
+                odd_given.setdefault(_canonical(g), g)
     twins = []
     for w in missing:
         if _plain(w):
@@ -59,12 +60,27 @@ def id_twins(wanted: Sequence[Any], given: Sequence[Any]) -> list[tuple[Any, Any
         c = _canonical(w)
         if c in odd_given:
             twins.append((w, odd_given[c]))
-            continue
-        if plain_given is None:
-            plain_given = {g for g in given if _plain(g)}
-        if c in plain_given:
+        elif c in given_index and _plain(c):
             twins.append((w, c))
     return twins
+
+
+def _all_plain(ids: pd.Index) -> bool:
+    """Whether every id is an ASCII string without edge whitespace, found by string operations
+    on all of them at once (a Python loop took a second per million ids)."""
+    if len(ids) == 0:
+        return True
+    if ids.inferred_type != "string":
+        return False
+    joined = "\x00" + "\x00".join(ids.to_numpy(dtype=object).tolist()) + "\x00"
+    if not joined.isascii():
+        return False
+    spaced = joined.translate(_ONE_SPACE)
+    return " \x00" not in spaced and "\x00 " not in spaced
+
+
+#: The ASCII characters ``str.strip`` removes, as one space.
+_ONE_SPACE = str.maketrans({chr(i): " " for i in range(128) if chr(i).isspace()})
 
 
 def _how(w: Any, g: Any) -> str:
