@@ -68,6 +68,16 @@ def showing_progress(show: bool = True) -> Iterator[None]:
         _SHOW.reset(token)
 
 
+def shows_bar(progress: bool | None) -> bool:
+    """Whether a computation given ``progress`` shows a bar (``None``: as the innermost
+    :func:`showing_progress` block says).
+
+    >>> shows_bar(None), shows_bar(True)
+    (False, True)
+    """
+    return bool(_SHOW.get() if progress is None else progress)
+
+
 def current_client() -> Any | None:
     """The running ``distributed.Client`` that ``dask.compute`` uses now, or ``None``.
 

@@ -175,3 +175,18 @@ def test_compute_and_keep_runs_shared_tasks_once_on_a_cluster(client, tmp_path, 
     )
     np.testing.assert_array_equal(kept.compute(), values + 1)
     assert log.read_text() == "x" * 6  # kept on the worker: not computed again
+
+
+def test_each_passs_bar_is_named(capsys):
+    # a terminal showed bare dask bars: which pass, over how many chunks, was not said
+    import bosaris_dask as bd
+
+    key = bd.make_key(["m1", "m2"], ["s1", "s2"], [[1, -1], [-1, 1]])
+    scores = bd.make_scores(["m1", "m2"], ["s1", "s2"], [[3.0, -2.0], [0.5, 4.0]])
+    with dask.config.set(scheduler="threads"):
+        bd.evaluate(scores, key, progress=True)
+    err = capsys.readouterr().err
+    assert err.startswith("pass 1: 1 chunk\n") and "Completed" in err
+    with dask.config.set(scheduler="threads"):
+        bd.evaluate(scores, key)
+    assert capsys.readouterr().err == ""  # no bar, no name

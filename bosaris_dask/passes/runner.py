@@ -27,6 +27,7 @@ Examples
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -44,7 +45,7 @@ from dask.utils import funcname
 from bosaris_dask import config
 from bosaris_dask.errors import ClusterError, MemoryLimitError
 from bosaris_dask.passes import compact, inline_blocks, malloc, memory
-from bosaris_dask.progress import compute, compute_and_keep, current_client
+from bosaris_dask.progress import compute, compute_and_keep, current_client, shows_bar
 
 _log = logging.getLogger("bosaris_dask.passes")
 
@@ -369,7 +370,7 @@ def run_pass(
         left_out = _left_out(need, aggs, inputs, split_every)
     run = [a for i, a in enumerate(aggs) if i not in left_out]
     reduced = graph(run, inputs, lead=lead, split_every=split_every)
-    with _lost_workers(name, inputs):
+    with _lost_workers(name, inputs, bar=shows_bar(progress)):
         if also is None:
             return _put_back(finalize(run, compute(reduced, progress=progress)), left_out)
         total, extra = compute((reduced, also), progress=progress)
@@ -447,7 +448,7 @@ def run_pass_and_keep(
     """
     aggs = list(aggs)
     reduced = graph(aggs, inputs, split_every=split_every)
-    with _lost_workers(name, inputs):
+    with _lost_workers(name, inputs, bar=shows_bar(progress)):
         if also is None:
             kept, total = compute_and_keep(keep, reduced, progress=progress)
             return kept, finalize(aggs, total)
@@ -492,13 +493,17 @@ def _still_running(name: str, chunks: str, start: float) -> Iterator[None]:
 
 
 @contextmanager
-def _lost_workers(name: str, inputs: Sequence[da.Array] = ()) -> Iterator[None]:
+def _lost_workers(
+    name: str, inputs: Sequence[da.Array] = (), *, bar: bool = False
+) -> Iterator[None]:
     """Log the pass's time (logger ``bosaris_dask.passes``, INFO: a batch job's log shows each
     pass where a terminal shows a progress bar); turn the scheduler giving up on a task
     (``KilledWorker``) into one clear message."""
     start = time.perf_counter()
     n = inputs[0].npartitions if inputs else 0
     chunks = f"{n:,} chunk{'s' * (n > 1)}, " if inputs else ""
+    if bar:  # the bar itself names nothing
+        print(f"{name}{': ' + chunks.rstrip(', ') if chunks else ''}", file=sys.stderr)
     try:
         with _still_running(name, chunks, start):
             yield
