@@ -290,6 +290,47 @@ def test_scores_far_from_zero_or_from_unit_spread_reach_the_optimum(offset, scal
     assert llr == pytest.approx(want.transform_arrays(np.array([1.0]))[0], abs=1e-5)
 
 
+def _logistic_reference(tar, non, prior=0.5):
+    """The prior-weighted cross-entropy (bits, normalized) and its minimizer by scipy, with
+    the far scores' terms written out of the float64 trouble (they are 0 for any scale > 0)."""
+    from scipy.optimize import minimize
+    from scipy.special import log_expit
+
+    plo = np.log(prior / (1 - prior))
+
+    def cost(theta):
+        a, b = theta
+        t = -log_expit(a * tar + b + plo).mean()
+        n = -log_expit(-(a * non + b + plo)).mean()
+        return (
+            (prior * t + (1 - prior) * n)
+            / np.log(2)
+            / (-prior * np.log2(prior) - (1 - prior) * np.log2(1 - prior))
+        )
+
+    x = minimize(cost, [1.0, 0.0], method="Nelder-Mead", options={"xatol": 1e-12, "fatol": 1e-15,
+                                                                   "maxiter": 20000}).x  # fmt: skip
+    x = minimize(cost, x, method="BFGS", options={"gtol": 1e-12}).x
+    return x, cost(x)
+
+
+@pytest.mark.parametrize("far", [1e9, 1e13, 1e299])
+def test_a_few_far_outliers_do_not_stop_the_fit_short(far):
+    """A target and a non-target at +-1e13 (log10 LLRs) among scores near 1 set the
+    standardization's half-range: the standardized weight's gradient was tiny for its scale,
+    so the fit stopped at scale 1.0 (0.4651 for 0.4595) saying converged; at 1e300 it also
+    warned, falsely, that the scale was undetermined."""
+    ln10 = np.log(10)
+    tar = np.array([far, 1.0, 2.0]) * ln10
+    non = np.array([-far, 0.0, 1.5, -1.0]) * ln10
+    model, caught = _fit(LinearCalibrator(), tar, non)
+    assert model.fit_warnings_ == [] and caught == [] and model.converged_
+    (a, b), want = _logistic_reference(np.clip(tar, -1e6, 1e6), np.clip(non, -1e6, 1e6))
+    assert model.scale_ == pytest.approx(a, rel=1e-6)
+    assert model.offset_ == pytest.approx(b, rel=1e-6)
+    assert model.objective_ == pytest.approx(want, rel=1e-9)
+
+
 def test_a_quality_fusion_of_scores_far_from_zero_reaches_the_same_fit():
     """Its quality stage stalled ("not converged", a false 'undetermined' warning) on scores
     offset by 1e6; both stages now run standardized there."""
