@@ -388,8 +388,13 @@ def _four_fields_unclear(lines: list[list[bytes]]) -> str:
     'fields 3 and 4 are both numbers that are label wor'
     >>> _four_fields_unclear([[b"a", b"b", b"0.5", b"0.7"]])
     'fields 3 and 4 are both numbers, and neither is a label word'
+    >>> _four_fields_unclear([[b"a", b"b", b"1e400", b"target"]])
+    "field 3 '1e400' is not a finite score"
     """
     third, fourth = lines[0][2], lines[0][3]
+    for j, token in ((3, third), (4, fourth)):
+        if number_of_token(token) is not None and not _is_number(token):
+            return f"field {j} {token.decode(errors='replace')!r} is not a finite score"
     if not (_is_number(third) or _is_number(fourth)):
         return "neither field 3 nor field 4 is a number (a score)"
     if is_label_word(third) and is_label_word(fourth):
