@@ -422,3 +422,15 @@ def test_systems_whose_combination_meets_only_at_ties_are_reported():
     twin = lambda x: 0.99999 * x + np.sqrt(1 - 0.99999**2) * rng.normal(size=x.shape)  # noqa: E731
     model, caught = _fit(LinearFuser(), np.c_[t, twin(t)], np.c_[n, twin(n)])
     assert model.fit_warnings_ == [] and model.passes_ == model.iterations_ + 1
+
+
+def test_a_separable_calibration_running_backwards_says_so():
+    # every target below every non-target: the scale came out -12 with only the separable note
+    model, caught = _fit(LinearCalibrator(), np.array([-3.0, -2.0]), np.array([1.0, 2.0, 3.0]))
+    assert model.scale_ < 0 and caught == model.fit_warnings_
+    assert model.fit_warnings_[0].startswith("the training classes are separable")
+    assert model.fit_warnings_[0].endswith(
+        "The fitted scale is negative: in these data every target's raw score is below every "
+        "non-target's (are the scores' sign or the labels reversed?)")  # fmt: skip
+    model, _ = _fit(LinearCalibrator(), np.array([3.0, 2.0]), np.array([-1.0, -2.0, -3.0]))
+    assert "negative" not in model.fit_warnings_[0]

@@ -236,6 +236,10 @@ class LinearFuser(JsonModel):
         :data:`~bosaris_dask.fusion.fit_checks.CHECKED_MAX_PARAMS` parameters), then about
         itself (stopped before its minimum)."""
         note = separation_note(obj.data_term(res.fun, res.x), obj.class_weights(), self.l2)
+        if note is not None and self.kind == "linear_calibration" and res.x[0] < 0:
+            note += (". The fitted scale is negative: in these data every target's raw "
+                     "score is below every non-target's (are the scores' sign or the labels "
+                     "reversed?)")  # fmt: skip
         if note is None:
             note = tied_separation_note(obj.score_ranges, self.l2, systems=obj.data.names,
                                         calibration=self.kind == "linear_calibration")  # fmt: skip
