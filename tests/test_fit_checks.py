@@ -314,8 +314,9 @@ def _logistic_reference(tar, non, prior=0.5):
     return x, cost(x)
 
 
+@pytest.mark.parametrize("method", ["exact", "cg"])
 @pytest.mark.parametrize("far", [1e9, 1e13, 1e299])
-def test_a_few_far_outliers_do_not_stop_the_fit_short(far):
+def test_a_few_far_outliers_do_not_stop_the_fit_short(far, method):
     """A target and a non-target at +-1e13 (log10 LLRs) among scores near 1 set the
     standardization's half-range: the standardized weight's gradient was tiny for its scale,
     so the fit stopped at scale 1.0 (0.4651 for 0.4595) saying converged; at 1e300 it also
@@ -323,7 +324,7 @@ def test_a_few_far_outliers_do_not_stop_the_fit_short(far):
     ln10 = np.log(10)
     tar = np.array([far, 1.0, 2.0]) * ln10
     non = np.array([-far, 0.0, 1.5, -1.0]) * ln10
-    model, caught = _fit(LinearCalibrator(), tar, non)
+    model, caught = _fit(LinearCalibrator(method=method), tar, non)
     assert model.fit_warnings_ == [] and caught == [] and model.converged_
     (a, b), want = _logistic_reference(np.clip(tar, -1e6, 1e6), np.clip(non, -1e6, 1e6))
     assert model.scale_ == pytest.approx(a, rel=1e-6)
@@ -434,3 +435,18 @@ def test_a_separable_calibration_running_backwards_says_so():
         "non-target's (are the scores' sign or the labels reversed?)")  # fmt: skip
     model, _ = _fit(LinearCalibrator(), np.array([3.0, 2.0]), np.array([-1.0, -2.0, -3.0]))
     assert "negative" not in model.fit_warnings_[0]
+
+
+@pytest.mark.parametrize("offset", [1e6, 1e9])
+@pytest.mark.parametrize("system", ["copied", "constant"])
+def test_an_undetermined_fusion_far_from_zero_converges_with_its_one_note(offset, system):
+    # the carry-on after a standardized fit must not take a real flat direction for a short
+    # stop: an early version ended these unconverged, with a second note
+    rng = np.random.default_rng(4)
+    tar, non = _overlapping(rng, k=1)
+    extra = {"copied": (tar, non), "constant": (np.zeros_like(tar), np.zeros_like(non))}[system]
+    model, caught = _fit(LinearFuser(), np.c_[tar, extra[0]] + offset,
+                         np.c_[non, extra[1]] + offset)  # fmt: skip
+    assert model.converged_ and len(model.fit_warnings_) == 1 and caught == model.fit_warnings_
+    assert "do not determine" in model.fit_warnings_[0]
+    assert "stopped before" not in model.fit_warnings_[0]

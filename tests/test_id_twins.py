@@ -77,3 +77,13 @@ def test_twins_are_exactly_the_missing_ids_equal_as_canonical_text(ids, form, pa
     expected = [(i, by_form[_canonical(i)]) for i in ids
                 if i not in given_ids and _canonical(i) in by_form]  # fmt: skip
     assert sorted(twins) == sorted(expected)
+
+
+def test_ids_that_are_no_strings_do_not_break_the_check():
+    # a None or NaN id among strings made the check's join raise inside align
+    scores = make_scores(["m1", "m2", "m3"], ["s1"], np.ones((3, 1)))
+    for odd in (None, float("nan")):
+        key = make_key(["m"], ["s1"], np.array([[1]])).assign_coords(model=[odd])
+        aligned = bd.align(scores.assign_coords(model=["m1", odd, "m3"]), key)
+        assert aligned.sizes["model"] == 1
+    assert id_twins(["a"], ["m1", None, "m3"]) == []

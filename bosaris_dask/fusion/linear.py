@@ -69,15 +69,16 @@ _METHODS = ("auto", "exact", "cg")
 DECREMENT_LEFT = 1e-12
 
 
-def _decrement_left(res: OptimizeResult) -> bool:
-    """Whether a converged fit's quadratic model still goes :data:`DECREMENT_LEFT` lower: the
-    relative gradient test passes short of the minimum where one parameter's gradient is tiny
-    for its scale, e.g. the weight of scores standardized by a half-range that a few far
-    outliers set (+-1e13 among scores near 1: "converged" at 0.4651 for 0.4595). Invariant to
-    how the parameters are scaled; the Hessian's null directions (undetermined fits) count 0."""
-    if not res.converged or res.hess is None or res.grad is None:
+def _decrement_left(res: OptimizeResult, hess: np.ndarray | None) -> bool:
+    """Whether a converged fit's quadratic model (``hess``: its Hessian) still goes
+    :data:`DECREMENT_LEFT` lower: the relative gradient test passes short of the minimum where
+    one parameter's gradient is tiny for its scale, e.g. the weight of scores standardized by a
+    half-range that a few far outliers set (+-1e13 among scores near 1: "converged" at 0.4651
+    for 0.4595). Invariant to how the parameters are scaled; the Hessian's null directions
+    (undetermined fits, which the fit's notes name) count 0."""
+    if not res.converged or hess is None or res.grad is None:
         return False
-    g, hess = np.asarray(res.grad, dtype=np.float64), np.asarray(res.hess, dtype=np.float64)
+    g, hess = np.asarray(res.grad, dtype=np.float64), np.asarray(hess, dtype=np.float64)
     d = np.sqrt(np.abs(np.diag(hess)))
     d = np.where(d > 0, d, 1.0)  # (Jacobi-scaled, so that no parameter's scale hides it)
     gs = g / d
@@ -85,15 +86,14 @@ def _decrement_left(res: OptimizeResult) -> bool:
     return bool(0.5 * float(gs @ step) > DECREMENT_LEFT)
 
 
-def _flat(obj: FusionObjective, res: OptimizeResult, kind: str) -> bool:
-    """Whether a fit's Hessian leaves a parameter undetermined (a flat direction)."""
-    if res.hess is None:
+def _curvature_lost(obj: FusionObjective, hess: np.ndarray | None, k: int) -> bool:
+    """Whether a system that is not constant has no curvature left in ``hess`` (its weight's
+    diagonal 0: scores standardized to below float64's squares), which no data can mean."""
+    if hess is None or obj.score_ranges is None:
         return False
-    names = parameter_names(
-        obj.data.n_systems, obj.data.n_measures if obj.quality else 0,
-        calibration=kind == "linear_calibration", systems=obj.data.names,
-    )  # fmt: skip
-    return undetermined_note(res.hess, names) is not None
+    ranges = np.asarray(obj.score_ranges, dtype=np.float64)[:k]
+    varies = np.maximum(ranges[:, 1], ranges[:, 3]) > np.minimum(ranges[:, 0], ranges[:, 2])
+    return bool(np.any((np.diag(np.asarray(hess))[:k] == 0) & varies))
 
 
 class LinearFuser(JsonModel):
@@ -318,11 +318,15 @@ class LinearFuser(JsonModel):
             x = res.x.copy()
             x[:k] /= h
             x[k] -= x[:k] @ c  # ... and b = b' - w c
-            if _decrement_left(res) or _flat(obj, res, self.kind):
+            hess = res.hess
+            if hess is None and res.converged and obj.n_params <= CHECKED_MAX_PARAMS:
+                hess = obj.evaluate(res.x, "fgH").H  # (the CG solver computes none)
+                self.passes_ += 1
+            if _decrement_left(res, hess) or _curvature_lost(obj, hess, k):
                 # a half-range set by a few far outliers (+-1e13 among scores near 1) leaves the
                 # standardized weight's gradient tiny for its scale, so the gradient test passed
-                # short of the minimum ("converged" at 0.4651 for 0.4595), or its curvature
-                # below float64 ("undetermined"): carried on in the scores themselves
+                # short of the minimum ("converged" at 0.4651 for 0.4595), or its curvature below
+                # float64 (+-1e300: "undetermined"): carried on in the scores themselves
                 return self._solve(self._objective(data, quality, allow_missing, False), x).x
             self._note_fit(obj, res)
             return x

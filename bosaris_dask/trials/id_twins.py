@@ -72,7 +72,10 @@ def _all_plain(ids: pd.Index) -> bool:
         return True
     if ids.inferred_type != "string":
         return False
-    joined = "\x00" + "\x00".join(ids.to_numpy(dtype=object).tolist()) + "\x00"
+    try:  # (pandas calls ids with a None or NaN among strings "string" too)
+        joined = "\x00" + "\x00".join(ids.to_numpy(dtype=object).tolist()) + "\x00"
+    except TypeError:  # an id that is no string
+        return False
     if not joined.isascii():
         return False
     spaced = joined.translate(_ONE_SPACE)
