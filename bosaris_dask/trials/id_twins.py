@@ -42,8 +42,9 @@ def id_twins(wanted: Sequence[Any], given: Sequence[Any]) -> list[tuple[Any, Any
     >>> id_twins(["a", "b"], ["a"])  # missing, but no twin
     []
     """
-    given_index = pd.Index(given)
-    missing = pd.Index(wanted).difference(given_index, sort=False)
+    given_index = given if isinstance(given, pd.Index) else pd.Index(given)
+    wanted_index = wanted if isinstance(wanted, pd.Index) else pd.Index(wanted)
+    missing = wanted_index.difference(given_index, sort=False)
     if missing.empty:
         return []
     odd_given = {}

@@ -207,7 +207,7 @@ def align(
 
         for side in ("model", "segment"):
             kinds = (kind_of(like), kind_of(obj))
-            warn_id_twins(like[side].values, obj[side].values, side, kinds)
+            warn_id_twins(like.indexes[side], obj.indexes[side], side, kinds)  # (hashed once)
         chunks = None
         if "trial_mask" in like.data_vars and isinstance(like.trial_mask.data, da.Array):
             chunks = like.trial_mask.data.chunks
