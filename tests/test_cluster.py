@@ -8,6 +8,7 @@ torn down by fixtures, whatever the test does.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import json
 import os
@@ -36,6 +37,17 @@ from bosaris_dask.cluster import (
 from bosaris_dask.errors import BosarisError, ClusterError
 
 LOCAL = {"dashboard": False, "announce": None}
+
+
+@pytest.fixture(autouse=True)
+def _collect_dead_clients():
+    """Collect, after each test, the clients that failed to connect (a refused or malformed
+    address leaves a half-made Client in a reference cycle). Collected later by chance, inside
+    another Client's start, their ``__del__`` takes the lock that start holds (distributed's
+    LoopRunner lock, not re-entrant): that thread hangs holding it, and so does every later
+    cluster of the process (CI: a LocalCluster waited 600 s)."""
+    yield
+    gc.collect()
 
 
 def _data() -> tuple[np.ndarray, da.Array]:
@@ -1129,6 +1141,8 @@ def test_a_connection_given_up_never_becomes_dasks_scheduler_later(monkeypatch):
         with pytest.raises(ClusterError, match="does not answer as a dask scheduler"):
             with connect(scheduler=address, timeout=0.5, announce=None):
                 pass
+        gc.collect()  # (see _collect_dead_clients: none may be collected inside its start)
+        gc.disable()
         slow_start.set()  # the abandoned attempt now constructs its client and hangs
         time.sleep(1.0)
         assert dask.config.get("scheduler", None) is None
@@ -1137,9 +1151,11 @@ def test_a_connection_given_up_never_becomes_dasks_scheduler_later(monkeypatch):
     finally:
         slow_start.set()
         server.close()
-    attempt = [t for t in threading.enumerate() if t.name == "bosaris-dask-connect"]
-    for thread in attempt:
-        thread.join(15)
+        try:
+            for thread in [t for t in threading.enumerate() if t.name == "bosaris-dask-connect"]:
+                thread.join(15)
+        finally:
+            gc.enable()
     assert dask.config.get("scheduler", None) is None
 
 
