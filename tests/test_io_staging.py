@@ -409,3 +409,21 @@ def test_only_layers_named_by_their_data_are_recorded(two_processes):
         kept = on_the_workers(first, client)
         assert _in_memory_bytes(kept.score.data) > 0  # left as it is
         assert float(compute(second.score.data.sum())) == 0.0
+
+
+def test_a_command_on_an_existing_client_keeps_what_its_user_sent(big_texts, two_processes):
+    # the command's end dropped every record of the client, the user's own ones too
+    from distributed import Client
+
+    from bosaris_dask.cli import main
+    from bosaris_dask.io.scattered import recorded
+    from bosaris_dask.io.staging import on_the_workers
+
+    key_path, scores_path = big_texts
+    with Client(two_processes) as client:
+        on_the_workers(bd.io.read(scores_path), client)
+        mine = recorded(client)
+        assert mine
+        argv = ["evaluate", "--key", str(key_path), "--scores", str(scores_path), "-q"]
+        assert main(argv) == 0  # (the existing client: a command's own records end with it)
+        assert recorded(client) == mine

@@ -49,17 +49,19 @@ def _opened(
     worth starting. Under MPI every rank runs the command: the inputs are opened only on the
     client rank, inside the cluster.
     """
-    from bosaris_dask.io.scattered import forget
+    from bosaris_dask.io.scattered import forget, recorded
     from bosaris_dask.io.staging import on_the_workers
 
     loaded = None if args.cluster == "mpi" else open_inputs()
     with _cluster(args, size_hint=None if loaded is None else size(loaded)) as client:
-        # in-memory inputs (text, MAT, npz) go to the workers once, not with every pass's graph
+        # in-memory inputs (text, MAT, npz) go to the workers once, not with every pass's graph;
+        # a client that was there before keeps what its user sent
+        before = recorded(client) if client is not None else frozenset()
         try:
             yield on_the_workers(open_inputs() if loaded is None else loaded, client)
         finally:
             if client is not None:
-                forget(client)
+                forget(client, keep=before)
 
 
 def _load(

@@ -318,10 +318,10 @@ class LinearFuser(JsonModel):
             x = res.x.copy()
             x[:k] /= h
             x[k] -= x[:k] @ c  # ... and b = b' - w c
-            hess = res.hess
-            if hess is None and res.converged and obj.n_params <= CHECKED_MAX_PARAMS:
-                hess = obj.evaluate(res.x, "fgH").H  # (the CG solver computes none)
+            if res.hess is None and res.converged and obj.n_params <= CHECKED_MAX_PARAMS:
+                res = replace(res, hess=obj.evaluate(res.x, "fgH").H)  # (CG computes none)
                 self.passes_ += 1
+            hess = res.hess
             if _decrement_left(res, hess) or _curvature_lost(obj, hess, k):
                 # a half-range set by a few far outliers (+-1e13 among scores near 1) leaves the
                 # standardized weight's gradient tiny for its scale, so the gradient test passed

@@ -25,7 +25,7 @@ import dask.array as da
 from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
-__all__ = ["remember", "forget", "named", "recordable"]
+__all__ = ["remember", "forget", "recorded", "named", "recordable"]
 
 #: By client id: the client (weakly) and its recorded layers, by name, as ``{key: Future}``.
 _LAYERS: dict[str, tuple[Any, dict[str, dict[Any, Any]]]] = {}
@@ -55,10 +55,25 @@ def _ref(client: Any) -> Any:
         return lambda: client
 
 
-def forget(client: Any) -> None:
-    """Drop the records of ``client`` (its data are released once nothing else holds them)."""
+def forget(client: Any, keep: frozenset[str] = frozenset()) -> None:
+    """Drop the records of ``client`` but those of the layers named in ``keep`` (its data are
+    released once nothing else holds them)."""
     with _LOCK:
-        _LAYERS.pop(client.id, None)
+        entry = _LAYERS.get(client.id)
+        if entry is None:
+            return
+        kept = {name: futures for name, futures in entry[1].items() if name in keep}
+        if kept:
+            _LAYERS[client.id] = (entry[0], kept)
+        else:
+            _LAYERS.pop(client.id)
+
+
+def recorded(client: Any) -> frozenset[str]:
+    """The names of the layers recorded as on ``client``'s workers."""
+    with _LOCK:
+        entry = _LAYERS.get(client.id)
+        return frozenset(entry[1]) if entry is not None else frozenset()
 
 
 def _layers_of(client: Any) -> dict[str, dict[Any, Any]]:
