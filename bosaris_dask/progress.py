@@ -45,7 +45,9 @@ from dask.threaded import ContextAwareThreadPoolExecutor
 
 _log = logging.getLogger("bosaris_dask")
 
-__all__ = ["compute", "compute_and_keep", "persist", "current_client", "showing_progress"]
+__all__ = [
+    "compute", "compute_and_keep", "persist", "current_client", "showing_progress", "shows_bar",
+]  # fmt: skip
 
 _SHOW: ContextVar[bool] = ContextVar("bosaris_dask_progress", default=False)
 
