@@ -250,6 +250,27 @@ def test_workers_is_the_number_of_workers_for_every_kind(kind, fake_clusters):
         assert jq.worker_count() == 4  # two jobs of two
 
 
+def test_a_dashboard_asked_for_without_bokeh_is_a_warning(fake_clusters, monkeypatch, caplog):
+    """``--dashboard`` where no page can be served says so; the default says nothing."""
+    from bosaris_dask.cluster import session
+
+    monkeypatch.setattr(_FakeClient, "dashboard_link", "http://127.0.0.1:8787/status")
+    monkeypatch.setattr(session, "_has_bokeh", lambda: False)
+    messages: list[str] = []
+    for dashboard in (None, True):
+        caplog.clear()
+        with caplog.at_level("INFO", logger="bosaris_dask.cluster"):
+            with connect(cluster="local", workers=1, dashboard=dashboard, announce=messages.append):
+                pass
+        levels = [r.levelname for r in caplog.records if "no dask dashboard" in r.message]
+        assert levels == (["WARNING"] if dashboard else ["INFO"])
+    assert messages == []  # no link announced that would not load
+    monkeypatch.setattr(session, "_has_bokeh", lambda: True)
+    with connect(cluster="local", workers=1, dashboard=True, announce=messages.append):
+        pass
+    assert messages == ["dask dashboard at http://127.0.0.1:8787/status"]
+
+
 def test_the_local_dashboard_port_comes_from_dask_config(fake_clusters):
     with dask.config.set({"distributed.scheduler.dashboard.address": ":9999"}):
         with connect(cluster="local", workers=1, announce=None):

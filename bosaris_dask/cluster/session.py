@@ -54,7 +54,7 @@ def connect(
     walltime: str | None = None,
     jobs: int | None = None,
     interface: str | None = None,
-    dashboard: bool = True,
+    dashboard: bool | None = None,
     timeout: float | None = None,
     worker_timeout: float | None = None,
     size_hint: int | None = None,
@@ -98,7 +98,8 @@ def connect(
         ``"lo"`` keeps everything on loopback.
     dashboard
         Start the dashboard where we start a scheduler (if bokeh is installed) and announce its
-        link when there is one.
+        link when there is one; ``None`` (default) does so without a word where it cannot,
+        ``True`` warns there (asked for, e.g. by ``--dashboard``), ``False`` starts none.
     timeout
         Seconds to wait to reach a scheduler; also how long a lost scheduler is retried
         (default: dask's ``distributed.comm.timeouts.connect``, 30 s unless configured).
@@ -139,6 +140,7 @@ def connect(
     bosaris_dask.errors.ClusterError: cannot reach the dask scheduler at tcp://127.0.0.1:9 ...
     """
     kind = _choose_kind(scheduler, scheduler_file, cluster, size_hint)
+    asked_dashboard, dashboard = dashboard is True, dashboard is not False
     if timeout is None:
         timeout = connect_timeout()
     if memory_limit is not None:
@@ -206,7 +208,9 @@ def connect(
             if _serves_dashboard(client, remote=kind in ("address", "file")):
                 say(f"dask dashboard at {link}")
             else:
-                _log.info("no dask dashboard: install bokeh where the scheduler runs")
+                (_log.warning if asked_dashboard else _log.info)(
+                    "no dask dashboard: install bokeh where the scheduler runs"
+                )
         try:
             yield client
         except KeyboardInterrupt:
