@@ -59,6 +59,14 @@ def test_int_ids_and_ids_with_spaces_are_said_too():
         bd.align(spaced, make_key(["m"], ["s1"], np.array([[1]])))
 
 
+def test_bytes_ids_as_h5py_reads_them_are_said_too():
+    scores = make_scores(["m1"], ["s1"], np.ones((1, 1)))
+    key = make_key(["m"], ["s1"], np.array([[1]])).assign_coords(model=np.array([b"m1"]))
+    with pytest.warns(IdWarning, match=r"1 model id\(s\) of the key match an id of the scores "
+                      r"only as text \(bytes and str ids\), e.g. b'm1' and 'm1'"):  # fmt: skip
+        bd.align(scores, key)
+
+
 def _canonical(i):
     return unicodedata.normalize("NFC", str(i)).strip()
 

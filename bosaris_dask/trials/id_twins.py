@@ -1,7 +1,8 @@
 """Ids that look alike but differ, so their trials miss each other when matched by id: ``'café'``
 written as one code point (NFC, as most editors save it) in one file and as ``e`` plus a
 combining accent (NFD, as macOS file names come) in the other; an integer id ``0`` of a Dataset
-built in Python against the string ``'0'`` of a file; an id with a space around it.
+built in Python against the string ``'0'`` of a file; bytes ``b'spk1'`` (as h5py reads
+strings) against ``'spk1'``; an id with a space around it.
 :func:`warn_id_twins` says so where :func:`~bosaris_dask.trials.align` meets them.
 """
 
@@ -26,8 +27,12 @@ def _plain(i: Any) -> bool:
     return isinstance(i, str) and i.isascii() and i == i.strip()
 
 
+def _text(i: Any) -> str:
+    return i.decode("utf-8", "replace") if isinstance(i, bytes) else str(i)  # (h5py's ids)
+
+
 def _canonical(i: Any) -> str:
-    return unicodedata.normalize("NFC", str(i)).strip()
+    return unicodedata.normalize("NFC", _text(i)).strip()
 
 
 def id_twins(wanted: Sequence[Any], given: Sequence[Any]) -> list[tuple[Any, Any]]:
@@ -90,7 +95,7 @@ _ONE_SPACE = str.maketrans({chr(i): " " for i in range(128) if chr(i).isspace()}
 def _how(w: Any, g: Any) -> str:
     if type(w) is not type(g) and not (isinstance(w, str) and isinstance(g, str)):
         return f"as text ({type(w).__name__} and {type(g).__name__} ids)"
-    if str(w).strip() != str(w) or str(g).strip() != str(g):
+    if _text(w).strip() != _text(w) or _text(g).strip() != _text(g):
         return "without the whitespace around them"
     return "after Unicode normalization"
 
