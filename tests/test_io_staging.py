@@ -392,6 +392,36 @@ def test_data_sent_once_survive_a_lost_worker():
         np.testing.assert_array_equal(compute(scores.score.data.sum(axis=1)), before)
 
 
+def test_xarray_objects_computed_name_the_data_sent(two_processes):
+    # progress.compute of a Dataset (a text write's bands, a table's columns) sent the data
+    # with the graph again: only dask arrays and delayed values were rewritten
+    from distributed import Client
+
+    from bosaris_dask.io.scattered import named
+    from bosaris_dask.io.staging import _in_memory_bytes, on_the_workers
+    from bosaris_dask.progress import compute
+
+    ids = _ids("m", SIDE)
+    values = np.random.default_rng(3).normal(size=(SIDE, SIDE))
+    scores = make_scores(ids, ids, values, np.ones((SIDE, SIDE), bool))
+    threshold = {"distributed.admin.large-graph-warning-threshold": "1MiB"}
+    with dask.config.set(threshold), Client(two_processes) as client, pytest.warns() as record:
+        on_the_workers(scores, client)
+        later = scores * 2.0  # a graph made later from the same data
+        assert _in_memory_bytes(later.score.data) > 0
+        assert _in_memory_bytes(named(later, client).score.data) == 0
+        assert _in_memory_bytes(named(later.score, client).data) == 0
+        ids_array = later.model
+        assert named(ids_array, client) is ids_array  # (nothing lazy: as it is)
+        doubled = compute(later)
+        import warnings
+
+        warnings.warn("a marker, so that the record is never empty", UserWarning, stacklevel=1)
+    assert _graph_warnings(record) == []
+    np.testing.assert_array_equal(doubled.score.values, 2.0 * values)
+    assert doubled.model.values.tolist() == list(ids)
+
+
 def test_only_layers_named_by_their_data_are_recorded(two_processes):
     # a layer named by hand could be another array's of the same name: computed on the old data
     import dask.array as da

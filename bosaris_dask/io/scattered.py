@@ -22,6 +22,7 @@ import weakref
 from typing import Any
 
 import dask.array as da
+import xarray as xr
 from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
@@ -98,8 +99,9 @@ def _graph(graph: HighLevelGraph, layers: dict[str, dict[Any, Any]]) -> HighLeve
 
 
 def named(x: Any, client: Any) -> Any:
-    """``x`` (a dask array or delayed value, or a tuple, list or dict of them) whose graphs name
-    the data recorded as on ``client``'s workers instead of holding them."""
+    """``x`` (a dask array or delayed value, an xarray object over dask arrays, or a tuple, list
+    or dict of them) whose graphs name the data recorded as on ``client``'s workers instead of
+    holding them."""
     layers = _layers_of(client)
     return _named(x, layers) if layers else x
 
@@ -110,6 +112,18 @@ def _named(x: Any, layers: dict[str, dict[Any, Any]]) -> Any:
         return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)  # (namedtuples)
     if isinstance(x, dict):
         return {k: _named(v, layers) for k, v in x.items()}
+    if isinstance(x, xr.DataArray):
+        lazy = x.data if isinstance(x.data, da.Array) else None
+        data = _named(lazy, layers) if lazy is not None else None
+        return x if data is lazy else x.copy(data=data)
+    if isinstance(x, xr.Dataset):
+        changed = {}
+        for name, variable in x.variables.items():
+            if isinstance(variable.data, da.Array):
+                data = _named(variable.data, layers)
+                if data is not variable.data:
+                    changed[name] = variable.copy(data=data)
+        return x.assign(changed) if changed else x
     graph = x.__dask_graph__() if isinstance(x, da.Array | Delayed) else None
     if not isinstance(graph, HighLevelGraph) or (new := _graph(graph, layers)) is None:
         return x
