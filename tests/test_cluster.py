@@ -626,6 +626,28 @@ def test_someone_elses_scheduler_losing_every_worker_ends_when_a_worker_timeout_
         assert theirs.scheduler.no_workers_timeout == 7.0
 
 
+def test_overlapping_runs_on_one_scheduler_keep_the_worker_timeout_until_the_last_ends():
+    # the first run to end put the scheduler's setting back while the other still ran (which
+    # then waited forever for workers), and that other called the first's value "its own"
+    from distributed import LocalCluster
+
+    def timeout_of(dask_scheduler):
+        return dask_scheduler.no_workers_timeout
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as theirs:  # fmt: skip
+        theirs.scheduler.no_workers_timeout = None  # (as a scheduler without the setting)
+        address = theirs.scheduler_address
+        with connect(scheduler=address, worker_timeout=5, announce=None) as first:
+            with connect(scheduler=address, worker_timeout=9, announce=None) as second:
+                assert second.run_on_scheduler(timeout_of) == 9  # the larger of the two
+            assert first.run_on_scheduler(timeout_of) == 5
+            with connect(scheduler=address, worker_timeout=2, announce=None) as third:
+                assert third.run_on_scheduler(timeout_of) == 5
+        assert theirs.scheduler.no_workers_timeout is None  # the last to end put it back
+        assert not hasattr(theirs.scheduler, "_bosaris_dask_worker_timeouts")
+
+
 def test_the_worker_timeout_reaches_a_scheduler_without_this_package(tmp_path):
     # the setter was pickled by reference, so a scheduler host without bosaris_dask (the usual
     # 'someone else's scheduler') could not run it: --worker-timeout was only a warning

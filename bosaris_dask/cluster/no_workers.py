@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -46,31 +47,49 @@ def theirs_failing_without_workers(client: Any, wait: float, where: str) -> Iter
     worker, where it has no ``no-workers-timeout`` of its own; put back as it was after.
 
     The setting is the scheduler's, so other clients' tasks are under it too while the block
-    runs: hence only when asked (``--worker-timeout``). A scheduler that refuses to run
-    functions (``distributed.scheduler.pickle: false``) is left as it is, with a warning.
+    runs: hence only when asked (``--worker-timeout``). Runs that overlap on one scheduler each
+    hold the setting (the largest of their ``wait`` applies) and the last to end puts it back.
+    A scheduler that refuses to run functions (``distributed.scheduler.pickle: false``) is
+    left as it is, with a warning.
     """
+    # (defined here so that they are sent by value: their scheduler need not have this package)
 
-    def set_timeout(dask_scheduler: Any, value: float | None, when: float | None) -> Any:
-        # the scheduler's no_workers_timeout set to value where it is when; the value it had
-        # (defined here so that it is sent by value: their scheduler need not have this package)
-        before = dask_scheduler.no_workers_timeout
-        if before == when:
-            dask_scheduler.no_workers_timeout = value
-        return before
+    def hold(dask_scheduler: Any, token: str, value: float) -> float | None:
+        # the holds of runs like this one, by token; None: the scheduler's own setting, returned
+        held = getattr(dask_scheduler, "_bosaris_dask_worker_timeouts", None)
+        if held is None:
+            if dask_scheduler.no_workers_timeout is not None:
+                return dask_scheduler.no_workers_timeout
+            held = dask_scheduler._bosaris_dask_worker_timeouts = {}
+        held[token] = value
+        dask_scheduler.no_workers_timeout = max(held.values())
+        return None
 
+    def release(dask_scheduler: Any, token: str) -> None:
+        held = getattr(dask_scheduler, "_bosaris_dask_worker_timeouts", None)
+        if held is None:
+            return
+        held.pop(token, None)
+        if held:
+            dask_scheduler.no_workers_timeout = max(held.values())
+        else:
+            dask_scheduler.no_workers_timeout = None
+            del dask_scheduler._bosaris_dask_worker_timeouts
+
+    token = uuid.uuid4().hex
     try:
-        before = client.run_on_scheduler(set_timeout, value=wait, when=None)
+        own = client.run_on_scheduler(hold, token=token, value=wait)
     except Exception as exc:  # noqa: BLE001  (what it raises is the remote scheduler's)
         _log.warning("%s keeps its own no-workers-timeout (--worker-timeout %g not set there: "
                      "%s)", where, wait, exc)  # fmt: skip
         yield
         return
-    if before is not None:
-        _log.info("%s fails tasks after %g s without workers: its own setting", where, before)
+    if own is not None:
+        _log.info("%s fails tasks after %g s without workers: its own setting", where, own)
         yield
         return
     try:
         yield
     finally:
         with contextlib.suppress(Exception):  # (a scheduler already gone keeps nothing)
-            client.run_on_scheduler(set_timeout, value=None, when=wait)
+            client.run_on_scheduler(release, token=token)
