@@ -48,11 +48,17 @@ def test_align_warns_once_per_side_and_not_for_plain_missing_ids():
 
 
 def test_int_ids_and_ids_with_spaces_are_said_too():
-    scores = make_scores(["0", "1"], ["s1"], np.ones((2, 1)))
-    key = make_key(["m"], ["s1"], np.array([[1]])).assign_coords(model=[0])
+    scores = make_scores(["m"], ["s1"], np.ones((1, 1))).assign_coords(model=[0])
+    key = make_key(["0"], ["s1"], np.array([[1]]))
     with pytest.warns(IdWarning, match=r"1 model id\(s\) of the key match an id of the scores "
-                      r"only as text \(int and str ids\), e.g. 0 and '0'"):  # fmt: skip
+                      r"only as text \(str and int ids\), e.g. '0' and 0"):  # fmt: skip
         bd.align(scores, key)
+    # the other way round they do match (a key's ids are looked up as text): no warning
+    int_key = make_key(["a", "b"], ["s1"], np.array([[1], [-1]])).assign_coords(model=[0, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdWarning)
+        result = bd.evaluate(make_scores(["1", "0"], ["s1"], np.array([[0.0], [1.0]])), int_key)
+    assert (int(result.n_target[0]), int(result.n_missing[0]), float(result.eer[0])) == (1, 0, 0)
     spaced = make_scores(["m"], ["s1"], np.ones((1, 1))).assign_coords(segment=["s1 "])
     with pytest.warns(IdWarning, match="only without the whitespace around them, e.g. 's1' "
                       "and 's1 '"):  # fmt: skip

@@ -38,6 +38,8 @@ def _canonical(i: Any) -> str:
 def id_twins(wanted: Sequence[Any], given: Sequence[Any]) -> list[tuple[Any, Any]]:
     """Pairs ``(w, g)`` of an id of ``wanted`` missing from ``given`` and an id of ``given``
     with the same text once both are strings, NFC-normalized and stripped of edge whitespace.
+    A wanted id is looked up as its text, as :func:`~bosaris_dask.trials.reindex_ids` does: a
+    wanted ``0`` finds a given ``'0'``, a given ``0`` is no wanted ``'0'``.
 
     Examples
     --------
@@ -52,6 +54,8 @@ def id_twins(wanted: Sequence[Any], given: Sequence[Any]) -> list[tuple[Any, Any
     missing = wanted_index.difference(given_index, sort=False)
     if missing.empty:
         return []
+    if wanted_index.inferred_type != "string":  # looked up as text (``reindex_ids``): 0 is '0'
+        missing = pd.Index([w for w in missing if str(w) not in given_index], dtype=object)
     odd_given = {}
     if not _all_plain(given_index):  # (a loop over every id only where some are not plain)
         for g in given:
