@@ -745,6 +745,26 @@ def test_a_pipe_is_read_like_a_file_and_errors_name_it(tmp_path):
     assert not list(tmp_path.glob("bosaris-text-*"))  # the copies are gone
 
 
+def test_a_pipe_read_by_the_format_dispatch_loses_no_line(tmp_path):
+    # io.read looked for a binary signature by reading the pipe's first bytes before the text
+    # reader copied it: the first 4 KiB of trials were gone without an error (or it hung)
+    import threading
+
+    from bosaris_dask.io import read
+
+    fifo = tmp_path / "scores.fifo"
+    os.mkfifo(fifo)
+    lines = "".join(f"m{i // 200:03d} s{i % 200:03d} {i}.5\n" for i in range(20_000))  # 340 kB
+    thread = threading.Thread(target=lambda: fifo.write_text(lines), daemon=True)
+    thread.start()
+    scores = read(fifo, scratch=tmp_path)
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    assert scores.sizes == {"model": 100, "segment": 200}
+    assert scores.model.values[0] == "m000" and int(scores.score_mask.sum()) == 20_000
+    np.testing.assert_array_equal(scores.score.values.ravel(), np.arange(20_000) + 0.5)
+
+
 def test_an_object_without_trials_is_not_written_as_an_empty_file(tmp_path):
     # apply to two systems with disjoint trials wrote a 0-byte file that no reader takes back
     scores = make_scores(["m"], ["a", "b"], [[1.0, 2.0]], [[False, False]])
