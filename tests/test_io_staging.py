@@ -392,6 +392,27 @@ def test_data_sent_once_survive_a_lost_worker():
         np.testing.assert_array_equal(compute(scores.score.data.sum(axis=1)), before)
 
 
+def test_data_sent_before_a_restart_are_sent_again_not_named():
+    # client.restart() cancels the futures of the data sent: graphs still named them and every
+    # later computation of the same data failed ('lost dependencies')
+    from distributed import Client
+
+    from bosaris_dask.io.scattered import recorded
+    from bosaris_dask.io.staging import on_the_workers
+    from bosaris_dask.progress import compute
+
+    ids = _ids("m", 400)
+    values = np.random.default_rng(4).normal(size=(400, 400))
+    with _local_cluster(n_workers=2, processes=True) as local, Client(local) as client:
+        on_the_workers(make_scores(ids, ids, values), client)
+        assert recorded(client)
+        client.restart()
+        fresh = make_scores(ids, ids, values)  # the same data: the same layer name
+        expected = float(fresh.score.data.sum().compute(scheduler="sync"))
+        assert float(compute(fresh.score.data.sum())) == pytest.approx(expected, rel=1e-12)
+        assert not recorded(client)
+
+
 def test_xarray_objects_computed_name_the_data_sent(two_processes):
     # progress.compute of a Dataset (a text write's bands, a table's columns) sent the data
     # with the graph again: only dask arrays and delayed values were rewritten

@@ -10,8 +10,9 @@ each pass. Only layers named by dask from their data (``da.from_array``'s ``arra
 recorded, so a graph that names one holds the same data. The data stay recomputable: a worker
 lost with a piece gets it again from the scheduler, which keeps each task.
 
-The records of a client are dropped when it has closed, or by :func:`forget` (the CLI's, when
-its command ends); until then the workers keep the data.
+The records of a client are dropped when it has closed, when their futures are cancelled (a
+``client.restart()``), or by :func:`forget` (the CLI's, when its command ends); until then the
+workers keep the data.
 """
 
 from __future__ import annotations
@@ -84,7 +85,23 @@ def _layers_of(client: Any) -> dict[str, dict[Any, Any]]:
             if other is None or getattr(other, "status", "running") in ("closing", "closed"):
                 _LAYERS.pop(cid, None)
         entry = _LAYERS.get(client.id)
-        return dict(entry[1]) if entry is not None else {}
+        if entry is None:
+            return {}
+        # (a restart or a lost connection cancels the futures: their data are gone)
+        gone = [name for name, futures in entry[1].items() if not _held(futures)]
+        for name in gone:
+            del entry[1][name]
+        if not entry[1]:
+            _LAYERS.pop(client.id)
+        return dict(entry[1])
+
+
+def _held(futures: dict[Any, Any]) -> bool:
+    """Whether every future of a layer still holds (or will hold) its piece."""
+    return all(getattr(f, "status", "finished") in _HOLDING for f in futures.values())
+
+
+_HOLDING = ("pending", "finished")
 
 
 def _graph(graph: HighLevelGraph, layers: dict[str, dict[Any, Any]]) -> HighLevelGraph | None:
