@@ -24,7 +24,7 @@ from bosaris_dask.errors import (
     ScoreError,
     TrialError,
 )
-from bosaris_dask.objectives.cells import cell_terms
+from bosaris_dask.objectives.cells import quality_terms
 from bosaris_dask.trials import trial_classes
 
 
@@ -41,7 +41,7 @@ def apply_block(
     ``blocks`` are ``K`` score blocks, ``K`` mask blocks and, with ``W``, the chunk's
     model-side and segment-side quality vectors: its rows' and its columns' (2-D) or, for
     packed trials, each cell's own (3-D, ``(rows, columns, Q)``:
-    :func:`~bosaris_dask.objectives.cells.cell_terms`). ``ids``: the chunk's model and segment
+    :func:`~bosaris_dask.objectives.cells.quality_terms`). ``ids``: the chunk's model and segment
     ids, which an error names (:func:`with_ids` hands them to a block function).
 
     Raises
@@ -66,7 +66,7 @@ def apply_block(
             llr += float(w) * s.astype(np.float64, copy=False)
         if W is not None:
             qm, qs = blocks[2 * k], blocks[2 * k + 1]
-            llr += qm @ W @ qs.T if qm.ndim == 2 else cell_terms(qm, W, qs)
+            llr += quality_terms(qm, W, qs)
     bad = mask & ~np.isfinite(llr)
     if bad.any():
         raise nonfinite_error(bad, ids)

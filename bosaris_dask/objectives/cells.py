@@ -22,7 +22,7 @@ import xarray as xr
 from bosaris_dask.errors import TrialError
 from bosaris_dask.trials.listed import ListedTrials
 
-__all__ = ["TrialQuality", "cell_terms", "trial_quality"]
+__all__ = ["TrialQuality", "quality_terms", "trial_quality"]
 
 
 @dataclass(frozen=True)
@@ -108,25 +108,49 @@ def trial_quality(quality: xr.Dataset, trials: ListedTrials) -> TrialQuality:
     return TrialQuality(quality, np.asarray(trials.models), np.asarray(trials.segments), *cells)
 
 
-def cell_terms(qm: np.ndarray, W: np.ndarray, qs: np.ndarray) -> np.ndarray:
-    """Each cell's quality term ``q~_m' W q~_s`` from its own vectors (``qm`` and ``qs``:
-    ``(rows, columns, Q)``, as :meth:`TrialQuality.cells` gives them).
+def quality_terms(qm: np.ndarray, W: np.ndarray, qs: np.ndarray) -> np.ndarray:
+    """Each trial's quality term ``q~_m' W q~_s``: on a grid (``qm``: the rows' vectors,
+    ``(rows, Q)``; ``qs``: the columns', ``(columns, Q)``) or for cells that carry their own
+    (``(rows, columns, Q)`` each, as :meth:`TrialQuality.cells` gives them).
 
-    The products are those of the grid's ``qm @ W @ qs.T`` (:func:`~bosaris_dask.fusion.base.
-    apply_block`): each model vector times ``W`` as a row of a matrix product, then one inner
-    product per cell, so that a trial's term is the grid cell's, bit for bit where numpy's
-    stacked products round as its matrix products (as with the OpenBLAS numpy ships with; else
-    in the last ulp).
+    The sums are written out as elementwise products and sums in one fixed order (``a = q~_m'
+    W`` by rows of ``W``, then ``a . q~_s``), not left to a BLAS: a matrix product's rounding
+    depends on the CPU's kernel and on the block's shape (the grid's ``qm @ W @ qs.T`` and a
+    stacked product per cell differed in the last bit on AVX2 OpenBLAS), these give a trial
+    the same bits in any layout, block size or machine.
 
     Examples
     --------
     >>> qm = np.array([[[1.0, 1.0], [2.0, 1.0]]])  # one row of two cells
     >>> qs = np.array([[[3.0, 1.0], [0.5, 1.0]]])
     >>> W = np.array([[1.0, 0.5], [0.5, 0.0]])
-    >>> cell_terms(qm, W, qs).tolist()  # 1*3 + 0.5*(1 + 3), 2*0.5 + 0.5*(2 + 0.5)
+    >>> quality_terms(qm, W, qs).tolist()  # 1*3 + 0.5*(1 + 3), 2*0.5 + 0.5*(2 + 0.5)
     [[5.0, 2.25]]
-    >>> grid = qm[0] @ W @ qs[0].T  # the grid of these ids: its diagonal is the cells'
+    >>> grid = quality_terms(qm[0], W, qs[0])  # the grid of these ids: its diagonal is the cells'
     >>> np.diagonal(grid).tolist()
     [5.0, 2.25]
     """
-    return np.matmul((qm @ W)[..., None, :], qs[..., :, None])[..., 0, 0]
+    n = W.shape[0]
+    a = qm[..., 0:1] * W[0]
+    for i in range(1, n):
+        a += qm[..., i : i + 1] * W[i]
+    if qm.ndim == 3:  # cells with their own vectors
+        out = a[..., 0] * qs[..., 0]
+        for j in range(1, n):
+            out += a[..., j] * qs[..., j]
+        return out
+    # the grid, a band of rows at a time so that its sums stay in the cache (as fast as BLAS)
+    columns = np.ascontiguousarray(qs.T)
+    out = np.empty((len(qm), len(qs)))
+    band = max(1, _TERM_BAND_BYTES // (8 * max(len(qs), 1)))
+    product = np.empty((min(band, len(qm)), len(qs)))
+    for start in range(0, len(qm), band):
+        rows, part = a[start : start + band], out[start : start + band]
+        np.multiply(rows[:, 0, None], columns[0], out=part)
+        for j in range(1, n):
+            part += np.multiply(rows[:, j, None], columns[j], out=product[: len(part)])
+    return out
+
+
+#: Bytes of the grid's quality terms summed at once by :func:`quality_terms`.
+_TERM_BAND_BYTES = 2**19
