@@ -606,3 +606,21 @@ def test_info_describes_quality_objects_and_one_sides_tables(tmp_path, capsys):
     # convert takes trials: its error said to use --model-quality, an option it does not have
     assert main(["convert", str(tmp_path / "s.txt"), str(tmp_path / "s.h5")]) == 1
     assert "write it with bd.write_quality" in capsys.readouterr().err
+
+
+def test_convert_of_quality_stores_says_which_sides_it_wrote(tmp_path, capsys):
+    # a one-sided quality store: KeyError 'segment' after the output was written (rc 1), and
+    # "quality of 3 x 2" for two sides, a shape quality tables do not have
+    from bosaris_dask.trials import make_quality, quality_table
+
+    models = quality_table(["a", "b", "c"], [[1.0], [2.0], [3.0]])
+    segments = quality_table(["u", "v"], [[1.0], [2.0]])
+    io.write(make_quality(model_quality=models), tmp_path / "one.zarr")
+    io.write(make_quality(models, segments), tmp_path / "two.zarr")
+    assert main(["convert", str(tmp_path / "one.zarr"), str(tmp_path / "one-again.zarr")]) == 0
+    assert main(["convert", str(tmp_path / "two.zarr"), str(tmp_path / "two-again.zarr")]) == 0
+    err = capsys.readouterr().err
+    assert f"wrote quality of 3 model ids to {tmp_path / 'one-again.zarr'}" in err
+    assert f"wrote quality of 3 model ids and 2 segment ids to {tmp_path / 'two-again.zarr'}" in err
+    back = io.read(tmp_path / "one-again.zarr")
+    assert back.model_quality.values.ravel().tolist() == [1.0, 2.0, 3.0]

@@ -53,12 +53,21 @@ def cmd_convert(args: argparse.Namespace) -> int:
         note = None if args.kind else _maybe_an_ndx(args, args.input, obj)
     as_lines = (" as trial lines (an id without a trial has no line)"
                 if out_format == "text" else "")  # fmt: skip
-    shape = f"{obj.sizes['model']:,} x {obj.sizes['segment']:,}" if "model" in obj.sizes else ""
-    _say(args, f"wrote {obj.attrs['bosaris_kind']}{' of ' + shape if shape else ''} to "
-               f"{args.output}{as_lines}")  # fmt: skip
+    _say(args, f"wrote {_described(obj)} to {args.output}{as_lines}")
     if note:
         print(f"warning: {note}", file=sys.stderr)
     return 0
+
+
+def _described(obj: Any) -> str:
+    """``"scores of 200 x 500"``, ``"quality of 3 model ids and 2 segment ids"``."""
+    kind = obj.attrs.get("bosaris_kind", "object")
+    sides = [side for side in ("model", "segment") if side in obj.sizes]
+    if kind == "quality":
+        return f"quality of {' and '.join(f'{obj.sizes[s]:,} {s} ids' for s in sides)}"
+    if len(sides) == 2:
+        return f"{kind} of {obj.sizes['model']:,} x {obj.sizes['segment']:,}"
+    return kind
 
 
 def _list_to_text(args: argparse.Namespace) -> bool:
