@@ -332,6 +332,19 @@ def test_a_few_far_outliers_do_not_stop_the_fit_short(far, method):
     assert model.objective_ == pytest.approx(want, rel=1e-9)
 
 
+@pytest.mark.parametrize("method", ["exact", "cg"])
+def test_a_separable_fit_far_from_zero_is_not_fitted_twice(method):
+    # separable classes leave a Newton decrement however far the fit goes (no minimum), so
+    # the standardized fit of scores near 1000 was always carried on in the scores themselves:
+    # 41 passes for an arbitrary stop where 21 gave one (142 for 39 with CG)
+    rng = np.random.default_rng(0)
+    tar, non = 1005 + rng.random(50), 995 - rng.random(50)
+    model, caught = _fit(LinearCalibrator(method=method), tar, non)
+    (note,) = model.fit_warnings_
+    assert note.startswith("the training classes are separable") and caught == [note]
+    assert model.passes_ <= (25 if method == "exact" else 45)
+
+
 def test_a_quality_fusion_of_scores_far_from_zero_reaches_the_same_fit():
     """Its quality stage stalled ("not converged", a false 'undetermined' warning) on scores
     offset by 1e6; both stages now run standardized there."""

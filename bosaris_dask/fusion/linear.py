@@ -322,7 +322,10 @@ class LinearFuser(JsonModel):
                 res = replace(res, hess=obj.evaluate(res.x, "fgH").H)  # (CG computes none)
                 self.passes_ += 1
             hess = res.hess
-            if _decrement_left(res, hess) or _curvature_lost(obj, hess, k):
+            # separable classes have no minimum (any decrement is left): no second fit for them
+            data_term = obj.data_term(res.fun, res.x)
+            separated = separation_note(data_term, obj.class_weights(), self.l2) is not None
+            if _curvature_lost(obj, hess, k) or (not separated and _decrement_left(res, hess)):
                 # a half-range set by a few far outliers (+-1e13 among scores near 1) leaves the
                 # standardized weight's gradient tiny for its scale, so the gradient test passed
                 # short of the minimum ("converged" at 0.4651 for 0.4595), or its curvature below
