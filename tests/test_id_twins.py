@@ -35,6 +35,28 @@ def test_the_cli_warns_with_both_spellings(tmp_path, capsys):
     assert "2 key trials have no score" in err
 
 
+def test_sparse_lists_read_packed_warn_too(tmp_path, capsys):
+    # a list too sparse for its grid is matched packed, without align: no hint at all
+    from bosaris_dask.cli import main
+    from bosaris_dask.io.text.packed import is_sparse
+
+    n = 9000
+    assert is_sparse(n, n, 2 * n)
+    with open(tmp_path / "key.txt", "w") as key, open(tmp_path / "scores.txt", "w") as scores:
+        for i in range(n):
+            key.write(f"{NFC}{i} t{i} target\n{NFC}{i} t{(i + 1) % n} nontarget\n")
+            scores.write(f"{NFD}{i} t{i} 1.0\n{NFD}{i} t{(i + 1) % n} -1.0\n")
+    argv = ["evaluate", "--key", str(tmp_path / "key.txt"), "--scores",
+            str(tmp_path / "scores.txt"), "-q", "--cluster", "threads"]  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", IdWarning)
+        assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert ("warning: 9,000 model id(s) of the key match an id of the scores only after "
+            "Unicode normalization") in err  # fmt: skip
+    assert "18000 key trials have no score" in err
+
+
 def test_align_warns_once_per_side_and_not_for_plain_missing_ids():
     key = make_key([NFC, "m2"], ["s1", NFD], np.array([[1, -1], [-1, 1]]))
     scores = make_scores([NFD, "m3"], ["s1", NFC], np.ones((2, 2)))

@@ -42,6 +42,7 @@ import xarray as xr
 from bosaris_dask.errors import MissingTrialsError, ParseError
 from bosaris_dask.io.text.collect import _Collector, first_repeat, trial_twice
 from bosaris_dask.trials import make_key, make_scores
+from bosaris_dask.trials.id_twins import warn_id_twins
 from bosaris_dask.trials.listed import ListedTrials
 
 __all__ = [
@@ -223,6 +224,10 @@ def pack(
     for name, system in zip(names, systems, strict=True):
         score, given = joined(key, system)
         missing = n - int(np.count_nonzero(given))
+        if missing:  # ids that look alike but differ (as align says for a grid)
+            for side, wanted, there in (("model", key.models, system.models),
+                                        ("segment", key.segments, system.segments)):  # fmt: skip
+                warn_id_twins(wanted, there, side, ("key", "scores"))
         if missing and not allow_missing:
             lacking = np.flatnonzero(~given)[:3]
             where = ", ".join(
