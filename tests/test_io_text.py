@@ -794,6 +794,22 @@ def test_a_long_read_and_write_say_how_far_they_are_and_when_done(tmp_path, monk
     lines = [r.getMessage() for r in caplog.records if "written" in r.getMessage()]
     assert len(lines) == 8 and lines[1].startswith(f"{tmp_path / 'out.txt'}: 14% written, ")
     assert lines[-1].startswith(f"{tmp_path / 'out.txt'}: written, 3,000 lines in ")
+    # the writers in line order (apply's text outputs, convert of a sparse list) too
+    from bosaris_dask.io.text.packed import TrialList
+    from bosaris_dask.io.text.write import write_score_lines, write_trial_lines
+
+    monkeypatch.setattr("bosaris_dask.io.text.write._WRITE_LINES", 1000)
+    trials = TrialList.read(path, "scores")
+    for out, write in ((tmp_path / "lines.txt", lambda p: write_trial_lines(trials, p)),
+                       (tmp_path / "kept.txt", lambda p: write_score_lines(
+                           trials, trials.values, trials.values >= 0, p))):  # fmt: skip
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="bosaris_dask.io"):
+            assert write(out) == 3000
+        lines = [r.getMessage() for r in caplog.records if "written" in r.getMessage()]
+        assert lines[:3] == [f"{out}: 0% written, 0 lines, 0 s", f"{out}: 33% written, 1,000 "
+                             "lines, 0 s", f"{out}: 67% written, 2,000 lines, 0 s"]  # fmt: skip
+        assert lines[-1].startswith(f"{out}: written, 3,000 lines in ")
 
 
 @pytest.mark.parametrize(

@@ -244,6 +244,7 @@ def _write_records(
     model_piece = np.array([m + sep for m in models], dtype=object)
     segment_piece = np.array([g + end for g in segments], dtype=object)
     label_piece = np.array(["nontarget\n", "target\n"], dtype=object)
+    beat = Heartbeat(path, "written", n)
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
         if header:
             f.write(_header_line(kind))
@@ -251,6 +252,7 @@ def _write_records(
         _check_first_line(path, kind, header, models[trials.model_codes[first]],
                           segments[trials.segment_codes[first]])  # fmt: skip
         for k in range(0, n, _WRITE_LINES):
+            beat.advance(k, f"{k:,} lines")
             r = slice(k, k + _WRITE_LINES) if rows is None else rows[k : k + _WRITE_LINES]
             m, g = trials.model_codes[r], trials.segment_codes[r]
             pieces: list[Any] = [model_piece[m], segment_piece[g]]
@@ -259,6 +261,7 @@ def _write_records(
             elif trials.kind == "key":
                 pieces.append(label_piece[(np.asarray(trials.values[r]) > 0).astype(np.intp)])
             f.write(_join_lines(pieces))
+    beat.finish(f"{n:,} lines")
     return int(n)
 
 
