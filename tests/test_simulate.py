@@ -359,7 +359,7 @@ def test_the_cli_says_a_rate_it_cannot_make_and_keeps_no_stale_systems(tmp_path,
     assert main([*argv, "--models", "300", "--segments", "300"]) == 0  # the default 0.005
     err = capsys.readouterr().err  # 200 speakers: 100 of 2 x 2 ids, 100 of 1 x 1
     assert "the target rate is 0.005556, not the 0.005 asked (500 targets in 90,000 trials)" in err
-    assert "unequal shares unless the models and segments are multiples of 200" in err
+    assert "unequal shares unless the models or the segments are multiples of 200" in err
     assert main([*argv, "--target-rate", "0.02"]) == 0
     assert "warning" not in capsys.readouterr().err  # 50 speakers, one model each: 0.02
     before = sorted(p.name for p in out.iterdir())

@@ -382,7 +382,7 @@ def _why_not(models: int, segments: int, target_rate: float) -> str:
     speakers = max(1, round(1 / target_rate))
     why = f"the ids are dealt in turn to round(1/{target_rate:g}) = {speakers:,} speakers"
     if math.isclose(1 / speakers, target_rate, rel_tol=0.01):  # the speakers' shares are unequal
-        return (f"{why}, who get unequal shares unless the models and segments are multiples "
+        return (f"{why}, who get unequal shares unless the models or the segments are multiples "
                 f"of {speakers:,}")  # fmt: skip
     return f"{why}: with equal shares, a rate of 1/{speakers:,}"
 
