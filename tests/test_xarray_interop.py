@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import xarray as xr
 
 import bosaris_dask as bd
 from bosaris_dask.errors import StoreError, TrialError
@@ -55,12 +56,24 @@ def test_a_zarr_store_written_with_cf_packing_is_refused(tmp_path, dtype):
     encoding = {"score": {"add_offset": 5.0, "scale_factor": 2.0, "dtype": dtype}}
     with pytest.warns(UserWarning):  # (xarray's, about the encoding of a float as float)
         SCORES.to_zarr(path, mode="w", encoding=encoding)
-    with pytest.raises(StoreError, match=r"array 'score' is stored with CF packing "
-                       r"\(scale_factor, add_offset, as xarray's to_zarr writes"):  # fmt: skip
+    with pytest.raises(StoreError, match=r"array 'score' is stored with CF packing or masking "
+                       r"\(scale_factor, add_offset.*, as xarray's to_zarr writes"):  # fmt: skip
         bd.read(path)
     plain = tmp_path / "plain.zarr"
     SCORES.to_zarr(plain, mode="w")  # xarray's own store, unpacked: read as it is
     np.testing.assert_array_equal(bd.read(plain).score.values, SCORES.score.values)
+
+
+@pytest.mark.parametrize("attr", ["_FillValue", "missing_value"])
+def test_a_zarr_store_written_with_cf_masking_is_refused(tmp_path, attr):
+    # xarray reads the cells equal to the fill value as NaN; they were read as scores of -2
+    path = tmp_path / "masked.zarr"
+    score = float(SCORES.score.values[0, 1])
+    SCORES.to_zarr(path, mode="w", encoding={"score": {attr: score}})
+    assert np.isnan(xr.open_zarr(path).score.values[0, 1])
+    with pytest.raises(StoreError, match=rf"array 'score' is stored with CF packing or masking "
+                       rf"\({attr} {score!r}"):  # fmt: skip
+        bd.read(path)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "int32", "uint8"])

@@ -3,6 +3,7 @@ reading and checking them; writing them is :mod:`bosaris_dask.io.zarr_write`."""
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import math
@@ -306,15 +307,43 @@ _CF_PACKING = ("scale_factor", "add_offset")
 
 
 def _check_not_packed(path: Path | str, name: str, arr: Any) -> None:
-    """A StoreError for an array stored with CF packing (``to_zarr(encoding=...)``): its stored
-    values are not the data, and reading them as they are would give other scores."""
+    """A StoreError for an array stored with CF packing or masking (``to_zarr(encoding=...)``):
+    its stored values are not the data (xarray reads a ``_FillValue`` other than NaN, or a
+    ``missing_value``, as NaN), and reading them as they are would give other scores."""
     packing = [a for a in _CF_PACKING if a in arr.attrs]
+    fill = arr.attrs.get("_FillValue")
+    if fill is not None and not _is_nan(fill):
+        packing.append(f"_FillValue {_fill_value(fill)!r}")
+    if "missing_value" in arr.attrs:
+        packing.append(f"missing_value {arr.attrs['missing_value']!r}")
     if packing:
         raise StoreError(
-            f"{path}: array {name!r} is stored with CF packing ({', '.join(packing)}, as "
-            "xarray's to_zarr writes with an encoding): write it with bosaris_dask.write, or "
-            "open it with xarray.open_zarr and pass the Dataset"
+            f"{path}: array {name!r} is stored with CF packing or masking ({', '.join(packing)}"
+            ", as xarray's to_zarr writes with an encoding): write it with bosaris_dask.write, "
+            "or open it with xarray.open_zarr and pass the Dataset"
         )
+
+
+def _fill_value(fill: Any) -> Any:
+    """A ``_FillValue`` attribute's value: a number, ``"NaN"``, or the base64 of its bytes (as
+    xarray writes floats to zarr v3, e.g. ``'AAAAAAAA+H8='`` for float64 NaN)."""
+    if not isinstance(fill, str):
+        return fill
+    try:
+        return float(fill)
+    except ValueError:
+        pass
+    try:
+        raw = base64.b64decode(fill, validate=True)
+    except ValueError:
+        return fill
+    kinds = {8: "<f8", 4: "<f4", 2: "<f2"}
+    return float(np.frombuffer(raw, dtype=kinds[len(raw)])[0]) if len(raw) in kinds else fill
+
+
+def _is_nan(fill: Any) -> bool:
+    value = _fill_value(fill)
+    return isinstance(value, float) and math.isnan(value)
 
 
 def _check_trial_layout(path: Path | str, kind: str, attrs: dict, arrays: dict) -> None:
