@@ -80,7 +80,10 @@ def check_key(scores: Sequence[Any], key: Any) -> None:
         raise TrialError("the scores come first: (scores, key), not (key, scores)")
     shown = kind or f"a {type(key).__name__}, not a trial object"
     if kind is None and isinstance(key, xr.Dataset):
-        shown += _LOST_KIND
+        given = key.attrs.get("bosaris_kind")
+        shown += _LOST_KIND if given is None else (
+            f" (attrs['bosaris_kind'] is {given!r}: one of 'key', 'ndx', 'scores', 'quality')"
+        )  # fmt: skip
     raise TrialError(f"evaluation needs a key, got {shown}")
 
 

@@ -94,6 +94,11 @@ def test_what_xarray_operations_did_is_said():
     with pytest.raises(TrialError, match=r"got a Dataset, not a trial object \(attrs\['bosaris_"
                        r"kind'\] is not set: .*xr.set_options\(keep_attrs=True\)"):  # fmt: skip
         bd.evaluate(SCORES, lost)
+    wrong = KEY.copy()
+    wrong.attrs["bosaris_kind"] = "Key"  # set, but not a kind: not "dropped"
+    with pytest.raises(TrialError, match=r"not a trial object \(attrs\['bosaris_kind'\] is "
+                       r"'Key': one of 'key', 'ndx', 'scores', 'quality'\)$"):  # fmt: skip
+        bd.evaluate(SCORES, wrong)
     # a selection of one id drops the dimension: a bare KeyError 'model' before
     with pytest.raises(TrialError, match=r"scores has one model and no 'model' dimension .*"
                        r"select a list, scores.sel\(model=\['x'\]\)"):  # fmt: skip
