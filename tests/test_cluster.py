@@ -1315,3 +1315,20 @@ def test_a_task_error_on_local_workers_prints_one_line_not_the_workers_log(tmp_p
     err = capfd.readouterr().err
     assert "Compute Failed" not in err and "Traceback" not in err, err
     assert "7" in err and "(m1, s2)" in err, err
+
+
+def test_a_scheduler_refusing_the_worker_timeout_leaves_the_runs_errors_alone(caplog):
+    # the run went on inside the except block of the refusal: every error of the run carried
+    # it as __context__ ("During handling of the above exception, another exception occurred")
+    from bosaris_dask.cluster.no_workers import theirs_failing_without_workers
+
+    class Refusing:
+        def run_on_scheduler(self, *args, **kwargs):
+            raise RuntimeError("pickle disabled on this scheduler")
+
+    with pytest.raises(ValueError, match="the run's own") as info:
+        with theirs_failing_without_workers(Refusing(), 30, "their scheduler"):
+            raise ValueError("the run's own error")
+    assert info.value.__context__ is None
+    assert "their scheduler keeps its own no-workers-timeout (--worker-timeout 30 not set " \
+           "there: pickle disabled on this scheduler)" in caplog.text  # fmt: skip

@@ -77,11 +77,14 @@ def theirs_failing_without_workers(client: Any, wait: float, where: str) -> Iter
             del dask_scheduler._bosaris_dask_worker_timeouts
 
     token = uuid.uuid4().hex
+    refused = None
     try:
         own = client.run_on_scheduler(hold, token=token, value=wait)
     except Exception as exc:  # noqa: BLE001  (what it raises is the remote scheduler's)
+        refused = exc  # (the run goes on outside this handler: its errors carry no context)
+    if refused is not None:
         _log.warning("%s keeps its own no-workers-timeout (--worker-timeout %g not set there: "
-                     "%s)", where, wait, exc)  # fmt: skip
+                     "%s)", where, wait, refused)  # fmt: skip
         yield
         return
     if own is not None:
