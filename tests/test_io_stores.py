@@ -913,3 +913,25 @@ def test_a_text_key_of_1_0_labels_converted_as_scores_says_so(tmp_path):
                        r"text file whose labels are 1/0.*--kind key\)"):  # fmt: skip
         io.read(tmp_path / "k10.h5", "key")
     assert io.read(text, "key").trial_mask.values.tolist() == [[1, -1], [-1, 1]]
+
+
+@pytest.mark.parametrize("name", ["scores.txt", "scores.h5"])  # (.mat: refused as a folder)
+def test_a_zarr_store_where_the_suffix_names_a_file_format_is_not_overwritten_as_a_store(
+    tmp_path, name
+):
+    # an existing store named scores.txt was replaced by a zarr store: the suffix said text
+    from bosaris_dask.cli import main
+    from bosaris_dask.trials import make_scores
+
+    scores = make_scores(["m"], ["s1", "s2"], [[1.0, 2.0]])
+    io.write(scores, tmp_path / "store.zarr")
+    (tmp_path / "store.zarr").rename(tmp_path / name)
+    with pytest.raises(StoreError, match=rf"{name}: a zarr store, where the suffix "
+                       rf"\.{name.split('.')[1]} names a (text|HDF5|MAT) output"):  # fmt: skip
+        io.write(scores, tmp_path / name)
+    assert main(["convert", str(tmp_path / name), str(tmp_path / name)]) == 1
+    assert io.read(tmp_path / name).score.values.tolist() == [[1.0, 2.0]]  # read as what it is
+    io.write(scores, tmp_path / "bare.zarr")
+    (tmp_path / "bare.zarr").rename(tmp_path / "bare")
+    io.write(scores, tmp_path / "bare")  # a store without a suffix is replaced by a store
+    assert io.read(tmp_path / "bare").score.values.tolist() == [[1.0, 2.0]]

@@ -168,6 +168,14 @@ def _write_format(path: str | os.PathLike[str], format: Format | None) -> Format
         return format
     fmt = detect_format(path)
     suffix = Path(path).suffix.lower()
+    named = {".h5": "HDF5", ".hdf5": "HDF5", ".mat": "MAT"}.get(
+        suffix, "text" if suffix and suffix in TEXT_SUFFIXES else None
+    )
+    if fmt == "zarr" and named is not None:  # (a store read by what it is, not by its name)
+        raise StoreError(
+            f"{path}: a zarr store, where the suffix {suffix} names a {named} output: remove "
+            "the store or choose another name"
+        )
     if fmt == "text" and suffix not in TEXT_SUFFIXES and not Path(path).is_dir():
         raise StoreError(
             f"{path}: cannot tell the format to write from the suffix {suffix!r}; use .zarr, "
