@@ -745,20 +745,27 @@ def test_a_pipe_is_read_like_a_file_and_errors_name_it(tmp_path):
     assert not list(tmp_path.glob("bosaris-text-*"))  # the copies are gone
 
 
-def test_a_pipe_read_by_the_format_dispatch_loses_no_line(tmp_path):
+def test_a_pipe_read_by_the_format_dispatch_loses_no_line(tmp_path, monkeypatch, caplog):
     # io.read looked for a binary signature by reading the pipe's first bytes before the text
     # reader copied it: the first 4 KiB of trials were gone without an error (or it hung)
+    import logging
     import threading
 
     from bosaris_dask.io import read
+    from bosaris_dask.io.text import heartbeat
+
+    monkeypatch.setattr(heartbeat, "PROGRESS_S", 0.0)  # progress lines: they name the pipe
 
     fifo = tmp_path / "scores.fifo"
     os.mkfifo(fifo)
     lines = "".join(f"m{i // 200:03d} s{i % 200:03d} {i}.5\n" for i in range(20_000))  # 340 kB
     thread = threading.Thread(target=lambda: fifo.write_text(lines), daemon=True)
     thread.start()
-    scores = read(fifo, scratch=tmp_path)
+    with caplog.at_level(logging.INFO, logger="bosaris_dask.io"):
+        scores = read(fifo, scratch=tmp_path)
     thread.join(timeout=60)
+    said = [r.getMessage() for r in caplog.records]
+    assert said and all(line.startswith(f"{fifo}: ") for line in said), said  # not the copy
     assert not thread.is_alive()
     assert scores.sizes == {"model": 100, "segment": 200}
     assert scores.model.values[0] == "m000" and int(scores.score_mask.sum()) == 20_000

@@ -1,15 +1,47 @@
 """A line on the ``bosaris_dask.io`` logger every :data:`PROGRESS_S` seconds of a long text read
 or write (how far, how many lines), and one when it ends, so a long parse or write is not
-silent; short ones say nothing. The CLI shows these lines unless ``-q``.
+silent; short ones say nothing. The CLI shows these lines unless ``-q``. A pipe read through
+a scratch copy is named as the user gave it (:func:`shown_as`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import os
 import time
+from collections.abc import Iterator
 
-__all__ = ["Heartbeat", "PROGRESS_S"]
+__all__ = ["Heartbeat", "PROGRESS_S", "shown", "shown_as"]
+
+_SHOWN: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
+    "bosaris_dask_text_shown", default=None
+)
+
+
+@contextlib.contextmanager
+def shown_as(copy: str | os.PathLike[str], given: str | os.PathLike[str]) -> Iterator[None]:
+    """In the block, messages about ``copy`` (a pipe's scratch copy) name ``given``."""
+    token = _SHOWN.set((os.fspath(copy), os.fspath(given)))
+    try:
+        yield
+    finally:
+        _SHOWN.reset(token)
+
+
+def shown(path: str | os.PathLike[str]) -> str:
+    """The name of ``path`` in a message: the pipe it copies, inside :func:`shown_as`.
+
+    Examples
+    --------
+    >>> with shown_as("/tmp/bosaris-text-1.dat", "/dev/fd/63"):
+    ...     shown("/tmp/bosaris-text-1.dat"), shown("key.txt")
+    ('/dev/fd/63', 'key.txt')
+    """
+    path, pair = os.fspath(path), _SHOWN.get()
+    return pair[1] if pair is not None and pair[0] == path else path
+
 
 #: Seconds between the lines of a long text read or write.
 PROGRESS_S = 10.0
@@ -29,7 +61,7 @@ class Heartbeat:
     """
 
     def __init__(self, path: str | os.PathLike[str], verb: str, total: int = 0):
-        self.path, self.verb, self.total = os.fspath(path), verb, total
+        self.path, self.verb, self.total = shown(path), verb, total
         self.start = time.perf_counter()
         self.next = self.start + PROGRESS_S
         self.said = False

@@ -11,7 +11,7 @@ import xarray as xr
 
 from bosaris_dask.errors import ParseError
 from bosaris_dask.io.text.collect import MEMMAP_THRESHOLD, _assemble, _Collector
-from bosaris_dask.io.text.heartbeat import Heartbeat
+from bosaris_dask.io.text.heartbeat import Heartbeat, shown_as
 from bosaris_dask.io.text.labels import OneLabelPair
 from bosaris_dask.io.text.layout import _detect_layout, _first_nonblank_line, _Layout, _shown
 from bosaris_dask.io.text.parse import BLOCK_BYTES, _iter_blocks, _parse_block
@@ -118,11 +118,12 @@ def read_text(
         try:
             with open(path, "rb") as source, open(copy.path, "wb") as target:
                 shutil.copyfileobj(source, target, 16 * 2**20)
-            return read_text(
-                copy.path, kind, header=header, format=format, chunks=chunks,
-                scratch_dir=scratch_dir,
-                memmap_threshold=memmap_threshold, block_bytes=block_bytes,
-            )  # fmt: skip
+            with shown_as(copy.path, path):  # (its messages name the pipe, not the copy)
+                return read_text(
+                    copy.path, kind, header=header, format=format, chunks=chunks,
+                    scratch_dir=scratch_dir,
+                    memmap_threshold=memmap_threshold, block_bytes=block_bytes,
+                )  # fmt: skip
         except ParseError as error:
             raise ParseError(error.message, path, error.line) from None
         finally:
