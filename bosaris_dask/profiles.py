@@ -1,7 +1,8 @@
 """Cost profiles: the operating points each community publishes, by name (``--profile NAME``).
 
 A profile only sets options that were not given: anything stated explicitly on the command line
-(``--prior``, ``--operating-point``) wins, and the profile's own points are then not used. The
+(``--prior``, ``--operating-point``, ``--fmr``, ``--cprimary-priors``) wins, the profile's own
+points are then not used, and a warning and the JSON's ``"replaced"`` say so. The
 numbers and their sources (definitions in ``shared/reference/FIELD_METRICS.md``, section 7):
 
 ==================  ============================================================================
@@ -13,12 +14,14 @@ profile             operating points
 ``sre21``           NIST 2021 SRE: Ptar 0.01 and 0.05, Cmiss = Cfa = 1; Cprimary = the mean of the
                     two normalized DCFs.
 ``voxsrc``          VoxCeleb Speaker Recognition Challenge: Ptar 0.05, Cmiss = Cfa = 1 (minDCF
-                    primary, EER secondary).
+                    primary, EER secondary: ``evaluate``'s EER is the ROCCH-EER,
+                    :data:`EER_NOTE`).
 ``asvspoof5-cm``    ASVspoof 5 track 1 (countermeasures, evaluation package ``asvspoof5``): bona
                     fide is the target class, Pspoof 0.05 (so Ptar 0.95), Cmiss 1, Cfa 10:
                     ``DCF = 0.95·Pmiss + 0.5·Pfa`` normalized by 0.5, the normalized DCF at the
                     effective prior 0.95/1.45; the Bayes threshold is ``−ln 1.9``. minDCF primary,
-                    with EER, actDCF and Cllr.
+                    with EER (``spoof cm`` prints the package's EER beside the ROCCH-EER
+                    ``evaluate`` reports), actDCF and Cllr.
 ``asvspoof5-sasv``  ASVspoof 5 track 2 (spoofing-aware verification): three classes (target,
                     non-target, spoof), Ptar 0.9405, Pnon 0.0095, Pspoof 0.05, Cmiss 1, Cfa 10,
                     Cfa,spoof 10; min a-DCF primary, with min t-DCF and t-EER. Not a BOSARIS
@@ -26,7 +29,8 @@ profile             operating points
                     (:mod:`bosaris_dask.spoofing`); ``evaluate --profile asvspoof5-sasv`` says so.
 ``ijbc``            IJB-C 1:1 verification (face): TAR = 1 − FNMR at FMR 1e-6, 1e-5, 1e-4, 1e-3,
                     1e-2, 1e-1 (``Profile.fmr``, set as ``--fmr`` unless ``--fmr`` is given);
-                    ``evaluate`` reports them (``plot`` has no such plot: an error says so).
+                    ``evaluate`` reports them, and ``plot det`` marks them on the DET curve
+                    (the other plots have no FMR axis: an error says so).
 ==================  ============================================================================
 
 Examples
@@ -53,6 +57,8 @@ __all__ = [
     "VAST_P_TARGET",
     "apply_profile",
     "annotate_json",
+    "replaced_note",
+    "EER_NOTE",
     "cprimary_priors",
 ]
 
@@ -146,19 +152,59 @@ def apply_profile(args: argparse.Namespace) -> Profile | None:
             f"profile {name} reports FNMR at FMR {targets}, which this command does not: run "
             "'bosaris-dask evaluate --profile " + name + "'"
         )
+    replaced = []
     if profile.fmr and getattr(args, "fmr", None) is None:
         args.fmr = list(profile.fmr)
+    elif profile.fmr:
+        replaced.append("its FMR points (--fmr)")
     explicit = getattr(args, "prior", None) or getattr(args, "operating_point", None)
     if profile.operating_points and not explicit:
         args.operating_point = list(profile.operating_points)
+    elif profile.operating_points:
+        replaced.append("its operating points" + " and Cprimary" * profile.cprimary
+                        + " (--prior/--operating-point)")  # fmt: skip
+    if profile.cprimary and not explicit and getattr(args, "cprimary_priors", None):
+        replaced.append("its Cprimary priors (--cprimary-priors)")
+    args.profile_replaced = replaced
     return profile
 
 
-def annotate_json(doc: dict[str, Any], profile: Profile) -> dict[str, Any]:
+def replaced_note(profile: Profile, replaced: list[str]) -> str | None:
+    """The warning for a profile some of whose numbers explicit options replaced, or ``None``.
+
+    Examples
+    --------
+    >>> note = replaced_note(PROFILES["voxsrc"], ["its operating points (--prior)"])
+    >>> for part in note.split(": "):
+    ...     print(part)
+    options given replace the voxsrc profile's operating points (--prior)
+    those results are not the profile's
+    """
+    if not replaced:
+        return None
+    return (f"options given replace the {profile.name} profile's "
+            f"{', '.join(r.removeprefix('its ') for r in replaced)}: those results are not "
+            "the profile's")  # fmt: skip
+
+
+def annotate_json(
+    doc: dict[str, Any], profile: Profile, replaced: list[str] | None = None
+) -> dict[str, Any]:
     """Add the profile's name and source to a JSON document (its Cprimary, where it has one, is
-    the evaluation's own ``"cprimary"``: :func:`cprimary_priors`)."""
-    doc["profile"] = {"name": profile.name, "source": profile.source}
+    the evaluation's own ``"cprimary"``: :func:`cprimary_priors`), and what options given
+    replaced (``"replaced"``, as :func:`apply_profile` records it), and which EER it is."""
+    doc["profile"] = {"name": profile.name, "source": profile.source, "eer": EER_NOTE}
+    if replaced:
+        doc["profile"]["replaced"] = [r.removeprefix("its ") for r in replaced]
     return doc
+
+
+#: Which EER ``evaluate`` reports, under every profile.
+EER_NOTE = (
+    "ROCCH-EER (the EER of the ROC's convex hull, as BOSARIS); a challenge's scorer may "
+    "interpolate the steppy ROC or take a point of it instead, which differ, most where "
+    "scores tie"
+)
 
 
 def cprimary_priors(profile: Profile | None, explicit: bool) -> list[float]:

@@ -41,9 +41,10 @@ def test_explicit_options_win():
     args = argparse.Namespace(profile="ijbc", prior=None, operating_point=None, fmr=None)
     apply_profile(args)
     assert args.fmr == [1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1]
+    assert args.profile_replaced == []
     args = argparse.Namespace(profile="ijbc", prior=None, operating_point=None, fmr=[0.5])
     apply_profile(args)
-    assert args.fmr == [0.5]
+    assert args.fmr == [0.5] and args.profile_replaced == ["its FMR points (--fmr)"]
 
 
 def _trials(tmp_path, shift=1.5):
@@ -91,14 +92,30 @@ def test_sre21_cprimary(tmp_path, capsys):
     # an explicit --prior wins: the profile's points (and Cprimary) are not used
     assert main(["evaluate", "--scores", str(path), "--profile", "sre21", "--prior", "0.5",
                  "--json", str(out), "-q"]) == 0  # fmt: skip
-    system = json.loads(out.read_text())["systems"][0]
+    doc = json.loads(out.read_text())
+    system = doc["systems"][0]
     assert [op["prior"] for op in system["operating_points"]] == [0.5]
     assert "cprimary" not in system
+    # ... and says so: the results were labelled sre21 without a word
+    assert doc["profile"]["replaced"] == [
+        "operating points and Cprimary (--prior/--operating-point)"
+    ]
+    assert ("warning: options given replace the sre21 profile's operating points and Cprimary "
+            "(--prior/--operating-point): those results are not the profile's"
+            ) in capsys.readouterr().err  # fmt: skip
+    assert doc["profile"]["eer"].startswith("ROCCH-EER")
     # an explicit --cprimary-priors wins: one Cprimary, at its priors (there were two)
     assert main(["evaluate", "--scores", str(path), "--profile", "sre21", "--cprimary-priors",
                  "0.02", "--json", str(out), "-q"]) == 0  # fmt: skip
-    system = json.loads(out.read_text())["systems"][0]
+    doc = json.loads(out.read_text())
+    system = doc["systems"][0]
     assert system["cprimary"]["priors"] == [0.02] and "min_cprimary" not in system
+    assert doc["profile"]["replaced"] == ["Cprimary priors (--cprimary-priors)"]
+    assert "replace the sre21 profile's Cprimary priors" in capsys.readouterr().err
+    assert main(["evaluate", "--scores", str(path), "--profile", "sre21", "--json", str(out),
+                 "-q"]) == 0  # fmt: skip
+    assert "replaced" not in json.loads(out.read_text())["profile"]
+    assert "warning" not in capsys.readouterr().err
 
 
 def test_asvspoof5_cm_costs(tmp_path):

@@ -5,6 +5,7 @@ apply a model: :mod:`bosaris_dask.cli.training`).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
@@ -24,11 +25,14 @@ from bosaris_dask.errors import BosarisError, OptionError
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from bosaris_dask.profiles import annotate_json, apply_profile, cprimary_priors
+    from bosaris_dask.profiles import annotate_json, apply_profile, cprimary_priors, replaced_note
     from bosaris_dask.report import format_table, to_json_dict
 
     explicit = bool(args.prior or args.operating_point)
     profile = apply_profile(args)
+    replaced = getattr(args, "profile_replaced", [])
+    if profile is not None and (note := replaced_note(profile, replaced)):
+        print(f"warning: {note}", file=sys.stderr)
     if not args.cprimary_priors:  # the profile's Cprimary is the evaluation's own (per condition)
         args.cprimary_priors = cprimary_priors(profile, explicit)
     _default_priors(args)
@@ -47,7 +51,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         _say(args, f"\n{results.attrs['passes']} passes over the data in {elapsed:.1f} s")
         if args.json:
             doc = to_json_dict(results)
-            _write_json(args.json, annotate_json(doc, profile) if profile else doc)
+            _write_json(args.json, annotate_json(doc, profile, replaced) if profile else doc)
             _say(args, f"wrote {args.json}")
         if args.plots_dir:
             from bosaris_dask.plots import save_standard_plots
