@@ -16,7 +16,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import ParseError
-from bosaris_dask.io.text.heartbeat import shown
+from bosaris_dask.io.text.heartbeat import shown_path
 from bosaris_dask.io.text.layout import _Layout
 from bosaris_dask.io.text.parse import _Chunk
 from bosaris_dask.io.text.scratch import _ScratchArray, _ScratchFile
@@ -155,7 +155,8 @@ def _note_sparse(path: Any, n: int, shape: tuple[int, int]) -> None:
         logging.getLogger("bosaris_dask.io").info(
             "%s: %s trials over %s x %s ids read as the ids' grid (%s cells, mostly empty); "
             "the command line's evaluations and text outputs read such lists as lists",
-            shown(path), f"{n:,}", f"{shape[0]:,}", f"{shape[1]:,}", f"{shape[0] * shape[1]:,}",
+            shown_path(path), f"{n:,}", f"{shape[0]:,}", f"{shape[1]:,}",
+            f"{shape[0] * shape[1]:,}",
         )  # fmt: skip
 
 

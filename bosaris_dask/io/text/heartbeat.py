@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Iterator
 
-__all__ = ["Heartbeat", "PROGRESS_S", "shown", "shown_as"]
+__all__ = ["Heartbeat", "PROGRESS_S", "shown_as", "shown_path"]
 
 _SHOWN: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
     "bosaris_dask_text_shown", default=None
@@ -30,13 +30,13 @@ def shown_as(copy: str | os.PathLike[str], given: str | os.PathLike[str]) -> Ite
         _SHOWN.reset(token)
 
 
-def shown(path: str | os.PathLike[str]) -> str:
+def shown_path(path: str | os.PathLike[str]) -> str:
     """The name of ``path`` in a message: the pipe it copies, inside :func:`shown_as`.
 
     Examples
     --------
     >>> with shown_as("/tmp/bosaris-text-1.dat", "/dev/fd/63"):
-    ...     shown("/tmp/bosaris-text-1.dat"), shown("key.txt")
+    ...     shown_path("/tmp/bosaris-text-1.dat"), shown_path("key.txt")
     ('/dev/fd/63', 'key.txt')
     """
     path, pair = os.fspath(path), _SHOWN.get()
@@ -61,7 +61,7 @@ class Heartbeat:
     """
 
     def __init__(self, path: str | os.PathLike[str], verb: str, total: int = 0):
-        self.path, self.verb, self.total = shown(path), verb, total
+        self.path, self.verb, self.total = shown_path(path), verb, total
         self.start = time.perf_counter()
         self.next = self.start + PROGRESS_S
         self.said = False
