@@ -57,6 +57,46 @@ def test_sparse_lists_read_packed_warn_too(tmp_path, capsys):
     assert "18000 key trials have no score" in err
 
 
+@pytest.mark.parametrize("extra", [0, 40])
+def test_a_score_list_put_on_the_keys_grid_warns_too(tmp_path, capsys, extra):
+    # a score file with trials beyond the key's ids goes on the key's grid by id (on_grid),
+    # which align then finds aligned already: no hint there
+    from bosaris_dask.cli import main
+
+    with open(tmp_path / "key.txt", "w") as key, open(tmp_path / "s.txt", "w") as scores:
+        for i in range(5):
+            for j in range(5):
+                key.write(f"{NFC}{i} t{j} {'target' if i == j else 'nontarget'}\n")
+                scores.write(f"{NFD}{i} t{j} {1.0 if i == j else -1.0}\n")
+        scores.writelines(f"x{i} y{i} 0.5\n" for i in range(extra))
+    argv = ["evaluate", "--key", str(tmp_path / "key.txt"), "--scores", str(tmp_path / "s.txt"),
+            "-q", "--cluster", "threads"]  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", IdWarning)
+        assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("warning: 5 model id(s) of the key match an id of the scores only after "
+                     "Unicode normalization") == 1  # fmt: skip
+    assert "25 key trials have no score" in err
+
+
+def test_an_apply_in_the_ndxs_line_order_warns_too(tmp_path, capsys):
+    from bosaris_dask.calibration import LinearCalibrator
+    from bosaris_dask.cli import main
+
+    model = LinearCalibrator().fit_arrays(np.array([1.0, 2.0, 0.0]), np.array([-1.0, 0.5, -2.0]))
+    model.save(tmp_path / "cal.json")
+    (tmp_path / "ndx.txt").write_text(f"{NFC} t1\n{NFC} t2\n")
+    (tmp_path / "s.txt").write_text(f"{NFD} t1 1.0\n{NFD} t2 -1.0\n")
+    argv = ["apply", "--model", str(tmp_path / "cal.json"), "--ndx", str(tmp_path / "ndx.txt"),
+            "--scores", str(tmp_path / "s.txt"), "--out", str(tmp_path / "out.txt")]  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", IdWarning)
+        main(argv)
+    assert ("warning: 1 model id(s) of the ndx match an id of the scores only after Unicode "
+            "normalization") in capsys.readouterr().err  # fmt: skip
+
+
 def test_align_warns_once_per_side_and_not_for_plain_missing_ids():
     key = make_key([NFC, "m2"], ["s1", NFD], np.array([[1, -1], [-1, 1]]))
     scores = make_scores([NFD, "m3"], ["s1", NFC], np.ones((2, 2)))

@@ -186,6 +186,7 @@ def on_grid(scores: TrialList, key: xr.Dataset) -> xr.Dataset:
     """
     scores.refuse_duplicates()
     models, segments = key.model.values, key.segment.values
+    _warn_look_alikes(models, segments, scores, "key")
     m, s = scores.positions_in(models, segments)
     on = (m >= 0) & (s >= 0)
     score = np.zeros((len(models), len(segments)), dtype=np.float64)
@@ -224,10 +225,6 @@ def pack(
     for name, system in zip(names, systems, strict=True):
         score, given = joined(key, system)
         missing = n - int(np.count_nonzero(given))
-        if missing:  # ids that look alike but differ (as align says for a grid)
-            for side, wanted, there in (("model", key.models, system.models),
-                                        ("segment", key.segments, system.segments)):  # fmt: skip
-                warn_id_twins(wanted, there, side, ("key", "scores"))
         if missing and not allow_missing:
             lacking = np.flatnonzero(~given)[:3]
             where = ", ".join(
@@ -268,7 +265,17 @@ def joined(order: TrialList, system: TrialList) -> tuple[np.ndarray, np.ndarray]
     given = np.zeros(len(flat), dtype=bool)
     score[by_cell[at[hit]]] = system.values[inside][hit]
     given[by_cell[at[hit]]] = True
+    if not given.all():
+        _warn_look_alikes(order.models, order.segments, system, order.kind)
     return score, given
+
+
+def _warn_look_alikes(models: Any, segments: Any, system: TrialList, kind: str) -> None:
+    """The warning :func:`~bosaris_dask.trials.align` gives a grid (look-alike ids:
+    :mod:`bosaris_dask.trials.id_twins`), for ids matched here instead."""
+    for side, wanted, there in (("model", models, system.models),
+                                ("segment", segments, system.segments)):  # fmt: skip
+        warn_id_twins(wanted, there, side, (kind, system.kind))
 
 
 def as_packed(
