@@ -375,6 +375,7 @@ def test_data_sent_once_survive_a_lost_worker():
 
     from distributed import Client
 
+    from bosaris_dask.io.scattered import recorded
     from bosaris_dask.io.staging import on_the_workers
     from bosaris_dask.progress import compute
 
@@ -390,6 +391,9 @@ def test_data_sent_once_survive_a_lost_worker():
         client.wait_for_workers(1)
         np.testing.assert_array_equal(compute(moved.score.data.sum(axis=1)), before)
         np.testing.assert_array_equal(compute(scores.score.data.sum(axis=1)), before)
+        # still named, not sent again: a future 'lost' for a moment is computed again (a
+        # computation in that moment dropped the record for good)
+        assert recorded(client)
 
 
 def test_data_sent_before_a_restart_are_sent_again_not_named():

@@ -62,14 +62,19 @@ def test_a_zarr_store_written_with_cf_packing_is_refused(tmp_path, dtype):
     plain = tmp_path / "plain.zarr"
     SCORES.to_zarr(plain, mode="w")  # xarray's own store, unpacked: read as it is
     np.testing.assert_array_equal(bd.read(plain).score.values, SCORES.score.values)
+    for obj, name in ((SCORES, "score"), (KEY, "trial_mask")):  # zarr v2, xarray's defaults
+        obj.to_zarr(plain, mode="w", zarr_format=2)
+        np.testing.assert_array_equal(bd.read(plain)[name].values, obj[name].values)
 
 
+@pytest.mark.parametrize("zarr_format", [2, 3])
 @pytest.mark.parametrize("attr", ["_FillValue", "missing_value"])
-def test_a_zarr_store_written_with_cf_masking_is_refused(tmp_path, attr):
+def test_a_zarr_store_written_with_cf_masking_is_refused(tmp_path, attr, zarr_format):
     # xarray reads the cells equal to the fill value as NaN; they were read as scores of -2
+    # (zarr v2 keeps xarray's _FillValue as the array's fill_value, not as an attribute)
     path = tmp_path / "masked.zarr"
     score = float(SCORES.score.values[0, 1])
-    SCORES.to_zarr(path, mode="w", encoding={"score": {attr: score}})
+    SCORES.to_zarr(path, mode="w", encoding={"score": {attr: score}}, zarr_format=zarr_format)
     assert np.isnan(xr.open_zarr(path).score.values[0, 1])
     with pytest.raises(StoreError, match=rf"array 'score' is stored with CF packing or masking "
                        rf"\({attr} {score!r}"):  # fmt: skip

@@ -97,11 +97,9 @@ def _layers_of(client: Any) -> dict[str, dict[Any, Any]]:
 
 
 def _held(futures: dict[Any, Any]) -> bool:
-    """Whether every future of a layer still holds (or will hold) its piece."""
-    return all(getattr(f, "status", "finished") in _HOLDING for f in futures.values())
-
-
-_HOLDING = ("pending", "finished")
+    """Whether every future of a layer still holds (or will hold) its piece: not cancelled (a
+    piece ``"lost"`` with its worker is computed again, the data being sent as tasks)."""
+    return all(getattr(f, "status", "finished") != "cancelled" for f in futures.values())
 
 
 def _graph(graph: HighLevelGraph, layers: dict[str, dict[Any, Any]]) -> HighLevelGraph | None:

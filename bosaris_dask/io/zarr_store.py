@@ -312,6 +312,8 @@ def _check_not_packed(path: Path | str, name: str, arr: Any) -> None:
     ``missing_value``, as NaN), and reading them as they are would give other scores."""
     packing = [a for a in _CF_PACKING if a in arr.attrs]
     fill = arr.attrs.get("_FillValue")
+    if fill is None and getattr(arr.metadata, "zarr_format", 3) == 2:
+        fill = arr.metadata.fill_value  # (zarr v2: xarray's _FillValue is the array's own)
     if fill is not None and not _is_nan(fill):
         packing.append(f"_FillValue {_fill_value(fill)!r}")
     if "missing_value" in arr.attrs:
@@ -328,7 +330,7 @@ def _fill_value(fill: Any) -> Any:
     """A ``_FillValue`` attribute's value: a number, ``"NaN"``, or the base64 of its bytes (as
     xarray writes floats to zarr v3, e.g. ``'AAAAAAAA+H8='`` for float64 NaN)."""
     if not isinstance(fill, str):
-        return fill
+        return fill.item() if hasattr(fill, "item") else fill  # (numpy scalars: zarr v2)
     try:
         return float(fill)
     except ValueError:
