@@ -131,14 +131,11 @@ def quality_terms(qm: np.ndarray, W: np.ndarray, qs: np.ndarray) -> np.ndarray:
     [5.0, 2.25]
     """
     n = W.shape[0]
+    if qm.ndim == 3:  # cells with their own vectors: one contiguous plane per measure
+        return _cell_terms(np.moveaxis(qm, -1, 0).copy(), W, np.moveaxis(qs, -1, 0).copy())
     a = qm[..., 0:1] * W[0]
     for i in range(1, n):
         a += qm[..., i : i + 1] * W[i]
-    if qm.ndim == 3:  # cells with their own vectors
-        out = a[..., 0] * qs[..., 0]
-        for j in range(1, n):
-            out += a[..., j] * qs[..., j]
-        return out
     # the grid, a band of rows at a time so that its sums stay in the cache (as fast as BLAS)
     columns = np.ascontiguousarray(qs.T)
     out = np.empty((len(qm), len(qs)))
@@ -149,6 +146,23 @@ def quality_terms(qm: np.ndarray, W: np.ndarray, qs: np.ndarray) -> np.ndarray:
         np.multiply(rows[:, 0, None], columns[0], out=part)
         for j in range(1, n):
             part += np.multiply(rows[:, j, None], columns[j], out=product[: len(part)])
+    return out
+
+
+def _cell_terms(qm: np.ndarray, W: np.ndarray, qs: np.ndarray) -> np.ndarray:
+    """:func:`quality_terms` of cells from planes ``(Q, rows, columns)``, in the grid's order:
+    ``a_j = q_0 W_0j + q_1 W_1j + ...``, then ``a_0 s_0 + a_1 s_1 + ...``."""
+    n = W.shape[0]
+    product = np.empty(qm.shape[1:])
+    out = None
+    for j in range(n):
+        a = qm[0] * W[0, j]
+        for i in range(1, n):
+            a += np.multiply(qm[i], W[i, j], out=product)
+        if out is None:
+            out = a * qs[0]
+        else:
+            out += np.multiply(a, qs[j], out=product)
     return out
 
 
