@@ -142,3 +142,8 @@ def test_ijbc_plot_det_marks_its_points_and_other_plots_say_so(tmp_path, capsys)
     assert "profile ijbc's FMR points are marked on DET plots only" in err
     assert main(["plot", "ape", "--scores", str(path), "--fmr", "0.1", "--out", out]) == 1
     assert "--fmr/--fnmr points are marked on DET plots only" in capsys.readouterr().err
+    # plot says too when options replace the profile's numbers (evaluate did, plot did not)
+    assert main(["plot", "det", "--scores", str(path), "--profile", "ijbc", "--fmr", "0.01",
+                 "--out", out, "-q"]) == 0  # fmt: skip
+    assert ("warning: options given replace the ijbc profile's FMR points (--fmr)"
+            in capsys.readouterr().err)  # fmt: skip

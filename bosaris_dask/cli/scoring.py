@@ -25,14 +25,12 @@ from bosaris_dask.errors import BosarisError, OptionError
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from bosaris_dask.profiles import annotate_json, apply_profile, cprimary_priors, replaced_note
+    from bosaris_dask.profiles import annotate_json, cprimary_priors
     from bosaris_dask.report import format_table, to_json_dict
 
     explicit = bool(args.prior or args.operating_point)
-    profile = apply_profile(args)
+    profile = _profile(args)
     replaced = getattr(args, "profile_replaced", [])
-    if profile is not None and (note := replaced_note(profile, replaced)):
-        print(f"warning: {note}", file=sys.stderr)
     if not args.cprimary_priors:  # the profile's Cprimary is the evaluation's own (per condition)
         args.cprimary_priors = cprimary_priors(profile, explicit)
     _default_priors(args)
@@ -73,9 +71,19 @@ def _check_bootstrap_options(args: argparse.Namespace) -> None:
                       args.conditions or (), warn=False)  # fmt: skip
 
 
+def _profile(args: argparse.Namespace) -> Any:
+    """``args.profile`` applied (:func:`~bosaris_dask.profiles.apply_profile`), with a warning
+    where options given replace its numbers."""
+    from bosaris_dask.profiles import apply_profile, replaced_note
+
+    profile = apply_profile(args)
+    if profile is not None and (note := replaced_note(profile, args.profile_replaced)):
+        print(f"warning: {note}", file=sys.stderr)
+    return profile
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
     from bosaris_dask.plots import save_plot
-    from bosaris_dask.profiles import apply_profile
 
     for option, dest, kinds in _PLOT_OPTIONS:  # as given, before a profile adds its own
         value = getattr(args, dest, None)
@@ -91,7 +99,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
         resolve_window(args.window)
     given = bool(args.fmr or args.fnmr)
-    profile = apply_profile(args)
+    profile = _profile(args)
     if args.kind != "det" and (args.fmr or args.fnmr):  # before any input is read
         what = "--fmr/--fnmr points" if given else f"profile {profile.name}'s FMR points"
         raise OptionError(f"{what} are marked on DET plots only: run 'bosaris-dask plot det' "
