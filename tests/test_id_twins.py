@@ -109,18 +109,23 @@ def test_align_warns_once_per_side_and_not_for_plain_missing_ids():
         bd.align(plain, key)  # missing ids without a twin: no warning
 
 
-def test_int_ids_and_ids_with_spaces_are_said_too():
-    scores = make_scores(["m"], ["s1"], np.ones((1, 1))).assign_coords(model=[0])
-    key = make_key(["0"], ["s1"], np.array([[1]]))
-    with pytest.warns(IdWarning, match=r"1 model id\(s\) of the key match an id of the scores "
-                      r"only as text \(str and int ids\), e.g. '0' and 0"):  # fmt: skip
-        bd.align(scores, key)
-    # the other way round they do match (a key's ids are looked up as text): no warning
-    int_key = make_key(["a", "b"], ["s1"], np.array([[1], [-1]])).assign_coords(model=[0, 1])
+def test_int_ids_are_their_text_and_ids_with_spaces_are_said():
+    # an integer id set in Python matched a '0' one way only, and int against int never (the
+    # wanted ids were looked up as text, the given ones as they were): every trial lost
+    codes = np.array([[1, -1], [-1, 1], [1, -1]])
+    values = np.array([[2.0, 0.0], [0.0, 1.0], [3.0, -1.0]])
+    int_key = make_key(["a", "b", "c"], ["s1", "s2"], codes).assign_coords(model=[0, 1, 2])
+    str_key = make_key(["0", "1", "2"], ["s1", "s2"], codes)
+    int_scores = make_scores(["x", "y", "z"], ["s1", "s2"], values).assign_coords(model=[0, 1, 2])
+    str_scores = make_scores(["0", "1", "2"], ["s1", "s2"], values)
+    expected = bd.evaluate(str_scores, str_key)
     with warnings.catch_warnings():
         warnings.simplefilter("error", IdWarning)
-        result = bd.evaluate(make_scores(["1", "0"], ["s1"], np.array([[0.0], [1.0]])), int_key)
-    assert (int(result.n_target[0]), int(result.n_missing[0]), float(result.eer[0])) == (1, 0, 0)
+        for key in (int_key, str_key):
+            for scores in (int_scores, str_scores):
+                result = bd.evaluate(scores, key)
+                assert int(result.n_missing[0]) == 0
+                assert float(result.cllr[0]) == float(expected.cllr[0])
     spaced = make_scores(["m"], ["s1"], np.ones((1, 1))).assign_coords(segment=["s1 "])
     with pytest.warns(IdWarning, match="only without the whitespace around them, e.g. 's1' "
                       "and 's1 '"):  # fmt: skip

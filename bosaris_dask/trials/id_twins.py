@@ -1,8 +1,8 @@
 """Ids that look alike but differ, so their trials miss each other when matched by id: ``'café'``
 written as one code point (NFC, as most editors save it) in one file and as ``e`` plus a
-combining accent (NFD, as macOS file names come) in the other; an integer id ``0`` of a Dataset
-built in Python against the string ``'0'`` of a file; bytes ``b'spk1'`` (as h5py reads
-strings) against ``'spk1'``; an id with a space around it.
+combining accent (NFD, as macOS file names come) in the other; bytes ``b'spk1'`` (as h5py
+reads strings) against ``'spk1'``; an id with a space around it. (An integer id ``0`` of a
+Dataset built in Python is the string ``'0'``: ids are matched as text.)
 :func:`warn_id_twins` says so where :func:`~bosaris_dask.trials.align` meets them.
 """
 
@@ -38,14 +38,14 @@ def _canonical(i: Any) -> str:
 def id_twins(wanted: Sequence[Any], given: Sequence[Any]) -> list[tuple[Any, Any]]:
     """Pairs ``(w, g)`` of an id of ``wanted`` missing from ``given`` and an id of ``given``
     with the same text once both are strings, NFC-normalized and stripped of edge whitespace.
-    A wanted id is looked up as its text, as :func:`~bosaris_dask.trials.reindex_ids` does: a
-    wanted ``0`` finds a given ``'0'``, a given ``0`` is no wanted ``'0'``.
+    Ids are matched as text, as :func:`~bosaris_dask.trials.reindex_ids` matches them: ``0``
+    and ``'0'`` are one id, not twins.
 
     Examples
     --------
     >>> twins = id_twins(["caf\\u00e9", "tea", "0"], ["cafe\\u0301", "tea", 0])
     >>> [(ascii(w), ascii(g)) for w, g in twins]
-    [("'caf\\\\xe9'", "'cafe\\\\u0301'"), ("'0'", '0')]
+    [("'caf\\\\xe9'", "'cafe\\\\u0301'")]
     >>> id_twins(["a", "b"], ["a"])  # missing, but no twin
     []
     """
@@ -54,8 +54,11 @@ def id_twins(wanted: Sequence[Any], given: Sequence[Any]) -> list[tuple[Any, Any
     missing = wanted_index.difference(given_index, sort=False)
     if missing.empty:
         return []
-    if wanted_index.inferred_type != "string":  # looked up as text (``reindex_ids``): 0 is '0'
-        missing = pd.Index([w for w in missing if str(w) not in given_index], dtype=object)
+    if wanted_index.inferred_type != "string" or given_index.inferred_type != "string":
+        as_text = {str(g) for g in given}  # ids are matched as text (``reindex_ids``): 0 is '0'
+        missing = pd.Index([w for w in missing if str(w) not in as_text], dtype=object)
+        if missing.empty:
+            return []
     odd_given = {}
     if not _all_plain(given_index):  # (a loop over every id only where some are not plain)
         for g in given:

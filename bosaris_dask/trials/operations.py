@@ -95,6 +95,17 @@ def _chunks_of(
     )
 
 
+def _ids_as_text(obj: xr.Dataset) -> xr.Dataset:
+    """``obj`` with ids that are not all strings (an integer id set in Python) as text, as the
+    wanted ids are (:func:`reindex_ids`); two ids of one text (``0`` and ``'0'``) are an error."""
+    text = {}
+    for side in ("model", "segment"):
+        index = obj.indexes[side]
+        if index.inferred_type != "string" or not all(isinstance(i, str) for i in index[:1]):
+            text[side] = _ids(index, side)
+    return obj.assign_coords(text) if text else obj
+
+
 def reindex_ids(
     obj: xr.Dataset,
     models: Iterable[Any],
@@ -124,6 +135,7 @@ def reindex_ids(
     """
     validate(obj)  # (a transposed square matrix would be read as a swapped one)
     m, s = _ids(models, "model"), _ids(segments, "segment")
+    obj = _ids_as_text(obj)  # ids are matched as text on both sides: 0 is '0'
     if is_label_key(obj):
         ml = obj.model_label.to_series().reindex(m).to_numpy(dtype=object)
         sl = obj.segment_label.to_series().reindex(s).to_numpy(dtype=object)
