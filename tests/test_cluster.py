@@ -1332,3 +1332,22 @@ def test_a_scheduler_refusing_the_worker_timeout_leaves_the_runs_errors_alone(ca
     assert info.value.__context__ is None
     assert "their scheduler keeps its own no-workers-timeout (--worker-timeout 30 not set " \
            "there: pickle disabled on this scheduler)" in caplog.text  # fmt: skip
+
+
+def test_the_cli_prints_the_clusters_logged_warnings_as_warnings_even_with_q(
+    tmp_path, monkeypatch, capsys
+):
+    # they went to logging's last resort: no 'warning:' prefix, and printed under -q as if
+    # they were notes
+    from bosaris_dask.cli import main
+    from bosaris_dask.cluster import session
+
+    monkeypatch.setattr(session, "_has_bokeh", lambda: False)
+    (tmp_path / "key.txt").write_text("m1 s1 target\nm1 s2 nontarget\n")
+    (tmp_path / "scores.txt").write_text("m1 s1 1.0\nm1 s2 -1.0\n")
+    argv = ["evaluate", "--key", str(tmp_path / "key.txt"), "--scores",
+            str(tmp_path / "scores.txt"), "--cluster", "local", "--workers", "1",
+            "--dashboard", "-q"]  # fmt: skip
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "warning: no dask dashboard: install bokeh where the scheduler runs\n" in err

@@ -70,9 +70,16 @@ def _one_line_warnings() -> Iterator[None]:
             shown(message, category, filename, lineno, file, line)
 
     warnings.showwarning = show
+    # the logged warnings of the cluster's set-up (no dashboard, a timeout not set) too, -q or not
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("warning: %(message)s"))
+    handler.setLevel(logging.WARNING)
+    cluster = logging.getLogger("bosaris_dask.cluster")
+    cluster.addHandler(handler)
     try:
         yield
     finally:
+        cluster.removeHandler(handler)
         warnings.showwarning = shown
 
 
