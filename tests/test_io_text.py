@@ -772,6 +772,23 @@ def test_a_pipe_read_by_the_format_dispatch_loses_no_line(tmp_path, monkeypatch,
     np.testing.assert_array_equal(scores.score.values.ravel(), np.arange(20_000) + 0.5)
 
 
+def test_a_binary_file_through_a_pipe_is_named_for_what_it_is(tmp_path):
+    # pipes skipped the signature check (its look took their first bytes): 'expected 2 fields'
+    import threading
+
+    from bosaris_dask.io import read
+
+    fifo = tmp_path / "scores.fifo"
+    os.mkfifo(fifo)
+    thread = threading.Thread(target=lambda: fifo.write_bytes(b"\x89HDF\r\n\x1a\n" + bytes(64)),
+                              daemon=True)  # fmt: skip
+    thread.start()
+    with pytest.raises(StoreError, match=f"^{fifo}: an HDF5 file, not a text trial list"):
+        read(fifo, scratch=tmp_path)
+    thread.join(timeout=60)
+    assert not list(tmp_path.glob("bosaris-text-*"))  # the copy is gone
+
+
 def test_an_object_without_trials_is_not_written_as_an_empty_file(tmp_path):
     # apply to two systems with disjoint trials wrote a 0-byte file that no reader takes back
     scores = make_scores(["m"], ["a", "b"], [[1.0, 2.0]], [[False, False]])

@@ -124,40 +124,9 @@ def read(
     if Path(p).suffix.lower() in EMBEDDING_ONLY_SUFFIXES:
         raise StoreError(f"{p}: embeddings, not trials or scores (score them with --enrol and "
                          "--test, or bosaris_dask.embeddings)")  # fmt: skip
-    _refuse_binary(p)
     from bosaris_dask.io.text import read_text
 
     return read_text(p, kind, chunks=chunks, scratch_dir=scratch, format=text_format)
-
-
-#: File signatures of formats a text reader would meet as binary noise, and what to do instead.
-_XARRAY = "a Dataset that xarray saved is opened with xarray (xr.open_dataset) and passed as it is"
-_SIGNATURES = {
-    b"\x89HDF\r\n\x1a\n": ("an HDF5 file", f"a BOSARIS HDF5 file needs the suffix .h5; {_XARRAY}"),
-    b"CDF\x01": ("a netCDF-3 file", _XARRAY),
-    b"CDF\x02": ("a netCDF-3 file", _XARRAY),
-    b"PK\x03\x04": ("a zip archive (npz?)", "embeddings in an .npz are scored with --enrol and "
-                     "--test (bosaris_dask.embeddings in Python)"),
-}  # fmt: skip
-
-
-def _refuse_binary(path: Path) -> None:
-    """A StoreError for a file read as text that starts with a binary format's signature (not
-    looked for in a pipe, whose first bytes a look would take from the reader)."""
-    from bosaris_dask.io.text.scratch import _is_stream
-
-    if _is_stream(path):
-        return
-    try:
-        with open(path, "rb") as f:
-            head = f.read(8)
-    except OSError:
-        return  # (the text reader says why it cannot read it)
-    for signature, (what, instead) in _SIGNATURES.items():
-        if head.startswith(signature):
-            suffix = Path(path).suffix or "(none)"
-            raise StoreError(f"{path}: {what}, not a text trial list (read as text for its "
-                             f"suffix {suffix}): {instead}")  # fmt: skip
 
 
 def _write_format(path: str | os.PathLike[str], format: Format | None) -> Format:

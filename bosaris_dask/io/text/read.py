@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from bosaris_dask.errors import ParseError
+from bosaris_dask.errors import ParseError, StoreError
 from bosaris_dask.io.text.collect import MEMMAP_THRESHOLD, _assemble, _Collector
-from bosaris_dask.io.text.heartbeat import Heartbeat, shown_as
+from bosaris_dask.io.text.heartbeat import Heartbeat, shown_as, shown_path
 from bosaris_dask.io.text.labels import OneLabelPair
 from bosaris_dask.io.text.layout import _detect_layout, _first_nonblank_line, _Layout, _shown
 from bosaris_dask.io.text.parse import BLOCK_BYTES, _iter_blocks, _parse_block
@@ -147,6 +148,7 @@ def collect_text(
 ) -> _Collector:
     """The records of a text trial file (a regular file), parsed and checked line by line
     (:func:`read_text` without the dense matrices); the caller closes the collector."""
+    _refuse_binary(path)
     layout = _detect_layout(path, kind, header, format)
     collector = _Collector(layout, scratch_dir)
     one_pair = OneLabelPair(path)
@@ -241,3 +243,30 @@ def read_quality_text(
     if not table:
         raise ParseError("no ids in the quality file", path=path, line=last)
     return quality_table(list(table), np.concatenate(values))
+
+
+#: File signatures of formats a text reader would meet as binary noise, and what to do instead.
+_XARRAY = "a Dataset that xarray saved is opened with xarray (xr.open_dataset) and passed as it is"
+_SIGNATURES = {
+    b"\x89HDF\r\n\x1a\n": ("an HDF5 file", f"a BOSARIS HDF5 file needs the suffix .h5; {_XARRAY}"),
+    b"CDF\x01": ("a netCDF-3 file", _XARRAY),
+    b"CDF\x02": ("a netCDF-3 file", _XARRAY),
+    b"PK\x03\x04": ("a zip archive (npz?)", "embeddings in an .npz are scored with --enrol and "
+                     "--test (bosaris_dask.embeddings in Python)"),
+}  # fmt: skip
+
+
+def _refuse_binary(path: str | os.PathLike[str]) -> None:
+    """A StoreError for a file read as text that starts with a binary format's signature (a
+    pipe is looked at in its scratch copy, and named as given: :func:`.heartbeat.shown_as`)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError:
+        return  # (the text reader says why it cannot read it)
+    for signature, (what, instead) in _SIGNATURES.items():
+        if head.startswith(signature):
+            shown = shown_path(path)
+            suffix = Path(shown).suffix or "(none)"
+            raise StoreError(f"{shown}: {what}, not a text trial list (read as text for its "
+                             f"suffix {suffix}): {instead}")  # fmt: skip
