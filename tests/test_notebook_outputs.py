@@ -32,15 +32,20 @@ def _texts(nb: nbformat.NotebookNode) -> list[tuple[int, str]]:
     return out
 
 
-#: A float printed to 14 or more significant digits (a repr), and a file's size in bytes.
-_LONG_FLOAT = re.compile(r"-?\d+\.\d{13,}(?:e[-+]?\d+)?|-?\d\.\d{12,}e[-+]?\d+")
+#: A float with a fraction (``1.5``, ``-0.0012``, ``6.0e-05``), and a file's size in bytes.
+_FLOAT = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?")
 _BYTES = re.compile(r"\b\d[\d,]* bytes\b")
+
+
+def _rounded(match: re.Match) -> str:
+    """A float of 14 or more significant digits (a repr) to 12; shorter ones as they are."""
+    digits = re.sub(r"e.*$", "", match.group()).replace("-", "").replace(".", "").lstrip("0")
+    return f"{float(match.group()):.12g}" if len(digits) >= 14 else match.group()
 
 
 def _steady(text: str) -> str:
     """``text`` with full-precision floats to 12 significant digits and file sizes masked."""
-    text = _LONG_FLOAT.sub(lambda m: f"{float(m.group()):.12g}", text)
-    return _BYTES.sub("N bytes", text)
+    return _BYTES.sub("N bytes", _FLOAT.sub(_rounded, text))
 
 
 def test_steady_keeps_what_matters():
@@ -48,6 +53,8 @@ def test_steady_keeps_what_matters():
     assert _steady("0.1218607070062400") != _steady("0.1218607070162400")
     assert _steady("EER 4.383 0.092") == "EER 4.383 0.092"  # printed tables: as they are
     assert _steady("fusion.json  448 bytes") == "fusion.json  N bytes"
+    assert _steady("12345.678901234567") == _steady("12345.678901234569")  # 17 digits
+    assert _steady("12345.6789") == "12345.6789"
 
 
 @pytest.mark.parametrize(
