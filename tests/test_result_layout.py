@@ -2,9 +2,9 @@
 
 ``tests/data/result_layout/*.json`` were written by the code *before* the Dataset got one prior
 log-odds dimension (``python tests/test_result_layout.py`` with the old package on the path);
-the JSON and the printed table of the same input must stay byte-identical. They were written
-again when the Bayes thresholds became the exact ones rounded up (``OperatingPoint.plo``): that
-changed ``act_threshold`` and the DCF values in their last place (at most 9e-16 relative) and
+the JSON and the printed table of the same input must stay identical (floats: below). They were
+written again when the Bayes thresholds became the exact ones rounded up (``OperatingPoint.plo``):
+that changed ``act_threshold`` and the DCF values in their last place (at most 9e-16 relative) and
 nothing else, the tables not at all; and again when Cllr became the correctly rounded mean of
 its exact sums (``exact_sum.mean``: finite where a sum exceeds float64), which moved ``cllr``
 and ``cllr_cal`` of two systems in their last place. The layout itself is
