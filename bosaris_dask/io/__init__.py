@@ -125,6 +125,9 @@ def read(
         raise StoreError(f"{p}: embeddings, not trials or scores (score them with --enrol and "
                          "--test, or bosaris_dask.embeddings)")  # fmt: skip
     from bosaris_dask.io.text import read_text
+    from bosaris_dask.io.text.read import refuse_binary
+
+    refuse_binary(p)
 
     return read_text(p, kind, chunks=chunks, scratch_dir=scratch, format=text_format)
 

@@ -81,8 +81,9 @@ class TrialList:
     ) -> TrialList:
         """Read a key (``kind="key"``), scores (``"scores"``) or ndx (``"ndx"``) text file as a
         list."""
-        from bosaris_dask.io.text.read import collect_text
+        from bosaris_dask.io.text.read import collect_text, refuse_binary
 
+        refuse_binary(path)
         collector = collect_text(path, kind, format=format)
         try:
             return cls._of(collector, path)
@@ -153,8 +154,9 @@ def read_trials(
     that grid (the file holds trials beyond its ids: :func:`on_grid` takes the rest); else
     the dense trial object :func:`~bosaris_dask.io.read` gives."""
     from bosaris_dask.io.text.collect import MEMMAP_THRESHOLD, _assemble
-    from bosaris_dask.io.text.read import collect_text
+    from bosaris_dask.io.text.read import collect_text, refuse_binary
 
+    refuse_binary(path)
     collector = collect_text(path, kind, format=format)
     try:
         m, s = len(collector.models), len(collector.segments)

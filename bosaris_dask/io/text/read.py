@@ -120,6 +120,7 @@ def read_text(
             with open(path, "rb") as source, open(copy.path, "wb") as target:
                 shutil.copyfileobj(source, target, 16 * 2**20)
             with shown_as(copy.path, path):  # (its messages name the pipe, not the copy)
+                refuse_binary(copy.path)
                 return read_text(
                     copy.path, kind, header=header, format=format, chunks=chunks,
                     scratch_dir=scratch_dir,
@@ -148,7 +149,6 @@ def collect_text(
 ) -> _Collector:
     """The records of a text trial file (a regular file), parsed and checked line by line
     (:func:`read_text` without the dense matrices); the caller closes the collector."""
-    _refuse_binary(path)
     layout = _detect_layout(path, kind, header, format)
     collector = _Collector(layout, scratch_dir)
     one_pair = OneLabelPair(path)
@@ -256,9 +256,13 @@ _SIGNATURES = {
 }  # fmt: skip
 
 
-def _refuse_binary(path: str | os.PathLike[str]) -> None:
-    """A StoreError for a file read as text that starts with a binary format's signature (a
-    pipe is looked at in its scratch copy, and named as given: :func:`.heartbeat.shown_as`)."""
+def refuse_binary(path: str | os.PathLike[str]) -> None:
+    """A StoreError for a file read as text that starts with a binary format's signature. A
+    pipe is not looked at (a look would take its first bytes); its scratch copy is, named as
+    the pipe (:func:`.heartbeat.shown_as`). The readers' callers check (``io.read``, the
+    command line's lists), not :func:`collect_text`, whose rejections are ParseErrors."""
+    if _is_stream(path):
+        return
     try:
         with open(path, "rb") as f:
             head = f.read(8)
