@@ -57,7 +57,8 @@ def test_a_zarr_store_written_with_cf_packing_is_refused(tmp_path, dtype):
     with pytest.warns(UserWarning):  # (xarray's, about the encoding of a float as float)
         SCORES.to_zarr(path, mode="w", encoding=encoding)
     with pytest.raises(StoreError, match=r"array 'score' is stored with CF packing or masking "
-                       r"\(scale_factor, add_offset.*, as xarray's to_zarr writes"):  # fmt: skip
+                       r"\(scale_factor; add_offset.*\): xarray reads other values than "
+                       r"those stored"):  # fmt: skip
         bd.read(path)
     plain = tmp_path / "plain.zarr"
     SCORES.to_zarr(plain, mode="w")  # xarray's own store, unpacked: read as it is

@@ -312,17 +312,21 @@ def _check_not_packed(path: Path | str, name: str, arr: Any) -> None:
     ``missing_value``, as NaN), and reading them as they are would give other scores."""
     packing = [a for a in _CF_PACKING if a in arr.attrs]
     fill = arr.attrs.get("_FillValue")
-    if fill is None and getattr(arr.metadata, "zarr_format", 3) == 2:
+    source = ""
+    scores = getattr(arr.dtype, "kind", "") == "f"  # (masks and ids: no fill xarray sets)
+    if fill is None and scores and getattr(arr.metadata, "zarr_format", 3) == 2:
         fill = arr.metadata.fill_value  # (zarr v2: xarray's _FillValue is the array's own)
+        source = " (the zarr v2 fill_value)"
     if fill is not None and not _is_nan(fill):
-        packing.append(f"_FillValue {_fill_value(fill)!r}")
+        packing.append(f"_FillValue {_fill_value(fill)!r}{source}")
     if "missing_value" in arr.attrs:
         packing.append(f"missing_value {arr.attrs['missing_value']!r}")
     if packing:
         raise StoreError(
-            f"{path}: array {name!r} is stored with CF packing or masking ({', '.join(packing)}"
-            ", as xarray's to_zarr writes with an encoding): write it with bosaris_dask.write, "
-            "or open it with xarray.open_zarr and pass the Dataset"
+            f"{path}: array {name!r} is stored with CF packing or masking ({'; '.join(packing)}"
+            "): xarray reads other values than those stored (its to_zarr writes them with an "
+            "encoding); write it with bosaris_dask.write, or open it with xarray.open_zarr and "
+            "pass the Dataset"
         )
 
 
