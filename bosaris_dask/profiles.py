@@ -156,15 +156,15 @@ def apply_profile(args: argparse.Namespace) -> Profile | None:
     if profile.fmr and getattr(args, "fmr", None) is None:
         args.fmr = list(profile.fmr)
     elif profile.fmr:
-        replaced.append("its FMR points (--fmr)")
+        replaced.append("FMR points (--fmr)")
     explicit = getattr(args, "prior", None) or getattr(args, "operating_point", None)
     if profile.operating_points and not explicit:
         args.operating_point = list(profile.operating_points)
     elif profile.operating_points:
-        replaced.append("its operating points" + " and Cprimary" * profile.cprimary
+        replaced.append("operating points" + " and Cprimary" * profile.cprimary
                         + " (--prior/--operating-point)")  # fmt: skip
     if profile.cprimary and not explicit and getattr(args, "cprimary_priors", None):
-        replaced.append("its Cprimary priors (--cprimary-priors)")
+        replaced.append("Cprimary priors (--cprimary-priors)")
     args.profile_replaced = replaced
     return profile
 
@@ -174,7 +174,7 @@ def replaced_note(profile: Profile, replaced: list[str]) -> str | None:
 
     Examples
     --------
-    >>> note = replaced_note(PROFILES["voxsrc"], ["its operating points (--prior)"])
+    >>> note = replaced_note(PROFILES["voxsrc"], ["operating points (--prior)"])
     >>> for part in note.split(": "):
     ...     print(part)
     options given replace the voxsrc profile's operating points (--prior)
@@ -182,9 +182,8 @@ def replaced_note(profile: Profile, replaced: list[str]) -> str | None:
     """
     if not replaced:
         return None
-    return (f"options given replace the {profile.name} profile's "
-            f"{', '.join(r.removeprefix('its ') for r in replaced)}: those results are not "
-            "the profile's")  # fmt: skip
+    return (f"options given replace the {profile.name} profile's {', '.join(replaced)}: those "
+            "results are not the profile's")  # fmt: skip
 
 
 def annotate_json(
@@ -195,7 +194,7 @@ def annotate_json(
     replaced (``"replaced"``, as :func:`apply_profile` records it), and which EER it is."""
     doc["profile"] = {"name": profile.name, "source": profile.source, "eer": EER_NOTE}
     if replaced:
-        doc["profile"]["replaced"] = [r.removeprefix("its ") for r in replaced]
+        doc["profile"]["replaced"] = list(replaced)
     return doc
 
 

@@ -44,7 +44,7 @@ def test_explicit_options_win():
     assert args.profile_replaced == []
     args = argparse.Namespace(profile="ijbc", prior=None, operating_point=None, fmr=[0.5])
     apply_profile(args)
-    assert args.fmr == [0.5] and args.profile_replaced == ["its FMR points (--fmr)"]
+    assert args.fmr == [0.5] and args.profile_replaced == ["FMR points (--fmr)"]
 
 
 def _trials(tmp_path, shift=1.5):
