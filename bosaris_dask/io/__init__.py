@@ -35,6 +35,10 @@ TEXT_SUFFIXES = (
 )  # fmt: skip
 
 
+#: The suffixes that name a binary file format (text: any other, :data:`TEXT_SUFFIXES` to write).
+_FILE_SUFFIXES: dict[str, Format] = {".h5": "hdf5", ".hdf5": "hdf5", ".mat": "mat"}
+
+
 def detect_format(path: str | os.PathLike[str]) -> Format:
     """The format of ``path``: ``"zarr"`` (``.zarr``, a directory with ``zarr.json``), ``"hdf5"``
     (``.h5``, ``.hdf5``), ``"mat"`` (``.mat``), else ``"text"``.
@@ -51,7 +55,7 @@ def detect_format(path: str | os.PathLike[str]) -> Format:
     suffix = p.suffix.lower()
     if suffix == ".zarr" or (not url and suffix != ".mat" and (p / "zarr.json").is_file()):
         return "zarr"
-    return {".h5": "hdf5", ".hdf5": "hdf5", ".mat": "mat"}.get(suffix, "text")
+    return _FILE_SUFFIXES.get(suffix, "text")
 
 
 def _existing(path: str | os.PathLike[str]) -> Path:
@@ -140,12 +144,11 @@ def _write_format(path: str | os.PathLike[str], format: Format | None) -> Format
         return format
     fmt = detect_format(path)
     suffix = Path(path).suffix.lower()
-    named = {".h5": "HDF5", ".hdf5": "HDF5", ".mat": "MAT"}.get(
-        suffix, "text" if suffix and suffix in TEXT_SUFFIXES else None
-    )
+    named = _FILE_SUFFIXES.get(suffix, "text" if suffix and suffix in TEXT_SUFFIXES else None)
     if fmt == "zarr" and named is not None:  # (a store read by what it is, not by its name)
+        shown = "text" if named == "text" else named.upper()
         raise StoreError(
-            f"{path}: a zarr store, where the suffix {suffix} names a {named} output: remove "
+            f"{path}: a zarr store, where the suffix {suffix} names a {shown} output: remove "
             "the store or choose another name"
         )
     if fmt == "text" and suffix not in TEXT_SUFFIXES and not Path(path).is_dir():
