@@ -121,6 +121,14 @@ def named(x: Any, client: Any) -> Any:
     return _named(x, layers) if layers else x
 
 
+def _named_variable(variable: xr.Variable, layers: dict[str, dict[Any, Any]]) -> xr.Variable:
+    """``variable`` over the workers' copies of its data, or itself (nothing of it recorded)."""
+    if not isinstance(variable.data, da.Array):
+        return variable
+    data = _named(variable.data, layers)
+    return variable if data is variable.data else variable.copy(data=data)
+
+
 def _named(x: Any, layers: dict[str, dict[Any, Any]]) -> Any:
     if isinstance(x, tuple | list):
         items = [_named(item, layers) for item in x]
@@ -128,16 +136,11 @@ def _named(x: Any, layers: dict[str, dict[Any, Any]]) -> Any:
     if isinstance(x, dict):
         return {k: _named(v, layers) for k, v in x.items()}
     if isinstance(x, xr.DataArray):
-        lazy = x.data if isinstance(x.data, da.Array) else None
-        data = _named(lazy, layers) if lazy is not None else None
-        return x if data is lazy else x.copy(data=data)
+        variable = _named_variable(x.variable, layers)
+        return x if variable is x.variable else x.copy(data=variable.data)
     if isinstance(x, xr.Dataset):
-        changed = {}
-        for name, variable in x.variables.items():
-            if isinstance(variable.data, da.Array):
-                data = _named(variable.data, layers)
-                if data is not variable.data:
-                    changed[name] = variable.copy(data=data)
+        changed = {name: new for name, v in x.variables.items()
+                   if (new := _named_variable(v, layers)) is not v}  # fmt: skip
         return x.assign(changed) if changed else x
     graph = x.__dask_graph__() if isinstance(x, da.Array | Delayed) else None
     if not isinstance(graph, HighLevelGraph) or (new := _graph(graph, layers)) is None:
