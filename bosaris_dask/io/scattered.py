@@ -27,7 +27,7 @@ import xarray as xr
 from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
-__all__ = ["remember", "forget", "recorded", "named", "recordable"]
+__all__ = ["remember", "forget", "recorded", "named", "recordable", "rebuilt"]
 
 #: By client id: the client (weakly) and its recorded layers, by name, as ``{key: Future}``.
 _LAYERS: dict[str, tuple[Any, dict[str, dict[Any, Any]]]] = {}
@@ -121,6 +121,12 @@ def named(x: Any, client: Any) -> Any:
     return _named(x, layers) if layers else x
 
 
+def rebuilt(sequence: tuple | list, items: list[Any]) -> tuple | list:
+    """``items`` in a sequence of ``sequence``'s type (a namedtuple's fields by position)."""
+    kind = type(sequence)
+    return kind(*items) if hasattr(sequence, "_fields") else kind(items)
+
+
 def _named_variable(variable: xr.Variable, layers: dict[str, dict[Any, Any]]) -> xr.Variable:
     """``variable`` over the workers' copies of its data, or itself (nothing of it recorded)."""
     if not isinstance(variable.data, da.Array):
@@ -131,8 +137,7 @@ def _named_variable(variable: xr.Variable, layers: dict[str, dict[Any, Any]]) ->
 
 def _named(x: Any, layers: dict[str, dict[Any, Any]]) -> Any:
     if isinstance(x, tuple | list):
-        items = [_named(item, layers) for item in x]
-        return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)  # (namedtuples)
+        return rebuilt(x, [_named(item, layers) for item in x])
     if isinstance(x, dict):
         return {k: _named(v, layers) for k, v in x.items()}
     if isinstance(x, xr.DataArray):

@@ -303,8 +303,9 @@ def on_the_workers(obj: Any, client: Any = None) -> Any:
     if client is None:
         return obj
     if isinstance(obj, tuple | list):
-        items = [on_the_workers(item, client) for item in obj]
-        return type(obj)(*items) if hasattr(obj, "_fields") else type(obj)(items)
+        from bosaris_dask.io.scattered import rebuilt
+
+        return rebuilt(obj, [on_the_workers(item, client) for item in obj])
     if isinstance(obj, dict):
         return {name: on_the_workers(item, client) for name, item in obj.items()}
     if not isinstance(obj, xr.Dataset):
