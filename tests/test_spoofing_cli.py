@@ -330,16 +330,16 @@ def test_convert_dir_with_allow_missing_writes_only_the_scored_trials(tmp_path, 
 def _set_with_holes(tmp_path: Path, task: str, holes: dict[str, tuple[int, ...]]) -> str:
     """The stores of the full hand-made set, each column without a score for its ``holes``
     (key trial indices); returns the set's directory."""
-    from bosaris_dask.spoofing import files, stores
+    from bosaris_dask.spoofing import files, matching, stores
 
     key_path, scores_path = tmp_path / "key.tsv", tmp_path / "all.tsv"
     if task == "cm":
-        key, cm = files.cm_key_and_scores(files.read_cm_scores(scores_path),
-                                          files.read_cm_key(key_path))  # fmt: skip
+        key, cm = matching.cm_key_and_scores(files.read_cm_scores(scores_path),
+                                             files.read_cm_key(key_path))  # fmt: skip
         columns = {"cm": cm}
     else:
-        key, columns = files.sasv_key_and_scores(files.read_sasv_scores(scores_path),
-                                                 files.read_sasv_key(key_path))  # fmt: skip
+        key, columns = matching.sasv_key_and_scores(files.read_sasv_scores(scores_path),
+                                                    files.read_sasv_key(key_path))  # fmt: skip
     for name, where in holes.items():
         mask = columns[name].score_mask.values.copy()
         mask[0, list(where)] = False

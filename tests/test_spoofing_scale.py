@@ -31,7 +31,7 @@ from bosaris_dask.spoofing import (
     read_sasv_scores,
     t_eer,
 )
-from bosaris_dask.spoofing.files import sasv_key_and_scores
+from bosaris_dask.spoofing.matching import sasv_key_and_scores
 from bosaris_dask.spoofing.scale import (
     TEerScaleWarning,
     cm_key,

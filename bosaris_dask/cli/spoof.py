@@ -28,7 +28,7 @@ def _open(args: argparse.Namespace) -> tuple[Any, dict[str, Any], int]:
     (``--set-dir``)."""
     from bosaris_dask.errors import OptionError
     from bosaris_dask.io import detect_format, read
-    from bosaris_dask.spoofing import files, stores
+    from bosaris_dask.spoofing import files, matching, stores
 
     if args.set_dir is not None:
         if args.key is not None or args.scores is not None:
@@ -54,13 +54,14 @@ def _open(args: argparse.Namespace) -> tuple[Any, dict[str, Any], int]:
         return key, {"cm": read(args.scores, "scores")}, 0
     if args.task == "cm":
         text_key = files.read_cm_key(args.key)
-        key, scores = files.cm_key_and_scores(files.read_cm_scores(args.scores), text_key,
-                                              allow_missing=args.allow_missing)  # fmt: skip
+        key, scores = matching.cm_key_and_scores(files.read_cm_scores(args.scores), text_key,
+                                                 allow_missing=args.allow_missing)  # fmt: skip
         columns = {"cm": scores}
     else:
         text_key = files.read_sasv_key(args.key)
-        key, columns = files.sasv_key_and_scores(files.read_sasv_scores(args.scores), text_key,
-                                                 allow_missing=args.allow_missing)  # fmt: skip
+        scores = files.read_sasv_scores(args.scores)
+        key, columns = matching.sasv_key_and_scores(scores, text_key,
+                                                    allow_missing=args.allow_missing)  # fmt: skip
     return key, columns, text_key.filename.size - key.sizes["segment"]
 
 

@@ -1,12 +1,12 @@
 """The ASVspoof 5 metrics of Key/Scores datasets at any scale, exact, in one engine call.
 
-**Track 1 (countermeasure)**: :func:`evaluate_cm` takes a BOSARIS Key whose targets are the
-bona fide trials and non-targets the spoofs (:func:`~bosaris_dask.spoofing.files.cm_key_and_scores`
-builds one from the challenge's files) and one Scores. minDCF and actDCF at the challenge's
-costs, the ROCCH-EER and Cllr come from the engine's summary as in
-:func:`bosaris_dask.evaluate`; the package's EER (:func:`~bosaris_dask.spoofing.metrics.cm_eer`)
-needs exact counts around the crossing of Pmiss and Pfa, which the engine's ``extra_candidates``
-hook refines in the same rounds (:func:`~bosaris_dask.spoofing.joint.eer_bins`).
+**Track 1 (countermeasure)**: :func:`evaluate_cm` takes a BOSARIS Key whose targets are the bona
+fide trials and non-targets the spoofs (:func:`~bosaris_dask.spoofing.matching.cm_key_and_scores`
+builds one from the challenge's files) and one Scores. minDCF and actDCF at the challenge's costs,
+the ROCCH-EER and Cllr come from the engine's summary as in :func:`bosaris_dask.evaluate`; the
+package's EER (:func:`~bosaris_dask.spoofing.metrics.cm_eer`) needs exact counts around the crossing
+of Pmiss and Pfa, which the engine's ``extra_candidates`` hook refines in the same rounds
+(:func:`~bosaris_dask.spoofing.joint.eer_bins`).
 
 **Track 2 (spoofing-aware verification)**: an *SASV key* is a BOSARIS Key over the trials
 (+1 target, -1 non-target) with a boolean coordinate ``segment_spoof`` along ``segment``: a
