@@ -11,9 +11,9 @@ Examples
 --------
 >>> import numpy as np
 >>> tar, non = np.array([1.0, 2.0, 3.0]), np.array([-1.0, 0.0, 1.5, -2.0])
->>> round(eer(tar, non), 4), round(min_dcf(tar, non, 0.5), 4), round(act_dcf(tar, non, 0.5), 4)
-(0.1429, 0.25, 0.5)
 >>> ds = evaluate_arrays(tar, non, priors=[0.5, 0.1])
+>>> round(float(ds.eer.item()), 4), float(ds.min_dcf.sel(prior=0.5).item())
+(0.1429, 0.25)
 >>> operating_points(ds).act_dcf.sel(prior=0.1).item() == act_dcf(tar, non, 0.1)
 True
 """
