@@ -9,10 +9,11 @@ blocks of strictly increasing target posterior. Each block ``k``, spanning the s
 ``[lo_k, hi_k]`` with ``t_k`` targets and ``n_k`` non-targets, gets the LLR
 ``llr_k = log(t_k / n_k) - log(T / N)`` (posterior log-odds minus prior log-odds). To make the map
 finite everywhere, two pseudo-observations are added first (``pseudo_counts=True``): one target
-below every score and one non-target above every score, at ``-bound`` and ``+bound``
-(``bound = 1e6``, or beyond the data); ``T`` and ``N`` then count them too. The lowest block
+at or below every score and one non-target at or above every score, at ``-bound`` and ``+bound``
+(``bound = 1e6``; where scores lie beyond, at the extreme score, tied with it and so pooled into
+its block); ``T`` and ``N`` then count them too. The lowest block
 then holds a non-target and the highest a target, so every ``llr_k`` is finite, and the map's
-outer knots are ``-bound`` and ``+bound``. The map is piecewise linear through the knots
+outer knots are where the pseudo-observations sit. The map is piecewise linear through the knots
 ``(lo_k, llr_k - d_k)`` and ``(hi_k, llr_k + d_k)`` (``score_bounds`` and ``llr_bounds``): linear
 interpolation between blocks, a gentle ramp of half-height ``d_k = small_val`` inside each block,
 which makes it strictly increasing, and linear extrapolation beyond the outer knots. Where two

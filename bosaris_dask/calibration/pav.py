@@ -59,7 +59,8 @@ class PAVCalibrator(JsonModel):
         then holds ``Infinity``, which strict JSON parsers refuse: for analysis, as
         :func:`~bosaris_dask.calibration.optimal_llrs`).
     bound
-        Position of the pseudo-observations (``-bound``, ``+bound``).
+        Position of the pseudo-observations (``-bound``, ``+bound``; the extreme scores where
+        scores lie beyond).
 
     Attributes
     ----------
