@@ -109,6 +109,25 @@ def test_no_extra_pass_and_the_rest_unchanged():
     np.testing.assert_array_equal(apart.ece.values, pooled.ece.values)
 
 
+@pytest.mark.parametrize("options", [{"by": ["model.gender"]}, {"equalize": True,
+                                     "by": ["segment.source"]}, {"cprimary_priors": [0.01]}])
+def test_ece_with_a_bootstrap_and_conditions_is_the_evaluations(options):
+    # the bootstrap's conditioned path refused ece_plo with a name ece.py no longer had: an
+    # ImportError traceback instead of the ECE (found by an audit)
+    mask, values, key, scores, tables, _, _ = _setup(5, (14, 18), None, (7, 9))
+    tables_if_by = tables if "by" in options else ()  # the bootstrap's resample reads them
+    alone = metrics.evaluate(scores, key, priors=[0.01], conditions=tables_if_by, ece_plo=PLO,
+                             **options)  # fmt: skip
+    booted = metrics.evaluate(scores, key, priors=[0.01], conditions=tables, ece_plo=PLO,
+                              bootstrap=20, ci=0.9, resample=["model.gender"], seed=1,
+                              **options)  # fmt: skip
+    names = [n for n in alone.data_vars if "ece" in n]
+    assert "ece" in names and ("condition_ece" in names) == ("by" in options)
+    for name in names:
+        np.testing.assert_array_equal(booted[name].values, alone[name].values)
+    assert "eer_ci" in booted
+
+
 def test_table_shows_the_ece_at_the_operating_points_per_condition():
     mask, values, key, scores, tables, _, _ = _setup(3, (12, 20), None, (6, 10), n_sys=1)
     priors = [0.5, 0.01]

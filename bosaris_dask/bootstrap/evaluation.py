@@ -211,10 +211,6 @@ def evaluate_with_intervals(
     if by or len(cprimary_priors) or equalize:
         from bosaris_dask.conditions.evaluation import conditions_and_summaries
 
-        if kwargs.pop("ece_plo", None) is not None:  # as metrics.evaluate
-            from bosaris_dask.ece import NOT_WITH_CONDITIONS
-
-            raise OptionError(NOT_WITH_CONDITIONS)
         # the pooled summaries give the bins (no pass of their own)
         ds, summaries = conditions_and_summaries(
             systems, key, conditions=conditions if by else (), by=by,
