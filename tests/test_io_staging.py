@@ -295,15 +295,18 @@ def _graph_warnings(record) -> list[str]:
 def test_text_inputs_are_sent_to_the_workers_once(big_texts, two_processes):
     from distributed import Client
 
+    from bosaris_dask.io.scattered import named
     from bosaris_dask.io.staging import _in_memory_bytes, on_the_workers
 
     key_path, scores_path = big_texts
     with dask.config.set(scheduler="threads"):
         expected = bd.evaluate(bd.io.read(scores_path), bd.io.read(key_path))
     threshold = {"distributed.admin.large-graph-warning-threshold": "1MiB"}
-    with dask.config.set(threshold), Client(two_processes), pytest.warns() as record:
-        scores, key = on_the_workers((bd.io.read(scores_path), bd.io.read(key_path)))
-        assert _in_memory_bytes(scores.score.data) == 0  # on the workers: the graph names it
+    with dask.config.set(threshold), Client(two_processes) as client, pytest.warns() as record:
+        both = (bd.io.read(scores_path), bd.io.read(key_path))
+        scores, key = on_the_workers(both)
+        assert (scores, key) == both  # as it is: the graphs computed name the workers' copies
+        assert _in_memory_bytes(named(scores.score.data, client)) == 0
         result = bd.evaluate(scores, key)
         assert result.attrs["passes"] >= 2
         import warnings
@@ -339,6 +342,7 @@ def test_scores_from_embeddings_send_their_embeddings_once(two_processes):
     from bosaris_dask.embeddings import from_arrays, scores_from_embeddings
     from bosaris_dask.io.scattered import forget, named
     from bosaris_dask.io.staging import _in_memory_bytes, on_the_workers
+    from bosaris_dask.progress import compute
 
     rng = np.random.default_rng(5)
     spk = np.arange(1500) % 50
@@ -354,10 +358,11 @@ def test_scores_from_embeddings_send_their_embeddings_once(two_processes):
     with dask.config.set(threshold), Client(two_processes) as client, pytest.warns() as record:
         assert _in_memory_bytes(scores.score.data) >= 2 * 1500 * 64 * 8  # 1.5 MB
         kept = on_the_workers({"systems": [scores], "enrol": enrol, "key": key}, client)
-        assert _in_memory_bytes(kept["systems"][0].score.data) == 0
-        assert _in_memory_bytes(kept["enrol"].embedding.data) == 0
-        assert _in_memory_bytes(named(scores.score.data, client)) == 0  # a later graph too
-        np.testing.assert_array_equal(kept["enrol"].embedding.values, enrol.embedding.values)
+        assert kept["systems"][0] is scores and kept["enrol"] is enrol
+        assert _in_memory_bytes(named(scores.score.data, client)) == 0
+        assert _in_memory_bytes(named(enrol.embedding.data, client)) == 0
+        np.testing.assert_array_equal(compute(named(enrol.embedding.data, client)),
+                                      enrol.embedding.values)  # fmt: skip
         result = bd.evaluate(kept["systems"][0], kept["key"])
         forget(client)
         assert _in_memory_bytes(named(scores.score.data, client)) > 0
@@ -452,6 +457,7 @@ def test_only_layers_named_by_their_data_are_recorded(two_processes):
     import dask.array as da
     from distributed import Client
 
+    from bosaris_dask.io.scattered import named
     from bosaris_dask.io.staging import _in_memory_bytes, on_the_workers
     from bosaris_dask.progress import compute
 
@@ -461,8 +467,8 @@ def test_only_layers_named_by_their_data_are_recorded(two_processes):
     first = first.assign(score=(dims, da.from_array(np.ones((400, 400)), name="mine")))
     second = first.assign(score=(dims, da.from_array(np.zeros((400, 400)), name="mine")))
     with Client(two_processes) as client:
-        kept = on_the_workers(first, client)
-        assert _in_memory_bytes(kept.score.data) > 0  # left as it is
+        on_the_workers(first, client)
+        assert _in_memory_bytes(named(first.score.data, client)) > 0  # not recorded
         assert float(compute(second.score.data.sum())) == 0.0
 
 
@@ -482,3 +488,44 @@ def test_a_command_on_an_existing_client_keeps_what_its_user_sent(big_texts, two
         argv = ["evaluate", "--key", str(key_path), "--scores", str(scores_path), "-q"]
         assert main(argv) == 0  # (the existing client: a command's own records end with it)
         assert recorded(client) == mine
+
+
+def test_an_object_whose_data_were_sent_survives_a_restart_a_new_client_and_threads(big_texts):
+    # on_the_workers returned the object with its graphs naming the client's futures: after a
+    # restart ('lost dependencies'), on a new client, or on threads once the client had closed
+    # ('Missing dependency') it could never be computed again
+    from distributed import Client
+
+    from bosaris_dask.io.staging import on_the_workers
+
+    key_path, scores_path = big_texts
+    scores, key = bd.io.read(scores_path), bd.io.read(key_path)
+    with dask.config.set(scheduler="threads"):
+        expected = bd.evaluate(scores, key)
+    with _local_cluster(n_workers=2, processes=True) as local, Client(local) as client:
+        scores, key = on_the_workers((scores, key), client)
+        xr.testing.assert_identical(bd.evaluate(scores, key), expected)
+        client.restart()
+        xr.testing.assert_identical(bd.evaluate(scores, key), expected)
+    with _local_cluster(n_workers=2, processes=True) as local, Client(local):
+        xr.testing.assert_identical(bd.evaluate(scores, key), expected)
+    with dask.config.set(scheduler="threads"):
+        xr.testing.assert_identical(bd.evaluate(scores, key), expected)
+
+
+def test_many_small_systems_are_sent_once_together(two_processes):
+    # the bound was per matrix: twelve systems of 0.8 MB each went with every pass's graph
+    # (9.3 MiB per pass)
+    from distributed import Client
+
+    from bosaris_dask.io.scattered import named
+    from bosaris_dask.io.staging import SCATTER_FROM, _in_memory_bytes, on_the_workers
+
+    ids = _ids("m", 200)
+    rng = np.random.default_rng(8)
+    systems = [make_scores(ids, ids, rng.normal(size=(200, 200))) for _ in range(12)]
+    each = _in_memory_bytes(systems[0].score.data)
+    assert each < SCATTER_FROM <= 12 * each
+    with Client(two_processes) as client:
+        on_the_workers(systems, client)
+        assert all(_in_memory_bytes(named(s.score.data, client)) == 0 for s in systems)

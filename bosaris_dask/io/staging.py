@@ -226,7 +226,8 @@ def realign(
     return xr.Dataset(data_vars, coords=coords, attrs=dict(obj.attrs))
 
 
-#: Bytes of in-memory data in a matrix's graph from which they are sent to a cluster once.
+#: Bytes of in-memory data in the graphs of an object's matrices (all of them together) from
+#: which they are sent to a cluster once.
 SCATTER_FROM = 2**20
 
 
@@ -256,40 +257,55 @@ def _in_memory_bytes(arr: da.Array) -> int:
     return sum(v.nbytes for layer in _literal_layers(arr).values() for v in layer.values())
 
 
-def _scattered(arr: da.Array, client: Any) -> da.Array:
-    """``arr`` whose graph names its in-memory data on the workers, sent there once now as
-    tasks of their own (recomputable where a worker is lost), and recorded so that other graphs
-    holding the same data name them too (:mod:`.scattered`)."""
+def _send(arrays: list[da.Array], client: Any) -> None:
+    """Send the in-memory data of ``arrays``' graphs to ``client``'s workers once, as tasks of
+    their own (recomputable where a worker is lost), and record them, so that every graph
+    holding the same data names them instead (:mod:`.scattered`)."""
     from bosaris_dask.io import scattered
 
-    layers = {n: layer for n, layer in _literal_layers(arr).items() if scattered.recordable(n)}
+    layers = {n: layer for arr in arrays for n, layer in _literal_layers(arr).items()
+              if scattered.recordable(n)}  # fmt: skip
     data = {key: value for layer in layers.values() for key, value in layer.items()}
     if not data:
-        return arr
+        return
     with warnings.catch_warnings():  # (sent once: what distributed's warnings ask for)
         warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
         futures = dict(zip(data, client.get(data, list(data), sync=False), strict=True))
     for name, layer in layers.items():
         scattered.remember(client, name, {key: futures[key] for key in layer})
-    return scattered.named(arr, client)
+
+
+def _matrices(obj: Any) -> list[da.Array]:
+    """The dask arrays of the Datasets in ``obj`` and in the tuples, lists and dicts it holds."""
+    if isinstance(obj, tuple | list):
+        return [arr for item in obj for arr in _matrices(item)]
+    if isinstance(obj, dict):
+        return [arr for item in obj.values() for arr in _matrices(item)]
+    if isinstance(obj, xr.Dataset):
+        return [v.data for v in obj.data_vars.values() if isinstance(v.data, da.Array)]
+    return []
 
 
 def on_the_workers(obj: Any, client: Any = None) -> Any:
-    """``obj`` with the in-memory data of its matrices sent to the distributed client's workers
-    once.
+    """Send the in-memory data of ``obj``'s matrices to the distributed client's workers once;
+    returns ``obj`` as it is.
 
     A text, MAT or npz input is read into this process; its data sit in the graph of every
     pass, and a distributed scheduler is sent them again with each pass (distributed warns
     "Sending large graph"). Sent once, as tasks of their own (a worker lost with a piece gets
-    it again from the scheduler), the data are named by each pass's graph instead, and by any
-    graph the package computes later that holds the same data (e.g. the screens that compute
-    scores from embeddings: :mod:`~bosaris_dask.io.scattered`); nothing else is computed. They
-    live as long as the client, or until :func:`bosaris_dask.io.scattered.forget` (the CLI
-    calls this once its cluster is up, and that when its command ends).
+    it again from the scheduler), and recorded (:mod:`~bosaris_dask.io.scattered`), they are
+    named instead of sent by every graph the package computes on that client
+    (:mod:`bosaris_dask.progress` rewrites each), whatever object it comes from (e.g. the
+    screens that compute scores from embeddings); nothing else is computed. ``obj`` itself is
+    not changed, so it stays usable after a ``client.restart()``, on another client or without
+    one. The data live on the workers as long as the client, until a restart, or until
+    :func:`bosaris_dask.io.scattered.forget` (the CLI calls this once its cluster is up, and
+    that when its command ends).
 
-    Datasets are looked for in ``obj`` and in the tuples, lists and dicts it holds; anything
-    else comes back as it is, and so does everything without a distributed client
-    (:func:`current_client`) or with under :data:`SCATTER_FROM` bytes in memory.
+    Datasets are looked for in ``obj`` and in the tuples, lists and dicts it holds. Nothing is
+    sent without a distributed client (:func:`current_client`), or when all of their matrices
+    together hold under :data:`SCATTER_FROM` bytes in memory (twelve systems of 0.8 MB each
+    went with every pass when the bound was per matrix).
 
     Examples
     --------
@@ -302,25 +318,11 @@ def on_the_workers(obj: Any, client: Any = None) -> Any:
     client = client if client is not None else current_client()
     if client is None:
         return obj
-    if isinstance(obj, tuple | list):
-        from bosaris_dask.io.scattered import rebuilt
-
-        return rebuilt(obj, [on_the_workers(item, client) for item in obj])
-    if isinstance(obj, dict):
-        return {name: on_the_workers(item, client) for name, item in obj.items()}
-    if not isinstance(obj, xr.Dataset):
-        return obj
     from bosaris_dask.io.scattered import named
 
-    moved = {}
-    for name, var in obj.data_vars.items():
-        if isinstance(var.data, da.Array):
-            data = named(var.data, client)  # (data already sent, e.g. with another object)
-            if _in_memory_bytes(data) >= SCATTER_FROM:
-                data = _scattered(data, client)
-            if data is not var.data:
-                moved[name] = var.copy(data=data)
-    if not moved:
-        return obj
-    _log.debug("in-memory data sent to the workers once: %s", ", ".join(moved))
-    return obj.assign(moved)
+    # (data already sent, e.g. with another object, are named, not counted again)
+    arrays = [named(arr, client) for arr in _matrices(obj)]
+    if sum(_in_memory_bytes(arr) for arr in arrays) >= SCATTER_FROM:
+        _send(arrays, client)
+        _log.debug("in-memory data sent to the workers once")
+    return obj
