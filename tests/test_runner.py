@@ -143,3 +143,43 @@ def test_a_pass_holds_a_kernels_tables_once_not_in_every_task():
     assert [k for k, n in sizes.items() if n > table.nbytes] == ["tables-plus-abc"]
     assert len(sizes) == 5 and max(n for k, n in sizes.items() if k != "tables-plus-abc") < 5000
     assert [v[0] for v in tasks.compute()] == [300.0 + 199_999] * 4
+
+
+def _sum_plus_table(block: np.ndarray, table: np.ndarray) -> np.ndarray:
+    return np.array([block.sum() + table[-1]])
+
+
+def _total_plus_table(block: np.ndarray, table: np.ndarray) -> float:
+    return float(block.sum() + table[-1])
+
+
+def _bins_noted(row: np.ndarray, block: np.ndarray, table: np.ndarray) -> int:
+    return int(table[0] + block.size)
+
+
+@pytest.mark.parametrize("length", [1, None])
+def test_merge_tasks_carry_no_kernel_tables(length):
+    # every merge task pickled the specs whole, the chunk kernel and its tables with them: a
+    # bootstrap's 8 MB went with each merge (the chunk tasks read them once, as one key)
+    import pickle
+
+    table = np.arange(200_000)  # 1.6 MB
+    kernel = partial(_sum_plus_table, table=table)
+    if length is None:
+        spec = runner.Aggregation("objects", partial(_total_plus_table, table=table), None,
+                                  combine=sum)  # fmt: skip
+    else:
+        spec = runner.Aggregation("sum", kernel, length,
+                                  note=partial(_bins_noted, table=table))  # fmt: skip
+    x = da.ones((80, 30), chunks=(10, 30))
+    (optimized,) = dask.optimize(runner.graph([spec], [x], split_every=2))
+    sizes = {k: len(pickle.dumps(v)) for k, v in dict(optimized.__dask_graph__()).items()}
+    big = [k for k, n in sizes.items() if n > table.nbytes]
+    assert len(big) == 1 and big[0].startswith("tables-"), big
+    assert len(sizes) > 8  # chunk tasks and a merge tree
+    expected = 80 * 30 + 8 * 199_999
+    (total,) = runner.run_pass("t", [spec], [x], split_every=2)
+    if length is None:
+        assert total == expected
+    else:
+        assert total[0][0] == expected and sorted(total[1]) == [300] * 8

@@ -137,6 +137,18 @@ def identity(x: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
     return x
 
 
+def _not_in_a_merge(*_: Any) -> Any:
+    raise AssertionError("a merge task runs no chunk kernel")  # pragma: no cover
+
+
+def _for_merges(agg: Aggregation) -> Aggregation:
+    """``agg`` as a merge task reads it: its ``combine``, and whether it gathers notes,
+    without the chunk kernel, the note and the tables they close over (a bootstrap's 8 MB
+    were pickled into every merge task; a refinement's selection tables too)."""
+    return replace(agg, chunk=_not_in_a_merge, finalize=_identity,
+                   note=None if agg.note is None else _not_in_a_merge)  # fmt: skip
+
+
 class _Merge:
     """A merge task's work: every spec's ``combine`` of the parts below it.
 
@@ -204,7 +216,7 @@ def _object_graph(
     task = task or partial(_object_task, aggs=aggs, tune=tune)
     token = tokenize(task, *args)  # once; blockwise and each merge level would each pickle aggs
     per_chunk = chunk_tasks(task, args, f"{funcname(task).strip('_')}-{token}")
-    merge = _Merge(aggs, token)
+    merge = _Merge(tuple(_for_merges(a) for a in aggs), token)
     return da.reduction(
         per_chunk, chunk=identity, combine=merge, aggregate=merge, axis=(0, 1),
         dtype=object, split_every=_merge_widths(per_chunk.numblocks, split_every),
@@ -307,8 +319,8 @@ def graph(
     if _is_object(aggs):
         return _object_graph(aggs, args, split_every, tune=tune)
     numeric = tuple(
-        Aggregation(a.name, a.chunk, None,
-                    combine=a.combine if a.length is None else partial(_combine_numeric, agg=a))
+        Aggregation(a.name, a.chunk, None, combine=a.combine if a.length is None
+                    else partial(_combine_numeric, agg=_for_merges(a)))
         for a in aggs
     )  # fmt: skip
     task = partial(_chunk_task, aggs=aggs, tune=tune)
