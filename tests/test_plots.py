@@ -867,3 +867,21 @@ def test_det_legend_keys_the_eer_star_only_where_one_is_drawn():
     ax = det_plot(evaluate_arrays(rng.normal(2, 1, 300), rng.normal(0, 1, 3000)))
     assert "EER" in keyed(ax)
     plt.close(ax.figure)
+
+
+@pytest.mark.parametrize("suffix", [".svg", ".pdf", ".png"])
+def test_the_same_figure_saves_the_same_bytes(tmp_path, suffix):
+    # an SVG's element ids were random per run (matplotlib's svg.hashsalt unset)
+    from matplotlib.figure import Figure
+
+    from bosaris_dask.plots._common import save_figure
+
+    files = []
+    for name in ("a", "b"):
+        fig = Figure()
+        ax = fig.add_subplot()
+        ax.plot([0, 1], [1, 0], label="line")
+        ax.fill_between([0, 1], [0, 0.5], alpha=0.3)  # (clip paths and patterns get ids)
+        ax.legend()
+        files.append(save_figure(fig, tmp_path / f"{name}{suffix}").read_bytes())
+    assert files[0] == files[1]

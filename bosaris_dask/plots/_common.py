@@ -317,8 +317,9 @@ def save_figure(figure: Figure | Axes, path: str | os.PathLike[str], *, dpi: flo
         raise PlotError("this Axes belongs to no figure")
     path = Path(path)
     fmt = check_plot_path(path)
-    with atomic_path(path) as tmp:
-        # A fixed date keeps PDF and SVG output reproducible.
-        metadata = {"png": None, "pdf": {"CreationDate": None}, "svg": {"Date": None}}[fmt]
+    # No date, and SVG element ids from a fixed salt (else random per run), keep the same
+    # figure's PDF and SVG files the same bytes
+    metadata = {"png": None, "pdf": {"CreationDate": None}, "svg": {"Date": None}}[fmt]
+    with atomic_path(path) as tmp, mpl.rc_context({"svg.hashsalt": "bosaris-dask"}):
         fig.savefig(tmp, format=fmt, dpi=dpi, metadata=metadata)
     return path
