@@ -109,8 +109,14 @@ def test_no_extra_pass_and_the_rest_unchanged():
     np.testing.assert_array_equal(apart.ece.values, pooled.ece.values)
 
 
-@pytest.mark.parametrize("options", [{"by": ["model.gender"]}, {"equalize": True,
-                                     "by": ["segment.source"]}, {"cprimary_priors": [0.01]}])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"by": ["model.gender"]},
+        {"equalize": True, "by": ["segment.source"]},
+        {"cprimary_priors": [0.01]},
+    ],
+)
 def test_ece_with_a_bootstrap_and_conditions_is_the_evaluations(options):
     # the bootstrap's conditioned path refused ece_plo with a name ece.py no longer had: an
     # ImportError traceback instead of the ECE (found by an audit)

@@ -2,13 +2,14 @@
 
 :func:`~bosaris_dask.io.staging.on_the_workers` sends the numpy data a trial object's graph
 holds (a text, MAT or npz file read into memory) to the workers as tasks of their own and
-records the layers here (:func:`remember`); the object itself is left as it is. Every graph
-that holds the same data, the object's own passes or one made later (e.g. the screens that
-compute scores from embeddings in each pass), still holds them: :func:`named` replaces each
-such layer by the workers' copies, and :mod:`bosaris_dask.progress` applies it to everything it
-computes on a distributed client, so the data go over the network once, not with each pass. Only layers named by dask from their data (``da.from_array``'s ``array-<hash>``) are
-recorded, so a graph that names one holds the same data. The data stay recomputable: a worker
-lost with a piece gets it again from the scheduler, which keeps each task.
+records the layers here (:func:`remember`); the object itself is left as it is. Every graph that
+holds the same data, the object's own passes or one made later (e.g. the screens that compute
+scores from embeddings in each pass), still holds them: :func:`named` replaces each such layer
+by the workers' copies, and :mod:`bosaris_dask.progress` applies it to everything it computes on
+a distributed client, so the data go over the network once, not with each pass. Only layers
+named by dask from their data (``da.from_array``'s ``array-<hash>``) are recorded, so a graph
+that names one holds the same data. The data stay recomputable: a worker lost with a piece gets
+it again from the scheduler, which keeps each task.
 
 The records of a client are dropped when it has closed, when their futures are cancelled (a
 ``client.restart()``), or by :func:`forget` (the CLI's, when its command ends); until then the
