@@ -11,7 +11,13 @@ from typing import Any, Literal
 
 import xarray as xr
 
-from bosaris_dask.errors import BosarisError, StoreError, StoreNotFoundError, TrialError
+from bosaris_dask.errors import (
+    BosarisError,
+    OptionError,
+    StoreError,
+    StoreNotFoundError,
+    TrialError,
+)
 from bosaris_dask.io.atomic import atomic_path, remove_stale
 from bosaris_dask.io.hdf5 import read_hdf5, read_quality_hdf5, write_hdf5, write_quality_hdf5
 from bosaris_dask.io.zarr_store import is_url, read_zarr, store_location
@@ -218,7 +224,21 @@ def write(
         raise StoreError(f"cannot write {path}: {reason}") from exc
 
 
+#: The options each format's writer takes (``write``'s ``**options``).
+_WRITE_OPTIONS = {"zarr": ("chunk_mb", "omit_true_masks"), "hdf5": ("chunk_mb",),
+                  "mat": ("mat_version",), "text": ("header",)}  # fmt: skip
+
+
 def _write_as(fmt: str, obj: xr.Dataset, path: Path, progress: bool, options: dict) -> Path:
+    shown = {"zarr": "zarr", "hdf5": "HDF5", "mat": "MAT", "text": "text"}
+    for name in options:
+        if name not in _WRITE_OPTIONS[fmt]:
+            takes = [shown[f] for f, names in _WRITE_OPTIONS.items() if name in names]
+            if takes:
+                raise OptionError(f"{path}: {name} is an option of {' and '.join(takes)} "
+                                  f"writes, not of a {shown[fmt]} file")  # fmt: skip
+            raise OptionError(f"{path}: no write option {name!r} (a {shown[fmt]} write takes "
+                              f"{', '.join(_WRITE_OPTIONS[fmt])})")  # fmt: skip
     if fmt == "zarr":
         return write_zarr(obj, path, progress=progress, **options)
     if fmt == "hdf5":
