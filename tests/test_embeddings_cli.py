@@ -419,3 +419,44 @@ def test_llr_base_treats_scores_from_embeddings_as_a_file(scored):
     assert main(["evaluate", "--key", "key.zarr", *_EMB, "--json", "c.json", "-q"]) == 0
     a, b, c = ((scored / n).read_bytes() for n in ("a.json", "b.json", "c.json"))
     assert a == b and b != c  # base 10 multiplies the LLRs by ln 10: other actDCF and Cllr
+
+
+@pytest.mark.parametrize("norm", ["z", "s"])
+def test_top_n_with_a_norm_and_quality_out_gives_the_top_statistics(files, norm, monkeypatch):
+    # refused ('top_n only applies to AS-norm'), though --quality-out uses it
+    from bosaris_dask.embeddings import cohort_stats
+
+    monkeypatch.chdir(files)
+    common = ["score", "--enrol", "enrol.npz", "--test", "test.npz", "--norm", norm,
+              "--cohort", "cohort.npz", "-q"]  # fmt: skip
+    assert main([*common, "--top-n", "6", "--out", "n.zarr", "--quality-out", "nq.zarr"]) == 0
+    assert main([*common, "--out", "plain.zarr"]) == 0
+    np.testing.assert_array_equal(io.read(files / "n.zarr").score.values,
+                                  io.read(files / "plain.zarr").score.values)  # fmt: skip
+    q = io.read(files / "nq.zarr")
+    ref = cohort_stats("enrol.npz", "cohort.npz", top_n=6)
+    np.testing.assert_array_equal(q.model_quality.values[:, 3], ref.top_std.values)
+
+
+@pytest.mark.parametrize("argv", [
+    ["score", "--out", "x.zarr"],
+    ["evaluate", "--key", "key.zarr"],
+    ["score", "--norm", "t", "--cohort", "cohort.npz", "--out", "x.zarr"],
+])  # fmt: skip
+def test_top_n_that_nothing_uses_is_refused(files, argv, monkeypatch, capsys):
+    # without a norm it was silently ignored
+    monkeypatch.chdir(files)
+    inputs = ["--enrol", "enrol.npz", "--test", "test.npz", "--top-n", "5", "-q"]
+    assert main([*argv, *inputs]) == 1
+    err = capsys.readouterr().err
+    assert "--top-n" in err and "--quality-out" in err and "Traceback" not in err
+
+
+def test_score_writes_a_mat_file(files, monkeypatch):
+    # a TypeError traceback: the MAT writer was passed the stores' chunk size
+    monkeypatch.chdir(files)
+    argv = ["score", "--enrol", "enrol.npz", "--test", "test.npz", "--key", "key.zarr", "-q"]
+    assert main([*argv, "--out", "s.mat"]) == 0
+    assert main([*argv, "--out", "s.zarr"]) == 0
+    np.testing.assert_array_equal(io.read(files / "s.mat").score.values,
+                                  io.read(files / "s.zarr").score.values)  # fmt: skip

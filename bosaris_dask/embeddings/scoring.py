@@ -425,6 +425,10 @@ def _build(
     device = check_device(device)
     if quality and cohort is None:
         raise OptionError("cohort statistics (quality measures) need a cohort")
+    if top_n is not None and norm != "as" and not quality:  # (it was ignored without a norm)
+        from bosaris_dask.embeddings.normalization import top_n_unused
+
+        raise OptionError(top_n_unused(norm))
     vector = resolve_center(center)
     e, t = _sides(enrol, test, backend=backend, center=vector, models=models, trials=trials,
                   chunks=chunks)  # fmt: skip
