@@ -624,3 +624,31 @@ def test_convert_of_quality_stores_says_which_sides_it_wrote(tmp_path, capsys):
     assert f"wrote quality of 3 model ids and 2 segment ids to {tmp_path / 'two-again.zarr'}" in err
     back = io.read(tmp_path / "one-again.zarr")
     assert back.model_quality.values.ravel().tolist() == [1.0, 2.0, 3.0]
+
+
+def test_a_text_layout_for_inputs_none_of_which_is_text_is_refused(tmp_path, capsys):
+    # --format was ignored: convert key.zarr out.tsv --format nist wrote BOSARIS lines
+    key = io.write(make_key(["m"], ["a", "b"], [[1, -1]]), tmp_path / "key.zarr")
+    scores = io.write(make_scores(["m"], ["a", "b"], [[1.0, -1.0]]), tmp_path / "s.zarr")
+    text = io.write(make_scores(["m"], ["a", "b"], [[1.0, -1.0]]), tmp_path / "s.txt")
+    assert main(["convert", str(key), str(tmp_path / "k.tsv"), "--format", "nist"]) == 1
+    err = capsys.readouterr().err
+    assert "--format nist is the layout of text inputs" in err and "key.zarr is not" in err
+    base = ["evaluate", "--key", str(key), "-q"]
+    assert main([*base, "--scores", str(scores), "--format", "bosaris"]) == 1
+    assert main([*base, "--scores", str(scores), "--key-format", "nist"]) == 1
+    assert "--key-format nist" in capsys.readouterr().err
+    assert main([*base, "--scores", str(text), "--format", "bosaris"]) == 0  # a text input
+
+
+def test_a_write_option_of_another_format_is_one_clear_error(tmp_path):
+    from bosaris_dask.errors import OptionError
+
+    key = make_key(["m"], ["a"], [[1]])
+    with pytest.raises(OptionError, match=r"chunk_mb is an option of zarr and HDF5 writes, not "
+                                          r"of a MAT file"):  # fmt: skip
+        io.write(key, tmp_path / "k.mat", chunk_mb=4)
+    with pytest.raises(OptionError, match=r"no write option 'header_line' \(a text write takes "
+                                          r"header\)"):  # fmt: skip
+        io.write(key, tmp_path / "k.txt", header_line=True)
+    assert not list(tmp_path.iterdir())

@@ -27,7 +27,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 
 from bosaris_dask.cli.parser import build_parser
-from bosaris_dask.errors import BosarisError
+from bosaris_dask.errors import BosarisError, OptionError
 
 __all__ = ["main", "build_parser"]
 
@@ -110,10 +110,39 @@ def _check_output_folders(args: argparse.Namespace) -> None:
 #: The commands whose ``--out`` (``output``) is a trial object (a store or file of scores).
 _TRIAL_WRITERS = ("convert", "calibrate", "fuse", "apply", "score")
 
+#: The options (``args`` names) whose inputs each text-layout option describes.
+_LAID_OUT = {"format": ("key", "ndx", "scores", "input", "eval_key", "eval_scores", "apply"),
+             "key_format": ("key", "ndx", "eval_key")}  # fmt: skip
+
+
+def _check_text_layouts(args: argparse.Namespace) -> None:
+    """Refuse ``--format``/``--key-format`` where none of the inputs it describes is a text
+    file (it was ignored: ``convert key.zarr out.tsv --format nist`` wrote BOSARIS lines)."""
+    from bosaris_dask import io
+
+    for name, inputs in _LAID_OUT.items():
+        layout = getattr(args, name, None)
+        if layout is None:
+            continue
+        paths = []
+        for option in inputs:
+            given = getattr(args, option, None)
+            paths += [given] if isinstance(given, str) else list(given or [])
+        try:
+            formats = [io.detect_format(p) for p in paths]
+        except (BosarisError, OSError):
+            continue  # (a missing input: its own error, when it is read)
+        if paths and "text" not in formats:
+            flag = "--" + name.replace("_", "-")
+            raise OptionError(f"{flag} {layout} is the layout of text inputs, and "
+                              f"{', '.join(paths)} {'is' if len(paths) == 1 else 'are'} not "
+                              "text")  # fmt: skip
+
 
 def _run(args: argparse.Namespace) -> int:
     """Run the subcommand, with the scratch directory of ``--scratch-dir`` in dask's config."""
     _check_output_folders(args)
+    _check_text_layouts(args)
     if getattr(args, "scratch_dir", None) is not None:
         import dask
 
