@@ -70,7 +70,8 @@ def add_embedding_arguments(
                    "(adaptive S-norm over the top-N cohort scores of each side)")  # fmt: skip
     g.add_argument("--cohort", metavar="C", help="cohort embeddings (with --norm)")
     g.add_argument("--top-n", type=_top_n, metavar="N",
-                   help="AS-norm cohort size (at least 2: the statistics take a std)")  # fmt: skip
+                   help="AS-norm cohort size, and that of score's --quality-out top-N "
+                   "statistics (at least 2: the statistics take a std)")  # fmt: skip
     g.add_argument("--block", type=_block, default=_EMBEDDING_DEFAULTS["block"], metavar="ROWS",
                    help="score block size, ROWS x ROWS (default 4096)")  # fmt: skip
     g.add_argument("--device", default=_EMBEDDING_DEFAULTS["device"],
