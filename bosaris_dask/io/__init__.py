@@ -212,6 +212,7 @@ def write(
         )
     path = store_location(path)  # file:// as read takes it
     fmt = _write_format(path, format)
+    obj = _naming_sent_data(obj)
     try:
         return _write_as(fmt, obj, Path(path), progress, options)
     except BosarisError:  # already says what and where (a StoreError is an OSError too)
@@ -222,6 +223,21 @@ def write(
             raise
         reason = os.strerror(cause.errno) if cause.errno else str(cause)  # h5py's is a page
         raise StoreError(f"cannot write {path}: {reason}") from exc
+
+
+def _naming_sent_data(obj: xr.Dataset) -> xr.Dataset:
+    """``obj`` naming the data already on the active client's workers
+    (:func:`~bosaris_dask.io.staging.on_the_workers`): the zarr and HDF5 writers build graphs
+    of their own (xarray's fused ``to_zarr`` tasks, batches of delayed chunks) in which
+    :mod:`bosaris_dask.progress` no longer finds the data's layers to rewrite."""
+    from bosaris_dask.progress import current_client
+
+    client = current_client()
+    if client is None:
+        return obj
+    from bosaris_dask.io.scattered import named
+
+    return named(obj, client)
 
 
 #: The options each format's writer takes (``write``'s ``**options``).

@@ -290,17 +290,17 @@ def on_the_workers(obj: Any, client: Any = None) -> Any:
     """Send the in-memory data of ``obj``'s matrices to the distributed client's workers once;
     returns ``obj`` as it is.
 
-    A text, MAT or npz input is read into this process; its data sit in the graph of every
-    pass, and a distributed scheduler is sent them again with each pass (distributed warns
-    "Sending large graph"). Sent once, as tasks of their own (a worker lost with a piece gets
-    it again from the scheduler), and recorded (:mod:`~bosaris_dask.io.scattered`), they are
-    named instead of sent by every graph the package computes on that client
-    (:mod:`bosaris_dask.progress` rewrites each), whatever object it comes from (e.g. the
-    screens that compute scores from embeddings); nothing else is computed. ``obj`` itself is
-    not changed, so it stays usable after a ``client.restart()``, on another client or without
-    one. The data live on the workers as long as the client, until a restart, or until
-    :func:`bosaris_dask.io.scattered.forget` (the CLI calls this once its cluster is up, and
-    that when its command ends).
+    A text, MAT or npz input is read into this process; its data sit in the graph of every pass,
+    and a distributed scheduler is sent them again with each pass (distributed warns "Sending
+    large graph"). Sent once, as tasks of their own (a worker lost with a piece gets it again
+    from the scheduler), and recorded (:mod:`~bosaris_dask.io.scattered`), they are named
+    instead of sent by every graph the package computes on that client
+    (:mod:`bosaris_dask.progress` rewrites each, and :func:`bosaris_dask.io.write` the object it
+    writes), whatever object it comes from (e.g. the screens that compute scores from
+    embeddings); nothing else is computed. ``obj`` itself is not changed, so it stays usable
+    after a ``client.restart()``, on another client or without one. The data live on the workers
+    as long as the client, until a restart, or until :func:`bosaris_dask.io.scattered.forget`
+    (the CLI calls this once its cluster is up, and that when its command ends).
 
     Datasets are looked for in ``obj`` and in the tuples, lists and dicts it holds. Nothing is
     sent without a distributed client (:func:`current_client`), or when all of their matrices
@@ -322,7 +322,9 @@ def on_the_workers(obj: Any, client: Any = None) -> Any:
 
     # (data already sent, e.g. with another object, are named, not counted again)
     arrays = [named(arr, client) for arr in _matrices(obj)]
-    if sum(_in_memory_bytes(arr) for arr in arrays) >= SCATTER_FROM:
+    layers = {n: layer for arr in arrays for n, layer in _literal_layers(arr).items()}
+    held = sum(v.nbytes for layer in layers.values() for v in layer.values())  # each layer once
+    if held >= SCATTER_FROM:
         _send(arrays, client)
         _log.debug("in-memory data sent to the workers once")
     return obj
