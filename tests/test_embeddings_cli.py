@@ -460,3 +460,20 @@ def test_score_writes_a_mat_file(files, monkeypatch):
     assert main([*argv, "--out", "s.zarr"]) == 0
     np.testing.assert_array_equal(io.read(files / "s.mat").score.values,
                                   io.read(files / "s.zarr").score.values)  # fmt: skip
+
+
+def test_top_n_without_a_norm_is_refused_on_the_pair_by_pair_path(files, monkeypatch, capsys):
+    # a text key scored to a text file pair by pair ignored it (trial_scores had no check)
+    from bosaris_dask.embeddings import from_arrays
+    from bosaris_dask.embeddings.scoring import trial_scores
+    from bosaris_dask.errors import OptionError
+
+    monkeypatch.chdir(files)
+    io.write(io.read(files / "key.zarr"), files / "key.txt")
+    argv = ["score", "--enrol", "enrol.npz", "--test", "test.npz", "--key", "key.txt"]
+    assert main([*argv, "--out", "listed.txt", "-q"]) == 0
+    assert main([*argv, "--top-n", "5", "--out", "listed5.txt", "-q"]) == 1
+    assert "--quality-out" in capsys.readouterr().err
+    e = from_arrays(["m"], np.array([[1.0, 0.0]]))
+    with pytest.raises(OptionError, match="top_n"):
+        trial_scores(e, e, ["m"], ["m"], np.array([0]), np.array([0]), top_n=5)

@@ -90,7 +90,8 @@ def normalize(
     Raises
     ------
     OptionError
-        An unknown ``norm``, no cohort, ``top_n`` missing for ``"as"`` (or given for another).
+        An unknown ``norm``, no cohort, ``top_n`` missing for ``"as"`` (or given for another
+        without ``both_sides``, whose statistics use it).
     ScoreError
         A zero standard deviation of an embedding's cohort scores.
     """

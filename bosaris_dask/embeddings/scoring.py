@@ -307,6 +307,10 @@ def trial_scores(
 
     check_backend(backend)
     check_device(device)
+    if top_n is not None and norm != "as":  # (no cohort statistics are written here)
+        from bosaris_dask.embeddings.normalization import top_n_unused
+
+        raise OptionError(top_n_unused(norm))
     vector = resolve_center(center)
     e, t = _prepared_sides(enrol, test, np.asarray(model_ids), np.asarray(segment_ids), what,
                            backend=backend, center=vector, models=models,
