@@ -652,3 +652,18 @@ def test_a_write_option_of_another_format_is_one_clear_error(tmp_path):
                                           r"header\)"):  # fmt: skip
         io.write(key, tmp_path / "k.txt", header_line=True)
     assert not list(tmp_path.iterdir())
+
+
+def test_a_text_layout_that_lays_out_nothing_is_refused(tmp_path, capsys):
+    key = io.write(make_key(["m"], ["a", "b"], [[1, -1]]), tmp_path / "key.txt")
+    stored = io.write(make_scores(["m"], ["a", "b"], [[1.0, -1.0]]), tmp_path / "s.zarr")
+    base = ["evaluate", "--key", str(key), "--scores", str(stored), "-q"]
+    # --format for the scores alone once --key-format lays out the key: the scores are zarr
+    assert main([*base, "--key-format", "bosaris", "--format", "bosaris"]) == 1
+    assert "--format bosaris is the layout of text inputs" in capsys.readouterr().err
+    assert main([*base, "--key-format", "bosaris"]) == 0
+    wespeaker = tmp_path / "w.score"
+    wespeaker.write_text("m a 1.0 target\nm b -1.0 nontarget\n")
+    argv = ["evaluate", "--scores", str(wespeaker), "--key-format", "nist", "-q"]
+    assert main(argv) == 1  # no key: the scores are their own key, laid out by --format
+    assert "none is given" in capsys.readouterr().err

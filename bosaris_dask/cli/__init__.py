@@ -124,10 +124,16 @@ def _check_text_layouts(args: argparse.Namespace) -> None:
         layout = getattr(args, name, None)
         if layout is None:
             continue
+        if name == "format" and getattr(args, "key_format", None) is not None:
+            inputs = tuple(i for i in inputs if i not in _LAID_OUT["key_format"])  # its own
         paths = []
         for option in inputs:
             given = getattr(args, option, None)
             paths += [given] if isinstance(given, str) else list(given or [])
+        if not paths and name == "key_format":  # (the key then comes from the scores)
+            raise OptionError(f"--key-format {layout} is the layout of a text --key (--ndx, "
+                              "--eval-key), and none is given: --format lays out the "
+                              "scores")  # fmt: skip
         try:
             formats = [io.detect_format(p) for p in paths]
         except (BosarisError, OSError):

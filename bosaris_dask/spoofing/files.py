@@ -31,10 +31,8 @@ ASCII blanks between fields, scores as ASCII numbers without ``_`` separators.
 These readers are **in memory** (numpy arrays): an ASVspoof set is about 1e6 rows, a few tens of
 MB, so nothing here is lazy or chunked like the BOSARIS readers of :mod:`bosaris_dask.io`.
 Every problem is a one-line :class:`~bosaris_dask.errors.ParseError` naming the file and line
-(a bad label or score, a wrong number of fields, a duplicate trial) or a
-:class:`~bosaris_dask.errors.TrialError` naming the files and a few trials (a key trial
-without a score: a :class:`~bosaris_dask.errors.MissingTrialsError`, unless ``allow_missing``
-leaves such trials out, as if the key did not list them).
+(a bad label or score, a wrong number of fields, a duplicate trial); a key trial without a
+score is :mod:`~bosaris_dask.spoofing.matching`'s to find.
 
 Examples
 --------
