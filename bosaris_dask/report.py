@@ -107,13 +107,17 @@ def _systems_json(results: xr.Dataset) -> list[dict[str, Any]]:
     points = operating_points(results)
     for name in results.system.values:
         r = points.sel(system=name)
+        # each point by position in numpy arrays (a .sel per value and point was most of a
+        # report's time with a few hundred conditions)
+        coords = {c: points[c].values for c in _OP_COORDS if c in points.coords}
+        fields = {f: r[f].transpose("prior").values for f in _OP_FIELDS if f in r}
         ops = [
             _with_cdet({
                 "prior": float(p),
-                **{c: _number(points[c].sel(prior=p)) for c in _OP_COORDS if c in points.coords},
-                **{f: _number(r[f].sel(prior=p)) for f in _OP_FIELDS if f in r},
+                **{c: _number(v[i]) for c, v in coords.items()},
+                **{f: _number(v[i]) for f, v in fields.items()},
             })
-            for p in points.prior.values
+            for i, p in enumerate(points.prior.values)
         ]  # fmt: skip
         entry = {
             "name": str(name),
