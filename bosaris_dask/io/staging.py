@@ -252,19 +252,27 @@ def _literal_layers(arr: da.Array) -> dict[str, dict[Any, np.ndarray]]:
     return found
 
 
+def _held_layers(arrays: list[da.Array]) -> dict[str, dict[Any, np.ndarray]]:
+    """The layers of numpy data the graphs of ``arrays`` hold, each once (by name)."""
+    return {name: layer for arr in arrays for name, layer in _literal_layers(arr).items()}
+
+
+def _held_bytes(layers: dict[str, dict[Any, np.ndarray]]) -> int:
+    return sum(v.nbytes for layer in layers.values() for v in layer.values())
+
+
 def _in_memory_bytes(arr: da.Array) -> int:
     """Bytes of numpy data held in ``arr``'s graph itself."""
-    return sum(v.nbytes for layer in _literal_layers(arr).values() for v in layer.values())
+    return _held_bytes(_held_layers([arr]))
 
 
-def _send(arrays: list[da.Array], client: Any) -> None:
-    """Send the in-memory data of ``arrays``' graphs to ``client``'s workers once, as tasks of
-    their own (recomputable where a worker is lost), and record them, so that every graph
-    holding the same data names them instead (:mod:`.scattered`)."""
+def _send(layers: dict[str, dict[Any, np.ndarray]], client: Any) -> None:
+    """Send the numpy data of ``layers`` (:func:`_held_layers`) to ``client``'s workers once,
+    as tasks of their own (recomputable where a worker is lost), and record them, so that every
+    graph holding the same data names them instead (:mod:`.scattered`)."""
     from bosaris_dask.io import scattered
 
-    layers = {n: layer for arr in arrays for n, layer in _literal_layers(arr).items()
-              if scattered.recordable(n)}  # fmt: skip
+    layers = {name: layer for name, layer in layers.items() if scattered.recordable(name)}
     data = {key: value for layer in layers.values() for key, value in layer.items()}
     if not data:
         return
@@ -321,10 +329,8 @@ def on_the_workers(obj: Any, client: Any = None) -> Any:
     from bosaris_dask.io.scattered import named
 
     # (data already sent, e.g. with another object, are named, not counted again)
-    arrays = [named(arr, client) for arr in _matrices(obj)]
-    layers = {n: layer for arr in arrays for n, layer in _literal_layers(arr).items()}
-    held = sum(v.nbytes for layer in layers.values() for v in layer.values())  # each layer once
-    if held >= SCATTER_FROM:
-        _send(arrays, client)
+    layers = _held_layers([named(arr, client) for arr in _matrices(obj)])
+    if _held_bytes(layers) >= SCATTER_FROM:  # (a layer several matrices hold counts once)
+        _send(layers, client)
         _log.debug("in-memory data sent to the workers once")
     return obj
