@@ -111,11 +111,14 @@ def normalize(
     return matrix, e_found, t_found
 
 
-def top_n_unused(norm: str) -> str:
-    """The error of a ``top_n`` that nothing would use."""
+def check_top_n_used(norm: str, top_n: int | None, statistics: bool) -> None:
+    """Refuse a ``top_n`` that nothing would use: only AS-norm and the cohort statistics
+    (``statistics``: ``--quality-out``) take it."""
+    if top_n is None or norm == "as" or statistics:
+        return
     what = "scores without a normalization" if norm == "none" else f"{norm}-norm"
-    return (f"top_n (--top-n) only applies to AS-norm (norm='as', --norm as) and to cohort "
-            f"statistics (--quality-out), not to {what}")  # fmt: skip
+    raise OptionError(f"top_n (--top-n) only applies to AS-norm (norm='as', --norm as) and to "
+                      f"cohort statistics (--quality-out), not to {what}")  # fmt: skip
 
 
 def side_norms(
@@ -134,8 +137,7 @@ def side_norms(
     if norm == "as" and top_n is None:
         raise OptionError("AS-norm needs top_n (--top-n): how many of the highest cohort scores "
                           "of each embedding it uses")  # fmt: skip
-    if norm != "as" and top_n is not None and not both_sides:
-        raise OptionError(top_n_unused(norm))
+    check_top_n_used(norm, top_n, both_sides)
     use_e, use_t = norm != "t", norm != "z"
     sides = [enrol] * (use_e or both_sides) + [test] * (use_t or both_sides)
     if len(sides) == 2 and sides[0] is sides[1]:  # one side twice: its statistics once

@@ -307,10 +307,9 @@ def trial_scores(
 
     check_backend(backend)
     check_device(device)
-    if top_n is not None and norm != "as":  # (no cohort statistics are written here)
-        from bosaris_dask.embeddings.normalization import top_n_unused
+    from bosaris_dask.embeddings.normalization import check_top_n_used
 
-        raise OptionError(top_n_unused(norm))
+    check_top_n_used(norm, top_n, statistics=False)  # (no cohort statistics written here)
     vector = resolve_center(center)
     e, t = _prepared_sides(enrol, test, np.asarray(model_ids), np.asarray(segment_ids), what,
                            backend=backend, center=vector, models=models,
@@ -429,10 +428,9 @@ def _build(
     device = check_device(device)
     if quality and cohort is None:
         raise OptionError("cohort statistics (quality measures) need a cohort")
-    if top_n is not None and norm != "as" and not quality:  # (it was ignored without a norm)
-        from bosaris_dask.embeddings.normalization import top_n_unused
+    from bosaris_dask.embeddings.normalization import check_top_n_used
 
-        raise OptionError(top_n_unused(norm))
+    check_top_n_used(norm, top_n, statistics=quality)  # (ignored without a norm before)
     vector = resolve_center(center)
     e, t = _sides(enrol, test, backend=backend, center=vector, models=models, trials=trials,
                   chunks=chunks)  # fmt: skip
