@@ -213,8 +213,8 @@ def cmd_score(args: argparse.Namespace) -> int:
             scores = embedding_scores(args, trials, False, enrol, test)
         # The store keeps the score blocks as its chunks, so reading it back gives an
         # evaluation the same chunks as scoring on the fly.
-        stored = io._write_format(args.out, None) in ("zarr", "hdf5")  # (chunked stores)
-        options = {"chunk_mb": args.block**2 * 4 / 2**20} if stored else {}
+        chunked = "chunk_mb" in io._WRITE_OPTIONS[io._write_format(args.out, None)]
+        options = {"chunk_mb": args.block**2 * 4 / 2**20} if chunked else {}
         io.write(scores, args.out, progress=_progress(args), **options)
     ids = f"{scores.sizes['model']:,} x {scores.sizes['segment']:,}"
     what = f"{ids} scores" if trials is None else f"the scores of the trials of {ids} ids"
