@@ -20,7 +20,7 @@ import xarray as xr
 
 from bosaris_dask.fixed_rates import unmeasurable_note
 from bosaris_dask.llr_base import log_of_base
-from bosaris_dask.metrics import operating_points
+from bosaris_dask.report_columns import Columns, condition_columns, pooled_columns
 from bosaris_dask.result_layout import check_evaluation
 
 __all__ = ["to_json_dict", "format_table"]
@@ -68,15 +68,13 @@ def to_json_dict(results: xr.Dataset) -> dict[str, Any]:
     threshold attaining minDCF (accept iff ``score >= threshold``), ``null`` when the optimum
     accepts every trial (``-inf``: ``min_pmiss`` is 0) or rejects every trial (``+inf``).
     """
-    systems = _systems_json(check_evaluation(results, "to_json_dict", per_system=True))
+    results = check_evaluation(results, "to_json_dict", per_system=True)
+    systems = _systems_json(results, pooled_columns(results), pooled=True)
     if "condition" in results.dims:
-        from bosaris_dask.conditions.evaluation import condition_result
-
-        for g in range(results.sizes["condition"]):
-            view = condition_result(results, g)
-            for system, entry in zip(systems, _systems_json(view), strict=True):
+        for by, columns in zip(_condition_by(results), condition_columns(results), strict=True):
+            for system, entry in zip(systems, _systems_json(results, columns), strict=True):
                 entry.pop("name")
-                system.setdefault("conditions", []).append({"by": view.attrs["by"], **entry})
+                system.setdefault("conditions", []).append({"by": by, **entry})
     doc = {"systems": systems, "passes": int(results.attrs.get("passes", 0))}
     if results.attrs.get("auc_notes"):  # exact AUC asked for, not computed (bounds)
         doc["auc_notes"] = list(results.attrs["auc_notes"])
@@ -102,120 +100,138 @@ def _with_cdet(point: dict[str, Any]) -> dict[str, Any]:
     return point
 
 
-def _systems_json(results: xr.Dataset) -> list[dict[str, Any]]:
+def _condition_by(results: xr.Dataset) -> list[dict[str, str]]:
+    """Each condition's ``{spec: value}`` (its ``"by"`` entry)."""
+    specs = [str(b) for b in results.attrs["by"]]
+    values = [results[spec].values for spec in specs]
+    return [{spec: str(v[g]) for spec, v in zip(specs, values, strict=True)}
+            for g in range(results.sizes["condition"])]  # fmt: skip
+
+
+def _systems_json(
+    results: xr.Dataset, columns: Columns, *, pooled: bool = False
+) -> list[dict[str, Any]]:
+    """The systems' JSON entries from their ``columns`` (pooled, or one condition's; the
+    equalized metrics only ``pooled``)."""
     systems = []
-    points = operating_points(results)
-    for name in results.system.values:
-        r = points.sel(system=name)
-        # each point by position in numpy arrays (a .sel per value and point was most of a
-        # report's time with a few hundred conditions)
-        coords = {c: points[c].values for c in _OP_COORDS if c in points.coords}
-        fields = {f: r[f].transpose("prior").values for f in _OP_FIELDS if f in r}
+    coords = {c: v for c, v in columns.points.items() if c in _OP_COORDS}
+    fields = [f for f in _OP_FIELDS if f in columns]
+    for k, name in enumerate(columns.names):
         ops = [
             _with_cdet({
                 "prior": float(p),
                 **{c: _number(v[i]) for c, v in coords.items()},
-                **{f: _number(v[i]) for f, v in fields.items()},
+                **{f: _number(columns[f][k, i]) for f in fields},
             })
-            for i, p in enumerate(points.prior.values)
+            for i, p in enumerate(columns.priors)
         ]  # fmt: skip
+
+        def value(var: str, k: int = k) -> float | int | None:
+            return _number(columns[var][k])
+
         entry = {
-            "name": str(name),
-            "n_target": int(r.n_target),
-            "n_nontarget": int(r.n_nontarget),
-            "n_missing": int(r.n_missing),
-            "eer": _number(r.eer),
-            "prbep": _number(r.prbep),
-            "cllr": _number(r.cllr),
-            "min_cllr": _number(r.min_cllr),
-            "cllr_cal": _number(r.cllr_cal) if "cllr_cal" in r else None,
-            **{f: _number(r[f]) for f in ("auc", "auc_low", "auc_high", "auc_rocch") if f in r},
+            "name": name,
+            "n_target": int(columns["n_target"][k]),
+            "n_nontarget": int(columns["n_nontarget"][k]),
+            "n_missing": int(columns["n_missing"][k]),
+            **{v: value(v) for v in ("eer", "prbep", "cllr", "min_cllr")},
+            "cllr_cal": value("cllr_cal") if "cllr_cal" in columns else None,
+            **{v: value(v) for v in ("auc", "auc_low", "auc_high", "auc_rocch") if v in columns},
             "operating_points": ops,
         }
         for side in ("fmr", "fnmr"):
-            if f"fixed_{side}_threshold" in r:
-                entry[f"fixed_{side}"] = _fixed_json(r, side)
-        if "cprimary_act" in r:
+            if f"fixed_{side}_threshold" in columns:
+                entry[f"fixed_{side}"] = _fixed_json(results, columns, k, side)
+        if "cprimary_act" in columns:
             entry["cprimary"] = {
-                "act": _number(r.cprimary_act),
-                "min": _number(r.cprimary_min),
+                "act": value("cprimary_act"),
+                "min": value("cprimary_min"),
                 "priors": list(results.attrs["cprimary_priors"]),
             }
-        if "ece" in r:
-            entry["ece"] = _ece_json(results, r)
-        if "equalized_eer" in results:
+        if "ece" in columns:
+            entry["ece"] = _ece_json(results, columns, k)
+        if pooled and "equalized_eer" in results:
             from bosaris_dask.conditions.equalized import json_entry
 
-            entry["equalized"] = json_entry(results, name)
+            entry["equalized"] = json_entry(results, results.system.values[k])
         systems.append(entry)
     return systems
 
 
-def _ece_json(results: xr.Dataset, r: xr.Dataset) -> dict[str, list[Any]]:
-    """One system's ECE curves: ``{"plo", "raw", "pav", "neutral"}`` (bits; ``plo`` in the
+def _ece_json(results: xr.Dataset, columns: Columns, k: int) -> dict[str, list[Any]]:
+    """System ``k``'s ECE curves: ``{"plo", "raw", "pav", "neutral"}`` (bits; ``plo`` in the
     results' LLR base)."""
-    curves = {"raw": r.ece, "pav": r.ece_pav, "neutral": results.ece_neutral}
+    curves = {"raw": columns["ece"][k], "pav": columns["ece_pav"][k],
+              "neutral": results.ece_neutral.values}  # fmt: skip
     factor = log_of_base(results.attrs.get("llr_base", "e"))
     return {
         "plo": [float(a) / factor for a in results.ece_plo.values],
-        **{k: [_number(v) for v in c.values] for k, c in curves.items()},
+        **{name: [_number(v) for v in c] for name, c in curves.items()},
     }
 
 
-def _fixed_note(r: xr.Dataset, side: str, target: float) -> str | None:
+def _fixed_note(threshold: float, n_target: int, n_nontarget: int, side: str,
+                target: float) -> str | None:  # fmt: skip
     """Why a fixed-rate point has no finite threshold (``None`` when it has one)."""
-    t = float(r[f"fixed_{side}_threshold"].sel({f"{side}_target": target}))
-    if math.isfinite(t):
+    if math.isfinite(threshold):
         return None
-    n = int(r.n_nontarget if side == "fmr" else r.n_target)
-    if math.isnan(t) and not n * int(r.n_target if side == "fmr" else r.n_nontarget):
+    if math.isnan(threshold) and not n_target * n_nontarget:
         return "no targets or no non-targets"
-    if math.isnan(t):
+    if math.isnan(threshold):
+        n = n_nontarget if side == "fmr" else n_target
         return unmeasurable_note(target, n, side.upper())
     return "ties: only rejecting every trial meets the target"
 
 
-def _fixed_json(r: xr.Dataset, side: str) -> list[dict[str, Any]]:
+def _fixed_points(
+    results: xr.Dataset, columns: Columns, k: int, side: str
+) -> list[tuple[float, float, float, float, str | None]]:
+    """System ``k``'s fixed-FMR (or fixed-FNMR) points: ``(target, threshold, fmr, fnmr,
+    note)``."""
+    n_target, n_nontarget = int(columns["n_target"][k]), int(columns["n_nontarget"][k])
+    found = [columns[f"fixed_{side}_{v}"][k] for v in ("threshold", "fmr", "fnmr")]
     out = []
-    for target in r[f"{side}_target"].values:
-        at = {f"{side}_target": target}
-        item: dict[str, Any] = {"target": float(target)}
-        item |= {k: _number(r[f"fixed_{side}_{k}"].sel(at)) for k in ("threshold", "fmr", "fnmr")}
-        note = _fixed_note(r, side, float(target))
+    for j, target in enumerate(results[f"{side}_target"].values):
+        t, fmr, fnmr = (float(v[j]) for v in found)
+        note = _fixed_note(t, n_target, n_nontarget, side, float(target))
+        out.append((float(target), t, fmr, fnmr, note))
+    return out
+
+
+def _fixed_json(results: xr.Dataset, columns: Columns, k: int, side: str) -> list[dict[str, Any]]:
+    out = []
+    for target, t, fmr, fnmr, note in _fixed_points(results, columns, k, side):
+        item: dict[str, Any] = {"target": target}
+        item |= {"threshold": _number(t), "fmr": _number(fmr), "fnmr": _number(fnmr)}
         if note:
             item["note"] = note
         out.append(item)
     return out
 
 
-def _fixed_lines(results: xr.Dataset, names: list[str], width: int, side: str) -> list[str]:
+def _fixed_lines(results: xr.Dataset, columns: Columns, width: int, side: str) -> list[str]:
     """The fixed-FMR (TAR = 1 - FNMR) or fixed-FNMR table of :func:`format_table`."""
-    if f"fixed_{side}_threshold" not in results:
+    if f"fixed_{side}_threshold" not in columns:
         return []
     if side == "fmr":
         title = ("TAR = 1 - FNMR at fixed FMR (threshold: the smallest score with "
                  "FMR <= target; accept iff score >= threshold)")  # fmt: skip
-        cols = ("FMR target", "threshold", "actual FMR", "FNMR", "TAR")
+        heads = ("FMR target", "threshold", "actual FMR", "FNMR", "TAR")
     else:
         title = ("FMR at fixed FNMR (threshold: the largest score with FNMR <= target; "
                  "accept iff score >= threshold)")  # fmt: skip
-        cols = ("FNMR target", "threshold", "FMR", "actual FNMR", "TAR")
+        heads = ("FNMR target", "threshold", "FMR", "actual FNMR", "TAR")
     rows = []
-    for name in names:
-        r = results.sel(system=name)
-        for target in r[f"{side}_target"].values:
-            at = {f"{side}_target": target}
-            t, fmr, fnmr = (float(r[f"fixed_{side}_{k}"].sel(at))
-                            for k in ("threshold", "fmr", "fnmr"))  # fmt: skip
+    for k, name in enumerate(columns.names):
+        for target, t, fmr, fnmr, note in _fixed_points(results, columns, k, side):
             cells = [f"{target:g}", shown_threshold(t), f"{fmr:.6g}", f"{fnmr:.6g}",
                      f"{1 - fnmr:.6g}"]  # fmt: skip
             if math.isnan(t):
                 cells = [cells[0]] + ["n/a"] * 4
-            note = _fixed_note(r, side, float(target))
             rows.append((name, cells, note))
-    wide = [max([11, *(len(cells[k]) for _, cells, _ in rows)]) for k in range(len(cols))]
-    lines = ["", title, f"{'system':<{width}}" + "".join(f"  {c:>{w}}" for c, w in
-                                                         zip(cols, wide, strict=True))]  # fmt: skip
+    wide = [max([11, *(len(cells[k]) for _, cells, _ in rows)]) for k in range(len(heads))]
+    header = "".join(f"  {c:>{w}}" for c, w in zip(heads, wide, strict=True))
+    lines = ["", title, f"{'system':<{width}}" + header]
     for name, cells, note in rows:
         lines.append(f"{name:<{width}}" + "".join(f"  {c:>{w}}" for c, w in
                                                    zip(cells, wide, strict=True))
@@ -223,44 +239,42 @@ def _fixed_lines(results: xr.Dataset, names: list[str], width: int, side: str) -
     return lines
 
 
-def _auc_lines(results: xr.Dataset, names: list[str], width: int) -> list[str]:
+def _auc_lines(results: xr.Dataset, columns: Columns, width: int) -> list[str]:
     """The AUC block of :func:`format_table` where the exact AUC was asked for
     (``evaluate --exact-auc``): the AUC, or its bounds where it stayed one."""
     if not results.attrs.get("exact_auc"):
         return []
     lines = ["", "AUC (exact Mann-Whitney, ties counted half)"]
-    for name in names:
-        r = results.sel(system=name)
-        auc, low, high = float(r.auc), float(r.auc_low), float(r.auc_high)
+    for k, name in enumerate(columns.names):
+        auc, low, high = (float(columns[v][k]) for v in ("auc", "auc_low", "auc_high"))
         shown = (f"{auc:.6f}" if np.isfinite(auc) else f"{low:.6f}..{high:.6f} (bounds)"
                  if np.isfinite(low) else "undefined")  # fmt: skip
         lines.append(f"{name:<{width}}  {shown}")
     return lines
 
 
-def _ece_lines(results: xr.Dataset, names: list[str], width: int) -> list[str]:
+def _ece_lines(results: xr.Dataset, columns: Columns, width: int) -> list[str]:
     """The ECE block of :func:`format_table`: raw / PAV-calibrated ECE at each operating point
     whose prior log-odds lies on the ECE grid (``evaluate --ece`` puts them all there), and
     the neutral ``LR = 1`` row."""
-    if "ece" not in results:
+    if "ece" not in columns:
         return []
-    points = operating_points(results)
     grid = np.asarray(results.ece_plo.values, dtype=np.float64)
     cols = []
-    for p, a in zip(points.prior.values, points.plo.values, strict=True):
+    for label, a in zip(_point_labels(columns), columns.points["plo"], strict=True):
         hit = np.flatnonzero(np.isclose(grid, float(a), rtol=0.0, atol=1e-12))
         if len(hit):
-            cols.append((_point_label(points, p), int(hit[0])))
+            cols.append((label, int(hit[0])))
     head = ("empirical cross-entropy in bits, raw / PAV-calibrated LLRs (the difference is the "
             "calibration loss; at P=0.5: Cllr / minCllr)")  # fmt: skip
     if not cols:
         return ["", head + ": no operating point on the ECE grid (see the JSON)"]
-    rows = [[_pair(float(r.ece[j]), float(r.ece_pav[j])) for _, j in cols]
-            for r in (results.sel(system=name) for name in names)]  # fmt: skip
+    rows = [[_pair(float(columns["ece"][k, j]), float(columns["ece_pav"][k, j]))
+             for _, j in cols] for k in range(len(columns.names))]  # fmt: skip
     rows.append([shown(float(results.ece_neutral[j])) for _, j in cols])
     col = max(15, *(len(label) for label, _ in cols), *(len(c) for row in rows for c in row))
     lines = ["", head, f"{'system':<{width}}" + "".join(f"  {c:>{col}}" for c, _ in cols)]
-    for name, cells in zip([*names, "LR = 1"], rows, strict=True):
+    for name, cells in zip([*columns.names, "LR = 1"], rows, strict=True):
         lines.append(f"{name:<{width}}" + "".join(f"  {c:>{col}}" for c in cells))
     return lines
 
@@ -313,14 +327,19 @@ def _prior_label(p: float) -> str:
     return f"P={p:g}"
 
 
-def _point_label(results: xr.Dataset, p: float) -> str:
-    """``P=0.01`` for an effective prior, ``0.01:10:1`` for a point stated with costs."""
-    if "c_miss" in results.coords:
-        op = results.sel(prior=p)
-        p_target, c_miss, c_fa = (float(op[c]) for c in ("p_target", "c_miss", "c_fa"))
-        if (c_miss, c_fa) != (1.0, 1.0):
-            return f"{p_target:g}:{c_miss:g}:{c_fa:g}"
-    return _prior_label(float(p))
+def _point_labels(columns: Columns) -> list[str]:
+    """Each operating point's label: ``P=0.01`` for an effective prior, ``0.01:10:1`` for a
+    point stated with costs."""
+    labels = []
+    for i, p in enumerate(columns.priors):
+        label = _prior_label(float(p))
+        if "c_miss" in columns.points:
+            p_target, c_miss, c_fa = (float(columns.points[c][i])
+                                      for c in ("p_target", "c_miss", "c_fa"))  # fmt: skip
+            if (c_miss, c_fa) != (1.0, 1.0):
+                label = f"{p_target:g}:{c_miss:g}:{c_fa:g}"
+        labels.append(label)
+    return labels
 
 
 def format_table(results: xr.Dataset) -> str:
@@ -339,44 +358,8 @@ def format_table(results: xr.Dataset) -> str:
     system            P=0.5
     system    0.667 / 0.333
     """
-    names = [
-        str(n) for n in check_evaluation(results, "format_table", per_system=True).system.values
-    ]
-    width = max(6, *(len(n) for n in names))
-    head = (f"{'system':<{width}}  {'targets':>12}  {'non-targets':>14}  {'EER (%)':>8}  "
-            f"{'PRBEP':>10}  {'Cllr (bits)':>11}  {'minCllr (bits)':>14}")  # fmt: skip
-    lines = [head]
-    for name in names:
-        r = results.sel(system=name)
-        lines.append(
-            f"{name:<{width}}  {int(r.n_target):>12,}  {int(r.n_nontarget):>14,}  "
-            f"{shown(100 * float(r.eer)):>8}  {shown(float(r.prbep)):>10}  "
-            f"{shown(float(r.cllr)):>11}  {shown(float(r.min_cllr)):>14}"
-        )
-        if int(r.n_missing):
-            lines.append(
-                f"{'':<{width}}  ({int(r.n_missing):,} key trials without a score dropped)"
-            )
-    lines += ["", "normalized actDCF / minDCF at each effective prior"]
-    points = operating_points(results)
-    cells = [_point_label(points, p) for p in points.prior.values]
-    rows = [[_pair(float(a), float(m)) for a, m in zip(r.act_dcf.values, r.min_dcf.values,
-                                                        strict=True)]
-            for r in (points.sel(system=name) for name in names)]  # fmt: skip
-    col = max(15, *(len(c) for c in cells), *(len(c) for row in rows for c in row))
-    lines.append(f"{'system':<{width}}" + "".join(f"  {c:>{col}}" for c in cells))
-    for name, row in zip(names, rows, strict=True):
-        lines.append(f"{name:<{width}}" + "".join(f"  {c:>{col}}" for c in row))
-    for side in ("fmr", "fnmr"):
-        lines += _fixed_lines(results, names, width, side)
-    lines += _ece_lines(results, names, width)
-    lines += _auc_lines(results, names, width)
-    if "cprimary_act" in results:
-        priors = ", ".join(f"{p:g}" for p in results.attrs["cprimary_priors"])
-        lines += ["", f"Cprimary (mean normalized DCF over priors {priors}): actual / minimum"]
-        for name in names:
-            r = results.sel(system=name)
-            lines.append(f"{name:<{width}}  {_pair(float(r.cprimary_act), float(r.cprimary_min))}")
+    results = check_evaluation(results, "format_table", per_system=True)
+    lines = _table_lines(results, pooled_columns(results))
     if "equalized_eer" in results:
         from bosaris_dask.conditions.equalized import format_block
 
@@ -386,17 +369,72 @@ def format_table(results: xr.Dataset) -> str:
 
         lines += format_intervals(results)
     if "condition" in results.dims:
-        from bosaris_dask.conditions.evaluation import condition_result
-
-        for g, label in enumerate(results.condition.values):
-            view = condition_result(results, g)
-            lines += ["", f"== condition {label} ==", format_table(view)]
-            empty = [
-                str(n)
-                for n in view.system.values
-                if not int(view.n_target.sel(system=n)) * int(view.n_nontarget.sel(system=n))
-            ]
-            if empty:
-                lines.append(f"(no targets or no non-targets for {', '.join(empty)}: "
-                             "their metrics are undefined)")  # fmt: skip
+        lines += _condition_lines(results)
     return "\n".join(lines)
+
+
+def _table_lines(results: xr.Dataset, columns: Columns) -> list[str]:
+    """The table's blocks of the systems' ``columns`` (pooled, or one condition's): counts and
+    metrics, actDCF / minDCF, fixed rates, ECE, AUC and Cprimary."""
+    names = columns.names
+    width = max(6, *(len(n) for n in names))
+    head = (f"{'system':<{width}}  {'targets':>12}  {'non-targets':>14}  {'EER (%)':>8}  "
+            f"{'PRBEP':>10}  {'Cllr (bits)':>11}  {'minCllr (bits)':>14}")  # fmt: skip
+    lines = [head]
+    for k, name in enumerate(names):
+        n_target, n_nontarget, n_missing = (
+            int(columns[v][k]) for v in ("n_target", "n_nontarget", "n_missing")
+        )
+        eer, prbep, cllr, min_cllr = (
+            float(columns[v][k]) for v in ("eer", "prbep", "cllr", "min_cllr")
+        )
+        lines.append(
+            f"{name:<{width}}  {n_target:>12,}  {n_nontarget:>14,}  "
+            f"{shown(100 * eer):>8}  {shown(prbep):>10}  {shown(cllr):>11}  {shown(min_cllr):>14}"
+        )
+        if n_missing:
+            lines.append(f"{'':<{width}}  ({n_missing:,} key trials without a score dropped)")
+    lines += ["", "normalized actDCF / minDCF at each effective prior"]
+    cells = _point_labels(columns)
+    rows = [[_pair(float(a), float(m)) for a, m in zip(columns["act_dcf"][k],
+                                                        columns["min_dcf"][k], strict=True)]
+            for k in range(len(names))]  # fmt: skip
+    col = max(15, *(len(c) for c in cells), *(len(c) for row in rows for c in row))
+    lines.append(f"{'system':<{width}}" + "".join(f"  {c:>{col}}" for c in cells))
+    for name, row in zip(names, rows, strict=True):
+        lines.append(f"{name:<{width}}" + "".join(f"  {c:>{col}}" for c in row))
+    for side in ("fmr", "fnmr"):
+        lines += _fixed_lines(results, columns, width, side)
+    lines += _ece_lines(results, columns, width)
+    lines += _auc_lines(results, columns, width)
+    if "cprimary_act" in columns:
+        priors = ", ".join(f"{p:g}" for p in results.attrs["cprimary_priors"])
+        lines += ["", f"Cprimary (mean normalized DCF over priors {priors}): actual / minimum"]
+        for k, name in enumerate(names):
+            pair = _pair(float(columns["cprimary_act"][k]), float(columns["cprimary_min"][k]))
+            lines.append(f"{name:<{width}}  {pair}")
+    return lines
+
+
+def _condition_lines(results: xr.Dataset) -> list[str]:
+    """One block of the table per condition: its label, then its own table."""
+    intervals = "condition_eer_ci" in results
+    if intervals:
+        from bosaris_dask.bootstrap.report import format_block as format_intervals
+        from bosaris_dask.conditions.evaluation import condition_result
+    lines = []
+    for g, (label, columns) in enumerate(
+        zip(results.condition.values, condition_columns(results), strict=True)
+    ):
+        lines += ["", f"== condition {label} ==", *_table_lines(results, columns)]
+        if intervals:  # (an xarray view of the condition: bootstrap runs are few)
+            lines += format_intervals(condition_result(results, g))
+        empty = [
+            name
+            for k, name in enumerate(columns.names)
+            if not int(columns["n_target"][k]) * int(columns["n_nontarget"][k])
+        ]
+        if empty:
+            lines.append(f"(no targets or no non-targets for {', '.join(empty)}: "
+                         "their metrics are undefined)")  # fmt: skip
+    return lines
