@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 
 import bosaris_dask as bd
-from bosaris_dask.conditions import condition_table
+from bosaris_dask.conditions import condition_table, summaries
 from bosaris_dask.conditions.evaluation import condition_result
 from bosaris_dask.report import format_table, to_json_dict
 from bosaris_dask.trials import make_key, make_scores
+
+from . import reference as ref
 
 
 def _case(seed: int, n_models: int, n_segments: int, per_group: int = 2):
@@ -31,6 +33,55 @@ def _case(seed: int, n_models: int, n_segments: int, per_group: int = 2):
         condition_table("segment", sids, {"g": [f"b{j // per_group}" for j in range(n_segments)]}),
     ]
     return labels, scores, scored, key, system, tables
+
+
+def test_thousands_of_conditions_are_exact_with_a_capped_pass1(monkeypatch):
+    """2,700 conditions of a few trials each: pass 1's histogram capped to 2 bins a condition
+    (MAX_CONDITION_CELLS lowered), and every condition's metrics equal the brute-force ones
+    of its own trials; the report is the same as with the default cap, passes aside."""
+    labels, scores, scored, key, system, tables = _case(0, 120, 90)
+    args = {"conditions": tables, "by": ["model.g", "segment.g"], "allow_missing": True,
+            "priors": [0.5, 0.1], "fmr": [0.25]}  # fmt: skip
+    with dask.config.set(scheduler="sync"):
+        wide = bd.evaluate([system], key, **args)
+        monkeypatch.setattr(summaries, "MAX_CONDITION_CELLS", 2 * 2701)
+        assert summaries._coarse_bits(2701) == 1
+        capped = bd.evaluate([system], key, **args)
+    assert capped.sizes["condition"] == 2700
+    doc_wide, doc_capped = to_json_dict(wide), to_json_dict(capped)
+    for doc in (doc_wide, doc_capped):
+        for entry in doc["systems"][0]["conditions"]:  # bin-dependent bounds, not metrics
+            for name in ("auc", "auc_low", "auc_high"):
+                entry.pop(name)
+        doc.pop("passes")
+    assert doc_wide == doc_capped
+
+    model_group = np.arange(120) // 2
+    segment_group = np.arange(90) // 2
+    checked = 0
+    for g, entry in enumerate(doc_capped["systems"][0]["conditions"]):
+        a, b = int(entry["by"]["model.g"][1:]), int(entry["by"]["segment.g"][1:])
+        cell = (model_group[:, None] == a) & (segment_group[None, :] == b)
+        tar, non = (scores[cell & scored & (labels == c)] for c in (1, -1))
+        assert (entry["n_target"], entry["n_nontarget"]) == (len(tar), len(non)), g
+        assert entry["n_missing"] == int((cell & ~scored).sum())
+        if not len(tar) or not len(non):
+            assert entry["eer"] is None
+            continue
+        assert entry["eer"] == pytest.approx(ref.eer(tar, non), abs=1e-12)
+        assert entry["cllr"] == pytest.approx(ref.cllr(tar, non), rel=1e-12)
+        for point in entry["operating_points"]:
+            plo = float(np.log(point["prior"] / (1 - point["prior"])))
+            assert point["min_dcf_raw"] == pytest.approx(ref.min_dcf(tar, non, plo), abs=1e-12)
+            assert point["act_dcf_raw"] == pytest.approx(ref.dcf_at(tar, non, plo)[0], abs=1e-12)
+        _, fmr, fnmr = ref.fixed_fmr(tar, non, 0.25)
+        got = entry["fixed_fmr"][0]
+        if np.isnan(fmr):
+            assert got["fmr"] is None and got["fnmr"] is None
+        else:
+            assert (got["fmr"], got["fnmr"]) == pytest.approx((fmr, fnmr), abs=1e-12)
+        checked += 1
+    assert checked > 1000
 
 
 @pytest.mark.parametrize(

@@ -152,13 +152,26 @@ def condition_counts(
     return counts
 
 
-def _coarse_bits(n_systems: int) -> int | None:
-    """Pass-1 key bits for this many systems: the engine's default up to 8 systems, then one
-    bit fewer per doubling (at least 12), so a chunk's pass-1 result stays near 8 systems' at
-    18 bits (32 MB) however many conditions there are. Fewer bits can mean more refinement."""
-    if n_systems <= 8:
+#: The most cells (parts x bins) of a chunk's pass-1 histogram with conditions: 2**23, 128 MB
+#: of target and non-target counts, however many conditions there are (at 12 bits, the most
+#: 2,048 parts reach; tens of thousands of conditions took gigabytes a chunk).
+MAX_CONDITION_CELLS = 1 << 23
+
+
+def _coarse_bits(n_parts: int) -> int | None:
+    """Pass-1 key bits for this many parts (systems, and systems in conditions): the engine's
+    default up to 8, then one bit fewer per doubling (at least 12), so a chunk's pass-1 result
+    stays near 8 systems' at 18 bits (32 MB); beyond 2,048 parts, as many as
+    :data:`MAX_CONDITION_CELLS` allows (7 bits for 40,000 conditions). Fewer bits can mean more
+    refinement, and wider AUC bounds per condition (the exact AUC is ``exact_auc``).
+
+    >>> _coarse_bits(8), _coarse_bits(25), _coarse_bits(2_000), _coarse_bits(40_001)
+    (None, 16, 12, 7)
+    """
+    if n_parts <= 8:
         return None
-    return max(12, 18 - int(np.ceil(np.log2(n_systems / 8))))
+    bits = max(12, 18 - int(np.ceil(np.log2(n_parts / 8))))
+    return max(1, min(bits, int(np.log2(MAX_CONDITION_CELLS // n_parts))))
 
 
 #: The conditions' adaptive pass-1 bins: about ``2**CONDITION_EXTRA_BITS`` times the plain
