@@ -59,7 +59,6 @@ from typing import Any
 import dask.array as da
 import numpy as np
 import xarray as xr
-from dask.base import tokenize
 from dask.utils import funcname
 
 from bosaris_dask import config, fixed_rates, roc
@@ -219,7 +218,9 @@ def blockwise_pass(kernel: Callable, inputs: list[da.Array]) -> da.Array:
     args: list[Any] = []
     for arr in inputs:
         args += [arr, "ij"]
-    return runner.chunk_tasks(kernel, args, f"{funcname(kernel)}-{tokenize(kernel, *args)}")
+    return runner.chunk_tasks(
+        kernel, args, f"{funcname(kernel)}-{runner.task_token(kernel, *args)}"
+    )
 
 
 def _pass1_summary(
