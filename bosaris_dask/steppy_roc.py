@@ -104,6 +104,11 @@ def steppy_roc_positions(summary: ScoreSummary, resolution: float = 0.005) -> np
     return np.flatnonzero(keep)
 
 
+#: Up to this many ROC points, :func:`_cell_changes` evaluates every point's cell (faster
+#: than its searches over a few thousand bins, as a condition's summary has).
+_DIRECT = 1 << 12
+
+
 def _cell_changes(p: np.ndarray, resolution: float, falling: bool) -> np.ndarray:
     """The positions ``i >= 1`` where the probit cell ``floor(probit(p) / resolution)`` of
     monotone ``p`` (non-decreasing, or non-increasing where ``falling``) differs from that at
@@ -113,7 +118,7 @@ def _cell_changes(p: np.ndarray, resolution: float, falling: bool) -> np.ndarray
     found per cell crossed (a few thousand at most on ``[1e-12, 1 - 1e-12]``) by a binary
     search, bracketed first where ``ndtr`` of the cell's edge falls in ``p`` and checked with
     the exact cells at the bracket's ends (else the whole range), instead of evaluating the
-    probit at every bin.
+    probit at every bin (which it does up to :data:`_DIRECT` points).
     """
     eps = 1e-12
     sign = -1.0 if falling else 1.0  # cells negated where falling: non-decreasing
@@ -123,7 +128,8 @@ def _cell_changes(p: np.ndarray, resolution: float, falling: bool) -> np.ndarray
         return sign * np.floor(ndtri(np.clip(p[i], eps, 1 - eps)) / resolution)
 
     first, last = float(cell(0)), float(cell(n - 1))
-    if not (np.isfinite(first) and np.isfinite(last)):  # a rate of no trials (0 / 0): NaN
+    if n <= _DIRECT or not (np.isfinite(first) and np.isfinite(last)):
+        # few bins (a condition's), or a rate of no trials (0 / 0: NaN): every bin's cell
         cells = cell(np.arange(n))
         return np.flatnonzero(cells[1:] != cells[:-1]) + 1
     if last <= first:

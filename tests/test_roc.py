@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import ndtri
 
 from bosaris_dask import roc
+from bosaris_dask import steppy_roc as steppy_roc_module
 from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.steppy_roc import _cell_changes, steppy_roc
 
@@ -123,7 +125,6 @@ def test_the_compiled_hull_loop_finds_the_same_vertices(n, seed, kind):
     """The compiled loop (numba; forced here from 0 points on) against the Python loop, and
     against the exact rational check; "huge" counts bring the cumulative sums near 2**31 (and
     some past it, where the Python loop runs)."""
-    import pytest
 
     pytest.importorskip("numba")
     rng = np.random.default_rng(seed)
@@ -183,6 +184,9 @@ def test_steppy_roc_keeps_the_points_whose_probit_cell_changes(n, seed, resoluti
     for axis, (p, falling) in enumerate(((pmiss, False), (pfa, True))):  # each axis alone
         want = np.flatnonzero(cells[axis, 1:] != cells[axis, :-1]) + 1
         np.testing.assert_array_equal(_cell_changes(p, resolution, falling), want)
+        with pytest.MonkeyPatch.context() as mp:  # the searches, which long curves take
+            mp.setattr(steppy_roc_module, "_DIRECT", 0)
+            np.testing.assert_array_equal(_cell_changes(p, resolution, falling), want)
 
 
 def test_steppy_roc_of_a_summary_without_targets_keeps_every_point():
