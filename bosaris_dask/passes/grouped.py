@@ -355,10 +355,18 @@ def refine_parts(
     kappa = threshold_keys(np.asarray(thresholds, dtype=np.float64), first.dtype)
     part_tuple = tuple(parts)
 
+    # the summaries that needed no refinement: one that a round left as it was needs none in
+    # the next (its candidates are its own; with thousands of conditions, finding them again
+    # for every part in every round took most of the rounds' time)
+    settled: list[ScoreSummary | None] = [None] * len(parts)
+
     def plan(current: list[ScoreSummary]) -> list[rounds.Plan]:
         plans: list[rounds.Plan] = []
         joint = extra_candidates(current) if extra_candidates is not None else None
         for j, s in enumerate(current):
+            if joint is None and s is settled[j]:
+                plans.append(None)
+                continue
             cands = refinement.candidates(s, kappa, False, fmr=fmr, fnmr=fnmr)
             if joint is not None and joint[j] is not None:
                 cands = np.union1d(cands, joint[j]).astype(np.int64)
@@ -374,6 +382,7 @@ def refine_parts(
                                        binmap=binmap)  # fmt: skip
                 plans.append((cands, spec))
             else:
+                settled[j] = s
                 plans.append(None)
         return plans
 
