@@ -343,6 +343,10 @@ def test_evaluate_plots_writes_the_standard_set(small_set, tmp_path):
             ["calibrate", "--key", "k", "--scores", "a", "b", "--model-out", "m.json"],
             "argument --scores: takes one value, got 2 (a b)",
         ),
+        (  # an option evaluate does not have is not said to take one value
+            ["evaluate", "--key", "k", "--scores", "s", "--names", "a", "b"],
+            "unrecognized arguments: --names a b",
+        ),
     ],
 )
 def test_old_spellings_fail_with_the_new_one(argv, message, capsys):

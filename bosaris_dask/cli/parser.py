@@ -123,6 +123,8 @@ def _old_spelling(
             values.append(value)
         if len(values) > 1 and values[1] in unknown:
             action = sub._option_string_actions.get(option) if sub is not None else None
+            if option in unknown or (sub is not None and action is None):
+                return None  # not an option of the subcommand: argparse's message says so
             if isinstance(action, argparse._AppendAction):
                 spelled = " ".join(f"{option} {v}" for v in values)
                 return f"argument {option}: one value per flag; repeat the flag: {spelled}"
