@@ -235,15 +235,36 @@ class Curve:
     pfa: np.ndarray
 
 
-def _cum_on_grid(s: Any, lo: np.ndarray, counts: str) -> np.ndarray:
-    """A member's cumulative count (``"n_tar"`` or ``"n_non"``) at each edge of the grid.
+def _rates_on_grid(
+    summaries: Sequence[Any], members: Sequence[Member], lo: np.ndarray, which: str,
+    sizes: np.ndarray,
+) -> np.ndarray:  # fmt: skip
+    """The sum over partitions of each one's class rate in each grid bin (``which``: ``"tar"``
+    or ``"non"``): every member's counts of that class divided by its partition's size, added
+    per grid bin in one ``bincount`` (each of its counted bins lies inside one grid bin).
 
-    Each of its counted bins lies inside one grid bin: add them up per grid bin (float64
-    holds these integer sums exactly up to 2**53), then cumulate.
+    The sums are in ``numpy.longdouble`` (80-bit on x86: rounding ~1e-19 a term, so a cumulative
+    sum over millions of bins stays near float64 rounding once rounded back); one cumulative
+    sum over all partitions together, not one per partition (thousands of conditions times a
+    grid of millions of edges took minutes).
     """
-    owner = np.maximum(np.searchsorted(lo, s.lo, side="right") - 1, 0)
-    per_bin = np.bincount(owner, weights=getattr(s, counts), minlength=len(lo))
-    return np.concatenate([[0.0], np.cumsum(per_bin)])
+    counts = "n_tar" if which == "tar" else "n_non"
+    owners, weights = [np.empty(0, dtype=np.intp)], [np.empty(0, dtype=np.longdouble)]
+    for m in members:
+        p = getattr(m, which)
+        if p < 0:
+            continue
+        summary = summaries[m.index]
+        owners.append(np.maximum(np.searchsorted(lo, summary.lo, side="right") - 1, 0))
+        weights.append(getattr(summary, counts).astype(np.longdouble) / np.longdouble(sizes[p]))
+    owner, weight = np.concatenate(owners), np.concatenate(weights)
+    out = np.zeros(len(lo), dtype=np.longdouble)
+    if len(owner):  # out[owner] += weight (bincount adds in float64; np.add.at is slow)
+        order = np.argsort(owner, kind="stable")
+        owner, weight = owner[order], weight[order]
+        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+        out[owner[starts]] += np.add.reduceat(weight, starts)
+    return out
 
 
 def equalized_curve(
@@ -254,21 +275,22 @@ def equalized_curve(
 ) -> Curve:
     """The equalized Pmiss and Pfa at every edge of the members' common grid.
 
-    Each partition's rate at an edge is its exact count divided by its size (one correctly
-    rounded division); the rates are summed over partitions in index order, then divided by
-    the number of partitions with that class.
+    Each partition's rate in a grid bin is its exact count divided by its size; the rates are
+    summed over partitions and cumulated along the grid (in ``longdouble``,
+    :func:`_rates_on_grid`), then divided by the number of partitions with that class. Pmiss
+    is 0 at the first edge and 1 at the last, and Pfa the reverse, exactly.
     """
     lo, bits = common_grid(summaries, members)
-    pmiss, pfa = np.zeros(len(lo) + 1), np.zeros(len(lo) + 1)
-    for m in sorted(members, key=lambda m: m.tar):  # a fixed order: partition index
-        if m.tar >= 0:
-            pmiss += _cum_on_grid(summaries[m.index], lo, "n_tar") / n_target[m.tar]
-    for m in sorted(members, key=lambda m: m.non):
-        if m.non >= 0:
-            cum = _cum_on_grid(summaries[m.index], lo, "n_non")
-            pfa += (cum[-1] - cum) / n_nontarget[m.non]
-    pmiss /= int((np.asarray(n_target) > 0).sum())
-    pfa /= int((np.asarray(n_nontarget) > 0).sum())
+    n_tar = int((np.asarray(n_target) > 0).sum())
+    n_non = int((np.asarray(n_nontarget) > 0).sum())
+    tar = _rates_on_grid(summaries, members, lo, "tar", np.asarray(n_target))
+    non = _rates_on_grid(summaries, members, lo, "non", np.asarray(n_nontarget))
+    pmiss = np.concatenate([[0.0], (np.cumsum(tar) / max(n_tar, 1)).astype(np.float64)])
+    pfa = np.concatenate([(np.cumsum(non[::-1])[::-1] / max(n_non, 1)).astype(np.float64), [0.0]])
+    if n_tar:
+        pmiss[-1] = 1.0
+    if n_non:
+        pfa[0] = 1.0
     return Curve(lo, bits, pmiss, pfa)
 
 
