@@ -58,7 +58,9 @@ class MixedBins:
     small_is_target
         Whether ``S`` are the targets.
     table
-        ``table[key >> shift]`` is True where a key's prefix overlaps a mixed bin.
+        Bit ``key >> shift`` of ``table`` (``numpy.packbits`` order: 128 kB, as thousands of
+        conditions each hold one) is set where a key's prefix overlaps a mixed bin
+        (:meth:`overlaps`).
     shift
         The prefix shift of ``table``.
     """
@@ -70,6 +72,17 @@ class MixedBins:
     small_is_target: bool
     table: np.ndarray
     shift: int
+
+    def overlaps(self, keys: np.ndarray) -> np.ndarray:
+        """Whether each key's prefix overlaps a mixed bin (a superset of the keys inside).
+
+        >>> s = ScoreSummary(np.dtype(np.float64), lo=np.array([0, 1 << 62], dtype=np.uint64),
+        ...                  bits=np.array([62, 0], np.int8), n_tar=np.array([1, 1]),
+        ...                  n_non=np.array([1, 0]), softplus_units=(0, 0))
+        >>> mixed_bins(s).overlaps(np.array([5, 1 << 62], dtype=np.uint64)).tolist()
+        [True, False]
+        """
+        return _bits_at(self.table, keys >> self.shift)
 
     @property
     def small_code(self) -> int:
@@ -89,6 +102,12 @@ class MixedBins:
     @property
     def n_o(self) -> int:
         return int(self.n_other.sum())
+
+
+def _bits_at(packed: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Bits ``at`` of a ``numpy.packbits`` array, as booleans."""
+    at = at.astype(np.int64, copy=False)
+    return ((packed[at >> 3] >> (7 - (at & 7)).astype(np.uint8)) & 1).astype(bool)
 
 
 def mixed_bins(summary: ScoreSummary, small_is_target: bool | None = None) -> MixedBins | None:
@@ -117,10 +136,10 @@ def mixed_bins(summary: ScoreSummary, small_is_target: bool | None = None) -> Mi
         (lo >> np.uint64(shift)).astype(np.int64),
         (hi >> np.uint64(shift)).astype(np.int64),
     )
-    diff = np.zeros((1 << TABLE_BITS) + 1, dtype=np.int64)
+    diff = np.zeros((1 << TABLE_BITS) + 1, dtype=np.int32)
     np.add.at(diff, p_lo, 1)
     np.add.at(diff, p_hi + 1, -1)
-    table = np.cumsum(diff[:-1]) > 0
+    table = np.packbits(np.cumsum(diff[:-1]) > 0)
     return MixedBins(
         lo=lo.astype(kdt), hi=hi.astype(kdt),
         n_small=n_tar if small_is_target else n_non, n_other=n_non if small_is_target else n_tar,
@@ -201,7 +220,10 @@ def part_keys(blocks: Sequence[np.ndarray], system: int, group_at: int | None,
     # one table for every part (same key width: one system), so each key is looked up once
     # before the parts sort it out; a condition's part then sees its own trials only
     shift = wanted[0][1].shift
-    table = np.logical_or.reduce([bins.table for _, bins, _ in wanted])
+    table = wanted[0][1].table.copy()
+    for _, bins, _ in wanted[1:]:
+        table |= bins.table  # (packed bits: OR bytewise)
+    table = np.unpackbits(table).view(bool)
     classes_wanted = {code for _, _, per in wanted for code in per}
     only = classes_wanted.pop() if len(classes_wanted) == 1 else 0  # key that class only
     found: list[list[list[np.ndarray]]] = [[[] for _ in codes] for _, _, codes in wanted]
@@ -232,7 +254,7 @@ def part_keys(blocks: Sequence[np.ndarray], system: int, group_at: int | None,
             else:
                 continue
             if len(wanted) > 1:  # (one part: the union table was its own)
-                keep = bins.table[own >> bins.shift]
+                keep = bins.overlaps(own)
                 own, own_c = own[keep], own_c[keep]
             for j, code in enumerate(codes):
                 found[i][j].append(own if only else own[own_c == code])
