@@ -132,4 +132,4 @@ def split_cross_entropy(row: np.ndarray, n_plo: int, n_groups: int) -> list[list
     """A merged :func:`grouped_cross_entropy_kernel` result: per ``plo``, per group, the
     ``[target, non-target]`` sums in exact units."""
     limbs = np.asarray(row).reshape(n_plo, n_groups, 2, exact_sum.LIMBS)
-    return [[[exact_sum.from_limbs(x) for x in per] for per in at] for at in limbs]
+    return exact_sum.from_limbs_array(limbs).tolist()

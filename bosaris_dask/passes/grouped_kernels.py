@@ -487,6 +487,6 @@ def split_pass1(
     nlimbs = ncounts + 2 * n_groups * exact_sum.LIMBS
     counts = np.rint(row[:ncounts]).astype(np.int64).reshape(n_groups, nbins, 2)
     limbs = row[ncounts:nlimbs].reshape(n_groups, 2, exact_sum.LIMBS)
-    units = [[exact_sum.from_limbs(x) for x in per] for per in limbs]
+    units = exact_sum.from_limbs_array(limbs).tolist()
     missing = np.rint(row[nlimbs:-1]).astype(np.int64).reshape(n_groups, 2)
     return counts, units, missing, int(row[-1])
