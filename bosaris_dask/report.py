@@ -162,10 +162,10 @@ def _ece_json(results: xr.Dataset, columns: Columns, k: int) -> dict[str, list[A
     """System ``k``'s ECE curves: ``{"plo", "raw", "pav", "neutral"}`` (bits; ``plo`` in the
     results' LLR base)."""
     curves = {"raw": columns["ece"][k], "pav": columns["ece_pav"][k],
-              "neutral": results.ece_neutral.values}  # fmt: skip
+              "neutral": columns.grids["ece_neutral"]}  # fmt: skip
     factor = log_of_base(results.attrs.get("llr_base", "e"))
     return {
-        "plo": [float(a) / factor for a in results.ece_plo.values],
+        "plo": [float(a) / factor for a in columns.grids["ece_plo"]],
         **{name: [_number(v) for v in c] for name, c in curves.items()},
     }
 
@@ -191,7 +191,7 @@ def _fixed_points(
     n_target, n_nontarget = int(columns["n_target"][k]), int(columns["n_nontarget"][k])
     found = [columns[f"fixed_{side}_{v}"][k] for v in ("threshold", "fmr", "fnmr")]
     out = []
-    for j, target in enumerate(results[f"{side}_target"].values):
+    for j, target in enumerate(columns.grids[f"{side}_target"]):
         t, fmr, fnmr = (float(v[j]) for v in found)
         note = _fixed_note(t, n_target, n_nontarget, side, float(target))
         out.append((float(target), t, fmr, fnmr, note))
@@ -259,7 +259,7 @@ def _ece_lines(results: xr.Dataset, columns: Columns, width: int) -> list[str]:
     the neutral ``LR = 1`` row."""
     if "ece" not in columns:
         return []
-    grid = np.asarray(results.ece_plo.values, dtype=np.float64)
+    grid = np.asarray(columns.grids["ece_plo"], dtype=np.float64)
     cols = []
     for label, a in zip(_point_labels(columns), columns.points["plo"], strict=True):
         hit = np.flatnonzero(np.isclose(grid, float(a), rtol=0.0, atol=1e-12))
@@ -271,7 +271,8 @@ def _ece_lines(results: xr.Dataset, columns: Columns, width: int) -> list[str]:
         return ["", head + ": no operating point on the ECE grid (see the JSON)"]
     rows = [[_pair(float(columns["ece"][k, j]), float(columns["ece_pav"][k, j]))
              for _, j in cols] for k in range(len(columns.names))]  # fmt: skip
-    rows.append([shown(float(results.ece_neutral[j])) for _, j in cols])
+    neutral = columns.grids["ece_neutral"]
+    rows.append([shown(float(neutral[j])) for _, j in cols])
     col = max(15, *(len(label) for label, _ in cols), *(len(c) for row in rows for c in row))
     lines = ["", head, f"{'system':<{width}}" + "".join(f"  {c:>{col}}" for c, _ in cols)]
     for name, cells in zip([*columns.names, "LR = 1"], rows, strict=True):

@@ -19,6 +19,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -27,6 +28,8 @@ __all__ = ["Columns", "pooled_columns", "condition_columns"]
 
 #: The coordinates of the reported operating points a report shows (where present).
 POINT_COORDS = ("plo", "p_target", "c_miss", "c_fa", "act_threshold")
+#: The values every system shares that a report shows (where present).
+GRIDS = ("fmr_target", "fnmr_target", "ece_plo", "ece_neutral")
 #: Dimensions of the curves, which no report prints.
 _CURVE_DIMS = {"vertex", "roc_point", "condition_vertex", "condition_roc_point"}
 
@@ -46,12 +49,16 @@ class Columns:
     arrays
         Each per-system variable with ``system`` first; along ``plo``, only the reported
         operating points, in the same order (the sweep's points are left out).
+    grids
+        What every system shares (:data:`GRIDS`, those the results have): the fixed-rate
+        targets, the ECE grid and the neutral ECE curve.
     """
 
     names: list[str]
     priors: np.ndarray
     points: dict[str, np.ndarray]
     arrays: dict[str, np.ndarray]
+    grids: dict[str, np.ndarray]
 
     def __contains__(self, name: object) -> bool:
         return name in self.arrays
@@ -85,16 +92,19 @@ def _read(results: xr.Dataset, prefix: str, lead: tuple[str, ...]) -> dict[str, 
     return arrays
 
 
-def _shared(results: xr.Dataset) -> tuple[list[str], np.ndarray, dict[str, np.ndarray]]:
+def _shared(results: xr.Dataset) -> dict[str, Any]:
     at = _reported(results)
-    points = {c: results[c].values[at] for c in POINT_COORDS if c in results.coords}
-    return [str(n) for n in results.system.values], results.prior.values[at], points
+    return {
+        "names": [str(n) for n in results.system.values],
+        "priors": results.prior.values[at],
+        "points": {c: results[c].values[at] for c in POINT_COORDS if c in results.coords},
+        "grids": {g: results[g].values for g in GRIDS if g in results.variables},
+    }
 
 
 def pooled_columns(results: xr.Dataset) -> Columns:
     """The pooled systems' columns of an evaluation (with a ``system`` dimension)."""
-    names, priors, points = _shared(results)
-    return Columns(names, priors, points, _read(results, "", ("system",)))
+    return Columns(arrays=_read(results, "", ("system",)), **_shared(results))
 
 
 def condition_columns(results: xr.Dataset, prefix: str = "condition_") -> list[Columns]:
@@ -113,9 +123,9 @@ def condition_columns(results: xr.Dataset, prefix: str = "condition_") -> list[C
     >>> [c["n_target"].tolist() for c in condition_columns(ds)]
     [[1], [1]]
     """
-    names, priors, points = _shared(results)
+    shared = _shared(results)
     arrays = _read(results, prefix, ("system", "condition"))
     return [
-        Columns(names, priors, points, {k: v[:, g] for k, v in arrays.items()})
+        Columns(arrays={k: v[:, g] for k, v in arrays.items()}, **shared)
         for g in range(results.sizes["condition"])
     ]
