@@ -155,19 +155,37 @@ def _task_bytes(n_rows: int, nb: int, n_sys: int, split_every: int, groups: int)
     return (split_every + 1) * result + n_rows * (4096 + groups) * 8 + BLOCK_BYTES
 
 
-def choose_bins(n_rows: int, n_sys: int, split_every: int, groups: int) -> int:
+def choose_bins(
+    n_rows: int, n_sys: int, split_every: int, groups: int, n_conditions: int = 1
+) -> int:
     """The number of coarse bins: ``bosaris_dask.bootstrap-bins``, fewer when a task's memory
-    (:func:`_task_bytes`) would pass ``bosaris_dask.bootstrap-budget``; OptionError below 16."""
+    (:func:`_task_bytes`, a histogram per system and condition) would pass
+    ``bosaris_dask.bootstrap-budget``; OptionError below 16.
+
+    >>> choose_bins(101, 1, 8, 50)
+    256
+    >>> import dask
+    >>> with dask.config.set({"bosaris_dask.bootstrap-budget": 2**20}):
+    ...     choose_bins(101, 1, 8, 50, n_conditions=3000)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.OptionError: --bootstrap 100 with 50 groups, 1 system x 3,000 conditions ...
+    """
     budget = config.get("bootstrap-budget")
     nb = config.get("bootstrap-bins")
-    while nb > 16 and _task_bytes(n_rows, nb, n_sys, split_every, groups) > budget:
+    parts = n_sys * n_conditions
+    while nb > 16 and _task_bytes(n_rows, nb, parts, split_every, groups) > budget:
         nb //= 2
-    need = _task_bytes(n_rows, nb, n_sys, split_every, groups)
+    need = _task_bytes(n_rows, nb, parts, split_every, groups)
     if need > budget:
+        what = f"{n_sys} system{'s' if n_sys > 1 else ''}"
+        if n_conditions > 1:
+            what += f" x {n_conditions:,} conditions"
         raise OptionError(
-            f"--bootstrap {n_rows - 1} with {groups:,} groups and {n_sys} systems needs "
+            f"--bootstrap {n_rows - 1} with {groups:,} groups, {what} needs "
             f"{need / 2**20:,.0f} MB per task at {nb} bins, over bosaris_dask.bootstrap-budget "
-            f"= {budget / 2**20:,.0f} MB: fewer resamples, coarser groups or a larger budget"
+            f"= {budget / 2**20:,.0f} MB: fewer resamples, coarser groups"
+            f"{' or conditions' if n_conditions > 1 else ''}, or a larger budget"
         )
     return nb
 
@@ -332,7 +350,7 @@ def add_intervals(
     if binnings is None:
         n_groups = groups.n_model + groups.n_segment
         per = ds.sizes.get("condition", 1) if by else 1  # a histogram per condition with --by
-        nb = choose_bins(bootstrap + 1, len(systems) * per, split_every, n_groups)
+        nb = choose_bins(bootstrap + 1, len(systems), split_every, n_groups, per)
         if summaries is None:
             hists = prefix_histograms(inputs, dtype, split_every=split_every, progress=progress)
             passes += 1
