@@ -241,7 +241,7 @@ def _rates_on_grid(
 ) -> np.ndarray:  # fmt: skip
     """The sum over partitions of each one's class rate in each grid bin (``which``: ``"tar"``
     or ``"non"``): every member's counts of that class divided by its partition's size, added
-    per grid bin in one ``bincount`` (each of its counted bins lies inside one grid bin).
+    per grid bin in one sorted reduction (each of its counted bins lies inside one grid bin).
 
     The sums are in ``numpy.longdouble`` (80-bit on x86: rounding ~1e-19 a term, so a cumulative
     sum over millions of bins stays near float64 rounding once rounded back); one cumulative
