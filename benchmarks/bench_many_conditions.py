@@ -51,12 +51,12 @@ def _evaluate_in_a_child(out: Path) -> tuple[float, float]:
     return wall, usage.ru_maxrss / 2**20
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=60)
     parser.add_argument("--segments", type=int, default=150)
     parser.add_argument("--views", type=int, default=300)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "demo"
         subprocess.run([sys.executable, "-c", "from bosaris_dask.cli import main; main()",
@@ -86,7 +86,8 @@ def main() -> None:
     per_view = (time.perf_counter() - start) / views
     print(f"report per condition: columns {1e3 * columns:.2f} ms, views {1e3 * per_view:.2f} ms "
           f"(first {views}), ratio {per_view / columns:.1f}x")  # fmt: skip
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -38,6 +38,7 @@ SCRIPTS = {
     "bench_evaluate.py",
     "bench_fixed_rates.py",
     "bench_fusion.py",
+    "bench_many_conditions.py",
     "bench_small.py",
     "bench_spoofing.py",
     "bench_text_convert.py",
@@ -130,6 +131,17 @@ def test_bench_small(capsys):
     assert [line.split()[0] for line in out[1:4]] == ["tiny", "demo", "conditions"]
     assert all("(x1.00)" in line for line in out[1:4])
     assert out[4].endswith("metrics identical: True")
+
+
+def test_bench_many_conditions(capsys):
+    """A speaker pair per condition on a tiny demo: the report from the columns agrees with
+    each condition's own view (the script asserts it) and the figures are printed."""
+    assert _load("bench_many_conditions").main(["--models", "6", "--segments", "10",
+                                                "--views", "5"]) == 0  # fmt: skip
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("6 x 10 trials, ") and out[0].endswith(" conditions")
+    assert out[1].startswith("evaluate (CLI, JSON written): ") and "passes" in out[1]
+    assert out[2].startswith("report per condition: columns ") and out[2].endswith("x")
 
 
 def test_ab_evaluate_on_a_users_own_local_cluster(evaluated, capsys):
