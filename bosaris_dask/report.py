@@ -141,7 +141,7 @@ def _systems_json(
         }
         for side in ("fmr", "fnmr"):
             if f"fixed_{side}_threshold" in columns:
-                entry[f"fixed_{side}"] = _fixed_json(results, columns, k, side)
+                entry[f"fixed_{side}"] = _fixed_json(columns, k, side)
         if "cprimary_act" in columns:
             entry["cprimary"] = {
                 "act": value("cprimary_act"),
@@ -184,7 +184,7 @@ def _fixed_note(threshold: float, n_target: int, n_nontarget: int, side: str,
 
 
 def _fixed_points(
-    results: xr.Dataset, columns: Columns, k: int, side: str
+    columns: Columns, k: int, side: str
 ) -> list[tuple[float, float, float, float, str | None]]:
     """System ``k``'s fixed-FMR (or fixed-FNMR) points: ``(target, threshold, fmr, fnmr,
     note)``."""
@@ -198,9 +198,9 @@ def _fixed_points(
     return out
 
 
-def _fixed_json(results: xr.Dataset, columns: Columns, k: int, side: str) -> list[dict[str, Any]]:
+def _fixed_json(columns: Columns, k: int, side: str) -> list[dict[str, Any]]:
     out = []
-    for target, t, fmr, fnmr, note in _fixed_points(results, columns, k, side):
+    for target, t, fmr, fnmr, note in _fixed_points(columns, k, side):
         item: dict[str, Any] = {"target": target}
         item |= {"threshold": _number(t), "fmr": _number(fmr), "fnmr": _number(fnmr)}
         if note:
@@ -209,7 +209,7 @@ def _fixed_json(results: xr.Dataset, columns: Columns, k: int, side: str) -> lis
     return out
 
 
-def _fixed_lines(results: xr.Dataset, columns: Columns, width: int, side: str) -> list[str]:
+def _fixed_lines(columns: Columns, width: int, side: str) -> list[str]:
     """The fixed-FMR (TAR = 1 - FNMR) or fixed-FNMR table of :func:`format_table`."""
     if f"fixed_{side}_threshold" not in columns:
         return []
@@ -223,7 +223,7 @@ def _fixed_lines(results: xr.Dataset, columns: Columns, width: int, side: str) -
         heads = ("FNMR target", "threshold", "FMR", "actual FNMR", "TAR")
     rows = []
     for k, name in enumerate(columns.names):
-        for target, t, fmr, fnmr, note in _fixed_points(results, columns, k, side):
+        for target, t, fmr, fnmr, note in _fixed_points(columns, k, side):
             cells = [f"{target:g}", shown_threshold(t), f"{fmr:.6g}", f"{fnmr:.6g}",
                      f"{1 - fnmr:.6g}"]  # fmt: skip
             if math.isnan(t):
@@ -253,7 +253,7 @@ def _auc_lines(results: xr.Dataset, columns: Columns, width: int) -> list[str]:
     return lines
 
 
-def _ece_lines(results: xr.Dataset, columns: Columns, width: int) -> list[str]:
+def _ece_lines(columns: Columns, width: int) -> list[str]:
     """The ECE block of :func:`format_table`: raw / PAV-calibrated ECE at each operating point
     whose prior log-odds lies on the ECE grid (``evaluate --ece`` puts them all there), and
     the neutral ``LR = 1`` row."""
@@ -405,8 +405,8 @@ def _table_lines(results: xr.Dataset, columns: Columns) -> list[str]:
     for name, row in zip(names, rows, strict=True):
         lines.append(f"{name:<{width}}" + "".join(f"  {c:>{col}}" for c in row))
     for side in ("fmr", "fnmr"):
-        lines += _fixed_lines(results, columns, width, side)
-    lines += _ece_lines(results, columns, width)
+        lines += _fixed_lines(columns, width, side)
+    lines += _ece_lines(columns, width)
     lines += _auc_lines(results, columns, width)
     if "cprimary_act" in columns:
         priors = ", ".join(f"{p:g}" for p in results.attrs["cprimary_priors"])
