@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from bosaris_dask.result_layout import reported_positions
+
 __all__ = ["Columns", "pooled_columns", "condition_columns"]
 
 #: The coordinates of the reported operating points a report shows (where present).
@@ -67,17 +69,10 @@ class Columns:
         return self.arrays[name]
 
 
-def _reported(results: xr.Dataset) -> np.ndarray:
-    """Positions on ``plo`` of the reported operating points, in the order stated."""
-    order = results.operating_point.values
-    at = np.flatnonzero(order >= 0)
-    return at[np.argsort(order[at], kind="stable")]
-
-
 def _read(results: xr.Dataset, prefix: str, lead: tuple[str, ...]) -> dict[str, np.ndarray]:
     """The variables named ``prefix + name`` with the ``lead`` dimensions, those first and
     ``plo`` last (cut to the reported points), as numpy arrays keyed by ``name``."""
-    at = _reported(results)
+    at = reported_positions(results)
     arrays = {}
     for var, values in results.data_vars.items():
         name = str(var)
@@ -93,7 +88,7 @@ def _read(results: xr.Dataset, prefix: str, lead: tuple[str, ...]) -> dict[str, 
 
 
 def _shared(results: xr.Dataset) -> dict[str, Any]:
-    at = _reported(results)
+    at = reported_positions(results)
     return {
         "names": [str(n) for n in results.system.values],
         "priors": results.prior.values[at],

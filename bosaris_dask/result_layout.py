@@ -49,6 +49,7 @@ __all__ = [
     "fixed_rate_metrics",
     "results_dataset",
     "operating_points",
+    "reported_positions",
     "sweep_points",
     "curve",
 ]
@@ -323,9 +324,22 @@ def operating_points(results: xr.Dataset) -> xr.Dataset:
     >>> ops.act_dcf.sel(prior=0.1).item() == act_dcf([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5], 0.1)
     True
     """
-    order = check_evaluation(results, "operating_points").operating_point.values
+    at = reported_positions(check_evaluation(results, "operating_points"))
+    return results.isel(plo=at).swap_dims(plo="prior")
+
+
+def reported_positions(results: xr.Dataset) -> np.ndarray:
+    """Positions on ``plo`` of an evaluation's reported operating points, in the order stated
+    (what :func:`operating_points` selects).
+
+    >>> from bosaris_dask.metrics import evaluate_arrays
+    >>> ds = evaluate_arrays([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5], priors=[0.5, 0.1])
+    >>> ds.prior.values[reported_positions(ds)].tolist()
+    [0.5, 0.1]
+    """
+    order = results.operating_point.values
     at = np.flatnonzero(order >= 0)
-    return results.isel(plo=at[np.argsort(order[at])]).swap_dims(plo="prior")
+    return at[np.argsort(order[at], kind="stable")]
 
 
 def sweep_points(results: xr.Dataset) -> xr.Dataset:
