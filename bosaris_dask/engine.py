@@ -238,7 +238,7 @@ def _pass1_summary(
     nbins = binmap.nbins
     n_non, n_tar = row[:nbins].astype(np.int64), row[nbins : 2 * nbins].astype(np.int64)
     limbs = row[2 * nbins : -2].reshape(2, -1)
-    sp_tar, sp_non = (exact_sum.from_limbs(x) for x in limbs)
+    sp_tar, sp_non = exact_sum.from_limbs_array(limbs).tolist()
     missing, bad = row[-2:]
     raise_trial_errors(name, int(bad), int(missing), inputs[0], inputs[1 + 2 * k],
                        inputs[2 + 2 * k], key, allow_missing)  # fmt: skip
@@ -260,7 +260,7 @@ def _pass1_summary(
 def _cross_entropy_units(total: np.ndarray, n: int) -> list[tuple[int, int]]:
     """The ``n`` exact (target, non-target) unit sums of :func:`kernels.cross_entropy_kernel`'s
     merged limbs."""
-    units = [exact_sum.from_limbs(x) for x in np.asarray(total).reshape(n * 2, exact_sum.LIMBS)]
+    units = exact_sum.from_limbs_array(np.asarray(total).reshape(n * 2, exact_sum.LIMBS)).tolist()
     return list(zip(units[::2], units[1::2], strict=True))
 
 

@@ -92,10 +92,10 @@ def test_a_subset_mask_gives_the_sums_of_its_weights(n, share, big, seed):
     copies=st.integers(1, 2**20),
 )
 def test_many_limb_vectors_at_once_equal_one_at_a_time(totals, copies):
-    """Merged limb vectors (each limb a sum of up to 2**20 limbs) read back at once, exactly:
-    the same Python ints as exact arithmetic on the totals."""
+    """Merged limb vectors (each limb a sum of up to 2**20 limbs) read back at once, and one
+    at a time, exactly: the same Python ints as exact arithmetic on the totals."""
     limbs = np.stack([exact_sum.to_limbs(u) for u in totals]) * copies
     got = exact_sum.from_limbs_array(limbs.reshape(len(totals), 1, -1)).reshape(-1).tolist()
     assert got == [u * copies for u in totals]
-    assert got == [exact_sum.from_limbs(x) for x in limbs]
+    assert [exact_sum.from_limbs(x) for x in limbs] == [u * copies for u in totals]
     assert all(type(g) is int for g in got)

@@ -201,13 +201,13 @@ def to_limbs(units: int) -> np.ndarray:
 
 def from_limbs(limbs: np.ndarray) -> int:
     """The total that (sums of) :func:`to_limbs` vectors hold: exact integer arithmetic."""
-    return sum(int(v) << (32 * k) for k, v in enumerate(np.asarray(limbs).tolist()))
+    return from_limbs_array(limbs).item()
 
 
 def from_limbs_array(limbs: np.ndarray) -> np.ndarray:
     """:func:`from_limbs` along the last axis: an object array of the exact totals (Python
-    ints), for thousands of totals at once (one :func:`from_limbs` call each took seconds
-    with thousands of conditions).
+    ints), for thousands of totals at once (one call per total took seconds with thousands of
+    conditions).
 
     Each limb holds a sum of 32-bit limbs (an integer below ``2**53``, exact in int64); only
     the limbs up to the highest non-zero one anywhere are shifted and added.
@@ -221,7 +221,7 @@ def from_limbs_array(limbs: np.ndarray) -> np.ndarray:
     out = np.zeros(ints.shape[:-1], dtype=object)
     for k in used.tolist():
         out = out + (ints[..., k].astype(object) << (32 * k))
-    return out
+    return np.asarray(out, dtype=object)  # (one total: numpy made it a Python int)
 
 
 def to_float(units: int) -> float:
