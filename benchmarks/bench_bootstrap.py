@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/bench_bootstrap.py [--side N] [--per-group K] [--resamples B [B ...]]
-        [--layout sorted|shuffled] [--repeat R] [--workdir DIR] [--cold]
+        [--layout sorted|shuffled] [--by C] [--repeat R] [--workdir DIR] [--cold]
 
 Writes ``N x N`` float32 scores of one system to a zarr store (uncompressed, as the README
 recommends) with a label-derived key: ``N / K`` speakers, each with ``K`` models and ``K``
@@ -16,6 +16,11 @@ alternating, in this process:
   minCllr; threads);
 * ``bootstrap``: the same call with ``conditions``/``bootstrap=B``/``resample=[model.spk,
   segment.spk]``/``compare=False``: the plain evaluation plus the two bootstrap passes.
+
+With ``--by C``, both are per condition too: ``C`` segment-side conditions (``segment.cond``,
+segment ``j`` in condition ``j mod C``, so every speaker pair's trials fall in several), whose
+bootstrap histograms are ``C`` times the pooled ones. Peak memory: run the script under
+``benchmarks/peak_memory.py`` with one ``--resamples`` (the process's peak is the bootstrap's).
 
 Prints the machine, whether the store was in the page cache, the median times and the ratio
 ``bootstrap / plain`` (the target: at most 5 at 1e8 trials, 1,000 x 1,000 groups, B = 1000).
@@ -77,7 +82,8 @@ def make_data(workdir: Path, side: int, per_group: int, layout: str, seed: int =
         "model\tspk\n" + "".join(f"{m}\tspk{g}\n" for m, g in zip(mids, mlab, strict=True))
     )
     (workdir / "segments.tsv").write_text(
-        "segment\tspk\n" + "".join(f"{s}\tspk{g}\n" for s, g in zip(sids, slab, strict=True))
+        "segment\tspk\tcond\n"
+        + "".join(f"{s}\tspk{g}\t{j}\n" for j, (s, g) in enumerate(zip(sids, slab, strict=True)))
     )
 
 
@@ -101,17 +107,27 @@ def _evict(workdir: Path) -> None:
             os.close(fd)
 
 
-def run(workdir: Path, resamples: int, mode: str, cold: bool) -> tuple[float, object]:
+def _with_conditions(workdir: Path, n_conditions: int) -> None:
+    """Rewrite the segments' ``cond`` column as ``j mod n_conditions``."""
+    lines = (workdir / "segments.tsv").read_text().splitlines()
+    rows = [line.split("\t") for line in lines[1:]]
+    (workdir / "segments.tsv").write_text(
+        lines[0] + "\n" + "".join(f"{s}\t{g}\tc{j % n_conditions}\n" for j, (s, g, _) in
+                                  enumerate(rows))
+    )  # fmt: skip
+
+
+def run(workdir: Path, resamples: int, mode: str, cold: bool, by: int = 0) -> tuple[float, object]:
     from bosaris_dask import metrics
 
     if cold:
         _evict(workdir)
     key, scores = _inputs(workdir)
-    extra = {}
+    tables = [str(workdir / "models.tsv"), str(workdir / "segments.tsv")]
+    extra: dict = {"conditions": tables, "by": ["segment.cond"]} if by else {}
     if mode == "bootstrap":
-        tables = [str(workdir / "models.tsv"), str(workdir / "segments.tsv")]
-        extra = {"conditions": tables, "bootstrap": resamples, "seed": 0,
-                 "resample": ["model.spk", "segment.spk"]}  # fmt: skip
+        extra |= {"conditions": tables, "bootstrap": resamples, "seed": 0,
+                  "resample": ["model.spk", "segment.spk"]}  # fmt: skip
     start = time.perf_counter()
     ds = metrics.evaluate(scores, key, priors=PRIORS, **extra)
     return time.perf_counter() - start, ds
@@ -137,6 +153,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         help="one or more B (each measured against the same plain runs)",
     )
     parser.add_argument("--layout", choices=["sorted", "shuffled"], default="sorted")
+    parser.add_argument("--by", type=int, default=0, metavar="C",
+                        help="also per condition: C segment-side conditions")  # fmt: skip
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--workdir")
     parser.add_argument("--cold", action="store_true", help="evict the store before each run")
@@ -144,6 +162,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         workdir = Path(tmp)
         make_data(workdir, args.side, args.per_group, args.layout)
+        if args.by:
+            _with_conditions(workdir, args.by)
         n_groups = args.side // args.per_group
         cache = "cold (evicted before each run)" if args.cold else "warm (page cache)"
         print(f"machine: {platform.node()} {platform.processor() or platform.machine()}, "
@@ -153,13 +173,14 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             f"{args.side:,} x {args.side:,} = {args.side**2:.2g} float32 trials, "
             f"{n_groups:,} x {n_groups:,} groups ({args.layout}), B = "
             f"{', '.join(str(b) for b in args.resamples)}"
+            + (f", {args.by} segment-side conditions (--by segment.cond)" if args.by else "")
         )
         modes = ["plain"] + [f"bootstrap B={b}" for b in args.resamples]
         times: dict[str, list[float]] = {mode: [] for mode in modes}
         ds = None
         for _ in range(args.repeat):
             for mode, b in zip(modes, [0, *args.resamples], strict=True):
-                t, out = run(workdir, b, "plain" if not b else "bootstrap", args.cold)
+                t, out = run(workdir, b, "plain" if not b else "bootstrap", args.cold, args.by)
                 times[mode].append(t)
                 ds = out if b else ds
         med = {mode: statistics.median(v) for mode, v in times.items()}

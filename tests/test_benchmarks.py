@@ -242,6 +242,10 @@ def test_bench_bootstrap(tmp_path, capsys):
     out = _load("bench_bootstrap").main(["--side", "60", "--per-group", "6", "--resamples", "20",
                                          "--repeat", "1", "--workdir", str(tmp_path)])  # fmt: skip
     assert out["ratio"] > 0 and "ratio bootstrap / plain" in capsys.readouterr().out
+    out = _load("bench_bootstrap").main(["--side", "60", "--per-group", "6", "--resamples", "20",
+                                         "--by", "4", "--repeat", "1", "--workdir",
+                                         str(tmp_path)])  # fmt: skip
+    assert out["ratio"] > 0 and "4 segment-side conditions" in capsys.readouterr().out
 
 
 def test_bench_fusion(tmp_path, capsys):

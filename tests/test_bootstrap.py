@@ -618,6 +618,98 @@ def test_compiled_pass_equals_the_numpy_path_bit_for_bit(seed, rows, cols, g, n_
     np.testing.assert_array_equal(compiled.view(np.int64), numpy_path.view(np.int64))
 
 
+def _crowded_chunk(rng, rows, cols, g, n_cond):
+    """A chunk's arrays whose conditions split its group pairs: scores, mask, conditions."""
+    classes = rng.choice(np.array([-1, 0, 1], np.int8), (rows, cols), p=[0.6, 0.1, 0.3])
+    score = np.round(rng.normal(size=(rows, cols)) * 3, 1)
+    mask = rng.random((rows, cols)) < 0.9
+    mcode, scode = rng.integers(0, g, rows), rng.integers(0, g + 1, cols)
+    m = rng.integers(0, 4, (7, int(mcode.max()) + 1))
+    s = rng.integers(0, 4, (7, int(scode.max()) + 1))
+    cond = rng.integers(0, n_cond, (rows, cols)).astype(np.int8)
+    binning = Binning.from_edges(np.unique(rng.normal(size=5)), np.float64)
+    return m, s, mcode, scode, classes, [score, mask, cond], binning
+
+
+def _both_layouts(m, s, mcode, scode, classes, blocks, **kw):
+    """The chunk's histograms as a grid and as a packed list of the same trials (the bounds,
+    each way's own, left out)."""
+    from bosaris_dask.bootstrap import cell_blocks, histograms
+
+    grid = histograms.chunk_histograms(m, s, mcode, scode, classes, *blocks, **kw)
+    cells = [np.broadcast_to(mcode[:, None], classes.shape),
+             np.broadcast_to(scode[None, :], classes.shape)]  # fmt: skip
+    packed = cell_blocks.cell_chunk_histograms(m, s, classes, *blocks, *cells, **kw)
+    return grid[:-1], packed[:-1]
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), rows=st.integers(1, 30), cols=st.integers(1, 30),
+       g=st.integers(1, 6), n_cond=st.integers(2, 6), cap=st.integers(1, 5),
+       numpy_path=st.booleans())  # fmt: skip
+def test_blocks_crowded_by_conditions_are_cut_with_the_same_sums(
+    seed, rows, cols, g, n_cond, cap, numpy_path
+):
+    """Conditions can split a block's group pairs into more cells than its histograms may hold:
+    the block is then cut where it runs (into fewer model or segment groups on a grid, fewer
+    pairs in a packed list), and the sums are those of one block, bit for bit, on the compiled
+    and the numpy paths."""
+    import os
+
+    from bosaris_dask.bootstrap import histograms
+    from bosaris_dask.passes import jit
+
+    m, s, mcode, scode, classes, blocks, binning = _crowded_chunk(
+        np.random.default_rng(seed), rows, cols, g, n_cond
+    )
+    kw = {"system": 0, "binning": binning, "n_conditions": n_cond, "pin_blas": True}
+    if numpy_path:
+        os.environ[jit.DISABLE_ENV] = "1"
+    saved = histograms.BLOCK_BYTES
+    try:
+        whole = _both_layouts(m, s, mcode, scode, classes, blocks, **kw)
+        # room for the counts of `cap` cells a class: most blocks here are crowded
+        histograms.BLOCK_BYTES = cap * (binning.n_bins + histograms.LIMBS) * 8
+        cut = _both_layouts(m, s, mcode, scode, classes, blocks, **kw)
+    finally:
+        histograms.BLOCK_BYTES = saved
+        os.environ.pop(jit.DISABLE_ENV, None)
+    for a in (*whole, *cut):
+        np.testing.assert_array_equal(a, whole[0])
+
+
+def test_a_crowded_block_is_cut_into_blocks_within_the_limit(monkeypatch):
+    """One model group against four segment groups, every pair's trials in three conditions:
+    twelve cells a class in one planned block; with room for two a class, the block is cut
+    down to single pairs (three cells a class: no smaller cut), the same sums."""
+    from bosaris_dask.bootstrap import histograms
+
+    rng = np.random.default_rng(5)
+    m, s, _, _, _, blocks, binning = _crowded_chunk(rng, 3, 8, 1, 3)
+    mcode, scode = np.zeros(3, int), np.repeat(np.arange(4), 2)
+    m, s = m[:, :1], rng.integers(1, 4, (7, 4))
+    classes = np.where(np.arange(24).reshape(3, 8) % 2, 1, -1).astype(np.int8)
+    blocks[1][:] = True
+    blocks[2][:] = np.arange(3)[:, None]  # each row a condition: a pair's trials in three
+    kw = {"system": 0, "binning": binning, "n_conditions": 3, "pin_blas": True}
+    whole = _both_layouts(m, s, mcode, scode, classes, blocks, **kw)
+    runs = []
+    real_block = histograms._block
+
+    def block(m_, s_, mc, sc, ri, cj, *args):
+        runs.append(len(np.unique(sc[cj])))
+        return real_block(m_, s_, mc, sc, ri, cj, *args)
+
+    monkeypatch.setattr(histograms, "_block", block)
+    monkeypatch.setattr(histograms, "BLOCK_BYTES", 2 * (binning.n_bins + histograms.LIMBS) * 8)
+    cut = _both_layouts(m, s, mcode, scode, classes, blocks, **kw)
+    # planned: 2 segment groups a block (2 pairs: the limit without conditions); crowded
+    # (6 cells a class): cut into single pairs
+    assert runs == [2, 1, 1, 2, 1, 1]
+    for a in (*whole, *cut):
+        np.testing.assert_array_equal(a, whole[0])
+
+
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10_000), rows=st.integers(1, 40), cols=st.integers(1, 40),
        g=st.integers(1, 6), n_cond=st.integers(0, 3), f64=st.booleans(),

@@ -5,9 +5,10 @@ and each column's segment-side group: the layout of a models x segments grid. A 
 list (:mod:`bosaris_dask.io.text.packed`) lays trials of many ids out in a row, so its cells
 carry their groups (:class:`~bosaris_dask.bootstrap.cells.CellGroups`) as two more inputs of
 the pass, and the chunk is cut by the trials' group pairs instead: its trials sorted by
-``(model group, segment group)``, in blocks of whole pairs (at most ``BLOCK_BYTES`` of pair
-histograms and ``_TRIALS`` trials each). A block's trials go through the same per-trial loops
-(compiled or numpy: one row whose cells are the block's pairs) and the same products
+``(model group, segment group)``, in blocks of whole pairs (each within
+:func:`~bosaris_dask.bootstrap.histograms.block_fits`, cut further where conditions crowd
+it). A block's trials go through the same per-trial loops (compiled or numpy: one row whose
+cells are the block's pairs) and the same products
 (:func:`~bosaris_dask.bootstrap.histograms._products`) as a block of the grid, so the
 histograms are the same exact integer sums whichever layout the trials came in.
 
@@ -28,6 +29,9 @@ Examples
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
@@ -61,7 +65,7 @@ def cell_chunk_histograms(
     pair = model_cells[rows, cols].astype(np.int64) * len(s) + segment_cells[rows, cols]
     order = np.argsort(pair, kind="stable")
     rows, cols, pair = rows[order], cols[order], pair[order]
-    cuts = _cuts(pair, max(1, histograms.BLOCK_BYTES // ((nb + histograms.LIMBS) * 8)))
+    cuts = _cuts(pair, partial(histograms.block_fits, nb=nb, n_conditions=n_conditions))
 
     def block(cut: tuple[int, int], out: np.ndarray, guard: np.ndarray) -> None:
         a, e = cut
@@ -72,24 +76,18 @@ def cell_chunk_histograms(
     return histograms.run_blocks(cuts, block, shape, pin_blas)
 
 
-def _cuts(pair: np.ndarray, max_pairs: int) -> list[tuple[int, int]]:
-    """Ranges of the sorted trials, cut where a pair begins, of at most ``max_pairs`` pairs and
-    ``_TRIALS`` trials each (or one pair, whatever its trials).
+def _cuts(pair: np.ndarray, fits: Callable[[int, int], bool]) -> list[tuple[int, int]]:
+    """Ranges of the sorted trials, cut where a pair begins, for which ``fits(pairs, trials)``
+    holds (or one pair, whatever its trials):
+    :func:`~bosaris_dask.bootstrap.histograms.block_fits`.
 
-    >>> _cuts(np.array([0, 0, 1, 2, 2, 2, 5]), 2)
+    >>> _cuts(np.array([0, 0, 1, 2, 2, 2, 5]), lambda pairs, trials: pairs <= 2)
     [(0, 3), (3, 7)]
     """
     if not len(pair):
         return []
-    starts = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
-    out, lo, n_pairs = [], 0, 0
-    for k, start in enumerate(starts.tolist()):
-        if n_pairs and (n_pairs == max_pairs or start - starts[lo] >= histograms._TRIALS):
-            out.append((int(starts[lo]), start))
-            lo, n_pairs = k, 0
-        n_pairs += 1
-    out.append((int(starts[lo]), len(pair)))
-    return out
+    starts = np.r_[np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]]), len(pair)]
+    return [(a, b) for a, b, _ in histograms._plan(starts, fits)]
 
 
 def _block(m, s, pair, classes, score, cond, binning, nb, out, guard) -> None:
@@ -103,13 +101,20 @@ def _block(m, s, pair, classes, score, cond, binning, nb, out, guard) -> None:
     one, every = np.zeros(1, dtype=np.intp), np.arange(len(pair), dtype=np.intp)
     classes, score, mask = classes[None], score[None], np.ones((1, len(pair)), dtype=bool)
     cond = None if cond is None else cond[None]
-    # one row whose cells are the block's pairs: cell = 0 * n_cells + local
-    per_class = fast_block.per_trial(classes, score, mask, cond, one, every, one, local,
-                                     n_cells, n_cells, n_cells * out.shape[0], binning)  # fmt: skip
-    if per_class is None:
-        per_class = histograms._per_trial(classes, score, mask, cond, one, local, n_cells,
-                                          n_cells, binning, nb)  # fmt: skip
-    elif per_class[0][3] >= histograms._BIG:
+    limit = histograms.cell_limit(nb) if cond is not None and n_cells > 1 else None
+    try:  # one row whose cells are the block's pairs: cell = 0 * n_cells + local
+        per_class = fast_block.per_trial(classes, score, mask, cond, one, every, one, local,
+                                         n_cells, n_cells, n_cells * out.shape[0], binning,
+                                         limit)  # fmt: skip
+        if per_class is None:
+            per_class = histograms._per_trial(classes, score, mask, cond, one, local, n_cells,
+                                              n_cells, binning, nb, limit)  # fmt: skip
+    except fast_block.CrowdedBlock as crowded:  # conditions split its pairs: fewer pairs each
+        for part in histograms._cut(slice(0, len(pair)), local, -(-crowded.cells // limit)):
+            _block(m, s, pair[part], classes[0, part], score[0, part], cond[0, part], binning,
+                   nb, out, guard)  # fmt: skip
+        return
+    if per_class[0][3] >= histograms._BIG:
         histograms._refuse(per_class[0][3])
     histograms._products(m, s, per_class, pairs // len(s), cell_segment.reshape(-1), gs_u,
                          n_cells, nb, out, guard)  # fmt: skip

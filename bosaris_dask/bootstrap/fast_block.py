@@ -39,7 +39,16 @@ from bosaris_dask.bootstrap.bins import Binning
 from bosaris_dask.passes.jit import compiled
 from bosaris_dask.passes.loop_parts import LOOP_PARTS, key_args, order_key
 
-__all__ = ["per_trial"]
+__all__ = ["per_trial", "CrowdedBlock"]
+
+
+class CrowdedBlock(Exception):
+    """A block whose trials occupy more (condition, group pair) cells than its histograms may
+    hold (``cells`` of them): the caller cuts it into smaller blocks."""
+
+    def __init__(self, cells: int):
+        super().__init__(cells)
+        self.cells = cells
 
 
 def _collect(
@@ -113,7 +122,7 @@ def _scatter(
 def per_trial(
     classes: np.ndarray, score: np.ndarray, mask: np.ndarray, cond: np.ndarray | None,
     rows: np.ndarray, cols: np.ndarray, gm_l: np.ndarray, gs_l: np.ndarray, n_gs: int,
-    n_cells: int, n_total: int, binning: Binning,
+    n_cells: int, n_total: int, binning: Binning, max_cells: int | None = None,
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, float]] | None:  # fmt: skip
     """Per class (non-target, target): the occupied cells (ascending), their ``(cells, bins +
     LIMBS)`` table (the counts of each bin, then zeros for the limbs; float32, float64 from
@@ -123,7 +132,8 @@ def per_trial(
     The block is rows ``rows`` and columns ``cols`` (int64 indices) of the chunk's arrays, read
     in place; its cell ``(rows[a], cols[b])`` is a trial of cell ``gm_l[a] * n_gs + gs_l[b]``
     (plus ``cond`` times the ``n_cells`` pairs) when its class is non-zero and its mask true;
-    ``n_total`` bounds the cells.
+    ``n_total`` bounds the cells. :class:`CrowdedBlock` when the two classes occupy more than
+    ``max_cells`` cells in all (checked after counting, before any table is made).
     """
     collect, scatter = compiled(_collect, calls=LOOP_PARTS), compiled(_scatter)
     if collect is None or scatter is None:
@@ -145,6 +155,10 @@ def per_trial(
         counts, cell, bins, tar,
         sbits.view(ku),
     )  # fmt: skip
+    occupied = [np.flatnonzero(counts[c]) for c in (0, 1)]
+    crowd = len(occupied[0]) + len(occupied[1])
+    if max_cells is not None and crowd > max_cells:
+        raise CrowdedBlock(crowd)
     cell, bins, tar, sbits = cell[:n], bins[:n], tar[:n], sbits[:n]
     # log1p(exp(-|s|)) by numpy (the numpy path's values, bit for bit)
     f = sbits.astype(np.float64)
@@ -153,11 +167,8 @@ def per_trial(
     np.exp(f, out=f)
     np.log1p(f, out=f)
     remap = np.zeros((2, n_total), dtype=np.int64)
-    occupied = []
-    for c in (0, 1):
-        occ = np.flatnonzero(counts[c])
+    for c, occ in enumerate(occupied):
         remap[c, occ] = np.arange(len(occ))
-        occupied.append(occ)
     width = binning.n_bins + LIMBS  # the counts, then room for the Cllr sums' limbs
     exact = np.float32 if n < _F32 else np.float64  # float32 counts are exact below 2**24
     hists = [np.zeros(len(occ) * width, dtype=exact) for occ in occupied]

@@ -118,33 +118,38 @@ def _nibbles(values: np.ndarray) -> np.ndarray:
     return np.stack([(values >> (4 * j)) & 15 for j in range(k)], axis=1)
 
 
-def _per_trial(classes, score, mask, cond, gm_l, gs_l, n_gs, n_cells, binning, nb):
+def _per_trial(classes, score, mask, cond, gm_l, gs_l, n_gs, n_cells, binning, nb,
+               max_cells=None):  # fmt: skip
     """The numpy path of :func:`bosaris_dask.bootstrap.fast_block.per_trial` (the reference
     its compiled loops equal bit for bit)."""
     valid = mask & (classes != 0)
     pair = (gm_l.reshape(-1, 1).astype(np.int64) * n_gs + gs_l.reshape(1, -1))[valid]
     if cond is not None:
         pair += cond[valid].astype(np.int64) * n_cells
-    sc = score[valid]
     tar = classes[valid] == 1
+    counts = [np.bincount(pair[tar if c else ~tar], minlength=n_cells) for c in (0, 1)]
+    occupied = [np.flatnonzero(n) for n in counts]
+    crowd = len(occupied[0]) + len(occupied[1])
+    if max_cells is not None and crowd > max_cells:
+        raise fast_block.CrowdedBlock(crowd)
+    sc = score[valid]
     bins = binning.bins(order_keys(sc))
     terms = _terms(sc, tar)
     out = []
-    for c in (0, 1):
+    for c, occ in enumerate(occupied):
         sel = tar if c else ~tar
-        if not sel.any():
+        if not len(occ):
             out.append((np.zeros(0, np.intp), None, None, 0.0))
             continue
         p = pair[sel]
-        occupied = np.flatnonzero(np.bincount(p, minlength=n_cells))
-        remap = np.zeros(max(n_cells, int(occupied[-1]) + 1), dtype=np.intp)
-        remap[occupied] = np.arange(len(occupied))
+        remap = np.zeros(len(counts[c]), dtype=np.intp)
+        remap[occ] = np.arange(len(occ))
         compact = remap[p]
-        n_pairs = len(occupied)
+        n_pairs = len(occ)
         hist = np.bincount(compact * nb + bins[sel], minlength=n_pairs * nb).reshape(n_pairs, nb)
         table = np.zeros((n_pairs, nb + LIMBS), dtype=np.float32 if len(p) < _F32 else np.float64)
         table[:, :nb] = hist  # exact: float32 below 2**24
-        out.append((occupied, table, _pair_sums(compact, terms[sel], n_pairs), 0.0))
+        out.append((occ, table, _pair_sums(compact, terms[sel], n_pairs), 0.0))
     return out
 
 
@@ -153,23 +158,64 @@ def _block(m, s, mcode, scode, ri, cj, classes, score, mask, cond, binning, nb, 
     indices) of the chunk's arrays to ``out`` (``(G, 2, 1 + B, nb + LIMBS)``, ``G``
     conditions; ``cond``: each cell's condition, or ``None`` for one); ``m`` and ``s`` are
     ``(groups, 1 + B)`` float32 multiplicities whose products are exact.  The per-trial work is
-    :mod:`~bosaris_dask.bootstrap.fast_block`'s where numba is there, else :func:`_per_trial`."""
+    :mod:`~bosaris_dask.bootstrap.fast_block`'s where numba is there, else :func:`_per_trial`.
+
+    A block whose trials' conditions split its group pairs into more cells than
+    :func:`cell_limit` is cut into blocks of fewer model (or segment) groups, as many as the
+    count needs, and each is done in turn."""
     gm_u, gm_l = np.unique(mcode[ri], return_inverse=True)
     gs_u, gs_l = np.unique(scode[cj], return_inverse=True)
     n_gs = len(gs_u)
     n_cells = len(gm_u) * n_gs  # (group pair, condition): the condition most significant
+    splits = cond is not None and n_cells > 1
+    limit = cell_limit(nb) if splits else None
     rows, cols = np.arange(classes.shape[0])[ri], np.arange(classes.shape[1])[cj]
-    per_class = fast_block.per_trial(classes, score, mask, cond, rows, cols, gm_l, gs_l, n_gs,
-                                     n_cells, n_cells * out.shape[0], binning)  # fmt: skip
-    if per_class is None:
-        index = (ri, cj) if isinstance(ri, slice) and isinstance(cj, slice) else np.ix_(rows, cols)
-        per_class = _per_trial(classes[index], score[index], mask[index],
-                               None if cond is None else cond[index], gm_l, gs_l, n_gs, n_cells,
-                               binning, nb)  # fmt: skip
-    elif per_class[0][3] >= _BIG:
+    try:
+        per_class = fast_block.per_trial(classes, score, mask, cond, rows, cols, gm_l, gs_l,
+                                         n_gs, n_cells, n_cells * out.shape[0], binning,
+                                         limit)  # fmt: skip
+        if per_class is None:
+            index = (
+                (ri, cj) if isinstance(ri, slice) and isinstance(cj, slice) else np.ix_(rows, cols)
+            )
+            per_class = _per_trial(classes[index], score[index], mask[index],
+                                   None if cond is None else cond[index], gm_l, gs_l, n_gs,
+                                   n_cells, binning, nb, limit)  # fmt: skip
+    except fast_block.CrowdedBlock as crowded:
+        parts = -(-crowded.cells // limit)
+        cuts = ([(r, cj) for r in _cut(ri, gm_l, parts)] if len(gm_u) > 1 else
+                [(ri, c) for c in _cut(cj, gs_l, parts)])  # fmt: skip
+        for r, c in cuts:
+            _block(m, s, mcode, scode, r, c, classes, score, mask, cond, binning, nb, out, guard)
+        return
+    if per_class[0][3] >= _BIG:
         _refuse(per_class[0][3])
     cells = np.arange(n_cells)
     _products(m, s, per_class, gm_u[cells // n_gs], cells % n_gs, gs_u, n_cells, nb, out, guard)
+
+
+def cell_limit(nb: int) -> int:
+    """The most occupied (condition, group pair) cells of a block's two classes: their count
+    tables (float32) hold ``BLOCK_BYTES``."""
+    return 2 * max(1, BLOCK_BYTES // ((nb + LIMBS) * 8))
+
+
+def _cut(ids: slice | np.ndarray, group: np.ndarray, parts: int) -> list[slice | np.ndarray]:
+    """``ids`` (ordered by their ``group``, local codes) cut into up to ``parts`` runs of whole
+    groups, each of about as many groups.
+
+    >>> _cut(slice(10, 15), np.array([0, 0, 1, 2, 2]), 2)
+    [slice(10, 12, None), slice(12, 15, None)]
+    >>> [c.tolist() for c in _cut(np.array([4, 2, 9]), np.array([0, 1, 1]), 5)]
+    [[4], [2, 9]]
+    """
+    n_groups = int(group[-1]) + 1
+    starts = np.searchsorted(group, np.unique(np.linspace(0, n_groups, min(parts, n_groups) + 1)
+                                              .astype(np.int64)))  # fmt: skip
+    runs = zip(starts[:-1].tolist(), starts[1:].tolist(), strict=True)
+    if isinstance(ids, slice):
+        return [slice(ids.start + a, ids.start + b) for a, b in runs]
+    return [ids[a:b] for a, b in runs]
 
 
 def _products(m, s, per_class, cell_model, cell_segment, gs_u, n_cells, nb, out, guard) -> None:
@@ -297,16 +343,41 @@ def _pick(order: np.ndarray | None, lo: int, hi: int) -> slice | np.ndarray:
     return slice(lo, hi) if order is None else order[lo:hi]
 
 
-def _plan(bounds: np.ndarray, per_set: int, cells_per_id: int) -> list[tuple[int, int]]:
-    """Consecutive runs of groups, at most ``per_set`` groups and ~``_TRIALS`` cells each."""
+def _plan(bounds: np.ndarray, fits: Callable[[int, int], bool]) -> list[tuple[int, int, int]]:
+    """Consecutive runs of groups, at least one each, for which ``fits(groups, ids)`` holds:
+    ``(first id, end id, groups)`` of each (``bounds``: the groups' id bounds).
+
+    >>> _plan(np.array([0, 2, 3, 7, 8]), lambda groups, ids: ids <= 4)
+    [(0, 3, 2), (3, 7, 1), (7, 8, 1)]
+    """
     out, lo = [], 0
     for g in range(1, len(bounds)):
-        full = g - lo > per_set or (bounds[g] - bounds[lo]) * cells_per_id > _TRIALS
-        if full and g - 1 > lo:
-            out.append((int(bounds[lo]), int(bounds[g - 1])))
+        if g - 1 > lo and not fits(g - lo, int(bounds[g] - bounds[lo])):
+            out.append((int(bounds[lo]), int(bounds[g - 1]), g - 1 - lo))
             lo = g - 1
-    out.append((int(bounds[lo]), int(bounds[-1])))
+    out.append((int(bounds[lo]), int(bounds[-1]), len(bounds) - 1 - lo))
     return out
+
+
+#: The most (group pair, condition) indices of a block: its per-class counts and remaps are
+#: four int64 arrays of them.
+_INDEX = BLOCK_BYTES // 32
+
+
+def block_fits(pairs: int, trials: int, nb: int, n_conditions: int) -> bool:
+    """Whether a planned block of ``pairs`` group pairs over ``trials`` cells keeps within the
+    pass's bounds: its trials within ``_TRIALS``, its ``pairs * G`` (pair, condition) indices
+    within ``_INDEX``, and, without conditions, its occupied cells (at most ``min(pairs,
+    trials)`` a class) within :func:`cell_limit`. Conditions can split a pair's trials into
+    more cells: a block that then occupies too many is cut where it runs (:func:`_block`).
+
+    >>> block_fits(1000, 100_000, 256, 1), block_fits(1000, 100_000, 256, 3000)
+    (True, False)
+    >>> block_fits(100_000, 10_000, 256, 1)  # at most 10,000 occupied cells a class
+    True
+    """
+    indices = pairs * max(1, n_conditions)
+    return trials <= _TRIALS and indices <= _INDEX and min(pairs, trials) <= cell_limit(nb) // 2
 
 
 def chunk_histograms(
@@ -321,7 +392,8 @@ def chunk_histograms(
 
     The chunk is cut into blocks of whole groups (its rows ordered by model group, its columns
     by segment group), so each group pair of the chunk is in one block whatever the ids' order,
-    with at most ``BLOCK_BYTES`` of pair histogram and ``_TRIALS`` cells per block. Without
+    each block within :func:`block_fits` (its histograms, indices and trials bounded, whatever
+    the number of conditions). Without
     ``pin_blas`` (fewer tasks than cores), the blocks run in as many threads as cores, each
     with its own sums (integers: the same sums in any order).
     """
@@ -332,7 +404,7 @@ def chunk_histograms(
     assert float(m.max()) * float(s.max()) < _F32, "multiplicities not checked before the pass"
     m, s = m.T.astype(np.float32), s.T.astype(np.float32)  # rows: groups
     shape = (max(1, n_conditions), 2, m.shape[1], nb + LIMBS)
-    cuts = _blocks(mcode, scode, nb)
+    cuts = _blocks(mcode, scode, nb, n_conditions)
     return run_blocks(
         cuts, lambda cut, out, guard: _block(m, s, mcode, scode, *cut, classes, score, mask,
                                              cond, binning, nb, out, guard),
@@ -369,15 +441,22 @@ def run_blocks(
     return np.concatenate([out.reshape(-1), guard])
 
 
-def _blocks(mcode, scode, nb) -> list[tuple[slice | np.ndarray, slice | np.ndarray]]:
-    """The chunk's blocks of whole groups: (rows, columns) of each."""
-    max_pairs = max(1, BLOCK_BYTES // ((nb + LIMBS) * 8))
+def _blocks(mcode, scode, nb, n_conditions) -> list[tuple[slice | np.ndarray, ...]]:
+    """The chunk's blocks of whole groups (rows, columns), each within :func:`block_fits`:
+    sets of segment groups sized for the largest model group, then sets of model groups."""
     rows, rbounds = _runs(np.asarray(mcode))
     cols, cbounds = _runs(np.asarray(scode))
-    n_gs = len(cbounds) - 1
-    per_row_set = max(1, max_pairs // max(1, min(n_gs, max_pairs)))
-    return [(_pick(rows, r0, r1), _pick(cols, c0, c1)) for c0, c1 in _plan(cbounds, max_pairs, 1)
-            for r0, r1 in _plan(rbounds, per_row_set, c1 - c0)]  # fmt: skip
+    tallest = int(np.diff(rbounds).max(initial=1))
+    out = []
+    for c0, c1, n_gs in _plan(cbounds, lambda g, ids: block_fits(g, ids * tallest, nb,
+                                                                 n_conditions)):  # fmt: skip
+        fits = partial(_fits_rows, n_gs=n_gs, width=c1 - c0, nb=nb, n_conditions=n_conditions)
+        out += [(_pick(rows, r0, r1), _pick(cols, c0, c1)) for r0, r1, _ in _plan(rbounds, fits)]
+    return out
+
+
+def _fits_rows(groups: int, ids: int, *, n_gs: int, width: int, nb: int, n_conditions: int):
+    return block_fits(groups * n_gs, ids * width, nb, n_conditions)
 
 
 class ResampleHistograms:
