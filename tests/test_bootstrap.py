@@ -356,6 +356,30 @@ def test_budget_error_names_the_limit():
         _evaluate(key, systems, conditions=tables, bootstrap=2000, resample=["model.spk"])
 
 
+def test_a_bootstrap_over_budget_per_condition_is_refused_before_the_evaluation():
+    """With ``--by``, the bootstrap's task memory grows with the conditions: checked on the
+    client before any pass, not after a whole evaluation."""
+    import dask
+
+    def no_pass(*args, **kwargs):
+        raise AssertionError("a pass ran before the bootstrap's memory was checked")
+
+    key, systems, tables, *_ = _data()
+    kw = {"conditions": tables, "bootstrap": 2000, "resample": ["model.spk"], "seed": 1}
+    # room for the pooled histograms (at 16 bins: 135 MB) but not for one per model speaker
+    # (162 MB)
+    with dask.config.set({"bosaris_dask.bootstrap-budget": 150 << 20}):
+        _evaluate(key, systems, **kw)
+        with (
+            dask.config.set(scheduler=no_pass),
+            pytest.raises(
+                OptionError,
+                match=r"--bootstrap 2000 with \d+ groups, 2 systems x 4 conditions needs",
+            ),
+        ):
+            _evaluate(key, systems, by=["model.spk"], **kw)
+
+
 # --------------------------------------------------------------------------------------------
 # the command line
 # --------------------------------------------------------------------------------------------

@@ -226,12 +226,20 @@ def evaluate_with_intervals(
     conditions = [c if isinstance(c, Conditions) else as_condition_table(c) for c in conditions]
     # the resamples are drawn and checked on the client before any pass
     draws = _draw(key, conditions, resample, n_resamples, seed, bootstrap_method)
+    tables = conditions
+    if by:  # made once, and the pass's memory checked (choose_bins) before the evaluation's
+        from bosaris_dask.conditions.evaluation import _conditions_of
+
+        tables = [_conditions_of(key, conditions, by)]
+        groups = draws[0]
+        choose_bins(n_resamples + 1, len(systems), split_every,
+                    groups.n_model + groups.n_segment, tables[0].n_conditions)  # fmt: skip
     if by or len(cprimary_priors) or equalize:
         from bosaris_dask.conditions.evaluation import conditions_and_summaries
 
         # the pooled summaries give the bins (no pass of their own)
         ds, summaries = conditions_and_summaries(
-            systems, key, conditions=conditions if by else (), by=by,
+            systems, key, conditions=tables if by else (), by=by,
             cprimary_priors=cprimary_priors, equalize=equalize, split_every=split_every,
             progress=progress, **kwargs,
         )  # fmt: skip
@@ -248,7 +256,7 @@ def evaluate_with_intervals(
             f"{missing})", BootstrapWarning, stacklevel=2,
         )  # fmt: skip
     return add_intervals(
-        ds, systems, key, conditions=conditions, resample=resample, bootstrap=int(bootstrap or 0),
+        ds, systems, key, conditions=tables, resample=resample, bootstrap=int(bootstrap or 0),
         ci=ci, seed=seed, compare=compare, split_every=split_every, progress=progress,
         summaries=summaries, by=by, _draws=draws, bootstrap_method=bootstrap_method,
     )  # fmt: skip
