@@ -429,23 +429,35 @@ def conditions_as_systems(results: xr.Dataset, *, empty: bool = False) -> xr.Dat
     >>> conditions_as_systems(ds).system.values.tolist()
     ['system-1 [segment.lang=a]', 'system-1 [segment.lang=b]']
     """
-    parts, left_out = [], []
-    for g, label in enumerate(results.condition.values):
-        view = condition_result(results, g)
-        for name in view.system.values:
-            one = view.sel(system=[name])
-            if not empty and not int(one.n_target[0]) * int(one.n_nontarget[0]):
-                left_out.append(f"{name} [{label}]")
-                continue
-            parts.append(one.assign_coords(system=[f"{name} [{label}]"]))
-    if not parts:
+    systems, labels = results.system.values, results.condition.values
+    n_tar, n_non = results[PREFIX + "n_target"].values, results[PREFIX + "n_nontarget"].values
+    # (condition, system) pairs, condition-major: each condition's systems in turn
+    cond, system = (
+        a.ravel()
+        for a in np.meshgrid(np.arange(len(labels)), np.arange(len(systems)), indexing="ij")
+    )
+    kept = np.ones(len(cond), dtype=bool) if empty else (n_tar * n_non > 0)[system, cond]
+    left_out = [f"{systems[j]} [{labels[g]}]" for g, j in zip(cond[~kept], system[~kept],
+                                                                strict=True)]  # fmt: skip
+    if not kept.any():
         raise OptionError("no condition has both targets and non-targets")
-    neutral = parts[0].get("ece_neutral")
-    if neutral is not None:
-        parts = [p.drop_vars("ece_neutral") for p in parts]
-    out = xr.concat(parts, dim="system", data_vars="all")
-    if neutral is not None:  # one curve, not one per system
-        out["ece_neutral"] = neutral
+    names = [name for name in results.data_vars if name.startswith(PREFIX)]
+    # one pointwise isel of every per-condition variable: its (system, condition) dims become
+    # one "system" of the kept pairs
+    pair = {"system": ("kept", system[kept]), "condition": ("kept", cond[kept])}
+    out = results[names].drop_vars([str(b) for b in results.attrs["by"]], errors="ignore")
+    out = out.isel({d: xr.Variable(*v) for d, v in pair.items()}).drop_vars(list(pair))
+    out = out.drop_vars(PREFIX + "bootstrap_degenerate", errors="ignore")
+    out = out.rename_vars({name: name[len(PREFIX) :] for name in out.data_vars})
+    out = out.rename_dims({PREFIX + d: d for d in set(_CURVES.values()) if PREFIX + d in out.dims})
+    # (comparisons, which have no system, repeat along it: each pair's condition's, first)
+    out = out.rename_dims(kept="system").transpose("system", ...).assign_coords(
+        system=[
+            f"{systems[j]} [{labels[g]}]" for g, j in zip(cond[kept], system[kept], strict=True)
+        ]  # fmt: skip
+    )
+    if "ece_neutral" in results:  # one curve, not one per system
+        out["ece_neutral"] = results.ece_neutral
     out.attrs = {k: v for k, v in results.attrs.items() if k != "by"}
     if left_out:
         out.attrs["conditions_left_out"] = left_out
