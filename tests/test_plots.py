@@ -657,6 +657,38 @@ def test_the_plot_command_checks_its_output_before_reading_and_names_empty_condi
     assert said in capsys.readouterr().err
 
 
+def test_plot_by_draws_the_conditions_with_the_most_targets_up_to_max_curves(
+    tmp_path, capsys, monkeypatch
+):
+    """A curve per condition, but not thousands: the ``--max-curves`` conditions with the most
+    targets (non-targets break ties), in their table order, and the rest said."""
+    from bosaris_dask import plots
+    from bosaris_dask.cli import main
+
+    drawn = {}
+    monkeypatch.setattr(plots, "save_plot", lambda results, *a, **k: drawn.update(r=results))
+    key, scores, table = tmp_path / "k.txt", tmp_path / "s.txt", tmp_path / "m.tsv"
+    # model m<k> has k targets among 8 segments (m0 none: no curve); m3 and m4 tie on targets,
+    # m3 has more non-targets (a ninth segment)
+    rows = [(f"m{k}", f"x{j}", j < k) for k in range(7) for j in range(8)] + [("m3", "x8", False)]
+    rows = [(m, s, t) for m, s, t in rows if not (m == "m4" and s == "x3")]
+    key.write_text("".join(f"{m} {s} {'target' if t else 'nontarget'}\n" for m, s, t in rows))
+    scores.write_text("".join(f"{m} {s} {int(t) + 0.1 * j}\n" for j, (m, s, t) in
+                              enumerate(rows)))  # fmt: skip
+    table.write_text("model\tc\n" + "".join(f"m{k}\tc{k}\n" for k in range(7)))
+    argv = ["plot", "det", "--key", str(key), "--scores", str(scores), "--conditions", str(table),
+            "--by", "model.c", "--out", str(tmp_path / "d.png")]  # fmt: skip
+    assert main([*argv, "--max-curves", "3"]) == 0
+    err = capsys.readouterr().err
+    assert "no curve for s [model.c=c0]: no targets or no non-targets" in err
+    assert (
+        "drawing 3 of the 6 conditions with a curve: those with the most targets, down to 3" in err
+    )
+    assert drawn["r"].system.values.tolist() == [f"s [model.c=c{k}]" for k in (3, 5, 6)]
+    assert main(argv) == 0  # 20 by default: every curve
+    assert "drawing" not in capsys.readouterr().err and drawn["r"].sizes["system"] == 6
+
+
 @pytest.mark.parametrize("n", [12, 25])
 def test_more_curves_than_the_colour_cycle_get_distinct_colours(n):
     # curves 1 and 11 shared a colour (and line style) past the cycle's 10

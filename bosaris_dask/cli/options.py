@@ -74,7 +74,12 @@ def condition_arguments(parser: argparse.ArgumentParser, cprimary: bool = True) 
         help="model.COL, segment.COL, same.COL or trial.COL: also report every condition of "
         "COL; repeat for the Cartesian product of several",
     )  # fmt: skip
-    if not cprimary:
+    if not cprimary:  # plot: a curve per (system, condition)
+        parser.add_argument(
+            "--max-curves", type=values.positive, default=20, metavar="N",
+            help="with --by: draw the curves of at most N (system, condition) pairs, those of "
+            "the conditions with the most targets (default 20; each one left out is said)",
+        )  # fmt: skip
         return
     parser.add_argument(
         "--equalize", action="store_true",

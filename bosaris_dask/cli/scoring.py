@@ -127,11 +127,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
             evaluated = _evaluate(args, *eval_inputs, eval_scores)
             results = {"dev": results, "eval": evaluated}
     if getattr(args, "by", None):  # a curve per (system, condition)
-        from bosaris_dask.conditions.evaluation import conditions_as_systems
-
-        results = ({k: conditions_as_systems(v) for k, v in results.items()}
-                   if isinstance(results, dict) else conditions_as_systems(results))  # fmt: skip
-        _say_conditions_left_out(args, results)
+        results = ({k: _curves_per_condition(args, v, k) for k, v in results.items()}
+                   if isinstance(results, dict)
+                   else _curves_per_condition(args, results))  # fmt: skip
     options: dict[str, Any] = {"window": args.window} if args.kind == "det" and args.window else {}
     if args.kind in ("det", "nbe"):
         options["dr30"] = args.dr30
@@ -144,12 +142,33 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-def _say_conditions_left_out(args: argparse.Namespace, results: Any) -> None:
-    """Say which conditions have no curve (no targets or no non-targets), as the table does."""
-    views = results.values() if isinstance(results, dict) else [results]
-    left = sorted({str(c) for v in views for c in v.attrs.get("conditions_left_out", ())})
-    if left:
-        _say(args, f"no curve for {', '.join(left)}: no targets or no non-targets")
+def _curves_per_condition(args: argparse.Namespace, results: Any, name: str = "") -> Any:
+    """The per-condition results as systems (a curve each), of the ``--max-curves`` conditions
+    with the most targets (then non-targets) when there are more: every condition left out,
+    for having no targets or non-targets or past the limit, is said (a few named)."""
+    import numpy as np
+
+    from bosaris_dask.conditions.evaluation import PREFIX, conditions_as_systems
+
+    n_tar = results[PREFIX + "n_target"].values
+    n_non = results[PREFIX + "n_nontarget"].values
+    where = f" ({name})" if name else ""
+    empty = np.argwhere((n_tar * n_non == 0).T)  # (condition, system) pairs without a curve
+    if len(empty):
+        systems, labels = results.system.values, results.condition.values
+        left = [f"{systems[j]} [{labels[g]}]" for g, j in empty[:5].tolist()]
+        more = f" and {len(empty) - 5:,} more" if len(empty) > 5 else ""
+        _say(args, f"no curve for {', '.join(left)}{more}{where}: no targets or no non-targets")
+    drawn = np.flatnonzero((n_tar * n_non > 0).any(axis=0))
+    most = max(1, args.max_curves // results.sizes["system"])
+    if len(drawn) > most:  # the most targets first, then non-targets, then the given order
+        tar, non = n_tar.sum(axis=0)[drawn], n_non.sum(axis=0)[drawn]
+        top = drawn[np.lexsort((drawn, -non, -tar))[:most]]
+        _say(args, f"drawing {most:,} of the {len(drawn):,} conditions with a curve{where}: "
+             f"those with the most targets, down to {int(n_tar.sum(axis=0)[top].min()):,} "
+             "(--max-curves N draws more)")  # fmt: skip
+        results = results.isel(condition=np.sort(top))
+    return conditions_as_systems(results)
 
 
 #: The plot options that some kinds of plot use: (option, its dest, the kinds that use it).
