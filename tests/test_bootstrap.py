@@ -890,15 +890,18 @@ def test_a_comparison_says_how_far_the_bins_resolve_the_rank_metrics():
     # Two systems that rank every trial alike differ by 0 exactly, but each has bins of its
     # own: the resamples' EER, minDCF and minCllr differ by the bins' error, which the
     # comparison reports as its resolution (the two systems' binned errors on the data).
+    import dask
+
     key, systems, tables, *_ = _data(n_m=14, n_s=16)
     twin = systems[0].copy(data={"score": systems[0].score * 2.5 + 0.3,
                                  "score_mask": systems[0].score_mask})  # fmt: skip
-    ds = _evaluate(key, [systems[0], twin], conditions=tables, bootstrap=40,
-                   resample=["model.spk", "segment.spk"], seed=2, compare=True)  # fmt: skip
+    with dask.config.set({"bosaris_dask.bootstrap-bins": 4}):  # coarse: binned values are off
+        ds = _evaluate(key, [systems[0], twin], conditions=tables, bootstrap=40,
+                       resample=["model.spk", "segment.spk"], seed=2, compare=True)  # fmt: skip
     for name in ("eer", "min_cllr"):
         assert float(ds[f"compare_{name}"][0]) == 0.0
         off = np.abs(ds[f"{name}_binned"].values - ds[name].values)
-        assert float(ds[f"compare_{name}_resolution"][0]) == off[0] + off[1]
+        assert float(ds[f"compare_{name}_resolution"][0]) == off[0] + off[1] > 0
     assert "compare_cllr_resolution" not in ds  # Cllr and actDCF are exact per resample
     text = format_table(ds)
     res = float(ds.compare_eer_resolution[0]) * 100
@@ -908,6 +911,32 @@ def test_a_comparison_says_how_far_the_bins_resolve_the_rank_metrics():
     (cmp,) = to_json_dict(ds)["comparisons"]
     assert cmp["eer"]["diff_resolution"] == float(ds.compare_eer_resolution[0])
     assert "diff_resolution" not in cmp["cllr"]
+
+
+def test_a_system_compared_with_its_copy_differs_by_exactly_zero_without_a_bins_note():
+    """The same bins of the same scores: every resample's difference is 0, so nothing is left
+    unresolved (no ``bins ±R``), pooled and per condition; a scaled copy keeps its note."""
+    import dask
+
+    key, systems, tables, *_ = _data(n_m=14, n_s=16)
+    copy = systems[0].copy(deep=True)
+    kw = {"conditions": tables, "bootstrap": 40, "resample": ["model.spk", "segment.spk"],
+          "seed": 2, "compare": True, "by": ["model.gender"]}  # fmt: skip
+    ds = _evaluate(key, [systems[0], copy], **kw)
+    for name in ("eer", "min_cllr", "min_dcf"):
+        for prefix in ("", "condition_"):
+            values = ds[f"{prefix}compare_{name}_resolution"].values
+            assert np.all(values[~np.isnan(values)] == 0) and not np.all(np.isnan(values))
+            ci = ds[f"{prefix}compare_{name}_ci"].values
+            assert np.all(ci[~np.isnan(ci)] == 0)
+    text = format_table(ds)
+    assert "  EER (%) +0.000 [+0.000, +0.000] (0.00)" in text and "bins ±" not in text
+    # a scaled copy ranks alike, but its bins (the Bayes thresholds among their edges) differ
+    twin = systems[0].copy(data={"score": systems[0].score * 2.5 + 0.3,
+                                 "score_mask": systems[0].score_mask})  # fmt: skip
+    with dask.config.set({"bosaris_dask.bootstrap-bins": 4}):
+        scaled = _evaluate(key, [systems[0], twin], **kw)
+    assert float(scaled.compare_eer_resolution[0]) > 0 and "; bins ±" in format_table(scaled)
 
 
 def test_a_comparison_with_missing_scores_says_it_is_not_paired_over_trials():

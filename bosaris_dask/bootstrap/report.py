@@ -23,6 +23,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.bootstrap.replicates import METRICS, PER_POINT
+from bosaris_dask.bootstrap.variables import BINNED
 
 __all__ = ["add_json", "format_block"]
 
@@ -217,9 +218,13 @@ def format_block(results: xr.Dataset) -> list[str]:
             "",
             f"paired differences first - second: value [{level} interval] "
             "(fraction of resamples where the first is lower)",
-            "  bins ±R: the resamples' EER, minCllr and minDCF are the bootstrap bins', "
-            "off by up to about R on the data: a difference within ±R is not resolved",
         ]
+        if any(float(np.nansum(results[f"compare_{m}_resolution"].values)) > 0
+               for m in BINNED if f"compare_{m}_resolution" in results):  # fmt: skip
+            lines.append(
+                "  bins ±R: the resamples' EER, minCllr and minDCF are the bootstrap bins', "
+                "off by up to about R on the data: a difference within ±R is not resolved"
+            )
         for i, label in enumerate(results.pair.values):
             if all(np.isnan(results[f"compare_{m}"].values[i]) for m in METRICS):
                 lines.append(f"{label}: none (a system without targets or non-targets here)")
@@ -253,9 +258,11 @@ def _interval(lo: float, hi: float) -> str:
 
 
 def _bins(results: xr.Dataset, metric: str, i: int, at: int | None, scale: float) -> str:
-    """``"; bins ±R"`` for a binned metric of a comparison, else ``""``."""
+    """``"; bins ±R"`` for a binned metric of a comparison, else ``""`` (also where ``R`` is 0:
+    the two systems' binned values are the same in every resample)."""
     var = f"compare_{metric}_resolution"
     if var not in results:
         return ""
     v = results[var].values[i]
-    return f"; bins ±{float(v if at is None else v[at]) * scale:.3f}"
+    r = float(v if at is None else v[at])
+    return f"; bins ±{r * scale:.3f}" if r else ""

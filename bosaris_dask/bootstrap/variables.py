@@ -115,10 +115,9 @@ def condition_compare_variables(ds, reps, level, is_op, n_sys) -> dict[str, Any]
                 with np.errstate(invalid="ignore"):
                     better = np.where(np.isnan(diff), np.nan, diff < 0)
                     frac = np.nanmean(better, axis=0)
-                off = sum(
-                    np.abs(reps[k, g][name][0] - (exact[k, g][is_op] if per_point else exact[k, g]))
-                    for k in (i, j)
-                )
+                off = resolution_of(reps[i, g][name], reps[j, g][name],
+                                    *(exact[k, g][is_op] if per_point else exact[k, g]
+                                      for k in (i, j)))  # fmt: skip
                 if per_point:
                     point[p, g] = exact[i, g] - exact[j, g]
                     point[p, g, ~is_op] = np.nan
@@ -206,6 +205,24 @@ def interval_variables(ds, reps, level, is_op) -> dict[str, Any]:
     return out
 
 
+def resolution_of(
+    binned_a: np.ndarray, binned_b: np.ndarray, exact_a: Any, exact_b: Any
+) -> np.ndarray:  # fmt: skip
+    """How far the binned difference of two systems' metric can be off: the sum of their
+    binned values' errors on the data (``binned_*[0]``; resamples after it), or 0 where the two
+    are the same on the data and in every resample and their exact values are equal (the same
+    bins of the same scores, e.g. a system and its copy: differences of exactly 0).
+
+    >>> binned, other = np.array([0.25, 0.5, 0.75]), np.array([0.5, 0.5, 1.0])
+    >>> float(resolution_of(binned, other, 0.125, 0.375)), float(resolution_of(binned, binned,
+    ...                                                                         0.125, 0.125))
+    (0.25, 0.0)
+    """
+    off = np.abs(binned_a[0] - exact_a) + np.abs(binned_b[0] - exact_b)
+    alike = (binned_a == binned_b) | (np.isnan(binned_a) & np.isnan(binned_b))
+    return np.where(alike.all(axis=0) & (np.asarray(exact_a) == exact_b), 0.0, off)
+
+
 def compare_variables(ds, reps, level, is_op, names) -> dict[str, Any]:
     out: dict[str, Any] = {}
     pairs = list(itertools.combinations(range(len(names)), 2))
@@ -226,8 +243,8 @@ def compare_variables(ds, reps, level, is_op, names) -> dict[str, Any]:
         out[f"compare_{name}_ci"] = ((*dims, "bound"), ci)
         out[f"compare_{name}_p_better"] = (dims, p_better)
         if name in BINNED:  # each resample's value is the bins'; on the data they are off by
-            off = [np.abs(reps[k][name][0] - exact[k]) for k in range(len(names))]
-            resolution = np.stack([off[i] + off[j] for i, j in pairs])
+            resolution = np.stack([resolution_of(reps[i][name], reps[j][name], exact[i],
+                                                 exact[j]) for i, j in pairs])  # fmt: skip
             if per_point:
                 resolution = _per_plo(ds, resolution, is_op)
             out[f"compare_{name}_resolution"] = (dims, resolution)
