@@ -437,8 +437,8 @@ def conditions_as_systems(results: xr.Dataset, *, empty: bool = False) -> xr.Dat
         for a in np.meshgrid(np.arange(len(labels)), np.arange(len(systems)), indexing="ij")
     )
     kept = np.ones(len(cond), dtype=bool) if empty else (n_tar * n_non > 0)[system, cond]
-    left_out = [f"{systems[j]} [{labels[g]}]" for g, j in zip(cond[~kept], system[~kept],
-                                                                strict=True)]  # fmt: skip
+    named = [f"{systems[j]} [{labels[g]}]" for g, j in zip(cond, system, strict=True)]
+    left_out = [named[k] for k in np.flatnonzero(~kept)]
     if not kept.any():
         raise OptionError("no condition has both targets and non-targets")
     names = [name for name in results.data_vars if name.startswith(PREFIX)]
@@ -451,11 +451,8 @@ def conditions_as_systems(results: xr.Dataset, *, empty: bool = False) -> xr.Dat
     out = out.rename_vars({name: name[len(PREFIX) :] for name in out.data_vars})
     out = out.rename_dims({PREFIX + d: d for d in set(_CURVES.values()) if PREFIX + d in out.dims})
     # (comparisons, which have no system, repeat along it: each pair's condition's, first)
-    out = out.rename_dims(kept="system").transpose("system", ...).assign_coords(
-        system=[
-            f"{systems[j]} [{labels[g]}]" for g, j in zip(cond[kept], system[kept], strict=True)
-        ]  # fmt: skip
-    )
+    out = out.rename_dims(kept="system").transpose("system", ...)
+    out = out.assign_coords(system=[named[k] for k in np.flatnonzero(kept)])
     if "ece_neutral" in results:  # one curve, not one per system
         out["ece_neutral"] = results.ece_neutral
     out.attrs = {k: v for k, v in results.attrs.items() if k != "by"}
