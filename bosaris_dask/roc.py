@@ -175,8 +175,10 @@ def _minorant_loop(xs, ys, stack):  # pragma: no cover
                 break
         stack[top] = k
         top += 1
-    if stack[top - 1] != last:
-        stack[top] = last  # the hull always ends at the last point (reject everything)
+    if stack[top - 1] != last:  # the hull always ends at the last point (reject everything):
+        if top > 1 and xs[stack[top - 1]] == xs[last] and ys[stack[top - 1]] == ys[last]:
+            top -= 1  # in place of an equal point (trailing empty bins), not after it
+        stack[top] = last
         top += 1
     return top
 
@@ -187,7 +189,8 @@ def convex_minorant(x: np.ndarray, y: np.ndarray, fast: bool = True) -> np.ndarr
     ``x`` must be non-decreasing and the points integer-valued (counts), so that the decisions
     are made exactly. Collinear points are not vertices; of points with equal ``x``, only the
     lowest can be one, except that the first and the last point always are (for an ROC they are
-    "accept everything" and "reject everything"). ``fast``: run the loop compiled (numba, where
+    "accept everything" and "reject everything"; a point equal to the last one, as trailing empty
+    bins give, is not one: no vertex repeats). ``fast``: run the loop compiled (numba, where
     installed) when every coordinate is a non-negative integer below ``2**31``; the same
     vertices, exactly (from :data:`_COMPILED_HULL_POINTS` points on, or
     :data:`_COMPILED_HULL_POINTS_LOADED` once numba is loaded).
@@ -228,8 +231,10 @@ def convex_minorant(x: np.ndarray, y: np.ndarray, fast: bool = True) -> np.ndarr
             else:
                 break
         stack.append(k)
-    if stack[-1] != last:
-        stack.append(last)  # the hull always ends at the last point (reject everything)
+    if stack[-1] != last:  # the hull always ends at the last point (reject everything):
+        if len(stack) > 1 and (xs[stack[-1]], ys[stack[-1]]) == (xs[last], ys[last]):
+            stack.pop()  # in place of an equal point (trailing empty bins), not after it
+        stack.append(last)
     return candidates[np.asarray(stack, dtype=np.int64)]
 
 

@@ -78,9 +78,12 @@ def test_pav_blocks_have_increasing_posteriors():
     n=st.integers(1, 400),
     seed=st.integers(0, 2**32 - 1),
     kind=st.sampled_from(["smooth", "noisy", "pure runs", "ties", "separated"]),
+    empty=st.tuples(st.integers(0, 3), st.integers(0, 3)),
 )
-def test_summaries_equal_the_exact_rational_reference(n, seed, kind):
-    """Hull, PAV blocks, EER, PRBEP and minCllr against tests/reference.py (Fractions, no roc)."""
+def test_summaries_equal_the_exact_rational_reference(n, seed, kind, empty):
+    """Hull, PAV blocks, EER, PRBEP and minCllr against tests/reference.py (Fractions, no roc),
+    with ``empty`` bins before and after the data (pooled into the first and last PAV blocks:
+    no hull vertex repeats)."""
     rng = np.random.default_rng(seed)
     if kind == "smooth":
         n_tar = rng.poisson(np.linspace(1, 60, n) ** 1.5)
@@ -98,6 +101,8 @@ def test_summaries_equal_the_exact_rational_reference(n, seed, kind):
         n_tar, n_non = rng.integers(0, 20, n), rng.integers(0, 20, n)
     n_tar[-1] += 1
     n_non[0] += 1
+    n_tar, n_non = (np.pad(a, empty) for a in (n_tar, n_non))
+    n = len(n_tar)
     tar = np.repeat(np.arange(n, dtype=np.float64), n_tar)  # bin i holds the score i
     non = np.repeat(np.arange(n, dtype=np.float64), n_non)
     hull = roc.hull_from_counts(n_tar, n_non)
@@ -197,3 +202,14 @@ def test_steppy_roc_of_a_summary_without_targets_keeps_every_point():
     with np.errstate(invalid="ignore"):
         pmiss, pfa = steppy_roc(s)
     assert np.isnan(pmiss).all() and pfa.tolist() == [1.0, 0.25, 0.0, 0.0, 0.0]
+
+
+def test_trailing_empty_bins_join_the_last_pav_block_and_get_its_llr():
+    """An empty last bin was a vertex of its own (the hull's last point repeated), so PAV made
+    it an empty block and its optimal LLR was NaN."""
+    from bosaris_dask.calibration.optimal import optimal_llr_table
+
+    hull = roc.hull_from_counts(np.array([1, 2, 0]), np.array([2, 1, 0]))
+    assert hull.misses.tolist() == [0, 1, 3] and hull.false_alarms.tolist() == [3, 1, 0]
+    llr = optimal_llr_table([1, 2, 0], [2, 1, 0])
+    np.testing.assert_allclose(llr, [-np.log(2), np.log(2), np.log(2)], rtol=1e-15)
