@@ -5,7 +5,8 @@ exact (integer weighted counts). From it:
 
 - **EER**, **minDCF** and **minCllr** come from the ROC convex hull of the bins (PAV over the
   bins), i.e. of the resample's scores rounded down to their bin's edge: at the bins'
-  resolution (the hull of the bin edges' ROC points lies on or above the exact hull);
+  resolution (the hull of the bin edges' ROC points lies on or above the exact hull); every
+  resample's hull at once (:mod:`~bosaris_dask.row_hulls`);
 - **actDCF** at the reported operating points is exact: their Bayes thresholds are bin edges;
 - **Cllr** is exact: the resample's sums of the per-trial Cllr terms (each rounded to a
   multiple of ``2**-57``) over its targets and non-targets.
@@ -26,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from bosaris_dask import roc
+from bosaris_dask import row_hulls
 
 __all__ = ["replicate_metrics", "METRICS", "PER_POINT"]
 
@@ -65,17 +66,17 @@ def replicate_metrics(
     out |= {name: np.full((rows, len(plo)), np.nan) for name in PER_POINT}
     p, q = expit(plo), expit(-plo)
     norm = np.minimum(p, q)
-    for r in range(rows):
-        t_row, n_row = tar[r], non[r]
-        n_t, n_n = int(t_row.sum()), int(n_row.sum())
-        if n_t == 0 or n_n == 0:
-            continue
-        hull = roc.hull_from_counts(t_row, n_row)
-        out["eer"][r] = roc.hull_eer(hull)
-        out["min_cllr"][r] = roc.hull_min_cllr(hull)
-        out["cllr"][r] = (sp_tar[r] / n_t + sp_non[r] / n_n) / (2 * np.log(2))
-        out["min_dcf"][r] = roc.min_bayes_error(hull, plo)[0] / norm
-        misses = np.cumsum(t_row)[edge_index]
-        fas = n_n - np.cumsum(n_row)[edge_index]
-        out["act_dcf"][r] = (p * misses / n_t + q * fas / n_n) / norm
+    n_t, n_n = tar.sum(axis=1), non.sum(axis=1)
+    valid = np.flatnonzero((n_t > 0) & (n_n > 0))
+    if not len(valid):
+        return out
+    hulls = row_hulls.row_hulls(tar[valid], non[valid])
+    n_t, n_n = n_t[valid], n_n[valid]
+    out["eer"][valid] = row_hulls.rows_eer(hulls)
+    out["min_cllr"][valid] = row_hulls.rows_min_cllr(hulls)
+    out["cllr"][valid] = (sp_tar[valid] / n_t + sp_non[valid] / n_n) / (2 * np.log(2))
+    out["min_dcf"][valid] = row_hulls.rows_min_bayes_error(hulls, plo) / norm
+    misses = np.cumsum(tar[valid], axis=1)[:, edge_index]
+    fas = n_n[:, None] - np.cumsum(non[valid], axis=1)[:, edge_index]
+    out["act_dcf"][valid] = (p * misses / n_t[:, None] + q * fas / n_n[:, None]) / norm
     return out
