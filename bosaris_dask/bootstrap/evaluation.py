@@ -150,6 +150,12 @@ class BootstrapWarning(UserWarning):
     """Bootstrap settings that give intervals in name only (too few resamples for the level)."""
 
 
+#: The bootstrap pass merges its tasks' histograms two at a time: they are large (a row per
+#: resample, a set per system and condition) and merge by a sum, so a merge task holds three
+#: of them, not ``split_every + 1`` (more bins for the same budget).
+MERGE_EVERY = 2
+
+
 def _task_bytes(n_rows: int, nb: int, n_sys: int, split_every: int, groups: int) -> int:
     result = n_sys * 2 * n_rows * (nb + LIMBS) * 8
     return (split_every + 1) * result + n_rows * (4096 + groups) * 8 + BLOCK_BYTES
@@ -159,8 +165,8 @@ def choose_bins(
     n_rows: int, n_sys: int, split_every: int, groups: int, n_conditions: int = 1
 ) -> int:
     """The number of coarse bins: ``bosaris_dask.bootstrap-bins``, fewer when a task's memory
-    (:func:`_task_bytes`, a histogram per system and condition) would pass
-    ``bosaris_dask.bootstrap-budget``; OptionError below 16.
+    (:func:`_task_bytes`, a histogram per system and condition, merged :data:`MERGE_EVERY` at
+    a time) would pass ``bosaris_dask.bootstrap-budget``; OptionError below 16.
 
     >>> choose_bins(101, 1, 8, 50)
     256
@@ -173,6 +179,7 @@ def choose_bins(
     """
     budget = config.get("bootstrap-budget")
     nb = config.get("bootstrap-bins")
+    split_every = min(split_every, MERGE_EVERY)  # the bootstrap pass's merges
     parts = n_sys * n_conditions
     while nb > 16 and _task_bytes(n_rows, nb, parts, split_every, groups) > budget:
         nb //= 2
@@ -369,7 +376,7 @@ def add_intervals(
     cond = _condition_index(key, conditions, by, inputs) if by else None
     results = resample_histograms(
         inputs, m, s, groups.model_codes, groups.segment_codes, binnings, names,
-        split_every=split_every, progress=progress, pin_blas=pin,
+        split_every=min(split_every, MERGE_EVERY), progress=progress, pin_blas=pin,
         conditions=None if cond is None else cond[0], n_conditions=0 if cond is None else cond[1],
         cells=groups.arrays(inputs[0].chunks) if isinstance(groups, CellGroups) else None,
     )  # fmt: skip
