@@ -170,14 +170,12 @@ def _block(m, s, mcode, scode, ri, cj, classes, score, mask, cond, binning, nb, 
     splits = cond is not None and n_cells > 1
     limit = cell_limit(nb) if splits else None
     rows, cols = np.arange(classes.shape[0])[ri], np.arange(classes.shape[1])[cj]
+    index = (ri, cj) if isinstance(ri, slice) and isinstance(cj, slice) else np.ix_(rows, cols)
     try:
         per_class = fast_block.per_trial(classes, score, mask, cond, rows, cols, gm_l, gs_l,
                                          n_gs, n_cells, n_cells * out.shape[0], binning,
                                          limit)  # fmt: skip
         if per_class is None:
-            index = (
-                (ri, cj) if isinstance(ri, slice) and isinstance(cj, slice) else np.ix_(rows, cols)
-            )
             per_class = _per_trial(classes[index], score[index], mask[index],
                                    None if cond is None else cond[index], gm_l, gs_l, n_gs,
                                    n_cells, binning, nb, limit)  # fmt: skip
