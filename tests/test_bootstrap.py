@@ -642,17 +642,18 @@ def test_compiled_pass_equals_the_numpy_path_bit_for_bit(seed, rows, cols, g, n_
     np.testing.assert_array_equal(compiled.view(np.int64), numpy_path.view(np.int64))
 
 
-def _crowded_chunk(rng, rows, cols, g, n_cond):
-    """A chunk's arrays whose conditions split its group pairs: scores, mask, conditions."""
+def _random_chunk(rng, rows, cols, g, n_cond, resamples=7):
+    """A chunk's multiplicities, group codes, classes, blocks (scores, mask and, with
+    ``n_cond``, each cell's condition: a pair's trials in several) and bins, at random."""
     classes = rng.choice(np.array([-1, 0, 1], np.int8), (rows, cols), p=[0.6, 0.1, 0.3])
     score = np.round(rng.normal(size=(rows, cols)) * 3, 1)
     mask = rng.random((rows, cols)) < 0.9
     mcode, scode = rng.integers(0, g, rows), rng.integers(0, g + 1, cols)
-    m = rng.integers(0, 4, (7, int(mcode.max()) + 1))
-    s = rng.integers(0, 4, (7, int(scode.max()) + 1))
-    cond = rng.integers(0, n_cond, (rows, cols)).astype(np.int8)
+    m = rng.integers(0, 4, (resamples, int(mcode.max()) + 1))
+    s = rng.integers(0, 4, (resamples, int(scode.max()) + 1))
+    cond = [rng.integers(0, n_cond, (rows, cols)).astype(np.int8)] if n_cond else []
     binning = Binning.from_edges(np.unique(rng.normal(size=5)), np.float64)
-    return m, s, mcode, scode, classes, [score, mask, cond], binning
+    return m, s, mcode, scode, classes, [score, mask, *cond], binning
 
 
 def _both_layouts(m, s, mcode, scode, classes, blocks, **kw):
@@ -683,7 +684,7 @@ def test_blocks_crowded_by_conditions_are_cut_with_the_same_sums(
     from bosaris_dask.bootstrap import histograms
     from bosaris_dask.passes import jit
 
-    m, s, mcode, scode, classes, blocks, binning = _crowded_chunk(
+    m, s, mcode, scode, classes, blocks, binning = _random_chunk(
         np.random.default_rng(seed), rows, cols, g, n_cond
     )
     kw = {"system": 0, "binning": binning, "n_conditions": n_cond, "pin_blas": True}
@@ -709,7 +710,7 @@ def test_a_crowded_block_is_cut_into_blocks_within_the_limit(monkeypatch):
     from bosaris_dask.bootstrap import histograms
 
     rng = np.random.default_rng(5)
-    m, s, _, _, _, blocks, binning = _crowded_chunk(rng, 3, 8, 1, 3)
+    m, s, _, _, _, blocks, binning = _random_chunk(rng, 3, 8, 1, 3)
     mcode, scode = np.zeros(3, int), np.repeat(np.arange(4), 2)
     m, s = m[:, :1], rng.integers(1, 4, (7, 4))
     classes = np.where(np.arange(24).reshape(3, 8) % 2, 1, -1).astype(np.int8)
@@ -748,17 +749,10 @@ def test_products_per_model_group_equal_the_batched_ones(
     batches) of ``pairs``, blocks in threads or in turn; the same sums, bit for bit."""
     from bosaris_dask.bootstrap import histograms
 
-    rng = np.random.default_rng(seed)
-    classes = rng.choice(np.array([-1, 0, 1], np.int8), (rows, cols), p=[0.6, 0.1, 0.3])
-    score = np.round(rng.normal(size=(rows, cols)) * 3, 1)
-    mask = rng.random((rows, cols)) < 0.9
-    mcode, scode = rng.integers(0, g, rows), rng.integers(0, g + 1, cols)
-    m = rng.integers(0, 4, (9, int(mcode.max()) + 1))
-    s = rng.integers(0, 4, (9, int(scode.max()) + 1))
+    m, s, mcode, scode, classes, blocks, binning = _random_chunk(
+        np.random.default_rng(seed), rows, cols, g, n_cond, resamples=9
+    )
     m[:, 0] *= seed % 3 > 0  # sometimes a model group no resample draws
-    binning = Binning.from_edges(np.unique(rng.normal(size=5)), np.float64)
-    blocks = [score, mask] + ([rng.integers(0, n_cond, (rows, cols)).astype(np.int8)]
-                              if n_cond else [])  # fmt: skip
     kw = {"system": 0, "binning": binning, "n_conditions": n_cond, "pin_blas": False}
     saved = histograms._TRIALS, histograms._MIN_RUN, histograms._F32, histograms._PAIRS
     histograms._TRIALS = 40 if small else saved[0]
