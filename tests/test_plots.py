@@ -687,6 +687,18 @@ def test_plot_by_draws_the_conditions_with_the_most_targets_up_to_max_curves(
     assert drawn["r"].system.values.tolist() == [f"s [model.c=c{k}]" for k in (3, 5, 6)]
     assert main(argv) == 0  # 20 by default: every curve
     assert "drawing" not in capsys.readouterr().err and drawn["r"].sizes["system"] == 6
+    # dev and eval in one plot: the limit shared, eval's curves of dev's conditions (eval
+    # alone would draw c4 and c6: c5 has one target there)
+    eval_key = tmp_path / "ek.txt"
+    kept = [(m, s, t and (m != "m5" or s == "x0")) for m, s, t in rows]
+    eval_key.write_text("".join(f"{m} {s} {'target' if t else 'nontarget'}\n" for m, s, t in kept))
+    both = [*argv, "--eval-key", str(eval_key), "--eval-scores", str(scores), "--max-curves",
+            "4"]  # fmt: skip
+    assert main(both) == 0
+    assert "drawing 2 of the 6 conditions with a curve (dev)" in capsys.readouterr().err
+    names = drawn["r"]["eval"].system.values.tolist()
+    assert [n.split(" [")[-1] for n in names] == ["model.c=c5]", "model.c=c6]"]
+    assert drawn["r"]["dev"].sizes["system"] == 2
 
 
 @pytest.mark.parametrize("n", [12, 25])

@@ -127,9 +127,13 @@ def cmd_plot(args: argparse.Namespace) -> int:
             evaluated = _evaluate(args, *eval_inputs, eval_scores)
             results = {"dev": results, "eval": evaluated}
     if getattr(args, "by", None):  # a curve per (system, condition)
-        results = ({k: _curves_per_condition(args, v, k) for k, v in results.items()}
-                   if isinstance(results, dict)
-                   else _curves_per_condition(args, results))  # fmt: skip
+        if isinstance(results, dict):  # dev's conditions for eval too: curves to compare
+            (first, dev), *rest = results.items()
+            drawn, chosen = _curves_per_condition(args, dev, first, sets=len(results))
+            results = {first: drawn} | {k: _curves_per_condition(args, v, k, chosen=chosen)[0]
+                                        for k, v in rest}  # fmt: skip
+        else:
+            results = _curves_per_condition(args, results)[0]
     options: dict[str, Any] = {"window": args.window} if args.kind == "det" and args.window else {}
     if args.kind in ("det", "nbe"):
         options["dr30"] = args.dr30
@@ -142,9 +146,13 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-def _curves_per_condition(args: argparse.Namespace, results: Any, name: str = "") -> Any:
-    """The per-condition results as systems (a curve each), of the ``--max-curves`` conditions
-    with the most targets (then non-targets) when there are more: every condition left out,
+def _curves_per_condition(
+    args: argparse.Namespace, results: Any, name: str = "", *, sets: int = 1,
+    chosen: list[str] | None = None,
+) -> tuple[Any, list[str] | None]:  # fmt: skip
+    """The per-condition results as systems (a curve each), and the conditions drawn when
+    not all: those of the ``chosen`` labels, or of the ``--max-curves`` (shared by ``sets``
+    Datasets in one plot) with the most targets (then non-targets). Every condition left out,
     for having no targets or non-targets or past the limit, is said (a few named)."""
     import numpy as np
 
@@ -152,23 +160,26 @@ def _curves_per_condition(args: argparse.Namespace, results: Any, name: str = ""
 
     n_tar = results[PREFIX + "n_target"].values
     n_non = results[PREFIX + "n_nontarget"].values
+    labels = results.condition.values
     where = f" ({name})" if name else ""
     empty = np.argwhere((n_tar * n_non == 0).T)  # (condition, system) pairs without a curve
     if len(empty):
-        systems, labels = results.system.values, results.condition.values
-        left = [f"{systems[j]} [{labels[g]}]" for g, j in empty[:5].tolist()]
+        left = [f"{results.system.values[j]} [{labels[g]}]" for g, j in empty[:5].tolist()]
         more = f" and {len(empty) - 5:,} more" if len(empty) > 5 else ""
         _say(args, f"no curve for {', '.join(left)}{more}{where}: no targets or no non-targets")
+    if chosen is not None:
+        return conditions_as_systems(results.sel(condition=[c for c in chosen if c in labels])
+                                     ), chosen  # fmt: skip
     drawn = np.flatnonzero((n_tar * n_non > 0).any(axis=0))
-    most = max(1, args.max_curves // results.sizes["system"])
-    if len(drawn) > most:  # the most targets first, then non-targets, then the given order
-        tar, non = n_tar.sum(axis=0)[drawn], n_non.sum(axis=0)[drawn]
-        top = drawn[np.lexsort((drawn, -non, -tar))[:most]]
-        _say(args, f"drawing {most:,} of the {len(drawn):,} conditions with a curve{where}: "
-             f"those with the most targets, down to {int(n_tar.sum(axis=0)[top].min()):,} "
-             "(--max-curves N draws more)")  # fmt: skip
-        results = results.isel(condition=np.sort(top))
-    return conditions_as_systems(results)
+    most = max(1, args.max_curves // (results.sizes["system"] * sets))
+    if len(drawn) <= most:
+        return conditions_as_systems(results), None
+    tar, non = n_tar.sum(axis=0)[drawn], n_non.sum(axis=0)[drawn]  # most targets, non-targets,
+    top = np.sort(drawn[np.lexsort((drawn, -non, -tar))[:most]])  # then the given order
+    _say(args, f"drawing {most:,} of the {len(drawn):,} conditions with a curve{where}: those "
+         f"with the most targets, down to {int(n_tar.sum(axis=0)[top].min()):,} (--max-curves "
+         "N draws more)" + ("; the same conditions for each set of curves" if sets > 1 else ""))  # fmt: skip
+    return conditions_as_systems(results.isel(condition=top)), [str(c) for c in labels[top]]
 
 
 #: The plot options that some kinds of plot use: (option, its dest, the kinds that use it).
