@@ -206,6 +206,7 @@ def test_intervals_do_not_depend_on_chunking(chunks):
 
 
 def test_blocks_of_whole_groups_in_any_id_order(monkeypatch):
+    from bosaris_dask.bootstrap import blocks as chunk_blocks
     from bosaris_dask.bootstrap import histograms
 
     key, systems, tables, *_ = _data(seed=12, n_m=30, n_s=26, g_m=7, g_s=6, chunks=(11, 13),
@@ -214,9 +215,9 @@ def test_blocks_of_whole_groups_in_any_id_order(monkeypatch):
           "seed": 3}  # fmt: skip
     expected = _evaluate(key, systems, **kw)
     # pair histograms of ~3 pairs and blocks of ~40 cells: many blocks per chunk
-    monkeypatch.setattr(histograms, "BLOCK_BYTES", 3 * (expected.attrs["bootstrap_bins"][0] +
+    monkeypatch.setattr(chunk_blocks, "BLOCK_BYTES", 3 * (expected.attrs["bootstrap_bins"][0] +
                                                         histograms.LIMBS) * 8)  # fmt: skip
-    monkeypatch.setattr(histograms, "_TRIALS", 40)
+    monkeypatch.setattr(chunk_blocks, "_TRIALS", 40)
     got = _evaluate(key, systems, **kw)
     for name in ("eer_ci", "cllr_ci", "min_cllr_ci", "act_dcf_ci", "min_dcf_ci", "eer_binned"):
         xr.testing.assert_identical(got[name], expected[name])
@@ -609,6 +610,7 @@ def test_compiled_pass_equals_the_numpy_path_bit_for_bit(seed, rows, cols, g, n_
     in one block or (``small``) many."""
     import os
 
+    from bosaris_dask.bootstrap import blocks as chunk_blocks
     from bosaris_dask.bootstrap import fast_block, histograms
     from bosaris_dask.passes import jit
 
@@ -630,15 +632,15 @@ def test_compiled_pass_equals_the_numpy_path_bit_for_bit(seed, rows, cols, g, n_
     blocks = [score, mask] + ([rng.integers(0, n_cond, (rows, cols)).astype(np.int8)]
                               if n_cond else [])  # fmt: skip
     kw = {"system": 0, "binning": binning, "n_conditions": n_cond, "pin_blas": False}
-    trials = histograms._TRIALS
-    histograms._TRIALS = 40 if small else trials
+    trials = chunk_blocks._TRIALS
+    chunk_blocks._TRIALS = 40 if small else trials
     try:
         compiled = histograms.chunk_histograms(m, s, mcode, scode, classes, *blocks, **kw)
         os.environ[jit.DISABLE_ENV] = "1"
         numpy_path = histograms.chunk_histograms(m, s, mcode, scode, classes, *blocks, **kw)
     finally:
         os.environ.pop(jit.DISABLE_ENV, None)
-        histograms._TRIALS = trials
+        chunk_blocks._TRIALS = trials
     np.testing.assert_array_equal(compiled.view(np.int64), numpy_path.view(np.int64))
 
 
@@ -681,6 +683,7 @@ def test_blocks_crowded_by_conditions_are_cut_with_the_same_sums(
     and the numpy paths."""
     import os
 
+    from bosaris_dask.bootstrap import blocks as chunk_blocks
     from bosaris_dask.bootstrap import histograms
     from bosaris_dask.passes import jit
 
@@ -690,14 +693,14 @@ def test_blocks_crowded_by_conditions_are_cut_with_the_same_sums(
     kw = {"system": 0, "binning": binning, "n_conditions": n_cond, "pin_blas": True}
     if numpy_path:
         os.environ[jit.DISABLE_ENV] = "1"
-    saved = histograms.BLOCK_BYTES
+    saved = chunk_blocks.BLOCK_BYTES
     try:
         whole = _both_layouts(m, s, mcode, scode, classes, blocks, **kw)
         # room for the counts of `cap` cells a class: most blocks here are crowded
-        histograms.BLOCK_BYTES = cap * (binning.n_bins + histograms.LIMBS) * 8
+        chunk_blocks.BLOCK_BYTES = cap * (binning.n_bins + histograms.LIMBS) * 8
         cut = _both_layouts(m, s, mcode, scode, classes, blocks, **kw)
     finally:
-        histograms.BLOCK_BYTES = saved
+        chunk_blocks.BLOCK_BYTES = saved
         os.environ.pop(jit.DISABLE_ENV, None)
     for a in (*whole, *cut):
         np.testing.assert_array_equal(a, whole[0])
@@ -707,6 +710,7 @@ def test_a_crowded_block_is_cut_into_blocks_within_the_limit(monkeypatch):
     """One model group against four segment groups, every pair's trials in three conditions:
     twelve cells a class in one planned block; with room for two a class, the block is cut
     down to single pairs (three cells a class: no smaller cut), the same sums."""
+    from bosaris_dask.bootstrap import blocks as chunk_blocks
     from bosaris_dask.bootstrap import histograms
 
     rng = np.random.default_rng(5)
@@ -726,7 +730,7 @@ def test_a_crowded_block_is_cut_into_blocks_within_the_limit(monkeypatch):
         return real_block(m_, s_, mc, sc, ri, cj, *args)
 
     monkeypatch.setattr(histograms, "_block", block)
-    monkeypatch.setattr(histograms, "BLOCK_BYTES", 2 * (binning.n_bins + histograms.LIMBS) * 8)
+    monkeypatch.setattr(chunk_blocks, "BLOCK_BYTES", 2 * (binning.n_bins + histograms.LIMBS) * 8)
     cut = _both_layouts(m, s, mcode, scode, classes, blocks, **kw)
     # planned: 2 segment groups a block (2 pairs: the limit without conditions); crowded
     # (6 cells a class): cut into single pairs
@@ -747,6 +751,7 @@ def test_products_per_model_group_equal_the_batched_ones(
     order, conditions, zero multiplicities, one block or (``small``) many, float32 products or
     (``f64``: float32's exact range made tiny) float64 ones, segment groups in slices (and
     batches) of ``pairs``, blocks in threads or in turn; the same sums, bit for bit."""
+    from bosaris_dask.bootstrap import blocks as chunk_blocks
     from bosaris_dask.bootstrap import histograms
 
     m, s, mcode, scode, classes, blocks, binning = _random_chunk(
@@ -754,8 +759,8 @@ def test_products_per_model_group_equal_the_batched_ones(
     )
     m[:, 0] *= seed % 3 > 0  # sometimes a model group no resample draws
     kw = {"system": 0, "binning": binning, "n_conditions": n_cond, "pin_blas": False}
-    saved = histograms._TRIALS, histograms._MIN_RUN, histograms._F32, histograms._PAIRS
-    histograms._TRIALS = 40 if small else saved[0]
+    saved = chunk_blocks._TRIALS, histograms._MIN_RUN, histograms._F32, histograms._PAIRS
+    chunk_blocks._TRIALS = 40 if small else saved[0]
     histograms._PAIRS = pairs
     histograms._F32 = 16.0 if f64 else saved[2]  # above every m * s here (at most 9)
     try:
@@ -767,7 +772,7 @@ def test_products_per_model_group_equal_the_batched_ones(
         histograms._MIN_RUN = 10**9
         batched = histograms.chunk_histograms(m, s, mcode, scode, classes, *blocks, **kw)
     finally:
-        histograms._TRIALS, histograms._MIN_RUN, histograms._F32, histograms._PAIRS = saved
+        chunk_blocks._TRIALS, histograms._MIN_RUN, histograms._F32, histograms._PAIRS = saved
     np.testing.assert_array_equal(in_turn.view(np.int64), per_group.view(np.int64))
     # the sums (not the last entry: each way's bound on them)
     np.testing.assert_array_equal(per_group[:-1], batched[:-1])

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from bosaris_dask import metrics
 from bosaris_dask.bootstrap import Binning, cell_blocks, histograms
+from bosaris_dask.bootstrap import blocks as chunk_blocks
 from bosaris_dask.bootstrap.cells import TrialResample
 from bosaris_dask.bootstrap.evaluation import add_intervals
 from bosaris_dask.cli import main
@@ -168,9 +169,9 @@ def test_the_cell_kernel_is_the_grid_kernel_on_the_same_trials(seed, n, g, n_con
         np.tile(scode, rows).reshape(rows, cols),
     )
     cell_args = [row(classes), row(score), row(mask), *map(row, extra), *map(row, grid_cells)]
-    saved = histograms._TRIALS, histograms._MIN_RUN, histograms.BLOCK_BYTES
-    histograms._TRIALS = 7 if small else saved[0]
-    histograms.BLOCK_BYTES = 3 * (binning.n_bins + histograms.LIMBS) * 8 if small else saved[2]
+    saved = chunk_blocks._TRIALS, histograms._MIN_RUN, chunk_blocks.BLOCK_BYTES
+    chunk_blocks._TRIALS = 7 if small else saved[0]
+    chunk_blocks.BLOCK_BYTES = 3 * (binning.n_bins + histograms.LIMBS) * 8 if small else saved[2]
     histograms._MIN_RUN = 1 if per_group else 10**9
     try:
         want = histograms.chunk_histograms(m, s, mcode, scode, classes, score, mask, *extra, **kw)
@@ -179,7 +180,7 @@ def test_the_cell_kernel_is_the_grid_kernel_on_the_same_trials(seed, n, g, n_con
         got.append(cell_blocks.cell_chunk_histograms(m, s, *cell_args, **kw))
     finally:
         os.environ.pop(jit.DISABLE_ENV, None)
-        histograms._TRIALS, histograms._MIN_RUN, histograms.BLOCK_BYTES = saved
+        chunk_blocks._TRIALS, histograms._MIN_RUN, chunk_blocks.BLOCK_BYTES = saved
     for out in got:  # counts and Cllr limbs: the same integers (the guard is a bound)
         np.testing.assert_array_equal(out[:-1], want[:-1])
 

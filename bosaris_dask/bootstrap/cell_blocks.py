@@ -6,9 +6,9 @@ list (:mod:`bosaris_dask.io.text.packed`) lays trials of many ids out in a row, 
 carry their groups (:class:`~bosaris_dask.bootstrap.cells.CellGroups`) as two more inputs of
 the pass, and the chunk is cut by the trials' group pairs instead: its trials sorted by
 ``(model group, segment group)``, in blocks of whole pairs (each within
-:func:`~bosaris_dask.bootstrap.histograms.block_fits`, cut further where conditions crowd
-it). A block's trials go through the same per-trial loops (compiled or numpy: one row whose
-cells are the block's pairs) and the same products
+:func:`~bosaris_dask.bootstrap.blocks.block_fits`, cut further where conditions crowd it). A
+block's trials go through the same per-trial loops (compiled or numpy: one row whose cells are
+the block's pairs) and the same products
 (:func:`~bosaris_dask.bootstrap.histograms._products`) as a block of the grid, so the
 histograms are the same exact integer sums whichever layout the trials came in.
 
@@ -37,6 +37,7 @@ import numpy as np
 
 from bosaris_dask.bootstrap import fast_block, histograms
 from bosaris_dask.bootstrap.bins import Binning
+from bosaris_dask.bootstrap.blocks import block_fits, cell_limit, cut_runs, plan_runs, run_blocks
 
 __all__ = ["cell_chunk_histograms"]
 
@@ -65,7 +66,8 @@ def cell_chunk_histograms(
     pair = model_cells[rows, cols].astype(np.int64) * len(s) + segment_cells[rows, cols]
     order = np.argsort(pair, kind="stable")
     rows, cols, pair = rows[order], cols[order], pair[order]
-    cuts = _cuts(pair, partial(histograms.block_fits, nb=nb, n_conditions=n_conditions))
+    width = nb + histograms.LIMBS
+    cuts = _cuts(pair, partial(block_fits, width=width, n_conditions=n_conditions))
 
     def block(cut: tuple[int, int], out: np.ndarray, guard: np.ndarray) -> None:
         a, e = cut
@@ -73,13 +75,13 @@ def cell_chunk_histograms(
         _block(m, s, pair[a:e], classes[trials], score[trials],
                None if cond is None else cond[trials], binning, nb, out, guard)  # fmt: skip
 
-    return histograms.run_blocks(cuts, block, shape, pin_blas)
+    return run_blocks(cuts, block, shape, pin_blas)
 
 
 def _cuts(pair: np.ndarray, fits: Callable[[int, int], bool]) -> list[tuple[int, int]]:
     """Ranges of the sorted trials, cut where a pair begins, for which ``fits(pairs, trials)``
     holds (or one pair, whatever its trials):
-    :func:`~bosaris_dask.bootstrap.histograms.block_fits`.
+    :func:`~bosaris_dask.bootstrap.blocks.block_fits`.
 
     >>> _cuts(np.array([0, 0, 1, 2, 2, 2, 5]), lambda pairs, trials: pairs <= 2)
     [(0, 3), (3, 7)]
@@ -87,7 +89,7 @@ def _cuts(pair: np.ndarray, fits: Callable[[int, int], bool]) -> list[tuple[int,
     if not len(pair):
         return []
     starts = np.r_[np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]]), len(pair)]
-    return [(a, b) for a, b, _ in histograms._plan(starts, fits)]
+    return [(a, b) for a, b, _ in plan_runs(starts, fits)]
 
 
 def _block(m, s, pair, classes, score, cond, binning, nb, out, guard) -> None:
@@ -101,7 +103,7 @@ def _block(m, s, pair, classes, score, cond, binning, nb, out, guard) -> None:
     one, every = np.zeros(1, dtype=np.intp), np.arange(len(pair), dtype=np.intp)
     classes, score, mask = classes[None], score[None], np.ones((1, len(pair)), dtype=bool)
     cond = None if cond is None else cond[None]
-    limit = histograms.cell_limit(nb) if cond is not None and n_cells > 1 else None
+    limit = cell_limit(nb + histograms.LIMBS) if cond is not None and n_cells > 1 else None
     try:  # one row whose cells are the block's pairs: cell = 0 * n_cells + local
         per_class = fast_block.per_trial(classes, score, mask, cond, one, every, one, local,
                                          n_cells, n_cells, n_cells * out.shape[0], binning,
@@ -110,7 +112,7 @@ def _block(m, s, pair, classes, score, cond, binning, nb, out, guard) -> None:
             per_class = histograms._per_trial(classes, score, mask, cond, one, local, n_cells,
                                               n_cells, binning, nb, limit)  # fmt: skip
     except fast_block.CrowdedBlock as crowded:  # conditions split its pairs: fewer pairs each
-        for part in histograms._cut(slice(0, len(pair)), local, -(-crowded.cells // limit)):
+        for part in cut_runs(slice(0, len(pair)), local, -(-crowded.cells // limit)):
             _block(m, s, pair[part], classes[0, part], score[0, part], cond[0, part], binning,
                    nb, out, guard)  # fmt: skip
         return

@@ -74,13 +74,9 @@ import xarray as xr
 from bosaris_dask import config
 from bosaris_dask.arguments import one_or_many
 from bosaris_dask.bootstrap.bins import choose_edges, prefix_histograms, summary_prefix_counts
+from bosaris_dask.bootstrap.blocks import BLOCK_BYTES
 from bosaris_dask.bootstrap.cells import CellGroups, TrialResample
-from bosaris_dask.bootstrap.histograms import (
-    BLOCK_BYTES,
-    LIMBS,
-    check_multiplicities,
-    resample_histograms,
-)
+from bosaris_dask.bootstrap.histograms import LIMBS, check_multiplicities, resample_histograms
 from bosaris_dask.bootstrap.replicates import METRICS, PER_POINT, replicate_metrics
 from bosaris_dask.bootstrap.resample import multiplicities, resample_groups
 from bosaris_dask.bootstrap.variables import (

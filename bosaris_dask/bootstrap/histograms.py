@@ -50,21 +50,25 @@ Examples
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from functools import partial
-from typing import Any
 
 import dask.array as da
 import numpy as np
 
 from bosaris_dask.bootstrap import fast_block
 from bosaris_dask.bootstrap.bins import Binning
+from bosaris_dask.bootstrap.blocks import (
+    _TRIALS,
+    BLOCK_BYTES,
+    cell_limit,
+    cut_runs,
+    grid_blocks,
+    run_blocks,
+)
 from bosaris_dask.errors import OptionError, ScoreError
 from bosaris_dask.passes import memory
-from bosaris_dask.passes.blas import pinned_blas
 from bosaris_dask.passes.keys import order_keys
 from bosaris_dask.passes.runner import Aggregation, run_pass
 
@@ -74,8 +78,6 @@ __all__ = ["chunk_histograms", "resample_histograms", "ResampleHistograms", "LIM
 #: Cllr sums per (pair, class) travel as 4-bit limbs: 16 of the high part, 16 of the low part.
 LIMBS = 32
 _NIBBLES = LIMBS // 2
-#: The largest per-block pair histogram a task builds (bytes); blocks are split beyond.
-BLOCK_BYTES = 1 << 26
 _PAIRS = 4096  # pairs per matrix product (batched)
 _MIN_RUN = 32  # pairs per model group from which the products go a model group at a time
 _SUB = 1 << 16  # terms per float bincount: sums of < 2**37 integers stay exact
@@ -161,14 +163,14 @@ def _block(m, s, mcode, scode, ri, cj, classes, score, mask, cond, binning, nb, 
     :mod:`~bosaris_dask.bootstrap.fast_block`'s where numba is there, else :func:`_per_trial`.
 
     A block whose trials' conditions split its group pairs into more cells than
-    :func:`cell_limit` is cut into blocks of fewer model (or segment) groups, as many as the
-    count needs, and each is done in turn."""
+    :func:`~bosaris_dask.bootstrap.blocks.cell_limit` is cut into blocks of fewer model (or
+    segment) groups, as many as the count needs, and each is done in turn."""
     gm_u, gm_l = np.unique(mcode[ri], return_inverse=True)
     gs_u, gs_l = np.unique(scode[cj], return_inverse=True)
     n_gs = len(gs_u)
     n_cells = len(gm_u) * n_gs  # (group pair, condition): the condition most significant
     splits = cond is not None and n_cells > 1
-    limit = cell_limit(nb) if splits else None
+    limit = cell_limit(nb + LIMBS) if splits else None
     rows, cols = np.arange(classes.shape[0])[ri], np.arange(classes.shape[1])[cj]
     index = (ri, cj) if isinstance(ri, slice) and isinstance(cj, slice) else np.ix_(rows, cols)
     try:
@@ -181,8 +183,8 @@ def _block(m, s, mcode, scode, ri, cj, classes, score, mask, cond, binning, nb, 
                                    n_cells, binning, nb, limit)  # fmt: skip
     except fast_block.CrowdedBlock as crowded:
         parts = -(-crowded.cells // limit)
-        cuts = ([(r, cj) for r in _cut(ri, gm_l, parts)] if len(gm_u) > 1 else
-                [(ri, c) for c in _cut(cj, gs_l, parts)])  # fmt: skip
+        cuts = ([(r, cj) for r in cut_runs(ri, gm_l, parts)] if len(gm_u) > 1 else
+                [(ri, c) for c in cut_runs(cj, gs_l, parts)])  # fmt: skip
         for r, c in cuts:
             _block(m, s, mcode, scode, r, c, classes, score, mask, cond, binning, nb, out, guard)
         return
@@ -190,30 +192,6 @@ def _block(m, s, mcode, scode, ri, cj, classes, score, mask, cond, binning, nb, 
         _refuse(per_class[0][3])
     cells = np.arange(n_cells)
     _products(m, s, per_class, gm_u[cells // n_gs], cells % n_gs, gs_u, n_cells, nb, out, guard)
-
-
-def cell_limit(nb: int) -> int:
-    """The most occupied (condition, group pair) cells of a block's two classes: their count
-    tables (float32) hold ``BLOCK_BYTES``."""
-    return 2 * max(1, BLOCK_BYTES // ((nb + LIMBS) * 8))
-
-
-def _cut(ids: slice | np.ndarray, group: np.ndarray, parts: int) -> list[slice | np.ndarray]:
-    """``ids`` (ordered by their ``group``, local codes) cut into up to ``parts`` runs of whole
-    groups, each of about as many groups.
-
-    >>> _cut(slice(10, 15), np.array([0, 0, 1, 2, 2]), 2)
-    [slice(10, 12, None), slice(12, 15, None)]
-    >>> [c.tolist() for c in _cut(np.array([4, 2, 9]), np.array([0, 1, 1]), 5)]
-    [[4], [2, 9]]
-    """
-    n_groups = int(group[-1]) + 1
-    starts = np.searchsorted(group, np.unique(np.linspace(0, n_groups, min(parts, n_groups) + 1)
-                                              .astype(np.int64)))  # fmt: skip
-    runs = zip(starts[:-1].tolist(), starts[1:].tolist(), strict=True)
-    if isinstance(ids, slice):
-        return [slice(ids.start + a, ids.start + b) for a, b in runs]
-    return [ids[a:b] for a, b in runs]
 
 
 def _products(m, s, per_class, cell_model, cell_segment, gs_u, n_cells, nb, out, guard) -> None:
@@ -326,58 +304,6 @@ def _batched(m, s, x32, cols, mg, sg, gc, out, guard) -> None:
         guard[0] += bound
 
 
-_TRIALS = 1 << 22  # the most cells of one block (its per-trial temporaries)
-
-
-def _runs(codes: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
-    """The ids ordered by group (``None``: already in order) and each group's run bounds."""
-    order = np.argsort(codes, kind="stable")
-    ordered = codes[order]
-    bounds = np.r_[np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]), len(codes)]
-    return (None if np.array_equal(order, np.arange(len(codes))) else order), bounds
-
-
-def _pick(order: np.ndarray | None, lo: int, hi: int) -> slice | np.ndarray:
-    return slice(lo, hi) if order is None else order[lo:hi]
-
-
-def _plan(bounds: np.ndarray, fits: Callable[[int, int], bool]) -> list[tuple[int, int, int]]:
-    """Consecutive runs of groups, at least one each, for which ``fits(groups, ids)`` holds:
-    ``(first id, end id, groups)`` of each (``bounds``: the groups' id bounds).
-
-    >>> _plan(np.array([0, 2, 3, 7, 8]), lambda groups, ids: ids <= 4)
-    [(0, 3, 2), (3, 7, 1), (7, 8, 1)]
-    """
-    out, lo = [], 0
-    for g in range(1, len(bounds)):
-        if g - 1 > lo and not fits(g - lo, int(bounds[g] - bounds[lo])):
-            out.append((int(bounds[lo]), int(bounds[g - 1]), g - 1 - lo))
-            lo = g - 1
-    out.append((int(bounds[lo]), int(bounds[-1]), len(bounds) - 1 - lo))
-    return out
-
-
-#: The most (group pair, condition) indices of a block: its per-class counts and remaps are
-#: four int64 arrays of them.
-_INDEX = BLOCK_BYTES // 32
-
-
-def block_fits(pairs: int, trials: int, nb: int, n_conditions: int) -> bool:
-    """Whether a planned block of ``pairs`` group pairs over ``trials`` cells keeps within the
-    pass's bounds: its trials within ``_TRIALS``, its ``pairs * G`` (pair, condition) indices
-    within ``_INDEX``, and, without conditions, its occupied cells (at most ``min(pairs,
-    trials)`` a class) within :func:`cell_limit`. Conditions can split a pair's trials into
-    more cells: a block that then occupies too many is cut where it runs (:func:`_block`).
-
-    >>> block_fits(1000, 100_000, 256, 1), block_fits(1000, 100_000, 256, 3000)
-    (True, False)
-    >>> block_fits(100_000, 10_000, 256, 1)  # at most 10,000 occupied cells a class
-    True
-    """
-    indices = pairs * max(1, n_conditions)
-    return trials <= _TRIALS and indices <= _INDEX and min(pairs, trials) <= cell_limit(nb) // 2
-
-
 def chunk_histograms(
     m: np.ndarray, s: np.ndarray, mcode: np.ndarray, scode: np.ndarray, classes: np.ndarray,
     *blocks: np.ndarray, system: int, binning: Binning, pin_blas: bool = True,
@@ -390,8 +316,8 @@ def chunk_histograms(
 
     The chunk is cut into blocks of whole groups (its rows ordered by model group, its columns
     by segment group), so each group pair of the chunk is in one block whatever the ids' order,
-    each block within :func:`block_fits` (its histograms, indices and trials bounded, whatever
-    the number of conditions). Without
+    each block within :func:`~bosaris_dask.bootstrap.blocks.block_fits` (its histograms,
+    indices and trials bounded, whatever the number of conditions). Without
     ``pin_blas`` (fewer tasks than cores), the blocks run in as many threads as cores, each
     with its own sums (integers: the same sums in any order).
     """
@@ -402,59 +328,12 @@ def chunk_histograms(
     assert float(m.max()) * float(s.max()) < _F32, "multiplicities not checked before the pass"
     m, s = m.T.astype(np.float32), s.T.astype(np.float32)  # rows: groups
     shape = (max(1, n_conditions), 2, m.shape[1], nb + LIMBS)
-    cuts = _blocks(mcode, scode, nb, n_conditions)
+    cuts = grid_blocks(mcode, scode, width=nb + LIMBS, n_conditions=n_conditions)
     return run_blocks(
         cuts, lambda cut, out, guard: _block(m, s, mcode, scode, *cut, classes, score, mask,
                                              cond, binning, nb, out, guard),
         shape, pin_blas,
     )  # fmt: skip
-
-
-def run_blocks(
-    cuts: list[Any], block: Callable[[Any, np.ndarray, np.ndarray], None],
-    shape: tuple[int, ...], pin_blas: bool,
-) -> np.ndarray:  # fmt: skip
-    """``block(cut, out, guard)`` for every cut of a chunk, summed: ``[out, guard]`` flattened.
-
-    Tasks in parallel (``pin_blas``): one BLAS thread each, the blocks in turn; fewer tasks than
-    cores: the blocks in threads of this task, each with one BLAS thread and its own sums
-    (integers below 2**53, :func:`check_exact`: the same sums in any order), or one block with
-    a threaded BLAS.
-    """
-    threads = 1 if pin_blas else min(len(cuts), os.cpu_count() or 1)
-    parts = [(np.zeros(shape), np.zeros(1)) for _ in range(threads)]
-
-    def run(k: int) -> None:
-        out, guard = parts[k]
-        for cut in cuts[k::threads]:
-            block(cut, out, guard)
-
-    with pinned_blas() if pin_blas or threads > 1 else contextlib.nullcontext():
-        if threads == 1:
-            run(0)
-        else:
-            with ThreadPoolExecutor(threads) as pool:
-                list(pool.map(run, range(threads)))
-    out, guard = (sum(p[i] for p in parts[1:]) + parts[0][i] for i in (0, 1))
-    return np.concatenate([out.reshape(-1), guard])
-
-
-def _blocks(mcode, scode, nb, n_conditions) -> list[tuple[slice | np.ndarray, ...]]:
-    """The chunk's blocks of whole groups (rows, columns), each within :func:`block_fits`:
-    sets of segment groups sized for the largest model group, then sets of model groups."""
-    rows, rbounds = _runs(np.asarray(mcode))
-    cols, cbounds = _runs(np.asarray(scode))
-    tallest = int(np.diff(rbounds).max(initial=1))
-    out = []
-    for c0, c1, n_gs in _plan(cbounds, lambda g, ids: block_fits(g, ids * tallest, nb,
-                                                                 n_conditions)):  # fmt: skip
-        fits = partial(_fits_rows, n_gs=n_gs, width=c1 - c0, nb=nb, n_conditions=n_conditions)
-        out += [(_pick(rows, r0, r1), _pick(cols, c0, c1)) for r0, r1, _ in _plan(rbounds, fits)]
-    return out
-
-
-def _fits_rows(groups: int, ids: int, *, n_gs: int, width: int, nb: int, n_conditions: int):
-    return block_fits(groups * n_gs, ids * width, nb, n_conditions)
 
 
 class ResampleHistograms:

@@ -176,9 +176,10 @@ def _curves_per_condition(
         return conditions_as_systems(results), None
     tar, non = n_tar.sum(axis=0)[drawn], n_non.sum(axis=0)[drawn]  # most targets, non-targets,
     top = np.sort(drawn[np.lexsort((drawn, -non, -tar))[:most]])  # then the given order
+    same = "; the same conditions for each set of curves" if sets > 1 else ""
     _say(args, f"drawing {most:,} of the {len(drawn):,} conditions with a curve{where}: those "
          f"with the most targets, down to {int(n_tar.sum(axis=0)[top].min()):,} (--max-curves "
-         "N draws more)" + ("; the same conditions for each set of curves" if sets > 1 else ""))  # fmt: skip
+         f"N draws more){same}")  # fmt: skip
     return conditions_as_systems(results.isel(condition=top)), [str(c) for c in labels[top]]
 
 
