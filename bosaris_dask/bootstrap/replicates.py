@@ -6,7 +6,7 @@ exact (integer weighted counts). From it:
 - **EER**, **minDCF** and **minCllr** come from the ROC convex hull of the bins (PAV over the
   bins), i.e. of the resample's scores rounded down to their bin's edge: at the bins'
   resolution (the hull of the bin edges' ROC points lies on or above the exact hull); every
-  resample's hull at once (:mod:`~bosaris_dask.row_hulls`);
+  resample's hull at once (:mod:`~bosaris_dask.bootstrap.hulls`);
 - **actDCF** at the reported operating points is exact: their Bayes thresholds are bin edges;
 - **Cllr** is exact: the resample's sums of the per-trial Cllr terms (each rounded to a
   multiple of ``2**-57``) over its targets and non-targets.
@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from bosaris_dask import row_hulls
+from bosaris_dask.bootstrap.hulls import row_hulls, rows_eer, rows_min_bayes_error, rows_min_cllr
 
 __all__ = ["replicate_metrics", "METRICS", "PER_POINT"]
 
@@ -70,12 +70,12 @@ def replicate_metrics(
     valid = np.flatnonzero((n_t > 0) & (n_n > 0))
     if not len(valid):
         return out
-    hulls = row_hulls.row_hulls(tar[valid], non[valid])
+    hulls = row_hulls(tar[valid], non[valid])
     n_t, n_n = n_t[valid], n_n[valid]
-    out["eer"][valid] = row_hulls.rows_eer(hulls)
-    out["min_cllr"][valid] = row_hulls.rows_min_cllr(hulls)
+    out["eer"][valid] = rows_eer(hulls)
+    out["min_cllr"][valid] = rows_min_cllr(hulls)
     out["cllr"][valid] = (sp_tar[valid] / n_t + sp_non[valid] / n_n) / (2 * np.log(2))
-    out["min_dcf"][valid] = row_hulls.rows_min_bayes_error(hulls, plo) / norm
+    out["min_dcf"][valid] = rows_min_bayes_error(hulls, plo) / norm
     misses = np.cumsum(tar[valid], axis=1)[:, edge_index]
     fas = n_n[:, None] - np.cumsum(non[valid], axis=1)[:, edge_index]
     out["act_dcf"][valid] = (p * misses / n_t[:, None] + q * fas / n_n[:, None]) / norm

@@ -10,7 +10,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask import roc, row_hulls
+from bosaris_dask import roc
+from bosaris_dask.bootstrap.hulls import row_hulls, rows_eer, rows_min_bayes_error, rows_min_cllr
 from bosaris_dask.passes import jit
 
 
@@ -36,11 +37,11 @@ def test_every_row_equals_its_own_hull_bit_for_bit(seed, rows, bins, scale, empt
     if numpy_path:
         os.environ[jit.DISABLE_ENV] = "1"
     try:
-        hulls = row_hulls.row_hulls(n_tar, n_non)
+        hulls = row_hulls(n_tar, n_non)
     finally:
         os.environ.pop(jit.DISABLE_ENV, None)
-    eer, min_cllr = row_hulls.rows_eer(hulls), row_hulls.rows_min_cllr(hulls)
-    bayes = row_hulls.rows_min_bayes_error(hulls, plo)
+    eer, min_cllr = rows_eer(hulls), rows_min_cllr(hulls)
+    bayes = rows_min_bayes_error(hulls, plo)
     for r in range(rows):
         hull = roc.hull_from_counts(n_tar[r], n_non[r])
         run = slice(hulls.starts[r], hulls.starts[r + 1])

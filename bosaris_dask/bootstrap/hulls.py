@@ -8,7 +8,7 @@ hull is found by one loop over the rows (compiled where numba is installed, else
 metric is one vectorised expression over all of them, reduced per row (``np.maximum.reduceat``
 and ``np.minimum.reduceat``, exact; sums by ``sum`` of each row's run, numpy's pairwise order).
 The values are those of the one-hull functions, bit for bit: the same vertices, the same
-elementwise operations, the same reductions (``tests/test_row_hulls.py`` compares them).
+elementwise operations, the same reductions (``tests/test_bootstrap_hulls.py`` compares them).
 
 Examples
 --------
