@@ -999,3 +999,22 @@ def test_a_condition_without_targets_says_so_instead_of_nan_intervals():
     assert "  no intervals: no target or no non-target here\n" in block
     assert "\na - b: none (a system without targets or non-targets here)\n" in block
     assert "nan" not in block.split("bootstrap intervals")[1].split("(no targets")[0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), rows=st.integers(1, 30),
+       top=st.sampled_from([16, 2**20, 2**40, 2**53]))  # fmt: skip
+def test_cllr_sums_from_limbs_are_the_exact_totals_rounded_once(seed, rows, top):
+    """Every resample's Cllr sum from its 4-bit limb columns (each a sum below 2**53) against
+    Python's exact integers, rounded once to float64."""
+    from bosaris_dask.bootstrap import histograms
+
+    rng = np.random.default_rng(seed)
+    limbs = rng.integers(0, top, (rows, histograms.LIMBS)).astype(np.float64)
+    limbs[:, rng.random(histograms.LIMBS) < 0.3] = 0
+    half = histograms.LIMBS // 2
+    for got, row in zip(histograms._limb_sums(limbs), limbs.astype(np.int64).tolist(),
+                        strict=True):  # fmt: skip
+        hi = sum(v << (4 * k) for k, v in enumerate(row[:half]))
+        lo = sum(v << (4 * k) for k, v in enumerate(row[half:]))
+        assert got == ((hi << 37) + lo) / (1 << 57)
