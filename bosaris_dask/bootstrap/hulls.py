@@ -6,7 +6,8 @@ cost some twenty numpy calls each, about 0.2 ms a histogram of a few hundred bin
 hull is found by one loop over the rows (compiled where numba is installed, else
 :func:`~bosaris_dask.roc.convex_minorant` per row), their vertices are laid end to end, and each
 metric is one vectorised expression over all of them, reduced per row (``np.maximum.reduceat``
-and ``np.minimum.reduceat``, exact; sums by ``sum`` of each row's run, numpy's pairwise order).
+and ``np.minimum.reduceat``, exact; sums along the rows of a 2-D array per run length, in
+numpy's pairwise order over each row's own run).
 The values are those of the one-hull functions, bit for bit: the same vertices, the same
 elementwise operations, the same reductions (``tests/test_bootstrap_hulls.py`` compares them).
 
@@ -130,11 +131,13 @@ def rows_min_cllr(hulls: RowHulls) -> np.ndarray:
         llr = np.log(dt) - np.log(dn) - np.repeat(np.log(T / N), n_seg)
         tar_cost = np.where(dt > 0, dt * np.logaddexp(0.0, -llr), 0.0)
         non_cost = np.where(dn > 0, dn * np.logaddexp(0.0, llr), 0.0)
-    # each row's sums by numpy's sum of its run (pairwise, as the one-hull function's: reduceat
-    # adds in another order)
-    runs = list(zip(row_start.tolist(), np.r_[row_start[1:], len(seg)].tolist(), strict=True))
-    tar_sum = np.array([tar_cost[a:b].sum() for a, b in runs])
-    non_sum = np.array([non_cost[a:b].sum() for a, b in runs])
+    # each row's sums in numpy's pairwise order over its own run, as the one-hull function's
+    # (reduceat adds in another order): the rows of n segments as the rows of an (r, n) array
+    tar_sum, non_sum = np.empty(len(T)), np.empty(len(T))
+    for n in np.unique(n_seg).tolist():
+        rows = np.flatnonzero(n_seg == n)
+        at = row_start[rows][:, None] + np.arange(n)
+        tar_sum[rows], non_sum[rows] = tar_cost[at].sum(axis=1), non_cost[at].sum(axis=1)
     return (tar_sum / T + non_sum / N) / (2 * np.log(2))
 
 
