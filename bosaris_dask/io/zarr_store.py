@@ -10,13 +10,12 @@ import math
 import os
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dask.array as da
 import numpy as np
 import pandas as pd
 import xarray as xr
-import zarr
 from dask.base import tokenize
 
 from bosaris_dask.errors import StoreError, StoreNotFoundError, TrialError
@@ -31,6 +30,9 @@ from bosaris_dask.trials import (
     quality_table,
 )
 from bosaris_dask.trials.construction import checked_codes
+
+if TYPE_CHECKING:
+    import zarr
 
 __all__ = ["read_zarr", "plan_chunks", "STORE_VERSION", "is_url", "store_location"]
 
@@ -47,16 +49,27 @@ _VARIABLES: dict[str, dict[str, tuple[np.dtype, ...]]] = {
 }
 _MASKS = {"ndx": "trial_mask", "scores": "score_mask"}  # masks that may be omitted when all true
 _LABELS = ("model_label", "segment_label")
-_ZARR_ERRORS = (
-    OSError,
-    ValueError,
-    KeyError,
-    TypeError,
-    RecursionError,  # metadata JSON nested too deeply
-    zarr.errors.BaseZarrError,
-    zarr.errors.ZarrUserWarning,  # raised as an error while opening: a node zarr cannot parse
-)
-_DECODE_ERRORS = (RuntimeError, ValueError, TypeError, OSError, zarr.errors.BaseZarrError)
+
+
+def _zarr_errors() -> tuple[type[BaseException], ...]:
+    """What opening a store may raise: zarr is imported here, not with the module (0.15 s)."""
+    import zarr
+
+    return (
+        OSError,
+        ValueError,
+        KeyError,
+        TypeError,
+        RecursionError,  # metadata JSON nested too deeply
+        zarr.errors.BaseZarrError,
+        zarr.errors.ZarrUserWarning,  # raised as an error while opening: a node zarr cannot parse
+    )
+
+
+def _decode_errors() -> tuple[type[BaseException], ...]:
+    import zarr
+
+    return (RuntimeError, ValueError, TypeError, OSError, zarr.errors.BaseZarrError)
 
 
 def _label_kind(present: np.ndarray) -> str:
@@ -243,7 +256,7 @@ def _read_chunk(
     region = tuple(slice(i * c, i * c + n) for i, c, n in zip(index, outer, shape, strict=True))
     try:
         return np.asarray(arr[region])
-    except _DECODE_ERRORS as exc:
+    except _decode_errors() as exc:
         raise StoreError(
             f"{where}: array {array_name!r} chunk {index} (file {key}) cannot be read: it is "
             f"corrupt or truncated ({type(exc).__name__}: {exc})"
@@ -280,13 +293,15 @@ def _absent_ok(attrs: dict, name: str) -> bool:
 
 
 def _open_group(path: Path | str) -> tuple[dict[str, Any], dict[str, zarr.Array]]:
+    import zarr
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", zarr.errors.ZarrUserWarning)
             # consolidated metadata is a second copy that could disagree with the arrays' own
             group = zarr.open_group(store=os.fspath(path), mode="r", use_consolidated=False)
             return dict(group.attrs), dict(group.arrays())
-    except _ZARR_ERRORS as exc:
+    except _zarr_errors() as exc:
         raise StoreError(f"{path}: not a readable zarr store ({exc})") from exc
 
 
@@ -465,7 +480,7 @@ def read_zarr(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
             os.fspath(path), consolidated=False, chunks={}, mask_and_scale=False,
             decode_times=False,
         )  # fmt: skip
-    except _ZARR_ERRORS as exc:
+    except _zarr_errors() as exc:
         raise StoreError(f"{path}: cannot open the zarr store ({exc})") from exc
     try:
         if kind == "quality":
