@@ -38,7 +38,6 @@ from contextvars import ContextVar
 from typing import Any
 
 import dask
-import dask.array as da
 import dask.base
 import dask.system
 from dask.threaded import ContextAwareThreadPoolExecutor
@@ -197,6 +196,8 @@ def compute_and_keep(keep: Any, x: Any, *, progress: bool | None = False) -> tup
         kept, *rest = client.persist([keep, *parts])
         value = compute(tuple(rest), progress=progress)
         return kept, value if isinstance(x, tuple) else value[0]
+    import dask.array as da  # here: the module is imported by --help, which needs no arrays
+
     blocks, value = compute((keep, x), progress=progress)
     return da.from_array(blocks, chunks=1, name=False), value  # name=False: no hashing of the data
 

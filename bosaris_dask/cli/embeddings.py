@@ -43,8 +43,7 @@ def add_embedding_arguments(
     """The options that turn two embedding files into scores (``score``, and every command
     that takes ``--scores``); with ``class_tables``, also the two ``id class`` tables that
     make a label-derived key."""
-    from bosaris_dask.embeddings.normalization import NORMS
-    from bosaris_dask.embeddings.prepare import BACKENDS
+    from bosaris_dask.cli.choices import BACKENDS, NORMS
 
     g = parser.add_argument_group(
         "scores from embeddings",

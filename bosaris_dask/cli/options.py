@@ -207,7 +207,7 @@ def key_and_systems(
 
 
 def format_argument(parser: argparse.ArgumentParser, key_apart: bool = False) -> None:
-    from bosaris_dask.io.text import TEXT_FORMATS
+    from bosaris_dask.cli.choices import TEXT_FORMATS
 
     parser.add_argument(
         "--format", choices=TEXT_FORMATS,
@@ -220,7 +220,7 @@ def format_argument(parser: argparse.ArgumentParser, key_apart: bool = False) ->
 
 
 def key_format_argument(parser: argparse.ArgumentParser) -> None:
-    from bosaris_dask.io.text import TEXT_FORMATS
+    from bosaris_dask.cli.choices import TEXT_FORMATS
 
     parser.add_argument(
         "--key-format", choices=TEXT_FORMATS,

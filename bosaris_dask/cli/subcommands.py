@@ -54,7 +54,7 @@ def _add(sub: Any, name: str, help: str, description: str) -> argparse.ArgumentP
 
 
 def _convert(sub: Any) -> None:
-    from bosaris_dask.io import TEXT_SUFFIXES
+    from bosaris_dask.cli.choices import TEXT_SUFFIXES
 
     p = _add(sub, "convert", "convert a key, ndx or scores between text, HDF5, MAT, zarr",
              "Convert a Key, Ndx or Scores between formats, chosen by extension: .zarr "
