@@ -58,6 +58,7 @@ def showing_progress(show: bool = True) -> Iterator[None]:
 
     Examples
     --------
+    >>> import dask.array as da
     >>> with showing_progress(False):
     ...     int(compute(da.ones(4, chunks=2).sum()))
     4
