@@ -62,6 +62,7 @@ from bosaris_dask.measures import (
     summary_metrics,
 )
 from bosaris_dask.result_layout import (
+    concat_systems,
     curve,
     fixed_rate_metrics,
     operating_points,
@@ -79,6 +80,7 @@ __all__ = [
     "operating_points",
     "sweep_points",
     "curve",
+    "concat_systems",
     "steppy_roc",
     "evaluate",
     "evaluate_arrays",

@@ -52,6 +52,8 @@ __all__ = [
     "reported_positions",
     "sweep_points",
     "curve",
+    "RAGGED_DIMS",
+    "concat_systems",
 ]
 
 #: The scalar variables (one value per ``system``).
@@ -389,3 +391,98 @@ def curve(
     r = results if system is None else results.sel(system=system)
     n = int(r[CURVES[f"{kind}_pmiss"][1]])
     return r[f"{kind}_pmiss"].values[:n], r[f"{kind}_pfa"].values[:n]
+
+
+#: The NaN-padded dimensions of an evaluation (its curves, pooled and per condition).
+RAGGED_DIMS = ("vertex", "roc_point", "condition_vertex", "condition_roc_point")
+
+
+def _merged_attrs(attrs: list[dict[str, Any]], context: Any = None) -> dict[str, Any]:
+    """The results' attributes, which :func:`concat_systems` checked are the same but for
+    ``passes``: the most any of them took (``xr.concat`` merges each variable's attributes with
+    this function too: theirs are the same, from :data:`ATTRS`)."""
+    if not any("passes" in a for a in attrs):
+        return dict(attrs[0])
+    return {**attrs[0], "passes": max(int(a.get("passes", 0)) for a in attrs)}
+
+
+def _check_alike(results: list[xr.Dataset]) -> None:
+    """An OptionError unless the results hold the same variables and attributes (but
+    ``passes``), so that none is dropped or filled in by ``xr.concat``."""
+    first = results[0]
+    for r in results[1:]:
+        if set(r.variables) != set(first.variables):
+            odd = sorted(set(r.variables) ^ set(first.variables))
+            raise OptionError(f"concat_systems: the results were not evaluated alike (conditions, "
+                              f"equalization, fixed rates, ECE): {', '.join(odd[:5])} "
+                              f"{'is' if len(odd) == 1 else 'are'} in some only")  # fmt: skip
+        for name in set(r.attrs) | set(first.attrs):
+            a, b = first.attrs.get(name), r.attrs.get(name)
+            if name != "passes" and not (a is not None and b is not None and np.array_equal(a, b)):
+                raise OptionError(f"concat_systems: the results differ in their attribute "
+                                  f"{name!r} ({a!r} against {b!r})")  # fmt: skip
+
+
+def concat_systems(results: Sequence[xr.Dataset]) -> xr.Dataset:
+    """The results of separate evaluations of the same trials as one result along ``system``,
+    as if :func:`~bosaris_dask.metrics.evaluate` had taken all the systems at once (e.g. each
+    system evaluated by its own batch job).
+
+    Every exact metric (counts, EER, PRBEP, Cllr, minCllr, actDCF, minDCF, per condition,
+    equalized, fixed rates, ECE) equals that of one evaluation of all the systems. What rests on
+    the bins the passes chose (the thinned steppy ROC ``roc_*``, the AUC bounds where ``auc`` is
+    NaN, ``min_threshold``: one of the thresholds that attain minDCF) may differ, as it may
+    between any two evaluations of different sets of systems.
+
+    Each result's curves are NaN-padded to the longest (their lengths stay in ``n_vertices``
+    and ``n_roc_points``, so :func:`curve` reads each at its own length). The results must
+    share everything that is not per system: the ``plo`` axis (priors and sweep), conditions,
+    fixed rates and ECE grid, else a :class:`~bosaris_dask.errors.OptionError` says what
+    differs; they must hold the same variables and attributes (but ``passes``: the most any
+    took), and distinct system names. Bootstrap results are refused: their resamples, bins
+    and paired comparisons belong to one run.
+
+    Examples
+    --------
+    >>> from bosaris_dask.metrics import evaluate_arrays
+    >>> a = evaluate_arrays([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5], name="a")
+    >>> b = evaluate_arrays([1.0, 4.0, 5.0, 8.0], [0.0, 2.0, 3.0, 6.0, 7.0], name="b")
+    >>> both = concat_systems([a, b])
+    >>> both.system.values.tolist(), both.eer.values.tolist() == [*a.eer.values, *b.eer.values]
+    (['a', 'b'], True)
+    >>> [len(curve(both, name)[0]) for name in ("a", "b")], both.sizes["vertex"]
+    ([4, 5], 5)
+    """
+    results = [check_evaluation(r, "concat_systems", per_system=True) for r in results]
+    if not results:
+        raise OptionError("concat_systems needs at least one result")
+    for r in results:
+        if "system" not in r.dims:
+            raise OptionError("concat_systems takes results with a 'system' dimension")
+        if "bound" in r.dims:
+            raise OptionError("concat_systems does not join bootstrap results: their resamples, "
+                              "bins and comparisons belong to one run; evaluate the systems "
+                              "together")  # fmt: skip
+    names = [str(n) for r in results for n in r.system.values]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise OptionError(f"concat_systems: system names must be distinct; repeated: "
+                          f"{', '.join(twice)}")  # fmt: skip
+    _check_alike(results)
+    longest = {d: max(r.sizes.get(d, 0) for r in results) for d in RAGGED_DIMS}
+    padded_results = [
+        r.pad(
+            {d: (0, longest[d] - r.sizes[d]) for d in RAGGED_DIMS if d in r.dims},
+            constant_values=np.nan,
+        )  # fmt: skip
+        for r in results
+    ]
+    try:
+        out = xr.concat(padded_results, dim="system", data_vars="minimal", coords="minimal",
+                        compat="equals", join="exact", combine_attrs=_merged_attrs)  # fmt: skip
+    except ValueError as exc:
+        raise OptionError(
+            f"concat_systems: the results differ in more than their systems "
+            f"(priors, sweep, conditions, fixed rates or ECE grid): {exc}"
+        ) from exc
+    return with_attrs(out)

@@ -238,3 +238,73 @@ def test_the_table_shows_small_values_and_thresholds_that_can_be_applied():
     row = [line for line in format_table(single).splitlines() if line.startswith("system ")][-1]
     assert np.float32(row.split()[2]) == single.fixed_fmr_threshold.item()  # float32 digits
     assert len(row.split()[2]) <= 11
+
+
+# what rests on the bins a pass chose, which depend on the set of systems evaluated together
+_BIN_DEPENDENT = {"roc_pmiss", "roc_pfa", "roc_threshold", "n_roc_points", "auc_low", "auc_high",
+                  "min_threshold"}  # fmt: skip
+
+
+def _conditions_inputs():
+    rng = np.random.default_rng(11)
+    mids, sids = [f"m{i}" for i in range(30)], [f"s{j}" for j in range(40)]
+    mask = rng.choice([-1, 0, 1], size=(30, 40), p=[0.6, 0.1, 0.3])
+    scores = rng.normal(size=mask.shape) * 2 + 3 * (mask == 1)
+    key = make_key(mids, sids, mask)
+    systems = [make_scores(mids, sids, scores), make_scores(mids, sids, np.round(scores)),
+               make_scores(mids, sids, 0.5 * scores - 1)]  # fmt: skip
+    table = condition_table("model", mids, {"g": list(rng.choice(["f", "m"], 30))})
+    return systems, key, mask, table
+
+
+def test_results_of_separate_evaluations_concat_to_the_joint_one():
+    systems, key, mask, table = _conditions_inputs()
+    names = ["a", "b", "c"]
+    common = {"priors": [0.5, 0.1], "conditions": [table], "by": ["model.g"], "equalize": True,
+              "cprimary_priors": [0.5, 0.1], "fmr": [0.05]}  # fmt: skip
+    joint = metrics.evaluate(systems, key, names=names, **common)
+    apart = [metrics.evaluate(systems[:2], key, names=names[:2], **common),
+             metrics.evaluate(systems[2], key, names=names[2:], **common)]  # fmt: skip
+    both = metrics.concat_systems(apart)
+    assert both.system.values.tolist() == names and both.attrs == joint.attrs
+    assert both.sizes["vertex"] == max(joint.n_vertices.values)
+    for name in joint.variables:
+        if name.removeprefix("condition_") not in _BIN_DEPENDENT:
+            assert both[name].identical(joint[name]), name
+    for k, name in enumerate(names):  # each curve at its own length: the brute-force hull
+        values = systems[k].score.values
+        tar, non = values[mask == 1], values[mask == -1]
+        misses, fas = ref.hull(tar, non)
+        pmiss, pfa = metrics.curve(both, name, "rocch")
+        np.testing.assert_allclose(pmiss, np.array(misses) / len(tar), rtol=1e-15)
+        np.testing.assert_allclose(pfa, np.array(fas) / len(non), rtol=1e-15)
+
+
+def test_concat_systems_refuses_results_that_differ_in_more_than_their_systems():
+    systems, key, _, table = _conditions_inputs()
+    a = metrics.evaluate(systems[0], key, names=["a"], priors=[0.5, 0.1])
+    cases = [
+        ([a, a], "distinct; repeated: a"),
+        ([a, metrics.evaluate(systems[1], key, names=["b"], priors=[0.5])], "'plo'"),
+        ([a, metrics.evaluate(systems[1], key, names=["b"], priors=[0.5, 0.1],
+                              conditions=[table], by=["model.g"])], "in some only"),
+        ([a, a.assign_coords(system=["b"]).assign_attrs(dr30_errors=10)], "'dr30_errors'"),
+        ([a.sel(system="a")], "'system' dimension"),
+        ([], "at least one"),
+    ]  # fmt: skip
+    for results, says in cases:
+        with pytest.raises((OptionError, ValueError), match=says):
+            metrics.concat_systems(results)
+    boot = metrics.evaluate(
+        systems[1],
+        key,
+        names=["b"],
+        priors=[0.5, 0.1],
+        ci=0.9,
+        bootstrap=40,
+        resample=["model.g"],
+        conditions=[table],
+        seed=0,
+    )
+    with pytest.raises(OptionError, match="bootstrap"):
+        metrics.concat_systems([a, boot])
