@@ -35,11 +35,22 @@ from bosaris_dask.trials import (
 from tests.text_oracle import parse_reference
 
 
-@pytest.fixture(params=["fast", "reference"])
+def _use_engine(engine: str, monkeypatch) -> None:
+    """Parse canonical blocks with pyarrow (a test dependency) or with pandas' C parser."""
+    if engine == "arrow":
+        assert text.parse._ARROW is not None, "pyarrow is a test dependency"
+    else:
+        monkeypatch.setattr(text.parse, "_ARROW", None)
+
+
+@pytest.fixture(params=["arrow", "pandas", "reference"])
 def parser(request, monkeypatch):
-    """Run a test with pandas' typed parser where it applies, then with the checked path only."""
+    """Run a test with pyarrow's, then pandas' typed parser where it applies, then with the
+    checked path only."""
     if request.param == "reference":
         monkeypatch.setattr(text.parse, "_parse_fast", lambda *args: None)
+    else:
+        _use_engine(request.param, monkeypatch)
     return request.param
 
 
@@ -473,6 +484,7 @@ TOKENS = [
     "tgt", "1", "-0", "1e5", "1_0", ".5", "5.", "inf", "1e999", "TRUE", "false", "0x1", "+.5e-3",
     "1,5", "\"q\"", "#", "x\ty", " ", "  ", "\r", "\\", "1d3", "\u00a0", "0", "\x0c", "\x1c",
     "1.5 ", " -2", "3\x0b", " target", *HARD_DECIMALS, "1.7976931348623159e308",
+    "null", "N/A", "Infinity", "-nan", "1e+", '"1.5"', "\ufeffm",  # nulls and quotes to pyarrow
 ]  # fmt: skip
 
 
@@ -497,7 +509,10 @@ def _compare_parsers(block: bytes, layout) -> None:
         assert fast.values.tobytes() == ref.values.tobytes()
 
 
-@settings(max_examples=200, deadline=None)
+@pytest.mark.parametrize("engine", ["arrow", "pandas"])
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     rows=st.lists(
         st.lists(st.sampled_from(TOKENS), min_size=1, max_size=4), min_size=1, max_size=6
@@ -505,7 +520,8 @@ def _compare_parsers(block: bytes, layout) -> None:
     kind=st.sampled_from(["scores", "key", "ndx"]),
     tabs=st.booleans(),
 )
-def test_fast_parser_agrees_with_reference(rows, kind, tabs):
+def test_fast_parser_agrees_with_reference(rows, kind, tabs, engine, monkeypatch):
+    _use_engine(engine, monkeypatch)
     sep = "\t" if tabs else " "
     block = "".join(sep.join(r) + "\n" for r in rows).encode()
     roles = (("model", 0), ("segment", 1)) + {
@@ -517,7 +533,9 @@ def test_fast_parser_agrees_with_reference(rows, kind, tabs):
     _compare_parsers(block, layout)
 
 
-def test_fast_parser_is_used_for_canonical_blocks():
+@pytest.mark.parametrize("engine", ["arrow", "pandas"])
+def test_fast_parser_is_used_for_canonical_blocks(engine, monkeypatch):
+    _use_engine(engine, monkeypatch)
     layout = text.layout._Layout(
         "scores", None, 3, (("model", 0), ("segment", 1), ("score", 2)), 0, 1
     )
