@@ -358,8 +358,8 @@ class _ArrowColumns:
         uniques = np.array(encoded.dictionary.to_pylist(), dtype=object)
         return encoded.indices.to_numpy().astype(np.intp), uniques
 
-    def floats(self, j: int) -> np.ndarray:
-        return self.table.column(j).to_numpy()
+    def floats(self, j: int) -> np.ndarray:  # writable, as pandas' (arrow's may be a view)
+        return np.require(self.table.column(j).to_numpy(), requirements="W")
 
     def has_empty(self, j: int) -> bool:
         compute = _ARROW.compute
