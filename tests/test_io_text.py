@@ -38,9 +38,9 @@ from tests.text_oracle import parse_reference
 def _use_engine(engine: str, monkeypatch) -> None:
     """Parse canonical blocks with pyarrow (a test dependency) or with pandas' C parser."""
     if engine == "arrow":
-        assert text.parse._ARROW is not None, "pyarrow is a test dependency"
+        assert text.typed._ARROW is not None, "pyarrow is a test dependency"
     else:
-        monkeypatch.setattr(text.parse, "_ARROW", None)
+        monkeypatch.setattr(text.typed, "_ARROW", None)
 
 
 @pytest.fixture(params=["arrow", "pandas", "reference"])

@@ -1,7 +1,8 @@
-"""Cutting a text file into blocks of whole lines and parsing each with pandas' C parser: a fast
-typed parse, else the block made canonical (:func:`_canonical`) and parsed again, else checked
-field by field (:func:`_parse_checked`) for the first bad line. ``tests/text_oracle.py`` is the
-line-by-line parser these paths must agree with.
+"""Cutting a text file into blocks of whole lines and parsing each: a fast typed parse
+(:mod:`bosaris_dask.io.text.typed`: pyarrow's or pandas' C parser), else the block made
+canonical (:func:`_canonical`) and parsed again, else checked field by field
+(:func:`_parse_checked`) for the first bad line. ``tests/text_oracle.py`` is the line-by-line
+parser these paths must agree with.
 
 Examples
 --------
@@ -18,11 +19,8 @@ bosaris_dask.errors.ParseError: f.txt:3: score 'nan' is not finite
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 import re
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +39,7 @@ from bosaris_dask.io.text.layout import (
     _too_long,
     number_of_token,
 )
+from bosaris_dask.io.text.typed import read_csv, typed_columns
 
 _ID_ROLES = ("model", "segment", "id")
 _FLOAT_ROLES = ("score", "value")
@@ -241,17 +240,8 @@ def _columns(block: bytes, sep: bytes, nfields: int, n: int) -> list[np.ndarray]
     """The raw fields of ``n`` lines of exactly ``nfields`` fields, column by column."""
     if n == 0:
         return [np.empty(0, dtype=object)] * nfields
-    df = _read_csv(block, sep, nfields, object, lineterminator="\n", encoding="latin-1")
+    df = read_csv(block, sep, nfields, object, lineterminator="\n", encoding="latin-1")
     return [df[j].to_numpy(dtype=object) for j in range(nfields)]
-
-
-def _read_csv(block: bytes, sep: bytes, nfields: int, dtype: Any, **options: Any) -> pd.DataFrame:
-    """pandas' C parser over ``block``: ``nfields`` numbered columns, no quoting, no NA values."""
-    return pd.read_csv(
-        io.BytesIO(block), sep=sep.decode(), header=None, names=list(range(nfields)),
-        index_col=False, dtype=dtype, engine="c", quoting=csv.QUOTE_NONE, na_filter=False,
-        skip_blank_lines=False, **options,
-    )  # fmt: skip
 
 
 def _id_reason(u: bytes, role: str) -> tuple[str | None, str | None]:
@@ -297,111 +287,6 @@ def _label_reason(u: bytes) -> str:
 
 _VT_TO_SPACE = bytes.maketrans(b"\r\x0b\x0c", b"   ")
 _BOOL_WORD = re.compile(rb"(?i)true|false")
-# pandas >= 3.1 always converts floats exactly (correctly rounded); before, only "round_trip" did
-_PANDAS = tuple(int(x) for x in re.findall(r"\d+", pd.__version__)[:2])
-_EXACT_FLOATS: dict[str, Any] = {} if _PANDAS >= (3, 1) else {"float_precision": "round_trip"}
-
-
-def _load_arrow() -> Any:
-    """``pyarrow`` and its CSV reader where installed and not turned off by :data:`NO_ARROW_ENV`."""
-    if os.environ.get(NO_ARROW_ENV):
-        return None
-    try:
-        import pyarrow
-        import pyarrow.compute
-        import pyarrow.csv  # noqa: F401
-    except ImportError:
-        return None
-    return pyarrow
-
-
-#: Set this environment variable to parse blocks with pandas even where pyarrow is installed.
-NO_ARROW_ENV = "BOSARIS_DASK_NO_PYARROW"
-#: pyarrow, whose CSV reader parses a canonical block in half the time of pandas' (its ids
-#: dictionary-encoded without a Python object per field); None: pandas' C parser.
-_ARROW = _load_arrow()
-
-
-@dataclass
-class _PandasColumns:
-    """A block's typed fields, parsed by pandas' C parser (objects for ids and labels)."""
-
-    frame: pd.DataFrame
-
-    @property
-    def n(self) -> int:
-        return len(self.frame)
-
-    def factorized(self, j: int) -> tuple[np.ndarray, np.ndarray]:
-        return pd.factorize(self.frame[j].to_numpy(dtype=object))
-
-    def floats(self, j: int) -> np.ndarray:
-        return self.frame[j].to_numpy(dtype=np.float64)
-
-    def has_empty(self, j: int) -> bool:
-        return bool((self.frame[j].to_numpy(dtype=object) == "").any())
-
-
-@dataclass
-class _ArrowColumns:
-    """A block's typed fields, parsed by pyarrow (ids and labels dictionary-encoded)."""
-
-    table: Any
-
-    @property
-    def n(self) -> int:
-        return self.table.num_rows
-
-    def factorized(self, j: int) -> tuple[np.ndarray, np.ndarray]:
-        # first-appearance order, as pandas.factorize
-        encoded = self.table.column(j).combine_chunks().dictionary_encode()
-        uniques = np.array(encoded.dictionary.to_pylist(), dtype=object)
-        return encoded.indices.to_numpy().astype(np.intp), uniques
-
-    def floats(self, j: int) -> np.ndarray:  # writable, as pandas' (arrow's may be a view)
-        return np.require(self.table.column(j).to_numpy(), requirements="W")
-
-    def has_empty(self, j: int) -> bool:
-        compute = _ARROW.compute
-        return bool(compute.any(compute.equal(self.table.column(j), "")).as_py())
-
-
-def _pandas_columns(block: bytes, sep: bytes, layout: _Layout, floats: set[int]) -> Any:
-    dtypes = {j: (np.float64 if j in floats else object) for j in range(layout.nfields)}
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            warnings.simplefilter("error", pd.errors.ParserWarning)  # data of a long line dropped
-            frame = _read_csv(
-                block, sep, layout.nfields, dtypes, encoding="utf-8", encoding_errors="strict",
-                **_EXACT_FLOATS,
-            )  # fmt: skip
-    except (ValueError, TypeError, OverflowError, pd.errors.ParserWarning):  # see the checked path
-        return None
-    return _PandasColumns(frame)
-
-
-def _arrow_columns(block: bytes, sep: bytes, layout: _Layout, floats: set[int]) -> Any:
-    """pyarrow's parse of a block split on the one byte ``sep``: strings must be valid UTF-8,
-    nothing is quoted or null, an empty line is a row of one field (refused); its floats are
-    correctly rounded and take Python's syntax (the tests compare them with the oracle's)."""
-    names = [str(j) for j in range(layout.nfields)]
-    types = {name: (_ARROW.float64() if j in floats else _ARROW.string())
-             for j, name in enumerate(names)}  # fmt: skip
-    try:
-        table = _ARROW.csv.read_csv(
-            io.BytesIO(block),
-            read_options=_ARROW.csv.ReadOptions(column_names=names, use_threads=False,
-                                                block_size=len(block) + 1),
-            parse_options=_ARROW.csv.ParseOptions(delimiter=sep.decode(), quote_char=False,
-                                                  ignore_empty_lines=False),
-            convert_options=_ARROW.csv.ConvertOptions(
-                column_types=types, null_values=[], strings_can_be_null=False,
-                quoted_strings_can_be_null=False, check_utf8=True),
-        )  # fmt: skip
-    except _ARROW.ArrowException:
-        return None
-    return _ArrowColumns(table)  # column j by position
 
 
 def _parse_block(block: bytes, first_line: int, n_lines: int, layout: _Layout, path: Any) -> _Chunk:
@@ -455,8 +340,7 @@ def _parse_fast(
     if sep is None:
         return None
     floats = {j for role, j in layout.roles if role in _FLOAT_ROLES}
-    typed = _ARROW is not None and not runs
-    columns = (_arrow_columns if typed else _pandas_columns)(block, sep, layout, floats)
+    columns = typed_columns(block, sep, layout, floats, runs)
     if columns is None or columns.n != n_lines:
         return None
     if layout.sep is None:  # an empty field in an ignored column: a blank line or extra spaces
