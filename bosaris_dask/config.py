@@ -50,6 +50,9 @@ key                    default     meaning
                                    ``MALLOC_TRIM_THRESHOLD_=65536`` raises glibc's mmap and trim
                                    thresholds at its first pass task
                                    (:mod:`bosaris_dask.passes.malloc`); 0: leave malloc alone
+``parse-threads``      0           threads that parse a text file's blocks ahead of the reader
+                                   (:mod:`bosaris_dask.io.text.parse`; the parsers release the
+                                   GIL); 0: as many as the CPUs, at most 4
 ``fsync``              1           an output's files and folders are flushed to disk (``fsync``)
                                    before it is renamed into place, so that a crash of the
                                    machine cannot leave a renamed but incomplete output
@@ -98,6 +101,7 @@ KNOBS: dict[str, tuple[int, int, int]] = {
     "bootstrap-chunk": (1 << 30, 1 << 10, 1 << 40),
     "trial-cells": (1 << 27, 0, 1 << 40),
     "worker-malloc": (1, 0, 1),
+    "parse-threads": (0, 0, 64),
     "fsync": (1, 0, 1),
 }
 

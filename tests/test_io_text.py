@@ -7,7 +7,9 @@ from __future__ import annotations
 import gc
 import os
 import pickle
+import threading
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -880,3 +882,29 @@ def test_an_ndx_whose_first_trial_reads_as_a_header_is_not_written_bare(tmp_path
     write_text(ndx, tmp_path / "nist.tsv", header=True)
     np.testing.assert_array_equal(read_text(tmp_path / "nist.tsv").trial_mask.values,
                                   [[True, True], [False, True]])  # fmt: skip
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_blocks_parsed_in_threads_give_the_file_order_and_its_first_error(
+    tmp_path, monkeypatch, threads
+):
+    # many blocks in flight: a later block's error, found first, must not win over an earlier
+    parse, where = text.parse._parse_block, set()
+
+    def recorded(*args):
+        where.add(threading.current_thread().name.startswith("bosaris-parse"))
+        return parse(*args)
+
+    monkeypatch.setattr(text.parse, "_parse_block", recorded)
+    rows = [f"m{i % 7} s{i} {i / 8}" for i in range(400)]
+    path = _write(tmp_path, "\n".join(rows) + "\n")
+    rows[380], rows[250] = "m0 s380 x", "m0 s250 nan"  # a later error may be found first
+    bad = _write(tmp_path, "\n".join(rows) + "\n", "bad.txt")
+    with dask.config.set({"bosaris_dask.parse-threads": threads}):
+        ds = read_text(path, block_bytes=64)
+        with pytest.raises(ParseError, match=r"bad.txt:251: score 'nan' is not finite"):
+            read_text(bad, block_bytes=64)
+    assert where == {threads > 1}
+    assert ds.model.values.tolist() == [f"m{i}" for i in range(7)]
+    assert ds.segment.values.tolist() == [f"s{i}" for i in range(400)]
+    assert ds.score.values[3, 3] == 3 / 8 and int(ds.score_mask.sum()) == 400

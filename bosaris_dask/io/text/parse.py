@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import os
 import re
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from bosaris_dask import config
 from bosaris_dask.errors import ParseError
 from bosaris_dask.io.text.labels import ACCEPTED_LABELS, label_sign, label_words
 from bosaris_dask.io.text.layout import (
@@ -130,6 +133,44 @@ def _iter_blocks(
             lineno += n
             if not chunk:
                 return
+
+
+def parse_threads() -> int:
+    """Blocks parsed at once, each in a thread of its own (pyarrow's and pandas' parsers release
+    the GIL): knob ``bosaris_dask.parse-threads``, or as many as the CPUs and at most 4."""
+    return config.get("parse-threads") or max(1, min(4, os.cpu_count() or 1))
+
+
+def parsed_blocks(
+    path: str | os.PathLike[str], layout: _Layout, block_bytes: int = BLOCK_BYTES
+) -> Iterator[tuple[bytes, int, int, Future[_Chunk]]]:
+    """:func:`_iter_blocks` with each block's :func:`_parse_block` running ahead in
+    :func:`parse_threads` threads: ``(block, first_line, n_lines, future)`` in file order, at
+    most ``threads + 1`` blocks in memory. A caller that stops early (a ParseError from a
+    future) leaves at most that many parses to finish, their results dropped."""
+    threads = parse_threads()
+    if threads == 1:
+        for block, first_line, n_lines in _iter_blocks(path, layout, block_bytes):
+            done: Future[_Chunk] = Future()
+            try:
+                done.set_result(_parse_block(block, first_line, n_lines, layout, path))
+            except Exception as exc:  # raised where the caller asks for the result
+                done.set_exception(exc)
+            yield block, first_line, n_lines, done
+        return
+    with ThreadPoolExecutor(threads, thread_name_prefix="bosaris-parse") as pool:
+        ahead: deque[tuple[bytes, int, int, Future[_Chunk]]] = deque()
+        try:
+            for block, first_line, n_lines in _iter_blocks(path, layout, block_bytes):
+                job = pool.submit(_parse_block, block, first_line, n_lines, layout, path)
+                ahead.append((block, first_line, n_lines, job))
+                if len(ahead) > threads:
+                    yield ahead.popleft()
+            while ahead:
+                yield ahead.popleft()
+        finally:
+            for *_, job in ahead:
+                job.cancel()
 
 
 def _check_block(block: bytes, path: Any, lineno: int) -> None:

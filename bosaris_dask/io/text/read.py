@@ -15,7 +15,7 @@ from bosaris_dask.io.text.collect import MEMMAP_THRESHOLD, _assemble, _Collector
 from bosaris_dask.io.text.heartbeat import Heartbeat, shown_as, shown_path
 from bosaris_dask.io.text.labels import OneLabelPair
 from bosaris_dask.io.text.layout import _detect_layout, _first_nonblank_line, _Layout, _shown
-from bosaris_dask.io.text.parse import BLOCK_BYTES, _iter_blocks, _parse_block
+from bosaris_dask.io.text.parse import BLOCK_BYTES, _parse_block, parsed_blocks
 from bosaris_dask.io.text.scratch import _is_stream, _ScratchFile
 from bosaris_dask.trials import quality_table
 
@@ -154,9 +154,9 @@ def collect_text(
     one_pair = OneLabelPair(path)
     progress, done = Heartbeat(path, "read", _file_size(path)), 0
     try:
-        for block, first_line, n_lines in _iter_blocks(path, layout, block_bytes):
+        for block, first_line, n_lines, parsed in parsed_blocks(path, layout, block_bytes):
             try:
-                chunk = _parse_block(block, first_line, n_lines, layout, path)
+                chunk = parsed.result()
             except ParseError as error:  # a label of another pair above it is the first error
                 _labels_before(error, block, first_line, layout, path, one_pair)
                 raise
@@ -230,8 +230,8 @@ def read_quality_text(
     table: dict[str, int] = {}  # id -> its line
     values: list[np.ndarray] = []
     last = lineno
-    for block, first_line, n_lines in _iter_blocks(path, layout, block_bytes):
-        chunk = _parse_block(block, first_line, n_lines, layout, path)
+    for _, first_line, n_lines, parsed in parsed_blocks(path, layout, block_bytes):
+        chunk = parsed.result()
         last = first_line + n_lines - 1
         codes, uniques = chunk.ids["id"]
         lines = chunk.first_line + np.arange(chunk.n) if chunk.lines is None else chunk.lines
