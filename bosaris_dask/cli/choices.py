@@ -1,7 +1,7 @@
 """The names the parser offers as choices, kept here so that building it (``--help``, an
 argument error) imports neither :mod:`bosaris_dask.io` nor :mod:`bosaris_dask.embeddings`
 (with dask.array, h5py and scipy: about 0.5 s). Each equals the library's own constant, which
-``tests/test_cli_consistency.py`` checks.
+``tests/test_imports.py`` checks.
 
 Examples
 --------
