@@ -21,7 +21,6 @@ import csv
 import io
 import os
 import re
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,17 +100,27 @@ class _ArrowColumns:
         return bool(compute.any(compute.equal(self.table.column(j), "")).as_py())
 
 
-def _pandas_columns(block: bytes, sep: bytes, layout: _Layout, floats: set[int]) -> Any:
+def _first_line_fields(block: bytes, sep: bytes, runs: bool) -> int:
+    end = block.find(b"\n")
+    first = block if end < 0 else block[:end]
+    return len(first.split()) if runs else first.count(sep) + 1
+
+
+def _pandas_columns(
+    block: bytes, sep: bytes, layout: _Layout, floats: set[int], runs: bool = False
+) -> Any:
+    # a first line of one field too many would be read as an index and its last field dropped
+    # (pandas' ParserWarning: not caught, as warnings' filters are not thread-safe and blocks
+    # are parsed in threads); any later line of too many fields is an error
+    if _first_line_fields(block, sep, runs) != layout.nfields:
+        return None
     dtypes = {j: (np.float64 if j in floats else object) for j in range(layout.nfields)}
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            warnings.simplefilter("error", pd.errors.ParserWarning)  # data of a long line dropped
-            frame = read_csv(
-                block, sep, layout.nfields, dtypes, encoding="utf-8", encoding_errors="strict",
-                **_EXACT_FLOATS,
-            )  # fmt: skip
-    except (ValueError, TypeError, OverflowError, pd.errors.ParserWarning):  # see the checked path
+        frame = read_csv(
+            block, sep, layout.nfields, dtypes, encoding="utf-8", encoding_errors="strict",
+            **_EXACT_FLOATS,
+        )  # fmt: skip
+    except (ValueError, TypeError, OverflowError):  # see the checked path
         return None
     return _PandasColumns(frame)
 
@@ -154,5 +163,6 @@ def typed_columns(
     """The fields of ``block`` split on ``sep`` (``runs``: pandas' split on runs of whitespace),
     the columns in ``floats`` as float64, the others as strings; None where the parser refuses
     the block (a wrong field count, an empty, quoted or non-UTF-8 field, a bad number)."""
-    use_arrow = _ARROW is not None and not runs
-    return (_arrow_columns if use_arrow else _pandas_columns)(block, sep, layout, floats)
+    if _ARROW is not None and not runs:
+        return _arrow_columns(block, sep, layout, floats)
+    return _pandas_columns(block, sep, layout, floats, runs)
