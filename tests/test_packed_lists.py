@@ -651,3 +651,84 @@ def test_info_and_convert_of_a_list_with_a_trial_given_twice_refuse_it(
         err = capsys.readouterr().err
         assert "is given twice" in err and ("scores2:" in err or re.search(said, err)), argv
     assert not (tmp_path / "out.txt").exists()
+
+
+def _own_key_file(tmp_path, lines):
+    path = tmp_path / "own.score"
+    path.write_text("".join(lines))
+    return path
+
+
+@pytest.mark.parametrize("pack_it", [False, True])
+@pytest.mark.parametrize("form", ["wespeaker", "3dspeaker", "nist"])
+def test_a_file_that_is_its_own_key_is_parsed_once_as_both(tmp_path, monkeypatch, pack_it, form):
+    if pack_it:
+        monkeypatch.setattr(packed, "SPARSE_MIN_CELLS", 0)
+        monkeypatch.setattr(packed, "SPARSE_CELLS_PER_TRIAL", 0)
+    rng = np.random.default_rng(7)
+    trials = [(f"e{i % 9}", f"t{i // 9}", i % 5 == 0, rng.normal()) for i in range(90)]
+    rows = {
+        "wespeaker": [f"{e} {t} {s!r} {'target' if y else 'nontarget'}\n" for e, t, y, s in trials],
+        "3dspeaker": [f"{e} {t} {int(y)} {s!r}\n" for e, t, y, s in trials],
+        "nist": ["modelid\tsegmentid\tLLR\ttargettype\n"]
+        + [f"{e}\t{t}\t{s!r}\t{'genuine' if y else 'impostor'}\n" for e, t, y, s in trials],
+    }[form]
+    path = _own_key_file(tmp_path, rows)
+    fmt = None if form == "nist" else form
+    key, scores = packed.read_key_and_scores(path, format=fmt)
+    alone = (
+        packed.read_trials(path, "key", format=fmt),
+        packed.read_trials(path, "scores", format=fmt),
+    )
+    for both, apart in zip((key, scores), alone, strict=True):
+        if pack_it:
+            assert isinstance(both, TrialList) and both.kind == apart.kind
+            for name in ("models", "segments", "model_codes", "segment_codes", "values"):
+                np.testing.assert_array_equal(getattr(both, name), getattr(apart, name))
+            assert both.values.dtype == apart.values.dtype
+        else:
+            assert both.identical(apart)
+    labels = key.values if pack_it else key.trial_mask.values[key.trial_mask.values != 0]
+    assert sorted(labels.tolist()) == sorted(1 if y else -1 for *_, y, _ in trials)
+
+
+@pytest.mark.parametrize(
+    ("bad", "line", "message"),
+    [
+        ({3: "e0 t3 x1 target\n", 6: "e1 t6 0.5 maybe\n"}, 4, "cannot parse score 'x1'"),
+        ({3: "e0 t3 0.5 maybe\n", 6: "e1 t6 x1 target\n"}, 4, "label 'maybe' is not one of"),
+        ({2: "e0 t2 0.5 0\n"}, 3, "a file.s labels come from one pair of words"),
+    ],
+)
+def test_its_own_key_read_once_reports_the_first_bad_line_of_either_column(
+    tmp_path, bad, line, message
+):
+    rows = [f"e{i % 3} t{i} {i / 4} {'target' if i % 2 else 'nontarget'}\n" for i in range(9)]
+    for i, text in bad.items():
+        rows[i] = text
+    path = _own_key_file(tmp_path, rows)
+    with pytest.raises(ParseError, match=message) as info:
+        packed.read_key_and_scores(path, format="wespeaker")
+    assert info.value.line == line
+
+
+def test_evaluate_parses_a_file_that_is_its_own_key_once(tmp_path, monkeypatch):
+    from bosaris_dask.io.text import read as text_read
+
+    rows = [f"e{i % 7} t{i // 7} {float(np.sin(i))!r} {'target' if i % 6 == 0 else 'nontarget'}\n"
+            for i in range(140)]  # fmt: skip
+    path = _own_key_file(tmp_path, rows)
+    copy = tmp_path / "key.score"
+    copy.write_text("".join(rows))
+    collect, reads = text_read.collect_text, []
+    monkeypatch.setattr(
+        text_read, "collect_text", lambda p, *a, **k: reads.append(p) or collect(p, *a, **k)
+    )
+    out_own, out_key = tmp_path / "own.json", tmp_path / "key.json"
+    assert main(["evaluate", "--scores", str(path), "--json", str(out_own), "-q"]) == 0
+    assert reads == [str(path)]
+    assert main(["evaluate", "--key", str(copy), "--scores", str(path), "--json", str(out_key),
+                 "-q"]) == 0  # fmt: skip
+    assert reads == [str(path), str(copy), str(path)]
+    own, apart = json.loads(out_own.read_text()), json.loads(out_key.read_text())
+    assert own["systems"] == apart["systems"]

@@ -78,9 +78,11 @@ def _load(
     (:func:`_text_formats`; ``None``: detected from the file's first lines).
 
     Without a key, the key comes from the labels of the first scores file (a wespeaker or
-    3D-Speaker score file, or a NIST table with a label column): it is read twice, once for its
-    labels and once for its scores, each streamed. With ``--enrol``/``--test`` in ``args``, the
-    scores from embeddings are the last system (:mod:`bosaris_dask.cli.embeddings`), and
+    3D-Speaker score file, or a NIST table with a label column): where the command reads text
+    lists (:func:`~bosaris_dask.cli.packed_inputs._may_pack`) it is parsed once for both,
+    else twice, once for its labels and once for its scores, each streamed. With
+    ``--enrol``/``--test`` in ``args``, the scores from embeddings are the last system
+    (:mod:`bosaris_dask.cli.embeddings`), and
     ``--enrol-classes``/``--test-classes`` may give the key instead of ``key_path``. Sparse text
     lists are read packed where the command (``packing``, default ``args``) allows it
     (:func:`~bosaris_dask.cli.packed_inputs._may_pack`).

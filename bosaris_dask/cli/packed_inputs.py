@@ -30,16 +30,24 @@ def _text_inputs(
 ) -> tuple[Any, list[Any]]:
     """A text key and text scores, each parsed once (with ``embeddings``, the scores from
     ``--enrol``/``--test`` the last system): packed when the key is sparse; else the key's
-    grid, with a sparse score file (trials beyond the key's ids) put on that grid.
+    grid, with a sparse score file (trials beyond the key's ids) put on that grid. A first
+    score file that is the key itself (its labels) is parsed once for both.
     ``formats``: the text layouts of the key and of the scores (``None``: detected)."""
-    from bosaris_dask.io.text.packed import TrialList, on_grid, read_trials
+    from bosaris_dask.io.text.packed import TrialList, on_grid, read_key_and_scores, read_trials
 
     key_format, text_format = formats
-    key = read_trials(key_path, "key", format=key_format)  # a wrong path is the first error
+    from bosaris_dask.io.text import text_has_labels
+
+    own_key = (bool(score_paths) and score_paths[0] == key_path and key_format == text_format
+               and text_has_labels(key_path, format=key_format))  # fmt: skip
+    if own_key:  # a wrong path is the first error
+        key, first = read_key_and_scores(key_path, format=key_format)
+    else:
+        key, first = read_trials(key_path, "key", format=key_format), None
     if isinstance(key, TrialList):
-        return _packed(args, key, score_paths, text_format, llr_base, embeddings)
-    systems = []
-    for path in score_paths:
+        return _packed(args, key, score_paths, text_format, llr_base, embeddings, first)
+    systems = [] if first is None else [first]
+    for path in score_paths[len(systems) :]:
         scores = read_trials(path, "scores", format=text_format, like=key)
         systems.append(on_grid(scores, key) if isinstance(scores, TrialList) else scores)
     return key, _in_natural(_with_embeddings(args if embeddings else None, key, systems),
@@ -108,14 +116,16 @@ def _packed(
     text_format: str | None,
     llr_base: str,
     embeddings: bool,
+    first: Any = None,
 ) -> tuple[Any, list[Any]]:
     """The packed key and systems of a sparse key list, text score files and (``embeddings``)
     the scores from ``--enrol``/``--test`` of its trials; errors in the grid's order: the
-    key's, the files', the embeddings', then missing scores."""
+    key's, the files', the embeddings', then missing scores. ``first``: the first file's list,
+    read with the key (the file is its own key)."""
     from bosaris_dask.io.text.packed import as_packed, pack
 
     key.refuse_duplicates()  # the key's errors first, as when it is read whole
-    lists = score_lists(score_paths, text_format)
+    lists = score_lists(score_paths, text_format, first)
     say_packed(args, key)
     from_embeddings = _trial_scores(args, key) if embeddings else None
     allow_missing = bool(getattr(args, "allow_missing", False))
@@ -199,11 +209,15 @@ def list_quality(quality: Any, order: Any) -> Any:
     return trial_quality(quality, order.listed())
 
 
-def score_lists(score_paths: Sequence[str], text_format: str | None) -> list[Any]:
-    """The text score files as lists, each refusing a trial given twice (at its lines)."""
+def score_lists(
+    score_paths: Sequence[str], text_format: str | None, first: Any = None
+) -> list[Any]:
+    """The text score files as lists, each refusing a trial given twice (at its lines);
+    ``first``: the first file's, read already."""
     from bosaris_dask.io.text.packed import TrialList
 
-    lists = [TrialList.read(p, "scores", format=text_format) for p in score_paths]
+    lists = [] if first is None else [first]
+    lists += [TrialList.read(p, "scores", format=text_format) for p in score_paths[len(lists) :]]
     for scores in lists:
         scores.refuse_duplicates()
     return lists

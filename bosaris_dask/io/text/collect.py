@@ -107,6 +107,8 @@ class _Collector:
         self.models: dict[str, int] = {}
         self.segments: dict[str, int] = {}
         value = {"scores": [("v", "<f8")], "key": [("v", "i1")]}.get(self.kind, [])  # ndx: none
+        if self.kind == "scores" and "label" in dict(layout.roles):  # the file is its own key
+            value.append(("l", "i1"))
         self.spill = _Spill(np.dtype([("m", "<i4"), ("s", "<i4"), *value]), scratch_dir)
         self.n = 0
         self.last_line = layout.first_line - 1
@@ -121,6 +123,8 @@ class _Collector:
         records["s"] = _global_codes(self.segments, *chunk.ids["segment"])
         if self.kind != "ndx":
             records["v"] = chunk.values
+        if "l" in self.spill.dtype.names:
+            records["l"] = chunk.labels
         self.spill.append(records)
         self.line_of.add(self.n, chunk.first_line, chunk.lines)
         self.n += chunk.n
@@ -160,14 +164,23 @@ def _note_sparse(path: Any, n: int, shape: tuple[int, int]) -> None:
         )  # fmt: skip
 
 
+def labels_field(collector: _Collector, kind: str) -> str:
+    """The records' field that holds what ``kind`` reads: a scores file's labels are ``l``."""
+    return "l" if kind == "key" and collector.kind == "scores" else "v"
+
+
 def _assemble(
     collector: _Collector,
     path: Any,
     chunks: Any,
     scratch_dir: str | os.PathLike[str] | None,
     memmap_threshold: int,
+    kind: str | None = None,
 ) -> xr.Dataset:
-    kind = collector.kind
+    """The dense trial object of ``kind`` (default: the file's) from the collected records: a
+    key from a scores file read with its labels too."""
+    kind = kind or collector.kind
+    field = labels_field(collector, kind)
     if collector.n == 0:
         raise ParseError("no trials in the file", path=path, line=max(collector.last_line, 1))
     models, segments = list(collector.models), list(collector.segments)
@@ -189,7 +202,7 @@ def _assemble(
         for _, lin, records in collector.linear():
             if kind == "scores":
                 flat["score"][lin] = records["v"]
-            mask[lin] = records["v"] if kind == "key" else True
+            mask[lin] = records[field] if kind == "key" else True
         if np.count_nonzero(mask) != collector.n:
             mask[:] = 0
             _raise_duplicate(collector, mask, path, models, segments)

@@ -40,14 +40,14 @@ import pandas as pd
 import xarray as xr
 
 from bosaris_dask.errors import MissingTrialsError, ParseError
-from bosaris_dask.io.text.collect import _Collector, first_repeat, trial_twice
+from bosaris_dask.io.text.collect import _Collector, first_repeat, labels_field, trial_twice
 from bosaris_dask.trials import make_key, make_scores
 from bosaris_dask.trials.id_twins import warn_id_twins
 from bosaris_dask.trials.listed import ListedTrials
 
 __all__ = [
     "TrialList", "pack", "joined", "as_packed", "packed_cells", "unpacked", "on_grid",
-    "is_sparse", "read_trials", "WIDTH",
+    "is_sparse", "read_trials", "read_key_and_scores", "WIDTH",
 ]  # fmt: skip
 
 #: Trials per row of a packed matrix.
@@ -91,19 +91,25 @@ class TrialList:
             collector.close()
 
     @classmethod
-    def _of(cls, collector: _Collector, path: str | os.PathLike[str]) -> TrialList:
+    def _of(
+        cls, collector: _Collector, path: str | os.PathLike[str], kind: str | None = None
+    ) -> TrialList:
+        """The collected records as the list of ``kind`` (default: the file's; ``"key"`` of a
+        scores file read with its labels)."""
         if collector.n == 0:
             raise ParseError("no trials in the file", path=path, line=max(collector.last_line, 1))
         records = np.concatenate(list(collector.spill))
+        kind = kind or collector.kind
+        field = labels_field(collector, kind)
         return cls(
             os.fspath(path),
             np.array(list(collector.models), dtype=object),
             np.array(list(collector.segments), dtype=object),
             records["m"].astype(np.int64),
             records["s"].astype(np.int64),
-            records["v"] if "v" in records.dtype.names else np.ones(len(records), np.int8),
+            records[field] if field in records.dtype.names else np.ones(len(records), np.int8),
             collector.line_of,
-            collector.kind,
+            kind,
         )
 
     def listed(self, width: int | None = None) -> ListedTrials:
@@ -167,6 +173,37 @@ def read_trials(
         if beyond or is_sparse(m, s, collector.n):
             return TrialList._of(collector, path)
         return _assemble(collector, path, None, None, MEMMAP_THRESHOLD)
+    finally:
+        collector.close()
+
+
+def read_key_and_scores(
+    path: str | os.PathLike[str], *, format: str | None = None
+) -> tuple[TrialList, TrialList] | tuple[xr.Dataset, xr.Dataset]:
+    """The key and the scores of a text file that is its own key (a score and a label column:
+    :func:`~bosaris_dask.io.text.text_has_labels`) in one parse: two :class:`TrialList` when
+    its grid is sparse, else the dense Key and Scores; the first bad line of either column is
+    the error.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "vox1_O.score"
+    >>> _ = path.write_text("a x 0.5 target\\nb x -1.5 nontarget\\n")
+    >>> key, scores = read_key_and_scores(path, format="wespeaker")
+    >>> key.trial_mask.values.tolist(), scores.score.values.tolist()
+    ([[1], [-1]], [[0.5], [-1.5]])
+    """
+    from bosaris_dask.io.text.collect import MEMMAP_THRESHOLD, _assemble
+    from bosaris_dask.io.text.read import collect_text, refuse_binary
+
+    refuse_binary(path)
+    collector = collect_text(path, "scores", format=format, with_labels=True)
+    try:
+        if is_sparse(len(collector.models), len(collector.segments), collector.n):
+            return TrialList._of(collector, path, "key"), TrialList._of(collector, path)
+        return tuple(_assemble(collector, path, None, None, MEMMAP_THRESHOLD, kind)
+                     for kind in ("key", "scores"))  # fmt: skip
     finally:
         collector.close()
 

@@ -60,6 +60,8 @@ class _Chunk:
     n: int
     #: A label column's pairs of words: {pair index: (word, its first record)}
     words: dict[int, tuple[str, int]] | None = None
+    #: int8 labels (+1/-1) of a scores layout that also reads a label column (else None)
+    labels: np.ndarray | None = None
 
     def line(self, record: int) -> int:
         """The 1-based line of a record."""
@@ -72,7 +74,7 @@ def _good_id(u: Any) -> bool:
 
 
 def _stack(values: list[np.ndarray], labels: np.ndarray | None, layout: _Layout):
-    if labels is not None:
+    if layout.kind == "key":
         return labels
     if not values:
         return None
@@ -274,7 +276,15 @@ def _parse_checked(
     if errors:
         i, message = min(errors)
         raise ParseError(message, path=path, line=int(lines[i]))
-    return _Chunk(ids, _stack(values, labels, layout), first_line, lines[at], len(at), words)
+    return _Chunk(
+        ids,
+        _stack(values, labels, layout),
+        first_line,
+        lines[at],
+        len(at),
+        words,
+        labels if layout.kind == "scores" else None,
+    )
 
 
 def _columns(block: bytes, sep: bytes, nfields: int, n: int) -> list[np.ndarray]:
@@ -416,4 +426,12 @@ def _parse_fast(
                 return None
             labels = sign[codes]
             words = label_words(raw, codes)
-    return _Chunk(ids, _stack(values, labels, layout), first_line, None, columns.n, words)
+    return _Chunk(
+        ids,
+        _stack(values, labels, layout),
+        first_line,
+        None,
+        columns.n,
+        words,
+        labels if layout.kind == "scores" else None,
+    )

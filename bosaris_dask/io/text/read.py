@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from bosaris_dask.errors import ParseError, StoreError
+from bosaris_dask.errors import ParseError, StoreError, TrialError
 from bosaris_dask.io.text.collect import MEMMAP_THRESHOLD, _assemble, _Collector
 from bosaris_dask.io.text.heartbeat import Heartbeat, shown_as, shown_path
 from bosaris_dask.io.text.labels import OneLabelPair
@@ -57,6 +58,21 @@ def text_has_labels(path: str | os.PathLike[str], *, format: str | None = None) 
     except ParseError:
         return False
     return dict(key.roles)["label"] != dict(scores.roles)["score"]  # BOSARIS: the same field
+
+
+def _with_label_column(
+    path: str | os.PathLike[str], scores: _Layout, header: bool | None, format: str | None
+) -> _Layout:
+    """A scores layout that also reads the file's label column (a TrialError if it has none)."""
+    key = _detect_layout(path, "key", header, format)
+    label, score = dict(key.roles)["label"], dict(scores.roles).get("score")
+    if (
+        scores.kind != "scores"
+        or label == score
+        or replace(key, kind="scores", roles=scores.roles) != scores
+    ):
+        raise TrialError(f"{shown_path(path)}: no label column apart from its scores")
+    return replace(scores, roles=(*scores.roles, ("label", label)))
 
 
 def read_text(
@@ -146,10 +162,16 @@ def collect_text(
     format: str | None = None,
     scratch_dir: str | os.PathLike[str] | None = None,
     block_bytes: int = BLOCK_BYTES,
+    with_labels: bool = False,
 ) -> _Collector:
     """The records of a text trial file (a regular file), parsed and checked line by line
-    (:func:`read_text` without the dense matrices); the caller closes the collector."""
+    (:func:`read_text` without the dense matrices); the caller closes the collector.
+
+    ``with_labels`` (with ``kind="scores"``): the label column too, for a file that is its own
+    key (:func:`text_has_labels`), so that one read gives both."""
     layout = _detect_layout(path, kind, header, format)
+    if with_labels:
+        layout = _with_label_column(path, layout, header, format)
     collector = _Collector(layout, scratch_dir)
     one_pair = OneLabelPair(path)
     progress, done = Heartbeat(path, "read", _file_size(path)), 0
