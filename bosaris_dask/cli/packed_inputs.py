@@ -33,11 +33,10 @@ def _text_inputs(
     grid, with a sparse score file (trials beyond the key's ids) put on that grid. A first
     score file that is the key itself (its labels) is parsed once for both.
     ``formats``: the text layouts of the key and of the scores (``None``: detected)."""
+    from bosaris_dask.io.text import text_has_labels
     from bosaris_dask.io.text.packed import TrialList, on_grid, read_key_and_scores, read_trials
 
     key_format, text_format = formats
-    from bosaris_dask.io.text import text_has_labels
-
     own_key = (bool(score_paths) and score_paths[0] == key_path and key_format == text_format
                and text_has_labels(key_path, format=key_format))  # fmt: skip
     if own_key:  # a wrong path is the first error
