@@ -908,6 +908,12 @@ def test_blocks_parsed_in_threads_give_the_file_order_and_its_first_error(
         with pytest.raises(ParseError, match=r"bad.txt:251: score 'nan' is not finite"):
             read_text(bad, block_bytes=64)
     assert where == {threads > 1} and warnings.filters == filters
+    rows[16] = "m0 s16\0 1"  # found while the block of line 11 is still being parsed
+    rows[10] = "m0 s10 x"
+    bad = _write(tmp_path, "\n".join(rows) + "\n", "nul.txt")
+    with dask.config.set({"bosaris_dask.parse-threads": threads}):
+        with pytest.raises(ParseError, match=r"nul.txt:11: cannot parse score 'x'"):
+            read_text(bad, block_bytes=64)
     assert ds.model.values.tolist() == [f"m{i}" for i in range(7)]
     assert ds.segment.values.tolist() == [f"s{i}" for i in range(400)]
     assert ds.score.values[3, 3] == 3 / 8 and int(ds.score_mask.sum()) == 400

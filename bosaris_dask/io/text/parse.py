@@ -163,11 +163,16 @@ def parsed_blocks(
     with ThreadPoolExecutor(threads, thread_name_prefix="bosaris-parse") as pool:
         ahead: deque[tuple[bytes, int, int, Future[_Chunk]]] = deque()
         try:
-            for block, first_line, n_lines in _iter_blocks(path, layout, block_bytes):
-                job = pool.submit(_parse_block, block, first_line, n_lines, layout, path)
-                ahead.append((block, first_line, n_lines, job))
-                if len(ahead) > threads:
+            try:
+                for block, first_line, n_lines in _iter_blocks(path, layout, block_bytes):
+                    job = pool.submit(_parse_block, block, first_line, n_lines, layout, path)
+                    ahead.append((block, first_line, n_lines, job))
+                    if len(ahead) > threads:
+                        yield ahead.popleft()
+            except Exception:  # a later line's (a NUL byte, an over-long line, a read error):
+                while ahead:  # the blocks above it first, whose errors come before it
                     yield ahead.popleft()
+                raise
             while ahead:
                 yield ahead.popleft()
         finally:
