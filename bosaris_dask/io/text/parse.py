@@ -148,8 +148,10 @@ def parsed_blocks(
 ) -> Iterator[tuple[bytes, int, int, Future[_Chunk]]]:
     """:func:`_iter_blocks` with each block's :func:`_parse_block` running ahead in
     :func:`parse_threads` threads: ``(block, first_line, n_lines, future)`` in file order, at
-    most ``threads + 1`` blocks in memory. A caller that stops early (a ParseError from a
-    future) leaves at most that many parses to finish, their results dropped."""
+    most ``threads + 1`` blocks in memory. An error met while reading (a NUL byte, an
+    over-long line) is raised after the blocks above it, whose errors come first. A caller that
+    stops early (a ParseError from a future) leaves at most that many parses to finish, their
+    results dropped."""
     threads = parse_threads()
     if threads == 1:
         for block, first_line, n_lines in _iter_blocks(path, layout, block_bytes):
