@@ -73,12 +73,26 @@ def _good_id(u: Any) -> bool:
             and "\ufeff" not in u)  # fmt: skip
 
 
-def _stack(values: list[np.ndarray], labels: np.ndarray | None, layout: _Layout):
+def _chunk(
+    ids: dict[str, tuple[np.ndarray, np.ndarray]],
+    values: list[np.ndarray],
+    labels: np.ndarray | None,
+    layout: _Layout,
+    first_line: int,
+    lines: np.ndarray | None,
+    n: int,
+    words: dict[int, tuple[str, int]] | None,
+) -> _Chunk:
+    """A block's records: a key's values are its labels; a scores layout that reads a label
+    column too keeps them apart."""
     if layout.kind == "key":
-        return labels
-    if not values:
-        return None
-    return values[0] if layout.kind != "quality" else np.stack(values, axis=1)
+        stacked = labels
+    elif not values:
+        stacked = None
+    else:
+        stacked = values[0] if layout.kind != "quality" else np.stack(values, axis=1)
+    apart = labels if layout.kind == "scores" else None
+    return _Chunk(ids, stacked, first_line, lines, n, words, apart)
 
 
 def _count_message(layout: _Layout, found: int) -> str:
@@ -283,15 +297,7 @@ def _parse_checked(
     if errors:
         i, message = min(errors)
         raise ParseError(message, path=path, line=int(lines[i]))
-    return _Chunk(
-        ids,
-        _stack(values, labels, layout),
-        first_line,
-        lines[at],
-        len(at),
-        words,
-        labels if layout.kind == "scores" else None,
-    )
+    return _chunk(ids, values, labels, layout, first_line, lines[at], len(at), words)
 
 
 def _columns(block: bytes, sep: bytes, nfields: int, n: int) -> list[np.ndarray]:
@@ -433,12 +439,4 @@ def _parse_fast(
                 return None
             labels = sign[codes]
             words = label_words(raw, codes)
-    return _Chunk(
-        ids,
-        _stack(values, labels, layout),
-        first_line,
-        None,
-        columns.n,
-        words,
-        labels if layout.kind == "scores" else None,
-    )
+    return _chunk(ids, values, labels, layout, first_line, None, columns.n, words)
