@@ -51,19 +51,19 @@ def text_has_labels(path: str | os.PathLike[str], *, format: str | None = None) 
     (True, 'scores', 'scores')
     """
     scores = _detect_layout(path, None, None, format)
-    if scores.kind != "scores":
-        return False
     try:
-        key = _detect_layout(path, "key", None, format)
-    except ParseError:
+        _with_label_column(path, scores, None, format)
+    except (ParseError, TrialError):  # no label column, or (BOSARIS) the score's
         return False
-    return dict(key.roles)["label"] != dict(scores.roles)["score"]  # BOSARIS: the same field
+    return True
 
 
 def _with_label_column(
     path: str | os.PathLike[str], scores: _Layout, header: bool | None, format: str | None
 ) -> _Layout:
-    """A scores layout that also reads the file's label column (a TrialError if it has none)."""
+    """A scores layout that also reads the file's label column: a TrialError if it has none
+    apart from its scores (a BOSARIS file's third field is either), a ParseError if it reads as
+    no key at all."""
     key = _detect_layout(path, "key", header, format)
     label, score = dict(key.roles)["label"], dict(scores.roles).get("score")
     if (
