@@ -101,13 +101,17 @@ def test_the_parsers_choices_are_the_librarys_own():
     assert choices.NORMS == NORMS and choices.BACKENDS == BACKENDS
 
 
-def test_an_evaluation_without_a_bootstrap_imports_none_of_it(tmp_path):
-    # its options were checked with the bootstrap's own function, imported whether given or
-    # not: 0.1 s of every evaluate
+def test_an_evaluation_imports_neither_the_bootstrap_nor_the_models(tmp_path):
+    # the bootstrap's options were checked with its own function, imported whether given or
+    # not: 0.1 s of every evaluate; the ECE's optimal LLRs imported the calibration package,
+    # and with it every model, fusion and its optimizer (0.03 s)
     scores = tmp_path / "own.score"
     scores.write_text("a x 0.5 target\nb x -1.5 nontarget\na y -1 nontarget\nb y 2 target\n")
     run = (
         f"from bosaris_dask.cli import main; main(['evaluate', '--scores', {str(scores)!r}, '-q'])"
     )
     loaded = _modules_after(run)
-    assert "bosaris_dask.engine" in loaded and "bosaris_dask.bootstrap" not in loaded
+    assert "bosaris_dask.engine" in loaded and "bosaris_dask.calibration.optimal" in loaded
+    for heavy in ("bosaris_dask.bootstrap", "bosaris_dask.calibration.models",
+                  "bosaris_dask.fusion"):  # fmt: skip
+        assert heavy not in loaded, heavy

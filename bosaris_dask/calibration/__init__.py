@@ -43,15 +43,35 @@ Examples
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING, Any
+
+# knots at once: light, and it registers the old module name bosaris_dask.calibration.pav_map
 from bosaris_dask.calibration.knots import interpolate_map, pav_map
-from bosaris_dask.calibration.models import (
-    LinearCalibrator,
-    apply_model,
-    linear_calibrate,
-    load_model,
-)
-from bosaris_dask.calibration.optimal import optimal_llrs, optimal_llrs_arrays
-from bosaris_dask.calibration.pav import PAVCalibrator, pav_calibrate
+
+# The names are imported on first use (PEP 562): the ECE of every evaluation needs only
+# ``optimal``, and the models would import fusion, its optimizer and scipy.linalg with it.
+_LAZY = {
+    "LinearCalibrator": "models",
+    "apply_model": "models",
+    "linear_calibrate": "models",
+    "load_model": "models",
+    "optimal_llrs": "optimal",
+    "optimal_llrs_arrays": "optimal",
+    "PAVCalibrator": "pav",
+    "pav_calibrate": "pav",
+}
+
+if TYPE_CHECKING:
+    from bosaris_dask.calibration.models import (
+        LinearCalibrator,
+        apply_model,
+        linear_calibrate,
+        load_model,
+    )
+    from bosaris_dask.calibration.optimal import optimal_llrs, optimal_llrs_arrays
+    from bosaris_dask.calibration.pav import PAVCalibrator, pav_calibrate
 
 __all__ = [
     "LinearCalibrator",
@@ -65,3 +85,20 @@ __all__ = [
     "load_model",
     "apply_model",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The public names, imported from their modules on first use (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:  # a submodule, as an attribute of the package
+        if importlib.util.find_spec(f"bosaris_dask.calibration.{name}") is None:
+            raise AttributeError(f"module 'bosaris_dask.calibration' has no attribute {name!r}")
+        return importlib.import_module(f"bosaris_dask.calibration.{name}")
+    value = getattr(importlib.import_module(f"bosaris_dask.calibration.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The package's names, the lazily imported public ones included."""
+    return sorted({*globals(), *__all__})

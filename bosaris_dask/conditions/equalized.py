@@ -62,7 +62,6 @@ from typing import Any
 import dask.array as da
 import numpy as np
 import xarray as xr
-from scipy.spatial import ConvexHull, QhullError
 from scipy.special import expit
 
 from bosaris_dask import roc
@@ -324,6 +323,8 @@ def _maybe_vertices(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     but only a guide: if Qhull merged away a near-collinear vertex, that vertex is still within
     ``_ABOVE`` of the polyline and kept, so the chain over the kept points finds it.
     """
+    from scipy.spatial import ConvexHull, QhullError  # 0.06 s to import: here, where needed
+
     n = len(x)
     try:
         some = ConvexHull(np.column_stack([x, y])).vertices
