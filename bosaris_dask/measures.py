@@ -151,7 +151,11 @@ def summary_from_arrays(tar: Any, non: Any, name: str = "system") -> ScoreSummar
     tar, non = tar.astype(dtype).ravel(), non.astype(dtype).ravel()
     both = np.concatenate([tar, non])
     if not np.all(np.isfinite(both)):
-        raise ScoreError(f"{name}: {int(np.sum(~np.isfinite(both)))} scores are not finite")
+        bad = [f"{side}s {int(np.sum(~np.isfinite(arr)))} (the first at index "
+               f"{int(np.flatnonzero(~np.isfinite(arr))[0])}: {arr[~np.isfinite(arr)][0]})"
+               for side, arr in (("target", tar), ("non-target", non))
+               if not np.all(np.isfinite(arr))]  # fmt: skip
+        raise ScoreError(f"{name}: scores that are not finite: {', '.join(bad)}")
     if tar.size == 0 or non.size == 0:
         raise ScoreError(f"{name}: need targets and non-targets, got {tar.size} and {non.size}")
     keys, inverse = np.unique(order_keys(both), return_inverse=True)

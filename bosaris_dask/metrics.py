@@ -145,8 +145,10 @@ def evaluate(
         Effective priors of the reported operating points (unit costs).
     operating_points
         More operating points in users' terms, after ``priors``: :class:`OperatingPoint` objects
-        or ``"Ptar:Cmiss:Cfa"`` strings; each is reported at its effective prior (one point per
-        effective prior: the first stated wins).
+        or ``"Ptar:Cmiss:Cfa"`` strings; each is reported at its effective prior, one point per
+        effective prior: a point replaces the entry of ``priors`` it equals (reported with its
+        costs), and two points of one effective prior with other costs are refused
+        (OptionError).
     sweep
         Prior log-odds of the normalized Bayes error-rate sweep (default: 201 points, -10..10,
         extended in its steps of 0.1 to half a unit beyond any operating point outside it).

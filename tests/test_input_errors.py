@@ -67,6 +67,12 @@ def _evaluate_cli(key: str = "key.txt", scores: str = "scores.txt") -> tuple[str
     return ("evaluate", "--key", "{d}/" + key, "--scores", "{d}/" + scores, "--cluster", "threads")
 
 
+def _result(d: Path) -> xr.Dataset:
+    """An evaluation's result, passed on where Scores belong."""
+    key = io.read(d / "key.txt")
+    return metrics.evaluate(make_scores(["m1", "m2"], ["s1", "s2"], GOOD_SCORES), key)
+
+
 def _str_scores() -> xr.Dataset:
     scores = make_scores(["m1", "m2"], ["s1", "s2"], GOOD_SCORES)
     return scores.assign(score=scores.score.astype(str))
@@ -112,8 +118,10 @@ CASES = [
          "scores: 1 trials have non-finite scores, e.g. (m1, s2)",
          lambda d: _evaluate(d, "scores.zarr"), _evaluate_cli(scores="scores.zarr"),
          {"scores.zarr": _nan_zarr}),
-    Case("score-nan-arrays", ScoreError, "system: 1 scores are not finite",
-         lambda d: metrics.eer([1.0, np.nan], [0.0])),
+    Case("score-nan-arrays", ScoreError,
+         "system: scores that are not finite: targets 1 (the first at index 1: nan), "
+         "non-targets 2 (the first at index 0: -inf)",
+         lambda d: metrics.eer([1.0, np.nan], [-np.inf, 0.0, np.inf])),
     # -- labels other than target/nontarget ---------------------------------------------------
     Case("label-text", ParseError,
          "{d}/key.txt:2: label 'nontgt' is not one of target/nontarget, 1/0, true/false, "
@@ -190,6 +198,13 @@ CASES = [
          lambda d: metrics.eer(np.array([1j]), [0.0])),
     Case("scores-given-as-key", TrialError, "system 1 is a key, not Scores",
          lambda d: metrics.evaluate(io.read(d / "key.txt"), io.read(d / "key.txt"))),
+    Case("scores-given-as-array", TrialError,
+         "expected a bosaris trial object (an xarray Dataset: Scores, Key, Ndx or Quality), got "
+         "numpy.ndarray; the array metrics (bosaris_dask.metrics.eer, ...) take score arrays",
+         lambda d: metrics.evaluate(GOOD_SCORES, io.read(d / "key.txt"))),
+    Case("scores-given-as-result", TrialError,
+         "got an evaluation's result where a trial object (Scores, Key, Ndx or Quality) was "
+         "expected", lambda d: metrics.evaluate(_result(d), io.read(d / "key.txt"))),
     # -- a key whose target and non-target masks overlap ----------------------------------------
     Case("overlap-hdf5", StoreError,
          "{d}/key.h5: trial (m2, s1) is in both /target_mask and /nontarget_mask",

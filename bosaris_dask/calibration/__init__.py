@@ -33,6 +33,7 @@ around the PAV block boundaries, coarse elsewhere), so it scales like evaluation
 Examples
 --------
 >>> import numpy as np
+>>> from bosaris_dask.calibration import PAVCalibrator
 >>> cal = PAVCalibrator(small_val=0.0).fit_arrays(np.array([1.0, 2.0, 3.0]),
 ...                                                np.array([0.0, 1.5, 0.5]))
 >>> cal.score_bounds_.tolist()

@@ -378,7 +378,16 @@ def make_quality(
 
 def kind_of(obj: xr.Dataset) -> str:
     """The kind of a trial object: ``"ndx"``, ``"key"``, ``"scores"`` or ``"quality"``."""
-    kind = getattr(obj, "attrs", {}).get("bosaris_kind")
+    if not isinstance(obj, xr.Dataset):
+        got = f"{type(obj).__module__}.{type(obj).__qualname__}"
+        raise TrialError(
+            f"expected a bosaris trial object (an xarray Dataset: Scores, Key, Ndx or Quality), "
+            f"got {got}; the array metrics (bosaris_dask.metrics.eer, ...) take score arrays"
+        )
+    kind = obj.attrs.get("bosaris_kind")
+    if kind is None and "plo" in obj.dims and "operating_point" in obj.coords:
+        raise TrialError("got an evaluation's result where a trial object (Scores, Key, Ndx or "
+                         "Quality) was expected")  # fmt: skip
     if kind not in KINDS:
         why = (" (an xarray operation may have dropped the attrs; "
                "xr.set_options(keep_attrs=True) keeps them)" if kind is None else "")  # fmt: skip
