@@ -404,3 +404,57 @@ def test_every_file_and_folder_of_an_output_is_flushed_before_the_rename(tmp_pat
     with pytest.raises(StoreError, match=r"cannot write .*/u\.txt: Input/output error$"):
         io.write(scores, tmp_path / "u.txt")
     assert not (tmp_path / "u.txt").exists()
+
+
+def test_an_output_that_is_an_input_is_refused_before_the_work(tmp_path, capsys):
+    # --json scores.txt replaced the scores with the evaluation's JSON once it was done
+    key, scores = tmp_path / "k.txt", tmp_path / "s.txt"
+    key.write_text("m s target\nm t nontarget\n")
+    scores.write_text("m s 1.5\nm t -1\n")
+    (tmp_path / "link").symlink_to(scores)
+    runs = {
+        ("evaluate", "--key", key, "--scores", scores, "--json", scores):
+            f"--json {scores} is also an input (--scores {scores})",
+        ("evaluate", "--key", key, "--scores", scores, "--json", tmp_path / "link"):
+            f"--json {tmp_path / 'link'} is also an input (--scores {scores})",
+        ("calibrate", "--key", key, "--scores", scores, "--model-out", key):
+            f"--model-out {key} is also an input (--key {key})",
+        ("convert", scores, scores): f"the output {scores} is also an input (the input {scores})",
+    }  # fmt: skip
+    for argv, said in runs.items():
+        assert main([str(a) for a in argv] + ["-q", "--cluster", "threads"]) == 1
+        assert f"error: {said}: writing it would replace it" in capsys.readouterr().err
+    assert key.read_text() == "m s target\nm t nontarget\n"
+    assert scores.read_text() == "m s 1.5\nm t -1\n"
+
+
+def test_a_link_is_written_through_and_a_pipe_in_place(tmp_path):
+    # --json /dev/stdout run as root replaced the system's /dev/stdout with a regular file
+    import stat
+    import threading
+
+    target = tmp_path / "target.json"
+    target.write_text("old")
+    (tmp_path / "link.json").symlink_to(target)
+    with atomic.atomic_path(tmp_path / "link.json") as tmp:
+        tmp.write_text("new")
+    assert (tmp_path / "link.json").is_symlink() and target.read_text() == "new"
+    (tmp_path / "dangling.json").symlink_to(tmp_path / "nowhere" / "x.json")
+    with pytest.raises(StoreError, match=r"dangling.json \(a link to .*nowhere/x.json\): dir"):
+        with atomic.atomic_path(tmp_path / "dangling.json") as tmp:
+            tmp.write_text("x")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (tmp_path / "to-fifo").symlink_to(fifo)
+    for output in (fifo, tmp_path / "to-fifo"):
+        read: list[str] = []
+        reader = threading.Thread(target=lambda read=read: read.append(fifo.read_text()))
+        reader.start()
+        with atomic.atomic_path(output) as tmp:
+            assert tmp == output
+            tmp.write_text("through the pipe")
+        reader.join(timeout=10)
+        assert read == ["through the pipe"] and stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "dangling.json", "fifo", "link.json", "target.json", "to-fifo",
+    ]  # fmt: skip

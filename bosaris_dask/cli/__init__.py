@@ -105,6 +105,49 @@ def _check_output_folders(args: argparse.Namespace) -> None:
             # a suffix that names no format: refused before training
             file = _write_format(path, None) != "zarr"
         check_folder(path, file=file)  # as the write would, before the work
+    _refuse_outputs_that_are_inputs(args)
+
+
+#: Options naming folders written into, never an input.
+_FOLDERS = ("out_dir", "plots_dir", "scratch_dir")
+
+
+def _refuse_outputs_that_are_inputs(args: argparse.Namespace) -> None:
+    """Refuse an output that is one of the inputs (``--json scores.txt`` replaced the scores
+    with the JSON once the evaluation was done): the same file, by name or through a link."""
+    import stat
+
+    outputs = {name: getattr(args, name, None) for name in _OUTPUTS}
+    outputs = {name: path for name, path in outputs.items() if isinstance(path, str)}
+    for name, output in outputs.items():
+        try:
+            if not stat.S_ISREG(os.stat(output).st_mode) and not os.path.isdir(output):
+                continue  # a device or a pipe (/dev/stdout): written in place, no input
+        except OSError:
+            continue  # not there yet: no input either
+        for option, given in vars(args).items():
+            if option in outputs or option in _FOLDERS:
+                continue
+            paths = [given] if isinstance(given, str) else given if isinstance(given, list) else []
+            for path in paths:
+                if isinstance(path, str) and _same_file(path, output):
+                    raise OptionError(f"{_named(name, output)} is also an input "
+                                      f"({_named(option, path)}): writing it would replace it; "
+                                      "write elsewhere")  # fmt: skip
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def _named(dest: str, path: str) -> str:
+    """A path as the command line gave it: ``--model-out m.json``, ``the output x.txt``."""
+    if dest in ("input", "output"):  # convert's positionals
+        return f"the {dest} {path}"
+    return f"--{dest.replace('_', '-')} {path}"
 
 
 #: The commands whose ``--out`` (``output``) is a trial object (a store or file of scores).

@@ -2,6 +2,10 @@
 (every file and folder, unless the ``bosaris_dask.fsync`` knob is 0) and renamed into place
 when complete (a directory by ``renameat2(RENAME_EXCHANGE)`` on Linux, else moved aside to
 ``.NAME.old-*`` first); :func:`remove_stale` cleans up after killed writers.
+
+An output that is a symbolic link is written through it (its target replaced, the link kept);
+one that is a device, a FIFO or a socket (``/dev/stdout``, ``/dev/null``, a named pipe, or a
+link to one) is written as it is, in place: it cannot be replaced, and must not be.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import ctypes
 import errno
 import os
 import shutil
+import stat
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -44,10 +49,14 @@ def check_folder(path: str | os.PathLike[str], *, file: bool = False) -> None:
     there could replace what is there: a directory that is no zarr store, or (``file``: the
     output is a file, e.g. JSON) any directory. Called before the work; the write checks again.
     """
-    parent = Path(path).parent
+    if _written_in_place(Path(path)):
+        return
+    final = _through_links(Path(path))
+    parent = final.parent
     if not parent.is_dir():
-        raise StoreError(f"cannot write {path}: directory {parent} does not exist")
-    _check_replaceable(Path(path), file=file)
+        link = f" (a link to {final})" if final != Path(path) else ""
+        raise StoreError(f"cannot write {path}{link}: directory {parent} does not exist")
+    _check_replaceable(final, file=file)
 
 
 def remove_path(path: str | os.PathLike[str]) -> None:
@@ -58,6 +67,23 @@ def remove_path(path: str | os.PathLike[str]) -> None:
     else:
         with contextlib.suppress(FileNotFoundError):
             p.unlink()
+
+
+def _written_in_place(path: Path) -> bool:
+    """Whether ``path`` is (or links to) a device, a FIFO or a socket: an output written as
+    it is, never replaced by a file (``--json /dev/stdout`` run as root replaced the
+    system's own ``/dev/stdout`` with a regular file)."""
+    try:
+        mode = path.stat().st_mode  # through links
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _through_links(path: Path) -> Path:
+    """Where an output at ``path`` goes: the file a symbolic link names (the link is kept and
+    its target replaced, as writing through it would), else ``path``."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
 def _fsync(path: Path) -> None:
@@ -178,7 +204,9 @@ def atomic_paths(final_paths: Sequence[str | os.PathLike[str]]) -> Iterator[list
     when the block exits normally, previous outputs deleted after the last rename (and put back
     where a rename fails or is interrupted: the previous set stays whole). A StoreError if a
     directory does not exist, the block did not create a temporary, or an output would replace a
-    directory that is no zarr store, or a store by a file (never deleted silently).
+    directory that is no zarr store, or a store by a file (never deleted silently). A link is
+    written through (its target replaced); a device, FIFO or socket is yielded as it is and
+    written in place (not atomic: there is nothing to rename).
 
     Examples
     --------
@@ -192,17 +220,21 @@ def atomic_paths(final_paths: Sequence[str | os.PathLike[str]]) -> Iterator[list
     >>> sorted(p.name for p in d.iterdir())
     ['a.txt', 'b.txt']
     """
-    finals = [Path(p) for p in final_paths]
+    given = [Path(p) for p in final_paths]
+    in_place = [_written_in_place(p) for p in given]
+    finals = [_through_links(p) for p, direct in zip(given, in_place, strict=True) if not direct]
+    for path in (p for p, direct in zip(given, in_place, strict=True) if not direct):
+        check_folder(path)
     for final in finals:
-        check_folder(final)
         if len(os.fsencode(final.name)) > _NAME_MAX - len(f".{_TMP}") - 12:
             raise StoreError(f"cannot write {final}: its name is too long for the hidden "
                              f"temporary beside it (at most {_NAME_MAX - 18} bytes)")  # fmt: skip
         remove_stale(final)  # what killed writers of this output left, an hour old or more
     tmps = [_sibling(final, _TMP) for final in finals]
+    built = iter(tmps)
     swapped: list[tuple[Path, Path | None, bool]] = []  # (in place, previous one, existed)
     try:
-        yield tmps
+        yield [p if direct else next(built) for p, direct in zip(given, in_place, strict=True)]
         for tmp, final in zip(tmps, finals, strict=True):
             if not tmp.exists():
                 raise StoreError(f"nothing was written for {final}")
