@@ -671,3 +671,12 @@ def test_a_text_layout_that_lays_out_nothing_is_refused(tmp_path, capsys):
     argv = ["evaluate", "--scores", str(wespeaker), "--key-format", "nist", "-q"]
     assert main(argv) == 1  # no key: the scores are their own key, laid out by --format
     assert "none is given" in capsys.readouterr().err
+
+
+def test_evaluate_with_nothing_to_read_says_what_to_give(capsys):
+    # it said "--key is needed: it selects the trials to score from embeddings", with none given
+    assert main(["evaluate", "-q"]) == 1
+    assert capsys.readouterr().err == (
+        "bosaris-dask: error: nothing to read: give --scores (a file with a label column is its "
+        "own key; else --key too), or --enrol and --test with --key\n"
+    )

@@ -391,6 +391,14 @@ def test_info_key_says_what_evaluate_uses(tmp_path, capsys):
     assert capsys.readouterr().err == (
         f"bosaris-dask: error: --key compares scores with a key, but {key} holds a key\n"
     )
+    # a labelled score file (wespeaker's 'enrol test score label') as the key, as evaluate
+    # takes it (it was read as scores: AttributeError 'trial_mask')
+    own = tmp_path / "own.score"
+    own.write_text("m1 s1 0.5 target\nm1 s2 -1 nontarget\nm2 s9 2 target\n")
+    assert main(["info", str(tmp_path / "extra.txt"), "--key", str(own)]) == 0
+    assert capsys.readouterr().out.splitlines()[-2] == (
+        f"key trials:  3 in {own} (2 with a score, 1 without)"
+    )
 
 
 @pytest.mark.parametrize("fitter", ["LinearFuser", "QualityFuser"])

@@ -101,7 +101,12 @@ def _load(
         key = _key(args)
         return key, _systems(args, key, score_paths, text_format, llr_base)
     if key_path is None and not score_paths:
-        raise OptionError("--key is needed: it selects the trials to score from embeddings")
+        from bosaris_dask.cli.embeddings import uses_embeddings
+
+        if args is not None and uses_embeddings(args):
+            raise OptionError("--key is needed: it selects the trials to score from embeddings")
+        raise OptionError("nothing to read: give --scores (a file with a label column is its "
+                          "own key; else --key too), or --enrol and --test with --key")  # fmt: skip
     if key_path is None:
         from bosaris_dask.io.text import text_has_labels
 

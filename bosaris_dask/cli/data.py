@@ -318,7 +318,7 @@ def _print_coverage(scores: Any, key_path: str) -> None:
     from bosaris_dask import io
     from bosaris_dask.trials import coverage
 
-    c = coverage(scores, io.read(key_path))
+    c = coverage(scores, io.read(key_path, "key"))
     _print_counts(key_path, c["trials"], c["scored"], c["scores"])
 
 
