@@ -888,7 +888,9 @@ def test_the_interval_block_says_which_metrics_have_no_interval():
 def test_a_comparison_says_how_far_the_bins_resolve_the_rank_metrics():
     # Two systems that rank every trial alike differ by 0 exactly, but each has bins of its
     # own: the resamples' EER, minDCF and minCllr differ by the bins' error, which the
-    # comparison reports as its resolution (the two systems' binned errors on the data).
+    # comparison bounds as its resolution (the larger of the two systems' binned value minus
+    # its floor, in any resample: it was their binned errors on the data, which every audit's
+    # copy of a system exceeded, by up to 4x, in the resamples' differences)
     import dask
 
     key, systems, tables, *_ = _data(n_m=14, n_s=16)
@@ -897,10 +899,13 @@ def test_a_comparison_says_how_far_the_bins_resolve_the_rank_metrics():
     with dask.config.set({"bosaris_dask.bootstrap-bins": 4}):  # coarse: binned values are off
         ds = _evaluate(key, [systems[0], twin], conditions=tables, bootstrap=40,
                        resample=["model.spk", "segment.spk"], seed=2, compare=True)  # fmt: skip
-    for name in ("eer", "min_cllr"):
-        assert float(ds[f"compare_{name}"][0]) == 0.0
-        off = np.abs(ds[f"{name}_binned"].values - ds[name].values)
-        assert float(ds[f"compare_{name}_resolution"][0]) == off[0] + off[1] > 0
+    for name in ("eer", "min_cllr", "min_dcf"):
+        assert np.all(np.nan_to_num(ds[f"compare_{name}"][0].values) == 0.0)
+        off = np.abs(ds[f"{name}_binned"].values - ds[name].values).max(axis=0)
+        bound = ds[f"compare_{name}_resolution"][0].values
+        ends = np.abs(ds[f"compare_{name}_ci"][0].values).max(axis=-1)  # exact: 0
+        assert np.all(np.nan_to_num(ends) <= np.nan_to_num(bound)), name
+        assert np.all(np.nan_to_num(off) <= np.nan_to_num(bound)) and np.nanmax(bound) > 0
     assert "compare_cllr_resolution" not in ds  # Cllr and actDCF are exact per resample
     text = format_table(ds)
     res = float(ds.compare_eer_resolution[0]) * 100

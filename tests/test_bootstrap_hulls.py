@@ -9,6 +9,7 @@ import os
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.special import expit
 
 from bosaris_dask import roc
 from bosaris_dask.bootstrap.hulls import row_hulls, rows_eer, rows_min_bayes_error, rows_min_cllr
@@ -50,3 +51,49 @@ def test_every_row_equals_its_own_hull_bit_for_bit(seed, rows, bins, scale, empt
         assert eer[r] == roc.hull_eer(hull)
         assert min_cllr[r] == roc.hull_min_cllr(hull)
         np.testing.assert_array_equal(bayes[r], roc.min_bayes_error(hull, plo)[0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_tar=st.integers(1, 40),
+    n_non=st.integers(1, 60),
+    n_edges=st.integers(1, 12),
+    decimals=st.sampled_from([0, 1, 2]),
+)
+def test_the_exact_metrics_of_every_resample_lie_between_its_floor_and_its_bins(
+    seed, n_tar, n_non, n_edges, decimals
+):
+    """Each resample (weighted trials) binned at random edges: its exact EER, minCllr and
+    minDCF (brute force over its trials, repeated by their weights) are at most the bins' and
+    at least the floors' (each bin's non-targets below its targets): the comparison's ``bins
+    ±R`` is their difference at most, so it bounds every resample's binning error."""
+    from bosaris_dask.bootstrap.replicates import replicate_metrics
+    from tests import reference as ref
+
+    rng = np.random.default_rng(seed)
+    tar, non = (np.round(rng.normal(m, 1, n), decimals) for m, n in ((1, n_tar), (0, n_non)))
+    edges = np.sort(rng.uniform(-3, 4, n_edges))
+    weights = [np.ones(n_tar, int), np.ones(n_non, int)]
+    rows = [weights] + [[rng.poisson(1, n_tar), rng.poisson(1, n_non)] for _ in range(4)]
+    rows = [r for r in rows if r[0].sum() and r[1].sum()]
+    plo = np.array([-2.2, 0.0, 1.5])
+
+    def counts(scores, w):
+        return np.bincount(np.searchsorted(edges, scores, side="right"), weights=w,
+                           minlength=n_edges + 1)  # fmt: skip
+
+    hist_tar = np.array([counts(tar, w_t) for w_t, _ in rows])
+    hist_non = np.array([counts(non, w_n) for _, w_n in rows])
+    zeros = np.zeros(len(rows))
+    out = replicate_metrics(hist_tar, hist_non, zeros, zeros, plo, np.zeros(3, int))
+    for r, (w_t, w_n) in enumerate(rows):
+        t, n = np.repeat(tar, w_t), np.repeat(non, w_n)
+        exact = {
+            "eer": ref.eer(t, n),
+            "min_cllr": ref.min_cllr(t, n),
+            "min_dcf": ref.min_dcf(t, n, plo) / np.minimum(expit(plo), expit(-plo)),
+        }
+        for name, value in exact.items():  # fmt: skip
+            assert np.all(out[f"{name}_floor"][r] <= value + 1e-12), (name, r)
+            assert np.all(value <= out[name][r] + 1e-12), (name, r)

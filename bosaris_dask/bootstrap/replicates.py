@@ -11,6 +11,12 @@ exact (integer weighted counts). From it:
 - **Cllr** is exact: the resample's sums of the per-trial Cllr terms (each rounded to a
   multiple of ``2**-57``) over its targets and non-targets.
 
+Each binned metric also gets a **floor** (``<metric>_floor``): its value on the bins split in
+two, each bin's non-targets below its targets, the best order its trials could be in. That
+ROC's hull lies on or below the exact one (every exact ROC point between two bin edges is above
+and to the right of the split's corner), as the bin edges' lies on or above it, so the exact
+value is in ``[floor, binned]`` for every resample: the binning's error, bounded.
+
 A resample without targets or without non-targets gets NaN metrics.
 
 Examples
@@ -29,11 +35,13 @@ from scipy.special import expit
 
 from bosaris_dask.bootstrap.hulls import row_hulls, rows_eer, rows_min_bayes_error, rows_min_cllr
 
-__all__ = ["replicate_metrics", "METRICS", "PER_POINT"]
+__all__ = ["replicate_metrics", "METRICS", "PER_POINT", "BINNED"]
 
 #: Scalar metrics of a resample, and those per operating point.
 METRICS = ("eer", "cllr", "min_cllr")
 PER_POINT = ("act_dcf", "min_dcf")
+#: The metrics at the bins' resolution, each with a floor (``<metric>_floor``).
+BINNED = ("eer", "min_cllr", "min_dcf")
 
 
 def replicate_metrics(
@@ -59,11 +67,14 @@ def replicate_metrics(
     -------
     dict
         ``eer``, ``cllr``, ``min_cllr`` ``(R,)`` and normalized ``act_dcf``, ``min_dcf``
-        ``(R, len(plo))``.
+        ``(R, len(plo))``; ``eer_floor``, ``min_cllr_floor``, ``min_dcf_floor`` as those: at most
+        the exact values, as the binned ones are at least.
     """
     rows = tar.shape[0]
     out = {name: np.full(rows, np.nan) for name in METRICS}
     out |= {name: np.full((rows, len(plo)), np.nan) for name in PER_POINT}
+    for name in BINNED:
+        out[f"{name}_floor"] = np.full_like(out[name], np.nan)
     p, q = expit(plo), expit(-plo)
     norm = np.minimum(p, q)
     n_t, n_n = tar.sum(axis=1), non.sum(axis=1)
@@ -76,6 +87,13 @@ def replicate_metrics(
     out["min_cllr"][valid] = rows_min_cllr(hulls)
     out["cllr"][valid] = (sp_tar[valid] / n_t + sp_non[valid] / n_n) / (2 * np.log(2))
     out["min_dcf"][valid] = rows_min_bayes_error(hulls, plo) / norm
+    split = np.zeros((len(valid), 2 * tar.shape[1]), dtype=np.result_type(tar, non))
+    split_tar, split_non = split, split.copy()
+    split_non[:, 0::2], split_tar[:, 1::2] = non[valid], tar[valid]  # ascending: non-targets first
+    best = row_hulls(split_tar, split_non)
+    out["eer_floor"][valid] = rows_eer(best)
+    out["min_cllr_floor"][valid] = rows_min_cllr(best)
+    out["min_dcf_floor"][valid] = rows_min_bayes_error(best, plo) / norm
     misses = np.cumsum(tar[valid], axis=1)[:, edge_index]
     fas = n_n[:, None] - np.cumsum(non[valid], axis=1)[:, edge_index]
     out["act_dcf"][valid] = (p * misses / n_t[:, None] + q * fas / n_n[:, None]) / norm

@@ -222,8 +222,9 @@ def format_block(results: xr.Dataset) -> list[str]:
         if any(float(np.nansum(results[f"compare_{m}_resolution"].values)) > 0
                for m in BINNED if f"compare_{m}_resolution" in results):  # fmt: skip
             lines.append(
-                "  bins ±R: the resamples' EER, minCllr and minDCF are the bootstrap bins', "
-                "off by up to about R on the data: a difference within ±R is not resolved"
+                "  bins ±R: the resamples' EER, minCllr and minDCF are the bootstrap bins'; "
+                "each resample's difference is within R of its exact one (a bound): a "
+                "difference within ±R is not resolved"
             )
         for i, label in enumerate(results.pair.values):
             if all(np.isnan(results[f"compare_{m}"].values[i]) for m in METRICS):

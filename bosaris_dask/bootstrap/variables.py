@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from bosaris_dask.bootstrap.replicates import METRICS, PER_POINT, replicate_metrics
+from bosaris_dask.bootstrap.replicates import BINNED, METRICS, PER_POINT, replicate_metrics
 from bosaris_dask.errors import BosarisError
 
 __all__ = [
@@ -35,9 +35,6 @@ __all__ = [
     "condition_compare_variables",
     "describe",
 ]
-
-#: The metrics whose binned value on the data itself is reported (the binning's error).
-BINNED = ("eer", "min_cllr", "min_dcf")
 
 
 def percentile_interval(values: np.ndarray, level: float) -> np.ndarray:
@@ -115,9 +112,9 @@ def condition_compare_variables(ds, reps, level, is_op, n_sys) -> dict[str, Any]
                 with np.errstate(invalid="ignore"):
                     better = np.where(np.isnan(diff), np.nan, diff < 0)
                     frac = np.nanmean(better, axis=0)
-                off = resolution_of(reps[i, g][name], reps[j, g][name],
-                                    *(exact[k, g][is_op] if per_point else exact[k, g]
-                                      for k in (i, j)))  # fmt: skip
+                pair_exact = [exact[k, g][is_op] if per_point else exact[k, g] for k in (i, j)]
+                off = (resolution_of(reps[i, g], reps[j, g], name, *pair_exact)
+                       if name in BINNED else np.nan)  # fmt: skip
                 if per_point:
                     point[p, g] = exact[i, g] - exact[j, g]
                     point[p, g, ~is_op] = np.nan
@@ -154,10 +151,11 @@ def describe(ds: xr.Dataset, level: float) -> None:
             f"compare_{name}": f"{short} of the first system minus the second's (exact)",
             f"compare_{name}_ci": f"{pct} paired bootstrap interval of compare_{name}",
             f"compare_{name}_p_better": f"fraction of resamples where the first's {short} is lower",
-            f"compare_{name}_resolution": f"how far the two systems' binned {short} of the data "
-            "are from the exact ones, in all: differences within it are not resolved",
-            f"condition_compare_{name}_resolution": f"how far the two systems' binned {short} "
-            "of the condition's data are from the exact ones, in all",
+            f"compare_{name}_resolution": f"bound on how far any resample's binned difference of "
+            f"{short} is from its exact one (so the interval's ends from the exact bootstrap's): "
+            "differences within it are not resolved",
+            f"condition_compare_{name}_resolution": f"bound on how far any resample's binned "
+            f"difference of {short} in the condition is from its exact one",
             f"condition_compare_{name}": f"{short} of the first system minus the second's "
             "(exact), per condition",
             f"condition_compare_{name}_ci": f"{pct} paired bootstrap interval of "
@@ -205,20 +203,30 @@ def interval_variables(ds, reps, level, is_op) -> dict[str, Any]:
     return out
 
 
-def resolution_of(
-    binned_a: np.ndarray, binned_b: np.ndarray, exact_a: Any, exact_b: Any
-) -> np.ndarray:  # fmt: skip
-    """How far the binned difference of two systems' metric can be off: the sum of their
-    binned values' errors on the data (``binned_*[0]``; resamples after it), or 0 where the two
-    are the same on the data and in every resample and their exact values are equal (the same
-    bins of the same scores, e.g. a system and its copy: differences of exactly 0).
+def resolution_of(rep_a: dict[str, np.ndarray], rep_b: dict[str, np.ndarray], name: str,
+                  exact_a: Any, exact_b: Any) -> np.ndarray:  # fmt: skip
+    """How far a binned difference of two systems' ``name`` (replicate metrics ``rep_*``: row 0
+    the data, whose exact values are ``exact_*``, then the resamples) can be from the exact
+    difference, in any row: the larger of the two systems' binning errors, each bounded by
+    its binned value minus its floor (on the data: minus its exact value). Both errors have one
+    sign (a binned value is never below the exact one), so a difference is off by at most the
+    larger. 0 where the two are the same on the data and in every resample and their exact
+    values are equal (the same bins of the same scores, e.g. a system and its copy:
+    differences of exactly 0).
 
-    >>> binned, other = np.array([0.25, 0.5, 0.75]), np.array([0.5, 0.5, 1.0])
-    >>> float(resolution_of(binned, other, 0.125, 0.375)), float(resolution_of(binned, binned,
-    ...                                                                         0.125, 0.125))
-    (0.25, 0.0)
+    >>> a = {"eer": np.array([0.25, 0.5, 0.75]), "eer_floor": np.array([0.0, 0.375, 0.5])}
+    >>> b = {"eer": np.array([0.5, 0.5, 1.0]), "eer_floor": np.array([0.0, 0.5, 0.625])}
+    >>> float(resolution_of(a, b, "eer", 0.125, 0.375)), float(resolution_of(a, a, "eer", 0.125,
+    ...                                                                      0.125))
+    (0.375, 0.0)
     """
-    off = np.abs(binned_a[0] - exact_a) + np.abs(binned_b[0] - exact_b)
+    binned_a, binned_b = rep_a[name], rep_b[name]
+    errors = []
+    for rep, exact in ((rep_a, exact_a), (rep_b, exact_b)):
+        error = rep[name] - rep[f"{name}_floor"]
+        error[0] = rep[name][0] - exact
+        errors.append(error)
+    off = np.fmax.reduce(np.fmax(*errors), axis=0)  # a row without a value has no difference
     alike = (binned_a == binned_b) | (np.isnan(binned_a) & np.isnan(binned_b))
     return np.where(alike.all(axis=0) & (np.asarray(exact_a) == exact_b), 0.0, off)
 
@@ -243,8 +251,8 @@ def compare_variables(ds, reps, level, is_op, names) -> dict[str, Any]:
         out[f"compare_{name}_ci"] = ((*dims, "bound"), ci)
         out[f"compare_{name}_p_better"] = (dims, p_better)
         if name in BINNED:  # each resample's value is the bins'; on the data they are off by
-            resolution = np.stack([resolution_of(reps[i][name], reps[j][name], exact[i],
-                                                 exact[j]) for i, j in pairs])  # fmt: skip
+            resolution = np.stack([resolution_of(reps[i], reps[j], name, exact[i], exact[j])
+                                   for i, j in pairs])  # fmt: skip
             if per_point:
                 resolution = _per_plo(ds, resolution, is_op)
             out[f"compare_{name}_resolution"] = (dims, resolution)
