@@ -355,6 +355,15 @@ def test_a_csv_table_with_a_header_reads_as_its_tab_separated_twin(tmp_path, par
                                                        r"\('bonafide'\): an id-label list"),
         ("filename\tcm-score\nE1\t1.375\nE2\t-2e-3\n", r"two fields, the second a score "
                                                        r"\('1.375'\): an id-score file"),
+        # Kaldi's compute-eer input, VoxSRC's column order, a VoxCeleb list with scores pasted
+        # on (it was read as 3D-Speaker's layout: "label 'id10300/b.wav' is not one of ...")
+        ("-0.35 target\n0.2 nontarget\n", r"two fields, a score and a label \('-0.35' "
+                                          r"'target'\): Kaldi's compute-eer input\?"),
+        ("0.73 e/a.wav t/b.wav\n-0.2 e/a.wav t/c.wav\n", r"VoxSRC's 'score enrol test' order\? "
+                                                        r"reorder the columns"),
+        ("1 e/a.wav t/b.wav 0.73\n0 e/a.wav t/c.wav -0.2\n", r"field 1 is a label and field 4 "
+                                                            r"a score: a VoxCeleb trial list"),
+        ("a b 0.5 foo\n", r"4 fields, and field 4 'foo' is not a label word"),
     ],
 )  # fmt: skip
 def test_other_tools_headerless_layouts_are_named_not_misread(tmp_path, content, message):

@@ -219,7 +219,7 @@ def _detect_layout(
             ))  # fmt: skip
             return _Layout(kind, sep, len(tokens), columns, after, lineno + 1, header=True)
     tokens = line.split()
-    _refuse_foreign(tokens, path, lineno, origin)
+    _refuse_foreign(tokens, path, lineno, origin, kind)
     if fmt is None:
         fmt = _format_of_tokens(tokens, path, lineno, origin, kind)
     if fmt in _HEADERLESS:
@@ -245,16 +245,27 @@ def _detect_layout(
     return _Layout(kind, None, len(tokens), fields, origin, 1)
 
 
-def _refuse_foreign(tokens: list[bytes], path: Any, lineno: int, origin: int) -> None:
+def _refuse_foreign(
+    tokens: list[bytes], path: Any, lineno: int, origin: int, kind: str | None = None
+) -> None:
     """A one-line error for the headerless layouts of other tools that would otherwise be read
     as something else (an ESPnet trial id as a model, its score as a segment; an ASVspoof CM
     key or score file as a trial list whose segments are labels or scores) or fail with a bare
-    field count (a quality table)."""
+    field count (a quality table) or a bare bad score (VoxSRC's 'score enrol test' order, read
+    without a kind or as scores)."""
     if len(tokens) == 2:
         lines = _first_lines(path, origin)
         data_like = is_label_word(tokens[1], numeric=False) or _is_number(tokens[1])
         body = lines if data_like else lines[1:]  # the first line may be a header
         second = [t[1] for t in body] if body and all(len(t) == 2 for t in body) else []
+        if second and all(is_label_word(t, numeric=False) for t in second) \
+                and all(_is_number(t[0]) for t in body):  # fmt: skip
+            raise ParseError(
+                f"two fields, a score and a label ({_shown(body[0][0])} {_shown(second[0])}): "
+                "Kaldi's compute-eer input? it has no trial ids; evaluate reads trials "
+                "('model segment score' lines, with a key)",
+                path=path, line=lineno,
+            )  # fmt: skip
         if second and all(is_label_word(t, numeric=False) for t in second):
             raise ParseError(
                 f"two fields, the second a label word ({_shown(second[0])}): an id-label list "
@@ -284,6 +295,15 @@ def _refuse_foreign(tokens: list[bytes], path: Any, lineno: int, origin: int) ->
             f"one field, {_shown(tokens[0])}: comma-separated values? without a header line "
             "naming the columns (e.g. modelid,segmentid,LLR) the fields are separated by tabs "
             "or spaces: add the header, or convert with tr ',' '\\t'",
+            path=path, line=lineno,
+        )  # fmt: skip
+    if len(tokens) == 3 and kind in (None, "scores") and _is_number(tokens[0]) \
+            and not tokens[0].isdigit() \
+            and not (_is_number(tokens[2]) or is_label_word(tokens[2], numeric=False)):  # fmt: skip
+        raise ParseError(
+            f"the first field is a score ({_shown(tokens[0])}) and the third no score or label: "
+            "VoxSRC's 'score enrol test' order? reorder the columns to 'enrol test score', "
+            "e.g. awk '{print $2, $3, $1}'",
             path=path, line=lineno,
         )  # fmt: skip
     if len(tokens) == 3 and b"*" in tokens[0] and _is_number(tokens[1]):
@@ -371,7 +391,10 @@ def _first_lines(path: Any, origin: int) -> list[list[bytes]]:
 def _label_column(lines: list[list[bytes]]) -> str | None:
     """``wespeaker`` if field 4 is the label, ``3dspeaker`` if field 3 is, None if unclear."""
     num = [all(len(t) == 4 and _is_number(t[j]) for t in lines) for j in (2, 3)]
-    if num[0] != num[1]:
+    if num[0] != num[1]:  # the other field must then be the label
+        label = 3 if num[0] else 2
+        if not all(len(t) == 4 and is_label_word(t[label]) for t in lines):
+            return None
         return "wespeaker" if num[0] else "3dspeaker"
     lab = [all(len(t) == 4 and is_label_word(t[j]) for t in lines) for j in (2, 3)]
     if num[0] and lab[0] != lab[1]:
@@ -392,11 +415,18 @@ def _four_fields_unclear(lines: list[list[bytes]]) -> str:
     "field 3 '1e400' is not a finite score"
     """
     third, fourth = lines[0][2], lines[0][3]
+    if is_label_word(lines[0][0]) and _is_number(fourth) and not _is_number(third):
+        return ("field 1 is a label and field 4 a score: a VoxCeleb trial list with the scores "
+                "pasted on ('label enrol test score')? give the list as the key and the scores "
+                "as 'enrol test score' lines")  # fmt: skip
     for j, token in ((3, third), (4, fourth)):
         if number_of_token(token) is not None and not _is_number(token):
             return f"field {j} {token.decode(errors='replace')!r} is not a finite score"
     if not (_is_number(third) or _is_number(fourth)):
         return "neither field 3 nor field 4 is a number (a score)"
+    if _is_number(third) != _is_number(fourth):  # the other one is no label word
+        j, token = (4, fourth) if _is_number(third) else (3, third)
+        return f"field {j} {_shown(token, 40)} is not a label word ({ACCEPTED_LABELS})"
     if is_label_word(third) and is_label_word(fourth):
         return f"fields 3 and 4 are both numbers that are label words ({ACCEPTED_LABELS})"
     return "fields 3 and 4 are both numbers, and neither is a label word"
