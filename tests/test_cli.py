@@ -680,3 +680,16 @@ def test_evaluate_with_nothing_to_read_says_what_to_give(capsys):
         "bosaris-dask: error: nothing to read: give --scores (a file with a label column is its "
         "own key; else --key too), or --enrol and --test with --key\n"
     )
+
+
+def test_a_folder_option_naming_a_file_is_refused_before_the_work(tmp_path, capsys):
+    # simulate wrote nothing and said "afile: File exists" after simulating; --plots-dir said
+    # "cannot create the plot directory" once the evaluation was done
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    argv = ["simulate", "--models", "4", "--segments", "5", "--out-dir", str(afile), "-q"]
+    assert main(argv) == 1
+    assert capsys.readouterr().err == (
+        f"bosaris-dask: error: --out-dir {afile} is a file, not a directory\n"
+    )
+    assert afile.read_text() == "mine"

@@ -419,13 +419,16 @@ def test_an_output_that_is_an_input_is_refused_before_the_work(tmp_path, capsys)
             f"--json {tmp_path / 'link'} is also an input (--scores {scores})",
         ("calibrate", "--key", key, "--scores", scores, "--model-out", key):
             f"--model-out {key} is also an input (--key {key})",
-        ("convert", scores, scores): f"the output {scores} is also an input (the input {scores})",
+        ("plot", "det", "--key", key, "--scores", scores, "--out", scores):
+            f"--out {scores} is also an input (--scores {scores})",
     }  # fmt: skip
     for argv, said in runs.items():
         assert main([str(a) for a in argv] + ["-q", "--cluster", "threads"]) == 1
         assert f"error: {said}: writing it would replace it" in capsys.readouterr().err
     assert key.read_text() == "m s target\nm t nontarget\n"
     assert scores.read_text() == "m s 1.5\nm t -1\n"
+    # trials written onto an input replace it, as asked (fuse --apply B --out B)
+    assert main(["convert", str(scores), str(scores), "-q"]) == 0
 
 
 def test_a_link_is_written_through_and_a_pipe_in_place(tmp_path):

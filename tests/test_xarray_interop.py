@@ -116,7 +116,11 @@ def test_what_xarray_operations_did_is_said():
     [(b"\x89HDF\r\n\x1a\n", "an HDF5 file", r"needs the suffix \.h5; .*\(xr.open_dataset\)"),
      (b"CDF\x01", "a netCDF-3 file", r": a Dataset that xarray saved is opened with xarray"),
      (b"PK\x03\x04", r"a zip archive \(npz\?\)", r": embeddings in an \.npz are scored with "
-      r"--enrol and --test \(bosaris_dask.embeddings in Python\)$")],
+      r"--enrol and --test \(bosaris_dask.embeddings in Python\)$"),
+     # other compressions than gzip (read as it is): 'NUL byte' or a field count before
+     (b"BZh91AY&SY", "bzip2-compressed", r"--scores <\(bzip2 -dc FILE\)\), or recompress it"),
+     (b"\xfd7zXZ\x00\x00", "xz-compressed", r"--scores <\(xz -dc FILE\)"),
+     (b"\x28\xb5\x2f\xfd", "zstd-compressed", r"--scores <\(zstd -dc FILE\)")],
 )  # fmt: skip
 def test_a_binary_file_read_as_text_is_named_for_what_it_is(tmp_path, head, what, instead):
     # xarray's to_netcdf output read by its suffix as text: 'NUL byte in a text file'

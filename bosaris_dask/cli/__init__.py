@@ -105,6 +105,10 @@ def _check_output_folders(args: argparse.Namespace) -> None:
             # a suffix that names no format: refused before training
             file = _write_format(path, None) != "zarr"
         check_folder(path, file=file)  # as the write would, before the work
+    for name in _FOLDERS:
+        path = getattr(args, name, None)
+        if isinstance(path, str) and os.path.exists(path) and not os.path.isdir(path):
+            raise OptionError(f"--{name.replace('_', '-')} {path} is a file, not a directory")
     _refuse_outputs_that_are_inputs(args)
 
 
@@ -113,12 +117,16 @@ _FOLDERS = ("out_dir", "plots_dir", "scratch_dir")
 
 
 def _refuse_outputs_that_are_inputs(args: argparse.Namespace) -> None:
-    """Refuse an output that is one of the inputs (``--json scores.txt`` replaced the scores
-    with the JSON once the evaluation was done): the same file, by name or through a link."""
+    """Refuse a report, a model or an image written onto one of the inputs (``--json
+    scores.txt`` replaced the scores with the JSON once the evaluation was done): the same
+    file, by name or through a link. Trials written onto an input (``fuse --apply B --out
+    B``) replace it as asked, once read."""
     import stat
 
-    outputs = {name: getattr(args, name, None) for name in _OUTPUTS}
-    outputs = {name: path for name, path in outputs.items() if isinstance(path, str)}
+    others = {name: getattr(args, name, None) for name in _OUTPUTS}
+    reports = (*_FILE_OUTPUTS, "out") if args.command == "plot" else _FILE_OUTPUTS
+    outputs = {name: path for name, path in others.items()
+               if isinstance(path, str) and name in reports}  # fmt: skip
     for name, output in outputs.items():
         try:
             if not stat.S_ISREG(os.stat(output).st_mode) and not os.path.isdir(output):
@@ -126,7 +134,7 @@ def _refuse_outputs_that_are_inputs(args: argparse.Namespace) -> None:
         except OSError:
             continue  # not there yet: no input either
         for option, given in vars(args).items():
-            if option in outputs or option in _FOLDERS:
+            if option in others or option in _FOLDERS:
                 continue
             paths = [given] if isinstance(given, str) else given if isinstance(given, list) else []
             for path in paths:

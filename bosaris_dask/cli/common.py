@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from bosaris_dask.cli.choices import TEXT_SUFFIXES
 from bosaris_dask.errors import BosarisError, OptionError
 
 T = TypeVar("T")
@@ -265,10 +266,25 @@ def _with_embeddings(args: argparse.Namespace | None, key: Any, systems: list[An
     return systems
 
 
+#: The suffixes a system's name leaves out: the stores', the text lists' and gzip's.
+_NAMELESS_SUFFIXES = (".zarr", ".hdf5", ".h5", ".mat", ".csv", *TEXT_SUFFIXES[1:])
+
+
 def _system_name(path: str) -> str:
-    name = Path(path.rstrip("/")).name
-    for suffix in (".zarr", ".hdf5", ".h5", ".txt", ".tsv", ".scores", ".score"):
-        name = name.removesuffix(suffix)
+    """A file's name without its suffixes (``scores.txt.gz`` -> ``scores``); a pipe's
+    (``--scores <(zcat f)``, ``/dev/stdin``) says it is one.
+
+    >>> [_system_name(p) for p in ("a/sys1.txt.gz", "b.mat", "/dev/fd/63", "/dev/stdin")]
+    ['sys1', 'b', 'pipe-63', 'stdin']
+    """
+    parts = Path(path.rstrip("/")).parts
+    if parts[:-1] in (("/", "dev", "fd"), ("/", "proc", "self", "fd")):
+        return f"pipe-{parts[-1]}"
+    name = parts[-1] if parts else path
+    name = name.removesuffix(".gz")
+    for suffix in _NAMELESS_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name.removesuffix(suffix)
     return name
 
 

@@ -275,6 +275,11 @@ _SIGNATURES = {
     b"CDF\x02": ("a netCDF-3 file", _XARRAY),
     b"PK\x03\x04": ("a zip archive (npz?)", "embeddings in an .npz are scored with --enrol and "
                      "--test (bosaris_dask.embeddings in Python)"),
+    **{magic: (f"{name}-compressed", f"decompress it, or read it through a pipe (e.g. "
+                                     f"--scores <({tool} -dc FILE)), or recompress it with gzip, "
+                                     "which is read as it is")
+       for magic, name, tool in ((b"BZh", "bzip2", "bzip2"), (b"\xfd7zXZ\x00", "xz", "xz"),
+                                 (b"\x28\xb5\x2f\xfd", "zstd", "zstd"))},
 }  # fmt: skip
 
 
