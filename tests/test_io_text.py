@@ -860,9 +860,13 @@ def test_a_long_read_and_write_say_how_far_they_are_and_when_done(tmp_path, monk
 
 @pytest.mark.parametrize(
     "content, line, message",
-    [("# ndx\nm1 s1\nm2 s2\n", 1, "model id '#' starts with '#': trial lists have no comment"),
-     ("# comment\nm1 s1 target\n", 1, "model id '#' starts"),  # was line 2: 'expected 2 fields'
-     ("m1 s1\n#m2 s2\n", 2, "model id '#m2' starts with '#'"),
+    [("# ndx\nm1 s1\nm2 s2\n", 1, "a line starting with '#' \\(a comment\\?\\): trial lists "
+                                   "have no comment lines; remove them, e.g. grep -v '\\^#' FILE"),
+     ("# comment\nm1 s1 target\n", 1, "a line starting"),  # was line 2: 'expected 2 fields'
+     ("# comment here\nm1 s1 0.5\n", 1, "a line starting"),  # was 'expected 3 fields'
+     ("m1 s1\n#m2 s2\n", 2, "a line starting with '#'"),
+     ("m1 s1 0.5\n# a comment\nm2 s2 0.5\n", 2, "a line starting"),  # was "score 'comment'"
+     ("m1 s1\nm2 #s2\n", 2, "segment id '#s2' starts with '#'"),
      ("m1 s1 0.5\n\ufeffm2 s3 0.5\n", 2, "model id '\\\\ufeffm2' holds a byte-order mark")],
 )  # fmt: skip
 def test_comment_lines_and_joined_files_byte_order_marks_are_refused_at_their_line(

@@ -65,11 +65,22 @@ def parse_reference(block: bytes, first_line: int, layout: Any, path: Any) -> Re
     blank = np.fromiter(map(len, map(bytes.strip, lines)), dtype=np.int64, count=n) == 0
     counts = np.fromiter(map(len, fields), dtype=np.int64, count=n)
     keep = ~blank & (counts == layout.nfields)
-    errors: list[tuple[int, str]] = []  # (index in block, message): the first one is raised
+    # (index in block, rank, message): the first bad line's error is raised, a comment's first
+    errors: list[tuple[int, int, str]] = []
+    hashed = [i for i, f in enumerate(fields) if not blank[i] and f and f[0][:1] == b"#"]
+    if hashed:
+        errors.append(
+            (
+                hashed[0],
+                0,
+                "a line starting with '#' (a comment?): trial lists have "
+                "no comment lines; remove them, e.g. grep -v '^#' FILE",
+            )
+        )
     bad = np.flatnonzero(~blank & ~keep)
     if bad.size:
         i = int(bad[0])
-        errors.append((i, count_message(layout, int(counts[i]))))
+        errors.append((i, 1, count_message(layout, int(counts[i]))))
     rows = list(compress(fields, keep))
     at = np.flatnonzero(keep)  # block index of each row
     ids: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -88,9 +99,9 @@ def parse_reference(block: bytes, first_line: int, layout: Any, path: Any) -> Re
         else:
             labels, err = _labels(tokens)
         if err is not None:
-            errors.append((int(at[err[0]]), err[1]))
+            errors.append((int(at[err[0]]), 1, err[1]))
     if errors:
-        i, message = min(errors)
+        i, _, message = min(errors)
         raise ParseError(message, path=path, line=first_line + i)
     if labels is not None:
         out = labels

@@ -15,6 +15,9 @@ from bosaris_dask.io.text.labels import ACCEPTED_LABELS, is_label_word
 
 #: Lines longer than this many bytes (without the newline) are an error.
 MAX_LINE_BYTES = 2**20
+#: A line starting with ``#``: never data (its first id would be ``#...``).
+COMMENT_LINE = ("a line starting with '#' (a comment?): trial lists have no comment lines; "
+                "remove them, e.g. grep -v '^#' FILE")  # fmt: skip
 _SYNONYMS = {  # the column names of a header, by role
     "model": ("modelid", "model", "model_id", "enrollment", "enroll", "enroll_id",
               "enrollment_id", "enrol", "enrol_id"),
@@ -280,6 +283,8 @@ def _refuse_foreign(
                 "ids; for ASVspoof use 'bosaris-dask spoof cm'",
                 path=path, line=lineno,
             )  # fmt: skip
+    if tokens and tokens[0].startswith(b"#"):
+        raise ParseError(COMMENT_LINE, path=path, line=lineno)
     if len(tokens) >= 3 and tokens[1] == b"[":
         raise ParseError(
             "'id [ v1 v2 ... ]': a Kaldi text archive of vectors (copy-vector ... ark,t:)? "

@@ -34,6 +34,7 @@ from bosaris_dask import config
 from bosaris_dask.errors import ParseError
 from bosaris_dask.io.text.labels import ACCEPTED_LABELS, label_sign, label_words
 from bosaris_dask.io.text.layout import (
+    COMMENT_LINE,
     MAX_LINE_BYTES,
     _Layout,
     _nul_byte,
@@ -261,11 +262,15 @@ def _parse_checked(
     ends = np.flatnonzero(a == 10)
     found = np.diff(np.searchsorted(np.flatnonzero(a == sep[0]), ends), prepend=0) + 1
     good = found == layout.nfields
-    errors: list[tuple[int, str]] = []  # (index in block, message): the first one is raised
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    # (index in block, rank, message): the first bad line's error is raised, a comment first
+    errors: list[tuple[int, int, str]] = []
+    hashed = np.flatnonzero(a[starts[: len(ends)]] == ord("#")) if len(ends) else []
+    if len(hashed):
+        errors.append((int(hashed[0]), 0, COMMENT_LINE))
     if not good.all():
         i = int(np.argmin(good))
-        errors.append((i, _count_message(layout, int(found[i]))))
-        starts = np.concatenate(([0], ends[:-1] + 1))
+        errors.append((i, 1, _count_message(layout, int(found[i]))))
         block = a[np.repeat(good, ends - starts + 1)].tobytes()
     at = np.flatnonzero(good)  # block index of each record
     columns = _columns(block, sep, layout.nfields, len(at))
@@ -293,9 +298,9 @@ def _parse_checked(
         bad = np.flatnonzero([r is not None for r in reasons])
         if bad.size:
             first = int(np.flatnonzero(np.isin(codes, bad))[0])
-            errors.append((int(at[first]), reasons[codes[first]]))
+            errors.append((int(at[first]), 1, reasons[codes[first]]))
     if errors:
-        i, message = min(errors)
+        i, _, message = min(errors)
         raise ParseError(message, path=path, line=int(lines[i]))
     return _chunk(ids, values, labels, layout, first_line, lines[at], len(at), words)
 
