@@ -693,3 +693,22 @@ def test_a_folder_option_naming_a_file_is_refused_before_the_work(tmp_path, caps
         f"bosaris-dask: error: --out-dir {afile} is a file, not a directory\n"
     )
     assert afile.read_text() == "mine"
+
+
+def test_bootstrap_counts_out_of_range_are_usage_errors_alike(capsys):
+    # 0 was "must be a positive integer" (exit 2), 1 "from 2 to 1048576" (exit 1, after reading)
+    for count in ("0", "1", "1048577"):
+        with pytest.raises(SystemExit) as info:
+            main(["evaluate", "--scores", "s.txt", "--bootstrap", count])
+        assert info.value.code == 2
+        assert (f"argument --bootstrap: must be an integer from 2 to 1048576: {count}"
+                in capsys.readouterr().err)  # fmt: skip
+
+
+def test_every_option_of_simulate_and_demo_says_what_it_is(capsys):
+    for command in ("simulate", "demo"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text = capsys.readouterr().out
+        for option in ("--models MODELS  ", "--segments SEGMENTS  ", "--seed SEED  "):
+            assert re.search(re.escape(option) + r"\s*\w", text), (command, option)

@@ -94,7 +94,7 @@ def condition_arguments(parser: argparse.ArgumentParser, cprimary: bool = True) 
 
 
 def bootstrap_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bootstrap", type=values.positive, metavar="B",
+    parser.add_argument("--bootstrap", type=values.resamples, metavar="B",
                         help="B two-way bootstrap resamples: confidence intervals of every "
                         "metric (needs --conditions and --resample)")  # fmt: skip
     parser.add_argument("--resample", action="append", metavar="SPEC",

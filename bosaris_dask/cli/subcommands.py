@@ -96,18 +96,43 @@ def _simulate(sub: Any) -> None:
              "Write DIR/key.zarr (a label-derived key) and DIR/system-1.zarr ... "
              "DIR/system-K.zarr: K correlated, mis-calibrated synthetic systems, chunk by chunk "
              "(bounded memory at 1e9 trials).")  # fmt: skip
-    p.add_argument("--models", type=values.positive, required=True)
-    p.add_argument("--segments", type=values.positive, required=True)
+    p.add_argument(
+        "--models",
+        type=values.positive,
+        required=True,
+        help="enrolment models, the rows of the trial grid",
+    )
+    p.add_argument(
+        "--segments",
+        type=values.positive,
+        required=True,
+        help="test segments, its columns (every model x segment pair is a trial)",
+    )
     p.add_argument("--out-dir", required=True, metavar="DIR", help="directory to write into")
-    p.add_argument("--systems", type=values.positive, default=3)
+    p.add_argument(
+        "--systems",
+        type=values.positive,
+        default=3,
+        help="systems to simulate, each DIR/system-K.zarr (default 3)",
+    )
     p.add_argument(
         "--target-rate", type=float, default=0.005,
         help="fraction of target trials, made 1/n for n = round(1/RATE) speakers, so rates above "
              "2/3 are refused and others may come out near, not at, RATE (said with a warning; "
              "default 0.005)",
     )  # fmt: skip
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    p.add_argument(
+        "--seed",
+        type=values.seed,
+        default=0,
+        help="seed of the simulation: the same seed, the same stores (default 0)",
+    )
+    p.add_argument(
+        "--dtype",
+        choices=["float32", "float64"],
+        default="float32",
+        help="the scores' dtype (default float32)",
+    )
     _finish(p, cmd_simulate)
 
 
@@ -315,7 +340,22 @@ def _demo(sub: Any) -> None:
              "outputs are.")  # fmt: skip
     p.add_argument("--out-dir", default="bosaris-demo", metavar="DIR",
                    help="directory to write into (default bosaris-demo)")  # fmt: skip
-    p.add_argument("--models", type=values.positive, default=200)
-    p.add_argument("--segments", type=values.positive, default=500)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--models",
+        type=values.positive,
+        default=200,
+        help="enrolment models, the rows of the trial grid (default 200)",
+    )
+    p.add_argument(
+        "--segments",
+        type=values.positive,
+        default=500,
+        help="test segments, its columns (default 500)",
+    )
+    p.add_argument(
+        "--seed",
+        type=values.seed,
+        default=0,
+        help="seed of the simulation: the same seed, the same data (default 0)",
+    )
     _finish(p, cmd_demo)

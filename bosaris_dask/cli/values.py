@@ -121,3 +121,11 @@ def seed(text: str) -> int:
 
 def positive(text: str) -> int:
     return _integer(text, 1, "a positive integer")
+
+
+def resamples(text: str) -> int:
+    """A bootstrap's resample count: the library's range (its check says the same)."""
+    value = _integer(text, 2, "an integer from 2 to 1048576")
+    if value > 1 << 20:
+        raise argparse.ArgumentTypeError(f"must be an integer from 2 to 1048576: {text}")
+    return value
