@@ -172,3 +172,12 @@ def quality_object_refused(holder: str) -> str:
         f"a Quality object of both sides is stored as zarr; {holder} holds one side's quality "
         "table (bd.write_quality, as --model-quality and --segment-quality read them)"
     )
+
+
+def have(n: int, noun: str) -> str:
+    """``n`` of ``noun`` and the verb, agreeing in number (for the messages above).
+
+    >>> have(1, "key trial"), have(1200, "trial")
+    ('1 key trial has', '1,200 trials have')
+    """
+    return f"{n:,} {noun} has" if n == 1 else f"{n:,} {noun}s have"

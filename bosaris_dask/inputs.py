@@ -25,7 +25,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
+from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError, have
 from bosaris_dask.passes import inline_blocks, kernels, runner
 from bosaris_dask.trials import align, is_label_key, kind_of, locate, trial_classes, validate
 
@@ -220,7 +220,7 @@ def trial_cells_error(
     --------
     >>> cells = da.from_array(np.array([[False, True]]))
     >>> str(trial_cells_error("sys", cells, np.array(["m"]), np.array(["s1", "s2"])))
-    'sys: 1 trials have non-finite scores, e.g. (m, s2)'
+    'sys: 1 trial has a non-finite score, e.g. (m, s2)'
     """
     from bosaris_dask.progress import compute
 
@@ -228,16 +228,17 @@ def trial_cells_error(
     n = int(compute(cells.sum(), progress=None)) if count is None else count
     if missing:
         return MissingTrialsError(
-            f"{name}: {n} key trials have no score, e.g. {where} (allow_missing drops them)"
+            f"{name}: {have(n, 'key trial')} no score, e.g. {where} (allow_missing drops them)"
         )
-    return ScoreError(f"{name}: {n} trials have non-finite scores, e.g. {where}")
+    return ScoreError(f"{name}: {have(n, 'trial')} a non-finite score, e.g. {where}")
 
 
 def check_both_classes(summary: ScoreSummary) -> ScoreSummary:
     """``summary``, or the ScoreError of a system whose scored key trials lack a class (the
     key's doing, or the scores' where they miss a class's trials: both counts are said)."""
     if summary.n_target == 0 or summary.n_nontarget == 0:
-        missing = f" ({summary.n_missing} key trials without a score)" if summary.n_missing else ""
+        n = summary.n_missing
+        missing = f" ({n:,} key trial{'s' * (n != 1)} without a score)" if n else ""
         raise ScoreError(
             f"{summary.name}: need both targets and non-targets, found {summary.n_target} "
             f"targets and {summary.n_nontarget} non-targets among the key's scored trials"

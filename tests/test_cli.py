@@ -117,7 +117,7 @@ def test_missing_scores_error_and_allow_missing(tmp_path):
             "--cluster", "threads"]  # fmt: skip
     result = _run(*args)
     assert result.returncode == 1
-    assert "1 key trials have no score, e.g. (b, y)" in result.stderr
+    assert "1 key trial has no score, e.g. (b, y)" in result.stderr
     result = _run(*args, "--allow-missing", "--json", str(tmp_path / "r.json"))
     assert result.returncode == 0, result.stderr
     doc = json.loads((tmp_path / "r.json").read_text())
@@ -425,7 +425,7 @@ def test_training_and_applying_name_the_system_and_trial_of_a_non_finite_score(t
     result = _run(*args, "--cluster", "threads")
     assert result.returncode == 1
     assert result.stderr.splitlines()[-1] == (
-        "bosaris-dask: error: nan: 1 trials have non-finite scores, e.g. (b, w)"
+        "bosaris-dask: error: nan: 1 trial has a non-finite score, e.g. (b, w)"
     )
     assert not (tmp_path / "o.zarr").exists()
     assert command == "calibrate --apply" or not (tmp_path / "m2.json").exists()
@@ -451,7 +451,7 @@ def test_training_on_a_key_without_targets_names_the_key_or_system(tmp_path, com
                   "--allow-missing", "--cluster", "threads")  # fmt: skip
     assert result.returncode == 1
     said = ("sys2: need both targets and non-targets, found 0 targets and 1 non-targets among "
-            "the key's scored trials (1 key trials without a score)" if "pav" in command else
+            "the key's scored trials (1 key trial without a score)" if "pav" in command else
             "fitting needs target and non-target trials with scores; found 0 targets and 1 "
             "non-targets, of the key's 1 targets and 1 non-targets: the others have no score in "
             "sys2 (--allow-missing dropped them)")  # fmt: skip

@@ -203,14 +203,14 @@ def test_building_the_inputs_computes_nothing():
 def test_non_finite_score_names_the_trial():
     values = np.array([[1.0, np.nan], [0.0, 2.0]])
     key = make_key(["a", "b"], ["x", "y"], [[1, -1], [-1, 1]])
-    with pytest.raises(ScoreError, match=r"1 trials have non-finite scores, e.g. \(a, y\)"):
+    with pytest.raises(ScoreError, match=r"1 trial has a non-finite score, e.g. \(a, y\)"):
         engine.summarize([make_scores(["a", "b"], ["x", "y"], values)], key)
 
 
 def test_missing_scores_are_an_error_unless_allowed():
     key = make_key(["a", "b"], ["x", "y"], [[1, -1], [-1, 1]])
     scores = make_scores(["a", "b"], ["x", "y"], np.ones((2, 2)), [[True, True], [False, True]])
-    with pytest.raises(MissingTrialsError, match=r"1 key trials have no score, e.g. \(b, x\)"):
+    with pytest.raises(MissingTrialsError, match=r"1 key trial has no score, e.g. \(b, x\)"):
         engine.summarize([scores], key)
     (s,) = engine.summarize([scores], key, allow_missing=True)
     assert (s.n_missing, s.n_target, s.n_nontarget) == (1, 2, 1)

@@ -333,7 +333,7 @@ def test_errors_for_bad_scores() -> None:
     bad = make_scores(["m1", "m2"], ["s1", "s2"], [[np.inf, 1.0], [0.0, np.nan]])
     with pytest.raises(
         ScoreError,
-        match=r"^system-1: 1 trials have non-finite scores, e\.g\. "
+        match=r"^system-1: 1 trial has a non-finite score, e\.g\. "
         r"\(m1, s1\)$",
     ):  # NaN outside the key's trials is not an error
         LinearFuser().fit([bad], key)

@@ -54,7 +54,7 @@ def test_sparse_lists_read_packed_warn_too(tmp_path, capsys):
     err = capsys.readouterr().err
     assert ("warning: 9,000 model id(s) of the key match an id of the scores only after "
             "Unicode normalization") in err  # fmt: skip
-    assert "18000 key trials have no score" in err
+    assert "18,000 key trials have no score" in err
 
 
 @pytest.mark.parametrize("extra", [0, 40])

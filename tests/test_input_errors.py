@@ -115,7 +115,7 @@ CASES = [
          lambda d: io.read(d / "scores.txt", "scores"), _evaluate_cli(),
          {"scores.txt": SCORES.replace("1.0", "-inf", 1)}),
     Case("score-nan-zarr", ScoreError,
-         "scores: 1 trials have non-finite scores, e.g. (m1, s2)",
+         "scores: 1 trial has a non-finite score, e.g. (m1, s2)",
          lambda d: _evaluate(d, "scores.zarr"), _evaluate_cli(scores="scores.zarr"),
          {"scores.zarr": _nan_zarr}),
     Case("score-nan-arrays", ScoreError,
@@ -431,8 +431,8 @@ def test_fits_name_the_system_and_trials_as_evaluate_does(fitter):
     with pytest.raises(MissingTrialsError) as missing:
         fit(holed)
     assert str(missing.value) == (
-        "system-2: 1 key trials have no score, e.g. (b, v) (allow_missing drops them)"
+        "system-2: 1 key trial has no score, e.g. (b, v) (allow_missing drops them)"
     )
     with pytest.raises(ScoreError) as nonfinite:
         fit(broken)
-    assert str(nonfinite.value) == "system-2: 1 trials have non-finite scores, e.g. (a, w)"
+    assert str(nonfinite.value) == "system-2: 1 trial has a non-finite score, e.g. (a, w)"

@@ -417,7 +417,7 @@ def test_fits_take_names_as_evaluate_does(data):
     values = systems[1].score.values.copy()
     values[0, 0], values[2, 1] = np.nan, np.inf
     holed = make_scores(MODELS, SEGMENTS, values)
-    expected = r"^dev2: 2 trials have non-finite scores, e\.g\. \(m0, s0\)"
+    expected = r"^dev2: 2 trials have a non-finite score, e\.g\. \(m0, s0\)"
     for fit in (lambda: LinearFuser().fit([systems[0], holed], key, names=["dev1", "dev2"]),
                 lambda: QualityFuser().fit([systems[0], holed], key, quality,
                                            names=["dev1", "dev2"]),
@@ -427,7 +427,7 @@ def test_fits_take_names_as_evaluate_does(data):
             fit()
     unscored = make_scores(MODELS, SEGMENTS, systems[1].score.values,
                            score_mask=np.arange(48).reshape(6, 8) != 9)  # fmt: skip
-    with pytest.raises(bd.errors.MissingTrialsError, match=r"^dev2: 1 key trials have no score"):
+    with pytest.raises(bd.errors.MissingTrialsError, match=r"^dev2: 1 key trial has no score"):
         LinearFuser().fit([systems[0], unscored], key, names=["dev1", "dev2"])
     for names, message in ((["a"], "1 names for 2 systems"), ("ab", "1 names for 2 systems"),
                            (["a", "a"], "system name 'a' is given twice")):  # fmt: skip

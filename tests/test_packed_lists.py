@@ -127,7 +127,7 @@ def test_pack_lays_out_the_key_order_and_leaves_padding_out():
     # (a,x)=0.0 (a,y)=0.1 (b,y)=0.3 (b,z)=0.4 (a,z)=0.2
     assert s.score.values.tolist() == [[0.0, 0.1], [0.3, 0.4], [0.2, 0.0]]
     assert s.score_mask.values.tolist() == [[True, True], [True, True], [True, False]]
-    with pytest.raises(MissingTrialsError, match=r"s: 1 key trials have no score, e.g. \(a, z\)"):
+    with pytest.raises(MissingTrialsError, match=r"s: 1 key trial has no score, e.g. \(a, z\)"):
         pack(key, [TrialList("s", sys_.models, sys_.segments, sys_.model_codes[:4],
                              sys_.segment_codes[:4], sys_.values[:4], sys_.line_of)])  # fmt: skip
 

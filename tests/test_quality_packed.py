@@ -225,7 +225,7 @@ def test_quality_errors_and_warnings_are_the_grids(tmp_path, monkeypatch, capsys
         assert "read as packed trial lists" in perr
     if tables == "missing score":  # worded by the packing, as without quality: the same facts
         for said in (_warnings(perr), _warnings(gerr)):
-            assert len(said) == 1 and all(f in said[0] for f in ("1 key trials", "sys2", "(e"))
+            assert len(said) == 1 and all(f in said[0] for f in ("1 key trial has", "sys2", "(e"))
     else:
         assert _warnings(perr) == _warnings(gerr)
     assert problem in "\n".join(_warnings(perr))

@@ -393,7 +393,7 @@ def test_set_dir_columns_without_different_scores_are_counted_per_column(tmp_pat
     _all_scores(tmp_path, "sasv")
     set_dir = _set_with_holes(tmp_path, "sasv", {"sasv": (3,), "asv": (7, 11)})
     status, _, err = _run(capsys, "spoof", "sasv", "--set-dir", set_dir)
-    assert status == 1 and "sasv: 1 key trials have no score, e.g. (sasv, S3 F3)" in err
+    assert status == 1 and "sasv: 1 key trial has no score, e.g. (sasv, S3 F3)" in err
     set_dir = _set_with_holes(tmp_path, "sasv", {"asv": (7, 11)})
     status, _, err = _run(capsys, "spoof", "sasv", "--set-dir", set_dir)
     assert status == 1 and "asv: 2 key trials have no score, e.g. (sasv, S3 F7)" in err

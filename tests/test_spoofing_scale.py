@@ -213,7 +213,7 @@ def test_missing_scores_are_named_unless_allowed():
     holes[1, 4] = False
     sasv = make_scores(key.model.values, key.segment.values, cols["sasv"], holes)
     assert mask[1, 4] != 0
-    with pytest.raises(MissingTrialsError, match=r"sasv: 1 key trials have no score, e.g. .*m1"):
+    with pytest.raises(MissingTrialsError, match=r"sasv: 1 key trial has no score, e.g. .*m1"):
         evaluate_sasv(key, sasv=sasv)
     out = evaluate_sasv(key, sasv=sasv, allow_missing=True)
     m = mask.copy()
@@ -419,7 +419,7 @@ def test_t_eer_at_scale_names_missing_asv_scores_and_drops_them_when_allowed():
     holes[2, 7] = False
     assert mask[2, 7] != 0
     asv = make_scores(key.model.values, key.segment.values, cols["asv"], holes)
-    with pytest.raises(MissingTrialsError, match=r"asv: 1 key trials have no score, e.g. .*m2"):
+    with pytest.raises(MissingTrialsError, match=r"asv: 1 key trial has no score, e.g. .*m2"):
         evaluate_sasv(key, cm=scores["cm"], asv=asv, t_eer_max_trials=1)
     scale = evaluate_sasv(key, cm=scores["cm"], asv=asv, t_eer_max_trials=1, allow_missing=True)
     memory = evaluate_sasv(key, cm=scores["cm"], asv=asv, allow_missing=True)  # gathered

@@ -20,7 +20,7 @@ import xarray as xr
 
 from bosaris_dask.calibration.knots import DEFAULT_BOUND, interpolate_map, pav_map
 from bosaris_dask.engine import summarize
-from bosaris_dask.errors import OptionError, ScoreError, TrialError
+from bosaris_dask.errors import OptionError, ScoreError, TrialError, have
 from bosaris_dask.fusion.base import nonfinite_error, scores_and_key, wanted_trials, with_ids
 from bosaris_dask.fusion.json_model import (
     MODEL_FORMAT,
@@ -37,7 +37,7 @@ def _bins_of_arrays(tar: np.ndarray, non: np.ndarray) -> tuple[np.ndarray, ...]:
     non = np.asarray(non, dtype=np.float64).ravel()
     bad = int((~np.isfinite(tar)).sum() + (~np.isfinite(non)).sum())
     if bad:
-        raise ScoreError(f"{bad} trials have a non-finite score")
+        raise ScoreError(f"{have(bad, 'trial')} a non-finite score")
     values, inverse = np.unique(np.concatenate([tar, non]), return_inverse=True)
     n_tar = np.bincount(inverse[: len(tar)], minlength=len(values))
     n_non = np.bincount(inverse[len(tar) :], minlength=len(values))

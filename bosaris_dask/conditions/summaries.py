@@ -30,7 +30,7 @@ from bosaris_dask import engine
 from bosaris_dask.conditions.codes import Conditions
 from bosaris_dask.conditions.equalized import EqualizedPlan, extra_mask, plan_members
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
-from bosaris_dask.errors import MissingTrialsError
+from bosaris_dask.errors import MissingTrialsError, have
 from bosaris_dask.inputs import check_key, names_or_default, pass_inputs
 from bosaris_dask.passes import pass1_bins
 from bosaris_dask.passes.binmap import BinMap
@@ -350,7 +350,7 @@ def condition_summaries(
             if missing:
                 where = locate((classes != 0) & ~masks[k], key.model.values, key.segment.values)
                 raise MissingTrialsError(
-                    f"{names[k]}: {int(missing)} key trials have no score, e.g. {where} "
+                    f"{names[k]}: {have(int(missing), 'key trial')} no score, e.g. {where} "
                     "(allow_missing drops them)"
                 )
     pairs = [(k, g) for k in range(len(systems)) for g in range(n_cond)

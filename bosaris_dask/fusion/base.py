@@ -23,6 +23,7 @@ from bosaris_dask._deprecation import warn_swapped
 from bosaris_dask.errors import (
     ScoreError,
     TrialError,
+    have,
 )
 from bosaris_dask.objectives.cells import quality_terms
 from bosaris_dask.trials import trial_classes
@@ -88,7 +89,7 @@ def nonfinite_error(
     """
     n = int(np.count_nonzero(bad))
     if ids is None:
-        return ScoreError(f"{n} scored trials have a non-finite score")
+        return ScoreError(f"{have(n, 'scored trial')} a non-finite score")
     r, c = (int(i) for i in np.argwhere(bad)[0][:2])
     why = " (or their LLR overflows)" if fused else ""
     return ScoreError(f"{n} scored trials of a chunk have a non-finite score{why}, e.g. "

@@ -11,7 +11,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from bosaris_dask.errors import MissingTrialsError, ScoreError, TrialError
+from bosaris_dask.errors import MissingTrialsError, ScoreError, TrialError, have
 from bosaris_dask.fusion.base import (
     _as_list,
     _output_mask,
@@ -169,7 +169,7 @@ class QualityFuser(LinearFuser):
     ...     warnings.simplefilter("always")
     ...     out = qf.transform(scores, q)
     >>> out.score.values.tolist(), str(caught[0].message)  # m2 has no quality: 0 + 1 * 1
-    ([[9.0], [1.0]], '1 trials have no quality: they get the first-stage linear fusion score')
+    ([[9.0], [1.0]], '1 trial has no quality: they get the first-stage linear fusion score')
     """
 
     kind = "quality_fusion"
@@ -355,12 +355,12 @@ class QualityFuser(LinearFuser):
             n = int(compute(lacking.sum(), progress=None))
             if n and backoff is None:
                 raise TrialError(
-                    f"{n} trials have no quality and this model has no first-stage linear "
+                    f"{have(n, 'trial')} no quality and this model has no first-stage linear "
                     "fusion to back off to (saved without one): fit it again"
                 )
             if n:
                 warnings.warn(
-                    f"{n} trials have no quality: they get the first-stage linear fusion score",
+                    f"{have(n, 'trial')} no quality: they get the first-stage linear fusion score",
                     QualityBackoffWarning,
                     stacklevel=2,
                 )

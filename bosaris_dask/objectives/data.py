@@ -94,9 +94,9 @@ class FusionData:
         Examples
         --------
         >>> data = fusion_data_from_arrays(np.array([[1.0]]), np.array([[np.nan], [0.0]]))
-        >>> str(data.located(ScoreError("1 trials have a non-finite score"), np.array(["m"]),
+        >>> str(data.located(ScoreError("1 trial has a non-finite score"), np.array(["m"]),
         ...                  np.array(["t1", "n1", "n2"])))
-        'system-1: 1 trials have non-finite scores, e.g. (m, n1)'
+        'system-1: 1 trial has a non-finite score, e.g. (m, n1)'
         """
         from bosaris_dask.inputs import trial_cells_error
         from bosaris_dask.progress import compute

@@ -19,6 +19,7 @@ from bosaris_dask.errors import (
     OptionError,
     ScoreError,
     TrialError,
+    have,
 )
 from bosaris_dask.objectives.data import FusionData
 from bosaris_dask.objectives.kernel import (
@@ -238,11 +239,11 @@ class FusionObjective:
         counts = {k: int(round(c)) for k, c in zip(_COUNTS, packed[2 * length :], strict=True)}
         if counts["n_missing"] and not self.allow_missing:
             raise MissingTrialsError(
-                f"{counts['n_missing']} key trials have no score in some system "
+                f"{have(counts['n_missing'], 'key trial')} no score in some system "
                 "(allow_missing drops them)"
             )
         if counts["n_nonfinite"]:
-            raise ScoreError(f"{counts['n_nonfinite']} trials have a non-finite score")
+            raise ScoreError(f"{have(counts['n_nonfinite'], 'trial')} a non-finite score")
         if counts["n_target"] == 0 or counts["n_nontarget"] == 0:
             raise NoClassError(
                 f"fitting needs target and non-target trials with scores; found "

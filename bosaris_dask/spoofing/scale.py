@@ -69,7 +69,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
-from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
+from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError, have
 from bosaris_dask.spoofing.joint import Part
 from bosaris_dask.spoofing.keys import SPOOF_COORD, asv_classes, cm_key, sasv_key, spoof_flags
 from bosaris_dask.spoofing.metrics import (
@@ -207,7 +207,7 @@ def _raise_missing(name: str, n: int, key: xr.Dataset, scores: xr.Dataset) -> No
     s = align(scores, key)
     cond = (trial_classes(key, chunks=s.score_mask.data.chunks) != 0) & ~s.score_mask.data
     where = locate(cond, key.model.values, key.segment.values)
-    raise MissingTrialsError(f"{name}: {n} key trials have no score, e.g. {where} "
+    raise MissingTrialsError(f"{name}: {have(n, 'key trial')} no score, e.g. {where} "
                              "(allow_missing drops them)")  # fmt: skip
 
 

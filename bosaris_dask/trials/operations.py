@@ -16,7 +16,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask._deprecation import warn_renamed
-from bosaris_dask.errors import MissingTrialsError, TrialError
+from bosaris_dask.errors import MissingTrialsError, TrialError, have
 from bosaris_dask.progress import compute
 from bosaris_dask.trials.construction import (
     _dataset,
@@ -419,7 +419,7 @@ def _scores_of_class(
     wanted = classes == sign
     missing = int(compute((wanted & ~s.score_mask.data).sum(), progress=None))
     if missing and not allow_missing:
-        raise MissingTrialsError(f"{missing} key trials have no score")
+        raise MissingTrialsError(f"{have(missing, 'key trial')} no score")
     return np.asarray(compute(s.score.data[wanted & s.score_mask.data], progress=None))
 
 

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bosaris_dask.errors import MissingTrialsError, ParseError
+from bosaris_dask.errors import MissingTrialsError, ParseError, have
 from bosaris_dask.io.text.collect import _Collector, first_repeat, labels_field, trial_twice
 from bosaris_dask.trials import make_key, make_scores
 from bosaris_dask.trials.id_twins import warn_id_twins
@@ -271,7 +271,7 @@ def pack(
                 for i in lacking
             )
             raise MissingTrialsError(
-                f"{name}: {missing} key trials have no score, e.g. {where} (allow_missing "
+                f"{name}: {have(missing, 'key trial')} no score, e.g. {where} (allow_missing "
                 "drops them)"
             )
         packed.append(as_packed(key, score, given, width=width))
