@@ -1,7 +1,9 @@
 """The bootstrap's part of the JSON document and of the text table.
 
 JSON: each system gets ``"eer_ci"``, ``"cllr_ci"``, ``"min_cllr_ci"`` and each of its operating
-points ``"act_dcf_ci"``, ``"min_dcf_ci"`` (``[low, high]``), and so does each of its condition
+points ``"act_dcf_ci"``, ``"min_dcf_ci"`` (``[low, high]``), with ``"eer_ci_resolution"``,
+``"min_cllr_ci_resolution"``, ``"min_dcf_ci_resolution"`` (the binned intervals' ends are at
+most that above the exact bootstrap's), and so does each of its condition
 entries with ``--by``, which also say how many resamples drew no target or no non-target of the
 condition and are left out of its intervals (``"bootstrap_degenerate"``; the table says it
 too); the document gets ``"bootstrap":
@@ -57,14 +59,21 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
     for k, entry in enumerate(doc["systems"]):
         for name in METRICS:
             entry[name + "_ci"] = _pair(results[name + "_ci"].values[k])
+            if name in BINNED:
+                entry[name + "_ci_resolution"] = _num(results[name + "_ci_resolution"][k])
         for op, at in zip(entry["operating_points"], ops, strict=True):
             for name in PER_POINT:
                 op[name + "_ci"] = _pair(results[name + "_ci"].values[k, at])
+                if name in BINNED:
+                    op[name + "_ci_resolution"] = _num(results[name + "_ci_resolution"][k, at])
     if "condition_eer_ci" in results:
         for k, entry in enumerate(doc["systems"]):
             for g, cond in enumerate(entry.get("conditions", [])):
                 for name in METRICS:
                     cond[name + "_ci"] = _pair(results["condition_" + name + "_ci"].values[k, g])
+                    if name in BINNED:
+                        var = f"condition_{name}_ci_resolution"
+                        cond[name + "_ci_resolution"] = _num(results[var][k, g])
                 if "condition_bootstrap_degenerate" in results:
                     left = results.condition_bootstrap_degenerate.values[k, g]
                     cond["bootstrap_degenerate"] = int(left)
@@ -72,6 +81,9 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
                     for name in PER_POINT:
                         values = results["condition_" + name + "_ci"].values[k, g, at]
                         op[name + "_ci"] = _pair(values)
+                        if name in BINNED:
+                            var = f"condition_{name}_ci_resolution"
+                            op[name + "_ci_resolution"] = _num(results[var][k, g, at])
     a = results.attrs
     doc["bootstrap"] = {
         "resamples": int(a["bootstrap"]), "ci": float(a["ci"]), "seed": int(a["bootstrap_seed"]),
@@ -203,16 +215,24 @@ def format_block(results: xr.Dataset) -> list[str]:
         f"{n} P={float(results.prior.values[at]):g}" for at in ops for n in ("act", "min")
     ]
     col = 17
+    lines.append(
+        "  bins -R: EER, minCllr and minDCF are the bootstrap bins'; the exact "
+        "bootstrap's interval ends are at most R below these (a bound)"
+    )
     lines.append(f"{'system':<{width}}" + "".join(f"  {c:>{col}}" for c in cells))
     for k, name in enumerate(names):
-        row = []
+        row, below = [], []
         for metric in METRICS:
-            lo, hi = results[metric + "_ci"].values[k] * (100 if metric == "eer" else 1)
+            scale = 100 if metric == "eer" else 1
+            lo, hi = results[metric + "_ci"].values[k] * scale
             row.append(_interval(lo, hi))
+            below.append(_below(results, metric, (k,), scale))
         for at in ops:
             for metric in PER_POINT:
                 row.append(_interval(*results[metric + "_ci"].values[k, at]))
+                below.append(_below(results, metric, (k, at), 1))
         lines.append(f"{name:<{width}}" + "".join(f"  {c:>{col}}" for c in row))
+        lines.append(f"{'  bins':<{width}}" + "".join(f"  {c:>{col}}" for c in below))
     if "pair" in results.dims:
         lines += [
             "",
@@ -250,6 +270,16 @@ def format_block(results: xr.Dataset) -> list[str]:
             lines.append(f"{label}:")
             lines += [f"  {p}" for p in parts]
     return lines
+
+
+def _below(results: xr.Dataset, metric: str, at: tuple[int, ...], scale: float) -> str:
+    """``-R`` under a binned metric's interval (``at``: its system and operating point), else
+    ``""``."""
+    var = f"{metric}_ci_resolution"
+    if metric not in BINNED or var not in results:
+        return ""
+    r = float(results[var].values[at]) * scale
+    return "" if np.isnan(r) else "0" if r == 0 else f"-{r:.3f}"
 
 
 def _interval(lo: float, hi: float) -> str:

@@ -30,6 +30,7 @@ __all__ = [
     "BINNED",
     "percentile_interval",
     "interval_variables",
+    "interval_resolution",
     "compare_variables",
     "condition_interval_variables",
     "condition_compare_variables",
@@ -60,6 +61,7 @@ def condition_interval_variables(
     left_out = np.full((n_sys, n_cond), int(bootstrap), dtype=np.int64)
     out = {name: np.full((n_sys, n_cond, 2), np.nan) for name in METRICS}
     out |= {name: np.full((n_sys, n_cond, ds.sizes["plo"], 2), np.nan) for name in PER_POINT}
+    below = {name: np.full(out[name].shape[:-1], np.nan) for name in BINNED}
     for k, pooled in enumerate(results):
         for g, res in enumerate(pooled.conditions):
             counted = (int(res.tar[0].sum()), int(res.non[0].sum()))
@@ -80,11 +82,19 @@ def condition_interval_variables(
                 out[name][k, g] = percentile_interval(rep[name][1:, None], level)[0]
             for name in PER_POINT:
                 out[name][k, g, is_op] = percentile_interval(rep[name][1:], level)
+            for name in BINNED:
+                if name in PER_POINT:
+                    below[name][k, g, is_op] = interval_resolution(rep, name)
+                else:
+                    below[name][k, g] = interval_resolution(rep, name)
     variables = {
         f"condition_{name}_ci": (("system", "condition")
                                  + (("plo",) if name in PER_POINT else ()) + ("bound",), arr)
         for name, arr in out.items()
     }  # fmt: skip
+    for name, arr in below.items():
+        dims = ("system", "condition", "plo") if name in PER_POINT else ("system", "condition")
+        variables[f"condition_{name}_ci_resolution"] = (dims, arr)
     variables["condition_bootstrap_degenerate"] = (("system", "condition"), left_out)
     return variables, reps
 
@@ -148,6 +158,10 @@ def describe(ds: xr.Dataset, level: float) -> None:
             f"condition_{name}_ci": f"{pct} two-way bootstrap percentile interval of {short}, "
             "per condition",
             f"{name}_binned": f"{short} of the data from the bootstrap's coarse bins",
+            f"{name}_ci_resolution": f"bound on how far below the ends of {name}_ci (the "
+            "bins') the exact bootstrap's are",
+            f"condition_{name}_ci_resolution": f"bound on how far below the ends of "
+            f"condition_{name}_ci (the bins') the exact bootstrap's are",
             f"compare_{name}": f"{short} of the first system minus the second's (exact)",
             f"compare_{name}_ci": f"{pct} paired bootstrap interval of compare_{name}",
             f"compare_{name}_p_better": f"fraction of resamples where the first's {short} is lower",
@@ -195,12 +209,28 @@ def interval_variables(ds, reps, level, is_op) -> dict[str, Any]:
         ci = np.stack([percentile_interval(r[name][1:], level) for r in reps])
         out[name + "_ci"] = (("system", "plo", "bound"), _per_plo(ds, ci, is_op))
     for name in BINNED:
+        binned = np.stack([r[name][0] for r in reps])
+        below = np.stack([interval_resolution(r, name) for r in reps])
         if name in PER_POINT:
-            vals = np.stack([r[name][0] for r in reps])
-            out[name + "_binned"] = (("system", "plo"), _per_plo(ds, vals, is_op))
+            out[name + "_binned"] = (("system", "plo"), _per_plo(ds, binned, is_op))
+            out[name + "_ci_resolution"] = (("system", "plo"), _per_plo(ds, below, is_op))
         else:
-            out[name + "_binned"] = ("system", np.array([r[name][0] for r in reps]))
+            out[name + "_binned"] = ("system", binned)
+            out[name + "_ci_resolution"] = ("system", below)
     return out
+
+
+def interval_resolution(rep: dict[str, np.ndarray], name: str) -> np.ndarray:
+    """How far below a binned metric's interval ends the exact bootstrap's can be: the most
+    any resample's binned value exceeds its floor (row 0, the data, left out). Each resample's
+    exact value lies between the two, and a percentile moves no more than the values it is
+    taken from, so each end of the exact interval is at most this below the binned one.
+
+    >>> float(interval_resolution({"eer": np.array([0.3, 0.5, 0.25]),
+    ...                            "eer_floor": np.array([0.1, 0.375, 0.25])}, "eer"))
+    0.125
+    """
+    return np.fmax.reduce(rep[name][1:] - rep[f"{name}_floor"][1:], axis=0)
 
 
 def resolution_of(rep_a: dict[str, np.ndarray], rep_b: dict[str, np.ndarray], name: str,
