@@ -19,18 +19,22 @@ default linear interpolation) of the ``B`` resamples' values, resamples without 
 non-targets left out (their number is ``attrs["bootstrap_degenerate"]``). What each resample's
 metric is computed from (:mod:`~bosaris_dask.bootstrap.replicates`): actDCF and Cllr exactly;
 EER, minDCF and minCllr from the ROC convex hull of the coarse bins, i.e. at the bins'
-resolution. The same computation on the data itself (no resampling) is reported as
-``eer_binned``, ``min_dcf_binned`` and ``min_cllr_binned``: their difference to the exact
-``eer``, ``min_dcf`` and ``min_cllr`` is the binning's error at the data.
+resolution, each between its floor and the exact value
+(:mod:`~bosaris_dask.bootstrap.replicates`), so their intervals carry ``<metric>_ci_resolution``:
+the exact bootstrap's ends are at most that below theirs. The same computation on the data
+itself (no resampling) is reported as ``eer_binned``, ``min_dcf_binned`` and
+``min_cllr_binned``: their difference to the exact ``eer``, ``min_dcf`` and ``min_cllr`` is the
+binning's error at the data.
 
 With ``compare``, every pair of systems (``first``, ``second``) gets the exact difference
 ``first - second`` of each metric, the percentile interval of the resamples' differences (the
 same resamples for both systems: paired) and the fraction of resamples in which the first is
 strictly better (lower). Each system has bins of its own, so the resamples' EER, minDCF and
 minCllr of two systems carry different binning errors: two systems that rank every trial alike
-(one a shifted or scaled copy of the other) get an interval around 0 and a fraction near 0.5
-instead of [0, 0] and 0. ``compare_<metric>_resolution`` (for those three) says how large
-that error is: the two systems' binned values on the data, off from the exact ones, in all.
+(one a shifted or scaled copy of the other) get an interval around 0, not [0, 0], and a
+fraction that is the bins' noise. ``compare_<metric>_resolution`` (for those three) bounds that
+error: every resample's binned difference is within it of the exact difference (the larger of
+the two systems' binned value minus floor, in any resample).
 
 With ``by`` (conditions), every condition with targets and non-targets gets its intervals too
 (``condition_<metric>_ci``), from the same resamples and the same pass, on its system's bins:
