@@ -522,6 +522,9 @@ def test_cllr_bars_are_min_cllr_plus_calibration_loss(three, ax):
         assert loss.get_x() + loss.get_width() == pytest.approx(float(r.cllr))
         assert low.get_y() == loss.get_y()
     assert [t.get_text() for t in ax.get_yticklabels()] == ["c", "b", "a"]  # a on top
+    for text in ax.texts:  # "0.405 = 0.335 + 0.071": each rounded apart, it did not add up
+        total, least, loss = (float(x) for x in text.get_text().replace("+", "=").split("="))
+        assert round(least + loss, 3) == total
 
 
 # --------------------------------------------------------------------------------------------

@@ -165,7 +165,8 @@ def cllr_plot(
                 gid=f"cllr/min/{c.label}")  # fmt: skip
         ax.barh(y, loss, left=mincllr, height=0.6, color=c.color, alpha=0.35, hatch="///",
                 edgecolor="black", linewidth=0.6, gid=f"cllr/loss/{c.label}")  # fmt: skip
-        ax.annotate(f"{cllr:.3f} = {mincllr:.3f} + {loss:.3f}", (cllr, y), xytext=(4, 0),
+        total, least = round(cllr, 3), round(mincllr, 3)  # the loss their difference: it adds up
+        ax.annotate(f"{total:.3f} = {least:.3f} + {total - least:.3f}", (cllr, y), xytext=(4, 0),
                     textcoords="offset points", va="center", fontsize=8)  # fmt: skip
         top = max(top, cllr)
     ax.axvline(1.0, color="0.5", linestyle=":", linewidth=1.2, zorder=0, gid="cllr/one-bit")
