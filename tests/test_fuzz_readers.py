@@ -154,6 +154,8 @@ def _foreign(first: list[bytes], line: int, head: list[list[bytes]]) -> None:
     with a comma, ESPnet's ``enrol*test score label``, two fields whose second is a label word
     (not 1/0) or a non-integer number on every line (a first line that is neither may be a
     header)."""
+    if first[0] in (b"{", b"[") or first[0].startswith(b'{"'):
+        raise Rejected(line, "a JSON document")
     if len(first) >= 3 and first[1] == b"[":
         raise Rejected(line, "a Kaldi text archive of vectors")
     if len(first) == 1 and b"," in first[0]:

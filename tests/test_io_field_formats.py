@@ -364,6 +364,9 @@ def test_a_csv_table_with_a_header_reads_as_its_tab_separated_twin(tmp_path, par
         ("1 e/a.wav t/b.wav 0.73\n0 e/a.wav t/c.wav -0.2\n", r"field 1 is a label and field 4 "
                                                             r"a score: a VoxCeleb trial list"),
         ("a b 0.5 foo\n", r"4 fields, and field 4 'foo' is not a label word"),
+        # a model JSON given as scores (info model.json said "trials: 1": '{"a":' '1}' an ndx)
+        ('{"kind": "linear", "scale": 1.5}\n', r"a JSON document \(a model that calibrate or "),
+        ('{\n  "kind": "linear"\n}\n', r"a JSON document"),
     ],
 )  # fmt: skip
 def test_other_tools_headerless_layouts_are_named_not_misread(tmp_path, content, message):

@@ -264,12 +264,22 @@ def test_trial_tables_from_text_zarr_and_hdf5(tmp_path):
         ("segment\tmodel\ty", "starts its header 'model<TAB>segment', not 'segment<TAB>model'"),
         ("model segment y", "not 'model segment y' (the fields are separated by tabs, not spaces)"),
         ("model\tsegment\ty\t", "an empty column name in the header (a tab too many?)"),
+        ("model,segment,y", "not 'model,segment,y' (the fields are separated by tabs, not commas)"),
     ],
 )
 def test_a_trial_table_s_header_mistakes_are_named(tmp_path, header, message):
     (tmp_path / "t.tsv").write_text(f"{header}\nm1\ts1\tY\n")
     with pytest.raises(ParseError, match=re.escape(message)):
         read_condition_table(tmp_path / "t.tsv")
+
+
+def test_a_header_names_its_sides_in_any_case(tmp_path):
+    # 'Model' was refused: "the header's first field names the side"; trial lists take any case
+    (tmp_path / "t.tsv").write_text("Model\tSEGMENT\ty\nm1\ts1\tY\n")
+    table = read_condition_table(tmp_path / "t.tsv")
+    assert (table.side, table.ids.tolist(), table.segments.tolist()) == ("trial", ["m1"], ["s1"])
+    (tmp_path / "m.tsv").write_text("Model\tgender\nm1\tf\n")
+    assert read_condition_table(tmp_path / "m.tsv").columns["gender"].tolist() == ["f"]
 
 
 def test_a_side_spec_of_a_trial_column_points_to_trial_col():

@@ -166,11 +166,16 @@ def _table_of(header: list[str], values: np.ndarray, lines: Any, path: Path) -> 
 
 def _check_header(header: list[str], path: Path, lineno: int) -> None:
     names = [h.strip() for h in header]
+    for k in range(min(2, len(names))):  # Model, SEGMENT: the sides in any case
+        if names[k].lower() in SIDES:
+            names[k] = names[k].lower()
     header[:] = names
     if names[0] not in SIDES:
-        spaced = names[0].split()
-        why = (" (the fields are separated by tabs, not spaces)"
-               if len(spaced) > 1 and spaced[0] in SIDES else "")  # fmt: skip
+        why = ""
+        for sep, what in ((None, "spaces"), (",", "commas"), (";", "semicolons")):
+            split = names[0].split(sep)
+            if len(split) > 1 and split[0].strip().lower() in SIDES:
+                why = f" (the fields are separated by tabs, not {what})"
         raise ParseError(
             f"the header's first field names the side ('model' or 'segment'), not "
             f"{names[0]!r}{why}", path=path, line=lineno,

@@ -283,6 +283,10 @@ def _refuse_foreign(
                 "ids; for ASVspoof use 'bosaris-dask spoof cm'",
                 path=path, line=lineno,
             )  # fmt: skip
+    if tokens and (tokens[0] in (b"{", b"[") or tokens[0].startswith(b'{"')):
+        raise ParseError("a JSON document (a model that calibrate or fuse saved?), not a "
+                         "trial list; 'bosaris-dask apply' applies a model",
+                         path=path, line=lineno)  # fmt: skip
     if tokens and tokens[0].startswith(b"#"):
         raise ParseError(COMMENT_LINE, path=path, line=lineno)
     if len(tokens) >= 3 and tokens[1] == b"[":
