@@ -86,8 +86,8 @@ class StoreError(BosarisError, OSError):
         """
         hint = ""
         if found == "scores" and kind in ("key", "ndx"):
-            hint = (" (converted from a text file whose labels are 1/0, read as scores? convert "
-                    f"that file with --kind {kind})")  # fmt: skip
+            hint = (f"; if it was converted from a text {kind} whose labels are 1/0 (read as "
+                    f"scores), convert that file again with --kind {kind}")  # fmt: skip
         return cls(f"{path}: holds {_a(found)}, expected {_a(kind)}{hint}")
 
 
