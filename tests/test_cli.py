@@ -712,3 +712,12 @@ def test_every_option_of_simulate_and_demo_says_what_it_is(capsys):
         text = capsys.readouterr().out
         for option in ("--models MODELS  ", "--segments SEGMENTS  ", "--seed SEED  "):
             assert re.search(re.escape(option) + r"\s*\w", text), (command, option)
+
+
+def test_quiet_and_debug_before_the_command_are_the_commands(tmp_path, capsys):
+    # "bosaris-dask -q evaluate ..." said "unrecognized arguments: -q" under evaluate's usage
+    (tmp_path / "s.txt").write_text("a x 0.5 target\nb x -1.5 nontarget\n")
+    assert main(["-q", "evaluate", "--scores", str(tmp_path / "s.txt")]) == 0
+    assert main(["evaluate", "--scores", str(tmp_path / "s.txt"), "-q"]) == 0
+    out = capsys.readouterr().out
+    assert out and out[: len(out) // 2] == out[len(out) // 2 :]  # the same table twice

@@ -223,10 +223,29 @@ def _in_cli_words(message: str, args: argparse.Namespace) -> str:
     return message
 
 
+#: The options every command has, also taken before the command (``bosaris-dask -q evaluate``).
+_GLOBAL_FLAGS = ("-q", "--quiet", "--debug")
+
+
+def _flags_after_the_command(argv: Sequence[str]) -> list[str]:
+    """``argv`` with ``-q``/``--debug`` given before the command moved to its end, where the
+    command's parser takes them (argparse's subcommands overwrite a top-level flag's value).
+
+    >>> _flags_after_the_command(["-q", "evaluate", "--scores", "s.txt"])
+    ['evaluate', '--scores', 's.txt', '-q']
+    """
+    lead = 0
+    while lead < len(argv) and argv[lead] in _GLOBAL_FLAGS:
+        lead += 1
+    if not lead or lead == len(argv):
+        return list(argv)
+    return [*argv[lead:], *argv[:lead]]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``bosaris-dask``; returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_flags_after_the_command(sys.argv[1:] if argv is None else argv))
     try:
         with _notes(args), _one_line_warnings():
             return _run(args)
