@@ -721,3 +721,12 @@ def test_quiet_and_debug_before_the_command_are_the_commands(tmp_path, capsys):
     assert main(["evaluate", "--scores", str(tmp_path / "s.txt"), "-q"]) == 0
     out = capsys.readouterr().out
     assert out and out[: len(out) // 2] == out[len(out) // 2 :]  # the same table twice
+
+
+def test_a_demo_too_small_to_evaluate_says_so_in_its_own_options(tmp_path, capsys):
+    # it said "target_rate 0.005: every trial would be a target", an option demo does not take
+    argv = ["demo", "--models", "1", "--segments", "1", "--out-dir", str(tmp_path / "d"), "-q"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("bosaris-dask: error: --models 1 --segments 1: too few ids for a demo")
+    assert err.rstrip().endswith("the default is 200 x 500")

@@ -22,7 +22,7 @@ from bosaris_dask.cli.common import (
     _size,
     _write_json,
 )
-from bosaris_dask.errors import BosarisError, OptionError, QualityTableError, _a
+from bosaris_dask.errors import BosarisError, OptionError, QualityTableError, TrialError, _a
 from bosaris_dask.progress import compute
 
 #: Why an HDF5/.mat key may hold targets only.
@@ -409,7 +409,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     out = Path(args.out_dir)
     with _cluster(args, size_hint=args.models * args.segments):
         _say(args, f"simulating {args.models} models x {args.segments} segments, 3 systems ...")
-        key, systems = simulate(args.models, args.segments, systems=3, seed=args.seed)
+        try:
+            key, systems = simulate(args.models, args.segments, systems=3, seed=args.seed)
+        except TrialError as error:  # (it names simulate's target_rate, which demo does not take)
+            raise OptionError(
+                f"--models {args.models} --segments {args.segments}: too few ids "
+                f"for a demo ({error}); the default is 200 x 500"
+            ) from None
         paths = _write_simulation(key, systems, out, progress=False)
         from bosaris_dask.cli.embeddings import write_demo_embeddings
 
