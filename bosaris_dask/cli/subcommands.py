@@ -96,18 +96,7 @@ def _simulate(sub: Any) -> None:
              "Write DIR/key.zarr (a label-derived key) and DIR/system-1.zarr ... "
              "DIR/system-K.zarr: K correlated, mis-calibrated synthetic systems, chunk by chunk "
              "(bounded memory at 1e9 trials).")  # fmt: skip
-    p.add_argument(
-        "--models",
-        type=values.positive,
-        required=True,
-        help="enrolment models, the rows of the trial grid",
-    )
-    p.add_argument(
-        "--segments",
-        type=values.positive,
-        required=True,
-        help="test segments, its columns (every model x segment pair is a trial)",
-    )
+    _grid_options(p)
     p.add_argument("--out-dir", required=True, metavar="DIR", help="directory to write into")
     p.add_argument(
         "--systems",
@@ -122,18 +111,31 @@ def _simulate(sub: Any) -> None:
              "default 0.005)",
     )  # fmt: skip
     p.add_argument(
-        "--seed",
-        type=values.seed,
-        default=0,
-        help="seed of the simulation: the same seed, the same stores (default 0)",
-    )
-    p.add_argument(
         "--dtype",
         choices=["float32", "float64"],
         default="float32",
         help="the scores' dtype (default float32)",
     )
     _finish(p, cmd_simulate)
+
+
+def _grid_options(p: argparse.ArgumentParser, models: int | None = None,
+                  segments: int | None = None) -> None:  # fmt: skip
+    """``--models`` and ``--segments`` (required without a default) and ``--seed`` of the
+    commands that simulate."""
+    for flag, default, what in (
+        ("--models", models, "enrolment models, the rows of the trial grid"),
+        ("--segments", segments, "test segments, its columns: each model x segment is a trial"),
+    ):
+        said = "" if default is None else f" (default {default})"
+        p.add_argument(flag, type=values.positive, required=default is None, default=default,
+                       help=what + said)  # fmt: skip
+    p.add_argument(
+        "--seed",
+        type=values.seed,
+        default=0,
+        help="seed of the simulation: the same seed, the same data (default 0)",
+    )
 
 
 def _systems_and_operating_points(p: argparse.ArgumentParser, priors: str, rates: str = "") -> None:
@@ -340,22 +342,5 @@ def _demo(sub: Any) -> None:
              "outputs are.")  # fmt: skip
     p.add_argument("--out-dir", default="bosaris-demo", metavar="DIR",
                    help="directory to write into (default bosaris-demo)")  # fmt: skip
-    p.add_argument(
-        "--models",
-        type=values.positive,
-        default=200,
-        help="enrolment models, the rows of the trial grid (default 200)",
-    )
-    p.add_argument(
-        "--segments",
-        type=values.positive,
-        default=500,
-        help="test segments, its columns (default 500)",
-    )
-    p.add_argument(
-        "--seed",
-        type=values.seed,
-        default=0,
-        help="seed of the simulation: the same seed, the same data (default 0)",
-    )
+    _grid_options(p, models=200, segments=500)
     _finish(p, cmd_demo)
