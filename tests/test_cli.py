@@ -592,6 +592,14 @@ def test_info_describes_quality_objects_and_one_sides_tables(tmp_path, capsys):
             "kind:        quality table of one side (--model-quality or --segment-quality)",
             f"ids:         {ids}",
         ]
+    # a row of NaN marks an id without quality: counted, and left out of the ranges (all nan)
+    (tmp_path / "nan.txt").write_text("2\nm1 0.5 1\nm2 nan nan\nm3 1.5 3\n")
+    assert main(["info", str(tmp_path / "nan.txt")]) == 0
+    assert capsys.readouterr().out.splitlines()[2:] == [
+        "ids:         m1, m2, m3 (3 ids, 1 without quality: NaN rows)",
+        "  measure 0    min 0.5, mean 1, max 1.5",
+        "  measure 1    min 1, mean 2, max 3",
+    ]
     (tmp_path / "bad.txt").write_text("a b c d e\n")  # no trial file, no quality table
     assert main(["info", str(tmp_path / "bad.txt")]) == 1
     assert "cannot tell the kind of file" in capsys.readouterr().err

@@ -185,17 +185,17 @@ def _print_quality_side(table: Any, side: str) -> None:
 
     ids = [str(i) for i in table[table.dims[0]].values]
     shown = ", ".join(ids[:4]) + (", ..." if len(ids) > 4 else "")
-    print(f"{side + 'ids:':<13}{shown + ' ' if shown else ''}({len(ids):,} ids)")
     values = np.asarray(table.values, dtype=np.float64)
-    if not len(values):
+    without = int(np.isnan(values).all(axis=1).sum()) if values.size else 0  # "no quality"
+    none = f", {without:,} without quality: NaN rows" if without else ""
+    print(f"{side + 'ids:':<13}{shown + ' ' if shown else ''}({len(ids):,} ids{none})")
+    if not len(values) or without == len(values):
         return
     for k, name in enumerate(table[table.dims[1]].values.tolist()):
-        v = values[:, k]
+        v = values[:, k][~np.isnan(values[:, k])]
         label = f"measure {name}" if isinstance(name, int) else str(name)
-        print(
-            f"  {label:<12} min {np.min(v, initial=np.inf):.6g}, mean {np.mean(v):.6g}, "
-            f"max {np.max(v, initial=-np.inf):.6g}"
-        )
+        print(f"  {label:<12} min {np.min(v, initial=np.inf):.6g}, mean {np.mean(v):.6g}, "
+              f"max {np.max(v, initial=-np.inf):.6g}")  # fmt: skip
 
 
 def _text_trials(args: argparse.Namespace) -> Any:

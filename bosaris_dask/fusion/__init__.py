@@ -51,13 +51,19 @@ from bosaris_dask.fusion.diagnostics import format_posterior_report, posterior_r
 from bosaris_dask.fusion.json_model import MODEL_FORMAT
 from bosaris_dask.fusion.json_model import JsonModel as JsonModel  # not in __all__; a base class
 from bosaris_dask.fusion.linear import LinearFuser, linear_fuse
-from bosaris_dask.fusion.quality import QualityBackoffWarning, QualityFuser, transform_quality
+from bosaris_dask.fusion.quality import (
+    QualityBackoffWarning,
+    QualityFuser,
+    UncheckedMeasuresWarning,
+    transform_quality,
+)
 
 __all__ = [
     "MODEL_FORMAT",
     "LinearFuser",
     "QualityFuser",
     "QualityBackoffWarning",
+    "UncheckedMeasuresWarning",
     "linear_fuse",
     "apply_block",
     "transform_quality",

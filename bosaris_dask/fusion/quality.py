@@ -43,6 +43,11 @@ class QualityBackoffWarning(UserWarning):
     """Some trials have no quality: they get the first-stage linear fusion's score."""
 
 
+class UncheckedMeasuresWarning(UserWarning):
+    """The quality's measures are only numbered (a BOSARIS HDF5 or text table), the model's
+    named, or the other way round: their order cannot be checked."""
+
+
 def transform_quality(
     quality: xr.Dataset | TrialQuality, qtrans: np.ndarray | None
 ) -> xr.Dataset | TrialQuality:
@@ -330,6 +335,14 @@ class QualityFuser(LinearFuser):
                     f"{trained}: W pairs them by position, so give the same measures "
                     "in the same order"
                 )
+            if len(given) == len(trained) > 1:  # one side numbered: swapped columns go unseen
+                unnamed = "the quality's" if given == numbered else "the model's"
+                warnings.warn(
+                    f"{unnamed} measures are only numbered, so their order cannot be checked "
+                    f"against {trained if given == numbered else given}: W pairs them by "
+                    "position (zarr quality stores keep the names)",
+                    UncheckedMeasuresWarning, stacklevel=2,
+                )  # fmt: skip
         systems = _as_list(scores)
         check_systems(systems, len(weights))
         like = wanted_trials(ndx, systems[0])

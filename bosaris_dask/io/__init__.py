@@ -5,6 +5,7 @@ are written atomically (:mod:`~bosaris_dask.io.atomic`).
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -291,8 +292,18 @@ def read_quality(path: str | os.PathLike[str]) -> xr.DataArray:
 def write_quality(
     table: xr.DataArray, path: str | os.PathLike[str], *, format: Format | None = None
 ) -> Path:
-    """Write a quality table to an HDF5 (``.h5``, ``.hdf5``), MAT (``.mat``) or text file."""
+    """Write a quality table to an HDF5 (``.h5``, ``.hdf5``), MAT (``.mat``) or text file.
+
+    These formats number the measures: their names, if any, are not kept (a note on the
+    ``bosaris_dask.io`` logger says so: a quality fusion trained on named measures cannot then
+    check their order; a Quality object in zarr keeps them)."""
     fmt = _write_format(path, format)
+    names = [str(m) for m in table["measure"].values] if "measure" in table.coords else []
+    if names and names != [str(i) for i in range(len(names))]:
+        logging.getLogger("bosaris_dask.io").info(
+            "%s: the measures' names (%s) are not kept in this format, only their order",
+            path, ", ".join(names),
+        )  # fmt: skip
     if fmt == "hdf5":
         return write_quality_hdf5(table, path)
     if fmt == "mat":
