@@ -174,3 +174,12 @@ def test_plot_ymax_is_for_nbe_plots(calibration, tmp_path, capsys):
                  str(calibration / "good.zarr"), "--ymax", "2", "--out",
                  str(tmp_path / "det.png")]) == 1  # fmt: skip
     assert "--ymax is for nbe plots" in capsys.readouterr().err
+
+
+def test_plot_max_curves_is_for_plots_by_condition(calibration, tmp_path, capsys):
+    # it was accepted and unused without --by (its default hid whether it was given)
+    assert main(["plot", "ape", "--key", str(calibration / "key.zarr"), "--scores",
+                 str(calibration / "good.zarr"), "--max-curves", "3", "--out",
+                 str(tmp_path / "ape.png")]) == 1  # fmt: skip
+    assert "--max-curves is for plots with --by" in capsys.readouterr().err
+    assert not (tmp_path / "ape.png").exists()

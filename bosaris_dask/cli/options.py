@@ -76,7 +76,7 @@ def condition_arguments(parser: argparse.ArgumentParser, cprimary: bool = True) 
     )  # fmt: skip
     if not cprimary:  # plot: a curve per (system, condition)
         parser.add_argument(
-            "--max-curves", type=values.positive, default=20, metavar="N",
+            "--max-curves", type=values.positive, metavar="N",
             help="with --by: draw the curves of at most N (system, condition) pairs, those of "
             "the conditions with the most targets (default 20; each one left out is said)",
         )  # fmt: skip

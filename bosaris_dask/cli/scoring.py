@@ -91,6 +91,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
             if args.kind not in kinds:
                 raise OptionError(f"{option} is for {' and '.join(kinds)} plots: 'plot "
                                   f"{args.kind}' would not use it")  # fmt: skip
+    if args.max_curves is not None and not args.by:
+        raise OptionError("--max-curves is for plots with --by (a curve per system and "
+                          "condition): without it, there is one curve per system")  # fmt: skip
     from bosaris_dask.plots._common import check_plot_path
 
     check_plot_path(args.out)  # before any pass: a bad --out would waste them all
@@ -171,7 +174,7 @@ def _curves_per_condition(
         return conditions_as_systems(results.sel(condition=[c for c in chosen if c in labels])
                                      ), chosen  # fmt: skip
     drawn = np.flatnonzero((n_tar * n_non > 0).any(axis=0))
-    most = max(1, args.max_curves // (results.sizes["system"] * sets))
+    most = max(1, (args.max_curves or MAX_CURVES) // (results.sizes["system"] * sets))
     if len(drawn) <= most:
         return conditions_as_systems(results), None
     tar, non = n_tar.sum(axis=0)[drawn], n_non.sum(axis=0)[drawn]  # most targets, non-targets,
@@ -184,6 +187,9 @@ def _curves_per_condition(
 
 
 #: The plot options that some kinds of plot use: (option, its dest, the kinds that use it).
+#: The most (system, condition) curves a plot with ``--by`` draws unless ``--max-curves``.
+MAX_CURVES = 20
+
 _PLOT_OPTIONS = (
     ("--prior", "prior", ("det", "nbe")),
     ("--operating-point", "operating_point", ("det", "nbe")),
