@@ -154,6 +154,7 @@ def test_a_set_written_over_an_earlier_one_keeps_none_of_its_score_stores(tmp_pa
     stored = _run(capsys, "spoof", "sasv", "--set-dir", str(out_dir))
     assert stored[:2] == _run(capsys, "spoof", "sasv", *alone)[:2]
     assert "needs the CM scores" in stored[1]
+    assert "ASV rates" not in stored[1]  # (the t-DCF's, which is not computed: they were said)
     for argv in (
         ["--set-dir", str(out_dir)],
         ["--key", str(out_dir / "key.zarr"), "--scores", str(out_dir / "sasv.zarr")],

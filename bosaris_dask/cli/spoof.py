@@ -142,7 +142,9 @@ def format_spoof(doc: dict[str, Any]) -> str:
         f"Cmiss {c['c_miss']:g}, Cfa {c['c_fa']:g}, Cfa,spoof {c['c_fa_spoof']:g}"
     )
     r = doc.get("asv_rates")
-    if r is not None:
+    note = doc.get("min_t_dcf_note", "")
+    t_dcf = doc.get("min_t_dcf") is not None or not note.startswith(("needs ", "not asked"))
+    if r is not None and t_dcf:  # (the t-DCF's: said only where it is computed)
         where = f" at threshold {r['threshold']:.4f}" if r["threshold"] is not None else ""
         rates = (f"Pmiss {100 * r['pmiss']:.3f} %, Pfa {100 * r['pfa']:.3f} %, "
                  f"Pfa,spoof {100 * r['pfa_spoof']:.3f} %")  # fmt: skip
