@@ -130,6 +130,13 @@ def test_a_binary_file_read_as_text_is_named_for_what_it_is(tmp_path, head, what
         bd.read(path)
 
 
+def test_an_id_that_starts_like_a_signature_is_read_as_text(tmp_path):
+    # "BZh" alone is bzip2's first bytes, and a surname's: the block magic after it tells them
+    path = tmp_path / "scores.txt"
+    path.write_text("BZhang s1 0.5\nBZhang s2 -1.5\n")
+    assert bd.read(path).model.values.tolist() == ["BZhang"]
+
+
 def test_a_result_with_one_system_selected_says_to_select_a_list():
     # result.sel(system="a") then format_table raised "iteration over a 0-d array"
     result = bd.evaluate(SCORES, KEY)

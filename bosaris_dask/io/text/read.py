@@ -278,8 +278,10 @@ _SIGNATURES = {
     **{magic: (f"{name}-compressed", f"decompress it, or read it through a pipe (e.g. "
                                      f"--scores <({tool} -dc FILE)), or recompress it with gzip, "
                                      "which is read as it is")
-       for magic, name, tool in ((b"BZh", "bzip2", "bzip2"), (b"\xfd7zXZ\x00", "xz", "xz"),
-                                 (b"\x28\xb5\x2f\xfd", "zstd", "zstd"))},
+       for magic, name, tool in (
+           # bzip2: "BZh", the block size, the first block's magic (not an id such as "BZhang")
+           *((b"BZh%d1AY&SY" % size, "bzip2", "bzip2") for size in range(1, 10)),
+           (b"\xfd7zXZ\x00", "xz", "xz"), (b"\x28\xb5\x2f\xfd", "zstd", "zstd"))},
 }  # fmt: skip
 
 
@@ -292,7 +294,7 @@ def refuse_binary(path: str | os.PathLike[str]) -> None:
         return
     try:
         with open(path, "rb") as f:
-            head = f.read(8)
+            head = f.read(16)
     except OSError:
         return  # (the text reader says why it cannot read it)
     for signature, (what, instead) in _SIGNATURES.items():
