@@ -88,10 +88,10 @@ class StoreError(BosarisError, OSError):
         if found == "scores" and kind in ("key", "ndx"):
             hint = (f"; if it was converted from a text {kind} whose labels are 1/0 (read as "
                     f"scores), convert that file again with --kind {kind}")  # fmt: skip
-        return cls(f"{path}: holds {_a(found)}, expected {_a(kind)}{hint}")
+        return cls(f"{path}: holds {article(found)}, expected {article(kind)}{hint}")
 
 
-def _a(kind: str) -> str:
+def article(kind: str) -> str:
     """A trial kind with its article: ``an ndx``, ``a key``, ``scores``."""
     return {"ndx": "an ndx", "scores": "scores"}.get(kind, f"a {kind}")
 

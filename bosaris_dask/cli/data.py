@@ -22,7 +22,7 @@ from bosaris_dask.cli.common import (
     _size,
     _write_json,
 )
-from bosaris_dask.errors import BosarisError, OptionError, QualityTableError, TrialError, _a
+from bosaris_dask.errors import BosarisError, OptionError, QualityTableError, TrialError, article
 from bosaris_dask.progress import compute
 
 #: Why an HDF5/.mat key may hold targets only.
@@ -249,7 +249,7 @@ def _print_list_info(args: argparse.Namespace, trials: Any) -> None:
     """``info`` of a sparse text list, from its trials: the counts the grid would give."""
     if args.key and trials.kind != "scores":
         raise BosarisError(f"--key compares scores with a key, but {args.path} holds "
-                           f"{_a(trials.kind)}")  # fmt: skip
+                           f"{article(trials.kind)}")  # fmt: skip
     trials.refuse_duplicates()  # as the grid would (a trial given twice counted twice)
     n_m, n_s, n = len(trials.models), len(trials.segments), len(trials.values)
     print(f"path:        {args.path} (text)")
@@ -272,7 +272,9 @@ def _print_info(args: argparse.Namespace, obj: Any) -> None:
 
     kind = kind_of(obj)
     if args.key and kind != "scores":
-        raise BosarisError(f"--key compares scores with a key, but {args.path} holds {_a(kind)}")
+        raise BosarisError(
+            f"--key compares scores with a key, but {args.path} holds {article(kind)}"
+        )
     print(f"path:        {args.path} ({io.detect_format(args.path)})")
     print(f"kind:        {kind}{' (derived from class labels)' if is_label_key(obj) else ''}")
     if kind == "quality":

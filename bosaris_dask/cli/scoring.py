@@ -186,10 +186,10 @@ def _curves_per_condition(
     return conditions_as_systems(results.isel(condition=top)), [str(c) for c in labels[top]]
 
 
-#: The plot options that some kinds of plot use: (option, its dest, the kinds that use it).
 #: The most (system, condition) curves a plot with ``--by`` draws unless ``--max-curves``.
 MAX_CURVES = 20
 
+#: The plot options that some kinds of plot use: (option, its dest, the kinds that use it).
 _PLOT_OPTIONS = (
     ("--prior", "prior", ("det", "nbe")),
     ("--operating-point", "operating_point", ("det", "nbe")),
