@@ -120,3 +120,49 @@ def test_what_still_works():
     assert EMB.bosaris.kind == "embeddings" and SCORES.bosaris.kind == "scores"
     fitted = bd.PAVCalibrator().fit_transform(SCORES, KEY, names=["dev"])  # names, as fit's
     assert fitted.bosaris.kind == "scores"
+
+
+def test_trial_constructors_refuse_what_they_would_silently_misread():
+    # found by an audit: b"m1" became the id "b'm1'" (no trial matched 'm1'); a -1 or a NaN in a
+    # mask became True (a non-target a target); one string was taken as its characters
+    import bosaris_dask as bd
+    from bosaris_dask.errors import TrialError
+
+    assert bd.make_key([b"m1"], ["a"], [[1]]).model.values.tolist() == ["m1"]
+    with pytest.raises(TrialError, match=r"targets is a mask: True/False or 1/0, found -1"):
+        bd.key_from_masks(["m"], ["a", "b"], [[1, -1]], [[0, 0]])
+    with pytest.raises(TrialError, match=r"score_mask is a mask: True/False or 1/0, found nan"):
+        bd.make_scores(["m"], ["a", "b"], [[1.0, 2.0]], [[1.0, np.nan]])
+    key = bd.key_from_masks(["m"], ["a", "b"], np.array([[1, 0]]), [[0.0, 1.0]])
+    assert key.trial_mask.values.tolist() == [[1, -1]]
+    with pytest.raises(TrialError, match=r"the model ids are a list, not one string \('m1'\)"):
+        bd.make_key("m1", ["a"], [[1]])
+
+
+def test_merge_warns_of_ids_that_differ_only_by_their_encoding():
+    import warnings
+
+    import bosaris_dask as bd
+    from bosaris_dask.trials.id_twins import IdWarning
+
+    nfc, nfd = bd.make_key(["caf\u00e9"], ["s"], [[1]]), bd.make_key(["cafe\u0301"], ["s"], [[-1]])
+    with pytest.warns(IdWarning, match=r"1 model id\(s\) of the second key match an id of the "
+                      r"first key only after Unicode normalization"):  # fmt: skip
+        assert bd.merge(nfc, nfd).sizes["model"] == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bd.merge(nfc, bd.make_key(["other"], ["s"], [[-1]]))  # no look-alike, no warning
+
+
+def test_write_options_are_checked(tmp_path):
+    import bosaris_dask as bd
+    from bosaris_dask.errors import OptionError
+
+    scores = bd.make_scores(["m", "n"], ["a"], [[1.0], [2.0]])
+    for options, said in (
+        ({"chunk_mb": 0}, "chunk_mb is a chunk's size in MiB, a positive"),
+        ({"omit_true_masks": "yes"}, "omit_true_masks is True or False"),
+    ):
+        with pytest.raises(OptionError, match=said):
+            bd.write(scores, tmp_path / "s.zarr", **options)
+    assert not list(tmp_path.iterdir())

@@ -183,6 +183,16 @@ def test_zarr_mixed_labels_that_collide_as_strings_are_refused(tmp_path):
     assert not (tmp_path / "k.zarr").exists()
 
 
+def test_a_zarr_store_that_leaves_out_a_mask_it_holds_is_refused(tmp_path):
+    # its mask was ignored: the cells without a score became scores of 0.0
+    path = io.write_zarr(make_scores(["m"], ["a", "b"], [[1.0, 2.0]], [[True, False]]),
+                         tmp_path / "s.zarr")  # fmt: skip
+    zarr.open_group(path, mode="r+").attrs["bosaris_all_true"] = ["score_mask"]
+    with pytest.raises(StoreError, match=r"bosaris_all_true says score_mask is all true and "
+                       r"left out, but the store has a score_mask array"):  # fmt: skip
+        io.read_zarr(path)
+
+
 def test_zarr_all_true_masks_are_not_stored(tmp_path):
     dense = make_ndx(["m1", "m2"], ["s1", "s2", "s3"])  # a da.ones graph: known without a pass
     scores_true = make_scores(["m"], ["a", "b"], np.array([[1.0, 2.0]]), np.ones((1, 2), bool))

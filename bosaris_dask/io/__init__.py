@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+from numbers import Real
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
@@ -256,6 +257,13 @@ def _write_as(fmt: str, obj: xr.Dataset, path: Path, progress: bool, options: di
                                   f"writes, not of a {shown[fmt]} file")  # fmt: skip
             raise OptionError(f"{path}: no write option {name!r} (a {shown[fmt]} write takes "
                               f"{', '.join(_WRITE_OPTIONS[fmt])})")  # fmt: skip
+    mb = options.get("chunk_mb")
+    if mb is not None and (isinstance(mb, bool) or not isinstance(mb, Real) or not mb > 0):
+        raise OptionError(f"{path}: chunk_mb is a chunk's size in MiB, a positive number; got "
+                          f"{mb!r}")  # fmt: skip
+    if not isinstance(options.get("omit_true_masks", True), bool):
+        raise OptionError(f"{path}: omit_true_masks is True or False, got "
+                          f"{options['omit_true_masks']!r}")  # fmt: skip
     if fmt == "zarr":
         return write_zarr(obj, path, progress=progress, **options)
     if fmt == "hdf5":

@@ -385,6 +385,10 @@ def _check_trial_layout(path: Path | str, kind: str, attrs: dict, arrays: dict) 
     omitted = list(attrs.get("bosaris_all_true", []))
     if any(name != _MASKS.get(kind) for name in omitted):
         raise StoreError(f"{path}: bosaris_all_true={omitted} is not valid for a {kind}")
+    both = [name for name in omitted if name in arrays]
+    if both:  # which one holds? (the array was ignored: its holes became scores of 0)
+        raise StoreError(f"{path}: bosaris_all_true says {both[0]} is all true and left out, "
+                         f"but the store has a {both[0]} array: remove one of them")  # fmt: skip
     for name, dtypes in _VARIABLES[kind].items():
         if name in omitted:
             continue

@@ -24,9 +24,27 @@ KINDS = ("ndx", "key", "scores", "quality")
 DIMS = ("model", "segment")
 
 
+def _id_text(i: Any, what: str) -> str:
+    """An id as text: bytes (as h5py reads strings) decoded as UTF-8, anything else ``str``
+    (``str(b'm1')`` is ``"b'm1'"``, which no other id matches)."""
+    if isinstance(i, bytes):
+        try:
+            return i.decode("utf-8")
+        except UnicodeDecodeError:
+            raise TrialError(f"{what} id {i[:60]!r} is bytes that are not UTF-8") from None
+    return str(i)
+
+
 def _ids(ids: Iterable[Any], what: str) -> np.ndarray:
-    """Ids as a 1-D object array of ``str``; duplicates are an error naming the first one."""
-    arr = np.asarray([str(i) for i in ids], dtype=object)
+    """Ids as a 1-D object array of ``str`` (bytes decoded as UTF-8); duplicates are an error
+    naming the first one.
+
+    >>> _ids([b"m1", "m2", 3], "model").tolist()
+    ['m1', 'm2', '3']
+    """
+    if isinstance(ids, (str, bytes)):  # one id, not its characters
+        raise TrialError(f"the {what} ids are a list, not one string ({ids!r}): give [{ids!r}]")
+    arr = np.asarray([_id_text(i, what) for i in ids], dtype=object)
     index = pd.Index(arr)
     if not index.is_unique:
         dup = index[index.duplicated()][0]
@@ -247,10 +265,10 @@ def key_from_masks(
     array([[ 1, -1]], dtype=int8)
     """
     m, s = _ids(models, "model"), _ids(segments, "segment")
-    tar = _lazy(targets, chunks, bool)
-    non = _lazy(nontargets, tar.chunks, bool)
-    _check_shape("targets", tar, m, s)
-    _check_shape("nontargets", non, m, s)
+    _check_shape("targets", targets, m, s)
+    _check_shape("nontargets", nontargets, m, s)
+    tar = _lazy(_boolean(targets, "targets"), chunks, bool)
+    non = _lazy(_boolean(nontargets, "nontargets"), tar.chunks, bool)
     _raise_conflicts(tar & non, m, s, "trials are marked both target and non-target")
     mask = tar.astype(np.int8) - non.astype(np.int8)
     return _dataset("key", m, s, trial_mask=mask)
@@ -285,8 +303,31 @@ def make_scores(
         mask = da.ones(values.shape, dtype=bool, chunks=values.chunks)
     else:
         _check_shape("score_mask", score_mask, m, s)
-        mask = _lazy(score_mask, values.chunks, bool)
+        mask = _lazy(_boolean(score_mask, "score_mask"), values.chunks, bool)
     return _dataset("scores", m, s, score=values, score_mask=mask)
+
+
+def _boolean(mask: Any, name: str) -> Any:
+    """``mask`` if it is boolean, or numbers that are 0 or 1 (checked here unless it is a
+    dask array); else a TrialError (a -1 or a NaN was cast to True: a non-target a target).
+
+    >>> _boolean([[1, 0]], "targets")
+    [[1, 0]]
+    >>> _boolean([[1, -1]], "targets")
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.TrialError: targets is a mask: True/False or 1/0, found -1
+    """
+    arr = mask if isinstance(mask, da.Array) else np.asarray(mask)
+    if arr.dtype == bool:
+        return mask
+    if arr.dtype.kind not in "iuf":
+        raise TrialError(f"{name} is a mask: True/False or 1/0, not dtype {arr.dtype}")
+    if not isinstance(arr, da.Array) and arr.size:
+        bad = arr[(arr != 0) & (arr != 1)]  # NaN too
+        if bad.size:
+            raise TrialError(f"{name} is a mask: True/False or 1/0, found {bad[0]}")
+    return mask
 
 
 def _check_score_dtype(score: Any, what: str = "scores") -> None:

@@ -96,8 +96,9 @@ def key_from_labels(
     ml, sl = np.asarray(model_labels, dtype=object), np.asarray(segment_labels, dtype=object)
     if ml.shape != m.shape or sl.shape != s.shape:
         raise TrialError(
-            f"{len(ml)} model labels for {len(m)} models, "
-            f"{len(sl)} segment labels for {len(s)} segments"
+            f"{ml.size if ml.ndim else 'one string of'} model labels for {len(m)} models, "
+            f"{sl.size if sl.ndim else 'one string of'} segment labels for {len(s)} segments "
+            "(one label per id)"
         )
     key = _dataset("key", m, s, trial_mask=label_mask(ml, sl, chunks))
     return key.assign_coords(model_label=("model", ml), segment_label=("segment", sl))

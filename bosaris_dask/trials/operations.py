@@ -27,6 +27,7 @@ from bosaris_dask.trials.construction import (
     trial_classes,
     validate,
 )
+from bosaris_dask.trials.id_twins import warn_id_twins
 from bosaris_dask.trials.labels import key_from_labels
 
 #: The fill value of each data variable where an alignment adds rows or columns.
@@ -334,6 +335,9 @@ def merge(first: xr.Dataset, second: xr.Dataset) -> xr.Dataset:
     kind = kind_of(first)
     if kind_of(second) != kind or kind == "quality":
         raise TrialError(f"cannot merge {kind} with {kind_of(second)}")
+    for side in ("model", "segment"):  # 'café' twice, NFC and NFD: two ids, said
+        warn_id_twins(second[side].values, first[side].values, side,
+                      (f"second {kind}", f"first {kind}"))  # fmt: skip
     models = first.indexes["model"].union(second.indexes["model"], sort=False)
     segments = first.indexes["segment"].union(second.indexes["segment"], sort=False)
     a = reindex_ids(first, models, segments)
