@@ -118,7 +118,7 @@ class BosarisAccessor:
         """Align to the ids of ``like`` and restrict to its trials (:func:`bosaris_dask.align`)."""
         from bosaris_dask.trials import align
 
-        return align(self._obj, like, **kwargs)
+        return align(self._trials("align"), like, **kwargs)
 
     def reindex_ids(
         self, models: Iterable[Any], segments: Iterable[Any], **kwargs: Any
@@ -126,7 +126,7 @@ class BosarisAccessor:
         """Reorder and resize to the given ids (:func:`bosaris_dask.trials.reindex_ids`)."""
         from bosaris_dask.trials import reindex_ids
 
-        return reindex_ids(self._obj, models, segments, **kwargs)
+        return reindex_ids(self._trials("reindex_ids"), models, segments, **kwargs)
 
     def filter(
         self, models: Iterable[Any] | None = None, segments: Iterable[Any] | None = None,
@@ -135,10 +135,11 @@ class BosarisAccessor:
         """:func:`bosaris_dask.filter_trials`."""
         from bosaris_dask.trials import filter_trials
 
-        return filter_trials(self._obj, models, segments, **kwargs)
+        return filter_trials(self._trials("filter"), models, segments, **kwargs)
 
     def merge(self, second: xr.Dataset) -> xr.Dataset:
-        """:func:`bosaris_dask.merge` (no trial in both)."""
+        """:func:`bosaris_dask.merge` (a key trial in both must have one label; a trial scored
+        in both is an error)."""
         from bosaris_dask.trials import merge
 
         return merge(self._obj, second)
@@ -154,7 +155,7 @@ class BosarisAccessor:
         (:func:`bosaris_dask.trials.trial_classes`, labelled)."""
         from bosaris_dask.trials import trial_classes
 
-        obj = self._obj
+        obj = self._trials("classes", ("key", "ndx"))
         return xr.DataArray(
             trial_classes(obj), dims=("model", "segment"),
             coords={"model": obj.model, "segment": obj.segment}, name="trial_class",
@@ -167,6 +168,16 @@ class BosarisAccessor:
     def nontargets(self) -> xr.DataArray:
         """Boolean mask of a Key's non-target trials (lazy)."""
         return (self._key_classes("nontargets") == -1).rename("nontarget")
+
+    def _trials(self, what: str, kinds: tuple[str, ...] = ("key", "ndx", "scores")) -> xr.Dataset:
+        """The object, if it is one of ``kinds``; else a TrialError naming the method (a Quality
+        object or a result raised KeyError 'model')."""
+        from bosaris_dask.trials import kind_of
+
+        kind = kind_of(self._obj)
+        if kind not in kinds:
+            raise TrialError(f"{what}() takes {', '.join(kinds[:-1])} or {kinds[-1]}, not {kind}")
+        return self._obj
 
     def _key_classes(self, what: str) -> xr.DataArray:
         """:meth:`classes` of a Key; an Ndx's trials have no class (its +1 is "a trial")."""

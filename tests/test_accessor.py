@@ -179,3 +179,18 @@ def test_trials_reexports_what_the_accessor_uses():
         trials.align is bd.align
         and trials.reindex_ids.__module__ == "bosaris_dask.trials.operations"
     )
+
+
+def test_trial_methods_on_other_objects_name_the_method():
+    # a Quality object or a result raised KeyError 'model'; scores' classes() AttributeError
+    from bosaris_dask.trials import make_quality, quality_table
+
+    key = bd.make_key(["m1"], ["s1", "s2"], [[1, -1]])
+    scores = bd.make_scores(["m1"], ["s1", "s2"], [[1.0, -1.0]])
+    quality = make_quality(quality_table(["m1"], [[0.5]]), quality_table(["s1"], [[1.0]]))
+    with pytest.raises(TrialError, match=r"^classes\(\) takes key or ndx, not scores$"):
+        scores.bosaris.classes()
+    with pytest.raises(TrialError, match=r"^align\(\) takes key, ndx or scores, not quality$"):
+        quality.bosaris.align(key)
+    with pytest.raises(TrialError, match=r"^filter\(\) takes key, ndx or scores, not quality$"):
+        quality.bosaris.filter(models=["m1"])
