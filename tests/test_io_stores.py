@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bosaris_dask import io
-from bosaris_dask.errors import StoreError, StoreNotFoundError
+from bosaris_dask.errors import OptionError, StoreError, StoreNotFoundError
 from bosaris_dask.io import atomic, compute, hdf5
 from bosaris_dask.progress import current_client
 from bosaris_dask.trials import (
@@ -946,3 +946,15 @@ def test_a_zarr_store_where_the_suffix_names_a_file_format_is_not_overwritten_as
     (tmp_path / "bare.zarr").rename(tmp_path / "bare")
     io.write(scores, tmp_path / "bare")  # a store without a suffix is replaced by a store
     assert io.read(tmp_path / "bare").score.values.tolist() == [[1.0, 2.0]]
+
+
+@pytest.mark.parametrize("suffix", ["zarr", "h5", "mat", "txt"])
+def test_read_takes_chunks_by_dimension_name_or_axis_in_every_format(tmp_path, suffix):
+    # {"model": 4}: zarr raised TypeError, HDF5 and text ignored it; {0: 4}: MAT raised
+    scores = make_scores([f"m{i}" for i in range(10)], ["a", "b", "c"],
+                         np.arange(30.0).reshape(10, 3))  # fmt: skip
+    path = io.write(scores, tmp_path / f"s.{suffix}")
+    for chunks in ({"model": 4}, {0: 4}, (4, 3)):
+        assert io.read(path, chunks=chunks).score.data.chunks == ((4, 4, 2), (3,))
+    with pytest.raises(OptionError, match="chunks are given per dimension, 'model' and "):
+        io.read(path, chunks={"rows": 4})

@@ -116,6 +116,7 @@ def read(
     fmt = detect_format(path)
     if is_url(path) and fmt != "zarr":
         raise StoreError(f"{path}: only zarr stores can be read from a URL")
+    chunks = _by_axis(chunks)
     p = path if is_url(path) else _existing(path)
     if fmt == "zarr":
         obj = read_zarr(p, chunks=chunks)
@@ -130,6 +131,8 @@ def read(
         obj = read_mat(p, kind)
         if isinstance(chunks, tuple | list):
             chunks = dict(zip(("model", "segment"), chunks, strict=True))
+        elif isinstance(chunks, dict):
+            chunks = {("model", "segment")[axis]: c for axis, c in chunks.items()}
         return obj if chunks is None else obj.chunk(chunks)
     if p.is_dir():
         raise StoreError(f"{p}: a directory that is not a zarr store")
@@ -142,6 +145,24 @@ def read(
     refuse_binary(p)
 
     return read_text(p, kind, chunks=chunks, scratch_dir=scratch, format=text_format)
+
+
+def _by_axis(chunks: Any) -> Any:
+    """``read``'s ``chunks`` with a dict's dimension names as axes (``{"model": 4}`` is
+    ``{0: 4}``), as every reader takes them (zarr raised TypeError on names, HDF5 and text
+    ignored them); anything else as it is.
+
+    >>> _by_axis({"model": 4, 1: 10}), _by_axis((4, 10))
+    ({0: 4, 1: 10}, (4, 10))
+    """
+    if not isinstance(chunks, dict):
+        return chunks
+    axes = {"model": 0, "segment": 1, 0: 0, 1: 1}
+    unknown = [k for k in chunks if k not in axes]
+    if unknown:
+        raise OptionError(f"chunks are given per dimension, 'model' and 'segment' (or axes 0 "
+                          f"and 1), not {unknown[0]!r}")  # fmt: skip
+    return {axes[k]: c for k, c in chunks.items()}
 
 
 def _write_format(path: str | os.PathLike[str], format: Format | None) -> Format:
