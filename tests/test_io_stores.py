@@ -214,6 +214,11 @@ def test_zarr_all_true_masks_are_not_stored(tmp_path):
     assert back.score_mask.data.chunks == back.score.data.chunks
     kept = io.write_zarr(scores_true, tmp_path / "kept.zarr", omit_true_masks=False)
     assert (kept / "score_mask").is_dir()
+    # a mask known all true without a pass (da.ones) was left out whatever the option said
+    for obj, mask in ((dense, "trial_mask"), (make_scores(["m"], ["a"], [[1.0]]), "score_mask")):
+        kept = io.write_zarr(obj, tmp_path / f"kept-{mask}.zarr", omit_true_masks=False)
+        assert (kept / mask).is_dir()
+        assert zarr.open_group(kept, mode="r").attrs["bosaris_all_true"] == []
 
 
 def test_zarr_quality_round_trip(tmp_path):

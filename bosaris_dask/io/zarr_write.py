@@ -63,8 +63,11 @@ def _stored_scores(arr: da.Array) -> da.Array:
     return arr
 
 
-def _dataset(obj: xr.Dataset, kind: str, chunk_mb: float) -> tuple[xr.Dataset, dict]:
-    """The dataset to write and its encoding."""
+def _dataset(
+    obj: xr.Dataset, kind: str, chunk_mb: float, omit_true_masks: bool = True
+) -> tuple[xr.Dataset, dict]:
+    """The dataset to write and its encoding (a mask known all true left out, unless
+    ``omit_true_masks`` is False)."""
     attrs: dict[str, Any] = {"bosaris_kind": kind, "bosaris_store_version": STORE_VERSION}
     if kind == "quality":
         out = obj.drop_encoding().copy()
@@ -89,7 +92,7 @@ def _dataset(obj: xr.Dataset, kind: str, chunk_mb: float) -> tuple[xr.Dataset, d
         arr = as_dask(obj[name].data).rechunk(chunks)
         if name == "score":
             arr = _stored_scores(arr)
-        if name == _MASKS.get(kind) and _known_all_true(arr):
+        if omit_true_masks and name == _MASKS.get(kind) and _known_all_true(arr):
             attrs["bosaris_all_true"].append(name)
             continue
         data_vars[name] = (DIMS, arr)
@@ -141,7 +144,7 @@ def write_zarr(
 
     kind = kind_of(validate(obj))
     path = Path(path)
-    ds, encoding = _dataset(obj, kind, chunk_mb)
+    ds, encoding = _dataset(obj, kind, chunk_mb, omit_true_masks)
     with atomic_path(path) as tmp:
         delayed = ds.to_zarr(
             tmp, mode="w-", encoding=encoding, consolidated=False, zarr_format=3,
