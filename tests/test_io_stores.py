@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bosaris_dask import io
-from bosaris_dask.errors import OptionError, StoreError, StoreNotFoundError
+from bosaris_dask.errors import OptionError, StoreError, StoreNotFoundError, TrialError
 from bosaris_dask.io import atomic, compute, hdf5
 from bosaris_dask.progress import current_client
 from bosaris_dask.trials import (
@@ -963,3 +963,12 @@ def test_read_takes_chunks_by_dimension_name_or_axis_in_every_format(tmp_path, s
         assert io.read(path, chunks=chunks).score.data.chunks == ((4, 4, 2), (3,))
     with pytest.raises(OptionError, match="chunks are given per dimension, 'model' and "):
         io.read(path, chunks={"rows": 4})
+
+
+def test_writers_refuse_ids_their_readers_would_refuse(tmp_path):
+    # both were written, then refused when read back ("holds an empty id", "line longer than")
+    with pytest.raises(StoreError, match="an empty id cannot be stored in a MAT file's modelset"):
+        io.write(make_scores([""], ["s"], [[1.0]]), tmp_path / "e.mat")
+    with pytest.raises(TrialError, match=r"of 1,048,576 bytes cannot be written to a text file"):
+        io.write(make_scores(["x" * (1 << 20)], ["s"], [[1.0]]), tmp_path / "long.txt")
+    assert not list(tmp_path.iterdir())

@@ -207,6 +207,8 @@ def _ids(values: Any, name: str) -> np.ndarray:
     """Ids as an object array of ``str`` for a cell array; NUL characters refused (MATLAB's
     char arrays end at them, or read them as spaces: another id)."""
     ids = np.asarray([str(i) for i in values], dtype=object)
+    if any(i == "" for i in ids):  # (refused when read: written, it would not read back)
+        raise StoreError(f"an empty id cannot be stored in a MAT file's {name}")
     bad = [i for i in ids if "\x00" in i]
     if bad:
         raise StoreError(f"ids with NUL characters cannot be stored in a MAT file's {name}: "

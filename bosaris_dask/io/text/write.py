@@ -15,6 +15,7 @@ import xarray as xr
 from bosaris_dask.errors import ScoreError, TrialError, quality_object_refused
 from bosaris_dask.io.atomic import atomic_path
 from bosaris_dask.io.text.heartbeat import Heartbeat
+from bosaris_dask.io.text.layout import MAX_LINE_BYTES
 from bosaris_dask.io.text.packed import TrialList
 from bosaris_dask.progress import compute
 from bosaris_dask.trials import is_label_key, kind_of, trial_classes, validate
@@ -30,11 +31,19 @@ _ID_BAD = {
 }
 
 
+#: The longest id a text file takes: two ids and a number must fit a line the reader reads.
+MAX_ID_BYTES = (MAX_LINE_BYTES - 64) // 2
+
+
 def _writable_ids(ids: Any, role: str, tabs: bool, path: Any) -> np.ndarray:
     """Ids as an object array of str; an id that would not read back is an error naming the
     output ``path``."""
     out = np.array([str(i) for i in np.asarray(ids, dtype=object).ravel()], dtype=object)
     bad = _ID_BAD[tabs]
+    for i in (k for k, u in enumerate(out) if len(u.encode()) > MAX_ID_BYTES):
+        raise TrialError(f"{path}: {role} id {out[i][:40]!r}... of {len(out[i].encode()):,} "
+                         f"bytes cannot be written to a text file (a line holds at most "
+                         f"{MAX_LINE_BYTES:,} bytes); use a zarr or HDF5 store")  # fmt: skip
     for i in (k for k, u in enumerate(out) if u == "" or bad.search(u)):
         why = "tabs, newlines, NUL" if tabs else "whitespace, NUL"
         raise TrialError(
