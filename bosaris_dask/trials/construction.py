@@ -323,10 +323,13 @@ def _boolean(mask: Any, name: str) -> Any:
         return mask
     if arr.dtype.kind not in "iuf":
         raise TrialError(f"{name} is a mask: True/False or 1/0, not dtype {arr.dtype}")
-    if not isinstance(arr, da.Array) and arr.size:
-        bad = arr[(arr != 0) & (arr != 1)]  # NaN too
-        if bad.size:
-            raise TrialError(f"{name} is a mask: True/False or 1/0, found {bad[0]}")
+    if isinstance(arr, da.Array) or not arr.size:
+        return mask
+    if arr.dtype.kind in "iu" and arr.min() >= 0 and arr.max() <= 1:
+        return mask  # (two reductions, no temporaries)
+    bad = arr[(arr != 0) & (arr != 1)]  # NaN too
+    if bad.size:
+        raise TrialError(f"{name} is a mask: True/False or 1/0, found {bad[0]}")
     return mask
 
 
