@@ -25,6 +25,7 @@ import os
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 from bosaris_dask.cli.parser import build_parser
 from bosaris_dask.errors import BosarisError, OptionError
@@ -121,18 +122,15 @@ def _refuse_outputs_that_are_inputs(args: argparse.Namespace) -> None:
     scores.txt`` replaced the scores with the JSON once the evaluation was done): the same
     file, by name or through a link. Trials written onto an input (``fuse --apply B --out
     B``) replace it as asked, once read."""
-    import stat
+    from bosaris_dask.io.atomic import written_in_place
 
     others = {name: getattr(args, name, None) for name in _OUTPUTS}
     reports = (*_FILE_OUTPUTS, "out") if args.command == "plot" else _FILE_OUTPUTS
     outputs = {name: path for name, path in others.items()
                if isinstance(path, str) and name in reports}  # fmt: skip
     for name, output in outputs.items():
-        try:
-            if not stat.S_ISREG(os.stat(output).st_mode) and not os.path.isdir(output):
-                continue  # a device or a pipe (/dev/stdout): written in place, no input
-        except OSError:
-            continue  # not there yet: no input either
+        if not os.path.exists(output) or written_in_place(Path(output)):
+            continue  # not there yet, or a device or a pipe (/dev/stdout): no input
         for option, given in vars(args).items():
             if option in others or option in _FOLDERS:
                 continue

@@ -25,7 +25,7 @@ from bosaris_dask import config
 from bosaris_dask.errors import StoreError
 
 __all__ = ["atomic_path", "atomic_paths", "check_folder", "is_zarr_store", "remove_stale",
-           "remove_path"]  # fmt: skip
+           "remove_path", "written_in_place"]  # fmt: skip
 
 _TMP = ".tmp-"
 _OLD = ".old-"
@@ -49,7 +49,7 @@ def check_folder(path: str | os.PathLike[str], *, file: bool = False) -> None:
     there could replace what is there: a directory that is no zarr store, or (``file``: the
     output is a file, e.g. JSON) any directory. Called before the work; the write checks again.
     """
-    if _written_in_place(Path(path)):
+    if written_in_place(Path(path)):
         return
     final = _through_links(Path(path))
     parent = final.parent
@@ -69,7 +69,7 @@ def remove_path(path: str | os.PathLike[str]) -> None:
             p.unlink()
 
 
-def _written_in_place(path: Path) -> bool:
+def written_in_place(path: Path) -> bool:
     """Whether ``path`` is (or links to) a device, a FIFO or a socket: an output written as
     it is, never replaced by a file (``--json /dev/stdout`` run as root replaced the
     system's own ``/dev/stdout`` with a regular file)."""
@@ -221,7 +221,7 @@ def atomic_paths(final_paths: Sequence[str | os.PathLike[str]]) -> Iterator[list
     ['a.txt', 'b.txt']
     """
     given = [Path(p) for p in final_paths]
-    in_place = [_written_in_place(p) for p in given]
+    in_place = [written_in_place(p) for p in given]
     finals = [_through_links(p) for p, direct in zip(given, in_place, strict=True) if not direct]
     for path in (p for p, direct in zip(given, in_place, strict=True) if not direct):
         check_folder(path)
