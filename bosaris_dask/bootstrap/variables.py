@@ -251,12 +251,9 @@ def resolution_of(rep_a: dict[str, np.ndarray], rep_b: dict[str, np.ndarray], na
     (0.375, 0.0)
     """
     binned_a, binned_b = rep_a[name], rep_b[name]
-    errors = []
-    for rep, exact in ((rep_a, exact_a), (rep_b, exact_b)):
-        error = rep[name] - rep[f"{name}_floor"]
-        error[0] = rep[name][0] - exact
-        errors.append(error)
-    off = np.fmax.reduce(np.fmax(*errors), axis=0)  # a row without a value has no difference
+    on_data = np.fmax(binned_a[0] - exact_a, binned_b[0] - exact_b)
+    resampled = np.fmax(interval_resolution(rep_a, name), interval_resolution(rep_b, name))
+    off = np.fmax(on_data, resampled)  # (fmax: a row without a value has no difference)
     alike = (binned_a == binned_b) | (np.isnan(binned_a) & np.isnan(binned_b))
     return np.where(alike.all(axis=0) & (np.asarray(exact_a) == exact_b), 0.0, off)
 
