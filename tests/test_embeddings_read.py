@@ -368,3 +368,14 @@ def test_a_missing_id_the_file_spells_otherwise_is_explained(tmp_path, values, w
     ndx = make_ndx(wanted[:2].tolist(), wanted[2:4].tolist())
     with pytest.raises(TrialError, match=hint):
         scores_from_embeddings(emb, emb, trials=ndx)
+
+
+@pytest.mark.parametrize("fmt", ["npy", "hdf5", "zarr"])
+def test_a_lazy_set_whose_file_is_rewritten_is_an_error_not_other_vectors(fmt, tmp_path, values):
+    emb = read(_write(fmt, tmp_path, IDS, values), chunk_rows=4)
+    np.testing.assert_array_equal(emb.embedding.values, values)
+    more = np.append(IDS, "new")  # another set at the same path (its size tells it)
+    _write(fmt, tmp_path, more, np.vstack([values, values[:1]]) * 2)
+    with pytest.raises(StoreError, match="ids would be paired with other values"):
+        emb.embedding.load()
+    np.testing.assert_array_equal(read(_write(fmt, tmp_path, IDS, values)).embedding, values)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import signal
 import subprocess
@@ -775,6 +776,29 @@ def test_rewriting_a_store_from_itself(tmp_path, ext):
     np.testing.assert_array_equal(io.read(path).score.values, want)
     np.testing.assert_array_equal(io.read(path).score_mask.values, mask)
     assert [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+@pytest.mark.parametrize(
+    ("ext", "how"),
+    [("zarr", "rewritten"), ("zarr", "deleted"), ("h5", "rewritten"), ("h5", "deleted"),
+     ("h5", "edited")],
+)  # fmt: skip
+def test_a_lazy_object_whose_store_is_rewritten_is_an_error_not_other_values(tmp_path, ext, how):
+    score = np.arange(6.0).reshape(2, 3)
+    path = io.write(make_scores(["a", "b"], ["x", "y", "z"], score), tmp_path / f"s.{ext}")
+    lazy = io.read(path)
+    np.testing.assert_array_equal(lazy.score.values, score)  # unchanged: read again and again
+    if how == "rewritten":  # onto its own input: the write reads the old store, then replaces it
+        io.write(lazy.assign(score=lazy.score * 2), path)
+        np.testing.assert_array_equal(io.read(path).score.values, score * 2)
+    elif how == "deleted":
+        atomic.remove_path(path) if ext == "zarr" else path.unlink()
+    else:  # edited in place, as its new modification time says (the open file is locked)
+        os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    with pytest.raises(StoreError, match=f"s.{ext}: the (store|file) (was replaced|is gone)"):
+        lazy.score.load()
+    with pytest.raises(StoreError, match="ids would be paired with other values"):
+        lazy.compute()
 
 
 @pytest.mark.parametrize("ext", ["zarr", "h5"])

@@ -42,6 +42,7 @@ import dask.array as da
 import numpy as np
 
 from bosaris_dask.errors import ParseError, StoreError, StoreNotFoundError
+from bosaris_dask.io.stamps import Stamp, check_unchanged, file_stamp
 
 #: Rows per chunk when reading (about 8 MiB of float32 at d = 256).
 DEFAULT_ROWS = 8192
@@ -91,17 +92,19 @@ class _Rows:
 
     def __init__(self, path: str, kind: str, name: str, shape: tuple[int, ...], dtype: Any):
         self.path, self.kind, self.name = path, kind, name
+        self.stamp = file_stamp(path)  # checked before each read: the file as it was opened
         #: An ``(n, 1, d)`` array (one vector per id, kept as a 1 x d matrix) reads as (n, d).
         self.squeeze = len(shape) == 3
         self.shape, self.dtype, self.ndim = (shape[0], shape[-1]), np.dtype(dtype), 2
 
     def __dask_tokenize__(self) -> tuple:
-        """Graph keys follow the file's identity (path, size, modification time), so opening
-        the same unchanged file twice builds the same graph."""
-        return (type(self).__name__, *_identity(self.path), self.kind, self.name, self.shape,
-                str(self.dtype))  # fmt: skip
+        """Graph keys follow the file's identity (path and stamp), so opening the same unchanged
+        file twice builds the same graph."""
+        return (type(self).__name__, os.path.abspath(self.path), *self.stamp, self.kind,
+                self.name, self.shape, str(self.dtype))  # fmt: skip
 
     def __getitem__(self, key: Any) -> np.ndarray:
+        check_unchanged(self.path, self.stamp)
         if self.squeeze:
             rows, cols = key if isinstance(key, tuple) else (key, slice(None))
             key = (rows, 0, cols)
@@ -111,6 +114,11 @@ class _Rows:
 
         with h5py.File(self.path, "r") as f:
             return np.asarray(f[self.name][key])
+
+
+def _unchanged_since(block: np.ndarray, where: Path, stamp: Stamp, store: Path) -> np.ndarray:
+    check_unchanged(where, stamp, store, "store")
+    return block
 
 
 def _lazy(rows: Any, chunk_rows: int) -> da.Array:
@@ -408,7 +416,10 @@ def open_zarr(path: Path, chunk_rows: int) -> tuple[np.ndarray, da.Array]:
     names = _as_ids(_member(arrays, "ids", path)[...], path)
     arr = _member(arrays, "embeddings", path)
     _check_matrix(arr.shape, arr.dtype, path, "embeddings")
-    values = da.from_zarr(arr, chunks=(chunk_rows, *arr.shape[1:]))
+    where = path / arr.path  # its directory: checked after each block is read, in its task
+    values = da.from_zarr(arr, chunks=(chunk_rows, *arr.shape[1:])).map_blocks(
+        _unchanged_since, where, file_stamp(where), path, dtype=arr.dtype
+    )
     return names, values.reshape(arr.shape[0], arr.shape[-1]) if arr.ndim == 3 else values
 
 

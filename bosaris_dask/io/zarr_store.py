@@ -20,6 +20,7 @@ from dask.base import tokenize
 
 from bosaris_dask.errors import StoreError, StoreNotFoundError, TrialError
 from bosaris_dask.io.compute import plan_chunks
+from bosaris_dask.io.stamps import Stamp, check_unchanged, file_stamp
 from bosaris_dask.trials import (
     DIMS,
     key_from_labels,
@@ -227,12 +228,12 @@ def _chunk_array(arr: zarr.Array, path: Path | str, name: str, absent_ok: bool) 
     if not math.prod(arr.shape):
         return da.empty(arr.shape, dtype=arr.dtype, chunks=chunks)
     raw = _raw_dtype(arr) if isinstance(path, Path) else None
-    stamp = (path / name / "zarr.json").stat().st_mtime_ns if raw is not None else None
+    stamp = file_stamp(path / name) if isinstance(path, Path) else None
     token = tokenize(os.fspath(path), name, arr.metadata.to_dict(), stamp, absent_ok)
     # blockwise: dask fuses each read into the task using the chunk (workers read, not receive)
     return da.map_blocks(
         _read_chunk, arr=arr, outer=tuple(outer), where=os.fspath(path), array_name=name,
-        raw=raw, fill=arr.metadata.fill_value if absent_ok else None,
+        raw=raw, fill=arr.metadata.fill_value if absent_ok else None, stamp=stamp,
         name=f"zarr-{name}-{token}", chunks=chunks, dtype=arr.dtype,
         meta=np.empty((0,) * len(chunks), dtype=arr.dtype),
     )  # fmt: skip
@@ -240,8 +241,10 @@ def _chunk_array(arr: zarr.Array, path: Path | str, name: str, absent_ok: bool) 
 
 def _read_chunk(
     *, arr: zarr.Array, outer: tuple, where: str, array_name: str, raw: np.dtype | None,
-    fill: Any, block_id: tuple[int, ...], block_info: dict | None = None,
+    fill: Any, stamp: Stamp | None, block_id: tuple[int, ...], block_info: dict | None = None,
 ) -> np.ndarray:  # fmt: skip
+    if stamp is not None:  # the array's directory: a rewritten store is a new one
+        check_unchanged(os.path.join(where, array_name), stamp, where, "store")
     index = tuple(block_id)
     shape = tuple(block_info[None]["chunk-shape"]) if block_info else outer
     key = arr.metadata.encode_chunk_key(index)

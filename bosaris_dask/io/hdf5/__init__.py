@@ -27,6 +27,7 @@ from bosaris_dask.io.hdf5.mapped import (
     read_mapped,
 )
 from bosaris_dask.io.hdf5.write import write_hdf5, write_quality_hdf5
+from bosaris_dask.io.stamps import Stamp, check_unchanged, file_stamp
 from bosaris_dask.trials import make_key, make_ndx, make_scores, quality_table
 from bosaris_dask.trials.construction import exact_integers
 
@@ -188,7 +189,7 @@ class _H5Array:
     _name: str
     shape: tuple[int, ...]
     dtype: np.dtype
-    _token: tuple[int, int]  # the file's mtime and size
+    _token: Stamp  # the file when opened, checked before each read
     _mapped: int | ChunkOffsets | None = None
 
     @property
@@ -196,6 +197,7 @@ class _H5Array:
         return len(self.shape)
 
     def __getitem__(self, key: Any) -> np.ndarray:
+        check_unchanged(self._path, self._token)
         if self._mapped is not None:
             try:
                 if isinstance(self._mapped, ChunkOffsets):
@@ -379,12 +381,12 @@ def _lazy(
             f"{path}: /{name} has shape {dset.shape} but there are {shape[0]} row ids and "
             f"{shape[1]} column ids{hint}"
         )
-    stat = path.stat()
+    stamp = file_stamp(path)
     arr = _H5Array(
-        manager, os.fspath(path), dset.name, shape, dset.dtype, (stat.st_mtime_ns, stat.st_size),
-        contiguous_offset(dset, shape, stat.st_size)
+        manager, os.fspath(path), dset.name, shape, dset.dtype, stamp,
+        contiguous_offset(dset, shape, stamp.size)
         if dset.chunks is None
-        else chunk_offsets(dset, shape, stat.st_size),
+        else chunk_offsets(dset, shape, stamp.size),
     )  # fmt: skip
     out = da.from_array(
         arr, chunks=chunks, asarray=True, fancy=False, meta=np.empty((0, 0), dtype=dset.dtype)

@@ -15,6 +15,7 @@ from bosaris_dask.errors import StoreError
 from bosaris_dask.io.hdf5 import _dataset, _H5Array, _node, _open, _standard_type
 from bosaris_dask.io.hdf5.mapped import H5_ERRORS
 from bosaris_dask.io.hdf5.write import _stream
+from bosaris_dask.io.stamps import file_stamp
 
 #: Matrices larger than this many bytes are read lazily (dask), smaller ones at once.
 _LAZY_BYTES = 64 * 2**20
@@ -54,8 +55,7 @@ class _Reader:
     def __init__(self, path: Path):
         self.path = path
         self.manager, self.file = _open(path)
-        stat = path.stat()
-        self.token = (stat.st_mtime_ns, stat.st_size)
+        self.token = file_stamp(path)
 
     def node(self, name: str) -> Any:
         """The object ``name``, through hard and in-file soft links only; a dataset must keep
