@@ -884,6 +884,41 @@ def test_a_side_of_one_group_is_refused_not_reported_as_a_zero_width_interval():
                   resample=["model.all", "segment.spk"])  # fmt: skip
 
 
+def test_a_condition_of_one_resampled_group_gets_no_interval_not_one_of_zero_width():
+    # --by model.spk --resample model.spk: each condition's trials are one speaker's, which a
+    # resample draws whole or not at all, so every resample's metrics were the data's and the
+    # intervals had zero width ([7.399, 7.399] for an EER of 7.011: the bins' value)
+    from bosaris_dask.bootstrap.evaluation import BootstrapWarning
+
+    key, systems, tables, raw, mask, mg, sg = _data()
+    with pytest.warns(BootstrapWarning, match=r"conditions have no bootstrap intervals") as got:
+        ds = _evaluate(key, systems, conditions=tables, by=["model.spk", "model.gender"],
+                       bootstrap=60, resample=["model.spk"], seed=3, compare=True)  # fmt: skip
+    speaker = np.array([str(c).split(",")[0].split("=")[1] for c in ds.condition.values])
+    has_both = (ds.condition_n_target.values > 0) & (ds.condition_n_nontarget.values > 0)
+    assert has_both[0].sum() >= 4 and f"{has_both[0].sum()} conditions have" in str(got[0].message)
+    np.testing.assert_array_equal(ds.condition_bootstrap_whole.values, has_both)
+    assert np.isnan(ds.condition_eer_ci.values).all() and np.isnan(ds.condition_cllr_ci).all()
+    # the exact paired differences stay; their intervals and fractions are not made up
+    diff = ds.condition_eer.values[0] - ds.condition_eer.values[1]
+    np.testing.assert_array_equal(ds.condition_compare_eer.values[0], diff)
+    assert np.isnan(ds.condition_compare_eer_ci.values).all()
+    assert np.isnan(ds.condition_compare_eer_p_better.values).all()
+    # two-way: each condition's segment side still varies, so every condition has intervals
+    ds2 = _evaluate(key, systems, conditions=tables, by=["model.spk"], bootstrap=60,
+                    resample=["model.spk", "segment.spk"], seed=3)  # fmt: skip
+    assert not ds2.condition_bootstrap_whole.values.any()
+    lo, hi = ds2.condition_cllr_ci.values[..., 0], ds2.condition_cllr_ci.values[..., 1]
+    assert (hi > lo).all()
+    lines = format_table(ds)
+    assert "per condition, no intervals where every resample holds the condition's trials" in lines
+    g = int(np.flatnonzero(has_both[0])[0])
+    assert f"EER (%) {100 * diff[g]:+.3f} (no interval)" in lines
+    doc = to_json_dict(ds)
+    assert doc["systems"][0]["conditions"][g]["bootstrap_note"].startswith("no intervals: every")
+    assert doc["systems"][0]["conditions"][g]["eer_ci"] == [None, None]
+
+
 def test_too_few_resamples_for_the_level_warn_once():
     import warnings
 

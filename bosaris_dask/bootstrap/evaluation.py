@@ -92,7 +92,7 @@ from bosaris_dask.bootstrap.variables import (
 )
 from bosaris_dask.conditions.codes import Conditions
 from bosaris_dask.conditions.tables import ConditionTable, as_condition_table
-from bosaris_dask.errors import BosarisError, OptionError
+from bosaris_dask.errors import BosarisError, OptionError, have
 from bosaris_dask.passes import memory
 from bosaris_dask.progress import current_client
 
@@ -395,8 +395,10 @@ def add_intervals(
         variables, creps = condition_interval_variables(ds, results, binnings, plo, level, is_op,
                                                 bootstrap)  # fmt: skip
         out |= variables
+        whole = variables["condition_bootstrap_whole"][1]
+        _warn_whole(whole, ds.condition.values)
         if compare:
-            out |= condition_compare_variables(ds, creps, level, is_op, len(names))
+            out |= condition_compare_variables(ds, creps, level, is_op, len(names), whole)
     if compare:
         out |= compare_variables(ds, reps, level, is_op, names)
     if keep_replicates:
@@ -421,6 +423,21 @@ def add_intervals(
         passes=int(ds.attrs.get("passes", 0)) + passes,
     )  # fmt: skip
     return ds
+
+
+def _warn_whole(whole: np.ndarray, labels: np.ndarray) -> None:
+    """A :class:`BootstrapWarning` naming the conditions without intervals because every
+    resample holds their trials in the data's proportions (``whole``: system x condition)."""
+    found = [str(c) for c, w in zip(labels, whole.any(axis=0), strict=True) if w]
+    if found:
+        shown = ", ".join(repr(c) for c in found[:3]) + (", ..." if len(found) > 3 else "")
+        warnings.warn(
+            f"{have(len(found), 'condition')} no bootstrap intervals ({shown}): every resample "
+            "holds the trials of each in the data's proportions, as when a condition's trials "
+            "are of one resampled group, drawn whole or not at all (a resampled column nested "
+            "in the condition); resample a finer column to get intervals",
+            BootstrapWarning, stacklevel=3,
+        )  # fmt: skip
 
 
 def _condition_index(

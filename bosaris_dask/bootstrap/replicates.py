@@ -35,7 +35,7 @@ from scipy.special import expit
 
 from bosaris_dask.bootstrap.hulls import row_hulls, rows_eer, rows_min_bayes_error, rows_min_cllr
 
-__all__ = ["replicate_metrics", "METRICS", "PER_POINT", "BINNED"]
+__all__ = ["replicate_metrics", "scaled_copies", "METRICS", "PER_POINT", "BINNED"]
 
 #: Scalar metrics of a resample, and those per operating point.
 METRICS = ("eer", "cllr", "min_cllr")
@@ -98,3 +98,33 @@ def replicate_metrics(
     fas = n_n[:, None] - np.cumsum(non[valid], axis=1)[:, edge_index]
     out["act_dcf"][valid] = (p * misses / n_t[:, None] + q * fas / n_n[:, None]) / norm
     return out
+
+
+def scaled_copies(tar: np.ndarray, non: np.ndarray) -> bool:
+    """Does every resample (rows 1.. of ``(R, bins)`` weighted counts) that holds targets and
+    non-targets hold the data's (row 0) in the data's proportions, each bin's counts one factor
+    times the data's? Its metrics are then the data's, and an interval from them would have no
+    width: the trials are of one resampled group, drawn whole or not at all (or of groups
+    alike bin for bin).
+
+    >>> import numpy as np
+    >>> data = np.array([[1, 2], [0, 0], [3, 6]]), np.array([[2, 0], [0, 0], [6, 0]])
+    >>> scaled_copies(*data)
+    True
+    >>> scaled_copies(data[0], np.array([[2, 0], [0, 0], [4, 2]]))
+    False
+    """
+    t, n = tar.sum(axis=1), non.sum(axis=1)
+    rows = np.flatnonzero((t > 0) & (n > 0))
+    rows = rows[rows > 0]
+    if not rows.size or not (t[0] > 0 and n[0] > 0):
+        return False
+
+    def same(a: np.ndarray, b: np.ndarray) -> bool:  # exact integer counts, divided once
+        return bool(np.allclose(a, b, rtol=1e-13, atol=0))
+
+    return (
+        same(tar[rows] / t[rows, None], tar[0] / t[0])
+        and same(non[rows] / n[rows, None], non[0] / n[0])
+        and same(n[rows] / t[rows], n[0] / t[0])
+    )

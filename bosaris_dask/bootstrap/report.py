@@ -77,6 +77,9 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
                 if "condition_bootstrap_degenerate" in results:
                     left = results.condition_bootstrap_degenerate.values[k, g]
                     cond["bootstrap_degenerate"] = int(left)
+                if "condition_bootstrap_whole" in results:
+                    if results.condition_bootstrap_whole.values[k, g]:
+                        cond["bootstrap_note"] = WHOLE
                 for op, at in zip(cond["operating_points"], ops, strict=True):
                     for name in PER_POINT:
                         values = results["condition_" + name + "_ci"].values[k, g, at]
@@ -153,9 +156,16 @@ def _compare(
     return out
 
 
+#: Why a condition whose resamples are all its data scaled gets no interval.
+WHOLE = ("no intervals: every resample holds this condition's trials in the data's proportions "
+         "(they are of one resampled group, drawn whole or not at all), so its metrics are the "
+         "data's in every resample")  # fmt: skip
+
+
 def _left_out_notes(results: xr.Dataset) -> list[str]:
     """Lines saying how many resamples drew no target or no non-target (pooled, and per
-    condition where any did): they are left out of the intervals."""
+    condition where any did): they are left out of the intervals; and which conditions get
+    none, their resamples being copies of their data (:data:`WHOLE`)."""
     b = int(results.attrs["bootstrap"])
     lines = []
     degenerate = int(results.attrs["bootstrap_degenerate"])
@@ -171,6 +181,18 @@ def _left_out_notes(results: xr.Dataset) -> list[str]:
         some = [f"{label} {int(n)}" for label, n in zip(labels, left, strict=True) if 0 < n < b]
         if some:
             lines.append(f"  per condition, left out of its intervals: {', '.join(some)}")
+    if "bootstrap_whole" in results and results.bootstrap_whole.values.any():  # a condition's
+        lines.append(f"  {WHOLE}")
+    if "condition_bootstrap_whole" in results:
+        whole = results.condition_bootstrap_whole.values.any(axis=0)
+        labels = [str(c) for c, w in zip(results.condition.values, whole, strict=True) if w]
+        if labels:
+            shown = ", ".join(labels[:5]) + (f" and {len(labels) - 5} more" if len(labels) > 5
+                                             else "")  # fmt: skip
+            lines.append(
+                f"  per condition, no intervals where every resample holds the condition's "
+                f"trials in the data's proportions (one resampled group): {shown}"
+            )
     return lines
 
 
@@ -256,8 +278,8 @@ def format_block(results: xr.Dataset) -> list[str]:
                 d = float(results[f"compare_{metric}"].values[i]) * scale
                 lo, hi = results[f"compare_{metric}_ci"].values[i] * scale
                 p = float(results[f"compare_{metric}_p_better"].values[i])
-                parts.append(f"{_LABELS[metric]} {d:+.3f} [{lo:+.3f}, {hi:+.3f}] ({p:.2f}"
-                             f"{_bins(results, metric, i, None, scale)})")  # fmt: skip
+                parts.append(f"{_LABELS[metric]} {d:+.3f} " + _diff_interval(
+                    lo, hi, p, _bins(results, metric, i, None, scale)))  # fmt: skip
             for at in ops:
                 prior = float(results.prior.values[at])
                 for metric in PER_POINT:
@@ -265,8 +287,8 @@ def format_block(results: xr.Dataset) -> list[str]:
                     lo, hi = results[f"compare_{metric}_ci"].values[i, at]
                     p = float(results[f"compare_{metric}_p_better"].values[i, at])
                     short = "actDCF" if metric == "act_dcf" else "minDCF"
-                    parts.append(f"{short} P={prior:g} {d:+.3f} [{lo:+.3f}, {hi:+.3f}] ({p:.2f}"
-                                 f"{_bins(results, metric, i, at, 1)})")  # fmt: skip
+                    parts.append(f"{short} P={prior:g} {d:+.3f} " + _diff_interval(
+                        lo, hi, p, _bins(results, metric, i, at, 1)))  # fmt: skip
             lines.append(f"{label}:")
             lines += [f"  {p}" for p in parts]
     return lines
@@ -280,6 +302,13 @@ def _below(results: xr.Dataset, metric: str, at: tuple[int, ...], scale: float) 
         return ""
     r = float(results[var].values[at]) * scale
     return "" if np.isnan(r) else "0" if r == 0 else f"-{r:.3f}"
+
+
+def _diff_interval(lo: float, hi: float, p: float, bins: str) -> str:
+    """A difference's ``[lo, hi] (p; bins ±R)``; ``(no interval)`` where it has none."""
+    if np.isnan(lo) and np.isnan(hi):
+        return "(no interval)"
+    return f"[{lo:+.3f}, {hi:+.3f}] ({p:.2f}{bins})"
 
 
 def _interval(lo: float, hi: float) -> str:

@@ -23,7 +23,13 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from bosaris_dask.bootstrap.replicates import BINNED, METRICS, PER_POINT, replicate_metrics
+from bosaris_dask.bootstrap.replicates import (
+    BINNED,
+    METRICS,
+    PER_POINT,
+    replicate_metrics,
+    scaled_copies,
+)
 from bosaris_dask.errors import BosarisError
 
 __all__ = [
@@ -50,15 +56,18 @@ def percentile_interval(values: np.ndarray, level: float) -> np.ndarray:
 def condition_interval_variables(
     ds, results, binnings, plo, level, is_op, bootstrap
 ) -> tuple[dict[str, Any], dict[tuple[int, int], dict[str, np.ndarray]]]:
-    """``condition_<metric>_ci`` (``system``, ``condition``[, ``plo``], ``bound``) and
+    """``condition_<metric>_ci`` (``system``, ``condition``[, ``plo``], ``bound``),
     ``condition_bootstrap_degenerate`` (how many of the ``bootstrap`` resamples each interval
-    left out), and every (system, condition)'s replicate metrics (those with targets and
-    non-targets)."""
+    left out) and ``condition_bootstrap_whole`` (conditions whose resamples are all the data's
+    trials scaled, :func:`~bosaris_dask.bootstrap.replicates.scaled_copies`: NaN intervals, not
+    intervals of no width), and every other (system, condition)'s replicate metrics (those
+    with targets and non-targets)."""
     n_sys, n_cond = ds.sizes["system"], ds.sizes["condition"]
     reps: dict[tuple[int, int], dict[str, np.ndarray]] = {}
     # resamples that drew no target or no non-target of a condition (all of them where the
     # condition has none): left out of its intervals
     left_out = np.full((n_sys, n_cond), int(bootstrap), dtype=np.int64)
+    whole = np.zeros((n_sys, n_cond), dtype=bool)
     out = {name: np.full((n_sys, n_cond, 2), np.nan) for name in METRICS}
     out |= {name: np.full((n_sys, n_cond, ds.sizes["plo"], 2), np.nan) for name in PER_POINT}
     below = {name: np.full(out[name].shape[:-1], np.nan) for name in BINNED}
@@ -76,8 +85,11 @@ def condition_interval_variables(
                 continue
             rep = replicate_metrics(res.tar, res.non, res.sp_tar, res.sp_non, plo,
                                     binnings[k].edge_index(-plo))  # fmt: skip
-            reps[k, g] = rep
             left_out[k, g] = int(np.isnan(rep["eer"][1:]).sum())
+            if scaled_copies(res.tar, res.non):  # e.g. a condition of one resampled speaker
+                whole[k, g] = True
+                continue
+            reps[k, g] = rep
             for name in METRICS:
                 out[name][k, g] = percentile_interval(rep[name][1:, None], level)[0]
             for name in PER_POINT:
@@ -96,13 +108,15 @@ def condition_interval_variables(
         dims = ("system", "condition", "plo") if name in PER_POINT else ("system", "condition")
         variables[f"condition_{name}_ci_resolution"] = (dims, arr)
     variables["condition_bootstrap_degenerate"] = (("system", "condition"), left_out)
+    variables["condition_bootstrap_whole"] = (("system", "condition"), whole)
     return variables, reps
 
 
-def condition_compare_variables(ds, reps, level, is_op, n_sys) -> dict[str, Any]:
+def condition_compare_variables(ds, reps, level, is_op, n_sys, whole) -> dict[str, Any]:
     """``condition_compare_<metric>`` (``pair``, ``condition``[, ``plo``]) with its ``_ci``
     and ``_p_better``: :func:`compare_variables` per condition, from the same resamples (NaN
-    where either system has no targets or no non-targets in the condition)."""
+    where either system has no targets or no non-targets in the condition; only the exact
+    difference where either's resamples are copies of its data, ``whole``)."""
     pairs = list(itertools.combinations(range(n_sys), 2))
     n_cond, n_plo = ds.sizes["condition"], ds.sizes["plo"]
     out: dict[str, Any] = {}
@@ -117,6 +131,10 @@ def condition_compare_variables(ds, reps, level, is_op, n_sys) -> dict[str, Any]
         for p, (i, j) in enumerate(pairs):
             for g in range(n_cond):
                 if (i, g) not in reps or (j, g) not in reps:
+                    if all((k, g) in reps or whole[k, g] for k in (i, j)):  # no interval
+                        point[p, g] = exact[i, g] - exact[j, g]
+                        if per_point:
+                            point[p, g, ~is_op] = np.nan
                     continue
                 diff = reps[i, g][name][1:] - reps[j, g][name][1:]  # (B,) or (B, n_ops)
                 with np.errstate(invalid="ignore"):
@@ -186,6 +204,11 @@ def describe(ds: xr.Dataset, level: float) -> None:
         ds["condition_bootstrap_degenerate"].attrs.update(
             units="resamples", long_name="resamples with no target or no non-target of the "
             "condition, left out of its intervals",
+        )  # fmt: skip
+    if "condition_bootstrap_whole" in ds.variables:
+        ds["condition_bootstrap_whole"].attrs.update(
+            units="", long_name="every resample holds the condition's trials in the data's "
+            "proportions (one resampled group): no interval",
         )  # fmt: skip
 
 

@@ -447,7 +447,8 @@ def conditions_as_systems(results: xr.Dataset, *, empty: bool = False) -> xr.Dat
     pair = {"system": ("kept", system[kept]), "condition": ("kept", cond[kept])}
     out = results[names].drop_vars([str(b) for b in results.attrs["by"]], errors="ignore")
     out = out.isel({d: xr.Variable(*v) for d, v in pair.items()}).drop_vars(list(pair))
-    out = out.drop_vars(PREFIX + "bootstrap_degenerate", errors="ignore")
+    out = out.drop_vars([PREFIX + "bootstrap_degenerate", PREFIX + "bootstrap_whole"],
+                        errors="ignore")  # fmt: skip
     out = out.rename_vars({name: name[len(PREFIX) :] for name in out.data_vars})
     out = out.rename_dims({PREFIX + d: d for d in set(_CURVES.values()) if PREFIX + d in out.dims})
     # (comparisons, which have no system, repeat along it: each pair's condition's, first)
