@@ -894,7 +894,6 @@ def test_a_condition_of_one_resampled_group_gets_no_interval_not_one_of_zero_wid
     with pytest.warns(BootstrapWarning, match=r"conditions have no bootstrap intervals") as got:
         ds = _evaluate(key, systems, conditions=tables, by=["model.spk", "model.gender"],
                        bootstrap=60, resample=["model.spk"], seed=3, compare=True)  # fmt: skip
-    speaker = np.array([str(c).split(",")[0].split("=")[1] for c in ds.condition.values])
     has_both = (ds.condition_n_target.values > 0) & (ds.condition_n_nontarget.values > 0)
     assert has_both[0].sum() >= 4 and f"{has_both[0].sum()} conditions have" in str(got[0].message)
     np.testing.assert_array_equal(ds.condition_bootstrap_whole.values, has_both)

@@ -157,8 +157,20 @@ def test_code_errors():
     models = condition_table("model", ["m0", "m1", "m2"], {"g": ["f", "m", "f"]}, source="m.tsv")
     segs = condition_table("segment", ["s0", "s1", "s2", "s3"], {"l": list("abab")}, source="s.tsv")
     with pytest.raises(OptionError, match=r"--by model.l: no model column 'l' \(model columns: g; "
-                       r"in m.tsv\)"):  # fmt: skip
+                       r"in m.tsv; 'l' is a segment column: --by segment.l\)$"):  # fmt: skip
         condition_codes(key, [models, segs], ["model.l"])
+    with pytest.raises(
+        OptionError,
+        match=r"--by segment.g: no segment column 'g' \(segment "
+        r"columns: none; in no table; 'g' is a model column: --by model.g\)$",
+    ):
+        condition_codes(key, [models], ["segment.g"])
+    # a model table headed 'segment': its ids are the key's model ids
+    heading = condition_table("segment", ["m0", "m1", "m2"], {"g": list("fmf")}, source="h.tsv")
+    with pytest.raises(TrialError, match=r"^h.tsv: 4 segment ids of the key are not in the table, "
+                       r"e.g. 's0' \(its ids are the key's model ids: should its header's first "
+                       r"column be 'model'\?\)$"):  # fmt: skip
+        condition_codes(key, [heading], ["segment.g"])
     with pytest.raises(OptionError, match=r"--by same.g: no segment column 'g'"):
         condition_codes(key, [models, segs], ["same.g"])
     with pytest.raises(OptionError, match="expected model.COL"):

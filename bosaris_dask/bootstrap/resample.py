@@ -131,7 +131,8 @@ def _side_codes(
     where = pd.Index(table.ids).get_indexer(ids)
     absent = np.flatnonzero(where < 0)
     if len(absent):
-        raise ids_missing(table, spec.side, ids, absent)
+        other = "segment" if spec.side == "model" else "model"
+        raise ids_missing(table, spec.side, ids, absent, key[other].values)
     values = table.columns[spec.column][where].astype(str)
     vocab, codes = np.unique(values, return_inverse=True)
     if len(vocab) == 1 and len(values) > 0:

@@ -217,7 +217,8 @@ def _side_columns(
         where = pd.Index(table.ids).get_indexer(ids)
         absent = np.flatnonzero(where < 0)
         if len(absent):
-            raise ids_missing(table, table.side, ids, absent)
+            other = "segment" if table.side == "model" else "model"
+            raise ids_missing(table, table.side, ids, absent, key[other].values)
         for name, values in table.columns.items():
             if name in out[table.side]:
                 other = out[table.side][name][1].source
@@ -231,8 +232,11 @@ def _column(cols: dict, side: str, spec: BySpec, tables: Sequence[ConditionTable
         have = ", ".join(sorted(cols[side])) or "none"
         files = ", ".join(t.source for t in tables if t.side == side) or "no table"
         trial = [t.source for t in tables if t.side == TRIAL and spec.column in t.columns]
+        other = "segment" if side == "model" else "model"
         hint = (f"; {spec.column!r} is a column of the table of trials {trial[0]} (header "
-                f"'model<TAB>segment'): --by trial.{spec.column}" if trial else "")  # fmt: skip
+                f"'model<TAB>segment'): --by trial.{spec.column}" if trial
+                else f"; {spec.column!r} is a {other} column: --by {other}.{spec.column}"
+                if spec.kind == side and spec.column in cols[other] else "")  # fmt: skip
         raise OptionError(
             f"--by {spec}: no {side} column {spec.column!r} ({side} columns: {have}; in "
             f"{files}{hint})"

@@ -193,19 +193,33 @@ def as_condition_table(
 
 
 def ids_missing(
-    table: ConditionTable, side: str, ids: np.ndarray, absent: np.ndarray
-) -> TrialError:
+    table: ConditionTable, side: str, ids: np.ndarray, absent: np.ndarray,
+    other_ids: np.ndarray | None = None,
+) -> TrialError:  # fmt: skip
     """The error for the key's ``side`` ids that ``table`` lacks (``absent``: their positions in
-    ``ids``).
+    ``ids``); where most of the table's ids are the key's ``other_ids`` (the other side's), a
+    hint that its header names the wrong side.
 
-    >>> table = condition_table("model", ["m1"], {"g": ["f"]})
-    >>> str(ids_missing(table, "model", np.array(["m1", "m2"]), np.array([1])))
-    "<memory>: 1 model id of the key is not in the table, e.g. 'm2'"
+    >>> table = condition_table("segment", ["m1", "m2"], {"g": ["f", "m"]})
+    >>> str(ids_missing(table, "segment", np.array(["s1"]), np.array([0])))
+    "<memory>: 1 segment id of the key is not in the table, e.g. 's1'"
+    >>> models = np.array(["m1", "m2"])
+    >>> print(ids_missing(table, "segment", np.array(["s1"]), np.array([0]), models))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    <memory>: 1 segment id of the key is not in the table, e.g. 's1' (its ids are the key's
+    model ids: should its header's first column be 'model'?)
     """
     n, first = len(absent), str(ids[absent[0]])
     many = n > 1
+    hint = ""
+    if other_ids is not None and len(table.ids):
+        other = "segment" if side == "model" else "model"
+        if pd.Index(table.ids).isin(other_ids).mean() > 0.5:
+            hint = (f" (its ids are the key's {other} ids: should its header's first column "
+                    f"be {other!r}?)")  # fmt: skip
     return TrialError(f"{table.source}: {n:,} {side} id{'s' * many} of the key "
-                      f"{'are' if many else 'is'} not in the table, e.g. {first!r}")  # fmt: skip
+                      f"{'are' if many else 'is'} not in the table, e.g. {first!r}"
+                      f"{hint}")  # fmt: skip
 
 
 def _texts(values: Iterable[Any]) -> np.ndarray:
