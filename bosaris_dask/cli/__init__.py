@@ -27,6 +27,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from bosaris_dask.cli.common import same_file
 from bosaris_dask.cli.parser import build_parser
 from bosaris_dask.errors import BosarisError, OptionError
 
@@ -136,17 +137,10 @@ def _refuse_outputs_that_are_inputs(args: argparse.Namespace) -> None:
                 continue
             paths = [given] if isinstance(given, str) else given if isinstance(given, list) else []
             for path in paths:
-                if isinstance(path, str) and _same_file(path, output):
+                if isinstance(path, str) and same_file(path, output):
                     raise OptionError(f"{_named(name, output)} is also an input "
                                       f"({_named(option, path)}): writing it would replace it; "
                                       "write elsewhere")  # fmt: skip
-
-
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except (OSError, ValueError):
-        return False
 
 
 def _named(dest: str, path: str) -> str:

@@ -162,23 +162,26 @@ def _text_formats(args: argparse.Namespace) -> tuple[str | None, str | None]:
     return getattr(args, "key_format", None) or text_format, text_format
 
 
+def same_file(a: str, b: str) -> bool:
+    """Do paths ``a`` and ``b`` name one existing file (False where either cannot be read)?"""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
 def _one_column_twice(key_path: str, score_paths: Sequence[str], text_format: str | None) -> None:
     """Refuse a text file given as key and as scores whose one value column would be read as
     labels by the one and as scores by the other (``m s 1`` lines: EER 0, the labels
     separating themselves); a file with a score and a label column may be both."""
-    import os
 
     from bosaris_dask import io
     from bosaris_dask.errors import OptionError
     from bosaris_dask.io.text import text_has_labels
 
     for path in score_paths:
-        try:
-            same = os.path.samefile(key_path, path)
-        except OSError:
-            continue  # a missing file is named where it is read
         if (
-            same
+            same_file(key_path, path)  # (a missing file is named where it is read)
             and io.detect_format(path) == "text"
             and not text_has_labels(path, format=text_format)
         ):
