@@ -6,7 +6,8 @@ points ``"act_dcf_ci"``, ``"min_dcf_ci"`` (``[low, high]``), with ``"eer_ci_reso
 most that above the exact bootstrap's), and so does each of its condition
 entries with ``--by``, which also say how many resamples drew no target or no non-target of the
 condition and are left out of its intervals (``"bootstrap_degenerate"``; the table says it
-too); the document gets ``"bootstrap":
+too) and, where every resample holds the condition's trials in the data's proportions, why it
+has none (``"bootstrap_note"``); the document gets ``"bootstrap":
 {"resamples", "ci", "seed", "resample", "bins", "groups", "degenerate", "method",
 "pair_factor"}`` and, with
 ``compare``, ``"comparisons": [{"first", "second", ("note": where a system misses key
