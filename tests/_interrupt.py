@@ -111,10 +111,12 @@ def kill_when(
     delay_s: float = 0.0,
     timeout_s: float = 120,
     env: dict[str, str] | None = None,
+    sig: signal.Signals = signal.SIGKILL,
 ) -> Kill:
-    """Run the CLI with ``args``; SIGKILL it ``delay_s`` seconds after ``ready()`` first holds.
+    """Run the CLI with ``args``; send it ``sig`` ``delay_s`` seconds after ``ready()`` first
+    holds.
 
-    A run that exits before that is not killed (``Kill.killed`` is False). ``env`` replaces
+    A run that exits before that is not signalled (``Kill.killed`` is False). ``env`` replaces
     the environment of the command.
     """
     proc = subprocess.Popen(
@@ -132,10 +134,12 @@ def kill_when(
                 raise TimeoutError(f"{args[0]} did not start writing in {timeout_s} s")
             time.sleep(0.002)
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
+        signalled = proc.poll() is None
+        if signalled:
+            proc.send_signal(sig)
         _, stderr = proc.communicate()
-    return Kill(proc.returncode == -signal.SIGKILL, proc.returncode, stderr, ready_s)
+    killed = proc.returncode == -signal.SIGKILL if sig == signal.SIGKILL else signalled
+    return Kill(killed, proc.returncode, stderr, ready_s)
 
 
 # --------------------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import time
 
 import numpy as np
@@ -89,6 +91,40 @@ def test_sigkill_mid_write_keeps_outputs_whole_and_a_rerun_succeeds(
     removed = [p.name for n in names for p in atomic.remove_stale(out / n, min_age_s=0)]
     assert sorted(removed) == leftovers
     assert sorted(os.listdir(out)) == sorted(names)
+
+
+@pytest.mark.parametrize(
+    ("sig", "status", "said"),
+    [(signal.SIGTERM, 143, "bosaris-dask: terminated (SIGTERM)"),
+     (signal.SIGINT, 130, "bosaris-dask: interrupted")],
+    ids=["sigterm", "sigint"],
+)  # fmt: skip
+def test_a_terminated_or_interrupted_write_unwinds_and_leaves_nothing(
+    sig, status, said, data_root, tmp_path
+):
+    """SIGTERM (a job's walltime, scancel, timeout) unwinds as a Ctrl-C does. Before, it ended
+    the process at once, leaving the store's hidden temporary (and a text read's gigabyte of
+    scratch files); and either signal, arriving while zarr's own thread wrote the store's
+    metadata, left a temporary that thread wrote on after its deletion, and asyncio's 'Task was
+    destroyed but it is pending'."""
+    case = CASES[0]  # convert to a zarr store
+    names = (*case.outputs, *case.models)
+    for attempt, scale in enumerate(SCALES):
+        data = make_inputs(data_root, scale)
+        out = tmp_path / f"run-{attempt}"
+        out.mkdir()
+        started = lambda out=out: any(is_temporary_of(p, names) for p in os.listdir(out))  # noqa: E731
+        run = kill_when(case.command(data, out), started, sig=sig)
+        if run.killed and run.returncode != 0:
+            break
+        shutil.rmtree(out)
+    else:
+        pytest.fail("no run was signalled before it ended")
+    assert run.returncode == status, run.stderr
+    assert run.stderr.strip().splitlines()[-1] == said, run.stderr
+    assert "Traceback" not in run.stderr and "destroyed" not in run.stderr, run.stderr
+    time.sleep(0.5)  # (nothing of the process is left to write)
+    assert os.listdir(out) == []
 
 
 # --------------------------------------------------------------------------------------------

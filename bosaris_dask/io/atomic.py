@@ -10,12 +10,14 @@ link to one) is written as it is, in place: it cannot be replaced, and must not 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import errno
 import os
 import shutil
 import stat
+import sys
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -198,6 +200,28 @@ def _put_back(swapped: list[tuple[Path, Path | None, bool]]) -> None:
             remove_path(final)
 
 
+def _let_zarr_finish(timeout_s: float = 10.0) -> None:
+    """Wait (at most ``timeout_s``) for the writes that zarr's event-loop thread has under way.
+
+    zarr runs its I/O in a thread of its own, which an interrupt of the main thread does not
+    stop: a store's metadata files were still being written after its temporary was deleted,
+    which left a hidden ``.NAME.tmp-*`` behind and printed asyncio's "Task was destroyed but it
+    is pending". Nothing to wait for where zarr was never imported.
+    """
+    sync = sys.modules.get("zarr.core.sync")
+    loop = getattr(sync, "loop", [None])[0]
+    if loop is None or loop.is_closed() or not loop.is_running():
+        return
+
+    async def drain() -> None:
+        pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        if pending:
+            await asyncio.wait(pending, timeout=timeout_s)
+
+    with contextlib.suppress(Exception):
+        asyncio.run_coroutine_threadsafe(drain(), loop).result(timeout_s + 1)
+
+
 @contextlib.contextmanager
 def atomic_paths(final_paths: Sequence[str | os.PathLike[str]]) -> Iterator[list[Path]]:
     """:func:`atomic_path` for outputs that must appear together: renamed one right after the other
@@ -246,6 +270,8 @@ def atomic_paths(final_paths: Sequence[str | os.PathLike[str]]) -> Iterator[list
             existed = final.exists() or final.is_symlink()
             swapped.append((final, _swap(tmp, final), existed))  # _swap: all or nothing
     except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):  # (a SIGTERM too): writes may still be under way
+            _let_zarr_finish()
         _put_back(swapped)
         for path in tmps:
             remove_path(path)
