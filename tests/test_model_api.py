@@ -468,3 +468,28 @@ def test_a_fit_without_one_class_raises_its_own_error_class():
     with pytest.raises(NoClassError, match="found 0 targets and 2 non-targets") as caught:
         LinearFuser().fit([scores], key)
     assert isinstance(caught.value, ScoreError)  # what it was: kept for callers catching that
+
+
+def test_a_fusion_applied_in_python_checks_the_names_it_is_given(data):
+    """``transform(..., names=)`` (and ``apply_model``) refuse the fitted systems' names in
+    another order, as the command line does: before, only the command line could tell."""
+    from bosaris_dask.calibration import apply_model
+
+    key, systems, quality = data
+    fused = LinearFuser().fit(systems, key, names=["a", "b"])
+    qfused = QualityFuser().fit(systems, key, quality, names=["a", "b"])
+    swapped = "LinearFuser.transform: the fusion's systems are a, b in that order, not b, a"
+    with pytest.raises(OptionError, match=swapped):
+        fused.transform(systems[::-1], names=["b", "a"])
+    with pytest.raises(OptionError, match=swapped):
+        apply_model(fused, systems[::-1], names=["b", "a"])
+    with pytest.raises(OptionError, match="QualityFuser.transform: the fusion's systems are a, b"):
+        qfused.transform(systems[::-1], quality, names=["b", "a"])
+    want = fused.transform(systems).score.values
+    for names in (["a", "b"], ["eval-a", "eval-b"], None):  # the same, another set's, unnamed
+        np.testing.assert_array_equal(fused.transform(systems, names=names).score.values, want)
+        np.testing.assert_array_equal(apply_model(fused, systems, names=names).score.values, want)
+    unnamed = LinearFuser().fit(systems, key)  # fitted without names: nothing to check
+    assert (
+        unnamed.transform(systems[::-1], names=["b", "a"]).sizes == fused.transform(systems).sizes
+    )

@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.calibration.pav import PAVCalibrator
-from bosaris_dask.errors import OptionError, TrialError
+from bosaris_dask.errors import TrialError
 from bosaris_dask.fusion import LinearFuser, QualityFuser
 from bosaris_dask.fusion.base import scores_and_key
 from bosaris_dask.fusion.json_model import _from_json, with_training_fields
@@ -119,24 +119,6 @@ def load_model(
     return build(model) if isinstance(model, dict) else _from_json(build, model)
 
 
-def check_system_order(trained: list[str] | None, given: list[str], model: str) -> None:
-    """Refuse the systems of a fusion given in another order than it was trained on: the same
-    names, permuted (each weight would multiply another system's scores).
-
-    Examples
-    --------
-    >>> check_system_order(["a", "b"], ["b", "a"], "fusion.json")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    bosaris_dask.errors.OptionError: fusion.json: the fusion's systems are a, b in that order...
-    >>> check_system_order(["dev/a", "dev/b"], ["eval/a", "eval/b"], "fusion.json")  # other sets
-    """
-    if trained and sorted(trained) == sorted(given) and trained != given:
-        order, wrong = ", ".join(trained), ", ".join(given)
-        raise OptionError(f"{model}: the fusion's systems are {order} in that order, not "
-                          f"{wrong}: give them in the training order")  # fmt: skip
-
-
 def _model_of(d: dict[str, Any]) -> LinearCalibrator | LinearFuser | QualityFuser | PAVCalibrator:
     kind = d.get("kind")
     if kind not in _KINDS:
@@ -151,6 +133,7 @@ def apply_model(
     quality: xr.Dataset | TrialQuality | None = None,
     ndx: xr.Dataset | None = None,
     llr_base: str | None = None,
+    names: Sequence[str] | None = None,
 ) -> xr.Dataset:
     """Apply any fitted calibrator or fuser to Scores, lazily (one entry point for the CLI).
 
@@ -171,6 +154,9 @@ def apply_model(
         The base of the LLRs in ``scores`` and in the output. ``None``: the one the model was
         trained on (``model.llr_base_``: ``"e"`` unless ``bosaris-dask calibrate/fuse
         --llr-base`` trained it), as ``bosaris-dask apply`` does.
+    names
+        A fusion's systems' names: the names it was fitted on (``systems_``) in another order
+        are an :class:`~bosaris_dask.errors.OptionError` (see ``LinearFuser.transform``).
 
     Examples
     --------
@@ -186,7 +172,7 @@ def apply_model(
         model = copy.copy(model)
         model.llr_base_ = llr_base
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
-    return _apply(model, systems, quality, ndx)  # each transform follows ``llr_base_``
+    return _apply(model, systems, quality, ndx, names)  # each transform follows ``llr_base_``
 
 
 def _apply(
@@ -194,15 +180,16 @@ def _apply(
     systems: list[xr.Dataset],
     quality: xr.Dataset | TrialQuality | None,
     ndx: xr.Dataset | None,
+    names: Sequence[str] | None,
 ) -> xr.Dataset:
     if isinstance(model, QualityFuser):
         if quality is None:
             raise TrialError("a quality fusion model needs the quality measures")
-        return model.transform(systems, quality, ndx=ndx)
+        return model.transform(systems, quality, ndx=ndx, names=names)
     if quality is not None:
         raise TrialError(f"a {model.kind} model takes no quality measures")
     if isinstance(model, LinearCalibrator | PAVCalibrator):
         if len(systems) != 1:
             raise TrialError(f"a {model.kind} model takes one Scores object, got {len(systems)}")
         return model.transform(systems[0], ndx=ndx)
-    return model.transform(systems, ndx=ndx)
+    return model.transform(systems, ndx=ndx, names=names)

@@ -72,7 +72,7 @@ def _fit_and_apply(
     ``--apply`` write the scores it gives."""
     from bosaris_dask import io
     from bosaris_dask.calibration import apply_model
-    from bosaris_dask.calibration.models import check_system_order
+    from bosaris_dask.fusion.base import check_system_order
     from bosaris_dask.fusion.fit_checks import FitWarning
     from bosaris_dask.objectives import TrialQuality
 
@@ -321,7 +321,7 @@ def _read_qtrans(path: str | None) -> Any:
 def cmd_apply(args: argparse.Namespace) -> int:
     from bosaris_dask import io
     from bosaris_dask.calibration import apply_model, load_model
-    from bosaris_dask.calibration.models import check_system_order
+    from bosaris_dask.fusion.base import check_system_order
 
     model = load_model(args.model)  # read once: its weights, LLR base and systems' names
     check_system_order(model.systems_, _system_names(args), args.model)

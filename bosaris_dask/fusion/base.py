@@ -21,6 +21,7 @@ import xarray as xr
 
 from bosaris_dask._deprecation import warn_swapped
 from bosaris_dask.errors import (
+    OptionError,
     ScoreError,
     TrialError,
     have,
@@ -149,6 +150,24 @@ def _kind(obj: Any) -> str | None:
     if isinstance(obj, list | tuple) and obj and isinstance(obj[0], xr.Dataset):
         return _kind(obj[0])
     return None
+
+
+def check_system_order(trained: list[str] | None, given: list[str], model: str) -> None:
+    """Refuse the systems of a fusion given in another order than it was trained on: the same
+    names, permuted (each weight would multiply another system's scores).
+
+    Examples
+    --------
+    >>> check_system_order(["a", "b"], ["b", "a"], "fusion.json")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.OptionError: fusion.json: the fusion's systems are a, b in that order...
+    >>> check_system_order(["dev/a", "dev/b"], ["eval/a", "eval/b"], "fusion.json")  # other sets
+    """
+    if trained and sorted(trained) == sorted(given) and trained != given:
+        order, wrong = ", ".join(trained), ", ".join(given)
+        raise OptionError(f"{model}: the fusion's systems are {order} in that order, not "
+                          f"{wrong}: give them in the training order")  # fmt: skip
 
 
 def check_systems(systems: Sequence[Any], n_systems: int) -> None:

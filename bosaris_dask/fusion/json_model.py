@@ -28,6 +28,7 @@ from bosaris_dask.errors import (
     StoreNotFoundError,
     TrialError,
 )
+from bosaris_dask.fusion.base import check_system_order
 
 #: The ``"format"`` field of every model dict.
 MODEL_FORMAT = "bosaris_dask.model/1"
@@ -159,6 +160,11 @@ class JsonModel:
         if names is not None and len(names) > 1:
             self.systems_ = list(names)
         return self
+
+    def _check_order(self, names: Sequence[str] | None) -> None:
+        """An OptionError where ``names`` are the fitted systems' names in another order."""
+        if names is not None:
+            check_system_order(self.systems_, list(names), f"{type(self).__name__}.transform")
 
     def _forget_training_inputs(self) -> None:
         """A new fit (in Python: of natural-log LLRs, of systems without names)."""

@@ -428,7 +428,11 @@ class LinearFuser(JsonModel):
 
     @in_llr_base
     def transform(
-        self, scores: xr.Dataset | Sequence[xr.Dataset], *, ndx: xr.Dataset | None = None
+        self,
+        scores: xr.Dataset | Sequence[xr.Dataset],
+        *,
+        ndx: xr.Dataset | None = None,
+        names: Sequence[str] | None = None,
     ) -> xr.Dataset:
         """The fused LLRs as a lazy Scores object (computed chunk by chunk when used).
 
@@ -439,7 +443,12 @@ class LinearFuser(JsonModel):
         ndx
             Optional Ndx (or Key) of the trials wanted: the output takes its ids and its mask
             is ANDed with it. Default: the first input's ids.
+        names
+            The systems' names, checked against those the fit was given (``systems_``): the
+            same names in another order are an :class:`~bosaris_dask.errors.OptionError` (each
+            weight would multiply another system's scores); other names (another set's) pass.
         """
+        self._check_order(names)
         return self._transform(_as_list(scores), ndx, None, None)
 
     @in_llr_base

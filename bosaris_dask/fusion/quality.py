@@ -309,8 +309,10 @@ class QualityFuser(LinearFuser):
         quality: xr.Dataset | TrialQuality,
         *,
         ndx: xr.Dataset | None = None,
+        names: Sequence[str] | None = None,
     ) -> xr.Dataset:
-        """The fused LLRs as a lazy Scores object (see :meth:`LinearFuser.transform`).
+        """The fused LLRs as a lazy Scores object (see :meth:`LinearFuser.transform`, also for
+        ``names``).
 
         Trials whose model or segment has no quality get the first-stage linear fusion's score.
         When some ids lack quality, one pass over the score masks counts those trials for the
@@ -321,6 +323,7 @@ class QualityFuser(LinearFuser):
         """
         W = self._fitted_quality_matrix()
         weights, offset = self._check_fitted()
+        self._check_order(names)
         cells = quality if isinstance(quality, TrialQuality) else None  # packed trials
         ids_quality = quality.quality if isinstance(quality, TrialQuality) else quality
         if kind_of(ids_quality) != "quality":
