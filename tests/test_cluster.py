@@ -1351,3 +1351,22 @@ def test_the_cli_prints_the_clusters_logged_warnings_as_warnings_even_with_q(
     assert main(argv) == 0
     err = capsys.readouterr().err
     assert "warning: no dask dashboard: install bokeh where the scheduler runs\n" in err
+
+
+def test_importing_dask_jobqueue_keeps_the_signal_handlers():
+    """dask-jobqueue installs a SIGINT handler calling sys.exit() when imported: a Ctrl-C of a
+    --cluster slurm run ended it with status 0, no message and no output. The import keeps the
+    process's handlers (in a fresh interpreter: the import happens once per process)."""
+    pytest.importorskip("dask_jobqueue", reason="dask-jobqueue missing: bosaris-dask[hpc]")
+    code = (
+        "import signal\n"
+        "from bosaris_dask.cluster.hpc import _jobqueue_class\n"
+        "_jobqueue_class('slurm')\n"
+        "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
+        "import dask_jobqueue.runner  # imported already: nothing installed again\n"
+        "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    broken = code.replace("from bosaris_dask.cluster.hpc import _jobqueue_class\n"
+                          "_jobqueue_class('slurm')\n", "import dask_jobqueue\n")  # fmt: skip
+    assert subprocess.run([sys.executable, "-c", broken], capture_output=True).returncode != 0

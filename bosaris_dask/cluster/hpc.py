@@ -10,7 +10,9 @@ import contextlib
 import importlib
 import importlib.util
 import logging
+import signal
 import subprocess
+import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -288,9 +290,18 @@ def _jobs_left_queue(jq, kind: str) -> Callable[[], str | None]:
 
 
 def _import_optional(module: str, feature: str):
+    """``module``, imported with this process's SIGINT and SIGTERM handlers kept: importing
+    ``dask_jobqueue`` installs a SIGINT handler that calls ``sys.exit()``, so a Ctrl-C of a
+    ``--cluster slurm`` run ended it with status 0, no message and no output."""
+    kept = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         return importlib.import_module(module)
     except ImportError as exc:
         raise ClusterError(
             f"{feature} needs the Python package {module!r} ({exc}); install it with {_HPC_EXTRA}"
         ) from exc
+    finally:
+        if threading.current_thread() is threading.main_thread():
+            for sig, handler in kept.items():
+                if handler is not None and signal.getsignal(sig) is not handler:
+                    signal.signal(sig, handler)
