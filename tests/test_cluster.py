@@ -168,7 +168,7 @@ class _FakeJobQueue:
         self.kwargs = kwargs
         self.scaled = None
         per_job = kwargs.get("processes", self.per_job_default)
-        self._dummy_job = argparse.Namespace(worker_processes=per_job)
+        self._dummy_job = argparse.Namespace(worker_processes=per_job, worker_cores=None)
         _FakeJobQueue.made.append(self)
 
     def scale(self, n=None, jobs=0):
@@ -953,6 +953,15 @@ def test_slurm_job_script_from_arguments(jobqueue):
     assert "--interface lo" in script
 
 
+def test_jobs_with_fewer_cores_than_worker_processes_are_refused(jobqueue):
+    # dask-jobqueue wrote --nthreads 0: distributed then shares out the node's CPUs
+    with pytest.raises(ClusterError, match=r"^slurm jobs of 1 core cannot run 2 worker processes "
+                       r"each \(a thread each at least\): give --cores 2 or more"):  # fmt: skip
+        jobqueue_job_script("slurm", workers=2, jobs=1, cores=1, memory="1GiB")
+    script = jobqueue_job_script("slurm", workers=2, jobs=1, cores=2, memory="1GiB")
+    assert "--nthreads 1 " in script and "--nworkers 2" in script
+
+
 def test_jobqueue_without_cores_and_memory_is_a_clear_error(jobqueue):
     with dask.config.set({"jobqueue.slurm.cores": None, "jobqueue.slurm.memory": None}):
         with pytest.raises(ClusterError, match="jobqueue.slurm.cores"):
@@ -1370,3 +1379,24 @@ def test_importing_dask_jobqueue_keeps_the_signal_handlers():
     broken = code.replace("from bosaris_dask.cluster.hpc import _jobqueue_class\n"
                           "_jobqueue_class('slurm')\n", "import dask_jobqueue\n")  # fmt: skip
     assert subprocess.run([sys.executable, "-c", broken], capture_output=True).returncode != 0
+
+
+def test_a_jobqueue_dashboard_port_in_use_is_not_a_four_line_warning():
+    """dask-jobqueue's scheduler, on a dashboard port someone else holds, serves on a free one
+    and said so in distributed's four-line UserWarning, even with -q (a local cluster did not)."""
+    import warnings
+
+    from bosaris_dask.cluster.hpc import _jobqueue_class, _jobqueue_cluster
+
+    pytest.importorskip("dask_jobqueue", reason="dask-jobqueue missing: bosaris-dask[hpc]")
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        options = {"host": "127.0.0.1", "dashboard_address": f"127.0.0.1:{port}"}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            kwargs = {"cores": 1, "memory": "1GB", "scheduler_options": options}
+            with _jobqueue_cluster(_jobqueue_class("slurm"), "slurm", kwargs) as jq:
+                assert f":{port}/" not in jq.dashboard_link  # (it took another port)
+    assert not [w for w in caught if "is already in use" in str(w.message)]

@@ -13,6 +13,7 @@ import logging
 import signal
 import subprocess
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -170,7 +171,9 @@ def check_interface(interface: str | None) -> None:
 def _jobqueue_cluster(cls, kind: str, kwargs: dict):
     check_interface(kwargs.get("interface"))
     try:
-        jq = cls(**kwargs)
+        with warnings.catch_warnings():  # 8787 taken: a free port, said in four lines (as local)
+            warnings.filterwarnings("ignore", "Port .* is already in use", UserWarning)
+            jq = cls(**kwargs)
     except ValueError as exc:
         raise ClusterError(
             f"cannot configure the {kind} cluster: {exc}. Set jobqueue.{kind}.cores and "
@@ -180,9 +183,24 @@ def _jobqueue_cluster(cls, kind: str, kwargs: dict):
     except (OSError, TimeoutError, RuntimeError) as exc:  # (distributed's wrapped errors)
         raise ClusterError(f"could not start the {kind} cluster's scheduler: {exc}") from exc
     try:
+        _check_threads(jq._dummy_job, kind)
         yield jq
     finally:
         _close_quietly(jq)
+
+
+def _check_threads(job, kind: str) -> None:
+    """A ClusterError where a job's cores do not give each of its worker processes a thread:
+    dask-jobqueue writes ``--nthreads 0``, which distributed reads as the node's CPU count
+    shared out, oversubscribing a large node."""
+    cores, processes = job.worker_cores, job.worker_processes
+    if cores is not None and processes and cores < processes:
+        raise ClusterError(
+            f"{kind} jobs of {cores} core{'s' * (cores != 1)} cannot run {processes} worker "
+            f"processes each (a thread each at least): give --cores {processes} or more, or "
+            "fewer workers per job (--workers / --jobs, or jobqueue."
+            f"{kind}.processes)"
+        )
 
 
 def _start_jobqueue(stack, kind, workers, queue, cores, memory, walltime, jobs, interface,
