@@ -497,3 +497,26 @@ def test_a_link_is_written_through_and_a_pipe_in_place(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "dangling.json", "fifo", "link.json", "target.json", "to-fifo",
     ]  # fmt: skip
+
+
+def test_a_sigterm_lost_in_a_finalizer_is_delivered_again():
+    """Python raises a signal's exception where the main thread next checks, which can be a
+    __del__ or a gc callback (distributed has one): there it is only printed, and a
+    SIGTERMed run went on to the end (status 0). It is delivered again, and a real second
+    SIGTERM is not needed."""
+    import gc
+
+    from bosaris_dask.cli.termination import Terminated, sigterm_unwinds
+
+    class Finalized:
+        def __del__(self) -> None:
+            signal.raise_signal(signal.SIGTERM)  # its Terminated raised here is only printed
+
+    with pytest.raises(Terminated):
+        with sigterm_unwinds():
+            Finalized()
+            gc.collect()
+            for _ in range(200):  # ... and raised again here
+                time.sleep(0.005)
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

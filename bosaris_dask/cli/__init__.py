@@ -22,16 +22,14 @@ import argparse
 import contextlib
 import logging
 import os
-import signal
 import sys
-import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 from bosaris_dask.cli.common import same_file
 from bosaris_dask.cli.parser import build_parser
+from bosaris_dask.cli.termination import Terminated, sigterm_unwinds
 from bosaris_dask.errors import BosarisError, OptionError
 
 __all__ = ["main", "build_parser"]
@@ -237,40 +235,12 @@ def _flags_after_the_command(argv: Sequence[str]) -> list[str]:
     return [*argv[lead:], *argv[:lead]]
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (a batch job's walltime or ``scancel``, ``timeout``, ``kill``), raised where a
-    Ctrl-C would be, so that the run unwinds as it does: temporaries and scratch files removed,
-    worker processes closed."""
-
-
-def _terminate(signum: int, frame: Any) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
-    raise Terminated
-
-
-@contextlib.contextmanager
-def _sigterm_unwinds() -> Iterator[None]:
-    """SIGTERM raises :class:`Terminated` in the main thread while the command runs, where no
-    handler of the caller's is installed (it is left alone)."""
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
-    ):
-        yield
-        return
-    signal.signal(signal.SIGTERM, _terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``bosaris-dask``; returns the exit status (143 after a SIGTERM, 130 a Ctrl-C)."""
     parser = build_parser()
     args = parser.parse_args(_flags_after_the_command(sys.argv[1:] if argv is None else argv))
     try:
-        with _sigterm_unwinds(), _notes(args), _one_line_warnings():
+        with sigterm_unwinds(), _notes(args), _one_line_warnings():
             return _run(args)
     except (BosarisError, FileNotFoundError, PermissionError) as error:
         if args.debug:
