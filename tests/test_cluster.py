@@ -1250,7 +1250,10 @@ def test_a_refused_submission_fails_at_once_with_the_batch_systems_message(
     [
         ("", r"no dask worker joined the dask-jobqueue \(slurm\) scheduler: the slurm worker "
              r"job\(s\) 4242 ended before any dask worker joined; see their output files in "),
-        ("4242", r"within 2 s \(are the jobs still queued\? see 'squeue'"),
+        ("4242 PENDING Priority", r"within 2 s \(are the jobs still queued\? see 'squeue'"),
+        # a job that can never start: it waited the whole worker timeout (600 s by default)
+        ("4242 PENDING PartitionConfig", r"job\(s\) 4242 cannot start: squeue says "
+                                         r"PartitionConfig \(they ask for more than the "),
     ],
 )  # fmt: skip
 def test_a_job_that_ends_without_a_worker_ends_the_wait(

@@ -280,10 +280,17 @@ def _submission_error(exc: BaseException) -> str:
     return said or f"{type(exc).__name__}: {text}"
 
 
+#: Reasons SLURM gives a pending job that cannot start however long it waits (the job asks for
+#: more than its partition allows, or what does not exist), unless an administrator steps in.
+NEVER_STARTS = ("PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "BadConstraints",
+                "InvalidQOS", "InvalidAccount")  # fmt: skip
+
+
 def _jobs_left_queue(jq, kind: str) -> Callable[[], str | None]:
     """A check for the wait for workers: a message once every submitted SLURM job has left the
-    queue (``squeue -j`` lists none of them), when waiting longer cannot bring a worker; None
-    while any is pending or running, when ``squeue`` cannot tell, and for PBS (not checked)."""
+    queue (``squeue -j`` lists none of them), or waits for a reason that no wait ends
+    (:data:`NEVER_STARTS`), when waiting longer cannot bring a worker; None while any is
+    pending otherwise or running, when ``squeue`` cannot tell, and for PBS (not checked)."""
     ids = [str(job.job_id) for job in jq.workers.values() if getattr(job, "job_id", None)]
     if kind != "slurm" or not ids:
         return lambda: None
@@ -291,12 +298,27 @@ def _jobs_left_queue(jq, kind: str) -> Callable[[], str | None]:
     where = f" in {logs}" if logs else " (sbatch's default: slurm-<id>.out in the working folder)"
 
     def check() -> str | None:
-        command = ["squeue", "-h", "-o", "%i", "-j", ",".join(ids)]
+        command = ["squeue", "-h", "-o", "%i %T %r", "-j", ",".join(ids)]
         try:
             out = subprocess.run(command, capture_output=True, text=True, timeout=30)
         except (OSError, subprocess.SubprocessError):
             return None
-        gone = out.returncode == 0 and not out.stdout.split()
+        listed = [line.split() for line in out.stdout.splitlines() if line.strip()]
+        if (
+            out.returncode == 0
+            and listed
+            and all(
+                len(job) == 3 and job[1] == "PENDING" and job[2] in NEVER_STARTS for job in listed
+            )
+        ):
+            reasons = ", ".join(sorted({job[2] for job in listed}))
+            return (
+                f"the slurm worker job(s) {', '.join(ids)} cannot start: squeue says {reasons} "
+                "(they ask for more than the partition allows, or for what it does not have: "
+                "check --queue, --cores, --memory and --walltime against 'sinfo' and 'scontrol "
+                "show partition'); they are cancelled"
+            )
+        gone = out.returncode == 0 and not listed
         if not (gone or "Invalid job id" in out.stderr):
             return None
         return (
