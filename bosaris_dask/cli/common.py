@@ -174,7 +174,6 @@ def _one_column_twice(key_path: str, score_paths: Sequence[str], text_format: st
     """Refuse a text file given as key and as scores whose one value column would be read as
     labels by the one and as scores by the other (``m s 1`` lines: EER 0, the labels
     separating themselves); a file with a score and a label column may be both."""
-
     from bosaris_dask import io
     from bosaris_dask.errors import OptionError
     from bosaris_dask.io.text import text_has_labels
