@@ -1403,3 +1403,30 @@ def test_a_jobqueue_dashboard_port_in_use_is_not_a_four_line_warning():
             with _jobqueue_cluster(_jobqueue_class("slurm"), "slurm", kwargs) as jq:
                 assert f":{port}/" not in jq.dashboard_link  # (it took another port)
     assert not [w for w in caught if "is already in use" in str(w.message)]
+
+
+def test_a_local_cluster_interrupted_while_it_starts_is_left_off_the_exit_hook(monkeypatch):
+    """A Ctrl-C or SIGTERM while LocalCluster starts left a half-started cluster to
+    distributed's exit hook, whose close printed 'Exception ignored in atexit callback ...
+    AssertionError'; a cluster made before is kept."""
+    import distributed
+    from distributed.deploy.spec import SpecCluster
+
+    class Half:  # what LocalCluster registers first thing
+        status = None
+
+    kept, half = Half(), Half()
+    SpecCluster._instances.add(kept)
+
+    def starting(**kwargs):
+        SpecCluster._instances.add(half)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(distributed, "LocalCluster", starting)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with connect(cluster="local", workers=1, announce=None):
+                pytest.fail("the block must not run")
+        assert half not in SpecCluster._instances and kept in SpecCluster._instances
+    finally:
+        SpecCluster._instances.discard(kept)

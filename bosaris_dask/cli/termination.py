@@ -2,9 +2,10 @@
 unwinds the command, so that its temporaries and scratch files are removed and its worker
 processes closed, instead of ending the process where it stands.
 
-From either signal on, asyncio's logger is quiet: the dask client's gathers cut short end, in
-its event-loop thread, with "Task exception was never retrieved ... AllExit" and a traceback
-before the command's one line.
+From either signal on, the asyncio and distributed loggers are quiet: the dask client's gathers
+cut short end, in its event-loop thread, with "Task exception was never retrieved ... AllExit"
+and a traceback, and a local cluster stopped while it starts says how its worker processes
+ended, before the command's one line.
 
 Python delivers a signal by raising in the main thread at its next check, which can fall inside
 a ``__del__``, a weakref or a garbage-collector callback (distributed registers one): there the
@@ -57,7 +58,7 @@ class _Delivery:
             os.kill(os.getpid(), signal.SIGTERM)
             return
         self.raised, self.again = True, False
-        _quiet_asyncio()
+        _quiet()
         raise Terminated
 
     def unraisable(self, unraisable: Any) -> None:
@@ -68,24 +69,30 @@ class _Delivery:
         self.previous_hook(unraisable)
 
 
-def _quiet_asyncio() -> None:
-    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+#: The loggers quiet from a SIGTERM or Ctrl-C on (their levels come back after the block).
+_QUIET = ("asyncio", "distributed")
+
+
+def _quiet() -> None:
+    for name in _QUIET:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def _interrupt(signum: int, frame: Any) -> None:
-    _quiet_asyncio()
+    _quiet()
     signal.default_int_handler(signum, frame)
 
 
 @contextlib.contextmanager
 def sigterm_unwinds() -> Iterator[None]:
     """SIGTERM raises :class:`Terminated` in the main thread while the block runs, and SIGINT
-    its ``KeyboardInterrupt``, both with asyncio's logger quiet from then on; where a handler of
-    the caller's is installed, it is left alone (and outside the main thread, both are)."""
+    its ``KeyboardInterrupt``, both with the :data:`_QUIET` loggers quiet from then on; where a
+    handler of the caller's is installed, it is left alone (and outside the main thread, both
+    are)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    level = logging.getLogger("asyncio").level
+    levels = {name: logging.getLogger(name).level for name in _QUIET}
     ours = {}
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         delivery = _Delivery()
@@ -102,4 +109,5 @@ def sigterm_unwinds() -> Iterator[None]:
             sys.unraisablehook = delivery.previous_hook
         for sig, (_, previous) in ours.items():
             signal.signal(sig, previous)
-        logging.getLogger("asyncio").setLevel(level)
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)

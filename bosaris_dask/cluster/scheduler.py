@@ -223,6 +223,23 @@ def worker_config(dashboard: bool) -> dict[str, Any]:
     return config
 
 
+@contextlib.contextmanager
+def _unfinished_start_forgotten() -> Iterator[None]:
+    """Take a cluster whose start the block's Ctrl-C or SIGTERM cut short off distributed's
+    exit hook, which closed it and printed ``Exception ignored in atexit callback ...
+    AssertionError`` (a half-started cluster's state fails its close's checks); its worker
+    processes end with this one."""
+    from distributed.deploy.spec import SpecCluster
+
+    before = set(SpecCluster._instances)
+    try:
+        yield
+    except KeyboardInterrupt:
+        for cluster in set(SpecCluster._instances) - before:
+            SpecCluster._instances.discard(cluster)
+        raise
+
+
 def _start_local(stack, workers, threads_per_worker, memory_limit, dashboard, timeout) -> Client:
     import dask
     from distributed import LocalCluster
@@ -244,6 +261,7 @@ def _start_local(stack, workers, threads_per_worker, memory_limit, dashboard, ti
         with (
             dask.config.set(worker_config(dashboard)),
             _workers_ignore_ctrl_c(),
+            _unfinished_start_forgotten(),
             warnings.catch_warnings(),
         ):
             # 8787 taken (another cluster): distributed serves on a free port, and says so in a
