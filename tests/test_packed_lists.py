@@ -8,11 +8,14 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bosaris_dask import io
 from bosaris_dask.cli import main
 from bosaris_dask.errors import MissingTrialsError, OptionError, ParseError
 from bosaris_dask.io.text import packed
+from bosaris_dask.io.text.collect import stable_order
 from bosaris_dask.io.text.packed import TrialList, is_sparse, on_grid, pack
 
 from . import reference as ref
@@ -130,6 +133,52 @@ def test_pack_lays_out_the_key_order_and_leaves_padding_out():
     with pytest.raises(MissingTrialsError, match=r"s: 1 key trial has no score, e.g. \(a, z\)"):
         pack(key, [TrialList("s", sys_.models, sys_.segments, sys_.model_codes[:4],
                              sys_.segment_codes[:4], sys_.values[:4], sys_.line_of)])  # fmt: skip
+
+
+def _trial_list(pairs, values, models=None, segments=None):
+    """A TrialList of ``(model, segment)`` pairs, its ids in first-appearance order unless
+    given (their order then is the ids' order)."""
+    models = models or list(dict.fromkeys(m for m, _ in pairs))
+    segments = segments or list(dict.fromkeys(s for _, s in pairs))
+    return TrialList(
+        "t", np.array(models, dtype=object), np.array(segments, dtype=object),
+        np.array([models.index(m) for m, _ in pairs], dtype=np.int64),
+        np.array([segments.index(s) for _, s in pairs], dtype=np.int64),
+        np.asarray(values, dtype=np.float64), lambda r: r + 1,
+    )  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_joined_matches_each_trial_by_its_ids_in_any_order(data):
+    ids = st.sampled_from(["a", "b", "c", "d"])
+    cells = data.draw(st.lists(st.tuples(ids, ids), min_size=1, max_size=12, unique=True))
+    theirs = data.draw(st.lists(st.tuples(ids, ids), max_size=12, unique=True))
+    if data.draw(st.booleans()):  # the other file lists the same trials, in the same order
+        theirs = list(cells)
+    values = [float(i) + 0.5 for i in range(len(theirs))]
+    same_ids = data.draw(st.booleans()) and theirs == cells
+    system = _trial_list(theirs, values) if not same_ids else _trial_list(
+        theirs, values, list(dict.fromkeys(m for m, _ in cells)),
+        list(dict.fromkeys(s for _, s in cells)))  # fmt: skip
+    score, given_ = packed.joined(_trial_list(cells, np.ones(len(cells))), system)
+    by_pair = dict(zip(theirs, values, strict=True))
+    assert given_.tolist() == [c in by_pair for c in cells]
+    assert score.tolist() == [by_pair.get(c, 0.0) for c in cells]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.integers(0, 2**62),  # and keys about the largest that can be packed
+                  st.sampled_from([2**b - d for b in range(54, 63) for d in (0, 1, 2)])),
+        max_size=40,
+    ),
+    st.integers(0, 5),
+)  # fmt: skip
+def test_stable_order_is_the_stable_argsort(keys, few):
+    for k in (np.array(keys, dtype=np.int64), np.array(keys, dtype=np.int64) % (few + 1)):
+        assert stable_order(k).tolist() == np.argsort(k, kind="stable").tolist()
 
 
 def test_sparse_means_a_large_mostly_empty_grid():
