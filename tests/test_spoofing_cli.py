@@ -62,6 +62,28 @@ def test_spoof_sasv_prints_and_writes_a_dcf_t_dcf_and_t_eer(tmp_path, capsys, ra
         assert doc["asv_rates"]["pfa_spoof"] == 9666 / 12000
         assert doc["min_t_dcf"] == pytest.approx(0.2639153558659388, rel=1e-12)
     assert "min a-DCF               0.2427" in out and "t-EER (exact)           8.264 %" in out
+    assert abs(doc["t_eer_pmiss"] - doc["t_eer_pfa"]) < 1e-3  # an equal-error point: no note
+    assert "far apart" not in out
+
+
+def test_spoof_sasv_says_when_the_t_eer_s_tandem_rates_are_far_apart(tmp_path, capsys):
+    # every score equal (a chance-level system): the ASVspoof 5 rule's t-EER is 100 % at a
+    # point whose tandem miss rate is 0 and false-alarm rate 100 % (t_eer's test works it out)
+    key = tmp_path / "key.tsv"
+    scores = tmp_path / "scores.tsv"
+    classes = [("bonafide", "target"), ("bonafide", "nontarget"), ("spoof", "spoof")] * 2
+    key.write_text("spk\tfilename\tcm-label\tasv-label\n" + "".join(
+        f"S\tF{i}\t{cm}\t{asv}\n" for i, (cm, asv) in enumerate(classes)))  # fmt: skip
+    scores.write_text("spk\tfilename\tcm-score\tasv-score\tsasv-score\n" + "".join(
+        f"S\tF{i}\t1.0\t1.0\t1.0\n" for i in range(len(classes))))  # fmt: skip
+    out_json = tmp_path / "sasv.json"
+    status, out, _ = _run(capsys, "spoof", "sasv", "--key", str(key), "--scores", str(scores),
+                          "--json", str(out_json))  # fmt: skip
+    assert status == 0
+    doc = json.loads(out_json.read_text())
+    assert (doc["t_eer"], doc["t_eer_pmiss"], doc["t_eer_pfa"]) == (1.0, 0.0, 1.0)
+    assert "t-EER (exact)           100.000 %  (tandem Pmiss 0.000 %, Pfa 100.000 % there)" in out
+    assert "the tandem rates there are far apart: no equal-error point" in out
 
 
 def test_spoof_sasv_of_a_single_system_reports_the_a_dcf_and_says_what_is_not_given(

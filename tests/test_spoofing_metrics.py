@@ -90,6 +90,11 @@ def brute_min_t_dcf(bona, spf, pmiss_asv, pfa_asv, pfa_spoof_asv):
 
 
 def brute_t_eer(cm_bona, cm_spf, tar, non, spf):
+    return brute_t_eer_point(cm_bona, cm_spf, tar, non, spf)[0]
+
+
+def brute_t_eer_point(cm_bona, cm_spf, tar, non, spf):
+    """The t-EER and the tandem miss and false-alarm rates at its point (NaNs: none)."""
     best = None
     for tau in _grid(tar, non, spf):
         a, b, c = _rej(tar, tau), _acc(non, tau), _acc(spf, tau)
@@ -107,8 +112,8 @@ def brute_t_eer(cm_bona, cm_spf, tar, non, spf):
         if np.isnan(crit) or np.isinf(crit):
             continue
         if best is None or crit < best[0]:
-            best = (crit, c * f)
-    return float("nan") if best is None else best[1]
+            best = (crit, c * f, m + (1.0 - m) * a, 0.5 * (1.0 - m) * b + 0.5 * f * c)
+    return (float("nan"),) * 3 if best is None else best[1:]
 
 
 # ------------------------------------------------------------------- the official package's values
@@ -268,12 +273,21 @@ def test_min_t_dcf_with_given_asv_scores_equals_brute_force(tar, non, spf, bona,
        spf=_scores())  # fmt: skip
 def test_t_eer_equals_brute_force(cm_tar, cm_non, cm_spf, tar, non, spf):
     out = t_eer(cm_tar, cm_non, cm_spf, tar, non, spf)
-    expected = brute_t_eer(np.array(cm_tar + cm_non), np.array(cm_spf), np.array(tar),
-                           np.array(non), np.array(spf))  # fmt: skip
-    if np.isnan(expected):
-        assert np.isnan(out["t_eer"])
+    expected = brute_t_eer_point(np.array(cm_tar + cm_non), np.array(cm_spf), np.array(tar),
+                                 np.array(non), np.array(spf))  # fmt: skip
+    got = (out["t_eer"], out["pmiss_tdm"], out["pfa_tdm"])
+    if np.isnan(expected[0]):
+        assert np.isnan(got).all()
     else:
-        assert out["t_eer"] == expected
+        assert got == pytest.approx(expected, rel=1e-15, abs=0)
+
+
+def test_a_chance_level_t_eer_comes_with_its_tandem_rates():
+    # all scores equal: every trial accepted at the lowest thresholds; the rule's point has
+    # Pmiss,tdm = 0 and Pfa,tdm = 1/2 + 1/2 = 1, and its t-EER is Pfa,spoof * Pfa,cm = 1
+    same = [1.0, 1.0]
+    out = t_eer(same, same, same, same, same, same)
+    assert (out["t_eer"], out["pmiss_tdm"], out["pfa_tdm"], out["margin"]) == (1.0, 0.0, 1.0, 0.0)
 
 
 @pytest.mark.parametrize("seed", range(3))

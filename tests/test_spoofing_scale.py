@@ -297,12 +297,18 @@ def test_a_key_store_with_a_bad_spoof_array_is_refused(tmp_path):
 def _t_eer_ref(mask, spoof, cols):
     r = t_eer(*_classes(mask, spoof, cols["cm"]), *_classes(mask, spoof, cols["asv"]))
     if np.isnan(r["t_eer"]):
-        return (None, r["asv_threshold"], r["cm_threshold"])
-    return (r["t_eer"], r["asv_threshold"], r["cm_threshold"])
+        return (None, r["asv_threshold"], r["cm_threshold"], None, None)
+    return _point(r)
 
 
 def _t_eer_out(out):
-    return (out["t_eer"], out["t_eer_asv_threshold"], out["t_eer_cm_threshold"])
+    return (out["t_eer"], out["t_eer_asv_threshold"], out["t_eer_cm_threshold"],
+            out["t_eer_pmiss"], out["t_eer_pfa"])  # fmt: skip
+
+
+def _point(r):
+    """:func:`t_eer`'s answer in :func:`_t_eer_out`'s order."""
+    return r["t_eer"], r["asv_threshold"], r["cm_threshold"], r["pmiss_tdm"], r["pfa_tdm"]
 
 
 def _same(got, ref):
@@ -426,8 +432,7 @@ def test_t_eer_at_scale_names_missing_asv_scores_and_drops_them_when_allowed():
     m = mask.copy()
     m[2, 7] = 0
     ref = t_eer(*_classes(mask, spoof, cols["cm"]), *_classes(m, spoof, cols["asv"]))
-    assert _t_eer_out(scale) == _t_eer_out(memory) == (
-        ref["t_eer"], ref["asv_threshold"], ref["cm_threshold"])  # fmt: skip
+    assert _t_eer_out(scale) == _t_eer_out(memory) == _point(ref)
 
 
 def test_missing_asv_scores_read_only_for_the_t_eer_are_named_unless_allowed():
@@ -444,7 +449,7 @@ def test_missing_asv_scores_read_only_for_the_t_eer_are_named_unless_allowed():
     m = mask.copy()
     m[1, 4] = m[2, 8] = 0
     ref = t_eer(*_classes(mask, spoof, cols["cm"]), *_classes(m, spoof, cols["asv"]))
-    assert _t_eer_out(out) == (ref["t_eer"], ref["asv_threshold"], ref["cm_threshold"])
+    assert _t_eer_out(out) == _point(ref)
     assert out["n_missing"] == 2
     assert out["n_missing_by_column"] == {"sasv": 0, "cm": 0, "asv": 2}
     full = evaluate_sasv(key, cm=scores["cm"], asv=scores["asv"], sasv=scores["sasv"])

@@ -158,13 +158,26 @@ def format_spoof(doc: dict[str, Any]) -> str:
         elif f"{name}_note" in doc:
             lines.append(f"{label:<24}{_not_reported(doc[f'{name}_note'])}")
     if doc.get("t_eer") is not None:
-        lines.append(f"{'t-EER (exact)':<24}{100 * doc['t_eer']:.3f} %")
+        lines += _t_eer_lines(doc)
     elif "t_eer_note" in doc:
         lines.append(f"{'t-EER (exact)':<24}{_not_reported(doc['t_eer_note'])}")
     else:
         lines.append(f"{'t-EER (exact)':<24}undefined")
     lines.append(f"{'passes over the data':<24}{doc['passes']}")
     return "\n".join(lines)
+
+
+def _t_eer_lines(doc: dict[str, Any]) -> list[str]:
+    """The t-EER with the tandem rates at its point, and a note where they are far apart
+    (more than a factor of two): the rule (FIELD_METRICS.md) then found no equal-error point,
+    e.g. a chance-level system's t-EER is 100 % at rates of 0 and 100 %."""
+    pmiss, pfa = doc["t_eer_pmiss"], doc["t_eer_pfa"]
+    lines = [f"{'t-EER (exact)':<24}{100 * doc['t_eer']:.3f} %  (tandem Pmiss "
+             f"{100 * pmiss:.3f} %, Pfa {100 * pfa:.3f} % there)"]  # fmt: skip
+    if max(pmiss, pfa) > 2 * min(pmiss, pfa):
+        lines.append(f"{'':<24}the tandem rates there are far apart: no equal-error point, "
+                     "the value is the ASVspoof 5 rule's")  # fmt: skip
+    return lines
 
 
 def _not_reported(note: str) -> str:

@@ -295,9 +295,32 @@ def min_t_dcf(
     return float(tdcf[i]), float(t[i])
 
 
+def _tandem_rates(a, b, c, m, f):
+    """``(Pmiss,tdm, Pfa,tdm)`` (see :func:`t_eer`) from the ASV rates ``a, b, c`` (miss,
+    false alarms on non-targets and on spoofs) and the CM rates ``m, f`` (miss, false alarm)."""
+    return m + (1.0 - m) * a, 0.5 * (1.0 - m) * b + 0.5 * f * c
+
+
 def _tandem_diff(a, b, c, m, f):
     """``Pmiss,tdm - Pfa,tdm`` (see :func:`t_eer`): nondecreasing in the CM threshold."""
-    return (m + (1.0 - m) * a) - (0.5 * (1.0 - m) * b + 0.5 * f * c)
+    pmiss, pfa = _tandem_rates(a, b, c, m, f)
+    return pmiss - pfa
+
+
+def t_eer_point(a, b, c, m, f, asv_threshold, cm_threshold, margin) -> dict[str, float]:
+    """:func:`t_eer`'s answer at the chosen thresholds: the t-EER, both thresholds, the
+    criterion's ``margin`` and the tandem rates ``pmiss_tdm``, ``pfa_tdm`` there (which the
+    definition does not make equal: a chance-level system's t-EER is 1, its rates 0 and 1)."""
+    pmiss, pfa = _tandem_rates(a, b, c, m, f)
+    return {"t_eer": float(c * f), "asv_threshold": float(asv_threshold),
+            "cm_threshold": float(cm_threshold), "margin": float(margin),
+            "pmiss_tdm": float(pmiss), "pfa_tdm": float(pfa)}  # fmt: skip
+
+
+#: :func:`t_eer`'s answer where no ASV threshold qualifies.
+NAN_RESULT = dict.fromkeys(
+    ("t_eer", "asv_threshold", "cm_threshold", "margin", "pmiss_tdm", "pfa_tdm"), np.nan
+)
 
 
 def _first_at_least(a, b, c, pmiss_cm, pfa_cm, value: float) -> np.ndarray:
@@ -337,8 +360,9 @@ def t_eer(
     Returns
     -------
     dict
-        ``t_eer``, ``asv_threshold``, ``cm_threshold`` and the criterion ``margin`` there; all
-        NaN when no ASV threshold qualifies.
+        ``t_eer``, ``asv_threshold``, ``cm_threshold``, the criterion ``margin`` and the
+        tandem miss and false-alarm rates ``pmiss_tdm``, ``pfa_tdm`` there (the rule does not
+        make them equal: see :func:`t_eer_point`); all NaN when no ASV threshold qualifies.
     """
     tar, non, spf = (_scores(x, w) for x, w in
                      ((asv_target, "ASV target"), (asv_nontarget, "ASV non-target"),
@@ -349,9 +373,8 @@ def t_eer(
     a, b, c = _below(tar, t_asv), _above(non, t_asv), _above(spf, t_asv)
     keep = a < (b + c) / 2
     t_asv, a, b, c = t_asv[keep], a[keep], b[keep], c[keep]
-    nan = {"t_eer": np.nan, "asv_threshold": np.nan, "cm_threshold": np.nan, "margin": np.nan}
     if not t_asv.size:
-        return nan
+        return dict(NAN_RESULT)
     last = pmiss_cm.size - 1
     j0 = _first_at_least(a, b, c, pmiss_cm, pfa_cm, 0.0)  # first with difference >= 0
     above = np.minimum(j0, last)
@@ -368,10 +391,5 @@ def t_eer(
     crit = np.where(np.isnan(crit), np.inf, crit)
     i = int(np.argmin(crit))
     if not np.isfinite(crit[i]):
-        return nan
-    return {
-        "t_eer": float(c[i] * f[i]),
-        "asv_threshold": float(t_asv[i]),
-        "cm_threshold": float(t_cm[j[i]]),
-        "margin": float(crit[i]),
-    }
+        return dict(NAN_RESULT)
+    return t_eer_point(a[i], b[i], c[i], m[i], f[i], t_asv[i], t_cm[j[i]], crit[i])

@@ -370,11 +370,15 @@ def _class_counts(
 
 
 def _t_eer_values(r: dict[str, float]) -> dict[str, Any]:
+    """:func:`~bosaris_dask.spoofing.metrics.t_eer`'s answer as reported: the tandem rates
+    at its point too (``t_eer_pmiss``, ``t_eer_pfa``), which the rule does not make equal."""
     value = r["t_eer"]
     return {
         "t_eer": None if value != value else value,
         "t_eer_asv_threshold": r["asv_threshold"],
         "t_eer_cm_threshold": r["cm_threshold"],
+        "t_eer_pmiss": None if value != value else r["pmiss_tdm"],
+        "t_eer_pfa": None if value != value else r["pfa_tdm"],
     }
 
 
@@ -394,7 +398,8 @@ def _t_eer(
     from bosaris_dask.progress import compute
     from bosaris_dask.spoofing.metrics import t_eer
 
-    none = {"t_eer": None, "t_eer_asv_threshold": None, "t_eer_cm_threshold": None}
+    none = dict.fromkeys(("t_eer", "t_eer_asv_threshold", "t_eer_cm_threshold", "t_eer_pmiss",
+                          "t_eer_pfa"))  # fmt: skip
     if wanted is False:
         return {**none, "t_eer_note": "not asked for"}
     if cm is None or asv is None:

@@ -57,13 +57,9 @@ import numpy as np
 
 from bosaris_dask.spoofing import joint
 from bosaris_dask.spoofing.joint import Part
-from bosaris_dask.spoofing.metrics import _first_at_least, _tandem_diff
+from bosaris_dask.spoofing.metrics import NAN_RESULT, _first_at_least, _tandem_diff, t_eer_point
 
-__all__ = ["t_eer_on_grids", "NAN_RESULT"]
-
-#: The in-memory function's answer where no ASV threshold qualifies.
-NAN_RESULT = {"t_eer": np.nan, "asv_threshold": np.nan, "cm_threshold": np.nan,
-              "margin": np.nan}  # fmt: skip
+__all__ = ["t_eer_on_grids"]
 
 
 def _ratio(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -174,9 +170,6 @@ def t_eer_on_grids(
     if not np.isfinite(crit[i]):
         return dict(NAN_RESULT), bins
     dtype_c, dtype_a = ss[bona.index].dtype, ss[tar.index].dtype
-    return {
-        "t_eer": float(c[i] * f[j[i]]),
-        "asv_threshold": float(ga.thresholds(dtype_a)[i]),
-        "cm_threshold": float(gc.thresholds(dtype_c)[j[i]]),
-        "margin": float(crit[i]),
-    }, bins
+    point = t_eer_point(a[i], b[i], c[i], m[j[i]], f[j[i]], ga.thresholds(dtype_a)[i],
+                        gc.thresholds(dtype_c)[j[i]], crit[i])  # fmt: skip
+    return point, bins
