@@ -271,7 +271,8 @@ def evaluate_sasv(
         ``n_missing_by_column`` where the columns lack different numbers), ``costs``,
         ``min_a_dcf`` and ``min_a_dcf_threshold``, ``asv_rates`` (``source``, ``pmiss``,
         ``pfa``, ``pfa_spoof``, ``threshold``), ``min_t_dcf`` and ``min_t_dcf_threshold``,
-        ``t_eer`` and its thresholds, ``passes``. A metric not computed (its scores not given)
+        ``t_eer``, its thresholds and the tandem rates at its point (``t_eer_pmiss``,
+        ``t_eer_pfa``), ``passes``. A metric not computed (its scores not given)
         or undefined is ``None`` with ``<metric>_note`` saying why (``"needs the CM
         scores"``).
     """
