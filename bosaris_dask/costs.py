@@ -141,18 +141,22 @@ class OperatingPoint:
         −plo``) exactly when it is at or above the exact threshold. (``logit`` of the effective
         prior rounds to nearest, half the time below the threshold, and loses digits to
         ``1 − p`` where the costs are far apart: at ``0.5:1e6:1``, 28,000 units in the last
-        place.)
+        place.) Each number counts as written, its float's shortest decimal: ``0.1:9:1`` is
+        even odds, as ``0.5`` is (the float 0.1 is a little above 1/10: its binary value would
+        put the threshold 6e-17 above 0, and the two points would be two results).
 
         >>> OperatingPoint(0.5, 1e6, 1).plo == math.log(1e6), OperatingPoint(0.5).plo
         (True, 0.0)
+        >>> OperatingPoint(0.1, 9, 1).plo
+        0.0
         """
         if self.p_nontarget is None:
-            p = Fraction(self.p_target)
+            p = _as_written(self.p_target)
             q = 1 - p
         else:
-            q = Fraction(self.p_nontarget)
+            q = _as_written(self.p_nontarget)
             p = 1 - q
-        return _log_rounded_down(p * Fraction(self.c_miss) / (q * Fraction(self.c_fa)))
+        return _log_rounded_down(p * _as_written(self.c_miss) / (q * _as_written(self.c_fa)))
 
     @property
     def act_threshold(self) -> float:
@@ -160,6 +164,15 @@ class OperatingPoint:
         natural-log LLR scores (accept iff ``score >= act_threshold``), as the evaluation
         applies it."""
         return -self.plo
+
+
+def _as_written(x: float) -> Fraction:
+    """A float as the decimal written for it (its shortest repr): ``0.1`` is 1/10.
+
+    >>> _as_written(0.1), Fraction(0.1) == Fraction(1, 10)
+    (Fraction(1, 10), False)
+    """
+    return Fraction(repr(float(x)))
 
 
 def _log_rounded_down(r: Fraction) -> float:

@@ -68,6 +68,15 @@ def test_points_of_one_effective_prior_give_one_result_or_an_error():
         )
     )
     assert ds.p_target.values.tolist() == [0.5, 0.01] and ds.c_miss.values.tolist() == [2.0, 1.0]
+    # 0.1:9:1 is even odds as written (the float 0.1 is not 1/10: its binary value made a
+    # second result at prior 0.5, its threshold 6e-17, which rejects a score of 0)
+    ds = metrics.operating_points(
+        metrics.evaluate_arrays([0.0, 1.0], [0.0, -1.0], priors=[0.5], operating_points=["0.1:9:1"])
+    )
+    assert ds.prior.values.tolist() == [0.5] and ds.act_threshold.values.tolist() == [0.0]
+    assert ds.p_target.values.tolist() == [0.1] and float(ds.act_pmiss[0, 0]) == 0.0
+    with pytest.raises(OptionError, match="operating points 0.5:2:2 and 0.1:9:1 have one "):
+        metrics.evaluate_arrays(tar, non, operating_points=["0.5:2:2", "0.1:9:1"])
 
 
 def test_hand_worked_thresholds():
@@ -191,14 +200,18 @@ def test_cli_operating_points_in_json_and_table(tmp_path, capsys):
 
 
 def _exact_threshold(p_target, c_miss, c_fa, p_nontarget=None):
-    """The Bayes threshold ln((1 - P) C_fa / (P C_miss)) of the floats as given, to 60 digits
-    (with ``p_nontarget``: P = 1 - p_nontarget exactly)."""
+    """The Bayes threshold ln((1 - P) C_fa / (P C_miss)) of the numbers as written (each
+    float's shortest decimal: 0.1 is 1/10), to 60 digits (with ``p_nontarget``: P = 1 -
+    p_nontarget exactly)."""
     from decimal import Decimal, getcontext
     from fractions import Fraction
 
+    def written(x):
+        return Fraction(repr(float(x)))
+
     getcontext().prec = 60
-    q = 1 - Fraction(p_target) if p_nontarget is None else Fraction(p_nontarget)
-    r = q * Fraction(c_fa) / ((1 - q) * Fraction(c_miss))
+    q = 1 - written(p_target) if p_nontarget is None else written(p_nontarget)
+    r = q * written(c_fa) / ((1 - q) * written(c_miss))
     return (Decimal(r.numerator) / Decimal(r.denominator)).ln()
 
 
