@@ -169,6 +169,23 @@ def test_gauss1_pav_map(gauss, small_val: float, name: str) -> None:
     np.testing.assert_allclose(cal.transform_arrays(grid), ref["llr_on_grid"], rtol=0, atol=1e-12)
 
 
+def test_laplace_optimal_llrs_are_the_toolkit_s(gauss) -> None:
+    """BOSARIS's Laplace-smoothed ``opt_loglr`` on gauss1 (the oracle's first LLRs, range and
+    Cllr): within about 1e-6, the increasing ramp the toolkit adds to its LLRs (the
+    prior log-odds of the dummies instead of the real trials' was 9e-4 off)."""
+    from bosaris_dask.calibration import optimal_llrs_arrays
+
+    tar, non, oracle = gauss
+    ref = oracle["cllr"]
+    t, n = optimal_llrs_arrays(tar, non, laplace=True)
+    np.testing.assert_allclose(t[:5], ref["opt_loglr_laplace_tar_first5"], rtol=0, atol=1.5e-6)
+    np.testing.assert_allclose(n[:5], ref["opt_loglr_laplace_non_first5"], rtol=0, atol=1.5e-6)
+    both = np.concatenate([t, n])
+    np.testing.assert_allclose([both.min(), both.max()], ref["opt_loglr_laplace_range"],
+                               rtol=0, atol=1.5e-6)  # fmt: skip
+    assert cllr(t, n) == pytest.approx(ref["cllr_of_opt_loglr_laplace"], abs=1e-8)
+
+
 def test_pav_bins_of_the_toolkit_cllr_laplace(gauss) -> None:
     """The PAV map with pseudo-counts lies between the raw PAV LLRs and the range BOSARIS reports
     for its Laplace-smoothed ``opt_loglr`` (which adds pseudo-counts at *both* ends)."""

@@ -21,9 +21,11 @@ from . import reference as ref
 
 def _naive_pav_llrs(tar, non, laplace):
     """PAV by repeated pooling of adjacent violators, on the trials sorted by score (ties
-    pooled), with the dummies as extra trials at -inf and +inf. Returns LLRs per input trial."""
+    pooled), with the dummies as extra trials at -inf and +inf; the prior log-odds is the real
+    trials' (BOSARIS's opt_loglr). Returns LLRs per input trial."""
     scores = np.concatenate([tar, non]).astype(float)
     labels = np.concatenate([np.ones(len(tar)), np.zeros(len(non))])
+    T, N = len(tar), len(non)
     if laplace:
         scores = np.concatenate([scores, [-np.inf, -np.inf, np.inf, np.inf]])
         labels = np.concatenate([labels, [1, 0, 1, 0]])
@@ -38,7 +40,6 @@ def _naive_pav_llrs(tar, non, laplace):
                 blocks[i : i + 2] = [[a[0] + b[0], a[1] + b[1], a[2] + b[2]]]
                 changed = True
                 break
-    T, N = labels.sum(), len(labels) - labels.sum()
     llr_of = {}
     for vals, t, n in blocks:
         with np.errstate(divide="ignore"):
@@ -57,9 +58,8 @@ def test_hand_worked_optimal_llrs():
     np.testing.assert_allclose(t, [-prior, np.inf], rtol=1e-15)
     np.testing.assert_allclose(n, [-np.inf, -np.inf, -prior], rtol=1e-15)
     # Laplace: a (t, n) pair at each end: 1/1, 0/1, 0/1, 1/1 ({2, 2.5}), 1/0, 1/1
-    # PAV: {pair, 0, 1}: 1/3, {2, 2.5}: 1/1, {3, pair}: 2/1; T/N = 4/5
+    # PAV: {pair, 0, 1}: 1/3, {2, 2.5}: 1/1, {3, pair}: 2/1; the real trials' T/N = 2/3
     t, n = optimal_llrs_arrays(tar, non, laplace=True)
-    prior = math.log(4 / 5)
     np.testing.assert_allclose(t, [0.0 - prior, math.log(2) - prior], rtol=1e-15)
     np.testing.assert_allclose(n, [math.log(1 / 3) - prior] * 2 + [0.0 - prior], rtol=1e-15)
     # minCllr is the Cllr of the raw optimal LLRs (pure end blocks cost nothing): the target

@@ -8,8 +8,10 @@ trials the LLR ``log(t_k / n_k) − log(T / N)`` (posterior minus prior log-odds
   non-targets ``−inf``. The Cllr of these LLRs is minCllr (:func:`bosaris_dask.metrics.min_cllr`
   stays this raw one, as the BOSARIS paper defines it).
 * **Laplace** (``laplace=True``): one dummy target and one dummy non-target are added below every
-  score and one of each above every score before PAV, and ``T``, ``N`` count them
-  (``T + 2``, ``N + 2``); the dummies are dropped from the output. The lowest block then holds a
+  score and one of each above every score before PAV; the dummies are dropped from the output,
+  and ``T``, ``N`` stay the real trials' counts (the dummies smooth the posteriors, not the
+  prior), as in the BOSARIS toolkit's ``opt_loglr``: on the reference set the toolkit's LLRs
+  are within about 1e-6 of these (it adds a tiny increasing ramp). The lowest block then holds a
   target and the highest a non-target, and block posteriors increase strictly, so every block
   has both classes and every LLR is finite.
 
@@ -65,13 +67,15 @@ def optimal_llr_table(n_tar: Any, n_non: Any, *, laplace: bool = False) -> np.nd
     [-inf, 0.4054651081081645, inf]
 
     With the dummies, the counts are 1/1, 0/2, 1/1, 1/0, 1/1 and PAV pools them into
-    1/3, 1/1, 2/1, with ``T/N = 4/5``: ``log(1/3) - log(4/5)``, ``log(5/4)``, ``log(2 * 5/4)``.
+    1/3, 1/1, 2/1; the real trials' ``T/N = 2/3``: ``log(1/3) - log(2/3)``, ``log(3/2)``,
+    ``log(2 * 3/2)``.
 
     >>> np.round(optimal_llr_table([0, 1, 1], [2, 1, 0], laplace=True), 6).tolist()
-    [-0.875469, 0.223144, 0.916291]
+    [-0.693147, 0.405465, 1.098612]
     """
     n_tar = np.asarray(n_tar, dtype=np.int64)
     n_non = np.asarray(n_non, dtype=np.int64)
+    total_tar, total_non = n_tar.sum(), n_non.sum()  # the real trials' (not the dummies')
     first = 0
     if laplace:
         n_tar = np.concatenate([[1], n_tar, [1]])
@@ -80,7 +84,6 @@ def optimal_llr_table(n_tar: Any, n_non: Any, *, laplace: bool = False) -> np.nd
     starts, block_tar, block_non = pav_blocks(n_tar, n_non)
     bins = np.arange(first, len(n_tar) - first)
     block = np.searchsorted(starts, bins, side="right") - 1
-    total_tar, total_non = n_tar.sum(), n_non.sum()
     with np.errstate(divide="ignore"):
         llr = np.log(block_tar.astype(np.float64)) - np.log(block_non.astype(np.float64))
     return llr[block] - (np.log(total_tar) - np.log(total_non))
