@@ -55,8 +55,11 @@ def _data(seed=0, n_m=9, n_s=11, g_m=4, g_s=5, chunks=(4, 5), dtype=np.float64, 
 
 
 def _exact_binnings(raw, dtype=np.float64):
-    """Bins fine enough that every distinct score has its own, plus the Bayes thresholds."""
-    thresholds = -np.log(np.array(PRIORS) / (1 - np.array(PRIORS)))
+    """Bins fine enough that every distinct score has its own, plus the Bayes thresholds (the
+    evaluation's: ln((1 - p) / p) rounded up, which numpy's log may round the other way)."""
+    from bosaris_dask.costs import OperatingPoint
+
+    thresholds = [OperatingPoint.from_prior(p).act_threshold for p in PRIORS]
     return [Binning.from_edges(np.concatenate([np.unique(r), thresholds]), dtype) for r in raw]
 
 
