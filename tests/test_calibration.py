@@ -322,8 +322,27 @@ def test_raw_pav_has_infinite_ends_and_roundtrips(tmp_path: Path) -> None:
 def test_interpolate_map_edges() -> None:
     x = np.array([0.0, 1.0, 2.0, 2.0])  # the last block is a single score
     y = np.array([0.0, 1.0, 2.0, 4.0])
-    out = interpolate_map(np.array([-1.0, 0.5, 1.5, 2.0, 5.0]), x, y)
-    np.testing.assert_allclose(out, [-1.0, 0.5, 1.5, 4.0, 4.0])
+    out = interpolate_map(np.array([-1.0, 0.5, 1.5, 2.0, 5.0, 1e300]), x, y)
+    # below: the first ramp's slope (1) at first, then bending, at most its half-rise (0.5)
+    # further: 0 - 0.5 * (1 - 1 / (1 + 2 * 1 / 1)); above a single-score block: flat
+    np.testing.assert_allclose(out, [-1 / 3, 0.5, 1.5, 4.0, 4.0, 4.0], rtol=1e-15)
+    far = interpolate_map(np.array([-1e300, -1e6, -1e3, -1.0]), x, y)
+    assert far[0] == -0.5 and (np.diff(far) > 0).all() and far[0] >= y[0] - 0.5
+
+
+def test_pav_map_beyond_its_knots_rises_by_at_most_small_val() -> None:
+    # a training set whose top block spans 1e-3 (scores 5e6 and 5e6 + 1e-3): continuing its
+    # ramp's slope (2 per unit) mapped 6e6 to about 2e6 nats; the set supports about 3.4
+    rng = np.random.default_rng(0)
+    tar = np.r_[rng.normal(1, 1, 200), 5e6, 5e6 + 1e-3, 5e6 + 1e-3]
+    non = rng.normal(0, 1, 2000)
+    cal = PAVCalibrator(small_val=1e-3).fit_arrays(tar, non)
+    top, bottom = cal.llr_bounds_[-1], cal.llr_bounds_[0]
+    assert cal.score_bounds_[-1] == 5e6 + 1e-3 and 3 < top < 4
+    llr = cal.transform_arrays(np.array([5e6 + 1e-3, 5e6 + 1, 6e6, 1e300]))
+    assert llr[0] == top and (np.diff(llr) >= 0).all() and llr[-1] <= top + 1e-3
+    low = cal.transform_arrays(np.array([-1e300, -1e12, -1e6]))
+    assert (np.diff(low) > 0).all() and bottom - 1e-3 <= low[0] < bottom
 
 
 def test_bins_validation() -> None:

@@ -16,7 +16,9 @@ then holds a non-target and the highest a target, so every ``llr_k`` is finite, 
 outer knots are where the pseudo-observations sit. The map is piecewise linear through the knots
 ``(lo_k, llr_k - d_k)`` and ``(hi_k, llr_k + d_k)`` (``score_bounds`` and ``llr_bounds``): linear
 interpolation between blocks, a gentle ramp of half-height ``d_k = small_val`` inside each block,
-which makes it strictly increasing, and linear extrapolation beyond the outer knots. Where two
+which makes it strictly increasing; beyond the outer knots it goes on rising (falling) at
+the outer ramp's slope, then bends, never by more than another ``d_k``: the ramps are no
+evidence (continuing their slope mapped a score of 1e12 to about 2,000 nats). Where two
 neighbouring blocks' LLRs differ by ``2 * small_val`` or less, their ramps shrink to a third of
 the difference, so that they never meet. With ``small_val=0`` each block is flat (exactly the
 PAV LLRs on the training scores). This is the construction of the BOSARIS reference

@@ -114,16 +114,17 @@ def pav_map(
 
 
 def interpolate_map(s: np.ndarray, score_bounds: np.ndarray, llr_bounds: np.ndarray) -> np.ndarray:
-    """Evaluate the piecewise-linear map through the knots, extrapolating the outer slopes.
+    """Evaluate the piecewise-linear map through the knots, and beyond the outer knots a
+    bounded, strictly increasing continuation (:func:`_beyond`).
 
     Infinite knot values (``pseudo_counts=False``) extend as limits: below a ``-inf`` block the
     map is ``-inf``, above a ``+inf`` block ``+inf``.
 
     Examples
     --------
-    >>> interpolate_map(np.array([-1.0, 0.5, 3.0]), np.array([0.0, 1.0, 2.0]),
-    ...                 np.array([0.0, 1.0, 3.0])).tolist()
-    [-1.0, 0.5, 5.0]
+    >>> x, y = np.array([0.0, 1.0, 2.0, 3.0]), np.array([-1.1, -0.9, 0.9, 1.1])
+    >>> np.round(interpolate_map(np.array([-1e9, 0.5, 1.5, 3.5, 1e9]), x, y), 6).tolist()
+    [-1.2, -1.0, 0.0, 1.15, 1.2]
     """
     s = np.asarray(s, dtype=np.float64)
     x, y = np.asarray(score_bounds, np.float64), np.asarray(llr_bounds, np.float64)
@@ -143,10 +144,24 @@ def interpolate_map(s: np.ndarray, score_bounds: np.ndarray, llr_bounds: np.ndar
     out = np.where(inner & np.isneginf(y0), -np.inf, out)
     out = np.where(inner & np.isposinf(y1) & (s > x0), np.inf, out)
     out = np.where(np.isinf(y0) & (y0 == y1), y0, out)
-    out = np.where((s < x[0]) & np.isneginf(y[0]), -np.inf, out)
-    out = np.where((s >= x[-1]) & np.isposinf(y[-1]), np.inf, out)
-    out = np.where(~inner & (s >= x[-1]) & (x[-1] == x[-2]), y[-1], out)
-    return out
+    out = np.where(s < x[0], y[0] - _beyond(x[0] - s, x[:2], y[:2]), out)
+    return np.where(s >= x[-1], y[-1] + _beyond(s - x[-1], x[-2:], y[-2:]), out)
+
+
+def _beyond(distance: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray | float:
+    """How far the map moves ``distance`` beyond an outer knot, whose block's ramp runs
+    through the knots ``x``, ``y``: at the ramp's slope at first, then bending, never by more
+    than half the ramp's rise (``small_val``): the map stays strictly increasing, and no LLR
+    goes further than the training set supports (continuing the ramp's slope mapped 1e12 to
+    about 2,000 nats). Zero where the outer block is flat, infinite or a single score."""
+    width = x[1] - x[0]
+    with np.errstate(invalid="ignore"):  # an infinite block: inf - inf
+        half = (y[1] - y[0]) / 2.0
+    if not (width > 0 and np.isfinite(half) and half > 0):
+        return 0.0
+    distance = np.maximum(distance, 0.0)  # (evaluated at every score; used beyond the knot)
+    with np.errstate(over="ignore"):  # a huge distance: the full half
+        return half * (1.0 - 1.0 / (1.0 + 2.0 * (distance / width)))
 
 
 # the old name of this module, which is also the name of a function of the package
