@@ -328,6 +328,10 @@ def with_training_fields(
     Traceback (most recent call last):
     ...
     ValueError: format 'bosaris_dask.model/2' is not bosaris_dask.model/1
+    >>> with_training_fields(LinearFuser.from_dict)({**d, "systems": ["a", "b"]})
+    Traceback (most recent call last):
+    ...
+    ValueError: systems names 2 systems, weights holds 1: one weight per system
     """
 
     def build_with_fields(d: dict[str, Any]) -> Any:
@@ -344,6 +348,10 @@ def with_training_fields(
         ):
             raise ValueError(f"systems must be a list of names, not {names!r}"[:200])
         model = build(d)
+        weights = model.__dict__.get("weights_")
+        if names is not None and weights is not None and len(names) != weights.size:
+            raise ValueError(f"systems names {len(names)} systems, weights holds "
+                             f"{weights.size}: one weight per system")  # fmt: skip
         if base != "e":
             model.llr_base_ = str(base)
         if names is not None:
