@@ -1,7 +1,9 @@
 """The notebooks' saved text outputs are what their code prints today.
 
-nbmake (the test run's ``--nbmake``) executes every notebook but compares nothing, so a saved
+nbmake (the test run's ``--nbmake``) executes a notebook but compares nothing, so a saved
 table could drift from the code unnoticed (two rounding cells and a model file's fields had).
+This test executes the first, second and fourth notebooks (nbmake runs only the third:
+``notebooks/conftest.py``).
 The first, second and fourth notebooks print no timings or addresses: their text outputs must
 match, but for the last bits of full-precision floats (a fit's weights differ there between
 CPUs: BLAS kernels and numpy's exp/log loops for AVX-512 and AVX2), which are compared to 12
