@@ -135,11 +135,10 @@ def test_pack_lays_out_the_key_order_and_leaves_padding_out():
                              sys_.segment_codes[:4], sys_.values[:4], sys_.line_of)])  # fmt: skip
 
 
-def _trial_list(pairs, values, models=None, segments=None):
-    """A TrialList of ``(model, segment)`` pairs, its ids in first-appearance order unless
-    given (their order then is the ids' order)."""
-    models = models or list(dict.fromkeys(m for m, _ in pairs))
-    segments = segments or list(dict.fromkeys(s for _, s in pairs))
+def _trial_list(pairs, values):
+    """A TrialList of ``(model, segment)`` pairs, its ids in first-appearance order."""
+    models = list(dict.fromkeys(m for m, _ in pairs))
+    segments = list(dict.fromkeys(s for _, s in pairs))
     return TrialList(
         "t", np.array(models, dtype=object), np.array(segments, dtype=object),
         np.array([models.index(m) for m, _ in pairs], dtype=np.int64),
@@ -155,12 +154,9 @@ def test_joined_matches_each_trial_by_its_ids_in_any_order(data):
     cells = data.draw(st.lists(st.tuples(ids, ids), min_size=1, max_size=12, unique=True))
     theirs = data.draw(st.lists(st.tuples(ids, ids), max_size=12, unique=True))
     if data.draw(st.booleans()):  # the other file lists the same trials, in the same order
-        theirs = list(cells)
+        theirs = list(cells)  # (so its ids too come in the same order)
     values = [float(i) + 0.5 for i in range(len(theirs))]
-    same_ids = data.draw(st.booleans()) and theirs == cells
-    system = _trial_list(theirs, values) if not same_ids else _trial_list(
-        theirs, values, list(dict.fromkeys(m for m, _ in cells)),
-        list(dict.fromkeys(s for _, s in cells)))  # fmt: skip
+    system = _trial_list(theirs, values)
     score, given_ = packed.joined(_trial_list(cells, np.ones(len(cells))), system)
     by_pair = dict(zip(theirs, values, strict=True))
     assert given_.tolist() == [c in by_pair for c in cells]

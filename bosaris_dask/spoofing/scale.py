@@ -75,6 +75,7 @@ from bosaris_dask.spoofing.keys import SPOOF_COORD, asv_classes, cm_key, sasv_ke
 from bosaris_dask.spoofing.metrics import (
     ASVSPOOF5,
     FIXED_ASV_RATES,
+    NAN_RESULT,
     AsvRates,
     CostModel,
 )
@@ -399,8 +400,7 @@ def _t_eer(
     from bosaris_dask.progress import compute
     from bosaris_dask.spoofing.metrics import t_eer
 
-    none = dict.fromkeys(("t_eer", "t_eer_asv_threshold", "t_eer_cm_threshold", "t_eer_pmiss",
-                          "t_eer_pfa"))  # fmt: skip
+    none = dict.fromkeys(_t_eer_values(NAN_RESULT))  # every field None
     if wanted is False:
         return {**none, "t_eer_note": "not asked for"}
     if cm is None or asv is None:
