@@ -151,6 +151,10 @@ def test_linear_calibrate_function_and_1d_check() -> None:
     assert cal.prior == 0.2 and cal.transform_arrays(np.array([1.0])).shape == (1,)
     with pytest.raises(TrialError, match="1-D"):
         LinearCalibrator().fit_arrays(np.ones((2, 2)), np.zeros((2, 2)))
+    # a score matrix maps elementwise, as a PAV calibrator's does (was "expected (n, 1)")
+    matrix = np.array([[1.0, -2.0, 0.5], [3.0, 0.0, -1.0]])
+    want = cal.offset_ + cal.scale_ * matrix
+    np.testing.assert_allclose(cal.transform_arrays(matrix), want, rtol=1e-15)
 
 
 # --------------------------------------------------------------------------------------------

@@ -297,6 +297,8 @@ def test_ndx_must_be_a_trial_list(data, tmp_path, capsys):
      ("offset", float("inf"), "offset must hold finite numbers"),
      ("offset", True, "offset must be a number"),  # JSON's true was applied as 1
      ("weights", [True, 1.0], "weights must be a list of numbers"),
+     ("offset", "1", "offset must be a number"),  # a string was read as the number it spells
+     ("weights", ["1.0", 2.0], "weights must be a list of numbers"),
      ("format", "bosaris_dask.model/2", "format 'bosaris_dask.model/2' is not"),
      # two names beside the fit's weights (an edited file): which weight is whose?
      ("systems", ["a", "b", "c"], "systems names 3 systems, weights holds 2: one weight per")],

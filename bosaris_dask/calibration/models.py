@@ -84,6 +84,19 @@ class LinearCalibrator(LinearFuser):
             raise TrialError("a calibrator takes one Scores object")
         return super().transform([scores], ndx=ndx)
 
+    def transform_arrays(self, scores: np.ndarray) -> np.ndarray:
+        """Calibrated LLRs of an array of scores of any shape (as
+        :meth:`PAVCalibrator.transform_arrays`; a fuser's takes ``(n, K)``).
+
+        Examples
+        --------
+        >>> cal = linear_calibrate(np.array([2.0, 3.0, 0.5]), np.array([0.0, -1.0, 1.0]))
+        >>> cal.transform_arrays(np.zeros((2, 3))).shape
+        (2, 3)
+        """
+        s = np.asarray(scores, dtype=np.float64)
+        return super().transform_arrays(s.reshape(-1, 1)).reshape(s.shape)
+
 
 def linear_calibrate(
     tar: np.ndarray, non: np.ndarray, prior: float = 0.5, **kwargs: Any

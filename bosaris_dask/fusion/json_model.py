@@ -245,10 +245,14 @@ def model_array(value: Any, name: str, ndim: int, *, infinite_ok: bool = False) 
     Traceback (most recent call last):
     ...
     bosaris_dask.errors.TrialError: weights must be a list of numbers (1-D), got 1.5
+    >>> model_array("1", "offset", 0)
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.TrialError: offset must be a number (0-D), got '1'
     """
     shape = "a number" if ndim == 0 else "a list of numbers" if ndim == 1 else "a list of lists"
     try:
-        arr = None if _holds_bool(value) else np.asarray(value, dtype=np.float64)
+        arr = None if _holds_no_number(value) else np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         arr = None
     if arr is None or arr.ndim != ndim or (ndim and arr.size == 0):
@@ -260,11 +264,12 @@ def model_array(value: Any, name: str, ndim: int, *, infinite_ok: bool = False) 
     return arr
 
 
-def _holds_bool(value: Any) -> bool:
-    """JSON's ``true``/``false`` where a number belongs (numpy would read them as 1 and 0)."""
-    if isinstance(value, bool | np.bool_):
+def _holds_no_number(value: Any) -> bool:
+    """JSON's ``true``/``false`` or a string where a number belongs (numpy would read them as
+    1, 0 and the number the string spells)."""
+    if isinstance(value, bool | np.bool_ | str | bytes):
         return True
-    return isinstance(value, list | tuple) and any(_holds_bool(v) for v in value)
+    return isinstance(value, list | tuple) and any(_holds_no_number(v) for v in value)
 
 
 #: Parameters that say how a fit runs, not what it fits: changing them keeps the fit.
