@@ -356,6 +356,27 @@ def test_hdf5_integer_masks_with_other_values_are_corrupt(tmp_path, name, value,
     _store_error(path, message, compute=True, kind=kind, chunks=(1, 2))  # in the last chunk
 
 
+@pytest.mark.parametrize(
+    ("name", "value", "kind", "message"),
+    [
+        ("trial_mask", 0.5, "ndx", r"/trial_mask holds 0.5 at trial \(m2, s3\), expected 0, 1"),
+        ("trial_mask", 0.25, "key", r"/trial_mask holds 0.25 at trial \(m2, s3\), expected -1,"),
+        ("score_mask", np.nan, "scores", r"/score_mask holds nan at trial \(m2, s3\), expected"),
+    ],
+)
+def test_hdf5_float_masks_hold_only_mask_values(tmp_path, name, value, kind, message):
+    # a float mask (as MATLAB may write one) of 0.5 or NaN was read as a trial (!= 0) or,
+    # in a key, as no trial (|x| < 0.5), without a word
+    mask = NDX_MASK.astype(np.float64)
+    mask[1, 2] = value
+    extra = {"scores": SCORES} if kind == "scores" else {}
+    path = _hand(tmp_path / f"{kind}.h5", {name: mask, **extra, **IDS})
+    _store_error(path, message, compute=True, kind=kind)
+    mask[1, 2] = -1.0 if kind == "key" else 1.0  # the values a mask holds are read
+    path = _hand(tmp_path / f"good_{kind}.h5", {name: mask, **extra, **IDS})
+    assert dict(io.read(path, kind=kind).compute().sizes) == {"model": 2, "segment": 3}
+
+
 def test_hdf5_corrupt_metadata_of_a_written_file_is_an_error(written_scores):
     """The writer uses the HDF5 1.8 format: its metadata carry checksums. Here the address of
     /scores' data moves by 8 bytes; in the unchecked 1.6 format that reads other bytes as

@@ -139,8 +139,9 @@ def _standard_type(path: Path, dset: h5py.Dataset) -> bool:
 def _mask_values(
     x: np.ndarray, allowed: tuple[int, ...], path: str, name: str, block_info: Any = None
 ) -> np.ndarray:
-    """``x``, a block of ``path``'s ``/name`` (``block_info``: dask's), checked: an integer mask
-    holding values other than ``allowed`` is corrupt; the first such value's trial is named.
+    """``x``, a block of ``path``'s ``/name`` (``block_info``: dask's), checked: a mask holding
+    values other than ``allowed`` (integers, or floats as MATLAB may write them: 0.5 or NaN
+    is no mask value) is corrupt; the first such value's trial is named.
     """
     if x.dtype.kind in "iu":
         lo, hi = min(allowed), max(allowed)
@@ -149,17 +150,17 @@ def _mask_values(
                            and np.maximum.reduce(x, axis=None) <= hi)
         ):  # fmt: skip
             return x  # a range of codes: two reductions, no temporaries (isin: 10x slower)
-        bad = ~np.isin(x, allowed)
-        if bad.any():
-            i, j = np.unravel_index(int(np.argmax(bad)), x.shape)
-            value = x[i, j].item()
-            if block_info is not None:  # the block's place in the whole matrix
-                (r0, _), (c0, _) = block_info[0]["array-location"]
-                i, j = i + r0, j + c0
-            raise StoreError(
-                f"{path}: /{name} holds {value} at trial {_trial_ids(path, int(i), int(j))}, "
-                f"expected {', '.join(map(str, allowed))} (corrupt?)"
-            )
+    bad = ~np.isin(x, allowed)
+    if bad.any():
+        i, j = np.unravel_index(int(np.argmax(bad)), x.shape)
+        value = x[i, j].item()
+        if block_info is not None:  # the block's place in the whole matrix
+            (r0, _), (c0, _) = block_info[0]["array-location"]
+            i, j = i + r0, j + c0
+        raise StoreError(
+            f"{path}: /{name} holds {value} at trial {_trial_ids(path, int(i), int(j))}, "
+            f"expected {', '.join(map(str, allowed))} (corrupt?)"
+        )
     return x
 
 
@@ -304,8 +305,8 @@ def _signed_mask_only(f: h5py.File, path: Path) -> bool:
 
 
 def _key_signs(x: np.ndarray) -> np.ndarray:
-    """The codes of a ``/trial_mask`` block: integers as they are, floats by their sign past 0.5
-    (MATLAB's meaning), without 8-byte temporaries.
+    """The codes of a ``/trial_mask`` block: integers as they are, floats (checked: -1, 0 or 1)
+    by their sign, without 8-byte temporaries.
     """
     if x.dtype.kind in "iu":
         return x.astype(np.int8, copy=False)
@@ -359,7 +360,7 @@ def _lazy(
     shape: tuple,
     chunks: Any,
 ) -> da.Array:
-    """Dataset ``name`` as a checked dask array; ``allowed``: an integer mask's values."""
+    """Dataset ``name`` as a checked dask array; ``allowed``: a mask's values."""
     dset = _dataset(path, f, name)
     if dset.dtype.kind not in "biuf":
         raise StoreError(f"{path}: /{name} holds {dset.dtype}, expected numbers")
@@ -393,7 +394,7 @@ def _lazy(
     )
     if not out.dtype.isnative:  # big-endian: the kernels take native numbers (fused per chunk)
         out = out.astype(out.dtype.newbyteorder("="))
-    if allowed is None or dset.dtype.kind not in "iu":
+    if allowed is None or dset.dtype.kind == "b":
         return out
     return out.map_blocks(_mask_values, allowed, os.fspath(path), name, dtype=out.dtype)
 
