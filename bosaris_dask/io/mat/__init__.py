@@ -118,6 +118,28 @@ def _matrix(value: Any, shape: tuple[int, int], where: str) -> Any:
     return value
 
 
+def _logical(mask: Any, named: str, models: np.ndarray, segments: np.ndarray) -> Any:
+    """A 0/1 mask (MATLAB's logical, or numbers holding only 0 and 1) as booleans; another
+    value (2, 0.5, NaN) is a :class:`StoreError` naming the field and the first such trial."""
+    if mask.dtype.kind == "b":
+        return mask
+
+    def check(block: np.ndarray, block_info: Any = None) -> np.ndarray:
+        bad = (block != 0) & (block != 1)  # NaN too
+        if bad.any():
+            i, j = np.unravel_index(int(np.argmax(bad)), block.shape)
+            if block_info is not None:  # the block's place in the whole matrix
+                (r0, _), (c0, _) = block_info[0]["array-location"]
+                i, j = i + r0, j + c0
+            raise StoreError(f"{named} holds {block[bad][0].item()} at trial "
+                             f"({models[i]}, {segments[j]}), expected 0 or 1")  # fmt: skip
+        return block != 0
+
+    if isinstance(mask, da.Array):
+        return mask.map_blocks(check, dtype=bool)
+    return check(np.asarray(mask))
+
+
 def guess_kind(fields: dict) -> str:
     """The kind of a struct from its fields."""
     if _field(fields, "scores") is not None:
@@ -146,7 +168,8 @@ def to_object(fields: dict, kind: str, where: str) -> xr.Dataset | xr.DataArray:
     shape = (len(models), len(segments))
     try:
         if kind == "scores":
-            mask = _named_matrix(fields, "score_mask", shape, where) != 0
+            value, named = _located(fields, "score_mask", where)
+            mask = _logical(_matrix(value, shape, named), named, models, segments)
             value, named = _located(fields, "scores", where)
             score = _matrix(value, shape, named)
             if score.dtype.kind != "f":
@@ -159,10 +182,13 @@ def to_object(fields: dict, kind: str, where: str) -> xr.Dataset | xr.DataArray:
             mask = _matrix(value, shape, named)
             if isinstance(mask, np.ndarray) and mask.dtype.kind in "if" and (mask < 0).any():
                 raise StoreError(f"{named} holds negative values: a key, not an ndx")
-            return make_ndx(models, segments, mask != 0)
+            return make_ndx(models, segments, _logical(mask, named, models, segments))
         if "tar" in fields and _field(fields, "trial_mask") is None:
-            tar = _matrix(fields["tar"], shape, f"{where}.tar") != 0
-            non = _matrix(fields.get("non"), shape, f"{where}.non") != 0
+            tar, non = (
+                _logical(_matrix(fields.get(n), shape, f"{where}.{n}"), f"{where}.{n}",
+                         models, segments)
+                for n in ("tar", "non")
+            )  # fmt: skip
             return key_from_masks(models, segments, tar, non)
         mask = _named_matrix(fields, "trial_mask", shape, where)
         if isinstance(mask, da.Array):  # a large v7.3 matrix: checked as its blocks are read
