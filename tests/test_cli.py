@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io as io_module
 import json
 import re
 import subprocess
@@ -45,10 +47,23 @@ def small_set(tmp_path_factory):
     return out  # fmt: skip
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
+def _process(*args: str) -> subprocess.CompletedProcess:
+    """The command in a real process: its exit status and what it prints, as a shell sees them."""
     return subprocess.run(
         [sys.executable, "-m", "bosaris_dask.cli", *args], capture_output=True, text=True
     )
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    """The command run by ``main`` in this process (a fresh interpreter's import costs seconds
+    on a slow machine): its status (argparse's exits too) and what it prints."""
+    out, err = io_module.StringIO(), io_module.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = main(list(args))
+        except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+            status = exc.code if isinstance(exc.code, int) else 1
+    return subprocess.CompletedProcess(args, status, out.getvalue(), err.getvalue())
 
 
 def test_simulate_writes_what_it_says(small_set):
@@ -101,7 +116,7 @@ def test_evaluate_prints_a_table(small_set):
 
 
 def test_missing_input_is_one_line_and_status_1(tmp_path):
-    result = _run("evaluate", "--key", str(tmp_path / "nope.zarr"), "--scores", "x.zarr")
+    result = _process("evaluate", "--key", str(tmp_path / "nope.zarr"), "--scores", "x.zarr")
     assert result.returncode == 1
     assert result.stderr.strip().endswith("nope.zarr: no such file or store")
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
@@ -125,7 +140,7 @@ def test_missing_scores_error_and_allow_missing(tmp_path):
 
 
 def test_bad_prior_is_rejected():
-    result = _run("evaluate", "--key", "k", "--scores", "s", "--prior", "1.5")
+    result = _process("evaluate", "--key", "k", "--scores", "s", "--prior", "1.5")
     assert result.returncode == 2 and "strictly between 0 and 1" in result.stderr
 
 
@@ -196,7 +211,7 @@ def test_every_subcommand_has_help(command):
 
 
 def test_help_lists_commands():
-    out = _run("--help").stdout
+    out = _process("--help").stdout
     for command in ("convert", "info", "simulate", "evaluate", "demo"):
         assert command in out
 
