@@ -359,22 +359,23 @@ def test_hdf5_integer_masks_with_other_values_are_corrupt(tmp_path, name, value,
 @pytest.mark.parametrize(
     ("name", "value", "kind", "message"),
     [
-        ("trial_mask", 0.5, "ndx", r"/trial_mask holds 0.5 at trial \(m2, s3\), expected 0, 1"),
-        ("trial_mask", 0.25, "key", r"/trial_mask holds 0.25 at trial \(m2, s3\), expected -1,"),
+        ("trial_mask", np.nan, "ndx", r"/trial_mask holds nan at trial \(m2, s3\), expected 0, 1"),
+        ("trial_mask", np.nan, "key", r"/trial_mask holds nan at trial \(m2, s3\), expected -1,"),
         ("score_mask", np.nan, "scores", r"/score_mask holds nan at trial \(m2, s3\), expected"),
     ],
 )
-def test_hdf5_float_masks_hold_only_mask_values(tmp_path, name, value, kind, message):
-    # a float mask (as MATLAB may write one) of 0.5 or NaN was read as a trial (!= 0) or,
-    # in a key, as no trial (|x| < 0.5), without a word
+def test_hdf5_float_masks_hold_no_nan(tmp_path, name, value, kind, message):
+    # a float mask's NaN (as MATLAB's logical(NaN), an error) was a trial (!= 0) or, in a key,
+    # no trial, without a word; its other values keep MATLAB's meaning (test_io_stores)
     mask = NDX_MASK.astype(np.float64)
     mask[1, 2] = value
     extra = {"scores": SCORES} if kind == "scores" else {}
     path = _hand(tmp_path / f"{kind}.h5", {name: mask, **extra, **IDS})
     _store_error(path, message, compute=True, kind=kind)
-    mask[1, 2] = -1.0 if kind == "key" else 1.0  # the values a mask holds are read
+    mask[1, 2] = 0.5  # nonzero: a trial (an ndx's or a score's); a key's: no trial
     path = _hand(tmp_path / f"good_{kind}.h5", {name: mask, **extra, **IDS})
-    assert dict(io.read(path, kind=kind).compute().sizes) == {"model": 2, "segment": 3}
+    back = io.read(path, kind=kind).compute()
+    assert back[name].values[1, 2] == (0 if kind == "key" else 1)
 
 
 def test_hdf5_corrupt_metadata_of_a_written_file_is_an_error(written_scores):

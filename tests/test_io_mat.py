@@ -371,17 +371,16 @@ def test_quality_tables_with_nul_ids_are_refused_and_quality_objects_sent_to_zar
     ("variable", "fields", "message"),
     [
         ("scr", {"scoremat": [[1.0, 2.0]], "scoremask": [[1.0, np.nan]]},
-         r"scr.scoremask holds nan at trial \(m1, s2\), expected 0 or 1"),
-        ("scr", {"scoremat": [[1.0, 2.0]], "scoremask": [[0.5, 1.0]]},
-         r"scr.scoremask holds 0.5 at trial \(m1, s1\)"),
+         r"scr.scoremask holds nan at trial \(m1, s2\), not a mask value"),
         ("ndx", {"trial_mask": np.array([[1, 2]], dtype=np.uint8)},
          r"ndx.trial_mask holds 2 at trial \(m1, s2\)"),
-        ("key", {"tar": [[1.0, 0.5]], "non": [[0.0, 0.0]]},
-         r"key.tar holds 0.5 at trial \(m1, s2\)"),
+        ("key", {"tar": [[1.0, np.nan]], "non": [[0.0, 0.0]]},
+         r"key.tar holds nan at trial \(m1, s2\)"),
     ],
 )  # fmt: skip
-def test_masks_hold_only_zero_and_one(tmp_path, variable, fields, message):
-    # each was read as a trial (any value but 0) without a word
+def test_masks_hold_mask_values(tmp_path, variable, fields, message):
+    # each was read as a trial (any value but 0) without a word; a float's nonzero value is a
+    # trial, as MATLAB's logical() reads it (whose NaN is an error)
     ids = {
         "modelset": np.array(["m1"], dtype=object),
         "segset": np.array(["s1", "s2"], dtype=object),
@@ -389,15 +388,18 @@ def test_masks_hold_only_zero_and_one(tmp_path, variable, fields, message):
     scipy.io.savemat(tmp_path / "x.mat", {variable: {**ids, **fields}})
     with pytest.raises(StoreError, match=message):
         io.read(tmp_path / "x.mat").compute()
+    scipy.io.savemat(tmp_path / "y.mat", {"scr": {**ids, "scoremat": [[1.0, 2.0]],
+                                                  "scoremask": [[0.5, 0.0]]}})  # fmt: skip
+    assert io.read(tmp_path / "y.mat").score_mask.values.tolist() == [[True, False]]
 
 
 def test_a_lazy_v73_mask_of_other_values_names_the_trial(tmp_path, monkeypatch):
     from bosaris_dask.io.mat import v73
 
     monkeypatch.setattr(v73, "_LAZY_BYTES", 0)
-    mask = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 0.25]])
+    mask = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, np.nan]])
     fields = {"row_ids": ["m1", "m2"], "column_ids": ["t1", "t2", "t3"], "trial_mask": mask}
     _matlab_v73(tmp_path / "ndx.mat", "ndx", fields)
     ndx = io.read(tmp_path / "ndx.mat")  # lazy: found when the block is read
-    with pytest.raises(StoreError, match=r"ndx.trial_mask holds 0.25 at trial \(m2, t3\)"):
+    with pytest.raises(StoreError, match=r"ndx.trial_mask holds nan at trial \(m2, t3\)"):
         ndx.trial_mask.compute()

@@ -139,9 +139,10 @@ def _standard_type(path: Path, dset: h5py.Dataset) -> bool:
 def _mask_values(
     x: np.ndarray, allowed: tuple[int, ...], path: str, name: str, block_info: Any = None
 ) -> np.ndarray:
-    """``x``, a block of ``path``'s ``/name`` (``block_info``: dask's), checked: a mask holding
-    values other than ``allowed`` (integers, or floats as MATLAB may write them: 0.5 or NaN
-    is no mask value) is corrupt; the first such value's trial is named.
+    """``x``, a block of ``path``'s ``/name`` (``block_info``: dask's), checked: an integer mask
+    holding values other than ``allowed``, or a float mask holding NaN (a float's other values
+    have MATLAB's meaning: nonzero, or a key's sign past 0.5; ``logical(NaN)`` is MATLAB's
+    error too) is corrupt; the first such value's trial is named.
     """
     if x.dtype.kind in "iu":
         lo, hi = min(allowed), max(allowed)
@@ -150,7 +151,7 @@ def _mask_values(
                            and np.maximum.reduce(x, axis=None) <= hi)
         ):  # fmt: skip
             return x  # a range of codes: two reductions, no temporaries (isin: 10x slower)
-    bad = ~np.isin(x, allowed)
+    bad = np.isnan(x) if x.dtype.kind == "f" else ~np.isin(x, allowed)
     if bad.any():
         i, j = np.unravel_index(int(np.argmax(bad)), x.shape)
         value = x[i, j].item()
@@ -305,8 +306,8 @@ def _signed_mask_only(f: h5py.File, path: Path) -> bool:
 
 
 def _key_signs(x: np.ndarray) -> np.ndarray:
-    """The codes of a ``/trial_mask`` block: integers as they are, floats (checked: -1, 0 or 1)
-    by their sign, without 8-byte temporaries.
+    """The codes of a ``/trial_mask`` block: integers as they are, floats by their sign past 0.5
+    (MATLAB's meaning), without 8-byte temporaries.
     """
     if x.dtype.kind in "iu":
         return x.astype(np.int8, copy=False)

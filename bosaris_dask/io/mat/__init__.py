@@ -119,20 +119,21 @@ def _matrix(value: Any, shape: tuple[int, int], where: str) -> Any:
 
 
 def _logical(mask: Any, named: str, models: np.ndarray, segments: np.ndarray) -> Any:
-    """A 0/1 mask (MATLAB's logical, or numbers holding only 0 and 1) as booleans; another
-    value (2, 0.5, NaN) is a :class:`StoreError` naming the field and the first such trial."""
+    """A mask as booleans: MATLAB's logical, integers holding only 0 and 1, or floats (nonzero:
+    true, as MATLAB's ``logical``); an integer's other value (2) or a NaN (``logical(NaN)`` is
+    MATLAB's error too) is a :class:`StoreError` naming the field and the first such trial."""
     if mask.dtype.kind == "b":
         return mask
 
     def check(block: np.ndarray, block_info: Any = None) -> np.ndarray:
-        bad = (block != 0) & (block != 1)  # NaN too
+        bad = np.isnan(block) if block.dtype.kind == "f" else (block != 0) & (block != 1)
         if bad.any():
             i, j = np.unravel_index(int(np.argmax(bad)), block.shape)
             if block_info is not None:  # the block's place in the whole matrix
                 (r0, _), (c0, _) = block_info[0]["array-location"]
                 i, j = i + r0, j + c0
             raise StoreError(f"{named} holds {block[bad][0].item()} at trial "
-                             f"({models[i]}, {segments[j]}), expected 0 or 1")  # fmt: skip
+                             f"({models[i]}, {segments[j]}), not a mask value")  # fmt: skip
         return block != 0
 
     if isinstance(mask, da.Array):
