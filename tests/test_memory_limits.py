@@ -85,8 +85,8 @@ def test_check_counts_threads_baseline_and_the_terminate_fraction():
     with pytest.raises(MemoryLimitError) as info:  # 200 (baseline) + 4 x 200 + 20 + 40/2 > 950
         check_worker_memory(need, _FakeClient(w1=roomy, w2=tight))
     message = str(info.value)
-    assert message.startswith(f"worker w2 would need about 1040 MB ({WORKER_BASELINE // MB} MB")
-    assert "4 threads x 200 MB" in message and "memory limit is 1000 MB" in message
+    assert message.startswith(f"worker w2 would need about 1040 MiB ({WORKER_BASELINE // MB} MiB")
+    assert "4 threads x 200 MiB" in message and "memory limit is 1000 MiB" in message
     just = {"memory_limit": 950 * MB, "nthreads": 1, "metrics": {"memory": 100 * MB}}
     check_worker_memory(need, _FakeClient(w1=just))  # 200 + 200 + 20 + 40 = 460: fine
 
@@ -116,7 +116,7 @@ def test_a_worker_too_small_for_one_task_is_refused_before_any_pass(stores, caps
     key, scores = io.read(stores / "key.zarr"), io.read(stores / "system-1.zarr")
     with connect(cluster="local", workers=1, threads_per_worker=1, memory_limit="300MB",
                  **LOCAL) as client:  # fmt: skip
-        with pytest.raises(MemoryLimitError, match=r"memory limit is 286 MB"):
+        with pytest.raises(MemoryLimitError, match=r"memory limit is 286 MiB"):
             evaluate(scores, key)
         assert client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)) == 0
     argv = ["evaluate", "--key", str(stores / "key.zarr"), "--scores",

@@ -42,7 +42,7 @@ def test_a_worker_too_small_is_refused_before_the_first_pass(monkeypatch):
     monkeypatch.setattr(runner_module, "current_client", lambda: _FakeClient(w1=tiny))
     computed = []
     monkeypatch.setattr(runner_module, "compute", lambda *a, **k: computed.append(a))
-    with pytest.raises(MemoryLimitError, match=r"^worker w1 would need about 205 MB .* is 210"):
+    with pytest.raises(MemoryLimitError, match=r"^worker w1 would need about 205 MiB .* is 210"):
         obj.evaluate(np.array([0.5, 0.5, 0.0]), "fgH")
     assert computed == [] and obj.passes == 0  # refused before any work
 

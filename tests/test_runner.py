@@ -87,7 +87,7 @@ def test_memory_is_checked_before_any_work(monkeypatch):
     computed = []
     monkeypatch.setattr(runner, "compute", lambda *a, **k: computed.append(a))
     need = TaskMemory(inputs=200 * MB, buffers=0, results=0, merge=0)
-    with pytest.raises(MemoryLimitError, match="^worker w1 would need about 400 MB"):
+    with pytest.raises(MemoryLimitError, match="^worker w1 would need about 400 MiB"):
         runner.run_pass("pass 1", _specs(), [da.ones((2, 2))], split_every=2, need=need)
     assert computed == []
 

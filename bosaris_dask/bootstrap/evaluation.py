@@ -190,8 +190,8 @@ def choose_bins(
             what += f" x {n_conditions:,} conditions"
         raise OptionError(
             f"--bootstrap {n_rows - 1} with {groups:,} groups, {what} needs "
-            f"{need / 2**20:,.0f} MB per task at {nb} bins, over bosaris_dask.bootstrap-budget "
-            f"= {budget / 2**20:,.0f} MB: fewer resamples, coarser groups"
+            f"{need / 2**20:,.0f} MiB per task at {nb} bins, over bosaris_dask.bootstrap-budget "
+            f"= {budget / 2**20:,.0f} MiB: fewer resamples, coarser groups"
             f"{' or conditions' if n_conditions > 1 else ''}, or a larger budget"
         )
     return nb

@@ -16,8 +16,8 @@ Examples
 ...     kept_trials=1 << 24, block=1 << 16, slice_size=1 << 22,
 ... )
 >>> print(need.describe())
-chunk task 227 MB (inputs 127 MB, kernel buffers 35 MB, histograms 64 MB), merge task 288 MB, \
-results awaiting a merge 128 MB, kept trials 80 MB
+chunk task 227 MiB (inputs 127 MiB, kernel buffers 35 MiB, histograms 64 MiB), merge task 288 MiB, \
+results awaiting a merge 128 MiB, kept trials 80 MiB
 >>> need.peak // 2**20
 288
 """
@@ -85,12 +85,12 @@ class TaskMemory:
         return max(self.chunk, self.merge)
 
     def describe(self) -> str:
-        """One line, in MB, for error messages."""
+        """One line, in MiB, for error messages."""
         return (
-            f"chunk task {self.chunk // _MB} MB (inputs {self.inputs // _MB} MB, kernel buffers "
-            f"{self.buffers // _MB} MB, histograms {self.results // _MB} MB), "
-            f"merge task {self.merge // _MB} MB, results awaiting a merge {self.held // _MB} MB, "
-            f"kept trials {self.kept // _MB} MB"
+            f"chunk task {self.chunk // _MB} MiB (inputs {self.inputs // _MB} MiB, kernel buffers "
+            f"{self.buffers // _MB} MiB, histograms {self.results // _MB} MiB), "
+            f"merge task {self.merge // _MB} MiB, results awaiting a merge {self.held // _MB} MiB, "
+            f"kept trials {self.kept // _MB} MiB"
         )
 
 
@@ -281,10 +281,10 @@ def check_worker_memory(need: TaskMemory, client: Any | None) -> None:
     >>> check_worker_memory(need, FakeClient())
     Traceback (most recent call last):
     ...
-    bosaris_dask.errors.MemoryLimitError: worker tcp://w1 would need about 520 MB (200 MB for \
-itself, 2 threads x 150 MB; chunk task 150 MB (inputs 100 MB, kernel buffers 40 MB, histograms \
-10 MB), merge task 60 MB, results awaiting a merge 20 MB, kept trials 0 MB) but its memory \
-limit is 400 MB: give each worker more memory (--memory-limit under --cluster mpi; dask \
+    bosaris_dask.errors.MemoryLimitError: worker tcp://w1 would need about 520 MiB (200 MiB for \
+itself, 2 threads x 150 MiB; chunk task 150 MiB (inputs 100 MiB, kernel buffers 40 MiB, histograms \
+10 MiB), merge task 60 MiB, results awaiting a merge 20 MiB, kept trials 0 MiB) but its memory \
+limit is 400 MiB: give each worker more memory (--memory-limit under --cluster mpi; dask \
 worker --memory-limit for your own), fewer threads (--threads-per-worker 1; dask worker \
 --nthreads 1), or use smaller chunks
     """
@@ -300,9 +300,9 @@ worker --memory-limit for your own), fewer threads (--threads-per-worker 1; dask
         if total > fraction * limit:
             threads = f"{nthreads} thread{'s' if nthreads > 1 else ''}"
             raise MemoryLimitError(
-                f"worker {address} would need about {total // _MB} MB ({itself // _MB} MB for "
-                f"itself, {threads} x {need.peak // _MB} MB; {need.describe()}) but "
-                f"its memory limit is {limit // _MB} MB: {_remedy(client, nthreads)}"
+                f"worker {address} would need about {total // _MB} MiB ({itself // _MB} MiB for "
+                f"itself, {threads} x {need.peak // _MB} MiB; {need.describe()}) but "
+                f"its memory limit is {limit // _MB} MiB: {_remedy(client, nthreads)}"
             )
 
 
