@@ -218,6 +218,12 @@ def merge_operating_points(
     [0.5, 0.01]
     >>> merge_operating_points([0.5, 0.1], [OperatingPoint(0.5, 2, 2)])[0]
     OperatingPoint(p_target=0.5, c_miss=2.0, c_fa=2.0)
+    >>> merge_operating_points([0.01], [OperatingPoint(0.01, 1, 1), OperatingPoint(0.01, 2, 2)])
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.OptionError: operating points 0.01:1:1 and 0.01:2:2 have one effective \
+prior (0.01): an evaluation reports one result per effective prior (their normalized DCFs are \
+equal, their DCFs in cost units are not); ask for one
     """
     out: list[OperatingPoint] = []
     seen: dict[float, tuple[int, bool]] = {}  # plo -> (index in out, stated)
@@ -230,6 +236,7 @@ def merge_operating_points(
         k, kept_stated = seen[op.plo]
         kept = out[k]
         if (kept.p_target, kept.c_miss, kept.c_fa) == (op.p_target, op.c_miss, op.c_fa):
+            seen[op.plo] = (k, kept_stated or stated)  # a stated point equal to a bare prior
             continue
         if stated and not kept_stated:
             out[k], seen[op.plo] = op, (k, True)

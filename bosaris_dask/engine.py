@@ -52,7 +52,7 @@ vertex. :func:`score_bins` also resolves the bins PAV calibration needs:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from typing import Any
 
@@ -106,7 +106,14 @@ COMPILED_ECE_TERMS = 1 << 28
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass
+def _same_value(a: Any, b: Any) -> bool:
+    """``a == b``, arrays (and lists of them) by value."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
+    return bool(a == b)
+
+
+@dataclass(eq=False, repr=False)
 class ScoreSummary:
     """Exact-where-it-matters summary of one system's scores against a key.
 
@@ -149,7 +156,40 @@ class ScoreSummary:
     name: str = ""
     cross_entropy_plo: np.ndarray | None = None
     cross_entropy: list[tuple[int, int]] | None = None
-    _hull: roc.Hull | None = field(default=None, repr=False)
+    _hull: roc.Hull | None = field(default=None, repr=False, compare=False)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal fields, arrays compared by value (a dataclass's ``==`` of arrays raised).
+
+        Examples
+        --------
+        >>> from bosaris_dask.trials import make_key, make_scores
+        >>> key = make_key(["m"], ["a", "b"], [[1, -1]])
+        >>> scores = make_scores(["m"], ["a", "b"], [[2.0, 0.0]])
+        >>> summarize(scores, key)[0] == summarize(scores, key)[0]
+        True
+        """
+        if not isinstance(other, ScoreSummary):
+            return NotImplemented
+        return all(_same_value(getattr(self, f.name), getattr(other, f.name))
+                   for f in fields(self) if f.compare)  # fmt: skip
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        """What a user looks at: counts and bins, not the bins' arrays.
+
+        Examples
+        --------
+        >>> from bosaris_dask.trials import make_key, make_scores
+        >>> key = make_key(["m"], ["a", "b", "c"], [[1, -1, -1]])
+        >>> summarize(make_scores(["m"], ["a", "b", "c"], [[2.0, 0.0, 5.0]]), key)[0]
+        ScoreSummary('system-1', float64, 1 targets, 2 non-targets, 3 bins, 1 pass)
+        """
+        missing = f", {self.n_missing} missing" if self.n_missing else ""
+        return (f"ScoreSummary({self.name!r}, {np.dtype(self.dtype)}, {self.n_target} targets, "
+                f"{self.n_nontarget} non-targets, {len(self.lo)} bins{missing}, "
+                f"{self.passes} pass{'es' if self.passes != 1 else ''})")  # fmt: skip
 
     @property
     def n_target(self) -> int:

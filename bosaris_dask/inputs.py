@@ -119,12 +119,19 @@ def check_names(names: Sequence[str] | None, n_systems: int) -> None:
     Traceback (most recent call last):
     ...
     bosaris_dask.errors.OptionError: 1 names for 2 systems
+    >>> check_names("sys", 1)
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.OptionError: names must be a list of names, one per system, not the \
+string 'sys' (give ['sys'])
     """
     if names is None:
         return
-    if isinstance(names, str) or len(names) != n_systems:
-        given = 1 if isinstance(names, str) else len(names)
-        raise OptionError(f"{given} names for {n_systems} systems")
+    if isinstance(names, str):
+        raise OptionError(f"names must be a list of names, one per system, not the string "
+                          f"{names!r} (give [{names!r}])")  # fmt: skip
+    if len(names) != n_systems:
+        raise OptionError(f"{len(names)} names for {n_systems} systems")
     if len(set(map(str, names))) < len(names):
         twice = next(n for k, n in enumerate(names) if str(n) in map(str, names[:k]))
         raise OptionError(f"system name {str(twice)!r} is given twice: names must tell the "

@@ -142,7 +142,9 @@ def evaluate(
     key
         The Key (stored, in memory, or derived from labels).
     priors
-        Effective priors of the reported operating points (unit costs).
+        Effective priors of the reported operating points (unit costs); the defaults stay
+        beside ``operating_points`` unless ``priors=[]`` (the CLI's ``--operating-point``
+        alone reports only the points it states).
     operating_points
         More operating points in users' terms, after ``priors``: :class:`OperatingPoint` objects
         or ``"Ptar:Cmiss:Cfa"`` strings; each is reported at its effective prior, one point per

@@ -77,6 +77,8 @@ def test_filter_merge_coverage_forward(key, scores):
     assert merged.identical(bd.merge(left, right))
     cov = scores.bosaris.coverage(key)
     assert cov["trials"] == int((MASK != 0).sum()) and cov["missing"] == 0
+    with pytest.raises(TrialError, match="trials of a Key or an Ndx, not of scores"):
+        scores.bosaris.coverage(scores)  # was AttributeError: no attribute 'trial_mask'
 
 
 def test_evaluate_matches_brute_force(key, scores):

@@ -433,7 +433,8 @@ def test_fits_take_names_as_evaluate_does(data):
                            score_mask=np.arange(48).reshape(6, 8) != 9)  # fmt: skip
     with pytest.raises(bd.errors.MissingTrialsError, match=r"^dev2: 1 key trial has no score"):
         LinearFuser().fit([systems[0], unscored], key, names=["dev1", "dev2"])
-    for names, message in ((["a"], "1 names for 2 systems"), ("ab", "1 names for 2 systems"),
+    for names, message in ((["a"], "1 names for 2 systems"),
+                           ("ab", r"not the string 'ab' \(give \['ab'\]\)"),
                            (["a", "a"], "system name 'a' is given twice")):  # fmt: skip
         with pytest.raises(OptionError, match=message):
             LinearFuser().fit(systems, key, names=names)

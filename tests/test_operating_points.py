@@ -77,6 +77,11 @@ def test_points_of_one_effective_prior_give_one_result_or_an_error():
     assert ds.p_target.values.tolist() == [0.1] and float(ds.act_pmiss[0, 0]) == 0.0
     with pytest.raises(OptionError, match="operating points 0.5:2:2 and 0.1:9:1 have one "):
         metrics.evaluate_arrays(tar, non, operating_points=["0.5:2:2", "0.1:9:1"])
+    # a stated point equal to a bare prior is stated all the same: a second point of other
+    # costs is refused, not put in its place (0.01:1:1 was dropped without a word)
+    with pytest.raises(OptionError, match="operating points 0.01:1:1 and 0.01:2:2 have one "):
+        metrics.evaluate_arrays(tar, non, priors=[0.01],
+                                operating_points=["0.01:1:1", "0.01:2:2"])  # fmt: skip
 
 
 def test_hand_worked_thresholds():

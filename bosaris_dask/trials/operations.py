@@ -393,6 +393,9 @@ def coverage(scores: xr.Dataset, trials: xr.Dataset) -> dict[str, int]:
     """
     if kind_of(scores) != "scores":
         raise TrialError(f"expected Scores, got a {kind_of(scores)}")
+    if kind_of(trials) not in ("key", "ndx"):
+        raise TrialError(f"coverage counts the trials of a Key or an Ndx, not of "
+                         f"{kind_of(trials)}")  # fmt: skip
     aligned = align(scores, trials)
     in_key = trial_classes(trials, chunks=aligned.score_mask.data.chunks) != 0
     n_trials, n_scored, n_scores = (
