@@ -324,23 +324,25 @@ def shown_threshold(value: float) -> str:
     return str(single) if float(single) == value else repr(float(value))
 
 
-def _prior_label(p: float) -> str:
-    return f"P={p:g}"
-
-
 def _point_labels(columns: Columns) -> list[str]:
     """Each operating point's label: ``P=0.01`` for an effective prior, ``0.01:10:1`` for a
-    point stated with costs."""
-    labels = []
-    for i, p in enumerate(columns.priors):
-        label = _prior_label(float(p))
-        if "c_miss" in columns.points:
-            p_target, c_miss, c_fa = (float(columns.points[c][i])
-                                      for c in ("p_target", "c_miss", "c_fa"))  # fmt: skip
-            if (c_miss, c_fa) != (1.0, 1.0):
-                label = f"{p_target:g}:{c_miss:g}:{c_fa:g}"
-        labels.append(label)
-    return labels
+    point stated with costs; with all their digits where six would show two points alike
+    (priors 0.3 and 0.1 + 0.2 are two points)."""
+
+    def labels(number: Any) -> list[str]:
+        out = []
+        for i, p in enumerate(columns.priors):
+            label = f"P={number(p)}"
+            if "c_miss" in columns.points:
+                p_target, c_miss, c_fa = (float(columns.points[c][i])
+                                          for c in ("p_target", "c_miss", "c_fa"))  # fmt: skip
+                if (c_miss, c_fa) != (1.0, 1.0):
+                    label = f"{number(p_target)}:{number(c_miss)}:{number(c_fa)}"
+            out.append(label)
+        return out
+
+    short = labels(lambda v: f"{float(v):g}")
+    return short if len(set(short)) == len(short) else labels(lambda v: repr(float(v)))
 
 
 def format_table(results: xr.Dataset) -> str:

@@ -308,3 +308,13 @@ def test_concat_systems_refuses_results_that_differ_in_more_than_their_systems()
     )
     with pytest.raises(OptionError, match="bootstrap"):
         metrics.concat_systems([a, boot])
+
+
+def test_points_that_six_digits_show_alike_are_labelled_with_all_their_digits():
+    # priors 0.3 and 0.1 + 0.2 are two points (counted as written), and were two columns
+    # labelled P=0.3
+    tar, non = np.array([1.0, 2.0, 3.0]), np.array([0.0, -1.0, 1.5])
+    header = format_table(metrics.evaluate_arrays(tar, non, priors=[0.3, 0.1 + 0.2])).splitlines()
+    assert header[-2].split()[1:] == ["P=0.3", "P=0.30000000000000004"]
+    header = format_table(metrics.evaluate_arrays(tar, non, priors=[0.3, 0.01])).splitlines()
+    assert header[-2].split()[1:] == ["P=0.3", "P=0.01"]
