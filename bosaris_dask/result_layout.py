@@ -315,6 +315,8 @@ def operating_points(results: xr.Dataset) -> xr.Dataset:
     ``results`` keeps them on its ``plo`` dimension among the sweep's points (the coordinate
     ``operating_point`` gives their order); this view selects them and makes ``prior`` (the
     effective prior) the dimension, so ``operating_points(ds).min_dcf.sel(prior=0.01)`` works.
+    The curves (ROC and ROCCH, :func:`curve`) are left out: ``to_dataframe()`` of the view is
+    then a table of the points (with them, one row per point and curve vertex).
 
     Examples
     --------
@@ -325,9 +327,12 @@ def operating_points(results: xr.Dataset) -> xr.Dataset:
     ([0.5, 0.1], 202)
     >>> ops.act_dcf.sel(prior=0.1).item() == act_dcf([1.0, 2.0, 3.0], [-1.0, 0.0, 1.5], 0.1)
     True
+    >>> len(ops[["act_dcf", "min_dcf"]].to_dataframe()), "vertex" in ops.dims
+    (2, False)
     """
     at = reported_positions(check_evaluation(results, "operating_points"))
-    return results.isel(plo=at).swap_dims(plo="prior")
+    points = results.isel(plo=at).swap_dims(plo="prior")
+    return points.drop_dims([d for d in RAGGED_DIMS if d in points.dims])
 
 
 def reported_positions(results: xr.Dataset) -> np.ndarray:
