@@ -512,7 +512,8 @@ def test_cli_poisson_bootstrap(cli_set, tmp_path):
                 "--seed", "3", "--bootstrap-method", "poisson", "--json", str(out),
                 "-q") == 0  # fmt: skip
     doc = json.loads(out.read_text())
-    assert doc["bootstrap"]["method"].startswith("two-way bootstrap (Poisson(1) group")
+    # one side resampled: not called two-way (the JSON said so where the table did not)
+    assert doc["bootstrap"]["method"].startswith("bootstrap of one side (Poisson(1) group")
     from bosaris_dask import io
 
     key = io.read(d / "key.zarr")
@@ -951,10 +952,12 @@ def test_the_interval_block_says_which_metrics_have_no_interval():
     )
     text = format_table(ds)
     assert ("95% bootstrap intervals (40 resamples of model.spk, seed 1; percentile)\n"
-            "  of the pooled metrics (and per condition): the equalized metrics, Cprimary, the "
-            "fixed-FMR points and the AUC have none\n") in text  # fmt: skip
+            "  of the pooled metrics (and per condition): PRBEP, the calibration loss (Cllr - "
+            "minCllr), the equalized metrics, Cprimary, the fixed-FMR points and the AUC have "
+            "none\n") in text  # fmt: skip
     assert to_json_dict(ds)["bootstrap"]["no_intervals"] == [
-        "the equalized metrics", "Cprimary", "the fixed-FMR points", "the AUC"]  # fmt: skip
+        "PRBEP", "the calibration loss (Cllr - minCllr)", "the equalized metrics", "Cprimary",
+        "the fixed-FMR points", "the AUC"]  # fmt: skip
 
 
 def test_a_comparison_says_how_far_the_bins_resolve_the_rank_metrics():

@@ -38,6 +38,20 @@ POISSON_METHOD = ("two-way bootstrap (Poisson(1) group multiplicities per side, 
                   "product); percentile intervals")  # fmt: skip
 
 
+def _method(attrs: dict[str, Any]) -> str:
+    """The method's words: two-way where both sides are resampled, else of one side.
+
+    >>> _method({"resample": ["segment.spk"]})[:52]
+    'bootstrap of one side (multinomial group multiplicit'
+    """
+    words = POISSON_METHOD if attrs.get("bootstrap_method") == "poisson" else METHOD
+    if len(attrs["resample"]) > 1:
+        return words
+    return words.replace("two-way bootstrap", "bootstrap of one side").replace(
+        " per side, a trial's the product", ""
+    )
+
+
 def _pair(values: Any) -> list[float | None]:
     return [None if not math.isfinite(float(v)) else float(v) for v in np.asarray(values)]
 
@@ -94,7 +108,7 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
         "resample": list(a["resample"]), "bins": [int(b) for b in a["bootstrap_bins"]],
         "groups": [int(g) for g in a["bootstrap_groups"]],
         "degenerate": int(a["bootstrap_degenerate"]),
-        "method": POISSON_METHOD if a.get("bootstrap_method") == "poisson" else METHOD,
+        "method": _method(a),
         "pair_factor": float(a["bootstrap_pair_factor"]),
         "no_intervals": without_intervals(results),
     }  # fmt: skip
@@ -199,6 +213,9 @@ def _left_out_notes(results: xr.Dataset) -> list[str]:
 
 #: Results a bootstrap gives no interval, by the variable that says they were computed.
 _WITHOUT_INTERVALS = (
+    ("prbep", "PRBEP"),
+    ("cllr_cal", "the calibration loss (Cllr - minCllr)"),
+    ("ece", "the ECE"),
     ("equalized_eer", "the equalized metrics"),
     ("cprimary_act", "Cprimary"),
     ("fixed_fmr_fnmr", "the fixed-FMR points"),
@@ -207,9 +224,9 @@ _WITHOUT_INTERVALS = (
 
 
 def without_intervals(results: xr.Dataset) -> list[str]:
-    """What the evaluation reports that its bootstrap gives no interval: equalized metrics,
-    Cprimary, the fixed-FMR/FNMR points (the resamples' coarse bins cannot place a threshold at
-    FMR 1e-4) and the exact AUC."""
+    """What the evaluation reports that its bootstrap gives no interval: PRBEP, the calibration
+    loss, the ECE, equalized metrics, Cprimary, the fixed-FMR/FNMR points (the resamples' coarse
+    bins cannot place a threshold at FMR 1e-4) and the exact AUC."""
     names = [name for var, name in _WITHOUT_INTERVALS if var in results]
     if "auc" in results and np.isfinite(results.auc.values).any():
         names.append("the AUC")

@@ -174,7 +174,8 @@ def _evaluate(sub: Any) -> None:
     )  # fmt: skip
     p.add_argument(
         "--plots-dir", metavar="DIR",
-        help="also write DET, low-false-alarm DET, NBE and APE plots (PNG) into DIR",
+        help="also write DET, low-false-alarm DET, NBE and APE plots (PNG) into DIR, of the "
+        "pooled trials (per condition: 'bosaris-dask plot ... --by')",
     )  # fmt: skip
     p.add_argument(
         "--allow-missing",
