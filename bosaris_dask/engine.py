@@ -107,7 +107,7 @@ COMPILED_ECE_TERMS = 1 << 28
 
 
 def _same_value(a: Any, b: Any) -> bool:
-    """``a == b``, arrays (and lists of them) by value."""
+    """``a == b``, arrays by value."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
     return bool(a == b)
