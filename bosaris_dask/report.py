@@ -325,16 +325,30 @@ def shown_threshold(value: float) -> str:
 
 
 def _point_labels(columns: Columns) -> list[str]:
+    """:func:`point_labels` of the columns' operating points."""
+    return point_labels(columns.priors, columns.points)
+
+
+def point_labels(priors: Any, points: Any) -> list[str]:
     """Each operating point's label: ``P=0.01`` for an effective prior, ``0.01:10:1`` for a
-    point stated with costs; with all their digits where six would show two points alike
-    (priors 0.3 and 0.1 + 0.2 are two points)."""
+    point stated with costs (``points``: a mapping holding ``p_target``, ``c_miss``, ``c_fa``
+    where the evaluation has them, e.g. :func:`~bosaris_dask.operating_points`' view); with all
+    their digits where six would show two points alike (priors 0.3 and 0.1 + 0.2 are two).
+
+    Examples
+    --------
+    >>> point_labels([0.3, 0.1 + 0.2], {})
+    ['P=0.3', 'P=0.30000000000000004']
+    >>> point_labels([1 / 11], {"p_target": [0.01], "c_miss": [10.0], "c_fa": [1.0]})
+    ['0.01:10:1']
+    """
 
     def labels(number: Any) -> list[str]:
         out = []
-        for i, p in enumerate(columns.priors):
+        for i, p in enumerate(priors):
             label = f"P={number(p)}"
-            if "c_miss" in columns.points:
-                p_target, c_miss, c_fa = (float(columns.points[c][i])
+            if "c_miss" in points:
+                p_target, c_miss, c_fa = (float(np.asarray(points[c])[i])
                                           for c in ("p_target", "c_miss", "c_fa"))  # fmt: skip
                 if (c_miss, c_fa) != (1.0, 1.0):
                     label = f"{number(p_target)}:{number(c_miss)}:{number(c_fa)}"

@@ -319,7 +319,9 @@ def test_cli_equalize_json(files, capsys):
     assert eq["eer"] == pytest.approx(want["eer"], abs=1e-12)
     assert [op["prior"] for op in eq["operating_points"]] == [0.5, 0.1]
     for got, exp in zip(eq["operating_points"], want["operating_points"], strict=True):
-        assert set(got) == {"prior", "act_dcf", "min_dcf"}
+        # the point as the main "operating_points" name it (a stated point's costs were lost)
+        assert set(got) == {"prior", "p_target", "c_miss", "c_fa", "act_dcf", "min_dcf"}
+        assert (got["p_target"], got["c_miss"], got["c_fa"]) == (got["prior"], 1.0, 1.0)
         assert got["act_dcf"] == pytest.approx(exp["act_dcf"], abs=1e-11)
         assert got["min_dcf"] == pytest.approx(exp["min_dcf"], abs=1e-11)
     assert "conditions" in system  # the per-condition entries stay
@@ -388,3 +390,18 @@ def test_missing_scores_make_partitions_one_class_for_one_system_only():
     assert int(ds.condition_n_target.sel(system="a", condition="model.g=x")) > 0
     _check(ds, _reference(np.where(scored, mask, 0), scores, parts, PRIORS), 0)
     _check(ds, _reference(mask, -scores, parts, PRIORS), 1)
+
+
+def test_a_stated_point_keeps_its_costs_in_the_equalized_table_and_json(files, capsys):
+    """The equalized block labelled 0.01:10:1 as P=0.0917431 and its JSON held only the prior."""
+    path = files[0]
+    assert _cli(path, "--conditions", str(path / "segments.tsv"), "--by", "segment.l",
+                "--equalize", "--operating-point", "0.01:10:1",
+                "--json", str(path / "s.json")) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    block = out[out.index("partition-equalized") :].splitlines()
+    assert block[1].split()[-1] == "0.01:10:1"
+    (system,) = json.loads((path / "s.json").read_text())["systems"]
+    (op,) = system["equalized"]["operating_points"]
+    assert (op["p_target"], op["c_miss"], op["c_fa"]) == (0.01, 10.0, 1.0)
+    assert op["prior"] == pytest.approx(0.1 / 1.09, rel=1e-15)  # 0.01 x 10 against 0.99 x 1

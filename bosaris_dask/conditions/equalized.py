@@ -498,18 +498,23 @@ def _number(x: Any) -> float | None:
 
 def json_entry(results: xr.Dataset, system: Any) -> dict[str, Any]:
     """A system's ``"equalized"`` JSON entry: ``{"by", "eer", "operating_points": [{"prior",
-    "act_dcf", "min_dcf"}]}`` (and ``"cprimary": {"act", "min", "priors"}`` with Cprimary)."""
+    "act_dcf", "min_dcf"}]}`` (a stated point also ``"p_target"``, ``"c_miss"``, ``"c_fa"``,
+    as the main ``"operating_points"`` name it; and ``"cprimary": {"act", "min", "priors"}``
+    with Cprimary)."""
     from bosaris_dask.metrics import operating_points
 
     r = results.sel(system=system)
     points = operating_points(r)
+    costs = [c for c in ("p_target", "c_miss", "c_fa") if c in points.variables]
     entry: dict[str, Any] = {
         "by": list(results.attrs.get("equalized_by", [])),
         "eer": _number(r.equalized_eer),
         "operating_points": [
-            {"prior": float(p), "act_dcf": _number(points.equalized_act_dcf.sel(prior=p)),
-             "min_dcf": _number(points.equalized_min_dcf.sel(prior=p))}
-            for p in points.prior.values
+            {"prior": float(points.prior[i]),
+             **{c: float(points[c][i]) for c in costs},
+             "act_dcf": _number(points.equalized_act_dcf[i]),
+             "min_dcf": _number(points.equalized_min_dcf[i])}
+            for i in range(points.sizes["prior"])
         ],
     }  # fmt: skip
     if "equalized_cprimary_act" in r:
@@ -524,13 +529,13 @@ def format_block(results: xr.Dataset) -> list[str]:
     if "equalized_eer" not in results:
         return []
     from bosaris_dask.metrics import operating_points
-    from bosaris_dask.report import shown
+    from bosaris_dask.report import point_labels, shown
 
     names = [str(n) for n in results.system.values]
     width = max(6, *(len(n) for n in names))
     points = operating_points(results)
     by = " x ".join(results.attrs.get("equalized_by", []))
-    cells = [f"P={float(p):g}" for p in points.prior.values]
+    cells = point_labels(points.prior.values, points)
     rows = [[f"{shown(float(a))} / {shown(float(m))}"
              for a, m in zip(r.equalized_act_dcf.values, r.equalized_min_dcf.values, strict=True)]
             for r in (points.sel(system=name) for name in names)]  # fmt: skip
