@@ -1,4 +1,4 @@
-"""Chunk plans shared by the zarr and HDF5 stores."""
+"""Chunk plans shared by the zarr and HDF5 stores, and where a flagged cell of a block lies."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-__all__ = ["plan_chunks", "as_dask"]
+__all__ = ["plan_chunks", "as_dask", "first_cell"]
 
 
 def plan_chunks(shape: tuple[int, int], itemsize: int, chunk_mb: float = 64) -> tuple[int, int]:
@@ -33,3 +33,21 @@ def plan_chunks(shape: tuple[int, int], itemsize: int, chunk_mb: float = 64) -> 
 def as_dask(x: Any) -> da.Array:
     """``x`` as a dask array (``"auto"`` chunks unless it is one)."""
     return x if isinstance(x, da.Array) else da.from_array(np.asarray(x), chunks="auto")
+
+
+def first_cell(flags: np.ndarray, block_info: dict | None = None) -> tuple[int, int]:
+    """``(row, column)`` of the first true cell of a 2-D block of ``flags``, in the whole matrix
+    where ``block_info`` (dask's, in ``map_blocks``) places the block.
+
+    Examples
+    --------
+    >>> first_cell(np.array([[False, False], [False, True]]))
+    (1, 1)
+    >>> first_cell(np.array([[False, True]]), {0: {"array-location": [(4, 5), (10, 12)]}})
+    (4, 11)
+    """
+    i, j = (int(x) for x in np.unravel_index(int(np.argmax(flags)), flags.shape))
+    if block_info is not None:
+        (r0, _), (c0, _) = block_info[0]["array-location"]
+        i, j = i + r0, j + c0
+    return i, j

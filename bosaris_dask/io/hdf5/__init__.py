@@ -18,7 +18,7 @@ import xarray as xr
 from xarray.backends import CachingFileManager
 
 from bosaris_dask.errors import QualityTableError, StoreError, StoreNotFoundError, TrialError
-from bosaris_dask.io.compute import plan_chunks
+from bosaris_dask.io.compute import first_cell, plan_chunks
 from bosaris_dask.io.hdf5.mapped import (
     H5_ERRORS,
     ChunkOffsets,
@@ -153,13 +153,10 @@ def _mask_values(
             return x  # a range of codes: two reductions, no temporaries (isin: 10x slower)
     bad = np.isnan(x) if x.dtype.kind == "f" else ~np.isin(x, allowed)
     if bad.any():
-        i, j = np.unravel_index(int(np.argmax(bad)), x.shape)
-        value = x[i, j].item()
-        if block_info is not None:  # the block's place in the whole matrix
-            (r0, _), (c0, _) = block_info[0]["array-location"]
-            i, j = i + r0, j + c0
+        value = x[bad][0].item()
+        i, j = first_cell(bad, block_info)
         raise StoreError(
-            f"{path}: /{name} holds {value} at trial {_trial_ids(path, int(i), int(j))}, "
+            f"{path}: /{name} holds {value} at trial {_trial_ids(path, i, j)}, "
             f"expected {', '.join(map(str, allowed))} (corrupt?)"
         )
     return x
@@ -331,10 +328,7 @@ def _key_from_two(
     tar, non = tar != 0, non != 0
     both = tar & non
     if both.any():
-        i, j = (int(x[0]) for x in np.nonzero(both))
-        if block_info is not None:
-            (r0, _), (c0, _) = block_info[0]["array-location"]
-            i, j = i + r0, j + c0
+        i, j = first_cell(both, block_info)
         raise StoreError(
             f"{path}: trial {_trial_ids(path, i, j)} is in both /target_mask and /nontarget_mask"
         )

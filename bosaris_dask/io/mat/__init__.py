@@ -22,7 +22,7 @@ from bosaris_dask.errors import (
     quality_object_refused,
 )
 from bosaris_dask.io.atomic import atomic_path
-from bosaris_dask.io.compute import as_dask
+from bosaris_dask.io.compute import as_dask, first_cell
 from bosaris_dask.io.hdf5 import quality_from_values
 from bosaris_dask.io.mat.v73 import is_v73, read_v73, write_v73
 from bosaris_dask.progress import compute
@@ -128,10 +128,7 @@ def _logical(mask: Any, named: str, models: np.ndarray, segments: np.ndarray) ->
     def check(block: np.ndarray, block_info: Any = None) -> np.ndarray:
         bad = np.isnan(block) if block.dtype.kind == "f" else (block != 0) & (block != 1)
         if bad.any():
-            i, j = np.unravel_index(int(np.argmax(bad)), block.shape)
-            if block_info is not None:  # the block's place in the whole matrix
-                (r0, _), (c0, _) = block_info[0]["array-location"]
-                i, j = i + r0, j + c0
+            i, j = first_cell(bad, block_info)
             raise StoreError(f"{named} holds {block[bad][0].item()} at trial "
                              f"({models[i]}, {segments[j]}), not a mask value")  # fmt: skip
         return block != 0
