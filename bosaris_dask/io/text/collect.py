@@ -8,7 +8,6 @@ import os
 import tempfile
 from bisect import bisect_right
 from collections.abc import Iterator
-from itertools import repeat
 from typing import Any
 
 import dask.array as da
@@ -17,6 +16,7 @@ import xarray as xr
 
 from bosaris_dask.errors import ParseError
 from bosaris_dask.io.text.heartbeat import shown_path
+from bosaris_dask.io.text.id_codes import IdCodes
 from bosaris_dask.io.text.layout import _Layout
 from bosaris_dask.io.text.parse import _Chunk
 from bosaris_dask.io.text.scratch import _ScratchArray, _ScratchFile
@@ -69,17 +69,6 @@ class _Spill:
             self._file = None
 
 
-def _global_codes(table: dict[str, int], codes: np.ndarray, uniques: np.ndarray) -> np.ndarray:
-    """Map a block's codes to codes in ``table``, adding new ids in order of appearance."""
-    g = np.fromiter(map(table.get, uniques, repeat(-1)), dtype=np.int64, count=len(uniques))
-    new = np.flatnonzero(g < 0)
-    if new.size:
-        start = len(table)
-        g[new] = np.arange(start, start + new.size)
-        table.update(zip(uniques[new].tolist(), range(start, start + new.size), strict=True))
-    return g[codes]
-
-
 class LineMap:
     """A record's line in its file, from each parsed block's first record, first line and line
     numbers (``None``: consecutive lines)."""
@@ -104,8 +93,8 @@ class _Collector:
 
     def __init__(self, layout: _Layout, scratch_dir: str | os.PathLike[str] | None):
         self.kind = layout.kind
-        self.models: dict[str, int] = {}
-        self.segments: dict[str, int] = {}
+        self.models = IdCodes()
+        self.segments = IdCodes()
         value = {"scores": [("v", "<f8")], "key": [("v", "i1")]}.get(self.kind, [])  # ndx: none
         if self.kind == "scores" and "label" in dict(layout.roles):  # the file is its own key
             value.append(("l", "i1"))
@@ -119,8 +108,8 @@ class _Collector:
         if chunk.n == 0:
             return
         records = np.empty(chunk.n, dtype=self.spill.dtype)
-        records["m"] = _global_codes(self.models, *chunk.ids["model"])
-        records["s"] = _global_codes(self.segments, *chunk.ids["segment"])
+        records["m"] = self.models.add(*chunk.ids["model"])
+        records["s"] = self.segments.add(*chunk.ids["segment"])
         if self.kind != "ndx":
             records["v"] = chunk.values
         if "l" in self.spill.dtype.names:
@@ -183,7 +172,7 @@ def _assemble(
     field = labels_field(collector, kind)
     if collector.n == 0:
         raise ParseError("no trials in the file", path=path, line=max(collector.last_line, 1))
-    models, segments = list(collector.models), list(collector.segments)
+    models, segments = collector.models.ids(), collector.segments.ids()
     shape = (len(models), len(segments))
     cells = shape[0] * shape[1]
     _note_sparse(path, collector.n, shape)

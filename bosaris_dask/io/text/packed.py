@@ -109,8 +109,8 @@ class TrialList:
         field = labels_field(collector, kind)
         return cls(
             os.fspath(path),
-            np.array(list(collector.models), dtype=object),
-            np.array(list(collector.segments), dtype=object),
+            np.array(collector.models.ids(), dtype=object),
+            np.array(collector.segments.ids(), dtype=object),
             records["m"].astype(np.int64),
             records["s"].astype(np.int64),
             records[field] if field in records.dtype.names else np.ones(len(records), np.int8),

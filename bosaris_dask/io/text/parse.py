@@ -32,6 +32,8 @@ import pandas as pd
 
 from bosaris_dask import config
 from bosaris_dask.errors import ParseError
+from bosaris_dask.io.text import id_codes
+from bosaris_dask.io.text.id_codes import Utf8Ids, bytes_coder
 from bosaris_dask.io.text.labels import ACCEPTED_LABELS, label_sign, label_words
 from bosaris_dask.io.text.layout import (
     COMMENT_LINE,
@@ -54,7 +56,7 @@ _WS = " \t\n\r\x0b\x0c"  # ASCII whitespace, as bytes.split() sees it
 class _Chunk:
     """The parsed records of one block."""
 
-    ids: dict[str, tuple[np.ndarray, np.ndarray]]  # role -> (codes, uniques as str)
+    ids: dict[str, tuple[np.ndarray, Any]]  # role -> (codes, uniques: str or Utf8Ids)
     values: np.ndarray | None  # float64 scores, int8 labels (+1/-1) or (n, q) float64 values
     first_line: int
     lines: np.ndarray | None  # 1-based line of each record; None: first_line + arange(n)
@@ -416,13 +418,20 @@ def _parse_fast(
         used = {j for _, j in layout.roles}
         if any(columns.has_empty(j) for j in range(layout.nfields) if j not in used):
             return None
-    ids: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    ids: dict[str, tuple[np.ndarray, Any]] = {}
     values: list[np.ndarray] = []
     labels = words = None
     for role, j in layout.roles:
         if role in _ID_ROLES:
-            codes, uniques = columns.factorized(j)
-            if not all(map(_good_id, uniques)):
+            # many distinct model or segment ids go to the collector's IdCodes as bytes
+            many = id_codes.BYTES_MIN_IDS if role != "id" else None
+            codes, uniques = columns.factorized(j, bytes_from=many)
+            if isinstance(uniques, Utf8Ids) and bytes_coder() is None:  # no numba
+                uniques = np.array(uniques.texts(), dtype=object)
+            if isinstance(uniques, Utf8Ids):
+                if not uniques.well_formed():
+                    return None
+            elif not all(map(_good_id, uniques)):
                 return None
             ids[role] = (codes, uniques)
         elif role in _FLOAT_ROLES:

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bosaris_dask.io.text.id_codes import Utf8Ids
 from bosaris_dask.io.text.layout import _Layout
 
 __all__ = ["NO_ARROW_ENV", "read_csv", "typed_columns"]
@@ -66,7 +67,8 @@ class _PandasColumns:
     def n(self) -> int:
         return len(self.frame)
 
-    def factorized(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+    def factorized(self, j: int, bytes_from: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Codes and distinct values (Python strings: ``bytes_from`` is for pyarrow's)."""
         return pd.factorize(self.frame[j].to_numpy(dtype=object))
 
     def floats(self, j: int) -> np.ndarray:
@@ -86,11 +88,19 @@ class _ArrowColumns:
     def n(self) -> int:
         return self.table.num_rows
 
-    def factorized(self, j: int) -> tuple[np.ndarray, np.ndarray]:
-        # first-appearance order, as pandas.factorize
+    def factorized(self, j: int, bytes_from: int | None = None) -> tuple[np.ndarray, Any]:
+        """Codes and distinct values in first-appearance order, as ``pandas.factorize``; the
+        values as their bytes (:class:`.id_codes.Utf8Ids`, no Python strings) where there are
+        at least ``bytes_from``."""
         encoded = self.table.column(j).combine_chunks().dictionary_encode()
-        uniques = np.array(encoded.dictionary.to_pylist(), dtype=object)
-        return encoded.indices.to_numpy().astype(np.intp), uniques
+        codes = encoded.indices.to_numpy().astype(np.intp)
+        values = encoded.dictionary
+        if bytes_from is None or len(values) < bytes_from:
+            return codes, np.array(values.to_pylist(), dtype=object)
+        _, offsets, data = values.buffers()
+        offsets = np.frombuffer(offsets, dtype=np.int32)[values.offset :][: len(values) + 1]
+        data = np.frombuffer(data if data is not None else b"", dtype=np.uint8)
+        return codes, Utf8Ids(offsets, data)
 
     def floats(self, j: int) -> np.ndarray:  # writable, as pandas' (arrow's may be a view)
         return np.require(self.table.column(j).to_numpy(), requirements="W")
