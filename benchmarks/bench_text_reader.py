@@ -20,13 +20,19 @@ well-kept streaming reader. This script measures the candidate before any rewrit
   two versions of the reader in one run.
 
 Run as a script: ``python benchmarks/bench_text_reader.py [N] [--repeat R] [--chunksize C]
-[--before DIR] [--only ours,before] [--spaces]`` writes a dense N-line ``model segment score``
-file (about sqrt(N) x sqrt(N) trials, float64 scores, with
+[--before DIR] [--only ours,before] [--spaces] [--sparse]`` writes a dense N-line ``model
+segment score`` file (about sqrt(N) x sqrt(N) trials, float64 scores, with
 :func:`~bosaris_dask.io.text.write_text`; ``--spaces``: then every separator doubled, a valid
 but non-canonical file) in a temporary directory, reads it once to warm the page cache, then
 runs each contender R times in a fresh process, interleaved, and prints wall time, MB/s, peak
 RSS of each child, and whether all give identical matrices and ids (a checksum of the ids, the
 mask and the scores' bytes). N defaults to 1e6.
+
+``--sparse`` writes a VoxCeleb-like list instead: N distinct trials over about N/10 x N/10
+random ``id1xxxx/vidxxxxxxx/xxxxx.wav`` ids (a sparse list's blocks hold about as many distinct
+ids as lines), which ``ours``/``before`` read as :class:`~bosaris_dask.io.text.TrialList`
+(what an evaluation of such a list reads) and the others as codes and values, no dense fill;
+the checksum is then of the ids and each line's codes and score.
 """
 
 from __future__ import annotations
@@ -58,13 +64,14 @@ def _peak_rss_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _checksum(models, segments, score: np.ndarray, mask: np.ndarray) -> str:
+def _checksum(models, segments, score: np.ndarray, mask: np.ndarray) -> tuple[str, int]:
+    """The checksum of the ids, the mask and the scores, and the number of trials."""
     h = hashlib.sha256()
     h.update("\n".join(map(str, models)).encode())
     h.update(b"\0" + "\n".join(map(str, segments)).encode())
     h.update(np.ascontiguousarray(mask).tobytes())
     h.update(np.ascontiguousarray(np.where(mask, score, 0.0)).tobytes())
-    return h.hexdigest()[:16]
+    return h.hexdigest()[:16], int(mask.sum())
 
 
 def read_ours(path: str) -> tuple[list, list, np.ndarray, np.ndarray]:
@@ -77,19 +84,40 @@ def read_ours(path: str) -> tuple[list, list, np.ndarray, np.ndarray]:
     return list(back.model.values), list(back.segment.values), score, mask
 
 
-def _dense(path: str, tables: dict, codes: dict, values: list):
-    """The dense score matrix and mask from per-chunk global codes and values."""
+def _packed_checksum(models, segments, m: np.ndarray, s: np.ndarray, v: np.ndarray):
+    """The checksum of the ids and each line's codes and score, and the number of lines."""
+    h = hashlib.sha256()
+    h.update("\n".join(map(str, models)).encode())
+    h.update(b"\0" + "\n".join(map(str, segments)).encode())
+    for a in (m.astype(np.int64), s.astype(np.int64), v.astype(np.float64)):
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()[:16], len(v)
+
+
+def read_ours_sparse(path: str) -> tuple[str, int]:
+    from bosaris_dask.io.text.packed import TrialList
+
+    back = TrialList.read(path, "scores")
+    return _packed_checksum(back.models, back.segments, back.model_codes,
+                            back.segment_codes, back.values)  # fmt: skip
+
+
+def _finish(path: str, tables: dict, codes: dict, values: list, sparse: bool):
+    """The checksum of the lines' codes and scores (``sparse``), else of the dense score
+    matrix and mask, from per-chunk global codes and values."""
     m, s, v = (np.concatenate(x) for x in (codes["m"], codes["s"], values))
+    if sparse:
+        return _packed_checksum(list(tables["m"]), list(tables["s"]), m, s, v)
     score = np.zeros((len(tables["m"]), len(tables["s"])))
     mask = np.zeros(score.shape, dtype=bool)
     score[m, s] = v
     mask[m, s] = True
     if int(mask.sum()) != len(v):
         raise ValueError(f"{path}: {len(v) - int(mask.sum())} duplicate trials")
-    return list(tables["m"]), list(tables["s"]), score, mask
+    return _checksum(list(tables["m"]), list(tables["s"]), score, mask)
 
 
-def read_pandas(path: str, chunksize: int = 2_000_000):
+def read_pandas(path: str, chunksize: int = 2_000_000, sparse: bool = False) -> tuple[str, int]:
     """The candidate: pandas' chunked C reader, ids to global codes, a dense fill."""
     import pandas as pd
 
@@ -109,10 +137,10 @@ def read_pandas(path: str, chunksize: int = 2_000_000):
                                    dtype=np.int64, count=len(uniques))  # fmt: skip
                 codes[col].append(glob[local].astype(np.int32))
             values.append(chunk["v"].to_numpy(dtype=np.float64))
-    return _dense(path, tables, codes, values)
+    return _finish(path, tables, codes, values, sparse)
 
 
-def read_pyarrow(path: str, block_size: int = 1 << 24):
+def read_pyarrow(path: str, block_size: int = 1 << 24, sparse: bool = False) -> tuple[str, int]:
     """The other candidate: pyarrow's streaming CSV reader, ids to global codes, a dense fill."""
     import pyarrow as pa
     from pyarrow import csv
@@ -137,10 +165,10 @@ def read_pyarrow(path: str, block_size: int = 1 << 24):
                                dtype=np.int32, count=len(uniques))  # fmt: skip
             codes[col].append(glob[encoded.indices.to_numpy()])
         values.append(batch.column(2).to_numpy())
-    return _dense(path, tables, codes, values)
+    return _finish(path, tables, codes, values, sparse)
 
 
-def _child(contender: str, path: str, chunksize: int) -> dict:
+def _child(contender: str, path: str, chunksize: int, sparse: bool) -> dict:
     if contender in ("ours", "before"):  # imports are not timed
         import dask  # noqa: F401
 
@@ -152,16 +180,15 @@ def _child(contender: str, path: str, chunksize: int) -> dict:
     base = _peak_rss_mb()
     t0 = time.perf_counter()
     if contender in ("ours", "before"):
-        models, segments, score, mask = read_ours(path)
+        checksum, trials = read_ours_sparse(path) if sparse else _checksum(*read_ours(path))
     elif contender == "pyarrow":
-        models, segments, score, mask = read_pyarrow(path)
+        checksum, trials = read_pyarrow(path, sparse=sparse)
     else:
-        models, segments, score, mask = read_pandas(path, chunksize)
+        checksum, trials = read_pandas(path, chunksize, sparse)
     wall = time.perf_counter() - t0
     return {
         "contender": contender, "wall_s": wall, "peak_rss_mb": _peak_rss_mb(),
-        "imports_rss_mb": base, "trials": int(mask.sum()),
-        "checksum": _checksum(models, segments, score, mask),
+        "imports_rss_mb": base, "trials": trials, "checksum": checksum,
         "package": os.path.dirname(sys.modules["bosaris_dask"].__file__)
         if "bosaris_dask" in sys.modules else None,
     }  # fmt: skip
@@ -182,6 +209,23 @@ def _write(path: str, n: int) -> float:
                          [f"segment_{j:07d}" for j in range(ns)], score)  # fmt: skip
     t0 = time.perf_counter()
     write_text(scores, path)
+    return time.perf_counter() - t0
+
+
+def _write_sparse(path: str, n: int) -> float:
+    """N distinct trials over about N/10 x N/10 VoxCeleb-like ids, drawn at random."""
+    rng = np.random.default_rng(0)
+    ids = max(n // 10, int(np.sqrt(4 * n)) + 2)
+    draws = rng.integers(0, ids * ids, size=n + n // 8 + 16)
+    pairs = draws[np.sort(np.unique(draws, return_index=True)[1])][:n]
+    names = [f"id1{k % 1251:04d}/vid{k:07d}/{k % 99991:05d}.wav" for k in range(ids)]
+    t0 = time.perf_counter()
+    with open(path, "w") as f:
+        for lo in range(0, n, 1 << 20):
+            part = pairs[lo : lo + (1 << 20)]
+            rows = zip((part // ids).tolist(), (part % ids).tolist(),
+                       rng.normal(size=len(part)).round(6).tolist(), strict=True)  # fmt: skip
+            f.writelines(f"{names[m]} {names[s]} {v}\n" for m, s, v in rows)
     return time.perf_counter() - t0
 
 
@@ -207,6 +251,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--before", help="a directory holding the package to compare with")
     p.add_argument("--only", help="comma-separated contenders (default: all that apply)")
     p.add_argument("--spaces", action="store_true", help="double every separator")
+    p.add_argument("--sparse", action="store_true", help="a VoxCeleb-like sparse list")
     args = p.parse_args(argv)
     contenders = [c for c in CONTENDERS if c != "before" or args.before]
     if args.spaces or importlib.util.find_spec("pyarrow") is None:
@@ -216,13 +261,14 @@ def main(argv: list[str] | None = None) -> dict:
     n = int(args.n)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "scores.txt")
-        t_write = _write(path, n)
+        t_write = (_write_sparse if args.sparse else _write)(path, n)
         if args.spaces:
             _double_spaces(path)
         mb = os.path.getsize(path) / 1e6
         _warm(path)
         print(f"{n:.3g} lines, {mb:.1f} MB written in {t_write:.1f} s; page cache: warm"
-              + ("; separators doubled" if args.spaces else ""))  # fmt: skip
+              + ("; separators doubled" if args.spaces else "")
+              + ("; sparse, ids drawn at random" if args.sparse else ""))  # fmt: skip
         print(f"machine: {platform.machine()}, {os.cpu_count()} cores, "
               f"load average before {os.getloadavg()[0]:.1f}")  # fmt: skip
         runs: list[dict] = []
@@ -232,7 +278,8 @@ def main(argv: list[str] | None = None) -> dict:
                 if contender == "before":
                     env["PYTHONPATH"] = os.path.abspath(args.before)
                 out = subprocess.run(
-                    [sys.executable, __file__, "--child", contender, path, str(args.chunksize)],
+                    [sys.executable, __file__, "--child", contender, path, str(args.chunksize),
+                     str(int(args.sparse))],
                     check=True, capture_output=True, text=True, env=env,
                 )  # fmt: skip
                 runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
@@ -262,6 +309,6 @@ def main(argv: list[str] | None = None) -> dict:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        print(json.dumps(_child(sys.argv[2], sys.argv[3], int(sys.argv[4]))))
+        print(json.dumps(_child(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5] == "1")))
     else:
         main()

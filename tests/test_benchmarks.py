@@ -422,6 +422,14 @@ def test_bench_text_reader_runs_and_both_readers_agree(capsys):
     assert {r["trials"] for r in summary["runs"]} == {900}
 
 
+def test_bench_text_reader_sparse_lists_agree(capsys):
+    """A sparse list read by ours as a TrialList numbers its ids and keeps each line's score as
+    the chunked readers do."""
+    summary = _load("bench_text_reader").main(["900", "--chunksize", "250", "--sparse"])
+    assert summary["identical"] and {r["trials"] for r in summary["runs"]} == {900}
+    assert "sparse" in capsys.readouterr().out
+
+
 def test_make_sparse_quality(tmp_path, monkeypatch, capsys):
     """The VoxCeleb1-E-like list, small: its quality fusion trains packed, some trials back
     off (ids without quality)."""
