@@ -47,7 +47,7 @@ def _text_inputs(
         return _packed(args, key, score_paths, text_format, llr_base, embeddings, first)
     systems = [] if first is None else [first]
     for path in score_paths[len(systems) :]:
-        scores = read_trials(path, "scores", format=text_format, like=key)
+        scores = checked_scores(path, text_format, key, key_path)
         systems.append(on_grid(scores, key) if isinstance(scores, TrialList) else scores)
     return key, _in_natural(_with_embeddings(args if embeddings else None, key, systems),
                             llr_base)  # fmt: skip
@@ -124,7 +124,7 @@ def _packed(
     from bosaris_dask.io.text.packed import as_packed, pack
 
     key.refuse_duplicates()  # the key's errors first, as when it is read whole
-    lists = score_lists(score_paths, text_format, first)
+    lists = score_lists(score_paths, text_format, first, key=key)
     say_packed(args, key)
     from_embeddings = _trial_scores(args, key) if embeddings else None
     allow_missing = bool(getattr(args, "allow_missing", False))
@@ -209,14 +209,45 @@ def list_quality(quality: Any, order: Any) -> Any:
 
 
 def score_lists(
-    score_paths: Sequence[str], text_format: str | None, first: Any = None
+    score_paths: Sequence[str], text_format: str | None, first: Any = None, key: Any = None
 ) -> list[Any]:
     """The text score files as lists, each refusing a trial given twice (at its lines);
-    ``first``: the first file's, read already."""
+    ``first``: the first file's, read already; ``key``: a key list, which the labels of a file
+    with a label column are checked against (:func:`checked_scores`)."""
     from bosaris_dask.io.text.packed import TrialList
 
     lists = [] if first is None else [first]
-    lists += [TrialList.read(p, "scores", format=text_format) for p in score_paths[len(lists) :]]
+    for path in score_paths[len(lists) :]:
+        if key is None:
+            lists.append(TrialList.read(path, "scores", format=text_format))
+        else:
+            lists.append(checked_scores(path, text_format, key, key.path, as_lists=True))
     for scores in lists:
         scores.refuse_duplicates()
     return lists
+
+
+def checked_scores(
+    path: str, text_format: str | None, key: Any, key_path: str, *, as_lists: bool = False
+) -> Any:
+    """The scores of a text file in one parse (a list where ``as_lists`` or it is sparse:
+    :func:`~bosaris_dask.io.text.packed.read_trials`); where the file has a label column too,
+    a :class:`~bosaris_dask.cli.label_agreement.LabelWarning` if its labels contradict those of
+    ``key`` (read from ``key_path``)."""
+    from bosaris_dask.cli.label_agreement import warn_disagreeing_labels
+    from bosaris_dask.errors import ParseError
+    from bosaris_dask.io.text import text_has_labels
+    from bosaris_dask.io.text.packed import TrialList, read_key_and_scores, read_trials
+
+    try:
+        labelled = text_has_labels(path, format=text_format)
+    except ParseError:  # (read as scores below, the error names what is wrong as a score)
+        labelled = False
+    if not labelled:
+        if as_lists:
+            return TrialList.read(path, "scores", format=text_format)
+        return read_trials(path, "scores", format=text_format, like=key)
+    like = None if as_lists else key
+    labels, scores = read_key_and_scores(path, format=text_format, like=like, as_lists=as_lists)
+    warn_disagreeing_labels(key, labels, path, key_path)
+    return scores

@@ -173,31 +173,27 @@ def read_trials(
     (:func:`is_sparse`) or, given a trial object ``like`` whose grid is small, larger than
     that grid (the file holds trials beyond its ids: :func:`on_grid` takes the rest); else
     the dense trial object :func:`~bosaris_dask.io.read` gives."""
-    from bosaris_dask.io.text.collect import MEMMAP_THRESHOLD, _assemble
     from bosaris_dask.io.text.read import collect_text, refuse_binary
 
     refuse_binary(path)
     collector = collect_text(path, kind, format=format)
     try:
-        m, s = len(collector.models), len(collector.segments)
-        beyond = like is not None and (
-            like.sizes["model"] * like.sizes["segment"] <= ON_GRID_MAX_CELLS
-            and m * s > 2 * like.sizes["model"] * like.sizes["segment"]
-        )
-        if beyond or is_sparse(m, s, collector.n):
-            return TrialList._of(collector, path)
-        return _assemble(collector, path, None, None, MEMMAP_THRESHOLD)
+        return _trials_of(collector, path, (None,), like, as_lists=False)[0]
     finally:
         collector.close()
 
 
 def read_key_and_scores(
-    path: str | os.PathLike[str], *, format: str | None = None
+    path: str | os.PathLike[str],
+    *,
+    format: str | None = None,
+    like: xr.Dataset | None = None,
+    as_lists: bool = False,
 ) -> tuple[TrialList, TrialList] | tuple[xr.Dataset, xr.Dataset]:
     """The key and the scores of a text file that is its own key (a score and a label column:
     :func:`~bosaris_dask.io.text.text_has_labels`) in one parse: two :class:`TrialList` when
-    its grid is sparse, else the dense Key and Scores; the first bad line of either column is
-    the error.
+    its grid is sparse (as :func:`read_trials` chooses, given ``like``) or ``as_lists``, else
+    the dense Key and Scores; the first bad line of either column is the error.
 
     Examples
     --------
@@ -208,18 +204,35 @@ def read_key_and_scores(
     >>> key.trial_mask.values.tolist(), scores.score.values.tolist()
     ([[1], [-1]], [[0.5], [-1.5]])
     """
-    from bosaris_dask.io.text.collect import MEMMAP_THRESHOLD, _assemble
     from bosaris_dask.io.text.read import collect_text, refuse_binary
 
     refuse_binary(path)
     collector = collect_text(path, "scores", format=format, with_labels=True)
     try:
-        if is_sparse(len(collector.models), len(collector.segments), collector.n):
-            return TrialList._of(collector, path, "key"), TrialList._of(collector, path)
-        return tuple(_assemble(collector, path, None, None, MEMMAP_THRESHOLD, kind)
-                     for kind in ("key", "scores"))  # fmt: skip
+        return _trials_of(collector, path, ("key", None), like, as_lists)  # type: ignore[return-value]
     finally:
         collector.close()
+
+
+def _trials_of(
+    collector: _Collector,
+    path: str | os.PathLike[str],
+    kinds: tuple[str | None, ...],
+    like: xr.Dataset | None,
+    as_lists: bool,
+) -> tuple[Any, ...]:
+    """The collected records as the trial objects of ``kinds`` (``None``: the file's), as
+    lists where ``as_lists``, the grid is sparse or larger than ``like``'s, else dense."""
+    from bosaris_dask.io.text.collect import MEMMAP_THRESHOLD, _assemble
+
+    m, s = len(collector.models), len(collector.segments)
+    beyond = like is not None and (
+        like.sizes["model"] * like.sizes["segment"] <= ON_GRID_MAX_CELLS
+        and m * s > 2 * like.sizes["model"] * like.sizes["segment"]
+    )
+    if as_lists or beyond or is_sparse(m, s, collector.n):
+        return tuple(TrialList._of(collector, path, kind) for kind in kinds)
+    return tuple(_assemble(collector, path, None, None, MEMMAP_THRESHOLD, kind) for kind in kinds)
 
 
 def on_grid(scores: TrialList, key: xr.Dataset) -> xr.Dataset:
