@@ -502,6 +502,31 @@ def test_cli_comparison_per_condition_in_json(cli_set, tmp_path):
     }
 
 
+def test_cli_intervals_name_a_stated_point_as_the_main_table(cli_set, tmp_path, capsys):
+    """A point stated with costs is ``0.01:10:1`` in the intervals and comparisons, as in the
+    main table (was ``P=0.0917431``), and the comparisons' JSON names its costs, as each
+    system's entry does."""
+    import json
+
+    d = cli_set
+    out = tmp_path / "ci.json"
+    assert _cli(cli_set, "--operating-point", "0.01:10:1", "--conditions", str(d / "models.tsv"),
+                "--bootstrap", "20", "--resample", "model.speaker", "--seed", "3", "--compare",
+                "--json", str(out)) == 0  # fmt: skip
+    text = capsys.readouterr().out
+    intervals = text[text.index("bootstrap intervals") :]
+    assert "act 0.01:10:1" in intervals and "act P=0.1" in intervals
+    assert "actDCF 0.01:10:1 " in intervals and "minDCF P=0.1 " in intervals
+    assert "0.0917" not in text
+    doc = json.loads(out.read_text())
+    (cmp,) = doc["comparisons"]
+    named = [{k: p[k] for k in ("prior", "p_target", "c_miss", "c_fa")}
+             for p in doc["systems"][0]["operating_points"]]  # fmt: skip
+    assert [{k: p[k] for k in named[0]} for p in cmp["operating_points"]] == named
+    assert named[1] == {"prior": pytest.approx(1 / (1 + 99 / 10), rel=1e-15), "p_target": 0.01,
+                        "c_miss": 10.0, "c_fa": 1.0}  # fmt: skip
+
+
 def test_cli_poisson_bootstrap(cli_set, tmp_path):
     import json
 

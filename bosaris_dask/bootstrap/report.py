@@ -12,9 +12,9 @@ has none (``"bootstrap_note"``); the document gets ``"bootstrap":
 "pair_factor"}`` and, with
 ``compare``, ``"comparisons": [{"first", "second", ("note": where a system misses key
 trials, each is compared on its own scored trials), "eer": {"diff", "diff_ci", "p_first_better"},
-"cllr": ..., "min_cllr": ..., "operating_points": [{"prior", "act_dcf": {...}, "min_dcf":
-{...}}]}]``; with ``--by`` too, each comparison has ``"conditions": [{"by", "eer", ...,
-"operating_points"}]``, the same keys per condition.
+"cllr": ..., "min_cllr": ..., "operating_points": [{"prior", "p_target", "c_miss", "c_fa",
+"act_dcf": {...}, "min_dcf": {...}}]}]``; with ``--by`` too, each comparison has
+``"conditions": [{"by", "eer", ..., "operating_points"}]``, the same keys per condition.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ import xarray as xr
 
 from bosaris_dask.bootstrap.replicates import METRICS, PER_POINT
 from bosaris_dask.bootstrap.variables import BINNED
+from bosaris_dask.report import point_labels
+from bosaris_dask.result_layout import operating_points, reported_positions
 
 __all__ = ["add_json", "format_block"]
 
@@ -61,16 +63,24 @@ def _num(value: Any) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def _ops(results: xr.Dataset) -> np.ndarray:
-    """Positions along ``plo`` of the reported operating points, in their stated order."""
-    order = results.operating_point.values
-    where = np.flatnonzero(order >= 0)
-    return where[np.argsort(order[where])]
+def _point_names(results: xr.Dataset) -> list[str]:
+    """The reported operating points' labels, as the main table's (``P=0.01``, ``0.01:10:1``)."""
+    points = operating_points(results)
+    return point_labels(points.prior.values, points)
+
+
+#: What names a reported point in the JSON (as each system's ``operating_points`` entries).
+_POINT_KEYS = ("prior", "p_target", "c_miss", "c_fa")
+
+
+def _point_of(entry: dict[str, Any]) -> dict[str, Any]:
+    """A comparison's operating point named as a system's entry ``entry`` names it."""
+    return {key: entry[key] for key in _POINT_KEYS if key in entry}
 
 
 def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
     """Add the intervals (and comparisons) of ``results`` to its JSON document ``doc``."""
-    ops = _ops(results)
+    ops = reported_positions(results)
     for k, entry in enumerate(doc["systems"]):
         for name in METRICS:
             entry[name + "_ci"] = _pair(results[name + "_ci"].values[k])
@@ -122,19 +132,19 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
                 item["note"] = note
             for name in METRICS:
                 item[name] = _compare(results, name, i)
+            points = doc["systems"][0]["operating_points"]
             item["operating_points"] = [
-                {"prior": float(results.prior.values[at]),
-                 **{name: _compare(results, name, i, at) for name in PER_POINT}}
-                for at in ops
+                {**_point_of(point), **{name: _compare(results, name, i, at) for name in PER_POINT}}
+                for point, at in zip(points, ops, strict=True)
             ]  # fmt: skip
             if "condition_compare_eer" in results:
                 item["conditions"] = [
                     {"by": cond["by"],
                      **{name: _compare(results, name, i, g=g) for name in METRICS},
                      "operating_points": [
-                         {"prior": float(results.prior.values[at]),
+                         {**_point_of(point),
                           **{name: _compare(results, name, i, at, g) for name in PER_POINT}}
-                         for at in ops]}
+                         for point, at in zip(points, ops, strict=True)]}
                     for g, cond in enumerate(doc["systems"][0].get("conditions", []))
                 ]  # fmt: skip
             doc["comparisons"].append(item)
@@ -238,7 +248,7 @@ def format_block(results: xr.Dataset) -> list[str]:
     a = results.attrs
     names = [str(n) for n in results.system.values]
     width = max(6, *(len(n) for n in names))
-    ops = _ops(results)
+    ops = reported_positions(results)
     level = f"{100 * float(a['ci']):g}%"
     kind = "two-way resamples" if len(a["resample"]) > 1 else "resamples"
     drawn = "; Poisson draws" if a.get("bootstrap_method") == "poisson" else ""
@@ -252,7 +262,7 @@ def format_block(results: xr.Dataset) -> list[str]:
                      f"{'have' if len(uncovered) > 1 else 'has'} none")  # fmt: skip
     lines += _left_out_notes(results)
     cells = ["EER (%)", "Cllr", "minCllr"] + [
-        f"{n} P={float(results.prior.values[at]):g}" for at in ops for n in ("act", "min")
+        f"{n} {label}" for label in _point_names(results) for n in ("act", "min")
     ]
     col = 17
     lines.append(
@@ -298,14 +308,13 @@ def format_block(results: xr.Dataset) -> list[str]:
                 p = float(results[f"compare_{metric}_p_better"].values[i])
                 parts.append(f"{_LABELS[metric]} {d:+.3f} " + _diff_interval(
                     lo, hi, p, _bins(results, metric, i, None, scale)))  # fmt: skip
-            for at in ops:
-                prior = float(results.prior.values[at])
+            for at, point in zip(ops, _point_names(results), strict=True):
                 for metric in PER_POINT:
                     d = float(results[f"compare_{metric}"].values[i, at])
                     lo, hi = results[f"compare_{metric}_ci"].values[i, at]
                     p = float(results[f"compare_{metric}_p_better"].values[i, at])
                     short = "actDCF" if metric == "act_dcf" else "minDCF"
-                    parts.append(f"{short} P={prior:g} {d:+.3f} " + _diff_interval(
+                    parts.append(f"{short} {point} {d:+.3f} " + _diff_interval(
                         lo, hi, p, _bins(results, metric, i, at, 1)))  # fmt: skip
             lines.append(f"{label}:")
             lines += [f"  {p}" for p in parts]
