@@ -227,6 +227,17 @@ def test_det_legend_names_systems_with_eer_and_keys_the_marks(three, ax):
     assert key_texts == [*want, "EER", "DR30: 30 errors"]
 
 
+def test_det_key_names_a_stated_point_with_its_costs(ax):
+    """A point stated with costs is keyed as the tables name it (was ``P=0.0917431``)."""
+    rng = np.random.default_rng(5)
+    ds = evaluate_arrays(rng.normal(2, 1, 2000), rng.normal(0, 1, 20000), priors=[0.5],
+                         operating_points=["0.01:10:1"])  # fmt: skip
+    det_plot(ds, ax=ax, window="wide")
+    (key,) = [a for a in ax.artists if a.get_gid() == "det/key"]
+    texts = [t.get_text() for t in key.get_texts()]
+    assert texts[:2] == ["minDCF, P=0.5", "minDCF, 0.01:10:1"]
+
+
 def test_det_key_says_why_a_dr30_line_is_missing(ax):
     # 20 targets: 30 misses never happen, so no Pmiss DR30 line; the key says why
     rng = np.random.default_rng(3)

@@ -52,6 +52,7 @@ from bosaris_dask.metrics import operating_points
 from bosaris_dask.plots._common import Results, curves, dr30_sides, new_axes
 from bosaris_dask.plots.axes import Window, probit, resolve_window, set_det_axes
 from bosaris_dask.plots.det_curves import FAR, det_xy, rocch_det_points, steppy_det_points
+from bosaris_dask.report import point_labels
 
 __all__ = ["rocch_det_points", "steppy_det_points", "det_xy", "auto_window", "det_plot",
            "PRIOR_MARKERS", "FIXED_RATE_MARKERS", "rate_label", "fixed_rate_label"]  # fmt: skip
@@ -191,7 +192,7 @@ def det_plot(
     ax = new_axes(ax, (6.0, 6.0))
     limits = auto_window(results, systems) if window == "auto" else resolve_window(window)
     chosen = curves(results, systems, ax, "det")
-    visible: dict[int, float] = {}
+    visible: dict[int, str] = {}
 
     if eer and not any(line.get_gid() == "det/diagonal" for line in ax.get_lines()):
         ax.plot([-FAR, FAR], [-FAR, FAR], color="0.75", linewidth=0.8, zorder=1,
@@ -247,10 +248,12 @@ def _prior_indices(data: Any, priors: Sequence[float] | None) -> list[int]:
 
 def _operating_points(
     ax: Axes, c: Any, priors: Sequence[float] | None, min_dcf: bool, act_dcf: bool,
-    limits: Window, visible: dict[int, float],
+    limits: Window, visible: dict[int, str],
 ) -> None:  # fmt: skip
-    """Mark minDCF (filled) and actDCF (hollow) points; note in ``visible`` the priors seen."""
+    """Mark minDCF (filled) and actDCF (hollow) points; note in ``visible`` the labels of the
+    points seen (``P=0.01``, or ``0.01:10:1`` for a point stated with costs, as the tables)."""
     points = operating_points(c.data)
+    labels = point_labels(points.prior.values, points)
     index = _prior_indices(points, priors)
     box = probit(np.array(limits)).reshape(2, 2)
     for which, on, filled in (("min", min_dcf, True), ("act", act_dcf, False)):
@@ -262,7 +265,7 @@ def _operating_points(
                     markeredgecolor="black" if filled else c.color,
                     zorder=6, gid=f"det/{which}_dcf/{c.label}", **_marker_style(i))  # fmt: skip
             if box[0, 0] <= x <= box[0, 1] and box[1, 0] <= y <= box[1, 1]:
-                visible[i] = float(points.prior.values[i])
+                visible[i] = labels[i]
 
 
 #: The marks of the fixed-rate operating points: a cross at fixed FMR, a plus at fixed FNMR.
@@ -331,7 +334,7 @@ def _marker_style(i: int) -> dict[str, Any]:
 
 
 def _key(
-    visible: dict[int, float],
+    visible: dict[int, str],
     min_dcf: bool,
     act_dcf: bool,
     eer: bool,
@@ -346,7 +349,7 @@ def _key(
         filled = _legend_proxy(markerfacecolor="0.55", markeredgecolor="black", **_marker_style(i))
         hollow = _legend_proxy(markerfacecolor="white", markeredgecolor="0.3", **_marker_style(i))
         handle = (filled, hollow) if min_dcf and act_dcf else filled if min_dcf else hollow
-        keyed.append((handle, f"{what}DCF, P={visible[i]:g}"))
+        keyed.append((handle, f"{what}DCF, {visible[i]}"))
     if eer:
         keyed.append((_legend_proxy(color="0.55", **_EER_STYLE), "EER"))
     if dr30:
