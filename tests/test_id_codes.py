@@ -14,8 +14,10 @@ from bosaris_dask.io.text import id_codes, parse
 from bosaris_dask.io.text.id_codes import IdCodes, Utf8Ids, bytes_coder
 from bosaris_dask.passes.jit import DISABLE_ENV
 
-# a small alphabet (ids repeat within and across blocks), multi-byte characters included
-IDS = st.text(alphabet="ab\u00e9\u4e2d\U0001f600/.", min_size=0, max_size=4)
+# a small alphabet (ids repeat within and across blocks), multi-byte characters included; and
+# ids about as long as a row's inline bytes, whose differences may lie past them
+SHORT = st.text(alphabet="ab\u00e9\u4e2d\U0001f600/.", min_size=0, max_size=4)
+IDS = st.one_of(SHORT, st.tuples(st.integers(36, 46), SHORT).map(lambda t: "p" * t[0] + t[1]))
 BLOCKS = st.lists(st.lists(IDS, min_size=0, max_size=30), min_size=1, max_size=6)
 
 
@@ -71,6 +73,37 @@ def test_the_table_grows_past_its_first_size(coder):
     got = _coded(blocks, [True, False, True, True, False])
     assert got == _first_appearance(blocks)
     assert len(got[1]) > 2048
+
+
+def test_the_table_stays_at_most_three_quarters_full(coder):
+    # blocks with more new ids than the table has room for are numbered in pieces
+    pool = [f"speaker{k:06d}" for k in range(30000)]
+    blocks = [pool[:3000], pool[1000:24000], pool[20000:] + pool[:10]]
+    codes = IdCodes()
+    for block in blocks:
+        uniques = Utf8Ids.of(block) if coder == "compiled" else np.array(block, dtype=object)
+        got = codes.add(np.arange(len(block)), uniques)
+        assert [pool[k] for k in got] == block
+    assert codes.ids() == pool
+    if coder == "compiled":
+        assert 3 * len(codes._table) / 8 < len(pool) <= 3 * len(codes._table) / 4
+
+
+def test_a_row_matches_only_the_same_bytes():
+    # an id whose hash and length match a row but whose bytes differ (a hash collision, made
+    # here by changing the stored id's bytes, in its row or past them) is a new id
+    if bytes_coder() is None:
+        pytest.skip("numba is not installed or is disabled")
+    for text, where in (("a" * 30, "row"), ("b" * 45 + "x", "tail")):
+        codes = IdCodes()
+        (first,) = codes.add(np.array([0]), Utf8Ids.of([text] + [f"{k}" for k in range(2)]))[:1]
+        row = codes._table[codes._table[:, 1] == first][0]
+        if where == "row":  # its first bytes, kept in the row
+            codes._table[codes._table[:, 1] == first, 3] = row[3] ^ 1
+        else:  # a byte past the row's, kept with the stored ids
+            codes._data[codes._offsets[first] + 44] ^= 1
+        assert codes.add(np.array([0]), Utf8Ids.of([text])).tolist() == [3]
+        assert codes.add(np.array([0]), Utf8Ids.of([text])).tolist() == [3]  # now stored twice
 
 
 def test_ids_of_any_byte_offsets():
