@@ -4,7 +4,7 @@ A score file may carry a label column (wespeaker's ``enrol test score label``, A
 tables): the first such file is the key when no ``--key`` is given, and every other file's
 labels are not used. Where they contradict the key on trials both hold (a score file of another
 list's version, a key whose label words were read the other way round), the evaluation is of the
-key's labels, and a :class:`LabelWarning` says so, with the count and the first such trial.
+key's labels, and a :class:`LabelWarning` says so, with the count and the first few such trials.
 
 Examples
 --------
