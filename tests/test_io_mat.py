@@ -393,6 +393,28 @@ def test_masks_hold_mask_values(tmp_path, variable, fields, message):
     assert io.read(tmp_path / "y.mat").score_mask.values.tolist() == [[True, False]]
 
 
+def test_a_float_signed_key_mask_reads_as_from_hdf5(tmp_path):
+    # a key's trial_mask of floats: by its sign past 0.5, as the HDF5 reader (MATLAB's
+    # meaning); it was refused here (0.25 is no code) where HDF5 read it
+    signs = np.array([[0.25, 0.75, -0.6], [1.0, -1.0, -0.5]])
+    ids = {"modelset": np.array(["m1", "m2"], dtype=object),
+           "segset": np.array(["s1", "s2", "s3"], dtype=object)}  # fmt: skip
+    scipy.io.savemat(tmp_path / "k.mat", {"key": {**ids, "trial_mask": signs}})
+    key = io.read(tmp_path / "k.mat")
+    assert key.trial_mask.values.tolist() == [[0, 1, -1], [1, -1, 0]]
+    with h5py.File(tmp_path / "k.h5", "w") as f:
+        f["trial_mask"] = signs
+        f["ID/row_ids"] = np.array([b"m1", b"m2"])
+        f["ID/column_ids"] = np.array([b"s1", b"s2", b"s3"])
+    assert (
+        io.read(tmp_path / "k.h5", "key").trial_mask.values.tolist()
+        == key.trial_mask.values.tolist()
+    )
+    scipy.io.savemat(tmp_path / "n.mat", {"key": {**ids, "trial_mask": signs * np.nan}})
+    with pytest.raises(StoreError, match=r"key.trial_mask holds nan at trial \(m1, s1\)"):
+        io.read(tmp_path / "n.mat").compute()
+
+
 def test_a_lazy_v73_mask_of_other_values_names_the_trial(tmp_path, monkeypatch):
     from bosaris_dask.io.mat import v73
 

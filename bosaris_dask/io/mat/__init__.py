@@ -23,7 +23,7 @@ from bosaris_dask.errors import (
 )
 from bosaris_dask.io.atomic import atomic_path
 from bosaris_dask.io.compute import as_dask, first_cell
-from bosaris_dask.io.hdf5 import quality_from_values
+from bosaris_dask.io.hdf5 import _key_signs, quality_from_values
 from bosaris_dask.io.mat.v73 import is_v73, read_v73, write_v73
 from bosaris_dask.progress import compute
 from bosaris_dask.trials import (
@@ -68,12 +68,6 @@ def _located(fields: dict, name: str, where: str) -> tuple[Any, str]:
         if isinstance(sub, dict) and alias in sub:
             return sub[alias], f"{where}.ID.{alias}"
     return None, f"{where}.{name}"
-
-
-def _named_matrix(fields: dict, name: str, shape: tuple[int, int], where: str) -> Any:
-    """:func:`_matrix` of a field, its messages naming the field as the struct does."""
-    value, named = _located(fields, name, where)
-    return _matrix(value, shape, named)
 
 
 def ids_of(value: Any, where: str) -> np.ndarray:
@@ -127,15 +121,37 @@ def _logical(mask: Any, named: str, models: np.ndarray, segments: np.ndarray) ->
 
     def check(block: np.ndarray, block_info: Any = None) -> np.ndarray:
         bad = np.isnan(block) if block.dtype.kind == "f" else (block != 0) & (block != 1)
-        if bad.any():
-            i, j = first_cell(bad, block_info)
-            raise StoreError(f"{named} holds {block[bad][0].item()} at trial "
-                             f"({models[i]}, {segments[j]}), not a mask value")  # fmt: skip
+        _refuse(block, bad, block_info, named, models, segments)
         return block != 0
 
     if isinstance(mask, da.Array):
         return mask.map_blocks(check, dtype=bool)
     return check(np.asarray(mask))
+
+
+def _key_codes(mask: Any, named: str, models: np.ndarray, segments: np.ndarray) -> Any:
+    """A key's signed ``trial_mask``: floats by their sign past 0.5 (MATLAB's meaning, as the
+    HDF5 reader reads them; a NaN is a :class:`StoreError` naming the trial), integers as they
+    are (:func:`~bosaris_dask.trials.make_key` checks their codes)."""
+    if mask.dtype.kind != "f":
+        return mask
+
+    def signs(block: np.ndarray, block_info: Any = None) -> np.ndarray:
+        _refuse(block, np.isnan(block), block_info, named, models, segments)
+        return _key_signs(block)
+
+    if isinstance(mask, da.Array):
+        return mask.map_blocks(signs, dtype=np.int8)
+    return signs(np.asarray(mask))
+
+
+def _refuse(block: np.ndarray, bad: np.ndarray, block_info: Any, named: str,
+            models: np.ndarray, segments: np.ndarray) -> None:  # fmt: skip
+    """A :class:`StoreError` naming the first ``bad`` cell's value and trial, if any."""
+    if bad.any():
+        i, j = first_cell(bad, block_info)
+        raise StoreError(f"{named} holds {block[bad][0].item()} at trial "
+                         f"({models[i]}, {segments[j]}), not a mask value")  # fmt: skip
 
 
 def guess_kind(fields: dict) -> str:
@@ -188,7 +204,8 @@ def to_object(fields: dict, kind: str, where: str) -> xr.Dataset | xr.DataArray:
                 for n in ("tar", "non")
             )  # fmt: skip
             return key_from_masks(models, segments, tar, non)
-        mask = _named_matrix(fields, "trial_mask", shape, where)
+        value, named = _located(fields, "trial_mask", where)
+        mask = _key_codes(_matrix(value, shape, named), named, models, segments)
         if isinstance(mask, da.Array):  # a large v7.3 matrix: checked as its blocks are read
             mask = checked_codes(mask, models, segments, where=f"{where}: ")
         return make_key(models, segments, mask)
