@@ -415,6 +415,18 @@ def test_a_float_signed_key_mask_reads_as_from_hdf5(tmp_path):
         io.read(tmp_path / "n.mat").compute()
 
 
+def test_a_quality_table_of_no_ids_is_refused_by_version_5_and_kept_by_7_3(tmp_path):
+    from bosaris_dask.io.mat import read_quality_mat, write_quality_mat
+
+    empty = quality_table([], np.zeros((0, 2)), measures=["snr", "duration"])
+    with pytest.raises(StoreError, match="q.mat: a quality table of no ids cannot be stored in a "
+                                         "version 5"):  # fmt: skip
+        write_quality_mat(empty, tmp_path / "q.mat")
+    assert list(tmp_path.iterdir()) == []  # (it wrote a file that did not read back)
+    write_quality_mat(empty, tmp_path / "q.mat", mat_version="7.3")
+    assert read_quality_mat(tmp_path / "q.mat").shape == (0, 2)
+
+
 def test_a_lazy_v73_mask_of_other_values_names_the_trial(tmp_path, monkeypatch):
     from bosaris_dask.io.mat import v73
 

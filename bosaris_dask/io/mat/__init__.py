@@ -405,4 +405,10 @@ def write_quality_mat(
     """Write a quality table as the struct ``qual`` (``ids``, ``values``: measures x ids)."""
     if not isinstance(table, xr.DataArray) or table.ndim != 2:
         raise StoreError(f"{path}: a quality table must be a 2-D DataArray (ids x measures)")
+    if table.shape[0] == 0 and str(mat_version) == "5":  # (it would not read back)
+        raise StoreError(
+            f"{path}: a quality table of no ids cannot be stored in a version 5 .mat file (its "
+            "readers drop an empty matrix's shape, and with it the number of measures); write "
+            "version 7.3 (mat_version='7.3', convert --mat-version 7.3), zarr or HDF5"
+        )
     return write_mat(table, path, mat_version=mat_version)
