@@ -427,6 +427,19 @@ def test_a_quality_table_of_no_ids_is_refused_by_version_5_and_kept_by_7_3(tmp_p
     assert read_quality_mat(tmp_path / "q.mat").shape == (0, 2)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_one_trial_keeps_its_type(tmp_path, dtype):
+    # a 1 x 1 single matrix came back float64 (scipy's simplify_cells made it a Python float)
+    scores = make_scores(["m"], ["s"], np.array([[0.1]], dtype=dtype))
+    io.write(scores, tmp_path / "s.mat")
+    back = io.read(tmp_path / "s.mat")
+    assert back.score.dtype == dtype and back.score.values.tolist() == [[dtype(0.1)]]
+    assert back.score_mask.values.tolist() == [[True]]
+    key = make_key(["m"], ["s"], [[-1]])
+    io.write(key, tmp_path / "k.mat")
+    assert io.read(tmp_path / "k.mat").trial_mask.values.tolist() == [[-1]]
+
+
 def test_a_lazy_v73_mask_of_other_values_names_the_trial(tmp_path, monkeypatch):
     from bosaris_dask.io.mat import v73
 

@@ -261,9 +261,24 @@ def read_v5(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The variables of a version 5 MAT file: structs as dicts, cell arrays as lists."""
     try:
         with open(path, "rb") as f:
-            return scipy.io.loadmat(f, simplify_cells=True, mat_dtype=False)
+            variables = scipy.io.loadmat(f, simplify_cells=True, mat_dtype=False)
+        if any(_scalars(v) for v in variables.values()):  # 1 x 1 matrices: their types back
+            with open(path, "rb") as f:
+                raw = scipy.io.loadmat(f, struct_as_record=False, mat_dtype=False)
+            for name, fields in variables.items():
+                for field in _scalars(fields):
+                    fields[field] = getattr(raw[name][0, 0], field)
+        return variables
     except (*_SCIPY_ERRORS, NotImplementedError, scipy.io.matlab.MatReadError) as exc:
         raise StoreError(f"{path}: not a readable MAT file ({exc})") from exc
+
+
+def _scalars(fields: Any) -> list[str]:
+    """The fields of a struct that ``simplify_cells`` turned into Python numbers (its 1 x 1
+    matrices: a single's or a logical's type lost)."""
+    if not isinstance(fields, dict):
+        return []
+    return [name for name, value in fields.items() if isinstance(value, (bool, int, float))]
 
 
 def _as_mat(value: Any) -> Any:
