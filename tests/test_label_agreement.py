@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bosaris_dask import io
 from bosaris_dask.cli import main
 from bosaris_dask.cli.label_agreement import LabelWarning, disagreement
 from bosaris_dask.io.text import packed
@@ -96,10 +97,12 @@ def test_contradicting_labels_are_warned_about_and_the_keys_used(tmp_path, layou
     _write(tmp_path / "s2.score", flipped)
     _write(tmp_path / "s2-bare.score", flipped, labels=False)  # no labels: nothing to check
     _write(tmp_path / "key", truth)
+    io.write(io.read(tmp_path / "key", "key"), tmp_path / "key.zarr")  # (read as a grid)
     reports = {}
     for name, argv in {
         "own key": ["--scores", "s1.score", "--scores", "s2.score"],
         "key": ["--key", "key", "--scores", "s1.score", "--scores", "s2.score"],
+        "store key": ["--key", "key.zarr", "--scores", "s1.score", "--scores", "s2.score"],
         "bare": ["--key", "key", "--scores", "s1.score", "--scores", "s2-bare.score"],
     }.items():
         out = tmp_path / f"{name}.json"
@@ -111,16 +114,16 @@ def test_contradicting_labels_are_warned_about_and_the_keys_used(tmp_path, layou
             assert said == []
         else:
             assert len(said) == 1, err
-            source = "s1.score" if name == "own key" else "key"
+            source = {"own key": "s1.score", "key": "key", "store key": "key.zarr"}[name]
             assert f"s2.score: its labels contradict the key's ({tmp_path / source}) on 2 of " \
                    "the 5 trials both label, e.g. (b, x)" in said[0]  # fmt: skip
-            assert ("at line 2" in said[0]) == (layout == "packed")
+            assert ("at line 2" in said[0]) == (layout == "packed")  # (read as a list)
         reports[name] = json.loads(out.read_text())
     numbers = {
         name: [{k: v for k, v in system.items() if k != "name"} for system in report["systems"]]
         for name, report in reports.items()
     }
-    assert numbers["own key"] == numbers["bare"] == numbers["key"]
+    assert numbers["own key"] == numbers["bare"] == numbers["key"] == numbers["store key"]
 
 
 def test_agreeing_labels_say_nothing(tmp_path, layout):

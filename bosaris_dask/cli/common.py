@@ -132,7 +132,7 @@ def _load(
         return _text_inputs(packing, key_path, score_paths, (key_format, text_format), llr_base,
                             embeddings)  # fmt: skip
     key = io.read(key_path, "key", text_format=key_format)  # first: a wrong key path is the
-    return key, _systems(args, key, score_paths, text_format, llr_base)  # first error
+    return key, _systems(args, key, score_paths, text_format, llr_base, key_path)  # first error
 
 
 def _key_and_systems(
@@ -152,7 +152,7 @@ def _key_and_systems(
                             _pairs_from_embeddings(args))  # fmt: skip
     key_format, text_format = _text_formats(args)
     key = _key(args, key_format)
-    return key, _systems(args, key, score_paths, text_format, llr_base)
+    return key, _systems(args, key, score_paths, text_format, llr_base, args.key)
 
 
 def _text_formats(args: argparse.Namespace) -> tuple[str | None, str | None]:
@@ -219,19 +219,38 @@ def _systems(
     score_paths: Sequence[str],
     text_format: str | None = None,
     llr_base: str = "e",
+    key_path: str | None = None,
 ) -> list[Any]:
     """The systems' scores as natural-log LLRs (``--llr-base``): each file of ``score_paths``,
     then, with ``--enrol``/``--test`` in ``args``, the lazy scores from embeddings of the
-    trials of ``trials`` (a key or ndx; ``None``: all of them) as the last system.
+    trials of ``trials`` (a key or ndx; ``None``: all of them) as the last system. A text
+    score file with a label column is checked against the key read from ``key_path``
+    (:func:`_scores_of`).
 
     The scores from embeddings go through the same ``--llr-base`` conversion as a file: a
     command given ``--enrol E --test T`` gives what it gives with ``score --out S`` and then
     ``--scores S``.
     """
-    from bosaris_dask import io
-
-    systems = [io.read(p, "scores", text_format=text_format) for p in score_paths]
+    systems = [_scores_of(p, trials, text_format, key_path) for p in score_paths]
     return _in_natural(_with_embeddings(args, trials, systems), llr_base)
+
+
+def _scores_of(path: str, trials: Any, text_format: str | None, key_path: str | None) -> Any:
+    """The scores of a file; where it is a text file with a label column other than the key's
+    own, read with its labels in the same parse, and a
+    :class:`~bosaris_dask.cli.label_agreement.LabelWarning` where they contradict the key's
+    (a list beyond the key's grid put on it, as an evaluation reads it)."""
+    from bosaris_dask import io
+    from bosaris_dask.cli.packed_inputs import _regular_text_file, has_labels, labelled_scores
+    from bosaris_dask.io.text.packed import TrialList, on_grid
+    from bosaris_dask.trials import kind_of
+
+    if (key_path is None or trials is None or kind_of(trials) != "key"
+            or same_file(path, key_path) or not _regular_text_file(path)
+            or not has_labels(path, text_format)):  # fmt: skip
+        return io.read(path, "scores", text_format=text_format)
+    scores = labelled_scores(path, text_format, trials, key_path)
+    return on_grid(scores, trials) if isinstance(scores, TrialList) else scores
 
 
 def _in_natural(systems: list[Any], llr_base: str) -> list[Any]:

@@ -234,19 +234,35 @@ def checked_scores(
     :func:`~bosaris_dask.io.text.packed.read_trials`); where the file has a label column too,
     a :class:`~bosaris_dask.cli.label_agreement.LabelWarning` if its labels contradict those of
     ``key`` (read from ``key_path``)."""
-    from bosaris_dask.cli.label_agreement import warn_disagreeing_labels
-    from bosaris_dask.errors import ParseError
-    from bosaris_dask.io.text import text_has_labels
-    from bosaris_dask.io.text.packed import TrialList, read_key_and_scores, read_trials
+    from bosaris_dask.io.text.packed import TrialList, read_trials
 
-    try:
-        labelled = text_has_labels(path, format=text_format)
-    except ParseError:  # (read as scores below, the error names what is wrong as a score)
-        labelled = False
-    if not labelled:
+    if not has_labels(path, text_format):
         if as_lists:
             return TrialList.read(path, "scores", format=text_format)
         return read_trials(path, "scores", format=text_format, like=key)
+    return labelled_scores(path, text_format, key, key_path, as_lists=as_lists)
+
+
+def has_labels(path: str, text_format: str | None) -> bool:
+    """Whether a text score file has a label column too (False where its first lines do not
+    read: its read as scores then names what is wrong as a score)."""
+    from bosaris_dask.errors import ParseError
+    from bosaris_dask.io.text import text_has_labels
+
+    try:
+        return text_has_labels(path, format=text_format)
+    except ParseError:
+        return False
+
+
+def labelled_scores(
+    path: str, text_format: str | None, key: Any, key_path: str, *, as_lists: bool = False
+) -> Any:
+    """The scores of a text file with a label column, its labels read in the same parse and
+    checked against those of ``key`` (:func:`checked_scores`)."""
+    from bosaris_dask.cli.label_agreement import warn_disagreeing_labels
+    from bosaris_dask.io.text.packed import read_key_and_scores
+
     like = None if as_lists else key
     labels, scores = read_key_and_scores(path, format=text_format, like=like, as_lists=as_lists)
     warn_disagreeing_labels(key, labels, path, key_path)
