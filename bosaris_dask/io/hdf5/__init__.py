@@ -302,9 +302,12 @@ def _signed_mask_only(f: h5py.File, path: Path) -> bool:
     return all(_resolve(path, f, name) is None for name in ("file_format", "target_mask"))
 
 
-def _key_signs(x: np.ndarray) -> np.ndarray:
-    """The codes of a ``/trial_mask`` block: integers as they are, floats by their sign past 0.5
-    (MATLAB's meaning), without 8-byte temporaries.
+def key_signs(x: np.ndarray) -> np.ndarray:
+    """The codes of a signed ``trial_mask`` block: integers as they are, floats by their sign
+    past 0.5 (MATLAB's meaning; the .mat reader's too), without 8-byte temporaries.
+
+    >>> key_signs(np.array([[0.25, 0.75, -0.6, 1.0]])).tolist()
+    [[0, 1, -1, 1]]
     """
     if x.dtype.kind in "iu":
         return x.astype(np.int8, copy=False)
@@ -455,7 +458,7 @@ def read_hdf5(
             tar, non = lazy("target_mask", (0, 1)), lazy("nontarget_mask", (0, 1))
             mask = da.map_blocks(_key_from_two, tar, non, os.fspath(path), dtype=np.int8)
         else:
-            mask = lazy("trial_mask", (-1, 0, 1)).map_blocks(_key_signs, dtype=np.int8)
+            mask = lazy("trial_mask", (-1, 0, 1)).map_blocks(key_signs, dtype=np.int8)
         return make_key(models, segments, mask)
     except TrialError as exc:
         manager.close()

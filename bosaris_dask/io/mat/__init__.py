@@ -23,7 +23,7 @@ from bosaris_dask.errors import (
 )
 from bosaris_dask.io.atomic import atomic_path
 from bosaris_dask.io.compute import as_dask, first_cell
-from bosaris_dask.io.hdf5 import _key_signs, quality_from_values
+from bosaris_dask.io.hdf5 import key_signs, quality_from_values
 from bosaris_dask.io.mat.v73 import is_v73, read_v73, write_v73
 from bosaris_dask.progress import compute
 from bosaris_dask.trials import (
@@ -138,7 +138,7 @@ def _key_codes(mask: Any, named: str, models: np.ndarray, segments: np.ndarray) 
 
     def signs(block: np.ndarray, block_info: Any = None) -> np.ndarray:
         _refuse(block, np.isnan(block), block_info, named, models, segments)
-        return _key_signs(block)
+        return key_signs(block)
 
     if isinstance(mask, da.Array):
         return mask.map_blocks(signs, dtype=np.int8)
