@@ -249,6 +249,7 @@ def format_block(results: xr.Dataset) -> list[str]:
     names = [str(n) for n in results.system.values]
     width = max(6, *(len(n) for n in names))
     ops = reported_positions(results)
+    point_names = _point_names(results)
     level = f"{100 * float(a['ci']):g}%"
     kind = "two-way resamples" if len(a["resample"]) > 1 else "resamples"
     drawn = "; Poisson draws" if a.get("bootstrap_method") == "poisson" else ""
@@ -262,7 +263,7 @@ def format_block(results: xr.Dataset) -> list[str]:
                      f"{'have' if len(uncovered) > 1 else 'has'} none")  # fmt: skip
     lines += _left_out_notes(results)
     cells = ["EER (%)", "Cllr", "minCllr"] + [
-        f"{n} {label}" for label in _point_names(results) for n in ("act", "min")
+        f"{n} {label}" for label in point_names for n in ("act", "min")
     ]
     col = 17
     lines.append(
@@ -308,7 +309,7 @@ def format_block(results: xr.Dataset) -> list[str]:
                 p = float(results[f"compare_{metric}_p_better"].values[i])
                 parts.append(f"{_LABELS[metric]} {d:+.3f} " + _diff_interval(
                     lo, hi, p, _bins(results, metric, i, None, scale)))  # fmt: skip
-            for at, point in zip(ops, _point_names(results), strict=True):
+            for at, point in zip(ops, point_names, strict=True):
                 for metric in PER_POINT:
                     d = float(results[f"compare_{metric}"].values[i, at])
                     lo, hi = results[f"compare_{metric}_ci"].values[i, at]
