@@ -26,12 +26,13 @@ def fixed_rate_arguments(parser: argparse.ArgumentParser, plot: str = "") -> Non
         "--fmr", type=values.rate, action="append", metavar="F",
         help="report FNMR and TAR at false-match rate F (ISO/IEC 19795-1): the threshold is "
         "the smallest score with FMR <= F (exact; ties can make the actual FMR lower, which "
-        f"is reported); repeat, e.g. --fmr 1e-4 --fmr 1e-3; {plot}",
+        "is reported; F below 1/non-targets is n/a: no threshold has a non-zero FMR that low); "
+        f"repeat, e.g. --fmr 1e-4 --fmr 1e-3; {plot}",
     )  # fmt: skip
     parser.add_argument(
         "--fnmr", type=values.rate, action="append", metavar="F",
         help="report FMR at false-non-match rate F: the threshold is the largest score with "
-        f"FNMR <= F; repeatable; {fnmr_plot}",
+        f"FNMR <= F (F below 1/targets is n/a, as for --fmr); repeatable; {fnmr_plot}",
     )  # fmt: skip
 
 
