@@ -192,6 +192,42 @@ def test_bad_labels_name_file_line_and_words(tmp_path, parser, fmt, content, lin
             read_text(path, "key", block_bytes=block_bytes)
 
 
+SCORES_WITH_BAD_LABELS = [
+    # a 3D-Speaker file given as wespeaker: its 1/0 labels would be the scores
+    ("wespeaker", "a x 1 4.643236287002317\na y 0 -5.6\n", 1, "label '4.643236287002317'"),
+    ("3dspeaker", "a x 0.5 1\na y -0.5 0\n", 1, "label '0.5' is not one of"),  # wespeaker
+    (None, "a x 0.5 target\na y 0.7 whatever\n", 2, "label 'whatever' is not one of"),
+    (None, "modelid\ttargettype\tsegmentid\tLLR\nm\ttarget\tx\t1.5\nm\tgarbage\ty\t-2\n", 3,
+     "label 'garbage' is not one of"),
+    (None, "a x 0.5 target\na y 0.7 imp\n", 2, "label 'imp' is of the pair tgt/imp, but line 1"),
+]
+
+
+@pytest.mark.parametrize("block_bytes", [text.BLOCK_BYTES, 4])
+@pytest.mark.parametrize(("fmt", "content", "line", "message"), SCORES_WITH_BAD_LABELS)
+def test_a_score_file_s_label_column_is_checked_when_read_as_scores(
+    tmp_path, capsys, parser, fmt, content, line, message, block_bytes
+):
+    path = tmp_path / "scores.txt"
+    path.write_text(content)
+    with pytest.raises(ParseError) as info:
+        read_text(path, "scores", format=fmt, block_bytes=block_bytes)
+    assert (info.value.line, info.value.path) == (line, os.fspath(path))
+    assert info.value.message.startswith(message)
+    out = tmp_path / "o.txt"  # convert alike, writing nothing
+    assert main(["convert", *(["--format", fmt] if fmt else []), str(path), str(out)]) == 1
+    assert f"scores.txt:{line}: {message}" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_score_file_s_good_labels_are_dropped_from_its_scores(tmp_path, parser):
+    path = tmp_path / "scores.txt"
+    path.write_text("a x 1 4.5\na y 0 -5.5\n")
+    scores = read_text(path, format="3dspeaker")
+    assert scores.score.values.tolist() == [[4.5, -5.5]]
+    assert set(scores.data_vars) == {"score", "score_mask"}
+
+
 MIXED_PAIRS = [
     # ASVspoof's three-class ASV trial lists: the spoofs were read as non-targets
     (

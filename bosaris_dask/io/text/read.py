@@ -168,11 +168,15 @@ def collect_text(
     (:func:`read_text` without the dense matrices); the caller closes the collector.
 
     ``with_labels`` (with ``kind="scores"``): the label column too, for a file that is its own
-    key (:func:`text_has_labels`), so that one read gives both."""
+    key (:func:`text_has_labels`), so that one read gives both. Without it, a scores file's
+    label column is still parsed and checked (label words of one pair) and then dropped: a
+    label column read as scores, or scores read as labels (a 3D-Speaker file given as
+    wespeaker), is a ParseError, not a file of 1.0 and 0.0 scores."""
     layout = _detect_layout(path, kind, header, format)
     if with_labels:
         layout = _with_label_column(path, layout, header, format)
     collector = _Collector(layout, scratch_dir)
+    layout = _label_checked(path, layout, header, format)
     one_pair = OneLabelPair(path)
     progress, done = Heartbeat(path, "read", _file_size(path)), 0
     try:
@@ -191,6 +195,16 @@ def collect_text(
         raise
     progress.finish(f"{collector.n:,} trials")
     return collector
+
+
+def _label_checked(path: Any, layout: _Layout, header: bool | None, format: str | None) -> _Layout:
+    """``layout`` reading the label column of a scores file that has one (to be checked)."""
+    if layout.kind != "scores" or "label" in dict(layout.roles):
+        return layout
+    try:
+        return _with_label_column(path, layout, header, format)
+    except (ParseError, TrialError):  # no label column
+        return layout
 
 
 def _file_size(path: str | os.PathLike[str]) -> int:
