@@ -197,8 +197,12 @@ SCORES_WITH_BAD_LABELS = [
     ("wespeaker", "a x 1 4.643236287002317\na y 0 -5.6\n", 1, "label '4.643236287002317'"),
     ("3dspeaker", "a x 0.5 1\na y -0.5 0\n", 1, "label '0.5' is not one of"),  # wespeaker
     (None, "a x 0.5 target\na y 0.7 whatever\n", 2, "label 'whatever' is not one of"),
-    (None, "modelid\ttargettype\tsegmentid\tLLR\nm\ttarget\tx\t1.5\nm\tgarbage\ty\t-2\n", 3,
-     "label 'garbage' is not one of"),
+    (
+        None,
+        "modelid\ttargettype\tsegmentid\tLLR\nm\ttarget\tx\t1.5\nm\tgarbage\ty\t-2\n",
+        3,
+        "label 'garbage' is not one of",
+    ),
     (None, "a x 0.5 target\na y 0.7 imp\n", 2, "label 'imp' is of the pair tgt/imp, but line 1"),
 ]
 
