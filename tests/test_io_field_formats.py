@@ -22,6 +22,7 @@ from bosaris_dask.errors import OptionError, ParseError
 from bosaris_dask.io import text
 from bosaris_dask.io.text import read_text, sniff_text_kind, text_has_labels
 from bosaris_dask.io.text.labels import LABEL_PAIRS
+from bosaris_dask.trials import make_ndx
 
 
 @pytest.fixture(params=["fast", "reference"])
@@ -430,6 +431,20 @@ def test_a_short_file_s_last_line_counts_without_its_newline(tmp_path, end):
         read_text(path)
 
 
+@pytest.mark.parametrize("segments", [["0.5", "1.5"], ["same", "different"]])
+def test_an_ndx_the_writer_made_of_score_or_label_like_segments_reads_back_as_an_ndx(
+    tmp_path, segments
+):
+    # convert wrote such a headerless ndx, and no reader took it back, --kind ndx or not
+    path = tmp_path / "trials.txt"
+    io.write(make_ndx(["m1", "m2"], segments, [[True, False], [False, True]]), path)
+    with pytest.raises(ParseError, match=r"\(an ndx of such segment ids: give the kind"):
+        read_text(path)
+    ndx = read_text(path, "ndx")
+    assert ndx.segment.values.tolist() == segments
+    assert ndx.trial_mask.values.tolist() == [[1, 0], [0, 1]]
+
+
 def test_a_trial_list_of_numeric_segment_ids_is_still_a_trial_list(tmp_path):
     path = tmp_path / "trials"
     path.write_text("m1 1234\nm1 77\nm2 1234\n")  # (IJB-style numeric template ids)
@@ -497,3 +512,17 @@ def test_calibrate_fuse_and_apply_take_format_and_key_format(tmp_path):
                      *extra, "--out", str(out), "-q"]) == 0  # fmt: skip
         outs.append(out.read_text())
     assert outs[0] == outs[1] and len(outs[0].splitlines()) == len(rows)
+
+
+def test_info_takes_the_format_its_error_asks_for(tmp_path, capsys):
+    path = tmp_path / "ambiguous.score"  # labels 1/0 and scores 1/0: the layout must be given
+    path.write_text("a b 1 0\na c 0 1\n")
+    assert main(["info", str(path)]) == 1
+    assert "give the format (wespeaker" in capsys.readouterr().err
+    assert main(["info", "--format", "wespeaker", str(path)]) == 0
+    assert "trials:      2\n" in capsys.readouterr().out
+    args = ["info", "--format", "wespeaker", str(path), "--key", str(path)]
+    assert main([*args, "--key-format", "3dspeaker"]) == 0  # the key: labels in field 3
+    assert "key trials:  2 in" in capsys.readouterr().out
+    assert main(["info", "--kind", "key", "--format", "3dspeaker", str(path)]) == 0
+    assert "(1 targets, 1 non-targets)" in capsys.readouterr().out

@@ -155,7 +155,8 @@ def _named(dest: str, path: str) -> str:
 _TRIAL_WRITERS = ("convert", "calibrate", "fuse", "apply", "score")
 
 #: The options (``args`` names) whose inputs each text-layout option describes.
-_LAID_OUT = {"format": ("key", "ndx", "scores", "input", "eval_key", "eval_scores", "apply"),
+_LAID_OUT = {"format": ("key", "ndx", "scores", "input", "path", "eval_key", "eval_scores",
+                        "apply"),
              "key_format": ("key", "ndx", "eval_key")}  # fmt: skip
 
 

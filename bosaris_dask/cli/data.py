@@ -20,6 +20,7 @@ from bosaris_dask.cli.common import (
     _progress,
     _say,
     _size,
+    _text_formats,
     _write_json,
 )
 from bosaris_dask.errors import BosarisError, OptionError, QualityTableError, TrialError, article
@@ -149,13 +150,13 @@ def cmd_info(args: argparse.Namespace) -> int:
         if key is not None:
             _print_list_coverage(listed, key, args.key)
         elif args.key:
-            with _opened(args, lambda: io.read(args.key, "key"), _size) as grid_key:
+            with _opened(args, lambda: _read_key(args), _size) as grid_key:
                 _print_list_coverage_of_grid(args, listed, grid_key)
         return 0
     grid = listed
 
     def read() -> Any:
-        return io.read(args.path, args.kind) if grid is None else grid
+        return io.read(args.path, args.kind, text_format=args.format) if grid is None else grid
 
     try:
         with _opened(args, read, _size) as obj:
@@ -208,7 +209,7 @@ def _text_trials(args: argparse.Namespace) -> Any:
 
     if not _regular_text_file(args.path):
         return None
-    return read_trials(args.path, args.kind)
+    return read_trials(args.path, args.kind, format=args.format)
 
 
 def _key_list(args: argparse.Namespace) -> Any:
@@ -219,8 +220,15 @@ def _key_list(args: argparse.Namespace) -> Any:
 
     if not args.key or not _regular_text_file(args.key):
         return None
-    key = read_trials(args.key, "key")
+    key = read_trials(args.key, "key", format=_text_formats(args)[0])
     return key if isinstance(key, TrialList) else None
+
+
+def _read_key(args: argparse.Namespace) -> Any:
+    """``info``'s ``--key``, in its text layout where one is given."""
+    from bosaris_dask import io
+
+    return io.read(args.key, "key", text_format=_text_formats(args)[0])
 
 
 def _print_list_coverage(scores: Any, key: Any, key_path: str) -> None:
@@ -311,17 +319,16 @@ def _print_info(args: argparse.Namespace, obj: Any) -> None:
                   "an 'id class' table, it is read by --enrol-classes/--test-classes (info "
                   "reads it as a trial list)")  # fmt: skip
     if args.key:
-        _print_coverage(obj, args.key)
+        _print_coverage(obj, args)
 
 
-def _print_coverage(scores: Any, key_path: str) -> None:
+def _print_coverage(scores: Any, args: argparse.Namespace) -> None:
     """What ``evaluate`` would use of these scores: key trials with and without a score, and
     scores of trials not in the key (which it ignores)."""
-    from bosaris_dask import io
     from bosaris_dask.trials import coverage
 
-    c = coverage(scores, io.read(key_path, "key"))
-    _print_counts(key_path, c["trials"], c["scored"], c["scores"])
+    c = coverage(scores, _read_key(args))
+    _print_counts(args.key, c["trials"], c["scored"], c["scores"])
 
 
 def _print_counts(key_path: str, n_key: int, scored: int, n_scores: int) -> None:

@@ -88,6 +88,7 @@ def _info(sub: Any) -> None:
         "scores of trials not in the key (which evaluate ignores); with a condition table: "
         "whether it has every id (or trial) of the key",
     )
+    options.format_arguments(p)
     _finish(p, cmd_info)
 
 

@@ -255,8 +255,9 @@ def _refuse_foreign(
     as something else (an ESPnet trial id as a model, its score as a segment; an ASVspoof CM
     key or score file as a trial list whose segments are labels or scores) or fail with a bare
     field count (a quality table) or a bare bad score (VoxSRC's 'score enrol test' order, read
-    without a kind or as scores)."""
-    if len(tokens) == 2:
+    without a kind or as scores). Two fields read as an ndx (``kind="ndx"``) are its trials,
+    whatever their segment ids look like."""
+    if len(tokens) == 2 and kind != "ndx":
         lines = _first_lines(path, origin)
         data_like = is_label_word(tokens[1], numeric=False) or _is_number(tokens[1])
         body = lines if data_like else lines[1:]  # the first line may be a header
@@ -273,14 +274,16 @@ def _refuse_foreign(
             raise ParseError(
                 f"two fields, the second a label word ({_shown(second[0])}): an id-label list "
                 "such as an ASVspoof CM key (filename cm-label)? a trial list has model and "
-                "segment ids; for ASVspoof use 'bosaris-dask spoof cm'",
+                "segment ids; for ASVspoof use 'bosaris-dask spoof cm' (an ndx of such segment "
+                "ids: give the kind, --kind ndx)",
                 path=path, line=lineno,
             )  # fmt: skip
         if second and all(_is_number(t) and not t.lstrip(b"+-").isdigit() for t in second):
             raise ParseError(
                 f"two fields, the second a score ({_shown(second[0])}): an id-score file such "
                 "as ASVspoof CM scores (filename cm-score)? a trial list has model and segment "
-                "ids; for ASVspoof use 'bosaris-dask spoof cm'",
+                "ids; for ASVspoof use 'bosaris-dask spoof cm' (an ndx of such segment ids: give "
+                "the kind, --kind ndx)",
                 path=path, line=lineno,
             )  # fmt: skip
     if tokens and (tokens[0] in (b"{", b"[") or tokens[0].startswith(b'{"')):
