@@ -311,6 +311,12 @@ def test_info_describes_condition_tables_and_their_coverage_of_a_key(tmp_path, c
     assert "kind:        key" in capsys.readouterr().out
     assert main(["info", "--kind", "conditions", str(tmp_path / "key.zarr")]) != 0
     assert "key.zarr: a key store, not a condition table" in capsys.readouterr().err
+    (tmp_path / "spaced.tsv").write_text("model gender\nm0 f\n")  # reads as an ndx, noted
+    assert main(["info", str(tmp_path / "spaced.tsv")]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "note:        the trial ('model', 'gender') looks like the header of a condition table "
+        "separated by spaces: condition tables are tab-separated"
+    )
 
 
 _FIELD = st.text(alphabet=st.sampled_from(list("ab1.-_") + [" ", "\t", "\xa0", "é", "\r"]),

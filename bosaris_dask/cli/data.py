@@ -318,6 +318,11 @@ def _print_info(args: argparse.Namespace, obj: Any) -> None:
             print("note:        one segment per model, fewer segments than models: if this is "
                   "an 'id class' table, it is read by --enrol-classes/--test-classes (info "
                   "reads it as a trial list)")  # fmt: skip
+        first = (str(obj.model.values[0]), str(obj.segment.values[0])) if n_m and n_s else ()
+        if kind == "ndx" and first and first[0] in ("model", "segment") \
+                and io.detect_format(args.path) == "text":  # fmt: skip
+            print(f"note:        the trial {first} looks like the header of a condition "
+                  "table separated by spaces: condition tables are tab-separated")  # fmt: skip
     if args.key:
         _print_coverage(obj, args)
 
