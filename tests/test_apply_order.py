@@ -81,6 +81,35 @@ def test_fused_lines_follow_the_first_file_and_leave_out_unscored_trials(lists, 
     assert "estimated target proportion" in err  # fuse's report from the packed lists
 
 
+def test_the_grid_path_says_how_many_trials_it_leaves_out_as_the_text_path_does(lists, capsys):
+    d = lists
+    main(["fuse", "--key", str(d / "key.lst"), "--scores", str(d / "s1.lst"), "--scores",
+          str(d / "s2.lst"), "--model-out", str(d / "fus.json"), "--allow-missing",
+          "-q"])  # fmt: skip
+    argv = ["apply", "--model", str(d / "fus.json"), "--scores", str(d / "s1.lst"),
+            "--scores", str(d / "s2.lst")]  # fmt: skip
+    first = {tuple(line.split()[:2]) for line in _lines(d / "s1.lst")}
+    second = {tuple(line.split()[:2]) for line in _lines(d / "s2.lst")}
+    dropped = len(first - second)
+    assert main([*argv, "--out", str(d / "out.txt")]) == 0  # the text path
+    said = f"{dropped} of the {len(first)} trials of s1.lst have no score in every system: "
+    assert said + "not written" in capsys.readouterr().err
+    assert main([*argv, "--out", str(d / "out.zarr")]) == 0  # the grid path (a store)
+    assert said + "not written" in capsys.readouterr().err
+    ndx = sorted(first)[::2]
+    _write(d / "trials.ndx", [" ".join(t) for t in ndx])
+    assert main([*argv, "--ndx", str(d / "trials.ndx"), "--out", str(d / "ndx.zarr")]) == 0
+    unscored = len(set(ndx) - second)
+    assert unscored > 0
+    assert (f"{unscored} of the {len(ndx)} trials of trials.ndx have no score in every system: "
+            "not written") in capsys.readouterr().err  # fmt: skip
+    main(["calibrate", "--key", str(d / "key.lst"), "--scores", str(d / "s2.lst"),
+          "--model-out", str(d / "cal.json"), "--allow-missing", "-q"])  # fmt: skip
+    argv = ["apply", "--model", str(d / "cal.json"), "--scores", str(d / "s2.lst")]
+    assert main([*argv, "--out", str(d / "cal.zarr")]) == 0  # one system: nothing left out
+    assert "not written" not in capsys.readouterr().err
+
+
 def test_ndx_order_fill_and_llr_base(lists):
     d = lists
     main(["fuse", "--key", str(d / "key.lst"), "--scores", str(d / "s1.lst"), "--scores",
@@ -100,7 +129,7 @@ def test_ndx_order_fill_and_llr_base(lists):
 def test_errors_name_their_line_and_kind(lists, capsys):
     d = lists
     main(["calibrate", "--key", str(d / "key.lst"), "--scores", str(d / "s1.lst"),
-          "--model-out", str(d / "cal.json"), "-q"])  # fmt: skip
+          "--model-out", str(d / "cal.json"), "--allow-missing", "-q"])  # fmt: skip
     lines = _lines(d / "s1.lst")
     _write(d / "twice.lst", [*lines, lines[4]])
     with pytest.raises(ParseError, match=rf"twice.lst:{len(lines) + 1}:.*given twice.*line 5"):
@@ -115,7 +144,7 @@ def test_errors_name_their_line_and_kind(lists, capsys):
 def test_large_files_go_through_the_grid_and_say_so(lists, monkeypatch, capsys):
     d = lists
     main(["calibrate", "--key", str(d / "key.lst"), "--scores", str(d / "s1.lst"),
-          "--model-out", str(d / "cal.json"), "-q"])  # fmt: skip
+          "--model-out", str(d / "cal.json"), "--allow-missing", "-q"])  # fmt: skip
     monkeypatch.setattr(in_order, "LIST_MAX_BYTES", 100)
     argv = ["apply", "--model", str(d / "cal.json"), "--scores", str(d / "s1.lst")]
     main([*argv, "--out", str(d / "out.txt")])
@@ -126,7 +155,7 @@ def test_large_files_go_through_the_grid_and_say_so(lists, monkeypatch, capsys):
 def test_a_text_output_that_cannot_keep_the_order_says_why(lists, capsys):
     d = lists
     main(["calibrate", "--key", str(d / "key.lst"), "--scores", str(d / "s1.lst"),
-          "--model-out", str(d / "cal.json"), "-q"])  # fmt: skip
+          "--model-out", str(d / "cal.json"), "--allow-missing", "-q"])  # fmt: skip
     ndx = [line.split()[:2] for line in _lines(d / "s1.lst")][:5]
     _write(d / "trials.ndx", [" ".join(t) for t in ndx])
     main(["convert", str(d / "trials.ndx"), str(d / "ndx.zarr"), "-q"])
@@ -141,7 +170,7 @@ def test_a_text_output_that_cannot_keep_the_order_says_why(lists, capsys):
 def test_fill_messages_count_trials_and_refuse_a_non_finite_value(lists, capsys):
     d = lists
     main(["calibrate", "--key", str(d / "key.lst"), "--scores", str(d / "s1.lst"),
-          "--model-out", str(d / "cal.json"), "-q"])  # fmt: skip
+          "--model-out", str(d / "cal.json"), "--allow-missing", "-q"])  # fmt: skip
     first = _lines(d / "s1.lst")[0].split()[:2]
     _write(d / "trials.ndx", [" ".join(first), "nobody utt00", "spk0-enr nothing"])
     argv = ["apply", "--model", str(d / "cal.json"), "--scores", str(d / "s1.lst"), "--ndx",

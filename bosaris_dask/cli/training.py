@@ -65,6 +65,31 @@ def _fill_missing(args: argparse.Namespace, out: Any, ndx: Any) -> Any:
     return set_missing_to_value(out, ndx, args.fill_missing, log_missing=False)
 
 
+def _say_unwritten(
+    args: argparse.Namespace, out: Any, systems: list[Any], ndx: Any, first: str | None
+) -> None:
+    """Say how many trials of ``--ndx``, else of the first system (read from ``first``),
+    have no score in every system, so that ``out`` leaves them out, as the text path
+    (:func:`~bosaris_dask.cli.in_order.apply_in_order`) says; before the write, as ``--out``
+    may replace an input. One pass over the masks, none for one system without ``--ndx``
+    (nothing left out) or with ``--fill-missing`` (which counts its own)."""
+    from pathlib import Path
+
+    from bosaris_dask.progress import compute
+
+    if getattr(args, "fill_missing", None) is not None or (ndx is None and len(systems) < 2):
+        return
+    if ndx is not None:  # out is on the ndx's ids, restricted to its trials
+        reference, name = ndx.trial_mask.data != 0, args.ndx
+    else:  # out's trials are those every system scores: some of the first's
+        reference, name = systems[0].score_mask.data, first
+    n_ref, n_out = (int(n) for n in compute((reference.sum(), out.score_mask.data.sum()),
+                                            progress=None))  # fmt: skip
+    if n_ref > n_out:
+        _say(args, f"{n_ref - n_out:,} of the {n_ref:,} trials of {Path(str(name)).name} have no "
+                   "score in every system: not written")  # fmt: skip
+
+
 def _fit_and_apply(
     args: argparse.Namespace, model: Any, open_inputs: Callable[[], tuple[Any, list[Any], Any]]
 ) -> int:
@@ -146,6 +171,7 @@ def _fit_and_apply(
                 model, targets, quality=evaluated, ndx=ndx, llr_base="e"
             )  # the targets are natural-log LLRs already
             out = _fill_missing(args, _in_user_base(args, fitted_out), ndx)
+            _say_unwritten(args, out, targets, ndx, args.apply[0])
             try:
                 # the report before the write: --out may be one of the --apply stores, which
                 # the write replaces under the lazily opened inputs
@@ -373,6 +399,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         model, systems, quality, ndx = inputs
         out = apply_model(model, systems, quality=quality, ndx=ndx, llr_base="e")  # converted
         out = _fill_missing(args, _in_user_base(args, out), ndx)
+        _say_unwritten(args, out, systems, ndx, (args.scores or [None])[0])
         try:
             io.write(out, args.out, progress=_progress(args))
         except ScoreError as exc:  # a non-finite score among the inputs, most likely
