@@ -85,6 +85,15 @@ def test_dot_backend_and_centering(sets, tmp_path):
     for name in ("mean.vec", "text.vec"):
         got = scores_from_embeddings(E, T, center=tmp_path / name).score.values
         _assert_rounded(got, _cosine_ref(e, t, mu))
+    # a text .vec of 17 digits is read digit for digit, as the .npy of the same mean
+    fine = mu + np.random.default_rng(5).normal(0.0, 0.1, D)  # not float32 numbers
+    np.save(tmp_path / "fine.npy", fine)
+    (tmp_path / "fine.vec").write_text(" [ " + " ".join(map(repr, fine.tolist())) + " ]\n")
+    got = scores_from_embeddings(E, T, center=tmp_path / "fine.vec").score.values
+    np.testing.assert_array_equal(
+        got, scores_from_embeddings(E, T, center=tmp_path / "fine.npy").score.values
+    )
+    _assert_rounded(got, _cosine_ref(e, t, fine))
 
 
 def test_model_map_averages_normalized_segments(sets, tmp_path):

@@ -73,8 +73,28 @@ def _ark_items(kaldiio: Any, f: Any, path: Any) -> Any:
 
 
 def kaldi_vector(path: Path) -> np.ndarray:
-    """A Kaldi vector file (``ivector-mean scp:xvector.scp mean.vec``), binary or text."""
+    """A Kaldi vector file (``ivector-mean scp:xvector.scp mean.vec``), binary or text; a
+    text one (``[ v1 v2 ... ]``) read in float64, digit for digit (kaldiio reads it in float32,
+    which moved a 17-digit mean's scores by a float32 unit)."""
+    text = _text_vector(path)
+    if text is not None:
+        return _vector(text, path, path.name)
     return _vector(_load_mat(_kaldiio(), os.fspath(path), path, path.name), path, path.name)
+
+
+def _text_vector(path: Path) -> np.ndarray | None:
+    """The values of a text vector file ``[ v1 v2 ... ]`` as float64; ``None`` for anything
+    else (binary, or not that form: kaldiio then reads it or says what is wrong)."""
+    raw = path.read_bytes()  # (one vector: small)
+    if raw.startswith(b"\0B"):
+        return None
+    tokens = raw.split()
+    if len(tokens) < 2 or tokens[0] != b"[" or tokens[-1] != b"]":
+        return None
+    try:
+        return np.array([float(t) for t in tokens[1:-1]], dtype=np.float64)
+    except ValueError:
+        return None
 
 
 def _load_mat(kaldiio: Any, spec: str, path: Any, name: str) -> Any:
