@@ -643,3 +643,48 @@ def test_a_flattened_or_transposed_hdf5_matrix_is_refused_with_a_hint(tmp_path):
         f["ID/row_ids"], f["ID/column_ids"] = np.array([b"m0"]), ids["ID/column_ids"]
         f["scores"], f["score_mask"] = np.arange(4.0), np.ones(4, dtype=np.uint8)
     assert io.read(tmp_path / "one.h5").score.values.tolist() == [[0.0, 1.0, 2.0, 3.0]]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "kind", "error", "message"),
+    [
+        # lines ended by CR alone: one line of nine fields, and nothing said of the CRs
+        ("cr.txt", b"m1 s1 1\rm1 s2 2\rm1 s3 3\r", None, ParseError,
+         "cr.txt:1: carriage returns (CR) inside the line: lines ended by CR alone"),
+        ("crlf.txt", b"m1 s1 1\r\nm1 s2 2\r\n", None, None, None),  # CRLF stays fine
+        # a CSV table with a quoted id holding a comma was told of tab-separated fields
+        ("c.txt", b'modelid,segmentid,LLR\n"m,1",s1,1.5\n', None, ParseError,
+         "c.txt:2: expected 3 comma-separated fields (one per header column), found 4 "
+         "(quoted fields are not read: no commas inside ids)"),
+        # a text file named .mat: scipy's message alone said nothing of it
+        ("t.mat", b"m1 s1 1.5\nm1 s2 2\n", None, StoreError,
+         "t.mat: not a readable MAT file ("),
+        # with the kind given, the layout is what cannot be told
+        ("k.txt", b"m1 s1 x 1\n", "scores", ParseError,
+         "k.txt:1: cannot tell the layout of the file: 4 fields, and field 3 'x' is not a"),
+    ],
+)  # fmt: skip
+def test_text_files_that_look_like_something_else_are_named(
+    tmp_path, name, content, kind, error, message
+):
+    path = tmp_path / name
+    path.write_bytes(content)
+    if error is None:
+        assert int(io.read(path).score_mask.sum()) == 2
+        return
+    with pytest.raises(error) as info:
+        io.read(path, kind)
+    assert str(info.value).startswith(str(tmp_path / message))
+    if name.endswith(".mat"):
+        assert str(info.value).endswith(": it holds text lines, not a MAT file; name it .txt")
+
+
+def test_a_spaced_id_s_error_names_the_table_that_takes_it(tmp_path):
+    from bosaris_dask.errors import TrialError
+    from bosaris_dask.trials import make_scores
+
+    scores = make_scores(["spk 0"], ["seg0"], [[1.5]])
+    with pytest.raises(TrialError, match=r"or a tab-separated NIST table \(header=True; "):
+        io.write(scores, tmp_path / "s.txt")
+    io.write(scores, tmp_path / "s.tsv", header=True)
+    assert io.read(tmp_path / "s.tsv").model.values.tolist() == ["spk 0"]

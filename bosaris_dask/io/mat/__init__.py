@@ -270,7 +270,15 @@ def read_v5(path: str | os.PathLike[str]) -> dict[str, Any]:
                     fields[field] = getattr(raw[name][0, 0], field)
         return variables
     except (*_SCIPY_ERRORS, NotImplementedError, scipy.io.matlab.MatReadError) as exc:
-        raise StoreError(f"{path}: not a readable MAT file ({exc})") from exc
+        raise StoreError(f"{path}: not a readable MAT file ({exc}){_text_hint(path)}") from exc
+
+
+def _text_hint(path: Any) -> str:
+    """A hint for a text file named ``.mat`` (scipy's message then says nothing of it)."""
+    with open(path, "rb") as f:
+        head = f.read(512)
+    text = b"\n" in head and not head.startswith(b"MATLAB") and b"\0" not in head
+    return ": it holds text lines, not a MAT file; name it .txt" if text else ""
 
 
 def _scalars(fields: Any) -> list[str]:

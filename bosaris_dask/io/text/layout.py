@@ -112,9 +112,16 @@ def _first_nonblank_line(path: str | os.PathLike[str]) -> tuple[bytes, int, int,
 
 def _check_line(line: bytes, path: Any, lineno: int) -> None:
     if len(line) > MAX_LINE_BYTES:
-        raise _too_long(path, lineno)
+        raise _cr_lines(path, lineno) if b"\r" in line.rstrip(b"\r") else _too_long(path, lineno)
     if b"\0" in line:
         raise _nul_byte(path, lineno)
+
+
+def _cr_lines(path: Any, line: int) -> ParseError:
+    """A line holding carriage returns that, as separators, give no layout (or no line)."""
+    return ParseError("carriage returns (CR) inside the line: lines ended by CR alone, as "
+                      "classic Mac OS wrote them? end them with LF: tr '\\r' '\\n' < FILE > NEW",
+                      path, line)  # fmt: skip
 
 
 def _too_long(path: Any, line: int) -> ParseError:
@@ -222,6 +229,8 @@ def _detect_layout(
             ))  # fmt: skip
             return _Layout(kind, sep, len(tokens), columns, after, lineno + 1, header=True)
     tokens = line.split()
+    if len(tokens) > 4 and line.count(b"\r") > 1:  # (a CR alone separates fields too)
+        raise _cr_lines(path, lineno)
     _refuse_foreign(tokens, path, lineno, origin, kind)
     if fmt is None:
         fmt = _format_of_tokens(tokens, path, lineno, origin, kind)
@@ -377,7 +386,8 @@ def _format_of_tokens(
         fmt = _label_column(lines) or _label_column(lines[:1])
         if fmt is None:
             raise ParseError(
-                f"cannot tell the kind of file: 4 fields, and {_four_fields_unclear(lines[:1])}; "
+                f"cannot tell the {'layout of the file' if kind else 'kind of file'}: 4 "
+                f"fields, and {_four_fields_unclear(lines[:1])}; "
                 "give the format (wespeaker: enrol test score label; 3dspeaker: enrol test "
                 "label score) or a header naming the model and segment columns (model: "
                 f"{', '.join(_SYNONYMS['model'])}; segment: {', '.join(_SYNONYMS['segment'])})",

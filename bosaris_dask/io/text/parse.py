@@ -99,7 +99,7 @@ def _chunk(
 
 
 def _count_message(layout: _Layout, found: int) -> str:
-    how = "tab-separated " if layout.sep else ""
+    how = {None: "", b",": "comma-separated "}.get(layout.sep, "tab-separated ")
     what = {"scores": "model segment score", "key": "model segment target|nontarget"}.get(
         layout.kind, "model segment"
     )
@@ -111,7 +111,8 @@ def _count_message(layout: _Layout, found: int) -> str:
         what = "one per header column"
     elif layout.kind == "ndx" and layout.nfields == 3:
         what = "model segment, and an ignored third field as on the first line"
-    return f"expected {layout.nfields} {how}fields ({what}), found {found}"
+    quoted = " (quoted fields are not read: no commas inside ids)" if layout.sep == b"," else ""
+    return f"expected {layout.nfields} {how}fields ({what}), found {found}{quoted}"
 
 
 #: Bytes of text parsed per block.

@@ -46,9 +46,11 @@ def _writable_ids(ids: Any, role: str, tabs: bool, path: Any) -> np.ndarray:
                          f"{MAX_LINE_BYTES:,} bytes); use a zarr or HDF5 store")  # fmt: skip
     for i in (k for k, u in enumerate(out) if u == "" or bad.search(u)):
         why = "tabs, newlines, NUL" if tabs else "whitespace, NUL"
+        spaced = not tabs and out[i] and not _ID_BAD[True].search(out[i])  # a NIST table takes it
         raise TrialError(
             f"{path}: {role} id {out[i]!r} cannot be written to a text file (empty, starts "
             f"with '#', or contains {why} or a byte-order mark); use a zarr or HDF5 store"
+            + (", or a tab-separated NIST table (header=True; convert --header)" if spaced else "")
         )
     return out
 
