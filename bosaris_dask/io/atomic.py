@@ -16,8 +16,10 @@ import ctypes
 import errno
 import os
 import shutil
+import signal
 import stat
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -189,6 +191,27 @@ def _output_of(exc: BaseException, tmps: list[Path], finals: list[Path]) -> Path
     return None
 
 
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM while the block runs, then raise them as they came (in the main
+    thread, where Python runs its signal handlers; elsewhere nothing is held). A Ctrl-C that
+    arrived while a set's renames were under way left one rename done and not recorded, so
+    that the set was put back all but that one: a new key among the previous systems."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    kinds = [s for s in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(s) is not None]
+    previous = {kind: signal.signal(kind, lambda signum, _: held.append(signum)) for kind in kinds}
+    try:
+        yield
+    finally:
+        for kind, handler in previous.items():
+            signal.signal(kind, handler)
+        for signum in dict.fromkeys(held):
+            signal.raise_signal(signum)
+
+
 def _put_back(swapped: list[tuple[Path, Path | None, bool]]) -> None:
     """Undo the renames of a set of outputs cut short: each previous output back in place
     (the new one deleted), or the new one deleted where there was none before. (A file that
@@ -266,9 +289,10 @@ def atomic_paths(final_paths: Sequence[str | os.PathLike[str]]) -> Iterator[list
         if config.get("fsync"):
             for tmp in tmps:
                 _fsync_tree(tmp)
-        for tmp, final in zip(tmps, finals, strict=True):
-            existed = final.exists() or final.is_symlink()
-            swapped.append((final, _swap(tmp, final), existed))  # _swap: all or nothing
+        with _signals_held():  # an interrupt between a rename and its record: a mixed set
+            for tmp, final in zip(tmps, finals, strict=True):
+                existed = final.exists() or final.is_symlink()
+                swapped.append((final, _swap(tmp, final), existed))  # _swap: all or nothing
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):  # (a SIGTERM too): writes may still be under way
             _let_zarr_finish()
