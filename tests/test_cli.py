@@ -718,6 +718,24 @@ def test_a_folder_option_naming_a_file_is_refused_before_the_work(tmp_path, caps
     assert afile.read_text() == "mine"
 
 
+def test_a_folder_in_a_zarr_store_is_refused_before_the_work(tmp_path, capsys):
+    # --plots-dir A.zarr wrote its images into the input store, which then read as no store
+    main(["simulate", "--models", "4", "--segments", "5", "--systems", "1", "--out-dir",
+          str(tmp_path), "-q"])  # fmt: skip
+    capsys.readouterr()  # (simulate's warning of its target rate)
+    store = tmp_path / "system-1.zarr"
+    before = sorted(p.relative_to(store) for p in store.rglob("*"))
+    argv = ["evaluate", "--key", str(tmp_path / "key.zarr"), "--scores", str(store), "-q"]
+    for folder, where in ((store, "is the"), (store / "plots", "is inside the")):
+        assert main([*argv, "--plots-dir", str(folder)]) == 1
+        assert capsys.readouterr().err == (
+            f"bosaris-dask: error: --plots-dir {folder} {where} zarr store {store}: what is "
+            "written there would break the store; give a folder of its own\n"
+        )
+    assert sorted(p.relative_to(store) for p in store.rglob("*")) == before
+    assert main([*argv, "--plots-dir", str(tmp_path / "plots")]) == 0
+
+
 def test_bootstrap_counts_out_of_range_are_usage_errors_alike(capsys):
     # 0 was "must be a positive integer" (exit 2), 1 "from 2 to 1048576" (exit 1, after reading)
     for count in ("0", "1", "1048577"):

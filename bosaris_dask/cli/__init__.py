@@ -110,9 +110,27 @@ def _check_output_folders(args: argparse.Namespace) -> None:
         check_folder(path, file=file)  # as the write would, before the work
     for name in _FOLDERS:
         path = getattr(args, name, None)
-        if isinstance(path, str) and os.path.exists(path) and not os.path.isdir(path):
-            raise OptionError(f"--{name.replace('_', '-')} {path} is a file, not a directory")
+        if not isinstance(path, str) or "://" in path:
+            continue
+        flag = f"--{name.replace('_', '-')}"
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise OptionError(f"{flag} {path} is a file, not a directory")
+        store = _zarr_store_around(Path(path))
+        if store is not None:  # its files would be read as the store's (none opened it again)
+            raise OptionError(f"{flag} {path} is {'' if store == Path(path) else 'inside '}the "
+                              f"zarr store {store}: what is written there would break the "
+                              "store; give a folder of its own")  # fmt: skip
     _refuse_outputs_that_are_inputs(args)
+
+
+def _zarr_store_around(folder: Path) -> Path | None:
+    """The zarr store that ``folder`` is or lies inside (the nearest), or None."""
+    from bosaris_dask.io.atomic import is_zarr_store
+
+    for place in (folder, *folder.absolute().parents):
+        if place.is_dir() and is_zarr_store(place):
+            return folder if place == folder.absolute() else place
+    return None
 
 
 #: Options naming folders written into, never an input.
