@@ -480,6 +480,36 @@ def test_unreachable_scheduler_address_fails_fast():
     assert current_client() is None
 
 
+@pytest.mark.parametrize(
+    ("address", "why"),
+    [
+        ("tcp://127.0.0.1:notaport", "invalid literal for int"),
+        ("http://127.0.0.1:8786", "scheme 'http'; dask's are inproc, tcp, tls"),
+        ("tcp://", "missing port number"),
+    ],
+)
+def test_a_malformed_scheduler_address_is_said_to_be_one_at_once(address, why):
+    # each was "cannot reach ... within 5 s", then a 10 s wait and a traceback at exit
+    start = time.monotonic()
+    with pytest.raises(ClusterError, match=rf"^{address} is no dask scheduler address \(") as info:
+        with connect(scheduler=address, timeout=5.0, announce=None):
+            pytest.fail("the block must not run")
+    assert why in str(info.value) and str(info.value).endswith(": give tcp://HOST:PORT")
+    assert time.monotonic() - start < 2.0
+
+
+def test_a_workers_address_is_said_to_be_no_schedulers():
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://",
+                      dashboard_address=None) as theirs:  # fmt: skip
+        worker = next(iter(theirs.workers.values())).address
+        with pytest.raises(ClusterError, match="a dask worker \\(or nanny\\) answers there, not"):
+            with connect(scheduler=worker, timeout=5.0, announce=None):
+                pytest.fail("the block must not run")
+    assert current_client() is None
+
+
 def test_a_server_that_is_no_dask_scheduler_is_said_to_be_one():
     # an SSH banner read as a message's length: 'MemoryError: Unable to allocate 2.82 EiB'
     import threading

@@ -72,18 +72,14 @@ def _client(stack: contextlib.ExitStack, timeout: float, what: str, **kwargs) ->
             "does not answer as a dask scheduler (a dashboard's port? the scheduler's is "
             "usually 8786)"
         )
-    exc = made.get("error")
+    exc = made.pop("error", None)
     if isinstance(exc, (KeyboardInterrupt, SystemExit)):
         raise exc
-    if isinstance(exc, MemoryError):  # another protocol's bytes read as a message's length
-        raise ClusterError(
-            f"cannot connect to {what}: something answers there, but not as a dask scheduler "
-            "(another service on that port? the scheduler's is usually 8786)"
-        ) from exc
-    if exc is not None:  # refused, timed out, a malformed address, a reply that is no dask's
-        raise ClusterError(
-            f"cannot reach {what} within {timeout:g} s ({type(exc).__name__}: {exc})"
-        ) from exc
+    if exc is not None:
+        # not chained: the error's frames hold the half-made client, whose finalizer then
+        # waited 10 s at exit and printed a traceback
+        _forget_client(exc)
+        raise ClusterError(_connect_error(exc, what, timeout)) from None
     client = made["client"]
     stack.callback(_close_quietly, client)
     stack.enter_context(_as_default(client))
@@ -130,6 +126,70 @@ def _read_scheduler_file(path: str, timeout: float) -> str:
                 f"cannot reach the dask scheduler of {path}: the file {problem} after {timeout:g} s"
             )
         time.sleep(0.05)
+
+
+def _connect_error(exc: BaseException, what: str, timeout: float) -> str:
+    """What a failed connection to ``what`` says: refused or timed out, a malformed address, or
+    something that answers but is no dask scheduler."""
+    if isinstance(exc, MemoryError):  # another protocol's bytes read as a message's length
+        return (f"cannot connect to {what}: something answers there, but not as a dask "
+                "scheduler (another service on that port? the scheduler's is usually "
+                "8786)")  # fmt: skip
+    if isinstance(exc, TypeError) and "identity()" in str(exc):  # a worker's or nanny's port
+        return (f"cannot connect to {what}: a dask worker (or nanny) answers there, not the "
+                "scheduler: give the scheduler's address (the workers were started with "
+                "it)")  # fmt: skip
+    if isinstance(exc, OSError | TimeoutError):  # refused, unreachable, timed out
+        return f"cannot reach {what} within {timeout:g} s ({type(exc).__name__}: {exc})"
+    return f"cannot connect to {what} ({type(exc).__name__}: {exc})"
+
+
+def check_address(address: str) -> None:
+    """A ClusterError for a scheduler address that no connection could use: an unknown scheme
+    (``http://``), or a port that is no number; before any attempt, which took the whole
+    timeout and more to say so.
+
+    Examples
+    --------
+    >>> check_address("tcp://10.0.0.5:8786")
+    >>> check_address("http://10.0.0.5:8787")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.ClusterError: http://10.0.0.5:8787 is no dask scheduler address (scheme \
+'http'; dask's are inproc, tcp, tls, ...): give tcp://HOST:PORT
+    """
+    from distributed.comm.addressing import parse_address, parse_host_port
+    from distributed.comm.registry import backends
+
+    try:
+        scheme, location = parse_address(address)
+    except ValueError as exc:
+        raise ClusterError(f"{address} is no dask scheduler address ({exc}): give "
+                           "tcp://HOST:PORT") from None  # fmt: skip
+    schemes = sorted(backends)  # (inproc: a scheduler of this process, from Python)
+    if scheme not in schemes:
+        raise ClusterError(f"{address} is no dask scheduler address (scheme {scheme!r}; dask's "
+                           f"are {', '.join(schemes)}): give tcp://HOST:PORT")  # fmt: skip
+    try:
+        if scheme != "inproc":
+            parse_host_port(location)
+    except ValueError as exc:
+        raise ClusterError(f"{address} is no dask scheduler address ({exc}): give "
+                           "tcp://HOST:PORT") from None  # fmt: skip
+
+
+def _forget_client(exc: BaseException) -> None:
+    """Close the client that a failed ``Client()`` left half made (found in ``exc``'s frames),
+    so that it neither waits at exit nor prints a traceback there."""
+    from distributed import Client
+
+    tb = exc.__traceback__
+    while tb is not None:
+        made = tb.tb_frame.f_locals.get("self")
+        if isinstance(made, Client):
+            _close_quietly(made)
+            return
+        tb = tb.tb_next
 
 
 def _close_quietly(closable) -> None:

@@ -27,6 +27,7 @@ from bosaris_dask.cluster.scheduler import (
     _read_scheduler_file,
     _start_local,
     _wait_for_workers,
+    check_address,
 )
 from bosaris_dask.errors import BosarisError, ClusterError
 from bosaris_dask.progress import current_client
@@ -175,11 +176,13 @@ def connect(
             stack.enter_context(failing_without_workers(wait))
         if kind == "address":
             where = f"the dask scheduler at {scheduler}"
+            check_address(scheduler)  # type: ignore[arg-type]
             client = _client(stack, timeout, where, address=scheduler)
         elif kind == "file":
             path = os.fspath(scheduler_file)  # type: ignore[arg-type]
             where = f"the dask scheduler of {path}"
             address = _read_scheduler_file(path, timeout)
+            check_address(address)
             client = _client(stack, timeout, f"{where} ({address})", address=address)
         elif kind == "local":
             where = "the local dask cluster"
