@@ -183,3 +183,25 @@ def test_plot_max_curves_is_for_plots_by_condition(calibration, tmp_path, capsys
                  str(tmp_path / "ape.png")]) == 1  # fmt: skip
     assert "--max-curves is for plots with --by" in capsys.readouterr().err
     assert not (tmp_path / "ape.png").exists()
+
+
+def test_allow_missing_says_how_many_trials_each_plotted_system_dropped(sets, tmp_path, capsys):
+    # its help said "(and report how many)", and nothing was said
+    d = sets
+    dropped = io.read(d / "alpha-eval.zarr")
+    n_trials = int((io.read(d / "eval-key.zarr").trial_mask.values != 0)[:, :7].sum())
+    io.write(
+        dropped.assign(
+            score_mask=dropped.score_mask.copy(
+                data=np.where(np.arange(60) < 7, False, dropped.score_mask.values)
+            )
+        ),
+        tmp_path / "a.zarr",
+    )
+    argv = _dev_and_eval(d, "det", tmp_path / "det.png")
+    argv[argv.index(str(d / "alpha-eval.zarr"))] = str(tmp_path / "a.zarr")
+    argv.remove("-q")
+    assert main([*argv, "--allow-missing"]) == 0
+    err = capsys.readouterr().err
+    assert f"a (eval): {n_trials:,} key trials without a score dropped\n" in err
+    assert err.count("without a score dropped") == 1

@@ -129,6 +129,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
                                 packing=args)  # fmt: skip
             evaluated = _evaluate(args, *eval_inputs, eval_scores)
             results = {"dev": results, "eval": evaluated}
+    for name, result in results.items() if isinstance(results, dict) else [("", results)]:
+        _say_dropped(args, result, name)
     if getattr(args, "by", None):  # a curve per (system, condition)
         if isinstance(results, dict):  # dev's conditions for eval too: curves to compare
             (first, dev), *rest = results.items()
@@ -147,6 +149,16 @@ def cmd_plot(args: argparse.Namespace) -> int:
     save_plot(results, args.kind, args.out, **options)
     _say(args, f"wrote {args.out}")
     return 0
+
+
+def _say_dropped(args: argparse.Namespace, results: Any, name: str) -> None:
+    """Say the key trials without a score that ``--allow-missing`` dropped, per system (as
+    evaluate's table does), of the ``name``d set of a plot of two."""
+    where = f" ({name})" if name else ""
+    for system, n in zip(results.system.values, results["n_missing"].values.tolist(),
+                         strict=True):  # fmt: skip
+        if n:
+            _say(args, f"{system}{where}: {n:,} key trials without a score dropped")
 
 
 def _curves_per_condition(
