@@ -348,6 +348,11 @@ def test_local_cluster_gives_identical_intervals():
         ({"bootstrap": 10}, "--bootstrap needs --resample"),
         ({"bootstrap": 10, "resample": ["same.spk"]}, "expected model.COL or segment.COL"),
         (
+            {"bootstrap": 10, "resample": ["model.spk,segment.spk"]},
+            "--resample 'model.spk,segment.spk': one spec per flag; repeat the flag: --resample "
+            "model.spk --resample segment.spk",
+        ),
+        (
             {"bootstrap": 10, "resample": ["segment.gender"]},
             "no segment column 'gender' in the condition tables (segment columns: spk; 'gender' is "
             "a model column)",

@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from bosaris_dask.conditions.codes import refuse_joined_specs
 from bosaris_dask.conditions.tables import SIDES, ConditionTable, ids_missing
 from bosaris_dask.errors import OptionError, TrialError
 
@@ -81,6 +82,7 @@ def parse_resample(spec: str | ResampleSpec) -> ResampleSpec:
     side, dot, column = str(spec).partition(".")
     if not dot or side not in SIDES or not column:
         raise OptionError(f"--resample {spec!r}: expected model.COL or segment.COL")
+    refuse_joined_specs("--resample", str(spec), SIDES)
     return ResampleSpec(side, column)
 
 

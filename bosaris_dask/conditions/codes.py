@@ -90,7 +90,24 @@ def parse_by(spec: str | BySpec) -> BySpec:
     kind, dot, column = str(spec).partition(".")
     if not dot or kind not in _KINDS or not column:
         raise OptionError(f"--by {spec!r}: {_EXPECTED}")
+    refuse_joined_specs("--by", str(spec), _KINDS)
     return BySpec(kind, column)
+
+
+def refuse_joined_specs(option: str, spec: str, kinds: Sequence[str]) -> None:
+    """An OptionError for several specs joined by commas in one ``option`` (``model.a,
+    segment.b``: it read a column ``'a,segment.b'``): one per flag, the flag repeated.
+
+    >>> refuse_joined_specs("--by", "model.a,segment.b", ("model", "segment"))
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.OptionError: --by 'model.a,segment.b': one spec per flag; repeat the \
+flag: --by model.a --by segment.b
+    """
+    parts = spec.split(",")
+    if len(parts) > 1 and all(p.strip().partition(".")[0] in kinds for p in parts[1:]):
+        repeated = " ".join(f"{option} {p.strip()}" for p in parts)
+        raise OptionError(f"{option} {spec!r}: one spec per flag; repeat the flag: {repeated}")
 
 
 @dataclass(frozen=True)
