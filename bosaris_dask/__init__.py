@@ -35,7 +35,7 @@ import importlib
 import importlib.util
 from typing import TYPE_CHECKING, Any
 
-from bosaris_dask import accessor  # noqa: F401  (registers ``.bosaris``)
+from bosaris_dask import accessor, config  # noqa: F401  (``.bosaris``; the ``bosaris_dask.*`` keys)
 
 # The public names are imported on first use (PEP 562): a dask worker that unpickles a kernel
 # of bosaris_dask.passes.kernels imports numpy and that module, not scipy, h5py, zarr and the models

@@ -26,6 +26,15 @@ def test_a_worker_unpickling_a_kernel_imports_no_stores_and_no_models():
         assert heavy not in loaded, heavy
 
 
+def test_the_config_keys_have_their_defaults_on_import():
+    # read straight after `import bosaris_dask`, a key had no value until a submodule loaded
+    code = "import bosaris_dask, dask; print(dask.config.get('bosaris_dask.block'))"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         check=True)  # fmt: skip
+    assert out.stdout.split() == ["65536"]
+
+
 def test_public_names_and_submodules_resolve_on_first_use():
     import xarray as xr
 
