@@ -82,6 +82,12 @@ def test_zarr_and_hdf5_tables(tmp_path):
         ["m1", "m2"],
         ["f", "m"],
     )
+    with h5py.File(tmp_path / "own.h5", "w") as f:  # the side on 'ids' itself (was refused)
+        f["ids"] = np.array([b"m1", b"m2"])
+        f["ids"].attrs["side"] = b"segment"
+        f["gender"] = np.array([b"f", b"m"])
+    table = read_condition_table(tmp_path / "own.h5")
+    assert (table.side, table.ids.tolist()) == ("segment", ["m1", "m2"])
     with h5py.File(tmp_path / "empty.h5", "w") as f:
         f["model"] = np.array([b"m1", b"m2"])
         f["gender"] = np.array([b"f", b""])

@@ -211,13 +211,13 @@ def _from_arrays(path: Path, arrays: Mapping[str, Any], attrs: Mapping[str, Any]
         side, id_names = TRIAL, names
     elif len(names) == 1:
         side, id_names = names[0], names
-    elif "ids" in arrays and attrs.get("side") in SIDES:
-        side, id_names = str(attrs["side"]), ["ids"]
+    elif "ids" in arrays and _text(_side_of(arrays["ids"], attrs)) in SIDES:
+        side, id_names = _text(_side_of(arrays["ids"], attrs)), ["ids"]
     else:
         raise StoreError(
             f"{path}: a condition table holds one id array named 'model' or 'segment' "
-            "(or 'ids' with the attribute side='model' or 'segment'), or both for a table of "
-            "trials"
+            "(or 'ids' with the attribute side='model' or 'segment', on the file or group, or "
+            "on 'ids' itself), or both for a table of trials"
         )
     shape = tuple(arrays[id_names[0]].shape)
     for name, arr in arrays.items():
@@ -239,6 +239,12 @@ def _from_arrays(path: Path, arrays: Mapping[str, Any], attrs: Mapping[str, Any]
     segments = [_text(v) for v in arrays["segment"][...]] if side == TRIAL else None
     return condition_table(side, [_text(v) for v in ids], columns, source=str(path),
                            segments=segments)  # fmt: skip
+
+
+def _side_of(ids: Any, attrs: Mapping[str, Any]) -> Any:
+    """The ``side`` attribute of a table's ``ids`` array, else of its group (file)."""
+    own = getattr(ids, "attrs", {})
+    return own["side"] if "side" in own else attrs.get("side", "")
 
 
 def _text(value: Any) -> str:
