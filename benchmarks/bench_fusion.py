@@ -68,7 +68,7 @@ def make_stores(n_trials: int, n_systems: int, workdir: Path) -> tuple[Path, lis
 def open_objective(key_path: Path, paths: list[Path], prior: float, persist: bool):
     key = io.read(key_path)
     scores = [io.read(p) for p in paths]
-    return FusionObjective(fusion_data(key, scores, persist=persist), prior)
+    return FusionObjective(fusion_data(scores, key, persist=persist), prior)
 
 
 def run_ours(obj: FusionObjective, method: str) -> dict:

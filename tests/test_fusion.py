@@ -255,7 +255,7 @@ def test_split_every_deterministic_graph_and_persist() -> None:
     theta = np.array([0.7, 0.2, -1.0])
     results = []
     for split_every in (None, 2):
-        obj = FusionObjective(fusion_data(key, scores), 0.2, split_every=split_every)
+        obj = FusionObjective(fusion_data(scores, key), 0.2, split_every=split_every)
         assert obj._graph("fgH", theta, None).name == obj._graph("fgH", theta, None).name
         results.append(obj.evaluate(theta, "fgH"))
     assert results[0].f == pytest.approx(results[1].f, rel=1e-14)
@@ -267,7 +267,7 @@ def test_split_every_deterministic_graph_and_persist() -> None:
 
 def test_hessian_vector_products_match_full_hessian() -> None:
     key, scores, quality, _ = trial_set(seed=4)
-    obj = FusionObjective(fusion_data(key, scores, quality), 0.1, l2=0.01, split_every=2)
+    obj = FusionObjective(fusion_data(scores, key, quality), 0.1, l2=0.01, split_every=2)
     rng = np.random.default_rng(0)
     theta = rng.normal(size=obj.n_params) * 0.3
     ev = obj.evaluate(theta, "fgH")
@@ -404,8 +404,8 @@ def test_json_roundtrip(tmp_path: Path) -> None:
 
 def test_quality_objective_with_W_zero_equals_linear() -> None:
     key, scores, quality, _ = trial_set(seed=8)
-    lin = FusionObjective(fusion_data(key, scores), 0.4)
-    qual = FusionObjective(fusion_data(key, scores, quality), 0.4)
+    lin = FusionObjective(fusion_data(scores, key), 0.4)
+    qual = FusionObjective(fusion_data(scores, key, quality), 0.4)
     theta = np.array([0.8, 0.1, -0.5])
     a, b = lin.evaluate(theta, "fgH"), qual.evaluate(np.r_[theta, np.zeros(5)], "fgH")
     assert qual.n_params == 8

@@ -73,6 +73,19 @@ def test_the_old_order_is_swapped_with_a_future_warning(data, model, method):
         np.testing.assert_array_equal(old.score.values, new.score.values)
 
 
+def test_fusion_data_takes_scores_then_key_and_swaps_the_old_order(data):
+    from bosaris_dask.objectives import fusion_data
+
+    key, systems, _ = data
+    new = fusion_data(systems, key)
+    with pytest.warns(FutureWarning, match=r"fusion_data\(key, scores\) is deprecated") as record:
+        old = fusion_data(key, systems)
+    assert len(record) == 1 and record[0].filename == __file__
+    for a, b in zip(old.scores, new.scores, strict=True):
+        np.testing.assert_array_equal(a.compute(), b.compute())
+    np.testing.assert_array_equal(old.classes.compute(), new.classes.compute())
+
+
 def test_quality_fuser_takes_scores_key_quality(data):
     key, systems, quality = data
     new = QualityFuser(0.5).fit(systems, key, quality)

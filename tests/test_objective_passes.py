@@ -34,7 +34,7 @@ class _FakeClient:
 
 def test_a_worker_too_small_is_refused_before_the_first_pass(monkeypatch):
     key, systems = _inputs()
-    obj = FusionObjective(fusion_data(key, systems), prior=0.5)
+    obj = FusionObjective(fusion_data(systems, key), prior=0.5)
     need = obj.task_memory()
     assert need.inputs == 10 * 20 * (8 + 8 + 1 + 1 + 1)  # two float64 systems, masks, classes
     assert need.buffers == 200 * (4 + 2 * 3 * 8 + 4 * 8)  # the whole chunk is one slab
@@ -68,7 +68,7 @@ def test_fusion_shows_progress_bars_when_asked(capsys):
     err = capsys.readouterr().err
     assert err.count("100% Completed") == again.passes_ >= 2  # one bar per pass
     np.testing.assert_array_equal(again.weights_, fuser.weights_)
-    obj = FusionObjective(fusion_data(key, systems), prior=0.5, progress=True)
+    obj = FusionObjective(fusion_data(systems, key), prior=0.5, progress=True)
     obj.evaluate(np.array([0.5, 0.5, 0.0]), "f")
     assert capsys.readouterr().err.count("100% Completed") == 1
 

@@ -149,7 +149,7 @@ def test_quality_laid_out_for_other_trials_is_refused(tmp_path):
                         lambda v: v[None])  # fmt: skip
     other = trial_quality(quality, five)
     with pytest.raises(TrialError, match="laid out 1 x 5, the trials .* x 64"):
-        fusion_data(pkey, psystems, other)
+        fusion_data(psystems, pkey, other)
 
 
 def _fuse(tmp_path, name, *extra):

@@ -362,7 +362,7 @@ class LinearFuser(JsonModel):
             Key trials without a score, unless ``allow_missing`` (found by the first pass).
         """
         scores, key = scores_and_key(scores, key, f"{type(self).__name__}.fit")
-        data = fusion_data(key, _as_list(scores), persist=self.persist, names=names)
+        data = fusion_data(_as_list(scores), key, persist=self.persist, names=names)
         try:  # persisting is a pass too
             self._fit_data(data, x0, persisted=self.persist, allow_missing=allow_missing)
         except (MissingTrialsError, ScoreError) as exc:

@@ -226,7 +226,7 @@ class QualityFuser(LinearFuser):
         named = kind_of(quality.quality if cells else quality) == "quality"
         self.measures_ = measure_names(quality.quality if cells else quality) if named else None
         quality = transform_quality(quality, self.qtrans)
-        data = fusion_data(key, _as_list(scores), quality, persist=self.persist, names=names)
+        data = fusion_data(_as_list(scores), key, quality, persist=self.persist, names=names)
         try:
             self._fit_quality(data, key, quality, cells, allow_missing, linear)
         except (MissingTrialsError, ScoreError) as exc:

@@ -13,6 +13,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
+from bosaris_dask._deprecation import warn_swapped
 from bosaris_dask.errors import BosarisError, MissingTrialsError, ScoreError, TrialError
 from bosaris_dask.inputs import check_names, names_or_default
 from bosaris_dask.objectives.cells import TrialQuality
@@ -229,8 +230,8 @@ def measure_names(quality: xr.Dataset) -> list[str] | None:
 
 
 def fusion_data(
-    key: xr.Dataset,
     scores: Sequence[xr.Dataset],
+    key: xr.Dataset,
     quality: xr.Dataset | TrialQuality | None = None,
     *,
     persist: bool = False,
@@ -240,10 +241,11 @@ def fusion_data(
 
     Parameters
     ----------
-    key
-        The supervision (a Key; a label-derived key's mask is generated in the scores' chunks).
     scores
         ``K`` Scores objects (the systems to fuse; one for calibration).
+    key
+        The supervision (a Key; a label-derived key's mask is generated in the scores' chunks).
+        ``(key, scores)``, the order of earlier releases, is swapped with a ``FutureWarning``.
     quality
         Optional Quality object (both sides, same number of measures); for packed trials
         (:mod:`bosaris_dask.io.text.packed`), their
@@ -263,10 +265,13 @@ def fusion_data(
     >>> from bosaris_dask.trials import make_key, make_scores
     >>> key = make_key(["m1", "m2"], ["s1"], [[1], [-1]])
     >>> s = make_scores(["m2", "m1"], ["s1"], [[0.5], [2.0]])
-    >>> data = fusion_data(key, [s])
+    >>> data = fusion_data([s], key)
     >>> data.scores[0].compute().tolist(), data.classes.compute().tolist()
     ([[2.0], [0.5]], [[1], [-1]])
     """
+    if isinstance(scores, xr.Dataset) and kind_of(scores) == "key":  # (key, scores)
+        warn_swapped("fusion_data")  # (the warning names the caller's line)
+        scores, key = key, scores
     if kind_of(key) != "key":
         raise TrialError(f"expected a key, got {kind_of(key)}")
     check_names(names, len(scores))
