@@ -146,6 +146,44 @@ def test_per_condition_intervals_equal_brute_force_on_the_conditions_trials(prod
                                            rtol=1e-9, atol=1e-12)  # fmt: skip
 
 
+def test_equalized_intervals_equal_brute_force_on_the_resampled_trials():
+    # "every metric gets <metric>_ci": the equalized ones had none
+    key, systems, tables, raw, mask, mg, sg = _data(seed=21, n_m=16, n_s=18)
+    gender = np.broadcast_to(np.asarray(tables[0].columns["gender"])[:, None], mask.shape)
+    ds = _evaluate(key, systems, conditions=tables, by=["model.gender"], equalize=True)
+    out = add_intervals(
+        ds, systems, key, conditions=tables, resample=["model.spk", "segment.spk"],
+        bootstrap=30, seed=7, split_every=2, binnings=_exact_binnings(raw), by=["model.gender"],
+    )  # fmt: skip
+    is_op = out.operating_point.values >= 0
+    priors = 1 / (1 + np.exp(-out.plo.values[is_op]))
+    rng = np.random.default_rng(7)
+    trials = mask != 0
+    values = np.full((2, 30, 1 + 2 * len(priors)), np.nan)  # eer, act_dcf..., min_dcf...
+    for b in range(30):
+        mult = refc.two_way_multiplicity(
+            list(mg), list(sg), refc.draw_groups(list(mg), rng), refc.draw_groups(list(sg), rng)
+        )[trials]
+        classes, parts = np.repeat(mask[trials], mult), np.repeat(gender[trials], mult)
+        if not ((classes == 1).any() and (classes == -1).any()):
+            continue
+        for k, scores in enumerate(raw):
+            got = refc.equalized_metrics(np.repeat(scores[trials], mult), classes, parts, priors)
+            points = got["operating_points"]
+            values[k, b] = [got["eer"], *(p["act_dcf"] for p in points),
+                            *(p["min_dcf"] for p in points)]  # fmt: skip
+    n = len(priors)
+    for k in range(2):
+        expected = [refc.percentile_interval(values[k, :, j], 0.95) for j in range(1 + 2 * n)]
+        np.testing.assert_allclose(out.equalized_eer_ci.values[k], expected[0], atol=1e-7)
+        np.testing.assert_allclose(out.equalized_act_dcf_ci.values[k, is_op], expected[1 : 1 + n],
+                                   atol=1e-7)  # fmt: skip
+        np.testing.assert_allclose(out.equalized_min_dcf_ci.values[k, is_op], expected[1 + n :],
+                                   atol=1e-7)  # fmt: skip
+        assert np.isnan(out.equalized_act_dcf_ci.values[k, ~is_op]).all()
+        assert np.isfinite(expected).all() and (np.diff(expected, axis=1) > 0).all()
+
+
 def test_the_exact_intervals_lie_within_the_binned_ones_resolution_below_them():
     """Coarse bins: each binned EER, minCllr and minDCF interval end is at most its
     ``_ci_resolution`` above the exact bootstrap's (brute force on the repeated trials), pooled
@@ -983,11 +1021,19 @@ def test_the_interval_block_says_which_metrics_have_no_interval():
     text = format_table(ds)
     assert ("95% bootstrap intervals (40 resamples of model.spk, seed 1; percentile)\n"
             "  of the pooled metrics (and per condition): PRBEP, the calibration loss (Cllr - "
-            "minCllr), the equalized metrics, Cprimary, the fixed-FMR points and the AUC have "
-            "none\n") in text  # fmt: skip
-    assert to_json_dict(ds)["bootstrap"]["no_intervals"] == [
-        "PRBEP", "the calibration loss (Cllr - minCllr)", "the equalized metrics", "Cprimary",
-        "the fixed-FMR points", "the AUC"]  # fmt: skip
+            "minCllr), Cprimary, the fixed-FMR points and the AUC have none\n") in text  # fmt: skip
+    doc = to_json_dict(ds)
+    assert doc["bootstrap"]["no_intervals"] == [
+        "PRBEP", "the calibration loss (Cllr - minCllr)", "Cprimary", "the fixed-FMR points",
+        "the AUC"]  # fmt: skip
+    # the equalized metrics have theirs: in the JSON, and a line under each system's row
+    for k, entry in enumerate(doc["systems"]):
+        equalized = entry["equalized"]
+        assert equalized["eer_ci"] == ds.equalized_eer_ci.values[k].tolist()
+        for point in equalized["operating_points"]:
+            low, high = point["act_dcf_ci"]
+            assert low <= high and len(point["min_dcf_ci"]) == 2
+    assert text.count("  95% intervals: EER (%) [") == 2
 
 
 def test_a_comparison_says_how_far_the_bins_resolve_the_rank_metrics():

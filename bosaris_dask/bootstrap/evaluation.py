@@ -88,6 +88,7 @@ from bosaris_dask.bootstrap.variables import (
     condition_compare_variables,
     condition_interval_variables,
     describe,
+    equalized_interval_variables,
     interval_variables,
 )
 from bosaris_dask.conditions.codes import Conditions
@@ -399,6 +400,8 @@ def add_intervals(
         _warn_whole(whole, ds.condition.values)
         if compare:
             out |= condition_compare_variables(ds, creps, level, is_op, len(names), whole)
+        if "equalized_eer" in ds:
+            out |= equalized_interval_variables(ds, results, binnings, plo, level, is_op)
     if compare:
         out |= compare_variables(ds, reps, level, is_op, names)
     if keep_replicates:

@@ -112,6 +112,15 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
                         if name in BINNED:
                             var = f"condition_{name}_ci_resolution"
                             op[name + "_ci_resolution"] = _num(results[var][k, g, at])
+    if "equalized_eer_ci" in results:
+        for k, entry in enumerate(doc["systems"]):
+            equalized = entry.get("equalized")
+            if equalized is None:
+                continue
+            equalized["eer_ci"] = _pair(results.equalized_eer_ci.values[k])
+            for op, at in zip(equalized["operating_points"], ops, strict=True):
+                for name in PER_POINT:
+                    op[name + "_ci"] = _pair(results[f"equalized_{name}_ci"].values[k, at])
     a = results.attrs
     doc["bootstrap"] = {
         "resamples": int(a["bootstrap"]), "ci": float(a["ci"]), "seed": int(a["bootstrap_seed"]),
@@ -226,7 +235,6 @@ _WITHOUT_INTERVALS = (
     ("prbep", "PRBEP"),
     ("cllr_cal", "the calibration loss (Cllr - minCllr)"),
     ("ece", "the ECE"),
-    ("equalized_eer", "the equalized metrics"),
     ("cprimary_act", "Cprimary"),
     ("fixed_fmr_fnmr", "the fixed-FMR points"),
     ("fixed_fnmr_fmr", "the fixed-FNMR points"),
@@ -235,7 +243,7 @@ _WITHOUT_INTERVALS = (
 
 def without_intervals(results: xr.Dataset) -> list[str]:
     """What the evaluation reports that its bootstrap gives no interval: PRBEP, the calibration
-    loss, the ECE, equalized metrics, Cprimary, the fixed-FMR/FNMR points (the resamples' coarse
+    loss, the ECE, Cprimary, the fixed-FMR/FNMR points (the resamples' coarse
     bins cannot place a threshold at FMR 1e-4) and the exact AUC."""
     names = [name for var, name in _WITHOUT_INTERVALS if var in results]
     if "auc" in results and np.isfinite(results.auc.values).any():

@@ -40,6 +40,8 @@ __all__ = [
     "compare_variables",
     "condition_interval_variables",
     "condition_compare_variables",
+    "equalized_rows",
+    "equalized_interval_variables",
     "describe",
 ]
 
@@ -110,6 +112,57 @@ def condition_interval_variables(
     variables["condition_bootstrap_degenerate"] = (("system", "condition"), left_out)
     variables["condition_bootstrap_whole"] = (("system", "condition"), whole)
     return variables, reps
+
+
+def equalized_rows(tar: np.ndarray, non: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The partition-equalized histogram of each resample: ``(partitions, rows, bins)``
+    weighted counts to ``(rows, bins)`` shares, each partition's counts over its own total,
+    averaged over the partitions with trials of that class (per class, as
+    :mod:`bosaris_dask.conditions.equalized` defines it); a row without targets (or
+    non-targets) in every partition is all zero there.
+
+    >>> tar = np.array([[[1, 1]], [[0, 4]]])  # 2 partitions, 1 row, 2 bins
+    >>> non = np.array([[[2, 0]], [[0, 0]]])
+    >>> [a.tolist() for a in equalized_rows(tar, non)]
+    [[[0.25, 0.75]], [[1.0, 0.0]]]
+    """
+
+    def shares(counts: np.ndarray) -> np.ndarray:
+        n = counts.sum(axis=2, keepdims=True)
+        has = n > 0
+        fractions = np.divide(counts, n, out=np.zeros(counts.shape), where=has).sum(axis=0)
+        parts = has.sum(axis=0)
+        return np.divide(fractions, parts, out=np.zeros(fractions.shape), where=parts > 0)
+
+    return shares(tar), shares(non)
+
+
+#: The equalized shares of a resample in integer units of ``2**-EQUALIZED_BITS`` (the hulls
+#: take integer counts): each rate within ``bins * 2**-(EQUALIZED_BITS + 1)`` of its value.
+EQUALIZED_BITS = 30
+
+
+def equalized_interval_variables(ds, results, binnings, plo, level, is_op) -> dict[str, Any]:
+    """``equalized_eer_ci`` (``system``, ``bound``), ``equalized_act_dcf_ci`` and
+    ``equalized_min_dcf_ci`` (``system``, ``plo``, ``bound``): each resample's equalized
+    curve (:func:`equalized_rows` of its per-condition histograms, on the system's bins, its
+    shares rounded to :data:`EQUALIZED_BITS` bits), the EER and minDCF at the bins'
+    resolution, actDCF at its threshold (a bin edge)."""
+    n_sys, n_plo = ds.sizes["system"], ds.sizes["plo"]
+    eer = np.full((n_sys, 2), np.nan)
+    dcf = {name: np.full((n_sys, n_plo, 2), np.nan) for name in PER_POINT}
+    for k, pooled in enumerate(results):
+        tar = np.stack([res.tar for res in pooled.conditions])
+        non = np.stack([res.non for res in pooled.conditions])
+        zero = np.zeros(tar.shape[1])  # (no equalized Cllr)
+        units = [np.rint(share * 2.0**EQUALIZED_BITS) for share in equalized_rows(tar, non)]
+        rep = replicate_metrics(*units, zero, zero, plo, binnings[k].edge_index(-plo))
+        eer[k] = percentile_interval(rep["eer"][1:, None], level)[0]
+        for name in PER_POINT:
+            dcf[name][k, is_op] = percentile_interval(rep[name][1:], level)
+    return {"equalized_eer_ci": (("system", "bound"), eer)} | {
+        f"equalized_{name}_ci": (("system", "plo", "bound"), arr) for name, arr in dcf.items()
+    }
 
 
 def condition_compare_variables(ds, reps, level, is_op, n_sys, whole) -> dict[str, Any]:

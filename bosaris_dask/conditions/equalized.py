@@ -552,4 +552,23 @@ def format_block(results: xr.Dataset) -> list[str]:
             rr = results.sel(system=name)
             lines.append(f"{'':<{width}}  Cprimary {shown(float(rr.equalized_cprimary_act))} / "
                          f"{shown(float(rr.equalized_cprimary_min))}")  # fmt: skip
+        if "equalized_eer_ci" in results:
+            lines.append(f"{'':<{width}}  " + _interval_line(results, points, name, cells))
     return lines
+
+
+def _interval_line(results: xr.Dataset, points: xr.Dataset, name: str, cells: list[str]) -> str:
+    """A system's bootstrap intervals of the equalized metrics, as one line."""
+    from bosaris_dask.report import shown
+
+    def pair(values: Any, scale: float = 1.0) -> str:
+        low, high = (float(v) * scale for v in values)
+        return f"[{shown(low)}, {shown(high)}]" if np.isfinite([low, high]).all() else "n/a"
+
+    r, p = results.sel(system=name), points.sel(system=name)
+    parts = [f"EER (%) {pair(r.equalized_eer_ci.values, 100.0)}"] + [
+        f"{cell} {pair(act)} / {pair(mn)}"
+        for cell, act, mn in zip(cells, p.equalized_act_dcf_ci.values,
+                                 p.equalized_min_dcf_ci.values, strict=True)
+    ]  # fmt: skip
+    return f"{100 * float(results.attrs['ci']):g}% intervals: " + ", ".join(parts)
