@@ -429,8 +429,18 @@ def _table_lines(results: xr.Dataset, columns: Columns) -> list[str]:
         lines += ["", f"Cprimary (mean normalized DCF over priors {priors}): actual / minimum"]
         for k, name in enumerate(names):
             pair = _pair(float(columns["cprimary_act"][k]), float(columns["cprimary_min"][k]))
+            if "cprimary_act_ci" in columns:
+                pair += (f"  {100 * float(results.attrs['ci']):g}% intervals "
+                         f"{interval_text(columns['cprimary_act_ci'][k])} / "
+                         f"{interval_text(columns['cprimary_min_ci'][k])}")  # fmt: skip
             lines.append(f"{name:<{width}}  {pair}")
     return lines
+
+
+def interval_text(bounds: Any, scale: float = 1.0) -> str:
+    """``[low, high]`` in the table's digits, or ``n/a``."""
+    low, high = (float(v) * scale for v in bounds)
+    return f"[{shown(low)}, {shown(high)}]" if math.isfinite(low) and math.isfinite(high) else "n/a"
 
 
 def _condition_lines(results: xr.Dataset) -> list[str]:

@@ -54,12 +54,12 @@ def _data(seed=0, n_m=9, n_s=11, g_m=4, g_s=5, chunks=(4, 5), dtype=np.float64, 
     return key, systems, tables, raw, mask, mg, sg
 
 
-def _exact_binnings(raw, dtype=np.float64):
+def _exact_binnings(raw, dtype=np.float64, priors=PRIORS):
     """Bins fine enough that every distinct score has its own, plus the Bayes thresholds (the
     evaluation's: ln((1 - p) / p) rounded up, which numpy's log may round the other way)."""
     from bosaris_dask.costs import OperatingPoint
 
-    thresholds = [OperatingPoint.from_prior(p).act_threshold for p in PRIORS]
+    thresholds = [OperatingPoint.from_prior(p).act_threshold for p in priors]
     return [Binning.from_edges(np.concatenate([np.unique(r), thresholds]), dtype) for r in raw]
 
 
@@ -182,6 +182,65 @@ def test_equalized_intervals_equal_brute_force_on_the_resampled_trials():
                                    atol=1e-7)  # fmt: skip
         assert np.isnan(out.equalized_act_dcf_ci.values[k, ~is_op]).all()
         assert np.isfinite(expected).all() and (np.diff(expected, axis=1) > 0).all()
+
+
+def test_cprimary_intervals_equal_brute_force_pooled_per_condition_and_equalized():
+    # Cprimary had no interval; its priors' thresholds are now bin edges too
+    cp = [0.05, 0.3]
+    key, systems, tables, raw, mask, mg, sg = _data(seed=21, n_m=16, n_s=18)
+    gender = np.broadcast_to(np.asarray(tables[0].columns["gender"])[:, None], mask.shape)
+    ds = _evaluate(key, systems, conditions=tables, by=["model.gender"], equalize=True,
+                   cprimary_priors=cp)  # fmt: skip
+    out = add_intervals(
+        ds, systems, key, conditions=tables, resample=["model.spk", "segment.spk"],
+        bootstrap=30, seed=7, split_every=2, binnings=_exact_binnings(raw, priors=PRIORS + cp),
+        by=["model.gender"],
+    )  # fmt: skip
+    plo = np.log(cp) - np.log1p(-np.array(cp))
+    norm = np.minimum(cp, 1 - np.array(cp))
+
+    def cprimary(tar, non):
+        act = [ref.dcf_at(tar, non, x)[0] for x in plo] / norm
+        return np.mean(act), np.mean(ref.min_dcf(tar, non, plo) / norm)
+
+    rng = np.random.default_rng(7)
+    trials = mask != 0
+    n_cond = ds.sizes["condition"]
+    values = np.full((3 + n_cond, 2, 30, 2), np.nan)  # pooled, equalized, conditions
+    for b in range(30):
+        mult = refc.two_way_multiplicity(
+            list(mg), list(sg), refc.draw_groups(list(mg), rng), refc.draw_groups(list(sg), rng)
+        )
+        for k, scores in enumerate(raw):
+            tar, non = refc.resample(scores, mask, mult)
+            if len(tar) and len(non):
+                values[0, k, b] = cprimary(tar, non)
+                m = mult[trials]
+                classes, parts = np.repeat(mask[trials], m), np.repeat(gender[trials], m)
+                got = refc.equalized_metrics(np.repeat(scores[trials], m), classes, parts, cp)
+                points = got["operating_points"]
+                values[1, k, b] = (np.mean([p["act_dcf"] for p in points]),
+                                   np.mean([p["min_dcf"] for p in points]))  # fmt: skip
+            for g, value in enumerate(ds["model.gender"].values):
+                inside = np.where(gender == value, mask, 0)
+                tar, non = refc.resample(scores, inside, mult)
+                if len(tar) and len(non):
+                    values[3 + g, k, b] = cprimary(tar, non)
+
+    def interval(v):
+        return [refc.percentile_interval(v[:, j], 0.95) for j in (0, 1)]
+
+    for k in range(2):
+        for kind, j in (("act", 0), ("min", 1)):
+            np.testing.assert_allclose(out[f"cprimary_{kind}_ci"].values[k],
+                                       interval(values[0, k])[j], rtol=1e-12)  # fmt: skip
+            np.testing.assert_allclose(out[f"equalized_cprimary_{kind}_ci"].values[k],
+                                       interval(values[1, k])[j], atol=1e-7)  # fmt: skip
+            for g in range(n_cond):
+                np.testing.assert_allclose(out[f"condition_cprimary_{kind}_ci"].values[k, g],
+                                           interval(values[3 + g, k])[j], rtol=1e-12)  # fmt: skip
+    assert np.isfinite(out.cprimary_act_ci.values).all()
+    assert (np.diff(out.condition_cprimary_min_ci.values, axis=-1) > 0).all()
 
 
 def test_the_exact_intervals_lie_within_the_binned_ones_resolution_below_them():
@@ -1021,11 +1080,23 @@ def test_the_interval_block_says_which_metrics_have_no_interval():
     text = format_table(ds)
     assert ("95% bootstrap intervals (40 resamples of model.spk, seed 1; percentile)\n"
             "  of the pooled metrics (and per condition): PRBEP, the calibration loss (Cllr - "
-            "minCllr), Cprimary, the fixed-FMR points and the AUC have none\n") in text  # fmt: skip
+            "minCllr), the fixed-FMR points and the AUC have none\n") in text  # fmt: skip
     doc = to_json_dict(ds)
     assert doc["bootstrap"]["no_intervals"] == [
-        "PRBEP", "the calibration loss (Cllr - minCllr)", "Cprimary", "the fixed-FMR points",
-        "the AUC"]  # fmt: skip
+        "PRBEP",
+        "the calibration loss (Cllr - minCllr)",
+        "the fixed-FMR points",
+        "the AUC",
+    ]
+    for k, entry in enumerate(doc["systems"]):  # Cprimary has its intervals
+        assert entry["cprimary"]["act_ci"] == ds.cprimary_act_ci.values[k].tolist()
+        assert entry["equalized"]["cprimary"]["min_ci"] == (
+            ds.equalized_cprimary_min_ci.values[k].tolist()
+        )
+        for g, cond in enumerate(entry["conditions"]):
+            assert cond["cprimary"]["min_ci"] == _nulls(ds.condition_cprimary_min_ci.values[k, g])
+    # pooled, equalized and condition m's; condition f's resamples are all its data's trials
+    assert text.count("95% intervals [") == 6 and text.count("95% intervals n/a / n/a") == 2
     # the equalized metrics have theirs: in the JSON, and a line under each system's row
     for k, entry in enumerate(doc["systems"]):
         equalized = entry["equalized"]
@@ -1034,6 +1105,10 @@ def test_the_interval_block_says_which_metrics_have_no_interval():
             low, high = point["act_dcf_ci"]
             assert low <= high and len(point["min_dcf_ci"]) == 2
     assert text.count("  95% intervals: EER (%) [") == 2
+
+
+def _nulls(values):
+    return [None if np.isnan(v) else float(v) for v in values]
 
 
 def test_a_comparison_says_how_far_the_bins_resolve_the_rank_metrics():

@@ -75,7 +75,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from bosaris_dask import config
+from bosaris_dask import config, measures
 from bosaris_dask.arguments import one_or_many
 from bosaris_dask.bootstrap.bins import choose_edges, prefix_histograms, summary_prefix_counts
 from bosaris_dask.bootstrap.blocks import BLOCK_BYTES
@@ -87,6 +87,7 @@ from bosaris_dask.bootstrap.variables import (
     compare_variables,
     condition_compare_variables,
     condition_interval_variables,
+    cprimary_interval_variables,
     describe,
     equalized_interval_variables,
     interval_variables,
@@ -361,6 +362,9 @@ def add_intervals(
     names = [str(n) for n in ds.system.values]
     is_op = ds.operating_point.values >= 0
     plo = ds.plo.values[is_op]
+    cp = ds.attrs.get("cprimary_priors")  # their Bayes thresholds bin edges too
+    cp_plo = measures.stated_plo(np.asarray(cp, dtype=np.float64)) if cp is not None else None
+    thresholds = -plo if cp_plo is None else -np.concatenate([plo, cp_plo])
     inputs, dtype = pass_inputs(systems, key)
     passes = 1
     if binnings is None:
@@ -372,7 +376,7 @@ def add_intervals(
             passes += 1
         else:
             hists = [summary_prefix_counts(x, dtype) for x in summaries]
-        binnings = [choose_edges(t, n, dtype, nb, -plo) for t, n in hists]
+        binnings = [choose_edges(t, n, dtype, nb, thresholds) for t, n in hists]
     inputs, pin = _merged_rows(inputs, groups)
     cond = _condition_index(key, conditions, by, inputs) if by else None
     results = resample_histograms(
@@ -402,6 +406,8 @@ def add_intervals(
             out |= condition_compare_variables(ds, creps, level, is_op, len(names), whole)
         if "equalized_eer" in ds:
             out |= equalized_interval_variables(ds, results, binnings, plo, level, is_op)
+    if cp_plo is not None:
+        out |= cprimary_interval_variables(ds, results, binnings, cp_plo, level)
     if compare:
         out |= compare_variables(ds, reps, level, is_op, names)
     if keep_replicates:

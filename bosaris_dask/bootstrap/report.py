@@ -112,6 +112,13 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
                         if name in BINNED:
                             var = f"condition_{name}_ci_resolution"
                             op[name + "_ci_resolution"] = _num(results[var][k, g, at])
+    if "cprimary_act_ci" in results:
+        for k, entry in enumerate(doc["systems"]):
+            _cprimary_json(entry, results, "", k)
+            for g, cond in enumerate(entry.get("conditions", [])):
+                _cprimary_json(cond, results, "condition_", k, g)
+            if "equalized" in entry:
+                _cprimary_json(entry["equalized"], results, "equalized_", k)
     if "equalized_eer_ci" in results:
         for k, entry in enumerate(doc["systems"]):
             equalized = entry.get("equalized")
@@ -158,6 +165,18 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
                 ]  # fmt: skip
             doc["comparisons"].append(item)
     return doc
+
+
+def _cprimary_json(
+    entry: dict[str, Any], results: xr.Dataset, prefix: str, k: int, g: int | None = None
+) -> None:
+    """Add ``"act_ci"`` and ``"min_ci"`` to an entry's ``"cprimary"`` (where it has one)."""
+    cprimary = entry.get("cprimary")
+    if cprimary is None or f"{prefix}cprimary_act_ci" not in results:
+        return
+    at = (k,) if g is None else (k, g)
+    for kind in ("act", "min"):
+        cprimary[kind + "_ci"] = _pair(results[f"{prefix}cprimary_{kind}_ci"].values[at])
 
 
 def _own_trials_note(results: xr.Dataset, first: str, second: str) -> str | None:
@@ -235,7 +254,6 @@ _WITHOUT_INTERVALS = (
     ("prbep", "PRBEP"),
     ("cllr_cal", "the calibration loss (Cllr - minCllr)"),
     ("ece", "the ECE"),
-    ("cprimary_act", "Cprimary"),
     ("fixed_fmr_fnmr", "the fixed-FMR points"),
     ("fixed_fnmr_fmr", "the fixed-FNMR points"),
 )
@@ -243,7 +261,7 @@ _WITHOUT_INTERVALS = (
 
 def without_intervals(results: xr.Dataset) -> list[str]:
     """What the evaluation reports that its bootstrap gives no interval: PRBEP, the calibration
-    loss, the ECE, Cprimary, the fixed-FMR/FNMR points (the resamples' coarse
+    loss, the ECE, the fixed-FMR/FNMR points (the resamples' coarse
     bins cannot place a threshold at FMR 1e-4) and the exact AUC."""
     names = [name for var, name in _WITHOUT_INTERVALS if var in results]
     if "auc" in results and np.isfinite(results.auc.values).any():

@@ -42,6 +42,7 @@ __all__ = [
     "condition_compare_variables",
     "equalized_rows",
     "equalized_interval_variables",
+    "cprimary_interval_variables",
     "describe",
 ]
 
@@ -163,6 +164,47 @@ def equalized_interval_variables(ds, results, binnings, plo, level, is_op) -> di
     return {"equalized_eer_ci": (("system", "bound"), eer)} | {
         f"equalized_{name}_ci": (("system", "plo", "bound"), arr) for name, arr in dcf.items()
     }
+
+
+def cprimary_interval_variables(ds, results, binnings, cp_plo, level) -> dict[str, Any]:
+    """``cprimary_act_ci`` and ``cprimary_min_ci`` (``system``, ``bound``), with conditions
+    ``condition_cprimary_*_ci`` (``system``, ``condition``, ``bound``) and equalized
+    ``equalized_cprimary_*_ci``: the intervals of each resample's mean over the Cprimary
+    priors (their Bayes thresholds ``-cp_plo`` bin edges) of the normalized actDCF (exact)
+    and minDCF (at the bins' resolution), from the resamples the other intervals use."""
+    n_sys = ds.sizes["system"]
+
+    def intervals(k: int, tar, non, sp_tar=None, sp_non=None) -> list[np.ndarray]:
+        zero = np.zeros(tar.shape[0])
+        rep = replicate_metrics(tar, non, zero if sp_tar is None else sp_tar,
+                                zero if sp_non is None else sp_non, cp_plo,
+                                binnings[k].edge_index(-cp_plo))  # fmt: skip
+        return [percentile_interval(rep[name].mean(axis=1)[1:, None], level)[0]
+                for name in PER_POINT]  # fmt: skip
+
+    pooled = np.array([intervals(k, r.tar, r.non, r.sp_tar, r.sp_non)
+                       for k, r in enumerate(results)])  # fmt: skip
+    out: dict[str, Any] = {
+        f"cprimary_{kind}_ci": (("system", "bound"), pooled[:, j])
+        for j, kind in enumerate(("act", "min"))
+    }
+    if "condition_cprimary_act" in ds:
+        cond = np.full((n_sys, ds.sizes["condition"], 2, 2), np.nan)
+        for k, r in enumerate(results):
+            for g, c in enumerate(r.conditions):
+                if c.tar[0].sum() and c.non[0].sum() and not scaled_copies(c.tar, c.non):
+                    cond[k, g] = intervals(k, c.tar, c.non)
+        out |= {f"condition_cprimary_{kind}_ci": (("system", "condition", "bound"), cond[:, :, j])
+                for j, kind in enumerate(("act", "min"))}  # fmt: skip
+    if "equalized_cprimary_act" in ds:
+        eq = np.full((n_sys, 2, 2), np.nan)
+        for k, r in enumerate(results):
+            shares = equalized_rows(np.stack([c.tar for c in r.conditions]),
+                                    np.stack([c.non for c in r.conditions]))  # fmt: skip
+            eq[k] = intervals(k, *(np.rint(x * 2.0**EQUALIZED_BITS) for x in shares))
+        out |= {f"equalized_cprimary_{kind}_ci": (("system", "bound"), eq[:, j])
+                for j, kind in enumerate(("act", "min"))}  # fmt: skip
+    return out
 
 
 def condition_compare_variables(ds, reps, level, is_op, n_sys, whole) -> dict[str, Any]:

@@ -529,7 +529,7 @@ def format_block(results: xr.Dataset) -> list[str]:
     if "equalized_eer" not in results:
         return []
     from bosaris_dask.metrics import operating_points
-    from bosaris_dask.report import point_labels, shown
+    from bosaris_dask.report import interval_text, point_labels, shown
 
     names = [str(n) for n in results.system.values]
     width = max(6, *(len(n) for n in names))
@@ -550,8 +550,13 @@ def format_block(results: xr.Dataset) -> list[str]:
         lines.append(f"{name:<{width}}  {eer:>8}" + "".join(f"  {c:>{col}}" for c in row))
         if "equalized_cprimary_act" in results:
             rr = results.sel(system=name)
-            lines.append(f"{'':<{width}}  Cprimary {shown(float(rr.equalized_cprimary_act))} / "
-                         f"{shown(float(rr.equalized_cprimary_min))}")  # fmt: skip
+            cprimary = (f"Cprimary {shown(float(rr.equalized_cprimary_act))} / "
+                        f"{shown(float(rr.equalized_cprimary_min))}")  # fmt: skip
+            if "equalized_cprimary_act_ci" in rr:
+                cprimary += (f"  {100 * float(results.attrs['ci']):g}% intervals "
+                             f"{interval_text(rr.equalized_cprimary_act_ci.values)} / "
+                             f"{interval_text(rr.equalized_cprimary_min_ci.values)}")  # fmt: skip
+            lines.append(f"{'':<{width}}  {cprimary}")
         if "equalized_eer_ci" in results:
             lines.append(f"{'':<{width}}  " + _interval_line(results, points, name, cells))
     return lines
@@ -559,11 +564,7 @@ def format_block(results: xr.Dataset) -> list[str]:
 
 def _interval_line(results: xr.Dataset, points: xr.Dataset, name: str, cells: list[str]) -> str:
     """A system's bootstrap intervals of the equalized metrics, as one line."""
-    from bosaris_dask.report import shown
-
-    def pair(values: Any, scale: float = 1.0) -> str:
-        low, high = (float(v) * scale for v in values)
-        return f"[{shown(low)}, {shown(high)}]" if np.isfinite([low, high]).all() else "n/a"
+    from bosaris_dask.report import interval_text as pair
 
     r, p = results.sel(system=name), points.sel(system=name)
     parts = [f"EER (%) {pair(r.equalized_eer_ci.values, 100.0)}"] + [
