@@ -287,6 +287,8 @@ def test_a_signal_during_a_rename_puts_the_whole_set_back(tmp_path, monkeypatch,
 
     monkeypatch.setattr(atomic, "_swap", signalled)
     previous = signal.signal(signal.SIGTERM, terminated)
+    # (dask_jobqueue.runner, once imported by another test, makes SIGINT a sys.exit)
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with (
             pytest.raises(KeyboardInterrupt),
@@ -297,6 +299,7 @@ def test_a_signal_during_a_rename_puts_the_whole_set_back(tmp_path, monkeypatch,
                 (t / "v").write_text("new")
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
     assert sorted(os.listdir(tmp_path)) == names
     assert [(tmp_path / n / "v").read_text() for n in names] == ["old"] * 3
 
