@@ -22,7 +22,7 @@ from bosaris_dask.errors import OptionError, ParseError
 from bosaris_dask.io import text
 from bosaris_dask.io.text import read_text, sniff_text_kind, text_has_labels
 from bosaris_dask.io.text.labels import LABEL_PAIRS
-from bosaris_dask.trials import make_ndx
+from bosaris_dask.trials import make_ndx, make_scores
 
 
 @pytest.fixture(params=["fast", "reference"])
@@ -526,3 +526,14 @@ def test_info_takes_the_format_its_error_asks_for(tmp_path, capsys):
     assert "key trials:  2 in" in capsys.readouterr().out
     assert main(["info", "--kind", "key", "--format", "3dspeaker", str(path)]) == 0
     assert "(1 targets, 1 non-targets)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("model", ["{", "["])
+def test_a_trial_of_a_model_named_like_a_bracket_is_no_json_document(tmp_path, model):
+    # the first line '{ 0 1.5' was refused as "a JSON document" (found by hypothesis)
+    path = tmp_path / "rt.txt"
+    io.write(make_scores([model], ["0"], [[1.5]]), path)
+    assert read_text(path).model.values.tolist() == [model]
+    path.write_text('{\n  "kind": "linear"\n}\n')  # a pretty-printed model: still said
+    with pytest.raises(ParseError, match="a JSON document"):
+        read_text(path)

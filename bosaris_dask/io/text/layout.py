@@ -295,7 +295,8 @@ def _refuse_foreign(
                 "the kind, --kind ndx)",
                 path=path, line=lineno,
             )  # fmt: skip
-    if tokens and (tokens[0] in (b"{", b"[") or tokens[0].startswith(b'{"')):
+    # (a pretty-printed document's first line is '{' alone: a trial of model '{' has more)
+    if tokens and ((len(tokens) == 1 and tokens[0] in (b"{", b"[")) or tokens[0].startswith(b'{"')):
         raise ParseError("a JSON document (a model that calibrate or fuse saved?), not a "
                          "trial list; 'bosaris-dask apply' applies a model",
                          path=path, line=lineno)  # fmt: skip
