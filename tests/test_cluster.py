@@ -510,6 +510,23 @@ def test_a_workers_address_is_said_to_be_no_schedulers():
     assert current_client() is None
 
 
+def test_workers_gone_while_a_local_cluster_starts_are_said_to_be(monkeypatch):
+    # a --memory-limit below what an idle worker holds: the nannies restarted the workers, and
+    # the run ended with distributed's "Stream is closed" (now and then)
+    import distributed
+    from distributed.comm.core import CommClosedError
+
+    def closed(self, *args, **kwargs):
+        raise CommClosedError("in <TCP (closed) ConnectionPool.register_worker_plugin>")
+
+    monkeypatch.setattr(distributed.Client, "register_plugin", closed)
+    with pytest.raises(ClusterError, match=r"^the local dask cluster's workers went away while "
+                       r"it started \(--memory-limit 300MB: a worker needs about"):  # fmt: skip
+        with connect(cluster="local", workers=1, memory_limit="300MB", announce=None):
+            pytest.fail("the block must not run")
+    assert current_client() is None
+
+
 def test_a_server_that_is_no_dask_scheduler_is_said_to_be_one():
     # an SSH banner read as a message's length: 'MemoryError: Unable to allocate 2.82 EiB'
     import threading

@@ -334,7 +334,15 @@ def _start_local(stack, workers, threads_per_worker, memory_limit, dashboard, ti
     client = _client(stack, timeout, "the local dask cluster", address=local)
     from bosaris_dask.cluster.worker_logs import TaskErrorsToTheClient
 
-    client.register_plugin(TaskErrorsToTheClient())
+    try:
+        client.register_plugin(TaskErrorsToTheClient())
+    except (OSError, TimeoutError) as exc:  # a CommClosedError: the workers went away
+        limit = f" (--memory-limit {memory_limit}" if memory_limit is not None else " ("
+        raise ClusterError(
+            f"the local dask cluster's workers went away while it started{limit}: a worker "
+            "needs about 150-250 MB just to start, and one over its limit is restarted: give "
+            "more memory per worker, or fewer workers)"
+        ) from exc
     return client
 
 
