@@ -563,6 +563,32 @@ def test_save_standard_plots_writes_real_images_without_pyplot(three, tmp_path):
         save_standard_plots(three, out, formats=("jpg",))
 
 
+def test_standard_plots_cut_short_leave_the_previous_set_whole(three, tmp_path, monkeypatch):
+    # each image was atomic, not the set: an interrupt left some new and some old
+    from bosaris_dask.plots import _common, standard
+
+    out = tmp_path / "plots"
+    save_standard_plots(three, out, formats=("svg",))
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    write = _common.write_figure
+    calls = []
+
+    def third_fails(fig, path, fmt, **kw):
+        calls.append(path)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        write(fig, path, fmt, **kw)
+
+    monkeypatch.setattr(standard, "write_figure", third_fails)
+    with pytest.raises(KeyboardInterrupt):  # (one system: other images than the previous)
+        save_standard_plots(three, out, formats=("svg",), systems=[str(three.system.values[0])])
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no temporaries either
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt):  # into a new folder: none left behind
+        save_standard_plots(three, tmp_path / "fresh", formats=("svg",))
+    assert not (tmp_path / "fresh").exists()
+
+
 def test_save_figure_suffix_and_plot_functions_make_figures(small, tmp_path):
     _, _, ds = small
     ax = nbe_plot(ds)  # no ax: a new pyplot figure (what a notebook shows)

@@ -310,16 +310,23 @@ def save_figure(figure: Figure | Axes, path: str | os.PathLike[str], *, dpi: flo
     """
     from bosaris_dask.io.atomic import atomic_path
 
+    path = Path(path)
+    fmt = check_plot_path(path)
+    with atomic_path(path) as tmp:
+        write_figure(figure, tmp, fmt, dpi=dpi)
+    return path
+
+
+def write_figure(figure: Figure | Axes, path: Path, fmt: str, *, dpi: float = 150) -> None:
+    """Write a figure to ``path`` (as it is: not atomic) in format ``fmt``, the same bytes for
+    the same figure (:func:`save_figure` writes it atomically)."""
     fig = figure.get_figure() if isinstance(figure, Axes) else figure
     if isinstance(fig, SubFigure):
         fig = fig.figure  # the figure the sub-figure is drawn in is what a file holds
     if fig is None:
         raise PlotError("this Axes belongs to no figure")
-    path = Path(path)
-    fmt = check_plot_path(path)
     # No date, and SVG element ids from a fixed salt (else random per run), keep the same
     # figure's PDF and SVG files the same bytes
     metadata = {"png": None, "pdf": {"CreationDate": None}, "svg": {"Date": None}}[fmt]
-    with atomic_path(path) as tmp, mpl.rc_context({"svg.hashsalt": "bosaris-dask"}):
-        fig.savefig(tmp, format=fmt, dpi=dpi, metadata=metadata)
-    return path
+    with mpl.rc_context({"svg.hashsalt": "bosaris-dask"}):
+        fig.savefig(path, format=fmt, dpi=dpi, metadata=metadata)

@@ -12,6 +12,7 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,7 +22,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from bosaris_dask.errors import PlotError
-from bosaris_dask.plots._common import FORMATS, Results, save_figure
+from bosaris_dask.io.atomic import atomic_paths
+from bosaris_dask.plots._common import FORMATS, Results, save_figure, write_figure
 from bosaris_dask.plots.ape import _count, ape_plot, cllr_plot
 from bosaris_dask.plots.det import det_plot
 from bosaris_dask.plots.ece import ece_plot
@@ -156,7 +158,8 @@ def save_standard_plots(
     """Write the standard plots of an evaluation into ``directory`` (created if missing).
 
     Writes ``det``, ``det_low_fa``, ``nbe`` and ``ape`` (see :data:`STANDARD_PLOTS`), each in
-    every format, atomically (a file is complete or absent), without pyplot or a display.
+    every format, atomically and as a set (they all appear together, or none: a run cut
+    short leaves the previous ones), without pyplot or a display.
 
     Parameters
     ----------
@@ -187,13 +190,22 @@ def save_standard_plots(
     if bad or not formats:
         raise PlotError(f"plot formats are {', '.join(FORMATS)}; got {list(formats)}")
     out = Path(directory)
+    created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise PlotError(f"cannot create the plot directory {out}: {exc.strerror}") from None
-    written = []
-    for name, draw in _DRAW.items():
-        fig = draw(results, systems)
-        for fmt in formats:
-            written.append(save_figure(fig, out / f"{name}.{fmt}", dpi=dpi))
-    return written
+    figures = [(name, draw(results, systems)) for name, draw in _DRAW.items()]
+    paths = [out / f"{name}.{fmt}" for name, _ in figures for fmt in formats]
+    try:  # written as a set: an interrupted run left some images new and some old
+        with atomic_paths(paths) as tmps:
+            at = iter(tmps)
+            for _, fig in figures:
+                for fmt in formats:
+                    write_figure(fig, next(at), fmt, dpi=dpi)
+    except BaseException:
+        if created:
+            with contextlib.suppress(OSError):  # (left where it holds anything else)
+                out.rmdir()
+        raise
+    return paths
