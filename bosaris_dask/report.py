@@ -430,11 +430,16 @@ def _table_lines(results: xr.Dataset, columns: Columns) -> list[str]:
         for k, name in enumerate(names):
             pair = _pair(float(columns["cprimary_act"][k]), float(columns["cprimary_min"][k]))
             if "cprimary_act_ci" in columns:
-                pair += (f"  {100 * float(results.attrs['ci']):g}% intervals "
-                         f"{interval_text(columns['cprimary_act_ci'][k])} / "
-                         f"{interval_text(columns['cprimary_min_ci'][k])}")  # fmt: skip
+                pair += cprimary_intervals(results, columns["cprimary_act_ci"][k],
+                                           columns["cprimary_min_ci"][k])  # fmt: skip
             lines.append(f"{name:<{width}}  {pair}")
     return lines
+
+
+def cprimary_intervals(results: xr.Dataset, act: Any, minimum: Any) -> str:
+    """The bootstrap intervals after a Cprimary pair: ``  95% intervals [..] / [..]``."""
+    return (f"  {100 * float(results.attrs['ci']):g}% intervals {interval_text(act)} / "
+            f"{interval_text(minimum)}")  # fmt: skip
 
 
 def interval_text(bounds: Any, scale: float = 1.0) -> str:

@@ -143,6 +143,14 @@ def equalized_rows(tar: np.ndarray, non: np.ndarray) -> tuple[np.ndarray, np.nda
 EQUALIZED_BITS = 30
 
 
+def _equalized_units(pooled: Any) -> list[np.ndarray]:
+    """A system's equalized resample histograms (:func:`equalized_rows` of its conditions'),
+    in integer units of ``2**-EQUALIZED_BITS``."""
+    shares = equalized_rows(np.stack([c.tar for c in pooled.conditions]),
+                            np.stack([c.non for c in pooled.conditions]))  # fmt: skip
+    return [np.rint(share * 2.0**EQUALIZED_BITS) for share in shares]
+
+
 def equalized_interval_variables(ds, results, binnings, plo, level, is_op) -> dict[str, Any]:
     """``equalized_eer_ci`` (``system``, ``bound``), ``equalized_act_dcf_ci`` and
     ``equalized_min_dcf_ci`` (``system``, ``plo``, ``bound``): each resample's equalized
@@ -153,10 +161,8 @@ def equalized_interval_variables(ds, results, binnings, plo, level, is_op) -> di
     eer = np.full((n_sys, 2), np.nan)
     dcf = {name: np.full((n_sys, n_plo, 2), np.nan) for name in PER_POINT}
     for k, pooled in enumerate(results):
-        tar = np.stack([res.tar for res in pooled.conditions])
-        non = np.stack([res.non for res in pooled.conditions])
-        zero = np.zeros(tar.shape[1])  # (no equalized Cllr)
-        units = [np.rint(share * 2.0**EQUALIZED_BITS) for share in equalized_rows(tar, non)]
+        units = _equalized_units(pooled)
+        zero = np.zeros(units[0].shape[0])  # (no equalized Cllr)
         rep = replicate_metrics(*units, zero, zero, plo, binnings[k].edge_index(-plo))
         eer[k] = percentile_interval(rep["eer"][1:, None], level)[0]
         for name in PER_POINT:
@@ -199,9 +205,7 @@ def cprimary_interval_variables(ds, results, binnings, cp_plo, level) -> dict[st
     if "equalized_cprimary_act" in ds:
         eq = np.full((n_sys, 2, 2), np.nan)
         for k, r in enumerate(results):
-            shares = equalized_rows(np.stack([c.tar for c in r.conditions]),
-                                    np.stack([c.non for c in r.conditions]))  # fmt: skip
-            eq[k] = intervals(k, *(np.rint(x * 2.0**EQUALIZED_BITS) for x in shares))
+            eq[k] = intervals(k, *_equalized_units(r))
         out |= {f"equalized_cprimary_{kind}_ci": (("system", "bound"), eq[:, j])
                 for j, kind in enumerate(("act", "min"))}  # fmt: skip
     return out

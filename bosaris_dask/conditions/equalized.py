@@ -529,7 +529,7 @@ def format_block(results: xr.Dataset) -> list[str]:
     if "equalized_eer" not in results:
         return []
     from bosaris_dask.metrics import operating_points
-    from bosaris_dask.report import interval_text, point_labels, shown
+    from bosaris_dask.report import cprimary_intervals, point_labels, shown
 
     names = [str(n) for n in results.system.values]
     width = max(6, *(len(n) for n in names))
@@ -553,9 +553,8 @@ def format_block(results: xr.Dataset) -> list[str]:
             cprimary = (f"Cprimary {shown(float(rr.equalized_cprimary_act))} / "
                         f"{shown(float(rr.equalized_cprimary_min))}")  # fmt: skip
             if "equalized_cprimary_act_ci" in rr:
-                cprimary += (f"  {100 * float(results.attrs['ci']):g}% intervals "
-                             f"{interval_text(rr.equalized_cprimary_act_ci.values)} / "
-                             f"{interval_text(rr.equalized_cprimary_min_ci.values)}")  # fmt: skip
+                cprimary += cprimary_intervals(results, rr.equalized_cprimary_act_ci.values,
+                                               rr.equalized_cprimary_min_ci.values)  # fmt: skip
             lines.append(f"{'':<{width}}  {cprimary}")
         if "equalized_eer_ci" in results:
             lines.append(f"{'':<{width}}  " + _interval_line(results, points, name, cells))
