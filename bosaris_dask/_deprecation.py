@@ -18,13 +18,22 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import sys
 import types
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["renamed_getattr", "renamed_module", "warn_renamed", "warn_swapped"]
+__all__ = [
+    "renamed_getattr",
+    "renamed_keyword",
+    "renamed_module",
+    "warn_renamed",
+    "warn_swapped",
+]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def warn_renamed(old: str, new: str, *, stacklevel: int = 3) -> None:
@@ -45,6 +54,38 @@ def warn_swapped(function: str, *, stacklevel: int = 3) -> None:
         FutureWarning,
         stacklevel=stacklevel,
     )
+
+
+def renamed_keyword(old: str, new: str) -> Callable[[_F], _F]:
+    """Decorate a function whose keyword ``old`` is now ``new``: given by its old name it still
+    works for one release, with a ``FutureWarning`` (the signature shows only ``new``).
+
+    Examples
+    --------
+    >>> @renamed_keyword("prior", "train_prior")
+    ... def fit(train_prior=0.5):
+    ...     return train_prior
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     fit(prior=0.1), str(caught[0].message)[:40]
+    (0.1, 'the keyword prior= of fit is deprecated ')
+    """
+
+    def decorate(function: _F) -> _F:
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if old in kwargs:
+                name = (type(args[0]).__name__ if function.__name__ == "__init__"  # its class
+                        else function.__qualname__)  # fmt: skip
+                if new in kwargs:
+                    raise TypeError(f"{name}() got both {old}= (its old name) and {new}=")
+                warn_renamed(f"the keyword {old}= of {name}", f"{new}=")
+                kwargs[new] = kwargs.pop(old)
+            return function(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
 
 
 def renamed_getattr(module: str, renamed: dict[str, tuple[str, Any]]) -> Callable[[str], Any]:

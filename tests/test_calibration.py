@@ -147,8 +147,8 @@ def test_linear_calibration_trial_objects_dev_eval(tmp_path: Path) -> None:
 
 
 def test_linear_calibrate_function_and_1d_check() -> None:
-    cal = linear_calibrate(np.array([1.0, 2.0, 0.0]), np.array([0.0, -1.0, 0.5]), prior=0.2)
-    assert cal.prior == 0.2 and cal.transform_arrays(np.array([1.0])).shape == (1,)
+    cal = linear_calibrate(np.array([1.0, 2.0, 0.0]), np.array([0.0, -1.0, 0.5]), train_prior=0.2)
+    assert cal.train_prior == 0.2 and cal.transform_arrays(np.array([1.0])).shape == (1,)
     with pytest.raises(TrialError, match="1-D"):
         LinearCalibrator().fit_arrays(np.ones((2, 2)), np.zeros((2, 2)))
     # a score matrix maps elementwise, as a PAV calibrator's does (was "expected (n, 1)")

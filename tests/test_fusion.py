@@ -379,11 +379,11 @@ def test_json_roundtrip(tmp_path: Path) -> None:
     path = tmp_path / "MODEL.json"
     fuser.save(path)
     d = json.loads(path.read_text())
-    for field in ("kind", "prior", "weights", "offset", "objective", "iterations", "passes"):
+    for field in ("kind", "train_prior", "weights", "offset", "objective", "iterations", "passes"):
         assert field in d
     assert d["kind"] == "linear_fusion" and d["passes"] == fuser.passes_
     again = load_model(path)
-    assert isinstance(again, LinearFuser) and again.prior == 0.25
+    assert isinstance(again, LinearFuser) and again.train_prior == 0.25
     xr.testing.assert_equal(again.transform(scores).compute(), fuser.transform(scores).compute())
     qf = QualityFuser(0.25).fit(scores, key, quality, allow_missing=True)
     qf.save(path)

@@ -226,7 +226,7 @@ CASES = [
     Case("prior-cost", OptionError, "c_fa must be a positive finite cost, got -1",
          lambda d: metrics.effective_prior(0.01, c_fa=-1)),
     Case("prior-fuser", OptionError, "the prior must lie strictly between 0 and 1, got 1",
-         lambda d: LinearFuser(prior=1)),
+         lambda d: LinearFuser(train_prior=1)),
     # -- a model file that is not one ------------------------------------------------------------
     Case("model-json", ParseError,
          "{d}/model.json:2: not a JSON model file: Expecting property name enclosed in double "

@@ -161,7 +161,7 @@ def test_model_json_write_failure_keeps_the_previous_model(tmp_path, monkeypatch
 
 def test_model_json_that_cannot_be_encoded_writes_nothing(tmp_path):
     fuser = _fuser()
-    fuser.prior = object()  # not JSON: fails before any file is created
+    fuser.train_prior = object()  # not JSON: fails before any file is created
     with pytest.raises(TypeError, match="not JSON serializable"):
         fuser.save_json(tmp_path / "model.json")
     assert os.listdir(tmp_path) == []

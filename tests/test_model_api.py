@@ -135,7 +135,7 @@ def test_fitted_attributes_exist_only_once_fitted_as_sklearn_checks(make, data, 
     loaded = type(model).load(tmp_path / "m.json")
     assert all(hasattr(loaded, name) for name in declared)  # ... and by load
     assert looks_fitted(fitted) and looks_fitted(loaded) and not looks_fitted(make())
-    fitted.set_params(**({"small_val": 0.0} if make is PAVCalibrator else {"prior": 0.2}))
+    fitted.set_params(**({"small_val": 0.0} if make is PAVCalibrator else {"train_prior": 0.2}))
     assert not looks_fitted(fitted)  # a new parameter forgets the fit
 
 
@@ -146,20 +146,54 @@ def looks_fitted(model) -> bool:
 
 def test_get_and_set_params():
     fuser = LinearFuser(0.1, l2=0.01, max_iter=7)
-    assert fuser.get_params() == {"prior": 0.1, "l2": 0.01, "method": "auto", "gtol": 1e-8,
+    assert fuser.get_params() == {"train_prior": 0.1, "l2": 0.01, "method": "auto", "gtol": 1e-8,
                                   "max_iter": 7, "split_every": None, "persist": False}  # fmt: skip
     assert QualityFuser(0.2, l2=0.5).get_params()["l2"] == 0.5
     assert set(QualityFuser().get_params()) == {*fuser.get_params(), "qtrans"}
     assert PAVCalibrator(small_val=0).get_params() == {"small_val": 0.0, "pseudo_counts": True,
                                                        "bound": 1e6}  # fmt: skip
-    assert fuser.set_params(prior=0.01, l2=0) is fuser
-    assert (fuser.prior, fuser.l2, fuser.max_iter) == (0.01, 0.0, 7)
-    assert repr(fuser) == "LinearFuser(prior=0.01, max_iter=7)"
+    assert fuser.set_params(train_prior=0.01, l2=0) is fuser
+    assert (fuser.train_prior, fuser.l2, fuser.max_iter) == (0.01, 0.0, 7)
+    assert repr(fuser) == "LinearFuser(train_prior=0.01, max_iter=7)"
     with pytest.raises(OptionError, match="has no parameter 'alpha'"):
         fuser.set_params(alpha=1)
     with pytest.raises(OptionError):
-        fuser.set_params(prior=1.5)  # checked as __init__ checks it
-    assert fuser.prior == 0.01  # unchanged by the rejected call
+        fuser.set_params(train_prior=1.5)  # checked as __init__ checks it
+    assert fuser.train_prior == 0.01  # unchanged by the rejected call
+
+
+@pytest.mark.parametrize("make", [LinearFuser, LinearCalibrator, QualityFuser])
+def test_the_training_prior_of_earlier_releases_still_works_with_a_warning(make):
+    """The training prior was ``prior`` (where ``evaluate``'s ``priors`` are operating points
+    and the CLI says ``--train-prior``): ``train_prior`` now, the old name for one release."""
+    with pytest.warns(FutureWarning, match=f"prior= of {make.__name__} is deprecated.*"
+                      "use train_prior="):  # fmt: skip
+        model = make(prior=0.1)
+    assert model.get_params()["train_prior"] == 0.1 and "prior" not in model.get_params()
+    with pytest.warns(FutureWarning, match="use train_prior="):
+        model.set_params(prior=0.2)
+    with pytest.warns(FutureWarning, match=f"{make.__name__}.prior is deprecated"):
+        assert model.prior == 0.2 == model.train_prior
+    with pytest.raises(TypeError, match="both prior= .* and train_prior="):
+        make(prior=0.1, train_prior=0.2)
+
+
+def test_model_files_of_earlier_releases_load(tmp_path):
+    """Their training prior is ``"prior"``; files written now say ``"train_prior"``."""
+    import json
+
+    d = {"format": "bosaris_dask.model/1", "kind": "linear_fusion", "prior": 0.05,
+         "weights": [1.0, 2.0], "offset": -1.0}  # fmt: skip
+    (tmp_path / "old.json").write_text(json.dumps(d))
+    model = load_model(tmp_path / "old.json")
+    assert model.train_prior == 0.05 and model.weights_.tolist() == [1.0, 2.0]
+    model.save(tmp_path / "new.json")
+    saved = json.loads((tmp_path / "new.json").read_text())
+    assert saved["train_prior"] == 0.05 and "prior" not in saved
+    del d["prior"]
+    (tmp_path / "none.json").write_text(json.dumps(d))
+    with pytest.raises(bd.errors.ParseError, match="none.json: the model has no 'train_prior'"):
+        load_model(tmp_path / "none.json")
 
 
 def test_sklearn_clone_rebuilds_an_unfitted_copy(data):
@@ -216,12 +250,12 @@ def test_pav_block_count_is_a_fitted_attribute():
 
 @pytest.mark.parametrize("model", ["linear_fusion", "linear_calibration", "pav", "quality"])
 def test_a_changed_parameter_drops_the_fit(data, model, tmp_path):
-    """set_params(prior=...) after fit kept the weights fitted at the old prior beside the new
+    """set_params(train_prior=...) after fit kept the weights fitted at the old prior beside the new
     one, and save wrote them as a model of the new prior; a quality fuser applied its fitted W
     to quality mapped by a new qtrans (LLRs off by up to 0.9)."""
     key, systems, quality = data
     make, scores, extra, change = {
-        "linear_fusion": (LinearFuser, systems, (), {"prior": 0.01}),
+        "linear_fusion": (LinearFuser, systems, (), {"train_prior": 0.01}),
         "linear_calibration": (LinearCalibrator, systems[0], (), {"l2": 5.0}),
         "pav": (PAVCalibrator, systems[0], (), {"small_val": 0.5}),
         "quality": (QualityFuser, systems, (quality,), {"qtrans": [[2.0]]}),

@@ -14,6 +14,7 @@ from typing import Any, Self
 import numpy as np
 import xarray as xr
 
+from bosaris_dask._deprecation import renamed_keyword
 from bosaris_dask.calibration.pav import PAVCalibrator
 from bosaris_dask.errors import TrialError
 from bosaris_dask.fusion import LinearFuser, QualityFuser
@@ -26,11 +27,11 @@ class LinearCalibrator(LinearFuser):
     """Affine calibration ``llr = scale * s + offset`` by prior-weighted logistic regression.
 
     A :class:`bosaris_dask.fusion.LinearFuser` of one system: same parameters, same objective
-    (normalized cross-entropy at ``prior``), same JSON fields (``"weights"`` holds the scale).
+    (normalized cross-entropy at ``train_prior``), same JSON fields (``"weights"`` holds the scale).
 
     Examples
     --------
-    >>> cal = LinearCalibrator(prior=0.5).fit_arrays(np.array([2.0, 3.0, 0.5]),
+    >>> cal = LinearCalibrator(train_prior=0.5).fit_arrays(np.array([2.0, 3.0, 0.5]),
     ...                                              np.array([0.0, -1.0, 1.0, -0.5]))
     >>> bool(cal.scale_ > 0), cal.converged_
     (True, True)
@@ -98,8 +99,9 @@ class LinearCalibrator(LinearFuser):
         return super().transform_arrays(s.reshape(-1, 1)).reshape(s.shape)
 
 
+@renamed_keyword("prior", "train_prior")
 def linear_calibrate(
-    tar: np.ndarray, non: np.ndarray, prior: float = 0.5, **kwargs: Any
+    tar: np.ndarray, non: np.ndarray, train_prior: float = 0.5, **kwargs: Any
 ) -> LinearCalibrator:
     """Fit a :class:`LinearCalibrator` on 1-D arrays of target and non-target scores.
 
@@ -109,7 +111,7 @@ def linear_calibrate(
     >>> cal.transform_arrays(np.array([0.0])).shape
     (1,)
     """
-    return LinearCalibrator(prior, **kwargs).fit_arrays(tar, non)
+    return LinearCalibrator(train_prior, **kwargs).fit_arrays(tar, non)
 
 
 _KINDS = {cls.kind: cls for cls in (LinearCalibrator, LinearFuser, QualityFuser, PAVCalibrator)}

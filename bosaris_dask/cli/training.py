@@ -247,7 +247,7 @@ def _posterior_report(
     if len(set(names)) < len(names) or "fused" in names:  # names must tell the systems apart
         names = names_or_default(None, len(names))
     names.append("fused")
-    report = posterior_report([*systems, fused], prior=model.prior, names=names, ndx=ndx)
+    report = posterior_report([*systems, fused], prior=model.train_prior, names=names, ndx=ndx)
     return format_posterior_report(report)
 
 

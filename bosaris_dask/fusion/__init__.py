@@ -23,7 +23,7 @@ computed only when written or evaluated, so a fused billion-trial store is writt
 A fitted fuser serializes to a JSON-friendly dict (:meth:`LinearFuser.to_dict`, the CLI's
 ``MODEL.json``)::
 
-    {"format": "bosaris_dask.model/1", "kind": "linear_fusion", "prior": 0.5,
+    {"format": "bosaris_dask.model/1", "kind": "linear_fusion", "train_prior": 0.5,
      "weights": [...], "offset": a, "objective": C, "iterations": n, "passes": n, ...}
 
 plus, for quality fusion, ``"quality_matrix"`` (the full symmetric ``W``), ``"linear"`` (the
@@ -36,7 +36,7 @@ Examples
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
 >>> tar, non = rng.normal(2, 1, (200, 2)), rng.normal(0, 1, (2000, 2))
->>> fuser = LinearFuser(prior=0.5).fit_arrays(tar, non)
+>>> fuser = LinearFuser(train_prior=0.5).fit_arrays(tar, non)
 >>> fuser.converged_, fuser.weights_.shape, bool(fuser.objective_ < 1)
 (True, (2,), True)
 >>> llr = fuser.transform_arrays(np.array([[2.0, 2.0], [0.0, 0.0]]))

@@ -20,6 +20,7 @@ from typing import Any, Self
 import numpy as np
 import xarray as xr
 
+from bosaris_dask._deprecation import warn_renamed
 from bosaris_dask.errors import (
     NotFittedError,
     OptionError,
@@ -56,6 +57,10 @@ class JsonModel:
 
     llr_base_: str = "e"
     systems_: list[str] | None = None
+
+    #: Parameters renamed since earlier releases, ``{old: new}``: ``set_params`` and reading
+    #: the attribute take the old name for one release, with a ``FutureWarning``.
+    _renamed_params: dict[str, str] = {}
 
     @classmethod
     def _param_names(cls) -> list[str]:
@@ -95,6 +100,10 @@ class JsonModel:
         >>> hasattr(LinearFuser(), "weights_")
         False
         """
+        renamed = type(self)._renamed_params.get(name)
+        if renamed is not None:
+            warn_renamed(f"{type(self).__name__}.{name}", f"{type(self).__name__}.{renamed}")
+            return getattr(self, renamed)
         if name in type(self)._fitted_names():
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit first "
                                  f"({name} is set by fit)")  # fmt: skip
@@ -128,13 +137,19 @@ class JsonModel:
         Examples
         --------
         >>> from bosaris_dask.fusion import LinearFuser
-        >>> LinearFuser().set_params(prior=0.01)
-        LinearFuser(prior=0.01)
+        >>> LinearFuser().set_params(train_prior=0.01)
+        LinearFuser(train_prior=0.01)
         >>> import numpy as np
         >>> fitted = LinearFuser().fit_arrays(np.array([1.0, 3.0]), np.array([0.0, 2.0]))
-        >>> hasattr(fitted.set_params(prior=0.01), "weights_")  # fit again at the new prior
+        >>> hasattr(fitted.set_params(train_prior=0.01), "weights_")  # fit again at the new prior
         False
         """
+        for old, new in type(self)._renamed_params.items():
+            if old in params:
+                if new in params:
+                    raise OptionError(f"set_params got both {old}= (its old name) and {new}=")
+                warn_renamed(f"the parameter {old}= of {type(self).__name__}", f"{new}=")
+                params[new] = params.pop(old)
         names = self._param_names()
         unknown = [name for name in params if name not in names]
         if unknown:
@@ -203,6 +218,22 @@ class JsonModel:
 
     save_json = save  #: the name of earlier releases
     load_json = load  #: the name of earlier releases
+
+
+def training_prior(d: dict[str, Any]) -> float:
+    """A linear model dict's training prior: ``"train_prior"``, or ``"prior"`` as files of
+    earlier releases name it (a ``KeyError`` naming ``"train_prior"`` where neither is).
+
+    Examples
+    --------
+    >>> training_prior({"train_prior": 0.1}), training_prior({"prior": 0.2})
+    (0.1, 0.2)
+    """
+    if "train_prior" in d:
+        return d["train_prior"]
+    if "prior" in d:
+        return d["prior"]
+    raise KeyError("train_prior")
 
 
 def number_or_nan(value: Any) -> float:
@@ -325,7 +356,7 @@ def with_training_fields(
     Examples
     --------
     >>> from bosaris_dask.fusion import LinearFuser
-    >>> d = {"kind": "linear_fusion", "prior": 0.5, "weights": [1.0], "offset": 0.0}
+    >>> d = {"kind": "linear_fusion", "train_prior": 0.5, "weights": [1.0], "offset": 0.0}
     >>> m = with_training_fields(LinearFuser.from_dict)({**d, "llr_base": "10", "systems": ["a"]})
     >>> m.llr_base_, m.systems_
     ('10', ['a'])

@@ -12,6 +12,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
+from bosaris_dask._deprecation import renamed_keyword
 from bosaris_dask.errors import (
     MissingTrialsError,
     OptionError,
@@ -46,6 +47,7 @@ from bosaris_dask.fusion.json_model import (
     in_llr_base,
     model_array,
     number_or_nan,
+    training_prior,
 )
 from bosaris_dask.objectives import (
     FusionData,
@@ -101,9 +103,11 @@ class LinearFuser(JsonModel):
 
     Parameters
     ----------
-    prior
+    train_prior
         Target prior ``p`` of the prior-weighted cross-entropy (the output is an LLR at any
-        prior; ``p`` only sets what the training emphasizes).
+        prior; ``p`` only sets what the training emphasizes): the CLI's ``--train-prior``,
+        the JSON's ``"train_prior"``. (``prior=``, its name in earlier releases, works for
+        one release, with a ``FutureWarning``.)
     l2
         L2 penalty ``l2/2 * ||b||^2`` (the offset is not penalized); 0: none (BOSARIS default).
     method : {"auto", "exact", "cg"}
@@ -149,7 +153,7 @@ class LinearFuser(JsonModel):
 
     >>> rng = np.random.default_rng(0)
     >>> tar, non = rng.normal(2.0, 1.0, (200, 2)), rng.normal(0.0, 1.0, (800, 2))
-    >>> fuser = LinearFuser(prior=0.5).fit_arrays(tar, non)
+    >>> fuser = LinearFuser(train_prior=0.5).fit_arrays(tar, non)
     >>> fuser.weights_.round(2).tolist(), round(fuser.offset_, 2), fuser.converged_
     ([1.99, 2.11], -3.9, True)
     >>> fuser.transform_arrays(np.array([[2.0, 2.0]])).round(1).tolist()
@@ -159,6 +163,7 @@ class LinearFuser(JsonModel):
     kind = "linear_fusion"
     #: The kind in words, as messages name it.
     description = "linear fusion"
+    _renamed_params = {"prior": "train_prior"}
 
     # fitted attributes: set by fit (or load), absent before (a NotFittedError)
     weights_: np.ndarray
@@ -171,9 +176,10 @@ class LinearFuser(JsonModel):
     fit_warnings_: list[str]
     result_: OptimizeResult | None
 
+    @renamed_keyword("prior", "train_prior")
     def __init__(
         self,
-        prior: float = 0.5,
+        train_prior: float = 0.5,
         *,
         l2: float = 0.0,
         method: Literal["auto", "exact", "cg"] = "auto",
@@ -182,7 +188,7 @@ class LinearFuser(JsonModel):
         split_every: int | dict | None = None,
         persist: bool = False,
     ) -> None:
-        self.prior = check_prior(prior)
+        self.train_prior = check_prior(train_prior)
         self.l2 = number_or_nan(l2)
         if not 0 <= self.l2 < math.inf:  # NaN fitted the all-zero model
             raise OptionError(f"l2 must be a finite number >= 0, got {l2!r}")
@@ -209,7 +215,7 @@ class LinearFuser(JsonModel):
         standardized_by: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> FusionObjective:
         return FusionObjective(
-            data, self.prior, l2=self.l2, quality=quality, split_every=self.split_every,
+            data, self.train_prior, l2=self.l2, quality=quality, split_every=self.split_every,
             allow_missing=allow_missing, rescale=rescale, standardized_by=standardized_by,
         )  # fmt: skip
 
@@ -486,7 +492,7 @@ class LinearFuser(JsonModel):
             "format": MODEL_FORMAT,
             "kind": self.kind,
             **self.training_fields(),
-            "prior": self.prior,
+            "train_prior": self.train_prior,
             "weights": [float(w) for w in weights],
             "offset": float(offset),
             **self._solver_report(),
@@ -515,7 +521,7 @@ class LinearFuser(JsonModel):
         if d.get("kind") != cls.kind:
             raise TrialError(f"a {cls.kind} model was expected, got kind {d.get('kind')!r}")
         obj = cls(
-            prior=d["prior"],
+            train_prior=training_prior(d),
             l2=d.get("l2", 0.0),
             method=d.get("method", "auto"),
             gtol=d.get("gtol", 1e-8),
@@ -536,7 +542,10 @@ class LinearFuser(JsonModel):
         return obj
 
 
-def linear_fuse(tar: np.ndarray, non: np.ndarray, prior: float = 0.5, **kwargs: Any) -> LinearFuser:
+@renamed_keyword("prior", "train_prior")
+def linear_fuse(
+    tar: np.ndarray, non: np.ndarray, train_prior: float = 0.5, **kwargs: Any
+) -> LinearFuser:
     """Fit a :class:`LinearFuser` on arrays: ``tar`` ``(T, K)``, ``non`` ``(N, K)``.
 
     Examples
@@ -556,4 +565,4 @@ def linear_fuse(tar: np.ndarray, non: np.ndarray, prior: float = 0.5, **kwargs: 
     >>> f.fit_warnings_[0][:34]
     'the training classes are separable'
     """
-    return LinearFuser(prior, **kwargs).fit_arrays(tar, non)
+    return LinearFuser(train_prior, **kwargs).fit_arrays(tar, non)

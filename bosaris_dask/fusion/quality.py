@@ -11,6 +11,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
+from bosaris_dask._deprecation import renamed_keyword
 from bosaris_dask.errors import MissingTrialsError, ScoreError, TrialError, have
 from bosaris_dask.fusion.base import (
     _as_list,
@@ -146,7 +147,7 @@ class QualityFuser(LinearFuser):
 
     Parameters
     ----------
-    prior, **kwargs
+    train_prior, **kwargs
         Those of :class:`LinearFuser`; the penalty ``l2`` also applies to ``W``.
     qtrans
         Optional ``(r, q)`` matrix mapping the ``q`` quality measures of each side to ``r``
@@ -186,11 +187,12 @@ class QualityFuser(LinearFuser):
     linear_: LinearFuser | None  # None: loaded without its first stage
     linear_passes_: int
 
-    def __init__(self, prior: float = 0.5, *, qtrans: Any = None, **kwargs: Any) -> None:
+    @renamed_keyword("prior", "train_prior")
+    def __init__(self, train_prior: float = 0.5, *, qtrans: Any = None, **kwargs: Any) -> None:
         unknown = [name for name in kwargs if name not in LinearFuser._param_names()]
         if unknown:
             raise TypeError(f"QualityFuser() got an unexpected keyword argument {unknown[0]!r}")
-        super().__init__(prior, **kwargs)
+        super().__init__(train_prior, **kwargs)
         try:
             self.qtrans = (None if qtrans is None
                            else np.atleast_2d(np.asarray(qtrans, np.float64)))  # fmt: skip
@@ -247,7 +249,7 @@ class QualityFuser(LinearFuser):
         k = data.n_systems
         if linear is None:
             linear = LinearFuser(
-                self.prior,
+                self.train_prior,
                 l2=self.l2,
                 method=self.method,
                 gtol=self.gtol,
