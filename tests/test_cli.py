@@ -226,7 +226,9 @@ def test_calibrate_linear_writes_model_and_applies_it(small_set, tmp_path):
                   "--cluster", "threads")  # fmt: skip
     assert result.returncode == 0, result.stderr
     doc = json.loads(model.read_text())
-    assert {"kind", "train_prior", "weights", "offset", "objective", "iterations", "passes"} <= set(doc)
+    assert {"kind", "train_prior", "weights", "offset", "objective", "iterations", "passes"} <= set(
+        doc
+    )
     assert doc["kind"] == "linear_calibration" and doc["train_prior"] == 0.1
     api = LinearCalibrator(0.1).fit(io.read(s2), io.read(key))
     np.testing.assert_allclose(doc["weights"], api.weights_, rtol=1e-10)

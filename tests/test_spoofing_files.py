@@ -324,3 +324,26 @@ def test_allow_missing_leaves_key_trials_without_a_score_out(tmp_path):
     with pytest.raises(TrialError, match=r"k2: no nontarget trial with a score in .*s3 \(2 key "
                                          r"trials without one dropped\)$"):  # fmt: skip
         sasv_key_and_scores(scores, key, allow_missing=True)
+
+
+def test_the_demo_sample_reads_as_written_and_is_fixed_by_its_seed(tmp_path):
+    """What `bosaris-dask demo` writes for the `spoof` examples: the package's four file
+    formats, every score read back bit for bit, the counts as drawn, one sample per seed."""
+    from bosaris_dask.spoofing.simulate import simulate_asvspoof5, write_asvspoof5_sample
+
+    paths = write_asvspoof5_sample(tmp_path / "a", seed=3)
+    cm_key, cm_scores, sasv_key, sasv_scores = (str(p) for p in paths)
+    bona, spoof = cm_arrays(read_cm_scores(cm_scores), read_cm_key(cm_key))
+    assert (bona.size, spoof.size) == (1000, 2000)
+    assert np.median(bona) > np.median(spoof)  # a countermeasure better than chance
+    drawn = {row[0]: float(row[1]) for row in simulate_asvspoof5(seed=3)["cm_scores"][1:]}
+    read = read_cm_scores(cm_scores)
+    assert all(drawn[f] == s for f, s in zip(read.filename, read.score, strict=True))
+    key, scores = read_sasv_key(sasv_key), read_sasv_scores(sasv_scores)
+    classes, counts = np.unique(key.asv_class, return_counts=True)
+    assert sorted(counts.tolist()) == [500, 500, 1000] and len(classes) == 3
+    np.testing.assert_array_equal(scores.sasv, (scores.cm + scores.asv) / 2)
+    again = write_asvspoof5_sample(tmp_path / "b", seed=3)
+    other = write_asvspoof5_sample(tmp_path / "c", seed=4)
+    assert [p.read_bytes() for p in again] == [p.read_bytes() for p in paths]
+    assert other[1].read_bytes() != paths[1].read_bytes()

@@ -435,6 +435,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
         embedding_paths = write_demo_embeddings(out, seed=args.seed)
         tables = _write_speaker_tables(key, out)
+        from bosaris_dask.spoofing.simulate import write_asvspoof5_sample
+
+        spoof_paths = write_asvspoof5_sample(out / "asvspoof5", seed=args.seed)
         args.prior, args.allow_missing = None, False
         _default_priors(args)
         score_paths = [str(p) for p in paths[1:]]
@@ -447,7 +450,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"{', '.join(p.name for p in embedding_paths[:3])} (speaker embeddings) and "
         f"{embedding_paths[3].name} (their key, from the id class tables "
         f"{embedding_paths[4].name} and {embedding_paths[5].name}); "
-        f"{tables[0].name} and {tables[1].name} (condition tables: each id's speaker)."
+        f"{tables[0].name} and {tables[1].name} (condition tables: each id's speaker); "
+        f"{spoof_paths[0].parent.name}/ (a synthetic sample in ASVspoof 5's files, for spoof)."
     )
     print(f"Try: bosaris-dask info {paths[1]}")
     print(f"     bosaris-dask evaluate --key {paths[0]} --scores {paths[1]} --prior 0.01")

@@ -80,11 +80,12 @@ EXAMPLES: dict[str, list[str]] = {
         f"bosaris-dask apply --model emb-cal.json {_E} --out emb-cal.zarr",
     ],
     "spoof": [
-        "bosaris-dask spoof cm --key asvspoof5/cm_key.tsv.gz --scores asvspoof5/cm_scores.tsv.gz",
-        "bosaris-dask spoof sasv --key asvspoof5/sasv_key.tsv.gz "
-        "--scores asvspoof5/sasv_scores.tsv.gz --asv-rates given --json sasv.json",
-        "bosaris-dask spoof sasv --key asvspoof5/sasv_key.tsv.gz "
-        "--scores asvspoof5/sasv_scores.tsv.gz --convert-dir sasv-set",
+        "bosaris-dask spoof cm --key bosaris-demo/asvspoof5/cm_key.tsv "
+        "--scores bosaris-demo/asvspoof5/cm_scores.tsv",
+        "bosaris-dask spoof sasv --key bosaris-demo/asvspoof5/sasv_key.tsv "
+        "--scores bosaris-demo/asvspoof5/sasv_scores.tsv --asv-rates given --json sasv.json",
+        "bosaris-dask spoof sasv --key bosaris-demo/asvspoof5/sasv_key.tsv "
+        "--scores bosaris-demo/asvspoof5/sasv_scores.tsv --convert-dir sasv-set",
     ],
 }
 
@@ -94,7 +95,6 @@ DATA = {
     "'score' writes in its first example",
     "apply": "the data that 'bosaris-dask demo' writes and the models that the examples of "
     "'calibrate' and 'fuse' save",
-    "spoof": "a sample of ASVspoof 5's files: tests/data/asvspoof5/ of the source repository",
 }
 
 
