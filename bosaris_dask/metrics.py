@@ -198,11 +198,11 @@ def evaluate(
         (``condition_ece``, ``condition_ece_pav``), from the same pass.
     ci, bootstrap, resample, seed, compare
         Two-way bootstrap percentile intervals (level ``ci``, default 0.95) from ``bootstrap``
-        resamples of the ``resample`` groups (``model.COL`` and/or ``segment.COL`` of the
-        condition tables): ``eer_ci``, ``cllr_ci``, ``min_cllr_ci``, ``act_dcf_ci``,
-        ``min_dcf_ci`` along ``bound`` (low, high); with ``compare``, paired differences of
-        every pair of systems. The point estimates stay exact
-        (:mod:`bosaris_dask.bootstrap.evaluation` says what the intervals are computed from).
+        resamples of the ``resample`` groups (``model.COL`` and/or ``segment.COL`` of the condition
+        tables): ``eer_ci``, ``cllr_ci``, ``min_cllr_ci``, ``cllr_cal_ci``, ``act_dcf_ci``,
+        ``min_dcf_ci`` along ``bound`` (low, high); with ``compare``, paired differences of every
+        pair of systems. The point estimates stay exact (:mod:`bosaris_dask.bootstrap.evaluation`
+        says what the intervals are computed from).
     exact_auc
         Make ``auc`` exact at any scale (:mod:`bosaris_dask.passes.exact_auc`): when every system's
         targets fit ``bosaris_dask.auc-limit``, in the evaluation's own passes (pass 1 pulls

@@ -61,12 +61,12 @@ def test_every_row_equals_its_own_hull_bit_for_bit(seed, rows, bins, scale, empt
     n_edges=st.integers(1, 12),
     decimals=st.sampled_from([0, 1, 2]),
 )
-def test_the_exact_metrics_of_every_resample_lie_between_its_floor_and_its_bins(
+def test_the_exact_metrics_of_every_resample_lie_between_its_bound_and_its_bins(
     seed, n_tar, n_non, n_edges, decimals
 ):
     """Each resample (weighted trials) binned at random edges: its exact EER, minCllr and
     minDCF (brute force over its trials, repeated by their weights) are at most the bins' and
-    at least the floors' (each bin's non-targets below its targets): the comparison's ``bins
+    at least their other bounds' (each bin's non-targets below its targets): the comparison's ``bins
     ±R`` is their difference at most, so it bounds every resample's binning error."""
     from bosaris_dask.bootstrap.replicates import replicate_metrics
     from tests import reference as ref
@@ -95,5 +95,7 @@ def test_the_exact_metrics_of_every_resample_lie_between_its_floor_and_its_bins(
             "min_dcf": ref.min_dcf(t, n, plo) / np.minimum(expit(plo), expit(-plo)),
         }
         for name, value in exact.items():  # fmt: skip
-            assert np.all(out[f"{name}_floor"][r] <= value + 1e-12), (name, r)
+            assert np.all(out[f"{name}_bound"][r] <= value + 1e-12), (name, r)
             assert np.all(value <= out[name][r] + 1e-12), (name, r)
+        # the calibration loss Cllr - minCllr (Cllr exact: 0 here) the other way round
+        assert out["cllr_cal"][r] <= -exact["min_cllr"] + 1e-12 <= out["cllr_cal_bound"][r] + 2e-12

@@ -19,12 +19,13 @@ default linear interpolation) of the ``B`` resamples' values, resamples without 
 non-targets left out (their number is ``attrs["bootstrap_degenerate"]``). What each resample's
 metric is computed from (:mod:`~bosaris_dask.bootstrap.replicates`): actDCF and Cllr exactly;
 EER, minDCF and minCllr from the ROC convex hull of the coarse bins, i.e. at the bins'
-resolution, each between its floor and the exact value
+resolution, and the calibration loss (``cllr_cal``, Cllr minus that minCllr), each with an
+other bound such that the exact value lies between the two
 (:mod:`~bosaris_dask.bootstrap.replicates`), so their intervals carry ``<metric>_ci_resolution``:
-the exact bootstrap's ends are at most that below theirs. The same computation on the data
-itself (no resampling) is reported as ``eer_binned``, ``min_dcf_binned`` and
-``min_cllr_binned``: their difference to the exact ``eer``, ``min_dcf`` and ``min_cllr`` is the
-binning's error at the data.
+the exact bootstrap's ends are at most that below theirs (above, for the calibration loss). The
+same computation on the data itself (no resampling) is reported as ``eer_binned``,
+``min_dcf_binned``, ``min_cllr_binned`` and ``cllr_cal_binned``: their difference to the exact
+values is the binning's error at the data.
 
 With ``compare``, every pair of systems (``first``, ``second``) gets the exact difference
 ``first - second`` of each metric, the percentile interval of the resamples' differences (the
@@ -32,9 +33,9 @@ same resamples for both systems: paired) and the fraction of resamples in which 
 strictly better (lower). Each system has bins of its own, so the resamples' EER, minDCF and
 minCllr of two systems carry different binning errors: two systems that rank every trial alike
 (one a shifted or scaled copy of the other) get an interval around 0, not [0, 0], and a
-fraction that is the bins' noise. ``compare_<metric>_resolution`` (for those three) bounds that
+fraction that is the bins' noise. ``compare_<metric>_resolution`` (for those four) bounds that
 error: every resample's binned difference is within it of the exact difference (the larger of
-the two systems' binned value minus floor, in any resample).
+the two systems' distances from binned value to other bound, in any resample).
 
 With ``by`` (conditions), every condition with targets and non-targets gets its intervals too
 (``condition_<metric>_ci``), from the same resamples and the same pass, on its system's bins:
@@ -340,14 +341,14 @@ def add_intervals(
     Returns
     -------
     xarray.Dataset
-        With ``eer_ci``, ``cllr_ci``, ``min_cllr_ci`` (``system``, ``bound``) and ``act_dcf_ci``,
-        ``min_dcf_ci`` (``system``, ``plo``, ``bound``; NaN off the reported operating
-        points), ``*_binned``, and ``attrs`` ``bootstrap``, ``ci``, ``bootstrap_seed``,
+        With ``eer_ci``, ``cllr_ci``, ``min_cllr_ci``, ``cllr_cal_ci`` (``system``, ``bound``) and
+        ``act_dcf_ci``, ``min_dcf_ci`` (``system``, ``plo``, ``bound``; NaN off the reported
+        operating points), ``*_binned``, and ``attrs`` ``bootstrap``, ``ci``, ``bootstrap_seed``,
         ``resample``, ``bootstrap_bins``, ``bootstrap_groups``, ``bootstrap_degenerate``,
-        ``bootstrap_pair_factor`` (the group pairs of all chunks over ``G_model * G_segment``:
-        1 when no group's ids are split between chunks; the bootstrap pass's matrix products
-        grow with it); ``attrs["passes"]`` counts the bootstrap's passes (one, or two when the
-        bins need a pass of their own).
+        ``bootstrap_pair_factor`` (the group pairs of all chunks over ``G_model * G_segment``: 1
+        when no group's ids are split between chunks; the bootstrap pass's matrix products grow with
+        it); ``attrs["passes"]`` counts the bootstrap's passes (one, or two when the bins need a
+        pass of their own).
     """
     from bosaris_dask.inputs import pass_inputs
 

@@ -9,13 +9,16 @@ exact (integer weighted counts). From it:
   resample's hull at once (:mod:`~bosaris_dask.bootstrap.hulls`);
 - **actDCF** at the reported operating points is exact: their Bayes thresholds are bin edges;
 - **Cllr** is exact: the resample's sums of the per-trial Cllr terms (each rounded to a
-  multiple of ``2**-57``) over its targets and non-targets.
+  multiple of ``2**-57``) over its targets and non-targets;
+- the **calibration loss** ``cllr_cal = Cllr - minCllr`` is the exact Cllr minus the bins'
+  minCllr: at the bins' resolution too, at most the exact loss.
 
-Each binned metric also gets a **floor** (``<metric>_floor``): its value on the bins split in
-two, each bin's non-targets below its targets, the best order its trials could be in. That
-ROC's hull lies on or below the exact one (every exact ROC point between two bin edges is above
-and to the right of the split's corner), as the bin edges' lies on or above it, so the exact
-value is in ``[floor, binned]`` for every resample: the binning's error, bounded.
+Each binned metric also gets its **other bound** (``<metric>_bound``): its value on the bins
+split in two, each bin's non-targets below its targets, the best order its trials could be in.
+That ROC's hull lies on or below the exact one (every exact ROC point between two bin edges is
+above and to the right of the split's corner), as the bin edges' lies on or above it, so the
+exact EER, minCllr and minDCF are in ``[bound, binned]`` for every resample, and the exact
+calibration loss (:data:`BINNED_BELOW`) in ``[binned, bound]``: the binning's error, bounded.
 
 A resample without targets or without non-targets gets NaN metrics.
 
@@ -35,13 +38,16 @@ from scipy.special import expit
 
 from bosaris_dask.bootstrap.hulls import row_hulls, rows_eer, rows_min_bayes_error, rows_min_cllr
 
-__all__ = ["replicate_metrics", "scaled_copies", "METRICS", "PER_POINT", "BINNED"]
+__all__ = ["replicate_metrics", "scaled_copies", "METRICS", "PER_POINT", "BINNED", "BINNED_BELOW"]
 
 #: Scalar metrics of a resample, and those per operating point.
-METRICS = ("eer", "cllr", "min_cllr")
+METRICS = ("eer", "cllr", "min_cllr", "cllr_cal")
 PER_POINT = ("act_dcf", "min_dcf")
-#: The metrics at the bins' resolution, each with a floor (``<metric>_floor``).
-BINNED = ("eer", "min_cllr", "min_dcf")
+#: The metrics at the bins' resolution, each with its other bound (``<metric>_bound``).
+BINNED = ("eer", "min_cllr", "cllr_cal", "min_dcf")
+#: Those whose binned value is at most the exact one (and the bound at least): the others'
+#: binned values are at least the exact ones.
+BINNED_BELOW = ("cllr_cal",)
 
 
 def replicate_metrics(
@@ -66,15 +72,15 @@ def replicate_metrics(
     Returns
     -------
     dict
-        ``eer``, ``cllr``, ``min_cllr`` ``(R,)`` and normalized ``act_dcf``, ``min_dcf``
-        ``(R, len(plo))``; ``eer_floor``, ``min_cllr_floor``, ``min_dcf_floor`` as those: at most
-        the exact values, as the binned ones are at least.
+        ``eer``, ``cllr``, ``min_cllr``, ``cllr_cal`` ``(R,)`` and normalized ``act_dcf``,
+        ``min_dcf`` ``(R, len(plo))``; ``eer_bound``, ``min_cllr_bound``, ``cllr_cal_bound``,
+        ``min_dcf_bound`` as those: the exact value lies between a binned metric and its bound.
     """
     rows = tar.shape[0]
     out = {name: np.full(rows, np.nan) for name in METRICS}
     out |= {name: np.full((rows, len(plo)), np.nan) for name in PER_POINT}
     for name in BINNED:
-        out[f"{name}_floor"] = np.full_like(out[name], np.nan)
+        out[f"{name}_bound"] = np.full_like(out[name], np.nan)
     p, q = expit(plo), expit(-plo)
     norm = np.minimum(p, q)
     n_t, n_n = tar.sum(axis=1), non.sum(axis=1)
@@ -91,9 +97,11 @@ def replicate_metrics(
     split_tar, split_non = split, split.copy()
     split_non[:, 0::2], split_tar[:, 1::2] = non[valid], tar[valid]  # ascending: non-targets first
     best = row_hulls(split_tar, split_non)
-    out["eer_floor"][valid] = rows_eer(best)
-    out["min_cllr_floor"][valid] = rows_min_cllr(best)
-    out["min_dcf_floor"][valid] = rows_min_bayes_error(best, plo) / norm
+    out["eer_bound"][valid] = rows_eer(best)
+    out["min_cllr_bound"][valid] = rows_min_cllr(best)
+    out["min_dcf_bound"][valid] = rows_min_bayes_error(best, plo) / norm
+    out["cllr_cal"] = out["cllr"] - out["min_cllr"]
+    out["cllr_cal_bound"] = out["cllr"] - out["min_cllr_bound"]
     misses = np.cumsum(tar[valid], axis=1)[:, edge_index]
     fas = n_n[:, None] - np.cumsum(non[valid], axis=1)[:, edge_index]
     out["act_dcf"][valid] = (p * misses / n_t[:, None] + q * fas / n_n[:, None]) / norm

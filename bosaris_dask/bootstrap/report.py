@@ -1,20 +1,21 @@
 """The bootstrap's part of the JSON document and of the text table.
 
-JSON: each system gets ``"eer_ci"``, ``"cllr_ci"``, ``"min_cllr_ci"`` and each of its operating
-points ``"act_dcf_ci"``, ``"min_dcf_ci"`` (``[low, high]``), with ``"eer_ci_resolution"``,
-``"min_cllr_ci_resolution"``, ``"min_dcf_ci_resolution"`` (the binned intervals' ends are at
-most that above the exact bootstrap's), and so does each of its condition
-entries with ``--by``, which also say how many resamples drew no target or no non-target of the
-condition and are left out of its intervals (``"bootstrap_degenerate"``; the table says it
-too) and, where every resample holds the condition's trials in the data's proportions, why it
-has none (``"bootstrap_note"``); the document gets ``"bootstrap":
+JSON: each system gets ``"eer_ci"``, ``"cllr_ci"``, ``"min_cllr_ci"``, ``"cllr_cal_ci"`` (the
+calibration loss) and each of its operating points ``"act_dcf_ci"``, ``"min_dcf_ci"`` (``[low,
+high]``), with ``"eer_ci_resolution"``, ``"min_cllr_ci_resolution"``,
+``"cllr_cal_ci_resolution"``, ``"min_dcf_ci_resolution"`` (the binned intervals' ends are at
+most that above the exact bootstrap's; the calibration loss's at most that below), and so does
+each of its condition entries with ``--by``, which also say how many resamples drew no target or
+no non-target of the condition and are left out of its intervals (``"bootstrap_degenerate"``;
+the table says it too) and, where every resample holds the condition's trials in the data's
+proportions, why it has none (``"bootstrap_note"``); the document gets ``"bootstrap":
 {"resamples", "ci", "seed", "resample", "bins", "groups", "degenerate", "method",
-"pair_factor"}`` and, with
-``compare``, ``"comparisons": [{"first", "second", ("note": where a system misses key
-trials, each is compared on its own scored trials), "eer": {"diff", "diff_ci", "p_first_better"},
-"cllr": ..., "min_cllr": ..., "operating_points": [{"prior", "p_target", "c_miss", "c_fa",
-"act_dcf": {...}, "min_dcf": {...}}]}]``; with ``--by`` too, each comparison has
-``"conditions": [{"by", "eer", ..., "operating_points"}]``, the same keys per condition.
+"pair_factor"}`` and, with ``compare``, ``"comparisons": [{"first", "second", ("note": where a
+system misses key trials, each is compared on its own scored trials), "eer": {"diff", "diff_ci",
+"p_first_better"}, "cllr": ..., "min_cllr": ..., "cllr_cal": ..., "operating_points": [{"prior",
+"p_target", "c_miss", "c_fa", "act_dcf": {...}, "min_dcf": {...}}]}]``; with ``--by`` too, each
+comparison has ``"conditions": [{"by", "eer", ..., "operating_points"}]``, the same keys per
+condition.
 """
 
 from __future__ import annotations
@@ -25,14 +26,14 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from bosaris_dask.bootstrap.replicates import METRICS, PER_POINT
+from bosaris_dask.bootstrap.replicates import BINNED_BELOW, METRICS, PER_POINT
 from bosaris_dask.bootstrap.variables import BINNED
 from bosaris_dask.report import point_labels
 from bosaris_dask.result_layout import operating_points, reported_positions
 
 __all__ = ["add_json", "format_block"]
 
-_LABELS = {"eer": "EER (%)", "cllr": "Cllr", "min_cllr": "minCllr"}
+_LABELS = {"eer": "EER (%)", "cllr": "Cllr", "min_cllr": "minCllr", "cllr_cal": "Cal loss"}
 METHOD = ("two-way bootstrap (multinomial group multiplicities per side, a trial's the product); "
           "percentile intervals")  # fmt: skip
 #: The method's words for the Poisson variant.
@@ -252,7 +253,6 @@ def _left_out_notes(results: xr.Dataset) -> list[str]:
 #: Results a bootstrap gives no interval, by the variable that says they were computed.
 _WITHOUT_INTERVALS = (
     ("prbep", "PRBEP"),
-    ("cllr_cal", "the calibration loss (Cllr - minCllr)"),
     ("ece", "the ECE"),
     ("fixed_fmr_fnmr", "the fixed-FMR points"),
     ("fixed_fnmr_fmr", "the fixed-FNMR points"),
@@ -260,9 +260,9 @@ _WITHOUT_INTERVALS = (
 
 
 def without_intervals(results: xr.Dataset) -> list[str]:
-    """What the evaluation reports that its bootstrap gives no interval: PRBEP, the calibration
-    loss, the ECE, the fixed-FMR/FNMR points (the resamples' coarse
-    bins cannot place a threshold at FMR 1e-4) and the exact AUC."""
+    """What the evaluation reports that its bootstrap gives no interval: PRBEP (a count, which
+    a resample's number of trials changes), the ECE, the fixed-FMR/FNMR points (the resamples'
+    coarse bins cannot place a threshold at FMR 1e-4) and the exact AUC."""
     names = [name for var, name in _WITHOUT_INTERVALS if var in results]
     if "auc" in results and np.isfinite(results.auc.values).any():
         names.append("the AUC")
@@ -288,13 +288,14 @@ def format_block(results: xr.Dataset) -> list[str]:
         lines.append(f"  of the pooled metrics (and per condition): {said} "
                      f"{'have' if len(uncovered) > 1 else 'has'} none")  # fmt: skip
     lines += _left_out_notes(results)
-    cells = ["EER (%)", "Cllr", "minCllr"] + [
+    cells = [_LABELS[metric] for metric in METRICS] + [
         f"{n} {label}" for label in point_names for n in ("act", "min")
     ]
     col = 17
     lines.append(
-        "  bins -R: EER, minCllr and minDCF are the bootstrap bins'; the exact "
-        "bootstrap's interval ends are at most R below these (a bound)"
+        "  bins -R: EER, minCllr, minDCF and the Cal loss (Cllr minus that minCllr) are the "
+        "bootstrap bins'; the exact bootstrap's interval ends are at most R below these (+R: "
+        "above; a bound)"
     )
     lines.append(f"{'system':<{width}}" + "".join(f"  {c:>{col}}" for c in cells))
     for k, name in enumerate(names):
@@ -319,8 +320,8 @@ def format_block(results: xr.Dataset) -> list[str]:
         if any(float(np.nansum(results[f"compare_{m}_resolution"].values)) > 0
                for m in BINNED if f"compare_{m}_resolution" in results):  # fmt: skip
             lines.append(
-                "  bins ±R: the resamples' EER, minCllr and minDCF are the bootstrap bins'; "
-                "each resample's difference is within R of its exact one (a bound): a "
+                "  bins ±R: the resamples' EER, minCllr, Cal loss and minDCF are the bootstrap "
+                "bins'; each resample's difference is within R of its exact one (a bound): a "
                 "difference within ±R is not resolved"
             )
         for i, label in enumerate(results.pair.values):
@@ -349,13 +350,14 @@ def format_block(results: xr.Dataset) -> list[str]:
 
 
 def _below(results: xr.Dataset, metric: str, at: tuple[int, ...], scale: float) -> str:
-    """``-R`` under a binned metric's interval (``at``: its system and operating point), else
-    ``""``."""
+    """``-R`` under a binned metric's interval (``at``: its system and operating point; ``+R``
+    where the exact ends are above), else ``""``."""
     var = f"{metric}_ci_resolution"
     if metric not in BINNED or var not in results:
         return ""
     r = float(results[var].values[at]) * scale
-    return "" if np.isnan(r) else "0" if r == 0 else f"-{r:.3f}"
+    sign = "+" if metric in BINNED_BELOW else "-"
+    return "" if np.isnan(r) else "0" if r == 0 else f"{sign}{r:.3f}"
 
 
 def _diff_interval(lo: float, hi: float, p: float, bins: str) -> str:

@@ -25,6 +25,7 @@ import xarray as xr
 
 from bosaris_dask.bootstrap.replicates import (
     BINNED,
+    BINNED_BELOW,
     METRICS,
     PER_POINT,
     replicate_metrics,
@@ -270,14 +271,15 @@ def describe(ds: xr.Dataset, level: float) -> None:
     for name in (*METRICS, *PER_POINT):
         units, long_name = ATTRS[name]
         short = long_name.split(":")[0]
+        side = "above" if name in BINNED_BELOW else "below"
         text = {
             f"{name}_ci": f"{pct} two-way bootstrap percentile interval of {short}",
             f"condition_{name}_ci": f"{pct} two-way bootstrap percentile interval of {short}, "
             "per condition",
             f"{name}_binned": f"{short} of the data from the bootstrap's coarse bins",
-            f"{name}_ci_resolution": f"bound on how far below the ends of {name}_ci (the "
+            f"{name}_ci_resolution": f"bound on how far {side} the ends of {name}_ci (the "
             "bins') the exact bootstrap's are",
-            f"condition_{name}_ci_resolution": f"bound on how far below the ends of "
+            f"condition_{name}_ci_resolution": f"bound on how far {side} the ends of "
             f"condition_{name}_ci (the bins') the exact bootstrap's are",
             f"compare_{name}": f"{short} of the first system minus the second's (exact)",
             f"compare_{name}_ci": f"{pct} paired bootstrap interval of compare_{name}",
@@ -343,16 +345,17 @@ def interval_variables(ds, reps, level, is_op) -> dict[str, Any]:
 
 
 def interval_resolution(rep: dict[str, np.ndarray], name: str) -> np.ndarray:
-    """How far below a binned metric's interval ends the exact bootstrap's can be: the most
-    any resample's binned value exceeds its floor (row 0, the data, left out). Each resample's
-    exact value lies between the two, and a percentile moves no more than the values it is
-    taken from, so each end of the exact interval is at most this below the binned one.
+    """How far from a binned metric's interval ends the exact bootstrap's can be (below them;
+    above for :data:`~bosaris_dask.bootstrap.replicates.BINNED_BELOW`): the most any
+    resample's binned value is from its other bound (row 0, the data, left out). Each
+    resample's exact value lies between the two, and a percentile moves no more than the values
+    it is taken from, so each end of the exact interval is at most this from the binned one.
 
     >>> float(interval_resolution({"eer": np.array([0.3, 0.5, 0.25]),
-    ...                            "eer_floor": np.array([0.1, 0.375, 0.25])}, "eer"))
+    ...                            "eer_bound": np.array([0.1, 0.375, 0.25])}, "eer"))
     0.125
     """
-    return np.fmax.reduce(rep[name][1:] - rep[f"{name}_floor"][1:], axis=0)
+    return np.fmax.reduce(np.abs(rep[name][1:] - rep[f"{name}_bound"][1:]), axis=0)
 
 
 def resolution_of(rep_a: dict[str, np.ndarray], rep_b: dict[str, np.ndarray], name: str,
@@ -360,20 +363,20 @@ def resolution_of(rep_a: dict[str, np.ndarray], rep_b: dict[str, np.ndarray], na
     """How far a binned difference of two systems' ``name`` (replicate metrics ``rep_*``: row 0
     the data, whose exact values are ``exact_*``, then the resamples) can be from the exact
     difference, in any row: the larger of the two systems' binning errors, each bounded by
-    its binned value minus its floor (on the data: minus its exact value). Both errors have one
-    sign (a binned value is never below the exact one), so a difference is off by at most the
-    larger. 0 where the two are the same on the data and in every resample and their exact
-    values are equal (the same bins of the same scores, e.g. a system and its copy:
-    differences of exactly 0).
+    how far its binned value is from its other bound (on the data: from its exact value). Both
+    errors have one sign (a metric's binned value is never on the other side of its exact
+    one), so a difference is off by at most the larger. 0 where the two are the same on the
+    data and in every resample and their exact values are equal (the same bins of the same
+    scores, e.g. a system and its copy: differences of exactly 0).
 
-    >>> a = {"eer": np.array([0.25, 0.5, 0.75]), "eer_floor": np.array([0.0, 0.375, 0.5])}
-    >>> b = {"eer": np.array([0.5, 0.5, 1.0]), "eer_floor": np.array([0.0, 0.5, 0.625])}
+    >>> a = {"eer": np.array([0.25, 0.5, 0.75]), "eer_bound": np.array([0.0, 0.375, 0.5])}
+    >>> b = {"eer": np.array([0.5, 0.5, 1.0]), "eer_bound": np.array([0.0, 0.5, 0.625])}
     >>> float(resolution_of(a, b, "eer", 0.125, 0.375)), float(resolution_of(a, a, "eer", 0.125,
     ...                                                                      0.125))
     (0.375, 0.0)
     """
     binned_a, binned_b = rep_a[name], rep_b[name]
-    on_data = np.fmax(binned_a[0] - exact_a, binned_b[0] - exact_b)
+    on_data = np.fmax(np.abs(binned_a[0] - exact_a), np.abs(binned_b[0] - exact_b))
     resampled = np.fmax(interval_resolution(rep_a, name), interval_resolution(rep_b, name))
     off = np.fmax(on_data, resampled)  # (fmax: a row without a value has no difference)
     alike = (binned_a == binned_b) | (np.isnan(binned_a) & np.isnan(binned_b))
