@@ -314,3 +314,24 @@ def test_t_eer_equals_a_full_grid_at_medium_size_with_heavy_ties(seed):
     out = t_eer(bona[:150], bona[150:], cm_spf, tar, non, spf)
     assert out["t_eer"] == c[i, 0] * f[j[i]]
     assert (out["asv_threshold"], out["cm_threshold"]) == (taus[i], cms[j[i]])
+
+
+def test_bad_costs_rates_and_thresholds_are_errors_not_numbers():
+    """They gave numbers (audit): a NaN threshold the reject-all a-DCF, rates outside [0, 1] a
+    negative t-DCF or a percentage taken as a fraction, a NaN prior a NaN min a-DCF."""
+    from bosaris_dask.spoofing import metrics as m
+
+    tar, non, spf = [1.0, 2.0], [0.0], [0.5]
+    with pytest.raises(ScoreError, match="the threshold is NaN"):
+        m.a_dcf(tar, non, spf, np.nan)
+    with pytest.raises(ScoreError, match="the threshold is NaN"):
+        m.asv_rates_at(tar, non, spf, np.nan)
+    for rates, name in (((-0.1, 0.01, 0.5), "pmiss"), ((0.0188, 0.0188, 46.07), "pfa_spoof"),
+                        ((0.1, np.nan, 0.5), "pfa")):  # fmt: skip
+        with pytest.raises(ScoreError, match=f"ASV rate {name} must be a fraction in"):
+            m.AsvRates(*rates)
+    with pytest.raises(ScoreError, match="must be non-negative and sum to 1"):
+        m.CostModel(p_target=np.nan)
+    with pytest.raises(ScoreError, match="must be positive finite numbers"):
+        m.CostModel(c_fa=np.inf)
+    assert m.a_dcf(tar, non, spf, np.inf) == m.a_dcf(tar, non, spf, 3.0)  # reject all: defined

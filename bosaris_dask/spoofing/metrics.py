@@ -32,6 +32,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -78,10 +79,11 @@ class CostModel:
 
     def __post_init__(self) -> None:
         priors = (self.p_target, self.p_nontarget, self.p_spoof)
-        if min(priors) < 0 or abs(sum(priors) - 1) > 1e-9:
+        if not (all(math.isfinite(p) and p >= 0 for p in priors) and abs(sum(priors) - 1) <= 1e-9):
             raise ScoreError(f"priors {priors} must be non-negative and sum to 1")
-        if min(self.c_miss, self.c_fa, self.c_fa_spoof) <= 0:
-            raise ScoreError("costs must be positive")
+        costs = (self.c_miss, self.c_fa, self.c_fa_spoof)
+        if not all(math.isfinite(c) and c > 0 for c in costs):
+            raise ScoreError(f"costs {costs} must be positive finite numbers")
 
     @property
     def cm_effective_prior(self) -> float:
@@ -105,12 +107,25 @@ ASVSPOOF5 = CostModel()
 
 @dataclass(frozen=True)
 class AsvRates:
-    """ASV error rates for the t-DCF: ``pmiss``, ``pfa`` (non-targets), ``pfa_spoof``."""
+    """ASV error rates for the t-DCF: ``pmiss``, ``pfa`` (non-targets), ``pfa_spoof``, each a
+    fraction in ``[0, 1]`` (a ScoreError otherwise: 46.07 is a percentage).
+
+    >>> AsvRates(0.02, 0.02, 46.07)
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.ScoreError: ASV rate pfa_spoof must be a fraction in [0, 1], got 46.07
+    """
 
     pmiss: float
     pfa: float
     pfa_spoof: float
     threshold: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("pmiss", "pfa", "pfa_spoof"):
+            value = getattr(self, name)
+            if not 0 <= value <= 1:  # (False for NaN)
+                raise ScoreError(f"ASV rate {name} must be a fraction in [0, 1], got {value!r}")
 
 
 #: The package's fixed ASV rates (used when no ASV scores are given).
@@ -126,6 +141,15 @@ def _scores(x: Any, what: str) -> np.ndarray:
     if not np.isfinite(a).all():
         raise ScoreError(f"a {what} score is not finite")
     return a
+
+
+def _threshold(value: float) -> np.ndarray:
+    """A given threshold as a one-element array; a ScoreError for NaN (every comparison with
+    it is false: it rejected every trial). ``±inf`` accept or reject all."""
+    t = np.array([value], dtype=np.float64)
+    if np.isnan(t[0]):
+        raise ScoreError("the threshold is NaN")
+    return t
 
 
 def thresholds(*classes: np.ndarray) -> np.ndarray:
@@ -196,7 +220,8 @@ def a_dcf(
     """
     tar, non = _scores(target, "target"), _scores(nontarget, "non-target")
     spf = _scores(spoof, "spoof")
-    return float(_a_dcf(tar, non, spf, np.array([threshold], dtype=np.float64), costs)[0])
+    t = _threshold(threshold)
+    return float(_a_dcf(tar, non, spf, t, costs)[0])
 
 
 def min_a_dcf(
@@ -248,7 +273,7 @@ def asv_rates_at(target: Any, nontarget: Any, spoof: Any, threshold: float) -> A
     """
     tar, non = _scores(target, "target"), _scores(nontarget, "non-target")
     spf = _scores(spoof, "spoof")
-    t = np.array([threshold], dtype=np.float64)
+    t = _threshold(threshold)
     pmiss, pfa, pfa_spoof = _below(tar, t)[0], _above(non, t)[0], _above(spf, t)[0]
     return AsvRates(float(pmiss), float(pfa), float(pfa_spoof), float(threshold))
 
