@@ -87,6 +87,16 @@ def test_asvspoof_2019_cm_protocol_and_score_files(tmp_path):
     assert key.bonafide.tolist() == [False, True, False]
     bona, spoof = cm_arrays(read_cm_scores(scores), key)
     assert bona.tolist() == [4.25] and spoof.tolist() == [-3.5, 0.5]
+    # its key column is checked (it was not read: a score file of another protocol, whose
+    # labels all contradicted the key, gave the same numbers without a word)
+    other = _write(tmp_path / "other.txt", "LA_E_8877452 - bonafide 4.25\n"
+                   "LA_E_2834763 - bonafide -3.5\nLA_E_6828287 A14 spoof 0.5\n")  # fmt: skip
+    with pytest.raises(ParseError, match=r"other.txt:2: the key column says bonafide for "
+                       r"LA_E_2834763, where .*trl.txt says spoof \(1 such row\): is this the "
+                       "score file of that key"):  # fmt: skip
+        cm_arrays(read_cm_scores(other), key)
+    with pytest.raises(ParseError, match=r"bad.txt:1: key 'spoof' contradicts attack '-'"):
+        read_cm_scores(_write(tmp_path / "bad.txt", "LA_E_8877452 - spoof 4.25\n"))
 
 
 @pytest.mark.parametrize(

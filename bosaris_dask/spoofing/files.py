@@ -9,7 +9,8 @@ Track 1 (countermeasure, CM):
   LA/PA CM protocol (five columns: speaker, filename, ``-`` or environment, attack or ``-``,
   key);
 - scores: ``filename  cm-score``, or the ASVspoof 2019 evaluation package's
-  ``filename  attack  key  cm-score`` (the score is the fourth field; its key is not read).
+  ``filename  attack  key  cm-score`` (the score is the fourth field; its key, checked against
+  its attack, must agree with the key file's).
 
 Track 2 (spoofing-aware speaker verification, SASV): a trial is a (claimed speaker, filename)
 pair, and one file is trialled against several speakers.
@@ -97,11 +98,15 @@ class CMKey:
 
 @dataclass(frozen=True)
 class CMScores:
-    """Track-1 scores: ``filename`` and ``score`` (float64), in file order."""
+    """Track-1 scores: ``filename`` and ``score`` (float64), in file order; an ASVspoof 2019
+    score file's own key column as ``bonafide`` (bool), with each row's ``line`` (``None``
+    for a file without one)."""
 
     path: str
     filename: np.ndarray
     score: np.ndarray
+    bonafide: np.ndarray | None = None
+    line: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -275,15 +280,26 @@ def read_cm_key(path: str | os.PathLike[str]) -> CMKey:
 
 def read_cm_scores(path: str | os.PathLike[str]) -> CMScores:
     """Read track-1 scores, ``filename cm-score`` (or ASVspoof 2019's ``filename attack key
-    cm-score``)."""
+    cm-score``, whose key, ``-`` attack for bona fide speech, is kept to be checked against
+    the key file's)."""
     path = os.fspath(path)
-    names, lines, scores = [], [], []
+    names, lines, scores, labels = [], [], [], []
     for number, fields in _rows(path, _CM_HEADERS, _CM_SCORE_WIDTHS, ((5,), _SASV_HINT)):
         name, score = fields[0], fields[-1]
+        if len(fields) == 4:
+            attack, label = fields[1], fields[2]
+            bonafide = _label(label, _CM_LABELS, "key", path, number)
+            if bonafide != (attack == "-"):
+                raise ParseError(f"key {label!r} contradicts attack {attack!r} (ASVspoof 2019: "
+                                 "'-' for bona fide speech)", path, number)  # fmt: skip
+            labels.append(bonafide)
         names.append(name)
         lines.append(number)
         scores.append(_score(score, "cm-score", path, number))
-    return CMScores(path, _unique(names, lines, path), np.array(scores, dtype=np.float64))
+    return CMScores(
+        path, _unique(names, lines, path), np.array(scores, dtype=np.float64),
+        np.array(labels, dtype=bool) if labels else None, np.array(lines) if labels else None,
+    )  # fmt: skip
 
 
 def read_sasv_key(path: str | os.PathLike[str]) -> SASVKey:

@@ -29,7 +29,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask._deprecation import warn_swapped
-from bosaris_dask.errors import MissingTrialsError, TrialError
+from bosaris_dask.errors import MissingTrialsError, ParseError, TrialError
 from bosaris_dask.spoofing.files import (
     NONTARGET,
     SPOOF,
@@ -85,10 +85,23 @@ def _dropped(key: CMKey | SASVKey, kept: CMKey | SASVKey, scores: CMScores | SAS
 
 
 def _cm_rows(key: CMKey, scores: CMScores, allow_missing: bool) -> tuple[CMKey, np.ndarray]:
-    """The key (without its trials that have no score, where allowed) and their rows."""
+    """The key (without its trials that have no score, where allowed) and their rows; an
+    ASVspoof 2019 score file's own key must agree with the key file's."""
     rows = _positions(key.filename, key.path, scores.filename, scores.path,
                       allow_missing=allow_missing)  # fmt: skip
-    return _scored(key, rows)  # type: ignore[return-value]
+    kept, rows = _scored(key, rows)
+    if scores.bonafide is not None and scores.line is not None:
+        differ = np.flatnonzero(scores.bonafide[rows] != kept.bonafide)
+        if differ.size:
+            i = differ[0]
+            said = "bonafide" if kept.bonafide[i] else "spoof"
+            raise ParseError(
+                f"the key column says {'spoof' if said == 'bonafide' else 'bonafide'} for "
+                f"{kept.filename[i]}, where {key.path} says {said} ({differ.size:,} such row"
+                f"{'s' * (differ.size > 1)}): is this the score file of that key?",
+                scores.path, int(scores.line[rows[i]]),
+            )  # fmt: skip
+    return kept, rows  # type: ignore[return-value]
 
 
 def _scores_then_key(
