@@ -969,3 +969,34 @@ def test_the_same_figure_saves_the_same_bytes(tmp_path, suffix):
         ax.legend()
         files.append(save_figure(fig, tmp_path / f"{name}{suffix}").read_bytes())
     assert files[0] == files[1]
+
+
+def test_an_nbe_legend_of_many_systems_stays_inside_the_saved_figure(tmp_path):
+    """25 systems: the one-column legend ran off the figure's bottom, losing the key to the
+    marks (audit); it now takes a second column."""
+    from matplotlib.transforms import Bbox
+
+    rng = np.random.default_rng(1)
+    tar, non = rng.normal(2.0, 1.0, 300), rng.normal(0.0, 1.0, 300)
+    systems = {f"s{k:02d}": evaluate_arrays(tar + k / 10, non) for k in range(25)}
+    fig = Figure(figsize=(6, 4))
+    ax = fig.add_subplot()
+    nbe_plot(systems, ax=ax)
+    legend = ax.get_legend()
+    fig.canvas.draw()
+    box = legend.get_window_extent()
+    texts = [t.get_text() for t in legend.get_texts()]
+    assert texts[-1] == "< 30 misses to the right" and legend._ncols == 2
+    assert Bbox.intersection(box, fig.bbox).height == pytest.approx(box.height)
+
+
+def test_an_ece_plot_whose_curves_are_all_zero_draws_without_a_warning():
+    import warnings
+
+    from bosaris_dask.plots import ece_plot
+
+    ds = evaluate_arrays(np.array([1.0, 2.0]), np.array([-1.0]), name="a", ece_plo=[1e6])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib's "identical low and high ylims"
+        ax = ece_plot(ds)
+    assert ax.get_ylim()[1] > 0

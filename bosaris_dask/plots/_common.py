@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import matplotlib as mpl
 import numpy as np
@@ -19,7 +19,7 @@ from bosaris_dask.errors import PlotError
 
 __all__ = [
     "Results", "Curve", "curves", "dr30_sides", "new_axes", "finish_curve_axes", "save_figure",
-    "check_plot_path", "legend_text", "log_label", "FORMATS", "LEGEND_OUTSIDE",
+    "check_plot_path", "legend_text", "log_label", "FORMATS", "LEGEND_OUTSIDE", "outside_legend",
 ]  # fmt: skip
 
 #: An evaluation (``metrics.evaluate``), or several by name (``{"dev": ..., "eval": ...}``).
@@ -28,6 +28,18 @@ Results = xr.Dataset | Mapping[str, xr.Dataset]
 #: A legend to the right of the Axes, as every plot here places it.
 LEGEND_OUTSIDE = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0.0,
                   "fontsize": 8, "frameon": False}  # fmt: skip
+
+#: Entries a column of an outside legend holds before another column starts (about the height
+#: of the default figure at fontsize 8: more ran off its bottom, the key to the marks last).
+LEGEND_ROWS = 20
+
+
+def outside_legend(ax: Any, handles: list[Any], labels: list[str]) -> Any:
+    """A legend right of ``ax`` (:data:`LEGEND_OUTSIDE`), in as many columns as its entries need
+    (:data:`LEGEND_ROWS` each)."""
+    columns = max(1, -(-len(labels) // LEGEND_ROWS))
+    return ax.legend(handles, labels, ncols=columns, **LEGEND_OUTSIDE)
+
 
 #: File formats :func:`save_figure` writes, by suffix.
 FORMATS = ("png", "pdf", "svg")
@@ -245,8 +257,7 @@ def finish_curve_axes(
     ]
     if dotted:
         key.append((Line2D([], [], color="0.5", linestyle=":"), dotted))
-    ax.legend(handles + [h for h, _ in key], labels + [label for _, label in key],
-              **LEGEND_OUTSIDE)  # fmt: skip
+    outside_legend(ax, handles + [h for h, _ in key], labels + [label for _, label in key])
 
 
 def finite_values(a: xr.DataArray) -> np.ndarray:

@@ -119,7 +119,7 @@ def ece_plot(
     # a badly calibrated system's ECE grows without bound at extreme priors: the y axis ends
     # at 2 bits at most, so the neutral curve (at most 1 bit) stays readable; a curve above
     # it says so
-    ax.set_ylim(0.0, min(top, ECE_YMAX) * 1.05)
+    ax.set_ylim(0.0, max(min(top, ECE_YMAX), 0.05) * 1.05)  # (all 0 bits: an axis still)
     _label_clipped(ax, ax.get_xlim(), ax.get_ylim()[1])
     ax.set_xlabel(f"Prior log-odds  {log_label(base)}" + r"$\,\frac{P(H_p)}{P(H_d)}$")
     ax.set_ylabel("Empirical cross-entropy (bits)")

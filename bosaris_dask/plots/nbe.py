@@ -55,12 +55,12 @@ from scipy.special import expit, logit
 from bosaris_dask import metrics
 from bosaris_dask.errors import PlotError
 from bosaris_dask.plots._common import (
-    LEGEND_OUTSIDE,
     Curve,
     Results,
     curves,
     dr30_sides,
     new_axes,
+    outside_legend,
 )
 
 __all__ = ["nbe_plot", "contributions", "NBE_YLIM"]
@@ -375,5 +375,4 @@ def _legend(
             key.append((Line2D([], [], marker=marker, **mark), said))  # only marks drawn
     if dr30 and any(g.startswith("nbe/dr30-span-") for g in drawn):
         key.append((Patch(color="0.5", alpha=0.08), "minDCF on < 30 errors"))
-    ax.legend(handles + [h for h, _ in key], labels + [label for _, label in key],
-              **LEGEND_OUTSIDE)  # fmt: skip
+    outside_legend(ax, handles + [h for h, _ in key], labels + [label for _, label in key])

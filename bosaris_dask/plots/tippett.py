@@ -11,7 +11,10 @@ rates at prior 0.5, when the evaluation's prior log-odds hold 0, as the default 
 
 Every point drawn is exact: the evaluation's steppy-ROC points (``roc_threshold``, with
 ``1 - roc_pmiss`` and ``roc_pfa``, thinned for plotting as the DET plot's), drawn as steps (the
-proportion at ``x`` is the one at the next point's threshold). With ``attrs["llr_base"]``
+proportion at ``x`` is the one at the next point's threshold). Between two kept points the
+steps are placed to within that thinning (0.005 on the DET's probit axes): where points were
+dropped, a step is drawn at the next kept threshold, not at its own score (on the demo's
+system-3, up to 2 of its 500 targets). With ``attrs["llr_base"]``
 (``--llr-base 10``) the thresholds are in that base, as lir draws them (log10 LR).
 
 Examples
