@@ -378,8 +378,11 @@ def t_eer(
     ``Pmiss,tdm = Pmiss,cm + (1 - Pmiss,cm)·Pmiss,asv`` and
     ``Pfa,tdm = ½(1 - Pmiss,cm)·Pfa,non + ½·Pfa,cm·Pfa,spoof``; then choose the ``τ``
     minimizing ``|Pfa,non/Pfa,spoof - Pfa,cm/(1 - Pmiss,cm)|`` (the lowest on ties; a
-    division by zero counts as infinitely far; ties as the floats compare, as in
-    :func:`cm_eer`); t-EER is ``Pfa,spoof·Pfa,cm`` there. The CM
+    division by zero counts as infinitely far); t-EER is ``Pfa,spoof·Pfa,cm`` there. Both
+    minimizations compare floats, as :func:`cm_eer` and the evaluation package do: two CM
+    thresholds (or two ``τ``) tied in exact arithmetic can round apart, and the lower float
+    wins, which on a few trials can change the t-EER (six trials per class: 1/3 where exact
+    ties would give 2/3). The CM
     positive class is bona fide (target and non-target trials), its negative class spoofs.
 
     Returns
