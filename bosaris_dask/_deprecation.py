@@ -19,6 +19,7 @@ Examples
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 import types
 import warnings
@@ -72,12 +73,15 @@ def renamed_keyword(old: str, new: str) -> Callable[[_F], _F]:
     """
 
     def decorate(function: _F) -> _F:
+        # how many positional arguments reach ``new`` (``self`` counted): given so, it is given
+        position = list(inspect.signature(function).parameters).index(new)
+
         @functools.wraps(function)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if old in kwargs:
                 name = (type(args[0]).__name__ if function.__name__ == "__init__"  # its class
                         else function.__qualname__)  # fmt: skip
-                if new in kwargs:
+                if new in kwargs or len(args) > position:
                     raise TypeError(f"{name}() got both {old}= (its old name) and {new}=")
                 warn_renamed(f"the keyword {old}= of {name}", f"{new}=")
                 kwargs[new] = kwargs.pop(old)

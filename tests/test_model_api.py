@@ -176,6 +176,14 @@ def test_the_training_prior_of_earlier_releases_still_works_with_a_warning(make)
         assert model.prior == 0.2 == model.train_prior
     with pytest.raises(TypeError, match="both prior= .* and train_prior="):
         make(prior=0.1, train_prior=0.2)
+    with pytest.raises(TypeError, match=f"{make.__name__}\\(\\) got both prior= .* and train_"):
+        make(0.1, prior=0.2)  # the first positional argument is train_prior
+    # a model pickled by an earlier release (its attribute ``prior``) unpickles renamed
+    state = {**make(0.3).__dict__}
+    state["prior"] = state.pop("train_prior")
+    old = make.__new__(make)
+    old.__setstate__(state)
+    assert old.get_params()["train_prior"] == 0.3 and "prior" not in vars(old)
 
 
 def test_model_files_of_earlier_releases_load(tmp_path):

@@ -11,7 +11,8 @@ exact (integer weighted counts). From it:
 - **Cllr** is exact: the resample's sums of the per-trial Cllr terms (each rounded to a
   multiple of ``2**-57``) over its targets and non-targets;
 - the **calibration loss** ``cllr_cal = Cllr - minCllr`` is the exact Cllr minus the bins'
-  minCllr: at the bins' resolution too, at most the exact loss.
+  minCllr, at least 0 (as the exact loss is): at the bins' resolution too, at most the exact
+  loss.
 
 Each binned metric also gets its **other bound** (``<metric>_bound``): its value on the bins
 split in two, each bin's non-targets below its targets, the best order its trials could be in.
@@ -100,7 +101,7 @@ def replicate_metrics(
     out["eer_bound"][valid] = rows_eer(best)
     out["min_cllr_bound"][valid] = rows_min_cllr(best)
     out["min_dcf_bound"][valid] = rows_min_bayes_error(best, plo) / norm
-    out["cllr_cal"] = out["cllr"] - out["min_cllr"]
+    out["cllr_cal"] = np.maximum(out["cllr"] - out["min_cllr"], 0.0)  # (the exact is >= 0)
     out["cllr_cal_bound"] = out["cllr"] - out["min_cllr_bound"]
     misses = np.cumsum(tar[valid], axis=1)[:, edge_index]
     fas = n_n[:, None] - np.cumsum(non[valid], axis=1)[:, edge_index]

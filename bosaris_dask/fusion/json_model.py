@@ -110,6 +110,14 @@ class JsonModel:
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}",
                              name=name, obj=self)  # fmt: skip
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickle, renaming the parameters of a model pickled by an earlier release
+        (:attr:`_renamed_params`)."""
+        for old, new in type(self)._renamed_params.items():
+            if old in state and new not in state:
+                state[new] = state.pop(old)
+        self.__dict__.update(state)
+
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The model's parameters (as given to ``__init__``), by name.
 
@@ -147,7 +155,8 @@ class JsonModel:
         for old, new in type(self)._renamed_params.items():
             if old in params:
                 if new in params:
-                    raise OptionError(f"set_params got both {old}= (its old name) and {new}=")
+                    raise OptionError(f"{type(self).__name__}.set_params got both {old}= (its "
+                                      f"old name) and {new}=")  # fmt: skip
                 warn_renamed(f"the parameter {old}= of {type(self).__name__}", f"{new}=")
                 params[new] = params.pop(old)
         names = self._param_names()
