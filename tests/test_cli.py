@@ -773,3 +773,20 @@ def test_a_demo_too_small_to_evaluate_says_so_in_its_own_options(tmp_path, capsy
     err = capsys.readouterr().err
     assert err.startswith("bosaris-dask: error: --models 1 --segments 1: too few ids for a demo")
     assert err.rstrip().endswith("the default is 200 x 500")
+
+
+def test_convert_of_an_hdf5_key_onto_itself_succeeds(tmp_path):
+    """It wrote the file, then counted the replaced input's targets for its note and failed
+    (rc 1, "the file was replaced or changed ...": audit); the note still comes, from the
+    input as read."""
+    path = str(tmp_path / "k.h5")
+    key = make_key(["m1", "m2"], ["a", "b", "c"], [[1, -1, 0], [0, 1, -1]])
+    io.write(key, path)
+    result = _run("convert", path, path)
+    assert result.returncode == 0, result.stderr
+    assert f"wrote key of 2 x 3 to {path}" in result.stderr
+    assert io.read(path).trial_mask.values.tolist() == key.trial_mask.values.tolist()
+    only = str(tmp_path / "only.h5")  # targets only: the note, said from the input
+    io.write(make_key(["m1"], ["a", "b"], [[1, 1]]), only)
+    result = _run("convert", only, only)
+    assert result.returncode == 0 and "only.h5 has no non-targets" in result.stderr

@@ -50,8 +50,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
         return io.read(args.input, args.kind, text_format=args.format)
 
     with _opened(args, open_input, _size) as obj:
-        io.write(obj, args.output, progress=_progress(args), **options)
+        # (before the write: an output onto the input replaces what obj reads lazily)
         note = None if args.kind else _maybe_an_ndx(args, args.input, obj)
+        io.write(obj, args.output, progress=_progress(args), **options)
     as_lines = (" as trial lines (an id without a trial has no line)"
                 if out_format == "text" else "")  # fmt: skip
     _say(args, f"wrote {_described(obj)} to {args.output}{as_lines}")
