@@ -996,3 +996,22 @@ def test_writers_refuse_ids_their_readers_would_refuse(tmp_path):
     with pytest.raises(TrialError, match=r"of 1,048,576 bytes cannot be written to a text file"):
         io.write(make_scores(["x" * (1 << 20)], ["s"], [[1.0]]), tmp_path / "long.txt")
     assert not list(tmp_path.iterdir())
+
+
+def test_a_square_quality_matrix_is_read_as_measures_by_ids_with_a_warning(tmp_path):
+    """One row per id is read as such where the shape tells (3 ids, 2 measures), but a square
+    matrix cannot tell: it was read as measures x ids without a word (audit: a quality fusion
+    of 2 models and 2 measures used swapped values)."""
+    import h5py
+
+    from bosaris_dask.io.hdf5 import QualityLayoutWarning
+
+    for name, ids in (("tall.h5", [b"s1", b"s2", b"s3"]), ("square.h5", [b"s1", b"s2"])):
+        with h5py.File(tmp_path / name, "w") as f:
+            f["values"] = np.array([[0.1, 5.0], [0.2, 6.0], [0.3, 7.0]])[: len(ids)]
+            f["ids"] = np.array(ids)
+    assert io.read_quality(tmp_path / "tall.h5").sel(id="s1").values.tolist() == [0.1, 5.0]
+    with pytest.warns(QualityLayoutWarning, match=r"square.h5: /values is 2 x 2, as many "
+                      "measures as ids: read as measures x ids"):  # fmt: skip
+        square = io.read_quality(tmp_path / "square.h5")
+    assert square.sel(id="s1").values.tolist() == [0.1, 0.2]  # the layout: one column per id

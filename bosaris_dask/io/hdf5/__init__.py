@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -497,12 +498,26 @@ def read_quality_hdf5(path: str | os.PathLike[str]) -> xr.DataArray:
     return quality_from_values(ids, values, f"{path}: /values")
 
 
+class QualityLayoutWarning(UserWarning):
+    """A stored quality matrix is square (as many measures as ids): read as measures x ids, the
+    layout, though one row per id (which a non-square matrix may be) would look the same."""
+
+
 def quality_from_values(ids: np.ndarray, values: np.ndarray, what: str) -> xr.DataArray:
-    """The quality table of ``values`` stored measures x ids (or a vector, or ids x measures)."""
+    """The quality table of ``values`` stored measures x ids (or a vector, or ids x measures;
+    square: measures x ids, with a :class:`QualityLayoutWarning`)."""
     n = len(ids)
     if values.ndim < 2 and n and values.size % n == 0:
         values = values.reshape(-1, n)
     if values.ndim == 2 and values.shape[1] == n:
+        if values.shape[0] == n > 1:  # which side is which, the shape cannot say
+            warnings.warn(
+                f"{what} is {n} x {n}, as many measures as ids: read as measures x ids (one "
+                "column per id, the BOSARIS layout); a matrix of one row per id is read "
+                "transposed that way: transpose it before writing",
+                QualityLayoutWarning,
+                stacklevel=2,
+            )
         return quality_table(ids, values.T)
     if values.ndim == 2 and values.shape[0] == n:
         return quality_table(ids, values)
