@@ -450,3 +450,24 @@ def test_a_lazy_v73_mask_of_other_values_names_the_trial(tmp_path, monkeypatch):
     ndx = io.read(tmp_path / "ndx.mat")  # lazy: found when the block is read
     with pytest.raises(StoreError, match=r"ndx.trial_mask holds nan at trial \(m2, t3\)"):
         ndx.trial_mask.compute()
+
+
+def test_an_ndx_struct_named_key_reads_as_an_ndx_when_asked(tmp_path):
+    """A struct ``key`` holding an Ndx's logical ``trialmask`` (no ``tar``/``non``: not the
+    toolkit's Key) reads as a key of targets only, and the note says to read it with
+    ``--kind ndx``, which failed: "holds a key, expected an ndx" (audit)."""
+    from bosaris_dask.io.mat import read_mat
+
+    def cells(ids):
+        return np.array(ids, dtype=object).reshape(-1, 1)
+
+    path = tmp_path / "keyndx.mat"
+    mask = np.array([[1, 1, 0], [0, 1, 1]], bool)
+    scipy.io.savemat(path, {"key": {"modelset": cells(["a", "b"]), "segset": cells(["x", "y", "z"]),
+                                    "trialmask": mask}})  # fmt: skip
+    assert read_mat(path, "ndx").trial_mask.values.tolist() == mask.tolist()
+    signed = tmp_path / "signed.mat"  # a key's signed mask stays no ndx
+    scipy.io.savemat(signed, {"key": {"modelset": cells(["a"]), "segset": cells(["x", "y"]),
+                                      "trial_mask": np.array([[1, -1]], np.int8)}})  # fmt: skip
+    with pytest.raises(StoreError, match="negative values: a key, not an ndx"):
+        read_mat(signed, "ndx")

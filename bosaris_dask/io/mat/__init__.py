@@ -362,9 +362,11 @@ def read_mat(path: str | os.PathLike[str], kind: str | None = None) -> xr.Datase
     path = Path(path)
     name, fields = _struct(path, kind)
     found = KINDS.get(name) or guess_kind(fields)
-    if kind == "ndx" and found == "key" and name not in KINDS and "tar" not in fields and (
+    if kind == "ndx" and found == "key" and "tar" not in fields and (
             "file_format" not in fields):  # fmt: skip
-        found = kind  # an Ndx written with a signed mask (SIDEKIT's int8): 0/1, checked below
+        # an Ndx written with a signed mask (SIDEKIT's int8), or an Ndx's logical trialmask
+        # in a struct named key (no tar/non: not the toolkit's Key): 0/1, checked below
+        found = kind
     if found == "quality":
         raise QualityTableError.of(path)
     if kind is not None and found != kind:
