@@ -471,3 +471,19 @@ def test_an_ndx_struct_named_key_reads_as_an_ndx_when_asked(tmp_path):
                                       "trial_mask": np.array([[1, -1]], np.int8)}})  # fmt: skip
     with pytest.raises(StoreError, match="negative values: a key, not an ndx"):
         read_mat(signed, "ndx")
+
+
+def test_a_quality_struct_without_numeric_values_is_an_error_naming_the_field(tmp_path):
+    """No ``values``: a table of NaN ("no quality") without a word; char ``values``: a bare
+    ValueError naming no file (audit)."""
+
+    def cells(ids):
+        return np.array(ids, dtype=object).reshape(-1, 1)
+
+    scipy.io.savemat(tmp_path / "none.mat", {"qual": {"ids": cells(["s1"])}})
+    scipy.io.savemat(tmp_path / "text.mat", {"qual": {"ids": cells(["a", "b", "c"]),
+                                                      "values": "abc"}})  # fmt: skip
+    with pytest.raises(StoreError, match=r"none.mat: qual.values is missing"):
+        io.read_quality(tmp_path / "none.mat")
+    with pytest.raises(StoreError, match=r"text.mat: qual.values holds <U3, expected numbers"):
+        io.read_quality(tmp_path / "text.mat")

@@ -175,7 +175,13 @@ def to_object(fields: dict, kind: str, where: str) -> xr.Dataset | xr.DataArray:
     """The trial object (or quality table) of a struct's fields."""
     if kind == "quality":
         ids = ids_of(fields.get("ids"), f"{where}.ids")
-        values = np.asarray(fields.get("values"), dtype=np.float64)
+        given = fields.get("values")
+        if given is None:  # (np.asarray(None, float64) is NaN: "no quality", silently)
+            raise StoreError(f"{where}.values is missing")
+        kind_of_values = getattr(given, "dtype", np.asarray(given).dtype).kind
+        if kind_of_values not in "biuf":
+            raise StoreError(f"{where}.values holds {np.asarray(given).dtype}, expected numbers")
+        values = np.asarray(given, dtype=np.float64)
         return quality_from_values(ids, values, f"{where}.values")
     models = ids_of(*_located(fields, "row_ids", where))
     segments = ids_of(*_located(fields, "column_ids", where))
