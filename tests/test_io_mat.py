@@ -487,3 +487,18 @@ def test_a_quality_struct_without_numeric_values_is_an_error_naming_the_field(tm
         io.read_quality(tmp_path / "none.mat")
     with pytest.raises(StoreError, match=r"text.mat: qual.values holds <U3, expected numbers"):
         io.read_quality(tmp_path / "text.mat")
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_an_ndx_of_signed_values_is_refused_read_eagerly_or_lazily(tmp_path, monkeypatch, lazy):
+    """Below 64 MiB refused, above it (read lazily) its -1 entries were read as trials (audit):
+    the outcome depended on the file's size."""
+    from bosaris_dask.io.mat import v73
+
+    if lazy:
+        monkeypatch.setattr(v73, "_LAZY_BYTES", 0)
+    mask = np.array([[1.0, -1.0, 0.0], [0.0, 1.0, 1.0]])
+    fields = {"row_ids": ["m1", "m2"], "column_ids": ["t1", "t2", "t3"], "trial_mask": mask}
+    _matlab_v73(tmp_path / "ndx.mat", "ndx", fields)
+    with pytest.raises(StoreError, match=r"ndx.mat: ndx.trial_mask holds negative values: a key"):
+        io.read(tmp_path / "ndx.mat").trial_mask.compute()

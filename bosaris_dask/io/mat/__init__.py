@@ -171,6 +171,14 @@ def guess_kind(fields: dict) -> str:
     raise StoreError("the struct has none of the fields of a key, ndx, scores or quality")
 
 
+def _no_negative(mask: np.ndarray, named: str) -> np.ndarray:
+    """``mask`` (a block of an Ndx's trial mask), or a StoreError where it holds a negative
+    value: a key's signed codes, whose -1 would read as a trial."""
+    if (mask < 0).any():
+        raise StoreError(f"{named} holds negative values: a key, not an ndx")
+    return mask
+
+
 def to_object(fields: dict, kind: str, where: str) -> xr.Dataset | xr.DataArray:
     """The trial object (or quality table) of a struct's fields."""
     if kind == "quality":
@@ -200,8 +208,11 @@ def to_object(fields: dict, kind: str, where: str) -> xr.Dataset | xr.DataArray:
         if kind == "ndx":
             value, named = _located(fields, "trial_mask", where)
             mask = _matrix(value, shape, named)
-            if isinstance(mask, np.ndarray) and mask.dtype.kind in "if" and (mask < 0).any():
-                raise StoreError(f"{named} holds negative values: a key, not an ndx")
+            if mask.dtype.kind in "if":
+                if isinstance(mask, np.ndarray):
+                    _no_negative(mask, named)
+                else:  # a large v7.3 matrix: checked as its blocks are read, as a key's codes
+                    mask = mask.map_blocks(_no_negative, named, dtype=mask.dtype)
             return make_ndx(models, segments, _logical(mask, named, models, segments))
         if "tar" in fields and _field(fields, "trial_mask") is None:
             tar, non = (
