@@ -149,11 +149,11 @@ def _kind_of(first: list[bytes], kind: str | None, line: int, head: list[list[by
     return kind
 
 
-def _foreign(first: list[bytes], line: int, head: list[list[bytes]]) -> None:
+def _foreign(first: list[bytes], line: int, head: list[list[bytes]], kind: str | None) -> None:
     """Other tools' layouts the reader names instead of misreading (docs/formats.md): one field
     with a comma, ESPnet's ``enrol*test score label``, two fields whose second is a label word
     (not 1/0) or a non-integer number on every line (a first line that is neither may be a
-    header)."""
+    header), unless the kind is given as ``ndx`` (its segment ids may look like anything)."""
     if first[0] in (b"{", b"[") or first[0].startswith(b'{"'):
         raise Rejected(line, "a JSON document")
     if len(first) >= 3 and first[1] == b"[":
@@ -162,7 +162,7 @@ def _foreign(first: list[bytes], line: int, head: list[list[bytes]]) -> None:
         raise Rejected(line, "comma-separated")
     if len(first) == 3 and b"*" in first[0] and _number(first[1]) is not None:
         raise Rejected(line, "an ESPnet score file")
-    if len(first) == 2:
+    if len(first) == 2 and kind != "ndx":
 
         def label(t: bytes) -> bool:
             return t.lower() in _LABELS and t.lower() not in (b"1", b"0")
@@ -210,7 +210,7 @@ def reference_parse(data: bytes, kind: str | None = None) -> tuple[str, list, li
     names = {t.decode("utf-8", "replace").strip().lower() for t in first}
     if names & _MODEL_NAMES and names & _SEGMENT_NAMES or len(first) == 4:
         raise OutsideSubset  # a NIST header, or wespeaker/3D-Speaker (tests/test_io_field_formats)
-    _foreign(first, first_line, [tokens for _, tokens in records[:100]])
+    _foreign(first, first_line, [tokens for _, tokens in records[:100]], kind)
     vox = _voxceleb(first, kind)
     kind = _kind_of(first, kind, first_line, [tokens for _, tokens in records[:100]])
     trials: dict[tuple[str, str], object] = {}
@@ -345,6 +345,7 @@ _BLOCKS = st.sampled_from([4, 17, 64, 2**16])
 @pytest.mark.timeout(120)
 @FUZZ
 @given(data=st.binary(max_size=300), kind=_KINDS, block_bytes=_BLOCKS)
+@example(data=b"\x01 .0", kind="ndx", block_bytes=4)  # an ndx given as such: any segment id
 def test_random_bytes_as_text(scratch, data, kind, block_bytes):
     check_text("text: random bytes", data, kind, block_bytes, scratch)
 
