@@ -502,3 +502,14 @@ def test_an_ndx_of_signed_values_is_refused_read_eagerly_or_lazily(tmp_path, mon
     _matlab_v73(tmp_path / "ndx.mat", "ndx", fields)
     with pytest.raises(StoreError, match=r"ndx.mat: ndx.trial_mask holds negative values: a key"):
         io.read(tmp_path / "ndx.mat").trial_mask.compute()
+
+
+def test_a_missing_field_is_named_as_the_toolkit_names_it(tmp_path):
+    # "scr.score_mask is missing" named the HDF5 layout's dataset, not the struct's field
+    def cells(ids):
+        return np.array(ids, dtype=object).reshape(-1, 1)
+
+    scipy.io.savemat(tmp_path / "s.mat", {"scr": {"modelset": cells(["m"]), "segset": cells(["a"]),
+                                                  "scoremat": np.array([[1.0]])}})  # fmt: skip
+    with pytest.raises(StoreError, match=r"s.mat: scr.scoremask is missing"):
+        io.read(tmp_path / "s.mat")

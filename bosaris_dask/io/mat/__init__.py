@@ -67,7 +67,8 @@ def _located(fields: dict, name: str, where: str) -> tuple[Any, str]:
         sub = fields.get("ID")
         if isinstance(sub, dict) and alias in sub:
             return sub[alias], f"{where}.ID.{alias}"
-    return None, f"{where}.{name}"
+    toolkit = _ALIASES.get(name, (name,))[-1]  # a missing field by the toolkit's name
+    return None, f"{where}.{toolkit}"
 
 
 def ids_of(value: Any, where: str) -> np.ndarray:
