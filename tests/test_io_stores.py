@@ -1015,3 +1015,15 @@ def test_a_square_quality_matrix_is_read_as_measures_by_ids_with_a_warning(tmp_p
                       "measures as ids: read as measures x ids"):  # fmt: skip
         square = io.read_quality(tmp_path / "square.h5")
     assert square.sel(id="s1").values.tolist() == [0.1, 0.2]  # the layout: one column per id
+    # the package's own files say their layout: a square table reads back without a warning
+    from bosaris_dask.trials import quality_table
+
+    table = quality_table(["s1", "s2"], [[0.1, 5.0], [0.2, 6.0]])
+    io.write_quality(table, tmp_path / "own.h5")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert io.read_quality(tmp_path / "own.h5").equals(table)
+    with h5py.File(tmp_path / "own.h5", "r+") as f:
+        f["values"].attrs["layout"] = "ids x measures"
+    with pytest.raises(StoreError, match="own.h5: /values says its layout is 'ids x measures'"):
+        io.read_quality(tmp_path / "own.h5")

@@ -27,7 +27,7 @@ from bosaris_dask.io.hdf5.mapped import (
     contiguous_offset,
     read_mapped,
 )
-from bosaris_dask.io.hdf5.write import write_hdf5, write_quality_hdf5
+from bosaris_dask.io.hdf5.write import QUALITY_LAYOUT, write_hdf5, write_quality_hdf5
 from bosaris_dask.io.stamps import Stamp, check_unchanged, file_stamp
 from bosaris_dask.trials import make_key, make_ndx, make_scores, quality_table
 from bosaris_dask.trials.construction import exact_integers
@@ -491,11 +491,21 @@ def read_quality_hdf5(path: str | os.PathLike[str]) -> xr.DataArray:
             raise StoreError(f"{path}: /values holds {dset.dtype}, expected numbers")
         try:
             values = np.asarray(dset[()], dtype=np.float64)
+            said = _text(dset.attrs.get("layout"))
         except H5_ERRORS as exc:
             raise StoreError(f"{path}: cannot read /values ({exc})") from exc
     finally:
         manager.close()
-    return quality_from_values(ids, values, f"{path}: /values")
+    if said not in (None, QUALITY_LAYOUT):
+        raise StoreError(f"{path}: /values says its layout is {said!r}, not {QUALITY_LAYOUT!r}")
+    return quality_from_values(ids, values, f"{path}: /values", ambiguous=said is None)
+
+
+def _text(value: Any) -> str | None:
+    """An HDF5 attribute as text (h5py gives ``str`` or ``bytes``); ``None`` if absent."""
+    if value is None:
+        return None
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 class QualityLayoutWarning(UserWarning):
@@ -503,14 +513,18 @@ class QualityLayoutWarning(UserWarning):
     layout, though one row per id (which a non-square matrix may be) would look the same."""
 
 
-def quality_from_values(ids: np.ndarray, values: np.ndarray, what: str) -> xr.DataArray:
+def quality_from_values(
+    ids: np.ndarray, values: np.ndarray, what: str, *, ambiguous: bool = False
+) -> xr.DataArray:
     """The quality table of ``values`` stored measures x ids (or a vector, or ids x measures;
-    square: measures x ids, with a :class:`QualityLayoutWarning`)."""
+    square: measures x ids, with a :class:`QualityLayoutWarning` where the file is
+    ``ambiguous``: an HDF5 file whose ``/values`` does not say its layout, as the package's
+    writer does; a MAT file's matrices have MATLAB's orientation)."""
     n = len(ids)
     if values.ndim < 2 and n and values.size % n == 0:
         values = values.reshape(-1, n)
     if values.ndim == 2 and values.shape[1] == n:
-        if values.shape[0] == n > 1:  # which side is which, the shape cannot say
+        if ambiguous and values.shape[0] == n > 1:  # which side is which, the shape cannot say
             warnings.warn(
                 f"{what} is {n} x {n}, as many measures as ids: read as measures x ids (one "
                 "column per id, the BOSARIS layout); a matrix of one row per id is read "

@@ -28,6 +28,9 @@ _BATCH_BYTES = 128 * 2**20
 #: The HDF5 1.8 file format (any HDF5 library since 2008): its metadata carry checksums, so a
 #: corrupted byte there is an error on reading, not a dataset silently read from elsewhere.
 _LIBVER = ("v108", "v108")
+#: The ``layout`` attribute of a quality table's ``/values``: which side is which, where the
+#: shape cannot say it (as many measures as ids).
+QUALITY_LAYOUT = "measures x ids"
 
 
 def _write_strings(parent: h5py.Group, name: str, values: Any, *, scalar: bool = False) -> None:
@@ -159,7 +162,8 @@ def write_hdf5(
 
 
 def write_quality_hdf5(table: xr.DataArray, path: str | os.PathLike[str]) -> Path:
-    """Write a quality table (ids x measures) as ``/values`` (measures x ids) and ``/ids``.
+    """Write a quality table (ids x measures) as ``/values`` (measures x ids, which its
+    attribute ``layout`` says) and ``/ids``.
 
     Examples
     --------
@@ -177,6 +181,6 @@ def write_quality_hdf5(table: xr.DataArray, path: str | os.PathLike[str]) -> Pat
     values = np.asarray(table.values, dtype=np.float64).T
     path = Path(path)
     with atomic_path(path) as tmp, h5py.File(tmp, "w", libver=_LIBVER) as f:
-        f.create_dataset("values", data=values)
+        f.create_dataset("values", data=values).attrs["layout"] = QUALITY_LAYOUT
         _write_strings(f, "ids", ids)
     return path
