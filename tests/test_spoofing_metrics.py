@@ -335,3 +335,10 @@ def test_bad_costs_rates_and_thresholds_are_errors_not_numbers():
     with pytest.raises(ScoreError, match="must be positive finite numbers"):
         m.CostModel(c_fa=np.inf)
     assert m.a_dcf(tar, non, spf, np.inf) == m.a_dcf(tar, non, spf, 3.0)  # reject all: defined
+
+
+def test_t_eer_breaks_exact_ties_as_the_floats_compare():
+    """What its docstring says: CM thresholds 0.0 and 1.5 tie in exact arithmetic (both 1/3
+    from equal rates) but round apart, and the lower float wins: t-EER 1/3, not 2/3."""
+    out = t_eer([0.0, 3.0], [-0.5], [-0.5, 1.5, 0.0], [2.0, 2.5], [-1.5], [3.5, 2.0, 3.5])
+    assert (out["t_eer"], out["cm_threshold"], out["asv_threshold"]) == (1 / 3, 1.5, -1.5)

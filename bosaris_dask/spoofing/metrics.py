@@ -381,8 +381,8 @@ def t_eer(
     division by zero counts as infinitely far); t-EER is ``Pfa,spoof·Pfa,cm`` there. Both
     minimizations compare floats, as :func:`cm_eer` and the evaluation package do: two CM
     thresholds (or two ``τ``) tied in exact arithmetic can round apart, and the lower float
-    wins, which on a few trials can change the t-EER (six trials per class: 1/3 where exact
-    ties would give 2/3). The CM
+    wins, which on a handful of trials can change the t-EER (two targets, one non-target and
+    three spoofs: 1/3 where exact ties would give 2/3). The CM
     positive class is bona fide (target and non-target trials), its negative class spoofs.
 
     Returns
