@@ -462,6 +462,27 @@ def test_a_fusion_refuses_its_systems_in_another_order(tmp_path, capsys):
         assert main(argv) == 1
         assert "the fusion's systems are a, b in that order, not b, a" in capsys.readouterr().err
     assert main(["apply", "--model", model, "--scores", a, "--scores", b, "--out", out, "-q"]) == 0
+    # eval files named as the dev ones but for a part all share (devA/evalA): checked too; it
+    # was not, and a swapped pair fused with EER 12% where the right order gave 4% (audit)
+    import shutil
+
+    for name in ("a", "b"):
+        shutil.copytree(tmp_path / f"{name}.zarr", tmp_path / f"eval_{name}.zarr")
+    ea, eb = (str(tmp_path / f"eval_{n}.zarr") for n in ("a", "b"))
+    swapped = ["apply", "--model", model, "--scores", eb, "--scores", ea, "--out", out]
+    assert main(swapped) == 1
+    assert "systems are a, b in that order, not eval_b, eval_a" in capsys.readouterr().err
+    assert main(["apply", "--model", model, "--scores", ea, "--scores", eb, "--out", out]) == 0
+    assert "cannot be checked" not in capsys.readouterr().err
+    # names that cannot tell: the pairing is said
+    for name, other in (("a", "x1"), ("b", "y2")):
+        shutil.copytree(tmp_path / f"{name}.zarr", tmp_path / f"{other}.zarr")
+    x1, y2 = (str(tmp_path / f"{n}.zarr") for n in ("x1", "y2"))
+    assert main(["apply", "--model", model, "--scores", x1, "--scores", y2, "--out", out]) == 0
+    assert (
+        "the systems are taken in the order given (x1 as a, y2 as b); their names differ "
+        "from the training ones, so the order cannot be checked"
+    ) in capsys.readouterr().err
 
 
 def test_fits_take_names_as_evaluate_does(data):

@@ -97,7 +97,6 @@ def _fit_and_apply(
     ``--apply`` write the scores it gives."""
     from bosaris_dask import io
     from bosaris_dask.calibration import apply_model
-    from bosaris_dask.fusion.base import check_system_order
     from bosaris_dask.fusion.fit_checks import FitWarning
     from bosaris_dask.objectives import TrialQuality
 
@@ -105,7 +104,7 @@ def _fit_and_apply(
         raise OptionError("--apply needs --out (where to write the resulting scores)")
     trained = _system_names(args)
     if args.apply and len(trained) > 1:  # before the fit: the same systems, in another order
-        check_system_order(trained, system_names(args.apply), args.model_out)
+        _check_order(args, trained, system_names(args.apply), args.model_out)
     if not args.apply:
         idle = [option for option, value in (
             ("--out", args.out), ("--ndx", args.ndx), ("--fill-missing", args.fill_missing),
@@ -187,6 +186,21 @@ def _fit_and_apply(
             if report is not None:
                 _say(args, report)
     return 0
+
+
+def _check_order(
+    args: argparse.Namespace, trained: list[str] | None, given: list[str], model: str
+) -> None:
+    """Refuse a fusion's systems given in another order than trained
+    (:func:`~bosaris_dask.fusion.base.check_system_order`); where their names cannot tell
+    (other files, named otherwise), say which trained system each given one stands for."""
+    from bosaris_dask.fusion.base import check_system_order, order_checkable
+
+    check_system_order(trained, given, model)
+    if trained and len(trained) > 1 and not order_checkable(trained, given):
+        pairs = ", ".join(f"{g} as {t}" for t, g in zip(trained, given, strict=False))
+        _say(args, f"{model}: the systems are taken in the order given ({pairs}); their names "
+                   "differ from the training ones, so the order cannot be checked")  # fmt: skip
 
 
 def _system_names(args: argparse.Namespace) -> list[str]:
@@ -347,10 +361,9 @@ def _read_qtrans(path: str | None) -> Any:
 def cmd_apply(args: argparse.Namespace) -> int:
     from bosaris_dask import io
     from bosaris_dask.calibration import apply_model, load_model
-    from bosaris_dask.fusion.base import check_system_order
 
     model = load_model(args.model)  # read once: its weights, LLR base and systems' names
-    check_system_order(model.systems_, _system_names(args), args.model)
+    _check_order(args, model.systems_, _system_names(args), args.model)
     trained = model.llr_base_
     if args.llr_base is None:
         args.llr_base = trained

@@ -11,6 +11,7 @@ order of earlier releases with a ``FutureWarning``. The models' parameters and J
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
@@ -154,7 +155,9 @@ def _kind(obj: Any) -> str | None:
 
 def check_system_order(trained: list[str] | None, given: list[str], model: str) -> None:
     """Refuse the systems of a fusion given in another order than it was trained on: the same
-    names, permuted (each weight would multiply another system's scores).
+    names permuted, or names that differ from the trained ones only by a part all of them
+    share (``devA``, ``devB`` against ``evalB``, ``evalA``), permuted: each weight would
+    multiply another system's scores.
 
     Examples
     --------
@@ -163,11 +166,49 @@ def check_system_order(trained: list[str] | None, given: list[str], model: str) 
     ...
     bosaris_dask.errors.OptionError: fusion.json: the fusion's systems are a, b in that order...
     >>> check_system_order(["dev/a", "dev/b"], ["eval/a", "eval/b"], "fusion.json")  # other sets
+    >>> check_system_order(["devA", "devB"], ["evalB", "evalA"], "f.json")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.OptionError: f.json: the fusion's systems are devA, devB in that order...
     """
-    if trained and sorted(trained) == sorted(given) and trained != given:
-        order, wrong = ", ".join(trained), ", ".join(given)
-        raise OptionError(f"{model}: the fusion's systems are {order} in that order, not "
-                          f"{wrong}: give them in the training order")  # fmt: skip
+    if not trained or len(trained) != len(given):
+        return
+    for first, second in ((trained, given), (distinct_parts(trained), distinct_parts(given))):
+        if sorted(first) == sorted(second) and first != second:
+            order, wrong = ", ".join(trained), ", ".join(given)
+            raise OptionError(f"{model}: the fusion's systems are {order} in that order, not "
+                              f"{wrong}: give them in the training order")  # fmt: skip
+
+
+def order_checkable(trained: list[str] | None, given: list[str]) -> bool:
+    """Whether :func:`check_system_order` could check ``given`` against ``trained``: the same
+    names, or the same once the part each set's names share is left out.
+
+    >>> order_checkable(["devA", "devB"], ["evalA", "evalB"])
+    True
+    >>> order_checkable(["a", "b"], ["x", "y"])
+    False
+    """
+    if not trained or len(trained) != len(given):
+        return False
+    return sorted(trained) == sorted(given) or (
+        sorted(distinct_parts(trained)) == sorted(distinct_parts(given))
+    )
+
+
+def distinct_parts(names: Sequence[str]) -> list[str]:
+    """Each name without the prefix and the suffix all the names share (a set's tag such as
+    ``dev``/``eval``, a common extension).
+
+    >>> distinct_parts(["dev/sysA.v1", "dev/sysB.v1"]), distinct_parts(["a"])
+    (['A', 'B'], ['a'])
+    """
+    if len(names) < 2:
+        return list(names)
+    head = len(os.path.commonprefix(list(names)))
+    rests = [name[head:] for name in names]
+    tail = len(os.path.commonprefix([r[::-1] for r in rests]))
+    return [r[: len(r) - tail] for r in rests]
 
 
 def check_systems(systems: Sequence[Any], n_systems: int) -> None:
