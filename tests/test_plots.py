@@ -224,7 +224,9 @@ def test_det_legend_names_systems_with_eer_and_keys_the_marks(three, ax):
     inside = ((pfa >= 5e-4) & (pfa <= 0.5) & (pmiss >= 5e-4) & (pmiss <= 0.5)).any(axis=0)
     assert 0 < inside.sum() < 4  # the test is worth something: some priors are outside
     want = [f"minDCF, P={p:g}" for p in ops.prior.values[inside]]
-    assert key_texts == [*want, "EER", "DR30: 30 errors"]
+    # and names those outside it, for every system (they were left out without a word)
+    unseen = ", ".join(f"P={p:g}" for p in ops.prior.values[~inside])
+    assert key_texts == [*want, f"minDCF, {unseen}: outside the window", "EER", "DR30: 30 errors"]
 
 
 def test_det_key_names_a_stated_point_with_its_costs(ax):

@@ -192,7 +192,8 @@ def det_plot(
     ax = new_axes(ax, (6.0, 6.0))
     limits = auto_window(results, systems) if window == "auto" else resolve_window(window)
     chosen = curves(results, systems, ax, "det")
-    visible: dict[int, str] = {}
+    visible: dict[int, str | None] = {}  # the marked priors: their labels, None if unseen
+    outside: dict[int, str] = {}
 
     if eer and not any(line.get_gid() == "det/diagonal" for line in ax.get_lines()):
         ax.plot([-FAR, FAR], [-FAR, FAR], color="0.75", linewidth=0.8, zorder=1,
@@ -217,7 +218,7 @@ def det_plot(
         if eer:
             e = float(probit(float(c.data.eer)))
             ax.plot([e], [e], color=c.color, zorder=5, gid=f"det/eer/{c.label}", **_EER_STYLE)
-        _operating_points(ax, c, priors, min_dcf, act_dcf, limits, visible)
+        _operating_points(ax, c, priors, min_dcf, act_dcf, limits, visible, outside)
         if fixed_rates:
             _fixed_rate_marks(ax, c, limits)
 
@@ -229,7 +230,8 @@ def det_plot(
     if legend:
         stars = [x for x in ax.get_lines() if str(x.get_gid()).startswith("det/eer/")]
         shown = any(np.isfinite(x.get_xydata()).all() for x in stars)  # EER 0: no star
-        _legend(ax, _key(visible, min_dcf, act_dcf, eer and shown, bool(which), too_few))
+        _legend(ax, _key(visible, min_dcf, act_dcf, eer and shown, bool(which), too_few,
+                         outside))  # fmt: skip
     return ax
 
 
@@ -248,10 +250,11 @@ def _prior_indices(data: Any, priors: Sequence[float] | None) -> list[int]:
 
 def _operating_points(
     ax: Axes, c: Any, priors: Sequence[float] | None, min_dcf: bool, act_dcf: bool,
-    limits: Window, visible: dict[int, str],
+    limits: Window, visible: dict[int, str | None], outside: dict[int, str],
 ) -> None:  # fmt: skip
     """Mark minDCF (filled) and actDCF (hollow) points; note in ``visible`` the labels of the
-    points seen (``P=0.01``, or ``0.01:10:1`` for a point stated with costs, as the tables)."""
+    points seen (``P=0.01``, or ``0.01:10:1`` for a point stated with costs, as the tables),
+    and of those outside the window as ``None`` (where no system's is seen)."""
     points = operating_points(c.data)
     labels = point_labels(points.prior.values, points)
     index = _prior_indices(points, priors)
@@ -266,6 +269,9 @@ def _operating_points(
                     zorder=6, gid=f"det/{which}_dcf/{c.label}", **_marker_style(i))  # fmt: skip
             if box[0, 0] <= x <= box[0, 1] and box[1, 0] <= y <= box[1, 1]:
                 visible[i] = labels[i]
+            else:
+                visible.setdefault(i, None)
+                outside.setdefault(i, labels[i])
 
 
 #: The marks of the fixed-rate operating points: a cross at fixed FMR, a plus at fixed FNMR.
@@ -334,22 +340,29 @@ def _marker_style(i: int) -> dict[str, Any]:
 
 
 def _key(
-    visible: dict[int, str],
+    visible: dict[int, str | None],
     min_dcf: bool,
     act_dcf: bool,
     eer: bool,
     dr30: bool,
     too_few: Sequence[str] = (),
+    outside: dict[int, str] | None = None,
 ) -> list[tuple[Any, str]]:
-    """Legend entries explaining the marks: one per visible prior, EER, DR30 (and why a DR30
-    line is missing: ``too_few`` names the trials that number fewer than 30)."""
+    """Legend entries explaining the marks: one per visible prior, one naming the priors whose
+    points no system has in the window (``outside``, where ``visible`` holds ``None``), EER,
+    DR30 (and why a DR30 line is missing: ``too_few`` names the trials that number fewer than
+    30)."""
     keyed: list[tuple[Any, str]] = []
     what = "/".join(w for w, on in (("min", min_dcf), ("act", act_dcf)) if on)
-    for i in sorted(visible):
+    unseen = [(outside or {})[i] for i in sorted(visible) if visible[i] is None]
+    for i in sorted(i for i in visible if visible[i] is not None):
         filled = _legend_proxy(markerfacecolor="0.55", markeredgecolor="black", **_marker_style(i))
         hollow = _legend_proxy(markerfacecolor="white", markeredgecolor="0.3", **_marker_style(i))
         handle = (filled, hollow) if min_dcf and act_dcf else filled if min_dcf else hollow
         keyed.append((handle, f"{what}DCF, {visible[i]}"))
+    if unseen:
+        keyed.append((_legend_proxy(linestyle="none"),
+                      f"{what}DCF, {', '.join(unseen)}: outside the window"))  # fmt: skip
     if eer:
         keyed.append((_legend_proxy(color="0.55", **_EER_STYLE), "EER"))
     if dr30:
