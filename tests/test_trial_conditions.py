@@ -289,3 +289,16 @@ def test_a_side_spec_of_a_trial_column_points_to_trial_col():
                        r"\(header 'model<TAB>segment'\): --by trial.c1"):  # fmt: skip
         metrics.evaluate(make_scores(["m1"], ["s1", "s2"], [[1.0, 0.0]]), key,
                          conditions=[trials], by=["model.c1"])  # fmt: skip
+
+
+def test_a_header_may_name_its_sides_as_nist_files_do(tmp_path):
+    # 'modelid' was refused ("the header's first field names the side"), where trial files
+    # take NIST's names: an SRE user's metadata table starts 'segmentid' (audit)
+    (tmp_path / "s.tsv").write_text("segmentid\tlanguage\ns1\teng\n")
+    table = read_condition_table(tmp_path / "s.tsv")
+    assert (table.side, table.columns["language"].tolist()) == ("segment", ["eng"])
+    (tmp_path / "t.tsv").write_text("modelid\tsegmentid\ty\nm1\ts1\tY\n")
+    table = read_condition_table(tmp_path / "t.tsv")
+    assert (table.side, table.ids.tolist(), table.segments.tolist()) == ("trial", ["m1"], ["s1"])
+    (tmp_path / "m.tsv").write_text("modelid\ttest\nm1\tA\n")  # 'test': an attribute here
+    assert read_condition_table(tmp_path / "m.tsv").columns["test"].tolist() == ["A"]

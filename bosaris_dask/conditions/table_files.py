@@ -164,11 +164,25 @@ def _table_of(header: list[str], values: np.ndarray, lines: Any, path: Path) -> 
                            segments=values[:, 1] if n_id == 2 else None)  # fmt: skip
 
 
+#: Names of a side's id column that trial files' NIST headers use (``modelid``, ...): read as
+#: ``model``/``segment`` in a table's first column (its second, a trial table's segment, only
+#: where the name cannot be an attribute's).
+_SIDE_SYNONYMS = {
+    0: {"modelid": "model", "model_id": "model", "enrollment_id": "model", "enroll_id": "model",
+        "segmentid": "segment", "segment_id": "segment", "testid": "segment",
+        "test_id": "segment"},
+    1: {"segmentid": "segment", "segment_id": "segment", "testid": "segment",
+        "test_id": "segment"},
+}  # fmt: skip
+
+
 def _check_header(header: list[str], path: Path, lineno: int) -> None:
     names = [h.strip() for h in header]
     for k in range(min(2, len(names))):  # Model, SEGMENT: the sides in any case
         if names[k].lower() in SIDES:
             names[k] = names[k].lower()
+        elif names[k].lower() in _SIDE_SYNONYMS[k] and (k == 0 or names[0] == "model"):
+            names[k] = _SIDE_SYNONYMS[k][names[k].lower()]
     header[:] = names
     if names[0] not in SIDES:
         why = ""
@@ -177,8 +191,8 @@ def _check_header(header: list[str], path: Path, lineno: int) -> None:
             if len(split) > 1 and split[0].strip().lower() in SIDES:
                 why = f" (the fields are separated by tabs, not {what})"
         raise ParseError(
-            f"the header's first field names the side ('model' or 'segment'), not "
-            f"{names[0]!r}{why}", path=path, line=lineno,
+            f"the header's first field names the side ('model' or 'segment', or NIST's "
+            f"'modelid' or 'segmentid'), not {names[0]!r}{why}", path=path, line=lineno,
         )  # fmt: skip
     if names[:2] == ["segment", "model"]:
         raise ParseError("a table of trials starts its header 'model<TAB>segment', not "
