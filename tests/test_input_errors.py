@@ -436,3 +436,16 @@ def test_fits_name_the_system_and_trials_as_evaluate_does(fitter):
     with pytest.raises(ScoreError) as nonfinite:
         fit(broken)
     assert str(nonfinite.value) == "system-2: 1 trial has a non-finite score, e.g. (a, w)"
+
+
+def test_a_score_file_given_as_the_key_is_asked_about(tmp_path):
+    """Its first score, read as a label, was refused without a word on what happened (audit:
+    --key and --scores swapped)."""
+    from bosaris_dask.cli import main
+
+    (tmp_path / "s.txt").write_text("a x -3.5\na y 1.25\n")
+    (tmp_path / "k.txt").write_text("a x target\na y nontarget\n")
+    with pytest.raises(ParseError, match=r"s.txt:1: label '-3.5' is not one of .* \(any "
+                       r"case\): a score file given as the key\?"):  # fmt: skip
+        main(["evaluate", "--key", str(tmp_path / "s.txt"), "--scores", str(tmp_path / "k.txt"),
+              "--debug"])  # fmt: skip

@@ -198,6 +198,10 @@ def _labels(tokens: list[bytes]):
     err = None
     if bad.size:
         first = int(np.flatnonzero(np.isin(codes, bad))[0])
-        label = _shown(uniques[codes[first]])
+        token = uniques[codes[first]]
+        label = _shown(token)
         err = (first, f"label {label} is not one of {ACCEPTED_LABELS} (any case)")
+        value = _float_or_none(token)
+        if value is not None and value not in (0.0, 1.0) and not token.lstrip(b"+-").isdigit():
+            err = (first, err[1] + ": a score file given as the key?")
     return sign[codes], err

@@ -354,7 +354,11 @@ def _floats(raw: list[bytes], role: str) -> tuple[np.ndarray, list[str | None]]:
 
 
 def _label_reason(u: bytes) -> str:
-    return f"label {_shown(u)} is not one of {ACCEPTED_LABELS} (any case)"
+    said = f"label {_shown(u)} is not one of {ACCEPTED_LABELS} (any case)"
+    value = number_of_token(u)
+    if value is not None and value not in (0.0, 1.0) and not u.strip().lstrip(b"+-").isdigit():
+        said += ": a score file given as the key?"  # (a score where a label belongs)
+    return said
 
 
 _VT_TO_SPACE = bytes.maketrans(b"\r\x0b\x0c", b"   ")
