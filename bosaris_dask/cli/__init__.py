@@ -254,6 +254,14 @@ def _flags_after_the_command(argv: Sequence[str]) -> list[str]:
     return [*argv[lead:], *argv[:lead]]
 
 
+def _unawaited_quietly() -> None:
+    """A signal that lands inside zarr's synchronous wrapper leaves a coroutine it made and
+    never awaited; freed as the exception is, it printed Python's 'coroutine ... was never
+    awaited' RuntimeWarning after the one line that says the run was stopped."""
+    warnings.filterwarnings("ignore", message="coroutine .* was never awaited",
+                            category=RuntimeWarning)  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``bosaris-dask``; returns the exit status (143 after a SIGTERM, 130 a Ctrl-C)."""
     parser = build_parser()
@@ -267,9 +275,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bosaris-dask: error: {_in_cli_words(str(error), args)}", file=sys.stderr)
         return 1
     except Terminated:
+        _unawaited_quietly()
         print("bosaris-dask: terminated (SIGTERM)", file=sys.stderr)
         return 143
     except KeyboardInterrupt:
+        _unawaited_quietly()
         print("bosaris-dask: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. piped into `head`: stop quietly
