@@ -491,7 +491,7 @@ def read_quality_hdf5(path: str | os.PathLike[str]) -> xr.DataArray:
             raise StoreError(f"{path}: /values holds {dset.dtype}, expected numbers")
         try:
             values = np.asarray(dset[()], dtype=np.float64)
-            said = _text(dset.attrs.get("layout"))
+            said = _attribute_text(dset, "layout")
         except H5_ERRORS as exc:
             raise StoreError(f"{path}: cannot read /values ({exc})") from exc
     finally:
@@ -501,8 +501,10 @@ def read_quality_hdf5(path: str | os.PathLike[str]) -> xr.DataArray:
     return quality_from_values(ids, values, f"{path}: /values", ambiguous=said is None)
 
 
-def _text(value: Any) -> str | None:
-    """An HDF5 attribute as text (h5py gives ``str`` or ``bytes``); ``None`` if absent."""
+def _attribute_text(obj: Any, name: str) -> str | None:
+    """An HDF5 object's attribute ``name`` as text (h5py gives ``str`` or ``bytes``); ``None``
+    if absent."""
+    value = obj.attrs.get(name)
     if value is None:
         return None
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)

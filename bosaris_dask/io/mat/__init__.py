@@ -187,10 +187,10 @@ def to_object(fields: dict, kind: str, where: str) -> xr.Dataset | xr.DataArray:
         given = fields.get("values")
         if given is None:  # (np.asarray(None, float64) is NaN: "no quality", silently)
             raise StoreError(f"{where}.values is missing")
-        kind_of_values = getattr(given, "dtype", np.asarray(given).dtype).kind
-        if kind_of_values not in "biuf":
-            raise StoreError(f"{where}.values holds {np.asarray(given).dtype}, expected numbers")
-        values = np.asarray(given, dtype=np.float64)
+        values = np.asarray(given)
+        if values.dtype.kind not in "biuf":
+            raise StoreError(f"{where}.values holds {values.dtype}, expected numbers")
+        values = values.astype(np.float64)
         return quality_from_values(ids, values, f"{where}.values")
     models = ids_of(*_located(fields, "row_ids", where))
     segments = ids_of(*_located(fields, "column_ids", where))

@@ -12,7 +12,14 @@ import h5py
 import numpy as np
 
 from bosaris_dask.errors import StoreError
-from bosaris_dask.io.hdf5 import _dataset, _H5Array, _node, _open, _standard_type
+from bosaris_dask.io.hdf5 import (
+    _attribute_text,
+    _dataset,
+    _H5Array,
+    _node,
+    _open,
+    _standard_type,
+)
 from bosaris_dask.io.hdf5.mapped import H5_ERRORS
 from bosaris_dask.io.hdf5.write import _stream
 from bosaris_dask.io.stamps import file_stamp
@@ -33,8 +40,7 @@ def is_v73(path: str | os.PathLike[str]) -> bool:
 
 
 def _class(obj: Any) -> str:
-    value = obj.attrs.get("MATLAB_class", b"")
-    return value.decode("ascii", "replace") if isinstance(value, bytes) else str(value)
+    return _attribute_text(obj, "MATLAB_class") or ""
 
 
 def _chars(values: np.ndarray) -> Any:
