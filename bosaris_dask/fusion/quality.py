@@ -36,6 +36,11 @@ from bosaris_dask.objectives import (
     quality_sides,
 )
 from bosaris_dask.objectives.data import FusionData, cell_quality
+from bosaris_dask.objectives.quality_scaling import (
+    quality_standardization,
+    standardize_vectors,
+    unstandardize,
+)
 from bosaris_dask.progress import compute
 from bosaris_dask.trials import kind_of, make_quality, make_scores, quality_table
 
@@ -139,7 +144,10 @@ class QualityFuser(LinearFuser):
     Training has two stages, as in the toolkit: a linear fusion on every scored key trial
     (:attr:`linear_`), then the quality fusion, started from it with ``W = 0``, on the trials
     whose model *and* segment have quality (an absent id or a NaN row means none); the others
-    are left out of this stage (``counts_["n_no_quality"]`` of them). Applying gives trials
+    are left out of this stage (``counts_["n_no_quality"]`` of them). Measures far from unit
+    scale (a duration in samples, or offset by 1000) are fitted standardized and ``W`` mapped
+    back (:mod:`~bosaris_dask.objectives.quality_scaling`): the fit does not depend on their
+    units. Applying gives trials
     without quality the *first stage's* score (the back-off), with a
     :class:`QualityBackoffWarning` giving their count. The reported ``iterations_`` and
     ``passes_`` include both stages (``linear_passes_`` the first, and the pass that persists
@@ -148,7 +156,8 @@ class QualityFuser(LinearFuser):
     Parameters
     ----------
     train_prior, **kwargs
-        Those of :class:`LinearFuser`; the penalty ``l2`` also applies to ``W``.
+        Those of :class:`LinearFuser`; the penalty ``l2`` also applies to ``W``'s free
+        entries (its upper triangle but the corner: each off-diagonal pair once).
     qtrans
         Optional ``(r, q)`` matrix mapping the ``q`` quality measures of each side to ``r``
         (then ``W`` is ``(r + 1)`` square); saved with the model.
@@ -286,8 +295,18 @@ class QualityFuser(LinearFuser):
             return self
         has = _both_have(has_m, has_s, cells, data.classes.chunks)
         data = replace(data, classes=da.where(has, data.classes, 0).astype(np.int8))
-        x0 = np.r_[weights, offset, np.zeros(n_quality_params(data.n_measures))]
+        scaled = quality_standardization(qm, qs)  # e.g. durations in samples: fit in (q - c) / h
+        if scaled is not None:
+            data = replace(
+                data,
+                quality_by=scaled,
+                model_quality=standardize_vectors(data.model_quality, *scaled),
+                segment_quality=standardize_vectors(data.segment_quality, *scaled),
+            )
+        x0 = np.r_[weights, offset, np.zeros(n_quality_params(data.n_measures))]  # W = 0 = W'
         x = self._solve_standardizing(data, True, allow_missing, x0)
+        if scaled is not None:
+            x = unstandardize(x, k, *scaled)  # the same fused scores in the measures' units
         self.weights_, self.offset_ = x[:k].copy(), float(x[k])
         self.quality_matrix_ = quality_matrix(x[k + 1 :], data.n_measures)
         if self.linear_passes_ > int(self.persist) and linear.counts_:  # fitted here: same data

@@ -41,6 +41,9 @@ class FusionData:
     names
         The systems' names, what errors and fit notes call them (``None``: ``system-1``, ...,
         as :func:`~bosaris_dask.metrics.evaluate` names them).
+    quality_by
+        The ``(centers, scales)`` the quality measures were standardized by (the vectors hold
+        ``(q - c) / h``; :mod:`~bosaris_dask.objectives.quality_scaling`), or ``None``.
     """
 
     scores: tuple[da.Array, ...]
@@ -49,6 +52,7 @@ class FusionData:
     model_quality: da.Array | None = None
     segment_quality: da.Array | None = None
     names: tuple[str, ...] | None = None
+    quality_by: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def n_systems(self) -> int:

@@ -34,6 +34,7 @@ from bosaris_dask.objectives.kernel import (
     packed_length,
     prior_entropy,
 )
+from bosaris_dask.objectives.quality_scaling import penalty_block
 from bosaris_dask.optimize import Evaluation
 from bosaris_dask.passes import memory, runner
 
@@ -177,6 +178,33 @@ class FusionObjective:
         if standardized_by is not None:
             self._regularized[: data.n_systems] = 1.0 / standardized_by[1]
         self._curvature = self._regularized**2  # of the penalty, per parameter
+        # standardized quality measures (FusionData.quality_by): the penalty on the original
+        # W's entries is a quadratic form w' P w in the standardized ones
+        self._quality_block: tuple[slice, np.ndarray] | None = None
+        if self.quality and data.quality_by is not None:
+            at = slice(data.n_systems + 1, self.n_params)
+            self._quality_block = (at, penalty_block(*data.quality_by))
+            self._regularized[at] = 0.0
+            self._curvature[at] = np.diag(self._quality_block[1])
+
+    def _penalty(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        """``||r * x||^2`` (plus the quality block's ``w' P w``) and ``l2`` times half its
+        gradient: the penalty's value over ``l2 / 2``, and its gradient."""
+        reg = self._regularized * x
+        value, grad = float(reg @ reg), self.l2 * self._regularized * reg
+        if self._quality_block is not None:
+            at, P = self._quality_block
+            value += float(x[at] @ P @ x[at])
+            grad[at] += self.l2 * (P @ x[at])
+        return value, grad
+
+    def _penalty_times(self, v: np.ndarray) -> np.ndarray:
+        """The penalty's Hessian times ``v``."""
+        out = self.l2 * self._curvature * v
+        if self._quality_block is not None:
+            at, P = self._quality_block
+            out[at] = self.l2 * (P @ v[at])
+        return out
 
     # -- one pass ------------------------------------------------------------------------------
 
@@ -320,11 +348,11 @@ class FusionObjective:
         n, length = self.n_params, _class_length(self.n_params, order)
         wt, wn = self._weights()
         comb = wt * packed[:length] + wn * packed[length : 2 * length]
-        reg = self._regularized * np.asarray(x, dtype=np.float64)
-        f = float(comb[0] + 0.5 * self.l2 * (reg @ reg))
+        penalty, penalty_grad = self._penalty(np.asarray(x, dtype=np.float64))
+        f = float(comb[0] + 0.5 * self.l2 * penalty)
         if order == "f":
             return Evaluation(f)
-        g = comb[1 : 1 + n] + self.l2 * self._regularized * reg
+        g = comb[1 : 1 + n] + penalty_grad
         if order == "fgd":
             return Evaluation(f, g, diag=comb[1 + n :] + self.l2 * self._curvature)
         if order == "fg":
@@ -332,6 +360,9 @@ class FusionObjective:
         H = np.zeros((n, n))
         H[np.triu_indices(n)] = comb[1 + n :]
         H = H + np.triu(H, 1).T + self.l2 * np.diag(self._curvature)
+        if self._quality_block is not None:
+            at, P = self._quality_block
+            H[at, at] += self.l2 * (P - np.diag(np.diag(P)))  # its diagonal is in _curvature
         return Evaluation(f, g, H, np.diag(H).copy())
 
     def hessp(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -339,7 +370,8 @@ class FusionObjective:
         packed = self._pass("hv", x, v)
         n = self.n_params
         wt, wn = self._weights()
-        return wt * packed[:n] + wn * packed[n : 2 * n] + self.l2 * self._curvature * v
+        v = np.asarray(v, dtype=np.float64)
+        return wt * packed[:n] + wn * packed[n : 2 * n] + self._penalty_times(v)
 
     # -- conveniences (scipy drivers, reporting) -----------------------------------------------
 
@@ -352,5 +384,4 @@ class FusionObjective:
 
     def data_term(self, f: float, x: np.ndarray) -> float:
         """The normalized cross-entropy alone: ``f`` minus the L2 penalty at ``x``."""
-        reg = self._regularized * np.asarray(x, dtype=np.float64)
-        return float(f - 0.5 * self.l2 * (reg @ reg))
+        return float(f - 0.5 * self.l2 * self._penalty(np.asarray(x, dtype=np.float64))[0])
