@@ -140,8 +140,9 @@ def prior_argument(parser: argparse.ArgumentParser, what: str) -> None:
 def quality_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quality", help="a quality store (zarr) with model and segment quality "
                         "(bd.write of make_quality(...), or score --quality-out)")  # fmt: skip
-    parser.add_argument("--model-quality", help="model-side quality table (text or HDF5)")
-    parser.add_argument("--segment-quality", help="segment-side quality table (text or HDF5)")
+    parser.add_argument("--model-quality", help="model-side quality table (text, HDF5 or MAT)")
+    parser.add_argument("--segment-quality",
+                        help="segment-side quality table (text, HDF5 or MAT)")  # fmt: skip
 
 
 def training_arguments(

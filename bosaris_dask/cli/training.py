@@ -26,11 +26,27 @@ from bosaris_dask.cli.common import (
     system_names,
 )
 from bosaris_dask.cli.in_order import apply_in_order, keeps_line_order
-from bosaris_dask.errors import BosarisError, NoClassError, OptionError, ScoreError
+from bosaris_dask.errors import (
+    BosarisError,
+    NoClassError,
+    OptionError,
+    QualityTableError,
+    ScoreError,
+)
 from bosaris_dask.progress import showing_progress
 
 
-def _read_quality(args: argparse.Namespace, path: str | None) -> Any:
+def check_quality_sources(args: argparse.Namespace) -> None:
+    """An OptionError where both ``--quality`` (a store of both sides) and side tables are
+    given: one of them would be left unread."""
+    tables = [option for option, value in (("--model-quality", args.model_quality),
+              ("--segment-quality", args.segment_quality)) if value]  # fmt: skip
+    if getattr(args, "quality", None) and tables:
+        raise OptionError(f"--quality {args.quality} and {' and '.join(tables)}: give the quality "
+                          "store (both sides) or the side tables, not both")  # fmt: skip
+
+
+def _read_quality(args: argparse.Namespace, path: str | None, option: str = "--quality") -> Any:
     """A Quality object from a zarr quality store, or from model/segment quality tables."""
     from bosaris_dask import io
     from bosaris_dask.trials import make_quality
@@ -38,7 +54,16 @@ def _read_quality(args: argparse.Namespace, path: str | None) -> Any:
     if path is not None:
         from bosaris_dask.trials import kind_of
 
-        quality = io.read(path)
+        try:
+            quality = io.read(path)
+        except QualityTableError:
+            raise OptionError(
+                f"{option} {path}: a quality table of one side; {option} takes a quality store "
+                "of both sides (bd.write of make_quality(model_table, segment_table))"
+                + (", or train here and apply with bosaris-dask apply --model-quality and "
+                   "--segment-quality" if option == "--apply-quality" else
+                   ": give side tables as --model-quality and --segment-quality")
+            ) from None  # fmt: skip
         if kind_of(quality) != "quality":
             raise BosarisError(f"{path}: a {kind_of(quality)} store, not quality (a quality "
                                "store holds model and segment quality measures)")  # fmt: skip
@@ -116,6 +141,9 @@ def _fit_and_apply(
                 f"(the eval scores to "
                 f"{args.command} and write): give --apply, or leave them out"
             )
+    # the eval set's quality store read (lazily) before the fit: a wrong file fails first
+    eval_store = (_read_quality(args, args.apply_quality, "--apply-quality")
+                  if getattr(args, "apply_quality", None) else None)  # fmt: skip
     opened = _opened(args, open_inputs, lambda inputs: _size(inputs[0]))
     with opened as (key, systems, quality), showing_progress(_progress(args)):
         start = time.perf_counter()
@@ -155,7 +183,7 @@ def _fit_and_apply(
         def eval_quality() -> Any:  # --apply-quality, else the training ids' quality
             if quality is None or args.apply_quality is None:
                 return quality  # (not the training tables read a second time)
-            return _read_quality(args, args.apply_quality)
+            return eval_store
 
         if args.apply and keeps_line_order(args, args.apply):
             targets, fitted_out = apply_in_order(args, model, args.apply, quality=eval_quality)
@@ -303,6 +331,7 @@ def cmd_fuse(args: argparse.Namespace) -> int:
         )
 
     qtrans = _read_qtrans(getattr(args, "qtrans", None))
+    check_quality_sources(args)
     with_quality = args.quality or args.model_quality or args.segment_quality
     if qtrans is not None and not with_quality:
         raise BosarisError("--qtrans maps quality measures: give them (--quality, ...)")
@@ -377,6 +406,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     quality_options = {"--quality": args.quality, "--model-quality": args.model_quality,
                        "--segment-quality": args.segment_quality}  # fmt: skip
+    check_quality_sources(args)
     given_quality = [option for option, value in quality_options.items() if value]
     if model.kind == "quality_fusion" and not given_quality:
         raise OptionError(f"{args.model} is a quality fusion: give the scores' quality measures "

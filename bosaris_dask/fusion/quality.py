@@ -132,6 +132,20 @@ def _quality_block(
     return np.where(has, fused, backoff)
 
 
+def _swapped_hint(quality: Any, key: xr.Dataset, side: str) -> str:
+    """Where ``side``'s quality table names the key's ids of the other side: a hint that the
+    two tables were given the other way round."""
+    ids = quality.quality if isinstance(quality, TrialQuality) else quality
+    other = "segment" if side == "model" else "model"
+    table = ids.get(f"{side}_quality")
+    if table is None or not np.isin(table[side].values, key[other].values).any():
+        return ""
+    return (
+        f"; its table's ids are the key's {other} ids: the {side} and {other} tables "
+        "given the other way round?"
+    )
+
+
 class QualityFuser(LinearFuser):
     """Quality-measure fusion ``l = a + sum_k b_k s_k + q~_m' W q~_s`` with symmetric ``W``.
 
@@ -281,9 +295,10 @@ class QualityFuser(LinearFuser):
                   quality_sides(quality, key.model.values, key.segment.values))  # fmt: skip
         has_m, has_s = _has_quality(qm), _has_quality(qs)
         if not (has_m.any() and has_s.any()):  # no trial has quality: nothing to learn
-            note = (f"no training trial has quality measures on both sides (the "
-                    f"{'model' if not has_m.any() else 'segment'} side has none): the quality "
-                    "fusion is the linear fusion (W = 0)")  # fmt: skip
+            side = "model" if not has_m.any() else "segment"
+            note = (f"no training trial has quality measures on both sides (the {side} side "
+                    f"has none{_swapped_hint(quality, key, side)}): the quality fusion is the "
+                    "linear fusion (W = 0)")  # fmt: skip
             self.fit_warnings_.append(note)
             warnings.warn(note, FitWarning, stacklevel=2)
             self.weights_, self.offset_ = np.array(weights, dtype=np.float64), float(offset)
@@ -313,6 +328,9 @@ class QualityFuser(LinearFuser):
             scored = linear.counts_["n_target"] + linear.counts_["n_nontarget"]
             used = self.counts_["n_target"] + self.counts_["n_nontarget"]
             self.counts_["n_no_quality"] = scored - used
+            # the trials dropped for want of a score: all of them, not only those of ids with
+            # quality (the quality stage's own count)
+            self.counts_["n_missing"] = linear.counts_["n_missing"]
         return self
 
     def _fitted_quality_matrix(self) -> np.ndarray:

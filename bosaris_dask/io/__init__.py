@@ -311,11 +311,29 @@ def read_quality(path: str | os.PathLike[str]) -> xr.DataArray:
 
         return read_quality_mat(p)
     if fmt == "zarr":
-        raise StoreError(f"{p}: quality tables (one side) are read from HDF5, MAT or text files; "
-                         "a zarr store holds a Quality object of both sides: bd.read")  # fmt: skip
+        from bosaris_dask.trials import kind_of
+
+        kind = kind_of(read(p))
+        held = ("a Quality object of both sides (--quality; bd.read)" if kind == "quality"
+                else f"{kind}, not quality")  # fmt: skip
+        raise StoreError(f"{p}: a zarr store holding {held}; quality tables of one side are "
+                         "read from HDF5, MAT or text files")  # fmt: skip
     from bosaris_dask.io.text import read_quality_text
 
     return read_quality_text(p)
+
+
+def _side_table(table: Any) -> Any:
+    """A quality table ``(id, measure)`` from one side of a Quality object; a TrialError for a
+    whole Quality object; anything else as it is (the writers check it)."""
+    if isinstance(table, xr.Dataset) and "model_quality" in table and "segment_quality" in table:
+        raise TrialError("a Quality object holds both sides: write each side's table "
+                         "(bd.write_quality(Q.model_quality, ...), bd.write_quality("
+                         "Q.segment_quality, ...)), or both to zarr with bd.write")  # fmt: skip
+    for side in ("model", "segment"):
+        if isinstance(table, xr.DataArray) and table.dims == (side, f"{side}_measure"):
+            return table.rename({side: "id", f"{side}_measure": "measure"})
+    return table
 
 
 def write_quality(
@@ -325,7 +343,9 @@ def write_quality(
 
     These formats number the measures: their names, if any, are not kept (a note on the
     ``bosaris_dask.io`` logger says so: a quality fusion trained on named measures cannot then
-    check their order; a Quality object in zarr keeps them)."""
+    check their order; a Quality object in zarr keeps them). ``table`` may also be one side
+    of a Quality object (``Q.model_quality``, ``Q.segment_quality``)."""
+    table = _side_table(table)
     fmt = _write_format(path, format)
     names = [str(m) for m in table["measure"].values] if "measure" in table.coords else []
     if names and names != [str(i) for i in range(len(names))]:
