@@ -52,12 +52,13 @@ def float_vector(values: Any, what: str, rule: str, *, empty_ok: bool = True) ->
     ...
     bosaris_dask.errors.OptionError: effective prior 1.0 is not strictly between 0 and 1
     """
+    whats = what if what.endswith("s") else f"{what}s"  # (log-odds is plural already)
     try:
         v = np.atleast_1d(np.asarray(values, dtype=np.float64))
     except (TypeError, ValueError):
-        raise OptionError(f"{what}s must be numbers, got {values!r}") from None
+        raise OptionError(f"{whats} must be numbers, got {values!r}") from None
     if v.ndim != 1:
-        raise OptionError(f"{what}s must be a number or a 1-D list, got shape {v.shape}")
+        raise OptionError(f"{whats} must be a number or a 1-D list, got shape {v.shape}")
     if not empty_ok and not len(v):
         raise OptionError(f"at least one {what} is needed")
     ok, says = RULES[rule]

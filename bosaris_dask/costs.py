@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
 from fractions import Fraction
@@ -241,16 +241,21 @@ equal, their DCFs in cost units are not); ask for one
         if stated and not kept_stated:
             out[k], seen[op.plo] = op, (k, True)
             continue
+        if not stated:  # two priors a rounding apart (0.1 and the float after it): a repeat
+            continue
+        first, second = _spec(kept), _spec(op)
+        if first == second:  # apart in the last digits only
+            first, second = _spec(kept, repr), _spec(op, repr)
         raise OptionError(
-            f"operating points {_spec(kept)} and {_spec(op)} have one effective prior "
+            f"operating points {first} and {second} have one effective prior "
             f"({op.effective_prior:.6g}): an evaluation reports one result per effective prior "
             "(their normalized DCFs are equal, their DCFs in cost units are not); ask for one"
         )
     return out
 
 
-def _spec(op: OperatingPoint) -> str:
-    return f"{op.p_target:g}:{op.c_miss:g}:{op.c_fa:g}"
+def _spec(op: OperatingPoint, shown: Callable[[float], str] = "{:g}".format) -> str:
+    return ":".join(shown(float(x)) for x in (op.p_target, op.c_miss, op.c_fa))
 
 
 # the old module name, which hid the function bosaris_dask.operating_points once imported

@@ -142,6 +142,10 @@ def summary_from_arrays(tar: Any, non: Any, name: str = "system") -> ScoreSummar
     if any(hasattr(arr, "data_vars") for arr in (tar, non)):  # an xarray Dataset
         raise ScoreError("the array metrics take target and non-target score arrays, got a "
                          "Dataset: evaluate(scores, key) evaluates trial objects")  # fmt: skip
+    for side, arr in (("target", tar), ("non-target", non)):
+        if np.ma.isMaskedArray(arr) and np.ma.getmaskarray(arr).any():  # np.asarray unmasks
+            raise ScoreError(f"{name}: the {side} scores are a masked array: the array "
+                             "metrics take every value; pass arr.compressed()")  # fmt: skip
     tar, non = np.asarray(tar), np.asarray(non)
     for side, arr in (("target", tar), ("non-target", non)):
         if arr.dtype.kind not in "iuf":

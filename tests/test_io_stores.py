@@ -830,8 +830,8 @@ def test_dispatcher_errors(tmp_path):
     path = io.write(make_ndx(["m"], ["s"]), tmp_path / "n.zarr")
     with pytest.raises(StoreError, match="holds an ndx, expected a key"):
         io.read(path, "key")
-    with pytest.raises(StoreError, match="read from HDF5, MAT or text files; a zarr store holds "
-                       "a Quality object of both sides: bd.read"):  # fmt: skip
+    with pytest.raises(StoreError, match="a zarr store holding ndx, not quality; quality tables "
+                       "of one side are read from HDF5, MAT or text files"):  # fmt: skip
         io.read_quality(path)
     with pytest.raises(StoreError, match=r"a Quality object of both sides \(make_quality\) goes "
                        "to zarr with bd.write"):  # fmt: skip

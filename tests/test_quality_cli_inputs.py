@@ -154,3 +154,19 @@ def test_write_quality_takes_one_side_of_a_quality_object(tmp_path):
     assert bd.read_quality(tmp_path / "s.h5").values.tolist() == [[0.5, 5.0]]
     with pytest.raises(TrialError, match="holds both sides: write each side's table"):
         bd.write_quality(q, tmp_path / "q.txt")
+
+
+@pytest.mark.filterwarnings("always::bosaris_dask.fusion.QualityBackoffWarning")
+def test_eval_scores_whose_ids_have_no_quality_are_said_to_be_all_of_them(files, capsys):
+    """Applied to an eval set with the training tables, every trial backed off with only a
+    count ('120 trials have no quality')."""
+    d = files
+    for k in (1, 2):
+        lines = (d / f"s{k}.txt").read_text().replace("m", "e").replace("s", "t")
+        (d / f"e{k}.txt").write_text(lines)
+    rc = _fuse(d, "--model-quality", str(d / "mq.txt"), "--segment-quality", str(d / "sq.txt"),
+               "--apply", str(d / "e1.txt"), "--apply", str(d / "e2.txt"), "--out",
+               str(d / "out.txt"))  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 0 and "180 trials have no quality" in err
+    assert "(every trial: no model or segment id of these scores is in the quality" in err

@@ -214,7 +214,8 @@ def ids_missing(
     hint = ""
     if other_ids is not None and len(table.ids):
         other = "segment" if side == "model" else "model"
-        if pd.Index(table.ids).isin(other_ids).mean() > 0.5:
+        index = pd.Index(table.ids)  # (where the sides share ids, more of the other's)
+        if index.isin(other_ids).mean() > max(0.5, index.isin(ids).mean()):
             hint = (f" (its ids are the key's {other} ids: should its header's first column "
                     f"be {other!r}?)")  # fmt: skip
     return TrialError(f"{table.source}: {n:,} {side} id{'s' * many} of the key "

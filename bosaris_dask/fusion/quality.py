@@ -414,8 +414,15 @@ class QualityFuser(LinearFuser):
                     "fusion to back off to (saved without one): fit it again"
                 )
             if n:
+                none = [side for side, has in (("model", has_m), ("segment", has_s))
+                        if not has.any()]  # fmt: skip
+                every = ""
+                if none:
+                    every = (f" (every trial: no {' or '.join(none)} id of these scores is in "
+                             "the quality; is it the training set's, not this set's?)")  # fmt: skip
                 warnings.warn(
-                    f"{have(n, 'trial')} no quality: they get the first-stage linear fusion score",
+                    f"{have(n, 'trial')} no quality: they get the first-stage linear fusion "
+                    f"score{every}",
                     QualityBackoffWarning,
                     stacklevel=2,
                 )

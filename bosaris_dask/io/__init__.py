@@ -313,7 +313,10 @@ def read_quality(path: str | os.PathLike[str]) -> xr.DataArray:
     if fmt == "zarr":
         from bosaris_dask.trials import kind_of
 
-        kind = kind_of(read(p))
+        try:
+            kind = kind_of(read(p))
+        except BosarisError:  # not a store of this package's
+            kind = "something else"
         held = ("a Quality object of both sides (--quality; bd.read)" if kind == "quality"
                 else f"{kind}, not quality")  # fmt: skip
         raise StoreError(f"{p}: a zarr store holding {held}; quality tables of one side are "

@@ -32,6 +32,9 @@ def _id_text(i: Any, what: str) -> str:
             return i.decode("utf-8")
         except UnicodeDecodeError:
             raise TrialError(f"{what} id {i[:60]!r} is bytes that are not UTF-8") from None
+    if i is None or i is pd.NA or (isinstance(i, float) and i != i):  # a gap, not an id
+        raise TrialError(f"a {what} id is missing ({i!r}, e.g. a gap in a pandas column): "
+                         "every id must be given")  # fmt: skip
     return str(i)
 
 
@@ -62,6 +65,9 @@ def _lazy(x: Any, chunks: Any, dtype: Any) -> da.Array:
 
 def _check_shape(name: str, arr: Any, models: np.ndarray, segments: np.ndarray) -> None:
     shape = np.shape(arr)
+    if any(n != n for n in shape):  # a dask array after boolean indexing
+        raise TrialError(f"{name} has unknown chunk sizes (shape {tuple(shape)}): call "
+                         "its .compute_chunk_sizes() first")  # fmt: skip
     if tuple(shape) != (len(models), len(segments)):
         raise TrialError(
             f"{name} has shape {tuple(shape)} but there are {len(models)} model ids "
@@ -139,9 +145,14 @@ def _check_signs(mask: Any, models: np.ndarray, segments: np.ndarray) -> Any:
     a check of each block fused into its read (:func:`checked_codes`): no extra pass.
     """
     arr = mask if isinstance(mask, da.Array) else np.asarray(mask)
+    lazy = isinstance(arr, da.Array)
+    if arr.dtype.kind == "b" and not lazy:  # a targets mask would lose every non-target
+        raise TrialError("a key's trial_mask holds -1, 0 and +1, got True/False: for boolean "
+                         "target and non-target masks, use key_from_masks(models, segments, "
+                         "targets, nontargets)")  # fmt: skip
     if arr.dtype.kind not in "biuf":
         raise TrialError(f"a key's trial_mask must hold -1, 0 and +1, got dtype {arr.dtype}")
-    if isinstance(arr, da.Array):
+    if lazy:
         return checked_codes(arr, models, segments)
     _check_code_block(arr, models, segments)
     return mask

@@ -73,6 +73,22 @@ def _strided_mask(mcodes: np.ndarray, scodes: np.ndarray, chunks: tuple[tuple[in
     return _outer_mask(rows, cols, ((len(rows),), (len(cols),)))
 
 
+def _check_label_types(model_labels: np.ndarray, segment_labels: np.ndarray) -> None:
+    """A TrialError where the two sides' labels share no value but share text: labels are
+    compared as values (``'1'`` is not ``1``), where ids are compared as text, so a key of
+    text model labels and integer segment labels would have no target."""
+    ml, sl = (pd.unique(pd.Series(x).dropna()) for x in (model_labels, segment_labels))
+    if len(pd.Index(ml).intersection(pd.Index(sl))):
+        return
+    shared = set(map(str, ml)) & set(map(str, sl))
+    if shared:
+        label = sorted(shared)[0]
+        kinds = sorted({type(v).__name__ for v in (*ml, *sl) if str(v) == label})
+        raise TrialError(f"the model and segment labels share no value, but both hold {label!r} "
+                         f"(as {' and '.join(kinds)}): labels are compared as values; give both "
+                         "sides' labels as text")  # fmt: skip
+
+
 def key_from_labels(
     models: Iterable[Any],
     model_labels: Sequence[Any] | np.ndarray,
@@ -100,5 +116,6 @@ def key_from_labels(
             f"{sl.size if sl.ndim else 'one string of'} segment labels for {len(s)} segments "
             "(one label per id)"
         )
+    _check_label_types(ml, sl)
     key = _dataset("key", m, s, trial_mask=label_mask(ml, sl, chunks))
     return key.assign_coords(model_label=("model", ml), segment_label=("segment", sl))
