@@ -150,3 +150,15 @@ def test_the_map_back_keeps_every_trial_term_and_the_penalty():
         np.testing.assert_allclose(term(back[2], back[3:], qm, qs), std, rtol=1e-9, atol=1e-9)
         P = penalty_block(centers, scales)
         assert back[3:] @ back[3:] == pytest.approx(x[3:] @ P @ x[3:], rel=1e-9)
+
+
+def test_dependent_qtrans_rows_are_named_as_the_cause(reference):
+    """Three Qtrans rows from two measures leave W undetermined: the note asked whether a
+    *system* was constant or a copy of others."""
+    key, systems, raw = reference[:3]
+    qtrans = np.array([[1.0, 0.5], [0.2, -1.0], [0.3, 0.3]])
+    with pytest.warns(FitWarning) as caught:
+        QualityFuser(qtrans=qtrans).fit(systems, key, _quality(raw, 1.0, 0.0))
+    notes = [str(w.message) for w in caught if "do not determine" in str(w.message)]
+    assert notes and "a combination of others, as dependent Qtrans rows make it?" in notes[0]
+    assert "Drop the redundant measure (or Qtrans row)" in notes[0]

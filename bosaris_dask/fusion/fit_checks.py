@@ -275,11 +275,18 @@ def undetermined_note(hessian: np.ndarray | None, names: Sequence[str]) -> str |
     listed = [names[i] for i in free]
     what = listed[0] if len(listed) == 1 else ", ".join(listed[:-1]) + " and " + listed[-1]
     change = "changing it" if len(listed) == 1 else "a joint change of them"
+    quality = any(n.startswith("W[") for n in listed) and all(
+        n.startswith("W[") or n == "the offset" for n in listed
+    )  # only the quality matrix (and the offset, which its constant terms meet) is free
+    why, drop = (
+        ("is a quality measure constant on the training trials, or a combination of others, "
+         "as dependent Qtrans rows make it?", "measure (or Qtrans row)") if quality else
+        ("is a system constant on the training trials, or a copy of others?", "system")
+    )  # fmt: skip
     return (
         f"the training data do not determine {what}: {change} leaves every training score "
-        "as it is (is a system constant on the training trials, or a copy of others?), so "
-        "the fitted values are arbitrary and can make eval scores wrong. Drop the redundant "
-        "system, or train with an L2 penalty (--l2, or l2 > 0 in Python)"
+        f"as it is ({why}), so the fitted values are arbitrary and can make eval scores wrong. "
+        f"Drop the redundant {drop}, or train with an L2 penalty (--l2, or l2 > 0 in Python)"
     )
 
 
