@@ -106,3 +106,11 @@ def test_unknown_dask_chunk_sizes_are_named():
     x = da.from_array(np.arange(12.0).reshape(4, 3), chunks=2)
     with pytest.raises(TrialError, match=r"unknown chunk sizes.*compute_chunk_sizes\(\)"):
         bd.make_scores(["a", "b", "c"], ["x", "y", "z"], x[x[:, 0] > 2])
+
+
+def test_a_stacked_dataset_is_told_to_unstack_not_to_select_a_list():
+    scores, key = _small()
+    with pytest.raises(TrialError, match=r"its model ids lie along 'trial'.*unstack\('trial'\)"):
+        bd.evaluate(scores.stack(trial=("model", "segment")), key)
+    back = scores.stack(trial=("model", "segment")).unstack("trial")
+    assert float(bd.evaluate(back, key).eer[0]) == float(bd.evaluate(scores, key).eer[0])

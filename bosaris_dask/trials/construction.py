@@ -498,6 +498,10 @@ def validate(obj: xr.Dataset) -> xr.Dataset:
     for dim in ("model", "segment") if kind != "quality" else ():
         if dim not in obj.coords:
             raise TrialError(f"{kind} has no {dim!r} ids")
+        if dim not in obj.dims and obj[dim].ndim:  # a level of a stacked index
+            along = obj[dim].dims[0]
+            raise TrialError(f"{kind}: its {dim} ids lie along {along!r}, not a {dim!r} dimension "
+                             f"(stacked): unstack it first, {kind}.unstack({along!r})")  # fmt: skip
         if dim not in obj.dims:
             raise TrialError(
                 f"{kind} has one {dim} and no {dim!r} dimension (a selection of one id, "
