@@ -36,13 +36,14 @@ def test_a_boolean_key_mask_points_to_key_from_masks():
     """True/False became +1/0: a targets mask lost every non-target, and evaluate said only
     '0 non-targets' later."""
     targets = np.array([[True, False], [False, True]])
-    with pytest.raises(TrialError, match=r"got True/False.*key_from_masks"):
-        bd.make_key(["a", "b"], ["x", "y"], targets)
+    for mask in (targets, da.from_array(targets)):  # in memory, or lazy (as a store's)
+        with pytest.raises(TrialError, match=r"got True/False.*key_from_masks"):
+            bd.make_key(["a", "b"], ["x", "y"], mask)
     key = key_from_masks(["a", "b"], ["x", "y"], targets, ~targets)
     assert key.trial_mask.values.tolist() == [[1, -1], [-1, 1]]
 
 
-@pytest.mark.parametrize("gap", [None, np.nan, pd.NA, float("nan")])
+@pytest.mark.parametrize("gap", [None, np.nan, pd.NA, float("nan"), np.float32("nan"), pd.NaT])
 def test_a_missing_id_is_refused_not_named_none(gap):
     with pytest.raises(TrialError, match="a model id is missing"):
         bd.make_key([gap, "m"], ["x"], [[1], [-1]])

@@ -37,6 +37,8 @@ from bosaris_dask.objectives import (
 )
 from bosaris_dask.objectives.data import FusionData, cell_quality
 from bosaris_dask.objectives.quality_scaling import (
+    MAPPED_BACK_TOLERANCE,
+    mapped_back_error,
     quality_standardization,
     standardize_vectors,
     unstandardize,
@@ -161,7 +163,9 @@ class QualityFuser(LinearFuser):
     are left out of this stage (``counts_["n_no_quality"]`` of them). Measures far from unit
     scale (a duration in samples, or offset by 1000) are fitted standardized and ``W`` mapped
     back (:mod:`~bosaris_dask.objectives.quality_scaling`): the fit does not depend on their
-    units. Applying gives trials
+    units (``result_.x`` and the fit notes' ``W[i, j]`` are then those of the standardized
+    measures); where float64 cannot hold the map back (``1000 +- 1e-3``), the fit runs in
+    the measures' own units. Applying gives trials
     without quality the *first stage's* score (the back-off), with a
     :class:`QualityBackoffWarning` giving their count. The reported ``iterations_`` and
     ``passes_`` include both stages (``linear_passes_`` the first, and the pass that persists
@@ -291,7 +295,7 @@ class QualityFuser(LinearFuser):
         # the linear stage's warnings, then the quality stage's
         self.fit_warnings_ = list(getattr(linear, "fit_warnings_", []))
         weights, offset = linear._check_fitted()
-        qm, qs = (cells.sides() if cells else  # the ids' quality
+        qm, qs = (quality.sides() if cells else  # the ids' quality (after qtrans)
                   quality_sides(quality, key.model.values, key.segment.values))  # fmt: skip
         has_m, has_s = _has_quality(qm), _has_quality(qs)
         if not (has_m.any() and has_s.any()):  # no trial has quality: nothing to learn
@@ -310,18 +314,10 @@ class QualityFuser(LinearFuser):
             return self
         has = _both_have(has_m, has_s, cells, data.classes.chunks)
         data = replace(data, classes=da.where(has, data.classes, 0).astype(np.int8))
-        scaled = quality_standardization(qm, qs)  # e.g. durations in samples: fit in (q - c) / h
-        if scaled is not None:
-            data = replace(
-                data,
-                quality_by=scaled,
-                model_quality=standardize_vectors(data.model_quality, *scaled),
-                segment_quality=standardize_vectors(data.segment_quality, *scaled),
-            )
         x0 = np.r_[weights, offset, np.zeros(n_quality_params(data.n_measures))]  # W = 0 = W'
-        x = self._solve_standardizing(data, True, allow_missing, x0)
-        if scaled is not None:
-            x = unstandardize(x, k, *scaled)  # the same fused scores in the measures' units
+        x = self._fit_standardized(data, qm, qs, allow_missing, x0)
+        if x is None:  # measures near unit scale, or a map back that float64 cannot hold
+            x = self._solve_standardizing(data, True, allow_missing, x0)
         self.weights_, self.offset_ = x[:k].copy(), float(x[k])
         self.quality_matrix_ = quality_matrix(x[k + 1 :], data.n_measures)
         if self.linear_passes_ > int(self.persist) and linear.counts_:  # fitted here: same data
@@ -332,6 +328,35 @@ class QualityFuser(LinearFuser):
             # quality (the quality stage's own count)
             self.counts_["n_missing"] = linear.counts_["n_missing"]
         return self
+
+    def _fit_standardized(
+        self,
+        data: FusionData,
+        qm: np.ndarray,
+        qs: np.ndarray,
+        allow_missing: bool,
+        x0: np.ndarray,
+    ) -> np.ndarray | None:
+        """The quality stage fitted in standardized measures and mapped back, where the
+        measures are far from unit scale (e.g. durations in samples); ``None`` where they are
+        not, or where the mapped-back parameters do not give the fitted quality terms in
+        float64 (the fit then runs in the measures' own units, its notes and counts anew)."""
+        scaled = quality_standardization(qm, qs)
+        if scaled is None:
+            return None
+        k, warned = data.n_systems, list(self.fit_warnings_)
+        standardized = replace(
+            data,
+            quality_by=scaled,
+            model_quality=standardize_vectors(data.model_quality, *scaled),
+            segment_quality=standardize_vectors(data.segment_quality, *scaled),
+        )
+        x_std = self._solve_standardizing(standardized, True, allow_missing, x0)
+        x = unstandardize(x_std, k, *scaled)  # the same fused scores in the measures' units
+        if mapped_back_error(x_std, x, k, qm, qs, *scaled) <= MAPPED_BACK_TOLERANCE:
+            return x
+        self.fit_warnings_ = warned  # (the refit notes its own)
+        return None
 
     def _fitted_quality_matrix(self) -> np.ndarray:
         """The fitted quality matrix ``W``; a :class:`NotFittedError` before ``fit``."""

@@ -16,13 +16,13 @@ Examples
 >>> qm = np.array([[1000.0, 1.0], [1004.0, 1.0], [0.0, 0.0]])  # the last id has no quality
 >>> qs = np.array([[1002.0, 1.0]])
 >>> centers, scales = quality_standardization(qm, qs)
->>> centers.tolist(), scales.tolist()
-([1002.0], [2.0])
+>>> centers.tolist(), scales.tolist()  # the median, half the interquartile range
+([1002.0], [1.0])
 >>> standardize_block(qm, centers, scales).tolist()
-[[-1.0, 1.0], [1.0, 1.0], [0.0, 0.0]]
+[[-2.0, 1.0], [2.0, 1.0], [0.0, 0.0]]
 >>> x = np.array([0.5, 0.1, 0.25, -0.5])  # b, a, then W' = [[0.25, -0.5], [-0.5, 0]]
 >>> back = unstandardize(x, 1, centers, scales)
->>> w_std = (qm[0, 0] - 1002.0) / 2.0, (qs[0, 0] - 1002.0) / 2.0  # the same term both ways
+>>> w_std = (qm[0, 0] - 1002.0) / 1.0, (qs[0, 0] - 1002.0) / 1.0  # the same term both ways
 >>> term = 0.1 + 0.25 * w_std[0] * w_std[1] - 0.5 * (w_std[0] + w_std[1])
 >>> W = quality_matrix(back[2:], 1)
 >>> bool(np.isclose(back[1] + np.r_[qm[0, 0], 1] @ W @ np.r_[qs[0, 0], 1], term))
@@ -42,8 +42,10 @@ __all__ = [
     "standardize_vectors",
     "unstandardize",
     "penalty_block",
+    "mapped_back_error",
     "QUALITY_OFFSET_RATIO",
     "QUALITY_SPREAD_BOUNDS",
+    "MAPPED_BACK_TOLERANCE",
 ]
 
 #: A measure more than this many half-ranges from 0, or with a half-range outside these
@@ -52,28 +54,42 @@ __all__ = [
 #: square of a measure's scale.
 QUALITY_OFFSET_RATIO, QUALITY_SPREAD_BOUNDS = 10.0, (1e-2, 1e2)
 
+#: The largest difference between a trial's quality term fitted in standardized measures and
+#: the same term of the parameters mapped back (:func:`mapped_back_error`, relative to the
+#: largest term) before the fit runs again in the measures' own units: mapped back, ``W``'s
+#: entries grow with the square of a centre's distance in scales, and a fused score cancels
+#: terms of that size (``1000 +- 1e-5``: LLRs off by thousands).
+MAPPED_BACK_TOLERANCE = 1e-6
+
 
 def quality_standardization(qm: np.ndarray, qs: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """Each measure's midpoint and half-range over both sides' ids with quality (``qm``,
-    ``qs``: the ``q~`` vectors of :func:`~bosaris_dask.objectives.quality_sides`, a constant
-    1 last, zero rows without quality), where one measure that is not constant lies more
-    than :data:`QUALITY_OFFSET_RATIO` half-ranges from 0 or has a half-range outside
-    :data:`QUALITY_SPREAD_BOUNDS`; else ``None``. A constant measure keeps centre 0 and scale
-    1 (the fit checks name it as it is).
+    """Each measure's centre and scale over both sides' ids with quality (``qm``, ``qs``: the
+    ``q~`` vectors of :func:`~bosaris_dask.objectives.quality_sides`, a constant 1 last, zero
+    rows without quality), where one measure lies more than :data:`QUALITY_OFFSET_RATIO`
+    scales from 0 or has a scale outside :data:`QUALITY_SPREAD_BOUNDS`; else ``None``.
+
+    The centre is the median and the scale half the interquartile range (half the whole range
+    where the quartiles meet): one far outlier (a duration of ``1e9`` among values of 1-3) does
+    not squeeze every other id's measure into a sliver, which left the fit short of its
+    minimum. A constant measure keeps centre 0 and scale 1 (the fit checks name it as it
+    is). A centre very far from 0 for its scale (``1000 +- 1e-3``) makes a map back that
+    float64 cannot hold: :func:`mapped_back_error` tells, and the fit then runs in the
+    measures' own units.
 
     >>> quality_standardization(np.array([[0.5, 1.0], [-1.0, 1.0]]), np.array([[2.0, 1.0]]))
-    >>> [c.tolist() for c in quality_standardization(np.array([[3e5, 1.0]]),
+    >>> [c.tolist() for c in quality_standardization(np.array([[3e5, 1.0], [2e5, 1.0]]),
     ...                                              np.array([[1e5, 1.0]]))]
-    [[200000.0], [100000.0]]
+    [[200000.0], [50000.0]]
     """
     rows = np.concatenate([qm[qm[:, -1] != 0, :-1], qs[qs[:, -1] != 0, :-1]])
     if rows.size == 0:
         return None
+    q25, mid, q75 = np.percentile(rows, [25, 50, 75], axis=0)
     lo, hi = rows.min(axis=0), rows.max(axis=0)
-    mid, half = (lo + hi) / 2, (hi - lo) / 2
+    half = np.where(q75 > q25, (q75 - q25) / 2, (hi - lo) / 2)
+    varies = half > 0
     far = np.abs(mid) > QUALITY_OFFSET_RATIO * half
     odd = (half < QUALITY_SPREAD_BOUNDS[0]) | (half > QUALITY_SPREAD_BOUNDS[1])
-    varies = half > 0
     if not np.any((far | odd) & varies):
         return None
     return np.where(varies, mid, 0.0), np.where(varies, half, 1.0)
@@ -138,3 +154,46 @@ def penalty_block(centers: np.ndarray, scales: np.ndarray) -> np.ndarray:
     n = n_quality_params(len(centers))
     M = np.column_stack([_map_quality(e, T)[0] for e in np.eye(n)])
     return M.T @ M
+
+
+def _extremes_and_sample(q: np.ndarray, size: int = 512) -> np.ndarray:
+    """Up to ``size`` evenly spaced rows of ``q`` and each measure's smallest and largest."""
+    if len(q) <= size:
+        return q
+    rows = np.r_[np.linspace(0, len(q) - 1, size).astype(np.intp),
+                 q[:, :-1].argmin(axis=0), q[:, :-1].argmax(axis=0)]  # fmt: skip
+    return q[np.unique(rows)]
+
+
+def mapped_back_error(
+    x_std: np.ndarray,
+    x: np.ndarray,
+    n_systems: int,
+    qm: np.ndarray,
+    qs: np.ndarray,
+    centers: np.ndarray,
+    scales: np.ndarray,
+) -> float:
+    """The largest difference between the quality terms (offset included) of the fitted
+    standardized parameters ``x_std`` on standardized measures and of the mapped-back ``x`` on
+    the measures themselves, over the pairs of ids with quality (``qm``, ``qs``: the ``q~``
+    vectors; up to 512 ids a side and each measure's extremes; no pass over the trials),
+    relative to the largest term (at least 1).
+
+    >>> qm, qs = np.array([[1000.0, 1.0], [1004.0, 1.0]]), np.array([[1002.0, 1.0]])
+    >>> c, h = np.array([1002.0]), np.array([2.0])
+    >>> x = np.array([0.5, 0.1, 0.25, -0.5])
+    >>> mapped_back_error(x, unstandardize(x, 1, c, h), 1, qm, qs, c, h) < 1e-9
+    True
+    """
+    k, n = n_systems, len(centers)
+    am, as_ = (_extremes_and_sample(q[q[:, -1] != 0]) for q in (qm, qs))
+    W_std, W = quality_matrix(x_std[k + 1 :], n), quality_matrix(x[k + 1 :], n)
+    std = (
+        x_std[k]
+        + standardize_block(am, centers, scales) @ W_std @ standardize_block(as_, centers, scales).T
+    )
+    raw = x[k] + am @ W @ as_.T
+    return float(
+        np.max(np.abs(raw - std), initial=0.0) / max(1.0, np.max(np.abs(std), initial=0.0))
+    )

@@ -32,7 +32,7 @@ def _id_text(i: Any, what: str) -> str:
             return i.decode("utf-8")
         except UnicodeDecodeError:
             raise TrialError(f"{what} id {i[:60]!r} is bytes that are not UTF-8") from None
-    if i is None or i is pd.NA or (isinstance(i, float) and i != i):  # a gap, not an id
+    if i is None or i is pd.NA or i is pd.NaT or (isinstance(i, (float, np.floating)) and i != i):
         raise TrialError(f"a {what} id is missing ({i!r}, e.g. a gap in a pandas column): "
                          "every id must be given")  # fmt: skip
     return str(i)
@@ -146,7 +146,7 @@ def _check_signs(mask: Any, models: np.ndarray, segments: np.ndarray) -> Any:
     """
     arr = mask if isinstance(mask, da.Array) else np.asarray(mask)
     lazy = isinstance(arr, da.Array)
-    if arr.dtype.kind == "b" and not lazy:  # a targets mask would lose every non-target
+    if arr.dtype.kind == "b":  # a targets mask would lose every non-target
         raise TrialError("a key's trial_mask holds -1, 0 and +1, got True/False: for boolean "
                          "target and non-target masks, use key_from_masks(models, segments, "
                          "targets, nontargets)")  # fmt: skip
