@@ -351,9 +351,13 @@ class QualityFuser(LinearFuser):
             model_quality=standardize_vectors(data.model_quality, *scaled),
             segment_quality=standardize_vectors(data.segment_quality, *scaled),
         )
-        x_std = self._solve_standardizing(standardized, True, allow_missing, x0)
+        with warnings.catch_warnings(record=True) as noted:  # said only if this fit is kept
+            warnings.simplefilter("always")
+            x_std = self._solve_standardizing(standardized, True, allow_missing, x0)
         x = unstandardize(x_std, k, *scaled)  # the same fused scores in the measures' units
         if mapped_back_error(x_std, x, k, qm, qs, *scaled) <= MAPPED_BACK_TOLERANCE:
+            for w in noted:
+                warnings.warn(w.message, w.category, stacklevel=4)
             return x
         self.fit_warnings_ = warned  # (the refit notes its own)
         return None
