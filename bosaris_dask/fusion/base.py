@@ -171,11 +171,9 @@ def check_system_order(trained: list[str] | None, given: list[str], model: str) 
     ...
     bosaris_dask.errors.OptionError: f.json: the fusion's systems are devA, devB in that order...
     """
-    if not trained or len(trained) != len(given):
-        return
-    for first, second in ((trained, given), (distinct_parts(trained), distinct_parts(given))):
-        if sorted(first) == sorted(second) and first != second:
-            order, wrong = ", ".join(trained), ", ".join(given)
+    for first, second in _same_names(trained, given):
+        if first != second:
+            order, wrong = ", ".join(trained or []), ", ".join(given)
             raise OptionError(f"{model}: the fusion's systems are {order} in that order, not "
                               f"{wrong}: give them in the training order")  # fmt: skip
 
@@ -189,11 +187,16 @@ def order_checkable(trained: list[str] | None, given: list[str]) -> bool:
     >>> order_checkable(["a", "b"], ["x", "y"])
     False
     """
+    return bool(_same_names(trained, given))
+
+
+def _same_names(trained: list[str] | None, given: list[str]) -> list[tuple[list[str], list[str]]]:
+    """The forms of the two lists of names (as they are; without the part each list's names
+    share) in which they hold the same names, in any order."""
     if not trained or len(trained) != len(given):
-        return False
-    return sorted(trained) == sorted(given) or (
-        sorted(distinct_parts(trained)) == sorted(distinct_parts(given))
-    )
+        return []
+    forms = ((trained, given), (distinct_parts(trained), distinct_parts(given)))
+    return [(a, b) for a, b in forms if sorted(a) == sorted(b)]
 
 
 def distinct_parts(names: Sequence[str]) -> list[str]:

@@ -192,8 +192,8 @@ def det_plot(
     ax = new_axes(ax, (6.0, 6.0))
     limits = auto_window(results, systems) if window == "auto" else resolve_window(window)
     chosen = curves(results, systems, ax, "det")
-    visible: dict[int, str | None] = {}  # the marked priors: their labels, None if unseen
-    outside: dict[int, str] = {}
+    visible: dict[int, str] = {}  # the marked priors seen in the window: their labels
+    outside: dict[int, str] = {}  # and those marked outside it
 
     if eer and not any(line.get_gid() == "det/diagonal" for line in ax.get_lines()):
         ax.plot([-FAR, FAR], [-FAR, FAR], color="0.75", linewidth=0.8, zorder=1,
@@ -250,11 +250,11 @@ def _prior_indices(data: Any, priors: Sequence[float] | None) -> list[int]:
 
 def _operating_points(
     ax: Axes, c: Any, priors: Sequence[float] | None, min_dcf: bool, act_dcf: bool,
-    limits: Window, visible: dict[int, str | None], outside: dict[int, str],
+    limits: Window, visible: dict[int, str], outside: dict[int, str],
 ) -> None:  # fmt: skip
     """Mark minDCF (filled) and actDCF (hollow) points; note in ``visible`` the labels of the
     points seen (``P=0.01``, or ``0.01:10:1`` for a point stated with costs, as the tables),
-    and of those outside the window as ``None`` (where no system's is seen)."""
+    and in ``outside`` those of the points outside the window."""
     points = operating_points(c.data)
     labels = point_labels(points.prior.values, points)
     index = _prior_indices(points, priors)
@@ -267,11 +267,8 @@ def _operating_points(
             ax.plot([x], [y], markerfacecolor=c.color if filled else "white",
                     markeredgecolor="black" if filled else c.color,
                     zorder=6, gid=f"det/{which}_dcf/{c.label}", **_marker_style(i))  # fmt: skip
-            if box[0, 0] <= x <= box[0, 1] and box[1, 0] <= y <= box[1, 1]:
-                visible[i] = labels[i]
-            else:
-                visible.setdefault(i, None)
-                outside.setdefault(i, labels[i])
+            seen = box[0, 0] <= x <= box[0, 1] and box[1, 0] <= y <= box[1, 1]
+            (visible if seen else outside)[i] = labels[i]
 
 
 #: The marks of the fixed-rate operating points: a cross at fixed FMR, a plus at fixed FNMR.
@@ -340,7 +337,7 @@ def _marker_style(i: int) -> dict[str, Any]:
 
 
 def _key(
-    visible: dict[int, str | None],
+    visible: dict[int, str],
     min_dcf: bool,
     act_dcf: bool,
     eer: bool,
@@ -349,13 +346,13 @@ def _key(
     outside: dict[int, str] | None = None,
 ) -> list[tuple[Any, str]]:
     """Legend entries explaining the marks: one per visible prior, one naming the priors whose
-    points no system has in the window (``outside``, where ``visible`` holds ``None``), EER,
+    points no system has in the window (in ``outside``, not in ``visible``), EER,
     DR30 (and why a DR30 line is missing: ``too_few`` names the trials that number fewer than
     30)."""
     keyed: list[tuple[Any, str]] = []
     what = "/".join(w for w, on in (("min", min_dcf), ("act", act_dcf)) if on)
-    unseen = [(outside or {})[i] for i in sorted(visible) if visible[i] is None]
-    for i in sorted(i for i in visible if visible[i] is not None):
+    unseen = [label for i, label in sorted((outside or {}).items()) if i not in visible]
+    for i in sorted(visible):
         filled = _legend_proxy(markerfacecolor="0.55", markeredgecolor="black", **_marker_style(i))
         hollow = _legend_proxy(markerfacecolor="white", markeredgecolor="0.3", **_marker_style(i))
         handle = (filled, hollow) if min_dcf and act_dcf else filled if min_dcf else hollow

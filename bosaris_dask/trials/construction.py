@@ -145,14 +145,13 @@ def _check_signs(mask: Any, models: np.ndarray, segments: np.ndarray) -> Any:
     a check of each block fused into its read (:func:`checked_codes`): no extra pass.
     """
     arr = mask if isinstance(mask, da.Array) else np.asarray(mask)
-    lazy = isinstance(arr, da.Array)
     if arr.dtype.kind == "b":  # a targets mask would lose every non-target
         raise TrialError("a key's trial_mask holds -1, 0 and +1, got True/False: for boolean "
                          "target and non-target masks, use key_from_masks(models, segments, "
                          "targets, nontargets)")  # fmt: skip
-    if arr.dtype.kind not in "biuf":
+    if arr.dtype.kind not in "iuf":
         raise TrialError(f"a key's trial_mask must hold -1, 0 and +1, got dtype {arr.dtype}")
-    if lazy:
+    if isinstance(arr, da.Array):
         return checked_codes(arr, models, segments)
     _check_code_block(arr, models, segments)
     return mask
