@@ -151,7 +151,7 @@ def _systems_json(
         if "ece" in columns:
             entry["ece"] = _ece_json(results, columns, k)
         if pooled and "equalized_eer" in results:
-            from bosaris_dask.conditions.equalized import json_entry
+            from bosaris_dask.conditions.equalized_report import json_entry
 
             entry["equalized"] = json_entry(results, results.system.values[k])
         systems.append(entry)
@@ -378,7 +378,7 @@ def format_table(results: xr.Dataset) -> str:
     results = check_evaluation(results, "format_table", per_system=True)
     lines = _table_lines(results, pooled_columns(results))
     if "equalized_eer" in results:
-        from bosaris_dask.conditions.equalized import format_block
+        from bosaris_dask.conditions.equalized_report import format_block
 
         lines += format_block(results)
     if "eer_ci" in results:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from bosaris_dask import metrics
 from bosaris_dask.cli import main
 from bosaris_dask.conditions import condition_table
-from bosaris_dask.conditions.equalized import lower_hull
+from bosaris_dask.conditions.float_hull import lower_hull
 from bosaris_dask.errors import OptionError
 from bosaris_dask.passes import pass1_bins
 from bosaris_dask.report import format_table, to_json_dict

@@ -65,10 +65,11 @@ import xarray as xr
 from scipy.special import expit
 
 from bosaris_dask import roc
+from bosaris_dask.conditions.float_hull import lower_hull
 
 __all__ = [
     "Member", "EqualizedPlan", "plan_members", "joint_candidates", "equalized_curve",
-    "equalized_values", "add_to_dataset", "json_entry", "format_block", "VARIABLES",
+    "equalized_values", "add_to_dataset", "VARIABLES",
 ]  # fmt: skip
 
 #: Tolerance of the corner test on equalized rates (they lie in [0, 1]; rounding is ~1e-16).
@@ -293,74 +294,6 @@ def equalized_curve(
     return Curve(lo, bits, pmiss, pfa)
 
 
-#: Points more than this above a polyline through some of the points cannot be lower-hull
-#: vertices (the curves' values are at most 1 in magnitude; float errors are ~1e-16).
-_ABOVE = 1e-9
-
-
-def _chain(x: list[float], y: list[float]) -> list[int]:
-    """Andrew's monotone chain over points ordered by ``x`` then ``y``: the lower hull's
-    vertices, from the first point to the last (collinear points are not vertices)."""
-    stack: list[int] = []
-    for k in range(len(x)):
-        while len(stack) >= 2:
-            o, a = stack[-2], stack[-1]
-            if (x[a] - x[o]) * (y[k] - y[o]) - (y[a] - y[o]) * (x[k] - x[o]) <= 0:
-                stack.pop()  # o -> a -> k does not turn left: a is not a vertex
-            else:
-                break
-        stack.append(k)
-    return stack
-
-
-def _maybe_vertices(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """The points that may be lower-hull vertices: all but those clearly above a polyline
-    through some of the points.
-
-    A segment between two of the points lies inside their convex hull, so a polyline through
-    some of them (ordered by ``x``) is nowhere below the lower hull, and a vertex of the lower
-    hull is never above it. The polyline is the chain of Qhull's vertices (and the ends): tight,
-    but only a guide: if Qhull merged away a near-collinear vertex, that vertex is still within
-    ``_ABOVE`` of the polyline and kept, so the chain over the kept points finds it.
-    """
-    from scipy.spatial import ConvexHull, QhullError  # 0.06 s to import: here, where needed
-
-    n = len(x)
-    try:
-        some = ConvexHull(np.column_stack([x, y])).vertices
-    except QhullError:  # degenerate (all on one line): no filter
-        return np.arange(n)
-    some = np.unique(np.concatenate([some, [0, n - 1]]))  # ordered as the points
-    xs, ys = x[some], y[some]
-    first = np.concatenate([[True], xs[1:] != xs[:-1]])  # the lowest point of each x
-    xs, ys = xs[first], ys[first]
-    guide = np.asarray(_chain(xs.tolist(), ys.tolist()), dtype=np.int64)
-    line = np.interp(x, xs[guide], ys[guide])
-    keep = y <= line + _ABOVE
-    keep[[0, n - 1]] = True
-    return np.flatnonzero(keep)
-
-
-def lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Indices of the lower convex hull of float points ordered by ``x`` then ``y`` (as the
-    edges of an ROC are), from the first point to the last (Andrew's monotone chain; points on
-    a segment are not vertices).
-
-    Above 256 points the chain runs over the points that may be vertices only
-    (:func:`_maybe_vertices`: a guaranteed-safe filter guided by Qhull), with the same result.
-
-    Examples
-    --------
-    >>> lower_hull(np.array([0.0, 0.5, 0.5, 1.0]), np.array([0.0, 0.6, 0.7, 1.0])).tolist()
-    [0, 3]
-    >>> lower_hull(np.array([0.0, 0.5, 1.0, 1.0]), np.array([0.0, 0.1, 0.5, 1.0])).tolist()
-    [0, 1, 2, 3]
-    """
-    idx = _maybe_vertices(x, y) if len(x) > 256 else np.arange(len(x))
-    stack = _chain(x[idx].tolist(), y[idx].tolist())
-    return idx[np.asarray(stack, dtype=np.int64)]
-
-
 def _hull(curve: Curve) -> tuple[np.ndarray, roc.Hull]:
     x = -curve.pfa  # ascending: the edges reject more and more non-targets
     v = lower_hull(x, curve.pmiss)
@@ -484,91 +417,3 @@ def add_to_dataset(
             ds[name].attrs.update(units=units, long_name=long_name)
     ds.attrs["equalized_by"] = list(by)
     return ds
-
-
-# --------------------------------------------------------------------------------------------
-# reports
-# --------------------------------------------------------------------------------------------
-
-
-def _number(x: Any) -> float | None:
-    value = float(x)
-    return value if np.isfinite(value) else None
-
-
-def json_entry(results: xr.Dataset, system: Any) -> dict[str, Any]:
-    """A system's ``"equalized"`` JSON entry: ``{"by", "eer", "operating_points": [{"prior",
-    "act_dcf", "min_dcf"}]}`` (a stated point also ``"p_target"``, ``"c_miss"``, ``"c_fa"``,
-    as the main ``"operating_points"`` name it; and ``"cprimary": {"act", "min", "priors"}``
-    with Cprimary)."""
-    from bosaris_dask.metrics import operating_points
-
-    r = results.sel(system=system)
-    points = operating_points(r)
-    costs = [c for c in ("p_target", "c_miss", "c_fa") if c in points.variables]
-    entry: dict[str, Any] = {
-        "by": list(results.attrs.get("equalized_by", [])),
-        "eer": _number(r.equalized_eer),
-        "operating_points": [
-            {"prior": float(points.prior[i]),
-             **{c: float(points[c][i]) for c in costs},
-             "act_dcf": _number(points.equalized_act_dcf[i]),
-             "min_dcf": _number(points.equalized_min_dcf[i])}
-            for i in range(points.sizes["prior"])
-        ],
-    }  # fmt: skip
-    if "equalized_cprimary_act" in r:
-        entry["cprimary"] = {"act": _number(r.equalized_cprimary_act),
-                             "min": _number(r.equalized_cprimary_min),
-                             "priors": list(results.attrs["cprimary_priors"])}  # fmt: skip
-    return entry
-
-
-def format_block(results: xr.Dataset) -> list[str]:
-    """The table's lines for the equalized metrics (empty without them)."""
-    if "equalized_eer" not in results:
-        return []
-    from bosaris_dask.metrics import operating_points
-    from bosaris_dask.report import cprimary_intervals, point_labels, shown
-
-    names = [str(n) for n in results.system.values]
-    width = max(6, *(len(n) for n in names))
-    points = operating_points(results)
-    by = " x ".join(results.attrs.get("equalized_by", []))
-    cells = point_labels(points.prior.values, points)
-    rows = [[f"{shown(float(a))} / {shown(float(m))}"
-             for a, m in zip(r.equalized_act_dcf.values, r.equalized_min_dcf.values, strict=True)]
-            for r in (points.sel(system=name) for name in names)]  # fmt: skip
-    col = max(15, *(len(c) for c in cells), *(len(c) for row in rows for c in row))
-    lines = [
-        "",
-        f"partition-equalized over {by}: EER, then normalized actDCF / minDCF",
-        f"{'system':<{width}}  {'EER (%)':>8}" + "".join(f"  {c:>{col}}" for c in cells),
-    ]
-    for name, row in zip(names, rows, strict=True):
-        eer = shown(100 * float(results.equalized_eer.sel(system=name)))
-        lines.append(f"{name:<{width}}  {eer:>8}" + "".join(f"  {c:>{col}}" for c in row))
-        if "equalized_cprimary_act" in results:
-            rr = results.sel(system=name)
-            cprimary = (f"Cprimary {shown(float(rr.equalized_cprimary_act))} / "
-                        f"{shown(float(rr.equalized_cprimary_min))}")  # fmt: skip
-            if "equalized_cprimary_act_ci" in rr:
-                cprimary += cprimary_intervals(results, rr.equalized_cprimary_act_ci.values,
-                                               rr.equalized_cprimary_min_ci.values)  # fmt: skip
-            lines.append(f"{'':<{width}}  {cprimary}")
-        if "equalized_eer_ci" in results:
-            lines.append(f"{'':<{width}}  " + _interval_line(results, points, name, cells))
-    return lines
-
-
-def _interval_line(results: xr.Dataset, points: xr.Dataset, name: str, cells: list[str]) -> str:
-    """A system's bootstrap intervals of the equalized metrics, as one line."""
-    from bosaris_dask.report import interval_text as pair
-
-    r, p = results.sel(system=name), points.sel(system=name)
-    parts = [f"EER (%) {pair(r.equalized_eer_ci.values, 100.0)}"] + [
-        f"{cell} {pair(act)} / {pair(mn)}"
-        for cell, act, mn in zip(cells, p.equalized_act_dcf_ci.values,
-                                 p.equalized_min_dcf_ci.values, strict=True)
-    ]  # fmt: skip
-    return f"{100 * float(results.attrs['ci']):g}% intervals: " + ", ".join(parts)
