@@ -1,4 +1,4 @@
-"""Metrics of one :class:`~bosaris_dask.engine.ScoreSummary`: the priors and sweep they are
+"""Metrics of one :class:`~bosaris_dask.score_summary.ScoreSummary`: the priors and sweep they are
 asked at, and every number of an evaluation (actDCF, minDCF, EER, PRBEP, Cllr, minCllr, DR30,
 the AUC bounds, the ROC and ROCCH curves).
 
@@ -26,11 +26,11 @@ from scipy.special import expit
 from bosaris_dask import roc
 from bosaris_dask.arguments import float_vector
 from bosaris_dask.costs import OperatingPoint
-from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.errors import OptionError, ScoreError
 from bosaris_dask.passes import exact_sum
 from bosaris_dask.passes.kernels import softplus_units
 from bosaris_dask.passes.keys import order_keys
+from bosaris_dask.score_summary import ScoreSummary
 from bosaris_dask.steppy_roc import roc_points, roc_thresholds, steppy_roc, steppy_roc_positions
 from bosaris_dask.trials.construction import check_exact_integers
 

@@ -1,10 +1,9 @@
 """BOSARIS metrics: actDCF, minDCF, ROCCH, EER, PRBEP, Cllr, minCllr, DR30 and the NBE sweep.
 
-Definitions follow Brümmer & de Villiers (2011), section 2 (unit costs, effective prior
-``p``, Bayes threshold ``-logit(p)``, accept iff ``score >= threshold``). Everything is
-computed from
-:class:`~bosaris_dask.engine.ScoreSummary` objects, so the same code serves a few thousand scores
-in numpy arrays and a billion-trial store. The short names of two arrays' metrics (``eer``,
+Definitions follow Brümmer & de Villiers (2011), section 2 (unit costs, effective prior ``p``, Bayes
+threshold ``-logit(p)``, accept iff ``score >= threshold``). Everything is computed from
+:class:`~bosaris_dask.score_summary.ScoreSummary` objects, so the same code serves a few thousand
+scores in numpy arrays and a billion-trial store. The short names of two arrays' metrics (``eer``,
 ``min_dcf``, ``cllr``, ...) live in :mod:`bosaris_dask.array_metrics` and are re-exported here.
 
 Examples
@@ -45,7 +44,7 @@ from bosaris_dask.array_metrics import (
     uer,
 )
 from bosaris_dask.costs import OperatingPoint, merge_operating_points
-from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
+from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, summarize
 from bosaris_dask.errors import OptionError
 from bosaris_dask.measures import (
     DEFAULT_PRIORS,
@@ -69,6 +68,7 @@ from bosaris_dask.result_layout import (
     results_dataset,
     sweep_points,
 )
+from bosaris_dask.score_summary import ScoreSummary
 
 __all__ = [
     "DEFAULT_PRIORS",

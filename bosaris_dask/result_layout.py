@@ -28,7 +28,6 @@ from scipy.special import expit
 
 from bosaris_dask import fixed_rates
 from bosaris_dask.costs import OperatingPoint
-from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.errors import OptionError, TrialError
 from bosaris_dask.measures import (
     DR30_ERRORS,
@@ -37,6 +36,7 @@ from bosaris_dask.measures import (
     stated_plo,
     summary_metrics,
 )
+from bosaris_dask.score_summary import ScoreSummary
 
 __all__ = [
     "SCALARS",

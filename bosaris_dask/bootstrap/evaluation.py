@@ -332,8 +332,8 @@ def add_intervals(
     keep_replicates
         Also keep every resample's metrics (``replicate_*``, along ``resample``; 0 = the data).
     summaries
-        The evaluation's :class:`~bosaris_dask.engine.ScoreSummary` objects: the bins are then
-        chosen from their exact counts instead of a pass of their own.
+        The evaluation's :class:`~bosaris_dask.score_summary.ScoreSummary` objects: the bins
+        are then chosen from their exact counts instead of a pass of their own.
     by
         The evaluation's ``--by`` specs: also intervals per condition (``condition_*_ci``),
         from the same pass and the same resamples, on the system's bins.

@@ -46,7 +46,7 @@ from bosaris_dask.conditions.summaries import condition_summaries
 from bosaris_dask.conditions.tables import ConditionTable, as_condition_table
 from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.ece import check_plo, ece_from_summary
-from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
+from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, summarize
 from bosaris_dask.errors import OptionError
 from bosaris_dask.inputs import pass_inputs
 from bosaris_dask.passes.exact_auc import (
@@ -57,6 +57,7 @@ from bosaris_dask.passes.exact_auc import (
     with_passes,
 )
 from bosaris_dask.passes.riding_auc import RidingAuc
+from bosaris_dask.score_summary import ScoreSummary
 
 __all__ = ["evaluate_conditions", "conditions_and_summaries", "condition_result",
            "conditions_as_systems", "summary_cprimary", "PREFIX"]  # fmt: skip

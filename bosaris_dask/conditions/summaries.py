@@ -29,7 +29,7 @@ import xarray as xr
 from bosaris_dask import engine
 from bosaris_dask.conditions.codes import Conditions
 from bosaris_dask.conditions.equalized import EqualizedPlan, extra_mask, plan_members
-from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, ScoreSummary, summarize
+from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, summarize
 from bosaris_dask.errors import MissingTrialsError, have
 from bosaris_dask.inputs import check_key, names_or_default, pass_inputs
 from bosaris_dask.passes import pass1_bins
@@ -38,6 +38,7 @@ from bosaris_dask.passes.exact_auc import AucPart
 from bosaris_dask.passes.grouped import Part, grouped_pass1, refine_parts, remap_groups
 from bosaris_dask.passes.riding_auc import RidingAuc
 from bosaris_dask.passes.runner import Aggregation, run_pass
+from bosaris_dask.score_summary import ScoreSummary
 from bosaris_dask.trials import align, locate, trial_classes
 
 __all__ = [

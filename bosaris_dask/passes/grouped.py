@@ -43,7 +43,6 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask import config, engine, fixed_rates
-from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.errors import OptionError
 from bosaris_dask.inputs import check_both_classes, names_or_default
 from bosaris_dask.passes import (
@@ -71,6 +70,7 @@ from bosaris_dask.passes.grouped_refine_kernels import (
 )
 from bosaris_dask.passes.keys import threshold_keys
 from bosaris_dask.passes.riders import Rider
+from bosaris_dask.score_summary import ScoreSummary
 
 __all__ = ["summarize_parts", "grouped_pass1", "refine_parts", "GroupedPass1", "SystemPass1",
            "Part", "remap_groups"]  # fmt: skip

@@ -17,8 +17,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import dask.array as da
     import numpy as np
 
-    from bosaris_dask.engine import ScoreSummary
     from bosaris_dask.passes.runner import Aggregation
+    from bosaris_dask.score_summary import ScoreSummary
 
 __all__ = ["Rider", "RiderPass", "PASS1_LEAD_BLOCKS"]
 

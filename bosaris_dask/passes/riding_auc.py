@@ -22,7 +22,6 @@ import dask.array as da
 import numpy as np
 
 from bosaris_dask import config
-from bosaris_dask.engine import ScoreSummary
 from bosaris_dask.inputs import names_or_default
 from bosaris_dask.measures import twice_u_parts
 from bosaris_dask.passes import memory, riders, runner
@@ -41,6 +40,7 @@ from bosaris_dask.passes.exact_auc import ExactAuc
 from bosaris_dask.passes.keys import key_dtype, order_keys
 from bosaris_dask.passes.screening import key_ranges
 from bosaris_dask.progress import current_client
+from bosaris_dask.score_summary import ScoreSummary
 
 __all__ = ["RidingAuc"]
 

@@ -29,8 +29,8 @@ from bosaris_dask.passes.refine_kernels import RefineSpec
 from bosaris_dask.progress import compute
 
 if TYPE_CHECKING:  # pragma: no cover
-    from bosaris_dask.engine import ScoreSummary
     from bosaris_dask.passes.riders import Rider, RiderPass
+    from bosaris_dask.score_summary import ScoreSummary
 
 __all__ = ["Plan", "Specs", "Rounds", "run_rounds"]
 
