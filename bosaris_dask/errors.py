@@ -33,6 +33,7 @@ __all__ = [
     "PlotError",
     "quality_object_refused",
     "InconsistentPassesError",
+    "option",
 ]
 
 
@@ -172,6 +173,16 @@ def quality_object_refused(holder: str) -> str:
         f"a Quality object of both sides is stored as zarr; {holder} holds one side's quality "
         "table (bd.write_quality, as --model-quality and --segment-quality read them)"
     )
+
+
+def option(name: str) -> str:
+    """A keyword argument and its CLI flag, as a message shared by the Python API and the CLI
+    names an option (each reader finds the spelling they typed).
+
+    >>> option("bootstrap_method")
+    'bootstrap_method (--bootstrap-method)'
+    """
+    return f"{name} (--{name.replace('_', '-')})"
 
 
 def have(n: int, noun: str) -> str:

@@ -216,17 +216,17 @@ def test_cli_packs_with_the_bootstrap_and_reports_the_grids_intervals(tmp_path, 
 @pytest.mark.parametrize(("extra", "message"), [
     (["--resample", "model.lang"], "--resample model.lang: no model column 'lang' in the "
      "condition tables (model columns: g, spk; 'lang' is a segment column)"),
-    (["--resample", "model.spk", "--resample", "model.g"], "--resample: one spec per side"),
+    (["--resample", "model.spk", "--resample", "model.g"], "(--resample): one spec per side"),
     (["--resample", "segment.spk", "--missing"], "s.tsv: 1 segment id of the key is not in "
      "the table, e.g. 'u5'"),
     (["--resample", "model.spk", "--missing", "--by", "segment.lang"], "s.tsv: 1 segment id of"),
-    (["--resample", "model.spk", "--ci", "1.5"], "--ci must be"),
-    ([], "--bootstrap needs --resample"),
+    (["--resample", "model.spk", "--ci", "1.5"], "ci (--ci) must be"),
+    ([], "bootstrap (--bootstrap) needs resample (--resample)"),
     # a bad --by table and a bad option: the option first, both ways (packed lists read the
     # tables while packing, the grid after)
-    (["--missing", "--by", "segment.lang"], "--bootstrap needs --resample"),
+    (["--missing", "--by", "segment.lang"], "bootstrap (--bootstrap) needs resample (--resample)"),
     (["--missing", "--by", "segment.lang", "--resample", "model.spk", "--ci", "1.5"],
-     "--ci must be"),
+     "ci (--ci) must be"),
 ])  # fmt: skip
 def test_errors_are_the_grids_one_line_errors(tmp_path, monkeypatch, capsys, extra, message):
     _lists(tmp_path, seed=2)

@@ -223,7 +223,7 @@ def test_two_systems_and_cprimary():
 def test_needs_by():
     key = make_key(["m1"], ["s1", "s2"], [[1, -1]])
     scores = make_scores(["m1"], ["s1", "s2"], [[2.0, 0.5]])
-    with pytest.raises(OptionError, match="--equalize needs conditions"):
+    with pytest.raises(OptionError, match=r"equalize \(--equalize\) needs conditions"):
         metrics.evaluate(scores, key, equalize=True)
 
 
@@ -330,7 +330,7 @@ def test_cli_equalize_json(files, capsys):
 def test_cli_equalize_without_by_is_a_one_line_error(files, capsys):
     assert _cli(files[0], "--equalize") != 0
     err = capsys.readouterr().err.strip()
-    assert "--equalize needs conditions" in err and len(err.splitlines()) == 1, err
+    assert "equalize (--equalize) needs conditions" in err and len(err.splitlines()) == 1, err
 
 
 def _interleaved(seed):

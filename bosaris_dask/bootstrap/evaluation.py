@@ -83,7 +83,7 @@ from bosaris_dask.bootstrap.blocks import BLOCK_BYTES
 from bosaris_dask.bootstrap.cells import CellGroups, TrialResample
 from bosaris_dask.bootstrap.histograms import LIMBS, check_multiplicities, resample_histograms
 from bosaris_dask.bootstrap.replicates import METRICS, PER_POINT, replicate_metrics
-from bosaris_dask.bootstrap.resample import multiplicities, resample_groups
+from bosaris_dask.bootstrap.resample import NO_RESAMPLE, multiplicities, resample_groups
 from bosaris_dask.bootstrap.variables import (
     compare_variables,
     condition_compare_variables,
@@ -95,7 +95,7 @@ from bosaris_dask.bootstrap.variables import (
 )
 from bosaris_dask.conditions.codes import Conditions
 from bosaris_dask.conditions.tables import ConditionTable, as_condition_table
-from bosaris_dask.errors import BosarisError, OptionError, have
+from bosaris_dask.errors import BosarisError, OptionError, have, option
 from bosaris_dask.passes import memory
 from bosaris_dask.progress import current_client
 
@@ -126,19 +126,20 @@ def check_options(
     >>> check_options(0.9, None, [], False, [])
     Traceback (most recent call last):
     ...
-    bosaris_dask.errors.OptionError: --ci needs --bootstrap B (the number of resamples)
+    bosaris_dask.errors.OptionError: ci (--ci) needs bootstrap (--bootstrap), a number of resamples
     """
     if bootstrap is None:
-        what = "--ci" if ci is not None else "--resample" if resample else "--compare"
-        raise OptionError(f"{what} needs --bootstrap B (the number of resamples)")
-    bootstrap = config.check_int("--bootstrap", bootstrap, 2, 1 << 20)
+        what = "ci" if ci is not None else "resample" if resample else "compare"
+        raise OptionError(f"{option(what)} needs {option('bootstrap')}, a number of resamples")
+    bootstrap = config.check_int(option("bootstrap"), bootstrap, 2, 1 << 20)
     level = 0.95 if ci is None else float(ci)
     if not 0 < level < 1:
-        raise OptionError(f"--ci must be strictly between 0 and 1, got {ci!r}")
+        raise OptionError(f"{option('ci')} must be strictly between 0 and 1, got {ci!r}")
     if not resample:
-        raise OptionError("--bootstrap needs --resample model.COL and/or --resample segment.COL")
+        raise OptionError(NO_RESAMPLE)
     if not conditions:
-        raise OptionError("--resample names columns of condition tables: give --conditions TABLE")
+        raise OptionError(f"{option('resample')} names columns of condition tables: give "
+                          f"{option('conditions')}")  # fmt: skip
     if warn and bootstrap * (1 - level) / 2 < 1:
         warnings.warn(
             f"{bootstrap} resamples are too few for {100 * level:g}% intervals: fewer than one "
@@ -231,7 +232,7 @@ def evaluate_with_intervals(
     _, n_resamples = check_options(ci, bootstrap, resample, compare, conditions)
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
     if compare and len(systems) < 2:
-        raise OptionError("--compare needs at least two systems")
+        raise OptionError(f"{option('compare')} needs at least two systems")
     # the tables read once, here, not by each step that uses them (draws, conditions, intervals)
     conditions = [c if isinstance(c, Conditions) else as_condition_table(c) for c in conditions]
     # the resamples are drawn and checked on the client before any pass
@@ -356,7 +357,7 @@ def add_intervals(
         ci, bootstrap, resample, compare, conditions, warn=_draws is None
     )  # (else warned already)
     if compare and len(systems) < 2:
-        raise OptionError("--compare needs at least two systems")
+        raise OptionError(f"{option('compare')} needs at least two systems")
     # drawn and checked before any pass (by evaluate_with_intervals before the evaluation's)
     groups, m, s, seed = _draws or _draw(key, conditions, resample, bootstrap, seed,
                                          bootstrap_method)  # fmt: skip

@@ -45,13 +45,16 @@ import xarray as xr
 
 from bosaris_dask.conditions.codes import refuse_joined_specs
 from bosaris_dask.conditions.tables import SIDES, ConditionTable, ids_missing
-from bosaris_dask.errors import OptionError, TrialError
+from bosaris_dask.errors import OptionError, TrialError, option
 
 __all__ = ["ResampleSpec", "parse_resample", "SideGroups", "resample_groups", "multiplicities",
            "METHODS"]  # fmt: skip
 
 #: The ways to draw a side's group multiplicities.
 METHODS = ("multinomial", "poisson")
+#: The error of a bootstrap without resampled groups.
+NO_RESAMPLE = (f"{option('bootstrap')} needs {option('resample')}: model.COL and/or segment.COL "
+               "(the groups resampled on each side)")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -163,12 +166,12 @@ def resample_groups(
     """
     parsed = tuple(parse_resample(s) for s in specs)
     if not parsed:
-        raise OptionError("--bootstrap needs --resample model.COL and/or --resample segment.COL")
+        raise OptionError(NO_RESAMPLE)
     sides = [s.side for s in parsed]
     for side in SIDES:
         if sides.count(side) > 1:
-            raise OptionError(f"--resample: one spec per side, got {sides.count(side)} {side} "
-                              "specs")  # fmt: skip
+            raise OptionError(f"{option('resample')}: one spec per side, got "
+                              f"{sides.count(side)} {side} specs")  # fmt: skip
     out: dict[str, tuple[np.ndarray, int]] = {}
     for spec in parsed:
         out[spec.side] = _side_codes(key, tables, spec)
@@ -202,7 +205,7 @@ def multiplicities(
     [[1, 1], [1, 0], [0, 3]]
     """
     if method not in METHODS:
-        raise OptionError(f"--bootstrap-method must be one of {', '.join(METHODS)}, got "
+        raise OptionError(f"{option('bootstrap_method')} must be one of {', '.join(METHODS)}, got "
                           f"{method!r}")  # fmt: skip
     rng = np.random.default_rng(seed)
     gm, gs = groups.n_model, groups.n_segment

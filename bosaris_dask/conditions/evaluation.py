@@ -47,7 +47,7 @@ from bosaris_dask.conditions.tables import ConditionTable, as_condition_table
 from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.ece import check_plo, ece_from_summary
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, summarize
-from bosaris_dask.errors import OptionError
+from bosaris_dask.errors import OptionError, option
 from bosaris_dask.inputs import pass_inputs
 from bosaris_dask.passes.exact_auc import (
     AucPart,
@@ -218,10 +218,11 @@ def conditions_and_summaries(
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
     conditions, by = one_or_many(conditions), one_or_many(by)
     if bool(conditions) != bool(by):
-        raise OptionError("condition tables (--conditions) and --by specs go together")
+        raise OptionError(f"condition tables, {option('conditions')}, and the specs of their "
+                          f"columns, {option('by')}, go together")  # fmt: skip
     if equalize and not by:
-        raise OptionError("--equalize needs conditions to equalize over: give --conditions "
-                          "and --by")  # fmt: skip
+        raise OptionError(f"{option('equalize')} needs conditions to equalize over: give "
+                          f"{option('conditions')} and {option('by')}")  # fmt: skip
     points = metrics.stated_operating_points(priors, operating_points)
     fmr, fnmr = metrics.check_fixed_rates(fmr, fnmr)
     plo = measures.stated_plo(points)
