@@ -4,6 +4,8 @@ scikit-learn's conventions (``get_params``/``set_params``, ``NotFittedError``), 
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -108,6 +110,21 @@ def test_not_fitted_is_sklearn_like(model, data):
     assert issubclass(NotFittedError, TrialError) and bd.NotFittedError is NotFittedError
     if isinstance(model, LinearCalibrator):
         assert not hasattr(model, "scale_")  # an AttributeError until fitted
+
+
+@pytest.mark.parametrize("make", [LinearFuser, LinearCalibrator, PAVCalibrator, QualityFuser])
+def test_properties_of_fitted_attributes_say_not_fitted(make):
+    """``scale_`` and ``n_blocks_`` (properties over fitted attributes) said "object has no
+    attribute" before fit: Python passed their NotFittedError on to ``__getattr__``."""
+    derived = [name for name, value in inspect.getmembers(make, lambda v: isinstance(v, property))
+               if name.endswith("_") and not name.startswith("_")]  # fmt: skip
+    assert {LinearCalibrator: {"scale_"}, PAVCalibrator: {"n_blocks_"}}.get(make, set()) <= set(
+        derived
+    )
+    for name in derived:
+        with pytest.raises(NotFittedError, match="not fitted yet: call fit first"):
+            getattr(make(), name)
+        assert not hasattr(make(), name)
 
 
 @pytest.mark.parametrize("make", [LinearFuser, LinearCalibrator, PAVCalibrator, QualityFuser])

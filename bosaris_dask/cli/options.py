@@ -161,7 +161,9 @@ def training_arguments(
         "--l2", type=values.penalty, default=0.0, metavar="LAMBDA",
         help="L2 penalty LAMBDA/2 * ||weights||^2 on the logistic objective (not on the "
         "offset; default 0: none, as BOSARIS): a best fit where the classes are separable or "
-        "a system is constant or repeated",
+        "a system is constant or repeated. The weights apply to scores in natural-log units: "
+        "--llr-base 10 multiplies the scores by ln 10 first, so one LAMBDA fits differently "
+        "in another base",
     )  # fmt: skip
     parser.add_argument(
         "--max-iter", type=values.positive, default=None, metavar="N",
