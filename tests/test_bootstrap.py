@@ -1081,6 +1081,48 @@ def test_too_few_resamples_for_the_level_warn_once():
     assert [str(w.message)[:44] for w in few] == ["39 resamples are too few for 95% intervals: "]
 
 
+def test_the_too_few_warning_comes_after_the_option_errors_and_says_one_least_count():
+    """A bad option (one system to compare, an unknown column) came after a warning about the
+    resample count; at --ci 0.999 the warning asked for 2000 "(1000 or more for stable ends)"."""
+    import warnings
+
+    from bosaris_dask.bootstrap.evaluation import BootstrapWarning
+
+    key, systems, tables, *_ = _data()
+    for kw in ({"compare": True}, {"resample": ["model.nope"]}):
+        args = {"resample": ["model.spk"]} | kw
+        with warnings.catch_warnings(record=True) as caught, pytest.raises(OptionError):
+            warnings.simplefilter("always")
+            metrics.evaluate(systems[0], key, conditions=tables, bootstrap=5, **args)
+        assert not [w for w in caught if issubclass(w.category, BootstrapWarning)], kw
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _evaluate(key, systems, conditions=tables, bootstrap=100, ci=0.999, resample=["model.spk"])
+    (said,) = [str(w.message) for w in caught if issubclass(w.category, BootstrapWarning)]
+    assert said.endswith("take at least 2000"), said
+
+
+def test_the_attributes_name_the_bootstrap_and_every_interval():
+    """A bootstrap of one side was described as "two-way" in the variables' attributes, and the
+    intervals of Cprimary and of the equalized metrics had no attributes at all."""
+    key, systems, tables, *_ = _data()
+    kw = {"conditions": tables, "by": ["model.gender"], "equalize": True, "seed": 1,
+          "cprimary_priors": [0.1, 0.3], "bootstrap": 20}  # fmt: skip
+    one = _evaluate(key, systems, resample=["segment.spk"], **kw)
+    two = _evaluate(key, systems, resample=["model.spk", "segment.spk"], **kw)
+    assert one.eer_ci.attrs["long_name"] == "95% bootstrap percentile interval of ROCCH-EER"
+    assert two.eer_ci.attrs["long_name"].startswith("95% two-way bootstrap percentile interval")
+    assert one.cprimary_min_ci.attrs == {
+        "units": "normalized DCF",
+        "long_name": "95% bootstrap percentile interval of cprimary_min (binned: its ends at or "
+        "above the exact bootstrap's, no bound computed)",
+    }
+    assert one.equalized_act_dcf_ci.attrs["long_name"].endswith("equalized_act_dcf (exact)")
+    undescribed = [v for v in two.data_vars if str(v).endswith("_ci") and not
+                   two[v].attrs.get("long_name")]  # fmt: skip
+    assert not undescribed and len([v for v in two.data_vars if str(v).endswith("_ci")]) >= 15
+
+
 def test_the_interval_block_says_which_metrics_have_no_interval():
     key, systems, tables, *_ = _data()
     ds = _evaluate(

@@ -103,6 +103,7 @@ __all__ = [
     "evaluate_with_intervals",
     "add_intervals",
     "check_options",
+    "warn_if_few",
     "choose_bins",
     "BOUNDS",
     "BootstrapWarning",
@@ -140,14 +141,34 @@ def check_options(
     if not conditions:
         raise OptionError(f"{option('resample')} names columns of condition tables: give "
                           f"{option('conditions')}")  # fmt: skip
-    if warn and bootstrap * (1 - level) / 2 < 1:
-        warnings.warn(
-            f"{bootstrap} resamples are too few for {100 * level:g}% intervals: fewer than one "
-            "resample lies beyond each end, which is interpolated between the most extreme ones; "
-            f"take at least {math.ceil(2 / (1 - level))} (1000 or more for stable ends)",
-            BootstrapWarning, stacklevel=3,
-        )  # fmt: skip
+    if warn:
+        warn_if_few(bootstrap, level, stacklevel=4)
     return level, bootstrap
+
+
+def warn_if_few(bootstrap: int, level: float, *, stacklevel: int = 3) -> None:
+    """A :class:`BootstrapWarning` where fewer than one resample lies beyond each end of the
+    intervals (they are then interpolated between the most extreme ones).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_if_few(100, 0.999)
+    >>> str(caught[0].message).split("; ")[-1]
+    'take at least 2000'
+    """
+    if bootstrap * (1 - level) / 2 >= 1:
+        return
+    least = math.ceil(2 / (1 - level))
+    stable = " (1000 or more for stable ends)" if least < 1000 else ""
+    warnings.warn(
+        f"{bootstrap} resamples are too few for {100 * level:g}% intervals: fewer than one "
+        "resample lies beyond each end, which is interpolated between the most extreme ones; "
+        f"take at least {least}{stable}",
+        BootstrapWarning, stacklevel=stacklevel,
+    )  # fmt: skip
 
 
 class BootstrapWarning(UserWarning):
@@ -229,7 +250,7 @@ def evaluate_with_intervals(
     from bosaris_dask import metrics
 
     conditions, by, resample = (one_or_many(x) for x in (conditions, by, resample))
-    _, n_resamples = check_options(ci, bootstrap, resample, compare, conditions)
+    level, n_resamples = check_options(ci, bootstrap, resample, compare, conditions, warn=False)
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
     if compare and len(systems) < 2:
         raise OptionError(f"{option('compare')} needs at least two systems")
@@ -237,6 +258,7 @@ def evaluate_with_intervals(
     conditions = [c if isinstance(c, Conditions) else as_condition_table(c) for c in conditions]
     # the resamples are drawn and checked on the client before any pass
     draws = _draw(key, conditions, resample, n_resamples, seed, bootstrap_method)
+    warn_if_few(n_resamples, level, stacklevel=4)  # once the options are known to be good
     tables = conditions
     if by:  # made once, and the pass's memory checked (choose_bins) before the evaluation's
         from bosaris_dask.conditions.evaluation import _conditions_of
@@ -423,7 +445,7 @@ def add_intervals(
         ds = ds.assign_coords(pair=[f"{names[i]} - {names[j]}" for i, j in pairs],
                               first=("pair", [names[i] for i, _ in pairs]),
                               second=("pair", [names[j] for _, j in pairs]))  # fmt: skip
-    describe(ds, level)
+    describe(ds, level, two_way=len(groups.specs) > 1)
     degenerate = int(max(np.isnan(r["eer"][1:]).sum() for r in reps))
     spread = _pair_factor(groups, inputs[0].chunks)
     ds.attrs.update(

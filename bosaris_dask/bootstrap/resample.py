@@ -10,7 +10,8 @@ model side and the segment side; a trial's multiplicity is the product of its mo
 and its segment's group's multiplicities. Draws use :func:`numpy.random.default_rng` with the
 seed: for each resample in turn, ``rng.integers(0, G_model, G_model)`` and then
 ``rng.integers(0, G_segment, G_segment)`` (a side that is not resampled draws nothing), groups
-numbered in the sorted order of their values.
+numbered in the sorted order of their values as text (``str``: ``"10"`` before ``"2"``, as
+they read from a table file).
 
 The ``"poisson"`` method draws instead every group's multiplicity from Poisson(1), independently
 (``rng.poisson(1.0, G_model)``, then ``rng.poisson(1.0, G_segment)``, per resample): the

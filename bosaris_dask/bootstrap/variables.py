@@ -263,26 +263,26 @@ def condition_compare_variables(ds, reps, level, is_op, n_sys, whole) -> dict[st
     return out
 
 
-def describe(ds: xr.Dataset, level: float) -> None:
-    """``units`` and ``long_name`` of the bootstrap's variables (as the evaluation's have)."""
+def describe(ds: xr.Dataset, level: float, *, two_way: bool = True) -> None:
+    """``units`` and ``long_name`` of the bootstrap's variables (as the evaluation's have):
+    ``two_way`` where both sides were resampled, else a bootstrap of one side."""
     from bosaris_dask.result_layout import ATTRS
 
-    pct = f"{100 * level:g}%"
+    pct = f"{100 * level:g}%" + (" two-way" if two_way else "") + " bootstrap"
     for name in (*METRICS, *PER_POINT):
         units, long_name = ATTRS[name]
         short = long_name.split(":")[0]
         side = "above" if name in BINNED_BELOW else "below"
         text = {
-            f"{name}_ci": f"{pct} two-way bootstrap percentile interval of {short}",
-            f"condition_{name}_ci": f"{pct} two-way bootstrap percentile interval of {short}, "
-            "per condition",
+            f"{name}_ci": f"{pct} percentile interval of {short}",
+            f"condition_{name}_ci": f"{pct} percentile interval of {short}, per condition",
             f"{name}_binned": f"{short} of the data from the bootstrap's coarse bins",
             f"{name}_ci_resolution": f"bound on how far {side} the ends of {name}_ci (the "
             "bins') the exact bootstrap's are",
             f"condition_{name}_ci_resolution": f"bound on how far {side} the ends of "
             f"condition_{name}_ci (the bins') the exact bootstrap's are",
             f"compare_{name}": f"{short} of the first system minus the second's (exact)",
-            f"compare_{name}_ci": f"{pct} paired bootstrap interval of compare_{name}",
+            f"compare_{name}_ci": f"{pct} paired interval of compare_{name}",
             f"compare_{name}_p_better": f"fraction of resamples where the first's {short} is lower",
             f"compare_{name}_resolution": f"bound on how far any resample's binned difference of "
             f"{short} is from its exact one (so the interval's ends from the exact bootstrap's): "
@@ -291,8 +291,7 @@ def describe(ds: xr.Dataset, level: float) -> None:
             f"difference of {short} in the condition is from its exact one",
             f"condition_compare_{name}": f"{short} of the first system minus the second's "
             "(exact), per condition",
-            f"condition_compare_{name}_ci": f"{pct} paired bootstrap interval of "
-            f"condition_compare_{name}",
+            f"condition_compare_{name}_ci": f"{pct} paired interval of condition_compare_{name}",
             f"condition_compare_{name}_p_better": f"fraction of resamples where the first's "
             f"{short} is lower, per condition",
         }
@@ -300,6 +299,16 @@ def describe(ds: xr.Dataset, level: float) -> None:
             if var in ds.variables:
                 ds[var].attrs.update(units="fraction" if var.endswith("_p_better") else units,
                                      long_name=long)  # fmt: skip
+    # the intervals of Cprimary and of the equalized metrics, named after their variable
+    for var in [str(v) for v in ds.data_vars if str(v).endswith("_ci")]:
+        base = var.removesuffix("_ci")
+        if "long_name" in ds[var].attrs or base not in ds:
+            continue
+        binned = "_min" in base or base.endswith("_eer")
+        how = ("binned: its ends at or above the exact bootstrap's, no bound computed"
+               if binned else "exact")  # fmt: skip
+        ds[var].attrs.update(units=ds[base].attrs.get("units", ""),
+                             long_name=f"{pct} percentile interval of {base} ({how})")  # fmt: skip
     ds["bound"].attrs.update(units="", long_name="low and high end of an interval")
     if "condition_bootstrap_degenerate" in ds.variables:
         ds["condition_bootstrap_degenerate"].attrs.update(

@@ -96,8 +96,9 @@ def condition_arguments(parser: argparse.ArgumentParser, cprimary: bool = True) 
 
 def bootstrap_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap", type=values.resamples, metavar="B",
-                        help="B two-way bootstrap resamples: confidence intervals of every "
-                        "metric (needs --conditions and --resample)")  # fmt: skip
+                        help="B bootstrap resamples (two-way with --resample on both sides): "
+                        "confidence intervals of every metric (needs --conditions and "
+                        "--resample)")  # fmt: skip
     parser.add_argument("--resample", action="append", metavar="SPEC",
                         help="model.COL or segment.COL of a condition table: the groups (e.g. "
                         "speakers) resampled on that side; repeat for both sides")  # fmt: skip
