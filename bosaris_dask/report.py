@@ -430,16 +430,22 @@ def _table_lines(results: xr.Dataset, columns: Columns) -> list[str]:
         for k, name in enumerate(names):
             pair = _pair(float(columns["cprimary_act"][k]), float(columns["cprimary_min"][k]))
             if "cprimary_act_ci" in columns:
+                resolution = (columns["cprimary_min_ci_resolution"][k]
+                              if "cprimary_min_ci_resolution" in columns else None)  # fmt: skip
                 pair += cprimary_intervals(results, columns["cprimary_act_ci"][k],
-                                           columns["cprimary_min_ci"][k])  # fmt: skip
+                                           columns["cprimary_min_ci"][k], resolution)  # fmt: skip
             lines.append(f"{name:<{width}}  {pair}")
     return lines
 
 
-def cprimary_intervals(results: xr.Dataset, act: Any, minimum: Any) -> str:
-    """The bootstrap intervals after a Cprimary pair: ``  95% intervals [..] / [..]``."""
-    return (f"  {100 * float(results.attrs['ci']):g}% intervals {interval_text(act)} / "
+def cprimary_intervals(results: xr.Dataset, act: Any, minimum: Any, resolution: Any = None) -> str:
+    """The bootstrap intervals after a Cprimary pair: ``  95% intervals [..] / [..]``, and the
+    minimum's ``(bins -R)`` where its ends can be above the exact bootstrap's by ``R``."""
+    text = (f"  {100 * float(results.attrs['ci']):g}% intervals {interval_text(act)} / "
             f"{interval_text(minimum)}")  # fmt: skip
+    if resolution is not None and np.isfinite(resolution) and resolution > 0:
+        text += f" (bins -{float(resolution):.3f})"
+    return text
 
 
 def interval_text(bounds: Any, scale: float = 1.0) -> str:

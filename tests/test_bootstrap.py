@@ -296,6 +296,59 @@ def test_the_exact_intervals_lie_within_the_binned_ones_resolution_below_them():
     assert wide  # the bins are coarse enough to be off somewhere
 
 
+def test_cprimary_comparison_and_resolution_against_brute_force():
+    """--compare gave no Cprimary difference, and Cprimary's binned minimum interval had no
+    resolution: coarse bins, brute force on the repeated trials (the same draws for both)."""
+    import dask
+
+    cp = [0.05, 0.3]
+    plo = np.log(cp) - np.log1p(-np.array(cp))
+    norm = np.minimum(cp, 1 - np.array(cp))
+    key, systems, tables, raw, mask, mg, sg = _data(seed=21, n_m=16, n_s=18)
+    with dask.config.set({"bosaris_dask.bootstrap-bins": 6}):
+        out = _evaluate(key, systems, conditions=tables, bootstrap=40, cprimary_priors=cp,
+                        resample=["model.spk", "segment.spk"], seed=7, compare=True)  # fmt: skip
+    funcs = {
+        "act": lambda t, n: np.mean([ref.dcf_at(t, n, x)[0] for x in plo] / norm),
+        "min": lambda t, n: np.mean(ref.min_dcf(t, n, plo) / norm),
+    }
+    wide = 0
+    for kind, f in funcs.items():
+        values = [np.asarray(refc.bootstrap(f, scores, mask, list(mg), list(sg), resamples=40,
+                                            seed=7)) for scores in raw]  # fmt: skip
+        name = f"cprimary_{kind}"
+        for k in range(2):
+            exact = np.asarray(refc.percentile_interval(values[k], 0.95))
+            got = out[f"{name}_ci"].values[k]
+            if kind == "act":  # the priors' thresholds are bin edges: exact
+                np.testing.assert_allclose(got, exact, rtol=1e-12)
+            else:
+                off = float(out[f"{name}_ci_resolution"].values[k])
+                assert np.all(exact <= got + 1e-12) and np.all(got - off <= exact + 1e-12)
+                wide += bool(np.any(got - exact > 1e-9))
+        diff = values[0] - values[1]
+        exact = np.asarray(refc.percentile_interval(diff, 0.95))
+        got = out[f"compare_{name}_ci"].values[0]
+        assert float(out[f"compare_{name}"].values[0]) == pytest.approx(
+            float(out[name].values[0] - out[name].values[1]), abs=1e-15
+        )
+        if kind == "act":
+            np.testing.assert_allclose(got, exact, rtol=1e-12)
+            assert float(out.compare_cprimary_act_p_better.values[0]) == pytest.approx(
+                np.mean(diff[~np.isnan(diff)] < 0)
+            )
+        else:
+            off = float(out.compare_cprimary_min_resolution.values[0])
+            assert np.all(np.abs(got - exact) <= off + 1e-12), (exact, got, off)
+    assert wide  # the bins are coarse enough to be off
+    doc = to_json_dict(out)
+    assert set(doc["comparisons"][0]["cprimary"]) == {"act", "min"}
+    assert doc["comparisons"][0]["cprimary"]["min"]["diff_resolution"] > 0
+    assert doc["systems"][0]["cprimary"]["min_ci_resolution"] > 0
+    text = format_table(out)
+    assert "  Cprimary act " in text and "  Cprimary min " in text and "(bins -" in text
+
+
 def test_poisson_multiplicities_are_the_references_draws():
     from bosaris_dask.bootstrap import multiplicities, resample_groups
 
@@ -1114,9 +1167,10 @@ def test_the_attributes_name_the_bootstrap_and_every_interval():
     assert two.eer_ci.attrs["long_name"].startswith("95% two-way bootstrap percentile interval")
     assert one.cprimary_min_ci.attrs == {
         "units": "normalized DCF",
-        "long_name": "95% bootstrap percentile interval of cprimary_min (binned: its ends at or "
-        "above the exact bootstrap's, no bound computed)",
+        "long_name": "95% bootstrap percentile interval of cprimary_min (binned: the exact "
+        "bootstrap's ends at most cprimary_min_ci_resolution below)",
     }
+    assert one.equalized_min_dcf_ci.attrs["long_name"].endswith("no bound computed)")
     assert one.equalized_act_dcf_ci.attrs["long_name"].endswith("equalized_act_dcf (exact)")
     undescribed = [v for v in two.data_vars if str(v).endswith("_ci") and not
                    two[v].attrs.get("long_name")]  # fmt: skip

@@ -431,7 +431,7 @@ def add_intervals(
         if "equalized_eer" in ds:
             out |= equalized_interval_variables(ds, results, binnings, plo, level, is_op)
     if cp_plo is not None:
-        out |= cprimary_interval_variables(ds, results, binnings, cp_plo, level)
+        out |= cprimary_interval_variables(ds, results, binnings, cp_plo, level, compare)
     if compare:
         out |= compare_variables(ds, reps, level, is_op, names)
     if keep_replicates:

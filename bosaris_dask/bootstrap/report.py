@@ -13,9 +13,11 @@ proportions, why it has none (``"bootstrap_note"``); the document gets ``"bootst
 "pair_factor"}`` and, with ``compare``, ``"comparisons": [{"first", "second", ("note": where a
 system misses key trials, each is compared on its own scored trials), "eer": {"diff", "diff_ci",
 "p_first_better"}, "cllr": ..., "min_cllr": ..., "cllr_cal": ..., "operating_points": [{"prior",
-"p_target", "c_miss", "c_fa", "act_dcf": {...}, "min_dcf": {...}}]}]``; with ``--by`` too, each
-comparison has ``"conditions": [{"by", "eer", ..., "operating_points"}]``, the same keys per
-condition.
+"p_target", "c_miss", "c_fa", "act_dcf": {...}, "min_dcf": {...}}]}]`` (``"diff"``: the first
+system's metric minus the second's); with ``--by`` too, each comparison has ``"conditions":
+[{"by", "eer", ..., "operating_points"}]``, the same keys per condition. With Cprimary priors,
+each ``"cprimary"`` entry gets ``"act_ci"``, ``"min_ci"`` and ``"min_ci_resolution"``, and each
+comparison ``"cprimary": {"act": {"diff", ...}, "min": {...}}`` (of the pooled trials).
 """
 
 from __future__ import annotations
@@ -149,6 +151,9 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
                 item["note"] = note
             for name in METRICS:
                 item[name] = _compare(results, name, i)
+            if "compare_cprimary_act" in results:
+                item["cprimary"] = {kind: _compare(results, f"cprimary_{kind}", i)
+                                    for kind in ("act", "min")}  # fmt: skip
             points = doc["systems"][0]["operating_points"]
             item["operating_points"] = [
                 {**_point_of(point), **{name: _compare(results, name, i, at) for name in PER_POINT}}
@@ -171,13 +176,17 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
 def _cprimary_json(
     entry: dict[str, Any], results: xr.Dataset, prefix: str, k: int, g: int | None = None
 ) -> None:
-    """Add ``"act_ci"`` and ``"min_ci"`` to an entry's ``"cprimary"`` (where it has one)."""
+    """Add ``"act_ci"``, ``"min_ci"`` and ``"min_ci_resolution"`` to an entry's
+    ``"cprimary"`` (where it has one)."""
     cprimary = entry.get("cprimary")
     if cprimary is None or f"{prefix}cprimary_act_ci" not in results:
         return
     at = (k,) if g is None else (k, g)
     for kind in ("act", "min"):
         cprimary[kind + "_ci"] = _pair(results[f"{prefix}cprimary_{kind}_ci"].values[at])
+    resolution = f"{prefix}cprimary_min_ci_resolution"
+    if resolution in results:
+        cprimary["min_ci_resolution"] = _num(results[resolution].values[at])
 
 
 def _own_trials_note(results: xr.Dataset, first: str, second: str) -> str | None:
@@ -318,11 +327,12 @@ def format_block(results: xr.Dataset) -> list[str]:
             "(fraction of resamples where the first is lower)",
         ]
         if any(float(np.nansum(results[f"compare_{m}_resolution"].values)) > 0
-               for m in BINNED if f"compare_{m}_resolution" in results):  # fmt: skip
+               for m in (*BINNED, "cprimary_min")
+               if f"compare_{m}_resolution" in results):  # fmt: skip
             lines.append(
-                "  bins ±R: the resamples' EER, minCllr, Cal loss and minDCF are the bootstrap "
-                "bins'; each resample's difference is within R of its exact one (a bound): a "
-                "difference within ±R is not resolved"
+                "  bins ±R: the resamples' EER, minCllr, Cal loss and minDCF (and Cprimary's) "
+                "are the bootstrap bins'; each resample's difference is within R of its exact one "
+                "(a bound): a difference within ±R is not resolved"
             )
         for i, label in enumerate(results.pair.values):
             if all(np.isnan(results[f"compare_{m}"].values[i]) for m in METRICS):
@@ -344,6 +354,14 @@ def format_block(results: xr.Dataset) -> list[str]:
                     short = "actDCF" if metric == "act_dcf" else "minDCF"
                     parts.append(f"{short} {point} {d:+.3f} " + _diff_interval(
                         lo, hi, p, _bins(results, metric, i, at, 1)))  # fmt: skip
+            if "compare_cprimary_act" in results:
+                for kind in ("act", "min"):
+                    metric = f"cprimary_{kind}"
+                    d = float(results[f"compare_{metric}"].values[i])
+                    lo, hi = results[f"compare_{metric}_ci"].values[i]
+                    p = float(results[f"compare_{metric}_p_better"].values[i])
+                    parts.append(f"Cprimary {kind} {d:+.3f} " + _diff_interval(
+                        lo, hi, p, _bins(results, metric, i, None, 1)))  # fmt: skip
             lines.append(f"{label}:")
             lines += [f"  {p}" for p in parts]
     return lines

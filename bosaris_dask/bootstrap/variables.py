@@ -173,42 +173,84 @@ def equalized_interval_variables(ds, results, binnings, plo, level, is_op) -> di
     }
 
 
-def cprimary_interval_variables(ds, results, binnings, cp_plo, level) -> dict[str, Any]:
+def cprimary_interval_variables(
+    ds, results, binnings, cp_plo, level, compare=False
+) -> dict[str, Any]:
     """``cprimary_act_ci`` and ``cprimary_min_ci`` (``system``, ``bound``), with conditions
     ``condition_cprimary_*_ci`` (``system``, ``condition``, ``bound``) and equalized
     ``equalized_cprimary_*_ci``: the intervals of each resample's mean over the Cprimary
     priors (their Bayes thresholds ``-cp_plo`` bin edges) of the normalized actDCF (exact)
-    and minDCF (at the bins' resolution), from the resamples the other intervals use."""
+    and minDCF (at the bins' resolution: each minimum's ``*_ci_resolution``, the mean of the
+    priors' bounds), from the resamples the other intervals use. With ``compare``, the pooled
+    paired differences ``compare_cprimary_act``/``_min`` along ``pair``, as
+    :func:`compare_variables`'."""
     n_sys = ds.sizes["system"]
 
-    def intervals(k: int, tar, non, sp_tar=None, sp_non=None) -> list[np.ndarray]:
+    def replicates(k: int, tar, non, sp_tar=None, sp_non=None) -> dict[str, np.ndarray]:
         zero = np.zeros(tar.shape[0])
         rep = replicate_metrics(tar, non, zero if sp_tar is None else sp_tar,
                                 zero if sp_non is None else sp_non, cp_plo,
                                 binnings[k].edge_index(-cp_plo))  # fmt: skip
-        return [percentile_interval(rep[name].mean(axis=1)[1:, None], level)[0]
-                for name in PER_POINT]  # fmt: skip
+        return {"cprimary_act": rep["act_dcf"].mean(axis=1),
+                "cprimary_min": rep["min_dcf"].mean(axis=1),
+                "cprimary_min_bound": rep["min_dcf_bound"].mean(axis=1)}  # fmt: skip
 
-    pooled = np.array([intervals(k, r.tar, r.non, r.sp_tar, r.sp_non)
-                       for k, r in enumerate(results)])  # fmt: skip
-    out: dict[str, Any] = {
-        f"cprimary_{kind}_ci": (("system", "bound"), pooled[:, j])
-        for j, kind in enumerate(("act", "min"))
-    }
+    def intervals(rep: dict[str, np.ndarray]) -> np.ndarray:
+        """(act low, act high, min low, min high, min's resolution)"""
+        return np.concatenate([percentile_interval(rep["cprimary_act"][1:, None], level)[0],
+                               percentile_interval(rep["cprimary_min"][1:, None], level)[0],
+                               [interval_resolution(rep, "cprimary_min")]])  # fmt: skip
+
+    def variables(prefix: str, dims: tuple[str, ...], values: np.ndarray) -> dict[str, Any]:
+        return {f"{prefix}cprimary_act_ci": ((*dims, "bound"), values[..., 0:2]),
+                f"{prefix}cprimary_min_ci": ((*dims, "bound"), values[..., 2:4]),
+                f"{prefix}cprimary_min_ci_resolution": (dims, values[..., 4])}  # fmt: skip
+
+    reps = [replicates(k, r.tar, r.non, r.sp_tar, r.sp_non) for k, r in enumerate(results)]
+    out = variables("", ("system",), np.array([intervals(rep) for rep in reps]))
     if "condition_cprimary_act" in ds:
-        cond = np.full((n_sys, ds.sizes["condition"], 2, 2), np.nan)
+        cond = np.full((n_sys, ds.sizes["condition"], 5), np.nan)
         for k, r in enumerate(results):
             for g, c in enumerate(r.conditions):
                 if c.tar[0].sum() and c.non[0].sum() and not scaled_copies(c.tar, c.non):
-                    cond[k, g] = intervals(k, c.tar, c.non)
-        out |= {f"condition_cprimary_{kind}_ci": (("system", "condition", "bound"), cond[:, :, j])
-                for j, kind in enumerate(("act", "min"))}  # fmt: skip
+                    cond[k, g] = intervals(replicates(k, c.tar, c.non))
+        out |= variables("condition_", ("system", "condition"), cond)
     if "equalized_cprimary_act" in ds:
-        eq = np.full((n_sys, 2, 2), np.nan)
-        for k, r in enumerate(results):
-            eq[k] = intervals(k, *_equalized_units(r))
-        out |= {f"equalized_cprimary_{kind}_ci": (("system", "bound"), eq[:, j])
-                for j, kind in enumerate(("act", "min"))}  # fmt: skip
+        eq = np.array([intervals(replicates(k, *_equalized_units(r)))
+                       for k, r in enumerate(results)])  # fmt: skip
+        out |= variables("equalized_", ("system",), eq)
+    if compare:
+        out |= _paired_cprimary(ds, reps, level)
+    return out
+
+
+def _paired_cprimary(ds: xr.Dataset, reps: list[dict[str, np.ndarray]], level: float) -> dict:
+    """``compare_cprimary_act``/``_min`` (``pair``) with ``_ci``, ``_p_better`` and the
+    minimum's ``_resolution``: the pooled Cprimary's paired differences, as
+    :func:`compare_variables` makes the other metrics'."""
+    pairs = list(itertools.combinations(range(len(reps)), 2))
+    out: dict[str, Any] = {}
+    for name in ("cprimary_act", "cprimary_min"):
+        exact = ds[name].values
+        diff = np.stack([reps[i][name][1:] - reps[j][name][1:] for i, j in pairs])
+        valid = (~np.isnan(diff)).sum(axis=1)
+        lower = np.where(np.isnan(diff), False, diff < 0).sum(axis=1)
+        out[f"compare_{name}"] = ("pair", np.array([exact[i] - exact[j] for i, j in pairs]))
+        out[f"compare_{name}_ci"] = (
+            ("pair", "bound"),
+            np.stack([percentile_interval(d, level) for d in diff]),
+        )
+        out[f"compare_{name}_p_better"] = (
+            "pair",
+            np.where(valid > 0, lower / np.maximum(valid, 1), np.nan),
+        )
+        if name == "cprimary_min":
+            out[f"compare_{name}_resolution"] = (
+                "pair",
+                np.array(
+                    [resolution_of(reps[i], reps[j], name, exact[i], exact[j]) for i, j in pairs]
+                ),
+            )
     return out
 
 
@@ -299,16 +341,7 @@ def describe(ds: xr.Dataset, level: float, *, two_way: bool = True) -> None:
             if var in ds.variables:
                 ds[var].attrs.update(units="fraction" if var.endswith("_p_better") else units,
                                      long_name=long)  # fmt: skip
-    # the intervals of Cprimary and of the equalized metrics, named after their variable
-    for var in [str(v) for v in ds.data_vars if str(v).endswith("_ci")]:
-        base = var.removesuffix("_ci")
-        if "long_name" in ds[var].attrs or base not in ds:
-            continue
-        binned = "_min" in base or base.endswith("_eer")
-        how = ("binned: its ends at or above the exact bootstrap's, no bound computed"
-               if binned else "exact")  # fmt: skip
-        ds[var].attrs.update(units=ds[base].attrs.get("units", ""),
-                             long_name=f"{pct} percentile interval of {base} ({how})")  # fmt: skip
+    _describe_by_name(ds, pct)
     ds["bound"].attrs.update(units="", long_name="low and high end of an interval")
     if "condition_bootstrap_degenerate" in ds.variables:
         ds["condition_bootstrap_degenerate"].attrs.update(
@@ -320,6 +353,41 @@ def describe(ds: xr.Dataset, level: float, *, two_way: bool = True) -> None:
             units="", long_name="every resample holds the condition's trials in the data's "
             "proportions (one resampled group): no interval",
         )  # fmt: skip
+
+
+def _describe_by_name(ds: xr.Dataset, pct: str) -> None:
+    """The attributes of the variables :func:`describe` has no words for (Cprimary's and the
+    equalized metrics' intervals, comparisons and resolutions), after the variable they are of.
+    """
+    for var in [str(v) for v in ds.data_vars if "long_name" not in ds[v].attrs]:
+        base = var.removeprefix("compare_").removesuffix("_ci").removesuffix("_ci_resolution")
+        base = base.removesuffix("_p_better").removesuffix("_resolution")
+        if base not in ds or base == var:
+            continue
+        units = ds[base].attrs.get("units", "")
+        binned = "_min" in base or base.endswith("_eer")
+        if var == f"{base}_ci":
+            how = "exact"
+            if binned:
+                bound = f"{base}_ci_resolution"
+                how = (f"binned: the exact bootstrap's ends at most {bound} below" if bound in ds
+                       else "binned: its ends at or above the exact bootstrap's, no bound "
+                       "computed")  # fmt: skip
+            long = f"{pct} percentile interval of {base} ({how})"
+        elif var == f"{base}_ci_resolution":
+            long = f"bound on how far below the ends of {base}_ci the exact bootstrap's are"
+        elif var == f"compare_{base}":
+            long = f"{base} of the first system minus the second's (exact)"
+        elif var == f"compare_{base}_ci":
+            long = f"{pct} paired interval of compare_{base}"
+        elif var == f"compare_{base}_p_better":
+            units, long = "fraction", f"fraction of resamples where the first's {base} is lower"
+        elif var == f"compare_{base}_resolution":
+            long = (f"bound on how far any resample's binned difference of {base} is from its "
+                    "exact one")  # fmt: skip
+        else:
+            continue
+        ds[var].attrs.update(units=units, long_name=long)
 
 
 def _per_plo(ds: xr.Dataset, values: np.ndarray, is_op: np.ndarray) -> np.ndarray:

@@ -76,8 +76,11 @@ def format_block(results: xr.Dataset) -> list[str]:
             cprimary = (f"Cprimary {shown(float(rr.equalized_cprimary_act))} / "
                         f"{shown(float(rr.equalized_cprimary_min))}")  # fmt: skip
             if "equalized_cprimary_act_ci" in rr:
-                cprimary += cprimary_intervals(results, rr.equalized_cprimary_act_ci.values,
-                                               rr.equalized_cprimary_min_ci.values)  # fmt: skip
+                cprimary += cprimary_intervals(
+                    results, rr.equalized_cprimary_act_ci.values,
+                    rr.equalized_cprimary_min_ci.values,
+                    rr.get("equalized_cprimary_min_ci_resolution"),
+                )  # fmt: skip
             lines.append(f"{'':<{width}}  {cprimary}")
         if "equalized_eer_ci" in results:
             lines.append(f"{'':<{width}}  " + _interval_line(results, points, name, cells))
