@@ -43,6 +43,7 @@ import numpy as np
 
 from bosaris_dask.errors import ParseError, StoreError, StoreNotFoundError
 from bosaris_dask.io.stamps import Stamp, check_unchanged, file_stamp
+from bosaris_dask.io.worker_paths import for_workers
 
 #: Rows per chunk when reading (about 8 MiB of float32 at d = 256).
 DEFAULT_ROWS = 8192
@@ -201,7 +202,7 @@ def open_npy(path: Path, ids: Any, chunk_rows: int) -> tuple[np.ndarray, da.Arra
     _check_matrix(mm.shape, mm.dtype, path, "the array")
     listed = isinstance(ids, np.ndarray | list | tuple)
     names = ids if listed else read_ids_file(_ids_file(path, ids))
-    rows = _Rows(os.fspath(path), "npy", "", mm.shape, mm.dtype)
+    rows = _Rows(for_workers(path), "npy", "", mm.shape, mm.dtype)
     return _as_ids(names, path), _lazy(rows, chunk_rows)
 
 
@@ -338,7 +339,7 @@ def open_hdf5(path: Path, chunk_rows: int) -> tuple[np.ndarray, da.Array]:
     except OSError as error:
         raise StoreError(f"{path}: not a readable HDF5 file ({error})") from None
     _check_matrix(shape, dtype, path, "embeddings")
-    return names, _lazy(_Rows(os.fspath(path), "hdf5", name, shape, dtype), chunk_rows)
+    return names, _lazy(_Rows(for_workers(path), "hdf5", name, shape, dtype), chunk_rows)
 
 
 def hdf5_per_id(
@@ -409,14 +410,14 @@ def open_zarr(path: Path, chunk_rows: int) -> tuple[np.ndarray, da.Array]:
     import zarr
 
     try:
-        group = zarr.open_group(os.fspath(path), mode="r")
+        group = zarr.open_group(for_workers(path), mode="r")  # its arrays are read in tasks
         arrays = dict(group.arrays())
     except (FileNotFoundError, ValueError, TypeError) as error:
         raise StoreError(f"{path}: not a readable zarr group ({error})") from None
     names = _as_ids(_member(arrays, "ids", path)[...], path)
     arr = _member(arrays, "embeddings", path)
     _check_matrix(arr.shape, arr.dtype, path, "embeddings")
-    where = path / arr.path  # its directory: checked after each block is read, in its task
+    where = Path(for_workers(path)) / arr.path  # checked after each block is read, in its task
     values = da.from_zarr(arr, chunks=(chunk_rows, *arr.shape[1:])).map_blocks(
         _unchanged_since, where, file_stamp(where), path, dtype=arr.dtype
     )

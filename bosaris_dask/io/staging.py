@@ -21,6 +21,7 @@ import xarray as xr
 from bosaris_dask.errors import ClusterError, StoreError
 from bosaris_dask.io.compute import as_dask
 from bosaris_dask.io.text.scratch import SCRATCH_CONFIG, _ScratchArray, _ScratchFile
+from bosaris_dask.io.worker_paths import for_workers
 from bosaris_dask.progress import compute, current_client
 
 __all__ = [
@@ -80,7 +81,7 @@ def scratch_directory(
         if not os.path.isdir(given):
             why = "is not a directory" if os.path.exists(given) else "does not exist"
             raise StoreError(f"scratch directory {os.fspath(given)} {why}")
-        return os.fspath(given)
+        return for_workers(given)  # the staged files are opened by the workers
     off = workers_off_this_host()
     if off:
         raise ClusterError(

@@ -21,6 +21,7 @@ from dask.base import tokenize
 from bosaris_dask.errors import StoreError, StoreNotFoundError, TrialError
 from bosaris_dask.io.compute import plan_chunks
 from bosaris_dask.io.stamps import Stamp, check_unchanged, file_stamp
+from bosaris_dask.io.worker_paths import for_workers
 from bosaris_dask.trials import (
     DIMS,
     key_from_labels,
@@ -416,7 +417,8 @@ def _build(path: Path | str, kind: str, ds: xr.Dataset, attrs: dict, chunks: Any
     def matrix(name: str) -> Any:
         if name in omitted:
             return None
-        return _chunk_array(arrays[name], path, name, _absent_ok(attrs, name))
+        where = Path(for_workers(path)) if isinstance(path, Path) else path
+        return _chunk_array(arrays[name], where, name, _absent_ok(attrs, name))
 
     if kind == "key":  # codes outside {-1, 0, +1} raise when a block is read, naming the trial
         mask = checked_codes(matrix("trial_mask"), models, segments, where=f"{path}: ")
@@ -472,7 +474,8 @@ def read_zarr(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
     if not _store_exists(path):
         raise StoreNotFoundError(f"{path}: no such zarr store")
     files = _check_local_store(path) if isinstance(path, Path) else {}
-    attrs, arrays = _open_group(path)
+    # the arrays' tasks open the store where they run: absolute (messages name it as given)
+    attrs, arrays = _open_group(Path(for_workers(path)) if isinstance(path, Path) else path)
     kind = attrs.get("bosaris_kind")
     if kind not in ("ndx", "key", "scores", "quality"):
         raise StoreError(f"{path}: not a bosaris_dask store (bosaris_kind = {kind!r})")

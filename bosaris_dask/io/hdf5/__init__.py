@@ -29,6 +29,7 @@ from bosaris_dask.io.hdf5.mapped import (
 )
 from bosaris_dask.io.hdf5.write import QUALITY_LAYOUT, write_hdf5, write_quality_hdf5
 from bosaris_dask.io.stamps import Stamp, check_unchanged, file_stamp
+from bosaris_dask.io.worker_paths import for_workers
 from bosaris_dask.trials import make_key, make_ndx, make_scores, quality_table
 from bosaris_dask.trials.construction import exact_integers
 
@@ -224,7 +225,7 @@ class _H5Array:
 def _open(path: Path) -> tuple[CachingFileManager, h5py.File]:
     if not path.exists():
         raise StoreNotFoundError(f"{path}: no such HDF5 file")
-    manager = CachingFileManager(h5py.File, os.fspath(path), mode="r")
+    manager = CachingFileManager(h5py.File, for_workers(path), mode="r")  # opened in tasks
     try:
         return manager, manager.acquire()
     except H5_ERRORS as exc:
@@ -383,7 +384,7 @@ def _lazy(
         )
     stamp = file_stamp(path)
     arr = _H5Array(
-        manager, os.fspath(path), dset.name, shape, dset.dtype, stamp,
+        manager, for_workers(path), dset.name, shape, dset.dtype, stamp,
         contiguous_offset(dset, shape, stamp.size)
         if dset.chunks is None
         else chunk_offsets(dset, shape, stamp.size),

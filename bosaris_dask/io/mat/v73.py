@@ -23,6 +23,7 @@ from bosaris_dask.io.hdf5 import (
 from bosaris_dask.io.hdf5.mapped import H5_ERRORS
 from bosaris_dask.io.hdf5.write import _stream
 from bosaris_dask.io.stamps import file_stamp
+from bosaris_dask.io.worker_paths import for_workers
 
 #: Matrices larger than this many bytes are read lazily (dask), smaller ones at once.
 _LAZY_BYTES = 64 * 2**20
@@ -94,7 +95,7 @@ class _Reader:
             value = np.asarray(obj[()])
             return value.T.astype(bool) if cls == "logical" else value.T
         source = _H5Array(
-            self.manager, os.fspath(self.path), obj.name, obj.shape, obj.dtype, self.token
+            self.manager, for_workers(self.path), obj.name, obj.shape, obj.dtype, self.token
         )
         lazy = da.from_array(source, chunks="auto", asarray=True, fancy=False).T
         return lazy != 0 if cls == "logical" else lazy

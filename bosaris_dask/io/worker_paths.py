@@ -1,0 +1,30 @@
+"""Paths as the tasks that read them must open them: absolute.
+
+A lazy object's tasks open their file where they run. A worker's working directory is its own
+(a batch job starts in the user's home, a scheduler and its workers were started elsewhere), so
+a relative path given on the client names another file there, or none. The readers keep the
+path as given for their messages and hand the tasks :func:`for_workers` of it.
+
+Examples
+--------
+>>> import os
+>>> for_workers("key.zarr") == os.path.join(os.getcwd(), "key.zarr")
+True
+>>> for_workers("s3://bucket/key.zarr")
+'s3://bucket/key.zarr'
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["for_workers"]
+
+
+def for_workers(path: str | os.PathLike[str]) -> str:
+    """``path`` made absolute against the client's working directory (an fsspec URL as it
+    is; ``..`` and links left for the file system to follow)."""
+    text = os.fspath(path)
+    if "://" in text and not text.startswith("file://"):
+        return text
+    return os.path.join(os.getcwd(), text.removeprefix("file://"))
