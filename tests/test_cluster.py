@@ -128,8 +128,8 @@ def test_default_small_job_uses_threads():
         ({"cluster": "slurm", "memory_limit": "4GB"}, "memory per job"),
         (
             {"scheduler": "tcp://127.0.0.1:1", "workers": 2},  # the flags too (the CLI's)
-            r"^workers \(--workers\) only apply to a cluster this program starts \(cluster='local' "
-            r"or 'mpi'\), not to a running scheduler \(--scheduler\)$",
+            r"^workers \(--workers\) only apply to workers this program starts \(--cluster; "
+            r"cluster= in Python\), not to a running scheduler \(--scheduler\)$",
         ),
         ({"cluster": "local", "workers": 0}, "workers must be a positive integer"),
         ({"cluster": "local", "memory_limit": "lots"}, "invalid memory limit 'lots'"),

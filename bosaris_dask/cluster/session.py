@@ -29,7 +29,7 @@ from bosaris_dask.cluster.scheduler import (
     _wait_for_workers,
     check_address,
 )
-from bosaris_dask.errors import BosarisError, ClusterError
+from bosaris_dask.errors import BosarisError, ClusterError, option
 from bosaris_dask.progress import current_client
 
 if TYPE_CHECKING:
@@ -383,7 +383,7 @@ def check_cluster_options(args: argparse.Namespace, kind: str) -> None:
     ...     print(str(exc)[:63])
     --memory-limit acts on --cluster local or mpi; this run uses th
     """
-    for option, dest, kinds in _APPLIES:
+    for flag, dest, kinds in _APPLIES:
         value = getattr(args, dest, None)
         if value is None or value is False or kind in kinds:  # --no-dashboard: nothing to do
             continue
@@ -391,7 +391,7 @@ def check_cluster_options(args: argparse.Namespace, kind: str) -> None:
         run = _RUNS.get(kind, f"--cluster {kind}")
         chosen = kind == "threads" and getattr(args, "cluster", None) is None
         hint = " (chosen for a small job: --cluster local starts worker processes)" * chosen
-        raise ClusterError(f"{option} acts on --cluster {where}"
+        raise ClusterError(f"{flag} acts on --cluster {where}"
                            + (" or a running scheduler" if "address" in kinds else "")
                            + f"; this run uses {run}{hint}")  # fmt: skip
 
@@ -437,8 +437,8 @@ def _check_options(kind, workers, threads_per_worker, memory_limit, queue, cores
         running = {"address": "a running scheduler (--scheduler)",
                    "file": "a running scheduler (--scheduler-file)",
                    "existing": "the client already running"}[kind]  # fmt: skip
-        raise ClusterError(f"{_named(given)} only apply to a cluster this program starts "
-                           f"(cluster='local' or 'mpi'), not to {running}")  # fmt: skip
+        raise ClusterError(f"{_named(given)} only apply to workers this program starts "
+                           f"(--cluster; cluster= in Python), not to {running}")  # fmt: skip
 
 
 def _named(names: list[str]) -> str:
@@ -447,7 +447,7 @@ def _named(names: list[str]) -> str:
     >>> _named(["workers", "memory_limit"])
     'workers (--workers), memory_limit (--memory-limit)'
     """
-    return ", ".join(f"{n} (--{n.replace('_', '-')})" for n in names)
+    return ", ".join(map(option, names))
 
 
 def _announcer(announce):
