@@ -977,6 +977,25 @@ def test_a_zarr_store_where_the_suffix_names_a_file_format_is_not_overwritten_as
     assert io.read(tmp_path / "bare").score.values.tolist() == [[1.0, 2.0]]
 
 
+@pytest.mark.parametrize("inside", ["x.txt", "x.h5", "new.zarr", "score/x.txt"])
+def test_an_output_inside_a_zarr_store_is_refused(tmp_path, inside, capsys):
+    # convert STORE STORE/x.txt succeeded and left the store unreadable by zarr (a writers' audit)
+    from bosaris_dask.cli import main
+    from bosaris_dask.trials import make_key, make_scores
+
+    scores = make_scores(["m"], ["s1", "s2"], [[1.0, 2.0]])
+    store = io.write(scores, tmp_path / "s.zarr")
+    with pytest.raises(StoreError, match=rf"s\.zarr/{inside}: it is inside the zarr store "):
+        io.write(scores, store / inside)
+    assert main(["convert", str(store), str(store / inside)]) == 1
+    assert "write it beside the store" in capsys.readouterr().err
+    key = io.write(make_key(["m"], ["s1", "s2"], [[1, -1]]), tmp_path / "k.zarr")
+    assert main(["evaluate", "--key", str(key), "--scores", str(store), "-q",
+                 "--json", str(store / "r.json")]) == 1  # fmt: skip
+    assert "it is inside the zarr store" in capsys.readouterr().err
+    assert io.read(store).score.values.tolist() == [[1.0, 2.0]]
+
+
 @pytest.mark.parametrize("suffix", ["zarr", "h5", "mat", "txt"])
 def test_read_takes_chunks_by_dimension_name_or_axis_in_every_format(tmp_path, suffix):
     # {"model": 4}: zarr raised TypeError, HDF5 and text ignored it; {0: 4}: MAT raised
@@ -995,6 +1014,24 @@ def test_writers_refuse_ids_their_readers_would_refuse(tmp_path):
         io.write(make_scores([""], ["s"], [[1.0]]), tmp_path / "e.mat")
     with pytest.raises(TrialError, match=r"of 1,048,576 bytes cannot be written to a text file"):
         io.write(make_scores(["x" * (1 << 20)], ["s"], [[1.0]]), tmp_path / "long.txt")
+    assert not list(tmp_path.iterdir())
+
+
+def test_write_errors_name_the_file_and_the_id_and_a_way_that_exists(tmp_path):
+    """A writers' audit: HDF5 refused a NUL id naming neither (and after writing the matrices);
+    a quality text file refused an infinity naming neither; a quality id unfit for text was
+    pointed to zarr (refused for a quality table) and to a NIST header (no such option)."""
+    from bosaris_dask.trials import quality_table
+
+    with pytest.raises(StoreError, match=r"n\.h5: a NUL in id 'a\\x00b' \(HDF5 /row_ids"):
+        io.write(make_scores(["a\x00b"], ["s"], [[1.0]]), tmp_path / "n.h5")
+    with pytest.raises(StoreError, match=r"q\.h5: a NUL in id 'a\\x00b' \(HDF5 /ids"):
+        io.write_quality(quality_table(["a\x00b"], [[1.0]]), tmp_path / "q.h5")
+    with pytest.raises(TrialError, match=r"q\.txt: quality measure 2 of id 'b' is inf: "):
+        io.write_quality(quality_table(["a", "b"], [[1.0, 2.0], [3.0, np.inf]]), tmp_path / "q.txt")
+    with pytest.raises(TrialError) as spaced:
+        io.write_quality(quality_table(["a b"], [[1.0]]), tmp_path / "q.txt")
+    assert str(spaced.value).endswith("; use an HDF5 or MAT file"), str(spaced.value)
     assert not list(tmp_path.iterdir())
 
 

@@ -717,7 +717,7 @@ def test_quality_errors(tmp_path, content, line, message):
 
 
 def test_quality_writer_errors(tmp_path):
-    with pytest.raises(TrialError, match="finite or NaN"):
+    with pytest.raises(TrialError, match="finite values, or NaN"):
         write_quality_text(quality_table(["a"], [[np.inf]]), tmp_path / "q.txt")
     with pytest.raises(TrialError, match="cannot be written"):
         write_quality_text(quality_table(["a b"], [[1.0]]), tmp_path / "q.txt")

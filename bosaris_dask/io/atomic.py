@@ -60,6 +60,10 @@ def check_folder(path: str | os.PathLike[str], *, file: bool = False) -> None:
     if not parent.is_dir():
         link = f" (a link to {final})" if final != Path(path) else ""
         raise StoreError(f"cannot write {path}{link}: directory {parent} does not exist")
+    store = next((d for d in (parent, *parent.parents) if is_zarr_store(d)), None)
+    if store is not None:  # a file the store does not know makes zarr refuse to read it
+        raise StoreError(f"cannot write {path}: it is inside the zarr store {store}, which would "
+                         "no longer read; write it beside the store")  # fmt: skip
     _check_replaceable(final, file=file)
 
 

@@ -33,6 +33,20 @@ _LIBVER = ("v108", "v108")
 QUALITY_LAYOUT = "measures x ids"
 
 
+def _check_ids(path: Any, name: str, values: Any) -> None:
+    r"""A StoreError naming the file and the first id with a NUL (HDF5's fixed-length strings
+    end at one), before anything is written.
+
+    >>> _check_ids("s.h5", "row_ids", ["a", "b\x00c"])
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.StoreError: s.h5: a NUL in id 'b\x00c' (HDF5 /row_ids cannot hold it)
+    """
+    for v in np.ravel(np.asarray(values, dtype=object)):
+        if "\x00" in str(v):
+            raise StoreError(f"{path}: a NUL in id {str(v)!r} (HDF5 /{name} cannot hold it)")
+
+
 def _write_strings(parent: h5py.Group, name: str, values: Any, *, scalar: bool = False) -> None:
     """Fixed-length NUL-terminated strings padded to the longest (as MATLAB writes them)."""
     encoded = [str(v).encode("utf-8") for v in np.ravel(np.asarray(values, dtype=object))]
@@ -145,6 +159,8 @@ def write_hdf5(
     if kind == "quality":
         raise StoreError(f"{path}: {quality_object_refused('HDF5')}")
     path = Path(path)
+    _check_ids(path, "row_ids", obj.model.values)
+    _check_ids(path, "column_ids", obj.segment.values)
     plan = plan_chunks(
         (obj.sizes["model"], obj.sizes["segment"]), 8 if kind == "scores" else 1, chunk_mb
     )
@@ -180,6 +196,7 @@ def write_quality_hdf5(table: xr.DataArray, path: str | os.PathLike[str]) -> Pat
     ids = table[table.dims[0]].values
     values = np.asarray(table.values, dtype=np.float64).T
     path = Path(path)
+    _check_ids(path, "ids", ids)
     with atomic_path(path) as tmp, h5py.File(tmp, "w", libver=_LIBVER) as f:
         f.create_dataset("values", data=values).attrs["layout"] = QUALITY_LAYOUT
         _write_strings(f, "ids", ids)

@@ -40,16 +40,19 @@ def _writable_ids(ids: Any, role: str, tabs: bool, path: Any) -> np.ndarray:
     output ``path``."""
     out = np.array([str(i) for i in np.asarray(ids, dtype=object).ravel()], dtype=object)
     bad = _ID_BAD[tabs]
+    # a quality table goes to HDF5 or MAT (not zarr) and has no NIST form
+    instead = "an HDF5 or MAT file" if role == "quality" else "a zarr or HDF5 store"
     for i in (k for k, u in enumerate(out) if len(u.encode()) > MAX_ID_BYTES):
         raise TrialError(f"{path}: {role} id {out[i][:40]!r}... of {len(out[i].encode()):,} "
                          f"bytes cannot be written to a text file (a line holds at most "
-                         f"{MAX_LINE_BYTES:,} bytes); use a zarr or HDF5 store")  # fmt: skip
+                         f"{MAX_LINE_BYTES:,} bytes); use {instead}")  # fmt: skip
     for i in (k for k, u in enumerate(out) if u == "" or bad.search(u)):
         why = "tabs, newlines, NUL" if tabs else "whitespace, NUL"
-        spaced = not tabs and out[i] and not _ID_BAD[True].search(out[i])  # a NIST table takes it
+        spaced = (not tabs and out[i] and not _ID_BAD[True].search(out[i])
+                  and role != "quality")  # a NIST table takes it  # fmt: skip
         raise TrialError(
             f"{path}: {role} id {out[i]!r} cannot be written to a text file (empty, starts "
-            f"with '#', or contains {why} or a byte-order mark); use a zarr or HDF5 store"
+            f"with '#', or contains {why} or a byte-order mark); use {instead}"
             + (", or a tab-separated NIST table (header=True; convert --header)" if spaced else "")
         )
     return out
@@ -322,7 +325,9 @@ def write_quality_text(table: xr.DataArray, path: str | os.PathLike[str]) -> Non
     ids = _writable_ids(table.id.values, "quality", False, path)
     values = np.asarray(table.values, dtype=np.float64)
     if np.isinf(values).any():
-        raise TrialError("quality values must be finite or NaN (no quality)")
+        i, j = np.argwhere(np.isinf(values))[0]
+        raise TrialError(f"{path}: quality measure {j + 1} of id {ids[i]!r} is {values[i, j]}: "
+                         "a quality file holds finite values, or NaN for no quality")  # fmt: skip
     q = values.shape[1]
     if q < 1:
         raise TrialError("a quality table needs at least one measure")
