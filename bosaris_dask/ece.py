@@ -50,7 +50,7 @@ from bosaris_dask.errors import OptionError
 from bosaris_dask.passes import exact_sum
 
 if TYPE_CHECKING:
-    from bosaris_dask.score_summary import ScoreSummary
+    from bosaris_dask.passes.score_summary import ScoreSummary
 
 __all__ = [
     "DEFAULT_ECE_PLO", "check_plo", "evaluate_ece", "ece_from_summary", "neutral_ece",

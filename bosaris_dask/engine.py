@@ -27,7 +27,7 @@ The checks of the inputs, the arrays the kernels read and the errors pass 1 find
 :mod:`bosaris_dask.inputs`'s; work that rides along the passes (the exact AUC) is declared by
 :mod:`bosaris_dask.passes.riders`.
 
-The result of a system is a :class:`~bosaris_dask.score_summary.ScoreSummary`: ascending,
+The result of a system is a :class:`~bosaris_dask.passes.score_summary.ScoreSummary`: ascending,
 non-empty key bins with target and non-target counts, exact (single keys) wherever a metric
 could depend on it.
 
@@ -86,7 +86,7 @@ from bosaris_dask.passes import (
 from bosaris_dask.passes.binmap import BinMap
 from bosaris_dask.passes.keys import threshold_keys
 from bosaris_dask.passes.riders import Rider
-from bosaris_dask.score_summary import ScoreSummary
+from bosaris_dask.passes.score_summary import ScoreSummary
 
 __all__ = ["ScoreSummary", "summarize", "score_bins", "DEFAULT_SPLIT_EVERY"]
 

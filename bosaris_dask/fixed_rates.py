@@ -45,7 +45,7 @@ import numpy as np
 from bosaris_dask.arguments import float_vector
 
 if TYPE_CHECKING:
-    from bosaris_dask.score_summary import ScoreSummary
+    from bosaris_dask.passes.score_summary import ScoreSummary
 
 __all__ = [
     "check_rates", "allowed_errors", "fixed_fmr", "fixed_fnmr", "fixed_rate_candidates",

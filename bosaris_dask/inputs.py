@@ -30,7 +30,7 @@ from bosaris_dask.passes import inline_blocks, kernels, runner
 from bosaris_dask.trials import align, is_label_key, kind_of, locate, trial_classes, validate
 
 if TYPE_CHECKING:  # pragma: no cover
-    from bosaris_dask.score_summary import ScoreSummary
+    from bosaris_dask.passes.score_summary import ScoreSummary
 
 __all__ = [
     "check_inputs",

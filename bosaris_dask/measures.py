@@ -1,6 +1,6 @@
-"""Metrics of one :class:`~bosaris_dask.score_summary.ScoreSummary`: the priors and sweep they are
-asked at, and every number of an evaluation (actDCF, minDCF, EER, PRBEP, Cllr, minCllr, DR30,
-the AUC bounds, the ROC and ROCCH curves).
+"""Metrics of one :class:`~bosaris_dask.passes.score_summary.ScoreSummary`: the priors and sweep
+they are asked at, and every number of an evaluation (actDCF, minDCF, EER, PRBEP, Cllr, minCllr,
+DR30, the AUC bounds, the ROC and ROCCH curves).
 
 The same functions serve an exact in-memory summary (:func:`summary_from_arrays`) and the
 engine's summary of a billion-trial store; :mod:`bosaris_dask.result_layout` arranges their
@@ -30,7 +30,7 @@ from bosaris_dask.errors import OptionError, ScoreError
 from bosaris_dask.passes import exact_sum
 from bosaris_dask.passes.kernels import softplus_units
 from bosaris_dask.passes.keys import order_keys
-from bosaris_dask.score_summary import ScoreSummary
+from bosaris_dask.passes.score_summary import ScoreSummary
 from bosaris_dask.steppy_roc import roc_points, roc_thresholds, steppy_roc, steppy_roc_positions
 from bosaris_dask.trials.construction import check_exact_integers
 

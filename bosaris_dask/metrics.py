@@ -2,9 +2,10 @@
 
 Definitions follow Brümmer & de Villiers (2011), section 2 (unit costs, effective prior ``p``, Bayes
 threshold ``-logit(p)``, accept iff ``score >= threshold``). Everything is computed from
-:class:`~bosaris_dask.score_summary.ScoreSummary` objects, so the same code serves a few thousand
-scores in numpy arrays and a billion-trial store. The short names of two arrays' metrics (``eer``,
-``min_dcf``, ``cllr``, ...) live in :mod:`bosaris_dask.array_metrics` and are re-exported here.
+:class:`~bosaris_dask.passes.score_summary.ScoreSummary` objects, so the same code serves a few
+thousand scores in numpy arrays and a billion-trial store. The short names of two arrays' metrics
+(``eer``, ``min_dcf``, ``cllr``, ...) live in :mod:`bosaris_dask.array_metrics` and are re-exported
+here.
 
 Examples
 --------
@@ -60,6 +61,7 @@ from bosaris_dask.measures import (
     summary_from_arrays,
     summary_metrics,
 )
+from bosaris_dask.passes.score_summary import ScoreSummary
 from bosaris_dask.result_layout import (
     concat_systems,
     curve,
@@ -68,7 +70,6 @@ from bosaris_dask.result_layout import (
     results_dataset,
     sweep_points,
 )
-from bosaris_dask.score_summary import ScoreSummary
 
 __all__ = [
     "DEFAULT_PRIORS",

@@ -36,7 +36,7 @@ from bosaris_dask.measures import (
     stated_plo,
     summary_metrics,
 )
-from bosaris_dask.score_summary import ScoreSummary
+from bosaris_dask.passes.score_summary import ScoreSummary
 
 __all__ = [
     "SCALARS",

@@ -8,7 +8,7 @@ keeps those whose point moves on probit (DET) axes by more than a resolution, a 
 
 Examples
 --------
->>> from bosaris_dask.score_summary import ScoreSummary
+>>> from bosaris_dask.passes.score_summary import ScoreSummary
 >>> from bosaris_dask.passes.keys import order_keys
 >>> s = ScoreSummary(np.dtype(np.float64), lo=order_keys(np.array([-2.0, 1.0, 3.0])),
 ...                  bits=np.zeros(3, np.int8), n_tar=np.array([0, 1, 1]),
@@ -24,7 +24,7 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 from bosaris_dask.passes.keys import keys_to_values
-from bosaris_dask.score_summary import ScoreSummary
+from bosaris_dask.passes.score_summary import ScoreSummary
 
 __all__ = ["steppy_roc", "steppy_roc_positions", "roc_points", "roc_thresholds"]
 

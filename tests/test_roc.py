@@ -10,7 +10,7 @@ from scipy.special import ndtri
 
 from bosaris_dask import roc
 from bosaris_dask import steppy_roc as steppy_roc_module
-from bosaris_dask.score_summary import ScoreSummary
+from bosaris_dask.passes.score_summary import ScoreSummary
 from bosaris_dask.steppy_roc import _cell_changes, steppy_roc
 
 from . import reference as ref

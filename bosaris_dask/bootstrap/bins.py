@@ -147,8 +147,8 @@ def prefix_histograms(
 
 def summary_prefix_counts(summary: Any, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
     """``(targets, non-targets)`` per key prefix from an exact
-    :class:`~bosaris_dask.score_summary.ScoreSummary` (each bin counted in the prefix of its lowest
-    key: a bin wider than a prefix offers only its own lower end as an edge)."""
+    :class:`~bosaris_dask.passes.score_summary.ScoreSummary` (each bin counted in the prefix of
+    its lowest key: a bin wider than a prefix offers only its own lower end as an edge)."""
     bits = prefix_bits(dtype)
     shift = np.uint64(key_bits(dtype) - bits)
     prefix = (np.asarray(summary.lo, dtype=np.uint64) >> shift).astype(np.intp)

@@ -355,7 +355,7 @@ def add_intervals(
     keep_replicates
         Also keep every resample's metrics (``replicate_*``, along ``resample``; 0 = the data).
     summaries
-        The evaluation's :class:`~bosaris_dask.score_summary.ScoreSummary` objects: the bins
+        The evaluation's :class:`~bosaris_dask.passes.score_summary.ScoreSummary` objects: the bins
         are then chosen from their exact counts instead of a pass of their own.
     by
         The evaluation's ``--by`` specs: also intervals per condition (``condition_*_ci``),

@@ -57,7 +57,7 @@ from bosaris_dask.passes.exact_auc import (
     with_passes,
 )
 from bosaris_dask.passes.riding_auc import RidingAuc
-from bosaris_dask.score_summary import ScoreSummary
+from bosaris_dask.passes.score_summary import ScoreSummary
 
 __all__ = ["evaluate_conditions", "conditions_and_summaries", "condition_result",
            "conditions_as_systems", "summary_cprimary", "PREFIX"]  # fmt: skip

@@ -38,7 +38,7 @@ from bosaris_dask.passes.exact_auc import AucPart
 from bosaris_dask.passes.grouped import Part, grouped_pass1, refine_parts, remap_groups
 from bosaris_dask.passes.riding_auc import RidingAuc
 from bosaris_dask.passes.runner import Aggregation, run_pass
-from bosaris_dask.score_summary import ScoreSummary
+from bosaris_dask.passes.score_summary import ScoreSummary
 from bosaris_dask.trials import align, locate, trial_classes
 
 __all__ = [

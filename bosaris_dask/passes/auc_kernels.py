@@ -19,7 +19,7 @@ import numpy as np
 from bosaris_dask.errors import InconsistentPassesError
 from bosaris_dask.passes import memory
 from bosaris_dask.passes.keys import key_bits, key_dtype, keys_to_values, order_keys
-from bosaris_dask.score_summary import ScoreSummary
+from bosaris_dask.passes.score_summary import ScoreSummary
 
 __all__ = [
     "BLOCK",

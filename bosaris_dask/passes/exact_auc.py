@@ -1,8 +1,8 @@
 """The exact AUC at any scale: in the evaluation's own passes where the targets fit a budget.
 
-The AUC is twice the Mann-Whitney U over twice the pairs: ``(2·#{s_tar > s_non} +
-#{s_tar = s_non}) / (2·T·N)`` (ties counted half, scikit-learn's ``roc_auc_score``). An engine
-summary (:class:`~bosaris_dask.score_summary.ScoreSummary`) orders every pair whose trials lie in
+The AUC is twice the Mann-Whitney U over twice the pairs: ``(2·#{s_tar > s_non} + #{s_tar = s_non})
+/ (2·T·N)`` (ties counted half, scikit-learn's ``roc_auc_score``). An engine summary
+(:class:`~bosaris_dask.passes.score_summary.ScoreSummary`) orders every pair whose trials lie in
 different bins and every pair tied in an exact bin (:func:`~bosaris_dask.measures.twice_u_parts`);
 only pairs inside a **mixed** coarse bin (``bits > 0``, both classes) are unknown. Here they are
 counted exactly:
@@ -87,7 +87,7 @@ from bosaris_dask.passes.auc_kernels import (
     mixed_twice_u,
     pair_count_kernel,
 )
-from bosaris_dask.score_summary import ScoreSummary
+from bosaris_dask.passes.score_summary import ScoreSummary
 
 __all__ = [
     "ExactAucWarning",

@@ -70,7 +70,7 @@ from bosaris_dask.passes.grouped_refine_kernels import (
 )
 from bosaris_dask.passes.keys import threshold_keys
 from bosaris_dask.passes.riders import Rider
-from bosaris_dask.score_summary import ScoreSummary
+from bosaris_dask.passes.score_summary import ScoreSummary
 
 __all__ = ["summarize_parts", "grouped_pass1", "refine_parts", "GroupedPass1", "SystemPass1",
            "Part", "remap_groups"]  # fmt: skip

@@ -2,8 +2,8 @@
 what it found.
 
 After pass 1 (:mod:`bosaris_dask.engine`), a bin of a
-:class:`~bosaris_dask.score_summary.ScoreSummary` needs refining only if it could hide an ROC convex
-hull vertex, contains a Bayes threshold, or (for PAV calibration) borders a hull vertex.
+:class:`~bosaris_dask.passes.score_summary.ScoreSummary` needs refining only if it could hide an ROC
+convex hull vertex, contains a Bayes threshold, or (for PAV calibration) borders a hull vertex.
 :func:`plan` turns those candidate bins into a
 :class:`~bosaris_dask.passes.refine_kernels.RefineSpec` within the budgets (dask config keys
 ``bosaris_dask.dense-budget`` and ``bosaris_dask.raw-limit``, see :mod:`bosaris_dask.config`);
@@ -13,7 +13,7 @@ replaces the candidate bins by what a pass found inside them.
 Examples
 --------
 >>> import numpy as np
->>> from bosaris_dask.score_summary import ScoreSummary
+>>> from bosaris_dask.passes.score_summary import ScoreSummary
 >>> s = ScoreSummary(np.dtype(np.float64), lo=np.array([0, 16, 32], dtype=np.uint64),
 ...                  bits=np.array([4, 4, 4], dtype=np.int8), n_tar=np.array([0, 3, 5]),
 ...                  n_non=np.array([4, 2, 0]), softplus_units=(0, 0))
@@ -38,7 +38,7 @@ from bosaris_dask.passes.refine_kernels import RefineSpec
 from bosaris_dask.passes.unique import unique
 
 if TYPE_CHECKING:
-    from bosaris_dask.score_summary import ScoreSummary
+    from bosaris_dask.passes.score_summary import ScoreSummary
 
 __all__ = [
     "candidates", "hull_candidates",

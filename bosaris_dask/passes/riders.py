@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
     from bosaris_dask.passes.runner import Aggregation
-    from bosaris_dask.score_summary import ScoreSummary
+    from bosaris_dask.passes.score_summary import ScoreSummary
 
 __all__ = ["Rider", "RiderPass", "PASS1_LEAD_BLOCKS"]
 

@@ -38,9 +38,9 @@ from bosaris_dask.passes.auc_kernels import (
 )
 from bosaris_dask.passes.exact_auc import ExactAuc
 from bosaris_dask.passes.keys import key_dtype, order_keys
+from bosaris_dask.passes.score_summary import ScoreSummary
 from bosaris_dask.passes.screening import key_ranges
 from bosaris_dask.progress import current_client
-from bosaris_dask.score_summary import ScoreSummary
 
 __all__ = ["RidingAuc"]
 

@@ -30,7 +30,7 @@ from bosaris_dask.progress import compute
 
 if TYPE_CHECKING:  # pragma: no cover
     from bosaris_dask.passes.riders import Rider, RiderPass
-    from bosaris_dask.score_summary import ScoreSummary
+    from bosaris_dask.passes.score_summary import ScoreSummary
 
 __all__ = ["Plan", "Specs", "Rounds", "run_rounds"]
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from bosaris_dask.errors import ScoreError
-from bosaris_dask.score_summary import ScoreSummary
+from bosaris_dask.passes.score_summary import ScoreSummary
 from bosaris_dask.spoofing import joint, tandem
 from bosaris_dask.spoofing.joint import Part
 from bosaris_dask.spoofing.metrics import (

@@ -70,7 +70,7 @@ import xarray as xr
 
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, summarize
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError, have
-from bosaris_dask.score_summary import ScoreSummary
+from bosaris_dask.passes.score_summary import ScoreSummary
 from bosaris_dask.spoofing.joint import Part
 from bosaris_dask.spoofing.keys import SPOOF_COORD, asv_classes, cm_key, sasv_key, spoof_flags
 from bosaris_dask.spoofing.metrics import (

@@ -101,7 +101,7 @@ def t_eer_on_grids(
     Parameters
     ----------
     ss
-        Engine summaries (:class:`~bosaris_dask.score_summary.ScoreSummary`).
+        Engine summaries (:class:`~bosaris_dask.passes.score_summary.ScoreSummary`).
     cm
         The CM's bona fide and spoof parts.
     asv
