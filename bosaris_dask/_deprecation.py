@@ -93,12 +93,13 @@ def renamed_keyword(old: str, new: str) -> Callable[[_F], _F]:
 
 
 def renamed_getattr(module: str, renamed: dict[str, tuple[str, Any]]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` that serves the ``renamed`` names ``{old: (new, object)}``."""
+    """A module ``__getattr__`` that serves the ``renamed`` names ``{old: (new, object)}``
+    (``new`` a name in the same module, or the dotted path of one moved to another)."""
 
     def __getattr__(name: str) -> Any:
         if name in renamed:
             new, obj = renamed[name]
-            warn_renamed(f"{module}.{name}", f"{module}.{new}")
+            warn_renamed(f"{module}.{name}", new if "." in new else f"{module}.{new}")
             return obj
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 

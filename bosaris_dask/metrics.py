@@ -46,7 +46,7 @@ from bosaris_dask.array_metrics import (
 )
 from bosaris_dask.costs import OperatingPoint, merge_operating_points
 from bosaris_dask.engine import DEFAULT_SPLIT_EVERY, summarize
-from bosaris_dask.errors import OptionError
+from bosaris_dask.errors import OptionError, option
 from bosaris_dask.measures import (
     DEFAULT_PRIORS,
     check_priors,
@@ -278,10 +278,11 @@ def evaluate(
     cprimary_priors = np.atleast_1d(np.asarray(cprimary_priors, dtype=object)).tolist()
     conditions, by, resample = (one_or_many(x) for x in (conditions, by, resample))
     if seed is not None and not (isinstance(seed, (int, np.integer)) and seed >= 0):
-        raise OptionError(f"seed must be an integer >= 0, got {seed!r}")
+        raise OptionError(f"{option('seed')} must be an integer >= 0, got {seed!r}")
     if bootstrap is None and (seed is not None or bootstrap_method != "multinomial"):
-        raise OptionError("seed and bootstrap_method choose the bootstrap's resamples: give "
-                          "bootstrap (a number of resamples) too")  # fmt: skip
+        raise OptionError(f"{option('seed')} and {option('bootstrap_method')} choose the "
+                          f"bootstrap's resamples: give {option('bootstrap')}, a number of "
+                          "resamples, too")  # fmt: skip
     if bootstrap is not None or ci is not None or resample or compare:  # (bootstrap=0: refused)
         from bosaris_dask.bootstrap import evaluate_with_intervals
 

@@ -340,6 +340,8 @@ def test_cprimary_comparison_and_resolution_against_brute_force():
         else:
             off = float(out.compare_cprimary_min_resolution.values[0])
             assert np.all(np.abs(got - exact) <= off + 1e-12), (exact, got, off)
+            p = float(out.compare_cprimary_min_p_better.values[0])  # of the binned differences
+            assert 0 <= p <= 1 and abs(p - np.mean(diff[~np.isnan(diff)] < 0)) <= 0.2
     assert wide  # the bins are coarse enough to be off
     doc = to_json_dict(out)
     assert set(doc["comparisons"][0]["cprimary"]) == {"act", "min"}
@@ -1148,6 +1150,12 @@ def test_the_too_few_warning_comes_after_the_option_errors_and_says_one_least_co
             warnings.simplefilter("always")
             metrics.evaluate(systems[0], key, conditions=tables, bootstrap=5, **args)
         assert not [w for w in caught if issubclass(w.category, BootstrapWarning)], kw
+    ds = _evaluate(key, systems)
+    with warnings.catch_warnings(record=True) as caught, pytest.raises(OptionError):
+        warnings.simplefilter("always")  # (add_intervals warned first too: a review)
+        add_intervals(ds, systems, key, conditions=tables, resample=["model.nope"], bootstrap=5,
+                      split_every=2)  # fmt: skip
+    assert not [w for w in caught if issubclass(w.category, BootstrapWarning)]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         _evaluate(key, systems, conditions=tables, bootstrap=100, ci=0.999, resample=["model.spk"])
@@ -1171,7 +1179,14 @@ def test_the_attributes_name_the_bootstrap_and_every_interval():
         "bootstrap's ends at most cprimary_min_ci_resolution below)",
     }
     assert one.equalized_min_dcf_ci.attrs["long_name"].endswith("no bound computed)")
-    assert one.equalized_act_dcf_ci.attrs["long_name"].endswith("equalized_act_dcf (exact)")
+    assert one.equalized_act_dcf_ci.attrs["long_name"].endswith("shares rounded to 2**-30)")
+    assert one.cprimary_min_ci_resolution.attrs["long_name"].startswith("bound on how far below")
+    three = _evaluate(key, systems, resample=["model.spk", "segment.spk"], compare=True, **kw)
+    assert three.compare_cprimary_min_resolution.attrs["long_name"].startswith("bound on how far")
+    assert three.compare_cprimary_act_p_better.attrs["units"] == "fraction"
+    undescribed = [v for v in three.data_vars if str(v).startswith(("compare_", "cprimary_",
+                   "equalized_")) and not three[v].attrs.get("long_name")]  # fmt: skip
+    assert not undescribed
     undescribed = [v for v in two.data_vars if str(v).endswith("_ci") and not
                    two[v].attrs.get("long_name")]  # fmt: skip
     assert not undescribed and len([v for v in two.data_vars if str(v).endswith("_ci")]) >= 15

@@ -119,7 +119,7 @@ def test_default_small_job_uses_threads():
         ({"scheduler": "tcp://127.0.0.1:1", "cluster": "local"}, "only one of"),
         ({"scheduler": "tcp://127.0.0.1:1", "scheduler_file": "f.json"}, "only one of"),
         ({"cluster": "yarn"}, "unknown cluster 'yarn'"),
-        ({"cluster": "local", "jobs": 2}, r"jobs \(--jobs\) only apply to cluster='slurm'"),
+        ({"cluster": "local", "jobs": 2}, r"\(--jobs\) only apply to cluster \(--cluster\) slurm"),
         (
             {"cluster": "threads", "queue": "q", "walltime": "1:00"},
             r"queue \(--queue\), walltime \(--walltime\) only",
@@ -128,8 +128,8 @@ def test_default_small_job_uses_threads():
         ({"cluster": "slurm", "memory_limit": "4GB"}, "memory per job"),
         (
             {"scheduler": "tcp://127.0.0.1:1", "workers": 2},  # the flags too (the CLI's)
-            r"^workers \(--workers\) only apply to workers this program starts \(--cluster; "
-            r"cluster= in Python\), not to a running scheduler \(--scheduler\)$",
+            r"^workers \(--workers\) only apply to a cluster this program starts \(cluster "
+            r"\(--cluster\)\), not to a running scheduler \(scheduler \(--scheduler\)\)$",
         ),
         ({"cluster": "local", "workers": 0}, "workers must be a positive integer"),
         ({"cluster": "local", "memory_limit": "lots"}, "invalid memory limit 'lots'"),

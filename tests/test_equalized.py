@@ -405,3 +405,13 @@ def test_a_stated_point_keeps_its_costs_in_the_equalized_table_and_json(files, c
     (op,) = system["equalized"]["operating_points"]
     assert (op["p_target"], op["c_miss"], op["c_fa"]) == (0.01, 10.0, 1.0)
     assert op["prior"] == pytest.approx(0.1 / 1.09, rel=1e-15)  # 0.01 x 10 against 0.99 x 1
+
+
+def test_the_report_functions_moved_keep_their_old_names_for_a_release():
+    from bosaris_dask.conditions import equalized, equalized_report
+
+    for name in ("json_entry", "format_block"):
+        with pytest.warns(
+            FutureWarning, match=f"use bosaris_dask.conditions.equalized_report.{name}"
+        ):
+            assert getattr(equalized, name) is getattr(equalized_report, name)

@@ -996,6 +996,53 @@ def test_an_output_inside_a_zarr_store_is_refused(tmp_path, inside, capsys):
     assert io.read(store).score.values.tolist() == [[1.0, 2.0]]
 
 
+def test_folders_and_plots_inside_a_zarr_store_are_refused_before_anything_is_made(
+    tmp_path, monkeypatch, capsys
+):
+    """A review: writers that make a folder made it inside the store before refusing the write
+    (an empty folder is enough for zarr to refuse the store); spoof --convert-dir was not
+    checked, plot --out only after the evaluation, and a relative output written from inside a
+    store's folder was not seen."""
+    from bosaris_dask.cli import main
+    from bosaris_dask.plots.standard import save_standard_plots
+    from bosaris_dask.spoofing.simulate import write_asvspoof5_sample
+    from bosaris_dask.spoofing.stores import write_set
+    from bosaris_dask.trials import make_key, make_scores
+
+    scores = make_scores(["m"], ["s1", "s2"], [[1.0, 2.0]])
+    key = make_key(["m"], ["s1", "s2"], [[1, -1]])
+    store = io.write(scores, tmp_path / "s.zarr")
+    keyed = io.write(key, tmp_path / "k.zarr")
+    with pytest.raises(StoreError, match="inside the zarr store"):
+        write_set(store / "set", key, {"asv": scores})
+    with pytest.raises(StoreError, match="inside the zarr store"):
+        write_asvspoof5_sample(store / "sample")
+    with pytest.raises(StoreError, match="inside the zarr store"):
+        save_standard_plots(_evaluated(scores, key), store / "plots")
+    sample = write_asvspoof5_sample(tmp_path / "sample")
+    runs = [
+        ["spoof", "cm", "--key", str(sample[0]), "--scores", str(sample[1]),
+         "--convert-dir", str(store / "cm")],
+        ["simulate", "--models", "3", "--segments", "4", "--out-dir", str(store / "sim")],
+        ["plot", "det", "--key", str(keyed), "--scores", str(store), "--out",
+         str(store / "det.png")],
+    ]  # fmt: skip
+    for argv in runs:
+        assert main([*argv, "-q"]) == 1, argv
+        assert "zarr store" in capsys.readouterr().err, argv
+    monkeypatch.chdir(store / "score")  # a relative output, from inside the store
+    with pytest.raises(StoreError, match="inside the zarr store"):
+        io.write(scores, "x.txt")
+    assert sorted(p.name for p in store.iterdir()) == ["model", "score", "segment", "zarr.json"]
+    assert io.read(store).score.values.tolist() == [[1.0, 2.0]]
+
+
+def _evaluated(scores, key):
+    from bosaris_dask.metrics import evaluate
+
+    return evaluate(scores, key, priors=[0.5])
+
+
 @pytest.mark.parametrize("suffix", ["zarr", "h5", "mat", "txt"])
 def test_read_takes_chunks_by_dimension_name_or_axis_in_every_format(tmp_path, suffix):
     # {"model": 4}: zarr raised TypeError, HDF5 and text ignored it; {0: 4}: MAT raised

@@ -35,9 +35,10 @@ def data(tmp_path_factory):
     bd.write(scores, root / "data" / "scores.zarr")
     bd.write(scores, root / "data" / "scores.h5")
     bd.write(scores, root / "data" / "scores.txt")
+    bd.write(scores, root / "data" / "scores.mat", mat_version="7.3")
     vectors = rng.normal(size=(27, 8)).astype(np.float32)
     emb = embeddings.from_arrays(MODELS + SEGMENTS, vectors)
-    for suffix in ("h5", "zarr"):
+    for suffix in ("h5", "zarr", "npy"):
         embeddings.write(emb, root / "data" / f"emb.{suffix}")
     return root, bd.evaluate(scores, key, priors=[0.1])
 
@@ -53,16 +54,22 @@ def client_elsewhere(data, tmp_path_factory):
     try:
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                            dashboard_address=None)  # fmt: skip
-    finally:
-        os.chdir(root)  # the client's folder: data/... is relative to it
+    except BaseException:
+        os.chdir(here)
+        raise
+    os.chdir(root)  # the client's folder: data/... is relative to it
     client = distributed.Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
-    os.chdir(here)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+        os.chdir(here)
 
 
-@pytest.mark.parametrize("scores", ["data/scores.zarr", "data/scores.h5", "data/scores.txt"])
+@pytest.mark.parametrize(
+    "scores", ["data/scores.zarr", "data/scores.h5", "data/scores.txt", "data/scores.mat"]
+)
 def test_relative_store_paths_read_by_workers_elsewhere(data, client_elsewhere, scores, tmp_path):
     _, expected = data
     cwd = client_elsewhere.run(lambda: __import__("os").getcwd())
@@ -72,7 +79,7 @@ def test_relative_store_paths_read_by_workers_elsewhere(data, client_elsewhere, 
         np.testing.assert_array_equal(got[name].values, expected[name].values)
 
 
-@pytest.mark.parametrize("suffix", ["h5", "zarr"])
+@pytest.mark.parametrize("suffix", ["h5", "zarr", "npy"])
 def test_relative_embedding_paths_read_by_workers_elsewhere(data, client_elsewhere, suffix):
     import dask
 

@@ -115,10 +115,10 @@ BOUNDS = ("low", "high")
 
 def check_options(
     ci: float | None, bootstrap: int | None, resample: Sequence[Any], compare: bool,
-    conditions: Sequence[Any], warn: bool = True,
+    conditions: Sequence[Any],
 ) -> tuple[float, int]:  # fmt: skip
-    """The interval level and resample count, or a one-line OptionError for a bad combination;
-    a :class:`BootstrapWarning` (unless not ``warn``) for too few resamples for the level.
+    """The interval level and resample count, or a one-line OptionError for a bad combination
+    (too few resamples for the level: :func:`warn_if_few`, once every option is checked).
 
     Examples
     --------
@@ -141,8 +141,6 @@ def check_options(
     if not conditions:
         raise OptionError(f"{option('resample')} names columns of condition tables: give "
                           f"{option('conditions')}")  # fmt: skip
-    if warn:
-        warn_if_few(bootstrap, level, stacklevel=4)
     return level, bootstrap
 
 
@@ -250,7 +248,7 @@ def evaluate_with_intervals(
     from bosaris_dask import metrics
 
     conditions, by, resample = (one_or_many(x) for x in (conditions, by, resample))
-    level, n_resamples = check_options(ci, bootstrap, resample, compare, conditions, warn=False)
+    level, n_resamples = check_options(ci, bootstrap, resample, compare, conditions)
     systems = [scores] if isinstance(scores, xr.Dataset) else list(scores)
     if compare and len(systems) < 2:
         raise OptionError(f"{option('compare')} needs at least two systems")
@@ -375,14 +373,14 @@ def add_intervals(
     """
     from bosaris_dask.inputs import pass_inputs
 
-    level, bootstrap = check_options(
-        ci, bootstrap, resample, compare, conditions, warn=_draws is None
-    )  # (else warned already)
+    level, bootstrap = check_options(ci, bootstrap, resample, compare, conditions)
     if compare and len(systems) < 2:
         raise OptionError(f"{option('compare')} needs at least two systems")
     # drawn and checked before any pass (by evaluate_with_intervals before the evaluation's)
     groups, m, s, seed = _draws or _draw(key, conditions, resample, bootstrap, seed,
                                          bootstrap_method)  # fmt: skip
+    if _draws is None:  # (else warned already), once the options are known to be good
+        warn_if_few(bootstrap, level)
     names = [str(n) for n in ds.system.values]
     is_op = ds.operating_point.values >= 0
     plo = ds.plo.values[is_op]

@@ -302,9 +302,9 @@ def format_block(results: xr.Dataset) -> list[str]:
     ]
     col = 17
     lines.append(
-        "  bins -R: EER, minCllr, minDCF and the Cal loss (Cllr minus that minCllr) are the "
-        "bootstrap bins'; the exact bootstrap's interval ends are at most R below these (+R: "
-        "above; a bound)"
+        "  bins -R: EER, minCllr, minDCF and the Cal loss (Cllr minus that minCllr), and "
+        "Cprimary's minimum, are the bootstrap bins'; the exact bootstrap's interval ends are at "
+        "most R below these (+R: above; a bound)"
     )
     lines.append(f"{'system':<{width}}" + "".join(f"  {c:>{col}}" for c in cells))
     for k, name in enumerate(names):

@@ -182,8 +182,8 @@ def cprimary_interval_variables(
     priors (their Bayes thresholds ``-cp_plo`` bin edges) of the normalized actDCF (exact)
     and minDCF (at the bins' resolution: each minimum's ``*_ci_resolution``, the mean of the
     priors' bounds), from the resamples the other intervals use. With ``compare``, the pooled
-    paired differences ``compare_cprimary_act``/``_min`` along ``pair``, as
-    :func:`compare_variables`'."""
+    paired differences ``compare_cprimary_act``/``_min`` along ``pair``
+    (:func:`compare_variables`)."""
     n_sys = ds.sizes["system"]
 
     def replicates(k: int, tar, non, sp_tar=None, sp_non=None) -> dict[str, np.ndarray]:
@@ -219,38 +219,10 @@ def cprimary_interval_variables(
         eq = np.array([intervals(replicates(k, *_equalized_units(r)))
                        for k, r in enumerate(results)])  # fmt: skip
         out |= variables("equalized_", ("system",), eq)
-    if compare:
-        out |= _paired_cprimary(ds, reps, level)
-    return out
-
-
-def _paired_cprimary(ds: xr.Dataset, reps: list[dict[str, np.ndarray]], level: float) -> dict:
-    """``compare_cprimary_act``/``_min`` (``pair``) with ``_ci``, ``_p_better`` and the
-    minimum's ``_resolution``: the pooled Cprimary's paired differences, as
-    :func:`compare_variables` makes the other metrics'."""
-    pairs = list(itertools.combinations(range(len(reps)), 2))
-    out: dict[str, Any] = {}
-    for name in ("cprimary_act", "cprimary_min"):
-        exact = ds[name].values
-        diff = np.stack([reps[i][name][1:] - reps[j][name][1:] for i, j in pairs])
-        valid = (~np.isnan(diff)).sum(axis=1)
-        lower = np.where(np.isnan(diff), False, diff < 0).sum(axis=1)
-        out[f"compare_{name}"] = ("pair", np.array([exact[i] - exact[j] for i, j in pairs]))
-        out[f"compare_{name}_ci"] = (
-            ("pair", "bound"),
-            np.stack([percentile_interval(d, level) for d in diff]),
-        )
-        out[f"compare_{name}_p_better"] = (
-            "pair",
-            np.where(valid > 0, lower / np.maximum(valid, 1), np.nan),
-        )
-        if name == "cprimary_min":
-            out[f"compare_{name}_resolution"] = (
-                "pair",
-                np.array(
-                    [resolution_of(reps[i], reps[j], name, exact[i], exact[j]) for i, j in pairs]
-                ),
-            )
+    if compare:  # the pooled Cprimary's paired differences, as the other metrics'
+        out |= compare_variables(ds, reps, level, None, range(n_sys),
+                                 metrics=("cprimary_act", "cprimary_min"),
+                                 binned=("cprimary_min",))  # fmt: skip
     return out
 
 
@@ -365,9 +337,12 @@ def _describe_by_name(ds: xr.Dataset, pct: str) -> None:
         if base not in ds or base == var:
             continue
         units = ds[base].attrs.get("units", "")
-        binned = "_min" in base or base.endswith("_eer")
+        metric = base.removeprefix("condition_").removeprefix("equalized_")
+        binned = metric in (*BINNED, "cprimary_min")
         if var == f"{base}_ci":
             how = "exact"
+            if base.startswith("equalized_"):
+                how = "exact, the conditions' shares rounded to 2**-30"
             if binned:
                 bound = f"{base}_ci_resolution"
                 how = (f"binned: the exact bootstrap's ends at most {bound} below" if bound in ds
@@ -460,10 +435,16 @@ def resolution_of(rep_a: dict[str, np.ndarray], rep_b: dict[str, np.ndarray], na
     return np.where(alike.all(axis=0) & (np.asarray(exact_a) == exact_b), 0.0, off)
 
 
-def compare_variables(ds, reps, level, is_op, names) -> dict[str, Any]:
+def compare_variables(
+    ds, reps, level, is_op, names, metrics=(*METRICS, *PER_POINT), binned=BINNED
+) -> dict[str, Any]:
+    """``compare_<metric>`` (``pair``[, ``plo``]) with its ``_ci``, ``_p_better`` and, for the
+    ``binned`` metrics, ``_resolution``: each pair's exact difference, the percentile interval
+    of its resamples' differences (``reps``: per system, each metric's row 0 the data, then the
+    resamples) and the fraction of them where the first is lower."""
     out: dict[str, Any] = {}
     pairs = list(itertools.combinations(range(len(names)), 2))
-    for name in (*METRICS, *PER_POINT):
+    for name in metrics:
         per_point = name in PER_POINT
         exact = ds[name].values[:, is_op] if per_point else ds[name].values
         diff = np.stack([reps[i][name][1:] - reps[j][name][1:] for i, j in pairs])
@@ -479,7 +460,7 @@ def compare_variables(ds, reps, level, is_op, names) -> dict[str, Any]:
         out[f"compare_{name}"] = (dims, point)
         out[f"compare_{name}_ci"] = ((*dims, "bound"), ci)
         out[f"compare_{name}_p_better"] = (dims, p_better)
-        if name in BINNED:  # each resample's value is the bins'; on the data they are off by
+        if name in binned:  # each resample's value is the bins'; on the data they are off by
             resolution = np.stack([resolution_of(reps[i], reps[j], name, exact[i], exact[j])
                                    for i, j in pairs])  # fmt: skip
             if per_point:

@@ -95,7 +95,7 @@ _FILE_OUTPUTS = ("json", "model_out")
 def _check_output_folders(args: argparse.Namespace) -> None:
     """Refuse an output whose folder does not exist before any work (the JSON of an hour's
     evaluation was refused only once the evaluation was done)."""
-    from bosaris_dask.io.atomic import check_folder
+    from bosaris_dask.io.atomic import check_folder, zarr_store_around
 
     for name in _OUTPUTS:
         path = getattr(args, name, None)
@@ -115,7 +115,7 @@ def _check_output_folders(args: argparse.Namespace) -> None:
         flag = f"--{name.replace('_', '-')}"
         if os.path.exists(path) and not os.path.isdir(path):
             raise OptionError(f"{flag} {path} is a file, not a directory")
-        store = _zarr_store_around(Path(path))
+        store = zarr_store_around(path)
         if store is not None:  # its files would be read as the store's (none opened it again)
             raise OptionError(f"{flag} {path} is {'' if store == Path(path) else 'inside '}the "
                               f"zarr store {store}: what is written there would break the "
@@ -123,18 +123,8 @@ def _check_output_folders(args: argparse.Namespace) -> None:
     _refuse_outputs_that_are_inputs(args)
 
 
-def _zarr_store_around(folder: Path) -> Path | None:
-    """The zarr store that ``folder`` is or lies inside (the nearest), or None."""
-    from bosaris_dask.io.atomic import is_zarr_store
-
-    for place in (folder, *folder.absolute().parents):
-        if place.is_dir() and is_zarr_store(place):
-            return folder if place == folder.absolute() else place
-    return None
-
-
 #: Options naming folders written into, never an input.
-_FOLDERS = ("out_dir", "plots_dir", "scratch_dir")
+_FOLDERS = ("out_dir", "plots_dir", "scratch_dir", "convert_dir")
 
 
 def _refuse_outputs_that_are_inputs(args: argparse.Namespace) -> None:

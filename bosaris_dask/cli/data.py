@@ -352,7 +352,7 @@ def _write_simulation(key: Any, systems: list[Any], out: Path, progress: bool) -
     writing leaves the previous set whole, never a new key next to the previous run's scores.
     """
     from bosaris_dask.io import write_zarr
-    from bosaris_dask.io.atomic import atomic_paths
+    from bosaris_dask.io.atomic import atomic_paths, refuse_inside_store
 
     stale = sorted((p.name for p in out.glob("system-*.zarr")
                     if p.stem[7:].isdigit() and int(p.stem[7:]) > len(systems)),
@@ -361,6 +361,7 @@ def _write_simulation(key: Any, systems: list[Any], out: Path, progress: bool) -
         raise OptionError(f"{out} holds {', '.join(stale)} of an earlier run, beside the "
                           f"{len(systems)} system{'s' * (len(systems) > 1)} this run writes with "
                           "a new key: remove them, or write into another --out-dir")  # fmt: skip
+    refuse_inside_store(out, out)  # before the folder is made in it
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "key.zarr", *(out / f"system-{k}.zarr" for k in range(1, len(systems) + 1))]
     with atomic_paths(paths) as tmps:

@@ -68,7 +68,7 @@ def _check_bootstrap_options(args: argparse.Namespace) -> None:
         from bosaris_dask.bootstrap.evaluation import check_options
 
         check_options(given["ci"], given["bootstrap"], given["resample"], given["compare"],
-                      args.conditions or (), warn=False)  # fmt: skip
+                      args.conditions or ())  # fmt: skip
 
 
 def _profile(args: argparse.Namespace) -> Any:

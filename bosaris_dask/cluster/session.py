@@ -400,7 +400,8 @@ def _choose_kind(scheduler, scheduler_file, cluster, size_hint) -> str:
     given = [n for n, v in (("scheduler", scheduler), ("scheduler_file", scheduler_file),
                             ("cluster", cluster)) if v is not None]  # fmt: skip
     if len(given) > 1:
-        raise ClusterError(f"give only one of scheduler, scheduler_file, cluster (got {given})")
+        raise ClusterError(f"give only one of {_named(['scheduler', 'scheduler_file', 'cluster'])}"
+                           f" (got {', '.join(given)})")  # fmt: skip
     if scheduler is not None:
         return "address"
     if scheduler_file is not None:
@@ -425,20 +426,21 @@ def _check_options(kind, workers, threads_per_worker, memory_limit, queue, cores
                      "jobs": jobs}  # fmt: skip
     bad = [n for n, v in jobqueue_only.items() if v is not None]
     if bad and kind not in _JOBQUEUE_KINDS:
-        raise ClusterError(f"{_named(bad)} only apply to cluster='slurm' or 'pbs'")
+        raise ClusterError(f"{_named(bad)} only apply to {option('cluster')} slurm or pbs")
     if kind in _JOBQUEUE_KINDS and memory_limit is not None:
-        raise ClusterError("with slurm/pbs give the memory per job (memory=...), not memory_limit")
+        raise ClusterError(f"with slurm/pbs give the memory per job ({option('memory')}), not "
+                           f"{option('memory_limit')}")  # fmt: skip
     if kind == "mpi" and workers is not None:
         raise ClusterError("with mpi the number of workers is set by 'mpirun -n N' (N - 2)")
     ours = {"workers": workers, "threads_per_worker": threads_per_worker,
             "memory_limit": memory_limit}  # fmt: skip
     given = [n for n, v in ours.items() if v is not None]
     if kind in ("address", "file", "existing") and given:
-        running = {"address": "a running scheduler (--scheduler)",
-                   "file": "a running scheduler (--scheduler-file)",
+        running = {"address": f"a running scheduler ({option('scheduler')})",
+                   "file": f"a running scheduler ({option('scheduler_file')})",
                    "existing": "the client already running"}[kind]  # fmt: skip
-        raise ClusterError(f"{_named(given)} only apply to workers this program starts "
-                           f"(--cluster; cluster= in Python), not to {running}")  # fmt: skip
+        raise ClusterError(f"{_named(given)} only apply to a cluster this program starts "
+                           f"({option('cluster')}), not to {running}")  # fmt: skip
 
 
 def _named(names: list[str]) -> str:

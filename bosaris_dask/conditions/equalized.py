@@ -65,6 +65,7 @@ import xarray as xr
 from scipy.special import expit
 
 from bosaris_dask import roc
+from bosaris_dask._deprecation import renamed_getattr
 from bosaris_dask.conditions.float_hull import lower_hull
 
 __all__ = [
@@ -417,3 +418,14 @@ def add_to_dataset(
             ds[name].attrs.update(units=units, long_name=long_name)
     ds.attrs["equalized_by"] = list(by)
     return ds
+
+
+def _moved_to_report() -> dict[str, tuple[str, Any]]:
+    """The report's functions, moved to :mod:`bosaris_dask.conditions.equalized_report`."""
+    from bosaris_dask.conditions import equalized_report as report
+
+    moved = ("json_entry", "format_block")
+    return {name: (f"{report.__name__}.{name}", getattr(report, name)) for name in moved}
+
+
+__getattr__ = renamed_getattr(__name__, _moved_to_report())

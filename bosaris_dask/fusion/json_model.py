@@ -107,11 +107,12 @@ class JsonModel:
         if name in type(self)._fitted_names():
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit first "
                                  f"({name} is set by fit)")  # fmt: skip
-        derived = inspect.getattr_static(type(self), name, None)
-        if isinstance(derived, property) and derived.fget is not None:
-            # a property read from fitted attributes (scale_, n_blocks_) that Python gave up
-            # on: its own error (a NotFittedError before fit), not "no attribute"
-            return derived.fget(self)
+        unset = type(self)._fitted_names() - vars(self).keys()
+        if isinstance(inspect.getattr_static(type(self), name, None), property) and unset:
+            # a property over fitted attributes (scale_, n_blocks_) whose NotFittedError Python
+            # turned into this call: not fitted, rather than "no attribute"
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit first "
+                                 f"({name} is computed from what fit sets)")  # fmt: skip
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}",
                              name=name, obj=self)  # fmt: skip
 

@@ -29,7 +29,8 @@ from bosaris_dask import config
 from bosaris_dask.errors import StoreError
 
 __all__ = ["atomic_path", "atomic_paths", "check_folder", "is_zarr_store", "remove_stale",
-           "remove_path", "written_in_place"]  # fmt: skip
+           "remove_path", "written_in_place", "zarr_store_around",
+           "refuse_inside_store"]  # fmt: skip
 
 _TMP = ".tmp-"
 _OLD = ".old-"
@@ -60,11 +61,38 @@ def check_folder(path: str | os.PathLike[str], *, file: bool = False) -> None:
     if not parent.is_dir():
         link = f" (a link to {final})" if final != Path(path) else ""
         raise StoreError(f"cannot write {path}{link}: directory {parent} does not exist")
-    store = next((d for d in (parent, *parent.parents) if is_zarr_store(d)), None)
-    if store is not None:  # a file the store does not know makes zarr refuse to read it
-        raise StoreError(f"cannot write {path}: it is inside the zarr store {store}, which would "
-                         "no longer read; write it beside the store")  # fmt: skip
+    refuse_inside_store(path, parent)
     _check_replaceable(final, file=file)
+
+
+def zarr_store_around(folder: str | os.PathLike[str]) -> Path | None:
+    """The zarr store that ``folder`` is or lies inside (the nearest; ``folder`` as given where
+    it is the store itself, else the store's absolute path), or None. The walk stops at a mount
+    point (a store never spans one; an automounter's ``/net`` is not asked for hosts).
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "s.zarr").mkdir(), (d / "s.zarr" / "zarr.json").write_text("{}")
+    >>> zarr_store_around(d / "s.zarr" / "x" / "y") == d / "s.zarr", zarr_store_around(d)
+    (True, None)
+    """
+    given = Path(folder)
+    for place in (given.absolute(), *given.absolute().parents):
+        if place.is_dir() and is_zarr_store(place):
+            return given if place == given.absolute() else place
+        if os.path.ismount(place):
+            return None
+    return None
+
+
+def refuse_inside_store(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> None:
+    """A StoreError for an output ``path`` that goes in ``folder`` (existing or not yet made)
+    inside a zarr store: zarr refuses to read a store holding a file or folder it does not know
+    (an empty folder is enough). Checked before anything is made."""
+    store = zarr_store_around(folder)
+    if store is not None:
+        raise StoreError(f"cannot write {path}: it is inside the zarr store {store}, which "
+                         "refuses what it does not know; write it beside the store")  # fmt: skip
 
 
 def remove_path(path: str | os.PathLike[str]) -> None:

@@ -19,6 +19,7 @@ import numpy as np
 import xarray as xr
 
 from bosaris_dask.errors import ClusterError, StoreError
+from bosaris_dask.io.atomic import refuse_inside_store
 from bosaris_dask.io.compute import as_dask
 from bosaris_dask.io.text.scratch import SCRATCH_CONFIG, _ScratchArray, _ScratchFile
 from bosaris_dask.io.worker_paths import for_workers
@@ -81,6 +82,7 @@ def scratch_directory(
         if not os.path.isdir(given):
             why = "is not a directory" if os.path.exists(given) else "does not exist"
             raise StoreError(f"scratch directory {os.fspath(given)} {why}")
+        refuse_inside_store(f"scratch files in {os.fspath(given)}", given)
         return for_workers(given)  # the staged files are opened by the workers
     off = workers_off_this_host()
     if off:

@@ -10,8 +10,6 @@ Examples
 >>> import os
 >>> for_workers("key.zarr") == os.path.join(os.getcwd(), "key.zarr")
 True
->>> for_workers("s3://bucket/key.zarr")
-'s3://bucket/key.zarr'
 """
 
 from __future__ import annotations
@@ -22,9 +20,6 @@ __all__ = ["for_workers"]
 
 
 def for_workers(path: str | os.PathLike[str]) -> str:
-    """``path`` made absolute against the client's working directory (an fsspec URL as it
-    is; ``..`` and links left for the file system to follow)."""
-    text = os.fspath(path)
-    if "://" in text and not text.startswith("file://"):
-        return text
-    return os.path.join(os.getcwd(), text.removeprefix("file://"))
+    """Local ``path`` made absolute against the client's working directory (``..`` and links
+    left for the file system to follow; an fsspec URL is no local path)."""
+    return os.path.join(os.getcwd(), os.fspath(path))

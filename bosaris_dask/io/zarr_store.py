@@ -296,7 +296,10 @@ def _absent_ok(attrs: dict, name: str) -> bool:
     return "bosaris_store_version" not in attrs and name in ("trial_mask", "score", "score_mask")
 
 
-def _open_group(path: Path | str) -> tuple[dict[str, Any], dict[str, zarr.Array]]:
+def _open_group(
+    path: Path | str, shown: Path | str | None = None
+) -> tuple[dict[str, Any], dict[str, zarr.Array]]:
+    """The attributes and arrays of the store at ``path`` (its messages name ``shown``)."""
     import zarr
 
     try:
@@ -306,7 +309,7 @@ def _open_group(path: Path | str) -> tuple[dict[str, Any], dict[str, zarr.Array]
             group = zarr.open_group(store=os.fspath(path), mode="r", use_consolidated=False)
             return dict(group.attrs), dict(group.arrays())
     except _zarr_errors() as exc:
-        raise StoreError(f"{path}: not a readable zarr store ({exc})") from exc
+        raise StoreError(f"{shown or path}: not a readable zarr store ({exc})") from exc
 
 
 def _require(path: Path | str, arrays: dict, name: str, dims: tuple[str, ...]) -> zarr.Array:
@@ -474,8 +477,10 @@ def read_zarr(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
     if not _store_exists(path):
         raise StoreNotFoundError(f"{path}: no such zarr store")
     files = _check_local_store(path) if isinstance(path, Path) else {}
-    # the arrays' tasks open the store where they run: absolute (messages name it as given)
-    attrs, arrays = _open_group(Path(for_workers(path)) if isinstance(path, Path) else path)
+    # the arrays' tasks open the store where they run: absolute (as given in the messages here;
+    # a task's own messages name the path it opened)
+    opened = Path(for_workers(path)) if isinstance(path, Path) else path
+    attrs, arrays = _open_group(opened, path)
     kind = attrs.get("bosaris_kind")
     if kind not in ("ndx", "key", "scores", "quality"):
         raise StoreError(f"{path}: not a bosaris_dask store (bosaris_kind = {kind!r})")

@@ -60,11 +60,11 @@ class ScoreSummary:
     n_missing
         Key trials without a score (dropped; non-zero only with ``allow_missing``).
     cross_entropy_plo, cross_entropy
-        Prior log-odds ``a`` (asked for with :func:`summarize`'s ``cross_entropy_plo``) and, per
-        ``a``, the exact sums ``sum log(1 + exp(-(s + a)))`` over targets and
-        ``sum log(1 + exp(s + a))`` over non-targets, a (target, non-target) pair of integers
-        in the units of ``softplus_units``: the empirical cross-entropy of the scores as LLRs at
-        every ``a`` (:mod:`bosaris_dask.ece`).
+        Prior log-odds ``a`` (asked for with :func:`~bosaris_dask.engine.summarize`'s
+        ``cross_entropy_plo``) and, per ``a``, the exact sums ``sum log(1 + exp(-(s + a)))`` over
+        targets and ``sum log(1 + exp(s + a))`` over non-targets, a (target, non-target) pair of
+        integers in the units of ``softplus_units``: the empirical cross-entropy of the scores as
+        LLRs at every ``a`` (:mod:`bosaris_dask.ece`).
     passes
         Passes over the data this summary took (shared by all systems of one call).
     """

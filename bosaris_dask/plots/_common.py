@@ -16,6 +16,7 @@ from matplotlib.figure import Figure, SubFigure
 from matplotlib.lines import Line2D
 
 from bosaris_dask.errors import PlotError
+from bosaris_dask.io.atomic import refuse_inside_store
 
 __all__ = [
     "Results", "Curve", "curves", "dr30_sides", "new_axes", "finish_curve_axes", "save_figure",
@@ -284,6 +285,7 @@ def check_plot_path(path: str | os.PathLike[str]) -> str:
         raise PlotError(f"{path}: no folder {parent} to write the plot in")
     if path.is_dir():
         raise PlotError(f"{path}: a folder is there, not a plot file")
+    refuse_inside_store(path, parent)
     return fmt
 
 

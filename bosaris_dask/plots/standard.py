@@ -22,7 +22,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from bosaris_dask.errors import PlotError
-from bosaris_dask.io.atomic import atomic_paths
+from bosaris_dask.io.atomic import atomic_paths, refuse_inside_store
 from bosaris_dask.plots._common import FORMATS, Results, save_figure, write_figure
 from bosaris_dask.plots.ape import _count, ape_plot, cllr_plot
 from bosaris_dask.plots.det import det_plot
@@ -190,6 +190,7 @@ def save_standard_plots(
     if bad or not formats:
         raise PlotError(f"plot formats are {', '.join(FORMATS)}; got {list(formats)}")
     out = Path(directory)
+    refuse_inside_store(out, out)  # before the folder is made in it
     created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)

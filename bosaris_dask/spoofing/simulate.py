@@ -91,9 +91,10 @@ def write_asvspoof5_sample(folder: str | os.PathLike[str], *, seed: int = 0) -> 
     >>> [p.name for p in paths], paths[0].read_text().splitlines()[0]
     (['cm_key.tsv', 'cm_scores.tsv', 'sasv_key.tsv', 'sasv_scores.tsv'], 'filename\\tcm-label')
     """
-    from bosaris_dask.io.atomic import atomic_paths
+    from bosaris_dask.io.atomic import atomic_paths, refuse_inside_store
 
     out = Path(folder)
+    refuse_inside_store(out, out)  # before the folder is made in it
     out.mkdir(parents=True, exist_ok=True)
     tables = simulate_asvspoof5(seed=seed)
     paths = [out / f"{name}.tsv" for name in tables]

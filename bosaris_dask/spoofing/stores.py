@@ -64,12 +64,13 @@ def write_set(
     zarr store is an error, never deleted.
     """
     from bosaris_dask.io import write_zarr
-    from bosaris_dask.io.atomic import atomic_paths, is_zarr_store, remove_path
+    from bosaris_dask.io.atomic import atomic_paths, is_zarr_store, refuse_inside_store, remove_path
 
     bad = sorted(set(scores) - set(COLUMNS))
     if bad:
         raise StoreError(f"unknown score column(s) {bad}: expected some of {list(COLUMNS)}")
     out = Path(directory)
+    refuse_inside_store(out / "key.zarr", out)  # before the folder is made in it
     out.mkdir(parents=True, exist_ok=True)
     names = [c for c in COLUMNS if c in scores]
     earlier = [out / f"{c}.zarr" for c in COLUMNS if c not in scores]

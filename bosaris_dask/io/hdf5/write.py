@@ -42,9 +42,11 @@ def _check_ids(path: Any, name: str, values: Any) -> None:
     ...
     bosaris_dask.errors.StoreError: s.h5: a NUL in id 'b\x00c' (HDF5 /row_ids cannot hold it)
     """
-    for v in np.ravel(np.asarray(values, dtype=object)):
-        if "\x00" in str(v):
-            raise StoreError(f"{path}: a NUL in id {str(v)!r} (HDF5 /{name} cannot hold it)")
+    # (numpy's str arrays drop trailing NULs: each id looked at as a Python str)
+    bad = next((v for v in map(str, np.ravel(np.asarray(values, dtype=object))) if "\x00" in v),
+               None)  # fmt: skip
+    if bad is not None:
+        raise StoreError(f"{path}: a NUL in id {bad!r} (HDF5 /{name} cannot hold it)")
 
 
 def _write_strings(parent: h5py.Group, name: str, values: Any, *, scalar: bool = False) -> None:
