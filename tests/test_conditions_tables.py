@@ -315,6 +315,12 @@ def test_info_describes_condition_tables_and_their_coverage_of_a_key(tmp_path, c
     )
     assert main(["info", str(tmp_path / "headed.txt")]) == 0  # a key with a header: no table
     assert "kind:        key" in capsys.readouterr().out
+    for side in ("MODEL", "modelid", "Enroll_ID"):  # as --conditions reads them (were ndx)
+        (tmp_path / "u.tsv").write_text(f"{side}\tg\nm1\tf\nm2\tm\n")
+        assert main(["info", str(tmp_path / "u.tsv"), "--key", str(tmp_path / "key.zarr")]) == 0
+        assert capsys.readouterr().out.splitlines()[1:2] == [
+            "side:        model: 2 ids, m1, m2 (--by model.COL)"
+        ]
     assert main(["info", "--kind", "conditions", str(tmp_path / "key.zarr")]) != 0
     assert "key.zarr: a key store, not a condition table" in capsys.readouterr().err
     (tmp_path / "spaced.tsv").write_text("model gender\nm0 f\n")  # reads as an ndx, noted

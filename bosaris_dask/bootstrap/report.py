@@ -301,10 +301,12 @@ def format_block(results: xr.Dataset) -> list[str]:
         f"{n} {label}" for label in point_names for n in ("act", "min")
     ]
     col = 17
+    cprimary = "cprimary_min_ci" in results  # its minimum is binned too
     lines.append(
-        "  bins -R: EER, minCllr, minDCF and the Cal loss (Cllr minus that minCllr), and "
-        "Cprimary's minimum, are the bootstrap bins'; the exact bootstrap's interval ends are at "
-        "most R below these (+R: above; a bound)"
+        "  bins -R: EER, minCllr, minDCF and the Cal loss (Cllr minus that minCllr)"
+        + (", and Cprimary's minimum," if cprimary else "")
+        + " are the bootstrap bins'; the exact bootstrap's interval ends are at most R below "
+        "these (+R: above; a bound)"
     )
     lines.append(f"{'system':<{width}}" + "".join(f"  {c:>{col}}" for c in cells))
     for k, name in enumerate(names):
@@ -330,9 +332,10 @@ def format_block(results: xr.Dataset) -> list[str]:
                for m in (*BINNED, "cprimary_min")
                if f"compare_{m}_resolution" in results):  # fmt: skip
             lines.append(
-                "  bins ±R: the resamples' EER, minCllr, Cal loss and minDCF (and Cprimary's) "
-                "are the bootstrap bins'; each resample's difference is within R of its exact one "
-                "(a bound): a difference within ±R is not resolved"
+                "  bins ±R: the resamples' EER, minCllr, Cal loss and minDCF"
+                + (" (and Cprimary's)" if cprimary else "")
+                + " are the bootstrap bins'; each resample's difference is within R of its exact "
+                "one (a bound): a difference within ±R is not resolved"
             )
         for i, label in enumerate(results.pair.values):
             if all(np.isnan(results[f"compare_{m}"].values[i]) for m in METRICS):

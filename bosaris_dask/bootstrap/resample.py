@@ -79,7 +79,7 @@ def parse_resample(spec: str | ResampleSpec) -> ResampleSpec:
     >>> parse_resample("same.language")
     Traceback (most recent call last):
     ...
-    bosaris_dask.errors.OptionError: --resample 'same.language': expected model.COL or segment.COL
+    bosaris_dask.errors.OptionError: ... 'same.language': expected model.COL or segment.COL
     """
     if isinstance(spec, ResampleSpec):
         return spec

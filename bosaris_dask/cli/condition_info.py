@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from bosaris_dask.conditions.table_files import read_condition_table
+from bosaris_dask.conditions.table_files import read_condition_table, side_names
 from bosaris_dask.conditions.tables import SIDES, TRIAL, ConditionTable
 from bosaris_dask.errors import BosarisError
 
@@ -34,8 +34,9 @@ def is_condition_table(path: str) -> bool:
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (d / "m.tsv").write_text("model\\tspeaker\\nm1\\tspk1\\n")
     >>> _ = (d / "k.txt").write_text("segment\\tmodel\\tlabel\\ns1\\tm1\\ttarget\\n")
-    >>> is_condition_table(str(d / "m.tsv")), is_condition_table(str(d / "k.txt"))
-    (True, False)
+    >>> _ = (d / "n.tsv").write_text("MODELID\\tspeaker\\nm1\\tspk1\\n")
+    >>> [is_condition_table(str(d / name)) for name in ("m.tsv", "k.txt", "n.tsv")]
+    [True, False, True]
     """
     from bosaris_dask.io.text.layout import _ROLE_OF_NAME, _first_nonblank_line
 
@@ -51,7 +52,7 @@ def is_condition_table(path: str) -> bool:
         header = _first_nonblank_line(path)[0].decode("utf-8")
     except (BosarisError, UnicodeDecodeError):
         return False  # the trial readers say what is wrong
-    names = [n.strip() for n in header.split("\t")]
+    names = side_names(header.split("\t"))  # (any case, NIST's names: as the reader takes them)
     roles = {_ROLE_OF_NAME.get(n.lower()) for n in names}
     if len(names) < 2 or names[0] not in SIDES:
         return False

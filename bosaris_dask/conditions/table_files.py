@@ -176,13 +176,24 @@ _SIDE_SYNONYMS = {
 }  # fmt: skip
 
 
-def _check_header(header: list[str], path: Path, lineno: int) -> None:
+def side_names(header: list[str]) -> list[str]:
+    """A header's names, its side columns spelled ``model``/``segment`` (``Model``,
+    ``SEGMENT``, NIST's ``modelid``, ...).
+
+    >>> side_names(["MODELID", " Segment ", "lang"])
+    ['model', 'segment', 'lang']
+    """
     names = [h.strip() for h in header]
     for k in range(min(2, len(names))):  # Model, SEGMENT: the sides in any case
         if names[k].lower() in SIDES:
             names[k] = names[k].lower()
         elif names[k].lower() in _SIDE_SYNONYMS[k] and (k == 0 or names[0] == "model"):
             names[k] = _SIDE_SYNONYMS[k][names[k].lower()]
+    return names
+
+
+def _check_header(header: list[str], path: Path, lineno: int) -> None:
+    names = side_names(header)
     header[:] = names
     if names[0] not in SIDES:
         why = ""
