@@ -2,8 +2,9 @@
 
 A lazy object's tasks open their file where they run. A worker's working directory is its own
 (a batch job starts in the user's home, a scheduler and its workers were started elsewhere), so
-a relative path given on the client names another file there, or none. The readers keep the
-path as given for their messages and hand the tasks :func:`for_workers` of it.
+a relative path given on the client names another file there, or none. The readers hand the
+tasks :func:`for_workers` of the path; what they say on the client names the path as given, a
+task's own messages the absolute path it opened.
 
 Examples
 --------
