@@ -185,6 +185,15 @@ def option(name: str) -> str:
     return f"{name} (--{name.replace('_', '-')})"
 
 
+def are(n: int, noun: str) -> str:
+    """``n`` of ``noun`` and the verb *to be*, agreeing in number.
+
+    >>> are(1, "score"), are(3, "score")
+    ('1 score is', '3 scores are')
+    """
+    return f"{n:,} {noun} is" if n == 1 else f"{n:,} {noun}s are"
+
+
 def have(n: int, noun: str) -> str:
     """``n`` of ``noun`` and the verb, agreeing in number (for the messages above).
 

@@ -77,7 +77,7 @@ def test_fused_lines_follow_the_first_file_and_leave_out_unscored_trials(lists, 
     assert trials == [t for t in first if t in set(trials)]
     dropped = len(first) - len(trials)
     assert dropped > 0
-    assert f"{dropped} of the {len(first)} trials of s1.lst have no score in every system" in err
+    assert f"{dropped} of the {len(first)} trials of s1.lst lack a score in some system" in err
     assert "estimated target proportion" in err  # fuse's report from the packed lists
 
 
@@ -92,7 +92,7 @@ def test_the_grid_path_says_how_many_trials_it_leaves_out_as_the_text_path_does(
     second = {tuple(line.split()[:2]) for line in _lines(d / "s2.lst")}
     dropped = len(first - second)
     assert main([*argv, "--out", str(d / "out.txt")]) == 0  # the text path
-    said = f"{dropped} of the {len(first)} trials of s1.lst have no score in every system: "
+    said = f"{dropped} of the {len(first)} trials of s1.lst lack a score in some system: "
     assert said + "not written" in capsys.readouterr().err
     assert main([*argv, "--out", str(d / "out.zarr")]) == 0  # the grid path (a store)
     assert said + "not written" in capsys.readouterr().err
@@ -101,7 +101,7 @@ def test_the_grid_path_says_how_many_trials_it_leaves_out_as_the_text_path_does(
     assert main([*argv, "--ndx", str(d / "trials.ndx"), "--out", str(d / "ndx.zarr")]) == 0
     unscored = len(set(ndx) - second)
     assert unscored > 0
-    assert (f"{unscored} of the {len(ndx)} trials of trials.ndx have no score in every system: "
+    assert (f"{unscored} of the {len(ndx)} trials of trials.ndx lack a score in some system: "
             "not written") in capsys.readouterr().err  # fmt: skip
     main(["calibrate", "--key", str(d / "key.lst"), "--scores", str(d / "s2.lst"),
           "--model-out", str(d / "cal.json"), "--allow-missing", "-q"])  # fmt: skip

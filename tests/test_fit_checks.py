@@ -463,3 +463,13 @@ def test_an_undetermined_fusion_far_from_zero_converges_with_its_one_note(offset
     assert model.converged_ and len(model.fit_warnings_) == 1 and caught == model.fit_warnings_
     assert "do not determine" in model.fit_warnings_[0]
     assert "stopped before" not in model.fit_warnings_[0]
+
+
+def test_a_fit_stopped_early_on_classes_with_a_gap_says_separable_not_ties():
+    # (an audit: max_iter=3 on classes 1.0 apart said they "meet only at ties")
+    rng = np.random.default_rng(3)
+    tar, non = rng.normal(3, 0.3, (200, 1)), rng.normal(0, 0.3, (2000, 1))
+    assert tar.min() > non.max()
+    model, _ = _fit(LinearFuser(max_iter=3), tar, non)
+    said = [w for w in model.fit_warnings_ if w.startswith("the training classes")]
+    assert said and said[0].startswith("the training classes are separable: every target score")

@@ -20,7 +20,7 @@ import xarray as xr
 
 from bosaris_dask.calibration.knots import DEFAULT_BOUND, interpolate_map, pav_map
 from bosaris_dask.engine import summarize
-from bosaris_dask.errors import OptionError, ScoreError, TrialError, have
+from bosaris_dask.errors import OptionError, ScoreError, TrialError, are, have
 from bosaris_dask.fusion.base import nonfinite_error, scores_and_key, wanted_trials, with_ids
 from bosaris_dask.fusion.json_model import (
     MODEL_FORMAT,
@@ -200,7 +200,7 @@ class PAVCalibrator(JsonModel):
         score_bounds, llr_bounds = self._check_fitted()
         s = np.asarray(scores, dtype=np.float64)
         if not np.isfinite(s).all():
-            raise ScoreError(f"{int((~np.isfinite(s)).sum())} scores are not finite")
+            raise ScoreError(f"{are(int((~np.isfinite(s)).sum()), 'score')} not finite")
         return interpolate_map(s, score_bounds, llr_bounds)
 
     @in_llr_base

@@ -125,8 +125,8 @@ def apply_in_order(
                        f"filled with {fill:g}")  # fmt: skip
     elif unscored:
         first = Path(order.path).name
-        _say(args, f"{unscored:,} of the {len(values):,} trials of {first} have no score in "
-                   "every system: not written")  # fmt: skip
+        _say(args, f"{unscored:,} of the {len(values):,} trials of {first} lack a score in "
+                   "some system: not written")  # fmt: skip
     write_score_lines(order, values, scored | (fill is not None), args.out)
     return natural, out
 

@@ -111,8 +111,8 @@ def _say_unwritten(
     n_ref, n_out = (int(n) for n in compute((reference.sum(), out.score_mask.data.sum()),
                                             progress=None))  # fmt: skip
     if n_ref > n_out:
-        _say(args, f"{n_ref - n_out:,} of the {n_ref:,} trials of {Path(str(name)).name} have no "
-                   "score in every system: not written")  # fmt: skip
+        _say(args, f"{n_ref - n_out:,} of the {n_ref:,} trials of {Path(str(name)).name} lack a "
+                   "score in some system: not written")  # fmt: skip
 
 
 def _fit_and_apply(

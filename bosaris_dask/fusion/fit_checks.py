@@ -139,15 +139,19 @@ def tied_separation_note(
     for k, (tar_lo, tar_hi, non_lo, non_hi) in enumerate(ranges.tolist()):
         if tar_hi > non_lo and non_hi <= tar_lo:  # not all equal: that is a constant system
             where = f"at or above {tar_lo:.6g} and every non-target score at or below {non_hi:.6g}"
+            gap = non_hi < tar_lo
         elif non_hi > tar_lo and tar_hi <= non_lo:  # the same, the scores running the wrong way
             where = (f"at or below {tar_hi:.6g} and every non-target score at or above "
                      f"{non_lo:.6g} (higher scores for non-targets)")  # fmt: skip
+            gap = tar_hi < non_lo
         else:
             continue
         name = systems[k] if systems else f"system {k + 1}"
         who = "" if calibration else f" of {name}"
+        # (a gap: a fit stopped early by max_iter, before separation_note's test could see it)
+        how = "are separable" if gap else "meet only at ties"
         return (
-            f"the training classes meet only at ties: every target score{who} is {where}, so "
+            f"the training classes {how}: every target score{who} is {where}, so "
             "a steeper map about that point always fits the training data better: the "
             "cross-entropy has no minimum, where the fit stopped is arbitrary, and its LLRs "
             "are over-confident. Train on more (or harder) trials, or with an L2 penalty (--l2, "

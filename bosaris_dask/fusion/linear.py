@@ -18,6 +18,7 @@ from bosaris_dask.errors import (
     OptionError,
     ScoreError,
     TrialError,
+    are,
 )
 from bosaris_dask.fusion.base import (
     _as_list,
@@ -472,7 +473,7 @@ class LinearFuser(JsonModel):
         if s.ndim != 2 or s.shape[1] != len(weights):
             raise TrialError(f"expected scores of shape (n, {len(weights)}), got {s.shape}")
         if not np.isfinite(s).all():
-            raise ScoreError(f"{int((~np.isfinite(s)).sum())} scores are not finite")
+            raise ScoreError(f"{are(int((~np.isfinite(s)).sum()), 'score')} not finite")
         return offset + s @ weights
 
     def fit_transform(
