@@ -104,10 +104,11 @@ class JsonModel:
         if renamed is not None:
             warn_renamed(f"{type(self).__name__}.{name}", f"{type(self).__name__}.{renamed}")
             return getattr(self, renamed)
-        if name in type(self)._fitted_names():
+        fitted = type(self)._fitted_names()
+        if name in fitted:
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit first "
                                  f"({name} is set by fit)")  # fmt: skip
-        unset = type(self)._fitted_names() - vars(self).keys()
+        unset = fitted - vars(self).keys()
         if isinstance(inspect.getattr_static(type(self), name, None), property) and unset:
             # a property over fitted attributes (scale_, n_blocks_) whose NotFittedError Python
             # turned into this call: not fitted, rather than "no attribute"

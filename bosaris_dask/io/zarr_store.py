@@ -409,7 +409,12 @@ def _check_trial_layout(path: Path | str, kind: str, attrs: dict, arrays: dict) 
             raise StoreError(f"{path}: array {name!r} has dtype {arr.dtype}")
 
 
-def _build(path: Path | str, kind: str, ds: xr.Dataset, attrs: dict, chunks: Any, arrays: dict):
+def _build(
+    path: Path | str, kind: str, ds: xr.Dataset, attrs: dict, chunks: Any, arrays: dict,
+    opened: Path | str,
+):  # fmt: skip
+    """The trial object of a store read at ``path`` (its messages' name); ``opened``: where its
+    chunks' tasks open it (absolute)."""
     models, segments = ds["model"].values, ds["segment"].values
     plan = plan_chunks((len(models), len(segments)), 1) if chunks is None else chunks
     if "model_label" in ds.variables:
@@ -420,8 +425,7 @@ def _build(path: Path | str, kind: str, ds: xr.Dataset, attrs: dict, chunks: Any
     def matrix(name: str) -> Any:
         if name in omitted:
             return None
-        where = Path(for_workers(path)) if isinstance(path, Path) else path
-        return _chunk_array(arrays[name], where, name, _absent_ok(attrs, name))
+        return _chunk_array(arrays[name], opened, name, _absent_ok(attrs, name))
 
     if kind == "key":  # codes outside {-1, 0, +1} raise when a block is read, naming the trial
         mask = checked_codes(matrix("trial_mask"), models, segments, where=f"{path}: ")
@@ -500,6 +504,6 @@ def read_zarr(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
     try:
         if kind == "quality":
             return _build_quality(path, ds)
-        return _build(path, kind, ds, attrs, chunks, arrays)
+        return _build(path, kind, ds, attrs, chunks, arrays, opened)
     except TrialError as exc:
         raise StoreError(f"{path}: {exc}") from exc

@@ -50,10 +50,9 @@ def _check_ids(path: Any, name: str, values: Any) -> None:
 
 
 def _write_strings(parent: h5py.Group, name: str, values: Any, *, scalar: bool = False) -> None:
-    """Fixed-length NUL-terminated strings padded to the longest (as MATLAB writes them)."""
+    """Fixed-length NUL-terminated strings padded to the longest (as MATLAB writes them); ids
+    are checked for NULs by :func:`_check_ids` before anything is written."""
     encoded = [str(v).encode("utf-8") for v in np.ravel(np.asarray(values, dtype=object))]
-    if any(b"\x00" in e for e in encoded):
-        raise StoreError(f"ids with NUL characters cannot be stored in HDF5 /{name}")
     size = max((len(e) for e in encoded), default=0) + 1
     tid = h5py.h5t.C_S1.copy()
     tid.set_size(size)
