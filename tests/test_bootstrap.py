@@ -519,8 +519,8 @@ def test_local_cluster_gives_identical_intervals():
         ({"bootstrap": 10, "resample": ["same.spk"]}, "expected model.COL or segment.COL"),
         (
             {"bootstrap": 10, "resample": ["model.spk,segment.spk"]},
-            "--resample 'model.spk,segment.spk': one spec per flag; repeat the flag: --resample "
-            "model.spk --resample segment.spk",
+            "resample (--resample) 'model.spk,segment.spk': one spec per value: resample=["
+            "'model.spk', 'segment.spk'] (--resample model.spk --resample segment.spk)",
         ),
         (
             {"bootstrap": 10, "resample": ["segment.gender"]},

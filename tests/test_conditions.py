@@ -263,13 +263,14 @@ def test_cli_conditions_json(files, capsys):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--by", "model.x"], "--by model.x: no model column 'x' (model columns: g, l; in "),
-        (["--by", "same.g"], "--by same.g: no segment column 'g'"),
+        (["--by", "model.x"], "by (--by) model.x: no model column 'x' (model columns: g, l; in "),
+        (["--by", "same.g"], "by (--by) same.g: no segment column 'g'"),
         (["--by", "gender"], "expected model.COL, segment.COL, same.COL or trial.COL"),
         # several specs in one flag read as a column 'g,same.l'
         (
             ["--by", "model.g,same.l"],
-            "--by 'model.g,same.l': one spec per flag; repeat the flag: --by model.g --by same.l",
+            "by (--by) 'model.g,same.l': one spec per value: by=['model.g', 'same.l'] (--by "
+            "model.g --by same.l)",
         ),
         (["--by", "model.g", "--conditions", "DUP"], ":4: duplicate model id 'm1'"),
         (

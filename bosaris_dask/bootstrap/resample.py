@@ -86,7 +86,7 @@ def parse_resample(spec: str | ResampleSpec) -> ResampleSpec:
     side, dot, column = str(spec).partition(".")
     if not dot or side not in SIDES or not column:
         raise OptionError(f"{option('resample')} {spec!r}: expected model.COL or segment.COL")
-    refuse_joined_specs("--resample", str(spec), SIDES)
+    refuse_joined_specs("resample", str(spec), SIDES)
     return ResampleSpec(side, column)
 
 

@@ -35,7 +35,7 @@ from bosaris_dask.conditions.codes import (
     side_conditions,
 )
 from bosaris_dask.conditions.tables import TRIAL, ConditionTable
-from bosaris_dask.errors import OptionError, TrialError
+from bosaris_dask.errors import OptionError, TrialError, option
 from bosaris_dask.progress import compute
 from bosaris_dask.trials.listed import ListedTrials
 
@@ -133,7 +133,7 @@ def _trial_table(tables: Sequence[ConditionTable], spec: BySpec) -> ConditionTab
         files = ", ".join(t.source for t in tables if t.side == TRIAL)
         where = (f"trial columns: {', '.join(have) or 'none'}; in {files}" if files else
                  "no table of trials: a header starting 'model<TAB>segment'")  # fmt: skip
-        raise OptionError(f"--by {spec}: no trial column {spec.column!r} ({where})")
+        raise OptionError(f"{option('by')} {spec}: no trial column {spec.column!r} ({where})")
     if len(found) > 1:
         raise TrialError(f"{found[1].source}: trial column {spec.column!r} is also in "
                          f"{found[0].source}")  # fmt: skip
@@ -182,13 +182,13 @@ def grid_trial_conditions(
     if n_m * n_s > limit:
         spec = next(s for s in specs if s.kind == TRIAL)
         raise OptionError(
-            f"--by {spec}: a grid of {n_m} x {n_s} cells has more than {limit:,} "
+            f"{option('by')} {spec}: a grid of {n_m} x {n_s} cells has more than {limit:,} "
             f"(bosaris_dask.trial-cells) to hold each cell's condition (2 bytes a cell, 3 while "
             f"made); where memory allows, raise the limit (e.g. DASK_BOSARIS_DASK__TRIAL_CELLS="
             f"{n_m * n_s} in the environment)"
         )
     if "trial_mask" not in key:
-        raise OptionError(f"--by {specs[0]}: trial conditions need a key (its trials)")
+        raise OptionError(f"{option('by')} {specs[0]}: trial conditions need a key (its trials)")
     mask = key["trial_mask"].data != 0
     positions = np.nonzero(compute(mask) if isinstance(mask, da.Array) else mask)
     del mask

@@ -42,7 +42,7 @@ import pandas as pd
 import xarray as xr
 
 from bosaris_dask.conditions.tables import SIDES, TRIAL, ConditionTable, ids_missing
-from bosaris_dask.errors import OptionError, TrialError
+from bosaris_dask.errors import OptionError, TrialError, option
 from bosaris_dask.passes.inline_blocks import blockwise, per_block
 
 __all__ = [
@@ -83,31 +83,35 @@ def parse_by(spec: str | BySpec) -> BySpec:
     >>> parse_by("language")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    bosaris_dask.errors.OptionError: --by 'language': expected model.COL, segment.COL, same...
+    bosaris_dask.errors.OptionError: by (--by) 'language': expected model.COL, segment.COL, ...
     """
     if isinstance(spec, BySpec):
         return spec
     kind, dot, column = str(spec).partition(".")
     if not dot or kind not in _KINDS or not column:
-        raise OptionError(f"--by {spec!r}: {_EXPECTED}")
-    refuse_joined_specs("--by", str(spec), _KINDS)
+        raise OptionError(f"{option('by')} {spec!r}: {_EXPECTED}")
+    refuse_joined_specs("by", str(spec), _KINDS)
     return BySpec(kind, column)
 
 
-def refuse_joined_specs(option: str, spec: str, kinds: Sequence[str]) -> None:
-    """An OptionError for several specs joined by commas in one ``option`` (``model.a,
-    segment.b``: it read a column ``'a,segment.b'``): one per flag, the flag repeated.
+def refuse_joined_specs(name: str, spec: str, kinds: Sequence[str]) -> None:
+    """An OptionError for several specs joined by commas in one value of option ``name``
+    (``model.a,segment.b``: it read a column ``'a,segment.b'``): one spec per value, as a list
+    in Python and the flag repeated on the command line.
 
-    >>> refuse_joined_specs("--by", "model.a,segment.b", ("model", "segment"))
+    >>> refuse_joined_specs("by", "model.a,segment.b", ("model", "segment"))
     Traceback (most recent call last):
     ...
-    bosaris_dask.errors.OptionError: --by 'model.a,segment.b': one spec per flag; repeat the \
-flag: --by model.a --by segment.b
+    bosaris_dask.errors.OptionError: by (--by) 'model.a,segment.b': one spec per value: \
+by=['model.a', 'segment.b'] (--by model.a --by segment.b)
     """
-    parts = spec.split(",")
-    if len(parts) > 1 and all(p.strip().partition(".")[0] in kinds for p in parts[1:]):
-        repeated = " ".join(f"{option} {p.strip()}" for p in parts)
-        raise OptionError(f"{option} {spec!r}: one spec per flag; repeat the flag: {repeated}")
+    parts = [p.strip() for p in spec.split(",")]
+    if len(parts) > 1 and all(p.partition(".")[0] in kinds for p in parts[1:]):
+        flag = "--" + name.replace("_", "-")
+        repeated = " ".join(f"{flag} {p}" for p in parts)
+        raise OptionError(
+            f"{option(name)} {spec!r}: one spec per value: {name}={parts} ({repeated})"
+        )
 
 
 @dataclass(frozen=True)
@@ -255,7 +259,7 @@ def _column(cols: dict, side: str, spec: BySpec, tables: Sequence[ConditionTable
                 else f"; {spec.column!r} is a {other} column: --by {other}.{spec.column}"
                 if spec.kind == side and spec.column in cols[other] else "")  # fmt: skip
         raise OptionError(
-            f"--by {spec}: no {side} column {spec.column!r} ({side} columns: {have}; in "
+            f"{option('by')} {spec}: no {side} column {spec.column!r} ({side} columns: {have}; in "
             f"{files}{hint})"
         )
     return cols[side][spec.column][0]
@@ -311,9 +315,10 @@ def parse_specs(by: Iterable[str | BySpec]) -> tuple[BySpec, ...]:
     """The ``--by`` specs parsed: at least one, none twice."""
     specs = tuple(parse_by(b) for b in by)
     if not specs:
-        raise OptionError("no --by spec: name at least one condition column")
+        raise OptionError(f"no {option('by')} spec: name at least one condition column")
     if len(set(specs)) < len(specs):
-        raise OptionError(f"--by {next(str(s) for s in specs if specs.count(s) > 1)} given twice")
+        twice = next(str(s) for s in specs if specs.count(s) > 1)
+        raise OptionError(f"{option('by')} {twice} given twice")
     return specs
 
 

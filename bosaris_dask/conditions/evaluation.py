@@ -101,8 +101,8 @@ def _conditions_of(key: xr.Dataset, conditions: Sequence[Any], by: Sequence[Any]
     if len(conditions) == 1 and isinstance(conditions[0], Conditions):
         cond = conditions[0]
         if tuple(parse_by(b) for b in by) != cond.by:
-            raise OptionError(f"the conditions given were made --by {', '.join(map(str, cond.by))}"
-                              f", not {', '.join(map(str, by))}")  # fmt: skip
+            raise OptionError(f"the conditions given were made by={[str(b) for b in cond.by]}"
+                              f", not by={[str(b) for b in by]}")  # fmt: skip
         if isinstance(cond, CellConditions) and cond.cells.shape != (
             key.sizes["model"],
             key.sizes["segment"],
