@@ -351,8 +351,8 @@ def main(argv: list[str] | None = None) -> dict:
     if not (workdir / "system-1.zarr").exists():
         print(f"simulating {args.side} x {args.side} float32 trials into {workdir} ...")
         subprocess.run(
-            [sys.executable, "-m", "bosaris_dask.cli", "simulate", "--models", str(args.side),
-             "--segments", str(args.side), "--systems", "1", "--out-dir", str(workdir),
+            [sys.executable, "-m", "bosaris_dask.cli", "simulate", "--n-models", str(args.side),
+             "--n-segments", str(args.side), "--systems", "1", "--out-dir", str(workdir),
              "--cluster", "threads", "-q"],
             check=True,
         )  # fmt: skip

@@ -60,8 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "demo"
         subprocess.run([sys.executable, "-c", "from bosaris_dask.cli import main; main()",
-                        "demo", "-q", "--out-dir", str(out), "--models", str(args.models),
-                        "--segments", str(args.segments)], check=True,
+                        "demo", "-q", "--out-dir", str(out), "--n-models", str(args.models),
+                        "--n-segments", str(args.segments)], check=True,
                        stdout=subprocess.DEVNULL)  # fmt: skip
         wall, rss = _evaluate_in_a_child(out)
         passes = json.loads((out / "r.json").read_text())["passes"]

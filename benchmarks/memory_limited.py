@@ -5,8 +5,8 @@ Usage::
     python benchmarks/memory_limited.py --workdir DIR [--workers 2] [--threads-per-worker 1]
         [--memory-limit 1GB]
 
-``DIR`` holds ``key.zarr`` and ``system-1.zarr`` (``bosaris-dask simulate --models 31623
---segments 31623 --systems 1 --out-dir DIR`` makes the 1e9-trial set). Runs the full evaluation
+``DIR`` holds ``key.zarr`` and ``system-1.zarr`` (``bosaris-dask simulate --n-models 31623
+--n-segments 31623 --systems 1 --out-dir DIR`` makes the 1e9-trial set). Runs the full evaluation
 (four priors, a 201-point sweep, EER, PRBEP, Cllr, minCllr) on a ``LocalCluster`` whose workers dask
 terminates at 95% of ``--memory-limit``, and prints the wall time, each worker's peak resident
 memory (``VmHWM``), the engine's per-task estimate, whether any worker was replaced (a worker

@@ -2,8 +2,8 @@
 
 Usage::
 
-    python benchmarks/peak_memory.py -- bosaris-dask simulate --models 31623 \
-        --segments 31623 --out-dir DIR
+    python benchmarks/peak_memory.py -- bosaris-dask simulate --n-models 31623 \
+        --n-segments 31623 --out-dir DIR
 
 ``ru_maxrss`` only sees one process; a LocalCluster's workers are separate processes, so this
 samples the tree (every 0.1 s) with psutil and prints ``wall_s`` and ``peak_tree_rss_mb``.

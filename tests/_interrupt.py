@@ -158,7 +158,7 @@ class Inputs:
 
 def simulate_args(scale: tuple[int, int], out: Path, seed: int = 0) -> list[str]:
     models, segments = scale
-    return ["simulate", "--models", str(models), "--segments", str(segments), "--systems", "2",
+    return ["simulate", "--n-models", str(models), "--n-segments", str(segments), "--systems", "2",
             "--seed", str(seed), "--out-dir", str(out), *TAIL]  # fmt: skip
 
 

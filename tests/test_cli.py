@@ -27,9 +27,9 @@ def small_set(tmp_path_factory):
         main(
             [
                 "simulate",
-                "--models",
+                "--n-models",
                 "60",
-                "--segments",
+                "--n-segments",
                 "80",
                 "--systems",
                 "2",
@@ -145,7 +145,9 @@ def test_bad_prior_is_rejected():
 
 
 def test_demo_says_where_outputs_are(tmp_path):
-    result = _run("demo", "--out-dir", str(tmp_path / "demo"), "--models", "40", "--segments", "50")
+    result = _run(
+        "demo", "--out-dir", str(tmp_path / "demo"), "--n-models", "40", "--n-segments", "50"
+    )
     assert result.returncode == 0, result.stderr
     doc = json.loads((tmp_path / "demo" / "results.json").read_text())
     assert len(doc["systems"]) == 3
@@ -345,12 +347,20 @@ def test_evaluate_plots_writes_the_standard_set(small_set, tmp_path):
             "calibrate --prior is now --train-prior (--prior means evaluation operating points)",
         ),
         (
-            ["simulate", "--models", "2", "--segments", "2", "--out", "d"],
+            ["simulate", "--n-models", "2", "--n-segments", "2", "--out", "d"],
             "simulate --out is now --out-dir (--out is always a file or store)",
         ),
         (
             ["evaluate", "--key", "k", "--scores", "s", "--plots", "d"],
             "evaluate --plots is now --plots-dir (a directory)",
+        ),
+        (  # a count, where score's --models is a model map
+            ["simulate", "--models", "2", "--segments", "2", "--out-dir", "d"],
+            "simulate --models is now --n-models (a count; score's --models is a model map)",
+        ),
+        (
+            ["demo", "--n-models", "2", "--segments", "2"],
+            "demo --segments is now --n-segments (a count, as --n-models)",
         ),
         (  # one-value options are not told to repeat (the last would win, or be refused)
             ["evaluate", "--key", "k", "--scores", "s", "--json", "a.json", "b.json"],
@@ -712,7 +722,7 @@ def test_a_folder_option_naming_a_file_is_refused_before_the_work(tmp_path, caps
     # "cannot create the plot directory" once the evaluation was done
     afile = tmp_path / "afile"
     afile.write_text("mine")
-    argv = ["simulate", "--models", "4", "--segments", "5", "--out-dir", str(afile), "-q"]
+    argv = ["simulate", "--n-models", "4", "--n-segments", "5", "--out-dir", str(afile), "-q"]
     assert main(argv) == 1
     assert capsys.readouterr().err == (
         f"bosaris-dask: error: --out-dir {afile} is a file, not a directory\n"
@@ -722,7 +732,7 @@ def test_a_folder_option_naming_a_file_is_refused_before_the_work(tmp_path, caps
 
 def test_a_folder_in_a_zarr_store_is_refused_before_the_work(tmp_path, capsys):
     # --plots-dir A.zarr wrote its images into the input store, which then read as no store
-    main(["simulate", "--models", "4", "--segments", "5", "--systems", "1", "--out-dir",
+    main(["simulate", "--n-models", "4", "--n-segments", "5", "--systems", "1", "--out-dir",
           str(tmp_path), "-q"])  # fmt: skip
     capsys.readouterr()  # (simulate's warning of its target rate)
     store = tmp_path / "system-1.zarr"
@@ -753,7 +763,7 @@ def test_every_option_of_simulate_and_demo_says_what_it_is(capsys):
         with pytest.raises(SystemExit):
             main([command, "--help"])
         text = capsys.readouterr().out
-        for option in ("--models MODELS  ", "--segments SEGMENTS  ", "--seed SEED  "):
+        for option in ("--n-models N  ", "--n-segments N  ", "--seed SEED  "):
             assert re.search(re.escape(option) + r"\s*\w", text), (command, option)
 
 
@@ -768,10 +778,12 @@ def test_quiet_and_debug_before_the_command_are_the_commands(tmp_path, capsys):
 
 def test_a_demo_too_small_to_evaluate_says_so_in_its_own_options(tmp_path, capsys):
     # it said "target_rate 0.005: every trial would be a target", an option demo does not take
-    argv = ["demo", "--models", "1", "--segments", "1", "--out-dir", str(tmp_path / "d"), "-q"]
+    argv = ["demo", "--n-models", "1", "--n-segments", "1", "--out-dir", str(tmp_path / "d"), "-q"]
     assert main(argv) == 1
     err = capsys.readouterr().err
-    assert err.startswith("bosaris-dask: error: --models 1 --segments 1: too few ids for a demo")
+    assert err.startswith(
+        "bosaris-dask: error: --n-models 1 --n-segments 1: too few ids for a demo"
+    )
     assert err.rstrip().endswith("the default is 200 x 500")
 
 

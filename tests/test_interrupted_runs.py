@@ -307,7 +307,7 @@ def test_a_signal_during_a_rename_puts_the_whole_set_back(tmp_path, monkeypatch,
 @pytest.mark.parametrize("interrupt", [OSError(5, "Input/output error"), KeyboardInterrupt()])
 def test_a_set_cut_short_between_renames_keeps_the_previous_run(tmp_path, monkeypatch, interrupt):
     # simulate's key and scores appear together: never a new key beside the previous scores
-    argv = ["simulate", "--models", "5", "--segments", "7", "--systems", "1", "--out-dir",
+    argv = ["simulate", "--n-models", "5", "--n-segments", "7", "--systems", "1", "--out-dir",
             str(tmp_path), "-q", "--cluster", "threads"]  # fmt: skip
     assert main(argv) == 0
     swap = atomic._swap

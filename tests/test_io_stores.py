@@ -1023,7 +1023,7 @@ def test_folders_and_plots_inside_a_zarr_store_are_refused_before_anything_is_ma
     runs = [
         ["spoof", "cm", "--key", str(sample[0]), "--scores", str(sample[1]),
          "--convert-dir", str(store / "cm")],
-        ["simulate", "--models", "3", "--segments", "4", "--out-dir", str(store / "sim")],
+        ["simulate", "--n-models", "3", "--n-segments", "4", "--out-dir", str(store / "sim")],
         ["plot", "det", "--key", str(keyed), "--scores", str(store), "--out",
          str(store / "det.png")],
     ]  # fmt: skip

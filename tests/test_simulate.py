@@ -351,12 +351,12 @@ def test_the_cli_says_a_rate_it_cannot_make_and_keeps_no_stale_systems(tmp_path,
     from bosaris_dask.cli import main
 
     out = tmp_path / "st"
-    argv = ["simulate", "--models", "50", "--segments", "60", "--out-dir", str(out), "-q"]
+    argv = ["simulate", "--n-models", "50", "--n-segments", "60", "--out-dir", str(out), "-q"]
     assert main([*argv, "--target-rate", "0.4"]) == 0  # round(1/0.4) = 2 speakers: 0.5
     err = capsys.readouterr().err
     assert "warning: the target rate is 0.5, not the 0.4 asked (1,500 targets in 3,000" in err
     assert "to round(1/0.4) = 2 speakers: with equal shares, a rate of 1/2" in err
-    assert main([*argv, "--models", "300", "--segments", "300"]) == 0  # the default 0.005
+    assert main([*argv, "--n-models", "300", "--n-segments", "300"]) == 0  # the default 0.005
     err = capsys.readouterr().err  # 200 speakers: 100 of 2 x 2 ids, 100 of 1 x 1
     assert "the target rate is 0.005556, not the 0.005 asked (500 targets in 90,000 trials)" in err
     assert "unequal shares unless the models or the segments are multiples of 200" in err

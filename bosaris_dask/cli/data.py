@@ -374,21 +374,21 @@ def _write_simulation(key: Any, systems: list[Any], out: Path, progress: bool) -
 def cmd_simulate(args: argparse.Namespace) -> int:
     from bosaris_dask.simulate import simulate
 
-    with _cluster(args, size_hint=args.models * args.segments):
+    with _cluster(args, size_hint=args.n_models * args.n_segments):
         start = time.perf_counter()
         key, systems = simulate(
-            args.models, args.segments, systems=args.systems, target_rate=args.target_rate,
+            args.n_models, args.n_segments, systems=args.systems, target_rate=args.target_rate,
             seed=args.seed, dtype=np.dtype(args.dtype),
         )  # fmt: skip
         paths = _write_simulation(key, systems, Path(args.out_dir), _progress(args))
         _say(args, f"wrote {', '.join(str(p) for p in paths)} "
                    f"in {time.perf_counter() - start:.1f} s")  # fmt: skip
     targets = _count_label_targets(key)
-    rate = targets / (args.models * args.segments)
+    rate = targets / (args.n_models * args.n_segments)
     if not math.isclose(rate, args.target_rate, rel_tol=0.01):
         print(f"warning: the target rate is {rate:.4g}, not the {args.target_rate:g} asked "
-              f"({targets:,} targets in {args.models * args.segments:,} trials): "
-              f"{_why_not(args.models, args.segments, args.target_rate)}",
+              f"({targets:,} targets in {args.n_models * args.n_segments:,} trials): "
+              f"{_why_not(args.n_models, args.n_segments, args.target_rate)}",
               file=sys.stderr)  # fmt: skip
     return 0
 
@@ -423,13 +423,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from bosaris_dask.simulate import simulate
 
     out = Path(args.out_dir)
-    with _cluster(args, size_hint=args.models * args.segments):
-        _say(args, f"simulating {args.models} models x {args.segments} segments, 3 systems ...")
+    with _cluster(args, size_hint=args.n_models * args.n_segments):
+        _say(args, f"simulating {args.n_models} models x {args.n_segments} segments, 3 systems ...")
         try:
-            key, systems = simulate(args.models, args.segments, systems=3, seed=args.seed)
+            key, systems = simulate(args.n_models, args.n_segments, systems=3, seed=args.seed)
         except TrialError as error:  # (it names simulate's target_rate, which demo does not take)
             raise OptionError(
-                f"--models {args.models} --segments {args.segments}: too few ids "
+                f"--n-models {args.n_models} --n-segments {args.n_segments}: too few ids "
                 f"for a demo ({error}); the default is 200 x 500"
             ) from None
         paths = _write_simulation(key, systems, out, progress=False)

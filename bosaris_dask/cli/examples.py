@@ -21,7 +21,7 @@ _E = "--enrol bosaris-demo/enrol.npz --test bosaris-demo/test.npz"
 EXAMPLES: dict[str, list[str]] = {
     "demo": [
         "bosaris-dask demo",
-        "bosaris-dask demo --models 100 --segments 300 --seed 1 --out-dir demo-small",
+        "bosaris-dask demo --n-models 100 --n-segments 300 --seed 1 --out-dir demo-small",
     ],
     "convert": [
         f"bosaris-dask convert {_S1} sys1.scores",
@@ -34,8 +34,8 @@ EXAMPLES: dict[str, list[str]] = {
         f"bosaris-dask info bosaris-demo/models.tsv {_K}",
     ],
     "simulate": [
-        "bosaris-dask simulate --models 200 --segments 500 --out-dir sim",
-        "bosaris-dask simulate --models 100 --segments 400 --systems 2 --dtype float64 "
+        "bosaris-dask simulate --n-models 200 --n-segments 500 --out-dir sim",
+        "bosaris-dask simulate --n-models 100 --n-segments 400 --systems 2 --dtype float64 "
         "--target-rate 0.01 --out-dir sim64",
     ],
     "evaluate": [

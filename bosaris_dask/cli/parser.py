@@ -34,6 +34,10 @@ RENAMED = {
     ("simulate", "--out"): "--out-dir",
     ("demo", "--out"): "--out-dir",
     ("evaluate", "--plots"): "--plots-dir",
+    ("simulate", "--models"): "--n-models",
+    ("simulate", "--segments"): "--n-segments",
+    ("demo", "--models"): "--n-models",
+    ("demo", "--segments"): "--n-segments",
 }
 
 
@@ -45,7 +49,7 @@ class _StoreOnce(argparse._StoreAction):
 
     def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
         given = namespace.__dict__.setdefault(_GIVEN, set())
-        is_input = self.dest in _INPUTS and self.type is None  # a path (simulate's --models: N)
+        is_input = self.dest in _INPUTS and self.type is None  # a path, not a count
         if option_string is not None and is_input and self.dest in given:
             parser.error(f"{option_string} was given twice: it takes one input here")
         given.add(self.dest)
@@ -137,6 +141,8 @@ _WHY = {
     "--train-prior": "--prior means evaluation operating points",
     "--out-dir": "--out is always a file or store",
     "--plots-dir": "a directory",
+    "--n-models": "a count; score's --models is a model map",
+    "--n-segments": "a count, as --n-models",
 }
 
 

@@ -101,6 +101,7 @@ def _simulate(sub: Any) -> None:
     p.add_argument("--out-dir", required=True, metavar="DIR", help="directory to write into")
     p.add_argument(
         "--systems",
+        metavar="N",
         type=values.positive,
         default=3,
         help="systems to simulate, each DIR/system-K.zarr (default 3)",
@@ -122,15 +123,16 @@ def _simulate(sub: Any) -> None:
 
 def _grid_options(p: argparse.ArgumentParser, models: int | None = None,
                   segments: int | None = None) -> None:  # fmt: skip
-    """``--models`` and ``--segments`` (required without a default) and ``--seed`` of the
-    commands that simulate."""
+    """``--n-models`` and ``--n-segments`` (required without a default; counts, where
+    ``score --models`` is a model map) and ``--seed`` of the commands that simulate."""
     for flag, default, what in (
-        ("--models", models, "enrolment models, the rows of the trial grid"),
-        ("--segments", segments, "test segments, its columns: each model x segment is a trial"),
-    ):
+        ("--n-models", models, "how many enrolment models: the rows of the trial grid"),
+        ("--n-segments", segments, "how many test segments, its columns: each model x "
+                                   "segment is a trial"),
+    ):  # fmt: skip
         said = "" if default is None else f" (default {default})"
-        p.add_argument(flag, type=values.positive, required=default is None, default=default,
-                       help=what + said)  # fmt: skip
+        p.add_argument(flag, metavar="N", type=values.positive, required=default is None,
+                       default=default, help=what + said)  # fmt: skip
     p.add_argument(
         "--seed",
         type=values.seed,

@@ -44,7 +44,7 @@ def data(tmp_path_factory):
 
 
 def _simulate(directory: Path) -> tuple[Path, dict]:
-    done = run([*CLI, "simulate", "--models", "40", "--segments", "70", "--systems", "2",
+    done = run([*CLI, "simulate", "--n-models", "40", "--n-segments", "70", "--systems", "2",
                 "--out-dir", str(directory), "--cluster", "threads", "--quiet"],
                timeout=120, cwd=directory)  # fmt: skip
     assert done.returncode == 0, done.stdout
