@@ -205,7 +205,9 @@ def test_a_trial_missing_from_the_table_is_named(tmp_path, monkeypatch, capsys, 
 def test_bad_trial_specs_and_tables():
     key = make_key(["m1", "m2"], ["s1", "s2"], [[1, -1], [-1, 1]])
     models = condition_table("model", ["m1", "m2"], {"g": ["f", "m"]})
-    with pytest.raises(OptionError, match=r"--by trial.g: no trial column 'g' \(no table of "):
+    with pytest.raises(
+        OptionError, match=r"by \(--by\) trial.g: no trial column 'g' \(no table of "
+    ):
         metrics.evaluate(make_scores(["m1", "m2"], ["s1", "s2"], [[1, 0], [0, 1]]), key,
                          conditions=[models], by=["trial.g"])  # fmt: skip
     pairs = {"segments": ["s1", "s2", "s1", "s2"]}
@@ -215,7 +217,7 @@ def test_bad_trial_specs_and_tables():
     with pytest.raises(TrialError, match="b: trial column 'y' is also in <memory>"):
         metrics.evaluate(scores, key, conditions=[a, b], by=["trial.y"])
     with dask.config.set({"bosaris_dask.trial-cells": 3}):  # a spec's typo first
-        with pytest.raises(OptionError, match=r"--by trial.nope: no trial column 'nope'"):
+        with pytest.raises(OptionError, match=r"by \(--by\) trial.nope: no trial column 'nope'"):
             metrics.evaluate(scores, key, conditions=[a], by=["trial.nope"])
     with dask.config.set({"bosaris_dask.trial-cells": 3}):
         with pytest.raises(
