@@ -741,6 +741,15 @@ def test_plot_by_draws_the_conditions_with_the_most_targets_up_to_max_curves(
     names = drawn["r"]["eval"].system.values.tolist()
     assert [n.split(" [")[-1] for n in names] == ["model.c=c5]", "model.c=c6]"]
     assert drawn["r"]["dev"].sizes["system"] == 2
+    # two systems: the limit counts (system, condition) pairs; the targets said are one
+    # system's (the key's), not their sum over systems
+    two = [*argv, "--scores", str(scores), "--max-curves", "6"]
+    assert main(two) == 0
+    err = capsys.readouterr().err
+    assert (
+        "drawing 3 of the 6 conditions with a curve: those with the most targets, down to 3 " in err
+    )
+    assert drawn["r"].sizes["system"] == 6
 
 
 @pytest.mark.parametrize("n", [12, 25])

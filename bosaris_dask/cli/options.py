@@ -79,7 +79,7 @@ def condition_arguments(parser: argparse.ArgumentParser, cprimary: bool = True) 
         parser.add_argument(
             "--max-curves", type=values.positive, metavar="N",
             help="with --by: draw the curves of at most N (system, condition) pairs, those of "
-            "the conditions with the most targets (default 20; each one left out is said)",
+            "the conditions with the most targets (default 20; how many are left out is said)",
         )  # fmt: skip
         return
     parser.add_argument(

@@ -168,7 +168,8 @@ def _curves_per_condition(
     """The per-condition results as systems (a curve each), and the conditions drawn when
     not all: those of the ``chosen`` labels, or of the ``--max-curves`` (shared by ``sets``
     Datasets in one plot) with the most targets (then non-targets). Every condition left out,
-    for having no targets or non-targets or past the limit, is said (a few named)."""
+    for having no targets or non-targets, is named (the first five); those past the limit are
+    counted, with the fewest targets a drawn condition has (in one system)."""
     import numpy as np
 
     from bosaris_dask.conditions.evaluation import PREFIX, conditions_as_systems
@@ -193,7 +194,7 @@ def _curves_per_condition(
     top = np.sort(drawn[np.lexsort((drawn, -non, -tar))[:most]])  # then the given order
     same = "; the same conditions for each set of curves" if sets > 1 else ""
     _say(args, f"drawing {most:,} of the {len(drawn):,} conditions with a curve{where}: those "
-         f"with the most targets, down to {int(n_tar.sum(axis=0)[top].min()):,} (--max-curves "
+         f"with the most targets, down to {int(n_tar.max(axis=0)[top].min()):,} (--max-curves "
          f"N draws more){same}")  # fmt: skip
     return conditions_as_systems(results.isel(condition=top)), [str(c) for c in labels[top]]
 
