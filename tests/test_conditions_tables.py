@@ -433,10 +433,25 @@ def test_dataframes_are_condition_tables_in_evaluate_and_the_bootstrap(tmp_path)
     assert from_frames.identical(from_files)
     one = bd.evaluate(scores, key, conditions=models, by="model.age")  # one DataFrame
     assert one.sizes["condition"] == 3
-    with pytest.raises(TrialError, match=r"<DataFrame>: missing value in column 'age' \(row 1\)"):
+    with pytest.raises(
+        TrialError, match=r"<DataFrame>: missing value in column 'age' for model 'm1'$"
+    ):
         table_from_frame(models.assign(age=[30, None, 30, 52, 41, 30]))
-    with pytest.raises(TrialError, match=r"missing value in column 'spk' \(row 2\)"):
+    with pytest.raises(TrialError, match=r"missing value in column 'spk' for model 'm2'$"):
         table_from_frame(models.assign(spk=["a", "b", " ", "c", "d", "e"]))
+    with pytest.raises(TrialError, match=r"missing value in column 'model' \(row 'r3'\)$"):
+        table_from_frame(models.assign(model=[*mids[:3], None, *mids[4:]]).set_axis(
+            [f"r{k}" for k in range(6)]))  # fmt: skip
+    with pytest.raises(TrialError, match=r"missing value in column 'y' for trial \('m0', 's0'\)"):
+        table_from_frame(trials.assign(y=[""] + ["Y"] * (len(trials) - 1)))
+    with pytest.raises(TrialError, match="two columns .or index levels. named 'model'"):
+        table_from_frame(models.assign(Model=mids))
+    # as a file's fields: values stripped of spaces (' k1 ' was a condition of its own), the
+    # sides' names in any case (as a header's)
+    spaced = models.assign(spk=[f" {v} " for v in models.spk]).rename(columns={"model": "MODEL"})
+    assert bd.evaluate(scores, key, conditions=[spaced.set_index("MODEL"), trials], **kw).identical(
+        from_files
+    )
     with pytest.raises(TrialError, match="no column .or index. named 'model' or 'segment'"):
         table_from_frame(models.rename(columns={"model": "enrol"}))
 

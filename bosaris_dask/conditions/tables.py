@@ -146,36 +146,54 @@ def condition_table(
 
 def table_from_frame(frame: pd.DataFrame, *, source: str = "<DataFrame>") -> ConditionTable:
     """A condition table from a pandas DataFrame: the ids in a column (or index level) named
-    ``model`` or ``segment`` (both: a table of trials), every other column an attribute.
-    Values are compared as text, as a file's; a missing value (NaN, None, an empty string) is
-    refused, as an empty field is.
+    ``model`` or ``segment``, in any case (both: a table of trials), every other column an
+    attribute. Values are compared as text stripped of surrounding spaces, as a file's; a
+    missing value (NaN, None, an empty string) is refused, as an empty field is.
 
     Examples
     --------
-    >>> frame = pd.DataFrame({"model": ["m1", "m2"], "gender": ["f", "m"], "age": [31, 45]})
+    >>> frame = pd.DataFrame({"Model": ["m1", "m2"], "gender": ["f ", "m"], "age": [31, 45]})
     >>> table = table_from_frame(frame)
-    >>> table.side, table.columns["age"].tolist()
-    ('model', ['31', '45'])
-    >>> table_from_frame(frame.set_index("model")).ids.tolist()  # the index, as a column
+    >>> table.side, table.columns["gender"].tolist(), table.columns["age"].tolist()
+    ('model', ['f', 'm'], ['31', '45'])
+    >>> table_from_frame(frame.set_index("Model")).ids.tolist()  # the index, as a column
     ['m1', 'm2']
+    >>> table_from_frame(frame.assign(age=[31, None]))
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.TrialError: <DataFrame>: missing value in column 'age' for model 'm2'
     """
+    frame = frame.rename(columns=_side_spelled).rename_axis(index=_side_spelled)
+    labels = frame.index  # the rows' names, where the ids are not the index
     if any(name in SIDES for name in frame.index.names):
-        frame = frame.reset_index()
+        frame, labels = frame.reset_index(), frame.reset_index().index
+    if frame.columns.duplicated().any():
+        twice = frame.columns[frame.columns.duplicated()][0]
+        raise TrialError(f"{source}: two columns (or index levels) named {twice!r}")
     names = [n for n in SIDES if n in frame.columns]
     if not names:
         raise TrialError(f"{source}: no column (or index) named 'model' or 'segment' for the "
                          f"ids (columns: {', '.join(map(str, frame.columns))})")  # fmt: skip
-    blank = (frame.astype(str).apply(lambda column: column.str.strip()) == "").to_numpy()
-    missing = frame.isna().to_numpy() | blank
+    text = frame.astype(str).apply(lambda column: column.str.strip())
+    missing = frame.isna().to_numpy() | (text == "").to_numpy()
     if missing.any():  # as an empty field of a file is
         row, col = (int(k[0]) for k in np.nonzero(missing))
-        raise TrialError(f"{source}: missing value in column {frame.columns[col]!r} "
-                         f"(row {row})")  # fmt: skip
-    columns = {str(c): frame[c].to_numpy() for c in frame.columns if c not in SIDES}
+        if missing[row, [frame.columns.get_loc(n) for n in names]].any():
+            where = f"(row {labels[row]!r})"
+        else:
+            ids = [text[n].iat[row] for n in names]
+            where = f"for {names[0]} {ids[0]!r}" if len(ids) == 1 else f"for trial {tuple(ids)}"
+        raise TrialError(f"{source}: missing value in column {frame.columns[col]!r} {where}")
+    columns = {str(c): text[c].to_numpy() for c in frame.columns if c not in SIDES}
     side = TRIAL if len(names) == 2 else names[0]
-    segments = frame["segment"].to_numpy() if side == TRIAL else None
-    return condition_table(side, frame[names[0]].to_numpy(), columns, source=source,
+    segments = text["segment"].to_numpy() if side == TRIAL else None
+    return condition_table(side, text[names[0]].to_numpy(), columns, source=source,
                            segments=segments)  # fmt: skip
+
+
+def _side_spelled(name: Any) -> Any:
+    """A DataFrame column's name, ``model``/``segment`` where it names a side in any case."""
+    return name.strip().lower() if isinstance(name, str) and name.strip().lower() in SIDES else name
 
 
 def as_condition_table(
