@@ -290,15 +290,18 @@ def shown(value: float) -> str:
     """A metric in the text table: three decimals, or two significant digits where three
     decimals would show a value that is not 0 as ``0.000`` (a perfect-looking system), or
     three in exponent form from a million (the Cllr of LLRs near the float64 limit had 300
-    digits).
+    digits); ``n/a`` where it is undefined (NaN: no targets or no non-targets), as the DCF
+    cells say.
 
     Examples
     --------
     >>> shown(0.0831), shown(5e-06), shown(0.00018), shown(0.0), shown(float("nan"))
-    ('0.083', '5e-06', '0.00018', '0.000', 'nan')
+    ('0.083', '5e-06', '0.00018', '0.000', 'n/a')
     >>> shown(9.337840876355713e305), shown(12345.678)
     ('9.34e+305', '12345.678')
     """
+    if math.isnan(value):
+        return "n/a"
     if value != 0 and abs(value) < 0.0005:
         return f"{value:.2g}"
     return f"{value:.3g}" if abs(value) >= 1e6 else f"{value:.3f}"

@@ -184,6 +184,10 @@ def test_empty_conditions_are_counted_not_errors():
     assert table.count("== condition model.gender=") == 6
     assert "== condition model.gender=m, segment.src=x ==" in table
     assert table.count("their metrics are undefined") == 6
+    # undefined as n/a in every cell, the EER's as the DCFs' (the EER's said 'nan')
+    block = table.split("== condition model.gender=m, segment.src=x ==")[1].split("\n")
+    assert block[2].split()[3:] == ["n/a"] * 4 and block[6].split()[1:] == ["n/a"]
+    assert "nan" not in table
 
 
 def test_pooled_errors_stay_errors():
