@@ -9,7 +9,7 @@ import pytest
 import xarray as xr
 
 from bosaris_dask.embeddings import from_arrays, scores_from_embeddings
-from bosaris_dask.errors import ScoreError, TrialError
+from bosaris_dask.errors import ParseError, ScoreError, TrialError
 from bosaris_dask.metrics import evaluate
 from bosaris_dask.trials import key_from_labels, make_key, make_scores
 
@@ -94,6 +94,13 @@ def test_dot_backend_and_centering(sets, tmp_path):
         got, scores_from_embeddings(E, T, center=tmp_path / "fine.npy").score.values
     )
     _assert_rounded(got, _cosine_ref(e, t, fine))
+    # a file of neither form is said to be so, not an id's unreadable entry
+    (tmp_path / "bad.vec").write_text("[ 1.0 x 2.0 ]\n")
+    with pytest.raises(ParseError, match=r"bad.vec: value 'x' of the text vector .* not a number"):
+        scores_from_embeddings(E, T, center=tmp_path / "bad.vec")
+    (tmp_path / "cut.vec").write_bytes(b"\0BFV \4")
+    with pytest.raises(ParseError, match=r"cut.vec: not a Kaldi vector \(text .* or binary"):
+        scores_from_embeddings(E, T, center=tmp_path / "cut.vec")
 
 
 def test_model_map_averages_normalized_segments(sets, tmp_path):

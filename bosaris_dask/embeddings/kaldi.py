@@ -75,11 +75,24 @@ def _ark_items(kaldiio: Any, f: Any, path: Any) -> Any:
 def kaldi_vector(path: Path) -> np.ndarray:
     """A Kaldi vector file (``ivector-mean scp:xvector.scp mean.vec``), binary or text; a
     text one (``[ v1 v2 ... ]``) read in float64, digit for digit (kaldiio reads it in float32,
-    which moved a 17-digit mean's scores by a float32 unit)."""
+    which moved a 17-digit mean's scores by a float32 unit).
+
+    Raises
+    ------
+    ParseError
+        A file of neither form, or a text vector's value that is not a number (named).
+    """
     text = _text_vector(path)
     if text is not None:
         return _vector(text, path, path.name)
-    return _vector(_load_mat(_kaldiio(), os.fspath(path), path, path.name), path, path.name)
+    try:
+        vec = _kaldiio().load_mat(os.fspath(path))
+    except Exception as error:  # kaldiio asserts, and raises OSError/ValueError of its own
+        why = " ".join(str(error).split()) or "cut short or corrupt"
+        raise ParseError(f"not a Kaldi vector (text '[ v1 v2 ... ]' or binary, as "
+                         f"ivector-mean writes): {type(error).__name__}: {why}",
+                         path=path) from None  # fmt: skip
+    return _vector(vec, path, path.name)
 
 
 def _text_vector(path: Path) -> np.ndarray | None:
@@ -94,7 +107,17 @@ def _text_vector(path: Path) -> np.ndarray | None:
     try:
         return np.array([float(t) for t in tokens[1:-1]], dtype=np.float64)
     except ValueError:
-        return None
+        bad = next(t for t in tokens[1:-1] if not _is_float(t))
+        raise ParseError(f"value {bad.decode(errors='replace')!r} of the text vector "
+                         f"'[ v1 v2 ... ]' is not a number", path=path) from None  # fmt: skip
+
+
+def _is_float(token: bytes) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
 
 
 def _load_mat(kaldiio: Any, spec: str, path: Any, name: str) -> Any:
