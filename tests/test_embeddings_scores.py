@@ -235,7 +235,7 @@ def test_dot_products_beyond_float32_are_refused_not_written(sets):
 
 
 def test_a_cohort_holding_the_trials_ids_warns_and_an_empty_one_is_refused(sets):
-    from bosaris_dask.embeddings.cohort import CohortWarning
+    from bosaris_dask.embeddings import CohortWarning  # public: users filter it
     from bosaris_dask.errors import OptionError
 
     (e_ids, _, e), (t_ids, _, t) = sets

@@ -67,7 +67,9 @@ def add_embedding_arguments(
     g.add_argument("--norm", choices=NORMS, default=_EMBEDDING_DEFAULTS["norm"],
                    help="cohort score normalization: z, t, s = (z + t) / 2, or as "
                    "(adaptive S-norm over the top-N cohort scores of each side)")  # fmt: skip
-    g.add_argument("--cohort", metavar="C", help="cohort embeddings (with --norm)")
+    g.add_argument("--cohort", metavar="C",
+                   help="cohort embeddings (with --norm), kept apart from the scored ones: an "
+                   "id in both meets itself among its cohort scores (warned)")  # fmt: skip
     g.add_argument("--top-n", type=_top_n, metavar="N",
                    help="AS-norm cohort size, and that of score's --quality-out top-N "
                    "statistics (at least 2: the statistics take a std)")  # fmt: skip

@@ -31,7 +31,7 @@ Examples
 from __future__ import annotations
 
 from bosaris_dask.embeddings.classes import key_from_class_tables, read_class_table
-from bosaris_dask.embeddings.cohort import cohort_quality, cohort_stats
+from bosaris_dask.embeddings.cohort import CohortWarning, cohort_quality, cohort_stats
 from bosaris_dask.embeddings.model_map import read_model_map
 from bosaris_dask.embeddings.prepare import estimate_center
 from bosaris_dask.embeddings.scoring import (
@@ -56,5 +56,6 @@ __all__ = [
     "scores_with_cohort_quality",
     "cohort_stats",
     "cohort_quality",
+    "CohortWarning",
     "EMBEDDING_DIMS",
 ]
