@@ -49,7 +49,7 @@ from bosaris_dask.embeddings.scoring import outer_blocks
 from bosaris_dask.errors import OptionError, ScoreError
 from bosaris_dask.passes import screening
 
-__all__ = ["NORMS", "normalized_matrix", "normalize", "side_norms"]
+__all__ = ["NORMS", "normalize", "side_norms"]
 
 NORMS = ("none", "z", "t", "s", "as")
 
@@ -69,13 +69,6 @@ def _check_spread(mu: np.ndarray, sd: np.ndarray, side: Side, what: str) -> None
             "cohort scores have zero spread (none above their float32 rounding), so its "
             "normalized scores are undefined"
         )
-
-
-def normalized_matrix(
-    enrol: Side, test: Side, cohort: Side | None, *, norm: str, top_n: int | None = None
-) -> da.Array:
-    """The lazy float32 normalized score matrix (see the module docstring for the formulas)."""
-    return normalize(enrol, test, cohort, norm=norm, top_n=top_n)[0]
 
 
 def normalize(

@@ -18,12 +18,18 @@ import numpy as np
 
 from bosaris_dask.passes import fast_select
 from bosaris_dask.passes.grouped_kernels import Part
-from bosaris_dask.passes.kernels import Workspace, classes_of, keys_into, slices, workspace
+from bosaris_dask.passes.kernels import (
+    Workspace,
+    classes_of,
+    keys_into,
+    object_block,
+    slices,
+    workspace,
+)
 from bosaris_dask.passes.keys import key_dtype
 from bosaris_dask.passes.refine_kernels import (
     RefineSpec,
     count_selected,
-    object_block,
     sub_histogram,
     within_candidates,
 )

@@ -42,6 +42,7 @@ __all__ = [
     "merge_key_codes",
     "system_kernel",
     "coarse_kernel",
+    "object_block",
     "coarse_length",
     "bins_note",
     "pack_bins",
@@ -518,6 +519,18 @@ def system_kernel(
     ws = workspace(np.dtype(s.dtype), block, slice_size)
     flat = (a.reshape(-1) for a in (classes, s, m))
     return _coarse_system(*flat, shift, nbins, ws, binmap, compiled, encoded)
+
+
+def object_block(value: Any) -> np.ndarray:
+    """``value`` as a dask block of one object (a ``(1, 1)`` object array): how a chunk task
+    hands a merge task a result that is not an array.
+
+    >>> object_block({"n": 3})[0, 0]
+    {'n': 3}
+    """
+    out = np.empty((1, 1), dtype=object)
+    out[0, 0] = value
+    return out
 
 
 def coarse_kernel(

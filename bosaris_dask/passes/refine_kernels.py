@@ -25,6 +25,7 @@ from bosaris_dask.passes.kernels import (
     blocked_bincount,
     classes_of,
     keys_into,
+    object_block,
     slices,
     workspace,
 )
@@ -36,7 +37,6 @@ __all__ = [
     "select_block",
     "within_candidates",
     "count_selected",
-    "object_block",
     "sub_histogram",
     "refine_system_kernel",
     "select_kernel",
@@ -223,12 +223,6 @@ def count_selected(keys: np.ndarray, is_tar: np.ndarray, spec: RefineSpec) -> An
     drop = (spec.cand_bits[ci] - spec.sub_bits[ci]).astype(np.uint64)
     idx = spec.offsets[ci] + ((keys - spec.cand_lo[ci]) >> drop).astype(np.int64)
     return np.bincount(idx * 2 + is_tar, minlength=2 * spec.offsets[-1])
-
-
-def object_block(value: Any) -> np.ndarray:
-    out = np.empty((1, 1), dtype=object)
-    out[0, 0] = value
-    return out
 
 
 def sub_histogram(

@@ -47,6 +47,7 @@ from dask.utils import funcname
 from bosaris_dask import config
 from bosaris_dask.errors import ClusterError, MemoryLimitError
 from bosaris_dask.passes import compact, inline_blocks, malloc, memory
+from bosaris_dask.passes.kernels import object_block
 from bosaris_dask.progress import compute, compute_and_keep, current_client, shows_bar
 
 _log = logging.getLogger("bosaris_dask.passes")
@@ -123,16 +124,10 @@ def _is_object(aggs: Sequence[Aggregation]) -> bool:
     return all(a.length is None for a in aggs)
 
 
-def _object_block(value: Any) -> np.ndarray:
-    out = np.empty((1, 1), dtype=object)
-    out[0, 0] = value
-    return out
-
-
 def _object_task(*blocks: Any, aggs: tuple[Aggregation, ...], tune: bool = False) -> np.ndarray:
     if tune:
         malloc.tune_once()
-    return _object_block([a.chunk(*blocks) for a in aggs])
+    return object_block([a.chunk(*blocks) for a in aggs])
 
 
 def identity(x: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
@@ -297,7 +292,7 @@ def _chunk_task(*blocks: np.ndarray, aggs: tuple[Aggregation, ...], tune: bool) 
             parts.append((encoded, [agg.note(_note_row(encoded) if row is None else row, *blocks)]))
         else:
             parts.append(encoded)
-    return _object_block(parts)
+    return object_block(parts)
 
 
 def _note_row(encoded: compact.Encoded) -> np.ndarray | compact.Encoded:

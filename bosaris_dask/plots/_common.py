@@ -261,12 +261,6 @@ def finish_curve_axes(
     outside_legend(ax, handles + [h for h, _ in key], labels + [label for _, label in key])
 
 
-def finite_values(a: xr.DataArray) -> np.ndarray:
-    """The non-NaN values of a NaN-padded 1-D variable."""
-    values = np.asarray(a.values, dtype=np.float64)
-    return values[~np.isnan(values)]
-
-
 def check_plot_path(path: str | os.PathLike[str]) -> str:
     """The format of a plot output path (its suffix), or a PlotError: another suffix, a folder
     that does not exist, or a folder at the path. The plot command checks it before reading.
