@@ -37,6 +37,16 @@ def _number(x: Any) -> float | int | None:
     return value
 
 
+def json_float(x: Any) -> float | None:
+    """``x`` as a JSON number: a float, ``None`` where it is NaN or infinite (JSON has neither).
+
+    >>> json_float(np.float32(0.5)), json_float(float("nan"))
+    (0.5, None)
+    """
+    value = float(x)
+    return value if math.isfinite(value) else None
+
+
 def to_json_dict(results: xr.Dataset) -> dict[str, Any]:
     """The evaluation as the documented JSON structure (``bosaris-dask evaluate --json``).
 

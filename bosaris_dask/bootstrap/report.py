@@ -22,7 +22,6 @@ comparison ``"cprimary": {"act": {"diff", ...}, "min": {...}}`` (of the pooled t
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -30,7 +29,7 @@ import xarray as xr
 
 from bosaris_dask.bootstrap.replicates import BINNED_BELOW, METRICS, PER_POINT
 from bosaris_dask.bootstrap.variables import BINNED
-from bosaris_dask.report import point_labels
+from bosaris_dask.report import json_float, point_labels
 from bosaris_dask.result_layout import operating_points, reported_positions
 
 __all__ = ["add_json", "format_block"]
@@ -58,12 +57,7 @@ def _method(attrs: dict[str, Any]) -> str:
 
 
 def _pair(values: Any) -> list[float | None]:
-    return [None if not math.isfinite(float(v)) else float(v) for v in np.asarray(values)]
-
-
-def _num(value: Any) -> float | None:
-    v = float(value)
-    return v if math.isfinite(v) else None
+    return [json_float(v) for v in np.asarray(values)]
 
 
 def _point_names(results: xr.Dataset) -> list[str]:
@@ -88,12 +82,14 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
         for name in METRICS:
             entry[name + "_ci"] = _pair(results[name + "_ci"].values[k])
             if name in BINNED:
-                entry[name + "_ci_resolution"] = _num(results[name + "_ci_resolution"][k])
+                entry[name + "_ci_resolution"] = json_float(results[name + "_ci_resolution"][k])
         for op, at in zip(entry["operating_points"], ops, strict=True):
             for name in PER_POINT:
                 op[name + "_ci"] = _pair(results[name + "_ci"].values[k, at])
                 if name in BINNED:
-                    op[name + "_ci_resolution"] = _num(results[name + "_ci_resolution"][k, at])
+                    op[name + "_ci_resolution"] = json_float(
+                        results[name + "_ci_resolution"][k, at]
+                    )
     if "condition_eer_ci" in results:
         for k, entry in enumerate(doc["systems"]):
             for g, cond in enumerate(entry.get("conditions", [])):
@@ -101,7 +97,7 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
                     cond[name + "_ci"] = _pair(results["condition_" + name + "_ci"].values[k, g])
                     if name in BINNED:
                         var = f"condition_{name}_ci_resolution"
-                        cond[name + "_ci_resolution"] = _num(results[var][k, g])
+                        cond[name + "_ci_resolution"] = json_float(results[var][k, g])
                 if "condition_bootstrap_degenerate" in results:
                     left = results.condition_bootstrap_degenerate.values[k, g]
                     cond["bootstrap_degenerate"] = int(left)
@@ -114,7 +110,7 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
                         op[name + "_ci"] = _pair(values)
                         if name in BINNED:
                             var = f"condition_{name}_ci_resolution"
-                            op[name + "_ci_resolution"] = _num(results[var][k, g, at])
+                            op[name + "_ci_resolution"] = json_float(results[var][k, g, at])
     if "cprimary_act_ci" in results:
         for k, entry in enumerate(doc["systems"]):
             _cprimary_json(entry, results, "", k)
@@ -186,7 +182,7 @@ def _cprimary_json(
         cprimary[kind + "_ci"] = _pair(results[f"{prefix}cprimary_{kind}_ci"].values[at])
     resolution = f"{prefix}cprimary_min_ci_resolution"
     if resolution in results:
-        cprimary["min_ci_resolution"] = _num(results[resolution].values[at])
+        cprimary["min_ci_resolution"] = json_float(results[resolution].values[at])
 
 
 def _own_trials_note(results: xr.Dataset, first: str, second: str) -> str | None:
@@ -212,10 +208,10 @@ def _compare(
         v = v if g is None else v[g]
         return v if at is None else v[at]
 
-    out = {"diff": _num(pick("")), "diff_ci": _pair(pick("_ci")),
-           "p_first_better": _num(pick("_p_better"))}  # fmt: skip
+    out = {"diff": json_float(pick("")), "diff_ci": _pair(pick("_ci")),
+           "p_first_better": json_float(pick("_p_better"))}  # fmt: skip
     if f"compare_{name}_resolution" in results:
-        out["diff_resolution"] = _num(pick("_resolution"))
+        out["diff_resolution"] = json_float(pick("_resolution"))
     return out
 
 

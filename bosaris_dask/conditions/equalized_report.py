@@ -8,15 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import xarray as xr
 
+from bosaris_dask.report import json_float
+
 __all__ = ["json_entry", "format_block"]
-
-
-def _number(x: Any) -> float | None:
-    value = float(x)
-    return value if np.isfinite(value) else None
 
 
 def json_entry(results: xr.Dataset, system: Any) -> dict[str, Any]:
@@ -31,18 +27,18 @@ def json_entry(results: xr.Dataset, system: Any) -> dict[str, Any]:
     costs = [c for c in ("p_target", "c_miss", "c_fa") if c in points.variables]
     entry: dict[str, Any] = {
         "by": list(results.attrs.get("equalized_by", [])),
-        "eer": _number(r.equalized_eer),
+        "eer": json_float(r.equalized_eer),
         "operating_points": [
             {"prior": float(points.prior[i]),
              **{c: float(points[c][i]) for c in costs},
-             "act_dcf": _number(points.equalized_act_dcf[i]),
-             "min_dcf": _number(points.equalized_min_dcf[i])}
+             "act_dcf": json_float(points.equalized_act_dcf[i]),
+             "min_dcf": json_float(points.equalized_min_dcf[i])}
             for i in range(points.sizes["prior"])
         ],
     }  # fmt: skip
     if "equalized_cprimary_act" in r:
-        entry["cprimary"] = {"act": _number(r.equalized_cprimary_act),
-                             "min": _number(r.equalized_cprimary_min),
+        entry["cprimary"] = {"act": json_float(r.equalized_cprimary_act),
+                             "min": json_float(r.equalized_cprimary_min),
                              "priors": list(results.attrs["cprimary_priors"])}  # fmt: skip
     return entry
 
