@@ -301,7 +301,36 @@ def _write_as(fmt: str, obj: xr.Dataset, path: Path, progress: bool, options: di
 
 def read_quality(path: str | os.PathLike[str]) -> xr.DataArray:
     """Read a quality table (:func:`~bosaris_dask.trials.quality_table`) from an HDF5, MAT or
-    text file."""
+    text file.
+
+    Parameters
+    ----------
+    path
+        The file: HDF5 (BOSARIS's ``/ids`` and ``/values``, measures by ids), MAT, or text
+        (the number of measures ``q``, then ``id v1 ... vq`` per line); its format is detected
+        from its contents.
+
+    Returns
+    -------
+    xarray.DataArray
+        ``(id, measure)``, float64; the measures numbered ``0, 1, ...``.
+
+    Raises
+    ------
+    StoreError
+        A zarr store (quality tables of one side are not kept there).
+    ParseError
+        A malformed file, naming it and the line or id.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from bosaris_dask.trials import quality_table
+    >>> path = tempfile.mkdtemp() + "/q.txt"
+    >>> _ = write_quality(quality_table(["s1", "s2"], [[0.1, 3.0], [0.2, 4.0]]), path)
+    >>> read_quality(path).sel(id="s2").values.tolist()
+    [0.2, 4.0]
+    """
     p = _existing(path)
     fmt = detect_format(p)
     if fmt == "hdf5":
@@ -347,7 +376,38 @@ def write_quality(
     These formats number the measures: their names, if any, are not kept (a note on the
     ``bosaris_dask.io`` logger says so: a quality fusion trained on named measures cannot then
     check their order; a Quality object in zarr keeps them). ``table`` may also be one side
-    of a Quality object (``Q.model_quality``, ``Q.segment_quality``)."""
+    of a Quality object (``Q.model_quality``, ``Q.segment_quality``).
+
+    Parameters
+    ----------
+    table
+        ``(id, measure)`` (:func:`~bosaris_dask.trials.quality_table`), or one side of a
+        Quality object.
+    path
+        The file to write, atomically: its suffix chooses the format unless ``format``.
+    format
+        ``"hdf5"``, ``"mat"`` or ``"text"``.
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+
+    Raises
+    ------
+    TrialError
+        A whole Quality object (both sides): each side is written to its own file.
+    StoreError
+        A zarr path (a Quality object of both sides goes to zarr with :func:`write`).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from bosaris_dask.trials import quality_table
+    >>> path = write_quality(quality_table(["s1"], [[0.5]]), tempfile.mkdtemp() + "/q.h5")
+    >>> read_quality(path).values.tolist()
+    [[0.5]]
+    """
     table = _side_table(table)
     fmt = _write_format(path, format)
     names = [str(m) for m in table["measure"].values] if "measure" in table.coords else []
