@@ -96,28 +96,23 @@ def kaldi_vector(path: Path) -> np.ndarray:
 
 
 def _text_vector(path: Path) -> np.ndarray | None:
-    """The values of a text vector file ``[ v1 v2 ... ]`` as float64; ``None`` for anything
-    else (binary, or not that form: kaldiio then reads it or says what is wrong)."""
+    """The values of a text vector file ``[ v1 v2 ... ]`` as float64 (a ParseError names one
+    that is not a number); ``None`` for anything else (binary, or not that form: kaldiio then
+    reads it or says what is wrong)."""
     raw = path.read_bytes()  # (one vector: small)
     if raw.startswith(b"\0B"):
         return None
     tokens = raw.split()
     if len(tokens) < 2 or tokens[0] != b"[" or tokens[-1] != b"]":
         return None
-    try:
-        return np.array([float(t) for t in tokens[1:-1]], dtype=np.float64)
-    except ValueError:
-        bad = next(t for t in tokens[1:-1] if not _is_float(t))
-        raise ParseError(f"value {bad.decode(errors='replace')!r} of the text vector "
-                         f"'[ v1 v2 ... ]' is not a number", path=path) from None  # fmt: skip
-
-
-def _is_float(token: bytes) -> bool:
-    try:
-        float(token)
-    except ValueError:
-        return False
-    return True
+    values = []
+    for token in tokens[1:-1]:
+        try:
+            values.append(float(token))
+        except ValueError:
+            raise ParseError(f"value {token.decode(errors='replace')!r} of the text vector "
+                             f"'[ v1 v2 ... ]' is not a number", path=path) from None  # fmt: skip
+    return np.array(values, dtype=np.float64)
 
 
 def _load_mat(kaldiio: Any, spec: str, path: Any, name: str) -> Any:
