@@ -115,6 +115,13 @@ def _named_on_the_workers(x: Any, client: Any) -> Any:
     return named(x, client)
 
 
+def local_threads() -> int:
+    """The threads of a computation without a client: dask's ``num_workers``, else the CPUs
+    this process may use (``dask.system.CPU_COUNT``: the affinity mask and cgroup quota of a
+    batch job's share of a node, not the node's cores)."""
+    return dask.config.get("num_workers", None) or dask.system.CPU_COUNT
+
+
 def _run_here(run: Any, objs: tuple[Any, ...]) -> tuple[Any, ...]:
     """``run(*objs)`` (``dask.compute`` or ``dask.persist``) without a client: the threads are
     a pool of this call's own (``num_workers`` from dask's config, else the CPU count), drained
@@ -122,8 +129,7 @@ def _run_here(run: Any, objs: tuple[Any, ...]) -> tuple[Any, ...]:
     ``"processes"``) is kept."""
     if dask.config.get("scheduler", None) not in (None, "threads", "threading"):
         return tuple(run(*objs))
-    workers = dask.config.get("num_workers", None) or dask.system.CPU_COUNT
-    pool = ContextAwareThreadPoolExecutor(workers)
+    pool = ContextAwareThreadPoolExecutor(local_threads())
     try:
         return tuple(run(*objs, scheduler="threads", pool=pool))
     except KeyboardInterrupt:  # a thread cannot be stopped mid-task: say why the wait

@@ -19,6 +19,7 @@ from bosaris_dask.passes.memory import (
     WORKER_BASELINE,
     TaskMemory,
     check_worker_memory,
+    cluster_threads,
     pass_task_memory,
 )
 from bosaris_dask.simulate import simulate
@@ -219,3 +220,16 @@ def test_the_exact_auc_counts_apart_where_workers_cannot_hold_its_riding_targets
     assert got.attrs["passes"] > expected.attrs["passes"]  # the AUC's own passes
     for name in ("auc", "eer", "min_dcf", "cllr"):
         np.testing.assert_array_equal(got[name].values, expected[name].values)
+
+
+def test_without_a_client_the_threads_are_those_of_the_local_pool(monkeypatch):
+    """The memory check and the bootstrap's planning count the threads a local computation
+    runs: dask's num_workers, else the CPUs this process may use (a batch job's share of a
+    node: dask.system.CPU_COUNT), not os.cpu_count's whole node."""
+    import dask
+    import dask.system
+
+    monkeypatch.setattr(dask.system, "CPU_COUNT", 5)
+    assert cluster_threads(None) == 5
+    with dask.config.set(num_workers=3):
+        assert cluster_threads(None) == 3

@@ -23,12 +23,12 @@ Examples
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
+import dask.system
 import numpy as np
 
 from bosaris_dask.passes.blas import pinned_blas
@@ -152,7 +152,7 @@ def run_blocks(
     (integers below 2**53, :func:`~bosaris_dask.bootstrap.histograms.check_exact`: the same sums
     in any order), or one block with a threaded BLAS.
     """
-    threads = 1 if pin_blas else min(len(cuts), os.cpu_count() or 1)
+    threads = 1 if pin_blas else min(len(cuts), dask.system.CPU_COUNT)
     parts = [(np.zeros(shape), np.zeros(1)) for _ in range(threads)]
 
     def run(k: int) -> None:

@@ -50,11 +50,11 @@ Examples
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from functools import partial
 
 import dask.array as da
+import dask.system
 import numpy as np
 
 from bosaris_dask.bootstrap import fast_block
@@ -458,7 +458,7 @@ def resample_histograms(
     n_rows = m.shape[0]
     need = task_memory(inputs, n_rows, max(b.n_bins for b in binnings),
                        len(binnings) * max(1, n_cond), split_every,
-                       threads=1 if pin_blas else os.cpu_count() or 1)  # fmt: skip
+                       threads=1 if pin_blas else dask.system.CPU_COUNT)  # fmt: skip
     aggs = [
         Aggregation(
             f"bootstrap of {name}",

@@ -24,7 +24,6 @@ results awaiting a merge 128 MiB, kept trials 80 MiB
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -323,7 +322,11 @@ def _remedy(client: Any, nthreads: int) -> str:
 
 
 def cluster_threads(client: Any | None) -> int:
-    """The worker threads of ``client``'s cluster, or this machine's cores without a client."""
+    """The worker threads of ``client``'s cluster, or without a client those of a local
+    computation (:func:`~bosaris_dask.progress.local_threads`: ``num_workers``, else the CPUs
+    this process may use, not the node's cores)."""
     if client is None:
-        return os.cpu_count() or 1
+        from bosaris_dask.progress import local_threads
+
+        return local_threads()
     return max(1, sum(nthreads for _, _, nthreads, _ in _workers(client)))

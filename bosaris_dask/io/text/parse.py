@@ -27,6 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import dask.system
 import numpy as np
 import pandas as pd
 
@@ -157,8 +158,9 @@ def _iter_blocks(
 
 def parse_threads() -> int:
     """Blocks parsed at once, each in a thread of its own (pyarrow's and pandas' parsers release
-    the GIL): knob ``bosaris_dask.parse-threads``, or as many as the CPUs and at most 4."""
-    return config.get("parse-threads") or max(1, min(4, os.cpu_count() or 1))
+    the GIL): knob ``bosaris_dask.parse-threads``, or as many as the CPUs this process may use
+    and at most 4."""
+    return config.get("parse-threads") or max(1, min(4, dask.system.CPU_COUNT))
 
 
 def parsed_blocks(
