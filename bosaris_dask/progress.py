@@ -124,7 +124,7 @@ def local_threads() -> int:
 
 def _run_here(run: Any, objs: tuple[Any, ...]) -> tuple[Any, ...]:
     """``run(*objs)`` (``dask.compute`` or ``dask.persist``) without a client: the threads are
-    a pool of this call's own (``num_workers`` from dask's config, else the CPU count), drained
+    a pool of this call's own (:func:`local_threads` of them), drained
     before returning or raising. A local scheduler named in dask's config (``"sync"``,
     ``"processes"``) is kept."""
     if dask.config.get("scheduler", None) not in (None, "threads", "threading"):

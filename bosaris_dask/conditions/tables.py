@@ -166,7 +166,8 @@ def table_from_frame(frame: pd.DataFrame, *, source: str = "<DataFrame>") -> Con
     frame = frame.rename(columns=_side_spelled).rename_axis(index=_side_spelled)
     labels = frame.index  # the rows' names, where the ids are not the index
     if any(name in SIDES for name in frame.index.names):
-        frame, labels = frame.reset_index(), frame.reset_index().index
+        frame = frame.reset_index()
+        labels = frame.index
     if frame.columns.duplicated().any():
         twice = frame.columns[frame.columns.duplicated()][0]
         raise TrialError(f"{source}: two columns (or index levels) named {twice!r}")

@@ -85,14 +85,9 @@ def kaldi_vector(path: Path) -> np.ndarray:
     text = _text_vector(path)
     if text is not None:
         return _vector(text, path, path.name)
-    try:
-        vec = _kaldiio().load_mat(os.fspath(path))
-    except Exception as error:  # kaldiio asserts, and raises OSError/ValueError of its own
-        why = " ".join(str(error).split()) or "cut short or corrupt"
-        raise ParseError(f"not a Kaldi vector (text '[ v1 v2 ... ]' or binary, as "
-                         f"ivector-mean writes): {type(error).__name__}: {why}",
-                         path=path) from None  # fmt: skip
-    return _vector(vec, path, path.name)
+    what = "not a Kaldi vector (text '[ v1 v2 ... ]' or binary, as ivector-mean writes)"
+    return _vector(_load_mat(_kaldiio(), os.fspath(path), path, path.name, what=what), path,
+                   path.name)  # fmt: skip
 
 
 def _text_vector(path: Path) -> np.ndarray | None:
@@ -115,14 +110,15 @@ def _text_vector(path: Path) -> np.ndarray | None:
     return np.array(values, dtype=np.float64)
 
 
-def _load_mat(kaldiio: Any, spec: str, path: Any, name: str) -> Any:
-    """kaldiio's vector at ``spec``; what goes wrong names the script file and the id."""
+def _load_mat(kaldiio: Any, spec: str, path: Any, name: str, *, what: str = "") -> Any:
+    """kaldiio's vector at ``spec``; what goes wrong names the script file and the id (or
+    says ``what``), kaldiio's reason on one line."""
     try:
         return kaldiio.load_mat(spec)
     except Exception as error:  # kaldiio asserts, and raises OSError/ValueError of its own
-        raise ParseError(f"id {name!r}: cannot read {spec} "
-                         f"({type(error).__name__}: {str(error) or 'bad offset or data'})",
-                         path=path) from None  # fmt: skip
+        why = " ".join(str(error).split()) or "bad offset or data"
+        raise ParseError(f"{what or f'id {name!r}: cannot read {spec}'} "
+                         f"({type(error).__name__}: {why})", path=path) from None  # fmt: skip
 
 
 def _resolve_specs(specs: list[str], lines: list[int], path: Path) -> list[str]:
