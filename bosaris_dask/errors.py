@@ -33,6 +33,7 @@ __all__ = [
     "PlotError",
     "quality_object_refused",
     "InconsistentPassesError",
+    "MissingPackageError",
     "option",
 ]
 
@@ -160,6 +161,11 @@ class InconsistentPassesError(BosarisError, RuntimeError):
     """Two passes over the same scores disagree: a refinement pass counted other trials in a
     score bin than pass 1 did (the data changed between passes, or a score source is not
     deterministic). The engine stops rather than report a wrong number."""
+
+
+class MissingPackageError(BosarisError, ImportError):
+    """An optional package that a file or an option needs is not installed; the message says
+    how to install it."""
 
 
 def quality_object_refused(holder: str) -> str:

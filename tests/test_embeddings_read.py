@@ -116,13 +116,26 @@ def test_kaldi_vectors_of_another_dimension_are_named(tmp_path, values):
         emb.embedding.compute()
 
 
-def test_kaldi_without_kaldiio_says_how_to_install(tmp_path, monkeypatch):
+def test_kaldi_without_kaldiio_says_how_to_install(tmp_path, monkeypatch, capsys):
     import sys
+
+    from bosaris_dask.cli import main
 
     (tmp_path / "x.scp").write_text("a x.ark:5\n")
     monkeypatch.setitem(sys.modules, "kaldiio", None)  # import kaldiio now fails
     with pytest.raises(ImportError, match=r"needs kaldiio: pip install 'bosaris-dask\[emb"):
         read(tmp_path / "x.scp")
+    # the CLI says so in one line (it was an ImportError traceback), for a binary .vec too
+    np.save(tmp_path / "e.npy", np.eye(3))
+    (tmp_path / "e.ids").write_text("a\nb\nc\n")
+    (tmp_path / "mean.vec").write_bytes(b"\0BFV \4\3\0\0\0")
+    out = ["--out", str(tmp_path / "s.zarr")]
+    for enrol, more in (("e.npy", ["--center", str(tmp_path / "mean.vec")]), ("x.scp", [])):
+        argv = ["score", "--enrol", str(tmp_path / enrol), "--test", str(tmp_path / "e.npy")]
+        assert main([*argv, *more, *out]) == 1
+        err = capsys.readouterr().err
+        assert "needs kaldiio: pip install 'bosaris-dask[embeddings]'" in err
+        assert "Traceback" not in err
 
 
 @pytest.mark.parametrize("fmt", ["npy", "hdf5", "scp"])

@@ -17,7 +17,7 @@ import dask.array as da
 import numpy as np
 
 from bosaris_dask.embeddings.formats import _identity, _lazy, _vector
-from bosaris_dask.errors import ParseError
+from bosaris_dask.errors import MissingPackageError, ParseError
 
 __all__ = ["open_scp", "open_ark", "kaldi_vector"]
 
@@ -26,8 +26,8 @@ def _kaldiio() -> Any:
     try:
         import kaldiio
     except ImportError:
-        raise ImportError(
-            "reading Kaldi .scp/.ark embeddings needs kaldiio: "
+        raise MissingPackageError(
+            "reading Kaldi .scp/.ark/.vec files needs kaldiio: "
             "pip install 'bosaris-dask[embeddings]'"
         ) from None
     return kaldiio
