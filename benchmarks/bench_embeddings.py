@@ -5,8 +5,9 @@ Usage::
 
     python benchmarks/bench_embeddings.py [--side 4096] [--dim 256] [--block 4096] [--repeat 3]
         [--modes sgemm,dgemm,scores,embeddings,zarr] [--cohort 0] [--top-n 300]
-        [--norm none] [--workdir DIR]
-        # modes also: unscreened, auc, auc-unscreened, sample, sample-blocks
+        [--norm none] [--workdir DIR] [--device cuda]
+        # modes also: unscreened, auc, auc-unscreened, sample, sample-blocks,
+        # scores-device, embeddings-device
 
 Draws ``side`` enrolment and ``side`` test embeddings (float32, ``side // 20`` speakers, so a
 label-derived key has about 5% targets; seed 0) and times, each in a fresh child process (so
@@ -24,6 +25,9 @@ every mode alike):
   label-derived key (pass 1 computes every exact block; the refinement passes screen each
   block with a float32 product and recompute exactly only the pairs near a candidate bin,
   :mod:`bosaris_dask.embeddings.screen`; the fraction recomputed is printed);
+* ``scores-device`` and ``embeddings-device`` (not run by default): ``scores`` and
+  ``embeddings`` with the block products on ``--device`` (PyTorch; default ``cuda``;
+  :mod:`bosaris_dask.embeddings.device`), the rounding and the passes on the host;
 * ``unscreened`` (not run by default): the same with the screen off (knob
   ``bosaris_dask.screen`` 0: every pass computes every exact block), for an A/B;
 * ``sample`` and ``sample-blocks`` (not run by default): the sample of the lazy scores that an
@@ -111,17 +115,17 @@ class Embeddings:
     def time_dgemm(self) -> None:
         self._tiles(self.a.astype(np.float64), self.b.astype(np.float64))
 
-    def lazy_scores(self):
+    def lazy_scores(self, device: str = "cpu"):
         norm = self.norm if self.norm["norm"] != "none" else {}
         cohort = {"cohort": self.cohort} if norm else {}
         return scores_from_embeddings(self.enrol, self.test, chunks=(self.block, self.block),
-                                      **norm, **cohort)  # fmt: skip
+                                      device=device, **norm, **cohort)  # fmt: skip
 
-    def time_scores(self) -> None:
-        self.lazy_scores().score.data.sum(dtype=np.float64).compute()
+    def time_scores(self, device: str = "cpu") -> None:
+        self.lazy_scores(device).score.data.sum(dtype=np.float64).compute()
 
-    def time_evaluate(self) -> None:
-        self.results = evaluate(self.lazy_scores(), self.key)
+    def time_evaluate(self, device: str = "cpu") -> None:
+        self.results = evaluate(self.lazy_scores(device), self.key)
 
     def time_unscreened(self) -> None:
         import dask
@@ -168,19 +172,20 @@ class Embeddings:
         self.stats = cohort_stats(self.enrol, self.cohort, top_n=top_n)
 
 
-def _warm_up() -> None:
+def _warm_up(device: str = "cpu") -> None:
     """One tiny evaluation from embeddings and from zarr: imports, BLAS and thread start-up
-    are paid here, outside the timed call (they are seconds' worth at small sizes)."""
+    (and a device's start: its context, its libraries' handles in each thread) are paid here,
+    outside the timed call (they are seconds' worth at small sizes)."""
     tiny = Embeddings()
-    tiny.setup(side=256, dim=16, block=128)
-    tiny.time_evaluate()
+    tiny.setup(side=256 if device == "cpu" else 2048, dim=16, block=128)  # every thread's start
+    tiny.time_evaluate(device)
     with tempfile.TemporaryDirectory() as tmp:
         tiny.write_zarr(Path(tmp) / "s.zarr")
         tiny.time_zarr(Path(tmp) / "s.zarr")
 
 
 def _child(args: argparse.Namespace) -> None:
-    _warm_up()
+    _warm_up(args.device if args.child.endswith("-device") else "cpu")
     bench = Embeddings()
     bench.setup(args.side, args.dim, min(args.block, args.side), args.cohort, args.norm,
                 args.top_n)  # fmt: skip
@@ -189,6 +194,8 @@ def _child(args: argparse.Namespace) -> None:
         "dgemm": bench.time_dgemm,
         "scores": bench.time_scores,
         "embeddings": bench.time_evaluate,
+        "scores-device": lambda: bench.time_scores(args.device),
+        "embeddings-device": lambda: bench.time_evaluate(args.device),
         "unscreened": bench.time_unscreened,
         "auc": bench.time_auc,
         "auc-unscreened": bench.time_auc_unscreened,
@@ -214,14 +221,14 @@ def _child(args: argparse.Namespace) -> None:
 
 
 #: The modes that evaluate (their results are compared).
-_EVALUATIONS = ("embeddings", "unscreened", "zarr", "auc", "auc-unscreened")
+_EVALUATIONS = ("embeddings", "embeddings-device", "unscreened", "zarr", "auc", "auc-unscreened")
 
 
 def _measure(mode: str, args: argparse.Namespace, store: Path) -> dict:
     command = [sys.executable, __file__, "--child", mode, "--store", str(store),
                "--side", str(args.side), "--dim", str(args.dim), "--block", str(args.block),
                "--cohort", str(args.cohort), "--top-n", str(args.top_n),
-               "--norm", args.norm]  # fmt: skip
+               "--norm", args.norm, "--device", args.device]  # fmt: skip
     out = subprocess.run(command, check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -249,6 +256,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cohort", type=int, default=0, help="cohort size (0: no cohort run)")
     parser.add_argument("--top-n", type=int, default=300)
     parser.add_argument("--norm", default="none", choices=("none", "z", "t", "s", "as"))
+    parser.add_argument(
+        "--device",
+        default="cuda",
+        help="the device of the modes scores-device and embeddings-device",
+    )
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--store", default=None, help=argparse.SUPPRESS)
@@ -286,14 +298,14 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
     wall = {m: float(np.median([r["wall_s"] for r in runs[m]])) for m in modes}
     print(f"load average after: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    print(f"{'':<12}{'wall (s)':>10}{'M scores/s':>12}{'vs sgemm':>10}{'vs zarr':>9}"
+    print(f"{'':<18}{'wall (s)':>10}{'M scores/s':>12}{'vs sgemm':>10}{'vs zarr':>9}"
           f"{'peak MB':>9}")  # fmt: skip
     for m in modes:
         count = args.side * args.cohort if m == "cohort" else n
         vs_s = f"{wall['sgemm'] * count / n / wall[m]:>10.2f}" if "sgemm" in wall else f"{'':>10}"
         vs_z = f"{wall['zarr'] / wall[m]:>9.2f}" if "zarr" in wall and m != "cohort" else ""
         peak = max(r["peak_rss_mb"] for r in runs[m])
-        print(f"{m:<12}{wall[m]:>10.2f}{count / wall[m] / 1e6:>12.1f}{vs_s}{vs_z:>9}"
+        print(f"{m:<18}{wall[m]:>10.2f}{count / wall[m] / 1e6:>12.1f}{vs_s}{vs_z:>9}"
               f"{peak:>9.0f}")  # fmt: skip
     done = [m for m in _EVALUATIONS if m in modes]
     for m in done:

@@ -18,13 +18,19 @@ import pytest
 
 from bosaris_dask.cli import main
 from bosaris_dask.embeddings import device, from_arrays, kernel, scores_from_embeddings, scoring
-from bosaris_dask.embeddings.rounding import round_products
+from bosaris_dask.embeddings.rounding import (
+    max_row_norm,
+    product_bound,
+    round_certified,
+    settle_uncertain,
+)
 from bosaris_dask.errors import OptionError
 from bosaris_dask.metrics import evaluate
 from bosaris_dask.passes import screening
 from bosaris_dask.trials import key_from_labels
 
 D = 16
+GPU = "cuda"  # the device of the tests that need a CUDA GPU
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 
@@ -52,19 +58,26 @@ def _sets(n_e=41, n_t=57, speakers=6):
     return from_arrays(e_ids, e), from_arrays(t_ids, t), from_arrays(c_ids, c), key
 
 
-def _reordered_strips(calls):
-    """A stand-in device: each strip's float64 products summed over the dimension in reverse
-    order, in two halves (not numpy's BLAS order), counting the products it makes."""
+def _reordered_products(x, y):
+    """Float64 products summed over the dimension in reverse order, in two halves (not
+    numpy's BLAS order)."""
+    x, y, h = x[:, ::-1], y[:, ::-1], x.shape[1] // 2
+    return x[:, h:] @ y[:, h:].T + x[:, :h] @ y[:, :h].T
 
-    def strips(a, b, rows, name):
+
+def _reordered_strips(calls):
+    """A stand-in device: each strip's products summed in another order than numpy's BLAS,
+    rounded and certified as a device does, counting the products it makes."""
+
+    def strips(a, b, rows, name, b_norm):
         assert name == "stand-in"
-        h = a.shape[1] // 2
         for start in range(0, a.shape[0], rows):
             stop = min(start + rows, a.shape[0])
-            x = a[start:stop, ::-1]
-            y = b[:, ::-1]
             calls.append((stop - start) * b.shape[0])
-            yield start, stop, x[:, h:] @ y[:, h:].T + x[:, :h] @ y[:, :h].T
+            products = _reordered_products(a[start:stop], b)
+            scores = np.empty(products.shape, dtype=np.float32)
+            bound = product_bound(a.shape[1], max_row_norm(a[start:stop]), b_norm)
+            yield start, stop, scores, round_certified(products, bound, scores)
 
     return strips
 
@@ -81,8 +94,7 @@ def test_the_stand_in_sums_in_another_order():
     """Otherwise the next tests could not fail: its float64 products differ from numpy's."""
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=(64, D)), rng.normal(size=(80, D))
-    (_, _, theirs), = _reordered_strips([])(a, b, 64, "stand-in")  # fmt: skip
-    assert np.count_nonzero(theirs != a @ b.T) > 100
+    assert np.count_nonzero(_reordered_products(a, b) != a @ b.T) > 100
 
 
 @pytest.mark.parametrize("norm", ["none", "s", "as"])
@@ -135,9 +147,10 @@ def test_pytorch_products_round_to_numpys_bits():
     expected = kernel.score_block(a, b)
     got = np.empty_like(expected)
     seen = []
-    for start, stop, products in device.device_strips(a, b, 128, "cpu"):
+    for start, stop, scores, uncertain in device.device_strips(a, b, 128, "cpu"):
         seen.append((start, stop))
-        round_products(products, a[start:stop], b, got[start:stop])
+        got[start:stop] = scores
+        settle_uncertain(got[start:stop], a[start:stop], b, uncertain)
     assert seen == [(0, 128), (128, 256), (256, 300)]
     np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32))
     assert got[3, 7] == 1.0
@@ -147,9 +160,9 @@ def test_pytorch_products_round_to_numpys_bits():
 def test_pytorch_path_through_the_evaluation(monkeypatch):
     calls: list[int] = []
 
-    def torch_cpu(a, b, rows, name):
+    def torch_cpu(a, b, rows, name, b_norm):
         calls.append(a.shape[0] * b.shape[0])
-        return device.device_strips(a, b, rows, "cpu")
+        return device.device_strips(a, b, rows, "cpu", b_norm)
 
     monkeypatch.setattr(scoring, "check_device", lambda name: name)
     monkeypatch.setattr(kernel, "device_strips", torch_cpu)
@@ -208,3 +221,76 @@ def test_pytorch_device_errors():
         a = np.ones((2, 3))
         with pytest.raises(OptionError, match="device 'cuda' cannot compute the float64 block"):
             list(device.device_strips(a, a, 1, "cuda"))
+
+
+@pytest.mark.skipif(not _cuda(), reason="no CUDA device")
+def test_a_gpu_through_the_command_line_on_worker_processes(tmp_path, monkeypatch):
+    """``score --device cuda`` writes the bits the CPU writes, and ``evaluate --device cuda`` on
+    worker processes (each initialising CUDA itself) reports what the CPU reports."""
+    e, t, c, key = _sets(300, 350)
+    from bosaris_dask import io
+
+    monkeypatch.chdir(tmp_path)
+    for name, emb in (("enrol", e), ("test", t), ("cohort", c)):
+        np.savez(f"{name}.npz", ids=emb.id.values.astype(str), embeddings=emb.embedding.values)
+    io.write(key, "key.zarr")
+    sets = ["--enrol", "enrol.npz", "--test", "test.npz", "--block", "96",
+            "--norm", "as", "--cohort", "cohort.npz", "--top-n", "7"]  # fmt: skip
+    for where, out in (("cpu", "cpu.zarr"), (GPU, "gpu.zarr")):
+        assert main(["score", *sets, "--key", "key.zarr", "--device", where,
+                     "--out", out, "--cluster", "threads", "-q"]) == 0  # fmt: skip
+    on_cpu, on_gpu = io.read("cpu.zarr").score.values, io.read("gpu.zarr").score.values
+    np.testing.assert_array_equal(on_gpu.view(np.uint32), on_cpu.view(np.uint32))
+    common = ["evaluate", "--key", "key.zarr", *sets, "-q"]
+    assert main([*common, "--cluster", "threads", "--json", "cpu.json"]) == 0
+    assert main([*common, "--device", GPU, "--cluster", "local", "--workers", "2",
+                 "--json", "gpu.json"]) == 0  # fmt: skip
+    assert (tmp_path / "cpu.json").read_bytes() == (tmp_path / "gpu.json").read_bytes()
+
+
+class _Truncating:
+    """A stand-in for PyTorch whose float64 -> float32 conversion truncates (rounds toward
+    zero), as no IEEE device should."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def to(self, _):
+        return self
+
+    def float(self):
+        down = self.values.astype(np.float32)
+        over = np.abs(down.astype(np.float64)) > np.abs(self.values)
+        return _Truncating(np.where(over, np.nextafter(down, np.float32(0)), down))
+
+    def cpu(self):
+        return self
+
+    def numpy(self):
+        return self.values
+
+
+class _Nearest(_Truncating):
+    def float(self):
+        return _Nearest(self.values.astype(np.float32))
+
+
+def test_a_device_that_does_not_round_to_nearest_is_refused():
+    fake = type("torch", (), {"from_numpy": staticmethod(_Truncating)})
+    with pytest.raises(OptionError, match="device 'odd:0' does not round float64 to float32 to "
+                                          r"nearest \(ties to even\)"):  # fmt: skip
+        device._check_rounding(fake, "odd:0", "odd:0")
+    device._check_rounding(type("torch", (), {"from_numpy": staticmethod(_Nearest)}), "ok:0", "ok")
+
+
+@pytest.mark.skipif(not _cuda(), reason="no CUDA device")
+@pytest.mark.parametrize("scale", [1e-20, 1.0, 1e15])
+def test_a_gpu_rounds_blocks_of_any_scale_as_the_cpu(scale):
+    """Dot-product scores far from 1: subnormal float32 scores (settled on the host), exact
+    ones, exact zeros and large ones."""
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=(300, 256)) * scale, rng.normal(size=(400, 256)) * scale
+    b[3], b[4], b[5] = a[5], 0.0, -a[6]
+    expected = kernel.score_block(a, b)
+    np.testing.assert_array_equal(kernel.score_block(a, b, GPU).view(np.uint32),
+                                  expected.view(np.uint32))  # fmt: skip

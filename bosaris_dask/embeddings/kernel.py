@@ -19,10 +19,10 @@ The BLAS is pinned to one thread inside a task
 oversubscribe the cores; the bits do not depend on it. Rows are
 multiplied in strips of :data:`STRIP_ROWS` so the float64 intermediate stays small
 (``STRIP_ROWS x block columns x 8`` bytes). With ``device`` other than ``"cpu"`` the products
-run on an accelerator (:mod:`bosaris_dask.embeddings.device`) and are rounded here the same
-way: the same bits. Should a score source still change between passes
-(a file rewritten meanwhile), the engine stops with ``InconsistentPassesError`` rather than
-report a wrong number.
+run and are rounded on an accelerator (:mod:`bosaris_dask.embeddings.device`), certified by the
+same bound, the uncertain ones settled here: the same bits. Should a score source still change
+between passes (a file rewritten meanwhile), the engine stops with ``InconsistentPassesError``
+rather than report a wrong number.
 
 Examples
 --------
@@ -40,7 +40,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from bosaris_dask.embeddings.device import device_strips
-from bosaris_dask.embeddings.rounding import max_row_norm, round_products
+from bosaris_dask.embeddings.rounding import max_row_norm, round_products, settle_uncertain
 from bosaris_dask.passes.blas import pinned_blas
 
 #: Rows of a block multiplied at once (bounds the float64 intermediate).
@@ -55,17 +55,18 @@ def _host_strips(a: np.ndarray, b: np.ndarray, rows: int) -> Iterator[tuple[int,
 
 def score_block(a: np.ndarray, b: np.ndarray, device: str = "cpu") -> np.ndarray:
     """``a @ b.T`` rounded to float32 as the exact products are; ``a`` and ``b`` are prepared
-    float64 rows. ``device``: where the float64 products run (``"cpu"``: numpy's BLAS; else a
-    PyTorch device, :mod:`bosaris_dask.embeddings.device`), the same bits either way."""
+    float64 rows. ``device``: where the products run and are rounded (``"cpu"``: numpy's BLAS;
+    else a PyTorch device, :mod:`bosaris_dask.embeddings.device`), the same bits either way."""
     a = np.ascontiguousarray(a, dtype=np.float64)
     b = np.ascontiguousarray(b, dtype=np.float64)
     out = np.empty((a.shape[0], b.shape[0]), dtype=np.float32)
     b_norm = max_row_norm(b)
-    if device == "cpu":
-        strips = _host_strips(a, b, STRIP_ROWS)
-    else:
-        strips = device_strips(a, b, STRIP_ROWS, device)
     with pinned_blas():
-        for start, stop, products in strips:
-            round_products(products, a[start:stop], b, out[start:stop], b_norm=b_norm)
+        if device == "cpu":
+            for start, stop, products in _host_strips(a, b, STRIP_ROWS):
+                round_products(products, a[start:stop], b, out[start:stop], b_norm=b_norm)
+        else:
+            for start, stop, scores, uncertain in device_strips(a, b, STRIP_ROWS, device, b_norm):
+                out[start:stop] = scores
+                settle_uncertain(out[start:stop], a[start:stop], b, uncertain)
     return out

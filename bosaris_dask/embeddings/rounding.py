@@ -46,6 +46,7 @@ __all__ = [
     "round_certified",
     "exact_round",
     "round_products",
+    "settle_uncertain",
     "exact_pairs",
     "screen_factors",
     "max_row_norm",
@@ -246,8 +247,21 @@ def round_products(
     caller has it (the strips of a block share it)."""
     b_norm = max_row_norm(b) if b_norm is None else b_norm
     failed = round_certified(products, product_bound(a.shape[1], max_row_norm(a), b_norm), out)
-    if failed.size:
-        rows, cols = np.divmod(failed, products.shape[1])
+    settle_uncertain(out, a, b, failed)
+
+
+def settle_uncertain(out: np.ndarray, a: np.ndarray, b: np.ndarray, uncertain: np.ndarray) -> None:
+    """Write the exact float32 products ``a[i] . b[j]`` into ``out[i, j]`` at the flat indices
+    ``uncertain`` of ``out`` (the roundings a certification left open).
+
+    >>> a = np.array([[0.5, 2.0**-25, 2.0**-60]])
+    >>> out = np.zeros((1, 1), dtype=np.float32)
+    >>> settle_uncertain(out, a, np.ones((1, 3)), np.array([0]))
+    >>> float(out[0, 0]) == 0.5 + 2.0**-24
+    True
+    """
+    if uncertain.size:
+        rows, cols = np.divmod(uncertain, out.shape[1])
         out[rows, cols] = exact_round(a[rows], b[cols])
 
 
