@@ -190,6 +190,23 @@ def test_empty_conditions_are_counted_not_errors():
     assert "nan" not in table
 
 
+def test_labels_of_values_holding_commas_stay_apart():
+    """Joined as they were, both conditions read 'model.a=p, segment.b=q, segment.b=r'."""
+    key = make_key(["m1", "m2"], ["s1", "s2"], [[1, -1], [-1, 1]])
+    scores = make_scores(["m1", "m2"], ["s1", "s2"], [[2.0, 0.5], [0.0, 1.0]])
+    models = condition_table("model", ["m1", "m2"], {"a": ["p, segment.b=q", "p"]})
+    segs = condition_table("segment", ["s1", "s2"], {"b": ["r", "q, segment.b=r"]})
+    ds = metrics.evaluate(scores, key, conditions=[models, segs], by=["model.a", "segment.b"])
+    assert sorted(ds.condition.values.tolist()) == [
+        "model.a='p, segment.b=q', segment.b='q, segment.b=r'",
+        "model.a='p, segment.b=q', segment.b=r",
+        "model.a=p, segment.b='q, segment.b=r'",
+        "model.a=p, segment.b=r",
+    ]  # fmt: skip
+    one = ds.sel(condition="model.a=p, segment.b='q, segment.b=r'")
+    assert int(one.condition_n_target[0]) == 1 and int(one.condition_n_nontarget[0]) == 0
+
+
 def test_pooled_errors_stay_errors():
     key = make_key(["m1"], ["s1", "s2"], [[-1, -1]])
     scores = make_scores(["m1"], ["s1", "s2"], [[2.0, 0.5]])

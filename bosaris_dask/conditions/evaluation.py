@@ -263,7 +263,7 @@ def conditions_and_summaries(
         ds = equalized.add_to_dataset(ds, *result.equalized, by=[str(b) for b in cond.by],
                                       cprimary_priors=cp)  # fmt: skip
     labels = cond.labels
-    texts = [", ".join(f"{k}={v}" for k, v in lab.items()) for lab in labels]
+    texts = [condition_text(lab) for lab in labels]
     pairs = [(k, g) for k, row in enumerate(result.by_condition)
              for g, summary in enumerate(row) if summary is not None]  # fmt: skip
     if riding is not None and riding.served:  # pooled, then conditions: the order of pairs
@@ -465,3 +465,14 @@ def conditions_as_systems(results: xr.Dataset, *, empty: bool = False) -> xr.Dat
 
 
 __getattr__ = renamed_getattr(__name__, {"cprimary": ("summary_cprimary", summary_cprimary)})
+
+
+def condition_text(label: dict[str, Any]) -> str:
+    """A condition's label as one line, ``spec=value`` joined by commas; a value holding a
+    comma or ``=`` is quoted, so that two conditions never share a label.
+
+    >>> condition_text({"model.g": "f", "segment.src": "tel, mic"})
+    "model.g=f, segment.src='tel, mic'"
+    """
+    return ", ".join(f"{k}={str(v)!r}" if ("," in str(v) or "=" in str(v)) else f"{k}={v}"
+                     for k, v in label.items())  # fmt: skip
