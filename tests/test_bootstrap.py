@@ -494,6 +494,40 @@ def test_compare_per_condition():
     assert (same.condition_compare_min_dcf_p_better.values[:, :, ops] == 0).all()
 
 
+def test_cprimary_compared_per_condition_and_equalized():
+    """Cprimary's paired differences per condition and equalized, as the pooled ones: a
+    condition holding every trial (equalized over it alone) compares as the pooled trials."""
+    key, systems, tables, *_ = _data(seed=8, n_m=14, n_s=16)
+    kw = {"bootstrap": 60, "compare": True, "seed": 1, "resample": ["model.spk", "segment.spk"],
+          "cprimary_priors": [0.05, 0.3]}  # fmt: skip
+    mids = key.model.values.tolist()
+    everything = condition_table("model", mids, {"all": ["x"] * len(mids)})
+    ds = _evaluate(key, systems, conditions=[*tables, everything], by=["model.all"],
+                   equalize=True, **kw)  # fmt: skip
+    for kind in ("act", "min"):
+        for var in ("", "_ci", "_p_better"):
+            pooled = ds[f"compare_cprimary_{kind}{var}"].values
+            got = ds[f"condition_compare_cprimary_{kind}{var}"].isel(condition=0).values
+            np.testing.assert_array_equal(got, pooled, kind + var)
+            # the equalized shares are rounded to 2**-30: the same up to that
+            equalized = ds[f"compare_equalized_cprimary_{kind}{var}"].values
+            np.testing.assert_allclose(equalized, pooled, rtol=0, atol=1e-6)
+    assert float(ds.compare_equalized_cprimary_act[0]) == float(
+        ds.equalized_cprimary_act[0] - ds.equalized_cprimary_act[1])  # fmt: skip
+    for name in ds.data_vars:
+        assert {"units", "long_name"} <= set(ds[name].attrs), name
+    assert ds.condition_compare_cprimary_act.attrs["long_name"].startswith("condition_cprimary")
+    doc = to_json_dict(ds)["comparisons"][0]
+    assert doc["conditions"][0]["cprimary"] == doc["cprimary"]
+    assert set(doc["equalized"]["cprimary"]) == {"act", "min"}
+    assert "equalized Cprimary min" in format_table(ds)
+    # per gender, a system against itself: differences of 0 in every resample
+    same = _evaluate(key, [systems[0], systems[0]], conditions=tables, by=["model.gender"], **kw)
+    assert same.condition_compare_cprimary_min_ci.dims == ("pair", "condition", "bound")
+    assert (same.condition_compare_cprimary_act_ci.values == 0).all()
+    assert (same.condition_compare_cprimary_min_p_better.values == 0).all()
+
+
 @pytest.mark.slow
 def test_local_cluster_gives_identical_intervals():
     from bosaris_dask.cluster import connect

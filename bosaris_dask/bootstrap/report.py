@@ -17,7 +17,8 @@ system misses key trials, each is compared on its own scored trials), "eer": {"d
 system's metric minus the second's); with ``--by`` too, each comparison has ``"conditions":
 [{"by", "eer", ..., "operating_points"}]``, the same keys per condition. With Cprimary priors,
 each ``"cprimary"`` entry gets ``"act_ci"``, ``"min_ci"`` and ``"min_ci_resolution"``, and each
-comparison ``"cprimary": {"act": {"diff", ...}, "min": {...}}`` (of the pooled trials).
+comparison ``"cprimary": {"act": {"diff", ...}, "min": {...}}`` (of the pooled trials), as does
+each of its conditions, and with ``--equalize`` ``"equalized": {"cprimary": {...}}``.
 """
 
 from __future__ import annotations
@@ -165,6 +166,14 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
                          for point, at in zip(points, ops, strict=True)]}
                     for g, cond in enumerate(doc["systems"][0].get("conditions", []))
                 ]  # fmt: skip
+            if "condition_compare_cprimary_act" in results:
+                for g, cond in enumerate(item["conditions"]):
+                    cond["cprimary"] = {kind: _compare(results, f"cprimary_{kind}", i, g=g)
+                                        for kind in ("act", "min")}  # fmt: skip
+            if "compare_equalized_cprimary_act" in results:
+                item["equalized"] = {"cprimary": {
+                    kind: _compare(results, f"equalized_cprimary_{kind}", i)
+                    for kind in ("act", "min")}}  # fmt: skip
             doc["comparisons"].append(item)
     return doc
 
@@ -353,13 +362,15 @@ def format_block(results: xr.Dataset) -> list[str]:
                     short = "actDCF" if metric == "act_dcf" else "minDCF"
                     parts.append(f"{short} {point} {d:+.3f} " + _diff_interval(
                         lo, hi, p, _bins(results, metric, i, at, 1)))  # fmt: skip
-            if "compare_cprimary_act" in results:
+            for of, label_of in (("", "Cprimary"), ("equalized_", "equalized Cprimary")):
+                if f"compare_{of}cprimary_act" not in results:
+                    continue
                 for kind in ("act", "min"):
-                    metric = f"cprimary_{kind}"
+                    metric = f"{of}cprimary_{kind}"
                     d = float(results[f"compare_{metric}"].values[i])
                     lo, hi = results[f"compare_{metric}_ci"].values[i]
                     p = float(results[f"compare_{metric}_p_better"].values[i])
-                    parts.append(f"Cprimary {kind} {d:+.3f} " + _diff_interval(
+                    parts.append(f"{label_of} {kind} {d:+.3f} " + _diff_interval(
                         lo, hi, p, _bins(results, metric, i, None, 1)))  # fmt: skip
             lines.append(f"{label}:")
             lines += [f"  {p}" for p in parts]

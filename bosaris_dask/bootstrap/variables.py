@@ -181,9 +181,10 @@ def cprimary_interval_variables(
     ``equalized_cprimary_*_ci``: the intervals of each resample's mean over the Cprimary
     priors (their Bayes thresholds ``-cp_plo`` bin edges) of the normalized actDCF (exact)
     and minDCF (at the bins' resolution: each minimum's ``*_ci_resolution``, the mean of the
-    priors' bounds), from the resamples the other intervals use. With ``compare``, the pooled
-    paired differences ``compare_cprimary_act``/``_min`` along ``pair``
-    (:func:`compare_variables`)."""
+    priors' bounds), from the resamples the other intervals use. With ``compare``, the paired
+    differences along ``pair`` (:func:`compare_variables`): pooled ``compare_cprimary_act``/
+    ``_min``, per condition ``condition_compare_cprimary_*`` and equalized
+    ``compare_equalized_cprimary_*``."""
     n_sys = ds.sizes["system"]
 
     def replicates(k: int, tar, non, sp_tar=None, sp_non=None) -> dict[str, np.ndarray]:
@@ -206,27 +207,40 @@ def cprimary_interval_variables(
                 f"{prefix}cprimary_min_ci": ((*dims, "bound"), values[..., 2:4]),
                 f"{prefix}cprimary_min_ci_resolution": (dims, values[..., 4])}  # fmt: skip
 
+    names, binned = ("cprimary_act", "cprimary_min"), ("cprimary_min",)
     reps = [replicates(k, r.tar, r.non, r.sp_tar, r.sp_non) for k, r in enumerate(results)]
     out = variables("", ("system",), np.array([intervals(rep) for rep in reps]))
     if "condition_cprimary_act" in ds:
         cond = np.full((n_sys, ds.sizes["condition"], 5), np.nan)
+        creps, whole = {}, np.zeros((n_sys, ds.sizes["condition"]), dtype=bool)
         for k, r in enumerate(results):
             for g, c in enumerate(r.conditions):
-                if c.tar[0].sum() and c.non[0].sum() and not scaled_copies(c.tar, c.non):
-                    cond[k, g] = intervals(replicates(k, c.tar, c.non))
+                if c.tar[0].sum() and c.non[0].sum():
+                    whole[k, g] = scaled_copies(c.tar, c.non)
+                    if not whole[k, g]:
+                        creps[k, g] = replicates(k, c.tar, c.non)
+                        cond[k, g] = intervals(creps[k, g])
         out |= variables("condition_", ("system", "condition"), cond)
+        if compare:
+            out |= condition_compare_variables(ds, creps, level, None, n_sys, whole,
+                                               metrics=names, binned=binned)  # fmt: skip
     if "equalized_cprimary_act" in ds:
-        eq = np.array([intervals(replicates(k, *_equalized_units(r)))
-                       for k, r in enumerate(results)])  # fmt: skip
-        out |= variables("equalized_", ("system",), eq)
+        ereps = [replicates(k, *_equalized_units(r)) for k, r in enumerate(results)]
+        out |= variables("equalized_", ("system",), np.array([intervals(r) for r in ereps]))
+        if compare:  # as the pooled ones, named equalized_cprimary_*
+            ereps = [{f"equalized_{n}": v for n, v in rep.items()} for rep in ereps]
+            out |= compare_variables(ds, ereps, level, None, range(n_sys),
+                                     metrics=tuple(f"equalized_{n}" for n in names),
+                                     binned=tuple(f"equalized_{n}" for n in binned))  # fmt: skip
     if compare:  # the pooled Cprimary's paired differences, as the other metrics'
-        out |= compare_variables(ds, reps, level, None, range(n_sys),
-                                 metrics=("cprimary_act", "cprimary_min"),
-                                 binned=("cprimary_min",))  # fmt: skip
+        out |= compare_variables(ds, reps, level, None, range(n_sys), metrics=names,
+                                 binned=binned)  # fmt: skip
     return out
 
 
-def condition_compare_variables(ds, reps, level, is_op, n_sys, whole) -> dict[str, Any]:
+def condition_compare_variables(
+    ds, reps, level, is_op, n_sys, whole, metrics=(*METRICS, *PER_POINT), binned=BINNED
+) -> dict[str, Any]:
     """``condition_compare_<metric>`` (``pair``, ``condition``[, ``plo``]) with its ``_ci``
     and ``_p_better``: :func:`compare_variables` per condition, from the same resamples (NaN
     where either system has no targets or no non-targets in the condition; only the exact
@@ -234,7 +248,7 @@ def condition_compare_variables(ds, reps, level, is_op, n_sys, whole) -> dict[st
     pairs = list(itertools.combinations(range(n_sys), 2))
     n_cond, n_plo = ds.sizes["condition"], ds.sizes["plo"]
     out: dict[str, Any] = {}
-    for name in (*METRICS, *PER_POINT):
+    for name in metrics:
         per_point = name in PER_POINT
         tail = (n_plo,) if per_point else ()
         point = np.full((len(pairs), n_cond, *tail), np.nan)
@@ -256,7 +270,7 @@ def condition_compare_variables(ds, reps, level, is_op, n_sys, whole) -> dict[st
                     frac = np.nanmean(better, axis=0)
                 pair_exact = [exact[k, g][is_op] if per_point else exact[k, g] for k in (i, j)]
                 off = (resolution_of(reps[i, g], reps[j, g], name, *pair_exact)
-                       if name in BINNED else np.nan)  # fmt: skip
+                       if name in binned else np.nan)  # fmt: skip
                 if per_point:
                     point[p, g] = exact[i, g] - exact[j, g]
                     point[p, g, ~is_op] = np.nan
@@ -272,7 +286,7 @@ def condition_compare_variables(ds, reps, level, is_op, n_sys, whole) -> dict[st
         out[f"condition_compare_{name}"] = (dims, point)
         out[f"condition_compare_{name}_ci"] = ((*dims, "bound"), ci)
         out[f"condition_compare_{name}_p_better"] = (dims, p_better)
-        if name in BINNED:
+        if name in binned:
             out[f"condition_compare_{name}_resolution"] = (dims, resolution)
     return out
 
@@ -332,11 +346,15 @@ def _describe_by_name(ds: xr.Dataset, pct: str) -> None:
     equalized metrics' intervals, comparisons and resolutions), after the variable they are of.
     """
     for var in [str(v) for v in ds.data_vars if "long_name" not in ds[v].attrs]:
-        base = var.removeprefix("compare_").removesuffix("_ci").removesuffix("_ci_resolution")
+        # a comparison per condition is worded as the pooled one, of the condition's metric
+        pooled = var.replace("condition_compare_", "compare_", 1)
+        of = "condition_" if pooled != var else ""
+        base = pooled.removeprefix("compare_").removesuffix("_ci").removesuffix("_ci_resolution")
         base = base.removesuffix("_p_better").removesuffix("_resolution")
-        if base not in ds or base == var:
+        source = of + base
+        if source not in ds or base == pooled:
             continue
-        units = ds[base].attrs.get("units", "")
+        units = ds[source].attrs.get("units", "")
         metric = base.removeprefix("condition_").removeprefix("equalized_")
         binned = metric in (*BINNED, "cprimary_min")
         if var == f"{base}_ci":
@@ -351,15 +369,16 @@ def _describe_by_name(ds: xr.Dataset, pct: str) -> None:
             long = f"{pct} percentile interval of {base} ({how})"
         elif var == f"{base}_ci_resolution":
             long = f"bound on how far below the ends of {base}_ci the exact bootstrap's are"
-        elif var == f"compare_{base}":
-            long = f"{base} of the first system minus the second's (exact)"
-        elif var == f"compare_{base}_ci":
-            long = f"{pct} paired interval of compare_{base}"
-        elif var == f"compare_{base}_p_better":
-            units, long = "fraction", f"fraction of resamples where the first's {base} is lower"
-        elif var == f"compare_{base}_resolution":
-            long = (f"bound on how far any resample's binned difference of {base} is from its "
-                    "exact one")  # fmt: skip
+        elif pooled == f"compare_{base}":
+            long = f"{source} of the first system minus the second's (exact)"
+        elif pooled == f"compare_{base}_ci":
+            long = f"{pct} paired interval of {of}compare_{base}"
+        elif pooled == f"compare_{base}_p_better":
+            units = "fraction"
+            long = f"fraction of resamples where the first's {source} is lower"
+        elif pooled == f"compare_{base}_resolution":
+            long = (f"bound on how far any resample's binned difference of {source} is from "
+                    "its exact one")  # fmt: skip
         else:
             continue
         ds[var].attrs.update(units=units, long_name=long)
