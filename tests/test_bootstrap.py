@@ -494,8 +494,9 @@ def test_compare_per_condition():
     assert (same.condition_compare_min_dcf_p_better.values[:, :, ops] == 0).all()
 
 
-def test_cprimary_compared_per_condition_and_equalized():
-    """Cprimary's paired differences per condition and equalized, as the pooled ones: a
+def test_cprimary_and_equalized_metrics_compared():
+    """Cprimary's paired differences per condition and equalized, and the equalized metrics',
+    as the pooled ones: a
     condition holding every trial (equalized over it alone) compares as the pooled trials."""
     key, systems, tables, *_ = _data(seed=8, n_m=14, n_s=16)
     kw = {"bootstrap": 60, "compare": True, "seed": 1, "resample": ["model.spk", "segment.spk"],
@@ -512,6 +513,10 @@ def test_cprimary_compared_per_condition_and_equalized():
             # the equalized shares are rounded to 2**-30: the same up to that
             equalized = ds[f"compare_equalized_cprimary_{kind}{var}"].values
             np.testing.assert_allclose(equalized, pooled, rtol=0, atol=1e-6)
+    for name in ("eer", "act_dcf", "min_dcf"):  # the equalized metrics' differences too
+        for var in ("", "_ci", "_p_better"):
+            got, pooled = ds[f"compare_equalized_{name}{var}"], ds[f"compare_{name}{var}"]
+            np.testing.assert_allclose(got.values, pooled.values, rtol=0, atol=1e-6)
     assert float(ds.compare_equalized_cprimary_act[0]) == float(
         ds.equalized_cprimary_act[0] - ds.equalized_cprimary_act[1])  # fmt: skip
     for name in ds.data_vars:
@@ -519,8 +524,11 @@ def test_cprimary_compared_per_condition_and_equalized():
     assert ds.condition_compare_cprimary_act.attrs["long_name"].startswith("condition_cprimary")
     doc = to_json_dict(ds)["comparisons"][0]
     assert doc["conditions"][0]["cprimary"] == doc["cprimary"]
-    assert set(doc["equalized"]["cprimary"]) == {"act", "min"}
-    assert "equalized Cprimary min" in format_table(ds)
+    assert set(doc["equalized"]) == {"eer", "operating_points", "cprimary"}
+    assert doc["equalized"]["operating_points"][0]["min_dcf"].keys() == {
+        "diff", "diff_ci", "p_first_better", "diff_resolution"}  # fmt: skip
+    table = format_table(ds)
+    assert "equalized Cprimary min" in table and "equalized EER (%)" in table
     # per gender, a system against itself: differences of 0 in every resample
     same = _evaluate(key, [systems[0], systems[0]], conditions=tables, by=["model.gender"], **kw)
     assert same.condition_compare_cprimary_min_ci.dims == ("pair", "condition", "bound")

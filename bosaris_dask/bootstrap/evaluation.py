@@ -427,7 +427,7 @@ def add_intervals(
         if compare:
             out |= condition_compare_variables(ds, creps, level, is_op, len(names), whole)
         if "equalized_eer" in ds:
-            out |= equalized_interval_variables(ds, results, binnings, plo, level, is_op)
+            out |= equalized_interval_variables(ds, results, binnings, plo, level, is_op, compare)
     if cp_plo is not None:
         out |= cprimary_interval_variables(ds, results, binnings, cp_plo, level, compare)
     if compare:

@@ -18,7 +18,8 @@ system's metric minus the second's); with ``--by`` too, each comparison has ``"c
 [{"by", "eer", ..., "operating_points"}]``, the same keys per condition. With Cprimary priors,
 each ``"cprimary"`` entry gets ``"act_ci"``, ``"min_ci"`` and ``"min_ci_resolution"``, and each
 comparison ``"cprimary": {"act": {"diff", ...}, "min": {...}}`` (of the pooled trials), as does
-each of its conditions, and with ``--equalize`` ``"equalized": {"cprimary": {...}}``.
+each of its conditions. With ``--equalize``, each comparison's ``"equalized": {"eer",
+"operating_points", ("cprimary")}`` compares the equalized metrics likewise.
 """
 
 from __future__ import annotations
@@ -170,10 +171,18 @@ def add_json(doc: dict[str, Any], results: xr.Dataset) -> dict[str, Any]:
                 for g, cond in enumerate(item["conditions"]):
                     cond["cprimary"] = {kind: _compare(results, f"cprimary_{kind}", i, g=g)
                                         for kind in ("act", "min")}  # fmt: skip
+            if "compare_equalized_eer" in results:
+                item["equalized"] = {
+                    "eer": _compare(results, "equalized_eer", i),
+                    "operating_points": [
+                        {**_point_of(point),
+                         **{name: _compare(results, f"equalized_{name}", i, at)
+                            for name in PER_POINT}}
+                        for point, at in zip(points, ops, strict=True)]}  # fmt: skip
             if "compare_equalized_cprimary_act" in results:
-                item["equalized"] = {"cprimary": {
+                item.setdefault("equalized", {})["cprimary"] = {
                     kind: _compare(results, f"equalized_cprimary_{kind}", i)
-                    for kind in ("act", "min")}}  # fmt: skip
+                    for kind in ("act", "min")}  # fmt: skip
             doc["comparisons"].append(item)
     return doc
 
@@ -346,35 +355,49 @@ def format_block(results: xr.Dataset) -> list[str]:
             if all(np.isnan(results[f"compare_{m}"].values[i]) for m in METRICS):
                 lines.append(f"{label}: none (a system without targets or non-targets here)")
                 continue
-            parts = []
-            for metric in METRICS:
-                scale = 100 if metric == "eer" else 1
-                d = float(results[f"compare_{metric}"].values[i]) * scale
-                lo, hi = results[f"compare_{metric}_ci"].values[i] * scale
-                p = float(results[f"compare_{metric}_p_better"].values[i])
-                parts.append(f"{_LABELS[metric]} {d:+.3f} " + _diff_interval(
-                    lo, hi, p, _bins(results, metric, i, None, scale)))  # fmt: skip
-            for at, point in zip(ops, point_names, strict=True):
-                for metric in PER_POINT:
-                    d = float(results[f"compare_{metric}"].values[i, at])
-                    lo, hi = results[f"compare_{metric}_ci"].values[i, at]
-                    p = float(results[f"compare_{metric}_p_better"].values[i, at])
-                    short = "actDCF" if metric == "act_dcf" else "minDCF"
-                    parts.append(f"{short} {point} {d:+.3f} " + _diff_interval(
-                        lo, hi, p, _bins(results, metric, i, at, 1)))  # fmt: skip
+            parts = [_compare_part(results, metric, i, None, _LABELS[metric]) for metric in METRICS]
+            parts += [
+                _compare_part(results, metric, i, at, f"{_SHORT[metric]} {point}")
+                for at, point in zip(ops, point_names, strict=True)
+                for metric in PER_POINT
+            ]
+            if "compare_equalized_eer" in results:
+                parts.append(_compare_part(results, "equalized_eer", i, None, "equalized EER (%)"))
+                parts += [_compare_part(results, f"equalized_{metric}", i, at,
+                                        f"equalized {_SHORT[metric]} {point}")
+                          for at, point in zip(ops, point_names, strict=True)
+                          for metric in PER_POINT]  # fmt: skip
             for of, label_of in (("", "Cprimary"), ("equalized_", "equalized Cprimary")):
-                if f"compare_{of}cprimary_act" not in results:
-                    continue
-                for kind in ("act", "min"):
-                    metric = f"{of}cprimary_{kind}"
-                    d = float(results[f"compare_{metric}"].values[i])
-                    lo, hi = results[f"compare_{metric}_ci"].values[i]
-                    p = float(results[f"compare_{metric}_p_better"].values[i])
-                    parts.append(f"{label_of} {kind} {d:+.3f} " + _diff_interval(
-                        lo, hi, p, _bins(results, metric, i, None, 1)))  # fmt: skip
+                if f"compare_{of}cprimary_act" in results:
+                    parts += [
+                        _compare_part(
+                            results, f"{of}cprimary_{kind}", i, None, f"{label_of} {kind}"
+                        )
+                        for kind in ("act", "min")
+                    ]
             lines.append(f"{label}:")
             lines += [f"  {p}" for p in parts]
     return lines
+
+
+#: The DCFs' names in the table.
+_SHORT = {"act_dcf": "actDCF", "min_dcf": "minDCF"}
+
+
+def _compare_part(results: xr.Dataset, metric: str, i: int, at: int | None, label: str) -> str:
+    """One comparison's line for ``metric`` (pair ``i``, operating point ``at``): the exact
+    difference, its interval and the fraction of resamples where the first is better (an EER
+    in percent)."""
+
+    def pick(var: str) -> Any:
+        v = results[f"compare_{metric}{var}"].values[i]
+        return v if at is None else v[at]
+
+    scale = 100 if metric.endswith("eer") else 1
+    d, (lo, hi) = float(pick("")) * scale, pick("_ci") * scale
+    return f"{label} {d:+.3f} " + _diff_interval(
+        lo, hi, float(pick("_p_better")), _bins(results, metric, i, at, scale)
+    )
 
 
 def _below(results: xr.Dataset, metric: str, at: tuple[int, ...], scale: float) -> str:

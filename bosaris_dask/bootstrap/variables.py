@@ -152,15 +152,19 @@ def _equalized_units(pooled: Any) -> list[np.ndarray]:
     return [np.rint(share * 2.0**EQUALIZED_BITS) for share in shares]
 
 
-def equalized_interval_variables(ds, results, binnings, plo, level, is_op) -> dict[str, Any]:
+def equalized_interval_variables(
+    ds, results, binnings, plo, level, is_op, compare=False
+) -> dict[str, Any]:
     """``equalized_eer_ci`` (``system``, ``bound``), ``equalized_act_dcf_ci`` and
     ``equalized_min_dcf_ci`` (``system``, ``plo``, ``bound``): each resample's equalized
     curve (:func:`equalized_rows` of its per-condition histograms, on the system's bins, its
     shares rounded to :data:`EQUALIZED_BITS` bits), the EER and minDCF at the bins'
-    resolution, actDCF at its threshold (a bin edge)."""
+    resolution, actDCF at its threshold (a bin edge). With ``compare``, their paired
+    differences ``compare_equalized_*`` along ``pair`` (:func:`compare_variables`)."""
     n_sys, n_plo = ds.sizes["system"], ds.sizes["plo"]
     eer = np.full((n_sys, 2), np.nan)
     dcf = {name: np.full((n_sys, n_plo, 2), np.nan) for name in PER_POINT}
+    reps = []
     for k, pooled in enumerate(results):
         units = _equalized_units(pooled)
         zero = np.zeros(units[0].shape[0])  # (no equalized Cllr)
@@ -168,9 +172,16 @@ def equalized_interval_variables(ds, results, binnings, plo, level, is_op) -> di
         eer[k] = percentile_interval(rep["eer"][1:, None], level)[0]
         for name in PER_POINT:
             dcf[name][k, is_op] = percentile_interval(rep[name][1:], level)
-    return {"equalized_eer_ci": (("system", "bound"), eer)} | {
+        reps.append({f"equalized_{n}": v for n, v in rep.items()})
+    out = {"equalized_eer_ci": (("system", "bound"), eer)} | {
         f"equalized_{name}_ci": (("system", "plo", "bound"), arr) for name, arr in dcf.items()
     }
+    if compare:
+        names = tuple(f"equalized_{n}" for n in ("eer", *PER_POINT))
+        out |= compare_variables(ds, reps, level, is_op, range(n_sys), metrics=names,
+                                 binned=("equalized_eer", "equalized_min_dcf"),
+                                 per_point=names[1:])  # fmt: skip
+    return out
 
 
 def cprimary_interval_variables(
@@ -455,8 +466,9 @@ def resolution_of(rep_a: dict[str, np.ndarray], rep_b: dict[str, np.ndarray], na
 
 
 def compare_variables(
-    ds, reps, level, is_op, names, metrics=(*METRICS, *PER_POINT), binned=BINNED
-) -> dict[str, Any]:
+    ds, reps, level, is_op, names, metrics=(*METRICS, *PER_POINT), binned=BINNED,
+    per_point=PER_POINT,
+) -> dict[str, Any]:  # fmt: skip
     """``compare_<metric>`` (``pair``[, ``plo``]) with its ``_ci``, ``_p_better`` and, for the
     ``binned`` metrics, ``_resolution``: each pair's exact difference, the percentile interval
     of its resamples' differences (``reps``: per system, each metric's row 0 the data, then the
@@ -464,16 +476,16 @@ def compare_variables(
     out: dict[str, Any] = {}
     pairs = list(itertools.combinations(range(len(names)), 2))
     for name in metrics:
-        per_point = name in PER_POINT
-        exact = ds[name].values[:, is_op] if per_point else ds[name].values
+        at_points = name in per_point
+        exact = ds[name].values[:, is_op] if at_points else ds[name].values
         diff = np.stack([reps[i][name][1:] - reps[j][name][1:] for i, j in pairs])
         with np.errstate(invalid="ignore"):
             better = np.where(np.isnan(diff), np.nan, diff < 0)
             p_better = np.nanmean(better, axis=1) if diff.size else diff
         point = np.stack([exact[i] - exact[j] for i, j in pairs])
         ci = np.stack([percentile_interval(d, level) for d in diff])
-        dims: tuple[str, ...] = ("pair", "plo") if per_point else ("pair",)
-        if per_point:
+        dims: tuple[str, ...] = ("pair", "plo") if at_points else ("pair",)
+        if at_points:
             point, p_better = _per_plo(ds, point, is_op), _per_plo(ds, p_better, is_op)
             ci = _per_plo(ds, ci, is_op)
         out[f"compare_{name}"] = (dims, point)
@@ -482,7 +494,7 @@ def compare_variables(
         if name in binned:  # each resample's value is the bins'; on the data they are off by
             resolution = np.stack([resolution_of(reps[i], reps[j], name, exact[i], exact[j])
                                    for i, j in pairs])  # fmt: skip
-            if per_point:
+            if at_points:
                 resolution = _per_plo(ds, resolution, is_op)
             out[f"compare_{name}_resolution"] = (dims, resolution)
     return out
