@@ -777,3 +777,69 @@ def test_evaluate_parses_a_file_that_is_its_own_key_once(tmp_path, monkeypatch):
     assert reads == [str(path), str(copy), str(path)]
     own, apart = json.loads(out_own.read_text()), json.loads(out_key.read_text())
     assert own["systems"] == apart["systems"]
+
+
+def test_every_trial_writer_takes_the_header_and_mat_version_options(tmp_path, capsys):
+    """score, calibrate, fuse and apply write a NIST table (--header), in a list's line order
+    and through the grid, and a version 7.3 MAT file (--mat-version), as convert does; each
+    option is refused (before any work) for an output it does not apply to."""
+    from bosaris_dask import io
+    from bosaris_dask.io import mat
+
+    _embeddings(tmp_path)
+    emb = ["--enrol", str(tmp_path / "emb.npz"), "--test", str(tmp_path / "emb.npz")]
+    lines = (tmp_path / "trials").read_text().splitlines()[::-1]
+    (tmp_path / "t.ndx").write_text("".join(f"{x.split()[1]} {x.split()[2]}\n" for x in lines))
+    pairs = [x.split()[1:] for x in lines]
+    path = str(tmp_path / "list.txt")
+    assert main(["score", "--key", str(tmp_path / "trials"), *emb, "--out", path, "--header",
+                 "-q"]) == 0  # fmt: skip
+    out = (tmp_path / "list.txt").read_text().splitlines()
+    assert out[0] == "modelid\tsegmentid\tLLR"
+    assert [x.split("\t")[:2] for x in out[1:]] == pairs[::-1]  # the key's own order
+    fit = ["calibrate", "--key", str(tmp_path / "trials"), *emb, "--model-out",
+           str(tmp_path / "cal.json"), "-q"]  # fmt: skip
+    runs = {
+        "calibrate": [*fit, "--apply", path, "--ndx", str(tmp_path / "t.ndx")],
+        "apply": [
+            "apply",
+            "--model",
+            str(tmp_path / "cal.json"),
+            *emb,
+            "--ndx",
+            str(tmp_path / "t.ndx"),
+            "-q",
+        ],  # fmt: skip
+    }
+    assert main(fit) == 0
+    for name, argv in runs.items():
+        assert main([*argv, "--out", str(tmp_path / f"{name}.tsv"), "--header"]) == 0
+        table = (tmp_path / f"{name}.tsv").read_text().splitlines()
+        assert table[0] == "modelid\tsegmentid\tLLR" and len(table) == len(lines) + 1
+        assert [x.split("\t")[:2] for x in table[1:]] == pairs  # the ndx's order
+        assert main([*argv, "--out", str(tmp_path / f"{name}.mat"), "--mat-version", "7.3"]) == 0
+        assert mat.is_v73(tmp_path / f"{name}.mat")
+        grid = io.read(tmp_path / f"{name}.mat")
+        listed = io.read(tmp_path / f"{name}.tsv")
+        both = grid.score.values[listed.score_mask.values]
+        np.testing.assert_array_equal(both, listed.score.values[listed.score_mask.values])
+    score_mat = tmp_path / "all.mat"
+    assert main(["score", *emb, "--out", str(score_mat), "--mat-version", "7.3", "-q"]) == 0
+    assert mat.is_v73(score_mat) and io.read(score_mat).sizes["model"] == 60
+    capsys.readouterr()
+    refused = {
+        ("score", "--header"): ["score", *emb, "--out", str(tmp_path / "x.zarr"), "--header"],
+        ("apply", "--mat-version"): [
+            *runs["apply"],
+            "--out",
+            str(tmp_path / "x.txt"),
+            "--mat-version",
+            "5",
+        ],  # fmt: skip
+        ("calibrate", "--header"): [*fit, "--header"],
+    }
+    for (_, option), argv in refused.items():
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert option in err and ("is for a" in err or "only applies with --apply" in err), err
+    assert not (tmp_path / "x.zarr").exists() and not (tmp_path / "x.txt").exists()

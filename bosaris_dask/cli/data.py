@@ -23,6 +23,7 @@ from bosaris_dask.cli.common import (
     _text_formats,
     _write_json,
 )
+from bosaris_dask.cli.options import output_options
 from bosaris_dask.errors import BosarisError, OptionError, QualityTableError, TrialError, article
 from bosaris_dask.progress import compute
 
@@ -37,14 +38,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from bosaris_dask import io
 
     out_format = io._write_format(args.output, None)
-    mat = {"mat_version": args.mat_version} if args.mat_version else {}
-    if mat and out_format != "mat":
-        raise OptionError(f"--mat-version is for a .mat output, not {args.output}")
-    if args.header and out_format != "text":
-        raise OptionError(f"--header is for a text output, not {args.output}")
+    options = output_options(args, args.output)
     if _list_to_text(args):
         return 0
-    options = {**mat, **({"header": True} if args.header else {})}
 
     def open_input() -> Any:
         return io.read(args.input, args.kind, text_format=args.format)

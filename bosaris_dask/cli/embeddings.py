@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bosaris_dask.cli.common import _opened, _progress, _say
+from bosaris_dask.cli.options import output_arguments, output_options
 from bosaris_dask.errors import BosarisError, TrialError
 
 #: The options of scores from embeddings, and their values when not given.
@@ -199,6 +200,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             return int(trials.sizes["model"] * trials.sizes["segment"])
         return int(enrol.sizes["id"] * test.sizes["id"])
 
+    written = output_options(args, args.out)  # refused before any work
     start = time.perf_counter()
     if _scores_listed(args):
         return _score_list(args, start)
@@ -216,7 +218,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         # evaluation the same chunks as scoring on the fly.
         chunked = "chunk_mb" in io._WRITE_OPTIONS[io._write_format(args.out, None)]
         options = {"chunk_mb": args.block**2 * 4 / 2**20} if chunked else {}
-        io.write(scores, args.out, progress=_progress(args), **options)
+        io.write(scores, args.out, progress=_progress(args), **options, **written)
     ids = f"{scores.sizes['model']:,} x {scores.sizes['segment']:,}"
     what = f"{ids} scores" if trials is None else f"the scores of the trials of {ids} ids"
     _say(args, f"wrote {what} to {args.out} in {time.perf_counter() - start:.1f} s")
@@ -250,7 +252,8 @@ def _score_list(args: argparse.Namespace, start: float) -> int:
 
     trials = trial_list(args.key or args.ndx, "--key" if args.key else "--ndx")
     scores = _trial_scores(args, trials)
-    n = write_score_lines(trials, scores, np.ones(len(scores), dtype=bool), args.out)
+    n = write_score_lines(trials, scores, np.ones(len(scores), dtype=bool), args.out,
+                          **output_options(args, args.out))  # fmt: skip
     _say(args, f"wrote the scores of the {n:,} trials of {Path(trials.path).name}, in its "
                f"order, to {args.out} in {time.perf_counter() - start:.1f} s")  # fmt: skip
     return 0
@@ -270,6 +273,7 @@ def add_score_parser(sub: Any, add: Callable[..., Any], finish: Callable[..., No
     which.add_argument("--ndx", help="score only this trial list")
     p.add_argument("--out", required=True, metavar="STORE",
                    help="file or store for the scores (replaced atomically)")  # fmt: skip
+    output_arguments(p)
     p.add_argument(
         "--quality-out",
         metavar="QUALITY.zarr",

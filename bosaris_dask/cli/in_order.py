@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from bosaris_dask.cli.common import _in_natural, _in_user_base, _say, _text_formats
+from bosaris_dask.cli.options import output_options
 from bosaris_dask.cli.packed_inputs import (
     _regular_text_file,
     list_quality,
@@ -127,7 +128,8 @@ def apply_in_order(
         first = Path(order.path).name
         _say(args, f"{unscored:,} of the {len(values):,} trials of {first} lack a score in "
                    "some system: not written")  # fmt: skip
-    write_score_lines(order, values, scored | (fill is not None), args.out)
+    write_score_lines(order, values, scored | (fill is not None), args.out,
+                      **output_options(args, args.out))  # fmt: skip
     return natural, out
 
 

@@ -13,8 +13,10 @@ Examples
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from bosaris_dask.cli import values
+from bosaris_dask.errors import OptionError
 
 
 def fixed_rate_arguments(parser: argparse.ArgumentParser, plot: str = "") -> None:
@@ -181,6 +183,33 @@ def training_arguments(
     fill_missing_argument(parser)
     parser.add_argument("--out", metavar="STORE",
                         help="with --apply: file or store for the resulting scores")  # fmt: skip
+    output_arguments(parser)
+
+
+def output_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--mat-version`` and ``--header``: how a .mat or a text trial output is written (every
+    command that writes one: convert, calibrate, fuse, apply, score)."""
+    parser.add_argument("--mat-version", choices=["5", "7.3"],
+                        help="version of a .mat output: 5 (default; at most 2 GiB a matrix) or "
+                        "7.3 (HDF5 underneath, written block by block)")  # fmt: skip
+    parser.add_argument("--header", action="store_true",
+                        help="a text output as a NIST table: tab-separated, with a header line "
+                        "(modelid, segmentid, then LLR or targettype)")  # fmt: skip
+
+
+def output_options(args: argparse.Namespace, path: str | None) -> dict[str, Any]:
+    """The writer's options of :func:`output_arguments` for the output ``path``, refused where
+    they do not apply to it (``path`` ``None``: nothing is written)."""
+    from bosaris_dask import io
+
+    mat_version, header = getattr(args, "mat_version", None), getattr(args, "header", False)
+    out_format = io._write_format(path, None) if path is not None else None
+    if mat_version and out_format != "mat":
+        raise OptionError(f"--mat-version is for a .mat output, not {path}")
+    if header and out_format != "text":
+        raise OptionError(f"--header is for a text output, not {path}")
+    return {**({"mat_version": mat_version} if mat_version else {}),
+            **({"header": True} if header else {})}  # fmt: skip
 
 
 def fill_missing_argument(parser: argparse.ArgumentParser) -> None:

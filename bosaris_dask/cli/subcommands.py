@@ -64,12 +64,7 @@ def _convert(sub: Any) -> None:
     p.add_argument("output", help="file or store to write (replaced atomically)")
     p.add_argument("--kind", choices=["key", "ndx", "scores"],
                    help="what the input holds (default: detected from the content)")  # fmt: skip
-    p.add_argument("--mat-version", choices=["5", "7.3"],
-                   help="version of a .mat output: 5 (default; at most 2 GiB a matrix) or 7.3 "
-                   "(HDF5 underneath, written block by block)")  # fmt: skip
-    p.add_argument("--header", action="store_true",
-                   help="a text output as a NIST table: tab-separated, with a header line "
-                   "(modelid, segmentid, then LLR or targettype)")  # fmt: skip
+    options.output_arguments(p)
     options.format_argument(p)
     _finish(p, cmd_convert)
 
@@ -299,6 +294,7 @@ def _apply(sub: Any) -> None:
     p.add_argument("--ndx", help="keep only these trials")
     options.fill_missing_argument(p)
     p.add_argument("--out", required=True, metavar="STORE", help="file or store to write")
+    options.output_arguments(p)
     _finish(p, cmd_apply)
 
 

@@ -26,6 +26,7 @@ from bosaris_dask.cli.common import (
     system_names,
 )
 from bosaris_dask.cli.in_order import apply_in_order, keeps_line_order
+from bosaris_dask.cli.options import output_options
 from bosaris_dask.errors import (
     BosarisError,
     NoClassError,
@@ -134,6 +135,7 @@ def _fit_and_apply(
         idle = [option for option, value in (
             ("--out", args.out), ("--ndx", args.ndx), ("--fill-missing", args.fill_missing),
             ("--apply-quality", getattr(args, "apply_quality", None)),
+            ("--mat-version", args.mat_version), ("--header", args.header or None),
         ) if value is not None]  # fmt: skip
         if idle:
             raise OptionError(
@@ -141,6 +143,8 @@ def _fit_and_apply(
                 f"(the eval scores to "
                 f"{args.command} and write): give --apply, or leave them out"
             )
+    else:
+        output_options(args, args.out)  # a --mat-version or --header refused before the fit
     # the eval set's quality store read (lazily) before the fit: a wrong file fails first
     eval_store = (_read_quality(args, args.apply_quality, "--apply-quality")
                   if getattr(args, "apply_quality", None) else None)  # fmt: skip
@@ -207,7 +211,8 @@ def _fit_and_apply(
                     if args.command == "fuse" and not args.quiet
                     else None
                 )
-                io.write(out, args.out, progress=_progress(args))
+                io.write(out, args.out, progress=_progress(args),
+                         **output_options(args, args.out))  # fmt: skip
             except ScoreError as exc:  # a non-finite score among the inputs, most likely
                 raise _named_nonfinite(exc, targets, system_names(args.apply)) from None
             _say(args, f"wrote {args.out}")
@@ -391,6 +396,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     from bosaris_dask import io
     from bosaris_dask.calibration import apply_model, load_model
 
+    output_options(args, args.out)  # a --mat-version or --header refused first
     model = load_model(args.model)  # read once: its weights, LLR base and systems' names
     _check_order(args, model.systems_, _system_names(args), args.model)
     trained = model.llr_base_
@@ -444,7 +450,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         out = _fill_missing(args, _in_user_base(args, out), ndx)
         _say_unwritten(args, out, systems, ndx, (args.scores or [None])[0])
         try:
-            io.write(out, args.out, progress=_progress(args))
+            io.write(out, args.out, progress=_progress(args), **output_options(args, args.out))
         except ScoreError as exc:  # a non-finite score among the inputs, most likely
             raise _named_nonfinite(exc, systems, _system_names(args)) from None
     _say(args, f"wrote {args.out}")

@@ -187,11 +187,12 @@ def write_text(obj: xr.Dataset, path: str | os.PathLike[str], *, header: bool = 
 
 
 def write_score_lines(
-    trials: TrialList, values: np.ndarray, keep: np.ndarray, path: str | os.PathLike[str]
-) -> int:
+    trials: TrialList, values: np.ndarray, keep: np.ndarray, path: str | os.PathLike[str], *,
+    header: bool = False,
+) -> int:  # fmt: skip
     """Write ``model segment score`` lines for the records of ``trials`` that ``keep``, in the
-    records' order (a file's line order), atomically; scores as in :func:`write_text`.
-    Returns the number of lines.
+    records' order (a file's line order), atomically; scores as in :func:`write_text`, and
+    with ``header`` a NIST table as it writes one. Returns the number of lines.
 
     Examples
     --------
@@ -206,7 +207,7 @@ def write_score_lines(
     b a -2.0
     """
     why = " (no trial of the list has a score, in every system of a fusion)"
-    return _write_records(trials, np.flatnonzero(keep), path, values, why)
+    return _write_records(trials, np.flatnonzero(keep), path, values, why, header=header)
 
 
 def write_trial_lines(
