@@ -321,7 +321,7 @@ def write_v5(file: Any, name: str, fields: dict[str, Any], where: Path) -> None:
     if size > V5_LIMIT:
         raise StoreError(
             f"{where}: {size} bytes do not fit a version 5 MAT file (2 GiB per variable); "
-            "write a version 7.3 one (mat_version='7.3'; convert --mat-version 7.3)"
+            "write a version 7.3 one (mat_version='7.3'; --mat-version 7.3)"
         )
     struct = {k: _as_mat(v) for k, v in fields.items()}
     scipy.io.savemat(file, {name: struct}, format="5", do_compression=True, oned_as="column")
@@ -452,6 +452,6 @@ def write_quality_mat(
         raise StoreError(
             f"{path}: a quality table of no ids cannot be stored in a version 5 .mat file (its "
             "readers drop an empty matrix's shape, and with it the number of measures); write "
-            "version 7.3 (mat_version='7.3', convert --mat-version 7.3), zarr or HDF5"
+            "version 7.3 (mat_version='7.3'; --mat-version 7.3), zarr or HDF5"
         )
     return write_mat(table, path, mat_version=mat_version)

@@ -53,7 +53,7 @@ def _writable_ids(ids: Any, role: str, tabs: bool, path: Any) -> np.ndarray:
         raise TrialError(
             f"{path}: {role} id {out[i]!r} cannot be written to a text file (empty, starts "
             f"with '#', or contains {why} or a byte-order mark); use {instead}"
-            + (", or a tab-separated NIST table (header=True; convert --header)" if spaced else "")
+            + (", or a tab-separated NIST table (header=True; --header)" if spaced else "")
         )
     return out
 
@@ -73,7 +73,7 @@ def _check_first_line(path: Any, kind: str, header: bool, model: str, segment: s
     if looks:
         raise TrialError(
             f"{path}: the first trial ({model!r}, {segment!r}) would read back as a header line, "
-            "dropping it: write a NIST table (header=True; convert --header) or a zarr or "
+            "dropping it: write a NIST table (header=True; --header) or a zarr or "
             "HDF5 store"
         )
 
