@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from bosaris_dask.cli.common import same_file
-from bosaris_dask.cli.parser import build_parser
+from bosaris_dask.cli.parser import build_parser, wait_for_the_reporting_rank
 from bosaris_dask.cli.termination import Terminated, sigterm_unwinds
 from bosaris_dask.errors import BosarisError, OptionError
 
@@ -262,6 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (BosarisError, FileNotFoundError, PermissionError) as error:
         if args.debug:
             raise
+        wait_for_the_reporting_rank(sys.argv[1:] if argv is None else argv)
         print(f"bosaris-dask: error: {_in_cli_words(str(error), args)}", file=sys.stderr)
         return 1
     except Terminated:

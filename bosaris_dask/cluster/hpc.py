@@ -83,13 +83,15 @@ _NO_DASHBOARD = {"dashboard": False, "dashboard_address": ":0"}
 def _start_mpi(stack, threads_per_worker, memory_limit, interface, dashboard, timeout) -> Client:
     dask_mpi = _import_optional("dask_mpi", "cluster='mpi'")
     _import_optional("mpi4py", "cluster='mpi'")
+    # on every rank (a bad name stopped rank 0, the others waited), and before MPI starts: an
+    # error then stops the job at once, printed by one rank (cli.parser.reports_for_the_job)
+    check_interface(interface)
     try:
         from mpi4py import MPI
     except RuntimeError as exc:  # mpi4py installed, its MPI library not found
         raise ClusterError(f"cluster='mpi': mpi4py cannot load the MPI library ({exc}); load "
                            "the MPI that mpi4py was built with (module load ...), or "
                            "reinstall mpi4py against this one") from None  # fmt: skip
-    check_interface(interface)  # on every rank: a bad name stopped rank 0, the others waited
 
     if MPI.COMM_WORLD.Get_rank() != 1:
         # The scheduler and worker ranks log every connection (and tracebacks of the closed
@@ -103,6 +105,9 @@ def _start_mpi(stack, threads_per_worker, memory_limit, interface, dashboard, ti
     try:
         is_client = dask_mpi.initialize(dashboard=dashboard, exit=False, **kwargs)
     except dask_mpi.WorldTooSmallException as exc:
+        world = MPI.COMM_WORLD
+        if world.Get_rank() != min(1, world.Get_size() - 1):
+            raise SystemExit(1) from None  # every rank meets it: the command's rank says it
         raise ClusterError(
             f"{exc} Run under 'mpirun -n N' with N >= 3 (scheduler, this program, workers)."
         ) from exc

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from tests.hpc._launch import JOB, check_sum_result, mpirun_command, read_result, require_mpi, run
@@ -34,4 +36,30 @@ def test_mpirun_with_too_few_ranks_is_a_clear_error(tmp_path):
     done = run(command, timeout=120, cwd=tmp_path)
     assert done.returncode != 0
     assert "ClusterError" in done.stdout and "needs at least 3" in done.stdout
+    assert done.stdout.count("ClusterError: ") == 1  # said by one rank, not by each
     assert not out.exists()
+
+
+def test_a_command_line_error_prints_once_not_once_per_rank(tmp_path):
+    require_mpi()
+    """Every rank parses the arguments; only the one that runs the command says what is
+    wrong (it printed the usage and the error three times)."""
+    command = mpirun_command(3, [sys.executable, "-m", "bosaris_dask.cli", "evaluate", "--key",
+                                 "k.zarr", "--scores", "s.zarr", "--prior", "2", "--cluster",
+                                 "mpi"])  # fmt: skip
+    done = run(command, timeout=120, cwd=tmp_path)
+    assert done.returncode != 0
+    errors = [line for line in done.stdout.splitlines() if "error:" in line]
+    assert len(errors) == 1, done.stdout[-3000:]
+    assert errors[0].endswith("error: argument --prior: effective prior 2 is not strictly "
+                              "between 0 and 1")  # fmt: skip
+    assert done.stdout.count("usage: ") == 1
+    # an error of the command itself, met by every rank before the cluster starts: once too
+    command = mpirun_command(3, [sys.executable, "-m", "bosaris_dask.cli", "score", "--enrol",
+                                 "e.npz", "--test", "t.npz", "--out", "s.zarr", "--header",
+                                 "--cluster", "mpi"])  # fmt: skip
+    done = run(command, timeout=120, cwd=tmp_path)
+    assert done.returncode != 0
+    errors = [line for line in done.stdout.splitlines() if "error:" in line]
+    assert errors == ["bosaris-dask: error: --header is for a text output, not s.zarr"], (
+        done.stdout[-3000:])  # fmt: skip
