@@ -26,8 +26,8 @@ import xarray as xr
 
 from bosaris_dask.io.text.packed import TrialList, joined
 from bosaris_dask.progress import compute
-from bosaris_dask.trials.construction import locate
 from bosaris_dask.trials.id_twins import IdWarning
+from bosaris_dask.trials.key_codes import locate
 
 __all__ = ["LabelWarning", "disagreement", "warn_disagreeing_labels"]
 

@@ -31,7 +31,7 @@ from bosaris_dask.trials import (
     make_scores,
     quality_table,
 )
-from bosaris_dask.trials.construction import checked_codes
+from bosaris_dask.trials.key_codes import checked_codes
 
 if TYPE_CHECKING:
     import zarr

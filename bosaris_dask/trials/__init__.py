@@ -43,7 +43,6 @@ from bosaris_dask.trials.construction import (
     trial_classes,
     validate,
 )
-from bosaris_dask.trials.construction import locate as locate  # not in __all__; engine uses it
 from bosaris_dask.trials.idmap import (
     IdMap,
     map_model_names,
@@ -54,6 +53,7 @@ from bosaris_dask.trials.idmap import (
     write_id_map,
     write_list,
 )
+from bosaris_dask.trials.key_codes import locate as locate  # not in __all__; engine uses it
 from bosaris_dask.trials.labels import key_from_labels
 from bosaris_dask.trials.missing import AlignmentReport, alignment_report, set_missing_to_value
 from bosaris_dask.trials.operations import (

@@ -21,13 +21,13 @@ from bosaris_dask.progress import compute
 from bosaris_dask.trials.construction import (
     _dataset,
     _ids,
-    _raise_conflicts,
     is_label_key,
     kind_of,
     trial_classes,
     validate,
 )
 from bosaris_dask.trials.id_twins import warn_id_twins
+from bosaris_dask.trials.key_codes import raise_conflicts
 from bosaris_dask.trials.labels import key_from_labels
 
 #: The fill value of each data variable where an alignment adds rows or columns.
@@ -344,7 +344,7 @@ def merge(first: xr.Dataset, second: xr.Dataset) -> xr.Dataset:
     b = reindex_ids(second, models, segments)
     if kind == "scores":
         both = a.score_mask.data & b.score_mask.data
-        _raise_conflicts(
+        raise_conflicts(
             both, a.model.values, a.segment.values, "trials have a score in both inputs"
         )
         mask = a.score_mask.data | b.score_mask.data
@@ -353,7 +353,7 @@ def merge(first: xr.Dataset, second: xr.Dataset) -> xr.Dataset:
     ma, mb = a.trial_mask.data, b.trial_mask.data
     if kind == "key":
         conflict = (ma != 0) & (mb != 0) & (ma != mb)
-        _raise_conflicts(
+        raise_conflicts(
             conflict, a.model.values, a.segment.values,
             "trials are target in one key and non-target in the other",
         )  # fmt: skip

@@ -35,7 +35,7 @@ from bosaris_dask.trials import (
     trial_classes,
     validate,
 )
-from bosaris_dask.trials.construction import checked_codes
+from bosaris_dask.trials.key_codes import checked_codes
 
 __all__ = ["read_mat", "write_mat", "read_quality_mat", "write_quality_mat"]
 
