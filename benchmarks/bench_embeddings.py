@@ -27,7 +27,8 @@ every mode alike):
   :mod:`bosaris_dask.embeddings.screen`; the fraction recomputed is printed);
 * ``scores-device`` and ``embeddings-device`` (not run by default): ``scores`` and
   ``embeddings`` with the block products on ``--device`` (PyTorch; default ``cuda``;
-  :mod:`bosaris_dask.embeddings.device`), the rounding and the passes on the host;
+  :mod:`bosaris_dask.embeddings.device`: products and rounding there, the few uncertain
+  scores and the passes on the host);
 * ``unscreened`` (not run by default): the same with the screen off (knob
   ``bosaris_dask.screen`` 0: every pass computes every exact block), for an A/B;
 * ``sample`` and ``sample-blocks`` (not run by default): the sample of the lazy scores that an

@@ -17,7 +17,7 @@ from scipy.special import logit
 from bosaris_dask import metrics, result_layout
 from bosaris_dask.cli import main
 from bosaris_dask.conditions import condition_table
-from bosaris_dask.conditions.evaluation import condition_result
+from bosaris_dask.conditions.evaluation import condition_result, condition_text
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError
 from bosaris_dask.report import format_table, to_json_dict
 from bosaris_dask.trials import make_key, make_scores
@@ -205,6 +205,10 @@ def test_labels_of_values_holding_commas_stay_apart():
     ]  # fmt: skip
     one = ds.sel(condition="model.a=p, segment.b='q, segment.b=r'")
     assert int(one.condition_n_target[0]) == 1 and int(one.condition_n_nontarget[0]) == 0
+    # quotes in a value cannot pass for a quoted one
+    first = condition_text({"a": "'x", "b": "y', b='z"})
+    second = condition_text({"a": 'x, b="y', "b": "'z\""})
+    assert first != second and first == 'a="\'x", b="y\', b=\'z"'
 
 
 def test_pooled_errors_stay_errors():

@@ -15,6 +15,8 @@ import sys
 import dask
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bosaris_dask.cli import main
 from bosaris_dask.embeddings import device, from_arrays, kernel, scores_from_embeddings, scoring
@@ -65,9 +67,13 @@ def _reordered_products(x, y):
     return x[:, h:] @ y[:, h:].T + x[:, :h] @ y[:, :h].T
 
 
+def _to_float32(x):
+    return x.astype(np.float32)
+
+
 def _reordered_strips(calls):
     """A stand-in device: each strip's products summed in another order than numpy's BLAS,
-    rounded and certified as a device does, counting the products it makes."""
+    rounded and certified by the device's test (in numpy), counting the products it makes."""
 
     def strips(a, b, rows, name, b_norm):
         assert name == "stand-in"
@@ -75,9 +81,10 @@ def _reordered_strips(calls):
             stop = min(start + rows, a.shape[0])
             calls.append((stop - start) * b.shape[0])
             products = _reordered_products(a[start:stop], b)
-            scores = np.empty(products.shape, dtype=np.float32)
+            scores = products.astype(np.float32)
             bound = product_bound(a.shape[1], max_row_norm(a[start:stop]), b_norm)
-            yield start, stop, scores, round_certified(products, bound, scores)
+            uncertain = device.uncertain_roundings(products, scores, bound, _to_float32)
+            yield start, stop, scores, np.flatnonzero(uncertain)
 
     return strips
 
@@ -88,6 +95,23 @@ def stand_in(monkeypatch):
     monkeypatch.setattr(scoring, "check_device", lambda name: name)
     monkeypatch.setattr(kernel, "device_strips", _reordered_strips(calls))
     return calls
+
+
+@given(st.integers(0, 2**32 - 1), st.sampled_from([1e-30, 1e-3, 1.0, 1e15]))
+@settings(max_examples=60, deadline=None)
+def test_the_devices_test_flags_what_the_host_leaves_uncertain_and_tiny_scores(seed, scale):
+    """The device's certification (:func:`device.uncertain_roundings`) flags exactly the
+    roundings the host's :func:`round_certified` leaves open, and the subnormal scores."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(size=(7, D)) * scale, rng.normal(size=(9, D)) * scale
+    b[0] = a[0]
+    products = a @ b.T
+    bound = product_bound(D, max_row_norm(a), max_row_norm(b))
+    host = np.empty(products.shape, dtype=np.float32)
+    expected = set(round_certified(products, bound, host).tolist())
+    expected |= set(np.flatnonzero(np.abs(host) < 2.0**-126).tolist())
+    flags = device.uncertain_roundings(products, host, bound, _to_float32)
+    assert set(np.flatnonzero(flags).tolist()) == expected
 
 
 def test_the_stand_in_sums_in_another_order():

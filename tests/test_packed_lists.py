@@ -781,7 +781,7 @@ def test_evaluate_parses_a_file_that_is_its_own_key_once(tmp_path, monkeypatch):
 
 def test_every_trial_writer_takes_the_header_and_mat_version_options(tmp_path, capsys):
     """score, calibrate, fuse and apply write a NIST table (--header), in a list's line order
-    and through the grid, and a version 7.3 MAT file (--mat-version), as convert does; each
+    and from the grid, and a version 7.3 MAT file (--mat-version), as convert does; each
     option is refused (before any work) for an output it does not apply to."""
     from bosaris_dask import io
     from bosaris_dask.io import mat
@@ -799,17 +799,17 @@ def test_every_trial_writer_takes_the_header_and_mat_version_options(tmp_path, c
     assert [x.split("\t")[:2] for x in out[1:]] == pairs[::-1]  # the key's own order
     fit = ["calibrate", "--key", str(tmp_path / "trials"), *emb, "--model-out",
            str(tmp_path / "cal.json"), "-q"]  # fmt: skip
+    dot = str(tmp_path / "dot.txt")
+    assert main(["score", "--key", str(tmp_path / "trials"), *emb, "--backend", "dot",
+                 "--out", dot, "-q"]) == 0  # fmt: skip
+    systems = ["--scores", path, "--scores", dot]
+    fuse = ["fuse", "--key", str(tmp_path / "trials"), *systems, "--model-out",
+            str(tmp_path / "fuse.json"), "-q"]  # fmt: skip
+    ndx = ["--ndx", str(tmp_path / "t.ndx")]
     runs = {
-        "calibrate": [*fit, "--apply", path, "--ndx", str(tmp_path / "t.ndx")],
-        "apply": [
-            "apply",
-            "--model",
-            str(tmp_path / "cal.json"),
-            *emb,
-            "--ndx",
-            str(tmp_path / "t.ndx"),
-            "-q",
-        ],  # fmt: skip
+        "calibrate": [*fit, "--apply", path, *ndx],
+        "fuse": [*fuse, "--apply", path, "--apply", dot, *ndx],
+        "apply": ["apply", "--model", str(tmp_path / "cal.json"), *emb, *ndx, "-q"],
     }
     assert main(fit) == 0
     for name, argv in runs.items():
@@ -826,6 +826,13 @@ def test_every_trial_writer_takes_the_header_and_mat_version_options(tmp_path, c
     score_mat = tmp_path / "all.mat"
     assert main(["score", *emb, "--out", str(score_mat), "--mat-version", "7.3", "-q"]) == 0
     assert mat.is_v73(score_mat) and io.read(score_mat).sizes["model"] == 60
+    # every pair from the grid, as a NIST table, reads back as the MAT file's scores
+    assert main(["score", *emb, "--out", str(tmp_path / "all.tsv"), "--header", "-q"]) == 0
+    table = (tmp_path / "all.tsv").read_text().splitlines()
+    assert table[0] == "modelid\tsegmentid\tLLR" and len(table) == 60 * 60 + 1
+    np.testing.assert_array_equal(io.read(tmp_path / "all.tsv").score.values,
+                                  io.read(score_mat).score.values)  # fmt: skip
+    fitted = (tmp_path / "cal.json").stat().st_mtime_ns
     capsys.readouterr()
     refused = {
         ("score", "--header"): ["score", *emb, "--out", str(tmp_path / "x.zarr"), "--header"],
@@ -843,3 +850,4 @@ def test_every_trial_writer_takes_the_header_and_mat_version_options(tmp_path, c
         err = capsys.readouterr().err
         assert option in err and ("is for a" in err or "only applies with --apply" in err), err
     assert not (tmp_path / "x.zarr").exists() and not (tmp_path / "x.txt").exists()
+    assert (tmp_path / "cal.json").stat().st_mtime_ns == fitted  # refused before the fit

@@ -342,12 +342,17 @@ def format_block(results: xr.Dataset) -> list[str]:
             f"paired differences first - second: value [{level} interval] "
             "(fraction of resamples where the first is lower)",
         ]
-        if any(float(np.nansum(results[f"compare_{m}_resolution"].values)) > 0
-               for m in (*BINNED, "cprimary_min")
-               if f"compare_{m}_resolution" in results):  # fmt: skip
+        resolutions = [
+            str(v)
+            for v in results.data_vars
+            if str(v).startswith("compare_") and str(v).endswith("_resolution")
+        ]
+        if any(float(np.nansum(results[v].values)) > 0 for v in resolutions):
+            equalized = any(v.startswith("compare_equalized_") for v in resolutions)
             lines.append(
                 "  bins ±R: the resamples' EER, minCllr, Cal loss and minDCF"
                 + (" (and Cprimary's)" if cprimary else "")
+                + (", equalized too," if equalized else "")
                 + " are the bootstrap bins'; each resample's difference is within R of its exact "
                 "one (a bound): a difference within ±R is not resolved"
             )

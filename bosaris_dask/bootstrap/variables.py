@@ -172,16 +172,22 @@ def equalized_interval_variables(
         eer[k] = percentile_interval(rep["eer"][1:, None], level)[0]
         for name in PER_POINT:
             dcf[name][k, is_op] = percentile_interval(rep[name][1:], level)
-        reps.append({f"equalized_{n}": v for n, v in rep.items()})
+        reps.append(_prefixed(rep, "equalized_"))
     out = {"equalized_eer_ci": (("system", "bound"), eer)} | {
         f"equalized_{name}_ci": (("system", "plo", "bound"), arr) for name, arr in dcf.items()
     }
     if compare:
-        names = tuple(f"equalized_{n}" for n in ("eer", *PER_POINT))
-        out |= compare_variables(ds, reps, level, is_op, range(n_sys), metrics=names,
-                                 binned=("equalized_eer", "equalized_min_dcf"),
-                                 per_point=names[1:])  # fmt: skip
+        names = ("eer", *PER_POINT)
+        out |= compare_variables(ds, reps, level, is_op, range(n_sys),
+                                 metrics=tuple(f"equalized_{n}" for n in names),
+                                 binned=tuple(f"equalized_{n}" for n in names if n in BINNED),
+                                 per_point=tuple(f"equalized_{n}" for n in PER_POINT))  # fmt: skip
     return out
+
+
+def _prefixed(rep: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
+    """A system's replicate metrics under the names of their variables (``equalized_eer``)."""
+    return {prefix + name: values for name, values in rep.items()}
 
 
 def cprimary_interval_variables(
@@ -239,7 +245,7 @@ def cprimary_interval_variables(
         ereps = [replicates(k, *_equalized_units(r)) for k, r in enumerate(results)]
         out |= variables("equalized_", ("system",), np.array([intervals(r) for r in ereps]))
         if compare:  # as the pooled ones, named equalized_cprimary_*
-            ereps = [{f"equalized_{n}": v for n, v in rep.items()} for rep in ereps]
+            ereps = [_prefixed(rep, "equalized_") for rep in ereps]
             out |= compare_variables(ds, ereps, level, None, range(n_sys),
                                      metrics=tuple(f"equalized_{n}" for n in names),
                                      binned=tuple(f"equalized_{n}" for n in binned))  # fmt: skip

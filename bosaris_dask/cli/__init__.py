@@ -28,8 +28,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from bosaris_dask.cli.common import same_file
-from bosaris_dask.cli.parser import build_parser, wait_for_the_reporting_rank
+from bosaris_dask.cli.parser import build_parser
 from bosaris_dask.cli.termination import Terminated, sigterm_unwinds
+from bosaris_dask.cluster.mpi_ranks import wait_for_the_reporting_rank
 from bosaris_dask.errors import BosarisError, OptionError
 
 __all__ = ["main", "build_parser"]
@@ -279,6 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as error:  # a full disk, a file size limit, an I/O error: what and where
         if args.debug:
             raise
+        wait_for_the_reporting_rank(sys.argv[1:] if argv is None else argv)
         where = f"{error.filename}: " if error.filename else ""
         print(f"bosaris-dask: error: {where}{error.strerror or error} (--debug for the "
               "traceback)", file=sys.stderr)  # fmt: skip

@@ -20,14 +20,13 @@ share in :mod:`bosaris_dask.cli.options`, the value types in :mod:`bosaris_dask.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from bosaris_dask import __version__
 from bosaris_dask.cli.subcommands import add_subcommands
+from bosaris_dask.cluster.mpi_ranks import wait_for_the_reporting_rank
 
 #: Options renamed in issue 15: ``{(command, old): new}``.
 RENAMED = {
@@ -96,49 +95,6 @@ class _Parser(argparse.ArgumentParser):
         wait_for_the_reporting_rank(argv)
         # the subcommand's usage and name, also for what the top-level parser found (extras)
         argparse.ArgumentParser.error(sub or self, hint or message)
-
-
-#: Seconds an MPI rank that does not report an error waits before it prints it and exits:
-#: a rank's exit makes ``mpirun`` stop the others, so the reporting rank prints first and the
-#: others are stopped while they wait; an error of this rank alone is printed all the same.
-QUIET_RANK_WAIT = 3.0
-
-
-def wait_for_the_reporting_rank(argv: Sequence[str]) -> None:
-    """Before an error is printed: wait :data:`QUIET_RANK_WAIT` seconds on an MPI rank that
-    does not report for the job (:func:`reports_for_the_job`), so that an error every rank
-    meets (a bad option, a missing input, before the cluster starts) is printed once."""
-    if not reports_for_the_job(argv):
-        time.sleep(QUIET_RANK_WAIT)
-
-
-#: The environment variables of MPI launchers that give a process's rank and the job's size.
-_MPI_RANK_SIZE = (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE"))
-
-
-def reports_for_the_job(argv: Sequence[str], environ: Mapping[str, str] = os.environ) -> bool:
-    """Whether this process prints a command-line error: under ``mpirun`` with ``--cluster
-    mpi`` every rank parses the same arguments, so only the rank that runs the command
-    (rank 1, the client of dask-mpi; rank 0 in a job of one rank) does; anywhere else, yes.
-    ``environ``: the process's environment, where the launcher gives its rank.
-
-    >>> ranks = [{"OMPI_COMM_WORLD_RANK": str(r), "OMPI_COMM_WORLD_SIZE": "3"} for r in range(3)]
-    >>> [reports_for_the_job(["evaluate", "--cluster", "mpi"], env) for env in ranks]
-    [False, True, False]
-    >>> reports_for_the_job(["evaluate"], ranks[0]), reports_for_the_job(["--cluster=mpi"], {})
-    (True, True)
-    """
-    args = list(argv)
-    mpi = "--cluster=mpi" in args or any(
-        a == "--cluster" and b == "mpi" for a, b in zip(args, args[1:], strict=False)
-    )
-    if not mpi:
-        return True
-    for rank_name, size_name in _MPI_RANK_SIZE:
-        rank, size = environ.get(rank_name), environ.get(size_name)
-        if rank is not None and size is not None and rank.isdigit() and size.isdigit():
-            return int(rank) == min(1, int(size) - 1)
-    return True
 
 
 def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser | None:

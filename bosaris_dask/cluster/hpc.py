@@ -13,10 +13,12 @@ import logging
 import signal
 import subprocess
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from bosaris_dask.cluster.mpi_ranks import QUIET_RANK_WAIT, reporting_rank
 from bosaris_dask.cluster.scheduler import _JOBQUEUE_KINDS, _client, _close_quietly, _log
 from bosaris_dask.errors import ClusterError
 
@@ -84,7 +86,7 @@ def _start_mpi(stack, threads_per_worker, memory_limit, interface, dashboard, ti
     dask_mpi = _import_optional("dask_mpi", "cluster='mpi'")
     _import_optional("mpi4py", "cluster='mpi'")
     # on every rank (a bad name stopped rank 0, the others waited), and before MPI starts: an
-    # error then stops the job at once, printed by one rank (cli.parser.reports_for_the_job)
+    # error then stops the job at once, printed by one rank (cluster.mpi_ranks)
     check_interface(interface)
     try:
         from mpi4py import MPI
@@ -106,8 +108,9 @@ def _start_mpi(stack, threads_per_worker, memory_limit, interface, dashboard, ti
         is_client = dask_mpi.initialize(dashboard=dashboard, exit=False, **kwargs)
     except dask_mpi.WorldTooSmallException as exc:
         world = MPI.COMM_WORLD
-        if world.Get_rank() != min(1, world.Get_size() - 1):
-            raise SystemExit(1) from None  # every rank meets it: the command's rank says it
+        if world.Get_rank() != reporting_rank(world.Get_size()):  # every rank meets it
+            time.sleep(QUIET_RANK_WAIT)  # (an exit makes mpirun stop the others)
+            raise SystemExit(1) from None
         raise ClusterError(
             f"{exc} Run under 'mpirun -n N' with N >= 3 (scheduler, this program, workers)."
         ) from exc

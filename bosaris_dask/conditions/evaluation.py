@@ -469,10 +469,14 @@ __getattr__ = renamed_getattr(__name__, {"cprimary": ("summary_cprimary", summar
 
 def condition_text(label: dict[str, Any]) -> str:
     """A condition's label as one line, ``spec=value`` joined by commas; a value holding a
-    comma or ``=`` is quoted, so that two conditions never share a label.
+    comma, ``=``, a quote or a backslash is quoted (its ``repr``), so that two conditions never
+    share a label.
 
     >>> condition_text({"model.g": "f", "segment.src": "tel, mic"})
     "model.g=f, segment.src='tel, mic'"
     """
-    return ", ".join(f"{k}={str(v)!r}" if ("," in str(v) or "=" in str(v)) else f"{k}={v}"
-                     for k, v in label.items())  # fmt: skip
+    return ", ".join(f"{k}={_shown(str(v))}" for k, v in label.items())
+
+
+def _shown(value: str) -> str:
+    return repr(value) if any(c in value for c in ",='\"\\") else value

@@ -34,7 +34,7 @@ import numpy as np
 from bosaris_dask.embeddings.rounding import max_row_norm, product_bound
 from bosaris_dask.errors import OptionError
 
-__all__ = ["check_device", "device_strips"]
+__all__ = ["check_device", "device_strips", "uncertain_roundings"]
 
 
 def _torch(device: str) -> Any:
@@ -97,6 +97,8 @@ def device_strips(
     """
     torch = _torch(device)
     b_norm = max_row_norm(b) if b_norm is None else b_norm
+    strips = [(start, min(start + rows, a.shape[0])) for start in range(0, a.shape[0], rows)]
+    bounds = [product_bound(a.shape[1], max_row_norm(a[lo:hi]), b_norm) for lo, hi in strips]
     try:
         on = torch.device(device)
         _check_rounding(torch, on, device)
@@ -106,15 +108,10 @@ def device_strips(
         pinned = on.type == "cuda"
         buffer = torch.empty((min(rows, a.shape[0]), b.shape[0]), dtype=torch.float32,
                              pin_memory=pinned)  # fmt: skip
-        for start in range(0, a.shape[0], rows):
-            stop = min(start + rows, a.shape[0])
-            bound = product_bound(a.shape[1], max_row_norm(a[start:stop]), b_norm)
+        for (start, stop), bound in zip(strips, bounds, strict=True):
             products = ta[start:stop] @ tb_t
             scores = products.float()
-            uncertain = ((products - bound).float() != scores) | (
-                (products + bound).float() != scores
-            )
-            uncertain |= scores.abs() < _MIN_NORMAL32  # a device may flush subnormals to zero
+            uncertain = uncertain_roundings(products, scores, bound, lambda x: x.float())
             (flat,) = torch.nonzero(uncertain.flatten(), as_tuple=True)
             flat = flat.cpu().numpy()
             host = buffer[: stop - start]
@@ -124,6 +121,20 @@ def device_strips(
         raise OptionError(
             f"device {device!r} cannot compute the float64 block products here: {exc}"
         ) from None
+
+
+def uncertain_roundings(products: Any, scores: Any, bound: float, to_float32: Any) -> Any:
+    """Where the float32 ``scores`` (``products`` rounded to nearest) are not certified by the
+    error ``bound`` of the float64 ``products`` (:func:`~bosaris_dask.embeddings.rounding
+    .round_certified`'s test), or lie below float32's normal range (a device may flush those to
+    zero): a boolean array of any array library, ``to_float32`` its rounding cast.
+
+    >>> p = np.array([[0.25, 1e-20, 2.0**-130]])
+    >>> uncertain_roundings(p, p.astype(np.float32), 1e-17, lambda x: x.astype(np.float32))
+    array([[False,  True,  True]])
+    """
+    uncertain = (to_float32(products - bound) != scores) | (to_float32(products + bound) != scores)
+    return uncertain | (abs(scores) < _MIN_NORMAL32)
 
 
 #: float64 values on both sides of float32 rounding boundaries and on them (ties): a device

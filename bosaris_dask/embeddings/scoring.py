@@ -62,10 +62,10 @@ def _check_dimensions(a: Side, b: Side) -> None:
 
 def score_matrix(enrol: Side, test: Side, device: str = "cpu") -> da.Array:
     """The lazy float32 ``(enrol x test)`` score matrix of two prepared sides, one block product
-    per chunk (chunked as the sides' rows, the products on ``device``), with its float32
-    screen registered for the engine's refinement passes (:mod:`bosaris_dask.passes.screening`) when
-    the products run on the CPU: on an accelerator a refinement pass recomputes whole blocks
-    there, which costs less than the CPU's float32 screen."""
+    per chunk (chunked as the sides' rows, the products and their rounding on ``device``),
+    with its float32 screen registered for the engine's refinement passes
+    (:mod:`bosaris_dask.passes.screening`) when they run on the CPU; on an accelerator a
+    refinement pass recomputes the whole blocks it reads there."""
     _check_dimensions(enrol, test)
     on = {} if device == "cpu" else {"device": device}  # the CPU's blocks as they always were
     matrix = outer_blocks(score_block, enrol.values, test.values, **on)
@@ -228,9 +228,10 @@ def scores_from_embeddings(
     chunks
         Score chunk shape ``(models, segments)``.
     device
-        Where the block products run: ``"cpu"`` (numpy's BLAS), or a PyTorch device with
-        float64 products such as ``"cuda"`` or ``"cuda:1"`` (needs ``torch``; the device of
-        the workers that compute the blocks). The scores are the same bits on any device
+        Where the block products run and are rounded: ``"cpu"`` (numpy's BLAS), or a
+        PyTorch device with float64 products such as ``"cuda"`` or ``"cuda:1"`` (needs
+        ``torch``; the device of the workers that compute the blocks; refused unless it
+        rounds to nearest, ties to even). The scores are the same bits on any device
         (:mod:`bosaris_dask.embeddings.device`); the cohort statistics of a normalization are
         computed on the CPU.
 

@@ -41,9 +41,9 @@ def test_mpirun_with_too_few_ranks_is_a_clear_error(tmp_path):
 
 
 def test_a_command_line_error_prints_once_not_once_per_rank(tmp_path):
-    require_mpi()
     """Every rank parses the arguments; only the one that runs the command says what is
     wrong (it printed the usage and the error three times)."""
+    require_mpi()
     command = mpirun_command(3, [sys.executable, "-m", "bosaris_dask.cli", "evaluate", "--key",
                                  "k.zarr", "--scores", "s.zarr", "--prior", "2", "--cluster",
                                  "mpi"])  # fmt: skip
