@@ -77,8 +77,8 @@ def add_embedding_arguments(
     g.add_argument("--block", type=_block, default=_EMBEDDING_DEFAULTS["block"], metavar="ROWS",
                    help="score block size, ROWS x ROWS (default 4096)")  # fmt: skip
     g.add_argument("--device", default=_EMBEDDING_DEFAULTS["device"],
-                   help="where the block products run: cpu (default, numpy), or a PyTorch "
-                   "device with float64 products such as cuda or cuda:1 (needs torch); the "
+                   help="where the block products run and are rounded: cpu (default, numpy), or a "
+                   "PyTorch device with float64 products such as cuda or cuda:1 (needs torch); the "
                    "scores are the same bits on any device")  # fmt: skip
     if not class_tables:
         return
