@@ -122,7 +122,7 @@ def ece_arrays(tar: Any, non: Any, plo: Any = DEFAULT_ECE_PLO) -> dict[str, np.n
     from dataclasses import replace
 
     from bosaris_dask.metrics import summary_from_arrays
-    from bosaris_dask.passes.kernels import cross_entropy_units
+    from bosaris_dask.passes.softplus import cross_entropy_units
 
     a = check_plo(plo)
     summary = summary_from_arrays(tar, non)

@@ -82,6 +82,7 @@ from bosaris_dask.passes import (
     rounds,
     runner,
     screening,
+    softplus,
 )
 from bosaris_dask.passes.binmap import BinMap
 from bosaris_dask.passes.keys import threshold_keys
@@ -153,7 +154,7 @@ def _pass1_summary(
 
 
 def _cross_entropy_units(total: np.ndarray, n: int) -> list[tuple[int, int]]:
-    """The ``n`` exact (target, non-target) unit sums of :func:`kernels.cross_entropy_kernel`'s
+    """The ``n`` exact (target, non-target) unit sums of :func:`softplus.cross_entropy_kernel`'s
     merged limbs."""
     units = exact_sum.from_limbs_array(np.asarray(total).reshape(n * 2, exact_sum.LIMBS)).tolist()
     return list(zip(units[::2], units[1::2], strict=True))
@@ -339,7 +340,7 @@ def summarize(
     cross = [
         runner.Aggregation(
             f"{s.name} cross-entropy", partial(
-                kernels.cross_entropy_kernel, system=k, plo=ce_plo,
+                softplus.cross_entropy_kernel, system=k, plo=ce_plo,
                 compiled=cells * len(ce_plo) >= COMPILED_ECE_TERMS, **blocks),
             ce_length, finalize=partial(_cross_entropy_units, n=len(ce_plo)),
         )

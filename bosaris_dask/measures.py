@@ -28,9 +28,9 @@ from bosaris_dask.arguments import float_vector
 from bosaris_dask.costs import OperatingPoint
 from bosaris_dask.errors import OptionError, ScoreError
 from bosaris_dask.passes import exact_sum
-from bosaris_dask.passes.kernels import softplus_units
 from bosaris_dask.passes.keys import order_keys
 from bosaris_dask.passes.score_summary import ScoreSummary
+from bosaris_dask.passes.softplus import softplus_units
 from bosaris_dask.steppy_roc import roc_points, roc_thresholds, steppy_roc, steppy_roc_positions
 from bosaris_dask.trials.construction import check_exact_integers
 

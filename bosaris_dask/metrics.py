@@ -424,7 +424,7 @@ def evaluate_arrays(
     summary = summary_from_arrays(tar, non, name)
     if ece_plo is not None:
         from bosaris_dask.ece import check_plo
-        from bosaris_dask.passes.kernels import cross_entropy_units
+        from bosaris_dask.passes.softplus import cross_entropy_units
 
         a = check_plo(ece_plo)
         sums = cross_entropy_units(np.asarray(tar), np.asarray(non), a)

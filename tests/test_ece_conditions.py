@@ -250,7 +250,7 @@ def test_plot_draws_a_curve_per_condition():
 @pytest.mark.parametrize("n_groups", [1, 2, 3, 7])
 def test_kernel_sums_per_group_are_the_plain_kernels_of_each_group(n_groups):
     from bosaris_dask.passes import grouped_cross_entropy as gk
-    from bosaris_dask.passes import kernels
+    from bosaris_dask.passes import softplus
 
     rng = np.random.default_rng(n_groups)
     shape = (30, 41)
@@ -264,7 +264,7 @@ def test_kernel_sums_per_group_are_the_plain_kernels_of_each_group(n_groups):
                                           block=64, slice_size=256)  # fmt: skip
     units = gk.split_cross_entropy(out, len(PLO), n_groups)
     for g in range(n_groups):
-        alone = kernels.cross_entropy_kernel(
+        alone = softplus.cross_entropy_kernel(
             *args[:2], np.where(groups == g, classes, 0).astype(np.int8), scores, mask,
             system=0, plo=PLO, block=64, slice_size=256,
         )  # fmt: skip

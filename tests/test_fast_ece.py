@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bosaris_dask.passes import exact_sum, fast_ece, grouped_cross_entropy, kernels
+from bosaris_dask.passes import exact_sum, fast_ece, grouped_cross_entropy, softplus
 
 pytest.importorskip("numba")
 
@@ -52,7 +52,7 @@ def chunks(draw):
 
 def _pooled(cls, s, m, plo, block, compiled):
     rows, cols = np.arange(cls.shape[0]), np.arange(cls.shape[1])
-    return kernels.cross_entropy_kernel(rows, cols, cls, s, m, system=0, plo=plo, block=block,
+    return softplus.cross_entropy_kernel(rows, cols, cls, s, m, system=0, plo=plo, block=block,
                                         slice_size=4 * block, compiled=compiled)  # fmt: skip
 
 

@@ -118,7 +118,8 @@ def test_compiled_per_group_sums_equal_the_numpy_terms_and_units(problem, n_grou
     # summed per slot with bincount (the numpy path); up to 6,300 trials: several runs
     from bosaris_dask.passes import exact_sum, fast_grouped
     from bosaris_dask.passes.grouped_kernels import _GroupUnits
-    from bosaris_dask.passes.kernels import softplus_terms, workspace
+    from bosaris_dask.passes.softplus import softplus_terms
+    from bosaris_dask.passes.workspace import workspace
 
     cls, s, m, _, _ = problem
     c = np.where(m, cls, 0).astype(np.int8).reshape(-1)

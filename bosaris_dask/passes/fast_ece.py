@@ -3,7 +3,7 @@
 
 At each prior log-odds ``a`` of the ECE grid, pass 1 adds every trial's term
 ``softplus(-c * (s + a))`` to its (group and) class's exact sum
-(:func:`bosaris_dask.passes.kernels.cross_entropy_kernel`,
+(:func:`bosaris_dask.passes.softplus.cross_entropy_kernel`,
 :func:`bosaris_dask.passes.grouped_cross_entropy.grouped_cross_entropy_kernel`): in numpy about
 fifteen array operations per block and grid point (the shift, the class's sign, ``-|z|``,
 ``exp``, ``log1p``, a maximum, an addition, the split of each term into the integer grid units of
@@ -22,7 +22,8 @@ keep the numpy path.
 Examples
 --------
 >>> import math
->>> from bosaris_dask.passes.kernels import softplus_sums, workspace
+>>> from bosaris_dask.passes.softplus import softplus_sums
+>>> from bosaris_dask.passes.workspace import workspace
 >>> c = np.array([1, -1, 0, 1], dtype=np.int8)
 >>> x = np.array([2.0, 0.5, 7.0, -1.0])
 >>> kernel = loops()
@@ -131,7 +132,8 @@ def two_sums(
     kernel: Loops, x: np.ndarray, cls: np.ndarray, a: float, xa: np.ndarray, e: np.ndarray
 ) -> tuple[int, int]:
     """The exact non-target and target sums of ``softplus(-c * (x + a))``, in units of
-    ``2**-GRID_BITS``, as :func:`bosaris_dask.passes.kernels.softplus_sums` of ``x + a`` makes them.
+    ``2**-GRID_BITS``, as :func:`~bosaris_dask.passes.softplus.softplus_sums` of ``x + a``
+    makes them.
 
     ``kernel``: :func:`loops`; ``x``: a block's float64 scores (finite, at most
     :data:`~bosaris_dask.passes.exact_sum.MAX_BLOCK` of them, :func:`fits` at ``a``); ``cls``: int8

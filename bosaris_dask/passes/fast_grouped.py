@@ -262,9 +262,9 @@ def sums_into(
     """Per slot ``2 * g + (cls > 0)``, the sums of the whole and the fine grid units
     (:func:`bosaris_dask.passes.exact_sum.split_units`) of the trials' softplus terms added to the
     ``int64`` rows of ``acc`` (``(2, slots)``): what
-    :func:`bosaris_dask.passes.kernels.softplus_terms` and :func:`units_into` give, bit for bit, for
-    trials whose codes ``cls`` (int8; ``0`` for no trial, so a trial without a score must be
-    0 here) are not 0; a non-finite score counts as 0.0. The terms are those of
+    :func:`~bosaris_dask.passes.softplus.softplus_terms` and :func:`units_into` give, bit for
+    bit, for trials whose codes ``cls`` (int8; ``0`` for no trial, so a trial without a score
+    must be 0 here) are not 0; a non-finite score counts as 0.0. The terms are those of
     :mod:`bosaris_dask.passes.fast_pass1`: numpy's ``exp`` and ``log1p`` of ``-|s|`` into ``e``
     (float64 scratch as long as ``s``, at most :data:`~bosaris_dask.passes.exact_sum.MAX_BLOCK`),
     then one compiled loop computing each trial's units (a vector loop) and one adding them

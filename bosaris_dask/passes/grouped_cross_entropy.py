@@ -1,5 +1,5 @@
 """Pass 1's cross-entropy sums per group (the ECE of each condition): each trial's softplus
-terms at every prior log-odds, rounded as :func:`bosaris_dask.passes.kernels.cross_entropy_kernel`
+terms at every prior log-odds, rounded as :func:`bosaris_dask.passes.softplus.cross_entropy_kernel`
 rounds them and added exactly per ``(group, class)``, so a group's sums are the integers a plain
 evaluation of its trials alone gives.
 
@@ -15,7 +15,8 @@ import numpy as np
 
 from bosaris_dask.passes import exact_sum, fast_ece
 from bosaris_dask.passes.grouped_kernels import check_group_codes
-from bosaris_dask.passes.kernels import classes_of, slices, softplus_terms, workspace
+from bosaris_dask.passes.softplus import softplus_terms
+from bosaris_dask.passes.workspace import classes_of, slices, workspace
 
 __all__ = ["cross_entropy_length", "grouped_cross_entropy_kernel", "split_cross_entropy"]
 
@@ -41,7 +42,7 @@ def grouped_cross_entropy_kernel(
     """Pass 1's cross-entropy sums of one system per group, at prior log-odds ``plo`` (the ECE
     of each condition).
 
-    :func:`bosaris_dask.passes.kernels.cross_entropy_kernel` per group: for each ``a`` of ``plo``,
+    :func:`bosaris_dask.passes.softplus.cross_entropy_kernel` per group: for each ``a`` of ``plo``,
     ``sum log(1 + exp(-(s + a)))`` over a group's targets and ``sum log(1 + exp(s + a))`` over
     its non-targets, each term computed and rounded as there and added exactly, so a group's
     sums are the integers a plain evaluation of its trials alone gives. Returns

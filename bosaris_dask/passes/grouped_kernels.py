@@ -12,7 +12,7 @@ system's trials once and
 - refinement (:mod:`bosaris_dask.passes.grouped_refine_kernels`): pick the trials inside the union
   of the parts' candidate bins once, then hand each part its own trials.
 
-The Cllr terms are those of :func:`bosaris_dask.passes.kernels.softplus_sums`, rounded the same way
+The Cllr terms are those of :func:`bosaris_dask.passes.softplus.softplus_sums`, rounded the same way
 (:mod:`bosaris_dask.passes.exact_sum`) and added exactly per ``(group, class)`` with a weighted
 ``bincount``: its partial sums of a block's integer-valued parts stay below ``2**53``, so they
 are exact, and every part's total is the same integer as a plain evaluation of its trials.
@@ -42,16 +42,9 @@ import numpy as np
 from bosaris_dask.errors import OptionError
 from bosaris_dask.passes import compact, exact_sum, fast_grouped
 from bosaris_dask.passes.binmap import BinMap
-from bosaris_dask.passes.kernels import (
-    SPARSE_BINS,
-    blocked_bincount,
-    classes_of,
-    keys_into,
-    pack_bins,
-    slices,
-    softplus_terms,
-    workspace,
-)
+from bosaris_dask.passes.kernels import SPARSE_BINS, pack_bins
+from bosaris_dask.passes.softplus import softplus_terms
+from bosaris_dask.passes.workspace import blocked_bincount, classes_of, keys_into, slices, workspace
 
 __all__ = [
     "Part", "pass1_length", "grouped_pass1_kernel", "split_pass1", "check_group_codes",
@@ -379,7 +372,7 @@ def _compiled_pass1(
     """:func:`grouped_pass1_kernel` (the same result) with the compiled loops of
     :mod:`~bosaris_dask.passes.fast_grouped`: they count, and add the Cllr units per group from
     the plain pass 1's terms (numpy's ``exp`` and ``log1p``); a block with a term of
-    ``2**17`` or more takes :func:`~bosaris_dask.passes.kernels.softplus_terms` and the exact
+    ``2**17`` or more takes :func:`~bosaris_dask.passes.softplus.softplus_terms` and the exact
     path."""
     ws = workspace(np.dtype(s_all.dtype), block, slice_size)
     width = ws.key.dtype.itemsize * 8

@@ -18,14 +18,7 @@ import numpy as np
 
 from bosaris_dask.passes import fast_select
 from bosaris_dask.passes.grouped_kernels import Part
-from bosaris_dask.passes.kernels import (
-    Workspace,
-    classes_of,
-    keys_into,
-    object_block,
-    slices,
-    workspace,
-)
+from bosaris_dask.passes.kernels import object_block
 from bosaris_dask.passes.keys import key_dtype
 from bosaris_dask.passes.refine_kernels import (
     RefineSpec,
@@ -33,6 +26,7 @@ from bosaris_dask.passes.refine_kernels import (
     sub_histogram,
     within_candidates,
 )
+from bosaris_dask.passes.workspace import Workspace, classes_of, keys_into, slices, workspace
 
 __all__ = [
     "grouped_refine_kernel", "grouped_select_kernel", "count_part", "refine_kept_part",

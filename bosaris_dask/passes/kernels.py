@@ -3,12 +3,10 @@
 :mod:`bosaris_dask.engine` builds the dask graphs that run these and merges their results.
 Pass 1 (:func:`coarse_kernel`) counts targets and non-targets per key prefix and sums the Cllr
 terms; the refinement passes' kernels, which sub-histogram or pull the exact keys of the
-candidate bins chosen on the client, are in :mod:`bosaris_dask.passes.refine_kernels`. Every kernel
-works in cache-sized blocks of ``block`` elements with buffers reused through ``out=``
-arguments: each thread keeps one
-:class:`Workspace` for all the chunks it processes (:func:`workspace`). The block sizes are
-arguments of the kernels, which the engine reads from the dask config
-(:mod:`bosaris_dask.config`) when it builds a graph.
+candidate bins chosen on the client, are in :mod:`bosaris_dask.passes.refine_kernels`; the Cllr
+and cross-entropy sums in :mod:`bosaris_dask.passes.softplus`; the buffers and block loops every
+kernel uses (one :class:`~bosaris_dask.passes.workspace.Workspace` per thread) in
+:mod:`bosaris_dask.passes.workspace`.
 
 Examples
 --------
@@ -24,19 +22,23 @@ Examples
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from bosaris_dask.passes import compact, exact_sum, fast_ece, fast_pass1
+from bosaris_dask.passes import compact, exact_sum, fast_pass1
 from bosaris_dask.passes.binmap import BinMap
-from bosaris_dask.passes.keys import key_dtype
+from bosaris_dask.passes.softplus import softplus_sums
+from bosaris_dask.passes.workspace import (
+    Workspace,
+    blocked_bincount,
+    classes_of,
+    keys_into,
+    slices,
+    workspace,
+)
 
 __all__ = [
-    "Workspace",
-    "workspace",
     "bad_codes",
     "key_codes_kernel",
     "merge_key_codes",
@@ -46,7 +48,6 @@ __all__ = [
     "coarse_length",
     "bins_note",
     "pack_bins",
-    "softplus_units",
 ]
 
 # Block sizes (``bosaris_dask.block`` and ``bosaris_dask.slice``): a histogram update is one
@@ -54,217 +55,6 @@ __all__ = [
 # temporaries stay in the CPU cache. Streaming 4M-element temporaries through memory made pass 1
 # memory-bound (21 ns per trial on one core, 11 on two); blocks of 64K elements take it to 8 and
 # 4.5 (benchmarks/README.md).
-
-
-def slices(n: int, size: int, start: int = 0):
-    """Consecutive slices of ``size`` elements covering ``range(start, n)``."""
-    for lo in range(start, n, size):
-        yield slice(lo, min(lo + size, n))
-
-
-def classes_of(classes: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    return np.where(mask, classes, 0).astype(np.int8)
-
-
-def blocked_bincount(
-    n: int, length: int, ws: Workspace, fill: Callable[[slice, np.ndarray], None]
-) -> np.ndarray:
-    """Counts of the bin indices ``fill`` writes, block by block, for elements ``0..n-1``.
-
-    ``fill(block, idx)`` writes the bin (``0 <= bin < length``) of each element of ``block``
-    into ``idx``; the indices of a slice (``ws.slice_size``) are counted with one ``bincount``.
-    """
-    hist = np.zeros(length, dtype=np.int64)
-    for sl in slices(n, ws.slice_size):
-        idx_slice = ws.idx[: sl.stop - sl.start]
-        for b in slices(sl.stop, ws.block, sl.start):
-            fill(b, idx_slice[b.start - sl.start : b.stop - sl.start])
-        hist += np.bincount(idx_slice, minlength=length)
-    return hist
-
-
-class Workspace:
-    """Buffers reused across the blocks of a kernel call, and across the calls of one thread.
-
-    The element-wise temporaries are ``block`` long (cache-resident); only the prefix
-    indices of one histogram update are ``slice_size`` long. Fresh temporaries for every numpy
-    operation cost page faults that serialize threads; reusing these through ``out=``
-    arguments, one set per thread (:func:`workspace`), makes the kernels scale with cores.
-    """
-
-    def __init__(self, dtype: np.dtype, block: int, slice_size: int):
-        kdt = key_dtype(dtype)
-        self.block = block
-        self.slice_size = slice_size
-        self.key = np.empty(block, dtype=kdt)
-        self.signs = np.empty(block, dtype=kdt)
-        self.flag = np.empty(block, dtype=bool)
-        self.flag2 = np.empty(block, dtype=bool)
-        self.u8 = np.empty(block, dtype=np.uint8)
-        self.z = np.empty(block, dtype=np.float64)
-        self.e = np.empty(block, dtype=np.float64)
-        self.pos = np.empty(block, dtype=np.intp)
-        self.w = np.empty(block, dtype=np.float64)
-        self.w2 = np.empty(block, dtype=np.float64)
-        self.idx = np.empty(max(slice_size, block), dtype=np.intp)  # touched only as far as used
-
-    @staticmethod
-    def nbytes(elements: int, dtype: np.dtype, block: int, slice_size: int) -> int:
-        """Bytes a workspace touches for a chunk of ``elements`` (for memory estimates)."""
-        per_block = 2 * key_dtype(dtype).itemsize + 3 + 5 * 8
-        itemsize = np.dtype(np.intp).itemsize
-        return min(elements, block) * per_block + min(elements, max(slice_size, block)) * itemsize
-
-
-_thread_local = threading.local()
-
-
-def workspace(dtype: np.dtype, block: int, slice_size: int) -> Workspace:
-    """This thread's :class:`Workspace` for ``dtype`` scores (kept between calls, ~40 MB)."""
-    cache = _thread_local.__dict__.setdefault("workspaces", {})
-    which = (key_dtype(dtype), block, slice_size)
-    if which not in cache:
-        cache[which] = Workspace(dtype, block, slice_size)
-    return cache[which]
-
-
-def keys_into(s: np.ndarray, ws: Workspace) -> np.ndarray:
-    """:func:`~bosaris_dask.passes.keys.order_keys` of ``s`` into the workspace (no allocation)."""
-    n = s.size
-    key, signs = ws.key[:n], ws.signs[:n]
-    bits = s.dtype.itemsize * 8
-    np.add(s, s.dtype.type(0), out=key.view(s.dtype))  # -0.0 becomes +0.0
-    np.right_shift(key.view(signs.dtype.str.replace("u", "i")), bits - 1,
-                   out=signs.view(signs.dtype.str.replace("u", "i")))  # fmt: skip
-    np.bitwise_or(signs, signs.dtype.type(1 << (bits - 1)), out=signs)
-    np.bitwise_xor(key, signs, out=key)
-    return key
-
-
-_SIGN = np.int64(-(2**63))  # the sign bit of a float64
-
-
-def softplus_terms(c: np.ndarray, s: np.ndarray, ws: Workspace, all_trials: bool) -> np.ndarray:
-    """The per-trial terms softplus(-c * s) in float64 (0 where ``c`` is 0), in ``ws.z``;
-    ``ws.e`` is scratch. ``all_trials``: no code of ``c`` is 0."""
-    n = s.size
-    z, e = ws.z[:n], ws.e[:n]
-    # -c * s, exact: one negation of the one-byte codes instead of one of the float64 products
-    np.multiply(np.negative(c, out=ws.u8.view(np.int8)[:n], casting="unsafe"), s, out=z,
-                dtype=np.float64)  # fmt: skip
-    np.bitwise_or(z.view(np.int64), _SIGN, out=e.view(np.int64))  # -|z|: set the sign bit
-    np.exp(e, out=e)
-    np.log1p(e, out=e)
-    np.maximum(z, 0.0, out=z)
-    np.add(z, e, out=z)
-    if not all_trials:
-        np.copyto(z, 0.0, where=np.equal(c, 0, out=ws.flag2[:n]))
-    return z
-
-
-def softplus_sums(c: np.ndarray, s: np.ndarray, ws: Workspace, all_trials: bool) -> list[int]:
-    """Non-target and target sums of softplus(-c * s), exact in units of ``2**-57``.
-
-    That is ``log(1 + exp(-s))`` for targets and ``log(1 + exp(s))`` for non-targets, in
-    float64, accurate to ~1e-16 absolute per trial, each rounded to a multiple of ``2**-57``
-    and added exactly (:mod:`bosaris_dask.passes.exact_sum`): the same trials give the same sums in
-    any chunking. ``all_trials``: no code of ``c`` is 0.
-    """
-    n = s.size
-    z, e = softplus_terms(c, s, ws, all_trials), ws.e[:n]
-    is_tar = np.greater(c, 0, out=ws.flag2[:n])
-    # gathers of the few targets, or plain sums of products: they release the GIL (a weighted
-    # bincount does not) and are ten times faster than masked sums
-    trials, tar = exact_sum.block_units_subset(z, is_tar, e, ws.w2[:n], ws.w[:n])
-    return [trials - tar, tar]
-
-
-def softplus_units(tar: np.ndarray, non: np.ndarray) -> tuple[int, int]:
-    """The exact softplus sums of in-memory target and non-target scores, as pass 1 makes them
-    (integers in :mod:`~bosaris_dask.passes.exact_sum` units).
-
-    The same per-trial terms and the same exact summation as :func:`coarse_kernel`, so an
-    in-memory evaluation reports the same Cllr, bit for bit, as one over chunks.
-
-    Examples
-    --------
-    >>> t, n = softplus_units(np.array([0.0, 2.0]), np.array([-1.0]))
-    >>> round(exact_sum.to_float(t), 12), round(exact_sum.to_float(n), 12)
-    (0.820075191603, 0.313261687518)
-    """
-    ws = workspace(np.dtype(np.float64), exact_sum.MAX_BLOCK, exact_sum.MAX_BLOCK)
-    out = []
-    for code, scores in ((1, tar), (-1, non)):
-        flat = np.asarray(scores, dtype=np.float64).reshape(-1)
-        units = 0
-        for b in slices(flat.size, ws.block):
-            c = np.full(b.stop - b.start, code, dtype=np.int8)
-            non_units, tar_units = softplus_sums(c, flat[b], ws, True)
-            units += tar_units if code > 0 else non_units
-        out.append(units)
-    return out[0], out[1]
-
-
-def cross_entropy_kernel(
-    rows: np.ndarray,
-    cols: np.ndarray,
-    classes: np.ndarray,
-    *pairs: np.ndarray,
-    system: int,
-    plo: np.ndarray,
-    block: int,
-    slice_size: int,
-    compiled: bool = False,
-) -> np.ndarray:
-    """Pass 1's cross-entropy sums of one system at prior log-odds ``plo`` (the ECE plot).
-
-    For each ``a`` of ``plo``: ``sum log(1 + exp(-(s + a)))`` over targets and
-    ``sum log(1 + exp(s + a))`` over non-targets, ``s + a`` in float64, each term rounded and
-    added exactly as :func:`softplus_sums` does (``a = 0`` gives Cllr's sums, bit for bit).
-    Returns ``len(plo) * 2`` :mod:`~bosaris_dask.passes.exact_sum` limb vectors: per ``a``, targets
-    then non-targets. Costs ``len(plo)`` softplus evaluations per trial. ``compiled``: sum
-    with the loops of :mod:`~bosaris_dask.passes.fast_ece` where numba is installed (the same bits).
-    """
-    s, m = pairs[2 * system], pairs[2 * system + 1]
-    ws = workspace(np.dtype(s.dtype), block, slice_size)
-    cls_flat, s_flat, m_flat = classes.reshape(-1), s.reshape(-1), m.reshape(-1)
-    sums = [[0, 0] for _ in plo]
-    x = np.empty(min(ws.block, s_flat.size), dtype=np.float64)
-    kernel = fast_ece.loops() if compiled else None
-    xa = np.empty_like(x) if kernel is not None else x
-    for b in slices(s_flat.size, ws.block):
-        n = b.stop - b.start
-        key_cls, scored = cls_flat[b], m_flat[b]
-        c = key_cls if scored.all() else classes_of(key_cls, scored)
-        xb = x[:n]
-        np.copyto(xb, s_flat[b], casting="unsafe")
-        np.copyto(xb, 0.0, where=~np.isfinite(xb))  # pass 1 reports non-finite scores
-        all_trials = np.count_nonzero(c) == n
-        largest = float(np.max(np.abs(xb))) if kernel is not None and n else 0.0
-        codes = np.ascontiguousarray(c, dtype=np.int8) if kernel is not None else c
-        for g, a in enumerate(plo):
-            if kernel is not None and fast_ece.fits(largest, a):
-                non, tar = fast_ece.two_sums(kernel, xb, codes, a, xa, ws.e)
-            else:
-                non, tar = softplus_sums(c, xb + a, ws, all_trials)
-            sums[g][0] += tar
-            sums[g][1] += non
-    return np.concatenate([exact_sum.to_limbs(v) for pair in sums for v in pair])
-
-
-def cross_entropy_units(tar: np.ndarray, non: np.ndarray, plo: np.ndarray) -> list[tuple[int, int]]:
-    """:func:`cross_entropy_kernel`'s exact (target, non-target) sums of in-memory scores, one
-    pair per prior log-odds.
-
-    Examples
-    --------
-    >>> t = cross_entropy_units(np.array([0.0, 2.0]), np.array([-1.0]), np.array([0.0]))
-    >>> t == [softplus_units(np.array([0.0, 2.0]), np.array([-1.0]))]
-    True
-    """
-    tar = np.asarray(tar, dtype=np.float64).reshape(-1)
-    non = np.asarray(non, dtype=np.float64).reshape(-1)
-    return [softplus_units(tar + a, non + a) for a in np.asarray(plo, np.float64)]
 
 
 def _numpy_block(

@@ -32,8 +32,9 @@ import dask
 import numpy as np
 
 from bosaris_dask.errors import MemoryLimitError
-from bosaris_dask.passes.kernels import Workspace, coarse_length
+from bosaris_dask.passes.kernels import coarse_length
 from bosaris_dask.passes.keys import key_dtype
+from bosaris_dask.passes.workspace import Workspace
 
 __all__ = [
     "TaskMemory", "pass_task_memory", "grouped_task_memory", "objective_task_memory",

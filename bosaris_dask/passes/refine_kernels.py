@@ -20,16 +20,16 @@ import numpy as np
 
 from bosaris_dask.passes import fast_select
 from bosaris_dask.passes.binmap import BinMap
-from bosaris_dask.passes.kernels import (
+from bosaris_dask.passes.kernels import object_block
+from bosaris_dask.passes.keys import key_dtype
+from bosaris_dask.passes.workspace import (
     Workspace,
     blocked_bincount,
     classes_of,
     keys_into,
-    object_block,
     slices,
     workspace,
 )
-from bosaris_dask.passes.keys import key_dtype
 
 __all__ = [
     "RefineSpec",
