@@ -418,6 +418,7 @@ def add_intervals(
         reps.append(replicate_metrics(res.tar, res.non, res.sp_tar, res.sp_non, plo,
                                       binning.edge_index(-plo)))  # fmt: skip
     out = interval_variables(ds, reps, level, is_op)
+    whole = None
     if cond is not None:
         variables, creps = condition_interval_variables(ds, results, binnings, plo, level, is_op,
                                                 bootstrap)  # fmt: skip
@@ -429,7 +430,7 @@ def add_intervals(
         if "equalized_eer" in ds:
             out |= equalized_interval_variables(ds, results, binnings, plo, level, is_op, compare)
     if cp_plo is not None:
-        out |= cprimary_interval_variables(ds, results, binnings, cp_plo, level, compare)
+        out |= cprimary_interval_variables(ds, results, binnings, cp_plo, level, compare, whole)
     if compare:
         out |= compare_variables(ds, reps, level, is_op, names)
     if keep_replicates:

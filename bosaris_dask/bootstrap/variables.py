@@ -191,7 +191,7 @@ def _prefixed(rep: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
 
 
 def cprimary_interval_variables(
-    ds, results, binnings, cp_plo, level, compare=False
+    ds, results, binnings, cp_plo, level, compare=False, whole=None
 ) -> dict[str, Any]:
     """``cprimary_act_ci`` and ``cprimary_min_ci`` (``system``, ``bound``), with conditions
     ``condition_cprimary_*_ci`` (``system``, ``condition``, ``bound``) and equalized
@@ -201,7 +201,8 @@ def cprimary_interval_variables(
     priors' bounds), from the resamples the other intervals use. With ``compare``, the paired
     differences along ``pair`` (:func:`compare_variables`): pooled ``compare_cprimary_act``/
     ``_min``, per condition ``condition_compare_cprimary_*`` and equalized
-    ``compare_equalized_cprimary_*``."""
+    ``compare_equalized_cprimary_*``. ``whole`` (with conditions): the conditions without
+    intervals, ``condition_bootstrap_whole`` of :func:`condition_interval_variables`."""
     n_sys = ds.sizes["system"]
 
     def replicates(k: int, tar, non, sp_tar=None, sp_non=None) -> dict[str, np.ndarray]:
@@ -229,14 +230,12 @@ def cprimary_interval_variables(
     out = variables("", ("system",), np.array([intervals(rep) for rep in reps]))
     if "condition_cprimary_act" in ds:
         cond = np.full((n_sys, ds.sizes["condition"], 5), np.nan)
-        creps, whole = {}, np.zeros((n_sys, ds.sizes["condition"]), dtype=bool)
+        creps = {}
         for k, r in enumerate(results):
             for g, c in enumerate(r.conditions):
-                if c.tar[0].sum() and c.non[0].sum():
-                    whole[k, g] = scaled_copies(c.tar, c.non)
-                    if not whole[k, g]:
-                        creps[k, g] = replicates(k, c.tar, c.non)
-                        cond[k, g] = intervals(creps[k, g])
+                if c.tar[0].sum() and c.non[0].sum() and not whole[k, g]:
+                    creps[k, g] = replicates(k, c.tar, c.non)
+                    cond[k, g] = intervals(creps[k, g])
         out |= variables("condition_", ("system", "condition"), cond)
         if compare:
             out |= condition_compare_variables(ds, creps, level, None, n_sys, whole,

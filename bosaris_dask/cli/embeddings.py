@@ -203,7 +203,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     written = output_options(args, args.out)  # refused before any work
     start = time.perf_counter()
     if _scores_listed(args):
-        return _score_list(args, start)
+        return _score_list(args, start, written)
     # The inputs are opened first (a wrong path fails before a cluster starts); the checks,
     # cohort statistics and scores then run where the cluster is.
     with _opened(args, open_inputs, size) as (trials, enrol, test):
@@ -240,10 +240,11 @@ def _scores_listed(args: argparse.Namespace) -> bool:
     return False
 
 
-def _score_list(args: argparse.Namespace, start: float) -> int:
+def _score_list(args: argparse.Namespace, start: float, written: dict[str, Any]) -> int:
     """``score`` of a text trial list into a text file, line for line in its order (a Kaldi
     recipe pastes it beside the list): each trial's score as in any block of the matrix
-    (:func:`~bosaris_dask.embeddings.scoring.trial_scores`)."""
+    (:func:`~bosaris_dask.embeddings.scoring.trial_scores`); ``written``: the writer's options
+    (:func:`~bosaris_dask.cli.options.output_options`)."""
     import numpy as np
 
     from bosaris_dask.cli.in_order import trial_list
@@ -252,8 +253,7 @@ def _score_list(args: argparse.Namespace, start: float) -> int:
 
     trials = trial_list(args.key or args.ndx, "--key" if args.key else "--ndx")
     scores = _trial_scores(args, trials)
-    n = write_score_lines(trials, scores, np.ones(len(scores), dtype=bool), args.out,
-                          **output_options(args, args.out))  # fmt: skip
+    n = write_score_lines(trials, scores, np.ones(len(scores), dtype=bool), args.out, **written)
     _say(args, f"wrote the scores of the {n:,} trials of {Path(trials.path).name}, in its "
                f"order, to {args.out} in {time.perf_counter() - start:.1f} s")  # fmt: skip
     return 0
