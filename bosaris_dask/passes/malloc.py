@@ -8,17 +8,17 @@ on this project's 2-core machine, a 2-process ``LocalCluster`` took 2.2x the thr
 time at 1e8 trials (``benchmarks/README.md``, "Worker processes").
 
 The local clusters this package starts leave the variable out
-(:func:`bosaris_dask.cluster.scheduler.worker_environ`). A cluster the user started (``Client()``
-in a notebook, dask-jobqueue, dask-mpi) gets the same effect here: the first pass task a worker
-process runs (:mod:`bosaris_dask.passes.runner`) calls :func:`tune_once`, which, where the process's
-environment holds distributed's value and the C library is glibc, raises the mmap threshold to
-64 MiB and the trim threshold to 256 MiB with ``mallopt``, above the kernels' temporaries (as
-glibc's dynamic threshold adapts to them, up to its 32 MiB ceiling). A worker then keeps up to
-256 MiB of freed heap for reuse instead of returning it at once (distributed's memory monitor
-counts it as unmanaged memory). A value of one's own (any other ``MALLOC_TRIM_THRESHOLD_``),
-another C library, or
-``dask.config.set({"bosaris_dask.worker-malloc": 0})`` on the client (read when a pass's graph is
-built, :mod:`bosaris_dask.config`) leaves malloc alone.
+(:func:`bosaris_dask.cluster.scheduler.worker_environ`). A cluster the user started
+(``Client()`` in a notebook, dask-jobqueue, dask-mpi) gets the same effect here: the first pass
+task a worker process runs (:mod:`bosaris_dask.passes.pass_graph`) calls :func:`tune_once`,
+which, where the process's environment holds distributed's value and the C library is glibc,
+raises the mmap threshold to 64 MiB and the trim threshold to 256 MiB with ``mallopt``, above
+the kernels' temporaries (as glibc's dynamic threshold adapts to them, up to its 32 MiB
+ceiling). A worker then keeps up to 256 MiB of freed heap for reuse instead of returning it at
+once (distributed's memory monitor counts it as unmanaged memory). A value of one's own (any
+other ``MALLOC_TRIM_THRESHOLD_``), another C library, or
+``dask.config.set({"bosaris_dask.worker-malloc": 0})`` on the client (read when a pass's graph
+is built, :mod:`bosaris_dask.config`) leaves malloc alone.
 
 Examples
 --------
