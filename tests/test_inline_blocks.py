@@ -5,6 +5,7 @@ add no tasks to a pass."""
 
 from __future__ import annotations
 
+import cloudpickle
 import dask
 import dask.array as da
 import numpy as np
@@ -109,3 +110,28 @@ def test_blocks_differing_only_inside_are_different_inputs():
     assert np.argwhere(got_one != got_two).tolist() == [[1500, 0]]
     np.testing.assert_array_equal(got_one[:, 0], np.where(labels == 0, 1, -1))
     np.testing.assert_array_equal(got_two[:, 1], np.where(other == 1, 1, -1))
+
+
+def test_blocks_every_row_chunk_reuses_become_keys_past_the_inline_budget(monkeypatch):
+    # a key's column codes when its chunks are whole rows: each of the row chunks' tasks would
+    # carry the whole column array to a worker process (60 x 253 kB a pass at 1e9 trials)
+    from dask.utils import key_split
+
+    from bosaris_dask.passes import inline_blocks
+
+    c = np.arange(500.0)
+    x = da.ones((40, 500), chunks=(4, 500))  # 10 row chunks, one column chunk
+
+    def tasks_holding(budget: int) -> tuple[list[str], int]:
+        monkeypatch.setattr(inline_blocks, "INLINE_BYTES", budget, raising=False)
+        out = blockwise(lambda m, b: m * b[None, :], "ij", x, "ij", per_block(c, (500,)), "j",
+                        dtype=float)  # fmt: skip
+        np.testing.assert_array_equal(out.compute(), np.broadcast_to(c, (40, 500)))
+        graph = dict(dask.optimize(out)[0].__dask_graph__())
+        heaviest = max(len(cloudpickle.dumps(graph[k])) for k in out.__dask_keys__() for k in k)
+        return sorted({key_split(k) for k in graph}), heaviest
+
+    names, heaviest = tasks_holding(9 * c.nbytes)  # 9 copies past the first: inline
+    assert "per-block" not in names and heaviest > c.nbytes
+    names, heaviest = tasks_holding(9 * c.nbytes - 1)
+    assert "per-block" in names and heaviest < c.nbytes  # the tasks name the one block

@@ -11,7 +11,10 @@ every task costs the scheduler, which shares the cores with the workers.
 :func:`per_block` splits such an array along its chunks into a block dependency of dask's
 (:class:`dask.layers.ArrayValuesDep`): each task gets its block's slice as an argument, and no
 task is made for it. :func:`blockwise` is :func:`dask.array.blockwise` taking them among its
-arguments, next to dask arrays.
+arguments, next to dask arrays. A block that many tasks reuse (the column codes of a key whose
+chunks are whole rows: every row chunk's task takes all of them) would travel with each of them
+to a worker process; past :data:`INLINE_BYTES` of such copies, :func:`blockwise` makes the
+blocks keys of the graph instead, which a worker fetches once.
 
 Examples
 --------
@@ -36,7 +39,11 @@ import numpy as np
 from dask.base import normalize_token, tokenize
 from dask.layers import ArrayBlockwiseDep, ArrayValuesDep
 
-__all__ = ["blockwise", "per_block"]
+__all__ = ["blockwise", "per_block", "INLINE_BYTES"]
+
+#: The most bytes of a :func:`per_block` dependency's blocks that :func:`blockwise` copies into
+#: tasks beyond each block's first use; above it, the blocks become keys of the graph.
+INLINE_BYTES = 1 << 20
 
 
 class _Blocks(ArrayValuesDep):
@@ -90,5 +97,22 @@ def blockwise(func: Callable[..., Any], out_ind: str, *args: Any, **kwargs: Any)
             if chunks.setdefault(letter, c) != c:
                 raise ValueError(f"per-block values in chunks {c}, the arrays' {letter!r} "
                                  f"axis in {chunks[letter]}")  # fmt: skip
+    pairs = [(_shared_blocks(dep, ind, chunks, out_ind), ind) for dep, ind in pairs]
     return da.blockwise(func, out_ind, *(x for pair in pairs for x in pair),
                         align_arrays=False, **kwargs)  # fmt: skip
+
+
+def _shared_blocks(dep: Any, ind: str | None, chunks: dict[str, tuple[int, ...]], out_ind: str):
+    """``dep`` as it is, or, for a :func:`per_block` dependency whose blocks every task along
+    another axis reuses and which would be copied into the tasks more than
+    :data:`INLINE_BYTES` in all, a dask array of the same blocks: one key per block, which a
+    worker fetches once (a task's arguments travel with it to a worker process: the column
+    codes of a key whose chunks are whole rows, 253 kB at 31,623 segments, went out with each
+    of the 60 chunk tasks of every pass of a 1e9 evaluation)."""
+    if not isinstance(dep, _Blocks) or ind is None:
+        return dep
+    reuse = int(np.prod([len(chunks[c]) for c in out_ind if c not in ind and c in chunks]))
+    blocks = [dep.values[(k,)] for k in range(dep.numblocks[0])]
+    if reuse <= 1 or sum(b.nbytes for b in blocks) * (reuse - 1) <= INLINE_BYTES:
+        return dep
+    return da.from_array(np.concatenate(blocks), chunks=dep.chunks, name=f"per-block-{dep.token}")
