@@ -102,7 +102,9 @@ def blockwise(func: Callable[..., Any], out_ind: str, *args: Any, **kwargs: Any)
                         align_arrays=False, **kwargs)  # fmt: skip
 
 
-def _shared_blocks(dep: Any, ind: str | None, chunks: dict[str, tuple[int, ...]], out_ind: str):
+def _shared_blocks(
+    dep: Any, ind: str | None, chunks: dict[str, tuple[int, ...]], out_ind: str
+) -> Any:
     """``dep`` as it is, or, for a :func:`per_block` dependency whose blocks every task along
     another axis reuses and which would be copied into the tasks more than
     :data:`INLINE_BYTES` in all, a dask array of the same blocks: one key per block, which a
@@ -112,7 +114,9 @@ def _shared_blocks(dep: Any, ind: str | None, chunks: dict[str, tuple[int, ...]]
     if not isinstance(dep, _Blocks) or ind is None:
         return dep
     reuse = int(np.prod([len(chunks[c]) for c in out_ind if c not in ind and c in chunks]))
+    if reuse <= 1:  # each block goes to one task: nothing copied
+        return dep
     blocks = [dep.values[(k,)] for k in range(dep.numblocks[0])]
-    if reuse <= 1 or sum(b.nbytes for b in blocks) * (reuse - 1) <= INLINE_BYTES:
+    if sum(b.nbytes for b in blocks) * (reuse - 1) <= INLINE_BYTES:
         return dep
     return da.from_array(np.concatenate(blocks), chunks=dep.chunks, name=f"per-block-{dep.token}")
