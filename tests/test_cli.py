@@ -348,7 +348,13 @@ def test_evaluate_plots_writes_the_standard_set(small_set, tmp_path):
         ),
         (
             ["simulate", "--n-models", "2", "--n-segments", "2", "--out", "d"],
-            "simulate --out is now --out-dir (--out is always a file or store)",
+            "simulate --out is now --out-dir (a directory written into; --out is always a file "
+            "or store)",
+        ),
+        (
+            ["spoof", "sasv", "--key", "k", "--scores", "s", "--convert-dir", "d"],
+            "spoof --convert-dir is now --out-dir (a directory written into; --out is always a "
+            "file or store)",
         ),
         (
             ["evaluate", "--key", "k", "--scores", "s", "--plots", "d"],

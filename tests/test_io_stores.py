@@ -1000,7 +1000,7 @@ def test_folders_and_plots_inside_a_zarr_store_are_refused_before_anything_is_ma
     tmp_path, monkeypatch, capsys
 ):
     """A review: writers that make a folder made it inside the store before refusing the write
-    (an empty folder is enough for zarr to refuse the store); spoof --convert-dir was not
+    (an empty folder is enough for zarr to refuse the store); spoof --out-dir was not
     checked, plot --out only after the evaluation, and a relative output written from inside a
     store's folder was not seen."""
     from bosaris_dask.cli import main
@@ -1022,7 +1022,7 @@ def test_folders_and_plots_inside_a_zarr_store_are_refused_before_anything_is_ma
     sample = write_asvspoof5_sample(tmp_path / "sample")
     runs = [
         ["spoof", "cm", "--key", str(sample[0]), "--scores", str(sample[1]),
-         "--convert-dir", str(store / "cm")],
+         "--out-dir", str(store / "cm")],
         ["simulate", "--n-models", "3", "--n-segments", "4", "--out-dir", str(store / "sim")],
         ["plot", "det", "--key", str(keyed), "--scores", str(store), "--out",
          str(store / "det.png")],

@@ -145,7 +145,7 @@ def test_spoof_converts_to_zarr_and_reads_the_stores_back_to_the_same_numbers(tm
              "--scores", str(DATA / f"{task}_scores.tsv.gz")]  # fmt: skip
     rates = ["--asv-rates", "given"] if task == "sasv" else []
     out_dir = tmp_path / "set"
-    status, _, err = _run(capsys, "spoof", task, *files, "--convert-dir", str(out_dir))
+    status, _, err = _run(capsys, "spoof", task, *files, "--out-dir", str(out_dir))
     assert status == 0 and "key.zarr" in err
     expected = {"key.zarr", "cm.zarr"} | ({"asv.zarr", "sasv.zarr"} if task == "sasv" else set())
     assert {p.name for p in out_dir.iterdir()} == expected
@@ -164,14 +164,14 @@ def test_a_set_written_over_an_earlier_one_keeps_none_of_its_score_stores(tmp_pa
     removed, and a folder of that name that is no store is refused, never deleted."""
     out_dir = tmp_path / "set"
     full = ["--key", str(DATA / "sasv_key.tsv.gz"), "--scores", str(DATA / "sasv_scores.tsv.gz")]
-    assert _run(capsys, "spoof", "sasv", *full, "--convert-dir", str(out_dir))[0] == 0
+    assert _run(capsys, "spoof", "sasv", *full, "--out-dir", str(out_dir))[0] == 0
     lines = gzip.open(DATA / "sasv_scores.tsv.gz", "rt").read().splitlines()
     single = tmp_path / "single.tsv"  # the same SASV scores, no CM or ASV column
     single.write_text("\n".join(
         " ".join([*f[:2], "-", "-", f[4]]) for f in (line.split() for line in lines[1:])
     ) + "\n")  # fmt: skip
     alone = ["--key", str(DATA / "sasv_key.tsv.gz"), "--scores", str(single)]
-    assert _run(capsys, "spoof", "sasv", *alone, "--convert-dir", str(out_dir))[0] == 0
+    assert _run(capsys, "spoof", "sasv", *alone, "--out-dir", str(out_dir))[0] == 0
     assert {p.name for p in out_dir.iterdir()} == {"key.zarr", "sasv.zarr"}
     stored = _run(capsys, "spoof", "sasv", "--set-dir", str(out_dir))
     assert stored[:2] == _run(capsys, "spoof", "sasv", *alone)[:2]
@@ -185,13 +185,13 @@ def test_a_set_written_over_an_earlier_one_keeps_none_of_its_score_stores(tmp_pa
         assert status == 1 and "key.zarr: an SASV key (trials of claimed speakers" in err
     (out_dir / "cm.zarr").mkdir()
     (out_dir / "cm.zarr" / "mine.txt").write_text("not a store")
-    status, _, err = _run(capsys, "spoof", "sasv", *alone, "--convert-dir", str(out_dir))
+    status, _, err = _run(capsys, "spoof", "sasv", *alone, "--out-dir", str(out_dir))
     assert status == 1 and "cm.zarr is there and is no score store of an earlier set" in err
     assert (out_dir / "cm.zarr" / "mine.txt").exists()
 
 
 def test_spoof_cm_reads_a_key_and_a_scores_store(tmp_path, capsys):
-    _run(capsys, "spoof", "cm", *CM, "--convert-dir", str(tmp_path / "set"))
+    _run(capsys, "spoof", "cm", *CM, "--out-dir", str(tmp_path / "set"))
     status, out, _ = _run(capsys, "spoof", "cm", "--key", str(tmp_path / "set" / "key.zarr"),
                           "--scores", str(tmp_path / "set" / "cm.zarr"))  # fmt: skip
     assert status == 0 and "minDCF                  0.3998" in out
@@ -202,8 +202,8 @@ def test_spoof_cm_reads_a_key_and_a_scores_store(tmp_path, capsys):
     [(["--key", str(DATA / "cm_key.tsv.gz"), "--scores", "x.zarr"], "stores of a set: --set-dir"),
      (["--key", str(DATA / "cm_key.tsv.gz")], "give --key and --scores"),
      (["--set-dir", "d", "--key", "k"], "--set-dir replaces --key and --scores"),
-     (["--set-dir", "d", "--convert-dir", "o", "--json", "r.json"],  # wrote no JSON, said nothing
-      "--convert-dir writes the set's stores and evaluates nothing, so --json has no effect")],
+     (["--set-dir", "d", "--out-dir", "o", "--json", "r.json"],  # wrote no JSON, said nothing
+      "--out-dir writes the set's stores and evaluates nothing, so --json has no effect")],
 )  # fmt: skip
 def test_spoof_input_errors_are_one_line(capsys, argv, message):
     status, _, err = _run(capsys, "spoof", "cm", *argv)
@@ -328,13 +328,13 @@ def test_allow_missing_drops_unscored_key_trials_as_if_the_key_did_not_list_them
 
 
 @pytest.mark.parametrize("task", ["cm", "sasv"])
-def test_convert_dir_with_allow_missing_writes_only_the_scored_trials(tmp_path, capsys, task):
+def test_out_dir_with_allow_missing_writes_only_the_scored_trials(tmp_path, capsys, task):
     full, scored = _hand_made(tmp_path, task)
-    status, _, err = _run(capsys, "spoof", task, *full, "--convert-dir", str(tmp_path / "set"))
+    status, _, err = _run(capsys, "spoof", task, *full, "--out-dir", str(tmp_path / "set"))
     assert status == 1 and err.strip().endswith("(--allow-missing drops them)")
     assert not (tmp_path / "set").exists()
     status, _, err = _run(capsys, "spoof", task, *full, "--allow-missing",
-                          "--convert-dir", str(tmp_path / "set"))  # fmt: skip
+                          "--out-dir", str(tmp_path / "set"))  # fmt: skip
     assert status == 0 and "dropped 3 key trials without a score" in err
     from bosaris_dask.spoofing import stores
 
@@ -345,8 +345,8 @@ def test_convert_dir_with_allow_missing_writes_only_the_scored_trials(tmp_path, 
     assert doc == ref and doc["n_missing"] == 0 and "dropped" not in err
     # stores are copied as they are: nothing for --allow-missing to do
     status, _, err = _run(capsys, "spoof", task, "--set-dir", str(tmp_path / "set"),
-                          "--allow-missing", "--convert-dir", str(tmp_path / "copy"))  # fmt: skip
-    assert status == 1 and "--convert-dir copies stores as they are" in err
+                          "--allow-missing", "--out-dir", str(tmp_path / "copy"))  # fmt: skip
+    assert status == 1 and "--out-dir copies stores as they are" in err
     assert "--allow-missing has no effect" in err and not (tmp_path / "copy").exists()
 
 

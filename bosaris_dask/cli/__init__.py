@@ -125,7 +125,7 @@ def _check_output_folders(args: argparse.Namespace) -> None:
 
 
 #: Options naming folders written into, never an input.
-_FOLDERS = ("out_dir", "plots_dir", "scratch_dir", "convert_dir")
+_FOLDERS = ("out_dir", "plots_dir", "scratch_dir")
 
 
 def _refuse_outputs_that_are_inputs(args: argparse.Namespace) -> None:

@@ -85,7 +85,7 @@ EXAMPLES: dict[str, list[str]] = {
         "bosaris-dask spoof sasv --key bosaris-demo/asvspoof5/sasv_key.tsv "
         "--scores bosaris-demo/asvspoof5/sasv_scores.tsv --asv-rates given --json sasv.json",
         "bosaris-dask spoof sasv --key bosaris-demo/asvspoof5/sasv_key.tsv "
-        "--scores bosaris-demo/asvspoof5/sasv_scores.tsv --convert-dir sasv-set",
+        "--scores bosaris-demo/asvspoof5/sasv_scores.tsv --out-dir sasv-set",
     ],
 }
 

@@ -6,13 +6,15 @@ The rules every subcommand follows (issue 15; ``tests/test_cli_consistency.py`` 
   (``--scores A --scores B``, ``--prior 0.1 --prior 0.01``, ``fuse --apply A --apply B``);
 - ``--prior`` is an evaluation operating point; the prior of a training objective is
   ``--train-prior``;
-- ``--out`` is a file or store; a directory is ``--out-dir`` (or ``--plots-dir``);
+- ``--out`` is a file or store; a directory written into is ``--out-dir`` (or ``--plots-dir``,
+  ``--scratch-dir`` by their role; ``spoof --set-dir`` reads one);
 - every subcommand takes the options that choose where the work runs (``--cluster`` ...);
 - every ``--help`` ends with examples that run on the demo's data
   (:mod:`bosaris_dask.cli.examples`).
 
 Spellings of earlier releases (``--prior 0.1 0.01``, ``fuse --apply A B``, ``calibrate
---prior``, ``simulate --out DIR``) fail with a one-line error that shows the new spelling.
+--prior``, ``simulate --out DIR``, ``spoof --convert-dir DIR``) fail with a one-line error that
+shows the new spelling.
 Each subcommand's options are in :mod:`bosaris_dask.cli.subcommands`, the option groups they
 share in :mod:`bosaris_dask.cli.options`, the value types in :mod:`bosaris_dask.cli.values`.
 """
@@ -35,6 +37,7 @@ RENAMED = {
     ("simulate", "--out"): "--out-dir",
     ("demo", "--out"): "--out-dir",
     ("evaluate", "--plots"): "--plots-dir",
+    ("spoof", "--convert-dir"): "--out-dir",
     ("simulate", "--models"): "--n-models",
     ("simulate", "--segments"): "--n-segments",
     ("demo", "--models"): "--n-models",
@@ -141,7 +144,7 @@ def _old_spelling(
 
 _WHY = {
     "--train-prior": "--prior means evaluation operating points",
-    "--out-dir": "--out is always a file or store",
+    "--out-dir": "a directory written into; --out is always a file or store",
     "--plots-dir": "a directory",
     "--n-models": "a count; score's --models is a model map",
     "--n-segments": "a count, as --n-models",

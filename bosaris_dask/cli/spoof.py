@@ -1,11 +1,11 @@
 """``bosaris-dask spoof cm|sasv``: the ASVspoof 5 metrics of a countermeasure or a SASV system.
 
 ``cm`` reads a track-1 key and score file; ``sasv`` a track-2 pair (the evaluation package's
-formats, :mod:`bosaris_dask.spoofing.files`), or the set of zarr stores ``--convert-dir``
+formats, :mod:`bosaris_dask.spoofing.files`), or the set of zarr stores ``--out-dir``
 writes from them and ``--set-dir`` reads (:mod:`bosaris_dask.spoofing.stores`). Both print
 a table and, with ``--json``, write the numbers with the costs they were computed with. A key
 trial without a score is an error, unless ``--allow-missing``: the text readers then leave it
-out of the key (so ``--convert-dir`` writes only the scored trials), the engine out of the
+out of the key (so ``--out-dir`` writes only the scored trials), the engine out of the
 stores' metrics, and the count is said on stderr and is ``n_missing`` in the JSON. The
 metrics come from one engine call (:mod:`bosaris_dask.spoofing.scale`: exact, out of core,
 on the cluster the options name); the t-EER too, gathered into memory up to
@@ -75,7 +75,7 @@ def _cm_key_checked(args: argparse.Namespace, key: Any, path: str) -> Any:
     if args.task == "cm" and SPOOF_COORD in key.coords:
         raise OptionError(f"{path}: an SASV key (trials of claimed speakers, spoofed or not): "
                           "'spoof sasv' evaluates it (its CM scores enter the t-DCF and the "
-                          "t-EER); 'spoof cm' takes a CM set, as 'spoof cm --convert-dir' "
+                          "t-EER); 'spoof cm' takes a CM set, as 'spoof cm --out-dir' "
                           "writes it")  # fmt: skip
     return key
 
@@ -208,24 +208,24 @@ def cmd_spoof(args: argparse.Namespace) -> int:
 
     if args.task == "cm" and args.asv_rates is not None:
         raise OptionError("--asv-rates is for 'spoof sasv' (the t-DCF), not 'spoof cm'")
-    if args.convert_dir and (args.json or args.asv_rates is not None):
+    if args.out_dir and (args.json or args.asv_rates is not None):
         idle = "--json" if args.json else "--asv-rates"
         raise OptionError(
-            f"--convert-dir writes the set's stores and evaluates nothing, so {idle} has no "
+            f"--out-dir writes the set's stores and evaluates nothing, so {idle} has no "
             "effect: run the evaluation on the stores after"
         )
-    if args.convert_dir and args.allow_missing and _stores(args):
+    if args.out_dir and args.allow_missing and _stores(args):
         raise OptionError(
-            "--convert-dir copies stores as they are (their trials without a score stay), so "
+            "--out-dir copies stores as they are (their trials without a score stay), so "
             "--allow-missing has no effect: give it to the evaluation of the stores"
         )
     args.asv_rates = args.asv_rates or "fixed"
     with _opened(args, lambda: _open(args), _size) as (key, columns, dropped):
-        if args.convert_dir:
+        if args.out_dir:
             from bosaris_dask.spoofing.stores import write_set
 
             _dropped(args, dropped)
-            paths = write_set(args.convert_dir, key, columns, progress=_progress(args))
+            paths = write_set(args.out_dir, key, columns, progress=_progress(args))
             _say(args, "wrote " + ", ".join(str(p) for p in paths))
             return 0
         doc = _finite((_cm if args.task == "cm" else _sasv)(args, key, columns))

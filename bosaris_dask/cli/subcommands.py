@@ -304,7 +304,7 @@ def _spoof(sub: Any) -> None:
              "stores, and print the challenge's metrics with its costs, exact at any scale. cm "
              "(track 1): minDCF, actDCF, the package's EER, ROCCH-EER, Cllr. sasv (track 2): "
              "min a-DCF, min t-DCF, exact t-EER (in memory up to 2e7 trials, from the passes "
-             "beyond). --convert-dir DIR "
+             "beyond). --out-dir DIR "
              "converts the files to zarr stores instead; --set-dir DIR reads them.")  # fmt: skip
     p.add_argument("task", choices=["cm", "sasv"],
                    help="cm: 'filename cm-label' key and 'filename cm-score' scores; sasv: "
@@ -323,7 +323,7 @@ def _spoof(sub: Any) -> None:
         "sasv.zarr) instead of --key and --scores",
     )
     p.add_argument(
-        "--convert-dir",
+        "--out-dir",
         metavar="DIR",
         help="write the key and scores as such a set of zarr stores into DIR and stop",
     )

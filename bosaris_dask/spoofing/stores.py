@@ -1,4 +1,4 @@
-"""ASVspoof sets as zarr stores: what ``bosaris-dask spoof --convert-dir DIR`` writes and
+"""ASVspoof sets as zarr stores: what ``bosaris-dask spoof --out-dir DIR`` writes and
 ``--set-dir DIR`` reads.
 
 A set is a directory of ordinary bosaris_dask zarr stores (:func:`bosaris_dask.io.write_zarr`):
