@@ -156,6 +156,46 @@ def test_demo_says_where_outputs_are(tmp_path):
         assert (tmp_path / "demo" / name).is_dir()
 
 
+def _table(path) -> tuple[list[str], list[list[str]]]:
+    """A tab-separated table's header and rows, read by hand."""
+    header, *rows = (line.split("\t") for line in path.read_text().splitlines())
+    return header, rows
+
+
+def test_demo_condition_tables_give_each_speaker_one_gender_and_segments_a_source(tmp_path):
+    # the demo's tables had only each id's speaker: nothing to split on with --by
+    out = tmp_path / "demo"
+    args = ("demo", "--out-dir", str(out), "--n-models", "40", "--n-segments", "60")
+    assert _run(*args).returncode == 0
+    (m_head, m_rows), (s_head, s_rows) = _table(out / "models.tsv"), _table(out / "segments.tsv")
+    assert m_head == ["model", "speaker", "gender"]
+    assert s_head == ["segment", "speaker", "gender", "source"]
+    key = io.read(out / "key.zarr")
+    for rows, side in ((m_rows, "model"), (s_rows, "segment")):
+        ids, speakers = key[side].values.tolist(), key[f"{side}_label"].values.tolist()
+        assert [r[0] for r in rows] == ids and [r[1] for r in rows] == speakers
+    gender = {}
+    for row in m_rows + s_rows:
+        assert gender.setdefault(row[1], row[2]) == row[2], row  # one gender per speaker
+    assert set(gender.values()) == {"f", "m"}
+    assert {r[3] for r in s_rows} == {"tel", "mic"}
+    before = [(out / n).read_bytes() for n in ("models.tsv", "segments.tsv")]
+    assert _run(*args).returncode == 0  # the same seed, the same tables
+    assert [(out / n).read_bytes() for n in ("models.tsv", "segments.tsv")] == before
+    # targets are trials of one speaker, so every one is in the same-gender condition
+    report = tmp_path / "by.json"
+    result = _run("evaluate", "--key", str(out / "key.zarr"), "--scores",
+                  str(out / "system-1.zarr"), "--conditions", str(out / "models.tsv"),
+                  "--conditions", str(out / "segments.tsv"), "--by", "same.gender",
+                  "--json", str(report))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    conditions = json.loads(report.read_text())["systems"][0]["conditions"]
+    counts = {c["by"]["same.gender"]: (c["n_target"], c["n_nontarget"]) for c in conditions}
+    n_target = int((key.trial_mask.values == 1).sum())
+    cross = sum(gender[m[1]] != gender[s[1]] for m in m_rows for s in s_rows)
+    assert counts == {"same": (n_target, 40 * 60 - n_target - cross), "different": (0, cross)}
+
+
 def test_info_reports_counts(small_set):
     result = _run("info", str(small_set / "key.zarr"))
     assert result.returncode == 0, result.stderr

@@ -399,17 +399,28 @@ def _why_not(models: int, segments: int, target_rate: float) -> str:
     return f"{why}: with equal shares, a rate of 1/{speakers:,}"
 
 
-def _write_speaker_tables(key: Any, out: Path) -> list[Path]:
-    """``models.tsv`` and ``segments.tsv``: the condition tables of the demo key's speakers."""
+def _write_speaker_tables(key: Any, out: Path, seed: int) -> list[Path]:
+    """``models.tsv`` and ``segments.tsv``: the condition tables of the demo key's ids, each
+    id's speaker and that speaker's gender, and each segment's source (``tel`` for about 70% of
+    them, else ``mic``), drawn from ``seed``: attributes to split on (``--by model.gender --by
+    segment.source``, ``--by same.gender``) and units to resample (``--resample
+    model.speaker``). The simulated scores do not depend on them."""
     from bosaris_dask.io.atomic import atomic_path
 
+    rng = np.random.default_rng([seed, 4])  # (not the simulation's own stream)
+    speakers = np.unique(np.concatenate([key.model_label.values, key.segment_label.values]))
+    gender_of = dict(zip(speakers, rng.choice(["f", "m"], size=speakers.size), strict=True))
     paths = []
     for side in ("model", "segment"):
-        ids, labels = key[side].values, key[f"{side}_label"].values
+        ids, spk = key[side].values, key[f"{side}_label"].values
+        columns = {"speaker": spk, "gender": [gender_of[s] for s in spk]}
+        if side == "segment":
+            columns["source"] = rng.choice(["tel", "mic"], p=[0.7, 0.3], size=ids.size)
+        lines = ["\t".join([side, *columns])]
+        lines += ["\t".join(row) for row in zip(ids, *columns.values(), strict=True)]
         path = out / f"{side}s.tsv"
         with atomic_path(path) as tmp:
-            Path(tmp).write_text(f"{side}\tspeaker\n" + "".join(
-                f"{i}\t{s}\n" for i, s in zip(ids, labels, strict=True)))  # fmt: skip
+            Path(tmp).write_text("\n".join(lines) + "\n")
         paths.append(path)
     return paths
 
@@ -432,7 +443,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         from bosaris_dask.cli.embeddings import write_demo_embeddings
 
         embedding_paths = write_demo_embeddings(out, seed=args.seed)
-        tables = _write_speaker_tables(key, out)
+        tables = _write_speaker_tables(key, out, args.seed)
         from bosaris_dask.spoofing.simulate import write_asvspoof5_sample
 
         spoof_paths = write_asvspoof5_sample(out / "asvspoof5", seed=args.seed)
@@ -448,7 +459,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"{', '.join(p.name for p in embedding_paths[:3])} (speaker embeddings) and "
         f"{embedding_paths[3].name} (their key, from the id class tables "
         f"{embedding_paths[4].name} and {embedding_paths[5].name}); "
-        f"{tables[0].name} and {tables[1].name} (condition tables: each id's speaker); "
+        f"{tables[0].name} and {tables[1].name} (condition tables: each id's speaker and "
+        "gender, each segment's source); "
         f"{spoof_paths[0].parent.name}/ (a synthetic sample in ASVspoof 5's files, for spoof)."
     )
     print(f"Try: bosaris-dask info {paths[1]}")

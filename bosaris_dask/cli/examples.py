@@ -3,8 +3,8 @@
 Each one runs as written on the demo's data: ``bosaris-dask demo`` writes ``bosaris-demo/``
 (``key.zarr`` and ``system-1.zarr`` ... ``system-3.zarr``; speaker embeddings ``enrol.npz``,
 ``test.npz``, ``cohort.npz``, their key ``embeddings-key.zarr`` and its ``id class`` tables
-``enrol.classes``, ``test.classes``; the condition tables ``models.tsv``, ``segments.tsv`` of
-the key's speakers) in the current directory. Run in the order of
+``enrol.classes``, ``test.classes``; the condition tables ``models.tsv``, ``segments.tsv``:
+each id's speaker and gender, each segment's source) in the current directory. Run in the order of
 :data:`EXAMPLES` (``demo`` first), later examples may use what earlier ones wrote (``apply``
 uses the models that ``calibrate`` and ``fuse`` saved, ``fuse`` the scores that ``score``
 wrote); ``tests/test_cli_consistency.py`` runs every one of them in that order.
@@ -43,6 +43,7 @@ EXAMPLES: dict[str, list[str]] = {
         "--json results.json",
         f"bosaris-dask evaluate {_K} --scores {_S1} --scores {_S2} --prior 0.01 "
         "--conditions bosaris-demo/models.tsv --conditions bosaris-demo/segments.tsv "
+        "--by model.gender --by segment.source --equalize "
         "--bootstrap 200 --resample model.speaker --resample segment.speaker --seed 1 --compare "
         "--json ci.json",
         f"bosaris-dask evaluate {_EK} {_E} --norm s --cohort bosaris-demo/cohort.npz",
