@@ -168,7 +168,8 @@ def check_hull(misses, fas, hull_misses, hull_fas) -> None:
     """Assert that (hull_misses, hull_fas) is the lower-left convex hull of the ROC points.
 
     Exact rational arithmetic: every ROC point lies on or above every hull edge's line (within
-    the edge's span), every vertex is an ROC point, and consecutive edges turn strictly.
+    the edge's span), every vertex is an ROC point, and consecutive edges turn strictly and
+    always the same way (convex: no collinear and no reflex vertex).
     """
     points = set(zip(misses.tolist(), fas.tolist(), strict=True))
     hull = list(zip(hull_misses.tolist(), hull_fas.tolist(), strict=True))
@@ -182,7 +183,7 @@ def check_hull(misses, fas, hull_misses, hull_fas) -> None:
                 assert m >= line, f"ROC point {(m, f)} lies below hull edge {(m1, f1)}-{(m2, f2)}"
     for a, b, c in zip(hull[:-2], hull[1:-1], hull[2:], strict=True):
         cross = (b[1] - a[1]) * (c[0] - a[0]) - (b[0] - a[0]) * (c[1] - a[1])
-        assert cross != 0, f"collinear vertex {b}"
+        assert cross < 0, f"vertex {b} is collinear with its neighbours or turns the wrong way"
 
 
 def fixed_fmr(tar, non, f) -> tuple[float, float, float]:

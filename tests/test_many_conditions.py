@@ -41,7 +41,7 @@ def test_thousands_of_conditions_are_exact_with_a_capped_pass1(monkeypatch):
     of its own trials; the report is the same as with the default cap, passes aside."""
     labels, scores, scored, key, system, tables = _case(0, 120, 90)
     args = {"conditions": tables, "by": ["model.g", "segment.g"], "allow_missing": True,
-            "priors": [0.5, 0.1], "fmr": [0.25]}  # fmt: skip
+            "priors": [0.5, 0.1], "fmr": [0.25, 0.5]}  # fmt: skip
     with dask.config.set(scheduler="sync"):
         wide = bd.evaluate([system], key, **args)
         monkeypatch.setattr(summaries, "MAX_CONDITION_CELLS", 2 * 2701)
@@ -58,7 +58,7 @@ def test_thousands_of_conditions_are_exact_with_a_capped_pass1(monkeypatch):
 
     model_group = np.arange(120) // 2
     segment_group = np.arange(90) // 2
-    checked = 0
+    checked = fixed_points = 0
     for g, entry in enumerate(doc_capped["systems"][0]["conditions"]):
         a, b = int(entry["by"]["model.g"][1:]), int(entry["by"]["segment.g"][1:])
         cell = (model_group[:, None] == a) & (segment_group[None, :] == b)
@@ -74,14 +74,17 @@ def test_thousands_of_conditions_are_exact_with_a_capped_pass1(monkeypatch):
             plo = float(np.log(point["prior"] / (1 - point["prior"])))
             assert point["min_dcf_raw"] == pytest.approx(ref.min_dcf(tar, non, plo), abs=1e-12)
             assert point["act_dcf_raw"] == pytest.approx(ref.dcf_at(tar, non, plo)[0], abs=1e-12)
-        _, fmr, fnmr = ref.fixed_fmr(tar, non, 0.25)
-        got = entry["fixed_fmr"][0]
-        if np.isnan(fmr):
-            assert got["fmr"] is None and got["fnmr"] is None
-        else:
-            assert (got["fmr"], got["fnmr"]) == pytest.approx((fmr, fnmr), abs=1e-12)
+        # a condition holds at most 3 non-targets: FMR 0.25 is below every one's resolution
+        # (no point), 0.5 reached where 2 or 3 are
+        for target, got in zip((0.25, 0.5), entry["fixed_fmr"], strict=True):
+            _, fmr, fnmr = ref.fixed_fmr(tar, non, target)
+            if np.isnan(fmr):
+                assert got["fmr"] is None and got["fnmr"] is None
+            else:
+                assert (got["fmr"], got["fnmr"]) == pytest.approx((fmr, fnmr), abs=1e-12)
+                fixed_points += 1
         checked += 1
-    assert checked > 1000
+    assert checked > 1000 and fixed_points > 1000
 
 
 @pytest.mark.parametrize(
