@@ -400,6 +400,15 @@ def test_evaluate_plots_writes_the_standard_set(small_set, tmp_path):
             ["evaluate", "--key", "k", "--scores", "s", "--plots", "d"],
             "evaluate --plots is now --plots-dir (a directory)",
         ),
+        (  # spelled with "=" (it was told only that the argument was unrecognized)
+            ["evaluate", "--key", "k", "--scores", "s", "--plots=d"],
+            "evaluate --plots is now --plots-dir (a directory)",
+        ),
+        (
+            ["spoof", "cm", "--key", "k", "--scores", "s", "--convert-dir=d"],
+            "spoof --convert-dir is now --out-dir (a directory written into; --out is always a "
+            "file or store)",
+        ),
         (  # a count, where score's --models is a model map
             ["simulate", "--models", "2", "--segments", "2", "--out-dir", "d"],
             "simulate --models is now --n-models (a count; score's --models is a model map)",

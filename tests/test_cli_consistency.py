@@ -74,7 +74,7 @@ def test_prior_is_an_operating_point_and_training_prior_is_train_prior(command):
 
 #: The directory options and what each holds: a command's output is ``--out-dir``.
 DIRECTORY_OPTIONS = {
-    "--out-dir": "what the command writes (simulate, demo, score's stores, spoof's set)",
+    "--out-dir": "what the command writes (simulate, demo, spoof's set of stores)",
     "--plots-dir": "evaluate's images, beside the report of --json",
     "--scratch-dir": "temporary files",
     "--set-dir": "an input: spoof's set of stores",

@@ -114,7 +114,8 @@ def _old_spelling(
     """The one-line error for an option spelled as in an earlier release (several values
     after a repeatable flag), or for several values after a one-value option of ``sub``, the
     subcommand's parser; else ``None``."""
-    for old in argv:
+    for token in argv:
+        old = token.split("=", 1)[0]  # (--plots=DIR too)
         new = RENAMED.get((command, old))
         if new is not None:
             return f"{command} {old} is now {new} ({_WHY[new]})"
