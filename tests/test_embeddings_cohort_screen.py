@@ -94,6 +94,19 @@ def test_overflowing_rows_fall_back_to_the_exact_selection():
     assert screened.tobytes() == _stats_block(a, c, 5, 64)[:, 2:].tobytes()
 
 
+@pytest.mark.parametrize("block", [64, 500, 4096])
+def test_whole_runs_of_a_wide_product_are_counted_before_they_are_read(block):
+    # products wider than the scan's runs of 64 scores (the hypothesis test's are mostly
+    # narrower): runs without a candidate are skipped, a run with one is read
+    rng = np.random.default_rng(5)
+    a, c = _unit(rng.normal(size=(7, 12))), _unit(rng.normal(size=(1300, 12)))
+    c[700] = a[3]  # a row's best score in the middle of a run
+    top, over = screen_top(a, c, c.astype(np.float32), top_n=25, block=block)
+    assert over.size == 0
+    np.testing.assert_array_equal(top, np.sort(score_block(a, c), axis=1)[:, -25:])
+    assert top[3, -1] == score_block(a[3:4], c[700:701])[0, 0]  # its own copy, found
+
+
 def test_the_screen_bound_holds_on_adversarial_rows():
     # rows whose float32 products lose the most: the bound must cover |v - r| for every pair
     rng = np.random.default_rng(1)
