@@ -58,7 +58,7 @@ __all__ = ["SCREEN_BLOCK", "SCREEN_ROWS", "screen_kernels", "screen_top", "row_n
 #: (:func:`screen_top`'s ``block`` is capped by it): the product, 512 x 512 float32 (1 MiB),
 #: stays in the core's L2 cache while it is scanned, and the BLAS packs each cohort block
 #: for 512 rows at a time. (One thread, 4,096 rows x a 1e5 cohort, top-300, medians of 3:
-#: 3.05 s against 3.46 s with 128 x 2,048 products.)
+#: 3.05 s against 3.46 s with 128 x 2,048 products, both scanned in runs of 16.)
 SCREEN_ROWS = 512
 SCREEN_BLOCK = 512
 
@@ -99,7 +99,8 @@ def _lower_select(w, n, k):  # pragma: no cover - compiled by numba
     return np.partition(w[:n], n - k)[n - k]
 
 
-#: Scores of a row counted at once before any is looked at (:func:`_count_above`).
+#: Scores of a row counted at once before any is looked at: the 64 that :func:`_count_above`
+#: counts (a literal there, for the compiler; change both together).
 SCAN_RUN = 64
 
 
