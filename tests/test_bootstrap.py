@@ -63,6 +63,12 @@ def _exact_binnings(raw, dtype=np.float64, priors=PRIORS):
     return [Binning.from_edges(np.concatenate([np.unique(r), thresholds]), dtype) for r in raw]
 
 
+def _no_trial_mask_read(key):
+    """Hold ``key``'s trial mask in memory: the bootstrap then finds its ids with trials with no
+    read of a stored mask (a compute), and a test can refuse every compute."""
+    key["trial_mask"] = key.trial_mask.compute()
+
+
 def _evaluate(key, systems, **kw):
     return metrics.evaluate(systems, key, priors=PRIORS, names=["a", "b"], split_every=2, **kw)
 
@@ -400,6 +406,47 @@ def test_one_side_only_and_point_estimates_unchanged():
         xr.testing.assert_identical(by[name], ds[name])
 
 
+@pytest.mark.parametrize("method", ["multinomial", "poisson"])
+def test_ids_without_a_trial_are_not_drawn(method):
+    # a model or segment row left empty (a filtered key) is in no trial: its group was drawn
+    # all the same (10 model groups where 4 hold trials), which changed every interval and no
+    # point estimate; ids without a trial in a group with trials change nothing either
+    key, systems, tables, raw, mask, mg, sg = _data(seed=3)
+    names = ("eer_ci", "cllr_ci", "min_cllr_ci", "act_dcf_ci", "min_dcf_ci", "compare_eer_ci")
+    kw = {
+        "bootstrap": 40,
+        "resample": ["model.spk", "segment.spk"],
+        "seed": 5,
+        "compare": True,
+        "bootstrap_method": method,
+    }
+    want = _evaluate(key, systems, conditions=tables, **kw)
+    n_m, n_s = mask.shape
+    # three empty models (two of new speakers, one of speaker a0), two empty segments of new ones
+    mids = [*key.model.values.tolist(), "x0", "x1", "x2"]
+    sids = [*key.segment.values.tolist(), "y0", "y1"]
+    grown = np.zeros((n_m + 3, n_s + 2), dtype=int)
+    grown[:n_m, :n_s] = mask
+    big_key = make_key(mids, sids, grown, chunks=(4, 5))
+    big_systems = []
+    for r in raw:
+        scores = np.zeros(grown.shape)
+        scores[:n_m, :n_s] = r
+        big_systems.append(make_scores(mids, sids, scores, chunks=(4, 5)))
+    big_tables = [
+        condition_table("model", mids, {"spk": [*(f"a{g}" for g in mg), "new0", "new1", "a0"]}),
+        condition_table("segment", sids, {"spk": [*(f"b{g}" for g in sg), "new2", "new3"]}),
+    ]
+    got = _evaluate(big_key, big_systems, conditions=big_tables, **kw)
+    assert (
+        got.attrs["bootstrap_groups"]
+        == want.attrs["bootstrap_groups"]
+        == [len(np.unique(mg)), len(np.unique(sg))]
+    )
+    for name in names:
+        np.testing.assert_array_equal(got[name].values, want[name].values, err_msg=name)
+
+
 @pytest.mark.parametrize("chunks", [(2, 3), (9, 11), (5, 4)])
 def test_intervals_do_not_depend_on_chunking(chunks):
     key, systems, tables, *_ = _data(seed=6, chunks=(4, 5))
@@ -621,6 +668,7 @@ def test_a_bootstrap_over_budget_per_condition_is_refused_before_the_evaluation(
         raise AssertionError("a pass ran before the bootstrap's memory was checked")
 
     key, systems, tables, *_ = _data()
+    _no_trial_mask_read(key)
     kw = {"conditions": tables, "bootstrap": 2000, "resample": ["model.spk"], "seed": 1}
     # room for the pooled histograms (at 16 bins: 135 MB) but not for one per model speaker
     # (162 MB)
@@ -865,6 +913,7 @@ def test_multiplicities_beyond_exact_float32_products_are_refused_before_any_pas
     monkeypatch.setattr(evaluation, "prefix_histograms", no_pass)
     monkeypatch.setattr(histograms, "run_pass", no_pass)
     key, systems, tables, *_ = _data(seed=6)
+    _no_trial_mask_read(key)
     kw = {"conditions": tables, "bootstrap": 3, "resample": ["model.spk", "segment.spk"]}
     with (
         dask.config.set(scheduler=no_pass),
@@ -1124,7 +1173,10 @@ def test_a_side_of_one_group_is_refused_not_reported_as_a_zero_width_interval():
     # of the data, [24.224, 24.224] for an EER of 23.988
     key, systems, tables, *_ = _data()
     one = condition_table("model", list(key.model.values), {"all": ["x"] * key.sizes["model"]})
-    refused = r"--resample model.all: every model of the key has the same all \('x'\): a side"
+    refused = (
+        r"--resample model.all: every model of the key with a trial has the same all "
+        r"\('x'\): a side"
+    )
     with pytest.raises(OptionError, match=refused):
         _evaluate(key, systems, conditions=[one, tables[1]], bootstrap=50,
                   resample=["model.all", "segment.spk"])  # fmt: skip

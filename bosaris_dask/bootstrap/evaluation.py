@@ -83,7 +83,13 @@ from bosaris_dask.bootstrap.blocks import BLOCK_BYTES
 from bosaris_dask.bootstrap.cells import CellGroups, TrialResample
 from bosaris_dask.bootstrap.histograms import LIMBS, check_multiplicities, resample_histograms
 from bosaris_dask.bootstrap.replicates import METRICS, PER_POINT, replicate_metrics
-from bosaris_dask.bootstrap.resample import NO_RESAMPLE, multiplicities, resample_groups
+from bosaris_dask.bootstrap.resample import (
+    NO_RESAMPLE,
+    ids_with_trials,
+    multiplicities,
+    parse_resample,
+    resample_groups,
+)
 from bosaris_dask.bootstrap.variables import (
     compare_variables,
     condition_compare_variables,
@@ -302,7 +308,9 @@ def _draw(
         groups = resample[0].groups()
         groups.check_layout(key)
     else:
-        groups = resample_groups(key, [as_condition_table(t) for t in conditions], resample)
+        tables = [as_condition_table(t) for t in conditions]
+        sides = sorted({parse_resample(r).side for r in resample})
+        groups = resample_groups(key, tables, resample, ids_with_trials(key, sides))
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % (1 << 63))
     m, s = multiplicities(groups, bootstrap, seed, method)

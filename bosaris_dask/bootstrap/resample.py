@@ -4,7 +4,10 @@ A spec is ``model.COL`` or ``segment.COL``: the groups of that side are the valu
 condition tables (e.g. enrolment speakers and test speakers). At most one spec per side; a side
 without one is not resampled (every multiplicity 1).
 
-Each resample draws, with replacement, as many groups of a side as that side has (multinomial
+The groups of a side are those of its ids with a trial in the key: an id without one (a row of
+a filtered key left empty) is in no trial evaluated, so its group is not drawn unless another id
+of it has a trial (drawing it would change every interval and no point estimate). Each resample
+draws, with replacement, as many groups of a side as that side has (multinomial
 multiplicities: group ``g``'s multiplicity is how often it was drawn), independently for the
 model side and the segment side; a trial's multiplicity is the product of its model's group's
 and its segment's group's multiplicities. Draws use :func:`numpy.random.default_rng` with the
@@ -37,7 +40,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,9 +50,11 @@ import xarray as xr
 from bosaris_dask.conditions.codes import refuse_joined_specs
 from bosaris_dask.conditions.tables import SIDES, ConditionTable, ids_missing
 from bosaris_dask.errors import OptionError, TrialError, option
+from bosaris_dask.progress import compute
+from bosaris_dask.trials.construction import is_label_key, trial_classes
 
-__all__ = ["ResampleSpec", "parse_resample", "SideGroups", "resample_groups", "multiplicities",
-           "METHODS"]  # fmt: skip
+__all__ = ["ResampleSpec", "parse_resample", "SideGroups", "resample_groups", "ids_with_trials",
+           "multiplicities", "METHODS"]  # fmt: skip
 
 #: The ways to draw a side's group multiplicities.
 METHODS = ("multinomial", "poisson")
@@ -115,9 +120,31 @@ class SideGroups:
     resampled: tuple[bool, bool]
 
 
-def _side_codes(
+def ids_with_trials(key: xr.Dataset, sides: Sequence[str] = SIDES) -> dict[str, np.ndarray | None]:
+    """Per side of ``sides``, which of its ids have a trial in ``key``: one read of a stored
+    trial mask for both sides (none of a mask in memory; ``None``: all of them, with no read: a
+    label-derived key, or ids without a trial mask, such as a listed trials' grid, whose ids
+    come from its trials).
+
+    >>> from bosaris_dask.trials import make_key
+    >>> key = make_key(["m1", "m2"], ["s1", "s2"], [[1, 0], [0, 0]])
+    >>> {side: has.tolist() for side, has in ids_with_trials(key).items()}
+    {'model': [True, False], 'segment': [True, False]}
+    """
+    if not sides or "trial_mask" not in key or is_label_key(key):
+        return dict.fromkeys(sides)
+    axis = {"model": 1, "segment": 0}  # a model's trials lie along its row
+    held = isinstance(key.trial_mask.data, np.ndarray)
+    trials = (key.trial_mask.data if held else trial_classes(key)) != 0
+    found = tuple(trials.any(axis=axis[side]) for side in sides)
+    found = found if held else compute(found)
+    return {side: np.asarray(has, dtype=bool) for side, has in zip(sides, found, strict=True)}
+
+
+def _side_values(
     key: xr.Dataset, tables: Sequence[ConditionTable], spec: ResampleSpec
-) -> tuple[np.ndarray, int]:
+) -> np.ndarray:
+    """The group (a ``str``) of every id of the spec's side, in the key's order."""
     have = {side: [(t, c) for t in tables if t.side == side for c in t.columns] for side in SIDES}
     found = [t for t, c in have[spec.side] if c == spec.column]
     if not found:
@@ -139,22 +166,38 @@ def _side_codes(
     if len(absent):
         other = "segment" if spec.side == "model" else "model"
         raise ids_missing(table, spec.side, ids, absent, key[other].values)
-    values = table.columns[spec.column][where].astype(str)
-    vocab, codes = np.unique(values, return_inverse=True)
+    return table.columns[spec.column][where].astype(str)
+
+
+def _side_codes(
+    values: np.ndarray, spec: ResampleSpec, has_trials: np.ndarray | None
+) -> tuple[np.ndarray, int]:
+    """Every id's group code among the groups drawn (those of ids with a trial), and how many
+    groups are drawn."""
+    drawn = values if has_trials is None or not has_trials.any() else values[has_trials]
+    vocab = np.unique(drawn)
+    # an id without a trial whose group no id with a trial shares gets group 0: it weighs no
+    # trial, so any multiplicity serves
+    codes = np.minimum(np.searchsorted(vocab, values), max(len(vocab) - 1, 0))
+    codes[vocab[codes] != values] = 0
     if len(vocab) == 1 and len(values) > 0:
         raise OptionError(
-            f"--resample {spec}: every {spec.side} of the key has the same {spec.column} "
-            f"({str(vocab[0])!r}): a side of one group is not resampled (each resample would "
-            "be the data again, and each interval the data's own value): resample a column "
-            f"with several groups, or leave the {spec.side} side out"
+            f"--resample {spec}: every {spec.side} of the key with a trial has the same "
+            f"{spec.column} ({str(vocab[0])!r}): a side of one group is not resampled (each "
+            "resample would be the data again, and each interval the data's own value): "
+            f"resample a column with several groups, or leave the {spec.side} side out"
         )
     return codes.astype(np.int64).reshape(-1), len(vocab)
 
 
 def resample_groups(
-    key: xr.Dataset, tables: Sequence[ConditionTable], specs: Sequence[str | ResampleSpec]
+    key: xr.Dataset,
+    tables: Sequence[ConditionTable],
+    specs: Sequence[str | ResampleSpec],
+    has_trials: Mapping[str, np.ndarray | None] | None = None,
 ) -> SideGroups:
-    """The groups the ``specs`` resample, from condition tables.
+    """The groups the ``specs`` resample, from condition tables; with ``has_trials``
+    (:func:`ids_with_trials`), only those of ids with a trial are drawn (else every id's).
 
     Raises
     ------
@@ -173,9 +216,9 @@ def resample_groups(
         if sides.count(side) > 1:
             raise OptionError(f"{option('resample')}: one spec per side, got "
                               f"{sides.count(side)} {side} specs")  # fmt: skip
-    out: dict[str, tuple[np.ndarray, int]] = {}
-    for spec in parsed:
-        out[spec.side] = _side_codes(key, tables, spec)
+    has_trials = has_trials or {}
+    out = {spec.side: _side_codes(_side_values(key, tables, spec), spec,
+                                  has_trials.get(spec.side)) for spec in parsed}  # fmt: skip
     n_m, n_s = key.sizes["model"], key.sizes["segment"]
     mcodes, gm = out.get("model", (np.zeros(n_m, dtype=np.int64), 1))
     scodes, gs = out.get("segment", (np.zeros(n_s, dtype=np.int64), 1))
