@@ -94,13 +94,16 @@ def condition_table(
     """Build a :class:`ConditionTable`, checking the side, duplicate ids and column lengths.
 
     A trial table (``side="trial"``) takes each trial's model as ``ids`` and its segment as
-    ``segments``.
+    ``segments``. Values are compared as text stripped of surrounding spaces, as a file's
+    fields are; a missing value (``None``, NaN, an empty or blank string) is refused, as an
+    empty field of a file is (it would be a condition of its own, and a partition of
+    ``equalize``).
 
     Raises
     ------
     TrialError
         An unknown side, a duplicate id or trial (naming it, and its line when known), a column
-        of another length than the ids, a column named like a side.
+        of another length than the ids, a column named like a side, a missing value.
 
     Examples
     --------
@@ -108,6 +111,10 @@ def condition_table(
     Traceback (most recent call last):
     ...
     bosaris_dask.errors.TrialError: <memory>: duplicate segment id 's1'
+    >>> condition_table("model", ["m1", "m2"], {"gender": [" f", None]})
+    Traceback (most recent call last):
+    ...
+    bosaris_dask.errors.TrialError: <memory>: missing value in column 'gender' for model 'm2'
     >>> trials = condition_table("trial", ["m1", "m1"], {"y": ["Y", "N"]}, segments=["s1", "s2"])
     >>> trials.side, trials.segments.tolist()
     ('trial', ['s1', 's2'])
@@ -135,11 +142,20 @@ def condition_table(
         name = str(name)
         if name in SIDES or not name:
             raise TrialError(f"{source}: {name!r} cannot name an attribute column")
-        arr = _texts(values)
+        raw = values if isinstance(values, np.ndarray) else list(values)
+        arr = _texts(raw)
         if arr.shape != id_arr.shape:
             raise TrialError(
                 f"{source}: column {name!r} has {arr.size} values for {id_arr.size} ids"
             )
+        arr = pd.Series(arr, dtype=object).str.strip().to_numpy(dtype=object)
+        missing = np.flatnonzero(pd.isna(np.asarray(raw, dtype=object)) | (arr == ""))
+        if len(missing):
+            k = int(missing[0])
+            where = f"{source}:{line_arr[k]}" if line_arr is not None else source
+            what = (f"{side} {id_arr[k]!r}" if seg_arr is None
+                    else f"trial ({id_arr[k]!r}, {seg_arr[k]!r})")  # fmt: skip
+            raise TrialError(f"{where}: missing value in column {name!r} for {what}")
         cols[name] = arr
     return ConditionTable(side, id_arr, cols, source, line_arr, seg_arr)
 
