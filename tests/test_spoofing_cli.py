@@ -42,7 +42,8 @@ def test_spoof_cm_prints_and_writes_the_packages_numbers(tmp_path, capsys):
 @pytest.mark.parametrize(
     "rates, t_dcf",
     [([], REF["sasv"]["min_t_dcf_fixed_asv"]), (["--asv-rates", "fixed"],
-      REF["sasv"]["min_t_dcf_fixed_asv"]), (["--asv-rates", "given"], None)],
+      REF["sasv"]["min_t_dcf_fixed_asv"]), (["--asv-rates", "given"],
+      REF["sasv"]["min_t_dcf_given_asv"])],
 )  # fmt: skip
 def test_spoof_sasv_prints_and_writes_a_dcf_t_dcf_and_t_eer(tmp_path, capsys, rates, t_dcf):
     out_json = tmp_path / "sasv.json"
@@ -54,13 +55,15 @@ def test_spoof_sasv_prints_and_writes_a_dcf_t_dcf_and_t_eer(tmp_path, capsys, ra
     assert doc["min_a_dcf"] == pytest.approx(REF["sasv"]["min_a_dcf"], rel=1e-12)
     assert doc["t_eer"] == pytest.approx(REF["sasv"]["t_eer_exact"], rel=1e-12)
     assert doc["costs"]["p_target"] == 0.9405 and doc["costs"]["c_fa_spoof"] == 10.0
-    if t_dcf is not None:
+    assert doc["min_t_dcf"] == pytest.approx(t_dcf, rel=1e-12)
+    if "given" in rates:  # counted at the package's EER threshold: its rates
+        given = REF["sasv"]["asv_rates_given"]
+        assert doc["asv_rates"]["source"] == "given"
+        assert doc["asv_rates"]["threshold"] == given["threshold"]
+        assert (doc["asv_rates"]["pmiss"], doc["asv_rates"]["pfa"]) == (49 / 6000, 50 / 6000)
+        assert doc["asv_rates"]["pfa_spoof"] == 9683 / 12000 == pytest.approx(given["pfa_spoof"])
+    else:
         assert doc["asv_rates"]["source"] == "fixed"
-        assert doc["min_t_dcf"] == pytest.approx(t_dcf, rel=1e-12)
-    else:  # our EER threshold: Pmiss = Pfa = 50/6000 (the package's is one target lower)
-        assert doc["asv_rates"]["pmiss"] == doc["asv_rates"]["pfa"] == 50 / 6000
-        assert doc["asv_rates"]["pfa_spoof"] == 9666 / 12000
-        assert doc["min_t_dcf"] == pytest.approx(0.2639153558659388, rel=1e-12)
     assert "min a-DCF               0.2427" in out and "t-EER (exact)           8.264 %" in out
     assert abs(doc["t_eer_pmiss"] - doc["t_eer_pfa"]) < 1e-3  # an equal-error point: no note
     assert "far apart" not in out
@@ -215,29 +218,35 @@ def test_an_undefined_t_dcf_leaves_the_other_sasv_metrics(tmp_path, capsys):
     an error, losing the a-DCF and the t-EER; one that accepts no spoof (C2 = 0) was called
     undefined although (C0 + C1 Pmiss) / C0 is defined."""
     key = tmp_path / "k.tsv"
-    labels = [("T1", "bonafide", "target"), ("T2", "bonafide", "target"),
-              ("N1", "bonafide", "nontarget"), ("N2", "bonafide", "nontarget"),
-              ("P1", "spoof", "spoof"), ("P2", "spoof", "spoof")]  # fmt: skip
-    key.write_text("spk\tfilename\tcm-label\tasv-label\n"
-                   + "".join(f"A\t{f}\t{c}\t{a}\n" for f, c, a in labels))  # fmt: skip
-    rows = {"inverted": [-3, -1, 5, 2, -5, 6], "no_spoof_accepted": [3, 1, 0, 2, -5, -6]}
+    files = [f"T{i}" for i in range(10)] + ["N1", "P1", "P2"]
+    labels = ["target"] * 10 + ["nontarget", "spoof", "spoof"]
+    key.write_text("spk\tfilename\tcm-label\tasv-label\n" + "".join(
+        f"A\t{f}\t{'spoof' if a == 'spoof' else 'bonafide'}\t{a}\n"
+        for f, a in zip(files, labels, strict=True)))  # fmt: skip
+    # "inverted": targets -10..-1, the non-target 5: the EER point (Pmiss = Pfa = 1) rejects
+    # every trial but the non-target; the threshold, the highest score rejected there, is -1:
+    # Pmiss 0.9, Pfa 1, C0 = 0.9405 * 0.9 + 0.0095 * 10 > 0.9405, C1 < 0
+    rows = {"inverted": [*range(-10, 0), 5, -5, 6],
+            "no_spoof_accepted": [*range(1, 11), 0, -5, -6]}  # fmt: skip
     out = {}
     for name, asv in rows.items():
         scores = tmp_path / f"{name}.tsv"
         scores.write_text("spk\tfilename\tcm-score\tasv-score\tsasv-score\n" + "".join(
             f"A\t{f}\t{cm}\t{a}\t{s}\n" for f, cm, a, s in zip(
-                ["T1", "T2", "N1", "N2", "P1", "P2"], [1.0, 0.5, 0.2, 0.8, -1.0, 0.3], asv,
-                [1, 2, 0, -1, -3, -2], strict=True)))  # fmt: skip
+                files, [1.0] * 11 + [-1.0, 0.3], asv, [*range(1, 11), 0, -3, -2],
+                strict=True)))  # fmt: skip
         code, stdout, _ = _run(capsys, "spoof", "sasv", "--key", str(key), "--scores",
                                str(scores), "--asv-rates", "given", "--json",
                                str(tmp_path / f"{name}.json"))  # fmt: skip
         assert code == 0
         out[name] = (stdout, json.loads((tmp_path / f"{name}.json").read_text()))
-    stdout, doc = out["inverted"]  # Pmiss = Pfa = 100 %: C1 < 0
+    stdout, doc = out["inverted"]
+    assert (doc["asv_rates"]["pmiss"], doc["asv_rates"]["pfa"]) == (0.9, 1.0)
     assert doc["min_t_dcf"] is None and doc["min_t_dcf_note"].startswith("t-DCF undefined")
-    assert doc["min_a_dcf"] == 0.0 and doc["t_eer"] == 0.0
+    assert doc["min_a_dcf"] == 0.0 and doc["t_eer"] is not None
     assert "min t-DCF               undefined  (t-DCF undefined for these ASV rates" in stdout
-    _, doc = out["no_spoof_accepted"]  # Pfa,spoof = 0: C2 = 0, the CM cannot help
+    _, doc = out["no_spoof_accepted"]  # threshold 0: Pfa,spoof = 0, C2 = 0: the CM cannot help
+    assert doc["asv_rates"]["threshold"] == 0.0
     assert doc["asv_rates"]["pfa_spoof"] == 0.0 and doc["min_t_dcf"] == 1.0
 
 

@@ -32,7 +32,6 @@ from bosaris_dask.spoofing.metrics import (
     CostModel,
     a_dcf,
     asv_rates,
-    asv_rates_at,
     cm_eer,
     min_a_dcf,
     min_t_dcf,
@@ -157,19 +156,24 @@ def test_min_t_dcf_with_fixed_asv_rates_is_the_packages(sasv):
     assert value == pytest.approx(REF["sasv"]["min_t_dcf_fixed_asv"], rel=1e-12)
 
 
-def test_asv_rates_counted_at_the_packages_threshold_are_its_rates(sasv):
+def test_asv_rates_are_the_packages_rates_at_its_eer_threshold(sasv):
     given = REF["sasv"]["asv_rates_given"]
     asv = sasv["asv"]
-    rates = asv_rates_at(asv["target"], asv["nontarget"], asv["spoof"], given["threshold"])
+    rates = asv_rates(asv["target"], asv["nontarget"], asv["spoof"])
+    assert rates.threshold == given["threshold"]
     assert (rates.pmiss, rates.pfa, rates.pfa_spoof) == pytest.approx(
         (given["pmiss"], given["pfa"], given["pfa_spoof"]), rel=1e-12
     )
-    # the package's threshold is the highest score its EER curve rejects; it then counts that
-    # score as accepted. Ours, found and counted with one rule, is one target score higher:
-    ours = asv_rates(asv["target"], asv["nontarget"], asv["spoof"])
-    assert ours.pmiss == ours.pfa == 50 / 6000 and given["pmiss"] == 49 / 6000
-    assert ours.threshold > given["threshold"]
-    assert np.sum((asv["target"] >= given["threshold"]) & (asv["target"] < ours.threshold)) == 1
+    # the highest score the EER curve rejects, counted as accepted: one target more accepted
+    # than at the curve's own point, where Pmiss = Pfa = 50/6000
+    assert rates.pmiss == 49 / 6000 and rates.pfa == 50 / 6000
+
+
+def test_min_t_dcf_with_asv_rates_counted_from_the_asv_scores_is_the_reference(sasv):
+    asv = sasv["asv"]
+    rates = asv_rates(asv["target"], asv["nontarget"], asv["spoof"])
+    value, _ = min_t_dcf(_bona(sasv), sasv["cm"]["spoof"], rates)
+    assert value == pytest.approx(REF["sasv"]["min_t_dcf_given_asv"], rel=1e-12)
 
 
 def test_min_t_dcf_with_given_asv_rates_follows_the_definition_not_the_slip(sasv):
@@ -249,13 +253,16 @@ def test_min_a_dcf_equals_brute_force(tar, non, spf):
 @given(tar=_scores(), non=_scores(), spf=_scores(), bona=_scores(), cm_spf=_scores())
 def test_min_t_dcf_with_given_asv_scores_equals_brute_force(tar, non, spf, bona, cm_spf):
     rates = asv_rates(tar, non, spf)
-    # the brute force's own ASV EER threshold and rates
+    # the brute force's EER point; the threshold is the score before it (the highest the curve
+    # rejects there), or the lowest where the point accepts all
     tar, non, spf = np.array(tar), np.array(non), np.array(spf)
-    best = None
-    for t in _grid(tar, non):
-        pm, pf = _rej(tar, t), _acc(non, t)
-        if best is None or abs(pm - pf) < best[0]:
-            best = (abs(pm - pf), pm, pf, _acc(spf, t))
+    grid, best = _grid(tar, non), None
+    for k, t in enumerate(grid):
+        if best is None or abs(_rej(tar, t) - _acc(non, t)) < best[0]:
+            best = (abs(_rej(tar, t) - _acc(non, t)), grid[max(k - 1, 0)])
+    t = best[1]
+    best = (None, _rej(tar, t), _acc(non, t), _acc(spf, t))
+    assert rates.threshold == t
     assert (rates.pmiss, rates.pfa, rates.pfa_spoof) == best[1:]
     c0 = PTAR * CMISS * best[1] + PNON * CFA * best[2]
     c1, c2 = PTAR * CMISS - c0, PSPOOF * CFA_SPOOF * best[3]

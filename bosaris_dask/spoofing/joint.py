@@ -146,22 +146,18 @@ def eer_index(pmiss: np.ndarray, pfa: np.ndarray) -> int:
     return first_minimum(np.abs(pmiss - pfa))
 
 
-def eer_bins(
-    pmiss: np.ndarray, pfa: np.ndarray, bits: np.ndarray, *, threshold: bool
-) -> np.ndarray:
+def eer_bins(pmiss: np.ndarray, pfa: np.ndarray, bits: np.ndarray) -> np.ndarray:
     """Grid bins to refine for the package's EER rule over edge rates ``pmiss``/``pfa``.
 
     ``d = pmiss - pfa`` (in float, as in memory) never decreases along the edges. The bin
     before the first edge with ``d >= 0`` may hold a threshold with a smaller ``|d|``; the bin
     before the first minimizing edge ``i`` may hold an earlier threshold with the same ``|d|``
-    (only there: elsewhere before ``i``, ``|d|`` is larger); with ``threshold``, bin ``i`` holds
-    the threshold's value.
+    (only there: elsewhere before ``i``, ``|d|`` is larger).
     """
     d = pmiss - pfa
     first_up = int(np.searchsorted(d, 0.0, side="left"))  # d nondecreasing: first d >= 0
     i = eer_index(pmiss, pfa)
-    idx = [first_up - 1, i - 1] + ([i] if threshold else [])
-    out = np.unique([j for j in idx if 0 <= j < len(bits)]).astype(np.int64)
+    out = np.unique([j for j in (first_up - 1, i - 1) if 0 <= j < len(bits)]).astype(np.int64)
     return out[bits[out] > 0]
 
 

@@ -246,21 +246,25 @@ def min_a_dcf(
 
 
 def asv_rates(target: Any, nontarget: Any, spoof: Any) -> AsvRates:
-    """ASV rates at the ASV system's EER threshold (target vs non-target, rule of :func:`cm_eer`).
+    """ASV rates at the ASV system's EER threshold, as the ASVspoof 5 package takes it.
 
-    The threshold ``t`` is the lowest where ``|Pmiss - Pfa|`` is least (in floating point, as
-    :func:`cm_eer` compares); there, ``pmiss`` is the
-    fraction of targets with ``score < t`` and ``pfa``/``pfa_spoof`` the fractions of
-    non-targets/spoofs with ``score >= t`` (:func:`asv_rates_at`).
+    The EER point is the first threshold where ``|Pmiss - Pfa|`` is least (target vs
+    non-target, in floating point, the rule of :func:`cm_eer`). The package's threshold is the
+    highest target or non-target score that its EER curve *rejects* there, and the rates are
+    then counted accepting iff ``score >= threshold`` (:func:`asv_rates_at`), that score
+    included: ``pmiss`` is the fraction of targets below it, ``pfa``/``pfa_spoof`` the fractions
+    of non-targets/spoofs at or above it. (Where the least ``|Pmiss - Pfa|`` accepts every
+    trial, the threshold is the lowest target or non-target score.) Ties cannot make the answer
+    depend on the order of the scores: the curve is evaluated between distinct scores only.
 
-    The package takes as threshold the highest score its EER curve *rejects*, then counts that
-    score as accepted: its rates are those one score below ours (on the bundled case Pmiss
-    49/6000 where ours is 50/6000 = Pfa). Ours are counted with the rule the EER was found
-    with.
+    Examples
+    --------
+    >>> asv_rates([1.0, 3.0], [0.0, 2.0], [1.5, 1.6, -1.0])  # EER point: reject 0 and 1
+    AsvRates(pmiss=0.0, pfa=0.5, pfa_spoof=0.6666666666666666, threshold=1.0)
     """
     t, pmiss, pfa = miss_fa(target, nontarget)
     i = int(np.argmin(np.abs(pmiss - pfa)))
-    return asv_rates_at(target, nontarget, spoof, float(t[i]))
+    return asv_rates_at(target, nontarget, spoof, float(t[max(i - 1, 0)]))
 
 
 def asv_rates_at(target: Any, nontarget: Any, spoof: Any, threshold: float) -> AsvRates:

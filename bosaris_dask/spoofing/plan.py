@@ -77,15 +77,19 @@ class MetricPlan:
         tar, non, spf = self.asv
         g = joint.grid(ss, (tar, non))
         pmiss, pfa = g.below(tar) / g.total(tar), g.above(non) / g.total(non)
-        i = joint.eer_index(pmiss, pfa)
+        # the package's threshold: the highest score its EER curve rejects, the lowest
+        # observed score of the grid bin before the EER edge (edge 0 where that one accepts all)
+        j = max(joint.eer_index(pmiss, pfa) - 1, 0)
         s = ss[spf.index]
-        t = float(g.thresholds(s.dtype)[i])
+        t = float(g.thresholds(s.dtype)[j])
         spoofs = 0 if t == np.inf else int(s.error_counts(np.array([t]))[1][0])
-        rates = AsvRates(float(pmiss[i]), float(pfa[i]), spoofs / s.n_nontarget, t)
-        bins = joint.member_bins(g, joint.eer_bins(pmiss, pfa, g.bits, threshold=True),
-                                 (tar, non))  # fmt: skip
-        if i < len(g.lo):
-            more = joint.straddling_bins(s, spf.counts, g.lo[i], int(g.bits[i]))
+        rates = AsvRates(float(pmiss[j]), float(pfa[j]), spoofs / s.n_nontarget, t)
+        cands = joint.eer_bins(pmiss, pfa, g.bits)  # bin j must end single-valued too
+        if j < len(g.lo) and g.bits[j] > 0:
+            cands = np.append(cands, j)
+        bins = joint.member_bins(g, cands, (tar, non))
+        if j < len(g.lo):
+            more = joint.straddling_bins(s, spf.counts, g.lo[j], int(g.bits[j]))
             if len(more):
                 bins[spf.index] = np.union1d(bins.get(spf.index, np.empty(0, np.int64)), more)
         return rates, bins
@@ -112,7 +116,7 @@ class MetricPlan:
         g = joint.grid(ss, self.cm)
         pmiss, pfa = g.below(bona) / g.total(bona), g.above(spf) / g.total(spf)
         i = joint.eer_index(pmiss, pfa)
-        bins = joint.member_bins(g, joint.eer_bins(pmiss, pfa, g.bits, threshold=False),
+        bins = joint.member_bins(g, joint.eer_bins(pmiss, pfa, g.bits),
                                  self.cm)  # fmt: skip
         return float((pmiss[i] + pfa[i]) / 2), bins
 
