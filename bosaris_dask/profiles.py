@@ -45,6 +45,7 @@ Examples
 from __future__ import annotations
 
 import argparse
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +60,7 @@ __all__ = [
     "annotate_json",
     "replaced_note",
     "EER_NOTE",
+    "eer_lines",
     "cprimary_priors",
 ]
 
@@ -83,6 +85,8 @@ class Profile:
         False-match-rate targets of FNMR@FMR operating points (``--fmr``), if any.
     command
         The subcommand that computes the profile's metrics, where ``evaluate`` cannot.
+    own_eer
+        Where the community's own EER is printed, where it is not ``evaluate``'s.
     """
 
     name: str
@@ -91,6 +95,7 @@ class Profile:
     cprimary: bool = False
     fmr: tuple[float, ...] = ()
     command: str = ""
+    own_eer: str = ""
 
 
 PROFILES: dict[str, Profile] = {
@@ -110,6 +115,7 @@ PROFILES: dict[str, Profile] = {
             "ASVspoof 5 evaluation package (asvspoof-challenge/asvspoof5, evaluation-package/), "
             "track 1: Pspoof 0.05, Cmiss 1, Cfa 10",
             (OperatingPoint.from_nontarget_prior(0.05, 1.0, 10.0),),
+            own_eer="'bosaris-dask spoof cm' prints the ASVspoof 5 package's EER beside it",
         ),
         Profile(
             "asvspoof5-sasv",
@@ -192,7 +198,8 @@ def annotate_json(
     """Add the profile's name and source to a JSON document (its Cprimary, where it has one, is
     the evaluation's own ``"cprimary"``: :func:`cprimary_priors`), and what options given
     replaced (``"replaced"``, as :func:`apply_profile` records it), and which EER it is."""
-    doc["profile"] = {"name": profile.name, "source": profile.source, "eer": EER_NOTE}
+    eer = EER_NOTE + ("; " + profile.own_eer if profile.own_eer else "")
+    doc["profile"] = {"name": profile.name, "source": profile.source, "eer": eer}
     if replaced:
         doc["profile"]["replaced"] = list(replaced)
     return doc
@@ -204,6 +211,23 @@ EER_NOTE = (
     "interpolate the steppy ROC or take a point of it instead, which differ, most where "
     "scores tie"
 )
+
+
+def eer_lines(profile: Profile) -> list[str]:
+    """What ``evaluate`` prints under its table with ``profile``: which EER the table shows
+    (:data:`EER_NOTE`), and where the community's own is printed.
+
+    Examples
+    --------
+    >>> print("\\n".join(eer_lines(PROFILES["asvspoof5-cm"])))  # doctest: +NORMALIZE_WHITESPACE
+    EER (%) is the ROCCH-EER (the EER of the ROC's convex hull, as BOSARIS); a challenge's scorer
+    may interpolate the steppy ROC or take a point of it instead, which differ, most where scores
+    tie; 'bosaris-dask spoof cm' prints the ASVspoof 5 package's EER beside it
+    """
+    text = "EER (%) is the " + EER_NOTE
+    if profile.own_eer:
+        text += "; " + profile.own_eer
+    return textwrap.wrap(text, 96)
 
 
 def cprimary_priors(profile: Profile | None, explicit: bool) -> list[float]:

@@ -118,12 +118,21 @@ def test_sre21_cprimary(tmp_path, capsys):
     assert "warning" not in capsys.readouterr().err
 
 
-def test_asvspoof5_cm_costs(tmp_path):
+def test_asvspoof5_cm_costs(tmp_path, capsys):
     path, tar, non = _trials(tmp_path, shift=2.5)  # targets = bona fide, non-targets = spoofs
     out = tmp_path / "r.json"
     assert main(["evaluate", "--scores", str(path), "--profile", "asvspoof5-cm", "--json",
                  str(out), "-q"]) == 0  # fmt: skip
-    (op,) = json.loads(out.read_text())["systems"][0]["operating_points"]
+    # the table's EER is not the challenge's: it says which it is, and where the other is
+    printed = " ".join(capsys.readouterr().out.split())
+    assert (
+        "EER (%) is the ROCCH-EER (the EER of the ROC's convex hull, as BOSARIS)" in printed
+        and "'bosaris-dask spoof cm' prints the ASVspoof 5 package's EER" in printed
+    )
+    doc = json.loads(out.read_text())
+    assert doc["profile"]["eer"].endswith("'bosaris-dask spoof cm' prints the ASVspoof 5 "
+                                          "package's EER beside it")  # fmt: skip
+    (op,) = doc["systems"][0]["operating_points"]
     assert (op["p_target"], op["c_miss"], op["c_fa"]) == (0.95, 1, 10)
     # the challenge's DCF: 0.95 Pmiss + 0.5 Pfa, normalized by 0.5, accepting s >= -ln 1.9
     t = -math.log(1.9)

@@ -25,7 +25,7 @@ from bosaris_dask.errors import BosarisError, OptionError
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from bosaris_dask.profiles import annotate_json, cprimary_priors
+    from bosaris_dask.profiles import annotate_json, cprimary_priors, eer_lines
     from bosaris_dask.report import format_table, to_json_dict
 
     explicit = bool(args.prior or args.operating_point)
@@ -46,6 +46,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         results = _evaluate(args, key, systems, args.scores)
         elapsed = time.perf_counter() - start
         print(format_table(results))
+        if profile is not None:
+            print("\n" + "\n".join(eer_lines(profile)))
         _say(args, f"\n{results.attrs['passes']} passes over the data in {elapsed:.1f} s")
         if args.json:
             doc = to_json_dict(results)
