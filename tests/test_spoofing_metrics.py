@@ -341,6 +341,9 @@ def test_bad_costs_rates_and_thresholds_are_errors_not_numbers():
         m.CostModel(p_target=np.nan)
     with pytest.raises(ScoreError, match="must be positive finite numbers"):
         m.CostModel(c_fa=np.inf)
+    for priors in ((1.0, 0.0, 0.0), (0.0, 0.0, 1.0), (0.0, 0.5, 0.5)):  # every a-DCF 0/0: NaN
+        with pytest.raises(ScoreError, match=r"leave the a-DCF undefined: its normalizer"):
+            m.CostModel(*priors)
     assert m.a_dcf(tar, non, spf, np.inf) == m.a_dcf(tar, non, spf, 3.0)  # reject all: defined
 
 

@@ -64,7 +64,8 @@ __all__ = [
 class CostModel:
     """The costs and priors of spoofing-aware verification (the ASVspoof 5 challenge's).
 
-    ``p_target + p_nontarget + p_spoof`` is 1; the defaults are the challenge's:
+    ``p_target + p_nontarget + p_spoof`` is 1, ``p_target`` strictly between 0 and 1 (else the
+    a-DCF's normalizer is 0: a ScoreError); the defaults are the challenge's:
     Ptar = 0.95 · 0.99, Pnon = 0.95 · 0.01, Pspoof 0.05, Cmiss 1, Cfa 10, Cfa,spoof 10. (The
     package's ``a_dcf.CostModel()`` defaults — Ptar 0.9, Pnon 0.05, Cfa,cm 20 — are not what
     the challenge uses.)
@@ -84,6 +85,10 @@ class CostModel:
         costs = (self.c_miss, self.c_fa, self.c_fa_spoof)
         if not all(math.isfinite(c) and c > 0 for c in costs):
             raise ScoreError(f"costs {costs} must be positive finite numbers")
+        if not self.a_dcf_normalizer > 0:  # Ptar 0 or 1: every a-DCF would be 0/0
+            raise ScoreError(f"priors {priors} leave the a-DCF undefined: its normalizer "
+                             "min(Cfa·Pnon + Cfa,spoof·Pspoof, Cmiss·Ptar) is 0, so Ptar must "
+                             "be strictly between 0 and 1")  # fmt: skip
 
     @property
     def cm_effective_prior(self) -> float:
