@@ -28,6 +28,7 @@ import xarray as xr
 from bosaris_dask.errors import MissingTrialsError, OptionError, ScoreError, TrialError, have
 from bosaris_dask.passes import inline_blocks, kernels, runner
 from bosaris_dask.trials import align, is_label_key, kind_of, locate, trial_classes, validate
+from bosaris_dask.trials.construction import exact_in_float64
 
 if TYPE_CHECKING:  # pragma: no cover
     from bosaris_dask.passes.score_summary import ScoreSummary
@@ -149,8 +150,9 @@ def pass_inputs(scores: Sequence[xr.Dataset], key: xr.Dataset) -> tuple[list[da.
     dtypes = {np.dtype(s.score.dtype) for s in aligned}
     chunks = aligned[0].score.data.chunks
     inputs = [trial_classes(key, chunks=chunks)]
-    for s in aligned:
-        inputs += [s.score.data.rechunk(chunks), s.score_mask.data.rechunk(chunks)]
+    for s in aligned:  # (int64 and longdouble scores checked to be exact in float64)
+        score = exact_in_float64(s.score.data.rechunk(chunks), "scores")
+        inputs += [score, s.score_mask.data.rechunk(chunks)]
     dtype = np.dtype(np.float32) if dtypes == {np.dtype(np.float32)} else np.dtype(np.float64)
     if dtype == np.float64:
         inputs = [a.astype(np.float64) if i % 2 == 1 else a for i, a in enumerate(inputs)]

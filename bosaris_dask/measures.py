@@ -32,7 +32,7 @@ from bosaris_dask.passes.keys import order_keys
 from bosaris_dask.passes.score_summary import ScoreSummary
 from bosaris_dask.passes.softplus import softplus_units
 from bosaris_dask.steppy_roc import roc_points, roc_thresholds, steppy_roc, steppy_roc_positions
-from bosaris_dask.trials.construction import check_exact_integers
+from bosaris_dask.trials.construction import check_exact_in_float64
 
 __all__ = [
     "DEFAULT_PRIORS",
@@ -150,7 +150,7 @@ def summary_from_arrays(tar: Any, non: Any, name: str = "system") -> ScoreSummar
     for side, arr in (("target", tar), ("non-target", non)):
         if arr.dtype.kind not in "iuf":
             raise ScoreError(f"{name}: {side} scores must be real numbers, got dtype {arr.dtype}")
-        check_exact_integers(arr, f"{name}: {side}")
+        check_exact_in_float64(arr, f"{name}: {side}")
     dtype = np.float32 if tar.dtype == non.dtype == np.float32 else np.float64
     tar, non = tar.astype(dtype).ravel(), non.astype(dtype).ravel()
     both = np.concatenate([tar, non])

@@ -287,6 +287,31 @@ def test_integer_scores_beyond_2_53_are_refused_not_rounded_into_ties():
     assert metrics.auc(small, np.array([0], dtype=np.int64)) == 0.5
 
 
+def test_scores_float64_does_not_hold_are_refused_wherever_they_enter(tmp_path):
+    """longdouble scores were evaluated as float64 with no word, 1 + 2**-60 tied with 1 (EER
+    0.5 for a separated pair), and int64 beyond 2**53 too in a Scores built by hand."""
+    from bosaris_dask.errors import ScoreError
+
+    above_one = np.longdouble(1) + np.longdouble(2) ** -60
+    if above_one == 1:  # (a platform whose longdouble is float64 holds no such score)
+        pytest.skip("longdouble is float64 here")
+    tar, non = np.array([above_one]), np.array([1], dtype=np.longdouble)
+    message = "the float128 score 1.0000000000000000009 is not a float64"
+    with pytest.raises(ScoreError, match=message.replace("128", r"\d+")):
+        metrics.auc(tar, non)
+    with pytest.raises(ScoreError, match=message.replace("128", r"\d+")):
+        make_scores(["m"], ["a", "b"], np.array([[above_one, 1]]))
+    key = make_key(["m"], ["a", "b"], [[1, -1]])
+    by_hand = make_scores(["m"], ["a", "b"], [[0.0, 1.0]])
+    for values, text in ((np.array([[above_one, 1]]), "is not a float64"),
+                         (np.array([[2**53 + 1, 2**53]]), "integer scores reach")):  # fmt: skip
+        with pytest.raises(ScoreError, match=text):
+            metrics.evaluate(by_hand.assign(score=(("model", "segment"), values)), key)
+    exact = np.array([[2.0, 1.0]], dtype=np.longdouble)  # float64 values: evaluated as they are
+    assert metrics.evaluate(by_hand.assign(score=(("model", "segment"), exact)), key).eer == 0
+    assert metrics.auc(exact[0, :1], exact[0, 1:]) == 1.0
+
+
 def test_stored_integer_scores_beyond_2_53_are_refused_not_rounded_into_ties(tmp_path, capsys):
     import h5py
 

@@ -21,7 +21,7 @@ from bosaris_dask.io.zarr_store import (
 )
 from bosaris_dask.progress import compute
 from bosaris_dask.trials import DIMS, is_label_key, kind_of, validate
-from bosaris_dask.trials.construction import check_exact_integers
+from bosaris_dask.trials.construction import exact_in_float64
 
 __all__ = ["write_zarr"]
 
@@ -52,14 +52,13 @@ def _ids(obj: xr.Dataset, dim: str) -> np.ndarray:
 
 
 def _stored_scores(arr: da.Array) -> da.Array:
-    """Scores as a store holds them: float16 as float32 and integers as float64 (exactly, or
-    a ScoreError where an int64 is beyond 2**53), the dtypes a store's reader takes."""
+    """Scores as a store holds them: float16 as float32, integers and ``longdouble`` as float64
+    (exactly, or a ScoreError where float64 does not hold one), the dtypes a store's reader
+    takes."""
     if arr.dtype == np.float16:
         return arr.astype(np.float32)
-    if arr.dtype.kind in "iu":
-        if arr.dtype.itemsize >= 8:
-            arr = arr.map_blocks(check_exact_integers, "scores", dtype=arr.dtype)
-        return arr.astype(np.float64)
+    if arr.dtype.kind in "iu" or arr.dtype.itemsize > 8:
+        return exact_in_float64(arr, "scores").astype(np.float64)
     return arr
 
 

@@ -184,7 +184,7 @@ def make_scores(
     m, s = _ids(models, "model"), _ids(segments, "segment")
     _check_shape("score", score, m, s)
     _check_score_dtype(score if isinstance(score, da.Array) else np.asarray(score))
-    score = exact_integers(score, "scores")
+    score = exact_in_float64(score, "scores")
     dtype = np.float32 if getattr(score, "dtype", None) == np.float32 else np.float64
     values = _lazy(score, chunks, dtype)
     if score_mask is None:
@@ -234,34 +234,51 @@ def _check_score_dtype(score: Any, what: str = "scores") -> None:
 EXACT_INTEGERS = 2**53
 
 
-def check_exact_integers(values: np.ndarray, what: str) -> np.ndarray:
-    """``values``, after checking that integer scores are exact in float64 (a ScoreError
-    naming ``what`` beyond :data:`EXACT_INTEGERS`, where distinct scores would become ties).
+def _checked_dtype(dtype: np.dtype) -> bool:
+    """Whether scores of ``dtype`` may hold values float64 does not: int64/uint64 (beyond
+    :data:`EXACT_INTEGERS`) and floats wider than float64 (``numpy.longdouble``)."""
+    return dtype.kind in "iu" and dtype.itemsize >= 8 or dtype.kind == "f" and dtype.itemsize > 8
 
-    >>> check_exact_integers(np.array([2**53, -3]), "s").tolist()
+
+def check_exact_in_float64(values: np.ndarray, what: str) -> np.ndarray:
+    """``values``, after checking that float64, in which scores are evaluated, holds them
+    exactly: a ScoreError naming ``what`` for an integer beyond :data:`EXACT_INTEGERS` or a
+    ``longdouble`` that float64 rounds, where distinct scores would become ties.
+
+    >>> check_exact_in_float64(np.array([2**53, -3]), "s").tolist()
     [9007199254740992, -3]
     >>> try:
-    ...     check_exact_integers(np.array([2**60 + 1, 2**60]), "s")
+    ...     check_exact_in_float64(np.array([2**60 + 1, 2**60]), "s")
     ... except ScoreError as exc:
     ...     print(str(exc)[:51])
     s: integer scores reach 1152921504606846977, beyond
     """
-    if values.dtype.kind in "iu" and values.dtype.itemsize >= 8 and values.size:
-        big = max(abs(int(values.min())), abs(int(values.max())))
-        if big > EXACT_INTEGERS:
-            raise ScoreError(f"{what}: integer scores reach {big}, beyond 2**53, where float64 "
-                             "misses integers: give floats")  # fmt: skip
+    if not (_checked_dtype(values.dtype) and values.size):
+        return values
+    if values.dtype.kind == "f":
+        rounded = values.astype(np.float64)
+        lost = np.flatnonzero((rounded != values) & ~np.isnan(values))
+        if lost.size:
+            value = np.format_float_positional(values.flat[lost[0]], unique=True)
+            raise ScoreError(f"{what}: the {values.dtype} score {value} is not a float64, in "
+                             f"which scores are evaluated (it rounds to {rounded.flat[lost[0]]}"
+                             "), where distinct scores may become ties: give float64")  # fmt: skip
+        return values
+    big = max(abs(int(values.min())), abs(int(values.max())))
+    if big > EXACT_INTEGERS:
+        raise ScoreError(f"{what}: integer scores reach {big}, beyond 2**53, where float64 "
+                         "misses integers: give floats")  # fmt: skip
     return values
 
 
-def exact_integers(score: Any, what: str) -> Any:
-    """:func:`check_exact_integers` of a dask array's blocks as they are computed (the array
-    itself where its integers are narrow enough to be exact, or it holds floats)."""
+def exact_in_float64(score: Any, what: str) -> Any:
+    """:func:`check_exact_in_float64` of a dask array's blocks as they are computed (the array
+    itself where its dtype cannot hold a value float64 does not)."""
     if not isinstance(score, da.Array):
-        return check_exact_integers(np.asarray(score), what)
-    if score.dtype.kind not in "iu" or score.dtype.itemsize < 8:
+        return check_exact_in_float64(np.asarray(score), what)
+    if not _checked_dtype(score.dtype):
         return score
-    return score.map_blocks(check_exact_integers, what, dtype=score.dtype)
+    return score.map_blocks(check_exact_in_float64, what, dtype=score.dtype)
 
 
 def quality_table(ids: Iterable[Any], values: Any, *, measures: Iterable[Any] | None = None):

@@ -31,7 +31,7 @@ from bosaris_dask.io.hdf5.write import QUALITY_LAYOUT, write_hdf5, write_quality
 from bosaris_dask.io.stamps import Stamp, check_unchanged, file_stamp
 from bosaris_dask.io.worker_paths import for_workers
 from bosaris_dask.trials import make_key, make_ndx, make_scores, quality_table
-from bosaris_dask.trials.construction import exact_integers
+from bosaris_dask.trials.construction import exact_in_float64
 
 __all__ = [
     "read_hdf5", "write_hdf5", "read_quality_hdf5", "write_quality_hdf5", "detect_hdf5_kind",
@@ -450,7 +450,7 @@ def read_hdf5(
         lazy = functools.partial(_lazy, path, manager, f, shape=shape, chunks=plan)
         if found == "scores":
             mask = lazy("score_mask", (0, 1)) != 0
-            raw = exact_integers(lazy("scores"), f"{path}: /scores")
+            raw = exact_in_float64(lazy("scores"), f"{path}: /scores")
             score = raw if raw.dtype == np.float32 else raw.astype(np.float64)
             score = da.map_blocks(_masked_scores, score, mask, dtype=score.dtype)
             return make_scores(models, segments, score, mask)
