@@ -137,6 +137,20 @@ def test_bad_cohort_options(data):
                          direction * np.array([[1.0], [0.3], [7.0], [1e3], [1e-3]]))  # fmt: skip
     with pytest.raises(ScoreError, match=r"zero spread \(none above their float32 rounding\)"):
         scores_from_embeddings(*args, norm="z", cohort=scaled)
+    # an enrolment almost orthogonal to a cohort in a plane: a real spread (cosines of 1e-40)
+    # whose z-normalized scores, about 1e40, overflow float32 (they were inf, with a numpy warning)
+    angle = np.linspace(0, 3, 10)
+    plane = from_arrays([f"c{k}" for k in range(10)],
+                        np.stack([np.cos(angle), np.sin(angle), 0 * angle], axis=1))  # fmt: skip
+    steep = (from_arrays(["e0"], [[1e-40, 0.0, 1.0]]), from_arrays(["t0"], [[0.6, 0.0, 0.8]]))
+    for norm in ("z", "s"):
+        with pytest.raises(ScoreError, match=r"<array>: id 'e0': its cohort scores' spread "
+                           r"\(7.26e-41\) is so small against its scores \(up to 1\) that its "
+                           "normalized scores would overflow float32"):  # fmt: skip
+            scores_from_embeddings(*steep, norm=norm, cohort=plane)
+    steep = (from_arrays(["e0"], [[1e-25, 0.0, 1.0]]), steep[1])  # 1.1e25: large, but finite
+    value = scores_from_embeddings(*steep, norm="z", cohort=plane).score.values[0, 0]
+    assert value == pytest.approx(0.8 / (1e-25 * np.cos(angle).std()), rel=1e-6)
     with pytest.raises(ScoreError, match="cohort.npz: id 'c3' has NaN"):
         bad = c.copy()
         bad[3, 0] = np.inf

@@ -21,7 +21,8 @@ float32 cohort scores; every block then
 only rescales its product. The engine's refinement passes read the matrix screened
 (:mod:`bosaris_dask.embeddings.normalized_screen`): exact normalized scores only where they can
 lie in a candidate bin. An embedding whose (top-N) cohort scores have zero spread makes the
-normalized score undefined and is an error naming it.
+normalized score undefined, and one whose spread is so small that its normalized scores would
+overflow float32 makes them infinite: each is an error naming it.
 
 Examples
 --------
@@ -61,7 +62,14 @@ NORMS = ("none", "z", "t", "s", "as")
 SPREAD_RESOLUTION = 2.0**-24
 
 
-def _check_spread(mu: np.ndarray, sd: np.ndarray, side: Side, what: str) -> None:
+#: The largest float32: a normalized score beyond it would be infinite.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _check_spread(mu: np.ndarray, sd: np.ndarray, side: Side, what: str, reach: float) -> None:
+    """Refuse a row whose spread makes its normalized scores undefined: none above the float32
+    rounding, or so small that ``(s - mu) / sd`` of a raw score ``|s| <= reach`` (the product of
+    the sides' largest norms) would overflow float32."""
     bad = ~(sd > SPREAD_RESOLUTION * np.hypot(mu, sd))
     if bad.any():
         raise ScoreError(
@@ -69,6 +77,12 @@ def _check_spread(mu: np.ndarray, sd: np.ndarray, side: Side, what: str) -> None
             "cohort scores have zero spread (none above their float32 rounding), so its "
             "normalized scores are undefined"
         )
+    huge = ~(sd * FLOAT32_MAX > reach + np.abs(mu))
+    if huge.any():
+        i = np.flatnonzero(huge)[0]
+        raise ScoreError(f"{side.source}: id {side.ids[i]!r}: its {what}cohort scores' spread "
+                         f"({sd[i]:.3g}) is so small against its scores (up to {reach:.3g}) "
+                         "that its normalized scores would overflow float32")  # fmt: skip
 
 
 def normalize(
@@ -142,10 +156,11 @@ def side_norms(
     t_found = stats[-1] if use_t or both_sides else None
     e_stats = e_found if use_e else np.ones((enrol.values.shape[0], 4))
     t_stats = t_found if use_t else np.ones((test.values.shape[0], 4))
+    reach = enrol.max_norm * test.max_norm  # |raw score| at most (Cauchy-Schwarz)
     if use_e:
-        _check_spread(e_stats[:, cols[0]], e_stats[:, cols[1]], enrol, what)
+        _check_spread(e_stats[:, cols[0]], e_stats[:, cols[1]], enrol, what, reach)
     if use_t:
-        _check_spread(t_stats[:, cols[0]], t_stats[:, cols[1]], test, what)
+        _check_spread(t_stats[:, cols[0]], t_stats[:, cols[1]], test, what, reach)
     found = (e_stats[:, cols[0]], e_stats[:, cols[1]], t_stats[:, cols[0]], t_stats[:, cols[1]])
     return found, e_found, t_found
 
