@@ -220,6 +220,20 @@ def test_embeddings_far_from_unit_scale_score_as_at_unit_scale(exponent):
     assert np.abs(unit.score.values).max() > 0.1
 
 
+def test_subnormal_embeddings_score_as_their_exact_rescaling():
+    """Rows of about 1e-319 (subnormal, so with few bits of their own) had norms rounded to a
+    few bits before the division: cosines were 1e-4 off, a row's with itself 1.0002."""
+    rng = np.random.default_rng(9)
+    tiny = np.ldexp(rng.normal(size=(5, 8)), -1060)  # the directions these bits hold
+    ids = list("abcde")
+    got = scores_from_embeddings(from_arrays(ids, tiny), from_arrays(ids, tiny))
+    rescaled = from_arrays(ids, np.ldexp(tiny, 1060))  # exact: the same directions
+    assert (
+        got.score.values.tobytes()
+        == scores_from_embeddings(rescaled, rescaled).score.values.tobytes()
+    )
+
+
 def test_dot_products_beyond_float32_are_refused_not_written(sets):
     """Embeddings of norm 1e20 (dot back-end) gave inf scores, and of 1e-25 all-zero ones (EER
     50 %), with exit status 0."""

@@ -34,7 +34,7 @@ import pandas as pd
 import xarray as xr
 
 from bosaris_dask.embeddings.model_map import as_model_map, model_rows
-from bosaris_dask.embeddings.store import euclidean_norms, from_arrays, read
+from bosaris_dask.embeddings.store import euclidean_norms, from_arrays, read, unit_rows
 from bosaris_dask.errors import OptionError, ScoreError, TrialError
 from bosaris_dask.progress import compute
 
@@ -226,13 +226,11 @@ def _id_hint(wanted: str, have: Any) -> str:
     return ""
 
 
-def _prepare_rows(x: np.ndarray, norms: np.ndarray | None, center: np.ndarray | None):
+def _prepare_rows(x: np.ndarray, center: np.ndarray | None, unit: bool):
     out = x.astype(np.float64)  # a copy: the file's rows are never modified
     if center is not None:
         out -= center
-    if norms is not None:
-        out /= norms
-    return out
+    return unit_rows(out) if unit else out
 
 
 def prepare(
@@ -280,11 +278,10 @@ def prepare(
         bad = names[np.flatnonzero(~np.isfinite(norms))[0]]
         raise ScoreError(f"{source}: id {bad!r} has a norm beyond float64{where}")
     if backend == "dot":
-        values = raw.map_blocks(_prepare_rows, None, center, dtype=np.float64)
+        values = raw.map_blocks(_prepare_rows, center, False, dtype=np.float64)
         return Side(names, values, source, float(norms.max(initial=0.0)))
     _raise_zero_norm(norms, names, source, center is not None)
-    n = da.from_array(norms[:, None], chunks=(raw.chunks[0], 1))
-    values = da.map_blocks(_prepare_rows, raw, n, center, dtype=np.float64)
+    values = raw.map_blocks(_prepare_rows, center, True, dtype=np.float64)
     return Side(names, values, source)
 
 
@@ -326,7 +323,7 @@ def prepare_models(
                          "mean embedding whose norm is beyond float64")  # fmt: skip
     if backend == "cosine":
         _raise_zero_norm(norms, names, where, False)
-        means = means / norms[:, None]
+        means = unit_rows(means)
     if ids is not None:
         index = pd.Index(names)
         sel = index.get_indexer(np.asarray([str(i) for i in ids], dtype=object))

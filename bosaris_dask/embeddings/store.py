@@ -31,7 +31,7 @@ from bosaris_dask.embeddings.formats import DEFAULT_ROWS, open_file
 from bosaris_dask.errors import ParseError, TrialError
 from bosaris_dask.progress import compute
 
-__all__ = ["read", "from_arrays", "info", "euclidean_norms", "EMBEDDING_DIMS"]
+__all__ = ["read", "from_arrays", "info", "euclidean_norms", "unit_rows", "EMBEDDING_DIMS"]
 
 #: Dimensions of the ``embedding`` variable: one row per id, one column per vector component.
 EMBEDDING_DIMS = ("id", "component")
@@ -127,10 +127,31 @@ def euclidean_norms(x: np.ndarray) -> np.ndarray:
     ...     np.sqrt((x * x).sum(axis=1)).tolist()  # unscaled
     [inf, 0.0, 0.0]
     """
-    _, e = np.frexp(np.abs(x).max(axis=1, initial=0.0))
-    y = np.ldexp(x, -e[:, None])  # exact: only the exponents change
+    y, e = _scaled_rows(x)
     with np.errstate(over="ignore"):  # a norm beyond float64 is inf, for the callers to name
         return np.ldexp(np.sqrt((y * y).sum(axis=1)), e)
+
+
+def _scaled_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` with each row scaled by the power of two ``2**-e`` that brings its largest
+    magnitude into ``[0.5, 1)``, exactly, and ``e``."""
+    _, e = np.frexp(np.abs(x).max(axis=1, initial=0.0))
+    return np.ldexp(x, -e[:, None]), e  # exact: only the exponents change
+
+
+def unit_rows(x: np.ndarray) -> np.ndarray:
+    """Each row of ``x`` divided by its Euclidean norm, in the scaled rows of
+    :func:`euclidean_norms`: the bits of ``x / euclidean_norms(x)[:, None]`` wherever neither
+    is subnormal, and unit rows where they are (a norm of 1e-320 kept 11 bits, and the rows
+    divided by it were 1e-4 off unit length). Zero rows give NaN (callers refuse them first).
+
+    >>> x = np.array([[3.0, 4.0], [3e-320, 4e-320]])
+    >>> unit_rows(x).tolist()
+    [[0.6, 0.8], [0.6, 0.8]]
+    """
+    y, _ = _scaled_rows(x)
+    with np.errstate(invalid="ignore"):
+        return y / np.sqrt((y * y).sum(axis=1))[:, None]
 
 
 def info(emb: xr.Dataset) -> dict[str, Any]:
