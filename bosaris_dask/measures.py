@@ -197,7 +197,9 @@ def dcf_normalizer(plo: np.ndarray) -> np.ndarray:
 def summary_cllr(summary: ScoreSummary) -> float:
     t, n = summary.n_target, summary.n_nontarget
     tar, non = summary.softplus_units  # exact means: finite where the sums exceed float64
-    return (exact_sum.mean(tar, t) + exact_sum.mean(non, n)) / (2 * np.log(2))
+    # halved before they are added, so that two means near float64's largest do not overflow
+    # (the same bits as (a + b) / (2 ln 2) elsewhere: halving is exact)
+    return (0.5 * exact_sum.mean(tar, t) + 0.5 * exact_sum.mean(non, n)) / np.log(2)
 
 
 def _dr30_plo(summary: ScoreSummary, sweep: np.ndarray) -> tuple[float, float]:

@@ -494,6 +494,17 @@ def test_cllr_is_finite_where_its_softplus_sums_exceed_float64():
     assert metrics.cllr(values[mask == 1], values[mask == -1]) == pytest.approx(expected, rel=1e-15)
 
 
+def test_cllr_is_finite_where_the_two_class_means_add_beyond_float64():
+    # targets at -1e308 and non-targets at +1e308: each class's mean cost is 1e308 nats, and
+    # Cllr = (1e308 + 1e308) / (2 ln 2) = 1e308 / ln 2 is a float64; their sum is not (was inf)
+    values = np.array([[-1e308, -1e308, 1e308]])
+    scores = make_scores(["m"], ["a", "b", "c"], values)
+    key = make_key(["m"], ["a", "b", "c"], [[1, 1, -1]])
+    expected = 1e308 / np.log(2)
+    assert float(metrics.evaluate(scores, key, priors=[0.5]).cllr.item()) == expected
+    assert metrics.cllr(values[0, :2], values[0, 2:]) == expected
+
+
 # --------------------------------------------------------------------------------------------
 # a realistic size: millions of trials, several chunks, many ties, against numpy brute force
 # --------------------------------------------------------------------------------------------
